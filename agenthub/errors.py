@@ -1,0 +1,306 @@
+"""Every error agenthub raises on purpose.
+
+::
+
+    AgentHubError(Exception)
+    ├── ConfigError(AgentHubError, ValueError)      bad model/client_type, malformed message or
+    │   │                                           config, missing api key; raised before sending
+    │   ├── UnsupportedParameterError               .client .parameter
+    │   └── UnsupportedOperationError               .client .operation
+    ├── TransportError(AgentHubError, ConnectionError)
+    │                                               connect/read failure or timeout (cause chained)
+    ├── UpstreamError                               HTTP error or in-stream error payload:
+    │   │   .client .status .error_type .code .message .retry_after
+    │   │                                           .request_id .retryable
+    │   ├── AuthenticationError                     401 / 403
+    │   ├── RateLimitError                          429
+    │   └── ServerError                             5xx, 529 overloaded
+    └── StreamError
+        ├── StreamProtocolError                     stream cut before its terminal marker,
+        │                                           or a payload that breaks the protocol
+        ├── ToolCallArgumentParseError(StreamError, ValueError)
+        │       .client .tool_name .tool_call_id .raw_arguments_length .raw_arguments_preview
+        └── EmptyResponseError                      .client .finish_reason .usage_metadata
+
+The promise (as h11 makes it): bad input from a caller or a server raises an
+AgentHubError subclass; anything else escaping the library is a bug.
+Messages never contain an API key, a whole request body or an inline image.
+"""
+
+import json
+from typing import Any, Dict, Mapping, Optional
+
+__all__ = [
+    "AgentHubError",
+    "ConfigError",
+    "UnsupportedParameterError",
+    "UnsupportedOperationError",
+    "TransportError",
+    "UpstreamError",
+    "AuthenticationError",
+    "RateLimitError",
+    "ServerError",
+    "StreamError",
+    "StreamProtocolError",
+    "ToolCallArgumentParseError",
+    "EmptyResponseError",
+    "upstream_error",
+    "preview",
+]
+
+#: HTTP statuses worth retrying before the first event reached the caller.
+RETRYABLE_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
+#: In-stream error types that mean "try again later".
+RETRYABLE_ERROR_TYPES = frozenset(
+    {"overloaded_error", "rate_limit_error", "rate_limit_exceeded", "api_error", "server_error",
+     "internal_server_error", "service_unavailable", "timeout", "overloaded", "RESOURCE_EXHAUSTED",
+     "UNAVAILABLE", "INTERNAL"}
+)
+
+
+class AgentHubError(Exception):
+    """Base of every error agenthub raises on purpose."""
+
+    def __init__(self, *args: Any, **fields: Any) -> None:
+        super().__init__(*args)
+        self.__dict__.update(fields)
+        self._fields = fields
+
+    def __reduce__(self):  # keep the fields across pickling (process pools, distributed workers)
+        return (_rebuild, (type(self), self.args, self._fields))
+
+
+def _rebuild(cls: type, args: Any, fields: Any) -> "AgentHubError":
+    error = cls.__new__(cls)
+    Exception.__init__(error, *args)
+    error.__dict__.update(fields)
+    error._fields = fields
+    return error
+
+
+class ConfigError(AgentHubError, ValueError):
+    """A bad model name, client_type, message, config key or credential; nothing was sent."""
+
+
+class UnsupportedParameterError(ConfigError):
+    """A UniConfig value this model or protocol cannot honour."""
+
+    def __init__(self, message: str = "", client: str = "", parameter: str = "", **fields: Any) -> None:
+        super().__init__(message, client=client, parameter=parameter, **fields)
+
+
+class UnsupportedOperationError(ConfigError):
+    """An operation the routed client cannot perform, whatever the input."""
+
+    def __init__(self, message: str = "", client: str = "", operation: str = "", **fields: Any) -> None:
+        super().__init__(message, client=client, operation=operation, **fields)
+
+
+class TransportError(AgentHubError, ConnectionError):
+    """Connecting, sending or reading failed (timeouts included); the cause is chained."""
+
+    retryable = True
+
+
+class UpstreamError(AgentHubError):
+    """The provider answered with an error: a non-2xx status or an error inside the stream."""
+
+    def __init__(
+        self,
+        message: str = "",
+        client: str = "",
+        status: Optional[int] = None,
+        error_type: Optional[str] = None,
+        retry_after: Optional[float] = None,
+        request_id: Optional[str] = None,
+        retryable: Optional[bool] = None,
+        code: Optional[str] = None,
+        **fields: Any
+    ) -> None:
+        if retryable is None:
+            retryable = status in RETRYABLE_STATUSES or (error_type in RETRYABLE_ERROR_TYPES)
+        super().__init__(
+            message,
+            client=client,
+            status=status,
+            error_type=error_type,
+            message=message,
+            retry_after=retry_after,
+            request_id=request_id,
+            retryable=retryable,
+            code=code,
+            **fields
+        )
+
+    def __str__(self) -> str:
+        head = ", ".join(
+            "{}={}".format(k, v)
+            for k, v in (("client", self.client), ("status", self.status), ("type", self.error_type))
+            if v not in (None, "")
+        )
+        return "{} ({})".format(self.message, head) if head else self.message
+
+
+class AuthenticationError(UpstreamError):
+    """401 or 403: the key is missing, wrong or not allowed."""
+
+
+class RateLimitError(UpstreamError):
+    """429, or an in-stream rate-limit error."""
+
+
+class ServerError(UpstreamError):
+    """5xx, 529 overloaded, or an in-stream overload / server error."""
+
+
+class StreamError(AgentHubError):
+    """The response stream itself went wrong."""
+
+
+class StreamProtocolError(StreamError):
+    """The stream ended before its terminal marker, or broke the protocol or the stream grammar."""
+
+    def __init__(self, message: str = "", client: str = "", **fields: Any) -> None:
+        super().__init__(message, client=client, **fields)
+
+
+class ToolCallArgumentParseError(StreamError, ValueError):
+    """Streamed tool-call arguments were malformed, truncated or not a JSON object."""
+
+    def __init__(
+        self,
+        message: str = "",
+        client: str = "",
+        tool_name: str = "",
+        tool_call_id: str = "",
+        raw_arguments_length: int = 0,
+        raw_arguments_preview: str = "",
+        **fields: Any
+    ) -> None:
+        super().__init__(
+            message,
+            client=client,
+            tool_name=tool_name,
+            tool_call_id=tool_call_id,
+            raw_arguments_length=raw_arguments_length,
+            raw_arguments_preview=raw_arguments_preview,
+            **fields
+        )
+
+
+class EmptyResponseError(StreamError):
+    """The turn finished with thinking only (or nothing): replaying it would be rejected."""
+
+    def __init__(
+        self,
+        message: str = "",
+        client: str = "",
+        finish_reason: Optional[str] = None,
+        usage_metadata: Optional[Mapping[str, Any]] = None,
+        **fields: Any
+    ) -> None:
+        super().__init__(message, client=client, finish_reason=finish_reason, usage_metadata=usage_metadata, **fields)
+
+
+def preview(text: str, limit: int = 160) -> str:
+    """At most ``limit`` characters of ``text``: head and tail around a marker when longer."""
+    if len(text) <= limit:
+        return text
+    marker = "...[truncated]..."
+    keep = (limit - len(marker)) // 2
+    return text[:keep] + marker + text[len(text) - keep:]
+
+
+_STATUS_CLASSES = {401: AuthenticationError, 403: AuthenticationError, 429: RateLimitError}
+# In-stream error types -> the status a matching HTTP error would have had.
+_TYPE_STATUSES = {
+    "overloaded_error": 529,
+    "rate_limit_error": 429,
+    "rate_limit_exceeded": 429,
+    "RESOURCE_EXHAUSTED": 429,
+    "api_error": 500,
+    "server_error": 500,
+    "internal_server_error": 500,
+    "INTERNAL": 500,
+    "UNAVAILABLE": 503,
+    "authentication_error": 401,
+    "UNAUTHENTICATED": 401,
+    "permission_error": 403,
+    "PERMISSION_DENIED": 403,
+    "invalid_request_error": 400,
+    "INVALID_ARGUMENT": 400,
+    "not_found_error": 404,
+    "NOT_FOUND": 404,
+}
+
+
+def _error_class(status: Optional[int]) -> type:
+    if status in _STATUS_CLASSES:
+        return _STATUS_CLASSES[status]
+    if status is not None and (status >= 500):
+        return ServerError
+    return UpstreamError
+
+
+def upstream_error(
+    client: str,
+    payload: Any,
+    status: Optional[int] = None,
+    retry_after: Optional[float] = None,
+    request_id: Optional[str] = None,
+) -> UpstreamError:
+    """Build the right UpstreamError subclass from a provider's error payload.
+
+    ``payload`` is the decoded error body (any JSON value, or text): the shapes of
+    OpenAI (``{"error": {"message", "type", "code"}}``), Anthropic
+    (``{"type": "error", "error": {"type", "message"}}``) and Google
+    (``{"error": {"code", "message", "status"}}``) are understood; anything else
+    is summarised.  ``status`` is None for errors that arrived inside a 200 stream:
+    the error type then picks the status (overloaded -> 529).
+    """
+    error_type = None
+    message = None
+    code = None
+    body = payload
+    if isinstance(body, list) and body and isinstance(body[0], dict):  # Google sometimes wraps in a list
+        body = body[0]
+    if isinstance(body, dict):
+        inner = body.get("error", body)
+        if isinstance(inner, dict):
+            message = inner.get("message")
+            error_type = inner.get("type") or inner.get("status") or inner.get("code")
+            code = inner.get("code")
+            if status is None and isinstance(inner.get("status_code"), int):
+                status = inner["status_code"]
+            if status is None and isinstance(code, int) and 400 <= code < 600:
+                status = code
+        elif isinstance(inner, str):
+            message = inner
+        if message is None and isinstance(body.get("message"), str):
+            message = body["message"]
+    elif isinstance(body, str):
+        message = body.strip()
+    if not isinstance(error_type, str):
+        error_type = None if error_type is None else str(error_type)
+    if code is not None and not isinstance(code, str):
+        code = str(code)
+    base_type = error_type
+    if status is None and base_type in _TYPE_STATUSES:
+        status = _TYPE_STATUSES[base_type]
+    if not isinstance(message, str) or not message:
+        message = preview(json.dumps(payload, default=str) if not isinstance(payload, str) else payload, 300)
+        if not message:
+            message = "HTTP {}".format(status) if status else "upstream error"
+    message = preview(message, 2000)
+    retryable = status in RETRYABLE_STATUSES or base_type in RETRYABLE_ERROR_TYPES
+    return _error_class(status)(
+        message,
+        client=client,
+        status=status,
+        error_type=error_type,
+        retry_after=retry_after,
+        request_id=request_id,
+        retryable=retryable,
+        code=code,
+    )
+

@@ -1,0 +1,142 @@
+"""Pure helpers shared by the protocol modules (no protocol logic of its own)."""
+
+import base64
+import binascii
+import json
+import re
+from typing import Any, Dict, List, Mapping, Optional, Tuple
+
+from ..errors import ConfigError, UnsupportedParameterError, upstream_error
+
+__all__ = [
+    "Endpoint",
+    "dumps",
+    "parse_data_uri",
+    "data_uri",
+    "join_url",
+    "json_payload",
+    "raise_in_stream_error",
+    "unsupported",
+    "message_text",
+]
+
+
+class Endpoint(object):
+    """Where and how to send: base URL, key, extra headers, and the vendor's quirks (a registry row's data)."""
+
+    __slots__ = ("client_type", "base_url", "api_key", "headers", "quirks")
+
+    def __init__(
+        self,
+        client_type: str,
+        base_url: str,
+        api_key: Optional[str] = None,
+        headers: Optional[Mapping[str, str]] = None,
+        quirks: Optional[Mapping[str, Any]] = None,
+    ) -> None:
+        self.client_type = client_type
+        self.base_url = base_url.rstrip("/")
+        self.api_key = api_key
+        self.headers = dict(headers or {})
+        self.quirks = dict(quirks or {})
+
+    def __repr__(self) -> str:  # never show the key
+        return "Endpoint(client_type={!r}, base_url={!r}, api_key={})".format(
+            self.client_type, self.base_url, "'***'" if self.api_key else None
+        )
+
+    def __getstate__(self):
+        return {name: getattr(self, name) for name in self.__slots__}
+
+    def __setstate__(self, state):
+        for name, value in state.items():
+            setattr(self, name, value)
+
+
+def dumps(value: Any) -> str:
+    """Compact JSON text, non-ASCII kept as is (CJK arguments stay readable)."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def join_url(base_url: str, path: str) -> str:
+    return base_url.rstrip("/") + path
+
+
+_DATA_URI = re.compile(r"^data:([^;,]*)((?:;[^;,]*)*),(.*)$", re.S)
+
+
+def parse_data_uri(uri: str) -> Optional[Tuple[str, bytes]]:
+    """``data:<mime>;base64,<payload>`` -> (mime, bytes); None when ``uri`` is not a data URI.
+
+    A data URI that does not decode is a ConfigError (never a silent empty image).
+    """
+    if not uri.startswith("data:"):
+        return None
+    match = _DATA_URI.match(uri)
+    if match is None:
+        raise ConfigError("malformed data URI (expected data:<mime>;base64,<data>)")
+    mime = match.group(1) or "application/octet-stream"
+    params = match.group(2).split(";")
+    payload = match.group(3)
+    if "base64" in params:
+        try:
+            return mime, base64.b64decode(payload, validate=True)
+        except (binascii.Error, ValueError):
+            raise ConfigError("data URI with invalid base64 payload ({} characters)".format(len(payload))) from None
+    from urllib.parse import unquote_to_bytes
+
+    return mime, unquote_to_bytes(payload)
+
+
+def data_uri(mime_type: str, data: bytes) -> str:
+    return "data:{};base64,{}".format(mime_type, base64.b64encode(data).decode("ascii"))
+
+
+def json_payload(text: str, client: str) -> Any:
+    """The JSON value of one SSE data payload (a ValueError is turned into StreamProtocolError by the driver)."""
+    return json.loads(text)
+
+
+def raise_in_stream_error(client: str, payload: Any) -> None:
+    """An error object inside a 200 stream -> the matching UpstreamError subclass."""
+    raise upstream_error(client, payload)
+
+
+def unsupported(client: str, parameter: str, why: str) -> UnsupportedParameterError:
+    return UnsupportedParameterError("{}: {} {}".format(client, parameter, why), client=client, parameter=parameter)
+
+
+def message_text(message: Mapping[str, Any]) -> str:
+    return "".join(item["text"] for item in message["content_items"] if item["type"] == "text")
+
+
+def usage(cached: Optional[int], prompt: Optional[int], thoughts: Optional[int], response: Optional[int]) -> Dict[str, Optional[int]]:
+    """The four buckets, each a non-negative int or None."""
+    return {
+        "cached_tokens": _count(cached),
+        "prompt_tokens": _count(prompt),
+        "thoughts_tokens": _count(thoughts),
+        "response_tokens": _count(response),
+    }
+
+
+def _count(value: Any) -> Optional[int]:
+    if value is None or isinstance(value, bool):
+        return None
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if not isinstance(value, int):
+        return None
+    return max(0, value)
+
+
+def to_int(value: Any) -> Optional[int]:
+    return _count(value)
+
+
+def dict_of(value: Any) -> Dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def list_of(value: Any) -> List[Any]:
+    return value if isinstance(value, list) else []

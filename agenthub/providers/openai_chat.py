@@ -1,0 +1,321 @@
+"""OpenAI Chat Completions, and every server that speaks it (vLLM, Ollama, OpenRouter,
+DeepSeek, GLM, Qwen, Kimi, ...).  ``build_request`` and ``parse_stream`` are pure.
+
+Vendor differences are data, read from ``endpoint.quirks`` (a registry row):
+
+- ``max_tokens_field``: the body field for max_tokens (default ``max_completion_tokens``);
+- ``reasoning_field``: the field to replay foreign thinking through (default: none, so
+  thinking that did not come from a Chat server is left out of the request);
+- ``echo_reasoning_on_tool_turns``: send an empty reasoning field on assistant tool-call
+  turns without thinking (DeepSeek thinking mode wants it back);
+- ``thinking``: a mapping ThinkingLevel value -> extra body fields (e.g. GLM/Kimi
+  ``thinking``, vLLM ``chat_template_kwargs``); absent: thinking_level is not sent;
+- ``tool_choice``: the tool_choice values the vendor accepts (others raise
+  UnsupportedParameterError);
+- ``stream_usage``: ask for the usage chunk (default True);
+- ``images``: False when the model takes no images (raises before sending).
+"""
+
+import logging
+from typing import Any, Dict, Iterable, Iterator, List, Mapping
+
+from ..errors import ConfigError, upstream_error
+from ..sse import SSEEvent
+from ..stream import StreamEnd
+from ..toolcalls import ToolCallAssembler
+from ..types import HttpRequest, PromptCaching
+from ._common import Endpoint, data_uri, dumps, join_url, parse_data_uri, to_int, unsupported, usage
+
+__all__ = ["build_request", "parse_stream", "map_usage", "FINISH_REASONS"]
+
+logger = logging.getLogger("agenthub")
+
+#: Chat finish_reason -> UniEvent finish_reason; anything else (content_filter, ...) is "unknown"
+FINISH_REASONS = {"stop": "stop", "length": "length", "tool_calls": "tool_call", "function_call": "tool_call"}
+REASONING_FIELDS = ("reasoning_content", "reasoning")
+_AUDIO_FORMATS = {"audio/wav": "wav", "audio/x-wav": "wav", "audio/wave": "wav", "audio/mpeg": "mp3", "audio/mp3": "mp3"}
+
+
+# -- request ------------------------------------------------------------------------------------
+
+
+def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, Any]], config: Mapping[str, Any]) -> HttpRequest:
+    client = endpoint.client_type
+    quirks = endpoint.quirks
+    body = {"model": model, "messages": _messages(endpoint, messages, config)}  # type: Dict[str, Any]
+    body["stream"] = True
+    if quirks.get("stream_usage", True):
+        body["stream_options"] = {"include_usage": True}
+    if "max_tokens" in config:
+        body[quirks.get("max_tokens_field", "max_completion_tokens")] = config["max_tokens"]
+    if "temperature" in config:
+        body["temperature"] = config["temperature"]
+    if config.get("tools"):
+        body["tools"] = [_tool(tool) for tool in config["tools"]]
+    if "tool_choice" in config:
+        body["tool_choice"] = _tool_choice(client, config["tool_choice"], quirks)
+    level = config.get("thinking_level")
+    thinking = quirks.get("thinking")
+    if level is not None and thinking:
+        body.update(thinking.get(level.value, {}))
+    caching = config.get("prompt_caching")
+    if caching is not None and caching != PromptCaching.ENABLE:
+        raise unsupported(client, "prompt_caching", "can only be ENABLE: the server caches prompts by itself")
+    for key in ("image_config", "tts_config", "embedding_config"):
+        if key in config:
+            raise unsupported(client, key, "is not available over Chat Completions for model {!r}".format(model))
+    headers = {"Content-Type": "application/json", "Accept": "text/event-stream"}
+    if endpoint.api_key:
+        headers["Authorization"] = "Bearer " + endpoint.api_key
+    headers.update(endpoint.headers)
+    return HttpRequest("POST", join_url(endpoint.base_url, "/chat/completions"), headers, body)
+
+
+def _tool(tool: Mapping[str, Any]) -> Dict[str, Any]:
+    function = {"name": tool["name"]}  # type: Dict[str, Any]
+    if tool.get("description"):
+        function["description"] = tool["description"]
+    function["parameters"] = tool.get("parameters") or {"type": "object", "properties": {}}
+    return {"type": "function", "function": function}
+
+
+def _tool_choice(client: str, choice: Any, quirks: Mapping[str, Any]) -> Any:
+    accepted = quirks.get("tool_choice")
+    kind = "list" if isinstance(choice, list) else choice
+    if accepted is not None and kind not in accepted:
+        raise unsupported(client, "tool_choice", "{!r} is not accepted by this server".format(choice))
+    if not isinstance(choice, list):
+        return choice
+    if len(choice) == 1:
+        return {"type": "function", "function": {"name": choice[0]}}
+    return {
+        "type": "allowed_tools",
+        "allowed_tools": {"mode": "required", "tools": [{"type": "function", "function": {"name": n}} for n in choice]},
+    }
+
+
+def _image_part(endpoint: Endpoint, url: str) -> Dict[str, Any]:
+    if endpoint.quirks.get("images") is False:
+        raise unsupported(endpoint.client_type, "image input", "is not supported by this model")
+    parse_data_uri(url)  # a malformed data URI is a ConfigError now, not a 400 later
+    return {"type": "image_url", "image_url": {"url": url}}
+
+
+def _media_part(endpoint: Endpoint, mime_type: str, data: bytes) -> Dict[str, Any]:
+    if mime_type.startswith("image/"):
+        return _image_part(endpoint, data_uri(mime_type, data))
+    audio = _AUDIO_FORMATS.get(mime_type)
+    if audio:
+        import base64
+
+        return {"type": "input_audio", "input_audio": {"data": base64.b64encode(data).decode("ascii"), "format": audio}}
+    raise unsupported(endpoint.client_type, "inline_data", "of type {} cannot be sent over Chat Completions".format(mime_type))
+
+
+def _messages(endpoint: Endpoint, messages: List[Mapping[str, Any]], config: Mapping[str, Any]) -> List[Dict[str, Any]]:
+    out = []  # type: List[Dict[str, Any]]
+    if config.get("system_prompt"):
+        out.append({"role": "system", "content": config["system_prompt"]})
+    echo_reasoning = False
+    for message in messages:
+        if message["role"] == "assistant":
+            wire, used_reasoning = _assistant(endpoint, message, echo_reasoning)
+            echo_reasoning = echo_reasoning or used_reasoning
+            out.append(wire)
+        else:
+            out.extend(_user(endpoint, message))
+    return out
+
+
+def _user(endpoint: Endpoint, message: Mapping[str, Any]) -> List[Dict[str, Any]]:
+    tool_messages = []  # type: List[Dict[str, Any]]
+    tool_images = []  # type: List[Dict[str, Any]]
+    parts = []  # type: List[Dict[str, Any]]
+    for item in message["content_items"]:
+        kind = item["type"]
+        if kind == "text":
+            parts.append({"type": "text", "text": item["text"]})
+        elif kind == "image_url":
+            parts.append(_image_part(endpoint, item["image_url"]))
+        elif kind == "inline_data":
+            parts.append(_media_part(endpoint, item["mime_type"], bytes(item["data"])))
+        elif kind == "tool_result":
+            tool_messages.append({"role": "tool", "tool_call_id": item["tool_call_id"], "content": item["text"]})
+            for url in item.get("images") or ():
+                tool_images.append(_image_part(endpoint, url))
+        else:  # pragma: no cover - validate.check_message keeps other items out of user messages
+            raise ConfigError("a {} item cannot be sent in a user message".format(kind))
+    out = list(tool_messages)
+    parts = tool_images + parts
+    if parts:
+        if all(p["type"] == "text" for p in parts) and len(parts) == 1:
+            out.append({"role": "user", "content": parts[0]["text"]})
+        else:
+            out.append({"role": "user", "content": parts})
+    elif not tool_messages:
+        out.append({"role": "user", "content": ""})
+    return out
+
+
+def _assistant(endpoint: Endpoint, message: Mapping[str, Any], echo_reasoning: bool):
+    quirks = endpoint.quirks
+    texts = []  # type: List[str]
+    refusals = []  # type: List[str]
+    reasoning = {}  # type: Dict[str, List[str]]
+    tool_calls = []  # type: List[Dict[str, Any]]
+    for item in message["content_items"]:
+        kind = item["type"]
+        fidelity = item.get("fidelity") or {}
+        if kind == "text":
+            (refusals if fidelity.get("refusal") else texts).append(item["text"])
+        elif kind == "thinking":
+            field = fidelity.get("reasoning_field")
+            fields = [field] if field in REASONING_FIELDS else (
+                list(REASONING_FIELDS) if field == "both" else ([quirks["reasoning_field"]] if quirks.get("reasoning_field") else [])
+            )
+            if not fields:
+                logger.debug("thinking from another protocol is not replayed over Chat Completions")
+            for name in fields:
+                reasoning.setdefault(name, []).append(item["thinking"])
+        elif kind == "tool_call":
+            tool_calls.append({
+                "id": item["tool_call_id"],
+                "type": "function",
+                "function": {"name": item["name"], "arguments": dumps(item["arguments"])},
+            })
+        elif kind in ("inline_data", "image_url", "inline_thinking"):
+            logger.warning("an assistant %s item cannot be replayed over Chat Completions; it is left out", kind)
+        else:  # pragma: no cover - validate.check_message keeps other items out
+            raise ConfigError("a {} item cannot be sent in an assistant message".format(kind))
+    wire = {"role": "assistant", "content": "".join(texts) if texts or not tool_calls else None}  # type: Dict[str, Any]
+    if refusals:
+        wire["refusal"] = "".join(refusals)
+    for name, pieces in reasoning.items():
+        wire[name] = "".join(pieces)
+    if tool_calls:
+        wire["tool_calls"] = tool_calls
+        if not reasoning and quirks.get("echo_reasoning_on_tool_turns") and echo_reasoning:
+            wire[quirks.get("reasoning_field", "reasoning_content")] = ""
+    return wire, bool(reasoning)
+
+
+# -- response -----------------------------------------------------------------------------------
+
+
+def map_usage(raw: Any) -> Dict[str, Any]:
+    """Chat usage -> the four exclusive buckets (see API.md "Edge cases")."""
+    raw = raw if isinstance(raw, dict) else {}
+    prompt_details = raw.get("prompt_tokens_details")
+    prompt_details = prompt_details if isinstance(prompt_details, dict) else {}
+    completion_details = raw.get("completion_tokens_details")
+    completion_details = completion_details if isinstance(completion_details, dict) else {}
+    prompt = to_int(raw.get("prompt_tokens"))
+    completion = to_int(raw.get("completion_tokens"))
+    cached = to_int(prompt_details.get("cached_tokens"))
+    if cached is None:
+        cached = to_int(raw.get("prompt_cache_hit_tokens"))  # DeepSeek's own spelling
+    thoughts = to_int(completion_details.get("reasoning_tokens"))
+    if thoughts is None:
+        thoughts = to_int(raw.get("reasoning_tokens"))
+    response = completion
+    if completion is not None and thoughts:
+        total = to_int(raw.get("total_tokens"))
+        excludes = total is not None and prompt is not None and total == prompt + completion + thoughts
+        if not excludes and completion >= thoughts:
+            response = completion - thoughts
+    return usage(cached, None if prompt is None else prompt - (cached or 0), thoughts, response)
+
+
+def parse_stream(events: Iterable[SSEEvent], client: str = "openai-chat", tool_id_prefix: Any = None) -> Iterator[Any]:
+    """SSE events of one Chat Completions stream -> content items, then a StreamEnd.
+
+    Complete when ``[DONE]`` arrives, or when a finish_reason was seen and the body
+    ended cleanly.  Heartbeats (chunks without choices, comments) are skipped; only
+    choice 0 is followed; an ``error`` object or ``event: error`` raises UpstreamError.
+    """
+    import json
+
+    loads = json.loads
+    tools = ToolCallAssembler(client, tool_id_prefix)
+    feed = tools.feed
+    finish = None
+    raw_usage = None
+    done = False
+    for sse in events:
+        data = sse.data
+        if data[:6] == "[DONE]":
+            done = True
+            break
+        if sse.event == "error":
+            raise upstream_error(client, _loads_or_text(loads, data))
+        chunk = loads(data)
+        if type(chunk) is not dict:
+            continue
+        if "error" in chunk and chunk["error"]:
+            raise upstream_error(client, chunk)
+        choices = chunk.get("choices")
+        if chunk.get("usage"):
+            raw_usage = chunk["usage"]
+        if not choices:
+            continue
+        choice = choices[0]
+        if len(choices) > 1 or choice.get("index", 0) != 0:
+            choice = next((c for c in choices if isinstance(c, dict) and c.get("index", 0) == 0), None)
+            if choice is None:
+                continue
+        delta = choice.get("delta")
+        if delta:
+            reasoning = delta.get("reasoning_content")
+            other = delta.get("reasoning")
+            if reasoning and type(reasoning) is str:
+                if other == reasoning:
+                    yield {"type": "thinking", "thinking": reasoning, "fidelity": {"reasoning_field": "both"}}
+                else:
+                    yield {"type": "thinking", "thinking": reasoning, "fidelity": {"reasoning_field": "reasoning_content"}}
+                    if other and type(other) is str:
+                        yield {"type": "thinking", "thinking": other, "fidelity": {"reasoning_field": "reasoning"}}
+            elif other and type(other) is str:
+                yield {"type": "thinking", "thinking": other, "fidelity": {"reasoning_field": "reasoning"}}
+            content = delta.get("content")
+            if content:
+                if type(content) is str:
+                    yield {"type": "text", "text": content}
+                else:
+                    for text in _content_texts(content):
+                        yield {"type": "text", "text": text}
+            refusal = delta.get("refusal")
+            if refusal and type(refusal) is str:
+                yield {"type": "text", "text": refusal, "fidelity": {"refusal": True}}
+            calls = delta.get("tool_calls")
+            if calls:
+                for call in calls:
+                    function = call.get("function") or {}
+                    for item in feed(call.get("index"), call.get("id"), function.get("name"), function.get("arguments")):
+                        yield item
+        reason = choice.get("finish_reason")
+        if reason:
+            finish = FINISH_REASONS.get(reason, "unknown")
+            for item in tools.finish():
+                yield item
+        if choice.get("usage"):
+            raw_usage = choice["usage"]
+    if not done and finish is None:
+        return  # cut before its terminal marker: the driver raises StreamProtocolError
+    for item in tools.finish():
+        yield item
+    yield StreamEnd(map_usage(raw_usage) if raw_usage else None, finish)
+
+
+def _content_texts(content: Any) -> Iterator[str]:
+    """Some servers stream content as a list of parts; keep their text."""
+    if isinstance(content, list):
+        for part in content:
+            if isinstance(part, dict) and isinstance(part.get("text"), str) and part["text"]:
+                yield part["text"]
+
+
+def _loads_or_text(loads: Any, data: str) -> Any:
+    try:
+        return loads(data)
+    except ValueError:
+        return data

@@ -1,0 +1,304 @@
+"""Pure folds over streams: the shared stream driver, ``collect`` and ``check_stream``.
+
+A provider's parser yields content items and, when its protocol's terminal
+marker arrived, one ``StreamEnd``.  ``drive`` turns that into UniEvents with the
+grammar of API.md: ``start`` right before the first item, one ``delta`` per item,
+one ``stop`` with usage and finish reason.  It is the single place that decides
+what a cut stream, an empty turn and a malformed payload become.
+"""
+
+import json
+import time
+from typing import Any, Dict, Iterable, Iterator, List, Optional
+
+from .errors import AgentHubError, EmptyResponseError, StreamProtocolError
+from .types import UniEvent, UniMessage, UsageMetadata
+
+__all__ = ["StreamEnd", "drive", "collect", "check_stream", "empty_usage", "now_ms"]
+
+_USAGE_KEYS = ("cached_tokens", "prompt_tokens", "thoughts_tokens", "response_tokens")
+_FINISH_REASONS = frozenset(["stop", "length", "tool_call", "unknown"])
+#: items that make a turn worth replaying (a thinking-only turn is rejected upstream)
+_SUBSTANTIVE = frozenset(["tool_call", "inline_data", "image_url", "embedding"])
+_ITEM_FIELDS = {
+    "text": (("text", str),),
+    "thinking": (("thinking", str),),
+    "image_url": (("image_url", str),),
+    "inline_data": (("data", bytes), ("mime_type", str)),
+    "inline_thinking": (("data", bytes), ("mime_type", str)),
+    "tool_call": (("name", str), ("arguments", dict), ("tool_call_id", str)),
+    "partial_tool_call": (("name", str), ("arguments", str), ("tool_call_id", str)),
+    "tool_result": (("text", str), ("tool_call_id", str)),
+    "embedding": (("embedding", list),),
+}
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def empty_usage() -> UsageMetadata:
+    return {"cached_tokens": None, "prompt_tokens": None, "thoughts_tokens": None, "response_tokens": None}
+
+
+class StreamEnd(object):
+    """Yielded by a provider parser once its protocol's terminal marker arrived."""
+
+    __slots__ = ("usage", "finish_reason")
+
+    def __init__(self, usage: Optional[UsageMetadata] = None, finish_reason: Optional[str] = None) -> None:
+        self.usage = usage
+        self.finish_reason = finish_reason
+
+    def __repr__(self) -> str:
+        return "StreamEnd(usage={!r}, finish_reason={!r})".format(self.usage, self.finish_reason)
+
+
+def _event(event_type: str, items: List[Any], usage: Any = None, finish: Any = None) -> UniEvent:
+    return {
+        "role": "assistant",
+        "event_type": event_type,  # type: ignore[typeddict-item]
+        "content_items": items,
+        "usage_metadata": usage,
+        "finish_reason": finish,  # type: ignore[typeddict-item]
+        "created_at": int(time.time() * 1000),
+    }
+
+
+def drive(parts: Iterable[Any], client: str = "") -> Iterator[UniEvent]:
+    """Provider parts (content items, then a StreamEnd) -> UniEvents in the API.md grammar.
+
+    Raises StreamProtocolError when the parts end without a StreamEnd (the body was
+    cut before the terminal marker) or when a payload had the wrong shape (any
+    KeyError/TypeError/... inside a parser: the promise is that bad server input only
+    ever raises AgentHubError), and EmptyResponseError for a turn with nothing to replay.
+    """
+    started = False
+    substantive = False
+    tool_calls = False
+    end = None
+    try:
+        for part in parts:
+            if type(part) is StreamEnd:
+                end = part
+                break
+            if not started:
+                started = True
+                yield _event("start", [])
+            kind = part["type"]
+            if kind == "text":
+                if part["text"]:
+                    substantive = True
+            elif kind in _SUBSTANTIVE:
+                substantive = True
+                if kind == "tool_call":
+                    tool_calls = True
+            yield {
+                "role": "assistant",
+                "event_type": "delta",
+                "content_items": [part],
+                "usage_metadata": None,
+                "finish_reason": None,
+                "created_at": int(time.time() * 1000),
+            }
+    except AgentHubError:
+        raise
+    except (KeyError, TypeError, AttributeError, IndexError, ValueError, UnicodeError, RecursionError) as exc:
+        raise StreamProtocolError(
+            "malformed payload in the {} stream: {}: {}".format(client or "provider", type(exc).__name__, exc),
+            client=client,
+        ) from exc
+    if end is None:
+        raise StreamProtocolError(
+            "the {} stream ended before its terminal marker (cut off?)".format(client or "provider"), client=client
+        )
+    usage = end.usage if end.usage is not None else empty_usage()
+    finish = end.finish_reason if end.finish_reason in _FINISH_REASONS else "unknown"
+    if tool_calls and finish in ("stop", "unknown") and end.finish_reason in (None, "stop", "tool_call"):
+        finish = "tool_call"
+    if not substantive:
+        raise EmptyResponseError(
+            "the {} response finished with no text, tool call or media (finish_reason={})".format(
+                client or "provider", finish
+            ),
+            client=client,
+            finish_reason=finish,
+            usage_metadata=usage,
+        )
+    if not started:  # pragma: no cover - a substantive turn has items
+        yield _event("start", [])
+    yield _event("stop", [], usage, finish)
+
+
+# -- collect ------------------------------------------------------------------------------------
+
+_MERGEABLE = {"text": "text", "thinking": "thinking"}
+
+
+def collect(events: Iterable[UniEvent]) -> UniMessage:
+    """Fold a finished event list into the assistant message.
+
+    Consecutive text (or thinking) deltas merge: a delta without fidelity joins the
+    open item; a delta whose fidelity equals the open item's joins it; the first
+    fidelity arriving on an item that had none is taken by it and closes it (an
+    Anthropic signature, a Gemini thought signature on the last part); any other
+    fidelity starts a new item.  Fidelity is kept as it came.  Empty text or
+    thinking with no fidelity is dropped; partial tool calls are dropped (the
+    complete tool_call follows them).  Usage, finish reason and created_at come
+    from the stop event.
+    """
+    items = []  # type: List[Dict[str, Any]]
+    texts = []  # type: List[List[str]]  # the pieces of items[i] when mergeable, else []
+    open_index = -1  # index in items of the mergeable item still open
+    sealed = False
+    message = {"role": "assistant", "content_items": items}  # type: Dict[str, Any]
+    last = None
+    for event in events:
+        last = event
+        if event.get("event_type") == "stop":
+            message["usage_metadata"] = event.get("usage_metadata")
+            message["finish_reason"] = event.get("finish_reason")
+            continue
+        for item in event.get("content_items") or ():
+            kind = item.get("type")
+            if kind == "partial_tool_call":
+                continue
+            field = _MERGEABLE.get(kind)
+            if field is None:
+                items.append(dict(item))
+                texts.append([])
+                open_index = -1
+                continue
+            text = item.get(field) or ""
+            fidelity = item.get("fidelity")
+            if open_index >= 0 and items[open_index]["type"] == kind and not sealed:
+                current = items[open_index]
+                current_fidelity = current.get("fidelity")
+                if not fidelity:
+                    texts[open_index].append(text)
+                    continue
+                if not current_fidelity:
+                    texts[open_index].append(text)
+                    current["fidelity"] = fidelity
+                    sealed = True
+                    continue
+                if current_fidelity == fidelity:
+                    texts[open_index].append(text)
+                    continue
+            if not text and not fidelity:
+                continue
+            new = {"type": kind, field: text}
+            if fidelity:
+                new["fidelity"] = fidelity
+            items.append(new)
+            texts.append([text])
+            open_index = len(items) - 1
+            sealed = False
+    for i, pieces in enumerate(texts):
+        if pieces:
+            field = _MERGEABLE[items[i]["type"]]
+            items[i][field] = pieces[0] if len(pieces) == 1 else "".join(pieces)
+    if last is not None:
+        message["created_at"] = last.get("created_at")
+    message.setdefault("usage_metadata", None)
+    message.setdefault("finish_reason", None)
+    return message  # type: ignore[return-value]
+
+
+# -- check_stream ---------------------------------------------------------------------------------
+
+
+def check_stream(events: Iterable[UniEvent]) -> None:
+    """Raise StreamProtocolError naming the first API.md stream-grammar rule ``events`` break."""
+    events = list(events)
+
+    def fail(position: int, rule: str) -> None:
+        raise StreamProtocolError("event {}: {}".format(position, rule))
+
+    if not events:
+        fail(0, "rule 1: a stream has at least a start and a stop event")
+    open_call = None  # type: Optional[Dict[str, Any]]
+    fragments = []  # type: List[str]
+    tool_calls = 0
+    for position, event in enumerate(events):
+        if not isinstance(event, dict):
+            fail(position, "an event is a dict")
+        if event.get("role") != "assistant":
+            fail(position, "role is 'assistant'")
+        created = event.get("created_at")
+        if type(created) is not int or created < 0:
+            fail(position, "rule 7: created_at is Unix milliseconds (an int)")
+        kind = event.get("event_type")
+        items = event.get("content_items")
+        if not isinstance(items, list):
+            fail(position, "content_items is a list")
+        if kind == "unused":
+            fail(position, "rule 4: 'unused' is never emitted")
+        if position == 0:
+            if kind != "start" or items:
+                fail(position, "rule 1: the first event is 'start' with no content items")
+            if event.get("usage_metadata") is not None or event.get("finish_reason") is not None:
+                fail(position, "rule 1: 'start' carries no usage or finish reason")
+            continue
+        if position == len(events) - 1:
+            if kind != "stop":
+                fail(position, "rule 3: the last event is 'stop'")
+            if items:
+                fail(position, "rule 3: 'stop' has no content items")
+            usage = event.get("usage_metadata")
+            if not isinstance(usage, dict) or sorted(usage) != sorted(_USAGE_KEYS):
+                fail(position, "rule 3: 'stop' carries usage_metadata with exactly the four buckets")
+            for key in _USAGE_KEYS:
+                value = usage[key]
+                if value is not None and (type(value) is not int or value < 0):
+                    fail(position, "rule 3: usage bucket {} is a non-negative int or None".format(key))
+            finish = event.get("finish_reason")
+            if finish not in _FINISH_REASONS:
+                fail(position, "rule 3: 'stop' has a finish_reason in stop/length/tool_call/unknown")
+            if open_call is not None:
+                fail(position, "rule 5: tool call {!r} never completed".format(open_call.get("name")))
+            if tool_calls and finish == "stop":
+                fail(position, "rule 6: a turn that asked for tools finishes with 'tool_call'")
+            continue
+        if kind != "delta":
+            fail(position, "rule 2: events between start and stop are 'delta' (got {!r})".format(kind))
+        if len(items) != 1:
+            fail(position, "rule 2: a delta carries exactly one content item")
+        if event.get("usage_metadata") is not None or event.get("finish_reason") is not None:
+            fail(position, "rule 2: a delta carries no usage or finish reason")
+        item = items[0]
+        item_type = item.get("type") if isinstance(item, dict) else None
+        if item_type not in _ITEM_FIELDS:
+            fail(position, "unknown content item type {!r}".format(item_type))
+        for name, expected in _ITEM_FIELDS[item_type]:
+            if not isinstance(item.get(name), expected):
+                fail(position, "{} item field {!r} is a {}".format(item_type, name, expected.__name__))
+        if "fidelity" in item and not isinstance(item["fidelity"], dict):
+            fail(position, "fidelity is a JSON object")
+        if item_type == "partial_tool_call":
+            if open_call is None:
+                if not item["name"] or not item["tool_call_id"]:
+                    fail(position, "rule 5: a tool call is announced with a non-empty name and tool_call_id")
+                open_call = item
+                fragments = [item["arguments"]]
+            else:
+                if item["name"] or item["tool_call_id"]:
+                    fail(position, "rule 5: argument fragments have empty name and tool_call_id "
+                                   "(or a call was announced before the previous one completed)")
+                fragments.append(item["arguments"])
+        elif item_type == "tool_call":
+            if open_call is None:
+                fail(position, "rule 5: a complete tool_call follows its announcement")
+            if item["name"] != open_call["name"] or item["tool_call_id"] != open_call["tool_call_id"]:
+                fail(position, "rule 5: the complete tool_call has the name and id it was announced with")
+            joined = "".join(fragments)
+            try:
+                streamed = json.loads(joined) if joined.strip() else {}
+            except ValueError:
+                streamed = None
+            if streamed != item["arguments"]:
+                fail(position, "rule 5: the argument fragments concatenate to the complete arguments")
+            open_call = None
+            tool_calls += 1
+        elif open_call is not None:
+            fail(position, "rule 5: a tool call's events are contiguous")

@@ -1,0 +1,375 @@
+"""The tool-call state machine: vendor fragments in, the seed's tool-call items out.
+
+Every protocol feeds this one machine; no other module joins argument text or
+parses arguments.  It is sans-I/O: the assembler holds the only state, and each
+transition returns the content items to emit, in order.
+
+What comes out, per call (``spec/data-models.md``, "Tool-Call Streaming Protocol"):
+
+1. announce: ``partial_tool_call`` with non-empty ``name`` and ``tool_call_id``;
+   its ``arguments`` is the first fragment (often ``""``);
+2. fragments: ``partial_tool_call`` with ``name == tool_call_id == ""``;
+3. one complete ``tool_call`` whose ``arguments`` is the parsed JSON object.
+
+A call's items are contiguous.  Calls that a server interleaves are emitted one
+after the other: the first open call streams live, later ones are buffered and
+flushed when it is done.
+
+Rules
+-----
+R1  A fragment is ``(index, id, name, arguments)``; each may be missing.  An index
+    given as text (``"0"``) is a number; ids ``""``, ``"null"`` and ``"None"`` are
+    missing; ``arguments: null`` is ``""``; arguments sent as a JSON value instead
+    of text are serialised.
+R2  Which call a fragment belongs to:
+      index given      -> the call in that slot; a different id, or a different name,
+                          on an occupied slot starts a new call (servers that put every
+                          call at index 0);
+      else id given    -> the call with that id;
+      else             -> the most recent call (fragments with neither index nor id).
+    An unknown id or slot carrying no name continues the most recent call, except
+    a fresh slot, which opens a call whose name is still to come.
+    A fragment that carries a name and opens a new JSON object after the call's
+    arguments already form a complete object starts a new call (the same tool
+    called twice on one slot with no ids).
+R3  A repeated name or id is identity, never text: names are not concatenated.
+R4  Arguments accumulate as a list of fragments, joined once and parsed once when
+    the call closes (linear in their size).  Re-sent arguments are recognised:
+      - a fragment that starts with everything received so far is a snapshot:
+        only its new suffix is appended;
+      - a first fragment that is a complete JSON object is held back; a later
+        complete object that keeps all its keys (``{}`` then ``{"a": 1}``, or the
+        same object again) replaces it; anything else releases it and appends.
+    So the emitted fragments always concatenate to the parsed arguments.
+R5  A ``seed`` (arguments that came with the announcement, e.g. an Anthropic
+    ``content_block_start`` carrying ``input``) is used only if no fragment follows.
+R6  A call closes when the protocol says so (``close``), when a new call starts
+    and its arguments already form a complete JSON object, or at ``finish``.
+    Empty arguments are ``{}``.  Malformed, truncated or non-object JSON raises
+    ToolCallArgumentParseError.  After a call closed, whitespace or an identical
+    re-send for it is ignored; anything else raises ToolCallArgumentParseError.
+R7  A call with no id by the time it is announced gets a unique synthetic one.
+    A call that never got a name is a StreamProtocolError if arguments came for
+    it, and is dropped if nothing did.
+"""
+
+import json
+import uuid
+from typing import Any, Dict, List, Optional
+
+from .errors import StreamProtocolError, ToolCallArgumentParseError, preview
+
+__all__ = ["ToolCallAssembler"]
+
+_MISSING_IDS = frozenset(["", "null", "None", "undefined"])
+_loads = json.loads
+
+
+def _complete_object(text: str) -> Optional[Dict[str, Any]]:
+    """The object ``text`` holds if it is one whole JSON object, else None."""
+    stripped = text.strip()
+    if stripped[:1] != "{" or stripped[-1:] != "}":
+        return None
+    try:
+        value = _loads(stripped)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _extends(new: Dict[str, Any], old: Dict[str, Any]) -> bool:
+    return all(key in new and new[key] == value for key, value in old.items())
+
+
+class _Call(object):
+    __slots__ = (
+        "index", "id", "name", "parts", "length", "emitted", "held", "seed", "fidelity",
+        "announced", "done", "closed",
+    )
+
+    def __init__(self, index: Optional[int], call_id: Optional[str], name: Optional[str]) -> None:
+        self.index = index
+        self.id = call_id
+        self.name = name
+        self.parts = []  # type: List[str]
+        self.length = 0  # total characters in parts
+        self.emitted = 0  # how many of parts went out as fragments
+        self.held = None  # type: Optional[str]  # a complete first object, held back (R4)
+        self.seed = None  # type: Optional[str]
+        self.fidelity = None  # type: Optional[Dict[str, Any]]
+        self.announced = False
+        self.done = False  # no more fragments expected
+        self.closed = False  # its complete tool_call went out
+
+    def text(self) -> str:
+        if self.parts:
+            return self.parts[0] if len(self.parts) == 1 else "".join(self.parts)
+        if self.held is not None:
+            return self.held
+        return self.seed or ""
+
+
+class ToolCallAssembler(object):
+    """Assembles one turn's tool calls.  ``feed``, ``close`` and ``finish`` return items to emit."""
+
+    def __init__(self, client: str = "", id_prefix: Optional[str] = None) -> None:
+        self.client = client
+        self._id_prefix = id_prefix if id_prefix is not None else "call_" + uuid.uuid4().hex[:12] + "_"
+        self._queue = []  # type: List[_Call]  # calls not yet closed, in order of appearance
+        self._by_index = {}  # type: Dict[int, _Call]
+        self._by_id = {}  # type: Dict[str, _Call]
+        self._latest = None  # type: Optional[_Call]
+        self._count = 0
+        #: number of complete tool_call items emitted so far
+        self.completed = 0
+
+    # -- transitions -----------------------------------------------------------------------
+    def feed(
+        self,
+        index: Any = None,
+        tool_call_id: Any = None,
+        name: Any = None,
+        arguments: Any = None,
+        fidelity: Optional[Dict[str, Any]] = None,
+        seed: Optional[str] = None,
+    ) -> List[Dict[str, Any]]:
+        """One vendor fragment (R1-R5)."""
+        # R1: normalise
+        if index is not None and type(index) is not int:
+            index = self._index(index)
+        if tool_call_id is not None:
+            if not isinstance(tool_call_id, str):
+                tool_call_id = str(tool_call_id)
+            if tool_call_id in _MISSING_IDS:
+                tool_call_id = None
+        if name is not None and (not isinstance(name, str) or not name):
+            name = None
+        if arguments is None:
+            arguments = ""
+        elif not isinstance(arguments, str):
+            arguments = json.dumps(arguments, ensure_ascii=False)
+
+        # R2: route
+        call = None  # type: Optional[_Call]
+        if index is not None:
+            call = self._by_index.get(index)
+            if call is None and tool_call_id is not None:
+                call = self._by_id.get(tool_call_id)
+            if call is None and name is None and tool_call_id is None and self._latest is not None \
+                    and self._latest.index is None:
+                call = self._latest
+        elif tool_call_id is not None:
+            call = self._by_id.get(tool_call_id)
+            if call is None and name is None:
+                call = self._latest
+        else:
+            call = self._latest
+        if call is not None and self._starts_new_call(call, tool_call_id, name, arguments):
+            call = None
+        items = []  # type: List[Dict[str, Any]]
+        if call is None:
+            call = self._open(index, tool_call_id, name, items)
+        elif call.done:
+            self._late(call, arguments)
+            return items
+
+        # R3: identity
+        if name is not None and call.name is None:
+            call.name = name
+        if tool_call_id is not None and call.id is None and not call.announced:
+            call.id = tool_call_id
+            self._by_id[tool_call_id] = call
+        if fidelity:
+            call.fidelity = dict(call.fidelity or {}, **fidelity)
+        if seed is not None:
+            call.seed = seed
+
+        # R4: arguments
+        if arguments:
+            if call.held is not None:
+                obj = _complete_object(arguments)
+                if obj is not None and _extends(obj, _loads(call.held)):
+                    call.held = arguments
+                    arguments = ""
+                else:
+                    call.parts.append(call.held)
+                    call.length = len(call.held)
+                    call.held = None
+            elif call.length == 0:
+                if _complete_object(arguments) is not None:
+                    call.held = arguments
+                    arguments = ""
+            elif len(arguments) >= call.length and arguments.startswith(call.text()):
+                arguments = arguments[call.length:]
+            if arguments:
+                call.parts.append(arguments)
+                call.length += len(arguments)
+        if self._queue and self._queue[0] is call:
+            self._emit_pending(call, items)
+        return items
+
+    def close(self, index: Any = None, tool_call_id: Any = None) -> List[Dict[str, Any]]:
+        """The protocol says the call in this slot (or with this id) is complete (R6)."""
+        call = None
+        if index is not None:
+            call = self._by_index.get(self._index(index) if type(index) is not int else index)
+        if call is None and tool_call_id is not None:
+            call = self._by_id.get(str(tool_call_id))
+        items = []  # type: List[Dict[str, Any]]
+        if call is not None and not call.done:
+            call.done = True
+            self._drain(items)
+        return items
+
+    def finish(self) -> List[Dict[str, Any]]:
+        """End of the turn: every call still open is complete (R6)."""
+        items = []  # type: List[Dict[str, Any]]
+        for call in self._queue:
+            call.done = True
+        self._drain(items)
+        return items
+
+    @property
+    def open_calls(self) -> int:
+        """Calls started but not yet emitted complete."""
+        return len(self._queue)
+
+    # -- helpers ---------------------------------------------------------------------------
+    @staticmethod
+    def _index(index: Any) -> Optional[int]:
+        if isinstance(index, bool):
+            return None
+        if isinstance(index, int):
+            return index
+        if isinstance(index, float) and index.is_integer():
+            return int(index)
+        if isinstance(index, str) and index.strip().lstrip("-").isdigit():
+            return int(index)
+        return None
+
+    def _starts_new_call(self, call: _Call, call_id: Optional[str], name: Optional[str], arguments: str) -> bool:
+        if call_id is not None and call.id is not None and call_id != call.id:
+            return True
+        if name is None:
+            return False
+        if call.name is not None and name != call.name:
+            return True
+        if call.length == 0 and call.held is None:
+            return False
+        if arguments.lstrip()[:1] != "{":
+            return False
+        current = _complete_object(call.text())
+        if current is None:
+            return False
+        obj = _complete_object(arguments)
+        return not (obj is not None and _extends(obj, current))
+
+    def _open(self, index: Optional[int], call_id: Optional[str], name: Optional[str], items: List) -> _Call:
+        head = self._queue[0] if self._queue else None
+        if head is not None and not head.done and (head.held is not None or (
+                head.length and _complete_object(head.text()) is not None)):
+            head.done = True  # R6: a new call starts and the head is already whole
+            self._drain(items)
+        call = _Call(index, call_id, name)
+        self._queue.append(call)
+        if index is not None:
+            self._by_index[index] = call
+        if call_id is not None:
+            self._by_id[call_id] = call
+        self._latest = call
+        return call
+
+    def _late(self, call: _Call, arguments: str) -> None:
+        if not arguments.strip():
+            return
+        current = call.text()
+        if arguments == current or _complete_object(arguments) == _complete_object(current) is not None:
+            return
+        raw = current + arguments
+        raise ToolCallArgumentParseError(
+            "arguments for tool call {!r} kept arriving after it was complete".format(call.name),
+            client=self.client,
+            tool_name=call.name or "",
+            tool_call_id=call.id or "",
+            raw_arguments_length=len(raw),
+            raw_arguments_preview=preview(raw),
+        )
+
+    def _announce(self, call: _Call, items: List) -> bool:
+        if call.name is None:
+            return False
+        if call.id is None:
+            call.id = self._id_prefix + str(self._count)
+            self._by_id[call.id] = call
+        self._count += 1
+        call.announced = True
+        text = "".join(call.parts[call.emitted:])
+        call.emitted = len(call.parts)
+        items.append({"type": "partial_tool_call", "name": call.name, "arguments": text, "tool_call_id": call.id})
+        return True
+
+    def _emit_pending(self, call: _Call, items: List) -> None:
+        """Emit what the head call has that has not gone out yet."""
+        if not call.announced:
+            self._announce(call, items)
+            return
+        parts = call.parts
+        emitted = call.emitted
+        if emitted < len(parts):
+            text = parts[emitted] if emitted + 1 == len(parts) else "".join(parts[emitted:])
+            call.emitted = len(parts)
+            items.append({"type": "partial_tool_call", "name": "", "arguments": text, "tool_call_id": ""})
+
+    def _drain(self, items: List) -> None:
+        queue = self._queue
+        while queue:
+            call = queue[0]
+            if not call.announced and call.name is not None:
+                self._emit_pending(call, items)
+            if not call.done:
+                break
+            queue.pop(0)
+            self._complete(call, items)
+
+    def _complete(self, call: _Call, items: List) -> None:
+        if not call.parts and call.held is None and call.seed:
+            call.held = call.seed
+        if call.held is not None:
+            call.parts.append(call.held)
+            call.length += len(call.held)
+            call.held = None
+        if call.name is None:
+            if call.parts:
+                raise StreamProtocolError(
+                    "tool-call arguments arrived for a call that never got a name", client=self.client
+                )
+            return
+        self._emit_pending(call, items)
+        if not call.announced:  # pragma: no cover - _emit_pending announces named calls
+            return
+        raw = "".join(call.parts)
+        if not raw.strip():
+            arguments = {}  # type: Any
+        else:
+            try:
+                arguments = _loads(raw)
+            except ValueError as exc:
+                raise self._parse_error(call, raw, "is not valid JSON ({})".format(exc)) from None
+            if not isinstance(arguments, dict):
+                raise self._parse_error(call, raw, "is not a JSON object")
+        call.closed = True
+        item = {"type": "tool_call", "name": call.name, "arguments": arguments, "tool_call_id": call.id}
+        if call.fidelity:
+            item["fidelity"] = call.fidelity
+        items.append(item)
+        self.completed += 1
+
+    def _parse_error(self, call: _Call, raw: str, what: str) -> ToolCallArgumentParseError:
+        return ToolCallArgumentParseError(
+            "arguments of tool call {!r} ({}) {}".format(call.name, call.id, what),
+            client=self.client,
+            tool_name=call.name or "",
+            tool_call_id=call.id or "",
+            raw_arguments_length=len(raw),
+            raw_arguments_preview=preview(raw),
+        )

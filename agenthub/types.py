@@ -1,0 +1,230 @@
+"""The uniform data model (``spec/data-models.md``), as plain Python types.
+
+Everything a user builds or reads is a TypedDict: a plain ``dict`` at runtime,
+JSON-ready except for ``bytes`` in inline media.  Small frozen dataclasses hold
+internal values (the HTTP request a provider plans and the transport sends).
+
+Written for Python 3.8: ``total=False`` bases instead of ``NotRequired``,
+``(str, Enum)`` instead of ``StrEnum``.
+"""
+
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any, Dict, List, Mapping, Optional, Union
+
+try:  # Python 3.8 has both in typing
+    from typing import Literal, TypedDict
+except ImportError:  # pragma: no cover - Python < 3.8 is not supported
+    raise
+
+__all__ = [
+    "Role",
+    "EventType",
+    "FinishReason",
+    "ThinkingLevel",
+    "PromptCaching",
+    "ToolSchema",
+    "ImageConfig",
+    "SpeakerConfig",
+    "EmbeddingConfig",
+    "UniConfig",
+    "UsageMetadata",
+    "TextItem",
+    "ImageUrlItem",
+    "InlineDataItem",
+    "ThinkingItem",
+    "InlineThinkingItem",
+    "ToolCallItem",
+    "ToolResultItem",
+    "EmbeddingItem",
+    "PartialToolCallItem",
+    "ContentItem",
+    "PartialContentItem",
+    "UniMessage",
+    "UniEvent",
+    "HttpRequest",
+]
+
+Role = Literal["user", "assistant"]
+EventType = Literal["start", "delta", "stop", "unused"]
+FinishReason = Literal["stop", "length", "tool_call", "unknown"]
+
+
+class ThinkingLevel(str, Enum):
+    """How hard the model should think; clamped per model, never an error."""
+
+    NONE = "none"
+    LOW = "low"
+    MEDIUM = "medium"
+    HIGH = "high"
+    XHIGH = "xhigh"
+
+
+class PromptCaching(str, Enum):
+    """Prompt caching policy: ENABLE (default), DISABLE, or ENHANCE (longer TTL)."""
+
+    ENABLE = "enable"
+    DISABLE = "disable"
+    ENHANCE = "enhance"
+
+
+class _ToolSchemaBase(TypedDict):
+    name: str
+
+
+class ToolSchema(_ToolSchemaBase, total=False):
+    description: str
+    parameters: Dict[str, Any]  # JSON Schema of the arguments object
+
+
+class ImageConfig(TypedDict, total=False):
+    aspect_ratio: str  # 1:1, 2:3, 3:2, 3:4, 4:3, 9:16, 16:9, 21:9
+    image_size: str  # 1K, 2K
+
+
+class _SpeakerConfigBase(TypedDict):
+    voice: str
+
+
+class SpeakerConfig(_SpeakerConfigBase, total=False):
+    speaker: str
+
+
+class EmbeddingConfig(TypedDict, total=False):
+    dimensions: int
+
+
+class UniConfig(TypedDict, total=False):
+    """Request options; every key is optional."""
+
+    max_tokens: int
+    temperature: float
+    tools: List[ToolSchema]
+    thinking_summary: bool
+    thinking_level: ThinkingLevel
+    tool_choice: Union[str, List[str]]  # "auto" | "required" | "none" | [names]
+    system_prompt: str
+    prompt_caching: PromptCaching
+    image_config: ImageConfig
+    tts_config: List[SpeakerConfig]
+    embedding_config: EmbeddingConfig
+    trace_id: str
+
+
+class UsageMetadata(TypedDict):
+    """Token counts in exclusive buckets: input = cached + prompt, output = thoughts + response."""
+
+    cached_tokens: Optional[int]
+    prompt_tokens: Optional[int]
+    thoughts_tokens: Optional[int]
+    response_tokens: Optional[int]
+
+
+class _Fidelity(TypedDict, total=False):
+    fidelity: Dict[str, Any]  # opaque wire data: pass back unchanged
+
+
+class TextItem(_Fidelity):
+    type: Literal["text"]
+    text: str
+
+
+class ImageUrlItem(TypedDict):
+    type: Literal["image_url"]
+    image_url: str  # http(s) URL or data: URI
+
+
+class InlineDataItem(_Fidelity):
+    type: Literal["inline_data"]
+    data: bytes
+    mime_type: str
+
+
+class ThinkingItem(_Fidelity):
+    type: Literal["thinking"]
+    thinking: str
+
+
+class InlineThinkingItem(_Fidelity):
+    type: Literal["inline_thinking"]
+    data: bytes
+    mime_type: str
+
+
+class ToolCallItem(_Fidelity):
+    type: Literal["tool_call"]
+    name: str
+    arguments: Dict[str, Any]
+    tool_call_id: str
+
+
+class _ToolResultBase(TypedDict):
+    type: Literal["tool_result"]
+    text: str
+    tool_call_id: str
+
+
+class ToolResultItem(_ToolResultBase, total=False):
+    images: List[str]  # image URLs or data: URIs
+
+
+class EmbeddingItem(TypedDict):
+    type: Literal["embedding"]
+    embedding: List[float]
+
+
+class PartialToolCallItem(_Fidelity):
+    """Event-only: a streamed tool-call fragment (see the tool-call protocol)."""
+
+    type: Literal["partial_tool_call"]
+    name: str
+    arguments: str
+    tool_call_id: str
+
+
+ContentItem = Union[
+    TextItem,
+    ImageUrlItem,
+    InlineDataItem,
+    ThinkingItem,
+    InlineThinkingItem,
+    ToolCallItem,
+    ToolResultItem,
+    EmbeddingItem,
+]
+PartialContentItem = Union[ContentItem, PartialToolCallItem]
+
+
+class _UniMessageBase(TypedDict):
+    role: Role
+    content_items: List[ContentItem]
+
+
+class UniMessage(_UniMessageBase, total=False):
+    usage_metadata: Optional[UsageMetadata]
+    finish_reason: Optional[FinishReason]
+    created_at: int  # Unix milliseconds
+
+
+class UniEvent(TypedDict):
+    role: Role
+    event_type: EventType
+    content_items: List[PartialContentItem]
+    usage_metadata: Optional[UsageMetadata]
+    finish_reason: Optional[FinishReason]
+    created_at: int  # Unix milliseconds
+
+
+@dataclass(frozen=True)
+class HttpRequest:
+    """One HTTP request planned by a provider (pure) and sent by the transport.
+
+    ``body`` is the JSON body; ``stream`` says whether the answer is an SSE
+    stream (True) or one JSON document (False, e.g. embeddings).
+    """
+
+    method: str
+    url: str
+    headers: Mapping[str, str] = field(default_factory=dict, repr=False)  # may hold a key
+    body: Optional[Dict[str, Any]] = field(default=None, repr=False)
+    stream: bool = True

@@ -1,0 +1,190 @@
+"""Checks on what the caller passes in, before anything is sent.
+
+``check_config`` and ``check_messages`` raise ConfigError naming the first
+problem; ``check_config`` returns a normalised copy (enum values as enums).
+The caller's objects are never modified.
+"""
+
+from typing import Any, Dict, List, Mapping, Optional, Sequence
+
+from .errors import ConfigError
+from .types import PromptCaching, ThinkingLevel
+
+__all__ = ["check_config", "check_messages", "check_message", "CONFIG_KEYS", "ASPECT_RATIOS", "IMAGE_SIZES"]
+
+CONFIG_KEYS = (
+    "max_tokens", "temperature", "tools", "thinking_summary", "thinking_level", "tool_choice", "system_prompt",
+    "prompt_caching", "image_config", "tts_config", "embedding_config", "trace_id",
+)
+ASPECT_RATIOS = ("1:1", "2:3", "3:2", "3:4", "4:3", "9:16", "16:9", "21:9")
+IMAGE_SIZES = ("1K", "2K")
+_TOOL_CHOICES = ("auto", "required", "none")
+
+# item type -> (required fields with their types, roles allowed)
+_ITEMS = {
+    "text": ((("text", str),), ("user", "assistant")),
+    "image_url": ((("image_url", str),), ("user", "assistant")),
+    "inline_data": ((("data", (bytes, bytearray)), ("mime_type", str)), ("user", "assistant")),
+    "thinking": ((("thinking", str),), ("assistant",)),
+    "inline_thinking": ((("data", (bytes, bytearray)), ("mime_type", str)), ("assistant",)),
+    "tool_call": ((("name", str), ("arguments", dict), ("tool_call_id", str)), ("assistant",)),
+    "tool_result": ((("text", str), ("tool_call_id", str)), ("user",)),
+    "embedding": ((("embedding", list),), ("assistant",)),
+}
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def check_config(config: Optional[Mapping[str, Any]]) -> Dict[str, Any]:
+    if config is None:
+        return {}
+    if not isinstance(config, Mapping):
+        raise ConfigError("config must be a dict (UniConfig), got {}".format(type(config).__name__))
+    unknown = sorted(str(k) for k in config if k not in CONFIG_KEYS)
+    if unknown:
+        raise ConfigError("unknown config key(s) {}; UniConfig keys are: {}".format(unknown, ", ".join(CONFIG_KEYS)))
+    out = {k: v for k, v in config.items() if v is not None}
+
+    def bad(key: str, what: str) -> ConfigError:
+        return ConfigError("config[{!r}] must be {} (got {})".format(key, what, _short(out.get(key))))
+
+    if "max_tokens" in out and (not _is_int(out["max_tokens"]) or out["max_tokens"] <= 0):
+        raise bad("max_tokens", "a positive int")
+    if "temperature" in out and (not _is_number(out["temperature"]) or out["temperature"] < 0):
+        raise bad("temperature", "a non-negative number")
+    if "thinking_summary" in out and not isinstance(out["thinking_summary"], bool):
+        raise bad("thinking_summary", "a bool")
+    for key in ("system_prompt", "trace_id"):
+        if key in out and not isinstance(out[key], str):
+            raise bad(key, "a str")
+    if "thinking_level" in out:
+        try:
+            out["thinking_level"] = ThinkingLevel(out["thinking_level"])
+        except ValueError:
+            raise bad("thinking_level", "a ThinkingLevel ({})".format(", ".join(t.value for t in ThinkingLevel))) from None
+    if "prompt_caching" in out:
+        try:
+            out["prompt_caching"] = PromptCaching(out["prompt_caching"])
+        except ValueError:
+            raise bad("prompt_caching", "a PromptCaching ({})".format(", ".join(p.value for p in PromptCaching))) from None
+    tool_names = []  # type: List[str]
+    if "tools" in out:
+        tools = out["tools"]
+        if not isinstance(tools, list):
+            raise bad("tools", "a list of tool schemas")
+        for i, tool in enumerate(tools):
+            if not isinstance(tool, Mapping) or not isinstance(tool.get("name"), str) or not tool.get("name"):
+                raise ConfigError("config['tools'][{}] needs a non-empty 'name'".format(i))
+            extra = sorted(set(tool) - {"name", "description", "parameters"})
+            if extra:
+                raise ConfigError("config['tools'][{}] has unknown key(s) {}".format(i, extra))
+            if "description" in tool and tool["description"] is not None and not isinstance(tool["description"], str):
+                raise ConfigError("config['tools'][{}]['description'] must be a str".format(i))
+            if "parameters" in tool and tool["parameters"] is not None and not isinstance(tool["parameters"], Mapping):
+                raise ConfigError("config['tools'][{}]['parameters'] must be a JSON Schema object".format(i))
+            tool_names.append(tool["name"])
+        if len(set(tool_names)) != len(tool_names):
+            raise ConfigError("config['tools'] has two tools with the same name")
+    if "tool_choice" in out:
+        choice = out["tool_choice"]
+        if isinstance(choice, str):
+            if choice not in _TOOL_CHOICES:
+                raise bad("tool_choice", "'auto', 'required', 'none' or a list of tool names")
+        elif isinstance(choice, (list, tuple)) and choice and all(isinstance(c, str) and c for c in choice):
+            missing = [c for c in choice if c not in tool_names]
+            if missing:
+                raise ConfigError("config['tool_choice'] names tool(s) not in config['tools']: {}".format(missing))
+            out["tool_choice"] = list(choice)
+        else:
+            raise bad("tool_choice", "'auto', 'required', 'none' or a non-empty list of tool names")
+    if "image_config" in out:
+        image = out["image_config"]
+        if not isinstance(image, Mapping) or set(image) - {"aspect_ratio", "image_size"}:
+            raise bad("image_config", "a dict with aspect_ratio and/or image_size")
+        if "aspect_ratio" in image and image["aspect_ratio"] not in ASPECT_RATIOS:
+            raise ConfigError("image_config['aspect_ratio'] must be one of {}".format(", ".join(ASPECT_RATIOS)))
+        if "image_size" in image and image["image_size"] not in IMAGE_SIZES:
+            raise ConfigError("image_config['image_size'] must be one of {}".format(", ".join(IMAGE_SIZES)))
+    if "tts_config" in out:
+        speakers = out["tts_config"]
+        if not isinstance(speakers, list) or not speakers:
+            raise bad("tts_config", "a non-empty list of {'voice': ..., 'speaker': ...}")
+        for i, speaker in enumerate(speakers):
+            if not isinstance(speaker, Mapping) or not isinstance(speaker.get("voice"), str) or not speaker["voice"]:
+                raise ConfigError("tts_config[{}] needs a non-empty 'voice'".format(i))
+            if set(speaker) - {"voice", "speaker"}:
+                raise ConfigError("tts_config[{}] has unknown key(s) {}".format(i, sorted(set(speaker) - {"voice", "speaker"})))
+            if "speaker" in speaker and not isinstance(speaker["speaker"], str):
+                raise ConfigError("tts_config[{}]['speaker'] must be a str".format(i))
+    if "embedding_config" in out:
+        emb = out["embedding_config"]
+        if not isinstance(emb, Mapping) or set(emb) - {"dimensions"}:
+            raise bad("embedding_config", "a dict with 'dimensions'")
+        if "dimensions" in emb and (not _is_int(emb["dimensions"]) or emb["dimensions"] <= 0):
+            raise ConfigError("embedding_config['dimensions'] must be a positive int")
+    return out
+
+
+def check_message(message: Any, where: str = "message") -> None:
+    if not isinstance(message, Mapping):
+        raise ConfigError("{} must be a dict (UniMessage), got {}".format(where, type(message).__name__))
+    role = message.get("role")
+    if role not in ("user", "assistant"):
+        raise ConfigError("{}['role'] must be 'user' or 'assistant' (got {}); the system prompt goes in "
+                          "config['system_prompt']".format(where, _short(role)))
+    items = message.get("content_items")
+    if not isinstance(items, (list, tuple)):
+        raise ConfigError("{}['content_items'] must be a list".format(where))
+    for i, item in enumerate(items):
+        at = "{}['content_items'][{}]".format(where, i)
+        if not isinstance(item, Mapping):
+            raise ConfigError("{} must be a dict".format(at))
+        kind = item.get("type")
+        spec = _ITEMS.get(kind)  # type: ignore[arg-type]
+        if spec is None:
+            raise ConfigError("{} has unknown type {}; known: {}".format(at, _short(kind), ", ".join(_ITEMS)))
+        fields, roles = spec
+        for name, expected in fields:
+            if not isinstance(item.get(name), expected):
+                raise ConfigError("{} ({}) needs {!r} of type {}".format(at, kind, name, _type_name(expected)))
+        if role not in roles:
+            raise ConfigError("{}: a {} item belongs in a {} message".format(at, kind, " or ".join(roles)))
+        if kind in ("tool_result", "tool_call") and not item["tool_call_id"]:
+            raise ConfigError("{}: {} needs a non-empty tool_call_id".format(at, kind))
+        if kind == "tool_call" and not item["name"]:
+            raise ConfigError("{}: tool_call needs a non-empty name".format(at))
+        if kind == "tool_result" and "images" in item and item["images"] is not None:
+            images = item["images"]
+            if not isinstance(images, list) or not all(isinstance(u, str) for u in images):
+                raise ConfigError("{}: tool_result 'images' must be a list of URL strings".format(at))
+        if "fidelity" in item and item["fidelity"] is not None and not isinstance(item["fidelity"], Mapping):
+            raise ConfigError("{}: fidelity must be a dict (pass it back as you got it)".format(at))
+    finish = message.get("finish_reason")
+    if finish is not None and finish not in ("stop", "length", "tool_call", "unknown"):
+        raise ConfigError("{}['finish_reason'] is not a FinishReason".format(where))
+
+
+def check_messages(messages: Any) -> None:
+    if not isinstance(messages, Sequence) or isinstance(messages, (str, bytes)):
+        raise ConfigError("messages must be a list of UniMessage dicts")
+    if not messages:
+        raise ConfigError("messages is empty: send at least one user message")
+    for i, message in enumerate(messages):
+        check_message(message, "messages[{}]".format(i))
+
+
+def _type_name(expected: Any) -> str:
+    if isinstance(expected, tuple):
+        return " or ".join(t.__name__ for t in expected)
+    return expected.__name__
+
+
+def _short(value: Any) -> Any:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
