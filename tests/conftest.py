@@ -1,0 +1,90 @@
+"""Shared test helpers: recorded wire streams, byte splitting, running a parser end to end."""
+
+import json
+import os
+import random
+import sys
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+
+#: ../shared/wire beside the checkout (other people's recordings: read, never copied)
+WIRE_DIR = os.path.normpath(os.path.join(ROOT, "..", "shared", "wire"))
+
+
+def wire_streams(protocol):
+    """[(name, sse_bytes, sidecar_dict)] for ../shared/wire/<protocol>; [] when shared/ is absent."""
+    folder = os.path.join(WIRE_DIR, protocol)
+    if not os.path.isdir(folder):
+        return []
+    out = []
+    for name in sorted(os.listdir(folder)):
+        if name.endswith(".sse"):
+            stem = name[:-4]
+            with open(os.path.join(folder, name), "rb") as handle:
+                data = handle.read()
+            with open(os.path.join(folder, stem + ".json"), encoding="utf-8") as handle:
+                sidecar = json.load(handle)
+            out.append((stem, data, sidecar))
+    return out
+
+
+def wire_params(protocol):
+    """pytest params over a protocol's recordings, or one skipped param when shared/ is absent."""
+    streams = wire_streams(protocol)
+    if not streams:
+        return [pytest.param(None, None, None, marks=pytest.mark.skip(reason="../shared/wire is absent"))]
+    return [pytest.param(name, data, sidecar, id=name) for name, data, sidecar in streams]
+
+
+def splits(data, samples=40, seed=1234):
+    """Chunkings of ``data``: whole, byte by byte, and ``samples`` random two- and three-way splits."""
+    yield [data]
+    yield [data[i:i + 1] for i in range(len(data))]
+    rng = random.Random(seed)
+    for _ in range(samples):
+        if len(data) < 3:
+            break
+        a, b = sorted(rng.sample(range(1, len(data)), 2))
+        yield [data[:a], data[a:]]
+        yield [data[:a], data[a:b], data[b:]]
+
+
+def every_split(data):
+    """Every two-way split of ``data`` (for the cheap layers: SSE framing)."""
+    for i in range(len(data) + 1):
+        yield [data[:i], data[i:]]
+
+
+def run_parser(parse_stream, chunks, client="test", **kwargs):
+    """bytes chunks -> SSE -> a protocol's parse_stream -> drive: the list of UniEvents."""
+    from agenthub.sse import iter_events
+    from agenthub.stream import drive
+
+    return list(drive(parse_stream(iter_events(chunks), client, **kwargs), client))
+
+
+def summarize(events):
+    """What a sidecar's ``expect`` describes, read off a UniEvent list."""
+    text = "".join(i["text"] for e in events for i in e["content_items"] if i["type"] == "text")
+    thinking = "".join(i["thinking"] for e in events for i in e["content_items"] if i["type"] == "thinking")
+    calls = [
+        {"name": i["name"], "id": i["tool_call_id"], "arguments": i["arguments"]}
+        for e in events for i in e["content_items"] if i["type"] == "tool_call"
+    ]
+    stop = events[-1] if events and events[-1]["event_type"] == "stop" else None
+    return {
+        "text": text,
+        "thinking": thinking,
+        "tool_calls": calls,
+        "finish_reason": stop["finish_reason"] if stop else None,
+        "usage": stop["usage_metadata"] if stop else None,
+    }
+
+
+def strip_ids(events):
+    """Events with created_at removed (for comparing runs)."""
+    return [{k: v for k, v in e.items() if k != "created_at"} for e in events]
