@@ -59,6 +59,24 @@ def every_split(data):
         yield [data[:i], data[i:]]
 
 
+def boundary_splits(data, stride=61):
+    """Two-way splits at every position next to a line end or a non-ASCII byte, and every
+    ``stride``-th position elsewhere: every kind of split, at a cost linear in the line count."""
+    positions = set(range(0, len(data) + 1, max(stride, len(data) // 200)))
+    previous = -10
+    for i, byte in enumerate(bytearray(data)):
+        if byte in (10, 13) or (byte >= 0x80 and i - previous > 8):
+            positions.update((i - 1, i, i + 1, i + 2))
+            previous = i
+    positions = sorted(p for p in positions if 0 <= p <= len(data))
+    if len(positions) > 400:  # a long recording: every position near its start, a sample of the rest
+        head = [p for p in positions if p < 3000]
+        rest = [p for p in positions if p >= 3000]
+        positions = head + sorted(random.Random(0).sample(rest, max(0, 400 - len(head))))
+    for i in positions:
+        yield [data[:i], data[i:]]
+
+
 def run_parser(parse_stream, chunks, client="test", **kwargs):
     """bytes chunks -> SSE -> a protocol's parse_stream -> drive: the list of UniEvents."""
     from agenthub.sse import iter_events

@@ -1,0 +1,194 @@
+"""End to end through a local chunked SSE server on 127.0.0.1: the whole stack, no mocks."""
+
+import json
+import threading
+import time
+
+import pytest
+import requests
+
+from agenthub import (AuthenticationError, AutoLLMClient, ConfigError, RateLimitError, StreamProtocolError,
+                      check_stream, collect)
+from sse_server import Answer, SSEServer
+
+
+def sse(*chunks, done=True):
+    body = "".join("data: " + json.dumps(c) + "\n\n" for c in chunks)
+    return (body + ("data: [DONE]\n\n" if done else "")).encode("utf-8")
+
+
+def chunk(delta=None, finish=None):
+    return {"choices": [{"index": 0, "delta": delta or {}, "finish_reason": finish}]}
+
+
+HELLO = [chunk({"content": "Hel"}), chunk({"content": "lo"}), chunk({}, "stop"),
+         {"choices": [], "usage": {"prompt_tokens": 3, "completion_tokens": 2}}]
+USER = {"role": "user", "content_items": [{"type": "text", "text": "Hi"}]}
+
+
+@pytest.fixture
+def server():
+    with SSEServer() as s:
+        yield s
+
+
+def client_for(server, **kwargs):
+    kwargs.setdefault("api_key", "sk-local")
+    return AutoLLMClient("local-model", client_type="openai-chat", base_url=server.url + "/v1", **kwargs)
+
+
+def texts(events):
+    return "".join(i["text"] for e in events for i in e["content_items"] if i["type"] == "text")
+
+
+def test_stateless_stream_and_exact_request(server):
+    server.answers.append(Answer([sse(*HELLO)]))
+    client = client_for(server)
+    events = list(client.streaming_response([USER], {"max_tokens": 9, "system_prompt": "S"}))
+    check_stream(events)
+    assert texts(events) == "Hello"
+    assert events[-1]["usage_metadata"] == {"cached_tokens": None, "prompt_tokens": 3, "thoughts_tokens": None,
+                                            "response_tokens": 2}
+    request = server.requests[0]
+    assert request["path"] == "/v1/chat/completions"
+    assert request["headers"]["Authorization"] == "Bearer sk-local"
+    assert request["body"] == {"model": "local-model", "messages": [{"role": "system", "content": "S"},
+                                                                   {"role": "user", "content": "Hi"}],
+                               "stream": True, "stream_options": {"include_usage": True}, "max_completion_tokens": 9}
+
+
+@pytest.mark.parametrize("chunked", [True, False])
+def test_each_event_arrives_as_soon_as_its_bytes_do(server, chunked):
+    gate = threading.Event()
+    body = sse(*HELLO)
+    first, rest = body.split(b"\n\n", 1)
+    server.answers.append(Answer([first + b"\n\n", rest], chunked=chunked, gate=gate))
+    client = client_for(server)
+    stream = client.streaming_response([USER])
+    started = time.time()
+    seen = []
+    for event in stream:
+        seen.append(event)
+        if event["content_items"]:
+            break
+    assert seen[-1]["content_items"] == [{"type": "text", "text": "Hel"}]
+    assert time.time() - started < 2.0  # the server is still holding the rest back
+    gate.set()
+    seen.extend(stream)
+    check_stream(seen)
+    assert texts(seen) == "Hello"
+
+
+def test_stateful_history_and_failure_leaves_it_unchanged(server):
+    client = client_for(server)
+    server.answers.append(Answer([sse(*HELLO)]))
+    list(client.streaming_response_stateful(USER))
+    history = client.get_history()
+    assert [m["role"] for m in history] == ["user", "assistant"]
+    assert history[1]["content_items"] == [{"type": "text", "text": "Hello"}]
+    assert history[1]["finish_reason"] == "stop" and isinstance(history[0]["created_at"], int)
+    assert "created_at" not in USER  # the caller's dict is not modified
+
+    # a cut stream: typed error, history exactly as it was
+    server.answers.append(Answer([sse(chunk({"content": "partial"}), done=False)]))
+    with pytest.raises(StreamProtocolError):
+        list(client.streaming_response_stateful(USER))
+    assert client.get_history() == history
+
+    # an abandoned stream (early break) leaves history alone too
+    server.answers.append(Answer([sse(*HELLO)]))
+    for _ in client.streaming_response_stateful(USER):
+        break
+    assert client.get_history() == history
+
+    # the second turn sends the whole history
+    server.answers.append(Answer([sse(*HELLO)]))
+    events = list(client.streaming_response_stateful({"role": "user", "content_items": [{"type": "text", "text": "Again"}]}))
+    assert collect(events)["content_items"] == [{"type": "text", "text": "Hello"}]
+    assert [m["content"] for m in server.requests[-1]["body"]["messages"]] == ["Hi", "Hello", "Again"]
+    assert len(client.get_history()) == 4
+    client.clear_history()
+    assert client.get_history() == []
+
+
+def test_history_is_committed_before_the_stop_event_is_yielded(server):
+    server.answers.append(Answer([sse(*HELLO)]))
+    client = client_for(server)
+    for event in client.streaming_response_stateful(USER):
+        if event["event_type"] == "stop":
+            break
+    assert len(client.get_history()) == 2
+
+
+def test_history_is_per_instance(server):
+    a, b = client_for(server), client_for(server)
+    server.answers.append(Answer([sse(*HELLO)]))
+    list(a.streaming_response_stateful(USER))
+    assert len(a.get_history()) == 2 and b.get_history() == []
+
+
+def test_early_break_releases_the_connection(server):
+    session = requests.Session()
+    adapter = requests.adapters.HTTPAdapter(pool_connections=1, pool_maxsize=1, pool_block=True)
+    session.mount("http://", adapter)
+    client = client_for(server, session=session, timeout=(2, 5))
+    for _ in range(20):
+        server.answers.append(Answer([sse(*HELLO)]))
+        for _event in client.streaming_response([USER]):
+            break
+    server.answers.append(Answer([sse(*HELLO)]))
+    assert texts(client.streaming_response([USER])) == "Hello"
+
+
+def test_http_errors_are_typed_with_fields(server):
+    server.answers.append(Answer([json.dumps({"error": {"message": "bad key", "type": "invalid_api_key"}}).encode()],
+                                 status=401, headers={"Content-Type": "application/json", "x-request-id": "req_1"}))
+    with pytest.raises(AuthenticationError) as info:
+        list(client_for(server, max_retries=0).streaming_response([USER]))
+    error = info.value
+    assert (error.status, error.error_type, error.message, error.request_id) == (401, "invalid_api_key", "bad key", "req_1")
+    assert not error.retryable and "sk-local" not in str(error)
+
+    server.answers.append(Answer([b'{"error": {"message": "slow", "type": "rate_limit"}}'], status=429,
+                                 headers={"Content-Type": "application/json", "Retry-After": "7"}))
+    with pytest.raises(RateLimitError) as info:
+        list(client_for(server, max_retries=0).streaming_response([USER]))
+    assert info.value.retry_after == 7.0 and info.value.retryable
+
+
+@pytest.mark.parametrize("messages,config,match", [
+    ([USER], {"max_tokenz": 1}, "unknown config key"),
+    ([USER], {"max_tokens": "10"}, "max_tokens"),
+    ([USER], {"temperature": True}, "temperature"),
+    ([USER], {"tool_choice": "sometimes"}, "tool_choice"),
+    ([USER], {"tool_choice": ["nope"]}, "not in config"),
+    ([USER], {"thinking_level": "extreme"}, "thinking_level"),
+    ([USER], {"tools": [{"description": "no name"}]}, "name"),
+    ([{"role": "system", "content_items": []}], None, "role"),
+    ([{"role": "user", "content_items": [{"type": "video", "url": "x"}]}], None, "unknown type"),
+    ([{"role": "user", "content_items": [{"type": "tool_result", "text": "r"}]}], None, "tool_call_id"),
+    ([{"role": "user", "content_items": [{"type": "tool_result", "text": "r", "tool_call_id": ""}]}], None, "tool_call_id"),
+    ([{"role": "user", "content_items": [{"type": "text", "text": 5}]}], None, "'text'"),
+    ([{"role": "user", "content_items": [{"type": "inline_data", "data": "b64", "mime_type": "image/png"}]}], None, "bytes"),
+    ([{"role": "user", "content_items": "hello"}], None, "content_items"),
+    ([{"role": "user", "content_items": [{"type": "tool_call", "name": "f", "arguments": {}, "tool_call_id": "1"}]}],
+     None, "assistant"),
+    ([], None, "empty"),
+    ("hello", None, "list"),
+])
+def test_bad_input_raises_config_error_before_any_request(server, messages, config, match):
+    client = client_for(server)
+    with pytest.raises(ConfigError, match=match):
+        list(client.streaming_response(messages, config))
+    assert server.requests == []
+
+
+def test_routing_errors_say_how_to_fix():
+    with pytest.raises(ConfigError, match="client_type"):
+        AutoLLMClient("my-private-model")
+    with pytest.raises(ConfigError, match="api_key is required"):
+        AutoLLMClient("m", client_type="openai-chat", base_url="https://example.com/v1")
+    with pytest.raises(ConfigError, match="unknown client_type"):
+        AutoLLMClient("m", client_type="nope", base_url="http://127.0.0.1:1")
+    # loopback servers need no key; the alias "openai" is openai-chat
+    assert AutoLLMClient("m", client_type="openai", base_url="http://localhost:8000/v1/").client_type == "openai-chat"

@@ -1,0 +1,100 @@
+"""SSE framing: every line ending, every split, comments, fields, UTF-8, limits."""
+
+import pytest
+
+from agenthub.errors import StreamProtocolError
+from agenthub.sse import SSEDecoder, SSEEvent, iter_events
+from conftest import boundary_splits, every_split, wire_streams
+
+
+def decode(chunks, **kwargs):
+    decoder = SSEDecoder(**kwargs)
+    events = []
+    for chunk in chunks:
+        events.extend(decoder.feed(chunk))
+    events.extend(decoder.flush())
+    return events
+
+
+BASIC = [SSEEvent("a"), SSEEvent("b", event="ping"), SSEEvent("c\nd", id="7")]
+
+
+@pytest.mark.parametrize("newline", [b"\n", b"\r", b"\r\n"])
+def test_line_endings_split_every_way(newline):
+    body = newline.join([b"data: a", b"", b"event: ping", b"data:b", b"", b": comment", b"id: 7",
+                         b"data: c", b"data: d", b"", b""])
+    for chunks in every_split(body):
+        assert decode(chunks) == BASIC
+    assert decode([body[i:i + 1] for i in range(len(body))]) == BASIC
+
+
+def test_crlf_split_between_cr_and_lf_is_one_line_end():
+    # a CRLF straddling two chunks must not produce an extra blank line (psf/requests#5540)
+    assert decode([b"event: x\r", b"\ndata: 1\r\n\r\n"]) == [SSEEvent("1", event="x")]
+    assert decode([b"data: 1\r", b"\n", b"\r", b"\n"]) == [SSEEvent("1")]
+
+
+def test_data_with_and_without_space_and_only_one_space_stripped():
+    assert decode([b"data:x\n\ndata: x\n\ndata:  x\n\n"]) == [SSEEvent("x"), SSEEvent("x"), SSEEvent(" x")]
+
+
+def test_multi_line_data_joined_with_lf():
+    assert decode([b"data: {\ndata: \"a\": 1\ndata: }\n\n"]) == [SSEEvent('{\n"a": 1\n}')]
+
+
+def test_comments_and_unknown_fields_ignored_and_event_without_data_dropped():
+    body = b": OPENROUTER PROCESSING\n\nevent: ping\n\nfoo: bar\nretry: 10\ndata: x\n\n"
+    assert decode([body]) == [SSEEvent("x", retry=10)]
+
+
+def test_event_name_applies_to_one_event_and_id_persists():
+    body = b"event: a\nid: 1\ndata: x\n\ndata: y\n\n"
+    assert decode([body]) == [SSEEvent("x", event="a", id="1"), SSEEvent("y", id="1")]
+
+
+def test_last_event_without_blank_line_is_dispatched_at_flush():
+    assert decode([b"data: [DONE]"]) == [SSEEvent("[DONE]")]
+    assert decode([b"data: a\n"]) == [SSEEvent("a")]
+    assert decode([b"data: a\r"]) == [SSEEvent("a")]
+
+
+def test_multibyte_utf8_split_inside_a_character():
+    text = "温度 18 °C ✓ 😊"
+    body = ("data: " + text + "\n\n").encode("utf-8")
+    for chunks in every_split(body):
+        assert decode(chunks) == [SSEEvent(text)]
+
+
+def test_u2028_and_other_unicode_line_separators_stay_inside_data():
+    text = "a\u2028b\u2029c\x85d\x0be\x0cf"
+    assert decode([("data: " + text + "\n\n").encode("utf-8")]) == [SSEEvent(text)]
+
+
+def test_invalid_utf8_is_a_stream_protocol_error():
+    with pytest.raises(StreamProtocolError, match="UTF-8"):
+        decode([b"data: \xff\xfe\n\n"])
+    with pytest.raises(StreamProtocolError, match="UTF-8"):
+        decode([b"event: \xc3\n\n"])
+
+
+def test_line_longer_than_the_limit_is_refused():
+    with pytest.raises(StreamProtocolError, match="exceeds 16 bytes"):
+        decode([b"data: 0123456789abcdef\n\n"], max_line_bytes=16)
+    with pytest.raises(StreamProtocolError, match="exceeds 16 bytes"):  # arriving in pieces, no newline yet
+        decode([b"data: 01234", b"56789abcdef", b"XYZ"], max_line_bytes=16)
+    assert decode([b"data: 0123456789\n\n"], max_line_bytes=16) == [SSEEvent("0123456789")]
+
+
+def test_empty_chunks_and_iter_events():
+    assert list(iter_events([b"", b"data: a\n", b"", b"\n"])) == [SSEEvent("a")]
+
+
+@pytest.mark.skipif(not wire_streams("openai_chat"), reason="../shared/wire is absent")
+@pytest.mark.parametrize("protocol", ["openai_chat", "openai_responses", "anthropic", "gemini"])
+def test_recorded_streams_decode_identically_at_every_split(protocol):
+    for name, data, _ in wire_streams(protocol):
+        whole = decode([data])
+        assert whole, name
+        for chunks in boundary_splits(data):
+            assert decode(chunks) == whole, (name, len(chunks[0]))
+        assert decode([data[i:i + 1] for i in range(len(data))]) == whole
