@@ -1,0 +1,96 @@
+"""OpenAI-compatible embeddings (``POST {base_url}/embeddings``): OpenAI ``text-embedding-*``
+and the embedding servers that copy its shape (vLLM, Ollama, OpenRouter, SiliconFlow, ...).
+
+``build_request`` and ``parse_response`` are pure; the answer is one JSON document,
+and the client turns the parts into the same event grammar as a stream.
+
+- Each message becomes one input string: its text items joined.  An empty message is
+  sent as ``" "`` (OpenAI refuses empty strings).  Any other item is a ConfigError.
+- ``embedding_config.dimensions`` -> ``dimensions``; ``encoding_format: "float"``.
+- Generation options (tools, tool_choice, image/tts config, prompt caching other than
+  ENABLE) raise UnsupportedParameterError; the rest do not apply and are not sent.
+- Response: one ``embedding`` item per vector in the order of its ``index``, then a
+  StreamEnd with ``prompt_tokens`` = ``usage.prompt_tokens`` (other buckets None) and
+  finish ``stop``.  A vector sent as base64 (servers that ignore encoding_format) is
+  decoded as little-endian float32.
+"""
+
+import base64
+import binascii
+import struct
+from typing import Any, Dict, Iterator, List, Mapping
+
+from ..errors import ConfigError, StreamProtocolError, upstream_error
+from ..stream import StreamEnd
+from ..types import HttpRequest, PromptCaching
+from ._common import Endpoint, join_url, to_int, unsupported, usage
+
+__all__ = ["build_request", "parse_response"]
+
+_REJECTED = ("tools", "tool_choice", "image_config", "tts_config")
+
+
+def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, Any]], config: Mapping[str, Any]) -> HttpRequest:
+    client = endpoint.client_type
+    for key in _REJECTED:
+        if key in config:
+            raise unsupported(client, key, "does not apply to embedding model {!r}".format(model))
+    caching = config.get("prompt_caching")
+    if caching is not None and caching != PromptCaching.ENABLE:
+        raise unsupported(client, "prompt_caching", "does not apply to embedding model {!r}".format(model))
+    inputs = []  # type: List[str]
+    for position, message in enumerate(messages):
+        texts = []  # type: List[str]
+        for item in message["content_items"]:
+            if item["type"] != "text":
+                raise ConfigError("messages[{}]: an embedding input takes text items only (got a {} item)".format(
+                    position, item["type"]))
+            texts.append(item["text"])
+        text = "".join(texts)
+        inputs.append(text if text else " ")
+    body = {"model": model, "input": inputs, "encoding_format": "float"}  # type: Dict[str, Any]
+    dimensions = (config.get("embedding_config") or {}).get("dimensions")
+    if dimensions is not None:
+        body["dimensions"] = dimensions
+    headers = {"Content-Type": "application/json", "Accept": "application/json"}
+    if endpoint.api_key:
+        headers["Authorization"] = "Bearer " + endpoint.api_key
+    headers.update(endpoint.headers)
+    return HttpRequest("POST", join_url(endpoint.base_url, "/embeddings"), headers, body, stream=False)
+
+
+def parse_response(payload: Any, client: str = "openai-chat") -> Iterator[Any]:
+    """The decoded JSON answer -> one embedding item per vector (by ``index``), then a StreamEnd."""
+    if not isinstance(payload, dict):
+        raise StreamProtocolError("the {} embeddings answer is not a JSON object".format(client), client=client)
+    if payload.get("error"):
+        raise upstream_error(client, payload)
+    data = payload.get("data")
+    if not isinstance(data, list):
+        raise StreamProtocolError("the {} embeddings answer has no 'data' list".format(client), client=client)
+    rows = [row for row in data if isinstance(row, dict)]
+    if all(type(row.get("index")) is int for row in rows):
+        rows.sort(key=lambda row: row["index"])
+    for row in rows:
+        vector = row.get("embedding")
+        if isinstance(vector, str):
+            vector = _decode(vector, client)
+        elif not isinstance(vector, list):
+            raise StreamProtocolError("the {} embeddings answer holds a vector that is not a list".format(client),
+                                      client=client)
+        yield {"type": "embedding", "embedding": vector}
+    raw = payload.get("usage")
+    tokens = to_int(raw.get("prompt_tokens")) if isinstance(raw, dict) else None
+    yield StreamEnd(usage(None, tokens, None, None), "stop")
+
+
+def _decode(text: str, client: str) -> List[float]:
+    try:
+        raw = base64.b64decode(text, validate=True)
+    except (binascii.Error, ValueError):
+        raise StreamProtocolError("the {} embeddings answer holds a vector that is neither a list nor base64".format(
+            client), client=client) from None
+    if len(raw) % 4:
+        raise StreamProtocolError("the {} embeddings answer holds a base64 vector of {} bytes (not float32)".format(
+            client, len(raw)), client=client)
+    return list(struct.unpack("<{}f".format(len(raw) // 4), raw))

@@ -1,0 +1,790 @@
+"""OpenAI Responses API (``POST {base_url}/responses``), and servers that speak it.
+
+``build_request`` and ``parse_stream`` are pure.
+
+Request (every turn is self-contained: nothing is stored server-side)
+---------------------------------------------------------------------
+- ``store: false``; for models that can reason, ``include: ["reasoning.encrypted_content"]``
+  so the reasoning comes back encrypted and can be replayed on the next turn.  Models
+  known not to reason (gpt-4*, gpt-3.5*, chatgpt-*, gpt-5-chat*) reject that include with
+  a 400, so they get neither ``include`` nor ``reasoning``.
+- ``instructions`` = system_prompt; ``max_output_tokens`` = max_tokens; ``temperature``
+  (known reasoning models that only accept the default raise UnsupportedParameterError).
+- tools -> ``{"type": "function", "name", "description", "parameters", "strict": false}``:
+  an omitted ``strict`` means "strict when the schema allows it" on this API, which
+  would make every optional property required; UniConfig tools are best-effort like
+  Chat Completions.
+- tool_choice ``auto`` / ``required`` / ``none`` as is; a list of names ->
+  ``{"type": "allowed_tools", "mode": "required", "tools": [{"type": "function", "name"}]}``.
+- thinking_level -> ``reasoning.effort``, clamped to what the model accepts
+  (``EFFORTS``: a data table; the nearest supported effort, ties go up; never an error).
+  Unknown models (other servers) get the level's own name.
+- thinking_summary -> ``reasoning.summary: "auto"`` (the most detailed summarizer the
+  model offers; ``concise`` is not available everywhere).  For models outside the table
+  it is sent only together with an effort (some gateways read an effort-less
+  ``reasoning`` object as "reasoning off").
+- prompt_caching ENHANCE -> ``prompt_cache_retention: "24h"``; DISABLE cannot be honoured.
+
+Input items, in the order of the messages and of their content items:
+
+- user text / images -> ``{"type": "message", "role": "user", "content": [input_text,
+  input_image ...]}``; a tool_result -> ``{"type": "function_call_output", "call_id",
+  "output"}`` with ``output`` a plain string when the result is text only, else a list
+  of ``input_text`` / ``input_image`` parts.  Content gathered so far is flushed before
+  each tool output so the produced order is the order of the items.
+- assistant text -> ``{"type": "message", "role": "assistant", "content": [output_text
+  / refusal ...], "phase"?}``, one message per run of items with the same phase;
+- assistant thinking that came from a Responses reasoning item (its fidelity carries a
+  ``channel``) -> ``{"type": "reasoning", "summary": [...], "encrypted_content"?}``,
+  ``summary`` always present (the text goes back in ``content`` as ``reasoning_text``
+  when it streamed that way); thinking from other protocols is left out;
+- tool_call -> ``{"type": "function_call", "call_id", "name", "arguments"}`` (JSON text).
+
+No provider item id is ever recorded or sent.
+
+Stream -> content items
+-----------------------
+- ``response.output_text.delta`` -> text (fidelity ``{"phase": ...}`` when the message
+  item announced a phase); ``response.refusal.delta`` -> text with fidelity
+  ``{"refusal": true}`` (and the phase);
+- ``response.reasoning_summary_text.delta`` / ``response.reasoning_text.delta`` ->
+  thinking; successive summary (or content) parts are separated by a blank line;
+- a reasoning item's ``response.output_item.done`` -> an empty thinking item whose
+  fidelity is ``{"channel": "summary"|"content", "encrypted_content"?, "parts"?,
+  "signature"?, "format"?}`` (``parts``: the length of each part when there were
+  several, so the replay rebuilds the summary list exactly);
+- function calls: ``output_item.added`` announces (call_id, name), argument deltas are
+  fed by ``output_index``, ``function_call_arguments.done`` / ``output_item.done`` close
+  the call (their full arguments are used when no delta came: servers that only send
+  whole calls).  Interleaved parallel calls come out one after the other;
+- items that only arrive whole (``output_item.done`` without deltas, or only in the
+  final ``response.output``) are emitted from there;
+- ``response.completed`` -> finish ``stop`` (the driver makes it ``tool_call`` when
+  calls were made); ``response.incomplete`` -> ``length`` when
+  ``incomplete_details.reason`` is ``max_output_tokens``, else ``unknown``;
+  ``response.failed`` and ``error`` events -> UpstreamError with the provider's
+  type/code/message; keepalives and unknown events are ignored; the event type is read
+  from the data (``event:`` lines are optional); a trailing ``[DONE]`` is fine.
+- Usage: cached = ``input_tokens_details.cached_tokens``, prompt = input - cached,
+  thoughts = ``output_tokens_details.reasoning_tokens``, response = output - thoughts.
+"""
+
+import json
+import logging
+import re
+from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Tuple
+
+from ..errors import ConfigError, upstream_error
+from ..sse import SSEEvent
+from ..stream import StreamEnd
+from ..toolcalls import ToolCallAssembler
+from ..types import HttpRequest, PromptCaching
+from ._common import Endpoint, data_uri, dumps, join_url, parse_data_uri, to_int, unsupported, usage
+
+__all__ = ["build_request", "parse_stream", "map_usage", "model_profile", "clamp_effort", "EFFORTS"]
+
+logger = logging.getLogger("agenthub")
+
+#: wire efforts, lightest first
+EFFORT_SCALE = ("none", "minimal", "low", "medium", "high", "xhigh")
+_RANK = {name: rank for rank, name in enumerate(EFFORT_SCALE)}
+
+#: (pattern matched at the start of the model name, after any "vendor/" prefix, lower-cased;
+#:  the reasoning efforts the model accepts, or None for a model that does not reason).
+#: First match wins.  Models matching no row are other servers' models: the level is sent as named.
+EFFORTS = (
+    (r"gpt-3\.5|gpt-4|chatgpt-|gpt-5-chat", None),
+    (r"gpt-5(-\d{4}-\d{2}-\d{2})?-pro", ("high",)),
+    (r"gpt-5-codex", ("low", "medium", "high")),
+    (r"gpt-5(-mini|-nano)?(-\d{4}-\d{2}-\d{2})?$", ("minimal", "low", "medium", "high")),
+    (r"gpt-5\.1-codex-max", ("low", "medium", "high", "xhigh")),
+    (r"gpt-5\.1-codex", ("low", "medium", "high")),
+    (r"gpt-5\.\d+-chat", ("medium",)),
+    (r"gpt-5\.1", ("none", "low", "medium", "high")),
+    (r"gpt-5\.\d+-codex", ("low", "medium", "high", "xhigh")),
+    (r"gpt-5\.\d+-pro", ("medium", "high", "xhigh")),
+    (r"gpt-(5\.\d+|[6-9]|\d{2,})", ("none", "low", "medium", "high", "xhigh")),
+    (r"o\d|codex-mini", ("low", "medium", "high")),
+)
+_EFFORT_ROWS = tuple((re.compile(pattern), efforts) for pattern, efforts in EFFORTS)
+_MISSING = object()
+
+_DOCUMENTS = {"application/pdf": "document.pdf"}
+
+
+# -- model profile ------------------------------------------------------------------------------
+
+
+def model_profile(model: str, quirks: Optional[Mapping[str, Any]] = None) -> Tuple[bool, Optional[Tuple[str, ...]], bool]:
+    """-> (reasons, efforts, known) for a model name.
+
+    ``reasons``: the model may produce reasoning (ask for encrypted reasoning, send
+    ``reasoning``); ``efforts``: the efforts it accepts, None when any named effort is
+    passed through (models outside the table); ``known``: the name matched a row.
+    Quirks may override: ``reasoning`` (bool), ``reasoning_efforts`` (list of efforts).
+    """
+    name = model.lower().rsplit("/", 1)[-1]
+    efforts = _MISSING  # type: Any
+    for regex, row in _EFFORT_ROWS:
+        if regex.match(name):
+            efforts = row
+            break
+    known = efforts is not _MISSING
+    reasons = efforts is not None
+    if not known:
+        efforts = None
+    quirks = quirks or {}
+    if "reasoning" in quirks:
+        reasons = bool(quirks["reasoning"])
+    if quirks.get("reasoning_efforts"):
+        efforts = tuple(quirks["reasoning_efforts"])
+        known = True
+    return reasons, efforts, known
+
+
+def clamp_effort(level: str, efforts: Optional[Tuple[str, ...]]) -> str:
+    """The effort to send for a ThinkingLevel value: itself if accepted, else the nearest accepted (ties go up)."""
+    if efforts is None or level in efforts or not efforts:
+        return level
+    want = _RANK.get(level, _RANK["medium"])
+    return min(efforts, key=lambda e: (abs(_RANK.get(e, 3) - want), -_RANK.get(e, 3)))
+
+
+# -- request ------------------------------------------------------------------------------------
+
+
+def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, Any]], config: Mapping[str, Any]) -> HttpRequest:
+    client = endpoint.client_type
+    quirks = endpoint.quirks
+    reasons, efforts, known = model_profile(model, quirks)
+    body = {"model": model}  # type: Dict[str, Any]
+    if config.get("system_prompt"):
+        body["instructions"] = config["system_prompt"]
+    body["input"] = _input(endpoint, messages)
+    body["stream"] = True
+    body["store"] = False
+    if quirks.get("encrypted_reasoning", reasons):
+        body["include"] = ["reasoning.encrypted_content"]
+    if "max_tokens" in config:
+        body["max_output_tokens"] = config["max_tokens"]
+    if "temperature" in config:
+        temperature = config["temperature"]
+        if reasons and known and efforts is not None and "none" not in efforts and temperature != 1:
+            raise unsupported(client, "temperature", "must be 1 (the default) for reasoning model {!r}".format(model))
+        body["temperature"] = temperature
+    if config.get("tools"):
+        body["tools"] = [_tool(tool) for tool in config["tools"]]
+    if "tool_choice" in config:
+        body["tool_choice"] = _tool_choice(config["tool_choice"])
+    reasoning = _reasoning(config, reasons, efforts, known)
+    if reasoning:
+        body["reasoning"] = reasoning
+    caching = config.get("prompt_caching")
+    if caching == PromptCaching.ENHANCE:
+        body["prompt_cache_retention"] = "24h"
+    elif caching is not None and caching != PromptCaching.ENABLE:
+        raise unsupported(client, "prompt_caching", "cannot be disabled: the server caches prompts by itself")
+    for key in ("image_config", "tts_config", "embedding_config"):
+        if key in config:
+            raise unsupported(client, key, "is not available over the Responses API for model {!r}".format(model))
+    headers = {"Content-Type": "application/json", "Accept": "text/event-stream"}
+    if endpoint.api_key:
+        headers["Authorization"] = "Bearer " + endpoint.api_key
+    headers.update(endpoint.headers)
+    return HttpRequest("POST", join_url(endpoint.base_url, "/responses"), headers, body)
+
+
+def _reasoning(config: Mapping[str, Any], reasons: bool, efforts: Optional[Tuple[str, ...]], known: bool) -> Dict[str, Any]:
+    level = config.get("thinking_level")
+    if not reasons:
+        if level is not None or config.get("thinking_summary"):
+            logger.debug("this model does not reason: thinking_level/thinking_summary are not sent")
+        return {}
+    out = {}  # type: Dict[str, Any]
+    if level is not None:
+        out["effort"] = clamp_effort(level.value, efforts)
+    if config.get("thinking_summary") and out.get("effort") != "none" and (known or "effort" in out):
+        out["summary"] = "auto"
+    return out
+
+
+def _tool(tool: Mapping[str, Any]) -> Dict[str, Any]:
+    wire = {"type": "function", "name": tool["name"]}  # type: Dict[str, Any]
+    if tool.get("description"):
+        wire["description"] = tool["description"]
+    wire["parameters"] = tool.get("parameters") or {"type": "object", "properties": {}}
+    wire["strict"] = False
+    return wire
+
+
+def _tool_choice(choice: Any) -> Any:
+    if not isinstance(choice, list):
+        return choice
+    return {"type": "allowed_tools", "mode": "required", "tools": [{"type": "function", "name": n} for n in choice]}
+
+
+def _image(url: str) -> Dict[str, Any]:
+    parse_data_uri(url)  # a malformed data URI is a ConfigError now, not a 400 later
+    return {"type": "input_image", "image_url": url, "detail": "auto"}
+
+
+def _media(client: str, mime_type: str, data: bytes) -> Dict[str, Any]:
+    if mime_type.startswith("image/"):
+        return {"type": "input_image", "image_url": data_uri(mime_type, data), "detail": "auto"}
+    if mime_type in _DOCUMENTS:
+        return {"type": "input_file", "filename": _DOCUMENTS[mime_type], "file_data": data_uri(mime_type, data)}
+    raise unsupported(client, "inline_data", "of type {} cannot be sent over the Responses API".format(mime_type))
+
+
+def _input(endpoint: Endpoint, messages: List[Mapping[str, Any]]) -> List[Dict[str, Any]]:
+    out = []  # type: List[Dict[str, Any]]
+    for message in messages:
+        if message["role"] == "assistant":
+            _assistant(message, out)
+        else:
+            _user(endpoint.client_type, message, out)
+    return out
+
+
+def _user(client: str, message: Mapping[str, Any], out: List[Dict[str, Any]]) -> None:
+    parts = []  # type: List[Dict[str, Any]]
+    wrote = False
+    for item in message["content_items"]:
+        kind = item["type"]
+        if kind == "text":
+            parts.append({"type": "input_text", "text": item["text"]})
+        elif kind == "image_url":
+            parts.append(_image(item["image_url"]))
+        elif kind == "inline_data":
+            parts.append(_media(client, item["mime_type"], bytes(item["data"])))
+        elif kind == "tool_result":
+            if parts:
+                out.append({"type": "message", "role": "user", "content": parts})
+                parts = []
+            out.append({"type": "function_call_output", "call_id": item["tool_call_id"], "output": _tool_output(item)})
+            wrote = True
+        else:  # pragma: no cover - validate.check_message keeps other items out of user messages
+            raise ConfigError("a {} item cannot be sent in a user message".format(kind))
+    if parts or not wrote:
+        out.append({"type": "message", "role": "user", "content": parts or [{"type": "input_text", "text": ""}]})
+
+
+def _tool_output(item: Mapping[str, Any]) -> Any:
+    images = item.get("images")
+    if not images:
+        return item["text"]
+    parts = [{"type": "input_text", "text": item["text"]}] if item["text"] else []
+    parts.extend(_image(url) for url in images)
+    return parts
+
+
+def _assistant(message: Mapping[str, Any], out: List[Dict[str, Any]]) -> None:
+    content = []  # type: List[Dict[str, Any]]
+    phase = None  # the phase of the message being gathered in content
+    for item in message["content_items"]:
+        kind = item["type"]
+        fidelity = item.get("fidelity") or {}
+        if kind == "text":
+            item_phase = fidelity.get("phase")
+            if content and item_phase != phase:
+                out.append(_assistant_message(content, phase))
+                content = []
+            phase = item_phase
+            text = item["text"]
+            if fidelity.get("refusal"):
+                content.append({"type": "refusal", "refusal": text})
+            elif text or fidelity:
+                content.append({"type": "output_text", "text": text, "annotations": []})
+            continue
+        if content:
+            out.append(_assistant_message(content, phase))
+            content = []
+        if kind == "thinking":
+            reasoning = _reasoning_item(item["thinking"], fidelity)
+            if reasoning is not None:
+                out.append(reasoning)
+            else:
+                logger.debug("thinking that did not come from a Responses reasoning item is not replayed")
+        elif kind == "tool_call":
+            out.append({"type": "function_call", "call_id": item["tool_call_id"], "name": item["name"],
+                        "arguments": dumps(item["arguments"])})
+        elif kind in ("inline_data", "image_url", "inline_thinking"):
+            logger.warning("an assistant %s item cannot be replayed over the Responses API; it is left out", kind)
+        else:  # pragma: no cover - validate.check_message keeps other items out
+            raise ConfigError("a {} item cannot be sent in an assistant message".format(kind))
+    if content:
+        out.append(_assistant_message(content, phase))
+
+
+def _assistant_message(content: List[Dict[str, Any]], phase: Any) -> Dict[str, Any]:
+    wire = {"type": "message", "role": "assistant", "content": content}  # type: Dict[str, Any]
+    if phase:
+        wire["phase"] = phase
+    return wire
+
+
+def _reasoning_item(text: str, fidelity: Mapping[str, Any]) -> Optional[Dict[str, Any]]:
+    channel = fidelity.get("channel")
+    encrypted = fidelity.get("encrypted_content")
+    if channel is None and encrypted is None:
+        return None  # not ours: thinking from another protocol
+    if not text and not encrypted:
+        return None  # nothing the server could use
+    parts = _split_parts(text, fidelity.get("parts")) if text else []
+    wire = {"type": "reasoning", "summary": []}  # type: Dict[str, Any]
+    if channel == "content":
+        wire["content"] = [{"type": "reasoning_text", "text": p} for p in parts]
+    else:
+        wire["summary"] = [{"type": "summary_text", "text": p} for p in parts]
+    if encrypted is not None:
+        wire["encrypted_content"] = encrypted
+    for key in ("signature", "format"):
+        if fidelity.get(key) is not None:
+            wire[key] = fidelity[key]
+    return wire
+
+
+def _split_parts(text: str, lengths: Any) -> List[str]:
+    """Undo the blank-line join of several summary parts, using the recorded part lengths."""
+    if not isinstance(lengths, list) or len(lengths) < 2 or not all(type(n) is int and n >= 0 for n in lengths):
+        return [text]
+    if sum(lengths) + 2 * (len(lengths) - 1) != len(text):
+        return [text]
+    parts = []
+    at = 0
+    for i, n in enumerate(lengths):
+        if i:
+            if text[at:at + 2] != "\n\n":
+                return [text]
+            at += 2
+        parts.append(text[at:at + n])
+        at += n
+    return parts
+
+
+# -- response -----------------------------------------------------------------------------------
+
+
+def map_usage(raw: Any) -> Dict[str, Any]:
+    """Responses usage -> the four exclusive buckets."""
+    raw = raw if isinstance(raw, dict) else {}
+    input_details = raw.get("input_tokens_details")
+    input_details = input_details if isinstance(input_details, dict) else {}
+    output_details = raw.get("output_tokens_details")
+    output_details = output_details if isinstance(output_details, dict) else {}
+    prompt = to_int(raw.get("input_tokens"))
+    output = to_int(raw.get("output_tokens"))
+    cached = to_int(input_details.get("cached_tokens"))
+    thoughts = to_int(output_details.get("reasoning_tokens"))
+    response = output
+    if output is not None and thoughts:
+        total = to_int(raw.get("total_tokens"))
+        excludes = total is not None and prompt is not None and total == prompt + output + thoughts
+        if not excludes:
+            response = output - thoughts
+    return usage(cached, None if prompt is None else prompt - (cached or 0), thoughts, response)
+
+
+class _Reasoning(object):
+    """One reasoning item while it streams: which channel, which part, each part's length."""
+
+    __slots__ = ("channel", "part_channel", "part", "lengths")
+
+    def __init__(self) -> None:
+        self.channel = None  # type: Optional[str]
+        self.part_channel = None  # type: Optional[str]
+        self.part = None  # type: Any
+        self.lengths = []  # type: List[int]
+
+
+class _Call(object):
+    __slots__ = ("named", "identified", "has_args", "closed")
+
+    def __init__(self, named: bool, identified: bool) -> None:
+        self.named = named
+        self.identified = identified
+        self.has_args = False
+        self.closed = False
+
+
+_SEPARATOR = "\n\n"
+_TERMINAL = frozenset(["response.completed", "response.incomplete", "response.done"])
+_SUMMARY_DELTA = "response.reasoning_summary_text.delta"
+_CONTENT_DELTA = "response.reasoning_text.delta"
+
+
+def parse_stream(events: Iterable[SSEEvent], client: str = "openai-responses", tool_id_prefix: Any = None) -> Iterator[Any]:
+    """SSE events of one Responses stream -> content items, then one StreamEnd.
+
+    Complete when ``response.completed`` or ``response.incomplete`` arrives; a body
+    that ends before that returns without StreamEnd (the driver raises).
+    """
+    return _Parser(client, tool_id_prefix).run(events)
+
+
+class _Parser(object):
+    def __init__(self, client: str, tool_id_prefix: Any) -> None:
+        self.client = client
+        self.tools = ToolCallAssembler(client, tool_id_prefix)
+        self.phases = {}  # type: Dict[Any, str]  # slot -> phase of a message item
+        self.reasoning = {}  # type: Dict[Any, _Reasoning]  # reasoning items not yet done
+        self.texted = set()  # type: set  # slots of message items that streamed text
+        self.phased = set()  # type: set  # slots whose text went out with its phase
+        self.calls = {}  # type: Dict[Any, _Call]
+        self.seen = set()  # type: set  # slots announced or finished
+        self.ids = {}  # type: Dict[str, Any]  # item id -> slot, for servers without output_index
+        self.last_slot = None  # type: Any
+        self.held = []  # type: List[Dict[str, Any]]  # items waiting for an open tool call to finish
+        self.calls_open = False
+
+    # -- the loop -------------------------------------------------------------------------
+    def run(self, events: Iterable[SSEEvent]) -> Iterator[Any]:
+        loads = json.loads
+        phases = self.phases
+        texted = self.texted
+        feed = self.tools.feed
+        for sse in events:
+            data = sse.data
+            if data[:6] == "[DONE]":
+                break
+            payload = loads(data)
+            if type(payload) is not dict:
+                continue
+            kind = payload.get("type")
+            if kind == "response.output_text.delta":
+                delta = payload.get("delta")
+                if delta and type(delta) is str:
+                    slot = payload.get("output_index")
+                    if type(slot) is not int:
+                        slot = self._slot(payload)
+                    item = {"type": "text", "text": delta}
+                    if phases:
+                        phase = phases.get(slot)
+                        if phase:
+                            item["fidelity"] = {"phase": phase}
+                            self.phased.add(slot)
+                    texted.add(slot)
+                    if self.calls_open:
+                        self.held.append(item)
+                    else:
+                        yield item
+                continue
+            if kind == "response.function_call_arguments.delta":
+                delta = payload.get("delta")
+                if delta:
+                    slot = payload.get("output_index")
+                    if type(slot) is not int:
+                        slot = self._slot(payload)
+                    call = self.calls.get(slot)
+                    if call is None:
+                        call = self.calls[slot] = _Call(False, False)
+                        self.seen.add(slot)
+                    call.has_args = True
+                    for item in feed(slot, None, None, delta):
+                        yield item
+                    self.calls_open = self.tools.open_calls > 0
+                continue
+            if kind == _SUMMARY_DELTA or kind == _CONTENT_DELTA:
+                delta = payload.get("delta")
+                if delta and type(delta) is str:
+                    for item in self._thinking(payload, kind, delta):
+                        yield item
+                continue
+            if not kind:
+                if payload.get("error"):
+                    raise upstream_error(self.client, payload)
+                kind = sse.event
+            if kind == "response.output_item.added":
+                for item in self._added(payload):
+                    yield item
+            elif kind == "response.output_item.done":
+                for item in self._done(payload.get("item"), self._slot(payload)):
+                    yield item
+            elif kind == "response.function_call_arguments.done":
+                for item in self._arguments_done(payload):
+                    yield item
+            elif kind == "response.refusal.delta":
+                delta = payload.get("delta")
+                if delta and type(delta) is str:
+                    for item in self._emit([self._text(self._slot(payload), delta, refusal=True)]):
+                        yield item
+            elif kind in _TERMINAL:
+                for item in self._terminal(kind, payload):
+                    yield item
+                return
+            elif kind == "error":
+                raise upstream_error(self.client, _error_payload(payload))
+            elif kind == "response.failed":
+                raise upstream_error(self.client, _failure_payload(payload))
+            # response.created / in_progress / queued, *.done of parts, keepalive, annotations,
+            # built-in tool progress and anything unknown: nothing to emit
+        # cut before its terminal marker: the driver raises StreamProtocolError
+
+    # -- helpers --------------------------------------------------------------------------
+    def _slot(self, payload: Mapping[str, Any]) -> Any:
+        """The output item an event is about: its output_index, else a slot kept per item id."""
+        slot = payload.get("output_index")
+        if type(slot) is int:
+            self.last_slot = slot
+            return slot
+        item_id = payload.get("item_id")
+        if not item_id:
+            item = payload.get("item")
+            item_id = item.get("id") if isinstance(item, dict) else None
+        if isinstance(item_id, str) and item_id:
+            slot = self.ids.get(item_id)
+            if slot is None:
+                slot = self.ids[item_id] = -1 - len(self.ids)
+        else:
+            slot = self.last_slot if self.last_slot is not None else -1 - len(self.ids)
+        self.last_slot = slot
+        return slot
+
+    def _emit(self, items: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
+        """Items of non-call kinds: held back while a tool call is still streaming (calls stay contiguous)."""
+        if self.calls_open:
+            self.held.extend(items)
+            return []
+        return items
+
+    def _after_calls(self, items: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
+        """Items from the tool-call machine, then whatever was held back once no call is open."""
+        self.calls_open = self.tools.open_calls > 0
+        if not self.calls_open and self.held:
+            items = items + self.held
+            self.held = []
+        return items
+
+    def _text(self, slot: Any, text: str, refusal: bool = False) -> Dict[str, Any]:
+        item = {"type": "text", "text": text}  # type: Dict[str, Any]
+        phase = self.phases.get(slot)
+        fidelity = {}  # type: Dict[str, Any]
+        if refusal:
+            fidelity["refusal"] = True
+        if phase:
+            fidelity["phase"] = phase
+            self.phased.add(slot)
+        if fidelity:
+            item["fidelity"] = fidelity
+        self.texted.add(slot)
+        return item
+
+    def _thinking(self, payload: Mapping[str, Any], kind: str, delta: str) -> List[Dict[str, Any]]:
+        slot = payload.get("output_index")
+        if type(slot) is not int:
+            slot = self._slot(payload)
+        state = self.reasoning.get(slot)
+        if state is None:
+            state = self.reasoning[slot] = _Reasoning()
+            self.seen.add(slot)
+        if kind == _SUMMARY_DELTA:
+            channel = "summary"
+            part = payload.get("summary_index")
+        else:
+            channel = "content"
+            part = payload.get("content_index")
+        items = []  # type: List[Dict[str, Any]]
+        if part != state.part or channel != state.part_channel or not state.lengths:
+            if state.lengths:
+                items.append({"type": "thinking", "thinking": _SEPARATOR})
+            state.lengths.append(0)
+            state.part = part
+            state.part_channel = channel
+            if state.channel is None:
+                state.channel = channel
+        state.lengths[-1] += len(delta)
+        items.append({"type": "thinking", "thinking": delta})
+        return self._emit(items)
+
+    def _added(self, payload: Mapping[str, Any]) -> List[Dict[str, Any]]:
+        item = payload.get("item")
+        if not isinstance(item, dict):
+            return []
+        slot = self._slot(payload)
+        self.seen.add(slot)
+        kind = item.get("type")
+        if kind == "message":
+            phase = item.get("phase")
+            if phase and isinstance(phase, str):
+                self.phases[slot] = phase
+            return []
+        if kind == "function_call":
+            call_id = item.get("call_id") or None
+            name = item.get("name") or None
+            self.calls[slot] = _Call(name is not None, call_id is not None)
+            seed = item.get("arguments")
+            items = self.tools.feed(slot, call_id, name, "", seed=seed if isinstance(seed, str) and seed else None)
+            return self._after_calls(items)
+        return []
+
+    def _arguments_done(self, payload: Mapping[str, Any]) -> List[Dict[str, Any]]:
+        slot = self._slot(payload)
+        call = self.calls.get(slot)
+        if call is None:
+            call = self.calls[slot] = _Call(False, False)
+            self.seen.add(slot)
+        if call.closed:
+            return []
+        items = []  # type: List[Dict[str, Any]]
+        name = payload.get("name") if not call.named else None
+        arguments = payload.get("arguments")
+        if name or (not call.has_args and arguments):
+            items.extend(self.tools.feed(slot, None, name or None, None if call.has_args else arguments))
+            call.named = call.named or bool(name)
+            call.has_args = call.has_args or bool(arguments)
+        if call.named:
+            items.extend(self.tools.close(index=slot))
+            call.closed = True
+        return self._after_calls(items)
+
+    def _done(self, item: Any, slot: Any) -> List[Dict[str, Any]]:
+        if not isinstance(item, dict):
+            return []
+        self.seen.add(slot)
+        kind = item.get("type")
+        if kind == "message":
+            return self._message_done(item, slot)
+        if kind == "reasoning":
+            return self._reasoning_done(item, slot)
+        if kind == "function_call":
+            return self._call_done(item, slot)
+        return []  # built-in tool items: not client tool calls
+
+    def _message_done(self, item: Mapping[str, Any], slot: Any) -> List[Dict[str, Any]]:
+        phase = item.get("phase")
+        if phase and isinstance(phase, str) and slot not in self.phases:
+            self.phases[slot] = phase
+        items = []  # type: List[Dict[str, Any]]
+        if slot not in self.texted:
+            for part in item.get("content") or ():
+                if not isinstance(part, dict):
+                    continue
+                if part.get("type") == "refusal" and isinstance(part.get("refusal"), str) and part["refusal"]:
+                    items.append(self._text(slot, part["refusal"], refusal=True))
+                elif isinstance(part.get("text"), str) and part["text"]:
+                    items.append(self._text(slot, part["text"]))
+        elif phase and isinstance(phase, str) and slot not in self.phased:
+            # the phase came only now: an empty text carrying it seals the streamed text with it
+            items.append({"type": "text", "text": "", "fidelity": {"phase": phase}})
+            self.phased.add(slot)
+        return self._emit(items)
+
+    def _reasoning_done(self, item: Mapping[str, Any], slot: Any) -> List[Dict[str, Any]]:
+        state = self.reasoning.pop(slot, None) or _Reasoning()
+        items = []  # type: List[Dict[str, Any]]
+        if not state.lengths:  # nothing streamed: take the texts from the finished item
+            for channel, key, part_type in (("summary", "summary", "summary_text"), ("content", "content", "reasoning_text")):
+                texts = [p["text"] for p in item.get(key) or () if isinstance(p, dict) and isinstance(p.get("text"), str)
+                         and p.get("type", part_type) == part_type]
+                if texts:
+                    state.channel = channel
+                    for i, text in enumerate(texts):
+                        if i:
+                            items.append({"type": "thinking", "thinking": _SEPARATOR})
+                        if text:
+                            items.append({"type": "thinking", "thinking": text})
+                        state.lengths.append(len(text))
+                    break
+        fidelity = {"channel": state.channel or "summary"}  # type: Dict[str, Any]
+        encrypted = item.get("encrypted_content")
+        if isinstance(encrypted, str) and encrypted:
+            fidelity["encrypted_content"] = encrypted
+        elif not any(state.lengths):
+            return []  # neither text nor encrypted content: nothing to show or keep
+        for key in ("signature", "format"):
+            value = item.get(key)
+            if isinstance(value, str) and value:
+                fidelity[key] = value
+        if len(state.lengths) > 1:
+            fidelity["parts"] = list(state.lengths)
+        items.append({"type": "thinking", "thinking": "", "fidelity": fidelity})
+        return self._emit(items)
+
+    def _call_done(self, item: Mapping[str, Any], slot: Any) -> List[Dict[str, Any]]:
+        call = self.calls.get(slot)
+        arguments = item.get("arguments")
+        items = []  # type: List[Dict[str, Any]]
+        if call is None:  # the whole call arrives here (servers that skip added and deltas)
+            call_id = item.get("call_id") or None
+            name = item.get("name") or None
+            call = self.calls[slot] = _Call(name is not None, call_id is not None)
+            items.extend(self.tools.feed(slot, call_id, name, arguments))
+            call.has_args = True
+        elif call.closed:
+            return []
+        else:
+            name = item.get("name") or None if not call.named else None
+            call_id = item.get("call_id") or None if not (call.named or call.identified) else None
+            if name or call_id or (not call.has_args and arguments):
+                items.extend(self.tools.feed(slot, call_id, name, None if call.has_args else arguments))
+                call.has_args = True
+                call.named = call.named or name is not None
+        items.extend(self.tools.close(index=slot))
+        call.closed = True
+        return self._after_calls(items)
+
+    def _terminal(self, kind: str, payload: Mapping[str, Any]) -> Iterator[Any]:
+        response = payload.get("response")
+        if not isinstance(response, dict):
+            response = {}
+        status = response.get("status")
+        if status == "failed":
+            raise upstream_error(self.client, _failure_payload(payload))
+        output = response.get("output")
+        output = output if isinstance(output, list) else []
+        # items that never finished on the wire (or never streamed at all) are finished from the final output
+        for slot in sorted(self.reasoning, key=_order):
+            found = output[slot] if type(slot) is int and 0 <= slot < len(output) else None
+            for item in self._reasoning_done(found if isinstance(found, dict) else {}, slot):
+                yield item
+        for position, item in enumerate(output):
+            if not isinstance(item, dict):
+                continue
+            if position in self.seen or (item.get("id") and item.get("id") in self.ids):
+                call = self.calls.get(position)
+                if call is not None and not call.closed and item.get("type") == "function_call":
+                    for part in self._call_done(item, position):
+                        yield part
+                continue
+            for part in self._done(item, position):
+                yield part
+        items = self.tools.finish()
+        self.calls_open = False
+        for item in items + self.held:
+            yield item
+        self.held = []
+        if kind == "response.incomplete" or status == "incomplete":
+            details = response.get("incomplete_details")
+            reason = details.get("reason") if isinstance(details, dict) else None
+            finish = "length" if reason in ("max_output_tokens", "max_tokens", "length") else "unknown"
+        elif status in (None, "completed"):
+            finish = "stop"
+        else:  # cancelled, or a status we do not know
+            finish = "unknown"
+        raw_usage = response.get("usage")
+        yield StreamEnd(map_usage(raw_usage) if isinstance(raw_usage, dict) else None, finish)
+
+
+def _order(slot: Any) -> Tuple[int, int]:
+    return (0, slot) if slot >= 0 else (1, -slot)
+
+
+def _error_payload(payload: Mapping[str, Any]) -> Any:
+    """An ``error`` event -> an OpenAI-shaped error body (the event is flat or nests ``error``)."""
+    inner = payload.get("error")
+    if isinstance(inner, dict):
+        return {"error": inner}
+    if isinstance(inner, str) and inner:
+        return {"error": {"message": inner, "code": payload.get("code")}}
+    error = {key: payload[key] for key in ("message", "code", "param") if payload.get(key) is not None}
+    if not error.get("message"):
+        error["message"] = "the server sent an error event"
+    return {"error": error}
+
+
+def _failure_payload(payload: Mapping[str, Any]) -> Any:
+    response = payload.get("response")
+    error = response.get("error") if isinstance(response, dict) else None
+    if isinstance(error, dict) and error:
+        return {"error": error}
+    return {"error": {"message": "the response failed without an error object", "code": "response_failed"}}
