@@ -1,0 +1,604 @@
+"""Anthropic Messages (``POST /v1/messages``, streamed).  ``build_request`` and ``parse_stream`` are pure.
+
+Request
+-------
+- ``x-api-key`` + ``anthropic-version: 2023-06-01``; the body always streams.
+- ``max_tokens`` is required upstream: unset, it is the model row's ``max_tokens`` (``THINKING_RULES``:
+  32000 for current Claude models, their own limit for Claude 3.x, 8192 for other models behind an
+  Anthropic-compatible gateway).  An endpoint quirk ``thinking_rule`` (a dict) overrides row fields.
+- Thinking is data: ``THINKING_RULES`` maps a model-name pattern to what the model accepts (adaptive
+  thinking with ``output_config.effort``, a ``budget_tokens`` budget, or nothing).  A thinking level is
+  clamped to the nearest value the model accepts and never raises.  NONE sends the model's "off" form
+  (``disabled``, or ``between_tools`` on Claude Sonnet 5.5); on models that cannot stop thinking it rides
+  the lowest effort.  ``thinking_summary`` becomes ``display: summarized / omitted`` on adaptive models.
+- ``temperature``: models that removed sampling parameters (Claude 4.7 and later) accept only 1 (then
+  omitted) and raise UnsupportedParameterError otherwise; models that still take it reject anything but
+  1 while thinking is on, so that combination raises too (never a silent override).
+- ``tool_choice``: auto -> auto, required -> any, none -> none, one name -> tool, more -> error.  Forcing
+  a tool is incompatible with thinking upstream: a forced choice turns thinking off when the caller did
+  not ask for a level and the model can stop thinking; otherwise it raises UnsupportedParameterError.
+- ``prompt_caching``: ENABLE (the default) -> top-level ``cache_control: {"type": "ephemeral"}``
+  (automatic caching), ENHANCE -> the same with ``"ttl": "1h"``, DISABLE -> nothing.  An endpoint whose
+  quirks set ``automatic_caching: False`` (a gateway that rejects the field) gets nothing for ENABLE and
+  an UnsupportedParameterError for ENHANCE.
+
+Stream and fidelity
+-------------------
+Text and thinking stream live.  Everything the next request needs rides in ``fidelity``:
+
+- ``{"signature": s}``: on the thinking item of a signed block (arrives with the block's last delta, so
+  ``collect`` seals the block's text with it);
+- ``{"redacted_data": d}``: a ``redacted_thinking`` block, replayed byte-exact;
+- ``{"server_block": {...}}``: a server tool block (``server_tool_use`` with its input, any
+  ``*_tool_result``, or a block type this module does not know), replayed as it came;
+- ``{"citations": [...]}``: the citations of a text block (that block's text is sent as one item);
+- ``{"caller": {...}}``: on a tool_call made from code execution (programmatic tool calling).
+
+Redacted and server blocks are carried by an empty text or thinking item of their own; its kind is
+chosen so that ``collect`` never folds it into the text before it, and text of the same kind streamed
+right after it joins it: on replay the carried block comes first, then the item's text.  Server blocks
+are never tool calls and never change ``finish_reason``.
+"""
+
+import base64
+import json
+import logging
+import re
+from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Tuple
+
+from ..errors import ConfigError, ToolCallArgumentParseError, upstream_error
+from ..sse import SSEEvent
+from ..stream import StreamEnd
+from ..toolcalls import ToolCallAssembler
+from ..types import HttpRequest, PromptCaching, ThinkingLevel
+from ._common import Endpoint, dumps, join_url, parse_data_uri, to_int, unsupported, usage
+
+__all__ = [
+    "build_request",
+    "parse_stream",
+    "map_usage",
+    "thinking_rule",
+    "FINISH_REASONS",
+    "THINKING_RULES",
+    "ANTHROPIC_VERSION",
+    "DEFAULT_MAX_TOKENS",
+]
+
+logger = logging.getLogger("agenthub")
+
+ANTHROPIC_VERSION = "2023-06-01"
+#: max_tokens sent when the caller sets none (rows may lower it to the model's own output limit)
+DEFAULT_MAX_TOKENS = 32000
+#: stop_reason -> finish_reason; pause_turn, refusal, model_context_window_exceeded, ... are "unknown"
+FINISH_REASONS = {"end_turn": "stop", "stop_sequence": "stop", "max_tokens": "length", "tool_use": "tool_call"}
+
+# -- the per-model rules --------------------------------------------------------------------------------
+
+_EFFORT_ORDER = ("low", "medium", "high", "xhigh", "max")
+_ALL_EFFORTS = ("low", "medium", "high", "xhigh", "max")
+_NO_XHIGH = ("low", "medium", "high", "max")
+_DISABLED = {"type": "disabled"}
+#: budget_tokens per level for models that take a fixed thinking budget (1024 is the API's minimum)
+BUDGETS = {"low": 1024, "medium": 4096, "high": 16384, "xhigh": 24576}
+#: tokens of max_tokens a thinking budget leaves for the answer (when max_tokens is small)
+ANSWER_ROOM = 4096
+_LEVEL_EFFORT = {"low": "low", "medium": "medium", "high": "high", "xhigh": "xhigh"}
+
+#: A row: ``mode`` "adaptive" (thinking {"type": "adaptive"} + output_config.effort), "budget"
+#: (thinking {"type": "enabled", "budget_tokens": n}) or None (no thinking parameter at all);
+#: ``efforts`` the effort values accepted; ``off`` the thinking object for NONE (None: the model cannot
+#: stop thinking); ``default_on`` thinking runs when the request says nothing; ``forced_tools`` a
+#: tool_choice that forces a tool is accepted (when thinking is off); ``temperature`` a non-default
+#: temperature is accepted; ``display`` thinking.display is accepted; ``max_tokens`` the default.
+_ADAPTIVE_NEW = {"mode": "adaptive", "efforts": _ALL_EFFORTS, "off": _DISABLED, "default_on": True,
+                 "forced_tools": True, "temperature": False, "display": True, "max_tokens": DEFAULT_MAX_TOKENS}
+_ALWAYS_ON = dict(_ADAPTIVE_NEW, off=None, forced_tools=False)
+_BUDGET = {"mode": "budget", "efforts": (), "off": _DISABLED, "default_on": False, "forced_tools": True,
+           "temperature": True, "display": False, "max_tokens": DEFAULT_MAX_TOKENS}
+_NO_THINKING = {"mode": None, "efforts": (), "off": None, "default_on": False, "forced_tools": True,
+                "temperature": True, "display": False, "max_tokens": 4096}
+
+#: (pattern searched in the lower-cased model name with "." read as "-", row); the first match wins.
+THINKING_RULES = (
+    # Sonnet 5.5: "disabled" is refused, between_tools is its lowest setting; no forced tool use
+    (r"claude-sonnet-5-5", dict(_ADAPTIVE_NEW, off={"type": "between_tools"}, forced_tools=False)),
+    # Opus 5.5, Fable 5.x, Mythos 5.x: adaptive thinking always on, no forced tool use
+    (r"claude-(?:opus-5-5|fable|mythos-5)", _ALWAYS_ON),
+    (r"claude-mythos", dict(_ALWAYS_ON, efforts=_NO_XHIGH)),  # Mythos Preview: no xhigh
+    # Haiku 5.5, Opus 5, Sonnet 5: adaptive on by default, can be disabled, sampling parameters removed
+    (r"claude-(?:haiku|opus|sonnet)-5(?![0-9])", _ADAPTIVE_NEW),
+    # Opus 4.7 / 4.8: adaptive only, off by default, sampling parameters removed
+    (r"claude-opus-4-[78](?![0-9])", dict(_ADAPTIVE_NEW, default_on=False)),
+    # Opus / Sonnet 4.6: adaptive + effort (no xhigh; budget_tokens deprecated), temperature still accepted
+    (r"claude-(?:opus|sonnet)-4-6(?![0-9])", dict(_ADAPTIVE_NEW, efforts=_NO_XHIGH, default_on=False,
+                                                  temperature=True)),
+    # Claude 4 / 4.1 / 4.5 and Sonnet 3.7: a fixed thinking budget is the only mode
+    (r"claude-(?:(?:opus|sonnet|haiku)-4|3-7-sonnet|sonnet-3-7)(?![0-9])", _BUDGET),
+    # Claude 3 / 3.5 and older: no thinking at all
+    (r"claude-3-5", dict(_NO_THINKING, max_tokens=8192)),
+    (r"claude-(?:3|2|instant)", _NO_THINKING),
+    # a Claude model newer than this table: assume the current generation's rules
+    (r"claude-", dict(_ADAPTIVE_NEW, off=None, forced_tools=True, efforts=("low", "medium", "high", "xhigh"))),
+    # anything else behind an Anthropic-compatible endpoint (gateways): the classic budget form, and a
+    # max_tokens most of their models accept
+    (r"", dict(_BUDGET, max_tokens=8192)),
+)
+_COMPILED_RULES = [(re.compile(pattern), row) for pattern, row in THINKING_RULES]
+
+
+def thinking_rule(model: str) -> Dict[str, Any]:
+    """The ``THINKING_RULES`` row for ``model``."""
+    name = model.lower().replace(".", "-")
+    for regex, row in _COMPILED_RULES:
+        if regex.search(name):
+            return row
+    return _BUDGET  # pragma: no cover - the last row matches everything
+
+
+def _clamp_effort(wanted: str, accepted: Tuple[str, ...]) -> str:
+    """The accepted effort nearest to ``wanted`` (ties go to the cheaper one)."""
+    rank = _EFFORT_ORDER.index(wanted)
+    return min(accepted, key=lambda e: (abs(_EFFORT_ORDER.index(e) - rank), _EFFORT_ORDER.index(e)))
+
+
+# -- request ---------------------------------------------------------------------------------------------
+
+
+def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, Any]], config: Mapping[str, Any]) -> HttpRequest:
+    client = endpoint.client_type
+    quirks = endpoint.quirks
+    rule = thinking_rule(model)
+    if quirks.get("thinking_rule"):  # a registry row may correct its models' row (keys as in THINKING_RULES)
+        rule = dict(rule, **quirks["thinking_rule"])
+    for key in ("image_config", "tts_config", "embedding_config"):
+        if key in config:
+            raise unsupported(client, key, "is not available over the Anthropic Messages API (model {!r})".format(model))
+    max_tokens = config.get("max_tokens") or rule["max_tokens"]
+    body = {"model": model, "max_tokens": max_tokens}  # type: Dict[str, Any]
+    if config.get("system_prompt"):
+        body["system"] = config["system_prompt"]
+    body["messages"] = _messages(endpoint, messages)
+    if config.get("tools"):
+        body["tools"] = [_tool(tool) for tool in config["tools"]]
+
+    choice = config.get("tool_choice")
+    forced = choice == "required" or isinstance(choice, list)
+    if isinstance(choice, list) and len(choice) > 1:
+        raise unsupported(client, "tool_choice", "can force one tool over the Anthropic API, not {}".format(len(choice)))
+    if forced and not rule["forced_tools"]:
+        raise unsupported(client, "tool_choice", "cannot force a tool call on {!r} (use 'auto' or 'none')".format(model))
+    level = config.get("thinking_level")
+    if forced and level is None and rule["default_on"] and rule["off"] is not None:
+        level = ThinkingLevel.NONE  # forcing a tool needs thinking off: the caller asked for no level
+    thinking, effort, thinking_on = _thinking(rule, level, config.get("thinking_summary"), max_tokens)
+    if forced and thinking_on:
+        raise unsupported(client, "tool_choice", "cannot force a tool call while thinking is on for {!r} "
+                                                 "(use tool_choice 'auto', or thinking_level NONE)".format(model))
+    if choice is not None:
+        if choice == "required":
+            body["tool_choice"] = {"type": "any"}
+        elif isinstance(choice, list):
+            body["tool_choice"] = {"type": "tool", "name": choice[0]}
+        else:
+            body["tool_choice"] = {"type": choice}
+    if thinking is not None:
+        body["thinking"] = thinking
+    if effort is not None:
+        body["output_config"] = {"effort": effort}
+
+    if "temperature" in config:
+        temperature = config["temperature"]
+        if temperature != 1:
+            if not rule["temperature"]:
+                raise unsupported(client, "temperature", "is not accepted by {!r} (sampling parameters were "
+                                                         "removed; only 1 is allowed)".format(model))
+            if thinking_on:
+                raise unsupported(client, "temperature", "must be 1 (or unset) while thinking is on for {!r}".format(model))
+            body["temperature"] = temperature
+        elif rule["temperature"]:
+            body["temperature"] = temperature
+
+    caching = config.get("prompt_caching", PromptCaching.ENABLE)
+    if quirks.get("automatic_caching", True):
+        if caching == PromptCaching.ENABLE:
+            body["cache_control"] = {"type": "ephemeral"}
+        elif caching == PromptCaching.ENHANCE:
+            body["cache_control"] = {"type": "ephemeral", "ttl": "1h"}
+    elif caching == PromptCaching.ENHANCE:
+        raise unsupported(client, "prompt_caching", "ENHANCE needs automatic caching, which this endpoint does not take")
+    body["stream"] = True
+
+    headers = {"Content-Type": "application/json", "Accept": "text/event-stream",
+               "anthropic-version": ANTHROPIC_VERSION}
+    if endpoint.api_key:
+        headers["x-api-key"] = endpoint.api_key
+    headers.update(endpoint.headers)
+    return HttpRequest("POST", join_url(endpoint.base_url, "/v1/messages"), headers, body)
+
+
+def _thinking(rule: Mapping[str, Any], level: Any, summary: Optional[bool], max_tokens: int):
+    """-> (thinking object or None, effort or None, whether thinking runs)."""
+    mode = rule["mode"]
+    display = None
+    if summary is not None and rule["display"]:
+        display = "summarized" if summary else "omitted"
+    if mode is None:
+        return None, None, False
+    if level is None:
+        if rule["default_on"] and mode == "adaptive":
+            return ({"type": "adaptive", "display": display} if display else None), None, True
+        return None, None, False
+    value = level.value if isinstance(level, ThinkingLevel) else str(level)
+    if value == "none":
+        if rule["off"] is not None:
+            return dict(rule["off"]), None, False
+        value = "low"  # the model cannot stop thinking: the lightest effort
+    if mode == "adaptive":
+        thinking = {"type": "adaptive"}  # type: Dict[str, Any]
+        if display:
+            thinking["display"] = display
+        return thinking, _clamp_effort(_LEVEL_EFFORT[value], rule["efforts"]), True
+    budget = max(1024, min(BUDGETS[value], max_tokens - ANSWER_ROOM))
+    if budget >= max_tokens:  # no room for a budget: the nearest the model accepts is no thinking
+        return (dict(rule["off"]) if rule["off"] is not None else None), None, False
+    return {"type": "enabled", "budget_tokens": budget}, None, True
+
+
+def _tool(tool: Mapping[str, Any]) -> Dict[str, Any]:
+    out = {"name": tool["name"]}  # type: Dict[str, Any]
+    if tool.get("description"):
+        out["description"] = tool["description"]
+    out["input_schema"] = tool.get("parameters") or {"type": "object", "properties": {}}
+    return out
+
+
+_ID_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
+
+
+def _tool_id(tool_call_id: str) -> str:
+    """Tool-use ids must match ^[A-Za-z0-9_-]+$: ids from other servers are made to fit (same on both sides)."""
+    return _ID_UNSAFE.sub("_", tool_call_id) if _ID_UNSAFE.search(tool_call_id) else tool_call_id
+
+
+def _media_block(endpoint: Endpoint, mime_type: str, data: bytes) -> Dict[str, Any]:
+    encoded = base64.b64encode(data).decode("ascii")
+    if mime_type.startswith("image/"):
+        return {"type": "image", "source": {"type": "base64", "media_type": mime_type, "data": encoded}}
+    if mime_type == "application/pdf":
+        return {"type": "document", "source": {"type": "base64", "media_type": mime_type, "data": encoded}}
+    raise unsupported(endpoint.client_type, "inline_data",
+                      "of type {} cannot be sent over the Anthropic Messages API".format(mime_type))
+
+
+def _url_block(endpoint: Endpoint, url: str) -> Dict[str, Any]:
+    parsed = parse_data_uri(url)  # a malformed data URI is a ConfigError now, not a 400 later
+    if parsed is not None:
+        return _media_block(endpoint, parsed[0], parsed[1])
+    kind = "document" if url.lower().split("?", 1)[0].endswith(".pdf") else "image"
+    return {"type": kind, "source": {"type": "url", "url": url}}
+
+
+def _messages(endpoint: Endpoint, messages: List[Mapping[str, Any]]) -> List[Dict[str, Any]]:
+    unsigned = endpoint.quirks.get("replay_unsigned_thinking")
+    if unsigned is None:  # the first-party API rejects thinking without its signature
+        unsigned = "api.anthropic.com" not in endpoint.base_url
+    out = []  # type: List[Dict[str, Any]]
+    for message in messages:
+        if message["role"] == "assistant":
+            content = _assistant(message, unsigned)
+        else:
+            content = _user(endpoint, message)
+        if content:  # the API refuses empty turns; consecutive same-role turns are joined upstream
+            out.append({"role": message["role"], "content": content})
+    return out
+
+
+def _user(endpoint: Endpoint, message: Mapping[str, Any]) -> List[Dict[str, Any]]:
+    results = []  # type: List[Dict[str, Any]]  # tool results go first in a user turn
+    blocks = []  # type: List[Dict[str, Any]]
+    for item in message["content_items"]:
+        kind = item["type"]
+        if kind == "text":
+            if item["text"]:
+                blocks.append({"type": "text", "text": item["text"]})
+        elif kind == "image_url":
+            blocks.append(_url_block(endpoint, item["image_url"]))
+        elif kind == "inline_data":
+            blocks.append(_media_block(endpoint, item["mime_type"], bytes(item["data"])))
+        elif kind == "tool_result":
+            result = {"type": "tool_result", "tool_use_id": _tool_id(item["tool_call_id"])}  # type: Dict[str, Any]
+            images = item.get("images") or ()
+            if images:
+                parts = [{"type": "text", "text": item["text"]}] if item["text"] else []
+                parts.extend(_url_block(endpoint, url) for url in images)
+                result["content"] = parts
+            elif item["text"]:
+                result["content"] = item["text"]
+            results.append(result)
+        else:  # pragma: no cover - validate.check_message keeps other items out of user messages
+            raise ConfigError("a {} item cannot be sent in a user message".format(kind))
+    return results + blocks
+
+
+def _assistant(message: Mapping[str, Any], unsigned: bool) -> List[Dict[str, Any]]:
+    blocks = []  # type: List[Dict[str, Any]]
+    for item in message["content_items"]:
+        kind = item["type"]
+        fidelity = item.get("fidelity") or {}
+        if kind == "text" or kind == "thinking":
+            text = item[kind]
+            if "redacted_data" in fidelity:
+                blocks.append({"type": "redacted_thinking", "data": fidelity["redacted_data"]})
+            elif "server_block" in fidelity:
+                blocks.append(fidelity["server_block"])
+            if kind == "thinking":
+                signature = fidelity.get("signature")
+                if isinstance(signature, str) and "redacted_data" not in fidelity and "server_block" not in fidelity:
+                    blocks.append({"type": "thinking", "thinking": text, "signature": signature})
+                elif text and unsigned:
+                    blocks.append({"type": "thinking", "thinking": text})
+                elif text:
+                    logger.debug("unsigned thinking is not replayed to the first-party Anthropic API")
+            elif text:
+                block = {"type": "text", "text": text}  # type: Dict[str, Any]
+                if fidelity.get("citations"):
+                    block["citations"] = fidelity["citations"]
+                blocks.append(block)
+        elif kind == "tool_call":
+            block = {"type": "tool_use", "id": _tool_id(item["tool_call_id"]), "name": item["name"],
+                     "input": item["arguments"]}
+            if fidelity.get("caller"):
+                block["caller"] = fidelity["caller"]
+            blocks.append(block)
+        elif kind in ("inline_data", "image_url", "inline_thinking"):
+            logger.warning("an assistant %s item cannot be replayed over the Anthropic API; it is left out", kind)
+        else:  # pragma: no cover - validate.check_message keeps other items out
+            raise ConfigError("a {} item cannot be sent in an assistant message".format(kind))
+    return blocks
+
+
+# -- response --------------------------------------------------------------------------------------------
+
+
+def map_usage(raw: Mapping[str, Any]) -> Dict[str, Any]:
+    """Anthropic usage -> the four buckets: input_tokens excludes cache reads and writes."""
+    prompt = to_int(raw.get("input_tokens"))
+    written = to_int(raw.get("cache_creation_input_tokens"))
+    if prompt is not None and written:
+        prompt += written
+    elif prompt is None:
+        prompt = written
+    return usage(to_int(raw.get("cache_read_input_tokens")), prompt, None, to_int(raw.get("output_tokens")))
+
+
+_USAGE_KEYS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens")
+
+
+def _merge_usage(into: Dict[str, Any], raw: Any) -> None:
+    """Counts are cumulative: a later count replaces an earlier one (never added); a 0 never hides a count."""
+    if type(raw) is not dict:
+        return
+    for key in _USAGE_KEYS:
+        value = raw.get(key)
+        if value is not None and (value or into.get(key) is None):
+            into[key] = value
+
+
+class _Fold(object):
+    """What ``agenthub.collect`` holds open after the items yielded so far (so carriers land where meant)."""
+
+    __slots__ = ("kind", "fid", "sealed")
+
+    def __init__(self) -> None:
+        self.kind = None  # type: Optional[str]  # "text" / "thinking" / None
+        self.fid = False
+        self.sealed = False
+
+    def note(self, kind: str, text: str, fidelity: bool) -> None:
+        if self.kind == kind and not self.sealed:
+            if not fidelity:
+                return
+            if not self.fid:
+                self.fid = self.sealed = True
+                return
+        if text or fidelity:
+            self.kind, self.fid, self.sealed = kind, fidelity, False
+
+    def own_kind(self, natural: str) -> str:
+        """The kind a carrier must take to become an item of its own (never folded into open text)."""
+        if self.kind == natural and not self.sealed and not self.fid:
+            return "thinking" if natural == "text" else "text"
+        return natural
+
+
+class _Block(object):
+    __slots__ = ("kind", "raw", "buffer", "emitted", "signature", "citations")
+
+    def __init__(self, kind: str, raw: Any = None) -> None:
+        self.kind = kind  # "text", "thinking", "redacted", "tool", "server"
+        self.raw = raw
+        self.buffer = None  # type: Optional[List[str]]  # text held back to be sent as one item
+        self.emitted = False
+        self.signature = ""
+        self.citations = None  # type: Optional[List[Any]]
+
+
+def parse_stream(events: Iterable[SSEEvent], client: str = "anthropic", tool_id_prefix: Any = None) -> Iterator[Any]:
+    """SSE events of one Messages stream -> content items, then a StreamEnd.
+
+    Complete when ``message_stop`` arrives, or when a ``message_delta`` carried a stop_reason and the
+    body ended cleanly.  ``ping`` and unknown events are skipped; an error event raises UpstreamError.
+    """
+    loads = json.loads
+    tools = ToolCallAssembler(client, tool_id_prefix)
+    servers = None  # type: Optional[ToolCallAssembler]  # server tool inputs, assembled the same way
+    blocks = {}  # type: Dict[Any, _Block]
+    fold = _Fold()
+    raw_usage = {}  # type: Dict[str, Any]
+    finish = None
+    done = False
+    for sse in events:
+        if sse.event == "error":
+            raise upstream_error(client, _loads_or_text(loads, sse.data))
+        payload = loads(sse.data)
+        if type(payload) is not dict:
+            continue
+        kind = payload.get("type")
+        if kind == "content_block_delta":
+            delta = payload["delta"]
+            dkind = delta.get("type")
+            index = payload.get("index")
+            block = blocks.get(index)
+            if dkind == "text_delta" or dkind == "thinking_delta":
+                field = "text" if dkind == "text_delta" else "thinking"
+                text = delta[field]
+                if block is None or block.kind != field:  # a delta for a block never started
+                    block = blocks[index] = _Block(field)
+                if block.buffer is not None:
+                    block.buffer.append(text)
+                elif text and type(text) is str:
+                    if not block.emitted:
+                        block.emitted = True
+                        fold.note(field, text, False)
+                    yield {"type": field, field: text}
+            elif dkind == "input_json_delta":
+                if block is not None and block.kind == "server":
+                    if servers is not None:
+                        servers.feed(index, None, None, delta.get("partial_json"))
+                else:
+                    for item in tools.feed(index, None, None, delta.get("partial_json")):
+                        yield item
+            elif dkind == "signature_delta":
+                if block is not None:
+                    signature = delta.get("signature") or ""
+                    block.signature = signature if signature.startswith(block.signature) else block.signature + signature
+            elif dkind == "citations_delta":
+                if block is not None and block.kind == "text":
+                    if block.buffer is None:
+                        block.buffer = []  # a cited block is sent as one item carrying its citations
+                    if block.citations is None:
+                        block.citations = []
+                    block.citations.append(delta.get("citation"))
+            continue
+        if kind == "content_block_start":
+            index = payload.get("index")
+            start = payload["content_block"]
+            bkind = start.get("type")
+            if bkind == "text" or bkind == "thinking":
+                block = blocks[index] = _Block(bkind)
+                if bkind == "thinking":
+                    block.signature = start.get("signature") or ""
+                    if fold.kind == "thinking" and fold.fid and not fold.sealed:
+                        block.buffer = []  # its text would join the open carrier: hold it until its signature
+                elif start.get("citations"):
+                    block.buffer = []
+                    block.citations = list(start["citations"])
+                text = start.get(bkind)
+                if text and type(text) is str:
+                    if block.buffer is not None:
+                        block.buffer.append(text)
+                    else:
+                        block.emitted = True
+                        fold.note(bkind, text, False)
+                        yield {"type": bkind, bkind: text}
+            elif bkind == "tool_use":
+                blocks[index] = _Block("tool")
+                caller = start.get("caller")
+                fidelity = {"caller": caller} if type(caller) is dict and caller.get("type") != "direct" else None
+                seed = start.get("input")
+                for item in tools.feed(index, start.get("id"), start.get("name"), None, fidelity,
+                                       dumps(seed) if seed else None):
+                    yield item
+            elif bkind == "redacted_thinking":
+                blocks[index] = _Block("redacted", start)
+            else:  # server_tool_use, *_tool_result, and block types this module does not know
+                blocks[index] = _Block("server", dict(start))
+                if type(start.get("input")) is dict:
+                    if servers is None:
+                        servers = ToolCallAssembler(client, "srv_")
+                    seed = start["input"]
+                    servers.feed(index, start.get("id") or str(index), start.get("name") or bkind, None, None,
+                                 dumps(seed) if seed else None)
+            continue
+        if kind == "content_block_stop":
+            block = blocks.pop(payload.get("index"), None)
+            if block is not None:
+                for item in _close_block(block, payload.get("index"), tools, servers, fold):
+                    yield item
+            continue
+        if kind == "message_delta":
+            delta = payload.get("delta")
+            if type(delta) is dict and delta.get("stop_reason"):
+                finish = FINISH_REASONS.get(delta["stop_reason"], "unknown")
+            _merge_usage(raw_usage, payload.get("usage"))
+            continue
+        if kind == "message_start":
+            message = payload.get("message")
+            if type(message) is dict:
+                _merge_usage(raw_usage, message.get("usage"))
+            continue
+        if kind == "message_stop":
+            done = True
+            break
+        if kind == "error":
+            raise upstream_error(client, payload)
+        # ping and events this module does not know: nothing to do
+    if not done and finish is None:
+        return  # cut before its terminal marker: the driver raises StreamProtocolError
+    for index in sorted(blocks, key=lambda i: (type(i) is not int, i if type(i) is int else 0)):
+        for item in _close_block(blocks[index], index, tools, servers, fold):
+            yield item
+    for item in tools.finish():
+        yield item
+    yield StreamEnd(map_usage(raw_usage) if raw_usage else None, finish)
+
+
+def _close_block(block: _Block, index: Any, tools: ToolCallAssembler, servers: Optional[ToolCallAssembler],
+                 fold: _Fold) -> List[Dict[str, Any]]:
+    """The items a finished content block still owes."""
+    kind = block.kind
+    if kind == "tool":
+        items = tools.close(index)
+        if items and items[-1]["type"] == "tool_call":
+            fold.kind = None
+        return items
+    if kind == "text" or kind == "thinking":
+        fidelity = None  # type: Optional[Dict[str, Any]]
+        if kind == "thinking" and block.signature:
+            fidelity = {"signature": block.signature}
+        elif block.citations:
+            fidelity = {"citations": block.citations}
+        text = "".join(block.buffer) if block.buffer else ""
+        if not text and fidelity is None:
+            return []
+        item = {"type": kind, kind: text}  # type: Dict[str, Any]
+        if fidelity is not None:
+            item["fidelity"] = fidelity
+        fold.note(kind, text, fidelity is not None)
+        return [item]
+    if kind == "redacted":
+        fidelity = {"redacted_data": block.raw.get("data")}
+        natural = "thinking"
+    else:
+        raw = block.raw
+        if servers is not None and "input" in raw:
+            try:
+                items = servers.close(index)
+            except ToolCallArgumentParseError:  # cut off (max_tokens): it cannot be replayed, and is no tool call
+                logger.debug("a %s block with unreadable input is left out", raw.get("type"))
+                return []
+            for item in items:
+                if item["type"] == "tool_call":
+                    raw["input"] = item["arguments"]
+        fidelity = {"server_block": raw}
+        natural = "text"
+    own = fold.own_kind(natural)
+    fold.note(own, "", True)
+    return [{"type": own, own: "", "fidelity": fidelity}]
+
+
+def _loads_or_text(loads: Any, data: str) -> Any:
+    try:
+        return loads(data)
+    except ValueError:
+        return data
