@@ -24,6 +24,7 @@ from .errors import (
     UnsupportedParameterError,
     UpstreamError,
 )
+from .media import save_wav
 from .registry import list_models
 from .stream import check_stream, collect
 from .types import PromptCaching, ThinkingLevel
@@ -50,6 +51,7 @@ __all__ = [
     "StreamProtocolError",
     "ToolCallArgumentParseError",
     "EmptyResponseError",
+    "save_wav",
     "__version__",
 ]
 

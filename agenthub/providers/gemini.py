@@ -1,0 +1,776 @@
+"""Google Gemini ``generateContent``, streamed (``:streamGenerateContent?alt=sse``).
+
+``build_request`` and ``parse_stream`` are pure.  Vendor differences are data: the
+registry row's ``endpoint.quirks`` (``tts``, ``image_output``,
+``stream_function_call_arguments``) and the model tables below (``THINKING``,
+``SIGNATURE_REQUIRED``).
+
+Request
+-------
+- The key travels in the ``x-goog-api-key`` header, never in the URL.  The path is
+  ``/v1beta/models/{model}:streamGenerateContent?alt=sse`` after base_url, or
+  ``/models/...`` when base_url already names a version (``.../v1beta``, Vertex AI's
+  ``https://aiplatform.googleapis.com/v1/publishers/google``).
+- user -> ``user`` contents, assistant -> ``model`` contents; ``system_prompt`` ->
+  ``systemInstruction``; ``max_tokens`` -> ``maxOutputTokens``; ``temperature``.
+- tools -> one ``functionDeclarations`` tool; the JSON Schema goes in
+  ``parametersJsonSchema`` (full JSON Schema, unlike the OpenAPI subset of
+  ``parameters``).  tool_choice -> ``functionCallingConfig`` (auto -> AUTO,
+  required -> ANY, none -> NONE, a list of names -> ANY + ``allowedFunctionNames``).
+- thinking_level -> ``thinkingConfig``, clamped per model to what it accepts (never
+  an error): Gemini 3 models take ``thinkingLevel`` (the nearest supported level,
+  ties round up), Gemini 2.5 models a ``thinkingBudget``; thinking_summary ->
+  ``includeThoughts``.
+- images: data URIs -> ``inlineData``; any other URL (http(s), gs://) -> ``fileData``
+  with ``fileUri`` (MIME type guessed from the extension when it can be).  The URL is
+  never fetched here: the server reads it (public or signed URLs), or refuses it.
+- tool_call -> ``functionCall`` (its ``id`` only when the server gave one; a
+  synthetic id is recorded in fidelity and left out); tool_result ->
+  ``functionResponse`` ``{name, id?, response: {"result": text}, parts: [images]}``,
+  the name taken from the matching call.  Function responses go in a content of
+  their own (servers reject a content mixing them with text); URL images of a tool
+  result follow in the next user content, since ``functionResponse.parts`` only
+  carries inline bytes on the Gemini API.
+- every thought signature is replayed on the part it came with.  Thinking is
+  replayed only when signed (Gemini reads nothing from unsigned thought text, and
+  another provider's thinking must not reach it).  On models that require a
+  signature on function calls (``SIGNATURE_REQUIRED``), a model turn whose calls
+  carry none (history from another provider) gets Google's documented placeholder
+  on its first call.
+- image_config -> ``imageConfig`` + ``responseModalities`` TEXT and IMAGE.
+- tts (a ``-tts`` model, or ``tts_config`` given) -> ``responseModalities`` AUDIO and
+  ``speechConfig`` (one voice, or two named speakers -> multi-speaker); only the last
+  message is sent, text only (speech models are single-turn).
+
+Stream
+------
+- text / thought text -> text / thinking; ``inlineData`` -> inline_data (images,
+  raw PCM audio with its MIME type; audio chunks stay separate items, see
+  ``agenthub.media.save_wav``), thought images -> inline_thinking; an image
+  ``fileData`` -> image_url.  Other parts (executableCode, ...) are skipped.
+- ``thoughtSignature`` on any part -> ``fidelity["thought_signature"]`` of the item it
+  came with; an empty text part carrying only a signature becomes an empty text item
+  carrying only fidelity.
+- ``functionCall`` with whole ``args`` -> announce, one fragment, complete call (the
+  tool-call machine serialises the arguments).  Vertex streamed arguments (a call
+  opened with ``willContinue``, then ``partialArgs`` with a JSON path each, then a part
+  without ``willContinue``) are rewritten into JSON text fragments as they arrive.
+- finishReason STOP -> stop (tool_call when calls were made), MAX_TOKENS -> length,
+  anything else -> unknown.  A stream is complete when a chunk with a finishReason
+  arrived and the body ended cleanly.  Chunks without candidates (heartbeats, usage
+  only) are skipped; an ``error`` object raises UpstreamError; a blocked prompt
+  (``promptFeedback.blockReason``) raises UpstreamError with the reason as error_type.
+- usage: cached = cachedContentTokenCount, prompt = promptTokenCount - cached +
+  toolUsePromptTokenCount, thoughts = thoughtsTokenCount, response =
+  candidatesTokenCount (counts are cumulative: the latest value of each wins).
+"""
+
+import base64
+import json
+import logging
+import mimetypes
+import re
+from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Tuple
+from urllib.parse import urlsplit
+
+from ..errors import ConfigError, StreamProtocolError, upstream_error
+from ..sse import SSEEvent
+from ..stream import StreamEnd
+from ..toolcalls import ToolCallAssembler
+from ..types import HttpRequest, PromptCaching, ThinkingLevel
+from ._common import Endpoint, join_url, parse_data_uri, to_int, unsupported, usage
+
+__all__ = [
+    "build_request",
+    "parse_stream",
+    "map_usage",
+    "request_url",
+    "thinking_config",
+    "FINISH_REASONS",
+    "THINKING",
+    "SIGNATURE_REQUIRED",
+    "SIGNATURE",
+    "SYNTHETIC_ID",
+]
+
+logger = logging.getLogger("agenthub")
+
+#: Gemini finishReason -> UniEvent finish_reason; anything else (SAFETY, RECITATION, ...) is "unknown"
+FINISH_REASONS = {"STOP": "stop", "MAX_TOKENS": "length"}
+#: fidelity key of a thought signature (base64 text, passed back as it came)
+SIGNATURE = "thought_signature"
+#: fidelity key marking a tool_call_id made up by the library (the server sent none)
+SYNTHETIC_ID = "synthetic_id"
+#: Google's documented placeholder for function calls the model did not produce itself
+PLACEHOLDER_SIGNATURE = "skip_thought_signature_validator"
+
+_LEVELS = ("minimal", "low", "medium", "high")
+_TARGET = {
+    ThinkingLevel.NONE: "minimal",
+    ThinkingLevel.LOW: "low",
+    ThinkingLevel.MEDIUM: "medium",
+    ThinkingLevel.HIGH: "high",
+    ThinkingLevel.XHIGH: "high",
+}
+_BUDGET_25_FLASH = {"none": 0, "low": 1024, "medium": 8192, "high": 24576, "xhigh": 24576}
+_BUDGET_25_PRO = {"none": 128, "low": 1024, "medium": 8192, "high": 32768, "xhigh": 32768}
+
+#: How each model takes thinking_level, first match wins (searched in the lower-cased name):
+#: a tuple of the thinkingLevel values it accepts (the nearest one is sent, ties round up),
+#: a dict ThinkingLevel value -> thinkingBudget (Gemini 2.5), or None (no thinkingConfig at all).
+THINKING = (
+    (re.compile(r"tts|embedding|native-audio"), None),
+    (re.compile(r"gemini-(1\.|2\.0)"), None),
+    (re.compile(r"gemini-2\.5-flash-image"), None),
+    (re.compile(r"gemini-2\.5-pro"), _BUDGET_25_PRO),
+    (re.compile(r"gemini-2\.5"), _BUDGET_25_FLASH),
+    (re.compile(r"-image"), ("minimal", "high")),
+    (re.compile(r"gemini-3-pro"), ("low", "high")),
+    (re.compile(r"gemini-3\.[78]"), ("low", "medium", "high")),
+    (re.compile(r"-pro"), ("low", "medium", "high")),
+    (re.compile(r""), _LEVELS),
+)
+#: Models that reject a replayed function call without a thought signature (Gemini 3 and later;
+#: the image models do not check).
+SIGNATURE_REQUIRED = re.compile(r"gemini-([3-9]|\d\d)(?!.*-image)")
+
+_TOOL_CHOICE = {"auto": "AUTO", "required": "ANY", "none": "NONE"}
+_VERSIONED_BASE = re.compile(r"/v\d+(alpha|beta)?\d*(/|$)")
+
+
+# -- request ------------------------------------------------------------------------------------
+
+
+def _resource(model: str) -> str:
+    """The model's resource name: ``models/{model}``, or the name itself when it has a collection
+    (``models/...``, ``tunedModels/...``)."""
+    return model if "/" in model else "models/" + model
+
+
+def _model_path(model: str) -> str:
+    """The bare model id (for the per-model tables)."""
+    return model.rsplit("/", 1)[-1]
+
+
+def request_url(endpoint: Endpoint, model: str, method: str) -> str:
+    """``{base_url}/v1beta/models/{model}:{method}``.
+
+    A base_url that already names an API version (``.../v1beta``, or a Vertex AI
+    ``https://aiplatform.googleapis.com/v1/publishers/google``) gets ``/models/...``
+    appended directly.
+    """
+    base = endpoint.base_url.rstrip("/")
+    prefix = "" if _VERSIONED_BASE.search(urlsplit(base).path) else "/v1beta"
+    return join_url(base, "{}/{}:{}".format(prefix, _resource(model), method))
+
+
+def _headers(endpoint: Endpoint, accept: str) -> Dict[str, str]:
+    headers = {"Content-Type": "application/json", "Accept": accept}
+    if endpoint.api_key:
+        headers["x-goog-api-key"] = endpoint.api_key
+    headers.update(endpoint.headers)
+    return headers
+
+
+def _thinking_rule(model: str) -> Any:
+    name = _model_path(model).lower()
+    for pattern, rule in THINKING:
+        if pattern.search(name):
+            return rule
+    return _LEVELS  # pragma: no cover - the last row matches everything
+
+
+def _clamp(target: str, supported: Tuple[str, ...]) -> str:
+    want = _LEVELS.index(target)
+    return min(supported, key=lambda level: (abs(_LEVELS.index(level) - want), -_LEVELS.index(level)))
+
+
+def thinking_config(model: str, level: Optional[ThinkingLevel], summary: Optional[bool]) -> Optional[Dict[str, Any]]:
+    """The ``thinkingConfig`` for ``model`` (None: send none).  Never raises: levels are clamped."""
+    rule = _thinking_rule(model)
+    if rule is None or (level is None and summary is None):
+        return None
+    out = {}  # type: Dict[str, Any]
+    if level is not None:
+        level = ThinkingLevel(level)
+        if isinstance(rule, dict):
+            out["thinkingBudget"] = rule[level.value]
+        else:
+            out["thinkingLevel"] = _clamp(_TARGET[level], rule).upper()
+    if summary is not None:
+        out["includeThoughts"] = bool(summary)
+    return out
+
+
+def _b64(data: Any) -> str:
+    return base64.b64encode(bytes(data)).decode("ascii")
+
+
+def _blob(mime_type: str, data: Any) -> Dict[str, Any]:
+    return {"inlineData": {"mimeType": mime_type, "data": _b64(data)}}
+
+
+def _url_part(url: str) -> Dict[str, Any]:
+    """An image URL as a part: a data URI is sent inline, any other URL by reference (never fetched here)."""
+    parsed = parse_data_uri(url)
+    if parsed is not None:
+        return _blob(parsed[0], parsed[1])
+    file_data = {"fileUri": url}  # type: Dict[str, Any]
+    mime = mimetypes.guess_type(url.split("?", 1)[0].split("#", 1)[0])[0]
+    if mime:
+        file_data = {"mimeType": mime, "fileUri": url}
+    return {"fileData": file_data}
+
+
+def _declaration(tool: Mapping[str, Any]) -> Dict[str, Any]:
+    out = {"name": tool["name"]}  # type: Dict[str, Any]
+    if tool.get("description"):
+        out["description"] = tool["description"]
+    if tool.get("parameters"):
+        out["parametersJsonSchema"] = tool["parameters"]
+    return out
+
+
+def _calls_in(messages: List[Mapping[str, Any]]) -> Dict[str, Tuple[str, Optional[str]]]:
+    """tool_call_id -> (name, the id to send or None) for every call in the history."""
+    calls = {}  # type: Dict[str, Tuple[str, Optional[str]]]
+    for message in messages:
+        if message["role"] != "assistant":
+            continue
+        for item in message["content_items"]:
+            if item["type"] == "tool_call":
+                fidelity = item.get("fidelity") or {}
+                wire_id = None if fidelity.get(SYNTHETIC_ID) else item["tool_call_id"]
+                calls[item["tool_call_id"]] = (item["name"], wire_id)
+    return calls
+
+
+def _assistant_parts(client: str, message: Mapping[str, Any], placeholder: bool) -> List[Dict[str, Any]]:
+    parts = []  # type: List[Dict[str, Any]]
+    first_call = None  # type: Optional[Dict[str, Any]]
+    signed_call = False
+    for item in message["content_items"]:
+        kind = item["type"]
+        fidelity = item.get("fidelity") or {}
+        signature = fidelity.get(SIGNATURE)
+        if kind == "text":
+            if not item["text"] and not signature:
+                continue
+            part = {"text": item["text"]}  # type: Dict[str, Any]
+        elif kind == "thinking":
+            if not signature:
+                continue
+            part = {"text": item["thinking"], "thought": True}
+        elif kind == "inline_data":
+            part = _blob(item["mime_type"], item["data"])
+        elif kind == "inline_thinking":
+            if not signature:
+                continue
+            part = _blob(item["mime_type"], item["data"])
+            part["thought"] = True
+        elif kind == "image_url":
+            part = _url_part(item["image_url"])
+        elif kind == "tool_call":
+            call = {}  # type: Dict[str, Any]
+            if not fidelity.get(SYNTHETIC_ID):
+                call["id"] = item["tool_call_id"]
+            call["name"] = item["name"]
+            call["args"] = item["arguments"]
+            part = {"functionCall": call}
+            if first_call is None:
+                first_call = part
+            if signature:
+                signed_call = True
+        else:  # embeddings and the like have no generateContent form
+            logger.debug("%s: an assistant %s item is not replayed", client, kind)
+            continue
+        if signature:
+            part["thoughtSignature"] = signature
+        parts.append(part)
+    if placeholder and first_call is not None and not signed_call:
+        first_call["thoughtSignature"] = PLACEHOLDER_SIGNATURE
+    return parts
+
+
+def _user_contents(client: str, message: Mapping[str, Any], calls: Mapping[str, Tuple[str, Optional[str]]]
+                   ) -> List[Dict[str, Any]]:
+    runs = []  # type: List[Tuple[bool, List[Dict[str, Any]]]]  # (function responses?, parts)
+
+    def add(responses: bool, part: Dict[str, Any]) -> None:
+        if runs and runs[-1][0] is responses:
+            runs[-1][1].append(part)
+        else:
+            runs.append((responses, [part]))
+
+    for item in message["content_items"]:
+        kind = item["type"]
+        if kind == "text":
+            add(False, {"text": item["text"]})
+        elif kind == "image_url":
+            add(False, _url_part(item["image_url"]))
+        elif kind == "inline_data":
+            add(False, _blob(item["mime_type"], item["data"]))
+        elif kind == "tool_result":
+            call_id = item["tool_call_id"]
+            if call_id not in calls:
+                raise ConfigError(
+                    "{}: tool_result {!r} has no matching tool_call earlier in the messages (Gemini needs the "
+                    "function name)".format(client, call_id))
+            name, wire_id = calls[call_id]
+            response = {"name": name}  # type: Dict[str, Any]
+            if wire_id:
+                response["id"] = wire_id
+            response["response"] = {"result": item["text"]}
+            inline = []  # type: List[Dict[str, Any]]
+            linked = []  # type: List[Dict[str, Any]]
+            for url in item.get("images") or ():
+                part = _url_part(url)
+                (inline if "inlineData" in part else linked).append(part)
+            if inline:
+                response["parts"] = inline
+            add(True, {"functionResponse": response})
+            for part in linked:
+                add(False, part)
+        else:  # pragma: no cover - validate.check_message keeps other items out of user messages
+            raise ConfigError("{}: a {} item cannot be sent in a user message".format(client, kind))
+    if not runs:
+        return [{"role": "user", "parts": [{"text": ""}]}]
+    return [{"role": "user", "parts": parts} for _, parts in runs]
+
+
+def _contents(client: str, model: str, messages: List[Mapping[str, Any]]) -> List[Dict[str, Any]]:
+    calls = _calls_in(messages)
+    placeholder = SIGNATURE_REQUIRED.search(_model_path(model).lower()) is not None
+    out = []  # type: List[Dict[str, Any]]
+    for message in messages:
+        if message["role"] == "assistant":
+            parts = _assistant_parts(client, message, placeholder)
+            if parts:
+                out.append({"role": "model", "parts": parts})
+        else:
+            out.extend(_user_contents(client, message, calls))
+    return out
+
+
+def _speech_config(client: str, speakers: List[Mapping[str, Any]]) -> Dict[str, Any]:
+    def voice(name: str) -> Dict[str, Any]:
+        return {"prebuiltVoiceConfig": {"voiceName": name}}
+
+    if len(speakers) == 1:
+        return {"voiceConfig": voice(speakers[0]["voice"])}
+    if len(speakers) == 2 and all(s.get("speaker") for s in speakers) and speakers[0]["speaker"] != speakers[1]["speaker"]:
+        return {"multiSpeakerVoiceConfig": {"speakerVoiceConfigs": [
+            {"speaker": s["speaker"], "voiceConfig": voice(s["voice"])} for s in speakers]}}
+    raise unsupported(client, "tts_config",
+                      "takes one voice, or two voices with distinct 'speaker' names (multi-speaker); got {} "
+                      "entries".format(len(speakers)))
+
+
+def _tts_contents(client: str, messages: List[Mapping[str, Any]]) -> List[Dict[str, Any]]:
+    last = messages[-1]
+    if last["role"] != "user":
+        raise ConfigError("{}: a speech model reads the last message, which must be a user message".format(client))
+    parts = []  # type: List[Dict[str, Any]]
+    for item in last["content_items"]:
+        if item["type"] != "text":
+            raise unsupported(client, item["type"], "cannot be sent to a speech model (text only)")
+        if item["text"]:
+            parts.append({"text": item["text"]})
+    if not parts:
+        raise ConfigError("{}: the last message has no text to speak".format(client))
+    if len(messages) > 1:
+        logger.debug("%s: speech models are single-turn; only the last message is sent", client)
+    return [{"role": "user", "parts": parts}]
+
+
+def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, Any]],
+                  config: Mapping[str, Any]) -> HttpRequest:
+    client = endpoint.client_type
+    quirks = endpoint.quirks
+    caching = config.get("prompt_caching")
+    if caching is not None and caching != PromptCaching.ENABLE:
+        raise unsupported(client, "prompt_caching", "can only be ENABLE: Gemini caches prompts by itself")
+    if "embedding_config" in config:
+        raise unsupported(client, "embedding_config", "applies to embedding models only (not {!r})".format(model))
+    tts = bool(quirks.get("tts")) or "tts_config" in config
+    generation = {}  # type: Dict[str, Any]
+    if "max_tokens" in config:
+        generation["maxOutputTokens"] = config["max_tokens"]
+    if "temperature" in config:
+        generation["temperature"] = config["temperature"]
+    if tts:
+        for key in ("tools", "tool_choice", "system_prompt", "image_config"):
+            if key in config:
+                raise unsupported(client, key, "is not accepted by speech (TTS) models")
+        body = {"contents": _tts_contents(client, messages)}  # type: Dict[str, Any]
+        generation["responseModalities"] = ["AUDIO"]
+        generation["speechConfig"] = _speech_config(client, config.get("tts_config") or [{"voice": "Kore"}])
+        body["generationConfig"] = generation
+        return HttpRequest("POST", request_url(endpoint, model, "streamGenerateContent?alt=sse"),
+                           _headers(endpoint, "text/event-stream"), body)
+
+    body = {"contents": _contents(client, model, messages)}
+    if config.get("system_prompt"):
+        body["systemInstruction"] = {"parts": [{"text": config["system_prompt"]}]}
+    if config.get("tools"):
+        body["tools"] = [{"functionDeclarations": [_declaration(tool) for tool in config["tools"]]}]
+    calling = {}  # type: Dict[str, Any]
+    if "tool_choice" in config:
+        choice = config["tool_choice"]
+        if isinstance(choice, list):
+            calling = {"mode": "ANY", "allowedFunctionNames": list(choice)}
+        else:
+            calling = {"mode": _TOOL_CHOICE[choice]}
+    if quirks.get("stream_function_call_arguments") and config.get("tools"):
+        calling["streamFunctionCallArguments"] = True  # Vertex AI only
+    if calling:
+        body["toolConfig"] = {"functionCallingConfig": calling}
+    thinking = thinking_config(model, config.get("thinking_level"), config.get("thinking_summary"))
+    if thinking:
+        generation["thinkingConfig"] = thinking
+    image = config.get("image_config")
+    if image is not None or quirks.get("image_output"):
+        generation["responseModalities"] = ["TEXT", "IMAGE"]
+    if image:
+        image_config = {}  # type: Dict[str, Any]
+        if "aspect_ratio" in image:
+            image_config["aspectRatio"] = image["aspect_ratio"]
+        if "image_size" in image:
+            image_config["imageSize"] = image["image_size"]
+        generation["imageConfig"] = image_config
+    if generation:
+        body["generationConfig"] = generation
+    return HttpRequest("POST", request_url(endpoint, model, "streamGenerateContent?alt=sse"),
+                       _headers(endpoint, "text/event-stream"), body)
+
+
+# -- response -----------------------------------------------------------------------------------
+
+
+def map_usage(raw: Any) -> Dict[str, Optional[int]]:
+    """Gemini usageMetadata -> the four exclusive buckets (toolUsePromptTokenCount is billed as input)."""
+    raw = raw if isinstance(raw, dict) else {}
+    cached = to_int(raw.get("cachedContentTokenCount"))
+    prompt = to_int(raw.get("promptTokenCount"))
+    tool_use = to_int(raw.get("toolUsePromptTokenCount"))
+    if prompt is not None or tool_use is not None:
+        prompt = (prompt or 0) - (cached or 0) + (tool_use or 0)
+    return usage(cached, prompt, to_int(raw.get("thoughtsTokenCount")), to_int(raw.get("candidatesTokenCount")))
+
+
+_PATH_STEP = re.compile(r"\.([^.\[\]]+)|\[(\d+)\]|\['((?:[^'\\]|\\.)*)'\]|\[\"((?:[^\"\\]|\\.)*)\"\]")
+
+
+def _json_path(path: Any) -> Tuple[Any, ...]:
+    """``$.a.b[0]['c d']`` -> ("a", "b", 0, "c d") (the RFC 9535 subset Vertex sends)."""
+    if not isinstance(path, str) or path[:1] != "$":
+        raise StreamProtocolError("a partial function-call argument has no usable jsonPath ({!r})".format(path))
+    steps = []  # type: List[Any]
+    pos = 1
+    while pos < len(path):
+        match = _PATH_STEP.match(path, pos)
+        if match is None:
+            raise StreamProtocolError("unsupported jsonPath in partial function-call arguments: {!r}".format(path))
+        name, index, single, double = match.groups()
+        if index is not None:
+            steps.append(int(index))
+        elif name is not None:
+            steps.append(name)
+        else:
+            quoted = single if single is not None else double
+            steps.append(re.sub(r"\\(.)", r"\1", quoted))
+        pos = match.end()
+    if not steps:
+        raise StreamProtocolError("a partial function-call argument targets the whole arguments object")
+    return tuple(steps)
+
+
+class _ArgsWriter(object):
+    """Vertex ``partialArgs`` (a JSON path and a value each) -> JSON text, written as it arrives.
+
+    Values arrive in document order; a string value streams in pieces (its closing
+    quote is written when another path starts or the call ends).  A path that comes
+    back to a value or container already closed cannot be written as text and is a
+    StreamProtocolError.
+    """
+
+    __slots__ = ("path", "kinds", "counts", "open_string", "closed", "paths")
+
+    def __init__(self) -> None:
+        self.path = []  # type: List[Any]  # steps of the open containers below the root
+        self.kinds = []  # type: List[str]  # "{" or "[" for each open container, root first
+        self.counts = []  # type: List[int]  # members written in each open container
+        self.open_string = None  # type: Optional[Tuple[Any, ...]]
+        self.closed = set()  # type: set
+        self.paths = {}  # type: Dict[str, Tuple[Any, ...]]
+
+    def write(self, partials: Any) -> str:
+        out = []  # type: List[str]
+        for partial in partials:
+            if "stringValue" in partial:
+                value = partial["stringValue"]
+                if type(value) is not str:
+                    raise TypeError("stringValue is not a string")
+                is_string = True
+            elif "numberValue" in partial:
+                value = partial["numberValue"]
+                if type(value) not in (int, float):
+                    raise TypeError("numberValue is not a number")
+                is_string = False
+            elif "boolValue" in partial:
+                value = bool(partial["boolValue"])
+                is_string = False
+            elif "nullValue" in partial:
+                value = None
+                is_string = False
+            else:
+                continue
+            raw_path = partial.get("jsonPath")
+            steps = self.paths.get(raw_path) if type(raw_path) is str else None
+            if steps is None:
+                steps = _json_path(raw_path)
+                self.paths[raw_path] = steps
+            if is_string and steps == self.open_string:
+                out.append(json.dumps(value, ensure_ascii=False)[1:-1])
+                continue
+            self._end_string(out)
+            self._descend(steps, out)
+            self._member(steps, out)
+            if is_string:
+                out.append('"' + json.dumps(value, ensure_ascii=False)[1:-1])
+                self.open_string = steps
+            else:
+                out.append(json.dumps(value))
+                self.closed.add(steps)
+        return "".join(out)
+
+    def finish(self) -> str:
+        out = []  # type: List[str]
+        self._end_string(out)
+        while self.kinds:
+            out.append("}" if self.kinds.pop() == "{" else "]")
+        return "".join(out)
+
+    def _end_string(self, out: List[str]) -> None:
+        if self.open_string is not None:
+            out.append('"')
+            self.closed.add(self.open_string)
+            self.open_string = None
+
+    def _descend(self, steps: Tuple[Any, ...], out: List[str]) -> None:
+        if not self.kinds:
+            out.append("{")
+            self.kinds.append("{")
+            self.counts.append(0)
+        parent = steps[:-1]
+        path = self.path
+        common = 0
+        while common < len(path) and common < len(parent) and path[common] == parent[common]:
+            common += 1
+        while len(path) > common:
+            out.append("}" if self.kinds.pop() == "{" else "]")
+            self.counts.pop()
+            self.closed.add(tuple(path))
+            path.pop()
+        for depth in range(common, len(parent)):
+            self._member(steps[:depth + 1], out)
+            kind = "[" if type(steps[depth + 1]) is int else "{"
+            out.append(kind)
+            path.append(steps[depth])
+            self.kinds.append(kind)
+            self.counts.append(0)
+
+    def _member(self, target: Tuple[Any, ...], out: List[str]) -> None:
+        if target in self.closed:
+            raise StreamProtocolError(
+                "partial function-call arguments came back to {} after it was complete".format(_show(target)))
+        step = target[-1]
+        count = self.counts[-1]
+        if self.kinds[-1] == "{":
+            if type(step) is not str:
+                raise StreamProtocolError("partial function-call arguments index an object: {}".format(_show(target)))
+            out.append(("," if count else "") + json.dumps(step, ensure_ascii=False) + ":")
+            self.counts[-1] = count + 1
+        else:
+            if type(step) is not int:
+                raise StreamProtocolError("partial function-call arguments name a key of an array: {}".format(
+                    _show(target)))
+            if step < count:
+                raise StreamProtocolError(
+                    "partial function-call arguments came back to {} after it was complete".format(_show(target)))
+            out.append(("," if count else "") + "null," * (step - count))
+            self.counts[-1] = step + 1
+
+
+def _show(steps: Tuple[Any, ...]) -> str:
+    return "$" + "".join("[{}]".format(s) if type(s) is int else "." + s for s in steps)
+
+
+def _end_streamed(tools: ToolCallAssembler, slot: int, writer: _ArgsWriter) -> List[Dict[str, Any]]:
+    """The items that complete a Vertex call whose arguments were streaming."""
+    return tools.feed(slot, arguments=writer.finish()) + tools.close(index=slot)
+
+
+def _loads_or_text(data: str) -> Any:
+    try:
+        return json.loads(data)
+    except ValueError:
+        return data
+
+
+def parse_stream(events: Iterable[SSEEvent], client: str = "gemini", tool_id_prefix: Any = None) -> Iterator[Any]:
+    """SSE events of one ``streamGenerateContent?alt=sse`` body -> content items, then a StreamEnd.
+
+    Complete when a chunk with a finishReason arrived and the body ended.  Chunks
+    without candidates are skipped (their usageMetadata is kept); only candidate 0 is
+    followed; an ``error`` object raises UpstreamError, a blocked prompt too.
+    """
+    loads = json.loads
+    tools = ToolCallAssembler(client, tool_id_prefix)
+    feed = tools.feed
+    raw_usage = {}  # type: Dict[str, Any]
+    finish = None  # type: Optional[str]
+    calls = 0  # functionCall parts seen: the assembler slot of the next call
+    streamed = None  # type: Optional[int]  # slot of a Vertex call whose arguments are still streaming
+    writer = None  # type: Optional[_ArgsWriter]
+    for sse in events:
+        data = sse.data
+        if sse.event == "error":
+            raise upstream_error(client, _loads_or_text(data))
+        if not data or data[0] != "{":
+            stripped = data.strip()
+            if not stripped or stripped == "[DONE]":  # keep-alives and relays' end markers
+                continue
+        chunk = loads(data)
+        if type(chunk) is not dict:
+            if type(chunk) is list and chunk and type(chunk[0]) is dict and "error" in chunk[0]:
+                raise upstream_error(client, chunk)
+            continue
+        if "error" in chunk:
+            raise upstream_error(client, chunk)
+        meta = chunk.get("usageMetadata")
+        if meta:
+            raw_usage.update(meta)
+        candidates = chunk.get("candidates")
+        if not candidates:
+            feedback = chunk.get("promptFeedback")
+            if feedback and feedback.get("blockReason"):
+                reason = feedback["blockReason"]
+                message = "the prompt was blocked ({})".format(reason)
+                if feedback.get("blockReasonMessage"):
+                    message += ": {}".format(feedback["blockReasonMessage"])
+                raise upstream_error(client, {"error": {"message": message, "status": reason}})
+            continue
+        candidate = candidates[0]
+        if len(candidates) > 1 or candidate.get("index", 0) != 0:
+            candidate = next((c for c in candidates if type(c) is dict and c.get("index", 0) == 0), None)
+            if candidate is None:
+                continue
+        content = candidate.get("content")
+        parts = content.get("parts") if content else None
+        if parts:
+            for part in parts:
+                signature = part.get("thoughtSignature")
+                call = part.get("functionCall")
+                if call is not None:
+                    name = call.get("name")
+                    if name or streamed is None:
+                        if streamed is not None:  # a new call starts: the streaming one is done
+                            for item in _end_streamed(tools, streamed, writer):  # type: ignore[arg-type]
+                                yield item
+                            streamed = writer = None
+                        if not name:
+                            if call.get("partialArgs") or call.get("args"):
+                                raise StreamProtocolError("function-call arguments arrived for a call with no name",
+                                                          client=client)
+                            continue  # an empty closing marker with nothing open
+                        slot = calls
+                        calls += 1
+                        call_id = call.get("id")
+                        fidelity = {SIGNATURE: signature} if signature else {}
+                        if not call_id:
+                            fidelity[SYNTHETIC_ID] = True
+                        args = call.get("args")
+                        if call.get("willContinue") and not args:  # Vertex: the arguments stream next
+                            for item in feed(slot, call_id, name, "", fidelity or None):
+                                yield item
+                            streamed = slot
+                            writer = _ArgsWriter()
+                            partials = call.get("partialArgs")
+                            if partials:
+                                text = writer.write(partials)
+                                if text:
+                                    for item in feed(slot, arguments=text):
+                                        yield item
+                            continue
+                        for item in feed(slot, call_id, name, args, fidelity or None):
+                            yield item
+                        for item in tools.close(index=slot):
+                            yield item
+                        continue
+                    # a part continuing the Vertex call whose arguments are streaming
+                    partials = call.get("partialArgs")
+                    text = writer.write(partials) if partials else ""  # type: ignore[union-attr]
+                    if signature or text:
+                        for item in feed(streamed, arguments=text,
+                                         fidelity={SIGNATURE: signature} if signature else None):
+                            yield item
+                    if not call.get("willContinue"):
+                        for item in _end_streamed(tools, streamed, writer):  # type: ignore[arg-type]
+                            yield item
+                        streamed = writer = None
+                    continue
+                if streamed is not None:  # another kind of part: the streaming call is done
+                    for item in _end_streamed(tools, streamed, writer):  # type: ignore[arg-type]
+                        yield item
+                    streamed = writer = None
+                if "text" in part:
+                    text = part["text"]
+                    if type(text) is not str:
+                        raise TypeError("part text is not a string")
+                    if not text and not signature:
+                        continue
+                    if part.get("thought"):
+                        item = {"type": "thinking", "thinking": text}  # type: Dict[str, Any]
+                    else:
+                        item = {"type": "text", "text": text}
+                    if signature:
+                        item["fidelity"] = {SIGNATURE: signature}
+                    yield item
+                    continue
+                blob = part.get("inlineData")
+                if blob is not None:
+                    item = {
+                        "type": "inline_thinking" if part.get("thought") else "inline_data",
+                        "data": base64.b64decode(blob.get("data") or ""),
+                        "mime_type": blob.get("mimeType") or "application/octet-stream",
+                    }
+                    if signature:
+                        item["fidelity"] = {SIGNATURE: signature}
+                    yield item
+                    continue
+                linked = part.get("fileData")
+                if linked is not None and linked.get("fileUri") and \
+                        str(linked.get("mimeType") or "image/").startswith("image/"):
+                    yield {"type": "image_url", "image_url": linked["fileUri"]}
+                    if not signature:
+                        continue
+                if signature:  # a part of another kind (or none) carrying only a signature
+                    kind, field = ("thinking", "thinking") if part.get("thought") else ("text", "text")
+                    yield {"type": kind, field: "", "fidelity": {SIGNATURE: signature}}
+                elif logger.isEnabledFor(logging.DEBUG):
+                    logger.debug("%s: skipped a part of kind %s", client, sorted(part))
+        reason = candidate.get("finishReason")
+        if reason:
+            finish = FINISH_REASONS.get(reason, "unknown")
+            if streamed is not None:
+                for item in _end_streamed(tools, streamed, writer):  # type: ignore[arg-type]
+                    yield item
+                streamed = writer = None
+            for item in tools.finish():
+                yield item
+    if finish is None:
+        return  # cut before its terminal marker: the driver raises StreamProtocolError
+    for item in tools.finish():
+        yield item
+    yield StreamEnd(map_usage(raw_usage) if raw_usage else None, finish)
