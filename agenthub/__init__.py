@@ -8,7 +8,7 @@
 
 import logging
 
-from .client import AutoLLMClient
+from .client import AutoLLMClient, ResponseStream, Timeout
 from .errors import (
     AgentHubError,
     AuthenticationError,
@@ -33,6 +33,8 @@ __version__ = "0.1.0"
 
 __all__ = [
     "AutoLLMClient",
+    "ResponseStream",
+    "Timeout",
     "ThinkingLevel",
     "PromptCaching",
     "collect",

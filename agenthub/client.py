@@ -1,21 +1,40 @@
-"""AutoLLMClient: registry + a protocol's build_request/parse_stream + transport + history."""
+"""AutoLLMClient: registry + a protocol's build_request/parse_stream + transport + history.
 
+Reliability rules (docs/reliability.md has the full table):
+
+- Retries happen only before the first event of a turn reached the caller, for
+  connection errors and timeouts, HTTP 408/409/429/500/502/503/504/529, in-stream
+  overload / rate-limit / server errors and a body cut before any content.  The wait
+  is exponential backoff with full jitter, or the server's Retry-After /
+  retry-after-ms when it is at most ``RETRY_AFTER_CAP`` (a longer one is not waited
+  for: the error is raised at once with ``.retry_after`` set).  ``max_retries``
+  (default 2) bounds them; 0 disables.  Other 4xx are never retried.
+- Once an event reached the caller, a failure is raised as a typed error whose
+  ``.retryable`` says whether asking again may help; the turn is never restarted.
+- ``Timeout(connect, read, total)``: *read* is the idle gap allowed between received
+  bytes (any byte counts, SSE comments and pings too); *total* is an optional deadline
+  for the whole call, retries and backoff included.
+- ``stream.abort()`` (from any thread) ends the stream promptly with
+  ``TransportError(aborted=True)`` and releases the connection.
+"""
+
+import collections.abc
 import importlib
 import logging
 import random
 import threading
 import time
-from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Tuple
 
 from . import registry
-from .errors import AgentHubError, ConfigError, TransportError, UpstreamError
+from .errors import AgentHubError, ConfigError, TransportError
 from .providers._common import Endpoint
-from .sse import iter_events
+from .sse import DEFAULT_MAX_LINE_BYTES, iter_events
 from .stream import collect, drive
 from .types import UniConfig, UniEvent, UniMessage
 from .validate import check_config, check_message, check_messages
 
-__all__ = ["AutoLLMClient", "PROTOCOLS"]
+__all__ = ["AutoLLMClient", "ResponseStream", "Timeout", "PROTOCOLS"]
 
 logger = logging.getLogger("agenthub")
 
@@ -29,10 +48,16 @@ PROTOCOLS = {
 #: client_type -> module serving embedding models (build_request -> a non-streamed request, parse_response)
 EMBEDDINGS = {"openai-chat": "openai_embeddings", "openai-responses": "openai_embeddings", "gemini": "gemini_embeddings"}
 
-#: retry backoff: full jitter over base * 2**attempt, capped; a server's Retry-After wins up to the cap
+#: retry backoff: full jitter over base * 2**attempt seconds, capped
 BACKOFF_BASE = 0.5
 BACKOFF_CAP = 8.0
+#: a server's Retry-After is honoured up to this many seconds; a longer one is not waited for
 RETRY_AFTER_CAP = 60.0
+#: default seconds to connect, and of silence allowed between received bytes (reasoning models think quietly)
+DEFAULT_CONNECT_TIMEOUT = 10.0
+DEFAULT_READ_TIMEOUT = 600.0
+#: header names whose values are credentials: never shown in an error message
+_SECRET_HEADER_WORDS = ("authorization", "key", "token", "secret", "cookie", "signature")
 
 
 def _protocol(client_type: str, embeddings: bool = False) -> Any:
@@ -43,14 +68,196 @@ def _protocol(client_type: str, embeddings: bool = False) -> Any:
     return importlib.import_module("agenthub.providers." + table[client_type])
 
 
+# -- timeouts -------------------------------------------------------------------------------------
+
+
+class Timeout(object):
+    """How long to wait: ``connect`` seconds to connect, ``read`` seconds of silence between
+    received bytes (the idle timeout: it restarts with every byte, so a slow but living stream
+    never trips it), and an optional ``total`` deadline for the whole call (retries and backoff
+    included).  None means no limit.
+
+    ``AutoLLMClient(timeout=...)`` takes a Timeout, or requests' convention: a number (used
+    for connect and read), a ``(connect, read)`` tuple, or a dict with any of ``connect``,
+    ``read`` and ``total``.  Defaults: connect 10 s, read 600 s, no total.
+    """
+
+    __slots__ = ("connect", "read", "total")
+
+    def __init__(self, connect: Optional[float] = DEFAULT_CONNECT_TIMEOUT,
+                 read: Optional[float] = DEFAULT_READ_TIMEOUT, total: Optional[float] = None) -> None:
+        for name, value in (("connect", connect), ("read", read), ("total", total)):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
+                                      or not value > 0 or value == float("inf")):
+                raise ConfigError("timeout {} must be a positive number of seconds or None (got {!r})".format(
+                    name, value))
+        self.connect = None if connect is None else float(connect)
+        self.read = None if read is None else float(read)
+        self.total = None if total is None else float(total)
+
+    @classmethod
+    def of(cls, value: Any) -> "Timeout":
+        """Normalise what ``AutoLLMClient(timeout=...)`` accepts into a Timeout."""
+        if value is None:
+            return cls()
+        if isinstance(value, Timeout):
+            return value
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return cls(value, value)
+        if isinstance(value, tuple) and len(value) == 2:
+            return cls(value[0], value[1])
+        if isinstance(value, Mapping):
+            unknown = sorted(str(k) for k in value if k not in cls.__slots__)
+            if unknown:
+                raise ConfigError("unknown timeout key(s) {}; known: connect, read, total".format(unknown))
+            return cls(value.get("connect", DEFAULT_CONNECT_TIMEOUT), value.get("read", DEFAULT_READ_TIMEOUT),
+                       value.get("total"))
+        raise ConfigError("timeout must be None, seconds, a (connect, read) tuple, a dict or a Timeout "
+                          "(got {})".format(type(value).__name__))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Timeout) and (self.connect, self.read, self.total) == (
+            other.connect, other.read, other.total)
+
+    def __hash__(self) -> int:
+        return hash((self.connect, self.read, self.total))
+
+    def __repr__(self) -> str:
+        return "Timeout(connect={!r}, read={!r}, total={!r})".format(self.connect, self.read, self.total)
+
+    def __getstate__(self) -> Tuple[Optional[float], Optional[float], Optional[float]]:
+        return (self.connect, self.read, self.total)
+
+    def __setstate__(self, state: Tuple[Optional[float], Optional[float], Optional[float]]) -> None:
+        self.connect, self.read, self.total = state
+
+
+# -- the stream handle ----------------------------------------------------------------------------
+
+
+class _Control(object):
+    """One call's abort switch, shared by the handle, the deadline timer and the transport.
+
+    It is the transport's *watch*: it is told which connection, then which response,
+    the reading thread blocks on, and ``stop`` shuts that socket down so the read
+    returns at once.  A connection still connecting has no socket yet: a short-lived
+    thread then retries until it has one (or the attempt let go of it).
+    """
+
+    __slots__ = ("reason", "_lock", "_target", "_wake", "_chasing")
+
+    def __init__(self) -> None:
+        self.reason = None  # type: Optional[str]  # None, "abort" or "deadline"
+        self._lock = threading.RLock()  # reentrant: abort() may run in a signal handler on the reading thread
+        self._target = None  # type: Any
+        self._wake = threading.Event()
+        self._chasing = False
+
+    def attach(self, target: Any) -> None:
+        with self._lock:
+            self._target = target
+            if target is not None and self.reason is not None:
+                self._interrupt()  # stopped while the request was in flight
+
+    def detach(self, target: Any = None) -> None:
+        with self._lock:
+            if target is None or target is self._target:
+                self._target = None
+
+    def stop(self, reason: str = "abort") -> None:
+        with self._lock:
+            if self.reason is None:
+                self.reason = reason
+            self._wake.set()
+            if self._target is not None:
+                self._interrupt()
+
+    def _interrupt(self) -> None:
+        if _transport().interrupt(self._target) or self._chasing:
+            return
+        self._chasing = True
+        chaser = threading.Thread(target=self._chase, name="agenthub-abort", daemon=True)
+        chaser.start()
+
+    def _chase(self) -> None:
+        try:
+            for _ in range(3000):  # at most ~30 s: connect timeouts are shorter than that
+                time.sleep(0.01)
+                with self._lock:
+                    if self._target is None or _transport().interrupt(self._target):
+                        return
+        finally:
+            self._chasing = False
+
+    def sleep(self, seconds: float) -> bool:
+        """Wait ``seconds``; False when stopped meanwhile."""
+        return not self._wake.wait(seconds) if seconds > 0 else self.reason is None
+
+
+class ResponseStream(collections.abc.Generator):
+    """What ``streaming_response`` returns: a generator of UniEvents, plus ``abort()``.
+
+    Use it as any generator (``for event in stream``, ``next``, ``close``, ``with``).
+    ``abort()`` may be called from any thread (or a signal handler): the reading thread
+    is unblocked at once, the stream ends with ``TransportError`` (``.aborted`` True,
+    ``.retryable`` False), the connection is released and history is left unchanged.
+    Aborting a finished stream does nothing.
+    """
+
+    __slots__ = ("_control", "_gen")
+
+    def __init__(self, control: _Control, gen: Iterator[UniEvent]) -> None:
+        self._control = control
+        self._gen = gen
+
+    def __iter__(self) -> "ResponseStream":
+        return self
+
+    def __next__(self) -> UniEvent:
+        return next(self._gen)
+
+    def send(self, value: Any) -> UniEvent:
+        return self._gen.send(value)  # type: ignore[attr-defined]
+
+    def throw(self, *args: Any) -> UniEvent:
+        return self._gen.throw(*args)  # type: ignore[attr-defined]
+
+    def close(self) -> None:
+        """Stop here (from the thread iterating): releases the connection, ends cleanly."""
+        self._gen.close()  # type: ignore[attr-defined]
+
+    def abort(self) -> None:
+        """Stop the stream from any thread; the iterating thread gets TransportError(aborted=True)."""
+        self._control.stop("abort")
+
+    @property
+    def aborted(self) -> bool:
+        return self._control.reason == "abort"
+
+    def __enter__(self) -> "ResponseStream":
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return "<ResponseStream{}>".format(" aborted" if self.aborted else "")
+
+
+# -- the client -----------------------------------------------------------------------------------
+
+
 class AutoLLMClient(object):
     """One model behind one uniform streaming interface.
 
-    ``streaming_response`` is stateless; ``streaming_response_stateful`` keeps this
-    instance's history and appends to it only when a stream completed and validated.
-    History is per instance: never shared between instances.  Use one instance per
-    thread for stateful calls (a call made while another is streaming on the same
-    instance raises ConfigError); stateless calls may share an instance.
+    ``streaming_response`` is stateless: any number of threads may stream through one
+    instance at once (they share its connection pool).  ``streaming_response_stateful``
+    keeps this instance's history and appends to it only when a stream completed and
+    validated.  Thread rules for history, enforced: one stateful stream at a time per
+    instance (starting another while one is open raises ConfigError; close or finish
+    the first), and ``set_history``/``clear_history`` raise ConfigError while one is open.
+    ``get_history`` returns a copy and is safe from any thread.  Use one instance per
+    conversation (per agent thread) for stateful calls.
     """
 
     def __init__(
@@ -63,10 +270,14 @@ class AutoLLMClient(object):
         timeout: Any = None,
         max_retries: int = 2,
         session: Any = None,
-        default_headers: Optional[Mapping[str, str]] = None
+        default_headers: Optional[Mapping[str, str]] = None,
+        max_line_bytes: Optional[int] = None
     ) -> None:
         if not isinstance(max_retries, int) or isinstance(max_retries, bool) or max_retries < 0:
             raise ConfigError("max_retries must be an int >= 0")
+        if max_line_bytes is not None and (not isinstance(max_line_bytes, int) or isinstance(max_line_bytes, bool)
+                                           or max_line_bytes < 1024):
+            raise ConfigError("max_line_bytes must be an int >= 1024")
         if default_headers is not None and not all(
                 isinstance(k, str) and isinstance(v, str) for k, v in dict(default_headers).items()):
             raise ConfigError("default_headers must map str to str")
@@ -77,23 +288,35 @@ class AutoLLMClient(object):
         self.client_type = kind
         self._protocol = _protocol(kind, bool(quirks.get("embeddings")))
         self._endpoint = Endpoint(kind, url, key, default_headers, quirks)
-        #: requests' convention: seconds, or (connect, read) where read is the longest silence
-        self.timeout = timeout
+        #: a Timeout (connect, read = idle gap between bytes, optional total deadline)
+        self.timeout = Timeout.of(timeout)
         #: retries before the first event reached the caller; 0 disables
         self.max_retries = max_retries
+        #: the longest SSE line accepted (a longer one is a StreamProtocolError: memory stays bounded)
+        self.max_line_bytes = max_line_bytes or DEFAULT_MAX_LINE_BYTES
         self._session = session
         self._history = []  # type: List[UniMessage]
-        self._busy = False  # a stateful stream is running on this instance
+        self._version = 0  # bumped at every history change
+        self._busy = threading.Lock()  # held while a stateful stream is open
+        self._session_lock = threading.Lock()
 
     def __repr__(self) -> str:
         return "AutoLLMClient(model={!r}, client_type={!r}, base_url={!r})".format(
             self.model, self.client_type, self._endpoint.base_url)
 
+    # pickling (process pools, Ray, Spark): the session (sockets), locks and module are rebuilt where it lands
     def __getstate__(self) -> Dict[str, Any]:
         state = self.__dict__.copy()
-        state["_session"] = None  # sessions hold sockets; a new one is made where the client lands
-        state["_busy"] = False
+        for name in ("_session", "_busy", "_session_lock", "_protocol"):
+            state.pop(name, None)
         return state
+
+    def __setstate__(self, state: Dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._session = None
+        self._busy = threading.Lock()
+        self._session_lock = threading.Lock()
+        self._protocol = _protocol(self.client_type, bool(self._endpoint.quirks.get("embeddings")))
 
     @property
     def base_url(self) -> str:
@@ -105,14 +328,22 @@ class AutoLLMClient(object):
 
     def set_history(self, history: List[UniMessage]) -> None:
         check_messages(history) if history else None
+        self._check_idle("set_history")
         self._history = list(history)
+        self._version += 1
 
     def clear_history(self) -> None:
+        self._check_idle("clear_history")
         self._history = []
+        self._version += 1
+
+    def _check_idle(self, what: str) -> None:
+        if self._busy.locked():
+            raise ConfigError("{} while a stateful stream is open on this client: finish or close it first".format(what))
 
     # -- streaming -------------------------------------------------------------------------
-    def streaming_response(self, messages: List[UniMessage], config: Optional[UniConfig] = None) -> Iterator[UniEvent]:
-        """Stream one assistant turn for ``messages``; a plain generator of UniEvents.
+    def streaming_response(self, messages: List[UniMessage], config: Optional[UniConfig] = None) -> ResponseStream:
+        """Stream one assistant turn for ``messages``: a generator of UniEvents with ``abort()``.
 
         Messages and config are checked now (ConfigError before anything is sent);
         the request goes out when iteration starts.
@@ -120,81 +351,141 @@ class AutoLLMClient(object):
         check_messages(messages)
         cfg = check_config(config)
         request = self._protocol.build_request(self._endpoint, self.model, list(messages), cfg)
-        return self._stream(request, cfg, list(messages), None)
+        return self._open(request, cfg, list(messages), None)
 
-    def streaming_response_stateful(self, message: UniMessage, config: Optional[UniConfig] = None) -> Iterator[UniEvent]:
+    def streaming_response_stateful(self, message: UniMessage, config: Optional[UniConfig] = None) -> ResponseStream:
         """Stream one turn after this instance's history; on success, history gains ``message`` and the answer."""
         check_message(message)
         if message["role"] != "user":
             raise ConfigError("streaming_response_stateful takes the next user message")
         cfg = check_config(config)
+        self._check_idle("streaming_response_stateful")
         if "created_at" not in message:
             message = dict(message)  # type: ignore[assignment]
             message["created_at"] = int(time.time() * 1000)
         messages = self._history + [message]
         request = self._protocol.build_request(self._endpoint, self.model, messages, cfg)
-        return self._stream(request, cfg, messages, message)
+        return self._open(request, cfg, messages, message)
 
-    def _stream(self, request: Any, config: Dict[str, Any], messages: List[UniMessage],
-                stateful: Optional[UniMessage]) -> Iterator[UniEvent]:
-        if stateful is not None:
-            if self._busy:
-                raise ConfigError("a stateful stream is already running on this client")
-            self._busy = True
-        history_before = list(self._history)
-        kept = [] if (stateful is not None or config.get("trace_id")) else None  # type: Optional[List[UniEvent]]
+    def _open(self, request: Any, config: Dict[str, Any], messages: List[UniMessage],
+              stateful: Optional[UniMessage]) -> ResponseStream:
+        if "trace_id" in config:
+            from .tracer import trace_paths
+
+            trace_paths(config["trace_id"])  # a trace_id escaping the cache dir is refused before anything is sent
+        control = _Control()
+        return ResponseStream(control, self._stream(control, request, config, messages, stateful, self._version))
+
+    def _stream(self, control: _Control, request: Any, config: Dict[str, Any], messages: List[UniMessage],
+                stateful: Optional[UniMessage], version: int) -> Iterator[UniEvent]:
+        locked = False
+        timer = None
         try:
-            for event in self._attempts(request):
-                if kept is not None:
-                    kept.append(event)
-                if event["event_type"] == "stop" and kept is not None:
-                    # commit before the stop event is yielded: a caller may stop iterating at it
-                    answer = collect(kept)
-                    if stateful is not None:
-                        self._history = history_before + [stateful, answer]
-                    if config.get("trace_id"):
-                        self._trace(config, messages + [answer])
-                yield event
-        finally:
             if stateful is not None:
-                self._busy = False
+                if not self._busy.acquire(False):
+                    raise ConfigError("a stateful stream is already open on this client: finish or close it first")
+                locked = True
+                if self._version != version:
+                    raise ConfigError("the history changed after this stateful stream was created")
+            timeout = Timeout.of(self.timeout)
+            deadline = None
+            if timeout.total is not None:
+                deadline = time.monotonic() + timeout.total
+                timer = threading.Timer(timeout.total, control.stop, ("deadline",))
+                timer.daemon = True
+                timer.start()
+            history_before = list(self._history)
+            kept = [] if (stateful is not None or config.get("trace_id")) else None  # type: Optional[List[UniEvent]]
+            attempts = self._attempts(request, control, timeout, deadline)
+            try:
+                for event in attempts:
+                    if kept is not None:
+                        kept.append(event)
+                    if event["event_type"] == "stop" and kept is not None:
+                        # commit before the stop event is yielded: a caller may stop iterating at it
+                        answer = collect(kept)
+                        if stateful is not None:
+                            self._history = history_before + [stateful, answer]
+                            self._version += 1
+                        if config.get("trace_id"):
+                            self._trace(config, messages + [answer])
+                    yield event
+            finally:
+                attempts.close()  # type: ignore[attr-defined]
+        finally:
+            if timer is not None:
+                timer.cancel()
+            if locked:
+                self._busy.release()
 
-    def _attempts(self, request: Any) -> Iterator[UniEvent]:
+    def _attempts(self, request: Any, control: _Control, timeout: Timeout,
+                  deadline: Optional[float]) -> Iterator[UniEvent]:
         client = self.client_type
+        transport = _transport()
         attempt = 0
         while True:
             chunks = None
             delivered = False
             try:
+                if control.reason is not None:
+                    raise _stopped(client, control, timeout)
+                limits = _limits(timeout, deadline)
+                if limits is None:
+                    raise _stopped(client, control, timeout, "deadline")
                 if request.stream:
-                    chunks = _transport().open_stream(self._get_session(), request, self.timeout, client)
-                    parts = self._protocol.parse_stream(iter_events(chunks), client)
+                    chunks = transport.open_stream(self._get_session(), request, limits, client, watch=control)
+                    parts = self._protocol.parse_stream(iter_events(chunks, self.max_line_bytes), client)
                 else:  # embeddings: one JSON document, same event grammar
-                    payload = _transport().fetch_json(self._get_session(), request, self.timeout, client)
+                    payload = transport.fetch_json(self._get_session(), request, limits, client, watch=control)
                     parts = self._protocol.parse_response(payload, client)
                 for event in drive(parts, client):
+                    if control.reason is not None:
+                        raise _stopped(client, control, timeout)
                     delivered = True
+                    if event["event_type"] == "stop" and chunks is not None:
+                        chunks.finish()  # the terminal marker arrived: let the connection go back to the pool
+                        chunks = None
                     yield event
                 return
-            except (UpstreamError, TransportError) as exc:
-                retryable = getattr(exc, "retryable", isinstance(exc, TransportError))
-                if delivered or not retryable or attempt >= self.max_retries:
+            except AgentHubError as exc:
+                if getattr(exc, "_agenthub_stop", False):
+                    raise
+                if control.reason is not None:  # the failure is the abort (or the deadline) showing through
+                    raise _stopped(client, control, timeout) from exc
+                if deadline is not None and isinstance(exc, TransportError) and time.monotonic() >= deadline:
+                    raise _stopped(client, control, timeout, "deadline") from exc
+                _scrub(exc, self._secrets(request))
+                if delivered or not getattr(exc, "retryable", False) or attempt >= self.max_retries:
                     raise
                 delay = _backoff(attempt, getattr(exc, "retry_after", None))
+                if delay is None or (deadline is not None and time.monotonic() + delay >= deadline):
+                    raise
                 attempt += 1
-                logger.info("%s: retrying after %s (attempt %d of %d) in %.2fs", client, type(exc).__name__,
+                logger.info("%s: retrying after %s (status=%s, type=%s), attempt %d of %d, in %.2fs", client,
+                            type(exc).__name__, getattr(exc, "status", None), getattr(exc, "error_type", None),
                             attempt, self.max_retries, delay)
                 if chunks is not None:
-                    chunks.close()
+                    chunks.close()  # type: ignore[attr-defined]
                     chunks = None
-                time.sleep(delay)
+                if not control.sleep(delay):
+                    raise _stopped(client, control, timeout) from exc
             finally:
                 if chunks is not None:
-                    chunks.close()
+                    chunks.close()  # type: ignore[attr-defined]
+
+    def _secrets(self, request: Any) -> List[str]:
+        secrets = [self._endpoint.api_key] if self._endpoint.api_key else []
+        for name, value in dict(getattr(request, "headers", None) or {}).items():
+            if any(word in name.lower() for word in _SECRET_HEADER_WORDS) and isinstance(value, str):
+                secrets.append(value)
+                secrets.extend(part for part in value.split() if len(part) >= 8)  # "Bearer <key>"
+        return [s for s in secrets if s and len(s) >= 8]
 
     def _get_session(self) -> Any:
         if self._session is None:
-            self._session = _transport().new_session()
+            with self._session_lock:
+                if self._session is None:
+                    self._session = _transport().new_session()
         return self._session
 
     def _trace(self, config: Mapping[str, Any], history: List[UniMessage]) -> None:
@@ -203,10 +494,58 @@ class AutoLLMClient(object):
         save_trace(config["trace_id"], self.model, history, config)
 
 
-def _backoff(attempt: int, retry_after: Optional[float]) -> float:
+def _limits(timeout: Timeout, deadline: Optional[float]) -> Optional[Tuple[Optional[float], Optional[float]]]:
+    """requests' (connect, read) for the next attempt, clipped to what is left of the deadline."""
+    if deadline is None:
+        return (timeout.connect, timeout.read)
+    left = deadline - time.monotonic()
+    if left <= 0:
+        return None
+    return (left if timeout.connect is None else min(timeout.connect, left),
+            left if timeout.read is None else min(timeout.read, left))
+
+
+def _stopped(client: str, control: _Control, timeout: Timeout, reason: Optional[str] = None) -> TransportError:
+    reason = reason or control.reason or "abort"
+    if reason == "deadline":
+        error = TransportError("{}: the total deadline of {}s was exceeded".format(client, timeout.total),
+                               client=client, timeout=True, deadline=True, aborted=False, retryable=False)
+    else:
+        error = TransportError("{}: the stream was aborted by the caller".format(client), client=client,
+                               timeout=False, deadline=False, aborted=True, retryable=False)
+    error._agenthub_stop = True  # type: ignore[attr-defined]  # not a field: kept out of pickles and reprs
+    return error
+
+
+def _backoff(attempt: int, retry_after: Optional[float]) -> Optional[float]:
+    """Seconds to wait before retry number ``attempt + 1``; None when the server asks for longer than the cap."""
     if retry_after is not None:
-        return min(max(0.0, retry_after), RETRY_AFTER_CAP)
+        if retry_after > RETRY_AFTER_CAP:
+            return None
+        return max(0.0, retry_after)
     return random.uniform(0, min(BACKOFF_CAP, BACKOFF_BASE * (2 ** attempt)))
+
+
+def _scrub(error: AgentHubError, secrets: List[str]) -> None:
+    """Replace any credential an upstream echoed back with '***' (in args and text fields)."""
+    if not secrets:
+        return
+
+    def clean(value: Any) -> Any:
+        if isinstance(value, str):
+            for secret in secrets:
+                if secret in value:
+                    value = value.replace(secret, "***")
+        return value
+
+    error.args = tuple(clean(a) for a in error.args)
+    for name, value in list(vars(error).items()):
+        if isinstance(value, str):
+            setattr(error, name, clean(value))
+    fields = getattr(error, "_fields", None)
+    if isinstance(fields, dict):
+        for name, value in list(fields.items()):
+            fields[name] = clean(value)
 
 
 def _transport() -> Any:

@@ -22,6 +22,8 @@
         │       .client .tool_name .tool_call_id .raw_arguments_length .raw_arguments_preview
         └── EmptyResponseError                      .client .finish_reason .usage_metadata
 
+Every error has ``.retryable`` (False unless the failure is transient).
+
 The promise (as h11 makes it): bad input from a caller or a server raises an
 AgentHubError subclass; anything else escaping the library is a bug.
 Messages never contain an API key, a whole request body or an inline image.
@@ -59,7 +61,14 @@ RETRYABLE_ERROR_TYPES = frozenset(
 
 
 class AgentHubError(Exception):
-    """Base of every error agenthub raises on purpose."""
+    """Base of every error agenthub raises on purpose.
+
+    ``retryable`` says whether asking again (the same request, later) may succeed:
+    True for connection failures, timeouts, overload, rate limits and 5xx, and for a
+    stream cut before its terminal marker; False for everything else.
+    """
+
+    retryable = False
 
     def __init__(self, *args: Any, **fields: Any) -> None:
         super().__init__(*args)
@@ -97,9 +106,16 @@ class UnsupportedOperationError(ConfigError):
 
 
 class TransportError(AgentHubError, ConnectionError):
-    """Connecting, sending or reading failed (timeouts included); the cause is chained."""
+    """Connecting, sending or reading failed (timeouts included); the cause is chained.
+
+    ``timeout``: a connect or idle timeout (or the total deadline) fired; ``deadline``: the
+    total deadline passed; ``aborted``: the caller stopped the stream (``abort()``).
+    """
 
     retryable = True
+    timeout = False
+    deadline = False
+    aborted = False
 
 
 class UpstreamError(AgentHubError):
@@ -158,7 +174,12 @@ class StreamError(AgentHubError):
 
 
 class StreamProtocolError(StreamError):
-    """The stream ended before its terminal marker, or broke the protocol or the stream grammar."""
+    """The stream ended before its terminal marker, or broke the protocol or the stream grammar.
+
+    ``truncated`` (and ``retryable``) is True when the body ended before its terminal marker.
+    """
+
+    truncated = False
 
     def __init__(self, message: str = "", client: str = "", **fields: Any) -> None:
         super().__init__(message, client=client, **fields)
@@ -234,6 +255,23 @@ _TYPE_STATUSES = {
 }
 
 
+def _retry_delay(details: Any) -> Optional[float]:
+    """Google's ``google.rpc.RetryInfo`` detail (``{"retryDelay": "17s"}``) -> seconds."""
+    if not isinstance(details, list):
+        return None
+    for detail in details:
+        if isinstance(detail, dict) and str(detail.get("@type", "")).endswith("RetryInfo"):
+            delay = detail.get("retryDelay")
+            if isinstance(delay, str) and delay.endswith("s"):
+                try:
+                    seconds = float(delay[:-1])
+                except ValueError:
+                    return None
+                if seconds == seconds and 0 <= seconds < float("inf"):
+                    return seconds
+    return None
+
+
 def _error_class(status: Optional[int]) -> type:
     if status in _STATUS_CLASSES:
         return _STATUS_CLASSES[status]
@@ -267,6 +305,8 @@ def upstream_error(
     if isinstance(body, dict):
         inner = body.get("error", body)
         if isinstance(inner, dict):
+            if retry_after is None:
+                retry_after = _retry_delay(inner.get("details"))
             message = inner.get("message")
             error_type = inner.get("type") or inner.get("status") or inner.get("code")
             code = inner.get("code")

@@ -77,6 +77,9 @@ def drive(parts: Iterable[Any], client: str = "") -> Iterator[UniEvent]:
     substantive = False
     tool_calls = False
     end = None
+    clock = time.time  # a local: this loop runs once per event
+    calling = False  # a tool call was announced and is not complete yet
+    held = []  # type: List[Any]  # other items that arrived meanwhile: emitted after it (rule 5: contiguous)
     try:
         for part in parts:
             if type(part) is StreamEnd:
@@ -86,6 +89,9 @@ def drive(parts: Iterable[Any], client: str = "") -> Iterator[UniEvent]:
                 started = True
                 yield _event("start", [])
             kind = part["type"]
+            if calling and kind != "partial_tool_call" and kind != "tool_call":
+                held.append(part)
+                continue
             if kind == "text":
                 if part["text"]:
                     substantive = True
@@ -93,13 +99,44 @@ def drive(parts: Iterable[Any], client: str = "") -> Iterator[UniEvent]:
                 substantive = True
                 if kind == "tool_call":
                     tool_calls = True
+            elif kind == "partial_tool_call" and part["name"]:
+                calling = True
             yield {
                 "role": "assistant",
                 "event_type": "delta",
                 "content_items": [part],
                 "usage_metadata": None,
                 "finish_reason": None,
-                "created_at": int(time.time() * 1000),
+                "created_at": int(clock() * 1000),
+            }
+            if kind == "tool_call":
+                calling = False
+                while held and not calling:
+                    part = held.pop(0)
+                    kind = part["type"]
+                    if kind == "text":
+                        if part["text"]:
+                            substantive = True
+                    elif kind in _SUBSTANTIVE:
+                        substantive = True
+                    yield {
+                        "role": "assistant",
+                        "event_type": "delta",
+                        "content_items": [part],
+                        "usage_metadata": None,
+                        "finish_reason": None,
+                        "created_at": int(clock() * 1000),
+                    }
+        for part in held:  # a call left open at the end: the parser's own finish reports it
+            if part["type"] == "text" and part["text"] or part["type"] in _SUBSTANTIVE:
+                substantive = True
+            yield {
+                "role": "assistant",
+                "event_type": "delta",
+                "content_items": [part],
+                "usage_metadata": None,
+                "finish_reason": None,
+                "created_at": int(clock() * 1000),
             }
     except AgentHubError:
         raise
@@ -110,7 +147,8 @@ def drive(parts: Iterable[Any], client: str = "") -> Iterator[UniEvent]:
         ) from exc
     if end is None:
         raise StreamProtocolError(
-            "the {} stream ended before its terminal marker (cut off?)".format(client or "provider"), client=client
+            "the {} stream ended before its terminal marker (cut off?)".format(client or "provider"), client=client,
+            truncated=True, retryable=True,
         )
     usage = end.usage if end.usage is not None else empty_usage()
     finish = end.finish_reason if end.finish_reason in _FINISH_REASONS else "unknown"

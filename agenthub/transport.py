@@ -3,66 +3,155 @@
 ``open_stream`` sends one planned request and yields the body's bytes as they
 arrive; ``fetch_json`` sends one and returns its decoded JSON document.  Both map
 a non-2xx answer to an UpstreamError subclass (status, error type, message,
-Retry-After and request id read from the provider's error body) and every
-``requests`` exception to TransportError with the cause chained.  The response is
-closed in a ``finally``: leaving the loop early frees the connection at once.
+Retry-After / retry-after-ms, x-should-retry and request id read from the answer)
+and every ``requests``/``urllib3``/socket exception to TransportError with the
+cause chained.  The response is closed in a ``finally``: leaving the loop early
+frees the connection at once.
+
+Timeouts follow requests: ``(connect, read)`` where *read* is the longest silence
+between two received bytes (not a deadline for the whole body): any byte,
+an SSE comment or a ping included, restarts it.  ``interrupt(response)`` unblocks a
+thread that is reading ``response`` from another thread (it shuts the socket down:
+``close()`` alone does not wake a blocked ``recv``), which is how a stream is
+aborted and how a total deadline is enforced.
+
+Redirects are not followed: a provider API never redirects a POST, and following
+one would carry the key's headers to wherever the redirect points.
 """
 
 import email.utils
 import json
+import socket
+import threading
 import time
 from typing import Any, Callable, Iterator, Mapping, Optional, Tuple, Union
 
 import requests
+import requests.adapters
+from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
-from .errors import StreamProtocolError, TransportError, UpstreamError, preview, upstream_error
+from .errors import AgentHubError, StreamProtocolError, TransportError, UpstreamError, preview, upstream_error
 from .types import HttpRequest
 
-__all__ = ["open_stream", "fetch_json", "DEFAULT_TIMEOUT", "new_session"]
+__all__ = ["open_stream", "fetch_json", "DEFAULT_TIMEOUT", "new_session", "interrupt", "BodyStream"]
 
 #: (connect, read) seconds.  The read timeout is the longest silence allowed between two
-#: received chunks: long enough for a reasoning model that says nothing for minutes.
+#: received bytes: long enough for a reasoning model that says nothing for minutes.
 DEFAULT_TIMEOUT = (10.0, 600.0)
+#: connections kept per host by the session agenthub makes (a thread pool of this size reuses them)
+POOL_MAXSIZE = 32
 #: at most this much of an error body is read
 _MAX_ERROR_BODY = 64 * 1024
 _READ_SIZE = 64 * 1024
-_REQUEST_ID_HEADERS = ("x-request-id", "request-id", "x-goog-request-id", "cf-ray", "openai-request-id")
+_REQUEST_ID_HEADERS = ("x-request-id", "request-id", "x-goog-request-id", "openai-request-id", "cf-ray")
 
 Timeout = Union[None, float, Tuple[Optional[float], Optional[float]]]
+Hook = Optional[Callable[[Any], None]]
 
 
 def new_session() -> requests.Session:
-    return requests.Session()
+    """A requests.Session with TLS verification on (requests' default) and a pool sized for thread pools.
+
+    Its connections are watched from the moment they leave the pool, so an abort also
+    interrupts a request still waiting for its response headers (with a session of your
+    own, an abort in that phase takes effect when the headers arrive or a timeout fires).
+    """
+    session = requests.Session()
+    adapter = _WatchedAdapter(pool_connections=10, pool_maxsize=POOL_MAXSIZE)
+    session.mount("https://", adapter)
+    session.mount("http://", adapter)
+    return session
+
+
+# -- watching connections (for interrupt) --------------------------------------------------------
+#
+# A "watch" is any object with attach(obj) and detach(obj=None): attach is called with what a
+# reading thread is about to block on (a urllib3 connection as soon as it leaves the pool, then
+# the response once its headers arrived); detach(obj) once obj went back to the pool or was
+# closed (detach(None): whatever is attached).  The watch may interrupt() what is attached.
+
+_local = threading.local()
+
+
+class _WatchedPoolMixin(object):
+    def _get_conn(self, timeout=None):  # type: ignore[no-untyped-def]
+        conn = super(_WatchedPoolMixin, self)._get_conn(timeout)  # type: ignore[misc]
+        watch = getattr(_local, "watch", None)
+        if watch is not None and conn is not None:
+            conn._agenthub_watch = watch
+            watch.attach(conn)
+        return conn
+
+    def _put_conn(self, conn):  # type: ignore[no-untyped-def]
+        watch = conn.__dict__.pop("_agenthub_watch", None) if conn is not None else None
+        if watch is not None:
+            watch.detach(conn)  # back in the pool: nobody may shut it down any more
+        return super(_WatchedPoolMixin, self)._put_conn(conn)  # type: ignore[misc]
+
+
+class _WatchedHTTPPool(_WatchedPoolMixin, HTTPConnectionPool):
+    pass
+
+
+class _WatchedHTTPSPool(_WatchedPoolMixin, HTTPSConnectionPool):
+    pass
+
+
+_WATCHED_POOLS = {"http": _WatchedHTTPPool, "https": _WatchedHTTPSPool}
+
+
+class _WatchedAdapter(requests.adapters.HTTPAdapter):
+    def init_poolmanager(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        super(_WatchedAdapter, self).init_poolmanager(*args, **kwargs)
+        self.poolmanager.pool_classes_by_scheme = dict(_WATCHED_POOLS)
+
+    def proxy_manager_for(self, proxy, **proxy_kwargs):  # type: ignore[no-untyped-def]
+        manager = super(_WatchedAdapter, self).proxy_manager_for(proxy, **proxy_kwargs)
+        if not proxy.lower().startswith("socks"):
+            manager.pool_classes_by_scheme = dict(_WATCHED_POOLS)
+        return manager
+
+
+# -- error answers ------------------------------------------------------------------------------
 
 
 def _retry_after(headers: Mapping[str, str]) -> Optional[float]:
+    """Seconds to wait from ``retry-after-ms`` (OpenAI, Anthropic) or ``Retry-After`` (seconds or an HTTP date)."""
     value = headers.get("retry-after-ms")
     if value:
         try:
-            return max(0.0, float(value) / 1000.0)
+            seconds = float(value) / 1000.0
+            if seconds == seconds and seconds != float("inf"):  # not NaN, not infinite
+                return max(0.0, seconds)
         except ValueError:
             pass
     value = headers.get("retry-after")
     if not value:
         return None
     try:
-        return max(0.0, float(value))
+        seconds = float(value)
+        if seconds == seconds and seconds != float("inf"):
+            return max(0.0, seconds)
+        return None
     except ValueError:
         pass
     try:
         when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError, IndexError):
+    except (TypeError, ValueError, IndexError, OverflowError):
         return None
     if when is None:  # pragma: no cover - older Pythons return None instead of raising
         return None
-    return max(0.0, when.timestamp() - time.time())
+    try:
+        return max(0.0, when.timestamp() - time.time())
+    except (OverflowError, OSError, ValueError):  # pragma: no cover - absurd dates
+        return None
 
 
 def _request_id(headers: Mapping[str, str]) -> Optional[str]:
     for name in _REQUEST_ID_HEADERS:
         value = headers.get(name)
         if value:
-            return value
+            return preview(value, 200)
     return None
 
 
@@ -71,43 +160,125 @@ def _http_error(client: str, response: requests.Response) -> UpstreamError:
         raw = response.raw.read(_MAX_ERROR_BODY, decode_content=True) if response.raw is not None else b""
     except Exception:  # the body is a courtesy: the status alone is an answer
         raw = b""
-    if not raw:
-        try:
-            raw = response.content[:_MAX_ERROR_BODY]
-        except Exception:
-            raw = b""
     text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else str(raw)
     try:
         payload = json.loads(text)  # type: Any
-    except ValueError:
+    except (ValueError, RecursionError):
         payload = preview(text.strip(), 500) or "HTTP {} {}".format(response.status_code, response.reason or "")
-    return upstream_error(
+    error = upstream_error(
         client,
         payload,
         status=response.status_code,
         retry_after=_retry_after(response.headers),
         request_id=_request_id(response.headers),
     )
+    should = (response.headers.get("x-should-retry") or "").strip().lower()
+    if should in ("true", "false"):  # the server's own word wins (OpenAI and Anthropic send it)
+        error.retryable = should == "true"
+        error._fields["retryable"] = error.retryable
+    return error
 
 
-def _send(session: requests.Session, request: HttpRequest, timeout: Timeout, client: str, stream: bool):
+# -- sending ------------------------------------------------------------------------------------
+
+
+def _timeouts(timeout: Timeout) -> Tuple[Optional[float], Optional[float]]:
     if timeout is None:
-        timeout = DEFAULT_TIMEOUT
+        return DEFAULT_TIMEOUT
+    if isinstance(timeout, tuple):
+        return timeout
+    return (timeout, timeout)
+
+
+def _transport_error(client: str, what: str, exc: BaseException, timeout: Timeout) -> TransportError:
+    connect, read = _timeouts(timeout)
+    timed_out = _is_timeout(exc)
+    if isinstance(exc, requests.exceptions.ConnectTimeout):
+        why = "no connection within {}s (connect timeout)".format(connect)
+    elif timed_out:
+        why = "no data for {}s (idle timeout between received bytes)".format(read)
+    else:
+        why = type(exc).__name__
+    return TransportError("{}: {} failed: {}".format(client or "agenthub", what, why), client=client,
+                          timeout=timed_out)
+
+
+def _is_timeout(exc: BaseException) -> bool:
+    seen = 0
+    while exc is not None and seen < 8:
+        if isinstance(exc, (requests.exceptions.Timeout, socket.timeout)):
+            return True
+        if type(exc).__name__ in ("ReadTimeoutError", "ConnectTimeoutError", "TimeoutError"):
+            return True
+        args = getattr(exc, "args", ())
+        inner = args[0] if args and isinstance(args[0], BaseException) else None
+        exc = exc.__cause__ or exc.__context__ or inner  # type: ignore[assignment]
+        seen += 1
+    return False
+
+
+def _send(session: requests.Session, request: HttpRequest, timeout: Timeout, client: str, stream: bool,
+          watch: Any):
     data = None
     if request.body is not None:
         data = json.dumps(request.body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    _local.watch = watch
+    response = None
     try:
         response = session.request(
-            request.method, request.url, headers=dict(request.headers), data=data, timeout=timeout, stream=stream
+            request.method, request.url, headers=dict(request.headers), data=data, timeout=_timeouts(timeout),
+            stream=stream, allow_redirects=False,
         )
     except requests.RequestException as exc:
-        raise TransportError("{}: {} failed: {}".format(client, _where(request), type(exc).__name__)) from exc
+        raise _transport_error(client, _where(request), exc, timeout) from exc
+    except AgentHubError:
+        raise
+    except Exception as exc:  # a socket error requests did not wrap, or an answer http.client cannot parse
+        raise _transport_error(client, _where(request), exc, timeout) from exc
+    finally:
+        _local.watch = None
+        if watch is not None and response is None:
+            watch.detach(None)  # the request failed: its connection is no longer ours
+    if watch is not None:
+        watch.attach(response)
     if response.status_code >= 300:
         try:
             raise _http_error(client, response)
         finally:
-            response.close()
+            _release(response, watch)
     return response
+
+
+def _release(response: Any, watch: Any) -> None:
+    if watch is not None:
+        watch.detach(response)  # first: nobody may shut down a socket that goes back to the pool
+    try:
+        response.close()
+    except Exception:  # closing a broken connection is best effort
+        pass
+
+
+class _HookWatch(object):
+    """Adapts the older ``on_response(response_or_None)`` callback to a watch."""
+
+    __slots__ = ("hook",)
+
+    def __init__(self, hook: Callable[[Any], None]) -> None:
+        self.hook = hook
+
+    def attach(self, obj: Any) -> None:
+        if isinstance(obj, requests.Response):
+            self.hook(obj)
+
+    def detach(self, obj: Any = None) -> None:
+        if obj is None or isinstance(obj, requests.Response):
+            self.hook(None)
+
+
+def _watch_of(watch: Any, on_response: Hook) -> Any:
+    if watch is not None or on_response is None:
+        return watch
+    return _HookWatch(on_response)
 
 
 def _where(request: HttpRequest) -> str:
@@ -133,47 +304,368 @@ def _read1(raw: Any) -> Iterator[bytes]:
         yield data
 
 
+def interrupt(response: Any) -> bool:
+    """Unblock a thread reading ``response``, from any other thread; True if a socket was shut down.
+
+    The reading thread then sees the body end (or a broken connection) at once.
+    Only call it while the response is still being read (see ``on_response``): once
+    the connection went back to the pool it may carry someone else's request.
+    """
+    sock = _socket_of(response)
+    if sock is None:
+        return False
+    try:
+        # the plain socket's shutdown, also for an SSLSocket: its own shutdown would unwrap TLS under the reader
+        socket.socket.shutdown(sock, socket.SHUT_RDWR)
+    except (OSError, ValueError, TypeError):
+        return False
+    return True
+
+
+def _socket_of(response: Any) -> Optional[socket.socket]:
+    sock = getattr(response, "sock", None)  # a urllib3 connection (connected or not yet)
+    if isinstance(sock, socket.socket) or not hasattr(response, "raw"):
+        return sock if isinstance(sock, socket.socket) else None
+    raw = getattr(response, "raw", None)
+    # urllib3 HTTPResponse -> http.client.HTTPResponse -> BufferedReader -> SocketIO -> socket
+    fp = getattr(getattr(raw, "_fp", None), "fp", None)
+    sock = getattr(getattr(fp, "raw", None), "_sock", None)
+    if isinstance(sock, socket.socket):
+        return sock
+    sock = getattr(getattr(raw, "_connection", None), "sock", None)
+    return sock if isinstance(sock, socket.socket) else None
+
+
+#: after the terminal marker, how long ``BodyStream.finish`` waits for the rest of the body (so the
+#: connection can be reused) before closing the connection instead
+FINISH_GRACE = 0.25
+_FINISH_MAX_BYTES = 64 * 1024
+
+
+class BodyStream(object):
+    """The bytes of one streamed response body, as they arrive (an iterator).
+
+    The request goes out at the first ``next``.  ``close()`` releases the connection
+    (at once: an unread body closes it); ``finish()`` is for a reader that saw its
+    protocol's terminal marker: the little that is left of the body (the last chunk
+    of a chunked body) is read for up to ``FINISH_GRACE`` seconds so that the
+    connection goes back to the pool for the next call instead of being closed.
+    """
+
+    def __init__(self, session: requests.Session, request: HttpRequest, timeout: Timeout, client: str,
+                 watch: Any) -> None:
+        self._session = session
+        self._request = request
+        self._timeout = timeout
+        self._client = client
+        self._watch = watch
+        self._response = None  # type: Any
+        self._chunks = None  # type: Optional[Iterator[bytes]]
+        self._done = False
+
+    def __iter__(self) -> "BodyStream":
+        return self
+
+    def __next__(self) -> bytes:
+        if self._done:
+            raise StopIteration
+        if self._response is None:
+            try:
+                self._response = _send(self._session, self._request, self._timeout, self._client, True, self._watch)
+            except BaseException:
+                self._done = True
+                raise
+            if _is_json(self._response):
+                try:
+                    raise _json_instead_of_stream(self._client, self._response)
+                finally:
+                    self.close()
+            self._chunks = _chunks(self._response)
+        try:
+            while True:
+                chunk = next(self._chunks)  # type: ignore[arg-type]
+                if chunk:
+                    return chunk
+        except StopIteration:
+            self.close()
+            raise
+        except BaseException as exc:
+            self.close()
+            error = self._error(exc)
+            if error is None:
+                raise
+            raise error from exc
+
+    def _error(self, exc: BaseException) -> Optional[TransportError]:
+        if isinstance(exc, Exception) and not isinstance(exc, AgentHubError):
+            # whatever requests / urllib3 / http.client raise on a broken connection or a malformed body
+            # (ProtocolError, IncompleteRead, OSError, ValueError, an OverflowError on an absurd chunk size)
+            return _transport_error(self._client, "reading the stream", exc, self._timeout)
+        return None
+
+    def finish(self, grace: Optional[float] = None) -> None:
+        """The reader is done: drain what little is left (bounded in time and bytes), then release."""
+        if self._done or self._response is None:
+            self.close()
+            return
+        grace = FINISH_GRACE if grace is None else grace
+        try:
+            sock = _socket_of(self._response)
+            if sock is not None:
+                sock.settimeout(grace)  # urllib3 sets the socket's timeouts again on the next request
+            deadline = time.monotonic() + grace
+            left = _FINISH_MAX_BYTES
+            for chunk in self._chunks:  # type: ignore[union-attr]
+                left -= len(chunk)
+                if left < 0 or time.monotonic() > deadline:
+                    break
+        except Exception:  # a server that does not end its body cleanly: the connection is closed below
+            pass
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        if self._done and self._response is None:
+            return
+        self._done = True
+        response, self._response = self._response, None
+        if response is not None:
+            _release(response, self._watch)
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:  # pragma: no cover - interpreter shutdown
+            pass
+
+
+def _is_json(response: Any) -> bool:
+    headers = getattr(response, "headers", None) or {}
+    return (headers.get("content-type") or "").split(";", 1)[0].strip().lower() == "application/json"
+
+
+def _json_instead_of_stream(client: str, response: Any) -> Exception:
+    """A 2xx JSON document where an event stream was asked for: a gateway's error, most likely."""
+    try:
+        raw = response.raw.read(_MAX_ERROR_BODY, decode_content=True) if response.raw is not None else b""
+    except Exception:
+        raw = b""
+    text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else str(raw)
+    try:
+        payload = json.loads(text)  # type: Any
+    except (ValueError, RecursionError):
+        payload = None
+    body = payload[0] if isinstance(payload, list) and payload else payload
+    if isinstance(body, dict) and body.get("error"):
+        return upstream_error(client, payload, retry_after=_retry_after(response.headers),
+                              request_id=_request_id(response.headers))
+    return StreamProtocolError("{}: expected an event stream, got a JSON document: {}".format(
+        client or "agenthub", preview(text.strip(), 300)), client=client)
+
+
 def open_stream(
     session: requests.Session,
     request: HttpRequest,
     timeout: Timeout = None,
     client: str = "",
-    on_response: Optional[Callable[[Any], None]] = None,
-) -> Iterator[bytes]:
-    """Send ``request`` and yield the response body's bytes as they arrive.
+    on_response: Hook = None,
+    watch: Any = None,
+) -> BodyStream:
+    """Send ``request`` (at the first ``next``) and iterate over the response body's bytes as they arrive.
 
-    ``on_response`` receives the open response (so another thread can close it
-    to abort the stream).
+    ``watch`` (see above) is told what the reading thread blocks on, so another thread
+    can ``interrupt`` it; ``on_response`` is the simpler form: it receives the open
+    response once its headers arrived, and ``None`` right before it is closed.
     """
-    response = _send(session, request, timeout, client, stream=True)
-    try:
-        if on_response is not None:
-            on_response(response)
-        for chunk in _chunks(response):
-            if chunk:
-                yield chunk
-    except requests.RequestException as exc:
-        raise TransportError("{}: reading the stream failed: {}".format(client, type(exc).__name__)) from exc
-    except (OSError, ValueError, AttributeError) as exc:
-        # urllib3 surfaces a closed or broken socket as these (ProtocolError is an HTTPError/OSError mix)
-        raise TransportError("{}: reading the stream failed: {}".format(client, type(exc).__name__)) from exc
-    except Exception as exc:
-        if type(exc).__module__.startswith("urllib3"):
-            raise TransportError("{}: reading the stream failed: {}".format(client, type(exc).__name__)) from exc
-        raise
-    finally:
-        response.close()
+    return BodyStream(session, request, timeout, client, _watch_of(watch, on_response))
 
 
-def fetch_json(session: requests.Session, request: HttpRequest, timeout: Timeout = None, client: str = "") -> Any:
+def fetch_json(session: requests.Session, request: HttpRequest, timeout: Timeout = None, client: str = "",
+               on_response: Hook = None, watch: Any = None) -> Any:
     """Send ``request`` and return the decoded JSON body (for non-streamed endpoints)."""
-    response = _send(session, request, timeout, client, stream=False)
+    watch = _watch_of(watch, on_response)
+    response = _send(session, request, timeout, client, True, watch)  # streamed: interruptible
     try:
         try:
-            return json.loads(response.content.decode("utf-8"))
-        except requests.RequestException as exc:
-            raise TransportError("{}: reading the response failed: {}".format(client, type(exc).__name__)) from exc
-        except ValueError as exc:
+            content = response.content
+        except Exception as exc:  # requests, urllib3 and http.client failures alike
+            raise _transport_error(client, "reading the response", exc, timeout) from exc
+        try:
+            return json.loads(content.decode("utf-8"))
+        except (ValueError, RecursionError) as exc:
             raise StreamProtocolError("{}: the response is not JSON".format(client), client=client) from exc
     finally:
-        response.close()
+        _release(response, watch)
+
+
+# -- record and replay (agenthub.testing) --------------------------------------------------------
+# The requests glue of agenthub.testing: adapters that answer from, or write to, a cassette.
+# The cassette (the files, request matching, scrubbing secrets) lives in agenthub.testing and is
+# duck-typed here: ``play(method, url, body) -> (status, headers, body_bytes)`` and
+# ``record(method, url, body, status, headers, body_bytes, secrets)``.
+
+#: request headers whose values are credentials (their values are scrubbed from recordings)
+_CREDENTIAL_HEADERS = ("authorization", "proxy-authorization", "x-api-key", "x-goog-api-key", "api-key")
+
+
+class _ReplayBody(object):
+    """A recorded body served in ``chunk_size`` pieces, with the file-like face requests expects."""
+
+    chunked = True  # transport._chunks then reads through iter_content -> stream()
+
+    def __init__(self, data: bytes, chunk_size: int) -> None:
+        self._data = data
+        self._pos = 0
+        self._chunk = max(1, chunk_size)
+        self.closed = False
+
+    def read(self, amt: Optional[int] = None, decode_content: Any = None, **_: Any) -> bytes:
+        if self.closed:
+            return b""
+        end = len(self._data) if amt is None or amt < 0 else min(len(self._data), self._pos + amt)
+        piece = self._data[self._pos:end]
+        self._pos = end
+        return piece
+
+    def read1(self, amt: Optional[int] = None, **_: Any) -> bytes:
+        return self.read(self._chunk if amt is None or amt < 0 else min(amt, self._chunk))
+
+    def stream(self, amt: Optional[int] = None, decode_content: Any = None) -> Iterator[bytes]:
+        while True:
+            piece = self.read1(amt)
+            if not piece:
+                return
+            yield piece
+
+    def close(self) -> None:
+        self.closed = True
+
+    def release_conn(self) -> None:
+        pass
+
+
+class ReplayAdapter(requests.adapters.BaseAdapter):
+    """Answers every request from a cassette; nothing reaches the network.
+
+    A request the cassette does not hold raises its error (agenthub.testing's
+    ReplayMismatchError) out of ``session.request``.
+    """
+
+    def __init__(self, cassette: Any, chunk_size: Optional[int] = None) -> None:
+        super(ReplayAdapter, self).__init__()
+        self.cassette = cassette
+        self.chunk_size = chunk_size
+
+    def send(self, request: Any, stream: bool = False, timeout: Any = None, verify: Any = True, cert: Any = None,
+             proxies: Any = None) -> requests.Response:
+        import http.client
+
+        status, headers, body = self.cassette.play(request.method, request.url, request.body)
+        response = requests.Response()
+        response.status_code = status
+        response.reason = http.client.responses.get(status, "")
+        response.headers = requests.structures.CaseInsensitiveDict(headers)
+        response.raw = _ReplayBody(body, self.chunk_size or _READ_SIZE)
+        response.url = request.url
+        response.request = request
+        response.connection = self
+        response.encoding = requests.utils.get_encoding_from_headers(response.headers)
+        return response
+
+    def close(self) -> None:
+        pass
+
+
+class _TeeBody(object):
+    """Wraps urllib3's response body: every byte handed to the reader is also kept for the cassette."""
+
+    def __init__(self, raw: Any, done: Callable[[bytes], None]) -> None:
+        self._raw = raw
+        self._done = done
+        self._parts = []  # type: list
+        self._finished = False
+
+    def __getattr__(self, name: str) -> Any:  # chunked, release_conn, _original_response, _fp, ...
+        return getattr(self._raw, name)
+
+    def _keep(self, data: Any, ended: bool) -> Any:
+        if data:
+            self._parts.append(bytes(data))
+        if ended:
+            self._finish()
+        return data
+
+    def _finish(self) -> None:
+        if not self._finished:
+            self._finished = True
+            self._done(b"".join(self._parts))
+
+    def read(self, amt: Optional[int] = None, *args: Any, **kwargs: Any) -> bytes:
+        data = self._raw.read(amt, *args, **kwargs)
+        return self._keep(data, amt is None or not data)
+
+    def read1(self, amt: Optional[int] = None, *args: Any, **kwargs: Any) -> bytes:
+        data = self._raw.read1(amt, *args, **kwargs)
+        return self._keep(data, not data)
+
+    def stream(self, amt: Optional[int] = 2 ** 16, decode_content: Any = None) -> Iterator[bytes]:
+        for chunk in self._raw.stream(amt, decode_content=decode_content):
+            self._keep(chunk, False)
+            yield chunk
+        self._finish()
+
+    def close(self) -> None:
+        try:
+            self._finish()  # the reader stopped (at its terminal marker, or early): what it read is kept
+        finally:
+            self._raw.close()
+
+
+class RecordingAdapter(requests.adapters.HTTPAdapter):
+    """Sends for real (as requests' HTTPAdapter does) and writes each exchange to a cassette.
+
+    The exchange is written when its body was read to the end or closed: the bytes
+    the reader actually consumed, and the request's credentials (read from its auth
+    headers) to scrub from everything written.
+    """
+
+    def __init__(self, cassette: Any, **kwargs: Any) -> None:
+        super(RecordingAdapter, self).__init__(**kwargs)
+        self.cassette = cassette
+
+    def send(self, request: Any, stream: bool = False, timeout: Any = None, verify: Any = True, cert: Any = None,
+             proxies: Any = None) -> requests.Response:
+        response = super(RecordingAdapter, self).send(request, stream=stream, timeout=timeout, verify=verify,
+                                                      cert=cert, proxies=proxies)
+        secrets = []
+        for name, value in request.headers.items():
+            if name.lower() in _CREDENTIAL_HEADERS and isinstance(value, str):
+                secrets.append(value)
+                secrets.extend(value.split()[1:])  # "Bearer <key>"
+        method, url, body = request.method, request.url, request.body
+        status, headers = response.status_code, dict(response.headers)
+
+        def done(data: bytes) -> None:
+            self.cassette.record(method, url, body, status, headers, data, secrets)
+
+        response.raw = _TeeBody(response.raw, done)
+        return response
+
+
+def replay_session(cassette: Any, chunk_size: Optional[int] = None) -> requests.Session:
+    """A requests.Session whose every request is answered from ``cassette`` (http and https alike)."""
+    session = requests.Session()
+    session.trust_env = False  # no proxy or netrc lookups: nothing leaves the process
+    adapter = ReplayAdapter(cassette, chunk_size)
+    session.mount("https://", adapter)
+    session.mount("http://", adapter)
+    return session
+
+
+def recording_session(cassette: Any, session: Optional[requests.Session] = None) -> requests.Session:
+    """``session`` (or a new one) sending for real and recording every exchange into ``cassette``."""
+    session = session if session is not None else requests.Session()
+    adapter = RecordingAdapter(cassette, pool_connections=10, pool_maxsize=POOL_MAXSIZE)
+    session.mount("https://", adapter)
+    session.mount("http://", adapter)
+    return session
