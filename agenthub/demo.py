@@ -1,18 +1,37 @@
-"""A replay demo that needs no key and no network.
+"""``agenthub demo``: a tool-calling conversation per protocol, with no key and no network.
 
-A local server on 127.0.0.1 answers with the project's own recorded streams
-(``agenthub/recordings``); the real client, transport, SSE framing, parser and
-tool-call machine handle them.  It plays a tool-calling turn, runs the tool,
-and streams the answer.
+The project's own recordings (``agenthub/recordings/<protocol>/weather_tool_call.sse``
+and ``weather_answer.sse``) are served by the replay transport of ``agenthub.testing``
+to a real AutoLLMClient: the same request building, transport, SSE framing, parser
+and tool-call machine as a live call.  Each protocol plays a turn that asks for the
+``get_weather`` tool, runs the tool, and streams the answer.  A protocol is played
+when its provider module and both recordings are present.
 """
 
-import json
+import importlib.util
 import os
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Callable, Dict, Optional
+from typing import Any, Dict, List, Optional, TextIO, Tuple
+
+__all__ = ["run", "available", "recording", "RECORDINGS", "DEMOS"]
 
 RECORDINGS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "recordings")
+#: (recordings folder = provider module, client_type, model name sent, title)
+DEMOS = (
+    ("openai_chat", "openai-chat", "demo-model", "OpenAI Chat Completions"),
+    ("openai_responses", "openai-responses", "gpt-5.5", "OpenAI Responses"),
+    ("anthropic", "anthropic", "claude-sonnet-4-6", "Anthropic Messages"),
+    ("gemini", "gemini", "gemini-3.5-flash", "Gemini generateContent"),
+)
+#: nothing listens there: the replay transport answers before any socket is opened
+BASE_URL = "http://127.0.0.1:9/replay"
+QUESTION = "What's the weather in Paris?"
+TOOLS = [{
+    "name": "get_weather",
+    "description": "Current weather in a city.",
+    "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+}]
+#: odd-sized pieces: the SSE framing sees events split across reads, as on a real socket
+CHUNK_SIZE = 97
 
 
 def recording(protocol: str, name: str) -> bytes:
@@ -20,91 +39,87 @@ def recording(protocol: str, name: str) -> bytes:
         return handle.read()
 
 
-class _ReplayHandler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    choose = None  # type: Callable[[dict], bytes]
-
-    def do_POST(self) -> None:  # noqa: N802 - http.server's naming
-        length = int(self.headers.get("Content-Length") or 0)
-        body = json.loads(self.rfile.read(length) or b"{}")
-        payload = type(self).choose(body)
-        self.send_response(200)
-        self.send_header("Content-Type", "text/event-stream")
-        self.send_header("Transfer-Encoding", "chunked")
-        self.end_headers()
-        for start in range(0, len(payload), 97):  # odd-sized chunks: framing is exercised
-            piece = payload[start:start + 97]
-            self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
-        self.wfile.write(b"0\r\n\r\n")
-
-    def log_message(self, *args) -> None:
-        pass
+def available() -> List[Tuple[str, str, str, str]]:
+    """The demos that can play here: provider module importable and both recordings present."""
+    out = []
+    for demo in DEMOS:
+        folder = os.path.join(RECORDINGS, demo[0])
+        if importlib.util.find_spec("agenthub.providers." + demo[0]) is None:
+            continue
+        if all(os.path.isfile(os.path.join(folder, n)) for n in ("weather_tool_call.sse", "weather_answer.sse")):
+            out.append(demo)
+    return out
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-
-    def handle_error(self, request, client_address) -> None:  # a client hanging up is not news
-        pass
+def _weather(arguments: Dict[str, Any]) -> str:
+    city = str(arguments.get("city") or "?")
+    return "18 °C, sunny" if city.lower() == "paris" else "no data for {}".format(city)
 
 
-def serve(choose: Callable[[dict], bytes]):
-    """Start a replay server on 127.0.0.1; returns (server, base_url). Call server.shutdown() to stop."""
-    handler = type("Handler", (_ReplayHandler,), {"choose": staticmethod(choose)})
-    server = _Server(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    return server, "http://127.0.0.1:{}/v1".format(server.server_address[1])
-
-
-def _chat_choice(body: dict) -> bytes:
-    last = body["messages"][-1]
-    if last.get("role") == "tool":
-        return recording("openai_chat", "weather_answer.sse")
-    return recording("openai_chat", "weather_tool_call.sse")
-
-
-def run(out: Callable[[str], None] = print, write: Optional[Callable[[str], None]] = None) -> Dict[str, object]:
-    """Play the demo; returns the final history."""
+def play(protocol: str, client_type: str, model: str, out: TextIO) -> List[Dict[str, Any]]:
+    """One protocol's conversation; returns the client's history."""
+    from .__main__ import Printer
     from .client import AutoLLMClient
+    from .testing import Cassette, Interaction, replay_session
 
+    cassette = Cassette(interactions=[
+        Interaction(None, 200, {"Content-Type": "text/event-stream"}, recording(protocol, name), name=name)
+        for name in ("weather_tool_call.sse", "weather_answer.sse")
+    ])
+    client = AutoLLMClient(model, client_type=client_type, base_url=BASE_URL, max_retries=0,
+                           session=replay_session(cassette, chunk_size=CHUNK_SIZE))
+    printer = Printer(out, text_prefix="assistant> ", indent="")
+    printer.line("user> " + QUESTION)
+    message = {"role": "user", "content_items": [{"type": "text", "text": QUESTION}]}  # type: Dict[str, Any]
+    for _turn in range(4):
+        calls = []
+        for event in client.streaming_response_stateful(message, {"tools": TOOLS}):
+            printer.event(event)
+            calls.extend(i for i in event["content_items"] if i["type"] == "tool_call")
+        if not calls:
+            break
+        results = []
+        for call in calls:
+            result = _weather(call["arguments"]) if call["name"] == "get_weather" else "unknown tool"
+            printer.line("[tool result] {} -> {}".format(call["tool_call_id"], result))
+            results.append({"type": "tool_result", "text": result, "tool_call_id": call["tool_call_id"]})
+        message = {"role": "user", "content_items": results}
+    cassette.assert_all_played()
+    return client.get_history()
+
+
+def run(out: Optional[TextIO] = None) -> Dict[str, List[Dict[str, Any]]]:
+    """Play every available demo on ``out`` (default stdout); returns {client_type: history}.
+
+    A protocol that fails is reported in place and the others still play; the first
+    failure is raised at the end.
+    """
     import sys
 
-    write = write or (lambda s: (sys.stdout.write(s), sys.stdout.flush()))
-    server, base_url = serve(_chat_choice)
-    try:
-        client = AutoLLMClient("demo-model", client_type="openai-chat", base_url=base_url)
-        config = {"tools": [{"name": "get_weather", "description": "Current weather in a city.",
-                             "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
-                                            "required": ["city"]}}]}
-        out("agenthub demo: a recorded Chat Completions conversation replayed from 127.0.0.1 (no key, no network)")
-        message = {"role": "user", "content_items": [{"type": "text", "text": "What's the weather in Paris?"}]}
-        out("user> What's the weather in Paris?")
-        while True:
-            calls = []
-            for event in client.streaming_response_stateful(message, config):
-                for item in event["content_items"]:
-                    if item["type"] == "thinking":
-                        write("[thinking] " + item["thinking"] + "\n")
-                    elif item["type"] == "text":
-                        write(item["text"])
-                    elif item["type"] == "tool_call":
-                        calls.append(item)
-                        write("[tool call] {}({})\n".format(item["name"], json.dumps(item["arguments"])))
-                if event["event_type"] == "stop":
-                    usage = event["usage_metadata"]
-                    write("\n[stop] finish_reason={} usage={}\n".format(event["finish_reason"], usage))
-            if not calls:
-                break
-            results = []
-            for call in calls:
-                result = "18 °C, sunny" if call["name"] == "get_weather" else "unknown tool"
-                out("[tool result] {} -> {}".format(call["tool_call_id"], result))
-                results.append({"type": "tool_result", "text": result, "tool_call_id": call["tool_call_id"]})
-            message = {"role": "user", "content_items": results}
-        history = client.get_history()
-        out("history: {} messages".format(len(history)))
-        return {"history": history}
-    finally:
-        server.shutdown()
-        server.server_close()
+    from .errors import AgentHubError
+
+    out = out or sys.stdout
+    demos = available()
+    out.write("agenthub demo: recorded streams replayed through AutoLLMClient, the transport, SSE framing and "
+              "each protocol's parser.\nNo key, no network: agenthub.testing's replay transport answers every "
+              "request.\n")
+    histories = {}
+    failed = []
+    for protocol, client_type, model, title in demos:
+        out.write("\n== {} (client_type={!r}, model={!r}) ==\n".format(title, client_type, model))
+        try:
+            history = play(protocol, client_type, model, out)
+        except AgentHubError as exc:  # one protocol's failure does not hide the others
+            out.write("\nerror: {}: {}\n".format(type(exc).__name__, exc))
+            failed.append((title, exc))
+            continue
+        out.write("history: {} messages ({})\n".format(
+            len(history), ", ".join(m["role"] for m in history)))
+        histories[client_type] = history
+    out.write("\n{} protocol(s) replayed. Next: `agenthub models`, `agenthub chat MODEL \"prompt\"`, docs/guide.md\n"
+              .format(len(histories)))
+    out.flush()
+    if failed:
+        raise failed[0][1]
+    out.flush()
+    return histories

@@ -1,18 +1,47 @@
 """Routing as data: model-name patterns -> wire protocol, official endpoint, key variable, quirks.
 
-Each row of ``ROUTES`` is matched in order against the lower-cased model name;
-the first match wins.  Adding an OpenAI-compatible vendor is one row (see README).
+Each row of ``ROUTES`` is one vendor endpoint (or one model family at it).  A model
+name is matched against the rows' ``pattern`` in order, case-insensitively, from the
+start of the name; the first match wins.  A row may also be picked by name with
+``client_type=`` (its ``presets``), whatever the model is called: that is how local
+servers (vLLM, Ollama, LM Studio, llama.cpp) and vendor endpoints under another URL
+are reached.
+
+Quirks are the vendor differences a protocol module reads (see the docstring of
+``agenthub.providers.openai_chat`` for the Chat Completions keys).  ``thinking``
+lists the levels a model supports; ``resolve`` clamps the other levels to the
+nearest supported one (ties go up), so a thinking_level never raises.
+
+The credential rule: a key read from an environment variable is sent only to that
+variable's own endpoint (the row's official URL, or the URL its ``*_BASE_URL``
+variable names).  A ``base_url`` given without ``api_key`` is a ConfigError unless
+the host is loopback.  A row's endpoint quirks apply at its own hosts; at any other
+``base_url`` they apply only when the row was named with ``client_type=``.
+
+Adding an OpenAI-compatible vendor is one ``Route`` row (see docs/guide.md).
 """
 
 import ipaddress
 import os
 import re
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 from urllib.parse import urlsplit
 
 from .errors import ConfigError
 
-__all__ = ["Route", "ROUTES", "CLIENT_TYPES", "ALIASES", "resolve", "list_models", "is_loopback"]
+__all__ = [
+    "Route",
+    "ROUTES",
+    "CLIENT_TYPES",
+    "ALIASES",
+    "LEVELS",
+    "resolve",
+    "route_for",
+    "presets",
+    "list_models",
+    "is_loopback",
+    "clamp_level",
+]
 
 #: client_type -> default base URL when the caller names the protocol but no endpoint
 CLIENT_TYPES = {
@@ -24,114 +53,233 @@ CLIENT_TYPES = {
 #: drop-in names kept from AgentHub
 ALIASES = {"openai": "openai-chat", "ant-messages": "anthropic", "openai-embedding": "openai-chat",
            "google-genai": "gemini", "gemini-generate-content": "gemini"}
-#: the key variable of each protocol's official endpoint
+#: the key variable of each protocol's official endpoint (used when no row matches the model)
 PROTOCOL_KEYS = {
-    "openai-chat": "OPENAI_API_KEY",
-    "openai-responses": "OPENAI_API_KEY",
-    "anthropic": "ANTHROPIC_API_KEY",
-    "gemini": "GEMINI_API_KEY",
+    "openai-chat": ("OPENAI_API_KEY", "OPENAI_BASE_URL"),
+    "openai-responses": ("OPENAI_API_KEY", "OPENAI_BASE_URL"),
+    "anthropic": ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"),
+    "gemini": ("GEMINI_API_KEY", "GEMINI_BASE_URL"),
 }
+#: thinking levels, lightest first (ThinkingLevel values)
+LEVELS = ("none", "low", "medium", "high", "xhigh")
+#: quirks that describe the model, not the endpoint: they apply at any base_url
+MODEL_QUIRKS = ("embeddings", "tts", "image_output")
+#: every quirk key a row may carry (a typo in a row is caught by the tests)
+QUIRK_KEYS = (
+    # openai_chat (``completion_tokens`` documents how a server counts reasoning in completion_tokens:
+    # "auto" = it varies, the parser tells from total_tokens; no module needs more today)
+    "max_tokens_field", "reasoning_field", "echo_reasoning_on_tool_turns", "thinking", "tool_choice", "stream_usage",
+    "images", "completion_tokens",
+    # openai_responses
+    "reasoning", "reasoning_efforts", "encrypted_reasoning",
+    # anthropic
+    "thinking_rule", "automatic_caching", "replay_unsigned_thinking",
+    # gemini
+    "stream_function_call_arguments",
+    # any protocol: what the model is
+    "embeddings", "tts", "image_output",
+)
+TOOL_CHOICES = ("auto", "none", "required", "list")
+
+_TEXT = (("text",), ("text",))
+_VISION = (("text", "image"), ("text",))
 
 
 class Route(object):
-    """One registry row."""
+    """One registry row: where a family of models lives and how its server differs.
 
-    __slots__ = ("pattern", "client_type", "base_url", "key_env", "base_url_env", "quirks", "modalities", "examples",
-                 "vendor", "_regex")
+    ``pattern``: regular expression matched at the start of the model name (None:
+    reached only through ``presets``).  ``client_type``: the wire protocol.
+    ``base_url``: the official endpoint.  ``key_env``: environment variables read for
+    the key, in order.  ``base_url_env``: the variable that may name another endpoint
+    for that key.  ``hosts``: other host names that are this vendor's own.
+    ``presets``: client_type names that pick this row whatever the model name.
+    ``modalities``: (input, output) for UIs.  ``examples``: model names it serves.
+    ``label``: the pattern in words, for people (``"deepseek-*"``).
+    """
+
+    __slots__ = ("pattern", "client_type", "base_url", "key_env", "vendor", "base_url_env", "quirks", "modalities",
+                 "examples", "presets", "hosts", "label", "_regex")
 
     def __init__(
         self,
-        pattern: str,
+        pattern: Optional[str],
         client_type: str,
         base_url: str,
         key_env: Tuple[str, ...],
         vendor: str,
         base_url_env: Optional[str] = None,
         quirks: Optional[Mapping[str, Any]] = None,
-        modalities: Tuple[Tuple[str, ...], Tuple[str, ...]] = (("text", "image"), ("text",)),
+        modalities: Tuple[Tuple[str, ...], Tuple[str, ...]] = _VISION,
         examples: Tuple[str, ...] = (),
+        presets: Tuple[str, ...] = (),
+        hosts: Tuple[str, ...] = (),
+        label: Optional[str] = None,
     ) -> None:
         self.pattern = pattern
         self.client_type = client_type
         self.base_url = base_url
-        self.key_env = key_env
+        self.key_env = tuple(key_env)
         self.vendor = vendor
         self.base_url_env = base_url_env
         self.quirks = dict(quirks or {})
         self.modalities = modalities
-        self.examples = examples
-        self._regex = re.compile(pattern, re.I)
+        self.examples = tuple(examples)
+        self.presets = tuple(presets)
+        self.hosts = tuple(hosts)
+        self.label = label or pattern or ""
+        self._regex = re.compile(pattern, re.I) if pattern is not None else None
 
     def matches(self, model: str) -> bool:
-        return self._regex.match(model) is not None
+        return self._regex is not None and self._regex.match(model) is not None
+
+    def own_host(self, url: str) -> bool:
+        """True when ``url`` points at this vendor's own servers."""
+        host = _hostname(url)
+        return bool(host) and (host == _hostname(self.base_url) or host in self.hosts)
 
     def __repr__(self) -> str:
-        return "Route({!r} -> {} at {})".format(self.pattern, self.client_type, self.base_url)
+        return "Route({!r} -> {} at {})".format(self.pattern or "|".join(self.presets), self.client_type, self.base_url)
 
 
-_TEXT = (("text",), ("text",))
-_VISION = (("text", "image"), ("text",))
+def _same(fields: Mapping[str, Any], *levels: str) -> Dict[str, Dict[str, Any]]:
+    return {level: dict(fields) for level in levels}
+
+
+def _effort(field: str, mapping: Mapping[str, str], extra: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
+    """thinking spec: each supported level -> {field: effort} (+ ``extra``)."""
+    out = {}
+    for level, effort in mapping.items():
+        fields = dict(extra or {})
+        fields[field] = effort
+        out[level] = fields
+    return out
+
+
+_ON_OFF = dict(_same({"thinking": {"type": "enabled"}}, "low", "medium", "high", "xhigh"),
+               none={"thinking": {"type": "disabled"}})
+_TEMPLATE_SWITCH = dict(_same({"chat_template_kwargs": {"enable_thinking": True}}, "low", "medium", "high", "xhigh"),
+                        none={"chat_template_kwargs": {"enable_thinking": False}})
 
 ROUTES = [
-    Route(r"text-embedding-", "openai-chat", "https://api.openai.com/v1", ("OPENAI_API_KEY",), "OpenAI",
-          "OPENAI_BASE_URL", {"embeddings": True}, (("text",), ("embedding",)), ("text-embedding-3-small",)),
-    Route(r"(gpt-|o1|o3|o4|chatgpt-)", "openai-responses", "https://api.openai.com/v1", ("OPENAI_API_KEY",), "OpenAI",
-          "OPENAI_BASE_URL", {}, _VISION, ("gpt-5.5", "o4-mini")),
+    # -- gateways: vendor/model names ---------------------------------------------------------
+    Route(r"[^/\s]+/[^/\s]+$", "openai-chat", "https://openrouter.ai/api/v1", ("OPENROUTER_API_KEY",), "OpenRouter",
+          "OPENROUTER_BASE_URL",
+          {"reasoning_field": "reasoning", "max_tokens_field": "max_tokens",
+           # completion_tokens includes reasoning for some upstreams and not for others:
+           # the Chat parser tells them apart by total_tokens
+           "completion_tokens": "auto",
+           "thinking": {level: {"reasoning": {"effort": level}} for level in LEVELS}},
+          _VISION, ("deepseek/deepseek-v4-flash", "moonshotai/kimi-k2.6", "anthropic/claude-sonnet-4.6"),
+          presets=("openrouter",), label="vendor/model"),
+    # -- OpenAI ------------------------------------------------------------------------------------
+    Route(r"text-embedding-(?!00\d)", "openai-chat", "https://api.openai.com/v1", ("OPENAI_API_KEY",), "OpenAI",
+          "OPENAI_BASE_URL", {"embeddings": True}, (("text",), ("embedding",)),
+          ("text-embedding-3-small", "text-embedding-3-large"), label="text-embedding-*"),
+    Route(r"(?:gpt-|chatgpt-|codex-|o[134](?:$|-))", "openai-responses", "https://api.openai.com/v1",
+          ("OPENAI_API_KEY",), "OpenAI", "OPENAI_BASE_URL", {}, _VISION, ("gpt-5.5", "gpt-5.6-terra", "o4-mini"),
+          label="gpt-*, o1*, o3*, o4*, codex-*"),
+    # -- Anthropic ---------------------------------------------------------------------------------
     Route(r"claude-", "anthropic", "https://api.anthropic.com", ("ANTHROPIC_API_KEY",), "Anthropic",
-          "ANTHROPIC_BASE_URL", {}, _VISION, ("claude-sonnet-4-6", "claude-opus-4-8")),
-    Route(r"gemini-.*embedding|text-embedding-00|embedding-00", "gemini", "https://generativelanguage.googleapis.com",
-          ("GEMINI_API_KEY", "GOOGLE_API_KEY"), "Google", "GEMINI_BASE_URL", {"embeddings": True},
-          (("text",), ("embedding",)), ("gemini-embedding-001",)),
+          "ANTHROPIC_BASE_URL", {}, _VISION, ("claude-sonnet-4-6", "claude-opus-4-8", "claude-sonnet-5"),
+          label="claude-*"),
+    # -- Google ------------------------------------------------------------------------------------
+    Route(r"(?:gemini-embedding|gemini-[^/]*-embedding|text-embedding-00\d|embedding-00\d)", "gemini",
+          "https://generativelanguage.googleapis.com", ("GEMINI_API_KEY", "GOOGLE_API_KEY"), "Google",
+          "GEMINI_BASE_URL", {"embeddings": True}, (("text",), ("embedding",)),
+          ("gemini-embedding-001", "gemini-embedding-2"), label="gemini-*embedding*"),
     Route(r"gemini-.*-tts", "gemini", "https://generativelanguage.googleapis.com", ("GEMINI_API_KEY", "GOOGLE_API_KEY"),
-          "Google", "GEMINI_BASE_URL", {"tts": True}, (("text",), ("audio",)), ("gemini-2.5-flash-preview-tts",)),
-    Route(r"gemini-.*-image", "gemini", "https://generativelanguage.googleapis.com", ("GEMINI_API_KEY", "GOOGLE_API_KEY"),
-          "Google", "GEMINI_BASE_URL", {"image_output": True}, (("text", "image"), ("text", "image")),
-          ("gemini-2.5-flash-image",)),
+          "Google", "GEMINI_BASE_URL", {"tts": True}, (("text",), ("audio",)), ("gemini-3.1-flash-tts-preview",),
+          label="gemini-*-tts*"),
+    Route(r"gemini-.*-image", "gemini", "https://generativelanguage.googleapis.com",
+          ("GEMINI_API_KEY", "GOOGLE_API_KEY"), "Google", "GEMINI_BASE_URL", {"image_output": True},
+          (("text", "image"), ("text", "image")), ("gemini-3.1-flash-image",), label="gemini-*-image*"),
     Route(r"gemini-", "gemini", "https://generativelanguage.googleapis.com", ("GEMINI_API_KEY", "GOOGLE_API_KEY"),
           "Google", "GEMINI_BASE_URL", {}, (("text", "image", "audio", "video"), ("text",)),
-          ("gemini-2.5-flash", "gemini-3-pro-preview")),
+          ("gemini-3.5-flash", "gemini-3.5-flash-lite"), label="gemini-*"),
+    # -- Chat Completions vendors ------------------------------------------------------------------
+    Route(r"deepseek-.*vision", "openai-chat", "https://api.deepseek.com", ("DEEPSEEK_API_KEY",), "DeepSeek",
+          "DEEPSEEK_BASE_URL",
+          {"reasoning_field": "reasoning_content", "echo_reasoning_on_tool_turns": True,
+           "max_tokens_field": "max_tokens", "tool_choice": ("auto", "none"),
+           "thinking": dict(_effort("reasoning_effort", {"low": "low", "high": "high", "xhigh": "max"},
+                                    {"thinking": {"type": "enabled"}}),
+                            none={"thinking": {"type": "disabled"}})},
+          _VISION, ("deepseek-v4-flash-vision-exp",), label="deepseek-*vision*"),
     Route(r"deepseek-", "openai-chat", "https://api.deepseek.com", ("DEEPSEEK_API_KEY",), "DeepSeek",
           "DEEPSEEK_BASE_URL",
           {"reasoning_field": "reasoning_content", "echo_reasoning_on_tool_turns": True, "images": False,
-           "max_tokens_field": "max_tokens", "tool_choice": ("auto", "none", "required", "list"),
-           "thinking": {"none": {"thinking": {"type": "disabled"}}, "low": {"thinking": {"type": "enabled"}},
-                        "medium": {"thinking": {"type": "enabled"}}, "high": {"thinking": {"type": "enabled"}},
-                        "xhigh": {"thinking": {"type": "enabled"}}}},
-          _TEXT, ("deepseek-chat", "deepseek-reasoner")),
+           "max_tokens_field": "max_tokens", "tool_choice": ("auto", "none"),
+           # thinking on by default; efforts low/high/max (medium rides high)
+           "thinking": dict(_effort("reasoning_effort", {"low": "low", "high": "high", "xhigh": "max"},
+                                    {"thinking": {"type": "enabled"}}),
+                            none={"thinking": {"type": "disabled"}})},
+          _TEXT, ("deepseek-v4-flash", "deepseek-v4-pro", "deepseek-chat"), presets=("deepseek",), label="deepseek-*"),
+    Route(r"glm-5\.3", "openai-chat", "https://api.z.ai/api/paas/v4", ("ZAI_API_KEY",), "Z.AI", "ZAI_BASE_URL",
+          {"reasoning_field": "reasoning_content", "max_tokens_field": "max_tokens", "tool_choice": ("auto",),
+           # thinking cannot be switched off: none rides the lightest effort
+           "thinking": _effort("reasoning_effort", {"low": "low", "high": "high", "xhigh": "max"},
+                               {"thinking": {"type": "enabled"}})},
+          _TEXT, ("glm-5.3",), hosts=("open.bigmodel.cn",), label="glm-5.3*"),
     Route(r"glm-", "openai-chat", "https://api.z.ai/api/paas/v4", ("ZAI_API_KEY",), "Z.AI", "ZAI_BASE_URL",
           {"reasoning_field": "reasoning_content", "max_tokens_field": "max_tokens", "tool_choice": ("auto",),
-           "images": False,
-           "thinking": {"none": {"thinking": {"type": "disabled"}}, "low": {"thinking": {"type": "enabled"}},
-                        "medium": {"thinking": {"type": "enabled"}}, "high": {"thinking": {"type": "enabled"}},
-                        "xhigh": {"thinking": {"type": "enabled"}}}},
-          _TEXT, ("glm-4.6", "glm-5")),
-    Route(r"kimi-", "openai-chat", "https://api.moonshot.ai/v1", ("MOONSHOT_API_KEY",), "Moonshot", "MOONSHOT_BASE_URL",
-          {"reasoning_field": "reasoning_content", "echo_reasoning_on_tool_turns": True, "tool_choice": ("auto", "none"),
-           "thinking": {"none": {"thinking": {"type": "disabled"}}, "low": {"thinking": {"type": "enabled"}},
-                        "medium": {"thinking": {"type": "enabled"}}, "high": {"thinking": {"type": "enabled"}},
-                        "xhigh": {"thinking": {"type": "enabled"}}}},
-          _VISION, ("kimi-k2.5",)),
-    Route(r"qwen", "openai-chat", "https://dashscope-intl.aliyuncs.com/compatible-mode/v1", ("DASHSCOPE_API_KEY",),
-          "Alibaba Cloud (DashScope)", "DASHSCOPE_BASE_URL",
-          {"reasoning_field": "reasoning_content", "tool_choice": ("auto", "none"),
-           "thinking": {"none": {"enable_thinking": False}, "low": {"enable_thinking": True},
-                        "medium": {"enable_thinking": True}, "high": {"enable_thinking": True},
-                        "xhigh": {"enable_thinking": True}}},
-          _VISION, ("qwen3-max", "qwen-plus")),
+           "thinking": _ON_OFF},
+          _TEXT, ("glm-5.1", "glm-4.7"), presets=("zai",), hosts=("open.bigmodel.cn",), label="glm-*"),
+    Route(r"kimi-k3", "openai-chat", "https://api.moonshot.ai/v1", ("MOONSHOT_API_KEY",), "Moonshot",
+          "MOONSHOT_BASE_URL",
+          {"reasoning_field": "reasoning_content", "echo_reasoning_on_tool_turns": True,
+           "tool_choice": ("auto", "none"),
+           # always thinks: efforts low/high/max
+           "thinking": _effort("reasoning_effort", {"low": "low", "high": "high", "xhigh": "max"})},
+          _VISION, ("kimi-k3",), hosts=("api.moonshot.cn",), label="kimi-k3*"),
+    Route(r"kimi-", "openai-chat", "https://api.moonshot.ai/v1", ("MOONSHOT_API_KEY",), "Moonshot",
+          "MOONSHOT_BASE_URL",
+          {"reasoning_field": "reasoning_content", "echo_reasoning_on_tool_turns": True,
+           "tool_choice": ("auto", "none"), "thinking": _ON_OFF},
+          _VISION, ("kimi-k2.6", "kimi-k2.5"), presets=("moonshot",), hosts=("api.moonshot.cn",),
+          label="kimi-*"),
+    Route(r"moonshot-v1", "openai-chat", "https://api.moonshot.ai/v1", ("MOONSHOT_API_KEY",), "Moonshot",
+          "MOONSHOT_BASE_URL", {"tool_choice": ("auto", "none")}, _TEXT, ("moonshot-v1-32k",),
+          hosts=("api.moonshot.cn",), label="moonshot-v1*"),
+    Route(r"(?:qwen|qwq)", "openai-chat", "https://dashscope-intl.aliyuncs.com/compatible-mode/v1",
+          ("DASHSCOPE_API_KEY",), "Alibaba Cloud (DashScope)", "DASHSCOPE_BASE_URL",
+          {"reasoning_field": "reasoning_content", "max_tokens_field": "max_tokens", "tool_choice": ("auto", "none"),
+           "thinking": dict(_same({"enable_thinking": True}, "low", "medium", "high", "xhigh"),
+                            none={"enable_thinking": False})},
+          _VISION, ("qwen3-max", "qwen-plus", "qwen3-vl-plus"), presets=("dashscope",),
+          hosts=("dashscope.aliyuncs.com",), label="qwen*, qwq*"),
     Route(r"minimax-", "openai-chat", "https://api.minimax.io/v1", ("MINIMAX_API_KEY",), "MiniMax", "MINIMAX_BASE_URL",
-          {"tool_choice": ("auto", "none")}, _TEXT, ("MiniMax-M2",)),
-    Route(r"[a-z0-9._-]+/[a-z0-9._:-]+", "openai-chat", "https://openrouter.ai/api/v1", ("OPENROUTER_API_KEY",),
-          "OpenRouter", "OPENROUTER_BASE_URL", {"reasoning_field": "reasoning"}, _VISION,
-          ("anthropic/claude-sonnet-4.6", "deepseek/deepseek-v3.2")),
+          {"tool_choice": ("auto", "none")}, _VISION, ("MiniMax-M3", "MiniMax-M2.7"), presets=("minimax",),
+          hosts=("api.minimaxi.com",), label="minimax-*"),
+    # -- local servers: client_type picks them, any model name -------------------------------------
+    Route(None, "openai-chat", "http://127.0.0.1:8000/v1", ("VLLM_API_KEY",), "vLLM", None,
+          {"reasoning_field": "reasoning_content", "thinking": _TEMPLATE_SWITCH}, _VISION, ("Qwen/Qwen3-8B",),
+          presets=("vllm",)),
+    Route(None, "openai-chat", "http://127.0.0.1:11434/v1", (), "Ollama", None,
+          {"reasoning_field": "reasoning", "max_tokens_field": "max_tokens",
+           "thinking": {level: {"reasoning_effort": level} for level in ("none", "low", "medium", "high")}},
+          _VISION, ("qwen3:8b", "gpt-oss:20b"), presets=("ollama",)),
+    Route(None, "openai-chat", "http://127.0.0.1:1234/v1", (), "LM Studio", None,
+          {"reasoning_field": "reasoning_content", "max_tokens_field": "max_tokens"}, _VISION,
+          ("qwen/qwen3-8b",), presets=("lmstudio", "lm-studio")),
+    Route(None, "openai-chat", "http://127.0.0.1:8080/v1", ("LLAMA_API_KEY",), "llama.cpp", None,
+          {"reasoning_field": "reasoning_content", "max_tokens_field": "max_tokens", "thinking": _TEMPLATE_SWITCH},
+          _VISION, ("local",), presets=("llama.cpp", "llamacpp", "llama-cpp")),
 ]
+
+
+def presets() -> Dict[str, Route]:
+    """client_type names that pick a registry row (``vllm``, ``ollama``, ``deepseek``, ...)."""
+    out = {}  # type: Dict[str, Route]
+    for route in ROUTES:
+        for name in route.presets:
+            out.setdefault(name, route)
+    return out
 
 
 def is_loopback(base_url: str) -> bool:
     """True for http(s)://localhost, 127.0.0.0/8 and [::1] (local servers need no key)."""
-    try:
-        host = urlsplit(base_url).hostname or ""
-    except ValueError:
-        return False
+    host = _hostname(base_url)
     if host == "localhost" or host.endswith(".localhost"):
         return True
     try:
@@ -140,11 +288,57 @@ def is_loopback(base_url: str) -> bool:
         return False
 
 
-def _route_for(model: str) -> Optional[Route]:
+def route_for(model: str) -> Optional[Route]:
+    """The first row whose pattern matches ``model`` (None when no row does)."""
     for route in ROUTES:
         if route.matches(model):
             return route
     return None
+
+
+def clamp_level(level: str, supported: Sequence[str]) -> str:
+    """The supported level nearest to ``level`` (ties go to the heavier level)."""
+    if level in supported:
+        return level
+    index = LEVELS.index(level)
+    return min(supported, key=lambda s: (abs(LEVELS.index(s) - index), -LEVELS.index(s)))
+
+
+def _full_thinking(spec: Mapping[str, Mapping[str, Any]]) -> Dict[str, Dict[str, Any]]:
+    """A row's thinking spec (supported levels only) -> a mapping for every level."""
+    supported = [level for level in LEVELS if level in spec]
+    return {level: _copy(spec[clamp_level(level, supported)]) for level in LEVELS}
+
+
+def _copy(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {k: _copy(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_copy(v) for v in value]
+    return value
+
+
+def _quirks(route: Optional[Route], endpoint_quirks: bool) -> Dict[str, Any]:
+    if route is None:
+        return {}
+    quirks = {}  # type: Dict[str, Any]
+    for key, value in route.quirks.items():
+        if endpoint_quirks or key in MODEL_QUIRKS:
+            quirks[key] = _copy(value)
+    if quirks.get("thinking"):
+        quirks["thinking"] = _full_thinking(quirks["thinking"])
+    return quirks
+
+
+def _check_url(url: Any, what: str) -> str:
+    if not isinstance(url, str) or not re.match(r"^https?://[^/\s]", url):
+        shown = url if isinstance(url, str) else type(url).__name__
+        raise ConfigError("{} must be an http(s) URL (got {!r})".format(what, shown))
+    return url
+
+
+def _protocol_names() -> str:
+    return ", ".join(sorted(CLIENT_TYPES))
 
 
 def resolve(
@@ -156,86 +350,120 @@ def resolve(
 ) -> Tuple[str, str, Optional[str], Dict[str, Any]]:
     """-> (client_type, base_url, api_key, quirks) for a model, following the credential rule.
 
-    A key from an environment variable is sent only to that variable's own official
-    endpoint (or the endpoint its ``*_BASE_URL`` variable names).  A base_url given
-    without an api_key raises ConfigError unless the host is loopback.
+    ``client_type`` is a protocol (``openai-chat``, ``openai-responses``,
+    ``anthropic``, ``gemini``), an AgentHub alias (``openai``, ``ant-messages``, ...)
+    or a registry preset (``vllm``, ``ollama``, ``lmstudio``, ``llama.cpp``,
+    ``openrouter``, ``deepseek``, ``zai``, ``moonshot``, ``dashscope``, ``minimax``).
     """
     env = os.environ if environ is None else environ
-    alias = None
     if not isinstance(model, str) or not model.strip():
         raise ConfigError("model must be a non-empty string")
+    if api_key is not None and (not isinstance(api_key, str) or not api_key):
+        raise ConfigError("api_key must be a non-empty string (or None to read it from the environment)")
+    by_name = route_for(model)
+    chosen = None  # type: Optional[Route]
+    named = False  # the row was picked by client_type: its quirks follow it to any base_url
+    alias = client_type
     if client_type is not None:
         if not isinstance(client_type, str):
             raise ConfigError("client_type must be a string")
-        alias = client_type
-        client_type = ALIASES.get(client_type, client_type)
-        if client_type not in CLIENT_TYPES:
-            raise ConfigError("unknown client_type {!r}; known: {}".format(
-                client_type, ", ".join(sorted(set(CLIENT_TYPES) | set(ALIASES)))))
-    route = _route_for(model)
-    if route is not None and client_type is not None and route.client_type != client_type:
-        route = None  # the caller forces another protocol: the row's endpoint and quirks do not apply
-    if route is None and client_type is None:
-        raise ConfigError(
-            "cannot route model {!r}: pass client_type (one of {}) and base_url, e.g. "
-            "AutoLLMClient({!r}, client_type='openai-chat', base_url='http://127.0.0.1:8000/v1')".format(
-                model, ", ".join(sorted(CLIENT_TYPES)), model)
-        )
-    quirks = dict(route.quirks) if route is not None else {}
-    if route is None and (alias == "openai-embedding" or re.search(r"embed", model, re.I)):
-        quirks["embeddings"] = True  # a forced protocol serving an embedding model
-    if client_type is None:
-        client_type = route.client_type  # type: ignore[union-attr]
+        table = presets()
+        if client_type in table:
+            chosen = table[client_type]
+            if by_name is not None and by_name.vendor == chosen.vendor and by_name.client_type == chosen.client_type:
+                chosen = by_name  # the vendor's row for this very model (e.g. kimi-k3 under "moonshot")
+            named = True
+            client_type = chosen.client_type
+        else:
+            client_type = ALIASES.get(client_type, client_type)
+            if client_type not in CLIENT_TYPES:
+                raise ConfigError("unknown client_type {!r}; protocols: {}; aliases: {}; presets: {}".format(
+                    alias, _protocol_names(), ", ".join(sorted(ALIASES)), ", ".join(sorted(table))))
+            if by_name is not None and by_name.client_type == client_type:
+                chosen = by_name
+    else:
+        if by_name is None:
+            raise ConfigError(
+                "cannot route model {!r} by its name: pass client_type (a protocol: {}; or a preset: {}) and "
+                "base_url, e.g. AutoLLMClient({!r}, client_type='openai-chat', "
+                "base_url='http://127.0.0.1:8000/v1'); `agenthub models` lists the known names".format(
+                    model, _protocol_names(), ", ".join(sorted(presets())), model))
+        chosen = by_name
+        client_type = by_name.client_type
+    assert client_type is not None
+
     if base_url is not None:
-        if not isinstance(base_url, str) or not re.match(r"^https?://[^/]", base_url):
-            raise ConfigError("base_url must be an http(s) URL (got {!r})".format(base_url))
+        _check_url(base_url, "base_url")
         if api_key is None and not is_loopback(base_url):
             raise ConfigError(
                 "api_key is required with base_url {!r}: keys from the environment are only sent to their own "
-                "provider's endpoint (a loopback base_url needs none)".format(_host(base_url))
-            )
-        return client_type, base_url, api_key, quirks
-    if route is not None:
-        env_url = env.get(route.base_url_env) if route.base_url_env else None
-        endpoint = env_url or route.base_url
-        key_names = route.key_env
+                "provider's endpoint (a loopback base_url needs none)".format(_hostname(base_url) or base_url))
+        quirks = _quirks(chosen, named or (chosen is not None and chosen.own_host(base_url)))
+        endpoint = base_url
     else:
-        env_url = None
-        endpoint = CLIENT_TYPES[client_type]
-        key_names = (PROTOCOL_KEYS[client_type],)
-        env_url = env.get(key_names[0].replace("_API_KEY", "_BASE_URL"))
-        endpoint = env_url or endpoint
-    if api_key is None:
-        for name in key_names:
-            if env.get(name):
-                api_key = env[name]
-                break
-    if api_key is None and not is_loopback(endpoint):
-        raise ConfigError(
-            "no API key for {!r}: pass api_key= or set {}".format(model, " or ".join(key_names))
-        )
+        if chosen is not None:
+            url_var = chosen.base_url_env
+            key_names = chosen.key_env
+            default = chosen.base_url
+        else:
+            key_var, url_var = PROTOCOL_KEYS[client_type]
+            key_names = (key_var,)
+            default = CLIENT_TYPES[client_type]
+        env_url = env.get(url_var) if url_var else None
+        endpoint = _check_url(env_url, url_var) if env_url else default
+        quirks = _quirks(chosen, True)
+        if api_key is None:
+            for name in key_names:
+                if env.get(name):
+                    api_key = env[name]
+                    break
+        if api_key is None and not is_loopback(endpoint):
+            if key_names:
+                hint = "pass api_key= or set {}".format(" or ".join(key_names))
+            else:
+                hint = "pass api_key="
+            raise ConfigError("no API key for model {!r} at {}: {}".format(model, _hostname(endpoint), hint))
+    if alias == "openai-embedding" or re.search(r"embed", model, re.I):
+        quirks["embeddings"] = True  # embedding models keep their name's promise at any endpoint
     return client_type, endpoint, api_key, quirks
 
 
-def _host(url: str) -> str:
+def _hostname(url: str) -> str:
     try:
-        return urlsplit(url).hostname or url
+        return (urlsplit(url).hostname or "").lower()
     except ValueError:
-        return url
+        return ""
+
+
+def _modalities(route: Route) -> Tuple[List[str], List[str]]:
+    return list(route.modalities[0]), list(route.modalities[1])
 
 
 def list_models() -> List[Dict[str, Any]]:
-    """The registry rows, for UIs and CLIs: pattern, protocol, endpoint, key variable, modalities, examples."""
-    return [
-        {
+    """The registry rows, for UIs and CLIs.
+
+    Each row: ``pattern`` (None for rows reached only by client_type), ``label``
+    (the names it serves, in words), ``presets``
+    (client_type names that pick the row), ``vendor``, ``client_type`` (the wire
+    protocol), ``base_url``, ``api_key_env``, ``base_url_env``,
+    ``input_modalities``, ``output_modalities``, ``examples``.
+    ``AutoLLMClient(example)`` routes to the row (with ``client_type=`` a preset
+    for rows without a pattern).
+    """
+    rows = []
+    for route in ROUTES:
+        inputs, outputs = _modalities(route)
+        rows.append({
             "pattern": route.pattern,
+            "label": route.label if route.pattern is not None else "client_type=" + route.presets[0],
+            "presets": list(route.presets),
             "vendor": route.vendor,
             "client_type": route.client_type,
             "base_url": route.base_url,
             "api_key_env": list(route.key_env),
-            "input_modalities": list(route.modalities[0]),
-            "output_modalities": list(route.modalities[1]),
+            "base_url_env": route.base_url_env,
+            "input_modalities": inputs,
+            "output_modalities": outputs,
             "examples": list(route.examples),
-        }
-        for route in ROUTES
-    ]
+        })
+    return rows

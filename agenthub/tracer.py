@@ -1,41 +1,50 @@
 """Trace files: a conversation (history + config) saved as JSON and as readable text.
 
 ``save_trace("agent1/run_007", ...)`` writes ``$AGENTHUB_CACHE_DIR/agent1/run_007.json``
-(bytes as base64) and ``run_007.txt`` beside it; the default directory is ``cache``.
-A trace_id that would escape the cache directory is a ConfigError.
+and ``run_007.txt`` beside it; the default directory is ``cache``.  The JSON document
+is ``{"trace_id", "model", "timestamp", "config", "history"}`` with bytes stored as
+``{"__bytes__": "<base64>"}`` (``load_trace`` turns them back into bytes).  A trace_id
+that would escape the cache directory (``..``, an absolute path, a drive) is a
+ConfigError.  Traces never hold a key: the config and the history are all there is.
+
+``agenthub trace view DIR`` shows them in a browser; ``agenthub trace show FILE``
+prints the text form.
 """
 
 import base64
 import json
 import os
 import time
-from typing import Any, Dict, List, Mapping
+from typing import Any, Dict, List, Mapping, Optional
 
 from .errors import ConfigError
 
-__all__ = ["cache_dir", "trace_paths", "save_trace", "load_trace", "to_jsonable", "from_jsonable"]
+__all__ = ["cache_dir", "trace_paths", "save_trace", "load_trace", "list_traces", "to_jsonable", "from_jsonable",
+           "render_text"]
 
 
 def cache_dir() -> str:
     return os.environ.get("AGENTHUB_CACHE_DIR") or "cache"
 
 
-def trace_paths(trace_id: str, root: str = None) -> Dict[str, str]:
+def trace_paths(trace_id: str, root: Optional[str] = None) -> Dict[str, str]:
+    """{"json": ..., "txt": ...} for ``trace_id`` under ``root`` (default: the cache dir)."""
     root = os.path.abspath(root or cache_dir())
     if not isinstance(trace_id, str) or not trace_id.strip() or "\x00" in trace_id:
         raise ConfigError("trace_id must be a non-empty string")
-    if os.path.isabs(trace_id) or trace_id.startswith(("/", "\\")) or ":" in trace_id.split("/")[0]:
-        raise ConfigError("trace_id must be a relative name inside the cache directory")
+    if os.path.isabs(trace_id) or trace_id.startswith(("/", "\\")) or ":" in trace_id.replace("\\", "/").split("/")[0]:
+        raise ConfigError("trace_id must be a relative name inside the cache directory (got {!r})".format(trace_id))
     parts = trace_id.replace("\\", "/").split("/")
     if any(part in ("", ".", "..") for part in parts):
-        raise ConfigError("trace_id may not contain empty, '.' or '..' parts")
+        raise ConfigError("trace_id may not contain empty, '.' or '..' parts (got {!r})".format(trace_id))
     base = os.path.abspath(os.path.join(root, *parts))
     if os.path.commonpath([root, base]) != root:
-        raise ConfigError("trace_id escapes the cache directory")
+        raise ConfigError("trace_id escapes the cache directory (got {!r})".format(trace_id))
     return {"json": base + ".json", "txt": base + ".txt"}
 
 
 def to_jsonable(value: Any) -> Any:
+    """JSON-ready copy: bytes -> {"__bytes__": base64}, str enums -> their value, tuples -> lists."""
     if isinstance(value, (bytes, bytearray)):
         return {"__bytes__": base64.b64encode(bytes(value)).decode("ascii")}
     if isinstance(value, Mapping):
@@ -49,7 +58,7 @@ def to_jsonable(value: Any) -> Any:
 
 def from_jsonable(value: Any) -> Any:
     if isinstance(value, dict):
-        if set(value) == {"__bytes__"}:
+        if set(value) == {"__bytes__"} and isinstance(value["__bytes__"], str):
             return base64.b64decode(value["__bytes__"])
         return {k: from_jsonable(v) for k, v in value.items()}
     if isinstance(value, list):
@@ -58,20 +67,60 @@ def from_jsonable(value: Any) -> Any:
 
 
 def save_trace(trace_id: str, model: str, history: List[Mapping[str, Any]], config: Mapping[str, Any],
-               root: str = None) -> Dict[str, str]:
+               root: Optional[str] = None) -> Dict[str, str]:
+    """Write the trace's .json and .txt (atomically); returns their paths."""
     paths = trace_paths(trace_id, root)
     os.makedirs(os.path.dirname(paths["json"]), exist_ok=True)
     cfg = dict(config)
     cfg["model"] = model
-    document = {"history": to_jsonable(history), "config": to_jsonable(cfg), "timestamp": int(time.time() * 1000)}
-    _write(paths["json"], json.dumps(document, ensure_ascii=False, indent=2))
+    document = {
+        "trace_id": trace_id,
+        "model": model,
+        "timestamp": int(time.time() * 1000),
+        "config": to_jsonable(cfg),
+        "history": to_jsonable(history),
+    }
+    _write(paths["json"], json.dumps(document, ensure_ascii=False, indent=2) + "\n")
     _write(paths["txt"], render_text(history, cfg))
     return paths
 
 
 def load_trace(path: str) -> Dict[str, Any]:
+    """A saved trace with its bytes restored; ValueError when the file is not a trace."""
     with open(path, encoding="utf-8") as handle:
-        return from_jsonable(json.load(handle))
+        document = json.load(handle)
+    if not isinstance(document, dict) or not isinstance(document.get("history"), list):
+        raise ValueError("{} is not an agenthub trace (no history)".format(path))
+    return from_jsonable(document)
+
+
+def list_traces(root: Optional[str] = None) -> List[Dict[str, Any]]:
+    """Every trace under ``root``, newest first: {"trace_id", "model", "timestamp", "messages"}."""
+    root = os.path.abspath(root or cache_dir())
+    out = []
+    for folder, dirs, files in os.walk(root):
+        dirs.sort()
+        for name in sorted(files):
+            if not name.endswith(".json"):
+                continue
+            path = os.path.join(folder, name)
+            try:
+                with open(path, encoding="utf-8") as handle:
+                    document = json.load(handle)
+            except (OSError, ValueError):
+                continue
+            if not isinstance(document, dict) or not isinstance(document.get("history"), list):
+                continue
+            trace_id = os.path.relpath(path, root)[:-len(".json")].replace(os.sep, "/")
+            config = document.get("config") if isinstance(document.get("config"), dict) else {}
+            out.append({
+                "trace_id": trace_id,
+                "model": document.get("model") or config.get("model"),
+                "timestamp": document.get("timestamp"),
+                "messages": len(document["history"]),
+            })
+    out.sort(key=lambda t: (-(t["timestamp"] or 0), t["trace_id"]))
+    return out
 
 
 def _write(path: str, text: str) -> None:
@@ -81,40 +130,68 @@ def _write(path: str, text: str) -> None:
     os.replace(tmp, path)
 
 
+def _data_size(data: Any) -> int:
+    if isinstance(data, (bytes, bytearray)):
+        return len(data)
+    if isinstance(data, dict) and isinstance(data.get("__bytes__"), str):
+        return len(base64.b64decode(data["__bytes__"]))
+    return 0
+
+
+def _short_url(url: str) -> str:
+    return url if not url.startswith("data:") else url.split(",", 1)[0] + ",... ({} characters)".format(len(url))
+
+
 def render_text(history: List[Mapping[str, Any]], config: Mapping[str, Any]) -> str:
+    """The readable form of a trace (what the .txt beside the .json holds)."""
     lines = ["model: {}".format(config.get("model"))]
     for key, value in sorted(config.items()):
-        if key in ("model", "tools"):
+        if key in ("model", "tools", "system_prompt"):
             continue
-        lines.append("{}: {}".format(key, to_jsonable(value)))
+        value = to_jsonable(value)
+        lines.append("{}: {}".format(key, value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)))
+    if config.get("system_prompt"):
+        lines.append("system_prompt: " + str(config["system_prompt"]))
     for tool in config.get("tools") or ():
-        lines.append("tool: {} - {}".format(tool.get("name"), tool.get("description", "")))
+        described = " - " + tool["description"] if tool.get("description") else ""
+        lines.append("tool: {}{}".format(tool.get("name"), described))
+    totals = {}  # type: Dict[str, int]
     for i, message in enumerate(history):
         lines.append("")
         lines.append("[{}] {}:".format(i, str(message.get("role", "?")).upper()))
         for item in message.get("content_items") or ():
             kind = item.get("type")
             if kind == "text":
-                lines.append("  Text: " + item.get("text", ""))
+                lines.append("  Text: " + str(item.get("text", "")))
             elif kind == "thinking":
-                lines.append("  Thinking: " + item.get("thinking", ""))
+                lines.append("  Thinking: " + str(item.get("thinking", "")))
             elif kind == "image_url":
-                url = item.get("image_url", "")
-                lines.append("  Image URL: " + (url if not url.startswith("data:") else url[:40] + "..."))
+                lines.append("  Image URL: " + _short_url(str(item.get("image_url", ""))))
             elif kind in ("inline_data", "inline_thinking"):
                 lines.append("  {}: {} ({} bytes)".format(
                     "Inline data" if kind == "inline_data" else "Inline thinking", item.get("mime_type"),
-                    len(item.get("data") or b"")))
+                    _data_size(item.get("data"))))
             elif kind == "tool_call":
                 lines.append("  Tool Call: {}({}) id={}".format(
                     item.get("name"), json.dumps(item.get("arguments"), ensure_ascii=False), item.get("tool_call_id")))
             elif kind == "tool_result":
-                lines.append("  Tool Result [{}]: {}".format(item.get("tool_call_id"), item.get("text", "")))
+                images = item.get("images") or []
+                lines.append("  Tool Result [{}]: {}{}".format(
+                    item.get("tool_call_id"), item.get("text", ""),
+                    " (+{} image{})".format(len(images), "" if len(images) == 1 else "s") if images else ""))
             elif kind == "embedding":
                 lines.append("  Embedding: {} dimensions".format(len(item.get("embedding") or ())))
         usage = message.get("usage_metadata")
         if usage:
-            lines.append("  Usage: " + ", ".join("{}={}".format(k, v) for k, v in usage.items()))
+            lines.append("  Usage: " + ", ".join("{}={}".format(k, usage.get(k)) for k in (
+                "cached_tokens", "prompt_tokens", "thoughts_tokens", "response_tokens")))
+            for key in ("cached_tokens", "prompt_tokens", "thoughts_tokens", "response_tokens"):
+                if isinstance(usage.get(key), int):
+                    totals[key] = totals.get(key, 0) + usage[key]
         if message.get("finish_reason"):
             lines.append("  Finish reason: {}".format(message["finish_reason"]))
+    if totals:
+        lines.append("")
+        lines.append("Total usage: " + ", ".join("{}={}".format(k, totals.get(k, 0)) for k in (
+            "cached_tokens", "prompt_tokens", "thoughts_tokens", "response_tokens")))
     return "\n".join(lines) + "\n"

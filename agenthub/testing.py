@@ -1,0 +1,360 @@
+"""Record real calls once, replay them offline in your tests: no key, no network.
+
+::
+
+    from agenthub import AutoLLMClient
+    from agenthub.testing import record_session, replay_session
+
+    # once, with a key: every exchange is written to tests/cassettes/weather/
+    client = AutoLLMClient("gpt-5.5", session=record_session("tests/cassettes/weather"))
+
+    # in the test suite: the same exchanges answered from the files, through the real
+    # transport, SSE framing, parser and tool-call machine
+    session = replay_session("tests/cassettes/weather")
+    client = AutoLLMClient("gpt-5.5", api_key="unused", session=session)
+    ...
+    session.cassette.assert_all_played()
+
+A cassette is a folder of numbered exchanges: ``001.json`` holds the request
+(method, URL without secret query parameters, JSON body) and the response status
+and content type; ``001.sse`` (or ``001.body.json`` / ``001.body``) holds the raw
+response bytes exactly as the reader consumed them (up to where it stopped reading:
+its terminal marker, or an early ``break``, which then replays as the same cut).  No header of the request is
+kept, and the values of its credential headers are scrubbed from everything
+written.
+
+Replay matching: each request is answered by the first unplayed exchange with the
+same method, URL and JSON body.  Keys named ``id`` or ending in ``_id`` are not
+compared (tool-call ids may be generated afresh on every run); pass
+``match_body=False`` to compare method and URL only.  A request no exchange
+matches raises ReplayMismatchError, naming the request and what differed.
+"""
+
+import json
+import os
+import re
+import threading
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+from .errors import AgentHubError
+
+__all__ = [
+    "Cassette",
+    "Interaction",
+    "ReplayMismatchError",
+    "replay_session",
+    "record_session",
+    "cassette_session",
+    "RECORD_ENV",
+]
+
+#: ``cassette_session`` records when this environment variable is "1" (and replays otherwise)
+RECORD_ENV = "AGENTHUB_RECORD"
+#: query parameters whose values are credentials: dropped from recorded and compared URLs
+_SECRET_QUERY = re.compile(r"(key|token|secret|sig|signature|auth|password|credential)", re.I)
+#: response headers worth keeping (the body is stored decoded: no content-encoding or length)
+_KEPT_HEADERS = ("content-type", "retry-after", "retry-after-ms", "x-should-retry", "x-request-id", "request-id")
+_META = re.compile(r"^(\d{3,})\.json$")
+_FORMAT = 1
+
+
+class ReplayMismatchError(AgentHubError, AssertionError):
+    """A replayed request that no recorded exchange matches (pytest shows it as a failed assertion)."""
+
+
+class Interaction(object):
+    """One recorded exchange.  ``request`` None answers any request (a scripted reply)."""
+
+    __slots__ = ("request", "status", "headers", "body", "name")
+
+    def __init__(self, request: Optional[Mapping[str, Any]], status: int = 200,
+                 headers: Optional[Mapping[str, str]] = None, body: bytes = b"", name: str = "") -> None:
+        self.request = dict(request) if request is not None else None
+        self.status = status
+        self.headers = dict(headers or {"Content-Type": "text/event-stream"})
+        self.body = bytes(body)
+        self.name = name
+
+    def __repr__(self) -> str:
+        where = "{} {}".format(self.request.get("method"), self.request.get("url")) if self.request else "any request"
+        return "Interaction({}: {} -> {}, {} bytes)".format(self.name or "?", where, self.status, len(self.body))
+
+
+class Cassette(object):
+    """Recorded exchanges, in order; thread-safe.
+
+    ``Cassette(folder)`` loads the exchanges stored there (none when the folder is
+    absent); ``Cassette(interactions=[...])`` holds them in memory only.
+    """
+
+    def __init__(self, folder: Optional[str] = None, interactions: Optional[Sequence[Interaction]] = None,
+                 match_body: bool = True) -> None:
+        self.folder = folder
+        self.match_body = match_body
+        self.interactions = list(interactions) if interactions is not None else (
+            _load(folder) if folder else [])  # type: List[Interaction]
+        self._played = set()  # indexes into interactions (which callers may append to)
+        self._requests = 0
+        #: every request asked of the replay, in order: {"method", "url", "body"} (assert on what was sent)
+        self.requests = []  # type: List[Dict[str, Any]]
+        self._lock = threading.Lock()
+
+    # -- replay -------------------------------------------------------------------------------------
+    def play(self, method: str, url: str, body: Any) -> Tuple[int, Dict[str, str], bytes]:
+        """The recorded answer to this request; ReplayMismatchError when none matches."""
+        wanted = {"method": method.upper(), "url": clean_url(url), "body": _json_body(body)}
+        with self._lock:
+            self.requests.append(wanted)
+            self._requests += 1
+            number = self._requests
+            first_unplayed = None
+            for i, interaction in enumerate(self.interactions):
+                if i in self._played:
+                    continue
+                if first_unplayed is None:
+                    first_unplayed = i
+                if interaction.request is None or self._difference(interaction.request, wanted) is None:
+                    self._played.add(i)
+                    return interaction.status, dict(interaction.headers), interaction.body
+            raise ReplayMismatchError(self._mismatch(number, wanted, first_unplayed))
+
+    def _difference(self, recorded: Mapping[str, Any], wanted: Mapping[str, Any]) -> Optional[str]:
+        if str(recorded.get("method", "")).upper() != wanted["method"]:
+            return "method {} != recorded {}".format(wanted["method"], recorded.get("method"))
+        if recorded.get("url") != wanted["url"]:
+            return "URL {} != recorded {}".format(wanted["url"], recorded.get("url"))
+        if self.match_body:
+            return _diff(_comparable(recorded.get("body")), _comparable(wanted["body"]), "body")
+        return None
+
+    def _mismatch(self, number: int, wanted: Mapping[str, Any], candidate: Optional[int]) -> str:
+        where = self.folder or "memory"
+        head = "replay: request #{} ({} {}) matches no recorded exchange in {}".format(
+            number, wanted["method"], wanted["url"], where)
+        if candidate is None:
+            return "{}: all {} recorded exchanges were already played".format(head, len(self.interactions))
+        interaction = self.interactions[candidate]
+        why = self._difference(interaction.request or {}, wanted)
+        return "{}; the next unplayed one ({}) differs: {}".format(head, interaction.name or candidate + 1, why)
+
+    def unplayed(self) -> List[Interaction]:
+        with self._lock:
+            return [x for i, x in enumerate(self.interactions) if i not in self._played]
+
+    def assert_all_played(self) -> None:
+        """Raise ReplayMismatchError when a recorded exchange was never asked for."""
+        left = self.unplayed()
+        if left:
+            raise ReplayMismatchError("replay: {} recorded exchange(s) in {} were never requested: {}".format(
+                len(left), self.folder or "memory", ", ".join(x.name or "?" for x in left)))
+
+    # -- recording ----------------------------------------------------------------------------------
+    def record(self, method: str, url: str, body: Any, status: int, headers: Mapping[str, str], data: bytes,
+               secrets: Sequence[str] = ()) -> Interaction:
+        """Keep one exchange (and write it when the cassette has a folder)."""
+        secrets = sorted({s for s in secrets if isinstance(s, str) and len(s) >= 8}, key=len, reverse=True)
+        request = {"method": method.upper(), "url": _scrub_text(clean_url(url), secrets),
+                   "body": _scrub_json(_json_body(body), secrets)}
+        kept = {}
+        for name, value in headers.items():
+            if name.lower() in _KEPT_HEADERS:
+                kept[name] = _scrub_text(str(value), secrets)
+        for secret in secrets:
+            data = data.replace(secret.encode("utf-8"), b"***")
+        with self._lock:
+            number = len(self.interactions) + 1
+            interaction = Interaction(request, status, kept, data, "{:03d}".format(number))
+            self.interactions.append(interaction)
+            self._played.add(len(self.interactions) - 1)  # recorded now: not waiting to be replayed
+            if self.folder:
+                _save(self.folder, interaction)
+        return interaction
+
+
+# -- files ------------------------------------------------------------------------------------------
+
+
+def _body_file(name: str, headers: Mapping[str, str]) -> str:
+    kind = ""
+    for key, value in headers.items():
+        if key.lower() == "content-type":
+            kind = value.lower()
+    if "event-stream" in kind:
+        return name + ".sse"
+    if "json" in kind:
+        return name + ".body.json"
+    return name + ".body"
+
+
+def _save(folder: str, interaction: Interaction) -> None:
+    os.makedirs(folder, exist_ok=True)
+    body_file = _body_file(interaction.name, interaction.headers)
+    with open(os.path.join(folder, body_file), "wb") as handle:
+        handle.write(interaction.body)
+    meta = {
+        "agenthub_recording": _FORMAT,
+        "request": interaction.request,
+        "response": {"status": interaction.status, "headers": interaction.headers, "body_file": body_file},
+    }
+    path = os.path.join(folder, interaction.name + ".json")
+    with open(path + ".tmp", "w", encoding="utf-8") as handle:
+        json.dump(meta, handle, ensure_ascii=False, indent=2, sort_keys=False)
+        handle.write("\n")
+    os.replace(path + ".tmp", path)
+
+
+def _load(folder: str) -> List[Interaction]:
+    if not os.path.isdir(folder):
+        return []
+    out = []
+    for name in sorted(os.listdir(folder), key=lambda n: (len(n), n)):
+        match = _META.match(name)
+        if not match:
+            continue
+        with open(os.path.join(folder, name), encoding="utf-8") as handle:
+            meta = json.load(handle)
+        if not isinstance(meta, dict) or meta.get("agenthub_recording") != _FORMAT:
+            continue
+        response = meta.get("response") or {}
+        body_file = os.path.basename(str(response.get("body_file") or ""))
+        with open(os.path.join(folder, body_file), "rb") as handle:
+            body = handle.read()
+        out.append(Interaction(meta.get("request"), int(response.get("status", 200)), response.get("headers"),
+                               body, match.group(1)))
+    return out
+
+
+def clear(folder: str) -> None:
+    """Remove the exchanges recorded in ``folder`` (only the files this module writes)."""
+    if not os.path.isdir(folder):
+        return
+    for name in os.listdir(folder):
+        stem = name.split(".", 1)[0]
+        if stem.isdigit() and len(stem) >= 3 and name[len(stem):] in (".json", ".sse", ".body.json", ".body"):
+            os.remove(os.path.join(folder, name))
+
+
+# -- matching helpers ---------------------------------------------------------------------------------
+
+
+def clean_url(url: str) -> str:
+    """``url`` without query parameters that carry credentials (``key=``, ``token=``, ...)."""
+    parts = urlsplit(url)
+    query = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if not _SECRET_QUERY.search(k)]
+    return urlunsplit((parts.scheme, parts.netloc.rsplit("@", 1)[-1], parts.path, urlencode(query), ""))
+
+
+def _json_body(body: Any) -> Any:
+    if body is None:
+        return None
+    if isinstance(body, (bytes, bytearray)):
+        try:
+            body = bytes(body).decode("utf-8")
+        except UnicodeDecodeError:
+            return {"__bytes__": len(body)}
+    if isinstance(body, str):
+        try:
+            return json.loads(body)
+        except ValueError:
+            return body
+    return body
+
+
+def _comparable(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _comparable(v) for k, v in value.items() if not (k == "id" or k.endswith("_id"))}
+    if isinstance(value, list):
+        return [_comparable(v) for v in value]
+    return value
+
+
+def _short(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False) if not isinstance(value, str) else repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _diff(recorded: Any, wanted: Any, path: str) -> Optional[str]:
+    """Where two JSON values first differ, as ``path: got X, recorded Y`` (None when equal)."""
+    if isinstance(recorded, dict) and isinstance(wanted, dict):
+        for key in list(recorded) + [k for k in wanted if k not in recorded]:
+            if key not in wanted:
+                return "{}.{} is missing (recorded {})".format(path, key, _short(recorded[key]))
+            if key not in recorded:
+                return "{}.{} is new ({})".format(path, key, _short(wanted[key]))
+            found = _diff(recorded[key], wanted[key], "{}.{}".format(path, key))
+            if found:
+                return found
+        return None
+    if isinstance(recorded, list) and isinstance(wanted, list):
+        for i, (a, b) in enumerate(zip(recorded, wanted)):
+            found = _diff(a, b, "{}[{}]".format(path, i))
+            if found:
+                return found
+        if len(recorded) != len(wanted):
+            return "{} has {} items (recorded {})".format(path, len(wanted), len(recorded))
+        return None
+    if recorded != wanted or type(recorded) is not type(wanted):
+        return "{}: {} (recorded {})".format(path, _short(wanted), _short(recorded))
+    return None
+
+
+def _scrub_text(text: str, secrets: Sequence[str]) -> str:
+    for secret in secrets:
+        text = text.replace(secret, "***")
+    return text
+
+
+def _scrub_json(value: Any, secrets: Sequence[str]) -> Any:
+    if not secrets:
+        return value
+    if isinstance(value, str):
+        return _scrub_text(value, secrets)
+    if isinstance(value, dict):
+        return {k: _scrub_json(v, secrets) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_scrub_json(v, secrets) for v in value]
+    return value
+
+
+# -- sessions -----------------------------------------------------------------------------------------
+
+
+def replay_session(folder_or_cassette: Any, match_body: bool = True, chunk_size: Optional[int] = None) -> Any:
+    """A requests.Session answering every request from a cassette; pass it as ``AutoLLMClient(session=...)``.
+
+    ``session.cassette`` is the Cassette (``assert_all_played()``).  ``chunk_size``
+    serves the recorded bytes in pieces of that size (default 64 KiB).  A folder
+    that holds no exchange is a ReplayMismatchError at once (record it first).
+    """
+    from . import transport
+
+    if isinstance(folder_or_cassette, Cassette):
+        cassette = folder_or_cassette
+    else:
+        cassette = Cassette(str(folder_or_cassette), match_body=match_body)
+        if not cassette.interactions:
+            raise ReplayMismatchError("replay: no recorded exchange in {} (record it first: {}=1)".format(
+                folder_or_cassette, RECORD_ENV))
+    session = transport.replay_session(cassette, chunk_size)
+    session.cassette = cassette
+    return session
+
+
+def record_session(folder: str, session: Any = None) -> Any:
+    """A requests.Session sending for real and writing every exchange into ``folder`` (emptied first)."""
+    from . import transport
+
+    clear(folder)
+    cassette = Cassette(interactions=[])
+    cassette.folder = str(folder)
+    session = transport.recording_session(cassette, session)
+    session.cassette = cassette
+    return session
+
+
+def cassette_session(folder: str, record: Optional[bool] = None, match_body: bool = True) -> Any:
+    """Record into ``folder`` when ``record`` is true (default: when $AGENTHUB_RECORD is "1"), else replay it."""
+    if record is None:
+        record = os.environ.get(RECORD_ENV) == "1"
+    return record_session(folder) if record else replay_session(folder, match_body=match_body)
