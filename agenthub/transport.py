@@ -298,7 +298,7 @@ def _chunks(response: requests.Response) -> Iterator[bytes]:
 def _read1(raw: Any) -> Iterator[bytes]:
     read1 = raw.read1
     while True:
-        data = read1(_READ_SIZE)
+        data = read1(_READ_SIZE, decode_content=True)  # gzip bodies arrive decoded, as iter_content's do
         if not data:
             return
         yield data

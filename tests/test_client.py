@@ -79,6 +79,17 @@ def test_each_event_arrives_as_soon_as_its_bytes_do(server, chunked):
     assert texts(seen) == "Hello"
 
 
+@pytest.mark.parametrize("chunked", [True, False])
+def test_gzip_encoded_streams_are_decoded(server, chunked):
+    import gzip
+
+    server.answers.append(Answer([gzip.compress(sse(*HELLO))], chunked=chunked,
+                                 headers={"Content-Type": "text/event-stream", "Content-Encoding": "gzip"}))
+    events = list(client_for(server).streaming_response([USER]))
+    check_stream(events)
+    assert texts(events) == "Hello"
+
+
 def test_stateful_history_and_failure_leaves_it_unchanged(server):
     client = client_for(server)
     server.answers.append(Answer([sse(*HELLO)]))
