@@ -116,7 +116,7 @@ def run(out: Optional[TextIO] = None) -> Dict[str, List[Dict[str, Any]]]:
         out.write("history: {} messages ({})\n".format(
             len(history), ", ".join(m["role"] for m in history)))
         histories[client_type] = history
-    out.write("\n{} protocol(s) replayed. Next: `agenthub models`, `agenthub chat MODEL \"prompt\"`, docs/guide.md\n"
+    out.write("\n{} protocol(s) replayed. Next: `agenthub models`, `agenthub chat MODEL \"prompt\"`, README.md\n"
               .format(len(histories)))
     out.flush()
     if failed:

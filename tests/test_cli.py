@@ -171,7 +171,7 @@ def test_demo(capsys):
     assert out.count("[tool call] get_weather({\"city\": \"Paris\"})") == len(demos)
     assert out.count("history: 4 messages (user, assistant, user, assistant)") == len(demos)
     assert out.rstrip().endswith("{} protocol(s) replayed. Next: `agenthub models`, `agenthub chat MODEL "
-                                 "\"prompt\"`, docs/guide.md".format(len(demos)))
+                                 "\"prompt\"`, README.md".format(len(demos)))
 
 
 def _run(*args, **kwargs):
