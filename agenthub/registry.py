@@ -28,6 +28,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 from urllib.parse import urlsplit
 
 from .errors import ConfigError
+from .providers._common import nearest
 
 __all__ = [
     "Route",
@@ -298,10 +299,7 @@ def route_for(model: str) -> Optional[Route]:
 
 def clamp_level(level: str, supported: Sequence[str]) -> str:
     """The supported level nearest to ``level`` (ties go to the heavier level)."""
-    if level in supported:
-        return level
-    index = LEVELS.index(level)
-    return min(supported, key=lambda s: (abs(LEVELS.index(s) - index), -LEVELS.index(s)))
+    return nearest(level, supported, LEVELS)
 
 
 def _full_thinking(spec: Mapping[str, Mapping[str, Any]]) -> Dict[str, Dict[str, Any]]:

@@ -4,7 +4,7 @@ import base64
 import binascii
 import json
 import re
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ..errors import ConfigError, UnsupportedParameterError, upstream_error
 
@@ -18,6 +18,8 @@ __all__ = [
     "raise_in_stream_error",
     "unsupported",
     "message_text",
+    "nearest",
+    "request_headers",
 ]
 
 
@@ -140,3 +142,29 @@ def dict_of(value: Any) -> Dict[str, Any]:
 
 def list_of(value: Any) -> List[Any]:
     return value if isinstance(value, list) else []
+
+
+def nearest(wanted: str, supported: Sequence[str], order: Sequence[str], cheaper_on_tie: bool = False) -> str:
+    """The value of ``supported`` nearest to ``wanted`` along ``order`` (itself when supported).
+
+    Thinking levels are clamped with this everywhere, so a level never raises.  A tie
+    goes to the heavier level unless ``cheaper_on_tie``.
+    """
+    if wanted in supported or not supported:
+        return wanted
+    rank = {value: i for i, value in enumerate(order)}
+    want = rank.get(wanted, len(order) // 2)
+    sign = 1 if cheaper_on_tie else -1
+    return min(supported, key=lambda value: (abs(rank.get(value, want) - want), sign * rank.get(value, want)))
+
+
+def request_headers(endpoint: Endpoint, key_header: str = "Authorization", key_prefix: str = "Bearer ",
+                    accept: str = "text/event-stream", **extra: str) -> Dict[str, str]:
+    """JSON request headers with the endpoint's key under ``key_header``; the caller's
+    ``default_headers`` (endpoint.headers) come last and win."""
+    headers = {"Content-Type": "application/json", "Accept": accept}
+    headers.update(extra)
+    if endpoint.api_key:
+        headers[key_header] = key_prefix + endpoint.api_key
+    headers.update(endpoint.headers)
+    return headers

@@ -51,7 +51,7 @@ from ..sse import SSEEvent
 from ..stream import StreamEnd
 from ..toolcalls import ToolCallAssembler
 from ..types import HttpRequest, PromptCaching, ThinkingLevel
-from ._common import Endpoint, dumps, join_url, parse_data_uri, to_int, unsupported, usage
+from ._common import Endpoint, dumps, join_url, nearest, parse_data_uri, request_headers, to_int, unsupported, usage
 
 __all__ = [
     "build_request",
@@ -137,8 +137,7 @@ def thinking_rule(model: str) -> Dict[str, Any]:
 
 def _clamp_effort(wanted: str, accepted: Tuple[str, ...]) -> str:
     """The accepted effort nearest to ``wanted`` (ties go to the cheaper one)."""
-    rank = _EFFORT_ORDER.index(wanted)
-    return min(accepted, key=lambda e: (abs(_EFFORT_ORDER.index(e) - rank), _EFFORT_ORDER.index(e)))
+    return nearest(wanted, accepted, _EFFORT_ORDER, cheaper_on_tie=True)
 
 
 # -- request ---------------------------------------------------------------------------------------------
@@ -208,11 +207,7 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
         raise unsupported(client, "prompt_caching", "ENHANCE needs automatic caching, which this endpoint does not take")
     body["stream"] = True
 
-    headers = {"Content-Type": "application/json", "Accept": "text/event-stream",
-               "anthropic-version": ANTHROPIC_VERSION}
-    if endpoint.api_key:
-        headers["x-api-key"] = endpoint.api_key
-    headers.update(endpoint.headers)
+    headers = request_headers(endpoint, "x-api-key", "", **{"anthropic-version": ANTHROPIC_VERSION})
     return HttpRequest("POST", join_url(endpoint.base_url, "/v1/messages"), headers, body)
 
 

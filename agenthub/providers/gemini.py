@@ -78,7 +78,7 @@ from ..sse import SSEEvent
 from ..stream import StreamEnd
 from ..toolcalls import ToolCallAssembler
 from ..types import HttpRequest, PromptCaching, ThinkingLevel
-from ._common import Endpoint, join_url, parse_data_uri, to_int, unsupported, usage
+from ._common import Endpoint, join_url, nearest, parse_data_uri, request_headers, to_int, unsupported, usage
 
 __all__ = [
     "build_request",
@@ -165,11 +165,7 @@ def request_url(endpoint: Endpoint, model: str, method: str) -> str:
 
 
 def _headers(endpoint: Endpoint, accept: str) -> Dict[str, str]:
-    headers = {"Content-Type": "application/json", "Accept": accept}
-    if endpoint.api_key:
-        headers["x-goog-api-key"] = endpoint.api_key
-    headers.update(endpoint.headers)
-    return headers
+    return request_headers(endpoint, "x-goog-api-key", "", accept)
 
 
 def _thinking_rule(model: str) -> Any:
@@ -181,8 +177,7 @@ def _thinking_rule(model: str) -> Any:
 
 
 def _clamp(target: str, supported: Tuple[str, ...]) -> str:
-    want = _LEVELS.index(target)
-    return min(supported, key=lambda level: (abs(_LEVELS.index(level) - want), -_LEVELS.index(level)))
+    return nearest(target, supported, _LEVELS)
 
 
 def thinking_config(model: str, level: Optional[ThinkingLevel], summary: Optional[bool]) -> Optional[Dict[str, Any]]:

@@ -15,7 +15,7 @@ from typing import Any, Dict, Iterator, List, Mapping
 from ..errors import ConfigError, StreamProtocolError, upstream_error
 from ..stream import StreamEnd
 from ..types import HttpRequest, PromptCaching
-from ._common import Endpoint, to_int, unsupported, usage
+from ._common import Endpoint, request_headers, to_int, unsupported, usage
 from .gemini import _blob, _resource, _url_part, request_url
 
 __all__ = ["build_request", "parse_response"]
@@ -48,10 +48,7 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
     if not messages:  # pragma: no cover - validate.check_messages refuses an empty list
         raise ConfigError("{}: nothing to embed".format(client))
     dimensions = (config.get("embedding_config") or {}).get("dimensions")
-    headers = {"Content-Type": "application/json", "Accept": "application/json"}
-    if endpoint.api_key:
-        headers["x-goog-api-key"] = endpoint.api_key
-    headers.update(endpoint.headers)
+    headers = request_headers(endpoint, "x-goog-api-key", "", "application/json")
     if len(messages) == 1:
         body = {"content": _content(client, messages[0])}  # type: Dict[str, Any]
         if dimensions is not None:

@@ -79,7 +79,8 @@ from ..sse import SSEEvent
 from ..stream import StreamEnd
 from ..toolcalls import ToolCallAssembler
 from ..types import HttpRequest, PromptCaching
-from ._common import Endpoint, data_uri, dumps, join_url, parse_data_uri, to_int, unsupported, usage
+from ._common import (Endpoint, data_uri, dumps, join_url, nearest, parse_data_uri, request_headers, to_int,
+                      unsupported, usage)
 
 __all__ = ["build_request", "parse_stream", "map_usage", "model_profile", "clamp_effort", "EFFORTS"]
 
@@ -87,7 +88,6 @@ logger = logging.getLogger("agenthub")
 
 #: wire efforts, lightest first
 EFFORT_SCALE = ("none", "minimal", "low", "medium", "high", "xhigh")
-_RANK = {name: rank for rank, name in enumerate(EFFORT_SCALE)}
 
 #: (pattern matched at the start of the model name, after any "vendor/" prefix, lower-cased;
 #:  the reasoning efforts the model accepts, or None for a model that does not reason).
@@ -144,10 +144,9 @@ def model_profile(model: str, quirks: Optional[Mapping[str, Any]] = None) -> Tup
 
 def clamp_effort(level: str, efforts: Optional[Tuple[str, ...]]) -> str:
     """The effort to send for a ThinkingLevel value: itself if accepted, else the nearest accepted (ties go up)."""
-    if efforts is None or level in efforts or not efforts:
+    if efforts is None:
         return level
-    want = _RANK.get(level, _RANK["medium"])
-    return min(efforts, key=lambda e: (abs(_RANK.get(e, 3) - want), -_RANK.get(e, 3)))
+    return nearest(level, efforts, EFFORT_SCALE)
 
 
 # -- request ------------------------------------------------------------------------------------
@@ -187,11 +186,7 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
     for key in ("image_config", "tts_config", "embedding_config"):
         if key in config:
             raise unsupported(client, key, "is not available over the Responses API for model {!r}".format(model))
-    headers = {"Content-Type": "application/json", "Accept": "text/event-stream"}
-    if endpoint.api_key:
-        headers["Authorization"] = "Bearer " + endpoint.api_key
-    headers.update(endpoint.headers)
-    return HttpRequest("POST", join_url(endpoint.base_url, "/responses"), headers, body)
+    return HttpRequest("POST", join_url(endpoint.base_url, "/responses"), request_headers(endpoint), body)
 
 
 def _reasoning(config: Mapping[str, Any], reasons: bool, efforts: Optional[Tuple[str, ...]], known: bool) -> Dict[str, Any]:
