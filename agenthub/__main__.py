@@ -17,7 +17,7 @@ import argparse
 import json
 import os
 import sys
-from typing import Any, Dict, List, Mapping, Optional, TextIO
+from typing import Any, List, Mapping, Optional, TextIO
 
 __all__ = ["main", "Printer", "usage_line"]
 

@@ -24,7 +24,7 @@ import logging
 import random
 import threading
 import time
-from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Tuple
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple
 
 from . import registry
 from .errors import AgentHubError, ConfigError, TransportError

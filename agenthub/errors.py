@@ -30,7 +30,7 @@ Messages never contain an API key, a whole request body or an inline image.
 """
 
 import json
-from typing import Any, Dict, Mapping, Optional
+from typing import Any, Mapping, Optional
 
 __all__ = [
     "AgentHubError",

@@ -5,7 +5,7 @@ problem; ``check_config`` returns a normalised copy (enum values as enums).
 The caller's objects are never modified.
 """
 
-from typing import Any, Dict, List, Mapping, Optional, Sequence
+from typing import Any, Dict, Mapping, Optional, Sequence
 
 from .errors import ConfigError
 from .types import PromptCaching, ThinkingLevel

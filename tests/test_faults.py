@@ -11,7 +11,7 @@ import agenthub.client as client_module
 from agenthub import (AgentHubError, AuthenticationError, AutoLLMClient, RateLimitError, ServerError,
                       StreamProtocolError, TransportError, UpstreamError, check_stream, collect)
 from agenthub.client import ResponseStream, Timeout
-from faultserver import (FaultServer, chat_chunk, chat_stream, drop, end, error_body, hang, pool_free, raw, reset,
+from faultserver import (FaultServer, chat_chunk, chat_stream, drop, error_body, hang, pool_free, raw, reset,
                          send, sleep, sse, status, tiny_session, trickle, within)
 
 USER = {"role": "user", "content_items": [{"type": "text", "text": "hi"}]}

@@ -18,7 +18,7 @@ import agenthub
 import agenthub.client as client_module
 from agenthub import AgentHubError, AutoLLMClient, ConfigError, TransportError, UpstreamError
 from agenthub.client import Timeout
-from faultserver import (FaultServer, chat_chunk, chat_stream, drop, hang, send, sleep, sse, status, tiny_session,
+from faultserver import (FaultServer, chat_chunk, chat_stream, drop, hang, send, sse, status,
                          within)
 
 KEY = "sk-test-SECRET-9f8e7d6c5b4a3210zyxw"

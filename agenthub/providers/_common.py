@@ -4,9 +4,9 @@ import base64
 import binascii
 import json
 import re
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
 
-from ..errors import ConfigError, UnsupportedParameterError, upstream_error
+from ..errors import ConfigError, UnsupportedParameterError
 
 __all__ = [
     "Endpoint",
@@ -14,10 +14,7 @@ __all__ = [
     "parse_data_uri",
     "data_uri",
     "join_url",
-    "json_payload",
-    "raise_in_stream_error",
     "unsupported",
-    "message_text",
     "nearest",
     "request_headers",
 ]
@@ -94,22 +91,11 @@ def data_uri(mime_type: str, data: bytes) -> str:
     return "data:{};base64,{}".format(mime_type, base64.b64encode(data).decode("ascii"))
 
 
-def json_payload(text: str, client: str) -> Any:
-    """The JSON value of one SSE data payload (a ValueError is turned into StreamProtocolError by the driver)."""
-    return json.loads(text)
-
-
-def raise_in_stream_error(client: str, payload: Any) -> None:
-    """An error object inside a 200 stream -> the matching UpstreamError subclass."""
-    raise upstream_error(client, payload)
 
 
 def unsupported(client: str, parameter: str, why: str) -> UnsupportedParameterError:
     return UnsupportedParameterError("{}: {} {}".format(client, parameter, why), client=client, parameter=parameter)
 
-
-def message_text(message: Mapping[str, Any]) -> str:
-    return "".join(item["text"] for item in message["content_items"] if item["type"] == "text")
 
 
 def usage(cached: Optional[int], prompt: Optional[int], thoughts: Optional[int], response: Optional[int]) -> Dict[str, Optional[int]]:
@@ -136,12 +122,6 @@ def to_int(value: Any) -> Optional[int]:
     return _count(value)
 
 
-def dict_of(value: Any) -> Dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def list_of(value: Any) -> List[Any]:
-    return value if isinstance(value, list) else []
 
 
 def nearest(wanted: str, supported: Sequence[str], order: Sequence[str], cheaper_on_tie: bool = False) -> str:

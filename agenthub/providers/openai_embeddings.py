@@ -18,7 +18,7 @@ and the client turns the parts into the same event grammar as a stream.
 import base64
 import binascii
 import struct
-from typing import Any, Dict, Iterator, List, Mapping
+from typing import Any, Iterator, List, Mapping
 
 from ..errors import ConfigError, StreamProtocolError, upstream_error
 from ..stream import StreamEnd
