@@ -377,10 +377,13 @@ class BodyStream(object):
                 raise
             if _is_json(self._response):
                 try:
-                    raise _json_instead_of_stream(self._client, self._response)
+                    document = _json_instead_of_stream(self._client, self._response)
                 finally:
                     self.close()
-            self._chunks = _chunks(self._response)
+                self._done = False
+                self._chunks = iter((document,))
+            else:
+                self._chunks = _chunks(self._response)
         try:
             while True:
                 chunk = next(self._chunks)  # type: ignore[arg-type]
@@ -444,12 +447,23 @@ def _is_json(response: Any) -> bool:
     return (headers.get("content-type") or "").split(";", 1)[0].strip().lower() == "application/json"
 
 
-def _json_instead_of_stream(client: str, response: Any) -> Exception:
-    """A 2xx JSON document where an event stream was asked for: a gateway's error, most likely."""
+#: the largest JSON document accepted where an event stream was asked for
+_MAX_DOCUMENT = 16 * 1024 * 1024
+
+
+def _json_instead_of_stream(client: str, response: Any) -> bytes:
+    """A 2xx JSON document where an event stream was asked for.
+
+    An error object (a gateway's error, most likely) raises the UpstreamError it names.
+    Anything else is a server that ignored ``stream: true`` and answered in one piece:
+    the document (each element of an array) is handed to the parser as the data of an
+    SSE event (the Chat Completions and Gemini parsers read such a whole answer; the
+    others report the stream as incomplete).
+    """
     try:
-        raw = response.raw.read(_MAX_ERROR_BODY, decode_content=True) if response.raw is not None else b""
-    except Exception:
-        raw = b""
+        raw = response.raw.read(_MAX_DOCUMENT + 1, decode_content=True) if response.raw is not None else b""
+    except Exception as exc:
+        raise _transport_error(client, "reading the response", exc, None) from exc
     text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else str(raw)
     try:
         payload = json.loads(text)  # type: Any
@@ -457,10 +471,14 @@ def _json_instead_of_stream(client: str, response: Any) -> Exception:
         payload = None
     body = payload[0] if isinstance(payload, list) and payload else payload
     if isinstance(body, dict) and body.get("error"):
-        return upstream_error(client, payload, retry_after=_retry_after(response.headers),
-                              request_id=_request_id(response.headers))
-    return StreamProtocolError("{}: expected an event stream, got a JSON document: {}".format(
-        client or "agenthub", preview(text.strip(), 300)), client=client)
+        raise upstream_error(client, payload, retry_after=_retry_after(response.headers),
+                             request_id=_request_id(response.headers))
+    if payload is None or len(raw) > _MAX_DOCUMENT:
+        raise StreamProtocolError("{}: expected an event stream, got a JSON document: {}".format(
+            client or "agenthub", preview(text.strip(), 300)), client=client)
+    documents = payload if isinstance(payload, list) else [payload]  # Gemini's non-SSE form is an array of chunks
+    return b"".join(b"data: " + json.dumps(document, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+                    + b"\n\n" for document in documents)
 
 
 def open_stream(

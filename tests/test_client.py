@@ -7,7 +7,7 @@ import time
 import pytest
 import requests
 
-from agenthub import (AuthenticationError, AutoLLMClient, ConfigError, RateLimitError, StreamProtocolError,
+from agenthub import (AuthenticationError, AutoLLMClient, ConfigError, RateLimitError, StreamProtocolError, UpstreamError,
                       check_stream, collect)
 from sse_server import Answer, SSEServer
 
@@ -203,3 +203,41 @@ def test_routing_errors_say_how_to_fix():
         AutoLLMClient("m", client_type="nope", base_url="http://127.0.0.1:1")
     # loopback servers need no key; the alias "openai" is openai-chat
     assert AutoLLMClient("m", client_type="openai", base_url="http://localhost:8000/v1/").client_type == "openai-chat"
+
+
+def test_a_server_that_ignores_stream_and_answers_one_json_document(server):
+    completion = {"id": "c", "object": "chat.completion", "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
+        "role": "assistant", "content": "Checking.", "reasoning_content": "think",
+        "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "f", "arguments": "{\"a\": 1}"}}]}}],
+        "usage": {"prompt_tokens": 5, "completion_tokens": 4, "completion_tokens_details": {"reasoning_tokens": 1}}}
+    server.answers.append(Answer([json.dumps(completion, indent=2).encode()], headers={"Content-Type": "application/json"}))
+    events = list(client_for(server).streaming_response([USER]))
+    check_stream(events)
+    message = collect(events)
+    assert message["content_items"] == [
+        {"type": "thinking", "thinking": "think", "fidelity": {"reasoning_field": "reasoning_content"}},
+        {"type": "text", "text": "Checking."},
+        {"type": "tool_call", "name": "f", "arguments": {"a": 1}, "tool_call_id": "call_1"},
+    ]
+    assert message["finish_reason"] == "tool_call"
+    assert message["usage_metadata"] == {"cached_tokens": None, "prompt_tokens": 5, "thoughts_tokens": 1,
+                                         "response_tokens": 3}
+
+
+def test_a_gemini_server_answering_a_json_array_instead_of_sse(server):
+    chunks = [{"candidates": [{"content": {"role": "model", "parts": [{"text": "Hel"}]}}]},
+              {"candidates": [{"content": {"role": "model", "parts": [{"text": "lo"}]}, "finishReason": "STOP"}],
+               "usageMetadata": {"promptTokenCount": 3, "candidatesTokenCount": 2}}]
+    server.answers.append(Answer([json.dumps(chunks).encode()], headers={"Content-Type": "application/json"}))
+    client = AutoLLMClient("gemini-2.5-flash", api_key="k", base_url=server.url)
+    events = list(client.streaming_response([USER]))
+    check_stream(events)
+    assert texts(events) == "Hello" and events[-1]["finish_reason"] == "stop"
+
+
+def test_a_200_json_error_where_a_stream_was_expected_is_the_error_it_names(server):
+    server.answers.append(Answer([b'{"error": {"message": "quota exceeded", "type": "insufficient_quota"}}'],
+                                 headers={"Content-Type": "application/json"}))
+    with pytest.raises(UpstreamError) as info:
+        list(client_for(server, max_retries=0).streaming_response([USER]))
+    assert (info.value.error_type, info.value.message) == ("insufficient_quota", "quota exceeded")
