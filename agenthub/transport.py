@@ -369,7 +369,7 @@ class BodyStream(object):
     def __next__(self) -> bytes:
         if self._done:
             raise StopIteration
-        if self._response is None:
+        if self._chunks is None:
             try:
                 self._response = _send(self._session, self._request, self._timeout, self._client, True, self._watch)
             except BaseException:
