@@ -77,6 +77,10 @@ class SSEDecoder(object):
             event = self._one_event(chunk)
             if event is not None:
                 return [event]
+        return self._feed(chunk)
+
+    def _feed(self, chunk: bytes) -> List[SSEEvent]:
+        """feed() for any chunk (not empty): framing on bytes, then the lines one by one."""
         if self._skip_lf:
             self._skip_lf = False
             if chunk[:1] == b"\n":
@@ -158,27 +162,26 @@ class SSEDecoder(object):
         """The chunk servers send most: exactly one event, ``[event: <name>]`` then ``data: <payload>``
         then the blank line, framed with LF or (one line, Gemini) CRLF.  -> the event, or None
         (state untouched) for anything else, which the general path takes."""
-        end = len(chunk) - 2
-        if chunk.endswith(b"\n\n"):
-            first = chunk.find(b"\n")
-            if chunk.find(b"\r") >= 0:
+        end = len(chunk) - 2  # where the final blank line starts, LF-framed
+        first = chunk.find(b"\n")
+        if 13 in chunk:  # only "data: <payload>\r\n\r\n"
+            if first != end - 1 or chunk.find(b"\r") != end - 2 or not chunk.endswith(b"\r\n\r\n") \
+                    or not chunk.startswith(b"data: "):
                 return None
-            if first == end:
-                if not chunk.startswith(b"data: "):
-                    return None
-                name = None
-                start = 6
-            elif chunk.find(b"\n", first + 1) == end and chunk.startswith(b"event: ") \
-                    and chunk.startswith(b"data: ", first + 1):
-                name = chunk[7:first]
-                start = first + 7
-            else:
-                return None
-        elif chunk.endswith(b"\r\n\r\n") and chunk.find(b"\r") == end - 2 and chunk.find(b"\n") == end - 1 \
-                and chunk.startswith(b"data: "):
             name = None
             start = 6
             end -= 2
+        elif chunk[-1] != 10 or first < 0:
+            return None
+        elif first == end:  # "data: <payload>\n\n"
+            if not chunk.startswith(b"data: "):
+                return None
+            name = None
+            start = 6
+        elif chunk.find(b"\n", first + 1) == end and chunk.startswith(b"event: ") \
+                and chunk.startswith(b"data: ", first + 1):  # "event: <name>\ndata: <payload>\n\n"
+            name = chunk[7:first]
+            start = first + 7
         else:
             return None
         try:
@@ -262,8 +265,17 @@ class SSEDecoder(object):
 def iter_events(chunks, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES):
     """Decode an iterable of byte chunks into SSEEvents, lazily; the end of chunks is the end of the body."""
     decoder = SSEDecoder(max_line_bytes)
-    feed = decoder.feed
+    one_event = decoder._one_event
+    feed = decoder._feed
     for chunk in chunks:
+        if not chunk:
+            continue
+        # feed(), with its fast path inlined: this loop runs once per chunk
+        if not (decoder._pending or decoder._data or decoder._skip_lf) and len(chunk) <= max_line_bytes:
+            event = one_event(chunk)
+            if event is not None:
+                yield event
+                continue
         events = feed(chunk)
         if events:
             yield from events

@@ -9,7 +9,7 @@ what a cut stream, an empty turn and a malformed payload become.
 
 import json
 import time
-from typing import Any, Dict, Iterable, Iterator, List, Optional
+from typing import Any, Iterable, Iterator, List, Optional
 
 from .errors import AgentHubError, EmptyResponseError, StreamProtocolError
 from .types import UniEvent, UniMessage, UsageMetadata

@@ -134,6 +134,21 @@ class ToolCallAssembler(object):
         seed: Optional[str] = None,
     ) -> List[Dict[str, Any]]:
         """One vendor fragment (R1-R5)."""
+        if tool_call_id is None and name is None and type(index) is int and type(arguments) is str \
+                and fidelity is None and seed is None:
+            # The row nearly every fragment takes: more text for the call in its slot, which is
+            # streaming live, and too short to be a snapshot (R4).  The general path below gives
+            # the same result; this one skips its checks.
+            call = self._by_index.get(index)
+            if call is not None and call.announced and not call.done and call.held is None \
+                    and len(arguments) < call.length and call.emitted == len(call.parts) \
+                    and self._queue[0] is call:
+                if not arguments:
+                    return []
+                call.parts.append(arguments)
+                call.length += len(arguments)
+                call.emitted += 1
+                return [{"type": "partial_tool_call", "name": "", "arguments": arguments, "tool_call_id": ""}]
         # R1: normalise
         if index is not None and type(index) is not int:
             index = self._index(index)
@@ -348,6 +363,8 @@ class ToolCallAssembler(object):
         if not call.announced:  # pragma: no cover - _emit_pending announces named calls
             return
         raw = "".join(call.parts)
+        call.parts = [raw]  # the fragments went out already: free them before parsing (peak memory)
+        call.emitted = 1
         if not raw.strip():
             arguments = {}  # type: Any
         else:

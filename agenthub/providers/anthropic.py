@@ -41,13 +41,12 @@ are never tool calls and never change ``finish_reason``.
 """
 
 import base64
-import json
 import logging
 import re
 from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Tuple
 
 from ..errors import ConfigError, ToolCallArgumentParseError, upstream_error
-from ..sse import SSEEvent
+from ..sse import SSEEvent, json_loads
 from ..stream import StreamEnd
 from ..toolcalls import ToolCallAssembler
 from ..types import HttpRequest, PromptCaching, ThinkingLevel
@@ -424,7 +423,7 @@ def parse_stream(events: Iterable[SSEEvent], client: str = "anthropic", tool_id_
     Complete when ``message_stop`` arrives, or when a ``message_delta`` carried a stop_reason and the
     body ended cleanly.  ``ping`` and unknown events are skipped; an error event raises UpstreamError.
     """
-    loads = json.loads
+    loads = json_loads
     tools = ToolCallAssembler(client, tool_id_prefix)
     servers = None  # type: Optional[ToolCallAssembler]  # server tool inputs, assembled the same way
     blocks = {}  # type: Dict[Any, _Block]

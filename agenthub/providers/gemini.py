@@ -74,7 +74,7 @@ from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Tuple
 from urllib.parse import urlsplit
 
 from ..errors import ConfigError, StreamProtocolError, upstream_error
-from ..sse import SSEEvent
+from ..sse import SSEEvent, json_loads
 from ..stream import StreamEnd
 from ..toolcalls import ToolCallAssembler
 from ..types import HttpRequest, PromptCaching, ThinkingLevel
@@ -480,6 +480,10 @@ def _json_path(path: Any) -> Tuple[Any, ...]:
     return tuple(steps)
 
 
+#: json.dumps(text, ensure_ascii=False) for a str, without building a JSONEncoder on every call
+_encode_string = json.encoder.encode_basestring
+
+
 class _ArgsWriter(object):
     """Vertex ``partialArgs`` (a JSON path and a value each) -> JSON text, written as it arrives.
 
@@ -526,13 +530,13 @@ class _ArgsWriter(object):
                 steps = _json_path(raw_path)
                 self.paths[raw_path] = steps
             if is_string and steps == self.open_string:
-                out.append(json.dumps(value, ensure_ascii=False)[1:-1])
+                out.append(_encode_string(value)[1:-1])
                 continue
             self._end_string(out)
             self._descend(steps, out)
             self._member(steps, out)
             if is_string:
-                out.append('"' + json.dumps(value, ensure_ascii=False)[1:-1])
+                out.append(_encode_string(value)[:-1])
                 self.open_string = steps
             else:
                 out.append(json.dumps(value))
@@ -620,7 +624,7 @@ def parse_stream(events: Iterable[SSEEvent], client: str = "gemini", tool_id_pre
     without candidates are skipped (their usageMetadata is kept); only candidate 0 is
     followed; an ``error`` object raises UpstreamError, a blocked prompt too.
     """
-    loads = json.loads
+    loads = json_loads
     tools = ToolCallAssembler(client, tool_id_prefix)
     feed = tools.feed
     raw_usage = {}  # type: Dict[str, Any]

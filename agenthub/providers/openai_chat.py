@@ -20,11 +20,11 @@ import logging
 from typing import Any, Dict, Iterable, Iterator, List, Mapping
 
 from ..errors import ConfigError, upstream_error
-from ..sse import SSEEvent
+from ..sse import SSEEvent, json_loads
 from ..stream import StreamEnd
 from ..toolcalls import ToolCallAssembler
 from ..types import HttpRequest, PromptCaching
-from ._common import Endpoint, data_uri, dumps, join_url, parse_data_uri, to_int, unsupported, usage
+from ._common import Endpoint, data_uri, dumps, join_url, parse_data_uri, request_headers, to_int, unsupported, usage
 
 __all__ = ["build_request", "parse_stream", "map_usage", "FINISH_REASONS"]
 
@@ -64,11 +64,7 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
     for key in ("image_config", "tts_config", "embedding_config"):
         if key in config:
             raise unsupported(client, key, "is not available over Chat Completions for model {!r}".format(model))
-    headers = {"Content-Type": "application/json", "Accept": "text/event-stream"}
-    if endpoint.api_key:
-        headers["Authorization"] = "Bearer " + endpoint.api_key
-    headers.update(endpoint.headers)
-    return HttpRequest("POST", join_url(endpoint.base_url, "/chat/completions"), headers, body)
+    return HttpRequest("POST", join_url(endpoint.base_url, "/chat/completions"), request_headers(endpoint), body)
 
 
 def _tool(tool: Mapping[str, Any]) -> Dict[str, Any]:
@@ -233,9 +229,7 @@ def parse_stream(events: Iterable[SSEEvent], client: str = "openai-chat", tool_i
     ended cleanly.  Heartbeats (chunks without choices, comments) are skipped; only
     choice 0 is followed; an ``error`` object or ``event: error`` raises UpstreamError.
     """
-    import json
-
-    loads = json.loads
+    loads = json_loads
     tools = ToolCallAssembler(client, tool_id_prefix)
     feed = tools.feed
     finish = None
@@ -243,7 +237,7 @@ def parse_stream(events: Iterable[SSEEvent], client: str = "openai-chat", tool_i
     done = False
     for sse in events:
         data = sse.data
-        if data[:6] == "[DONE]":
+        if data.startswith("[DONE]"):
             done = True
             break
         if sse.event == "error":
@@ -263,30 +257,19 @@ def parse_stream(events: Iterable[SSEEvent], client: str = "openai-chat", tool_i
             choice = next((c for c in choices if isinstance(c, dict) and c.get("index", 0) == 0), None)
             if choice is None:
                 continue
-        delta = choice.get("delta")
+        delta = choice.get("delta") or choice.get("message")  # "message": a server that ignored stream
         if delta:
-            reasoning = delta.get("reasoning_content")
-            other = delta.get("reasoning")
-            if reasoning and type(reasoning) is str:
-                if other == reasoning:
-                    yield {"type": "thinking", "thinking": reasoning, "fidelity": {"reasoning_field": "both"}}
-                else:
-                    yield {"type": "thinking", "thinking": reasoning, "fidelity": {"reasoning_field": "reasoning_content"}}
-                    if other and type(other) is str:
-                        yield {"type": "thinking", "thinking": other, "fidelity": {"reasoning_field": "reasoning"}}
-            elif other and type(other) is str:
-                yield {"type": "thinking", "thinking": other, "fidelity": {"reasoning_field": "reasoning"}}
+            # Most deltas carry one field: text, or tool-call fragments.  Those skip the other lookups.
             content = delta.get("content")
-            if content:
-                if type(content) is str:
+            if len(delta) == 1 and type(content) is str:
+                if content:
                     yield {"type": "text", "text": content}
-                else:
-                    for text in _content_texts(content):
-                        yield {"type": "text", "text": text}
-            refusal = delta.get("refusal")
-            if refusal and type(refusal) is str:
-                yield {"type": "text", "text": refusal, "fidelity": {"refusal": True}}
-            calls = delta.get("tool_calls")
+                calls = None
+            else:
+                calls = delta.get("tool_calls")
+                if len(delta) > 1 or calls is None:
+                    for item in _other_fields(delta, content):
+                        yield item
             if calls:
                 for call in calls:
                     function = call.get("function") or {}
@@ -304,6 +287,30 @@ def parse_stream(events: Iterable[SSEEvent], client: str = "openai-chat", tool_i
     for item in tools.finish():
         yield item
     yield StreamEnd(map_usage(raw_usage) if raw_usage else None, finish)
+
+
+def _other_fields(delta: Dict[str, Any], content: Any) -> Iterator[Dict[str, Any]]:
+    """The items of a delta's reasoning, content and refusal fields, in that order."""
+    reasoning = delta.get("reasoning_content")
+    other = delta.get("reasoning")
+    if reasoning and type(reasoning) is str:
+        if other == reasoning:
+            yield {"type": "thinking", "thinking": reasoning, "fidelity": {"reasoning_field": "both"}}
+        else:
+            yield {"type": "thinking", "thinking": reasoning, "fidelity": {"reasoning_field": "reasoning_content"}}
+            if other and type(other) is str:
+                yield {"type": "thinking", "thinking": other, "fidelity": {"reasoning_field": "reasoning"}}
+    elif other and type(other) is str:
+        yield {"type": "thinking", "thinking": other, "fidelity": {"reasoning_field": "reasoning"}}
+    if content:
+        if type(content) is str:
+            yield {"type": "text", "text": content}
+        else:
+            for text in _content_texts(content):
+                yield {"type": "text", "text": text}
+    refusal = delta.get("refusal")
+    if refusal and type(refusal) is str:
+        yield {"type": "text", "text": refusal, "fidelity": {"refusal": True}}
 
 
 def _content_texts(content: Any) -> Iterator[str]:

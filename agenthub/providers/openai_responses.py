@@ -69,13 +69,12 @@ Stream -> content items
   thoughts = ``output_tokens_details.reasoning_tokens``, response = output - thoughts.
 """
 
-import json
 import logging
 import re
 from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Tuple
 
 from ..errors import ConfigError, upstream_error
-from ..sse import SSEEvent
+from ..sse import SSEEvent, json_loads
 from ..stream import StreamEnd
 from ..toolcalls import ToolCallAssembler
 from ..types import HttpRequest, PromptCaching
@@ -434,13 +433,13 @@ class _Parser(object):
 
     # -- the loop -------------------------------------------------------------------------
     def run(self, events: Iterable[SSEEvent]) -> Iterator[Any]:
-        loads = json.loads
+        loads = json_loads
         phases = self.phases
         texted = self.texted
         feed = self.tools.feed
         for sse in events:
             data = sse.data
-            if data[:6] == "[DONE]":
+            if data.startswith("[DONE]"):
                 break
             payload = loads(data)
             if type(payload) is not dict:
