@@ -348,3 +348,29 @@ def test_deepseek_echo_of_empty_reasoning_on_tool_turns():
         {"type": "thinking", "thinking": "x", "fidelity": {"signature": "s"}}, {"type": "text", "text": "y"}]}, USER]
     assert body(foreign, endpoint=endpoint)["messages"][1]["reasoning_content"] == "x"
     assert "reasoning_content" not in body(foreign)["messages"][1]
+
+
+def test_content_streamed_as_parts_with_thinking_chunks():
+    data = sse(chunk({"role": "assistant", "content": [{"type": "thinking", "thinking": [{"type": "text", "text": "Hmm."}]}]}),
+               chunk({"content": [{"type": "text", "text": "Four."}]}), chunk({}, "stop"))
+    events = run(data)
+    check_stream(events)
+    assert [e["content_items"] for e in events[1:-1]] == [
+        [{"type": "thinking", "thinking": "Hmm.", "fidelity": {"reasoning_field": "content"}}],
+        [{"type": "text", "text": "Four."}],
+    ]
+
+
+def test_gemini_compat_thought_signature_on_tool_calls_round_trips():
+    extra = {"google": {"thought_signature": "c2lnbmF0dXJl"}}
+    data = sse(chunk({"role": "assistant", "tool_calls": [{"id": "function-call-1", "type": "function", "extra_content": extra,
+                                                           "function": {"name": "get_weather", "arguments": '{"city":"Paris"}'}}]}),
+               chunk({}, "stop"))
+    events = run(data)
+    check_stream(events)
+    message = collect(events)
+    assert message["content_items"] == [{"type": "tool_call", "name": "get_weather", "arguments": {"city": "Paris"},
+                                         "tool_call_id": "function-call-1", "fidelity": {"extra_content": extra}}]
+    wire = body([USER, message])["messages"][1]
+    assert wire["tool_calls"] == [{"id": "function-call-1", "type": "function", "extra_content": extra,
+                                   "function": {"name": "get_weather", "arguments": '{"city":"Paris"}'}}]

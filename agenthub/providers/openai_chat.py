@@ -14,6 +14,11 @@ Vendor differences are data, read from ``endpoint.quirks`` (a registry row):
   UnsupportedParameterError);
 - ``stream_usage``: ask for the usage chunk (default True);
 - ``images``: False when the model takes no images (raises before sending).
+
+Fidelity it records (and replays): ``reasoning_field`` on thinking (``reasoning_content``,
+``reasoning``, ``both`` when a chunk carried the same text in both, ``content`` for thinking
+parts inside ``content``); ``refusal`` on text that came as ``delta.refusal``;
+``extra_content`` on tool calls (Gemini's compatibility layer carries thought signatures there).
 """
 
 import logging
@@ -174,11 +179,14 @@ def _assistant(endpoint: Endpoint, message: Mapping[str, Any], echo_reasoning: b
             for name in fields:
                 reasoning.setdefault(name, []).append(item["thinking"])
         elif kind == "tool_call":
-            tool_calls.append({
+            call = {
                 "id": item["tool_call_id"],
                 "type": "function",
                 "function": {"name": item["name"], "arguments": dumps(item["arguments"])},
-            })
+            }
+            if fidelity.get("extra_content"):
+                call["extra_content"] = fidelity["extra_content"]
+            tool_calls.append(call)
         elif kind in ("inline_data", "image_url", "inline_thinking"):
             logger.warning("an assistant %s item cannot be replayed over Chat Completions; it is left out", kind)
         else:  # pragma: no cover - validate.check_message keeps other items out
@@ -273,7 +281,9 @@ def parse_stream(events: Iterable[SSEEvent], client: str = "openai-chat", tool_i
             if calls:
                 for call in calls:
                     function = call.get("function") or {}
-                    for item in feed(call.get("index"), call.get("id"), function.get("name"), function.get("arguments")):
+                    extra = call.get("extra_content")  # Gemini's compat layer: the thought signature rides here
+                    for item in feed(call.get("index"), call.get("id"), function.get("name"), function.get("arguments"),
+                                     {"extra_content": extra} if extra else None):
                         yield item
         reason = choice.get("finish_reason")
         if reason:
@@ -306,19 +316,28 @@ def _other_fields(delta: Dict[str, Any], content: Any) -> Iterator[Dict[str, Any
         if type(content) is str:
             yield {"type": "text", "text": content}
         else:
-            for text in _content_texts(content):
-                yield {"type": "text", "text": text}
+            for item in _content_parts(content):
+                yield item
     refusal = delta.get("refusal")
     if refusal and type(refusal) is str:
         yield {"type": "text", "text": refusal, "fidelity": {"refusal": True}}
 
 
-def _content_texts(content: Any) -> Iterator[str]:
-    """Some servers stream content as a list of parts; keep their text."""
+def _content_parts(content: Any) -> Iterator[Dict[str, Any]]:
+    """Content streamed as a list of parts (Mistral's reasoning models): text parts and
+    ``{"type": "thinking", "thinking": [{"type": "text", "text": ...}]}`` parts."""
     if isinstance(content, list):
         for part in content:
-            if isinstance(part, dict) and isinstance(part.get("text"), str) and part["text"]:
-                yield part["text"]
+            if not isinstance(part, dict):
+                continue
+            if part.get("type") == "thinking":
+                inner = part.get("thinking")
+                for piece in inner if isinstance(inner, list) else [{"text": inner}]:
+                    text = piece.get("text") if isinstance(piece, dict) else None
+                    if isinstance(text, str) and text:
+                        yield {"type": "thinking", "thinking": text, "fidelity": {"reasoning_field": "content"}}
+            elif isinstance(part.get("text"), str) and part["text"]:
+                yield {"type": "text", "text": part["text"]}
 
 
 def _loads_or_text(loads: Any, data: str) -> Any:
