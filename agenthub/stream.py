@@ -84,60 +84,43 @@ def drive(parts: Iterable[Any], client: str = "") -> Iterator[UniEvent]:
         for part in parts:
             if type(part) is StreamEnd:
                 end = part
-                break
-            if not started:
-                started = True
-                yield _event("start", [])
-            kind = part["type"]
-            if calling and kind != "partial_tool_call" and kind != "tool_call":
-                held.append(part)
-                continue
-            if kind == "text":
-                if part["text"]:
-                    substantive = True
-            elif kind in _SUBSTANTIVE:
-                substantive = True
-                if kind == "tool_call":
-                    tool_calls = True
-            elif kind == "partial_tool_call" and part["name"]:
-                calling = True
-            yield {
-                "role": "assistant",
-                "event_type": "delta",
-                "content_items": [part],
-                "usage_metadata": None,
-                "finish_reason": None,
-                "created_at": int(clock() * 1000),
-            }
-            if kind == "tool_call":
-                calling = False
-                while held and not calling:
-                    part = held.pop(0)
-                    kind = part["type"]
-                    if kind == "text":
-                        if part["text"]:
-                            substantive = True
-                    elif kind in _SUBSTANTIVE:
+                out = held  # type: Any
+            else:
+                kind = part["type"]
+                if kind == "partial_tool_call":
+                    calling = calling or bool(part["name"])
+                    out = (part,)
+                elif not calling:
+                    out = (part,)
+                elif kind == "tool_call":
+                    calling = False
+                    out = [part] + held
+                    held = []
+                else:
+                    held.append(part)
+                    continue
+            for item in out:
+                if not started:
+                    started = True
+                    yield _event("start", [])
+                kind = item["type"]
+                if kind == "text":
+                    if item["text"]:
                         substantive = True
-                    yield {
-                        "role": "assistant",
-                        "event_type": "delta",
-                        "content_items": [part],
-                        "usage_metadata": None,
-                        "finish_reason": None,
-                        "created_at": int(clock() * 1000),
-                    }
-        for part in held:  # a call left open at the end: the parser's own finish reports it
-            if part["type"] == "text" and part["text"] or part["type"] in _SUBSTANTIVE:
-                substantive = True
-            yield {
-                "role": "assistant",
-                "event_type": "delta",
-                "content_items": [part],
-                "usage_metadata": None,
-                "finish_reason": None,
-                "created_at": int(clock() * 1000),
-            }
+                elif kind in _SUBSTANTIVE:
+                    substantive = True
+                    if kind == "tool_call":
+                        tool_calls = True
+                yield {
+                    "role": "assistant",
+                    "event_type": "delta",
+                    "content_items": [item],
+                    "usage_metadata": None,
+                    "finish_reason": None,
+                    "created_at": int(clock() * 1000),
+                }
+            if end is not None:
+                break
     except AgentHubError:
         raise
     except (KeyError, TypeError, AttributeError, IndexError, ValueError, UnicodeError, RecursionError) as exc:
@@ -152,7 +135,7 @@ def drive(parts: Iterable[Any], client: str = "") -> Iterator[UniEvent]:
         )
     usage = end.usage if end.usage is not None else empty_usage()
     finish = end.finish_reason if end.finish_reason in _FINISH_REASONS else "unknown"
-    if tool_calls and finish in ("stop", "unknown") and end.finish_reason in (None, "stop", "tool_call"):
+    if tool_calls and end.finish_reason in (None, "stop"):
         finish = "tool_call"
     if not substantive:
         raise EmptyResponseError(

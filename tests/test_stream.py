@@ -47,6 +47,18 @@ def test_tool_calls_turn_stop_into_tool_call(said, expected):
     assert list(drive(iter(parts), "c"))[-1]["finish_reason"] == expected
 
 
+def test_items_arriving_while_a_call_streams_follow_the_complete_call():
+    call = [{"type": "partial_tool_call", "name": "f", "arguments": "{", "tool_call_id": "1"},
+            {"type": "partial_tool_call", "name": "", "arguments": "}", "tool_call_id": ""},
+            {"type": "tool_call", "name": "f", "arguments": {}, "tool_call_id": "1"}]
+    parts = [call[0], {"type": "text", "text": "a"}, call[1], {"type": "thinking", "thinking": "b"}, call[2],
+             {"type": "text", "text": "c"}, StreamEnd(USAGE, "tool_call")]
+    events = list(drive(iter(parts), "c"))
+    check_stream(events)
+    assert [e["content_items"][0] for e in events[1:-1]] == call + [
+        {"type": "text", "text": "a"}, {"type": "thinking", "thinking": "b"}, {"type": "text", "text": "c"}]
+
+
 def test_cut_stream_is_a_protocol_error():
     with pytest.raises(StreamProtocolError, match="terminal marker") as info:
         list(drive(iter([{"type": "text", "text": "x"}]), "openai-chat"))
