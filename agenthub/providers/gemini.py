@@ -669,6 +669,12 @@ def parse_stream(events: Iterable[SSEEvent], client: str = "gemini", tool_id_pre
         parts = content.get("parts") if content else None
         if parts:
             for part in parts:
+                if streamed is None and len(part) == 1:  # the common part: plain text and nothing else
+                    text = part.get("text")
+                    if type(text) is str:
+                        if text:
+                            yield {"type": "text", "text": text}
+                        continue
                 signature = part.get("thoughtSignature")
                 call = part.get("functionCall")
                 if call is not None:
