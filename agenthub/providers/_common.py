@@ -108,6 +108,22 @@ def usage(cached: Optional[int], prompt: Optional[int], thoughts: Optional[int],
     }
 
 
+def inclusive_usage(prompt: Any, output: Any, cached: Any, thoughts: Any, total: Any = None) -> Dict[str, Optional[int]]:
+    """OpenAI-style counts (prompt includes cached, output includes reasoning) -> the buckets.
+
+    Where ``total == prompt + output + thoughts`` the server's output count already
+    excluded reasoning (xAI, some gateways): it is the response count as sent.  The
+    buckets are never negative.
+    """
+    prompt, output, cached, thoughts, total = (_count(v) for v in (prompt, output, cached, thoughts, total))
+    response = output
+    if output is not None and thoughts:
+        excludes = total is not None and prompt is not None and total == prompt + output + thoughts
+        if not excludes and output >= thoughts:
+            response = output - thoughts
+    return usage(cached, None if prompt is None else prompt - (cached or 0), thoughts, response)
+
+
 def _count(value: Any) -> Optional[int]:
     if value is None or isinstance(value, bool):
         return None

@@ -29,7 +29,7 @@ from ..sse import SSEEvent, json_loads
 from ..stream import StreamEnd
 from ..toolcalls import ToolCallAssembler
 from ..types import HttpRequest, PromptCaching
-from ._common import Endpoint, data_uri, dumps, join_url, parse_data_uri, request_headers, to_int, unsupported, usage
+from ._common import Endpoint, data_uri, dumps, inclusive_usage, join_url, parse_data_uri, request_headers, unsupported
 
 __all__ = ["build_request", "parse_stream", "map_usage", "FINISH_REASONS"]
 
@@ -213,21 +213,14 @@ def map_usage(raw: Any) -> Dict[str, Any]:
     prompt_details = prompt_details if isinstance(prompt_details, dict) else {}
     completion_details = raw.get("completion_tokens_details")
     completion_details = completion_details if isinstance(completion_details, dict) else {}
-    prompt = to_int(raw.get("prompt_tokens"))
-    completion = to_int(raw.get("completion_tokens"))
-    cached = to_int(prompt_details.get("cached_tokens"))
+    cached = prompt_details.get("cached_tokens")
     if cached is None:
-        cached = to_int(raw.get("prompt_cache_hit_tokens"))  # DeepSeek's own spelling
-    thoughts = to_int(completion_details.get("reasoning_tokens"))
+        cached = raw.get("prompt_cache_hit_tokens")  # DeepSeek's own spelling
+    thoughts = completion_details.get("reasoning_tokens")
     if thoughts is None:
-        thoughts = to_int(raw.get("reasoning_tokens"))
-    response = completion
-    if completion is not None and thoughts:
-        total = to_int(raw.get("total_tokens"))
-        excludes = total is not None and prompt is not None and total == prompt + completion + thoughts
-        if not excludes and completion >= thoughts:
-            response = completion - thoughts
-    return usage(cached, None if prompt is None else prompt - (cached or 0), thoughts, response)
+        thoughts = raw.get("reasoning_tokens")
+    return inclusive_usage(raw.get("prompt_tokens"), raw.get("completion_tokens"), cached, thoughts,
+                           raw.get("total_tokens"))
 
 
 def parse_stream(events: Iterable[SSEEvent], client: str = "openai-chat", tool_id_prefix: Any = None) -> Iterator[Any]:

@@ -78,8 +78,8 @@ from ..sse import SSEEvent, json_loads
 from ..stream import StreamEnd
 from ..toolcalls import ToolCallAssembler
 from ..types import HttpRequest, PromptCaching
-from ._common import (Endpoint, data_uri, dumps, join_url, nearest, parse_data_uri, request_headers, to_int,
-                      unsupported, usage)
+from ._common import (Endpoint, data_uri, dumps, inclusive_usage, join_url, nearest, parse_data_uri,
+                      request_headers, unsupported)
 
 __all__ = ["build_request", "parse_stream", "map_usage", "model_profile", "clamp_effort", "EFFORTS"]
 
@@ -366,17 +366,8 @@ def map_usage(raw: Any) -> Dict[str, Any]:
     input_details = input_details if isinstance(input_details, dict) else {}
     output_details = raw.get("output_tokens_details")
     output_details = output_details if isinstance(output_details, dict) else {}
-    prompt = to_int(raw.get("input_tokens"))
-    output = to_int(raw.get("output_tokens"))
-    cached = to_int(input_details.get("cached_tokens"))
-    thoughts = to_int(output_details.get("reasoning_tokens"))
-    response = output
-    if output is not None and thoughts:
-        total = to_int(raw.get("total_tokens"))
-        excludes = total is not None and prompt is not None and total == prompt + output + thoughts
-        if not excludes:
-            response = output - thoughts
-    return usage(cached, None if prompt is None else prompt - (cached or 0), thoughts, response)
+    return inclusive_usage(raw.get("input_tokens"), raw.get("output_tokens"), input_details.get("cached_tokens"),
+                           output_details.get("reasoning_tokens"), raw.get("total_tokens"))
 
 
 class _Reasoning(object):
