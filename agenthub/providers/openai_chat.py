@@ -18,7 +18,9 @@ Vendor differences are data, read from ``endpoint.quirks`` (a registry row):
 Fidelity it records (and replays): ``reasoning_field`` on thinking (``reasoning_content``,
 ``reasoning``, ``both`` when a chunk carried the same text in both, ``content`` for thinking
 parts inside ``content``); ``refusal`` on text that came as ``delta.refusal``;
-``extra_content`` on tool calls (Gemini's compatibility layer carries thought signatures there).
+``extra_content`` on tool calls (Gemini's compatibility layer carries thought signatures there);
+``reasoning_field: "thought"`` on Gemini thought summaries (streamed as flagged ``content``; not
+replayed).
 """
 
 import logging
@@ -29,14 +31,21 @@ from ..sse import SSEEvent, json_loads
 from ..stream import StreamEnd
 from ..toolcalls import ToolCallAssembler
 from ..types import HttpRequest, PromptCaching
-from ._common import Endpoint, data_uri, dumps, inclusive_usage, join_url, parse_data_uri, request_headers, unsupported
+from ._common import (Endpoint, data_uri, dumps, inclusive_usage, join_url, parse_data_uri, request_headers, to_int,
+                      unsupported)
 
 __all__ = ["build_request", "parse_stream", "map_usage", "FINISH_REASONS"]
 
 logger = logging.getLogger("agenthub")
 
-#: Chat finish_reason -> UniEvent finish_reason; anything else (content_filter, ...) is "unknown"
-FINISH_REASONS = {"stop": "stop", "length": "length", "tool_calls": "tool_call", "function_call": "tool_call"}
+#: Chat finish_reason -> UniEvent finish_reason; anything else (content_filter, ...) is "unknown".
+#: TGI says ``eos_token`` / ``stop_sequence`` where OpenAI says ``stop``; relays that pass an
+#: Anthropic stop reason through say ``end_turn`` / ``stop_sequence`` / ``max_tokens`` / ``tool_use``.
+#: ``error`` (OpenRouter: the provider failed mid-answer) raises instead.
+FINISH_REASONS = {
+    "stop": "stop", "length": "length", "tool_calls": "tool_call", "function_call": "tool_call",
+    "eos_token": "stop", "stop_sequence": "stop", "end_turn": "stop", "max_tokens": "length", "tool_use": "tool_call",
+}
 REASONING_FIELDS = ("reasoning_content", "reasoning")
 _AUDIO_FORMATS = {"audio/wav": "wav", "audio/x-wav": "wav", "audio/wave": "wav", "audio/mpeg": "mp3", "audio/mp3": "mp3"}
 
@@ -216,6 +225,8 @@ def map_usage(raw: Any) -> Dict[str, Any]:
     cached = prompt_details.get("cached_tokens")
     if cached is None:
         cached = raw.get("prompt_cache_hit_tokens")  # DeepSeek's own spelling
+    if cached is None:
+        cached = raw.get("cached_tokens")  # Moonshot/Kimi: at the top of usage
     thoughts = completion_details.get("reasoning_tokens")
     if thoughts is None:
         thoughts = raw.get("reasoning_tokens")
@@ -228,7 +239,11 @@ def parse_stream(events: Iterable[SSEEvent], client: str = "openai-chat", tool_i
 
     Complete when ``[DONE]`` arrives, or when a finish_reason was seen and the body
     ended cleanly.  Heartbeats (chunks without choices, comments) are skipped; only
-    choice 0 is followed; an ``error`` object or ``event: error`` raises UpstreamError.
+    choice 0 is followed.  UpstreamError is raised for an ``error`` object or ``event:
+    error``, a flat ``{"object": "error"}`` (vLLM, SGLang, Mistral), ``finish_reason:
+    "error"`` (OpenRouter, SGLang) and a MiniMax ``base_resp`` with a non-zero status.
+    Usage is read from the chunk, the choice (Moonshot), ``x_groq`` (Groq) or llama.cpp's
+    ``timings``.  Tool calls close at the end of the stream, not at the finish_reason.
     """
     loads = json_loads
     tools = ToolCallAssembler(client, tool_id_prefix)
@@ -236,6 +251,8 @@ def parse_stream(events: Iterable[SSEEvent], client: str = "openai-chat", tool_i
     finish = None
     raw_usage = None
     done = False
+    thought = [False]  # Gemini's compatibility layer: a thought (``<thought>`` ... ``</thought>``) is open
+    timings = None  # llama.cpp server: token counts on the last chunk, with or without usage
     for sse in events:
         data = sse.data
         if data.startswith("[DONE]"):
@@ -247,18 +264,29 @@ def parse_stream(events: Iterable[SSEEvent], client: str = "openai-chat", tool_i
         if type(chunk) is not dict:
             continue
         if "error" in chunk and chunk["error"]:
-            raise upstream_error(client, chunk)
+            raise upstream_error(client, _with_raw_detail(chunk))
         choices = chunk.get("choices")
         if chunk.get("usage"):
             raw_usage = chunk["usage"]
         if not choices:
+            if chunk.get("object") == "error":  # vLLM, SGLang, Mistral: the error object itself, flat
+                raise upstream_error(client, chunk)
+            base = chunk.get("base_resp")
+            if base and type(base) is dict and base.get("status_code"):
+                raise _base_resp_error(client, base)  # MiniMax: an error is a 200 with a status code
+            if raw_usage is None:
+                raw_usage = _x_groq_usage(chunk)
+            if "timings" in chunk:
+                timings = chunk["timings"]
             continue
         choice = choices[0]
         if len(choices) > 1 or choice.get("index", 0) != 0:
             choice = next((c for c in choices if isinstance(c, dict) and c.get("index", 0) == 0), None)
             if choice is None:
                 continue
-        delta = choice.get("delta") or choice.get("message")  # "message": a server that ignored stream
+        delta = choice.get("delta")
+        if delta is None:  # a server that ignored stream (an empty delta beside an accumulated "message",
+            delta = choice.get("message")  # as Perplexity sends, is still empty)
         if delta:
             # Most deltas carry one field: text, or tool-call fragments.  Those skip the other lookups.
             content = delta.get("content")
@@ -269,7 +297,7 @@ def parse_stream(events: Iterable[SSEEvent], client: str = "openai-chat", tool_i
             else:
                 calls = delta.get("tool_calls")
                 if len(delta) > 1 or calls is None:
-                    for item in _other_fields(delta, content):
+                    for item in _other_fields(delta, content, thought):
                         yield item
             if calls:
                 for call in calls:
@@ -280,20 +308,35 @@ def parse_stream(events: Iterable[SSEEvent], client: str = "openai-chat", tool_i
                         yield item
         reason = choice.get("finish_reason")
         if reason:
+            if reason == "error":
+                raise _finish_error(client, choice)
+            # Open tool calls are not closed here but at the end: some servers put a finish_reason
+            # on every chunk (gateways in front of Gemini), or send a call's last metadata after it.
             finish = FINISH_REASONS.get(reason, "unknown")
-            for item in tools.finish():
-                yield item
+            if raw_usage is None:
+                raw_usage = _x_groq_usage(chunk)
+            if "timings" in chunk:
+                timings = chunk["timings"]
         if choice.get("usage"):
             raw_usage = choice["usage"]
     if not done and finish is None:
         return  # cut before its terminal marker: the driver raises StreamProtocolError
     for item in tools.finish():
         yield item
-    yield StreamEnd(map_usage(raw_usage) if raw_usage else None, finish)
+    usage = map_usage(raw_usage) if raw_usage else None
+    if timings and type(timings) is dict:
+        usage = _with_timings(usage, raw_usage, timings)
+    yield StreamEnd(usage, finish)
 
 
-def _other_fields(delta: Dict[str, Any], content: Any) -> Iterator[Dict[str, Any]]:
-    """The items of a delta's reasoning, content and refusal fields, in that order."""
+def _other_fields(delta: Dict[str, Any], content: Any, thought: List[bool]) -> Iterator[Dict[str, Any]]:
+    """The items of a delta's reasoning, content and refusal fields, in that order.
+
+    ``thought[0]`` tracks Gemini's compatibility layer, which streams thought summaries as
+    ``content`` flagged ``extra_content.google.thought`` and wraps them in ``<thought>`` ...
+    ``</thought>`` (the closing tag opens the first answer chunk): those are thinking, and
+    the tags are wire framing, not text.
+    """
     reasoning = delta.get("reasoning_content")
     other = delta.get("reasoning")
     if reasoning and type(reasoning) is str:
@@ -307,7 +350,20 @@ def _other_fields(delta: Dict[str, Any], content: Any) -> Iterator[Dict[str, Any
         yield {"type": "thinking", "thinking": other, "fidelity": {"reasoning_field": "reasoning"}}
     if content:
         if type(content) is str:
-            yield {"type": "text", "text": content}
+            extra = delta.get("extra_content")
+            if extra and type(extra) is dict and _is_thought(extra):
+                thought[0] = True
+                if content.startswith("<thought>"):
+                    content = content[9:]
+                if content:
+                    yield {"type": "thinking", "thinking": content, "fidelity": {"reasoning_field": "thought"}}
+                return
+            if thought[0]:
+                thought[0] = False
+                if content.startswith("</thought>"):
+                    content = content[10:]
+            if content:
+                yield {"type": "text", "text": content}
         else:
             for item in _content_parts(content):
                 yield item
@@ -331,6 +387,71 @@ def _content_parts(content: Any) -> Iterator[Dict[str, Any]]:
                         yield {"type": "thinking", "thinking": text, "fidelity": {"reasoning_field": "content"}}
             elif isinstance(part.get("text"), str) and part["text"]:
                 yield {"type": "text", "text": part["text"]}
+
+
+def _is_thought(extra: Dict[str, Any]) -> bool:
+    google = extra.get("google")
+    return type(google) is dict and google.get("thought") is True
+
+
+def _x_groq_usage(chunk: Dict[str, Any]) -> Any:
+    """Groq reports a stream's usage inside ``x_groq`` on its last chunk."""
+    extra = chunk.get("x_groq")
+    if type(extra) is dict and type(extra.get("usage")) is dict:
+        return extra["usage"]
+    return None
+
+
+def _with_timings(usage: Any, raw: Any, timings: Dict[str, Any]) -> Any:
+    """llama.cpp's ``timings``: ``cache_n`` prompt tokens came from the cache, ``prompt_n`` were
+    processed, ``predicted_n`` generated.  They stand in for usage the server did not send, and
+    give the cached count its usage lacks (its prompt_tokens count cache_n + prompt_n)."""
+    cache_n, prompt_n, predicted_n = (to_int(timings.get(k)) for k in ("cache_n", "prompt_n", "predicted_n"))
+    if usage is None:
+        if prompt_n is None and predicted_n is None:
+            return None
+        total = None if prompt_n is None else prompt_n + (cache_n or 0)
+        return inclusive_usage(total, predicted_n, cache_n, None)
+    if usage["cached_tokens"] is None and cache_n and type(raw) is dict and prompt_n is not None \
+            and to_int(raw.get("prompt_tokens")) == prompt_n + cache_n:
+        return inclusive_usage(raw.get("prompt_tokens"), raw.get("completion_tokens"), cache_n,
+                               usage["thoughts_tokens"], raw.get("total_tokens"))
+    return usage
+
+
+def _with_raw_detail(payload: Dict[str, Any]) -> Dict[str, Any]:
+    """OpenRouter's errors say "Provider returned error" and keep the provider's own words in
+    ``error.metadata.raw``: the message carries both."""
+    error = payload.get("error")
+    metadata = error.get("metadata") if type(error) is dict else None
+    raw = metadata.get("raw") if type(metadata) is dict else None
+    if isinstance(raw, str) and raw.strip() and isinstance(error.get("message"), str) and raw not in error["message"]:
+        return dict(payload, error=dict(error, message="{} ({})".format(error["message"], raw.strip())))
+    return payload
+
+
+def _finish_error(client: str, choice: Dict[str, Any]) -> Exception:
+    """``finish_reason: "error"`` (OpenRouter, SGLang, gateways): the provider failed mid-answer.
+    The error is on the choice, or only ``native_finish_reason`` says what went wrong."""
+    error = choice.get("error")
+    if isinstance(error, (dict, str)) and error:
+        return upstream_error(client, _with_raw_detail({"error": error}))
+    native = choice.get("native_finish_reason")
+    native = native if isinstance(native, str) and native and native != "error" else None
+    message = "the provider ended the answer with an error" + (" ({})".format(native) if native else "")
+    return upstream_error(client, {"error": {"message": message, "type": "upstream_error", "code": native}}, status=502)
+
+
+#: MiniMax base_resp.status_code -> the HTTP status a plain error would have had
+_BASE_RESP_STATUS = {1000: 500, 1001: 504, 1002: 429, 1004: 401, 1008: 402, 1013: 500, 1026: 400, 1027: 400,
+                     1039: 429, 2013: 400, 2049: 401, 2056: 429, 2062: 429}
+
+
+def _base_resp_error(client: str, base: Dict[str, Any]) -> Exception:
+    code = base.get("status_code")
+    message = base.get("status_msg") or "upstream error {}".format(code)
+    return upstream_error(client, {"error": {"message": message, "type": "minimax_error", "code": code}},
+                          status=_BASE_RESP_STATUS.get(code) if type(code) is int else None)
 
 
 def _loads_or_text(loads: Any, data: str) -> Any:
