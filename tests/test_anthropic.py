@@ -335,13 +335,15 @@ def test_web_search_blocks_are_not_tool_calls():
     assert summary["text"] == "I'll look that up.According to the forecast, it is 18 °C and sunny in Paris."
     assert summary["usage"]["prompt_tokens"] == 2100
     replay = body(messages=[user("weather?"), collect(events)])["messages"][1]["content"]
-    assert [b["type"] for b in replay] == ["text", "server_tool_use", "web_search_tool_result", "text", "text"]
+    assert [b["type"] for b in replay] == ["text", "server_tool_use", "web_search_tool_result", "text", "text", "text"]
     assert replay[1] == {"type": "server_tool_use", "id": "srvtoolu_fx_01", "name": "web_search",
                          "input": {"query": "weather Paris today"}}
     assert replay[2]["content"][0]["encrypted_content"] == "EqgfCioIARgBIiQ3YTAwMjY1Mi1mZjM5"
     assert replay[3] == {"type": "text", "text": "According to the forecast, "}
-    assert replay[4]["text"] == "it is 18 °C and sunny in Paris."
+    # the cited block keeps its own boundaries: its citations cover its text and nothing else
+    assert replay[4]["text"] == "it is 18 °C and sunny"
     assert replay[4]["citations"][0]["cited_text"] == "Paris: 18 °C and sunny"
+    assert replay[5] == {"type": "text", "text": " in Paris."}
 
 
 def test_server_block_after_plain_text_and_before_thinking():
@@ -577,7 +579,7 @@ ADAPTIVE = {"type": "adaptive"}
     # 4.7 / 4.8 / 5: adaptive with xhigh
     ("claude-opus-4-7", "xhigh", ADAPTIVE, "xhigh"),
     ("claude-opus-4-8", "medium", ADAPTIVE, "medium"),
-    ("claude-opus-4-8", "none", {"type": "disabled"}, None),
+    ("claude-opus-4-8", "none", None, None),  # adaptive only: "disabled" is refused, and thinking is off unasked
     ("claude-opus-5", "high", ADAPTIVE, "high"),
     ("claude-sonnet-5", "none", {"type": "disabled"}, None),
     ("claude-haiku-5-5", "none", {"type": "disabled"}, None),
@@ -644,7 +646,7 @@ def test_quirk_overrides_the_thinking_row():
     ("claude-sonnet-4-6", "low", False, {"type": "adaptive", "display": "omitted"}),
     ("claude-opus-5-5", None, True, {"type": "adaptive", "display": "summarized"}),  # on by default: made explicit
     ("claude-opus-4-7", None, True, None),  # off by default: a summary does not turn thinking on
-    ("claude-opus-4-7", "none", True, {"type": "disabled"}),  # never on a disabled block
+    ("claude-opus-4-7", "none", True, None),  # off unasked ("disabled" is refused): nothing to display
     ("claude-sonnet-5-5", "none", True, {"type": "between_tools"}),
     ("claude-sonnet-4-5", "high", True, {"type": "enabled", "budget_tokens": 16384}),  # Claude 4 always summarises
 ])

@@ -9,8 +9,11 @@ Request
 - Thinking is data: ``THINKING_RULES`` maps a model-name pattern to what the model accepts (adaptive
   thinking with ``output_config.effort``, a ``budget_tokens`` budget, or nothing).  A thinking level is
   clamped to the nearest value the model accepts and never raises.  NONE sends the model's "off" form
-  (``disabled``, or ``between_tools`` on Claude Sonnet 5.5); on models that cannot stop thinking it rides
+  (``disabled``, ``between_tools`` on Claude Sonnet 5.5, or no thinking parameter on models that think
+  only when asked and refuse ``disabled``, Opus 4.7/4.8); on models that cannot stop thinking it rides
   the lowest effort.  ``thinking_summary`` becomes ``display: summarized / omitted`` on adaptive models.
+  A thinking budget with tools on the first-party API adds the interleaved-thinking beta header (Claude 4
+  models think between tool calls only with it; adaptive thinking does so unasked).
 - ``temperature``: models that removed sampling parameters (Claude 4.7 and later) accept only 1 (then
   omitted) and raise UnsupportedParameterError otherwise; models that still take it reject anything but
   1 while thinking is on, so that combination raises too (never a silent override).
@@ -37,7 +40,16 @@ Text and thinking stream live.  Everything the next request needs rides in ``fid
 Redacted and server blocks are carried by an empty text or thinking item of their own; its kind is
 chosen so that ``collect`` never folds it into the text before it, and text of the same kind streamed
 right after it joins it: on replay the carried block comes first, then the item's text.  Server blocks
-are never tool calls and never change ``finish_reason``.
+are never tool calls and never change ``finish_reason``.  A compaction block's ``compaction_delta``
+pieces are folded into the block it replays.  A cited text block stays a block of its own: plain text
+right after it carries ``{"citations": []}`` (and the plain text right before it is sealed with an empty
+item carrying the same), so no citation ever spreads over text it did not cite.
+
+Stream quirks handled: complete blocks (and a stop_reason) inside ``message_start.message.content``
+(code execution); usage that moves between ``message_start`` and ``message_delta`` (zeros at the start
+on gateways, Kimi's cache hit reported as ``input_tokens: 0`` at the end: see ``_merge_usage``); error
+payloads without the ``{"type": "error"}`` envelope; ``data: [DONE]`` and empty data lines from
+gateways; an error event's ``request_id``.
 """
 
 import base64
@@ -60,12 +72,15 @@ __all__ = [
     "FINISH_REASONS",
     "THINKING_RULES",
     "ANTHROPIC_VERSION",
+    "INTERLEAVED_THINKING_BETA",
     "DEFAULT_MAX_TOKENS",
 ]
 
 logger = logging.getLogger("agenthub")
 
 ANTHROPIC_VERSION = "2023-06-01"
+#: lets Claude 4 models with a thinking budget think between tool calls (adaptive thinking does it unasked)
+INTERLEAVED_THINKING_BETA = "interleaved-thinking-2025-05-14"
 #: max_tokens sent when the caller sets none (rows may lower it to the model's own output limit)
 DEFAULT_MAX_TOKENS = 32000
 #: stop_reason -> finish_reason; pause_turn, refusal, model_context_window_exceeded, ... are "unknown"
@@ -77,6 +92,8 @@ _EFFORT_ORDER = ("low", "medium", "high", "xhigh", "max")
 _ALL_EFFORTS = ("low", "medium", "high", "xhigh", "max")
 _NO_XHIGH = ("low", "medium", "high", "max")
 _DISABLED = {"type": "disabled"}
+#: ``off`` for models that think only when asked and refuse ``disabled``: NONE sends no thinking parameter
+_OMIT = {}  # type: Dict[str, Any]
 #: budget_tokens per level for models that take a fixed thinking budget (1024 is the API's minimum)
 BUDGETS = {"low": 1024, "medium": 4096, "high": 16384, "xhigh": 24576}
 #: tokens of max_tokens a thinking budget leaves for the answer (when max_tokens is small)
@@ -86,14 +103,16 @@ _LEVEL_EFFORT = {"low": "low", "medium": "medium", "high": "high", "xhigh": "xhi
 #: A row: ``mode`` "adaptive" (thinking {"type": "adaptive"} + output_config.effort), "budget"
 #: (thinking {"type": "enabled", "budget_tokens": n}) or None (no thinking parameter at all);
 #: ``efforts`` the effort values accepted; ``off`` the thinking object for NONE (None: the model cannot
-#: stop thinking); ``default_on`` thinking runs when the request says nothing; ``forced_tools`` a
-#: tool_choice that forces a tool is accepted (when thinking is off); ``temperature`` a non-default
-#: temperature is accepted; ``display`` thinking.display is accepted; ``max_tokens`` the default.
+#: stop thinking; ``_OMIT``: no thinking parameter at all); ``default_on`` thinking runs when the request
+#: says nothing; ``forced_tools`` a tool_choice that forces a tool is accepted (when thinking is off);
+#: ``temperature`` a non-default temperature is accepted; ``display`` thinking.display is accepted;
+#: ``interleaved`` budget thinking between tool calls needs the interleaved-thinking beta (first-party
+#: API only); ``max_tokens`` the default.
 _ADAPTIVE_NEW = {"mode": "adaptive", "efforts": _ALL_EFFORTS, "off": _DISABLED, "default_on": True,
                  "forced_tools": True, "temperature": False, "display": True, "max_tokens": DEFAULT_MAX_TOKENS}
 _ALWAYS_ON = dict(_ADAPTIVE_NEW, off=None, forced_tools=False)
 _BUDGET = {"mode": "budget", "efforts": (), "off": _DISABLED, "default_on": False, "forced_tools": True,
-           "temperature": True, "display": False, "max_tokens": DEFAULT_MAX_TOKENS}
+           "temperature": True, "display": False, "max_tokens": DEFAULT_MAX_TOKENS, "interleaved": True}
 _NO_THINKING = {"mode": None, "efforts": (), "off": None, "default_on": False, "forced_tools": True,
                 "temperature": True, "display": False, "max_tokens": 4096}
 
@@ -106,13 +125,16 @@ THINKING_RULES = (
     (r"claude-mythos", dict(_ALWAYS_ON, efforts=_NO_XHIGH)),  # Mythos Preview: no xhigh
     # Haiku 5.5, Opus 5, Sonnet 5: adaptive on by default, can be disabled, sampling parameters removed
     (r"claude-(?:haiku|opus|sonnet)-5(?![0-9])", _ADAPTIVE_NEW),
-    # Opus 4.7 / 4.8: adaptive only, off by default, sampling parameters removed
-    (r"claude-opus-4-[78](?![0-9])", dict(_ADAPTIVE_NEW, default_on=False)),
+    # Opus 4.7 / 4.8: adaptive only ("enabled" and "disabled" are both refused), off by default,
+    # sampling parameters removed
+    (r"claude-opus-4-[78](?![0-9])", dict(_ADAPTIVE_NEW, default_on=False, off=_OMIT)),
     # Opus / Sonnet 4.6: adaptive + effort (no xhigh; budget_tokens deprecated), temperature still accepted
     (r"claude-(?:opus|sonnet)-4-6(?![0-9])", dict(_ADAPTIVE_NEW, efforts=_NO_XHIGH, default_on=False,
                                                   temperature=True)),
-    # Claude 4 / 4.1 / 4.5 and Sonnet 3.7: a fixed thinking budget is the only mode
-    (r"claude-(?:(?:opus|sonnet|haiku)-4|3-7-sonnet|sonnet-3-7)(?![0-9])", _BUDGET),
+    # Claude 4 / 4.1 / 4.5: a fixed thinking budget is the only mode; interleaved thinking is a beta
+    (r"claude-(?:opus|sonnet|haiku)-4(?![0-9])", _BUDGET),
+    # Sonnet 3.7: a fixed budget, no interleaved thinking
+    (r"claude-(?:3-7-sonnet|sonnet-3-7)(?![0-9])", dict(_BUDGET, interleaved=False)),
     # Claude 3 / 3.5 and older: no thinking at all
     (r"claude-3-5", dict(_NO_THINKING, max_tokens=8192)),
     (r"claude-(?:3|2|instant)", _NO_THINKING),
@@ -120,7 +142,7 @@ THINKING_RULES = (
     (r"claude-", dict(_ADAPTIVE_NEW, off=None, forced_tools=True, efforts=("low", "medium", "high", "xhigh"))),
     # anything else behind an Anthropic-compatible endpoint (gateways): the classic budget form, and a
     # max_tokens most of their models accept
-    (r"", dict(_BUDGET, max_tokens=8192)),
+    (r"", dict(_BUDGET, max_tokens=8192, interleaved=False)),
 )
 _COMPILED_RULES = [(re.compile(pattern), row) for pattern, row in THINKING_RULES]
 
@@ -207,7 +229,23 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
     body["stream"] = True
 
     headers = request_headers(endpoint, "x-api-key", "", **{"anthropic-version": ANTHROPIC_VERSION})
+    interleaved = quirks.get("interleaved_thinking")
+    if interleaved is None:  # a beta of the first-party API; gateways may refuse beta names they do not know
+        interleaved = "api.anthropic.com" in endpoint.base_url
+    if interleaved and thinking_on and rule["mode"] == "budget" and rule.get("interleaved") and body.get("tools"):
+        _add_beta(headers, INTERLEAVED_THINKING_BETA)  # thinking between tool calls, not only before the first
     return HttpRequest("POST", join_url(endpoint.base_url, "/v1/messages"), headers, body)
+
+
+def _add_beta(headers: Dict[str, str], beta: str) -> None:
+    """Add ``beta`` to the anthropic-beta header, keeping the names a caller already sent."""
+    for key, value in headers.items():
+        if key.lower() == "anthropic-beta":
+            names = [name.strip() for name in value.split(",") if name.strip()]
+            if beta not in names:
+                headers[key] = ",".join(names + [beta])
+            return
+    headers["anthropic-beta"] = beta
 
 
 def _thinking(rule: Mapping[str, Any], level: Any, summary: Optional[bool], max_tokens: int):
@@ -225,7 +263,7 @@ def _thinking(rule: Mapping[str, Any], level: Any, summary: Optional[bool], max_
     value = level.value if isinstance(level, ThinkingLevel) else str(level)
     if value == "none":
         if rule["off"] is not None:
-            return dict(rule["off"]), None, False
+            return (dict(rule["off"]) if rule["off"] else None), None, False
         value = "low"  # the model cannot stop thinking: the lightest effort
     if mode == "adaptive":
         thinking = {"type": "adaptive"}  # type: Dict[str, Any]
@@ -234,7 +272,7 @@ def _thinking(rule: Mapping[str, Any], level: Any, summary: Optional[bool], max_
         return thinking, _clamp_effort(_LEVEL_EFFORT[value], rule["efforts"]), True
     budget = max(1024, min(BUDGETS[value], max_tokens - ANSWER_ROOM))
     if budget >= max_tokens:  # no room for a budget: the nearest the model accepts is no thinking
-        return (dict(rule["off"]) if rule["off"] is not None else None), None, False
+        return (dict(rule["off"]) if rule["off"] else None), None, False
     return {"type": "enabled", "budget_tokens": budget}, None, True
 
 
@@ -365,30 +403,47 @@ def map_usage(raw: Mapping[str, Any]) -> Dict[str, Any]:
     return usage(to_int(raw.get("cache_read_input_tokens")), prompt, None, to_int(raw.get("output_tokens")))
 
 
-_USAGE_KEYS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens")
+_INPUT_KEYS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
 
 
 def _merge_usage(into: Dict[str, Any], raw: Any) -> None:
-    """Counts are cumulative: a later count replaces an earlier one (never added); a 0 never hides a count."""
+    """Counts are cumulative: a later count replaces an earlier one, never added to it.
+
+    The input-side counts (input, cache writes, cache reads) are one snapshot: when a later
+    event carries any of them non-zero, all it carries replace the earlier ones, zeros
+    included (Kimi reports a full cache hit as ``input_tokens: 0`` beside the cache read, after
+    a ``message_start`` that counted the same tokens as input).  A later event whose input-side
+    counts are all zero is a placeholder (gateways that only know the output count then) and
+    only fills counts never seen.  An output count of 0 never hides an earlier one either.
+    """
     if type(raw) is not dict:
         return
-    for key in _USAGE_KEYS:
-        value = raw.get(key)
-        if value is not None and (value or into.get(key) is None):
+    inputs = [(key, raw.get(key)) for key in _INPUT_KEYS]
+    snapshot = any(value for _, value in inputs if type(value) is not bool)
+    for key, value in inputs:
+        if value is not None and (snapshot or into.get(key) is None):
             into[key] = value
+    value = raw.get("output_tokens")
+    if value is not None and (value or into.get("output_tokens") is None):
+        into["output_tokens"] = value
+
+
+#: fidelity of a plain text block that must not join the cited block before it (and replays as plain text)
+_UNCITED = {"citations": []}
 
 
 class _Fold(object):
     """What ``agenthub.collect`` holds open after the items yielded so far (so carriers land where meant)."""
 
-    __slots__ = ("kind", "fid", "sealed")
+    __slots__ = ("kind", "fid", "sealed", "cited")
 
     def __init__(self) -> None:
         self.kind = None  # type: Optional[str]  # "text" / "thinking" / None
         self.fid = False
         self.sealed = False
+        self.cited = False  # the open item is a cited text block
 
-    def note(self, kind: str, text: str, fidelity: bool) -> None:
+    def note(self, kind: str, text: str, fidelity: bool, cited: bool = False) -> None:
         if self.kind == kind and not self.sealed:
             if not fidelity:
                 return
@@ -396,13 +451,21 @@ class _Fold(object):
                 self.fid = self.sealed = True
                 return
         if text or fidelity:
-            self.kind, self.fid, self.sealed = kind, fidelity, False
+            self.kind, self.fid, self.sealed, self.cited = kind, fidelity, False, cited
 
     def own_kind(self, natural: str) -> str:
         """The kind a carrier must take to become an item of its own (never folded into open text)."""
         if self.kind == natural and not self.sealed and not self.fid:
             return "thinking" if natural == "text" else "text"
         return natural
+
+    def after_cited(self) -> bool:
+        """Plain text yielded now would join the cited block still open in ``collect``."""
+        return self.cited and self.kind == "text" and not self.sealed
+
+    def plain_text_open(self) -> bool:
+        """A cited item yielded now would be folded into the plain text still open in ``collect``."""
+        return self.kind == "text" and not self.sealed and not self.fid
 
 
 class _Block(object):
@@ -417,24 +480,47 @@ class _Block(object):
         self.citations = None  # type: Optional[List[Any]]
 
 
+class _State(object):
+    """A stream's blocks and assemblers (the parts of ``parse_stream`` that block helpers share)."""
+
+    __slots__ = ("client", "tools", "servers", "blocks", "fold")
+
+    def __init__(self, client: str, tool_id_prefix: Any) -> None:
+        self.client = client
+        self.tools = ToolCallAssembler(client, tool_id_prefix)
+        self.servers = None  # type: Optional[ToolCallAssembler]  # server tool inputs, assembled the same way
+        self.blocks = {}  # type: Dict[Any, _Block]
+        self.fold = _Fold()
+
+
 def parse_stream(events: Iterable[SSEEvent], client: str = "anthropic", tool_id_prefix: Any = None) -> Iterator[Any]:
     """SSE events of one Messages stream -> content items, then a StreamEnd.
 
     Complete when ``message_stop`` arrives, or when a ``message_delta`` carried a stop_reason and the
-    body ended cleanly.  ``ping`` and unknown events are skipped; an error event raises UpstreamError.
+    body ended cleanly (or a gateway's ``[DONE]`` came instead).  ``ping`` and unknown events are
+    skipped; an error event raises UpstreamError.
     """
     loads = json_loads
-    tools = ToolCallAssembler(client, tool_id_prefix)
-    servers = None  # type: Optional[ToolCallAssembler]  # server tool inputs, assembled the same way
-    blocks = {}  # type: Dict[Any, _Block]
-    fold = _Fold()
+    state = _State(client, tool_id_prefix)
+    tools = state.tools
+    blocks = state.blocks
+    fold = state.fold
     raw_usage = {}  # type: Dict[str, Any]
     finish = None
     done = False
     for sse in events:
         if sse.event == "error":
-            raise upstream_error(client, _loads_or_text(loads, sse.data))
-        payload = loads(sse.data)
+            payload = _loads_or_text(loads, sse.data)
+            raise upstream_error(client, payload, request_id=_request_id(payload))
+        try:
+            payload = loads(sse.data)
+        except ValueError:
+            data = sse.data.strip()
+            if data == "[DONE]":  # an OpenAI-style end marker from a gateway: the end of the body
+                break
+            if not data:  # an empty keep-alive
+                continue
+            raise
         if type(payload) is not dict:
             continue
         kind = payload.get("type")
@@ -453,12 +539,16 @@ def parse_stream(events: Iterable[SSEEvent], client: str = "anthropic", tool_id_
                 elif text and type(text) is str:
                     if not block.emitted:
                         block.emitted = True
+                        if field == "text" and fold.after_cited():
+                            fold.note(field, text, True)
+                            yield {"type": field, field: text, "fidelity": dict(_UNCITED)}
+                            continue
                         fold.note(field, text, False)
                     yield {"type": field, field: text}
             elif dkind == "input_json_delta":
                 if block is not None and block.kind == "server":
-                    if servers is not None:
-                        servers.feed(index, None, None, delta.get("partial_json"))
+                    if state.servers is not None:
+                        state.servers.feed(index, None, None, delta.get("partial_json"))
                 else:
                     for item in tools.feed(index, None, None, delta.get("partial_json")):
                         yield item
@@ -473,51 +563,18 @@ def parse_stream(events: Iterable[SSEEvent], client: str = "anthropic", tool_id_
                     if block.citations is None:
                         block.citations = []
                     block.citations.append(delta.get("citation"))
+            elif dkind == "compaction_delta":
+                if block is not None and block.kind == "server":
+                    _compaction_delta(block.raw, delta)
             continue
         if kind == "content_block_start":
-            index = payload.get("index")
-            start = payload["content_block"]
-            bkind = start.get("type")
-            if bkind == "text" or bkind == "thinking":
-                block = blocks[index] = _Block(bkind)
-                if bkind == "thinking":
-                    block.signature = start.get("signature") or ""
-                    if fold.kind == "thinking" and fold.fid and not fold.sealed:
-                        block.buffer = []  # its text would join the open carrier: hold it until its signature
-                elif start.get("citations"):
-                    block.buffer = []
-                    block.citations = list(start["citations"])
-                text = start.get(bkind)
-                if text and type(text) is str:
-                    if block.buffer is not None:
-                        block.buffer.append(text)
-                    else:
-                        block.emitted = True
-                        fold.note(bkind, text, False)
-                        yield {"type": bkind, bkind: text}
-            elif bkind == "tool_use":
-                blocks[index] = _Block("tool")
-                caller = start.get("caller")
-                fidelity = {"caller": caller} if type(caller) is dict and caller.get("type") != "direct" else None
-                seed = start.get("input")
-                for item in tools.feed(index, start.get("id"), start.get("name"), None, fidelity,
-                                       dumps(seed) if seed else None):
-                    yield item
-            elif bkind == "redacted_thinking":
-                blocks[index] = _Block("redacted", start)
-            else:  # server_tool_use, *_tool_result, and block types this module does not know
-                blocks[index] = _Block("server", dict(start))
-                if type(start.get("input")) is dict:
-                    if servers is None:
-                        servers = ToolCallAssembler(client, "srv_")
-                    seed = start["input"]
-                    servers.feed(index, start.get("id") or str(index), start.get("name") or bkind, None, None,
-                                 dumps(seed) if seed else None)
+            for item in _start_block(state, payload.get("index"), payload["content_block"]):
+                yield item
             continue
         if kind == "content_block_stop":
             block = blocks.pop(payload.get("index"), None)
             if block is not None:
-                for item in _close_block(block, payload.get("index"), tools, servers, fold):
+                for item in _close_block(block, payload.get("index"), state):
                     yield item
             continue
         if kind == "message_delta":
@@ -530,51 +587,141 @@ def parse_stream(events: Iterable[SSEEvent], client: str = "anthropic", tool_id_
             message = payload.get("message")
             if type(message) is dict:
                 _merge_usage(raw_usage, message.get("usage"))
+                content = message.get("content")
+                if content and type(content) is list:
+                    # complete blocks sent with the message (seen with code execution): each one is
+                    # a block started and stopped at once
+                    for position, start in enumerate(content):
+                        if type(start) is dict:
+                            key = ("message_start", position)
+                            for item in _start_block(state, key, start):
+                                yield item
+                            block = blocks.pop(key, None)
+                            if block is not None:
+                                for item in _close_block(block, key, state):
+                                    yield item
+                reason = message.get("stop_reason")
+                if reason and type(reason) is str and finish is None:
+                    finish = FINISH_REASONS.get(reason, "unknown")
             continue
         if kind == "message_stop":
             done = True
             break
-        if kind == "error":
-            raise upstream_error(client, payload)
+        if kind == "error" or (type(kind) is str and kind.endswith("_error") and "message" in payload):
+            raise upstream_error(client, payload, request_id=_request_id(payload))
         # ping and events this module does not know: nothing to do
     if not done and finish is None:
         return  # cut before its terminal marker: the driver raises StreamProtocolError
-    for index in sorted(blocks, key=lambda i: (type(i) is not int, i if type(i) is int else 0)):
-        for item in _close_block(blocks[index], index, tools, servers, fold):
+    for index in sorted(blocks, key=_block_order):
+        for item in _close_block(blocks[index], index, state):
             yield item
     for item in tools.finish():
         yield item
     yield StreamEnd(map_usage(raw_usage) if raw_usage else None, finish)
 
 
-def _close_block(block: _Block, index: Any, tools: ToolCallAssembler, servers: Optional[ToolCallAssembler],
-                 fold: _Fold) -> List[Dict[str, Any]]:
+def _block_order(index: Any) -> Tuple[bool, int]:
+    return type(index) is not int, index if type(index) is int else 0
+
+
+def _start_block(state: _State, index: Any, start: Mapping[str, Any]) -> List[Dict[str, Any]]:
+    """The items a ``content_block_start`` owes at once (its block is kept in ``state.blocks``)."""
+    blocks = state.blocks
+    fold = state.fold
+    bkind = start.get("type")
+    if bkind == "text" or bkind == "thinking":
+        block = blocks[index] = _Block(bkind)
+        if bkind == "thinking":
+            block.signature = start.get("signature") or ""
+            if fold.kind == "thinking" and fold.fid and not fold.sealed:
+                block.buffer = []  # its text would join the open carrier: hold it until its signature
+        elif type(start.get("citations")) is list:  # a block that may be cited: sent as one item
+            block.buffer = []
+            if start["citations"]:
+                block.citations = list(start["citations"])
+        text = start.get(bkind)
+        if text and type(text) is str:
+            if block.buffer is not None:
+                block.buffer.append(text)
+            else:
+                block.emitted = True
+                if bkind == "text" and fold.after_cited():
+                    fold.note(bkind, text, True)
+                    return [{"type": bkind, bkind: text, "fidelity": dict(_UNCITED)}]
+                fold.note(bkind, text, False)
+                return [{"type": bkind, bkind: text}]
+        return []
+    if bkind == "tool_use":
+        blocks[index] = _Block("tool")
+        caller = start.get("caller")
+        fidelity = {"caller": caller} if type(caller) is dict and caller.get("type") != "direct" else None
+        seed = start.get("input")  # usually {}; complete on relays that send whole calls (some as JSON text)
+        return state.tools.feed(index, start.get("id"), start.get("name"), None, fidelity,
+                                (seed if type(seed) is str else dumps(seed)) if seed else None)
+    if bkind == "redacted_thinking":
+        blocks[index] = _Block("redacted", start)
+        return []
+    # server_tool_use, *_tool_result, compaction, fallback, and block types this module does not know
+    blocks[index] = _Block("server", dict(start))
+    if type(start.get("input")) is dict:
+        if state.servers is None:
+            state.servers = ToolCallAssembler(state.client, "srv_")
+        seed = start["input"]
+        state.servers.feed(index, start.get("id") or str(index), start.get("name") or bkind, None, None,
+                           dumps(seed) if seed else None)
+    return []
+
+
+def _compaction_delta(raw: Dict[str, Any], delta: Mapping[str, Any]) -> None:
+    """A compaction block streams its summary in pieces; its opaque payload is the latest one sent."""
+    content = delta.get("content")
+    if type(content) is str:
+        raw["content"] = (raw.get("content") or "") + content
+    encrypted = delta.get("encrypted_content")
+    if encrypted is not None:
+        raw["encrypted_content"] = encrypted
+
+
+def _close_block(block: _Block, index: Any, state: _State) -> List[Dict[str, Any]]:
     """The items a finished content block still owes."""
     kind = block.kind
+    fold = state.fold
     if kind == "tool":
-        items = tools.close(index)
+        items = state.tools.close(index)
         if items and items[-1]["type"] == "tool_call":
             fold.kind = None
         return items
     if kind == "text" or kind == "thinking":
         fidelity = None  # type: Optional[Dict[str, Any]]
+        cited = False
         if kind == "thinking" and block.signature:
             fidelity = {"signature": block.signature}
         elif block.citations:
             fidelity = {"citations": block.citations}
+            cited = True
         text = "".join(block.buffer) if block.buffer else ""
         if not text and fidelity is None:
             return []
+        out = []  # type: List[Dict[str, Any]]
+        if kind == "text":
+            if cited and not block.emitted and fold.plain_text_open():
+                # the plain text before it is done: seal it so the cited block stays a block of its own
+                out.append({"type": "text", "text": "", "fidelity": dict(_UNCITED)})
+                fold.note("text", "", True)
+            elif not cited and not block.emitted and fold.after_cited():
+                fidelity = dict(_UNCITED)
         item = {"type": kind, kind: text}  # type: Dict[str, Any]
         if fidelity is not None:
             item["fidelity"] = fidelity
-        fold.note(kind, text, fidelity is not None)
-        return [item]
+        fold.note(kind, text, fidelity is not None, cited)
+        out.append(item)
+        return out
     if kind == "redacted":
         fidelity = {"redacted_data": block.raw.get("data")}
         natural = "thinking"
     else:
         raw = block.raw
+        servers = state.servers
         if servers is not None and "input" in raw:
             try:
                 items = servers.close(index)
@@ -589,6 +736,12 @@ def _close_block(block: _Block, index: Any, tools: ToolCallAssembler, servers: O
     own = fold.own_kind(natural)
     fold.note(own, "", True)
     return [{"type": own, own: "", "fidelity": fidelity}]
+
+
+def _request_id(payload: Any) -> Optional[str]:
+    if type(payload) is dict and isinstance(payload.get("request_id"), str):
+        return payload["request_id"]
+    return None
 
 
 def _loads_or_text(loads: Any, data: str) -> Any:
