@@ -38,7 +38,10 @@ Input items, in the order of the messages and of their content items:
   ``channel``) -> ``{"type": "reasoning", "summary": [...], "encrypted_content"?}``,
   ``summary`` always present (the text goes back in ``content`` as ``reasoning_text``
   when it streamed that way); thinking from other protocols is left out;
-- tool_call -> ``{"type": "function_call", "call_id", "name", "arguments"}`` (JSON text).
+- tool_call -> ``{"type": "function_call", "call_id", "name", "arguments"}`` (JSON text);
+  a tool_call that came from a custom tool call (fidelity ``{"type": "custom_tool_call"}``)
+  -> ``{"type": "custom_tool_call", "call_id", "name", "input"}``, and its result ->
+  ``custom_tool_call_output``.
 
 No provider item id is ever recorded or sent.
 
@@ -52,13 +55,25 @@ Stream -> content items
 - a reasoning item's ``response.output_item.done`` -> an empty thinking item whose
   fidelity is ``{"channel": "summary"|"content", "encrypted_content"?, "parts"?,
   "signature"?, "format"?}`` (``parts``: the length of each part when there were
-  several, so the replay rebuilds the summary list exactly);
+  several, so the replay rebuilds the summary list exactly).  A reasoning item still
+  open when another item starts (OpenRouter sends its done after the message) has its
+  text sealed then with the fidelity known so far; its done adds only what is new
+  (encrypted content).  A done event is matched to the item announced under the same
+  id even when its ``output_index`` differs (vLLM);
 - function calls: ``output_item.added`` announces (call_id, name), argument deltas are
   fed by ``output_index``, ``function_call_arguments.done`` / ``output_item.done`` close
   the call (their full arguments are used when no delta came: servers that only send
   whole calls).  Interleaved parallel calls come out one after the other;
+- custom (free-text) tool calls -> tool calls whose arguments are ``{"input": text}``
+  (``custom_tool_call_input.delta`` pieces become JSON-escaped argument fragments),
+  fidelity ``{"type": "custom_tool_call"}``;
+- an ``image_generation_call``'s ``result`` -> inline_data (image/<output_format>);
+  other built-in tool items (web/file search, code interpreter, MCP, ...) are not tool
+  calls and are not replayed (their outcome is in the text that follows);
 - items that only arrive whole (``output_item.done`` without deltas, or only in the
-  final ``response.output``) are emitted from there;
+  final ``response.output``) are emitted from there; an item of the final output already
+  seen on the wire (same position or same id), or a message when text was streamed
+  (LiteLLM's bridge streams every item at index 0), is not emitted again;
 - ``response.completed`` -> finish ``stop`` (the driver makes it ``tool_call`` when
   calls were made); ``response.incomplete`` -> ``length`` when
   ``incomplete_details.reason`` is ``max_output_tokens``, else ``unknown``;
@@ -69,6 +84,8 @@ Stream -> content items
   thoughts = ``output_tokens_details.reasoning_tokens``, response = output - thoughts.
 """
 
+import base64
+import json
 import logging
 import re
 from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Tuple
@@ -232,15 +249,16 @@ def _media(client: str, mime_type: str, data: bytes) -> Dict[str, Any]:
 
 def _input(endpoint: Endpoint, messages: List[Mapping[str, Any]]) -> List[Dict[str, Any]]:
     out = []  # type: List[Dict[str, Any]]
+    custom = set()  # type: set  # call ids of custom tool calls: their results go back as custom_tool_call_output
     for message in messages:
         if message["role"] == "assistant":
-            _assistant(message, out)
+            _assistant(message, out, custom)
         else:
-            _user(endpoint.client_type, message, out)
+            _user(endpoint.client_type, message, out, custom)
     return out
 
 
-def _user(client: str, message: Mapping[str, Any], out: List[Dict[str, Any]]) -> None:
+def _user(client: str, message: Mapping[str, Any], out: List[Dict[str, Any]], custom: Any = ()) -> None:
     parts = []  # type: List[Dict[str, Any]]
     wrote = False
     for item in message["content_items"]:
@@ -255,7 +273,8 @@ def _user(client: str, message: Mapping[str, Any], out: List[Dict[str, Any]]) ->
             if parts:
                 out.append({"type": "message", "role": "user", "content": parts})
                 parts = []
-            out.append({"type": "function_call_output", "call_id": item["tool_call_id"], "output": _tool_output(item)})
+            kind = "custom_tool_call_output" if item["tool_call_id"] in custom else "function_call_output"
+            out.append({"type": kind, "call_id": item["tool_call_id"], "output": _tool_output(item)})
             wrote = True
         else:  # pragma: no cover - validate.check_message keeps other items out of user messages
             raise ConfigError("a {} item cannot be sent in a user message".format(kind))
@@ -272,7 +291,7 @@ def _tool_output(item: Mapping[str, Any]) -> Any:
     return parts
 
 
-def _assistant(message: Mapping[str, Any], out: List[Dict[str, Any]]) -> None:
+def _assistant(message: Mapping[str, Any], out: List[Dict[str, Any]], custom: Any = None) -> None:
     content = []  # type: List[Dict[str, Any]]
     phase = None  # the phase of the message being gathered in content
     for item in message["content_items"]:
@@ -300,6 +319,13 @@ def _assistant(message: Mapping[str, Any], out: List[Dict[str, Any]]) -> None:
             else:
                 logger.debug("thinking that did not come from a Responses reasoning item is not replayed")
         elif kind == "tool_call":
+            if fidelity.get("type") == "custom_tool_call":  # free-text input, back as it came
+                text = item["arguments"].get("input", "")
+                out.append({"type": "custom_tool_call", "call_id": item["tool_call_id"], "name": item["name"],
+                            "input": text if isinstance(text, str) else dumps(text)})
+                if custom is not None:
+                    custom.add(item["tool_call_id"])
+                continue
             out.append({"type": "function_call", "call_id": item["tool_call_id"], "name": item["name"],
                         "arguments": dumps(item["arguments"])})
         elif kind in ("inline_data", "image_url", "inline_thinking"):
@@ -373,29 +399,40 @@ def map_usage(raw: Any) -> Dict[str, Any]:
 class _Reasoning(object):
     """One reasoning item while it streams: which channel, which part, each part's length."""
 
-    __slots__ = ("channel", "part_channel", "part", "lengths")
+    __slots__ = ("channel", "part_channel", "part", "lengths", "sealed", "resumed")
 
-    def __init__(self) -> None:
+    def __init__(self, resumed: bool = False) -> None:
         self.channel = None  # type: Optional[str]
         self.part_channel = None  # type: Optional[str]
         self.part = None  # type: Any
         self.lengths = []  # type: List[int]
+        #: the fidelity its text went out with, when another item started before the item was done
+        self.sealed = None  # type: Optional[Dict[str, Any]]
+        #: its text resumed after it was sealed (the finished item's texts are then not taken again)
+        self.resumed = resumed
 
 
 class _Call(object):
-    __slots__ = ("named", "identified", "has_args", "closed")
+    __slots__ = ("named", "identified", "has_args", "closed", "custom")
 
-    def __init__(self, named: bool, identified: bool) -> None:
+    def __init__(self, named: bool, identified: bool, custom: bool = False) -> None:
         self.named = named
         self.identified = identified
         self.has_args = False
         self.closed = False
+        self.custom = custom  # a custom tool call: free-text input, carried as {"input": text}
 
 
 _SEPARATOR = "\n\n"
 _TERMINAL = frozenset(["response.completed", "response.incomplete", "response.done"])
 _SUMMARY_DELTA = "response.reasoning_summary_text.delta"
 _CONTENT_DELTA = "response.reasoning_text.delta"
+#: fidelity of a tool_call that came from a custom tool call (free-text input, replayed as such)
+_CUSTOM = {"type": "custom_tool_call"}
+_CUSTOM_OPEN = '{"input":"'
+_CUSTOM_CLOSE = '"}'
+#: json.dumps(text) for a str without building an encoder each time (custom tool input pieces)
+_encode_string = json.encoder.encode_basestring
 
 
 def parse_stream(events: Iterable[SSEEvent], client: str = "openai-responses", tool_id_prefix: Any = None) -> Iterator[Any]:
@@ -421,6 +458,8 @@ class _Parser(object):
         self.last_slot = None  # type: Any
         self.held = []  # type: List[Dict[str, Any]]  # items waiting for an open tool call to finish
         self.calls_open = False
+        self.opened = {}  # type: Dict[str, Tuple[Any, Any]]  # item id -> (slot, type) of items announced, not done
+        self.item_ids = set()  # type: set  # ids of the items announced or finished on the wire
 
     # -- the loop -------------------------------------------------------------------------
     def run(self, events: Iterable[SSEEvent]) -> Iterator[Any]:
@@ -449,6 +488,9 @@ class _Parser(object):
                             item["fidelity"] = {"phase": phase}
                             self.phased.add(slot)
                     texted.add(slot)
+                    if self.reasoning:  # a reasoning item is still open (its done comes late, or never)
+                        for sealed in self._emit(self._seal(None)):
+                            yield sealed
                     if self.calls_open:
                         self.held.append(item)
                     else:
@@ -488,6 +530,14 @@ class _Parser(object):
             elif kind == "response.function_call_arguments.done":
                 for item in self._arguments_done(payload):
                     yield item
+            elif kind == "response.custom_tool_call_input.delta":
+                for item in self._custom_input(payload, payload.get("delta")):
+                    yield item
+            elif kind == "response.custom_tool_call_input.done":
+                call = self.calls.get(self._slot(payload))
+                if call is not None and call.custom and not call.has_args:
+                    for item in self._custom_input(payload, payload.get("input")):
+                        yield item
             elif kind == "response.refusal.delta":
                 delta = payload.get("delta")
                 if delta and type(delta) is str:
@@ -525,8 +575,24 @@ class _Parser(object):
         self.last_slot = slot
         return slot
 
+    def _seal(self, slot: Any = None) -> List[Dict[str, Any]]:
+        """Another item starts while reasoning items that streamed text are not done yet (OpenRouter sends
+        a reasoning item's done after the message that follows it): their text is sealed now with the
+        fidelity known so far, so it stays one replayable item; the done item adds what only it has."""
+        items = []  # type: List[Dict[str, Any]]
+        for other, state in self.reasoning.items():
+            if other != slot and state.lengths and state.sealed is None:
+                fidelity = {"channel": state.channel or "summary"}  # type: Dict[str, Any]
+                if len(state.lengths) > 1:
+                    fidelity["parts"] = list(state.lengths)
+                state.sealed = fidelity
+                items.append({"type": "thinking", "thinking": "", "fidelity": fidelity})
+        return items
+
     def _emit(self, items: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
         """Items of non-call kinds: held back while a tool call is still streaming (calls stay contiguous)."""
+        if self.reasoning and items and items[0]["type"] != "thinking":
+            items = self._seal(None) + items
         if self.calls_open:
             self.held.extend(items)
             return []
@@ -562,6 +628,8 @@ class _Parser(object):
         if state is None:
             state = self.reasoning[slot] = _Reasoning()
             self.seen.add(slot)
+        elif state.sealed is not None:  # more text after it was sealed: a new run of the same item
+            state = self.reasoning[slot] = _Reasoning(resumed=True)
         if kind == _SUMMARY_DELTA:
             channel = "summary"
             part = payload.get("summary_index")
@@ -588,6 +656,17 @@ class _Parser(object):
         slot = self._slot(payload)
         self.seen.add(slot)
         kind = item.get("type")
+        item_id = item.get("id")
+        if item_id and isinstance(item_id, str):
+            self.opened[item_id] = (slot, kind)
+            self.item_ids.add(item_id)
+        if self.reasoning and kind != "reasoning":
+            sealed = self._emit(self._seal(None))
+            if sealed:
+                return sealed + self._added_item(item, slot, kind)
+        return self._added_item(item, slot, kind)
+
+    def _added_item(self, item: Mapping[str, Any], slot: Any, kind: Any) -> List[Dict[str, Any]]:
         if kind == "message":
             phase = item.get("phase")
             if phase and isinstance(phase, str):
@@ -600,7 +679,21 @@ class _Parser(object):
             seed = item.get("arguments")
             items = self.tools.feed(slot, call_id, name, "", seed=seed if isinstance(seed, str) and seed else None)
             return self._after_calls(items)
+        if kind == "custom_tool_call":
+            call_id = item.get("call_id") or None
+            name = item.get("name") or None
+            self.calls[slot] = _Call(name is not None, call_id is not None, custom=True)
+            return self._after_calls(self.tools.feed(slot, call_id, name, _CUSTOM_OPEN, dict(_CUSTOM)))
         return []
+
+    def _custom_input(self, payload: Mapping[str, Any], text: Any) -> List[Dict[str, Any]]:
+        """A piece of a custom tool call's free-text input -> a JSON-escaped argument fragment."""
+        slot = self._slot(payload)
+        call = self.calls.get(slot)
+        if call is None or not call.custom or call.closed or not isinstance(text, str) or not text:
+            return []
+        call.has_args = True
+        return self._after_calls(self.tools.feed(slot, arguments=_encode_string(text)[1:-1]))
 
     def _arguments_done(self, payload: Mapping[str, Any]) -> List[Dict[str, Any]]:
         slot = self._slot(payload)
@@ -625,15 +718,59 @@ class _Parser(object):
     def _done(self, item: Any, slot: Any) -> List[Dict[str, Any]]:
         if not isinstance(item, dict):
             return []
-        self.seen.add(slot)
         kind = item.get("type")
+        item_id = item.get("id")
+        if item_id and isinstance(item_id, str):
+            self.item_ids.add(item_id)
+        if item_id and isinstance(item_id, str) and self.opened:
+            opened = self.opened.pop(item_id, None)
+            if opened is not None and opened[0] != slot and opened[1] == kind:
+                # the item announced under this id finishes at another output_index (vLLM sent the
+                # reasoning item's done with the next item's index): it is the announced one
+                slot = opened[0]
+        self.seen.add(slot)
         if kind == "message":
             return self._message_done(item, slot)
         if kind == "reasoning":
             return self._reasoning_done(item, slot)
         if kind == "function_call":
             return self._call_done(item, slot)
-        return []  # built-in tool items: not client tool calls
+        if kind == "custom_tool_call":
+            return self._custom_done(item, slot)
+        if kind == "image_generation_call":
+            return self._image_done(item)
+        return []  # other built-in tool items: not client tool calls, nothing the next request needs
+
+    def _custom_done(self, item: Mapping[str, Any], slot: Any) -> List[Dict[str, Any]]:
+        call = self.calls.get(slot)
+        text = item.get("input")
+        text = text if isinstance(text, str) else ""
+        items = []  # type: List[Dict[str, Any]]
+        if call is None:  # the whole call arrives here
+            call_id = item.get("call_id") or None
+            name = item.get("name") or None
+            call = self.calls[slot] = _Call(name is not None, call_id is not None, custom=True)
+            items.extend(self.tools.feed(slot, call_id, name, _CUSTOM_OPEN, dict(_CUSTOM)))
+        elif call.closed or not call.custom:
+            return []
+        if not call.has_args and text:
+            items.extend(self.tools.feed(slot, arguments=_encode_string(text)[1:-1]))
+            call.has_args = True
+        items.extend(self.tools.feed(slot, arguments=_CUSTOM_CLOSE))
+        items.extend(self.tools.close(index=slot))
+        call.closed = True
+        return self._after_calls(items)
+
+    def _image_done(self, item: Mapping[str, Any]) -> List[Dict[str, Any]]:
+        """A finished image_generation_call: its image is output media (the call itself is not replayed)."""
+        result = item.get("result")
+        if not isinstance(result, str) or not result:
+            return []
+        fmt = item.get("output_format")
+        mime = "image/" + (fmt if isinstance(fmt, str) and fmt.isalnum() else "png")
+        if mime == "image/jpg":
+            mime = "image/jpeg"
+        return self._emit([{"type": "inline_data", "data": base64.b64decode(result), "mime_type": mime}])
 
     def _message_done(self, item: Mapping[str, Any], slot: Any) -> List[Dict[str, Any]]:
         phase = item.get("phase")
@@ -657,7 +794,19 @@ class _Parser(object):
     def _reasoning_done(self, item: Mapping[str, Any], slot: Any) -> List[Dict[str, Any]]:
         state = self.reasoning.pop(slot, None) or _Reasoning()
         items = []  # type: List[Dict[str, Any]]
-        if not state.lengths:  # nothing streamed: take the texts from the finished item
+        if state.sealed is not None:  # its text went out sealed: only what the finished item adds is left
+            fidelity = {"channel": state.sealed["channel"]}
+            encrypted = item.get("encrypted_content")
+            if isinstance(encrypted, str) and encrypted:
+                fidelity["encrypted_content"] = encrypted
+            for key in ("signature", "format"):
+                value = item.get(key)
+                if isinstance(value, str) and value:
+                    fidelity[key] = value
+            if len(fidelity) == 1:
+                return []
+            return self._emit([{"type": "thinking", "thinking": "", "fidelity": fidelity}])
+        if not state.lengths and not state.resumed:  # nothing streamed: take the texts from the finished item
             for channel, key, part_type in (("summary", "summary", "summary_text"), ("content", "content", "reasoning_text")):
                 texts = [p["text"] for p in item.get(key) or () if isinstance(p, dict) and isinstance(p.get("text"), str)
                          and p.get("type", part_type) == part_type]
@@ -725,14 +874,27 @@ class _Parser(object):
         for position, item in enumerate(output):
             if not isinstance(item, dict):
                 continue
-            if position in self.seen or (item.get("id") and item.get("id") in self.ids):
+            item_id = item.get("id")
+            known = isinstance(item_id, str) and (item_id in self.item_ids or item_id in self.ids)
+            if position in self.seen or known:
                 call = self.calls.get(position)
-                if call is not None and not call.closed and item.get("type") == "function_call":
-                    for part in self._call_done(item, position):
-                        yield part
+                if call is not None and not call.closed:
+                    kind = item.get("type")
+                    if kind == "function_call":
+                        for part in self._call_done(item, position):
+                            yield part
+                    elif kind == "custom_tool_call":
+                        for part in self._custom_done(item, position):
+                            yield part
                 continue
+            if item.get("type") == "message" and self.texted:
+                continue  # text streamed already (under another index: LiteLLM puts every item at 0)
             for part in self._done(item, position):
                 yield part
+        for slot, call in list(self.calls.items()):
+            if call.custom and not call.closed:  # a custom call the server never finished: close its text
+                for part in self._custom_done({}, slot):
+                    yield part
         items = self.tools.finish()
         self.calls_open = False
         for item in items + self.held:

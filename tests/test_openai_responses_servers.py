@@ -1,0 +1,488 @@
+"""Responses API: how other servers (and OpenAI's own odd corners) shape a stream.
+
+Each test feeds a minimal stream written for this file that reproduces one quirk seen on
+a real server's wire, and states the exact items it must come out as, plus what the next
+request makes of them.  No recorded bytes are kept here.
+"""
+
+import base64
+import json
+
+import pytest
+
+from conftest import run_parser, splits, strip_ids
+
+from agenthub.errors import EmptyResponseError, ServerError, UpstreamError
+from agenthub.providers._common import Endpoint
+from agenthub.providers.openai_responses import build_request, parse_stream
+from agenthub.stream import check_stream, collect
+from agenthub.validate import check_config
+
+CLIENT = "openai-responses"
+
+
+def sse(*payloads, event_lines=False, done=False, comment=None):
+    """A body from payload dicts: one ``data:`` event each (``event:`` lines optional)."""
+    out = []
+    if comment:
+        out.append(": {}\n\n".format(comment))
+    for payload in payloads:
+        line = "data: {}\n\n".format(json.dumps(payload, separators=(",", ":")))
+        if event_lines:
+            line = "event: {}\n".format(payload["type"]) + line
+        out.append(line)
+    if done:
+        out.append("data: [DONE]\n\n")
+    return "".join(out).encode("utf-8")
+
+
+def run(data):
+    events = run_parser(parse_stream, [data], CLIENT, tool_id_prefix="call_t_")
+    check_stream(events)
+    reference = strip_ids(events)
+    for chunks in splits(data, samples=6):
+        assert strip_ids(run_parser(parse_stream, chunks, CLIENT, tool_id_prefix="call_t_")) == reference
+    return events
+
+
+def items(events):
+    return [e["content_items"][0] for e in events[1:-1]]
+
+
+def stop(events):
+    return events[-1]["finish_reason"], events[-1]["usage_metadata"]
+
+
+def replay(message, follow=None, model="gpt-5"):
+    """The input items the next request sends for [user, message, follow-up]."""
+    if follow is None:
+        calls = [i for i in message["content_items"] if i["type"] == "tool_call"]
+        follow = {"role": "user", "content_items": [
+            {"type": "tool_result", "text": "ok", "tool_call_id": c["tool_call_id"]} for c in calls]} if calls else \
+            {"role": "user", "content_items": [{"type": "text", "text": "next"}]}
+    messages = [{"role": "user", "content_items": [{"type": "text", "text": "hi"}]}, message, follow]
+    request = build_request(Endpoint(CLIENT, "https://api.openai.com/v1", "k", None, None), model, messages,
+                            check_config({}))
+    return request.body["input"][1:]
+
+
+def created():
+    return {"type": "response.created", "response": {"id": "resp_1", "status": "in_progress", "output": []}}
+
+
+def completed(output, usage=None, status="completed"):
+    response = {"id": "resp_1", "status": status, "output": output}
+    if usage is not None:
+        response["usage"] = usage
+    return {"type": "response.completed", "response": response}
+
+
+USAGE = {"input_tokens": 20, "input_tokens_details": {"cached_tokens": 5}, "output_tokens": 30,
+         "output_tokens_details": {"reasoning_tokens": 10}, "total_tokens": 50}
+BUCKETS = {"cached_tokens": 5, "prompt_tokens": 15, "thoughts_tokens": 10, "response_tokens": 20}
+
+
+# -- reasoning items that finish out of place ------------------------------------------------------
+
+
+def test_reasoning_done_under_another_output_index_is_the_announced_item():
+    # vLLM (gpt-oss) sent the reasoning item's output_item.done with the next item's index
+    reasoning = {"id": "rs_a", "type": "reasoning", "summary": [],
+                 "content": [{"type": "reasoning_text", "text": "Greet back."}]}
+    message = {"id": "msg_b", "type": "message", "role": "assistant",
+               "content": [{"type": "output_text", "text": "Hello!"}]}
+    data = sse(
+        created(),
+        {"type": "response.output_item.added", "output_index": 0,
+         "item": {"id": "rs_a", "type": "reasoning", "summary": [], "content": None}},
+        {"type": "response.reasoning_text.delta", "output_index": 0, "content_index": 0, "item_id": "rs_a",
+         "delta": "Greet "},
+        {"type": "response.reasoning_text.delta", "output_index": 0, "content_index": 0, "item_id": "rs_a",
+         "delta": "back."},
+        {"type": "response.output_item.done", "output_index": 1, "item": reasoning},
+        {"type": "response.output_item.added", "output_index": 1,
+         "item": {"id": "msg_b", "type": "message", "role": "assistant", "content": []}},
+        {"type": "response.output_text.delta", "output_index": 1, "content_index": 0, "item_id": "msg_b",
+         "delta": "Hello!"},
+        {"type": "response.output_item.done", "output_index": 1, "item": message},
+        completed([reasoning, message], USAGE),
+        event_lines=True,
+    )
+    events = run(data)
+    assert items(events) == [
+        {"type": "thinking", "thinking": "Greet "},
+        {"type": "thinking", "thinking": "back."},
+        {"type": "thinking", "thinking": "", "fidelity": {"channel": "content"}},
+        {"type": "text", "text": "Hello!"},
+    ]
+    assert stop(events) == ("stop", BUCKETS)
+    assert replay(collect(events))[:2] == [
+        {"type": "reasoning", "summary": [], "content": [{"type": "reasoning_text", "text": "Greet back."}]},
+        {"type": "message", "role": "assistant",
+         "content": [{"type": "output_text", "text": "Hello!", "annotations": []}]},
+    ]
+
+
+def test_reasoning_done_after_the_message_is_sealed_before_the_text():
+    # OpenRouter: the reasoning item's done event comes after the whole message item; its final
+    # output names the reasoning item with another id; SSE comment lines and a trailing [DONE]
+    reasoning = {"type": "reasoning", "id": "rs_tmp_1", "summary": [],
+                 "content": [{"type": "reasoning_text", "text": "It is 4."}]}
+    message = {"type": "message", "id": "msg_tmp_2", "role": "assistant", "status": "completed",
+               "content": [{"type": "output_text", "text": "4", "annotations": []}]}
+    data = sse(
+        created(),
+        {"type": "response.output_item.added", "output_index": 0,
+         "item": {"type": "reasoning", "id": "rs_tmp_1", "summary": []}},
+        {"type": "response.reasoning_text.delta", "output_index": 0, "item_id": "rs_tmp_1", "content_index": 0,
+         "delta": "It is "},
+        {"type": "response.reasoning_text.delta", "output_index": 0, "item_id": "rs_tmp_1", "content_index": 0,
+         "delta": "4."},
+        {"type": "response.output_item.added", "output_index": 1,
+         "item": {"type": "message", "id": "msg_tmp_2", "role": "assistant", "content": []}},
+        {"type": "response.output_text.delta", "output_index": 1, "item_id": "msg_tmp_2", "content_index": 0,
+         "delta": "4"},
+        {"type": "response.output_item.done", "output_index": 1, "item": message},
+        {"type": "response.reasoning_text.done", "output_index": 0, "item_id": "rs_tmp_1", "content_index": 0,
+         "text": "It is 4."},
+        {"type": "response.output_item.done", "output_index": 0, "item": reasoning},
+        completed([dict(reasoning, id="rs_tmp_9"), message], USAGE),
+        done=True, comment="OPENROUTER PROCESSING",
+    )
+    events = run(data)
+    assert items(events) == [
+        {"type": "thinking", "thinking": "It is "},
+        {"type": "thinking", "thinking": "4."},
+        {"type": "thinking", "thinking": "", "fidelity": {"channel": "content"}},
+        {"type": "text", "text": "4"},
+    ]
+    message_out = collect(events)
+    assert message_out["content_items"] == [
+        {"type": "thinking", "thinking": "It is 4.", "fidelity": {"channel": "content"}},
+        {"type": "text", "text": "4"},
+    ]
+    assert replay(message_out)[0] == {
+        "type": "reasoning", "summary": [], "content": [{"type": "reasoning_text", "text": "It is 4."}]}
+
+
+def test_late_reasoning_done_still_brings_its_encrypted_content():
+    data = sse(
+        created(),
+        {"type": "response.output_item.added", "output_index": 0, "item": {"type": "reasoning", "id": "rs_1"}},
+        {"type": "response.reasoning_summary_text.delta", "output_index": 0, "summary_index": 0, "delta": "Plan."},
+        {"type": "response.output_text.delta", "output_index": 1, "content_index": 0, "delta": "Done."},
+        {"type": "response.output_item.done", "output_index": 0,
+         "item": {"type": "reasoning", "id": "rs_1", "encrypted_content": "enc-1",
+                  "summary": [{"type": "summary_text", "text": "Plan."}]}},
+        completed([], USAGE),
+    )
+    events = run(data)
+    assert items(events) == [
+        {"type": "thinking", "thinking": "Plan."},
+        {"type": "thinking", "thinking": "", "fidelity": {"channel": "summary"}},
+        {"type": "text", "text": "Done."},
+        {"type": "thinking", "thinking": "", "fidelity": {"channel": "summary", "encrypted_content": "enc-1"}},
+    ]
+    assert [i["type"] for i in replay(collect(events))] == ["reasoning", "message", "reasoning", "message"]
+
+
+def test_reasoning_that_resumes_after_its_done_event():
+    # an Ollama-style server reopens the same reasoning item (same id and index) after the answer began,
+    # and sends its plain thinking as encrypted_content
+    def done(text):
+        return {"type": "response.output_item.done", "output_index": 0,
+                "item": {"id": "rs_7", "type": "reasoning", "encrypted_content": text,
+                         "summary": [{"type": "summary_text", "text": text}]}}
+
+    def think(text):
+        return {"type": "response.reasoning_summary_text.delta", "item_id": "rs_7", "output_index": 0,
+                "summary_index": 0, "delta": text}
+
+    data = sse(
+        created(),
+        {"type": "response.output_item.added", "output_index": 0,
+         "item": {"id": "rs_7", "type": "reasoning", "summary": []}},
+        think("First."), done("First."),
+        {"type": "response.output_item.added", "output_index": 1,
+         "item": {"id": "msg_1", "type": "message", "role": "assistant", "content": []}},
+        {"type": "response.output_text.delta", "item_id": "msg_1", "output_index": 1, "content_index": 0,
+         "delta": "Answer."},
+        think(" Second."), done("First. Second."),
+        completed([], {"input_tokens": 9, "output_tokens": 4, "total_tokens": 13}),
+        event_lines=True,
+    )
+    events = run(data)
+    assert items(events) == [
+        {"type": "thinking", "thinking": "First."},
+        {"type": "thinking", "thinking": "", "fidelity": {"channel": "summary", "encrypted_content": "First."}},
+        {"type": "text", "text": "Answer."},
+        {"type": "thinking", "thinking": " Second."},
+        {"type": "thinking", "thinking": "", "fidelity": {"channel": "summary",
+                                                        "encrypted_content": "First. Second."}},
+    ]
+    assert stop(events) == ("stop", {"cached_tokens": None, "prompt_tokens": 9, "thoughts_tokens": None,
+                                     "response_tokens": 4})
+
+
+# -- items that every event places at output_index 0 (LiteLLM's bridge) ------------------------------
+
+
+def test_message_streamed_at_index_zero_is_not_repeated_from_the_final_output():
+    reasoning = {"id": "rs_x", "type": "reasoning", "summary": [{"type": "summary_text", "text": "Add them."}]}
+    message = {"id": "msg_x", "type": "message", "role": "assistant", "status": "completed",
+               "content": [{"type": "output_text", "text": "4.", "annotations": []}]}
+    data = sse(
+        created(),
+        {"type": "response.output_item.added", "output_index": 0,
+         "item": {"id": "rs_x", "type": "reasoning", "status": "in_progress", "summary": None}},
+        {"type": "response.reasoning_summary_text.delta", "item_id": "rs_x", "output_index": 0, "delta": "Add them."},
+        {"type": "response.output_item.done", "output_index": 0, "item": reasoning},
+        {"type": "response.output_text.delta", "item_id": "msg_x", "output_index": 0, "content_index": 0,
+         "delta": "4."},
+        {"type": "response.output_item.done", "output_index": 0, "item": message},
+        completed([reasoning, message], USAGE),
+        done=True,
+    )
+    events = run(data)
+    assert items(events) == [
+        {"type": "thinking", "thinking": "Add them."},
+        {"type": "thinking", "thinking": "", "fidelity": {"channel": "summary"}},
+        {"type": "text", "text": "4."},
+    ]
+
+
+def test_final_output_message_without_id_after_streamed_text_is_not_repeated():
+    data = sse(
+        created(),
+        {"type": "response.output_text.delta", "output_index": 0, "content_index": 0, "delta": "Hi."},
+        completed([{"type": "reasoning", "summary": []},
+                   {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Hi."}]}]),
+    )
+    assert items(run(data)) == [{"type": "text", "text": "Hi."}]
+
+
+def test_tool_calls_at_shifted_indexes_with_the_call_id_as_item_id():
+    calls = [{"type": "function_call", "id": cid, "call_id": cid, "name": "get_weather", "arguments": args,
+              "status": "completed"}
+             for cid, args in (("toolu_A", '{"city": "Paris"}'), ("toolu_B", '{"city": "Rome"}'))]
+    payloads = [created()]
+    for index, call in enumerate(calls, 1):
+        payloads.append({"type": "response.output_item.added", "output_index": index,
+                         "item": dict(call, arguments="", status="in_progress")})
+        args = call["arguments"]
+        for start in range(0, len(args), 10):
+            payloads.append({"type": "response.function_call_arguments.delta", "item_id": call["id"],
+                             "output_index": index, "delta": args[start:start + 10]})
+    for index, call in enumerate(calls, 1):
+        payloads.append({"type": "response.function_call_arguments.done", "item_id": call["id"],
+                         "output_index": index, "arguments": call["arguments"]})
+        payloads.append({"type": "response.output_item.done", "output_index": index, "item": call})
+    payloads.append(completed(calls, {"input_tokens": 30, "output_tokens": 8, "total_tokens": 38}))
+    events = run(sse(*payloads, done=True))
+    assert items(events) == [
+        {"type": "partial_tool_call", "name": "get_weather", "arguments": "", "tool_call_id": "toolu_A"},
+        {"type": "partial_tool_call", "name": "", "arguments": '{"city": "', "tool_call_id": ""},
+        {"type": "partial_tool_call", "name": "", "arguments": 'Paris"}', "tool_call_id": ""},
+        {"type": "tool_call", "name": "get_weather", "arguments": {"city": "Paris"}, "tool_call_id": "toolu_A"},
+        {"type": "partial_tool_call", "name": "get_weather", "arguments": "", "tool_call_id": "toolu_B"},
+        {"type": "partial_tool_call", "name": "", "arguments": '{"city": "', "tool_call_id": ""},
+        {"type": "partial_tool_call", "name": "", "arguments": 'Rome"}', "tool_call_id": ""},
+        {"type": "tool_call", "name": "get_weather", "arguments": {"city": "Rome"}, "tool_call_id": "toolu_B"},
+    ]
+    assert stop(events)[0] == "tool_call"
+
+
+def test_item_ids_that_change_on_every_event_are_followed_by_output_index():
+    # GitHub Copilot's relay gives every event of one item a new item_id
+    data = sse(
+        created(),
+        {"type": "response.output_item.added", "output_index": 0,
+         "item": {"id": "id-1", "type": "message", "phase": "final_answer", "role": "assistant", "content": []}},
+        {"type": "response.output_text.delta", "item_id": "id-2", "output_index": 0, "content_index": 0,
+         "delta": "Three"},
+        {"type": "response.output_text.delta", "item_id": "id-3", "output_index": 0, "content_index": 0,
+         "delta": " r's."},
+        {"type": "response.output_item.done", "output_index": 0,
+         "item": {"id": "id-4", "type": "message", "phase": "final_answer", "role": "assistant",
+                  "content": [{"type": "output_text", "text": "Three r's."}]}},
+        completed([{"id": "id-5", "type": "message", "phase": "final_answer", "role": "assistant",
+                    "content": [{"type": "output_text", "text": "Three r's."}]}], USAGE),
+    )
+    events = run(data)
+    assert items(events) == [
+        {"type": "text", "text": "Three", "fidelity": {"phase": "final_answer"}},
+        {"type": "text", "text": " r's.", "fidelity": {"phase": "final_answer"}},
+    ]
+
+
+# -- custom (free-text) tool calls -----------------------------------------------------------------
+
+
+def test_streamed_custom_tool_call_is_a_tool_call_with_its_input_and_replays_as_custom():
+    text = 'SELECT "name"\nFROM users;'
+    call = {"id": "ctc_1", "type": "custom_tool_call", "call_id": "call_sql", "name": "execute_sql", "input": text,
+            "status": "completed"}
+    data = sse(
+        created(),
+        {"type": "response.output_item.added", "output_index": 0,
+         "item": dict(call, input="", status="in_progress")},
+        {"type": "response.custom_tool_call_input.delta", "output_index": 0, "item_id": "ctc_1",
+         "delta": 'SELECT "name"'},
+        {"type": "response.custom_tool_call_input.delta", "output_index": 0, "item_id": "ctc_1",
+         "delta": "\nFROM users;"},
+        {"type": "response.custom_tool_call_input.done", "output_index": 0, "item_id": "ctc_1", "input": text},
+        {"type": "response.output_item.done", "output_index": 0, "item": call},
+        completed([call], USAGE),
+        event_lines=True,
+    )
+    events = run(data)
+    assert items(events) == [
+        {"type": "partial_tool_call", "name": "execute_sql", "arguments": '{"input":"', "tool_call_id": "call_sql"},
+        {"type": "partial_tool_call", "name": "", "arguments": 'SELECT \\"name\\"', "tool_call_id": ""},
+        {"type": "partial_tool_call", "name": "", "arguments": "\\nFROM users;", "tool_call_id": ""},
+        {"type": "partial_tool_call", "name": "", "arguments": '"}', "tool_call_id": ""},
+        {"type": "tool_call", "name": "execute_sql", "arguments": {"input": text}, "tool_call_id": "call_sql",
+         "fidelity": {"type": "custom_tool_call"}},
+    ]
+    assert stop(events)[0] == "tool_call"
+    assert replay(collect(events)) == [
+        {"type": "custom_tool_call", "call_id": "call_sql", "name": "execute_sql", "input": text},
+        {"type": "custom_tool_call_output", "call_id": "call_sql", "output": "ok"},
+    ]
+
+
+@pytest.mark.parametrize("where", ["done_only", "final_output_only", "input_done_only"])
+def test_custom_tool_call_that_arrives_whole(where):
+    call = {"type": "custom_tool_call", "call_id": "call_c", "name": "shell", "input": "ls -la"}
+    payloads = [created()]
+    if where == "done_only":
+        payloads.append({"type": "response.output_item.done", "output_index": 0, "item": call})
+    elif where == "input_done_only":
+        payloads.append({"type": "response.output_item.added", "output_index": 0, "item": dict(call, input="")})
+        payloads.append({"type": "response.custom_tool_call_input.done", "output_index": 0, "input": "ls -la"})
+    payloads.append(completed([call]))
+    events = run(sse(*payloads))
+    calls = [i for i in items(events) if i["type"] == "tool_call"]
+    assert calls == [{"type": "tool_call", "name": "shell", "arguments": {"input": "ls -la"},
+                      "tool_call_id": "call_c", "fidelity": {"type": "custom_tool_call"}}]
+
+
+def test_function_and_custom_results_go_back_under_their_own_types():
+    message = {"role": "assistant", "content_items": [
+        {"type": "tool_call", "name": "f", "arguments": {"a": 1}, "tool_call_id": "c1"},
+        {"type": "tool_call", "name": "g", "arguments": {"input": "x"}, "tool_call_id": "c2",
+         "fidelity": {"type": "custom_tool_call"}},
+    ]}
+    follow = {"role": "user", "content_items": [
+        {"type": "tool_result", "text": "r1", "tool_call_id": "c1"},
+        {"type": "tool_result", "text": "r2", "tool_call_id": "c2"},
+    ]}
+    assert replay(message, follow) == [
+        {"type": "function_call", "call_id": "c1", "name": "f", "arguments": '{"a":1}'},
+        {"type": "custom_tool_call", "call_id": "c2", "name": "g", "input": "x"},
+        {"type": "function_call_output", "call_id": "c1", "output": "r1"},
+        {"type": "custom_tool_call_output", "call_id": "c2", "output": "r2"},
+    ]
+
+
+# -- built-in tools --------------------------------------------------------------------------------
+
+
+def test_image_generation_result_is_output_media_and_partial_images_are_not():
+    image = b"RIFF\x00\x00\x00\x00WEBPVP8 "
+    b64 = base64.b64encode(image).decode("ascii")
+    call = {"id": "ig_1", "type": "image_generation_call", "status": "completed", "output_format": "webp",
+            "result": b64, "revised_prompt": "an echidna swimming"}
+    data = sse(
+        created(),
+        {"type": "response.output_item.added", "output_index": 0, "item": {"id": "rs_1", "type": "reasoning",
+                                                                            "summary": []}},
+        {"type": "response.output_item.done", "output_index": 0, "item": {"id": "rs_1", "type": "reasoning",
+                                                                           "summary": []}},
+        {"type": "response.output_item.added", "output_index": 1,
+         "item": {"id": "ig_1", "type": "image_generation_call", "status": "in_progress"}},
+        {"type": "response.image_generation_call.partial_image", "output_index": 1, "item_id": "ig_1",
+         "partial_image_index": 0, "partial_image_b64": b64},
+        {"type": "response.output_item.done", "output_index": 1, "item": call},
+        {"type": "response.output_item.done", "output_index": 2,
+         "item": {"id": "msg_1", "type": "message", "role": "assistant",
+                  "content": [{"type": "output_text", "text": ""}]}},
+        completed([call], USAGE),
+    )
+    events = run(data)
+    assert items(events) == [{"type": "inline_data", "data": image, "mime_type": "image/webp"}]
+    assert stop(events)[0] == "stop"
+
+
+def test_web_search_calls_are_not_tool_calls_and_are_not_replayed():
+    search = {"id": "ws_1", "type": "web_search_call", "status": "completed",
+              "action": {"type": "search", "query": "berlin", "sources": [{"type": "url", "url": "https://x.test"}]}}
+    data = sse(
+        created(),
+        {"type": "response.output_item.added", "output_index": 0,
+         "item": {"id": "ws_1", "type": "web_search_call", "status": "in_progress"}},
+        {"type": "response.web_search_call.searching", "output_index": 0, "item_id": "ws_1"},
+        {"type": "response.output_item.done", "output_index": 0, "item": search},
+        {"type": "response.output_text.delta", "output_index": 1, "content_index": 0, "delta": "News."},
+        {"type": "response.output_text.annotation.added", "output_index": 1, "content_index": 0,
+         "annotation_index": 0, "annotation": {"type": "url_citation", "url": "https://x.test", "start_index": 0,
+                                               "end_index": 5}},
+        completed([search], USAGE),
+    )
+    events = run(data)
+    assert items(events) == [{"type": "text", "text": "News."}]
+    assert stop(events) == ("stop", BUCKETS)
+    assert replay(collect(events))[0] == {"type": "message", "role": "assistant",
+                                          "content": [{"type": "output_text", "text": "News.", "annotations": []}]}
+
+
+def test_a_turn_that_only_asks_for_mcp_approval_is_empty():
+    request = {"id": "mcpr_1", "type": "mcp_approval_request", "name": "create_short_url", "server_label": "zip",
+               "arguments": '{"url": "https://x.test"}'}
+    data = sse(created(), {"type": "response.output_item.added", "output_index": 0, "item": request},
+               {"type": "response.output_item.done", "output_index": 0, "item": request}, completed([request]))
+    with pytest.raises(EmptyResponseError):
+        run_parser(parse_stream, [data], CLIENT)
+
+
+# -- errors ----------------------------------------------------------------------------------------
+
+
+def test_error_event_wins_over_the_failed_response_that_follows():
+    data = sse(
+        created(),
+        {"type": "error", "sequence_number": 2,
+         "error": {"type": "insufficient_quota", "code": "insufficient_quota", "message": "Quota exceeded.",
+                   "param": None}},
+        {"type": "response.failed",
+         "response": {"status": "failed", "error": {"code": "insufficient_quota", "message": "Quota exceeded."}}},
+    )
+    with pytest.raises(UpstreamError) as info:
+        run_parser(parse_stream, [data], CLIENT)
+    assert (info.value.error_type, info.value.message, info.value.retryable) == (
+        "insufficient_quota", "Quota exceeded.", False)
+
+
+def test_error_event_with_a_null_code_is_a_server_error():
+    data = sse({"type": "error", "error": {"type": "server_error", "code": None, "message": "Sorry.", "param": None},
+                "sequence_number": 2})
+    with pytest.raises(ServerError) as info:
+        run_parser(parse_stream, [data], CLIENT)
+    assert (info.value.error_type, info.value.message, info.value.retryable) == ("server_error", "Sorry.", True)
+
+
+def test_events_without_index_or_item_id_keep_reasoning_replayable():
+    # minimal servers send bare deltas; the reasoning item's done never comes
+    data = sse(
+        {"type": "response.reasoning_text.delta", "sequence_number": 1, "delta": "Think."},
+        {"type": "response.output_text.delta", "sequence_number": 2, "delta": "Answer."},
+        completed([], {"output_tokens": 8}),
+    )
+    events = run(data)
+    assert items(events) == [
+        {"type": "thinking", "thinking": "Think."},
+        {"type": "thinking", "thinking": "", "fidelity": {"channel": "content"}},
+        {"type": "text", "text": "Answer."},
+    ]
+    assert replay(collect(events))[0] == {"type": "reasoning", "summary": [],
+                                          "content": [{"type": "reasoning_text", "text": "Think."}]}
