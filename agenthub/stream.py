@@ -42,13 +42,20 @@ def empty_usage() -> UsageMetadata:
 
 
 class StreamEnd(object):
-    """Yielded by a provider parser once its protocol's terminal marker arrived."""
+    """Yielded by a provider parser once its protocol's terminal marker arrived.
 
-    __slots__ = ("usage", "finish_reason")
+    ``replayable``: the turn carried something the next request must send back even
+    though it holds no text, tool call or media (an Anthropic server-tool block a
+    ``pause_turn`` stops on): such a turn is not an EmptyResponseError.
+    """
 
-    def __init__(self, usage: Optional[UsageMetadata] = None, finish_reason: Optional[str] = None) -> None:
+    __slots__ = ("usage", "finish_reason", "replayable")
+
+    def __init__(self, usage: Optional[UsageMetadata] = None, finish_reason: Optional[str] = None,
+                 replayable: bool = False) -> None:
         self.usage = usage
         self.finish_reason = finish_reason
+        self.replayable = replayable
 
     def __repr__(self) -> str:
         return "StreamEnd(usage={!r}, finish_reason={!r})".format(self.usage, self.finish_reason)
@@ -137,7 +144,7 @@ def drive(parts: Iterable[Any], client: str = "") -> Iterator[UniEvent]:
     finish = end.finish_reason if end.finish_reason in _FINISH_REASONS else "unknown"
     if tool_calls and end.finish_reason in (None, "stop"):
         finish = "tool_call"
-    if not substantive:
+    if not substantive and not end.replayable:
         raise EmptyResponseError(
             "the {} response finished with no text, tool call or media (finish_reason={})".format(
                 client or "provider", finish

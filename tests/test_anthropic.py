@@ -923,10 +923,12 @@ def _random_turn(rng):
             delta({"type": "input_json_delta", "partial_json": '{"q": "'})
             delta({"type": "input_json_delta", "partial_json": tag + '"}'})
             expect.append(("server", tag))
+            substantive = True  # server blocks must be sent back (pause_turn): the turn is not empty
         elif kind == "result":
             add({"type": "content_block_start", "content_block": {"type": "web_search_tool_result", "tool_use_id": tag,
                                                                   "content": []}}, "content_block_start")
             expect.append(("server", tag))
+            substantive = True
         else:
             add({"type": "content_block_start", "content_block": {"type": "tool_use", "id": tag, "name": "f", "input": {}}},
                 "content_block_start")

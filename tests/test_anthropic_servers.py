@@ -441,3 +441,25 @@ def test_tool_use_whose_start_carries_the_whole_input():
         {"type": "partial_tool_call", "name": "", "arguments": '{"path": "/tmp"}', "tool_call_id": ""},
         {"type": "tool_call", "name": "g", "arguments": {"path": "/tmp"}, "tool_call_id": "toolu_b"},
     ]
+
+
+def test_a_pause_turn_with_only_server_blocks_completes_and_replays():
+    """pause_turn: the server stopped mid-search; the caller sends the turn back to continue it."""
+    block = {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {}}
+    data = sse(
+        {"type": "message_start", "message": {"id": "msg_1", "type": "message", "role": "assistant", "content": [],
+                                              "usage": {"input_tokens": 10, "output_tokens": 1}}},
+        {"type": "content_block_start", "index": 0, "content_block": block},
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": '{"query": "x"}'}},
+        {"type": "content_block_stop", "index": 0},
+        {"type": "message_delta", "delta": {"stop_reason": "pause_turn"}, "usage": {"output_tokens": 7}},
+        {"type": "message_stop"},
+    )
+    events = parse(data)
+    assert items(events) == [{"type": "text", "text": "", "fidelity": {"server_block": dict(block, input={"query": "x"})}}]
+    assert stop(events) == (usage(None, 10, 7), "unknown")
+    message = collect(events)
+    user = {"role": "user", "content_items": [{"type": "text", "text": "Search x"}]}
+    request = anthropic.build_request(Endpoint(CLIENT, "https://api.anthropic.com", "k"), "claude-sonnet-4-6",
+                                      [user, message], check_config({}))
+    assert request.body["messages"][1] == {"role": "assistant", "content": [dict(block, input={"query": "x"})]}

@@ -483,10 +483,11 @@ class _Block(object):
 class _State(object):
     """A stream's blocks and assemblers (the parts of ``parse_stream`` that block helpers share)."""
 
-    __slots__ = ("client", "tools", "servers", "blocks", "fold")
+    __slots__ = ("client", "tools", "servers", "blocks", "fold", "replayable")
 
     def __init__(self, client: str, tool_id_prefix: Any) -> None:
         self.client = client
+        self.replayable = False  # a server-tool block went out: the turn must be sent back even without text
         self.tools = ToolCallAssembler(client, tool_id_prefix)
         self.servers = None  # type: Optional[ToolCallAssembler]  # server tool inputs, assembled the same way
         self.blocks = {}  # type: Dict[Any, _Block]
@@ -617,7 +618,7 @@ def parse_stream(events: Iterable[SSEEvent], client: str = "anthropic", tool_id_
             yield item
     for item in tools.finish():
         yield item
-    yield StreamEnd(map_usage(raw_usage) if raw_usage else None, finish)
+    yield StreamEnd(map_usage(raw_usage) if raw_usage else None, finish, state.replayable)
 
 
 def _block_order(index: Any) -> Tuple[bool, int]:
@@ -733,6 +734,7 @@ def _close_block(block: _Block, index: Any, state: _State) -> List[Dict[str, Any
                     raw["input"] = item["arguments"]
         fidelity = {"server_block": raw}
         natural = "text"
+        state.replayable = True
     own = fold.own_kind(natural)
     fold.note(own, "", True)
     return [{"type": own, own: "", "fidelity": fidelity}]
