@@ -28,7 +28,8 @@ R2  Which call a fragment belongs to:
       else id given    -> the call with that id;
       else             -> the most recent call (fragments with neither index nor id).
     An unknown id or slot carrying no name continues the most recent call, except
-    a fresh slot, which opens a call whose name is still to come.
+    a fresh slot, which opens a call whose name is still to come, and slot N when
+    calls were announced without an index: that is the N-th of them.
     A fragment that carries a name and opens a new JSON object after the call's
     arguments already form a complete object starts a new call (the same tool
     called twice on one slot with no ids).
@@ -119,6 +120,7 @@ class ToolCallAssembler(object):
         self._by_index = {}  # type: Dict[int, _Call]
         self._by_id = {}  # type: Dict[str, _Call]
         self._latest = None  # type: Optional[_Call]
+        self._unindexed = []  # type: List[_Call]  # calls opened without an index, in order
         self._count = 0
         #: number of complete tool_call items emitted so far
         self.completed = 0
@@ -170,9 +172,14 @@ class ToolCallAssembler(object):
             call = self._by_index.get(index)
             if call is None and tool_call_id is not None:
                 call = self._by_id.get(tool_call_id)
-            if call is None and name is None and tool_call_id is None and self._latest is not None \
-                    and self._latest.index is None:
-                call = self._latest
+            if call is None and name is None and tool_call_id is None:
+                unindexed = self._unindexed
+                if 0 <= index < len(unindexed) and unindexed[index].index is None:
+                    call = unindexed[index]  # calls announced without an index, then fed by position
+                    call.index = index
+                    self._by_index[index] = call
+                elif self._latest is not None and self._latest.index is None:
+                    call = self._latest
         elif tool_call_id is not None:
             call = self._by_id.get(tool_call_id)
             if call is None and name is None:
@@ -289,6 +296,8 @@ class ToolCallAssembler(object):
         self._queue.append(call)
         if index is not None:
             self._by_index[index] = call
+        else:
+            self._unindexed.append(call)
         if call_id is not None:
             self._by_id[call_id] = call
         self._latest = call

@@ -69,6 +69,11 @@ CASES = {
         [announce("a", "c1", '{"x":'), frag("1}"), call("a", "c1", {"x": 1}),
          announce("b", "c2"), frag('{"y":2}'), call("b", "c2", {"y": 2})],
     ),
+    "calls announced without an index, then fed by index (their position)": (
+        [f(None, "c1", "a", ""), f(None, "c2", "b", ""), f(0, args='{"x":1}'), f(1, args='{"y":2}')],
+        [announce("a", "c1"), frag('{"x":1}'), call("a", "c1", {"x": 1}),
+         announce("b", "c2"), frag('{"y":2}'), call("b", "c2", {"y": 2})],
+    ),
     "item 3: one chunk per complete call (Groq)": (
         [f(0, "c1", "a", '{"x":1}'), f(1, "c2", "a", '{"x":2}'), f(2, "c3", "a", '{"x":3}')],
         [announce("a", "c1"), frag('{"x":1}'), call("a", "c1", {"x": 1}),
