@@ -234,7 +234,11 @@ def preview(text: str, limit: int = 160) -> str:
 
 _STATUS_CLASSES = {401: AuthenticationError, 403: AuthenticationError, 429: RateLimitError}
 # In-stream error types -> the status a matching HTTP error would have had.
+#: error types that no retry can cure, whatever their status (a spent quota answers 429)
+NEVER_RETRYABLE_ERROR_TYPES = frozenset({"insufficient_quota", "billing_hard_limit_reached", "billing_not_active"})
+
 _TYPE_STATUSES = {
+    "insufficient_quota": 429,
     "overloaded_error": 529,
     "rate_limit_error": 429,
     "rate_limit_exceeded": 429,
@@ -332,7 +336,8 @@ def upstream_error(
         if not message:
             message = "HTTP {}".format(status) if status else "upstream error"
     message = preview(message, 2000)
-    retryable = status in RETRYABLE_STATUSES or base_type in RETRYABLE_ERROR_TYPES
+    retryable = (status in RETRYABLE_STATUSES or base_type in RETRYABLE_ERROR_TYPES) and not (
+        base_type in NEVER_RETRYABLE_ERROR_TYPES or code in NEVER_RETRYABLE_ERROR_TYPES)
     return _error_class(status)(
         message,
         client=client,

@@ -241,3 +241,13 @@ def test_a_200_json_error_where_a_stream_was_expected_is_the_error_it_names(serv
     with pytest.raises(UpstreamError) as info:
         list(client_for(server, max_retries=0).streaming_response([USER]))
     assert (info.value.error_type, info.value.message) == ("insufficient_quota", "quota exceeded")
+
+
+def test_a_spent_quota_is_a_rate_limit_error_that_is_not_retried(server):
+    server.answers.append(Answer([b'{"error": {"message": "You exceeded your current quota", "type": "insufficient_quota",'
+                                  b' "code": "insufficient_quota"}}'], status=429,
+                                 headers={"Content-Type": "application/json"}))
+    with pytest.raises(RateLimitError) as info:
+        list(client_for(server, max_retries=2).streaming_response([USER]))
+    assert (info.value.status, info.value.error_type, info.value.retryable) == (429, "insufficient_quota", False)
+    assert len(server.requests) == 1
