@@ -60,7 +60,8 @@ def test_recorded_stream_matches_sidecar(name, data, sidecar):
     assert got["tool_calls"] == expect["tool_calls"]
     assert got["finish_reason"] == expect["finish_reason"]
     assert got["usage"] == expected_usage(expect["usage"])
-    fields = {i["fidelity"]["reasoning_field"] for e in events for i in e["content_items"] if i["type"] == "thinking"}
+    fields = {i["fidelity"]["reasoning_field"] for e in events for i in e["content_items"]
+              if i["type"] == "thinking" and "reasoning_field" in i["fidelity"]}
     assert sorted(fields) == sorted(sidecar.get("expect_extras", {}).get("reasoning_field", []))
     for chunks in splits(data, samples=10):
         assert strip_ids(run_parser(parse_stream, chunks, "openai-chat", tool_id_prefix="syn_")) == strip_ids(events)
@@ -374,3 +375,27 @@ def test_gemini_compat_thought_signature_on_tool_calls_round_trips():
     wire = body([USER, message])["messages"][1]
     assert wire["tool_calls"] == [{"id": "function-call-1", "type": "function", "extra_content": extra,
                                    "function": {"name": "get_weather", "arguments": '{"city":"Paris"}'}}]
+
+
+def test_openrouter_reasoning_details_are_joined_and_sent_back():
+    data = sse(
+        chunk({"role": "assistant", "reasoning": "Two", "reasoning_details": [
+            {"type": "reasoning.text", "text": "Two", "format": "anthropic-claude-v1", "index": 0}]}),
+        chunk({"reasoning": " plus two.", "reasoning_details": [
+            {"type": "reasoning.text", "text": " plus two.", "format": "anthropic-claude-v1", "index": 0}]}),
+        chunk({"reasoning_details": [{"type": "reasoning.text", "signature": "c2ln", "format": "anthropic-claude-v1",
+                                      "index": 0}]}),
+        chunk({"reasoning_details": [{"type": "reasoning.encrypted", "data": "ZW5j", "index": 1}]}),
+        chunk({"content": "4"}), chunk({}, "stop"))
+    events = run(data)
+    check_stream(events)
+    details = [{"type": "reasoning.text", "text": "Two plus two.", "format": "anthropic-claude-v1", "index": 0,
+                "signature": "c2ln"}, {"type": "reasoning.encrypted", "data": "ZW5j", "index": 1}]
+    message = collect(events)
+    assert message["content_items"] == [
+        {"type": "thinking", "thinking": "Two plus two.", "fidelity": {"reasoning_field": "reasoning"}},
+        {"type": "text", "text": "4"},
+        {"type": "thinking", "thinking": "", "fidelity": {"reasoning_details": details}},
+    ]
+    assert body([USER, message])["messages"][1] == {
+        "role": "assistant", "content": "4", "reasoning": "Two plus two.", "reasoning_details": details}

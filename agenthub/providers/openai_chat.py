@@ -24,7 +24,7 @@ replayed).
 """
 
 import logging
-from typing import Any, Dict, Iterable, Iterator, List, Mapping
+from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional
 
 from ..errors import ConfigError, upstream_error
 from ..sse import SSEEvent, json_loads
@@ -171,6 +171,7 @@ def _assistant(endpoint: Endpoint, message: Mapping[str, Any], echo_reasoning: b
     quirks = endpoint.quirks
     texts = []  # type: List[str]
     refusals = []  # type: List[str]
+    details = []  # type: List[Any]  # OpenRouter reasoning_details, sent back as they came
     reasoning = {}  # type: Dict[str, List[str]]
     tool_calls = []  # type: List[Dict[str, Any]]
     for item in message["content_items"]:
@@ -178,6 +179,8 @@ def _assistant(endpoint: Endpoint, message: Mapping[str, Any], echo_reasoning: b
         fidelity = item.get("fidelity") or {}
         if kind == "text":
             (refusals if fidelity.get("refusal") else texts).append(item["text"])
+        elif kind == "thinking" and "reasoning_details" in fidelity:
+            details.extend(fidelity["reasoning_details"])
         elif kind == "thinking":
             field = fidelity.get("reasoning_field")
             fields = [field] if field in REASONING_FIELDS else (
@@ -203,6 +206,8 @@ def _assistant(endpoint: Endpoint, message: Mapping[str, Any], echo_reasoning: b
     wire = {"role": "assistant", "content": "".join(texts) if texts or not tool_calls else None}  # type: Dict[str, Any]
     if refusals:
         wire["refusal"] = "".join(refusals)
+    if details:
+        wire["reasoning_details"] = details
     for name, pieces in reasoning.items():
         wire[name] = "".join(pieces)
     if tool_calls:
@@ -253,6 +258,7 @@ def parse_stream(events: Iterable[SSEEvent], client: str = "openai-chat", tool_i
     done = False
     thought = [False]  # Gemini's compatibility layer: a thought (``<thought>`` ... ``</thought>``) is open
     timings = None  # llama.cpp server: token counts on the last chunk, with or without usage
+    details = None  # type: Optional[Dict[Any, Dict[str, Any]]]  # OpenRouter reasoning_details, joined
     for sse in events:
         data = sse.data
         if data.startswith("[DONE]"):
@@ -299,6 +305,8 @@ def parse_stream(events: Iterable[SSEEvent], client: str = "openai-chat", tool_i
                 if len(delta) > 1 or calls is None:
                     for item in _other_fields(delta, content, thought):
                         yield item
+                    if delta.get("reasoning_details"):
+                        details = _add_details(details, delta["reasoning_details"])
             if calls:
                 for call in calls:
                     function = call.get("function") or {}
@@ -323,10 +331,38 @@ def parse_stream(events: Iterable[SSEEvent], client: str = "openai-chat", tool_i
         return  # cut before its terminal marker: the driver raises StreamProtocolError
     for item in tools.finish():
         yield item
+    if details:
+        # OpenRouter: the whole reasoning (signatures, encrypted blocks) to send back as it came
+        yield {"type": "thinking", "thinking": "",
+               "fidelity": {"reasoning_details": [details[key] for key in sorted(details, key=_detail_order)]}}
     usage = map_usage(raw_usage) if raw_usage else None
     if timings and type(timings) is dict:
         usage = _with_timings(usage, raw_usage, timings)
     yield StreamEnd(usage, finish)
+
+
+def _add_details(details: Optional[Dict[Any, Dict[str, Any]]], pieces: Any) -> Dict[Any, Dict[str, Any]]:
+    """Fold streamed ``reasoning_details`` pieces into whole entries, keyed by their ``index``:
+    text-like fields are joined, any other field keeps its first non-empty value."""
+    details = {} if details is None else details
+    for position, piece in enumerate(pieces if type(pieces) is list else ()):
+        if type(piece) is not dict:
+            continue
+        key = piece.get("index", ("at", len(details) + position))
+        entry = details.get(key)
+        if entry is None:
+            details[key] = dict(piece)
+            continue
+        for name, value in piece.items():
+            if name in ("text", "summary", "data") and type(value) is str:
+                entry[name] = (entry.get(name) or "") + value
+            elif value not in (None, "") and entry.get(name) in (None, ""):
+                entry[name] = value
+    return details
+
+
+def _detail_order(key: Any) -> Any:
+    return (0, key, "") if type(key) is int else (1, 0, str(key))
 
 
 def _other_fields(delta: Dict[str, Any], content: Any, thought: List[bool]) -> Iterator[Dict[str, Any]]:
