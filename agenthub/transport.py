@@ -21,9 +21,11 @@ one would carry the key's headers to wherever the redirect points.
 
 import email.utils
 import json
+import re
 import socket
 import threading
 import time
+from html import unescape
 from typing import Any, Callable, Iterator, Mapping, Optional, Tuple, Union
 
 import requests
@@ -164,6 +166,8 @@ def _http_error(client: str, response: requests.Response) -> UpstreamError:
     try:
         payload = json.loads(text)  # type: Any
     except (ValueError, RecursionError):
+        if _is_html(response):
+            text = _page_text(text)
         payload = preview(text.strip(), 500) or "HTTP {} {}".format(response.status_code, response.reason or "")
     error = upstream_error(
         client,
@@ -375,6 +379,11 @@ class BodyStream(object):
             except BaseException:
                 self._done = True
                 raise
+            if _is_html(self._response):
+                try:
+                    raise _html_instead_of_stream(self._client, self._response)
+                finally:
+                    self.close()
             if _is_json(self._response):
                 try:
                     document = _json_instead_of_stream(self._client, self._response)
@@ -440,6 +449,27 @@ class BodyStream(object):
             self.close()
         except Exception:  # pragma: no cover - interpreter shutdown
             pass
+
+
+def _is_html(response: Any) -> bool:
+    headers = getattr(response, "headers", None) or {}
+    return (headers.get("content-type") or "").split(";", 1)[0].strip().lower() in ("text/html", "application/xhtml+xml")
+
+
+def _page_text(html: str) -> str:
+    """The words of an HTML error page (a proxy's or a gateway's), without its markup."""
+    html = re.sub(r"(?is)<(script|style)\b.*?</\1\s*>", " ", html)
+    return re.sub(r"\s+", " ", unescape(re.sub(r"<[^>]*>", " ", html))).strip()
+
+
+def _html_instead_of_stream(client: str, response: Any) -> StreamProtocolError:
+    try:
+        raw = response.raw.read(_MAX_ERROR_BODY, decode_content=True) if response.raw is not None else b""
+    except Exception:
+        raw = b""
+    text = _page_text(raw.decode("utf-8", "replace") if isinstance(raw, bytes) else str(raw))
+    return StreamProtocolError("{}: expected an event stream, got an HTML page (a proxy or gateway in the way?): "
+                               "{}".format(client or "agenthub", preview(text, 300)), client=client, retryable=True)
 
 
 def _is_json(response: Any) -> bool:

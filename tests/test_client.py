@@ -251,3 +251,15 @@ def test_a_spent_quota_is_a_rate_limit_error_that_is_not_retried(server):
         list(client_for(server, max_retries=2).streaming_response([USER]))
     assert (info.value.status, info.value.error_type, info.value.retryable) == (429, "insufficient_quota", False)
     assert len(server.requests) == 1
+
+
+def test_an_html_page_where_a_stream_was_expected_says_so(server):
+    page = b"<html><head><style>p{}</style></head><body><p>Please sign in &amp; retry</p></body></html>"
+    server.answers.append(Answer([page], headers={"Content-Type": "text/html; charset=utf-8"}))
+    with pytest.raises(StreamProtocolError, match=r"got an HTML page .*: Please sign in & retry$"):
+        list(client_for(server, max_retries=0).streaming_response([USER]))
+    server.answers.append(Answer([b"<html><body><h1>502 Bad Gateway</h1><hr>nginx</body></html>"], status=502,
+                                 headers={"Content-Type": "text/html"}))
+    with pytest.raises(UpstreamError) as info:
+        list(client_for(server, max_retries=0).streaming_response([USER]))
+    assert (info.value.status, info.value.message) == (502, "502 Bad Gateway nginx")
