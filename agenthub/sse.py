@@ -16,6 +16,7 @@ Rules (WHATWG "event stream interpretation", plus what real servers do):
 - ``data`` lines accumulate, joined by LF; ``event`` names the event;
   ``id`` and ``retry`` are kept.  A blank line dispatches the event if it has
   data; an event with no data line is dropped (as browsers do).
+- A UTF-8 byte order mark opening the body is dropped.
 - A single line longer than ``max_line_bytes`` is a StreamProtocolError, and so is
   an event whose data lines add up to more: a broken server must not make the
   client buffer without bound.
@@ -63,6 +64,7 @@ class SSEDecoder(object):
         self._pending = []  # type: List[bytes]  # pieces of the current unfinished line
         self._pending_len = 0
         self._skip_lf = False  # the previous chunk ended in CR: a leading LF belongs to it
+        self._fresh = True  # nothing fed yet: a byte order mark may come first
         self._data = []  # type: List[str]
         self._event = ""
         self._id = None  # type: Optional[str]
@@ -73,6 +75,8 @@ class SSEDecoder(object):
     def feed(self, chunk: bytes) -> List[SSEEvent]:
         if not chunk:
             return []
+        if self._fresh:
+            chunk = self._start(chunk)
         if not (self._pending or self._data or self._skip_lf) and len(chunk) <= self.max_line_bytes:
             event = self._one_event(chunk)
             if event is not None:
@@ -197,6 +201,11 @@ class SSEDecoder(object):
         self._event = ""
         return event
 
+    def _start(self, chunk: bytes) -> bytes:
+        """The first bytes of the body: a UTF-8 byte order mark is not part of the stream."""
+        self._fresh = False
+        return chunk[3:] if chunk[:3] == b"\xef\xbb\xbf" else chunk
+
     def flush(self) -> List[SSEEvent]:
         """End of body: the unfinished line is taken as complete, and a pending event is dispatched."""
         events = []  # type: List[SSEEvent]
@@ -270,6 +279,8 @@ def iter_events(chunks, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES):
     for chunk in chunks:
         if not chunk:
             continue
+        if decoder._fresh:
+            chunk = decoder._start(chunk)
         # feed(), with its fast path inlined: this loop runs once per chunk
         if not (decoder._pending or decoder._data or decoder._skip_lf) and len(chunk) <= max_line_bytes:
             event = one_event(chunk)

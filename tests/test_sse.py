@@ -98,3 +98,10 @@ def test_recorded_streams_decode_identically_at_every_split(protocol):
         for chunks in boundary_splits(data):
             assert decode(chunks) == whole, (name, len(chunks[0]))
         assert decode([data[i:i + 1] for i in range(len(data))]) == whole
+
+
+def test_a_byte_order_mark_opening_the_body_is_dropped():
+    body = b"\xef\xbb\xbfdata: a\n\ndata: b\n\n"
+    assert decode([body]) == [SSEEvent("a"), SSEEvent("b")]
+    assert list(iter_events([body[:5], body[5:]])) == [SSEEvent("a"), SSEEvent("b")]
+    assert list(iter_events([body])) == [SSEEvent("a"), SSEEvent("b")]
