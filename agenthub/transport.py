@@ -203,8 +203,11 @@ def _transport_error(client: str, what: str, exc: BaseException, timeout: Timeou
         why = "no data for {}s (idle timeout between received bytes)".format(read)
     else:
         why = type(exc).__name__
+    # a certificate that does not verify, or a URL requests refuses, is not cured by asking again
+    permanent = isinstance(exc, (requests.exceptions.SSLError, requests.exceptions.InvalidURL,
+                                 requests.exceptions.InvalidSchema, requests.exceptions.MissingSchema))
     return TransportError("{}: {} failed: {}".format(client or "agenthub", what, why), client=client,
-                          timeout=timed_out)
+                          timeout=timed_out, retryable=not permanent)
 
 
 def _is_timeout(exc: BaseException) -> bool:

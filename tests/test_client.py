@@ -263,3 +263,14 @@ def test_an_html_page_where_a_stream_was_expected_says_so(server):
     with pytest.raises(UpstreamError) as info:
         list(client_for(server, max_retries=0).streaming_response([USER]))
     assert (info.value.status, info.value.message) == (502, "502 Bad Gateway nginx")
+
+
+def test_tls_failures_are_transport_errors_that_are_not_retried(server):
+    from agenthub import TransportError
+
+    client = AutoLLMClient("m", client_type="openai-chat", base_url=server.url.replace("http:", "https:") + "/v1",
+                           timeout=(2, 2))
+    with pytest.raises(TransportError) as info:
+        list(client.streaming_response([USER]))
+    assert info.value.retryable is False and "SSLError" in str(info.value)
+    assert isinstance(info.value.__cause__, requests.exceptions.SSLError)
