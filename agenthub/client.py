@@ -21,6 +21,7 @@ Reliability rules (docs/reliability.md has the full table):
 import collections.abc
 import importlib
 import logging
+import operator
 import random
 import threading
 import time
@@ -204,17 +205,20 @@ class ResponseStream(collections.abc.Generator):
     Aborting a finished stream does nothing.
     """
 
-    __slots__ = ("_control", "_gen")
+    __slots__ = ("_control", "_gen", "_next")
 
     def __init__(self, control: _Control, gen: Iterator[UniEvent]) -> None:
         self._control = control
         self._gen = gen
+        self._next = gen.__next__
 
     def __iter__(self) -> "ResponseStream":
         return self
 
-    def __next__(self) -> UniEvent:
-        return next(self._gen)
+    # ``next(stream)`` is the generator's own C-level __next__, fetched by a C getter: a Python
+    # method here would cost a frame per event (the property is looked up on the type, as for any
+    # special method, and what it returns is called)
+    __next__ = property(operator.attrgetter("_next"))  # type: ignore[assignment]
 
     def send(self, value: Any) -> UniEvent:
         return self._gen.send(value)  # type: ignore[attr-defined]
@@ -398,10 +402,13 @@ class AutoLLMClient(object):
             kept = [] if (stateful is not None or config.get("trace_id")) else None  # type: Optional[List[UniEvent]]
             attempts = self._attempts(request, control, timeout, deadline)
             try:
+                if kept is None:
+                    # nothing to keep (stateless, untraced): the events pass straight through
+                    yield from attempts
+                    return
                 for event in attempts:
-                    if kept is not None:
-                        kept.append(event)
-                    if event["event_type"] == "stop" and kept is not None:
+                    kept.append(event)
+                    if event["event_type"] == "stop":
                         # commit before the stop event is yielded: a caller may stop iterating at it
                         answer = collect(kept)
                         if stateful is not None:
@@ -434,7 +441,8 @@ class AutoLLMClient(object):
                     raise _stopped(client, control, timeout, "deadline")
                 if request.stream:
                     chunks = transport.open_stream(self._get_session(), request, limits, client, watch=control)
-                    parts = self._protocol.parse_stream(iter_events(chunks, self.max_line_bytes), client)
+                    parts = self._protocol.parse_stream(iter_events(chunks.iter_chunks(), self.max_line_bytes),
+                                                        client)
                 else:  # embeddings: one JSON document, same event grammar
                     payload = transport.fetch_json(self._get_session(), request, limits, client, watch=control)
                     parts = self._protocol.parse_response(payload, client)

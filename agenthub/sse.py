@@ -201,6 +201,12 @@ class SSEDecoder(object):
         self._event = ""
         return event
 
+    def _idle(self) -> bool:
+        """Nothing held between two events: no unfinished line, data, event name or retry, and the
+        body's first bytes seen.  A chunk that is exactly one event then needs only ``_last_id``."""
+        return not (self._fresh or self._pending or self._data or self._skip_lf or self._event
+                    or self._retry is not None)
+
     def _start(self, chunk: bytes) -> bytes:
         """The first bytes of the body: a UTF-8 byte order mark is not part of the stream."""
         self._fresh = False
@@ -274,20 +280,51 @@ class SSEDecoder(object):
 def iter_events(chunks, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES):
     """Decode an iterable of byte chunks into SSEEvents, lazily; the end of chunks is the end of the body."""
     decoder = SSEDecoder(max_line_bytes)
-    one_event = decoder._one_event
-    feed = decoder._feed
+    feed = decoder.feed
+    event_type = SSEEvent
+    last_id = None  # type: Optional[str]
+    idle = False  # the decoder holds nothing between two events (see _idle): then last_id is all its state
     for chunk in chunks:
+        if idle:
+            # feed()'s one-event fast path (_one_event), inlined with the decoder's state in locals:
+            # this runs once per chunk, and a chunk is one event as servers send them
+            size = len(chunk)
+            first = chunk.find(b"\n")
+            if first == size - 2:  # "data: <payload>\n\n"
+                if chunk[-1] == 10 and 13 not in chunk and chunk.startswith(b"data: ") and size <= max_line_bytes:
+                    try:
+                        data = chunk[6:first].decode("utf-8")
+                    except UnicodeDecodeError:
+                        pass  # the general path raises the error it always raised
+                    else:
+                        yield event_type(data, "message", last_id, None)
+                        continue
+            elif first == size - 3:  # "data: <payload>\r\n\r\n" (Gemini)
+                if chunk.find(b"\r") == first - 1 and chunk.endswith(b"\r\n\r\n") and chunk.startswith(b"data: ") \
+                        and size <= max_line_bytes:
+                    try:
+                        data = chunk[6:first - 1].decode("utf-8")
+                    except UnicodeDecodeError:
+                        pass
+                    else:
+                        yield event_type(data, "message", last_id, None)
+                        continue
+            elif chunk.find(b"\n", first + 1) == size - 2 and chunk[-1] == 10 and 13 not in chunk \
+                    and chunk.startswith(b"event: ") and chunk.startswith(b"data: ", first + 1) \
+                    and size <= max_line_bytes:  # "event: <name>\ndata: <payload>\n\n"
+                try:
+                    data = chunk[first + 7:-2].decode("utf-8")
+                    name = chunk[7:first].decode("utf-8") or "message"
+                except UnicodeDecodeError:
+                    pass
+                else:
+                    yield event_type(data, name, last_id, None)
+                    continue
         if not chunk:
             continue
-        if decoder._fresh:
-            chunk = decoder._start(chunk)
-        # feed(), with its fast path inlined: this loop runs once per chunk
-        if not (decoder._pending or decoder._data or decoder._skip_lf) and len(chunk) <= max_line_bytes:
-            event = one_event(chunk)
-            if event is not None:
-                yield event
-                continue
         events = feed(chunk)
+        idle = decoder._idle()
+        last_id = decoder._last_id
         if events:
             yield from events
     yield from decoder.flush()

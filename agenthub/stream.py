@@ -34,7 +34,7 @@ _ITEM_FIELDS = {
 
 
 def now_ms() -> int:
-    return int(time.time() * 1000)
+    return time.time_ns() // 1000000  # Unix milliseconds (time_ns: half the cost of int(time.time() * 1000) on 3.8)
 
 
 def empty_usage() -> UsageMetadata:
@@ -68,7 +68,7 @@ def _event(event_type: str, items: List[Any], usage: Any = None, finish: Any = N
         "content_items": items,
         "usage_metadata": usage,
         "finish_reason": finish,  # type: ignore[typeddict-item]
-        "created_at": int(time.time() * 1000),
+        "created_at": time.time_ns() // 1000000,
     }
 
 
@@ -84,16 +84,34 @@ def drive(parts: Iterable[Any], client: str = "") -> Iterator[UniEvent]:
     substantive = False
     tool_calls = False
     end = None
-    clock = time.time  # a local: this loop runs once per event
+    clock = time.time_ns  # locals: this loop runs once per event
+    end_type = StreamEnd
     calling = False  # a tool call was announced and is not complete yet
     held = []  # type: List[Any]  # other items that arrived meanwhile: emitted after it (rule 5: contiguous)
     try:
         for part in parts:
-            if type(part) is StreamEnd:
+            if part.__class__ is end_type:  # (not type(part): a builtin call costs three times more on 3.8)
                 end = part
                 out = held  # type: Any
             else:
                 kind = part["type"]
+                if started and (kind == "text" and not calling or kind == "partial_tool_call"):
+                    # the rows nearly every event takes (a text delta, an argument fragment): one item
+                    # straight out; the general path below gives the same result
+                    if kind == "text":
+                        if part["text"]:
+                            substantive = True
+                    elif not calling:
+                        calling = bool(part["name"])
+                    yield {
+                        "role": "assistant",
+                        "event_type": "delta",
+                        "content_items": [part],
+                        "usage_metadata": None,
+                        "finish_reason": None,
+                        "created_at": clock() // 1000000,
+                    }
+                    continue
                 if kind == "partial_tool_call":
                     calling = calling or bool(part["name"])
                     out = (part,)
@@ -124,7 +142,7 @@ def drive(parts: Iterable[Any], client: str = "") -> Iterator[UniEvent]:
                     "content_items": [item],
                     "usage_metadata": None,
                     "finish_reason": None,
-                    "created_at": int(clock() * 1000),
+                    "created_at": clock() // 1000000,
                 }
             if end is not None:
                 break

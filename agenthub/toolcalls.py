@@ -111,7 +111,8 @@ class _Call(object):
 
 
 class ToolCallAssembler(object):
-    """Assembles one turn's tool calls.  ``feed``, ``close`` and ``finish`` return items to emit."""
+    """Assembles one turn's tool calls.  ``feed`` (and its shorthand ``feed_arguments``), ``close`` and
+    ``finish`` return items to emit."""
 
     def __init__(self, client: str = "", id_prefix: Optional[str] = None) -> None:
         self.client = client
@@ -122,6 +123,11 @@ class ToolCallAssembler(object):
         self._latest = None  # type: Optional[_Call]
         self._unindexed = []  # type: List[_Call]  # calls opened without an index, in order
         self._count = 0
+        # the head call while it streams live (announced, not done, nothing held, every part
+        # emitted, in the slot _live_index), else None: set at the end of _feed, cleared by every
+        # other transition, kept by feed_arguments()'s fast path (which changes none of that)
+        self._live = None  # type: Optional[_Call]
+        self._live_index = None  # type: Optional[int]
         #: number of complete tool_call items emitted so far
         self.completed = 0
 
@@ -136,21 +142,31 @@ class ToolCallAssembler(object):
         seed: Optional[str] = None,
     ) -> List[Dict[str, Any]]:
         """One vendor fragment (R1-R5)."""
-        if tool_call_id is None and name is None and type(index) is int and type(arguments) is str \
-                and fidelity is None and seed is None:
-            # The row nearly every fragment takes: more text for the call in its slot, which is
-            # streaming live, and too short to be a snapshot (R4).  The general path below gives
-            # the same result; this one skips its checks.
-            call = self._by_index.get(index)
-            if call is not None and call.announced and not call.done and call.held is None \
-                    and len(arguments) < call.length and call.emitted == len(call.parts) \
-                    and self._queue[0] is call:
-                if not arguments:
-                    return []
-                call.parts.append(arguments)
-                call.length += len(arguments)
-                call.emitted += 1
-                return [{"type": "partial_tool_call", "name": "", "arguments": arguments, "tool_call_id": ""}]
+        if tool_call_id is None and name is None and fidelity is None and seed is None:
+            return self.feed_arguments(index, arguments)
+        return self._feed(index, tool_call_id, name, arguments, fidelity, seed)
+
+    def feed_arguments(self, index: Any, arguments: Any) -> List[Dict[str, Any]]:
+        """``feed(index, arguments=arguments)``: the shape nearly every fragment has (more text for
+        the call in slot ``index``), which the protocols' hot paths call directly."""
+        call = self._live
+        # The row nearly every fragment takes: more text for the call streaming live in its slot,
+        # too short to be a snapshot (R4).  The general path gives the same result; this one skips
+        # its checks.  (``x.__class__ is int``, not ``type(x) is int``: a builtin call costs three
+        # times more on 3.8; an int, not a bool or a float equal to it.)
+        if call is not None and index == self._live_index and index.__class__ is int \
+                and arguments.__class__ is str and len(arguments) < call.length:
+            if not arguments:
+                return []
+            call.parts.append(arguments)
+            call.length += len(arguments)
+            call.emitted += 1
+            return [{"type": "partial_tool_call", "name": "", "arguments": arguments, "tool_call_id": ""}]
+        return self._feed(index, None, None, arguments, None, None)
+
+    def _feed(self, index: Any, tool_call_id: Any, name: Any, arguments: Any, fidelity: Optional[Dict[str, Any]],
+              seed: Optional[str]) -> List[Dict[str, Any]]:
+        self._live = None
         # R1: normalise
         if index is not None and type(index) is not int:
             index = self._index(index)
@@ -228,10 +244,15 @@ class ToolCallAssembler(object):
                 call.length += len(arguments)
         if self._queue and self._queue[0] is call:
             self._emit_pending(call, items)
+            if call.announced and not call.done and call.held is None and call.index is not None \
+                    and self._by_index.get(call.index) is call:
+                self._live = call  # every part went out (_emit_pending): feed_arguments() may take the next ones
+                self._live_index = call.index
         return items
 
     def close(self, index: Any = None, tool_call_id: Any = None) -> List[Dict[str, Any]]:
         """The protocol says the call in this slot (or with this id) is complete (R6)."""
+        self._live = None
         call = None
         if index is not None:
             call = self._by_index.get(self._index(index) if type(index) is not int else index)
@@ -245,6 +266,7 @@ class ToolCallAssembler(object):
 
     def finish(self) -> List[Dict[str, Any]]:
         """End of the turn: every call still open is complete (R6)."""
+        self._live = None
         items = []  # type: List[Dict[str, Any]]
         for call in self._queue:
             call.done = True

@@ -377,25 +377,7 @@ class BodyStream(object):
         if self._done:
             raise StopIteration
         if self._chunks is None:
-            try:
-                self._response = _send(self._session, self._request, self._timeout, self._client, True, self._watch)
-            except BaseException:
-                self._done = True
-                raise
-            if _is_html(self._response):
-                try:
-                    raise _html_instead_of_stream(self._client, self._response)
-                finally:
-                    self.close()
-            if _is_json(self._response):
-                try:
-                    document = _json_instead_of_stream(self._client, self._response)
-                finally:
-                    self.close()
-                self._done = False
-                self._chunks = iter((document,))
-            else:
-                self._chunks = _chunks(self._response)
+            self._open()
         try:
             while True:
                 chunk = next(self._chunks)  # type: ignore[arg-type]
@@ -410,6 +392,48 @@ class BodyStream(object):
             if error is None:
                 raise
             raise error from exc
+
+    def iter_chunks(self) -> Iterator[bytes]:
+        """The same chunks as ``next(self)``, as a generator: what the client reads, at a lower cost
+        per chunk (no method call of ours).  Closing the generator closes the body."""
+        if self._done:
+            return
+        if self._chunks is None:
+            self._open()
+        try:
+            for chunk in self._chunks:  # type: ignore[union-attr]
+                if chunk:
+                    yield chunk
+        except BaseException as exc:
+            self.close()
+            error = self._error(exc)
+            if error is None:
+                raise
+            raise error from exc
+        self.close()
+
+    def _open(self) -> None:
+        """The first read: send the request, then take the body (an HTML page or a JSON document
+        where the stream was expected are dealt with here)."""
+        try:
+            self._response = _send(self._session, self._request, self._timeout, self._client, True, self._watch)
+        except BaseException:
+            self._done = True
+            raise
+        if _is_html(self._response):
+            try:
+                raise _html_instead_of_stream(self._client, self._response)
+            finally:
+                self.close()
+        if _is_json(self._response):
+            try:
+                document = _json_instead_of_stream(self._client, self._response)
+            finally:
+                self.close()
+            self._done = False
+            self._chunks = iter((document,))
+        else:
+            self._chunks = _chunks(self._response)
 
     def _error(self, exc: BaseException) -> Optional[TransportError]:
         if isinstance(exc, Exception) and not isinstance(exc, AgentHubError):

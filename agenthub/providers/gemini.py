@@ -493,17 +493,26 @@ class _ArgsWriter(object):
     StreamProtocolError.
     """
 
-    __slots__ = ("path", "kinds", "counts", "open_string", "closed", "paths")
+    __slots__ = ("path", "kinds", "counts", "open_string", "open_raw", "closed", "paths")
 
     def __init__(self) -> None:
         self.path = []  # type: List[Any]  # steps of the open containers below the root
         self.kinds = []  # type: List[str]  # "{" or "[" for each open container, root first
         self.counts = []  # type: List[int]  # members written in each open container
         self.open_string = None  # type: Optional[Tuple[Any, ...]]
+        self.open_raw = None  # type: Optional[str]  # the jsonPath, as sent, of open_string
         self.closed = set()  # type: set
         self.paths = {}  # type: Dict[str, Tuple[Any, ...]]
 
     def write(self, partials: Any) -> str:
+        if partials.__class__ is list and len(partials) == 1 and self.open_string is not None:
+            # what nearly every chunk carries: the next piece of the string being written, on the
+            # same jsonPath (the loop below gives the same text)
+            partial = partials[0]
+            if partial.__class__ is dict:
+                value = partial.get("stringValue")
+                if value.__class__ is str and partial.get("jsonPath") == self.open_raw:
+                    return _encode_string(value)[1:-1]
         out = []  # type: List[str]
         for partial in partials:
             if "stringValue" in partial:
@@ -538,6 +547,7 @@ class _ArgsWriter(object):
             if is_string:
                 out.append(_encode_string(value)[:-1])
                 self.open_string = steps
+                self.open_raw = raw_path
             else:
                 out.append(json.dumps(value))
                 self.closed.add(steps)
@@ -627,6 +637,7 @@ def parse_stream(events: Iterable[SSEEvent], client: str = "gemini", tool_id_pre
     loads = json_loads
     tools = ToolCallAssembler(client, tool_id_prefix)
     feed = tools.feed
+    feed_arguments = tools.feed_arguments
     raw_usage = {}  # type: Dict[str, Any]
     finish = None  # type: Optional[str]
     calls = 0  # functionCall parts seen: the assembler slot of the next call
@@ -716,9 +727,11 @@ def parse_stream(events: Iterable[SSEEvent], client: str = "gemini", tool_id_pre
                     # a part continuing the Vertex call whose arguments are streaming
                     partials = call.get("partialArgs")
                     text = writer.write(partials) if partials else ""  # type: ignore[union-attr]
-                    if signature or text:
-                        for item in feed(streamed, arguments=text,
-                                         fidelity={SIGNATURE: signature} if signature else None):
+                    if signature:
+                        for item in feed(streamed, arguments=text, fidelity={SIGNATURE: signature}):
+                            yield item
+                    elif text:
+                        for item in feed_arguments(streamed, text):
                             yield item
                     if not call.get("willContinue"):
                         for item in _end_streamed(tools, streamed, writer):  # type: ignore[arg-type]

@@ -253,6 +253,7 @@ def parse_stream(events: Iterable[SSEEvent], client: str = "openai-chat", tool_i
     loads = json_loads
     tools = ToolCallAssembler(client, tool_id_prefix)
     feed = tools.feed
+    feed_arguments = tools.feed_arguments
     finish = None
     raw_usage = None
     done = False
@@ -311,8 +312,14 @@ def parse_stream(events: Iterable[SSEEvent], client: str = "openai-chat", tool_i
                 for call in calls:
                     function = call.get("function") or {}
                     extra = call.get("extra_content")  # Gemini's compat layer: the thought signature rides here
-                    for item in feed(call.get("index"), call.get("id"), function.get("name"), function.get("arguments"),
-                                     {"extra_content": extra} if extra else None):
+                    call_id = call.get("id")
+                    name = function.get("name")
+                    if call_id is None and name is None and not extra:  # a bare fragment: feed()'s own shortcut
+                        items = feed_arguments(call.get("index"), function.get("arguments"))
+                    else:
+                        items = feed(call.get("index"), call_id, name, function.get("arguments"),
+                                     {"extra_content": extra} if extra else None)
+                    for item in items:
                         yield item
         reason = choice.get("finish_reason")
         if reason:

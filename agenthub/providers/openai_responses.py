@@ -466,7 +466,7 @@ class _Parser(object):
         loads = json_loads
         phases = self.phases
         texted = self.texted
-        feed = self.tools.feed
+        feed_arguments = self.tools.feed_arguments
         for sse in events:
             data = sse.data
             if data.startswith("[DONE]"):
@@ -507,7 +507,7 @@ class _Parser(object):
                         call = self.calls[slot] = _Call(False, False)
                         self.seen.add(slot)
                     call.has_args = True
-                    for item in feed(slot, None, None, delta):
+                    for item in feed_arguments(slot, delta):
                         yield item
                     self.calls_open = self.tools.open_calls > 0
                 continue
