@@ -350,9 +350,9 @@ _FINISH_MAX_BYTES = 64 * 1024
 
 
 class BodyStream(object):
-    """The bytes of one streamed response body, as they arrive (an iterator).
+    """The bytes of one streamed response body, as they arrive: read them with ``iter_chunks()``.
 
-    The request goes out at the first ``next``.  ``close()`` releases the connection
+    The request goes out at the first chunk asked for.  ``close()`` releases the connection
     (at once: an unread body closes it); ``finish()`` is for a reader that saw its
     protocol's terminal marker: the little that is left of the body (the last chunk
     of a chunked body) is read for up to ``FINISH_GRACE`` seconds so that the
@@ -370,32 +370,9 @@ class BodyStream(object):
         self._chunks = None  # type: Optional[Iterator[bytes]]
         self._done = False
 
-    def __iter__(self) -> "BodyStream":
-        return self
-
-    def __next__(self) -> bytes:
-        if self._done:
-            raise StopIteration
-        if self._chunks is None:
-            self._open()
-        try:
-            while True:
-                chunk = next(self._chunks)  # type: ignore[arg-type]
-                if chunk:
-                    return chunk
-        except StopIteration:
-            self.close()
-            raise
-        except BaseException as exc:
-            self.close()
-            error = self._error(exc)
-            if error is None:
-                raise
-            raise error from exc
-
     def iter_chunks(self) -> Iterator[bytes]:
-        """The same chunks as ``next(self)``, as a generator: what the client reads, at a lower cost
-        per chunk (no method call of ours).  Closing the generator closes the body."""
+        """The body's chunks as they arrive (the request goes out at the first ``next``).  Closing
+        the generator closes the body; a read failure becomes TransportError."""
         if self._done:
             return
         if self._chunks is None:
@@ -546,7 +523,7 @@ def open_stream(
     on_response: Hook = None,
     watch: Any = None,
 ) -> BodyStream:
-    """Send ``request`` (at the first ``next``) and iterate over the response body's bytes as they arrive.
+    """A BodyStream for ``request``: it is sent when ``iter_chunks()`` is first read.
 
     ``watch`` (see above) is told what the reading thread blocks on, so another thread
     can ``interrupt`` it; ``on_response`` is the simpler form: it receives the open
