@@ -8,16 +8,33 @@ private key) handed over as ``api_key``: registry.resolve refuses it before anyt
 is sent, and ``bearer_token`` refuses a token provider that returns one.
 """
 
+import ipaddress
 import json
 import re
 from typing import Any, Callable, Optional
+from urllib.parse import urlsplit
 
 from ..errors import AgentHubError, AuthenticationError, ConfigError
 
-__all__ = ["bearer_token", "private_key_reason", "check_not_private_key", "is_token_provider"]
+__all__ = ["bearer_token", "private_key_reason", "check_not_private_key", "is_token_provider", "is_loopback"]
 
 _PEM_PRIVATE = re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----")
 _HEADER_UNSAFE = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def is_loopback(base_url: str) -> bool:
+    """True for http(s)://localhost, 127.0.0.0/8 and [::1] (local servers need no key; credentials from
+    the environment may go there).  ``registry.is_loopback`` is this function."""
+    try:
+        host = (urlsplit(base_url).hostname or "").lower()
+    except ValueError:
+        return False
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def is_token_provider(value: Any) -> bool:
