@@ -384,7 +384,8 @@ def resolve(
     record = providers.protocol(client_type)
     if record.configure is not None:  # Azure OpenAI, Vertex AI: the caller's own cloud resource
         client_type, endpoint, api_key, extra = record.configure(model, base_url, api_key, env)
-        quirks = _quirks(chosen, True)
+        # no row of its own: what the model name says of the model (tts, image output) still applies
+        quirks = _quirks(chosen, True) if chosen is not None else _quirks(by_name, False)
         quirks.update(extra)
         if isinstance(api_key, str):
             check_not_private_key(api_key, "the key read from the environment")

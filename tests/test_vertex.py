@@ -479,3 +479,17 @@ def test_vertex_base_url_from_the_environment_gets_the_credentials(service_accou
         finally:
             del os.environ["VERTEX_BASE_URL"]
     assert server.requests[0]["headers"]["Authorization"] == "Bearer ya29.local-1"
+
+
+def test_a_pickled_client_loads_its_credentials_again_where_it_lands(service_account):
+    import pickle
+
+    with SSEServer() as server:
+        server.answers.extend([_answer(fixture("gemini_text.sse")), _answer(fixture("gemini_text.sse"))])
+        client = AutoLLMClient("gemini-3.5-flash", base_url=server.url, client_type="vertex")
+        list(client.streaming_response(USER))
+        data = pickle.dumps(client)
+        assert service_account.pem[40:80].encode() not in data and b"ya29.local" not in data
+        copy = pickle.loads(data)
+        list(copy.streaming_response(USER))
+    assert [r["headers"]["Authorization"] for r in server.requests] == ["Bearer ya29.local-1", "Bearer ya29.local-2"]
