@@ -80,7 +80,7 @@ def test_chat_request_golden_with_a_key():
     assert "api-key" not in planned.headers and "Authorization" not in planned.headers  # only encode adds it
     assert json.loads(sent.data) == {
         "model": "my-gpt5", "messages": [{"role": "user", "content": "Weather in Paris?"}], "stream": True,
-        "stream_options": {"include_usage": True}, "max_completion_tokens": 50,
+        "stream_options": {"include_usage": True}, "max_tokens": 50,  # 2024-10-21 has no max_completion_tokens
         "tools": [{"type": "function", "function": {"name": "get_weather", "description": "Current weather.",
                                                     "parameters": TOOLS[0]["parameters"]}}]}
     assert KEY.encode() not in sent.data and KEY not in sent.url
@@ -94,6 +94,20 @@ def test_responses_request_golden():
     assert body == {"model": "gpt-5-mini", "input": [{"type": "message", "role": "user", "content": [
         {"type": "input_text", "text": "Weather in Paris?"}]}], "stream": True, "store": False,
         "include": ["reasoning.encrypted_content"], "max_output_tokens": 50}
+
+
+@pytest.mark.parametrize("base, version, field", [
+    (RESOURCE, None, "max_tokens"), (RESOURCE, "2024-06-01", "max_tokens"),
+    (RESOURCE, "2024-08-01-preview", "max_tokens"), (RESOURCE, "2024-09-01-preview", "max_completion_tokens"),
+    (RESOURCE, "2025-04-01-preview", "max_completion_tokens"), (RESOURCE, "2025-11-01", "max_completion_tokens"),
+    (RESOURCE + "/openai/v1", None, "max_completion_tokens"),
+])
+def test_the_max_tokens_field_follows_the_api_version(base, version, field):
+    environ = {"AZURE_OPENAI_ENDPOINT": base, "AZURE_OPENAI_API_KEY": KEY}
+    if version:
+        environ["OPENAI_API_VERSION"] = version
+    body = json.loads(plan("azure", config={"max_tokens": 9}, environ=environ)[1].data)
+    assert {k: v for k, v in body.items() if k.startswith("max_")} == {field: 9}
 
 
 def test_api_version_from_the_environment():
@@ -155,7 +169,8 @@ def test_a_provider_that_raises_is_an_authentication_error():
 
 
 def test_endpoint_and_key_from_the_environment():
-    assert resolve("my-gpt5", "azure", environ=ENV) == ("azure", RESOURCE, KEY, {"api_version": "2024-10-21"})
+    assert resolve("my-gpt5", "azure", environ=ENV) == (
+        "azure", RESOURCE, KEY, {"api_version": "2024-10-21", "max_tokens_field": "max_tokens"})
     assert resolve("my-gpt5", "azure-openai", environ=ENV)[0] == "azure"
     assert resolve("my-gpt5", "azure-responses", environ=ENV)[:3] == ("azure-responses", RESOURCE, KEY)
 

@@ -17,8 +17,9 @@ is ``2024-10-21``; the dated API has Responses only in previews):
 - the resource itself (``https://<resource>.openai.azure.com``, any other host, or a path
   that is neither of the two below): Chat Completions at
   ``/openai/deployments/{deployment}/chat/completions?api-version=...`` (``OPENAI_API_VERSION``,
-  default ``DEFAULT_API_VERSION``, as the openai SDK's AzureOpenAI reads it); Responses at
-  ``/openai/v1/responses``;
+  default ``DEFAULT_API_VERSION``, as the openai SDK's AzureOpenAI reads it; ``max_tokens`` is
+  sent as ``max_tokens`` to the GA versions, which have no ``max_completion_tokens``, and to the
+  previews before 2024-09-01-preview); Responses at ``/openai/v1/responses``;
 - ``.../openai/v1``: both at the v1 path (``/chat/completions``, ``/responses``), the
   deployment in the body's ``model``, no api-version;
 - ``.../openai/deployments/{name}``: Chat Completions for that deployment, with api-version.
@@ -145,7 +146,22 @@ def configure(model: str, base_url: Optional[str], api_key: Any, environ: Mappin
     version = environ.get(VERSION_ENV) or DEFAULT_API_VERSION
     if not _VERSION.match(version):
         raise ConfigError("{} must look like 2024-10-21 (got {!r})".format(VERSION_ENV, version))
-    return client_type, endpoint, api_key, {"api_version": version}
+    quirks = {"api_version": version}  # type: Dict[str, Any]
+    if client_type == "azure" and not _V1.search(urlsplit(endpoint).path.rstrip("/")) and _before_max_completion(version):
+        quirks["max_tokens_field"] = "max_tokens"
+    return client_type, endpoint, api_key, quirks
+
+
+def _before_max_completion(version: str) -> bool:
+    """True for a dated api-version whose Chat Completions has ``max_tokens`` but not
+    ``max_completion_tokens``: every GA version up to 2024-10-21 (the spec of 2024-10-21 lists
+    only ``max_tokens``) and the previews before 2024-09-01-preview, which added it."""
+    date = version[:10]
+    if not re.match(r"^\d{4}-\d{2}-\d{2}$", date):
+        return False  # "preview", "latest": the newest surface
+    if version.endswith("-preview"):
+        return date < "2024-09-01"
+    return date <= "2024-10-21"
 
 
 PROTOCOL = Protocol(
