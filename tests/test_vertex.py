@@ -95,6 +95,8 @@ def test_project_and_location_from_base_url(clean_env):
     # a host root keeps the environment's project and location
     assert resolve("gemini-3.5-flash", "vertex", "https://vertex-proxy.example.com", "t", environ=env)[1] == (
         "https://vertex-proxy.example.com/v1/projects/vtx-proj-123/locations/us-east5")
+    assert resolve("gemini-3.5-flash", "vertex", "https://us-east5-aiplatform.googleapis.com/v1/", "t",
+                   environ=env)[1] == "https://us-east5-aiplatform.googleapis.com/v1/projects/vtx-proj-123/locations/us-east5"
     assert resolve("gemini-3.5-flash", "vertex", environ=dict(env, VERTEX_BASE_URL="http://127.0.0.1:9"),
                    api_key="t")[1] == "http://127.0.0.1:9/v1/projects/vtx-proj-123/locations/us-east5"
 
@@ -493,3 +495,10 @@ def test_a_pickled_client_loads_its_credentials_again_where_it_lands(service_acc
         copy = pickle.loads(data)
         list(copy.streaming_response(USER))
     assert [r["headers"]["Authorization"] for r in server.requests] == ["Bearer ya29.local-1", "Bearer ya29.local-2"]
+
+
+def test_no_credentials_anywhere_is_a_config_error(clean_env):
+    pytest.importorskip("google.auth")
+    clean_env.setenv("GOOGLE_CLOUD_PROJECT", PROJECT)
+    with pytest.raises(ConfigError, match="no Google credentials.*GOOGLE_APPLICATION_CREDENTIALS"):
+        AutoLLMClient("gemini-3.5-flash", client_type="vertex")

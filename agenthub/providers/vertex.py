@@ -51,6 +51,7 @@ _PREFIX = re.compile(r"^(?P<root>.*?)/v1(?:beta1)?/projects/(?P<project>[^/]+)/l
 _PROJECT = re.compile(r"^(?:[a-z0-9.\-]+:)?[a-z0-9][a-z0-9\-]{1,61}[a-z0-9]$")
 _LOCATION = re.compile(r"^[a-z][a-z0-9\-]{0,40}$")
 _MODEL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._\-@]*$")
+_VERSION_TAIL = re.compile(r"/v1(?:beta1)?$")
 
 
 def host_root(location: str) -> str:
@@ -67,7 +68,7 @@ def split_base_url(url: str) -> Tuple[str, Optional[str], Optional[str]]:
     base = url.rstrip("/")
     match = _PREFIX.match(base)
     if match is None:
-        return base, None, None
+        return _VERSION_TAIL.sub("", base), None, None  # a root given with its API version: the version is ours
     return match.group("root"), match.group("project"), match.group("location")
 
 
