@@ -325,13 +325,20 @@ class TokenEndpoint(object):
         self.server.server_close()
 
 
-@pytest.fixture
-def service_account(clean_env, tmp_path):
+@pytest.fixture(scope="module")
+def rsa_key():
+    """One RSA key for the module (generated here, never stored)."""
     pytest.importorskip("google.auth")
-    from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.asymmetric import rsa
 
-    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    return rsa.generate_private_key(public_exponent=65537, key_size=2048)
+
+
+@pytest.fixture
+def service_account(clean_env, tmp_path, rsa_key):
+    from cryptography.hazmat.primitives import serialization
+
+    key = rsa_key
     pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
                             serialization.NoEncryption()).decode()
     email = "agent@{}.iam.gserviceaccount.com".format(PROJECT)
