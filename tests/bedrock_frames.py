@@ -131,3 +131,50 @@ def text_stream(*pieces, reason="end_turn", **usage):
     frames += [text_delta(piece) for piece in pieces]
     frames += [block_stop(0), message_stop(reason), metadata(**usage)]
     return frames
+
+
+# -- SigV4, checked with botocore ------------------------------------------------------------------
+
+
+def botocore_sign(method, url, headers, body, access_key, secret_key, token, region, stamp, service="bedrock"):
+    """The headers botocore's SigV4Auth gives this request at the time ``stamp`` (YYYYMMDDTHHMMSSZ)."""
+    from botocore.auth import SigV4Auth
+    from botocore.awsrequest import AWSRequest
+    from botocore.credentials import Credentials
+
+    request = AWSRequest(method=method, url=url, headers=dict(headers), data=body)
+    signer = SigV4Auth(Credentials(access_key, secret_key, token), service, region)
+    # add_auth() without its clock: the same steps with the timestamp fixed
+    request.context["timestamp"] = stamp
+    signer._modify_request_before_signing(request)
+    canonical = signer.canonical_request(request)
+    signature = signer.signature(signer.string_to_sign(request, canonical), request)
+    signer._inject_signature_to_request(request, signature)
+    return dict(request.headers.items())
+
+
+def verify_sigv4(method, url, headers, body, secret_key, service="bedrock"):
+    """Check a received request's SigV4 signature with botocore -> (ok, access_key, region).
+
+    ``headers`` as received; only those named in SignedHeaders are given to botocore, which recomputes
+    the signature for the request's own X-Amz-Date.
+    """
+    import re
+
+    lower = {k.lower(): v for k, v in headers.items()}
+    auth = lower.get("authorization", "")
+    match = re.match(r"AWS4-HMAC-SHA256 Credential=([^/]+)/(\d{8})/([^/]+)/([^/]+)/aws4_request, "
+                     r"SignedHeaders=([^,]+), Signature=([0-9a-f]{64})$", auth)
+    if not match:
+        return False, None, None
+    access_key, day, region, signed_service, names, signature = match.groups()
+    if signed_service != service or not lower.get("x-amz-date", "").startswith(day):
+        return False, access_key, region
+    signed = {name: lower[name] for name in names.split(";") if name in lower}
+    if len(signed) != len(names.split(";")):
+        return False, access_key, region
+    token = signed.pop("x-amz-security-token", None)
+    signed.pop("x-amz-date", None)
+    again = botocore_sign(method, url, signed, body, access_key, secret_key, token, region, lower["x-amz-date"],
+                          service)
+    return again["Authorization"] == auth, access_key, region
