@@ -469,7 +469,8 @@ class AutoLLMClient(object):
                     chunks.close()  # type: ignore[attr-defined]
 
     def _secrets(self, request: Any) -> List[str]:
-        secrets = [self._endpoint.api_key] if self._endpoint.api_key else []
+        key = self._endpoint.api_key
+        secrets = list(key.secrets()) if hasattr(key, "secrets") else [key] if isinstance(key, str) and key else []
         for name, value in dict(getattr(request, "headers", None) or {}).items():
             if any(word in name.lower() for word in _SECRET_HEADER_WORDS) and isinstance(value, str):
                 secrets.append(value)

@@ -182,6 +182,16 @@ ROUTES = [
     Route(r"claude-", "anthropic", "https://api.anthropic.com", ("ANTHROPIC_API_KEY",), "Anthropic",
           "ANTHROPIC_BASE_URL", {}, _VISION, ("claude-sonnet-4-6", "claude-opus-4-8", "claude-sonnet-5"),
           label="claude-*"),
+    # -- Amazon Bedrock (Converse stream, SigV4): model ids and inference profiles -----------------
+    # (inference-profile ARNs and names outside these vendors need client_type="bedrock"; the
+    # endpoint's region comes from AWS_REGION / the profile, credentials per agenthub.aws)
+    Route(r"(?:(?:us|eu|apac|global|jp|au|ca|us-gov)\.)?(?:anthropic|amazon|meta|mistral|cohere|ai21|deepseek|qwen|"
+          r"openai|writer|moonshot|moonshotai|minimax|zai|google|nvidia|twelvelabs)\.[a-z0-9]", "bedrock",
+          "https://bedrock-runtime.{region}.amazonaws.com", ("AWS_BEARER_TOKEN_BEDROCK", "AWS_ACCESS_KEY_ID"),
+          "Amazon Bedrock", "AWS_ENDPOINT_URL_BEDROCK_RUNTIME", {}, _VISION,
+          ("us.anthropic.claude-sonnet-4-5-20250929-v1:0", "global.anthropic.claude-opus-4-5-20251101-v1:0",
+           "amazon.nova-pro-v1:0", "meta.llama3-3-70b-instruct-v1:0", "mistral.mistral-large-2407-v1:0"),
+          label="anthropic.*, amazon.*, meta.*, mistral.*, ... (us./eu./global. profiles)"),
     # -- Google ------------------------------------------------------------------------------------
     Route(r"(?:gemini-embedding|gemini-[^/]*-embedding|text-embedding-00\d|embedding-00\d)", "gemini",
           "https://generativelanguage.googleapis.com", ("GEMINI_API_KEY", "GOOGLE_API_KEY"), "Google",
@@ -387,6 +397,11 @@ def resolve(
         chosen = by_name
         client_type = by_name.client_type
     assert client_type is not None
+
+    record = providers.protocol(client_type)
+    if record.resolve_endpoint is not None:  # the protocol finds its own endpoint and credentials (Bedrock)
+        endpoint, key = record.resolve_endpoint(base_url, api_key, env)
+        return client_type, endpoint, key, _quirks(chosen, True)
 
     if base_url is not None:
         _check_url(base_url, "base_url")

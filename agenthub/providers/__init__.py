@@ -18,6 +18,7 @@ PROTOCOLS = {
     "openai-responses": "openai_responses",
     "anthropic": "anthropic",
     "gemini": "gemini",
+    "bedrock": "bedrock",
 }
 
 _loaded = {}  # type: Dict[str, Any]
