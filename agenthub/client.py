@@ -471,7 +471,7 @@ class AutoLLMClient(object):
 
     def _secrets(self, request: Any) -> List[str]:
         key = self._endpoint.api_key
-        secrets = [key] if isinstance(key, str) and key else []  # a token callable's tokens are in the headers
+        secrets = list(key.secrets()) if hasattr(key, "secrets") else [key] if isinstance(key, str) and key else []
         for name, value in dict(getattr(request, "headers", None) or {}).items():
             if any(word in name.lower() for word in _SECRET_HEADER_WORDS) and isinstance(value, str):
                 secrets.append(value)
