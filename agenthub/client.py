@@ -29,7 +29,7 @@ from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple
 
 from . import registry
 from .errors import AgentHubError, ConfigError, TransportError
-from .providers._common import Endpoint
+from .providers._common import Endpoint, apply_extras
 from .sse import DEFAULT_MAX_LINE_BYTES, iter_events
 from .stream import collect, drive
 from .types import UniConfig, UniEvent, UniMessage
@@ -354,7 +354,7 @@ class AutoLLMClient(object):
         """
         check_messages(messages)
         cfg = check_config(config)
-        request = self._protocol.build_request(self._endpoint, self.model, list(messages), cfg)
+        request = apply_extras(self._protocol.build_request(self._endpoint, self.model, list(messages), cfg), cfg)
         return self._open(request, cfg, list(messages), None)
 
     def streaming_response_stateful(self, message: UniMessage, config: Optional[UniConfig] = None) -> ResponseStream:
@@ -368,7 +368,7 @@ class AutoLLMClient(object):
             message = dict(message)  # type: ignore[assignment]
             message["created_at"] = int(time.time() * 1000)
         messages = self._history + [message]
-        request = self._protocol.build_request(self._endpoint, self.model, messages, cfg)
+        request = apply_extras(self._protocol.build_request(self._endpoint, self.model, messages, cfg), cfg)
         return self._open(request, cfg, messages, message)
 
     def _open(self, request: Any, config: Dict[str, Any], messages: List[UniMessage],
@@ -400,7 +400,7 @@ class AutoLLMClient(object):
                 timer.start()
             history_before = list(self._history)
             kept = [] if (stateful is not None or config.get("trace_id")) else None  # type: Optional[List[UniEvent]]
-            attempts = self._attempts(request, control, timeout, deadline)
+            attempts = self._attempts(request, control, timeout, deadline, config)
             try:
                 if kept is None:
                     # nothing to keep (stateless, untraced): the events pass straight through
@@ -426,7 +426,7 @@ class AutoLLMClient(object):
                 self._busy.release()
 
     def _attempts(self, request: Any, control: _Control, timeout: Timeout,
-                  deadline: Optional[float]) -> Iterator[UniEvent]:
+                  deadline: Optional[float], config: Optional[Mapping[str, Any]] = None) -> Iterator[UniEvent]:
         client = self.client_type
         transport = _transport()
         attempt = 0
@@ -462,7 +462,7 @@ class AutoLLMClient(object):
                     raise _stopped(client, control, timeout) from exc
                 if deadline is not None and isinstance(exc, TransportError) and time.monotonic() >= deadline:
                     raise _stopped(client, control, timeout, "deadline") from exc
-                _scrub(exc, self._secrets(request))
+                _scrub(exc, self._secrets(request, config))
                 if delivered or not getattr(exc, "retryable", False) or attempt >= self.max_retries:
                     raise
                 delay = _backoff(attempt, getattr(exc, "retry_after", None))
@@ -481,8 +481,11 @@ class AutoLLMClient(object):
                 if chunks is not None:
                     chunks.close()  # type: ignore[attr-defined]
 
-    def _secrets(self, request: Any) -> List[str]:
+    def _secrets(self, request: Any, config: Optional[Mapping[str, Any]] = None) -> List[str]:
         secrets = [self._endpoint.api_key] if self._endpoint.api_key else []
+        for value in ((config or {}).get("extra_headers") or {}).values():  # any of them may be a credential
+            secrets.append(value)
+            secrets.extend(part for part in value.split() if len(part) >= 8)
         for name, value in dict(getattr(request, "headers", None) or {}).items():
             if any(word in name.lower() for word in _SECRET_HEADER_WORDS) and isinstance(value, str):
                 secrets.append(value)
@@ -499,6 +502,8 @@ class AutoLLMClient(object):
     def _trace(self, config: Mapping[str, Any], history: List[UniMessage]) -> None:
         from .tracer import save_trace
 
+        if config.get("extra_headers"):  # header values may be credentials: a trace never holds them
+            config = dict(config, extra_headers={name: "***" for name in config["extra_headers"]})
         save_trace(config["trace_id"], self.model, history, config)
 
 

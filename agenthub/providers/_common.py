@@ -2,9 +2,10 @@
 
 import base64
 import binascii
+import dataclasses
 import json
 import re
-from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ..errors import ConfigError, UnsupportedParameterError
 
@@ -17,6 +18,10 @@ __all__ = [
     "unsupported",
     "nearest",
     "request_headers",
+    "apply_extras",
+    "deep_merge",
+    "check_response_format",
+    "stop_sequences",
 ]
 
 
@@ -164,3 +169,74 @@ def request_headers(endpoint: Endpoint, key_header: str = "Authorization", key_p
         headers[key_header] = key_prefix + endpoint.api_key
     headers.update(endpoint.headers)
     return headers
+
+
+# -- agenthub's config additions shared by every protocol -------------------------------------------
+
+
+def deep_merge(base: Dict[str, Any], extra: Mapping[str, Any]) -> Dict[str, Any]:
+    """``base`` with ``extra`` merged in (a new dict; ``base`` is not modified): a dict meets a dict
+    key by key, any other value replaces what was there, and None removes the key."""
+    out = dict(base)
+    for key, value in extra.items():
+        if value is None:
+            out.pop(key, None)
+        elif isinstance(value, Mapping) and isinstance(out.get(key), Mapping):
+            out[key] = deep_merge(dict(out[key]), value)
+        else:
+            out[key] = _plain(value)
+    return out
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {k: _plain(v) for k, v in value.items() if v is not None}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def apply_extras(request: Any, config: Mapping[str, Any]) -> Any:
+    """The planned request with ``config["extra_body"]`` deep-merged into its JSON body (last, so it
+    can reach nested objects such as Gemini's ``generationConfig``) and ``config["extra_headers"]``
+    set on it (a header of the same name, in any case, is replaced).  Called once per call by the
+    client, right after ``build_request``; the request is returned unchanged when neither is given."""
+    extra_body = config.get("extra_body")
+    extra_headers = config.get("extra_headers")
+    if not extra_body and not extra_headers:
+        return request
+    changes = {}  # type: Dict[str, Any]
+    if extra_body:
+        changes["body"] = deep_merge(dict(request.body or {}), extra_body)
+    if extra_headers:
+        headers = {k: v for k, v in dict(request.headers).items()
+                   if k.lower() not in {name.lower() for name in extra_headers}}
+        headers.update(extra_headers)
+        changes["headers"] = headers
+    return dataclasses.replace(request, **changes)
+
+
+def check_response_format(client: str, config: Mapping[str, Any], quirks: Mapping[str, Any],
+                          accepted: Sequence[str] = ("text", "json_object", "json_schema")) -> Optional[Dict[str, Any]]:
+    """The caller's response_format (None for none or ``text``), after checking that the protocol
+    (``accepted``) and the endpoint (quirk ``response_formats``: the types its server honours) take it."""
+    wanted = config.get("response_format")
+    if not wanted:
+        return None
+    kind = wanted["type"]
+    served = quirks.get("response_formats")
+    if kind != "text" and (kind not in accepted or (served is not None and kind not in served)):
+        where = "this server" if kind in accepted else "this protocol"
+        raise unsupported(client, "response_format", "of type {!r} is not available on {}{}".format(
+            kind, where, " (it takes: {})".format(", ".join(served)) if served is not None and kind in accepted else ""))
+    return None if kind == "text" else wanted
+
+
+def stop_sequences(client: str, config: Mapping[str, Any], limit: Optional[int]) -> Optional[List[str]]:
+    """config["stop"] (already a list) checked against the protocol's limit."""
+    stop = config.get("stop")
+    if not stop:
+        return None
+    if limit is not None and len(stop) > limit:
+        raise unsupported(client, "stop", "takes at most {} sequences here (got {})".format(limit, len(stop)))
+    return list(stop)
