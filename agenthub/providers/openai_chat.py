@@ -35,8 +35,8 @@ from ..sse import SSEEvent, json_loads
 from ..stream import StreamEnd
 from ..toolcalls import ToolCallAssembler
 from ..types import HttpRequest, PromptCaching
-from ._common import (Endpoint, check_response_format, data_uri, dumps, inclusive_usage, join_url, parse_data_uri,
-                      request_headers, stop_sequences, to_int, unsupported)
+from ._common import (Endpoint, Protocol, check_response_format, data_uri, dumps, inclusive_usage, join_url,
+                      parse_data_uri, request_headers, stop_sequences, to_int, unsupported)
 
 __all__ = ["build_request", "parse_stream", "map_usage", "chat_response_format", "FINISH_REASONS", "STOP_LIMIT"]
 
@@ -536,3 +536,12 @@ def _loads_or_text(loads: Any, data: str) -> Any:
         return loads(data)
     except ValueError:
         return data
+
+
+PROTOCOL = Protocol(
+    "openai-chat", __name__, build_request, parse_stream,
+    base_url="https://api.openai.com/v1", key_env=("OPENAI_API_KEY",), base_url_env="OPENAI_BASE_URL",
+    quirk_keys=("echo_reasoning_on_tool_turns", "fast_mode", "images", "max_tokens_field", "reasoning_field",
+                "response_formats", "stream_usage", "thinking", "tool_choice", "tool_stream"),
+    embeddings="openai_embeddings", demo=("demo-model", "OpenAI Chat Completions"),
+)
