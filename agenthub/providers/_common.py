@@ -311,15 +311,15 @@ def apply_extras(request: Any, config: Mapping[str, Any]) -> Any:
     return dataclasses.replace(request, **changes)
 
 
-def check_response_format(client: str, config: Mapping[str, Any], quirks: Mapping[str, Any],
+def check_response_format(client: str, config: Mapping[str, Any], served: Optional[Sequence[str]],
                           accepted: Sequence[str] = ("text", "json_object", "json_schema")) -> Optional[Dict[str, Any]]:
     """The caller's response_format (None for none or ``text``), after checking that the protocol
-    (``accepted``) and the endpoint (quirk ``response_formats``: the types its server honours) take it."""
+    (``accepted``) and the endpoint (``served``: the registry quirk ``response_formats``, the types its
+    server honours; None: all the protocol has) take it."""
     wanted = config.get("response_format")
     if not wanted:
         return None
     kind = wanted["type"]
-    served = quirks.get("response_formats")
     if kind != "text" and (kind not in accepted or (served is not None and kind not in served)):
         where = "this server" if kind in accepted else "this protocol"
         raise unsupported(client, "response_format", "of type {!r} is not available on {}{}".format(

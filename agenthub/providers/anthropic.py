@@ -251,7 +251,7 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
         body["stop_sequences"] = stop
     if "seed" in config:
         raise unsupported(client, "seed", "cannot be sent: the Anthropic Messages API has no seed")
-    response_format = check_response_format(client, config, quirks, ("text", "json_schema"))
+    response_format = check_response_format(client, config, quirks.get("response_formats"), ("text", "json_schema"))
     if response_format is not None:
         if not rule.get("structured", True):
             raise unsupported(client, "response_format", "json_schema needs structured outputs, which {!r} does not "

@@ -410,7 +410,7 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
         generation["stopSequences"] = stop
     if "seed" in config:
         generation["seed"] = config["seed"]
-    response_format = check_response_format(client, config, quirks)
+    response_format = check_response_format(client, config, quirks.get("response_formats"))
     if response_format is not None:
         if tts:
             raise unsupported(client, "response_format", "is not accepted by speech (TTS) models")

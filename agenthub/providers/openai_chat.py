@@ -77,7 +77,7 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
         body["stop"] = stop
     if "seed" in config:
         body["seed"] = config["seed"]
-    response_format = check_response_format(client, config, quirks)
+    response_format = check_response_format(client, config, quirks.get("response_formats"))
     if response_format is not None:
         body["response_format"] = chat_response_format(response_format)
     if config.get("fast_mode"):

@@ -224,7 +224,7 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
     for key, why in (("stop", "has no stop sequences"), ("seed", "has no seed parameter")):
         if key in config:
             raise unsupported(client, key, "cannot be sent: the Responses API {}".format(why))
-    response_format = check_response_format(client, config, quirks)
+    response_format = check_response_format(client, config, quirks.get("response_formats"))
     if response_format is not None:
         body["text"] = {"format": text_format(response_format)}
     if config.get("fast_mode"):
