@@ -27,7 +27,7 @@ import time
 from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple
 
 from . import providers, registry
-from .errors import AgentHubError, ConfigError, TransportError
+from .errors import AgentHubError, ConfigError, StreamProtocolError, TransportError, UnsupportedOperationError
 from .providers._common import Endpoint, apply_extras
 from .sse import DEFAULT_MAX_LINE_BYTES
 from .stream import collect, drive
@@ -38,6 +38,8 @@ __all__ = ["AutoLLMClient", "ResponseStream", "Timeout"]
 
 logger = logging.getLogger("agenthub")
 
+#: pages of a model list read at most (a server that never stops paging is cut off there)
+MAX_MODEL_PAGES = 100
 #: retry backoff: full jitter over base * 2**attempt seconds, capped
 BACKOFF_BASE = 0.5
 BACKOFF_CAP = 8.0
@@ -359,6 +361,85 @@ class AutoLLMClient(object):
         messages = self._history + [message]
         request = apply_extras(self._protocol.build_request(self._endpoint, self.model, messages, cfg), cfg)
         return self._open(request, cfg, messages, message)
+
+    # -- one-call helpers --------------------------------------------------------------------
+    def response(self, messages: List[UniMessage], config: Optional[UniConfig] = None) -> UniMessage:
+        """The collected assistant message of one stateless turn: ``streaming_response`` read to
+        its end (same validation, retries and errors) and folded with ``collect``."""
+        return collect(list(self.streaming_response(messages, config)))
+
+    def response_stateful(self, message: UniMessage, config: Optional[UniConfig] = None) -> UniMessage:
+        """``streaming_response_stateful`` read to its end: the collected answer (history grows on success)."""
+        return collect(list(self.streaming_response_stateful(message, config)))
+
+    def embed(self, texts: List[str], config: Optional[UniConfig] = None) -> List[List[float]]:
+        """One vector per text, in input order, from an embedding model (``embedding_config`` sets the
+        dimensions).  A server answering another number of vectors is a StreamProtocolError."""
+        if isinstance(texts, (str, bytes)) or not isinstance(texts, (list, tuple)) \
+                or not all(isinstance(t, str) for t in texts):
+            raise ConfigError("embed takes a list of strings")
+        if not self._endpoint.quirks.get("embeddings"):
+            raise UnsupportedOperationError(
+                "{}: {!r} is not an embedding model (use an embedding model, or client_type='openai-embedding' "
+                "for an OpenAI-compatible one)".format(self.client_type, self.model),
+                client=self.client_type, operation="embed")
+        if not texts:
+            return []
+        messages = [{"role": "user", "content_items": [{"type": "text", "text": text}]} for text in texts]
+        answer = self.response(messages, config)  # type: ignore[arg-type]
+        vectors = [item["embedding"] for item in answer["content_items"] if item.get("type") == "embedding"]
+        if len(vectors) != len(texts):
+            raise StreamProtocolError("{}: {} texts were sent for embedding and {} vectors came back".format(
+                self.client_type, len(texts), len(vectors)), client=self.client_type)
+        return vectors
+
+    def list_models(self) -> List[str]:
+        """The model ids this endpoint serves, asked live (every page, in the server's order).
+
+        OpenAI-compatible servers and Anthropic: ``GET /v1/models`` (Anthropic pages with
+        ``after_id`` while ``has_more``); Gemini: ``GET /v1beta/models`` with page tokens, the
+        ``models/`` prefix removed.  ``agenthub.list_models()`` is the routing table instead."""
+        record = providers.protocol(self.client_type)
+        if record.models_request is None or record.parse_models is None:
+            raise UnsupportedOperationError("{}: this protocol cannot list the endpoint's models".format(
+                self.client_type), client=self.client_type, operation="list_models")
+        ids = []  # type: List[str]
+        token = None  # type: Optional[str]
+        seen = set()  # type: set
+        for _ in range(MAX_MODEL_PAGES):
+            payload = self._fetch(record, record.models_request(self._endpoint, token))
+            page, token = record.parse_models(payload, self.client_type)
+            ids.extend(page)
+            if not token or token in seen:  # the last page (or a server handing the same token again)
+                break
+            seen.add(token)
+        return ids
+
+    def _fetch(self, record: Any, request: Any) -> Any:
+        """One JSON document for ``request``, with the stream's timeouts, retries and error scrubbing."""
+        client = self.client_type
+        timeout = Timeout.of(self.timeout)
+        deadline = None if timeout.total is None else time.monotonic() + timeout.total
+        attempt = 0
+        while True:
+            limits = _limits(timeout, deadline)
+            if limits is None:
+                raise TransportError("{}: the total deadline of {}s was exceeded".format(client, timeout.total),
+                                     client=client, timeout=True, deadline=True, aborted=False, retryable=False)
+            try:
+                return _transport().fetch_json(self._get_session(), record.encode(request, self._endpoint), limits,
+                                               client)
+            except AgentHubError as exc:
+                _scrub(exc, self._secrets(request))
+                if not getattr(exc, "retryable", False) or attempt >= self.max_retries:
+                    raise
+                delay = _backoff(attempt, getattr(exc, "retry_after", None))
+                if delay is None or (deadline is not None and time.monotonic() + delay >= deadline):
+                    raise
+                attempt += 1
+                logger.info("%s: retrying the model list after %s, attempt %d of %d, in %.2fs", client,
+                            type(exc).__name__, attempt, self.max_retries, delay)
+                time.sleep(delay)
 
     def _open(self, request: Any, config: Dict[str, Any], messages: List[UniMessage],
               stateful: Optional[UniMessage]) -> ResponseStream:

@@ -160,7 +160,7 @@ def check_config(config: Optional[Mapping[str, Any]]) -> Dict[str, Any]:
         if not isinstance(headers, Mapping):
             raise ConfigError("config['extra_headers'] must be a dict of header name -> str value")
         for name, value in headers.items():
-            if not isinstance(name, str) or not _HEADER_NAME.match(name):
+            if not isinstance(name, str) or not _HEADER_NAME.fullmatch(name):
                 raise ConfigError("config['extra_headers'] has an invalid header name {}".format(_short(name)))
             if not isinstance(value, str) or "\r" in value or "\n" in value or "\0" in value:
                 # the value is never shown: it may be a credential
@@ -185,7 +185,7 @@ def _response_format(value: Any) -> Dict[str, Any]:
     if not isinstance(name, str) or not name:
         raise ConfigError("config['response_format'] of type 'json_schema' needs a 'name' (a-z, A-Z, 0-9, _ and -, "
                           "at most 64 characters)")
-    if not _SCHEMA_NAME.match(name):
+    if not _SCHEMA_NAME.fullmatch(name):
         raise ConfigError("config['response_format']['name'] must be a-z, A-Z, 0-9, _ and - only, at most 64 "
                           "characters (got {})".format(_short(name)))
     schema = value.get("schema")

@@ -27,6 +27,8 @@ __all__ = [
     "deep_merge",
     "check_response_format",
     "stop_sequences",
+    "get_request",
+    "model_list_page",
 ]
 
 
@@ -99,10 +101,14 @@ class Protocol(object):
     ``quirk_keys``: the registry quirks the module reads.  ``embeddings``: the module under
     ``agenthub.providers`` serving embedding models for this protocol (its own ``PROTOCOL``).
     ``demo``: ``(model, title)`` for ``agenthub demo`` (recordings under ``agenthub/recordings/<module>``).
+    ``models_request(endpoint, page_token)`` and ``parse_models(payload, client) -> (ids, next_token)``:
+    the endpoint's live model list, one page at a time (``AutoLLMClient.list_models``; both pure;
+    None: the protocol cannot list its models).
     """
 
     __slots__ = ("name", "module", "base_url", "key_env", "base_url_env", "build_request", "parse_stream",
-                 "framing", "parse_document", "encode", "quirk_keys", "embeddings", "demo")
+                 "framing", "parse_document", "encode", "quirk_keys", "embeddings", "demo", "models_request",
+                 "parse_models")
 
     def __init__(
         self,
@@ -119,6 +125,8 @@ class Protocol(object):
         quirk_keys: Sequence[str] = (),
         embeddings: Optional[str] = None,
         demo: Optional[Tuple[str, str]] = None,
+        models_request: Optional[Callable[["Endpoint", Optional[str]], HttpRequest]] = None,
+        parse_models: Optional[Callable[[Any, str], Tuple[List[str], Optional[str]]]] = None,
     ) -> None:
         if parse_document is None:
             if parse_stream is None:
@@ -137,6 +145,8 @@ class Protocol(object):
         self.quirk_keys = tuple(quirk_keys)
         self.embeddings = embeddings
         self.demo = demo
+        self.models_request = models_request
+        self.parse_models = parse_models
 
     def read(self, body: Any, client: str, max_line_bytes: int, document: bool = False) -> Iterator[Any]:
         """The parts of one answer: ``body`` (a transport.BodyStream) is opened (the request is sent);
@@ -335,3 +345,31 @@ def stop_sequences(client: str, config: Mapping[str, Any], limit: Optional[int])
     if limit is not None and len(stop) > limit:
         raise unsupported(client, "stop", "takes at most {} sequences here (got {})".format(limit, len(stop)))
     return list(stop)
+
+
+def get_request(endpoint: Endpoint, url: str, key_header: str = "Authorization", key_prefix: str = "Bearer ",
+                **extra: str) -> HttpRequest:
+    """A GET that answers one JSON document (model lists), with the endpoint's key and headers."""
+    headers = request_headers(endpoint, key_header, key_prefix, "application/json", **extra)
+    headers.pop("Content-Type", None)  # no body
+    return HttpRequest("GET", url, headers, None, stream=False)
+
+
+def model_list_page(payload: Any, client: str, items: str = "data", key: str = "id",
+                    prefix: str = "") -> List[str]:
+    """The model ids of one page of a model list: ``payload[items]``, a list of objects with ``key``
+    (``prefix`` removed).  A page of another shape is a StreamProtocolError, never a silent []."""
+    from ..errors import StreamProtocolError
+
+    rows = payload.get(items) if isinstance(payload, dict) else None
+    if payload == {}:
+        rows = []  # an empty list, as protobuf JSON writes it (Gemini leaves empty fields out)
+    if not isinstance(rows, list):
+        raise StreamProtocolError("{}: the model list has no {!r} list".format(client, items), client=client)
+    ids = []  # type: List[str]
+    for row in rows:
+        value = row.get(key) if isinstance(row, dict) else None
+        if not isinstance(value, str) or not value:
+            raise StreamProtocolError("{}: a model list entry has no {!r}".format(client, key), client=client)
+        ids.append(value[len(prefix):] if prefix and value.startswith(prefix) else value)
+    return ids

@@ -55,6 +55,7 @@ gateways; an error event's ``request_id``.
 import base64
 import logging
 import re
+from urllib.parse import quote
 from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Tuple
 
 from ..errors import ConfigError, ToolCallArgumentParseError, upstream_error
@@ -62,8 +63,8 @@ from ..sse import SSEEvent, json_loads
 from ..stream import StreamEnd
 from ..toolcalls import ToolCallAssembler
 from ..types import HttpRequest, PromptCaching, ThinkingLevel
-from ._common import (Endpoint, Protocol, check_response_format, dumps, join_url, nearest, parse_data_uri,
-                      request_headers, stop_sequences, to_int, unsupported, usage)
+from ._common import (Endpoint, Protocol, check_response_format, dumps, get_request, join_url, model_list_page, nearest,
+                      parse_data_uri, request_headers, stop_sequences, to_int, unsupported, usage)
 
 __all__ = [
     "build_request",
@@ -279,10 +280,8 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
         raise unsupported(client, "prompt_caching", "ENHANCE needs automatic caching, which this endpoint does not take")
     body["stream"] = True
 
-    if quirks.get("auth") == "bearer" and not first_party:  # gateways that read Authorization, not x-api-key
-        headers = request_headers(endpoint, **{"anthropic-version": ANTHROPIC_VERSION})
-    else:
-        headers = request_headers(endpoint, "x-api-key", "", **{"anthropic-version": ANTHROPIC_VERSION})
+    header, prefix = _key_headers(endpoint)  # x-api-key; Authorization: Bearer for gateways that read only that
+    headers = request_headers(endpoint, header, prefix, **{"anthropic-version": ANTHROPIC_VERSION})
     interleaved = quirks.get("interleaved_thinking")
     if interleaved is None:  # a beta of the first-party API; gateways may refuse beta names they do not know
         interleaved = first_party
@@ -813,10 +812,39 @@ def _loads_or_text(loads: Any, data: str) -> Any:
         return data
 
 
+# -- the endpoint's model list ------------------------------------------------------------------
+
+#: models asked for per page of GET /v1/models (the API's largest page)
+MODELS_PAGE_SIZE = 1000
+
+
+def _key_headers(endpoint: Endpoint) -> Tuple[str, str]:
+    """(header, prefix) the key travels in: x-api-key, or a bearer token for gateways whose row says so."""
+    if endpoint.quirks.get("auth") == "bearer" and "api.anthropic.com" not in endpoint.base_url:
+        return "Authorization", "Bearer "
+    return "x-api-key", ""
+
+
+def models_request(endpoint: Endpoint, page_token: Optional[str] = None) -> HttpRequest:
+    """``GET {base_url}/v1/models?limit=1000`` (then ``&after_id=<last id>`` while ``has_more``)."""
+    url = join_url(endpoint.base_url, "/v1/models?limit={}".format(MODELS_PAGE_SIZE))
+    if page_token:
+        url += "&after_id=" + quote(page_token, safe="")
+    header, prefix = _key_headers(endpoint)
+    return get_request(endpoint, url, header, prefix, **{"anthropic-version": ANTHROPIC_VERSION})
+
+
+def parse_models(payload: Any, client: str = "anthropic") -> Tuple[List[str], Optional[str]]:
+    """``{"data": [{"id": ...}], "has_more": bool, "last_id": ...}`` -> (ids, the next page's after_id)."""
+    ids = model_list_page(payload, client)
+    more = isinstance(payload, dict) and payload.get("has_more") is True and ids
+    return ids, (payload.get("last_id") or ids[-1]) if more else None
+
+
 PROTOCOL = Protocol(
     "anthropic", __name__, build_request, parse_stream,
     base_url="https://api.anthropic.com", key_env=("ANTHROPIC_API_KEY",), base_url_env="ANTHROPIC_BASE_URL",
     quirk_keys=("auth", "automatic_caching", "fast_mode", "interleaved_thinking", "replay_unsigned_thinking",
                 "response_formats", "thinking_rule"),
-    demo=("claude-sonnet-4-6", "Anthropic Messages"),
+    demo=("claude-sonnet-4-6", "Anthropic Messages"), models_request=models_request, parse_models=parse_models,
 )

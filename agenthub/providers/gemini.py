@@ -71,15 +71,15 @@ import logging
 import mimetypes
 import re
 from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Tuple
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
 from ..errors import ConfigError, StreamProtocolError, upstream_error
 from ..sse import SSEEvent, json_loads
 from ..stream import StreamEnd
 from ..toolcalls import ToolCallAssembler
 from ..types import HttpRequest, PromptCaching, ThinkingLevel
-from ._common import (Endpoint, Protocol, check_response_format, join_url, nearest, parse_data_uri, request_headers,
-                      stop_sequences, to_int, unsupported, usage)
+from ._common import (Endpoint, Protocol, check_response_format, get_request, join_url, model_list_page, nearest,
+                      parse_data_uri, request_headers, stop_sequences, to_int, unsupported, usage)
 
 __all__ = [
     "build_request",
@@ -827,10 +827,34 @@ def parse_stream(events: Iterable[SSEEvent], client: str = "gemini", tool_id_pre
     yield StreamEnd(map_usage(raw_usage) if raw_usage else None, finish)
 
 
+# -- the endpoint's model list ------------------------------------------------------------------
+
+#: models asked for per page of GET /v1beta/models (the API's largest page)
+MODELS_PAGE_SIZE = 1000
+
+
+def models_request(endpoint: Endpoint, page_token: Optional[str] = None) -> HttpRequest:
+    """``GET {base_url}/v1beta/models?pageSize=1000`` (then ``&pageToken=`` the last ``nextPageToken``)."""
+    base = endpoint.base_url.rstrip("/")
+    prefix = "" if _VERSIONED_BASE.search(urlsplit(base).path) else "/v1beta"
+    url = join_url(base, "{}/models?pageSize={}".format(prefix, MODELS_PAGE_SIZE))
+    if page_token:
+        url += "&pageToken=" + quote(page_token, safe="")
+    return get_request(endpoint, url, "x-goog-api-key", "")
+
+
+def parse_models(payload: Any, client: str = "gemini") -> Tuple[List[str], Optional[str]]:
+    """``{"models": [{"name": "models/..."}], "nextPageToken": ...}`` -> (ids without "models/", next token)."""
+    ids = model_list_page(payload, client, "models", "name", "models/")
+    token = payload.get("nextPageToken") if isinstance(payload, dict) else None
+    return ids, token if isinstance(token, str) and token else None
+
+
 PROTOCOL = Protocol(
     "gemini", __name__, build_request, parse_stream,
     base_url="https://generativelanguage.googleapis.com", key_env=("GEMINI_API_KEY", "GOOGLE_API_KEY"),
     base_url_env="GEMINI_BASE_URL",
     quirk_keys=("fast_mode", "image_output", "response_formats", "stream_function_call_arguments", "tts"),
     embeddings="gemini_embeddings", demo=("gemini-3.5-flash", "Gemini generateContent"),
+    models_request=models_request, parse_models=parse_models,
 )
