@@ -426,11 +426,12 @@ class AutoLLMClient(object):
             if limits is None:
                 raise TransportError("{}: the total deadline of {}s was exceeded".format(client, timeout.total),
                                      client=client, timeout=True, deadline=True, aborted=False, retryable=False)
+            sent = request
             try:
-                return _transport().fetch_json(self._get_session(), record.encode(request, self._endpoint), limits,
-                                               client)
+                sent = record.encode(request, self._endpoint)  # per attempt: a token or signature for this send
+                return _transport().fetch_json(self._get_session(), sent, limits, client)
             except AgentHubError as exc:
-                _scrub(exc, self._secrets(request))
+                _scrub(exc, self._secrets(sent))
                 if not getattr(exc, "retryable", False) or attempt >= self.max_retries:
                     raise
                 delay = _backoff(attempt, getattr(exc, "retry_after", None))
@@ -503,6 +504,7 @@ class AutoLLMClient(object):
         while True:
             chunks = None
             delivered = False
+            sent = request  # what went out (its headers hold this attempt's token or signature)
             try:
                 if control.reason is not None:
                     raise _stopped(client, control, timeout)
@@ -511,8 +513,8 @@ class AutoLLMClient(object):
                     raise _stopped(client, control, timeout, "deadline")
                 protocol = self._protocol
                 # encoded per attempt: a signature or a refreshed token is good for this send only
-                chunks = transport.open_stream(self._get_session(), protocol.encode(request, self._endpoint),
-                                               limits, client, watch=control)
+                sent = protocol.encode(request, self._endpoint)
+                chunks = transport.open_stream(self._get_session(), sent, limits, client, watch=control)
                 parts = protocol.read(chunks, client, self.max_line_bytes, not request.stream)
                 for event in drive(parts, client):
                     if control.reason is not None:
@@ -530,7 +532,7 @@ class AutoLLMClient(object):
                     raise _stopped(client, control, timeout) from exc
                 if deadline is not None and isinstance(exc, TransportError) and time.monotonic() >= deadline:
                     raise _stopped(client, control, timeout, "deadline") from exc
-                _scrub(exc, self._secrets(request, config))
+                _scrub(exc, self._secrets(sent, config))
                 if delivered or not getattr(exc, "retryable", False) or attempt >= self.max_retries:
                     raise
                 delay = _backoff(attempt, getattr(exc, "retry_after", None))
@@ -550,7 +552,8 @@ class AutoLLMClient(object):
                     chunks.close()  # type: ignore[attr-defined]
 
     def _secrets(self, request: Any, config: Optional[Mapping[str, Any]] = None) -> List[str]:
-        secrets = [self._endpoint.api_key] if self._endpoint.api_key else []
+        key = self._endpoint.api_key
+        secrets = [key] if isinstance(key, str) and key else []  # a token callable's tokens are in the headers
         for value in ((config or {}).get("extra_headers") or {}).values():  # any of them may be a credential
             secrets.append(value)
             secrets.extend(part for part in value.split() if len(part) >= 8)

@@ -101,14 +101,18 @@ class Protocol(object):
     ``quirk_keys``: the registry quirks the module reads.  ``embeddings``: the module under
     ``agenthub.providers`` serving embedding models for this protocol (its own ``PROTOCOL``).
     ``demo``: ``(model, title)`` for ``agenthub demo`` (recordings under ``agenthub/recordings/<module>``).
+    ``configure(model, base_url, api_key, environ)``: for a protocol whose endpoint is the caller's
+    own cloud resource (Azure OpenAI, Vertex AI): ``registry.resolve`` hands it the caller's
+    arguments and it returns ``(client_type, base_url, api_key, quirks)``, in place of the default
+    endpoint and key variables (a ConfigError says what is missing).  None for the others.
     ``models_request(endpoint, page_token)`` and ``parse_models(payload, client) -> (ids, next_token)``:
     the endpoint's live model list, one page at a time (``AutoLLMClient.list_models``; both pure;
     None: the protocol cannot list its models).
     """
 
     __slots__ = ("name", "module", "base_url", "key_env", "base_url_env", "build_request", "parse_stream",
-                 "framing", "parse_document", "encode", "quirk_keys", "embeddings", "demo", "models_request",
-                 "parse_models")
+                 "framing", "parse_document", "encode", "quirk_keys", "embeddings", "demo", "configure",
+                 "models_request", "parse_models")
 
     def __init__(
         self,
@@ -125,6 +129,7 @@ class Protocol(object):
         quirk_keys: Sequence[str] = (),
         embeddings: Optional[str] = None,
         demo: Optional[Tuple[str, str]] = None,
+        configure: Optional[Callable[..., Tuple[str, str, Any, Dict[str, Any]]]] = None,
         models_request: Optional[Callable[["Endpoint", Optional[str]], HttpRequest]] = None,
         parse_models: Optional[Callable[[Any, str], Tuple[List[str], Optional[str]]]] = None,
     ) -> None:
@@ -145,6 +150,7 @@ class Protocol(object):
         self.quirk_keys = tuple(quirk_keys)
         self.embeddings = embeddings
         self.demo = demo
+        self.configure = configure
         self.models_request = models_request
         self.parse_models = parse_models
 
