@@ -167,5 +167,5 @@ def _before_max_completion(version: str) -> bool:
 PROTOCOL = Protocol(
     "azure", __name__, build_request, openai_chat.parse_stream,
     base_url="", key_env=(KEY_ENV,), base_url_env=ENDPOINT_ENV,
-    encode=encode, quirk_keys=("api_version",), configure=configure,
+    encode=encode, quirk_keys=("api_version", "max_tokens_field"), configure=configure,
 )
