@@ -378,3 +378,15 @@ def test_the_responses_record_shares_the_azure_credentials():
     assert azure_responses.PROTOCOL.encode is azure.encode
     assert azure_responses.PROTOCOL.parse_stream is openai_responses.parse_stream
     assert azure.PROTOCOL.parse_stream is openai_chat.parse_stream
+
+
+@pytest.mark.parametrize("client_type, suffix", [("azure", ""), ("azure-responses", "/openai/v1"),
+                                                 ("azure", "/openai/deployments/d1")])
+def test_list_models_asks_the_v1_api(client_type, suffix):
+    listing = {"object": "list", "data": [{"id": "gpt-5-mini", "object": "model"}, {"id": "o4-mini", "object": "model"}]}
+    with SSEServer() as server:
+        server.answers.append(Answer([json.dumps(listing).encode()], headers={"Content-Type": "application/json"}))
+        client = AutoLLMClient("d1", api_key=lambda: "entra-m", base_url=server.url + suffix, client_type=client_type)
+        assert client.list_models() == ["gpt-5-mini", "o4-mini"]
+    (request,) = server.requests
+    assert request["path"] == "/openai/v1/models" and request["headers"]["Authorization"] == "Bearer entra-m"

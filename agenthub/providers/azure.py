@@ -42,7 +42,7 @@ from . import openai_chat
 from ._common import Endpoint, Protocol, encode_json
 from ._tokens import bearer_token, is_loopback, is_token_provider
 
-__all__ = ["build_request", "request_url", "configure", "encode", "DEFAULT_API_VERSION", "ENDPOINT_ENV",
+__all__ = ["build_request", "request_url", "v1_base", "models_request", "configure", "encode", "DEFAULT_API_VERSION", "ENDPOINT_ENV",
            "KEY_ENV", "VERSION_ENV", "ENTRA_SCOPE"]
 
 #: the latest GA api-version of the dated API (the deployments path)
@@ -75,6 +75,17 @@ def request_url(base_url: str, deployment: str, api: str, api_version: str) -> s
     if api != "chat":
         return root + "/openai/v1" + leaf
     return "{}/openai/deployments/{}{}?api-version={}".format(root, name, leaf, quote(api_version, safe=""))
+
+
+def v1_base(base_url: str) -> str:
+    """The resource's v1 API root (``.../openai/v1``) for any of the endpoint forms."""
+    return request_url(base_url, "", "responses", "")[:-len("/responses")]
+
+
+def models_request(endpoint: Endpoint, page_token: Optional[str] = None) -> HttpRequest:
+    """``GET .../openai/v1/models`` (GA): the models the resource can deploy (``encode`` adds the credential)."""
+    inner = Endpoint(endpoint.client_type, v1_base(endpoint.base_url), None, endpoint.headers, endpoint.quirks)
+    return openai_chat.models_request(inner, page_token)
 
 
 def _inner(endpoint: Endpoint) -> Endpoint:
@@ -168,4 +179,5 @@ PROTOCOL = Protocol(
     "azure", __name__, build_request, openai_chat.parse_stream,
     base_url="", key_env=(KEY_ENV,), base_url_env=ENDPOINT_ENV,
     encode=encode, quirk_keys=("api_version", "max_tokens_field"), configure=configure,
+    models_request=models_request, parse_models=openai_chat.parse_models,
 )

@@ -26,4 +26,5 @@ PROTOCOL = Protocol(
     "azure-responses", __name__, build_request, openai_responses.parse_stream,
     base_url="", key_env=(azure.KEY_ENV,), base_url_env=azure.ENDPOINT_ENV,
     encode=azure.encode, configure=_configure,
+    models_request=azure.models_request, parse_models=openai_responses.PROTOCOL.parse_models,
 )
