@@ -24,7 +24,7 @@ import operator
 import random
 import threading
 import time
-from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Tuple, Union
 
 from . import providers, registry
 from .errors import AgentHubError, ConfigError, StreamProtocolError, TransportError, UnsupportedOperationError
@@ -258,7 +258,7 @@ class AutoLLMClient(object):
     def __init__(
         self,
         model: str,
-        api_key: Optional[str] = None,
+        api_key: Optional[Union[str, Callable[[], str]]] = None,
         base_url: Optional[str] = None,
         client_type: Optional[str] = None,
         *,

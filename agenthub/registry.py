@@ -349,9 +349,9 @@ def resolve(
     model: str,
     client_type: Optional[str] = None,
     base_url: Optional[str] = None,
-    api_key: Optional[str] = None,
+    api_key: Any = None,
     environ: Optional[Mapping[str, str]] = None,
-) -> Tuple[str, str, Optional[str], Dict[str, Any]]:
+) -> Tuple[str, str, Any, Dict[str, Any]]:
     """-> (client_type, base_url, api_key, quirks) for a model, following the credential rule.
 
     ``client_type`` is a protocol (``openai-chat``, ``openai-responses``,

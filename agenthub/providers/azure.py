@@ -109,7 +109,7 @@ def encode(request: HttpRequest, endpoint: Endpoint) -> HttpRequest:
     Bearer <token>`` from a token provider (called now).  A credential header the caller set in
     ``default_headers`` is left as it is."""
     request = encode_json(request, endpoint)
-    key = endpoint.api_key
+    key = endpoint.api_key  # type: Any  # a key, a token, or a token callable
     headers = dict(request.headers)
     if _has(headers, "authorization") or _has(headers, "api-key"):
         return request

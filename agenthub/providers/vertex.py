@@ -104,7 +104,7 @@ def encode(request: HttpRequest, endpoint: Endpoint) -> HttpRequest:
     callable, google-auth's included, is called now; it renews the token before it expires).
     An Authorization header the caller set in ``default_headers`` is left as it is."""
     request = encode_json(request, endpoint)
-    key = endpoint.api_key
+    key = endpoint.api_key  # type: Any  # a key, a token, or a token callable
     headers = dict(request.headers)
     if _has(headers, "authorization") or not key:
         return request
