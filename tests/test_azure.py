@@ -390,3 +390,20 @@ def test_list_models_asks_the_v1_api(client_type, suffix):
         assert client.list_models() == ["gpt-5-mini", "o4-mini"]
     (request,) = server.requests
     assert request["path"] == "/openai/v1/models" and request["headers"]["Authorization"] == "Bearer entra-m"
+
+
+@pytest.mark.parametrize("suffix, path", [
+    ("", "/openai/deployments/my-gpt5/chat/completions?api-version=2025-04-01-preview"),
+    ("/openai/v1/", "/openai/v1/chat/completions"),
+])
+def test_endpoint_key_and_version_from_the_environment_end_to_end(monkeypatch, suffix, path):
+    with SSEServer() as server:
+        monkeypatch.setenv("AZURE_OPENAI_ENDPOINT", server.url + suffix)
+        monkeypatch.setenv("AZURE_OPENAI_API_KEY", KEY)
+        monkeypatch.setenv("OPENAI_API_VERSION", "2025-04-01-preview")
+        server.answers.append(sse_answer(fixture("chat_content_filter.sse"), 7))
+        events = list(AutoLLMClient("my-gpt5", client_type="azure").streaming_response(USER, {"max_tokens": 30}))
+    assert summarize(events)["text"] == "Paris is the capital of France."
+    (request,) = server.requests
+    assert request["path"] == path and request["headers"]["api-key"] == KEY
+    assert request["body"]["max_completion_tokens"] == 30 and "max_tokens" not in request["body"]
