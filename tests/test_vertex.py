@@ -118,6 +118,20 @@ def test_path_parts_that_cannot_go_in_a_url(clean_env, env, model):
         resolve(model, "vertex", api_key="t", environ=env)
 
 
+def test_a_credentials_file_path_as_api_key_is_refused(clean_env):
+    with pytest.raises(ConfigError, match="GOOGLE_APPLICATION_CREDENTIALS"):
+        resolve("gemini-3.5-flash", "vertex", api_key="/home/me/keys/sa.json", environ={"GOOGLE_CLOUD_PROJECT": "p-12"})
+
+
+def test_whole_json_answers_are_read_by_the_wrapped_protocols():
+    from agenthub.providers import anthropic, azure, azure_responses, gemini, openai_chat, openai_responses
+
+    for mine, theirs in ((vertex, gemini), (vertex_anthropic, anthropic), (azure, openai_chat),
+                         (azure_responses, openai_responses)):
+        assert mine.PROTOCOL.parse_document is theirs.PROTOCOL.parse_document
+        assert mine.PROTOCOL.framing is theirs.PROTOCOL.framing
+
+
 def test_google_credentials_go_only_to_google_hosts(clean_env):
     with pytest.raises(ConfigError, match="api_key is required with base_url 'vertex-proxy.example.com'"):
         resolve("gemini-3.5-flash", "vertex", "https://vertex-proxy.example.com", environ={"GOOGLE_CLOUD_PROJECT": "p-12"})
@@ -509,3 +523,24 @@ def test_no_credentials_anywhere_is_a_config_error(clean_env):
     clean_env.setenv("GOOGLE_CLOUD_PROJECT", PROJECT)
     with pytest.raises(ConfigError, match="no Google credentials.*GOOGLE_APPLICATION_CREDENTIALS"):
         AutoLLMClient("gemini-3.5-flash", client_type="vertex")
+
+
+@pytest.mark.parametrize("model, document, text", [
+    ("claude-sonnet-4-6", {"id": "msg_vrtx_doc", "type": "message", "role": "assistant", "model": "claude-sonnet-4-6",
+                           "content": [{"type": "text", "text": "Whole answer."}], "stop_reason": "end_turn",
+                           "stop_sequence": None, "usage": {"input_tokens": 5, "output_tokens": 3}}, "Whole answer."),
+    ("gemini-3.5-flash", [{"candidates": [{"content": {"role": "model", "parts": [{"text": "Whole "}]}}]},
+                          {"candidates": [{"content": {"role": "model", "parts": [{"text": "answer."}]},
+                                           "finishReason": "STOP"}],
+                           "usageMetadata": {"promptTokenCount": 5, "candidatesTokenCount": 3, "totalTokenCount": 8}}],
+     "Whole answer."),
+])
+def test_a_whole_json_answer_instead_of_a_stream(model, document, text):
+    with SSEServer() as server:
+        server.answers.append(Answer([json.dumps(document).encode()], headers={"Content-Type": "application/json"}))
+        client = AutoLLMClient(model, api_key="ya29.t", base_url=server.url + "/v1/projects/p-123/locations/us-east5",
+                               client_type="vertex")
+        events = list(client.streaming_response(USER))
+    check_stream(events)
+    assert summarize(events)["text"] == text and summarize(events)["finish_reason"] == "stop"
+    assert server.requests[0]["path"].startswith("/v1/projects/p-123/locations/us-east5/publishers/")

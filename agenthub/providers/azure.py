@@ -177,6 +177,7 @@ def _before_max_completion(version: str) -> bool:
 
 PROTOCOL = Protocol(
     "azure", __name__, build_request, openai_chat.parse_stream,
+    framing=openai_chat.PROTOCOL.framing, parse_document=openai_chat.PROTOCOL.parse_document,
     base_url="", key_env=(KEY_ENV,), base_url_env=ENDPOINT_ENV,
     encode=encode, quirk_keys=("api_version", "max_tokens_field"), configure=configure,
     models_request=models_request, parse_models=openai_chat.parse_models,

@@ -136,6 +136,10 @@ def configure(model: str, base_url: Optional[str], api_key: Any, environ: Mappin
     if not _LOCATION.match(location):
         raise ConfigError("{}: location {!r} is not a Google Cloud location (like us-east5 or global)".format(
             client_type, location))
+    if isinstance(api_key, str) and api_key.strip().lower().endswith(".json"):
+        raise ConfigError("{}: api_key looks like the path of a credentials file; it was not sent: set "
+                          "GOOGLE_APPLICATION_CREDENTIALS to it, or pass api_key=agenthub.gcp.service_account_file("
+                          "path)".format(client_type))
     if api_key is None:
         if base_url is not None and not _google_host(base_url) and not is_loopback(base_url):
             raise ConfigError(
@@ -158,6 +162,7 @@ def configure(model: str, base_url: Optional[str], api_key: Any, environ: Mappin
 
 PROTOCOL = Protocol(
     "vertex", __name__, build_request, gemini.parse_stream,
+    framing=gemini.PROTOCOL.framing, parse_document=gemini.PROTOCOL.parse_document,
     base_url="", key_env=(), base_url_env=BASE_URL_ENV,
     encode=encode, configure=configure,
 )
