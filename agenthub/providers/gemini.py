@@ -62,7 +62,10 @@ Stream
   (``promptFeedback.blockReason``) raises UpstreamError with the reason as error_type.
 - usage: cached = cachedContentTokenCount, prompt = promptTokenCount - cached +
   toolUsePromptTokenCount, thoughts = thoughtsTokenCount, response =
-  candidatesTokenCount (counts are cumulative: the latest value of each wins).
+  candidatesTokenCount.  Each chunk's ``usageMetadata`` is a snapshot of the turn so far, not
+  fields to merge: the last one that counts tokens is taken whole (a later snapshot without
+  ``candidatesTokenCount`` means no visible tokens, not "as before"), so the buckets add up to
+  its ``totalTokenCount``.
 """
 
 import base64
@@ -620,6 +623,14 @@ def _end_streamed(tools: ToolCallAssembler, slot: int, writer: _ArgsWriter) -> L
     return tools.feed(slot, arguments=writer.finish()) + tools.close(index=slot)
 
 
+def _counts(meta: Dict[str, Any]) -> bool:
+    """usageMetadata that counts tokens (not only Vertex's ``trafficType``)."""
+    for key in meta:
+        if key.endswith("TokenCount"):
+            return True
+    return False
+
+
 def _loads_or_text(data: str) -> Any:
     try:
         return json.loads(data)
@@ -659,8 +670,8 @@ def parse_stream(events: Iterable[SSEEvent], client: str = "gemini", tool_id_pre
         if "error" in chunk:
             raise upstream_error(client, chunk)
         meta = chunk.get("usageMetadata")
-        if meta:
-            raw_usage.update(meta)
+        if meta and type(meta) is dict and _counts(meta):
+            raw_usage = meta  # a snapshot of the whole turn so far: a count it lacks no longer holds
         candidates = chunk.get("candidates")
         if not candidates:
             feedback = chunk.get("promptFeedback")
