@@ -9,7 +9,7 @@ import json
 import pytest
 
 import agenthub.client as client_module
-from agenthub import AutoLLMClient, RateLimitError, ServerError, UpstreamError
+from agenthub import AutoLLMClient, RateLimitError, ServerError, StreamProtocolError, UpstreamError
 from agenthub.client import Timeout
 from agenthub.errors import upstream_error
 from faultserver import FaultServer, chat_stream, send, status, tiny_session, within
@@ -161,3 +161,172 @@ def test_a_gateways_own_rate_limit_on_messages_without_a_header_backs_off_and_re
                                   "Max parallel request limit reached. Hit limit for api_key: ...", True)
     assert info.value.retry_after is None
     assert [r.path for r in server.requests] == ["/v1/messages"] * 3
+
+
+# -- whole JSON answers where a stream was asked for (a gateway that ignores stream: true) ------------
+
+def events_of(data):
+    return b"".join(b"data: " + json.dumps(d).encode() + b"\n\n" for d in data)
+
+
+def stream_items(client_type, body):
+    """The items (and stop event) the same answer gives when it streams, through the same client."""
+    with FaultServer() as srv:
+        srv.push([status(200, SSE), send(body)])
+        events = list(make(srv, *ROUTES[client_type]).streaming_response([USER]))
+    return strip(events)
+
+
+def strip(events):
+    return [{k: v for k, v in e.items() if k != "created_at"} for e in events]
+
+
+ROUTES = {"anthropic": ("anthropic", ""), "openai-responses": ("openai-responses", "/v1"),
+          "openai-chat": ("openai-chat", "/v1"), "gemini": ("gemini", "")}
+
+ANTHROPIC_MESSAGE = {
+    "id": "msg_1", "type": "message", "role": "assistant", "model": "claude-sonnet-4-6",
+    "content": [
+        {"type": "thinking", "thinking": "Weather tool.", "signature": "c2lnbmVk"},
+        {"type": "text", "text": "Checking."},
+        {"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {"city": "Paris"}},
+    ],
+    "stop_reason": "tool_use", "stop_sequence": None,
+    "usage": {"input_tokens": 12, "cache_read_input_tokens": 4, "output_tokens": 30},
+}
+ANTHROPIC_STREAM = events_of([
+    {"type": "message_start", "message": dict(ANTHROPIC_MESSAGE, content=[], stop_reason=None,
+                                              usage={"input_tokens": 12, "cache_read_input_tokens": 4,
+                                                     "output_tokens": 1})},
+    {"type": "content_block_start", "index": 0, "content_block": {"type": "thinking", "thinking": "", "signature": ""}},
+    {"type": "content_block_delta", "index": 0, "delta": {"type": "thinking_delta", "thinking": "Weather tool."}},
+    {"type": "content_block_delta", "index": 0, "delta": {"type": "signature_delta", "signature": "c2lnbmVk"}},
+    {"type": "content_block_stop", "index": 0},
+    {"type": "content_block_start", "index": 1, "content_block": {"type": "text", "text": ""}},
+    {"type": "content_block_delta", "index": 1, "delta": {"type": "text_delta", "text": "Checking."}},
+    {"type": "content_block_stop", "index": 1},
+    {"type": "content_block_start", "index": 2, "content_block": {"type": "tool_use", "id": "toolu_1",
+                                                                  "name": "get_weather", "input": {}}},
+    {"type": "content_block_delta", "index": 2, "delta": {"type": "input_json_delta",
+                                                          "partial_json": '{"city":"Paris"}'}},
+    {"type": "content_block_stop", "index": 2},
+    {"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 30}},
+    {"type": "message_stop"},
+])
+RESPONSE = {
+    "id": "resp_1", "object": "response", "status": "completed",
+    "output": [
+        {"id": "rs_1", "type": "reasoning", "encrypted_content": "ZW5j",
+         "summary": [{"type": "summary_text", "text": "Weather tool."}]},
+        {"id": "msg_1", "type": "message", "role": "assistant",
+         "content": [{"type": "output_text", "text": "Checking.", "annotations": []}]},
+        {"id": "fc_1", "type": "function_call", "call_id": "call_1", "name": "get_weather",
+         "arguments": '{"city":"Paris"}'},
+    ],
+    "usage": {"input_tokens": 16, "input_tokens_details": {"cached_tokens": 4}, "output_tokens": 30,
+              "output_tokens_details": {"reasoning_tokens": 20}, "total_tokens": 46},
+}
+RESPONSE_STREAM = events_of([
+    {"type": "response.created", "response": dict(RESPONSE, status="in_progress", output=[])},
+    {"type": "response.output_item.added", "output_index": 0, "item": {"id": "rs_1", "type": "reasoning",
+                                                                        "summary": []}},
+    {"type": "response.reasoning_summary_text.delta", "output_index": 0, "summary_index": 0,
+     "delta": "Weather tool."},
+    {"type": "response.output_item.done", "output_index": 0, "item": RESPONSE["output"][0]},
+    {"type": "response.output_text.delta", "output_index": 1, "content_index": 0, "delta": "Checking."},
+    {"type": "response.output_item.done", "output_index": 1, "item": RESPONSE["output"][1]},
+    {"type": "response.output_item.done", "output_index": 2, "item": RESPONSE["output"][2]},
+    {"type": "response.completed", "response": RESPONSE},
+])
+COMPLETION = {
+    "id": "c1", "object": "chat.completion", "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
+        "role": "assistant", "content": "Checking.", "reasoning_content": "Weather tool.",
+        "tool_calls": [{"id": "call_1", "type": "function",
+                        "function": {"name": "get_weather", "arguments": '{"city":"Paris"}'}}]}}],
+    "usage": {"prompt_tokens": 16, "completion_tokens": 30, "total_tokens": 46},
+}
+COMPLETION_STREAM = events_of([
+    {"id": "c1", "object": "chat.completion.chunk", "choices": [{"index": 0, "finish_reason": None, "delta": {
+        "role": "assistant", "reasoning_content": "Weather tool."}}]},
+    {"id": "c1", "object": "chat.completion.chunk", "choices": [{"index": 0, "finish_reason": None, "delta": {
+        "content": "Checking."}}]},
+    {"id": "c1", "object": "chat.completion.chunk", "choices": [{"index": 0, "finish_reason": None, "delta": {
+        "tool_calls": [{"index": 0, "id": "call_1", "type": "function",
+                        "function": {"name": "get_weather", "arguments": '{"city":"Paris"}'}}]}}]},
+    {"id": "c1", "object": "chat.completion.chunk", "choices": [{"index": 0, "finish_reason": "tool_calls",
+                                                                 "delta": {}}],
+     "usage": {"prompt_tokens": 16, "completion_tokens": 30, "total_tokens": 46}},
+]) + b"data: [DONE]\n\n"
+GEMINI = {
+    "candidates": [{"index": 0, "finishReason": "STOP", "content": {"role": "model", "parts": [
+        {"text": "Weather tool.", "thought": True},
+        {"text": "Checking."},
+        {"functionCall": {"id": "fc_1", "name": "get_weather", "args": {"city": "Paris"}}, "thoughtSignature": "c2ln"}]}}],
+    "usageMetadata": {"promptTokenCount": 16, "candidatesTokenCount": 10, "thoughtsTokenCount": 20,
+                      "totalTokenCount": 46},
+}
+GEMINI_STREAM = events_of([GEMINI])
+
+
+@within(20)
+@pytest.mark.parametrize("client_type, document, stream", [
+    ("anthropic", ANTHROPIC_MESSAGE, ANTHROPIC_STREAM),
+    ("openai-responses", RESPONSE, RESPONSE_STREAM),
+    ("openai-chat", COMPLETION, COMPLETION_STREAM),
+    ("gemini", GEMINI, GEMINI_STREAM),
+    ("gemini", [GEMINI], GEMINI_STREAM),   # streamGenerateContent without alt=sse: a JSON array of chunks
+])
+def test_a_whole_json_answer_gives_the_streams_events_and_is_never_retried(server, client_type, document, stream):
+    """A gateway that ignores ``stream: true`` answers 200 ``application/json`` with the whole answer:
+    the same events as the stream, from one request (it is complete: never retried, never billed twice)."""
+    server.push([status(200, JSON, "length"), send(json.dumps(document).encode())])
+    events = list(make(server, *ROUTES[client_type]).streaming_response([USER]))
+    assert len(server.requests) == 1
+    assert strip(events) == stream_items(client_type, stream)
+    assert events[-1]["finish_reason"] == "tool_call"
+    kinds = [e["content_items"][0]["type"] for e in events[1:-1]]
+    assert "tool_call" in kinds and "text" in kinds and "thinking" in kinds
+
+
+@within(20)
+@pytest.mark.parametrize("client_type, document, finish", [
+    ("anthropic", dict(ANTHROPIC_MESSAGE, content=[{"type": "text", "text": "Hi."}], stop_reason=None), "unknown"),
+    ("openai-responses", {"object": "response", "status": "incomplete",
+                          "incomplete_details": {"reason": "max_output_tokens"},
+                          "output": [{"type": "message", "role": "assistant",
+                                      "content": [{"type": "output_text", "text": "Hi."}]}]}, "length"),
+    ("openai-chat", {"object": "chat.completion", "choices": [{"index": 0, "message": {"role": "assistant",
+                                                                                      "content": "Hi."}}]}, "unknown"),
+    ("gemini", {"candidates": [{"content": {"role": "model", "parts": [{"text": "Hi."}]}}]}, "unknown"),
+])
+def test_a_whole_answer_that_never_says_why_it_finished_is_still_complete(server, client_type, document, finish):
+    server.push([status(200, JSON, "length"), send(json.dumps(document).encode())])
+    events = list(make(server, *ROUTES[client_type]).streaming_response([USER]))
+    assert [e["content_items"] for e in events[1:-1]] == [[{"type": "text", "text": "Hi."}]]
+    assert events[-1]["finish_reason"] == finish
+    assert len(server.requests) == 1
+
+
+@within(20)
+@pytest.mark.parametrize("client_type, document", [
+    ("anthropic", {"id": "msg_x", "object": "something"}),
+    ("openai-responses", {"id": "x", "status": "queued"}),
+    ("openai-chat", {"id": "x", "choices": []}),
+    ("gemini", {"modelVersion": "gemini-x"}),
+])
+def test_a_json_document_holding_no_answer_is_not_retried(server, client_type, document):
+    server.push([status(200, JSON, "length"), send(json.dumps(document).encode())])
+    with pytest.raises(StreamProtocolError) as info:
+        list(make(server, *ROUTES[client_type]).streaming_response([USER]))
+    assert "holds no complete answer" in str(info.value) and info.value.retryable is False
+    assert len(server.requests) == 1
+
+
+@within(20)
+def test_an_anthropic_error_document_with_200_is_the_error_it_names(server):
+    server.push([status(200, JSON, "length"),
+                 send(b'{"type": "error", "error": {"type": "invalid_request_error", "message": "bad"}}')])
+    with pytest.raises(UpstreamError) as info:
+        list(make(server, "anthropic", "").streaming_response([USER]))
+    assert fields(info.value) == ("UpstreamError", 400, "invalid_request_error", None, "bad", False)
+    assert len(server.requests) == 1

@@ -62,11 +62,13 @@ from ..sse import SSEEvent, json_loads
 from ..stream import StreamEnd
 from ..toolcalls import ToolCallAssembler
 from ..types import HttpRequest, PromptCaching, ThinkingLevel
+from ._common import documents
 from ._common import Protocol, Endpoint, dumps, join_url, nearest, parse_data_uri, request_headers, to_int, unsupported, usage
 
 __all__ = [
     "build_request",
     "parse_stream",
+    "parse_document",
     "map_usage",
     "thinking_rule",
     "FINISH_REASONS",
@@ -621,6 +623,24 @@ def parse_stream(events: Iterable[SSEEvent], client: str = "anthropic", tool_id_
     yield StreamEnd(map_usage(raw_usage) if raw_usage else None, finish, state.replayable)
 
 
+def parse_document(payload: Any, client: str = "anthropic", tool_id_prefix: Any = None) -> Iterator[Any]:
+    """A whole Messages answer (``{"type": "message", "content": [...], "stop_reason", "usage"}``: a
+    gateway that ignored ``stream: true``) -> the same parts its stream gives: it is read as a
+    ``message_start`` carrying the complete blocks, then ``message_stop``.  An error document raises
+    the UpstreamError it names; other documents (a JSON array of stream events) are read as events."""
+    events = []  # type: List[SSEEvent]
+    for doc in documents(payload):
+        if type(doc) is dict and doc.get("type") == "error":
+            raise upstream_error(client, doc, request_id=_request_id(doc))
+        if type(doc) is dict and (doc.get("type") == "message" or (
+                doc.get("type") is None and type(doc.get("content")) is list and doc.get("role") == "assistant")):
+            events.append(SSEEvent(dumps({"type": "message_start", "message": doc})))
+            events.append(SSEEvent('{"type":"message_stop"}'))
+        else:
+            events.append(SSEEvent(dumps(doc)))
+    return parse_stream(events, client, tool_id_prefix)
+
+
 def _block_order(index: Any) -> Tuple[bool, int]:
     return type(index) is not int, index if type(index) is int else 0
 
@@ -754,7 +774,7 @@ def _loads_or_text(loads: Any, data: str) -> Any:
 
 
 PROTOCOL = Protocol(
-    "anthropic", __name__, build_request, parse_stream,
+    "anthropic", __name__, build_request, parse_stream, parse_document=parse_document,
     base_url="https://api.anthropic.com", key_env=("ANTHROPIC_API_KEY",), base_url_env="ANTHROPIC_BASE_URL",
     quirk_keys=("automatic_caching", "interleaved_thinking", "replay_unsigned_thinking", "thinking_rule"),
     demo=("claude-sonnet-4-6", "Anthropic Messages"),

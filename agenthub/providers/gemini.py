@@ -81,11 +81,13 @@ from ..sse import SSEEvent, json_loads
 from ..stream import StreamEnd
 from ..toolcalls import ToolCallAssembler
 from ..types import HttpRequest, PromptCaching, ThinkingLevel
+from ._common import documents, dumps
 from ._common import Protocol, Endpoint, join_url, nearest, parse_data_uri, request_headers, to_int, unsupported, usage
 
 __all__ = [
     "build_request",
     "parse_stream",
+    "parse_document",
     "map_usage",
     "request_url",
     "thinking_config",
@@ -638,6 +640,19 @@ def _loads_or_text(data: str) -> Any:
         return data
 
 
+def parse_document(payload: Any, client: str = "gemini", tool_id_prefix: Any = None) -> Iterator[Any]:
+    """A whole ``GenerateContentResponse`` (or the JSON array ``streamGenerateContent`` answers without
+    ``alt=sse``) -> the same parts the stream gives.  An answer whose candidates carry content is
+    complete even when no chunk names a finishReason (finish ``unknown`` then)."""
+    docs = documents(payload)
+    events = [SSEEvent(dumps(doc)) for doc in docs]
+    candidates = [c for doc in docs if type(doc) is dict and type(doc.get("candidates")) is list
+                  for c in doc["candidates"] if type(c) is dict]
+    if candidates and not any(c.get("finishReason") for c in candidates) and any(c.get("content") for c in candidates):
+        events.append(SSEEvent('{"candidates":[{"index":0,"finishReason":"FINISH_REASON_UNSPECIFIED"}]}'))
+    return parse_stream(events, client, tool_id_prefix)
+
+
 def parse_stream(events: Iterable[SSEEvent], client: str = "gemini", tool_id_prefix: Any = None) -> Iterator[Any]:
     """SSE events of one ``streamGenerateContent?alt=sse`` body -> content items, then a StreamEnd.
 
@@ -806,7 +821,7 @@ def parse_stream(events: Iterable[SSEEvent], client: str = "gemini", tool_id_pre
 
 
 PROTOCOL = Protocol(
-    "gemini", __name__, build_request, parse_stream,
+    "gemini", __name__, build_request, parse_stream, parse_document=parse_document,
     base_url="https://generativelanguage.googleapis.com", key_env=("GEMINI_API_KEY", "GOOGLE_API_KEY"),
     base_url_env="GEMINI_BASE_URL",
     quirk_keys=("image_output", "stream_function_call_arguments", "tts"),

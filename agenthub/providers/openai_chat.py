@@ -31,10 +31,11 @@ from ..sse import SSEEvent, json_loads
 from ..stream import StreamEnd
 from ..toolcalls import ToolCallAssembler
 from ..types import HttpRequest, PromptCaching
+from ._common import documents
 from ._common import (Protocol, Endpoint, data_uri, dumps, inclusive_usage, join_url, parse_data_uri, request_headers, to_int,
                       unsupported)
 
-__all__ = ["build_request", "parse_stream", "map_usage", "FINISH_REASONS"]
+__all__ = ["build_request", "parse_stream", "parse_document", "map_usage", "FINISH_REASONS"]
 
 logger = logging.getLogger("agenthub")
 
@@ -388,6 +389,20 @@ def parse_stream(events: Iterable[SSEEvent], client: str = "openai-chat", tool_i
     yield StreamEnd(usage, finish)
 
 
+def parse_document(payload: Any, client: str = "openai-chat", tool_id_prefix: Any = None) -> Iterator[Any]:
+    """A whole ``chat.completion`` (a server that ignored ``stream: true``: ``message`` where the stream
+    has ``delta``) -> the same parts its stream gives.  A completion whose choice carries a message is
+    complete even without a finish_reason; a JSON array is read as a list of chunks."""
+    docs = documents(payload)
+    events = [SSEEvent(dumps(doc)) for doc in docs]
+    for doc in docs:
+        choices = doc.get("choices") if type(doc) is dict else None
+        if type(choices) is list and any(type(c) is dict and type(c.get("message")) is dict for c in choices):
+            events.append(SSEEvent("[DONE]"))
+            break
+    return parse_stream(events, client, tool_id_prefix)
+
+
 def _add_details(details: Optional[Dict[Any, Dict[str, Any]]], pieces: Any) -> Dict[Any, Dict[str, Any]]:
     """Fold streamed ``reasoning_details`` pieces into whole entries, keyed by their ``index``:
     text-like fields are joined, any other field keeps its first non-empty value."""
@@ -608,7 +623,7 @@ def _loads_or_text(loads: Any, data: str) -> Any:
 
 
 PROTOCOL = Protocol(
-    "openai-chat", __name__, build_request, parse_stream,
+    "openai-chat", __name__, build_request, parse_stream, parse_document=parse_document,
     base_url="https://api.openai.com/v1", key_env=("OPENAI_API_KEY",), base_url_env="OPENAI_BASE_URL",
     quirk_keys=("echo_reasoning_on_tool_turns", "images", "max_tokens_field", "reasoning_field", "stream_usage",
                 "thinking", "tool_choice"),

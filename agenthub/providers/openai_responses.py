@@ -105,10 +105,11 @@ from ..sse import SSEEvent, json_loads
 from ..stream import StreamEnd
 from ..toolcalls import ToolCallAssembler
 from ..types import HttpRequest, PromptCaching
+from ._common import documents
 from ._common import (Protocol, Endpoint, data_uri, dumps, inclusive_usage, join_url, nearest, parse_data_uri,
                       request_headers, unsupported)
 
-__all__ = ["build_request", "parse_stream", "map_usage", "model_profile", "clamp_effort", "EFFORTS"]
+__all__ = ["build_request", "parse_stream", "parse_document", "map_usage", "model_profile", "clamp_effort", "EFFORTS"]
 
 logger = logging.getLogger("agenthub")
 
@@ -1112,6 +1113,27 @@ class _Parser(object):
             item_types=[str(item.get("type")) for item in self.actions])
 
 
+#: a whole Response object's status -> the stream event that would have ended it
+_STATUS_EVENTS = {"completed": "response.completed", "incomplete": "response.incomplete", "failed": "response.failed",
+                  "cancelled": "response.completed"}
+
+
+def parse_document(payload: Any, client: str = "openai-responses", tool_id_prefix: Any = None) -> Iterator[Any]:
+    """A whole Response object (``{"object": "response", "status", "output": [...], "usage"}``: a server
+    that ignored ``stream: true``) -> the same parts its stream gives: it is read as the terminal event
+    that carries it, so every output item comes from the final output.  Stream events (a JSON array of
+    them) are read as events."""
+    events = []  # type: List[SSEEvent]
+    for doc in documents(payload):
+        if type(doc) is dict and not isinstance(doc.get("type"), str) and (
+                doc.get("object") == "response" or isinstance(doc.get("output"), list)):
+            kind = _STATUS_EVENTS.get(doc.get("status"), "response.completed")
+            events.append(SSEEvent(dumps({"type": kind, "response": doc})))
+        else:
+            events.append(SSEEvent(dumps(doc)))
+    return parse_stream(events, client, tool_id_prefix)
+
+
 def _order(slot: Any) -> Tuple[int, int]:
     return (0, slot) if slot >= 0 else (1, -slot)
 
@@ -1138,7 +1160,7 @@ def _failure_payload(payload: Mapping[str, Any]) -> Any:
 
 
 PROTOCOL = Protocol(
-    "openai-responses", __name__, build_request, parse_stream,
+    "openai-responses", __name__, build_request, parse_stream, parse_document=parse_document,
     base_url="https://api.openai.com/v1", key_env=("OPENAI_API_KEY",), base_url_env="OPENAI_BASE_URL",
     quirk_keys=("encrypted_reasoning", "reasoning", "reasoning_efforts"),
     embeddings="openai_embeddings", demo=("gpt-5.5", "OpenAI Responses"),
