@@ -360,3 +360,16 @@ def test_the_last_snapshot_counts_even_when_it_shrinks_and_traffic_type_only_blo
     assert stop(events) == ("stop", {"cached_tokens": 20, "prompt_tokens": 30 - 20 + 7, "thoughts_tokens": 11,
                                      "response_tokens": 4})
     assert _sums_to_total(stop(events)[1], snapshots[1])
+
+
+@pytest.mark.parametrize("name,data,sidecar", __import__("conftest").wire_params("gemini"))
+def test_recorded_streams_usage_adds_up_to_the_last_total(name, data, sidecar):
+    """On every recorded Gemini stream: the four buckets add up to the last snapshot's totalTokenCount."""
+    snapshots = [json.loads(line[5:]).get("usageMetadata") for line in data.decode("utf-8").splitlines()
+                 if line.startswith("data:") and line[5:].strip().startswith("{")]
+    snapshots = [s for s in snapshots if s and "totalTokenCount" in s]
+    events = run_parser(gemini.parse_stream, [data], "gemini")
+    buckets = events[-1]["usage_metadata"]
+    if not snapshots:
+        pytest.skip("no totalTokenCount in this recording")
+    assert _sums_to_total(buckets, snapshots[-1])

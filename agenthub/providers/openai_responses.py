@@ -702,7 +702,9 @@ class _Parser(object):
             self.phased.add(slot)
         if fidelity:
             item["fidelity"] = fidelity
-        self.texted.add(slot)
+        if slot not in self.texted:
+            self._note(slot, "message")
+            self.texted.add(slot)
         return item
 
     def _thinking(self, payload: Mapping[str, Any], kind: str, delta: str) -> List[Dict[str, Any]]:
