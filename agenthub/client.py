@@ -45,6 +45,7 @@ PROTOCOLS = {
     "openai-responses": "openai_responses",
     "anthropic": "anthropic",
     "gemini": "gemini",
+    "agenthub": "agenthub_server",
 }
 #: client_type -> module serving embedding models (build_request -> a non-streamed request, parse_response)
 EMBEDDINGS = {"openai-chat": "openai_embeddings", "openai-responses": "openai_embeddings", "gemini": "gemini_embeddings"}

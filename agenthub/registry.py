@@ -50,6 +50,7 @@ CLIENT_TYPES = {
     "openai-responses": "https://api.openai.com/v1",
     "anthropic": "https://api.anthropic.com",
     "gemini": "https://generativelanguage.googleapis.com",
+    "agenthub": "http://127.0.0.1:8787",  # an `agenthub serve` (its default address)
 }
 #: drop-in names kept from AgentHub
 ALIASES = {"openai": "openai-chat", "ant-messages": "anthropic", "openai-embedding": "openai-chat",
@@ -60,6 +61,7 @@ PROTOCOL_KEYS = {
     "openai-responses": ("OPENAI_API_KEY", "OPENAI_BASE_URL"),
     "anthropic": ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"),
     "gemini": ("GEMINI_API_KEY", "GEMINI_BASE_URL"),
+    "agenthub": ("AGENTHUB_SERVER_KEY", "AGENTHUB_SERVER_URL"),
 }
 #: thinking levels, lightest first (ThinkingLevel values)
 LEVELS = ("none", "low", "medium", "high", "xhigh")

@@ -93,12 +93,12 @@ def test_unknown_name_says_how_to_pass_client_type_and_base_url():
         resolve("my-finetune", environ=ENV)
     message = str(info.value)
     assert message.startswith("cannot route model 'my-finetune' by its name: pass client_type (a protocol: "
-                              "anthropic, gemini, openai-chat, openai-responses; or a preset: ")
+                              "agenthub, anthropic, gemini, openai-chat, openai-responses; or a preset: ")
     assert "AutoLLMClient('my-finetune', client_type='openai-chat', base_url='http://127.0.0.1:8000/v1')" in message
 
 
 def test_unknown_client_type_lists_the_known_ones():
-    with pytest.raises(ConfigError, match=r"unknown client_type 'bedrock'; protocols: anthropic, gemini, "
+    with pytest.raises(ConfigError, match=r"unknown client_type 'bedrock'; protocols: agenthub, anthropic, gemini, "
                                           r"openai-chat, openai-responses; aliases: ant-messages, "):
         resolve("x", "bedrock", environ={})
 
