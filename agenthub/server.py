@@ -220,6 +220,17 @@ def _bytes_default(value: Any) -> Any:
     raise TypeError("{} is not JSON serialisable".format(type(value).__name__))
 
 
+def _from_jsonable(value: Any) -> Any:
+    """{"__bytes__": base64} -> bytes, strictly (a payload that is not base64 is a ValueError)."""
+    if isinstance(value, dict):
+        if len(value) == 1 and isinstance(value.get("__bytes__"), str):
+            return base64.b64decode(value["__bytes__"], validate=True)
+        return {k: _from_jsonable(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_from_jsonable(v) for v in value]
+    return value
+
+
 #: compact JSON, non-ASCII escaped (the output is ASCII: no encoding cost, lone surrogates survive)
 _dumps = json.JSONEncoder(separators=(",", ":"), default=_bytes_default).encode
 
@@ -424,8 +435,9 @@ class AgentHubApp(object):
 
     def _page(self, start_response: Callable[..., Any], method: str) -> List[bytes]:
         try:
-            from . import playground  # type: ignore[attr-defined]
+            import importlib
 
+            playground = importlib.import_module(__package__ + ".playground")
             page, csp = playground.PAGE, playground.CSP
         except ModuleNotFoundError as exc:
             if exc.name != __package__ + ".playground":
@@ -460,18 +472,17 @@ class AgentHubApp(object):
             raise _Refusal(404, ConfigError("unknown model {!r}; this server has: {}".format(
                 model_id[:100], ", ".join(sorted(self.models)))))
         messages = request.get("messages")
-        config = request.get("config") or {}
+        config = request.get("config")
+        config = {} if config is None else config
         if not isinstance(config, dict):
             raise _Refusal(400, ConfigError("config must be an object (UniConfig)"))
         if "trace_id" in config:
             raise _Refusal(400, ConfigError("config['trace_id'] is not accepted by the server (traces are written "
                                             "by the client)"))
         if '"__bytes__"' in text:
-            from .tracer import from_jsonable
-
             try:
-                messages = from_jsonable(messages)
-                config = from_jsonable(config)
+                messages = _from_jsonable(messages)
+                config = _from_jsonable(config)
             except ValueError:
                 raise _Refusal(400, ConfigError("a {\"__bytes__\": ...} value is not base64")) from None
         merged = dict(model.default_config)
@@ -650,6 +661,20 @@ def serve(config: Any, host: str = "127.0.0.1", port: int = DEFAULT_PORT) -> Tup
         daemon_threads = True
         allow_reuse_address = True
         address_family = socket.AF_INET6 if ":" in host else socket.AF_INET
+
+        def server_bind(self) -> None:
+            # small writes (the status line, headers, one event) go out at once: no Nagle delay
+            # against the client's delayed ACK (accepted sockets inherit the option on Linux)
+            self.socket.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            WSGIServer.server_bind(self)
+
+        def get_request(self) -> Any:
+            conn, address = WSGIServer.get_request(self)
+            try:
+                conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            except OSError:  # pragma: no cover - not a TCP socket
+                pass
+            return conn, address
 
         def handle_error(self, request: Any, client_address: Any) -> None:
             logger.debug("agenthub serve: connection error from %s", client_address, exc_info=True)
