@@ -646,14 +646,65 @@ def serve(config: Any, host: str = "127.0.0.1", port: int = DEFAULT_PORT) -> Tup
     """
     import socket
     import socketserver
-    from wsgiref.simple_server import WSGIRequestHandler, WSGIServer
+    from wsgiref.simple_server import ServerHandler, WSGIRequestHandler, WSGIServer
 
     app = config if isinstance(config, AgentHubApp) else make_app(config)
     if not is_loopback_host(host) and not app.api_keys:
         raise ConfigError("refusing to listen on {!r} without api_keys: a server reachable from other machines "
                           "needs keys (or listen on 127.0.0.1)".format(host))
 
+    class Chunked(ServerHandler):
+        """wsgiref's handler answering HTTP/1.1 requests in chunked encoding when the length is not known
+        (wsgiref alone sends HTTP/1.0 bodies that end when the connection closes: some clients, urllib3 1.x
+        among them, then wait for the end before handing over anything).  One request per connection."""
+
+        http_version = "1.1"
+        chunked = False
+
+        def cleanup_headers(self) -> None:
+            ServerHandler.cleanup_headers(self)
+            if ("Content-Length" not in self.headers and self.environ.get("SERVER_PROTOCOL") == "HTTP/1.1"
+                    and self.status[:3] not in ("204", "304")):
+                self.headers["Transfer-Encoding"] = "chunked"
+                self.chunked = True
+            self.headers["Connection"] = "close"
+
+        def write(self, data: bytes) -> None:
+            if not self.status:
+                raise AssertionError("write() before start_response()")
+            if not self.headers_sent:
+                self.bytes_sent = len(data)
+                self.send_headers()
+            else:
+                self.bytes_sent += len(data)
+            if not self.chunked:
+                self._write(data)
+            elif data:
+                self._write(b"%x\r\n%s\r\n" % (len(data), data))
+            self._flush()
+
+        def finish_content(self) -> None:
+            if self.chunked and self.headers_sent:
+                self._write(b"0\r\n\r\n")
+                self._flush()
+            else:
+                ServerHandler.finish_content(self)
+
     class Handler(WSGIRequestHandler):
+        def handle(self) -> None:
+            self.raw_requestline = self.rfile.readline(65537)
+            if len(self.raw_requestline) > 65536:
+                self.requestline = ""
+                self.request_version = ""
+                self.command = ""
+                self.send_error(414)
+                return
+            if not self.parse_request():
+                return
+            handler = Chunked(self.rfile, self.wfile, self.get_stderr(), self.get_environ(), multithread=True)
+            handler.request_handler = self  # type: ignore[attr-defined]
+            handler.run(self.server.get_app())  # type: ignore[attr-defined]
+
         def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base class's name
             logger.debug("agenthub serve: %s %s", self.address_string(), format % args)
 

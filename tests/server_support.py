@@ -5,6 +5,7 @@ every wait is bounded."""
 import json
 import os
 import select
+import signal
 import socket
 import subprocess
 import sys
@@ -223,7 +224,7 @@ class Gunicorn(object):
 
     def stop(self):
         if self.process.poll() is None:
-            self.process.terminate()
+            self.process.send_signal(signal.SIGINT)  # gunicorn's quick shutdown
             try:
                 self.process.wait(10)
             except subprocess.TimeoutExpired:
