@@ -23,9 +23,9 @@ from ..errors import StreamProtocolError, error_from_json
 from ..sse import SSEEvent
 from ..stream import StreamEnd
 from ..types import HttpRequest
-from ._common import Endpoint, request_headers
+from ._common import Endpoint, Protocol, request_headers
 
-__all__ = ["build_request", "parse_stream", "STREAM_PATH"]
+__all__ = ["build_request", "parse_stream", "STREAM_PATH", "PROTOCOL"]
 
 STREAM_PATH = "/v1/stream"
 
@@ -98,3 +98,9 @@ def parse_stream(events: Iterable[SSEEvent], client: str = "agenthub", tool_id_p
         elif kind != "start":
             raise StreamProtocolError("{}: unknown event_type {!r} from the server".format(client, kind),
                                       client=client)
+
+
+PROTOCOL = Protocol(
+    "agenthub", __name__, build_request, parse_stream,
+    base_url="http://127.0.0.1:8787", key_env=("AGENTHUB_SERVER_KEY",), base_url_env="AGENTHUB_SERVER_URL",
+)
