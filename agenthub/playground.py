@@ -123,7 +123,7 @@ img.media { display: block; max-width: 100%; max-height: 360px; border-radius: 6
 .notice { margin-top: 8px; padding: 6px 10px; border-radius: 8px; font-size: 13px; background: var(--code); }
 .notice.bad { background: var(--badbg); color: var(--bad); }
 .notice .type { font-weight: 700; margin-right: 6px; }
-.cursor::after { content: "\258D"; color: var(--muted); animation: blink 1s steps(2, start) infinite; }
+.cursor::after, .live::after { content: "\258D"; color: var(--muted); animation: blink 1s steps(2, start) infinite; }
 @keyframes blink { to { visibility: hidden; } }
 #composer { border-top: 1px solid var(--line); background: var(--card); padding: 10px 22px 12px; }
 #composer .inner { max-width: 900px; margin: 0 auto; }
@@ -148,7 +148,9 @@ dialog p { margin: 0 0 10px; color: var(--muted); }
 dialog .buttons { display: flex; justify-content: flex-end; gap: 8px; margin-top: 12px; }
 @media (max-width: 820px) {
   .layout { flex-direction: column; }
-  aside { width: auto; max-height: 38vh; border-right: 0; border-bottom: 1px solid var(--line); }
+  aside { width: auto; max-height: 34vh; border-right: 0; border-bottom: 1px solid var(--line); }
+  main { min-height: 0; }
+  header .model select { min-width: 0; }
   #transcript { padding: 12px; }
   #composer { padding: 8px 12px; }
 }
@@ -624,7 +626,15 @@ SCRIPT = r"""
   }
   Live.prototype.block = function (kind, make) {
     if (!this.current || this.current.kind !== kind) { this.current = make.call(this); }
+    this.mark(this.current.live);
     return this.current;
+  };
+  // the blinking caret: on the block text is flowing into, else after the last block
+  Live.prototype.mark = function (node) {
+    if (this.marked && this.marked !== node) { this.marked.classList.remove("live"); }
+    this.marked = node || null;
+    if (node) { node.classList.add("live"); }
+    this.cursor.hidden = !!node;
   };
   Live.prototype.place = function (node) { this.card.body.insertBefore(node, this.cursor); return node; };
   Live.prototype.apply = function (event) {
@@ -635,7 +645,7 @@ SCRIPT = r"""
         if (!item.text) { return; }
         block = self.block("text", function () {
           var node = this.place(el("div", "part text"));
-          return { kind: "text", node: node, textNode: add(node, document.createTextNode("")) };
+          return { kind: "text", node: node, live: node, textNode: add(node, document.createTextNode("")) };
         });
         block.textNode.appendData(item.text);
       } else if (type === "thinking") {
@@ -644,7 +654,7 @@ SCRIPT = r"""
           var node = this.place(el("details", "part thinking"));
           var summary = add(node, el("summary", null, "Thinking…"));
           var body = add(node, el("div", "text"));
-          return { kind: "thinking", node: node, summary: summary, textNode: add(body, document.createTextNode("")) };
+          return { kind: "thinking", node: node, live: summary, textNode: add(body, document.createTextNode("")) };
         });
         block.textNode.appendData(item.thinking);
       } else if (type === "partial_tool_call") {
@@ -660,6 +670,7 @@ SCRIPT = r"""
         var call = self.current.call;
         call.raw += item.arguments || "";
         call.args.textContent = call.raw;
+        self.mark(call.args);
       } else if (type === "tool_call") {
         var found = null;
         for (var i = self.calls.length - 1; i >= 0; i--) {
@@ -678,15 +689,18 @@ SCRIPT = r"""
         found.status.textContent = "✓ complete";
         found.args.textContent = pretty(item.arguments);
         self.current = null;
+        self.mark(null);
       } else {
         var holder2 = document.createElement("div");
         renderItem(holder2, item, toolNames());
         while (holder2.firstChild) { self.place(holder2.firstChild); }
         self.current = null;
+        self.mark(null);
       }
     });
   };
   Live.prototype.finish = function () {
+    this.mark(null);
     if (this.cursor.parentNode) { this.cursor.parentNode.removeChild(this.cursor); }
     Array.prototype.forEach.call(this.card.body.querySelectorAll("details.thinking > summary"), function (s) {
       s.textContent = "Thinking";
@@ -804,7 +818,7 @@ SCRIPT = r"""
     state.busy = true;
     state.controller = controller;
     updateButtons();
-    var events = [], stopped = false, done = false, started = Date.now(), first = 0, lastNote = "waiting for the model…";
+    var keepInView = null, events = [], stopped = false, done = false, started = Date.now(), first = 0, lastNote = "waiting for the model…";
     var timer = setInterval(function () { setStatus(lastNote + " " + seconds(Date.now() - started)); }, 200);
     setStatus(lastNote);
     var body = JSON.stringify({ model: model, messages: state.history.concat([user]), config: read.config });
@@ -876,6 +890,7 @@ SCRIPT = r"""
         add(note, el("div", "hint", "This turn is not kept in the conversation."));
         setStatus(d.type + ": " + d.text, true);
       }
+      keepInView = note;
       if (!$("input").value) { $("input").value = saved.text; }
       state.attachments = saved.attachments.concat(state.attachments);
       renderAttachments();
@@ -885,7 +900,7 @@ SCRIPT = r"""
       state.busy = false;
       state.controller = null;
       updateButtons();
-      scrollDown(nearBottom());
+      if (keepInView) { keepInView.scrollIntoView({ block: "nearest" }); } else { scrollDown(nearBottom()); }
     }
   }
   function stop() { if (state.controller) { state.controller.abort(); } }
