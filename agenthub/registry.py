@@ -21,14 +21,15 @@ the host is loopback.  A row's endpoint quirks apply at its own hosts; at any ot
 Adding an OpenAI-compatible vendor is one ``Route`` row (see README.md).
 """
 
-import ipaddress
 import os
 import re
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 from urllib.parse import urlsplit
 
+from . import providers
 from .errors import ConfigError
 from .providers._common import nearest
+from .providers._tokens import check_not_private_key, is_loopback, is_token_provider
 
 __all__ = [
     "Route",
@@ -44,42 +45,41 @@ __all__ = [
     "clamp_level",
 ]
 
-#: client_type -> default base URL when the caller names the protocol but no endpoint
-CLIENT_TYPES = {
-    "openai-chat": "https://api.openai.com/v1",
-    "openai-responses": "https://api.openai.com/v1",
-    "anthropic": "https://api.anthropic.com",
-    "gemini": "https://generativelanguage.googleapis.com",
-}
 #: drop-in names kept from AgentHub
 ALIASES = {"openai": "openai-chat", "ant-messages": "anthropic", "openai-embedding": "openai-chat",
-           "google-genai": "gemini", "gemini-generate-content": "gemini"}
-#: the key variable of each protocol's official endpoint (used when no row matches the model)
-PROTOCOL_KEYS = {
-    "openai-chat": ("OPENAI_API_KEY", "OPENAI_BASE_URL"),
-    "openai-responses": ("OPENAI_API_KEY", "OPENAI_BASE_URL"),
-    "anthropic": ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"),
-    "gemini": ("GEMINI_API_KEY", "GEMINI_BASE_URL"),
-}
+           "google-genai": "gemini", "gemini-generate-content": "gemini",
+           "azure-openai": "azure", "vertex-ai": "vertex", "vertexai": "vertex"}
 #: thinking levels, lightest first (ThinkingLevel values)
 LEVELS = ("none", "low", "medium", "high", "xhigh")
 #: quirks that describe the model, not the endpoint: they apply at any base_url
 MODEL_QUIRKS = ("embeddings", "tts", "image_output")
-#: every quirk key a row may carry (a typo in a row is caught by the tests)
-QUIRK_KEYS = (
-    # openai_chat (``completion_tokens`` documents how a server counts reasoning in completion_tokens:
-    # "auto" = it varies, the parser tells from total_tokens; no module needs more today)
-    "max_tokens_field", "reasoning_field", "echo_reasoning_on_tool_turns", "thinking", "tool_choice", "stream_usage",
-    "images", "completion_tokens",
-    # openai_responses
-    "reasoning", "reasoning_efforts", "encrypted_reasoning",
-    # anthropic
-    "thinking_rule", "automatic_caching", "replay_unsigned_thinking",
-    # gemini
-    "stream_function_call_arguments",
-    # any protocol: what the model is
-    "embeddings", "tts", "image_output",
-)
+
+
+def _derived_tables() -> Dict[str, Any]:
+    """CLIENT_TYPES, PROTOCOL_KEYS and QUIRK_KEYS, read from the protocols' records (every
+    protocol module is imported: these are for tools and tests; routing reads one record)."""
+    records = providers.all_protocols()
+    quirk_keys = set(MODEL_QUIRKS)
+    for record in records:
+        quirk_keys.update(record.quirk_keys)
+    return {
+        #: client_type -> default base URL when the caller names the protocol but no endpoint
+        "CLIENT_TYPES": {record.name: record.base_url for record in records},
+        #: client_type -> (key variables, the variable that moves the endpoint)
+        "PROTOCOL_KEYS": {record.name: (record.key_env, record.base_url_env) for record in records},
+        #: every quirk key a row may carry: what some protocol module reads (a typo in a row is caught by the tests)
+        "QUIRK_KEYS": tuple(sorted(quirk_keys)),
+    }
+
+
+def __getattr__(name: str) -> Any:  # PEP 562: the derived tables are built on first use
+    if name in ("CLIENT_TYPES", "PROTOCOL_KEYS", "QUIRK_KEYS"):
+        tables = _derived_tables()
+        globals().update(tables)
+        return tables[name]
+    raise AttributeError("module {!r} has no attribute {!r}".format(__name__, name))
+
+
 TOOL_CHOICES = ("auto", "none", "required", "list")
 
 _TEXT = (("text",), ("text",))
@@ -166,10 +166,9 @@ ROUTES = [
     # -- gateways: vendor/model names ---------------------------------------------------------
     Route(r"[^/\s]+/[^/\s]+$", "openai-chat", "https://openrouter.ai/api/v1", ("OPENROUTER_API_KEY",), "OpenRouter",
           "OPENROUTER_BASE_URL",
+          # completion_tokens includes reasoning for some upstreams and not for others: the Chat
+          # parser tells them apart by total_tokens (_common.inclusive_usage), whatever the row says
           {"reasoning_field": "reasoning", "max_tokens_field": "max_tokens",
-           # completion_tokens includes reasoning for some upstreams and not for others:
-           # the Chat parser tells them apart by total_tokens
-           "completion_tokens": "auto",
            "thinking": {level: {"reasoning": {"effort": level}} for level in LEVELS}},
           _VISION, ("deepseek/deepseek-v4-flash", "moonshotai/kimi-k2.6", "anthropic/claude-sonnet-4.6"),
           presets=("openrouter",), label="vendor/model"),
@@ -278,17 +277,6 @@ def presets() -> Dict[str, Route]:
     return out
 
 
-def is_loopback(base_url: str) -> bool:
-    """True for http(s)://localhost, 127.0.0.0/8 and [::1] (local servers need no key)."""
-    host = _hostname(base_url)
-    if host == "localhost" or host.endswith(".localhost"):
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
 def route_for(model: str) -> Optional[Route]:
     """The first row whose pattern matches ``model`` (None when no row does)."""
     for route in ROUTES:
@@ -336,7 +324,7 @@ def _check_url(url: Any, what: str) -> str:
 
 
 def _protocol_names() -> str:
-    return ", ".join(sorted(CLIENT_TYPES))
+    return ", ".join(sorted(providers.PROTOCOLS))
 
 
 def resolve(
@@ -356,8 +344,11 @@ def resolve(
     env = os.environ if environ is None else environ
     if not isinstance(model, str) or not model.strip():
         raise ConfigError("model must be a non-empty string")
-    if api_key is not None and (not isinstance(api_key, str) or not api_key):
-        raise ConfigError("api_key must be a non-empty string (or None to read it from the environment)")
+    if api_key is not None and not is_token_provider(api_key) and (not isinstance(api_key, str) or not api_key):
+        raise ConfigError("api_key must be a non-empty string, a callable returning a token (azure, "
+                          "azure-responses, vertex), or None to read it from the environment")
+    if isinstance(api_key, str):
+        check_not_private_key(api_key)  # a service-account JSON is refused here, before anything is sent
     by_name = route_for(model)
     chosen = None  # type: Optional[Route]
     named = False  # the row was picked by client_type: its quirks follow it to any base_url
@@ -374,7 +365,7 @@ def resolve(
             client_type = chosen.client_type
         else:
             client_type = ALIASES.get(client_type, client_type)
-            if client_type not in CLIENT_TYPES:
+            if client_type not in providers.PROTOCOLS:
                 raise ConfigError("unknown client_type {!r}; protocols: {}; aliases: {}; presets: {}".format(
                     alias, _protocol_names(), ", ".join(sorted(ALIASES)), ", ".join(sorted(table))))
             if by_name is not None and by_name.client_type == client_type:
@@ -390,6 +381,19 @@ def resolve(
         client_type = by_name.client_type
     assert client_type is not None
 
+    record = providers.protocol(client_type)
+    if record.configure is not None:  # Azure OpenAI, Vertex AI: the caller's own cloud resource
+        client_type, endpoint, api_key, extra = record.configure(model, base_url, api_key, env)
+        quirks = _quirks(chosen, True)
+        quirks.update(extra)
+        if isinstance(api_key, str):
+            check_not_private_key(api_key, "the key read from the environment")
+        return client_type, endpoint, api_key, quirks
+    if is_token_provider(api_key):
+        raise ConfigError("client_type {!r} takes a key string as api_key; a token callable is taken by {}".format(
+            client_type, ", ".join(sorted(name for name in providers.PROTOCOLS
+                                          if providers.protocol(name).configure is not None))))
+
     if base_url is not None:
         _check_url(base_url, "base_url")
         if api_key is None and not is_loopback(base_url):
@@ -404,9 +408,7 @@ def resolve(
             key_names = chosen.key_env
             default = chosen.base_url
         else:
-            key_var, url_var = PROTOCOL_KEYS[client_type]
-            key_names = (key_var,)
-            default = CLIENT_TYPES[client_type]
+            key_names, url_var, default = record.key_env, record.base_url_env, record.base_url
         env_url = env.get(url_var) if url_var else None
         endpoint = _check_url(env_url, url_var) if env_url else default
         quirks = _quirks(chosen, True)
@@ -421,6 +423,8 @@ def resolve(
             else:
                 hint = "pass api_key="
             raise ConfigError("no API key for model {!r} at {}: {}".format(model, _hostname(endpoint), hint))
+    if isinstance(api_key, str):
+        check_not_private_key(api_key, "the key read from the environment")
     if alias == "openai-embedding" or re.search(r"embed", model, re.I):
         quirks["embeddings"] = True  # embedding models keep their name's promise at any endpoint
     return client_type, endpoint, api_key, quirks

@@ -1,5 +1,6 @@
 """The routing table: names -> protocol, endpoint, key; vendor quirks; the credential rule; thinking clamps."""
 
+import re
 import importlib
 
 import pytest
@@ -22,13 +23,11 @@ ENV = {
 
 
 def _provider(client_type, quirks):
-    from agenthub.client import EMBEDDINGS, PROTOCOLS
+    from agenthub import providers
 
-    table = EMBEDDINGS if quirks.get("embeddings") else PROTOCOLS
-    name = "agenthub.providers." + table[client_type]
-    if importlib.util.find_spec(name) is None:
-        pytest.skip("{} is not written yet".format(name))
-    return importlib.import_module(name)
+    if quirks.get("embeddings"):
+        return providers.embeddings_protocol(client_type)
+    return providers.protocol(client_type)
 
 
 def _body(model, config, client_type=None, base_url=None, api_key=None, environ=ENV, messages=USER):
@@ -92,15 +91,20 @@ def test_unknown_name_says_how_to_pass_client_type_and_base_url():
     with pytest.raises(ConfigError) as info:
         resolve("my-finetune", environ=ENV)
     message = str(info.value)
+    from agenthub import providers
+
     assert message.startswith("cannot route model 'my-finetune' by its name: pass client_type (a protocol: "
-                              "anthropic, gemini, openai-chat, openai-responses; or a preset: ")
+                              "{}; or a preset: ".format(", ".join(sorted(providers.PROTOCOLS))))
+    assert "anthropic, azure, azure-responses, gemini, openai-chat, openai-responses" in message
     assert "AutoLLMClient('my-finetune', client_type='openai-chat', base_url='http://127.0.0.1:8000/v1')" in message
 
 
 def test_unknown_client_type_lists_the_known_ones():
-    with pytest.raises(ConfigError, match=r"unknown client_type 'bedrock'; protocols: anthropic, gemini, "
-                                          r"openai-chat, openai-responses; aliases: ant-messages, "):
-        resolve("x", "bedrock", environ={})
+    with pytest.raises(ConfigError, match=r"unknown client_type 'acme'; protocols: anthropic, azure, "
+                                          r"azure-responses, gemini, openai-chat, openai-responses, "):
+        resolve("x", "acme", environ={})
+    with pytest.raises(ConfigError, match=r"; aliases: ant-messages, "):
+        resolve("x", "acme", environ={})
 
 
 @pytest.mark.parametrize("alias, protocol", [("openai", "openai-chat"), ("ant-messages", "anthropic"),
@@ -369,3 +373,46 @@ def test_adding_an_openai_compatible_vendor_is_one_row(monkeypatch):
     assert quirks["thinking"]["medium"] == {"thinking": True}
     assert _body("acme-1", {"thinking_level": "low", "max_tokens": 5}, environ={"ACME_API_KEY": "ak"})["thinking"] \
         is False
+
+
+# -- the Protocol records ------------------------------------------------------------------------------
+
+_QUIRK_READ = re.compile(r"""quirks(?:\.get\(|\[)\s*["']([a-z_]+)["']""")
+
+
+def test_every_quirk_a_protocol_module_reads_is_declared_on_its_record():
+    import inspect
+
+    from agenthub import providers
+
+    for record in providers.all_protocols():
+        modules = [importlib.import_module("agenthub.providers." + record.module)]
+        if record.embeddings:
+            modules.append(importlib.import_module("agenthub.providers." + record.embeddings))
+        read = set()
+        for module in modules:
+            read.update(_QUIRK_READ.findall(inspect.getsource(module)))
+        assert read == set(record.quirk_keys), record
+    assert set(registry.QUIRK_KEYS) == set(registry.MODEL_QUIRKS).union(
+        *(r.quirk_keys for r in providers.all_protocols()))
+
+
+def test_the_derived_tables_come_from_the_records():
+    from agenthub import demo, providers
+
+    assert set(registry.CLIENT_TYPES) == set(providers.PROTOCOLS)
+    for record in providers.all_protocols():
+        assert record.name in providers.PROTOCOLS and providers.PROTOCOLS[record.name] == record.module
+        assert registry.CLIENT_TYPES[record.name] == record.base_url
+        assert registry.PROTOCOL_KEYS[record.name] == (record.key_env, record.base_url_env)
+    assert [d[1] for d in demo.DEMOS] == [r.name for r in providers.all_protocols() if r.demo]
+
+
+def test_transport_knows_no_wire_protocol():
+    import inspect
+
+    from agenthub import transport
+
+    source = inspect.getsource(transport)
+    for word in ("iter_events", "SSEEvent", "b\"data: ", "providers", "streamGenerateContent"):
+        assert word not in source, word
