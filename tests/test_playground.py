@@ -522,6 +522,25 @@ def test_abort_stops_the_stream_says_aborted_and_frees_the_upstream(page, upstre
     assert [m["role"] for m in history(page)] == ["user", "assistant"]
 
 
+@pytest.mark.skipif(make_app is None, reason="agenthub.server is not on this branch yet")
+def test_keep_alive_comments_keep_the_page_waiting(browser, upstream):
+    site = make_site(upstream, keepalive_seconds=0.1)
+    try:
+        console(browser)
+        open_page(browser, site.url)
+        gate = threading.Event()
+        upstream.replies.append(Reply([gate] + text_reply("Late.").steps))
+        type_and_send(browser, "hello")
+        wait(browser, lambda d: "keep-alive" in d.find_element(By.ID, "status").text, "a keep-alive")
+        assert css(browser, "#stop").is_enabled()
+        gate.set()
+        wait_done(browser)
+        assert last_answer(browser).find_element(By.CSS_SELECTOR, ".text").text == "Late."
+        assert bad_entries(console(browser)) == []
+    finally:
+        site.close()
+
+
 def test_thinking_streams_collapsed_and_keeps_its_fidelity(page, upstream):
     upstream.replies.append(Reply([
         chunk({"role": "assistant", "reasoning_content": "Let me "}), chunk({"reasoning_content": "think."}),
@@ -633,11 +652,26 @@ def test_export_writes_a_trace_the_tracer_and_the_viewer_open(page, upstream, tm
         wait(page, lambda d: "A dot." in d.find_element(By.ID, "main").text, "the viewer's page")
         main = page.find_element(By.ID, "main").text
         assert "Describe images." in main and "What is it?" in main and "image/png" in main
-        console(page)  # the viewer's own policy is not under test here
+        console(page)  # the viewer's own page is not under test here
+        page.allow = ("/favicon.ico",)  # the viewer's page asks for one, after the drain above
     finally:
         server.shutdown()
         server.server_close()
+
+    # Open trace: the conversation comes back as it was exported, and the next turn sends it
     open_page(page, page.site.url)
+    css(page, "#trace-file").send_keys(str(folder / name))
+    wait(page, lambda d: d.find_element(By.ID, "status").text.startswith("Opened "), "the opened trace")
+    with open(str(folder / name), encoding="utf-8") as handle:
+        exported = json.load(handle)
+    assert history(page) == exported["history"]
+    assert css(page, "#system").get_attribute("value") == "Describe images."
+    assert len(page.find_elements(By.CSS_SELECTOR, "#transcript .message")) == 2
+    upstream.replies.append(text_reply("Still a dot."))
+    type_and_send(page, "And now?")
+    wait_done(page)
+    assert page.site.app.bodies[-1]["messages"][:2] == exported["history"]
+    assert page.site.app.bodies[-1]["config"] == {"system_prompt": "Describe images."}
 
 
 def test_the_page_is_served_with_its_csp_and_needs_nothing_it_refuses(page):
@@ -779,16 +813,20 @@ def test_the_page_folds_events_exactly_as_collect(page, items):
 
 
 def test_sse_framing_crlf_comments_multiline_data_one_byte_at_a_time(browser, upstream):
-    """The page's SSE reader on a canned body (CRLF, comments, `data:` without a space, JSON over two
-    data lines, a last message with no blank line after it) written one byte per chunk."""
+    """The page's SSE reader on a canned body (CRLF and lone CR line ends, comments, `data:` without a
+    space, JSON over two data lines, an image as inline bytes, a last message with no blank line after
+    it) written one byte per chunk."""
     start = {"role": "assistant", "event_type": "start", "content_items": [], "usage_metadata": None,
              "finish_reason": None, "created_at": 5}
     delta = dict(start, event_type="delta", content_items=[{"type": "text", "text": "é\u2028ok"}])
+    picture = dict(start, event_type="delta", content_items=[
+        {"type": "inline_data", "data": {"__bytes__": base64.b64encode(png(3, 2)).decode()}, "mime_type": "image/png",
+         "fidelity": {"signature": "sig"}}])
     stop = dict(start, event_type="stop", finish_reason="stop",
                 usage_metadata={"cached_tokens": 0, "prompt_tokens": 1, "thoughts_tokens": None, "response_tokens": 2})
     body = (b": keep-alive\r\n\r\nevent: message\r\ndata:" + json.dumps(start).encode() + b"\r\n\r\n"
             b"id: 7\r\ndata: {\r\ndata: " + json.dumps(delta, ensure_ascii=False)[1:].encode("utf-8")
-            + b"\r\n\r\n: keep-alive\r\r"
+            + b"\r\n\r\n: keep-alive\r\rdata: " + json.dumps(picture).encode() + b"\r\n\r\n"
             b"data: " + json.dumps(stop).encode() + b"\n\ndata: [DONE]")
 
     def canned(environ, start_response):
@@ -804,8 +842,12 @@ def test_sse_framing_crlf_comments_multiline_data_one_byte_at_a_time(browser, up
         type_and_send(browser, "hi")
         wait_done(browser)
         assert css(browser, "#status").text.startswith("Done")
-        assert strip_created(history(browser)[1]) == strip_created(to_jsonable(collect([start, delta, stop])))
-        assert last_answer(browser).find_element(By.CSS_SELECTOR, ".body .text").text.startswith("é")
+        events = from_jsonable([start, delta, picture, stop])
+        assert strip_created(history(browser)[1]) == strip_created(to_jsonable(collect(events)))
+        answer = last_answer(browser)
+        assert answer.find_element(By.CSS_SELECTOR, ".body .text").text.startswith("é")
+        shown = answer.find_element(By.CSS_SELECTOR, ".body img.media")  # model output media: a data: URL
+        assert browser.execute_script("return [arguments[0].naturalWidth, arguments[0].naturalHeight]", shown) == [3, 2]
         assert bad_entries(console(browser)) == []
     finally:
         site.close()
