@@ -106,6 +106,12 @@ class GoogleToken(object):
         #: how many times the token was fetched (for tests and logs)
         self.refreshes = 0
 
+    @property
+    def quota_project(self) -> Optional[str]:
+        """The credentials' quota project (sent as ``x-goog-user-project``, as google-auth's own ``apply`` does)."""
+        value = getattr(self.credentials, "quota_project_id", None)
+        return value if isinstance(value, str) and value else None
+
     def __repr__(self) -> str:
         return "GoogleToken({})".format(type(self.credentials).__name__ if self.credentials is not None else
                                         (self.source or ("?",))[0])

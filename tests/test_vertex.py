@@ -544,3 +544,32 @@ def test_a_whole_json_answer_instead_of_a_stream(model, document, text):
     check_stream(events)
     assert summarize(events)["text"] == text and summarize(events)["finish_reason"] == "stop"
     assert server.requests[0]["path"].startswith("/v1/projects/p-123/locations/us-east5/publishers/")
+
+
+def test_a_quota_project_in_the_credentials_is_sent():
+    """gcloud user credentials carry a quota project; google-auth sends it as x-goog-user-project."""
+    from agenthub import gcp
+
+    class UserCredentials(object):  # the attributes google-auth's user credentials have
+        token, expiry, quota_project_id = None, None, "billing-proj-9"
+
+        def refresh(self, request):
+            self.token = "ya29.user"
+
+    token = gcp.GoogleToken(UserCredentials(), PROJECT)
+    token._request = object()  # refresh() above never uses it
+    sent = encoded("gemini-3.5-flash", api_key=token)
+    assert (sent.headers["Authorization"], sent.headers["x-goog-user-project"]) == ("Bearer ya29.user", "billing-proj-9")
+    assert "x-goog-user-project" not in encoded("gemini-3.5-flash").headers
+
+
+def test_an_echoed_token_is_masked_in_errors(service_account):
+    echo = {"error": {"code": 401, "message": "Request had invalid authentication credentials: Bearer ya29.local-1",
+                      "status": "UNAUTHENTICATED"}}
+    with SSEServer() as server:
+        server.answers.append(Answer([json.dumps(echo).encode()], status=401,
+                                     headers={"Content-Type": "application/json"}))
+        client = AutoLLMClient("gemini-3.5-flash", base_url=server.url, client_type="vertex")
+        with pytest.raises(AuthenticationError) as info:
+            list(client.streaming_response(USER))
+    assert "ya29.local-1" not in str(info.value) and "***" in str(info.value)

@@ -101,8 +101,9 @@ def _has(headers: Mapping[str, str], name: str) -> bool:
 
 def encode(request: HttpRequest, endpoint: Endpoint) -> HttpRequest:
     """Compact JSON, then ``Authorization: Bearer`` with this attempt's access token (a token
-    callable, google-auth's included, is called now; it renews the token before it expires).
-    An Authorization header the caller set in ``default_headers`` is left as it is."""
+    callable, google-auth's included, is called now; it renews the token before it expires), and
+    ``x-goog-user-project`` when google-auth's credentials name a quota project.  An Authorization
+    header the caller set in ``default_headers`` is left as it is."""
     request = encode_json(request, endpoint)
     key = endpoint.api_key  # type: Any  # a key, a token, or a token callable
     headers = dict(request.headers)
@@ -110,6 +111,9 @@ def encode(request: HttpRequest, endpoint: Endpoint) -> HttpRequest:
         return request
     token = bearer_token(key, endpoint.client_type) if is_token_provider(key) else key
     headers["Authorization"] = "Bearer " + token
+    quota = getattr(key, "quota_project", None)  # google-auth credentials that name a quota project
+    if isinstance(quota, str) and quota and not _has(headers, "x-goog-user-project"):
+        headers["x-goog-user-project"] = quota
     return dataclasses.replace(request, headers=headers)
 
 
