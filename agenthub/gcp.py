@@ -50,10 +50,10 @@ def _google_auth() -> Any:
 
 
 def application_default(project: Optional[str] = None) -> Tuple["GoogleToken", Optional[str]]:
-    """``google.auth.default`` with the cloud-platform scope -> (token callable, its project or None).
+    """``google.auth.default`` with the cloud-platform scope -> (token callable, project).
 
-    ``project`` is a quota project hint passed through to google-auth.  No credentials
-    found is a ConfigError with google-auth's own explanation.
+    The project is ``project`` when given, else the one the credentials name (None when they
+    name none).  No credentials found is a ConfigError with google-auth's own explanation.
     """
     google_auth = _google_auth()
     try:
