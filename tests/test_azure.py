@@ -407,3 +407,12 @@ def test_endpoint_key_and_version_from_the_environment_end_to_end(monkeypatch, s
     (request,) = server.requests
     assert request["path"] == path and request["headers"]["api-key"] == KEY
     assert request["body"]["max_completion_tokens"] == 30 and "max_tokens" not in request["body"]
+
+
+def test_an_error_object_inside_the_stream_is_raised_with_its_code():
+    data = fixture("chat_filtered.sse").split(b"data: {\"id\":\"\",\"object\":\"\"", 2)
+    stream = data[0] + b"data: {\"id\":\"\",\"object\":\"\"" + data[1] + (
+        b'data: {"error": {"message": "The response was filtered", "code": "content_filter", "status": 400}}\n\n')
+    with pytest.raises(UpstreamError) as info:
+        run_parser(openai_chat.parse_stream, [stream], "azure")
+    assert (info.value.code, info.value.retryable) == ("content_filter", False)
