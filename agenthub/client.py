@@ -25,14 +25,14 @@ import operator
 import random
 import threading
 import time
-from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 from . import registry
 from .errors import AgentHubError, ConfigError, TransportError
 from .providers._common import Endpoint
 from .sse import DEFAULT_MAX_LINE_BYTES, iter_events
 from .stream import collect, drive
-from .types import UniConfig, UniEvent, UniMessage
+from .types import Message, UniConfig, UniEvent, UniMessage
 from .validate import check_config, check_message, check_messages
 
 __all__ = ["AutoLLMClient", "ResponseStream", "Timeout", "PROTOCOLS"]
@@ -218,7 +218,10 @@ class ResponseStream(collections.abc.Generator):
     # ``next(stream)`` is the generator's own C-level __next__, fetched by a C getter: a Python
     # method here would cost a frame per event (the property is looked up on the type, as for any
     # special method, and what it returns is called)
-    __next__ = property(operator.attrgetter("_next"))  # type: ignore[assignment]
+    if TYPE_CHECKING:  # what type checkers see: a plain generator method
+        def __next__(self) -> UniEvent: ...
+    else:
+        __next__ = property(operator.attrgetter("_next"))
 
     def send(self, value: Any) -> UniEvent:
         return self._gen.send(value)  # type: ignore[attr-defined]
@@ -327,10 +330,10 @@ class AutoLLMClient(object):
         return self._endpoint.base_url
 
     # -- history ---------------------------------------------------------------------------
-    def get_history(self) -> List[UniMessage]:
+    def get_history(self) -> List[Message]:
         return list(self._history)
 
-    def set_history(self, history: List[UniMessage]) -> None:
+    def set_history(self, history: Sequence[Message]) -> None:
         check_messages(history) if history else None
         self._check_idle("set_history")
         self._history = list(history)
@@ -346,7 +349,7 @@ class AutoLLMClient(object):
             raise ConfigError("{} while a stateful stream is open on this client: finish or close it first".format(what))
 
     # -- streaming -------------------------------------------------------------------------
-    def streaming_response(self, messages: List[UniMessage], config: Optional[UniConfig] = None) -> ResponseStream:
+    def streaming_response(self, messages: Sequence[Message], config: Optional[UniConfig] = None) -> ResponseStream:
         """Stream one assistant turn for ``messages``: a generator of UniEvents with ``abort()``.
 
         Messages and config are checked now (ConfigError before anything is sent);

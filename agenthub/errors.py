@@ -30,7 +30,7 @@ Messages never contain an API key, a whole request body or an inline image.
 """
 
 import json
-from typing import Any, Mapping, Optional
+from typing import Any, Dict, Mapping, Optional, Tuple
 
 __all__ = [
     "AgentHubError",
@@ -68,14 +68,18 @@ class AgentHubError(Exception):
     stream cut before its terminal marker; False for everything else.
     """
 
-    retryable = False
+    # Every field is declared here or on its subclass (class-level annotations), so type checkers
+    # see ``error.retry_after``; at runtime the fields live in the instance ``__dict__`` and in
+    # ``_fields`` (what pickling carries and what the server sends as the error's fields).
+    retryable: bool = False
+    _fields: Dict[str, Any]
 
     def __init__(self, *args: Any, **fields: Any) -> None:
         super().__init__(*args)
         self.__dict__.update(fields)
         self._fields = fields
 
-    def __reduce__(self):  # keep the fields across pickling (process pools, distributed workers)
+    def __reduce__(self) -> Tuple[Any, ...]:  # keep the fields across pickling (process pools, workers)
         return (_rebuild, (type(self), self.args, self._fields))
 
 
@@ -94,12 +98,18 @@ class ConfigError(AgentHubError, ValueError):
 class UnsupportedParameterError(ConfigError):
     """A UniConfig value this model or protocol cannot honour."""
 
+    client: str
+    parameter: str
+
     def __init__(self, message: str = "", client: str = "", parameter: str = "", **fields: Any) -> None:
         super().__init__(message, client=client, parameter=parameter, **fields)
 
 
 class UnsupportedOperationError(ConfigError):
     """An operation the routed client cannot perform, whatever the input."""
+
+    client: str
+    operation: str
 
     def __init__(self, message: str = "", client: str = "", operation: str = "", **fields: Any) -> None:
         super().__init__(message, client=client, operation=operation, **fields)
@@ -112,14 +122,23 @@ class TransportError(AgentHubError, ConnectionError):
     total deadline passed; ``aborted``: the caller stopped the stream (``abort()``).
     """
 
-    retryable = True
-    timeout = False
-    deadline = False
-    aborted = False
+    client: str = ""
+    retryable: bool = True
+    timeout: bool = False
+    deadline: bool = False
+    aborted: bool = False
 
 
 class UpstreamError(AgentHubError):
     """The provider answered with an error: a non-2xx status or an error inside the stream."""
+
+    client: str
+    status: Optional[int]
+    error_type: Optional[str]
+    code: Optional[str]
+    message: str
+    retry_after: Optional[float]
+    request_id: Optional[str]
 
     def __init__(
         self,
@@ -179,7 +198,8 @@ class StreamProtocolError(StreamError):
     ``truncated`` (and ``retryable``) is True when the body ended before its terminal marker.
     """
 
-    truncated = False
+    client: str
+    truncated: bool = False
 
     def __init__(self, message: str = "", client: str = "", **fields: Any) -> None:
         super().__init__(message, client=client, **fields)
@@ -187,6 +207,12 @@ class StreamProtocolError(StreamError):
 
 class ToolCallArgumentParseError(StreamError, ValueError):
     """Streamed tool-call arguments were malformed, truncated or not a JSON object."""
+
+    client: str
+    tool_name: str
+    tool_call_id: str
+    raw_arguments_length: int
+    raw_arguments_preview: str
 
     def __init__(
         self,
@@ -211,6 +237,10 @@ class ToolCallArgumentParseError(StreamError, ValueError):
 
 class EmptyResponseError(StreamError):
     """The turn finished with thinking only (or nothing): replaying it would be rejected."""
+
+    client: str
+    finish_reason: Optional[str]
+    usage_metadata: Optional[Mapping[str, Any]]
 
     def __init__(
         self,

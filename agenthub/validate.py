@@ -76,8 +76,9 @@ def check_config(config: Optional[Mapping[str, Any]]) -> Dict[str, Any]:
     tool_names = []  # type: List[str]
     if "tools" in out:
         tools = out["tools"]
-        if not isinstance(tools, list):
+        if not isinstance(tools, (list, tuple)):
             raise bad("tools", "a list of tool schemas")
+        out["tools"] = tools = list(tools)
         for i, tool in enumerate(tools):
             if not isinstance(tool, Mapping) or not isinstance(tool.get("name"), str) or not tool.get("name"):
                 raise ConfigError("config['tools'][{}] needs a non-empty 'name'".format(i))
@@ -113,8 +114,9 @@ def check_config(config: Optional[Mapping[str, Any]]) -> Dict[str, Any]:
             raise ConfigError("image_config['image_size'] must be one of {}".format(", ".join(IMAGE_SIZES)))
     if "tts_config" in out:
         speakers = out["tts_config"]
-        if not isinstance(speakers, list) or not speakers:
+        if not isinstance(speakers, (list, tuple)) or not speakers:
             raise bad("tts_config", "a non-empty list of {'voice': ..., 'speaker': ...}")
+        out["tts_config"] = speakers = list(speakers)
         for i, speaker in enumerate(speakers):
             if not isinstance(speaker, Mapping) or not isinstance(speaker.get("voice"), str) or not speaker["voice"]:
                 raise ConfigError("tts_config[{}] needs a non-empty 'voice'".format(i))
