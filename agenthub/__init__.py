@@ -25,7 +25,7 @@ from .errors import (
     UpstreamError,
 )
 from .media import save_wav
-from .registry import list_models
+from .registry import cost, list_models
 from .stream import check_stream, collect
 from .types import (
     AssistantMessage,
@@ -92,6 +92,7 @@ __all__ = [
     "collect",
     "check_stream",
     "list_models",
+    "cost",
     "AgentHubError",
     "ConfigError",
     "UnsupportedParameterError",

@@ -10,7 +10,7 @@ import agenthub
 PACKAGE = os.path.dirname(os.path.abspath(agenthub.__file__))
 
 EXPECTED_ALL = {
-    "AutoLLMClient", "ResponseStream", "Timeout", "ThinkingLevel", "PromptCaching", "collect", "check_stream", "list_models",
+    "AutoLLMClient", "ResponseStream", "Timeout", "ThinkingLevel", "PromptCaching", "collect", "check_stream", "list_models", "cost",
     "AgentHubError", "ConfigError", "UnsupportedParameterError", "UnsupportedOperationError", "TransportError",
     "UpstreamError", "AuthenticationError", "RateLimitError", "ServerError", "StreamError", "StreamProtocolError",
     "ToolCallArgumentParseError", "EmptyResponseError", "save_wav", "__version__",
