@@ -30,7 +30,9 @@ Messages never contain an API key, a whole request body or an inline image.
 """
 
 import json
+import re
 from typing import Any, Dict, Mapping, Optional, Tuple
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 __all__ = [
     "AgentHubError",
@@ -48,6 +50,7 @@ __all__ = [
     "EmptyResponseError",
     "upstream_error",
     "preview",
+    "safe_url",
 ]
 
 #: HTTP statuses worth retrying before the first event reached the caller.
@@ -139,6 +142,10 @@ class UpstreamError(AgentHubError):
     message: str
     retry_after: Optional[float]
     request_id: Optional[str]
+    #: the URL that answered (no credentials, no secret query parameters): a base_url missing /v1 shows here
+    url: Optional[str] = None
+    #: what to do about it, in words (set by the client: where the key came from, for a 401)
+    hint: Optional[str] = None
 
     def __init__(
         self,
@@ -170,10 +177,13 @@ class UpstreamError(AgentHubError):
     def __str__(self) -> str:
         head = ", ".join(
             "{}={}".format(k, v)
-            for k, v in (("client", self.client), ("status", self.status), ("type", self.error_type))
+            for k, v in (("client", self.client), ("status", self.status), ("type", self.error_type),
+                         ("url", getattr(self, "url", None)))
             if v not in (None, "")
         )
-        return "{} ({})".format(self.message, head) if head else self.message
+        hint = getattr(self, "hint", None)
+        text = "{}; {}".format(self.message, hint) if hint else self.message
+        return "{} ({})".format(text, head) if head else text
 
 
 class AuthenticationError(UpstreamError):
@@ -253,6 +263,21 @@ class EmptyResponseError(StreamError):
         super().__init__(message, client=client, finish_reason=finish_reason, usage_metadata=usage_metadata, **fields)
 
 
+_SECRET_QUERY = re.compile(r"key|token|secret|sig|password|passwd|auth|credential|session|x-amz-", re.I)
+
+
+def safe_url(url: Any) -> Optional[str]:
+    """``url`` fit to show: no user:password, no query parameter that may carry a credential, no fragment."""
+    if not isinstance(url, str) or not url:
+        return None
+    try:
+        parts = urlsplit(url)
+        query = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if not _SECRET_QUERY.search(k)]
+        return urlunsplit((parts.scheme, parts.netloc.rsplit("@", 1)[-1], parts.path, urlencode(query), ""))
+    except ValueError:
+        return None
+
+
 def preview(text: str, limit: int = 160) -> str:
     """At most ``limit`` characters of ``text``: head and tail around a marker when longer."""
     if len(text) <= limit:
@@ -320,6 +345,7 @@ def upstream_error(
     status: Optional[int] = None,
     retry_after: Optional[float] = None,
     request_id: Optional[str] = None,
+    url: Optional[str] = None,
 ) -> UpstreamError:
     """Build the right UpstreamError subclass from a provider's error payload.
 
@@ -328,7 +354,8 @@ def upstream_error(
     (``{"type": "error", "error": {"type", "message"}}``) and Google
     (``{"error": {"code", "message", "status"}}``) are understood; anything else
     is summarised.  ``status`` is None for errors that arrived inside a 200 stream:
-    the error type then picks the status (overloaded -> 529).
+    the error type then picks the status (overloaded -> 529).  ``url`` (shown without
+    credentials) is the URL that answered.
     """
     error_type = None
     message = None
@@ -377,5 +404,12 @@ def upstream_error(
         request_id=request_id,
         retryable=retryable,
         code=code,
+        url=safe_url(url),
     )
+
+
+def set_field(error: AgentHubError, name: str, value: Any) -> None:
+    """Set one of an error's fields after it was built (kept across pickling and by the server)."""
+    setattr(error, name, value)
+    error._fields[name] = value
 

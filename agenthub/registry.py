@@ -585,3 +585,39 @@ def cost(model: str, usage_metadata: Optional[Mapping[str, Any]]) -> Optional[fl
             return None
         total += tokens * price
     return total / 1e6
+
+
+# -- where a key came from (for the words of a 401) ---------------------------------------------------
+
+
+def key_variables(model: str, client_type: Optional[str] = None) -> Tuple[str, ...]:
+    """The environment variables holding keys for ``model``'s own endpoint (the row's, else the protocol's)."""
+    route = presets().get(client_type) if client_type else None
+    kind = ALIASES.get(client_type, client_type) if client_type else None
+    if route is None:
+        route = route_for(model) if isinstance(model, str) else None
+        if route is not None and kind is not None and route.client_type != kind:
+            route = None
+    if route is not None:
+        return route.key_env
+    keys = __getattr__("PROTOCOL_KEYS").get(kind)
+    return tuple(keys[0]) if keys else ()
+
+
+def key_note(model: str, client_type: Optional[str], key_given: bool, key_sent: bool, url: str,
+             environ: Optional[Mapping[str, str]] = None) -> Optional[str]:
+    """Words for an authentication error: where the key came from, or why none was sent."""
+    env = os.environ if environ is None else environ
+    names = key_variables(model, client_type)
+    if key_given:
+        return "the key sent was the api_key argument"
+    if key_sent:
+        for name in names:
+            if env.get(name):
+                return "the key sent came from ${}".format(name)
+        return None
+    set_names = [name for name in names if env.get(name)]
+    if set_names:
+        return ("no key was sent: ${} is set, but a key from the environment goes only to its own endpoint, "
+                "not to {}; pass api_key= to send a key there".format(set_names[0], _hostname(url) or url))
+    return "no key was sent: pass api_key= to send one"

@@ -124,8 +124,10 @@ def test_chat_upstream_error(replay, capsys):
     replay.interactions.append(Interaction(None, 401, {"Content-Type": "application/json"},
                                            b'{"error": {"message": "Incorrect API key", "type": "invalid_api_key"}}'))
     assert main(["chat", "demo-model", "hi"] + LOCAL) == 1
-    assert capsys.readouterr().err == ("error: AuthenticationError: Incorrect API key (client=openai-chat, "
-                                       "status=401, type=invalid_api_key)\n")
+    assert capsys.readouterr().err == (
+        "error: AuthenticationError: Incorrect API key; no key was sent: pass --api-key-env NAME (the variable "
+        "holding the key) to send one (client=openai-chat, status=401, type=invalid_api_key, "
+        "url=http://127.0.0.1:9/v1/chat/completions)\n")
 
 
 def test_printer_on_a_colour_terminal():
