@@ -454,6 +454,7 @@ class AutoLLMClient(object):
             delivered = 0  # events handed to the caller in this attempt
             started = time.monotonic()
             logged = False
+            sent = request  # what went out (its headers hold this attempt's token or signature)
             try:
                 if control.reason is not None:
                     raise _stopped(client, control, timeout)
@@ -462,11 +463,11 @@ class AutoLLMClient(object):
                     raise _stopped(client, control, timeout, "deadline")
                 protocol = self._protocol
                 # encoded per attempt: a signature or a refreshed token is good for this send only
-                chunks = transport.open_stream(self._get_session(), protocol.encode(request, self._endpoint),
-                                               limits, client, watch=control)
+                sent = protocol.encode(request, self._endpoint)
+                chunks = transport.open_stream(self._get_session(), sent, limits, client, watch=control)
                 parts = protocol.read(chunks, client, self.max_line_bytes, not request.stream)
                 if debug:
-                    logged = _log_attempt(request, attempt, started, chunks, None)
+                    logged = _log_attempt(sent, attempt, started, chunks, None)
                 for event in drive(parts, client):
                     if control.reason is not None:
                         raise _stopped(client, control, timeout)
@@ -483,7 +484,7 @@ class AutoLLMClient(object):
                 return
             except AgentHubError as exc:
                 if debug and not logged:
-                    _log_attempt(request, attempt, started, None, exc)
+                    _log_attempt(sent, attempt, started, None, exc)
                 if isinstance(exc, UpstreamError):
                     if getattr(exc, "url", None) is None:
                         set_field(exc, "url", safe_url(getattr(request, "url", None)))
@@ -496,7 +497,7 @@ class AutoLLMClient(object):
                     raise _stopped(client, control, timeout) from exc
                 if deadline is not None and isinstance(exc, TransportError) and time.monotonic() >= deadline:
                     raise _stopped(client, control, timeout, "deadline") from exc
-                _scrub(exc, self._secrets(request))
+                _scrub(exc, self._secrets(sent))
                 if delivered or not getattr(exc, "retryable", False) or attempt >= self.max_retries:
                     raise
                 delay = _backoff(attempt, getattr(exc, "retry_after", None))
@@ -516,7 +517,8 @@ class AutoLLMClient(object):
                     chunks.close()  # type: ignore[attr-defined]
 
     def _secrets(self, request: Any) -> List[str]:
-        secrets = [self._endpoint.api_key] if self._endpoint.api_key else []
+        key = self._endpoint.api_key
+        secrets = list(key.secrets()) if hasattr(key, "secrets") else [key] if isinstance(key, str) and key else []
         for name, value in dict(getattr(request, "headers", None) or {}).items():
             if any(word in name.lower() for word in _SECRET_HEADER_WORDS) and isinstance(value, str):
                 secrets.append(value)

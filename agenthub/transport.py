@@ -48,7 +48,8 @@ POOL_MAXSIZE = 32
 #: at most this much of an error body is read
 _MAX_ERROR_BODY = 64 * 1024
 _READ_SIZE = 64 * 1024
-_REQUEST_ID_HEADERS = ("x-request-id", "request-id", "x-goog-request-id", "openai-request-id", "cf-ray")
+_REQUEST_ID_HEADERS = ("x-request-id", "request-id", "x-goog-request-id", "openai-request-id", "x-amzn-requestid",
+                       "cf-ray")
 
 Timeout = Union[None, float, Tuple[Optional[float], Optional[float]]]
 Hook = Optional[Callable[[Any], None]]
@@ -180,6 +181,9 @@ def _http_error(client: str, response: requests.Response) -> UpstreamError:
         request_id=_request_id(response.headers),
         url=getattr(response, "url", None) or getattr(getattr(response, "request", None), "url", None),
     )
+    amzn = response.headers.get("x-amzn-errortype")  # AWS: "ThrottlingException:http://internal.amazon.com/..."
+    if amzn and error.error_type is None:
+        error.error_type = error._fields["error_type"] = amzn.split(":", 1)[0].strip() or None
     should = (response.headers.get("x-should-retry") or "").strip().lower()
     if should in ("true", "false"):  # the server's own word wins (OpenAI and Anthropic send it)
         error.retryable = should == "true"
@@ -353,11 +357,29 @@ def _where(request: HttpRequest) -> str:
 
 def _chunks(response: requests.Response) -> Iterator[bytes]:
     raw = response.raw
-    if getattr(raw, "chunked", False) or not hasattr(raw, "read1"):
+    if getattr(raw, "chunked", False):
         # chunked bodies: urllib3 hands over each chunk as it arrives
         return response.iter_content(chunk_size=None)
-    # close-delimited or sized bodies: read1 returns as soon as any bytes arrived
-    return _read1(raw)
+    if hasattr(raw, "read1"):
+        # close-delimited or sized bodies: read1 returns as soon as any bytes arrived
+        return _read1(raw)
+    fp = getattr(raw, "_fp", None)
+    if hasattr(fp, "read1") and not response.headers.get("content-length") and not (
+            response.headers.get("content-encoding") or "").strip():
+        # urllib3 1.x (what botocore pins on Python < 3.10) has no read1 and its read(amt) waits for
+        # amt bytes: a close-delimited body is read as it arrives from http.client's response underneath
+        # (a sized one stays with urllib3, which then knows it was read whole and can reuse the connection)
+        return _read1_plain(fp)
+    return response.iter_content(chunk_size=None)
+
+
+def _read1_plain(fp: Any) -> Iterator[bytes]:
+    read1 = fp.read1
+    while True:
+        data = read1(_READ_SIZE)
+        if not data:
+            return
+        yield data
 
 
 def _read1(raw: Any) -> Iterator[bytes]:
@@ -622,7 +644,8 @@ def fetch_json(session: requests.Session, request: HttpRequest, timeout: Timeout
 # ``record(method, url, body, status, headers, body_bytes, secrets)``.
 
 #: request headers whose values are credentials (their values are scrubbed from recordings)
-_CREDENTIAL_HEADERS = ("authorization", "proxy-authorization", "x-api-key", "x-goog-api-key", "api-key")
+_CREDENTIAL_HEADERS = ("authorization", "proxy-authorization", "x-api-key", "x-goog-api-key", "api-key",
+                       "x-amz-security-token")
 
 
 class _ReplayBody(object):

@@ -95,10 +95,14 @@ class Protocol(object):
     ``quirk_keys``: the registry quirks the module reads.  ``embeddings``: the module under
     ``agenthub.providers`` serving embedding models for this protocol (its own ``PROTOCOL``).
     ``demo``: ``(model, title)`` for ``agenthub demo`` (recordings under ``agenthub/recordings/<module>``).
+    ``configure(model, base_url, api_key, environ)``: for a protocol whose endpoint is the caller's
+    own cloud resource (Azure OpenAI, Vertex AI): ``registry.resolve`` hands it the caller's
+    arguments and it returns ``(client_type, base_url, api_key, quirks)``, in place of the default
+    endpoint and key variables (a ConfigError says what is missing).  None for the others.
     """
 
     __slots__ = ("name", "module", "base_url", "key_env", "base_url_env", "build_request", "parse_stream",
-                 "framing", "parse_document", "encode", "quirk_keys", "embeddings", "demo")
+                 "framing", "parse_document", "encode", "quirk_keys", "embeddings", "demo", "configure")
 
     def __init__(
         self,
@@ -115,6 +119,7 @@ class Protocol(object):
         quirk_keys: Sequence[str] = (),
         embeddings: Optional[str] = None,
         demo: Optional[Tuple[str, str]] = None,
+        configure: Optional[Callable[..., Tuple[str, str, Any, Dict[str, Any]]]] = None,
     ) -> None:
         if parse_document is None:
             if parse_stream is None:
@@ -133,6 +138,7 @@ class Protocol(object):
         self.quirk_keys = tuple(quirk_keys)
         self.embeddings = embeddings
         self.demo = demo
+        self.configure = configure
 
     def read(self, body: Any, client: str, max_line_bytes: int, document: bool = False) -> Iterator[Any]:
         """The parts of one answer: ``body`` (a transport.BodyStream) is opened (the request is sent);
