@@ -615,7 +615,7 @@ def key_variables(model: str, client_type: Optional[str] = None) -> Tuple[str, .
             route = None
     if route is not None:
         return route.key_env
-    keys = __getattr__("PROTOCOL_KEYS").get(kind)
+    keys = (globals().get("PROTOCOL_KEYS") or __getattr__("PROTOCOL_KEYS")).get(kind)
     return tuple(keys[0]) if keys else ()
 
 
