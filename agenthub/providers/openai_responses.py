@@ -24,6 +24,12 @@ Request (every turn is self-contained: nothing is stored server-side)
   it is sent only together with an effort (some gateways read an effort-less
   ``reasoning`` object as "reasoning off").
 - prompt_caching ENHANCE -> ``prompt_cache_retention: "24h"``; DISABLE cannot be honoured.
+- response_format -> ``text.format`` (``{"type": "json_schema", name, schema, strict}`` or
+  ``{"type": "json_object"}``); ``top_p``; ``fast_mode`` -> ``service_tier: "priority"``; ``stop`` and
+  ``seed`` raise (the API has neither).  Sampling parameters (``check_sampling``): GPT-5, the
+  o-series, codex and pro models take none (a non-default temperature or any top_p raises);
+  GPT-5.1 and later take them only at reasoning effort ``none`` (or the model's default).
+  ThinkingLevel.MAX -> the model's top effort (``xhigh`` for models outside the table).
 
 Input items, in the order of the messages and of their content items:
 
