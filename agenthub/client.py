@@ -553,7 +553,7 @@ class AutoLLMClient(object):
 
     def _secrets(self, request: Any, config: Optional[Mapping[str, Any]] = None) -> List[str]:
         key = self._endpoint.api_key
-        secrets = [key] if isinstance(key, str) and key else []  # a token callable's tokens are in the headers
+        secrets = list(key.secrets()) if hasattr(key, "secrets") else [key] if isinstance(key, str) and key else []
         for value in ((config or {}).get("extra_headers") or {}).values():  # any of them may be a credential
             secrets.append(value)
             secrets.extend(part for part in value.split() if len(part) >= 8)

@@ -186,6 +186,16 @@ ROUTES = [
     Route(r"claude-", "anthropic", "https://api.anthropic.com", ("ANTHROPIC_API_KEY",), "Anthropic",
           "ANTHROPIC_BASE_URL", {}, _VISION, ("claude-sonnet-4-6", "claude-opus-4-8", "claude-sonnet-5"),
           label="claude-*"),
+    # -- Amazon Bedrock (Converse stream, SigV4): model ids and inference profiles -----------------
+    # (inference-profile ARNs and names outside these vendors need client_type="bedrock"; the
+    # endpoint's region comes from AWS_REGION / the profile, credentials per agenthub.aws)
+    Route(r"(?:(?:us|eu|apac|global|jp|au|ca|us-gov)\.)?(?:anthropic|amazon|meta|mistral|cohere|ai21|deepseek|qwen|"
+          r"openai|writer|moonshot|moonshotai|minimax|zai|google|nvidia|twelvelabs)\.[a-z0-9]", "bedrock",
+          "https://bedrock-runtime.{region}.amazonaws.com", ("AWS_BEARER_TOKEN_BEDROCK", "AWS_ACCESS_KEY_ID"),
+          "Amazon Bedrock", "AWS_ENDPOINT_URL_BEDROCK_RUNTIME", {}, _VISION,
+          ("us.anthropic.claude-sonnet-4-5-20250929-v1:0", "global.anthropic.claude-opus-4-5-20251101-v1:0",
+           "amazon.nova-pro-v1:0", "meta.llama3-3-70b-instruct-v1:0", "mistral.mistral-large-2407-v1:0"),
+          label="anthropic.*, amazon.*, meta.*, mistral.*, ... (us./eu./global. profiles)"),
     # -- Google ------------------------------------------------------------------------------------
     Route(r"(?:gemini-embedding|gemini-[^/]*-embedding|text-embedding-00\d|embedding-00\d)", "gemini",
           "https://generativelanguage.googleapis.com", ("GEMINI_API_KEY", "GOOGLE_API_KEY"), "Google",
@@ -359,9 +369,6 @@ def resolve(
     env = os.environ if environ is None else environ
     if not isinstance(model, str) or not model.strip():
         raise ConfigError("model must be a non-empty string")
-    if api_key is not None and not is_token_provider(api_key) and (not isinstance(api_key, str) or not api_key):
-        raise ConfigError("api_key must be a non-empty string, a callable returning a token (azure, "
-                          "azure-responses, vertex), or None to read it from the environment")
     if isinstance(api_key, str):
         check_not_private_key(api_key)  # a service-account JSON is refused here, before anything is sent
     by_name = route_for(model)
@@ -405,9 +412,10 @@ def resolve(
             check_not_private_key(api_key, "the key read from the environment")
         return client_type, endpoint, api_key, quirks
     if is_token_provider(api_key):
-        raise ConfigError("client_type {!r} takes a key string as api_key; a token callable is taken by {}".format(
-            client_type, ", ".join(sorted(name for name in providers.PROTOCOLS
-                                          if providers.protocol(name).configure is not None))))
+        raise ConfigError("client_type {!r} takes a key string as api_key; a token callable is taken by azure, "
+                          "azure-responses and vertex".format(client_type))
+    if api_key is not None and (not isinstance(api_key, str) or not api_key):
+        raise ConfigError("api_key must be a non-empty string (or None to read it from the environment)")
 
     if base_url is not None:
         _check_url(base_url, "base_url")

@@ -22,6 +22,7 @@ PROTOCOLS = {
     "azure-responses": "azure_responses",
     "vertex": "vertex",
     "vertex-anthropic": "vertex_anthropic",
+    "bedrock": "bedrock",
 }
 
 _loaded = {}  # type: Dict[str, Any]
