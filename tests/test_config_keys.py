@@ -241,6 +241,8 @@ def test_responses_refusals():
     ("gpt-5-mini", {"top_p": 0.9}, "top_p"),
     ("o4-mini", {"top_p": 0.5}, "top_p"),
     ("gpt-5-pro", {"temperature": 0.2, "thinking_level": "high"}, "temperature"),
+    ("gpt-5.1", {"temperature": 0.2, "thinking_level": "none"}, "temperature"),  # 5.2 was the first to take them
+    ("gpt-5.2-chat-latest", {"temperature": 0.7}, "temperature"),
     # GPT-5.1 and later take them only at reasoning effort none
     ("gpt-5.2", {"temperature": 0.5, "thinking_level": "high"}, "temperature"),
     ("gpt-5.5", {"top_p": 0.9, "thinking_level": "low"}, "top_p"),
