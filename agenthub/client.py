@@ -422,6 +422,7 @@ class AutoLLMClient(object):
         while True:
             chunks = None
             delivered = False
+            sent = request  # what went out (its headers hold this attempt's token or signature)
             try:
                 if control.reason is not None:
                     raise _stopped(client, control, timeout)
@@ -430,8 +431,8 @@ class AutoLLMClient(object):
                     raise _stopped(client, control, timeout, "deadline")
                 protocol = self._protocol
                 # encoded per attempt: a signature or a refreshed token is good for this send only
-                chunks = transport.open_stream(self._get_session(), protocol.encode(request, self._endpoint),
-                                               limits, client, watch=control)
+                sent = protocol.encode(request, self._endpoint)
+                chunks = transport.open_stream(self._get_session(), sent, limits, client, watch=control)
                 parts = protocol.read(chunks, client, self.max_line_bytes, not request.stream)
                 for event in drive(parts, client):
                     if control.reason is not None:
@@ -449,7 +450,7 @@ class AutoLLMClient(object):
                     raise _stopped(client, control, timeout) from exc
                 if deadline is not None and isinstance(exc, TransportError) and time.monotonic() >= deadline:
                     raise _stopped(client, control, timeout, "deadline") from exc
-                _scrub(exc, self._secrets(request))
+                _scrub(exc, self._secrets(sent))
                 if delivered or not getattr(exc, "retryable", False) or attempt >= self.max_retries:
                     raise
                 delay = _backoff(attempt, getattr(exc, "retry_after", None))
@@ -471,6 +472,7 @@ class AutoLLMClient(object):
     def _secrets(self, request: Any) -> List[str]:
         key = self._endpoint.api_key
         secrets = list(key.secrets()) if hasattr(key, "secrets") else [key] if isinstance(key, str) and key else []
+        # (a token callable's tokens are in the headers; Bedrock's credentials object lists its own secrets)
         for name, value in dict(getattr(request, "headers", None) or {}).items():
             if any(word in name.lower() for word in _SECRET_HEADER_WORDS) and isinstance(value, str):
                 secrets.append(value)

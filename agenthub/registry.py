@@ -21,7 +21,6 @@ the host is loopback.  A row's endpoint quirks apply at its own hosts; at any ot
 Adding an OpenAI-compatible vendor is one ``Route`` row (see README.md).
 """
 
-import ipaddress
 import os
 import re
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
@@ -30,6 +29,7 @@ from urllib.parse import urlsplit
 from . import providers
 from .errors import ConfigError
 from .providers._common import nearest
+from .providers._tokens import check_not_private_key, is_loopback, is_token_provider
 
 __all__ = [
     "Route",
@@ -47,7 +47,8 @@ __all__ = [
 
 #: drop-in names kept from AgentHub
 ALIASES = {"openai": "openai-chat", "ant-messages": "anthropic", "openai-embedding": "openai-chat",
-           "google-genai": "gemini", "gemini-generate-content": "gemini"}
+           "google-genai": "gemini", "gemini-generate-content": "gemini",
+           "azure-openai": "azure", "vertex-ai": "vertex", "vertexai": "vertex"}
 #: thinking levels, lightest first (ThinkingLevel values)
 LEVELS = ("none", "low", "medium", "high", "xhigh")
 #: quirks that describe the model, not the endpoint: they apply at any base_url
@@ -286,17 +287,6 @@ def presets() -> Dict[str, Route]:
     return out
 
 
-def is_loopback(base_url: str) -> bool:
-    """True for http(s)://localhost, 127.0.0.0/8 and [::1] (local servers need no key)."""
-    host = _hostname(base_url)
-    if host == "localhost" or host.endswith(".localhost"):
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
 def route_for(model: str) -> Optional[Route]:
     """The first row whose pattern matches ``model`` (None when no row does)."""
     for route in ROUTES:
@@ -364,8 +354,11 @@ def resolve(
     env = os.environ if environ is None else environ
     if not isinstance(model, str) or not model.strip():
         raise ConfigError("model must be a non-empty string")
-    if api_key is not None and (not isinstance(api_key, str) or not api_key):
-        raise ConfigError("api_key must be a non-empty string (or None to read it from the environment)")
+    if api_key is not None and not is_token_provider(api_key) and (not isinstance(api_key, str) or not api_key):
+        raise ConfigError("api_key must be a non-empty string, a callable returning a token (azure, "
+                          "azure-responses, vertex), or None to read it from the environment")
+    if isinstance(api_key, str):
+        check_not_private_key(api_key)  # a service-account JSON is refused here, before anything is sent
     by_name = route_for(model)
     chosen = None  # type: Optional[Route]
     named = False  # the row was picked by client_type: its quirks follow it to any base_url
@@ -399,9 +392,17 @@ def resolve(
     assert client_type is not None
 
     record = providers.protocol(client_type)
-    if record.resolve_endpoint is not None:  # the protocol finds its own endpoint and credentials (Bedrock)
-        endpoint, key = record.resolve_endpoint(base_url, api_key, env)
-        return client_type, endpoint, key, _quirks(chosen, True)
+    if record.configure is not None:  # Azure OpenAI, Vertex AI: the caller's own cloud resource
+        client_type, endpoint, api_key, extra = record.configure(model, base_url, api_key, env)
+        quirks = _quirks(chosen, True)
+        quirks.update(extra)
+        if isinstance(api_key, str):
+            check_not_private_key(api_key, "the key read from the environment")
+        return client_type, endpoint, api_key, quirks
+    if is_token_provider(api_key):
+        raise ConfigError("client_type {!r} takes a key string as api_key; a token callable is taken by {}".format(
+            client_type, ", ".join(sorted(name for name in providers.PROTOCOLS
+                                          if providers.protocol(name).configure is not None))))
 
     if base_url is not None:
         _check_url(base_url, "base_url")
@@ -417,7 +418,6 @@ def resolve(
             key_names = chosen.key_env
             default = chosen.base_url
         else:
-            record = providers.protocol(client_type)
             key_names, url_var, default = record.key_env, record.base_url_env, record.base_url
         env_url = env.get(url_var) if url_var else None
         endpoint = _check_url(env_url, url_var) if env_url else default
@@ -433,6 +433,8 @@ def resolve(
             else:
                 hint = "pass api_key="
             raise ConfigError("no API key for model {!r} at {}: {}".format(model, _hostname(endpoint), hint))
+    if isinstance(api_key, str):
+        check_not_private_key(api_key, "the key read from the environment")
     if alias == "openai-embedding" or re.search(r"embed", model, re.I):
         quirks["embeddings"] = True  # embedding models keep their name's promise at any endpoint
     return client_type, endpoint, api_key, quirks

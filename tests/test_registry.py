@@ -92,15 +92,20 @@ def test_unknown_name_says_how_to_pass_client_type_and_base_url():
     with pytest.raises(ConfigError) as info:
         resolve("my-finetune", environ=ENV)
     message = str(info.value)
+    from agenthub import providers
+
     assert message.startswith("cannot route model 'my-finetune' by its name: pass client_type (a protocol: "
-                              "anthropic, bedrock, gemini, openai-chat, openai-responses; or a preset: ")
+                              "{}; or a preset: ".format(", ".join(sorted(providers.PROTOCOLS))))
+    assert "anthropic, azure, azure-responses, bedrock, gemini, openai-chat, openai-responses" in message
     assert "AutoLLMClient('my-finetune', client_type='openai-chat', base_url='http://127.0.0.1:8000/v1')" in message
 
 
 def test_unknown_client_type_lists_the_known_ones():
-    with pytest.raises(ConfigError, match=r"unknown client_type 'watsonx'; protocols: anthropic, bedrock, gemini, "
-                                          r"openai-chat, openai-responses; aliases: ant-messages, "):
-        resolve("x", "watsonx", environ={})
+    with pytest.raises(ConfigError, match=r"unknown client_type 'acme'; protocols: anthropic, azure, "
+                                          r"azure-responses, bedrock, gemini, openai-chat, openai-responses, "):
+        resolve("x", "acme", environ={})
+    with pytest.raises(ConfigError, match=r"; aliases: ant-messages, "):
+        resolve("x", "acme", environ={})
 
 
 @pytest.mark.parametrize("alias, protocol", [("openai", "openai-chat"), ("ant-messages", "anthropic"),

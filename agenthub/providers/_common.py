@@ -95,15 +95,16 @@ class Protocol(object):
     ``quirk_keys``: the registry quirks the module reads.  ``embeddings``: the module under
     ``agenthub.providers`` serving embedding models for this protocol (its own ``PROTOCOL``).
     ``demo``: ``(model, title)`` for ``agenthub demo`` (recordings under ``agenthub/recordings/<module>``).
+    ``configure(model, base_url, api_key, environ)``: for a protocol whose endpoint is the caller's
+    own cloud resource (Azure OpenAI, Vertex AI, Amazon Bedrock): ``registry.resolve`` hands it the caller's
+    arguments and it returns ``(client_type, base_url, api_key, quirks)``, in place of the default
+    endpoint and key variables (a ConfigError says what is missing).  None for the others.
     ``content_types``: the stream's content types (text/event-stream; Bedrock: application/vnd.amazon.eventstream).
-    ``resolve_endpoint(base_url, api_key, environ) -> (endpoint, key)``: for a protocol that finds its own
-    endpoint and credentials (Bedrock: region, SigV4 credentials, API keys); ``registry.resolve`` then
-    calls it instead of reading one key variable, and ``key`` (any object) becomes ``Endpoint.api_key``.
     """
 
     __slots__ = ("name", "module", "base_url", "key_env", "base_url_env", "build_request", "parse_stream",
-                 "framing", "parse_document", "encode", "quirk_keys", "embeddings", "demo", "content_types",
-                 "resolve_endpoint")
+                 "framing", "parse_document", "encode", "quirk_keys", "embeddings", "demo", "configure",
+                 "content_types")
 
     def __init__(
         self,
@@ -120,8 +121,8 @@ class Protocol(object):
         quirk_keys: Sequence[str] = (),
         embeddings: Optional[str] = None,
         demo: Optional[Tuple[str, str]] = None,
+        configure: Optional[Callable[..., Tuple[str, str, Any, Dict[str, Any]]]] = None,
         content_types: Sequence[str] = ("text/event-stream",),
-        resolve_endpoint: Optional[Callable[[Optional[str], Any, Mapping[str, str]], Tuple[str, Any]]] = None,
     ) -> None:
         if parse_document is None:
             if parse_stream is None:
@@ -140,8 +141,8 @@ class Protocol(object):
         self.quirk_keys = tuple(quirk_keys)
         self.embeddings = embeddings
         self.demo = demo
+        self.configure = configure
         self.content_types = tuple(content_types)
-        self.resolve_endpoint = resolve_endpoint
 
     def read(self, body: Any, client: str, max_line_bytes: int, document: bool = False) -> Iterator[Any]:
         """The parts of one answer: ``body`` (a transport.BodyStream) is opened (the request is sent);
