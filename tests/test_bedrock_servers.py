@@ -237,3 +237,17 @@ def test_environment_credentials_never_go_to_another_endpoint(aws_env):
 def test_routed_by_name_without_client_type(aws_env):
     agent = AutoLLMClient("global.anthropic.claude-opus-4-5-20251101-v1:0")
     assert (agent.client_type, agent.base_url) == ("bedrock", "https://bedrock-runtime.us-west-2.amazonaws.com")
+
+
+def test_a_token_provider_as_api_key_is_called_for_every_attempt(server):
+    calls = []
+
+    def provider():
+        calls.append(1)
+        return "ABSKbedrock-api-key-0003"
+
+    server.answer.append(frames_reply([bf.message_start(), bf.exception("serviceUnavailableException", "later")]))
+    server.answer.append(frames_reply(bf.text_stream("ok")))
+    events = list(client(api_key=provider, max_retries=1).streaming_response([USER]))
+    assert deltas(events) == [{"type": "text", "text": "ok"}]
+    assert len(calls) == 2 and [r["auth"]["kind"] for r in server.requests] == ["bearer", "bearer"]
