@@ -354,7 +354,8 @@ def resolve(
     env = os.environ if environ is None else environ
     if not isinstance(model, str) or not model.strip():
         raise ConfigError("model must be a non-empty string")
-    if api_key is not None and not is_token_provider(api_key) and (not isinstance(api_key, str) or not api_key):
+    if api_key is not None and not is_token_provider(api_key) and not _aws_credentials(api_key) and (
+            not isinstance(api_key, str) or not api_key):
         raise ConfigError("api_key must be a non-empty string, a callable returning a token (azure, "
                           "azure-responses, vertex), or None to read it from the environment")
     if isinstance(api_key, str):
@@ -392,6 +393,9 @@ def resolve(
     assert client_type is not None
 
     record = providers.protocol(client_type)
+    if _aws_credentials(api_key) and client_type != "bedrock":
+        raise ConfigError("agenthub.aws.Credentials are taken by client_type 'bedrock' only (not {!r})".format(
+            client_type))
     if record.configure is not None:  # Azure OpenAI, Vertex AI: the caller's own cloud resource
         client_type, endpoint, api_key, extra = record.configure(model, base_url, api_key, env)
         quirks = _quirks(chosen, True)
@@ -438,6 +442,11 @@ def resolve(
     if alias == "openai-embedding" or re.search(r"embed", model, re.I):
         quirks["embeddings"] = True  # embedding models keep their name's promise at any endpoint
     return client_type, endpoint, api_key, quirks
+
+
+def _aws_credentials(value: Any) -> bool:
+    """An ``agenthub.aws.Credentials`` (told by its shape: importing agenthub.aws here would slow ``import agenthub``)."""
+    return type(value).__name__ == "Credentials" and hasattr(value, "access_key") and hasattr(value, "secret_key")
 
 
 def _hostname(url: str) -> str:

@@ -251,3 +251,16 @@ def test_a_token_provider_as_api_key_is_called_for_every_attempt(server):
     events = list(client(api_key=provider, max_retries=1).streaming_response([USER]))
     assert deltas(events) == [{"type": "text", "text": "ok"}]
     assert len(calls) == 2 and [r["auth"]["kind"] for r in server.requests] == ["bearer", "bearer"]
+
+
+def test_explicit_credentials_as_api_key(server, aws_env):
+    from agenthub.aws import Credentials
+
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"):
+        aws_env.delenv(name)
+    events = list(client(api_key=Credentials(AK, SK)).streaming_response([USER]))
+    assert deltas(events) == [{"type": "text", "text": "ok"}]
+    assert server.requests[0]["auth"]["ok"] is True
+    assert "X-Amz-Security-Token" not in server.requests[0]["headers"]
+    with pytest.raises(ConfigError, match="client_type 'bedrock' only"):
+        AutoLLMClient("claude-sonnet-4-6", api_key=Credentials(AK, SK))
