@@ -264,3 +264,15 @@ def test_explicit_credentials_as_api_key(server, aws_env):
     assert "X-Amz-Security-Token" not in server.requests[0]["headers"]
     with pytest.raises(ConfigError, match="client_type 'bedrock' only"):
         AutoLLMClient("claude-sonnet-4-6", api_key=Credentials(AK, SK))
+
+
+def test_record_and_replay_works_for_bedrock(aws_env, tmp_path):
+    from agenthub.testing import Cassette, Interaction, replay_session
+
+    cassette = Cassette(interactions=[Interaction(None, headers={"Content-Type": "application/vnd.amazon.eventstream"},
+                                                  body=b"".join(REASONING_AND_TOOL))])
+    events = list(client(session=replay_session(cassette, chunk_size=1)).streaming_response([USER], {"tools": TOOLS}))
+    check_stream(events)
+    assert [i["name"] for i in deltas(events) if i["type"] == "tool_call"] == ["get_weather"]
+    [sent] = cassette.requests
+    assert sent["url"].endswith("/model/us.anthropic.claude-sonnet-4-5-20250929-v1%3A0/converse-stream")
