@@ -482,7 +482,7 @@ def resolve_bedrock(base_url: Optional[str] = None, api_key: Any = None,
             url = default_endpoint(_need_region(_region(env, url)))
         return url, BedrockAuth("bearer", token=token, source=BEARER_ENV)
     credentials = credentials_from(env)
-    region = _region(env, url)
+    found = _region(env, url)
     if credentials is None:
         if url and _loopback(url):
             return url, BedrockAuth("none", source="loopback")
@@ -490,7 +490,7 @@ def resolve_bedrock(base_url: Optional[str] = None, api_key: Any = None,
             "no AWS credentials for Bedrock: set {} (a Bedrock API key), or AWS_ACCESS_KEY_ID and "
             "AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN), or a profile in ~/.aws/credentials (AWS_PROFILE), "
             "or pass api_key=".format(BEARER_ENV))
-    region = _need_region(region)
+    region = _need_region(found)
     return url or default_endpoint(region), BedrockAuth("sigv4", credentials=credentials, region=region,
                                                         source=credentials.source)
 

@@ -166,7 +166,7 @@ def parse_headers(data: bytes) -> Tuple[Dict[str, Any], Dict[str, int]]:
     return headers, types
 
 
-def _check_prelude(total: int, headers_length: int, crc: int, prelude: bytes, max_frame_bytes: int) -> None:
+def _check_prelude(total: int, headers_length: int, crc: int, prelude: Any, max_frame_bytes: int) -> None:
     if _crc32(prelude) & 0xFFFFFFFF != crc:
         raise _error("prelude CRC32 mismatch (corrupt or not an event stream)")
     if total < _MIN_MESSAGE:

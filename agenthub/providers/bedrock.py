@@ -409,7 +409,7 @@ def _assistant(message: Mapping[str, Any], names: List[str]) -> List[Dict[str, A
 # -- response ------------------------------------------------------------------------------------
 
 
-def map_usage(raw: Mapping[str, Any]) -> Dict[str, Any]:
+def map_usage(raw: Mapping[str, Any]) -> Any:
     """Converse usage -> the four buckets (see the module docstring for the inclusive-inputTokens check)."""
     inputs = to_int(raw.get("inputTokens"))
     output = to_int(raw.get("outputTokens"))
@@ -665,10 +665,10 @@ def _close(block: _Block, index: Any, tools: ToolCallAssembler, state: _State) -
                 out.append({"type": "thinking", "thinking": "", "fidelity": {"signature": block.signature}})
         return out
     if kind == "image":
-        data = b"".join(_unb64(part) for part in block.parts)
+        image = b"".join(_unb64(part) for part in block.parts)
         state.open_kind = None
         fmt = block.raw if isinstance(block.raw, str) else "png"
-        return [{"type": "inline_data", "data": data, "mime_type": "image/" + fmt}]
+        return [{"type": "inline_data", "data": image, "mime_type": "image/" + fmt}]
     if kind == "server":
         raw = block.raw
         if "toolUse" in raw:
