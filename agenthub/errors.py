@@ -276,6 +276,29 @@ def _retry_delay(details: Any) -> Optional[float]:
     return None
 
 
+#: what gateways write in an error's ``type`` when it has none (LiteLLM: ``str(None)``)
+_NO_TYPE = frozenset(["", "None", "none", "null", "NULL"])
+
+
+def _named(value: Any) -> Optional[str]:
+    """An error type or status name as text, None when there is none."""
+    if value is None or isinstance(value, bool):
+        return None
+    text = value if isinstance(value, str) else str(value)
+    return None if text.strip() in _NO_TYPE else text
+
+
+def _numeric_status(code: Any) -> Optional[int]:
+    """An HTTP status given as an error's ``code`` (``500`` or ``"500"``), else None."""
+    if isinstance(code, bool):
+        return None
+    if isinstance(code, str) and code.strip().isdigit() and len(code.strip()) == 3:
+        code = int(code.strip())
+    if isinstance(code, int) and 400 <= code < 600:
+        return code
+    return None
+
+
 def _error_class(status: Optional[int]) -> type:
     if status in _STATUS_CLASSES:
         return _STATUS_CLASSES[status]
@@ -312,12 +335,19 @@ def upstream_error(
             if retry_after is None:
                 retry_after = _retry_delay(inner.get("details"))
             message = inner.get("message")
-            error_type = inner.get("type") or inner.get("status") or inner.get("code")
             code = inner.get("code")
+            numeric = _numeric_status(code)
+            error_type = _named(inner.get("type")) or _named(inner.get("status"))
+            if error_type is None and numeric is None:
+                error_type = _named(code)
+            if numeric is not None and _named(inner.get("type")) is None and not isinstance(code, int):
+                # a status spelled as the code ("500", LiteLLM and other gateways), with no type beside it:
+                # it says what failed better than the status of the answer that carried it
+                status = numeric
             if status is None and isinstance(inner.get("status_code"), int):
                 status = inner["status_code"]
-            if status is None and isinstance(code, int) and 400 <= code < 600:
-                status = code
+            if status is None and numeric is not None:
+                status = numeric
         elif isinstance(inner, str):
             message = inner
         if message is None and isinstance(body.get("message"), str):

@@ -84,7 +84,7 @@ def test_every_example_routes_to_its_row():
                 assert registry.route_for(example) is route, example
                 kind, url, _, _ = resolve(example, environ=ENV, api_key=None if route.key_env else "k")
             else:
-                kind, url, _, _ = resolve(example, route.presets[0], environ={})
+                kind, url, _, _ = resolve(example, route.presets[0], environ=ENV if route.key_env else {})
             assert (kind, url) == (route.client_type, route.base_url.replace("{region}", "us-east-1")), example
 
 
@@ -96,7 +96,7 @@ def test_unknown_name_says_how_to_pass_client_type_and_base_url():
 
     assert message.startswith("cannot route model 'my-finetune' by its name: pass client_type (a protocol: "
                               "{}; or a preset: ".format(", ".join(sorted(providers.PROTOCOLS))))
-    assert "anthropic, azure, azure-responses, bedrock, gemini, openai-chat, openai-responses" in message
+    assert "anthropic, azure, azure-responses, bedrock, gemini, openai-chat, openai-responses, vertex" in message
     assert "AutoLLMClient('my-finetune', client_type='openai-chat', base_url='http://127.0.0.1:8000/v1')" in message
 
 
@@ -360,7 +360,8 @@ def test_list_models():
         "examples": ["deepseek/deepseek-v4-flash", "moonshotai/kimi-k2.6", "anthropic/claude-sonnet-4.6"],
     }
     assert [r["label"] for r in rows if r["pattern"] is None] == [
-        "client_type=vllm", "client_type=ollama", "client_type=lmstudio", "client_type=llama.cpp"]
+        "client_type=vllm", "client_type=ollama", "client_type=lmstudio", "client_type=llama.cpp",
+        "client_type=zai-anthropic", "client_type=openrouter-anthropic"]
 
 
 def test_adding_an_openai_compatible_vendor_is_one_row(monkeypatch):

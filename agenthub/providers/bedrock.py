@@ -273,8 +273,10 @@ def encode(request: HttpRequest, endpoint: Endpoint) -> HttpRequest:
     return dataclasses.replace(request, headers=headers, data=data)
 
 
-def configure(model: str, base_url: Optional[str], api_key: Any, environ: Mapping[str, str]) -> Tuple[str, str, Any, Dict[str, Any]]:
-    """The Protocol hook registry.resolve calls: the endpoint and a ``BedrockAuth`` (``aws.resolve_bedrock``)."""
+def configure(model: str, base_url: Optional[str], api_key: Any,
+              environ: Mapping[str, str]) -> Tuple[str, str, Any, Dict[str, Any]]:
+    """The Protocol hook registry.resolve calls: the endpoint and a BedrockAuth as the key (see
+    ``aws.resolve_bedrock``)."""
     endpoint, auth = aws.resolve_bedrock(base_url, api_key, environ)
     return "bedrock", endpoint, auth, {}
 
@@ -752,5 +754,5 @@ PROTOCOL = Protocol(
     base_url="https://bedrock-runtime.{region}.amazonaws.com",
     key_env=(aws.BEARER_ENV, "AWS_ACCESS_KEY_ID"), base_url_env="AWS_ENDPOINT_URL_BEDROCK_RUNTIME",
     framing=iter_messages, parse_document=parse_document, encode=encode,
-    content_types=(CONTENT_TYPE,), configure=configure,
+    configure=configure,
 )
