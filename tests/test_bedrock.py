@@ -547,3 +547,27 @@ def test_protocol_record():
     record = bedrock.PROTOCOL
     assert (record.name, record.module) == ("bedrock", "bedrock")
     assert record.framing is iter_messages and record.quirk_keys == ()
+
+
+def test_config_keys_beyond_the_seed():
+    schema = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
+    sent = body(LLAMA, {"response_format": {"type": "json_schema", "name": "place", "schema": schema},
+                        "fast_mode": True, "top_p": 0.5, "stop": ["END"]})
+    assert sent["outputConfig"] == {"textFormat": {"type": "json_schema", "structure": {"jsonSchema": {
+        "schema": json.dumps(schema, separators=(",", ":")), "name": "place"}}}}
+    assert sent["serviceTier"] == {"type": "priority"}
+    assert sent["inferenceConfig"] == {"topP": 0.5, "stopSequences": ["END"]}
+    assert "outputConfig" not in body(LLAMA, {"response_format": {"type": "text"}})
+    for config in ({"seed": 7}, {"response_format": {"type": "json_object"}}):
+        with pytest.raises(UnsupportedParameterError):
+            body(LLAMA, config)
+
+
+def test_claude_top_p_rules():
+    assert body(SONNET, {"top_p": 0.9})["inferenceConfig"] == {"maxTokens": 32000, "topP": 0.9}
+    with pytest.raises(UnsupportedParameterError, match="one or the other"):
+        body(SONNET, {"top_p": 0.9, "temperature": 0.5})
+    with pytest.raises(UnsupportedParameterError, match="at least 0.95"):
+        body(SONNET, {"top_p": 0.9, "thinking_level": "high"})
+    with pytest.raises(UnsupportedParameterError, match="sampling parameters were removed"):
+        body(OPUS47, {"top_p": 0.9})

@@ -15,7 +15,9 @@ Request
   one role are joined (Converse wants them alternating).  Assistant turns replay text, ``toolUse``, and
   reasoning from ``fidelity``: ``reasoningText {text, signature}`` and ``redactedContent`` byte-exact.
 - ``system`` from ``system_prompt``; ``inferenceConfig``: ``maxTokens``, ``temperature``, ``topP``,
-  ``stopSequences`` (from ``top_p`` / ``stop``).
+  ``stopSequences`` (from ``top_p`` / ``stop``); ``response_format`` json_schema -> ``outputConfig.textFormat``
+  (the schema as JSON text; json_object raises); ``fast_mode`` -> ``serviceTier: {type: priority}``; ``seed``
+  raises (Converse has none).
 - ``toolConfig``: ``toolSpec`` per tool (``inputSchema.json``); ``toolChoice`` auto -> ``auto``, required
   -> ``any``, one name -> ``tool``; Converse has no "none": it sends no tools (and raises when the history
   holds tool blocks, which need a toolConfig).  A history with tool blocks and no tools in this turn gets
@@ -75,7 +77,7 @@ from ..stream import StreamEnd
 from ..toolcalls import ToolCallAssembler
 from ..types import HttpRequest, PromptCaching, ThinkingLevel
 from . import anthropic
-from ._common import Endpoint, Protocol, dumps, parse_data_uri, to_int, unsupported, usage
+from ._common import Endpoint, Protocol, check_response_format, dumps, parse_data_uri, to_int, unsupported, usage
 
 __all__ = ["build_request", "parse_stream", "parse_document", "encode", "map_usage", "claude_name", "stream_error",
            "FINISH_REASONS", "EXCEPTIONS", "PROTOCOL"]
@@ -220,12 +222,35 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
         if rule is None or rule["temperature"]:
             inference["temperature"] = temperature
     if config.get("top_p") is not None:
-        inference["topP"] = config.get("top_p")
+        top_p = config["top_p"]
+        if rule is not None:
+            if not rule["temperature"]:
+                raise unsupported(client, "top_p", "is not accepted by {!r} (sampling parameters were "
+                                                   "removed)".format(model))
+            if thinking_on and top_p < anthropic.MIN_TOP_P_THINKING:
+                raise unsupported(client, "top_p", "must be at least {} while thinking is on for {!r}".format(
+                    anthropic.MIN_TOP_P_THINKING, model))
+            if "temperature" in inference and anthropic._ONE_SAMPLER.search(claude or ""):
+                raise unsupported(client, "top_p", "cannot be sent with temperature to {!r} (one or the "
+                                                   "other)".format(model))
+        inference["topP"] = top_p
     stop = config.get("stop")
     if stop:
         inference["stopSequences"] = [stop] if isinstance(stop, str) else list(stop)
     if inference:
         body["inferenceConfig"] = inference
+    if "seed" in config:
+        raise unsupported(client, "seed", "cannot be sent: the Bedrock Converse API has no seed")
+    wanted = check_response_format(client, config, None, ("text", "json_schema"))
+    if wanted is not None:
+        schema = {"schema": dumps(wanted["schema"])}  # type: Dict[str, Any]
+        if wanted.get("name"):
+            schema["name"] = wanted["name"]
+        if wanted.get("description"):
+            schema["description"] = wanted["description"]
+        body["outputConfig"] = {"textFormat": {"type": "json_schema", "structure": {"jsonSchema": schema}}}
+    if config.get("fast_mode"):
+        body["serviceTier"] = {"type": "priority"}
 
     tools = config.get("tools") or []
     if choice == "none":
