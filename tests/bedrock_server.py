@@ -46,7 +46,7 @@ class _Handler(BaseHTTPRequestHandler):
         url = "http://{}{}".format(self.headers.get("Host"), self.path)
         auth = headers.get("Authorization", "")
         if auth.startswith("AWS4-HMAC-SHA256"):
-            ok, access_key, region = bf.verify_sigv4("POST", url, headers, raw, server.secret_key)
+            ok, access_key, region = bf.verify_sigv4(self.command, url, headers, raw, server.secret_key)
             check = {"kind": "sigv4", "ok": ok, "access_key": access_key, "region": region}
         elif auth.startswith("Bearer "):
             check = {"kind": "bearer", "ok": auth[7:] == server.bearer, "token": auth[7:]}
@@ -84,6 +84,8 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.write(b"0\r\n\r\n")
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True
+
+    do_GET = do_POST
 
     def log_message(self, *args):
         pass

@@ -276,3 +276,28 @@ def test_record_and_replay_works_for_bedrock(aws_env, tmp_path):
     assert [i["name"] for i in deltas(events) if i["type"] == "tool_call"] == ["get_weather"]
     [sent] = cassette.requests
     assert sent["url"].endswith("/model/us.anthropic.claude-sonnet-4-5-20250929-v1%3A0/converse-stream")
+
+
+def test_list_models_asks_the_control_plane_signed(server):
+    server.answer.append(Reply([json.dumps({"modelSummaries": [{"modelId": "anthropic.claude-sonnet-4-6"},
+                                                                {"modelId": "amazon.nova-pro-v1:0"}],
+                                            "nextToken": "page 2"}).encode()],
+                               headers={"Content-Type": "application/json"}))
+    server.answer.append(Reply([json.dumps({"modelSummaries": [{"modelId": "meta.llama3-3-70b-instruct-v1:0"}]}).encode()],
+                               headers={"Content-Type": "application/json"}))
+    assert client().list_models() == ["anthropic.claude-sonnet-4-6", "amazon.nova-pro-v1:0",
+                                      "meta.llama3-3-70b-instruct-v1:0"]
+    assert [r["path"] for r in server.requests] == ["/foundation-models", "/foundation-models?nextToken=page%202"]
+    assert all(r["auth"]["ok"] for r in server.requests)
+
+
+def test_the_control_plane_host_of_an_aws_endpoint():
+    from agenthub.providers import bedrock
+    from agenthub.providers._common import Endpoint
+
+    for runtime, control in (("https://bedrock-runtime.eu-west-1.amazonaws.com", "https://bedrock.eu-west-1.amazonaws.com"),
+                             ("https://bedrock-runtime-fips.us-east-1.amazonaws.com",
+                              "https://bedrock-fips.us-east-1.amazonaws.com"),
+                             ("http://127.0.0.1:9", "http://127.0.0.1:9")):
+        request = bedrock.models_request(Endpoint("bedrock", runtime, None, None, {}))
+        assert request.url == control + "/foundation-models" and request.method == "GET"

@@ -77,7 +77,8 @@ from ..stream import StreamEnd
 from ..toolcalls import ToolCallAssembler
 from ..types import HttpRequest, PromptCaching, ThinkingLevel
 from . import anthropic
-from ._common import Endpoint, Protocol, check_response_format, dumps, parse_data_uri, to_int, unsupported, usage
+from ._common import (Endpoint, Protocol, check_response_format, dumps, model_list_page, parse_data_uri, to_int,
+                      unsupported, usage)
 
 __all__ = ["build_request", "parse_stream", "parse_document", "encode", "map_usage", "claude_name", "stream_error",
            "FINISH_REASONS", "EXCEPTIONS", "PROTOCOL"]
@@ -774,10 +775,31 @@ def parse_document(payload: Any, client: str = "bedrock") -> Iterator[Any]:
     yield StreamEnd(map_usage(raw) if isinstance(raw, dict) else None, finish, state.replayable)
 
 
+def models_request(endpoint: Endpoint, page_token: Optional[str] = None) -> HttpRequest:
+    """``GET /foundation-models`` on the control plane (``bedrock.{region}...`` for an AWS
+    ``bedrock-runtime`` host; another endpoint is asked at its own root), signed like a stream call."""
+    base = endpoint.base_url.rstrip("/")
+    base = re.sub(r"^(https?://(?:[^/]*\.)?)bedrock-runtime(-fips)?\.", r"\1bedrock\2.", base, count=1) \
+        if aws.is_aws_host(base) else base
+    url = base + "/foundation-models"
+    if page_token:
+        url += "?nextToken=" + aws.encode_path_segment(page_token)
+    headers = {"Accept": "application/json"}
+    headers.update(endpoint.headers)
+    return HttpRequest("GET", url, headers, None, stream=False)
+
+
+def parse_models(payload: Any, client: str = "bedrock") -> Tuple[List[str], Optional[str]]:
+    """``{"modelSummaries": [{"modelId": ...}], "nextToken"?}`` -> (ids, the next page's token)."""
+    ids = model_list_page(payload, client, items="modelSummaries", key="modelId")
+    token = payload.get("nextToken") if isinstance(payload, dict) else None
+    return ids, token if isinstance(token, str) and token else None
+
+
 PROTOCOL = Protocol(
     "bedrock", __name__, build_request, parse_stream,
     base_url="https://bedrock-runtime.{region}.amazonaws.com",
     key_env=(aws.BEARER_ENV, "AWS_ACCESS_KEY_ID"), base_url_env="AWS_ENDPOINT_URL_BEDROCK_RUNTIME",
     framing=iter_messages, parse_document=parse_document, encode=encode,
-    configure=configure,
+    configure=configure, models_request=models_request, parse_models=parse_models,
 )
