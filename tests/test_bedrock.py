@@ -571,3 +571,17 @@ def test_claude_top_p_rules():
         body(SONNET, {"top_p": 0.9, "thinking_level": "high"})
     with pytest.raises(UnsupportedParameterError, match="sampling parameters were removed"):
         body(OPUS47, {"top_p": 0.9})
+
+
+@pytest.mark.parametrize("name", ["weather_tool_call.sse", "weather_answer.sse"])
+def test_demo_recordings_are_event_streams_botocore_reads(name):
+    eventstream = pytest.importorskip("botocore.eventstream")
+    from agenthub.demo import recording
+    from agenthub.eventstream import Message
+
+    data = recording("bedrock", name)
+    buffer = eventstream.EventStreamBuffer()
+    buffer.add_data(data)
+    assert list(iter_messages([data])) == [Message(m.headers, m.payload) for m in buffer]
+    events = list(drive(bedrock.parse_stream(iter_messages([data]), "bedrock"), "bedrock"))
+    check_stream(events)

@@ -802,4 +802,5 @@ PROTOCOL = Protocol(
     key_env=(aws.BEARER_ENV, "AWS_ACCESS_KEY_ID"), base_url_env="AWS_ENDPOINT_URL_BEDROCK_RUNTIME",
     framing=iter_messages, parse_document=parse_document, encode=encode,
     configure=configure, models_request=models_request, parse_models=parse_models,
+    demo=("us.anthropic.claude-sonnet-4-5-20250929-v1:0", "Amazon Bedrock Converse"),
 )
