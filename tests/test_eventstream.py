@@ -215,3 +215,10 @@ def test_random_bytes_and_mutated_streams_only_ever_raise_stream_protocol_error(
             ours([bytes(data[:cut]), bytes(data[cut:])], max_frame_bytes=1 << 16)
         except StreamProtocolError:
             pass
+
+
+def test_messages_with_the_same_headers_do_not_share_them():
+    first, second = ours([bf.text_delta("a"), bf.text_delta("b")])
+    first.headers[":event-type"] = "changed"
+    assert second.headers[":event-type"] == "contentBlockDelta"
+    assert ours([bf.text_delta("c")])[0].headers[":event-type"] == "contentBlockDelta"
