@@ -96,7 +96,9 @@ def test_claude_gets_the_anthropic_rules_default_max_tokens_and_cache_points():
 
 
 def test_prompt_caching_modes():
-    assert body(NOVA, {})["messages"][0]["content"][-1] == {"cachePoint": {"type": "default"}}
+    nova = body(NOVA, {"tools": TOOLS, "system_prompt": "S"})
+    assert nova["messages"][0]["content"][-1] == nova["system"][-1] == {"cachePoint": {"type": "default"}}
+    assert "cachePoint" not in json.dumps(nova["toolConfig"])  # Nova caches system and messages only
     assert "cachePoint" not in json.dumps(body(SONNET, {"prompt_caching": PromptCaching.DISABLE}))
     enhanced = body(SONNET, {"prompt_caching": PromptCaching.ENHANCE, "system_prompt": "S"})
     assert enhanced["system"][1] == {"cachePoint": {"type": "default", "ttl": "1h"}}

@@ -28,8 +28,8 @@ Request
   adaptive}`` + ``output_config: {effort}``; the interleaved-thinking beta as ``anthropic_beta`` for a
   budget with tools); ``max_tokens`` defaults to the rule's; the rule's temperature and forced-tool limits
   apply.  Other families: ``thinking_level`` is ignored (their reasoning, if any, is the model's own).
-- ``prompt_caching`` as ``cachePoint`` blocks after the system prompt, after the tools and at the end of
-  the last message, on models with prompt caching (Claude 3.5 Haiku, 3.7 Sonnet and Claude 4 and later;
+- ``prompt_caching`` as ``cachePoint`` blocks after the system prompt, after the tools (Claude) and at the
+  end of the last message, on models with prompt caching (Claude 3.5 Haiku, 3.7 Sonnet and Claude 4 and later;
   Amazon Nova): ENABLE (the default) -> ``{"type": "default"}``, ENHANCE -> ``"ttl": "1h"`` (raises on
   other models), DISABLE -> none.
 
@@ -261,7 +261,7 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
         tools = []
     if tools:
         specs = [_tool(tool) for tool in tools]  # type: List[Dict[str, Any]]
-        if cache is not None:
+        if cache is not None and claude is not None:  # Nova caches the system prompt and messages, not tools
             specs.append(dict(cache))
         tool_config = {"tools": specs}  # type: Dict[str, Any]
         if choice == "required":
