@@ -73,6 +73,7 @@ from .. import aws
 from ..errors import (AuthenticationError, ConfigError, RateLimitError, ServerError, StreamProtocolError,
                       UpstreamError, preview)
 from ..eventstream import CONTENT_TYPE, iter_messages
+from ..sse import json_loads
 from ..stream import StreamEnd
 from ..toolcalls import ToolCallAssembler
 from ..types import HttpRequest, PromptCaching, ThinkingLevel
@@ -456,7 +457,7 @@ def map_usage(raw: Mapping[str, Any]) -> Any:
 
 def _loads(payload: bytes) -> Any:
     try:
-        return json.loads(payload.decode("utf-8")) if payload else {}
+        return json_loads(payload.decode("utf-8")) if payload else {}
     except (ValueError, UnicodeDecodeError):
         raise StreamProtocolError("bedrock: an event-stream payload is not JSON ({} bytes)".format(len(payload)),
                                   client="bedrock") from None
