@@ -543,6 +543,10 @@ def test_a_whole_converse_answer_reads_like_the_stream():
     assert events[-1]["finish_reason"] == "tool_call"
     with pytest.raises(UpstreamError):
         list(bedrock.parse_document({"message": "nope"}, "bedrock"))
+    with pytest.raises(RateLimitError):
+        list(bedrock.parse_document({"__type": "com.amazon.coral#ThrottlingException", "message": "slow"}, "bedrock"))
+    with pytest.raises(StreamProtocolError):
+        list(bedrock.parse_document({"unexpected": 1}, "bedrock"))
 
 
 def test_protocol_record():

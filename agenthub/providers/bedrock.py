@@ -465,7 +465,7 @@ def _loads(payload: bytes) -> Any:
 
 def stream_error(client: str, kind: Optional[str], payload: Any, status: Optional[int] = None) -> UpstreamError:
     """An exception (or error) frame, or an HTTP error body, -> the typed error its type names."""
-    name = (kind or "").split(":", 1)[0].strip()
+    name = (kind or "").split(":", 1)[0].rsplit("#", 1)[-1].strip()  # "ns#ThrottlingException:http://..."
     key = name[:1].lower() + name[1:]
     message = None
     original = None
@@ -731,8 +731,10 @@ def _loads_or_text(payload: bytes) -> Any:
 def parse_document(payload: Any, client: str = "bedrock") -> Iterator[Any]:
     """A whole Converse answer (``{"output": {"message": ...}, "stopReason", "usage"}``) -> the same parts."""
     if not isinstance(payload, dict) or "output" not in payload:
-        kind = payload.get("__type") if isinstance(payload, dict) else None
-        raise stream_error(client, kind if isinstance(kind, str) else None, payload)
+        if isinstance(payload, dict) and (payload.get("message") or payload.get("Message") or payload.get("__type")):
+            kind = payload.get("__type")  # an AWS error document answered with 200
+            raise stream_error(client, kind if isinstance(kind, str) else None, payload)
+        raise StreamProtocolError("{}: the JSON answer holds no Converse output".format(client), client=client)
     content = ((payload.get("output") or {}).get("message") or {}).get("content") or []
     tools = ToolCallAssembler(client)
     state = _State()
