@@ -200,6 +200,11 @@ def test_http_errors_map_by_status_and_error_type(server):
     with pytest.raises(RateLimitError) as info:
         list(client().streaming_response([USER]))
     assert info.value.error_type == "ThrottlingException" and info.value.retryable is True
+    server.answer.append(Reply([b'{"message":"Model not found"}'], status=404, headers={
+        "Content-Type": "application/json", "x-amzn-ErrorType": "com.amazon.coral#ResourceNotFoundException"}))
+    with pytest.raises(UpstreamError) as info:
+        list(client().streaming_response([USER]))
+    assert (info.value.status, info.value.error_type) == (404, "ResourceNotFoundException")
 
 
 def test_a_bad_crc_and_a_cut_body_are_stream_protocol_errors(server):
