@@ -497,9 +497,15 @@ class AutoLLMClient(object):
         return self._session
 
     def _trace(self, config: Mapping[str, Any], history: List[UniMessage]) -> None:
+        """Write the trace of a completed answer.  A failure is logged and the answer stands
+        (agenthub.tracer documents the policy): the turn happened, so it is never undone."""
         from .tracer import save_trace
 
-        save_trace(config["trace_id"], self.model, history, config)
+        try:
+            save_trace(config["trace_id"], self.model, history, config)
+        except Exception as exc:  # disk full, permissions, a folder removed meanwhile, an unwritable value
+            logger.error("%s: the trace %r was not written (%s: %s); the answer stands", self.client_type,
+                         config["trace_id"], type(exc).__name__, exc)
 
 
 def _limits(timeout: Timeout, deadline: Optional[float]) -> Optional[Tuple[Optional[float], Optional[float]]]:
