@@ -28,6 +28,7 @@ import time
 from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple
 
 from . import registry
+from ._redact import redact_url, secret_values, url_secrets
 from .errors import AgentHubError, ConfigError, TransportError
 from .providers._common import Endpoint
 from .sse import DEFAULT_MAX_LINE_BYTES, iter_events
@@ -57,8 +58,6 @@ RETRY_AFTER_CAP = 60.0
 #: default seconds to connect, and of silence allowed between received bytes (reasoning models think quietly)
 DEFAULT_CONNECT_TIMEOUT = 10.0
 DEFAULT_READ_TIMEOUT = 600.0
-#: header names whose values are credentials: never shown in an error message
-_SECRET_HEADER_WORDS = ("authorization", "key", "token", "secret", "cookie", "signature")
 
 
 def _protocol(client_type: str, embeddings: bool = False) -> Any:
@@ -306,7 +305,7 @@ class AutoLLMClient(object):
 
     def __repr__(self) -> str:
         return "AutoLLMClient(model={!r}, client_type={!r}, base_url={!r})".format(
-            self.model, self.client_type, self._endpoint.base_url)
+            self.model, self.client_type, redact_url(self._endpoint.base_url))
 
     # pickling (process pools, Ray, Spark): the session (sockets), locks and module are rebuilt where it lands
     def __getstate__(self) -> Dict[str, Any]:
@@ -482,12 +481,15 @@ class AutoLLMClient(object):
                     chunks.close()  # type: ignore[attr-defined]
 
     def _secrets(self, request: Any) -> List[str]:
-        secrets = [self._endpoint.api_key] if self._endpoint.api_key else []
-        for name, value in dict(getattr(request, "headers", None) or {}).items():
-            if any(word in name.lower() for word in _SECRET_HEADER_WORDS) and isinstance(value, str):
-                secrets.append(value)
-                secrets.extend(part for part in value.split() if len(part) >= 8)  # "Bearer <key>"
-        return [s for s in secrets if s and len(s) >= 8]
+        """What to scrub from an error: the key, every request header's value but the few public
+        ones (so a gateway's own auth header and the caller's headers too), the caller's default
+        headers whatever their name, and ``user:password@`` of the base URL."""
+        extra = list(self._endpoint.headers.values())
+        if self._endpoint.api_key:
+            extra.append(self._endpoint.api_key)
+        secrets = secret_values(getattr(request, "headers", None), extra)
+        secrets.extend(url_secrets(self._endpoint.base_url))
+        return sorted(set(secrets), key=len, reverse=True)
 
     def _get_session(self) -> Any:
         if self._session is None:

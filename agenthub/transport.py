@@ -32,6 +32,7 @@ import requests
 import requests.adapters
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
+from ._redact import redact_url, secret_values, url_secrets
 from .errors import AgentHubError, StreamProtocolError, TransportError, UpstreamError, preview, upstream_error
 from .types import HttpRequest
 
@@ -289,7 +290,7 @@ def _watch_of(watch: Any, on_response: Hook) -> Any:
 
 
 def _where(request: HttpRequest) -> str:
-    url = request.url.split("?", 1)[0]
+    url = redact_url(request.url.split("?", 1)[0])  # never user:password@
     return "{} {}".format(request.method, url)
 
 
@@ -556,8 +557,6 @@ def fetch_json(session: requests.Session, request: HttpRequest, timeout: Timeout
 # duck-typed here: ``play(method, url, body) -> (status, headers, body_bytes)`` and
 # ``record(method, url, body, status, headers, body_bytes, secrets)``.
 
-#: request headers whose values are credentials (their values are scrubbed from recordings)
-_CREDENTIAL_HEADERS = ("authorization", "proxy-authorization", "x-api-key", "x-goog-api-key", "api-key")
 
 
 class _ReplayBody(object):
@@ -689,11 +688,9 @@ class RecordingAdapter(requests.adapters.HTTPAdapter):
              proxies: Any = None) -> requests.Response:
         response = super(RecordingAdapter, self).send(request, stream=stream, timeout=timeout, verify=verify,
                                                       cert=cert, proxies=proxies)
-        secrets = []
-        for name, value in request.headers.items():
-            if name.lower() in _CREDENTIAL_HEADERS and isinstance(value, str):
-                secrets.append(value)
-                secrets.extend(value.split()[1:])  # "Bearer <key>"
+        # every header value but the public ones (content type, user agent, ...) is a secret: a
+        # gateway's own auth header, a cookie, whatever the caller added
+        secrets = secret_values(request.headers) + url_secrets(request.url)
         method, url, body = request.method, request.url, request.body
         status, headers = response.status_code, dict(response.headers)
 
