@@ -353,7 +353,7 @@ class AutoLLMClient(object):
         """
         check_messages(messages)
         cfg = check_config(config)
-        request = self._protocol.build_request(self._endpoint, self.model, list(messages), cfg)
+        request = self._build(list(messages), cfg)
         return self._open(request, cfg, list(messages), None)
 
     def streaming_response_stateful(self, message: UniMessage, config: Optional[UniConfig] = None) -> ResponseStream:
@@ -367,8 +367,19 @@ class AutoLLMClient(object):
             message = dict(message)  # type: ignore[assignment]
             message["created_at"] = int(time.time() * 1000)
         messages = self._history + [message]
-        request = self._protocol.build_request(self._endpoint, self.model, messages, cfg)
+        request = self._build(messages, cfg)
         return self._open(request, cfg, messages, message)
+
+    def _build(self, messages: List[UniMessage], config: Dict[str, Any]) -> Any:
+        """The protocol's request plan; a value it cannot use (a fidelity changed after it came back,
+        say) is a ConfigError, never a bare TypeError."""
+        try:
+            return self._protocol.build_request(self._endpoint, self.model, messages, config)
+        except AgentHubError:
+            raise
+        except (TypeError, ValueError, KeyError, AttributeError, IndexError) as exc:
+            raise ConfigError("{}: the messages cannot be turned into a request ({}: {}); pass fidelity back "
+                              "as it came".format(self.client_type, type(exc).__name__, exc)) from None
 
     def _open(self, request: Any, config: Dict[str, Any], messages: List[UniMessage],
               stateful: Optional[UniMessage]) -> ResponseStream:
