@@ -19,7 +19,6 @@ Reliability rules (docs/reliability.md has the full table):
 """
 
 import collections.abc
-import importlib
 import logging
 import operator
 import random
@@ -27,28 +26,18 @@ import threading
 import time
 from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple
 
-from . import registry
+from . import providers, registry
 from ._redact import redact_url, secret_values, url_secrets
 from .errors import AgentHubError, ConfigError, TransportError
 from .providers._common import Endpoint
-from .sse import DEFAULT_MAX_LINE_BYTES, iter_events
+from .sse import DEFAULT_MAX_LINE_BYTES
 from .stream import collect, drive
 from .types import UniConfig, UniEvent, UniMessage
 from .validate import check_config, check_message, check_messages
 
-__all__ = ["AutoLLMClient", "ResponseStream", "Timeout", "PROTOCOLS"]
+__all__ = ["AutoLLMClient", "ResponseStream", "Timeout"]
 
 logger = logging.getLogger("agenthub")
-
-#: client_type -> protocol module under agenthub.providers (build_request, parse_stream), imported on first use
-PROTOCOLS = {
-    "openai-chat": "openai_chat",
-    "openai-responses": "openai_responses",
-    "anthropic": "anthropic",
-    "gemini": "gemini",
-}
-#: client_type -> module serving embedding models (build_request -> a non-streamed request, parse_response)
-EMBEDDINGS = {"openai-chat": "openai_embeddings", "openai-responses": "openai_embeddings", "gemini": "gemini_embeddings"}
 
 #: retry backoff: full jitter over base * 2**attempt seconds, capped
 BACKOFF_BASE = 0.5
@@ -61,11 +50,11 @@ DEFAULT_READ_TIMEOUT = 600.0
 
 
 def _protocol(client_type: str, embeddings: bool = False) -> Any:
-    table = EMBEDDINGS if embeddings else PROTOCOLS
-    if client_type not in table:
-        raise ConfigError("client_type {!r} does not serve {}".format(
-            client_type, "embedding models" if embeddings else "streamed responses"))
-    return importlib.import_module("agenthub.providers." + table[client_type])
+    """The Protocol record serving ``client_type`` (its embeddings record for embedding models)."""
+    record = providers.embeddings_protocol(client_type) if embeddings else providers.protocol(client_type)
+    if record is None:
+        raise ConfigError("client_type {!r} does not serve embedding models".format(client_type))
+    return record
 
 
 # -- timeouts -------------------------------------------------------------------------------------
@@ -449,13 +438,11 @@ class AutoLLMClient(object):
                 limits = _limits(timeout, deadline)
                 if limits is None:
                     raise _stopped(client, control, timeout, "deadline")
-                if request.stream:
-                    chunks = transport.open_stream(self._get_session(), request, limits, client, watch=control)
-                    parts = self._protocol.parse_stream(iter_events(chunks.iter_chunks(), self.max_line_bytes),
-                                                        client)
-                else:  # embeddings: one JSON document, same event grammar
-                    payload = transport.fetch_json(self._get_session(), request, limits, client, watch=control)
-                    parts = self._protocol.parse_response(payload, client)
+                protocol = self._protocol
+                # encoded per attempt: a signature or a refreshed token is good for this send only
+                chunks = transport.open_stream(self._get_session(), protocol.encode(request, self._endpoint),
+                                               limits, client, watch=control)
+                parts = protocol.read(chunks, client, self.max_line_bytes, not request.stream)
                 for event in drive(parts, client):
                     if control.reason is not None:
                         raise _stopped(client, control, timeout)

@@ -15,13 +15,23 @@ from typing import Any, Dict, List, Optional, TextIO, Tuple
 __all__ = ["run", "available", "recording", "RECORDINGS", "DEMOS"]
 
 RECORDINGS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "recordings")
-#: (recordings folder = provider module, client_type, model name sent, title)
-DEMOS = (
-    ("openai_chat", "openai-chat", "demo-model", "OpenAI Chat Completions"),
-    ("openai_responses", "openai-responses", "gpt-5.5", "OpenAI Responses"),
-    ("anthropic", "anthropic", "claude-sonnet-4-6", "Anthropic Messages"),
-    ("gemini", "gemini", "gemini-3.5-flash", "Gemini generateContent"),
-)
+
+
+def _demos() -> Tuple[Tuple[str, str, str, str], ...]:
+    """(recordings folder = provider module, client_type, model name sent, title) of every protocol
+    whose record names a demo."""
+    from .providers import all_protocols
+
+    return tuple((p.module, p.name, p.demo[0], p.demo[1]) for p in all_protocols() if p.demo)
+
+
+def __getattr__(name: str) -> Any:  # PEP 562: DEMOS is read from the protocol records on first use
+    if name == "DEMOS":
+        globals()["DEMOS"] = demos = _demos()
+        return demos
+    raise AttributeError("module {!r} has no attribute {!r}".format(__name__, name))
+
+
 #: nothing listens there: the replay transport answers before any socket is opened
 BASE_URL = "http://127.0.0.1:9/replay"
 QUESTION = "What's the weather in Paris?"
@@ -42,7 +52,7 @@ def recording(protocol: str, name: str) -> bytes:
 def available() -> List[Tuple[str, str, str, str]]:
     """The demos that can play here: provider module importable and both recordings present."""
     out = []
-    for demo in DEMOS:
+    for demo in _demos():
         folder = os.path.join(RECORDINGS, demo[0])
         if importlib.util.find_spec("agenthub.providers." + demo[0]) is None:
             continue

@@ -27,6 +27,7 @@ import re
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 from urllib.parse import urlsplit
 
+from . import providers
 from .errors import ConfigError
 from .providers._common import nearest
 
@@ -44,42 +45,40 @@ __all__ = [
     "clamp_level",
 ]
 
-#: client_type -> default base URL when the caller names the protocol but no endpoint
-CLIENT_TYPES = {
-    "openai-chat": "https://api.openai.com/v1",
-    "openai-responses": "https://api.openai.com/v1",
-    "anthropic": "https://api.anthropic.com",
-    "gemini": "https://generativelanguage.googleapis.com",
-}
 #: drop-in names kept from AgentHub
 ALIASES = {"openai": "openai-chat", "ant-messages": "anthropic", "openai-embedding": "openai-chat",
            "google-genai": "gemini", "gemini-generate-content": "gemini"}
-#: the key variable of each protocol's official endpoint (used when no row matches the model)
-PROTOCOL_KEYS = {
-    "openai-chat": ("OPENAI_API_KEY", "OPENAI_BASE_URL"),
-    "openai-responses": ("OPENAI_API_KEY", "OPENAI_BASE_URL"),
-    "anthropic": ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"),
-    "gemini": ("GEMINI_API_KEY", "GEMINI_BASE_URL"),
-}
 #: thinking levels, lightest first (ThinkingLevel values)
 LEVELS = ("none", "low", "medium", "high", "xhigh")
 #: quirks that describe the model, not the endpoint: they apply at any base_url
 MODEL_QUIRKS = ("embeddings", "tts", "image_output")
-#: every quirk key a row may carry (a typo in a row is caught by the tests)
-QUIRK_KEYS = (
-    # openai_chat (``completion_tokens`` documents how a server counts reasoning in completion_tokens:
-    # "auto" = it varies, the parser tells from total_tokens; no module needs more today)
-    "max_tokens_field", "reasoning_field", "echo_reasoning_on_tool_turns", "thinking", "tool_choice", "stream_usage",
-    "images", "completion_tokens",
-    # openai_responses
-    "reasoning", "reasoning_efforts", "encrypted_reasoning",
-    # anthropic
-    "thinking_rule", "automatic_caching", "replay_unsigned_thinking",
-    # gemini
-    "stream_function_call_arguments",
-    # any protocol: what the model is
-    "embeddings", "tts", "image_output",
-)
+
+
+def _derived_tables() -> Dict[str, Any]:
+    """CLIENT_TYPES, PROTOCOL_KEYS and QUIRK_KEYS, read from the protocols' records (every
+    protocol module is imported: these are for tools and tests; routing reads one record)."""
+    records = providers.all_protocols()
+    quirk_keys = set(MODEL_QUIRKS)
+    for record in records:
+        quirk_keys.update(record.quirk_keys)
+    return {
+        #: client_type -> default base URL when the caller names the protocol but no endpoint
+        "CLIENT_TYPES": {record.name: record.base_url for record in records},
+        #: client_type -> (key variables, the variable that moves the endpoint)
+        "PROTOCOL_KEYS": {record.name: (record.key_env, record.base_url_env) for record in records},
+        #: every quirk key a row may carry: what some protocol module reads (a typo in a row is caught by the tests)
+        "QUIRK_KEYS": tuple(sorted(quirk_keys)),
+    }
+
+
+def __getattr__(name: str) -> Any:  # PEP 562: the derived tables are built on first use
+    if name in ("CLIENT_TYPES", "PROTOCOL_KEYS", "QUIRK_KEYS"):
+        tables = _derived_tables()
+        globals().update(tables)
+        return tables[name]
+    raise AttributeError("module {!r} has no attribute {!r}".format(__name__, name))
+
+
 TOOL_CHOICES = ("auto", "none", "required", "list")
 
 _TEXT = (("text",), ("text",))
@@ -166,10 +165,9 @@ ROUTES = [
     # -- gateways: vendor/model names ---------------------------------------------------------
     Route(r"[^/\s]+/[^/\s]+$", "openai-chat", "https://openrouter.ai/api/v1", ("OPENROUTER_API_KEY",), "OpenRouter",
           "OPENROUTER_BASE_URL",
+          # completion_tokens includes reasoning for some upstreams and not for others: the Chat
+          # parser tells them apart by total_tokens (_common.inclusive_usage), whatever the row says
           {"reasoning_field": "reasoning", "max_tokens_field": "max_tokens",
-           # completion_tokens includes reasoning for some upstreams and not for others:
-           # the Chat parser tells them apart by total_tokens
-           "completion_tokens": "auto",
            "thinking": {level: {"reasoning": {"effort": level}} for level in LEVELS}},
           _VISION, ("deepseek/deepseek-v4-flash", "moonshotai/kimi-k2.6", "anthropic/claude-sonnet-4.6"),
           presets=("openrouter",), label="vendor/model"),
@@ -336,7 +334,7 @@ def _check_url(url: Any, what: str) -> str:
 
 
 def _protocol_names() -> str:
-    return ", ".join(sorted(CLIENT_TYPES))
+    return ", ".join(sorted(providers.PROTOCOLS))
 
 
 def resolve(
@@ -374,7 +372,7 @@ def resolve(
             client_type = chosen.client_type
         else:
             client_type = ALIASES.get(client_type, client_type)
-            if client_type not in CLIENT_TYPES:
+            if client_type not in providers.PROTOCOLS:
                 raise ConfigError("unknown client_type {!r}; protocols: {}; aliases: {}; presets: {}".format(
                     alias, _protocol_names(), ", ".join(sorted(ALIASES)), ", ".join(sorted(table))))
             if by_name is not None and by_name.client_type == client_type:
@@ -404,9 +402,8 @@ def resolve(
             key_names = chosen.key_env
             default = chosen.base_url
         else:
-            key_var, url_var = PROTOCOL_KEYS[client_type]
-            key_names = (key_var,)
-            default = CLIENT_TYPES[client_type]
+            record = providers.protocol(client_type)
+            key_names, url_var, default = record.key_env, record.base_url_env, record.base_url
         env_url = env.get(url_var) if url_var else None
         endpoint = _check_url(env_url, url_var) if env_url else default
         quirks = _quirks(chosen, True)

@@ -1,7 +1,9 @@
 """HTTP over ``requests``: the only module that imports it.
 
-``open_stream`` sends one planned request and yields the body's bytes as they
-arrive; ``fetch_json`` sends one and returns its decoded JSON document.  Both map
+``open_stream`` sends one encoded request (the bytes and headers its protocol
+gave: this module knows no wire protocol) and yields the body's bytes as they
+arrive, or hands back the decoded JSON document when the answer is one;
+``fetch_json`` sends one and returns its decoded JSON document.  Both map
 a non-2xx answer to an UpstreamError subclass (status, error type, message,
 Retry-After / retry-after-ms, x-should-retry and request id read from the answer)
 and every ``requests``/``urllib3``/socket exception to TransportError with the
@@ -227,9 +229,7 @@ def _is_timeout(exc: BaseException) -> bool:
 
 def _send(session: requests.Session, request: HttpRequest, timeout: Timeout, client: str, stream: bool,
           watch: Any):
-    data = None
-    if request.body is not None:
-        data = json.dumps(request.body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    data = request.content()  # the exact bytes the protocol encoded (and may have signed)
     _local.watch = watch
     response = None
     try:
@@ -370,14 +370,30 @@ class BodyStream(object):
         self._response = None  # type: Any
         self._chunks = None  # type: Optional[Iterator[bytes]]
         self._done = False
+        #: the decoded JSON answer, when ``open`` found one JSON document instead of a stream
+        self.document = None  # type: Any
+
+    def open(self, document: bool = False) -> bool:
+        """Send the request and take the answer's head; True when the answer is one JSON document
+        (then in ``document``; the connection is already released).  ``document``: one JSON
+        document was asked for (it is read whatever its content type).  A stream is read with
+        ``iter_chunks``.  Errors (HTTP, HTML pages, transport) are raised here."""
+        if self._chunks is None and not self._done and not self._is_document:
+            self._open(document)
+        return self._is_document
+
+    _is_document = False
 
     def iter_chunks(self) -> Iterator[bytes]:
         """The body's chunks as they arrive (the request goes out at the first ``next``).  Closing
         the generator closes the body; a read failure becomes TransportError."""
-        if self._done:
+        if self._done or self._is_document:
             return
         if self._chunks is None:
             self._open()
+            if self._is_document:
+                raise StreamProtocolError("{}: expected a stream, got one JSON document".format(
+                    self._client or "agenthub"), client=self._client)
         try:
             for chunk in self._chunks:  # type: ignore[union-attr]
                 if chunk:
@@ -390,9 +406,9 @@ class BodyStream(object):
             raise error from exc
         self.close()
 
-    def _open(self) -> None:
-        """The first read: send the request, then take the body (an HTML page or a JSON document
-        where the stream was expected are dealt with here)."""
+    def _open(self, document: bool = False) -> None:
+        """Send the request, then take the body (an HTML page where an answer was expected, and a
+        JSON document, are dealt with here)."""
         try:
             self._response = _send(self._session, self._request, self._timeout, self._client, True, self._watch)
         except BaseException:
@@ -403,13 +419,13 @@ class BodyStream(object):
                 raise _html_instead_of_stream(self._client, self._response)
             finally:
                 self.close()
-        if _is_json(self._response):
+        if document or _is_json(self._response):
             try:
-                document = _json_instead_of_stream(self._client, self._response)
+                self.document = _read_document(self._client, self._response, self._timeout)
             finally:
                 self.close()
             self._done = False
-            self._chunks = iter((document,))
+            self._is_document = True
         else:
             self._chunks = _chunks(self._response)
 
@@ -482,38 +498,34 @@ def _is_json(response: Any) -> bool:
     return (headers.get("content-type") or "").split(";", 1)[0].strip().lower() == "application/json"
 
 
-#: the largest JSON document accepted where an event stream was asked for
-_MAX_DOCUMENT = 16 * 1024 * 1024
+#: the largest JSON document accepted (a whole answer, or a non-streamed endpoint's)
+MAX_DOCUMENT_BYTES = 16 * 1024 * 1024
 
 
-def _json_instead_of_stream(client: str, response: Any) -> bytes:
-    """A 2xx JSON document where an event stream was asked for.
+def _read_document(client: str, response: Any, timeout: Timeout) -> Any:
+    """A 2xx answer that is one JSON document, decoded.
 
-    An error object (a gateway's error, most likely) raises the UpstreamError it names.
-    Anything else is a server that ignored ``stream: true`` and answered in one piece:
-    the document (each element of an array) is handed to the parser as the data of an
-    SSE event (the Chat Completions and Gemini parsers read such a whole answer; the
-    others report the stream as incomplete).
+    An error object (a gateway's error, most likely) raises the UpstreamError it names;
+    anything else is handed to the protocol's ``parse_document`` by the client.
     """
     try:
-        raw = response.raw.read(_MAX_DOCUMENT + 1, decode_content=True) if response.raw is not None else b""
+        raw = response.raw.read(MAX_DOCUMENT_BYTES + 1, decode_content=True) if response.raw is not None else b""
     except Exception as exc:
-        raise _transport_error(client, "reading the response", exc, None) from exc
+        raise _transport_error(client, "reading the response", exc, timeout) from exc
+    if len(raw) > MAX_DOCUMENT_BYTES:
+        raise StreamProtocolError("{}: the JSON answer is larger than {} bytes".format(
+            client or "agenthub", MAX_DOCUMENT_BYTES), client=client)
     text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else str(raw)
     try:
         payload = json.loads(text)  # type: Any
     except (ValueError, RecursionError):
-        payload = None
+        raise StreamProtocolError("{}: the answer is neither a stream nor JSON: {}".format(
+            client or "agenthub", preview(text.strip(), 300)), client=client) from None
     body = payload[0] if isinstance(payload, list) and payload else payload
     if isinstance(body, dict) and body.get("error"):
         raise upstream_error(client, payload, retry_after=_retry_after(response.headers),
                              request_id=_request_id(response.headers))
-    if payload is None or len(raw) > _MAX_DOCUMENT:
-        raise StreamProtocolError("{}: expected an event stream, got a JSON document: {}".format(
-            client or "agenthub", preview(text.strip(), 300)), client=client)
-    documents = payload if isinstance(payload, list) else [payload]  # Gemini's non-SSE form is an array of chunks
-    return b"".join(b"data: " + json.dumps(document, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-                    + b"\n\n" for document in documents)
+    return payload
 
 
 def open_stream(
@@ -536,19 +548,9 @@ def open_stream(
 def fetch_json(session: requests.Session, request: HttpRequest, timeout: Timeout = None, client: str = "",
                on_response: Hook = None, watch: Any = None) -> Any:
     """Send ``request`` and return the decoded JSON body (for non-streamed endpoints)."""
-    watch = _watch_of(watch, on_response)
-    response = _send(session, request, timeout, client, True, watch)  # streamed: interruptible
-    try:
-        try:
-            content = response.content
-        except Exception as exc:  # requests, urllib3 and http.client failures alike
-            raise _transport_error(client, "reading the response", exc, timeout) from exc
-        try:
-            return json.loads(content.decode("utf-8"))
-        except (ValueError, RecursionError) as exc:
-            raise StreamProtocolError("{}: the response is not JSON".format(client), client=client) from exc
-    finally:
-        _release(response, watch)
+    body = BodyStream(session, request, timeout, client, _watch_of(watch, on_response))
+    body.open(document=True)
+    return body.document
 
 
 # -- record and replay (agenthub.testing) --------------------------------------------------------

@@ -8,6 +8,7 @@ Written for Python 3.8: ``total=False`` bases instead of ``NotRequired``,
 ``(str, Enum)`` instead of ``StrEnum``.
 """
 
+import json
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Dict, List, Mapping, Optional, Union
@@ -219,8 +220,10 @@ class UniEvent(TypedDict):
 class HttpRequest:
     """One HTTP request planned by a provider (pure) and sent by the transport.
 
-    ``body`` is the JSON body; ``stream`` says whether the answer is an SSE
-    stream (True) or one JSON document (False, e.g. embeddings).
+    ``body`` is the planned JSON body (what request goldens read); ``data`` the exact
+    bytes sent, filled in by the protocol's ``encode`` right before each attempt (a
+    signature covers them); ``stream`` says whether the answer is a stream (True) or
+    one JSON document (False, e.g. embeddings).
     """
 
     method: str
@@ -228,3 +231,12 @@ class HttpRequest:
     headers: Mapping[str, str] = field(default_factory=dict, repr=False)  # may hold a key
     body: Optional[Dict[str, Any]] = field(default=None, repr=False)
     stream: bool = True
+    data: Optional[bytes] = field(default=None, repr=False)
+
+    def content(self) -> Optional[bytes]:
+        """The bytes to send: ``data``, else ``body`` as compact UTF-8 JSON (None: no body)."""
+        if self.data is not None:
+            return self.data
+        if self.body is None:
+            return None
+        return json.dumps(self.body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")

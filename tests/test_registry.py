@@ -1,5 +1,6 @@
 """The routing table: names -> protocol, endpoint, key; vendor quirks; the credential rule; thinking clamps."""
 
+import re
 import importlib
 
 import pytest
@@ -22,13 +23,11 @@ ENV = {
 
 
 def _provider(client_type, quirks):
-    from agenthub.client import EMBEDDINGS, PROTOCOLS
+    from agenthub import providers
 
-    table = EMBEDDINGS if quirks.get("embeddings") else PROTOCOLS
-    name = "agenthub.providers." + table[client_type]
-    if importlib.util.find_spec(name) is None:
-        pytest.skip("{} is not written yet".format(name))
-    return importlib.import_module(name)
+    if quirks.get("embeddings"):
+        return providers.embeddings_protocol(client_type)
+    return providers.protocol(client_type)
 
 
 def _body(model, config, client_type=None, base_url=None, api_key=None, environ=ENV, messages=USER):
@@ -369,3 +368,46 @@ def test_adding_an_openai_compatible_vendor_is_one_row(monkeypatch):
     assert quirks["thinking"]["medium"] == {"thinking": True}
     assert _body("acme-1", {"thinking_level": "low", "max_tokens": 5}, environ={"ACME_API_KEY": "ak"})["thinking"] \
         is False
+
+
+# -- the Protocol records ------------------------------------------------------------------------------
+
+_QUIRK_READ = re.compile(r"""quirks(?:\.get\(|\[)\s*["']([a-z_]+)["']""")
+
+
+def test_every_quirk_a_protocol_module_reads_is_declared_on_its_record():
+    import inspect
+
+    from agenthub import providers
+
+    for record in providers.all_protocols():
+        modules = [importlib.import_module("agenthub.providers." + record.module)]
+        if record.embeddings:
+            modules.append(importlib.import_module("agenthub.providers." + record.embeddings))
+        read = set()
+        for module in modules:
+            read.update(_QUIRK_READ.findall(inspect.getsource(module)))
+        assert read == set(record.quirk_keys), record
+    assert set(registry.QUIRK_KEYS) == set(registry.MODEL_QUIRKS).union(
+        *(r.quirk_keys for r in providers.all_protocols()))
+
+
+def test_the_derived_tables_come_from_the_records():
+    from agenthub import demo, providers
+
+    assert set(registry.CLIENT_TYPES) == set(providers.PROTOCOLS)
+    for record in providers.all_protocols():
+        assert record.name in providers.PROTOCOLS and providers.PROTOCOLS[record.name] == record.module
+        assert registry.CLIENT_TYPES[record.name] == record.base_url
+        assert registry.PROTOCOL_KEYS[record.name] == (record.key_env, record.base_url_env)
+    assert [d[1] for d in demo.DEMOS] == [r.name for r in providers.all_protocols() if r.demo]
+
+
+def test_transport_knows_no_wire_protocol():
+    import inspect
+
+    from agenthub import transport
+
+    source = inspect.getsource(transport)
+    for word in ("iter_events", "SSEEvent", "b\"data: ", "providers", "streamGenerateContent"):
+        assert word not in source, word

@@ -1,14 +1,20 @@
-"""Pure helpers shared by the protocol modules (no protocol logic of its own)."""
+"""Pure helpers shared by the protocol modules (no protocol logic of its own), and ``Protocol``,
+the record each wire protocol declares once at the end of its module."""
 
 import base64
 import binascii
+import dataclasses
 import json
 import re
-from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterable, Iterator, Mapping, Optional, Sequence, Tuple
 
 from ..errors import ConfigError, UnsupportedParameterError
+from ..sse import SSEEvent, iter_events
+from ..types import HttpRequest
 
 __all__ = [
+    "Protocol",
+    "encode_json",
     "Endpoint",
     "dumps",
     "parse_data_uri",
@@ -56,6 +62,96 @@ class Endpoint(object):
     def __setstate__(self, state):
         for name, value in state.items():
             setattr(self, name, value)
+
+
+def encode_json(request: HttpRequest, endpoint: "Endpoint") -> HttpRequest:
+    """The default ``Protocol.encode``: the planned body as compact UTF-8 JSON, headers unchanged."""
+    return dataclasses.replace(request, data=request.content())
+
+
+def _documents_as_events(parse_stream: Callable[..., Iterator[Any]]) -> Callable[..., Iterator[Any]]:
+    """The default ``Protocol.parse_document`` for a protocol whose stream carries JSON documents
+    in SSE data fields: each document (each element of a JSON array: Gemini's non-SSE form) is
+    handed to ``parse_stream`` as the data of one event, so a whole answer reads like a stream."""
+
+    def parse_document(payload: Any, client: str) -> Iterator[Any]:
+        documents = payload if isinstance(payload, list) else [payload]
+        return parse_stream((SSEEvent(dumps(document)) for document in documents), client)
+
+    return parse_document
+
+
+class Protocol(object):
+    """One wire protocol: everything the client, the registry and the demo need to know of it.
+
+    Declared once, as ``PROTOCOL = Protocol(...)`` at the end of the protocol's module, and
+    named in ``agenthub.providers.PROTOCOLS``.  The client runs one turn as::
+
+        plan = protocol.build_request(endpoint, model, messages, config)   # pure, body a dict
+        request = protocol.encode(plan, endpoint)          # per attempt: exact bytes, auth, signature
+        body = transport.open_stream(session, request, ...)                # bytes as they arrive
+        parts = protocol.read(body, client, max_line_bytes)                # items, then a StreamEnd
+
+    ``name``: the client_type.  ``base_url``, ``key_env`` and ``base_url_env``: the default
+    endpoint, the variables its key is read from (in order) and the variable that moves it.
+    ``framing(chunks, max_line_bytes)``: the body's bytes -> the frames ``parse_stream`` reads
+    (SSE events by default).  ``parse_document(payload, client)``: a whole JSON answer (a server
+    that ignored streaming, or a non-streamed endpoint such as embeddings) -> the same parts.
+    ``encode(plan, endpoint)``: the request as sent (default: compact JSON bytes).
+    ``quirk_keys``: the registry quirks the module reads.  ``embeddings``: the module under
+    ``agenthub.providers`` serving embedding models for this protocol (its own ``PROTOCOL``).
+    ``demo``: ``(model, title)`` for ``agenthub demo`` (recordings under ``agenthub/recordings/<module>``).
+    """
+
+    __slots__ = ("name", "module", "base_url", "key_env", "base_url_env", "build_request", "parse_stream",
+                 "framing", "parse_document", "encode", "quirk_keys", "embeddings", "demo")
+
+    def __init__(
+        self,
+        name: str,
+        module: str,
+        build_request: Callable[..., HttpRequest],
+        parse_stream: Optional[Callable[..., Iterator[Any]]] = None,
+        base_url: str = "",
+        key_env: Sequence[str] = (),
+        base_url_env: Optional[str] = None,
+        framing: Callable[[Iterable[bytes], int], Iterator[Any]] = iter_events,
+        parse_document: Optional[Callable[[Any, str], Iterator[Any]]] = None,
+        encode: Callable[[HttpRequest, "Endpoint"], HttpRequest] = encode_json,
+        quirk_keys: Sequence[str] = (),
+        embeddings: Optional[str] = None,
+        demo: Optional[Tuple[str, str]] = None,
+    ) -> None:
+        if parse_document is None:
+            if parse_stream is None:
+                raise TypeError("a Protocol needs parse_stream or parse_document")
+            parse_document = _documents_as_events(parse_stream)
+        self.name = name
+        self.module = module.rsplit(".", 1)[-1]
+        self.base_url = base_url
+        self.key_env = tuple(key_env)
+        self.base_url_env = base_url_env
+        self.build_request = build_request
+        self.parse_stream = parse_stream
+        self.framing = framing
+        self.parse_document = parse_document
+        self.encode = encode
+        self.quirk_keys = tuple(quirk_keys)
+        self.embeddings = embeddings
+        self.demo = demo
+
+    def read(self, body: Any, client: str, max_line_bytes: int, document: bool = False) -> Iterator[Any]:
+        """The parts of one answer: ``body`` (a transport.BodyStream) is opened (the request is sent);
+        a JSON document goes to ``parse_document``, a stream through ``framing`` to ``parse_stream``.
+        ``document``: the request asked for one JSON document (it is read whatever its content type)."""
+        if body.open(document):
+            return self.parse_document(body.document, client)
+        if self.parse_stream is None:
+            raise TypeError("{} answers with one JSON document only".format(self.name))
+        return self.parse_stream(self.framing(body.iter_chunks(), max_line_bytes), client)
+
+    def __repr__(self) -> str:
+        return "Protocol({!r})".format(self.name)
 
 
 def dumps(value: Any) -> str:

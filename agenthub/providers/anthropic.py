@@ -62,7 +62,7 @@ from ..sse import SSEEvent, json_loads
 from ..stream import StreamEnd
 from ..toolcalls import ToolCallAssembler
 from ..types import HttpRequest, PromptCaching, ThinkingLevel
-from ._common import Endpoint, dumps, join_url, nearest, parse_data_uri, request_headers, to_int, unsupported, usage
+from ._common import Protocol, Endpoint, dumps, join_url, nearest, parse_data_uri, request_headers, to_int, unsupported, usage
 
 __all__ = [
     "build_request",
@@ -751,3 +751,11 @@ def _loads_or_text(loads: Any, data: str) -> Any:
         return loads(data)
     except ValueError:
         return data
+
+
+PROTOCOL = Protocol(
+    "anthropic", __name__, build_request, parse_stream,
+    base_url="https://api.anthropic.com", key_env=("ANTHROPIC_API_KEY",), base_url_env="ANTHROPIC_BASE_URL",
+    quirk_keys=("automatic_caching", "interleaved_thinking", "replay_unsigned_thinking", "thinking_rule"),
+    demo=("claude-sonnet-4-6", "Anthropic Messages"),
+)

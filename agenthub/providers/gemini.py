@@ -78,7 +78,7 @@ from ..sse import SSEEvent, json_loads
 from ..stream import StreamEnd
 from ..toolcalls import ToolCallAssembler
 from ..types import HttpRequest, PromptCaching, ThinkingLevel
-from ._common import Endpoint, join_url, nearest, parse_data_uri, request_headers, to_int, unsupported, usage
+from ._common import Protocol, Endpoint, join_url, nearest, parse_data_uri, request_headers, to_int, unsupported, usage
 
 __all__ = [
     "build_request",
@@ -792,3 +792,12 @@ def parse_stream(events: Iterable[SSEEvent], client: str = "gemini", tool_id_pre
     for item in tools.finish():
         yield item
     yield StreamEnd(map_usage(raw_usage) if raw_usage else None, finish)
+
+
+PROTOCOL = Protocol(
+    "gemini", __name__, build_request, parse_stream,
+    base_url="https://generativelanguage.googleapis.com", key_env=("GEMINI_API_KEY", "GOOGLE_API_KEY"),
+    base_url_env="GEMINI_BASE_URL",
+    quirk_keys=("image_output", "stream_function_call_arguments", "tts"),
+    embeddings="gemini_embeddings", demo=("gemini-3.5-flash", "Gemini generateContent"),
+)

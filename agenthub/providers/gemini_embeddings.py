@@ -15,7 +15,7 @@ from typing import Any, Dict, Iterator, List, Mapping
 from ..errors import ConfigError, StreamProtocolError, upstream_error
 from ..stream import StreamEnd
 from ..types import HttpRequest, PromptCaching
-from ._common import Endpoint, request_headers, to_int, unsupported, usage
+from ._common import Protocol, Endpoint, request_headers, to_int, unsupported, usage
 from .gemini import _blob, _resource, _url_part, request_url
 
 __all__ = ["build_request", "parse_response"]
@@ -85,3 +85,7 @@ def parse_response(payload: Any, client: str = "gemini") -> Iterator[Any]:
     meta = payload.get("usageMetadata")
     prompt = to_int(meta.get("promptTokenCount")) if isinstance(meta, dict) else None
     yield StreamEnd(usage(None, prompt, None, None), "stop")
+
+
+#: Gemini embedding models: one JSON document per request
+PROTOCOL = Protocol("gemini-embeddings", __name__, build_request, parse_document=parse_response)

@@ -31,7 +31,7 @@ from ..sse import SSEEvent, json_loads
 from ..stream import StreamEnd
 from ..toolcalls import ToolCallAssembler
 from ..types import HttpRequest, PromptCaching
-from ._common import (Endpoint, data_uri, dumps, inclusive_usage, join_url, parse_data_uri, request_headers, to_int,
+from ._common import (Protocol, Endpoint, data_uri, dumps, inclusive_usage, join_url, parse_data_uri, request_headers, to_int,
                       unsupported)
 
 __all__ = ["build_request", "parse_stream", "map_usage", "FINISH_REASONS"]
@@ -502,3 +502,12 @@ def _loads_or_text(loads: Any, data: str) -> Any:
         return loads(data)
     except ValueError:
         return data
+
+
+PROTOCOL = Protocol(
+    "openai-chat", __name__, build_request, parse_stream,
+    base_url="https://api.openai.com/v1", key_env=("OPENAI_API_KEY",), base_url_env="OPENAI_BASE_URL",
+    quirk_keys=("echo_reasoning_on_tool_turns", "images", "max_tokens_field", "reasoning_field", "stream_usage",
+                "thinking", "tool_choice"),
+    embeddings="openai_embeddings", demo=("demo-model", "OpenAI Chat Completions"),
+)

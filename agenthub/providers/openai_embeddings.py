@@ -23,7 +23,7 @@ from typing import Any, Iterator, List, Mapping
 from ..errors import ConfigError, StreamProtocolError, upstream_error
 from ..stream import StreamEnd
 from ..types import HttpRequest, PromptCaching
-from ._common import Endpoint, join_url, request_headers, to_int, unsupported, usage
+from ._common import Protocol, Endpoint, join_url, request_headers, to_int, unsupported, usage
 
 __all__ = ["build_request", "parse_response"]
 
@@ -91,3 +91,7 @@ def _decode(text: str, client: str) -> List[float]:
         raise StreamProtocolError("the {} embeddings answer holds a base64 vector of {} bytes (not float32)".format(
             client, len(raw)), client=client)
     return list(struct.unpack("<{}f".format(len(raw) // 4), raw))
+
+
+#: embedding models of the OpenAI-compatible protocols: one JSON document per request
+PROTOCOL = Protocol("openai-embeddings", __name__, build_request, parse_document=parse_response)

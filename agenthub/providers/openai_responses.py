@@ -95,7 +95,7 @@ from ..sse import SSEEvent, json_loads
 from ..stream import StreamEnd
 from ..toolcalls import ToolCallAssembler
 from ..types import HttpRequest, PromptCaching
-from ._common import (Endpoint, data_uri, dumps, inclusive_usage, join_url, nearest, parse_data_uri,
+from ._common import (Protocol, Endpoint, data_uri, dumps, inclusive_usage, join_url, nearest, parse_data_uri,
                       request_headers, unsupported)
 
 __all__ = ["build_request", "parse_stream", "map_usage", "model_profile", "clamp_effort", "EFFORTS"]
@@ -935,3 +935,11 @@ def _failure_payload(payload: Mapping[str, Any]) -> Any:
     if isinstance(error, dict) and error:
         return {"error": error}
     return {"error": {"message": "the response failed without an error object", "code": "response_failed"}}
+
+
+PROTOCOL = Protocol(
+    "openai-responses", __name__, build_request, parse_stream,
+    base_url="https://api.openai.com/v1", key_env=("OPENAI_API_KEY",), base_url_env="OPENAI_BASE_URL",
+    quirk_keys=("encrypted_reasoning", "reasoning", "reasoning_efforts"),
+    embeddings="openai_embeddings", demo=("gpt-5.5", "OpenAI Responses"),
+)
