@@ -296,11 +296,29 @@ def _where(request: HttpRequest) -> str:
 
 def _chunks(response: requests.Response) -> Iterator[bytes]:
     raw = response.raw
-    if getattr(raw, "chunked", False) or not hasattr(raw, "read1"):
+    if getattr(raw, "chunked", False):
         # chunked bodies: urllib3 hands over each chunk as it arrives
         return response.iter_content(chunk_size=None)
-    # close-delimited or sized bodies: read1 returns as soon as any bytes arrived
-    return _read1(raw)
+    if hasattr(raw, "read1"):
+        # close-delimited or sized bodies: read1 returns as soon as any bytes arrived
+        return _read1(raw)
+    fp = getattr(raw, "_fp", None)
+    if hasattr(fp, "read1") and not response.headers.get("content-length") and not (
+            response.headers.get("content-encoding") or "").strip():
+        # urllib3 1.x (what botocore pins on Python < 3.10) has no read1 and its read(amt) waits for
+        # amt bytes: a close-delimited body is read as it arrives from http.client's response underneath
+        # (a sized one stays with urllib3, which then knows it was read whole and can reuse the connection)
+        return _read1_plain(fp)
+    return response.iter_content(chunk_size=None)
+
+
+def _read1_plain(fp: Any) -> Iterator[bytes]:
+    read1 = fp.read1
+    while True:
+        data = read1(_READ_SIZE)
+        if not data:
+            return
+        yield data
 
 
 def _read1(raw: Any) -> Iterator[bytes]:
