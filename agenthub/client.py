@@ -33,7 +33,7 @@ from .providers._common import Endpoint
 from .sse import DEFAULT_MAX_LINE_BYTES
 from .stream import collect, drive
 from .types import UniConfig, UniEvent, UniMessage
-from .validate import check_config, check_message, check_messages
+from .validate import check_config, check_header_name, check_header_value, check_message, check_messages
 
 __all__ = ["AutoLLMClient", "ResponseStream", "Timeout"]
 
@@ -273,7 +273,12 @@ class AutoLLMClient(object):
         if default_headers is not None and not all(
                 isinstance(k, str) and isinstance(v, str) for k, v in dict(default_headers).items()):
             raise ConfigError("default_headers must map str to str")
+        for name, value in dict(default_headers or {}).items():
+            check_header_name(name, "default_headers key {!r}".format(name[:60]))
+            check_header_value(value, "default_headers[{!r}]".format(name))
         kind, url, key, quirks = registry.resolve(model, client_type, base_url, api_key)
+        if isinstance(key, str):
+            check_header_value(key, "the API key" if api_key is not None else "the API key (from the environment)")
         #: the model name sent upstream
         self.model = model
         #: the wire protocol in use ("openai-chat", "openai-responses", "anthropic", "gemini")

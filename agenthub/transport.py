@@ -199,6 +199,36 @@ def _timeouts(timeout: Timeout) -> Tuple[Optional[float], Optional[float]]:
     return (timeout, timeout)
 
 
+#: failures while preparing a request: nothing reached the network
+_UNSENT = (requests.exceptions.InvalidHeader, requests.exceptions.InvalidURL, requests.exceptions.InvalidSchema,
+           requests.exceptions.MissingSchema, requests.exceptions.URLRequired, UnicodeError, ValueError, TypeError)
+
+
+def _unsent(exc: BaseException) -> bool:
+    return isinstance(exc, _UNSENT) and not isinstance(exc, (requests.exceptions.ConnectionError,
+                                                             requests.exceptions.Timeout))
+
+
+def _safe_cause(exc: BaseException, request: HttpRequest) -> Optional[BaseException]:
+    """``exc`` when it is safe to chain; None when it (or what it chains) holds a secret of ``request``
+    (a header value or the URL's user:password) or is a preparation failure, whose message may."""
+    if _unsent(exc):
+        return None
+    secrets = secret_values(request.headers) + url_secrets(request.url)
+    seen = 0
+    current = exc  # type: Optional[BaseException]
+    while current is not None and seen < 8:
+        try:
+            text = repr(current) + str(current) + repr(getattr(current, "args", ()))
+        except Exception:  # a repr that fails: do not chain what cannot be checked
+            return None
+        if any(secret in text for secret in secrets):
+            return None
+        current = current.__cause__ or current.__context__
+        seen += 1
+    return exc
+
+
 _PROXY_AUTH = re.compile(r"Tunnel connection failed: 407|407 Proxy Authentication")
 
 
@@ -214,6 +244,11 @@ def _transport_error(client: str, what: str, exc: BaseException, timeout: Timeou
     # a certificate that does not verify, or a URL requests refuses, is not cured by asking again
     permanent = isinstance(exc, (requests.exceptions.SSLError, requests.exceptions.InvalidURL,
                                  requests.exceptions.InvalidSchema, requests.exceptions.MissingSchema))
+    if _unsent(exc):
+        # the request could not even be prepared (a header value HTTP forbids, a URL that does not parse):
+        # nothing was sent and the same request fails the same way again
+        why = "the request could not be prepared ({}); nothing was sent".format(type(exc).__name__)
+        permanent = True
     if isinstance(exc, requests.exceptions.ProxyError) and _PROXY_AUTH.search(str(exc)):
         # the proxy wants (other) credentials for CONNECT: asking again sends the same ones
         why = "the proxy answered 407 Proxy Authentication Required (check the proxy's credentials)"
@@ -244,21 +279,28 @@ def _send(session: requests.Session, request: HttpRequest, timeout: Timeout, cli
         headers["Accept-Encoding"] = "gzip, deflate"  # the codings inflated here in bounded pieces
     _local.watch = watch
     response = None
+    failure = None  # type: Optional[Tuple[TransportError, Optional[BaseException]]]
     try:
         response = session.request(
             request.method, request.url, headers=headers, data=data, timeout=_timeouts(timeout),
             stream=stream, allow_redirects=False,
         )
-    except requests.RequestException as exc:
-        raise _transport_error(client, _where(request), exc, timeout) from exc
     except AgentHubError:
         raise
-    except Exception as exc:  # a socket error requests did not wrap, or an answer http.client cannot parse
-        raise _transport_error(client, _where(request), exc, timeout) from exc
+    except Exception as exc:  # requests' exceptions, a socket error it did not wrap, an answer http.client cannot parse
+        failure = (_transport_error(client, _where(request), exc, timeout), _safe_cause(exc, request))
     finally:
         _local.watch = None
         if watch is not None and response is None:
             watch.detach(None)  # the request failed: its connection is no longer ours
+    if failure is not None:
+        # raised outside the handler: an exception that carries a secret (requests puts a refused header's
+        # value in its message) is neither the cause nor the context, so no traceback prints it
+        error, cause = failure
+        del failure
+        if cause is None:
+            raise error
+        raise error from cause
     if watch is not None:
         watch.attach(response)
     if response.status_code >= 300:

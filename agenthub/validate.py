@@ -18,7 +18,7 @@ from typing import Any, Dict, Mapping, Optional, Sequence
 from .errors import ConfigError
 from .types import PromptCaching, ThinkingLevel
 
-__all__ = ["check_config", "check_messages", "check_message", "check_json", "CONFIG_KEYS", "ASPECT_RATIOS", "IMAGE_SIZES"]
+__all__ = ["check_config", "check_messages", "check_message", "check_json", "check_header_value", "check_header_name", "CONFIG_KEYS", "ASPECT_RATIOS", "IMAGE_SIZES"]
 
 CONFIG_KEYS = (
     "max_tokens", "temperature", "tools", "thinking_summary", "thinking_level", "tool_choice", "system_prompt",
@@ -92,6 +92,54 @@ def check_json(value: Any, where: str, allow_bytes: bool = False) -> None:
         else:
             raise ConfigError("{} is a {} ({}): only dicts, lists, strings, numbers, booleans and None "
                               "can be sent as JSON".format(at, type(value).__name__, _short(value)))
+
+
+_INVISIBLE = {"\u00a0": "a no-break space", "\u00ad": "a soft hyphen", "\u200b": "a zero-width space",
+              "\u200c": "a zero-width non-joiner", "\u200d": "a zero-width joiner", "\u2060": "a word joiner",
+              "\ufeff": "a byte order mark", "\u2028": "a line separator", "\u2029": "a paragraph separator"}
+_TOKEN = frozenset("!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
+
+
+def _character(c: str) -> str:
+    if c == "\r":
+        return "a carriage return (CR)"
+    if c == "\n":
+        return "a line feed (LF)"
+    if c == "\x00":
+        return "a NUL byte"
+    if c == "\t":
+        return "a tab"
+    if c in _INVISIBLE:
+        return "{} (U+{:04X})".format(_INVISIBLE[c], ord(c))
+    if ord(c) < 0x20 or ord(c) == 0x7F:
+        return "a control character (U+{:04X})".format(ord(c))
+    return "the character U+{:04X}".format(ord(c))
+
+
+def check_header_value(value: Any, what: str, secret: bool = True) -> None:
+    """ConfigError unless ``value`` can travel in an HTTP header as it is: no CR, LF, NUL or other
+    control character, no invisible character (zero-width space, byte order mark, no-break space),
+    nothing outside Latin-1, no white space around it.  The message names the problem and where it
+    is, never the value (a key read from a CRLF ``.env`` file must not end up in a log)."""
+    if not isinstance(value, str):
+        raise ConfigError("{} must be a str (got {})".format(what, type(value).__name__))
+    shown = "" if secret else " ({})".format(_short(value))
+    for i, c in enumerate(value):
+        if c < " " or c == "\x7f" or c in _INVISIBLE or ord(c) > 0xFF or (0x80 <= ord(c) < 0xA0):
+            raise ConfigError("{}{} holds {} at position {} of {}{}".format(
+                what, shown, _character(c), i, len(value),
+                ": read from a file with Windows line ends?" if c in "\r\n" else
+                ": invisible, copied along with it?" if c in _INVISIBLE else
+                ": header values are Latin-1" if ord(c) > 0xFF else ""))
+    if value != value.strip(" \t"):
+        raise ConfigError("{}{} starts or ends with white space".format(what, shown))
+
+
+def check_header_name(name: Any, what: str) -> None:
+    if not isinstance(name, str) or not name or any(c not in _TOKEN for c in name):
+        bad = "" if not isinstance(name, str) else next((c for c in name if c not in _TOKEN), "")
+        raise ConfigError("{} is not a valid header name{}".format(
+            what, " (it holds {})".format(_character(bad)) if bad else ""))
 
 
 def check_config(config: Optional[Mapping[str, Any]]) -> Dict[str, Any]:
