@@ -31,7 +31,7 @@ from ._redact import redact_url, secret_values, url_secrets
 from .errors import AgentHubError, ConfigError, StreamProtocolError, TransportError, UnsupportedOperationError
 from .providers._common import Endpoint, apply_extras
 from .sse import DEFAULT_MAX_LINE_BYTES
-from .stream import collect, drive
+from .stream import Collector, drive
 from .types import UniConfig, UniEvent, UniMessage
 from .validate import check_config, check_header_name, check_header_value, check_message, check_messages
 
@@ -381,11 +381,11 @@ class AutoLLMClient(object):
     def response(self, messages: List[UniMessage], config: Optional[UniConfig] = None) -> UniMessage:
         """The collected assistant message of one stateless turn: ``streaming_response`` read to
         its end (same validation, retries and errors) and folded with ``collect``."""
-        return collect(list(self.streaming_response(messages, config)))
+        return _fold(self.streaming_response(messages, config))
 
     def response_stateful(self, message: UniMessage, config: Optional[UniConfig] = None) -> UniMessage:
         """``streaming_response_stateful`` read to its end: the collected answer (history grows on success)."""
-        return collect(list(self.streaming_response_stateful(message, config)))
+        return _fold(self.streaming_response_stateful(message, config))
 
     def embed(self, texts: List[str], config: Optional[UniConfig] = None) -> List[List[float]]:
         """One vector per text, in input order, from an embedding model (``embedding_config`` sets the
@@ -485,18 +485,21 @@ class AutoLLMClient(object):
                 timer.daemon = True
                 timer.start()
             history_before = list(self._history)
-            kept = [] if (stateful is not None or config.get("trace_id")) else None  # type: Optional[List[UniEvent]]
+            # stateful or traced: the answer is folded as the events pass (no event is kept, so memory
+            # follows the size of the answer, not the number of events)
+            folding = Collector() if (stateful is not None or config.get("trace_id")) else None
             attempts = self._attempts(request, control, timeout, deadline, config)
             try:
-                if kept is None:
+                if folding is None:
                     # nothing to keep (stateless, untraced): the events pass straight through
                     yield from attempts
                     return
+                fold = folding.add
                 for event in attempts:
-                    kept.append(event)
+                    fold(event)
                     if event["event_type"] == "stop":
                         # commit before the stop event is yielded: a caller may stop iterating at it
-                        answer = collect(kept)
+                        answer = folding.message()
                         if stateful is not None:
                             self._history = history_before + [stateful, answer]
                             self._version += 1
@@ -597,6 +600,15 @@ class AutoLLMClient(object):
         except Exception as exc:  # disk full, permissions, a folder removed meanwhile, an unwritable value
             logger.error("%s: the trace %r was not written (%s: %s); the answer stands", self.client_type,
                          config["trace_id"], type(exc).__name__, exc)
+
+
+def _fold(events: Iterator[UniEvent]) -> UniMessage:
+    """``collect`` of ``events`` as they pass (none is kept)."""
+    collector = Collector()
+    add = collector.add
+    for event in events:
+        add(event)
+    return collector.message()
 
 
 def _limits(timeout: Timeout, deadline: Optional[float]) -> Optional[Tuple[Optional[float], Optional[float]]]:
