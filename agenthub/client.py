@@ -21,6 +21,7 @@ Reliability rules (docs/reliability.md has the full table):
 import collections.abc
 import logging
 import operator
+import os
 import random
 import threading
 import time
@@ -294,6 +295,7 @@ class AutoLLMClient(object):
         #: the longest SSE line accepted (a longer one is a StreamProtocolError: memory stays bounded)
         self.max_line_bytes = max_line_bytes or DEFAULT_MAX_LINE_BYTES
         self._session = session
+        self._pid = os.getpid()  # the process the session's pools belong to (a forked child renews them)
         self._history = []  # type: List[UniMessage]
         self._version = 0  # bumped at every history change
         self._busy = threading.Lock()  # held while a stateful stream is open
@@ -313,6 +315,7 @@ class AutoLLMClient(object):
     def __setstate__(self, state: Dict[str, Any]) -> None:
         self.__dict__.update(state)
         self._session = None
+        self._pid = os.getpid()
         self._busy = threading.Lock()
         self._session_lock = threading.Lock()
         self._protocol = _protocol(self.client_type, bool(self._endpoint.quirks.get("embeddings")))
@@ -582,11 +585,19 @@ class AutoLLMClient(object):
         return sorted(set(secrets), key=len, reverse=True)
 
     def _get_session(self) -> Any:
-        if self._session is None:
+        session = self._session
+        if session is None:
             with self._session_lock:
                 if self._session is None:
                     self._session = _transport().new_session()
-        return self._session
+                    self._pid = os.getpid()
+            return self._session
+        if self._pid != os.getpid():
+            # first use in a forked child: the pools are the parent's (agenthub's own sessions were
+            # renewed at the fork already; a session of the caller's is renewed here, before any reuse)
+            self._pid = os.getpid()
+            _transport().forget_connections(session)
+        return session
 
     def _trace(self, config: Mapping[str, Any], history: List[UniMessage]) -> None:
         """Write the trace of a completed answer.  A failure is logged and the answer stands

@@ -17,6 +17,11 @@ thread that is reading ``response`` from another thread (it shuts the socket dow
 ``close()`` alone does not wake a blocked ``recv``), which is how a stream is
 aborted and how a total deadline is enforced.
 
+Fork safety: in a forked child (``os.fork``, multiprocessing's ``fork`` start method) the
+sessions made by ``new_session`` get new, empty pools at once (``os.register_at_fork``), so
+no connection is ever shared with the parent; a session of the caller's is given new pools by
+the client the first time it is used in the child (``forget_connections``).
+
 Redirects are not followed: a provider API never redirects a POST, and following
 one would carry the key's headers to wherever the redirect points.
 """
@@ -24,10 +29,12 @@ one would carry the key's headers to wherever the redirect points.
 import email.utils
 import itertools
 import json
+import os
 import re
 import socket
 import threading
 import time
+import weakref
 import zlib
 from html import unescape
 from typing import Any, Callable, Iterator, List, Mapping, Optional, Tuple, Union
@@ -40,7 +47,8 @@ from ._redact import redact_url, secret_values, url_secrets
 from .errors import AgentHubError, StreamProtocolError, TransportError, UpstreamError, preview, upstream_error
 from .types import HttpRequest
 
-__all__ = ["open_stream", "fetch_json", "DEFAULT_TIMEOUT", "new_session", "interrupt", "BodyStream"]
+__all__ = ["open_stream", "fetch_json", "DEFAULT_TIMEOUT", "new_session", "interrupt", "BodyStream",
+           "forget_connections"]
 
 #: (connect, read) seconds.  The read timeout is the longest silence allowed between two
 #: received bytes: long enough for a reasoning model that says nothing for minutes.
@@ -57,6 +65,42 @@ Timeout = Union[None, float, Tuple[Optional[float], Optional[float]]]
 Hook = Optional[Callable[[Any], None]]
 
 
+# -- fork safety ----------------------------------------------------------------------------------
+#
+# A forked child inherits its parent's pooled sockets: two processes writing requests into one
+# connection and reading each other's answers.  Every session agenthub made is therefore given
+# fresh, empty pools in the child (os.register_at_fork); the inherited sockets are left alone
+# (not shut down: they are the parent's) and only the child's copies of their descriptors close.
+
+_SESSIONS = weakref.WeakSet()  # type: weakref.WeakSet
+#: bumped in every forked child (a client compares it to know its own pools are the parent's)
+FORK_GENERATION = 0
+
+
+def forget_connections(session: Any) -> None:
+    """Give ``session``'s HTTP adapters new, empty pools without touching the pooled connections
+    (for a forked child: they are its parent's).  Adapters that are not requests' HTTPAdapter
+    (a cassette's) are left as they are."""
+    for adapter in list(getattr(session, "adapters", {}).values()):
+        if isinstance(adapter, requests.adapters.HTTPAdapter):
+            adapter.proxy_manager = {}
+            adapter.init_poolmanager(adapter._pool_connections, adapter._pool_maxsize, block=adapter._pool_block)
+
+
+def _after_fork_in_child() -> None:
+    global FORK_GENERATION
+    FORK_GENERATION += 1
+    for session in list(_SESSIONS):
+        try:
+            forget_connections(session)
+        except Exception:  # pragma: no cover - never let a fork fail over a pool
+            pass
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
 def new_session() -> requests.Session:
     """A requests.Session with TLS verification on (requests' default) and a pool sized for thread pools.
 
@@ -68,6 +112,7 @@ def new_session() -> requests.Session:
     adapter = _WatchedAdapter(pool_connections=10, pool_maxsize=POOL_MAXSIZE)
     session.mount("https://", adapter)
     session.mount("http://", adapter)
+    _SESSIONS.add(session)
     return session
 
 
