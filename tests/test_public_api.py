@@ -10,10 +10,15 @@ import agenthub
 PACKAGE = os.path.dirname(os.path.abspath(agenthub.__file__))
 
 EXPECTED_ALL = {
-    "AutoLLMClient", "ResponseStream", "Timeout", "ThinkingLevel", "PromptCaching", "collect", "check_stream", "list_models",
+    "AutoLLMClient", "ResponseStream", "Timeout", "ThinkingLevel", "PromptCaching", "collect", "check_stream", "list_models", "cost",
     "AgentHubError", "ConfigError", "UnsupportedParameterError", "UnsupportedOperationError", "TransportError",
     "UpstreamError", "AuthenticationError", "RateLimitError", "ServerError", "StreamError", "StreamProtocolError",
     "ToolCallArgumentParseError", "EmptyResponseError", "save_wav", "__version__",
+    # the data model
+    "UniMessage", "AssistantMessage", "Message", "UniConfig", "UniEvent", "UsageMetadata", "Role", "EventType",
+    "FinishReason", "ToolSchema", "ImageConfig", "SpeakerConfig", "EmbeddingConfig", "ContentItem",
+    "PartialContentItem", "TextItem", "ImageUrlItem", "InlineDataItem", "ThinkingItem", "InlineThinkingItem",
+    "ToolCallItem", "ToolResultItem", "EmbeddingItem", "PartialToolCallItem",
 }
 
 
@@ -65,7 +70,7 @@ STDLIB_38 = {  # what the package may use on 3.8, where sys.stdlib_module_names 
     "struct", "sys", "tempfile", "threading", "time", "traceback", "typing", "urllib", "uuid", "wave", "warnings",
     "webbrowser", "weakref", "zlib", "types", "signal", "textwrap", "pickle", "datetime", "errno", "select",
     "queue", "heapq", "bisect", "operator", "codecs", "unicodedata", "numbers", "fnmatch", "platform", "gzip",
-    "configparser", "hmac",
+    "configparser", "hmac", "wsgiref",
 }
 
 

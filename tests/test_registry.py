@@ -101,7 +101,7 @@ def test_unknown_name_says_how_to_pass_client_type_and_base_url():
 
 
 def test_unknown_client_type_lists_the_known_ones():
-    with pytest.raises(ConfigError, match=r"unknown client_type 'acme'; protocols: anthropic, azure, "
+    with pytest.raises(ConfigError, match=r"unknown client_type 'acme'; protocols: agenthub, anthropic, azure, "
                                           r"azure-responses, bedrock, gemini, openai-chat, openai-responses, "):
         resolve("x", "acme", environ={})
     with pytest.raises(ConfigError, match=r"; aliases: ant-messages, "):
@@ -358,10 +358,11 @@ def test_list_models():
         "client_type": "openai-chat", "base_url": "https://openrouter.ai/api/v1", "api_key_env": ["OPENROUTER_API_KEY"],
         "base_url_env": "OPENROUTER_BASE_URL", "input_modalities": ["text", "image"], "output_modalities": ["text"],
         "examples": ["deepseek/deepseek-v4-flash", "moonshotai/kimi-k2.6", "anthropic/claude-sonnet-4.6"],
+        "models": [],  # a gateway's prices are its own: none listed
     }
     assert [r["label"] for r in rows if r["pattern"] is None] == [
         "client_type=vllm", "client_type=ollama", "client_type=lmstudio", "client_type=llama.cpp",
-        "client_type=zai-anthropic", "client_type=openrouter-anthropic"]
+        "client_type=zai-anthropic", "client_type=openrouter-anthropic", "client_type=agenthub"]
 
 
 def test_adding_an_openai_compatible_vendor_is_one_row(monkeypatch):

@@ -8,7 +8,7 @@ import json
 import re
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple
 
-from ..errors import ConfigError, UnsupportedParameterError
+from ..errors import ConfigError, StreamProtocolError, UnsupportedParameterError
 from ..sse import SSEEvent, iter_events
 from ..types import HttpRequest
 
@@ -85,6 +85,24 @@ def _documents_as_events(parse_stream: Callable[..., Iterator[Any]]) -> Callable
         return parse_stream((SSEEvent(dumps(document)) for document in documents), client)
 
     return parse_document
+
+
+def _whole(parts: Iterator[Any], client: str) -> Iterator[Any]:
+    """The parts of a whole JSON answer: it is complete by nature, so one that does not finish (a
+    document holding no answer) is a StreamProtocolError that is not retried, never a cut stream."""
+    from ..stream import StreamEnd
+
+    for part in parts:
+        yield part
+        if part.__class__ is StreamEnd:
+            return
+    raise StreamProtocolError("{}: a whole JSON answer without its terminal marker (no finish reason): it holds "
+                              "no complete answer".format(client or "agenthub"), client=client, retryable=False)
+
+
+def documents(payload: Any) -> list:
+    """A JSON answer as the list of its documents (Gemini's non-SSE form is an array of chunks)."""
+    return list(payload) if isinstance(payload, list) else [payload]
 
 
 class Protocol(object):
@@ -165,7 +183,7 @@ class Protocol(object):
         a JSON document goes to ``parse_document``, a stream through ``framing`` to ``parse_stream``.
         ``document``: the request asked for one JSON document (it is read whatever its content type)."""
         if body.open(document):
-            return self.parse_document(body.document, client)
+            return _whole(self.parse_document(body.document, client), client)
         if self.parse_stream is None:
             raise TypeError("{} answers with one JSON document only".format(self.name))
         return self.parse_stream(self.framing(body.iter_chunks(), max_line_bytes), client)

@@ -63,12 +63,14 @@ from ..sse import SSEEvent, json_loads
 from ..stream import StreamEnd
 from ..toolcalls import ToolCallAssembler
 from ..types import HttpRequest, PromptCaching, ThinkingLevel
-from ._common import (Endpoint, Protocol, check_response_format, dumps, get_request, join_url, model_list_page, nearest,
-                      parse_data_uri, request_headers, stop_sequences, to_int, unsupported, usage)
+from ._common import (Endpoint, Protocol, check_response_format, documents, dumps, get_request, join_url,
+                      model_list_page, nearest, parse_data_uri, request_headers, stop_sequences, to_int, unsupported,
+                      usage)
 
 __all__ = [
     "build_request",
     "parse_stream",
+    "parse_document",
     "map_usage",
     "thinking_rule",
     "FINISH_REASONS",
@@ -680,6 +682,24 @@ def parse_stream(events: Iterable[SSEEvent], client: str = "anthropic", tool_id_
     yield StreamEnd(map_usage(raw_usage) if raw_usage else None, finish, state.replayable)
 
 
+def parse_document(payload: Any, client: str = "anthropic", tool_id_prefix: Any = None) -> Iterator[Any]:
+    """A whole Messages answer (``{"type": "message", "content": [...], "stop_reason", "usage"}``: a
+    gateway that ignored ``stream: true``) -> the same parts its stream gives: it is read as a
+    ``message_start`` carrying the complete blocks, then ``message_stop``.  An error document raises
+    the UpstreamError it names; other documents (a JSON array of stream events) are read as events."""
+    events = []  # type: List[SSEEvent]
+    for doc in documents(payload):
+        if type(doc) is dict and doc.get("type") == "error":
+            raise upstream_error(client, doc, request_id=_request_id(doc))
+        if type(doc) is dict and (doc.get("type") == "message" or (
+                doc.get("type") is None and type(doc.get("content")) is list and doc.get("role") == "assistant")):
+            events.append(SSEEvent(dumps({"type": "message_start", "message": doc})))
+            events.append(SSEEvent('{"type":"message_stop"}'))
+        else:
+            events.append(SSEEvent(dumps(doc)))
+    return parse_stream(events, client, tool_id_prefix)
+
+
 def _block_order(index: Any) -> Tuple[bool, int]:
     return type(index) is not int, index if type(index) is int else 0
 
@@ -842,7 +862,7 @@ def parse_models(payload: Any, client: str = "anthropic") -> Tuple[List[str], Op
 
 
 PROTOCOL = Protocol(
-    "anthropic", __name__, build_request, parse_stream,
+    "anthropic", __name__, build_request, parse_stream, parse_document=parse_document,
     base_url="https://api.anthropic.com", key_env=("ANTHROPIC_API_KEY",), base_url_env="ANTHROPIC_BASE_URL",
     quirk_keys=("auth", "automatic_caching", "fast_mode", "interleaved_thinking", "replay_unsigned_thinking",
                 "response_formats", "thinking_rule"),

@@ -62,7 +62,10 @@ Stream
   (``promptFeedback.blockReason``) raises UpstreamError with the reason as error_type.
 - usage: cached = cachedContentTokenCount, prompt = promptTokenCount - cached +
   toolUsePromptTokenCount, thoughts = thoughtsTokenCount, response =
-  candidatesTokenCount (counts are cumulative: the latest value of each wins).
+  candidatesTokenCount.  Each chunk's ``usageMetadata`` is a snapshot of the turn so far, not
+  fields to merge: the last one that counts tokens is taken whole (a later snapshot without
+  ``candidatesTokenCount`` means no visible tokens, not "as before"), so the buckets add up to
+  its ``totalTokenCount``.
 """
 
 import base64
@@ -78,12 +81,14 @@ from ..sse import SSEEvent, json_loads
 from ..stream import StreamEnd
 from ..toolcalls import ToolCallAssembler
 from ..types import HttpRequest, PromptCaching, ThinkingLevel
-from ._common import (Endpoint, Protocol, check_response_format, get_request, join_url, model_list_page, nearest,
-                      parse_data_uri, request_headers, stop_sequences, to_int, unsupported, usage)
+from ._common import (Endpoint, Protocol, check_response_format, documents, dumps, get_request, join_url,
+                      model_list_page, nearest, parse_data_uri, request_headers, stop_sequences, to_int, unsupported,
+                      usage)
 
 __all__ = [
     "build_request",
     "parse_stream",
+    "parse_document",
     "map_usage",
     "request_url",
     "thinking_config",
@@ -653,11 +658,32 @@ def _end_streamed(tools: ToolCallAssembler, slot: int, writer: _ArgsWriter) -> L
     return tools.feed(slot, arguments=writer.finish()) + tools.close(index=slot)
 
 
+def _counts(meta: Dict[str, Any]) -> bool:
+    """usageMetadata that counts tokens (not only Vertex's ``trafficType``)."""
+    for key in meta:
+        if key.endswith("TokenCount"):
+            return True
+    return False
+
+
 def _loads_or_text(data: str) -> Any:
     try:
         return json.loads(data)
     except ValueError:
         return data
+
+
+def parse_document(payload: Any, client: str = "gemini", tool_id_prefix: Any = None) -> Iterator[Any]:
+    """A whole ``GenerateContentResponse`` (or the JSON array ``streamGenerateContent`` answers without
+    ``alt=sse``) -> the same parts the stream gives.  An answer whose candidates carry content is
+    complete even when no chunk names a finishReason (finish ``unknown`` then)."""
+    docs = documents(payload)
+    events = [SSEEvent(dumps(doc)) for doc in docs]
+    candidates = [c for doc in docs if type(doc) is dict and type(doc.get("candidates")) is list
+                  for c in doc["candidates"] if type(c) is dict]
+    if candidates and not any(c.get("finishReason") for c in candidates) and any(c.get("content") for c in candidates):
+        events.append(SSEEvent('{"candidates":[{"index":0,"finishReason":"FINISH_REASON_UNSPECIFIED"}]}'))
+    return parse_stream(events, client, tool_id_prefix)
 
 
 def parse_stream(events: Iterable[SSEEvent], client: str = "gemini", tool_id_prefix: Any = None) -> Iterator[Any]:
@@ -692,8 +718,8 @@ def parse_stream(events: Iterable[SSEEvent], client: str = "gemini", tool_id_pre
         if "error" in chunk:
             raise upstream_error(client, chunk)
         meta = chunk.get("usageMetadata")
-        if meta:
-            raw_usage.update(meta)
+        if meta and type(meta) is dict and _counts(meta):
+            raw_usage = meta  # a snapshot of the whole turn so far: a count it lacks no longer holds
         candidates = chunk.get("candidates")
         if not candidates:
             feedback = chunk.get("promptFeedback")
@@ -851,7 +877,7 @@ def parse_models(payload: Any, client: str = "gemini") -> Tuple[List[str], Optio
 
 
 PROTOCOL = Protocol(
-    "gemini", __name__, build_request, parse_stream,
+    "gemini", __name__, build_request, parse_stream, parse_document=parse_document,
     base_url="https://generativelanguage.googleapis.com", key_env=("GEMINI_API_KEY", "GOOGLE_API_KEY"),
     base_url_env="GEMINI_BASE_URL",
     quirk_keys=("fast_mode", "image_output", "response_formats", "stream_function_call_arguments", "tts"),
