@@ -26,7 +26,7 @@ import random
 import sys
 import threading
 import time
-from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
 from . import providers, registry
 from ._redact import redact_url, secret_values, url_secrets
@@ -286,7 +286,7 @@ class AutoLLMClient(object):
     def __init__(
         self,
         model: str,
-        api_key: Optional[str] = None,
+        api_key: Optional[Union[str, Callable[[], str]]] = None,
         base_url: Optional[str] = None,
         client_type: Optional[str] = None,
         *,

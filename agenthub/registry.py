@@ -363,9 +363,9 @@ def resolve(
     model: str,
     client_type: Optional[str] = None,
     base_url: Optional[str] = None,
-    api_key: Optional[str] = None,
+    api_key: Any = None,
     environ: Optional[Mapping[str, str]] = None,
-) -> Tuple[str, str, Optional[str], Dict[str, Any]]:
+) -> Tuple[str, str, Any, Dict[str, Any]]:
     """-> (client_type, base_url, api_key, quirks) for a model, following the credential rule.
 
     ``client_type`` is a protocol (``openai-chat``, ``openai-responses``,
@@ -413,7 +413,8 @@ def resolve(
     record = providers.protocol(client_type)
     if record.configure is not None:  # Azure OpenAI, Vertex AI: the caller's own cloud resource
         client_type, endpoint, api_key, extra = record.configure(model, base_url, api_key, env)
-        quirks = _quirks(chosen, True)
+        # no row of its own: what the model name says of the model (tts, image output) still applies
+        quirks = _quirks(chosen, True) if chosen is not None else _quirks(by_name, False)
         quirks.update(extra)
         if isinstance(api_key, str):
             check_not_private_key(api_key, "the key read from the environment")
