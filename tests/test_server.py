@@ -661,3 +661,73 @@ def test_agenthub_serve_prints_its_url_first(tmp_path):
                              timeout=60)
     assert refused.returncode == 1 and b"ConfigError" in refused.stderr and b"without api_keys" in refused.stderr
     assert refused.stdout == b""
+
+
+# -- the frames, pure ------------------------------------------------------------------------------------
+
+
+FRAME_EVENTS = [
+    {"role": "assistant", "event_type": "start", "content_items": [], "usage_metadata": None, "finish_reason": None,
+     "created_at": 1},
+    {"role": "assistant", "event_type": "delta", "content_items": [{"type": "text", "text": " café 東京 \ud83d\"\\\n"}],
+     "usage_metadata": None, "finish_reason": None, "created_at": 2},
+    {"role": "assistant", "event_type": "delta", "content_items": [
+        {"type": "partial_tool_call", "name": "f", "arguments": "{\"a\": \"é", "tool_call_id": "c1"}],
+     "usage_metadata": None, "finish_reason": None, "created_at": 3},
+    {"role": "assistant", "event_type": "delta", "content_items": [
+        {"type": "thinking", "thinking": "", "fidelity": {"signature": "c2ln", "n": [1, 2.5, None, True]}}],
+     "usage_metadata": None, "finish_reason": None, "created_at": 4},
+    {"role": "assistant", "event_type": "delta", "content_items": [
+        {"type": "inline_data", "data": b"\x00\xff\x10", "mime_type": "image/png"}],
+     "usage_metadata": None, "finish_reason": None, "created_at": 5},
+    {"role": "assistant", "event_type": "delta", "content_items": [{"type": "text", "text": "x", "fidelity": {}}],
+     "usage_metadata": None, "finish_reason": None, "created_at": 6},
+    {"role": "assistant", "event_type": "stop", "content_items": [], "finish_reason": "stop", "created_at": 7,
+     "usage_metadata": {"cached_tokens": None, "prompt_tokens": 3, "thoughts_tokens": 0, "response_tokens": 9}},
+]
+
+
+def test_frames_are_the_events_as_json():
+    import base64
+
+    from agenthub.server import _encode_event
+    from agenthub.tracer import to_jsonable
+
+    for event in FRAME_EVENTS:
+        frame = _encode_event(event)
+        assert frame.startswith(b"data: {") and frame.endswith(b"}\n\n") and frame.count(b"\n") == 2
+        assert json.loads(frame[6:].decode("ascii")) == to_jsonable(event)
+    assert b'{"__bytes__":"' + base64.b64encode(b"\x00\xff\x10") + b'"}' in _encode_event(FRAME_EVENTS[4])
+
+
+def test_parse_stream_restores_the_items_and_the_end():
+    from agenthub.providers.agenthub_server import parse_stream
+    from agenthub.server import _encode_event
+    from agenthub.sse import iter_events
+    from agenthub.stream import StreamEnd
+
+    body = b"".join(_encode_event(e) for e in FRAME_EVENTS) + b"data: [DONE]\n\n"
+    parts = list(parse_stream(iter_events([body])))
+    assert parts[:-1] == [e["content_items"][0] for e in FRAME_EVENTS[1:-1]]
+    end = parts[-1]
+    assert isinstance(end, StreamEnd) and end.finish_reason == "stop" and end.replayable
+    assert end.usage == FRAME_EVENTS[-1]["usage_metadata"]
+    # the same events in another key order (another server's JSON writer): the general path
+    reordered = b"".join(b"data: " + json.dumps(dict(reversed(list(to_jsonable_(e).items())))).encode() + b"\n\n"
+                         for e in FRAME_EVENTS)
+    assert list(parse_stream(iter_events([reordered])))[:-1] == parts[:-1]
+    with pytest.raises(ValueError):  # a broken delta frame is not taken for an item
+        list(parse_stream(iter_events([b'data: {"role":"assistant","event_type":"delta","content_items":[{"type"\n\n'])))
+    with pytest.raises(StreamProtocolError, match="names no agenthub error"):
+        list(parse_stream(iter_events([b'event: error\ndata: {"error": {"type": "Nope"}}\n\n'])))
+    with pytest.raises(RateLimitError) as info:
+        list(parse_stream(iter_events([b'event: error\ndata: {"error": {"type": "RateLimitError", "message": "m", '
+                                       b'"status": 429, "retry_after": 2.5, "retryable": true}}\n\n'])))
+    assert (info.value.status, info.value.retry_after, info.value.retryable, str(info.value)) == (
+        429, 2.5, True, "m (status=429)")
+
+
+def to_jsonable_(event):
+    from agenthub.tracer import to_jsonable
+
+    return to_jsonable(event)

@@ -66,11 +66,30 @@ def _restore(value: Any) -> Any:
     return value
 
 
+#: a delta event as agenthub.server writes it: a fixed frame around its one content item
+_DELTA_HEAD = '{"role":"assistant","event_type":"delta","content_items":['
+_DELTA_TAIL = '],"usage_metadata":null,"finish_reason":null,"created_at":'
+_HEAD_LEN = len(_DELTA_HEAD)
+_scan = json.JSONDecoder().scan_once  # json.loads' own scanner, started at an offset
+
+
 def parse_stream(events: Iterable[SSEEvent], client: str = "agenthub", tool_id_prefix: Any = None) -> Iterator[Any]:
     loads = json.loads
+    scan = _scan
+    head, tail, start = _DELTA_HEAD, _DELTA_TAIL, _HEAD_LEN
     for frame in events:
         data = frame.data
         name = frame.event
+        if data.startswith(head) and name == "message":
+            # the common case: only the item is decoded (the rest of the frame is the fixed delta frame;
+            # created_at is the driver's to set).  Anything else takes the general path below.
+            try:
+                item, end = scan(data, start)
+            except (StopIteration, ValueError):
+                item, end = None, 0
+            if item.__class__ is dict and data.startswith(tail, end) and data.endswith("}"):
+                yield _restore(item) if '"__bytes__"' in data else item
+                continue
         if name == "error":
             try:
                 payload = loads(data)  # type: Any
