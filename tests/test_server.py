@@ -731,3 +731,28 @@ def to_jsonable_(event):
     from agenthub.tracer import to_jsonable
 
     return to_jsonable(event)
+
+
+def test_framing_reads_what_the_server_writes_and_any_other_sse():
+    from agenthub.providers.agenthub_server import framing
+    from agenthub.sse import SSEEvent, iter_events
+
+    body = (b'data: {"a":1}\n\n: keep-alive\n\ndata: {"b":"\xc3\xa9"}\n\nevent: error\ndata: {"error":{}}\n\n'
+            b'data: x\ndata: y\n\nid: 7\ndata: z\n\ndata: last')
+    want = [e.data if e.event == "message" else (e.event, e.data) for e in iter_events([body])]
+    assert want == ['{"a":1}', '{"b":"é"}', ("error", '{"error":{}}'), "x\ny", "z", "last"]
+
+    def read(chunks):
+        return [f if isinstance(f, str) else (f.data if f.event == "message" else (f.event, f.data))
+                for f in framing(iter(chunks))]
+
+    for cut in range(len(body) + 1):  # every split of the body in two chunks
+        assert read([body[:cut], body[cut:]]) == want, cut
+    crlf = body.replace(b"\n", b"\r\n")
+    for cut in (0, 5, 17, 40, len(crlf)):
+        assert read([crlf[:cut], crlf[cut:]]) == want, cut
+    assert all(isinstance(f, SSEEvent) for f in framing(iter([b"data: a\r\n\r\n"])))
+    with pytest.raises(StreamProtocolError, match="more than 1024 bytes"):
+        list(framing(iter([b"data: " + b"x" * 2000]), 1024))
+    with pytest.raises(UnicodeDecodeError):
+        list(framing(iter([b"data: \xff\n\n"])))
