@@ -28,7 +28,8 @@ import socket
 import threading
 import time
 from html import unescape
-from typing import Any, Callable, Iterator, Mapping, Optional, Tuple, Union
+from typing import Any, Callable, Iterator, List, Mapping, Optional, Tuple, Union
+from urllib.parse import urlsplit
 
 import requests
 import requests.adapters
@@ -120,9 +121,25 @@ class _WatchedAdapter(requests.adapters.HTTPAdapter):
 # -- error answers ------------------------------------------------------------------------------
 
 
+#: where servers and gateways say how long to wait: milliseconds first (OpenAI, Anthropic, Azure's
+#: ``x-ms-``), then seconds or an HTTP date; LiteLLM passes the provider's headers on with an
+#: ``llm_provider-`` prefix
+_RETRY_AFTER_MS_HEADERS = ("retry-after-ms", "x-ms-retry-after-ms", "llm_provider-retry-after-ms")
+_RETRY_AFTER_HEADERS = ("retry-after", "x-retry-after", "llm_provider-retry-after")
+
+
+def _first(headers: Mapping[str, str], names: Tuple[str, ...]) -> Optional[str]:
+    for name in names:
+        value = headers.get(name)
+        if value and value.strip():
+            return value.strip()
+    return None
+
+
 def _retry_after(headers: Mapping[str, str]) -> Optional[float]:
-    """Seconds to wait from ``retry-after-ms`` (OpenAI, Anthropic) or ``Retry-After`` (seconds or an HTTP date)."""
-    value = headers.get("retry-after-ms")
+    """Seconds to wait from ``retry-after-ms`` (OpenAI, Anthropic) or ``Retry-After`` (seconds or an HTTP date),
+    in any of the spellings above."""
+    value = _first(headers, _RETRY_AFTER_MS_HEADERS)
     if value:
         try:
             seconds = float(value) / 1000.0
@@ -130,7 +147,7 @@ def _retry_after(headers: Mapping[str, str]) -> Optional[float]:
                 return max(0.0, seconds)
         except ValueError:
             pass
-    value = headers.get("retry-after")
+    value = _first(headers, _RETRY_AFTER_HEADERS)
     if not value:
         return None
     try:
@@ -153,10 +170,11 @@ def _retry_after(headers: Mapping[str, str]) -> Optional[float]:
 
 
 def _request_id(headers: Mapping[str, str]) -> Optional[str]:
-    for name in _REQUEST_ID_HEADERS:
-        value = headers.get(name)
-        if value:
-            return preview(value, 200)
+    for prefix in ("", "llm_provider-"):  # a gateway's own id first, then the provider's it passed on
+        for name in _REQUEST_ID_HEADERS:
+            value = headers.get(prefix + name)
+            if value:
+                return preview(value, 200)
     return None
 
 
@@ -169,15 +187,18 @@ def _http_error(client: str, response: requests.Response) -> UpstreamError:
     try:
         payload = json.loads(text)  # type: Any
     except (ValueError, RecursionError):
-        if _is_html(response):
-            text = _page_text(text)
-        payload = preview(text.strip(), 500) or "HTTP {} {}".format(response.status_code, response.reason or "")
+        payload = _sse_error(text)
+        if payload is None:
+            if _is_html(response):
+                text = _page_text(text)
+            payload = preview(text.strip(), 500) or "HTTP {} {}".format(response.status_code, response.reason or "")
     error = upstream_error(
         client,
         payload,
         status=response.status_code,
         retry_after=_retry_after(response.headers),
         request_id=_request_id(response.headers),
+        url=getattr(response, "url", None) or getattr(getattr(response, "request", None), "url", None),
     )
     amzn = response.headers.get("x-amzn-errortype")  # AWS: "ThrottlingException:http://internal.amazon.com/..."
     if amzn and error.error_type is None:
@@ -187,6 +208,27 @@ def _http_error(client: str, response: requests.Response) -> UpstreamError:
         error.retryable = should == "true"
         error._fields["retryable"] = error.retryable
     return error
+
+
+_SSE_DATA = re.compile(r"^data:[ ]?(.*)$", re.M)
+
+
+def _sse_error(text: str) -> Any:
+    """The error object of an error body framed as an event stream (``data: {"error": ...}``, as some
+    gateways answer a streamed request that failed before it began); None when there is none."""
+    if "data:" not in text[:4096]:
+        return None
+    for match in _SSE_DATA.finditer(text.replace("\r\n", "\n").replace("\r", "\n")):
+        data = match.group(1).strip()
+        if not data or data == "[DONE]":
+            continue
+        try:
+            payload = json.loads(data)
+        except (ValueError, RecursionError):
+            continue
+        if isinstance(payload, dict) and (payload.get("error") or payload.get("type") == "error"):
+            return payload
+    return None
 
 
 # -- sending ------------------------------------------------------------------------------------
@@ -208,12 +250,68 @@ def _transport_error(client: str, what: str, exc: BaseException, timeout: Timeou
     elif timed_out:
         why = "no data for {}s (idle timeout between received bytes)".format(read)
     else:
-        why = type(exc).__name__
+        why = _why(exc, what)
     # a certificate that does not verify, or a URL requests refuses, is not cured by asking again
     permanent = isinstance(exc, (requests.exceptions.SSLError, requests.exceptions.InvalidURL,
                                  requests.exceptions.InvalidSchema, requests.exceptions.MissingSchema))
     return TransportError("{}: {} failed: {}".format(client or "agenthub", what, why), client=client,
                           timeout=timed_out, retryable=not permanent)
+
+
+def _chain(exc: BaseException) -> List[BaseException]:
+    """``exc`` and what caused it (causes, contexts and wrapped exceptions in args), at most 8 deep."""
+    seen = []  # type: List[BaseException]
+    current = exc  # type: Any
+    while current is not None and len(seen) < 8 and all(current is not e for e in seen):
+        seen.append(current)
+        args = getattr(current, "args", ())
+        inner = next((a for a in args if isinstance(a, BaseException)), None)
+        reason = getattr(current, "reason", None)  # urllib3's MaxRetryError / NewConnectionError
+        current = current.__cause__ or (reason if isinstance(reason, BaseException) else None) or inner \
+            or current.__context__
+    return seen
+
+
+def _why(exc: BaseException, what: str) -> str:
+    """Why a connection failed, in words (no internal class names)."""
+    host = urlsplit(what.split(" ", 1)[-1]).netloc if " " in what else ""
+    chain = _chain(exc)
+    words = " ".join(str(e) for e in chain).lower()
+    if any(isinstance(e, requests.exceptions.SSLError) or type(e).__name__.startswith("SSL") for e in chain):
+        if "certificate verify failed" in words or "certificate_verify_failed" in words:
+            detail = "the server's certificate did not verify"
+            for hint in ("self-signed certificate", "self signed certificate", "certificate has expired",
+                         "hostname mismatch", "unable to get local issuer certificate"):
+                if hint in words:
+                    detail += " ({})".format(hint)
+                    break
+        elif "wrong version number" in words or "record layer failure" in words:
+            detail = "the server did not answer TLS (an http:// server behind an https:// URL?)"
+        else:
+            detail = "the TLS handshake failed"
+        return "TLS failed: {}".format(detail)
+    if any(isinstance(e, socket.gaierror) for e in chain) or any(
+            phrase in words for phrase in ("name or service not known", "nodename nor servname",
+                                           "getaddrinfo failed", "temporary failure in name resolution",
+                                           "no address associated", "name resolution")):
+        return "the host name {}did not resolve (DNS): is it spelt right, and is there a network?".format(
+            (host.rsplit("@", 1)[-1] + " ") if host else "")
+    if any(isinstance(e, ConnectionRefusedError) for e in chain) or "connection refused" in words:
+        return "connection refused{}: nothing listens there (is the server running, is the port right?)".format(
+            " by " + host if host else "")
+    if any(isinstance(e, ConnectionResetError) for e in chain) or "connection reset" in words:
+        return "the connection was reset by the server"
+    if "remotedisconnected" in words or "remote end closed connection" in words:
+        return "the server closed the connection without answering"
+    if any(isinstance(e, (requests.exceptions.InvalidURL, requests.exceptions.InvalidSchema,
+                          requests.exceptions.MissingSchema)) for e in chain):
+        return "the URL is not one requests can send to ({})".format(preview(str(exc), 120))
+    if "incompleteread" in words or "connection broken" in words or "invalidchunklength" in words:
+        return "the connection broke in the middle of the answer"
+    if any(isinstance(e, (BrokenPipeError, OSError)) and getattr(e, "strerror", None) for e in chain):
+        error = next(e for e in chain if isinstance(e, OSError) and getattr(e, "strerror", None))
+        return "the connection failed: {}".format(str(error.strerror).lower())
+    return "the connection failed"
 
 
 def _is_timeout(exc: BaseException) -> bool:
@@ -404,6 +502,9 @@ class BodyStream(object):
         return self._is_document
 
     _is_document = False
+    #: the answer's HTTP status and request id, once its head arrived (for logs)
+    status = None  # type: Optional[int]
+    request_id = None  # type: Optional[str]
 
     def iter_chunks(self) -> Iterator[bytes]:
         """The body's chunks as they arrive (the request goes out at the first ``next``).  Closing
@@ -435,6 +536,8 @@ class BodyStream(object):
         except BaseException:
             self._done = True
             raise
+        self.status = getattr(self._response, "status_code", None)
+        self.request_id = _request_id(getattr(self._response, "headers", None) or {})
         if _is_html(self._response):
             try:
                 raise _html_instead_of_stream(self._client, self._response)

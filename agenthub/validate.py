@@ -5,17 +5,24 @@ problem; ``check_config`` returns a normalised copy (enum values as enums).
 The caller's objects are never modified.
 """
 
-from typing import Any, Dict, Mapping, Optional, Sequence
+import re
+from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from .errors import ConfigError
 from .types import PromptCaching, ThinkingLevel
 
-__all__ = ["check_config", "check_messages", "check_message", "CONFIG_KEYS", "ASPECT_RATIOS", "IMAGE_SIZES"]
+__all__ = ["check_config", "check_messages", "check_message", "CONFIG_KEYS", "ASPECT_RATIOS", "IMAGE_SIZES",
+           "RESPONSE_FORMATS"]
 
 CONFIG_KEYS = (
     "max_tokens", "temperature", "tools", "thinking_summary", "thinking_level", "tool_choice", "system_prompt",
     "prompt_caching", "image_config", "tts_config", "embedding_config", "trace_id",
+    # agenthub's additions (README "Config keys beyond the seed")
+    "response_format", "top_p", "stop", "seed", "extra_body", "extra_headers", "fast_mode",
 )
+RESPONSE_FORMATS = ("text", "json_object", "json_schema")
+_SCHEMA_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+_HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")  # an RFC 9110 token
 ASPECT_RATIOS = ("1:1", "2:3", "3:2", "3:4", "4:3", "9:16", "16:9", "21:9")
 IMAGE_SIZES = ("1K", "2K")
 _TOOL_CHOICES = ("auto", "required", "none")
@@ -76,9 +83,11 @@ def check_config(config: Optional[Mapping[str, Any]]) -> Dict[str, Any]:
     tool_names = []  # type: List[str]
     if "tools" in out:
         tools = out["tools"]
-        if not isinstance(tools, list):
+        if not isinstance(tools, (list, tuple)):
             raise bad("tools", "a list of tool schemas")
+        out["tools"] = tools = list(tools)
         for i, tool in enumerate(tools):
+            _openai_tool(tool, i)
             if not isinstance(tool, Mapping) or not isinstance(tool.get("name"), str) or not tool.get("name"):
                 raise ConfigError("config['tools'][{}] needs a non-empty 'name'".format(i))
             extra = sorted(set(tool) - {"name", "description", "parameters"})
@@ -113,8 +122,9 @@ def check_config(config: Optional[Mapping[str, Any]]) -> Dict[str, Any]:
             raise ConfigError("image_config['image_size'] must be one of {}".format(", ".join(IMAGE_SIZES)))
     if "tts_config" in out:
         speakers = out["tts_config"]
-        if not isinstance(speakers, list) or not speakers:
+        if not isinstance(speakers, (list, tuple)) or not speakers:
             raise bad("tts_config", "a non-empty list of {'voice': ..., 'speaker': ...}")
+        out["tts_config"] = speakers = list(speakers)
         for i, speaker in enumerate(speakers):
             if not isinstance(speaker, Mapping) or not isinstance(speaker.get("voice"), str) or not speaker["voice"]:
                 raise ConfigError("tts_config[{}] needs a non-empty 'voice'".format(i))
@@ -128,12 +138,87 @@ def check_config(config: Optional[Mapping[str, Any]]) -> Dict[str, Any]:
             raise bad("embedding_config", "a dict with 'dimensions'")
         if "dimensions" in emb and (not _is_int(emb["dimensions"]) or emb["dimensions"] <= 0):
             raise ConfigError("embedding_config['dimensions'] must be a positive int")
+    if "response_format" in out:
+        out["response_format"] = _response_format(out["response_format"])
+    if "top_p" in out and (not _is_number(out["top_p"]) or not 0 <= out["top_p"] <= 1):
+        raise bad("top_p", "a number from 0 to 1")
+    if "stop" in out:
+        stop = out["stop"]
+        if isinstance(stop, str):
+            stop = [stop]
+        if not isinstance(stop, (list, tuple)) or not stop or not all(isinstance(s, str) and s for s in stop):
+            raise bad("stop", "a non-empty string or a non-empty list of non-empty strings")
+        out["stop"] = list(stop)
+    if "seed" in out and not _is_int(out["seed"]):
+        raise bad("seed", "an int")
+    if "fast_mode" in out and not isinstance(out["fast_mode"], bool):
+        raise bad("fast_mode", "a bool")
+    if "extra_body" in out:
+        extra = out["extra_body"]
+        if not isinstance(extra, Mapping) or not all(isinstance(k, str) for k in extra):
+            raise ConfigError("config['extra_body'] must be a dict with str keys (it is merged into the JSON body)")
+        out["extra_body"] = _copy(extra)
+    if "extra_headers" in out:
+        headers = out["extra_headers"]
+        if not isinstance(headers, Mapping):
+            raise ConfigError("config['extra_headers'] must be a dict of header name -> str value")
+        for name, value in headers.items():
+            if not isinstance(name, str) or not _HEADER_NAME.fullmatch(name):
+                raise ConfigError("config['extra_headers'] has an invalid header name {}".format(_short(name)))
+            if not isinstance(value, str) or "\r" in value or "\n" in value or "\0" in value:
+                # the value is never shown: it may be a credential
+                raise ConfigError("config['extra_headers'][{!r}] must be a str without CR, LF or NUL".format(name))
+        out["extra_headers"] = dict(headers)
     return out
+
+
+def _response_format(value: Any) -> Dict[str, Any]:
+    """-> a normalised copy: {"type"} or {"type": "json_schema", "name", "schema", "strict"[, "description"]}."""
+    if not isinstance(value, Mapping) or value.get("type") not in RESPONSE_FORMATS:
+        raise ConfigError("config['response_format'] must be {{'type': 'text'}}, {{'type': 'json_object'}} or "
+                          "{{'type': 'json_schema', 'name': ..., 'schema': {{...}}}} (got {})".format(_short(value)))
+    kind = value["type"]
+    allowed = {"type", "name", "schema", "strict", "description"} if kind == "json_schema" else {"type"}
+    extra = sorted(str(k) for k in value if k not in allowed)
+    if extra:
+        raise ConfigError("config['response_format'] of type {!r} has unknown key(s) {}".format(kind, extra))
+    if kind != "json_schema":
+        return {"type": kind}
+    name = value.get("name")
+    if not isinstance(name, str) or not name:
+        raise ConfigError("config['response_format'] of type 'json_schema' needs a 'name' (a-z, A-Z, 0-9, _ and -, "
+                          "at most 64 characters)")
+    if not _SCHEMA_NAME.fullmatch(name):
+        raise ConfigError("config['response_format']['name'] must be a-z, A-Z, 0-9, _ and - only, at most 64 "
+                          "characters (got {})".format(_short(name)))
+    schema = value.get("schema")
+    if not isinstance(schema, Mapping):
+        raise ConfigError("config['response_format']['schema'] must be a JSON Schema dict (got {})".format(
+            type(schema).__name__))
+    strict = value.get("strict", True)
+    if not isinstance(strict, bool):
+        raise ConfigError("config['response_format']['strict'] must be a bool")
+    out = {"type": "json_schema", "name": name, "schema": _copy(schema), "strict": strict}  # type: Dict[str, Any]
+    if value.get("description") is not None:
+        if not isinstance(value["description"], str):
+            raise ConfigError("config['response_format']['description'] must be a str")
+        out["description"] = value["description"]
+    return out
+
+
+def _copy(value: Any) -> Any:
+    """A deep copy of JSON-like data (dicts and lists), so later merging never touches the caller's objects."""
+    if isinstance(value, Mapping):
+        return {k: _copy(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_copy(v) for v in value]
+    return value
 
 
 def check_message(message: Any, where: str = "message") -> None:
     if not isinstance(message, Mapping):
         raise ConfigError("{} must be a dict (UniMessage), got {}".format(where, type(message).__name__))
+    _openai_message(message, where)
     role = message.get("role")
     if role not in ("user", "assistant"):
         raise ConfigError("{}['role'] must be 'user' or 'assistant' (got {}); the system prompt goes in "
@@ -177,6 +262,75 @@ def check_messages(messages: Any) -> None:
         raise ConfigError("messages is empty: send at least one user message")
     for i, message in enumerate(messages):
         check_message(message, "messages[{}]".format(i))
+
+
+# -- OpenAI-shaped input: say what the agenthub shape is -----------------------------------------------
+
+
+def _openai_message(message: Mapping[str, Any], where: str) -> None:
+    """A Chat Completions message ({"role", "content"}) where a UniMessage belongs: show the agenthub shape."""
+    if "content_items" in message:
+        return
+    role = message.get("role")
+    if role == "system" and "content" in message:
+        raise ConfigError("{} is a system message in OpenAI's shape; in agenthub the system prompt is "
+                          "config['system_prompt'] = {}".format(where, _short(_text_of(message.get("content")))))
+    if role == "tool":
+        raise ConfigError("{} is a tool result in OpenAI's shape ({{'role': 'tool', ...}}); in agenthub it is an item "
+                          "of a user message: {{'role': 'user', 'content_items': [{{'type': 'tool_result', "
+                          "'tool_call_id': {}, 'text': {}}}]}}".format(
+                              where, _short(message.get("tool_call_id", "...")),
+                              _short(_text_of(message.get("content")))))
+    if "content" not in message and "tool_calls" not in message:
+        return
+    items = []  # type: List[Dict[str, Any]]
+    content = message.get("content")
+    if isinstance(content, str):
+        items.append({"type": "text", "text": _clip(content)})
+    elif isinstance(content, list):
+        for part in content:
+            if isinstance(part, Mapping) and part.get("type") == "text":
+                items.append({"type": "text", "text": _clip(str(part.get("text", "")))})
+            elif isinstance(part, Mapping) and part.get("type") == "image_url":
+                url = part.get("image_url")
+                url = url.get("url") if isinstance(url, Mapping) else url
+                items.append({"type": "image_url", "image_url": url if isinstance(url, str) else "..."})
+    for call in message.get("tool_calls") or ():
+        function = call.get("function") if isinstance(call, Mapping) else None
+        if isinstance(function, Mapping):
+            items.append({"type": "tool_call", "name": function.get("name", "..."), "arguments": {"...": "..."},
+                          "tool_call_id": call.get("id", "...")})
+    shape = {"role": role if role in ("user", "assistant") else "user",
+             "content_items": items or [{"type": "text", "text": "..."}]}
+    raise ConfigError("{} is in OpenAI's shape ('content'); agenthub messages carry content_items, e.g. "
+                      "{}".format(where, _short_shape(shape)))
+
+
+def _openai_tool(tool: Any, index: int) -> None:
+    """A Chat Completions tool ({"type": "function", "function": {...}}): show the agenthub ToolSchema."""
+    if not isinstance(tool, Mapping) or "name" in tool or not isinstance(tool.get("function"), Mapping):
+        return
+    function = tool["function"]
+    shape = {"name": function.get("name", "..."), "description": "..." if "description" in function else None,
+             "parameters": {"type": "object", "...": "..."} if "parameters" in function else None}
+    shape = {k: v for k, v in shape.items() if v is not None}
+    raise ConfigError("config['tools'][{}] is in OpenAI's shape ({{'type': 'function', 'function': {{...}}}}); an "
+                      "agenthub tool is the function itself: {}".format(index, _short_shape(shape)))
+
+
+def _clip(text: str) -> str:
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _text_of(content: Any) -> Any:
+    if isinstance(content, list):
+        return "".join(p.get("text", "") for p in content if isinstance(p, Mapping) and p.get("type") == "text")
+    return content
+
+
+def _short_shape(shape: Any) -> str:
+    text = repr(shape)
+    return text if len(text) <= 300 else text[:297] + "..."
 
 
 def _type_name(expected: Any) -> str:

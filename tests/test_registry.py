@@ -84,7 +84,7 @@ def test_every_example_routes_to_its_row():
                 assert registry.route_for(example) is route, example
                 kind, url, _, _ = resolve(example, environ=ENV, api_key=None if route.key_env else "k")
             else:
-                kind, url, _, _ = resolve(example, route.presets[0], environ={})
+                kind, url, _, _ = resolve(example, route.presets[0], environ=ENV if route.key_env else {})
             assert (kind, url) == (route.client_type, route.base_url.replace("{region}", "us-east-1")), example
 
 
@@ -358,10 +358,11 @@ def test_list_models():
         "client_type": "openai-chat", "base_url": "https://openrouter.ai/api/v1", "api_key_env": ["OPENROUTER_API_KEY"],
         "base_url_env": "OPENROUTER_BASE_URL", "input_modalities": ["text", "image"], "output_modalities": ["text"],
         "examples": ["deepseek/deepseek-v4-flash", "moonshotai/kimi-k2.6", "anthropic/claude-sonnet-4.6"],
+        "models": [],  # a gateway's prices are its own: none listed
     }
     assert [r["label"] for r in rows if r["pattern"] is None] == [
         "client_type=vllm", "client_type=ollama", "client_type=lmstudio", "client_type=llama.cpp",
-        "client_type=agenthub"]
+        "client_type=zai-anthropic", "client_type=openrouter-anthropic", "client_type=agenthub"]
 
 
 def test_adding_an_openai_compatible_vendor_is_one_row(monkeypatch):
