@@ -95,7 +95,7 @@ def stack():
              "max_retries": 0},
             {"id": "slow", "model": "m", "client_type": "openai-chat", "base_url": up.url + "/slow/v1",
              "max_retries": 0, "default_config": {"max_tokens": 77, "temperature": 0.5}},
-        ], "api_keys": [KEY, "another-key-abcdef"], "keepalive_seconds": 0.1, "max_body_bytes": 200000,
+        ], "api_keys": [KEY, "another-key-abcdef"], "keepalive_seconds": 0.3, "max_body_bytes": 200000,
             "max_concurrent_streams": 4})
         with Builtin(app) as server:
             yield up, app, server
@@ -269,17 +269,20 @@ def test_bytes_travel_as_base64_objects(stack):
 
 
 def test_keep_alive_comments_while_the_upstream_is_silent(stack):
-    up, app, server = stack
+    up = stack[0]
     body = _recording("openai_chat", "weather_answer.sse")
-    up.routes["openai_chat"] = Route(body, parts=2, pause=0.25, delay=0.2)
-    want, _ = outcome(direct(up.url, "openai_chat"))
-    answer = post(server.url, {"model": "openai_chat", "messages": MESSAGES}, stream=True)
-    raw = b"".join(answer.iter_content(None))
-    assert answer.status_code == 200
-    assert raw.startswith(KEEPALIVE)  # silent before the first byte: the 200 and a keep-alive went out
-    first_data = raw.index(b"data: {")
-    assert raw.count(KEEPALIVE, first_data) >= 2  # silent in the middle too
-    got, error = outcome(via(server.url, "openai_chat"))  # the client takes the comments in its stride
+    up.routes["quiet"] = Route(body, parts=2, pause=0.25, delay=0.2)
+    app = make_app({"models": [{"id": "quiet", "model": "m", "client_type": "openai-chat",
+                                "base_url": up.url + "/quiet/v1", "max_retries": 0}], "keepalive_seconds": 0.1})
+    want, _ = outcome(direct(up.url, "openai_chat", route="quiet"))
+    with Builtin(app) as server:
+        answer = post(server.url, {"model": "quiet", "messages": MESSAGES}, stream=True)
+        raw = b"".join(answer.iter_content(None))
+        assert answer.status_code == 200
+        assert raw.startswith(KEEPALIVE)  # silent before the first byte: the 200 and a keep-alive went out
+        first_data = raw.index(b"data: {")
+        assert raw.count(KEEPALIVE, first_data) >= 2  # silent in the middle too
+        got, error = outcome(via(server.url, "quiet"))  # the client takes the comments in its stride
     assert error is None and strip_ids(got) == strip_ids(want)
 
 
