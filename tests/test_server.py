@@ -768,3 +768,21 @@ def test_framing_reads_what_the_server_writes_and_any_other_sse():
         list(framing(iter([b"data: " + b"x" * 2000]), 1024))
     with pytest.raises(UnicodeDecodeError):
         list(framing(iter([b"data: \xff\n\n"])))
+
+
+def test_client_type_agenthub_routes_by_its_preset():
+    from agenthub.registry import resolve
+
+    kind, url, key, _ = resolve("fast", "agenthub", environ={"AGENTHUB_SERVER_KEY": "sk-server-0123456789"})
+    assert (kind, url, key) == ("agenthub", "http://127.0.0.1:8787", "sk-server-0123456789")
+    kind, url, key, _ = resolve("fast", "agenthub", environ={"AGENTHUB_SERVER_URL": "https://hub.example.com",
+                                                             "AGENTHUB_SERVER_KEY": "sk-server-0123456789"})
+    assert (kind, url, key) == ("agenthub", "https://hub.example.com", "sk-server-0123456789")
+    with pytest.raises(ConfigError, match="api_key is required"):  # the variable's key stays with its own endpoint
+        resolve("fast", "agenthub", base_url="https://elsewhere.example.com",
+                environ={"AGENTHUB_SERVER_KEY": "sk-server-0123456789"})
+    client = AutoLLMClient("fast", client_type="agenthub", base_url="http://127.0.0.1:1/v1", api_key="k" * 12)
+    request = client._protocol.build_request(client._endpoint, "fast", MESSAGES, {"trace_id": "t", "max_tokens": 5})
+    assert request.url == "http://127.0.0.1:1/v1/stream"
+    assert request.body == {"model": "fast", "messages": MESSAGES, "config": {"max_tokens": 5}}
+    assert request.headers["Authorization"] == "Bearer " + "k" * 12
