@@ -256,11 +256,15 @@ if _quote is None:  # pragma: no cover - no C accelerator
 #: a delta event is a fixed frame around its one content item
 _DELTA_HEAD = b'data: {"role":"assistant","event_type":"delta","content_items":['
 _DELTA_TAIL = b'],"usage_metadata":null,"finish_reason":null,"created_at":'
+_TEXT_FRAME = _DELTA_HEAD.decode() + '{"type":"text","text":%s}' + _DELTA_TAIL.decode() + "%d}\n\n"
+_FRAGMENT_FRAME = (_DELTA_HEAD.decode() + '{"type":"partial_tool_call","name":%s,"arguments":%s,"tool_call_id":%s}'
+                   + _DELTA_TAIL.decode() + "%d}\n\n")
 
 
 def _encode_event(event: Any) -> bytes:
     """One ``data:`` frame for ``event``: a delta as the fixed frame around its item (the same JSON,
-    with less work), any other event whole."""
+    with less work: a text piece or an argument fragment is quoted straight into it), any other
+    event whole."""
     if event["event_type"] == "delta" and len(event) == 6 and event["role"] == "assistant" \
             and event["usage_metadata"] is None and event["finish_reason"] is None:
         items = event["content_items"]
@@ -268,15 +272,16 @@ def _encode_event(event: Any) -> bytes:
         if len(items) == 1 and created.__class__ is int:
             item = items[0]
             kind = item.get("type")
-            if kind == "text" and len(item) == 2 and item.get("text").__class__ is str:  # most events: one text piece
-                body = '{"type":"text","text":' + _quote(item["text"]) + "}"
-            elif kind == "partial_tool_call" and len(item) == 4 and item.get("arguments").__class__ is str \
-                    and item.get("name").__class__ is str and item.get("tool_call_id").__class__ is str:
-                body = '{"type":"partial_tool_call","name":%s,"arguments":%s,"tool_call_id":%s}' % (
-                    _quote(item["name"]), _quote(item["arguments"]), _quote(item["tool_call_id"]))
-            else:
-                body = _dumps(item)
-            return b"".join((_DELTA_HEAD, body.encode("ascii"), _DELTA_TAIL, b"%d}\n\n" % created))
+            if kind == "text" and len(item) == 2:
+                text = item.get("text")
+                if text.__class__ is str:  # most events: one text piece
+                    return (_TEXT_FRAME % (_quote(text), created)).encode("ascii")
+            elif kind == "partial_tool_call" and len(item) == 4:
+                name, arguments, call_id = item.get("name"), item.get("arguments"), item.get("tool_call_id")
+                if name.__class__ is str and arguments.__class__ is str and call_id.__class__ is str:
+                    return (_FRAGMENT_FRAME % (_quote(name), _quote(arguments), _quote(call_id), created)).encode(
+                        "ascii")
+            return b"".join((_DELTA_HEAD, _dumps(item).encode("ascii"), _DELTA_TAIL, b"%d}\n\n" % created))
     return b"data: " + _dumps(event).encode("ascii") + b"\n\n"
 
 
