@@ -350,12 +350,15 @@ class AgentHubApp(object):
                                        client_type=row.get("client_type"), session=session, **kwargs)
             except ConfigError as exc:
                 raise ConfigError("{}: {}".format(where, exc)) from None
-            if client._endpoint.api_key:
-                secrets.append(client._endpoint.api_key)
+            key = client._endpoint.api_key  # a string, or a credential object (Bedrock, Azure, Vertex)
+            if hasattr(key, "secrets"):
+                secrets.extend(value for value in key.secrets() if isinstance(value, str))
+            elif isinstance(key, str) and key:
+                secrets.append(key)
             self.models[row["id"]] = _Model(row["id"], client, default_config)
         self.api_keys = list(settings["api_keys"])
         self._keys = [key.encode("utf-8") for key in self.api_keys]
-        self._secrets = sorted((s for s in secrets + self.api_keys if len(s) >= 4), key=len, reverse=True)
+        self._secrets = sorted(set(s for s in secrets + self.api_keys if len(s) >= 8), key=len, reverse=True)
         self.allowed_hosts = frozenset(settings["allowed_hosts"])
         self.max_body_bytes = settings["max_body_bytes"]
         self.max_concurrent_streams = settings["max_concurrent_streams"]

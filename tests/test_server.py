@@ -95,6 +95,8 @@ def stack():
              "max_retries": 0},
             {"id": "slow", "model": "m", "client_type": "openai-chat", "base_url": up.url + "/slow/v1",
              "max_retries": 0, "default_config": {"max_tokens": 77, "temperature": 0.5}},
+            {"id": "bedrock", "model": BEDROCK_MODEL, "client_type": "bedrock", "base_url": up.url + "/bedrock",
+             "api_key": UPSTREAM_KEY, "max_retries": 0},
         ], "api_keys": [KEY, "another-key-abcdef"], "keepalive_seconds": 0.3, "max_body_bytes": 200000,
             "max_concurrent_streams": 4})
         with Builtin(app) as server:
@@ -113,11 +115,20 @@ def post(url, body, key=KEY, **kwargs):
 # -- recorded streams of every protocol ---------------------------------------------------------------
 
 
+#: fixtures of the cloud endpoints, by the wire format they carry (Azure OpenAI speaks Chat Completions or
+#: Responses, Vertex AI speaks Gemini or Anthropic Messages): the server is indifferent to where a stream came from
+CLOUD_FIXTURES = {("azure", "chat_"): "openai_chat", ("azure", "responses_"): "openai_responses",
+                  ("vertex", "claude_"): "anthropic", ("vertex", "gemini_"): "gemini"}
+
+
 def _recordings():
     out = []
     for module in MODULES:
         paths = sorted(glob.glob(os.path.join(ROOT, "agenthub", "recordings", module, "*.sse")))
         paths += sorted(glob.glob(os.path.join(ROOT, "tests", "fixtures", module, "*.sse")))
+        for (folder, prefix), wire in CLOUD_FIXTURES.items():
+            if wire == module:
+                paths += sorted(glob.glob(os.path.join(ROOT, "tests", "fixtures", folder, prefix + "*.sse")))
         for path in paths:
             with open(path, "rb") as handle:
                 out.append(pytest.param(module, handle.read(), id="{}/{}".format(
@@ -156,6 +167,37 @@ def test_round_trip_equals_the_direct_client(stack, module, data):
 @pytest.mark.parametrize("module,data", _wire())
 def test_round_trip_on_real_wire_streams(stack, module, data):
     _round_trip(stack, module, data)
+
+
+BEDROCK_MODEL = "anthropic.claude-sonnet-4-6-v1:0"
+
+
+def test_round_trip_of_a_bedrock_event_stream(stack):
+    """Bedrock's binary event stream (reasoning with a signature, text, a tool call) through the server."""
+    import bedrock_frames as bf
+
+    up, app, server = stack
+    frames = [bf.message_start(), bf.reasoning_delta(0, text="The user wants "), bf.reasoning_delta(0, text="weather."),
+              bf.reasoning_delta(0, signature="c2lnbmF0dXJl"), bf.block_stop(0), bf.text_delta("Checking.", 1),
+              bf.block_stop(1), bf.tool_start("tooluse_1", "get_weather", 2), bf.tool_delta('{"city": ', 2),
+              bf.tool_delta('"Paris"}', 2), bf.block_stop(2), bf.message_stop("tool_use"),
+              bf.metadata(input_tokens=20, output_tokens=9, cache_read=4)]
+    up.routes["bedrock"] = Route(b"".join(frames), headers={"Content-Type": "application/vnd.amazon.eventstream"})
+    want, want_error = outcome(AutoLLMClient(BEDROCK_MODEL, client_type="bedrock", base_url=up.url + "/bedrock",
+                                             api_key=UPSTREAM_KEY, max_retries=0))
+    got, got_error = outcome(via(server.url, "bedrock"))
+    assert want_error is None and got_error is None
+    assert same_ids(got) == same_ids(want)
+    assert _items(want, "tool_call") and any(i.get("fidelity") for i in _items(want, "thinking"))
+    up.routes["bedrock"] = Route(b"".join([bf.message_start(), bf.text_delta("Part"),
+                                           bf.exception("throttlingException", "Too many tokens")]),
+                                 headers={"Content-Type": "application/vnd.amazon.eventstream"})
+    want, want_error = outcome(AutoLLMClient(BEDROCK_MODEL, client_type="bedrock", base_url=up.url + "/bedrock",
+                                             api_key=UPSTREAM_KEY, max_retries=0))
+    got, got_error = outcome(via(server.url, "bedrock"))
+    assert same_ids(got) == same_ids(want) and want
+    assert isinstance(want_error, RateLimitError)
+    assert_same_error(got_error, want_error)
 
 
 def _items(events, kind):
