@@ -553,7 +553,7 @@ SCRIPT = r"""
     add(part, el("span", "id", id || ""));
     var status = add(part, el("span", "state", ""));
     var args = add(part, el("pre", "args", ""));
-    return { node: part, args: args, status: status, id: id || "", raw: "" };
+    return { node: part, args: args, text: add(args, document.createTextNode("")), status: status, id: id || "" };
   }
   function toolResultPart(parent, item, name) {
     var part = add(parent, el("div", "part tool-result"));
@@ -618,12 +618,66 @@ SCRIPT = r"""
   }
 
   // the assistant card while its events arrive
+  // events are queued and put on the page once per frame: a fast stream costs one layout a frame
   function Live(c) {
     this.card = c;
-    this.current = null;      // {kind, node, textNode}
+    this.current = null;      // {kind, node, live, textNode}
     this.calls = [];
+    this.queue = [];
+    this.dirty = [];          // sinks with text waiting to be appended
+    this.scheduled = false;
     this.cursor = add(c.body, el("span", "cursor", ""));
   }
+  // where streamed text goes: pieces are joined and appended once a frame (appendData copies the
+  // whole node, so one call per piece would cost the square of the length); a long text continues in
+  // a new segment after a line break, so a frame lays out only the last segment.  Streaming tool
+  // arguments (cap) show their last characters only, until the complete call replaces them.
+  function Sink(node, owner, split, cap) {
+    this.node = node; this.owner = owner; this.split = split; this.cap = cap || 0; this.pending = []; this.total = 0;
+  }
+  Live.prototype.write = function (sink, text) {
+    if (!sink.pending.length) { this.dirty.push(sink); }
+    sink.pending.push(text);
+  };
+  Live.prototype.drain = function () {
+    for (var i = 0; i < this.dirty.length; i++) {
+      var sink = this.dirty[i];
+      var text = sink.pending.join("");
+      sink.pending = [];
+      sink.total += text.length;
+      if (sink.cap && sink.node.length + text.length > sink.cap) {
+        sink.node.data = "… " + (sink.node.data + text).slice(-Math.floor(sink.cap / 2));
+        if (sink.onCap) { sink.onCap(sink.total); }
+        continue;
+      }
+      var cut = sink.split && sink.node.length > 8192 ? text.lastIndexOf("\n") : -1;
+      if (cut >= 0) {
+        sink.node.appendData(text.slice(0, cut + 1));
+        sink.node = add(add(sink.owner, el("div", "segment")), document.createTextNode(text.slice(cut + 1)));
+      } else {
+        sink.node.appendData(text);
+      }
+    }
+    this.dirty = [];
+  };
+  Live.prototype.push = function (event) {
+    var self = this;
+    this.queue.push(event);
+    if (this.scheduled) { return; }
+    this.scheduled = true;
+    requestAnimationFrame(function () { self.flush(); });
+    setTimeout(function () { self.flush(); }, 100);  // frames are not drawn in a hidden tab
+  };
+  Live.prototype.flush = function () {
+    this.scheduled = false;
+    if (!this.queue.length) { return; }
+    var stick = nearBottom();
+    var events = this.queue;
+    this.queue = [];
+    for (var i = 0; i < events.length; i++) { this.apply(events[i]); }
+    this.drain();
+    scrollDown(stick);
+  };
   Live.prototype.block = function (kind, make) {
     if (!this.current || this.current.kind !== kind) { this.current = make.call(this); }
     this.mark(this.current.live);
@@ -645,18 +699,18 @@ SCRIPT = r"""
         if (!item.text) { return; }
         block = self.block("text", function () {
           var node = this.place(el("div", "part text"));
-          return { kind: "text", node: node, live: node, textNode: add(node, document.createTextNode("")) };
+          return { kind: "text", node: node, live: node, sink: new Sink(add(node, document.createTextNode("")), node, true) };
         });
-        block.textNode.appendData(item.text);
+        self.write(block.sink, item.text);
       } else if (type === "thinking") {
         if (!item.thinking) { return; }
         block = self.block("thinking", function () {
           var node = this.place(el("details", "part thinking"));
           var summary = add(node, el("summary", null, "Thinking…"));
           var body = add(node, el("div", "text"));
-          return { kind: "thinking", node: node, live: summary, textNode: add(body, document.createTextNode("")) };
+          return { kind: "thinking", node: node, live: summary, sink: new Sink(add(body, document.createTextNode("")), body, true) };
         });
-        block.textNode.appendData(item.thinking);
+        self.write(block.sink, item.thinking);
       } else if (type === "partial_tool_call") {
         if (item.name || item.tool_call_id || !self.current || self.current.kind !== "tool") {
           var holder = document.createElement("div");
@@ -664,12 +718,13 @@ SCRIPT = r"""
           self.place(part.node);
           part.node.classList.add("streaming");
           part.status.textContent = "streaming arguments…";
+          part.sink = new Sink(part.text, part.args, false, 16384);
+          part.sink.onCap = function (total) { part.status.textContent = "streaming arguments… " + sizeText(total); };
           self.calls.push(part);
           self.current = { kind: "tool", call: part };
         }
         var call = self.current.call;
-        call.raw += item.arguments || "";
-        call.args.textContent = call.raw;
+        if (item.arguments) { self.write(call.sink, item.arguments); }
         self.mark(call.args);
       } else if (type === "tool_call") {
         var found = null;
@@ -685,6 +740,7 @@ SCRIPT = r"""
           self.place(found.node);
           self.calls.push(found);
         }
+        if (found.sink) { found.sink.pending = []; found.sink.node = document.createTextNode(""); }
         found.node.classList.remove("streaming");
         found.status.textContent = "✓ complete";
         found.args.textContent = pretty(item.arguments);
@@ -847,19 +903,18 @@ SCRIPT = r"""
         if (!event || typeof event !== "object") {
           throw new PlaygroundError("StreamProtocolError", "an event that is not an object", {});
         }
-        var stick = nearBottom();
         if (!first && (event.content_items || []).length) { first = Date.now(); }
         events.push(event);
         lastNote = "streaming…";
         if (event.event_type === "stop") { stopped = true; lastNote = "finishing…"; }
-        live.apply(event);
-        scrollDown(stick);
+        live.push(event);
         return false;
       }, function () { lastNote = "waiting for the model (keep-alive)…"; });
       if (!stopped) {
         throw new PlaygroundError("StreamProtocolError", done ? "the stream ended without a stop event" :
           "the stream ended before [DONE]", {});
       }
+      live.flush();
       var message = collect(events);
       state.history.push(user, message);
       state.lastModel = model;
@@ -873,6 +928,7 @@ SCRIPT = r"""
       renderPending(message);
       setStatus("Done in " + seconds(total) + ".");
     } catch (error) {
+      live.flush();
       live.finish();
       var aborted = controller.signal.aborted || (error && error.name === "AbortError");
       userCard.node.classList.add("dropped");

@@ -851,3 +851,71 @@ def test_sse_framing_crlf_comments_multiline_data_one_byte_at_a_time(browser, up
         assert bad_entries(console(browser)) == []
     finally:
         site.close()
+
+
+def canned_site(upstream, *bodies, **kw):
+    """The real page and model list, and POST /v1/stream answering the ``bodies`` (SSE bytes) in
+    8 KB writes; before each body after the first it waits for ``kw["gate"]`` (a threading.Event)."""
+    app = (make_app or StubApp)(app_config(upstream))
+
+    def answer():
+        for n, body in enumerate(bodies):
+            if n:
+                kw["gate"].wait(10)
+            for i in range(0, len(body), 8192):
+                yield body[i:i + 8192]
+
+    def canned(environ, start_response):
+        if environ["PATH_INFO"] == "/v1/stream":
+            environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0))
+            start_response("200 OK", [("Content-Type", "text/event-stream")])
+            return answer()
+        return app(environ, start_response)
+
+    return Site(canned, upstream)
+
+
+def sse_events(events, done=True):
+    return (b"".join(b"data: " + json.dumps(to_jsonable(e)).encode("utf-8") + b"\n\n" for e in events)
+            + (b"data: [DONE]\n\n" if done else b""))
+
+
+def test_long_text_and_long_tool_arguments_are_shown_whole(browser, upstream):
+    """Streamed text is appended a frame at a time and continues in new segments past 8 KB; streaming
+    arguments past 16 KB show their tail: what ends on the page and in the history is still exact."""
+    base = {"role": "assistant", "usage_metadata": None, "finish_reason": None, "created_at": 9}
+    lines = ["line {} {}\n".format(n, "x" * (n % 7)) for n in range(3000)]
+    fragments = ['{"data": "'] + ["y" * 19 + str(n % 10) for n in range(1500)] + ['"}']
+    arguments = json.loads("".join(fragments))
+    events = [dict(base, event_type="start", content_items=[])]
+    events += [dict(base, event_type="delta", content_items=[{"type": "text", "text": line}]) for line in lines]
+    events += [dict(base, event_type="delta", content_items=[{"type": "partial_tool_call", "name": "save" if n == 0 else "",
+                                                              "tool_call_id": "c9" if n == 0 else "", "arguments": f}])
+               for n, f in enumerate(fragments)]
+    events.append(dict(base, event_type="delta", content_items=[
+        {"type": "tool_call", "name": "save", "tool_call_id": "c9", "arguments": arguments}]))
+    events.append(dict(base, event_type="stop", finish_reason="tool_call", usage_metadata={
+        "cached_tokens": None, "prompt_tokens": 1, "thoughts_tokens": None, "response_tokens": 4000}))
+    gate = threading.Event()
+    half = 1 + len(lines) // 2  # the first half of the text is on the page before the rest is sent
+    site = canned_site(upstream, sse_events(events[:half], done=False), sse_events(events[half:]), gate=gate)
+    try:
+        console(browser)
+        open_page(browser, site.url)
+        type_and_send(browser, "go")
+        shown = "".join(lines[:half - 1])
+        wait(browser, lambda d: last_answer(d).find_element(By.CSS_SELECTOR, "div.part.text").get_property(
+            "textContent") == shown, "the first half")
+        gate.set()
+        wait_done(browser)
+        assert css(browser, "#status").text.startswith("Done")
+        answer = last_answer(browser)
+        text = answer.find_element(By.CSS_SELECTOR, "div.part.text")
+        assert text.get_property("textContent") == "".join(lines)
+        assert len(text.find_elements(By.CSS_SELECTOR, "div.segment")) >= 1
+        assert answer.find_element(By.CSS_SELECTOR, "pre.args").get_property("textContent") == json.dumps(
+            arguments, indent=2)
+        assert strip_created(history(browser)[1]) == strip_created(to_jsonable(collect(events)))
+        assert bad_entries(console(browser)) == []
+    finally:
+        site.close()
