@@ -47,7 +47,8 @@ POOL_MAXSIZE = 32
 #: at most this much of an error body is read
 _MAX_ERROR_BODY = 64 * 1024
 _READ_SIZE = 64 * 1024
-_REQUEST_ID_HEADERS = ("x-request-id", "request-id", "x-goog-request-id", "openai-request-id", "cf-ray")
+_REQUEST_ID_HEADERS = ("x-request-id", "request-id", "x-goog-request-id", "openai-request-id", "x-amzn-requestid",
+                       "cf-ray")
 
 Timeout = Union[None, float, Tuple[Optional[float], Optional[float]]]
 Hook = Optional[Callable[[Any], None]]
@@ -119,9 +120,25 @@ class _WatchedAdapter(requests.adapters.HTTPAdapter):
 # -- error answers ------------------------------------------------------------------------------
 
 
+#: where servers and gateways say how long to wait: milliseconds first (OpenAI, Anthropic, Azure's
+#: ``x-ms-``), then seconds or an HTTP date; LiteLLM passes the provider's headers on with an
+#: ``llm_provider-`` prefix
+_RETRY_AFTER_MS_HEADERS = ("retry-after-ms", "x-ms-retry-after-ms", "llm_provider-retry-after-ms")
+_RETRY_AFTER_HEADERS = ("retry-after", "x-retry-after", "llm_provider-retry-after")
+
+
+def _first(headers: Mapping[str, str], names: Tuple[str, ...]) -> Optional[str]:
+    for name in names:
+        value = headers.get(name)
+        if value and value.strip():
+            return value.strip()
+    return None
+
+
 def _retry_after(headers: Mapping[str, str]) -> Optional[float]:
-    """Seconds to wait from ``retry-after-ms`` (OpenAI, Anthropic) or ``Retry-After`` (seconds or an HTTP date)."""
-    value = headers.get("retry-after-ms")
+    """Seconds to wait from ``retry-after-ms`` (OpenAI, Anthropic) or ``Retry-After`` (seconds or an HTTP date),
+    in any of the spellings above."""
+    value = _first(headers, _RETRY_AFTER_MS_HEADERS)
     if value:
         try:
             seconds = float(value) / 1000.0
@@ -129,7 +146,7 @@ def _retry_after(headers: Mapping[str, str]) -> Optional[float]:
                 return max(0.0, seconds)
         except ValueError:
             pass
-    value = headers.get("retry-after")
+    value = _first(headers, _RETRY_AFTER_HEADERS)
     if not value:
         return None
     try:
@@ -152,10 +169,11 @@ def _retry_after(headers: Mapping[str, str]) -> Optional[float]:
 
 
 def _request_id(headers: Mapping[str, str]) -> Optional[str]:
-    for name in _REQUEST_ID_HEADERS:
-        value = headers.get(name)
-        if value:
-            return preview(value, 200)
+    for prefix in ("", "llm_provider-"):  # a gateway's own id first, then the provider's it passed on
+        for name in _REQUEST_ID_HEADERS:
+            value = headers.get(prefix + name)
+            if value:
+                return preview(value, 200)
     return None
 
 
@@ -168,9 +186,11 @@ def _http_error(client: str, response: requests.Response) -> UpstreamError:
     try:
         payload = json.loads(text)  # type: Any
     except (ValueError, RecursionError):
-        if _is_html(response):
-            text = _page_text(text)
-        payload = preview(text.strip(), 500) or "HTTP {} {}".format(response.status_code, response.reason or "")
+        payload = _sse_error(text)
+        if payload is None:
+            if _is_html(response):
+                text = _page_text(text)
+            payload = preview(text.strip(), 500) or "HTTP {} {}".format(response.status_code, response.reason or "")
     error = upstream_error(
         client,
         payload,
@@ -178,11 +198,35 @@ def _http_error(client: str, response: requests.Response) -> UpstreamError:
         retry_after=_retry_after(response.headers),
         request_id=_request_id(response.headers),
     )
+    amzn = response.headers.get("x-amzn-errortype")  # AWS: "ThrottlingException:http://internal.amazon.com/..."
+    if amzn and error.error_type is None:
+        error.error_type = error._fields["error_type"] = amzn.split(":", 1)[0].strip() or None
     should = (response.headers.get("x-should-retry") or "").strip().lower()
     if should in ("true", "false"):  # the server's own word wins (OpenAI and Anthropic send it)
         error.retryable = should == "true"
         error._fields["retryable"] = error.retryable
     return error
+
+
+_SSE_DATA = re.compile(r"^data:[ ]?(.*)$", re.M)
+
+
+def _sse_error(text: str) -> Any:
+    """The error object of an error body framed as an event stream (``data: {"error": ...}``, as some
+    gateways answer a streamed request that failed before it began); None when there is none."""
+    if "data:" not in text[:4096]:
+        return None
+    for match in _SSE_DATA.finditer(text.replace("\r\n", "\n").replace("\r", "\n")):
+        data = match.group(1).strip()
+        if not data or data == "[DONE]":
+            continue
+        try:
+            payload = json.loads(data)
+        except (ValueError, RecursionError):
+            continue
+        if isinstance(payload, dict) and (payload.get("error") or payload.get("type") == "error"):
+            return payload
+    return None
 
 
 # -- sending ------------------------------------------------------------------------------------
@@ -577,7 +621,8 @@ def fetch_json(session: requests.Session, request: HttpRequest, timeout: Timeout
 # ``record(method, url, body, status, headers, body_bytes, secrets)``.
 
 #: request headers whose values are credentials (their values are scrubbed from recordings)
-_CREDENTIAL_HEADERS = ("authorization", "proxy-authorization", "x-api-key", "x-goog-api-key", "api-key")
+_CREDENTIAL_HEADERS = ("authorization", "proxy-authorization", "x-api-key", "x-goog-api-key", "api-key",
+                       "x-amz-security-token")
 
 
 class _ReplayBody(object):

@@ -323,3 +323,53 @@ def test_audio_bytes_round_trip_through_base64():
                                      "data": base64.b64encode(pcm).decode("ascii")}}),
                chunk({"text": ""}, finish="STOP"))
     assert items(run(data)) == [{"type": "inline_data", "data": pcm, "mime_type": "audio/L16;codec=pcm;rate=24000"}]
+
+
+# -- usageMetadata is a snapshot (issue 13) ---------------------------------------------------------------
+
+
+def _sums_to_total(stop_usage, meta):
+    """The four buckets add up to the snapshot's totalTokenCount (toolUsePromptTokenCount is in prompt)."""
+    return sum(v or 0 for v in stop_usage.values()) == meta["totalTokenCount"]
+
+
+def test_a_later_usage_snapshot_without_candidates_count_replaces_the_earlier_one():
+    """Seen behind a gateway relaying Gemini 2.5: mid-stream snapshots count the visible tokens so far;
+    the last one (after a function call) has no ``candidatesTokenCount`` at all.  Merged field by field the
+    buckets would add up to more than the total; taken whole they add up to it."""
+    first = {"promptTokenCount": 120, "candidatesTokenCount": 18, "thoughtsTokenCount": 64, "totalTokenCount": 202}
+    last = {"promptTokenCount": 120, "thoughtsTokenCount": 64, "totalTokenCount": 184,
+            "promptTokensDetails": [{"modality": "TEXT", "tokenCount": 120}]}
+    data = sse(chunk({"text": "Checking."}, usage=first),
+               chunk({"functionCall": {"name": "lookup", "args": {"q": "x"}}}, finish="STOP", usage=last))
+    events = run(data)
+    assert stop(events) == ("tool_call", {"cached_tokens": None, "prompt_tokens": 120, "thoughts_tokens": 64,
+                                          "response_tokens": None})
+    assert _sums_to_total(stop(events)[1], last)
+
+
+def test_the_last_snapshot_counts_even_when_it_shrinks_and_traffic_type_only_blocks_do_not_erase_it():
+    snapshots = [
+        {"promptTokenCount": 30, "cachedContentTokenCount": 20, "candidatesTokenCount": 9, "totalTokenCount": 39},
+        {"promptTokenCount": 30, "cachedContentTokenCount": 20, "candidatesTokenCount": 4,
+         "toolUsePromptTokenCount": 7, "thoughtsTokenCount": 11, "totalTokenCount": 52},
+    ]
+    data = sse(chunk({"text": "A"}, usage=snapshots[0]), chunk({"text": "B"}, usage=snapshots[1]),
+               chunk({"text": ""}, finish="STOP", usage={"trafficType": "ON_DEMAND"}))
+    events = run(data)
+    assert stop(events) == ("stop", {"cached_tokens": 20, "prompt_tokens": 30 - 20 + 7, "thoughts_tokens": 11,
+                                     "response_tokens": 4})
+    assert _sums_to_total(stop(events)[1], snapshots[1])
+
+
+@pytest.mark.parametrize("name,data,sidecar", __import__("conftest").wire_params("gemini"))
+def test_recorded_streams_usage_adds_up_to_the_last_total(name, data, sidecar):
+    """On every recorded Gemini stream: the four buckets add up to the last snapshot's totalTokenCount."""
+    snapshots = [json.loads(line[5:]).get("usageMetadata") for line in data.decode("utf-8").splitlines()
+                 if line.startswith("data:") and line[5:].strip().startswith("{")]
+    snapshots = [s for s in snapshots if s and "totalTokenCount" in s]
+    events = run_parser(gemini.parse_stream, [data], "gemini")
+    buckets = events[-1]["usage_metadata"]
+    if not snapshots:
+        pytest.skip("no totalTokenCount in this recording")
+    assert _sums_to_total(buckets, snapshots[-1])

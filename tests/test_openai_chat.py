@@ -394,8 +394,8 @@ def test_openrouter_reasoning_details_are_joined_and_sent_back():
     message = collect(events)
     assert message["content_items"] == [
         {"type": "thinking", "thinking": "Two plus two.", "fidelity": {"reasoning_field": "reasoning"}},
+        {"type": "thinking", "thinking": "", "fidelity": {"reasoning_details": details}},  # where the reasoning ended
         {"type": "text", "text": "4"},
-        {"type": "thinking", "thinking": "", "fidelity": {"reasoning_details": details}},
     ]
     assert body([USER, message])["messages"][1] == {
         "role": "assistant", "content": "4", "reasoning": "Two plus two.", "reasoning_details": details}

@@ -305,3 +305,153 @@ def test_tool_call_named_first_arguments_later_on_index_zero_with_new_ids():
 def test_cut_stream_after_a_finish_free_chunk_is_still_a_protocol_error():
     with pytest.raises(StreamProtocolError):
         run_parser(parse_stream, [sse(chunk({"content": "Hi"}), done=False)], "openai-chat")
+
+
+# -- gateways: LiteLLM thinking_blocks, reasoning only in reasoning_details (issue 13) ---------------------
+
+def replay_wire(message, endpoint=None):
+    """The assistant message the next request sends for ``message`` (after a user turn)."""
+    endpoint = endpoint or Endpoint("openai-chat", "http://127.0.0.1:4000/v1", "k", None, None)
+    calls = [i for i in message["content_items"] if i["type"] == "tool_call"]
+    follow = {"role": "user", "content_items": [
+        {"type": "tool_result", "text": "18 C", "tool_call_id": c["tool_call_id"]} for c in calls] or [
+        {"type": "text", "text": "next"}]}
+    messages = [{"role": "user", "content_items": [{"type": "text", "text": "Hi"}]}, message, follow]
+    return build_request(endpoint, "claude", messages, check_config({})).body["messages"][1]
+
+
+def test_litellm_thinking_blocks_keep_the_signature_and_go_back_as_they_came():
+    """LiteLLM's proxy in front of Claude with thinking and tools: each thinking piece arrives twice,
+    as ``reasoning_content`` and as a one-element ``thinking_blocks`` (no index); the signature comes
+    in a piece of its own; then the tool call.  The next turn must carry the signed block back, or
+    Anthropic refuses the tool-result turn."""
+    def piece(thinking, signature=None):
+        return {"type": "thinking", "thinking": thinking, "signature": signature}
+
+    data = sse(
+        chunk({"role": "assistant", "content": "", "reasoning_content": "The user wants",
+               "thinking_blocks": [piece("The user wants")],
+               "provider_specific_fields": {"thinking_blocks": [piece("The user wants")]}}),
+        chunk({"content": "", "reasoning_content": " the weather.", "thinking_blocks": [piece(" the weather.")]}),
+        chunk({"content": "", "reasoning_content": "", "thinking_blocks": [piece("", "RXFvQlNpZw==")]}),
+        chunk({"content": "", "tool_calls": [{"id": "toolu_01", "type": "function", "index": 0,
+                                              "function": {"name": "get_weather", "arguments": ""}}]}),
+        chunk({"content": "", "tool_calls": [{"index": 0, "function": {"arguments": '{"city": "Paris"}'}}]}),
+        chunk({}, "tool_calls", usage={"prompt_tokens": 400, "completion_tokens": 60, "total_tokens": 460}),
+    )
+    events = run(data)
+    block = {"type": "thinking", "thinking": "The user wants the weather.", "signature": "RXFvQlNpZw=="}
+    assert items(events) == [
+        {"type": "thinking", "thinking": "The user wants", "fidelity": {"reasoning_field": "reasoning_content"}},
+        {"type": "thinking", "thinking": " the weather.", "fidelity": {"reasoning_field": "reasoning_content"}},
+        {"type": "thinking", "thinking": "", "fidelity": {"thinking_blocks": [block]}},
+    ] + call_items("get_weather", "toolu_01", ["", '{"city": "Paris"}'], {"city": "Paris"})
+    assert stop(events) == ("tool_call", usage(None, 400, None, 60))
+    message = collect(events)
+    assert replay_wire(message) == {
+        "role": "assistant", "content": None, "reasoning_content": "The user wants the weather.",
+        "thinking_blocks": [block],
+        "tool_calls": [{"id": "toolu_01", "type": "function",
+                        "function": {"name": "get_weather", "arguments": '{"city":"Paris"}'}}]}
+
+
+def test_litellm_redacted_and_several_thinking_blocks_stay_apart():
+    data = sse(
+        chunk({"reasoning_content": "First.", "thinking_blocks": [{"type": "thinking", "thinking": "First."}]}),
+        chunk({"thinking_blocks": [{"type": "thinking", "thinking": "", "signature": "c2lnMQ=="}]}),
+        chunk({"thinking_blocks": [{"type": "redacted_thinking", "data": "cmVkYWN0ZWQ="}]}),
+        chunk({"reasoning_content": "Second.", "thinking_blocks": [{"type": "thinking", "thinking": "Second.",
+                                                                    "signature": None}]}),
+        chunk({"thinking_blocks": [{"type": "thinking", "thinking": "", "signature": "c2lnMg=="}]}),
+        chunk({"content": "Done."}), chunk({}, "stop"))
+    events = run(data)
+    blocks = [{"type": "thinking", "thinking": "First.", "signature": "c2lnMQ=="},
+              {"type": "redacted_thinking", "data": "cmVkYWN0ZWQ="},
+              {"type": "thinking", "thinking": "Second.", "signature": "c2lnMg=="}]
+    assert items(events) == [
+        {"type": "thinking", "thinking": "First.", "fidelity": {"reasoning_field": "reasoning_content"}},
+        {"type": "thinking", "thinking": "Second.", "fidelity": {"reasoning_field": "reasoning_content"}},
+        {"type": "thinking", "thinking": "", "fidelity": {"thinking_blocks": blocks}},
+        {"type": "text", "text": "Done."},
+    ]
+    assert replay_wire(collect(events)) == {"role": "assistant", "content": "Done.",
+                                            "reasoning_content": "First.Second.", "thinking_blocks": blocks}
+
+
+def test_thinking_blocks_alone_are_shown_as_thinking():
+    """A relay that sends ``thinking_blocks`` (here only inside ``provider_specific_fields``) and no
+    reasoning_content: the thinking is shown from the blocks, and goes back only as the blocks."""
+    data = sse(
+        chunk({"provider_specific_fields": {"thinking_blocks": [{"type": "thinking", "thinking": "Hmm"}]}}),
+        chunk({"provider_specific_fields": {"thinking_blocks": [{"type": "thinking", "thinking": "",
+                                                                 "signature": "c2ln"}]}}),
+        chunk({"content": "Yes."}), chunk({}, "stop"))
+    events = run(data)
+    block = {"type": "thinking", "thinking": "Hmm", "signature": "c2ln"}
+    assert items(events) == [
+        {"type": "thinking", "thinking": "Hmm", "fidelity": {"reasoning_field": "thinking_blocks"}},
+        {"type": "thinking", "thinking": "", "fidelity": {"thinking_blocks": [block]}},
+        {"type": "text", "text": "Yes."},
+    ]
+    assert replay_wire(collect(events)) == {"role": "assistant", "content": "Yes.", "thinking_blocks": [block]}
+
+
+def test_a_whole_litellm_completion_carries_its_thinking_blocks():
+    """LiteLLM answering in one piece (``message`` instead of ``delta``): whole blocks, same items."""
+    block = {"type": "thinking", "thinking": "Paris.", "signature": "c2ln"}
+    data = sse({"id": "c1", "object": "chat.completion", "choices": [{"index": 0, "finish_reason": "stop", "message": {
+        "role": "assistant", "content": "Paris.", "reasoning_content": "Paris.", "thinking_blocks": [block]}}]},
+        done=False)
+    events = run(data)
+    assert items(events) == [
+        {"type": "thinking", "thinking": "Paris.", "fidelity": {"reasoning_field": "reasoning_content"}},
+        {"type": "thinking", "thinking": "", "fidelity": {"thinking_blocks": [block]}},
+        {"type": "text", "text": "Paris."},
+    ]
+
+
+def test_reasoning_only_in_reasoning_details_is_thinking_in_wire_order():
+    """Some OpenAI-compatible servers send the reasoning only as ``reasoning_details`` (no ``reasoning``
+    or ``reasoning_content``): it is shown as thinking where it came, before the text it preceded, and
+    the details are kept whole for the next turn."""
+    data = sse(
+        chunk({"role": "assistant", "content": "", "reasoning_details": [
+            {"type": "reasoning.text", "text": "Add ", "format": "unknown", "index": 0}]}),
+        chunk({"content": "", "reasoning_details": [{"type": "reasoning.text", "text": "them.", "index": 0}]}),
+        chunk({"reasoning_details": [{"type": "reasoning.summary", "summary": "Adding.", "index": 1}]}),
+        chunk({"reasoning_details": [{"type": "reasoning.encrypted", "data": "ZW5j", "index": 2}]}),
+        chunk({"content": "4"}),
+        chunk({"content": "."}), chunk({}, "stop"))
+    events = run(data)
+    details = [{"type": "reasoning.text", "text": "Add them.", "format": "unknown", "index": 0},
+               {"type": "reasoning.summary", "summary": "Adding.", "index": 1},
+               {"type": "reasoning.encrypted", "data": "ZW5j", "index": 2}]
+    shown = {"reasoning_field": "reasoning_details"}
+    assert items(events) == [
+        {"type": "thinking", "thinking": "Add ", "fidelity": shown},
+        {"type": "thinking", "thinking": "them.", "fidelity": shown},
+        {"type": "thinking", "thinking": "Adding.", "fidelity": shown},
+        {"type": "thinking", "thinking": "", "fidelity": {"reasoning_details": details}},
+        {"type": "text", "text": "4"},
+        {"type": "text", "text": "."},
+    ]
+    message = collect(events)
+    assert [i["type"] for i in message["content_items"]] == ["thinking", "thinking", "text"]
+    # replayed: the details as they came, the text shown from them not a second time
+    endpoint = Endpoint("openai-chat", "https://openrouter.ai/api/v1", "k", None, {"reasoning_field": "reasoning"})
+    assert replay_wire(message, endpoint) == {"role": "assistant", "content": "4.", "reasoning_details": details}
+
+
+def test_reasoning_details_before_a_tool_call_are_carried_ahead_of_it():
+    data = sse(
+        chunk({"reasoning_details": [{"type": "reasoning.text", "text": "Look it up.", "signature": "c2ln",
+                                      "index": 0}]}),
+        chunk({"tool_calls": [{"id": "call_1", "index": 0, "type": "function",
+                               "function": {"name": "lookup", "arguments": "{}"}}]}),
+        chunk({}, "tool_calls"))
+    events = run(data)
+    details = [{"type": "reasoning.text", "text": "Look it up.", "signature": "c2ln", "index": 0}]
+    assert items(events) == [
+        {"type": "thinking", "thinking": "Look it up.", "fidelity": {"reasoning_field": "reasoning_details"}},
+        {"type": "thinking", "thinking": "", "fidelity": {"reasoning_details": details}},
+    ] + call_items("lookup", "call_1", ["", "{}"], {})

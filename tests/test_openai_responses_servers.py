@@ -181,9 +181,16 @@ def test_late_reasoning_done_still_brings_its_encrypted_content():
         {"type": "thinking", "thinking": "Plan."},
         {"type": "thinking", "thinking": "", "fidelity": {"channel": "summary"}},
         {"type": "text", "text": "Done."},
-        {"type": "thinking", "thinking": "", "fidelity": {"channel": "summary", "encrypted_content": "enc-1"}},
+        {"type": "thinking", "thinking": "", "fidelity": {"channel": "summary", "encrypted_content": "enc-1",
+                                                        "supplements": 0}},
     ]
-    assert [i["type"] for i in replay(collect(events))] == ["reasoning", "message", "reasoning", "message"]
+    # the late encrypted content completes the reasoning item it belongs to (one item, before the text)
+    assert replay(collect(events)) == [
+        {"type": "reasoning", "summary": [{"type": "summary_text", "text": "Plan."}], "encrypted_content": "enc-1"},
+        {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Done.",
+                                                               "annotations": []}]},
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "next"}]},
+    ]
 
 
 def test_reasoning_that_resumes_after_its_done_event():
@@ -486,3 +493,236 @@ def test_events_without_index_or_item_id_keep_reasoning_replayable():
     ]
     assert replay(collect(events))[0] == {"type": "reasoning", "summary": [],
                                           "content": [{"type": "reasoning_text", "text": "Think."}]}
+
+
+# -- the final response fills in what the streamed items lacked (issue 13) -----------------------------
+
+
+def test_litellm_encrypted_reasoning_only_in_the_completed_response_is_kept_for_the_next_turn():
+    """LiteLLM's Responses bridge in front of Claude: every item at output_index 0, the reasoning item's
+    done without ``encrypted_content`` (the signed thinking), which only ``response.completed`` carries."""
+    streamed = {"id": "rs_l", "type": "reasoning", "summary": [{"type": "summary_text", "text": "Weather first."}]}
+    final_reasoning = dict(streamed, encrypted_content="c2lnbmVkLXRoaW5raW5n")
+    call = {"id": "fc_l", "type": "function_call", "call_id": "toolu_9", "name": "get_weather",
+            "arguments": '{"city": "Oslo"}', "status": "completed"}
+    data = sse(
+        created(),
+        {"type": "response.output_item.added", "output_index": 0,
+         "item": {"id": "rs_l", "type": "reasoning", "summary": []}},
+        {"type": "response.reasoning_summary_text.delta", "item_id": "rs_l", "output_index": 0, "summary_index": 0,
+         "delta": "Weather first."},
+        {"type": "response.output_item.done", "output_index": 0, "item": streamed},
+        {"type": "response.output_item.added", "output_index": 0, "item": dict(call, arguments="",
+                                                                                status="in_progress")},
+        {"type": "response.function_call_arguments.delta", "item_id": "fc_l", "output_index": 0,
+         "delta": '{"city": "Oslo"}'},
+        {"type": "response.output_item.done", "output_index": 0, "item": call},
+        completed([final_reasoning, call], USAGE),
+        done=True,
+    )
+    events = run(data)
+    assert items(events) == [
+        {"type": "thinking", "thinking": "Weather first."},
+        {"type": "thinking", "thinking": "", "fidelity": {"channel": "summary"}},
+        {"type": "partial_tool_call", "name": "get_weather", "arguments": "", "tool_call_id": "toolu_9"},
+        {"type": "partial_tool_call", "name": "", "arguments": '{"city": "Oslo"}', "tool_call_id": ""},
+        {"type": "tool_call", "name": "get_weather", "arguments": {"city": "Oslo"}, "tool_call_id": "toolu_9"},
+        {"type": "thinking", "thinking": "", "fidelity": {"channel": "summary",
+                                                        "encrypted_content": "c2lnbmVkLXRoaW5raW5n",
+                                                        "supplements": 0}},
+    ]
+    assert stop(events) == ("tool_call", BUCKETS)
+    assert replay(collect(events)) == [
+        {"type": "reasoning", "summary": [{"type": "summary_text", "text": "Weather first."}],
+         "encrypted_content": "c2lnbmVkLXRoaW5raW5n"},
+        {"type": "function_call", "call_id": "toolu_9", "name": "get_weather", "arguments": '{"city":"Oslo"}'},
+        {"type": "function_call_output", "call_id": "toolu_9", "output": "ok"},
+    ]
+
+
+def test_summaries_only_in_the_final_response_are_shown_once_and_join_their_item():
+    """A relay whose reasoning item streams nothing and finishes empty, but whose final response has
+    the summary parts and the encrypted content: shown once, replayed as one item."""
+    final = {"id": "rs_f", "type": "reasoning", "encrypted_content": "ZW5j",
+             "summary": [{"type": "summary_text", "text": "One."}, {"type": "summary_text", "text": "Two."}]}
+    message = {"id": "msg_f", "type": "message", "role": "assistant",
+               "content": [{"type": "output_text", "text": "Hi."}]}
+    data = sse(
+        created(),
+        {"type": "response.output_item.added", "output_index": 0, "item": {"id": "rs_f", "type": "reasoning"}},
+        {"type": "response.output_item.done", "output_index": 0, "item": {"id": "rs_f", "type": "reasoning",
+                                                                           "summary": []}},
+        {"type": "response.output_text.delta", "item_id": "msg_f", "output_index": 1, "content_index": 0,
+         "delta": "Hi."},
+        completed([final, message], USAGE),
+    )
+    events = run(data)
+    assert items(events) == [
+        {"type": "text", "text": "Hi."},
+        {"type": "thinking", "thinking": "One."},
+        {"type": "thinking", "thinking": "\n\n"},
+        {"type": "thinking", "thinking": "Two."},
+        {"type": "thinking", "thinking": "", "fidelity": {"channel": "summary", "encrypted_content": "ZW5j",
+                                                        "parts": [4, 4]}},
+    ]
+    # nothing went out for the reasoning item before the text did: it is replayed where it arrived
+    assert replay(collect(events))[1] == {
+        "type": "reasoning", "encrypted_content": "ZW5j",
+        "summary": [{"type": "summary_text", "text": "One."}, {"type": "summary_text", "text": "Two."}]}
+
+
+def test_a_sealed_reasoning_item_gets_the_final_responses_signature_without_repeating_its_text():
+    streamed_text = [{"type": "response.reasoning_text.delta", "output_index": 0, "content_index": 0,
+                      "delta": "Count."}]
+    final = {"id": "rs_9", "type": "reasoning", "summary": [], "encrypted_content": "ZW5jMg==",
+             "content": [{"type": "reasoning_text", "text": "Count."}]}
+    data = sse(created(), *streamed_text,
+               {"type": "response.output_text.delta", "output_index": 1, "content_index": 0, "delta": "3"},
+               completed([final, {"type": "message", "role": "assistant",
+                                  "content": [{"type": "output_text", "text": "3"}]}]))
+    events = run(data)
+    assert items(events) == [
+        {"type": "thinking", "thinking": "Count."},
+        {"type": "thinking", "thinking": "", "fidelity": {"channel": "content"}},
+        {"type": "text", "text": "3"},
+        {"type": "thinking", "thinking": "", "fidelity": {"channel": "content", "encrypted_content": "ZW5jMg==",
+                                                        "supplements": 0}},
+    ]
+    assert replay(collect(events))[0] == {"type": "reasoning", "summary": [], "encrypted_content": "ZW5jMg==",
+                                          "content": [{"type": "reasoning_text", "text": "Count."}]}
+
+
+def test_call_arguments_and_call_id_only_in_the_final_response():
+    """A bridge that announces the call by name, sends no argument deltas, finishes it without
+    ``arguments`` or ``call_id``: the call waits for the final response, which has both."""
+    data = sse(
+        created(),
+        {"type": "response.output_item.added", "output_index": 0,
+         "item": {"id": "fc_1", "type": "function_call", "name": "lookup", "arguments": ""}},
+        {"type": "response.output_item.done", "output_index": 0,
+         "item": {"id": "fc_1", "type": "function_call", "name": "lookup", "arguments": ""}},
+        {"type": "response.output_text.delta", "output_index": 1, "content_index": 0, "delta": "Looking."},
+        completed([{"id": "fc_1", "type": "function_call", "call_id": "call_real", "name": "lookup",
+                    "arguments": '{"q": "tides"}'},
+                   {"type": "message", "role": "assistant", "content": [{"type": "output_text",
+                                                                        "text": "Looking."}]}]),
+    )
+    events = run(data)
+    assert items(events) == [
+        {"type": "partial_tool_call", "name": "lookup", "arguments": "", "tool_call_id": "call_real"},
+        {"type": "partial_tool_call", "name": "", "arguments": '{"q": "tides"}', "tool_call_id": ""},
+        {"type": "tool_call", "name": "lookup", "arguments": {"q": "tides"}, "tool_call_id": "call_real"},
+        {"type": "text", "text": "Looking."},
+    ]
+    assert stop(events)[0] == "tool_call"
+
+
+def test_a_call_never_named_by_id_anywhere_still_completes_with_a_synthetic_id():
+    data = sse(
+        created(),
+        {"type": "response.output_item.added", "output_index": 0,
+         "item": {"type": "function_call", "name": "ping", "arguments": ""}},
+        {"type": "response.function_call_arguments.delta", "output_index": 0, "delta": "{}"},
+        {"type": "response.output_item.done", "output_index": 0,
+         "item": {"type": "function_call", "name": "ping", "arguments": "{}"}},
+        completed([]),
+    )
+    assert items(run(data)) == [
+        {"type": "partial_tool_call", "name": "ping", "arguments": "", "tool_call_id": "call_t_0"},
+        {"type": "partial_tool_call", "name": "", "arguments": "{}", "tool_call_id": ""},
+        {"type": "tool_call", "name": "ping", "arguments": {}, "tool_call_id": "call_t_0"},
+    ]
+
+
+def test_message_text_and_image_only_in_the_final_response_come_once():
+    image = base64.b64encode(b"\x89PNG....").decode("ascii")
+    data = sse(
+        created(),
+        {"type": "response.output_item.added", "output_index": 0,
+         "item": {"id": "ig_2", "type": "image_generation_call", "status": "in_progress"}},
+        {"type": "response.output_item.done", "output_index": 0,
+         "item": {"id": "ig_2", "type": "image_generation_call", "status": "completed"}},
+        {"type": "response.output_item.added", "output_index": 1,
+         "item": {"id": "msg_2", "type": "message", "role": "assistant", "content": []}},
+        {"type": "response.output_item.done", "output_index": 1,
+         "item": {"id": "msg_2", "type": "message", "role": "assistant", "content": []}},
+        completed([{"id": "ig_2", "type": "image_generation_call", "status": "completed", "result": image,
+                    "output_format": "png"},
+                   {"id": "msg_2", "type": "message", "role": "assistant", "phase": "final_answer",
+                    "content": [{"type": "output_text", "text": "Here."}]}]),
+    )
+    assert items(run(data)) == [
+        {"type": "inline_data", "data": b"\x89PNG....", "mime_type": "image/png"},
+        {"type": "text", "text": "Here.", "fidelity": {"phase": "final_answer"}},
+    ]
+
+
+def test_nothing_is_repeated_when_the_final_response_only_restates_the_stream():
+    reasoning = {"id": "rs_r", "type": "reasoning", "encrypted_content": "ZQ==",
+                 "summary": [{"type": "summary_text", "text": "Plan."}]}
+    message = {"id": "msg_r", "type": "message", "role": "assistant",
+               "content": [{"type": "output_text", "text": "Done."}]}
+    data = sse(
+        created(),
+        {"type": "response.output_item.added", "output_index": 0, "item": {"id": "rs_r", "type": "reasoning"}},
+        {"type": "response.reasoning_summary_text.delta", "output_index": 0, "summary_index": 0, "delta": "Plan."},
+        {"type": "response.output_item.done", "output_index": 0, "item": reasoning},
+        {"type": "response.output_item.added", "output_index": 1,
+         "item": {"id": "msg_r", "type": "message", "role": "assistant", "content": []}},
+        {"type": "response.output_text.delta", "output_index": 1, "content_index": 0, "delta": "Done."},
+        {"type": "response.output_item.done", "output_index": 1, "item": message},
+        # a relay that renumbers ids in the final response: matched by type and order instead
+        completed([dict(reasoning, id="rs_other"), dict(message, id="msg_other")], USAGE),
+    )
+    assert items(run(data)) == [
+        {"type": "thinking", "thinking": "Plan."},
+        {"type": "thinking", "thinking": "", "fidelity": {"channel": "summary", "encrypted_content": "ZQ=="}},
+        {"type": "text", "text": "Done."},
+    ]
+
+
+# -- client-side tool items the caller did not ask for (issue 13) ---------------------------------------
+
+
+@pytest.mark.parametrize("item, named", [
+    ({"id": "mcpr_1", "type": "mcp_approval_request", "name": "create_short_url", "server_label": "zip",
+      "arguments": '{"url": "https://x.test"}'},
+     "mcp_approval_request (tool 'create_short_url' on MCP server 'zip' awaits approval)"),
+    ({"id": "lsh_1", "type": "local_shell_call", "call_id": "call_ls", "status": "completed",
+      "action": {"type": "exec", "command": ["ls", "-la"], "env": {}}}, "local_shell_call"),
+    ({"id": "sh_1", "type": "shell_call", "call_id": "call_sh", "status": "completed",
+      "action": {"commands": ["pwd"]}}, "shell_call"),
+    ({"id": "ap_1", "type": "apply_patch_call", "call_id": "call_ap", "status": "completed",
+      "operation": {"type": "update_file", "path": "a.py", "diff": "@@ -1 +1 @@\n-a\n+b\n"}}, "apply_patch_call"),
+    ({"id": "ts_1", "type": "tool_search_call", "call_id": "call_ts", "execution": "client", "status": "completed",
+      "arguments": {"query": "weather"}}, "tool_search_call (a client-executed tool search)"),
+])
+@pytest.mark.parametrize("where", ["streamed", "final_only"])
+def test_a_turn_that_only_asks_the_caller_to_act_names_the_item(item, named, where):
+    payloads = [created()]
+    if where == "streamed":
+        payloads += [{"type": "response.output_item.added", "output_index": 0, "item": dict(item, status="in_progress")},
+                     {"type": "response.output_item.done", "output_index": 0, "item": item}]
+    payloads.append(completed([item], USAGE))
+    with pytest.raises(EmptyResponseError) as info:
+        run_parser(parse_stream, [sse(*payloads)], CLIENT)
+    assert str(info.value) == (
+        "the openai-responses response only asked the caller to act on {}: items for tools agenthub does not "
+        "declare or hand back (no text, tool call or media came with them)".format(named))
+    assert info.value.item_types == [item["type"]]
+    assert info.value.retryable is False
+
+
+def test_a_server_side_tool_search_is_no_action_and_an_answer_beside_an_action_completes(caplog):
+    search = {"id": "ts_2", "type": "tool_search_call", "execution": "server", "status": "completed",
+              "arguments": {"query": "x"}}
+    shell = {"id": "lsh_2", "type": "local_shell_call", "call_id": "c", "status": "completed",
+             "action": {"type": "exec", "command": ["date"], "env": {}}}
+    data = sse(created(), {"type": "response.output_item.done", "output_index": 0, "item": search},
+               {"type": "response.output_item.done", "output_index": 1, "item": shell},
+               {"type": "response.output_text.delta", "output_index": 2, "content_index": 0, "delta": "Ran it."},
+               completed([search, shell]))
+    with caplog.at_level("WARNING", logger="agenthub"):
+        events = run(data)
+    assert items(events) == [{"type": "text", "text": "Ran it."}]
+    assert "asked the caller to act on local_shell_call" in caplog.text

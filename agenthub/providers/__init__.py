@@ -22,6 +22,8 @@ PROTOCOLS = {
     "azure-responses": "azure_responses",
     "vertex": "vertex",
     "vertex-anthropic": "vertex_anthropic",
+    "bedrock": "bedrock",
+    "agenthub": "agenthub_server",
 }
 
 _loaded = {}  # type: Dict[str, Any]

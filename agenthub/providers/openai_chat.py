@@ -13,7 +13,11 @@ Vendor differences are data, read from ``endpoint.quirks`` (a registry row):
 - ``tool_choice``: the tool_choice values the vendor accepts (others raise
   UnsupportedParameterError);
 - ``stream_usage``: ask for the usage chunk (default True);
-- ``images``: False when the model takes no images (raises before sending).
+- ``images``: False when the model takes no images (raises before sending);
+- ``tool_stream``: send ``tool_stream: true`` with tools (Z.AI streams tool-call arguments only then);
+- ``response_formats``: the response_format types the server honours (others raise);
+- ``fast_mode``: False when the server has no priority tier (``fast_mode`` raises instead of
+  sending ``service_tier: "priority"``).
 
 Fidelity it records (and replays): ``reasoning_field`` on thinking (``reasoning_content``,
 ``reasoning``, ``both`` when a chunk carried the same text in both, ``content`` for thinking
@@ -24,17 +28,20 @@ replayed).
 """
 
 import logging
-from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional
+from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Tuple
+from urllib.parse import quote
 
 from ..errors import ConfigError, upstream_error
 from ..sse import SSEEvent, json_loads
 from ..stream import StreamEnd
 from ..toolcalls import ToolCallAssembler
 from ..types import HttpRequest, PromptCaching
-from ._common import (Protocol, Endpoint, data_uri, dumps, inclusive_usage, join_url, parse_data_uri, request_headers, to_int,
-                      unsupported)
+from ._common import (Endpoint, Protocol, check_response_format, data_uri, documents, dumps, get_request,
+                      inclusive_usage, join_url, model_list_page, parse_data_uri, request_headers, stop_sequences,
+                      to_int, unsupported)
 
-__all__ = ["build_request", "parse_stream", "map_usage", "FINISH_REASONS"]
+__all__ = ["build_request", "parse_stream", "map_usage", "chat_response_format", "FINISH_REASONS", "STOP_LIMIT",
+           "parse_document"]
 
 logger = logging.getLogger("agenthub")
 
@@ -47,6 +54,10 @@ FINISH_REASONS = {
     "eos_token": "stop", "stop_sequence": "stop", "end_turn": "stop", "max_tokens": "length", "tool_use": "tool_call",
 }
 REASONING_FIELDS = ("reasoning_content", "reasoning")
+#: stop sequences Chat Completions takes ("up to 4"; a server that takes more: extra_body {"stop": [...]})
+STOP_LIMIT = 4
+#: reasoning fields whose text was shown from a structure that goes back whole (not as text)
+_CARRIED = ("reasoning_details", "thinking_blocks")
 _AUDIO_FORMATS = {"audio/wav": "wav", "audio/x-wav": "wav", "audio/wave": "wav", "audio/mpeg": "mp3", "audio/mp3": "mp3"}
 
 
@@ -64,8 +75,24 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
         body[quirks.get("max_tokens_field", "max_completion_tokens")] = config["max_tokens"]
     if "temperature" in config:
         body["temperature"] = config["temperature"]
+    if "top_p" in config:
+        body["top_p"] = config["top_p"]
+    stop = stop_sequences(client, config, STOP_LIMIT)
+    if stop is not None:
+        body["stop"] = stop
+    if "seed" in config:
+        body["seed"] = config["seed"]
+    response_format = check_response_format(client, config, quirks.get("response_formats"))
+    if response_format is not None:
+        body["response_format"] = chat_response_format(response_format)
+    if config.get("fast_mode"):
+        if quirks.get("fast_mode") is False:
+            raise unsupported(client, "fast_mode", "is not offered by this server (no priority tier)")
+        body["service_tier"] = "priority"
     if config.get("tools"):
         body["tools"] = [_tool(tool) for tool in config["tools"]]
+        if quirks.get("tool_stream"):
+            body["tool_stream"] = True  # Z.AI streams tool-call arguments only when asked
     if "tool_choice" in config:
         body["tool_choice"] = _tool_choice(client, config["tool_choice"], quirks)
     level = config.get("thinking_level")
@@ -79,6 +106,18 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
         if key in config:
             raise unsupported(client, key, "is not available over Chat Completions for model {!r}".format(model))
     return HttpRequest("POST", join_url(endpoint.base_url, "/chat/completions"), request_headers(endpoint), body)
+
+
+def chat_response_format(response_format: Mapping[str, Any]) -> Dict[str, Any]:
+    """response_format -> the Chat Completions ``response_format`` object."""
+    if response_format["type"] != "json_schema":
+        return {"type": response_format["type"]}
+    schema = {"name": response_format["name"]}  # type: Dict[str, Any]
+    if response_format.get("description"):
+        schema["description"] = response_format["description"]
+    schema["schema"] = response_format["schema"]
+    schema["strict"] = response_format["strict"]
+    return {"type": "json_schema", "json_schema": schema}
 
 
 def _tool(tool: Mapping[str, Any]) -> Dict[str, Any]:
@@ -172,6 +211,7 @@ def _assistant(endpoint: Endpoint, message: Mapping[str, Any], echo_reasoning: b
     texts = []  # type: List[str]
     refusals = []  # type: List[str]
     details = []  # type: List[Any]  # OpenRouter reasoning_details, sent back as they came
+    blocks = []  # type: List[Any]  # LiteLLM thinking_blocks, likewise
     reasoning = {}  # type: Dict[str, List[str]]
     tool_calls = []  # type: List[Dict[str, Any]]
     for item in message["content_items"]:
@@ -179,8 +219,11 @@ def _assistant(endpoint: Endpoint, message: Mapping[str, Any], echo_reasoning: b
         fidelity = item.get("fidelity") or {}
         if kind == "text":
             (refusals if fidelity.get("refusal") else texts).append(item["text"])
-        elif kind == "thinking" and "reasoning_details" in fidelity:
-            details.extend(fidelity["reasoning_details"])
+        elif kind == "thinking" and ("reasoning_details" in fidelity or "thinking_blocks" in fidelity):
+            details.extend(fidelity.get("reasoning_details") or ())
+            blocks.extend(fidelity.get("thinking_blocks") or ())
+        elif kind == "thinking" and fidelity.get("reasoning_field") in _CARRIED:
+            pass  # shown from reasoning_details / thinking_blocks: those go back whole, from their own item
         elif kind == "thinking":
             field = fidelity.get("reasoning_field")
             fields = [field] if field in REASONING_FIELDS else (
@@ -208,6 +251,8 @@ def _assistant(endpoint: Endpoint, message: Mapping[str, Any], echo_reasoning: b
         wire["refusal"] = "".join(refusals)
     if details:
         wire["reasoning_details"] = details
+    if blocks:
+        wire["thinking_blocks"] = blocks
     for name, pieces in reasoning.items():
         wire[name] = "".join(pieces)
     if tool_calls:
@@ -259,7 +304,11 @@ def parse_stream(events: Iterable[SSEEvent], client: str = "openai-chat", tool_i
     done = False
     thought = [False]  # Gemini's compatibility layer: a thought (``<thought>`` ... ``</thought>``) is open
     timings = None  # llama.cpp server: token counts on the last chunk, with or without usage
-    details = None  # type: Optional[Dict[Any, Dict[str, Any]]]  # OpenRouter reasoning_details, joined
+    # OpenRouter reasoning_details (joined per index) and LiteLLM thinking_blocks (joined per block) not yet
+    # handed out: they go out, as an empty thinking item carrying them, where the reasoning ends on the wire
+    details = None  # type: Optional[Dict[Any, Dict[str, Any]]]
+    blocks = None  # type: Optional[List[Dict[str, Any]]]
+    pending = False
     for sse in events:
         data = sse.data
         if data.startswith("[DONE]"):
@@ -299,15 +348,45 @@ def parse_stream(events: Iterable[SSEEvent], client: str = "openai-chat", tool_i
             content = delta.get("content")
             if len(delta) == 1 and type(content) is str:
                 if content:
+                    if pending:
+                        yield _reasoning_carrier(details, blocks)
+                        details = blocks = None
+                        pending = False
                     yield {"type": "text", "text": content}
                 calls = None
             else:
                 calls = delta.get("tool_calls")
                 if len(delta) > 1 or calls is None:
+                    raw_details = delta.get("reasoning_details")
+                    raw_blocks = delta.get("thinking_blocks")
+                    if raw_blocks is None:
+                        extra = delta.get("provider_specific_fields")
+                        raw_blocks = extra.get("thinking_blocks") if type(extra) is dict else None
+                    if raw_details or raw_blocks:
+                        # reasoning carried only there (no reasoning / reasoning_content text) is shown from it
+                        shown = _reasoning_text(delta)
+                        if raw_details:
+                            details = _add_details(details, raw_details)
+                            if not shown:
+                                for item in _detail_texts(raw_details):
+                                    shown = True
+                                    yield item
+                        if raw_blocks:
+                            blocks = _add_blocks(blocks, raw_blocks)
+                            if not shown:
+                                for item in _block_texts(raw_blocks):
+                                    yield item
+                        pending = bool(details or blocks)
                     for item in _other_fields(delta, content, thought):
+                        if pending and item["type"] != "thinking":
+                            yield _reasoning_carrier(details, blocks)
+                            details = blocks = None
+                            pending = False
                         yield item
-                    if delta.get("reasoning_details"):
-                        details = _add_details(details, delta["reasoning_details"])
+            if calls and pending:
+                yield _reasoning_carrier(details, blocks)
+                details = blocks = None
+                pending = False
             if calls:
                 for call in calls:
                     function = call.get("function") or {}
@@ -338,14 +417,26 @@ def parse_stream(events: Iterable[SSEEvent], client: str = "openai-chat", tool_i
         return  # cut before its terminal marker: the driver raises StreamProtocolError
     for item in tools.finish():
         yield item
-    if details:
-        # OpenRouter: the whole reasoning (signatures, encrypted blocks) to send back as it came
-        yield {"type": "thinking", "thinking": "",
-               "fidelity": {"reasoning_details": [details[key] for key in sorted(details, key=_detail_order)]}}
+    if pending:
+        yield _reasoning_carrier(details, blocks)
     usage = map_usage(raw_usage) if raw_usage else None
     if timings and type(timings) is dict:
         usage = _with_timings(usage, raw_usage, timings)
     yield StreamEnd(usage, finish)
+
+
+def parse_document(payload: Any, client: str = "openai-chat", tool_id_prefix: Any = None) -> Iterator[Any]:
+    """A whole ``chat.completion`` (a server that ignored ``stream: true``: ``message`` where the stream
+    has ``delta``) -> the same parts its stream gives.  A completion whose choice carries a message is
+    complete even without a finish_reason; a JSON array is read as a list of chunks."""
+    docs = documents(payload)
+    events = [SSEEvent(dumps(doc)) for doc in docs]
+    for doc in docs:
+        choices = doc.get("choices") if type(doc) is dict else None
+        if type(choices) is list and any(type(c) is dict and type(c.get("message")) is dict for c in choices):
+            events.append(SSEEvent("[DONE]"))
+            break
+    return parse_stream(events, client, tool_id_prefix)
 
 
 def _add_details(details: Optional[Dict[Any, Dict[str, Any]]], pieces: Any) -> Dict[Any, Dict[str, Any]]:
@@ -370,6 +461,69 @@ def _add_details(details: Optional[Dict[Any, Dict[str, Any]]], pieces: Any) -> D
 
 def _detail_order(key: Any) -> Any:
     return (0, key, "") if type(key) is int else (1, 0, str(key))
+
+
+def _reasoning_carrier(details: Optional[Dict[Any, Dict[str, Any]]],
+                       blocks: Optional[List[Dict[str, Any]]]) -> Dict[str, Any]:
+    """The empty thinking item that carries the whole reasoning to send back as it came: OpenRouter's
+    ``reasoning_details`` (signatures, encrypted blocks) and LiteLLM's ``thinking_blocks`` (signed
+    Anthropic thinking behind the gateway)."""
+    fidelity = {}  # type: Dict[str, Any]
+    if details:
+        fidelity["reasoning_details"] = [details[key] for key in sorted(details, key=_detail_order)]
+    if blocks:
+        fidelity["thinking_blocks"] = blocks
+    return {"type": "thinking", "thinking": "", "fidelity": fidelity}
+
+
+def _reasoning_text(delta: Dict[str, Any]) -> bool:
+    for name in REASONING_FIELDS:
+        value = delta.get(name)
+        if value and type(value) is str:
+            return True
+    return False
+
+
+#: the text field of each kind of reasoning_details entry
+_DETAIL_TEXT = {"reasoning.text": "text", "reasoning.summary": "summary"}
+
+
+def _detail_texts(pieces: Any) -> Iterator[Dict[str, Any]]:
+    """Thinking shown from ``reasoning_details`` pieces, for servers that send no other reasoning field."""
+    for piece in pieces if type(pieces) is list else ():
+        if type(piece) is dict:
+            text = piece.get(_DETAIL_TEXT.get(piece.get("type"), "text"))
+            if text and type(text) is str:
+                yield {"type": "thinking", "thinking": text, "fidelity": {"reasoning_field": "reasoning_details"}}
+
+
+def _block_texts(pieces: Any) -> Iterator[Dict[str, Any]]:
+    """Thinking shown from ``thinking_blocks`` pieces, when no reasoning_content came beside them."""
+    for piece in pieces if type(pieces) is list else ():
+        if type(piece) is dict and piece.get("type") == "thinking":
+            text = piece.get("thinking")
+            if text and type(text) is str:
+                yield {"type": "thinking", "thinking": text, "fidelity": {"reasoning_field": "thinking_blocks"}}
+
+
+def _add_blocks(blocks: Optional[List[Dict[str, Any]]], pieces: Any) -> List[Dict[str, Any]]:
+    """Fold LiteLLM's streamed ``thinking_blocks`` pieces (no index: a thinking piece continues the open
+    thinking block until its signature arrives) into whole blocks, their fields as they came."""
+    blocks = [] if blocks is None else blocks
+    for piece in pieces if type(pieces) is list else ():
+        if type(piece) is not dict:
+            continue
+        last = blocks[-1] if blocks else None
+        if piece.get("type") == "thinking" and last is not None and last.get("type") == "thinking" \
+                and not last.get("signature") and not last.get("signature_delta"):
+            for name, value in piece.items():
+                if name == "thinking" and type(value) is str:
+                    last["thinking"] = (last.get("thinking") or "") + value
+                elif value not in (None, "") and last.get(name) in (None, ""):
+                    last[name] = value
+            continue
+        blocks.append({name: value for name, value in piece.items() if value is not None})
+    return blocks
 
 
 def _other_fields(delta: Dict[str, Any], content: Any, thought: List[bool]) -> Iterator[Dict[str, Any]]:
@@ -504,10 +658,30 @@ def _loads_or_text(loads: Any, data: str) -> Any:
         return data
 
 
+# -- the endpoint's model list ------------------------------------------------------------------
+
+
+def models_request(endpoint: Endpoint, page_token: Optional[str] = None) -> HttpRequest:
+    """``GET {base_url}/models`` (OpenAI answers every model at once; a server that pages says
+    ``has_more`` and the next page starts ``after`` the last id)."""
+    url = join_url(endpoint.base_url, "/models")
+    if page_token:
+        url += "?after=" + quote(page_token, safe="")
+    return get_request(endpoint, url)
+
+
+def parse_models(payload: Any, client: str = "openai-chat") -> Tuple[List[str], Optional[str]]:
+    """``{"object": "list", "data": [{"id": ...}, ...]}`` -> (ids in the server's order, next page token)."""
+    ids = model_list_page(payload, client)
+    more = isinstance(payload, dict) and payload.get("has_more") is True and ids
+    return ids, (payload.get("last_id") or ids[-1]) if more else None
+
+
 PROTOCOL = Protocol(
-    "openai-chat", __name__, build_request, parse_stream,
+    "openai-chat", __name__, build_request, parse_stream, parse_document=parse_document,
     base_url="https://api.openai.com/v1", key_env=("OPENAI_API_KEY",), base_url_env="OPENAI_BASE_URL",
-    quirk_keys=("echo_reasoning_on_tool_turns", "images", "max_tokens_field", "reasoning_field", "stream_usage",
-                "thinking", "tool_choice"),
+    quirk_keys=("echo_reasoning_on_tool_turns", "fast_mode", "images", "max_tokens_field", "reasoning_field",
+                "response_formats", "stream_usage", "thinking", "tool_choice", "tool_stream"),
     embeddings="openai_embeddings", demo=("demo-model", "OpenAI Chat Completions"),
+    models_request=models_request, parse_models=parse_models,
 )

@@ -72,8 +72,18 @@ Stream -> content items
   calls and are not replayed (their outcome is in the text that follows);
 - items that only arrive whole (``output_item.done`` without deltas, or only in the
   final ``response.output``) are emitted from there; an item of the final output already
-  seen on the wire (same position or same id), or a message when text was streamed
-  (LiteLLM's bridge streams every item at index 0), is not emitted again;
+  seen on the wire (same id or call_id, else same position and type, else the next streamed
+  item of its type: relays renumber ids, LiteLLM's bridge streams every item at index 0) is
+  not emitted again, but fills in what the streamed item lacked: a reasoning item's
+  ``encrypted_content`` / signature / texts (LiteLLM sends the encrypted reasoning only in
+  ``response.completed``) go out on an item whose fidelity says ``supplements: n`` (the n-th
+  reasoning item of the turn), which the replay merges into that reasoning item; a call
+  finished without its call_id or arguments waits for the final response; a message's text
+  or an image result that never streamed comes from it;
+- items asking the caller to act for tools a UniConfig cannot declare (``local_shell_call``,
+  ``shell_call``, ``apply_patch_call``, ``computer_call``, ``mcp_approval_request``, a
+  client-executed ``tool_search_call``): beside an answer they are left out (a warning is
+  logged); alone, EmptyResponseError names them (``.item_types``);
 - ``response.completed`` -> finish ``stop`` (the driver makes it ``tool_call`` when
   calls were made); ``response.incomplete`` -> ``length`` when
   ``incomplete_details.reason`` is ``max_output_tokens``, else ``unknown``;
@@ -89,21 +99,24 @@ import json
 import logging
 import re
 from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Tuple
+from urllib.parse import quote
 
-from ..errors import ConfigError, upstream_error
+from ..errors import ConfigError, EmptyResponseError, upstream_error
 from ..sse import SSEEvent, json_loads
 from ..stream import StreamEnd
 from ..toolcalls import ToolCallAssembler
 from ..types import HttpRequest, PromptCaching
-from ._common import (Protocol, Endpoint, data_uri, dumps, inclusive_usage, join_url, nearest, parse_data_uri,
-                      request_headers, unsupported)
+from ._common import (Endpoint, Protocol, check_response_format, data_uri, documents, dumps, get_request,
+                      inclusive_usage, join_url, model_list_page, nearest, parse_data_uri, request_headers,
+                      unsupported)
 
-__all__ = ["build_request", "parse_stream", "map_usage", "model_profile", "clamp_effort", "EFFORTS"]
+__all__ = ["build_request", "parse_stream", "map_usage", "model_profile", "clamp_effort", "check_sampling",
+           "text_format", "EFFORTS", "parse_document"]
 
 logger = logging.getLogger("agenthub")
 
-#: wire efforts, lightest first
-EFFORT_SCALE = ("none", "minimal", "low", "medium", "high", "xhigh")
+#: wire efforts, lightest first ("max" only where a model lists it: ThinkingLevel.MAX rides the top effort)
+EFFORT_SCALE = ("none", "minimal", "low", "medium", "high", "xhigh", "max")
 
 #: (pattern matched at the start of the model name, after any "vendor/" prefix, lower-cased;
 #:  the reasoning efforts the model accepts, or None for a model that does not reason).
@@ -161,8 +174,40 @@ def model_profile(model: str, quirks: Optional[Mapping[str, Any]] = None) -> Tup
 def clamp_effort(level: str, efforts: Optional[Tuple[str, ...]]) -> str:
     """The effort to send for a ThinkingLevel value: itself if accepted, else the nearest accepted (ties go up)."""
     if efforts is None:
-        return level
+        return "xhigh" if level == "max" else level  # another server's model: OpenAI's top effort
     return nearest(level, efforts, EFFORT_SCALE)
+
+
+def check_sampling(client: str, model: str, config: Mapping[str, Any], reasons: bool,
+                   efforts: Optional[Tuple[str, ...]], known: bool, effort: Optional[str]) -> None:
+    """Refuse what OpenAI's reasoning models reject, before sending: a non-default ``temperature``
+    or any ``top_p`` on models that take no sampling parameters (GPT-5, o-series, codex, pro), and
+    on models that take them only at effort ``none`` (GPT-5.1 and later) when an effort other than
+    ``none`` is asked for.  Models outside the table (other servers) are not checked."""
+    if not (reasons and known and efforts is not None):
+        return
+    if "none" in efforts:
+        if effort is None or effort == "none":
+            return  # the model's default effort (none on GPT-5.1+) or none: sampling parameters are accepted
+        why = "is accepted by {!r} only at reasoning effort none (thinking_level NONE), not {!r}".format(model, effort)
+    else:
+        why = "is not accepted by reasoning model {!r} (only the default)".format(model)
+    if "temperature" in config and config["temperature"] != 1:
+        raise unsupported(client, "temperature", why)
+    if "top_p" in config and config["top_p"] != 1:
+        raise unsupported(client, "top_p", why)
+
+
+def text_format(response_format: Mapping[str, Any]) -> Dict[str, Any]:
+    """response_format -> the Responses ``text.format`` object."""
+    if response_format["type"] != "json_schema":
+        return {"type": response_format["type"]}
+    out = {"type": "json_schema", "name": response_format["name"]}  # type: Dict[str, Any]
+    if response_format.get("description"):
+        out["description"] = response_format["description"]
+    out["schema"] = response_format["schema"]
+    out["strict"] = response_format["strict"]
+    return out
 
 
 # -- request ------------------------------------------------------------------------------------
@@ -182,16 +227,26 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
         body["include"] = ["reasoning.encrypted_content"]
     if "max_tokens" in config:
         body["max_output_tokens"] = config["max_tokens"]
+    reasoning = _reasoning(config, reasons, efforts, known)
+    check_sampling(client, model, config, reasons, efforts, known, reasoning.get("effort"))
     if "temperature" in config:
-        temperature = config["temperature"]
-        if reasons and known and efforts is not None and "none" not in efforts and temperature != 1:
-            raise unsupported(client, "temperature", "must be 1 (the default) for reasoning model {!r}".format(model))
-        body["temperature"] = temperature
+        body["temperature"] = config["temperature"]
+    if "top_p" in config:
+        body["top_p"] = config["top_p"]
+    for key, why in (("stop", "has no stop sequences"), ("seed", "has no seed parameter")):
+        if key in config:
+            raise unsupported(client, key, "cannot be sent: the Responses API {}".format(why))
+    response_format = check_response_format(client, config, quirks.get("response_formats"))
+    if response_format is not None:
+        body["text"] = {"format": text_format(response_format)}
+    if config.get("fast_mode"):
+        if quirks.get("fast_mode") is False:
+            raise unsupported(client, "fast_mode", "is not offered by this server (no priority tier)")
+        body["service_tier"] = "priority"
     if config.get("tools"):
         body["tools"] = [_tool(tool) for tool in config["tools"]]
     if "tool_choice" in config:
         body["tool_choice"] = _tool_choice(config["tool_choice"])
-    reasoning = _reasoning(config, reasons, efforts, known)
     if reasoning:
         body["reasoning"] = reasoning
     caching = config.get("prompt_caching")
@@ -294,9 +349,15 @@ def _tool_output(item: Mapping[str, Any]) -> Any:
 def _assistant(message: Mapping[str, Any], out: List[Dict[str, Any]], custom: Any = None) -> None:
     content = []  # type: List[Dict[str, Any]]
     phase = None  # the phase of the message being gathered in content
+    reasonings = []  # type: List[Dict[str, Any]]  # this message's reasoning items, in the order they came
     for item in message["content_items"]:
         kind = item["type"]
         fidelity = item.get("fidelity") or {}
+        if kind == "thinking" and type(fidelity.get("supplements")) is int \
+                and 0 <= fidelity["supplements"] < len(reasonings):
+            # what the final response added to a reasoning item already handed out: merged into it
+            _supplement(reasonings[fidelity["supplements"]], item["thinking"], fidelity)
+            continue
         if kind == "text":
             item_phase = fidelity.get("phase")
             if content and item_phase != phase:
@@ -316,6 +377,8 @@ def _assistant(message: Mapping[str, Any], out: List[Dict[str, Any]], custom: An
             reasoning = _reasoning_item(item["thinking"], fidelity)
             if reasoning is not None:
                 out.append(reasoning)
+                if "supplements" not in fidelity:
+                    reasonings.append(reasoning)
             else:
                 logger.debug("thinking that did not come from a Responses reasoning item is not replayed")
         elif kind == "tool_call":
@@ -364,6 +427,20 @@ def _reasoning_item(text: str, fidelity: Mapping[str, Any]) -> Optional[Dict[str
     return wire
 
 
+def _supplement(wire: Dict[str, Any], text: str, fidelity: Mapping[str, Any]) -> None:
+    """Merge what a ``supplements`` item carries into the reasoning input item it completes."""
+    for key in ("encrypted_content", "signature", "format"):
+        if fidelity.get(key) is not None and wire.get(key) is None:
+            wire[key] = fidelity[key]
+    if text:
+        parts = _split_parts(text, fidelity.get("parts"))
+        if fidelity.get("channel") == "content":
+            if not wire.get("content"):
+                wire["content"] = [{"type": "reasoning_text", "text": p} for p in parts]
+        elif not wire.get("summary"):
+            wire["summary"] = [{"type": "summary_text", "text": p} for p in parts]
+
+
 def _split_parts(text: str, lengths: Any) -> List[str]:
     """Undo the blank-line join of several summary parts, using the recorded part lengths."""
     if not isinstance(lengths, list) or len(lengths) < 2 or not all(type(n) is int and n >= 0 for n in lengths):
@@ -399,7 +476,7 @@ def map_usage(raw: Any) -> Dict[str, Any]:
 class _Reasoning(object):
     """One reasoning item while it streams: which channel, which part, each part's length."""
 
-    __slots__ = ("channel", "part_channel", "part", "lengths", "sealed", "resumed")
+    __slots__ = ("channel", "part_channel", "part", "lengths", "sealed", "resumed", "ordinal")
 
     def __init__(self, resumed: bool = False) -> None:
         self.channel = None  # type: Optional[str]
@@ -410,10 +487,24 @@ class _Reasoning(object):
         self.sealed = None  # type: Optional[Dict[str, Any]]
         #: its text resumed after it was sealed (the finished item's texts are then not taken again)
         self.resumed = resumed
+        #: its place among the reasoning items this response handed out (set when its text was sealed)
+        self.ordinal = None  # type: Optional[int]
+
+
+class _Handed(object):
+    """What went out for one reasoning item: its place among them, the fidelity it carried, and
+    whether its text did (what the final response may still add is what is missing here)."""
+
+    __slots__ = ("ordinal", "fidelity", "texted")
+
+    def __init__(self, ordinal: int, fidelity: Dict[str, Any], texted: bool) -> None:
+        self.ordinal = ordinal
+        self.fidelity = fidelity
+        self.texted = texted
 
 
 class _Call(object):
-    __slots__ = ("named", "identified", "has_args", "closed", "custom")
+    __slots__ = ("named", "identified", "has_args", "closed", "custom", "pending_name")
 
     def __init__(self, named: bool, identified: bool, custom: bool = False) -> None:
         self.named = named
@@ -421,6 +512,8 @@ class _Call(object):
         self.has_args = False
         self.closed = False
         self.custom = custom  # a custom tool call: free-text input, carried as {"input": text}
+        #: a name announced without its call_id: the call is announced once the id is known
+        self.pending_name = None  # type: Optional[str]
 
 
 _SEPARATOR = "\n\n"
@@ -433,6 +526,12 @@ _CUSTOM_OPEN = '{"input":"'
 _CUSTOM_CLOSE = '"}'
 #: json.dumps(text) for a str without building an encoder each time (custom tool input pieces)
 _encode_string = json.encoder.encode_basestring
+#: output items that ask the caller to do something (run a command, apply a patch, act on a screen,
+#: approve an MCP tool call) for tools a UniConfig cannot declare: agenthub cannot hand them back
+_ACTION_ITEMS = frozenset(["local_shell_call", "shell_call", "apply_patch_call", "computer_call",
+                           "mcp_approval_request"])
+#: slots for final-output items that never streamed (apart from every slot the wire used)
+_FINAL_SLOT = -1000000
 
 
 def parse_stream(events: Iterable[SSEEvent], client: str = "openai-responses", tool_id_prefix: Any = None) -> Iterator[Any]:
@@ -460,6 +559,14 @@ class _Parser(object):
         self.calls_open = False
         self.opened = {}  # type: Dict[str, Tuple[Any, Any]]  # item id -> (slot, type) of items announced, not done
         self.item_ids = set()  # type: set  # ids of the items announced or finished on the wire
+        # what the final response is matched against (it fills in what the streamed items lacked)
+        self.id_slots = {}  # type: Dict[str, Any]  # item id (or call_id) -> slot
+        self.kinds = {}  # type: Dict[Any, List[Any]]  # item type -> slots in order of appearance
+        self.handed = {}  # type: Dict[Any, _Handed]  # slot -> what went out for its reasoning item
+        self.ordinal = 0  # reasoning items handed out so far
+        self.imaged = set()  # type: set  # slots whose image went out
+        self.actions = []  # type: List[Dict[str, Any]]  # items asking the caller to act (_ACTION_ITEMS)
+        self.acted = set()  # type: set  # their slots
 
     # -- the loop -------------------------------------------------------------------------
     def run(self, events: Iterable[SSEEvent]) -> Iterator[Any]:
@@ -487,7 +594,9 @@ class _Parser(object):
                         if phase:
                             item["fidelity"] = {"phase": phase}
                             self.phased.add(slot)
-                    texted.add(slot)
+                    if slot not in texted:
+                        self._note(slot, "message")
+                        texted.add(slot)
                     if self.reasoning:  # a reasoning item is still open (its done comes late, or never)
                         for sealed in self._emit(self._seal(None)):
                             yield sealed
@@ -506,6 +615,7 @@ class _Parser(object):
                     if call is None:
                         call = self.calls[slot] = _Call(False, False)
                         self.seen.add(slot)
+                        self._note(slot, "function_call")
                     call.has_args = True
                     for item in feed_arguments(slot, delta):
                         yield item
@@ -570,6 +680,7 @@ class _Parser(object):
             slot = self.ids.get(item_id)
             if slot is None:
                 slot = self.ids[item_id] = -1 - len(self.ids)
+                self.id_slots.setdefault(item_id, slot)
         else:
             slot = self.last_slot if self.last_slot is not None else -1 - len(self.ids)
         self.last_slot = slot
@@ -586,6 +697,7 @@ class _Parser(object):
                 if len(state.lengths) > 1:
                     fidelity["parts"] = list(state.lengths)
                 state.sealed = fidelity
+                state.ordinal = self._hand(other, fidelity, True)
                 items.append({"type": "thinking", "thinking": "", "fidelity": fidelity})
         return items
 
@@ -597,6 +709,23 @@ class _Parser(object):
             self.held.extend(items)
             return []
         return items
+
+    def _note(self, slot: Any, kind: Any) -> None:
+        """Slot ``slot`` carries an item of type ``kind`` (what the final output is matched against)."""
+        if isinstance(kind, str):
+            slots = self.kinds.get(kind)
+            if slots is None:
+                self.kinds[kind] = [slot]
+            elif slot not in slots:
+                slots.append(slot)
+
+    def _hand(self, slot: Any, fidelity: Dict[str, Any], texted: bool) -> int:
+        """A reasoning item's fidelity goes out: its place among them (replay merges what the final
+        response adds later into the reasoning item at that place)."""
+        ordinal = self.ordinal
+        self.ordinal += 1
+        self.handed[slot] = _Handed(ordinal, dict(fidelity), texted)
+        return ordinal
 
     def _after_calls(self, items: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
         """Items from the tool-call machine, then whatever was held back once no call is open."""
@@ -617,7 +746,9 @@ class _Parser(object):
             self.phased.add(slot)
         if fidelity:
             item["fidelity"] = fidelity
-        self.texted.add(slot)
+        if slot not in self.texted:
+            self._note(slot, "message")
+            self.texted.add(slot)
         return item
 
     def _thinking(self, payload: Mapping[str, Any], kind: str, delta: str) -> List[Dict[str, Any]]:
@@ -628,6 +759,7 @@ class _Parser(object):
         if state is None:
             state = self.reasoning[slot] = _Reasoning()
             self.seen.add(slot)
+            self._note(slot, "reasoning")
         elif state.sealed is not None:  # more text after it was sealed: a new run of the same item
             state = self.reasoning[slot] = _Reasoning(resumed=True)
         if kind == _SUMMARY_DELTA:
@@ -657,9 +789,11 @@ class _Parser(object):
         self.seen.add(slot)
         kind = item.get("type")
         item_id = item.get("id")
+        self._note(slot, kind)
         if item_id and isinstance(item_id, str):
             self.opened[item_id] = (slot, kind)
             self.item_ids.add(item_id)
+            self.id_slots.setdefault(item_id, slot)
         if self.reasoning and kind != "reasoning":
             sealed = self._emit(self._seal(None))
             if sealed:
@@ -675,7 +809,12 @@ class _Parser(object):
         if kind == "function_call":
             call_id = item.get("call_id") or None
             name = item.get("name") or None
-            self.calls[slot] = _Call(name is not None, call_id is not None)
+            call = self.calls[slot] = _Call(name is not None and call_id is not None, call_id is not None)
+            if call_id is not None:
+                self.id_slots.setdefault(call_id, slot)
+            if name is not None and call_id is None:
+                call.pending_name = name  # announced once its call_id is known (its done, or the final response)
+                name = None
             seed = item.get("arguments")
             items = self.tools.feed(slot, call_id, name, "", seed=seed if isinstance(seed, str) and seed else None)
             return self._after_calls(items)
@@ -704,7 +843,7 @@ class _Parser(object):
         if call.closed:
             return []
         items = []  # type: List[Dict[str, Any]]
-        name = payload.get("name") if not call.named else None
+        name = payload.get("name") if not call.named and call.pending_name is None else None
         arguments = payload.get("arguments")
         if name or (not call.has_args and arguments):
             items.extend(self.tools.feed(slot, None, name or None, None if call.has_args else arguments))
@@ -729,6 +868,9 @@ class _Parser(object):
                 # reasoning item's done with the next item's index): it is the announced one
                 slot = opened[0]
         self.seen.add(slot)
+        self._note(slot, kind)
+        if item_id and isinstance(item_id, str):
+            self.id_slots.setdefault(item_id, slot)
         if kind == "message":
             return self._message_done(item, slot)
         if kind == "reasoning":
@@ -738,14 +880,23 @@ class _Parser(object):
         if kind == "custom_tool_call":
             return self._custom_done(item, slot)
         if kind == "image_generation_call":
-            return self._image_done(item)
+            return self._image_done(item, slot)
+        if kind in _ACTION_ITEMS or (kind == "tool_search_call" and item.get("execution") == "client"):
+            self._action(item, slot)
         return []  # other built-in tool items: not client tool calls, nothing the next request needs
 
-    def _custom_done(self, item: Mapping[str, Any], slot: Any) -> List[Dict[str, Any]]:
+    def _action(self, item: Mapping[str, Any], slot: Any) -> None:
+        if slot not in self.acted:
+            self.acted.add(slot)
+            self.actions.append(dict(item))
+
+    def _custom_done(self, item: Mapping[str, Any], slot: Any, final: bool = False) -> List[Dict[str, Any]]:
         call = self.calls.get(slot)
         text = item.get("input")
         text = text if isinstance(text, str) else ""
         items = []  # type: List[Dict[str, Any]]
+        if call is not None and not call.closed and call.custom and not call.has_args and not text and not final:
+            return []  # finished without its input: the final response may carry it (closed there)
         if call is None:  # the whole call arrives here
             call_id = item.get("call_id") or None
             name = item.get("name") or None
@@ -761,11 +912,12 @@ class _Parser(object):
         call.closed = True
         return self._after_calls(items)
 
-    def _image_done(self, item: Mapping[str, Any]) -> List[Dict[str, Any]]:
+    def _image_done(self, item: Mapping[str, Any], slot: Any) -> List[Dict[str, Any]]:
         """A finished image_generation_call: its image is output media (the call itself is not replayed)."""
         result = item.get("result")
-        if not isinstance(result, str) or not result:
+        if not isinstance(result, str) or not result or slot in self.imaged:
             return []
+        self.imaged.add(slot)
         fmt = item.get("output_format")
         mime = "image/" + (fmt if isinstance(fmt, str) and fmt.isalnum() else "png")
         if mime == "image/jpg":
@@ -795,17 +947,7 @@ class _Parser(object):
         state = self.reasoning.pop(slot, None) or _Reasoning()
         items = []  # type: List[Dict[str, Any]]
         if state.sealed is not None:  # its text went out sealed: only what the finished item adds is left
-            fidelity = {"channel": state.sealed["channel"]}
-            encrypted = item.get("encrypted_content")
-            if isinstance(encrypted, str) and encrypted:
-                fidelity["encrypted_content"] = encrypted
-            for key in ("signature", "format"):
-                value = item.get(key)
-                if isinstance(value, str) and value:
-                    fidelity[key] = value
-            if len(fidelity) == 1:
-                return []
-            return self._emit([{"type": "thinking", "thinking": "", "fidelity": fidelity}])
+            return self._reasoning_fill(item, slot)
         if not state.lengths and not state.resumed:  # nothing streamed: take the texts from the finished item
             for channel, key, part_type in (("summary", "summary", "summary_text"), ("content", "content", "reasoning_text")):
                 texts = [p["text"] for p in item.get(key) or () if isinstance(p, dict) and isinstance(p.get("text"), str)
@@ -831,10 +973,48 @@ class _Parser(object):
                 fidelity[key] = value
         if len(state.lengths) > 1:
             fidelity["parts"] = list(state.lengths)
+        self._hand(slot, fidelity, any(state.lengths))
         items.append({"type": "thinking", "thinking": "", "fidelity": fidelity})
         return self._emit(items)
 
-    def _call_done(self, item: Mapping[str, Any], slot: Any) -> List[Dict[str, Any]]:
+    def _reasoning_fill(self, item: Mapping[str, Any], slot: Any) -> List[Dict[str, Any]]:
+        """A reasoning item whose fidelity already went out, finished (or repeated by the final response)
+        with more: what it adds (encrypted content, a signature, its texts when none streamed) goes out
+        on an item of its own marked ``supplements: <its place>``, which the replay merges into it."""
+        handed = self.handed.get(slot)
+        if handed is None:
+            return self._reasoning_done(item, slot)
+        known = handed.fidelity
+        fidelity = {"channel": known.get("channel", "summary")}  # type: Dict[str, Any]
+        for key in ("encrypted_content", "signature", "format"):
+            value = item.get(key)
+            if isinstance(value, str) and value and not known.get(key):
+                fidelity[key] = value
+        items = []  # type: List[Dict[str, Any]]
+        if not handed.texted:
+            for channel, key, part_type in (("summary", "summary", "summary_text"),
+                                            ("content", "content", "reasoning_text")):
+                texts = [p["text"] for p in item.get(key) or () if isinstance(p, dict)
+                         and isinstance(p.get("text"), str) and p.get("type", part_type) == part_type]
+                if any(texts):
+                    fidelity["channel"] = channel
+                    for i, text in enumerate(texts):
+                        if i:
+                            items.append({"type": "thinking", "thinking": _SEPARATOR})
+                        if text:
+                            items.append({"type": "thinking", "thinking": text})
+                    if len(texts) > 1:
+                        fidelity["parts"] = [len(text) for text in texts]
+                    handed.texted = True
+                    break
+        if len(fidelity) == 1 and not items:
+            return []  # nothing it did not have
+        known.update((k, v) for k, v in fidelity.items() if k != "parts")
+        fidelity["supplements"] = handed.ordinal
+        items.append({"type": "thinking", "thinking": "", "fidelity": fidelity})
+        return self._emit(items)
+
+    def _call_done(self, item: Mapping[str, Any], slot: Any, final: bool = False) -> List[Dict[str, Any]]:
         call = self.calls.get(slot)
         arguments = item.get("arguments")
         items = []  # type: List[Dict[str, Any]]
@@ -847,12 +1027,19 @@ class _Parser(object):
         elif call.closed:
             return []
         else:
-            name = item.get("name") or None if not call.named else None
-            call_id = item.get("call_id") or None if not (call.named or call.identified) else None
+            call_id = None
+            if not call.identified:
+                call_id = item.get("call_id") or None
+                if call_id is None and not final:
+                    return []  # finished without its call_id: the final response may name it (closed there)
+            if not call.has_args and not arguments and not final:
+                return []  # finished without its arguments: the final response may carry them
+            name = (item.get("name") or call.pending_name or None) if not call.named else None
             if name or call_id or (not call.has_args and arguments):
                 items.extend(self.tools.feed(slot, call_id, name, None if call.has_args else arguments))
-                call.has_args = True
+                call.has_args = call.has_args or bool(arguments)
                 call.named = call.named or name is not None
+                call.identified = call.identified or call_id is not None
         items.extend(self.tools.close(index=slot))
         call.closed = True
         return self._after_calls(items)
@@ -865,41 +1052,51 @@ class _Parser(object):
         if status == "failed":
             raise upstream_error(self.client, _failure_payload(payload))
         output = response.get("output")
-        output = output if isinstance(output, list) else []
-        # items that never finished on the wire (or never streamed at all) are finished from the final output
-        for slot in sorted(self.reasoning, key=_order):
-            found = output[slot] if type(slot) is int and 0 <= slot < len(output) else None
-            for item in self._reasoning_done(found if isinstance(found, dict) else {}, slot):
-                yield item
-        for position, item in enumerate(output):
-            if not isinstance(item, dict):
-                continue
-            item_id = item.get("id")
-            known = isinstance(item_id, str) and (item_id in self.item_ids or item_id in self.ids)
-            if position in self.seen or known:
-                call = self.calls.get(position)
-                if call is not None and not call.closed:
-                    kind = item.get("type")
-                    if kind == "function_call":
-                        for part in self._call_done(item, position):
-                            yield part
-                    elif kind == "custom_tool_call":
-                        for part in self._custom_done(item, position):
-                            yield part
-                continue
-            if item.get("type") == "message" and self.texted:
-                continue  # text streamed already (under another index: LiteLLM puts every item at 0)
-            for part in self._done(item, position):
+        output = [item for item in output if isinstance(item, dict)] if isinstance(output, list) else []
+        # the final response fills in what the streamed items lacked (LiteLLM sends the encrypted
+        # reasoning only here), and brings the items that never streamed
+        slots = self._match(output)
+        final_of = {}  # type: Dict[Tuple[Any, Any], Mapping[str, Any]]
+        for item, slot in zip(output, slots):
+            if slot is not None:
+                final_of[(slot, item.get("type"))] = item
+        for slot in sorted(self.reasoning, key=_order):  # reasoning items that never finished on the wire
+            for part in self._reasoning_done(final_of.get((slot, "reasoning"), {}), slot):
+                yield part
+        for position, (item, slot) in enumerate(zip(output, slots)):
+            kind_of = item.get("type")
+            if slot is None:
+                if kind_of == "message" and self.texted:
+                    continue  # text streamed already (under another index: LiteLLM puts every item at 0)
+                parts = self._done(item, _FINAL_SLOT - position)
+            elif kind_of == "function_call":
+                call = self.calls.get(slot)
+                parts = self._call_done(item, slot, True) if call is not None and not call.closed else []
+            elif kind_of == "custom_tool_call":
+                call = self.calls.get(slot)
+                parts = self._custom_done(item, slot, True) if call is not None and not call.closed else []
+            elif kind_of == "reasoning":
+                parts = self._reasoning_fill(item, slot) if slot not in self.reasoning else []
+            elif kind_of == "message":
+                parts = self._message_done(item, slot)
+            elif kind_of == "image_generation_call":
+                parts = self._image_done(item, slot)
+            else:
+                parts = self._done(item, slot)
+            for part in parts:
                 yield part
         for slot, call in list(self.calls.items()):
-            if call.custom and not call.closed:  # a custom call the server never finished: close its text
-                for part in self._custom_done({}, slot):
+            if not call.closed:  # calls the server never finished (or finished without what they lacked)
+                closer = self._custom_done if call.custom else self._call_done
+                for part in closer({}, slot, True):
                     yield part
         items = self.tools.finish()
         self.calls_open = False
         for item in items + self.held:
             yield item
         self.held = []
+        if self.actions:
+            self._acted_on()
         if kind == "response.incomplete" or status == "incomplete":
             details = response.get("incomplete_details")
             reason = details.get("reason") if isinstance(details, dict) else None
@@ -910,6 +1107,77 @@ class _Parser(object):
             finish = "unknown"
         raw_usage = response.get("usage")
         yield StreamEnd(map_usage(raw_usage) if isinstance(raw_usage, dict) else None, finish)
+
+    def _match(self, output: List[Dict[str, Any]]) -> List[Any]:
+        """The streamed slot of each final output item, or None for items that never streamed: by id
+        (or call_id), else the slot at its position if that carried its type, else the next slot of its
+        type in order of appearance (relays that renumber ids, or put every item at index 0)."""
+        used = set()  # type: set
+        slots = []  # type: List[Any]
+        for position, item in enumerate(output):
+            kind = item.get("type")
+            slot = None
+            for key in ("id", "call_id"):
+                value = item.get(key)
+                if isinstance(value, str) and value in self.id_slots and (self.id_slots[value], kind) not in used:
+                    slot = self.id_slots[value]
+                    break
+            candidates = self.kinds.get(kind) or ()
+            if slot is None and position in candidates and (position, kind) not in used:
+                slot = position
+            if slot is None:
+                slot = next((s for s in candidates if (s, kind) not in used), None)
+            if slot is not None:
+                used.add((slot, kind))
+            slots.append(slot)
+        return slots
+
+    def _acted_on(self) -> None:
+        """Items asking the caller to act, for tools a UniConfig cannot declare.  With an answer beside
+        them they are left out (logged); alone they would end in a misleading "empty response": the error
+        names them instead."""
+        names = []
+        for item in self.actions:
+            kind = item.get("type")
+            if kind == "mcp_approval_request":
+                names.append("mcp_approval_request (tool {!r} on MCP server {!r} awaits approval)".format(
+                    item.get("name"), item.get("server_label")))
+            elif kind == "tool_search_call":
+                names.append("tool_search_call (a client-executed tool search)")
+            else:
+                names.append(str(kind))
+        answered = bool(self.texted) or bool(self.imaged) or self.tools.completed > 0
+        what = ", ".join(names)
+        if answered:
+            logger.warning("%s: the response also asked the caller to act on %s; agenthub cannot hand such items "
+                           "back, they are left out", self.client, what)
+            return
+        raise EmptyResponseError(
+            "the {} response only asked the caller to act on {}: items for tools agenthub does not declare or "
+            "hand back (no text, tool call or media came with them)".format(self.client, what),
+            client=self.client, finish_reason="unknown", usage_metadata=None,
+            item_types=[str(item.get("type")) for item in self.actions])
+
+
+#: a whole Response object's status -> the stream event that would have ended it
+_STATUS_EVENTS = {"completed": "response.completed", "incomplete": "response.incomplete", "failed": "response.failed",
+                  "cancelled": "response.completed"}
+
+
+def parse_document(payload: Any, client: str = "openai-responses", tool_id_prefix: Any = None) -> Iterator[Any]:
+    """A whole Response object (``{"object": "response", "status", "output": [...], "usage"}``: a server
+    that ignored ``stream: true``) -> the same parts its stream gives: it is read as the terminal event
+    that carries it, so every output item comes from the final output.  Stream events (a JSON array of
+    them) are read as events."""
+    events = []  # type: List[SSEEvent]
+    for doc in documents(payload):
+        if type(doc) is dict and not isinstance(doc.get("type"), str) and (
+                doc.get("object") == "response" or isinstance(doc.get("output"), list)):
+            kind = _STATUS_EVENTS.get(doc.get("status"), "response.completed")
+            events.append(SSEEvent(dumps({"type": kind, "response": doc})))
+        else:
+            events.append(SSEEvent(dumps(doc)))
+    return parse_stream(events, client, tool_id_prefix)
 
 
 def _order(slot: Any) -> Tuple[int, int]:
@@ -937,9 +1205,29 @@ def _failure_payload(payload: Mapping[str, Any]) -> Any:
     return {"error": {"message": "the response failed without an error object", "code": "response_failed"}}
 
 
+# -- the endpoint's model list ------------------------------------------------------------------
+
+
+def models_request(endpoint: Endpoint, page_token: Optional[str] = None) -> HttpRequest:
+    """``GET {base_url}/models`` (OpenAI answers every model at once; a server that pages says
+    ``has_more`` and the next page starts ``after`` the last id)."""
+    url = join_url(endpoint.base_url, "/models")
+    if page_token:
+        url += "?after=" + quote(page_token, safe="")
+    return get_request(endpoint, url)
+
+
+def parse_models(payload: Any, client: str = "openai-responses") -> Tuple[List[str], Optional[str]]:
+    """``{"object": "list", "data": [{"id": ...}, ...]}`` -> (ids in the server's order, next page token)."""
+    ids = model_list_page(payload, client)
+    more = isinstance(payload, dict) and payload.get("has_more") is True and ids
+    return ids, (payload.get("last_id") or ids[-1]) if more else None
+
+
 PROTOCOL = Protocol(
-    "openai-responses", __name__, build_request, parse_stream,
+    "openai-responses", __name__, build_request, parse_stream, parse_document=parse_document,
     base_url="https://api.openai.com/v1", key_env=("OPENAI_API_KEY",), base_url_env="OPENAI_BASE_URL",
-    quirk_keys=("encrypted_reasoning", "reasoning", "reasoning_efforts"),
+    quirk_keys=("encrypted_reasoning", "fast_mode", "reasoning", "reasoning_efforts", "response_formats"),
     embeddings="openai_embeddings", demo=("gpt-5.5", "OpenAI Responses"),
+    models_request=models_request, parse_models=parse_models,
 )
