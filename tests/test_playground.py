@@ -1,10 +1,9 @@
 """The playground page (agenthub.playground) driven in headless Chromium.
 
-The page is served by a WSGI app in front of a fake Chat Completions upstream on
-127.0.0.1 (``Upstream`` below: scripted SSE chunks, gates to hold a stream open, a
-record of every request and of disconnects).  The app is ``StubApp``, PLAN.md's wire
-contract over the real library (AutoLLMClient against the upstream), until
-``agenthub.server`` is on main; then ``agenthub.server.make_app``.  Selenium drives
+The page is served by ``agenthub.server.make_app`` on the built-in server of ``agenthub
+serve``, in front of a fake Chat Completions upstream on 127.0.0.1 (``Upstream`` below:
+scripted SSE chunks, gates to hold a stream open, a record of every request and of
+disconnects); a Recorder in front of the app keeps what the page sent.  Selenium drives
 Debian's chromium through /usr/bin/chromedriver (no Selenium Manager, no network);
 the tests skip when either is missing (``.ci/run`` installs them).
 
@@ -13,7 +12,6 @@ Trusted Types violation, no error, may appear (the page needs nothing its CSP re
 """
 
 import base64
-import hmac
 import io
 import json
 import os
@@ -25,17 +23,14 @@ import threading
 import time
 import zlib
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from socketserver import ThreadingMixIn
 from urllib.request import urlopen
-from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 import pytest
 
-import agenthub
 from agenthub import AutoLLMClient, collect, playground
-from agenthub.errors import AgentHubError, ConfigError, UpstreamError
 from agenthub.tracer import from_jsonable, list_traces, load_trace, to_jsonable
-from agenthub.validate import check_config, check_messages
+from agenthub.server import make_app, serve
+from agenthub.validate import check_messages
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMEDRIVER = "/usr/bin/chromedriver"
@@ -50,10 +45,6 @@ from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.common.keys import Keys  # noqa: E402
 from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
 
-try:
-    from agenthub.server import make_app  # h-server's app, once it is on main
-except ImportError:  # pragma: no cover - until then: the stub below
-    make_app = None
 
 UPSTREAM_KEY = "upstream-secret-1234"
 
@@ -157,75 +148,7 @@ def direct_events(reply, messages, config=None, upstream=None):
     return events
 
 
-# -- the app: agenthub.server.make_app, or PLAN.md's wire contract as a stub --------------------
-
-class StubApp(object):
-    """GET / (the page), GET /v1/models, POST /v1/stream over AutoLLMClient, bearer keys, JSON errors."""
-
-    def __init__(self, config):
-        self.models = {m["id"]: m for m in config["models"]}
-        self.keys = list(config.get("api_keys") or ())
-
-    def __call__(self, environ, start_response):
-        path, method = environ.get("PATH_INFO", ""), environ["REQUEST_METHOD"]
-        if path == "/" and method == "GET":
-            start_response("200 OK", playground.HEADERS + [("Content-Length", str(len(playground.PAGE)))])
-            return [playground.PAGE]
-        if path.startswith("/v1/") and self.keys:
-            given = environ.get("HTTP_AUTHORIZATION", "")
-            if not any(hmac.compare_digest(given.encode(), ("Bearer " + k).encode()) for k in self.keys):
-                return self._error(start_response, 401, "AuthenticationError", "missing or wrong server key")
-        if path == "/v1/models" and method == "GET":
-            return self._json(start_response, 200, {"object": "list", "data": [
-                {"id": m, "object": "model"} for m in self.models]})
-        if path == "/v1/stream" and method == "POST":
-            body = json.loads(environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0)))
-            row = self.models.get(body.get("model"))
-            if row is None:
-                return self._error(start_response, 404, "ConfigError", "unknown model")
-            try:
-                messages = from_jsonable(body.get("messages"))
-                check_messages(messages)
-                config = check_config(from_jsonable(body.get("config") or {}))
-                client = AutoLLMClient(row["model"], client_type=row["client_type"], base_url=row["base_url"],
-                                       api_key=row["api_key"], max_retries=0)
-                events = client.streaming_response(messages=messages, config=config)
-                first = next(events)
-            except UpstreamError as error:
-                return self._error(start_response, error.status or 502, type(error).__name__, str(error),
-                                   status=error.status, error_type=error.error_type)
-            except AgentHubError as error:
-                return self._error(start_response, 400, type(error).__name__, str(error))
-            start_response("200 OK", [("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache")])
-            return self._stream(first, events)
-        return self._error(start_response, 404, "ConfigError", "no such endpoint")
-
-    def _stream(self, first, events):
-        try:
-            yield b": keep-alive\n\n"
-            yield b"data: " + json.dumps(to_jsonable(first)).encode("utf-8") + b"\n\n"
-            try:
-                for event in events:
-                    yield b"data: " + json.dumps(to_jsonable(event)).encode("utf-8") + b"\n\n"
-            except AgentHubError as error:
-                payload = {"error": {"type": type(error).__name__, "message": str(error)}}
-                yield b"event: error\ndata: " + json.dumps(payload).encode("utf-8") + b"\n\n"
-                return
-            yield b"data: [DONE]\n\n"
-        finally:
-            events.close()
-
-    def _json(self, start_response, status, document):
-        data = json.dumps(document).encode("utf-8")
-        start_response("{} {}".format(status, "OK" if status == 200 else "Error"),
-                       [("Content-Type", "application/json"), ("Content-Length", str(len(data)))])
-        return [data]
-
-    def _error(self, start_response, code, kind, message, **fields):
-        error = {"type": kind, "message": message}
-        error.update(fields)
-        return self._json(start_response, code, {"error": error})
-
+# -- the app: agenthub.server.make_app on agenthub serve's built-in server ------------------------
 
 class Recorder(object):
     """WSGI middleware: keeps every POST body the page sent (parsed JSON), passes the request on unchanged."""
@@ -242,24 +165,16 @@ class Recorder(object):
         return self.app(environ, start_response)
 
 
-class _Threading(ThreadingMixIn, WSGIServer):
-    daemon_threads = True
-
-    def handle_error(self, request, client_address):
-        pass
-
-
-class _QuietHandler(WSGIRequestHandler):
-    def log_message(self, *args):
-        pass
-
-
 class Site(object):
-    def __init__(self, app, upstream):
-        self.app = Recorder(app)
+    """``app`` (an AgentHubApp) on the built-in server of ``agenthub serve``; ``wrap(app)`` may put a WSGI
+    layer in front of it (the Recorder always is)."""
+
+    def __init__(self, app, upstream, wrap=None):
+        self._server, self.url = serve(app, "127.0.0.1", 0)
+        self.app = Recorder(wrap(app) if wrap else app)
+        self._server.set_app(self.app)
+        self.url = self.url.rstrip("/") + "/"
         self.upstream = upstream
-        self._server = make_server("127.0.0.1", 0, self.app, server_class=_Threading, handler_class=_QuietHandler)
-        self.url = "http://127.0.0.1:{}/".format(self._server.server_port)
         threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
 
     def close(self):
@@ -277,9 +192,8 @@ def app_config(upstream, **extra):
     return config
 
 
-def make_site(upstream, app_factory=None, **extra):
-    factory = app_factory or make_app or StubApp
-    return Site(factory(app_config(upstream, **extra)), upstream)
+def make_site(upstream, wrap=None, **extra):
+    return Site(make_app(app_config(upstream, **extra)), upstream, wrap)
 
 
 # -- the browser ---------------------------------------------------------------------------------
@@ -522,7 +436,6 @@ def test_abort_stops_the_stream_says_aborted_and_frees_the_upstream(page, upstre
     assert [m["role"] for m in history(page)] == ["user", "assistant"]
 
 
-@pytest.mark.skipif(make_app is None, reason="agenthub.server is not on this branch yet")
 def test_keep_alive_comments_keep_the_page_waiting(browser, upstream):
     site = make_site(upstream, keepalive_seconds=0.1)
     try:
@@ -812,6 +725,30 @@ def test_the_page_folds_events_exactly_as_collect(page, items):
     assert folded == to_jsonable(collect(events))
 
 
+def canned_site(upstream, *bodies, **kw):
+    """The real app (page, model list, keys) whose POST /v1/stream answers the ``bodies`` (SSE bytes) instead,
+    in ``kw["pieces"]``-byte writes (default 8 KB); before each body after the first it waits for
+    ``kw["gate"]`` (a threading.Event)."""
+    pieces = kw.get("pieces", 8192)
+
+    def answer():
+        for n, body in enumerate(bodies):
+            if n:
+                kw["gate"].wait(10)
+            for i in range(0, len(body), pieces):
+                yield body[i:i + pieces]
+
+    def wrap(app):
+        def canned(environ, start_response):
+            if environ["PATH_INFO"] == "/v1/stream":
+                start_response("200 OK", [("Content-Type", "text/event-stream")])
+                return answer()
+            return app(environ, start_response)
+        return canned
+
+    return make_site(upstream, wrap)
+
+
 def test_sse_framing_crlf_comments_multiline_data_one_byte_at_a_time(browser, upstream):
     """The page's SSE reader on a canned body (CRLF and lone CR line ends, comments, `data:` without a
     space, JSON over two data lines, an image as inline bytes, a last message with no blank line after
@@ -829,13 +766,7 @@ def test_sse_framing_crlf_comments_multiline_data_one_byte_at_a_time(browser, up
             + b"\r\n\r\n: keep-alive\r\rdata: " + json.dumps(picture).encode() + b"\r\n\r\n"
             b"data: " + json.dumps(stop).encode() + b"\n\ndata: [DONE]")
 
-    def canned(environ, start_response):
-        if environ["PATH_INFO"] == "/v1/stream":
-            start_response("200 OK", [("Content-Type", "text/event-stream")])
-            return (body[i:i + 1] for i in range(len(body)))
-        return StubApp(app_config(upstream))(environ, start_response)
-
-    site = Site(canned, upstream)
+    site = canned_site(upstream, body, pieces=1)
     try:
         console(browser)
         open_page(browser, site.url)
@@ -851,28 +782,6 @@ def test_sse_framing_crlf_comments_multiline_data_one_byte_at_a_time(browser, up
         assert bad_entries(console(browser)) == []
     finally:
         site.close()
-
-
-def canned_site(upstream, *bodies, **kw):
-    """The real page and model list, and POST /v1/stream answering the ``bodies`` (SSE bytes) in
-    8 KB writes; before each body after the first it waits for ``kw["gate"]`` (a threading.Event)."""
-    app = (make_app or StubApp)(app_config(upstream))
-
-    def answer():
-        for n, body in enumerate(bodies):
-            if n:
-                kw["gate"].wait(10)
-            for i in range(0, len(body), 8192):
-                yield body[i:i + 8192]
-
-    def canned(environ, start_response):
-        if environ["PATH_INFO"] == "/v1/stream":
-            environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0))
-            start_response("200 OK", [("Content-Type", "text/event-stream")])
-            return answer()
-        return app(environ, start_response)
-
-    return Site(canned, upstream)
 
 
 def sse_events(events, done=True):
