@@ -377,6 +377,32 @@ SCRIPT = r"""
     } else { hint.className = "hint"; hint.textContent = "A JSON list of {name, description, parameters}."; }
     return checked;
   }
+  // UniConfig keys without a control of their own (prompt_caching, top_p, response_format, ...)
+  var OWN_CONTROLS = ["system_prompt", "thinking_level", "thinking_summary", "max_tokens", "temperature", "tools",
+                      "tool_choice"];
+  function checkExtra(text) {
+    if (!text.trim()) { return { config: null }; }
+    var value;
+    try { value = JSON.parse(text); } catch (e) { return { error: "not JSON: " + e.message }; }
+    if (!value || typeof value !== "object" || Array.isArray(value)) { return { error: "a JSON object of UniConfig keys" }; }
+    var keys = Object.keys(value);
+    var own = keys.filter(function (k) {   // a list of tool names is the one tool_choice the menu has not
+      return OWN_CONTROLS.indexOf(k) >= 0 && !(k === "tool_choice" && Array.isArray(value[k]));
+    });
+    if (own.length) { return { error: own.join(", ") + " has a field of its own above" }; }
+    if (keys.indexOf("trace_id") >= 0) { return { error: "trace_id is not sent to the server: use Export trace" }; }
+    return { config: value, keys: keys };
+  }
+  function showExtra() {
+    var checked = checkExtra($("extra").value);
+    var hint = $("extra-hint");
+    $("extra").classList.toggle("invalid", !!checked.error);
+    if (checked.error) { hint.className = "hint bad"; hint.textContent = checked.error; }
+    else if (checked.config) { hint.className = "hint good"; hint.textContent = "adds " + (checked.keys.join(", ") || "nothing"); }
+    else { hint.className = "hint"; hint.textContent = "Any other UniConfig keys, e.g. {\"prompt_caching\": \"enable\"}."; }
+    return checked;
+  }
+  $("extra").addEventListener("input", showExtra);
   function readConfig() {
     var config = {};
     var problems = [];
@@ -402,6 +428,11 @@ SCRIPT = r"""
     if (tools.error) { problems.push("tools: " + tools.error); }
     else if (tools.tools) { config.tools = tools.tools; }
     if ($("tool-choice").value) { config.tool_choice = $("tool-choice").value; }
+    var extra = showExtra();
+    if (extra.error) { problems.push("other config: " + extra.error); }
+    else if (extra.config && "tool_choice" in extra.config && "tool_choice" in config) {
+      problems.push("tool choice is set twice (the menu and other config)");
+    } else if (extra.config) { Object.assign(config, extra.config); }
     var box = $("config-error");
     box.textContent = problems.join(" · ");
     box.hidden = !problems.length;
@@ -1034,6 +1065,12 @@ SCRIPT = r"""
       $("temperature").value = typeof config.temperature === "number" ? String(config.temperature) : "";
       $("tools").value = Array.isArray(config.tools) ? JSON.stringify(config.tools, null, 2) : "";
       $("tool-choice").value = typeof config.tool_choice === "string" ? config.tool_choice : "";
+      var others = {};
+      Object.keys(config).forEach(function (k) {
+        if (OWN_CONTROLS.indexOf(k) < 0 && k !== "model" && k !== "trace_id") { others[k] = config[k]; }
+      });
+      if (Array.isArray(config.tool_choice)) { others.tool_choice = config.tool_choice; }
+      $("extra").value = Object.keys(others).length ? JSON.stringify(others, null, 2) : "";
       if (Array.prototype.some.call($("model").options, function (o) { return o.value === model; })) {
         $("model").value = model;
       }
@@ -1056,6 +1093,7 @@ SCRIPT = r"""
 
   setKey(getKey());
   showTools();
+  showExtra();
   updateButtons();
   loadModels();
   $("input").focus();
@@ -1100,6 +1138,9 @@ _BODY = """
     <div class="field"><label for="tool-choice">Tool choice</label>
       <select id="tool-choice"><option value="">default</option><option value="auto">auto</option>
         <option value="required">required</option><option value="none">none</option></select></div>
+    <div class="field"><label for="extra">Other config (JSON)</label>
+      <textarea id="extra" class="code" rows="2" spellcheck="false" placeholder='{"prompt_caching": "enable"}'></textarea>
+      <div class="hint" id="extra-hint"></div></div>
     <div class="notice bad" id="config-error" role="alert" hidden></div>
   </aside>
   <main>

@@ -317,6 +317,8 @@ def test_typed_message_streams_text_incrementally_with_usage_and_finish(page, up
     css(page, "#system").send_keys("Be brief.")
     css(page, "#max-tokens").send_keys("50")
     css(page, "#temperature").send_keys("0.3")
+    css(page, "#extra").send_keys('{"top_p": 0.5, "seed": 7}')
+    assert css(page, "#extra-hint").text == "adds top_p, seed"
     type_and_send(page, "Say hello")
 
     wait(page, lambda d: "Hello" in last_answer(d).text, "the first pieces")
@@ -332,12 +334,12 @@ def test_typed_message_streams_text_incrementally_with_usage_and_finish(page, up
     assert css(page, "#input").get_attribute("value") == ""
 
     user = {"role": "user", "content_items": [{"type": "text", "text": "Say hello"}]}
-    config = {"system_prompt": "Be brief.", "max_tokens": 50, "temperature": 0.3}
+    config = {"system_prompt": "Be brief.", "max_tokens": 50, "temperature": 0.3, "top_p": 0.5, "seed": 7}
     assert page.site.app.bodies == [{"model": "fake", "messages": [user], "config": config}]
     sent = upstream.requests[0]
     assert sent["body"]["messages"] == [{"role": "system", "content": "Be brief."},
                                         {"role": "user", "content": "Say hello"}]
-    assert (sent["body"]["max_completion_tokens"], sent["body"]["temperature"]) == (50, 0.3)
+    assert [sent["body"][k] for k in ("max_completion_tokens", "temperature", "top_p", "seed")] == [50, 0.3, 0.5, 7]
     assert sent["headers"]["Authorization"] == "Bearer " + UPSTREAM_KEY
 
     expected = collect(direct_events(text_reply("Hel", "lo ", "wor", "ld."), [user], config, upstream))
@@ -535,6 +537,7 @@ def test_export_writes_a_trace_the_tracer_and_the_viewer_open(page, upstream, tm
         chunk({"role": "assistant", "reasoning_content": "Hm."}), chunk({"content": "A dot."}),
         chunk(finish="stop"), chunk(usage=USAGE), b"data: [DONE]\n\n"]))
     css(page, "#system").send_keys("Describe images.")
+    css(page, "#extra").send_keys('{"seed": 3}')
     type_and_send(page, "What is it?")
     wait_done(page)
     assert css(page, "#export").is_enabled()
@@ -548,7 +551,8 @@ def test_export_writes_a_trace_the_tracer_and_the_viewer_open(page, upstream, tm
 
     trace = load_trace(str(folder / name))
     assert set(trace) == {"trace_id", "model", "timestamp", "config", "history"}
-    assert trace["model"] == "fake" and trace["config"] == {"system_prompt": "Describe images.", "model": "fake"}
+    assert trace["model"] == "fake"
+    assert trace["config"] == {"system_prompt": "Describe images.", "seed": 3, "model": "fake"}
     assert trace["history"][0] == {"role": "user", "content_items": [
         {"type": "inline_data", "data": image, "mime_type": "image/png"}, {"type": "text", "text": "What is it?"}]}
     assert trace["history"][1]["content_items"] == [
@@ -579,12 +583,13 @@ def test_export_writes_a_trace_the_tracer_and_the_viewer_open(page, upstream, tm
         exported = json.load(handle)
     assert history(page) == exported["history"]
     assert css(page, "#system").get_attribute("value") == "Describe images."
+    assert json.loads(css(page, "#extra").get_attribute("value")) == {"seed": 3}
     assert len(page.find_elements(By.CSS_SELECTOR, "#transcript .message")) == 2
     upstream.replies.append(text_reply("Still a dot."))
     type_and_send(page, "And now?")
     wait_done(page)
     assert page.site.app.bodies[-1]["messages"][:2] == exported["history"]
-    assert page.site.app.bodies[-1]["config"] == {"system_prompt": "Describe images."}
+    assert page.site.app.bodies[-1]["config"] == {"system_prompt": "Describe images.", "seed": 3}
 
 
 def test_the_page_is_served_with_its_csp_and_needs_nothing_it_refuses(page):
@@ -685,9 +690,16 @@ def test_settings_are_checked_before_anything_is_sent(page, upstream):
     assert css(page, "#tools-hint").text == "tools[1] needs a non-empty name"
     assert "invalid" in css(page, "#tools").get_attribute("class")
     css(page, "#max-tokens").send_keys("1.5")
+    css(page, "#extra").send_keys('{"temperature": 1, "seed": 2}')
+    assert css(page, "#extra-hint").text == "temperature has a field of its own above"
     type_and_send(page, "hello")
     status = css(page, "#status").text
     assert status.startswith("Fix the settings: ") and "max tokens must be a positive whole number" in status
+    assert "tools: tools[1] needs a non-empty name" in status and "other config: temperature has" in status
+    assert css(page, "#config-error").is_displayed()
+    css(page, "#extra").clear()
+    css(page, "#extra").send_keys('{"trace_id": "a/b"}')
+    assert css(page, "#extra-hint").text == "trace_id is not sent to the server: use Export trace"
     assert page.site.app.bodies == [] and upstream.requests == []
     assert css(page, "#input").get_attribute("value") == "hello"
 
