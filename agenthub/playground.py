@@ -74,7 +74,7 @@ header .spacer { flex: 1; }
 #conn { color: var(--muted); font-size: 13px; }
 #conn.bad { color: var(--bad); }
 .layout { flex: 1; display: flex; min-height: 0; }
-aside { width: 310px; flex: none; overflow-y: auto; padding: 14px 16px; border-right: 1px solid var(--line);
+aside { width: 310px; flex: none; overflow-y: auto; scrollbar-width: thin; padding: 14px 16px; border-right: 1px solid var(--line);
         background: var(--card); }
 aside h2 { font-size: 12px; text-transform: uppercase; letter-spacing: .05em; color: var(--muted); margin: 0 0 10px; }
 .field { margin-bottom: 12px; }
@@ -399,7 +399,7 @@ SCRIPT = r"""
     $("extra").classList.toggle("invalid", !!checked.error);
     if (checked.error) { hint.className = "hint bad"; hint.textContent = checked.error; }
     else if (checked.config) { hint.className = "hint good"; hint.textContent = "adds " + (checked.keys.join(", ") || "nothing"); }
-    else { hint.className = "hint"; hint.textContent = "Any other UniConfig keys, e.g. {\"prompt_caching\": \"enable\"}."; }
+    else { hint.className = "hint"; hint.textContent = "UniConfig keys without a field above."; }
     return checked;
   }
   $("extra").addEventListener("input", showExtra);
@@ -1122,8 +1122,8 @@ _BODY = """
         <select id="thinking"><option value="">default</option><option value="none">none</option>
           <option value="low">low</option><option value="medium">medium</option><option value="high">high</option>
           <option value="xhigh">xhigh</option></select></div>
-      <div class="field"><span class="label">Summary</span>
-        <label class="check"><input type="checkbox" id="summary"> thinking summary</label></div>
+      <div class="field"><span class="label">Thinking summary</span>
+        <label class="check"><input type="checkbox" id="summary"> ask for one</label></div>
     </div>
     <div class="pair">
       <div class="field"><label for="max-tokens">Max tokens</label>
