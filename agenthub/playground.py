@@ -223,15 +223,18 @@ SCRIPT = r"""
     this.message = message;
     this.fields = fields || {};
   }
+  // the error's type, its message, and those of its fields the message does not already say
   function describe(error) {
+    var message = String(error.message || "");
     var extra = Object.keys(error.fields || {}).filter(function (k) {
-      var v = error.fields[k];
-      return v !== null && v !== undefined && v !== "" && k !== "type" && k !== "message";
+      var v = error.fields[k], shown = typeof v === "string" ? v : JSON.stringify(v);
+      if (v === null || v === undefined || v === "" || v === false || k === "client") { return false; }
+      return message.indexOf(k + "=" + shown) < 0 && !(k === "error_type" && message.indexOf("type=" + shown) >= 0);
     }).map(function (k) {
       var v = error.fields[k];
-      return k + " " + (typeof v === "string" ? v : JSON.stringify(v));
+      return v === true ? k : k + " " + (typeof v === "string" ? v : JSON.stringify(v));
     });
-    return { type: error.type, text: error.message + (extra.length ? " (" + extra.join(", ") + ")" : "") };
+    return { type: error.type, text: message + (extra.length ? " (" + extra.join(", ") + ")" : "") };
   }
   function fromPayload(payload, status) {
     var e = payload && typeof payload === "object" ? payload.error : null;
@@ -252,7 +255,8 @@ SCRIPT = r"""
   }
 
   // ---- the server key ------------------------------------------------------------------------
-  function getKey() { try { return sessionStorage.getItem(KEY_STORE) || ""; } catch (e) { return ""; } }
+  function stored(name) { try { return sessionStorage.getItem(name) || ""; } catch (e) { return ""; } }
+  function getKey() { return stored(KEY_STORE); }
   function setKey(key) {
     try { if (key) { sessionStorage.setItem(KEY_STORE, key); } else { sessionStorage.removeItem(KEY_STORE); } }
     catch (e) { /* storage disabled: the key lives until the page closes */ }
@@ -323,7 +327,7 @@ SCRIPT = r"""
         return m && typeof m.id === "string" ? m.id : null;
       }).filter(function (id) { return id; });
       var select = $("model");
-      var before = select.value || sessionStorage.getItem(MODEL_STORE) || "";
+      var before = select.value || stored(MODEL_STORE);
       clear(select);
       ids.forEach(function (id) { add(select, el("option", null, id)).value = id; });
       if (ids.indexOf(before) >= 0) { select.value = before; }
