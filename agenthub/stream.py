@@ -245,7 +245,7 @@ class Collector(object):
         self._kind = None  # type: Optional[str]  # the open item's type, and its text
         self._pieces = None  # type: Optional[_Pieces]
 
-    def add(self, event: UniEvent) -> None:
+    def add(self, event: Any) -> None:
         self._last = event
         if event.get("event_type") == "stop":
             self._stop = event
@@ -301,7 +301,7 @@ class Collector(object):
             self._open = len(items) - 1
             self._sealed = False
 
-    def message(self) -> UniMessage:
+    def message(self) -> AssistantMessage:
         items = []
         for item, pieces in zip(self._items, self._texts):
             if pieces is not None:
