@@ -661,7 +661,7 @@ class AutoLLMClient(object):
                          config["trace_id"], type(exc).__name__, exc)
 
 
-def _fold(events: Iterator[UniEvent]) -> UniMessage:
+def _fold(events: Iterator[UniEvent]) -> Any:
     """``collect`` of ``events`` as they pass (none is kept)."""
     collector = Collector()
     add = collector.add
