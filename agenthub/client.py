@@ -27,8 +27,8 @@ import time
 from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple
 
 from . import providers, registry
-from .errors import AgentHubError, ConfigError, TransportError
-from .providers._common import Endpoint
+from .errors import AgentHubError, ConfigError, StreamProtocolError, TransportError, UnsupportedOperationError
+from .providers._common import Endpoint, apply_extras
 from .sse import DEFAULT_MAX_LINE_BYTES
 from .stream import collect, drive
 from .types import UniConfig, UniEvent, UniMessage
@@ -38,6 +38,8 @@ __all__ = ["AutoLLMClient", "ResponseStream", "Timeout"]
 
 logger = logging.getLogger("agenthub")
 
+#: pages of a model list read at most (a server that never stops paging is cut off there)
+MAX_MODEL_PAGES = 100
 #: retry backoff: full jitter over base * 2**attempt seconds, capped
 BACKOFF_BASE = 0.5
 BACKOFF_CAP = 8.0
@@ -343,7 +345,7 @@ class AutoLLMClient(object):
         """
         check_messages(messages)
         cfg = check_config(config)
-        request = self._protocol.build_request(self._endpoint, self.model, list(messages), cfg)
+        request = apply_extras(self._protocol.build_request(self._endpoint, self.model, list(messages), cfg), cfg)
         return self._open(request, cfg, list(messages), None)
 
     def streaming_response_stateful(self, message: UniMessage, config: Optional[UniConfig] = None) -> ResponseStream:
@@ -357,8 +359,88 @@ class AutoLLMClient(object):
             message = dict(message)  # type: ignore[assignment]
             message["created_at"] = int(time.time() * 1000)
         messages = self._history + [message]
-        request = self._protocol.build_request(self._endpoint, self.model, messages, cfg)
+        request = apply_extras(self._protocol.build_request(self._endpoint, self.model, messages, cfg), cfg)
         return self._open(request, cfg, messages, message)
+
+    # -- one-call helpers --------------------------------------------------------------------
+    def response(self, messages: List[UniMessage], config: Optional[UniConfig] = None) -> UniMessage:
+        """The collected assistant message of one stateless turn: ``streaming_response`` read to
+        its end (same validation, retries and errors) and folded with ``collect``."""
+        return collect(list(self.streaming_response(messages, config)))
+
+    def response_stateful(self, message: UniMessage, config: Optional[UniConfig] = None) -> UniMessage:
+        """``streaming_response_stateful`` read to its end: the collected answer (history grows on success)."""
+        return collect(list(self.streaming_response_stateful(message, config)))
+
+    def embed(self, texts: List[str], config: Optional[UniConfig] = None) -> List[List[float]]:
+        """One vector per text, in input order, from an embedding model (``embedding_config`` sets the
+        dimensions).  A server answering another number of vectors is a StreamProtocolError."""
+        if isinstance(texts, (str, bytes)) or not isinstance(texts, (list, tuple)) \
+                or not all(isinstance(t, str) for t in texts):
+            raise ConfigError("embed takes a list of strings")
+        if not self._endpoint.quirks.get("embeddings"):
+            raise UnsupportedOperationError(
+                "{}: {!r} is not an embedding model (use an embedding model, or client_type='openai-embedding' "
+                "for an OpenAI-compatible one)".format(self.client_type, self.model),
+                client=self.client_type, operation="embed")
+        if not texts:
+            return []
+        messages = [{"role": "user", "content_items": [{"type": "text", "text": text}]} for text in texts]
+        answer = self.response(messages, config)  # type: ignore[arg-type]
+        vectors = [item["embedding"] for item in answer["content_items"] if item.get("type") == "embedding"]
+        if len(vectors) != len(texts):
+            raise StreamProtocolError("{}: {} texts were sent for embedding and {} vectors came back".format(
+                self.client_type, len(texts), len(vectors)), client=self.client_type)
+        return vectors
+
+    def list_models(self) -> List[str]:
+        """The model ids this endpoint serves, asked live (every page, in the server's order).
+
+        OpenAI-compatible servers and Anthropic: ``GET /v1/models`` (Anthropic pages with
+        ``after_id`` while ``has_more``); Gemini: ``GET /v1beta/models`` with page tokens, the
+        ``models/`` prefix removed.  ``agenthub.list_models()`` is the routing table instead."""
+        record = providers.protocol(self.client_type)
+        if record.models_request is None or record.parse_models is None:
+            raise UnsupportedOperationError("{}: this protocol cannot list the endpoint's models".format(
+                self.client_type), client=self.client_type, operation="list_models")
+        ids = []  # type: List[str]
+        token = None  # type: Optional[str]
+        seen = set()  # type: set
+        for _ in range(MAX_MODEL_PAGES):
+            payload = self._fetch(record, record.models_request(self._endpoint, token))
+            page, token = record.parse_models(payload, self.client_type)
+            ids.extend(page)
+            if not token or token in seen:  # the last page (or a server handing the same token again)
+                break
+            seen.add(token)
+        return ids
+
+    def _fetch(self, record: Any, request: Any) -> Any:
+        """One JSON document for ``request``, with the stream's timeouts, retries and error scrubbing."""
+        client = self.client_type
+        timeout = Timeout.of(self.timeout)
+        deadline = None if timeout.total is None else time.monotonic() + timeout.total
+        attempt = 0
+        while True:
+            limits = _limits(timeout, deadline)
+            if limits is None:
+                raise TransportError("{}: the total deadline of {}s was exceeded".format(client, timeout.total),
+                                     client=client, timeout=True, deadline=True, aborted=False, retryable=False)
+            sent = request
+            try:
+                sent = record.encode(request, self._endpoint)  # per attempt: a token or signature for this send
+                return _transport().fetch_json(self._get_session(), sent, limits, client)
+            except AgentHubError as exc:
+                _scrub(exc, self._secrets(sent))
+                if not getattr(exc, "retryable", False) or attempt >= self.max_retries:
+                    raise
+                delay = _backoff(attempt, getattr(exc, "retry_after", None))
+                if delay is None or (deadline is not None and time.monotonic() + delay >= deadline):
+                    raise
+                attempt += 1
+                logger.info("%s: retrying the model list after %s, attempt %d of %d, in %.2fs", client,
+                            type(exc).__name__, attempt, self.max_retries, delay)
+                time.sleep(delay)
 
     def _open(self, request: Any, config: Dict[str, Any], messages: List[UniMessage],
               stateful: Optional[UniMessage]) -> ResponseStream:
@@ -389,7 +471,7 @@ class AutoLLMClient(object):
                 timer.start()
             history_before = list(self._history)
             kept = [] if (stateful is not None or config.get("trace_id")) else None  # type: Optional[List[UniEvent]]
-            attempts = self._attempts(request, control, timeout, deadline)
+            attempts = self._attempts(request, control, timeout, deadline, config)
             try:
                 if kept is None:
                     # nothing to keep (stateless, untraced): the events pass straight through
@@ -415,13 +497,14 @@ class AutoLLMClient(object):
                 self._busy.release()
 
     def _attempts(self, request: Any, control: _Control, timeout: Timeout,
-                  deadline: Optional[float]) -> Iterator[UniEvent]:
+                  deadline: Optional[float], config: Optional[Mapping[str, Any]] = None) -> Iterator[UniEvent]:
         client = self.client_type
         transport = _transport()
         attempt = 0
         while True:
             chunks = None
             delivered = False
+            sent = request  # what went out (its headers hold this attempt's token or signature)
             try:
                 if control.reason is not None:
                     raise _stopped(client, control, timeout)
@@ -430,8 +513,8 @@ class AutoLLMClient(object):
                     raise _stopped(client, control, timeout, "deadline")
                 protocol = self._protocol
                 # encoded per attempt: a signature or a refreshed token is good for this send only
-                chunks = transport.open_stream(self._get_session(), protocol.encode(request, self._endpoint),
-                                               limits, client, watch=control)
+                sent = protocol.encode(request, self._endpoint)
+                chunks = transport.open_stream(self._get_session(), sent, limits, client, watch=control)
                 parts = protocol.read(chunks, client, self.max_line_bytes, not request.stream)
                 for event in drive(parts, client):
                     if control.reason is not None:
@@ -449,7 +532,7 @@ class AutoLLMClient(object):
                     raise _stopped(client, control, timeout) from exc
                 if deadline is not None and isinstance(exc, TransportError) and time.monotonic() >= deadline:
                     raise _stopped(client, control, timeout, "deadline") from exc
-                _scrub(exc, self._secrets(request))
+                _scrub(exc, self._secrets(sent, config))
                 if delivered or not getattr(exc, "retryable", False) or attempt >= self.max_retries:
                     raise
                 delay = _backoff(attempt, getattr(exc, "retry_after", None))
@@ -468,8 +551,12 @@ class AutoLLMClient(object):
                 if chunks is not None:
                     chunks.close()  # type: ignore[attr-defined]
 
-    def _secrets(self, request: Any) -> List[str]:
-        secrets = [self._endpoint.api_key] if self._endpoint.api_key else []
+    def _secrets(self, request: Any, config: Optional[Mapping[str, Any]] = None) -> List[str]:
+        key = self._endpoint.api_key
+        secrets = list(key.secrets()) if hasattr(key, "secrets") else [key] if isinstance(key, str) and key else []
+        for value in ((config or {}).get("extra_headers") or {}).values():  # any of them may be a credential
+            secrets.append(value)
+            secrets.extend(part for part in value.split() if len(part) >= 8)
         for name, value in dict(getattr(request, "headers", None) or {}).items():
             if any(word in name.lower() for word in _SECRET_HEADER_WORDS) and isinstance(value, str):
                 secrets.append(value)
@@ -486,6 +573,8 @@ class AutoLLMClient(object):
     def _trace(self, config: Mapping[str, Any], history: List[UniMessage]) -> None:
         from .tracer import save_trace
 
+        if config.get("extra_headers"):  # header values may be credentials: a trace never holds them
+            config = dict(config, extra_headers={name: "***" for name in config["extra_headers"]})
         save_trace(config["trace_id"], self.model, history, config)
 
 

@@ -21,7 +21,6 @@ the host is loopback.  A row's endpoint quirks apply at its own hosts; at any ot
 Adding an OpenAI-compatible vendor is one ``Route`` row (see README.md).
 """
 
-import ipaddress
 import os
 import re
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
@@ -30,6 +29,7 @@ from urllib.parse import urlsplit
 from . import providers
 from .errors import ConfigError
 from .providers._common import nearest
+from .providers._tokens import check_not_private_key, is_loopback, is_token_provider
 
 __all__ = [
     "Route",
@@ -47,9 +47,10 @@ __all__ = [
 
 #: drop-in names kept from AgentHub
 ALIASES = {"openai": "openai-chat", "ant-messages": "anthropic", "openai-embedding": "openai-chat",
-           "google-genai": "gemini", "gemini-generate-content": "gemini"}
+           "google-genai": "gemini", "gemini-generate-content": "gemini",
+           "azure-openai": "azure", "vertex-ai": "vertex", "vertexai": "vertex"}
 #: thinking levels, lightest first (ThinkingLevel values)
-LEVELS = ("none", "low", "medium", "high", "xhigh")
+LEVELS = ("none", "low", "medium", "high", "xhigh", "max")
 #: quirks that describe the model, not the endpoint: they apply at any base_url
 MODEL_QUIRKS = ("embeddings", "tts", "image_output")
 
@@ -168,7 +169,8 @@ ROUTES = [
           # completion_tokens includes reasoning for some upstreams and not for others: the Chat
           # parser tells them apart by total_tokens (_common.inclusive_usage), whatever the row says
           {"reasoning_field": "reasoning", "max_tokens_field": "max_tokens",
-           "thinking": {level: {"reasoning": {"effort": level}} for level in LEVELS}},
+           # OpenRouter's efforts stop at xhigh: max rides it
+           "thinking": {level: {"reasoning": {"effort": level}} for level in LEVELS if level != "max"}},
           _VISION, ("deepseek/deepseek-v4-flash", "moonshotai/kimi-k2.6", "anthropic/claude-sonnet-4.6"),
           presets=("openrouter",), label="vendor/model"),
     # -- OpenAI ------------------------------------------------------------------------------------
@@ -182,6 +184,16 @@ ROUTES = [
     Route(r"claude-", "anthropic", "https://api.anthropic.com", ("ANTHROPIC_API_KEY",), "Anthropic",
           "ANTHROPIC_BASE_URL", {}, _VISION, ("claude-sonnet-4-6", "claude-opus-4-8", "claude-sonnet-5"),
           label="claude-*"),
+    # -- Amazon Bedrock (Converse stream, SigV4): model ids and inference profiles -----------------
+    # (inference-profile ARNs and names outside these vendors need client_type="bedrock"; the
+    # endpoint's region comes from AWS_REGION / the profile, credentials per agenthub.aws)
+    Route(r"(?:(?:us|eu|apac|global|jp|au|ca|us-gov)\.)?(?:anthropic|amazon|meta|mistral|cohere|ai21|deepseek|qwen|"
+          r"openai|writer|moonshot|moonshotai|minimax|zai|google|nvidia|twelvelabs)\.[a-z0-9]", "bedrock",
+          "https://bedrock-runtime.{region}.amazonaws.com", ("AWS_BEARER_TOKEN_BEDROCK", "AWS_ACCESS_KEY_ID"),
+          "Amazon Bedrock", "AWS_ENDPOINT_URL_BEDROCK_RUNTIME", {}, _VISION,
+          ("us.anthropic.claude-sonnet-4-5-20250929-v1:0", "global.anthropic.claude-opus-4-5-20251101-v1:0",
+           "amazon.nova-pro-v1:0", "meta.llama3-3-70b-instruct-v1:0", "mistral.mistral-large-2407-v1:0"),
+          label="anthropic.*, amazon.*, meta.*, mistral.*, ... (us./eu./global. profiles)"),
     # -- Google ------------------------------------------------------------------------------------
     Route(r"(?:gemini-embedding|gemini-[^/]*-embedding|text-embedding-00\d|embedding-00\d)", "gemini",
           "https://generativelanguage.googleapis.com", ("GEMINI_API_KEY", "GOOGLE_API_KEY"), "Google",
@@ -200,7 +212,7 @@ ROUTES = [
     Route(r"deepseek-.*vision", "openai-chat", "https://api.deepseek.com", ("DEEPSEEK_API_KEY",), "DeepSeek",
           "DEEPSEEK_BASE_URL",
           {"reasoning_field": "reasoning_content", "echo_reasoning_on_tool_turns": True,
-           "max_tokens_field": "max_tokens", "tool_choice": ("auto", "none"),
+           "max_tokens_field": "max_tokens", "tool_choice": ("auto", "none"), "fast_mode": False,
            "thinking": dict(_effort("reasoning_effort", {"low": "low", "high": "high", "xhigh": "max"},
                                     {"thinking": {"type": "enabled"}}),
                             none={"thinking": {"type": "disabled"}})},
@@ -208,7 +220,7 @@ ROUTES = [
     Route(r"deepseek-", "openai-chat", "https://api.deepseek.com", ("DEEPSEEK_API_KEY",), "DeepSeek",
           "DEEPSEEK_BASE_URL",
           {"reasoning_field": "reasoning_content", "echo_reasoning_on_tool_turns": True, "images": False,
-           "max_tokens_field": "max_tokens", "tool_choice": ("auto", "none"),
+           "max_tokens_field": "max_tokens", "tool_choice": ("auto", "none"), "fast_mode": False,
            # thinking on by default; efforts low/high/max (medium rides high)
            "thinking": dict(_effort("reasoning_effort", {"low": "low", "high": "high", "xhigh": "max"},
                                     {"thinking": {"type": "enabled"}}),
@@ -216,34 +228,35 @@ ROUTES = [
           _TEXT, ("deepseek-v4-flash", "deepseek-v4-pro", "deepseek-chat"), presets=("deepseek",), label="deepseek-*"),
     Route(r"glm-5\.3", "openai-chat", "https://api.z.ai/api/paas/v4", ("ZAI_API_KEY",), "Z.AI", "ZAI_BASE_URL",
           {"reasoning_field": "reasoning_content", "max_tokens_field": "max_tokens", "tool_choice": ("auto",),
+           "tool_stream": True, "fast_mode": False,
            # thinking cannot be switched off: none rides the lightest effort
            "thinking": _effort("reasoning_effort", {"low": "low", "high": "high", "xhigh": "max"},
                                {"thinking": {"type": "enabled"}})},
           _TEXT, ("glm-5.3",), hosts=("open.bigmodel.cn",), label="glm-5.3*"),
     Route(r"glm-", "openai-chat", "https://api.z.ai/api/paas/v4", ("ZAI_API_KEY",), "Z.AI", "ZAI_BASE_URL",
           {"reasoning_field": "reasoning_content", "max_tokens_field": "max_tokens", "tool_choice": ("auto",),
-           "thinking": _ON_OFF},
+           "tool_stream": True, "fast_mode": False, "thinking": _ON_OFF},
           _TEXT, ("glm-5.1", "glm-4.7"), presets=("zai",), hosts=("open.bigmodel.cn",), label="glm-*"),
     Route(r"kimi-k3", "openai-chat", "https://api.moonshot.ai/v1", ("MOONSHOT_API_KEY",), "Moonshot",
           "MOONSHOT_BASE_URL",
           {"reasoning_field": "reasoning_content", "echo_reasoning_on_tool_turns": True,
-           "tool_choice": ("auto", "none"),
+           "tool_choice": ("auto", "none"), "fast_mode": False,
            # always thinks: efforts low/high/max
            "thinking": _effort("reasoning_effort", {"low": "low", "high": "high", "xhigh": "max"})},
           _VISION, ("kimi-k3",), hosts=("api.moonshot.cn",), label="kimi-k3*"),
     Route(r"kimi-", "openai-chat", "https://api.moonshot.ai/v1", ("MOONSHOT_API_KEY",), "Moonshot",
           "MOONSHOT_BASE_URL",
           {"reasoning_field": "reasoning_content", "echo_reasoning_on_tool_turns": True,
-           "tool_choice": ("auto", "none"), "thinking": _ON_OFF},
+           "tool_choice": ("auto", "none"), "fast_mode": False, "thinking": _ON_OFF},
           _VISION, ("kimi-k2.6", "kimi-k2.5"), presets=("moonshot",), hosts=("api.moonshot.cn",),
           label="kimi-*"),
     Route(r"moonshot-v1", "openai-chat", "https://api.moonshot.ai/v1", ("MOONSHOT_API_KEY",), "Moonshot",
-          "MOONSHOT_BASE_URL", {"tool_choice": ("auto", "none")}, _TEXT, ("moonshot-v1-32k",),
+          "MOONSHOT_BASE_URL", {"tool_choice": ("auto", "none"), "fast_mode": False}, _TEXT, ("moonshot-v1-32k",),
           hosts=("api.moonshot.cn",), label="moonshot-v1*"),
     Route(r"(?:qwen|qwq)", "openai-chat", "https://dashscope-intl.aliyuncs.com/compatible-mode/v1",
           ("DASHSCOPE_API_KEY",), "Alibaba Cloud (DashScope)", "DASHSCOPE_BASE_URL",
           {"reasoning_field": "reasoning_content", "max_tokens_field": "max_tokens", "tool_choice": ("auto", "none"),
-           "thinking": dict(_same({"enable_thinking": True}, "low", "medium", "high", "xhigh"),
+           "fast_mode": False, "thinking": dict(_same({"enable_thinking": True}, "low", "medium", "high", "xhigh"),
                             none={"enable_thinking": False})},
           _VISION, ("qwen3-max", "qwen-plus", "qwen3-vl-plus"), presets=("dashscope",),
           hosts=("dashscope.aliyuncs.com",), label="qwen*, qwq*"),
@@ -252,18 +265,24 @@ ROUTES = [
           hosts=("api.minimaxi.com",), label="minimax-*"),
     # -- local servers: client_type picks them, any model name -------------------------------------
     Route(None, "openai-chat", "http://127.0.0.1:8000/v1", ("VLLM_API_KEY",), "vLLM", None,
-          {"reasoning_field": "reasoning_content", "thinking": _TEMPLATE_SWITCH}, _VISION, ("Qwen/Qwen3-8B",),
+          {"reasoning_field": "reasoning_content", "thinking": _TEMPLATE_SWITCH, "fast_mode": False}, _VISION, ("Qwen/Qwen3-8B",),
           presets=("vllm",)),
     Route(None, "openai-chat", "http://127.0.0.1:11434/v1", (), "Ollama", None,
-          {"reasoning_field": "reasoning", "max_tokens_field": "max_tokens",
+          {"reasoning_field": "reasoning", "max_tokens_field": "max_tokens", "fast_mode": False,
            "thinking": {level: {"reasoning_effort": level} for level in ("none", "low", "medium", "high")}},
           _VISION, ("qwen3:8b", "gpt-oss:20b"), presets=("ollama",)),
     Route(None, "openai-chat", "http://127.0.0.1:1234/v1", (), "LM Studio", None,
-          {"reasoning_field": "reasoning_content", "max_tokens_field": "max_tokens"}, _VISION,
+          {"reasoning_field": "reasoning_content", "max_tokens_field": "max_tokens", "fast_mode": False}, _VISION,
           ("qwen/qwen3-8b",), presets=("lmstudio", "lm-studio")),
     Route(None, "openai-chat", "http://127.0.0.1:8080/v1", ("LLAMA_API_KEY",), "llama.cpp", None,
-          {"reasoning_field": "reasoning_content", "max_tokens_field": "max_tokens", "thinking": _TEMPLATE_SWITCH},
+          {"reasoning_field": "reasoning_content", "max_tokens_field": "max_tokens", "thinking": _TEMPLATE_SWITCH,
+           "fast_mode": False},
           _VISION, ("local",), presets=("llama.cpp", "llamacpp", "llama-cpp")),
+    # -- Anthropic-compatible gateways: client_type picks them; they read the key as a bearer token ----
+    Route(None, "anthropic", "https://api.z.ai/api/anthropic", ("ZAI_API_KEY",), "Z.AI (Anthropic API)", None,
+          {"auth": "bearer"}, _TEXT, ("glm-5.1",), presets=("zai-anthropic",)),
+    Route(None, "anthropic", "https://openrouter.ai/api", ("OPENROUTER_API_KEY",), "OpenRouter (Anthropic API)", None,
+          {"auth": "bearer"}, _VISION, ("anthropic/claude-sonnet-4.6",), presets=("openrouter-anthropic",)),
 ]
 
 
@@ -274,17 +293,6 @@ def presets() -> Dict[str, Route]:
         for name in route.presets:
             out.setdefault(name, route)
     return out
-
-
-def is_loopback(base_url: str) -> bool:
-    """True for http(s)://localhost, 127.0.0.0/8 and [::1] (local servers need no key)."""
-    host = _hostname(base_url)
-    if host == "localhost" or host.endswith(".localhost"):
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def route_for(model: str) -> Optional[Route]:
@@ -354,8 +362,8 @@ def resolve(
     env = os.environ if environ is None else environ
     if not isinstance(model, str) or not model.strip():
         raise ConfigError("model must be a non-empty string")
-    if api_key is not None and (not isinstance(api_key, str) or not api_key):
-        raise ConfigError("api_key must be a non-empty string (or None to read it from the environment)")
+    if isinstance(api_key, str):
+        check_not_private_key(api_key)  # a service-account JSON is refused here, before anything is sent
     by_name = route_for(model)
     chosen = None  # type: Optional[Route]
     named = False  # the row was picked by client_type: its quirks follow it to any base_url
@@ -388,6 +396,20 @@ def resolve(
         client_type = by_name.client_type
     assert client_type is not None
 
+    record = providers.protocol(client_type)
+    if record.configure is not None:  # Azure OpenAI, Vertex AI: the caller's own cloud resource
+        client_type, endpoint, api_key, extra = record.configure(model, base_url, api_key, env)
+        quirks = _quirks(chosen, True)
+        quirks.update(extra)
+        if isinstance(api_key, str):
+            check_not_private_key(api_key, "the key read from the environment")
+        return client_type, endpoint, api_key, quirks
+    if is_token_provider(api_key):
+        raise ConfigError("client_type {!r} takes a key string as api_key; a token callable is taken by azure, "
+                          "azure-responses and vertex".format(client_type))
+    if api_key is not None and (not isinstance(api_key, str) or not api_key):
+        raise ConfigError("api_key must be a non-empty string (or None to read it from the environment)")
+
     if base_url is not None:
         _check_url(base_url, "base_url")
         if api_key is None and not is_loopback(base_url):
@@ -402,7 +424,6 @@ def resolve(
             key_names = chosen.key_env
             default = chosen.base_url
         else:
-            record = providers.protocol(client_type)
             key_names, url_var, default = record.key_env, record.base_url_env, record.base_url
         env_url = env.get(url_var) if url_var else None
         endpoint = _check_url(env_url, url_var) if env_url else default
@@ -418,6 +439,8 @@ def resolve(
             else:
                 hint = "pass api_key="
             raise ConfigError("no API key for model {!r} at {}: {}".format(model, _hostname(endpoint), hint))
+    if isinstance(api_key, str):
+        check_not_private_key(api_key, "the key read from the environment")
     if alias == "openai-embedding" or re.search(r"embed", model, re.I):
         quirks["embeddings"] = True  # embedding models keep their name's promise at any endpoint
     return client_type, endpoint, api_key, quirks

@@ -47,7 +47,8 @@ POOL_MAXSIZE = 32
 #: at most this much of an error body is read
 _MAX_ERROR_BODY = 64 * 1024
 _READ_SIZE = 64 * 1024
-_REQUEST_ID_HEADERS = ("x-request-id", "request-id", "x-goog-request-id", "openai-request-id", "cf-ray")
+_REQUEST_ID_HEADERS = ("x-request-id", "request-id", "x-goog-request-id", "openai-request-id", "x-amzn-requestid",
+                       "cf-ray")
 
 Timeout = Union[None, float, Tuple[Optional[float], Optional[float]]]
 Hook = Optional[Callable[[Any], None]]
@@ -197,6 +198,9 @@ def _http_error(client: str, response: requests.Response) -> UpstreamError:
         retry_after=_retry_after(response.headers),
         request_id=_request_id(response.headers),
     )
+    amzn = response.headers.get("x-amzn-errortype")  # AWS: "ThrottlingException:http://internal.amazon.com/..."
+    if amzn and error.error_type is None:
+        error.error_type = error._fields["error_type"] = amzn.split(":", 1)[0].strip() or None
     should = (response.headers.get("x-should-retry") or "").strip().lower()
     if should in ("true", "false"):  # the server's own word wins (OpenAI and Anthropic send it)
         error.retryable = should == "true"
@@ -617,7 +621,8 @@ def fetch_json(session: requests.Session, request: HttpRequest, timeout: Timeout
 # ``record(method, url, body, status, headers, body_bytes, secrets)``.
 
 #: request headers whose values are credentials (their values are scrubbed from recordings)
-_CREDENTIAL_HEADERS = ("authorization", "proxy-authorization", "x-api-key", "x-goog-api-key", "api-key")
+_CREDENTIAL_HEADERS = ("authorization", "proxy-authorization", "x-api-key", "x-goog-api-key", "api-key",
+                       "x-amz-security-token")
 
 
 class _ReplayBody(object):

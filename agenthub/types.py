@@ -28,6 +28,7 @@ __all__ = [
     "ImageConfig",
     "SpeakerConfig",
     "EmbeddingConfig",
+    "ResponseFormat",
     "UniConfig",
     "UsageMetadata",
     "TextItem",
@@ -59,6 +60,7 @@ class ThinkingLevel(str, Enum):
     MEDIUM = "medium"
     HIGH = "high"
     XHIGH = "xhigh"
+    MAX = "max"  # the vendor's top level (AgentHub's name; clamped like the others)
 
 
 class PromptCaching(str, Enum):
@@ -95,8 +97,22 @@ class EmbeddingConfig(TypedDict, total=False):
     dimensions: int
 
 
+class _ResponseFormatBase(TypedDict):
+    type: Literal["text", "json_object", "json_schema"]
+
+
+class ResponseFormat(_ResponseFormatBase, total=False):
+    """``{"type": "text"}``, ``{"type": "json_object"}`` or
+    ``{"type": "json_schema", "name": str, "schema": dict, "strict": bool (default True)}``."""
+
+    name: str
+    schema: Dict[str, Any]
+    strict: bool
+
+
 class UniConfig(TypedDict, total=False):
-    """Request options; every key is optional."""
+    """Request options; every key is optional.  The keys after ``trace_id`` are agenthub's
+    additions to the seed (see README "Config keys beyond the seed")."""
 
     max_tokens: int
     temperature: float
@@ -110,6 +126,13 @@ class UniConfig(TypedDict, total=False):
     tts_config: List[SpeakerConfig]
     embedding_config: EmbeddingConfig
     trace_id: str
+    response_format: ResponseFormat
+    top_p: float
+    stop: Union[str, List[str]]
+    seed: int
+    extra_body: Dict[str, Any]  # deep-merged into the wire body last
+    extra_headers: Dict[str, str]  # this request only; treated as secret wherever headers are shown
+    fast_mode: bool  # the protocol's priority tier
 
 
 class UsageMetadata(TypedDict):

@@ -5,17 +5,24 @@ problem; ``check_config`` returns a normalised copy (enum values as enums).
 The caller's objects are never modified.
 """
 
-from typing import Any, Dict, Mapping, Optional, Sequence
+import re
+from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from .errors import ConfigError
 from .types import PromptCaching, ThinkingLevel
 
-__all__ = ["check_config", "check_messages", "check_message", "CONFIG_KEYS", "ASPECT_RATIOS", "IMAGE_SIZES"]
+__all__ = ["check_config", "check_messages", "check_message", "CONFIG_KEYS", "ASPECT_RATIOS", "IMAGE_SIZES",
+           "RESPONSE_FORMATS"]
 
 CONFIG_KEYS = (
     "max_tokens", "temperature", "tools", "thinking_summary", "thinking_level", "tool_choice", "system_prompt",
     "prompt_caching", "image_config", "tts_config", "embedding_config", "trace_id",
+    # agenthub's additions (README "Config keys beyond the seed")
+    "response_format", "top_p", "stop", "seed", "extra_body", "extra_headers", "fast_mode",
 )
+RESPONSE_FORMATS = ("text", "json_object", "json_schema")
+_SCHEMA_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+_HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")  # an RFC 9110 token
 ASPECT_RATIOS = ("1:1", "2:3", "3:2", "3:4", "4:3", "9:16", "16:9", "21:9")
 IMAGE_SIZES = ("1K", "2K")
 _TOOL_CHOICES = ("auto", "required", "none")
@@ -128,7 +135,81 @@ def check_config(config: Optional[Mapping[str, Any]]) -> Dict[str, Any]:
             raise bad("embedding_config", "a dict with 'dimensions'")
         if "dimensions" in emb and (not _is_int(emb["dimensions"]) or emb["dimensions"] <= 0):
             raise ConfigError("embedding_config['dimensions'] must be a positive int")
+    if "response_format" in out:
+        out["response_format"] = _response_format(out["response_format"])
+    if "top_p" in out and (not _is_number(out["top_p"]) or not 0 <= out["top_p"] <= 1):
+        raise bad("top_p", "a number from 0 to 1")
+    if "stop" in out:
+        stop = out["stop"]
+        if isinstance(stop, str):
+            stop = [stop]
+        if not isinstance(stop, (list, tuple)) or not stop or not all(isinstance(s, str) and s for s in stop):
+            raise bad("stop", "a non-empty string or a non-empty list of non-empty strings")
+        out["stop"] = list(stop)
+    if "seed" in out and not _is_int(out["seed"]):
+        raise bad("seed", "an int")
+    if "fast_mode" in out and not isinstance(out["fast_mode"], bool):
+        raise bad("fast_mode", "a bool")
+    if "extra_body" in out:
+        extra = out["extra_body"]
+        if not isinstance(extra, Mapping) or not all(isinstance(k, str) for k in extra):
+            raise ConfigError("config['extra_body'] must be a dict with str keys (it is merged into the JSON body)")
+        out["extra_body"] = _copy(extra)
+    if "extra_headers" in out:
+        headers = out["extra_headers"]
+        if not isinstance(headers, Mapping):
+            raise ConfigError("config['extra_headers'] must be a dict of header name -> str value")
+        for name, value in headers.items():
+            if not isinstance(name, str) or not _HEADER_NAME.fullmatch(name):
+                raise ConfigError("config['extra_headers'] has an invalid header name {}".format(_short(name)))
+            if not isinstance(value, str) or "\r" in value or "\n" in value or "\0" in value:
+                # the value is never shown: it may be a credential
+                raise ConfigError("config['extra_headers'][{!r}] must be a str without CR, LF or NUL".format(name))
+        out["extra_headers"] = dict(headers)
     return out
+
+
+def _response_format(value: Any) -> Dict[str, Any]:
+    """-> a normalised copy: {"type"} or {"type": "json_schema", "name", "schema", "strict"[, "description"]}."""
+    if not isinstance(value, Mapping) or value.get("type") not in RESPONSE_FORMATS:
+        raise ConfigError("config['response_format'] must be {{'type': 'text'}}, {{'type': 'json_object'}} or "
+                          "{{'type': 'json_schema', 'name': ..., 'schema': {{...}}}} (got {})".format(_short(value)))
+    kind = value["type"]
+    allowed = {"type", "name", "schema", "strict", "description"} if kind == "json_schema" else {"type"}
+    extra = sorted(str(k) for k in value if k not in allowed)
+    if extra:
+        raise ConfigError("config['response_format'] of type {!r} has unknown key(s) {}".format(kind, extra))
+    if kind != "json_schema":
+        return {"type": kind}
+    name = value.get("name")
+    if not isinstance(name, str) or not name:
+        raise ConfigError("config['response_format'] of type 'json_schema' needs a 'name' (a-z, A-Z, 0-9, _ and -, "
+                          "at most 64 characters)")
+    if not _SCHEMA_NAME.fullmatch(name):
+        raise ConfigError("config['response_format']['name'] must be a-z, A-Z, 0-9, _ and - only, at most 64 "
+                          "characters (got {})".format(_short(name)))
+    schema = value.get("schema")
+    if not isinstance(schema, Mapping):
+        raise ConfigError("config['response_format']['schema'] must be a JSON Schema dict (got {})".format(
+            type(schema).__name__))
+    strict = value.get("strict", True)
+    if not isinstance(strict, bool):
+        raise ConfigError("config['response_format']['strict'] must be a bool")
+    out = {"type": "json_schema", "name": name, "schema": _copy(schema), "strict": strict}  # type: Dict[str, Any]
+    if value.get("description") is not None:
+        if not isinstance(value["description"], str):
+            raise ConfigError("config['response_format']['description'] must be a str")
+        out["description"] = value["description"]
+    return out
+
+
+def _copy(value: Any) -> Any:
+    """A deep copy of JSON-like data (dicts and lists), so later merging never touches the caller's objects."""
+    if isinstance(value, Mapping):
+        return {k: _copy(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_copy(v) for v in value]
+    return value
 
 
 def check_message(message: Any, where: str = "message") -> None:

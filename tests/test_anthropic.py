@@ -645,7 +645,11 @@ def test_quirk_overrides_the_thinking_row():
     ("claude-opus-4-7", "high", True, {"type": "adaptive", "display": "summarized"}),
     ("claude-sonnet-4-6", "low", False, {"type": "adaptive", "display": "omitted"}),
     ("claude-opus-5-5", None, True, {"type": "adaptive", "display": "summarized"}),  # on by default: made explicit
-    ("claude-opus-4-7", None, True, None),  # off by default: a summary does not turn thinking on
+    # off by default: a summary asked for alone turns adaptive thinking on with a summarized display
+    # (it used to be dropped: nothing reached the wire)
+    ("claude-opus-4-7", None, True, {"type": "adaptive", "display": "summarized"}),
+    ("claude-sonnet-4-6", None, True, {"type": "adaptive", "display": "summarized"}),
+    ("claude-opus-4-8", None, False, None),  # no summary and thinking off: nothing to display
     ("claude-opus-4-7", "none", True, None),  # off unasked ("disabled" is refused): nothing to display
     ("claude-sonnet-5-5", "none", True, {"type": "between_tools"}),
     ("claude-sonnet-4-5", "high", True, {"type": "enabled", "budget_tokens": 16384}),  # Claude 4 always summarises

@@ -19,6 +19,7 @@ ENV = {
     "OPENAI_API_KEY": "sk-openai-0001", "ANTHROPIC_API_KEY": "sk-ant-0002", "GEMINI_API_KEY": "gm-0003",
     "DEEPSEEK_API_KEY": "sk-ds-0004", "ZAI_API_KEY": "zai-0005", "MOONSHOT_API_KEY": "sk-moon-0006",
     "DASHSCOPE_API_KEY": "sk-dash-0007", "MINIMAX_API_KEY": "mm-0008", "OPENROUTER_API_KEY": "sk-or-0009",
+    "AWS_REGION": "us-east-1", "AWS_ACCESS_KEY_ID": "AKIA0010", "AWS_SECRET_ACCESS_KEY": "aws-secret-0011",
 }
 
 
@@ -83,23 +84,28 @@ def test_every_example_routes_to_its_row():
                 assert registry.route_for(example) is route, example
                 kind, url, _, _ = resolve(example, environ=ENV, api_key=None if route.key_env else "k")
             else:
-                kind, url, _, _ = resolve(example, route.presets[0], environ={})
-            assert (kind, url) == (route.client_type, route.base_url), example
+                kind, url, _, _ = resolve(example, route.presets[0], environ=ENV if route.key_env else {})
+            assert (kind, url) == (route.client_type, route.base_url.replace("{region}", "us-east-1")), example
 
 
 def test_unknown_name_says_how_to_pass_client_type_and_base_url():
     with pytest.raises(ConfigError) as info:
         resolve("my-finetune", environ=ENV)
     message = str(info.value)
+    from agenthub import providers
+
     assert message.startswith("cannot route model 'my-finetune' by its name: pass client_type (a protocol: "
-                              "anthropic, gemini, openai-chat, openai-responses; or a preset: ")
+                              "{}; or a preset: ".format(", ".join(sorted(providers.PROTOCOLS))))
+    assert "anthropic, azure, azure-responses, bedrock, gemini, openai-chat, openai-responses, vertex" in message
     assert "AutoLLMClient('my-finetune', client_type='openai-chat', base_url='http://127.0.0.1:8000/v1')" in message
 
 
 def test_unknown_client_type_lists_the_known_ones():
-    with pytest.raises(ConfigError, match=r"unknown client_type 'bedrock'; protocols: anthropic, gemini, "
-                                          r"openai-chat, openai-responses; aliases: ant-messages, "):
-        resolve("x", "bedrock", environ={})
+    with pytest.raises(ConfigError, match=r"unknown client_type 'acme'; protocols: anthropic, azure, "
+                                          r"azure-responses, bedrock, gemini, openai-chat, openai-responses, "):
+        resolve("x", "acme", environ={})
+    with pytest.raises(ConfigError, match=r"; aliases: ant-messages, "):
+        resolve("x", "acme", environ={})
 
 
 @pytest.mark.parametrize("alias, protocol", [("openai", "openai-chat"), ("ant-messages", "anthropic"),
@@ -233,7 +239,7 @@ def _every_row():
 @pytest.mark.parametrize("level", LEVELS)
 def test_thinking_level_never_raises(route, model, level):
     kind, url, key, quirks = resolve(model, route.presets[0] if route.pattern is None else None, None,
-                                     "k", environ={})
+                                     "k", environ={"AWS_REGION": "us-east-1"})
     module = _provider(kind, quirks)
     config = check_config({"thinking_level": level, "max_tokens": 64})
     if quirks.get("embeddings"):
@@ -354,7 +360,8 @@ def test_list_models():
         "examples": ["deepseek/deepseek-v4-flash", "moonshotai/kimi-k2.6", "anthropic/claude-sonnet-4.6"],
     }
     assert [r["label"] for r in rows if r["pattern"] is None] == [
-        "client_type=vllm", "client_type=ollama", "client_type=lmstudio", "client_type=llama.cpp"]
+        "client_type=vllm", "client_type=ollama", "client_type=lmstudio", "client_type=llama.cpp",
+        "client_type=zai-anthropic", "client_type=openrouter-anthropic"]
 
 
 def test_adding_an_openai_compatible_vendor_is_one_row(monkeypatch):

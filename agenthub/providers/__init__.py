@@ -18,6 +18,11 @@ PROTOCOLS = {
     "openai-responses": "openai_responses",
     "anthropic": "anthropic",
     "gemini": "gemini",
+    "azure": "azure",
+    "azure-responses": "azure_responses",
+    "vertex": "vertex",
+    "vertex-anthropic": "vertex_anthropic",
+    "bedrock": "bedrock",
 }
 
 _loaded = {}  # type: Dict[str, Any]

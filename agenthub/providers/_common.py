@@ -6,7 +6,7 @@ import binascii
 import dataclasses
 import json
 import re
-from typing import Any, Callable, Dict, Iterable, Iterator, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 from ..errors import ConfigError, StreamProtocolError, UnsupportedParameterError
 from ..sse import SSEEvent, iter_events
@@ -23,6 +23,12 @@ __all__ = [
     "unsupported",
     "nearest",
     "request_headers",
+    "apply_extras",
+    "deep_merge",
+    "check_response_format",
+    "stop_sequences",
+    "get_request",
+    "model_list_page",
 ]
 
 
@@ -113,10 +119,18 @@ class Protocol(object):
     ``quirk_keys``: the registry quirks the module reads.  ``embeddings``: the module under
     ``agenthub.providers`` serving embedding models for this protocol (its own ``PROTOCOL``).
     ``demo``: ``(model, title)`` for ``agenthub demo`` (recordings under ``agenthub/recordings/<module>``).
+    ``configure(model, base_url, api_key, environ)``: for a protocol whose endpoint is the caller's
+    own cloud resource (Azure OpenAI, Vertex AI): ``registry.resolve`` hands it the caller's
+    arguments and it returns ``(client_type, base_url, api_key, quirks)``, in place of the default
+    endpoint and key variables (a ConfigError says what is missing).  None for the others.
+    ``models_request(endpoint, page_token)`` and ``parse_models(payload, client) -> (ids, next_token)``:
+    the endpoint's live model list, one page at a time (``AutoLLMClient.list_models``; both pure;
+    None: the protocol cannot list its models).
     """
 
     __slots__ = ("name", "module", "base_url", "key_env", "base_url_env", "build_request", "parse_stream",
-                 "framing", "parse_document", "encode", "quirk_keys", "embeddings", "demo")
+                 "framing", "parse_document", "encode", "quirk_keys", "embeddings", "demo", "configure",
+                 "models_request", "parse_models")
 
     def __init__(
         self,
@@ -133,6 +147,9 @@ class Protocol(object):
         quirk_keys: Sequence[str] = (),
         embeddings: Optional[str] = None,
         demo: Optional[Tuple[str, str]] = None,
+        configure: Optional[Callable[..., Tuple[str, str, Any, Dict[str, Any]]]] = None,
+        models_request: Optional[Callable[["Endpoint", Optional[str]], HttpRequest]] = None,
+        parse_models: Optional[Callable[[Any, str], Tuple[List[str], Optional[str]]]] = None,
     ) -> None:
         if parse_document is None:
             if parse_stream is None:
@@ -151,6 +168,9 @@ class Protocol(object):
         self.quirk_keys = tuple(quirk_keys)
         self.embeddings = embeddings
         self.demo = demo
+        self.configure = configure
+        self.models_request = models_request
+        self.parse_models = parse_models
 
     def read(self, body: Any, client: str, max_line_bytes: int, document: bool = False) -> Iterator[Any]:
         """The parts of one answer: ``body`` (a transport.BodyStream) is opened (the request is sent);
@@ -278,3 +298,102 @@ def request_headers(endpoint: Endpoint, key_header: str = "Authorization", key_p
         headers[key_header] = key_prefix + endpoint.api_key
     headers.update(endpoint.headers)
     return headers
+
+
+# -- agenthub's config additions shared by every protocol -------------------------------------------
+
+
+def deep_merge(base: Dict[str, Any], extra: Mapping[str, Any]) -> Dict[str, Any]:
+    """``base`` with ``extra`` merged in (a new dict; ``base`` is not modified): a dict meets a dict
+    key by key, any other value replaces what was there, and None removes the key."""
+    out = dict(base)
+    for key, value in extra.items():
+        if value is None:
+            out.pop(key, None)
+        elif isinstance(value, Mapping) and isinstance(out.get(key), Mapping):
+            out[key] = deep_merge(dict(out[key]), value)
+        else:
+            out[key] = _plain(value)
+    return out
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {k: _plain(v) for k, v in value.items() if v is not None}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def apply_extras(request: Any, config: Mapping[str, Any]) -> Any:
+    """The planned request with ``config["extra_body"]`` deep-merged into its JSON body (last, so it
+    can reach nested objects such as Gemini's ``generationConfig``) and ``config["extra_headers"]``
+    set on it (a header of the same name, in any case, is replaced).  Called once per call by the
+    client, right after ``build_request``; the request is returned unchanged when neither is given."""
+    extra_body = config.get("extra_body")
+    extra_headers = config.get("extra_headers")
+    if not extra_body and not extra_headers:
+        return request
+    changes = {}  # type: Dict[str, Any]
+    if extra_body:
+        changes["body"] = deep_merge(dict(request.body or {}), extra_body)
+    if extra_headers:
+        headers = {k: v for k, v in dict(request.headers).items()
+                   if k.lower() not in {name.lower() for name in extra_headers}}
+        headers.update(extra_headers)
+        changes["headers"] = headers
+    return dataclasses.replace(request, **changes)
+
+
+def check_response_format(client: str, config: Mapping[str, Any], served: Optional[Sequence[str]],
+                          accepted: Sequence[str] = ("text", "json_object", "json_schema")) -> Optional[Dict[str, Any]]:
+    """The caller's response_format (None for none or ``text``), after checking that the protocol
+    (``accepted``) and the endpoint (``served``: the registry quirk ``response_formats``, the types its
+    server honours; None: all the protocol has) take it."""
+    wanted = config.get("response_format")
+    if not wanted:
+        return None
+    kind = wanted["type"]
+    if kind != "text" and (kind not in accepted or (served is not None and kind not in served)):
+        where = "this server" if kind in accepted else "this protocol"
+        raise unsupported(client, "response_format", "of type {!r} is not available on {}{}".format(
+            kind, where, " (it takes: {})".format(", ".join(served)) if served is not None and kind in accepted else ""))
+    return None if kind == "text" else wanted
+
+
+def stop_sequences(client: str, config: Mapping[str, Any], limit: Optional[int]) -> Optional[List[str]]:
+    """config["stop"] (already a list) checked against the protocol's limit."""
+    stop = config.get("stop")
+    if not stop:
+        return None
+    if limit is not None and len(stop) > limit:
+        raise unsupported(client, "stop", "takes at most {} sequences here (got {})".format(limit, len(stop)))
+    return list(stop)
+
+
+def get_request(endpoint: Endpoint, url: str, key_header: str = "Authorization", key_prefix: str = "Bearer ",
+                **extra: str) -> HttpRequest:
+    """A GET that answers one JSON document (model lists), with the endpoint's key and headers."""
+    headers = request_headers(endpoint, key_header, key_prefix, "application/json", **extra)
+    headers.pop("Content-Type", None)  # no body
+    return HttpRequest("GET", url, headers, None, stream=False)
+
+
+def model_list_page(payload: Any, client: str, items: str = "data", key: str = "id",
+                    prefix: str = "") -> List[str]:
+    """The model ids of one page of a model list: ``payload[items]``, a list of objects with ``key``
+    (``prefix`` removed).  A page of another shape is a StreamProtocolError, never a silent []."""
+    from ..errors import StreamProtocolError
+
+    rows = payload.get(items) if isinstance(payload, dict) else None
+    if payload == {}:
+        rows = []  # an empty list, as protobuf JSON writes it (Gemini leaves empty fields out)
+    if not isinstance(rows, list):
+        raise StreamProtocolError("{}: the model list has no {!r} list".format(client, items), client=client)
+    ids = []  # type: List[str]
+    for row in rows:
+        value = row.get(key) if isinstance(row, dict) else None
+        if not isinstance(value, str) or not value:
+            raise StreamProtocolError("{}: a model list entry has no {!r}".format(client, key), client=client)
+        ids.append(value[len(prefix):] if prefix and value.startswith(prefix) else value)
+    return ids

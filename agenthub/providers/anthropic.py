@@ -55,6 +55,7 @@ gateways; an error event's ``request_id``.
 import base64
 import logging
 import re
+from urllib.parse import quote
 from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Tuple
 
 from ..errors import ConfigError, ToolCallArgumentParseError, upstream_error
@@ -63,7 +64,8 @@ from ..stream import StreamEnd
 from ..toolcalls import ToolCallAssembler
 from ..types import HttpRequest, PromptCaching, ThinkingLevel
 from ._common import documents
-from ._common import Protocol, Endpoint, dumps, join_url, nearest, parse_data_uri, request_headers, to_int, unsupported, usage
+from ._common import (Endpoint, Protocol, check_response_format, dumps, get_request, join_url, model_list_page, nearest,
+                      parse_data_uri, request_headers, stop_sequences, to_int, unsupported, usage)
 
 __all__ = [
     "build_request",
@@ -75,6 +77,8 @@ __all__ = [
     "THINKING_RULES",
     "ANTHROPIC_VERSION",
     "INTERLEAVED_THINKING_BETA",
+    "FAST_MODE_BETA",
+    "FAST_MODE_MODELS",
     "DEFAULT_MAX_TOKENS",
 ]
 
@@ -97,10 +101,18 @@ _DISABLED = {"type": "disabled"}
 #: ``off`` for models that think only when asked and refuse ``disabled``: NONE sends no thinking parameter
 _OMIT = {}  # type: Dict[str, Any]
 #: budget_tokens per level for models that take a fixed thinking budget (1024 is the API's minimum)
-BUDGETS = {"low": 1024, "medium": 4096, "high": 16384, "xhigh": 24576}
+BUDGETS = {"low": 1024, "medium": 4096, "high": 16384, "xhigh": 24576, "max": 32768}
 #: tokens of max_tokens a thinking budget leaves for the answer (when max_tokens is small)
 ANSWER_ROOM = 4096
-_LEVEL_EFFORT = {"low": "low", "medium": "medium", "high": "high", "xhigh": "xhigh"}
+_LEVEL_EFFORT = {"low": "low", "medium": "medium", "high": "high", "xhigh": "xhigh", "max": "max"}
+#: fast mode (``speed: "fast"`` + the beta header) on the first-party API: Opus 5, Opus 5.5, Fable 5.2 and later
+#: (Opus 4.6 / 4.7 / 4.8 had it in research preview; it was removed from them by 2026-11-30)
+FAST_MODE_BETA = "fast-mode-2026-02-01"
+FAST_MODE_MODELS = re.compile(r"claude-(?:opus-5(?:-5)?|fable-5-[2-9]|fable-(?:[6-9]|\d\d))(?![0-9])")
+#: models that take temperature or top_p, never both (Claude 4.5 / 4.6)
+_ONE_SAMPLER = re.compile(r"claude-(?:opus|sonnet|haiku)-4-[56](?![0-9])")
+#: the smallest top_p accepted while thinking runs
+MIN_TOP_P_THINKING = 0.95
 
 #: A row: ``mode`` "adaptive" (thinking {"type": "adaptive"} + output_config.effort), "budget"
 #: (thinking {"type": "enabled", "budget_tokens": n}) or None (no thinking parameter at all);
@@ -111,12 +123,14 @@ _LEVEL_EFFORT = {"low": "low", "medium": "medium", "high": "high", "xhigh": "xhi
 #: ``interleaved`` budget thinking between tool calls needs the interleaved-thinking beta (first-party
 #: API only); ``max_tokens`` the default.
 _ADAPTIVE_NEW = {"mode": "adaptive", "efforts": _ALL_EFFORTS, "off": _DISABLED, "default_on": True,
-                 "forced_tools": True, "temperature": False, "display": True, "max_tokens": DEFAULT_MAX_TOKENS}
+                 "forced_tools": True, "temperature": False, "display": True, "max_tokens": DEFAULT_MAX_TOKENS,
+                 "structured": True}
 _ALWAYS_ON = dict(_ADAPTIVE_NEW, off=None, forced_tools=False)
 _BUDGET = {"mode": "budget", "efforts": (), "off": _DISABLED, "default_on": False, "forced_tools": True,
-           "temperature": True, "display": False, "max_tokens": DEFAULT_MAX_TOKENS, "interleaved": True}
+           "temperature": True, "display": False, "max_tokens": DEFAULT_MAX_TOKENS, "interleaved": True,
+           "structured": True}
 _NO_THINKING = {"mode": None, "efforts": (), "off": None, "default_on": False, "forced_tools": True,
-                "temperature": True, "display": False, "max_tokens": 4096}
+                "temperature": True, "display": False, "max_tokens": 4096, "structured": False}
 
 #: (pattern searched in the lower-cased model name with "." read as "-", row); the first match wins.
 THINKING_RULES = (
@@ -133,10 +147,12 @@ THINKING_RULES = (
     # Opus / Sonnet 4.6: adaptive + effort (no xhigh; budget_tokens deprecated), temperature still accepted
     (r"claude-(?:opus|sonnet)-4-6(?![0-9])", dict(_ADAPTIVE_NEW, efforts=_NO_XHIGH, default_on=False,
                                                   temperature=True)),
-    # Claude 4 / 4.1 / 4.5: a fixed thinking budget is the only mode; interleaved thinking is a beta
+    # Claude Opus 4 / Sonnet 4 (4.0): as below, without structured outputs (output_config.format)
+    (r"claude-(?:opus|sonnet)-4(?:-0)?(?:-\d{8})?$", dict(_BUDGET, structured=False)),
+    # Claude 4.1 / 4.5: a fixed thinking budget is the only mode; interleaved thinking is a beta
     (r"claude-(?:opus|sonnet|haiku)-4(?![0-9])", _BUDGET),
-    # Sonnet 3.7: a fixed budget, no interleaved thinking
-    (r"claude-(?:3-7-sonnet|sonnet-3-7)(?![0-9])", dict(_BUDGET, interleaved=False)),
+    # Sonnet 3.7: a fixed budget, no interleaved thinking, no structured outputs
+    (r"claude-(?:3-7-sonnet|sonnet-3-7)(?![0-9])", dict(_BUDGET, interleaved=False, structured=False)),
     # Claude 3 / 3.5 and older: no thinking at all
     (r"claude-3-5", dict(_NO_THINKING, max_tokens=8192)),
     (r"claude-(?:3|2|instant)", _NO_THINKING),
@@ -149,9 +165,13 @@ THINKING_RULES = (
 _COMPILED_RULES = [(re.compile(pattern), row) for pattern, row in THINKING_RULES]
 
 
+def _name(model: str) -> str:
+    return model.lower().replace(".", "-")
+
+
 def thinking_rule(model: str) -> Dict[str, Any]:
     """The ``THINKING_RULES`` row for ``model``."""
-    name = model.lower().replace(".", "-")
+    name = _name(model)
     for regex, row in _COMPILED_RULES:
         if regex.search(name):
             return row
@@ -219,6 +239,38 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
             body["temperature"] = temperature
         elif rule["temperature"]:
             body["temperature"] = temperature
+    if "top_p" in config:
+        top_p = config["top_p"]
+        if not rule["temperature"]:
+            raise unsupported(client, "top_p", "is not accepted by {!r} (sampling parameters were removed)".format(model))
+        if thinking_on and top_p < MIN_TOP_P_THINKING:
+            raise unsupported(client, "top_p", "must be at least {} while thinking is on for {!r}".format(
+                MIN_TOP_P_THINKING, model))
+        if "temperature" in body and _ONE_SAMPLER.search(_name(model)):
+            raise unsupported(client, "top_p", "cannot be sent with temperature to {!r} (one or the other)".format(model))
+        body["top_p"] = top_p
+    stop = stop_sequences(client, config, None)
+    if stop is not None:
+        body["stop_sequences"] = stop
+    if "seed" in config:
+        raise unsupported(client, "seed", "cannot be sent: the Anthropic Messages API has no seed")
+    response_format = check_response_format(client, config, quirks.get("response_formats"), ("text", "json_schema"))
+    if response_format is not None:
+        if not rule.get("structured", True):
+            raise unsupported(client, "response_format", "json_schema needs structured outputs, which {!r} does not "
+                                                         "have".format(model))
+        body["output_config"] = dict(body.get("output_config") or {},
+                                     format={"type": "json_schema", "schema": response_format["schema"]})
+    first_party = "api.anthropic.com" in endpoint.base_url
+    fast = bool(config.get("fast_mode"))
+    if fast:
+        allowed = quirks.get("fast_mode")
+        if allowed is None:
+            allowed = first_party and FAST_MODE_MODELS.search(_name(model)) is not None
+        if not allowed:
+            raise unsupported(client, "fast_mode", "is not available for {!r} at this endpoint (fast mode: Claude "
+                                                   "Opus 5, Opus 5.5, Fable 5.2 and later, on the Anthropic API)".format(model))
+        body["speed"] = "fast"
 
     caching = config.get("prompt_caching", PromptCaching.ENABLE)
     if quirks.get("automatic_caching", True):
@@ -230,12 +282,15 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
         raise unsupported(client, "prompt_caching", "ENHANCE needs automatic caching, which this endpoint does not take")
     body["stream"] = True
 
-    headers = request_headers(endpoint, "x-api-key", "", **{"anthropic-version": ANTHROPIC_VERSION})
+    header, prefix = _key_headers(endpoint)  # x-api-key; Authorization: Bearer for gateways that read only that
+    headers = request_headers(endpoint, header, prefix, **{"anthropic-version": ANTHROPIC_VERSION})
     interleaved = quirks.get("interleaved_thinking")
     if interleaved is None:  # a beta of the first-party API; gateways may refuse beta names they do not know
-        interleaved = "api.anthropic.com" in endpoint.base_url
+        interleaved = first_party
     if interleaved and thinking_on and rule["mode"] == "budget" and rule.get("interleaved") and body.get("tools"):
         _add_beta(headers, INTERLEAVED_THINKING_BETA)  # thinking between tool calls, not only before the first
+    if fast:
+        _add_beta(headers, FAST_MODE_BETA)
     return HttpRequest("POST", join_url(endpoint.base_url, "/v1/messages"), headers, body)
 
 
@@ -261,6 +316,10 @@ def _thinking(rule: Mapping[str, Any], level: Any, summary: Optional[bool], max_
     if level is None:
         if rule["default_on"] and mode == "adaptive":
             return ({"type": "adaptive", "display": display} if display else None), None, True
+        if summary and display and mode == "adaptive":
+            # a summary asked for alone on a model that thinks only when asked (Claude 4.6 - 4.8):
+            # adaptive thinking with a summarized display, never a silently dropped request
+            return {"type": "adaptive", "display": display}, None, True
         return None, None, False
     value = level.value if isinstance(level, ThinkingLevel) else str(level)
     if value == "none":
@@ -773,9 +832,39 @@ def _loads_or_text(loads: Any, data: str) -> Any:
         return data
 
 
+# -- the endpoint's model list ------------------------------------------------------------------
+
+#: models asked for per page of GET /v1/models (the API's largest page)
+MODELS_PAGE_SIZE = 1000
+
+
+def _key_headers(endpoint: Endpoint) -> Tuple[str, str]:
+    """(header, prefix) the key travels in: x-api-key, or a bearer token for gateways whose row says so."""
+    if endpoint.quirks.get("auth") == "bearer" and "api.anthropic.com" not in endpoint.base_url:
+        return "Authorization", "Bearer "
+    return "x-api-key", ""
+
+
+def models_request(endpoint: Endpoint, page_token: Optional[str] = None) -> HttpRequest:
+    """``GET {base_url}/v1/models?limit=1000`` (then ``&after_id=<last id>`` while ``has_more``)."""
+    url = join_url(endpoint.base_url, "/v1/models?limit={}".format(MODELS_PAGE_SIZE))
+    if page_token:
+        url += "&after_id=" + quote(page_token, safe="")
+    header, prefix = _key_headers(endpoint)
+    return get_request(endpoint, url, header, prefix, **{"anthropic-version": ANTHROPIC_VERSION})
+
+
+def parse_models(payload: Any, client: str = "anthropic") -> Tuple[List[str], Optional[str]]:
+    """``{"data": [{"id": ...}], "has_more": bool, "last_id": ...}`` -> (ids, the next page's after_id)."""
+    ids = model_list_page(payload, client)
+    more = isinstance(payload, dict) and payload.get("has_more") is True and ids
+    return ids, (payload.get("last_id") or ids[-1]) if more else None
+
+
 PROTOCOL = Protocol(
     "anthropic", __name__, build_request, parse_stream, parse_document=parse_document,
     base_url="https://api.anthropic.com", key_env=("ANTHROPIC_API_KEY",), base_url_env="ANTHROPIC_BASE_URL",
-    quirk_keys=("automatic_caching", "interleaved_thinking", "replay_unsigned_thinking", "thinking_rule"),
-    demo=("claude-sonnet-4-6", "Anthropic Messages"),
+    quirk_keys=("auth", "automatic_caching", "fast_mode", "interleaved_thinking", "replay_unsigned_thinking",
+                "response_formats", "thinking_rule"),
+    demo=("claude-sonnet-4-6", "Anthropic Messages"), models_request=models_request, parse_models=parse_models,
 )

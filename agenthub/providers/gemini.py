@@ -74,7 +74,7 @@ import logging
 import mimetypes
 import re
 from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Tuple
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
 from ..errors import ConfigError, StreamProtocolError, upstream_error
 from ..sse import SSEEvent, json_loads
@@ -82,7 +82,8 @@ from ..stream import StreamEnd
 from ..toolcalls import ToolCallAssembler
 from ..types import HttpRequest, PromptCaching, ThinkingLevel
 from ._common import documents, dumps
-from ._common import Protocol, Endpoint, join_url, nearest, parse_data_uri, request_headers, to_int, unsupported, usage
+from ._common import (Endpoint, Protocol, check_response_format, get_request, join_url, model_list_page, nearest,
+                      parse_data_uri, request_headers, stop_sequences, to_int, unsupported, usage)
 
 __all__ = [
     "build_request",
@@ -116,9 +117,14 @@ _TARGET = {
     ThinkingLevel.MEDIUM: "medium",
     ThinkingLevel.HIGH: "high",
     ThinkingLevel.XHIGH: "high",
+    ThinkingLevel.MAX: "high",
 }
-_BUDGET_25_FLASH = {"none": 0, "low": 1024, "medium": 8192, "high": 24576, "xhigh": 24576}
-_BUDGET_25_PRO = {"none": 128, "low": 1024, "medium": 8192, "high": 32768, "xhigh": 32768}
+_BUDGET_25_FLASH = {"none": 0, "low": 1024, "medium": 8192, "high": 24576, "xhigh": 24576, "max": 24576}
+_BUDGET_25_PRO = {"none": 128, "low": 1024, "medium": 8192, "high": 32768, "xhigh": 32768, "max": 32768}
+#: stop sequences generationConfig.stopSequences takes ("up to 5")
+STOP_LIMIT = 5
+#: models that take the OpenAPI-subset ``responseSchema`` rather than a JSON Schema in ``responseJsonSchema``
+_OPENAPI_SCHEMA = re.compile(r"gemini-(1\.|2\.0)")
 
 #: How each model takes thinking_level, first match wins (searched in the lower-cased name):
 #: a tuple of the thinkingLevel values it accepts (the nearest one is sent, ties round up),
@@ -167,6 +173,10 @@ def request_url(endpoint: Endpoint, model: str, method: str) -> str:
     base = endpoint.base_url.rstrip("/")
     prefix = "" if _VERSIONED_BASE.search(urlsplit(base).path) else "/v1beta"
     return join_url(base, "{}/{}:{}".format(prefix, _resource(model), method))
+
+
+def _schema_field(model: str) -> str:
+    return "responseSchema" if _OPENAPI_SCHEMA.search(_model_path(model).lower()) else "responseJsonSchema"
 
 
 def _headers(endpoint: Endpoint, accept: str) -> Dict[str, str]:
@@ -398,6 +408,25 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
         generation["maxOutputTokens"] = config["max_tokens"]
     if "temperature" in config:
         generation["temperature"] = config["temperature"]
+    if "top_p" in config:
+        generation["topP"] = config["top_p"]
+    stop = stop_sequences(client, config, STOP_LIMIT)
+    if stop is not None:
+        generation["stopSequences"] = stop
+    if "seed" in config:
+        generation["seed"] = config["seed"]
+    response_format = check_response_format(client, config, quirks.get("response_formats"))
+    if response_format is not None:
+        if tts:
+            raise unsupported(client, "response_format", "is not accepted by speech (TTS) models")
+        generation["responseMimeType"] = "application/json"
+        if response_format["type"] == "json_schema":
+            generation[_schema_field(model)] = response_format["schema"]
+    service_tier = None
+    if config.get("fast_mode"):
+        if quirks.get("fast_mode") is False:
+            raise unsupported(client, "fast_mode", "is not offered at this endpoint (no priority tier)")
+        service_tier = "priority"
     if tts:
         for key in ("tools", "tool_choice", "system_prompt", "image_config"):
             if key in config:
@@ -406,6 +435,8 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
         generation["responseModalities"] = ["AUDIO"]
         generation["speechConfig"] = _speech_config(client, config.get("tts_config") or [{"voice": "Kore"}])
         body["generationConfig"] = generation
+        if service_tier:
+            body["serviceTier"] = service_tier
         return HttpRequest("POST", request_url(endpoint, model, "streamGenerateContent?alt=sse"),
                            _headers(endpoint, "text/event-stream"), body)
 
@@ -440,6 +471,8 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
         generation["imageConfig"] = image_config
     if generation:
         body["generationConfig"] = generation
+    if service_tier:
+        body["serviceTier"] = service_tier
     return HttpRequest("POST", request_url(endpoint, model, "streamGenerateContent?alt=sse"),
                        _headers(endpoint, "text/event-stream"), body)
 
@@ -820,10 +853,34 @@ def parse_stream(events: Iterable[SSEEvent], client: str = "gemini", tool_id_pre
     yield StreamEnd(map_usage(raw_usage) if raw_usage else None, finish)
 
 
+# -- the endpoint's model list ------------------------------------------------------------------
+
+#: models asked for per page of GET /v1beta/models (the API's largest page)
+MODELS_PAGE_SIZE = 1000
+
+
+def models_request(endpoint: Endpoint, page_token: Optional[str] = None) -> HttpRequest:
+    """``GET {base_url}/v1beta/models?pageSize=1000`` (then ``&pageToken=`` the last ``nextPageToken``)."""
+    base = endpoint.base_url.rstrip("/")
+    prefix = "" if _VERSIONED_BASE.search(urlsplit(base).path) else "/v1beta"
+    url = join_url(base, "{}/models?pageSize={}".format(prefix, MODELS_PAGE_SIZE))
+    if page_token:
+        url += "&pageToken=" + quote(page_token, safe="")
+    return get_request(endpoint, url, "x-goog-api-key", "")
+
+
+def parse_models(payload: Any, client: str = "gemini") -> Tuple[List[str], Optional[str]]:
+    """``{"models": [{"name": "models/..."}], "nextPageToken": ...}`` -> (ids without "models/", next token)."""
+    ids = model_list_page(payload, client, "models", "name", "models/")
+    token = payload.get("nextPageToken") if isinstance(payload, dict) else None
+    return ids, token if isinstance(token, str) and token else None
+
+
 PROTOCOL = Protocol(
     "gemini", __name__, build_request, parse_stream, parse_document=parse_document,
     base_url="https://generativelanguage.googleapis.com", key_env=("GEMINI_API_KEY", "GOOGLE_API_KEY"),
     base_url_env="GEMINI_BASE_URL",
-    quirk_keys=("image_output", "stream_function_call_arguments", "tts"),
+    quirk_keys=("fast_mode", "image_output", "response_formats", "stream_function_call_arguments", "tts"),
     embeddings="gemini_embeddings", demo=("gemini-3.5-flash", "Gemini generateContent"),
+    models_request=models_request, parse_models=parse_models,
 )

@@ -13,7 +13,11 @@ Vendor differences are data, read from ``endpoint.quirks`` (a registry row):
 - ``tool_choice``: the tool_choice values the vendor accepts (others raise
   UnsupportedParameterError);
 - ``stream_usage``: ask for the usage chunk (default True);
-- ``images``: False when the model takes no images (raises before sending).
+- ``images``: False when the model takes no images (raises before sending);
+- ``tool_stream``: send ``tool_stream: true`` with tools (Z.AI streams tool-call arguments only then);
+- ``response_formats``: the response_format types the server honours (others raise);
+- ``fast_mode``: False when the server has no priority tier (``fast_mode`` raises instead of
+  sending ``service_tier: "priority"``).
 
 Fidelity it records (and replays): ``reasoning_field`` on thinking (``reasoning_content``,
 ``reasoning``, ``both`` when a chunk carried the same text in both, ``content`` for thinking
@@ -24,7 +28,8 @@ replayed).
 """
 
 import logging
-from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional
+from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Tuple
+from urllib.parse import quote
 
 from ..errors import ConfigError, upstream_error
 from ..sse import SSEEvent, json_loads
@@ -32,10 +37,10 @@ from ..stream import StreamEnd
 from ..toolcalls import ToolCallAssembler
 from ..types import HttpRequest, PromptCaching
 from ._common import documents
-from ._common import (Protocol, Endpoint, data_uri, dumps, inclusive_usage, join_url, parse_data_uri, request_headers, to_int,
-                      unsupported)
+from ._common import (Endpoint, Protocol, check_response_format, data_uri, dumps, get_request, inclusive_usage, join_url,
+                      model_list_page, parse_data_uri, request_headers, stop_sequences, to_int, unsupported)
 
-__all__ = ["build_request", "parse_stream", "parse_document", "map_usage", "FINISH_REASONS"]
+__all__ = ["build_request", "parse_stream", "parse_document", "map_usage", "chat_response_format", "FINISH_REASONS", "STOP_LIMIT"]
 
 logger = logging.getLogger("agenthub")
 
@@ -50,6 +55,8 @@ FINISH_REASONS = {
 REASONING_FIELDS = ("reasoning_content", "reasoning")
 #: reasoning fields whose text was shown from a structure that goes back whole (not as text)
 _CARRIED = ("reasoning_details", "thinking_blocks")
+#: stop sequences Chat Completions takes ("up to 4"; a server that takes more: extra_body {"stop": [...]})
+STOP_LIMIT = 4
 _AUDIO_FORMATS = {"audio/wav": "wav", "audio/x-wav": "wav", "audio/wave": "wav", "audio/mpeg": "mp3", "audio/mp3": "mp3"}
 
 
@@ -67,8 +74,24 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
         body[quirks.get("max_tokens_field", "max_completion_tokens")] = config["max_tokens"]
     if "temperature" in config:
         body["temperature"] = config["temperature"]
+    if "top_p" in config:
+        body["top_p"] = config["top_p"]
+    stop = stop_sequences(client, config, STOP_LIMIT)
+    if stop is not None:
+        body["stop"] = stop
+    if "seed" in config:
+        body["seed"] = config["seed"]
+    response_format = check_response_format(client, config, quirks.get("response_formats"))
+    if response_format is not None:
+        body["response_format"] = chat_response_format(response_format)
+    if config.get("fast_mode"):
+        if quirks.get("fast_mode") is False:
+            raise unsupported(client, "fast_mode", "is not offered by this server (no priority tier)")
+        body["service_tier"] = "priority"
     if config.get("tools"):
         body["tools"] = [_tool(tool) for tool in config["tools"]]
+        if quirks.get("tool_stream"):
+            body["tool_stream"] = True  # Z.AI streams tool-call arguments only when asked
     if "tool_choice" in config:
         body["tool_choice"] = _tool_choice(client, config["tool_choice"], quirks)
     level = config.get("thinking_level")
@@ -82,6 +105,18 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
         if key in config:
             raise unsupported(client, key, "is not available over Chat Completions for model {!r}".format(model))
     return HttpRequest("POST", join_url(endpoint.base_url, "/chat/completions"), request_headers(endpoint), body)
+
+
+def chat_response_format(response_format: Mapping[str, Any]) -> Dict[str, Any]:
+    """response_format -> the Chat Completions ``response_format`` object."""
+    if response_format["type"] != "json_schema":
+        return {"type": response_format["type"]}
+    schema = {"name": response_format["name"]}  # type: Dict[str, Any]
+    if response_format.get("description"):
+        schema["description"] = response_format["description"]
+    schema["schema"] = response_format["schema"]
+    schema["strict"] = response_format["strict"]
+    return {"type": "json_schema", "json_schema": schema}
 
 
 def _tool(tool: Mapping[str, Any]) -> Dict[str, Any]:
@@ -622,10 +657,30 @@ def _loads_or_text(loads: Any, data: str) -> Any:
         return data
 
 
+# -- the endpoint's model list ------------------------------------------------------------------
+
+
+def models_request(endpoint: Endpoint, page_token: Optional[str] = None) -> HttpRequest:
+    """``GET {base_url}/models`` (OpenAI answers every model at once; a server that pages says
+    ``has_more`` and the next page starts ``after`` the last id)."""
+    url = join_url(endpoint.base_url, "/models")
+    if page_token:
+        url += "?after=" + quote(page_token, safe="")
+    return get_request(endpoint, url)
+
+
+def parse_models(payload: Any, client: str = "openai-chat") -> Tuple[List[str], Optional[str]]:
+    """``{"object": "list", "data": [{"id": ...}, ...]}`` -> (ids in the server's order, next page token)."""
+    ids = model_list_page(payload, client)
+    more = isinstance(payload, dict) and payload.get("has_more") is True and ids
+    return ids, (payload.get("last_id") or ids[-1]) if more else None
+
+
 PROTOCOL = Protocol(
     "openai-chat", __name__, build_request, parse_stream, parse_document=parse_document,
     base_url="https://api.openai.com/v1", key_env=("OPENAI_API_KEY",), base_url_env="OPENAI_BASE_URL",
-    quirk_keys=("echo_reasoning_on_tool_turns", "images", "max_tokens_field", "reasoning_field", "stream_usage",
-                "thinking", "tool_choice"),
+    quirk_keys=("echo_reasoning_on_tool_turns", "fast_mode", "images", "max_tokens_field", "reasoning_field",
+                "response_formats", "stream_usage", "thinking", "tool_choice", "tool_stream"),
     embeddings="openai_embeddings", demo=("demo-model", "OpenAI Chat Completions"),
+    models_request=models_request, parse_models=parse_models,
 )

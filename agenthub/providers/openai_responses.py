@@ -99,6 +99,7 @@ import json
 import logging
 import re
 from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Tuple
+from urllib.parse import quote
 
 from ..errors import ConfigError, EmptyResponseError, upstream_error
 from ..sse import SSEEvent, json_loads
@@ -106,15 +107,16 @@ from ..stream import StreamEnd
 from ..toolcalls import ToolCallAssembler
 from ..types import HttpRequest, PromptCaching
 from ._common import documents
-from ._common import (Protocol, Endpoint, data_uri, dumps, inclusive_usage, join_url, nearest, parse_data_uri,
-                      request_headers, unsupported)
+from ._common import (Endpoint, Protocol, check_response_format, data_uri, dumps, get_request, inclusive_usage, join_url,
+                      model_list_page, nearest, parse_data_uri, request_headers, unsupported)
 
-__all__ = ["build_request", "parse_stream", "parse_document", "map_usage", "model_profile", "clamp_effort", "EFFORTS"]
+__all__ = ["build_request", "parse_stream", "parse_document", "map_usage", "model_profile", "clamp_effort", "check_sampling", "text_format",
+           "EFFORTS"]
 
 logger = logging.getLogger("agenthub")
 
-#: wire efforts, lightest first
-EFFORT_SCALE = ("none", "minimal", "low", "medium", "high", "xhigh")
+#: wire efforts, lightest first ("max" only where a model lists it: ThinkingLevel.MAX rides the top effort)
+EFFORT_SCALE = ("none", "minimal", "low", "medium", "high", "xhigh", "max")
 
 #: (pattern matched at the start of the model name, after any "vendor/" prefix, lower-cased;
 #:  the reasoning efforts the model accepts, or None for a model that does not reason).
@@ -172,8 +174,40 @@ def model_profile(model: str, quirks: Optional[Mapping[str, Any]] = None) -> Tup
 def clamp_effort(level: str, efforts: Optional[Tuple[str, ...]]) -> str:
     """The effort to send for a ThinkingLevel value: itself if accepted, else the nearest accepted (ties go up)."""
     if efforts is None:
-        return level
+        return "xhigh" if level == "max" else level  # another server's model: OpenAI's top effort
     return nearest(level, efforts, EFFORT_SCALE)
+
+
+def check_sampling(client: str, model: str, config: Mapping[str, Any], reasons: bool,
+                   efforts: Optional[Tuple[str, ...]], known: bool, effort: Optional[str]) -> None:
+    """Refuse what OpenAI's reasoning models reject, before sending: a non-default ``temperature``
+    or any ``top_p`` on models that take no sampling parameters (GPT-5, o-series, codex, pro), and
+    on models that take them only at effort ``none`` (GPT-5.1 and later) when an effort other than
+    ``none`` is asked for.  Models outside the table (other servers) are not checked."""
+    if not (reasons and known and efforts is not None):
+        return
+    if "none" in efforts:
+        if effort is None or effort == "none":
+            return  # the model's default effort (none on GPT-5.1+) or none: sampling parameters are accepted
+        why = "is accepted by {!r} only at reasoning effort none (thinking_level NONE), not {!r}".format(model, effort)
+    else:
+        why = "is not accepted by reasoning model {!r} (only the default)".format(model)
+    if "temperature" in config and config["temperature"] != 1:
+        raise unsupported(client, "temperature", why)
+    if "top_p" in config and config["top_p"] != 1:
+        raise unsupported(client, "top_p", why)
+
+
+def text_format(response_format: Mapping[str, Any]) -> Dict[str, Any]:
+    """response_format -> the Responses ``text.format`` object."""
+    if response_format["type"] != "json_schema":
+        return {"type": response_format["type"]}
+    out = {"type": "json_schema", "name": response_format["name"]}  # type: Dict[str, Any]
+    if response_format.get("description"):
+        out["description"] = response_format["description"]
+    out["schema"] = response_format["schema"]
+    out["strict"] = response_format["strict"]
+    return out
 
 
 # -- request ------------------------------------------------------------------------------------
@@ -193,16 +227,26 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
         body["include"] = ["reasoning.encrypted_content"]
     if "max_tokens" in config:
         body["max_output_tokens"] = config["max_tokens"]
+    reasoning = _reasoning(config, reasons, efforts, known)
+    check_sampling(client, model, config, reasons, efforts, known, reasoning.get("effort"))
     if "temperature" in config:
-        temperature = config["temperature"]
-        if reasons and known and efforts is not None and "none" not in efforts and temperature != 1:
-            raise unsupported(client, "temperature", "must be 1 (the default) for reasoning model {!r}".format(model))
-        body["temperature"] = temperature
+        body["temperature"] = config["temperature"]
+    if "top_p" in config:
+        body["top_p"] = config["top_p"]
+    for key, why in (("stop", "has no stop sequences"), ("seed", "has no seed parameter")):
+        if key in config:
+            raise unsupported(client, key, "cannot be sent: the Responses API {}".format(why))
+    response_format = check_response_format(client, config, quirks.get("response_formats"))
+    if response_format is not None:
+        body["text"] = {"format": text_format(response_format)}
+    if config.get("fast_mode"):
+        if quirks.get("fast_mode") is False:
+            raise unsupported(client, "fast_mode", "is not offered by this server (no priority tier)")
+        body["service_tier"] = "priority"
     if config.get("tools"):
         body["tools"] = [_tool(tool) for tool in config["tools"]]
     if "tool_choice" in config:
         body["tool_choice"] = _tool_choice(config["tool_choice"])
-    reasoning = _reasoning(config, reasons, efforts, known)
     if reasoning:
         body["reasoning"] = reasoning
     caching = config.get("prompt_caching")
@@ -1161,9 +1205,29 @@ def _failure_payload(payload: Mapping[str, Any]) -> Any:
     return {"error": {"message": "the response failed without an error object", "code": "response_failed"}}
 
 
+# -- the endpoint's model list ------------------------------------------------------------------
+
+
+def models_request(endpoint: Endpoint, page_token: Optional[str] = None) -> HttpRequest:
+    """``GET {base_url}/models`` (OpenAI answers every model at once; a server that pages says
+    ``has_more`` and the next page starts ``after`` the last id)."""
+    url = join_url(endpoint.base_url, "/models")
+    if page_token:
+        url += "?after=" + quote(page_token, safe="")
+    return get_request(endpoint, url)
+
+
+def parse_models(payload: Any, client: str = "openai-responses") -> Tuple[List[str], Optional[str]]:
+    """``{"object": "list", "data": [{"id": ...}, ...]}`` -> (ids in the server's order, next page token)."""
+    ids = model_list_page(payload, client)
+    more = isinstance(payload, dict) and payload.get("has_more") is True and ids
+    return ids, (payload.get("last_id") or ids[-1]) if more else None
+
+
 PROTOCOL = Protocol(
     "openai-responses", __name__, build_request, parse_stream, parse_document=parse_document,
     base_url="https://api.openai.com/v1", key_env=("OPENAI_API_KEY",), base_url_env="OPENAI_BASE_URL",
-    quirk_keys=("encrypted_reasoning", "reasoning", "reasoning_efforts"),
+    quirk_keys=("encrypted_reasoning", "fast_mode", "reasoning", "reasoning_efforts", "response_formats"),
     embeddings="openai_embeddings", demo=("gpt-5.5", "OpenAI Responses"),
+    models_request=models_request, parse_models=parse_models,
 )

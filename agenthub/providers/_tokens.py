@@ -1,0 +1,106 @@
+"""Credentials that are not plain keys: token callables, and secrets that must never be sent as a key.
+
+Pure: no I/O.  ``bearer_token`` is what a protocol's ``encode`` calls once per attempt
+(so a provider that refreshes its tokens works: Microsoft Entra ID's
+``get_bearer_token_provider``, google-auth, or any function of yours).
+``private_key_reason`` recognises a service-account JSON (or any text holding a
+private key) handed over as ``api_key``: registry.resolve refuses it before anything
+is sent, and ``bearer_token`` refuses a token provider that returns one.
+"""
+
+import ipaddress
+import json
+import re
+from typing import Any, Callable, Optional
+from urllib.parse import urlsplit
+
+from ..errors import AgentHubError, AuthenticationError, ConfigError
+
+__all__ = ["bearer_token", "private_key_reason", "check_not_private_key", "is_token_provider", "is_loopback"]
+
+_PEM_PRIVATE = re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----")
+_HEADER_UNSAFE = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def is_loopback(base_url: str) -> bool:
+    """True for http(s)://localhost, 127.0.0.0/8 and [::1] (local servers need no key; credentials from
+    the environment may go there).  ``registry.is_loopback`` is this function."""
+    try:
+        host = (urlsplit(base_url).hostname or "").lower()
+    except ValueError:
+        return False
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def is_token_provider(value: Any) -> bool:
+    """A callable ``api_key`` (called for a token before every attempt)."""
+    return callable(value) and not isinstance(value, (str, bytes))
+
+
+def private_key_reason(text: str) -> Optional[str]:
+    """Why ``text`` must not be sent as a key (None when it may be): a JSON object with a
+    ``private_key`` (a Google service-account file, or any other), ``"type":
+    "service_account"`` or ``"authorized_user"`` (or a ``refresh_token``), or a PEM private
+    key anywhere in it."""
+    if _PEM_PRIVATE.search(text):
+        return "it holds a PEM private key"
+    stripped = text.strip()
+    if not stripped.startswith("{"):
+        return None
+    try:
+        value = json.loads(stripped)
+    except (ValueError, RecursionError):
+        value = None
+    if not isinstance(value, dict):  # a cut or malformed credentials file is still one
+        return "it looks like a credentials JSON with a private key" if "private_key" in stripped else None
+    if "private_key" in value or value.get("type") == "service_account":
+        return "it is a service-account JSON (its private key would be sent)"
+    if value.get("type") == "authorized_user" or "refresh_token" in value:
+        return "it is a Google user-credentials JSON (its refresh token would be sent)"
+    return None
+
+
+def check_not_private_key(text: str, what: str = "api_key") -> None:
+    """ConfigError when ``text`` is a credential file's content rather than a key (the text is never shown)."""
+    reason = private_key_reason(text)
+    if reason is not None:
+        raise ConfigError(
+            "{} refused: {}; it was not sent. For Vertex AI set GOOGLE_APPLICATION_CREDENTIALS to the file's "
+            "path (pip install 'agenthub[vertex]'), or pass api_key=agenthub.gcp.service_account_file(path), "
+            "an access token, or a callable returning one".format(what, reason))
+
+
+def bearer_token(provider: Callable[[], Any], client: str) -> str:
+    """Call a token provider for this attempt -> the token to send as ``Authorization: Bearer``.
+
+    A provider that raises is an AuthenticationError (the cause chained; agenthub's own
+    errors pass through); one that returns something other than a non-empty one-line
+    string, or a private key, is a ConfigError.  Nothing is sent in either case.
+    """
+    try:
+        token = provider()
+    except AgentHubError:
+        raise
+    except Exception as exc:
+        raise AuthenticationError("{}: the api_key token provider raised {}".format(client, type(exc).__name__),
+                                  client=client, error_type="token_provider") from exc
+    if isinstance(token, bytes):
+        try:
+            token = token.decode("ascii")
+        except UnicodeDecodeError:
+            token = None
+    if not isinstance(token, str) or not token.strip():
+        raise ConfigError("{}: the api_key token provider returned {} (expected a non-empty token string)".format(
+            client, "an empty string" if isinstance(token, str) else type(token).__name__))
+    token = token.strip()
+    if token.lower().startswith("bearer "):
+        token = token[7:].strip()  # a provider that returns the header value
+    check_not_private_key(token, "{}: the token from api_key".format(client))
+    if _HEADER_UNSAFE.search(token):
+        raise ConfigError("{}: the api_key token provider returned a token with control characters".format(client))
+    return token

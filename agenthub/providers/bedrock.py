@@ -1,0 +1,758 @@
+"""Amazon Bedrock, the Converse stream API (``POST /model/{modelId}/converse-stream``).  Pure: no I/O.
+
+Every Bedrock model id works (``anthropic.*``, ``us.*``/``global.*`` inference profiles, ``amazon.nova-*``,
+``meta.*``, ``mistral.*``, inference-profile ARNs, ...): the id goes in the path, percent-encoded as
+botocore encodes a URI label (``:`` -> ``%3A``, ``/`` -> ``%2F``).  The answer is an AWS event stream
+(``agenthub.eventstream``); ``encode`` signs each attempt with SigV4 over the exact body bytes, or sends a
+Bedrock API key as ``Authorization: Bearer`` (see ``agenthub.aws``).
+
+Request
+-------
+- ``messages``: text, images as bytes (``inline_data`` or a ``data:`` URI; png/jpeg/gif/webp), documents
+  as bytes (pdf, csv, doc, docx, xls, xlsx, html, txt, md), ``s3://`` URLs as ``s3Location``; an http(s)
+  image URL cannot be fetched by Bedrock and raises UnsupportedParameterError.  Tool results are
+  ``toolResult`` blocks (text, then their images) at the head of their user turn.  Consecutive turns of
+  one role are joined (Converse wants them alternating).  Assistant turns replay text, ``toolUse``, and
+  reasoning from ``fidelity``: ``reasoningText {text, signature}`` and ``redactedContent`` byte-exact.
+- ``system`` from ``system_prompt``; ``inferenceConfig``: ``maxTokens``, ``temperature``, ``topP``,
+  ``stopSequences`` (from ``top_p`` / ``stop``).
+- ``toolConfig``: ``toolSpec`` per tool (``inputSchema.json``); ``toolChoice`` auto -> ``auto``, required
+  -> ``any``, one name -> ``tool``; Converse has no "none": it sends no tools (and raises when the history
+  holds tool blocks, which need a toolConfig).  A history with tool blocks and no tools in this turn gets
+  a toolConfig naming the tools used (Bedrock refuses tool blocks without one).
+- Claude models (the id without its ``us.``/``global.``/... and ``anthropic.`` prefixes and version
+  suffix, read by ``anthropic.THINKING_RULES``): ``thinking_level`` as the Anthropic module clamps it, sent
+  in ``additionalModelRequestFields`` (``thinking: {type: enabled, budget_tokens}`` or ``thinking: {type:
+  adaptive}`` + ``output_config: {effort}``; the interleaved-thinking beta as ``anthropic_beta`` for a
+  budget with tools); ``max_tokens`` defaults to the rule's; the rule's temperature and forced-tool limits
+  apply.  Other families: ``thinking_level`` is ignored (their reasoning, if any, is the model's own).
+- ``prompt_caching`` as ``cachePoint`` blocks after the system prompt, after the tools and at the end of
+  the last message, on models with prompt caching (Claude 3.5 Haiku, 3.7 Sonnet and Claude 4 and later;
+  Amazon Nova): ENABLE (the default) -> ``{"type": "default"}``, ENHANCE -> ``"ttl": "1h"`` (raises on
+  other models), DISABLE -> none.
+
+Stream
+------
+``messageStart``; ``contentBlockStart`` (``toolUse`` announces a call; an image block starts);
+``contentBlockDelta`` (``text``, ``toolUse.input`` fragments through the tool-call machine,
+``reasoningContent`` ``text`` / ``signature`` / ``redactedContent``, image bytes); ``contentBlockStop``;
+``messageStop`` (``stopReason``: end_turn / stop_sequence -> stop, max_tokens -> length, tool_use ->
+tool_call, anything else -> unknown); ``metadata`` (usage; the last event).  The stream is complete once
+``messageStop`` came (and the body ended, or ``metadata`` arrived).
+
+Fidelity: a reasoning block ends with an empty thinking item carrying ``{"signature": s}`` (so
+``collect`` seals the block's text with it); a redacted block is an item carrying
+``{"redacted_content": "<base64 as sent>"}``; a server-side tool block (``toolUse`` of type
+``server_tool_use`` and its ``toolResult``) is carried as ``{"bedrock_block": <the block as Converse
+takes it>}``.  All of it goes back exactly as it came.
+
+Usage: AWS documents ``inputTokens`` as the input neither read from nor written to the cache, so total
+input = inputTokens + cacheReadInputTokens + cacheWriteInputTokens.  ``cached_tokens`` is the cache read,
+``prompt_tokens`` the rest of the input (cache writes included, as the Anthropic module counts them);
+``response_tokens`` is ``outputTokens`` (Bedrock does not count reasoning apart).  Some model families
+report an inclusive ``inputTokens`` in streams: when ``totalTokens`` equals inputTokens + outputTokens and
+cache counts are present, the cache counts are taken out of inputTokens.
+
+Errors: exception frames (``:message-type exception``) and HTTP errors (``x-amzn-ErrorType``) map by
+type: throttlingException -> RateLimitError 429, validationException -> UpstreamError 400,
+accessDeniedException -> AuthenticationError 403, internalServerException -> ServerError 500,
+serviceUnavailableException -> ServerError 503, modelStreamErrorException -> ServerError (retryable),
+modelTimeoutException 408, resourceNotFoundException 404, modelNotReadyException 429, ...
+"""
+
+import base64
+import binascii
+import json
+import logging
+import re
+from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Tuple
+
+from .. import aws
+from ..errors import (AuthenticationError, ConfigError, RateLimitError, ServerError, StreamProtocolError,
+                      UpstreamError, preview)
+from ..eventstream import CONTENT_TYPE, iter_messages
+from ..stream import StreamEnd
+from ..toolcalls import ToolCallAssembler
+from ..types import HttpRequest, PromptCaching, ThinkingLevel
+from . import anthropic
+from ._common import Endpoint, Protocol, dumps, parse_data_uri, to_int, unsupported, usage
+
+__all__ = ["build_request", "parse_stream", "parse_document", "encode", "map_usage", "claude_name", "stream_error",
+           "FINISH_REASONS", "EXCEPTIONS", "PROTOCOL"]
+
+logger = logging.getLogger("agenthub")
+
+#: stopReason -> finish_reason (guardrail_intervened, content_filtered, malformed_*, ... are "unknown")
+FINISH_REASONS = {"end_turn": "stop", "stop_sequence": "stop", "max_tokens": "length", "tool_use": "tool_call"}
+#: exception type (first letter lower-cased) -> (error class, status, retryable)
+EXCEPTIONS = {
+    "throttlingException": (RateLimitError, 429, True),
+    "validationException": (UpstreamError, 400, False),
+    "accessDeniedException": (AuthenticationError, 403, False),
+    "unrecognizedClientException": (AuthenticationError, 403, False),
+    "expiredTokenException": (AuthenticationError, 403, False),
+    "invalidSignatureException": (AuthenticationError, 403, False),
+    "incompleteSignatureException": (AuthenticationError, 403, False),
+    "resourceNotFoundException": (UpstreamError, 404, False),
+    "modelTimeoutException": (UpstreamError, 408, True),
+    "modelNotReadyException": (RateLimitError, 429, True),
+    "serviceQuotaExceededException": (UpstreamError, 400, False),
+    "modelErrorException": (UpstreamError, 424, False),
+    "modelStreamErrorException": (ServerError, 424, True),
+    "internalServerException": (ServerError, 500, True),
+    "internalFailure": (ServerError, 500, True),
+    "serviceUnavailableException": (ServerError, 503, True),
+    "serviceUnavailable": (ServerError, 503, True),
+}
+
+_GEO = ("us", "eu", "apac", "global", "jp", "au", "ca", "us-gov", "uk", "in", "sa", "me", "af", "mx")
+_IMAGE_FORMATS = {"image/png": "png", "image/jpeg": "jpeg", "image/jpg": "jpeg", "image/gif": "gif",
+                  "image/webp": "webp"}
+_DOCUMENT_FORMATS = {
+    "application/pdf": "pdf", "text/csv": "csv", "application/msword": "doc",
+    "application/vnd.openxmlformats-officedocument.wordprocessingml.document": "docx",
+    "application/vnd.ms-excel": "xls", "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet": "xlsx",
+    "text/html": "html", "text/plain": "txt", "text/markdown": "md",
+}
+_ID_UNSAFE = re.compile(r"[^A-Za-z0-9_.:-]")
+#: Claude models with prompt caching on Bedrock (Claude 3.5 Haiku, 3.7 Sonnet, Claude 4 and later)
+_CLAUDE_CACHING = re.compile(r"claude-(?:3-5-haiku|3-7-sonnet|sonnet-3-7|(?:opus|sonnet|haiku|fable|mythos)-[4-9])")
+
+
+# -- model ids -----------------------------------------------------------------------------------
+
+
+def _family(model: str) -> Tuple[str, str]:
+    """``us.anthropic.claude-sonnet-4-5-20250929-v1:0`` -> ("anthropic", "claude-sonnet-4-5-20250929")."""
+    name = model.rsplit("/", 1)[-1] if model.startswith("arn:") else model
+    name = name.lower()
+    parts = name.split(".")
+    if len(parts) > 2 and parts[0] in _GEO:
+        parts = parts[1:]
+    if len(parts) < 2:
+        return "", re.sub(r"(?:-v\d+)?(?::\d+)?$", "", name)
+    vendor = parts[0]
+    rest = re.sub(r"(?:-v\d+)?(?::\d+)?$", "", ".".join(parts[1:]))
+    return vendor, rest
+
+
+def claude_name(model: str) -> Optional[str]:
+    """The Claude model name inside a Bedrock id (for ``anthropic.thinking_rule``), or None for other families."""
+    vendor, rest = _family(model)
+    if vendor == "anthropic" or (not vendor and rest.startswith("claude-")):
+        return rest
+    return None
+
+
+def _caching(model: str) -> bool:
+    claude = claude_name(model)
+    if claude is not None:
+        return bool(_CLAUDE_CACHING.search(claude.replace(".", "-")))
+    vendor, rest = _family(model)
+    return vendor == "amazon" and rest.startswith("nova")
+
+
+# -- request -------------------------------------------------------------------------------------
+
+
+def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, Any]], config: Mapping[str, Any]) -> HttpRequest:
+    client = endpoint.client_type
+    for key in ("image_config", "tts_config", "embedding_config"):
+        if key in config:
+            raise unsupported(client, key, "is not available over the Bedrock Converse API (model {!r})".format(model))
+    claude = claude_name(model)
+    rule = anthropic.thinking_rule(claude) if claude is not None else None
+    caching = config.get("prompt_caching", PromptCaching.ENABLE)
+    cache = None  # type: Optional[Dict[str, Any]]
+    if caching == PromptCaching.ENHANCE:
+        if not _caching(model) or claude is None:
+            raise unsupported(client, "prompt_caching", "ENHANCE (a 1 h cache) is not available for {!r} on "
+                                                        "Bedrock".format(model))
+        cache = {"cachePoint": {"type": "default", "ttl": "1h"}}
+    elif caching == PromptCaching.ENABLE and _caching(model):
+        cache = {"cachePoint": {"type": "default"}}
+
+    body = {}  # type: Dict[str, Any]
+    wire, tool_names = _messages(client, messages)
+    if cache is not None and wire:
+        wire[-1]["content"].append(dict(cache))
+    body["messages"] = wire
+    if config.get("system_prompt"):
+        body["system"] = [{"text": config["system_prompt"]}]
+        if cache is not None:
+            body["system"].append(dict(cache))
+
+    inference = {}  # type: Dict[str, Any]
+    extra = {}  # type: Dict[str, Any]
+    choice = config.get("tool_choice")
+    forced = choice == "required" or isinstance(choice, list)
+    if isinstance(choice, list) and len(choice) > 1:
+        raise unsupported(client, "tool_choice", "can force one tool over Bedrock Converse, not {}".format(len(choice)))
+    thinking_on = False
+    max_tokens = config.get("max_tokens")
+    if rule is not None:
+        max_tokens = max_tokens or rule["max_tokens"]
+        if forced and not rule["forced_tools"]:
+            raise unsupported(client, "tool_choice", "cannot force a tool call on {!r} (use 'auto')".format(model))
+        level = config.get("thinking_level")
+        if forced and level is None and rule["default_on"] and rule["off"] is not None:
+            level = ThinkingLevel.NONE
+        thinking, effort, thinking_on = anthropic._thinking(rule, level, config.get("thinking_summary"), max_tokens)
+        if forced and thinking_on:
+            raise unsupported(client, "tool_choice", "cannot force a tool call while thinking is on for {!r} "
+                                                     "(use tool_choice 'auto', or thinking_level NONE)".format(model))
+        if thinking is not None:
+            extra["thinking"] = thinking
+        if effort is not None:
+            extra["output_config"] = {"effort": effort}
+        if thinking_on and rule["mode"] == "budget" and rule.get("interleaved") and config.get("tools"):
+            extra["anthropic_beta"] = [anthropic.INTERLEAVED_THINKING_BETA]
+    if max_tokens:
+        inference["maxTokens"] = max_tokens
+    if "temperature" in config:
+        temperature = config["temperature"]
+        if rule is not None and temperature != 1:
+            if not rule["temperature"]:
+                raise unsupported(client, "temperature", "is not accepted by {!r} (sampling parameters were "
+                                                         "removed; only 1 is allowed)".format(model))
+            if thinking_on:
+                raise unsupported(client, "temperature", "must be 1 (or unset) while thinking is on for {!r}".format(model))
+        if rule is None or rule["temperature"]:
+            inference["temperature"] = temperature
+    if config.get("top_p") is not None:
+        inference["topP"] = config.get("top_p")
+    stop = config.get("stop")
+    if stop:
+        inference["stopSequences"] = [stop] if isinstance(stop, str) else list(stop)
+    if inference:
+        body["inferenceConfig"] = inference
+
+    tools = config.get("tools") or []
+    if choice == "none":
+        if tool_names:
+            raise unsupported(client, "tool_choice", "'none' cannot be sent over Bedrock Converse with tool calls in "
+                                                     "the history (it has no 'none'; use 'auto')")
+        tools = []
+    if tools:
+        specs = [_tool(tool) for tool in tools]  # type: List[Dict[str, Any]]
+        if cache is not None:
+            specs.append(dict(cache))
+        tool_config = {"tools": specs}  # type: Dict[str, Any]
+        if choice == "required":
+            tool_config["toolChoice"] = {"any": {}}
+        elif isinstance(choice, list):
+            tool_config["toolChoice"] = {"tool": {"name": choice[0]}}
+        elif choice == "auto":
+            tool_config["toolChoice"] = {"auto": {}}
+        body["toolConfig"] = tool_config
+    elif tool_names:  # Bedrock refuses toolUse / toolResult blocks without a toolConfig
+        body["toolConfig"] = {"tools": [{"toolSpec": {"name": name, "inputSchema": {"json": {"type": "object"}}}}
+                                        for name in tool_names]}
+    if extra:
+        body["additionalModelRequestFields"] = extra
+
+    headers = {"Content-Type": "application/json", "Accept": CONTENT_TYPE}
+    headers.update(endpoint.headers)
+    url = "{}/model/{}/converse-stream".format(endpoint.base_url.rstrip("/"), aws.encode_path_segment(model))
+    return HttpRequest("POST", url, headers, body)
+
+
+def encode(request: HttpRequest, endpoint: Endpoint) -> HttpRequest:
+    """The body as exact bytes, then the signature (SigV4) or the API key over them: once per attempt."""
+    import dataclasses
+
+    data = dumps(request.body).encode("utf-8") if request.body is not None else b""
+    auth = endpoint.api_key
+    if isinstance(auth, aws.BedrockAuth):
+        headers = auth.apply(request.method, request.url, request.headers, data)
+    elif isinstance(auth, str) and auth:
+        headers = dict(request.headers)
+        headers["Authorization"] = "Bearer " + auth
+    else:
+        headers = dict(request.headers)
+    return dataclasses.replace(request, headers=headers, data=data)
+
+
+def configure(model: str, base_url: Optional[str], api_key: Any,
+              environ: Mapping[str, str]) -> Tuple[str, str, Any, Dict[str, Any]]:
+    """The Protocol hook registry.resolve calls: the endpoint and a BedrockAuth as the key (see
+    ``aws.resolve_bedrock``)."""
+    endpoint, auth = aws.resolve_bedrock(base_url, api_key, environ)
+    return "bedrock", endpoint, auth, {}
+
+
+def _tool(tool: Mapping[str, Any]) -> Dict[str, Any]:
+    spec = {"name": tool["name"]}  # type: Dict[str, Any]
+    if tool.get("description"):
+        spec["description"] = tool["description"]
+    spec["inputSchema"] = {"json": tool.get("parameters") or {"type": "object", "properties": {}}}
+    return {"toolSpec": spec}
+
+
+def _tool_id(tool_call_id: str) -> str:
+    """Tool-use ids must match [a-zA-Z0-9_.:-]+ (64 at most): ids from other servers are made to fit."""
+    fitted = _ID_UNSAFE.sub("_", tool_call_id) if _ID_UNSAFE.search(tool_call_id) else tool_call_id
+    return fitted[:64] or "call"
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(bytes(data)).decode("ascii")
+
+
+def _media(client: str, mime_type: str, data: bytes, documents: List[int]) -> Dict[str, Any]:
+    mime = mime_type.lower().split(";", 1)[0].strip()
+    if mime in _IMAGE_FORMATS:
+        return {"image": {"format": _IMAGE_FORMATS[mime], "source": {"bytes": _b64(data)}}}
+    if mime in _DOCUMENT_FORMATS:
+        documents[0] += 1
+        return {"document": {"format": _DOCUMENT_FORMATS[mime], "name": "document {}".format(documents[0]),
+                             "source": {"bytes": _b64(data)}}}
+    raise unsupported(client, "inline_data", "of type {} cannot be sent over Bedrock Converse".format(mime_type))
+
+
+def _url(client: str, url: str, documents: List[int]) -> Dict[str, Any]:
+    parsed = parse_data_uri(url)
+    if parsed is not None:
+        return _media(client, parsed[0], parsed[1], documents)
+    if url.startswith("s3://"):
+        path = url.lower().split("?", 1)[0]
+        for mime, fmt in _IMAGE_FORMATS.items():
+            if path.endswith("." + fmt) or (fmt == "jpeg" and path.endswith(".jpg")):
+                return {"image": {"format": fmt, "source": {"s3Location": {"uri": url}}}}
+        raise unsupported(client, "image_url", "s3:// URLs need a png/jpeg/gif/webp extension to name their format")
+    raise unsupported(client, "image_url", "Bedrock cannot fetch http(s) URLs: send the bytes as inline_data "
+                                           "(or a data: URI, or an s3:// URL)")
+
+
+def _messages(client: str, messages: List[Mapping[str, Any]]) -> Tuple[List[Dict[str, Any]], List[str]]:
+    """-> (Converse messages, names of the tools the history uses)."""
+    out = []  # type: List[Dict[str, Any]]
+    names = []  # type: List[str]
+    documents = [0]
+    for message in messages:
+        role = message["role"]
+        if role == "assistant":
+            content = _assistant(message, names)
+        else:
+            content = _user(client, message, documents)
+            if any("toolResult" in block for block in content) and not names:
+                names.append("tool")  # a tool result whose call is not in the history still needs a toolConfig
+        if not content:
+            continue
+        if out and out[-1]["role"] == role:  # Converse wants the roles alternating: join the turns
+            if role == "user":
+                results = [b for b in content if "toolResult" in b]
+                rest = [b for b in content if "toolResult" not in b]
+                previous = out[-1]["content"]
+                head = [b for b in previous if "toolResult" in b]
+                out[-1]["content"] = head + results + [b for b in previous if "toolResult" not in b] + rest
+            else:
+                out[-1]["content"].extend(content)
+        else:
+            out.append({"role": role, "content": content})
+    return out, names
+
+
+def _user(client: str, message: Mapping[str, Any], documents: List[int]) -> List[Dict[str, Any]]:
+    results = []  # type: List[Dict[str, Any]]
+    blocks = []  # type: List[Dict[str, Any]]
+    for item in message["content_items"]:
+        kind = item["type"]
+        if kind == "text":
+            if item["text"]:
+                blocks.append({"text": item["text"]})
+        elif kind == "image_url":
+            blocks.append(_url(client, item["image_url"], documents))
+        elif kind == "inline_data":
+            blocks.append(_media(client, item["mime_type"], item["data"], documents))
+        elif kind == "tool_result":
+            parts = [{"text": item["text"]}] if item["text"] else []  # type: List[Dict[str, Any]]
+            for url in item.get("images") or ():
+                parts.append(_url(client, url, documents))
+            if not parts:
+                parts = [{"text": ""}]
+            results.append({"toolResult": {"toolUseId": _tool_id(item["tool_call_id"]), "content": parts}})
+        else:  # pragma: no cover - validate.check_message keeps other items out of user messages
+            raise ConfigError("a {} item cannot be sent in a user message".format(kind))
+    return results + blocks
+
+
+def _assistant(message: Mapping[str, Any], names: List[str]) -> List[Dict[str, Any]]:
+    blocks = []  # type: List[Dict[str, Any]]
+    for item in message["content_items"]:
+        kind = item["type"]
+        fidelity = item.get("fidelity") or {}
+        if kind == "text" or kind == "thinking":
+            text = item[kind]
+            if "redacted_content" in fidelity:
+                blocks.append({"reasoningContent": {"redactedContent": fidelity["redacted_content"]}})
+            elif "bedrock_block" in fidelity:
+                blocks.append(fidelity["bedrock_block"])
+            if kind == "thinking":
+                signature = fidelity.get("signature")
+                if isinstance(signature, str) and "redacted_content" not in fidelity:
+                    blocks.append({"reasoningContent": {"reasoningText": {"text": text, "signature": signature}}})
+                elif text:
+                    logger.debug("unsigned reasoning is not replayed to Bedrock")
+            elif text:
+                blocks.append({"text": text})
+        elif kind == "tool_call":
+            if item["name"] not in names:
+                names.append(item["name"])
+            blocks.append({"toolUse": {"toolUseId": _tool_id(item["tool_call_id"]), "name": item["name"],
+                                       "input": item["arguments"]}})
+        elif kind in ("inline_data", "image_url", "inline_thinking"):
+            logger.warning("an assistant %s item cannot be replayed over Bedrock Converse; it is left out", kind)
+        else:  # pragma: no cover - validate.check_message keeps other items out
+            raise ConfigError("a {} item cannot be sent in an assistant message".format(kind))
+    return blocks
+
+
+# -- response ------------------------------------------------------------------------------------
+
+
+def map_usage(raw: Mapping[str, Any]) -> Dict[str, Any]:
+    """Converse usage -> the four buckets (see the module docstring for the inclusive-inputTokens check)."""
+    inputs = to_int(raw.get("inputTokens"))
+    output = to_int(raw.get("outputTokens"))
+    total = to_int(raw.get("totalTokens"))
+    read = to_int(raw.get("cacheReadInputTokens"))
+    write = to_int(raw.get("cacheWriteInputTokens"))
+    cached = (read or 0) + (write or 0)
+    if inputs is not None and cached and total is not None and output is not None:
+        if total != inputs + output + cached and total == inputs + output and inputs >= cached:
+            inputs -= cached  # an inclusive inputTokens (its total leaves no room for the cache counts)
+    prompt = inputs
+    if write:
+        prompt = (prompt or 0) + write
+    return usage(read, prompt, None, output)
+
+
+def _loads(payload: bytes) -> Any:
+    try:
+        return json.loads(payload.decode("utf-8")) if payload else {}
+    except (ValueError, UnicodeDecodeError):
+        raise StreamProtocolError("bedrock: an event-stream payload is not JSON ({} bytes)".format(len(payload)),
+                                  client="bedrock") from None
+
+
+def stream_error(client: str, kind: Optional[str], payload: Any, status: Optional[int] = None) -> UpstreamError:
+    """An exception (or error) frame, or an HTTP error body, -> the typed error its type names."""
+    name = (kind or "").split(":", 1)[0].strip()
+    key = name[:1].lower() + name[1:]
+    message = None
+    original = None
+    if isinstance(payload, dict):
+        message = payload.get("message") or payload.get("Message")
+        original = payload.get("originalStatusCode")
+        if payload.get("originalMessage") and not message:
+            message = payload.get("originalMessage")
+    elif isinstance(payload, str):
+        message = payload
+    if not isinstance(message, str) or not message:
+        message = name or "Bedrock error"
+    cls, default_status, retryable = EXCEPTIONS.get(key, (None, None, None))
+    if key == "modelStreamErrorException" and isinstance(original, int):
+        if original == 429:
+            cls = RateLimitError
+        elif original < 500:
+            cls, retryable = UpstreamError, False
+    if status is None:
+        status = default_status
+    if cls is None:
+        cls = AuthenticationError if status in (401, 403) else RateLimitError if status == 429 else (
+            ServerError if status is not None and status >= 500 else UpstreamError)
+        retryable = status in (408, 429, 500, 502, 503, 504)
+    return cls(preview(message, 2000), client=client, status=status, error_type=name or None,
+               retryable=bool(retryable), code=str(original) if original is not None else None)
+
+
+class _Block(object):
+    __slots__ = ("kind", "signature", "redacted", "raw", "parts", "emitted")
+
+    def __init__(self, kind: str, raw: Any = None) -> None:
+        self.kind = kind  # "text", "reasoning", "tool", "server", "image"
+        self.signature = ""
+        self.redacted = []  # type: List[str]
+        self.raw = raw
+        self.parts = []  # type: List[Any]
+        self.emitted = False
+
+
+class _State(object):
+    """What ``collect`` holds open after the items yielded so far, so that an item carrying only fidelity
+    lands where it is meant to (never folded into the text or thinking before it)."""
+
+    __slots__ = ("open_kind", "open_fid", "sealed", "replayable")
+
+    def __init__(self) -> None:
+        self.open_kind = None  # type: Optional[str]  # kind of the text/thinking item collect holds open
+        self.open_fid = False  # that item carries a fidelity
+        self.sealed = False  # ... which closed it (the next delta of its kind starts a new item)
+        self.replayable = False
+
+    def note(self, kind: str) -> None:
+        """A text or thinking delta without fidelity went out."""
+        if self.open_kind != kind or self.sealed:
+            self.open_kind, self.open_fid, self.sealed = kind, False, False
+
+    def joins_carrier(self, kind: str) -> bool:
+        """A delta of ``kind`` yielded now would join an open item that carries someone else's fidelity."""
+        return self.open_kind == kind and self.open_fid and not self.sealed
+
+    def seal(self, signature: str) -> Dict[str, Any]:
+        """The signature that closes the open thinking item."""
+        self.open_fid = self.sealed = True
+        return {"type": "thinking", "thinking": "", "fidelity": {"signature": signature}}
+
+    def carrier(self, natural: str, fidelity: Dict[str, Any], text: str = "") -> Dict[str, Any]:
+        """An item of its own carrying ``fidelity`` (its kind flipped when ``natural`` would fold into the
+        open item without fidelity)."""
+        kind = natural
+        if self.open_kind == natural and not self.open_fid and not self.sealed:
+            kind = "text" if natural == "thinking" else "thinking"
+        self.open_kind, self.open_fid, self.sealed = kind, True, False
+        return {"type": kind, kind: text, "fidelity": fidelity}
+
+
+def parse_stream(messages: Iterable[Any], client: str = "bedrock", tool_id_prefix: Any = None) -> Iterator[Any]:
+    """Event-stream messages of one ConverseStream answer -> content items, then a StreamEnd."""
+    tools = ToolCallAssembler(client, tool_id_prefix)
+    blocks = {}  # type: Dict[Any, _Block]
+    state = _State()
+    raw_usage = None  # type: Optional[Dict[str, Any]]
+    finish = None  # type: Optional[str]
+    stopped = False
+    for message in messages:
+        headers = message.headers
+        mtype = headers.get(":message-type")
+        if mtype == "exception":
+            raise stream_error(client, headers.get(":exception-type"), _loads_or_text(message.payload))
+        if mtype == "error":
+            raise stream_error(client, headers.get(":error-code"), headers.get(":error-message"))
+        if mtype not in (None, "event"):
+            continue
+        etype = headers.get(":event-type")
+        if etype == "initial-response":
+            continue
+        payload = _loads(message.payload)
+        if payload.__class__ is not dict:
+            continue
+        if etype == "contentBlockDelta":
+            index = payload.get("contentBlockIndex")
+            delta = payload["delta"]
+            if "text" in delta:
+                text = delta["text"]
+                block = blocks.get(index)
+                if block is None:
+                    block = blocks[index] = _Block("text")
+                if text and text.__class__ is str:
+                    state.note("text")
+                    yield {"type": "text", "text": text}
+                continue
+            if "toolUse" in delta:
+                block = blocks.get(index)
+                fragment = delta["toolUse"].get("input")
+                if block is not None and block.kind == "server":
+                    block.parts.append(fragment if isinstance(fragment, str) else dumps(fragment))
+                    continue
+                for item in tools.feed_arguments(index, fragment):
+                    yield item
+                continue
+            if "reasoningContent" in delta:
+                reasoning = delta["reasoningContent"]
+                block = blocks.get(index)
+                if block is None or block.kind != "reasoning":
+                    block = blocks[index] = _Block("reasoning")
+                text = reasoning.get("text")
+                if text and isinstance(text, str):
+                    if not block.emitted and (block.parts or state.joins_carrier("thinking")):
+                        block.parts.append(text)  # it would join a carrier: held until its signature
+                    else:
+                        block.emitted = True
+                        state.note("thinking")
+                        yield {"type": "thinking", "thinking": text}
+                signature = reasoning.get("signature")
+                if signature and isinstance(signature, str):
+                    block.signature = signature if signature.startswith(block.signature) and block.signature \
+                        else block.signature + signature
+                redacted = reasoning.get("redactedContent")
+                if redacted and isinstance(redacted, str):
+                    block.redacted.append(redacted)
+                continue
+            if "image" in delta:
+                block = blocks.get(index)
+                source = (delta["image"] or {}).get("source") or {}
+                if block is not None and block.kind == "image" and isinstance(source.get("bytes"), str):
+                    block.parts.append(source["bytes"])
+                continue
+            if "toolResult" in delta:
+                block = blocks.get(index)
+                if block is not None and block.kind == "server" and isinstance(delta["toolResult"], list):
+                    block.parts.extend(delta["toolResult"])
+                continue
+            continue  # citations and deltas this module does not know
+        if etype == "contentBlockStart":
+            index = payload.get("contentBlockIndex")
+            start = payload.get("start") or {}
+            if "toolUse" in start:
+                use = start["toolUse"]
+                if use.get("type") == "server_tool_use":
+                    blocks[index] = _Block("server", {"toolUse": {k: v for k, v in use.items()}})
+                    continue
+                blocks[index] = _Block("tool")
+                for item in tools.feed(index, use.get("toolUseId"), use.get("name"), ""):
+                    yield item
+            elif "toolResult" in start:
+                blocks[index] = _Block("server", {"toolResult": dict(start["toolResult"])})
+            elif "image" in start:
+                blocks[index] = _Block("image", start["image"].get("format"))
+            continue
+        if etype == "contentBlockStop":
+            index = payload.get("contentBlockIndex")
+            block = blocks.pop(index, None)
+            if block is not None:
+                for item in _close(block, index, tools, state):
+                    yield item
+            continue
+        if etype == "messageStop":
+            reason = payload.get("stopReason")
+            finish = FINISH_REASONS.get(reason, "unknown") if isinstance(reason, str) else "unknown"
+            stopped = True
+            continue
+        if etype == "metadata":
+            if isinstance(payload.get("usage"), dict):
+                raw_usage = payload["usage"]
+            if stopped:
+                break  # the last event of the stream
+            continue
+        # messageStart and events this module does not know: nothing to do
+    if not stopped:
+        return  # cut before messageStop: the driver raises StreamProtocolError
+    for index in sorted(blocks, key=lambda i: (type(i) is not int, i if type(i) is int else 0)):
+        for item in _close(blocks[index], index, tools, state):
+            yield item
+    for item in tools.finish():
+        yield item
+    yield StreamEnd(map_usage(raw_usage) if raw_usage else None, finish, state.replayable)
+
+
+def _close(block: _Block, index: Any, tools: ToolCallAssembler, state: _State) -> List[Dict[str, Any]]:
+    kind = block.kind
+    if kind == "tool":
+        items = tools.close(index)
+        if items and items[-1]["type"] == "tool_call":
+            state.open_kind = None
+        return items
+    if kind == "reasoning":
+        out = []  # type: List[Dict[str, Any]]
+        if block.redacted:
+            data = block.redacted[0] if len(block.redacted) == 1 else _b64(
+                b"".join(_unb64(part) for part in block.redacted))
+            out.append(state.carrier("thinking", {"redacted_content": data}))
+        held = "".join(block.parts)
+        if held:  # text held back: one item with its signature
+            fidelity = {"signature": block.signature} if block.signature else {}
+            if fidelity:
+                state.open_kind, state.open_fid, state.sealed = "thinking", True, False
+                out.append({"type": "thinking", "thinking": held, "fidelity": fidelity})
+            else:
+                state.note("thinking")
+                out.append({"type": "thinking", "thinking": held})
+        elif block.signature:
+            if block.emitted and state.open_kind == "thinking" and not state.open_fid:
+                out.append(state.seal(block.signature))
+            else:  # an item of its own (collect keeps it open: later deltas of its kind would join it)
+                state.open_kind, state.open_fid, state.sealed = "thinking", True, False
+                out.append({"type": "thinking", "thinking": "", "fidelity": {"signature": block.signature}})
+        return out
+    if kind == "image":
+        data = b"".join(_unb64(part) for part in block.parts)
+        state.open_kind = None
+        fmt = block.raw if isinstance(block.raw, str) else "png"
+        return [{"type": "inline_data", "data": data, "mime_type": "image/" + fmt}]
+    if kind == "server":
+        raw = block.raw
+        if "toolUse" in raw:
+            text = "".join(block.parts)
+            try:
+                raw["toolUse"]["input"] = json.loads(text) if text.strip() else {}
+            except ValueError:
+                logger.debug("a server tool block with unreadable input is left out")
+                return []
+        else:
+            raw["toolResult"]["content"] = list(block.parts)
+        state.replayable = True
+        return [state.carrier("text", {"bedrock_block": raw})]
+    return []
+
+
+def _unb64(text: str) -> bytes:
+    try:
+        return base64.b64decode(text, validate=True)
+    except (binascii.Error, ValueError):
+        raise StreamProtocolError("bedrock: a base64 field in the stream does not decode", client="bedrock") from None
+
+
+def _loads_or_text(payload: bytes) -> Any:
+    try:
+        return json.loads(payload.decode("utf-8"))
+    except (ValueError, UnicodeDecodeError):
+        return payload.decode("utf-8", "replace")
+
+
+def parse_document(payload: Any, client: str = "bedrock") -> Iterator[Any]:
+    """A whole Converse answer (``{"output": {"message": ...}, "stopReason", "usage"}``) -> the same parts."""
+    if not isinstance(payload, dict) or "output" not in payload:
+        kind = payload.get("__type") if isinstance(payload, dict) else None
+        raise stream_error(client, kind if isinstance(kind, str) else None, payload)
+    content = ((payload.get("output") or {}).get("message") or {}).get("content") or []
+    tools = ToolCallAssembler(client)
+    state = _State()
+    for position, block in enumerate(content):
+        if not isinstance(block, dict):
+            continue
+        if isinstance(block.get("text"), str):
+            if block["text"]:
+                state.note("text")
+                yield {"type": "text", "text": block["text"]}
+        elif isinstance(block.get("reasoningContent"), dict):
+            reasoning = block["reasoningContent"]
+            part = _Block("reasoning")
+            text_block = reasoning.get("reasoningText") or {}
+            if isinstance(text_block.get("text"), str) and text_block["text"]:
+                part.parts.append(text_block["text"])
+            if isinstance(text_block.get("signature"), str):
+                part.signature = text_block["signature"]
+            if isinstance(reasoning.get("redactedContent"), str):
+                part.redacted.append(reasoning["redactedContent"])
+            for item in _close(part, position, tools, state):
+                yield item
+        elif isinstance(block.get("toolUse"), dict):
+            use = block["toolUse"]
+            if use.get("type") == "server_tool_use":
+                state.replayable = True
+                yield state.carrier("text", {"bedrock_block": block})
+                continue
+            for item in tools.feed(position, use.get("toolUseId"), use.get("name"), dumps(use.get("input") or {})):
+                yield item
+            for item in tools.close(position):
+                yield item
+        elif isinstance(block.get("toolResult"), dict):
+            state.replayable = True
+            yield state.carrier("text", {"bedrock_block": block})
+    for item in tools.finish():
+        yield item
+    reason = payload.get("stopReason")
+    finish = FINISH_REASONS.get(reason, "unknown") if isinstance(reason, str) else "unknown"
+    raw = payload.get("usage")
+    yield StreamEnd(map_usage(raw) if isinstance(raw, dict) else None, finish, state.replayable)
+
+
+PROTOCOL = Protocol(
+    "bedrock", __name__, build_request, parse_stream,
+    base_url="https://bedrock-runtime.{region}.amazonaws.com",
+    key_env=(aws.BEARER_ENV, "AWS_ACCESS_KEY_ID"), base_url_env="AWS_ENDPOINT_URL_BEDROCK_RUNTIME",
+    framing=iter_messages, parse_document=parse_document, encode=encode,
+    configure=configure,
+)

@@ -1,0 +1,162 @@
+"""Google Vertex AI: Gemini models (client_type ``"vertex"``, this module) through generateContent,
+and Claude models through Anthropic Messages (``vertex_anthropic``, which ``client_type="vertex"``
+picks for ``claude-*`` names).
+
+The bodies and the streams are those of ``gemini`` and ``anthropic``; what differs is the URL
+and the credential.  Every request goes under one resource prefix::
+
+    {root}/v1/projects/{project}/locations/{location}
+        /publishers/google/models/{model}:streamGenerateContent?alt=sse      (Gemini)
+        /publishers/anthropic/models/{model}:streamRawPredict                (Claude: the body
+            carries ``anthropic_version: "vertex-2023-10-16"`` and no ``model``)
+
+``root`` is ``VERTEX_BASE_URL`` or ``base_url`` when given (a host root, as google-genai's
+``base_url``), else the location's own host: ``https://{location}-aiplatform.googleapis.com``,
+``https://aiplatform.googleapis.com`` for ``global``, ``https://aiplatform.{us,eu}.rep.googleapis.com``
+for the multi-regions.  ``project`` and ``location`` come from a ``base_url`` (or ``VERTEX_BASE_URL``)
+that names them (``https://aiplatform.googleapis.com/v1/projects/my-project/locations/global``), else
+``GOOGLE_CLOUD_PROJECT`` / ``GOOGLE_CLOUD_LOCATION`` (default ``global``, as google-genai), else the
+project of the application default credentials.
+
+Credentials: ``api_key`` may be an OAuth access token or a callable returning one (called before
+every attempt); either is sent as ``Authorization: Bearer``.  Without it, Google application
+default credentials are used through google-auth (``agenthub.gcp``, the extra ``agenthub[vertex]``),
+but only toward Google's hosts (``*.googleapis.com``), the endpoint ``VERTEX_BASE_URL`` names, or a
+loopback address.
+"""
+
+import dataclasses
+import re
+from typing import Any, Dict, List, Mapping, Optional, Tuple
+from urllib.parse import quote, urlsplit
+
+from ..errors import ConfigError
+from ..types import HttpRequest
+from . import gemini
+from ._common import Endpoint, Protocol, encode_json
+from ._tokens import bearer_token, is_loopback, is_token_provider
+
+__all__ = ["build_request", "configure", "encode", "host_root", "split_base_url", "resource_prefix", "publisher",
+           "model_url", "ANTHROPIC_VERSION", "DEFAULT_LOCATION", "PROJECT_ENV", "LOCATION_ENV", "BASE_URL_ENV"]
+
+ANTHROPIC_VERSION = "vertex-2023-10-16"
+DEFAULT_LOCATION = "global"
+PROJECT_ENV = "GOOGLE_CLOUD_PROJECT"
+LOCATION_ENV = "GOOGLE_CLOUD_LOCATION"
+BASE_URL_ENV = "VERTEX_BASE_URL"
+MULTI_REGIONS = ("us", "eu")
+
+_PREFIX = re.compile(r"^(?P<root>.*?)/v1(?:beta1)?/projects/(?P<project>[^/]+)/locations/(?P<location>[^/]+)$")
+# project ids (6-30 of a-z 0-9 -, or the older domain-scoped "example.com:name"); locations (us-east5, global)
+_PROJECT = re.compile(r"^(?:[a-z0-9.\-]+:)?[a-z0-9][a-z0-9\-]{1,61}[a-z0-9]$")
+_LOCATION = re.compile(r"^[a-z][a-z0-9\-]{0,40}$")
+_MODEL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._\-@]*$")
+
+
+def host_root(location: str) -> str:
+    """The Vertex AI host for ``location``."""
+    if location == "global":
+        return "https://aiplatform.googleapis.com"
+    if location in MULTI_REGIONS:
+        return "https://aiplatform.{}.rep.googleapis.com".format(location)
+    return "https://{}-aiplatform.googleapis.com".format(location)
+
+
+def split_base_url(url: str) -> Tuple[str, Optional[str], Optional[str]]:
+    """``{root}[/v1/projects/{p}/locations/{l}]`` -> (root, project or None, location or None)."""
+    base = url.rstrip("/")
+    match = _PREFIX.match(base)
+    if match is None:
+        return base, None, None
+    return match.group("root"), match.group("project"), match.group("location")
+
+
+def resource_prefix(root: str, project: str, location: str) -> str:
+    return "{}/v1/projects/{}/locations/{}".format(root.rstrip("/"), project, location)
+
+
+def publisher(model: str) -> str:
+    """``anthropic`` for Claude models, ``google`` for the rest."""
+    return "anthropic" if model.lower().startswith("claude") else "google"
+
+
+def model_url(prefix: str, model: str) -> str:
+    """The streaming method's URL of ``model`` under a resource prefix."""
+    if publisher(model) == "anthropic":
+        return "{}/publishers/anthropic/models/{}:streamRawPredict".format(prefix, quote(model, safe="@"))
+    return "{}/publishers/google/models/{}:streamGenerateContent?alt=sse".format(prefix, quote(model, safe="@"))
+
+
+def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, Any]],
+                  config: Mapping[str, Any]) -> HttpRequest:
+    inner = Endpoint(endpoint.client_type, endpoint.base_url, None, endpoint.headers, endpoint.quirks)
+    plan = gemini.build_request(inner, model, messages, config)
+    return dataclasses.replace(plan, url=model_url(endpoint.base_url, model))
+
+
+def _has(headers: Mapping[str, str], name: str) -> bool:
+    return any(key.lower() == name for key in headers)
+
+
+def encode(request: HttpRequest, endpoint: Endpoint) -> HttpRequest:
+    """Compact JSON, then ``Authorization: Bearer`` with this attempt's access token (a token
+    callable, google-auth's included, is called now; it renews the token before it expires).
+    An Authorization header the caller set in ``default_headers`` is left as it is."""
+    request = encode_json(request, endpoint)
+    key = endpoint.api_key
+    headers = dict(request.headers)
+    if _has(headers, "authorization") or not key:
+        return request
+    token = bearer_token(key, endpoint.client_type) if is_token_provider(key) else key
+    headers["Authorization"] = "Bearer " + token
+    return dataclasses.replace(request, headers=headers)
+
+
+def _google_host(url: str) -> bool:
+    host = (urlsplit(url).hostname or "").lower()
+    return host == "googleapis.com" or host.endswith(".googleapis.com")
+
+
+def configure(model: str, base_url: Optional[str], api_key: Any, environ: Mapping[str, str],
+              client_type: str = "vertex") -> Tuple[str, str, Any, Dict[str, Any]]:
+    """-> (``vertex`` or ``vertex-anthropic``, the resource prefix, the credential, quirks)."""
+    if not _MODEL.match(model):
+        raise ConfigError("{}: model {!r} is not a Vertex AI model id (like gemini-3.5-flash or "
+                          "claude-sonnet-4-6@20260101)".format(client_type, model))
+    named = base_url if base_url is not None else environ.get(BASE_URL_ENV) or None
+    if named is not None and not re.match(r"^https?://[^/\s]", named):
+        raise ConfigError("{} must be an http(s) URL (got {!r})".format(
+            "base_url" if base_url is not None else BASE_URL_ENV, named))
+    root, project, location = split_base_url(named) if named else (None, None, None)
+    if urlsplit(root or "").query:
+        raise ConfigError("{}: the base URL takes no query string".format(client_type))
+    project = project or environ.get(PROJECT_ENV) or None
+    location = location or environ.get(LOCATION_ENV) or DEFAULT_LOCATION
+    if not _LOCATION.match(location):
+        raise ConfigError("{}: location {!r} is not a Google Cloud location (like us-east5 or global)".format(
+            client_type, location))
+    if api_key is None:
+        if base_url is not None and not _google_host(base_url) and not is_loopback(base_url):
+            raise ConfigError(
+                "{}: api_key is required with base_url {!r}: Google credentials from the environment are only sent "
+                "to *.googleapis.com, to the endpoint {} names, or to a loopback address (pass an access token or "
+                "a callable returning one)".format(client_type, urlsplit(base_url).hostname, BASE_URL_ENV))
+        from .. import gcp  # google-auth, imported only now
+
+        api_key, found = gcp.application_default()
+        project = project or found
+    if not project:
+        raise ConfigError(
+            "{}: no Google Cloud project: set {} or pass base_url='{}' (or use credentials that name one)".format(
+                client_type, PROJECT_ENV, resource_prefix(host_root(location), "<project>", location)))
+    if not _PROJECT.match(project):
+        raise ConfigError("{}: {!r} is not a Google Cloud project id".format(client_type, project))
+    kind = "vertex-anthropic" if publisher(model) == "anthropic" else "vertex"
+    return kind, resource_prefix(root or host_root(location), project, location), api_key, {}
+
+
+PROTOCOL = Protocol(
+    "vertex", __name__, build_request, gemini.parse_stream,
+    base_url="", key_env=(), base_url_env=BASE_URL_ENV,
+    encode=encode, configure=configure,
+)

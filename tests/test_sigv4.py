@@ -1,0 +1,226 @@
+"""SigV4 in the standard library (agenthub.aws) against botocore's signer; credentials, region, endpoints."""
+
+import datetime
+import pickle
+
+import pytest
+
+from agenthub import aws
+from agenthub.aws import BedrockAuth, Credentials, credentials_from, region_from, resolve_bedrock, sign_v4
+from agenthub.errors import ConfigError
+import bedrock_frames as bf
+
+pytest.importorskip("botocore.auth")
+
+WHEN = datetime.datetime(2026, 12, 1, 9, 30, 5, tzinfo=datetime.timezone.utc)
+STAMP = "20261201T093005Z"
+AK, SK, TOKEN = "AKIDEXAMPLE", "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY", "FwoGZXIvYXdzEBYaDH+session/token=="
+MODELS = ["us.anthropic.claude-sonnet-4-5-20250929-v1:0", "anthropic.claude-3-haiku-20240307-v1:0",
+          "amazon.nova-pro-v1:0", "global.anthropic.claude-opus-4-5-20251101-v1:0", "meta.llama3-70b-instruct-v1:0",
+          "arn:aws:bedrock:us-east-1:123456789012:inference-profile/us.anthropic.claude-3-7-sonnet-20250219-v1:0",
+          "mistral.mistral-large-2407-v1:0", "weird id with spaces+plus~tilde"]
+
+
+def _url(model, host="https://bedrock-runtime.us-east-1.amazonaws.com"):
+    return host + "/model/" + aws.encode_path_segment(model) + "/converse-stream"
+
+
+def test_model_ids_are_path_encoded_as_botocore_encodes_uri_labels():
+    from botocore.utils import percent_encode
+
+    for model in MODELS:
+        assert aws.encode_path_segment(model) == percent_encode(model)
+    assert aws.encode_path_segment(MODELS[0]) == "us.anthropic.claude-sonnet-4-5-20250929-v1%3A0"
+    assert "%2F" in aws.encode_path_segment(MODELS[5])
+
+
+@pytest.mark.parametrize("token", [None, TOKEN], ids=["no-token", "session-token"])
+@pytest.mark.parametrize("model", MODELS)
+def test_signature_equals_botocore_sigv4auth(model, token):
+    url = _url(model)
+    body = '{"messages":[{"role":"user","content":[{"text":"h\u00e9llo  w\u00f6rld"}]}]}'.encode("utf-8")
+    headers = {"Content-Type": "application/json", "Accept": "application/vnd.amazon.eventstream",
+               "X-Custom": "  two   spaces  "}
+    ours = sign_v4("POST", url, headers, body, Credentials(AK, SK, token), "us-east-1", "bedrock", WHEN)
+    theirs = bf.botocore_sign("POST", url, headers, body, AK, SK, token, "us-east-1", STAMP)
+    assert ours["Authorization"] == theirs["Authorization"]
+    assert ours["X-Amz-Date"] == theirs["X-Amz-Date"] == STAMP
+    assert ours.get("X-Amz-Security-Token") == theirs.get("X-Amz-Security-Token") == token
+    assert ours["Authorization"].startswith(
+        "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20261201/us-east-1/bedrock/aws4_request, SignedHeaders=accept;"
+        "content-type;host;x-amz-date;{}x-custom, Signature=".format("x-amz-security-token;" if token else ""))
+    ok, access_key, region = bf.verify_sigv4("POST", url, ours, body, SK)
+    assert (ok, access_key, region) == (True, AK, "us-east-1")
+
+
+def test_the_path_is_signed_double_encoded():
+    text, names = aws.canonical_request("POST", _url(MODELS[0]), {"Host": "h"}, b"")
+    assert text.splitlines()[1] == "/model/us.anthropic.claude-sonnet-4-5-20250929-v1%253A0/converse-stream"
+    assert names == "host"
+
+
+@pytest.mark.parametrize("url", [
+    "http://127.0.0.1:8123/model/m/converse-stream",
+    "https://[::1]:9443/model/m/converse-stream",
+    "https://bedrock-runtime.eu-west-1.amazonaws.com:443/model/m/converse-stream",
+    "https://example.com/a/./b/../c//converse-stream?b=2&a=1&a=0&x=%2F",
+])
+def test_hosts_ports_dot_segments_and_query_sign_as_botocore(url):
+    body = b"{}"
+    ours = sign_v4("POST", url, {"Content-Type": "application/json"}, body, Credentials(AK, SK), "eu-west-1",
+                   when=WHEN)
+    theirs = bf.botocore_sign("POST", url, {"Content-Type": "application/json"}, body, AK, SK, None, "eu-west-1",
+                              STAMP)
+    assert ours["Authorization"] == theirs["Authorization"]
+
+
+def test_any_change_to_the_body_or_a_header_breaks_the_signature():
+    url = _url(MODELS[0])
+    signed = sign_v4("POST", url, {"Content-Type": "application/json"}, b'{"a":1}', Credentials(AK, SK),
+                     "us-east-1", when=WHEN)
+    assert bf.verify_sigv4("POST", url, signed, b'{"a":1}', SK)[0]
+    assert not bf.verify_sigv4("POST", url, signed, b'{"a":2}', SK)[0]
+    assert not bf.verify_sigv4("POST", url, dict(signed, **{"Content-Type": "text/plain"}), b'{"a":1}', SK)[0]
+    assert not bf.verify_sigv4("POST", url, signed, b'{"a":1}', SK + "x")[0]
+
+
+def test_resigning_replaces_the_old_signature_and_date():
+    url = _url(MODELS[0])
+    first = sign_v4("POST", url, {}, b"", Credentials(AK, SK, TOKEN), "us-east-1", when=WHEN)
+    later = WHEN + datetime.timedelta(seconds=30)
+    again = sign_v4("POST", url, first, b"", Credentials(AK, SK, TOKEN), "us-east-1", when=later)
+    assert again["X-Amz-Date"] == "20261201T093035Z"
+    assert again["Authorization"] != first["Authorization"]
+    assert bf.verify_sigv4("POST", url, again, b"", SK)[0]
+    assert sum(1 for k in again if k.lower() == "authorization") == 1
+
+
+def test_secrets_never_in_reprs_or_pickled_reprs():
+    creds = Credentials(AK, SK, TOKEN, "environment")
+    auth = BedrockAuth("sigv4", credentials=creds, region="us-east-1")
+    for text in (repr(creds), repr(auth), repr(pickle.loads(pickle.dumps(auth)))):
+        assert SK not in text and TOKEN not in text and AK not in text
+    assert repr(BedrockAuth("bearer", token="ABSKsecretvalue")) == "BedrockAuth(bearer, token='***')"
+    assert pickle.loads(pickle.dumps(creds)) == creds
+    assert sorted(auth.secrets()) == sorted([SK, TOKEN])
+
+
+# -- credentials, region, endpoint ---------------------------------------------------------------------
+
+
+def _home(tmp_path, credentials=None, config=None):
+    aws_dir = tmp_path / ".aws"
+    aws_dir.mkdir(exist_ok=True)
+    if credentials is not None:
+        (aws_dir / "credentials").write_text(credentials)
+    if config is not None:
+        (aws_dir / "config").write_text(config)
+    return {"HOME": str(tmp_path)}
+
+
+def test_environment_credentials_first(tmp_path):
+    env = dict(_home(tmp_path, "[default]\naws_access_key_id = FILEKEY\naws_secret_access_key = FILESECRET\n"),
+               AWS_ACCESS_KEY_ID=AK, AWS_SECRET_ACCESS_KEY=SK, AWS_SESSION_TOKEN=TOKEN)
+    assert credentials_from(env) == Credentials(AK, SK, TOKEN)
+    assert credentials_from(env).source == "environment"
+    with pytest.raises(ConfigError) as info:
+        credentials_from({"AWS_ACCESS_KEY_ID": AK, "HOME": str(tmp_path)})
+    assert "AWS_SECRET_ACCESS_KEY is not set" in str(info.value) and AK not in str(info.value)
+
+
+def test_shared_files_profiles_and_their_variables(tmp_path):
+    env = _home(tmp_path,
+                "[default]\naws_access_key_id = K1\naws_secret_access_key = S1\n\n"
+                "[work]\naws_access_key_id = K2\naws_secret_access_key = S2\naws_session_token = T2\n",
+                "[default]\nregion = eu-west-3\n\n[profile work]\nregion = ap-south-1\n\n"
+                "[profile cfgonly]\naws_access_key_id = K3\naws_secret_access_key = S3\nregion = us-west-2\n")
+    assert credentials_from(env) == Credentials("K1", "S1")
+    assert region_from(env) == "eu-west-3"
+    work = dict(env, AWS_PROFILE="work")
+    assert credentials_from(work) == Credentials("K2", "S2", "T2")
+    assert credentials_from(work).source == "credentials file (profile work)"
+    assert region_from(work) == "ap-south-1"
+    assert region_from(dict(work, AWS_DEFAULT_REGION="sa-east-1")) == "sa-east-1"
+    assert region_from(dict(work, AWS_DEFAULT_REGION="sa-east-1", AWS_REGION="ca-central-1")) == "ca-central-1"
+    cfg = dict(env, AWS_DEFAULT_PROFILE="cfgonly")
+    assert credentials_from(cfg) == Credentials("K3", "S3") and region_from(cfg) == "us-west-2"
+    other = tmp_path / "elsewhere"
+    other.write_text("[default]\naws_access_key_id = K4\naws_secret_access_key = S4\n")
+    cfgfile = tmp_path / "cfg"
+    cfgfile.write_text("[default]\nregion = me-south-1\n")
+    moved = dict(env, AWS_SHARED_CREDENTIALS_FILE=str(other), AWS_CONFIG_FILE=str(cfgfile))
+    assert credentials_from(moved) == Credentials("K4", "S4") and region_from(moved) == "me-south-1"
+    assert credentials_from({"HOME": str(tmp_path / "nothing")}) is None
+    with pytest.raises(ConfigError) as info:
+        credentials_from(dict(env, AWS_PROFILE="missing"))
+    assert "'missing' is in neither" in str(info.value)
+
+
+def test_profiles_agenthub_cannot_resolve_say_how_to_export(tmp_path):
+    env = dict(_home(tmp_path, "", "[profile sso]\nsso_session = corp\nsso_account_id = 1\nregion = us-east-1\n"),
+               AWS_PROFILE="sso")
+    with pytest.raises(ConfigError) as info:
+        credentials_from(env)
+    assert "sso_session" in str(info.value) and "export-credentials" in str(info.value)
+
+
+def test_resolve_default_endpoint_from_the_region_and_sigv4(tmp_path):
+    env = dict(_home(tmp_path), AWS_ACCESS_KEY_ID=AK, AWS_SECRET_ACCESS_KEY=SK, AWS_REGION="eu-central-1")
+    url, auth = resolve_bedrock(environ=env)
+    assert url == "https://bedrock-runtime.eu-central-1.amazonaws.com"
+    assert (auth.kind, auth.region, auth.credentials) == ("sigv4", "eu-central-1", Credentials(AK, SK))
+    assert resolve_bedrock(environ=dict(env, AWS_REGION="cn-north-1"))[0] == \
+        "https://bedrock-runtime.cn-north-1.amazonaws.com.cn"
+    with pytest.raises(ConfigError) as info:
+        resolve_bedrock(environ=dict(_home(tmp_path), AWS_ACCESS_KEY_ID=AK, AWS_SECRET_ACCESS_KEY=SK))
+    assert "AWS_REGION" in str(info.value)
+    with pytest.raises(ConfigError) as info:
+        resolve_bedrock(environ=dict(_home(tmp_path), AWS_REGION="us-east-1"))
+    assert "no AWS credentials" in str(info.value) and "AWS_BEARER_TOKEN_BEDROCK" in str(info.value)
+
+
+def test_resolve_bearer_token_wins_over_sigv4_and_is_sent_without_signature(tmp_path):
+    env = dict(_home(tmp_path), AWS_ACCESS_KEY_ID=AK, AWS_SECRET_ACCESS_KEY=SK, AWS_REGION="us-west-2",
+               AWS_BEARER_TOKEN_BEDROCK="ABSKbedrockapikey")
+    url, auth = resolve_bedrock(environ=env)
+    assert (url, auth.kind, auth.token) == ("https://bedrock-runtime.us-west-2.amazonaws.com", "bearer",
+                                            "ABSKbedrockapikey")
+    headers = auth.apply("POST", url + "/model/m/converse-stream", {"Content-Type": "application/json"}, b"{}")
+    assert headers == {"Content-Type": "application/json", "Authorization": "Bearer ABSKbedrockapikey"}
+    url, auth = resolve_bedrock(api_key="ABSKexplicit", environ=env)
+    assert (auth.kind, auth.token) == ("bearer", "ABSKexplicit")
+
+
+def test_endpoint_variables_and_the_credential_rule(tmp_path):
+    env = dict(_home(tmp_path), AWS_ACCESS_KEY_ID=AK, AWS_SECRET_ACCESS_KEY=SK, AWS_REGION="us-east-1")
+    url, auth = resolve_bedrock(environ=dict(env, AWS_ENDPOINT_URL="http://127.0.0.1:4566/"))
+    assert (url, auth.kind) == ("http://127.0.0.1:4566", "sigv4")
+    both = dict(env, AWS_ENDPOINT_URL="https://a.example", AWS_ENDPOINT_URL_BEDROCK_RUNTIME="https://b.example")
+    assert resolve_bedrock(environ=both)[0] == "https://b.example"
+    assert resolve_bedrock(base_url="https://b.example", environ=both)[1].kind == "sigv4"  # the variable's own
+    # an AWS host given as base_url: credentials go, signed for the region its name says
+    url, auth = resolve_bedrock(base_url="https://bedrock-runtime.ap-northeast-1.amazonaws.com", environ=env)
+    assert (auth.kind, auth.region) == ("sigv4", "ap-northeast-1")
+    vpce = "https://vpce-0abc-xyz.bedrock-runtime.eu-west-2.vpce.amazonaws.com"
+    assert resolve_bedrock(base_url=vpce, environ=env)[1].region == "eu-west-2"
+    # anywhere else: environment credentials never go
+    for variables in (env, dict(env, AWS_BEARER_TOKEN_BEDROCK="ABSKbedrockapikey")):
+        with pytest.raises(ConfigError) as info:
+            resolve_bedrock(base_url="https://gateway.example.com", environ=variables)
+        assert "api_key is required" in str(info.value)
+        assert SK not in str(info.value) and "ABSK" not in str(info.value)
+    url, auth = resolve_bedrock(base_url="https://gateway.example.com", api_key="gwkey", environ=env)
+    assert (url, auth.kind, auth.token) == ("https://gateway.example.com", "bearer", "gwkey")
+    url, auth = resolve_bedrock(base_url="http://localhost:8000", environ=env)
+    assert (url, auth.kind) == ("http://localhost:8000", "none")
+    assert auth.apply("POST", url, {"Authorization": "x"}, b"") == {}
+    with pytest.raises(ConfigError):
+        resolve_bedrock(base_url="ftp://x", environ=env)
+
+
+def test_explicit_credentials_object_as_api_key(tmp_path):
+    env = dict(_home(tmp_path), AWS_REGION="us-east-2")
+    url, auth = resolve_bedrock(api_key=Credentials(AK, SK), environ=env)
+    assert (url, auth.kind, auth.region) == ("https://bedrock-runtime.us-east-2.amazonaws.com", "sigv4", "us-east-2")
+    url, auth = resolve_bedrock(base_url="https://proxy.example", api_key=Credentials(AK, SK), environ=env)
+    assert (url, auth.kind) == ("https://proxy.example", "sigv4")
