@@ -728,6 +728,10 @@ def test_a_server_side_tool_search_is_no_action_and_an_answer_beside_an_action_c
     assert "asked the caller to act on local_shell_call" in caplog.text
 
 
+#: LiteLLM's encrypted_content: the signed thinking blocks as JSON text (decoded again on the next turn)
+LITELLM_ENC = '[{"type":"thinking","thinking":"Need the weather.","signature":"RXFvQlNpZ25lZA=="}]'
+
+
 def test_litellm_bridge_order_reasoning_text_then_call_with_new_ids_in_the_final_response():
     """LiteLLM's bridge as it streams Claude: the reasoning item at index 0 (deltas without summary_index),
     the message's text at index 0 with no ``added`` of its own, the call at index 1 with its call_id as
@@ -767,7 +771,7 @@ def test_litellm_bridge_order_reasoning_text_then_call_with_new_ids_in_the_final
         {"type": "response.output_item.done", "output_index": 0,
          "item": {"id": "msg_s", "type": "message", "role": "assistant", "status": "completed",
                   "content": [{"type": "output_text", "text": "Let me check.", "annotations": []}]}},
-        completed([{"id": "rs_final", "type": "reasoning", "encrypted_content": "bGl0ZWxsbS1zaWc=",
+        completed([{"id": "rs_final", "type": "reasoning", "encrypted_content": LITELLM_ENC,
                     "summary": [{"type": "summary_text", "text": "Need the weather."}]},
                    {"id": "msg_final", "type": "message", "role": "assistant", "status": "completed",
                     "content": [{"type": "output_text", "text": "Let me check.", "annotations": []}]},
@@ -784,12 +788,12 @@ def test_litellm_bridge_order_reasoning_text_then_call_with_new_ids_in_the_final
     ] + [{"type": "partial_tool_call", "name": "", "arguments": f, "tool_call_id": ""} for f in fragments] + [
         {"type": "tool_call", "name": "get_weather", "arguments": {"city": "Oslo", "unit": "C"},
          "tool_call_id": "toolu_7"},
-        {"type": "thinking", "thinking": "", "fidelity": {"channel": "summary", "encrypted_content": "bGl0ZWxsbS1zaWc=",
+        {"type": "thinking", "thinking": "", "fidelity": {"channel": "summary", "encrypted_content": LITELLM_ENC,
                                                         "supplements": 0}},
     ]
     assert replay(collect(events)) == [
         {"type": "reasoning", "summary": [{"type": "summary_text", "text": "Need the weather."}],
-         "encrypted_content": "bGl0ZWxsbS1zaWc="},
+         "encrypted_content": LITELLM_ENC},
         {"type": "message", "role": "assistant",
          "content": [{"type": "output_text", "text": "Let me check.", "annotations": []}]},
         {"type": "function_call", "call_id": "toolu_7", "name": "get_weather", "arguments": '{"city":"Oslo","unit":"C"}'},
