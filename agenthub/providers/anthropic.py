@@ -63,9 +63,9 @@ from ..sse import SSEEvent, json_loads
 from ..stream import StreamEnd
 from ..toolcalls import ToolCallAssembler
 from ..types import HttpRequest, PromptCaching, ThinkingLevel
-from ._common import documents
-from ._common import (Endpoint, Protocol, check_response_format, dumps, get_request, join_url, model_list_page, nearest,
-                      parse_data_uri, request_headers, stop_sequences, to_int, unsupported, usage)
+from ._common import (Endpoint, Protocol, check_response_format, documents, dumps, get_request, join_url,
+                      model_list_page, nearest, parse_data_uri, request_headers, stop_sequences, to_int, unsupported,
+                      usage)
 
 __all__ = [
     "build_request",

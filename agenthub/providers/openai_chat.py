@@ -36,11 +36,12 @@ from ..sse import SSEEvent, json_loads
 from ..stream import StreamEnd
 from ..toolcalls import ToolCallAssembler
 from ..types import HttpRequest, PromptCaching
-from ._common import documents
-from ._common import (Endpoint, Protocol, check_response_format, data_uri, dumps, get_request, inclusive_usage, join_url,
-                      model_list_page, parse_data_uri, request_headers, stop_sequences, to_int, unsupported)
+from ._common import (Endpoint, Protocol, check_response_format, data_uri, documents, dumps, get_request,
+                      inclusive_usage, join_url, model_list_page, parse_data_uri, request_headers, stop_sequences,
+                      to_int, unsupported)
 
-__all__ = ["build_request", "parse_stream", "parse_document", "map_usage", "chat_response_format", "FINISH_REASONS", "STOP_LIMIT"]
+__all__ = ["build_request", "parse_stream", "map_usage", "chat_response_format", "FINISH_REASONS", "STOP_LIMIT",
+           "parse_document"]
 
 logger = logging.getLogger("agenthub")
 
@@ -53,10 +54,10 @@ FINISH_REASONS = {
     "eos_token": "stop", "stop_sequence": "stop", "end_turn": "stop", "max_tokens": "length", "tool_use": "tool_call",
 }
 REASONING_FIELDS = ("reasoning_content", "reasoning")
-#: reasoning fields whose text was shown from a structure that goes back whole (not as text)
-_CARRIED = ("reasoning_details", "thinking_blocks")
 #: stop sequences Chat Completions takes ("up to 4"; a server that takes more: extra_body {"stop": [...]})
 STOP_LIMIT = 4
+#: reasoning fields whose text was shown from a structure that goes back whole (not as text)
+_CARRIED = ("reasoning_details", "thinking_blocks")
 _AUDIO_FORMATS = {"audio/wav": "wav", "audio/x-wav": "wav", "audio/wave": "wav", "audio/mpeg": "mp3", "audio/mp3": "mp3"}
 
 

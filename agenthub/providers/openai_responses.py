@@ -106,12 +106,12 @@ from ..sse import SSEEvent, json_loads
 from ..stream import StreamEnd
 from ..toolcalls import ToolCallAssembler
 from ..types import HttpRequest, PromptCaching
-from ._common import documents
-from ._common import (Endpoint, Protocol, check_response_format, data_uri, dumps, get_request, inclusive_usage, join_url,
-                      model_list_page, nearest, parse_data_uri, request_headers, unsupported)
+from ._common import (Endpoint, Protocol, check_response_format, data_uri, documents, dumps, get_request,
+                      inclusive_usage, join_url, model_list_page, nearest, parse_data_uri, request_headers,
+                      unsupported)
 
-__all__ = ["build_request", "parse_stream", "parse_document", "map_usage", "model_profile", "clamp_effort", "check_sampling", "text_format",
-           "EFFORTS"]
+__all__ = ["build_request", "parse_stream", "map_usage", "model_profile", "clamp_effort", "check_sampling",
+           "text_format", "EFFORTS", "parse_document"]
 
 logger = logging.getLogger("agenthub")
 
