@@ -21,22 +21,48 @@ Reliability rules (docs/reliability.md has the full table):
 import collections.abc
 import logging
 import operator
+import os
 import random
+import sys
 import threading
 import time
-from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 from . import providers, registry
-from .errors import AgentHubError, ConfigError, StreamProtocolError, TransportError, UnsupportedOperationError
+from .errors import (AgentHubError, ConfigError, StreamProtocolError, TransportError, UnsupportedOperationError, UpstreamError,
+                     safe_url, set_field)
 from .providers._common import Endpoint, apply_extras
 from .sse import DEFAULT_MAX_LINE_BYTES
 from .stream import collect, drive
-from .types import UniConfig, UniEvent, UniMessage
+from .types import AssistantMessage, Message, UniConfig, UniEvent, UniMessage
 from .validate import check_config, check_message, check_messages
 
 __all__ = ["AutoLLMClient", "ResponseStream", "Timeout"]
 
 logger = logging.getLogger("agenthub")
+
+#: AGENTHUB_LOG=debug|info: a stderr handler on the "agenthub" logger (as OPENAI_LOG does for its SDK)
+LOG_ENV = "AGENTHUB_LOG"
+
+
+def _log_from_env() -> None:
+    """Attach one stderr handler to the "agenthub" logger when $AGENTHUB_LOG asks for it (once per process).
+
+    DEBUG: one record per HTTP attempt (method, URL without credentials, status, request id, attempt,
+    elapsed ms) and one per finished stream (events, finish reason, usage); INFO: retries.  No record
+    holds a key, a header or a body.
+    """
+    level = {"debug": logging.DEBUG, "info": logging.INFO}.get((os.environ.get(LOG_ENV) or "").strip().lower())
+    if level is None or any(getattr(handler, "_agenthub_env", False) for handler in logger.handlers):
+        return
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s agenthub %(levelname)s %(message)s"))
+    handler._agenthub_env = True  # type: ignore[attr-defined]
+    logger.addHandler(handler)
+    logger.setLevel(level)
+
+
+_log_from_env()
 
 #: pages of a model list read at most (a server that never stops paging is cut off there)
 MAX_MODEL_PAGES = 100
@@ -209,7 +235,10 @@ class ResponseStream(collections.abc.Generator):
     # ``next(stream)`` is the generator's own C-level __next__, fetched by a C getter: a Python
     # method here would cost a frame per event (the property is looked up on the type, as for any
     # special method, and what it returns is called)
-    __next__ = property(operator.attrgetter("_next"))  # type: ignore[assignment]
+    if TYPE_CHECKING:  # what type checkers see: a plain generator method
+        def __next__(self) -> UniEvent: ...
+    else:
+        __next__ = property(operator.attrgetter("_next"))
 
     def send(self, value: Any) -> UniEvent:
         return self._gen.send(value)  # type: ignore[attr-defined]
@@ -277,6 +306,7 @@ class AutoLLMClient(object):
                 isinstance(k, str) and isinstance(v, str) for k, v in dict(default_headers).items()):
             raise ConfigError("default_headers must map str to str")
         kind, url, key, quirks = registry.resolve(model, client_type, base_url, api_key)
+        self._key_origin = (client_type, api_key is not None)  # for the words of a 401: where the key came from
         #: the model name sent upstream
         self.model = model
         #: the wire protocol in use ("openai-chat", "openai-responses", "anthropic", "gemini")
@@ -318,10 +348,10 @@ class AutoLLMClient(object):
         return self._endpoint.base_url
 
     # -- history ---------------------------------------------------------------------------
-    def get_history(self) -> List[UniMessage]:
+    def get_history(self) -> List[Message]:
         return list(self._history)
 
-    def set_history(self, history: List[UniMessage]) -> None:
+    def set_history(self, history: Sequence[Message]) -> None:
         check_messages(history) if history else None
         self._check_idle("set_history")
         self._history = list(history)
@@ -337,7 +367,7 @@ class AutoLLMClient(object):
             raise ConfigError("{} while a stateful stream is open on this client: finish or close it first".format(what))
 
     # -- streaming -------------------------------------------------------------------------
-    def streaming_response(self, messages: List[UniMessage], config: Optional[UniConfig] = None) -> ResponseStream:
+    def streaming_response(self, messages: Sequence[Message], config: Optional[UniConfig] = None) -> ResponseStream:
         """Stream one assistant turn for ``messages``: a generator of UniEvents with ``abort()``.
 
         Messages and config are checked now (ConfigError before anything is sent);
@@ -363,16 +393,16 @@ class AutoLLMClient(object):
         return self._open(request, cfg, messages, message)
 
     # -- one-call helpers --------------------------------------------------------------------
-    def response(self, messages: List[UniMessage], config: Optional[UniConfig] = None) -> UniMessage:
+    def response(self, messages: Sequence[Message], config: Optional[UniConfig] = None) -> AssistantMessage:
         """The collected assistant message of one stateless turn: ``streaming_response`` read to
         its end (same validation, retries and errors) and folded with ``collect``."""
         return collect(list(self.streaming_response(messages, config)))
 
-    def response_stateful(self, message: UniMessage, config: Optional[UniConfig] = None) -> UniMessage:
+    def response_stateful(self, message: UniMessage, config: Optional[UniConfig] = None) -> AssistantMessage:
         """``streaming_response_stateful`` read to its end: the collected answer (history grows on success)."""
         return collect(list(self.streaming_response_stateful(message, config)))
 
-    def embed(self, texts: List[str], config: Optional[UniConfig] = None) -> List[List[float]]:
+    def embed(self, texts: Sequence[str], config: Optional[UniConfig] = None) -> List[List[float]]:
         """One vector per text, in input order, from an embedding model (``embedding_config`` sets the
         dimensions).  A server answering another number of vectors is a StreamProtocolError."""
         if isinstance(texts, (str, bytes)) or not isinstance(texts, (list, tuple)) \
@@ -501,9 +531,12 @@ class AutoLLMClient(object):
         client = self.client_type
         transport = _transport()
         attempt = 0
+        debug = logger.isEnabledFor(logging.DEBUG)
         while True:
             chunks = None
-            delivered = False
+            delivered = 0  # events handed to the caller in this attempt
+            started = time.monotonic()
+            logged = False
             sent = request  # what went out (its headers hold this attempt's token or signature)
             try:
                 if control.reason is not None:
@@ -516,16 +549,31 @@ class AutoLLMClient(object):
                 sent = protocol.encode(request, self._endpoint)
                 chunks = transport.open_stream(self._get_session(), sent, limits, client, watch=control)
                 parts = protocol.read(chunks, client, self.max_line_bytes, not request.stream)
+                if debug:
+                    logged = _log_attempt(sent, attempt, started, chunks, None)
                 for event in drive(parts, client):
                     if control.reason is not None:
                         raise _stopped(client, control, timeout)
-                    delivered = True
-                    if event["event_type"] == "stop" and chunks is not None:
-                        chunks.finish()  # the terminal marker arrived: let the connection go back to the pool
-                        chunks = None
+                    delivered += 1
+                    if event["event_type"] == "stop":
+                        if chunks is not None:
+                            chunks.finish()  # the terminal marker arrived: let the connection go back to the pool
+                            chunks = None
+                        if debug:
+                            logger.debug("stream finished: %s, %d events, finish_reason=%s, usage=%s, %.0f ms",
+                                         client, delivered, event["finish_reason"], event["usage_metadata"],
+                                         (time.monotonic() - started) * 1000)
                     yield event
                 return
             except AgentHubError as exc:
+                if debug and not logged:
+                    _log_attempt(sent, attempt, started, None, exc)
+                if isinstance(exc, UpstreamError):
+                    if getattr(exc, "url", None) is None:
+                        set_field(exc, "url", safe_url(getattr(request, "url", None)))
+                    if exc.status in (401, 403) and getattr(exc, "hint", None) is None:
+                        set_field(exc, "hint", registry.key_note(self.model, self._key_origin[0], self._key_origin[1],
+                                                                 bool(self._endpoint.api_key), self._endpoint.base_url))
                 if getattr(exc, "_agenthub_stop", False):
                     raise
                 if control.reason is not None:  # the failure is the abort (or the deadline) showing through
@@ -576,6 +624,22 @@ class AutoLLMClient(object):
         if config.get("extra_headers"):  # header values may be credentials: a trace never holds them
             config = dict(config, extra_headers={name: "***" for name in config["extra_headers"]})
         save_trace(config["trace_id"], self.model, history, config)
+
+
+def _log_attempt(request: Any, attempt: int, started: float, body: Any, error: Optional[BaseException]) -> bool:
+    """One DEBUG record for one HTTP attempt (no key, header or body in it)."""
+    if error is not None:
+        status = getattr(error, "status", None)
+        request_id = getattr(error, "request_id", None)
+        outcome = " -> {}".format(type(error).__name__)
+    else:
+        status = getattr(body, "status", None)
+        request_id = getattr(body, "request_id", None)
+        outcome = ""
+    logger.debug("HTTP %s %s status=%s request_id=%s attempt=%d elapsed=%.0f ms%s", getattr(request, "method", "?"),
+                 safe_url(getattr(request, "url", None)), status, request_id, attempt + 1,
+                 (time.monotonic() - started) * 1000, outcome)
+    return True
 
 
 def _limits(timeout: Timeout, deadline: Optional[float]) -> Optional[Tuple[Optional[float], Optional[float]]]:

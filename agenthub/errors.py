@@ -30,7 +30,9 @@ Messages never contain an API key, a whole request body or an inline image.
 """
 
 import json
-from typing import Any, Mapping, Optional
+import re
+from typing import Any, Dict, Mapping, Optional, Tuple
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 __all__ = [
     "AgentHubError",
@@ -50,6 +52,7 @@ __all__ = [
     "preview",
     "error_to_json",
     "error_from_json",
+    "safe_url",
 ]
 
 #: HTTP statuses worth retrying before the first event reached the caller.
@@ -70,14 +73,18 @@ class AgentHubError(Exception):
     stream cut before its terminal marker; False for everything else.
     """
 
-    retryable = False
+    # Every field is declared here or on its subclass (class-level annotations), so type checkers
+    # see ``error.retry_after``; at runtime the fields live in the instance ``__dict__`` and in
+    # ``_fields`` (what pickling carries and what the server sends as the error's fields).
+    retryable: bool = False
+    _fields: Dict[str, Any]
 
     def __init__(self, *args: Any, **fields: Any) -> None:
         super().__init__(*args)
         self.__dict__.update(fields)
         self._fields = fields
 
-    def __reduce__(self):  # keep the fields across pickling (process pools, distributed workers)
+    def __reduce__(self) -> Tuple[Any, ...]:  # keep the fields across pickling (process pools, workers)
         return (_rebuild, (type(self), self.args, self._fields))
 
 
@@ -96,12 +103,18 @@ class ConfigError(AgentHubError, ValueError):
 class UnsupportedParameterError(ConfigError):
     """A UniConfig value this model or protocol cannot honour."""
 
+    client: str
+    parameter: str
+
     def __init__(self, message: str = "", client: str = "", parameter: str = "", **fields: Any) -> None:
         super().__init__(message, client=client, parameter=parameter, **fields)
 
 
 class UnsupportedOperationError(ConfigError):
     """An operation the routed client cannot perform, whatever the input."""
+
+    client: str
+    operation: str
 
     def __init__(self, message: str = "", client: str = "", operation: str = "", **fields: Any) -> None:
         super().__init__(message, client=client, operation=operation, **fields)
@@ -114,14 +127,27 @@ class TransportError(AgentHubError, ConnectionError):
     total deadline passed; ``aborted``: the caller stopped the stream (``abort()``).
     """
 
-    retryable = True
-    timeout = False
-    deadline = False
-    aborted = False
+    client: str = ""
+    retryable: bool = True
+    timeout: bool = False
+    deadline: bool = False
+    aborted: bool = False
 
 
 class UpstreamError(AgentHubError):
     """The provider answered with an error: a non-2xx status or an error inside the stream."""
+
+    client: str
+    status: Optional[int]
+    error_type: Optional[str]
+    code: Optional[str]
+    message: str
+    retry_after: Optional[float]
+    request_id: Optional[str]
+    #: the URL that answered (no credentials, no secret query parameters): a base_url missing /v1 shows here
+    url: Optional[str] = None
+    #: what to do about it, in words (set by the client: where the key came from, for a 401)
+    hint: Optional[str] = None
 
     def __init__(
         self,
@@ -153,10 +179,13 @@ class UpstreamError(AgentHubError):
     def __str__(self) -> str:
         head = ", ".join(
             "{}={}".format(k, v)
-            for k, v in (("client", self.client), ("status", self.status), ("type", self.error_type))
+            for k, v in (("client", self.client), ("status", self.status), ("type", self.error_type),
+                         ("url", getattr(self, "url", None)))
             if v not in (None, "")
         )
-        return "{} ({})".format(self.message, head) if head else self.message
+        hint = getattr(self, "hint", None)
+        text = "{}; {}".format(self.message, hint) if hint else self.message
+        return "{} ({})".format(text, head) if head else text
 
 
 class AuthenticationError(UpstreamError):
@@ -181,7 +210,8 @@ class StreamProtocolError(StreamError):
     ``truncated`` (and ``retryable``) is True when the body ended before its terminal marker.
     """
 
-    truncated = False
+    client: str
+    truncated: bool = False
 
     def __init__(self, message: str = "", client: str = "", **fields: Any) -> None:
         super().__init__(message, client=client, **fields)
@@ -189,6 +219,12 @@ class StreamProtocolError(StreamError):
 
 class ToolCallArgumentParseError(StreamError, ValueError):
     """Streamed tool-call arguments were malformed, truncated or not a JSON object."""
+
+    client: str
+    tool_name: str
+    tool_call_id: str
+    raw_arguments_length: int
+    raw_arguments_preview: str
 
     def __init__(
         self,
@@ -214,6 +250,10 @@ class ToolCallArgumentParseError(StreamError, ValueError):
 class EmptyResponseError(StreamError):
     """The turn finished with thinking only (or nothing): replaying it would be rejected."""
 
+    client: str
+    finish_reason: Optional[str]
+    usage_metadata: Optional[Mapping[str, Any]]
+
     def __init__(
         self,
         message: str = "",
@@ -223,6 +263,21 @@ class EmptyResponseError(StreamError):
         **fields: Any
     ) -> None:
         super().__init__(message, client=client, finish_reason=finish_reason, usage_metadata=usage_metadata, **fields)
+
+
+_SECRET_QUERY = re.compile(r"key|token|secret|sig|password|passwd|auth|credential|session|x-amz-", re.I)
+
+
+def safe_url(url: Any) -> Optional[str]:
+    """``url`` fit to show: no user:password, no query parameter that may carry a credential, no fragment."""
+    if not isinstance(url, str) or not url:
+        return None
+    try:
+        parts = urlsplit(url)
+        query = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if not _SECRET_QUERY.search(k)]
+        return urlunsplit((parts.scheme, parts.netloc.rsplit("@", 1)[-1], parts.path, urlencode(query), ""))
+    except ValueError:
+        return None
 
 
 def preview(text: str, limit: int = 160) -> str:
@@ -315,6 +370,7 @@ def upstream_error(
     status: Optional[int] = None,
     retry_after: Optional[float] = None,
     request_id: Optional[str] = None,
+    url: Optional[str] = None,
 ) -> UpstreamError:
     """Build the right UpstreamError subclass from a provider's error payload.
 
@@ -323,8 +379,9 @@ def upstream_error(
     (``{"type": "error", "error": {"type", "message"}}``) and Google
     (``{"error": {"code", "message", "status"}}``) are understood; anything else
     is summarised.  ``status`` is None for errors that arrived inside a 200 stream:
-    the error type then picks the status (overloaded -> 529).  From an agenthub server
-    (``client == "agenthub"``) the error it names is rebuilt as it was raised there.
+    the error type then picks the status (overloaded -> 529).  ``url`` (shown without
+    credentials) is the URL that answered.  From an agenthub server (``client == "agenthub"``)
+    the error it names is rebuilt as it was raised there.
     """
     if client == "agenthub":
         rebuilt = error_from_json(payload)
@@ -384,6 +441,7 @@ def upstream_error(
         request_id=request_id,
         retryable=retryable,
         code=code,
+        url=safe_url(url),
     )
 
 
@@ -428,7 +486,8 @@ def error_to_json(error: BaseException) -> dict:
     message = error.args[0] if error.args and isinstance(error.args[0], str) else str(error)
     out["message"] = message
     for name, value in fields.items():
-        if name not in ("type", "message") and isinstance(name, str) and _json_safe(value):
+        # the upstream's URL is the server's own business: a caller of the server never sees it
+        if name not in ("type", "message", "url") and isinstance(name, str) and _json_safe(value):
             out[name] = list(value) if isinstance(value, tuple) else value
     out["retryable"] = bool(getattr(error, "retryable", False))
     if isinstance(error, StreamProtocolError) and "truncated" not in out:
@@ -450,3 +509,10 @@ def error_from_json(payload: Any) -> Optional[AgentHubError]:
     if issubclass(cls, UpstreamError):
         fields["message"] = message
     return _rebuild(cls, (message,), fields)
+
+
+def set_field(error: AgentHubError, name: str, value: Any) -> None:
+    """Set one of an error's fields after it was built (kept across pickling and by the server)."""
+    setattr(error, name, value)
+    error._fields[name] = value
+

@@ -12,7 +12,7 @@ import time
 from typing import Any, Iterable, Iterator, List, Optional
 
 from .errors import AgentHubError, EmptyResponseError, StreamProtocolError
-from .types import UniEvent, UniMessage, UsageMetadata
+from .types import AssistantMessage, UniEvent, UniMessage, UsageMetadata
 
 __all__ = ["StreamEnd", "drive", "collect", "check_stream", "empty_usage", "now_ms"]
 
@@ -181,7 +181,7 @@ def drive(parts: Iterable[Any], client: str = "") -> Iterator[UniEvent]:
 _MERGEABLE = {"text": "text", "thinking": "thinking"}
 
 
-def collect(events: Iterable[UniEvent]) -> UniMessage:
+def collect(events: Iterable[UniEvent]) -> AssistantMessage:
     """Fold a finished event list into the assistant message.
 
     Consecutive text (or thinking) deltas merge: a delta without fidelity joins the

@@ -28,7 +28,8 @@ import socket
 import threading
 import time
 from html import unescape
-from typing import Any, Callable, Iterator, Mapping, Optional, Tuple, Union
+from typing import Any, Callable, Iterator, List, Mapping, Optional, Tuple, Union
+from urllib.parse import urlsplit
 
 import requests
 import requests.adapters
@@ -197,6 +198,7 @@ def _http_error(client: str, response: requests.Response) -> UpstreamError:
         status=response.status_code,
         retry_after=_retry_after(response.headers),
         request_id=_request_id(response.headers),
+        url=getattr(response, "url", None) or getattr(getattr(response, "request", None), "url", None),
     )
     amzn = response.headers.get("x-amzn-errortype")  # AWS: "ThrottlingException:http://internal.amazon.com/..."
     if amzn and error.error_type is None:
@@ -248,12 +250,68 @@ def _transport_error(client: str, what: str, exc: BaseException, timeout: Timeou
     elif timed_out:
         why = "no data for {}s (idle timeout between received bytes)".format(read)
     else:
-        why = type(exc).__name__
+        why = _why(exc, what)
     # a certificate that does not verify, or a URL requests refuses, is not cured by asking again
     permanent = isinstance(exc, (requests.exceptions.SSLError, requests.exceptions.InvalidURL,
                                  requests.exceptions.InvalidSchema, requests.exceptions.MissingSchema))
     return TransportError("{}: {} failed: {}".format(client or "agenthub", what, why), client=client,
                           timeout=timed_out, retryable=not permanent)
+
+
+def _chain(exc: BaseException) -> List[BaseException]:
+    """``exc`` and what caused it (causes, contexts and wrapped exceptions in args), at most 8 deep."""
+    seen = []  # type: List[BaseException]
+    current = exc  # type: Any
+    while current is not None and len(seen) < 8 and all(current is not e for e in seen):
+        seen.append(current)
+        args = getattr(current, "args", ())
+        inner = next((a for a in args if isinstance(a, BaseException)), None)
+        reason = getattr(current, "reason", None)  # urllib3's MaxRetryError / NewConnectionError
+        current = current.__cause__ or (reason if isinstance(reason, BaseException) else None) or inner \
+            or current.__context__
+    return seen
+
+
+def _why(exc: BaseException, what: str) -> str:
+    """Why a connection failed, in words (no internal class names)."""
+    host = urlsplit(what.split(" ", 1)[-1]).netloc if " " in what else ""
+    chain = _chain(exc)
+    words = " ".join(str(e) for e in chain).lower()
+    if any(isinstance(e, requests.exceptions.SSLError) or type(e).__name__.startswith("SSL") for e in chain):
+        if "certificate verify failed" in words or "certificate_verify_failed" in words:
+            detail = "the server's certificate did not verify"
+            for hint in ("self-signed certificate", "self signed certificate", "certificate has expired",
+                         "hostname mismatch", "unable to get local issuer certificate"):
+                if hint in words:
+                    detail += " ({})".format(hint)
+                    break
+        elif "wrong version number" in words or "record layer failure" in words:
+            detail = "the server did not answer TLS (an http:// server behind an https:// URL?)"
+        else:
+            detail = "the TLS handshake failed"
+        return "TLS failed: {}".format(detail)
+    if any(isinstance(e, socket.gaierror) for e in chain) or any(
+            phrase in words for phrase in ("name or service not known", "nodename nor servname",
+                                           "getaddrinfo failed", "temporary failure in name resolution",
+                                           "no address associated", "name resolution")):
+        return "the host name {}did not resolve (DNS): is it spelt right, and is there a network?".format(
+            (host.rsplit("@", 1)[-1] + " ") if host else "")
+    if any(isinstance(e, ConnectionRefusedError) for e in chain) or "connection refused" in words:
+        return "connection refused{}: nothing listens there (is the server running, is the port right?)".format(
+            " by " + host if host else "")
+    if any(isinstance(e, ConnectionResetError) for e in chain) or "connection reset" in words:
+        return "the connection was reset by the server"
+    if "remotedisconnected" in words or "remote end closed connection" in words:
+        return "the server closed the connection without answering"
+    if any(isinstance(e, (requests.exceptions.InvalidURL, requests.exceptions.InvalidSchema,
+                          requests.exceptions.MissingSchema)) for e in chain):
+        return "the URL is not one requests can send to ({})".format(preview(str(exc), 120))
+    if "incompleteread" in words or "connection broken" in words or "invalidchunklength" in words:
+        return "the connection broke in the middle of the answer"
+    if any(isinstance(e, (BrokenPipeError, OSError)) and getattr(e, "strerror", None) for e in chain):
+        error = next(e for e in chain if isinstance(e, OSError) and getattr(e, "strerror", None))
+        return "the connection failed: {}".format(str(error.strerror).lower())
+    return "the connection failed"
 
 
 def _is_timeout(exc: BaseException) -> bool:
@@ -444,6 +502,9 @@ class BodyStream(object):
         return self._is_document
 
     _is_document = False
+    #: the answer's HTTP status and request id, once its head arrived (for logs)
+    status = None  # type: Optional[int]
+    request_id = None  # type: Optional[str]
 
     def iter_chunks(self) -> Iterator[bytes]:
         """The body's chunks as they arrive (the request goes out at the first ``next``).  Closing
@@ -475,6 +536,8 @@ class BodyStream(object):
         except BaseException:
             self._done = True
             raise
+        self.status = getattr(self._response, "status_code", None)
+        self.request_id = _request_id(getattr(self._response, "headers", None) or {})
         if _is_html(self._response):
             try:
                 raise _html_instead_of_stream(self._client, self._response)

@@ -11,7 +11,7 @@ Written for Python 3.8: ``total=False`` bases instead of ``NotRequired``,
 import json
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Dict, List, Mapping, Optional, Union
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 try:  # Python 3.8 has both in typing
     from typing import Literal, TypedDict
@@ -43,7 +43,12 @@ __all__ = [
     "ContentItem",
     "PartialContentItem",
     "UniMessage",
+    "AssistantMessage",
+    "Message",
     "UniEvent",
+    "ThinkingLevelName",
+    "PromptCachingName",
+    "ToolChoice",
     "HttpRequest",
 ]
 
@@ -71,13 +76,20 @@ class PromptCaching(str, Enum):
     ENHANCE = "enhance"
 
 
+#: the string values ThinkingLevel / PromptCaching take: config={"thinking_level": "low"} type-checks too
+ThinkingLevelName = Literal["none", "low", "medium", "high", "xhigh"]
+PromptCachingName = Literal["enable", "disable", "enhance"]
+#: "auto" | "required" | "none" | the names of the tools the model may call
+ToolChoice = Union[Literal["auto", "required", "none"], List[str], Tuple[str, ...]]
+
+
 class _ToolSchemaBase(TypedDict):
     name: str
 
 
 class ToolSchema(_ToolSchemaBase, total=False):
     description: str
-    parameters: Dict[str, Any]  # JSON Schema of the arguments object
+    parameters: Mapping[str, Any]  # JSON Schema of the arguments object
 
 
 class ImageConfig(TypedDict, total=False):
@@ -111,19 +123,19 @@ class ResponseFormat(_ResponseFormatBase, total=False):
 
 
 class UniConfig(TypedDict, total=False):
-    """Request options; every key is optional.  The keys after ``trace_id`` are agenthub's
-    additions to the seed (see README "Config keys beyond the seed")."""
+    """Request options; every key is optional (the library only reads them: any sequence will do).  The
+    keys after ``trace_id`` are agenthub's additions to the seed (see README "Config keys beyond the seed")."""
 
     max_tokens: int
     temperature: float
-    tools: List[ToolSchema]
+    tools: Sequence[ToolSchema]
     thinking_summary: bool
-    thinking_level: ThinkingLevel
-    tool_choice: Union[str, List[str]]  # "auto" | "required" | "none" | [names]
+    thinking_level: Union[ThinkingLevel, ThinkingLevelName]
+    tool_choice: ToolChoice
     system_prompt: str
-    prompt_caching: PromptCaching
+    prompt_caching: Union[PromptCaching, PromptCachingName]
     image_config: ImageConfig
-    tts_config: List[SpeakerConfig]
+    tts_config: Sequence[SpeakerConfig]
     embedding_config: EmbeddingConfig
     trace_id: str
     response_format: ResponseFormat
@@ -228,6 +240,23 @@ class UniMessage(_UniMessageBase, total=False):
     usage_metadata: Optional[UsageMetadata]
     finish_reason: Optional[FinishReason]
     created_at: int  # Unix milliseconds
+
+
+class _AssistantMessageBase(TypedDict):
+    role: Role
+    content_items: List[ContentItem]
+    usage_metadata: Optional[UsageMetadata]
+    finish_reason: Optional[FinishReason]
+
+
+class AssistantMessage(_AssistantMessageBase, total=False):
+    """What ``collect()`` returns: a UniMessage whose usage_metadata and finish_reason are always there."""
+
+    created_at: int  # Unix milliseconds
+
+
+#: any message the library takes back: one you built (UniMessage) or one collect() gave you
+Message = Union[UniMessage, AssistantMessage]
 
 
 class UniEvent(TypedDict):

@@ -83,9 +83,11 @@ def check_config(config: Optional[Mapping[str, Any]]) -> Dict[str, Any]:
     tool_names = []  # type: List[str]
     if "tools" in out:
         tools = out["tools"]
-        if not isinstance(tools, list):
+        if not isinstance(tools, (list, tuple)):
             raise bad("tools", "a list of tool schemas")
+        out["tools"] = tools = list(tools)
         for i, tool in enumerate(tools):
+            _openai_tool(tool, i)
             if not isinstance(tool, Mapping) or not isinstance(tool.get("name"), str) or not tool.get("name"):
                 raise ConfigError("config['tools'][{}] needs a non-empty 'name'".format(i))
             extra = sorted(set(tool) - {"name", "description", "parameters"})
@@ -120,8 +122,9 @@ def check_config(config: Optional[Mapping[str, Any]]) -> Dict[str, Any]:
             raise ConfigError("image_config['image_size'] must be one of {}".format(", ".join(IMAGE_SIZES)))
     if "tts_config" in out:
         speakers = out["tts_config"]
-        if not isinstance(speakers, list) or not speakers:
+        if not isinstance(speakers, (list, tuple)) or not speakers:
             raise bad("tts_config", "a non-empty list of {'voice': ..., 'speaker': ...}")
+        out["tts_config"] = speakers = list(speakers)
         for i, speaker in enumerate(speakers):
             if not isinstance(speaker, Mapping) or not isinstance(speaker.get("voice"), str) or not speaker["voice"]:
                 raise ConfigError("tts_config[{}] needs a non-empty 'voice'".format(i))
@@ -215,6 +218,7 @@ def _copy(value: Any) -> Any:
 def check_message(message: Any, where: str = "message") -> None:
     if not isinstance(message, Mapping):
         raise ConfigError("{} must be a dict (UniMessage), got {}".format(where, type(message).__name__))
+    _openai_message(message, where)
     role = message.get("role")
     if role not in ("user", "assistant"):
         raise ConfigError("{}['role'] must be 'user' or 'assistant' (got {}); the system prompt goes in "
@@ -258,6 +262,75 @@ def check_messages(messages: Any) -> None:
         raise ConfigError("messages is empty: send at least one user message")
     for i, message in enumerate(messages):
         check_message(message, "messages[{}]".format(i))
+
+
+# -- OpenAI-shaped input: say what the agenthub shape is -----------------------------------------------
+
+
+def _openai_message(message: Mapping[str, Any], where: str) -> None:
+    """A Chat Completions message ({"role", "content"}) where a UniMessage belongs: show the agenthub shape."""
+    if "content_items" in message:
+        return
+    role = message.get("role")
+    if role == "system" and "content" in message:
+        raise ConfigError("{} is a system message in OpenAI's shape; in agenthub the system prompt is "
+                          "config['system_prompt'] = {}".format(where, _short(_text_of(message.get("content")))))
+    if role == "tool":
+        raise ConfigError("{} is a tool result in OpenAI's shape ({{'role': 'tool', ...}}); in agenthub it is an item "
+                          "of a user message: {{'role': 'user', 'content_items': [{{'type': 'tool_result', "
+                          "'tool_call_id': {}, 'text': {}}}]}}".format(
+                              where, _short(message.get("tool_call_id", "...")),
+                              _short(_text_of(message.get("content")))))
+    if "content" not in message and "tool_calls" not in message:
+        return
+    items = []  # type: List[Dict[str, Any]]
+    content = message.get("content")
+    if isinstance(content, str):
+        items.append({"type": "text", "text": _clip(content)})
+    elif isinstance(content, list):
+        for part in content:
+            if isinstance(part, Mapping) and part.get("type") == "text":
+                items.append({"type": "text", "text": _clip(str(part.get("text", "")))})
+            elif isinstance(part, Mapping) and part.get("type") == "image_url":
+                url = part.get("image_url")
+                url = url.get("url") if isinstance(url, Mapping) else url
+                items.append({"type": "image_url", "image_url": url if isinstance(url, str) else "..."})
+    for call in message.get("tool_calls") or ():
+        function = call.get("function") if isinstance(call, Mapping) else None
+        if isinstance(function, Mapping):
+            items.append({"type": "tool_call", "name": function.get("name", "..."), "arguments": {"...": "..."},
+                          "tool_call_id": call.get("id", "...")})
+    shape = {"role": role if role in ("user", "assistant") else "user",
+             "content_items": items or [{"type": "text", "text": "..."}]}
+    raise ConfigError("{} is in OpenAI's shape ('content'); agenthub messages carry content_items, e.g. "
+                      "{}".format(where, _short_shape(shape)))
+
+
+def _openai_tool(tool: Any, index: int) -> None:
+    """A Chat Completions tool ({"type": "function", "function": {...}}): show the agenthub ToolSchema."""
+    if not isinstance(tool, Mapping) or "name" in tool or not isinstance(tool.get("function"), Mapping):
+        return
+    function = tool["function"]
+    shape = {"name": function.get("name", "..."), "description": "..." if "description" in function else None,
+             "parameters": {"type": "object", "...": "..."} if "parameters" in function else None}
+    shape = {k: v for k, v in shape.items() if v is not None}
+    raise ConfigError("config['tools'][{}] is in OpenAI's shape ({{'type': 'function', 'function': {{...}}}}); an "
+                      "agenthub tool is the function itself: {}".format(index, _short_shape(shape)))
+
+
+def _clip(text: str) -> str:
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _text_of(content: Any) -> Any:
+    if isinstance(content, list):
+        return "".join(p.get("text", "") for p in content if isinstance(p, Mapping) and p.get("type") == "text")
+    return content
+
+
+def _short_shape(shape: Any) -> str:
+    text = repr(shape)
+    return text if len(text) <= 300 else text[:297] + "..."
 
 
 def _type_name(expected: Any) -> str:

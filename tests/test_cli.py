@@ -42,7 +42,9 @@ def _clean_env(monkeypatch):
 def test_chat_streams_thinking_tool_calls_and_usage(replay, capsys):
     replay.interactions.append(Interaction(None, body=_recording("weather_tool_call.sse")))
     assert main(["chat", "demo-model", "What's the weather in Paris?"] + LOCAL) == 0
-    assert capsys.readouterr().out == (
+    captured = capsys.readouterr()
+    assert captured.out == ""  # no answer text: only the answer goes to stdout
+    assert captured.err == (
         "[thinking] The user wants the weather; I should call get_weather.\n"
         "[tool call] get_weather({\"city\": \"Paris\"}) id=call_demo_1\n"
         "[done: tool_call] tokens: prompt 52, cached 0, thinking 9, response 12\n")
@@ -51,9 +53,9 @@ def test_chat_streams_thinking_tool_calls_and_usage(replay, capsys):
 def test_chat_text(replay, capsys):
     replay.interactions.append(Interaction(None, body=_recording("weather_answer.sse")))
     assert main(["chat", "demo-model", "hi"] + LOCAL) == 0
-    assert capsys.readouterr().out == (
-        "It is 18 °C and sunny in Paris — a good day for a walk.\n"
-        "[done: stop] tokens: prompt 24, cached 64, thinking 0, response 14\n")
+    captured = capsys.readouterr()
+    assert captured.out == "It is 18 °C and sunny in Paris — a good day for a walk.\n"
+    assert captured.err == "[done: stop] tokens: prompt 24, cached 64, thinking 0, response 14\n"
 
 
 def test_chat_options_reach_the_request(replay, capsys):
@@ -91,6 +93,7 @@ def test_chat_api_key_env_for_a_remote_base_url(replay, capsys, monkeypatch):
     monkeypatch.setenv("GATEWAY_KEY", "gw-123456789")
     assert main(["chat", "m", "hi", "--client-type", "openai-chat", "--base-url", "https://gw.example.com/v1",
                  "--api-key-env", "GATEWAY_KEY"]) == 0
+    capsys.readouterr()
     monkeypatch.delenv("GATEWAY_KEY")
     assert main(["chat", "m", "hi", "--client-type", "openai-chat", "--base-url", "https://gw.example.com/v1",
                  "--api-key-env", "GATEWAY_KEY"]) == 1
@@ -101,22 +104,30 @@ def test_chat_errors_are_one_line_without_the_key(replay, capsys, monkeypatch):
     _clean_env(monkeypatch)
     assert main(["chat", "my-model", "hi"]) == 1
     err = capsys.readouterr().err
-    assert err.startswith("error: ConfigError: cannot route model 'my-model' by its name: pass client_type")
+    # in command-line terms: flags, not keyword arguments
+    assert err.startswith("error: ConfigError: cannot route model 'my-model' by its name: pass --client-type (a "
+                          "protocol: ")
+    assert err.endswith("e.g. agenthub chat my-model --client-type openai-chat --base-url http://127.0.0.1:8000/v1; "
+                        "`agenthub models` lists the known names\n")
+    assert "api_key" not in err and "client_type" not in err and "AutoLLMClient" not in err
     assert main(["chat", "deepseek-v4-flash", "hi"]) == 1
-    assert capsys.readouterr().err == ("error: ConfigError: no API key for model 'deepseek-v4-flash' at "
-                                       "api.deepseek.com: pass api_key= or set DEEPSEEK_API_KEY\n")
+    err = capsys.readouterr().err
+    assert err.startswith("error: ConfigError: no API key for model 'deepseek-v4-flash' at api.deepseek.com: set "
+                          "DEEPSEEK_API_KEY, or pass --api-key-env NAME (the variable holding the key)"), err
     monkeypatch.setenv("OPENAI_API_KEY", "sk-never-shown-42")
     assert main(["chat", "gpt-5.5", "hi", "--base-url", "https://gw.example.com/v1"]) == 1
     err = capsys.readouterr().err
-    assert "api_key is required with base_url 'gw.example.com'" in err and "sk-never-shown" not in err
+    assert "--api-key-env NAME is required with --base-url 'gw.example.com'" in err and "sk-never-shown" not in err
 
 
 def test_chat_upstream_error(replay, capsys):
     replay.interactions.append(Interaction(None, 401, {"Content-Type": "application/json"},
                                            b'{"error": {"message": "Incorrect API key", "type": "invalid_api_key"}}'))
     assert main(["chat", "demo-model", "hi"] + LOCAL) == 1
-    assert capsys.readouterr().err == ("error: AuthenticationError: Incorrect API key (client=openai-chat, "
-                                       "status=401, type=invalid_api_key)\n")
+    assert capsys.readouterr().err == (
+        "error: AuthenticationError: Incorrect API key; no key was sent: pass --api-key-env NAME (the variable "
+        "holding the key) to send one (client=openai-chat, status=401, type=invalid_api_key, "
+        "url=http://127.0.0.1:9/v1/chat/completions)\n")
 
 
 def test_printer_on_a_colour_terminal():
@@ -192,7 +203,15 @@ def test_python_m_agenthub_demo_needs_no_key():
 def test_no_command_prints_help():
     result = _run()
     assert result.returncode == 2
-    assert result.stdout.decode().startswith("usage: agenthub [-h] COMMAND ...")
+    assert result.stdout.decode().startswith("usage: agenthub [-h] [--version] COMMAND ...")
+
+
+def test_version():
+    from agenthub import __version__
+
+    result = _run("--version")
+    assert result.returncode == 0
+    assert result.stdout.decode() == "agenthub {}\n".format(__version__)
 
 
 def test_trace_show(tmp_path, capsys):
@@ -201,7 +220,24 @@ def test_trace_show(tmp_path, capsys):
     assert main(["trace", "show", paths["json"]]) == 0
     assert capsys.readouterr().out == "model: m\n\n[0] USER:\n  Text: hello\n"
     assert main(["trace", "show", str(tmp_path / "missing.json")]) == 1
-    assert capsys.readouterr().err.startswith("error: FileNotFoundError: ")
+    assert capsys.readouterr().err == "error: no trace file at {}\n".format(tmp_path / "missing.json")
+
+
+@pytest.mark.parametrize("content, reason", [
+    (b"{not json", "Expecting property name enclosed in double quotes: line 1 column 2 (char 1)"),
+    (b'{"model": "m"}', None),
+    (b"\xff\xfe\x00", "'utf-8' codec can't decode byte 0xff in position 0: invalid start byte"),
+])
+def test_trace_show_of_a_broken_file_names_the_file(tmp_path, capsys, content, reason):
+    path = tmp_path / "broken.json"
+    path.write_bytes(content)
+    assert main(["trace", "show", str(path)]) == 1
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    if reason is None:
+        assert captured.err == "error: {} is not an agenthub trace (no history)\n".format(path)
+    else:
+        assert captured.err == "error: {} is not a readable agenthub trace: {}\n".format(path, reason)
 
 
 def test_trace_view_serves_until_stopped(tmp_path):

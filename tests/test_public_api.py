@@ -10,10 +10,15 @@ import agenthub
 PACKAGE = os.path.dirname(os.path.abspath(agenthub.__file__))
 
 EXPECTED_ALL = {
-    "AutoLLMClient", "ResponseStream", "Timeout", "ThinkingLevel", "PromptCaching", "collect", "check_stream", "list_models",
+    "AutoLLMClient", "ResponseStream", "Timeout", "ThinkingLevel", "PromptCaching", "collect", "check_stream", "list_models", "cost",
     "AgentHubError", "ConfigError", "UnsupportedParameterError", "UnsupportedOperationError", "TransportError",
     "UpstreamError", "AuthenticationError", "RateLimitError", "ServerError", "StreamError", "StreamProtocolError",
     "ToolCallArgumentParseError", "EmptyResponseError", "save_wav", "__version__",
+    # the data model
+    "UniMessage", "AssistantMessage", "Message", "UniConfig", "UniEvent", "UsageMetadata", "Role", "EventType",
+    "FinishReason", "ToolSchema", "ImageConfig", "SpeakerConfig", "EmbeddingConfig", "ContentItem",
+    "PartialContentItem", "TextItem", "ImageUrlItem", "InlineDataItem", "ThinkingItem", "InlineThinkingItem",
+    "ToolCallItem", "ToolResultItem", "EmbeddingItem", "PartialToolCallItem",
 }
 
 

@@ -358,6 +358,7 @@ def test_list_models():
         "client_type": "openai-chat", "base_url": "https://openrouter.ai/api/v1", "api_key_env": ["OPENROUTER_API_KEY"],
         "base_url_env": "OPENROUTER_BASE_URL", "input_modalities": ["text", "image"], "output_modalities": ["text"],
         "examples": ["deepseek/deepseek-v4-flash", "moonshotai/kimi-k2.6", "anthropic/claude-sonnet-4.6"],
+        "models": [],  # a gateway's prices are its own: none listed
     }
     assert [r["label"] for r in rows if r["pattern"] is None] == [
         "client_type=vllm", "client_type=ollama", "client_type=lmstudio", "client_type=llama.cpp",
