@@ -484,7 +484,7 @@ _CLI_TERMS = (
      r"set \1, or pass --api-key-env NAME (the variable holding the key)"),
     (re.compile(r"\bpass api_key="), "pass --api-key-env NAME (the variable holding the key)"),
     (re.compile(r"\bapi_key is required with base_url\b"), "--api-key-env NAME is required with --base-url"),
-    (re.compile(r"\bapi_key=?"), "--api-key-env"),
+    (re.compile(r"\bapi_key\b=?"), "--api-key-env"),
     (re.compile(r"\bclient_type=?"), "--client-type"),
     (re.compile(r"\bbase_url=?"), "--base-url"),
     (re.compile(r"\bmax_retries\b"), "--max-retries"),
