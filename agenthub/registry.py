@@ -199,7 +199,7 @@ ROUTES = [
           "Amazon Bedrock", "AWS_ENDPOINT_URL_BEDROCK_RUNTIME", {}, _VISION,
           ("us.anthropic.claude-sonnet-4-5-20250929-v1:0", "global.anthropic.claude-opus-4-5-20251101-v1:0",
            "amazon.nova-pro-v1:0", "meta.llama3-3-70b-instruct-v1:0", "mistral.mistral-large-2407-v1:0"),
-          label="anthropic.*, amazon.*, meta.*, mistral.*, ... (us./eu./global. profiles)"),
+          label="anthropic.*, amazon.*, meta.*, ..."),
     # -- Google ------------------------------------------------------------------------------------
     Route(r"(?:gemini-embedding|gemini-[^/]*-embedding|text-embedding-00\d|embedding-00\d)", "gemini",
           "https://generativelanguage.googleapis.com", ("GEMINI_API_KEY", "GOOGLE_API_KEY"), "Google",

@@ -32,6 +32,12 @@ __all__ = [
 ]
 
 
+def _redact_url(url: str) -> str:
+    from .._redact import redact_url
+
+    return redact_url(url)
+
+
 class Endpoint(object):
     """Where and how to send: base URL, key, extra headers, and the vendor's quirks (a registry row's data)."""
 
@@ -53,7 +59,7 @@ class Endpoint(object):
 
     def __repr__(self) -> str:  # never show the key
         return "Endpoint(client_type={!r}, base_url={!r}, api_key={})".format(
-            self.client_type, self.base_url, "'***'" if self.api_key else None
+            self.client_type, _redact_url(self.base_url), "'***'" if self.api_key else None
         )
 
     def __getstate__(self):
@@ -120,7 +126,7 @@ class Protocol(object):
     ``agenthub.providers`` serving embedding models for this protocol (its own ``PROTOCOL``).
     ``demo``: ``(model, title)`` for ``agenthub demo`` (recordings under ``agenthub/recordings/<module>``).
     ``configure(model, base_url, api_key, environ)``: for a protocol whose endpoint is the caller's
-    own cloud resource (Azure OpenAI, Vertex AI): ``registry.resolve`` hands it the caller's
+    own cloud resource (Azure OpenAI, Vertex AI, Amazon Bedrock): ``registry.resolve`` hands it the caller's
     arguments and it returns ``(client_type, base_url, api_key, quirks)``, in place of the default
     endpoint and key variables (a ConfigError says what is missing).  None for the others.
     ``models_request(endpoint, page_token)`` and ``parse_models(payload, client) -> (ids, next_token)``:
