@@ -11,6 +11,7 @@
     agenthub models [--json]               the routing registry
     agenthub trace view DIR                browse saved traces in a web page (http.server, loopback)
     agenthub trace show FILE               print a saved trace as text
+    agenthub serve --config FILE           serve the config's models over HTTP (SSE of UniEvents)
 
 Exit status: 0 done, 1 an agenthub error (printed on stderr, never with a key), 2 bad
 usage, 130 interrupted.
@@ -206,6 +207,13 @@ def _parser() -> argparse.ArgumentParser:
     view.add_argument("--open", action="store_true", help="open the page in a web browser")
     show = trace_sub.add_parser("show", help="print a saved trace (.json) as text")
     show.add_argument("file")
+    serve = sub.add_parser("serve", help="serve the models of a config file over HTTP (the uniform stream, SSE)",
+                           description="Serve the models of a JSON config over HTTP: GET /v1/models, POST /v1/stream "
+                                       "(UniEvents as server-sent events), the playground at /. The first line on "
+                                       "stdout is the URL. A non-loopback --host needs api_keys in the config.")
+    serve.add_argument("--config", required=True, metavar="FILE", help="the server config (JSON)")
+    serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=8787, help="0 picks a free port (default 8787)")
     return parser
 
 
@@ -224,6 +232,8 @@ def main(argv: Optional[List[str]] = None) -> int:
             return _models(args, sys.stdout)
         if args.command == "chat":
             return _chat(args, sys.stdout)
+        if args.command == "serve":
+            return _serve(args)
         if args.command == "trace":
             if args.trace_command == "view":
                 return _trace_view(args)
@@ -561,6 +571,21 @@ def _trace_view(args: Any) -> int:
         import webbrowser
 
         webbrowser.open(url)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+    return 0
+
+
+def _serve(args: Any) -> int:
+    from .server import serve
+
+    server, url = serve(args.config, args.host, args.port)
+    print(url)  # the first line: whoever started us reads the port here
+    sys.stdout.flush()
     try:
         server.serve_forever()
     except KeyboardInterrupt:

@@ -50,6 +50,8 @@ __all__ = [
     "EmptyResponseError",
     "upstream_error",
     "preview",
+    "error_to_json",
+    "error_from_json",
     "safe_url",
 ]
 
@@ -378,8 +380,13 @@ def upstream_error(
     (``{"error": {"code", "message", "status"}}``) are understood; anything else
     is summarised.  ``status`` is None for errors that arrived inside a 200 stream:
     the error type then picks the status (overloaded -> 529).  ``url`` (shown without
-    credentials) is the URL that answered.
+    credentials) is the URL that answered.  From an agenthub server (``client == "agenthub"``)
+    the error it names is rebuilt as it was raised there.
     """
+    if client == "agenthub":
+        rebuilt = error_from_json(payload)
+        if rebuilt is not None:
+            return rebuilt  # type: ignore[return-value]
     error_type = None
     message = None
     code = None
@@ -436,6 +443,72 @@ def upstream_error(
         code=code,
         url=safe_url(url),
     )
+
+
+
+# -- errors as JSON (agenthub serve and client_type="agenthub") ----------------------------------
+
+#: the classes an error JSON may name, by class name
+_CLASSES = {cls.__name__: cls for cls in (
+    AgentHubError, ConfigError, UnsupportedParameterError, UnsupportedOperationError, TransportError, UpstreamError,
+    AuthenticationError, RateLimitError, ServerError, StreamError, StreamProtocolError, ToolCallArgumentParseError,
+    EmptyResponseError)}
+_JSON_SCALARS = (str, int, float, bool, type(None))
+
+
+def _json_safe(value: Any, depth: int = 0) -> bool:
+    if isinstance(value, _JSON_SCALARS):
+        return not isinstance(value, float) or value == value and value not in (float("inf"), float("-inf"))
+    if depth > 8:
+        return False
+    if isinstance(value, (list, tuple)):
+        return all(_json_safe(v, depth + 1) for v in value)
+    if isinstance(value, Mapping):
+        return all(isinstance(k, str) and _json_safe(v, depth + 1) for k, v in value.items())
+    return False
+
+
+def error_to_json(error: BaseException) -> dict:
+    """``{"error": {"type": <class name>, "message": ..., <its fields>}}`` for an AgentHubError.
+
+    ``type`` is the exact class name (an error that is no AgentHubError becomes a bare
+    ``AgentHubError`` saying only that the server failed); the fields are the ones the
+    error was made with (status, retry_after, request_id, retryable, ...), those that
+    are JSON values.  ``error_from_json`` turns it back into the same error.
+    """
+    if not isinstance(error, AgentHubError):
+        return {"error": {"type": "AgentHubError", "message": "internal server error", "retryable": False}}
+    cls = type(error)
+    while cls.__name__ not in _CLASSES or _CLASSES[cls.__name__] is not cls:  # a subclass of our own: its base
+        cls = cls.__mro__[1]
+    fields = getattr(error, "_fields", None) or {}
+    out = {"type": cls.__name__}  # type: dict
+    message = error.args[0] if error.args and isinstance(error.args[0], str) else str(error)
+    out["message"] = message
+    for name, value in fields.items():
+        # the upstream's URL is the server's own business: a caller of the server never sees it
+        if name not in ("type", "message", "url") and isinstance(name, str) and _json_safe(value):
+            out[name] = list(value) if isinstance(value, tuple) else value
+    out["retryable"] = bool(getattr(error, "retryable", False))
+    if isinstance(error, StreamProtocolError) and "truncated" not in out:
+        out["truncated"] = bool(getattr(error, "truncated", False))
+    return {"error": out}
+
+
+def error_from_json(payload: Any) -> Optional[AgentHubError]:
+    """The AgentHubError an ``error_to_json`` document describes (None when it names no agenthub class)."""
+    inner = payload.get("error") if isinstance(payload, Mapping) else None
+    if not isinstance(inner, Mapping):
+        return None
+    cls = _CLASSES.get(inner.get("type"))  # type: ignore[arg-type]
+    if cls is None:
+        return None
+    message = inner.get("message")
+    message = message if isinstance(message, str) else ""
+    fields = {str(k): v for k, v in inner.items() if k not in ("type", "message")}
+    if issubclass(cls, UpstreamError):
+        fields["message"] = message
+    return _rebuild(cls, (message,), fields)
 
 
 def set_field(error: AgentHubError, name: str, value: Any) -> None:

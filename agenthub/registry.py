@@ -287,6 +287,9 @@ ROUTES = [
           {"auth": "bearer"}, _TEXT, ("glm-5.1",), presets=("zai-anthropic",)),
     Route(None, "anthropic", "https://openrouter.ai/api", ("OPENROUTER_API_KEY",), "OpenRouter (Anthropic API)", None,
           {"auth": "bearer"}, _VISION, ("anthropic/claude-sonnet-4.6",), presets=("openrouter-anthropic",)),
+    # -- another agenthub: `agenthub serve`, the model being an id of its models table -------------
+    Route(None, "agenthub", "http://127.0.0.1:8787", ("AGENTHUB_SERVER_KEY",), "agenthub serve",
+          "AGENTHUB_SERVER_URL", {}, _VISION, ("fast",), presets=("agenthub",)),
 ]
 
 

@@ -101,7 +101,7 @@ def test_unknown_name_says_how_to_pass_client_type_and_base_url():
 
 
 def test_unknown_client_type_lists_the_known_ones():
-    with pytest.raises(ConfigError, match=r"unknown client_type 'acme'; protocols: anthropic, azure, "
+    with pytest.raises(ConfigError, match=r"unknown client_type 'acme'; protocols: agenthub, anthropic, azure, "
                                           r"azure-responses, bedrock, gemini, openai-chat, openai-responses, "):
         resolve("x", "acme", environ={})
     with pytest.raises(ConfigError, match=r"; aliases: ant-messages, "):
@@ -362,7 +362,7 @@ def test_list_models():
     }
     assert [r["label"] for r in rows if r["pattern"] is None] == [
         "client_type=vllm", "client_type=ollama", "client_type=lmstudio", "client_type=llama.cpp",
-        "client_type=zai-anthropic", "client_type=openrouter-anthropic"]
+        "client_type=zai-anthropic", "client_type=openrouter-anthropic", "client_type=agenthub"]
 
 
 def test_adding_an_openai_compatible_vendor_is_one_row(monkeypatch):

@@ -23,6 +23,7 @@ PROTOCOLS = {
     "vertex": "vertex",
     "vertex-anthropic": "vertex_anthropic",
     "bedrock": "bedrock",
+    "agenthub": "agenthub_server",
 }
 
 _loaded = {}  # type: Dict[str, Any]

@@ -1,0 +1,1124 @@
+"""The playground served by ``agenthub serve`` at ``GET /``: one self-contained page.
+
+``PAGE`` is the HTML document (bytes, UTF-8) with its stylesheet and its script inline;
+nothing else is loaded, from this server or any other.  ``CSP`` is the
+Content-Security-Policy it is served with: the inline script and stylesheet are allowed
+by their SHA-256 hashes (computed here, at import, from the code itself), requests go
+to the same origin only, images and media come from ``data:``/``blob:`` URLs or the
+same origin, the page cannot be framed, and Trusted Types are required, so no string
+ever becomes markup or code.  ``HEADERS`` is the full header list for the answer.
+
+The page speaks the wire contract of ``agenthub serve``:
+
+- ``GET /v1/models`` fills the model picker;
+- ``POST /v1/stream`` with ``{"model", "messages", "config"}`` is read with ``fetch``
+  and a ``ReadableStream``: ``data:`` lines are UniEvents, ``event: error`` carries
+  ``{"error": {"type", "message", ...}}``, ``: keep-alive`` comments keep it waiting,
+  ``data: [DONE]`` ends it;
+- ``Authorization: Bearer <server key>``: the key is asked once, kept in
+  ``sessionStorage``, and asked again when the server answers 401.
+
+The conversation lives in the page as UniMessages: each finished turn is folded the
+way ``agenthub.collect`` folds events (consecutive text/thinking merge, fidelity kept
+on its item, partial tool calls dropped) and sent back on the next turn; an aborted or
+failed turn is shown but not kept.  Bytes travel as ``{"__bytes__": "<base64>"}``,
+so an uploaded image is an ``inline_data`` item and the exported file is a trace
+``agenthub.tracer.load_trace`` and ``agenthub trace view`` read.  Everything the model
+writes is put on the page with ``textContent``: it is never parsed as HTML.
+"""
+
+import base64
+import hashlib
+from typing import List, Tuple
+
+__all__ = ["PAGE", "CSP", "HEADERS", "SCRIPT", "STYLE"]
+
+STYLE = r"""
+:root { --bg: #f5f6f8; --card: #fff; --ink: #1c2230; --muted: #687386; --line: #e1e5eb; --accent: #2f6fde;
+        --accent-ink: #fff; --user: #2f6fde; --assistant: #178a5b; --think: #8a6d00; --thinkbg: #fffbea;
+        --tool: #7a3fc4; --toolbg: #f6f0ff; --result: #0f7490; --resultbg: #ecfbff; --code: #f0f2f5;
+        --bad: #c0362c; --badbg: #fdeeed; --field: #fff; }
+@media (prefers-color-scheme: dark) {
+  :root { --bg: #13161b; --card: #1b1f26; --ink: #e6e9ef; --muted: #98a2b3; --line: #2c323c; --accent: #5b8ff0;
+          --user: #7aa7ff; --assistant: #4cc98f; --think: #e3c15a; --thinkbg: #29251a;
+          --tool: #c19bff; --toolbg: #251d33; --result: #5fd0ea; --resultbg: #14282e; --code: #252a33;
+          --bad: #ff8a80; --badbg: #3a1f1d; --field: #151920; }
+}
+* { box-sizing: border-box; }
+html, body { height: 100%; }
+body { margin: 0; background: var(--bg); color: var(--ink); display: flex; flex-direction: column;
+       font: 14px/1.5 -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, sans-serif; }
+button, input, select, textarea { font: inherit; color: inherit; }
+button { background: var(--card); border: 1px solid var(--line); border-radius: 8px; padding: 6px 12px;
+         cursor: pointer; white-space: nowrap; }
+button:hover:not(:disabled) { border-color: var(--accent); }
+button:disabled { opacity: .45; cursor: default; }
+button.primary { background: var(--accent); border-color: var(--accent); color: var(--accent-ink); font-weight: 600; }
+button.danger:not(:disabled) { border-color: var(--bad); color: var(--bad); }
+button.small { padding: 2px 8px; font-size: 12px; }
+input, select, textarea { background: var(--field); border: 1px solid var(--line); border-radius: 8px;
+                          padding: 6px 8px; width: 100%; }
+input:focus, select:focus, textarea:focus, button:focus-visible { outline: 2px solid var(--accent);
+                                                                  outline-offset: -1px; }
+textarea { resize: vertical; }
+textarea.code, pre, code { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; font-size: 12.5px; }
+.invalid { border-color: var(--bad) !important; }
+[hidden] { display: none !important; }
+header { display: flex; gap: 10px; align-items: center; padding: 10px 16px; background: var(--card);
+         border-bottom: 1px solid var(--line); flex-wrap: wrap; }
+header h1 { font-size: 16px; margin: 0 8px 0 0; white-space: nowrap; }
+header h1 span { color: var(--muted); font-weight: 400; }
+header .model { display: flex; gap: 6px; align-items: center; }
+header .model select { width: auto; min-width: 200px; max-width: 360px; }
+header .spacer { flex: 1; }
+#conn { color: var(--muted); font-size: 13px; }
+#conn.bad { color: var(--bad); }
+.layout { flex: 1; display: flex; min-height: 0; }
+aside { width: 310px; flex: none; overflow-y: auto; padding: 14px 16px; border-right: 1px solid var(--line);
+        background: var(--card); }
+aside h2 { font-size: 12px; text-transform: uppercase; letter-spacing: .05em; color: var(--muted); margin: 0 0 10px; }
+.field { margin-bottom: 12px; }
+.field > label, .field > .label { display: block; font-size: 12px; font-weight: 600; color: var(--muted);
+                                  margin-bottom: 3px; }
+.pair { display: flex; gap: 10px; }
+.pair > .field { flex: 1; min-width: 0; }
+.check { display: flex; gap: 6px; align-items: center; font-size: 13px; }
+.check input { width: auto; }
+.hint { font-size: 12px; color: var(--muted); margin-top: 3px; overflow-wrap: anywhere; }
+.hint.bad { color: var(--bad); }
+.hint.good { color: var(--assistant); }
+#tools { min-height: 120px; }
+main { flex: 1; min-width: 0; display: flex; flex-direction: column; }
+#transcript { flex: 1; overflow-y: auto; padding: 18px 22px 8px; }
+.empty-state { max-width: 560px; margin: 12vh auto 0; text-align: center; color: var(--muted); }
+.empty-state h2 { color: var(--ink); font-size: 18px; font-weight: 600; margin-bottom: 6px; }
+.message { max-width: 900px; margin: 0 auto 14px; background: var(--card); border: 1px solid var(--line);
+           border-left: 4px solid var(--user); border-radius: 10px; padding: 10px 14px; }
+.message.assistant { border-left-color: var(--assistant); }
+.message.dropped { opacity: .72; border-style: dashed; }
+.message .head { display: flex; gap: 10px; align-items: baseline; margin-bottom: 4px; }
+.message .role { font-weight: 700; color: var(--user); }
+.message.assistant .role { color: var(--assistant); }
+.message .when { color: var(--muted); font-size: 12px; }
+.part { margin: 6px 0; }
+.text { white-space: pre-wrap; overflow-wrap: anywhere; }
+details.thinking { background: var(--thinkbg); border-radius: 8px; padding: 4px 10px; }
+details.thinking summary { color: var(--think); font-weight: 600; cursor: pointer; user-select: none; }
+details.thinking .text { color: var(--muted); font-style: italic; padding: 4px 0; }
+.tool-call { background: var(--toolbg); border-radius: 8px; padding: 6px 10px; }
+.tool-call .label, .tool-result .label { font-size: 12px; font-weight: 700; text-transform: uppercase;
+                                          letter-spacing: .04em; margin-right: 8px; }
+.tool-call .label { color: var(--tool); }
+.tool-call.streaming .state { color: var(--muted); }
+.tool-call .state { font-size: 12px; margin-left: 8px; color: var(--assistant); }
+.tool-result { background: var(--resultbg); border-radius: 8px; padding: 6px 10px; }
+.tool-result .label { color: var(--result); }
+code { background: var(--code); border-radius: 4px; padding: 1px 5px; }
+pre { background: var(--code); border-radius: 6px; padding: 6px 9px; margin: 5px 0 0; white-space: pre-wrap;
+      overflow-wrap: anywhere; max-height: 360px; overflow-y: auto; }
+.id { color: var(--muted); font-size: 12px; margin-left: 6px; }
+img.media { display: block; max-width: 100%; max-height: 360px; border-radius: 6px; border: 1px solid var(--line);
+            margin-top: 4px; }
+.foot { color: var(--muted); font-size: 12.5px; border-top: 1px dashed var(--line); margin-top: 8px; padding-top: 5px; }
+.notice { margin-top: 8px; padding: 6px 10px; border-radius: 8px; font-size: 13px; background: var(--code); }
+.notice.bad { background: var(--badbg); color: var(--bad); }
+.notice .type { font-weight: 700; margin-right: 6px; }
+.cursor::after, .live::after { content: "\258D"; color: var(--muted); animation: blink 1s steps(2, start) infinite; }
+@keyframes blink { to { visibility: hidden; } }
+#composer { border-top: 1px solid var(--line); background: var(--card); padding: 10px 22px 12px; }
+#composer .inner { max-width: 900px; margin: 0 auto; }
+#composer.dragging { outline: 2px dashed var(--accent); outline-offset: -6px; }
+#tool-results .tool-result { margin-bottom: 8px; }
+#tool-results textarea { margin-top: 4px; min-height: 38px; }
+#attachments { display: flex; gap: 8px; flex-wrap: wrap; }
+#attachments:not(:empty) { margin-bottom: 8px; }
+.attachment { display: flex; gap: 6px; align-items: center; border: 1px solid var(--line); border-radius: 8px;
+              padding: 3px 6px; font-size: 12px; background: var(--bg); }
+.attachment img { width: 36px; height: 36px; object-fit: cover; border-radius: 4px; }
+#input { min-height: 64px; max-height: 40vh; }
+.actions { display: flex; gap: 8px; align-items: center; margin-top: 8px; }
+.actions .spacer { flex: 1; }
+#status { color: var(--muted); font-size: 13px; overflow-wrap: anywhere; }
+#status.bad { color: var(--bad); }
+dialog { border: 1px solid var(--line); border-radius: 12px; background: var(--card); color: var(--ink);
+         padding: 18px 20px; width: min(420px, 92vw); }
+dialog::backdrop { background: rgba(10, 14, 20, .45); }
+dialog h2 { margin: 0 0 6px; font-size: 16px; }
+dialog p { margin: 0 0 10px; color: var(--muted); }
+dialog .buttons { display: flex; justify-content: flex-end; gap: 8px; margin-top: 12px; }
+@media (max-width: 820px) {
+  .layout { flex-direction: column; }
+  aside { width: auto; max-height: 34vh; border-right: 0; border-bottom: 1px solid var(--line); }
+  main { min-height: 0; }
+  header .model select { min-width: 0; }
+  #transcript { padding: 12px; }
+  #composer { padding: 8px 12px; }
+}
+"""
+
+SCRIPT = r"""
+(function () {
+  "use strict";
+
+  var KEY_STORE = "agenthub.playground.key";
+  var MODEL_STORE = "agenthub.playground.model";
+  var BUCKETS = [["prompt_tokens", "prompt"], ["cached_tokens", "cached"], ["thoughts_tokens", "thinking"],
+                 ["response_tokens", "response"]];
+  var LEVELS = ["none", "low", "medium", "high", "xhigh"];
+  var MERGEABLE = { text: "text", thinking: "thinking" };
+  var TOOLS_EXAMPLE = [{
+    name: "get_weather",
+    description: "Current weather in a city.",
+    parameters: { type: "object", properties: { city: { type: "string" } }, required: ["city"] }
+  }];
+
+  var state = {
+    history: [],          // UniMessages sent back on the next turn
+    lastModel: "",
+    lastConfig: {},
+    busy: false,
+    controller: null,
+    attachments: [],      // {mime, b64, name, size, url}
+    pending: []           // tool calls of the last answer: {call, input}
+  };
+
+  function $(id) { return document.getElementById(id); }
+  function el(tag, cls, text) {
+    var node = document.createElement(tag);
+    if (cls) { node.className = cls; }
+    if (text !== undefined && text !== null) { node.textContent = String(text); }
+    return node;
+  }
+  function add(parent, child) { parent.appendChild(child); return child; }
+  function clear(node) { while (node.firstChild) { node.removeChild(node.firstChild); } }
+  function pretty(value) {
+    try { return JSON.stringify(value, null, 2); } catch (e) { return String(value); }
+  }
+  function seconds(ms) { return (ms / 1000).toFixed(ms < 10000 ? 2 : 1) + " s"; }
+  function isEmpty(value) {
+    return !value || (typeof value === "object" && Object.keys(value).length === 0);
+  }
+  function canonical(value) {
+    if (Array.isArray(value)) { return "[" + value.map(canonical).join(",") + "]"; }
+    if (value && typeof value === "object") {
+      return "{" + Object.keys(value).sort().map(function (k) {
+        return JSON.stringify(k) + ":" + canonical(value[k]);
+      }).join(",") + "}";
+    }
+    return JSON.stringify(value);
+  }
+  function b64(data) { return data && typeof data.__bytes__ === "string" ? data.__bytes__ : ""; }
+  function byteCount(data) {
+    var s = b64(data);
+    return Math.floor(s.length * 3 / 4) - s.match(/=*$/)[0].length;
+  }
+  function safeMime(mime) { return /^[A-Za-z0-9.+-]+\/[A-Za-z0-9.+-]+$/.test(mime || "") ? mime : ""; }
+  function sizeText(n) {
+    return n < 1024 ? n + " B" : n < 1048576 ? (n / 1024).toFixed(1) + " KB" : (n / 1048576).toFixed(1) + " MB";
+  }
+
+  // ---- errors --------------------------------------------------------------------------------
+  function PlaygroundError(type, message, fields) {
+    this.type = type;
+    this.message = message;
+    this.fields = fields || {};
+  }
+  function describe(error) {
+    var extra = Object.keys(error.fields || {}).filter(function (k) {
+      var v = error.fields[k];
+      return v !== null && v !== undefined && v !== "" && k !== "type" && k !== "message";
+    }).map(function (k) {
+      var v = error.fields[k];
+      return k + " " + (typeof v === "string" ? v : JSON.stringify(v));
+    });
+    return { type: error.type, text: error.message + (extra.length ? " (" + extra.join(", ") + ")" : "") };
+  }
+  function fromPayload(payload, status) {
+    var e = payload && typeof payload === "object" ? payload.error : null;
+    if (e && typeof e === "object") {
+      var fields = {};
+      Object.keys(e).forEach(function (k) { if (k !== "type" && k !== "message") { fields[k] = e[k]; } });
+      return new PlaygroundError(String(e.type || "Error"), String(e.message || "error"), fields);
+    }
+    return new PlaygroundError("HTTPError", "the server answered " + status, {});
+  }
+  async function httpError(response) {
+    var text = "";
+    try { text = await response.text(); } catch (e) { text = ""; }
+    try { return fromPayload(JSON.parse(text), response.status); } catch (e) {
+      return new PlaygroundError("HTTPError", "the server answered " + response.status + " " +
+        (response.statusText || "") + (text ? ": " + text.slice(0, 200) : ""), {});
+    }
+  }
+
+  // ---- the server key ------------------------------------------------------------------------
+  function getKey() { try { return sessionStorage.getItem(KEY_STORE) || ""; } catch (e) { return ""; } }
+  function setKey(key) {
+    try { if (key) { sessionStorage.setItem(KEY_STORE, key); } else { sessionStorage.removeItem(KEY_STORE); } }
+    catch (e) { /* storage disabled: the key lives until the page closes */ }
+    $("key-button").textContent = key ? "Server key ✓" : "Server key";
+  }
+  var keyPrompt = null;
+  function askKey(reason) {
+    if (keyPrompt) { return keyPrompt.promise; }
+    var prompt = {};
+    prompt.promise = new Promise(function (resolve, reject) { prompt.resolve = resolve; prompt.reject = reject; });
+    keyPrompt = prompt;
+    $("key-reason").textContent = reason;
+    $("key-hint").textContent = "";
+    $("key-input").value = "";
+    $("key-dialog").showModal();
+    $("key-input").focus();
+    return prompt.promise;
+  }
+  function settleKey(given) {
+    var prompt = keyPrompt;
+    keyPrompt = null;
+    if ($("key-dialog").open) { $("key-dialog").close(); }
+    if (!prompt) { return; }
+    if (given) { prompt.resolve(); }
+    else { prompt.reject(new PlaygroundError("AuthenticationError", "no server key was given", {})); }
+  }
+  $("key-form").addEventListener("submit", function (event) {
+    event.preventDefault();
+    var value = $("key-input").value.trim();
+    if (!value) { $("key-hint").textContent = "Enter the key (Cancel to stop)."; return; }
+    if (!/^[\x21-\x7e]+$/.test(value)) { $("key-hint").textContent = "A key is printable ASCII without spaces."; return; }
+    setKey(value);
+    settleKey(true);
+  });
+  $("key-cancel").addEventListener("click", function () { settleKey(false); });
+  $("key-dialog").addEventListener("cancel", function (event) { event.preventDefault(); settleKey(false); });
+  $("key-button").addEventListener("click", function () {
+    askKey(getKey() ? "Enter another server key, or Forget to remove the one kept in this tab." :
+      "The server key (one of the server's api_keys). It is kept in this tab only (sessionStorage).")
+      .then(loadModels, function () { /* cancelled */ });
+  });
+  $("key-forget").addEventListener("click", function () { setKey(""); settleKey(false); });
+
+  async function api(path, init) {
+    for (;;) {
+      var headers = Object.assign({}, init.headers || {});
+      var key = getKey();
+      if (key) { headers.Authorization = "Bearer " + key; }
+      var response = await fetch(path, Object.assign({}, init, { headers: headers, cache: "no-store",
+                                                                  credentials: "same-origin", redirect: "error" }));
+      if (response.status !== 401) { return response; }
+      var error = await httpError(response);
+      setKey("");
+      await askKey(key ? "The server refused that key (" + error.message + "). Enter the server key again." :
+        "This server needs a key (one of its api_keys). It is kept in this tab only (sessionStorage).");
+    }
+  }
+
+  // ---- models --------------------------------------------------------------------------------
+  function setConn(text, bad) { $("conn").textContent = text; $("conn").className = bad ? "bad" : ""; }
+  async function loadModels() {
+    setConn("loading models…");
+    try {
+      var response = await api("/v1/models", { method: "GET", headers: { Accept: "application/json" } });
+      if (!response.ok) { throw await httpError(response); }
+      var body = await response.json();
+      var ids = (body && Array.isArray(body.data) ? body.data : []).map(function (m) {
+        return m && typeof m.id === "string" ? m.id : null;
+      }).filter(function (id) { return id; });
+      var select = $("model");
+      var before = select.value || sessionStorage.getItem(MODEL_STORE) || "";
+      clear(select);
+      ids.forEach(function (id) { add(select, el("option", null, id)).value = id; });
+      if (ids.indexOf(before) >= 0) { select.value = before; }
+      setConn(ids.length ? ids.length + (ids.length === 1 ? " model" : " models") : "this server lists no models",
+              !ids.length);
+    } catch (error) {
+      var d = describe(error instanceof PlaygroundError ? error :
+                       new PlaygroundError("TransportError", String(error && error.message || error), {}));
+      setConn("models: " + d.type + ": " + d.text, true);
+    }
+    updateButtons();
+  }
+  $("model").addEventListener("change", function () {
+    try { sessionStorage.setItem(MODEL_STORE, $("model").value); } catch (e) { /* ignore */ }
+  });
+
+  // ---- config --------------------------------------------------------------------------------
+  function checkTools(text) {
+    if (!text.trim()) { return { tools: null }; }
+    var tools;
+    try { tools = JSON.parse(text); } catch (e) { return { error: "not JSON: " + e.message }; }
+    if (!Array.isArray(tools)) { return { error: "tools must be a JSON list of {name, description, parameters}" }; }
+    var names = [];
+    for (var i = 0; i < tools.length; i++) {
+      var tool = tools[i];
+      if (!tool || typeof tool !== "object" || Array.isArray(tool)) { return { error: "tools[" + i + "] is not an object" }; }
+      if (typeof tool.name !== "string" || !tool.name) { return { error: "tools[" + i + "] needs a non-empty name" }; }
+      var extra = Object.keys(tool).filter(function (k) { return ["name", "description", "parameters"].indexOf(k) < 0; });
+      if (extra.length) { return { error: "tools[" + i + "] has unknown key(s): " + extra.join(", ") }; }
+      if (tool.description !== undefined && tool.description !== null && typeof tool.description !== "string") {
+        return { error: "tools[" + i + "].description must be a string" };
+      }
+      if (tool.parameters !== undefined && tool.parameters !== null &&
+          (typeof tool.parameters !== "object" || Array.isArray(tool.parameters))) {
+        return { error: "tools[" + i + "].parameters must be a JSON Schema object" };
+      }
+      if (names.indexOf(tool.name) >= 0) { return { error: "two tools are named " + tool.name }; }
+      names.push(tool.name);
+    }
+    return { tools: tools, names: names };
+  }
+  function showTools() {
+    var checked = checkTools($("tools").value);
+    var hint = $("tools-hint");
+    $("tools").classList.toggle("invalid", !!checked.error);
+    if (checked.error) { hint.className = "hint bad"; hint.textContent = checked.error; }
+    else if (checked.tools) {
+      hint.className = "hint good";
+      hint.textContent = checked.tools.length + (checked.tools.length === 1 ? " tool: " : " tools: ") +
+        checked.names.join(", ");
+    } else { hint.className = "hint"; hint.textContent = "A JSON list of {name, description, parameters}."; }
+    return checked;
+  }
+  function readConfig() {
+    var config = {};
+    var problems = [];
+    var system = $("system").value;
+    if (system.trim()) { config.system_prompt = system; }
+    if ($("thinking").value) { config.thinking_level = $("thinking").value; }
+    if ($("summary").checked) { config.thinking_summary = true; }
+    var maxTokens = $("max-tokens").value.trim();
+    $("max-tokens").classList.remove("invalid");
+    if (maxTokens) {
+      var n = Number(maxTokens);
+      if (!Number.isInteger(n) || n <= 0) { problems.push("max tokens must be a positive whole number"); $("max-tokens").classList.add("invalid"); }
+      else { config.max_tokens = n; }
+    }
+    var temperature = $("temperature").value.trim();
+    $("temperature").classList.remove("invalid");
+    if (temperature) {
+      var t = Number(temperature);
+      if (!isFinite(t) || t < 0) { problems.push("temperature must be a number ≥ 0"); $("temperature").classList.add("invalid"); }
+      else { config.temperature = t; }
+    }
+    var tools = showTools();
+    if (tools.error) { problems.push("tools: " + tools.error); }
+    else if (tools.tools) { config.tools = tools.tools; }
+    if ($("tool-choice").value) { config.tool_choice = $("tool-choice").value; }
+    var box = $("config-error");
+    box.textContent = problems.join(" · ");
+    box.hidden = !problems.length;
+    return problems.length ? { error: problems.join("; ") } : { config: config };
+  }
+  ["max-tokens", "temperature"].forEach(function (id) { $(id).addEventListener("input", readConfig); });
+  $("tools").addEventListener("input", showTools);
+  $("tools-example").addEventListener("click", function () {
+    $("tools").value = JSON.stringify(TOOLS_EXAMPLE, null, 2);
+    showTools();
+  });
+
+  // ---- collect: fold a turn's events into its assistant message (as agenthub.collect does) ---
+  function collect(events) {
+    var items = [], texts = [], open = -1, sealed = false, last = null;
+    var message = { role: "assistant", content_items: items };
+    events.forEach(function (event) {
+      last = event;
+      if (event.event_type === "stop") {
+        message.usage_metadata = event.usage_metadata === undefined ? null : event.usage_metadata;
+        message.finish_reason = event.finish_reason === undefined ? null : event.finish_reason;
+        return;
+      }
+      (event.content_items || []).forEach(function (item) {
+        var kind = item.type;
+        if (kind === "partial_tool_call") { return; }
+        var field = MERGEABLE[kind];
+        if (!field) { items.push(Object.assign({}, item)); texts.push(null); open = -1; return; }
+        var text = item[field] || "";
+        var fidelity = item.fidelity;
+        if (open >= 0 && items[open].type === kind && !sealed) {
+          var current = items[open];
+          if (isEmpty(fidelity)) { texts[open].push(text); return; }
+          if (isEmpty(current.fidelity)) { texts[open].push(text); current.fidelity = fidelity; sealed = true; return; }
+          if (canonical(current.fidelity) === canonical(fidelity)) { texts[open].push(text); return; }
+        }
+        if (!text && isEmpty(fidelity)) { return; }
+        var fresh = { type: kind };
+        fresh[field] = text;
+        if (!isEmpty(fidelity)) { fresh.fidelity = fidelity; }
+        items.push(fresh);
+        texts.push([text]);
+        open = items.length - 1;
+        sealed = false;
+      });
+    });
+    texts.forEach(function (pieces, i) { if (pieces) { items[i][MERGEABLE[items[i].type]] = pieces.join(""); } });
+    if (last) { message.created_at = last.created_at; }
+    if (!("usage_metadata" in message)) { message.usage_metadata = null; }
+    if (!("finish_reason" in message)) { message.finish_reason = null; }
+    return message;
+  }
+
+  // ---- SSE -----------------------------------------------------------------------------------
+  function parseBlock(block) {
+    var event = "message", data = [], comment = false;
+    block.split("\n").forEach(function (line) {
+      if (!line) { return; }
+      if (line.charAt(0) === ":") { comment = true; return; }
+      var colon = line.indexOf(":");
+      var field = colon < 0 ? line : line.slice(0, colon);
+      var value = colon < 0 ? "" : line.slice(colon + 1);
+      if (value.charAt(0) === " ") { value = value.slice(1); }
+      if (field === "data") { data.push(value); } else if (field === "event") { event = value; }
+    });
+    if (!data.length) { return comment ? { comment: true } : null; }
+    return { event: event, data: data.join("\n") };
+  }
+  // calls onMessage({event, data}) per SSE message and onComment() per comment-only block;
+  // onMessage returns true to stop reading
+  async function readSSE(response, onMessage, onComment) {
+    var reader = response.body.getReader();
+    var decoder = new TextDecoder("utf-8");
+    var buffer = "", carry = "";
+    function feed(text) {
+      text = carry + text;
+      carry = "";
+      if (text.charAt(text.length - 1) === "\r") { carry = "\r"; text = text.slice(0, -1); }
+      buffer += text.replace(/\r\n?/g, "\n");
+      var at;
+      while ((at = buffer.indexOf("\n\n")) >= 0) {
+        var block = buffer.slice(0, at);
+        buffer = buffer.slice(at + 2);
+        var parsed = parseBlock(block);
+        if (parsed && parsed.comment) { onComment(); }
+        else if (parsed && onMessage(parsed)) { return true; }
+      }
+      return false;
+    }
+    try {
+      for (;;) {
+        var chunk = await reader.read();
+        if (chunk.done) { break; }
+        if (feed(decoder.decode(chunk.value, { stream: true }))) { return; }
+      }
+      if (feed(decoder.decode())) { return; }
+      if (carry) { carry = ""; if (feed("\n")) { return; } }   // a lone CR at the very end ends its line
+      var rest = parseBlock(buffer);   // a last message not followed by a blank line is still dispatched
+      buffer = "";
+      if (rest && !rest.comment) { onMessage(rest); }
+    } finally {
+      reader.cancel().catch(function () { /* already closed or aborted */ });
+    }
+  }
+
+  // ---- rendering -----------------------------------------------------------------------------
+  var transcript = $("transcript");
+  function nearBottom() { return transcript.scrollHeight - transcript.scrollTop - transcript.clientHeight < 80; }
+  function scrollDown(force) { if (force) { transcript.scrollTop = transcript.scrollHeight; } }
+  function emptyState(show) {
+    var e = $("empty-state");
+    if (e) { e.hidden = !show; }
+  }
+  function usageText(usage) {
+    return BUCKETS.map(function (b) {
+      var v = usage ? usage[b[0]] : null;
+      return b[1] + " " + (typeof v === "number" ? v : "–");
+    }).join(" · ");
+  }
+  function media(parent, mime, data) {
+    mime = safeMime(mime);
+    var src = "data:" + mime + ";base64," + b64(data);
+    if (mime.indexOf("image/") === 0) {
+      var img = add(parent, el("img", "media"));
+      img.alt = mime + " image";
+      img.src = src;
+    } else if (mime.indexOf("audio/") === 0 || mime.indexOf("video/") === 0) {
+      var player = add(parent, el(mime.indexOf("audio/") === 0 ? "audio" : "video", "media"));
+      player.controls = true;
+      player.src = src;
+    }
+    add(parent, el("div", "id", (mime || "data") + ", " + sizeText(byteCount(data))));
+  }
+  function imageUrl(parent, url) {
+    url = String(url || "");
+    if (/^data:image\/[A-Za-z0-9.+-]+;base64,[A-Za-z0-9+\/=]*$/.test(url)) {
+      var img = add(parent, el("img", "media"));
+      img.alt = "image";
+      img.src = url;
+    } else {
+      var a = add(parent, el("a", null, url));   // remote images are not loaded (img-src is this page only)
+      if (/^https?:\/\//i.test(url)) { a.href = url; a.rel = "noreferrer noopener"; a.target = "_blank"; }
+    }
+  }
+  function toolCallPart(parent, name, id) {
+    var part = add(parent, el("div", "part tool-call"));
+    add(part, el("span", "label", "Tool call"));
+    add(part, el("code", "name", name || "?"));
+    add(part, el("span", "id", id || ""));
+    var status = add(part, el("span", "state", ""));
+    var args = add(part, el("pre", "args", ""));
+    return { node: part, args: args, status: status, id: id || "", raw: "" };
+  }
+  function toolResultPart(parent, item, name) {
+    var part = add(parent, el("div", "part tool-result"));
+    add(part, el("span", "label", "Tool result"));
+    if (name) { add(part, el("code", null, name)); }
+    add(part, el("span", "id", item.tool_call_id));
+    add(part, el("pre", null, item.text));
+    (item.images || []).forEach(function (url) { imageUrl(part, url); });
+    return part;
+  }
+  function renderItem(parent, item, names) {
+    var part, type = item && item.type;
+    if (type === "text") {
+      add(parent, el("div", "part text", item.text));
+    } else if (type === "thinking") {
+      if (!item.thinking) { return; }
+      part = add(parent, el("details", "part thinking"));
+      add(part, el("summary", null, "Thinking"));
+      add(part, el("div", "text", item.thinking));
+    } else if (type === "tool_call") {
+      part = toolCallPart(parent, item.name, item.tool_call_id);
+      part.args.textContent = pretty(item.arguments);
+    } else if (type === "tool_result") {
+      toolResultPart(parent, item, names[item.tool_call_id]);
+    } else if (type === "image_url") {
+      imageUrl(add(parent, el("div", "part")), item.image_url);
+    } else if (type === "inline_data") {
+      media(add(parent, el("div", "part")), item.mime_type, item.data);
+    } else if (type === "inline_thinking") {
+      add(parent, el("div", "part id", "Encrypted thinking (" + (item.mime_type || "data") + ", " +
+        sizeText(byteCount(item.data)) + ")"));
+    } else if (type === "embedding") {
+      var values = item.embedding || [];
+      add(parent, el("div", "part", "Embedding: " + values.length + " dimensions"));
+    }
+  }
+  function card(role, title) {
+    emptyState(false);
+    var node = add(transcript, el("section", "message " + role));
+    var head = add(node, el("div", "head"));
+    add(head, el("span", "role", title));
+    var when = add(head, el("span", "when", ""));
+    var body = add(node, el("div", "body"));
+    return { node: node, body: body, when: when };
+  }
+  function toolNames() {
+    var names = {};
+    state.history.forEach(function (m) {
+      (m.content_items || []).forEach(function (i) { if (i.type === "tool_call") { names[i.tool_call_id] = i.name; } });
+    });
+    return names;
+  }
+  function renderMessage(message, model) {
+    var names = toolNames();
+    var c = card(message.role === "assistant" ? "assistant" : "user",
+                 message.role === "assistant" ? (model || "Assistant") : "You");
+    (message.content_items || []).forEach(function (item) { renderItem(c.body, item, names); });
+    if (message.role === "assistant" && (message.usage_metadata || message.finish_reason)) {
+      add(c.node, el("div", "foot", "finish " + (message.finish_reason || "–") + " · " + usageText(message.usage_metadata)));
+    }
+    return c;
+  }
+
+  // the assistant card while its events arrive
+  function Live(c) {
+    this.card = c;
+    this.current = null;      // {kind, node, textNode}
+    this.calls = [];
+    this.cursor = add(c.body, el("span", "cursor", ""));
+  }
+  Live.prototype.block = function (kind, make) {
+    if (!this.current || this.current.kind !== kind) { this.current = make.call(this); }
+    this.mark(this.current.live);
+    return this.current;
+  };
+  // the blinking caret: on the block text is flowing into, else after the last block
+  Live.prototype.mark = function (node) {
+    if (this.marked && this.marked !== node) { this.marked.classList.remove("live"); }
+    this.marked = node || null;
+    if (node) { node.classList.add("live"); }
+    this.cursor.hidden = !!node;
+  };
+  Live.prototype.place = function (node) { this.card.body.insertBefore(node, this.cursor); return node; };
+  Live.prototype.apply = function (event) {
+    var self = this;
+    (event.content_items || []).forEach(function (item) {
+      var type = item.type, block;
+      if (type === "text") {
+        if (!item.text) { return; }
+        block = self.block("text", function () {
+          var node = this.place(el("div", "part text"));
+          return { kind: "text", node: node, live: node, textNode: add(node, document.createTextNode("")) };
+        });
+        block.textNode.appendData(item.text);
+      } else if (type === "thinking") {
+        if (!item.thinking) { return; }
+        block = self.block("thinking", function () {
+          var node = this.place(el("details", "part thinking"));
+          var summary = add(node, el("summary", null, "Thinking…"));
+          var body = add(node, el("div", "text"));
+          return { kind: "thinking", node: node, live: summary, textNode: add(body, document.createTextNode("")) };
+        });
+        block.textNode.appendData(item.thinking);
+      } else if (type === "partial_tool_call") {
+        if (item.name || item.tool_call_id || !self.current || self.current.kind !== "tool") {
+          var holder = document.createElement("div");
+          var part = toolCallPart(holder, item.name, item.tool_call_id);
+          self.place(part.node);
+          part.node.classList.add("streaming");
+          part.status.textContent = "streaming arguments…";
+          self.calls.push(part);
+          self.current = { kind: "tool", call: part };
+        }
+        var call = self.current.call;
+        call.raw += item.arguments || "";
+        call.args.textContent = call.raw;
+        self.mark(call.args);
+      } else if (type === "tool_call") {
+        var found = null;
+        for (var i = self.calls.length - 1; i >= 0; i--) {
+          if (self.calls[i].node.classList.contains("streaming") &&
+              (!item.tool_call_id || self.calls[i].id === item.tool_call_id || !self.calls[i].id)) {
+            found = self.calls[i]; break;
+          }
+        }
+        if (!found) {
+          var h = document.createElement("div");
+          found = toolCallPart(h, item.name, item.tool_call_id);
+          self.place(found.node);
+          self.calls.push(found);
+        }
+        found.node.classList.remove("streaming");
+        found.status.textContent = "✓ complete";
+        found.args.textContent = pretty(item.arguments);
+        self.current = null;
+        self.mark(null);
+      } else {
+        var holder2 = document.createElement("div");
+        renderItem(holder2, item, toolNames());
+        while (holder2.firstChild) { self.place(holder2.firstChild); }
+        self.current = null;
+        self.mark(null);
+      }
+    });
+  };
+  Live.prototype.finish = function () {
+    this.mark(null);
+    if (this.cursor.parentNode) { this.cursor.parentNode.removeChild(this.cursor); }
+    Array.prototype.forEach.call(this.card.body.querySelectorAll("details.thinking > summary"), function (s) {
+      s.textContent = "Thinking";
+    });
+  };
+
+  // ---- the composer --------------------------------------------------------------------------
+  function setStatus(text, bad) { $("status").textContent = text; $("status").className = bad ? "bad" : ""; }
+  function updateButtons() {
+    $("send").disabled = state.busy || !$("model").value;
+    $("stop").disabled = !state.busy;
+    $("export").disabled = !state.history.length;
+    $("clear").disabled = state.busy || (!state.history.length && !transcript.querySelector(".message"));
+  }
+  function renderAttachments() {
+    var box = $("attachments");
+    clear(box);
+    state.attachments.forEach(function (a, index) {
+      var chip = add(box, el("div", "attachment"));
+      var img = add(chip, el("img"));
+      img.alt = a.name;
+      img.src = a.url;
+      add(chip, el("span", null, a.name + " · " + sizeText(a.size)));
+      var remove = add(chip, el("button", "small", "×"));
+      remove.type = "button";
+      remove.title = "Remove " + a.name;
+      remove.addEventListener("click", function () {
+        URL.revokeObjectURL(a.url);
+        state.attachments.splice(index, 1);
+        renderAttachments();
+      });
+    });
+  }
+  function addFiles(files) {
+    Array.prototype.forEach.call(files || [], function (file) {
+      if (!/^image\//.test(file.type || "")) { setStatus(file.name + " is not an image", true); return; }
+      var reader = new FileReader();
+      reader.onload = function () {
+        var url = String(reader.result);
+        var comma = url.indexOf(",");
+        state.attachments.push({ mime: file.type, b64: url.slice(comma + 1), name: file.name || "image",
+                                 size: file.size, url: URL.createObjectURL(file) });
+        renderAttachments();
+      };
+      reader.onerror = function () { setStatus("could not read " + file.name, true); };
+      reader.readAsDataURL(file);
+    });
+  }
+  $("file").addEventListener("change", function () { addFiles($("file").files); $("file").value = ""; });
+  $("attach").addEventListener("click", function () { $("file").click(); });
+  $("input").addEventListener("paste", function (event) {
+    var files = event.clipboardData && event.clipboardData.files;
+    if (files && files.length) { event.preventDefault(); addFiles(files); }
+  });
+  var composer = $("composer");
+  composer.addEventListener("dragover", function (event) { event.preventDefault(); composer.classList.add("dragging"); });
+  composer.addEventListener("dragleave", function () { composer.classList.remove("dragging"); });
+  composer.addEventListener("drop", function (event) {
+    event.preventDefault();
+    composer.classList.remove("dragging");
+    addFiles(event.dataTransfer && event.dataTransfer.files);
+  });
+
+  function renderPending(message) {
+    var box = $("tool-results");
+    clear(box);
+    state.pending = [];
+    (message ? message.content_items : []).forEach(function (item) {
+      if (item.type !== "tool_call") { return; }
+      var row = add(box, el("div", "tool-result"));
+      add(row, el("span", "label", "Result for"));
+      add(row, el("code", null, item.name));
+      add(row, el("span", "id", item.tool_call_id));
+      var input = add(row, el("textarea", "code"));
+      input.placeholder = "What " + item.name + " returned (sent as the tool_result)";
+      input.rows = 1;
+      state.pending.push({ call: item, input: input });
+    });
+    box.hidden = !state.pending.length;
+  }
+
+  // ---- a turn --------------------------------------------------------------------------------
+  function buildUserMessage() {
+    var items = [];
+    state.pending.forEach(function (p) {
+      items.push({ type: "tool_result", tool_call_id: p.call.tool_call_id, text: p.input.value });
+    });
+    state.attachments.forEach(function (a) {
+      items.push({ type: "inline_data", data: { __bytes__: a.b64 }, mime_type: a.mime });
+    });
+    var text = $("input").value;
+    if (text.trim()) { items.push({ type: "text", text: text }); }
+    return { role: "user", content_items: items };
+  }
+
+  async function send() {
+    if (state.busy) { return; }
+    var model = $("model").value;
+    if (!model) { setStatus("Pick a model first.", true); return; }
+    var read = readConfig();
+    if (read.error) { setStatus("Fix the settings: " + read.error, true); return; }
+    var user = buildUserMessage();
+    if (!user.content_items.length) { setStatus("Type a message or attach an image.", true); return; }
+    var saved = { text: $("input").value, attachments: state.attachments };
+    $("input").value = "";
+    state.attachments = [];
+    renderAttachments();
+    $("tool-results").hidden = true;
+
+    var userCard = renderMessage(user);
+    var answer = card("assistant", model);
+    var live = new Live(answer);
+    scrollDown(true);
+    var controller = new AbortController();
+    state.busy = true;
+    state.controller = controller;
+    updateButtons();
+    var keepInView = null, events = [], stopped = false, done = false, started = Date.now(), first = 0, lastNote = "waiting for the model…";
+    var timer = setInterval(function () { setStatus(lastNote + " " + seconds(Date.now() - started)); }, 200);
+    setStatus(lastNote);
+    var body = JSON.stringify({ model: model, messages: state.history.concat([user]), config: read.config });
+    try {
+      var response = await api("/v1/stream", {
+        method: "POST", body: body, signal: controller.signal,
+        headers: { "Content-Type": "application/json", Accept: "text/event-stream" }
+      });
+      if (!response.ok) { throw await httpError(response); }
+      var kind = response.headers.get("Content-Type") || "";
+      if (kind.indexOf("text/event-stream") !== 0) {
+        throw new PlaygroundError("StreamProtocolError", "the server answered " + (kind || "no content type") +
+          ", not text/event-stream", {});
+      }
+      await readSSE(response, function (message) {
+        if (message.event === "error") {
+          var payload;
+          try { payload = JSON.parse(message.data); } catch (e) { payload = null; }
+          throw fromPayload(payload, response.status);
+        }
+        if (message.data === "[DONE]") { done = true; return true; }
+        var event;
+        try { event = JSON.parse(message.data); } catch (e) {
+          throw new PlaygroundError("StreamProtocolError", "an event that is not JSON: " + message.data.slice(0, 120), {});
+        }
+        if (!event || typeof event !== "object") {
+          throw new PlaygroundError("StreamProtocolError", "an event that is not an object", {});
+        }
+        var stick = nearBottom();
+        if (!first && (event.content_items || []).length) { first = Date.now(); }
+        events.push(event);
+        lastNote = "streaming…";
+        if (event.event_type === "stop") { stopped = true; lastNote = "finishing…"; }
+        live.apply(event);
+        scrollDown(stick);
+        return false;
+      }, function () { lastNote = "waiting for the model (keep-alive)…"; });
+      if (!stopped) {
+        throw new PlaygroundError("StreamProtocolError", done ? "the stream ended without a stop event" :
+          "the stream ended before [DONE]", {});
+      }
+      var message = collect(events);
+      state.history.push(user, message);
+      state.lastModel = model;
+      state.lastConfig = read.config;
+      live.finish();
+      var total = Date.now() - started;
+      add(answer.node, el("div", "foot", "finish " + (message.finish_reason || "–") + " · " + usageText(message.usage_metadata) +
+        " · " + (first ? "first token " + seconds(first - started) + " · " : "") + seconds(total)));
+      answer.when.textContent = new Date(message.created_at || Date.now()).toLocaleTimeString();
+      userCard.when.textContent = new Date(started).toLocaleTimeString();
+      renderPending(message);
+      setStatus("Done in " + seconds(total) + ".");
+    } catch (error) {
+      live.finish();
+      var aborted = controller.signal.aborted || (error && error.name === "AbortError");
+      userCard.node.classList.add("dropped");
+      answer.node.classList.add("dropped");
+      var note = add(answer.node, el("div", aborted ? "notice" : "notice bad"));
+      if (aborted) {
+        add(note, el("span", "type", "Aborted"));
+        add(note, el("span", null, "stopped after " + seconds(Date.now() - started) + "; this turn is not kept in the conversation."));
+        setStatus("Aborted.", false);
+      } else {
+        var d = describe(error instanceof PlaygroundError ? error :
+                         new PlaygroundError("TransportError", String(error && error.message || error), {}));
+        add(note, el("span", "type", d.type));
+        add(note, el("span", "message", d.text));
+        add(note, el("div", "hint", "This turn is not kept in the conversation."));
+        setStatus(d.type + ": " + d.text, true);
+      }
+      keepInView = note;
+      if (!$("input").value) { $("input").value = saved.text; }
+      state.attachments = saved.attachments.concat(state.attachments);
+      renderAttachments();
+      $("tool-results").hidden = !state.pending.length;
+    } finally {
+      clearInterval(timer);
+      state.busy = false;
+      state.controller = null;
+      updateButtons();
+      if (keepInView) { keepInView.scrollIntoView({ block: "nearest" }); } else { scrollDown(nearBottom()); }
+    }
+  }
+  function stop() { if (state.controller) { state.controller.abort(); } }
+
+  $("send").addEventListener("click", send);
+  $("stop").addEventListener("click", stop);
+  $("input").addEventListener("keydown", function (event) {
+    if (event.key === "Enter" && !event.shiftKey && !event.isComposing) { event.preventDefault(); send(); }
+  });
+  document.addEventListener("keydown", function (event) {
+    if (event.key === "Escape" && state.busy && !$("key-dialog").open) { stop(); }
+  });
+
+  // ---- new chat, export, open ----------------------------------------------------------------
+  function resetTranscript() {
+    Array.prototype.forEach.call(transcript.querySelectorAll(".message"), function (m) { m.parentNode.removeChild(m); });
+    emptyState(true);
+  }
+  $("clear").addEventListener("click", function () {
+    if (state.busy) { return; }
+    state.history = [];
+    resetTranscript();
+    renderPending(null);
+    setStatus("New conversation.");
+    updateButtons();
+  });
+  function traceDocument() {
+    var now = new Date();
+    function two(n) { return (n < 10 ? "0" : "") + n; }
+    var stamp = now.getFullYear() + two(now.getMonth() + 1) + two(now.getDate()) + "-" + two(now.getHours()) +
+      two(now.getMinutes()) + two(now.getSeconds());
+    var model = state.lastModel || $("model").value || "";
+    var config = Object.assign({}, state.lastConfig, { model: model });
+    return { name: "playground-" + stamp,
+             document: { trace_id: "playground/" + stamp, model: model, timestamp: now.getTime(), config: config,
+                         history: state.history } };
+  }
+  $("export").addEventListener("click", function () {
+    if (!state.history.length) { return; }
+    var trace = traceDocument();
+    var blob = new Blob([JSON.stringify(trace.document, null, 2) + "\n"], { type: "application/json" });
+    var a = document.createElement("a");
+    a.href = URL.createObjectURL(blob);
+    a.download = trace.name + ".json";
+    document.body.appendChild(a);
+    a.click();
+    document.body.removeChild(a);
+    setTimeout(function () { URL.revokeObjectURL(a.href); }, 60000);
+    setStatus("Exported " + a.download + " (open it with: agenthub trace view DIR).");
+  });
+  $("open").addEventListener("click", function () { $("trace-file").click(); });
+  $("trace-file").addEventListener("change", function () {
+    var file = $("trace-file").files[0];
+    $("trace-file").value = "";
+    if (!file || state.busy) { return; }
+    var reader = new FileReader();
+    reader.onload = function () {
+      var doc;
+      try { doc = JSON.parse(String(reader.result)); } catch (e) { setStatus(file.name + " is not JSON", true); return; }
+      if (!doc || !Array.isArray(doc.history) || !doc.history.every(function (m) {
+        return m && (m.role === "user" || m.role === "assistant") && Array.isArray(m.content_items);
+      })) { setStatus(file.name + " is not an agenthub trace", true); return; }
+      var config = doc.config && typeof doc.config === "object" ? doc.config : {};
+      state.history = [];
+      resetTranscript();
+      var model = typeof doc.model === "string" ? doc.model : config.model || "";
+      doc.history.forEach(function (m) { renderMessage(m, model); state.history.push(m); });
+      state.lastModel = model;
+      state.lastConfig = {};
+      Object.keys(config).forEach(function (k) { if (k !== "model" && k !== "trace_id") { state.lastConfig[k] = config[k]; } });
+      $("system").value = typeof config.system_prompt === "string" ? config.system_prompt : "";
+      $("thinking").value = LEVELS.indexOf(config.thinking_level) >= 0 ? config.thinking_level : "";
+      $("summary").checked = config.thinking_summary === true;
+      $("max-tokens").value = typeof config.max_tokens === "number" ? String(config.max_tokens) : "";
+      $("temperature").value = typeof config.temperature === "number" ? String(config.temperature) : "";
+      $("tools").value = Array.isArray(config.tools) ? JSON.stringify(config.tools, null, 2) : "";
+      $("tool-choice").value = typeof config.tool_choice === "string" ? config.tool_choice : "";
+      if (Array.prototype.some.call($("model").options, function (o) { return o.value === model; })) {
+        $("model").value = model;
+      }
+      readConfig();
+      var last = state.history[state.history.length - 1];
+      renderPending(last && last.role === "assistant" ? last : null);
+      setStatus("Opened " + file.name + ": " + state.history.length + " messages.");
+      scrollDown(true);
+      updateButtons();
+    };
+    reader.readAsText(file);
+  });
+
+  // read-only hooks for scripts and tests: the conversation as it would be sent, and the fold
+  window.agenthubPlayground = Object.freeze({
+    collect: collect,
+    history: function () { return JSON.parse(JSON.stringify(state.history)); },
+    trace: function () { return JSON.parse(JSON.stringify(traceDocument().document)); }
+  });
+
+  setKey(getKey());
+  showTools();
+  updateButtons();
+  loadModels();
+  $("input").focus();
+})();
+"""
+
+_BODY = """
+<header>
+  <h1>agenthub <span>playground</span></h1>
+  <div class="model"><label for="model">Model</label><select id="model"></select></div>
+  <span id="conn"></span>
+  <span class="spacer"></span>
+  <button type="button" id="open" title="Open a trace file and continue its conversation">Open trace</button>
+  <button type="button" id="export" title="Download the conversation as a trace (agenthub trace view opens it)">Export trace</button>
+  <button type="button" id="clear">New chat</button>
+  <button type="button" id="key-button">Server key</button>
+  <input type="file" id="trace-file" accept="application/json,.json" hidden>
+</header>
+<div class="layout">
+  <aside>
+    <h2>Settings</h2>
+    <div class="field"><label for="system">System prompt</label>
+      <textarea id="system" rows="4" placeholder="You are a helpful assistant."></textarea></div>
+    <div class="pair">
+      <div class="field"><label for="thinking">Thinking level</label>
+        <select id="thinking"><option value="">default</option><option value="none">none</option>
+          <option value="low">low</option><option value="medium">medium</option><option value="high">high</option>
+          <option value="xhigh">xhigh</option></select></div>
+      <div class="field"><span class="label">Summary</span>
+        <label class="check"><input type="checkbox" id="summary"> thinking summary</label></div>
+    </div>
+    <div class="pair">
+      <div class="field"><label for="max-tokens">Max tokens</label>
+        <input id="max-tokens" type="number" min="1" step="1" placeholder="default" inputmode="numeric"></div>
+      <div class="field"><label for="temperature">Temperature</label>
+        <input id="temperature" type="number" min="0" step="0.1" placeholder="default" inputmode="decimal"></div>
+    </div>
+    <div class="field"><label for="tools">Tools (JSON)</label>
+      <textarea id="tools" class="code" spellcheck="false" placeholder='[{"name": "get_weather", "description": "...", "parameters": {"type": "object", ...}}]'></textarea>
+      <div class="hint" id="tools-hint"></div>
+      <button type="button" class="small" id="tools-example">Insert an example tool</button></div>
+    <div class="field"><label for="tool-choice">Tool choice</label>
+      <select id="tool-choice"><option value="">default</option><option value="auto">auto</option>
+        <option value="required">required</option><option value="none">none</option></select></div>
+    <div class="notice bad" id="config-error" role="alert" hidden></div>
+  </aside>
+  <main>
+    <div id="transcript" aria-live="polite">
+      <div class="empty-state" id="empty-state"><h2>Try a model</h2>
+        <p>Pick a model, set what you need on the left, and type a message. Thinking streams folded, tool calls
+          show their arguments as they arrive, and Export saves the conversation as a trace.</p></div>
+    </div>
+    <div id="composer"><div class="inner">
+      <div id="tool-results" hidden></div>
+      <div id="attachments"></div>
+      <textarea id="input" rows="3" placeholder="Message (Enter to send, Shift+Enter for a new line, Esc to stop)"></textarea>
+      <div class="actions">
+        <button type="button" id="attach" title="Attach images (or paste or drop them here)">Attach image</button>
+        <input type="file" id="file" accept="image/*" multiple hidden>
+        <span id="status"></span>
+        <span class="spacer"></span>
+        <button type="button" id="stop" class="danger" disabled>Stop</button>
+        <button type="button" id="send" class="primary">Send</button>
+      </div>
+    </div></div>
+  </main>
+</div>
+<dialog id="key-dialog">
+  <form id="key-form">
+    <h2>Server key</h2>
+    <p id="key-reason"></p>
+    <input type="text" id="key-user" autocomplete="username" value="agenthub" hidden>
+    <input type="password" id="key-input" autocomplete="off" aria-label="Server key">
+    <div class="hint bad" id="key-hint"></div>
+    <div class="buttons"><button type="button" id="key-forget">Forget</button>
+      <button type="button" id="key-cancel">Cancel</button><button type="submit" class="primary">Use key</button></div>
+  </form>
+</dialog>
+"""
+
+
+def _hash(code: str) -> str:
+    return "'sha256-" + base64.b64encode(hashlib.sha256(code.encode("utf-8")).digest()).decode("ascii") + "'"
+
+
+def _build() -> Tuple[bytes, str]:
+    for name, code, end in (("SCRIPT", SCRIPT, "</script"), ("STYLE", STYLE, "</style")):
+        if end in code.lower():  # pragma: no cover - a guard for whoever edits the code above
+            raise AssertionError("{} must not contain {}".format(name, end))
+    html = ("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+            "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
+            "<meta name=\"referrer\" content=\"no-referrer\">\n"
+            "<title>agenthub playground</title>\n<link rel=\"icon\" href=\"data:,\">\n"
+            "<style>" + STYLE + "</style>\n</head>\n<body>" + _BODY +
+            "<script>" + SCRIPT + "</script>\n</body>\n</html>\n")
+    csp = "; ".join((
+        "default-src 'none'",
+        "script-src " + _hash(SCRIPT),
+        "style-src " + _hash(STYLE),
+        "connect-src 'self'",
+        "img-src 'self' data: blob:",
+        "media-src 'self' data: blob:",
+        "base-uri 'none'",
+        "form-action 'none'",
+        "frame-ancestors 'none'",
+        "require-trusted-types-for 'script'",
+        "trusted-types 'none'",
+    ))
+    return html.encode("utf-8"), csp
+
+
+PAGE, CSP = _build()
+
+#: every header the page is answered with (the app adds Content-Length)
+HEADERS = [
+    ("Content-Type", "text/html; charset=utf-8"),
+    ("Content-Security-Policy", CSP),
+    ("X-Content-Type-Options", "nosniff"),
+    ("X-Frame-Options", "DENY"),
+    ("Referrer-Policy", "no-referrer"),
+    ("Cache-Control", "no-store"),
+]  # type: List[Tuple[str, str]]

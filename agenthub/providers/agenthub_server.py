@@ -1,0 +1,106 @@
+"""client_type ``"agenthub"``: an agenthub server (``agenthub serve``) as a provider.  Pure.
+
+``AutoLLMClient("fast", client_type="agenthub", base_url="http://127.0.0.1:8787",
+api_key=<a server key>)``: ``model`` is an id of the server's models table.  The
+request is ``POST <base_url>/v1/stream`` with ``{"model", "messages", "config"}``
+(bytes as ``{"__bytes__": "<base64>"}``); the answer is one ``data: <UniEvent>``
+per event.  The events are the server's own, so the parser hands their content
+items to the shared driver as they came and the stop event's usage and finish
+reason as the StreamEnd: the driver rebuilds start and stop, and the caller sees
+the events a direct client would have produced (``created_at`` aside).
+
+Errors come back as they were raised on the server: an ``event: error`` frame (after
+the first event) and a JSON error answer (before it; see ``errors.upstream_error``)
+are rebuilt as the same AgentHubError subclass with the same fields.  Retries,
+abort and stateful history are the client's own, as for any protocol.
+"""
+
+import base64
+import json
+from typing import Any, Dict, Iterable, Iterator, List, Mapping
+
+from ..errors import StreamProtocolError, error_from_json
+from ..sse import SSEEvent
+from ..stream import StreamEnd
+from ..types import HttpRequest
+from ._common import Endpoint, Protocol, request_headers
+
+__all__ = ["build_request", "parse_stream", "STREAM_PATH", "PROTOCOL"]
+
+STREAM_PATH = "/v1/stream"
+
+
+def _jsonable(value: Any) -> Any:
+    """bytes -> {"__bytes__": base64}, str enums -> their value, tuples -> lists (as agenthub.tracer.to_jsonable)."""
+    if isinstance(value, (bytes, bytearray)):
+        return {"__bytes__": base64.b64encode(bytes(value)).decode("ascii")}
+    if isinstance(value, Mapping):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if hasattr(value, "value") and isinstance(getattr(value, "value"), str):  # str enums
+        return value.value
+    return value
+
+
+def server_url(base_url: str) -> str:
+    """The server's root: ``http://host:port`` (a trailing ``/v1`` is taken as the same server)."""
+    url = base_url.rstrip("/")
+    return url[:-3] if url.endswith("/v1") else url
+
+
+def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, Any]],
+                  config: Mapping[str, Any]) -> HttpRequest:
+    body_config = {k: v for k, v in config.items() if k != "trace_id"}  # a trace is written here, not there
+    body = {"model": model, "messages": _jsonable(list(messages)), "config": _jsonable(body_config)}
+    return HttpRequest("POST", server_url(endpoint.base_url) + STREAM_PATH, request_headers(endpoint), body)
+
+
+def _restore(value: Any) -> Any:
+    if isinstance(value, dict):
+        if len(value) == 1 and isinstance(value.get("__bytes__"), str):
+            return base64.b64decode(value["__bytes__"])
+        return {k: _restore(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_restore(v) for v in value]
+    return value
+
+
+def parse_stream(events: Iterable[SSEEvent], client: str = "agenthub", tool_id_prefix: Any = None) -> Iterator[Any]:
+    loads = json.loads
+    for frame in events:
+        data = frame.data
+        name = frame.event
+        if name == "error":
+            try:
+                payload = loads(data)  # type: Any
+            except ValueError:
+                payload = None
+            error = error_from_json(payload)
+            if error is None:
+                raise StreamProtocolError("{}: the server sent an error event that names no agenthub error: {}".format(
+                    client, data[:300]), client=client)
+            raise error
+        if name != "message" or data == "[DONE]":
+            if data == "[DONE]":
+                return  # [DONE] before the stop event: the driver reports the stream as cut
+            continue
+        event = loads(data)  # type: Dict[str, Any]
+        if '"__bytes__"' in data:
+            event = _restore(event)
+        kind = event["event_type"]
+        if kind == "delta":
+            yield from event["content_items"]
+        elif kind == "stop":
+            # the server's driver already judged the turn (an empty one never gets here): replayable
+            yield StreamEnd(event["usage_metadata"], event["finish_reason"], True)
+            return
+        elif kind != "start":
+            raise StreamProtocolError("{}: unknown event_type {!r} from the server".format(client, kind),
+                                      client=client)
+
+
+PROTOCOL = Protocol(
+    "agenthub", __name__, build_request, parse_stream,
+    base_url="http://127.0.0.1:8787", key_env=("AGENTHUB_SERVER_KEY",), base_url_env="AGENTHUB_SERVER_URL",
+)

@@ -1,0 +1,853 @@
+"""The playground page (agenthub.playground) driven in headless Chromium.
+
+The page is served by a WSGI app in front of a fake Chat Completions upstream on
+127.0.0.1 (``Upstream`` below: scripted SSE chunks, gates to hold a stream open, a
+record of every request and of disconnects).  The app is ``StubApp``, PLAN.md's wire
+contract over the real library (AutoLLMClient against the upstream), until
+``agenthub.server`` is on main; then ``agenthub.server.make_app``.  Selenium drives
+Debian's chromium through /usr/bin/chromedriver (no Selenium Manager, no network);
+the tests skip when either is missing (``.ci/run`` installs them).
+
+Every test ends by reading the browser's console: no Content-Security-Policy or
+Trusted Types violation, no error, may appear (the page needs nothing its CSP refuses).
+"""
+
+import base64
+import hmac
+import io
+import json
+import os
+import re
+import shutil
+import struct
+import tempfile
+import threading
+import time
+import zlib
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from socketserver import ThreadingMixIn
+from urllib.request import urlopen
+from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
+
+import pytest
+
+import agenthub
+from agenthub import AutoLLMClient, collect, playground
+from agenthub.errors import AgentHubError, ConfigError, UpstreamError
+from agenthub.tracer import from_jsonable, list_traces, load_trace, to_jsonable
+from agenthub.validate import check_config, check_messages
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMEDRIVER = "/usr/bin/chromedriver"
+
+webdriver = pytest.importorskip("selenium.webdriver")
+pytestmark = pytest.mark.skipif(not (os.path.exists(CHROMIUM) and os.path.exists(CHROMEDRIVER)),
+                                reason="chromium and chromium-driver are not installed (apt-get install chromium chromium-driver)")
+
+from selenium.common.exceptions import TimeoutException  # noqa: E402
+from selenium.webdriver.chrome.service import Service  # noqa: E402
+from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.webdriver.common.keys import Keys  # noqa: E402
+from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
+
+try:
+    from agenthub.server import make_app  # h-server's app, once it is on main
+except ImportError:  # pragma: no cover - until then: the stub below
+    make_app = None
+
+UPSTREAM_KEY = "upstream-secret-1234"
+
+
+# -- the fake upstream: Chat Completions SSE, scripted ------------------------------------------
+
+class Reply(object):
+    """Steps: bytes are written as one chunk each, a float sleeps, a threading.Event is waited on (10 s max)."""
+
+    def __init__(self, steps=(), status=200, headers=None):
+        self.steps = list(steps)
+        self.status = status
+        self.headers = headers or {"Content-Type": "text/event-stream"}
+        self.disconnected = threading.Event()
+        self.finished = threading.Event()
+
+
+class _UpstreamHandler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def do_POST(self):  # noqa: N802
+        raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        self.server.requests.append({"path": self.path, "headers": dict(self.headers), "body": json.loads(raw)})
+        reply = self.server.replies.pop(0) if self.server.replies else Reply([b"data: [DONE]\n\n"])
+        try:
+            self.send_response(reply.status)
+            for key, value in reply.headers.items():
+                self.send_header(key, value)
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            for step in reply.steps:
+                if isinstance(step, threading.Event):
+                    step.wait(10)
+                elif isinstance(step, float):
+                    time.sleep(step)
+                else:
+                    self.wfile.write(b"%x\r\n%s\r\n" % (len(step), step))
+                    self.wfile.flush()
+            self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError, ConnectionAbortedError):
+            reply.disconnected.set()
+            self.close_connection = True
+        finally:
+            reply.finished.set()
+
+    def log_message(self, *args):
+        pass
+
+
+class _QuietServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request, client_address):
+        pass
+
+
+class Upstream(object):
+    def __init__(self):
+        self._server = _QuietServer(("127.0.0.1", 0), _UpstreamHandler)
+        self._server.replies = []
+        self._server.requests = []
+        self.url = "http://127.0.0.1:{}/v1".format(self._server.server_address[1])
+        threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+
+    replies = property(lambda self: self._server.replies)
+    requests = property(lambda self: self._server.requests)
+
+    def close(self):
+        self._server.shutdown()
+        self._server.server_close()
+
+
+def chunk(delta=None, finish=None, usage=None):
+    document = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": "up-model",
+                "choices": [] if delta is None and finish is None else
+                [{"index": 0, "delta": delta or {}, "finish_reason": finish}]}
+    if usage is not None:
+        document["usage"] = usage
+    return b"data: " + json.dumps(document).encode("utf-8") + b"\n\n"
+
+
+USAGE = {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18}
+
+
+def text_reply(*pieces, **kw):
+    """A Chat Completions stream of text pieces; a threading.Event or float among them is a step."""
+    steps = [chunk({"role": "assistant", "content": ""})]
+    for piece in pieces:
+        steps.append(piece if isinstance(piece, (threading.Event, float)) else chunk({"content": piece}))
+    steps += [chunk(finish=kw.get("finish", "stop")), chunk(usage=USAGE), b"data: [DONE]\n\n"]
+    return Reply(steps)
+
+
+def direct_events(reply, messages, config=None, upstream=None):
+    """The events the library yields for ``reply`` straight from the upstream (what the page must see)."""
+    upstream.replies.append(Reply([s for s in reply.steps if isinstance(s, bytes)]))
+    client = AutoLLMClient("up-model", client_type="openai-chat", base_url=upstream.url, api_key=UPSTREAM_KEY)
+    events = list(client.streaming_response(messages=from_jsonable(messages), config=config or {}))
+    upstream.requests.pop()
+    return events
+
+
+# -- the app: agenthub.server.make_app, or PLAN.md's wire contract as a stub --------------------
+
+class StubApp(object):
+    """GET / (the page), GET /v1/models, POST /v1/stream over AutoLLMClient, bearer keys, JSON errors."""
+
+    def __init__(self, config):
+        self.models = {m["id"]: m for m in config["models"]}
+        self.keys = list(config.get("api_keys") or ())
+
+    def __call__(self, environ, start_response):
+        path, method = environ.get("PATH_INFO", ""), environ["REQUEST_METHOD"]
+        if path == "/" and method == "GET":
+            start_response("200 OK", playground.HEADERS + [("Content-Length", str(len(playground.PAGE)))])
+            return [playground.PAGE]
+        if path.startswith("/v1/") and self.keys:
+            given = environ.get("HTTP_AUTHORIZATION", "")
+            if not any(hmac.compare_digest(given.encode(), ("Bearer " + k).encode()) for k in self.keys):
+                return self._error(start_response, 401, "AuthenticationError", "missing or wrong server key")
+        if path == "/v1/models" and method == "GET":
+            return self._json(start_response, 200, {"object": "list", "data": [
+                {"id": m, "object": "model"} for m in self.models]})
+        if path == "/v1/stream" and method == "POST":
+            body = json.loads(environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0)))
+            row = self.models.get(body.get("model"))
+            if row is None:
+                return self._error(start_response, 404, "ConfigError", "unknown model")
+            try:
+                messages = from_jsonable(body.get("messages"))
+                check_messages(messages)
+                config = check_config(from_jsonable(body.get("config") or {}))
+                client = AutoLLMClient(row["model"], client_type=row["client_type"], base_url=row["base_url"],
+                                       api_key=row["api_key"], max_retries=0)
+                events = client.streaming_response(messages=messages, config=config)
+                first = next(events)
+            except UpstreamError as error:
+                return self._error(start_response, error.status or 502, type(error).__name__, str(error),
+                                   status=error.status, error_type=error.error_type)
+            except AgentHubError as error:
+                return self._error(start_response, 400, type(error).__name__, str(error))
+            start_response("200 OK", [("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache")])
+            return self._stream(first, events)
+        return self._error(start_response, 404, "ConfigError", "no such endpoint")
+
+    def _stream(self, first, events):
+        try:
+            yield b": keep-alive\n\n"
+            yield b"data: " + json.dumps(to_jsonable(first)).encode("utf-8") + b"\n\n"
+            try:
+                for event in events:
+                    yield b"data: " + json.dumps(to_jsonable(event)).encode("utf-8") + b"\n\n"
+            except AgentHubError as error:
+                payload = {"error": {"type": type(error).__name__, "message": str(error)}}
+                yield b"event: error\ndata: " + json.dumps(payload).encode("utf-8") + b"\n\n"
+                return
+            yield b"data: [DONE]\n\n"
+        finally:
+            events.close()
+
+    def _json(self, start_response, status, document):
+        data = json.dumps(document).encode("utf-8")
+        start_response("{} {}".format(status, "OK" if status == 200 else "Error"),
+                       [("Content-Type", "application/json"), ("Content-Length", str(len(data)))])
+        return [data]
+
+    def _error(self, start_response, code, kind, message, **fields):
+        error = {"type": kind, "message": message}
+        error.update(fields)
+        return self._json(start_response, code, {"error": error})
+
+
+class Recorder(object):
+    """WSGI middleware: keeps every POST body the page sent (parsed JSON), passes the request on unchanged."""
+
+    def __init__(self, app):
+        self.app = app
+        self.bodies = []
+
+    def __call__(self, environ, start_response):
+        if environ["REQUEST_METHOD"] == "POST":
+            raw = environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0))
+            self.bodies.append(json.loads(raw))
+            environ["wsgi.input"] = io.BytesIO(raw)
+        return self.app(environ, start_response)
+
+
+class _Threading(ThreadingMixIn, WSGIServer):
+    daemon_threads = True
+
+    def handle_error(self, request, client_address):
+        pass
+
+
+class _QuietHandler(WSGIRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+class Site(object):
+    def __init__(self, app, upstream):
+        self.app = Recorder(app)
+        self.upstream = upstream
+        self._server = make_server("127.0.0.1", 0, self.app, server_class=_Threading, handler_class=_QuietHandler)
+        self.url = "http://127.0.0.1:{}/".format(self._server.server_port)
+        threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+
+    def close(self):
+        self._server.shutdown()
+        self._server.server_close()
+
+
+def app_config(upstream, **extra):
+    config = {"models": [{"id": "fake", "model": "up-model", "client_type": "openai-chat", "base_url": upstream.url,
+                          "api_key": UPSTREAM_KEY},
+                         {"id": "other", "model": "up-model-2", "client_type": "openai-chat",
+                          "base_url": upstream.url, "api_key": UPSTREAM_KEY}],
+              "max_concurrent_streams": 1}
+    config.update(extra)
+    return config
+
+
+def make_site(upstream, app_factory=None, **extra):
+    factory = app_factory or make_app or StubApp
+    return Site(factory(app_config(upstream, **extra)), upstream)
+
+
+# -- the browser ---------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def browser():
+    os.environ.setdefault("SE_AVOID_STATS", "true")
+    profile = tempfile.mkdtemp(prefix="agenthub-chromium-")
+    downloads = tempfile.mkdtemp(prefix="agenthub-downloads-")
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                 "--disable-dev-shm-usage", "--disable-extensions", "--disable-default-apps",
+                 "--window-size=1280,900", "--user-data-dir=" + profile):
+        options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    options.add_experimental_option("prefs", {"download.default_directory": downloads,
+                                              "download.prompt_for_download": False})
+    driver = webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=options)
+    driver.execute_cdp_cmd("Browser.setDownloadBehavior", {"behavior": "allow", "downloadPath": downloads})
+    driver.downloads = downloads
+    try:
+        yield driver
+    finally:
+        driver.quit()
+        shutil.rmtree(profile, ignore_errors=True)
+        shutil.rmtree(downloads, ignore_errors=True)
+
+
+@pytest.fixture
+def upstream():
+    server = Upstream()
+    yield server
+    server.close()
+
+
+@pytest.fixture
+def site(upstream):
+    site = make_site(upstream)
+    yield site
+    site.close()
+
+
+def console(driver):
+    return driver.get_log("browser")
+
+
+def bad_entries(entries, allow=()):
+    """Console entries that are errors or policy violations, minus the ``allow``ed substrings."""
+    out = []
+    for entry in entries:
+        message = entry.get("message", "")
+        violation = any(word in message for word in ("Content Security Policy", "Content-Security-Policy",
+                                                     "Trusted Type", "TrustedHTML", "TrustedScript"))
+        if (violation or entry.get("level") == "SEVERE") and not any(a in message for a in allow):
+            out.append(entry)
+    return out
+
+
+@pytest.fixture
+def page(browser, site):
+    """The playground, loaded, models listed; afterwards: a clean console."""
+    console(browser)  # drop what earlier tests left
+    open_page(browser, site.url)
+    browser.site = site
+    browser.allow = ()  # console messages a test expects (an HTTP error status it provoked)
+    yield browser
+    assert bad_entries(console(browser), browser.allow) == []
+    browser.execute_script("sessionStorage.clear()")
+
+
+def open_page(driver, url):
+    driver.get(url)
+    wait(driver, lambda d: d.find_elements(By.CSS_SELECTOR, "#model option"), "the model list")
+
+
+def wait(driver, condition, what, timeout=8):
+    try:
+        return WebDriverWait(driver, timeout, poll_frequency=0.02).until(condition)
+    except TimeoutException:  # pragma: no cover - the message is for whoever reads a failure
+        raise AssertionError("timed out waiting for {} (status: {!r})".format(
+            what, driver.find_element(By.ID, "status").text))
+
+
+def css(driver, selector):
+    return driver.find_element(By.CSS_SELECTOR, selector)
+
+
+def type_and_send(driver, text):
+    box = css(driver, "#input")
+    box.clear()
+    box.send_keys(text)
+    css(driver, "#send").click()
+
+
+def wait_done(driver):
+    wait(driver, lambda d: d.find_element(By.ID, "status").text.startswith(("Done", "Aborted"))
+         or "bad" in d.find_element(By.ID, "status").get_attribute("class"), "the end of the turn")
+
+
+def last_answer(driver):
+    return driver.find_elements(By.CSS_SELECTOR, "#transcript .message.assistant")[-1]
+
+
+def history(driver):
+    return driver.execute_script("return window.agenthubPlayground.history()")
+
+
+def strip_created(message):
+    message = dict(message)
+    assert isinstance(message.pop("created_at"), int)
+    return message
+
+
+# -- scenarios ------------------------------------------------------------------------------------
+
+def test_typed_message_streams_text_incrementally_with_usage_and_finish(page, upstream):
+    gate = threading.Event()
+    upstream.replies.append(text_reply("Hel", "lo ", gate, "wor", "ld."))
+    css(page, "#system").send_keys("Be brief.")
+    css(page, "#max-tokens").send_keys("50")
+    css(page, "#temperature").send_keys("0.3")
+    type_and_send(page, "Say hello")
+
+    wait(page, lambda d: "Hello" in last_answer(d).text, "the first pieces")
+    answer = last_answer(page)
+    assert answer.find_element(By.CSS_SELECTOR, ".body .text").get_property("textContent") == "Hello "  # the rest is still held upstream
+    assert css(page, "#stop").is_enabled() and not css(page, "#send").is_enabled()
+    gate.set()
+    wait_done(page)
+    assert answer.find_element(By.CSS_SELECTOR, ".body .text").text == "Hello world."
+    foot = answer.find_element(By.CSS_SELECTOR, ".foot").text
+    assert foot.startswith("finish stop · prompt 11 · cached – · thinking – · response 7 · first token ")
+    assert not css(page, "#stop").is_enabled() and css(page, "#send").is_enabled()
+    assert css(page, "#input").get_attribute("value") == ""
+
+    user = {"role": "user", "content_items": [{"type": "text", "text": "Say hello"}]}
+    config = {"system_prompt": "Be brief.", "max_tokens": 50, "temperature": 0.3}
+    assert page.site.app.bodies == [{"model": "fake", "messages": [user], "config": config}]
+    sent = upstream.requests[0]
+    assert sent["body"]["messages"] == [{"role": "system", "content": "Be brief."},
+                                        {"role": "user", "content": "Say hello"}]
+    assert (sent["body"]["max_completion_tokens"], sent["body"]["temperature"]) == (50, 0.3)
+    assert sent["headers"]["Authorization"] == "Bearer " + UPSTREAM_KEY
+
+    expected = collect(direct_events(text_reply("Hel", "lo ", "wor", "ld."), [user], config, upstream))
+    kept = history(page)
+    assert kept[0] == user and strip_created(kept[1]) == strip_created(to_jsonable(expected))
+
+    # the next turn sends the whole conversation back
+    upstream.replies.append(text_reply("Again."))
+    type_and_send(page, "Once more")
+    wait_done(page)
+    second = page.site.app.bodies[1]["messages"]
+    assert second[:2] == kept and second[2] == {"role": "user", "content_items": [{"type": "text", "text": "Once more"}]}
+
+
+TOOL = [{"name": "get_weather", "description": "Current weather in a city.",
+         "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}]
+
+
+def tool_reply(gate):
+    def call(arguments, **head):
+        entry = {"index": 0, "function": {"arguments": arguments}}
+        if head:
+            entry.update(id=head["id"], type="function")
+            entry["function"]["name"] = head["name"]
+        return chunk({"tool_calls": [entry]})
+    return Reply([chunk({"role": "assistant", "content": None}), call('{"ci', id="call_1", name="get_weather"), gate,
+                  call('ty": "Pa'), call('ris"}'), chunk(finish="tool_calls"), chunk(usage=USAGE),
+                  b"data: [DONE]\n\n"])
+
+
+def test_tool_call_streams_its_arguments_then_completes_and_its_result_goes_back(page, upstream):
+    gate = threading.Event()
+    upstream.replies.append(tool_reply(gate))
+    css(page, "#tools-example").click()
+    assert css(page, "#tools-hint").text == "1 tool: get_weather"
+    type_and_send(page, "Weather in Paris?")
+
+    call = wait(page, lambda d: d.find_elements(By.CSS_SELECTOR, ".message.assistant .tool-call.streaming"),
+                "the announced tool call")[0]
+    assert call.find_element(By.CSS_SELECTOR, "code.name").text == "get_weather"
+    assert call.find_element(By.CSS_SELECTOR, ".id").text == "call_1"
+    assert call.find_element(By.CSS_SELECTOR, "pre.args").text == '{"ci'       # arguments as they stream
+    assert call.find_element(By.CSS_SELECTOR, ".state").text == "streaming arguments…"
+    gate.set()
+    wait_done(page)
+    assert "streaming" not in call.get_attribute("class")
+    assert call.find_element(By.CSS_SELECTOR, ".state").text == "✓ complete"
+    assert call.find_element(By.CSS_SELECTOR, "pre.args").text == '{\n  "city": "Paris"\n}'
+    assert last_answer(page).find_element(By.CSS_SELECTOR, ".foot").text.startswith("finish tool_call · ")
+    assert page.site.app.bodies[0]["config"] == {"tools": TOOL}
+    assert upstream.requests[0]["body"]["tools"][0]["function"]["name"] == "get_weather"
+
+    # the result box for the call; sending it makes a tool_result
+    result = wait(page, lambda d: d.find_elements(By.CSS_SELECTOR, "#tool-results textarea"), "the result box")[0]
+    result.send_keys("18 C, sunny")
+    upstream.replies.append(text_reply("It is sunny."))
+    css(page, "#send").click()
+    wait_done(page)
+    user = {"role": "user", "content_items": [{"type": "text", "text": "Weather in Paris?"}]}
+    expected = collect(direct_events(tool_reply(threading.Event()), [user], {"tools": TOOL}, upstream))
+    sent = page.site.app.bodies[1]["messages"]
+    assert sent[0] == user
+    assert strip_created(sent[1]) == strip_created(to_jsonable(expected))
+    assert [i["type"] for i in expected["content_items"]] == ["tool_call"]
+    assert sent[2] == {"role": "user", "content_items": [
+        {"type": "tool_result", "tool_call_id": "call_1", "text": "18 C, sunny"}]}
+    assert not page.find_elements(By.CSS_SELECTOR, "#tool-results textarea")
+
+
+def test_abort_stops_the_stream_says_aborted_and_frees_the_upstream(page, upstream):
+    slow = text_reply(*[item for n in range(300) for item in ("word{} ".format(n), 0.03)])
+    upstream.replies.append(slow)
+    type_and_send(page, "Talk for a long time")
+    wait(page, lambda d: "word3 " in last_answer(d).text, "some streamed words")
+    css(page, "#stop").click()
+    wait(page, lambda d: d.find_element(By.ID, "status").text == "Aborted.", "the aborted status")
+    answer = last_answer(page)
+    notice = answer.find_element(By.CSS_SELECTOR, ".notice")
+    assert notice.find_element(By.CSS_SELECTOR, ".type").text == "Aborted"
+    assert "not kept in the conversation" in notice.text
+    text = answer.find_element(By.CSS_SELECTOR, ".body .text").text
+    assert slow.disconnected.wait(5), "the upstream stream was not closed after the abort"
+    time.sleep(0.2)
+    assert answer.find_element(By.CSS_SELECTOR, ".body .text").text == text  # nothing more arrived
+    assert "word299" not in text
+    assert "dropped" in answer.get_attribute("class")
+    assert history(page) == []                                    # an aborted turn is not kept
+    assert css(page, "#input").get_attribute("value") == "Talk for a long time"  # given back to retype
+    assert css(page, "#send").is_enabled() and not css(page, "#stop").is_enabled()
+
+    # the server's one stream slot is free again: the next turn goes through
+    upstream.replies.append(text_reply("Short."))
+    css(page, "#send").click()
+    wait_done(page)
+    assert css(page, "#status").text.startswith("Done")
+    assert [m["role"] for m in history(page)] == ["user", "assistant"]
+
+
+@pytest.mark.skipif(make_app is None, reason="agenthub.server is not on this branch yet")
+def test_keep_alive_comments_keep_the_page_waiting(browser, upstream):
+    site = make_site(upstream, keepalive_seconds=0.1)
+    try:
+        console(browser)
+        open_page(browser, site.url)
+        gate = threading.Event()
+        upstream.replies.append(Reply([gate] + text_reply("Late.").steps))
+        type_and_send(browser, "hello")
+        wait(browser, lambda d: "keep-alive" in d.find_element(By.ID, "status").text, "a keep-alive")
+        assert css(browser, "#stop").is_enabled()
+        gate.set()
+        wait_done(browser)
+        assert last_answer(browser).find_element(By.CSS_SELECTOR, ".text").text == "Late."
+        assert bad_entries(console(browser)) == []
+    finally:
+        site.close()
+
+
+def test_thinking_streams_collapsed_and_keeps_its_fidelity(page, upstream):
+    upstream.replies.append(Reply([
+        chunk({"role": "assistant", "reasoning_content": "Let me "}), chunk({"reasoning_content": "think."}),
+        chunk({"content": "42"}), chunk(finish="stop"), chunk(usage=USAGE), b"data: [DONE]\n\n"]))
+    type_and_send(page, "The answer?")
+    wait_done(page)
+    answer = last_answer(page)
+    details = answer.find_element(By.CSS_SELECTOR, "details.thinking")
+    assert details.get_property("open") is False
+    assert details.find_element(By.CSS_SELECTOR, "summary").text == "Thinking"
+    inner = details.find_element(By.CSS_SELECTOR, ".text")
+    assert not inner.is_displayed()
+    details.find_element(By.CSS_SELECTOR, "summary").click()
+    assert details.get_property("open") is True and inner.text == "Let me think."
+    assert answer.find_element(By.CSS_SELECTOR, "div.part.text").text == "42"
+    items = history(page)[1]["content_items"]
+    assert items == [{"type": "thinking", "thinking": "Let me think.", "fidelity": {"reasoning_field": "reasoning_content"}},
+                     {"type": "text", "text": "42"}]
+
+
+def png(width=2, height=2):
+    def part(kind, data):
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
+    rows = b"".join(b"\x00" + b"\xff\x40\x20" * width for _ in range(height))
+    return (b"\x89PNG\r\n\x1a\n" + part(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0))
+            + part(b"IDAT", zlib.compress(rows)) + part(b"IEND", b""))
+
+
+def test_uploaded_image_reaches_the_request_body_as_inline_data(page, upstream, tmp_path):
+    image = png()
+    path = tmp_path / "dot.png"
+    path.write_bytes(image)
+    css(page, "#file").send_keys(str(path))
+    chip = wait(page, lambda d: d.find_elements(By.CSS_SELECTOR, "#attachments .attachment"), "the attachment")[0]
+    assert chip.text.startswith("dot.png · {} B".format(len(image)))
+    upstream.replies.append(text_reply("A red dot."))
+    type_and_send(page, "What is this?")
+    wait_done(page)
+    encoded = base64.b64encode(image).decode("ascii")
+    assert page.site.app.bodies[0]["messages"] == [{"role": "user", "content_items": [
+        {"type": "inline_data", "data": {"__bytes__": encoded}, "mime_type": "image/png"},
+        {"type": "text", "text": "What is this?"}]}]
+    parts = upstream.requests[0]["body"]["messages"][0]["content"]
+    assert {"type": "image_url", "image_url": {"url": "data:image/png;base64," + encoded}} in parts
+    shown = page.find_elements(By.CSS_SELECTOR, "#transcript .message.user img.media")
+    assert [img.get_attribute("src") for img in shown] == ["data:image/png;base64," + encoded]
+    assert page.execute_script("return arguments[0].naturalWidth", shown[0]) == 2   # decoded: allowed by img-src
+    assert not page.find_elements(By.CSS_SELECTOR, "#attachments .attachment")
+
+
+def test_model_output_with_html_is_shown_as_text(page, upstream):
+    hostile = '<img src=x onerror="window.__pwned=1"><script>window.__pwned=2</script><b>bold</b> & &amp;'
+    upstream.replies.append(Reply([
+        chunk({"role": "assistant", "reasoning_content": "<i>think</i><svg onload=\"window.__pwned=3\">"}),
+        chunk({"content": hostile[:20]}), chunk({"content": hostile[20:]}), chunk(finish="stop"),
+        chunk(usage=USAGE), b"data: [DONE]\n\n"]))
+    type_and_send(page, "<b>not bold</b>")
+    wait_done(page)
+    answer = last_answer(page)
+    assert answer.find_element(By.CSS_SELECTOR, "div.part.text").text == hostile
+    assert page.execute_script("return arguments[0].querySelector('div.part.text').textContent", answer) == hostile
+    thinking = page.execute_script("return arguments[0].querySelector('details .text').textContent", answer)
+    assert thinking == "<i>think</i><svg onload=\"window.__pwned=3\">"
+    for element in ("img", "script", "b", "i", "svg"):
+        assert not answer.find_elements(By.CSS_SELECTOR, ".body " + element)
+    user = page.find_elements(By.CSS_SELECTOR, "#transcript .message.user")[-1]
+    assert user.find_element(By.CSS_SELECTOR, ".text").text == "<b>not bold</b>" and not user.find_elements(By.TAG_NAME, "b")
+    assert page.execute_script("return window.__pwned") is None
+
+
+def test_export_writes_a_trace_the_tracer_and_the_viewer_open(page, upstream, tmp_path):
+    from agenthub import viewer
+    image = png()
+    path = tmp_path / "dot.png"
+    path.write_bytes(image)
+    css(page, "#file").send_keys(str(path))
+    wait(page, lambda d: d.find_elements(By.CSS_SELECTOR, "#attachments .attachment"), "the attachment")
+    upstream.replies.append(Reply([
+        chunk({"role": "assistant", "reasoning_content": "Hm."}), chunk({"content": "A dot."}),
+        chunk(finish="stop"), chunk(usage=USAGE), b"data: [DONE]\n\n"]))
+    css(page, "#system").send_keys("Describe images.")
+    type_and_send(page, "What is it?")
+    wait_done(page)
+    assert css(page, "#export").is_enabled()
+    before = set(os.listdir(page.downloads))
+    css(page, "#export").click()
+    name = wait(page, lambda d: [n for n in os.listdir(d.downloads) if n not in before and n.endswith(".json")],
+                "the downloaded trace")[0]
+    folder = tmp_path / "traces" / "playground"
+    folder.mkdir(parents=True)
+    shutil.move(os.path.join(page.downloads, name), str(folder / name))
+
+    trace = load_trace(str(folder / name))
+    assert set(trace) == {"trace_id", "model", "timestamp", "config", "history"}
+    assert trace["model"] == "fake" and trace["config"] == {"system_prompt": "Describe images.", "model": "fake"}
+    assert trace["history"][0] == {"role": "user", "content_items": [
+        {"type": "inline_data", "data": image, "mime_type": "image/png"}, {"type": "text", "text": "What is it?"}]}
+    assert trace["history"][1]["content_items"] == [
+        {"type": "thinking", "thinking": "Hm.", "fidelity": {"reasoning_field": "reasoning_content"}},
+        {"type": "text", "text": "A dot."}]
+    assert trace["history"][1]["finish_reason"] == "stop"
+    check_messages(trace["history"])  # what the tracer restores is valid input for the next call
+    listed = list_traces(str(tmp_path / "traces"))
+    assert [(t["trace_id"], t["model"], t["messages"]) for t in listed] == [("playground/" + name[:-5], "fake", 2)]
+
+    server, url = viewer.serve_in_thread(str(tmp_path / "traces"))
+    try:
+        page.get(viewer.trace_url(url, listed[0]["trace_id"]))
+        wait(page, lambda d: "A dot." in d.find_element(By.ID, "main").text, "the viewer's page")
+        main = page.find_element(By.ID, "main").text
+        assert "Describe images." in main and "What is it?" in main and "image/png" in main
+        console(page)  # the viewer's own page is not under test here
+        page.allow = ("/favicon.ico",)  # the viewer's page asks for one, after the drain above
+    finally:
+        server.shutdown()
+        server.server_close()
+
+    # Open trace: the conversation comes back as it was exported, and the next turn sends it
+    open_page(page, page.site.url)
+    css(page, "#trace-file").send_keys(str(folder / name))
+    wait(page, lambda d: d.find_element(By.ID, "status").text.startswith("Opened "), "the opened trace")
+    with open(str(folder / name), encoding="utf-8") as handle:
+        exported = json.load(handle)
+    assert history(page) == exported["history"]
+    assert css(page, "#system").get_attribute("value") == "Describe images."
+    assert len(page.find_elements(By.CSS_SELECTOR, "#transcript .message")) == 2
+    upstream.replies.append(text_reply("Still a dot."))
+    type_and_send(page, "And now?")
+    wait_done(page)
+    assert page.site.app.bodies[-1]["messages"][:2] == exported["history"]
+    assert page.site.app.bodies[-1]["config"] == {"system_prompt": "Describe images."}
+
+
+def test_the_page_is_served_with_its_csp_and_needs_nothing_it_refuses(page):
+    with urlopen(page.site.url) as answer:
+        assert answer.headers["Content-Security-Policy"] == playground.CSP
+        assert answer.headers["Content-Type"].startswith("text/html")
+        body = answer.read()
+    assert body == playground.PAGE
+    policy = dict(part.strip().split(" ", 1) for part in playground.CSP.split(";"))
+    assert policy["default-src"] == "'none'" and policy["connect-src"] == "'self'"
+    assert policy["frame-ancestors"] == "'none'" and policy["img-src"] == "'self' data: blob:"
+    assert "unsafe" not in playground.CSP
+    tags = re.findall(r"<[a-z][^>]*>", playground.PAGE.decode("utf-8").split("<script>")[0])
+    assert len(tags) > 50
+    assert [t for t in tags if re.search(r"\s(on[a-z]+|style)\s*=", t)] == []   # no inline handlers or styles
+    assert [t for t in tags if re.search(r"\s(src|href)\s*=\s*\"(?!data:)", t)] == []  # nothing fetched
+    assert playground.PAGE.count(b"<script>") == 1 and playground.PAGE.count(b"<style>") == 1
+
+    assert bad_entries(console(page)) == []
+    # control: the policy is live (an injected inline script is refused) and the console check sees it
+    page.execute_script("var s = document.createElement('script'); document.body.appendChild(s);"
+                        "try { s.text = 'window.__injected = 1'; } catch (e) { window.__tt = String(e); }")
+    assert page.execute_script("return window.__injected") is None
+    assert "TrustedScript" in page.execute_script("return window.__tt")
+    page.execute_script("document.body.setAttribute('style', 'color: red')")
+    refused = [e["message"] for e in bad_entries(console(page))]
+    assert any("requires 'TrustedScript' assignment" in m for m in refused), refused
+    assert any("Applying inline style violates" in m and "Content Security Policy" in m for m in refused), refused
+
+
+def test_server_key_is_asked_kept_in_session_storage_and_asked_again_on_401(browser, upstream):
+    site = make_site(upstream, api_keys=["s3cret-key"])
+    try:
+        console(browser)
+        browser.get(site.url)
+        dialog = wait(browser, lambda d: d.find_element(By.ID, "key-dialog") if
+                      d.find_element(By.ID, "key-dialog").get_property("open") else None, "the key dialog")
+        assert "needs a key" in dialog.find_element(By.ID, "key-reason").text
+        box = css(browser, "#key-input")
+        box.send_keys("wrong-key", Keys.ENTER)
+        wait(browser, lambda d: "refused" in d.find_element(By.ID, "key-reason").text, "the key asked again")
+        assert css(browser, "#key-dialog").get_property("open") is True
+        css(browser, "#key-input").send_keys("s3cret-key", Keys.ENTER)
+        wait(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "#model option"), "the model list")
+        assert [o.text for o in browser.find_elements(By.CSS_SELECTOR, "#model option")] == ["fake", "other"]
+        assert browser.execute_script("return sessionStorage.getItem('agenthub.playground.key')") == "s3cret-key"
+
+        browser.get(site.url)  # a reload keeps the key: not asked again
+        wait(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "#model option"), "the model list")
+        assert css(browser, "#key-dialog").get_property("open") is False
+        upstream.replies.append(text_reply("Hi."))
+        type_and_send(browser, "hello")
+        wait_done(browser)
+        assert css(browser, "#status").text.startswith("Done")
+        assert upstream.requests[-1]["headers"]["Authorization"] == "Bearer " + UPSTREAM_KEY
+
+        # the key stops working (rotated on the server): the next turn asks again, then goes through
+        browser.execute_script("sessionStorage.setItem('agenthub.playground.key', 'rotated-away')")
+        upstream.replies.append(text_reply("Again."))
+        type_and_send(browser, "and again")
+        wait(browser, lambda d: d.find_element(By.ID, "key-dialog").get_property("open"), "the key dialog")
+        css(browser, "#key-input").send_keys("s3cret-key", Keys.ENTER)
+        wait_done(browser)
+        assert last_answer(browser).find_element(By.CSS_SELECTOR, ".text").text == "Again."
+        assert [m["role"] for m in history(browser)] == ["user", "assistant", "user", "assistant"]
+        entries = console(browser)
+        assert bad_entries(entries, allow=("status of 401",)) == []
+        assert any("status of 401" in e["message"] for e in entries)  # the 401s did happen
+    finally:
+        browser.execute_script("sessionStorage.clear()")
+        site.close()
+
+
+def test_errors_before_and_during_the_stream_are_shown_with_their_type(page, upstream):
+    page.allow = ("status of 400",)
+    upstream.replies.append(Reply([json.dumps({"error": {"message": "bad request, no cookie",
+                                                         "type": "invalid_request_error"}}).encode()],
+                                  status=400, headers={"Content-Type": "application/json"}))
+    type_and_send(page, "first")
+    wait_done(page)
+    notice = last_answer(page).find_element(By.CSS_SELECTOR, ".notice.bad")
+    assert notice.find_element(By.CSS_SELECTOR, ".type").text == "UpstreamError"
+    assert "bad request, no cookie" in notice.text and "status 400" in notice.text
+
+    upstream.replies.append(Reply([chunk({"role": "assistant", "content": "Half an ans"})]))  # cut: no finish, no [DONE]
+    type_and_send(page, "second")
+    wait_done(page)
+    notice = last_answer(page).find_element(By.CSS_SELECTOR, ".notice.bad")
+    assert notice.find_element(By.CSS_SELECTOR, ".type").text == "StreamProtocolError"
+    assert last_answer(page).find_element(By.CSS_SELECTOR, ".body .text").text == "Half an ans"
+    assert history(page) == []
+    assert css(page, "#input").get_attribute("value") == "second"
+    assert "StreamProtocolError" in css(page, "#status").text
+
+
+def test_settings_are_checked_before_anything_is_sent(page, upstream):
+    css(page, "#tools").send_keys('[{"name": "a"}, {"nam": "b"}]')
+    assert css(page, "#tools-hint").text == "tools[1] needs a non-empty name"
+    assert "invalid" in css(page, "#tools").get_attribute("class")
+    css(page, "#max-tokens").send_keys("1.5")
+    type_and_send(page, "hello")
+    status = css(page, "#status").text
+    assert status.startswith("Fix the settings: ") and "max tokens must be a positive whole number" in status
+    assert page.site.app.bodies == [] and upstream.requests == []
+    assert css(page, "#input").get_attribute("value") == "hello"
+
+
+# -- the page's own pieces, against the library's --------------------------------------------------
+
+FOLD_CASES = [
+    # text pieces merge; a signature arriving on the open item closes it
+    [{"type": "thinking", "thinking": "a"}, {"type": "thinking", "thinking": "b", "fidelity": {"signature": "s"}},
+     {"type": "thinking", "thinking": "c"}, {"type": "text", "text": "x"}, {"type": "text", "text": "y"}],
+    # equal fidelity joins, different fidelity splits; empty items without fidelity vanish
+    [{"type": "text", "text": "p", "fidelity": {"phase": "commentary"}},
+     {"type": "text", "text": "q", "fidelity": {"phase": "commentary"}},
+     {"type": "text", "text": "r", "fidelity": {"phase": "final_answer"}}, {"type": "text", "text": ""},
+     {"type": "thinking", "thinking": "", "fidelity": {"signature": "only"}}],
+    # partial tool calls dropped, complete ones and media kept as they came
+    [{"type": "partial_tool_call", "name": "f", "tool_call_id": "c1", "arguments": "{\"a\""},
+     {"type": "partial_tool_call", "name": "", "tool_call_id": "", "arguments": ": 1}"},
+     {"type": "tool_call", "name": "f", "tool_call_id": "c1", "arguments": {"a": 1}, "fidelity": {"k": [1, {"z": 2}]}},
+     {"type": "text", "text": "t"}, {"type": "inline_data", "data": b"\x00\xffpng", "mime_type": "image/png"},
+     {"type": "text", "text": "u"}, {"type": "text", "text": "v", "fidelity": {}}],
+]
+
+
+@pytest.mark.parametrize("items", FOLD_CASES, ids=["signature", "fidelity", "tools-media"])
+def test_the_page_folds_events_exactly_as_collect(page, items):
+    events = [{"role": "assistant", "event_type": "start", "content_items": [], "usage_metadata": None,
+               "finish_reason": None, "created_at": 1}]
+    events += [{"role": "assistant", "event_type": "delta", "content_items": [item], "usage_metadata": None,
+                "finish_reason": None, "created_at": 2 + n} for n, item in enumerate(items)]
+    events.append({"role": "assistant", "event_type": "stop", "content_items": [],
+                   "usage_metadata": {"cached_tokens": None, "prompt_tokens": 3, "thoughts_tokens": 1,
+                                      "response_tokens": 2}, "finish_reason": "stop", "created_at": 99})
+    folded = page.execute_script("return window.agenthubPlayground.collect(arguments[0])", to_jsonable(events))
+    assert folded == to_jsonable(collect(events))
+
+
+def test_sse_framing_crlf_comments_multiline_data_one_byte_at_a_time(browser, upstream):
+    """The page's SSE reader on a canned body (CRLF and lone CR line ends, comments, `data:` without a
+    space, JSON over two data lines, an image as inline bytes, a last message with no blank line after
+    it) written one byte per chunk."""
+    start = {"role": "assistant", "event_type": "start", "content_items": [], "usage_metadata": None,
+             "finish_reason": None, "created_at": 5}
+    delta = dict(start, event_type="delta", content_items=[{"type": "text", "text": "é\u2028ok"}])
+    picture = dict(start, event_type="delta", content_items=[
+        {"type": "inline_data", "data": {"__bytes__": base64.b64encode(png(3, 2)).decode()}, "mime_type": "image/png",
+         "fidelity": {"signature": "sig"}}])
+    stop = dict(start, event_type="stop", finish_reason="stop",
+                usage_metadata={"cached_tokens": 0, "prompt_tokens": 1, "thoughts_tokens": None, "response_tokens": 2})
+    body = (b": keep-alive\r\n\r\nevent: message\r\ndata:" + json.dumps(start).encode() + b"\r\n\r\n"
+            b"id: 7\r\ndata: {\r\ndata: " + json.dumps(delta, ensure_ascii=False)[1:].encode("utf-8")
+            + b"\r\n\r\n: keep-alive\r\rdata: " + json.dumps(picture).encode() + b"\r\n\r\n"
+            b"data: " + json.dumps(stop).encode() + b"\n\ndata: [DONE]")
+
+    def canned(environ, start_response):
+        if environ["PATH_INFO"] == "/v1/stream":
+            start_response("200 OK", [("Content-Type", "text/event-stream")])
+            return (body[i:i + 1] for i in range(len(body)))
+        return StubApp(app_config(upstream))(environ, start_response)
+
+    site = Site(canned, upstream)
+    try:
+        console(browser)
+        open_page(browser, site.url)
+        type_and_send(browser, "hi")
+        wait_done(browser)
+        assert css(browser, "#status").text.startswith("Done")
+        events = from_jsonable([start, delta, picture, stop])
+        assert strip_created(history(browser)[1]) == strip_created(to_jsonable(collect(events)))
+        answer = last_answer(browser)
+        assert answer.find_element(By.CSS_SELECTOR, ".body .text").text.startswith("é")
+        shown = answer.find_element(By.CSS_SELECTOR, ".body img.media")  # model output media: a data: URL
+        assert browser.execute_script("return [arguments[0].naturalWidth, arguments[0].naturalHeight]", shown) == [3, 2]
+        assert bad_entries(console(browser)) == []
+    finally:
+        site.close()
