@@ -510,9 +510,9 @@ _CLI_TERMS = (
      r"set \1, or pass --api-key-env NAME (the variable holding the key)"),
     (re.compile(r"\bpass api_key="), "pass --api-key-env NAME (the variable holding the key)"),
     (re.compile(r"\bapi_key is required with base_url\b"), "--api-key-env NAME is required with --base-url"),
-    (re.compile(r"\bapi_key=?"), "--api-key-env"),
-    (re.compile(r"\bclient_type=?"), "--client-type"),
-    (re.compile(r"\bbase_url=?"), "--base-url"),
+    (re.compile(r"\bapi_key\b=?"), "--api-key-env"),
+    (re.compile(r"\bclient_type\b=?"), "--client-type"),
+    (re.compile(r"\bbase_url\b=?"), "--base-url"),
     (re.compile(r"\bmax_retries\b"), "--max-retries"),
     (re.compile(r"\bconfig\['(max_tokens|temperature|system_prompt|thinking_level|trace_id)'\]"), r"\1"),
 )
