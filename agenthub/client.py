@@ -423,7 +423,8 @@ class AutoLLMClient(object):
             return []
         messages = [{"role": "user", "content_items": [{"type": "text", "text": text}]} for text in texts]
         answer = self.response(messages, config)  # type: ignore[arg-type]
-        vectors = [item["embedding"] for item in answer["content_items"] if item.get("type") == "embedding"]
+        items = answer["content_items"]  # type: List[Any]
+        vectors = [item["embedding"] for item in items if item.get("type") == "embedding"]  # type: List[List[float]]
         if len(vectors) != len(texts):
             raise StreamProtocolError("{}: {} texts were sent for embedding and {} vectors came back".format(
                 self.client_type, len(texts), len(vectors)), client=self.client_type)

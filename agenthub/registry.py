@@ -87,6 +87,8 @@ def __getattr__(name: str) -> Any:  # PEP 562: the derived tables are built on f
 TOOL_CHOICES = ("auto", "none", "required", "list")
 
 _TEXT = (("text",), ("text",))
+#: servers with JSON mode but no json_schema (DeepSeek, Z.AI, Moonshot document only {"type": "json_object"})
+_JSON_MODE_ONLY = ("text", "json_object")
 _VISION = (("text", "image"), ("text",))
 
 
@@ -217,6 +219,7 @@ ROUTES = [
           "DEEPSEEK_BASE_URL",
           {"reasoning_field": "reasoning_content", "echo_reasoning_on_tool_turns": True,
            "max_tokens_field": "max_tokens", "tool_choice": ("auto", "none"), "fast_mode": False,
+           "response_formats": _JSON_MODE_ONLY,
            "thinking": dict(_effort("reasoning_effort", {"low": "low", "high": "high", "xhigh": "max"},
                                     {"thinking": {"type": "enabled"}}),
                             none={"thinking": {"type": "disabled"}})},
@@ -225,6 +228,7 @@ ROUTES = [
           "DEEPSEEK_BASE_URL",
           {"reasoning_field": "reasoning_content", "echo_reasoning_on_tool_turns": True, "images": False,
            "max_tokens_field": "max_tokens", "tool_choice": ("auto", "none"), "fast_mode": False,
+           "response_formats": _JSON_MODE_ONLY,
            # thinking on by default; efforts low/high/max (medium rides high)
            "thinking": dict(_effort("reasoning_effort", {"low": "low", "high": "high", "xhigh": "max"},
                                     {"thinking": {"type": "enabled"}}),
@@ -232,30 +236,33 @@ ROUTES = [
           _TEXT, ("deepseek-v4-flash", "deepseek-v4-pro", "deepseek-chat"), presets=("deepseek",), label="deepseek-*"),
     Route(r"glm-5\.3", "openai-chat", "https://api.z.ai/api/paas/v4", ("ZAI_API_KEY",), "Z.AI", "ZAI_BASE_URL",
           {"reasoning_field": "reasoning_content", "max_tokens_field": "max_tokens", "tool_choice": ("auto",),
-           "tool_stream": True, "fast_mode": False,
+           "tool_stream": True, "fast_mode": False, "response_formats": _JSON_MODE_ONLY,
            # thinking cannot be switched off: none rides the lightest effort
            "thinking": _effort("reasoning_effort", {"low": "low", "high": "high", "xhigh": "max"},
                                {"thinking": {"type": "enabled"}})},
           _TEXT, ("glm-5.3",), hosts=("open.bigmodel.cn",), label="glm-5.3*"),
     Route(r"glm-", "openai-chat", "https://api.z.ai/api/paas/v4", ("ZAI_API_KEY",), "Z.AI", "ZAI_BASE_URL",
           {"reasoning_field": "reasoning_content", "max_tokens_field": "max_tokens", "tool_choice": ("auto",),
-           "tool_stream": True, "fast_mode": False, "thinking": _ON_OFF},
+           "tool_stream": True, "fast_mode": False, "response_formats": _JSON_MODE_ONLY,
+           "thinking": _ON_OFF},
           _TEXT, ("glm-5.1", "glm-4.7"), presets=("zai",), hosts=("open.bigmodel.cn",), label="glm-*"),
     Route(r"kimi-k3", "openai-chat", "https://api.moonshot.ai/v1", ("MOONSHOT_API_KEY",), "Moonshot",
           "MOONSHOT_BASE_URL",
           {"reasoning_field": "reasoning_content", "echo_reasoning_on_tool_turns": True,
-           "tool_choice": ("auto", "none"), "fast_mode": False,
+           "tool_choice": ("auto", "none"), "fast_mode": False, "response_formats": _JSON_MODE_ONLY,
            # always thinks: efforts low/high/max
            "thinking": _effort("reasoning_effort", {"low": "low", "high": "high", "xhigh": "max"})},
           _VISION, ("kimi-k3",), hosts=("api.moonshot.cn",), label="kimi-k3*"),
     Route(r"kimi-", "openai-chat", "https://api.moonshot.ai/v1", ("MOONSHOT_API_KEY",), "Moonshot",
           "MOONSHOT_BASE_URL",
           {"reasoning_field": "reasoning_content", "echo_reasoning_on_tool_turns": True,
-           "tool_choice": ("auto", "none"), "fast_mode": False, "thinking": _ON_OFF},
+           "tool_choice": ("auto", "none"), "fast_mode": False, "response_formats": _JSON_MODE_ONLY,
+           "thinking": _ON_OFF},
           _VISION, ("kimi-k2.6", "kimi-k2.5"), presets=("moonshot",), hosts=("api.moonshot.cn",),
           label="kimi-*"),
     Route(r"moonshot-v1", "openai-chat", "https://api.moonshot.ai/v1", ("MOONSHOT_API_KEY",), "Moonshot",
-          "MOONSHOT_BASE_URL", {"tool_choice": ("auto", "none"), "fast_mode": False}, _TEXT, ("moonshot-v1-32k",),
+          "MOONSHOT_BASE_URL", {"tool_choice": ("auto", "none"), "fast_mode": False,
+                                  "response_formats": _JSON_MODE_ONLY}, _TEXT, ("moonshot-v1-32k",),
           hosts=("api.moonshot.cn",), label="moonshot-v1*"),
     Route(r"(?:qwen|qwq)", "openai-chat", "https://dashscope-intl.aliyuncs.com/compatible-mode/v1",
           ("DASHSCOPE_API_KEY",), "Alibaba Cloud (DashScope)", "DASHSCOPE_BASE_URL",

@@ -686,6 +686,9 @@ def fetch_json(session: requests.Session, request: HttpRequest, timeout: Timeout
 #: request headers whose values are credentials (their values are scrubbed from recordings)
 _CREDENTIAL_HEADERS = ("authorization", "proxy-authorization", "x-api-key", "x-goog-api-key", "api-key",
                        "x-amz-security-token")
+#: request headers the library sets that carry no secret (any other header's value is scrubbed too)
+_PLAIN_HEADERS = ("content-type", "accept", "accept-encoding", "connection", "content-length", "user-agent",
+                  "anthropic-version", "anthropic-beta", "host")
 
 
 class _ReplayBody(object):
@@ -822,6 +825,10 @@ class RecordingAdapter(requests.adapters.HTTPAdapter):
             if name.lower() in _CREDENTIAL_HEADERS and isinstance(value, str):
                 secrets.append(value)
                 secrets.extend(value.split()[1:])  # "Bearer <key>"
+            elif name.lower() not in _PLAIN_HEADERS and isinstance(value, str) and len(value) >= 8:
+                # a header the caller added (default_headers, config extra_headers) may be a credential
+                secrets.append(value)
+                secrets.extend(part for part in value.split() if len(part) >= 8)
         method, url, body = request.method, request.url, request.body
         status, headers = response.status_code, dict(response.headers)
 

@@ -59,7 +59,8 @@ def refused(module, endpoint, model, config, parameter):
 
 def routed(model, config, client_type=None):
     """A registry row's endpoint (quirks included), as AutoLLMClient would build it."""
-    env = {"DEEPSEEK_API_KEY": "k", "ZAI_API_KEY": "k", "OPENROUTER_API_KEY": "k", "MOONSHOT_API_KEY": "k"}
+    env = {"DEEPSEEK_API_KEY": "k", "ZAI_API_KEY": "k", "OPENROUTER_API_KEY": "k", "MOONSHOT_API_KEY": "k",
+           "DASHSCOPE_API_KEY": "k"}
     kind, url, key, quirks = resolve(model, client_type, environ=env)
     module = {"openai-chat": openai_chat, "anthropic": anthropic}[kind]
     return plan(module, Endpoint(kind, url, key, quirks=quirks), model, config)
@@ -169,6 +170,12 @@ def test_chat_refusals():
         "type": "json_object"}
     with pytest.raises(UnsupportedParameterError, match="no priority tier"):
         routed("deepseek-v4-flash", {"fast_mode": True})
+    for model in ("deepseek-v4-flash", "glm-5.1", "kimi-k3", "moonshot-v1-32k"):  # JSON mode, no json_schema
+        with pytest.raises(UnsupportedParameterError, match="it takes: text, json_object"):
+            routed(model, {"response_format": JSON_SCHEMA})
+        assert routed(model, {"response_format": {"type": "json_object"}}).body["response_format"] == {
+            "type": "json_object"}
+    assert routed("qwen3-max", {"response_format": JSON_SCHEMA}).body["response_format"]["type"] == "json_schema"
     assert "service_tier" not in routed("deepseek-v4-flash", {"fast_mode": False}).body
 
 
@@ -234,6 +241,8 @@ def test_responses_refusals():
     ("gpt-5-mini", {"top_p": 0.9}, "top_p"),
     ("o4-mini", {"top_p": 0.5}, "top_p"),
     ("gpt-5-pro", {"temperature": 0.2, "thinking_level": "high"}, "temperature"),
+    ("gpt-5.1", {"temperature": 0.2, "thinking_level": "none"}, "temperature"),  # 5.2 was the first to take them
+    ("gpt-5.2-chat-latest", {"temperature": 0.7}, "temperature"),
     # GPT-5.1 and later take them only at reasoning effort none
     ("gpt-5.2", {"temperature": 0.5, "thinking_level": "high"}, "temperature"),
     ("gpt-5.5", {"top_p": 0.9, "thinking_level": "low"}, "top_p"),

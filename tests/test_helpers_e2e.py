@@ -290,3 +290,22 @@ def test_module_list_models_is_still_the_registry():
 
     rows = agenthub.list_models()
     assert rows and all(isinstance(row, dict) and "client_type" in row for row in rows)
+
+
+def test_extra_header_values_are_scrubbed_from_recordings(server, tmp_path):
+    from agenthub.testing import cassette_session
+
+    secret = "hdr-secret-91c2e4"
+    stream = sse({"choices": [{"index": 0, "delta": {"content": "echo " + secret}, "finish_reason": "stop"}]},
+                 done=True)
+    server.answers.append(Answer([stream]))
+    folder = str(tmp_path / "cassette")
+    client = client_for(server, "openai-chat", session=cassette_session(folder, record=True))
+    message = client.response([USER], {"extra_headers": {"X-Tenant-Token": secret}})
+    assert message["content_items"] == [{"type": "text", "text": "echo " + secret}]
+    assert server.requests[0]["headers"]["X-Tenant-Token"] == secret
+    written = ""
+    for name in sorted(os.listdir(folder)):
+        with open(os.path.join(folder, name), "rb") as handle:
+            written += handle.read().decode("utf-8")
+    assert "echo " in written and secret not in written

@@ -24,6 +24,15 @@ Request
   (automatic caching), ENHANCE -> the same with ``"ttl": "1h"``, DISABLE -> nothing.  An endpoint whose
   quirks set ``automatic_caching: False`` (a gateway that rejects the field) gets nothing for ENABLE and
   an UnsupportedParameterError for ENHANCE.
+- ``response_format`` json_schema -> ``output_config.format: {"type": "json_schema", "schema"}`` (beside
+  ``output_config.effort``; generally available, no beta header); json_object raises (no schema-less
+  JSON mode), as do models without structured outputs (rule ``structured``).  ``top_p`` (refused where
+  sampling was removed, below 0.95 while thinking, beside temperature on Claude 4.5 / 4.6);
+  ``stop`` -> ``stop_sequences``; ``seed`` raises; ``fast_mode`` -> ``speed: "fast"`` + the
+  ``fast-mode-2026-02-01`` beta on ``FAST_MODE_MODELS`` at api.anthropic.com (quirk ``fast_mode``
+  decides elsewhere).  ThinkingLevel.MAX -> effort ``max`` (clamped), budget 32768.
+- quirk ``auth: "bearer"``: the key goes in ``Authorization: Bearer`` instead of ``x-api-key``
+  (gateways that read only that); never at api.anthropic.com, and never both.
 
 Stream and fidelity
 -------------------

@@ -38,6 +38,10 @@ Request
   carry none (history from another provider) gets Google's documented placeholder
   on its first call.
 - image_config -> ``imageConfig`` + ``responseModalities`` TEXT and IMAGE.
+- response_format -> ``responseMimeType: "application/json"`` (+ ``responseJsonSchema``; the
+  OpenAPI-subset ``responseSchema`` on Gemini 1.x / 2.0); ``top_p`` -> ``topP``; ``stop`` ->
+  ``stopSequences`` (up to 5); ``seed``; ``fast_mode`` -> top-level ``serviceTier: "priority"``
+  (quirk ``fast_mode: False`` raises instead).  ThinkingLevel.MAX -> HIGH (or the largest budget).
 - tts (a ``-tts`` model, or ``tts_config`` given) -> ``responseModalities`` AUDIO and
   ``speechConfig`` (one voice, or two named speakers -> multi-speaker); only the last
   message is sent, text only (speech models are single-turn).

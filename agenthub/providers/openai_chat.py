@@ -19,6 +19,10 @@ Vendor differences are data, read from ``endpoint.quirks`` (a registry row):
 - ``fast_mode``: False when the server has no priority tier (``fast_mode`` raises instead of
   sending ``service_tier: "priority"``).
 
+Config keys beyond the seed: ``response_format`` -> ``response_format`` (``json_schema: {name,
+schema, strict}``), ``top_p``, ``stop`` (up to ``STOP_LIMIT``), ``seed``, ``fast_mode`` ->
+``service_tier: "priority"``.
+
 Fidelity it records (and replays): ``reasoning_field`` on thinking (``reasoning_content``,
 ``reasoning``, ``both`` when a chunk carried the same text in both, ``content`` for thinking
 parts inside ``content``); ``refusal`` on text that came as ``delta.refusal``;

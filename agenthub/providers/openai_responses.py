@@ -24,6 +24,12 @@ Request (every turn is self-contained: nothing is stored server-side)
   it is sent only together with an effort (some gateways read an effort-less
   ``reasoning`` object as "reasoning off").
 - prompt_caching ENHANCE -> ``prompt_cache_retention: "24h"``; DISABLE cannot be honoured.
+- response_format -> ``text.format`` (``{"type": "json_schema", name, schema, strict}`` or
+  ``{"type": "json_object"}``); ``top_p``; ``fast_mode`` -> ``service_tier: "priority"``; ``stop`` and
+  ``seed`` raise (the API has neither).  Sampling parameters (``check_sampling``): GPT-5, the
+  o-series, codex and pro models take none (a non-default temperature or any top_p raises);
+  GPT-5.1 and later take them only at reasoning effort ``none`` (or the model's default).
+  ThinkingLevel.MAX -> the model's top effort (``xhigh`` for models outside the table).
 
 Input items, in the order of the messages and of their content items:
 
@@ -136,6 +142,8 @@ EFFORTS = (
     (r"o\d|codex-mini", ("low", "medium", "high")),
 )
 _EFFORT_ROWS = tuple((re.compile(pattern), efforts) for pattern, efforts in EFFORTS)
+#: reasoning models that take temperature / top_p at effort none (GPT-5.2 and later; not codex, pro or chat)
+_SAMPLING_AT_NONE = re.compile(r"gpt-(5\.([2-9]|\d{2,})|[6-9]|\d{2,})(?!.*-(codex|pro|chat))")
 _MISSING = object()
 
 _DOCUMENTS = {"application/pdf": "document.pdf"}
@@ -181,12 +189,13 @@ def clamp_effort(level: str, efforts: Optional[Tuple[str, ...]]) -> str:
 def check_sampling(client: str, model: str, config: Mapping[str, Any], reasons: bool,
                    efforts: Optional[Tuple[str, ...]], known: bool, effort: Optional[str]) -> None:
     """Refuse what OpenAI's reasoning models reject, before sending: a non-default ``temperature``
-    or any ``top_p`` on models that take no sampling parameters (GPT-5, o-series, codex, pro), and
-    on models that take them only at effort ``none`` (GPT-5.1 and later) when an effort other than
-    ``none`` is asked for.  Models outside the table (other servers) are not checked."""
+    or any ``top_p`` on models that take no sampling parameters (GPT-5, GPT-5.1, o-series, codex,
+    pro, chat), and on models that take them only at effort ``none`` (GPT-5.2 and later) when an
+    effort other than ``none`` is asked for.  Models outside the table (other servers) are not
+    checked; ``extra_body`` still sends whatever the caller insists on."""
     if not (reasons and known and efforts is not None):
         return
-    if "none" in efforts:
+    if "none" in efforts and _SAMPLING_AT_NONE.match(model.lower().rsplit("/", 1)[-1]):
         if effort is None or effort == "none":
             return  # the model's default effort (none on GPT-5.1+) or none: sampling parameters are accepted
         why = "is accepted by {!r} only at reasoning effort none (thinking_level NONE), not {!r}".format(model, effort)
