@@ -29,13 +29,14 @@ import time
 from typing import TYPE_CHECKING, Any, Dict, Generator, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 from . import providers, registry
+from ._redact import redact_url, secret_values, url_secrets
 from .errors import (AgentHubError, ConfigError, StreamProtocolError, TransportError, UnsupportedOperationError, UpstreamError,
                      safe_url, set_field)
 from .providers._common import Endpoint, apply_extras
 from .sse import DEFAULT_MAX_LINE_BYTES
-from .stream import collect, drive
+from .stream import Collector, drive
 from .types import AssistantMessage, Message, UniConfig, UniEvent, UniMessage
-from .validate import check_config, check_message, check_messages
+from .validate import check_config, check_header_name, check_header_value, check_message, check_messages
 
 __all__ = ["AutoLLMClient", "ResponseStream", "Timeout"]
 
@@ -74,8 +75,6 @@ RETRY_AFTER_CAP = 60.0
 #: default seconds to connect, and of silence allowed between received bytes (reasoning models think quietly)
 DEFAULT_CONNECT_TIMEOUT = 10.0
 DEFAULT_READ_TIMEOUT = 600.0
-#: header names whose values are credentials: never shown in an error message
-_SECRET_HEADER_WORDS = ("authorization", "key", "token", "secret", "cookie", "signature")
 
 
 def _protocol(client_type: str, embeddings: bool = False) -> Any:
@@ -311,7 +310,12 @@ class AutoLLMClient(object):
         if default_headers is not None and not all(
                 isinstance(k, str) and isinstance(v, str) for k, v in dict(default_headers).items()):
             raise ConfigError("default_headers must map str to str")
+        for name, value in dict(default_headers or {}).items():
+            check_header_name(name, "default_headers key {!r}".format(name[:60]))
+            check_header_value(value, "default_headers[{!r}]".format(name))
         kind, url, key, quirks = registry.resolve(model, client_type, base_url, api_key)
+        if isinstance(key, str):
+            check_header_value(key, "the API key" if api_key is not None else "the API key (from the environment)")
         self._key_origin = (client_type, api_key is not None)  # for the words of a 401: where the key came from
         #: the model name sent upstream
         self.model = model
@@ -326,6 +330,7 @@ class AutoLLMClient(object):
         #: the longest SSE line accepted (a longer one is a StreamProtocolError: memory stays bounded)
         self.max_line_bytes = max_line_bytes or DEFAULT_MAX_LINE_BYTES
         self._session = session
+        self._pid = os.getpid()  # the process the session's pools belong to (a forked child renews them)
         self._history = []  # type: List[UniMessage]
         self._version = 0  # bumped at every history change
         self._busy = threading.Lock()  # held while a stateful stream is open
@@ -333,7 +338,7 @@ class AutoLLMClient(object):
 
     def __repr__(self) -> str:
         return "AutoLLMClient(model={!r}, client_type={!r}, base_url={!r})".format(
-            self.model, self.client_type, self._endpoint.base_url)
+            self.model, self.client_type, redact_url(self._endpoint.base_url))
 
     # pickling (process pools, Ray, Spark): the session (sockets), locks and module are rebuilt where it lands
     def __getstate__(self) -> Dict[str, Any]:
@@ -345,6 +350,7 @@ class AutoLLMClient(object):
     def __setstate__(self, state: Dict[str, Any]) -> None:
         self.__dict__.update(state)
         self._session = None
+        self._pid = os.getpid()
         self._busy = threading.Lock()
         self._session_lock = threading.Lock()
         self._protocol = _protocol(self.client_type, bool(self._endpoint.quirks.get("embeddings")))
@@ -381,7 +387,7 @@ class AutoLLMClient(object):
         """
         check_messages(messages)
         cfg = check_config(config)
-        request = apply_extras(self._protocol.build_request(self._endpoint, self.model, list(messages), cfg), cfg)
+        request = apply_extras(self._build(list(messages), cfg), cfg)
         return self._open(request, cfg, list(messages), None)
 
     def streaming_response_stateful(self, message: UniMessage, config: Optional[UniConfig] = None) -> ResponseStream:
@@ -395,18 +401,29 @@ class AutoLLMClient(object):
             message = dict(message)  # type: ignore[assignment]
             message["created_at"] = int(time.time() * 1000)
         messages = self._history + [message]
-        request = apply_extras(self._protocol.build_request(self._endpoint, self.model, messages, cfg), cfg)
+        request = apply_extras(self._build(messages, cfg), cfg)
         return self._open(request, cfg, messages, message)
+
+    def _build(self, messages: List[UniMessage], config: Dict[str, Any]) -> Any:
+        """The protocol's request plan; a value it cannot use (a fidelity changed after it came back,
+        say) is a ConfigError, never a bare TypeError."""
+        try:
+            return self._protocol.build_request(self._endpoint, self.model, messages, config)
+        except AgentHubError:
+            raise
+        except (TypeError, ValueError, KeyError, AttributeError, IndexError) as exc:
+            raise ConfigError("{}: the messages cannot be turned into a request ({}: {}); pass fidelity back "
+                              "as it came".format(self.client_type, type(exc).__name__, exc)) from None
 
     # -- one-call helpers --------------------------------------------------------------------
     def response(self, messages: Sequence[Message], config: Optional[UniConfig] = None) -> AssistantMessage:
         """The collected assistant message of one stateless turn: ``streaming_response`` read to
         its end (same validation, retries and errors) and folded with ``collect``."""
-        return collect(list(self.streaming_response(messages, config)))
+        return _fold(self.streaming_response(messages, config))
 
     def response_stateful(self, message: UniMessage, config: Optional[UniConfig] = None) -> AssistantMessage:
         """``streaming_response_stateful`` read to its end: the collected answer (history grows on success)."""
-        return collect(list(self.streaming_response_stateful(message, config)))
+        return _fold(self.streaming_response_stateful(message, config))
 
     def embed(self, texts: Sequence[str], config: Optional[UniConfig] = None) -> List[List[float]]:
         """One vector per text, in input order, from an embedding model (``embedding_config`` sets the
@@ -507,18 +524,21 @@ class AutoLLMClient(object):
                 timer.daemon = True
                 timer.start()
             history_before = list(self._history)
-            kept = [] if (stateful is not None or config.get("trace_id")) else None  # type: Optional[List[UniEvent]]
+            # stateful or traced: the answer is folded as the events pass (no event is kept, so memory
+            # follows the size of the answer, not the number of events)
+            folding = Collector() if (stateful is not None or config.get("trace_id")) else None
             attempts = self._attempts(request, control, timeout, deadline, config)
             try:
-                if kept is None:
+                if folding is None:
                     # nothing to keep (stateless, untraced): the events pass straight through
                     yield from attempts
                     return
+                fold = folding.add
                 for event in attempts:
-                    kept.append(event)
+                    fold(event)
                     if event["event_type"] == "stop":
                         # commit before the stop event is yielded: a caller may stop iterating at it
-                        answer = collect(kept)
+                        answer = folding.message()
                         if stateful is not None:
                             self._history = history_before + [stateful, answer]
                             self._version += 1
@@ -607,30 +627,53 @@ class AutoLLMClient(object):
                     chunks.close()  # type: ignore[attr-defined]
 
     def _secrets(self, request: Any, config: Optional[Mapping[str, Any]] = None) -> List[str]:
+        """What to scrub from an error: the key (every part of a credential set), every request
+        header's value but the few public ones (so a gateway's own auth header too), the caller's
+        default headers and extra_headers whatever their names, and ``user:password@`` of the base URL."""
         key = self._endpoint.api_key
-        secrets = list(key.secrets()) if hasattr(key, "secrets") else [key] if isinstance(key, str) and key else []
-        for value in ((config or {}).get("extra_headers") or {}).values():  # any of them may be a credential
-            secrets.append(value)
-            secrets.extend(part for part in value.split() if len(part) >= 8)
-        for name, value in dict(getattr(request, "headers", None) or {}).items():
-            if any(word in name.lower() for word in _SECRET_HEADER_WORDS) and isinstance(value, str):
-                secrets.append(value)
-                secrets.extend(part for part in value.split() if len(part) >= 8)  # "Bearer <key>"
-        return [s for s in secrets if s and len(s) >= 8]
+        extra = list(self._endpoint.headers.values())
+        extra.extend(key.secrets() if hasattr(key, "secrets") else [key] if isinstance(key, str) and key else [])
+        extra.extend(((config or {}).get("extra_headers") or {}).values())
+        secrets = secret_values(getattr(request, "headers", None), extra)
+        secrets.extend(url_secrets(self._endpoint.base_url))
+        return sorted(set(secrets), key=len, reverse=True)
 
     def _get_session(self) -> Any:
-        if self._session is None:
+        session = self._session
+        if session is None:
             with self._session_lock:
                 if self._session is None:
                     self._session = _transport().new_session()
-        return self._session
+                    self._pid = os.getpid()
+            return self._session
+        if self._pid != os.getpid():
+            # first use in a forked child: the pools are the parent's (agenthub's own sessions were
+            # renewed at the fork already; a session of the caller's is renewed here, before any reuse)
+            self._pid = os.getpid()
+            _transport().forget_connections(session)
+        return session
 
     def _trace(self, config: Mapping[str, Any], history: List[UniMessage]) -> None:
+        """Write the trace of a completed answer.  A failure is logged and the answer stands
+        (agenthub.tracer documents the policy): the turn happened, so it is never undone."""
         from .tracer import save_trace
 
         if config.get("extra_headers"):  # header values may be credentials: a trace never holds them
             config = dict(config, extra_headers={name: "***" for name in config["extra_headers"]})
-        save_trace(config["trace_id"], self.model, history, config)
+        try:
+            save_trace(config["trace_id"], self.model, history, config)
+        except Exception as exc:  # disk full, permissions, a folder removed meanwhile, an unwritable value
+            logger.error("%s: the trace %r was not written (%s: %s); the answer stands", self.client_type,
+                         config["trace_id"], type(exc).__name__, exc)
+
+
+def _fold(events: Iterator[UniEvent]) -> UniMessage:
+    """``collect`` of ``events`` as they pass (none is kept)."""
+    collector = Collector()
+    add = collector.add
+    for event in events:
+        add(event)
+    return collector.message()
 
 
 def _log_attempt(request: Any, attempt: int, started: float, body: Any, error: Optional[BaseException]) -> bool:

@@ -14,7 +14,8 @@ Rules (WHATWG "event stream interpretation", plus what real servers do):
   ``data: x`` are the same); a line without a colon is a field with an empty
   value; lines starting with ``:`` are comments (heartbeats) and are ignored.
 - ``data`` lines accumulate, joined by LF; ``event`` names the event;
-  ``id`` and ``retry`` are kept.  A blank line dispatches the event if it has
+  ``id`` and ``retry`` are kept (a ``retry`` that is not ASCII digits, or longer
+  than 10 digits, is ignored, as WHATWG says).  A blank line dispatches the event if it has
   data; an event with no data line is dropped (as browsers do).
 - A UTF-8 byte order mark opening the body is dropped.
 - A single line longer than ``max_line_bytes`` is a StreamProtocolError, and so is
@@ -29,6 +30,8 @@ from .errors import StreamProtocolError
 
 __all__ = ["SSEEvent", "SSEDecoder", "iter_events", "json_loads", "DEFAULT_MAX_LINE_BYTES"]
 
+#: a ``retry`` field of more digits than this (more than ~115 days in milliseconds) is ignored
+_MAX_RETRY_DIGITS = 10
 #: Lines longer than this are refused (a 1 MB tool-call argument fits in one line many times over).
 DEFAULT_MAX_LINE_BYTES = 64 * 1024 * 1024
 
@@ -262,7 +265,8 @@ class SSEDecoder(object):
             if "\x00" not in value:
                 self._last_id = value
         elif name == "retry":
-            if value.isdigit():
+            # ASCII digits only (WHATWG); anything else, or a value past any sane reconnection time, is ignored
+            if 0 < len(value) <= _MAX_RETRY_DIGITS and value.isascii() and value.isdigit():
                 self._retry = int(value)
 
     def _dispatch(self) -> Optional[SSEEvent]:

@@ -9,12 +9,12 @@ what a cut stream, an empty turn and a malformed payload become.
 
 import json
 import time
-from typing import Any, Iterable, Iterator, List, Optional
+from typing import Any, Dict, Iterable, Iterator, List, Optional
 
 from .errors import AgentHubError, EmptyResponseError, StreamProtocolError
 from .types import AssistantMessage, UniEvent, UniMessage, UsageMetadata
 
-__all__ = ["StreamEnd", "drive", "collect", "check_stream", "empty_usage", "now_ms"]
+__all__ = ["StreamEnd", "drive", "collect", "Collector", "check_stream", "empty_usage", "now_ms"]
 
 _USAGE_KEYS = ("cached_tokens", "prompt_tokens", "thoughts_tokens", "response_tokens")
 _FINISH_REASONS = frozenset(["stop", "length", "tool_call", "unknown"])
@@ -193,18 +193,63 @@ def collect(events: Iterable[UniEvent]) -> AssistantMessage:
     complete tool_call follows them).  Usage, finish reason and created_at come
     from the stop event.
     """
-    items = []  # type: List[Dict[str, Any]]
-    texts = []  # type: List[List[str]]  # the pieces of items[i] when mergeable, else []
-    open_index = -1  # index in items of the mergeable item still open
-    sealed = False
-    message = {"role": "assistant", "content_items": items}  # type: Dict[str, Any]
-    last = None
+    collector = Collector()
+    add = collector.add
     for event in events:
-        last = event
+        add(event)
+    return collector.message()
+
+
+class _Pieces(object):
+    """The text of one mergeable item as it grows: joined every ``_JOIN`` pieces, so a million
+    one-character deltas cost about a million characters, not a million list entries."""
+
+    __slots__ = ("done", "pending")
+
+    def __init__(self, first: str) -> None:
+        self.done = []  # type: List[str]
+        self.pending = [first]
+
+    def add(self, text: str) -> None:
+        pending = self.pending
+        pending.append(text)
+        if len(pending) >= _JOIN:
+            self.done.append("".join(pending))
+            self.pending = []
+
+    def value(self) -> str:
+        if not self.done and len(self.pending) == 1:
+            return self.pending[0]
+        return "".join(self.done + self.pending)
+
+
+_JOIN = 256
+
+
+class Collector(object):
+    """``collect`` as the events pass: ``add(event)`` for each, ``message()`` once they are all in.
+
+    ``message()`` equals ``collect`` of the same events, but no event is kept: memory follows
+    the size of the answer, not the number of events (a stateful or traced call folds with it).
+    """
+
+    __slots__ = ("_items", "_texts", "_open", "_sealed", "_stop", "_last")
+
+    def __init__(self) -> None:
+        self._items = []  # type: List[Dict[str, Any]]
+        self._texts = []  # type: List[Optional[_Pieces]]  # the text of items[i] when mergeable
+        self._open = -1  # index in items of the mergeable item still open
+        self._sealed = False
+        self._stop = None  # type: Optional[Any]
+        self._last = None  # type: Optional[Any]
+
+    def add(self, event: UniEvent) -> None:
+        self._last = event
         if event.get("event_type") == "stop":
-            message["usage_metadata"] = event.get("usage_metadata")
-            message["finish_reason"] = event.get("finish_reason")
-            continue
+            self._stop = event
+            return
+        items = self._items
+        texts = self._texts
         for item in event.get("content_items") or ():
             kind = item.get("type")
             if kind == "partial_tool_call":
@@ -212,43 +257,52 @@ def collect(events: Iterable[UniEvent]) -> AssistantMessage:
             field = _MERGEABLE.get(kind)
             if field is None:
                 items.append(dict(item))
-                texts.append([])
-                open_index = -1
+                texts.append(None)
+                self._open = -1
                 continue
             text = item.get(field) or ""
             fidelity = item.get("fidelity")
-            if open_index >= 0 and items[open_index]["type"] == kind and not sealed:
+            open_index = self._open
+            if open_index >= 0 and items[open_index]["type"] == kind and not self._sealed:
                 current = items[open_index]
                 current_fidelity = current.get("fidelity")
                 if not fidelity:
-                    texts[open_index].append(text)
+                    texts[open_index].add(text)  # type: ignore[union-attr]
                     continue
                 if not current_fidelity:
-                    texts[open_index].append(text)
+                    texts[open_index].add(text)  # type: ignore[union-attr]
                     current["fidelity"] = fidelity
-                    sealed = True
+                    self._sealed = True
                     continue
                 if current_fidelity == fidelity:
-                    texts[open_index].append(text)
+                    texts[open_index].add(text)  # type: ignore[union-attr]
                     continue
             if not text and not fidelity:
                 continue
-            new = {"type": kind, field: text}
+            new = {"type": kind, field: text}  # type: Dict[str, Any]
             if fidelity:
                 new["fidelity"] = fidelity
             items.append(new)
-            texts.append([text])
-            open_index = len(items) - 1
-            sealed = False
-    for i, pieces in enumerate(texts):
-        if pieces:
-            field = _MERGEABLE[items[i]["type"]]
-            items[i][field] = pieces[0] if len(pieces) == 1 else "".join(pieces)
-    if last is not None:
-        message["created_at"] = last.get("created_at")
-    message.setdefault("usage_metadata", None)
-    message.setdefault("finish_reason", None)
-    return message  # type: ignore[return-value]
+            texts.append(_Pieces(text))
+            self._open = len(items) - 1
+            self._sealed = False
+
+    def message(self) -> UniMessage:
+        items = []
+        for item, pieces in zip(self._items, self._texts):
+            if pieces is not None:
+                item = dict(item)
+                item[_MERGEABLE[item["type"]]] = pieces.value()
+            items.append(item)
+        message = {"role": "assistant", "content_items": items}  # type: Dict[str, Any]
+        if self._stop is not None:
+            message["usage_metadata"] = self._stop.get("usage_metadata")
+            message["finish_reason"] = self._stop.get("finish_reason")
+        if self._last is not None:
+            message["created_at"] = self._last.get("created_at")
+        message.setdefault("usage_metadata", None)
+        message.setdefault("finish_reason", None)
+        return message  # type: ignore[return-value]
 
 
 # -- check_stream ---------------------------------------------------------------------------------

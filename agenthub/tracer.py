@@ -5,7 +5,26 @@ and ``run_007.txt`` beside it; the default directory is ``cache``.  The JSON doc
 is ``{"trace_id", "model", "timestamp", "config", "history"}`` with bytes stored as
 ``{"__bytes__": "<base64>"}`` (``load_trace`` turns them back into bytes).  A trace_id
 that would escape the cache directory (``..``, an absolute path, a drive) is a
-ConfigError.  Traces never hold a key: the config and the history are all there is.
+ConfigError.  Traces never hold a key: the config and the history are all there is
+(the values of ``extra_headers`` are written as ``***``).
+
+Checked when the stream is created (ConfigError, nothing sent): a trace_id is at most
+``MAX_TRACE_ID`` characters, each of its ``/``-separated parts at most ``MAX_PART``
+bytes (UTF-8) of letters, digits, ``_``, ``-``, ``.``, ``+``, ``=``, ``@``, ``,`` and spaces
+(no control or invisible character, nothing a file system reserves), and no folder on
+its way may be an existing file.
+
+Writing: each file goes to a temporary file of its own in the same folder (so any
+number of threads and processes may write one trace_id at once: the last complete
+write wins, no reader ever sees half a file) and is then renamed over the target.
+Trace files are readable by their owner only (0600), new folders 0700.
+
+Failure policy: a trace that cannot be written once the answer completed (disk
+full, permissions, a folder removed meanwhile) never turns the answer into an
+error.  The failure is logged on the ``agenthub`` logger (level ERROR, with the
+trace_id and the reason) and the answer stands: a stateful call's history gains
+the turn exactly as for any other success, so a caller never retries a turn that
+already happened.
 
 ``agenthub trace view DIR`` shows them in a browser; ``agenthub trace show FILE``
 prints the text form.
@@ -14,10 +33,19 @@ prints the text form.
 import base64
 import json
 import os
+import re
+import tempfile
 import time
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from .errors import ConfigError
+
+#: the longest trace_id accepted, and the longest part between two slashes (file names stay under NAME_MAX)
+MAX_TRACE_ID = 512
+MAX_PART = 160
+_PART = re.compile(r"[\w.+=@, -]+\Z")
+#: config keys whose values are credentials the caller chose to send: written as "***"
+_SECRET_CONFIG = ("extra_headers",)
 
 __all__ = ["cache_dir", "trace_paths", "save_trace", "load_trace", "list_traces", "to_jsonable", "from_jsonable",
            "render_text"]
@@ -37,9 +65,28 @@ def trace_paths(trace_id: str, root: Optional[str] = None) -> Dict[str, str]:
     parts = trace_id.replace("\\", "/").split("/")
     if any(part in ("", ".", "..") for part in parts):
         raise ConfigError("trace_id may not contain empty, '.' or '..' parts (got {!r})".format(trace_id))
+    if len(trace_id) > MAX_TRACE_ID:
+        raise ConfigError("trace_id is {} characters long; at most {} are accepted".format(len(trace_id), MAX_TRACE_ID))
+    for part in parts:
+        if len(part.encode("utf-8", "surrogatepass")) > MAX_PART:
+            raise ConfigError("a part of trace_id between slashes is {} bytes long in UTF-8; at most {} are accepted "
+                              "({!r}...)".format(len(part.encode("utf-8", "surrogatepass")), MAX_PART, part[:40]))
+        if not _PART.match(part) or part != part.strip() or part.endswith("."):
+            bad = sorted({c for c in part if not (c.isalnum() or c in "_.+=@, -")} or {part})
+            raise ConfigError("trace_id may hold letters, digits, '_', '-', '.', '+', '=', '@', ',', spaces and '/' "
+                              "(no part may start or end with a space or end with '.'); got {!r} in {!r}".format(
+                                  "".join(bad)[:20], trace_id[:80]))
     base = os.path.abspath(os.path.join(root, *parts))
     if os.path.commonpath([root, base]) != root:
         raise ConfigError("trace_id escapes the cache directory (got {!r})".format(trace_id))
+    folder = root
+    for part in [""] + parts[:-1]:
+        folder = os.path.join(folder, part) if part else folder
+        if os.path.lexists(folder) and not os.path.isdir(folder):
+            raise ConfigError("trace_id {!r} needs the folder {} but a file is there".format(trace_id, folder))
+    for ext in ("json", "txt"):
+        if os.path.isdir(base + "." + ext):
+            raise ConfigError("trace_id {!r}: {} is a folder".format(trace_id, base + "." + ext))
     return {"json": base + ".json", "txt": base + ".txt"}
 
 
@@ -70,8 +117,11 @@ def save_trace(trace_id: str, model: str, history: Sequence[Mapping[str, Any]], 
                root: Optional[str] = None) -> Dict[str, str]:
     """Write the trace's .json and .txt (atomically); returns their paths."""
     paths = trace_paths(trace_id, root)
-    os.makedirs(os.path.dirname(paths["json"]), exist_ok=True)
+    os.makedirs(os.path.dirname(paths["json"]), mode=0o700, exist_ok=True)
     cfg = dict(config)
+    for key in _SECRET_CONFIG:
+        if isinstance(cfg.get(key), Mapping):
+            cfg[key] = {name: "***" for name in cfg[key]}
     cfg["model"] = model
     document = {
         "trace_id": trace_id,
@@ -124,10 +174,19 @@ def list_traces(root: Optional[str] = None) -> List[Dict[str, Any]]:
 
 
 def _write(path: str, text: str) -> None:
-    tmp = path + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as handle:
-        handle.write(text)
-    os.replace(tmp, path)
+    """``text`` to ``path`` through a temporary file of this writer's own (mode 0600), renamed over it."""
+    folder, name = os.path.split(path)
+    fd, tmp = tempfile.mkstemp(prefix="." + name[:40] + ".", suffix=".tmp", dir=folder)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
 
 
 def _data_size(data: Any) -> int:

@@ -17,16 +17,25 @@ thread that is reading ``response`` from another thread (it shuts the socket dow
 ``close()`` alone does not wake a blocked ``recv``), which is how a stream is
 aborted and how a total deadline is enforced.
 
+Fork safety: in a forked child (``os.fork``, multiprocessing's ``fork`` start method) the
+sessions made by ``new_session`` get new, empty pools at once (``os.register_at_fork``), so
+no connection is ever shared with the parent; a session of the caller's is given new pools by
+the client the first time it is used in the child (``forget_connections``).
+
 Redirects are not followed: a provider API never redirects a POST, and following
 one would carry the key's headers to wherever the redirect points.
 """
 
 import email.utils
+import itertools
 import json
+import os
 import re
 import socket
 import threading
 import time
+import weakref
+import zlib
 from html import unescape
 from typing import Any, Callable, Iterator, List, Mapping, Optional, Tuple, Union
 from urllib.parse import urlsplit
@@ -35,10 +44,12 @@ import requests
 import requests.adapters
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
+from ._redact import redact_url, secret_values, url_secrets
 from .errors import AgentHubError, StreamProtocolError, TransportError, UpstreamError, preview, upstream_error
 from .types import HttpRequest
 
-__all__ = ["open_stream", "fetch_json", "DEFAULT_TIMEOUT", "new_session", "interrupt", "BodyStream"]
+__all__ = ["open_stream", "fetch_json", "DEFAULT_TIMEOUT", "new_session", "interrupt", "BodyStream",
+           "forget_connections"]
 
 #: (connect, read) seconds.  The read timeout is the longest silence allowed between two
 #: received bytes: long enough for a reasoning model that says nothing for minutes.
@@ -55,6 +66,42 @@ Timeout = Union[None, float, Tuple[Optional[float], Optional[float]]]
 Hook = Optional[Callable[[Any], None]]
 
 
+# -- fork safety ----------------------------------------------------------------------------------
+#
+# A forked child inherits its parent's pooled sockets: two processes writing requests into one
+# connection and reading each other's answers.  Every session agenthub made is therefore given
+# fresh, empty pools in the child (os.register_at_fork); the inherited sockets are left alone
+# (not shut down: they are the parent's) and only the child's copies of their descriptors close.
+
+_SESSIONS = weakref.WeakSet()  # type: weakref.WeakSet
+#: bumped in every forked child (a client compares it to know its own pools are the parent's)
+FORK_GENERATION = 0
+
+
+def forget_connections(session: Any) -> None:
+    """Give ``session``'s HTTP adapters new, empty pools without touching the pooled connections
+    (for a forked child: they are its parent's).  Adapters that are not requests' HTTPAdapter
+    (a cassette's) are left as they are."""
+    for adapter in list(getattr(session, "adapters", {}).values()):
+        if isinstance(adapter, requests.adapters.HTTPAdapter):
+            adapter.proxy_manager = {}
+            adapter.init_poolmanager(adapter._pool_connections, adapter._pool_maxsize, block=adapter._pool_block)
+
+
+def _after_fork_in_child() -> None:
+    global FORK_GENERATION
+    FORK_GENERATION += 1
+    for session in list(_SESSIONS):
+        try:
+            forget_connections(session)
+        except Exception:  # pragma: no cover - never let a fork fail over a pool
+            pass
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
 def new_session() -> requests.Session:
     """A requests.Session with TLS verification on (requests' default) and a pool sized for thread pools.
 
@@ -66,6 +113,7 @@ def new_session() -> requests.Session:
     adapter = _WatchedAdapter(pool_connections=10, pool_maxsize=POOL_MAXSIZE)
     session.mount("https://", adapter)
     session.mount("http://", adapter)
+    _SESSIONS.add(session)
     return session
 
 
@@ -180,10 +228,10 @@ def _request_id(headers: Mapping[str, str]) -> Optional[str]:
 
 def _http_error(client: str, response: requests.Response) -> UpstreamError:
     try:
-        raw = response.raw.read(_MAX_ERROR_BODY, decode_content=True) if response.raw is not None else b""
+        raw = _read_capped(response, _MAX_ERROR_BODY)[0]
     except Exception:  # the body is a courtesy: the status alone is an answer
         raw = b""
-    text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else str(raw)
+    text = _text(raw)
     try:
         payload = json.loads(text)  # type: Any
     except (ValueError, RecursionError):
@@ -242,6 +290,39 @@ def _timeouts(timeout: Timeout) -> Tuple[Optional[float], Optional[float]]:
     return (timeout, timeout)
 
 
+#: failures while preparing a request: nothing reached the network
+_UNSENT = (requests.exceptions.InvalidHeader, requests.exceptions.InvalidURL, requests.exceptions.InvalidSchema,
+           requests.exceptions.MissingSchema, requests.exceptions.URLRequired, UnicodeError, ValueError, TypeError)
+
+
+def _unsent(exc: BaseException) -> bool:
+    return isinstance(exc, _UNSENT) and not isinstance(exc, (requests.exceptions.ConnectionError,
+                                                             requests.exceptions.Timeout))
+
+
+def _safe_cause(exc: BaseException, request: HttpRequest) -> Optional[BaseException]:
+    """``exc`` when it is safe to chain; None when it (or what it chains) holds a secret of ``request``
+    (a header value or the URL's user:password) or is a preparation failure, whose message may."""
+    if _unsent(exc):
+        return None
+    secrets = secret_values(request.headers) + url_secrets(request.url)
+    seen = 0
+    current = exc  # type: Optional[BaseException]
+    while current is not None and seen < 8:
+        try:
+            text = repr(current) + str(current) + repr(getattr(current, "args", ()))
+        except Exception:  # a repr that fails: do not chain what cannot be checked
+            return None
+        if any(secret in text for secret in secrets):
+            return None
+        current = current.__cause__ or current.__context__
+        seen += 1
+    return exc
+
+
+_PROXY_AUTH = re.compile(r"Tunnel connection failed: 407|407 Proxy Authentication")
+
+
 def _transport_error(client: str, what: str, exc: BaseException, timeout: Timeout) -> TransportError:
     connect, read = _timeouts(timeout)
     timed_out = _is_timeout(exc)
@@ -254,6 +335,16 @@ def _transport_error(client: str, what: str, exc: BaseException, timeout: Timeou
     # a certificate that does not verify, or a URL requests refuses, is not cured by asking again
     permanent = isinstance(exc, (requests.exceptions.SSLError, requests.exceptions.InvalidURL,
                                  requests.exceptions.InvalidSchema, requests.exceptions.MissingSchema))
+    if _unsent(exc) and not isinstance(exc, (requests.exceptions.InvalidURL, requests.exceptions.InvalidSchema,
+                                             requests.exceptions.MissingSchema)):
+        # the request could not even be prepared (a header value HTTP forbids, a URL that does not parse):
+        # nothing was sent and the same request fails the same way again
+        why = "the request could not be prepared ({}); nothing was sent".format(type(exc).__name__)
+        permanent = True
+    if isinstance(exc, requests.exceptions.ProxyError) and _PROXY_AUTH.search(str(exc)):
+        # the proxy wants (other) credentials for CONNECT: asking again sends the same ones
+        why = "the proxy answered 407 Proxy Authentication Required (check the proxy's credentials)"
+        permanent = True
     return TransportError("{}: {} failed: {}".format(client or "agenthub", what, why), client=client,
                           timeout=timed_out, retryable=not permanent)
 
@@ -331,23 +422,33 @@ def _is_timeout(exc: BaseException) -> bool:
 def _send(session: requests.Session, request: HttpRequest, timeout: Timeout, client: str, stream: bool,
           watch: Any):
     data = request.content()  # the exact bytes the protocol encoded (and may have signed)
+    headers = dict(request.headers)
+    if not any(name.lower() == "accept-encoding" for name in headers):
+        headers["Accept-Encoding"] = "gzip, deflate"  # the codings inflated here in bounded pieces
     _local.watch = watch
     response = None
+    failure = None  # type: Optional[Tuple[TransportError, Optional[BaseException]]]
     try:
         response = session.request(
-            request.method, request.url, headers=dict(request.headers), data=data, timeout=_timeouts(timeout),
+            request.method, request.url, headers=headers, data=data, timeout=_timeouts(timeout),
             stream=stream, allow_redirects=False,
         )
-    except requests.RequestException as exc:
-        raise _transport_error(client, _where(request), exc, timeout) from exc
     except AgentHubError:
         raise
-    except Exception as exc:  # a socket error requests did not wrap, or an answer http.client cannot parse
-        raise _transport_error(client, _where(request), exc, timeout) from exc
+    except Exception as exc:  # requests' exceptions, a socket error it did not wrap, an answer http.client cannot parse
+        failure = (_transport_error(client, _where(request), exc, timeout), _safe_cause(exc, request))
     finally:
         _local.watch = None
         if watch is not None and response is None:
             watch.detach(None)  # the request failed: its connection is no longer ours
+    if failure is not None:
+        # raised outside the handler: an exception that carries a secret (requests puts a refused header's
+        # value in its message) is neither the cause nor the context, so no traceback prints it
+        error, cause = failure
+        del failure
+        if cause is None:
+            raise error
+        raise error from cause
     if watch is not None:
         watch.attach(response)
     if response.status_code >= 300:
@@ -391,26 +492,128 @@ def _watch_of(watch: Any, on_response: Hook) -> Any:
 
 
 def _where(request: HttpRequest) -> str:
-    url = request.url.split("?", 1)[0]
+    url = redact_url(request.url.split("?", 1)[0])  # never user:password@
     return "{} {}".format(request.method, url)
 
 
+#: a compressed body is inflated in pieces of at most this many bytes, whatever one chunk of it
+#: expands to: the SSE line limit (or the document cap) then bounds memory for gzip as for plain bytes
+INFLATE_PIECE = 64 * 1024
+#: content codings agenthub inflates itself (asked for with Accept-Encoding when the caller did not choose)
+_CODINGS = ("gzip", "x-gzip", "deflate")
+
+
+class _Inflater(object):
+    """gzip (several members too) or deflate (zlib-wrapped or raw), inflated incrementally:
+    ``feed(data)`` yields pieces of at most ``INFLATE_PIECE`` bytes.  As urllib3 does, what
+    follows a complete gzip member and does not inflate is ignored."""
+
+    __slots__ = ("_coding", "_inflate", "_started", "_members", "_ignore", "_head")
+
+    def __init__(self, coding: str) -> None:
+        self._coding = coding
+        self._inflate = self._new()
+        self._started = False
+        self._members = 0
+        self._ignore = False
+        self._head = b""
+
+    def _new(self, raw: bool = False) -> Any:
+        if self._coding in ("gzip", "x-gzip"):
+            return zlib.decompressobj(16 + zlib.MAX_WBITS)
+        return zlib.decompressobj(-zlib.MAX_WBITS if raw else zlib.MAX_WBITS)
+
+    def feed(self, data: bytes) -> Iterator[bytes]:
+        if self._coding == "deflate" and not self._started:
+            # zlib-wrapped (RFC 1950, as the RFC says) or raw deflate (as some servers send it): the
+            # first two bytes tell
+            data = self._head + data
+            if len(data) < 2:
+                self._head = data
+                return
+            self._head = b""
+            self._started = True
+            if data[0] & 0x0F != 8 or (data[0] * 256 + data[1]) % 31:
+                self._inflate = self._new(raw=True)
+        while data and not self._ignore:
+            inflate = self._inflate
+            try:
+                out = inflate.decompress(data, INFLATE_PIECE)
+            except zlib.error:
+                if self._members:
+                    self._ignore = True  # garbage after a complete member
+                    return
+                raise
+            if out:
+                yield out
+            if inflate.eof:
+                self._members += 1
+                data = inflate.unused_data  # the next gzip member, if any
+                if data:
+                    self._inflate = self._new()
+                continue
+            data = inflate.unconsumed_tail
+            while not data and len(out) == INFLATE_PIECE:  # output zlib still holds for the input it took
+                out = inflate.decompress(b"", INFLATE_PIECE)
+                if out:
+                    yield out
+                data = inflate.unconsumed_tail
+
+    def flush(self) -> Iterator[bytes]:
+        if self._ignore:
+            return
+        out = self._inflate.flush(INFLATE_PIECE)  # nothing left in practice: decompress consumed it all
+        if out:
+            yield out
+
+
+def _coding(response: Any) -> str:
+    headers = getattr(response, "headers", None) or {}
+    return (headers.get("content-encoding") or "").strip().lower()
+
+
 def _chunks(response: requests.Response) -> Iterator[bytes]:
+    """The body's bytes as they arrive, decoded: a gzip or deflate body is inflated here in bounded
+    pieces (urllib3 would inflate each received chunk whole: a 1 MB chunk of a gzip bomb is 1 GB)."""
+    coding = _coding(response)
+    if coding in ("", "identity"):
+        return _raw_chunks(response, False)
+    if coding not in _CODINGS:
+        return _raw_chunks(response, True)  # br, zstd, stacked codings: urllib3's decoders
+    return _inflated(_raw_chunks(response, False), _Inflater(coding))
+
+
+def _inflated(chunks: Iterator[bytes], inflater: _Inflater) -> Iterator[bytes]:
+    try:
+        for chunk in chunks:
+            for piece in inflater.feed(chunk):
+                yield piece
+        for piece in inflater.flush():
+            yield piece
+    except zlib.error as exc:
+        raise StreamProtocolError("the compressed body does not inflate ({})".format(exc)) from None
+    finally:
+        close = getattr(chunks, "close", None)
+        if close is not None:
+            close()
+
+
+def _raw_chunks(response: requests.Response, decode: bool) -> Iterator[bytes]:
+    """The body as it arrives; ``decode``: let urllib3 undo the content coding (else the bytes as sent)."""
     raw = response.raw
     if getattr(raw, "chunked", False):
         # chunked bodies: urllib3 hands over each chunk as it arrives
-        return response.iter_content(chunk_size=None)
+        return raw.stream(None, decode_content=decode)
     if hasattr(raw, "read1"):
         # close-delimited or sized bodies: read1 returns as soon as any bytes arrived
-        return _read1(raw)
+        return _read1(raw, decode)
     fp = getattr(raw, "_fp", None)
-    if hasattr(fp, "read1") and not response.headers.get("content-length") and not (
-            response.headers.get("content-encoding") or "").strip():
+    if hasattr(fp, "read1") and not response.headers.get("content-length") and not decode:
         # urllib3 1.x (what botocore pins on Python < 3.10) has no read1 and its read(amt) waits for
         # amt bytes: a close-delimited body is read as it arrives from http.client's response underneath
         # (a sized one stays with urllib3, which then knows it was read whole and can reuse the connection)
         return _read1_plain(fp)
-    return response.iter_content(chunk_size=None)
+    return raw.stream(_READ_SIZE, decode_content=decode)
 
 
 def _read1_plain(fp: Any) -> Iterator[bytes]:
@@ -422,13 +625,33 @@ def _read1_plain(fp: Any) -> Iterator[bytes]:
         yield data
 
 
-def _read1(raw: Any) -> Iterator[bytes]:
+def _read1(raw: Any, decode: bool) -> Iterator[bytes]:
     read1 = raw.read1
     while True:
-        data = read1(_READ_SIZE, decode_content=True)  # gzip bodies arrive decoded, as iter_content's do
+        data = read1(_READ_SIZE, decode_content=decode)
         if not data:
             return
         yield data
+
+
+def _read_capped(response: Any, limit: int) -> Tuple[bytes, bool]:
+    """At most ``limit`` decoded bytes of the body (read in bounded pieces); True when there was more."""
+    if getattr(response, "raw", None) is None:
+        return b"", False
+    parts = []
+    size = 0
+    pieces = _chunks(response)
+    try:
+        for piece in pieces:
+            parts.append(piece)
+            size += len(piece)
+            if size > limit:
+                return b"".join(parts)[:limit], True
+    finally:
+        close = getattr(pieces, "close", None)
+        if close is not None:
+            close()
+    return b"".join(parts), False
 
 
 def interrupt(response: Any) -> bool:
@@ -543,9 +766,24 @@ class BodyStream(object):
                 raise _html_instead_of_stream(self._client, self._response)
             finally:
                 self.close()
-        if document or _is_json(self._response):
+        head, chunks = b"", None  # type: Tuple[bytes, Optional[Iterator[bytes]]]
+        if not document and _is_json(self._response):
+            # labelled JSON: a whole answer, unless the body is SSE-framed (a server or proxy that
+            # labels its event stream application/json): then it is read as the stream it is
             try:
-                self.document = _read_document(self._client, self._response, self._timeout)
+                head, chunks = _peek(_chunks(self._response))
+            except BaseException as exc:
+                self.close()
+                error = self._error(exc)
+                if error is None:
+                    raise
+                raise error from None
+            if _SSE_START.match(head):
+                self._chunks = itertools.chain((head,), chunks)
+                return
+        if document or chunks is not None:
+            try:
+                self.document = _read_document(self._client, self._response, self._timeout, head, chunks)
             finally:
                 self.close()
             self._done = False
@@ -609,10 +847,10 @@ def _page_text(html: str) -> str:
 
 def _html_instead_of_stream(client: str, response: Any) -> StreamProtocolError:
     try:
-        raw = response.raw.read(_MAX_ERROR_BODY, decode_content=True) if response.raw is not None else b""
+        raw = _read_capped(response, _MAX_ERROR_BODY)[0]
     except Exception:
         raw = b""
-    text = _page_text(raw.decode("utf-8", "replace") if isinstance(raw, bytes) else str(raw))
+    text = _page_text(_text(raw))
     return StreamProtocolError("{}: expected an event stream, got an HTML page (a proxy or gateway in the way?): "
                                "{}".format(client or "agenthub", preview(text, 300)), client=client, retryable=True)
 
@@ -622,24 +860,55 @@ def _is_json(response: Any) -> bool:
     return (headers.get("content-type") or "").split(";", 1)[0].strip().lower() == "application/json"
 
 
-#: the largest JSON document accepted (a whole answer, or a non-streamed endpoint's)
+#: the largest JSON document accepted (a whole answer, or a non-streamed endpoint's such as embeddings),
+#: counted after decompression: a larger one is a StreamProtocolError (not retried), read no further
 MAX_DOCUMENT_BYTES = 16 * 1024 * 1024
 
 
-def _read_document(client: str, response: Any, timeout: Timeout) -> Any:
-    """A 2xx answer that is one JSON document, decoded.
+def _text(raw: Any) -> str:
+    """A body's text: UTF-8, a byte order mark opening it dropped (a JSON parser refuses it)."""
+    return raw.decode("utf-8-sig", "replace") if isinstance(raw, bytes) else str(raw)
+
+
+#: the first bytes of an SSE body (a field name, or a comment), after any byte order mark and blank lines
+_SSE_START = re.compile(rb"^(?:\xef\xbb\xbf)?[\r\n]*(?::|(?:data|event|id|retry)(?::|[\r\n]))")
+
+
+def _peek(chunks: Iterator[bytes], limit: int = 1024) -> Tuple[bytes, Iterator[bytes]]:
+    """The body's first bytes (at least one that is not white space, or ``limit`` of them, or all
+    of it), and the rest of the chunks."""
+    head = b""
+    for chunk in chunks:
+        head += chunk
+        if head.lstrip(b"\xef\xbb\xbf \t\r\n") or len(head) >= limit:
+            break
+    return head, chunks
+
+
+def _read_document(client: str, response: Any, timeout: Timeout, head: bytes = b"",
+                   chunks: Optional[Iterator[bytes]] = None) -> Any:
+    """A 2xx answer that is one JSON document, decoded (at most ``MAX_DOCUMENT_BYTES`` of it,
+    compressed or not: it is inflated in bounded pieces and the count stops the read).
 
     An error object (a gateway's error, most likely) raises the UpstreamError it names;
     anything else is handed to the protocol's ``parse_document`` by the client.
     """
+    parts = []  # type: List[bytes]
+    size = 0
     try:
-        raw = response.raw.read(MAX_DOCUMENT_BYTES + 1, decode_content=True) if response.raw is not None else b""
+        for piece in itertools.chain((head,), chunks if chunks is not None else _chunks(response)):
+            parts.append(piece)
+            size += len(piece)
+            if size > MAX_DOCUMENT_BYTES:
+                raise StreamProtocolError("{}: the JSON answer is larger than {} bytes (MAX_DOCUMENT_BYTES)".format(
+                    client or "agenthub", MAX_DOCUMENT_BYTES), client=client, retryable=False)
+    except AgentHubError:
+        raise
     except Exception as exc:
         raise _transport_error(client, "reading the response", exc, timeout) from exc
-    if len(raw) > MAX_DOCUMENT_BYTES:
-        raise StreamProtocolError("{}: the JSON answer is larger than {} bytes".format(
-            client or "agenthub", MAX_DOCUMENT_BYTES), client=client)
-    text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else str(raw)
+    raw = b"".join(parts)
+    del parts
+    text = _text(raw)
     try:
         payload = json.loads(text)  # type: Any
     except (ValueError, RecursionError):
@@ -683,12 +952,6 @@ def fetch_json(session: requests.Session, request: HttpRequest, timeout: Timeout
 # duck-typed here: ``play(method, url, body) -> (status, headers, body_bytes)`` and
 # ``record(method, url, body, status, headers, body_bytes, secrets)``.
 
-#: request headers whose values are credentials (their values are scrubbed from recordings)
-_CREDENTIAL_HEADERS = ("authorization", "proxy-authorization", "x-api-key", "x-goog-api-key", "api-key",
-                       "x-amz-security-token")
-#: request headers the library sets that carry no secret (any other header's value is scrubbed too)
-_PLAIN_HEADERS = ("content-type", "accept", "accept-encoding", "connection", "content-length", "user-agent",
-                  "anthropic-version", "anthropic-beta", "host")
 
 
 class _ReplayBody(object):
@@ -762,18 +1025,24 @@ class ReplayAdapter(requests.adapters.BaseAdapter):
 class _TeeBody(object):
     """Wraps urllib3's response body: every byte handed to the reader is also kept for the cassette."""
 
-    def __init__(self, raw: Any, done: Callable[[bytes], None]) -> None:
+    def __init__(self, raw: Any, done: Callable[[bytes], None], coding: str = "") -> None:
         self._raw = raw
         self._done = done
         self._parts = []  # type: list
         self._finished = False
+        # the reader takes gzip/deflate bodies as sent and inflates them itself; the cassette keeps them
+        # inflated (it stores no content coding)
+        self._inflate = _Inflater(coding) if coding in _CODINGS else None
 
     def __getattr__(self, name: str) -> Any:  # chunked, release_conn, _original_response, _fp, ...
         return getattr(self._raw, name)
 
-    def _keep(self, data: Any, ended: bool) -> Any:
+    def _keep(self, data: Any, ended: bool, decoded: Any = True) -> Any:
         if data:
-            self._parts.append(bytes(data))
+            if self._inflate is not None and decoded is False:
+                self._parts.extend(self._inflate.feed(bytes(data)))
+            else:
+                self._parts.append(bytes(data))
         if ended:
             self._finish()
         return data
@@ -785,15 +1054,15 @@ class _TeeBody(object):
 
     def read(self, amt: Optional[int] = None, *args: Any, **kwargs: Any) -> bytes:
         data = self._raw.read(amt, *args, **kwargs)
-        return self._keep(data, amt is None or not data)
+        return self._keep(data, amt is None or not data, kwargs.get("decode_content", args[0] if args else None))
 
     def read1(self, amt: Optional[int] = None, *args: Any, **kwargs: Any) -> bytes:
         data = self._raw.read1(amt, *args, **kwargs)
-        return self._keep(data, not data)
+        return self._keep(data, not data, kwargs.get("decode_content", args[0] if args else None))
 
     def stream(self, amt: Optional[int] = 2 ** 16, decode_content: Any = None) -> Iterator[bytes]:
         for chunk in self._raw.stream(amt, decode_content=decode_content):
-            self._keep(chunk, False)
+            self._keep(chunk, False, decode_content)
             yield chunk
         self._finish()
 
@@ -820,22 +1089,16 @@ class RecordingAdapter(requests.adapters.HTTPAdapter):
              proxies: Any = None) -> requests.Response:
         response = super(RecordingAdapter, self).send(request, stream=stream, timeout=timeout, verify=verify,
                                                       cert=cert, proxies=proxies)
-        secrets = []
-        for name, value in request.headers.items():
-            if name.lower() in _CREDENTIAL_HEADERS and isinstance(value, str):
-                secrets.append(value)
-                secrets.extend(value.split()[1:])  # "Bearer <key>"
-            elif name.lower() not in _PLAIN_HEADERS and isinstance(value, str) and len(value) >= 8:
-                # a header the caller added (default_headers, config extra_headers) may be a credential
-                secrets.append(value)
-                secrets.extend(part for part in value.split() if len(part) >= 8)
+        # every header value but the public ones (content type, user agent, ...) is a secret: a
+        # gateway's own auth header, a cookie, whatever the caller added
+        secrets = secret_values(request.headers) + url_secrets(request.url)
         method, url, body = request.method, request.url, request.body
         status, headers = response.status_code, dict(response.headers)
 
         def done(data: bytes) -> None:
             self.cassette.record(method, url, body, status, headers, data, secrets)
 
-        response.raw = _TeeBody(response.raw, done)
+        response.raw = _TeeBody(response.raw, done, _coding(response))
         return response
 
 

@@ -3,16 +3,24 @@
 ``check_config`` and ``check_messages`` raise ConfigError naming the first
 problem; ``check_config`` returns a normalised copy (enum values as enums).
 The caller's objects are never modified.
+
+Everything that goes out as JSON is checked to be JSON: tool schemas, tool-call
+arguments and fidelity hold only dicts with string keys, lists, strings, finite
+numbers, booleans and None (a set, bytes, NaN or Infinity is a ConfigError naming
+where it is; bytes are allowed in fidelity, which the library itself fills), and no
+string anywhere (text, names, prompts) holds a lone surrogate, which no UTF-8 body
+can carry.
 """
 
+import math
 import re
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from .errors import ConfigError
 from .types import PromptCaching, ThinkingLevel
 
-__all__ = ["check_config", "check_messages", "check_message", "CONFIG_KEYS", "ASPECT_RATIOS", "IMAGE_SIZES",
-           "RESPONSE_FORMATS"]
+__all__ = ["check_config", "check_messages", "check_message", "check_json", "check_header_value", "check_header_name",
+           "CONFIG_KEYS", "ASPECT_RATIOS", "IMAGE_SIZES", "RESPONSE_FORMATS"]
 
 CONFIG_KEYS = (
     "max_tokens", "temperature", "tools", "thinking_summary", "thinking_level", "tool_choice", "system_prompt",
@@ -48,6 +56,99 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
+#: how deep a JSON value may nest (a schema or arguments deeper than this are refused, not recursed into)
+MAX_DEPTH = 128
+
+
+def _check_text(value: Any, where: str) -> None:
+    """A str that UTF-8 can carry: no lone surrogate (e.g. half of an emoji cut by a slice)."""
+    if isinstance(value, str) and not value.isascii():
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise ConfigError("{} holds a lone surrogate ({!r} at position {}): it cannot be sent as UTF-8".format(
+                where, value[exc.start:exc.end], exc.start)) from None
+
+
+def check_json(value: Any, where: str, allow_bytes: bool = False) -> None:
+    """ConfigError unless ``value`` is a JSON value (see the module docstring)."""
+    stack = [(value, where, 0)]
+    while stack:
+        value, at, depth = stack.pop()
+        if value is None or isinstance(value, (bool, int)):
+            continue
+        if isinstance(value, str):
+            _check_text(value, at)
+        elif isinstance(value, float):
+            if not math.isfinite(value):
+                raise ConfigError("{} is {!r}: JSON has no NaN or Infinity".format(at, value))
+        elif isinstance(value, (bytes, bytearray)) and allow_bytes:
+            continue
+        elif depth >= MAX_DEPTH:
+            raise ConfigError("{} nests deeper than {} levels".format(where, MAX_DEPTH))
+        elif isinstance(value, Mapping):
+            for key, inner in value.items():
+                if not isinstance(key, str):
+                    raise ConfigError("{} has a key of type {} ({}): JSON object keys are strings".format(
+                        at, type(key).__name__, _short(key)))
+                _check_text(key, "a key of " + at)
+                stack.append((inner, "{}[{!r}]".format(at, key), depth + 1))
+        elif isinstance(value, (list, tuple)):
+            for i, inner in enumerate(value):
+                stack.append((inner, "{}[{}]".format(at, i), depth + 1))
+        else:
+            raise ConfigError("{} is a {} ({}): only dicts, lists, strings, numbers, booleans and None "
+                              "can be sent as JSON".format(at, type(value).__name__, _short(value)))
+
+
+_INVISIBLE = {"\u00a0": "a no-break space", "\u00ad": "a soft hyphen", "\u200b": "a zero-width space",
+              "\u200c": "a zero-width non-joiner", "\u200d": "a zero-width joiner", "\u2060": "a word joiner",
+              "\ufeff": "a byte order mark", "\u2028": "a line separator", "\u2029": "a paragraph separator"}
+_TOKEN = frozenset("!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
+
+
+def _character(c: str) -> str:
+    if c == "\r":
+        return "a carriage return (CR)"
+    if c == "\n":
+        return "a line feed (LF)"
+    if c == "\x00":
+        return "a NUL byte"
+    if c == "\t":
+        return "a tab"
+    if c in _INVISIBLE:
+        return "{} (U+{:04X})".format(_INVISIBLE[c], ord(c))
+    if ord(c) < 0x20 or ord(c) == 0x7F:
+        return "a control character (U+{:04X})".format(ord(c))
+    return "the character U+{:04X}".format(ord(c))
+
+
+def check_header_value(value: Any, what: str, secret: bool = True) -> None:
+    """ConfigError unless ``value`` can travel in an HTTP header as it is: no CR, LF, NUL or other
+    control character, no invisible character (zero-width space, byte order mark, no-break space),
+    nothing outside Latin-1, no white space around it.  The message names the problem and where it
+    is, never the value (a key read from a CRLF ``.env`` file must not end up in a log)."""
+    if not isinstance(value, str):
+        raise ConfigError("{} must be a str (got {})".format(what, type(value).__name__))
+    shown = "" if secret else " ({})".format(_short(value))
+    for i, c in enumerate(value):
+        if c < " " or c == "\x7f" or c in _INVISIBLE or ord(c) > 0xFF or (0x80 <= ord(c) < 0xA0):
+            raise ConfigError("{}{} holds {} at position {} of {}{}".format(
+                what, shown, _character(c), i, len(value),
+                ": read from a file with Windows line ends?" if c in "\r\n" else
+                ": invisible, copied along with it?" if c in _INVISIBLE else
+                ": header values are Latin-1" if ord(c) > 0xFF else ""))
+    if value != value.strip(" \t"):
+        raise ConfigError("{}{} starts or ends with white space".format(what, shown))
+
+
+def check_header_name(name: Any, what: str) -> None:
+    if not isinstance(name, str) or not name or any(c not in _TOKEN for c in name):
+        bad = "" if not isinstance(name, str) else next((c for c in name if c not in _TOKEN), "")
+        raise ConfigError("{} is not a valid header name{}".format(
+            what, " (it holds {})".format(_character(bad)) if bad else ""))
+
+
 def check_config(config: Optional[Mapping[str, Any]]) -> Dict[str, Any]:
     if config is None:
         return {}
@@ -63,13 +164,15 @@ def check_config(config: Optional[Mapping[str, Any]]) -> Dict[str, Any]:
 
     if "max_tokens" in out and (not _is_int(out["max_tokens"]) or out["max_tokens"] <= 0):
         raise bad("max_tokens", "a positive int")
-    if "temperature" in out and (not _is_number(out["temperature"]) or out["temperature"] < 0):
-        raise bad("temperature", "a non-negative number")
+    if "temperature" in out and (not _is_number(out["temperature"]) or not out["temperature"] >= 0
+                                 or out["temperature"] == float("inf")):
+        raise bad("temperature", "a non-negative finite number")
     if "thinking_summary" in out and not isinstance(out["thinking_summary"], bool):
         raise bad("thinking_summary", "a bool")
     for key in ("system_prompt", "trace_id"):
         if key in out and not isinstance(out[key], str):
             raise bad(key, "a str")
+        _check_text(out.get(key), "config[{!r}]".format(key))
     if "thinking_level" in out:
         try:
             out["thinking_level"] = ThinkingLevel(out["thinking_level"])
@@ -97,6 +200,7 @@ def check_config(config: Optional[Mapping[str, Any]]) -> Dict[str, Any]:
                 raise ConfigError("config['tools'][{}]['description'] must be a str".format(i))
             if "parameters" in tool and tool["parameters"] is not None and not isinstance(tool["parameters"], Mapping):
                 raise ConfigError("config['tools'][{}]['parameters'] must be a JSON Schema object".format(i))
+            check_json(dict(tool), "config['tools'][{}]".format(i))
             tool_names.append(tool["name"])
         if len(set(tool_names)) != len(tool_names):
             raise ConfigError("config['tools'] has two tools with the same name")
@@ -168,6 +272,7 @@ def check_config(config: Optional[Mapping[str, Any]]) -> Dict[str, Any]:
             if not isinstance(value, str) or "\r" in value or "\n" in value or "\0" in value:
                 # the value is never shown: it may be a credential
                 raise ConfigError("config['extra_headers'][{!r}] must be a str without CR, LF or NUL".format(name))
+            check_header_value(value, "config['extra_headers'][{!r}]".format(name))
         out["extra_headers"] = dict(headers)
     return out
 
@@ -250,6 +355,11 @@ def check_message(message: Any, where: str = "message") -> None:
                 raise ConfigError("{}: tool_result 'images' must be a list of URL strings".format(at))
         if "fidelity" in item and item["fidelity"] is not None and not isinstance(item["fidelity"], Mapping):
             raise ConfigError("{}: fidelity must be a dict (pass it back as you got it)".format(at))
+        for name, value in item.items():
+            if name in ("arguments", "fidelity", "images"):
+                check_json(value, "{}[{!r}]".format(at, name), allow_bytes=name == "fidelity")
+            elif name != "embedding":
+                _check_text(value, "{}[{!r}]".format(at, name))
     finish = message.get("finish_reason")
     if finish is not None and finish not in ("stop", "length", "tool_call", "unknown"):
         raise ConfigError("{}['finish_reason'] is not a FinishReason".format(where))

@@ -12,8 +12,17 @@ Each page is one self-contained HTML document (no external script, style or font
 the trace travels inside it as JSON and a small script renders it with
 ``textContent`` only, so nothing a model wrote can run as markup.  A trace_id that
 escapes the folder is answered 404, like a missing one.
+
+Hardening: the Content-Security-Policy (``CSP``) lets only the page's own script and
+style run, by their SHA-256 (no ``'unsafe-inline'``); links are made only of http(s)
+URLs and images only of those and ``data:image/`` URLs (a ``javascript:`` URL a model
+wrote is shown as text); a request whose Host header is not localhost or the bound
+address (DNS rebinding) is answered 421.
 """
 
+import base64
+import hashlib
+import ipaddress
 import json
 import os
 import threading
@@ -24,7 +33,7 @@ from urllib.parse import quote, unquote, urlsplit
 from .errors import ConfigError
 from .tracer import list_traces, trace_paths
 
-__all__ = ["serve", "page", "PAGE"]
+__all__ = ["serve", "page", "PAGE", "CSP"]
 
 PAGE = r"""<!DOCTYPE html>
 <html lang="en">
@@ -145,18 +154,25 @@ table.list th { font-size: 12px; color: var(--muted); text-transform: uppercase;
     add(parent, el("div", "id", (mime || "data") + ", " + bytesOf(data) + " bytes"));
   }
 
+  // only http(s) URLs become links, only they and data:image URLs become images; anything else
+  // (javascript:, data:text/html, vbscript:, a relative path) is shown as text and never followed
   function imageUrl(parent, url) {
     url = String(url || "");
-    if (/^data:image\/[A-Za-z0-9.+-]+;base64,[A-Za-z0-9+\/=]*$/.test(url) || /^https?:\/\//i.test(url)) {
+    var web = /^https?:\/\/[^\s\\]+$/i.test(url);
+    if (web || /^data:image\/[A-Za-z0-9.+-]+;base64,[A-Za-z0-9+\/=]*$/.test(url)) {
       var img = add(parent, el("img", "media"));
       img.alt = "image";
       img.src = url;
       img.referrerPolicy = "no-referrer";
     }
-    if (url.indexOf("data:") !== 0) {
+    if (web) {
       var a = add(parent, el("a", "id", url));
       a.href = url;
-      a.rel = "noreferrer";
+      a.rel = "noreferrer noopener";
+      a.target = "_blank";
+    } else if (url.indexOf("data:image/") !== 0) {
+      add(parent, el("span", "id", "link not shown (" + (url.split(":", 1)[0] || "no scheme").slice(0, 40) + "): " +
+        url.slice(0, 200)));
     }
   }
 
@@ -325,6 +341,21 @@ table.list th { font-size: 12px; color: var(--muted); text-transform: uppercase;
 """
 
 
+def _hash(tag: str) -> str:
+    """The CSP source ('sha256-...') of the one inline <tag> element of PAGE without attributes."""
+    start = PAGE.index("<{}>".format(tag)) + len(tag) + 2
+    body = PAGE[start:PAGE.index("</{}>".format(tag), start)]
+    return "'sha256-{}'".format(base64.b64encode(hashlib.sha256(body.encode("utf-8")).digest()).decode("ascii"))
+
+
+#: the viewer's Content-Security-Policy: only the page's own script and style run (by hash: no
+#: inline script or handler anything else put in the page would execute), nothing is fetched but
+#: images, no form, frame, base or plugin
+CSP = ("default-src 'none'; script-src {}; style-src {}; img-src data: http: https:; media-src data:; "
+       "base-uri 'none'; form-action 'none'; frame-ancestors 'none'; object-src 'none'".format(
+           _hash("script"), _hash("style")))
+
+
 def page(data: Dict[str, Any]) -> bytes:
     """The viewer page with ``data`` embedded (safe inside a script element)."""
     text = json.dumps(data, ensure_ascii=False)
@@ -338,6 +369,10 @@ class _Handler(BaseHTTPRequestHandler):
     server_version = "agenthub-trace-viewer"
 
     def do_GET(self) -> None:  # noqa: N802 - http.server's naming
+        if not self._host_allowed():
+            # DNS rebinding: a page elsewhere whose name now points at 127.0.0.1 sends its own Host
+            self._send(421, "text/plain; charset=utf-8", b"this viewer answers only to localhost and its own address\n")
+            return
         path = unquote(urlsplit(self.path).path)
         try:
             if path in ("/", "/index.html"):
@@ -360,6 +395,30 @@ class _Handler(BaseHTTPRequestHandler):
         except (ConfigError, OSError, ValueError):
             self._not_found()
 
+    def _host_allowed(self) -> bool:
+        """The Host header names this server: its bound address or localhost (with its port, or none)."""
+        host = self.headers.get("Host")
+        if not host or len(self.headers.get_all("Host") or ()) != 1:
+            return False
+        bound, port = self.server.server_address[0], self.server.server_address[1]
+        host = host.strip().lower()
+        if host.startswith("["):
+            name, _, rest = host[1:].partition("]")
+            if rest and not rest.startswith(":"):
+                return False
+            given = rest[1:] if rest else ""
+        else:
+            name, _, given = host.partition(":")
+        if given and given != str(port):
+            return False
+        names = {"localhost", str(bound).lower()}
+        try:
+            if ipaddress.ip_address(str(bound)).is_unspecified:  # bound to every address: loopback ones only
+                names.update(("127.0.0.1", "::1"))
+        except ValueError:
+            pass
+        return name in names
+
     def _paths(self, trace_id: str) -> Dict[str, str]:
         paths = trace_paths(trace_id, self.root)
         if not os.path.isfile(paths["json"]):
@@ -377,9 +436,9 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Type", kind)
         self.send_header("Content-Length", str(len(body)))
         self.send_header("Cache-Control", "no-store")
-        # the page's own inline script and data: media only; nothing is fetched from elsewhere but images
-        self.send_header("Content-Security-Policy", "default-src 'none'; script-src 'unsafe-inline'; "
-                         "style-src 'unsafe-inline'; img-src data: http: https:; media-src data:")
+        self.send_header("Content-Security-Policy", CSP)
+        self.send_header("X-Content-Type-Options", "nosniff")
+        self.send_header("Referrer-Policy", "no-referrer")
         self.end_headers()
         self.wfile.write(body)
 

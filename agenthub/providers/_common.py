@@ -32,6 +32,12 @@ __all__ = [
 ]
 
 
+def _redact_url(url: str) -> str:
+    from .._redact import redact_url
+
+    return redact_url(url)
+
+
 class Endpoint(object):
     """Where and how to send: base URL, key, extra headers, and the vendor's quirks (a registry row's data)."""
 
@@ -53,7 +59,7 @@ class Endpoint(object):
 
     def __repr__(self) -> str:  # never show the key
         return "Endpoint(client_type={!r}, base_url={!r}, api_key={})".format(
-            self.client_type, self.base_url, "'***'" if self.api_key else None
+            self.client_type, _redact_url(self.base_url), "'***'" if self.api_key else None
         )
 
     def __getstate__(self):

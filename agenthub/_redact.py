@@ -1,0 +1,102 @@
+"""What counts as a secret in headers and URLs, in one place (pure: no I/O).
+
+Every request header is secret except the few that describe the exchange itself
+(``PUBLIC_HEADERS``): the key headers of every provider, a gateway's own
+(``Helicone-Auth``, ``X-Auth``, ``cf-aig-authorization``, ...), cookies and
+whatever a caller added through ``default_headers`` or ``extra_headers``.  Their
+values are replaced by ``***`` in error messages, logs, traces and recordings.
+``user:password@`` in a URL is shown as ``***@``.
+"""
+
+import re
+from typing import Any, Iterable, List, Mapping, Optional
+from urllib.parse import urlsplit, urlunsplit
+
+__all__ = ["PUBLIC_HEADERS", "is_public_header", "secret_values", "redact_headers", "redact_url", "url_secrets",
+           "scrub_text"]
+
+#: request headers whose values are not credentials (all others are treated as secret)
+PUBLIC_HEADERS = frozenset((
+    "accept", "accept-encoding", "accept-language", "cache-control", "connection", "content-length",
+    "content-type", "content-encoding", "expect", "host", "te", "transfer-encoding", "user-agent",
+    "anthropic-version", "anthropic-beta", "openai-beta",
+))
+#: words in a header name that mark a credential whatever the header (used where a name decides alone)
+CREDENTIAL_WORDS = ("auth", "key", "token", "secret", "cookie", "signature", "session", "password", "credential",
+                    "api-key", "apikey")
+#: shorter pieces are not scrubbed on their own (they would blank out ordinary words)
+MIN_SECRET = 8
+_PIECES = re.compile(r"[\s;,]+")
+
+
+def is_public_header(name: Any) -> bool:
+    return isinstance(name, str) and name.strip().lower() in PUBLIC_HEADERS
+
+
+def _text(value: Any) -> Optional[str]:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (bytes, bytearray)):
+        return bytes(value).decode("latin-1")
+    return None
+
+
+def secret_values(headers: Optional[Mapping[Any, Any]], extra: Iterable[Any] = ()) -> List[str]:
+    """The strings to scrub for ``headers`` (every value but the public headers') and ``extra``
+    (values that are secret whatever their header, e.g. the caller's own headers): each value
+    whole, and its pieces (``Bearer <key>``, ``a=<x>; b=<y>``, ``Credential=<id>/...``)."""
+    found = []  # type: List[str]
+    values = [v for k, v in dict(headers or {}).items() if not is_public_header(k)] + list(extra)
+    for value in values:
+        text = _text(value)
+        if not text:
+            continue
+        found.append(text)
+        for piece in _PIECES.split(text):
+            found.append(piece)
+            if "=" in piece:
+                found.append(piece.split("=", 1)[1])
+                found.extend(piece.split("=", 1)[1].split("/"))
+    unique = {s.strip() for s in found if isinstance(s, str) and len(s.strip()) >= MIN_SECRET}
+    return sorted(unique, key=len, reverse=True)  # longest first: a key inside a header value goes whole
+
+
+def redact_headers(headers: Optional[Mapping[Any, Any]], caller: Iterable[str] = ()) -> dict:
+    """A copy of ``headers`` safe to show: every value but the public headers' is ``***``
+    (and so is that of every header named in ``caller``, the ones the caller supplied)."""
+    mine = {str(name).lower() for name in caller}
+    return {k: (v if is_public_header(k) and str(k).lower() not in mine else "***") for k, v in dict(headers or {}).items()}
+
+
+def url_secrets(url: Any) -> List[str]:
+    """The user and password of ``user:password@`` in ``url`` (to scrub), if any."""
+    try:
+        parts = urlsplit(url) if isinstance(url, str) else None
+    except ValueError:
+        return []
+    if parts is None or "@" not in parts.netloc:
+        return []
+    userinfo = parts.netloc.rsplit("@", 1)[0]
+    pieces = [userinfo] + userinfo.split(":", 1)
+    return sorted({p for p in pieces if len(p) >= MIN_SECRET}, key=len, reverse=True)
+
+
+def redact_url(url: Any) -> Any:
+    """``url`` with ``user:password@`` shown as ``***@``."""
+    if not isinstance(url, str) or "@" not in url:
+        return url
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return re.sub(r"//[^/@]*@", "//***@", url)
+    if "@" not in parts.netloc:
+        return url
+    return urlunsplit((parts.scheme, "***@" + parts.netloc.rsplit("@", 1)[1], parts.path, parts.query,
+                       parts.fragment))
+
+
+def scrub_text(text: str, secrets: Iterable[str]) -> str:
+    for secret in secrets:
+        if secret and secret in text:
+            text = text.replace(secret, "***")
+    return text

@@ -1,0 +1,120 @@
+"""Issue 12 item 6: every header the caller supplied and every credential header is secret in errors,
+logs, traces and recordings; user:password@ in base_url never shows."""
+
+import json
+import logging
+import os
+
+import pytest
+import requests
+
+from agenthub import AutoLLMClient, TransportError, UpstreamError
+from agenthub import client as client_module
+from agenthub._redact import redact_headers, redact_url, secret_values
+from agenthub.testing import record_session
+
+from faultserver import FaultServer, send, status
+
+KEY = "sk-proj-the-real-key-0123456789"
+HEADERS = {"Helicone-Auth": "Bearer hel-sk-helicone-secret-42", "X-Auth": "xauth-plain-secret-77",
+           "Cookie": "session=cookie-secret-value-99; theme=dark", "X-Custom-Route": "customer-route-5566",
+           "cf-aig-authorization": "Bearer cf-gateway-secret-31"}
+SECRETS = ["sk-proj-the-real-key-0123456789", "hel-sk-helicone-secret-42", "xauth-plain-secret-77",
+           "cookie-secret-value-99", "customer-route-5566", "cf-gateway-secret-31"]
+USER = [{"role": "user", "content_items": [{"type": "text", "text": "hi"}]}]
+
+
+@pytest.fixture(autouse=True)
+def fast_backoff(monkeypatch):
+    monkeypatch.setattr(client_module, "BACKOFF_BASE", 0.01)
+    monkeypatch.setattr(client_module, "BACKOFF_CAP", 0.02)
+
+
+def _echo(code):
+    """A server whose answer repeats every request header (as some gateways' error pages do)."""
+    def script(request):
+        echoed = "; ".join("{}={}".format(k, v) for k, v in sorted(request.headers.items()))
+        body = json.dumps({"error": {"message": "bad request, headers: " + echoed, "type": "invalid_request_error",
+                                     "param": echoed}}).encode()
+        return [status(code, {"Content-Type": "application/json", "X-Echo": echoed}, framing="length"), send(body)]
+    return script
+
+
+def _everything(error):
+    parts = [str(error), repr(error), repr(error.args)]
+    parts.extend(repr(v) for v in vars(error).values())
+    return "\n".join(parts)
+
+
+def test_gateway_and_caller_headers_are_scrubbed_from_errors(caplog):
+    with FaultServer(default=_echo(400)) as server:
+        client = AutoLLMClient("m", api_key=KEY, base_url=server.url + "/v1", client_type="openai-chat",
+                               default_headers=HEADERS)
+        with caplog.at_level(logging.DEBUG, logger="agenthub"), pytest.raises(UpstreamError) as caught:
+            list(client.streaming_response(USER))
+        assert server.requests[0].headers["helicone-auth"] == HEADERS["Helicone-Auth"]  # sent, as asked
+    text = _everything(caught.value) + "\n".join(r.getMessage() for r in caplog.records)
+    assert "bad request, headers:" in text
+    for secret in SECRETS:
+        assert secret not in text, secret
+
+
+def test_a_retried_error_logs_no_header(caplog):
+    with FaultServer(default=_echo(503)) as server:
+        client = AutoLLMClient("m", api_key=KEY, base_url=server.url + "/v1", client_type="openai-chat",
+                               default_headers=HEADERS, max_retries=1)
+        with caplog.at_level(logging.DEBUG, logger="agenthub"), pytest.raises(UpstreamError) as caught:
+            list(client.streaming_response(USER))
+        assert len(server.requests) == 2
+    text = _everything(caught.value) + "\n".join(r.getMessage() for r in caplog.records)
+    for secret in SECRETS:
+        assert secret not in text, secret
+
+
+def test_recordings_hold_no_header_value(tmp_path):
+    folder = str(tmp_path / "cassette")
+
+    def script(request):
+        echoed = json.dumps(request.headers).encode()
+        return [status(200, {"Content-Type": "text/event-stream", "X-Request-Id": request.headers.get("x-auth", "")}),
+                send(b"data: " + json.dumps({"choices": [{"index": 0, "delta": {"content": echoed.decode()}}]}).encode()
+                     + b"\n\ndata: [DONE]\n\n")]
+
+    with FaultServer(default=script) as server:
+        client = AutoLLMClient("m", api_key=KEY, base_url=server.url + "/v1", client_type="openai-chat",
+                               default_headers=HEADERS, session=record_session(folder))
+        events = list(client.streaming_response(USER))
+    assert "xauth-plain-secret-77" in json.dumps(events)  # the echo is real
+    written = ""
+    for name in sorted(os.listdir(folder)):
+        with open(os.path.join(folder, name), encoding="utf-8") as handle:
+            written += handle.read()
+    for secret in SECRETS:
+        assert secret not in written, secret
+    assert "***" in written
+
+
+def test_user_and_password_in_base_url_never_show():
+    client = AutoLLMClient("m", api_key=KEY, base_url="http://alice:hunter2-password-x@127.0.0.1:9/v1",
+                           client_type="openai-chat", max_retries=0)
+    assert "hunter2-password-x" not in repr(client) and "alice" not in repr(client)
+    assert repr(client) == "AutoLLMClient(model='m', client_type='openai-chat', base_url='http://***@127.0.0.1:9/v1')"
+    assert "hunter2-password-x" not in repr(client._endpoint)
+    with pytest.raises(TransportError) as caught:
+        list(client.streaming_response(USER))  # port 9: connection refused
+    assert "127.0.0.1:9" in str(caught.value)
+    assert "hunter2-password-x" not in _everything(caught.value) and "alice:" not in str(caught.value)
+
+
+def test_the_redaction_rules():
+    assert redact_url("https://u:p@h.example/v1?x=1") == "https://***@h.example/v1?x=1"
+    assert redact_url("https://h.example/v1") == "https://h.example/v1"
+    headers = {"Content-Type": "application/json", "Authorization": "Bearer " + KEY, "X-Whatever": "abcdefghij"}
+    assert redact_headers(headers) == {"Content-Type": "application/json", "Authorization": "***",
+                                       "X-Whatever": "***"}
+    assert redact_headers({"User-Agent": "my-secret-agent"}, caller=["user-agent"]) == {"User-Agent": "***"}
+    found = secret_values({"Cookie": "a=cookie-secret-value-99; b=short", "Accept": "text/event-stream",
+                           "Authorization": "AWS4-HMAC-SHA256 Credential=AKIAEXAMPLE123/20260101/us-east-1/"
+                                            "bedrock/aws4_request, Signature=abcdef0123456789"})
+    assert "cookie-secret-value-99" in found and "AKIAEXAMPLE123" in found and "abcdef0123456789" in found
+    assert "text/event-stream" not in found and "short" not in found

