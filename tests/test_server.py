@@ -277,7 +277,7 @@ def test_models_endpoint(stack):
     assert answer.status_code == 200 and answer.headers["Content-Type"] == "application/json"
     assert answer.json() == {"object": "list", "data": [
         {"id": i, "object": "model"} for i in ("openai_chat", "openai_responses", "anthropic", "gemini", "held",
-                                               "slow")]}
+                                               "slow", "bedrock")]}
     assert "Access-Control-Allow-Origin" not in answer.headers  # no CORS
 
 
