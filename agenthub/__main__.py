@@ -50,6 +50,27 @@ def _dollars(amount: float) -> str:
     return text + "00" if text.endswith(".") else text
 
 
+def _tokens(count: Optional[int]) -> str:
+    if count is None:
+        return "?"
+    if count >= 1000000 and count % 1000000 == 0:
+        return "{}M".format(count // 1000000)
+    if count >= 1000 and count % 1000 == 0:
+        return "{}K".format(count // 1000)
+    return str(count)
+
+
+def model_line(model: Mapping[str, Any]) -> str:
+    """``claude-sonnet-5: context 1M, output 128K; $ 2 / 0.2 / 10 / 10 (2026-12-01)`` for ``agenthub models``."""
+    prices = model.get("usd_per_1m") or {}
+    shown = " / ".join("?" if prices.get(key) is None else "{:g}".format(prices[key]) for key in (
+        "prompt_tokens", "cached_tokens", "thoughts_tokens", "response_tokens"))
+    note = "; " + model["note"] if model.get("note") else ""
+    return "{}: context {}, output {}; ${} ({}{})".format(
+        model["model"], _tokens(model.get("context_window")), _tokens(model.get("max_output")), shown,
+        model.get("taken"), note)
+
+
 class Printer(object):
     """Renders UniEvents on a terminal as they arrive.
 
@@ -254,6 +275,11 @@ def _models(args: Any, out: TextIO) -> int:
         out.write("    {}; {} -> {}; e.g. {}\n".format(
             row["vendor"], "+".join(row["input_modalities"]), "+".join(row["output_modalities"]),
             ", ".join(row["examples"])))
+        for model in row.get("models") or ():
+            out.write("    {}\n".format(model_line(model)))
+    if any(row.get("models") for row in rows):
+        out.write("\nPrices: USD per 1M tokens of each usage bucket (prompt / cached / thinking / response), "
+                  "list prices as taken on the date shown; ? where unknown.\n")
     out.write("\nAny other model: --client-type PROTOCOL (openai-chat, openai-responses, anthropic, gemini) "
               "or a preset "
               "({}), with --base-url.\n".format(", ".join(r["presets"][0] for r in rows if r["presets"])))
@@ -485,8 +511,8 @@ _CLI_TERMS = (
     (re.compile(r"\bpass api_key="), "pass --api-key-env NAME (the variable holding the key)"),
     (re.compile(r"\bapi_key is required with base_url\b"), "--api-key-env NAME is required with --base-url"),
     (re.compile(r"\bapi_key\b=?"), "--api-key-env"),
-    (re.compile(r"\bclient_type=?"), "--client-type"),
-    (re.compile(r"\bbase_url=?"), "--base-url"),
+    (re.compile(r"\bclient_type\b=?"), "--client-type"),
+    (re.compile(r"\bbase_url\b=?"), "--base-url"),
     (re.compile(r"\bmax_retries\b"), "--max-retries"),
     (re.compile(r"\bconfig\['(max_tokens|temperature|system_prompt|thinking_level|trace_id)'\]"), r"\1"),
 )

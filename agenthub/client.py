@@ -26,7 +26,7 @@ import random
 import sys
 import threading
 import time
-from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, Generator, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
 from . import providers, registry
 from ._redact import redact_url, secret_values, url_secrets
@@ -211,7 +211,13 @@ class _Control(object):
         return not self._wake.wait(seconds) if seconds > 0 else self.reason is None
 
 
-class ResponseStream(collections.abc.Generator):
+if TYPE_CHECKING:  # what type checkers see: a generator of UniEvents (at runtime the plain ABC, no typing machinery)
+    _EventGenerator = Generator[UniEvent, Any, None]
+else:
+    _EventGenerator = collections.abc.Generator
+
+
+class ResponseStream(_EventGenerator):
     """What ``streaming_response`` returns: a generator of UniEvents, plus ``abort()``.
 
     Use it as any generator (``for event in stream``, ``next``, ``close``, ``with``).
@@ -286,7 +292,7 @@ class AutoLLMClient(object):
     def __init__(
         self,
         model: str,
-        api_key: Optional[str] = None,
+        api_key: Optional[Union[str, Callable[[], str]]] = None,
         base_url: Optional[str] = None,
         client_type: Optional[str] = None,
         *,
@@ -661,7 +667,7 @@ class AutoLLMClient(object):
                          config["trace_id"], type(exc).__name__, exc)
 
 
-def _fold(events: Iterator[UniEvent]) -> UniMessage:
+def _fold(events: Iterator[UniEvent]) -> Any:
     """``collect`` of ``events`` as they pass (none is kept)."""
     collector = Collector()
     add = collector.add

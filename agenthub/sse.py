@@ -24,7 +24,7 @@ Rules (WHATWG "event stream interpretation", plus what real servers do):
 """
 
 import json
-from typing import Any, List, Optional
+from typing import Any, Iterable, Iterator, List, Optional
 
 from .errors import StreamProtocolError
 
@@ -281,7 +281,7 @@ class SSEDecoder(object):
         return SSEEvent(data[0] if len(data) == 1 else "\n".join(data), event_name or "message", self._last_id, retry)
 
 
-def iter_events(chunks, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES):
+def iter_events(chunks: Iterable[bytes], max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -> Iterator[SSEEvent]:
     """Decode an iterable of byte chunks into SSEEvents, lazily; the end of chunks is the end of the body."""
     decoder = SSEDecoder(max_line_bytes)
     feed = decoder.feed

@@ -36,7 +36,7 @@ import os
 import re
 import tempfile
 import time
-from typing import Any, Dict, List, Mapping, Optional
+from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from .errors import ConfigError
 
@@ -113,7 +113,7 @@ def from_jsonable(value: Any) -> Any:
     return value
 
 
-def save_trace(trace_id: str, model: str, history: List[Mapping[str, Any]], config: Mapping[str, Any],
+def save_trace(trace_id: str, model: str, history: Sequence[Mapping[str, Any]], config: Mapping[str, Any],
                root: Optional[str] = None) -> Dict[str, str]:
     """Write the trace's .json and .txt (atomically); returns their paths."""
     paths = trace_paths(trace_id, root)
@@ -201,7 +201,7 @@ def _short_url(url: str) -> str:
     return url if not url.startswith("data:") else url.split(",", 1)[0] + ",... ({} characters)".format(len(url))
 
 
-def render_text(history: List[Mapping[str, Any]], config: Mapping[str, Any]) -> str:
+def render_text(history: Sequence[Mapping[str, Any]], config: Mapping[str, Any]) -> str:
     """The readable form of a trace (what the .txt beside the .json holds)."""
     lines = ["model: {}".format(config.get("model"))]
     for key, value in sorted(config.items()):

@@ -156,6 +156,9 @@ def test_library_wording_becomes_command_line_wording():
     assert _cli_terms("config['max_tokens'] must be a positive int (got 0)") == "--max-tokens must be a positive " \
                                                                                   "int (got 0)"
     assert _cli_terms("unknown client_type 'x'") == "unknown --client-type 'x'"
+    # names that merely start like an argument are left alone (a serve config's api_keys, base_url_env)
+    assert _cli_terms("listen on 0.0.0.0 without api_keys; base_url_env") == "listen on 0.0.0.0 without api_keys; " \
+                                                                            "base_url_env"
 
 
 # -- interactive, on a pseudo-terminal ---------------------------------------------------------------

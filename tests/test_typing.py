@@ -42,6 +42,36 @@ USER_PROJECT = {"myproject/__init__.py": "", "myproject/agent.py": (
     "def run_agent(client: AutoLLMClient, question: str) -> str:\n"
     "    return question\n")}
 
+#: user code written against the public API (beyond the README): what a narrower or read-only type must accept
+USER_API = """\
+from typing import List, Optional, Tuple
+
+import agenthub
+from agenthub import (AssistantMessage, AutoLLMClient, Message, TextItem, ThinkingLevel, ToolSchema, UniConfig,
+                      UniEvent, UniMessage, UpstreamError, collect, cost)
+from agenthub.tracer import save_trace
+
+client = AutoLLMClient("m", client_type="openai-chat", base_url="http://127.0.0.1:9/v1")
+texts: List[TextItem] = [{"type": "text", "text": "hi"}]
+question: UniMessage = {"role": "user", "content_items": [texts[0]]}
+tools: Tuple[ToolSchema, ...] = ({"name": "now"},)
+config: UniConfig = {"tools": tools, "thinking_level": ThinkingLevel.LOW, "tool_choice": ["now"],
+                     "prompt_caching": "enhance"}
+events: List[UniEvent] = list(client.streaming_response((question,), config))
+answer: AssistantMessage = collect(events)
+history: List[Message] = [question, answer]
+client.set_history(history)
+save_trace("run/1", "m", history, dict(config))
+price: Optional[float] = cost("m", answer["usage_metadata"])
+vectors: List[List[float]] = client.embed(("a", "b"))
+again: AssistantMessage = client.response(history)
+try:
+    pass
+except UpstreamError as error:
+    where: Optional[str] = error.url
+    status: Optional[int] = error.status
+"""
+
 #: the harness itself must catch mistakes: a misspelt error field and a thinking level that does not exist
 WRONG = (
     "from agenthub import RateLimitError, UniConfig\n"
@@ -66,6 +96,7 @@ def mypy_output(tmp_path_factory):
     files = {"readme_line_{:04d}.py".format(line): code for line, code in readme_blocks()}
     files.update(USER_PROJECT)
     files["harness_wrong.py"] = WRONG
+    files["user_api.py"] = USER_API
     for name, code in files.items():
         path = src / name
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -84,7 +115,8 @@ def mypy_output(tmp_path_factory):
 
 def test_every_readme_python_block_passes_mypy_strict(mypy_output):
     readme = [line for line in mypy_output.splitlines() if not line.startswith("harness_wrong.py")]
-    assert readme == [], "README blocks fail mypy --strict (module name = README line):\n" + "\n".join(readme)
+    assert readme == [], ("README blocks (module name = README line) or user_api.py fail mypy --strict:\n"
+                          + "\n".join(readme))
 
 
 def test_the_checker_catches_a_wrong_field_and_a_wrong_level(mypy_output):
