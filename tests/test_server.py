@@ -97,7 +97,7 @@ def stack():
              "max_retries": 0, "default_config": {"max_tokens": 77, "temperature": 0.5}},
             {"id": "bedrock", "model": BEDROCK_MODEL, "client_type": "bedrock", "base_url": up.url + "/bedrock",
              "api_key": UPSTREAM_KEY, "max_retries": 0},
-        ], "api_keys": [KEY, "another-key-abcdef"], "keepalive_seconds": 0.3, "max_body_bytes": 200000,
+        ], "api_keys": [KEY, "another-key-abcdef"], "keepalive_seconds": 0.5, "max_body_bytes": 200000,
             "max_concurrent_streams": 4})
         with Builtin(app) as server:
             yield up, app, server
