@@ -73,6 +73,10 @@ CONFIG_KEYS = ("models", "api_keys", "allowed_hosts", "max_body_bytes", "max_con
 MODEL_KEYS = ("id", "model", "client_type", "base_url", "api_key", "default_config", "max_retries", "timeout")
 REQUEST_KEYS = ("model", "messages", "config")
 
+#: frames a stream may have waiting for a slow client before its upstream is no longer read
+MAX_QUEUED_FRAMES = 4096
+#: a client that takes no frame for this long is taken for gone
+WRITER_STALL_SECONDS = 300.0
 KEEPALIVE = b": keep-alive\n\n"
 DONE = b"data: [DONE]\n\n"
 _VARIABLE = re.compile(r"^\$([A-Za-z_][A-Za-z0-9_]*)$")
@@ -596,10 +600,14 @@ class _Pump(object):
         started = time.monotonic()
         outcome = "done"
         count = 0
+        qsize = self.queue.qsize
+        limit = MAX_QUEUED_FRAMES
         try:
             for event in self.stream:
                 put(encode(event))
                 count += 1
+                if qsize() > limit:
+                    self._wait_for_room()
             put(_END)
         except AgentHubError as exc:
             outcome = "client gone" if self.stopped else type(exc).__name__
@@ -617,6 +625,21 @@ class _Pump(object):
             self.app._stream_closed()
             logger.info("agenthub serve: model=%s events=%d outcome=%s seconds=%.3f", self.model_id, count, outcome,
                         time.monotonic() - started)
+
+    def _wait_for_room(self) -> None:
+        """A client slower than the upstream: stop reading the upstream (TCP pushes back on it) until
+        the writer took half the queued frames; a writer that takes nothing for WRITER_STALL_SECONDS
+        ends the stream (the abort shows as the stream's end)."""
+        deadline = time.monotonic() + WRITER_STALL_SECONDS
+        size = self.queue.qsize()
+        while not self.stopped and self.queue.qsize() > MAX_QUEUED_FRAMES // 2:
+            time.sleep(0.005)
+            now = self.queue.qsize()
+            if now < size:
+                size = now
+                deadline = time.monotonic() + WRITER_STALL_SECONDS
+            elif time.monotonic() > deadline:
+                self.stop()
 
     def stop(self) -> None:
         """The client went away (or the server closed the response): abort the upstream."""

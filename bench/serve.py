@@ -185,13 +185,14 @@ def measure_gunicorn(bench, messages, protocols, config_path, env):
         bench.out()
         return
     workers = 2
+    threads = CONCURRENT + 8
     bench.out("## {} streams at once through gunicorn (`-k gthread -w {} --threads {}`), against {} direct streams "
-              "at once".format(CONCURRENT, workers, CONCURRENT, CONCURRENT))
+              "at once".format(CONCURRENT, workers, threads, CONCURRENT))
     bench.out()
     bench.out("{} text deltas per stream, {} threads in this process.  CPU: this process plus gunicorn's master and "
               "workers.  Target: <= {:.1f}x.".format(CONCURRENT_EVENTS, CONCURRENT, TARGET))
     bench.out()
-    server, url = start_gunicorn(config_path, env, CONCURRENT + 8, workers)
+    server, url = start_gunicorn(config_path, env, threads, workers)
     rows = []
     try:
         for protocol in protocols:

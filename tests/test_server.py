@@ -97,7 +97,7 @@ def stack():
              "max_retries": 0, "default_config": {"max_tokens": 77, "temperature": 0.5}},
             {"id": "bedrock", "model": BEDROCK_MODEL, "client_type": "bedrock", "base_url": up.url + "/bedrock",
              "api_key": UPSTREAM_KEY, "max_retries": 0},
-        ], "api_keys": [KEY, "another-key-abcdef"], "keepalive_seconds": 0.3, "max_body_bytes": 200000,
+        ], "api_keys": [KEY, "another-key-abcdef"], "keepalive_seconds": 0.5, "max_body_bytes": 200000,
             "max_concurrent_streams": 4})
         with Builtin(app) as server:
             yield up, app, server
@@ -828,3 +828,45 @@ def test_client_type_agenthub_routes_by_its_preset():
     assert request.url == "http://127.0.0.1:1/v1/stream"
     assert request.body == {"model": "fast", "messages": MESSAGES, "config": {"max_tokens": 5}}
     assert request.headers["Authorization"] == "Bearer " + "k" * 12
+
+
+def test_a_slow_client_holds_back_the_upstream(monkeypatch):
+    """Frames waiting for the writer are bounded: past the limit the upstream is not read until the writer
+    catches up, and every event still arrives, in order."""
+    import agenthub.server as server_module
+
+    monkeypatch.setattr(server_module, "MAX_QUEUED_FRAMES", 50)
+    produced = []
+
+    class Stream(object):
+        def __iter__(self):
+            for n in range(400):
+                produced.append(n)
+                yield {"role": "assistant", "event_type": "delta", "content_items": [{"type": "text", "text": str(n)}],
+                       "usage_metadata": None, "finish_reason": None, "created_at": n}
+
+        def close(self):
+            pass
+
+        def abort(self):
+            pass
+
+    class App(object):
+        def _stream_opened(self):
+            pass
+
+        def _stream_closed(self):
+            pass
+
+    pump = server_module._Pump(App(), Stream(), "m")
+    pump.start()
+    time.sleep(0.3)
+    assert 50 < len(produced) <= 52 and pump.queue.qsize() <= 51  # the reader waits for room
+    frames = []
+    while True:
+        item = pump.queue.get(timeout=5)
+        if item is server_module._END:
+            break
+        frames.append(item)
+    pump.thread.join(5)
+    assert [json.loads(f[6:])["content_items"][0]["text"] for f in frames] == [str(n) for n in range(400)]
