@@ -581,9 +581,17 @@ def _trace_view(args: Any) -> int:
 
 
 def _serve(args: Any) -> int:
+    from .errors import AgentHubError
     from .server import serve
 
-    server, url = serve(args.config, args.host, args.port)
+    try:
+        server, url = serve(args.config, args.host, args.port)
+    except AgentHubError as exc:  # about the config file: its own words (api_keys, base_url), not flags
+        print("error: {}: {}".format(type(exc).__name__, exc), file=sys.stderr)
+        return 1
+    except OSError as exc:
+        print("error: cannot serve on {}:{}: {}".format(args.host, args.port, exc.strerror or exc), file=sys.stderr)
+        return 1
     print(url)  # the first line: whoever started us reads the port here
     sys.stdout.flush()
     try:

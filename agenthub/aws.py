@@ -370,7 +370,7 @@ class BedrockAuth(object):
 
     __slots__ = ("kind", "token", "credentials", "region", "source")
 
-    def __init__(self, kind: str, token: Optional[str] = None, credentials: Optional[Credentials] = None,
+    def __init__(self, kind: str, token: Any = None, credentials: Optional[Credentials] = None,
                  region: Optional[str] = None, source: str = "") -> None:
         self.kind = kind
         self.token = token
@@ -386,11 +386,16 @@ class BedrockAuth(object):
             return sign_v4(method, url, headers, body, self.credentials, self.region, SERVICE, when)
         out = {name: value for name, value in headers.items() if name.lower() != "authorization"}
         if self.kind == "bearer":
-            out["Authorization"] = "Bearer " + (self.token or "")
+            token = self.token
+            if callable(token):  # a token provider: asked once per attempt (so a refreshing one works)
+                from .providers._tokens import bearer_token
+
+                token = bearer_token(token, "bedrock")
+            out["Authorization"] = "Bearer " + (token or "")
         return out
 
     def secrets(self) -> List[str]:
-        if self.kind == "bearer" and self.token:
+        if self.kind == "bearer" and isinstance(self.token, str) and self.token:
             return [self.token]
         if self.credentials is not None:
             return self.credentials.secrets()
@@ -457,8 +462,9 @@ def resolve_bedrock(base_url: Optional[str] = None, api_key: Any = None,
         return url or default_endpoint(region), BedrockAuth("sigv4", credentials=api_key, region=region,
                                                             source="api_key")
     if api_key is not None:
-        if not isinstance(api_key, str) or not api_key:
-            raise ConfigError("api_key must be a non-empty string (a Bedrock API key) or agenthub.aws.Credentials")
+        if not (isinstance(api_key, str) and api_key) and not (callable(api_key) and not isinstance(api_key, bytes)):
+            raise ConfigError("api_key must be a Bedrock API key (a string, or a callable returning one per request) "
+                              "or agenthub.aws.Credentials")
         if not url:
             url = default_endpoint(_need_region(_region(env, url)))
         return url, BedrockAuth("bearer", token=api_key, source="api_key")
@@ -476,7 +482,7 @@ def resolve_bedrock(base_url: Optional[str] = None, api_key: Any = None,
             url = default_endpoint(_need_region(_region(env, url)))
         return url, BedrockAuth("bearer", token=token, source=BEARER_ENV)
     credentials = credentials_from(env)
-    region = _region(env, url)
+    found = _region(env, url)
     if credentials is None:
         if url and _loopback(url):
             return url, BedrockAuth("none", source="loopback")
@@ -484,7 +490,7 @@ def resolve_bedrock(base_url: Optional[str] = None, api_key: Any = None,
             "no AWS credentials for Bedrock: set {} (a Bedrock API key), or AWS_ACCESS_KEY_ID and "
             "AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN), or a profile in ~/.aws/credentials (AWS_PROFILE), "
             "or pass api_key=".format(BEARER_ENV))
-    region = _need_region(region)
+    region = _need_region(found)
     return url or default_endpoint(region), BedrockAuth("sigv4", credentials=credentials, region=region,
                                                         source=credentials.source)
 

@@ -26,7 +26,7 @@ import random
 import sys
 import threading
 import time
-from typing import TYPE_CHECKING, Any, Dict, Generator, Iterator, List, Mapping, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, Generator, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
 from . import providers, registry
 from ._redact import redact_url, secret_values, url_secrets
@@ -292,7 +292,7 @@ class AutoLLMClient(object):
     def __init__(
         self,
         model: str,
-        api_key: Optional[str] = None,
+        api_key: Optional[Union[str, Callable[[], str]]] = None,
         base_url: Optional[str] = None,
         client_type: Optional[str] = None,
         *,
@@ -679,7 +679,7 @@ class AutoLLMClient(object):
                          config["trace_id"], type(exc).__name__, exc)
 
 
-def _fold(events: Iterator[UniEvent]) -> UniMessage:
+def _fold(events: Iterator[UniEvent]) -> Any:
     """``collect`` of ``events`` as they pass (none is kept)."""
     collector = Collector()
     add = collector.add

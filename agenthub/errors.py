@@ -505,10 +505,13 @@ def error_from_json(payload: Any) -> Optional[AgentHubError]:
         return None
     message = inner.get("message")
     message = message if isinstance(message, str) else ""
-    fields = {str(k): v for k, v in inner.items() if k not in ("type", "message")}
-    if issubclass(cls, UpstreamError):
-        fields["message"] = message
-    return _rebuild(cls, (message,), fields)
+    fields = {str(k): v for k, v in inner.items() if k not in ("type", "message") and str(k).isidentifier()}
+    try:
+        return cls(message, **fields)  # the class's own defaults for any field the document left out
+    except TypeError:  # a field that collides with a parameter of the constructor
+        if issubclass(cls, UpstreamError):
+            fields["message"] = message
+        return _rebuild(cls, (message,), fields)
 
 
 def set_field(error: AgentHubError, name: str, value: Any) -> None:

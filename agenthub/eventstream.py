@@ -166,7 +166,7 @@ def parse_headers(data: bytes) -> Tuple[Dict[str, Any], Dict[str, int]]:
     return headers, types
 
 
-def _check_prelude(total: int, headers_length: int, crc: int, prelude: bytes, max_frame_bytes: int) -> None:
+def _check_prelude(total: int, headers_length: int, crc: int, prelude: Any, max_frame_bytes: int) -> None:
     if _crc32(prelude) & 0xFFFFFFFF != crc:
         raise _error("prelude CRC32 mismatch (corrupt or not an event stream)")
     if total < _MIN_MESSAGE:
@@ -177,12 +177,28 @@ def _check_prelude(total: int, headers_length: int, crc: int, prelude: bytes, ma
         raise _error("headers length {} does not fit in a message of {} bytes".format(headers_length, total))
 
 
+#: headers sections seen lately -> their parse (a stream repeats the same few: event type, content type)
+_HEADER_CACHE = {}  # type: Dict[bytes, Tuple[Dict[str, Any], Dict[str, int]]]
+_HEADER_CACHE_SIZE = 256
+
+
+def _headers(raw: bytes) -> Tuple[Dict[str, Any], Dict[str, int]]:
+    """parse_headers with a small cache; each caller gets dicts of its own."""
+    hit = _HEADER_CACHE.get(raw)
+    if hit is None:
+        hit = parse_headers(raw)
+        if len(_HEADER_CACHE) >= _HEADER_CACHE_SIZE:
+            _HEADER_CACHE.clear()
+        _HEADER_CACHE[raw] = hit
+    return dict(hit[0]), dict(hit[1])
+
+
 def _decode(frame: Any, headers_length: int) -> Message:
     """A whole message whose prelude was checked -> Message (the message CRC checked here)."""
     total = len(frame)
     if _crc32(frame[:total - 4]) & 0xFFFFFFFF != _uint32(frame, total - 4)[0]:
         raise _error("message CRC32 mismatch (corrupt frame)")
-    headers, types = parse_headers(bytes(frame[PRELUDE_BYTES:PRELUDE_BYTES + headers_length]))
+    headers, types = _headers(bytes(frame[PRELUDE_BYTES:PRELUDE_BYTES + headers_length]))
     return Message(headers, bytes(frame[PRELUDE_BYTES + headers_length:total - 4]), types)
 
 
@@ -255,7 +271,22 @@ def iter_messages(chunks: Iterable[bytes], max_frame_bytes: int = DEFAULT_MAX_FR
     """Decode an iterable of byte chunks into Messages, lazily; the end of chunks is the end of the body."""
     decoder = EventStreamDecoder(max_frame_bytes)
     feed = decoder.feed
+    buffer = decoder._buffer
+    crc32 = _crc32
     for chunk in chunks:
+        size = len(chunk)
+        if not buffer and size >= _MIN_MESSAGE:
+            # the row nearly every chunk takes: exactly one whole message (servers send one per write);
+            # the same checks as feed(), in locals
+            total, headers_length, crc = _prelude(chunk, 0)
+            if total == size and total <= max_frame_bytes and headers_length <= total - _MIN_MESSAGE \
+                    and crc32(chunk[:8]) & 0xFFFFFFFF == crc:
+                if crc32(chunk[:-4]) & 0xFFFFFFFF != _uint32(chunk, size - 4)[0]:
+                    raise _error("message CRC32 mismatch (corrupt frame)")
+                end = PRELUDE_BYTES + headers_length
+                headers, types = _headers(bytes(chunk[PRELUDE_BYTES:end]))
+                yield Message(headers, bytes(chunk[end:-4]), types)
+                continue
         if chunk:
             for message in feed(chunk):
                 yield message

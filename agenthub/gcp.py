@@ -50,10 +50,10 @@ def _google_auth() -> Any:
 
 
 def application_default(project: Optional[str] = None) -> Tuple["GoogleToken", Optional[str]]:
-    """``google.auth.default`` with the cloud-platform scope -> (token callable, its project or None).
+    """``google.auth.default`` with the cloud-platform scope -> (token callable, project).
 
-    ``project`` is a quota project hint passed through to google-auth.  No credentials
-    found is a ConfigError with google-auth's own explanation.
+    The project is ``project`` when given, else the one the credentials name (None when they
+    name none).  No credentials found is a ConfigError with google-auth's own explanation.
     """
     google_auth = _google_auth()
     try:
@@ -62,7 +62,7 @@ def application_default(project: Optional[str] = None) -> Tuple["GoogleToken", O
         raise ConfigError("Vertex AI: no Google credentials: {} (set GOOGLE_APPLICATION_CREDENTIALS to a "
                           "service-account file, run `gcloud auth application-default login`, or pass api_key= "
                           "an access token)".format(preview(str(exc), 400))) from None
-    return GoogleToken(credentials), project or found
+    return GoogleToken(credentials, found, source=("default",)), project or found
 
 
 def service_account_file(path: str) -> "GoogleToken":
@@ -74,7 +74,7 @@ def service_account_file(path: str) -> "GoogleToken":
         credentials = service_account.Credentials.from_service_account_file(path, scopes=[SCOPE])
     except (OSError, ValueError, KeyError) as exc:
         raise ConfigError("cannot read service-account file {!r}: {}".format(path, type(exc).__name__)) from None
-    return GoogleToken(credentials, getattr(credentials, "project_id", None))
+    return GoogleToken(credentials, getattr(credentials, "project_id", None), source=("file", path))
 
 
 def _utcnow() -> datetime.datetime:
@@ -89,25 +89,46 @@ class GoogleToken(object):
     refresh, so concurrent callers wait for one refresh instead of starting several.
     A refresh that cannot reach the token endpoint is a TransportError (retryable);
     one the endpoint refuses is an AuthenticationError.  ``repr`` shows no token.
+
+    Pickling (a client sent to a process pool) carries where the credentials came from
+    (``source``: application default credentials, or a file's path), never the key or the
+    token: they are loaded again where the object lands, on its first call.
     """
 
-    def __init__(self, credentials: Any, project: Optional[str] = None, margin: float = REFRESH_MARGIN) -> None:
+    def __init__(self, credentials: Any, project: Optional[str] = None, margin: float = REFRESH_MARGIN,
+                 source: Optional[Tuple[str, ...]] = None) -> None:
         self.credentials = credentials
         self.project = project
         self.margin = float(margin)
+        self.source = source
         self._lock = threading.Lock()
         self._request = None  # type: Any
         #: how many times the token was fetched (for tests and logs)
         self.refreshes = 0
 
-    def __repr__(self) -> str:
-        return "GoogleToken({})".format(type(self.credentials).__name__)
+    @property
+    def quota_project(self) -> Optional[str]:
+        """The credentials' quota project (sent as ``x-goog-user-project``, as google-auth's own ``apply`` does)."""
+        value = getattr(self.credentials, "quota_project_id", None)
+        return value if isinstance(value, str) and value else None
 
-    def __getstate__(self) -> Any:  # the lock and the HTTP session stay behind
-        return {"credentials": self.credentials, "project": self.project, "margin": self.margin}
+    def __repr__(self) -> str:
+        return "GoogleToken({})".format(type(self.credentials).__name__ if self.credentials is not None else
+                                        (self.source or ("?",))[0])
+
+    def __getstate__(self) -> Any:  # the lock, the HTTP session, and (with a source) the credentials stay behind
+        credentials = None if self.source else self.credentials
+        return {"credentials": credentials, "project": self.project, "margin": self.margin, "source": self.source}
 
     def __setstate__(self, state: Any) -> None:
-        self.__init__(state["credentials"], state["project"], state["margin"])  # type: ignore[misc]
+        self.__init__(state["credentials"], state["project"], state["margin"], state["source"])  # type: ignore[misc]
+
+    def _load(self) -> None:
+        source = self.source or ("default",)
+        if source[0] == "file":
+            self.credentials = service_account_file(source[1]).credentials
+        else:
+            self.credentials = application_default()[0].credentials
 
     def _stale(self) -> bool:
         credentials = self.credentials
@@ -121,6 +142,8 @@ class GoogleToken(object):
 
     def __call__(self) -> str:
         with self._lock:
+            if self.credentials is None:
+                self._load()
             if self._stale():
                 self._refresh()
             token = self.credentials.token

@@ -74,7 +74,7 @@ header .spacer { flex: 1; }
 #conn { color: var(--muted); font-size: 13px; }
 #conn.bad { color: var(--bad); }
 .layout { flex: 1; display: flex; min-height: 0; }
-aside { width: 310px; flex: none; overflow-y: auto; padding: 14px 16px; border-right: 1px solid var(--line);
+aside { width: 310px; flex: none; overflow-y: auto; scrollbar-width: thin; padding: 14px 16px; border-right: 1px solid var(--line);
         background: var(--card); }
 aside h2 { font-size: 12px; text-transform: uppercase; letter-spacing: .05em; color: var(--muted); margin: 0 0 10px; }
 .field { margin-bottom: 12px; }
@@ -223,15 +223,18 @@ SCRIPT = r"""
     this.message = message;
     this.fields = fields || {};
   }
+  // the error's type, its message, and those of its fields the message does not already say
   function describe(error) {
+    var message = String(error.message || "");
     var extra = Object.keys(error.fields || {}).filter(function (k) {
-      var v = error.fields[k];
-      return v !== null && v !== undefined && v !== "" && k !== "type" && k !== "message";
+      var v = error.fields[k], shown = typeof v === "string" ? v : JSON.stringify(v);
+      if (v === null || v === undefined || v === "" || v === false || k === "client") { return false; }
+      return message.indexOf(k + "=" + shown) < 0 && !(k === "error_type" && message.indexOf("type=" + shown) >= 0);
     }).map(function (k) {
       var v = error.fields[k];
-      return k + " " + (typeof v === "string" ? v : JSON.stringify(v));
+      return v === true ? k : k + " " + (typeof v === "string" ? v : JSON.stringify(v));
     });
-    return { type: error.type, text: error.message + (extra.length ? " (" + extra.join(", ") + ")" : "") };
+    return { type: error.type, text: message + (extra.length ? " (" + extra.join(", ") + ")" : "") };
   }
   function fromPayload(payload, status) {
     var e = payload && typeof payload === "object" ? payload.error : null;
@@ -252,7 +255,8 @@ SCRIPT = r"""
   }
 
   // ---- the server key ------------------------------------------------------------------------
-  function getKey() { try { return sessionStorage.getItem(KEY_STORE) || ""; } catch (e) { return ""; } }
+  function stored(name) { try { return sessionStorage.getItem(name) || ""; } catch (e) { return ""; } }
+  function getKey() { return stored(KEY_STORE); }
   function setKey(key) {
     try { if (key) { sessionStorage.setItem(KEY_STORE, key); } else { sessionStorage.removeItem(KEY_STORE); } }
     catch (e) { /* storage disabled: the key lives until the page closes */ }
@@ -323,7 +327,7 @@ SCRIPT = r"""
         return m && typeof m.id === "string" ? m.id : null;
       }).filter(function (id) { return id; });
       var select = $("model");
-      var before = select.value || sessionStorage.getItem(MODEL_STORE) || "";
+      var before = select.value || stored(MODEL_STORE);
       clear(select);
       ids.forEach(function (id) { add(select, el("option", null, id)).value = id; });
       if (ids.indexOf(before) >= 0) { select.value = before; }
@@ -377,6 +381,32 @@ SCRIPT = r"""
     } else { hint.className = "hint"; hint.textContent = "A JSON list of {name, description, parameters}."; }
     return checked;
   }
+  // UniConfig keys without a control of their own (prompt_caching, top_p, response_format, ...)
+  var OWN_CONTROLS = ["system_prompt", "thinking_level", "thinking_summary", "max_tokens", "temperature", "tools",
+                      "tool_choice"];
+  function checkExtra(text) {
+    if (!text.trim()) { return { config: null }; }
+    var value;
+    try { value = JSON.parse(text); } catch (e) { return { error: "not JSON: " + e.message }; }
+    if (!value || typeof value !== "object" || Array.isArray(value)) { return { error: "a JSON object of UniConfig keys" }; }
+    var keys = Object.keys(value);
+    var own = keys.filter(function (k) {   // a list of tool names is the one tool_choice the menu has not
+      return OWN_CONTROLS.indexOf(k) >= 0 && !(k === "tool_choice" && Array.isArray(value[k]));
+    });
+    if (own.length) { return { error: own.join(", ") + " has a field of its own above" }; }
+    if (keys.indexOf("trace_id") >= 0) { return { error: "trace_id is not sent to the server: use Export trace" }; }
+    return { config: value, keys: keys };
+  }
+  function showExtra() {
+    var checked = checkExtra($("extra").value);
+    var hint = $("extra-hint");
+    $("extra").classList.toggle("invalid", !!checked.error);
+    if (checked.error) { hint.className = "hint bad"; hint.textContent = checked.error; }
+    else if (checked.config) { hint.className = "hint good"; hint.textContent = "adds " + (checked.keys.join(", ") || "nothing"); }
+    else { hint.className = "hint"; hint.textContent = "UniConfig keys without a field above."; }
+    return checked;
+  }
+  $("extra").addEventListener("input", showExtra);
   function readConfig() {
     var config = {};
     var problems = [];
@@ -402,6 +432,11 @@ SCRIPT = r"""
     if (tools.error) { problems.push("tools: " + tools.error); }
     else if (tools.tools) { config.tools = tools.tools; }
     if ($("tool-choice").value) { config.tool_choice = $("tool-choice").value; }
+    var extra = showExtra();
+    if (extra.error) { problems.push("other config: " + extra.error); }
+    else if (extra.config && "tool_choice" in extra.config && "tool_choice" in config) {
+      problems.push("tool choice is set twice (the menu and other config)");
+    } else if (extra.config) { Object.assign(config, extra.config); }
     var box = $("config-error");
     box.textContent = problems.join(" · ");
     box.hidden = !problems.length;
@@ -553,7 +588,7 @@ SCRIPT = r"""
     add(part, el("span", "id", id || ""));
     var status = add(part, el("span", "state", ""));
     var args = add(part, el("pre", "args", ""));
-    return { node: part, args: args, status: status, id: id || "", raw: "" };
+    return { node: part, args: args, text: add(args, document.createTextNode("")), status: status, id: id || "" };
   }
   function toolResultPart(parent, item, name) {
     var part = add(parent, el("div", "part tool-result"));
@@ -618,12 +653,66 @@ SCRIPT = r"""
   }
 
   // the assistant card while its events arrive
+  // events are queued and put on the page once per frame: a fast stream costs one layout a frame
   function Live(c) {
     this.card = c;
-    this.current = null;      // {kind, node, textNode}
+    this.current = null;      // {kind, node, live, textNode}
     this.calls = [];
+    this.queue = [];
+    this.dirty = [];          // sinks with text waiting to be appended
+    this.scheduled = false;
     this.cursor = add(c.body, el("span", "cursor", ""));
   }
+  // where streamed text goes: pieces are joined and appended once a frame (appendData copies the
+  // whole node, so one call per piece would cost the square of the length); a long text continues in
+  // a new segment after a line break, so a frame lays out only the last segment.  Streaming tool
+  // arguments (cap) show their last characters only, until the complete call replaces them.
+  function Sink(node, owner, split, cap) {
+    this.node = node; this.owner = owner; this.split = split; this.cap = cap || 0; this.pending = []; this.total = 0;
+  }
+  Live.prototype.write = function (sink, text) {
+    if (!sink.pending.length) { this.dirty.push(sink); }
+    sink.pending.push(text);
+  };
+  Live.prototype.drain = function () {
+    for (var i = 0; i < this.dirty.length; i++) {
+      var sink = this.dirty[i];
+      var text = sink.pending.join("");
+      sink.pending = [];
+      sink.total += text.length;
+      if (sink.cap && sink.node.length + text.length > sink.cap) {
+        sink.node.data = "… " + (sink.node.data + text).slice(-Math.floor(sink.cap / 2));
+        if (sink.onCap) { sink.onCap(sink.total); }
+        continue;
+      }
+      var cut = sink.split && sink.node.length > 8192 ? text.lastIndexOf("\n") : -1;
+      if (cut >= 0) {
+        sink.node.appendData(text.slice(0, cut + 1));
+        sink.node = add(add(sink.owner, el("div", "segment")), document.createTextNode(text.slice(cut + 1)));
+      } else {
+        sink.node.appendData(text);
+      }
+    }
+    this.dirty = [];
+  };
+  Live.prototype.push = function (event) {
+    var self = this;
+    this.queue.push(event);
+    if (this.scheduled) { return; }
+    this.scheduled = true;
+    requestAnimationFrame(function () { self.flush(); });
+    setTimeout(function () { self.flush(); }, 100);  // frames are not drawn in a hidden tab
+  };
+  Live.prototype.flush = function () {
+    this.scheduled = false;
+    if (!this.queue.length) { return; }
+    var stick = nearBottom();
+    var events = this.queue;
+    this.queue = [];
+    for (var i = 0; i < events.length; i++) { this.apply(events[i]); }
+    this.drain();
+    scrollDown(stick);
+  };
   Live.prototype.block = function (kind, make) {
     if (!this.current || this.current.kind !== kind) { this.current = make.call(this); }
     this.mark(this.current.live);
@@ -645,18 +734,18 @@ SCRIPT = r"""
         if (!item.text) { return; }
         block = self.block("text", function () {
           var node = this.place(el("div", "part text"));
-          return { kind: "text", node: node, live: node, textNode: add(node, document.createTextNode("")) };
+          return { kind: "text", node: node, live: node, sink: new Sink(add(node, document.createTextNode("")), node, true) };
         });
-        block.textNode.appendData(item.text);
+        self.write(block.sink, item.text);
       } else if (type === "thinking") {
         if (!item.thinking) { return; }
         block = self.block("thinking", function () {
           var node = this.place(el("details", "part thinking"));
           var summary = add(node, el("summary", null, "Thinking…"));
           var body = add(node, el("div", "text"));
-          return { kind: "thinking", node: node, live: summary, textNode: add(body, document.createTextNode("")) };
+          return { kind: "thinking", node: node, live: summary, sink: new Sink(add(body, document.createTextNode("")), body, true) };
         });
-        block.textNode.appendData(item.thinking);
+        self.write(block.sink, item.thinking);
       } else if (type === "partial_tool_call") {
         if (item.name || item.tool_call_id || !self.current || self.current.kind !== "tool") {
           var holder = document.createElement("div");
@@ -664,12 +753,13 @@ SCRIPT = r"""
           self.place(part.node);
           part.node.classList.add("streaming");
           part.status.textContent = "streaming arguments…";
+          part.sink = new Sink(part.text, part.args, false, 16384);
+          part.sink.onCap = function (total) { part.status.textContent = "streaming arguments… " + sizeText(total); };
           self.calls.push(part);
           self.current = { kind: "tool", call: part };
         }
         var call = self.current.call;
-        call.raw += item.arguments || "";
-        call.args.textContent = call.raw;
+        if (item.arguments) { self.write(call.sink, item.arguments); }
         self.mark(call.args);
       } else if (type === "tool_call") {
         var found = null;
@@ -685,6 +775,7 @@ SCRIPT = r"""
           self.place(found.node);
           self.calls.push(found);
         }
+        if (found.sink) { found.sink.pending = []; found.sink.node = document.createTextNode(""); }
         found.node.classList.remove("streaming");
         found.status.textContent = "✓ complete";
         found.args.textContent = pretty(item.arguments);
@@ -847,19 +938,18 @@ SCRIPT = r"""
         if (!event || typeof event !== "object") {
           throw new PlaygroundError("StreamProtocolError", "an event that is not an object", {});
         }
-        var stick = nearBottom();
         if (!first && (event.content_items || []).length) { first = Date.now(); }
         events.push(event);
         lastNote = "streaming…";
         if (event.event_type === "stop") { stopped = true; lastNote = "finishing…"; }
-        live.apply(event);
-        scrollDown(stick);
+        live.push(event);
         return false;
       }, function () { lastNote = "waiting for the model (keep-alive)…"; });
       if (!stopped) {
         throw new PlaygroundError("StreamProtocolError", done ? "the stream ended without a stop event" :
           "the stream ended before [DONE]", {});
       }
+      live.flush();
       var message = collect(events);
       state.history.push(user, message);
       state.lastModel = model;
@@ -873,6 +963,7 @@ SCRIPT = r"""
       renderPending(message);
       setStatus("Done in " + seconds(total) + ".");
     } catch (error) {
+      live.flush();
       live.finish();
       var aborted = controller.signal.aborted || (error && error.name === "AbortError");
       userCard.node.classList.add("dropped");
@@ -978,6 +1069,12 @@ SCRIPT = r"""
       $("temperature").value = typeof config.temperature === "number" ? String(config.temperature) : "";
       $("tools").value = Array.isArray(config.tools) ? JSON.stringify(config.tools, null, 2) : "";
       $("tool-choice").value = typeof config.tool_choice === "string" ? config.tool_choice : "";
+      var others = {};
+      Object.keys(config).forEach(function (k) {
+        if (OWN_CONTROLS.indexOf(k) < 0 && k !== "model" && k !== "trace_id") { others[k] = config[k]; }
+      });
+      if (Array.isArray(config.tool_choice)) { others.tool_choice = config.tool_choice; }
+      $("extra").value = Object.keys(others).length ? JSON.stringify(others, null, 2) : "";
       if (Array.prototype.some.call($("model").options, function (o) { return o.value === model; })) {
         $("model").value = model;
       }
@@ -1000,6 +1097,7 @@ SCRIPT = r"""
 
   setKey(getKey());
   showTools();
+  showExtra();
   updateButtons();
   loadModels();
   $("input").focus();
@@ -1028,8 +1126,8 @@ _BODY = """
         <select id="thinking"><option value="">default</option><option value="none">none</option>
           <option value="low">low</option><option value="medium">medium</option><option value="high">high</option>
           <option value="xhigh">xhigh</option></select></div>
-      <div class="field"><span class="label">Summary</span>
-        <label class="check"><input type="checkbox" id="summary"> thinking summary</label></div>
+      <div class="field"><span class="label">Thinking summary</span>
+        <label class="check"><input type="checkbox" id="summary"> ask for one</label></div>
     </div>
     <div class="pair">
       <div class="field"><label for="max-tokens">Max tokens</label>
@@ -1044,6 +1142,9 @@ _BODY = """
     <div class="field"><label for="tool-choice">Tool choice</label>
       <select id="tool-choice"><option value="">default</option><option value="auto">auto</option>
         <option value="required">required</option><option value="none">none</option></select></div>
+    <div class="field"><label for="extra">Other config (JSON)</label>
+      <textarea id="extra" class="code" rows="2" spellcheck="false" placeholder='{"prompt_caching": "enable"}'></textarea>
+      <div class="hint" id="extra-hint"></div></div>
     <div class="notice bad" id="config-error" role="alert" hidden></div>
   </aside>
   <main>

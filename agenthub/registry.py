@@ -199,7 +199,7 @@ ROUTES = [
           "Amazon Bedrock", "AWS_ENDPOINT_URL_BEDROCK_RUNTIME", {}, _VISION,
           ("us.anthropic.claude-sonnet-4-5-20250929-v1:0", "global.anthropic.claude-opus-4-5-20251101-v1:0",
            "amazon.nova-pro-v1:0", "meta.llama3-3-70b-instruct-v1:0", "mistral.mistral-large-2407-v1:0"),
-          label="anthropic.*, amazon.*, meta.*, mistral.*, ... (us./eu./global. profiles)"),
+          label="anthropic.*, amazon.*, meta.*, ..."),
     # -- Google ------------------------------------------------------------------------------------
     Route(r"(?:gemini-embedding|gemini-[^/]*-embedding|text-embedding-00\d|embedding-00\d)", "gemini",
           "https://generativelanguage.googleapis.com", ("GEMINI_API_KEY", "GOOGLE_API_KEY"), "Google",
@@ -363,9 +363,9 @@ def resolve(
     model: str,
     client_type: Optional[str] = None,
     base_url: Optional[str] = None,
-    api_key: Optional[str] = None,
+    api_key: Any = None,
     environ: Optional[Mapping[str, str]] = None,
-) -> Tuple[str, str, Optional[str], Dict[str, Any]]:
+) -> Tuple[str, str, Any, Dict[str, Any]]:
     """-> (client_type, base_url, api_key, quirks) for a model, following the credential rule.
 
     ``client_type`` is a protocol (``openai-chat``, ``openai-responses``,
@@ -413,7 +413,8 @@ def resolve(
     record = providers.protocol(client_type)
     if record.configure is not None:  # Azure OpenAI, Vertex AI: the caller's own cloud resource
         client_type, endpoint, api_key, extra = record.configure(model, base_url, api_key, env)
-        quirks = _quirks(chosen, True)
+        # no row of its own: what the model name says of the model (tts, image output) still applies
+        quirks = _quirks(chosen, True) if chosen is not None else _quirks(by_name, False)
         quirks.update(extra)
         if isinstance(api_key, str):
             check_not_private_key(api_key, "the key read from the environment")

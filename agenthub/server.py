@@ -231,11 +231,57 @@ def _from_jsonable(value: Any) -> Any:
     return value
 
 
-#: compact JSON, non-ASCII escaped (the output is ASCII: no encoding cost, lone surrogates survive)
-_dumps = json.JSONEncoder(separators=(",", ":"), default=_bytes_default).encode
+def _json_encoder() -> Callable[[Any], str]:
+    """Compact JSON, non-ASCII escaped (the output is ASCII: no encoding cost, lone surrogates survive),
+    bytes as {"__bytes__": base64}.  The C encoder is called directly where there is one (what
+    ``json.dumps`` ends up calling, minus two Python frames per event)."""
+    try:
+        from json.encoder import c_make_encoder, encode_basestring_ascii  # type: ignore[attr-defined]
+    except ImportError:  # pragma: no cover - every CPython has it
+        c_make_encoder = None
+    if c_make_encoder is None or encode_basestring_ascii is None:  # pragma: no cover - PyPy and friends
+        return json.JSONEncoder(separators=(",", ":"), default=_bytes_default).encode
+    chunks = c_make_encoder(None, _bytes_default, encode_basestring_ascii, None, ":", ",", False, False, True)
+    join = "".join
+    return lambda value: join(chunks(value, 0))
+
+
+_dumps = _json_encoder()
+try:
+    from json.encoder import encode_basestring_ascii as _quote  # type: ignore[attr-defined]
+except ImportError:  # pragma: no cover
+    _quote = None
+if _quote is None:  # pragma: no cover - no C accelerator
+    _quote = json.encoder.py_encode_basestring_ascii  # type: ignore[attr-defined]
+#: a delta event is a fixed frame around its one content item
+_DELTA_HEAD = b'data: {"role":"assistant","event_type":"delta","content_items":['
+_DELTA_TAIL = b'],"usage_metadata":null,"finish_reason":null,"created_at":'
+_TEXT_FRAME = _DELTA_HEAD.decode() + '{"type":"text","text":%s}' + _DELTA_TAIL.decode() + "%d}\n\n"
+_FRAGMENT_FRAME = (_DELTA_HEAD.decode() + '{"type":"partial_tool_call","name":%s,"arguments":%s,"tool_call_id":%s}'
+                   + _DELTA_TAIL.decode() + "%d}\n\n")
 
 
 def _encode_event(event: Any) -> bytes:
+    """One ``data:`` frame for ``event``: a delta as the fixed frame around its item (the same JSON,
+    with less work: a text piece or an argument fragment is quoted straight into it), any other
+    event whole."""
+    if event["event_type"] == "delta" and len(event) == 6 and event["role"] == "assistant" \
+            and event["usage_metadata"] is None and event["finish_reason"] is None:
+        items = event["content_items"]
+        created = event["created_at"]
+        if len(items) == 1 and created.__class__ is int:
+            item = items[0]
+            kind = item.get("type")
+            if kind == "text" and len(item) == 2:
+                text = item.get("text")
+                if text.__class__ is str:  # most events: one text piece
+                    return (_TEXT_FRAME % (_quote(text), created)).encode("ascii")
+            elif kind == "partial_tool_call" and len(item) == 4:
+                name, arguments, call_id = item.get("name"), item.get("arguments"), item.get("tool_call_id")
+                if name.__class__ is str and arguments.__class__ is str and call_id.__class__ is str:
+                    return (_FRAGMENT_FRAME % (_quote(name), _quote(arguments), _quote(call_id), created)).encode(
+                        "ascii")
+            return b"".join((_DELTA_HEAD, _dumps(item).encode("ascii"), _DELTA_TAIL, b"%d}\n\n" % created))
     return b"data: " + _dumps(event).encode("ascii") + b"\n\n"
 
 
@@ -304,12 +350,15 @@ class AgentHubApp(object):
                                        client_type=row.get("client_type"), session=session, **kwargs)
             except ConfigError as exc:
                 raise ConfigError("{}: {}".format(where, exc)) from None
-            if client._endpoint.api_key:
-                secrets.append(client._endpoint.api_key)
+            key = client._endpoint.api_key  # a string, or a credential object (Bedrock, Azure, Vertex)
+            if hasattr(key, "secrets"):
+                secrets.extend(value for value in key.secrets() if isinstance(value, str))
+            elif isinstance(key, str) and key:
+                secrets.append(key)
             self.models[row["id"]] = _Model(row["id"], client, default_config)
         self.api_keys = list(settings["api_keys"])
         self._keys = [key.encode("utf-8") for key in self.api_keys]
-        self._secrets = sorted((s for s in secrets + self.api_keys if len(s) >= 4), key=len, reverse=True)
+        self._secrets = sorted(set(s for s in secrets + self.api_keys if len(s) >= 8), key=len, reverse=True)
         self.allowed_hosts = frozenset(settings["allowed_hosts"])
         self.max_body_bytes = settings["max_body_bytes"]
         self.max_concurrent_streams = settings["max_concurrent_streams"]

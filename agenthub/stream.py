@@ -233,7 +233,7 @@ class Collector(object):
     the size of the answer, not the number of events (a stateful or traced call folds with it).
     """
 
-    __slots__ = ("_items", "_texts", "_open", "_sealed", "_stop", "_last")
+    __slots__ = ("_items", "_texts", "_open", "_sealed", "_stop", "_last", "_kind", "_pieces")
 
     def __init__(self) -> None:
         self._items = []  # type: List[Dict[str, Any]]
@@ -242,15 +242,27 @@ class Collector(object):
         self._sealed = False
         self._stop = None  # type: Optional[Any]
         self._last = None  # type: Optional[Any]
+        self._kind = None  # type: Optional[str]  # the open item's type, and its text
+        self._pieces = None  # type: Optional[_Pieces]
 
-    def add(self, event: UniEvent) -> None:
+    def add(self, event: Any) -> None:
         self._last = event
         if event.get("event_type") == "stop":
             self._stop = event
             return
+        content = event.get("content_items")
+        if not content:
+            return
+        if len(content) == 1 and self._open >= 0 and not self._sealed:
+            # the common case: one more piece of the open text (or thinking), no fidelity
+            item = content[0]
+            kind = item.get("type")
+            if kind == self._kind and not item.get("fidelity"):
+                self._pieces.add(item.get(kind) or "")  # type: ignore[union-attr]  # field name == type
+                return
         items = self._items
         texts = self._texts
-        for item in event.get("content_items") or ():
+        for item in content:
             kind = item.get("type")
             if kind == "partial_tool_call":
                 continue
@@ -283,11 +295,13 @@ class Collector(object):
             if fidelity:
                 new["fidelity"] = fidelity
             items.append(new)
-            texts.append(_Pieces(text))
+            self._pieces = _Pieces(text)
+            texts.append(self._pieces)
+            self._kind = kind
             self._open = len(items) - 1
             self._sealed = False
 
-    def message(self) -> UniMessage:
+    def message(self) -> AssistantMessage:
         items = []
         for item, pieces in zip(self._items, self._texts):
             if pieces is not None:

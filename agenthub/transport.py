@@ -250,7 +250,7 @@ def _http_error(client: str, response: requests.Response) -> UpstreamError:
     )
     amzn = response.headers.get("x-amzn-errortype")  # AWS: "ThrottlingException:http://internal.amazon.com/..."
     if amzn and error.error_type is None:
-        error.error_type = error._fields["error_type"] = amzn.split(":", 1)[0].strip() or None
+        error.error_type = error._fields["error_type"] = amzn.split(":", 1)[0].rsplit("#", 1)[-1].strip() or None
     should = (response.headers.get("x-should-retry") or "").strip().lower()
     if should in ("true", "false"):  # the server's own word wins (OpenAI and Anthropic send it)
         error.retryable = should == "true"

@@ -433,8 +433,8 @@ def start_server():
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer repeats and no 16x step (a smoke run)")
-    parser.add_argument("--only", default="import,text,tool,memory,first",
-                        help="comma-separated subset of: import,text,tool,memory,first")
+    parser.add_argument("--only", default="import,text,tool,memory,first,server",
+                        help="comma-separated subset of: import,text,tool,memory,first,server")
     parser.add_argument("--out", default=os.path.join(HERE, "RESULTS.md"), help="where to write the results")
     args = parser.parse_args(argv)
     wanted = set(args.only.split(","))
@@ -470,6 +470,11 @@ def main(argv=None):
             measure_memory(bench)
         if "first" in wanted:
             measure_first_event(bench)
+        if "server" in wanted:
+            import serve  # bench/serve.py: CPU per event through agenthub serve, and through gunicorn
+
+            serve.measure(bench, MESSAGES, TEXT_EVENTS, TOOL_BYTES, TOOL_FRAGMENTS,
+                          [p for p in PROTOCOLS if available(p)], ROOT)
         bench.out("Targets missed: {}.".format(", ".join(bench.failures) if bench.failures else "none"))
         if missing:
             bench.out("Skipped protocols (module missing): {}.".format(", ".join(missing)))

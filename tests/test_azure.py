@@ -80,7 +80,7 @@ def test_chat_request_golden_with_a_key():
     assert "api-key" not in planned.headers and "Authorization" not in planned.headers  # only encode adds it
     assert json.loads(sent.data) == {
         "model": "my-gpt5", "messages": [{"role": "user", "content": "Weather in Paris?"}], "stream": True,
-        "stream_options": {"include_usage": True}, "max_completion_tokens": 50,
+        "stream_options": {"include_usage": True}, "max_tokens": 50,  # 2024-10-21 has no max_completion_tokens
         "tools": [{"type": "function", "function": {"name": "get_weather", "description": "Current weather.",
                                                     "parameters": TOOLS[0]["parameters"]}}]}
     assert KEY.encode() not in sent.data and KEY not in sent.url
@@ -94,6 +94,20 @@ def test_responses_request_golden():
     assert body == {"model": "gpt-5-mini", "input": [{"type": "message", "role": "user", "content": [
         {"type": "input_text", "text": "Weather in Paris?"}]}], "stream": True, "store": False,
         "include": ["reasoning.encrypted_content"], "max_output_tokens": 50}
+
+
+@pytest.mark.parametrize("base, version, field", [
+    (RESOURCE, None, "max_tokens"), (RESOURCE, "2024-06-01", "max_tokens"),
+    (RESOURCE, "2024-08-01-preview", "max_tokens"), (RESOURCE, "2024-09-01-preview", "max_completion_tokens"),
+    (RESOURCE, "2025-04-01-preview", "max_completion_tokens"), (RESOURCE, "2025-11-01", "max_completion_tokens"),
+    (RESOURCE + "/openai/v1", None, "max_completion_tokens"),
+])
+def test_the_max_tokens_field_follows_the_api_version(base, version, field):
+    environ = {"AZURE_OPENAI_ENDPOINT": base, "AZURE_OPENAI_API_KEY": KEY}
+    if version:
+        environ["OPENAI_API_VERSION"] = version
+    body = json.loads(plan("azure", config={"max_tokens": 9}, environ=environ)[1].data)
+    assert {k: v for k, v in body.items() if k.startswith("max_")} == {field: 9}
 
 
 def test_api_version_from_the_environment():
@@ -155,7 +169,8 @@ def test_a_provider_that_raises_is_an_authentication_error():
 
 
 def test_endpoint_and_key_from_the_environment():
-    assert resolve("my-gpt5", "azure", environ=ENV) == ("azure", RESOURCE, KEY, {"api_version": "2024-10-21"})
+    assert resolve("my-gpt5", "azure", environ=ENV) == (
+        "azure", RESOURCE, KEY, {"api_version": "2024-10-21", "max_tokens_field": "max_tokens"})
     assert resolve("my-gpt5", "azure-openai", environ=ENV)[0] == "azure"
     assert resolve("my-gpt5", "azure-responses", environ=ENV)[:3] == ("azure-responses", RESOURCE, KEY)
 
@@ -363,3 +378,41 @@ def test_the_responses_record_shares_the_azure_credentials():
     assert azure_responses.PROTOCOL.encode is azure.encode
     assert azure_responses.PROTOCOL.parse_stream is openai_responses.parse_stream
     assert azure.PROTOCOL.parse_stream is openai_chat.parse_stream
+
+
+@pytest.mark.parametrize("client_type, suffix", [("azure", ""), ("azure-responses", "/openai/v1"),
+                                                 ("azure", "/openai/deployments/d1")])
+def test_list_models_asks_the_v1_api(client_type, suffix):
+    listing = {"object": "list", "data": [{"id": "gpt-5-mini", "object": "model"}, {"id": "o4-mini", "object": "model"}]}
+    with SSEServer() as server:
+        server.answers.append(Answer([json.dumps(listing).encode()], headers={"Content-Type": "application/json"}))
+        client = AutoLLMClient("d1", api_key=lambda: "entra-m", base_url=server.url + suffix, client_type=client_type)
+        assert client.list_models() == ["gpt-5-mini", "o4-mini"]
+    (request,) = server.requests
+    assert request["path"] == "/openai/v1/models" and request["headers"]["Authorization"] == "Bearer entra-m"
+
+
+@pytest.mark.parametrize("suffix, path", [
+    ("", "/openai/deployments/my-gpt5/chat/completions?api-version=2025-04-01-preview"),
+    ("/openai/v1/", "/openai/v1/chat/completions"),
+])
+def test_endpoint_key_and_version_from_the_environment_end_to_end(monkeypatch, suffix, path):
+    with SSEServer() as server:
+        monkeypatch.setenv("AZURE_OPENAI_ENDPOINT", server.url + suffix)
+        monkeypatch.setenv("AZURE_OPENAI_API_KEY", KEY)
+        monkeypatch.setenv("OPENAI_API_VERSION", "2025-04-01-preview")
+        server.answers.append(sse_answer(fixture("chat_content_filter.sse"), 7))
+        events = list(AutoLLMClient("my-gpt5", client_type="azure").streaming_response(USER, {"max_tokens": 30}))
+    assert summarize(events)["text"] == "Paris is the capital of France."
+    (request,) = server.requests
+    assert request["path"] == path and request["headers"]["api-key"] == KEY
+    assert request["body"]["max_completion_tokens"] == 30 and "max_tokens" not in request["body"]
+
+
+def test_an_error_object_inside_the_stream_is_raised_with_its_code():
+    data = fixture("chat_filtered.sse").split(b"data: {\"id\":\"\",\"object\":\"\"", 2)
+    stream = data[0] + b"data: {\"id\":\"\",\"object\":\"\"" + data[1] + (
+        b'data: {"error": {"message": "The response was filtered", "code": "content_filter", "status": 400}}\n\n')
+    with pytest.raises(UpstreamError) as info:
+        run_parser(openai_chat.parse_stream, [stream], "azure")
+    assert (info.value.code, info.value.retryable) == ("content_filter", False)

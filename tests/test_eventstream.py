@@ -197,3 +197,28 @@ def test_iteration_is_lazy():
 def test_message_repr_shortens_long_payloads():
     assert "..." in repr(Message({}, b"x" * 200))
     assert Message({"a": 1}, b"") != Message({"a": 2}, b"")
+
+
+def test_random_bytes_and_mutated_streams_only_ever_raise_stream_protocol_error():
+    rng = random.Random(11)
+    good = sample_stream()
+    for _ in range(400):
+        data = bytearray(good)
+        for _ in range(rng.randint(1, 4)):
+            data[rng.randrange(len(data))] = rng.randrange(256)
+        if rng.random() < 0.3:
+            data = data[:rng.randrange(len(data))]
+        if rng.random() < 0.2:
+            data = bytearray(rng.getrandbits(8) for _ in range(rng.randint(0, 64)))
+        cut = rng.randint(0, len(data))
+        try:
+            ours([bytes(data[:cut]), bytes(data[cut:])], max_frame_bytes=1 << 16)
+        except StreamProtocolError:
+            pass
+
+
+def test_messages_with_the_same_headers_do_not_share_them():
+    first, second = ours([bf.text_delta("a"), bf.text_delta("b")])
+    first.headers[":event-type"] = "changed"
+    assert second.headers[":event-type"] == "contentBlockDelta"
+    assert ours([bf.text_delta("c")])[0].headers[":event-type"] == "contentBlockDelta"

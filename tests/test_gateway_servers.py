@@ -275,7 +275,7 @@ GEMINI_STREAM = events_of([GEMINI])
     ("openai-chat", COMPLETION, COMPLETION_STREAM),
     ("gemini", GEMINI, GEMINI_STREAM),
     ("gemini", [GEMINI], GEMINI_STREAM),   # streamGenerateContent without alt=sse: a JSON array of chunks
-])
+], ids=["anthropic", "openai-responses", "openai-chat", "gemini", "gemini-array"])
 def test_a_whole_json_answer_gives_the_streams_events_and_is_never_retried(server, client_type, document, stream):
     """A gateway that ignores ``stream: true`` answers 200 ``application/json`` with the whole answer:
     the same events as the stream, from one request (it is complete: never retried, never billed twice)."""

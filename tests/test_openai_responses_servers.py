@@ -726,3 +726,76 @@ def test_a_server_side_tool_search_is_no_action_and_an_answer_beside_an_action_c
         events = run(data)
     assert items(events) == [{"type": "text", "text": "Ran it."}]
     assert "asked the caller to act on local_shell_call" in caplog.text
+
+
+#: LiteLLM's encrypted_content: the signed thinking blocks as JSON text (decoded again on the next turn)
+LITELLM_ENC = '[{"type":"thinking","thinking":"Need the weather.","signature":"RXFvQlNpZ25lZA=="}]'
+
+
+def test_litellm_bridge_order_reasoning_text_then_call_with_new_ids_in_the_final_response():
+    """LiteLLM's bridge as it streams Claude: the reasoning item at index 0 (deltas without summary_index),
+    the message's text at index 0 with no ``added`` of its own, the call at index 1 with its call_id as
+    item id and 10-character argument deltas, the message's done last; the final response names the
+    reasoning item anew and carries its ``encrypted_content``."""
+    args = '{"city": "Oslo", "unit": "C"}'
+    call = {"id": "toolu_7", "type": "function_call", "call_id": "toolu_7", "name": "get_weather",
+            "arguments": args, "status": "completed"}
+    payloads = [
+        created(),
+        {"type": "response.output_item.added", "output_index": 0,
+         "item": {"id": "rs_stream", "type": "reasoning", "status": "in_progress", "summary": None}},
+        {"type": "response.reasoning_summary_text.delta", "item_id": "rs_stream", "output_index": 0,
+         "delta": "Need the "},
+        {"type": "response.reasoning_summary_text.delta", "item_id": "rs_stream", "output_index": 0,
+         "delta": "weather."},
+        {"type": "response.reasoning_summary_text.done", "item_id": "rs_stream", "output_index": 0,
+         "summary_index": 0, "text": "Need the weather."},
+        {"type": "response.reasoning_summary_part.done", "item_id": "rs_stream", "output_index": 0,
+         "summary_index": 0, "part": {"type": "summary_text", "text": "Need the weather."}},
+        {"type": "response.output_item.done", "output_index": 0,
+         "item": {"id": "rs_stream", "type": "reasoning",
+                  "summary": [{"type": "summary_text", "text": "Need the weather."}]}},
+        {"type": "response.output_text.delta", "item_id": "msg_s", "output_index": 0, "content_index": 0,
+         "delta": "Let me check."},
+        {"type": "response.output_item.added", "output_index": 1, "item": dict(call, arguments="",
+                                                                                status="in_progress")},
+    ]
+    for start in range(0, len(args), 10):
+        payloads.append({"type": "response.function_call_arguments.delta", "item_id": "toolu_7", "output_index": 1,
+                         "delta": args[start:start + 10]})
+    payloads += [
+        {"type": "response.function_call_arguments.done", "item_id": "toolu_7", "output_index": 1, "arguments": args},
+        {"type": "response.output_item.done", "output_index": 1, "item": call},
+        {"type": "response.output_text.done", "item_id": "msg_s", "output_index": 0, "content_index": 0,
+         "text": "Let me check."},
+        {"type": "response.output_item.done", "output_index": 0,
+         "item": {"id": "msg_s", "type": "message", "role": "assistant", "status": "completed",
+                  "content": [{"type": "output_text", "text": "Let me check.", "annotations": []}]}},
+        completed([{"id": "rs_final", "type": "reasoning", "encrypted_content": LITELLM_ENC,
+                    "summary": [{"type": "summary_text", "text": "Need the weather."}]},
+                   {"id": "msg_final", "type": "message", "role": "assistant", "status": "completed",
+                    "content": [{"type": "output_text", "text": "Let me check.", "annotations": []}]},
+                   call], USAGE),
+    ]
+    events = run(sse(*payloads, event_lines=True))
+    fragments = [args[i:i + 10] for i in range(0, len(args), 10)]
+    assert items(events) == [
+        {"type": "thinking", "thinking": "Need the "},
+        {"type": "thinking", "thinking": "weather."},
+        {"type": "thinking", "thinking": "", "fidelity": {"channel": "summary"}},
+        {"type": "text", "text": "Let me check."},
+        {"type": "partial_tool_call", "name": "get_weather", "arguments": "", "tool_call_id": "toolu_7"},
+    ] + [{"type": "partial_tool_call", "name": "", "arguments": f, "tool_call_id": ""} for f in fragments] + [
+        {"type": "tool_call", "name": "get_weather", "arguments": {"city": "Oslo", "unit": "C"},
+         "tool_call_id": "toolu_7"},
+        {"type": "thinking", "thinking": "", "fidelity": {"channel": "summary", "encrypted_content": LITELLM_ENC,
+                                                        "supplements": 0}},
+    ]
+    assert replay(collect(events)) == [
+        {"type": "reasoning", "summary": [{"type": "summary_text", "text": "Need the weather."}],
+         "encrypted_content": LITELLM_ENC},
+        {"type": "message", "role": "assistant",
+         "content": [{"type": "output_text", "text": "Let me check.", "annotations": []}]},
+        {"type": "function_call", "call_id": "toolu_7", "name": "get_weather", "arguments": '{"city":"Oslo","unit":"C"}'},
+        {"type": "function_call_output", "call_id": "toolu_7", "output": "ok"},
+    ]

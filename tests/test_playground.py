@@ -1,10 +1,9 @@
 """The playground page (agenthub.playground) driven in headless Chromium.
 
-The page is served by a WSGI app in front of a fake Chat Completions upstream on
-127.0.0.1 (``Upstream`` below: scripted SSE chunks, gates to hold a stream open, a
-record of every request and of disconnects).  The app is ``StubApp``, PLAN.md's wire
-contract over the real library (AutoLLMClient against the upstream), until
-``agenthub.server`` is on main; then ``agenthub.server.make_app``.  Selenium drives
+The page is served by ``agenthub.server.make_app`` on the built-in server of ``agenthub
+serve``, in front of a fake Chat Completions upstream on 127.0.0.1 (``Upstream`` below:
+scripted SSE chunks, gates to hold a stream open, a record of every request and of
+disconnects); a Recorder in front of the app keeps what the page sent.  Selenium drives
 Debian's chromium through /usr/bin/chromedriver (no Selenium Manager, no network);
 the tests skip when either is missing (``.ci/run`` installs them).
 
@@ -13,7 +12,6 @@ Trusted Types violation, no error, may appear (the page needs nothing its CSP re
 """
 
 import base64
-import hmac
 import io
 import json
 import os
@@ -25,17 +23,14 @@ import threading
 import time
 import zlib
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from socketserver import ThreadingMixIn
 from urllib.request import urlopen
-from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 import pytest
 
-import agenthub
 from agenthub import AutoLLMClient, collect, playground
-from agenthub.errors import AgentHubError, ConfigError, UpstreamError
 from agenthub.tracer import from_jsonable, list_traces, load_trace, to_jsonable
-from agenthub.validate import check_config, check_messages
+from agenthub.server import make_app, serve
+from agenthub.validate import check_messages
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMEDRIVER = "/usr/bin/chromedriver"
@@ -50,10 +45,6 @@ from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.common.keys import Keys  # noqa: E402
 from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
 
-try:
-    from agenthub.server import make_app  # h-server's app, once it is on main
-except ImportError:  # pragma: no cover - until then: the stub below
-    make_app = None
 
 UPSTREAM_KEY = "upstream-secret-1234"
 
@@ -157,75 +148,7 @@ def direct_events(reply, messages, config=None, upstream=None):
     return events
 
 
-# -- the app: agenthub.server.make_app, or PLAN.md's wire contract as a stub --------------------
-
-class StubApp(object):
-    """GET / (the page), GET /v1/models, POST /v1/stream over AutoLLMClient, bearer keys, JSON errors."""
-
-    def __init__(self, config):
-        self.models = {m["id"]: m for m in config["models"]}
-        self.keys = list(config.get("api_keys") or ())
-
-    def __call__(self, environ, start_response):
-        path, method = environ.get("PATH_INFO", ""), environ["REQUEST_METHOD"]
-        if path == "/" and method == "GET":
-            start_response("200 OK", playground.HEADERS + [("Content-Length", str(len(playground.PAGE)))])
-            return [playground.PAGE]
-        if path.startswith("/v1/") and self.keys:
-            given = environ.get("HTTP_AUTHORIZATION", "")
-            if not any(hmac.compare_digest(given.encode(), ("Bearer " + k).encode()) for k in self.keys):
-                return self._error(start_response, 401, "AuthenticationError", "missing or wrong server key")
-        if path == "/v1/models" and method == "GET":
-            return self._json(start_response, 200, {"object": "list", "data": [
-                {"id": m, "object": "model"} for m in self.models]})
-        if path == "/v1/stream" and method == "POST":
-            body = json.loads(environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0)))
-            row = self.models.get(body.get("model"))
-            if row is None:
-                return self._error(start_response, 404, "ConfigError", "unknown model")
-            try:
-                messages = from_jsonable(body.get("messages"))
-                check_messages(messages)
-                config = check_config(from_jsonable(body.get("config") or {}))
-                client = AutoLLMClient(row["model"], client_type=row["client_type"], base_url=row["base_url"],
-                                       api_key=row["api_key"], max_retries=0)
-                events = client.streaming_response(messages=messages, config=config)
-                first = next(events)
-            except UpstreamError as error:
-                return self._error(start_response, error.status or 502, type(error).__name__, str(error),
-                                   status=error.status, error_type=error.error_type)
-            except AgentHubError as error:
-                return self._error(start_response, 400, type(error).__name__, str(error))
-            start_response("200 OK", [("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache")])
-            return self._stream(first, events)
-        return self._error(start_response, 404, "ConfigError", "no such endpoint")
-
-    def _stream(self, first, events):
-        try:
-            yield b": keep-alive\n\n"
-            yield b"data: " + json.dumps(to_jsonable(first)).encode("utf-8") + b"\n\n"
-            try:
-                for event in events:
-                    yield b"data: " + json.dumps(to_jsonable(event)).encode("utf-8") + b"\n\n"
-            except AgentHubError as error:
-                payload = {"error": {"type": type(error).__name__, "message": str(error)}}
-                yield b"event: error\ndata: " + json.dumps(payload).encode("utf-8") + b"\n\n"
-                return
-            yield b"data: [DONE]\n\n"
-        finally:
-            events.close()
-
-    def _json(self, start_response, status, document):
-        data = json.dumps(document).encode("utf-8")
-        start_response("{} {}".format(status, "OK" if status == 200 else "Error"),
-                       [("Content-Type", "application/json"), ("Content-Length", str(len(data)))])
-        return [data]
-
-    def _error(self, start_response, code, kind, message, **fields):
-        error = {"type": kind, "message": message}
-        error.update(fields)
-        return self._json(start_response, code, {"error": error})
-
+# -- the app: agenthub.server.make_app on agenthub serve's built-in server ------------------------
 
 class Recorder(object):
     """WSGI middleware: keeps every POST body the page sent (parsed JSON), passes the request on unchanged."""
@@ -242,24 +165,16 @@ class Recorder(object):
         return self.app(environ, start_response)
 
 
-class _Threading(ThreadingMixIn, WSGIServer):
-    daemon_threads = True
-
-    def handle_error(self, request, client_address):
-        pass
-
-
-class _QuietHandler(WSGIRequestHandler):
-    def log_message(self, *args):
-        pass
-
-
 class Site(object):
-    def __init__(self, app, upstream):
-        self.app = Recorder(app)
+    """``app`` (an AgentHubApp) on the built-in server of ``agenthub serve``; ``wrap(app)`` may put a WSGI
+    layer in front of it (the Recorder always is)."""
+
+    def __init__(self, app, upstream, wrap=None):
+        self._server, self.url = serve(app, "127.0.0.1", 0)
+        self.app = Recorder(wrap(app) if wrap else app)
+        self._server.set_app(self.app)
+        self.url = self.url.rstrip("/") + "/"
         self.upstream = upstream
-        self._server = make_server("127.0.0.1", 0, self.app, server_class=_Threading, handler_class=_QuietHandler)
-        self.url = "http://127.0.0.1:{}/".format(self._server.server_port)
         threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
 
     def close(self):
@@ -277,9 +192,8 @@ def app_config(upstream, **extra):
     return config
 
 
-def make_site(upstream, app_factory=None, **extra):
-    factory = app_factory or make_app or StubApp
-    return Site(factory(app_config(upstream, **extra)), upstream)
+def make_site(upstream, wrap=None, **extra):
+    return Site(make_app(app_config(upstream, **extra)), upstream, wrap)
 
 
 # -- the browser ---------------------------------------------------------------------------------
@@ -403,6 +317,8 @@ def test_typed_message_streams_text_incrementally_with_usage_and_finish(page, up
     css(page, "#system").send_keys("Be brief.")
     css(page, "#max-tokens").send_keys("50")
     css(page, "#temperature").send_keys("0.3")
+    css(page, "#extra").send_keys('{"top_p": 0.5, "seed": 7}')
+    assert css(page, "#extra-hint").text == "adds top_p, seed"
     type_and_send(page, "Say hello")
 
     wait(page, lambda d: "Hello" in last_answer(d).text, "the first pieces")
@@ -418,12 +334,12 @@ def test_typed_message_streams_text_incrementally_with_usage_and_finish(page, up
     assert css(page, "#input").get_attribute("value") == ""
 
     user = {"role": "user", "content_items": [{"type": "text", "text": "Say hello"}]}
-    config = {"system_prompt": "Be brief.", "max_tokens": 50, "temperature": 0.3}
+    config = {"system_prompt": "Be brief.", "max_tokens": 50, "temperature": 0.3, "top_p": 0.5, "seed": 7}
     assert page.site.app.bodies == [{"model": "fake", "messages": [user], "config": config}]
     sent = upstream.requests[0]
     assert sent["body"]["messages"] == [{"role": "system", "content": "Be brief."},
                                         {"role": "user", "content": "Say hello"}]
-    assert (sent["body"]["max_completion_tokens"], sent["body"]["temperature"]) == (50, 0.3)
+    assert [sent["body"][k] for k in ("max_completion_tokens", "temperature", "top_p", "seed")] == [50, 0.3, 0.5, 7]
     assert sent["headers"]["Authorization"] == "Bearer " + UPSTREAM_KEY
 
     expected = collect(direct_events(text_reply("Hel", "lo ", "wor", "ld."), [user], config, upstream))
@@ -522,7 +438,6 @@ def test_abort_stops_the_stream_says_aborted_and_frees_the_upstream(page, upstre
     assert [m["role"] for m in history(page)] == ["user", "assistant"]
 
 
-@pytest.mark.skipif(make_app is None, reason="agenthub.server is not on this branch yet")
 def test_keep_alive_comments_keep_the_page_waiting(browser, upstream):
     site = make_site(upstream, keepalive_seconds=0.1)
     try:
@@ -622,6 +537,7 @@ def test_export_writes_a_trace_the_tracer_and_the_viewer_open(page, upstream, tm
         chunk({"role": "assistant", "reasoning_content": "Hm."}), chunk({"content": "A dot."}),
         chunk(finish="stop"), chunk(usage=USAGE), b"data: [DONE]\n\n"]))
     css(page, "#system").send_keys("Describe images.")
+    css(page, "#extra").send_keys('{"seed": 3}')
     type_and_send(page, "What is it?")
     wait_done(page)
     assert css(page, "#export").is_enabled()
@@ -635,7 +551,8 @@ def test_export_writes_a_trace_the_tracer_and_the_viewer_open(page, upstream, tm
 
     trace = load_trace(str(folder / name))
     assert set(trace) == {"trace_id", "model", "timestamp", "config", "history"}
-    assert trace["model"] == "fake" and trace["config"] == {"system_prompt": "Describe images.", "model": "fake"}
+    assert trace["model"] == "fake"
+    assert trace["config"] == {"system_prompt": "Describe images.", "seed": 3, "model": "fake"}
     assert trace["history"][0] == {"role": "user", "content_items": [
         {"type": "inline_data", "data": image, "mime_type": "image/png"}, {"type": "text", "text": "What is it?"}]}
     assert trace["history"][1]["content_items"] == [
@@ -666,12 +583,13 @@ def test_export_writes_a_trace_the_tracer_and_the_viewer_open(page, upstream, tm
         exported = json.load(handle)
     assert history(page) == exported["history"]
     assert css(page, "#system").get_attribute("value") == "Describe images."
+    assert json.loads(css(page, "#extra").get_attribute("value")) == {"seed": 3}
     assert len(page.find_elements(By.CSS_SELECTOR, "#transcript .message")) == 2
     upstream.replies.append(text_reply("Still a dot."))
     type_and_send(page, "And now?")
     wait_done(page)
     assert page.site.app.bodies[-1]["messages"][:2] == exported["history"]
-    assert page.site.app.bodies[-1]["config"] == {"system_prompt": "Describe images."}
+    assert page.site.app.bodies[-1]["config"] == {"system_prompt": "Describe images.", "seed": 3}
 
 
 def test_the_page_is_served_with_its_csp_and_needs_nothing_it_refuses(page):
@@ -754,7 +672,8 @@ def test_errors_before_and_during_the_stream_are_shown_with_their_type(page, ups
     wait_done(page)
     notice = last_answer(page).find_element(By.CSS_SELECTOR, ".notice.bad")
     assert notice.find_element(By.CSS_SELECTOR, ".type").text == "UpstreamError"
-    assert "bad request, no cookie" in notice.text and "status 400" in notice.text
+    assert notice.find_element(By.CSS_SELECTOR, ".message").text == (
+        "bad request, no cookie (status 400, error_type invalid_request_error)")
 
     upstream.replies.append(Reply([chunk({"role": "assistant", "content": "Half an ans"})]))  # cut: no finish, no [DONE]
     type_and_send(page, "second")
@@ -772,9 +691,16 @@ def test_settings_are_checked_before_anything_is_sent(page, upstream):
     assert css(page, "#tools-hint").text == "tools[1] needs a non-empty name"
     assert "invalid" in css(page, "#tools").get_attribute("class")
     css(page, "#max-tokens").send_keys("1.5")
+    css(page, "#extra").send_keys('{"temperature": 1, "seed": 2}')
+    assert css(page, "#extra-hint").text == "temperature has a field of its own above"
     type_and_send(page, "hello")
     status = css(page, "#status").text
     assert status.startswith("Fix the settings: ") and "max tokens must be a positive whole number" in status
+    assert "tools: tools[1] needs a non-empty name" in status and "other config: temperature has" in status
+    assert css(page, "#config-error").is_displayed()
+    css(page, "#extra").clear()
+    css(page, "#extra").send_keys('{"trace_id": "a/b"}')
+    assert css(page, "#extra-hint").text == "trace_id is not sent to the server: use Export trace"
     assert page.site.app.bodies == [] and upstream.requests == []
     assert css(page, "#input").get_attribute("value") == "hello"
 
@@ -812,6 +738,30 @@ def test_the_page_folds_events_exactly_as_collect(page, items):
     assert folded == to_jsonable(collect(events))
 
 
+def canned_site(upstream, *bodies, **kw):
+    """The real app (page, model list, keys) whose POST /v1/stream answers the ``bodies`` (SSE bytes) instead,
+    in ``kw["pieces"]``-byte writes (default 8 KB); before each body after the first it waits for
+    ``kw["gate"]`` (a threading.Event)."""
+    pieces = kw.get("pieces", 8192)
+
+    def answer():
+        for n, body in enumerate(bodies):
+            if n:
+                kw["gate"].wait(10)
+            for i in range(0, len(body), pieces):
+                yield body[i:i + pieces]
+
+    def wrap(app):
+        def canned(environ, start_response):
+            if environ["PATH_INFO"] == "/v1/stream":
+                start_response("200 OK", [("Content-Type", "text/event-stream")])
+                return answer()
+            return app(environ, start_response)
+        return canned
+
+    return make_site(upstream, wrap)
+
+
 def test_sse_framing_crlf_comments_multiline_data_one_byte_at_a_time(browser, upstream):
     """The page's SSE reader on a canned body (CRLF and lone CR line ends, comments, `data:` without a
     space, JSON over two data lines, an image as inline bytes, a last message with no blank line after
@@ -829,13 +779,7 @@ def test_sse_framing_crlf_comments_multiline_data_one_byte_at_a_time(browser, up
             + b"\r\n\r\n: keep-alive\r\rdata: " + json.dumps(picture).encode() + b"\r\n\r\n"
             b"data: " + json.dumps(stop).encode() + b"\n\ndata: [DONE]")
 
-    def canned(environ, start_response):
-        if environ["PATH_INFO"] == "/v1/stream":
-            start_response("200 OK", [("Content-Type", "text/event-stream")])
-            return (body[i:i + 1] for i in range(len(body)))
-        return StubApp(app_config(upstream))(environ, start_response)
-
-    site = Site(canned, upstream)
+    site = canned_site(upstream, body, pieces=1)
     try:
         console(browser)
         open_page(browser, site.url)
@@ -848,6 +792,52 @@ def test_sse_framing_crlf_comments_multiline_data_one_byte_at_a_time(browser, up
         assert answer.find_element(By.CSS_SELECTOR, ".body .text").text.startswith("é")
         shown = answer.find_element(By.CSS_SELECTOR, ".body img.media")  # model output media: a data: URL
         assert browser.execute_script("return [arguments[0].naturalWidth, arguments[0].naturalHeight]", shown) == [3, 2]
+        assert bad_entries(console(browser)) == []
+    finally:
+        site.close()
+
+
+def sse_events(events, done=True):
+    return (b"".join(b"data: " + json.dumps(to_jsonable(e)).encode("utf-8") + b"\n\n" for e in events)
+            + (b"data: [DONE]\n\n" if done else b""))
+
+
+def test_long_text_and_long_tool_arguments_are_shown_whole(browser, upstream):
+    """Streamed text is appended a frame at a time and continues in new segments past 8 KB; streaming
+    arguments past 16 KB show their tail: what ends on the page and in the history is still exact."""
+    base = {"role": "assistant", "usage_metadata": None, "finish_reason": None, "created_at": 9}
+    lines = ["line {} {}\n".format(n, "x" * (n % 7)) for n in range(3000)]
+    fragments = ['{"data": "'] + ["y" * 19 + str(n % 10) for n in range(1500)] + ['"}']
+    arguments = json.loads("".join(fragments))
+    events = [dict(base, event_type="start", content_items=[])]
+    events += [dict(base, event_type="delta", content_items=[{"type": "text", "text": line}]) for line in lines]
+    events += [dict(base, event_type="delta", content_items=[{"type": "partial_tool_call", "name": "save" if n == 0 else "",
+                                                              "tool_call_id": "c9" if n == 0 else "", "arguments": f}])
+               for n, f in enumerate(fragments)]
+    events.append(dict(base, event_type="delta", content_items=[
+        {"type": "tool_call", "name": "save", "tool_call_id": "c9", "arguments": arguments}]))
+    events.append(dict(base, event_type="stop", finish_reason="tool_call", usage_metadata={
+        "cached_tokens": None, "prompt_tokens": 1, "thoughts_tokens": None, "response_tokens": 4000}))
+    gate = threading.Event()
+    half = 1 + len(lines) // 2  # the first half of the text is on the page before the rest is sent
+    site = canned_site(upstream, sse_events(events[:half], done=False), sse_events(events[half:]), gate=gate)
+    try:
+        console(browser)
+        open_page(browser, site.url)
+        type_and_send(browser, "go")
+        shown = "".join(lines[:half - 1])
+        wait(browser, lambda d: last_answer(d).find_element(By.CSS_SELECTOR, "div.part.text").get_property(
+            "textContent") == shown, "the first half")
+        gate.set()
+        wait_done(browser)
+        assert css(browser, "#status").text.startswith("Done")
+        answer = last_answer(browser)
+        text = answer.find_element(By.CSS_SELECTOR, "div.part.text")
+        assert text.get_property("textContent") == "".join(lines)
+        assert len(text.find_elements(By.CSS_SELECTOR, "div.segment")) >= 1
+        assert answer.find_element(By.CSS_SELECTOR, "pre.args").get_property("textContent") == json.dumps(
+            arguments, indent=2)
+        assert strip_created(history(browser)[1]) == strip_created(to_jsonable(collect(events)))
         assert bad_entries(console(browser)) == []
     finally:
         site.close()

@@ -95,7 +95,9 @@ def stack():
              "max_retries": 0},
             {"id": "slow", "model": "m", "client_type": "openai-chat", "base_url": up.url + "/slow/v1",
              "max_retries": 0, "default_config": {"max_tokens": 77, "temperature": 0.5}},
-        ], "api_keys": [KEY, "another-key-abcdef"], "keepalive_seconds": 0.1, "max_body_bytes": 200000,
+            {"id": "bedrock", "model": BEDROCK_MODEL, "client_type": "bedrock", "base_url": up.url + "/bedrock",
+             "api_key": UPSTREAM_KEY, "max_retries": 0},
+        ], "api_keys": [KEY, "another-key-abcdef"], "keepalive_seconds": 0.3, "max_body_bytes": 200000,
             "max_concurrent_streams": 4})
         with Builtin(app) as server:
             yield up, app, server
@@ -113,11 +115,20 @@ def post(url, body, key=KEY, **kwargs):
 # -- recorded streams of every protocol ---------------------------------------------------------------
 
 
+#: fixtures of the cloud endpoints, by the wire format they carry (Azure OpenAI speaks Chat Completions or
+#: Responses, Vertex AI speaks Gemini or Anthropic Messages): the server is indifferent to where a stream came from
+CLOUD_FIXTURES = {("azure", "chat_"): "openai_chat", ("azure", "responses_"): "openai_responses",
+                  ("vertex", "claude_"): "anthropic", ("vertex", "gemini_"): "gemini"}
+
+
 def _recordings():
     out = []
     for module in MODULES:
         paths = sorted(glob.glob(os.path.join(ROOT, "agenthub", "recordings", module, "*.sse")))
         paths += sorted(glob.glob(os.path.join(ROOT, "tests", "fixtures", module, "*.sse")))
+        for (folder, prefix), wire in CLOUD_FIXTURES.items():
+            if wire == module:
+                paths += sorted(glob.glob(os.path.join(ROOT, "tests", "fixtures", folder, prefix + "*.sse")))
         for path in paths:
             with open(path, "rb") as handle:
                 out.append(pytest.param(module, handle.read(), id="{}/{}".format(
@@ -156,6 +167,37 @@ def test_round_trip_equals_the_direct_client(stack, module, data):
 @pytest.mark.parametrize("module,data", _wire())
 def test_round_trip_on_real_wire_streams(stack, module, data):
     _round_trip(stack, module, data)
+
+
+BEDROCK_MODEL = "anthropic.claude-sonnet-4-6-v1:0"
+
+
+def test_round_trip_of_a_bedrock_event_stream(stack):
+    """Bedrock's binary event stream (reasoning with a signature, text, a tool call) through the server."""
+    import bedrock_frames as bf
+
+    up, app, server = stack
+    frames = [bf.message_start(), bf.reasoning_delta(0, text="The user wants "), bf.reasoning_delta(0, text="weather."),
+              bf.reasoning_delta(0, signature="c2lnbmF0dXJl"), bf.block_stop(0), bf.text_delta("Checking.", 1),
+              bf.block_stop(1), bf.tool_start("tooluse_1", "get_weather", 2), bf.tool_delta('{"city": ', 2),
+              bf.tool_delta('"Paris"}', 2), bf.block_stop(2), bf.message_stop("tool_use"),
+              bf.metadata(input_tokens=20, output_tokens=9, cache_read=4)]
+    up.routes["bedrock"] = Route(b"".join(frames), headers={"Content-Type": "application/vnd.amazon.eventstream"})
+    want, want_error = outcome(AutoLLMClient(BEDROCK_MODEL, client_type="bedrock", base_url=up.url + "/bedrock",
+                                             api_key=UPSTREAM_KEY, max_retries=0))
+    got, got_error = outcome(via(server.url, "bedrock"))
+    assert want_error is None and got_error is None
+    assert same_ids(got) == same_ids(want)
+    assert _items(want, "tool_call") and any(i.get("fidelity") for i in _items(want, "thinking"))
+    up.routes["bedrock"] = Route(b"".join([bf.message_start(), bf.text_delta("Part"),
+                                           bf.exception("throttlingException", "Too many tokens")]),
+                                 headers={"Content-Type": "application/vnd.amazon.eventstream"})
+    want, want_error = outcome(AutoLLMClient(BEDROCK_MODEL, client_type="bedrock", base_url=up.url + "/bedrock",
+                                             api_key=UPSTREAM_KEY, max_retries=0))
+    got, got_error = outcome(via(server.url, "bedrock"))
+    assert same_ids(got) == same_ids(want) and want
+    assert isinstance(want_error, RateLimitError)
+    assert_same_error(got_error, want_error)
 
 
 def _items(events, kind):
@@ -235,7 +277,7 @@ def test_models_endpoint(stack):
     assert answer.status_code == 200 and answer.headers["Content-Type"] == "application/json"
     assert answer.json() == {"object": "list", "data": [
         {"id": i, "object": "model"} for i in ("openai_chat", "openai_responses", "anthropic", "gemini", "held",
-                                               "slow")]}
+                                               "slow", "bedrock")]}
     assert "Access-Control-Allow-Origin" not in answer.headers  # no CORS
 
 
@@ -269,17 +311,20 @@ def test_bytes_travel_as_base64_objects(stack):
 
 
 def test_keep_alive_comments_while_the_upstream_is_silent(stack):
-    up, app, server = stack
+    up = stack[0]
     body = _recording("openai_chat", "weather_answer.sse")
-    up.routes["openai_chat"] = Route(body, parts=2, pause=0.25, delay=0.2)
-    want, _ = outcome(direct(up.url, "openai_chat"))
-    answer = post(server.url, {"model": "openai_chat", "messages": MESSAGES}, stream=True)
-    raw = b"".join(answer.iter_content(None))
-    assert answer.status_code == 200
-    assert raw.startswith(KEEPALIVE)  # silent before the first byte: the 200 and a keep-alive went out
-    first_data = raw.index(b"data: {")
-    assert raw.count(KEEPALIVE, first_data) >= 2  # silent in the middle too
-    got, error = outcome(via(server.url, "openai_chat"))  # the client takes the comments in its stride
+    up.routes["quiet"] = Route(body, parts=2, pause=0.25, delay=0.2)
+    app = make_app({"models": [{"id": "quiet", "model": "m", "client_type": "openai-chat",
+                                "base_url": up.url + "/quiet/v1", "max_retries": 0}], "keepalive_seconds": 0.1})
+    want, _ = outcome(direct(up.url, "openai_chat", route="quiet"))
+    with Builtin(app) as server:
+        answer = post(server.url, {"model": "quiet", "messages": MESSAGES}, stream=True)
+        raw = b"".join(answer.iter_content(None))
+        assert answer.status_code == 200
+        assert raw.startswith(KEEPALIVE)  # silent before the first byte: the 200 and a keep-alive went out
+        first_data = raw.index(b"data: {")
+        assert raw.count(KEEPALIVE, first_data) >= 2  # silent in the middle too
+        got, error = outcome(via(server.url, "quiet"))  # the client takes the comments in its stride
     assert error is None and strip_ids(got) == strip_ids(want)
 
 
@@ -670,3 +715,116 @@ def test_agenthub_serve_prints_its_url_first(tmp_path):
                              timeout=60)
     assert refused.returncode == 1 and b"ConfigError" in refused.stderr and b"without api_keys" in refused.stderr
     assert refused.stdout == b""
+
+
+# -- the frames, pure ------------------------------------------------------------------------------------
+
+
+FRAME_EVENTS = [
+    {"role": "assistant", "event_type": "start", "content_items": [], "usage_metadata": None, "finish_reason": None,
+     "created_at": 1},
+    {"role": "assistant", "event_type": "delta", "content_items": [{"type": "text", "text": " café 東京 \ud83d\"\\\n"}],
+     "usage_metadata": None, "finish_reason": None, "created_at": 2},
+    {"role": "assistant", "event_type": "delta", "content_items": [
+        {"type": "partial_tool_call", "name": "f", "arguments": "{\"a\": \"é", "tool_call_id": "c1"}],
+     "usage_metadata": None, "finish_reason": None, "created_at": 3},
+    {"role": "assistant", "event_type": "delta", "content_items": [
+        {"type": "thinking", "thinking": "", "fidelity": {"signature": "c2ln", "n": [1, 2.5, None, True]}}],
+     "usage_metadata": None, "finish_reason": None, "created_at": 4},
+    {"role": "assistant", "event_type": "delta", "content_items": [
+        {"type": "inline_data", "data": b"\x00\xff\x10", "mime_type": "image/png"}],
+     "usage_metadata": None, "finish_reason": None, "created_at": 5},
+    {"role": "assistant", "event_type": "delta", "content_items": [{"type": "text", "text": "x", "fidelity": {}}],
+     "usage_metadata": None, "finish_reason": None, "created_at": 6},
+    {"role": "assistant", "event_type": "stop", "content_items": [], "finish_reason": "stop", "created_at": 7,
+     "usage_metadata": {"cached_tokens": None, "prompt_tokens": 3, "thoughts_tokens": 0, "response_tokens": 9}},
+]
+
+
+def test_frames_are_the_events_as_json():
+    import base64
+
+    from agenthub.server import _encode_event
+    from agenthub.tracer import to_jsonable
+
+    for event in FRAME_EVENTS:
+        frame = _encode_event(event)
+        assert frame.startswith(b"data: {") and frame.endswith(b"}\n\n") and frame.count(b"\n") == 2
+        assert json.loads(frame[6:].decode("ascii")) == to_jsonable(event)
+    assert b'{"__bytes__":"' + base64.b64encode(b"\x00\xff\x10") + b'"}' in _encode_event(FRAME_EVENTS[4])
+
+
+def test_parse_stream_restores_the_items_and_the_end():
+    from agenthub.providers.agenthub_server import parse_stream
+    from agenthub.server import _encode_event
+    from agenthub.sse import iter_events
+    from agenthub.stream import StreamEnd
+
+    body = b"".join(_encode_event(e) for e in FRAME_EVENTS) + b"data: [DONE]\n\n"
+    parts = list(parse_stream(iter_events([body])))
+    assert parts[:-1] == [e["content_items"][0] for e in FRAME_EVENTS[1:-1]]
+    end = parts[-1]
+    assert isinstance(end, StreamEnd) and end.finish_reason == "stop" and end.replayable
+    assert end.usage == FRAME_EVENTS[-1]["usage_metadata"]
+    # the same events in another key order (another server's JSON writer): the general path
+    reordered = b"".join(b"data: " + json.dumps(dict(reversed(list(to_jsonable_(e).items())))).encode() + b"\n\n"
+                         for e in FRAME_EVENTS)
+    assert list(parse_stream(iter_events([reordered])))[:-1] == parts[:-1]
+    with pytest.raises(ValueError):  # a broken delta frame is not taken for an item
+        list(parse_stream(iter_events([b'data: {"role":"assistant","event_type":"delta","content_items":[{"type"\n\n'])))
+    with pytest.raises(StreamProtocolError, match="names no agenthub error"):
+        list(parse_stream(iter_events([b'event: error\ndata: {"error": {"type": "Nope"}}\n\n'])))
+    with pytest.raises(RateLimitError) as info:
+        list(parse_stream(iter_events([b'event: error\ndata: {"error": {"type": "RateLimitError", "message": "m", '
+                                       b'"status": 429, "retry_after": 2.5, "retryable": true}}\n\n'])))
+    assert (info.value.status, info.value.retry_after, info.value.retryable, str(info.value)) == (
+        429, 2.5, True, "m (status=429)")
+
+
+def to_jsonable_(event):
+    from agenthub.tracer import to_jsonable
+
+    return to_jsonable(event)
+
+
+def test_framing_reads_what_the_server_writes_and_any_other_sse():
+    from agenthub.providers.agenthub_server import framing
+    from agenthub.sse import SSEEvent, iter_events
+
+    body = (b'data: {"a":1}\n\n: keep-alive\n\ndata: {"b":"\xc3\xa9"}\n\nevent: error\ndata: {"error":{}}\n\n'
+            b'data: x\ndata: y\n\nid: 7\ndata: z\n\ndata: last')
+    want = [e.data if e.event == "message" else (e.event, e.data) for e in iter_events([body])]
+    assert want == ['{"a":1}', '{"b":"é"}', ("error", '{"error":{}}'), "x\ny", "z", "last"]
+
+    def read(chunks):
+        return [f if isinstance(f, str) else (f.data if f.event == "message" else (f.event, f.data))
+                for f in framing(iter(chunks))]
+
+    for cut in range(len(body) + 1):  # every split of the body in two chunks
+        assert read([body[:cut], body[cut:]]) == want, cut
+    crlf = body.replace(b"\n", b"\r\n")
+    for cut in (0, 5, 17, 40, len(crlf)):
+        assert read([crlf[:cut], crlf[cut:]]) == want, cut
+    assert all(isinstance(f, SSEEvent) for f in framing(iter([b"data: a\r\n\r\n"])))
+    with pytest.raises(StreamProtocolError, match="more than 1024 bytes"):
+        list(framing(iter([b"data: " + b"x" * 2000]), 1024))
+    with pytest.raises(UnicodeDecodeError):
+        list(framing(iter([b"data: \xff\n\n"])))
+
+
+def test_client_type_agenthub_routes_by_its_preset():
+    from agenthub.registry import resolve
+
+    kind, url, key, _ = resolve("fast", "agenthub", environ={"AGENTHUB_SERVER_KEY": "sk-server-0123456789"})
+    assert (kind, url, key) == ("agenthub", "http://127.0.0.1:8787", "sk-server-0123456789")
+    kind, url, key, _ = resolve("fast", "agenthub", environ={"AGENTHUB_SERVER_URL": "https://hub.example.com",
+                                                             "AGENTHUB_SERVER_KEY": "sk-server-0123456789"})
+    assert (kind, url, key) == ("agenthub", "https://hub.example.com", "sk-server-0123456789")
+    with pytest.raises(ConfigError, match="api_key is required"):  # the variable's key stays with its own endpoint
+        resolve("fast", "agenthub", base_url="https://elsewhere.example.com",
+                environ={"AGENTHUB_SERVER_KEY": "sk-server-0123456789"})
+    client = AutoLLMClient("fast", client_type="agenthub", base_url="http://127.0.0.1:1/v1", api_key="k" * 12)
+    request = client._protocol.build_request(client._endpoint, "fast", MESSAGES, {"trace_id": "t", "max_tokens": 5})
+    assert request.url == "http://127.0.0.1:1/v1/stream"
+    assert request.body == {"model": "fast", "messages": MESSAGES, "config": {"max_tokens": 5}}
+    assert request.headers["Authorization"] == "Bearer " + "k" * 12

@@ -23,7 +23,7 @@ def stack(tmp_path_factory):
         config = {"models": model_rows(up.url) + [
             {"id": "held", "model": "m", "client_type": "openai-chat", "base_url": up.url + "/held/v1",
              "max_retries": 0}],
-            "api_keys": [KEY], "keepalive_seconds": 0.1, "max_body_bytes": 100000, "max_concurrent_streams": 8}
+            "api_keys": [KEY], "keepalive_seconds": 0.3, "max_body_bytes": 100000, "max_concurrent_streams": 8}
         path = tmp_path_factory.mktemp("gunicorn") / "server.json"
         path.write_text(json.dumps(config), encoding="utf-8")
         with Gunicorn(path, threads=12) as server:
@@ -56,7 +56,7 @@ def test_round_trip_through_gunicorn(stack, module, data):
 
 def test_keep_alives_and_chunked_streaming(stack):
     up, server = stack
-    up.routes["openai_chat"] = Route(_recording("openai_chat", "weather_answer.sse"), parts=2, pause=0.3)
+    up.routes["openai_chat"] = Route(_recording("openai_chat", "weather_answer.sse"), parts=2, pause=0.7)
     answer = post(server.url, {"model": "openai_chat", "messages": MESSAGES}, stream=True)
     assert answer.status_code == 200 and answer.headers["Transfer-Encoding"] == "chunked"
     raw = b"".join(answer.iter_content(None))

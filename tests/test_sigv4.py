@@ -224,3 +224,13 @@ def test_explicit_credentials_object_as_api_key(tmp_path):
     assert (url, auth.kind, auth.region) == ("https://bedrock-runtime.us-east-2.amazonaws.com", "sigv4", "us-east-2")
     url, auth = resolve_bedrock(base_url="https://proxy.example", api_key=Credentials(AK, SK), environ=env)
     assert (url, auth.kind) == ("https://proxy.example", "sigv4")
+
+
+def test_a_token_provider_is_asked_once_per_request(tmp_path):
+    tokens = iter(["ABSKfirst-token-0001", "ABSKsecond-token-0002"])
+    url, auth = resolve_bedrock(api_key=lambda: next(tokens), environ=dict(_home(tmp_path), AWS_REGION="us-east-1"))
+    assert auth.kind == "bearer" and "ABSK" not in repr(auth)
+    assert auth.apply("POST", url, {}, b"")["Authorization"] == "Bearer ABSKfirst-token-0001"
+    assert auth.apply("POST", url, {}, b"")["Authorization"] == "Bearer ABSKsecond-token-0002"
+    with pytest.raises(ConfigError):
+        resolve_bedrock(api_key=b"bytes", environ=dict(_home(tmp_path), AWS_REGION="us-east-1"))

@@ -126,7 +126,7 @@ class Protocol(object):
     ``agenthub.providers`` serving embedding models for this protocol (its own ``PROTOCOL``).
     ``demo``: ``(model, title)`` for ``agenthub demo`` (recordings under ``agenthub/recordings/<module>``).
     ``configure(model, base_url, api_key, environ)``: for a protocol whose endpoint is the caller's
-    own cloud resource (Azure OpenAI, Vertex AI): ``registry.resolve`` hands it the caller's
+    own cloud resource (Azure OpenAI, Vertex AI, Amazon Bedrock): ``registry.resolve`` hands it the caller's
     arguments and it returns ``(client_type, base_url, api_key, quirks)``, in place of the default
     endpoint and key variables (a ConfigError says what is missing).  None for the others.
     ``models_request(endpoint, page_token)`` and ``parse_models(payload, client) -> (ids, next_token)``:

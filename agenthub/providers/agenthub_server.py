@@ -20,12 +20,12 @@ import json
 from typing import Any, Dict, Iterable, Iterator, List, Mapping
 
 from ..errors import StreamProtocolError, error_from_json
-from ..sse import SSEEvent
+from ..sse import DEFAULT_MAX_LINE_BYTES, SSEDecoder, SSEEvent
 from ..stream import StreamEnd
 from ..types import HttpRequest
 from ._common import Endpoint, Protocol, request_headers
 
-__all__ = ["build_request", "parse_stream", "STREAM_PATH", "PROTOCOL"]
+__all__ = ["build_request", "parse_stream", "framing", "STREAM_PATH", "PROTOCOL"]
 
 STREAM_PATH = "/v1/stream"
 
@@ -66,11 +66,74 @@ def _restore(value: Any) -> Any:
     return value
 
 
+def framing(chunks: Iterable[bytes], max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -> Iterator[Any]:
+    """The frames of an agenthub server's body: each ``data: <JSON>`` block as its data text (the
+    frames the server writes: split on blank lines and decoded, no more), comments (keep-alives)
+    dropped, and any other block (``event: error``, several lines) as the SSE decoder reads it.  A
+    body with CR line endings (not the server's) goes through the SSE decoder whole from there on."""
+    decoder = SSEDecoder(max_line_bytes)
+    rest = b""
+    chunks = iter(chunks)
+    for chunk in chunks:
+        if b"\r" in chunk:
+            for event in decoder.feed(rest + chunk):
+                yield event
+            for chunk in chunks:
+                for event in decoder.feed(chunk):
+                    yield event
+            for event in decoder.flush():
+                yield event
+            return
+        if rest:
+            chunk = rest + chunk
+        blocks = chunk.split(b"\n\n")
+        rest = blocks.pop()
+        if len(rest) > max_line_bytes:
+            raise StreamProtocolError("agenthub: an event of more than {} bytes".format(max_line_bytes),
+                                      client="agenthub")
+        for block in blocks:
+            if block.startswith(b"data: ") and block.find(b"\n", 6) < 0:
+                yield block[6:].decode("utf-8")
+            elif block.startswith(b":") and block.find(b"\n") < 0:
+                continue  # a comment: the server's keep-alive
+            elif block:
+                for event in decoder.feed(block + b"\n\n"):
+                    yield event
+    if rest:
+        for event in decoder.feed(rest):
+            yield event
+    for event in decoder.flush():
+        yield event
+
+
+#: a delta event as agenthub.server writes it: a fixed frame around its one content item
+_DELTA_HEAD = '{"role":"assistant","event_type":"delta","content_items":['
+_DELTA_TAIL = '],"usage_metadata":null,"finish_reason":null,"created_at":'
+_HEAD_LEN = len(_DELTA_HEAD)
+_scan = json.JSONDecoder().scan_once  # json.loads' own scanner, started at an offset
+
+
 def parse_stream(events: Iterable[SSEEvent], client: str = "agenthub", tool_id_prefix: Any = None) -> Iterator[Any]:
     loads = json.loads
+    scan = _scan
+    head, tail, start = _DELTA_HEAD, _DELTA_TAIL, _HEAD_LEN
     for frame in events:
-        data = frame.data
-        name = frame.event
+        if frame.__class__ is str:  # a plain data frame (see framing)
+            data = frame
+            name = "message"
+        else:
+            data = frame.data
+            name = frame.event
+        if data.startswith(head) and name == "message":
+            # the common case: only the item is decoded (the rest of the frame is the fixed delta frame;
+            # created_at is the driver's to set).  Anything else takes the general path below.
+            try:
+                item, end = scan(data, start)
+            except (StopIteration, ValueError):
+                item, end = None, 0
+            if item.__class__ is dict and data.startswith(tail, end) and data.endswith("}"):
+                yield _restore(item) if '"__bytes__"' in data else item
+                continue
         if name == "error":
             try:
                 payload = loads(data)  # type: Any
@@ -103,4 +166,5 @@ def parse_stream(events: Iterable[SSEEvent], client: str = "agenthub", tool_id_p
 PROTOCOL = Protocol(
     "agenthub", __name__, build_request, parse_stream,
     base_url="http://127.0.0.1:8787", key_env=("AGENTHUB_SERVER_KEY",), base_url_env="AGENTHUB_SERVER_URL",
+    framing=framing,
 )

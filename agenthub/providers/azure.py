@@ -17,8 +17,9 @@ is ``2024-10-21``; the dated API has Responses only in previews):
 - the resource itself (``https://<resource>.openai.azure.com``, any other host, or a path
   that is neither of the two below): Chat Completions at
   ``/openai/deployments/{deployment}/chat/completions?api-version=...`` (``OPENAI_API_VERSION``,
-  default ``DEFAULT_API_VERSION``, as the openai SDK's AzureOpenAI reads it); Responses at
-  ``/openai/v1/responses``;
+  default ``DEFAULT_API_VERSION``, as the openai SDK's AzureOpenAI reads it; ``max_tokens`` is
+  sent as ``max_tokens`` to the GA versions, which have no ``max_completion_tokens``, and to the
+  previews before 2024-09-01-preview); Responses at ``/openai/v1/responses``;
 - ``.../openai/v1``: both at the v1 path (``/chat/completions``, ``/responses``), the
   deployment in the body's ``model``, no api-version;
 - ``.../openai/deployments/{name}``: Chat Completions for that deployment, with api-version.
@@ -41,7 +42,7 @@ from . import openai_chat
 from ._common import Endpoint, Protocol, encode_json
 from ._tokens import bearer_token, is_loopback, is_token_provider
 
-__all__ = ["build_request", "request_url", "configure", "encode", "DEFAULT_API_VERSION", "ENDPOINT_ENV",
+__all__ = ["build_request", "request_url", "v1_base", "models_request", "configure", "encode", "DEFAULT_API_VERSION", "ENDPOINT_ENV",
            "KEY_ENV", "VERSION_ENV", "ENTRA_SCOPE"]
 
 #: the latest GA api-version of the dated API (the deployments path)
@@ -76,6 +77,17 @@ def request_url(base_url: str, deployment: str, api: str, api_version: str) -> s
     return "{}/openai/deployments/{}{}?api-version={}".format(root, name, leaf, quote(api_version, safe=""))
 
 
+def v1_base(base_url: str) -> str:
+    """The resource's v1 API root (``.../openai/v1``) for any of the endpoint forms."""
+    return request_url(base_url, "", "responses", "")[:-len("/responses")]
+
+
+def models_request(endpoint: Endpoint, page_token: Optional[str] = None) -> HttpRequest:
+    """``GET .../openai/v1/models`` (GA): the models the resource can deploy (``encode`` adds the credential)."""
+    inner = Endpoint(endpoint.client_type, v1_base(endpoint.base_url), None, endpoint.headers, endpoint.quirks)
+    return openai_chat.models_request(inner, page_token)
+
+
 def _inner(endpoint: Endpoint) -> Endpoint:
     """The endpoint the OpenAI builders see: no key (``encode`` adds the credential per attempt)."""
     return Endpoint(endpoint.client_type, endpoint.base_url, None, endpoint.headers, endpoint.quirks)
@@ -97,7 +109,7 @@ def encode(request: HttpRequest, endpoint: Endpoint) -> HttpRequest:
     Bearer <token>`` from a token provider (called now).  A credential header the caller set in
     ``default_headers`` is left as it is."""
     request = encode_json(request, endpoint)
-    key = endpoint.api_key
+    key = endpoint.api_key  # type: Any  # a key, a token, or a token callable
     headers = dict(request.headers)
     if _has(headers, "authorization") or _has(headers, "api-key"):
         return request
@@ -145,11 +157,28 @@ def configure(model: str, base_url: Optional[str], api_key: Any, environ: Mappin
     version = environ.get(VERSION_ENV) or DEFAULT_API_VERSION
     if not _VERSION.match(version):
         raise ConfigError("{} must look like 2024-10-21 (got {!r})".format(VERSION_ENV, version))
-    return client_type, endpoint, api_key, {"api_version": version}
+    quirks = {"api_version": version}  # type: Dict[str, Any]
+    if client_type == "azure" and not _V1.search(urlsplit(endpoint).path.rstrip("/")) and _before_max_completion(version):
+        quirks["max_tokens_field"] = "max_tokens"
+    return client_type, endpoint, api_key, quirks
+
+
+def _before_max_completion(version: str) -> bool:
+    """True for a dated api-version whose Chat Completions has ``max_tokens`` but not
+    ``max_completion_tokens``: every GA version up to 2024-10-21 (the spec of 2024-10-21 lists
+    only ``max_tokens``) and the previews before 2024-09-01-preview, which added it."""
+    date = version[:10]
+    if not re.match(r"^\d{4}-\d{2}-\d{2}$", date):
+        return False  # "preview", "latest": the newest surface
+    if version.endswith("-preview"):
+        return date < "2024-09-01"
+    return date <= "2024-10-21"
 
 
 PROTOCOL = Protocol(
     "azure", __name__, build_request, openai_chat.parse_stream,
+    framing=openai_chat.PROTOCOL.framing, parse_document=openai_chat.PROTOCOL.parse_document,
     base_url="", key_env=(KEY_ENV,), base_url_env=ENDPOINT_ENV,
-    encode=encode, quirk_keys=("api_version",), configure=configure,
+    encode=encode, quirk_keys=("api_version", "max_tokens_field"), configure=configure,
+    models_request=models_request, parse_models=openai_chat.parse_models,
 )

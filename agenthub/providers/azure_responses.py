@@ -24,6 +24,8 @@ def _configure(model: str, base_url: Any, api_key: Any, environ: Mapping[str, st
 
 PROTOCOL = Protocol(
     "azure-responses", __name__, build_request, openai_responses.parse_stream,
+    framing=openai_responses.PROTOCOL.framing, parse_document=openai_responses.PROTOCOL.parse_document,
     base_url="", key_env=(azure.KEY_ENV,), base_url_env=azure.ENDPOINT_ENV,
     encode=azure.encode, configure=_configure,
+    models_request=azure.models_request, parse_models=openai_responses.PROTOCOL.parse_models,
 )

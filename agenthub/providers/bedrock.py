@@ -15,7 +15,9 @@ Request
   one role are joined (Converse wants them alternating).  Assistant turns replay text, ``toolUse``, and
   reasoning from ``fidelity``: ``reasoningText {text, signature}`` and ``redactedContent`` byte-exact.
 - ``system`` from ``system_prompt``; ``inferenceConfig``: ``maxTokens``, ``temperature``, ``topP``,
-  ``stopSequences`` (from ``top_p`` / ``stop``).
+  ``stopSequences`` (from ``top_p`` / ``stop``); ``response_format`` json_schema -> ``outputConfig.textFormat``
+  (the schema as JSON text; json_object raises); ``fast_mode`` -> ``serviceTier: {type: priority}``; ``seed``
+  raises (Converse has none).
 - ``toolConfig``: ``toolSpec`` per tool (``inputSchema.json``); ``toolChoice`` auto -> ``auto``, required
   -> ``any``, one name -> ``tool``; Converse has no "none": it sends no tools (and raises when the history
   holds tool blocks, which need a toolConfig).  A history with tool blocks and no tools in this turn gets
@@ -26,8 +28,8 @@ Request
   adaptive}`` + ``output_config: {effort}``; the interleaved-thinking beta as ``anthropic_beta`` for a
   budget with tools); ``max_tokens`` defaults to the rule's; the rule's temperature and forced-tool limits
   apply.  Other families: ``thinking_level`` is ignored (their reasoning, if any, is the model's own).
-- ``prompt_caching`` as ``cachePoint`` blocks after the system prompt, after the tools and at the end of
-  the last message, on models with prompt caching (Claude 3.5 Haiku, 3.7 Sonnet and Claude 4 and later;
+- ``prompt_caching`` as ``cachePoint`` blocks after the system prompt, after the tools (Claude) and at the
+  end of the last message, on models with prompt caching (Claude 3.5 Haiku, 3.7 Sonnet and Claude 4 and later;
   Amazon Nova): ENABLE (the default) -> ``{"type": "default"}``, ENHANCE -> ``"ttl": "1h"`` (raises on
   other models), DISABLE -> none.
 
@@ -71,11 +73,13 @@ from .. import aws
 from ..errors import (AuthenticationError, ConfigError, RateLimitError, ServerError, StreamProtocolError,
                       UpstreamError, preview)
 from ..eventstream import CONTENT_TYPE, iter_messages
+from ..sse import json_loads
 from ..stream import StreamEnd
 from ..toolcalls import ToolCallAssembler
 from ..types import HttpRequest, PromptCaching, ThinkingLevel
 from . import anthropic
-from ._common import Endpoint, Protocol, dumps, parse_data_uri, to_int, unsupported, usage
+from ._common import (Endpoint, Protocol, check_response_format, dumps, model_list_page, parse_data_uri, to_int,
+                      unsupported, usage)
 
 __all__ = ["build_request", "parse_stream", "parse_document", "encode", "map_usage", "claude_name", "stream_error",
            "FINISH_REASONS", "EXCEPTIONS", "PROTOCOL"]
@@ -220,12 +224,35 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
         if rule is None or rule["temperature"]:
             inference["temperature"] = temperature
     if config.get("top_p") is not None:
-        inference["topP"] = config.get("top_p")
+        top_p = config["top_p"]
+        if rule is not None:
+            if not rule["temperature"]:
+                raise unsupported(client, "top_p", "is not accepted by {!r} (sampling parameters were "
+                                                   "removed)".format(model))
+            if thinking_on and top_p < anthropic.MIN_TOP_P_THINKING:
+                raise unsupported(client, "top_p", "must be at least {} while thinking is on for {!r}".format(
+                    anthropic.MIN_TOP_P_THINKING, model))
+            if "temperature" in inference and anthropic._ONE_SAMPLER.search(claude or ""):
+                raise unsupported(client, "top_p", "cannot be sent with temperature to {!r} (one or the "
+                                                   "other)".format(model))
+        inference["topP"] = top_p
     stop = config.get("stop")
     if stop:
         inference["stopSequences"] = [stop] if isinstance(stop, str) else list(stop)
     if inference:
         body["inferenceConfig"] = inference
+    if "seed" in config:
+        raise unsupported(client, "seed", "cannot be sent: the Bedrock Converse API has no seed")
+    wanted = check_response_format(client, config, None, ("text", "json_schema"))
+    if wanted is not None:
+        schema = {"schema": dumps(wanted["schema"])}  # type: Dict[str, Any]
+        if wanted.get("name"):
+            schema["name"] = wanted["name"]
+        if wanted.get("description"):
+            schema["description"] = wanted["description"]
+        body["outputConfig"] = {"textFormat": {"type": "json_schema", "structure": {"jsonSchema": schema}}}
+    if config.get("fast_mode"):
+        body["serviceTier"] = {"type": "priority"}
 
     tools = config.get("tools") or []
     if choice == "none":
@@ -235,7 +262,7 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
         tools = []
     if tools:
         specs = [_tool(tool) for tool in tools]  # type: List[Dict[str, Any]]
-        if cache is not None:
+        if cache is not None and claude is not None:  # Nova caches the system prompt and messages, not tools
             specs.append(dict(cache))
         tool_config = {"tools": specs}  # type: Dict[str, Any]
         if choice == "required":
@@ -411,7 +438,7 @@ def _assistant(message: Mapping[str, Any], names: List[str]) -> List[Dict[str, A
 # -- response ------------------------------------------------------------------------------------
 
 
-def map_usage(raw: Mapping[str, Any]) -> Dict[str, Any]:
+def map_usage(raw: Mapping[str, Any]) -> Any:
     """Converse usage -> the four buckets (see the module docstring for the inclusive-inputTokens check)."""
     inputs = to_int(raw.get("inputTokens"))
     output = to_int(raw.get("outputTokens"))
@@ -430,7 +457,7 @@ def map_usage(raw: Mapping[str, Any]) -> Dict[str, Any]:
 
 def _loads(payload: bytes) -> Any:
     try:
-        return json.loads(payload.decode("utf-8")) if payload else {}
+        return json_loads(payload.decode("utf-8")) if payload else {}
     except (ValueError, UnicodeDecodeError):
         raise StreamProtocolError("bedrock: an event-stream payload is not JSON ({} bytes)".format(len(payload)),
                                   client="bedrock") from None
@@ -438,7 +465,7 @@ def _loads(payload: bytes) -> Any:
 
 def stream_error(client: str, kind: Optional[str], payload: Any, status: Optional[int] = None) -> UpstreamError:
     """An exception (or error) frame, or an HTTP error body, -> the typed error its type names."""
-    name = (kind or "").split(":", 1)[0].strip()
+    name = (kind or "").split(":", 1)[0].rsplit("#", 1)[-1].strip()  # "ns#ThrottlingException:http://..."
     key = name[:1].lower() + name[1:]
     message = None
     original = None
@@ -667,10 +694,10 @@ def _close(block: _Block, index: Any, tools: ToolCallAssembler, state: _State) -
                 out.append({"type": "thinking", "thinking": "", "fidelity": {"signature": block.signature}})
         return out
     if kind == "image":
-        data = b"".join(_unb64(part) for part in block.parts)
+        image = b"".join(_unb64(part) for part in block.parts)
         state.open_kind = None
         fmt = block.raw if isinstance(block.raw, str) else "png"
-        return [{"type": "inline_data", "data": data, "mime_type": "image/" + fmt}]
+        return [{"type": "inline_data", "data": image, "mime_type": "image/" + fmt}]
     if kind == "server":
         raw = block.raw
         if "toolUse" in raw:
@@ -704,8 +731,10 @@ def _loads_or_text(payload: bytes) -> Any:
 def parse_document(payload: Any, client: str = "bedrock") -> Iterator[Any]:
     """A whole Converse answer (``{"output": {"message": ...}, "stopReason", "usage"}``) -> the same parts."""
     if not isinstance(payload, dict) or "output" not in payload:
-        kind = payload.get("__type") if isinstance(payload, dict) else None
-        raise stream_error(client, kind if isinstance(kind, str) else None, payload)
+        if isinstance(payload, dict) and (payload.get("message") or payload.get("Message") or payload.get("__type")):
+            kind = payload.get("__type")  # an AWS error document answered with 200
+            raise stream_error(client, kind if isinstance(kind, str) else None, payload)
+        raise StreamProtocolError("{}: the JSON answer holds no Converse output".format(client), client=client)
     content = ((payload.get("output") or {}).get("message") or {}).get("content") or []
     tools = ToolCallAssembler(client)
     state = _State()
@@ -749,10 +778,32 @@ def parse_document(payload: Any, client: str = "bedrock") -> Iterator[Any]:
     yield StreamEnd(map_usage(raw) if isinstance(raw, dict) else None, finish, state.replayable)
 
 
+def models_request(endpoint: Endpoint, page_token: Optional[str] = None) -> HttpRequest:
+    """``GET /foundation-models`` on the control plane (``bedrock.{region}...`` for an AWS
+    ``bedrock-runtime`` host; another endpoint is asked at its own root), signed like a stream call."""
+    base = endpoint.base_url.rstrip("/")
+    base = re.sub(r"^(https?://(?:[^/]*\.)?)bedrock-runtime(-fips)?\.", r"\1bedrock\2.", base, count=1) \
+        if aws.is_aws_host(base) else base
+    url = base + "/foundation-models"
+    if page_token:
+        url += "?nextToken=" + aws.encode_path_segment(page_token)
+    headers = {"Accept": "application/json"}
+    headers.update(endpoint.headers)
+    return HttpRequest("GET", url, headers, None, stream=False)
+
+
+def parse_models(payload: Any, client: str = "bedrock") -> Tuple[List[str], Optional[str]]:
+    """``{"modelSummaries": [{"modelId": ...}], "nextToken"?}`` -> (ids, the next page's token)."""
+    ids = model_list_page(payload, client, items="modelSummaries", key="modelId")
+    token = payload.get("nextToken") if isinstance(payload, dict) else None
+    return ids, token if isinstance(token, str) and token else None
+
+
 PROTOCOL = Protocol(
     "bedrock", __name__, build_request, parse_stream,
     base_url="https://bedrock-runtime.{region}.amazonaws.com",
     key_env=(aws.BEARER_ENV, "AWS_ACCESS_KEY_ID"), base_url_env="AWS_ENDPOINT_URL_BEDROCK_RUNTIME",
     framing=iter_messages, parse_document=parse_document, encode=encode,
-    configure=configure,
+    configure=configure, models_request=models_request, parse_models=parse_models,
+    demo=("us.anthropic.claude-sonnet-4-5-20250929-v1:0", "Amazon Bedrock Converse"),
 )

@@ -51,6 +51,7 @@ _PREFIX = re.compile(r"^(?P<root>.*?)/v1(?:beta1)?/projects/(?P<project>[^/]+)/l
 _PROJECT = re.compile(r"^(?:[a-z0-9.\-]+:)?[a-z0-9][a-z0-9\-]{1,61}[a-z0-9]$")
 _LOCATION = re.compile(r"^[a-z][a-z0-9\-]{0,40}$")
 _MODEL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._\-@]*$")
+_VERSION_TAIL = re.compile(r"/v1(?:beta1)?$")
 
 
 def host_root(location: str) -> str:
@@ -67,7 +68,7 @@ def split_base_url(url: str) -> Tuple[str, Optional[str], Optional[str]]:
     base = url.rstrip("/")
     match = _PREFIX.match(base)
     if match is None:
-        return base, None, None
+        return _VERSION_TAIL.sub("", base), None, None  # a root given with its API version: the version is ours
     return match.group("root"), match.group("project"), match.group("location")
 
 
@@ -100,15 +101,19 @@ def _has(headers: Mapping[str, str], name: str) -> bool:
 
 def encode(request: HttpRequest, endpoint: Endpoint) -> HttpRequest:
     """Compact JSON, then ``Authorization: Bearer`` with this attempt's access token (a token
-    callable, google-auth's included, is called now; it renews the token before it expires).
-    An Authorization header the caller set in ``default_headers`` is left as it is."""
+    callable, google-auth's included, is called now; it renews the token before it expires), and
+    ``x-goog-user-project`` when google-auth's credentials name a quota project.  An Authorization
+    header the caller set in ``default_headers`` is left as it is."""
     request = encode_json(request, endpoint)
-    key = endpoint.api_key
+    key = endpoint.api_key  # type: Any  # a key, a token, or a token callable
     headers = dict(request.headers)
     if _has(headers, "authorization") or not key:
         return request
     token = bearer_token(key, endpoint.client_type) if is_token_provider(key) else key
     headers["Authorization"] = "Bearer " + token
+    quota = getattr(key, "quota_project", None)  # google-auth credentials that name a quota project
+    if isinstance(quota, str) and quota and not _has(headers, "x-goog-user-project"):
+        headers["x-goog-user-project"] = quota
     return dataclasses.replace(request, headers=headers)
 
 
@@ -135,6 +140,10 @@ def configure(model: str, base_url: Optional[str], api_key: Any, environ: Mappin
     if not _LOCATION.match(location):
         raise ConfigError("{}: location {!r} is not a Google Cloud location (like us-east5 or global)".format(
             client_type, location))
+    if isinstance(api_key, str) and api_key.strip().lower().endswith(".json"):
+        raise ConfigError("{}: api_key looks like the path of a credentials file; it was not sent: set "
+                          "GOOGLE_APPLICATION_CREDENTIALS to it, or pass api_key=agenthub.gcp.service_account_file("
+                          "path)".format(client_type))
     if api_key is None:
         if base_url is not None and not _google_host(base_url) and not is_loopback(base_url):
             raise ConfigError(
@@ -157,6 +166,7 @@ def configure(model: str, base_url: Optional[str], api_key: Any, environ: Mappin
 
 PROTOCOL = Protocol(
     "vertex", __name__, build_request, gemini.parse_stream,
+    framing=gemini.PROTOCOL.framing, parse_document=gemini.PROTOCOL.parse_document,
     base_url="", key_env=(), base_url_env=BASE_URL_ENV,
     encode=encode, configure=configure,
 )

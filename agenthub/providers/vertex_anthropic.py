@@ -36,6 +36,7 @@ def _configure(model: str, base_url: Any, api_key: Any, environ: Mapping[str, st
 
 PROTOCOL = Protocol(
     "vertex-anthropic", __name__, build_request, anthropic.parse_stream,
+    framing=anthropic.PROTOCOL.framing, parse_document=anthropic.PROTOCOL.parse_document,
     base_url="", key_env=(), base_url_env=vertex.BASE_URL_ENV,
     encode=vertex.encode, configure=_configure,
 )
