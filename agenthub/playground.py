@@ -34,6 +34,7 @@ from typing import List, Tuple
 __all__ = ["PAGE", "CSP", "HEADERS", "SCRIPT", "STYLE"]
 
 STYLE = r"""
+:root { color-scheme: light dark; }
 :root { --bg: #f5f6f8; --card: #fff; --ink: #1c2230; --muted: #687386; --line: #e1e5eb; --accent: #2f6fde;
         --accent-ink: #fff; --user: #2f6fde; --assistant: #178a5b; --think: #8a6d00; --thinkbg: #fffbea;
         --tool: #7a3fc4; --toolbg: #f6f0ff; --result: #0f7490; --resultbg: #ecfbff; --code: #f0f2f5;
@@ -977,7 +978,7 @@ SCRIPT = r"""
         var d = describe(error instanceof PlaygroundError ? error :
                          new PlaygroundError("TransportError", String(error && error.message || error), {}));
         add(note, el("span", "type", d.type));
-        add(note, el("span", "message", d.text));
+        add(note, el("span", "error-text", d.text));
         add(note, el("div", "hint", "This turn is not kept in the conversation."));
         setStatus(d.type + ": " + d.text, true);
       }

@@ -672,7 +672,7 @@ def test_errors_before_and_during_the_stream_are_shown_with_their_type(page, ups
     wait_done(page)
     notice = last_answer(page).find_element(By.CSS_SELECTOR, ".notice.bad")
     assert notice.find_element(By.CSS_SELECTOR, ".type").text == "UpstreamError"
-    assert notice.find_element(By.CSS_SELECTOR, ".message").text == (
+    assert notice.find_element(By.CSS_SELECTOR, ".error-text").text == (
         "bad request, no cookie (status 400, error_type invalid_request_error)")
 
     upstream.replies.append(Reply([chunk({"role": "assistant", "content": "Half an ans"})]))  # cut: no finish, no [DONE]

@@ -385,6 +385,25 @@ def get_request(endpoint: Endpoint, url: str, key_header: str = "Authorization",
     return HttpRequest("GET", url, headers, None, stream=False)
 
 
+def parse_data_list(payload: Any, client: str) -> Tuple[List[str], Optional[str]]:
+    """``{"data": [{"id": ...}], "has_more": bool, "last_id": ...}`` (OpenAI's and Anthropic's model
+    lists) -> (ids in the server's order, the next page's token: the last id while ``has_more``)."""
+    ids = model_list_page(payload, client)
+    more = isinstance(payload, dict) and payload.get("has_more") is True and ids
+    return ids, (payload.get("last_id") or ids[-1]) if more else None
+
+
+def openai_models_request(endpoint: "Endpoint", page_token: Optional[str] = None) -> HttpRequest:
+    """``GET {base_url}/models`` (OpenAI answers every model at once; a server that pages says
+    ``has_more`` and the next page starts ``after`` the last id)."""
+    from urllib.parse import quote
+
+    url = join_url(endpoint.base_url, "/models")
+    if page_token:
+        url += "?after=" + quote(page_token, safe="")
+    return get_request(endpoint, url)
+
+
 def model_list_page(payload: Any, client: str, items: str = "data", key: str = "id",
                     prefix: str = "") -> List[str]:
     """The model ids of one page of a model list: ``payload[items]``, a list of objects with ``key``

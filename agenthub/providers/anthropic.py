@@ -72,8 +72,8 @@ from ..sse import SSEEvent, json_loads
 from ..stream import StreamEnd
 from ..toolcalls import ToolCallAssembler
 from ..types import HttpRequest, PromptCaching, ThinkingLevel
-from ._common import (Endpoint, Protocol, check_response_format, documents, dumps, get_request, join_url,
-                      model_list_page, nearest, parse_data_uri, request_headers, stop_sequences, to_int, unsupported,
+from ._common import (parse_data_list, Endpoint, Protocol, check_response_format, documents, dumps, get_request, join_url,
+                      nearest, parse_data_uri, request_headers, stop_sequences, to_int, unsupported,
                       usage)
 
 __all__ = [
@@ -863,17 +863,10 @@ def models_request(endpoint: Endpoint, page_token: Optional[str] = None) -> Http
     return get_request(endpoint, url, header, prefix, **{"anthropic-version": ANTHROPIC_VERSION})
 
 
-def parse_models(payload: Any, client: str = "anthropic") -> Tuple[List[str], Optional[str]]:
-    """``{"data": [{"id": ...}], "has_more": bool, "last_id": ...}`` -> (ids, the next page's after_id)."""
-    ids = model_list_page(payload, client)
-    more = isinstance(payload, dict) and payload.get("has_more") is True and ids
-    return ids, (payload.get("last_id") or ids[-1]) if more else None
-
-
 PROTOCOL = Protocol(
     "anthropic", __name__, build_request, parse_stream, parse_document=parse_document,
     base_url="https://api.anthropic.com", key_env=("ANTHROPIC_API_KEY",), base_url_env="ANTHROPIC_BASE_URL",
     quirk_keys=("auth", "automatic_caching", "fast_mode", "interleaved_thinking", "replay_unsigned_thinking",
                 "response_formats", "thinking_rule"),
-    demo=("claude-sonnet-4-6", "Anthropic Messages"), models_request=models_request, parse_models=parse_models,
+    demo=("claude-sonnet-4-6", "Anthropic Messages"), models_request=models_request, parse_models=parse_data_list,
 )

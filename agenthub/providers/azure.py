@@ -85,7 +85,7 @@ def v1_base(base_url: str) -> str:
 def models_request(endpoint: Endpoint, page_token: Optional[str] = None) -> HttpRequest:
     """``GET .../openai/v1/models`` (GA): the models the resource can deploy (``encode`` adds the credential)."""
     inner = Endpoint(endpoint.client_type, v1_base(endpoint.base_url), None, endpoint.headers, endpoint.quirks)
-    return openai_chat.models_request(inner, page_token)
+    return openai_chat.PROTOCOL.models_request(inner, page_token)
 
 
 def _inner(endpoint: Endpoint) -> Endpoint:
@@ -180,5 +180,5 @@ PROTOCOL = Protocol(
     framing=openai_chat.PROTOCOL.framing, parse_document=openai_chat.PROTOCOL.parse_document,
     base_url="", key_env=(KEY_ENV,), base_url_env=ENDPOINT_ENV,
     encode=encode, quirk_keys=("api_version", "max_tokens_field"), configure=configure,
-    models_request=models_request, parse_models=openai_chat.parse_models,
+    models_request=models_request, parse_models=openai_chat.PROTOCOL.parse_models,
 )

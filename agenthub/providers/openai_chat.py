@@ -32,16 +32,15 @@ replayed).
 """
 
 import logging
-from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Tuple
-from urllib.parse import quote
+from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional
 
 from ..errors import ConfigError, upstream_error
 from ..sse import SSEEvent, json_loads
 from ..stream import StreamEnd
 from ..toolcalls import ToolCallAssembler
 from ..types import HttpRequest, PromptCaching
-from ._common import (Endpoint, Protocol, check_response_format, data_uri, documents, dumps, get_request,
-                      inclusive_usage, join_url, model_list_page, parse_data_uri, request_headers, stop_sequences,
+from ._common import (openai_models_request, parse_data_list, Endpoint, Protocol, check_response_format, data_uri, documents, dumps,
+                      inclusive_usage, join_url, parse_data_uri, request_headers, stop_sequences,
                       to_int, unsupported)
 
 __all__ = ["build_request", "parse_stream", "map_usage", "chat_response_format", "FINISH_REASONS", "STOP_LIMIT",
@@ -665,27 +664,11 @@ def _loads_or_text(loads: Any, data: str) -> Any:
 # -- the endpoint's model list ------------------------------------------------------------------
 
 
-def models_request(endpoint: Endpoint, page_token: Optional[str] = None) -> HttpRequest:
-    """``GET {base_url}/models`` (OpenAI answers every model at once; a server that pages says
-    ``has_more`` and the next page starts ``after`` the last id)."""
-    url = join_url(endpoint.base_url, "/models")
-    if page_token:
-        url += "?after=" + quote(page_token, safe="")
-    return get_request(endpoint, url)
-
-
-def parse_models(payload: Any, client: str = "openai-chat") -> Tuple[List[str], Optional[str]]:
-    """``{"object": "list", "data": [{"id": ...}, ...]}`` -> (ids in the server's order, next page token)."""
-    ids = model_list_page(payload, client)
-    more = isinstance(payload, dict) and payload.get("has_more") is True and ids
-    return ids, (payload.get("last_id") or ids[-1]) if more else None
-
-
 PROTOCOL = Protocol(
     "openai-chat", __name__, build_request, parse_stream, parse_document=parse_document,
     base_url="https://api.openai.com/v1", key_env=("OPENAI_API_KEY",), base_url_env="OPENAI_BASE_URL",
     quirk_keys=("echo_reasoning_on_tool_turns", "fast_mode", "images", "max_tokens_field", "reasoning_field",
                 "response_formats", "stream_usage", "thinking", "tool_choice", "tool_stream"),
     embeddings="openai_embeddings", demo=("demo-model", "OpenAI Chat Completions"),
-    models_request=models_request, parse_models=parse_models,
+    models_request=openai_models_request, parse_models=parse_data_list,
 )

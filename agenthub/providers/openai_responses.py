@@ -105,15 +105,14 @@ import json
 import logging
 import re
 from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Tuple
-from urllib.parse import quote
 
 from ..errors import ConfigError, EmptyResponseError, upstream_error
 from ..sse import SSEEvent, json_loads
 from ..stream import StreamEnd
 from ..toolcalls import ToolCallAssembler
 from ..types import HttpRequest, PromptCaching
-from ._common import (Endpoint, Protocol, check_response_format, data_uri, documents, dumps, get_request,
-                      inclusive_usage, join_url, model_list_page, nearest, parse_data_uri, request_headers,
+from ._common import (openai_models_request, parse_data_list, Endpoint, Protocol, check_response_format, data_uri, documents, dumps,
+                      inclusive_usage, join_url, nearest, parse_data_uri, request_headers,
                       unsupported)
 
 __all__ = ["build_request", "parse_stream", "map_usage", "model_profile", "clamp_effort", "check_sampling",
@@ -1217,26 +1216,10 @@ def _failure_payload(payload: Mapping[str, Any]) -> Any:
 # -- the endpoint's model list ------------------------------------------------------------------
 
 
-def models_request(endpoint: Endpoint, page_token: Optional[str] = None) -> HttpRequest:
-    """``GET {base_url}/models`` (OpenAI answers every model at once; a server that pages says
-    ``has_more`` and the next page starts ``after`` the last id)."""
-    url = join_url(endpoint.base_url, "/models")
-    if page_token:
-        url += "?after=" + quote(page_token, safe="")
-    return get_request(endpoint, url)
-
-
-def parse_models(payload: Any, client: str = "openai-responses") -> Tuple[List[str], Optional[str]]:
-    """``{"object": "list", "data": [{"id": ...}, ...]}`` -> (ids in the server's order, next page token)."""
-    ids = model_list_page(payload, client)
-    more = isinstance(payload, dict) and payload.get("has_more") is True and ids
-    return ids, (payload.get("last_id") or ids[-1]) if more else None
-
-
 PROTOCOL = Protocol(
     "openai-responses", __name__, build_request, parse_stream, parse_document=parse_document,
     base_url="https://api.openai.com/v1", key_env=("OPENAI_API_KEY",), base_url_env="OPENAI_BASE_URL",
     quirk_keys=("encrypted_reasoning", "fast_mode", "reasoning", "reasoning_efforts", "response_formats"),
     embeddings="openai_embeddings", demo=("gpt-5.5", "OpenAI Responses"),
-    models_request=models_request, parse_models=parse_models,
+    models_request=openai_models_request, parse_models=parse_data_list,
 )
