@@ -26,10 +26,11 @@ import re
 import signal
 import sys
 from typing import Any, Dict, List, Mapping, Optional, TextIO
+from .types import ThinkingLevel
 
 __all__ = ["main", "Printer", "usage_line"]
 
-LEVELS = ("none", "low", "medium", "high", "xhigh")
+LEVELS = tuple(level.value for level in ThinkingLevel)  # the CLI offers every ThinkingLevel
 
 
 def usage_line(finish_reason: Optional[str], usage: Optional[Mapping[str, Any]], cost: Optional[float] = None) -> str:
