@@ -481,10 +481,18 @@ class AutoLLMClient(object):
                 raise TransportError("{}: the total deadline of {}s was exceeded".format(client, timeout.total),
                                      client=client, timeout=True, deadline=True, aborted=False, retryable=False)
             sent = request
+            started = time.monotonic()
             try:
                 sent = record.encode(request, self._endpoint)  # per attempt: a token or signature for this send
-                return _transport().fetch_json(self._get_session(), sent, limits, client)
+                body = _transport().open_stream(self._get_session(), sent, limits, client)
+                body.open(document=True)
+                if logger.isEnabledFor(logging.DEBUG):
+                    _log_attempt(sent, attempt, started, body, None)
+                return body.document
             except AgentHubError as exc:
+                if logger.isEnabledFor(logging.DEBUG):
+                    _log_attempt(sent, attempt, started, None, exc)
+                self._explain(exc, sent)
                 _scrub(exc, self._secrets(sent))
                 if not getattr(exc, "retryable", False) or attempt >= self.max_retries:
                     raise
@@ -495,6 +503,15 @@ class AutoLLMClient(object):
                 logger.info("%s: retrying the model list after %s, attempt %d of %d, in %.2fs", client,
                             type(exc).__name__, attempt, self.max_retries, delay)
                 time.sleep(delay)
+
+    def _explain(self, exc: AgentHubError, request: Any) -> None:
+        """An UpstreamError learns the URL that answered; a 401/403, where the key came from (or why none went)."""
+        if isinstance(exc, UpstreamError):
+            if getattr(exc, "url", None) is None:
+                set_field(exc, "url", safe_url(getattr(request, "url", None)))
+            if exc.status in (401, 403) and getattr(exc, "hint", None) is None:
+                set_field(exc, "hint", registry.key_note(self.model, self._key_origin[0], self._key_origin[1],
+                                                         bool(self._endpoint.api_key), self._endpoint.base_url))
 
     def _open(self, request: Any, config: Dict[str, Any], messages: List[UniMessage],
               stateful: Optional[UniMessage]) -> ResponseStream:
@@ -595,12 +612,7 @@ class AutoLLMClient(object):
             except AgentHubError as exc:
                 if debug and not logged:
                     _log_attempt(sent, attempt, started, None, exc)
-                if isinstance(exc, UpstreamError):
-                    if getattr(exc, "url", None) is None:
-                        set_field(exc, "url", safe_url(getattr(request, "url", None)))
-                    if exc.status in (401, 403) and getattr(exc, "hint", None) is None:
-                        set_field(exc, "hint", registry.key_note(self.model, self._key_origin[0], self._key_origin[1],
-                                                                 bool(self._endpoint.api_key), self._endpoint.base_url))
+                self._explain(exc, request)
                 if getattr(exc, "_agenthub_stop", False):
                     raise
                 if control.reason is not None:  # the failure is the abort (or the deadline) showing through

@@ -44,7 +44,7 @@ def _google_auth() -> Any:
     except ImportError:
         raise ConfigError(
             "Vertex AI authenticates with Google application default credentials through google-auth, which is "
-            "not installed: {} (or pass api_key= an OAuth access token, or a callable returning one)".format(EXTRA)
+            "not installed: {} (or pass an OAuth access token, or a callable returning one, as api_key)".format(EXTRA)
         ) from None
     return google.auth
 
@@ -60,8 +60,8 @@ def application_default(project: Optional[str] = None) -> Tuple["GoogleToken", O
         credentials, found = google_auth.default(scopes=[SCOPE])
     except google_auth.exceptions.DefaultCredentialsError as exc:
         raise ConfigError("Vertex AI: no Google credentials: {} (set GOOGLE_APPLICATION_CREDENTIALS to a "
-                          "service-account file, run `gcloud auth application-default login`, or pass api_key= "
-                          "an access token)".format(preview(str(exc), 400))) from None
+                          "service-account file, run `gcloud auth application-default login`, or pass an access "
+                          "token as api_key)".format(preview(str(exc), 400))) from None
     return GoogleToken(credentials, found, source=("default",)), project or found
 
 

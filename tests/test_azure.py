@@ -181,7 +181,8 @@ def test_no_endpoint_says_how_to_give_one():
 
 
 def test_no_credential_says_how_to_give_one():
-    with pytest.raises(ConfigError, match=r"api_key=.*Entra ID.*AZURE_OPENAI_API_KEY"):
+    with pytest.raises(ConfigError, match=r"pass api_key= or set AZURE_OPENAI_API_KEY \(api_key may also be a "
+                                          r"callable returning a Microsoft Entra ID token\)"):
         resolve("my-gpt5", "azure", environ={"AZURE_OPENAI_ENDPOINT": RESOURCE})
 
 

@@ -243,3 +243,22 @@ def test_agenthub_log_debug_one_record_per_attempt_and_per_stream(server):
         "DEBUG stream finished: openai-chat, 8 events, finish_reason=stop, usage={'cached_tokens': 64, "
         "'prompt_tokens': 24, 'thoughts_tokens': 0, 'response_tokens': 14}, ")
     assert json.loads(json.dumps(records))  # plain text lines
+
+
+def test_debug_records_for_a_model_list_and_a_401_there(server, caplog):
+    caplog.set_level(logging.DEBUG, logger="agenthub")
+    server.answers.append(Answer([b'{"object": "list", "data": [{"id": "m1", "object": "model"}]}'],
+                                 headers={"Content-Type": "application/json", "x-request-id": "req-list"}))
+    client = AutoLLMClient("m", client_type="openai-chat", base_url=server.url + "/v1", api_key=SECRET, max_retries=0)
+    assert client.list_models() == ["m1"]
+    _unauthorized(server)
+    with pytest.raises(AuthenticationError) as info:
+        client.list_models()
+    assert info.value.url == server.url + "/v1/models"
+    assert info.value.hint == "the key sent was the api_key argument"
+    messages = [r.getMessage() for r in caplog.records if r.name == "agenthub"]
+    assert messages[0].startswith("HTTP GET {}/v1/models status=200 request_id=req-list attempt=1 elapsed=".format(
+        server.url))
+    assert messages[1].startswith("HTTP GET {}/v1/models status=401 request_id=None attempt=1 elapsed=".format(
+        server.url)) and messages[1].endswith(" ms -> AuthenticationError")
+    assert len(messages) == 2 and not any(SECRET in m for m in messages)

@@ -118,6 +118,11 @@ def test_path_parts_that_cannot_go_in_a_url(clean_env, env, model):
         resolve(model, "vertex", api_key="t", environ=env)
 
 
+def test_a_token_given_as_its_header_value(clean_env):
+    assert resolve("gemini-3.5-flash", "vertex", api_key="Bearer ya29.abc", environ={"GOOGLE_CLOUD_PROJECT": "p-12"})[2] \
+        == "ya29.abc"
+
+
 def test_a_credentials_file_path_as_api_key_is_refused(clean_env):
     with pytest.raises(ConfigError, match="GOOGLE_APPLICATION_CREDENTIALS"):
         resolve("gemini-3.5-flash", "vertex", api_key="/home/me/keys/sa.json", environ={"GOOGLE_CLOUD_PROJECT": "p-12"})

@@ -152,8 +152,9 @@ def configure(model: str, base_url: Optional[str], api_key: Any, environ: Mappin
         if api_key is None and environ.get(KEY_ENV):
             api_key = environ[KEY_ENV]
         if api_key is None and not is_loopback(endpoint):
-            raise ConfigError("{}: no credential for {}: pass api_key= (a key, or a callable returning a Microsoft "
-                              "Entra ID token) or set {}".format(client_type, urlsplit(endpoint).hostname, KEY_ENV))
+            raise ConfigError("{}: no credential for {}: pass api_key= or set {} (api_key may also be a callable "
+                              "returning a Microsoft Entra ID token)".format(client_type, urlsplit(endpoint).hostname,
+                                                                             KEY_ENV))
     version = environ.get(VERSION_ENV) or DEFAULT_API_VERSION
     if not _VERSION.match(version):
         raise ConfigError("{} must look like 2024-10-21 (got {!r})".format(VERSION_ENV, version))

@@ -140,6 +140,8 @@ def configure(model: str, base_url: Optional[str], api_key: Any, environ: Mappin
     if not _LOCATION.match(location):
         raise ConfigError("{}: location {!r} is not a Google Cloud location (like us-east5 or global)".format(
             client_type, location))
+    if isinstance(api_key, str) and api_key.lower().startswith("bearer "):
+        api_key = api_key[7:].strip()  # the header value given for the token
     if isinstance(api_key, str) and api_key.strip().lower().endswith(".json"):
         raise ConfigError("{}: api_key looks like the path of a credentials file; it was not sent: set "
                           "GOOGLE_APPLICATION_CREDENTIALS to it, or pass api_key=agenthub.gcp.service_account_file("
