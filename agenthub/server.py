@@ -58,7 +58,7 @@ import time
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Tuple
 
 from .errors import (AgentHubError, AuthenticationError, ConfigError, ServerError, StreamError, TransportError,
-                     UpstreamError, error_to_json)
+                     UnsupportedParameterError, UpstreamError, error_to_json)
 
 __all__ = ["make_app", "load_config", "serve", "AgentHubApp", "DEFAULT_PORT"]
 
@@ -70,6 +70,8 @@ DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024
 DEFAULT_MAX_CONCURRENT_STREAMS = 64
 DEFAULT_KEEPALIVE_SECONDS = 15.0
 CONFIG_KEYS = ("models", "api_keys", "allowed_hosts", "max_body_bytes", "max_concurrent_streams", "keepalive_seconds")
+#: config keys a caller of the server may not send: they would rewrite the upstream request itself
+PASSTHROUGH_KEYS = ("extra_body", "extra_headers")
 MODEL_KEYS = ("id", "model", "client_type", "base_url", "api_key", "default_config", "max_retries", "timeout")
 REQUEST_KEYS = ("model", "messages", "config")
 
@@ -532,6 +534,13 @@ class AgentHubApp(object):
         if "trace_id" in config:
             raise _Refusal(400, ConfigError("config['trace_id'] is not accepted by the server (traces are written "
                                             "by the client)"))
+        for key in PASSTHROUGH_KEYS:
+            if key in config:
+                # the wire body and headers are the server's: extra_body {"model": ...} would reach another model
+                # than the table names, on the server's key (a model's default_config may still set them)
+                raise _Refusal(400, UnsupportedParameterError(
+                    "agenthub: config[{!r}] is not accepted by the server (set it in the model's "
+                    "default_config)".format(key), client="agenthub", parameter=key))
         if '"__bytes__"' in text:
             try:
                 messages = _from_jsonable(messages)

@@ -396,6 +396,20 @@ def test_a_malformed_message_is_a_400_config_error(stack):
         assert answer.json()["error"]["type"] == "ConfigError", body
 
 
+def test_callers_cannot_rewrite_the_upstream_request(stack):
+    """extra_body / extra_headers from a caller would reach past the model table on the server's key."""
+    up, app, server = stack
+    seen = len(up.requests)
+    for key, value in (("extra_body", {"model": "gpt-expensive"}), ("extra_headers", {"X-Upstream": "x"})):
+        answer = post(server.url, {"model": "openai_chat", "messages": MESSAGES, "config": {key: value}})
+        assert answer.status_code == 400
+        assert answer.json() == {"error": {
+            "type": "UnsupportedParameterError", "client": "agenthub", "parameter": key, "retryable": False,
+            "message": "agenthub: config[{!r}] is not accepted by the server (set it in the model's "
+                       "default_config)".format(key)}}
+    assert len(up.requests) == seen  # nothing reached the upstream
+
+
 def test_a_missing_or_wrong_key_is_a_401(stack):
     up, app, server = stack
     for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": "Basic " + KEY},
