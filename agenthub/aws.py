@@ -45,6 +45,7 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple
 from urllib.parse import quote, unquote, urlsplit
 
 from .errors import ConfigError
+from .providers._tokens import is_loopback
 
 __all__ = [
     "Credentials",
@@ -414,18 +415,6 @@ class BedrockAuth(object):
             setattr(self, name, value)
 
 
-def _loopback(url: str) -> bool:
-    import ipaddress
-
-    host = _hostname(url)
-    if host == "localhost" or host.endswith(".localhost"):
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
 def _check_url(url: str, what: str) -> str:
     if not isinstance(url, str) or not re.match(r"^https?://[^/\s]", url):
         raise ConfigError("{} must be an http(s) URL".format(what))
@@ -470,7 +459,7 @@ def resolve_bedrock(base_url: Optional[str] = None, api_key: Any = None,
         return url, BedrockAuth("bearer", token=api_key, source="api_key")
 
     if not trusted:
-        if _loopback(url):
+        if is_loopback(url):
             return url, BedrockAuth("none", source="loopback")
         raise ConfigError(
             "api_key is required with base_url {!r}: AWS credentials from the environment are only sent to AWS "
@@ -484,7 +473,7 @@ def resolve_bedrock(base_url: Optional[str] = None, api_key: Any = None,
     credentials = credentials_from(env)
     found = _region(env, url)
     if credentials is None:
-        if url and _loopback(url):
+        if url and is_loopback(url):
             return url, BedrockAuth("none", source="loopback")
         raise ConfigError(
             "no AWS credentials for Bedrock: set {} (a Bedrock API key), or AWS_ACCESS_KEY_ID and "

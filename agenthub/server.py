@@ -46,7 +46,6 @@ while the upstream is silent.  When the client goes away the WSGI server closes 
 import base64
 import hmac
 import http
-import ipaddress
 import json
 import logging
 import math
@@ -59,6 +58,7 @@ from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Tuple
 
 from .errors import (AgentHubError, AuthenticationError, ConfigError, ServerError, StreamError, TransportError,
                      UnsupportedParameterError, UpstreamError, error_to_json)
+from .providers._tokens import is_loopback_host
 
 __all__ = ["make_app", "load_config", "serve", "AgentHubApp", "DEFAULT_PORT"]
 
@@ -206,16 +206,6 @@ def _host_name(host: str) -> str:
     elif host.count(":") > 1:  # a bare IPv6 address
         return "[" + host + "]"
     return host.rstrip(".")
-
-
-def is_loopback_host(host: str) -> bool:
-    host = (host or "").strip().strip("[]").lower()
-    if host == "localhost" or host.endswith(".localhost"):
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def _bytes_default(value: Any) -> Any:

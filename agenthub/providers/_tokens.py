@@ -22,17 +22,21 @@ _PEM_PRIVATE = re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----")
 _HEADER_UNSAFE = re.compile(r"[\x00-\x1f\x7f]")
 
 
-def is_loopback(base_url: str) -> bool:
-    """True for http(s)://localhost, 127.0.0.0/8 and [::1] (local servers need no key; credentials from
-    the environment may go there).  ``registry.is_loopback`` is this function."""
-    try:
-        host = (urlsplit(base_url).hostname or "").lower()
-    except ValueError:
-        return False
+def is_loopback_host(host: str) -> bool:
+    """True for localhost (and *.localhost), 127.0.0.0/8 and ::1 (brackets allowed)."""
+    host = (host or "").strip().strip("[]").lower()
     if host == "localhost" or host.endswith(".localhost"):
         return True
     try:
         return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def is_loopback(base_url: str) -> bool:
+    """True for http(s)://localhost, 127.0.0.0/8 and [::1] (local servers need no key)."""
+    try:
+        return is_loopback_host(urlsplit(base_url).hostname or "")
     except ValueError:
         return False
 
