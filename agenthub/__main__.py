@@ -572,6 +572,10 @@ def _trace_view(args: Any) -> int:
         import webbrowser
 
         webbrowser.open(url)
+    return _serve_until_interrupted(server)
+
+
+def _serve_until_interrupted(server: Any) -> int:
     try:
         server.serve_forever()
     except KeyboardInterrupt:
@@ -595,13 +599,7 @@ def _serve(args: Any) -> int:
         return 1
     print(url)  # the first line: whoever started us reads the port here
     sys.stdout.flush()
-    try:
-        server.serve_forever()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        server.server_close()
-    return 0
+    return _serve_until_interrupted(server)
 
 
 if __name__ == "__main__":
