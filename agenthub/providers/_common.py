@@ -184,8 +184,8 @@ class Protocol(object):
         ``document``: the request asked for one JSON document (it is read whatever its content type)."""
         if body.open(document):
             return _whole(self.parse_document(body.document, client), client)
-        if self.parse_stream is None:
-            raise TypeError("{} answers with one JSON document only".format(self.name))
+        if self.parse_stream is None:  # (its requests ask for a document: open() reads one whatever came)
+            raise StreamProtocolError("{}: expected one JSON document, got a stream".format(client), client=client)
         return self.parse_stream(self.framing(body.iter_chunks(), max_line_bytes), client)
 
     def __repr__(self) -> str:
