@@ -408,8 +408,6 @@ def model_list_page(payload: Any, client: str, items: str = "data", key: str = "
                     prefix: str = "") -> List[str]:
     """The model ids of one page of a model list: ``payload[items]``, a list of objects with ``key``
     (``prefix`` removed).  A page of another shape is a StreamProtocolError, never a silent []."""
-    from ..errors import StreamProtocolError
-
     rows = payload.get(items) if isinstance(payload, dict) else None
     if payload == {}:
         rows = []  # an empty list, as protobuf JSON writes it (Gemini leaves empty fields out)
