@@ -331,6 +331,7 @@ class AutoLLMClient(object):
         self.max_line_bytes = max_line_bytes or DEFAULT_MAX_LINE_BYTES
         self._session = session
         self._pid = os.getpid()  # the process the session's pools belong to (a forked child renews them)
+        self._locks_pid = self._pid  # the process the locks below belong to (see _fresh_locks)
         self._history = []  # type: List[UniMessage]
         self._version = 0  # bumped at every history change
         self._busy = threading.Lock()  # held while a stateful stream is open
@@ -350,7 +351,7 @@ class AutoLLMClient(object):
     def __setstate__(self, state: Dict[str, Any]) -> None:
         self.__dict__.update(state)
         self._session = None
-        self._pid = os.getpid()
+        self._pid = self._locks_pid = os.getpid()
         self._busy = threading.Lock()
         self._session_lock = threading.Lock()
         self._protocol = _protocol(self.client_type, bool(self._endpoint.quirks.get("embeddings")))
@@ -374,7 +375,17 @@ class AutoLLMClient(object):
         self._history = []
         self._version += 1
 
+    def _fresh_locks(self) -> None:
+        """In a forked child, the locks as the fork left them may be held by a thread of the parent's
+        (a stateful stream open there): that stream does not exist here, so the child gets new ones."""
+        pid = os.getpid()
+        if self._locks_pid != pid:
+            self._locks_pid = pid
+            self._busy = threading.Lock()
+            self._session_lock = threading.Lock()
+
     def _check_idle(self, what: str) -> None:
+        self._fresh_locks()
         if self._busy.locked():
             raise ConfigError("{} while a stateful stream is open on this client: finish or close it first".format(what))
 
@@ -528,6 +539,7 @@ class AutoLLMClient(object):
         timer = None
         try:
             if stateful is not None:
+                self._fresh_locks()
                 if not self._busy.acquire(False):
                     raise ConfigError("a stateful stream is already open on this client: finish or close it first")
                 locked = True
@@ -653,6 +665,7 @@ class AutoLLMClient(object):
     def _get_session(self) -> Any:
         session = self._session
         if session is None:
+            self._fresh_locks()
             with self._session_lock:
                 if self._session is None:
                     self._session = _transport().new_session()

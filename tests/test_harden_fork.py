@@ -10,7 +10,7 @@ import threading
 import pytest
 import requests
 
-from agenthub import AutoLLMClient, Timeout, check_stream
+from agenthub import AutoLLMClient, ConfigError, Timeout, check_stream
 from agenthub.transport import new_session
 
 from faultserver import FaultServer, chat_chunk, chat_stream, send, sleep, status, within
@@ -126,3 +126,27 @@ def test_a_multiprocessing_fork_pool_gets_its_own_answers(server):
         assert warm not in pooled
     finally:
         CLIENT = None
+
+
+@within(60)
+def test_a_child_forked_while_a_stateful_stream_is_open_can_stream_statefully(server):
+    """The parent's open stateful stream holds the client's lock at the fork; that stream does not
+    exist in the child, which gets fresh locks (and its own history turn) instead of refusing forever."""
+    client = make(server)
+    stream = client.streaming_response_stateful({"role": "user", "content_items": [{"type": "text",
+                                                                                  "text": "parent turn"}]})
+    next(stream)  # the stream is open: the lock is held
+    try:
+        def child():
+            answer = "".join(i["text"] for e in client.streaming_response_stateful(
+                {"role": "user", "content_items": [{"type": "text", "text": "child turn"}]})
+                for i in e["content_items"] if i["type"] == "text")
+            return [answer, len(client.get_history())]
+
+        pid, read = _in_child(child)
+        assert _collect(pid, read) == {"ok": ["child turn", 2]}
+        with pytest.raises(ConfigError, match="while a stateful stream is open"):  # still held in the parent
+            client.streaming_response_stateful({"role": "user", "content_items": [{"type": "text", "text": "x"}]})
+    finally:
+        stream.close()
+    assert client.get_history() == []  # the parent's stream was abandoned: its history is untouched
