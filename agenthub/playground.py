@@ -31,6 +31,8 @@ import base64
 import hashlib
 from typing import List, Tuple
 
+from ._dom import DOM_JS
+
 __all__ = ["PAGE", "CSP", "HEADERS", "SCRIPT", "STYLE"]
 
 STYLE = r"""
@@ -160,7 +162,7 @@ dialog .buttons { display: flex; justify-content: flex-end; gap: 8px; margin-top
 SCRIPT = r"""
 (function () {
   "use strict";
-
+""" + DOM_JS + r"""
   var KEY_STORE = "agenthub.playground.key";
   var MODEL_STORE = "agenthub.playground.model";
   var BUCKETS = [["prompt_tokens", "prompt"], ["cached_tokens", "cached"], ["thoughts_tokens", "thinking"],
@@ -184,17 +186,7 @@ SCRIPT = r"""
   };
 
   function $(id) { return document.getElementById(id); }
-  function el(tag, cls, text) {
-    var node = document.createElement(tag);
-    if (cls) { node.className = cls; }
-    if (text !== undefined && text !== null) { node.textContent = String(text); }
-    return node;
-  }
-  function add(parent, child) { parent.appendChild(child); return child; }
   function clear(node) { while (node.firstChild) { node.removeChild(node.firstChild); } }
-  function pretty(value) {
-    try { return JSON.stringify(value, null, 2); } catch (e) { return String(value); }
-  }
   function seconds(ms) { return (ms / 1000).toFixed(ms < 10000 ? 2 : 1) + " s"; }
   function isEmpty(value) {
     return !value || (typeof value === "object" && Object.keys(value).length === 0);
@@ -208,12 +200,6 @@ SCRIPT = r"""
     }
     return JSON.stringify(value);
   }
-  function b64(data) { return data && typeof data.__bytes__ === "string" ? data.__bytes__ : ""; }
-  function byteCount(data) {
-    var s = b64(data);
-    return Math.floor(s.length * 3 / 4) - s.match(/=*$/)[0].length;
-  }
-  function safeMime(mime) { return /^[A-Za-z0-9.+-]+\/[A-Za-z0-9.+-]+$/.test(mime || "") ? mime : ""; }
   function sizeText(n) {
     return n < 1024 ? n + " B" : n < 1048576 ? (n / 1024).toFixed(1) + " KB" : (n / 1048576).toFixed(1) + " MB";
   }
@@ -559,16 +545,7 @@ SCRIPT = r"""
   }
   function media(parent, mime, data) {
     mime = safeMime(mime);
-    var src = "data:" + mime + ";base64," + b64(data);
-    if (mime.indexOf("image/") === 0) {
-      var img = add(parent, el("img", "media"));
-      img.alt = mime + " image";
-      img.src = src;
-    } else if (mime.indexOf("audio/") === 0 || mime.indexOf("video/") === 0) {
-      var player = add(parent, el(mime.indexOf("audio/") === 0 ? "audio" : "video", "media"));
-      player.controls = true;
-      player.src = src;
-    }
+    mediaNode(parent, mime, data);
     add(parent, el("div", "id", (mime || "data") + ", " + sizeText(byteCount(data))));
   }
   function imageUrl(parent, url) {

@@ -30,6 +30,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Dict, Tuple
 from urllib.parse import quote, unquote, urlsplit
 
+from ._dom import DOM_JS
 from .errors import ConfigError
 from .tracer import list_traces, trace_paths
 
@@ -113,17 +114,10 @@ table.list th { font-size: 12px; color: var(--muted); text-transform: uppercase;
 <script>
 (function () {
   "use strict";
-  var DATA = JSON.parse(document.getElementById("data").textContent);
+""" + DOM_JS + r"""  var DATA = JSON.parse(document.getElementById("data").textContent);
   var BUCKETS = [["prompt_tokens", "prompt"], ["cached_tokens", "cached"], ["thoughts_tokens", "thinking"],
                  ["response_tokens", "response"]];
 
-  function el(tag, cls, text) {
-    var node = document.createElement(tag);
-    if (cls) { node.className = cls; }
-    if (text !== undefined && text !== null) { node.textContent = String(text); }
-    return node;
-  }
-  function add(parent, child) { parent.appendChild(child); return child; }
   function traceHref(id) { return "/trace/" + id.split("/").map(encodeURIComponent).join("/"); }
   function when(ms) {
     if (typeof ms !== "number") { return ""; }
@@ -132,26 +126,11 @@ table.list th { font-size: 12px; color: var(--muted); text-transform: uppercase;
     return d.getFullYear() + "-" + two(d.getMonth() + 1) + "-" + two(d.getDate()) + " " + two(d.getHours()) + ":" +
       two(d.getMinutes()) + ":" + two(d.getSeconds());
   }
-  function pretty(value) {
-    try { return JSON.stringify(value, null, 2); } catch (e) { return String(value); }
-  }
-  function b64(data) { return data && typeof data.__bytes__ === "string" ? data.__bytes__ : ""; }
-  function bytesOf(data) { var s = b64(data); return Math.floor(s.length * 3 / 4) - (s.match(/=*$/)[0].length); }
-  function safeMime(mime) { return /^[A-Za-z0-9.+-]+\/[A-Za-z0-9.+-]+$/.test(mime || "") ? mime : ""; }
 
   function media(parent, mime, data) {
     mime = safeMime(mime);
-    var src = "data:" + mime + ";base64," + b64(data);
-    if (mime.indexOf("image/") === 0) {
-      var img = add(parent, el("img", "media"));
-      img.alt = mime + " image";
-      img.src = src;
-    } else if (mime.indexOf("audio/") === 0 || mime.indexOf("video/") === 0) {
-      var player = add(parent, el(mime.indexOf("audio/") === 0 ? "audio" : "video", "media"));
-      player.controls = true;
-      player.src = src;
-    }
-    add(parent, el("div", "id", (mime || "data") + ", " + bytesOf(data) + " bytes"));
+    mediaNode(parent, mime, data);
+    add(parent, el("div", "id", (mime || "data") + ", " + byteCount(data) + " bytes"));
   }
 
   // only http(s) URLs become links, only they and data:image URLs become images; anything else
@@ -213,7 +192,7 @@ table.list th { font-size: 12px; color: var(--muted); text-transform: uppercase;
       part = add(parent, el("div", "part"));
       media(part, item.mime_type, item.data);
     } else if (type === "inline_thinking") {
-      add(parent, el("div", "part id", "Encrypted thinking (" + (item.mime_type || "data") + ", " + bytesOf(item.data) +
+      add(parent, el("div", "part id", "Encrypted thinking (" + (item.mime_type || "data") + ", " + byteCount(item.data) +
         " bytes)"));
     } else if (type === "embedding") {
       var values = item.embedding || [];
