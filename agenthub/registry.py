@@ -420,8 +420,8 @@ def resolve(
             check_not_private_key(api_key, "the key read from the environment")
         return client_type, endpoint, api_key, quirks
     if is_token_provider(api_key):
-        raise ConfigError("client_type {!r} takes a key string as api_key; a token callable is taken by azure, "
-                          "azure-responses and vertex".format(client_type))
+        raise ConfigError("client_type {!r} takes a key string as api_key; a token callable is taken by {}".format(
+            client_type, ", ".join(r.name for r in providers.all_protocols() if r.configure is not None)))
     if api_key is not None and (not isinstance(api_key, str) or not api_key):
         raise ConfigError("api_key must be a non-empty string (or None to read it from the environment)")
 
