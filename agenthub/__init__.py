@@ -56,7 +56,7 @@ from .types import (
     UsageMetadata,
 )
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 __all__ = [
     "AutoLLMClient",
