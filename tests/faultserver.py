@@ -29,6 +29,8 @@ import struct
 import threading
 import time
 
+import pytest
+
 __all__ = ["FaultServer", "status", "send", "sleep", "drop", "end", "hang", "trickle", "sse", "chat_chunk",
            "chat_stream", "error_body", "within", "tiny_session", "pool_free", "raw", "reset"]
 
@@ -431,3 +433,23 @@ def pool_free(session, url):
     adapter = session.get_adapter(url)
     pool = adapter.poolmanager.connection_from_url(url)
     return pool.pool.qsize() == pool.pool.maxsize
+
+
+# -- fixtures the fault tests share (import them into a test module: ``from faultserver import fast_backoff``) --
+
+
+@pytest.fixture(autouse=True)
+def fast_backoff(monkeypatch):
+    """Retries back off for milliseconds, not seconds (the rules under test stay the same)."""
+    import agenthub.client as client_module
+
+    monkeypatch.setattr(client_module, "BACKOFF_BASE", 0.01)
+    monkeypatch.setattr(client_module, "BACKOFF_CAP", 0.02)
+
+
+@pytest.fixture
+def server():
+    """A FaultServer on 127.0.0.1 for one test; it must have seen no handler errors."""
+    with FaultServer() as srv:
+        yield srv
+        assert not srv.errors

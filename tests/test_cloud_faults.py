@@ -7,11 +7,11 @@ import os
 
 import pytest
 
-import agenthub.client as client_module
 from agenthub import AutoLLMClient, StreamProtocolError, TransportError, UpstreamError
 from agenthub.client import Timeout
 from agenthub.stream import check_stream
-from faultserver import FaultServer, drop, hang, pool_free, send, sleep, status, tiny_session, within
+from faultserver import drop, hang, pool_free, send, sleep, status, tiny_session, within
+from faultserver import fast_backoff, server  # noqa: F401  (fixtures)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SSE = {"Content-Type": "text/event-stream"}
@@ -39,17 +39,6 @@ ROUTES = {
 }
 
 
-@pytest.fixture(autouse=True)
-def fast_backoff(monkeypatch):
-    monkeypatch.setattr(client_module, "BACKOFF_BASE", 0.01)
-    monkeypatch.setattr(client_module, "BACKOFF_CAP", 0.05)
-
-
-@pytest.fixture
-def server():
-    with FaultServer() as srv:
-        yield srv
-        assert not srv.errors
 
 
 class Tokens(object):

@@ -11,24 +11,14 @@ import agenthub.client as client_module
 from agenthub import (AgentHubError, AuthenticationError, AutoLLMClient, RateLimitError, ServerError,
                       StreamProtocolError, TransportError, UpstreamError, check_stream, collect)
 from agenthub.client import ResponseStream, Timeout
-from faultserver import (FaultServer, chat_chunk, chat_stream, drop, error_body, hang, pool_free, raw, reset,
+from faultserver import (chat_chunk, chat_stream, drop, error_body, hang, pool_free, raw, reset,
                          send, sleep, sse, status, tiny_session, trickle, within)
+from faultserver import fast_backoff, server  # noqa: F401  (fixtures)
 
 USER = {"role": "user", "content_items": [{"type": "text", "text": "hi"}]}
 SSE = {"Content-Type": "text/event-stream"}
 
 
-@pytest.fixture(autouse=True)
-def fast_backoff(monkeypatch):
-    monkeypatch.setattr(client_module, "BACKOFF_BASE", 0.01)
-    monkeypatch.setattr(client_module, "BACKOFF_CAP", 0.05)
-
-
-@pytest.fixture
-def server():
-    with FaultServer() as srv:
-        yield srv
-        assert not srv.errors
 
 
 def make(server, session=None, **kwargs):

@@ -8,28 +8,17 @@ import json
 
 import pytest
 
-import agenthub.client as client_module
 from agenthub import AutoLLMClient, RateLimitError, ServerError, StreamProtocolError, UpstreamError
 from agenthub.client import Timeout
 from agenthub.errors import upstream_error
 from faultserver import FaultServer, chat_stream, send, status, tiny_session, within
+from faultserver import fast_backoff, server  # noqa: F401  (fixtures)
 
 USER = {"role": "user", "content_items": [{"type": "text", "text": "hi"}]}
 SSE = {"Content-Type": "text/event-stream"}
 JSON = {"Content-Type": "application/json"}
 
 
-@pytest.fixture(autouse=True)
-def fast_backoff(monkeypatch):
-    monkeypatch.setattr(client_module, "BACKOFF_BASE", 0.01)
-    monkeypatch.setattr(client_module, "BACKOFF_CAP", 0.05)
-
-
-@pytest.fixture
-def server():
-    with FaultServer() as srv:
-        yield srv
-        assert not srv.errors
 
 
 def make(server, client_type="openai-chat", path="/v1", **kwargs):

@@ -9,11 +9,11 @@ import pytest
 import requests
 
 from agenthub import AutoLLMClient, TransportError, UpstreamError
-from agenthub import client as client_module
 from agenthub._redact import redact_headers, redact_url, secret_values
 from agenthub.testing import record_session
 
 from faultserver import FaultServer, send, status
+from faultserver import fast_backoff  # noqa: F401  (fixtures)
 
 KEY = "sk-proj-the-real-key-0123456789"
 HEADERS = {"Helicone-Auth": "Bearer hel-sk-helicone-secret-42", "X-Auth": "xauth-plain-secret-77",
@@ -23,11 +23,6 @@ SECRETS = ["sk-proj-the-real-key-0123456789", "hel-sk-helicone-secret-42", "xaut
            "cookie-secret-value-99", "customer-route-5566", "cf-gateway-secret-31"]
 USER = [{"role": "user", "content_items": [{"type": "text", "text": "hi"}]}]
 
-
-@pytest.fixture(autouse=True)
-def fast_backoff(monkeypatch):
-    monkeypatch.setattr(client_module, "BACKOFF_BASE", 0.01)
-    monkeypatch.setattr(client_module, "BACKOFF_CAP", 0.02)
 
 
 def _echo(code):

@@ -8,20 +8,15 @@ import traceback
 import pytest
 
 from agenthub import AutoLLMClient, ConfigError, Timeout, TransportError
-from agenthub import client as client_module
 from agenthub.providers._common import HttpRequest
 from agenthub import transport
 
 from faultserver import FaultServer
+from faultserver import fast_backoff  # noqa: F401  (fixtures)
 
 KEY = "sk-proj-REALKEY-0123456789abcdef"
 USER = [{"role": "user", "content_items": [{"type": "text", "text": "hi"}]}]
 
-
-@pytest.fixture(autouse=True)
-def fast_backoff(monkeypatch):
-    monkeypatch.setattr(client_module, "BACKOFF_BASE", 0.01)
-    monkeypatch.setattr(client_module, "BACKOFF_CAP", 0.02)
 
 
 BAD = [

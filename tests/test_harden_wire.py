@@ -13,21 +13,16 @@ import zlib
 import pytest
 
 from agenthub import AutoLLMClient, RateLimitError, StreamProtocolError, Timeout, TransportError, UpstreamError
-from agenthub import client as client_module
 from agenthub import transport
 from agenthub.sse import SSEDecoder
 
 from faultserver import FaultServer, chat_chunk, chat_stream, error_body, send, status
+from faultserver import fast_backoff  # noqa: F401  (fixtures)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 USER = [{"role": "user", "content_items": [{"type": "text", "text": "hi"}]}]
 BOM = b"\xef\xbb\xbf"
 
-
-@pytest.fixture(autouse=True)
-def fast_backoff(monkeypatch):
-    monkeypatch.setattr(client_module, "BACKOFF_BASE", 0.01)
-    monkeypatch.setattr(client_module, "BACKOFF_CAP", 0.02)
 
 
 def _client(server, **kwargs):

@@ -15,11 +15,11 @@ import traceback
 import pytest
 
 import agenthub
-import agenthub.client as client_module
 from agenthub import AgentHubError, AutoLLMClient, ConfigError, TransportError, UpstreamError
 from agenthub.client import Timeout
 from faultserver import (FaultServer, chat_chunk, chat_stream, drop, hang, send, sse, status,
                          within)
+from faultserver import fast_backoff  # noqa: F401  (fixtures)
 
 KEY = "sk-test-SECRET-9f8e7d6c5b4a3210zyxw"
 SSE = {"Content-Type": "text/event-stream"}
@@ -27,11 +27,6 @@ USER = {"role": "user", "content_items": [{"type": "text", "text": "hi"}]}
 CLIENT_TYPES = {"openai_chat": "openai-chat", "anthropic": "anthropic", "gemini": "gemini",
                 "openai_responses": "openai-responses"}
 
-
-@pytest.fixture(autouse=True)
-def fast_backoff(monkeypatch):
-    monkeypatch.setattr(client_module, "BACKOFF_BASE", 0.01)
-    monkeypatch.setattr(client_module, "BACKOFF_CAP", 0.02)
 
 
 def echo_headers(request):
