@@ -56,9 +56,9 @@ import threading
 import time
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Tuple
 
-from .errors import (AgentHubError, AuthenticationError, ConfigError, ServerError, StreamError, TransportError,
+from ..errors import (AgentHubError, AuthenticationError, ConfigError, ServerError, StreamError, TransportError,
                      UnsupportedParameterError, UpstreamError, error_to_json)
-from .providers._tokens import is_loopback_host
+from ..providers._tokens import is_loopback_host
 
 __all__ = ["make_app", "load_config", "serve", "AgentHubApp", "DEFAULT_PORT"]
 
@@ -327,8 +327,8 @@ class AgentHubApp(object):
     """The WSGI application (``make_app`` builds it from a config)."""
 
     def __init__(self, settings: Mapping[str, Any], session: Any = None) -> None:
-        from .client import AutoLLMClient
-        from .validate import check_config
+        from ..client import AutoLLMClient
+        from ..validate import check_config
 
         self.models = {}  # type: Dict[str, _Model]
         secrets = []  # type: List[str]

@@ -31,8 +31,8 @@ from typing import Any, Dict, Tuple
 from urllib.parse import quote, unquote, urlsplit
 
 from ._dom import DOM_JS
-from .errors import ConfigError
-from .tracer import list_traces, trace_paths
+from ..errors import ConfigError
+from ..tracer import list_traces, trace_paths
 
 __all__ = ["serve", "page", "PAGE", "CSP"]
 
