@@ -16,6 +16,9 @@ Reliability rules (docs/reliability.md has the full table):
   for the whole call, retries and backoff included.
 - ``stream.abort()`` (from any thread) ends the stream promptly with
   ``TransportError(aborted=True)`` and releases the connection.
+- A stream belongs to the process that opened it: in a forked child its next read raises
+  ``TransportError(forked=True)`` without touching the connection, and the child's
+  ``abort()`` or ``close()`` leaves the parent's stream alone.
 
 The attempt loop (``AutoLLMClient._run``) is the one place of these policies, for a stream
 and for a whole JSON document (a model list page) alike.  Per attempt: check abort and the
@@ -554,14 +557,14 @@ class AutoLLMClient(object):
 
     def _stream(self, watch: Any, call: Attempt, stateful: Optional[UniMessage], version: int) -> Iterator[UniEvent]:
         """The turn around the attempt loop: the stateful lock, history and the trace."""
-        locked = False
+        locked = None  # the lock this stream holds (a forked child may have renewed self._busy meanwhile)
         config = call.config or {}
         try:
             if stateful is not None:
                 self._fresh_locks()
                 if not self._busy.acquire(False):
                     raise ConfigError("a stateful stream is already open on this client: finish or close it first")
-                locked = True
+                locked = self._busy
                 if self._version != version:
                     raise ConfigError("the history changed after this stateful stream was created")
             history_before = list(self._history)
@@ -589,8 +592,8 @@ class AutoLLMClient(object):
             finally:
                 attempts.close()  # type: ignore[attr-defined]
         finally:
-            if locked:
-                self._busy.release()
+            if locked is not None:
+                locked.release()
 
     def _attempts(self, call: Attempt, watch: Any) -> Iterator[UniEvent]:
         """The events of one turn: the attempt loop reading the protocol's stream."""
@@ -659,6 +662,8 @@ class AutoLLMClient(object):
                                              client, delivered, output["finish_reason"], output["usage_metadata"],
                                              (time.monotonic() - started) * 1000)
                         yield output
+                        if watch.reason is not None:  # aborted, timed out or forked while the caller held the event
+                            raise _stopped(client, watch, timeout)
                     return
                 except AgentHubError as exc:
                     call.delivered = delivered
@@ -792,6 +797,11 @@ def _stopped(client: str, control: Any, timeout: Timeout, reason: Optional[str] 
     if reason == "deadline":
         error = TransportError("{}: the total deadline of {}s was exceeded".format(client, timeout.total),
                                client=client, timeout=True, deadline=True, aborted=False, retryable=False)
+    elif reason == "fork":
+        error = TransportError("{}: this stream was opened in process {} and cannot be read in another process "
+                               "(a forked child): open a new stream there".format(client, getattr(control, "pid", "?")),
+                               client=client, timeout=False, deadline=False, aborted=False, retryable=False,
+                               forked=True)
     else:
         error = TransportError("{}: the stream was aborted by the caller".format(client), client=client,
                                timeout=False, deadline=False, aborted=True, retryable=False)

@@ -124,7 +124,8 @@ class TransportError(AgentHubError, ConnectionError):
     """Connecting, sending or reading failed (timeouts included); the cause is chained.
 
     ``timeout``: a connect or idle timeout (or the total deadline) fired; ``deadline``: the
-    total deadline passed; ``aborted``: the caller stopped the stream (``abort()``).
+    total deadline passed; ``aborted``: the caller stopped the stream (``abort()``); ``forked``:
+    the stream was read in another process than the one that opened it (a forked child).
     """
 
     client: str = ""
@@ -132,6 +133,7 @@ class TransportError(AgentHubError, ConnectionError):
     timeout: bool = False
     deadline: bool = False
     aborted: bool = False
+    forked: bool = False
 
 
 class UpstreamError(AgentHubError):

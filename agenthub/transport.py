@@ -67,6 +67,7 @@ Hook = Optional[Callable[[Any], None]]
 # (not shut down: they are the parent's) and only the child's copies of their descriptors close.
 
 _SESSIONS = weakref.WeakSet()  # type: weakref.WeakSet
+_WATCHES = weakref.WeakSet()  # type: weakref.WeakSet  # every live Watch: a stream of the parent's in a child
 
 
 def forget_connections(session: Any) -> None:
@@ -80,6 +81,8 @@ def forget_connections(session: Any) -> None:
 
 
 def _after_fork_in_child() -> None:
+    for watch in list(_WATCHES):
+        watch._forked()
     for session in list(_SESSIONS):
         try:
             forget_connections(session)
@@ -163,16 +166,33 @@ class Watch(object):
     timer, a signal handler) shuts that socket down so the read returns at once.  A
     connection still connecting has no socket yet: a short-lived thread then retries
     until it has one (or the attempt let go of it).  ``sleep`` is a wait that ``stop`` ends.
+
+    A watch belongs to the process that made it: in a forked child it is stopped at the fork
+    (reason "fork": the stream is the parent's, its next read there raises) and it never shuts
+    down a socket there (the socket is the parent's too).
     """
 
-    __slots__ = ("reason", "_lock", "_target", "_wake", "_chasing")
+    __slots__ = ("reason", "pid", "_lock", "_target", "_wake", "_chasing", "__weakref__")
 
     def __init__(self) -> None:
-        self.reason = None  # type: Optional[str]  # None, "abort" or "deadline"
+        self.reason = None  # type: Optional[str]  # None, "abort", "deadline" or "fork"
+        #: the process whose stream this is
+        self.pid = os.getpid()
         self._lock = threading.RLock()  # reentrant: abort() may run in a signal handler on the reading thread
         self._target = None  # type: Any
         self._wake = threading.Event()
         self._chasing = False
+        _WATCHES.add(self)
+
+    def _forked(self) -> None:
+        """In a forked child: the call is the parent's (the locks may be held by a thread of the parent's)."""
+        self._lock = threading.RLock()
+        self._target = None  # the parent's connection: never shut down from here
+        self._chasing = False
+        if self.reason is None:
+            self.reason = "fork"
+        self._wake = threading.Event()
+        self._wake.set()
 
     def attach(self, target: Any) -> None:
         with self._lock:
@@ -194,6 +214,8 @@ class Watch(object):
                 self._interrupt()
 
     def _interrupt(self) -> None:
+        if self.pid != os.getpid():  # pragma: no cover - _forked dropped the target already
+            return
         if interrupt(self._target) or self._chasing:
             return
         self._chasing = True
@@ -650,6 +672,7 @@ class BodyStream(object):
         self._response = None  # type: Any
         self._chunks = None  # type: Optional[Iterator[bytes]]
         self._done = False
+        self._pid = os.getpid()  # in another process (a forked child) the connection is not ours to close
         #: the decoded JSON answer, when ``open`` found one JSON document instead of a stream
         self.document = None  # type: Any
 
@@ -768,7 +791,7 @@ class BodyStream(object):
             return
         self._done = True
         response, self._response = self._response, None
-        if response is not None:
+        if response is not None and self._pid == os.getpid():
             _release(response, self._watch)
 
     def __del__(self) -> None:
