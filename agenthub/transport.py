@@ -525,23 +525,69 @@ class _Inflater(object):
             yield out
 
 
-def _coding(response: Any) -> str:
+class _Layers(object):
+    """Stacked codings (``Content-Encoding: gzip, gzip``), each layer inflated in bounded pieces:
+    the last coding applied is undone first, and every piece it yields goes through the next
+    layer before more is asked of it, so no layer ever holds more than ``INFLATE_PIECE``."""
+
+    __slots__ = ("_layers",)
+
+    def __init__(self, codings: List[str]) -> None:
+        self._layers = [_Inflater(coding) for coding in reversed(codings)]
+
+    def _after(self, index: int, pieces: Iterator[bytes]) -> Iterator[bytes]:
+        if index + 1 == len(self._layers):
+            yield from pieces
+            return
+        feed = self._layers[index + 1].feed
+        for piece in pieces:
+            yield from self._after(index + 1, feed(piece))
+
+    def feed(self, data: bytes) -> Iterator[bytes]:
+        return self._after(0, self._layers[0].feed(data))
+
+    def flush(self) -> Iterator[bytes]:
+        for index, layer in enumerate(self._layers):
+            yield from self._after(index, layer.flush())
+
+
+def _codings(response: Any) -> List[str]:
+    """The answer's content codings in the order they were applied (``identity`` dropped)."""
     headers = getattr(response, "headers", None) or {}
-    return (headers.get("content-encoding") or "").strip().lower()
+    names = (name.strip().lower() for name in (headers.get("content-encoding") or "").split(","))
+    return [name for name in names if name and name != "identity"]
+
+
+def _accepted(response: Any) -> List[str]:
+    """The codings the request asked for (its Accept-Encoding), lower case, parameters dropped."""
+    headers = getattr(getattr(response, "request", None), "headers", None) or {}
+    return [part.split(";", 1)[0].strip().lower() for part in (headers.get("accept-encoding") or "").split(",")]
+
+
+def _refused(codings: List[str], accepted: List[str]) -> Iterator[bytes]:
+    raise StreamProtocolError("the answer's Content-Encoding {!r} was not asked for (Accept-Encoding: {}): it is not "
+                              "decoded".format(", ".join(codings), ", ".join(a for a in accepted if a) or "none"),
+                              retryable=False)
+    yield b""  # pragma: no cover - a generator: the error comes at the first read, where the body is closed
 
 
 def _chunks(response: requests.Response) -> Iterator[bytes]:
-    """The body's bytes as they arrive, decoded: a gzip or deflate body is inflated here in bounded
-    pieces (urllib3 would inflate each received chunk whole: a 1 MB chunk of a gzip bomb is 1 GB)."""
-    coding = _coding(response)
-    if coding in ("", "identity"):
+    """The body's bytes as they arrive, decoded: gzip and deflate bodies, stacked ones too, are
+    inflated here in bounded pieces (urllib3 would inflate each received chunk whole: a 1 MB chunk of
+    a gzip bomb is 1 GB).  Another coding (br, zstd) is left to urllib3 when the request asked for it
+    alone; one not asked for, or stacked with another, is refused (StreamProtocolError)."""
+    codings = _codings(response)
+    if not codings:
         return _raw_chunks(response, False)
-    if coding not in _CODINGS:
-        return _raw_chunks(response, True)  # br, zstd, stacked codings: urllib3's decoders
-    return _inflated(_raw_chunks(response, False), _Inflater(coding))
+    if all(coding in _CODINGS for coding in codings):
+        return _inflated(_raw_chunks(response, False), _Layers(codings))
+    accepted = _accepted(response)
+    if len(codings) == 1 and (codings[0] in accepted or "*" in accepted):
+        return _raw_chunks(response, True)  # a coding the caller's own Accept-Encoding asked for: urllib3's decoder
+    return _refused(codings, accepted)
 
 
-def _inflated(chunks: Iterator[bytes], inflater: _Inflater) -> Iterator[bytes]:
+def _inflated(chunks: Iterator[bytes], inflater: Any) -> Iterator[bytes]:
     try:
         for chunk in chunks:
             for piece in inflater.feed(chunk):
@@ -968,14 +1014,15 @@ class ReplayAdapter(requests.adapters.BaseAdapter):
 class _TeeBody(object):
     """Wraps urllib3's response body: every byte handed to the reader is also kept for the cassette."""
 
-    def __init__(self, raw: Any, done: Callable[[bytes], None], coding: str = "") -> None:
+    def __init__(self, raw: Any, done: Callable[[bytes], None], codings: Optional[List[str]] = None) -> None:
         self._raw = raw
         self._done = done
         self._parts = []  # type: list
         self._finished = False
         # the reader takes gzip/deflate bodies as sent and inflates them itself; the cassette keeps them
         # inflated (it stores no content coding)
-        self._inflate = _Inflater(coding) if coding in _CODINGS else None
+        codings = codings or []
+        self._inflate = _Layers(codings) if codings and all(c in _CODINGS for c in codings) else None
 
     def __getattr__(self, name: str) -> Any:  # chunked, release_conn, _original_response, _fp, ...
         return getattr(self._raw, name)
@@ -1041,7 +1088,7 @@ class RecordingAdapter(requests.adapters.HTTPAdapter):
         def done(data: bytes) -> None:
             self.cassette.record(method, url, body, status, headers, data, secrets)
 
-        response.raw = _TeeBody(response.raw, done, _coding(response))
+        response.raw = _TeeBody(response.raw, done, _codings(response))
         return response
 
 
