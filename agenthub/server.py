@@ -15,7 +15,7 @@ variable is a ConfigError naming it; ``"$$..."`` is a literal ``$...``).  Each m
 becomes one AutoLLMClient (``max_retries`` and ``timeout`` may be given per row); its
 ``default_config`` lies under the config of every request for it.
 
-Endpoints (the wire contract; PLAN.md):
+Endpoints (the wire contract):
 
 - ``GET /v1/models``: ``{"object": "list", "data": [{"id": ..., "object": "model"}, ...]}``.
 - ``POST /v1/stream`` ``{"model": <id>, "messages": [...], "config": {...}}`` (bytes as
