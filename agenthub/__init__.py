@@ -25,7 +25,8 @@ from .errors import (
     UpstreamError,
 )
 from .media import save_wav
-from .registry import cost, list_models
+from .catalog import cost, list_supported_models
+from .registry import list_models
 from .stream import check_stream, collect
 from .types import (
     AssistantMessage,
@@ -92,6 +93,7 @@ __all__ = [
     "collect",
     "check_stream",
     "list_models",
+    "list_supported_models",
     "cost",
     "AgentHubError",
     "ConfigError",

@@ -9,6 +9,7 @@
                                            read from a pipe
     agenthub chat MODEL "prompt" --json    the raw UniEvents, one JSON object a line (bytes as base64)
     agenthub models [--json]               the routing registry
+    agenthub models --provider P|--supports X   the model catalog: limits, capabilities, prices
     agenthub trace view DIR                browse saved traces in a web page (http.server, loopback)
     agenthub trace show FILE               print a saved trace as text
     agenthub serve --config FILE           serve the config's models over HTTP (SSE of UniEvents)
@@ -62,14 +63,24 @@ def _tokens(count: Optional[int]) -> str:
 
 
 def model_line(model: Mapping[str, Any]) -> str:
-    """``claude-sonnet-5: context 1M, output 128K; $ 2 / 0.2 / 10 / 10 (2026-12-01)`` for ``agenthub models``."""
-    prices = model.get("usd_per_1m") or {}
-    shown = " / ".join("?" if prices.get(key) is None else "{:g}".format(prices[key]) for key in (
-        "prompt_tokens", "cached_tokens", "thoughts_tokens", "response_tokens"))
-    note = "; " + model["note"] if model.get("note") else ""
-    return "{}: context {}, output {}; ${} ({}{})".format(
-        model["model"], _tokens(model.get("context_window")), _tokens(model.get("max_output")), shown,
-        model.get("taken"), note)
+    """A catalog row for ``agenthub models --provider``: ``claude-sonnet-4-6: context 1M, output 64K;
+    $3 in / 0.3 cached / 3.75 write / 15 out; text+image+pdf -> text; reasoning, tools``."""
+    prices = model.get("prices") or {}
+    shown = " / ".join("{} {}".format("?" if prices.get(key) is None else "{:g}".format(prices[key]), label)
+                       for key, label in (("input", "in"), ("cached_input", "cached"), ("cache_write_5m", "write"),
+                                          ("output", "out")))
+    extra = []
+    if prices.get("long_context"):
+        extra.append("above {} input".format(_tokens(prices["long_context"][0]["above_input_tokens"])))
+    if model.get("batch"):
+        extra.append("batch")
+    extra.extend(sorted(model.get("tiers") or ()))
+    supports = [name for name, key in (("reasoning", "reasoning"), ("tools", "tools"),
+                                       ("json_schema", "structured_output")) if model.get(key)]
+    return "{}: context {}, output {}; ${}{}; {} -> {}{}".format(
+        model["id"], _tokens(model.get("context_window")), _tokens(model.get("max_output")), shown,
+        " (+" + ", ".join(extra) + ")" if extra else "", "+".join(model.get("input_modalities") or ["?"]),
+        "+".join(model.get("output_modalities") or ["?"]), "; " + ", ".join(supports) if supports else "")
 
 
 class Printer(object):
@@ -118,7 +129,7 @@ class Printer(object):
             usage = event.get("usage_metadata")
             price = None
             if self.model is not None:
-                from .registry import cost
+                from .catalog import cost
 
                 price = cost(self.model, usage)
             self.line(self._style("2", usage_line(event.get("finish_reason"), usage, price)))
@@ -197,8 +208,12 @@ def _parser() -> argparse.ArgumentParser:
     chat.add_argument("--api-key-env", metavar="NAME", help="read the key from the environment variable NAME")
     chat.add_argument("--trace-id", help="save the conversation as a trace (under $AGENTHUB_CACHE_DIR)")
     chat.add_argument("--json", action="store_true", help="print raw UniEvents, one JSON object per line")
-    models = sub.add_parser("models", help="list the routing registry")
+    models = sub.add_parser("models", help="list the routing registry, or the model catalog (--provider/--supports)")
     models.add_argument("--json", action="store_true", help="one JSON array of rows")
+    models.add_argument("--provider", help="list the catalog's models of one provider (openai, anthropic, google, "
+                                           "bedrock, deepseek, zai, moonshot, dashscope, minimax, openrouter)")
+    models.add_argument("--supports", action="append", choices=("tools", "vision", "reasoning", "json_schema"),
+                        help="list the catalog's models that support this (repeatable)")
     trace = sub.add_parser("trace", help="saved traces: view them in a browser, or print one")
     trace_sub = trace.add_subparsers(dest="trace_command", metavar="ACTION")
     view = trace_sub.add_parser("view", help="serve a viewer of the traces under DIR (standard library http.server)")
@@ -263,8 +278,11 @@ def main(argv: Optional[List[str]] = None) -> int:
 
 
 def _models(args: Any, out: TextIO) -> int:
+    from .catalog import catalog_info, list_supported_models
     from .registry import list_models
 
+    if args.provider or args.supports:
+        return _catalog(args, out)
     rows = list_models()
     if args.json:
         out.write(json.dumps(rows, indent=2) + "\n")
@@ -276,14 +294,40 @@ def _models(args: Any, out: TextIO) -> int:
         out.write("    {}; {} -> {}; e.g. {}\n".format(
             row["vendor"], "+".join(row["input_modalities"]), "+".join(row["output_modalities"]),
             ", ".join(row["examples"])))
-        for model in row.get("models") or ():
-            out.write("    {}\n".format(model_line(model)))
-    if any(row.get("models") for row in rows):
-        out.write("\nPrices: USD per 1M tokens of each usage bucket (prompt / cached / thinking / response), "
-                  "list prices as taken on the date shown; ? where unknown.\n")
+    info = catalog_info()
+    out.write("\nCatalog: {} models (snapshot {}; {}): `agenthub models --provider NAME` or `--supports "
+              "tools|vision|reasoning|json_schema` lists them, with limits and prices.\n".format(
+                  len(list_supported_models()), info["date"],
+                  ", ".join("{} {}".format(s["name"], s["version"]) for s in info["sources"] if "version" in s)))
     out.write("\nAny other model: --client-type PROTOCOL (openai-chat, openai-responses, anthropic, gemini) "
               "or a preset "
               "({}), with --base-url.\n".format(", ".join(r["presets"][0] for r in rows if r["presets"])))
+    return 0
+
+
+_SUPPORTS = {"tools": lambda m: m.get("tools") is True, "reasoning": lambda m: m.get("reasoning") is True,
+             "json_schema": lambda m: m.get("structured_output") is True,
+             "vision": lambda m: "image" in (m.get("input_modalities") or ())}
+
+
+def _catalog(args: Any, out: TextIO) -> int:
+    from .catalog import catalog_info, list_supported_models
+
+    rows = [row for row in list_supported_models(args.provider)
+            if all(_SUPPORTS[need](row) for need in args.supports or ())]
+    if args.json:
+        out.write(json.dumps(rows, indent=2) + "\n")
+        return 0
+    provider = None
+    for row in rows:
+        if row["provider"] != provider:
+            provider = row["provider"]
+            out.write("{}:\n".format(provider))
+        out.write("    {}\n".format(model_line(row)))
+    info = catalog_info()
+    out.write("\n{} models. Prices: USD per 1M tokens (input / cached input / 5-minute cache write / output), "
+              "list prices of {} ({}); ? where unknown.\n".format(len(rows), info["date"], ", ".join(
+                  "{} {}".format(s["name"], s["version"]) for s in info["sources"] if "version" in s)))
     return 0
 
 
