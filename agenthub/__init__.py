@@ -12,6 +12,7 @@ from .client import AutoLLMClient, ResponseStream, Timeout
 from .errors import (
     AgentHubError,
     AuthenticationError,
+    BudgetExceededError,
     ConfigError,
     EmptyResponseError,
     RateLimitError,
@@ -25,6 +26,7 @@ from .errors import (
     UpstreamError,
 )
 from .media import save_wav
+from .budget import Budget
 from .catalog import cost, list_supported_models
 from .registry import list_models
 from .stream import check_stream, collect
@@ -95,6 +97,8 @@ __all__ = [
     "list_models",
     "list_supported_models",
     "cost",
+    "Budget",
+    "BudgetExceededError",
     "AgentHubError",
     "ConfigError",
     "UnsupportedParameterError",
