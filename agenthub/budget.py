@@ -247,3 +247,76 @@ class Reservation(object):
         """Drop the hold: the request failed before any answer."""
         if self._finish():
             self.budget._release(self.needed_usd)
+
+
+# -- the client's hook (AutoLLMClient(..., budget=...)) -------------------------------------------
+
+#: where a planned body keeps its output limit, per wire dialect
+_MAX_FIELDS = (("max_tokens",), ("max_output_tokens",), ("max_completion_tokens",),
+               ("generationConfig", "maxOutputTokens"), ("inferenceConfig", "maxTokens"))
+
+
+def planned_max_tokens(body: Any) -> Optional[int]:
+    """The output limit the planned request asks for (None when it names none)."""
+    if not isinstance(body, Mapping):
+        return None
+    for path in _MAX_FIELDS:
+        value = body  # type: Any
+        for key in path:
+            value = value.get(key) if isinstance(value, Mapping) else None
+        if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+            return value
+    return None
+
+
+class BudgetHook(object):
+    """An attempt-loop hook (``agenthub.client.AttemptHook``): reserve before the first attempt of a
+    stream, settle when the call ends.  Retries of the same call share its one hold."""
+
+    def __init__(self, budget: Budget) -> None:
+        self.budget = budget
+        self._holds = {}  # type: dict
+        self._lock = threading.Lock()
+
+    def before_attempt(self, attempt: Any) -> None:
+        if attempt.kind != "stream" or attempt.number != 0:
+            return
+        config = attempt.config or {}
+        body = getattr(attempt.request, "body", None)
+        limit = planned_max_tokens(body)
+        if limit is None and config.get("max_tokens") is not None:
+            limit = config["max_tokens"]
+        if limit is None:
+            from .catalog import find_model
+
+            row = find_model(attempt.model)
+            limit = row.get("max_output") if row else None
+        if limit is None:
+            if self.budget.allow_unpriced and worst_case_usd(attempt.model, 0, 0) is None:
+                limit = 0
+            else:
+                raise ConfigError("{}: a budget needs a bound on the output: set config max_tokens (the catalog "
+                                  "knows no output limit for {!r})".format(attempt.client_type, attempt.model))
+        inputs = estimate_tokens(attempt.messages or (), config)
+        hold = self.budget.reserve(attempt.model, inputs, int(limit), tier="fast" if config.get("fast_mode") else None,
+                                   prompt_caching=config.get("prompt_caching"))
+        with self._lock:
+            self._holds[id(attempt)] = hold
+
+    def after_response(self, attempt: Any) -> None:
+        pass
+
+    def on_error(self, attempt: Any, error: Any) -> None:
+        pass
+
+    def on_done(self, attempt: Any) -> None:
+        with self._lock:
+            hold = self._holds.pop(id(attempt), None)
+        if hold is None:
+            return
+        if attempt.usage is not None:
+            hold.settle(attempt.usage)
+        elif attempt.error is not None and not attempt.delivered:
+            hold.release()  # failed before any answer: nothing was generated for it
+        else:
+            hold.settle(None)  # cut or closed mid-answer: what it used is unknown, its hold counts
