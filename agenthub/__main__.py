@@ -9,6 +9,7 @@
                                            read from a pipe
     agenthub chat MODEL "prompt" --json    the raw UniEvents, one JSON object a line (bytes as base64)
     agenthub models [--json]               the routing registry
+    agenthub models --provider P|--supports X   the model catalog: limits, capabilities, prices
     agenthub trace view DIR                browse saved traces in a web page (http.server, loopback)
     agenthub trace show FILE               print a saved trace as text
     agenthub serve --config FILE           serve the config's models over HTTP (SSE of UniEvents)
@@ -66,8 +67,12 @@ def _parser() -> argparse.ArgumentParser:
     chat.add_argument("--api-key-env", metavar="NAME", help="read the key from the environment variable NAME")
     chat.add_argument("--trace-id", help="save the conversation as a trace (under $AGENTHUB_CACHE_DIR)")
     chat.add_argument("--json", action="store_true", help="print raw UniEvents, one JSON object per line")
-    models = sub.add_parser("models", help="list the routing registry")
+    models = sub.add_parser("models", help="list the routing registry, or the model catalog (--provider/--supports)")
     models.add_argument("--json", action="store_true", help="one JSON array of rows")
+    models.add_argument("--provider", help="list the catalog's models of one provider (openai, anthropic, google, "
+                                           "bedrock, deepseek, zai, moonshot, dashscope, minimax, openrouter)")
+    models.add_argument("--supports", action="append", choices=("tools", "vision", "reasoning", "json_schema"),
+                        help="list the catalog's models that support this (repeatable)")
     trace = sub.add_parser("trace", help="saved traces: view them in a browser, or print one")
     trace_sub = trace.add_subparsers(dest="trace_command", metavar="ACTION")
     view = trace_sub.add_parser("view", help="serve a viewer of the traces under DIR (standard library http.server)")
@@ -131,7 +136,7 @@ def _demo(args: Any) -> int:
 def _models(args: Any) -> int:
     from .apps.terminal import print_models
 
-    return print_models(sys.stdout, args.json)
+    return print_models(sys.stdout, args.json, args.provider, args.supports)
 
 
 def _chat(args: Any) -> int:

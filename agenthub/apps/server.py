@@ -50,7 +50,6 @@ while the upstream is silent.  When the client goes away the WSGI server closes 
 response is closed, and at most ``MAX_QUEUED_BYTES`` of a stream wait for a slow client.
 """
 
-import base64
 import hmac
 import http
 import json
@@ -68,6 +67,7 @@ from urllib.parse import urlsplit
 from ..errors import (AgentHubError, AuthenticationError, ConfigError, ServerError, StreamError, TransportError,
                      UnsupportedParameterError, UpstreamError, error_to_json)
 from ..providers._tokens import is_loopback_host
+from ..types import from_jsonable, json_default  # the one {"__bytes__"} codec
 
 __all__ = ["make_app", "load_config", "serve", "AgentHubApp", "DEFAULT_PORT"]
 
@@ -265,25 +265,6 @@ def _check_json(environ: Mapping[str, Any]) -> None:
                                         "{!r})".format(kind[:60] or None)))
 
 
-def _bytes_default(value: Any) -> Any:
-    if isinstance(value, (bytes, bytearray, memoryview)):
-        return {"__bytes__": base64.b64encode(bytes(value)).decode("ascii")}
-    if hasattr(value, "value") and isinstance(getattr(value, "value"), str):  # an Enum that is no str
-        return value.value
-    raise TypeError("{} is not JSON serialisable".format(type(value).__name__))
-
-
-def _from_jsonable(value: Any) -> Any:
-    """{"__bytes__": base64} -> bytes, strictly (a payload that is not base64 is a ValueError)."""
-    if isinstance(value, dict):
-        if len(value) == 1 and isinstance(value.get("__bytes__"), str):
-            return base64.b64decode(value["__bytes__"], validate=True)
-        return {k: _from_jsonable(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_from_jsonable(v) for v in value]
-    return value
-
-
 def _json_encoder() -> Callable[[Any], str]:
     """Compact JSON, non-ASCII escaped (the output is ASCII: no encoding cost, lone surrogates survive),
     bytes as {"__bytes__": base64}.  The C encoder is called directly where there is one (what
@@ -293,8 +274,8 @@ def _json_encoder() -> Callable[[Any], str]:
     except ImportError:  # pragma: no cover - every CPython has it
         c_make_encoder = None
     if c_make_encoder is None or encode_basestring_ascii is None:  # pragma: no cover - PyPy and friends
-        return json.JSONEncoder(separators=(",", ":"), default=_bytes_default).encode
-    chunks = c_make_encoder(None, _bytes_default, encode_basestring_ascii, None, ":", ",", False, False, True)
+        return json.JSONEncoder(separators=(",", ":"), default=json_default).encode
+    chunks = c_make_encoder(None, json_default, encode_basestring_ascii, None, ":", ",", False, False, True)
     join = "".join
     return lambda value: join(chunks(value, 0))
 
@@ -627,8 +608,8 @@ class AgentHubApp(object):
                     "default_config)".format(key), client="agenthub", parameter=key))
         if '"__bytes__"' in text:
             try:
-                messages = _from_jsonable(messages)
-                config = _from_jsonable(config)
+                messages = from_jsonable(messages, strict=True)  # a payload that is not base64: ValueError
+                config = from_jsonable(config, strict=True)
             except ValueError:
                 raise _Refusal(400, ConfigError("a {\"__bytes__\": ...} value is not base64")) from None
             except RecursionError:
