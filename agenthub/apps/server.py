@@ -19,6 +19,8 @@ becomes one AutoLLMClient (``max_retries`` and ``timeout`` may be given per row)
 Endpoints (the wire contract; README.md, "agenthub serve"):
 
 - ``GET /v1/models``: ``{"object": "list", "data": [{"id": ..., "object": "model"}, ...]}``.
+- ``GET /v1/metrics``: Prometheus text, per model row (requests, errors by class, tokens by bucket,
+  cost, open streams; ``agenthub.apps.metrics``).
 - ``POST /v1/stream`` ``{"model": <id>, "messages": [...], "config": {...}}`` (bytes as
   ``{"__bytes__": "<base64>"}``): ``text/event-stream``, one ``data: <UniEvent JSON>`` per
   event as the library produced it, ``: keep-alive`` comments while the upstream is silent,
@@ -68,6 +70,7 @@ from ..errors import (AgentHubError, AuthenticationError, ConfigError, ServerErr
                      UnsupportedParameterError, UpstreamError, error_to_json)
 from ..providers._tokens import is_loopback_host
 from ..types import from_jsonable, json_default  # the one {"__bytes__"} codec
+from .metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE, Metrics
 
 __all__ = ["make_app", "load_config", "serve", "AgentHubApp", "DEFAULT_PORT"]
 
@@ -417,6 +420,8 @@ class AgentHubApp(object):
         self.timeouts = {key: settings.get(key, default) for key, default in zip(TIMEOUT_KEYS, (
             DEFAULT_HEADER_TIMEOUT_SECONDS, DEFAULT_BODY_TIMEOUT_SECONDS, DEFAULT_WRITE_TIMEOUT_SECONDS))}
         self._slots = threading.BoundedSemaphore(self.max_concurrent_streams)
+        self.metrics = Metrics([(row["id"], row["model"], row.get("client_type") or self.models[row["id"]].client.client_type)
+                                for row in settings["models"]], self.max_concurrent_streams)
         self._open = 0
         self._open_lock = threading.Lock()
 
@@ -449,6 +454,12 @@ class AgentHubApp(object):
         if path == "/v1" or path.startswith("/v1/"):
             self._check_origin(environ)
             self._check_key(environ)
+            if path == "/v1/metrics":
+                _allow(method, ("GET", "HEAD"))
+                body = self.metrics.render().encode("utf-8")
+                start_response("200 OK", [("Content-Type", METRICS_CONTENT_TYPE), ("Content-Length", str(len(body))),
+                                          ("Cache-Control", "no-store"), ("X-Content-Type-Options", "nosniff")])
+                return [] if method == "HEAD" else [body]
             if path == "/v1/models":
                 _allow(method, ("GET", "HEAD"))
                 data = [{"id": model_id, "object": "model"} for model_id in self.models]
@@ -591,6 +602,16 @@ class AgentHubApp(object):
         if model is None:
             raise _Refusal(404, ConfigError("unknown model {!r}; this server has: {}".format(
                 model_id[:100], ", ".join(sorted(self.models)))))
+        self.metrics.request(model_id)
+        try:
+            return self._start(model, request, text, start_response)
+        except _Refusal as refusal:
+            self.metrics.error(model_id, refusal.error)
+            raise
+
+    def _start(self, model: "_Model", request: Dict[str, Any], text: str,
+               start_response: Callable[..., Any]) -> Iterable[bytes]:
+        model_id = model.id
         messages = request.get("messages")
         config = request.get("config")
         config = {} if config is None else config
@@ -629,22 +650,44 @@ class AgentHubApp(object):
             raise _Refusal(503, ServerError(
                 "the server is at its limit of {} concurrent streams".format(self.max_concurrent_streams),
                 client="agenthub", status=503, error_type="overloaded", retry_after=1.0, retryable=True))
-        pump = _Pump(self, stream, model_id)
-        pump.start()
+        self.metrics.opened(model_id)
+        pump = _Pump(self, stream, model_id, on_end=self._ended(model))
+        try:
+            pump.start()
+        except BaseException:
+            self._release(model_id)
+            raise
         try:
             first = pump.queue.get(timeout=self.keepalive_seconds)
         except queue.Empty:
             first = KEEPALIVE  # the upstream is silent: the stream opens with a keep-alive
         if isinstance(first, BaseException):
-            self._slots.release()  # the upstream failed before its first event: no stream was handed out
+            self._release(model_id)  # the upstream failed before its first event: no stream was handed out
             return self._json_error(start_response, _status_of(first), first)
         try:
             start_response("200 OK", list(_SSE_HEADERS))
         except BaseException:
             pump.stop()
-            self._slots.release()
+            self._release(model_id)
             raise
         return _Body(self, pump, first)
+
+    def _release(self, model_id: str) -> None:
+        """A stream's response is closed (or was never handed out): its slot is free."""
+        self.metrics.closed(model_id)
+        self._slots.release()
+
+    def _ended(self, model: "_Model") -> Callable[[Any, Optional[BaseException]], None]:
+        """What the pump reports when the upstream is done: the answer's usage (metrics), or the error."""
+        upstream_model = model.client.model
+
+        def ended(last: Any, error: Optional[BaseException]) -> None:
+            if error is not None:
+                self.metrics.error(model.id, error)
+            elif isinstance(last, dict) and last.get("event_type") == "stop":
+                self.metrics.answer(model.id, upstream_model, last.get("usage_metadata"))
+
+        return ended
 
     def _stream_opened(self) -> None:
         with self._open_lock:
@@ -663,10 +706,12 @@ class _Pump(object):
     marker or the error that ended the stream.
     """
 
-    def __init__(self, app: AgentHubApp, stream: Any, model_id: str) -> None:
+    def __init__(self, app: AgentHubApp, stream: Any, model_id: str,
+                 on_end: Optional[Callable[[Any, Optional[BaseException]], None]] = None) -> None:
         self.app = app
         self.stream = stream
         self.model_id = model_id
+        self.on_end = on_end  # (the last event, the error that ended the stream or None), once
         self.queue = queue.SimpleQueue()  # type: Any
         self.events = 0
         self.stopped = False
@@ -695,6 +740,7 @@ class _Pump(object):
         qsize = self.queue.qsize
         limit = MAX_QUEUED_FRAMES
         byte_limit = MAX_QUEUED_BYTES
+        event = error = None  # type: Any
         try:
             for event in self.stream:
                 frame = encode(event)
@@ -708,10 +754,12 @@ class _Pump(object):
             outcome = "client gone" if self.stopped else type(exc).__name__
             if isinstance(exc, TransportError) and not self.stopped:
                 outcome += " ({})".format(self.app._scrub(str(exc))[:500])
+            error = None if self.stopped else exc  # a client that left is no error of the stream's
             put(exc)
         except BaseException as exc:  # a bug of ours: logged, the client gets an AgentHubError
             logger.exception("agenthub serve: the stream of model %r failed", self.model_id)
             outcome = "internal error"
+            error = exc
             put(exc)
         finally:
             self.events = count
@@ -720,6 +768,11 @@ class _Pump(object):
             except Exception:  # pragma: no cover - closing is best effort
                 pass
             self.app._stream_closed()
+            if self.on_end is not None:
+                try:
+                    self.on_end(event, error)
+                except Exception:  # pragma: no cover - the metrics never end a stream
+                    logger.exception("agenthub serve: counting the stream of model %r failed", self.model_id)
             logger.info("agenthub serve: model=%s events=%d outcome=%s seconds=%.3f", self.model_id, count, outcome,
                         time.monotonic() - started)
 
@@ -805,7 +858,7 @@ class _Body(object):
         self._pump.stop()
         if not self._closed:
             self._closed = True
-            self._app._slots.release()
+            self._app._release(self._pump.model_id)
 
 
 def _allow(method: str, allowed: Tuple[str, ...]) -> None:
