@@ -404,7 +404,8 @@ def test_every_quirk_a_protocol_module_reads_is_declared_on_its_record():
 
 
 def test_the_derived_tables_come_from_the_records():
-    from agenthub import demo, providers
+    from agenthub import providers
+    from agenthub.apps import demo
 
     assert set(registry.CLIENT_TYPES) == set(providers.PROTOCOLS)
     for record in providers.all_protocols():

@@ -9,6 +9,7 @@ import logging
 import re
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple
 
+from ..answers import error_from_body as _error_from_body
 from ..errors import ConfigError, StreamProtocolError, UnsupportedParameterError
 from ..sse import iter_events, json_loads
 from ..types import HttpRequest
@@ -163,11 +164,14 @@ class Protocol(object):
     ``models_request(endpoint, page_token)`` and ``parse_models(payload, client) -> (ids, next_token)``:
     the endpoint's live model list, one page at a time (``AutoLLMClient.list_models``; both pure;
     None: the protocol cannot list its models).
+    ``error_from_body(status, headers, payload, client)``: the error an error answer names (an HTTP
+    error, or an error object in a 2xx JSON answer, then with status None); ``payload`` is the body's
+    bytes, or the JSON value already decoded.  Default: ``agenthub.answers.error_from_body``.
     """
 
     __slots__ = ("name", "module", "base_url", "key_env", "base_url_env", "build_request", "parse_stream",
                  "framing", "parse_document", "encode", "quirk_keys", "embeddings", "demo", "configure",
-                 "models_request", "parse_models")
+                 "models_request", "parse_models", "error_from_body")
 
     def __init__(
         self,
@@ -187,6 +191,7 @@ class Protocol(object):
         configure: Optional[Callable[..., Tuple[str, str, Any, Dict[str, Any]]]] = None,
         models_request: Optional[Callable[["Endpoint", Optional[str]], HttpRequest]] = None,
         parse_models: Optional[Callable[[Any, str], Tuple[List[str], Optional[str]]]] = None,
+        error_from_body: Callable[..., Any] = _error_from_body,
     ) -> None:
         if parse_document is None:
             raise TypeError("a Protocol needs parse_document (a whole JSON answer -> its parts)")
@@ -206,6 +211,7 @@ class Protocol(object):
         self.configure = configure
         self.models_request = models_request
         self.parse_models = parse_models
+        self.error_from_body = error_from_body
 
     def read(self, body: Any, client: str, max_line_bytes: int, document: bool = False) -> Iterator[Any]:
         """The parts of one answer: ``body`` (a transport.BodyStream) is opened (the request is sent);
