@@ -16,6 +16,7 @@ import math
 import re
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
+from . import toolcalls
 from .errors import ConfigError
 from .types import PromptCaching, ThinkingLevel
 
@@ -56,8 +57,9 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-#: how deep a JSON value may nest (a schema or arguments deeper than this are refused, not recursed into)
-MAX_DEPTH = 128
+#: how deep a JSON value may nest (a schema or arguments deeper than this are refused, not recursed into):
+#: the tool-call assembler's own limit, so arguments a model sent are never refused when sent back
+MAX_DEPTH = toolcalls.MAX_DEPTH
 
 
 def _check_text(value: Any, where: str) -> None:
