@@ -48,7 +48,7 @@ from ._redact import redact_url, secret_values, url_secrets
 from .errors import AgentHubError, StreamProtocolError, TransportError, UpstreamError, preview, upstream_error
 from .types import HttpRequest
 
-__all__ = ["open_stream", "fetch_json", "DEFAULT_TIMEOUT", "new_session", "interrupt", "BodyStream",
+__all__ = ["open_stream", "fetch_json", "open_raw", "RawBody", "DEFAULT_TIMEOUT", "new_session", "interrupt", "BodyStream",
            "forget_connections"]
 
 #: (connect, read) seconds.  The read timeout is the longest silence allowed between two
@@ -944,6 +944,58 @@ def fetch_json(session: requests.Session, request: HttpRequest, timeout: Timeout
     body = BodyStream(session, request, timeout, client, _watch_of(watch, on_response))
     body.open(document=True)
     return body.document
+
+
+def open_raw(session: requests.Session, request: HttpRequest, timeout: Timeout = None,
+             client: str = "") -> "RawBody":
+    """Send ``request`` and take a 2xx answer as it is: no JSON or SSE sniffing (a file download, a
+    JSON Lines body, an upload session's headers).  Errors as for ``open_stream``.  Read the
+    ``RawBody`` to its end or ``close()`` it: either releases the connection."""
+    return RawBody(_send(session, request, timeout, client, True, None), client, timeout)
+
+
+class RawBody(object):
+    """A 2xx answer's ``headers`` and its decoded bytes (iterate for the chunks as they arrive)."""
+
+    def __init__(self, response: Any, client: str, timeout: Timeout) -> None:
+        self._response = response
+        self._client = client
+        self._timeout = timeout
+        self.headers = response.headers  # type: Mapping[str, str]
+        self.status = response.status_code  # type: int
+
+    def __iter__(self) -> Iterator[bytes]:
+        response = self._response
+        if response is None:
+            return
+        try:
+            for chunk in _chunks(response):
+                if chunk:
+                    yield chunk
+        except AgentHubError:
+            raise
+        except Exception as exc:
+            raise _transport_error(self._client, "reading the response", exc, self._timeout) from exc
+        finally:
+            self.close()
+
+    def read(self, limit: int = MAX_DOCUMENT_BYTES) -> bytes:
+        """The whole body (a StreamProtocolError past ``limit`` bytes)."""
+        parts = []  # type: List[bytes]
+        size = 0
+        for chunk in self:
+            size += len(chunk)
+            if size > limit:
+                self.close()
+                raise StreamProtocolError("{}: the answer is larger than {} bytes".format(
+                    self._client or "agenthub", limit), client=self._client, retryable=False)
+            parts.append(chunk)
+        return b"".join(parts)
+
+    def close(self) -> None:
+        response, self._response = self._response, None
+        if response is not None:
+            _release(response, None)
 
 
 # -- record and replay (agenthub.testing) --------------------------------------------------------
