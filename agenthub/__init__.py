@@ -24,6 +24,7 @@ from .errors import (
     UnsupportedParameterError,
     UpstreamError,
 )
+from .limiter import RateLimiter
 from .media import save_wav
 from .registry import cost, list_models
 from .stream import check_stream, collect
@@ -107,6 +108,7 @@ __all__ = [
     "ToolCallArgumentParseError",
     "EmptyResponseError",
     "save_wav",
+    "RateLimiter",
     "__version__",
 ]
 

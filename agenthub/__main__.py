@@ -12,9 +12,10 @@
     agenthub trace view DIR                browse saved traces in a web page (http.server, loopback)
     agenthub trace show FILE               print a saved trace as text
     agenthub serve --config FILE           serve the config's models over HTTP (SSE of UniEvents)
+    agenthub batch run IN.jsonl -o OUT     run a job file (resumable, rate limited; see agenthub.jobs.cli)
 
 Exit status: 0 done, 1 an agenthub error (printed on stderr, never with a key), 2 bad
-usage, 130 interrupted.
+usage, 130 interrupted; ``batch run`` also 3: finished, some rows have error rows.
 """
 
 import argparse
@@ -215,6 +216,9 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--config", required=True, metavar="FILE", help="the server config (JSON)")
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     serve.add_argument("--port", type=int, default=8787, help="0 picks a free port (default 8787)")
+    from .jobs.cli import add_parser as add_batch
+
+    add_batch(sub)
     return parser
 
 
@@ -235,6 +239,10 @@ def main(argv: Optional[List[str]] = None) -> int:
             return _chat(args, sys.stdout)
         if args.command == "serve":
             return _serve(args)
+        if args.command == "batch":
+            from .jobs.cli import main as batch
+
+            return batch(args, parser)
         if args.command == "trace":
             if args.trace_command == "view":
                 return _trace_view(args)

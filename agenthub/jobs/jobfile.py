@@ -22,13 +22,13 @@ import os
 import tempfile
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Set, Tuple
+from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Set, Tuple
 
 from ..errors import AgentHubError, ConfigError
 from ..tracer import from_jsonable, to_jsonable  # the {"__bytes__"} codec (moving to agenthub.types)
 from ..validate import check_config, check_messages
 
-__all__ = ["JobRow", "JobFile", "read_jobs", "parse_line", "output_row", "error_row", "finished_ids",
+__all__ = ["JobRow", "JobFile", "read_jobs", "iter_rows", "parse_line", "output_row", "error_row", "finished_ids",
            "read_output", "OutputWriter", "INPUT_KEYS", "OUTPUT_KEYS", "dumps_row"]
 
 log = logging.getLogger("agenthub")
@@ -70,9 +70,15 @@ class JobFile:
     rows: List[JobRow]
     invalid: List[Tuple[int, Dict[str, Any]]] = field(default_factory=list)
     path: Optional[str] = None
+    #: how many valid rows the file has (``rows`` is empty when read with ``keep_rows=False``)
+    count: int = 0
+    #: (model, client_type, base_url) -> the line numbers of the valid rows sent there
+    routes: Dict[Tuple[str, Optional[str], Optional[str]], List[int]] = field(default_factory=dict)
+    #: id -> line number, for every line with a usable id (valid or not)
+    ids: Dict[str, int] = field(default_factory=dict)
 
     def __len__(self) -> int:
-        return len(self.rows) + len(self.invalid)
+        return self.count + len(self.invalid)
 
 
 def parse_line(obj: Any, line: int) -> JobRow:
@@ -110,18 +116,21 @@ def _invalid_id(obj: Any, line: int) -> str:
     return rid if isinstance(rid, str) and rid else "line-{}".format(line)
 
 
-def read_jobs(path: str, *, skip_invalid: bool = False) -> JobFile:
+def read_jobs(path: str, *, skip_invalid: bool = False, keep_rows: bool = True) -> JobFile:
     """Read and check a whole job file before anything is sent.
 
     Every problem is listed in one ConfigError (line numbers 1-based): a duplicate id names both
     lines (always refused), an invalid line says why (refused unless ``skip_invalid``; then it
     becomes an error row in ``JobFile.invalid``, id ``line-N`` when it has no usable id).
-    Blank lines are skipped.
+    Blank lines are skipped.  ``keep_rows=False`` checks the file without keeping its rows (memory
+    stays flat in their number: ``iter_rows`` reads them again, lazily).
     """
     rows = []  # type: List[JobRow]
     invalid = []  # type: List[Tuple[int, Dict[str, Any]]]
     problems = []  # type: List[str]
     seen = {}  # type: Dict[str, int]
+    count = 0
+    routes = {}  # type: Dict[Tuple[str, Optional[str], Optional[str]], List[int]]
     try:
         handle = open(path, "rb")
     except OSError as exc:
@@ -146,7 +155,11 @@ def read_jobs(path: str, *, skip_invalid: bool = False) -> JobFile:
                 seen[rid] = number
             if error is None:
                 try:
-                    rows.append(parse_line(obj, number))
+                    row = parse_line(obj, number)
+                    count += 1
+                    routes.setdefault((row.model, row.client_type, row.base_url), []).append(number)
+                    if keep_rows:
+                        rows.append(row)
                     continue
                 except ConfigError as exc:
                     error = exc
@@ -164,7 +177,23 @@ def read_jobs(path: str, *, skip_invalid: bool = False) -> JobFile:
             "\n(nothing was sent; skip_invalid=True / --skip-invalid writes an error row for each invalid line)"
         raise ConfigError("the job file {} has {} problem(s):\n  {}{}{}".format(
             path, len(problems), "\n  ".join(shown), more, tail), lines=_lines(problems))
-    return JobFile(rows=rows, invalid=invalid, path=path)
+    ids = seen
+    for number, row in invalid:
+        ids.setdefault(row["id"], number)
+    return JobFile(rows=rows, invalid=invalid, path=path, count=count, routes=routes, ids=ids)
+
+
+def iter_rows(path: str) -> Iterator[JobRow]:
+    """The valid rows of a job file, read lazily (check it with ``read_jobs`` first: invalid and blank
+    lines are passed over here without a word)."""
+    with open(path, "rb") as handle:
+        for number, raw in enumerate(handle, 1):
+            if not raw.strip():
+                continue
+            try:
+                yield parse_line(json.loads(raw.decode("utf-8")), number)
+            except (UnicodeDecodeError, ValueError):  # ConfigError is a ValueError
+                continue
 
 
 def _lines(problems: Iterable[str]) -> List[int]:
