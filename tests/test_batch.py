@@ -15,7 +15,8 @@ from agenthub.jobs.backends import anthropic as anthropic_backend
 from agenthub.jobs.backends import backend, dumps_entry
 from agenthub.jobs.backends import gemini as gemini_backend
 from agenthub.jobs.backends import openai as openai_backend
-from agenthub.jobs.jobfile import JobRow, output_row, read_output
+from agenthub.jobs import run
+from agenthub.jobs.jobfile import JobRow, read_output
 from agenthub.providers import protocol
 from batch_fakes import KEYS, BatchFake
 
@@ -69,27 +70,11 @@ MIXED = [
 # -- the rows are the live runner's rows ------------------------------------------------------------
 
 
-def _live_rows(rows):
-    """Each row sent live (client.response against the fake's live endpoints) as an output row."""
-    out = {}
-    for raw in rows:
-        row = JobRow(id=raw["id"], model=raw["model"], messages=raw["messages"], config=raw.get("config") or {},
-                     client_type=raw.get("client_type"))
-        client = AutoLLMClient(row.model, client_type=row.client_type, max_retries=0)
-        try:
-            message = client.response(row.messages, row.config)
-        except Exception as exc:  # an error row, as the live runner writes it
-            from agenthub.jobs.jobfile import error_row
-
-            out[row.id] = error_row(row, exc, attempts=1, backend="live")
-            continue
-        from agenthub import cost
-
-        out[row.id] = output_row(row, message=message, usage_metadata=message["usage_metadata"],
-                                 finish_reason=message["finish_reason"],
-                                 cost_usd=cost(row.model, message["usage_metadata"]), error=None, attempts=1,
-                                 backend="live")
-    return out
+def _live_rows(path, out):
+    """The live runner's rows for the same job file (against the fake's live endpoints)."""
+    summary = run(path, out, workers=2, progress=False, max_retries=0)
+    assert summary.done + summary.failed == summary.total
+    return {row["id"]: row for row in read_output(out)}
 
 
 def _comparable(row):
@@ -103,7 +88,7 @@ def _comparable(row):
 
 def test_batched_rows_equal_live_rows_field_by_field(fake, tmp_path):
     path = _write(tmp_path / "in.jsonl", MIXED)
-    live = _live_rows(MIXED)
+    live = _live_rows(path, str(tmp_path / "live.jsonl"))
     job = B.submit(path, backend="auto")
     assert job.wait(interval=0.01, timeout=10).done
     summary = job.fetch(str(tmp_path / "out.jsonl"))
@@ -294,6 +279,25 @@ def test_an_expired_batch_reports_the_rows_without_a_result(fake, tmp_path, rows
     summary = job.fetch(out)
     assert (summary.done, summary.failed, sorted(summary.missing)) == (1, 0, ["a1", "a2"])
     assert [row["id"] for row in read_output(out)] == ["a0"]
+
+
+def test_the_live_runner_finishes_what_an_expired_batch_left(fake, tmp_path):
+    fake.run_only = 2
+    rows = [{"id": "x%d" % i, "model": "claude-sonnet-4-6", "messages": _user("t%d" % i), "config": {"max_tokens": 5}}
+            for i in range(5)]
+    path = _write(tmp_path / "in.jsonl", rows)
+    out = str(tmp_path / "out.jsonl")
+    job = B.submit(path, backend="anthropic")
+    assert job.wait(interval=0.01, timeout=10).done
+    assert sorted(job.fetch(out).missing) == ["x2", "x3", "x4"]
+    live_before = len(fake.calls("POST", "/v1/messages"))
+    summary = run(path, out, workers=2, progress=False)
+    assert (summary.done, summary.skipped) == (3, 2)
+    assert len(fake.calls("POST", "/v1/messages")) - live_before == 3  # only the rows without a result
+    rows_out = read_output(out)
+    assert sorted(r["id"] for r in rows_out) == ["x0", "x1", "x2", "x3", "x4"]
+    assert sorted((r["id"], r["backend"]) for r in rows_out)[:2] == [("x0", "anthropic"), ("x1", "anthropic")]
+    assert job.fetch(out).skipped == 2  # fetching again writes nothing twice
 
 
 def test_cancel_stops_the_batches_and_fetch_lists_what_never_ran(fake, tmp_path):

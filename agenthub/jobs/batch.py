@@ -413,6 +413,8 @@ class FetchSummary(object):
     missing: List[str] = field(default_factory=list)
     pending: List[str] = field(default_factory=list)
     output_path: Optional[str] = None
+    #: this job's rows whose row in the output is an error row (written now or before)
+    failed_total: int = 0
 
 
 class BatchJob(object):
@@ -549,6 +551,7 @@ class BatchJob(object):
         """Append the results of every ended batch to ``output_path`` (rows it has already are left as they
         are, so fetching again, or after ``agenthub.jobs.run``, writes nothing twice)."""
         done = finished_ids(output_path)
+        errored = done - finished_ids(output_path, retry_failed=True)
         summary = FetchSummary(output_path=output_path)
         with OutputWriter(output_path) as writer:
             for record in self._state["batches"]:
@@ -560,6 +563,8 @@ class BatchJob(object):
                     summary.pending.extend(record["ids"])
                     continue
                 self._fetch_batch(record, info, done, writer, summary)
+        summary.failed_total = summary.failed + sum(1 for record in self._state["batches"] for rid in record["ids"]
+                                                    if rid in errored)
         self._save()
         return summary
 
