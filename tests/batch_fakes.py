@@ -132,8 +132,9 @@ class BatchFake(object):
     batch is processed; ``run_only``: how many requests run before a batch expires (None: all);
     ``require_keys``: refuse a request without its family's key (``KEYS``)."""
 
-    def __init__(self, answer=default_answer, polls=1, run_only=None, require_keys=True):
+    def __init__(self, answer=default_answer, polls=1, run_only=None, require_keys=True, echo_keys=False):
         self.answer = answer
+        self.echo_keys = echo_keys  # a careless server: its 401 repeats the credential it was sent
         self.polls = polls
         self.run_only = run_only
         self.require_keys = require_keys
@@ -289,7 +290,9 @@ class _Handler(BaseHTTPRequestHandler):
             elif family == "gemini":
                 _json(self, 403, {"error": {"code": 403, "message": "API key not valid", "status": "PERMISSION_DENIED"}})
             else:
-                _openai_error(self, 401, "Incorrect API key provided", "invalid_api_key", "invalid_request_error")
+                sent = self.headers.get("Authorization") or self.headers.get("api-key") or ""
+                _openai_error(self, 401, "Incorrect API key provided{}".format(
+                    ": " + sent if self.fake.echo_keys else ""), "invalid_api_key", "invalid_request_error")
             return
         try:
             with self.fake.lock:

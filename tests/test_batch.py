@@ -457,3 +457,57 @@ def test_result_lines_for_unknown_custom_ids_are_ignored(tmp_path):
     line = {"id": "x", "custom_id": "nobody", "response": {"status_code": 200, "body": {}}, "error": None}
     assert openai_backend.parse_line(line, "openai-chat") == ("nobody", "ok", {})
     assert dumps_entry({"a": "é"}) == '{"a":"é"}\n'.encode()
+
+
+def test_a_key_the_server_echoes_never_reaches_the_error(fake, tmp_path, monkeypatch):
+    from agenthub.errors import AuthenticationError
+
+    fake.echo_keys = True
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-wrong-but-secret-1234")
+    path = _write(tmp_path / "in.jsonl", MIXED[:1])
+    with pytest.raises(AuthenticationError) as info:
+        B.submit(path, backend="openai")
+    assert "Incorrect API key provided: *** (" in str(info.value)
+    assert "sk-wrong-but-secret-1234" not in str(info.value) + repr(info.value.args)
+    assert "sk-wrong-but-secret-1234" not in open(path + ".batch.json").read()
+
+
+def test_a_traced_row_is_traced_when_its_answer_is_fetched(fake, tmp_path, monkeypatch):
+    monkeypatch.setenv("AGENTHUB_CACHE_DIR", str(tmp_path / "cache"))
+    rows = [dict(MIXED[1], config={"max_tokens": 20, "trace_id": "evals/row2"})]
+    job = B.submit(_write(tmp_path / "in.jsonl", rows), backend="anthropic")
+    assert job.wait(interval=0.01, timeout=10).done
+    assert job.fetch(str(tmp_path / "out.jsonl")).done == 1
+    trace = json.load(open(str(tmp_path / "cache" / "evals" / "row2.json")))
+    text = json.dumps(trace)
+    assert "hello two" in text and "echo: hello two" in text
+    bad = [dict(MIXED[1], config={"max_tokens": 20, "trace_id": "../outside"})]
+    with pytest.raises(ConfigError, match="trace_id"):
+        B.submit(_write(tmp_path / "bad.jsonl", bad), backend="anthropic")
+
+
+def test_a_failed_batch_says_why_and_its_rows_have_no_result():
+    info = openai_backend.status_of({"status": "failed", "errors": {"object": "list", "data": [
+        {"code": "empty_file", "message": "The input file is empty."}]}}, "openai-chat")
+    assert (info["state"], info["errors"]) == ("failed", ["empty_file: The input file is empty."])
+    azure = openai_backend.status_of({"status": "Finalizing", "request_counts": {"total": 3}}, "azure")
+    assert (azure["status"], azure["state"], azure["counts"]["total"]) == ("finalizing", "running", 3)
+    gem = gemini_backend.status_of({"name": "batches/x", "metadata": {"state": "JOB_STATE_EXPIRED"}}, "gemini")
+    assert gem["state"] == "expired" and gem["output"] is None
+    ant = anthropic_backend.status_of({"processing_status": "canceling", "request_counts": {"processing": 2}}, "a")
+    assert ant["state"] == "cancelling"
+
+
+def test_batch_cost_asks_the_catalog_for_the_batch_price_once_it_has_one(monkeypatch):
+    import agenthub
+
+    usage = {"prompt_tokens": 1000000, "response_tokens": 0, "cached_tokens": None, "thoughts_tokens": None}
+    assert B.batch_cost("claude-sonnet-4-6", usage) == pytest.approx(1.5)  # list price 3.0 per 1M, halved
+    seen = []
+
+    def catalog_cost(model, usage, *, tier=None, batch=False, cache_writes=None):
+        seen.append((model, batch))
+        return 0.25
+
+    monkeypatch.setattr(agenthub, "cost", catalog_cost)
+    assert B.batch_cost("claude-sonnet-4-6", usage) == 0.25 and seen == [("claude-sonnet-4-6", True)]

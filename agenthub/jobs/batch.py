@@ -19,6 +19,7 @@ live (it skips the ids the output already has).
 
 import datetime
 import hashlib
+import inspect
 import json
 import logging
 import os
@@ -36,7 +37,7 @@ from ..validate import check_config
 from . import backends as _backends
 from .backends import TERMINAL, dumps_entry
 from .backends._wire import Wire
-from .jobfile import JobRow, OutputWriter, error_row, finished_ids, output_row, read_jobs
+from .jobfile import JobRow, OutputWriter, error_row, finished_ids, iter_rows, output_row, read_jobs
 
 __all__ = ["submit", "load", "BatchJob", "BatchStatus", "BatchInfo", "FetchSummary", "batch_cost", "answer_row",
            "STATE_VERSION", "BATCH_DISCOUNT"]
@@ -63,11 +64,17 @@ def batch_cost(model: str, usage: Any) -> Optional[float]:
     offers it, else the list price times ``BATCH_DISCOUNT``."""
     from .. import cost
 
-    try:
+    if _takes_batch(cost):
         return cost(model, usage, batch=True)  # type: ignore[call-arg]
-    except TypeError:
-        base = registry.cost(model, usage)
-        return None if base is None else base * BATCH_DISCOUNT
+    base = registry.cost(model, usage)
+    return None if base is None else base * BATCH_DISCOUNT
+
+
+def _takes_batch(function: Any) -> bool:
+    try:
+        return "batch" in inspect.signature(function).parameters
+    except (TypeError, ValueError):  # pragma: no cover - a builtin without a signature
+        return False
 
 
 # -- rows, results ------------------------------------------------------------------------------------
@@ -94,14 +101,30 @@ def collect_answer(record: Any, payload: Any, client: str) -> Dict[str, Any]:
 
 
 def answer_row(row: JobRow, record: Any, client: str, payload: Any, backend: str) -> Dict[str, Any]:
-    """The output row for one batch answer (an error row when the answer does not parse)."""
+    """The output row for one batch answer (an error row when the answer does not parse).  A row with a
+    ``trace_id`` is traced as the live call would trace it (a failure to write is logged; the row stands)."""
     try:
         message = collect_answer(record, payload, client)
     except AgentHubError as exc:
         return error_row(row, exc, attempts=1, backend=backend)
+    if row.config.get("trace_id"):
+        _trace(row, message)
     usage = message.get("usage_metadata")
     return output_row(row, message=message, usage_metadata=usage, finish_reason=message.get("finish_reason"),
                       cost_usd=batch_cost(row.model, usage), error=None, attempts=1, backend=backend)
+
+
+def _trace(row: JobRow, message: Any) -> None:
+    from ..tracer import save_trace
+
+    config = dict(row.config)
+    if config.get("extra_headers"):
+        config["extra_headers"] = {name: "***" for name in config["extra_headers"]}
+    try:
+        save_trace(config["trace_id"], row.model, list(row.messages) + [message], config)
+    except Exception as exc:  # disk full, permissions: the answer stands (agenthub.tracer's policy)
+        log.error("agenthub.jobs: the trace %r of row %r was not written (%s: %s)", config["trace_id"], row.id,
+                  type(exc).__name__, exc)
 
 
 def failed_row(row: JobRow, client: str, status: Optional[int], body: Any, backend: str) -> Dict[str, Any]:
@@ -222,6 +245,10 @@ def _plan_row(row: JobRow, choice: str, cache: Dict[Tuple[Any, ...], Any]) -> _P
     if config.get("extra_headers"):
         raise ConfigError("extra_headers cannot travel in a batch request (a batch line has no headers): run this "
                           "row live")
+    if config.get("trace_id"):
+        from ..tracer import trace_paths
+
+        trace_paths(config["trace_id"])  # one escaping the cache dir is refused now, as live
     request = apply_extras(client._build(list(row.messages), config), config)
     return _Planned(row, name, client, api, request)
 
@@ -491,11 +518,16 @@ class BatchJob(object):
         return wire
 
     def _input_rows(self) -> Dict[str, JobRow]:
+        """id -> the input's row, as much of it as an output row needs (messages only where a trace wants
+        them): memory follows the number of rows, not their size."""
         if self._rows is None:
             rows = {}  # type: Dict[str, JobRow]
             if os.path.exists(self.input_path):
-                for row in read_jobs(self.input_path).rows:
-                    rows[row.id] = row
+                for row in iter_rows(self.input_path):
+                    traced = bool(row.config.get("trace_id"))
+                    rows[row.id] = JobRow(id=row.id, model=row.model, messages=row.messages if traced else [],
+                                          config=row.config if traced else {}, client_type=row.client_type,
+                                          base_url=row.base_url, line=row.line)
             self._rows = rows
         return self._rows
 

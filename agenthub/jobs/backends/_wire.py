@@ -125,7 +125,7 @@ class Wire(object):
                 time.sleep(wait)
 
     def _secrets(self) -> List[str]:
-        key = self.endpoint.api_key
+        key = self.endpoint.api_key  # type: Any  # a key, or a credential set (Bedrock) / token provider
         extra = list(self.endpoint.headers.values())
         if isinstance(key, str) and key:
             extra.append(key)

@@ -64,8 +64,8 @@ class OpenAIBatches(Backend):
     name = "openai"
     max_requests = 50000
     max_bytes = 200 * 1000 * 1000
-    max_weight = 50000  # embedding inputs across all requests of an /v1/embeddings batch
-    apis = ("chat", "responses", "embeddings")
+    max_weight = 50000  # type: Optional[int]  # embedding inputs across all requests of an /v1/embeddings batch
+    apis = ("chat", "responses", "embeddings")  # type: Tuple[str, ...]
 
     def entry(self, custom_id: str, request: HttpRequest, api: str) -> Dict[str, Any]:
         return {"custom_id": custom_id, "method": "POST", "url": PATHS[api], "body": body_of(request)}
