@@ -8,6 +8,8 @@ import types
 
 import pytest
 
+import agenthub
+
 from agenthub import AutoLLMClient
 from agenthub.errors import ConfigError
 from agenthub.jobs import batch as B
@@ -99,7 +101,9 @@ def test_batched_rows_equal_live_rows_field_by_field(fake, tmp_path):
         want, got = _comparable(live[rid]), _comparable(row)
         live_cost, batch_cost = want.pop("cost_usd"), got.pop("cost_usd")
         assert got == want, rid
-        assert batch_cost == (None if live_cost is None else pytest.approx(live_cost * B.BATCH_DISCOUNT)), rid
+        assert batch_cost == agenthub.cost(row["model"], row["usage_metadata"], batch=True), rid
+        if rid in ("r1", "r 2", "r3"):  # the catalog's batch prices for these: half the list price
+            assert batch_cost == pytest.approx(live_cost / 2), rid
     assert {row["backend"] for row in batched.values()} == {"openai", "anthropic", "gemini", "azure"}
     assert batched["r1"]["cost_usd"] is not None and batched["r 2"]["cost_usd"] is not None
     assert batched["r5"]["error"]["status"] == 400 and batched["r5"]["error"]["type"] == "UpstreamError"
@@ -174,7 +178,7 @@ def test_fixture_tool_calls_keep_their_ids_and_arguments():
     assert row["message"]["content_items"] == [
         {"type": "tool_call", "name": "get_weather", "arguments": {"city": "Oslo"}, "tool_call_id": "call_1"}]
     assert row["usage_metadata"]["prompt_tokens"] == 40 and row["usage_metadata"]["response_tokens"] == 12
-    assert row["cost_usd"] is None  # gpt-4.1-mini has no price in the table
+    assert row["cost_usd"] == agenthub.cost("gpt-4.1-mini", row["usage_metadata"], batch=True)
 
 
 # -- what goes on the wire ---------------------------------------------------------------------------
@@ -498,16 +502,8 @@ def test_a_failed_batch_says_why_and_its_rows_have_no_result():
     assert ant["state"] == "cancelling"
 
 
-def test_batch_cost_asks_the_catalog_for_the_batch_price_once_it_has_one(monkeypatch):
-    import agenthub
-
+def test_batch_cost_is_the_catalogs_batch_price():
     usage = {"prompt_tokens": 1000000, "response_tokens": 0, "cached_tokens": None, "thoughts_tokens": None}
-    assert B.batch_cost("claude-sonnet-4-6", usage) == pytest.approx(1.5)  # list price 3.0 per 1M, halved
-    seen = []
-
-    def catalog_cost(model, usage, *, tier=None, batch=False, cache_writes=None):
-        seen.append((model, batch))
-        return 0.25
-
-    monkeypatch.setattr(agenthub, "cost", catalog_cost)
-    assert B.batch_cost("claude-sonnet-4-6", usage) == 0.25 and seen == [("claude-sonnet-4-6", True)]
+    assert B.batch_cost("claude-sonnet-4-6", usage) == agenthub.cost("claude-sonnet-4-6", usage, batch=True)
+    assert B.batch_cost("claude-sonnet-4-6", usage) == pytest.approx(agenthub.cost("claude-sonnet-4-6", usage) / 2)
+    assert B.batch_cost("no-such-model", usage) is None

@@ -19,7 +19,6 @@ live (it skips the ids the output already has).
 
 import datetime
 import hashlib
-import inspect
 import json
 import logging
 import os
@@ -28,7 +27,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
-from .. import providers, registry
+from .. import registry
 from .._redact import redact_url
 from ..errors import AgentHubError, ConfigError, upstream_error
 from ..providers._common import apply_extras
@@ -40,14 +39,11 @@ from .backends._wire import Wire
 from .jobfile import JobRow, OutputWriter, error_row, finished_ids, iter_rows, output_row, read_jobs
 
 __all__ = ["submit", "load", "BatchJob", "BatchStatus", "BatchInfo", "FetchSummary", "batch_cost", "answer_row",
-           "STATE_VERSION", "BATCH_DISCOUNT"]
+           "STATE_VERSION"]
 
 log = logging.getLogger("agenthub")
 
 STATE_VERSION = 1
-#: every provider here bills its batch engine at half the list price (OpenAI's Batch guide, Anthropic's
-#: batch-processing page, Gemini's Batch API page: "50% of the standard cost")
-BATCH_DISCOUNT = 0.5
 _MAX_SHOWN = 20
 #: the client's limit on one SSE line does not apply to a whole document; the transport caps documents
 _MAX_LINE = 1 << 30
@@ -58,23 +54,11 @@ _API = {"openai-chat": "chat", "azure": "chat", "openai-responses": "responses",
 
 
 def batch_cost(model: str, usage: Any) -> Optional[float]:
-    """USD at the batch price (None when the model's price is unknown).
-
-    The one place the price is asked for: ``agenthub.cost(model, usage, batch=True)`` where the catalog
-    offers it, else the list price times ``BATCH_DISCOUNT``."""
+    """USD at the batch price: the catalog's batch-API prices (``agenthub.cost(..., batch=True)``); None
+    where the catalog has none for the model (never a guess)."""
     from .. import cost
 
-    if _takes_batch(cost):
-        return cost(model, usage, batch=True)  # type: ignore[call-arg]
-    base = registry.cost(model, usage)
-    return None if base is None else base * BATCH_DISCOUNT
-
-
-def _takes_batch(function: Any) -> bool:
-    try:
-        return "batch" in inspect.signature(function).parameters
-    except (TypeError, ValueError):  # pragma: no cover - a builtin without a signature
-        return False
+    return cost(model, usage, batch=True)
 
 
 # -- rows, results ------------------------------------------------------------------------------------

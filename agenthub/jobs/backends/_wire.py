@@ -71,8 +71,14 @@ class Wire(object):
         """One JSON answer.  ``idempotent`` (default: GET): a connection failure may be retried; a
         POST that creates something is retried only when the server answered that it did not."""
         safe = method == "GET" if idempotent is None else idempotent
-        return self._retry(lambda: transport.fetch_json(self.session, self._request(method, url, body, data, headers),
-                                                        self.timeout, self.client_type), safe)
+
+        def call() -> Any:
+            answer = transport.open_stream(self.session, self._request(method, url, body, data, headers),
+                                           self.timeout, self.client_type, error_from_body=self._record.error_from_body)
+            answer.open(document=True)
+            return answer.document
+
+        return self._retry(call, safe)
 
     def raw(self, method: str, url: str, body: Any = None, data: Optional[bytes] = None,
             headers: Optional[Mapping[str, str]] = None, accept: str = "*/*",
@@ -81,7 +87,8 @@ class Wire(object):
         safe = method == "GET" if idempotent is None else idempotent
         return self._retry(lambda: transport.open_raw(self.session, self._request(method, url, body, data, headers,
                                                                                   accept),
-                                                      self.timeout, self.client_type), safe)
+                                                      self.timeout, self.client_type, self._record.error_from_body),
+                           safe)
 
     def lines(self, url: str, headers: Optional[Mapping[str, str]] = None) -> Iterator[Any]:
         """A JSON Lines download, one decoded object per line as the bytes arrive (memory: one line)."""
