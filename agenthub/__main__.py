@@ -14,9 +14,11 @@
     agenthub trace show FILE               print a saved trace as text
     agenthub serve --config FILE           serve the config's models over HTTP (SSE of UniEvents)
     agenthub batch run IN.jsonl -o OUT     run a job file (resumable, rate limited; see agenthub.jobs.cli)
+    agenthub batch submit|status|fetch|cancel   a job file on the providers' batch engines (agenthub.jobs.batch_cli)
 
 Exit status: 0 done, 1 an agenthub error (printed on stderr, never with a key), 2 bad
-usage, 130 interrupted; ``batch run`` also 3: finished, some rows have error rows.
+usage, 130 interrupted; ``batch run`` also 3: finished, some rows have error rows (the
+batch engine actions: agenthub.jobs.batch_cli).
 """
 
 import argparse
