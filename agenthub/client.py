@@ -30,8 +30,8 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, Generator, Iterator, List
 
 from . import providers, registry
 from ._redact import redact_url, secret_values, url_secrets
-from .errors import (AgentHubError, ConfigError, StreamProtocolError, TransportError, UnsupportedOperationError, UpstreamError,
-                     safe_url, set_field)
+from .errors import (AgentHubError, ConfigError, StreamProtocolError, TransportError, UnsupportedOperationError,
+                     UnsupportedParameterError, UpstreamError, safe_url, set_field)
 from .providers._common import Endpoint, apply_extras
 from .sse import DEFAULT_MAX_LINE_BYTES
 from .stream import Collector, drive
@@ -67,6 +67,8 @@ _log_from_env()
 
 #: pages of a model list read at most (a server that never stops paging is cut off there)
 MAX_MODEL_PAGES = 100
+#: config keys only some protocols read (their build_request's ``accepts``): refused by the others
+LONGRUN_KEYS = ("background", "compaction")
 #: retry backoff: full jitter over base * 2**attempt seconds, capped
 BACKOFF_BASE = 0.5
 BACKOFF_CAP = 8.0
@@ -412,14 +414,22 @@ class AutoLLMClient(object):
             message = dict(message)  # type: ignore[assignment]
             message["created_at"] = int(time.time() * 1000)
         messages = self._history + [message]
-        request = apply_extras(self._build(messages, cfg), cfg)
+        request = apply_extras(self._build(messages, cfg, stateful=True), cfg)
         return self._open(request, cfg, messages, message)
 
-    def _build(self, messages: List[UniMessage], config: Dict[str, Any]) -> Any:
+    def _build(self, messages: List[UniMessage], config: Dict[str, Any], stateful: bool = False) -> Any:
         """The protocol's request plan; a value it cannot use (a fidelity changed after it came back,
-        say) is a ConfigError, never a bare TypeError."""
+        say) is a ConfigError, never a bare TypeError.  ``stateful``: a stateful call, told to a
+        protocol that chains turns server-side (its build_request has ``chains_turns`` set)."""
+        build = self._protocol.build_request
+        for key in LONGRUN_KEYS:  # read only by the protocols that name them: elsewhere refused, never dropped
+            if config.get(key) and key not in getattr(build, "accepts", ()):
+                raise UnsupportedParameterError("{}: {} is not available on this protocol".format(
+                    self.client_type, key), client=self.client_type, parameter=key)
         try:
-            return self._protocol.build_request(self._endpoint, self.model, messages, config)
+            if stateful and getattr(build, "chains_turns", False):
+                return build(self._endpoint, self.model, messages, config, stateful=True)
+            return build(self._endpoint, self.model, messages, config)
         except AgentHubError:
             raise
         except (TypeError, ValueError, KeyError, AttributeError, IndexError) as exc:

@@ -1,0 +1,224 @@
+"""A local fake of the two resumable stream APIs, on 127.0.0.1 only (daemon threads, bounded waits).
+
+- OpenAI Responses: ``POST /v1/responses`` (``stream: true``), ``GET /v1/responses/{id}?stream=true
+  &starting_after=N`` (the events after sequence number N), ``POST /v1/responses/{id}/cancel``.
+- Gemini Interactions: ``POST /v1beta/interactions``, ``GET /v1beta/interactions/{id}?stream=true
+  &last_event_id=E`` (the events after E), ``POST /v1beta/interactions/{id}/cancel``.
+
+Each created response plays a script: a list of SSE event bytes (one ``event:``/``data:`` block each).
+``cuts`` is a list of byte offsets: connection number i (the POST is 0, each GET after it 1, 2, ...)
+closes abruptly after sending ``cuts[i]`` bytes of what it would send (None: sends it all).
+"""
+
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, unquote, urlsplit
+
+
+def responses_events(response_id, texts, usage=None):
+    """A Responses stream: created, in_progress, one message with the text deltas, completed."""
+    events = []
+
+    def add(kind, body):
+        body = dict(body, type=kind, sequence_number=len(events))
+        events.append(("event: {}\ndata: {}\n\n".format(kind, json.dumps(body, separators=(",", ":")))).encode())
+
+    base = {"id": response_id, "object": "response", "status": "in_progress", "background": True, "output": []}
+    add("response.created", {"response": base})
+    add("response.in_progress", {"response": base})
+    item = {"id": "msg_1", "type": "message", "status": "in_progress", "role": "assistant", "content": []}
+    add("response.output_item.added", {"output_index": 0, "item": item})
+    add("response.content_part.added", {"item_id": "msg_1", "output_index": 0, "content_index": 0,
+                                        "part": {"type": "output_text", "text": "", "annotations": []}})
+    for text in texts:
+        add("response.output_text.delta", {"item_id": "msg_1", "output_index": 0, "content_index": 0, "delta": text})
+    full = "".join(texts)
+    add("response.output_text.done", {"item_id": "msg_1", "output_index": 0, "content_index": 0, "text": full})
+    part = {"type": "output_text", "text": full, "annotations": []}
+    add("response.content_part.done", {"item_id": "msg_1", "output_index": 0, "content_index": 0, "part": part})
+    done_item = dict(item, status="completed", content=[part])
+    add("response.output_item.done", {"output_index": 0, "item": done_item})
+    final = dict(base, status="completed", output=[done_item],
+                 usage=usage or {"input_tokens": 10, "input_tokens_details": {"cached_tokens": 0},
+                                 "output_tokens": len(texts), "output_tokens_details": {"reasoning_tokens": 0},
+                                 "total_tokens": 10 + len(texts)})
+    add("response.completed", {"response": final})
+    return events
+
+
+def interactions_events(interaction_id, texts, status="completed"):
+    """An Interactions stream: created, a model_output step with the text deltas, completed, [DONE]."""
+    events = []
+
+    def add(kind, body):
+        body = dict(body, event_type=kind, event_id="evt_{:03d}".format(len(events) + 1))
+        events.append(("event: {}\ndata: {}\n\n".format(kind, json.dumps(body, separators=(",", ":")))).encode())
+
+    add("interaction.created", {"interaction": {"id": interaction_id, "status": "in_progress"}})
+    add("step.start", {"index": 0, "step": {"type": "model_output"}})
+    for text in texts:
+        add("step.delta", {"index": 0, "delta": {"type": "text", "text": text}})
+    add("step.stop", {"index": 0})
+    add("interaction.completed", {"interaction": {"id": interaction_id, "status": status, "usage": {
+        "total_input_tokens": 7, "total_output_tokens": len(texts)}}})
+    return events
+
+
+class Script(object):
+    def __init__(self, events, cuts=(), done=False, hold=None):
+        self.events = list(events)
+        self.cuts = list(cuts)
+        self.done = done  # append ``data: [DONE]`` (Interactions)
+        self.hold = hold  # (event index, threading.Event): wait (<= 5 s) before sending that event
+        self.connections = 0
+        self.cancelled = False
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def _read_body(self):
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        try:
+            return json.loads(raw) if raw else None
+        except ValueError:
+            return raw
+
+    def do_POST(self):  # noqa: N802
+        self._serve("POST")
+
+    def do_GET(self):  # noqa: N802
+        self._serve("GET")
+
+    def _serve(self, method):
+        server = self.server
+        body = self._read_body() if method == "POST" else None
+        url = urlsplit(self.path)
+        query = {k: v[0] for k, v in parse_qs(url.query).items()}
+        server.requests.append({"method": method, "path": url.path, "query": query, "body": body,
+                                "headers": dict(self.headers)})
+        parts = [unquote(p) for p in url.path.strip("/").split("/")]
+        if method == "POST" and parts[-1] in ("responses", "interactions"):
+            script = server.scripts.pop(0)
+            rid = script.resource_id
+            server.created[rid] = script
+            return self._play(script, 0)
+        if method == "POST" and parts[-1] == "cancel":
+            script = server.created.get(parts[-2])
+            if script is None:
+                return self._json(404, {"error": {"message": "no such response"}})
+            script.cancelled = True
+            return self._json(200, {"id": parts[-2], "status": "cancelled"})
+        if method == "GET":
+            script = server.created.get(parts[-1])
+            if script is None:
+                return self._json(404, {"error": {"message": "no such response"}})
+            if server.get_failures:
+                status = server.get_failures.pop(0)
+                return self._json(status, {"error": {"message": "try again", "type": "server_error"}})
+            start = 0
+            if "starting_after" in query:
+                start = int(query["starting_after"]) + 1
+            elif "last_event_id" in query:
+                start = int(query["last_event_id"].split("_")[1])
+            return self._play(script, start)
+        return self._json(404, {"error": {"message": "unknown path " + url.path}})
+
+    def _json(self, status, payload):
+        data = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _play(self, script, start):
+        number = script.connections
+        script.connections += 1
+        cut = script.cuts[number] if number < len(script.cuts) else None
+        events = script.events[start:]
+        data = b"".join(events) + (b"data: [DONE]\n\n" if script.done else b"")
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        try:
+            sent = 0
+            for index, event in enumerate(events + ([b"data: [DONE]\n\n"] if script.done else [])):
+                if script.hold is not None and start + index == script.hold[0]:
+                    script.hold[1].wait(5)
+                if script.cancelled:
+                    break
+                if cut is not None and sent + len(event) > cut:
+                    piece = event[:cut - sent]
+                    if piece:
+                        self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
+                    self.wfile.flush()
+                    self.close_connection = True
+                    return  # no terminating chunk: the client sees a broken body
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(event), event))
+                self.wfile.flush()
+                sent += len(event)
+            del data
+            self.wfile.write(b"0\r\n\r\n")
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
+
+    def log_message(self, *args):
+        pass
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request, client_address):
+        pass
+
+
+class LongrunServer(object):
+    """with LongrunServer() as server: server.add(resource_id, events, cuts=[...]); server.url."""
+
+    def __init__(self):
+        self._server = _Server(("127.0.0.1", 0), _Handler)
+        self._server.scripts = []
+        self._server.created = {}
+        self._server.requests = []
+        self._server.get_failures = []  # statuses the next GETs answer before streaming
+        self.url = "http://127.0.0.1:{}".format(self._server.server_address[1])
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05})
+        self._thread.daemon = True
+
+    def add(self, resource_id, events, cuts=(), done=False, hold=None):
+        script = Script(events, cuts, done, hold)
+        script.resource_id = resource_id
+        self._server.scripts.append(script)
+        return script
+
+    @property
+    def requests(self):
+        return self._server.requests
+
+    @property
+    def get_failures(self):
+        return self._server.get_failures
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(5)
+
+
+def wait_for(predicate, seconds=5.0):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.01)
+    return predicate()
