@@ -19,6 +19,7 @@ Reliability rules (docs/reliability.md has the full table):
 """
 
 import collections.abc
+import importlib
 import logging
 import operator
 import os
@@ -33,6 +34,7 @@ from ._redact import redact_url, secret_values, url_secrets
 from .errors import (AgentHubError, ConfigError, StreamProtocolError, TransportError, UnsupportedOperationError,
                      UnsupportedParameterError, UpstreamError, safe_url, set_field)
 from .providers._common import Endpoint, apply_extras
+from .resume import RESUMED
 from .sse import DEFAULT_MAX_LINE_BYTES
 from .stream import Collector, drive
 from .types import AssistantMessage, Message, UniConfig, UniEvent, UniMessage
@@ -594,10 +596,37 @@ class AutoLLMClient(object):
 
     def _attempts(self, request: Any, control: _Control, timeout: Timeout,
                   deadline: Optional[float], config: Optional[Mapping[str, Any]] = None) -> Iterator[UniEvent]:
+        """The call's events, across its attempts (a generator)."""
+        if not (config or {}).get("background"):
+            return self._attempt_loop(request, control, timeout, deadline, config, None, [])
+        return self._background(request, control, timeout, deadline, config)
+
+    def _background(self, request: Any, control: _Control, timeout: Timeout, deadline: Optional[float],
+                    config: Optional[Mapping[str, Any]]) -> Iterator[UniEvent]:
+        """A background response's events (config["background"]): its stream resumes after a cut
+        (agenthub.resume), and one that ends before it completed is cancelled server-side."""
+        background = _dialect(self._protocol)
+        resumable = None  # type: Any
+        opened = []  # type: List[Any]  # the bodies of its reconnects, closed when the call ends
+        try:
+            for event in self._attempt_loop(request, control, timeout, deadline, config, background, opened):
+                if event.__class__ is _Resumable:
+                    resumable = event.value
+                    continue
+                yield event
+        finally:
+            for body in opened:
+                body.close()
+            if resumable is not None and resumable.resource_id and not resumable.complete:
+                self._cancel(background, resumable.resource_id)
+
+    def _attempt_loop(self, request: Any, control: _Control, timeout: Timeout, deadline: Optional[float],
+                      config: Optional[Mapping[str, Any]], background: Any, opened: List[Any]) -> Iterator[Any]:
         client = self.client_type
         transport = _transport()
         attempt = 0
         debug = logger.isEnabledFor(logging.DEBUG)
+        resumable = None  # type: Any
         while True:
             chunks = None
             delivered = 0  # events handed to the caller in this attempt
@@ -614,7 +643,11 @@ class AutoLLMClient(object):
                 # encoded per attempt: a signature or a refreshed token is good for this send only
                 sent = protocol.encode(request, self._endpoint)
                 chunks = transport.open_stream(self._get_session(), sent, limits, client, watch=control)
-                parts = protocol.read(chunks, client, self.max_line_bytes, not request.stream)
+                if background is not None:
+                    parts, resumable = self._read_background(background, chunks, control, timeout, deadline, opened)
+                    yield _Resumable(resumable)
+                else:
+                    parts = protocol.read(chunks, client, self.max_line_bytes, not request.stream)
                 if debug:
                     logged = _log_attempt(sent, attempt, started, chunks, None)
                 for event in drive(parts, client):
@@ -632,6 +665,8 @@ class AutoLLMClient(object):
                     yield event
                 return
             except AgentHubError as exc:
+                if resumable is not None and resumable.resource_id:
+                    setattr(exc, RESUMED, resumable.resource_id)  # known server-side: never a second POST
                 if debug and not logged:
                     _log_attempt(sent, attempt, started, None, exc)
                 self._explain(exc, request)
@@ -642,7 +677,8 @@ class AutoLLMClient(object):
                 if deadline is not None and isinstance(exc, TransportError) and time.monotonic() >= deadline:
                     raise _stopped(client, control, timeout, "deadline") from exc
                 _scrub(exc, self._secrets(sent, config))
-                if delivered or not getattr(exc, "retryable", False) or attempt >= self.max_retries:
+                if delivered or getattr(exc, RESUMED, None) or not getattr(exc, "retryable", False) \
+                        or attempt >= self.max_retries:
                     raise
                 delay = _backoff(attempt, getattr(exc, "retry_after", None))
                 if delay is None or (deadline is not None and time.monotonic() + delay >= deadline):
@@ -659,6 +695,80 @@ class AutoLLMClient(object):
             finally:
                 if chunks is not None:
                     chunks.close()  # type: ignore[attr-defined]
+
+    def _read_background(self, dialect: Any, chunks: Any, control: _Control, timeout: Timeout,
+                         deadline: Optional[float], opened: List[Any]) -> Tuple[Iterator[Any], Any]:
+        """The parts of a background stream whose connections resume after a cut (agenthub.resume)."""
+        from .resume import Resumable
+
+        protocol = self._protocol
+        client = self.client_type
+        if chunks.open(False):  # one JSON document: complete by nature, nothing to resume
+            return protocol.read(chunks, client, self.max_line_bytes), None
+
+        def reconnect(resource_id: str, cursor: Any) -> Iterator[Any]:
+            body = self._resume_body(dialect.resume_request(self._endpoint, resource_id, cursor), control,
+                                     timeout, deadline)
+            opened.append(body)
+            logger.info("%s: the stream of background response %s broke; resumed after event %s", client,
+                        resource_id, cursor)
+            return protocol.framing(body.iter_chunks(), self.max_line_bytes)
+
+        frames = protocol.framing(chunks.iter_chunks(), self.max_line_bytes)
+        resumable = Resumable(frames, dialect.frame_cursor, reconnect, ordered=dialect.ordered_cursors, client=client)
+        return protocol.parse_stream(iter(resumable), client), resumable
+
+    def _resume_body(self, request: Any, control: _Control, timeout: Timeout, deadline: Optional[float]) -> Any:
+        """The body of the GET that resumes a background stream, opened with the retry policy and the
+        call's deadline (an error that may not be retried, or the last one, is raised)."""
+        client = self.client_type
+        transport = _transport()
+        attempt = 0
+        while True:
+            if control.reason is not None:
+                raise _stopped(client, control, timeout)
+            limits = _limits(timeout, deadline)
+            if limits is None:
+                raise _stopped(client, control, timeout, "deadline")
+            sent = request
+            try:
+                sent = self._protocol.encode(request, self._endpoint)
+                body = transport.open_stream(self._get_session(), sent, limits, client, watch=control)
+                if body.open(False):
+                    raise StreamProtocolError("{}: resuming a background stream answered one JSON document".format(
+                        client), client=client)
+                return body
+            except AgentHubError as exc:
+                self._explain(exc, request)
+                if getattr(exc, "_agenthub_stop", False):
+                    raise
+                if control.reason is not None:
+                    raise _stopped(client, control, timeout) from exc
+                _scrub(exc, self._secrets(sent))
+                if not getattr(exc, "retryable", False) or attempt >= self.max_retries:
+                    raise
+                delay = _backoff(attempt, getattr(exc, "retry_after", None))
+                if delay is None or (deadline is not None and time.monotonic() + delay >= deadline):
+                    raise
+                attempt += 1
+                logger.info("%s: retrying the resume after %s, attempt %d of %d, in %.2fs", client,
+                            type(exc).__name__, attempt, self.max_retries, delay)
+                if not control.sleep(delay):
+                    raise _stopped(client, control, timeout) from exc
+
+    def _cancel(self, dialect: Any, resource_id: str) -> None:
+        """Cancel a background response server-side (the stream ended before it did: abort, close, error).
+        One POST, short timeouts, no retry; a failure is logged, never raised."""
+        client = self.client_type
+        request = dialect.cancel_request(self._endpoint, resource_id)
+        try:
+            sent = self._protocol.encode(request, self._endpoint)
+            body = _transport().open_stream(self._get_session(), sent, (5.0, 10.0), client)
+            body.open(document=True)
+            logger.info("%s: background response %s cancelled", client, resource_id)
+        except AgentHubError as exc:
+            _scrub(exc, self._secrets(request))
+            logger.warning("%s: cancelling background response %s failed: %s", client, resource_id, exc)
 
     def _secrets(self, request: Any, config: Optional[Mapping[str, Any]] = None) -> List[str]:
         """What to scrub from an error: the key (every part of a credential set), every request
@@ -700,6 +810,25 @@ class AutoLLMClient(object):
         except Exception as exc:  # disk full, permissions, a folder removed meanwhile, an unwritable value
             logger.error("%s: the trace %r was not written (%s: %s); the answer stands", self.client_type,
                          config["trace_id"], type(exc).__name__, exc)
+
+
+class _Resumable(object):
+    """Yielded by a background attempt: the Resumable its events come through."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+
+def _dialect(record: Any) -> Any:
+    """The module of a protocol that resumes background streams (``resume_request``, ``cancel_request``,
+    ``frame_cursor``, ``ordered_cursors``)."""
+    module = importlib.import_module("agenthub.providers." + record.module)
+    if not hasattr(module, "resume_request"):  # pragma: no cover - build_request.accepts keeps it out
+        raise UnsupportedParameterError("{}: background is not available on this protocol".format(record.name),
+                                        client=record.name, parameter="background")
+    return module
 
 
 def _fold(events: Iterator[UniEvent]) -> Any:

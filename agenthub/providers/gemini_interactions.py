@@ -347,6 +347,8 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
 
 
 build_request.chains_turns = True  # type: ignore[attr-defined]  # the client passes stateful=True
+#: background streams resume after a cut (agenthub.resume): are cursors numbers, in order?
+ordered_cursors = False
 build_request.accepts = ("background",)  # type: ignore[attr-defined]  # config keys only some protocols read
 
 

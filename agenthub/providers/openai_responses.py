@@ -230,7 +230,11 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
         body["instructions"] = config["system_prompt"]
     body["input"] = _input(endpoint, messages)
     body["stream"] = True
-    body["store"] = False
+    if config.get("background"):
+        body["background"] = True  # run server-side; resumable after a cut (agenthub.resume)
+        body["store"] = True  # background mode requires it: the response is kept by OpenAI (retention applies)
+    else:
+        body["store"] = False
     if quirks.get("encrypted_reasoning", reasons):
         body["include"] = ["reasoning.encrypted_content"]
     if "max_tokens" in config:
@@ -1211,6 +1215,56 @@ def _failure_payload(payload: Mapping[str, Any]) -> Any:
     if isinstance(error, dict) and error:
         return {"error": error}
     return {"error": {"message": "the response failed without an error object", "code": "response_failed"}}
+
+
+# -- background responses: resume after a cut, cancel ---------------------------------------------
+
+
+def resume_request(endpoint: Endpoint, resource_id: str, cursor: Optional[int]) -> HttpRequest:
+    """``GET {base_url}/responses/{id}?stream=true&starting_after=<sequence_number>``: a background
+    response's stream again, from the event after ``cursor`` (from its start when None)."""
+    from urllib.parse import quote
+
+    url = join_url(endpoint.base_url, "/responses/" + quote(resource_id, safe="")) + "?stream=true"
+    if cursor is not None:
+        url += "&starting_after={}".format(int(cursor))
+    headers = request_headers(endpoint)
+    headers.pop("Content-Type", None)
+    return HttpRequest("GET", url, headers, None)
+
+
+def cancel_request(endpoint: Endpoint, resource_id: str) -> HttpRequest:
+    """``POST {base_url}/responses/{id}/cancel`` (only background responses can be cancelled)."""
+    from urllib.parse import quote
+
+    return HttpRequest("POST", join_url(endpoint.base_url, "/responses/" + quote(resource_id, safe="") + "/cancel"),
+                       request_headers(endpoint, accept="application/json"), {}, stream=False)
+
+
+_RESUME_TERMINAL = frozenset(["response.completed", "response.incomplete", "response.failed", "error", "response.done"])
+
+
+def frame_cursor(sse: SSEEvent) -> Tuple[Optional[str], Optional[int], bool]:
+    """(the response id when this event names it, its ``sequence_number``, terminal?) of one SSE event
+    (a ValueError when its data is not JSON: a cut inside the event)."""
+    data = sse.data
+    if not data or data[0] != "{":
+        return None, None, False
+    payload = json.loads(data)
+    kind = payload.get("type") or sse.event
+    resource = None
+    if kind in ("response.created", "response.queued", "response.in_progress"):
+        response = payload.get("response")
+        resource = response.get("id") if isinstance(response, dict) else None
+    cursor = payload.get("sequence_number")
+    if isinstance(cursor, bool) or not isinstance(cursor, int):
+        cursor = None
+    return resource if isinstance(resource, str) and resource else None, cursor, kind in _RESUME_TERMINAL
+
+
+#: background streams resume after a cut (agenthub.resume): are cursors numbers, in order?
+ordered_cursors = True
+build_request.accepts = ("background",)  # type: ignore[attr-defined]  # config keys only some protocols read
 
 
 # -- the endpoint's model list ------------------------------------------------------------------
