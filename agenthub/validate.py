@@ -46,6 +46,7 @@ _ITEMS = {
     "tool_call": ((("name", str), ("arguments", dict), ("tool_call_id", str)), ("assistant",)),
     "tool_result": ((("text", str), ("tool_call_id", str)), ("user",)),
     "embedding": ((("embedding", list),), ("assistant",)),
+    "compaction": ((("fidelity", Mapping),), ("assistant",)),
 }
 
 
