@@ -197,6 +197,9 @@ def _parser() -> argparse.ArgumentParser:
     chat.add_argument("--api-key-env", metavar="NAME", help="read the key from the environment variable NAME")
     chat.add_argument("--trace-id", help="save the conversation as a trace (under $AGENTHUB_CACHE_DIR)")
     chat.add_argument("--json", action="store_true", help="print raw UniEvents, one JSON object per line")
+    chat.add_argument("--background", action="store_true",
+                      help="OpenAI Responses / Gemini Interactions: run the answer server-side and resume it after "
+                           "a broken connection (the response is stored by the provider)")
     models = sub.add_parser("models", help="list the routing registry")
     models.add_argument("--json", action="store_true", help="one JSON array of rows")
     trace = sub.add_parser("trace", help="saved traces: view them in a browser, or print one")
@@ -348,6 +351,8 @@ def _chat_config(args: Any) -> Dict[str, Any]:
         config["thinking_level"] = args.thinking
     if args.trace_id:
         config["trace_id"] = args.trace_id
+    if getattr(args, "background", False):
+        config["background"] = True
     return config
 
 

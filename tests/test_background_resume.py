@@ -205,3 +205,29 @@ def test_interactions_abort_cancels():
         gate.set()
         assert wait_for(lambda: script.cancelled)
         assert [r["path"] for r in server.requests][-1] == "/v1beta/interactions/v1_ab/cancel"
+
+
+def test_chat_background_flag_resumes_a_cut_answer(capsys):
+    from agenthub.__main__ import main
+
+    events = responses_events("resp_cli", TEXTS)
+    ends = boundaries(events)
+    with LongrunServer() as server:
+        server.add("resp_cli", events, cuts=[ends[6]])
+        code = main(["chat", "gpt-5.5", "go", "--background", "--client-type", "openai-responses",
+                     "--base-url", server.url + "/v1"])
+        methods = [(r["method"], r["path"]) for r in server.requests]
+        body = server.requests[0]["body"]
+    assert code == 0
+    assert capsys.readouterr().out == "".join(TEXTS) + "\n"
+    assert (body["background"], body["store"]) == (True, True)
+    assert methods == [("POST", "/v1/responses"), ("GET", "/v1/responses/resp_cli")]
+
+
+def test_chat_background_flag_on_a_protocol_without_it_is_refused(capsys):
+    from agenthub.__main__ import main
+
+    code = main(["chat", "some-model", "go", "--background", "--client-type", "openai-chat",
+                 "--base-url", "http://127.0.0.1:9/v1"])
+    assert code != 0
+    assert "background" in capsys.readouterr().err

@@ -72,7 +72,7 @@ from ..sse import SSEEvent, json_loads
 from ..stream import StreamEnd
 from ..toolcalls import ToolCallAssembler
 from ..types import HttpRequest, PromptCaching, ThinkingLevel
-from ._common import (parse_data_list, Endpoint, Protocol, check_response_format, documents, dumps, get_request, join_url,
+from ._common import (COMPACTION_FORMAT, parse_data_list, Endpoint, Protocol, check_response_format, documents, dumps, get_request, join_url,
                       nearest, parse_data_uri, request_headers, stop_sequences, to_int, unsupported,
                       usage)
 
@@ -117,6 +117,12 @@ _LEVEL_EFFORT = {"low": "low", "medium": "medium", "high": "high", "xhigh": "xhi
 #: fast mode (``speed: "fast"`` + the beta header) on the first-party API: Opus 5, Opus 5.5, Fable 5.2 and later
 #: (Opus 4.6 / 4.7 / 4.8 had it in research preview; it was removed from them by 2026-11-30)
 FAST_MODE_BETA = "fast-mode-2026-02-01"
+#: server-side compaction: the beta header and its context_management edit
+#: (https://platform.claude.com/docs/en/build-with-claude/compaction; anthropic SDK BetaCompact20260112EditParam)
+COMPACTION_BETA = "compact-2026-01-12"
+COMPACTION_EDIT = "compact_20260112"
+#: the smallest input-token trigger the API takes (the documented minimum; its default is 150000)
+COMPACTION_MIN_TRIGGER = 50000
 FAST_MODE_MODELS = re.compile(r"claude-(?:opus-5(?:-5)?|fable-5-[2-9]|fable-(?:[6-9]|\d\d))(?![0-9])")
 #: models that take temperature or top_p, never both (Claude 4.5 / 4.6)
 _ONE_SAMPLER = re.compile(r"claude-(?:opus|sonnet|haiku)-4-[56](?![0-9])")
@@ -300,7 +306,19 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
         _add_beta(headers, INTERLEAVED_THINKING_BETA)  # thinking between tool calls, not only before the first
     if fast:
         _add_beta(headers, FAST_MODE_BETA)
+    if config.get("compaction"):
+        threshold = config["compaction"]["threshold"]
+        if threshold < COMPACTION_MIN_TRIGGER:
+            raise unsupported(client, "compaction", "threshold must be at least {} input tokens on the Anthropic API "
+                                                    "(got {})".format(COMPACTION_MIN_TRIGGER, threshold))
+        body["context_management"] = {"edits": [
+            {"type": COMPACTION_EDIT, "trigger": {"type": "input_tokens", "value": threshold}}]}
+        _add_beta(headers, COMPACTION_BETA)
     return HttpRequest("POST", join_url(endpoint.base_url, "/v1/messages"), headers, body)
+
+
+build_request.accepts = ("compaction",)  # type: ignore[attr-defined]  # config keys only some protocols read
+build_request.compaction_format = "anthropic"  # type: ignore[attr-defined]  # the compaction blocks it replays
 
 
 def _add_beta(headers: Dict[str, str], beta: str) -> None:
@@ -452,6 +470,12 @@ def _assistant(message: Mapping[str, Any], unsigned: bool) -> List[Dict[str, Any
             if fidelity.get("caller"):
                 block["caller"] = fidelity["caller"]
             blocks.append(block)
+        elif kind == "compaction":  # replayed as it came; the API itself ignores every block before it
+            block = fidelity.get("block") if fidelity.get(COMPACTION_FORMAT) == "anthropic" else None
+            if isinstance(block, dict):
+                blocks.append(block)
+            else:
+                logger.warning("a compaction item without its block is left out")
         elif kind in ("inline_data", "image_url", "inline_thinking"):
             logger.warning("an assistant %s item cannot be replayed over the Anthropic API; it is left out", kind)
         else:  # pragma: no cover - validate.check_message keeps other items out

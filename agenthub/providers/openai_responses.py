@@ -111,7 +111,7 @@ from ..sse import SSEEvent, json_loads
 from ..stream import StreamEnd
 from ..toolcalls import ToolCallAssembler
 from ..types import HttpRequest, PromptCaching
-from ._common import (openai_models_request, parse_data_list, Endpoint, Protocol, check_response_format, data_uri, documents, dumps,
+from ._common import (COMPACTION_FORMAT, after_compaction, openai_models_request, parse_data_list, Endpoint, Protocol, check_response_format, data_uri, documents, dumps,
                       inclusive_usage, join_url, nearest, parse_data_uri, request_headers,
                       unsupported)
 
@@ -228,7 +228,10 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
     body = {"model": model}  # type: Dict[str, Any]
     if config.get("system_prompt"):
         body["instructions"] = config["system_prompt"]
-    body["input"] = _input(endpoint, messages)
+    if config.get("compaction"):  # server-side compaction past a token threshold (the documented entry)
+        body["context_management"] = [{"type": "compaction", "compact_threshold": config["compaction"]["threshold"]}]
+    # the latest compaction item stands for everything before it: that is not sent again
+    body["input"] = _input(endpoint, after_compaction(list(messages), "openai"))
     body["stream"] = True
     if config.get("background"):
         body["background"] = True  # run server-side; resumable after a cut (agenthub.resume)
@@ -403,6 +406,12 @@ def _assistant(message: Mapping[str, Any], out: List[Dict[str, Any]], custom: An
                 continue
             out.append({"type": "function_call", "call_id": item["tool_call_id"], "name": item["name"],
                         "arguments": dumps(item["arguments"])})
+        elif kind == "compaction":  # the server's compaction of what came before: back as it came, no id
+            wire = (fidelity.get("item") or {}) if fidelity.get(COMPACTION_FORMAT) == "openai" else {}
+            if isinstance(wire.get("encrypted_content"), str):
+                out.append({"type": "compaction", "encrypted_content": wire["encrypted_content"]})
+            else:
+                logger.warning("a compaction item without its encrypted content is left out")
         elif kind in ("inline_data", "image_url", "inline_thinking"):
             logger.warning("an assistant %s item cannot be replayed over the Responses API; it is left out", kind)
         else:  # pragma: no cover - validate.check_message keeps other items out
@@ -1264,7 +1273,8 @@ def frame_cursor(sse: SSEEvent) -> Tuple[Optional[str], Optional[int], bool]:
 
 #: background streams resume after a cut (agenthub.resume): are cursors numbers, in order?
 ordered_cursors = True
-build_request.accepts = ("background",)  # type: ignore[attr-defined]  # config keys only some protocols read
+build_request.accepts = ("background", "compaction")  # type: ignore[attr-defined]  # keys only some protocols read
+build_request.compaction_format = "openai"  # type: ignore[attr-defined]  # the compaction items it replays
 
 
 # -- the endpoint's model list ------------------------------------------------------------------
