@@ -4,6 +4,7 @@
   &starting_after=N`` (the events after sequence number N), ``POST /v1/responses/{id}/cancel``.
 - Gemini Interactions: ``POST /v1beta/interactions``, ``GET /v1beta/interactions/{id}?stream=true
   &last_event_id=E`` (the events after E), ``POST /v1beta/interactions/{id}/cancel``.
+- Anthropic Messages: ``POST /v1/messages`` plays its script (no resume: the compaction tests).
 
 Each created response plays a script: a list of SSE event bytes (one ``event:``/``data:`` block each).
 ``cuts`` is a list of byte offsets: connection number i (the POST is 0, each GET after it 1, 2, ...)
@@ -101,7 +102,7 @@ class _Handler(BaseHTTPRequestHandler):
         server.requests.append({"method": method, "path": url.path, "query": query, "body": body,
                                 "headers": dict(self.headers)})
         parts = [unquote(p) for p in url.path.strip("/").split("/")]
-        if method == "POST" and parts[-1] in ("responses", "interactions"):
+        if method == "POST" and parts[-1] in ("responses", "interactions", "messages"):
             script = server.scripts.pop(0)
             rid = script.resource_id
             server.created[rid] = script

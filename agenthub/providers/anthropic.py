@@ -487,14 +487,32 @@ def _assistant(message: Mapping[str, Any], unsigned: bool) -> List[Dict[str, Any
 
 
 def map_usage(raw: Mapping[str, Any]) -> Dict[str, Any]:
-    """Anthropic usage -> the four buckets: input_tokens excludes cache reads and writes."""
+    """Anthropic usage -> the four buckets: input_tokens excludes cache reads and writes.
+
+    A compacted turn's ``iterations`` list its compaction passes (``type: "compaction"``), whose tokens
+    the top-level counts leave out (anthropic SDK ``BetaUsage.iterations``): they are added in, so the
+    buckets (and the cost) are the sum of the turn's iterations."""
     prompt = to_int(raw.get("input_tokens"))
     written = to_int(raw.get("cache_creation_input_tokens"))
     if prompt is not None and written:
         prompt += written
     elif prompt is None:
         prompt = written
-    return usage(to_int(raw.get("cache_read_input_tokens")), prompt, None, to_int(raw.get("output_tokens")))
+    cached = to_int(raw.get("cache_read_input_tokens"))
+    response = to_int(raw.get("output_tokens"))
+    iterations = raw.get("iterations")
+    if type(iterations) is list:
+        for entry in iterations:
+            if type(entry) is not dict or entry.get("type") != "compaction":
+                continue
+            extra_prompt = (to_int(entry.get("input_tokens")) or 0) + (to_int(entry.get("cache_creation_input_tokens")) or 0)
+            extra_cached = to_int(entry.get("cache_read_input_tokens")) or 0
+            extra_response = to_int(entry.get("output_tokens")) or 0
+            prompt = (prompt or 0) + extra_prompt
+            if extra_cached or cached is not None:
+                cached = (cached or 0) + extra_cached
+            response = (response or 0) + extra_response
+    return usage(cached, prompt, None, response)
 
 
 _INPUT_KEYS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
@@ -520,6 +538,8 @@ def _merge_usage(into: Dict[str, Any], raw: Any) -> None:
     value = raw.get("output_tokens")
     if value is not None and (value or into.get("output_tokens") is None):
         into["output_tokens"] = value
+    if type(raw.get("iterations")) is list:  # a compacted turn's passes (cumulative like the rest)
+        into["iterations"] = raw["iterations"]
 
 
 #: fidelity of a plain text block that must not join the cited block before it (and replays as plain text)
@@ -832,6 +852,10 @@ def _close_block(block: _Block, index: Any, state: _State) -> List[Dict[str, Any
     if kind == "redacted":
         fidelity = {"redacted_data": block.raw.get("data")}
         natural = "thinking"
+    elif block.raw.get("type") == "compaction":  # the server's compaction: an opaque item of its own
+        fold.kind, fold.fid, fold.sealed, fold.cited = None, False, False, False  # collect holds nothing open
+        state.replayable = True
+        return [{"type": "compaction", "fidelity": {COMPACTION_FORMAT: "anthropic", "block": block.raw}}]
     else:
         raw = block.raw
         servers = state.servers

@@ -588,6 +588,7 @@ class _Parser(object):
         self.imaged = set()  # type: set  # slots whose image went out
         self.actions = []  # type: List[Dict[str, Any]]  # items asking the caller to act (_ACTION_ITEMS)
         self.acted = set()  # type: set  # their slots
+        self.compacted = set()  # type: set  # slots of the compaction items handed out
 
     # -- the loop -------------------------------------------------------------------------
     def run(self, events: Iterable[SSEEvent]) -> Iterator[Any]:
@@ -902,9 +903,20 @@ class _Parser(object):
             return self._custom_done(item, slot)
         if kind == "image_generation_call":
             return self._image_done(item, slot)
+        if kind == "compaction":
+            return self._compaction_done(item, slot)
         if kind in _ACTION_ITEMS or (kind == "tool_search_call" and item.get("execution") == "client"):
             self._action(item, slot)
         return []  # other built-in tool items: not client tool calls, nothing the next request needs
+
+    def _compaction_done(self, item: Mapping[str, Any], slot: Any) -> List[Dict[str, Any]]:
+        """A server-side compaction: one opaque item (once, whether it streamed or only came in the final
+        output), replayed as it came."""
+        if slot in self.compacted or not isinstance(item.get("encrypted_content"), str):
+            return []
+        self.compacted.add(slot)
+        wire = {key: item[key] for key in ("type", "id", "encrypted_content", "created_by") if key in item}
+        return self._emit([{"type": "compaction", "fidelity": {COMPACTION_FORMAT: "openai", "item": wire}}])
 
     def _action(self, item: Mapping[str, Any], slot: Any) -> None:
         if slot not in self.acted:
