@@ -518,15 +518,23 @@ class AutoLLMClient(object):
                     _log_attempt(sent, attempt, started, None, exc)
                 self._explain(exc, sent)
                 _scrub(exc, self._secrets(sent))
-                if not getattr(exc, "retryable", False) or attempt >= self.max_retries:
-                    raise
-                delay = _backoff(attempt, getattr(exc, "retry_after", None))
-                if delay is None or (deadline is not None and time.monotonic() + delay >= deadline):
+                delay = self._retry_delay(exc, attempt, deadline)
+                if delay is None:
                     raise
                 attempt += 1
                 logger.info("%s: retrying the model list after %s, attempt %d of %d, in %.2fs", client,
                             type(exc).__name__, attempt, self.max_retries, delay)
                 time.sleep(delay)
+
+    def _retry_delay(self, exc: AgentHubError, attempt: int, deadline: Optional[float]) -> Optional[float]:
+        """Seconds to wait before retrying after ``exc`` ended attempt ``attempt``; None: raise it
+        (not retryable, retries used up, or the backoff would pass the deadline)."""
+        if not getattr(exc, "retryable", False) or attempt >= self.max_retries:
+            return None
+        delay = _backoff(attempt, getattr(exc, "retry_after", None))
+        if delay is None or (deadline is not None and time.monotonic() + delay >= deadline):
+            return None
+        return delay
 
     def _explain(self, exc: AgentHubError, request: Any) -> None:
         """An UpstreamError learns the URL that answered; a 401/403, where the key came from (or why none went)."""
@@ -746,10 +754,8 @@ class AutoLLMClient(object):
                 if control.reason is not None:
                     raise _stopped(client, control, timeout) from exc
                 _scrub(exc, self._secrets(sent))
-                if not getattr(exc, "retryable", False) or attempt >= self.max_retries:
-                    raise
-                delay = _backoff(attempt, getattr(exc, "retry_after", None))
-                if delay is None or (deadline is not None and time.monotonic() + delay >= deadline):
+                delay = self._retry_delay(exc, attempt, deadline)
+                if delay is None:
                     raise
                 attempt += 1
                 logger.info("%s: retrying the resume after %s, attempt %d of %d, in %.2fs", client,

@@ -12,9 +12,10 @@ closes abruptly after sending ``cuts[i]`` bytes of what it would send (None: sen
 """
 
 import json
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
+
+from sse_server import SSEServer
 from urllib.parse import parse_qs, unquote, urlsplit
 
 
@@ -141,7 +142,6 @@ class _Handler(BaseHTTPRequestHandler):
         script.connections += 1
         cut = script.cuts[number] if number < len(script.cuts) else None
         events = script.events[start:]
-        data = b"".join(events) + (b"data: [DONE]\n\n" if script.done else b"")
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Transfer-Encoding", "chunked")
@@ -163,7 +163,6 @@ class _Handler(BaseHTTPRequestHandler):
                 self.wfile.write(b"%x\r\n%s\r\n" % (len(event), event))
                 self.wfile.flush()
                 sent += len(event)
-            del data
             self.wfile.write(b"0\r\n\r\n")
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True
@@ -172,25 +171,14 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-
-    def handle_error(self, request, client_address):
-        pass
-
-
-class LongrunServer(object):
+class LongrunServer(SSEServer):
     """with LongrunServer() as server: server.add(resource_id, events, cuts=[...]); server.url."""
 
     def __init__(self):
-        self._server = _Server(("127.0.0.1", 0), _Handler)
+        super(LongrunServer, self).__init__(_Handler)
         self._server.scripts = []
         self._server.created = {}
-        self._server.requests = []
         self._server.get_failures = []  # statuses the next GETs answer before streaming
-        self.url = "http://127.0.0.1:{}".format(self._server.server_address[1])
-        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05})
-        self._thread.daemon = True
 
     def add(self, resource_id, events, cuts=(), done=False, hold=None):
         script = Script(events, cuts, done, hold)
@@ -199,21 +187,8 @@ class LongrunServer(object):
         return script
 
     @property
-    def requests(self):
-        return self._server.requests
-
-    @property
     def get_failures(self):
         return self._server.get_failures
-
-    def __enter__(self):
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(5)
 
 
 def wait_for(predicate, seconds=5.0):

@@ -76,8 +76,8 @@ class _Server(ThreadingHTTPServer):
 class SSEServer(object):
     """with SSEServer() as server: server.answers.append(Answer(...)); server.url -> base URL."""
 
-    def __init__(self):
-        self._server = _Server(("127.0.0.1", 0), _Handler)
+    def __init__(self, handler=None):
+        self._server = _Server(("127.0.0.1", 0), handler or _Handler)
         self._server.answers = []
         self._server.requests = []
         self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)

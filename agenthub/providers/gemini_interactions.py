@@ -151,70 +151,70 @@ def _thought(signature: Optional[str], text: str = "") -> Dict[str, Any]:
     return step
 
 
+class _Steps(object):
+    """Input steps as they are built: content blocks join the open step of ``kind`` (a new one after any
+    other step)."""
+
+    __slots__ = ("steps", "kind", "blocks")
+
+    def __init__(self, kind: str) -> None:
+        self.steps = []  # type: List[Dict[str, Any]]
+        self.kind = kind
+        self.blocks = None  # type: Optional[List[Dict[str, Any]]]
+
+    def content(self, block: Dict[str, Any]) -> None:
+        if self.blocks is None:
+            self.blocks = []
+            self.steps.append({"type": self.kind, "content": self.blocks})
+        self.blocks.append(block)
+
+    def step(self, step: Dict[str, Any]) -> None:
+        self.steps.append(step)
+        self.blocks = None
+
+
 def _assistant_steps(client: str, message: Mapping[str, Any]) -> List[Dict[str, Any]]:
-    steps = []  # type: List[Dict[str, Any]]
-    output = None  # type: Optional[List[Dict[str, Any]]]  # the open model_output step's content
-
-    def content(block: Dict[str, Any]) -> None:
-        nonlocal output
-        if output is None:
-            output = []
-            steps.append({"type": "model_output", "content": output})
-        output.append(block)
-
+    out = _Steps("model_output")
     for item in message["content_items"]:
         kind = item["type"]
         fidelity = item.get("fidelity") or {}
         signature = fidelity.get(SIGNATURE)
         if kind == "thinking":
             if signature:
-                steps.append(_thought(signature, item["thinking"]))
-                output = None
+                out.step(_thought(signature, item["thinking"]))
             continue
         if kind == "inline_thinking":
             if signature:
-                steps.append(_thought(signature))
-                output = None
+                out.step(_thought(signature))
             continue
         if kind in ("text", "inline_data", "image_url", "tool_call") and signature:
-            steps.append(_thought(signature))  # a generateContent part's signature: its own thought step
-            output = None
+            out.step(_thought(signature))  # a generateContent part's signature: its own thought step
         if kind == "text":
             if item["text"]:
-                content({"type": "text", "text": item["text"]})
+                out.content({"type": "text", "text": item["text"]})
         elif kind == "inline_data":
-            content(_blob_block(item["mime_type"], item["data"]))
+            out.content(_blob_block(item["mime_type"], item["data"]))
         elif kind == "image_url":
-            content(_url_block(item["image_url"]))
+            out.content(_url_block(item["image_url"]))
         elif kind == "tool_call":
-            steps.append({"type": "function_call", "id": item["tool_call_id"], "name": item["name"],
-                          "arguments": item["arguments"]})
-            output = None
+            out.step({"type": "function_call", "id": item["tool_call_id"], "name": item["name"],
+                      "arguments": item["arguments"]})
         else:  # compaction and the like have no Interactions form
             logger.debug("%s: an assistant %s item is not replayed", client, kind)
-    return steps
+    return out.steps
 
 
 def _user_steps(client: str, message: Mapping[str, Any], calls: Mapping[str, Tuple[str, Optional[str]]]
                 ) -> List[Dict[str, Any]]:
-    steps = []  # type: List[Dict[str, Any]]
-    blocks = None  # type: Optional[List[Dict[str, Any]]]
-
-    def content(block: Dict[str, Any]) -> None:
-        nonlocal blocks
-        if blocks is None:
-            blocks = []
-            steps.append({"type": "user_input", "content": blocks})
-        blocks.append(block)
-
+    out = _Steps("user_input")
     for item in message["content_items"]:
         kind = item["type"]
         if kind == "text":
-            content({"type": "text", "text": item["text"]})
+            out.content({"type": "text", "text": item["text"]})
         elif kind == "image_url":
-            content(_url_block(item["image_url"]))
+            out.content(_url_block(item["image_url"]))
         elif kind == "inline_data":
-            content(_blob_block(item["mime_type"], item["data"]))
+            out.content(_blob_block(item["mime_type"], item["data"]))
         elif kind == "tool_result":
             call_id = item["tool_call_id"]
             if call_id not in calls:
@@ -223,14 +223,12 @@ def _user_steps(client: str, message: Mapping[str, Any], calls: Mapping[str, Tup
             result = item["text"]  # type: Any
             if item.get("images"):
                 result = [{"type": "text", "text": item["text"]}] + [_url_block(url) for url in item["images"]]
-            steps.append({"type": "function_result", "call_id": call_id, "name": calls[call_id][0],
-                          "result": result})
-            blocks = None
+            out.step({"type": "function_result", "call_id": call_id, "name": calls[call_id][0], "result": result})
         else:  # pragma: no cover - validate.check_message keeps other items out of user messages
             raise ConfigError("{}: a {} item cannot be sent in a user message".format(client, kind))
-    if not steps:
-        steps.append({"type": "user_input", "content": [{"type": "text", "text": ""}]})
-    return steps
+    if not out.steps:
+        out.content({"type": "text", "text": ""})
+    return out.steps
 
 
 def input_steps(client: str, messages: List[Mapping[str, Any]],
