@@ -13,10 +13,9 @@ closes abruptly after sending ``cuts[i]`` bytes of what it would send (None: sen
 
 import json
 import time
-from http.server import BaseHTTPRequestHandler
-
-from sse_server import SSEServer
 from urllib.parse import parse_qs, unquote, urlsplit
+
+from sse_server import LocalServer, json_or_raw
 
 
 def responses_events(response_id, texts, usage=None):
@@ -78,117 +77,86 @@ class Script(object):
         self.cancelled = False
 
 
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
+class LongrunServer(LocalServer):
+    """with LongrunServer() as server: server.add(resource_id, events, cuts=[...]); server.url."""
 
-    def _read_body(self):
-        length = int(self.headers.get("Content-Length") or 0)
-        raw = self.rfile.read(length) if length else b""
-        try:
-            return json.loads(raw) if raw else None
-        except ValueError:
-            return raw
+    def __init__(self):
+        LocalServer.__init__(self)
+        self.scripts = []
+        self.created = {}
+        self.get_failures = []  # statuses the next GETs answer before streaming
 
-    def do_POST(self):  # noqa: N802
-        self._serve("POST")
+    def add(self, resource_id, events, cuts=(), done=False, hold=None):
+        script = Script(events, cuts, done, hold)
+        script.resource_id = resource_id
+        self.scripts.append(script)
+        return script
 
-    def do_GET(self):  # noqa: N802
-        self._serve("GET")
-
-    def _serve(self, method):
-        server = self.server
-        body = self._read_body() if method == "POST" else None
-        url = urlsplit(self.path)
+    def respond(self, handler, raw):
+        method = handler.command
+        body = json_or_raw(raw) if method == "POST" else None
+        url = urlsplit(handler.path)
         query = {k: v[0] for k, v in parse_qs(url.query).items()}
-        server.requests.append({"method": method, "path": url.path, "query": query, "body": body,
-                                "headers": dict(self.headers)})
+        with self.lock:
+            self.requests.append({"method": method, "path": url.path, "query": query, "body": body,
+                                  "headers": dict(handler.headers)})
         parts = [unquote(p) for p in url.path.strip("/").split("/")]
         if method == "POST" and parts[-1] in ("responses", "interactions", "messages"):
-            script = server.scripts.pop(0)
-            rid = script.resource_id
-            server.created[rid] = script
-            return self._play(script, 0)
+            script = self.scripts.pop(0)
+            self.created[script.resource_id] = script
+            return self._play(handler, script, 0)
         if method == "POST" and parts[-1] == "cancel":
-            script = server.created.get(parts[-2])
+            script = self.created.get(parts[-2])
             if script is None:
-                return self._json(404, {"error": {"message": "no such response"}})
+                return self._json(handler, 404, {"error": {"message": "no such response"}})
             script.cancelled = True
-            return self._json(200, {"id": parts[-2], "status": "cancelled"})
+            return self._json(handler, 200, {"id": parts[-2], "status": "cancelled"})
         if method == "GET":
-            script = server.created.get(parts[-1])
+            script = self.created.get(parts[-1])
             if script is None:
-                return self._json(404, {"error": {"message": "no such response"}})
-            if server.get_failures:
-                status = server.get_failures.pop(0)
-                return self._json(status, {"error": {"message": "try again", "type": "server_error"}})
+                return self._json(handler, 404, {"error": {"message": "no such response"}})
+            if self.get_failures:
+                status = self.get_failures.pop(0)
+                return self._json(handler, status, {"error": {"message": "try again", "type": "server_error"}})
             start = 0
             if "starting_after" in query:
                 start = int(query["starting_after"]) + 1
             elif "last_event_id" in query:
                 start = int(query["last_event_id"].split("_")[1])
-            return self._play(script, start)
-        return self._json(404, {"error": {"message": "unknown path " + url.path}})
+            return self._play(handler, script, start)
+        return self._json(handler, 404, {"error": {"message": "unknown path " + url.path}})
 
-    def _json(self, status, payload):
+    @staticmethod
+    def _json(handler, status, payload):
         data = json.dumps(payload).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+        handler.send(status, {"Content-Type": "application/json", "Content-Length": str(len(data))}, [data],
+                     chunked=False)
 
-    def _play(self, script, start):
+    @staticmethod
+    def _play(handler, script, start):
         number = script.connections
         script.connections += 1
         cut = script.cuts[number] if number < len(script.cuts) else None
-        events = script.events[start:]
-        self.send_response(200)
-        self.send_header("Content-Type", "text/event-stream")
-        self.send_header("Transfer-Encoding", "chunked")
-        self.end_headers()
-        try:
+        events = script.events[start:] + ([b"data: [DONE]\n\n"] if script.done else [])
+
+        def chunks():
             sent = 0
-            for index, event in enumerate(events + ([b"data: [DONE]\n\n"] if script.done else [])):
+            for index, event in enumerate(events):
                 if script.hold is not None and start + index == script.hold[0]:
                     script.hold[1].wait(5)
                 if script.cancelled:
-                    break
+                    return
                 if cut is not None and sent + len(event) > cut:
                     piece = event[:cut - sent]
                     if piece:
-                        self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
-                    self.wfile.flush()
-                    self.close_connection = True
-                    return  # no terminating chunk: the client sees a broken body
-                self.wfile.write(b"%x\r\n%s\r\n" % (len(event), event))
-                self.wfile.flush()
+                        yield piece
+                    return  # no terminating chunk follows: the client sees a broken body
+                yield event
                 sent += len(event)
-            self.wfile.write(b"0\r\n\r\n")
-        except (BrokenPipeError, ConnectionResetError):
-            self.close_connection = True
 
-    def log_message(self, *args):
-        pass
-
-
-class LongrunServer(SSEServer):
-    """with LongrunServer() as server: server.add(resource_id, events, cuts=[...]); server.url."""
-
-    def __init__(self):
-        super(LongrunServer, self).__init__(_Handler)
-        self._server.scripts = []
-        self._server.created = {}
-        self._server.get_failures = []  # statuses the next GETs answer before streaming
-
-    def add(self, resource_id, events, cuts=(), done=False, hold=None):
-        script = Script(events, cuts, done, hold)
-        script.resource_id = resource_id
-        self._server.scripts.append(script)
-        return script
-
-    @property
-    def get_failures(self):
-        return self._server.get_failures
+        handler.send(200, {"Content-Type": "text/event-stream"}, chunks(), end=cut is None)
+        if cut is not None:
+            handler.close_connection = True
 
 
 def wait_for(predicate, seconds=5.0):
