@@ -145,6 +145,7 @@ class UniConfig(TypedDict, total=False):
     extra_body: Dict[str, Any]  # deep-merged into the wire body last
     extra_headers: Dict[str, str]  # this request only; treated as secret wherever headers are shown
     fast_mode: bool  # the protocol's priority tier
+    foreign_thinking: Literal["drop", "text"]  # another protocol's thinking on the way out (agenthub.foreign)
 
 
 class UsageMetadata(TypedDict):

@@ -27,6 +27,7 @@ CONFIG_KEYS = (
     "prompt_caching", "image_config", "tts_config", "embedding_config", "trace_id",
     # agenthub's additions (README "Config keys beyond the seed")
     "response_format", "top_p", "stop", "seed", "extra_body", "extra_headers", "fast_mode",
+    "foreign_thinking",
 )
 RESPONSE_FORMATS = ("text", "json_object", "json_schema")
 _SCHEMA_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
@@ -257,6 +258,8 @@ def check_config(config: Optional[Mapping[str, Any]]) -> Dict[str, Any]:
         raise bad("seed", "an int")
     if "fast_mode" in out and not isinstance(out["fast_mode"], bool):
         raise bad("fast_mode", "a bool")
+    if "foreign_thinking" in out and out["foreign_thinking"] not in ("drop", "text"):
+        raise bad("foreign_thinking", '"drop" or "text"')
     if "extra_body" in out:
         extra = out["extra_body"]
         if not isinstance(extra, Mapping) or not all(isinstance(k, str) for k in extra):
