@@ -481,13 +481,12 @@ class AutoLLMClient(object):
         say) is a ConfigError, never a bare TypeError.  ``stateful``: a stateful call, told to a
         protocol that chains turns server-side (its build_request has ``chains_turns`` set).  The
         config keys only some protocols read (``LONGRUN_KEYS``) are refused by the others, and compaction
-        items this protocol cannot read are left out (with a warning)."""
+        items this protocol cannot read are left out with a warning (``agenthub.foreign``)."""
         build = self._protocol.build_request
         for key in LONGRUN_KEYS:
             if config.get(key) and key not in getattr(build, "accepts", ()):
                 raise UnsupportedParameterError("{}: {} is not available on this protocol".format(
                     self.client_type, key), client=self.client_type, parameter=key)
-        messages = _without_foreign_compactions(self.client_type, messages, getattr(build, "compaction_format", None))
         if "foreign_thinking" in config:  # the client's own key: the protocol never sees it
             config = dict(config)
             foreign_thinking = config.pop("foreign_thinking")
@@ -1017,32 +1016,6 @@ def _marked(events: Iterator[UniEvent], resumable: Any) -> Iterator[UniEvent]:
         if resumable is not None and resumable.resource_id:
             setattr(exc, RESUMED, resumable.resource_id)
         raise
-
-
-def _without_foreign_compactions(client: str, messages: List[Any], readable: Optional[str]) -> List[Any]:
-    """``messages`` without the compaction items this protocol cannot read (another provider's, or any on a
-    protocol without compaction): each is dropped on the way out, with a warning (history keeps it)."""
-    from .providers._common import COMPACTION_FORMAT
-
-    out = None  # type: Optional[List[Any]]
-    for index, message in enumerate(messages):
-        if message["role"] != "assistant":
-            continue
-        items = message["content_items"]
-        foreign = [i for i in items if i["type"] == "compaction"
-                   and (readable is None or (i.get("fidelity") or {}).get(COMPACTION_FORMAT) != readable)]
-        if not foreign:
-            continue
-        if out is None:
-            out = list(messages)
-        kept = dict(message)
-        kept["content_items"] = [i for i in items if not any(i is f for f in foreign)]
-        out[index] = kept
-        for item in foreign:
-            logger.warning("%s: a compaction item from %s cannot be read here and is not sent (the messages "
-                           "before it go in full)", client,
-                           (item.get("fidelity") or {}).get(COMPACTION_FORMAT) or "another protocol")
-    return messages if out is None else out
 
 
 def _dialect(record: Any) -> Any:

@@ -12,7 +12,8 @@ sends it again):
    target reads is dropped (``config["foreign_thinking"] = "text"``: a foreign thinking item with text
    goes out as a plain text item instead).  An item with no marks at all (plain reasoning text) is left
    to the target dialect, as before.
-2. A compaction item (an opaque server-side summary) that the target cannot read is dropped, with a warning.
+2. A compaction item (an opaque server-side summary; ``fidelity["format"]`` names its wire) that the target
+   cannot read is dropped, with a warning (the messages before it then go in full).
 3. A tool_call id the target refuses (Anthropic and Bedrock: ``[A-Za-z0-9_-]``, at most 64 characters on
    Bedrock; Chat Completions: at most 40 characters) is rewritten to ``call_<24 hex digits of its SHA-256>``
    on the call and on its result alike, so the pair still matches; every other id is sent byte for byte.
@@ -36,11 +37,11 @@ FOREIGN_THINKING = ("drop", "text")
 #: fidelity keys that mark a thinking / inline_thinking / compaction item as one protocol family's, checked
 #: in this order (the first family with a mark wins: a Responses reasoning item may also carry "signature")
 MARKS = (
-    ("openai-responses", ("channel", "encrypted_content", "responses_item")),
+    ("openai-responses", ("channel", "encrypted_content")),
     ("gemini", ("thought_signature",)),
     ("openai-chat", ("reasoning_field", "reasoning_details", "thinking_blocks")),
     ("bedrock", ("redacted_content", "bedrock_block")),
-    ("anthropic", ("redacted_data", "server_block", "anthropic_block")),
+    ("anthropic", ("redacted_data", "server_block")),
     ("claude", ("signature",)),  # a Claude thinking signature: Anthropic's API and Bedrock's Claude both read it
 )
 
@@ -64,10 +65,17 @@ _IDS = {
 
 _CONVERTED = ("thinking", "inline_thinking", "compaction")
 
+#: a compaction item's ``fidelity["format"]`` (providers._common.COMPACTION_FORMAT) -> its family
+_COMPACTION_FAMILIES = {"openai": "openai-responses", "anthropic": "anthropic"}
+
 
 def family_of(item: Mapping[str, Any]) -> Optional[str]:
-    """The protocol family whose marks the item's fidelity carries (None: no marks)."""
+    """The protocol family whose marks the item's fidelity carries (None: no marks).  A compaction item
+    always has one: the wire format its fidelity names ("unknown" when it names none)."""
     fidelity = item.get("fidelity")
+    if item.get("type") == "compaction":
+        fmt = fidelity.get("format") if isinstance(fidelity, Mapping) else None
+        return _COMPACTION_FAMILIES.get(fmt, fmt) if isinstance(fmt, str) and fmt else "unknown"
     if not fidelity or not isinstance(fidelity, Mapping):
         return None
     for family, keys in MARKS:
@@ -112,6 +120,10 @@ def for_dialect(messages: Sequence[Mapping[str, Any]], dialect: str,
                         replacement = None
                         what = "compaction_dropped" if kind == "compaction" else "thinking_dropped"
                         changed[what] = changed.get(what, 0) + 1
+                        if kind == "compaction":
+                            logger.warning("%s: a compaction item from %s cannot be read here and is not sent (the "
+                                           "messages before it go in full)", dialect,
+                                           (item.get("fidelity") or {}).get("format") or "another protocol")
             elif kind in ("tool_call", "tool_result"):
                 new_id = _id_for(dialect, item.get("tool_call_id"))
                 if new_id != item.get("tool_call_id"):
@@ -129,7 +141,4 @@ def for_dialect(messages: Sequence[Mapping[str, Any]], dialect: str,
             copy = dict(message)
             copy["content_items"] = new_items
             out.append(copy)
-    if changed.get("compaction_dropped"):
-        logger.warning("%s cannot read another protocol's compaction item: %d left out of the request",
-                       dialect, changed["compaction_dropped"])
     return out, changed

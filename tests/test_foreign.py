@@ -120,7 +120,7 @@ def test_a_message_left_with_nothing_is_left_out():
 
 def test_a_foreign_compaction_item_is_dropped_with_a_warning(caplog):
     history = [{"role": "assistant", "content_items": [
-        {"type": "compaction", "fidelity": {"responses_item": {"type": "compaction", "encrypted_content": "e"}}},
+        {"type": "compaction", "fidelity": {"format": "openai", "item": {"type": "compaction", "encrypted_content": "e"}}},
         {"type": "text", "text": "ok"}]}]
     with caplog.at_level(logging.WARNING, logger="agenthub"):
         out, changed = for_dialect(history, "anthropic")
@@ -128,3 +128,14 @@ def test_a_foreign_compaction_item_is_dropped_with_a_warning(caplog):
     assert changed == {"compaction_dropped": 1}
     assert "compaction" in caplog.text
     assert for_dialect(history, "openai-responses") == (history, {})
+
+
+def test_compaction_items_go_only_to_the_wire_that_wrote_them():
+    openai_item = {"type": "compaction", "fidelity": {"format": "openai", "encrypted_content": "e"}}
+    claude_item = {"type": "compaction", "fidelity": {"format": "anthropic", "content": "summary"}}
+    unnamed = {"type": "compaction", "fidelity": {}}
+    history = [{"role": "assistant", "content_items": [openai_item, claude_item, unnamed, {"type": "text", "text": "x"}]}]
+    keep = {dialect: [i for i in for_dialect(history, dialect)[0][0]["content_items"] if i["type"] == "compaction"]
+            for dialect in ("openai-responses", "anthropic", "gemini", "openai-chat", "bedrock")}
+    assert keep == {"openai-responses": [openai_item], "anthropic": [claude_item], "gemini": [], "openai-chat": [],
+                    "bedrock": []}
