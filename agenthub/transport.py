@@ -606,8 +606,10 @@ def _raw_chunks(response: requests.Response, decode: bool) -> Iterator[bytes]:
     """The body as it arrives; ``decode``: let urllib3 undo the content coding (else the bytes as sent)."""
     raw = response.raw
     if getattr(raw, "chunked", False):
-        # chunked bodies: urllib3 hands over each chunk as it arrives
-        return raw.stream(None, decode_content=decode)
+        # chunked bodies: urllib3 hands over each chunk as it arrives, a large one in pieces of at most
+        # _READ_SIZE (one huge chunk, or a whole answer in one chunk, is never read whole: memory stays
+        # bounded by the line limit and the first event is decoded as soon as its piece is in)
+        return raw.stream(_READ_SIZE, decode_content=decode)
     if hasattr(raw, "read1"):
         # close-delimited or sized bodies: read1 returns as soon as any bytes arrived
         return _read1(raw, decode)
