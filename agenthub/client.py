@@ -526,6 +526,34 @@ class AutoLLMClient(object):
             seen.add(token)
         return ids
 
+    def count_tokens(self, messages: Sequence[Message], config: Optional[UniConfig] = None,
+                     estimate: bool = False) -> int:
+        """The input tokens of the request ``streaming_response(messages, config)`` would send, counted by
+        the provider's endpoint before anything is generated (Anthropic ``/v1/messages/count_tokens``,
+        OpenAI Responses ``/responses/input_tokens``, Gemini ``:countTokens``, Vertex AI, Bedrock
+        ``CountTokens``): the same messages, system prompt, tools and attachments, without the
+        generation-only fields.  A protocol without a count endpoint raises UnsupportedOperationError,
+        unless ``estimate=True``: then ``agenthub.budget.estimate_tokens``, a local estimate (UTF-8 bytes
+        / 3 for text, 1600 tokens per image or media item), is returned instead."""
+        from .providers import counting
+
+        if not isinstance(estimate, bool):
+            raise ConfigError("estimate must be True or False")
+        check_messages(messages)
+        cfg = check_config(config)
+        plan = apply_extras(self._build(list(messages), cfg), cfg)
+        record = providers.protocol(self.client_type)
+        request = counting.count_request(self.client_type, plan, self.model) if self._protocol is record else None
+        if request is None:
+            if estimate:
+                from .budget import estimate_tokens
+
+                return estimate_tokens(messages, cfg)
+            raise UnsupportedOperationError(
+                "{}: this endpoint has no token-counting method; count_tokens(..., estimate=True) gives a local "
+                "estimate".format(self.client_type), client=self.client_type, operation="count_tokens")
+        return counting.parse_count(self.client_type, self._fetch(record, request), request)
+
     def _fetch(self, record: Any, request: Any) -> Any:
         """One JSON document for ``request``: the attempt loop (timeouts, retries, scrubbing, hooks)
         around one document instead of a stream."""

@@ -1,4 +1,4 @@
-"""The uniform data model (``spec/data-models.md``), as plain Python types.
+"""The uniform data model (the README's "Data types" section), as plain Python types.
 
 Everything a user builds or reads is a TypedDict: a plain ``dict`` at runtime,
 JSON-ready except for ``bytes`` in inline media.  Small frozen dataclasses hold

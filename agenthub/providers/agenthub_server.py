@@ -16,14 +16,14 @@ abort and stateful history are the client's own, as for any protocol.
 """
 
 import json
-from typing import Any, Dict, Iterable, Iterator, List, Mapping
+from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Tuple
 
 from ..answers import decode_body, error_from_body as _error_from_body
 from ..errors import AgentHubError, StreamProtocolError, error_from_json
 from ..sse import DEFAULT_MAX_LINE_BYTES, SSEDecoder, SSEEvent
 from ..stream import StreamEnd
 from ..types import HttpRequest, from_jsonable as _restore, to_jsonable as _jsonable
-from ._common import Endpoint, Protocol, request_headers
+from ._common import Endpoint, Protocol, documents, request_headers
 
 __all__ = ["build_request", "parse_stream", "framing", "STREAM_PATH", "PROTOCOL"]
 
@@ -131,16 +131,34 @@ def parse_stream(events: Iterable[SSEEvent], client: str = "agenthub", tool_id_p
         event = loads(data)  # type: Dict[str, Any]
         if '"__bytes__"' in data:
             event = _restore(event)
-        kind = event["event_type"]
-        if kind == "delta":
-            yield from event["content_items"]
-        elif kind == "stop":
-            # the server's driver already judged the turn (an empty one never gets here): replayable
-            yield StreamEnd(event["usage_metadata"], event["finish_reason"], True)
+        items, end = _parts(event, client)
+        yield from items
+        if end is not None:
+            yield end
             return
-        elif kind != "start":
-            raise StreamProtocolError("{}: unknown event_type {!r} from the server".format(client, kind),
-                                      client=client)
+
+
+def _parts(event: Any, client: str) -> Tuple[List[Any], Optional[StreamEnd]]:
+    """One decoded event of the server -> (its content items, the StreamEnd a stop event stands for)."""
+    kind = event["event_type"]
+    if kind == "delta":
+        return event["content_items"], None
+    if kind == "stop":
+        # the server's driver already judged the turn (an empty one never gets here): replayable
+        return [], StreamEnd(event["usage_metadata"], event["finish_reason"], True)
+    if kind != "start":
+        raise StreamProtocolError("{}: unknown event_type {!r} from the server".format(client, kind), client=client)
+    return [], None
+
+
+def parse_document(payload: Any, client: str = "agenthub", tool_id_prefix: Any = None) -> Iterator[Any]:
+    """A JSON answer of events (a list of them, or one) -> the same parts their stream gives."""
+    for event in documents(payload):
+        items, end = _parts(_restore(event), client)
+        yield from items
+        if end is not None:
+            yield end
+            return
 
 
 def error_from_body(status: Any, headers: Mapping[str, str], payload: Any, client: str = "agenthub") -> AgentHubError:
@@ -153,5 +171,5 @@ def error_from_body(status: Any, headers: Mapping[str, str], payload: Any, clien
 PROTOCOL = Protocol(
     "agenthub", __name__, build_request, parse_stream,
     base_url="http://127.0.0.1:8787", key_env=("AGENTHUB_SERVER_KEY",), base_url_env="AGENTHUB_SERVER_URL",
-    framing=framing, error_from_body=error_from_body,
+    framing=framing, parse_document=parse_document, error_from_body=error_from_body,
 )
