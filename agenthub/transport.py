@@ -692,6 +692,8 @@ def _socket_of(response: Any) -> Optional[socket.socket]:
     return sock if isinstance(sock, socket.socket) else None
 
 
+#: the first bytes of a body handed on before the rest of the first read (see BodyStream.iter_chunks)
+FIRST_PIECE = 4096
 #: after the terminal marker, how long ``BodyStream.finish`` waits for the rest of the body (so the
 #: connection can be reused) before closing the connection instead
 FINISH_GRACE = 0.25
@@ -748,8 +750,18 @@ class BodyStream(object):
             if self._is_document:
                 raise StreamProtocolError("{}: expected a stream, got one JSON document".format(
                     self._client or "agenthub"), client=self._client)
+        chunks = self._chunks  # type: Any
         try:
-            for chunk in self._chunks:  # type: ignore[union-attr]
+            for chunk in chunks:
+                if chunk:
+                    if len(chunk) > FIRST_PIECE:
+                        # a burst (a whole answer in one write): its first event is decoded from a small
+                        # piece, not after the whole first read was
+                        yield chunk[:FIRST_PIECE]
+                        chunk = chunk[FIRST_PIECE:]
+                    yield chunk
+                    break
+            for chunk in chunks:
                 if chunk:
                     yield chunk
         except BaseException as exc:
