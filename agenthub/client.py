@@ -613,10 +613,13 @@ class AutoLLMClient(object):
             trace_paths(config["trace_id"])  # a trace_id escaping the cache dir is refused before anything is sent
         watch = _transport().Watch()
         call = Attempt("stream", self, request, messages, config)
+        if stateful is None and not config.get("trace_id"):
+            # nothing to keep (stateless, untraced): the events pass straight from the attempt loop
+            return ResponseStream(watch, self._attempts(call, watch))
         return ResponseStream(watch, self._stream(watch, call, stateful, self._version))
 
     def _stream(self, watch: Any, call: Attempt, stateful: Optional[UniMessage], version: int) -> Iterator[UniEvent]:
-        """The turn around the attempt loop: the stateful lock, history and the trace."""
+        """A stateful or traced turn around the attempt loop: the stateful lock, history and the trace."""
         locked = None  # the lock this stream holds (a forked child may have renewed self._busy meanwhile)
         config = call.config or {}
         try:
@@ -630,13 +633,9 @@ class AutoLLMClient(object):
             history_before = list(self._history)
             # stateful or traced: the answer is folded as the events pass (no event is kept, so memory
             # follows the size of the answer, not the number of events)
-            folding = Collector() if (stateful is not None or config.get("trace_id")) else None
+            folding = Collector()
             attempts = self._attempts(call, watch)
             try:
-                if folding is None:
-                    # nothing to keep (stateless, untraced): the events pass straight through
-                    yield from attempts
-                    return
                 fold = folding.add
                 for event in attempts:
                     fold(event)
@@ -815,11 +814,14 @@ class AutoLLMClient(object):
                     outputs = read(body)
                     if debug:
                         logged = _log_attempt(sent, call.number, started, body, None)
-                    for output in outputs:
-                        if watch.reason is not None:
-                            raise _stopped(client, watch, timeout)
+                    if not stream:
+                        for output in outputs:
+                            delivered += 1
+                            yield output
+                        return
+                    for output in outputs:  # the hot loop: one pass per event
                         delivered += 1
-                        if stream and output["event_type"] == "stop":
+                        if output["event_type"] == "stop":
                             if body is not None:
                                 body.finish()  # the terminal marker arrived: let the connection go back to the pool
                                 body = None
@@ -829,7 +831,9 @@ class AutoLLMClient(object):
                                              client, delivered, output["finish_reason"], output["usage_metadata"],
                                              (time.monotonic() - started) * 1000)
                         yield output
-                        if watch.reason is not None:  # aborted, timed out or forked while the caller held the event
+                        # checked as the caller asks for the next event, before anything is read: aborted, out
+                        # of time, or in another process (a forked child) while the caller held this one
+                        if watch.reason is not None:
                             raise _stopped(client, watch, timeout)
                     return
                 except AgentHubError as exc:

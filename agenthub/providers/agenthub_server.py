@@ -70,6 +70,9 @@ def framing(chunks: Iterable[bytes], max_line_bytes: int = DEFAULT_MAX_LINE_BYTE
             raise StreamProtocolError("agenthub: an event of more than {} bytes".format(max_line_bytes),
                                       client="agenthub")
         for block in blocks:
+            if len(block) > max_line_bytes:  # every frame, also one that began and ended inside this read
+                raise StreamProtocolError("agenthub: an event of more than {} bytes".format(max_line_bytes),
+                                          client="agenthub")
             if block.startswith(b"data: ") and block.find(b"\n", 6) < 0:
                 yield block[6:].decode("utf-8")
             elif block.startswith(b":") and block.find(b"\n") < 0:
