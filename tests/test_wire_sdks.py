@@ -1,0 +1,94 @@
+"""Issue 24 B2-B5: what agenthub sends, against the official SDKs' request builders (openai, anthropic),
+each SDK driving the same local server (sse_server.SSEServer, 127.0.0.1) as agenthub, so the two bodies
+are compared field by field.  No config key the caller set is dropped in silence."""
+
+import json
+
+import pytest
+
+from agenthub import AutoLLMClient, UnsupportedParameterError
+from agenthub.providers import anthropic as anthropic_wire
+from agenthub.providers._common import Endpoint
+from agenthub.validate import check_config
+from faultserver import chat_stream
+from sse_server import Answer, SSEServer
+
+USER = [{"role": "user", "content_items": [{"type": "text", "text": "hi"}]}]
+KEY = "sk-test-0123456789"
+
+
+def _chat_answer():
+    return Answer([chat_stream("ok")])
+
+
+def _agenthub_body(client_type, model, config, **kwargs):
+    with SSEServer() as server:
+        server.answers.append(_chat_answer())
+        base_url = server.url + "/v1" if client_type == "openai-chat" else server.url  # (127.0.0.1 only)
+        client = AutoLLMClient(model, client_type=client_type, base_url=base_url, api_key=KEY, **kwargs)
+        list(client.streaming_response(USER, config))
+        return server.requests[0]
+
+
+def _openai_sdk_body(**create):
+    openai = pytest.importorskip("openai")
+    with SSEServer() as server:
+        server.answers.append(_chat_answer())
+        client = openai.OpenAI(base_url=server.url + "/v1", api_key=KEY, max_retries=0)
+        for _ in client.chat.completions.create(stream=True, **create):
+            pass
+        return server.requests[0]["body"]
+
+
+# -- B2: thinking_level on a generic Chat endpoint and on Azure Chat is reasoning_effort --------------------
+
+
+@pytest.mark.parametrize("level", ["none", "low", "medium", "high", "xhigh", "max"])
+def test_thinking_level_on_a_generic_chat_endpoint_is_the_openai_sdks_reasoning_effort(level):
+    sent = _agenthub_body("openai-chat", "my-model", {"thinking_level": level})
+    sdk = _openai_sdk_body(model="my-model", messages=[{"role": "user", "content": "hi"}], reasoning_effort=level,
+                           stream_options={"include_usage": True})
+    assert sent["body"]["reasoning_effort"] == sdk["reasoning_effort"] == level
+    assert sent["body"] == sdk
+
+
+def test_thinking_level_on_azure_chat_is_reasoning_effort():
+    sent = _agenthub_body("azure", "my-gpt5", {"thinking_level": "high"})
+    assert sent["body"]["reasoning_effort"] == "high"
+
+
+def test_thinking_summary_false_cannot_be_sent_over_chat_completions():
+    with SSEServer() as server:
+        client = AutoLLMClient("my-model", client_type="openai-chat", base_url=server.url + "/v1", api_key=KEY)
+        with pytest.raises(UnsupportedParameterError) as info:
+            list(client.streaming_response(USER, {"thinking_summary": False}))
+        assert info.value.parameter == "thinking_summary" and server.requests == []
+
+
+def _anthropic_sdk_body(**create):
+    anthropic = pytest.importorskip("anthropic")
+    done = [b'event: message_start\ndata: {"type":"message_start","message":{"id":"m","type":"message","role":'
+            b'"assistant","content":[],"model":"x","stop_reason":null,"usage":{"input_tokens":1,"output_tokens":1}}}\n\n',
+            b'event: message_stop\ndata: {"type":"message_stop"}\n\n']
+    with SSEServer() as server:
+        server.answers.append(Answer(done))
+        client = anthropic.Anthropic(base_url=server.url, api_key=KEY, max_retries=0)
+        with client.messages.stream(**create) as stream:
+            for _ in stream:
+                pass
+        return server.requests[0]["body"]
+
+
+def test_thinking_summary_false_on_budget_thinking_is_display_omitted_as_the_anthropic_api_takes_it():
+    endpoint = Endpoint("anthropic", "https://api.anthropic.com", KEY)
+    config = check_config({"thinking_level": "medium", "thinking_summary": False, "max_tokens": 16000})
+    ours = anthropic_wire.build_request(endpoint, "claude-sonnet-4-5", USER, config).body
+    assert ours["thinking"] == {"type": "enabled", "budget_tokens": 4096, "display": "omitted"}
+    sdk = _anthropic_sdk_body(model="claude-sonnet-4-5", max_tokens=16000,
+                              messages=[{"role": "user", "content": [{"type": "text", "text": "hi"}]}],
+                              thinking={"type": "enabled", "budget_tokens": 4096, "display": "omitted"})
+    assert ours["thinking"] == sdk["thinking"]
+    # True is the default display of budget thinking (summarized): nothing to send
+    config = check_config({"thinking_level": "medium", "thinking_summary": True, "max_tokens": 16000})
+    assert anthropic_wire.build_request(endpoint, "claude-sonnet-4-5", USER, config).body["thinking"] == {
+        "type": "enabled", "budget_tokens": 4096}
