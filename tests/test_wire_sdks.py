@@ -92,3 +92,38 @@ def test_thinking_summary_false_on_budget_thinking_is_display_omitted_as_the_ant
     config = check_config({"thinking_level": "medium", "thinking_summary": True, "max_tokens": 16000})
     assert anthropic_wire.build_request(endpoint, "claude-sonnet-4-5", USER, config).body["thinking"] == {
         "type": "enabled", "budget_tokens": 4096}
+
+
+# -- B3: Azure Responses asks for the encrypted reasoning only of a deployment that reasons -------------------
+
+
+def _azure_responses_body(model, config, quirks=None):
+    from agenthub.providers import openai_responses
+
+    endpoint = Endpoint("azure-responses", "https://res.openai.azure.com", None, None, quirks or {})
+    return openai_responses.build_request(endpoint, model, USER, check_config(config)).body
+
+
+def test_a_deployment_of_unknown_name_is_not_asked_for_encrypted_reasoning_unless_reasoning_is_requested():
+    assert "include" not in _azure_responses_body("my-deployment", {})
+    assert "include" not in _azure_responses_body("my-deployment", {"thinking_level": "none"})
+    assert _azure_responses_body("my-deployment", {"thinking_level": "high"})["include"] == [
+        "reasoning.encrypted_content"]
+    assert _azure_responses_body("my-deployment", {"thinking_summary": True})["include"] == [
+        "reasoning.encrypted_content"]
+    # a row that says the deployment reasons, and a deployment named after a reasoning model
+    assert _azure_responses_body("my-deployment", {}, {"reasoning": True})["include"] == [
+        "reasoning.encrypted_content"]
+    assert "include" not in _azure_responses_body("my-deployment", {"thinking_level": "high"}, {"reasoning": False})
+    assert _azure_responses_body("gpt-5-mini", {})["include"] == ["reasoning.encrypted_content"]
+    assert "include" not in _azure_responses_body("gpt-4.1", {})
+
+
+def test_azure_responses_end_to_end_sends_no_include_to_a_plain_deployment():
+    done = [b'data: {"type":"response.output_text.delta","output_index":0,"delta":"ok"}\n\n',
+            b'data: {"type":"response.completed","response":{"status":"completed","output":[]}}\n\n']
+    with SSEServer() as server:
+        server.answers.append(Answer(done))
+        client = AutoLLMClient("chat-deployment", client_type="azure-responses", base_url=server.url, api_key=KEY)
+        list(client.streaming_response(USER))
+        assert "include" not in server.requests[0]["body"]
