@@ -127,3 +127,95 @@ def test_azure_responses_end_to_end_sends_no_include_to_a_plain_deployment():
         client = AutoLLMClient("chat-deployment", client_type="azure-responses", base_url=server.url, api_key=KEY)
         list(client.streaming_response(USER))
         assert "include" not in server.requests[0]["body"]
+
+
+# -- B4: "strict": true on a tool, where each wire has it ----------------------------------------------------
+
+WEATHER = {"name": "get_weather", "description": "Weather.",
+           "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"],
+                          "additionalProperties": False}}
+
+
+def _plan(module, client_type, base_url, model, config):
+    endpoint = Endpoint(client_type, base_url, KEY)
+    return module.build_request(endpoint, model, USER, check_config(config)).body
+
+
+def test_a_strict_tool_over_chat_is_function_strict_as_the_openai_sdk_sends_it():
+    from agenthub.providers import openai_chat
+
+    for strict in (True, False):
+        ours = _plan(openai_chat, "openai-chat", "http://127.0.0.1:9/v1", "m",
+                     {"tools": [dict(WEATHER, strict=strict)]})["tools"]
+        sdk = _openai_sdk_body(model="m", messages=[{"role": "user", "content": "hi"}], tools=[
+            {"type": "function", "function": {"name": "get_weather", "description": "Weather.",
+                                              "parameters": WEATHER["parameters"], "strict": strict}}])["tools"]
+        assert ours == sdk and ours[0]["function"]["strict"] is strict
+    # not asked: no field (the server's default)
+    assert "strict" not in _plan(openai_chat, "openai-chat", "http://127.0.0.1:9/v1", "m",
+                                 {"tools": [WEATHER]})["tools"][0]["function"]
+
+
+def test_a_strict_tool_over_responses_is_the_tools_strict_false_when_not_asked():
+    from agenthub.providers import openai_responses
+
+    openai = pytest.importorskip("openai")
+    for tool, strict in ((dict(WEATHER, strict=True), True), (WEATHER, False)):
+        ours = _plan(openai_responses, "openai-responses", "http://127.0.0.1:9/v1", "gpt-5.5", {"tools": [tool]})
+        done = [b'data: {"type":"response.completed","response":{"id":"r","object":"response","status":"completed",'
+                b'"output":[],"created_at":1,"model":"gpt-5.5","tools":[],"parallel_tool_calls":true,'
+                b'"tool_choice":"auto"}}\n\n']
+        with SSEServer() as server:
+            server.answers.append(Answer(done))
+            client = openai.OpenAI(base_url=server.url + "/v1", api_key=KEY, max_retries=0)
+            for _ in client.responses.create(model="gpt-5.5", input="hi", stream=True, tools=[
+                    {"type": "function", "name": "get_weather", "description": "Weather.",
+                     "parameters": WEATHER["parameters"], "strict": strict}]):
+                pass
+            sdk = server.requests[0]["body"]["tools"]
+        assert ours["tools"] == sdk and ours["tools"][0]["strict"] is strict
+
+
+def test_a_strict_tool_over_anthropic_is_the_tools_strict_on_models_with_structured_outputs():
+    ours = _plan(anthropic_wire, "anthropic", "https://api.anthropic.com", "claude-sonnet-4-5",
+                 {"tools": [dict(WEATHER, strict=True)]})["tools"]
+    sdk = _anthropic_sdk_body(model="claude-sonnet-4-5", max_tokens=100,
+                              messages=[{"role": "user", "content": [{"type": "text", "text": "hi"}]}],
+                              tools=[{"name": "get_weather", "description": "Weather.",
+                                      "input_schema": WEATHER["parameters"], "strict": True}])["tools"]
+    assert ours == sdk
+    with pytest.raises(UnsupportedParameterError) as info:  # Claude Sonnet 4 (4.0): no structured outputs
+        _plan(anthropic_wire, "anthropic", "https://api.anthropic.com", "claude-sonnet-4-20250514",
+              {"tools": [dict(WEATHER, strict=True)]})
+    assert info.value.parameter == "tools"
+
+
+def test_a_strict_tool_over_bedrock_is_the_tool_specs_strict_as_botocore_serialises_it():
+    from agenthub.providers import bedrock
+
+    botocore = pytest.importorskip("botocore.session")
+    from botocore import serialize
+
+    ours = _plan(bedrock, "bedrock", "https://bedrock-runtime.us-east-1.amazonaws.com",
+                 "us.anthropic.claude-sonnet-4-5-20250929-v1:0", {"tools": [dict(WEATHER, strict=True)],
+                                                                   "prompt_caching": "disable"})
+    model = botocore.get_session().get_service_model("bedrock-runtime")
+    if "strict" not in model.shape_for("ToolSpecification").members:
+        pytest.skip("this botocore predates ToolSpecification.strict")
+    request = serialize.create_serializer("rest-json").serialize_to_request({
+        "modelId": "m", "messages": [{"role": "user", "content": [{"text": "hi"}]}],
+        "toolConfig": {"tools": [{"toolSpec": {"name": "get_weather", "description": "Weather.", "strict": True,
+                                               "inputSchema": {"json": WEATHER["parameters"]}}}]}},
+        model.operation_model("ConverseStream"))
+    assert ours["toolConfig"]["tools"] == json.loads(request["body"])["toolConfig"]["tools"]
+
+
+def test_a_strict_tool_is_refused_where_the_wire_has_no_strict_mode():
+    from agenthub.providers import gemini
+
+    with pytest.raises(UnsupportedParameterError) as info:
+        _plan(gemini, "gemini", "https://generativelanguage.googleapis.com", "gemini-3.5-flash",
+              {"tools": [dict(WEATHER, strict=True)]})
+    assert info.value.parameter == "tools"
+    assert _plan(gemini, "gemini", "https://generativelanguage.googleapis.com", "gemini-3.5-flash",
+                 {"tools": [dict(WEATHER, strict=False)]})["tools"]  # not strict: nothing to refuse

@@ -210,6 +210,9 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
     body["messages"] = _messages(endpoint, messages)
     if config.get("tools"):
         body["tools"] = [_tool(tool) for tool in config["tools"]]
+        if any(tool.get("strict") for tool in config["tools"]) and not rule.get("structured", True):
+            raise unsupported(client, "tools", "strict tools need structured outputs, which {!r} does not "
+                                               "have".format(model))
 
     choice = config.get("tool_choice")
     forced = choice == "required" or isinstance(choice, list)
@@ -355,6 +358,8 @@ def _tool(tool: Mapping[str, Any]) -> Dict[str, Any]:
     if tool.get("description"):
         out["description"] = tool["description"]
     out["input_schema"] = tool.get("parameters") or {"type": "object", "properties": {}}
+    if tool.get("strict"):
+        out["strict"] = True  # (structured outputs: the input is held to input_schema)
     return out
 
 

@@ -130,6 +130,8 @@ def _tool(tool: Mapping[str, Any]) -> Dict[str, Any]:
     if tool.get("description"):
         function["description"] = tool["description"]
     function["parameters"] = tool.get("parameters") or {"type": "object", "properties": {}}
+    if "strict" in tool:
+        function["strict"] = tool["strict"]
     return {"type": "function", "function": function}
 
 

@@ -299,7 +299,7 @@ def _tool(tool: Mapping[str, Any]) -> Dict[str, Any]:
     if tool.get("description"):
         wire["description"] = tool["description"]
     wire["parameters"] = tool.get("parameters") or {"type": "object", "properties": {}}
-    wire["strict"] = False
+    wire["strict"] = bool(tool.get("strict", False))  # (the Responses function tool requires the field)
     return wire
 
 
