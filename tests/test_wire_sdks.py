@@ -219,3 +219,30 @@ def test_a_strict_tool_is_refused_where_the_wire_has_no_strict_mode():
     assert info.value.parameter == "tools"
     assert _plan(gemini, "gemini", "https://generativelanguage.googleapis.com", "gemini-3.5-flash",
                  {"tools": [dict(WEATHER, strict=False)]})["tools"]  # not strict: nothing to refuse
+
+
+# -- B5: client_type "agenthub": extra_body / extra_headers refused before sending; list_models -------------
+
+
+@pytest.mark.parametrize("key, value", [("extra_body", {"model": "another"}), ("extra_headers", {"X-A": "1"}),
+                                        ("extra_body", {})])
+def test_extra_body_and_headers_are_refused_before_anything_reaches_an_agenthub_server(key, value):
+    with SSEServer() as server:
+        client = AutoLLMClient("fast", client_type="agenthub", base_url=server.url, api_key=KEY)
+        with pytest.raises(UnsupportedParameterError) as info:
+            list(client.streaming_response(USER, {key: value}))
+        assert info.value.parameter == key and info.value.client == "agenthub" and server.requests == []
+
+
+def test_list_models_reads_the_servers_models_table():
+    from agenthub.server import make_app
+    from server_support import Builtin
+
+    rows = [{"id": name, "model": "m", "client_type": "openai-chat", "base_url": "http://127.0.0.1:9/v1",
+             "api_key": "upstream-key", "max_retries": 0} for name in ("fast", "smart", "cheap")]
+    with Builtin(make_app({"models": rows, "api_keys": [KEY]})) as server:
+        client = AutoLLMClient("fast", client_type="agenthub", base_url=server.url, api_key=KEY)
+        assert client.list_models() == ["fast", "smart", "cheap"]
+        # a trailing /v1 names the same server
+        assert AutoLLMClient("fast", client_type="agenthub", base_url=server.url + "/v1",
+                             api_key=KEY).list_models() == ["fast", "smart", "cheap"]
