@@ -15,6 +15,8 @@
     │   ├── AuthenticationError                     401 / 403
     │   ├── RateLimitError                          429
     │   └── ServerError                             5xx, 529 overloaded
+    ├── BudgetExceededError                         .spent_usd .limit_usd .needed_usd: a request
+    │                                               that could exceed an agenthub.Budget, never sent
     └── StreamError
         ├── StreamProtocolError                     stream cut before its terminal marker,
         │                                           or a payload that breaks the protocol
@@ -48,6 +50,7 @@ __all__ = [
     "StreamProtocolError",
     "ToolCallArgumentParseError",
     "EmptyResponseError",
+    "BudgetExceededError",
     "upstream_error",
     "preview",
     "error_to_json",
@@ -267,6 +270,22 @@ class EmptyResponseError(StreamError):
         super().__init__(message, client=client, finish_reason=finish_reason, usage_metadata=usage_metadata, **fields)
 
 
+class BudgetExceededError(AgentHubError):
+    """The request could cost more than what is left of its ``agenthub.Budget``: it was not sent.
+
+    ``spent_usd``: what the budget has spent and holds for requests under way; ``limit_usd``: its
+    ``max_usd``; ``needed_usd``: the worst case of the request refused.
+    """
+
+    spent_usd: float
+    limit_usd: float
+    needed_usd: float
+
+    def __init__(self, message: str = "", spent_usd: float = 0.0, limit_usd: float = 0.0, needed_usd: float = 0.0,
+                 **fields: Any) -> None:
+        super().__init__(message, spent_usd=spent_usd, limit_usd=limit_usd, needed_usd=needed_usd, **fields)
+
+
 _SECRET_QUERY = re.compile(r"key|token|secret|sig|password|passwd|auth|credential|session|x-amz-", re.I)
 
 
@@ -450,7 +469,7 @@ def upstream_error(
 _CLASSES = {cls.__name__: cls for cls in (
     AgentHubError, ConfigError, UnsupportedParameterError, UnsupportedOperationError, TransportError, UpstreamError,
     AuthenticationError, RateLimitError, ServerError, StreamError, StreamProtocolError, ToolCallArgumentParseError,
-    EmptyResponseError)}
+    EmptyResponseError, BudgetExceededError)}
 _JSON_SCALARS = (str, int, float, bool, type(None))
 
 

@@ -19,7 +19,7 @@ __all__ = ["StreamEnd", "drive", "collect", "Collector", "check_stream", "empty_
 _USAGE_KEYS = ("cached_tokens", "prompt_tokens", "thoughts_tokens", "response_tokens")
 _FINISH_REASONS = frozenset(["stop", "length", "tool_call", "unknown"])
 #: items that make a turn worth replaying (a thinking-only turn is rejected upstream)
-_SUBSTANTIVE = frozenset(["tool_call", "inline_data", "image_url", "embedding"])
+_SUBSTANTIVE = frozenset(["tool_call", "inline_data", "image_url", "embedding", "compaction"])
 _ITEM_FIELDS = {
     "text": (("text", str),),
     "thinking": (("thinking", str),),
@@ -30,6 +30,7 @@ _ITEM_FIELDS = {
     "partial_tool_call": (("name", str), ("arguments", str), ("tool_call_id", str)),
     "tool_result": (("text", str), ("tool_call_id", str)),
     "embedding": (("embedding", list),),
+    "compaction": (("fidelity", dict),),  # opaque: the server's compaction of the context before it
 }
 
 

@@ -3,7 +3,7 @@ line of a turn, and a model row of ``agenthub models``.  ``agenthub chat`` and `
 
 import json
 import os
-from typing import Any, Mapping, Optional, TextIO
+from typing import Any, List, Mapping, Optional, TextIO
 
 __all__ = ["Printer", "usage_line", "model_line", "print_models"]
 
@@ -37,14 +37,24 @@ def _tokens(count: Optional[int]) -> str:
 
 
 def model_line(model: Mapping[str, Any]) -> str:
-    """``claude-sonnet-5: context 1M, output 128K; $ 2 / 0.2 / 10 / 10 (2026-12-01)`` for ``agenthub models``."""
-    prices = model.get("usd_per_1m") or {}
-    shown = " / ".join("?" if prices.get(key) is None else "{:g}".format(prices[key]) for key in (
-        "prompt_tokens", "cached_tokens", "thoughts_tokens", "response_tokens"))
-    note = "; " + model["note"] if model.get("note") else ""
-    return "{}: context {}, output {}; ${} ({}{})".format(
-        model["model"], _tokens(model.get("context_window")), _tokens(model.get("max_output")), shown,
-        model.get("taken"), note)
+    """A catalog row for ``agenthub models --provider``: ``claude-sonnet-4-6: context 1M, output 64K;
+    $3 in / 0.3 cached / 3.75 write / 15 out; text+image+pdf -> text; reasoning, tools``."""
+    prices = model.get("prices") or {}
+    shown = " / ".join("{} {}".format("?" if prices.get(key) is None else "{:g}".format(prices[key]), label)
+                       for key, label in (("input", "in"), ("cached_input", "cached"), ("cache_write_5m", "write"),
+                                          ("output", "out")))
+    extra = []
+    if prices.get("long_context"):
+        extra.append("above {} input".format(_tokens(prices["long_context"][0]["above_input_tokens"])))
+    if model.get("batch"):
+        extra.append("batch")
+    extra.extend(sorted(model.get("tiers") or ()))
+    supports = [name for name, key in (("reasoning", "reasoning"), ("tools", "tools"),
+                                       ("json_schema", "structured_output")) if model.get(key)]
+    return "{}: context {}, output {}; ${}{}; {} -> {}{}".format(
+        model["id"], _tokens(model.get("context_window")), _tokens(model.get("max_output")), shown,
+        " (+" + ", ".join(extra) + ")" if extra else "", "+".join(model.get("input_modalities") or ["?"]),
+        "+".join(model.get("output_modalities") or ["?"]), "; " + ", ".join(supports) if supports else "")
 
 
 class Printer(object):
@@ -93,7 +103,7 @@ class Printer(object):
             usage = event.get("usage_metadata")
             price = None
             if self.model is not None:
-                from ..registry import cost
+                from ..catalog import cost
 
                 price = cost(self.model, usage)
             self.line(self._style("2", usage_line(event.get("finish_reason"), usage, price)))
@@ -137,10 +147,15 @@ class Printer(object):
         # partial_tool_call fragments are not shown: the complete call follows
 
 
-def print_models(out: TextIO, as_json: bool = False) -> int:
-    """``agenthub models``: the routing registry as a table (or one JSON array)."""
+def print_models(out: TextIO, as_json: bool = False, provider: Optional[str] = None,
+                 supports: Optional[List[str]] = None) -> int:
+    """``agenthub models``: the routing registry as a table (or one JSON array); with ``provider`` or
+    ``supports``, the model catalog's rows instead."""
+    from ..catalog import catalog_info, list_supported_models
     from ..registry import list_models
 
+    if provider or supports:
+        return print_catalog(out, as_json, provider, supports)
     rows = list_models()
     if as_json:
         out.write(json.dumps(rows, indent=2) + "\n")
@@ -152,12 +167,40 @@ def print_models(out: TextIO, as_json: bool = False) -> int:
         out.write("    {}; {} -> {}; e.g. {}\n".format(
             row["vendor"], "+".join(row["input_modalities"]), "+".join(row["output_modalities"]),
             ", ".join(row["examples"])))
-        for model in row.get("models") or ():
-            out.write("    {}\n".format(model_line(model)))
-    if any(row.get("models") for row in rows):
-        out.write("\nPrices: USD per 1M tokens of each usage bucket (prompt / cached / thinking / response), "
-                  "list prices as taken on the date shown; ? where unknown.\n")
+    info = catalog_info()
+    out.write("\nCatalog: {} models (snapshot {}; {}): `agenthub models --provider NAME` or `--supports "
+              "tools|vision|reasoning|json_schema` lists them, with limits and prices.\n".format(
+                  len(list_supported_models()), info["date"], _sources(info)))
     out.write("\nAny other model: --client-type PROTOCOL (openai-chat, openai-responses, anthropic, gemini) "
               "or a preset "
               "({}), with --base-url.\n".format(", ".join(r["presets"][0] for r in rows if r["presets"])))
+    return 0
+
+
+def _sources(info: Mapping[str, Any]) -> str:
+    return ", ".join("{} {}".format(s["name"], s["version"]) for s in info["sources"] if "version" in s)
+
+
+_SUPPORTS = {"tools": lambda m: m.get("tools") is True, "reasoning": lambda m: m.get("reasoning") is True,
+             "json_schema": lambda m: m.get("structured_output") is True,
+             "vision": lambda m: "image" in (m.get("input_modalities") or ())}
+
+
+def print_catalog(out: TextIO, as_json: bool, provider: Optional[str], supports: Optional[List[str]]) -> int:
+    """``agenthub models --provider P --supports X``: the catalog's rows, grouped by provider."""
+    from ..catalog import catalog_info, list_supported_models
+
+    rows = [row for row in list_supported_models(provider) if all(_SUPPORTS[need](row) for need in supports or ())]
+    if as_json:
+        out.write(json.dumps(rows, indent=2) + "\n")
+        return 0
+    current = None
+    for row in rows:
+        if row["provider"] != current:
+            current = row["provider"]
+            out.write("{}:\n".format(current))
+        out.write("    {}\n".format(model_line(row)))
+    info = catalog_info()
+    out.write("\n{} models. Prices: USD per 1M tokens (input / cached input / 5-minute cache write / output), "
+              "list prices of {} ({}); ? where unknown.\n".format(len(rows), info["date"], _sources(info)))
     return 0
