@@ -199,6 +199,10 @@ class Budget(object):
         with self._lock:
             self._reserved = max(0.0, self._reserved - held)
 
+    def __reduce__(self) -> Any:
+        raise ConfigError("an agenthub.Budget cannot be copied to another process (its account would split); "
+                          "give each process its own Budget")
+
     def __repr__(self) -> str:
         return "Budget(max_usd={:g}, spent_usd={:g}, reserved_usd={:g})".format(
             self.max_usd, self.spent_usd, self.reserved_usd)

@@ -81,8 +81,6 @@ def __getattr__(name: str) -> Any:  # PEP 562: the derived tables are built on f
     raise AttributeError("module {!r} has no attribute {!r}".format(__name__, name))
 
 
-TOOL_CHOICES = ("auto", "none", "required", "list")
-
 _TEXT = (("text",), ("text",))
 #: servers with JSON mode but no json_schema (DeepSeek, Z.AI, Moonshot document only {"type": "json_object"})
 _JSON_MODE_ONLY = ("text", "json_object")
