@@ -15,7 +15,7 @@ sent) unless ``Budget(max_usd, allow_unpriced=True)``: then it runs and costs no
 import json
 import math
 import threading
-from typing import Any, Iterable, Mapping, Optional, Union
+from typing import Any, Dict, Iterable, Mapping, Optional, Union
 
 from .errors import BudgetExceededError, ConfigError
 
@@ -279,7 +279,7 @@ class BudgetHook(object):
 
     def __init__(self, budget: Budget) -> None:
         self.budget = budget
-        self._holds = {}  # type: dict
+        self._holds = {}  # type: Dict[int, Reservation]
         self._lock = threading.Lock()
 
     def before_attempt(self, attempt: Any) -> None:

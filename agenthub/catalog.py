@@ -140,7 +140,7 @@ _COMPACT_DATE = re.compile(r"-(20\d{2})(0[1-9]|1[0-2])(0[1-9]|[12]\d|3[01])(?=-|
 
 def _matches(clause: Mapping[str, Any], name: str) -> bool:
     if "equals" in clause:
-        return name == clause["equals"]
+        return bool(name == clause["equals"])
     if "starts_with" in clause:
         return name.startswith(clause["starts_with"])
     if "ends_with" in clause:
@@ -182,11 +182,13 @@ def _find(model: str, provider: Optional[str]) -> Optional[Dict[str, Any]]:
         candidates.append(dashed)  # claude-x-20260217 -> claude-x-2026-02-17, as the sources name dated models
     for candidate in candidates:
         if candidate in entry["ids"]:
-            return entry["ids"][candidate]
+            found = entry["ids"][candidate]  # type: Dict[str, Any]
+            return found
     for candidate in candidates:  # the sources' own name rules (dated ids, aliases), in their order
         for _, clause, row in entry["matchers"]:
             if _matches(clause, candidate):
-                return row
+                matched = row  # type: Dict[str, Any]
+                return matched
     return None
 
 

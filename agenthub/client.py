@@ -255,6 +255,8 @@ class AttemptHook(object):
 
 
 if TYPE_CHECKING:  # what type checkers see: a generator of UniEvents (at runtime the plain ABC, no typing machinery)
+    from .budget import Budget
+
     _EventGenerator = Generator[UniEvent, Any, None]
 else:
     _EventGenerator = collections.abc.Generator
@@ -344,7 +346,7 @@ class AutoLLMClient(object):
         session: Any = None,
         default_headers: Optional[Mapping[str, str]] = None,
         max_line_bytes: Optional[int] = None,
-        budget: Any = None
+        budget: Optional["Budget"] = None
     ) -> None:
         if not isinstance(max_retries, int) or isinstance(max_retries, bool) or max_retries < 0:
             raise ConfigError("max_retries must be an int >= 0")
