@@ -206,19 +206,3 @@ def print_catalog(out: TextIO, as_json: bool = False, provider: Optional[str] = 
     out.write("\n{} models. Prices: USD per 1M tokens (input / cached input / 5-minute cache write / output), "
               "list prices of {} ({}); ? where unknown.\n".format(len(rows), info["date"], _versions(info)))
     return 0
-    out.write("{:<30} {:<17} {:<56} {}\n".format("MODEL NAMES", "PROTOCOL", "ENDPOINT", "API KEY"))
-    for row in rows:
-        out.write("{:<30} {:<17} {:<56} {}\n".format(
-            row["label"], row["client_type"], row["base_url"], " or ".join(row["api_key_env"]) or "-"))
-        out.write("    {}; {} -> {}; e.g. {}\n".format(
-            row["vendor"], "+".join(row["input_modalities"]), "+".join(row["output_modalities"]),
-            ", ".join(row["examples"])))
-        for model in row.get("models") or ():
-            out.write("    {}\n".format(model_line(model)))
-    if any(row.get("models") for row in rows):
-        out.write("\nPrices: USD per 1M tokens of each usage bucket (prompt / cached / thinking / response), "
-                  "list prices as taken on the date shown; ? where unknown.\n")
-    out.write("\nAny other model: --client-type PROTOCOL (openai-chat, openai-responses, anthropic, gemini) "
-              "or a preset "
-              "({}), with --base-url.\n".format(", ".join(r["presets"][0] for r in rows if r["presets"])))
-    return 0
