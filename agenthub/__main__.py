@@ -13,9 +13,12 @@
     agenthub trace view DIR                browse saved traces in a web page (http.server, loopback)
     agenthub trace show FILE               print a saved trace as text
     agenthub serve --config FILE           serve the config's models over HTTP (SSE of UniEvents)
+    agenthub batch run IN.jsonl -o OUT     run a job file (resumable, rate limited; see agenthub.jobs.cli)
+    agenthub batch submit|status|fetch|cancel   a job file on the providers' batch engines (agenthub.jobs.batch_cli)
 
 Exit status: 0 done, 1 an agenthub error (printed on stderr, never with a key), 2 bad
-usage, 130 interrupted.
+usage, 130 interrupted; ``batch run`` also 3: finished, some rows have error rows (the
+batch engine actions: agenthub.jobs.batch_cli).
 """
 
 import argparse
@@ -69,6 +72,9 @@ def _parser() -> argparse.ArgumentParser:
     chat.add_argument("--json", action="store_true", help="print raw UniEvents, one JSON object per line")
     chat.add_argument("--budget", type=float, metavar="USD",
                       help="spend at most USD at list prices (a turn that could exceed it is not sent)")
+    chat.add_argument("--background", action="store_true",
+                      help="OpenAI Responses / Gemini Interactions: run the answer server-side and resume it after "
+                           "a broken connection (the response is stored by the provider)")
     models = sub.add_parser("models", help="list the routing registry, or the model catalog (--provider/--supports)")
     models.add_argument("--json", action="store_true", help="one JSON array of rows")
     models.add_argument("--provider", help="list the catalog's models of one provider (openai, anthropic, google, "
@@ -91,6 +97,9 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--config", required=True, metavar="FILE", help="the server config (JSON)")
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     serve.add_argument("--port", type=int, default=8787, help="0 picks a free port (default 8787)")
+    from .jobs.cli import add_parser as add_batch
+
+    add_batch(sub)
     return parser
 
 
@@ -101,6 +110,10 @@ def main(argv: Optional[List[str]] = None) -> int:
 
     try:
         command = COMMANDS.get(args.command or "")
+        if args.command == "batch":
+            from .jobs.cli import main as batch
+
+            return batch(args, parser)
         if args.command == "trace":
             command = TRACE_COMMANDS.get(args.trace_command or "")
             if command is None:
@@ -138,7 +151,7 @@ def _demo(args: Any) -> int:
 def _models(args: Any) -> int:
     from .apps.terminal import print_models
 
-    return print_models(sys.stdout, args.json, provider=args.provider, supports=args.supports)
+    return print_models(sys.stdout, args.json, args.provider, args.supports)
 
 
 def _chat(args: Any) -> int:

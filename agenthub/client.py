@@ -47,6 +47,7 @@ are the seam for what builds on the loop; how each is meant to hook in:
 """
 
 import collections.abc
+import importlib
 import logging
 import operator
 import os
@@ -60,9 +61,10 @@ from typing import (TYPE_CHECKING, Any, Callable, Dict, Generator, Iterable, Ite
 from . import providers, registry
 from .answers import request_id as answer_request_id, starts_stream
 from ._redact import redact_url, secret_values, url_secrets
-from .errors import (AgentHubError, ConfigError, StreamProtocolError, TransportError, UnsupportedOperationError, UpstreamError,
-                     safe_url, set_field)
+from .errors import (AgentHubError, ConfigError, StreamProtocolError, TransportError, UnsupportedOperationError,
+                     UnsupportedParameterError, UpstreamError, safe_url, set_field)
 from .providers._common import Endpoint, apply_extras
+from .resume import RESUMED
 from .sse import DEFAULT_MAX_LINE_BYTES
 from .stream import Collector, collect, drive
 from .types import AssistantMessage, Message, UniConfig, UniEvent, UniMessage
@@ -97,6 +99,8 @@ _log_from_env()
 
 #: pages of a model list read at most (a server that never stops paging is cut off there)
 MAX_MODEL_PAGES = 100
+#: config keys only some protocols read (their build_request's ``accepts``): refused by the others
+LONGRUN_KEYS = ("background", "compaction")
 #: retry backoff: full jitter over base * 2**attempt seconds, capped
 BACKOFF_BASE = 0.5
 BACKOFF_CAP = 8.0
@@ -469,14 +473,25 @@ class AutoLLMClient(object):
             message = dict(message)  # type: ignore[assignment]
             message["created_at"] = int(time.time() * 1000)
         messages = self._history + [message]
-        request = apply_extras(self._build(messages, cfg), cfg)
+        request = apply_extras(self._build(messages, cfg, stateful=True), cfg)
         return self._open(request, cfg, messages, message)
 
-    def _build(self, messages: List[UniMessage], config: Dict[str, Any]) -> Any:
+    def _build(self, messages: List[UniMessage], config: Dict[str, Any], stateful: bool = False) -> Any:
         """The protocol's request plan; a value it cannot use (a fidelity changed after it came back,
-        say) is a ConfigError, never a bare TypeError."""
+        say) is a ConfigError, never a bare TypeError.  ``stateful``: a stateful call, told to a
+        protocol that chains turns server-side (its build_request has ``chains_turns`` set).  The
+        config keys only some protocols read (``LONGRUN_KEYS``) are refused by the others, and compaction
+        items this protocol cannot read are left out (with a warning)."""
+        build = self._protocol.build_request
+        for key in LONGRUN_KEYS:
+            if config.get(key) and key not in getattr(build, "accepts", ()):
+                raise UnsupportedParameterError("{}: {} is not available on this protocol".format(
+                    self.client_type, key), client=self.client_type, parameter=key)
+        messages = _without_foreign_compactions(self.client_type, messages, getattr(build, "compaction_format", None))
         try:
-            return self._protocol.build_request(self._endpoint, self.model, messages, config)
+            if stateful and getattr(build, "chains_turns", False):
+                return build(self._endpoint, self.model, messages, config, stateful=True)
+            return build(self._endpoint, self.model, messages, config)
         except AgentHubError:
             raise
         except (TypeError, ValueError, KeyError, AttributeError, IndexError) as exc:
@@ -640,8 +655,108 @@ class AutoLLMClient(object):
         client = self.client_type
         max_line_bytes = self.max_line_bytes
         document = not call.request.stream
+        if (call.config or {}).get("background"):
+            return self._background(call, watch)
         return self._run(call, watch, protocol,
                          lambda body: drive(protocol.read(body, client, max_line_bytes, document), client))
+
+    # -- background responses: resumed after a cut (agenthub.resume), cancelled when abandoned ---------
+    def _background(self, call: Attempt, watch: Any) -> Iterator[UniEvent]:
+        """A background response's events (config["background"]): when its stream breaks after the
+        response's id arrived, the SSE events continue from a GET that resumes it (one parser across the
+        connections, so nothing is lost or repeated; never a second POST); one that ends before its
+        response completed (abort, close, an error) is cancelled server-side."""
+        dialect = _dialect(self._protocol)
+        client = self.client_type
+        resumables = []  # type: List[Any]  # one per attempt
+        opened = []  # type: List[Any]  # the bodies of the reconnects, closed when the call ends
+
+        def read(body: Any) -> Iterator[UniEvent]:
+            parts, resumable = self._read_background(dialect, body, watch, opened)
+            resumables.append(resumable)
+            return _marked(drive(parts, client), resumable)
+
+        events = self._run(call, watch, self._protocol, read)
+        try:
+            yield from events
+        finally:
+            events.close()  # type: ignore[attr-defined]
+            for body in opened:
+                body.close()
+            resumable = resumables[-1] if resumables else None
+            if resumable is not None and resumable.resource_id and not resumable.complete:
+                self._cancel(dialect, resumable.resource_id)
+
+    def _read_background(self, dialect: Any, body: Any, watch: Any, opened: List[Any]) -> Tuple[Iterator[Any], Any]:
+        """The parts of a background stream whose connections resume after a cut, and its Resumable."""
+        from .resume import Resumable
+
+        protocol = self._protocol
+        client = self.client_type
+        if body.open(False):  # one JSON document: complete by nature, nothing to resume
+            return protocol.read(body, client, self.max_line_bytes), None
+
+        def reconnect(resource_id: str, cursor: Any) -> Iterator[Any]:
+            resumed = self._resume_body(dialect.resume_request(self._endpoint, resource_id, cursor), watch)
+            opened.append(resumed)
+            logger.info("%s: the stream of background response %s broke; resumed after event %s", client,
+                        resource_id, cursor)
+            return protocol.framing(resumed.iter_chunks(), self.max_line_bytes)
+
+        frames = protocol.framing(body.iter_chunks(), self.max_line_bytes)
+        resumable = Resumable(frames, dialect.frame_cursor, reconnect, ordered=dialect.ordered_cursors, client=client)
+        return protocol.parse_stream(iter(resumable), client), resumable
+
+    def _resume_body(self, request: Any, watch: Any) -> Any:
+        """The body of the GET that resumes a background stream, opened with the retry policy (the call's
+        deadline stops the watch); an error that may not be retried, or the last one, is raised."""
+        client = self.client_type
+        transport = _transport()
+        protocol = self._protocol
+        timeout = Timeout.of(self.timeout)
+        attempt = 0
+        while True:
+            if watch.reason is not None:
+                raise _stopped(client, watch, timeout)
+            sent = request
+            try:
+                sent = protocol.encode(request, self._endpoint)
+                body = transport.open_stream(self._get_session(), sent, (timeout.connect, timeout.read), client,
+                                             watch=watch, error_from_body=protocol.error_from_body,
+                                             is_stream=starts_stream)
+                if body.open(False):
+                    raise StreamProtocolError("{}: resuming a background stream answered one JSON document".format(
+                        client), client=client)
+                return body
+            except AgentHubError as exc:
+                self._explain(exc, sent)
+                if exc.__dict__.get("_agenthub_stop") is _STOP:
+                    raise
+                if watch.reason is not None:
+                    raise _stopped(client, watch, timeout) from exc
+                _scrub(exc, self._secrets(sent))
+                delay = _backoff(attempt, getattr(exc, "retry_after", None))
+                if not getattr(exc, "retryable", False) or attempt >= self.max_retries or delay is None:
+                    raise
+                attempt += 1
+                logger.info("%s: retrying the resume after %s, attempt %d of %d, in %.2fs", client,
+                            type(exc).__name__, attempt, self.max_retries, delay)
+                if not watch.sleep(delay):
+                    raise _stopped(client, watch, timeout) from exc
+
+    def _cancel(self, dialect: Any, resource_id: str) -> None:
+        """Cancel a background response server-side (its stream ended before it did: abort, close, error).
+        One POST, short timeouts, no retry; a failure is logged, never raised."""
+        client = self.client_type
+        request = dialect.cancel_request(self._endpoint, resource_id)
+        try:
+            sent = self._protocol.encode(request, self._endpoint)
+            body = _transport().open_stream(self._get_session(), sent, (5.0, 10.0), client)
+            body.open(document=True)
+            logger.info("%s: background response %s cancelled", client, resource_id)
+        except AgentHubError as exc:
+            _scrub(exc, self._secrets(request))
+            logger.warning("%s: cancelling background response %s failed: %s", client, resource_id, exc)
 
     def _run(self, call: Attempt, watch: Any, protocol: Any, read: Callable[[Any], Iterable[Any]]) -> Iterator[Any]:
         """The attempt loop, the one place of the call policies: the deadline, abort, retries with
@@ -720,7 +835,8 @@ class AutoLLMClient(object):
                     _scrub(exc, self._secrets(call.sent, call.config))
                     call.error = exc
                     call.retry = bool(not delivered and getattr(exc, "retryable", False)
-                                      and call.number < self.max_retries)
+                                      and call.number < self.max_retries
+                                      and not exc.__dict__.get(RESUMED))  # a background response: never re-POSTed
                     call.delay = _backoff(call.number, getattr(exc, "retry_after", None)) if call.retry else None
                     if call.delay is None or (deadline is not None and time.monotonic() + call.delay >= deadline):
                         call.retry = False
@@ -798,6 +914,53 @@ class AutoLLMClient(object):
         except Exception as exc:  # disk full, permissions, a folder removed meanwhile, an unwritable value
             logger.error("%s: the trace %r was not written (%s: %s); the answer stands", self.client_type,
                          config["trace_id"], type(exc).__name__, exc)
+
+
+def _marked(events: Iterator[UniEvent], resumable: Any) -> Iterator[UniEvent]:
+    """``events``; an error raised once the background response's id was known is marked so that the
+    attempt loop never retries it by a second POST."""
+    try:
+        yield from events
+    except AgentHubError as exc:
+        if resumable is not None and resumable.resource_id:
+            setattr(exc, RESUMED, resumable.resource_id)
+        raise
+
+
+def _without_foreign_compactions(client: str, messages: List[Any], readable: Optional[str]) -> List[Any]:
+    """``messages`` without the compaction items this protocol cannot read (another provider's, or any on a
+    protocol without compaction): each is dropped on the way out, with a warning (history keeps it)."""
+    from .providers._common import COMPACTION_FORMAT
+
+    out = None  # type: Optional[List[Any]]
+    for index, message in enumerate(messages):
+        if message["role"] != "assistant":
+            continue
+        items = message["content_items"]
+        foreign = [i for i in items if i["type"] == "compaction"
+                   and (readable is None or (i.get("fidelity") or {}).get(COMPACTION_FORMAT) != readable)]
+        if not foreign:
+            continue
+        if out is None:
+            out = list(messages)
+        kept = dict(message)
+        kept["content_items"] = [i for i in items if not any(i is f for f in foreign)]
+        out[index] = kept
+        for item in foreign:
+            logger.warning("%s: a compaction item from %s cannot be read here and is not sent (the messages "
+                           "before it go in full)", client,
+                           (item.get("fidelity") or {}).get(COMPACTION_FORMAT) or "another protocol")
+    return messages if out is None else out
+
+
+def _dialect(record: Any) -> Any:
+    """The module of a protocol that resumes background streams (``resume_request``, ``cancel_request``,
+    ``frame_cursor``, ``ordered_cursors``)."""
+    module = importlib.import_module("agenthub.providers." + record.module)
+    if not hasattr(module, "resume_request"):  # pragma: no cover - build_request.accepts keeps it out
+        raise UnsupportedParameterError("{}: background is not available on this protocol".format(record.name),
+                                        client=record.name, parameter="background")
+    return module
 
 
 def _log_attempt(request: Any, attempt: int, started: float, body: Any, error: Optional[BaseException]) -> bool:

@@ -46,7 +46,7 @@ from .answers import body_text, error_from_body as _default_error_from_body, is_
 from .errors import AgentHubError, StreamProtocolError, TransportError, preview
 from .types import HttpRequest
 
-__all__ = ["open_stream", "new_session", "interrupt", "BodyStream", "forget_connections", "Watch"]
+__all__ = ["open_stream", "open_raw", "RawBody", "new_session", "interrupt", "BodyStream", "forget_connections", "Watch"]
 
 #: connections kept per host by the session agenthub makes (a thread pool of this size reuses them)
 POOL_MAXSIZE = 32
@@ -933,6 +933,65 @@ def open_stream(
     body labelled JSON opens as the protocol's stream (None: such a body is one document).
     """
     return BodyStream(session, request, timeout, client, _watch_of(watch, on_response), error_from_body, is_stream)
+
+
+def open_raw(session: requests.Session, request: HttpRequest, timeout: Limits, client: str = "",
+             error_from_body: Any = None) -> "RawBody":
+    """Send ``request`` and take a 2xx answer as it is: no JSON or SSE sniffing (a file download, a
+    JSON Lines body, an upload session's headers).  A non-2xx answer raises what ``error_from_body``
+    reads in it, as for ``open_stream``.  Read the ``RawBody`` to its end or ``close()`` it: either
+    releases the connection."""
+    response = _send(session, request, timeout, client, True, None)
+    if response.status_code >= 300:
+        try:
+            raise _http_error(client, response, error_from_body or _default_error_from_body)
+        finally:
+            _release(response, None)
+    return RawBody(response, client, timeout)
+
+
+class RawBody(object):
+    """A 2xx answer's ``headers`` and its decoded bytes (iterate for the chunks as they arrive)."""
+
+    def __init__(self, response: Any, client: str, timeout: Limits) -> None:
+        self._response = response
+        self._client = client
+        self._timeout = timeout
+        self.headers = response.headers  # type: Any
+        self.status = response.status_code  # type: int
+
+    def __iter__(self) -> Iterator[bytes]:
+        response = self._response
+        if response is None:
+            return
+        try:
+            for chunk in _chunks(response):
+                if chunk:
+                    yield chunk
+        except AgentHubError:
+            raise
+        except Exception as exc:
+            raise _transport_error(self._client, "reading the response", exc, self._timeout) from exc
+        finally:
+            self.close()
+
+    def read(self, limit: int = MAX_DOCUMENT_BYTES) -> bytes:
+        """The whole body (a StreamProtocolError past ``limit`` bytes)."""
+        parts = []  # type: List[bytes]
+        size = 0
+        for chunk in self:
+            size += len(chunk)
+            if size > limit:
+                self.close()
+                raise StreamProtocolError("{}: the answer is larger than {} bytes".format(
+                    self._client or "agenthub", limit), client=self._client, retryable=False)
+            parts.append(chunk)
+        return b"".join(parts)
+
+    def close(self) -> None:
+        response, self._response = self._response, None
+        if response is not None:
+            _release(response, None)
 
 
 # -- record and replay (agenthub.testing) --------------------------------------------------------

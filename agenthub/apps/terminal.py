@@ -3,9 +3,9 @@ line of a turn, and a model row of ``agenthub models``.  ``agenthub chat`` and `
 
 import json
 import os
-from typing import Any, Mapping, Optional, Sequence, TextIO
+from typing import Any, List, Mapping, Optional, TextIO
 
-__all__ = ["Printer", "usage_line", "model_line", "print_models", "print_catalog"]
+__all__ = ["Printer", "usage_line", "model_line", "print_models"]
 
 
 def usage_line(finish_reason: Optional[str], usage: Optional[Mapping[str, Any]], cost: Optional[float] = None) -> str:
@@ -148,7 +148,7 @@ class Printer(object):
 
 
 def print_models(out: TextIO, as_json: bool = False, provider: Optional[str] = None,
-                 supports: Optional[Sequence[str]] = None) -> int:
+                 supports: Optional[List[str]] = None) -> int:
     """``agenthub models``: the routing registry as a table (or one JSON array); with ``provider`` or
     ``supports``, the model catalog's rows instead."""
     from ..catalog import catalog_info, list_supported_models
@@ -170,29 +170,27 @@ def print_models(out: TextIO, as_json: bool = False, provider: Optional[str] = N
     info = catalog_info()
     out.write("\nCatalog: {} models (snapshot {}; {}): `agenthub models --provider NAME` or `--supports "
               "tools|vision|reasoning|json_schema` lists them, with limits and prices.\n".format(
-                  len(list_supported_models()), info["date"], _versions(info)))
+                  len(list_supported_models()), info["date"], _sources(info)))
     out.write("\nAny other model: --client-type PROTOCOL (openai-chat, openai-responses, anthropic, gemini) "
               "or a preset "
               "({}), with --base-url.\n".format(", ".join(r["presets"][0] for r in rows if r["presets"])))
     return 0
 
 
-def _versions(info: Mapping[str, Any]) -> str:
+def _sources(info: Mapping[str, Any]) -> str:
     return ", ".join("{} {}".format(s["name"], s["version"]) for s in info["sources"] if "version" in s)
 
 
-#: ``agenthub models --supports`` values -> what a catalog row says
-SUPPORTS = {"tools": lambda m: m.get("tools") is True, "reasoning": lambda m: m.get("reasoning") is True,
-            "json_schema": lambda m: m.get("structured_output") is True,
-            "vision": lambda m: "image" in (m.get("input_modalities") or ())}
+_SUPPORTS = {"tools": lambda m: m.get("tools") is True, "reasoning": lambda m: m.get("reasoning") is True,
+             "json_schema": lambda m: m.get("structured_output") is True,
+             "vision": lambda m: "image" in (m.get("input_modalities") or ())}
 
 
-def print_catalog(out: TextIO, as_json: bool = False, provider: Optional[str] = None,
-                  supports: Optional[Sequence[str]] = None) -> int:
-    """The catalog's rows of ``provider`` (all when None) that support everything in ``supports``."""
+def print_catalog(out: TextIO, as_json: bool, provider: Optional[str], supports: Optional[List[str]]) -> int:
+    """``agenthub models --provider P --supports X``: the catalog's rows, grouped by provider."""
     from ..catalog import catalog_info, list_supported_models
 
-    rows = [row for row in list_supported_models(provider) if all(SUPPORTS[need](row) for need in supports or ())]
+    rows = [row for row in list_supported_models(provider) if all(_SUPPORTS[need](row) for need in supports or ())]
     if as_json:
         out.write(json.dumps(rows, indent=2) + "\n")
         return 0
@@ -204,5 +202,5 @@ def print_catalog(out: TextIO, as_json: bool = False, provider: Optional[str] = 
         out.write("    {}\n".format(model_line(row)))
     info = catalog_info()
     out.write("\n{} models. Prices: USD per 1M tokens (input / cached input / 5-minute cache write / output), "
-              "list prices of {} ({}); ? where unknown.\n".format(len(rows), info["date"], _versions(info)))
+              "list prices of {} ({}); ? where unknown.\n".format(len(rows), info["date"], _sources(info)))
     return 0
