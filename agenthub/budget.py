@@ -277,8 +277,9 @@ class BudgetHook(object):
     """An attempt-loop hook (``agenthub.client.AttemptHook``): reserve before the first attempt of a
     stream, settle when the call ends.  Retries of the same call share its one hold."""
 
-    def __init__(self, budget: Budget) -> None:
+    def __init__(self, budget: Budget, embeddings: bool = False) -> None:
         self.budget = budget
+        self.embeddings = embeddings  # an embedding model's client: input only, no output to bound
         self._holds = {}  # type: Dict[int, Reservation]
         self._lock = threading.Lock()
 
@@ -287,7 +288,7 @@ class BudgetHook(object):
             return
         config = attempt.config or {}
         body = getattr(attempt.request, "body", None)
-        limit = planned_max_tokens(body)
+        limit = 0 if self.embeddings else planned_max_tokens(body)
         if limit is None and config.get("max_tokens") is not None:
             limit = config["max_tokens"]
         if limit is None:

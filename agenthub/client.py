@@ -395,7 +395,7 @@ class AutoLLMClient(object):
 
             if not isinstance(budget, Budget):
                 raise ConfigError("budget must be an agenthub.Budget (got {})".format(type(budget).__name__))
-            self._hooks.append(BudgetHook(budget))  # type: ignore[arg-type]
+            self._hooks.append(BudgetHook(budget, bool(quirks.get("embeddings"))))  # type: ignore[arg-type]
 
     def __repr__(self) -> str:
         return "AutoLLMClient(model={!r}, client_type={!r}, base_url={!r})".format(

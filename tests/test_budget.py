@@ -5,6 +5,7 @@ Prices (catalog snapshot, genai-prices 0.2.3): claude-sonnet-4-6 input 3, cached
 write 1 h 6, output 15; gpt-5.5 input 5 (10 above 272K input), cached 0.5, output 30 (45 above 272K).
 """
 
+import json
 import pickle
 import threading
 
@@ -278,3 +279,17 @@ def test_the_cli_budget(capsys):
         assert main(args + ["--budget", "0.02"]) == 0
         assert len(server.requests) == 1
         assert capsys.readouterr().err.rstrip().endswith("cost $0.000598")
+
+
+def test_an_embedding_client_under_a_budget_holds_its_input_only():
+    budget = Budget(1)
+    document = {"object": "list", "model": "text-embedding-3-small",
+                "data": [{"object": "embedding", "index": 0, "embedding": [0.5, -0.25]}],
+                "usage": {"prompt_tokens": 7, "total_tokens": 7}}
+    with SSEServer() as server:
+        server.answers.append(Answer([json.dumps(document).encode()], headers={"Content-Type": "application/json"}))
+        client = AutoLLMClient("text-embedding-3-small", api_key="sk-test", base_url=server.url + "/v1", budget=budget,
+                               max_retries=0)
+        assert client.embed(["hello world"]) == [[0.5, -0.25]]
+        assert server.requests[0]["path"] == "/v1/embeddings"
+    assert budget.spent_usd == pytest.approx(7 * 0.02 / 1e6) and budget.reserved_usd == 0.0
