@@ -261,6 +261,8 @@ class AttemptHook(object):
 
 
 if TYPE_CHECKING:  # what type checkers see: a generator of UniEvents (at runtime the plain ABC, no typing machinery)
+    from .budget import Budget
+
     _EventGenerator = Generator[UniEvent, Any, None]
 else:
     _EventGenerator = collections.abc.Generator
@@ -352,7 +354,8 @@ class AutoLLMClient(object):
         max_line_bytes: Optional[int] = None,
         fallbacks: Optional[Sequence[Union[str, "AutoLLMClient"]]] = None,
         fallback_on: Optional[Sequence[type]] = None,
-        circuit_breaker: Any = None
+        circuit_breaker: Any = None,
+        budget: Optional["Budget"] = None
     ) -> None:
         if not isinstance(max_retries, int) or isinstance(max_retries, bool) or max_retries < 0:
             raise ConfigError("max_retries must be an int >= 0")
@@ -390,6 +393,14 @@ class AutoLLMClient(object):
         self._session_lock = threading.Lock()
         #: the attempt loop's hooks, run in order (see AttemptHook and the module docstring)
         self._hooks = []  # type: List[AttemptHook]
+        #: the agenthub.Budget every stream of this client reserves from (None: no limit)
+        self.budget = budget
+        if budget is not None:
+            from .budget import Budget, BudgetHook
+
+            if not isinstance(budget, Budget):
+                raise ConfigError("budget must be an agenthub.Budget (got {})".format(type(budget).__name__))
+            self._hooks.append(BudgetHook(budget, bool(quirks.get("embeddings"))))  # type: ignore[arg-type]
         #: which endpoint answered the latest turn that started: {"model", "client_type", "host"} (None before)
         self.last_route = None  # type: Optional[Dict[str, Any]]
         self._fallbacks = [self._fallback_client(entry) for entry in _sequence(fallbacks, "fallbacks")]
@@ -893,13 +904,13 @@ class AutoLLMClient(object):
 
     # -- failover -------------------------------------------------------------------------------
     def _fallback_client(self, entry: Any) -> "AutoLLMClient":
-        """A ``fallbacks`` entry as a client: a model name gets this client's timeout, retries and session
-        (its key, endpoint and protocol are its own: the registry's, from its environment variable)."""
+        """A ``fallbacks`` entry as a client: a model name gets this client's timeout, retries, session and
+        budget (its key, endpoint and protocol are its own: the registry's, from its environment variable)."""
         if isinstance(entry, AutoLLMClient):
             return entry
         if isinstance(entry, str) and entry:
             return AutoLLMClient(entry, timeout=self.timeout, max_retries=self.max_retries, session=self._session,
-                                 max_line_bytes=self.max_line_bytes)
+                                 max_line_bytes=self.max_line_bytes, budget=self.budget)
         raise ConfigError("each fallbacks entry must be a model name or an AutoLLMClient, not {}".format(
             type(entry).__name__))
 
