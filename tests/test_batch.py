@@ -507,3 +507,19 @@ def test_batch_cost_is_the_catalogs_batch_price():
     assert B.batch_cost("claude-sonnet-4-6", usage) == agenthub.cost("claude-sonnet-4-6", usage, batch=True)
     assert B.batch_cost("claude-sonnet-4-6", usage) == pytest.approx(agenthub.cost("claude-sonnet-4-6", usage) / 2)
     assert B.batch_cost("no-such-model", usage) is None
+
+
+def test_made_custom_ids_never_collide_with_a_row_id(fake, tmp_path):
+    rows = [{"id": "row-2", "model": "claude-sonnet-4-6", "messages": _user("a"), "config": {"max_tokens": 5}},
+            {"id": "needs a custom id", "model": "claude-sonnet-4-6", "messages": _user("b"), "config": {"max_tokens": 5}},
+            {"id": "x" * 65, "model": "claude-sonnet-4-6", "messages": _user("c"), "config": {"max_tokens": 5}}]
+    job = B.submit(_write(tmp_path / "in.jsonl", rows), backend="anthropic")
+    record = job._state["batches"][0]
+    assert record["custom_ids"] == {"needs a custom id": "row-2-2", "x" * 65: "row-3"}
+    sent = [r["custom_id"] for r in json.loads(fake.calls("POST", "/v1/messages/batches")[0]["body"])["requests"]]
+    assert sent == ["row-2", "row-2-2", "row-3"]
+    assert job.wait(interval=0.01, timeout=10).done
+    out = str(tmp_path / "out.jsonl")
+    assert job.fetch(out).done == 3
+    texts = {r["id"]: r["message"]["content_items"][0]["text"] for r in read_output(out)}
+    assert texts == {"row-2": "echo: a", "needs a custom id": "echo: b", "x" * 65: "echo: c"}

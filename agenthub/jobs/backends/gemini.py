@@ -38,7 +38,6 @@ __all__ = ["GEMINI", "GeminiBatches", "STATES", "INLINE_MAX_BYTES", "version_roo
 
 #: inline requests only while the whole create request stays under this size
 INLINE_MAX_BYTES = 20 * 1000 * 1000
-_CREATE_OVERHEAD = 4096
 
 STATES = {}  # type: Dict[str, str]
 for _prefix in ("BATCH_STATE_", "JOB_STATE_"):
@@ -81,14 +80,18 @@ class GeminiBatches(Backend):
         root = version_root(wire.endpoint)
         url = "{}/models/{}:batchGenerateContent".format(root, quote(model, safe=""))
         size = sum(len(e) for e in entries)
-        if size + _CREATE_OVERHEAD < INLINE_MAX_BYTES:
+        source = None  # type: Optional[Dict[str, Any]]
+        file_name = None
+        if size < INLINE_MAX_BYTES:
             inline = []
             for data in entries:
                 line = json.loads(data)
                 inline.append({"request": line["request"], "metadata": {"key": line["key"]}})
-            source = {"requests": {"requests": inline}}  # type: Dict[str, Any]
-            file_name = None
-        else:
+            body = {"batch": {"display_name": name, "input_config": {"requests": {"requests": inline}}}}
+            encoded = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+            if len(encoded) < INLINE_MAX_BYTES:  # the whole create request, as the guide counts it
+                source = body["batch"]["input_config"]
+        if source is None:
             file_name = self._upload(wire, root, entries, size, name)
             source = {"file_name": file_name}
         operation = wire.json("POST", url, body={"batch": {"display_name": name, "input_config": source}})
