@@ -523,3 +523,21 @@ def test_made_custom_ids_never_collide_with_a_row_id(fake, tmp_path):
     assert job.fetch(out).done == 3
     texts = {r["id"]: r["message"]["content_items"][0]["text"] for r in read_output(out)}
     assert texts == {"row-2": "echo: a", "needs a custom id": "echo: b", "x" * 65: "echo: c"}
+
+
+def test_every_documented_status_has_its_state():
+    # OpenAI Batch guide, "4. Check the status of a batch" (Azure's list is the same words, capitalised at times)
+    openai = {"validating": "pending", "failed": "failed", "in_progress": "running", "finalizing": "running",
+              "completed": "completed", "expired": "expired", "cancelling": "cancelling", "cancelled": "cancelled"}
+    for status, state in openai.items():
+        assert openai_backend.status_of({"status": status.capitalize()}, "openai-chat")["state"] == state
+    # Anthropic MessageBatch.processing_status
+    for status, state in {"in_progress": "running", "canceling": "cancelling", "ended": "completed"}.items():
+        assert anthropic_backend.status_of({"processing_status": status}, "anthropic")["state"] == state
+    # Gemini batch states (the REST names and the SDK's JOB_STATE_ spellings)
+    gemini = {"PENDING": "pending", "RUNNING": "running", "SUCCEEDED": "completed", "FAILED": "failed",
+              "CANCELLED": "cancelled", "EXPIRED": "expired"}
+    for name, state in gemini.items():
+        for prefix in ("BATCH_STATE_", "JOB_STATE_"):
+            assert gemini_backend.status_of({"metadata": {"state": prefix + name}}, "gemini")["state"] == state
+    assert {"completed", "failed", "expired", "cancelled"} == set(B.TERMINAL)
