@@ -70,6 +70,9 @@ def _parser() -> argparse.ArgumentParser:
     chat.add_argument("--api-key-env", metavar="NAME", help="read the key from the environment variable NAME")
     chat.add_argument("--trace-id", help="save the conversation as a trace (under $AGENTHUB_CACHE_DIR)")
     chat.add_argument("--json", action="store_true", help="print raw UniEvents, one JSON object per line")
+    chat.add_argument("--background", action="store_true",
+                      help="OpenAI Responses / Gemini Interactions: run the answer server-side and resume it after "
+                           "a broken connection (the response is stored by the provider)")
     models = sub.add_parser("models", help="list the routing registry, or the model catalog (--provider/--supports)")
     models.add_argument("--json", action="store_true", help="one JSON array of rows")
     models.add_argument("--provider", help="list the catalog's models of one provider (openai, anthropic, google, "
@@ -104,11 +107,11 @@ def main(argv: Optional[List[str]] = None) -> int:
     from .errors import AgentHubError
 
     try:
+        command = COMMANDS.get(args.command or "")
         if args.command == "batch":
             from .jobs.cli import main as batch
 
             return batch(args, parser)
-        command = COMMANDS.get(args.command or "")
         if args.command == "trace":
             command = TRACE_COMMANDS.get(args.trace_command or "")
             if command is None:

@@ -403,6 +403,10 @@ def resolve(
                     model, _protocol_names(), ", ".join(sorted(presets())), model))
         chosen = by_name
         client_type = by_name.client_type
+        if client_type == "gemini" and _gemini_api(env) == "interactions" and not any(
+                by_name.quirks.get(key) for key in MODEL_QUIRKS):
+            client_type = "gemini-interactions"  # GEMINI_API=interactions: the same models, the other API
+            chosen = None
     assert client_type is not None
 
     record = providers.protocol(client_type)
@@ -454,6 +458,17 @@ def resolve(
     if alias == "openai-embedding" or re.search(r"embed", model, re.I):
         quirks["embeddings"] = True  # embedding models keep their name's promise at any endpoint
     return client_type, endpoint, api_key, quirks
+
+
+def _gemini_api(env: Mapping[str, str]) -> str:
+    """``GEMINI_API``: which of Google's APIs a ``gemini-*`` model routed by name speaks
+    (``interactions``, or ``generate_content``, the default)."""
+    value = (env.get("GEMINI_API") or "").strip().lower().replace("-", "_")
+    if value in ("", "generate_content", "generatecontent"):
+        return "generate_content"
+    if value == "interactions":
+        return value
+    raise ConfigError("GEMINI_API must be 'interactions' or 'generate_content' (got {!r})".format(value[:40]))
 
 
 def _hostname(url: str) -> str:

@@ -286,7 +286,7 @@ HAND_LONG = {
 
 #: protocol folder (or file prefix) -> client_type whose parser reads it
 _KINDS = {"anthropic": "anthropic", "openai_chat": "openai-chat", "openai_responses": "openai-responses",
-          "gemini": "gemini", "bedrock": "bedrock", "azure/chat_": "openai-chat",
+          "gemini": "gemini", "gemini_interactions": "gemini-interactions", "bedrock": "bedrock", "azure/chat_": "openai-chat",
           "azure/responses_": "openai-responses", "vertex/claude_": "anthropic", "vertex/gemini_": "gemini"}
 USER = [{"role": "user", "content_items": [{"type": "text", "text": "hi"}]}]
 

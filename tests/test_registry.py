@@ -99,13 +99,13 @@ def test_unknown_name_says_how_to_pass_client_type_and_base_url():
 
     assert message.startswith("cannot route model 'my-finetune' by its name: pass client_type (a protocol: "
                               "{}; or a preset: ".format(", ".join(sorted(providers.PROTOCOLS))))
-    assert "anthropic, azure, azure-responses, bedrock, gemini, openai-chat, openai-responses, vertex" in message
+    assert "anthropic, azure, azure-responses, bedrock, gemini, gemini-interactions, openai-chat, openai-responses, vertex" in message
     assert "AutoLLMClient('my-finetune', client_type='openai-chat', base_url='http://127.0.0.1:8000/v1')" in message
 
 
 def test_unknown_client_type_lists_the_known_ones():
     with pytest.raises(ConfigError, match=r"unknown client_type 'acme'; protocols: agenthub, anthropic, azure, "
-                                          r"azure-responses, bedrock, gemini, openai-chat, openai-responses, "):
+                                          r"azure-responses, bedrock, gemini, gemini-interactions, openai-chat, openai-responses, "):
         resolve("x", "acme", environ={})
     with pytest.raises(ConfigError, match=r"; aliases: ant-messages, "):
         resolve("x", "acme", environ={})

@@ -75,6 +75,8 @@ def _chat_config(args: Any) -> Dict[str, Any]:
         config["thinking_level"] = args.thinking
     if args.trace_id:
         config["trace_id"] = args.trace_id
+    if getattr(args, "background", False):
+        config["background"] = True
     return config
 
 
