@@ -541,3 +541,18 @@ def test_every_documented_status_has_its_state():
         for prefix in ("BATCH_STATE_", "JOB_STATE_"):
             assert gemini_backend.status_of({"metadata": {"state": prefix + name}}, "gemini")["state"] == state
     assert {"completed", "failed", "expired", "cancelled"} == set(B.TERMINAL)
+
+
+def test_unreadable_result_lines_are_counted_and_the_others_still_come_through(fake, tmp_path):
+    rows = [{"id": "u%d" % i, "model": "gpt-4.1-mini", "client_type": "openai-chat", "messages": _user("t%d" % i)}
+            for i in range(3)]
+    job = B.submit(_write(tmp_path / "in.jsonl", rows), backend="openai")
+    assert job.wait(interval=0.01, timeout=10).done
+    batch = list(fake.batches.values())[0]
+    good, second, third = fake.files[batch.output_file_id]["bytes"].splitlines()
+    no_id = json.loads(third)
+    del no_id["custom_id"]
+    fake.files[batch.output_file_id]["bytes"] = b"\n".join([good, b"{not json", json.dumps(no_id).encode()]) + b"\n"
+    summary = job.fetch(str(tmp_path / "out.jsonl"))
+    assert (summary.done, summary.unreadable, sorted(summary.missing)) == (1, 2, ["u1", "u2"])
+    assert [r["id"] for r in read_output(str(tmp_path / "out.jsonl"))] == ["u0"]

@@ -434,6 +434,8 @@ class FetchSummary(object):
     output_path: Optional[str] = None
     #: this job's rows whose row in the output is an error row (written now or before)
     failed_total: int = 0
+    #: result items that could not be read (not JSON, no custom id): their rows are in ``missing``
+    unreadable: int = 0
 
 
 class BatchJob(object):
@@ -604,6 +606,11 @@ class BatchJob(object):
         answered = set()  # type: set
         unknown = 0
         for custom_id, outcome, payload in engine.results(self._wire(record), record["remote"], info):
+            if outcome == "bad":
+                if not summary.unreadable:
+                    log.warning("agenthub.jobs: %s (more such items are counted, not shown)", payload)
+                summary.unreadable += 1
+                continue
             rid = by_custom.get(custom_id)
             if rid is None:
                 unknown += 1

@@ -31,7 +31,7 @@ from ...errors import StreamProtocolError
 from ...providers import gemini as gemini_protocol
 from ...providers._common import Endpoint
 from ...types import HttpRequest
-from . import Backend, Outcome
+from . import Backend, Outcome, outcomes
 from ._wire import Wire, same_origin
 
 __all__ = ["GEMINI", "GeminiBatches", "STATES", "INLINE_MAX_BYTES", "version_root", "status_of", "parse_item"]
@@ -131,15 +131,15 @@ class GeminiBatches(Backend):
         if isinstance(inline, dict):
             inline = inline.get("inlinedResponses")
         if isinstance(inline, list):
-            for item in inline:
-                yield parse_item(item, wire.client_type, inline=True)
+            for outcome in outcomes(inline, lambda item: parse_item(item, wire.client_type, inline=True)):
+                yield outcome
             return
         file_name = output.get("responsesFile")
         if isinstance(file_name, str) and file_name:
             head, version = _prefix_and_version(version_root(wire.endpoint))
             url = "{}/download/{}/{}:download?alt=media".format(head, version, file_name)
-            for line in wire.lines(url):
-                yield parse_item(line, wire.client_type, inline=False)
+            for outcome in outcomes(wire.lines(url), lambda line: parse_item(line, wire.client_type, inline=False)):
+                yield outcome
 
     def cancel(self, wire: Wire, remote: Mapping[str, Any]) -> Dict[str, Any]:
         root = version_root(wire.endpoint)
