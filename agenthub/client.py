@@ -63,8 +63,10 @@ from typing import (TYPE_CHECKING, Any, Callable, Dict, Generator, Iterable, Ite
 from . import providers, registry
 from .answers import request_id as answer_request_id, starts_stream
 from ._redact import redact_url, secret_values, url_secrets
-from .errors import (AgentHubError, ConfigError, StreamProtocolError, TransportError, UnsupportedOperationError,
-                     UnsupportedParameterError, UpstreamError, safe_url, set_field)
+from .breaker import breaker_for, settings as breaker_settings
+from .errors import (AgentHubError, ConfigError, ServerError, StreamProtocolError, TransportError,
+                     UnsupportedOperationError, UnsupportedParameterError, UpstreamError, safe_url, set_field)
+from .foreign import for_dialect
 from .providers._common import Endpoint, apply_extras
 from .resume import RESUMED
 from .sse import DEFAULT_MAX_LINE_BYTES
@@ -349,7 +351,10 @@ class AutoLLMClient(object):
         max_retries: int = 2,
         session: Any = None,
         default_headers: Optional[Mapping[str, str]] = None,
-        max_line_bytes: Optional[int] = None
+        max_line_bytes: Optional[int] = None,
+        fallbacks: Optional[Sequence[Union[str, "AutoLLMClient"]]] = None,
+        fallback_on: Optional[Sequence[type]] = None,
+        circuit_breaker: Any = None
     ) -> None:
         if not isinstance(max_retries, int) or isinstance(max_retries, bool) or max_retries < 0:
             raise ConfigError("max_retries must be an int >= 0")
@@ -387,6 +392,12 @@ class AutoLLMClient(object):
         self._session_lock = threading.Lock()
         #: the attempt loop's hooks, run in order (see AttemptHook and the module docstring)
         self._hooks = []  # type: List[AttemptHook]
+        #: which endpoint answered the latest turn that started: {"model", "client_type", "host"} (None before)
+        self.last_route = None  # type: Optional[Dict[str, Any]]
+        self._fallbacks = [self._fallback_client(entry) for entry in _sequence(fallbacks, "fallbacks")]
+        self._fallback_on = _error_classes(fallback_on)
+        self._breaker = breaker_settings(circuit_breaker)
+        self._dialect = _dialect_of(self._protocol)
 
     def __repr__(self) -> str:
         return "AutoLLMClient(model={!r}, client_type={!r}, base_url={!r})".format(
@@ -472,13 +483,19 @@ class AutoLLMClient(object):
         say) is a ConfigError, never a bare TypeError.  ``stateful``: a stateful call, told to a
         protocol that chains turns server-side (its build_request has ``chains_turns`` set).  The
         config keys only some protocols read (``LONGRUN_KEYS``) are refused by the others, and compaction
-        items this protocol cannot read are left out (with a warning)."""
+        items this protocol cannot read are left out with a warning (``agenthub.foreign``)."""
         build = self._protocol.build_request
         for key in LONGRUN_KEYS:
             if config.get(key) and key not in getattr(build, "accepts", ()):
                 raise UnsupportedParameterError("{}: {} is not available on this protocol".format(
                     self.client_type, key), client=self.client_type, parameter=key)
-        messages = _without_foreign_compactions(self.client_type, messages, getattr(build, "compaction_format", None))
+        if "foreign_thinking" in config:  # the client's own key: the protocol never sees it
+            config = dict(config)
+            foreign_thinking = config.pop("foreign_thinking")
+        else:
+            foreign_thinking = "drop"
+        # another protocol's opaque items are converted on the way out (agenthub.foreign); history is untouched
+        messages = for_dialect(messages, self._dialect, foreign_thinking)[0]  # type: ignore[assignment]
         try:
             if stateful and getattr(build, "chains_turns", False):
                 return build(self._endpoint, self.model, messages, config, stateful=True)
@@ -632,7 +649,7 @@ class AutoLLMClient(object):
                             self._history = history_before + [stateful, answer]
                             self._version += 1
                         if config.get("trace_id"):
-                            self._trace(config, (call.messages or []) + [answer])
+                            self._trace(config, (call.messages or []) + [answer], self.last_route)
                     yield event
             finally:
                 attempts.close()  # type: ignore[attr-defined]
@@ -641,7 +658,14 @@ class AutoLLMClient(object):
                 locked.release()
 
     def _attempts(self, call: Attempt, watch: Any) -> Iterator[UniEvent]:
-        """The events of one turn: the attempt loop reading the protocol's stream."""
+        """The events of one turn: this endpoint's attempt loop, or the route loop over the fallbacks."""
+        if self._fallbacks:
+            return self._routes(call, watch)
+        self.last_route = self._route()
+        return self._attempts_here(call, watch)
+
+    def _attempts_here(self, call: Attempt, watch: Any) -> Iterator[UniEvent]:
+        """The events of one turn on this client's own endpoint: the attempt loop reading its protocol's stream."""
         protocol = self._protocol
         client = self.client_type
         max_line_bytes = self.max_line_bytes
@@ -865,6 +889,79 @@ class AutoLLMClient(object):
             for hook in hooks:
                 hook.on_done(call)
 
+    # -- failover -------------------------------------------------------------------------------
+    def _fallback_client(self, entry: Any) -> "AutoLLMClient":
+        """A ``fallbacks`` entry as a client: a model name gets this client's timeout, retries and session
+        (its key, endpoint and protocol are its own: the registry's, from its environment variable)."""
+        if isinstance(entry, AutoLLMClient):
+            return entry
+        if isinstance(entry, str) and entry:
+            return AutoLLMClient(entry, timeout=self.timeout, max_retries=self.max_retries, session=self._session,
+                                 max_line_bytes=self.max_line_bytes)
+        raise ConfigError("each fallbacks entry must be a model name or an AutoLLMClient, not {}".format(
+            type(entry).__name__))
+
+    def _route(self) -> Dict[str, Any]:
+        return {"model": self.model, "client_type": self.client_type, "host": _host(self._endpoint.base_url)}
+
+    def _falls_over(self, error: BaseException) -> bool:
+        """May a failure before the first event move the turn to the next fallback?"""
+        return isinstance(error, self._fallback_on) or _unwell(error)
+
+    def _routes(self, call: Attempt, watch: Any) -> Iterator[UniEvent]:
+        """The route loop: this client, then each fallback in order, while no event reached the caller.
+
+        An entry whose circuit is open is skipped at once; a failure the entry's own attempt loop gave
+        up on (``_falls_over``) moves to the next entry; once an event was yielded, an error is raised
+        as it is (two entries' events are never joined).  ``last_route`` names the entry that answered."""
+        settings = self._breaker
+        last_error = None  # type: Optional[AgentHubError]
+        for entry in [self] + self._fallbacks:
+            route = entry._route()
+            gate = breaker_for(entry.client_type, route["host"], entry.model) if settings is not None else None
+            if gate is not None and not gate.allow(settings["cooldown"]):
+                logger.info("agenthub fallback: %s (%s, %s) skipped: its circuit is open", entry.model,
+                            entry.client_type, route["host"])
+                continue
+            started = False
+            verdict = False
+            try:
+                sub = call if entry is self else entry._call_for(call)
+                for event in entry._attempts_here(sub, watch):
+                    if not started:
+                        started = verdict = True
+                        if gate is not None:
+                            gate.success()
+                        self.last_route = route
+                    yield event
+                return
+            except AgentHubError as exc:
+                if gate is not None and not started and _unwell(exc):
+                    gate.failure(settings["failures"])
+                    verdict = True
+                if started or watch.reason is not None or not self._falls_over(exc):
+                    raise
+                logger.info("agenthub fallback: %s (%s, %s) skipped: %s%s", entry.model, entry.client_type,
+                            route["host"], type(exc).__name__,
+                            "" if getattr(exc, "status", None) is None else " {}".format(exc.status))
+                last_error = exc
+            finally:
+                if gate is not None and not verdict:
+                    gate.release()  # a probe that ended with no verdict (closed early, or a 400): another may go
+        if last_error is not None:
+            raise last_error
+        raise ServerError("{}: every route is unavailable (their circuits are open after repeated failures; "
+                          "they are tried again after their cooldown of {:g}s)".format(self.model, settings["cooldown"]
+                                                                                       if settings else 0),
+                          client=self.client_type, status=None, error_type="circuit_open", retryable=True,
+                          retry_after=settings["cooldown"] if settings else None)
+
+    def _call_for(self, call: Attempt) -> Attempt:
+        """The primary's call as this fallback client sends it: the same messages and config, its own request."""
+        messages = list(call.messages or [])
+        config = dict(call.config or {})
+        return Attempt("stream", self, apply_extras(self._build(messages, config), config), messages, config)
+
     def _secrets(self, request: Any, config: Optional[Mapping[str, Any]] = None) -> List[str]:
         """What to scrub from an error: the key (every part of a credential set), every request
         header's value but the few public ones (so a gateway's own auth header too), the caller's
@@ -893,15 +990,20 @@ class AutoLLMClient(object):
             _transport().forget_connections(session)
         return session
 
-    def _trace(self, config: Mapping[str, Any], history: List[UniMessage]) -> None:
+    def _trace(self, config: Mapping[str, Any], history: List[UniMessage],
+               route: Optional[Mapping[str, Any]] = None) -> None:
         """Write the trace of a completed answer.  A failure is logged and the answer stands
         (agenthub.tracer documents the policy): the turn happened, so it is never undone."""
         from .tracer import save_trace
 
+        routes = self.__dict__.setdefault("_trace_routes", {}).setdefault(config["trace_id"], [])
+        if route is not None:  # which endpoint answered each turn (failover never hides it)
+            routes.append(dict(route, turn=len(history) - 1))
+
         if config.get("extra_headers"):  # header values may be credentials: a trace never holds them
             config = dict(config, extra_headers={name: "***" for name in config["extra_headers"]})
         try:
-            save_trace(config["trace_id"], self.model, history, config)
+            save_trace(config["trace_id"], self.model, history, config, routes=routes)
         except Exception as exc:  # disk full, permissions, a folder removed meanwhile, an unwritable value
             logger.error("%s: the trace %r was not written (%s: %s); the answer stands", self.client_type,
                          config["trace_id"], type(exc).__name__, exc)
@@ -918,32 +1020,6 @@ def _marked(events: Iterator[UniEvent], resumable: Any) -> Iterator[UniEvent]:
         raise
 
 
-def _without_foreign_compactions(client: str, messages: List[Any], readable: Optional[str]) -> List[Any]:
-    """``messages`` without the compaction items this protocol cannot read (another provider's, or any on a
-    protocol without compaction): each is dropped on the way out, with a warning (history keeps it)."""
-    from .providers._common import COMPACTION_FORMAT
-
-    out = None  # type: Optional[List[Any]]
-    for index, message in enumerate(messages):
-        if message["role"] != "assistant":
-            continue
-        items = message["content_items"]
-        foreign = [i for i in items if i["type"] == "compaction"
-                   and (readable is None or (i.get("fidelity") or {}).get(COMPACTION_FORMAT) != readable)]
-        if not foreign:
-            continue
-        if out is None:
-            out = list(messages)
-        kept = dict(message)
-        kept["content_items"] = [i for i in items if not any(i is f for f in foreign)]
-        out[index] = kept
-        for item in foreign:
-            logger.warning("%s: a compaction item from %s cannot be read here and is not sent (the messages "
-                           "before it go in full)", client,
-                           (item.get("fidelity") or {}).get(COMPACTION_FORMAT) or "another protocol")
-    return messages if out is None else out
-
-
 def _dialect(record: Any) -> Any:
     """The module of a protocol that resumes background streams (``resume_request``, ``cancel_request``,
     ``frame_cursor``, ``ordered_cursors``)."""
@@ -952,6 +1028,55 @@ def _dialect(record: Any) -> Any:
         raise UnsupportedParameterError("{}: background is not available on this protocol".format(record.name),
                                         client=record.name, parameter="background")
     return module
+
+
+def _sequence(value: Any, name: str) -> List[Any]:
+    if value is None:
+        return []
+    if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple)):
+        raise ConfigError("{} must be a list".format(name))
+    return list(value)
+
+
+def _error_classes(value: Any) -> Tuple[type, ...]:
+    """``fallback_on=``: error classes (AgentHubError subclasses) that also move a turn to the next fallback."""
+    classes = tuple(_sequence(value, "fallback_on"))
+    for cls in classes:
+        if not (isinstance(cls, type) and issubclass(cls, AgentHubError)):
+            raise ConfigError("fallback_on takes AgentHubError subclasses (ConfigError, UpstreamError, ...), "
+                              "not {!r}".format(cls))
+    return classes
+
+
+def _unwell(error: BaseException) -> bool:
+    """A failure that says the endpoint is down or overloaded (what fails over and counts against its
+    circuit): a retryable status after the retries, a connection failure or a timeout, an in-stream
+    error or a cut before any content.  An abort by the caller, a fork, a 400 or a 401 are not."""
+    if isinstance(error, TransportError):
+        return not (error.__dict__.get("aborted") or error.__dict__.get("forked"))
+    if isinstance(error, (UpstreamError, StreamProtocolError)):
+        return bool(getattr(error, "retryable", False))
+    return False
+
+
+def _host(url: str) -> str:
+    from urllib.parse import urlsplit
+
+    try:
+        return (urlsplit(url).hostname or "").lower()
+    except ValueError:
+        return ""
+
+
+#: protocol module -> the dialect it speaks (agenthub.foreign's names)
+_DIALECTS = {"openai_chat": "openai-chat", "azure": "openai-chat", "openai_responses": "openai-responses",
+             "azure_responses": "openai-responses", "anthropic": "anthropic", "vertex_anthropic": "anthropic",
+             "gemini": "gemini", "vertex": "gemini", "bedrock": "bedrock", "agenthub_server": "agenthub",
+             "gemini_interactions": "gemini-interactions"}
+
+
+def _dialect_of(protocol: Any) -> str:
+    return _DIALECTS.get(getattr(protocol, "module", ""), getattr(protocol, "name", ""))
 
 
 def _log_attempt(request: Any, attempt: int, started: float, body: Any, error: Optional[BaseException]) -> bool:

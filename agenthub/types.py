@@ -153,6 +153,7 @@ class UniConfig(TypedDict, total=False):
     fast_mode: bool  # the protocol's priority tier
     background: bool  # OpenAI Responses / Gemini Interactions: run server-side, resumable after a cut
     compaction: "CompactionConfig"  # OpenAI Responses / Anthropic: server-side compaction past a threshold
+    foreign_thinking: Literal["drop", "text"]  # another protocol's thinking on the way out (agenthub.foreign)
 
 
 class UsageMetadata(TypedDict):

@@ -29,6 +29,7 @@ CONFIG_KEYS = (
     # agenthub's additions (README "Config keys beyond the seed")
     "response_format", "top_p", "stop", "seed", "extra_body", "extra_headers", "fast_mode",
     "background", "compaction",
+    "foreign_thinking",
 )
 RESPONSE_FORMATS = ("text", "json_object", "json_schema")
 _SCHEMA_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
@@ -269,6 +270,8 @@ def check_config(config: Optional[Mapping[str, Any]]) -> Dict[str, Any]:
                 or not _is_int(compaction["threshold"]) or compaction["threshold"] < 1:
             raise ConfigError("config['compaction'] must be {'threshold': <input tokens, an int >= 1>}")
         out["compaction"] = {"threshold": compaction["threshold"]}
+    if "foreign_thinking" in out and out["foreign_thinking"] not in ("drop", "text"):
+        raise bad("foreign_thinking", '"drop" or "text"')
     if "extra_body" in out:
         extra = out["extra_body"]
         if not isinstance(extra, Mapping) or not all(isinstance(k, str) for k in extra):
