@@ -681,7 +681,7 @@ class AutoLLMClient(object):
         response's id arrived, the SSE events continue from a GET that resumes it (one parser across the
         connections, so nothing is lost or repeated; never a second POST); one that ends before its
         response completed (abort, close, an error) is cancelled server-side."""
-        dialect = _dialect(self._protocol)
+        dialect = _resume_module(self._protocol)
         client = self.client_type
         resumables = []  # type: List[Any]  # one per attempt
         opened = []  # type: List[Any]  # the bodies of the reconnects, closed when the call ends
@@ -1020,7 +1020,7 @@ def _marked(events: Iterator[UniEvent], resumable: Any) -> Iterator[UniEvent]:
         raise
 
 
-def _dialect(record: Any) -> Any:
+def _resume_module(record: Any) -> Any:
     """The module of a protocol that resumes background streams (``resume_request``, ``cancel_request``,
     ``frame_cursor``, ``ordered_cursors``)."""
     module = importlib.import_module("agenthub.providers." + record.module)
