@@ -41,9 +41,11 @@ are the seam for what builds on the loop; how each is meant to hook in:
 - failover: ``on_error`` with ``attempt.retry`` False and ``attempt.delivered == 0`` (the
   attempts are spent before the first event) sets ``attempt.fallback`` to the next client's
   events, which are yielded instead of the error;
-- reconnecting a background stream after a cut: ``before_attempt`` may swap ``attempt.request``
-  for the GET that resumes it (never a second POST); resuming after events were delivered also
-  needs the parser kept across the cut, which the loop does not offer yet.
+- reconnecting a background stream after a cut (``config["background"]``) is not a hook: the read
+  of such a call (``_background``) keeps one parser across the connections, fed by
+  ``agenthub.resume.Resumable``, which asks ``_resume_body`` for the GET that continues the stream
+  (the retry policy, the same watch and deadline; hooks do not see these GETs); an error raised once
+  the response id is known is marked ``RESUMED`` and never retried by a second POST.
 """
 
 import collections.abc
@@ -689,7 +691,7 @@ class AutoLLMClient(object):
         response's id arrived, the SSE events continue from a GET that resumes it (one parser across the
         connections, so nothing is lost or repeated; never a second POST); one that ends before its
         response completed (abort, close, an error) is cancelled server-side."""
-        dialect = _dialect(self._protocol)
+        dialect = _resume_module(self._protocol)
         client = self.client_type
         resumables = []  # type: List[Any]  # one per attempt
         opened = []  # type: List[Any]  # the bodies of the reconnects, closed when the call ends
@@ -1033,7 +1035,7 @@ def _marked(events: Iterator[UniEvent], resumable: Any) -> Iterator[UniEvent]:
         raise
 
 
-def _dialect(record: Any) -> Any:
+def _resume_module(record: Any) -> Any:
     """The module of a protocol that resumes background streams (``resume_request``, ``cancel_request``,
     ``frame_cursor``, ``ordered_cursors``)."""
     module = importlib.import_module("agenthub.providers." + record.module)
