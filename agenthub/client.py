@@ -28,7 +28,7 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any, Callable, Dict, Generator, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
-from . import providers, registry
+from . import hosts, registry
 from ._redact import redact_url, secret_values, url_secrets
 from .errors import (AgentHubError, ConfigError, StreamProtocolError, TransportError, UnsupportedOperationError, UpstreamError,
                      safe_url, set_field)
@@ -78,8 +78,8 @@ DEFAULT_READ_TIMEOUT = 600.0
 
 
 def _protocol(client_type: str, embeddings: bool = False) -> Any:
-    """The Protocol record serving ``client_type`` (its embeddings record for embedding models)."""
-    record = providers.embeddings_protocol(client_type) if embeddings else providers.protocol(client_type)
+    """The dialect's record serving ``client_type`` (its embeddings record for embedding models)."""
+    record = hosts.client_type(client_type).protocol(embeddings)
     if record is None:
         raise ConfigError("client_type {!r} does not serve embedding models".format(client_type))
     return record
@@ -322,7 +322,8 @@ class AutoLLMClient(object):
         #: the wire protocol in use ("openai-chat", "openai-responses", "anthropic", "gemini")
         self.client_type = kind
         self._protocol = _protocol(kind, bool(quirks.get("embeddings")))
-        self._endpoint = Endpoint(kind, url, key, default_headers, quirks)
+        self._host = hosts.client_type(kind).host  # where the request goes, how it is authorised
+        self._endpoint = Endpoint(kind, url, key, default_headers, quirks, model)
         #: a Timeout (connect, read = idle gap between bytes, optional total deadline)
         self.timeout = Timeout.of(timeout)
         #: retries before the first event reached the caller; 0 disables
@@ -344,7 +345,7 @@ class AutoLLMClient(object):
     # pickling (process pools, Ray, Spark): the session (sockets), locks and module are rebuilt where it lands
     def __getstate__(self) -> Dict[str, Any]:
         state = self.__dict__.copy()
-        for name in ("_session", "_busy", "_session_lock", "_protocol"):
+        for name in ("_session", "_busy", "_session_lock", "_protocol", "_host"):
             state.pop(name, None)
         return state
 
@@ -355,6 +356,8 @@ class AutoLLMClient(object):
         self._busy = threading.Lock()
         self._session_lock = threading.Lock()
         self._protocol = _protocol(self.client_type, bool(self._endpoint.quirks.get("embeddings")))
+        self._host = hosts.client_type(self.client_type).host
+        self._endpoint.model = self.model
 
     @property
     def base_url(self) -> str:
@@ -464,8 +467,9 @@ class AutoLLMClient(object):
         OpenAI-compatible servers and Anthropic: ``GET /v1/models`` (Anthropic pages with
         ``after_id`` while ``has_more``); Gemini: ``GET /v1beta/models`` with page tokens, the
         ``models/`` prefix removed.  ``agenthub.list_models()`` is the routing table instead."""
-        record = providers.protocol(self.client_type)
-        if record.models_request is None or record.parse_models is None:
+        route = hosts.client_type(self.client_type)
+        record = route.protocol()
+        if record.models_request is None or record.parse_models is None or not route.lists_models:
             raise UnsupportedOperationError("{}: this protocol cannot list the endpoint's models".format(
                 self.client_type), client=self.client_type, operation="list_models")
         ids = []  # type: List[str]
@@ -494,7 +498,7 @@ class AutoLLMClient(object):
             sent = request
             started = time.monotonic()
             try:
-                sent = record.encode(request, self._endpoint)  # per attempt: a token or signature for this send
+                sent = self._host.encode(request, self._endpoint)  # per attempt: URL, a token or signature for this send
                 body = _transport().open_stream(self._get_session(), sent, limits, client)
                 body.open(document=True)
                 if logger.isEnabledFor(logging.DEBUG):
@@ -602,7 +606,7 @@ class AutoLLMClient(object):
                     raise _stopped(client, control, timeout, "deadline")
                 protocol = self._protocol
                 # encoded per attempt: a signature or a refreshed token is good for this send only
-                sent = protocol.encode(request, self._endpoint)
+                sent = self._host.encode(request, self._endpoint)
                 chunks = transport.open_stream(self._get_session(), sent, limits, client, watch=control)
                 parts = protocol.read(chunks, client, self.max_line_bytes, not request.stream)
                 if debug:
@@ -624,7 +628,7 @@ class AutoLLMClient(object):
             except AgentHubError as exc:
                 if debug and not logged:
                     _log_attempt(sent, attempt, started, None, exc)
-                self._explain(exc, request)
+                self._explain(exc, sent)
                 if getattr(exc, "_agenthub_stop", False):
                     raise
                 if control.reason is not None:  # the failure is the abort (or the deadline) showing through

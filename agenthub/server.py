@@ -58,7 +58,7 @@ from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Tuple
 
 from .errors import (AgentHubError, AuthenticationError, ConfigError, ServerError, StreamError, TransportError,
                      UnsupportedParameterError, UpstreamError, error_to_json)
-from .providers._tokens import is_loopback_host
+from .hosts.credentials import is_loopback_host
 
 __all__ = ["make_app", "load_config", "serve", "AgentHubApp", "DEFAULT_PORT"]
 

@@ -5,8 +5,8 @@ import pickle
 
 import pytest
 
-from agenthub import aws
-from agenthub.aws import BedrockAuth, Credentials, credentials_from, region_from, resolve_bedrock, sign_v4
+from agenthub.hosts import aws
+from agenthub.hosts.aws import BedrockAuth, Credentials, credentials_from, region_from, resolve_bedrock, sign_v4
 from agenthub.errors import ConfigError
 import bedrock_frames as bf
 

@@ -2,7 +2,7 @@
 
 ``AutoLLMClient("fast", client_type="agenthub", base_url="http://127.0.0.1:8787",
 api_key=<a server key>)``: ``model`` is an id of the server's models table.  The
-request is ``POST <base_url>/v1/stream`` with ``{"model", "messages", "config"}``
+request is ``POST /v1/stream`` at the server (``agenthub.hosts.keys``) with ``{"model", "messages", "config"}``
 (bytes as ``{"__bytes__": "<base64>"}``); the answer is one ``data: <UniEvent>``
 per event.  The events are the server's own, so the parser hands their content
 items to the shared driver as they came and the stop event's usage and finish
@@ -43,17 +43,11 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
-def server_url(base_url: str) -> str:
-    """The server's root: ``http://host:port`` (a trailing ``/v1`` is taken as the same server)."""
-    url = base_url.rstrip("/")
-    return url[:-3] if url.endswith("/v1") else url
-
-
 def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, Any]],
                   config: Mapping[str, Any]) -> HttpRequest:
     body_config = {k: v for k, v in config.items() if k != "trace_id"}  # a trace is written here, not there
     body = {"model": model, "messages": _jsonable(list(messages)), "config": _jsonable(body_config)}
-    return HttpRequest("POST", server_url(endpoint.base_url) + STREAM_PATH, request_headers(endpoint), body)
+    return HttpRequest("POST", STREAM_PATH, request_headers(endpoint), body)
 
 
 def _restore(value: Any) -> Any:
@@ -163,8 +157,4 @@ def parse_stream(events: Iterable[SSEEvent], client: str = "agenthub", tool_id_p
                                       client=client)
 
 
-PROTOCOL = Protocol(
-    "agenthub", __name__, build_request, parse_stream,
-    base_url="http://127.0.0.1:8787", key_env=("AGENTHUB_SERVER_KEY",), base_url_env="AGENTHUB_SERVER_URL",
-    framing=framing,
-)
+PROTOCOL = Protocol("agenthub", __name__, build_request, parse_stream, framing=framing)

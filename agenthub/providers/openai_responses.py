@@ -112,7 +112,7 @@ from ..stream import StreamEnd
 from ..toolcalls import ToolCallAssembler
 from ..types import HttpRequest, PromptCaching
 from ._common import (openai_models_request, parse_data_list, Endpoint, Protocol, check_response_format, data_uri, documents, dumps,
-                      inclusive_usage, join_url, nearest, parse_data_uri, request_headers,
+                      inclusive_usage, nearest, parse_data_uri, request_headers,
                       unsupported)
 
 __all__ = ["build_request", "parse_stream", "map_usage", "model_profile", "clamp_effort", "check_sampling",
@@ -265,7 +265,7 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
     for key in ("image_config", "tts_config", "embedding_config"):
         if key in config:
             raise unsupported(client, key, "is not available over the Responses API for model {!r}".format(model))
-    return HttpRequest("POST", join_url(endpoint.base_url, "/responses"), request_headers(endpoint), body)
+    return HttpRequest("POST", "/responses", request_headers(endpoint), body)
 
 
 def _reasoning(config: Mapping[str, Any], reasons: bool, efforts: Optional[Tuple[str, ...]], known: bool) -> Dict[str, Any]:
@@ -1218,7 +1218,6 @@ def _failure_payload(payload: Mapping[str, Any]) -> Any:
 
 PROTOCOL = Protocol(
     "openai-responses", __name__, build_request, parse_stream, parse_document=parse_document,
-    base_url="https://api.openai.com/v1", key_env=("OPENAI_API_KEY",), base_url_env="OPENAI_BASE_URL",
     quirk_keys=("encrypted_reasoning", "fast_mode", "reasoning", "reasoning_efforts", "response_formats"),
     embeddings="openai_embeddings", demo=("gpt-5.5", "OpenAI Responses"),
     models_request=openai_models_request, parse_models=parse_data_list,

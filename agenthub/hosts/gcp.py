@@ -21,7 +21,7 @@ import datetime
 import threading
 from typing import Any, Optional, Tuple
 
-from .errors import AuthenticationError, ConfigError, TransportError, preview
+from ..errors import AuthenticationError, ConfigError, TransportError, preview
 
 __all__ = ["SCOPE", "EXTRA", "REFRESH_MARGIN", "GoogleToken", "application_default", "service_account_file"]
 

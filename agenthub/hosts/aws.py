@@ -44,8 +44,10 @@ import re
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 from urllib.parse import quote, unquote, urlsplit
 
-from .errors import ConfigError
-from .providers._tokens import is_loopback
+from ..errors import ConfigError
+from ..providers._common import encode_path_segment
+from . import Host
+from .credentials import is_loopback
 
 __all__ = [
     "Credentials",
@@ -246,12 +248,6 @@ def default_endpoint(region: str) -> str:
     return "https://bedrock-runtime.{}.{}".format(region, suffix)
 
 
-def encode_path_segment(value: str) -> str:
-    """A URI label as botocore encodes it: everything but ``A-Za-z0-9-_.~`` percent-encoded
-    (``us.anthropic.claude-sonnet-4-5-20250929-v1:0`` -> ``...-v1%3A0``, an ARN's ``/`` -> ``%2F``)."""
-    return quote(value.encode("utf-8"), safe="-_.~")
-
-
 def host_header(url: str) -> str:
     """The Host header for ``url``: lower-cased host, the port only when it is not the scheme's default."""
     parts = urlsplit(url)
@@ -389,7 +385,7 @@ class BedrockAuth(object):
         if self.kind == "bearer":
             token = self.token
             if callable(token):  # a token provider: asked once per attempt (so a refreshing one works)
-                from .providers._tokens import bearer_token
+                from .credentials import bearer_token
 
                 token = bearer_token(token, "bedrock")
             out["Authorization"] = "Bearer " + (token or "")
@@ -496,3 +492,39 @@ def _need_region(region: Optional[str]) -> str:
     if not re.match(r"^[a-z0-9-]{1,40}$", region):
         raise ConfigError("AWS region {!r} is not a region name".format(region))
     return region
+
+
+# -- the host record ------------------------------------------------------------------------------
+
+_RUNTIME = re.compile(r"^(https?://(?:[^/]*\.)?)bedrock-runtime(-fips)?\.")
+
+
+def _url(endpoint: Any, path: str) -> str:
+    """The endpoint joined to the dialect's path; the model list is the control plane's
+    (``bedrock.{region}...`` for an AWS ``bedrock-runtime`` host; another endpoint answers at its own root)."""
+    base = endpoint.base_url.rstrip("/")
+    if path.startswith("/foundation-models") and is_aws_host(base):
+        base = _RUNTIME.sub(r"\1bedrock\2.", base, count=1)
+    return base + path
+
+
+def _authorise(method: str, url: str, headers: Dict[str, str], data: Optional[bytes], endpoint: Any) -> Dict[str, str]:
+    """The signature (SigV4) or the API key over the exact bytes of this attempt."""
+    auth = endpoint.api_key
+    if isinstance(auth, BedrockAuth):
+        return auth.apply(method, url, headers, data or b"")
+    if isinstance(auth, str) and auth:
+        headers["Authorization"] = "Bearer " + auth
+    return headers
+
+
+def _configure(row: Any, model: str, base_url: Optional[str], api_key: Any,
+               environ: Mapping[str, str]) -> Tuple[str, str, Any, Dict[str, Any]]:
+    """What registry.resolve takes: the endpoint, and a BedrockAuth as the key (see ``resolve_bedrock``)."""
+    endpoint, auth = resolve_bedrock(base_url, api_key, environ)
+    return row.name, endpoint, auth, {}
+
+
+#: Amazon Bedrock's host
+HOST = Host("aws", _authorise, "https://bedrock-runtime.{region}.amazonaws.com", (BEARER_ENV, "AWS_ACCESS_KEY_ID"),
+            ENDPOINT_ENVS[0], url=_url, configure=_configure, takes_token_callable=True)
