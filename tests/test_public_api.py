@@ -134,7 +134,7 @@ LAYERS = [
     {"types", "errors", "_redact"},
     {"sse", "eventstream", "toolcalls", "stream", "validate", "media"},
     {"providers"},
-    {"hosts"},
+    {"hosts", "aws", "gcp"},
     {"registry", "transport", "tracer"},
     {"client", "testing"},
     {"server", "playground", "viewer", "_dom", "demo", "__main__", "apps", ""},
