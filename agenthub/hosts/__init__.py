@@ -140,9 +140,10 @@ CLIENT_TYPES = {row.name: row for row in [
     ClientType("gemini", "gemini", "gemini"),
     ClientType("azure", "openai-chat", "azure", embeddings=False),
     ClientType("azure-responses", "openai-responses", "azure", embeddings=False),
-    # Claude on Microsoft Foundry: Anthropic Messages at https://{resource}.services.ai.azure.com/anthropic
-    ClientType("azure-anthropic", "anthropic", "azure", lists_models=False, key_env=("ANTHROPIC_FOUNDRY_API_KEY",),
-               base_url_env="ANTHROPIC_FOUNDRY_BASE_URL"),
+    # Claude on Microsoft Foundry: Anthropic Messages at https://{resource}.services.ai.azure.com/anthropic (the
+    # models run on Anthropic's own infrastructure: thinking goes back only with its signature, as there)
+    ClientType("azure-anthropic", "anthropic", "azure", {"replay_unsigned_thinking": False}, lists_models=False,
+               key_env=("ANTHROPIC_FOUNDRY_API_KEY",), base_url_env="ANTHROPIC_FOUNDRY_BASE_URL"),
     ClientType("vertex", "gemini", "vertex", lists_models=False, embeddings=False),
     # Claude on Vertex AI (client_type="vertex" picks it for claude-* models): the version in the body,
     # no model in it (it is in the URL), no top-level automatic cache_control
