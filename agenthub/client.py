@@ -16,6 +16,34 @@ Reliability rules (docs/reliability.md has the full table):
   for the whole call, retries and backoff included.
 - ``stream.abort()`` (from any thread) ends the stream promptly with
   ``TransportError(aborted=True)`` and releases the connection.
+- A stream belongs to the process that opened it: in a forked child its next read raises
+  ``TransportError(forked=True)`` without touching the connection, and the child's
+  ``abort()`` or ``close()`` leaves the parent's stream alone.
+
+The attempt loop (``AutoLLMClient._run``) is the one place of these policies, for a stream
+and for a whole JSON document (a model list page) alike.  Per attempt: check abort and the
+deadline, run ``before_attempt``, encode (a signature or token per attempt), send, take the
+answer's head, run ``after_response``, yield what the answer holds.  On a failure: the error
+learns its URL and hint, an abort or the deadline wins over it, credentials are scrubbed from
+it, the retry decision is made (``retry``, ``delay``), ``on_error`` runs and may change it, then
+the loop waits (abortably) and tries again, or raises.  ``on_done`` runs once when the call ends.
+
+Hooks (``client._hooks``, a list of ``AttemptHook``; each sees one ``Attempt`` object per call)
+are the seam for what builds on the loop; how each is meant to hook in:
+
+- a rate limiter: ``before_attempt`` acquires (estimating tokens from ``attempt.request.body``,
+  waiting with ``attempt.wait`` so an abort or the deadline still ends the call);
+  ``after_response`` and ``on_error`` read the rate-limit headers in ``attempt.headers``; a
+  429's ``error.retry_after`` pauses every client sharing that limiter, and the hook may
+  stretch ``attempt.delay`` to it;
+- a budget: ``before_attempt`` reserves (raising its error refuses the call before anything is
+  sent), ``on_done`` settles with ``attempt.usage`` (None: the call failed or was closed early);
+- failover: ``on_error`` with ``attempt.retry`` False and ``attempt.delivered == 0`` (the
+  attempts are spent before the first event) sets ``attempt.fallback`` to the next client's
+  events, which are yielded instead of the error;
+- reconnecting a background stream after a cut: ``before_attempt`` may swap ``attempt.request``
+  for the GET that resumes it (never a second POST); resuming after events were delivered also
+  needs the parser kept across the cut, which the loop does not offer yet.
 """
 
 import collections.abc
@@ -26,15 +54,17 @@ import random
 import sys
 import threading
 import time
-from typing import TYPE_CHECKING, Any, Callable, Dict, Generator, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import (TYPE_CHECKING, Any, Callable, Dict, Generator, Iterable, Iterator, List, Mapping, Optional, Sequence,
+                    Tuple, Union)
 
 from . import hosts, registry
+from .answers import request_id as answer_request_id, starts_stream
 from ._redact import redact_url, secret_values, url_secrets
 from .errors import (AgentHubError, ConfigError, StreamProtocolError, TransportError, UnsupportedOperationError, UpstreamError,
                      safe_url, set_field)
 from .providers._common import Endpoint, apply_extras
 from .sse import DEFAULT_MAX_LINE_BYTES
-from .stream import Collector, drive
+from .stream import Collector, collect, drive
 from .types import AssistantMessage, Message, UniConfig, UniEvent, UniMessage
 from .validate import check_config, check_header_name, check_header_value, check_message, check_messages
 
@@ -149,66 +179,79 @@ class Timeout(object):
         self.connect, self.read, self.total = state
 
 
-# -- the stream handle ----------------------------------------------------------------------------
+# -- the attempt loop: what its hooks see --------------------------------------------------------
 
 
-class _Control(object):
-    """One call's abort switch, shared by the handle, the deadline timer and the transport.
+class Attempt(object):
+    """One call (a stream, or one JSON document such as a model list page) as the attempt loop runs
+    it, and what its hooks see and may change (the module docstring says when each hook runs).
 
-    It is the transport's *watch*: it is told which connection, then which response,
-    the reading thread blocks on, and ``stop`` shuts that socket down so the read
-    returns at once.  A connection still connecting has no socket yet: a short-lived
-    thread then retries until it has one (or the attempt let go of it).
+    Read: ``kind`` ("stream" or "document"), ``client_type``, ``model``, ``messages`` and ``config``
+    (None for a document), ``number`` (this attempt, 0-based), ``sent`` (the request as encoded for
+    this attempt: its headers hold a credential, never log them), ``status`` and ``headers`` (the
+    answer's head, an error answer's too; None before it or when none came), ``delivered`` (events
+    handed to the caller so far), ``usage`` (the stop event's usage, once it passed) and ``error``
+    (this attempt's failure, scrubbed; on_done: the call's, None when it succeeded or was closed).
+    May change: ``request`` (the plan the next attempt encodes; before_attempt may swap it),
+    ``retry`` and ``delay`` (on_error: the default decision, whether and after how many seconds to
+    try again), ``fallback`` (on_error, when nothing was delivered: events to yield instead of raising).
+    ``wait(seconds)`` sleeps in a way ``abort()`` and the deadline cut short (False when they did).
     """
 
-    __slots__ = ("reason", "_lock", "_target", "_wake", "_chasing")
+    __slots__ = ("kind", "client_type", "model", "messages", "config", "request", "number", "sent", "status",
+                 "headers", "delivered", "usage", "error", "retry", "delay", "fallback", "watch")
 
-    def __init__(self) -> None:
-        self.reason = None  # type: Optional[str]  # None, "abort" or "deadline"
-        self._lock = threading.RLock()  # reentrant: abort() may run in a signal handler on the reading thread
-        self._target = None  # type: Any
-        self._wake = threading.Event()
-        self._chasing = False
+    def __init__(self, kind: str, client: "AutoLLMClient", request: Any, messages: Optional[List[UniMessage]] = None,
+                 config: Optional[Mapping[str, Any]] = None) -> None:
+        self.kind = kind
+        self.client_type = client.client_type
+        self.model = client.model
+        self.messages = messages
+        self.config = config
+        self.request = request
+        self.number = 0
+        self.sent = request
+        self.status = None  # type: Optional[int]
+        self.headers = None  # type: Optional[Mapping[str, str]]
+        self.delivered = 0
+        self.usage = None  # type: Any
+        self.error = None  # type: Optional[AgentHubError]
+        self.retry = False
+        self.delay = None  # type: Optional[float]
+        self.fallback = None  # type: Optional[Iterable[Any]]
+        self.watch = None  # type: Any  # the transport's Watch (abort and deadline)
 
-    def attach(self, target: Any) -> None:
-        with self._lock:
-            self._target = target
-            if target is not None and self.reason is not None:
-                self._interrupt()  # stopped while the request was in flight
+    def wait(self, seconds: float) -> bool:
+        """Sleep ``seconds`` (a rate limiter's pause); False when the call was aborted or ran out of time."""
+        return self.watch.sleep(seconds) if self.watch is not None else (time.sleep(max(0.0, seconds)) or True)
 
-    def detach(self, target: Any = None) -> None:
-        with self._lock:
-            if target is None or target is self._target:
-                self._target = None
+    def __repr__(self) -> str:
+        return "<Attempt {} {} #{} status={} delivered={}>".format(self.kind, self.client_type, self.number,
+                                                                 self.status, self.delivered)
 
-    def stop(self, reason: str = "abort") -> None:
-        with self._lock:
-            if self.reason is None:
-                self.reason = reason
-            self._wake.set()
-            if self._target is not None:
-                self._interrupt()
 
-    def _interrupt(self) -> None:
-        if _transport().interrupt(self._target) or self._chasing:
-            return
-        self._chasing = True
-        chaser = threading.Thread(target=self._chase, name="agenthub-abort", daemon=True)
-        chaser.start()
+class AttemptHook(object):
+    """The seam of the attempt loop: subclass it and override what you need (each does nothing here).
 
-    def _chase(self) -> None:
-        try:
-            for _ in range(3000):  # at most ~30 s: connect timeouts are shorter than that
-                time.sleep(0.01)
-                with self._lock:
-                    if self._target is None or _transport().interrupt(self._target):
-                        return
-        finally:
-            self._chasing = False
+    A client runs its hooks in list order (``client._hooks``) at each step of every call; an
+    AgentHubError raised by ``before_attempt`` or ``after_response`` is that attempt's failure
+    (retried when it is retryable, as any other).
+    """
 
-    def sleep(self, seconds: float) -> bool:
-        """Wait ``seconds``; False when stopped meanwhile."""
-        return not self._wake.wait(seconds) if seconds > 0 else self.reason is None
+    def before_attempt(self, attempt: Attempt) -> None:
+        """Before each attempt is encoded and sent (a rate limiter's acquire, a budget's reservation)."""
+
+    def after_response(self, attempt: Attempt) -> None:
+        """The answer's head arrived with a 2xx status (``attempt.status``, ``attempt.headers``)."""
+
+    def on_error(self, attempt: Attempt, error: AgentHubError) -> None:
+        """An attempt failed; ``attempt.retry`` and ``attempt.delay`` hold the decision, which may change."""
+
+    def on_done(self, attempt: Attempt) -> None:
+        """The call ended (once per call): finished, failed (``attempt.error``) or closed by its reader."""
+
+
+# -- the stream handle ----------------------------------------------------------------------------
 
 
 if TYPE_CHECKING:  # what type checkers see: a generator of UniEvents (at runtime the plain ABC, no typing machinery)
@@ -229,7 +272,7 @@ class ResponseStream(_EventGenerator):
 
     __slots__ = ("_control", "_gen", "_next")
 
-    def __init__(self, control: _Control, gen: Iterator[UniEvent]) -> None:
+    def __init__(self, control: Any, gen: Iterator[UniEvent]) -> None:
         self._control = control
         self._gen = gen
         self._next = gen.__next__
@@ -337,6 +380,8 @@ class AutoLLMClient(object):
         self._version = 0  # bumped at every history change
         self._busy = threading.Lock()  # held while a stateful stream is open
         self._session_lock = threading.Lock()
+        #: the attempt loop's hooks, run in order (see AttemptHook and the module docstring)
+        self._hooks = []  # type: List[AttemptHook]
 
     def __repr__(self) -> str:
         return "AutoLLMClient(model={!r}, client_type={!r}, base_url={!r})".format(
@@ -355,6 +400,7 @@ class AutoLLMClient(object):
         self._pid = self._locks_pid = os.getpid()
         self._busy = threading.Lock()
         self._session_lock = threading.Lock()
+        self.__dict__.setdefault("_hooks", [])
         self._protocol = _protocol(self.client_type, bool(self._endpoint.quirks.get("embeddings")))
         self._host = hosts.client_type(self.client_type).host
         self._endpoint.model = self.model
@@ -433,11 +479,11 @@ class AutoLLMClient(object):
     def response(self, messages: Sequence[Message], config: Optional[UniConfig] = None) -> AssistantMessage:
         """The collected assistant message of one stateless turn: ``streaming_response`` read to
         its end (same validation, retries and errors) and folded with ``collect``."""
-        return _fold(self.streaming_response(messages, config))
+        return collect(self.streaming_response(messages, config))
 
     def response_stateful(self, message: UniMessage, config: Optional[UniConfig] = None) -> AssistantMessage:
         """``streaming_response_stateful`` read to its end: the collected answer (history grows on success)."""
-        return _fold(self.streaming_response_stateful(message, config))
+        return collect(self.streaming_response_stateful(message, config))
 
     def embed(self, texts: Sequence[str], config: Optional[UniConfig] = None) -> List[List[float]]:
         """One vector per text, in input order, from an embedding model (``embedding_config`` sets the
@@ -484,40 +530,43 @@ class AutoLLMClient(object):
             seen.add(token)
         return ids
 
+    def count_tokens(self, messages: Sequence[Message], config: Optional[UniConfig] = None,
+                     estimate: bool = False) -> int:
+        """The input tokens of the request ``streaming_response(messages, config)`` would send, counted by
+        the provider's endpoint before anything is generated (Anthropic ``/v1/messages/count_tokens``,
+        OpenAI Responses ``/responses/input_tokens``, Gemini ``:countTokens``, Vertex AI, Bedrock
+        ``CountTokens``): the same messages, system prompt, tools and attachments, without the
+        generation-only fields.  A protocol without a count endpoint raises UnsupportedOperationError,
+        unless ``estimate=True``: then ``agenthub.budget.estimate_tokens``, a local estimate (UTF-8 bytes
+        / 3 for text, 1600 tokens per image or media item), is returned instead."""
+        from .providers import counting
+
+        if not isinstance(estimate, bool):
+            raise ConfigError("estimate must be True or False")
+        check_messages(messages)
+        cfg = check_config(config)
+        plan = apply_extras(self._build(list(messages), cfg), cfg)
+        record = hosts.client_type(self.client_type).protocol()
+        request = counting.count_request(self.client_type, plan, self.model) if self._protocol is record else None
+        if request is None:
+            if estimate:
+                from .budget import estimate_tokens
+
+                return estimate_tokens(messages, cfg)
+            raise UnsupportedOperationError(
+                "{}: this endpoint has no token-counting method; count_tokens(..., estimate=True) gives a local "
+                "estimate".format(self.client_type), client=self.client_type, operation="count_tokens")
+        return counting.parse_count(self.client_type, self._fetch(record, request), request)
+
     def _fetch(self, record: Any, request: Any) -> Any:
-        """One JSON document for ``request``, with the stream's timeouts, retries and error scrubbing."""
-        client = self.client_type
-        timeout = Timeout.of(self.timeout)
-        deadline = None if timeout.total is None else time.monotonic() + timeout.total
-        attempt = 0
-        while True:
-            limits = _limits(timeout, deadline)
-            if limits is None:
-                raise TransportError("{}: the total deadline of {}s was exceeded".format(client, timeout.total),
-                                     client=client, timeout=True, deadline=True, aborted=False, retryable=False)
-            sent = request
-            started = time.monotonic()
-            try:
-                sent = self._host.encode(request, self._endpoint)  # per attempt: URL, a token or signature for this send
-                body = _transport().open_stream(self._get_session(), sent, limits, client)
-                body.open(document=True)
-                if logger.isEnabledFor(logging.DEBUG):
-                    _log_attempt(sent, attempt, started, body, None)
-                return body.document
-            except AgentHubError as exc:
-                if logger.isEnabledFor(logging.DEBUG):
-                    _log_attempt(sent, attempt, started, None, exc)
-                self._explain(exc, sent)
-                _scrub(exc, self._secrets(sent))
-                if not getattr(exc, "retryable", False) or attempt >= self.max_retries:
-                    raise
-                delay = _backoff(attempt, getattr(exc, "retry_after", None))
-                if delay is None or (deadline is not None and time.monotonic() + delay >= deadline):
-                    raise
-                attempt += 1
-                logger.info("%s: retrying the model list after %s, attempt %d of %d, in %.2fs", client,
-                            type(exc).__name__, attempt, self.max_retries, delay)
-                time.sleep(delay)
+        """One JSON document for ``request``: the attempt loop (timeouts, retries, scrubbing, hooks)
+        around one document instead of a stream."""
+        documents = self._run(Attempt("document", self, request), _transport().Watch(), record,
+                              lambda body: (body.document,))
+        try:
+            return next(documents)
+        finally:
+            documents.close()  # type: ignore[attr-defined]
 
     def _explain(self, exc: AgentHubError, request: Any) -> None:
         """An UpstreamError learns the URL that answered; a 401/403, where the key came from (or why none went)."""
@@ -534,33 +583,27 @@ class AutoLLMClient(object):
             from .tracer import trace_paths
 
             trace_paths(config["trace_id"])  # a trace_id escaping the cache dir is refused before anything is sent
-        control = _Control()
-        return ResponseStream(control, self._stream(control, request, config, messages, stateful, self._version))
+        watch = _transport().Watch()
+        call = Attempt("stream", self, request, messages, config)
+        return ResponseStream(watch, self._stream(watch, call, stateful, self._version))
 
-    def _stream(self, control: _Control, request: Any, config: Dict[str, Any], messages: List[UniMessage],
-                stateful: Optional[UniMessage], version: int) -> Iterator[UniEvent]:
-        locked = False
-        timer = None
+    def _stream(self, watch: Any, call: Attempt, stateful: Optional[UniMessage], version: int) -> Iterator[UniEvent]:
+        """The turn around the attempt loop: the stateful lock, history and the trace."""
+        locked = None  # the lock this stream holds (a forked child may have renewed self._busy meanwhile)
+        config = call.config or {}
         try:
             if stateful is not None:
                 self._fresh_locks()
                 if not self._busy.acquire(False):
                     raise ConfigError("a stateful stream is already open on this client: finish or close it first")
-                locked = True
+                locked = self._busy
                 if self._version != version:
                     raise ConfigError("the history changed after this stateful stream was created")
-            timeout = Timeout.of(self.timeout)
-            deadline = None
-            if timeout.total is not None:
-                deadline = time.monotonic() + timeout.total
-                timer = threading.Timer(timeout.total, control.stop, ("deadline",))
-                timer.daemon = True
-                timer.start()
             history_before = list(self._history)
             # stateful or traced: the answer is folded as the events pass (no event is kept, so memory
             # follows the size of the answer, not the number of events)
             folding = Collector() if (stateful is not None or config.get("trace_id")) else None
-            attempts = self._attempts(request, control, timeout, deadline, config)
+            attempts = self._attempts(call, watch)
             try:
                 if folding is None:
                     # nothing to keep (stateless, untraced): the events pass straight through
@@ -576,83 +619,137 @@ class AutoLLMClient(object):
                             self._history = history_before + [stateful, answer]
                             self._version += 1
                         if config.get("trace_id"):
-                            self._trace(config, messages + [answer])
+                            self._trace(config, (call.messages or []) + [answer])
                     yield event
             finally:
                 attempts.close()  # type: ignore[attr-defined]
         finally:
-            if timer is not None:
-                timer.cancel()
-            if locked:
-                self._busy.release()
+            if locked is not None:
+                locked.release()
 
-    def _attempts(self, request: Any, control: _Control, timeout: Timeout,
-                  deadline: Optional[float], config: Optional[Mapping[str, Any]] = None) -> Iterator[UniEvent]:
+    def _attempts(self, call: Attempt, watch: Any) -> Iterator[UniEvent]:
+        """The events of one turn: the attempt loop reading the protocol's stream."""
+        protocol = self._protocol
+        client = self.client_type
+        max_line_bytes = self.max_line_bytes
+        document = not call.request.stream
+        return self._run(call, watch, protocol,
+                         lambda body: drive(protocol.read(body, client, max_line_bytes, document), client))
+
+    def _run(self, call: Attempt, watch: Any, protocol: Any, read: Callable[[Any], Iterable[Any]]) -> Iterator[Any]:
+        """The attempt loop, the one place of the call policies: the deadline, abort, retries with
+        backoff, error scrubbing and the hooks (see the module docstring).  ``read(body)`` turns an
+        opened answer into what is yielded: a stream's events, or the one JSON document."""
         client = self.client_type
         transport = _transport()
-        attempt = 0
+        hooks = self._hooks
         debug = logger.isEnabledFor(logging.DEBUG)
-        while True:
-            chunks = None
-            delivered = 0  # events handed to the caller in this attempt
-            started = time.monotonic()
-            logged = False
-            sent = request  # what went out (its headers hold this attempt's token or signature)
-            try:
-                if control.reason is not None:
-                    raise _stopped(client, control, timeout)
-                limits = _limits(timeout, deadline)
-                if limits is None:
-                    raise _stopped(client, control, timeout, "deadline")
-                protocol = self._protocol
-                # encoded per attempt: a signature or a refreshed token is good for this send only
-                sent = self._host.encode(request, self._endpoint)
-                chunks = transport.open_stream(self._get_session(), sent, limits, client, watch=control)
-                parts = protocol.read(chunks, client, self.max_line_bytes, not request.stream)
-                if debug:
-                    logged = _log_attempt(sent, attempt, started, chunks, None)
-                for event in drive(parts, client):
-                    if control.reason is not None:
-                        raise _stopped(client, control, timeout)
-                    delivered += 1
-                    if event["event_type"] == "stop":
-                        if chunks is not None:
-                            chunks.finish()  # the terminal marker arrived: let the connection go back to the pool
-                            chunks = None
-                        if debug:
-                            logger.debug("stream finished: %s, %d events, finish_reason=%s, usage=%s, %.0f ms",
-                                         client, delivered, event["finish_reason"], event["usage_metadata"],
-                                         (time.monotonic() - started) * 1000)
-                    yield event
-                return
-            except AgentHubError as exc:
-                if debug and not logged:
-                    _log_attempt(sent, attempt, started, None, exc)
-                self._explain(exc, sent)
-                if getattr(exc, "_agenthub_stop", False):
-                    raise
-                if control.reason is not None:  # the failure is the abort (or the deadline) showing through
-                    raise _stopped(client, control, timeout) from exc
-                if deadline is not None and isinstance(exc, TransportError) and time.monotonic() >= deadline:
-                    raise _stopped(client, control, timeout, "deadline") from exc
-                _scrub(exc, self._secrets(sent, config))
-                if delivered or not getattr(exc, "retryable", False) or attempt >= self.max_retries:
-                    raise
-                delay = _backoff(attempt, getattr(exc, "retry_after", None))
-                if delay is None or (deadline is not None and time.monotonic() + delay >= deadline):
-                    raise
-                attempt += 1
-                logger.info("%s: retrying after %s (status=%s, type=%s), attempt %d of %d, in %.2fs", client,
-                            type(exc).__name__, getattr(exc, "status", None), getattr(exc, "error_type", None),
-                            attempt, self.max_retries, delay)
-                if chunks is not None:
-                    chunks.close()  # type: ignore[attr-defined]
-                    chunks = None
-                if not control.sleep(delay):
-                    raise _stopped(client, control, timeout) from exc
-            finally:
-                if chunks is not None:
-                    chunks.close()  # type: ignore[attr-defined]
+        stream = call.kind == "stream"
+        timeout = Timeout.of(self.timeout)
+        deadline = timer = None
+        if timeout.total is not None:
+            deadline = time.monotonic() + timeout.total
+            timer = threading.Timer(timeout.total, watch.stop, ("deadline",))
+            timer.daemon = True
+            timer.start()
+        call.watch = watch
+        delivered = 0  # events handed to the caller in this call
+        try:
+            while True:
+                body = None
+                started = time.monotonic()
+                logged = False
+                call.sent = call.request  # what went out (its headers hold this attempt's token or signature)
+                call.status = call.headers = call.error = None
+                try:
+                    if watch.reason is not None:
+                        raise _stopped(client, watch, timeout)
+                    for hook in hooks:
+                        hook.before_attempt(call)
+                    limits = _limits(timeout, deadline)
+                    if limits is None:
+                        raise _stopped(client, watch, timeout, "deadline")
+                    # encoded per attempt: a signature or a refreshed token is good for this send only
+                    call.sent = sent = self._host.encode(call.request, self._endpoint)  # URL, credential
+                    body = transport.open_stream(self._get_session(), sent, limits, client, watch=watch,
+                                                 error_from_body=protocol.error_from_body, is_stream=starts_stream)
+                    body.open(not stream or not call.request.stream)  # sent: the answer's head is in
+                    call.status, call.headers = body.status, body.headers
+                    for hook in hooks:
+                        hook.after_response(call)
+                    outputs = read(body)
+                    if debug:
+                        logged = _log_attempt(sent, call.number, started, body, None)
+                    for output in outputs:
+                        if watch.reason is not None:
+                            raise _stopped(client, watch, timeout)
+                        delivered += 1
+                        if stream and output["event_type"] == "stop":
+                            if body is not None:
+                                body.finish()  # the terminal marker arrived: let the connection go back to the pool
+                                body = None
+                            call.usage = output["usage_metadata"]
+                            if debug:
+                                logger.debug("stream finished: %s, %d events, finish_reason=%s, usage=%s, %.0f ms",
+                                             client, delivered, output["finish_reason"], output["usage_metadata"],
+                                             (time.monotonic() - started) * 1000)
+                        yield output
+                        if watch.reason is not None:  # aborted, timed out or forked while the caller held the event
+                            raise _stopped(client, watch, timeout)
+                    return
+                except AgentHubError as exc:
+                    call.delivered = delivered
+                    if body is not None and call.status is None:
+                        call.status, call.headers = body.status, body.headers  # an error answer's head
+                    if debug and not logged:
+                        _log_attempt(call.sent, call.number, started, None, exc)
+                    self._explain(exc, call.sent)
+                    if exc.__dict__.get("_agenthub_stop") is _STOP:
+                        raise
+                    if watch.reason is not None:  # the failure is the abort (or the deadline) showing through
+                        raise _stopped(client, watch, timeout) from exc
+                    if deadline is not None and isinstance(exc, TransportError) and time.monotonic() >= deadline:
+                        raise _stopped(client, watch, timeout, "deadline") from exc
+                    _scrub(exc, self._secrets(call.sent, call.config))
+                    call.error = exc
+                    call.retry = bool(not delivered and getattr(exc, "retryable", False)
+                                      and call.number < self.max_retries)
+                    call.delay = _backoff(call.number, getattr(exc, "retry_after", None)) if call.retry else None
+                    if call.delay is None or (deadline is not None and time.monotonic() + call.delay >= deadline):
+                        call.retry = False
+                    for hook in hooks:
+                        hook.on_error(call, exc)
+                    if not call.retry or call.delay is None:
+                        if call.fallback is not None and not delivered:
+                            fallback, call.fallback = call.fallback, None
+                            call.error = None
+                            for output in fallback:
+                                delivered += 1
+                                yield output
+                            return
+                        raise
+                    call.number += 1
+                    logger.info("%s: retrying after %s (status=%s, type=%s), attempt %d of %d, in %.2fs", client,
+                                type(exc).__name__, getattr(exc, "status", None), getattr(exc, "error_type", None),
+                                call.number, self.max_retries, call.delay)
+                    if body is not None:
+                        body.close()
+                        body = None
+                    if not watch.sleep(call.delay):
+                        raise _stopped(client, watch, timeout) from exc
+                finally:
+                    if body is not None:
+                        body.close()
+        except BaseException as exc:
+            if isinstance(exc, AgentHubError):
+                call.error = exc
+            raise
+        finally:
+            if timer is not None:
+                timer.cancel()
+            call.delivered = delivered
+            for hook in hooks:
+                hook.on_done(call)
 
     def _secrets(self, request: Any, config: Optional[Mapping[str, Any]] = None) -> List[str]:
         """What to scrub from an error: the key (every part of a credential set), every request
@@ -696,15 +793,6 @@ class AutoLLMClient(object):
                          config["trace_id"], type(exc).__name__, exc)
 
 
-def _fold(events: Iterator[UniEvent]) -> Any:
-    """``collect`` of ``events`` as they pass (none is kept)."""
-    collector = Collector()
-    add = collector.add
-    for event in events:
-        add(event)
-    return collector.message()
-
-
 def _log_attempt(request: Any, attempt: int, started: float, body: Any, error: Optional[BaseException]) -> bool:
     """One DEBUG record for one HTTP attempt (no key, header or body in it)."""
     if error is not None:
@@ -713,7 +801,7 @@ def _log_attempt(request: Any, attempt: int, started: float, body: Any, error: O
         outcome = " -> {}".format(type(error).__name__)
     else:
         status = getattr(body, "status", None)
-        request_id = getattr(body, "request_id", None)
+        request_id = answer_request_id(getattr(body, "headers", None))
         outcome = ""
     logger.debug("HTTP %s %s status=%s request_id=%s attempt=%d elapsed=%.0f ms%s", getattr(request, "method", "?"),
                  safe_url(getattr(request, "url", None)), status, request_id, attempt + 1,
@@ -732,15 +820,24 @@ def _limits(timeout: Timeout, deadline: Optional[float]) -> Optional[Tuple[Optio
             left if timeout.read is None else min(timeout.read, left))
 
 
-def _stopped(client: str, control: _Control, timeout: Timeout, reason: Optional[str] = None) -> TransportError:
+#: what marks the errors the loop itself raises for an abort or the deadline (no server can send it)
+_STOP = object()
+
+
+def _stopped(client: str, control: Any, timeout: Timeout, reason: Optional[str] = None) -> TransportError:
     reason = reason or control.reason or "abort"
     if reason == "deadline":
         error = TransportError("{}: the total deadline of {}s was exceeded".format(client, timeout.total),
                                client=client, timeout=True, deadline=True, aborted=False, retryable=False)
+    elif reason == "fork":
+        error = TransportError("{}: this stream was opened in process {} and cannot be read in another process "
+                               "(a forked child): open a new stream there".format(client, getattr(control, "pid", "?")),
+                               client=client, timeout=False, deadline=False, aborted=False, retryable=False,
+                               forked=True)
     else:
         error = TransportError("{}: the stream was aborted by the caller".format(client), client=client,
                                timeout=False, deadline=False, aborted=True, retryable=False)
-    error._agenthub_stop = True  # type: ignore[attr-defined]  # not a field: kept out of pickles and reprs
+    error._agenthub_stop = _STOP  # type: ignore[attr-defined]  # not a field: kept out of pickles and reprs
     return error
 
 

@@ -39,6 +39,7 @@ import time
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from .errors import ConfigError
+from .types import from_jsonable, to_jsonable  # the one {"__bytes__"} codec (tracer.to_jsonable stays importable)
 
 #: the longest trace_id accepted, and the longest part between two slashes (file names stay under NAME_MAX)
 MAX_TRACE_ID = 512
@@ -88,29 +89,6 @@ def trace_paths(trace_id: str, root: Optional[str] = None) -> Dict[str, str]:
         if os.path.isdir(base + "." + ext):
             raise ConfigError("trace_id {!r}: {} is a folder".format(trace_id, base + "." + ext))
     return {"json": base + ".json", "txt": base + ".txt"}
-
-
-def to_jsonable(value: Any) -> Any:
-    """JSON-ready copy: bytes -> {"__bytes__": base64}, str enums -> their value, tuples -> lists."""
-    if isinstance(value, (bytes, bytearray)):
-        return {"__bytes__": base64.b64encode(bytes(value)).decode("ascii")}
-    if isinstance(value, Mapping):
-        return {str(k): to_jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [to_jsonable(v) for v in value]
-    if hasattr(value, "value") and isinstance(getattr(value, "value"), str):  # str enums
-        return value.value
-    return value
-
-
-def from_jsonable(value: Any) -> Any:
-    if isinstance(value, dict):
-        if set(value) == {"__bytes__"} and isinstance(value["__bytes__"], str):
-            return base64.b64decode(value["__bytes__"])
-        return {k: from_jsonable(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [from_jsonable(v) for v in value]
-    return value
 
 
 def save_trace(trace_id: str, model: str, history: Sequence[Mapping[str, Any]], config: Mapping[str, Any],

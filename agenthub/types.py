@@ -1,4 +1,4 @@
-"""The uniform data model (``spec/data-models.md``), as plain Python types.
+"""The uniform data model (the README's "Data types" section), as plain Python types.
 
 Everything a user builds or reads is a TypedDict: a plain ``dict`` at runtime,
 JSON-ready except for ``bytes`` in inline media.  Small frozen dataclasses hold
@@ -292,3 +292,51 @@ class HttpRequest:
         if self.body is None:
             return None
         return json.dumps(self.body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+# -- bytes in JSON ---------------------------------------------------------------------------------
+#
+# Wherever the data model travels as JSON (traces, ``agenthub serve`` and its client, the pages),
+# ``bytes`` are written as ``{"__bytes__": "<base64>"}``: a dict with that one key and a string.
+
+
+def _b64(value: Any) -> Dict[str, str]:
+    import base64
+
+    return {"__bytes__": base64.b64encode(bytes(value)).decode("ascii")}
+
+
+def json_default(value: Any) -> Any:
+    """A JSON encoder's ``default=``: bytes as ``{"__bytes__": base64}``, an enum as its str value."""
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return _b64(value)
+    if hasattr(value, "value") and isinstance(getattr(value, "value"), str):  # an Enum that is no str
+        return value.value
+    raise TypeError("{} is not JSON serialisable".format(type(value).__name__))
+
+
+def to_jsonable(value: Any) -> Any:
+    """A JSON-ready copy: bytes -> ``{"__bytes__": base64}``, str enums -> their value, tuples -> lists."""
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return _b64(value)
+    if isinstance(value, Mapping):
+        return {str(k): to_jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [to_jsonable(v) for v in value]
+    if hasattr(value, "value") and isinstance(getattr(value, "value"), str):  # str enums
+        return value.value
+    return value
+
+
+def from_jsonable(value: Any, strict: bool = False) -> Any:
+    """``to_jsonable`` undone: every ``{"__bytes__": base64}`` back to bytes.  ``strict``: a payload
+    that is not base64 is a ValueError (else what does not decode is skipped, as base64 does)."""
+    import base64
+
+    if isinstance(value, dict):
+        if len(value) == 1 and isinstance(value.get("__bytes__"), str):
+            return base64.b64decode(value["__bytes__"], validate=strict)
+        return {k: from_jsonable(v, strict) for k, v in value.items()}
+    if isinstance(value, list):
+        return [from_jsonable(v, strict) for v in value]
+    return value

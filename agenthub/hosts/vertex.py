@@ -86,8 +86,18 @@ def model_url(prefix: str, model: str) -> str:
 
 
 def _url(endpoint: Any, path: str) -> str:
-    """The URL rule: the model's streaming method under the endpoint's resource prefix."""
-    return model_url(endpoint.base_url, endpoint.model or "")
+    """The URL rule: the dialect's method for the model under the endpoint's resource prefix.  Anthropic
+    Messages (``/v1/messages``) is ``.../publishers/anthropic/models/{model}:streamRawPredict`` and its
+    token count ``.../publishers/anthropic/models/count-tokens:rawPredict`` (the model in the body, as the
+    Anthropic Vertex SDK rewrites it); a Gemini path's method (``:streamGenerateContent?alt=sse``,
+    ``:countTokens``) goes to ``.../publishers/google/models/{model}:{method}``."""
+    prefix, model = endpoint.base_url.rstrip("/"), quote(endpoint.model or "", safe="@")
+    if path.startswith("/v1/messages"):
+        if path.startswith("/v1/messages/count_tokens"):
+            return prefix + "/publishers/anthropic/models/count-tokens:rawPredict"
+        return "{}/publishers/anthropic/models/{}:streamRawPredict".format(prefix, model)
+    method = path.rsplit(":", 1)[1] if ":" in path else "streamGenerateContent?alt=sse"
+    return "{}/publishers/google/models/{}:{}".format(prefix, model, method)
 
 
 def _authorise(method: str, url: str, headers: Dict[str, str], data: Optional[bytes], endpoint: Any) -> Dict[str, str]:

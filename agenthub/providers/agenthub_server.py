@@ -15,32 +15,21 @@ are rebuilt as the same AgentHubError subclass with the same fields.  Retries,
 abort and stateful history are the client's own, as for any protocol.
 """
 
-import base64
 import json
-from typing import Any, Dict, Iterable, Iterator, List, Mapping
+from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Tuple
 
-from ..errors import StreamProtocolError, error_from_json
+from ..answers import decode_body, error_from_body as _error_from_body
+from ..errors import AgentHubError, StreamProtocolError, error_from_json
 from ..sse import DEFAULT_MAX_LINE_BYTES, SSEDecoder, SSEEvent
 from ..stream import StreamEnd
-from ..types import HttpRequest
-from ._common import Endpoint, Protocol, request_headers
+from ..types import HttpRequest, from_jsonable as _restore, to_jsonable as _jsonable
+from ._common import Endpoint, Protocol, documents, request_headers
 
 __all__ = ["build_request", "parse_stream", "framing", "STREAM_PATH", "PROTOCOL"]
 
 STREAM_PATH = "/v1/stream"
 
 
-def _jsonable(value: Any) -> Any:
-    """bytes -> {"__bytes__": base64}, str enums -> their value, tuples -> lists (as agenthub.tracer.to_jsonable)."""
-    if isinstance(value, (bytes, bytearray)):
-        return {"__bytes__": base64.b64encode(bytes(value)).decode("ascii")}
-    if isinstance(value, Mapping):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
-    if hasattr(value, "value") and isinstance(getattr(value, "value"), str):  # str enums
-        return value.value
-    return value
 
 
 def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, Any]],
@@ -48,16 +37,6 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
     body_config = {k: v for k, v in config.items() if k != "trace_id"}  # a trace is written here, not there
     body = {"model": model, "messages": _jsonable(list(messages)), "config": _jsonable(body_config)}
     return HttpRequest("POST", STREAM_PATH, request_headers(endpoint), body)
-
-
-def _restore(value: Any) -> Any:
-    if isinstance(value, dict):
-        if len(value) == 1 and isinstance(value.get("__bytes__"), str):
-            return base64.b64decode(value["__bytes__"])
-        return {k: _restore(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_restore(v) for v in value]
-    return value
 
 
 def framing(chunks: Iterable[bytes], max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -> Iterator[Any]:
@@ -145,16 +124,42 @@ def parse_stream(events: Iterable[SSEEvent], client: str = "agenthub", tool_id_p
         event = loads(data)  # type: Dict[str, Any]
         if '"__bytes__"' in data:
             event = _restore(event)
-        kind = event["event_type"]
-        if kind == "delta":
-            yield from event["content_items"]
-        elif kind == "stop":
-            # the server's driver already judged the turn (an empty one never gets here): replayable
-            yield StreamEnd(event["usage_metadata"], event["finish_reason"], True)
+        items, end = _parts(event, client)
+        yield from items
+        if end is not None:
+            yield end
             return
-        elif kind != "start":
-            raise StreamProtocolError("{}: unknown event_type {!r} from the server".format(client, kind),
-                                      client=client)
 
 
-PROTOCOL = Protocol("agenthub", __name__, build_request, parse_stream, framing=framing)
+def _parts(event: Any, client: str) -> Tuple[List[Any], Optional[StreamEnd]]:
+    """One decoded event of the server -> (its content items, the StreamEnd a stop event stands for)."""
+    kind = event["event_type"]
+    if kind == "delta":
+        return event["content_items"], None
+    if kind == "stop":
+        # the server's driver already judged the turn (an empty one never gets here): replayable
+        return [], StreamEnd(event["usage_metadata"], event["finish_reason"], True)
+    if kind != "start":
+        raise StreamProtocolError("{}: unknown event_type {!r} from the server".format(client, kind), client=client)
+    return [], None
+
+
+def parse_document(payload: Any, client: str = "agenthub", tool_id_prefix: Any = None) -> Iterator[Any]:
+    """A JSON answer of events (a list of them, or one) -> the same parts their stream gives."""
+    for event in documents(payload):
+        items, end = _parts(_restore(event), client)
+        yield from items
+        if end is not None:
+            yield end
+            return
+
+
+def error_from_body(status: Any, headers: Mapping[str, str], payload: Any, client: str = "agenthub") -> AgentHubError:
+    """An error answer of the server: rebuilt as the AgentHubError it was raised as there (else read
+    as any server's error answer)."""
+    rebuilt = error_from_json(decode_body(status, headers, payload))
+    return rebuilt if rebuilt is not None else _error_from_body(status, headers, payload, client)
+
+
+PROTOCOL = Protocol("agenthub", __name__, build_request, parse_stream, framing=framing, parse_document=parse_document,
+                    error_from_body=error_from_body)

@@ -81,12 +81,12 @@ from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Tuple
 from urllib.parse import quote
 
 from ..errors import ConfigError, StreamProtocolError, upstream_error
-from ..sse import SSEEvent, json_loads
+from ..sse import SSEEvent
 from ..stream import StreamEnd
 from ..toolcalls import ToolCallAssembler
 from ..types import HttpRequest, PromptCaching, ThinkingLevel
-from ._common import (Endpoint, Protocol, check_response_format, documents, dumps, get_request,
-                      model_list_page, nearest, parse_data_uri, request_headers, stop_sequences, to_int, unsupported,
+from ._common import (DONE, document_payloads, payloads, Endpoint, Protocol, check_response_format, documents, get_request,
+                      model_list_page, nearest, parse_data_uri, request_headers, samplers, to_int, unsupported,
                       usage)
 
 __all__ = [
@@ -130,6 +130,9 @@ _BUDGET_25_FLASH = {"none": 0, "low": 1024, "medium": 8192, "high": 24576, "xhig
 _BUDGET_25_PRO = {"none": 128, "low": 1024, "medium": 8192, "high": 32768, "xhigh": 32768, "max": 32768}
 #: stop sequences generationConfig.stopSequences takes ("up to 5")
 STOP_LIMIT = 5
+#: config key -> its generationConfig field
+_SAMPLERS = {"max_tokens": "maxOutputTokens", "temperature": "temperature", "top_p": "topP", "stop": "stopSequences",
+             "seed": "seed"}
 #: models that take the OpenAPI-subset ``responseSchema`` rather than a JSON Schema in ``responseJsonSchema``
 _OPENAPI_SCHEMA = re.compile(r"gemini-(1\.|2\.0)")
 
@@ -401,18 +404,7 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
     if "embedding_config" in config:
         raise unsupported(client, "embedding_config", "applies to embedding models only (not {!r})".format(model))
     tts = bool(quirks.get("tts")) or "tts_config" in config
-    generation = {}  # type: Dict[str, Any]
-    if "max_tokens" in config:
-        generation["maxOutputTokens"] = config["max_tokens"]
-    if "temperature" in config:
-        generation["temperature"] = config["temperature"]
-    if "top_p" in config:
-        generation["topP"] = config["top_p"]
-    stop = stop_sequences(client, config, STOP_LIMIT)
-    if stop is not None:
-        generation["stopSequences"] = stop
-    if "seed" in config:
-        generation["seed"] = config["seed"]
+    generation = samplers(client, config, _SAMPLERS, STOP_LIMIT)
     response_format = check_response_format(client, config, quirks.get("response_formats"))
     if response_format is not None:
         if tts:
@@ -651,11 +643,6 @@ def _show(steps: Tuple[Any, ...]) -> str:
     return "$" + "".join("[{}]".format(s) if type(s) is int else "." + s for s in steps)
 
 
-def _end_streamed(tools: ToolCallAssembler, slot: int, writer: _ArgsWriter) -> List[Dict[str, Any]]:
-    """The items that complete a Vertex call whose arguments were streaming."""
-    return tools.feed(slot, arguments=writer.finish()) + tools.close(index=slot)
-
-
 def _counts(meta: Dict[str, Any]) -> bool:
     """usageMetadata that counts tokens (not only Vertex's ``trafficType``)."""
     for key in meta:
@@ -664,11 +651,8 @@ def _counts(meta: Dict[str, Any]) -> bool:
     return False
 
 
-def _loads_or_text(data: str) -> Any:
-    try:
-        return json.loads(data)
-    except ValueError:
-        return data
+#: the chunk parse_document adds to a whole answer whose candidates carry content but no finishReason
+_UNFINISHED = {"candidates": [{"index": 0, "finishReason": "FINISH_REASON_UNSPECIFIED"}]}
 
 
 def parse_document(payload: Any, client: str = "gemini", tool_id_prefix: Any = None) -> Iterator[Any]:
@@ -676,12 +660,12 @@ def parse_document(payload: Any, client: str = "gemini", tool_id_prefix: Any = N
     ``alt=sse``) -> the same parts the stream gives.  An answer whose candidates carry content is
     complete even when no chunk names a finishReason (finish ``unknown`` then)."""
     docs = documents(payload)
-    events = [SSEEvent(dumps(doc)) for doc in docs]
+    pairs = list(document_payloads(docs))
     candidates = [c for doc in docs if type(doc) is dict and type(doc.get("candidates")) is list
                   for c in doc["candidates"] if type(c) is dict]
     if candidates and not any(c.get("finishReason") for c in candidates) and any(c.get("content") for c in candidates):
-        events.append(SSEEvent('{"candidates":[{"index":0,"finishReason":"FINISH_REASON_UNSPECIFIED"}]}'))
-    return parse_stream(events, client, tool_id_prefix)
+        pairs.append(("message", _UNFINISHED))
+    return _parse(pairs, client, tool_id_prefix)
 
 
 def parse_stream(events: Iterable[SSEEvent], client: str = "gemini", tool_id_prefix: Any = None) -> Iterator[Any]:
@@ -691,27 +675,166 @@ def parse_stream(events: Iterable[SSEEvent], client: str = "gemini", tool_id_pre
     without candidates are skipped (their usageMetadata is kept); only candidate 0 is
     followed; an ``error`` object raises UpstreamError, a blocked prompt too.
     """
-    loads = json_loads
-    tools = ToolCallAssembler(client, tool_id_prefix)
-    feed = tools.feed
-    feed_arguments = tools.feed_arguments
+    return _parse(payloads(events), client, tool_id_prefix)
+
+
+class _State(object):
+    """One stream's tool calls: the assembler, the slot of the next call, and the Vertex call whose
+    arguments are still streaming (``streamed``, written by ``writer``)."""
+
+    __slots__ = ("client", "tools", "calls", "streamed", "writer")
+
+    def __init__(self, client: str, tool_id_prefix: Any) -> None:
+        self.client = client
+        self.tools = ToolCallAssembler(client, tool_id_prefix)
+        self.calls = 0  # functionCall parts seen: the assembler slot of the next call
+        self.streamed = None  # type: Optional[int]
+        self.writer = None  # type: Optional[_ArgsWriter]
+
+    def end_streamed(self) -> List[Dict[str, Any]]:
+        """The items that complete the Vertex call whose arguments were streaming (none open: [])."""
+        slot = self.streamed
+        if slot is None:
+            return []
+        tools = self.tools
+        items = tools.feed(slot, arguments=self.writer.finish()) + tools.close(index=slot)  # type: ignore[union-attr]
+        self.streamed = self.writer = None
+        return items
+
+
+# -- the part handlers (_PARTS): handler(state, part, value, signature) -> the items the part owes
+
+
+def _call_part(state: _State, part: Dict[str, Any], call: Any, signature: Any) -> List[Dict[str, Any]]:
+    tools = state.tools
+    name = call.get("name")
+    if not name and state.streamed is not None:
+        # a part continuing the Vertex call whose arguments are streaming
+        partials = call.get("partialArgs")
+        text = state.writer.write(partials) if partials else ""  # type: ignore[union-attr]
+        items = []  # type: List[Dict[str, Any]]
+        if signature:
+            items = tools.feed(state.streamed, arguments=text, fidelity={SIGNATURE: signature})
+        elif text:
+            items = tools.feed_arguments(state.streamed, text)
+        if not call.get("willContinue"):
+            items = items + state.end_streamed()
+        return items
+    items = state.end_streamed()  # a new call starts: the streaming one is done
+    if not name:
+        if call.get("partialArgs") or call.get("args"):
+            raise StreamProtocolError("function-call arguments arrived for a call with no name", client=state.client)
+        return items  # an empty closing marker with nothing open
+    slot = state.calls
+    state.calls += 1
+    call_id = call.get("id")
+    fidelity = {SIGNATURE: signature} if signature else {}
+    if not call_id:
+        fidelity[SYNTHETIC_ID] = True
+    args = call.get("args")
+    if call.get("willContinue") and not args:  # Vertex: the arguments stream next
+        items = items + tools.feed(slot, call_id, name, "", fidelity or None)
+        state.streamed = slot
+        state.writer = _ArgsWriter()
+        partials = call.get("partialArgs")
+        if partials:
+            text = state.writer.write(partials)
+            if text:
+                items = items + tools.feed(slot, arguments=text)
+        return items
+    return items + tools.feed(slot, call_id, name, args, fidelity or None) + tools.close(index=slot)
+
+
+def _text_part(state: _State, part: Dict[str, Any], text: Any, signature: Any) -> List[Dict[str, Any]]:
+    if type(text) is not str:
+        raise TypeError("part text is not a string")
+    if not text and not signature:
+        return []
+    if part.get("thought"):
+        item = {"type": "thinking", "thinking": text}  # type: Dict[str, Any]
+    else:
+        item = {"type": "text", "text": text}
+    if signature:
+        item["fidelity"] = {SIGNATURE: signature}
+    return [item]
+
+
+def _blob_part(state: _State, part: Dict[str, Any], blob: Any, signature: Any) -> List[Dict[str, Any]]:
+    item = {
+        "type": "inline_thinking" if part.get("thought") else "inline_data",
+        "data": base64.b64decode(blob.get("data") or ""),
+        "mime_type": blob.get("mimeType") or "application/octet-stream",
+    }
+    if signature:
+        item["fidelity"] = {SIGNATURE: signature}
+    return [item]
+
+
+def _file_part(state: _State, part: Dict[str, Any], linked: Any, signature: Any) -> List[Dict[str, Any]]:
+    items = []  # type: List[Dict[str, Any]]
+    if linked.get("fileUri") and str(linked.get("mimeType") or "image/").startswith("image/"):
+        items.append({"type": "image_url", "image_url": linked["fileUri"]})
+        if not signature:
+            return items
+    return items + _other_part(state, part, None, signature)
+
+
+def _other_part(state: _State, part: Dict[str, Any], value: Any, signature: Any) -> List[Dict[str, Any]]:
+    """A part of another kind (or none): only its signature, if it carries one, goes out."""
+    if signature:
+        kind = "thinking" if part.get("thought") else "text"
+        return [{"type": kind, kind: "", "fidelity": {SIGNATURE: signature}}]
+    if logger.isEnabledFor(logging.DEBUG):
+        logger.debug("%s: skipped a part of kind %s", state.client, sorted(part))
+    return []
+
+
+#: (the field that names a part's kind, its handler); the first field present wins, else _other_part
+_PARTS = (("functionCall", _call_part), ("text", _text_part), ("inlineData", _blob_part), ("fileData", _file_part))
+
+
+def _part(state: _State, part: Dict[str, Any]) -> List[Dict[str, Any]]:
+    signature = part.get("thoughtSignature")
+    for field, handler in _PARTS:
+        value = part.get(field)
+        if value is not None or (field == "text" and field in part):
+            if field == "functionCall":
+                return handler(state, part, value, signature)
+            return state.end_streamed() + handler(state, part, value, signature)  # (the streaming call is done)
+    return state.end_streamed() + _other_part(state, part, None, signature)
+
+
+def _error_chunk(client: str, chunk: Any) -> Optional[Exception]:
+    """The error a chunk that holds no answer stands for (an error object, a blocked prompt), or None."""
+    if type(chunk) is list:
+        return upstream_error(client, chunk) if chunk and type(chunk[0]) is dict and "error" in chunk[0] else None
+    if "error" in chunk:
+        return upstream_error(client, chunk)
+    feedback = chunk.get("promptFeedback")
+    if feedback and feedback.get("blockReason"):
+        reason = feedback["blockReason"]
+        message = "the prompt was blocked ({})".format(reason)
+        if feedback.get("blockReasonMessage"):
+            message += ": {}".format(feedback["blockReasonMessage"])
+        return upstream_error(client, {"error": {"message": message, "status": reason}})
+    return None
+
+
+def _parse(pairs: Iterable[Any], client: str, tool_id_prefix: Any) -> Iterator[Any]:
+    """``parse_stream`` over decoded payloads: ``(event, chunk)`` pairs (see ``_common.payloads``)."""
+    state = _State(client, tool_id_prefix)
+    tools = state.tools
     raw_usage = {}  # type: Dict[str, Any]
     finish = None  # type: Optional[str]
-    calls = 0  # functionCall parts seen: the assembler slot of the next call
-    streamed = None  # type: Optional[int]  # slot of a Vertex call whose arguments are still streaming
-    writer = None  # type: Optional[_ArgsWriter]
-    for sse in events:
-        data = sse.data
-        if sse.event == "error":
-            raise upstream_error(client, _loads_or_text(data))
-        if not data or data[0] != "{":
-            stripped = data.strip()
-            if not stripped or stripped == "[DONE]":  # keep-alives and relays' end markers
-                continue
-        chunk = loads(data)
+    for event, chunk in pairs:
+        if event == "error":
+            raise upstream_error(client, chunk)
         if type(chunk) is not dict:
-            if type(chunk) is list and chunk and type(chunk[0]) is dict and "error" in chunk[0]:
-                raise upstream_error(client, chunk)
+            if event is DONE:
+                continue  # a relay's end marker: the stream ends with the body (payloads stops here)
+            error = _error_chunk(client, chunk)
+            if error is not None:
+                raise error
             continue
         if "error" in chunk:
             raise upstream_error(client, chunk)
@@ -720,13 +843,9 @@ def parse_stream(events: Iterable[SSEEvent], client: str = "gemini", tool_id_pre
             raw_usage = meta  # a snapshot of the whole turn so far: a count it lacks no longer holds
         candidates = chunk.get("candidates")
         if not candidates:
-            feedback = chunk.get("promptFeedback")
-            if feedback and feedback.get("blockReason"):
-                reason = feedback["blockReason"]
-                message = "the prompt was blocked ({})".format(reason)
-                if feedback.get("blockReasonMessage"):
-                    message += ": {}".format(feedback["blockReasonMessage"])
-                raise upstream_error(client, {"error": {"message": message, "status": reason}})
+            error = _error_chunk(client, chunk)
+            if error is not None:
+                raise error
             continue
         candidate = candidates[0]
         if len(candidates) > 1 or candidate.get("index", 0) != 0:
@@ -737,117 +856,23 @@ def parse_stream(events: Iterable[SSEEvent], client: str = "gemini", tool_id_pre
         parts = content.get("parts") if content else None
         if parts:
             for part in parts:
-                if streamed is None and len(part) == 1:  # the common part: plain text and nothing else
+                if len(part) == 1 and state.streamed is None:  # the common part: plain text and nothing else
                     text = part.get("text")
                     if type(text) is str:
                         if text:
                             yield {"type": "text", "text": text}
                         continue
-                signature = part.get("thoughtSignature")
-                call = part.get("functionCall")
-                if call is not None:
-                    name = call.get("name")
-                    if name or streamed is None:
-                        if streamed is not None:  # a new call starts: the streaming one is done
-                            for item in _end_streamed(tools, streamed, writer):  # type: ignore[arg-type]
-                                yield item
-                            streamed = writer = None
-                        if not name:
-                            if call.get("partialArgs") or call.get("args"):
-                                raise StreamProtocolError("function-call arguments arrived for a call with no name",
-                                                          client=client)
-                            continue  # an empty closing marker with nothing open
-                        slot = calls
-                        calls += 1
-                        call_id = call.get("id")
-                        fidelity = {SIGNATURE: signature} if signature else {}
-                        if not call_id:
-                            fidelity[SYNTHETIC_ID] = True
-                        args = call.get("args")
-                        if call.get("willContinue") and not args:  # Vertex: the arguments stream next
-                            for item in feed(slot, call_id, name, "", fidelity or None):
-                                yield item
-                            streamed = slot
-                            writer = _ArgsWriter()
-                            partials = call.get("partialArgs")
-                            if partials:
-                                text = writer.write(partials)
-                                if text:
-                                    for item in feed(slot, arguments=text):
-                                        yield item
-                            continue
-                        for item in feed(slot, call_id, name, args, fidelity or None):
-                            yield item
-                        for item in tools.close(index=slot):
-                            yield item
-                        continue
-                    # a part continuing the Vertex call whose arguments are streaming
-                    partials = call.get("partialArgs")
-                    text = writer.write(partials) if partials else ""  # type: ignore[union-attr]
-                    if signature:
-                        for item in feed(streamed, arguments=text, fidelity={SIGNATURE: signature}):
-                            yield item
-                    elif text:
-                        for item in feed_arguments(streamed, text):
-                            yield item
-                    if not call.get("willContinue"):
-                        for item in _end_streamed(tools, streamed, writer):  # type: ignore[arg-type]
-                            yield item
-                        streamed = writer = None
-                    continue
-                if streamed is not None:  # another kind of part: the streaming call is done
-                    for item in _end_streamed(tools, streamed, writer):  # type: ignore[arg-type]
-                        yield item
-                    streamed = writer = None
-                if "text" in part:
-                    text = part["text"]
-                    if type(text) is not str:
-                        raise TypeError("part text is not a string")
-                    if not text and not signature:
-                        continue
-                    if part.get("thought"):
-                        item = {"type": "thinking", "thinking": text}  # type: Dict[str, Any]
-                    else:
-                        item = {"type": "text", "text": text}
-                    if signature:
-                        item["fidelity"] = {SIGNATURE: signature}
-                    yield item
-                    continue
-                blob = part.get("inlineData")
-                if blob is not None:
-                    item = {
-                        "type": "inline_thinking" if part.get("thought") else "inline_data",
-                        "data": base64.b64decode(blob.get("data") or ""),
-                        "mime_type": blob.get("mimeType") or "application/octet-stream",
-                    }
-                    if signature:
-                        item["fidelity"] = {SIGNATURE: signature}
-                    yield item
-                    continue
-                linked = part.get("fileData")
-                if linked is not None and linked.get("fileUri") and \
-                        str(linked.get("mimeType") or "image/").startswith("image/"):
-                    yield {"type": "image_url", "image_url": linked["fileUri"]}
-                    if not signature:
-                        continue
-                if signature:  # a part of another kind (or none) carrying only a signature
-                    kind, field = ("thinking", "thinking") if part.get("thought") else ("text", "text")
-                    yield {"type": kind, field: "", "fidelity": {SIGNATURE: signature}}
-                elif logger.isEnabledFor(logging.DEBUG):
-                    logger.debug("%s: skipped a part of kind %s", client, sorted(part))
+                items = _part(state, part)
+                if items:
+                    yield from items
         reason = candidate.get("finishReason")
         if reason:
             finish = FINISH_REASONS.get(reason, "unknown")
-            if streamed is not None:
-                for item in _end_streamed(tools, streamed, writer):  # type: ignore[arg-type]
-                    yield item
-                streamed = writer = None
-            for item in tools.finish():
-                yield item
+            yield from state.end_streamed()
+            yield from tools.finish()
     if finish is None:
         return  # cut before its terminal marker: the driver raises StreamProtocolError
-    for item in tools.finish():
-        yield item
+    yield from tools.finish()
     yield StreamEnd(map_usage(raw_usage) if raw_usage else None, finish)
 
 

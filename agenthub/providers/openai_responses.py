@@ -106,12 +106,12 @@ import logging
 import re
 from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Tuple
 
-from ..errors import ConfigError, EmptyResponseError, upstream_error
-from ..sse import SSEEvent, json_loads
+from ..errors import EmptyResponseError, upstream_error
+from ..sse import SSEEvent
 from ..stream import StreamEnd
 from ..toolcalls import ToolCallAssembler
 from ..types import HttpRequest, PromptCaching
-from ._common import (openai_models_request, parse_data_list, Endpoint, Protocol, check_response_format, data_uri, documents, dumps,
+from ._common import (left_out, DONE, payloads, openai_models_request, parse_data_list, Endpoint, Protocol, check_response_format, data_uri, documents, dumps,
                       inclusive_usage, nearest, parse_data_uri, request_headers,
                       unsupported)
 
@@ -340,7 +340,7 @@ def _user(client: str, message: Mapping[str, Any], out: List[Dict[str, Any]], cu
             out.append({"type": kind, "call_id": item["tool_call_id"], "output": _tool_output(item)})
             wrote = True
         else:  # pragma: no cover - validate.check_message keeps other items out of user messages
-            raise ConfigError("a {} item cannot be sent in a user message".format(kind))
+            left_out(kind, 'the Responses API', "user")
     if parts or not wrote:
         out.append({"type": "message", "role": "user", "content": parts or [{"type": "input_text", "text": ""}]})
 
@@ -399,10 +399,8 @@ def _assistant(message: Mapping[str, Any], out: List[Dict[str, Any]], custom: An
                 continue
             out.append({"type": "function_call", "call_id": item["tool_call_id"], "name": item["name"],
                         "arguments": dumps(item["arguments"])})
-        elif kind in ("inline_data", "image_url", "inline_thinking"):
-            logger.warning("an assistant %s item cannot be replayed over the Responses API; it is left out", kind)
-        else:  # pragma: no cover - validate.check_message keeps other items out
-            raise ConfigError("a {} item cannot be sent in an assistant message".format(kind))
+        else:
+            left_out(kind, 'the Responses API')
     if content:
         out.append(_assistant_message(content, phase))
 
@@ -548,7 +546,7 @@ def parse_stream(events: Iterable[SSEEvent], client: str = "openai-responses", t
     Complete when ``response.completed`` or ``response.incomplete`` arrives; a body
     that ends before that returns without StreamEnd (the driver raises).
     """
-    return _Parser(client, tool_id_prefix).run(events)
+    return _Parser(client, tool_id_prefix).run(payloads(events))
 
 
 class _Parser(object):
@@ -577,17 +575,17 @@ class _Parser(object):
         self.acted = set()  # type: set  # their slots
 
     # -- the loop -------------------------------------------------------------------------
-    def run(self, events: Iterable[SSEEvent]) -> Iterator[Any]:
-        loads = json_loads
+    def run(self, pairs: Iterable[Any]) -> Iterator[Any]:
+        """The parts of ``(event, payload)`` pairs (see ``_common.payloads``)."""
         phases = self.phases
         texted = self.texted
         feed_arguments = self.tools.feed_arguments
-        for sse in events:
-            data = sse.data
-            if data.startswith("[DONE]"):
-                break
-            payload = loads(data)
+        for event, payload in pairs:
             if type(payload) is not dict:
+                if event is DONE:
+                    break
+                if event == "error":  # an error event whose data is plain text
+                    raise upstream_error(self.client, payload)
                 continue
             kind = payload.get("type")
             if kind == "response.output_text.delta":
@@ -638,7 +636,7 @@ class _Parser(object):
             if not kind:
                 if payload.get("error"):
                     raise upstream_error(self.client, payload)
-                kind = sse.event
+                kind = event
             if kind == "response.output_item.added":
                 for item in self._added(payload):
                     yield item
@@ -1177,15 +1175,13 @@ def parse_document(payload: Any, client: str = "openai-responses", tool_id_prefi
     that ignored ``stream: true``) -> the same parts its stream gives: it is read as the terminal event
     that carries it, so every output item comes from the final output.  Stream events (a JSON array of
     them) are read as events."""
-    events = []  # type: List[SSEEvent]
+    pairs = []  # type: List[Any]
     for doc in documents(payload):
         if type(doc) is dict and not isinstance(doc.get("type"), str) and (
                 doc.get("object") == "response" or isinstance(doc.get("output"), list)):
-            kind = _STATUS_EVENTS.get(doc.get("status"), "response.completed")
-            events.append(SSEEvent(dumps({"type": kind, "response": doc})))
-        else:
-            events.append(SSEEvent(dumps(doc)))
-    return parse_stream(events, client, tool_id_prefix)
+            doc = {"type": _STATUS_EVENTS.get(doc.get("status"), "response.completed"), "response": doc}
+        pairs.append(("message", doc))
+    return _Parser(client, tool_id_prefix).run(pairs)
 
 
 def _order(slot: Any) -> Tuple[int, int]:
