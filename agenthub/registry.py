@@ -43,9 +43,6 @@ __all__ = [
     "list_models",
     "is_loopback",
     "clamp_level",
-    "ModelPrice",
-    "PRICES",
-    "model_price",
     "cost",
 ]
 
@@ -83,8 +80,6 @@ def __getattr__(name: str) -> Any:  # PEP 562: the derived tables are built on f
         return tables[name]
     raise AttributeError("module {!r} has no attribute {!r}".format(__name__, name))
 
-
-TOOL_CHOICES = ("auto", "none", "required", "list")
 
 _TEXT = (("text",), ("text",))
 #: servers with JSON mode but no json_schema (DeepSeek, Z.AI, Moonshot document only {"type": "json_object"})
@@ -272,7 +267,7 @@ ROUTES = [
           _VISION, ("qwen3-max", "qwen-plus", "qwen3-vl-plus"), presets=("dashscope",),
           hosts=("dashscope.aliyuncs.com",), label="qwen*, qwq*"),
     Route(r"minimax-", "openai-chat", "https://api.minimax.io/v1", ("MINIMAX_API_KEY",), "MiniMax", "MINIMAX_BASE_URL",
-          {"tool_choice": ("auto", "none")}, _VISION, ("MiniMax-M3", "MiniMax-M2.7"), presets=("minimax",),
+          {"tool_choice": ("auto", "none"), "thinking": {}}, _VISION, ("MiniMax-M3", "MiniMax-M2.7"), presets=("minimax",),
           hosts=("api.minimaxi.com",), label="minimax-*"),
     # -- local servers: client_type picks them, any model name -------------------------------------
     Route(None, "openai-chat", "http://127.0.0.1:8000/v1", ("VLLM_API_KEY",), "vLLM", None,
@@ -408,6 +403,10 @@ def resolve(
                     model, _protocol_names(), ", ".join(sorted(presets())), model))
         chosen = by_name
         client_type = by_name.client_type
+        if client_type == "gemini" and _gemini_api(env) == "interactions" and not any(
+                by_name.quirks.get(key) for key in MODEL_QUIRKS):
+            client_type = "gemini-interactions"  # GEMINI_API=interactions: the same models, the other API
+            chosen = None
     assert client_type is not None
 
     record = providers.protocol(client_type)
@@ -461,6 +460,17 @@ def resolve(
     return client_type, endpoint, api_key, quirks
 
 
+def _gemini_api(env: Mapping[str, str]) -> str:
+    """``GEMINI_API``: which of Google's APIs a ``gemini-*`` model routed by name speaks
+    (``interactions``, or ``generate_content``, the default)."""
+    value = (env.get("GEMINI_API") or "").strip().lower().replace("-", "_")
+    if value in ("", "generate_content", "generatecontent"):
+        return "generate_content"
+    if value == "interactions":
+        return value
+    raise ConfigError("GEMINI_API must be 'interactions' or 'generate_content' (got {!r})".format(value[:40]))
+
+
 def _hostname(url: str) -> str:
     try:
         return (urlsplit(url).hostname or "").lower()
@@ -479,9 +489,8 @@ def list_models() -> List[Dict[str, Any]]:
     (the names it serves, in words), ``presets``
     (client_type names that pick the row), ``vendor``, ``client_type`` (the wire
     protocol), ``base_url``, ``api_key_env``, ``base_url_env``,
-    ``input_modalities``, ``output_modalities``, ``examples``, ``models`` (limits and
-    list prices per model, see ``PRICES``: ``model``, ``context_window``, ``max_output``,
-    ``usd_per_1m`` per usage bucket, ``taken``, ``source``, ``note``).
+    ``input_modalities``, ``output_modalities``, ``examples``, ``models`` (always empty: limits
+    and prices per model are the catalog's, ``agenthub.list_supported_models()``).
     ``AutoLLMClient(example)`` routes to the row (with ``client_type=`` a preset
     for rows without a pattern).
     """
@@ -500,125 +509,18 @@ def list_models() -> List[Dict[str, Any]]:
             "input_modalities": inputs,
             "output_modalities": outputs,
             "examples": list(route.examples),
-            # limits and list prices of the models of this row that the price table knows
-            "models": [entry.as_dict() for entry in PRICES if route_for(entry.name) is route],
+            "models": [],  # kept for old readers: the catalog has the models (agenthub.list_supported_models)
         })
     return rows
 
 
-# -- limits and list prices ---------------------------------------------------------------------------
+# -- limits and list prices: the catalog (agenthub.catalog, generated from genai-prices and models.dev) --
 
-#: USD per 1M tokens, per usage bucket; None where the page gave no price for that bucket
-Prices = Dict[str, Optional[float]]
-#: the usage buckets a price applies to (UsageMetadata keys): input = cached + prompt, output = thoughts + response
-BUCKETS = ("prompt_tokens", "cached_tokens", "thoughts_tokens", "response_tokens")
+def cost(model: str, usage_metadata: Optional[Mapping[str, Any]], **options: Any) -> Optional[float]:
+    """USD a turn cost at list price: ``agenthub.catalog.cost`` (kept here for ``agenthub.registry.cost``)."""
+    from .catalog import cost as catalog_cost
 
-
-class ModelPrice(object):
-    """One model's limits and standard list prices, as its provider's pages gave them.
-
-    ``name``: the model id (also matched with a date suffix: ``-20260217``, ``-2026-02-17``).
-    ``context_window`` and ``max_output`` in tokens; ``prompt``, ``cached``, ``thoughts``,
-    ``response`` in USD per 1M tokens of that bucket (thinking is billed as output by every
-    provider here, so ``thoughts`` equals ``response``).  ``taken``: the date the numbers were
-    read; ``source``: the page.  None wherever the pages said nothing.
-    """
-
-    __slots__ = ("name", "context_window", "max_output", "prompt", "cached", "thoughts", "response", "taken",
-                 "source", "note", "_regex")
-
-    def __init__(self, name: str, context_window: Optional[int], max_output: Optional[int],
-                 prompt: Optional[float], cached: Optional[float], response: Optional[float], taken: str,
-                 source: str, note: str = "") -> None:
-        self.name = name
-        self.context_window = context_window
-        self.max_output = max_output
-        self.prompt = prompt
-        self.cached = cached
-        self.thoughts = response
-        self.response = response
-        self.taken = taken
-        self.source = source
-        self.note = note
-        self._regex = re.compile(re.escape(name) + r"(?:-\d{4}-?\d{2}-?\d{2})?$", re.I)
-
-    def matches(self, model: str) -> bool:
-        return self._regex.match(model) is not None
-
-    @property
-    def prices(self) -> Prices:
-        return {"prompt_tokens": self.prompt, "cached_tokens": self.cached, "thoughts_tokens": self.thoughts,
-                "response_tokens": self.response}
-
-    def as_dict(self) -> Dict[str, Any]:
-        return {"model": self.name, "context_window": self.context_window, "max_output": self.max_output,
-                "usd_per_1m": self.prices, "taken": self.taken, "source": self.source, "note": self.note}
-
-    def __repr__(self) -> str:
-        return "ModelPrice({!r})".format(self.name)
-
-
-_ANTHROPIC = "https://platform.claude.com/docs/en/about-claude/pricing"
-_OPENAI = "https://developers.openai.com/api/docs/pricing"
-_DEEPSEEK = "https://api-docs.deepseek.com/quick_start/pricing"
-_TAKEN = "2026-12-01"
-_DEEPSEEK_NOTE = "peak-hour price; off-peak is half"
-
-#: Limits and list prices (standard tier, no batch discount, no long-context or regional surcharge).
-#: Only numbers found on the provider's pages (or copies of them) are written; everything else is None.
-#: Rows covering whole families (gemini-*, glm-*, qwen*, ...) have no entry yet: their cost is unknown.
-PRICES = [
-    # Anthropic (models overview pages and the pricing page; "cache hits" is the cached bucket)
-    ModelPrice("claude-opus-4-8", 1000000, 128000, 5.0, 0.50, 25.0, _TAKEN, _ANTHROPIC),
-    ModelPrice("claude-opus-5", 1000000, 128000, 5.0, 0.50, 25.0, _TAKEN, _ANTHROPIC),
-    ModelPrice("claude-opus-5-5", 1000000, 128000, 4.0, None, 20.0, _TAKEN, _ANTHROPIC),
-    ModelPrice("claude-sonnet-4-6", 1000000, 128000, 3.0, None, 15.0, _TAKEN, _ANTHROPIC),
-    ModelPrice("claude-sonnet-5", 1000000, 128000, 2.0, 0.20, 10.0, _TAKEN, _ANTHROPIC),
-    ModelPrice("claude-sonnet-5-5", 1000000, 128000, 2.0, 0.20, 10.0, _TAKEN, _ANTHROPIC),
-    ModelPrice("claude-fable-5-1", 1000000, 128000, 10.0, 0.25, 50.0, _TAKEN, _ANTHROPIC),
-    ModelPrice("claude-haiku-4-5", 200000, 64000, 1.0, None, 5.0, _TAKEN, _ANTHROPIC),
-    # OpenAI (read from copies of the pricing page: the page itself was not in reach)
-    ModelPrice("gpt-5.5", 1050000, 128000, 5.0, 0.50, 30.0, _TAKEN, _OPENAI),
-    ModelPrice("gpt-5.4", None, None, 2.50, 0.25, 15.0, _TAKEN, _OPENAI),
-    ModelPrice("gpt-5.4-mini", None, None, 0.75, 0.075, 4.50, _TAKEN, _OPENAI),
-    # DeepSeek (1M context, 384K output; "cache hit" is the cached bucket, "cache miss" the prompt bucket)
-    ModelPrice("deepseek-v4-flash", 1000000, 384000, 0.3, 0.006, 1.2, _TAKEN, _DEEPSEEK, _DEEPSEEK_NOTE),
-    ModelPrice("deepseek-flash", 1000000, 384000, 0.3, 0.006, 1.2, _TAKEN, _DEEPSEEK, _DEEPSEEK_NOTE),
-    ModelPrice("deepseek-v4-pro", 1000000, 384000, 1.32, 0.044, 3.96, _TAKEN, _DEEPSEEK, _DEEPSEEK_NOTE),
-]
-
-
-def model_price(model: str) -> Optional[ModelPrice]:
-    """The limits and list prices of ``model`` (None when the table does not know it)."""
-    if not isinstance(model, str):
-        return None
-    for entry in PRICES:
-        if entry.matches(model):
-            return entry
-    return None
-
-
-def cost(model: str, usage_metadata: Optional[Mapping[str, Any]]) -> Optional[float]:
-    """USD a turn cost at list price: each usage bucket's tokens times its price per 1M tokens.
-
-    None when the model has no price, or when a bucket holding tokens has none.  A bucket the
-    server did not report (None) counts as zero tokens.  Anthropic cache writes are counted in
-    the prompt bucket at the base input price (the provider bills them 1.25x or 2x).
-    """
-    entry = model_price(model)
-    if entry is None or not isinstance(usage_metadata, Mapping):
-        return None
-    prices = entry.prices
-    total = 0.0
-    for bucket in BUCKETS:
-        tokens = usage_metadata.get(bucket)
-        if tokens is None or isinstance(tokens, bool) or not isinstance(tokens, (int, float)) or tokens <= 0:
-            continue
-        price = prices[bucket]
-        if price is None:
-            return None
-        total += tokens * price
-    return total / 1e6
+    return catalog_cost(model, usage_metadata, **options)
 
 
 # -- where a key came from (for the words of a 401) ---------------------------------------------------

@@ -582,7 +582,7 @@ def test_claude_top_p_rules():
 @pytest.mark.parametrize("name", ["weather_tool_call.sse", "weather_answer.sse"])
 def test_demo_recordings_are_event_streams_botocore_reads(name):
     eventstream = pytest.importorskip("botocore.eventstream")
-    from agenthub.demo import recording
+    from agenthub.apps.demo import recording
     from agenthub.eventstream import Message
 
     data = recording("bedrock", name)

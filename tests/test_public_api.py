@@ -14,11 +14,15 @@ EXPECTED_ALL = {
     "AgentHubError", "ConfigError", "UnsupportedParameterError", "UnsupportedOperationError", "TransportError",
     "UpstreamError", "AuthenticationError", "RateLimitError", "ServerError", "StreamError", "StreamProtocolError",
     "ToolCallArgumentParseError", "EmptyResponseError", "save_wav", "__version__",
+    # the model catalog (issue 23)
+    "list_supported_models", "Budget", "BudgetExceededError",
     # the data model
     "UniMessage", "AssistantMessage", "Message", "UniConfig", "UniEvent", "UsageMetadata", "Role", "EventType",
     "FinishReason", "ToolSchema", "ImageConfig", "SpeakerConfig", "EmbeddingConfig", "ContentItem",
     "PartialContentItem", "TextItem", "ImageUrlItem", "InlineDataItem", "ThinkingItem", "InlineThinkingItem",
     "ToolCallItem", "ToolResultItem", "EmbeddingItem", "PartialToolCallItem",
+    # workloads (issue 20)
+    "RateLimiter",
 }
 
 

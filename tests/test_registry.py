@@ -11,6 +11,9 @@ from agenthub.providers._common import Endpoint
 from agenthub.registry import LEVELS, ROUTES, Route, clamp_level, resolve
 from agenthub.validate import check_config
 
+#: the tool_choice values a row's ``tool_choice`` quirk may list ("list": a list of tool names)
+TOOL_CHOICES = ("auto", "none", "required", "list")
+
 USER = [{"role": "user", "content_items": [{"type": "text", "text": "hi"}]}]
 TOOLS = [{"name": "get_weather", "parameters": {"type": "object", "properties": {}}},
          {"name": "get_time"}]
@@ -96,13 +99,13 @@ def test_unknown_name_says_how_to_pass_client_type_and_base_url():
 
     assert message.startswith("cannot route model 'my-finetune' by its name: pass client_type (a protocol: "
                               "{}; or a preset: ".format(", ".join(sorted(providers.PROTOCOLS))))
-    assert "anthropic, azure, azure-responses, bedrock, gemini, openai-chat, openai-responses, vertex" in message
+    assert "anthropic, azure, azure-responses, bedrock, gemini, gemini-interactions, openai-chat, openai-responses, vertex" in message
     assert "AutoLLMClient('my-finetune', client_type='openai-chat', base_url='http://127.0.0.1:8000/v1')" in message
 
 
 def test_unknown_client_type_lists_the_known_ones():
     with pytest.raises(ConfigError, match=r"unknown client_type 'acme'; protocols: agenthub, anthropic, azure, "
-                                          r"azure-responses, bedrock, gemini, openai-chat, openai-responses, "):
+                                          r"azure-responses, bedrock, gemini, gemini-interactions, openai-chat, openai-responses, "):
         resolve("x", "acme", environ={})
     with pytest.raises(ConfigError, match=r"; aliases: ant-messages, "):
         resolve("x", "acme", environ={})
@@ -274,11 +277,21 @@ def test_thinking_switches(model, client_type, level, expected):
     assert {k: body[k] for k in expected} == expected
 
 
-@pytest.mark.parametrize("model, client_type", [("local", "lmstudio"), ("MiniMax-M3", None), ("m", "openai-chat")])
+@pytest.mark.parametrize("model, client_type", [("MiniMax-M3", None)])
 def test_no_thinking_switch_sends_nothing(model, client_type):
     base = "http://127.0.0.1:9/v1" if client_type == "openai-chat" else None
     body = _body(model, {"thinking_level": "high"}, client_type, base, api_key="k")
     assert sorted(body) == ["messages", "model", "stream", "stream_options"]
+
+
+@pytest.mark.parametrize("model, client_type", [("local", "lmstudio"), ("m", "openai-chat")])
+def test_a_generic_chat_endpoint_gets_reasoning_effort(model, client_type):
+    # issue 24 B2: (local, lmstudio) and (m, openai-chat) moved here from the test above: a generic Chat
+    # endpoint gets thinking_level as reasoning_effort, as the openai SDK sends it (was: nothing sent)
+    base = "http://127.0.0.1:9/v1" if client_type == "openai-chat" else None
+    body = _body(model, {"thinking_level": "high"}, client_type, base, api_key="k")
+    assert sorted(body) == ["messages", "model", "reasoning_effort", "stream", "stream_options"]
+    assert body["reasoning_effort"] == "high"
 
 
 # -- tool_choice, images, max_tokens ---------------------------------------------------------------
@@ -345,7 +358,7 @@ def test_rows_are_well_formed():
         assert route.examples
         assert set(route.quirks) <= set(registry.QUIRK_KEYS), route
         assert set(route.quirks.get("thinking", {})) <= set(LEVELS)
-        assert set(route.quirks.get("tool_choice", ())) <= set(registry.TOOL_CHOICES)
+        assert set(route.quirks.get("tool_choice", ())) <= set(TOOL_CHOICES)
         if route.base_url.startswith("http://"):
             assert registry.is_loopback(route.base_url)
 
@@ -401,7 +414,8 @@ def test_every_quirk_a_protocol_module_reads_is_declared_on_its_record():
 
 
 def test_the_derived_tables_come_from_the_records():
-    from agenthub import demo, providers
+    from agenthub import providers
+    from agenthub.apps import demo
 
     assert set(registry.CLIENT_TYPES) == set(providers.PROTOCOLS)
     for record in providers.all_protocols():

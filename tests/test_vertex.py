@@ -553,6 +553,7 @@ def test_a_whole_json_answer_instead_of_a_stream(model, document, text):
 
 def test_a_quota_project_in_the_credentials_is_sent():
     """gcloud user credentials carry a quota project; google-auth sends it as x-goog-user-project."""
+    pytest.importorskip("google.auth")  # GoogleToken refreshes through google-auth's transport
     from agenthub import gcp
 
     class UserCredentials(object):  # the attributes google-auth's user credentials have

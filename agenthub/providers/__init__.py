@@ -18,6 +18,7 @@ PROTOCOLS = {
     "openai-responses": "openai_responses",
     "anthropic": "anthropic",
     "gemini": "gemini",
+    "gemini-interactions": "gemini_interactions",
     "azure": "azure",
     "azure-responses": "azure_responses",
     "vertex": "vertex",

@@ -5,11 +5,13 @@ import base64
 import binascii
 import dataclasses
 import json
+import logging
 import re
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple
 
+from ..answers import error_from_body as _error_from_body
 from ..errors import ConfigError, StreamProtocolError, UnsupportedParameterError
-from ..sse import SSEEvent, iter_events
+from ..sse import iter_events, json_loads
 from ..types import HttpRequest
 
 __all__ = [
@@ -27,8 +29,12 @@ __all__ = [
     "deep_merge",
     "check_response_format",
     "stop_sequences",
+    "samplers",
     "get_request",
     "model_list_page",
+    "payloads",
+    "document_payloads",
+    "DONE",
 ]
 
 
@@ -75,16 +81,42 @@ def encode_json(request: HttpRequest, endpoint: "Endpoint") -> HttpRequest:
     return dataclasses.replace(request, data=request.content())
 
 
-def _documents_as_events(parse_stream: Callable[..., Iterator[Any]]) -> Callable[..., Iterator[Any]]:
-    """The default ``Protocol.parse_document`` for a protocol whose stream carries JSON documents
-    in SSE data fields: each document (each element of a JSON array: Gemini's non-SSE form) is
-    handed to ``parse_stream`` as the data of one event, so a whole answer reads like a stream."""
+#: the value ``payloads`` yields (as ``(DONE, None)``) for an OpenAI-style ``data: [DONE]`` end marker
+DONE = "[DONE]"
 
-    def parse_document(payload: Any, client: str) -> Iterator[Any]:
-        documents = payload if isinstance(payload, list) else [payload]
-        return parse_stream((SSEEvent(dumps(document)) for document in documents), client)
 
-    return parse_document
+def payloads(frames: Iterable[Any]) -> Iterator[Tuple[str, Any]]:
+    """SSE events -> ``(event name, value)``, each frame's data decoded once.
+
+    ``value`` is the decoded JSON (a dict for nearly every frame: the parsers skip other JSON
+    values), or, for an ``event: error`` frame whose data is not JSON, its text.  Empty
+    keep-alives are dropped; an OpenAI-style ``[DONE]`` (a gateway's end marker) is yielded as
+    ``(DONE, None)`` and ends the payloads.  Any other data that is not JSON raises the
+    decoder's ValueError (the driver reports it as a StreamProtocolError).  A whole JSON
+    answer skips this step: ``parse_document`` hands its documents to the same parser as
+    ``("message", document)`` pairs."""
+    loads = json_loads
+    for frame in frames:
+        data = frame.data
+        try:
+            yield frame.event, loads(data)
+        except ValueError:
+            if frame.event == "error":
+                yield frame.event, data
+                continue
+            stripped = data.strip()
+            if not stripped:
+                continue  # an empty keep-alive
+            if stripped.startswith(DONE):
+                yield DONE, None
+                return
+            raise
+
+
+def document_payloads(documents: Iterable[Any]) -> Iterator[Tuple[str, Any]]:
+    """The documents of a whole JSON answer as the pairs ``payloads`` yields for a stream."""
+    for document in documents:
+        yield "message", document
 
 
 def _whole(parts: Iterator[Any], client: str) -> Iterator[Any]:
@@ -132,11 +164,14 @@ class Protocol(object):
     ``models_request(endpoint, page_token)`` and ``parse_models(payload, client) -> (ids, next_token)``:
     the endpoint's live model list, one page at a time (``AutoLLMClient.list_models``; both pure;
     None: the protocol cannot list its models).
+    ``error_from_body(status, headers, payload, client)``: the error an error answer names (an HTTP
+    error, or an error object in a 2xx JSON answer, then with status None); ``payload`` is the body's
+    bytes, or the JSON value already decoded.  Default: ``agenthub.answers.error_from_body``.
     """
 
     __slots__ = ("name", "module", "base_url", "key_env", "base_url_env", "build_request", "parse_stream",
                  "framing", "parse_document", "encode", "quirk_keys", "embeddings", "demo", "configure",
-                 "models_request", "parse_models")
+                 "models_request", "parse_models", "error_from_body")
 
     def __init__(
         self,
@@ -148,7 +183,7 @@ class Protocol(object):
         key_env: Sequence[str] = (),
         base_url_env: Optional[str] = None,
         framing: Callable[[Iterable[bytes], int], Iterator[Any]] = iter_events,
-        parse_document: Optional[Callable[[Any, str], Iterator[Any]]] = None,
+        parse_document: Optional[Callable[[Any, str], Iterator[Any]]] = None,  # required
         encode: Callable[[HttpRequest, "Endpoint"], HttpRequest] = encode_json,
         quirk_keys: Sequence[str] = (),
         embeddings: Optional[str] = None,
@@ -156,11 +191,10 @@ class Protocol(object):
         configure: Optional[Callable[..., Tuple[str, str, Any, Dict[str, Any]]]] = None,
         models_request: Optional[Callable[["Endpoint", Optional[str]], HttpRequest]] = None,
         parse_models: Optional[Callable[[Any, str], Tuple[List[str], Optional[str]]]] = None,
+        error_from_body: Callable[..., Any] = _error_from_body,
     ) -> None:
         if parse_document is None:
-            if parse_stream is None:
-                raise TypeError("a Protocol needs parse_stream or parse_document")
-            parse_document = _documents_as_events(parse_stream)
+            raise TypeError("a Protocol needs parse_document (a whole JSON answer -> its parts)")
         self.name = name
         self.module = module.rsplit(".", 1)[-1]
         self.base_url = base_url
@@ -177,6 +211,7 @@ class Protocol(object):
         self.configure = configure
         self.models_request = models_request
         self.parse_models = parse_models
+        self.error_from_body = error_from_body
 
     def read(self, body: Any, client: str, max_line_bytes: int, document: bool = False) -> Iterator[Any]:
         """The parts of one answer: ``body`` (a transport.BodyStream) is opened (the request is sent);
@@ -231,6 +266,50 @@ def data_uri(mime_type: str, data: bytes) -> str:
     return "data:{};base64,{}".format(mime_type, base64.b64encode(data).decode("ascii"))
 
 
+
+
+# -- compaction (OpenAI Responses, Anthropic) -----------------------------------------------------
+
+#: fidelity key of a compaction item: which wire format holds it ("openai" or "anthropic")
+COMPACTION_FORMAT = "format"
+
+
+def compaction_items(message: Mapping[str, Any]) -> List[int]:
+    """The positions of the compaction items in ``message``'s content."""
+    return [i for i, item in enumerate(message.get("content_items") or ()) if item.get("type") == "compaction"]
+
+
+def after_compaction(messages: List[Mapping[str, Any]], wire_format: str) -> List[Mapping[str, Any]]:
+    """``messages`` from the latest compaction item of ``wire_format`` on: the assistant message holding it
+    keeps that item and what follows it, every later message is kept, every earlier one is left out (the
+    compaction stands for them).  Unchanged when there is none."""
+    for index in range(len(messages) - 1, -1, -1):
+        message = messages[index]
+        if message["role"] != "assistant":
+            continue
+        items = message["content_items"]
+        for position in range(len(items) - 1, -1, -1):
+            item = items[position]
+            if item["type"] == "compaction" and (item.get("fidelity") or {}).get(COMPACTION_FORMAT) == wire_format:
+                kept = dict(message)
+                kept["content_items"] = list(items[position:])
+                return [kept] + list(messages[index + 1:])
+    return messages
+
+
+#: assistant items no wire replays (another protocol's media, Gemini's inline thinking): left out with a warning
+UNREPLAYED = ("inline_data", "image_url", "inline_thinking")
+
+
+def left_out(kind: str, wire: str, role: str = "assistant") -> None:
+    """The tail of every message mapping: an item ``wire`` has no place for.  An assistant's media and
+    inline thinking are left out with a warning; any other kind raises ConfigError (validate.check_message
+    keeps such items out, so that is unreachable from the client)."""
+    if role == "assistant" and kind in UNREPLAYED:
+        logging.getLogger("agenthub").warning("an assistant %s item cannot be replayed over %s; it is left out",
+                                              kind, wire)
+        return
+    raise ConfigError("a {} item cannot be sent in {} {} message".format(kind, "an" if role == "assistant" else "a", role))
 
 
 def unsupported(client: str, parameter: str, why: str) -> UnsupportedParameterError:
@@ -368,13 +447,33 @@ def check_response_format(client: str, config: Mapping[str, Any], served: Option
 
 
 def stop_sequences(client: str, config: Mapping[str, Any], limit: Optional[int]) -> Optional[List[str]]:
-    """config["stop"] (already a list) checked against the protocol's limit."""
+    """config["stop"] (a list, or one string) checked against the protocol's limit."""
     stop = config.get("stop")
     if not stop:
         return None
+    if isinstance(stop, str):
+        stop = [stop]
     if limit is not None and len(stop) > limit:
         raise unsupported(client, "stop", "takes at most {} sequences here (got {})".format(limit, len(stop)))
     return list(stop)
+
+
+def samplers(client: str, config: Mapping[str, Any], fields: Mapping[str, Optional[str]],
+             stop_limit: Optional[int] = None, why: str = "has no field on this wire") -> Dict[str, Any]:
+    """The sampler keys of ``config`` (max_tokens, temperature, top_p, stop, seed) as a wire's fields,
+    in the table's order: ``fields`` maps a config key to the wire's name for it; a key mapped to None
+    is one the wire cannot carry (UnsupportedParameterError, ``why``, when it is set); a key the table
+    leaves out is the caller's own business.  ``stop`` is checked against ``stop_limit``."""
+    out = {}  # type: Dict[str, Any]
+    for key, name in fields.items():
+        if key not in config:
+            continue
+        if name is None:
+            raise unsupported(client, key, why)
+        value = stop_sequences(client, config, stop_limit) if key == "stop" else config[key]
+        if value is not None:
+            out[name] = value
+    return out
 
 
 def get_request(endpoint: Endpoint, url: str, key_header: str = "Authorization", key_prefix: str = "Bearer ",
