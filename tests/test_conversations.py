@@ -6,8 +6,8 @@ import sqlite3
 
 import pytest
 
-from agenthub import conversations
-from agenthub.conversations import Log, enabled, export_markdown, home
+from agenthub.apps import conversations
+from agenthub.apps.conversations import Log, enabled, export_markdown, home
 
 USER = {"role": "user", "content_items": [{"type": "text", "text": "Weather in Paris?"},
                                           {"type": "inline_data", "data": b"\x89PNG\x00", "mime_type": "image/png"}],

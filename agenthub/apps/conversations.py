@@ -70,13 +70,13 @@ def enabled(no_log: bool = False, environ: Optional[Mapping[str, str]] = None) -
 
 
 def _dumps(value: Any) -> str:
-    from .tracer import to_jsonable
+    from ..types import to_jsonable
 
     return json.dumps(to_jsonable(value), ensure_ascii=False, separators=(",", ":"))
 
 
 def _loads(text: Optional[str]) -> Any:
-    from .tracer import from_jsonable
+    from ..types import from_jsonable
 
     return None if text is None else from_jsonable(json.loads(text))
 
@@ -203,3 +203,48 @@ def export_markdown(log: Log, conversation: str) -> str:
         lines += ["## User", "", _text_of(turn["prompt"]), "", "## Assistant ({})".format(turn["model"]), "",
                   _text_of(turn["answer"]), ""]
     return "\n".join(lines)
+
+
+def _when(ms: int) -> str:
+    return time.strftime("%Y-%m-%d %H:%M", time.localtime(ms / 1000.0))
+
+
+def run_logs(args: Any, out: Any) -> int:
+    """``agenthub logs [list|show ID|export ID [--markdown]|path]``."""
+    from ..errors import ConfigError
+
+    action = getattr(args, "logs_command", None) or "list"
+    path = os.path.join(home(), DB_NAME)
+    if action == "path":
+        out.write(path + "\n")
+        return 0
+    if not os.path.exists(path):
+        if action == "list":
+            out.write("no conversations logged yet ({})\n".format(path))
+            return 0
+        raise ConfigError("no conversation log at {}".format(path))
+    with Log(path) as log:
+        if action == "list":
+            rows = log.list(max(1, getattr(args, "count", 20) or 20))
+            if getattr(args, "json", False):
+                out.write(json.dumps(rows, indent=2, ensure_ascii=False) + "\n")
+                return 0
+            for row in rows:
+                out.write("{}  {}  {:<28} {:>3} turn(s)  {}\n".format(row["id"], _when(row["updated_at"]), row["model"],
+                                                                    row["turns"], row["first_prompt"][:60]))
+            return 0
+        conversation = getattr(args, "id", None) or log.latest()
+        if conversation is None or log.conversation(conversation) is None:
+            raise ConfigError("no logged conversation {!r} (`agenthub logs` lists them)".format(conversation))
+        if action == "export":
+            if getattr(args, "markdown", False):
+                out.write(export_markdown(log, conversation) + "\n")
+            else:
+                found = log.conversation(conversation)
+                found["messages"] = log.history(conversation)
+                out.write(_dumps(found) + "\n")
+            return 0
+        for turn in log.turns(conversation):  # show
+            out.write("[{}] you: {}\n".format(_when(turn["created_at"]), _text_of(turn["prompt"])))
+            out.write("[{}] {}: {}\n".format(_when(turn["created_at"]), turn["model"], _text_of(turn["answer"])))
+        return 0
