@@ -89,7 +89,12 @@ def _log_from_env() -> None:
     elapsed ms) and one per finished stream (events, finish reason, usage); INFO: retries.  No record
     holds a key, a header or a body.
     """
-    level = {"debug": logging.DEBUG, "info": logging.INFO}.get((os.environ.get(LOG_ENV) or "").strip().lower())
+    value = (os.environ.get(LOG_ENV) or "").strip().lower()
+    level = {"debug": logging.DEBUG, "info": logging.INFO}.get(value)
+    if level is None and value and not getattr(logger, "_agenthub_env_warned", False):
+        logger._agenthub_env_warned = True  # type: ignore[attr-defined]  # once per process, reloads included
+        sys.stderr.write("agenthub: {}={!r} is not a level agenthub knows (debug, info): no log handler was "
+                         "added\n".format(LOG_ENV, os.environ.get(LOG_ENV)))
     if level is None or any(getattr(handler, "_agenthub_env", False) for handler in logger.handlers):
         return
     handler = logging.StreamHandler(sys.stderr)
