@@ -47,7 +47,7 @@ from urllib.parse import quote, unquote, urlsplit
 from ..errors import ConfigError
 from ..providers._common import encode_path_segment
 from . import Host
-from .credentials import is_loopback
+from .trust import check_base_url, host_is, is_loopback, split_authority, url_host
 
 __all__ = [
     "Credentials",
@@ -224,16 +224,13 @@ _REGION_IN_HOST = re.compile(r"(?:^|\.)bedrock-runtime(?:-fips)?\.([a-z]{2}(?:-[
 
 
 def _hostname(url: str) -> str:
-    try:
-        return (urlsplit(url).hostname or "").lower()
-    except ValueError:
-        return ""
+    return url_host(url)
 
 
 def is_aws_host(url: str) -> bool:
-    """True for AWS's own hosts (``*.amazonaws.com``, ``*.amazonaws.com.cn``, ``*.api.aws``, ...)."""
-    host = _hostname(url)
-    return any(host.endswith(suffix) for suffix in _AWS_SUFFIXES)
+    """True for AWS's own hosts (``*.amazonaws.com``, ``*.amazonaws.com.cn``, ``*.api.aws``, ...), as the
+    connecting parser reads the host (``hosts.trust``)."""
+    return host_is(url, suffixes=_AWS_SUFFIXES)
 
 
 def region_from_host(url: str) -> Optional[str]:
@@ -250,12 +247,10 @@ def default_endpoint(region: str) -> str:
 
 def host_header(url: str) -> str:
     """The Host header for ``url``: lower-cased host, the port only when it is not the scheme's default."""
-    parts = urlsplit(url)
-    host = (parts.hostname or "").lower()
+    scheme, _, host, port = split_authority(url)
     if ":" in host:
         host = "[" + host + "]"
-    port = parts.port
-    default = {"http": 80, "https": 443}.get(parts.scheme)
+    default = {"http": 80, "https": 443}.get(scheme)
     if port is not None and port != default:
         host += ":" + str(port)
     return host
@@ -414,7 +409,7 @@ class BedrockAuth(object):
 def _check_url(url: str, what: str) -> str:
     if not isinstance(url, str) or not re.match(r"^https?://[^/\s]", url):
         raise ConfigError("{} must be an http(s) URL".format(what))
-    return url.rstrip("/")
+    return check_base_url(url, what).rstrip("/")  # the host every parser reads alike (hosts.trust)
 
 
 def resolve_bedrock(base_url: Optional[str] = None, api_key: Any = None,

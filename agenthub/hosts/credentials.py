@@ -8,37 +8,17 @@ private key) handed over as ``api_key``: registry.resolve refuses it before anyt
 is sent, and ``bearer_token`` refuses a token provider that returns one.
 """
 
-import ipaddress
 import json
 import re
 from typing import Any, Callable, Optional
-from urllib.parse import urlsplit
 
 from ..errors import AgentHubError, AuthenticationError, ConfigError
+from .trust import is_loopback, is_loopback_host
 
 __all__ = ["bearer_token", "private_key_reason", "check_not_private_key", "is_token_provider", "is_loopback"]
 
 _PEM_PRIVATE = re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----")
 _HEADER_UNSAFE = re.compile(r"[\x00-\x1f\x7f]")
-
-
-def is_loopback_host(host: str) -> bool:
-    """True for localhost (and *.localhost), 127.0.0.0/8 and ::1 (brackets allowed)."""
-    host = (host or "").strip().strip("[]").lower()
-    if host == "localhost" or host.endswith(".localhost"):
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
-def is_loopback(base_url: str) -> bool:
-    """True for http(s)://localhost, 127.0.0.0/8 and [::1] (local servers need no key)."""
-    try:
-        return is_loopback_host(urlsplit(base_url).hostname or "")
-    except ValueError:
-        return False
 
 
 def is_token_provider(value: Any) -> bool:
