@@ -28,7 +28,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 from . import hosts, providers
 from .errors import ConfigError
 from .hosts.credentials import check_not_private_key, is_token_provider
-from .hosts.trust import check_base_url, is_loopback, url_host
+from .hosts.trust import check_base_url, check_model_segments, is_loopback, url_host
 from .providers._common import nearest
 
 __all__ = [
@@ -370,6 +370,7 @@ def resolve(
     env = os.environ if environ is None else environ
     if not isinstance(model, str) or not model.strip():
         raise ConfigError("model must be a non-empty string")
+    check_model_segments(model)  # "." and ".." would climb out of their place in a URL path
     if isinstance(api_key, str):
         check_not_private_key(api_key)  # a service-account JSON is refused here, before anything is sent
     by_name = route_for(model)

@@ -139,3 +139,97 @@ def test_serve_reads_host_headers_and_bind_addresses_by_the_same_rule():
     assert getattr(info.value, "status", None) == 400
     with pytest.raises(ConfigError, match="needs keys"):  # a bind address that is not loopback, read the same way
         app_server.serve({"models": models}, host="127.0.0.1\\@0.0.0.0", port=0)
+
+
+# -- issue 24 A7, host side ------------------------------------------------------------------------
+
+import base64  # noqa: E402
+import json  # noqa: E402
+
+SONNET = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
+SA_JSON = json.dumps({"type": "service_account", "project_id": "p-1", "private_key_id": "abc",
+                      "private_key": "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0B\n-----END PRIVATE KEY-----\n",
+                      "client_email": "a@p-1.iam.gserviceaccount.com"})
+
+
+@pytest.mark.parametrize("model", [".", "..", "%2e%2e", "%2E", "tunedModels/..", "models/../../v1/files", " .. "])
+@pytest.mark.parametrize("client_type, base_url", [
+    ("gemini", "http://127.0.0.1:9"), ("bedrock", "http://127.0.0.1:9"), ("azure", "http://127.0.0.1:9"),
+    ("openai-chat", "http://127.0.0.1:9/v1"), ("anthropic", "http://127.0.0.1:9"),
+])
+def test_dot_segments_in_a_model_id_are_refused(client_type, base_url, model):
+    with pytest.raises(ConfigError, match="path segment"):
+        AutoLLMClient(model, api_key="k-0123456789", base_url=base_url, client_type=client_type)
+
+
+def test_model_ids_with_dots_inside_a_segment_still_route():
+    for model in ("gemini-2.5-flash", "tunedModels/my.tune", "meta.llama3-3-70b-instruct-v1:0", "a..b", ".hidden"):
+        AutoLLMClient(model, api_key="k-0123456789", base_url="http://127.0.0.1:9", client_type="gemini")
+
+
+@pytest.mark.parametrize("text", [
+    SA_JSON,
+    base64.b64encode(SA_JSON.encode()).decode(),
+    base64.urlsafe_b64encode(SA_JSON.encode()).decode().rstrip("="),
+    base64.b64encode(b"-----BEGIN RSA PRIVATE KEY-----\nMIIEow\n-----END RSA PRIVATE KEY-----\n").decode(),
+])
+def test_a_service_account_json_in_the_bedrock_key_variable_or_base64_anywhere_is_not_sent(text):
+    with pytest.raises(ConfigError) as info:
+        resolve(SONNET, "bedrock", environ={"AWS_BEARER_TOKEN_BEDROCK": text, "AWS_REGION": "us-east-1"})
+    assert "not sent" in str(info.value) and "MIIE" not in str(info.value) and text[:20] not in str(info.value)
+    for client_type, env in (("bedrock", {"AWS_REGION": "us-east-1"}), ("openai-chat", {}), ("anthropic", {})):
+        with pytest.raises(ConfigError, match="not sent"):
+            resolve(SONNET if client_type == "bedrock" else "m", client_type, "http://127.0.0.1:9", api_key=text,
+                    environ=env)
+    with pytest.raises(ConfigError, match="not sent"):
+        resolve("gpt-5.5", environ={"OPENAI_API_KEY": text})
+
+
+def test_keys_that_happen_to_be_base64_still_go():
+    for key in ("c2stcHJvai0wMTIzNDU2Nzg5YWJjZGVm", "ABSKQmVkcm9ja0FQSUtleS0wMTIzNDU2Nzg5", "sk-proj-0123456789abcdef"):
+        assert resolve("m", "openai-chat", "http://127.0.0.1:9/v1", api_key=key, environ={})[2] == key
+
+
+@pytest.mark.parametrize("name", ["AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"])
+@pytest.mark.parametrize("bad", ["\r", "\n", "\r\n"])
+def test_bedrock_environment_credentials_with_cr_or_lf_fail_at_construction(name, bad, monkeypatch):
+    for variable in [v for v in list(__import__("os").environ) if v.startswith("AWS_")]:
+        monkeypatch.delenv(variable)
+    env = dict(AWS_ENV)
+    env[name] = env[name] + bad
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    with pytest.raises(ConfigError) as info:
+        AutoLLMClient(SONNET, client_type="bedrock")
+    assert name in str(info.value) and env[name].strip() not in str(info.value)
+
+
+def test_a_bedrock_key_with_cr_or_lf_fails_at_construction(monkeypatch):
+    for variable in [v for v in list(__import__("os").environ) if v.startswith("AWS_")]:
+        monkeypatch.delenv(variable)
+    monkeypatch.setenv("AWS_REGION", "us-east-1")
+    monkeypatch.setenv("AWS_BEARER_TOKEN_BEDROCK", "ABSKbedrock-key-0123\r\n")
+    with pytest.raises(ConfigError, match="AWS_BEARER_TOKEN_BEDROCK holds"):
+        AutoLLMClient(SONNET, client_type="bedrock")
+
+
+def test_a_bedrock_key_goes_only_over_https_as_botocore_requires():
+    botocore_auth = pytest.importorskip("botocore.auth")
+    from botocore.awsrequest import AWSRequest
+    from botocore.exceptions import InvalidEndpointConfigurationError
+    from botocore.tokens import FrozenAuthToken
+
+    signer = botocore_auth.BearerAuth(FrozenAuthToken("ABSK-key"))
+    if "HTTPS" in __import__("inspect").getsource(botocore_auth.BearerAuth.add_auth):  # newer botocore (1.44.8 has it, 1.37.38 not yet)
+        with pytest.raises(InvalidEndpointConfigurationError):  # the fact pinned: botocore refuses Bearer over http
+            signer.add_auth(AWSRequest("POST", "http://bedrock.example.internal/model/x/converse-stream"))
+    for url in ("http://bedrock.example.internal", "http://10.0.0.5:8080"):
+        with pytest.raises(ConfigError, match="only over https"):
+            resolve(SONNET, "bedrock", url, api_key="ABSK-key", environ={"AWS_REGION": "us-east-1"})
+        with pytest.raises(ConfigError, match="only over https"):
+            resolve(SONNET, "bedrock", url, api_key=lambda: "ABSK-key", environ={"AWS_REGION": "us-east-1"})
+        with pytest.raises(ConfigError, match="only over https"):
+            resolve(SONNET, "bedrock", environ={"AWS_REGION": "us-east-1", "AWS_BEARER_TOKEN_BEDROCK": "ABSK-key",
+                                                "AWS_ENDPOINT_URL_BEDROCK_RUNTIME": url})
+    for url in ("https://bedrock.example.internal", "http://127.0.0.1:9"):  # TLS, or a local server
+        assert resolve(SONNET, "bedrock", url, api_key="ABSK-key", environ={"AWS_REGION": "us-east-1"})[1] == url

@@ -8,6 +8,8 @@ private key) handed over as ``api_key``: registry.resolve refuses it before anyt
 is sent, and ``bearer_token`` refuses a token provider that returns one.
 """
 
+import base64
+import binascii
 import json
 import re
 from typing import Any, Callable, Optional
@@ -26,11 +28,36 @@ def is_token_provider(value: Any) -> bool:
     return callable(value) and not isinstance(value, (str, bytes))
 
 
+_BASE64 = re.compile(r"^[A-Za-z0-9+/_-]{24,}={0,2}$")
+
+
+def _base64_text(text: str) -> Optional[str]:
+    """The text ``text`` is the base64 (standard or URL-safe, padded or not) of; None when it is not."""
+    stripped = text.strip()
+    if not _BASE64.match(stripped):
+        return None
+    body = stripped.rstrip("=")
+    body += "=" * (-len(body) % 4)
+    try:
+        raw = base64.b64decode(body.replace("-", "+").replace("_", "/"), validate=True)
+        return raw.decode("utf-8")
+    except (binascii.Error, ValueError):
+        return None
+
+
 def private_key_reason(text: str) -> Optional[str]:
     """Why ``text`` must not be sent as a key (None when it may be): a JSON object with a
     ``private_key`` (a Google service-account file, or any other), ``"type":
     "service_account"`` or ``"authorized_user"`` (or a ``refresh_token``), or a PEM private
-    key anywhere in it."""
+    key anywhere in it; or the base64 of any of these."""
+    decoded = _base64_text(text)
+    if decoded is not None:
+        reason = _plain_reason(decoded)
+        return None if reason is None else "it is base64-encoded and " + reason
+    return _plain_reason(text)
+
+
+def _plain_reason(text: str) -> Optional[str]:
     if _PEM_PRIVATE.search(text):
         return "it holds a PEM private key"
     stripped = text.strip()

@@ -26,7 +26,7 @@ from typing import Any, Iterable, Optional, Tuple
 
 from ..errors import ConfigError
 
-__all__ = ["url_host", "authority_host", "authority_parts", "check_base_url", "host_is", "is_loopback", "is_loopback_host",
+__all__ = ["check_model_segments", "url_host", "authority_host", "authority_parts", "check_base_url", "host_is", "is_loopback", "is_loopback_host",
            "split_authority"]
 
 _SCHEME = re.compile(r"^(https?)://")
@@ -99,6 +99,18 @@ def split_authority(url: str) -> Tuple[str, str, str, Optional[int]]:
         raise _Refused("the character {!r} in the user part (outside RFC 3986)".format(bad))
     host, port = _host_part(hostport)
     return match.group(1).lower(), userinfo, host, port
+
+
+def check_model_segments(model: str) -> None:
+    """ConfigError when a model id holds a path segment ``.`` or ``..`` (also percent-encoded: requests
+    decodes ``%2e`` before urllib3 removes dot segments): in a URL path (Gemini, Bedrock, Vertex AI, an
+    Azure deployment) it would leave its place and reach another resource."""
+    from urllib.parse import unquote
+
+    for segment in model.split("/"):
+        if unquote(segment).strip() in (".", ".."):
+            raise ConfigError("model {!r} has a path segment {!r}: in the request's URL it would reach another "
+                              "resource; it was not sent".format(model[:100], segment))
 
 
 def url_host(url: Any) -> str:
