@@ -1084,12 +1084,10 @@ def _unwell(error: BaseException) -> bool:
 
 
 def _host(url: str) -> str:
-    from urllib.parse import urlsplit
+    """The host a request to ``url`` connects to (the one host rule: ``hosts.trust.url_host``)."""
+    from .hosts.trust import url_host
 
-    try:
-        return (urlsplit(url).hostname or "").lower()
-    except ValueError:
-        return ""
+    return url_host(url)
 
 
 #: protocol module -> the dialect it speaks (agenthub.foreign's names)
