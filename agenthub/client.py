@@ -589,7 +589,9 @@ class AutoLLMClient(object):
         generation-only fields.  A protocol without a count endpoint raises UnsupportedOperationError,
         unless ``estimate=True``: then ``agenthub.budget.estimate_tokens``, a local estimate (UTF-8 bytes
         / 3 for text, 1600 tokens per image or media item), is returned instead."""
-        from .providers import counting
+        import importlib
+
+        from .providers.counting import parse_count
 
         if not isinstance(estimate, bool):
             raise ConfigError("estimate must be True or False")
@@ -597,7 +599,11 @@ class AutoLLMClient(object):
         cfg = check_config(config)
         plan = apply_extras(self._build(list(messages), cfg), cfg)
         record = hosts.client_type(self.client_type).protocol()
-        request = counting.count_request(self.client_type, plan, self.model) if self._protocol is record else None
+        dialect = importlib.import_module("agenthub.providers." + record.module)
+        planner = getattr(dialect, "count_request", None)  # the dialect's, where it has a count endpoint
+        request = None
+        if planner is not None and self._protocol is record:
+            request = planner(plan, self.model, self._endpoint.quirks)
         if request is None:
             if estimate:
                 from .budget import estimate_tokens
@@ -606,7 +612,7 @@ class AutoLLMClient(object):
             raise UnsupportedOperationError(
                 "{}: this endpoint has no token-counting method; count_tokens(..., estimate=True) gives a local "
                 "estimate".format(self.client_type), client=self.client_type, operation="count_tokens")
-        return counting.parse_count(self.client_type, self._fetch(record, request), request)
+        return parse_count(self.client_type, self._fetch(record, request), dialect.COUNT_FIELD)
 
     def _fetch(self, record: Any, request: Any) -> Any:
         """One JSON document for ``request``: the attempt loop (timeouts, retries, scrubbing, hooks)

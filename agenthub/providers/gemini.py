@@ -1023,9 +1023,34 @@ def parse_models(payload: Any, client: str = "gemini") -> Tuple[List[str], Optio
     return ids, token if isinstance(token, str) and token else None
 
 
+# -- token counting (agenthub.providers.counting) ---------------------------------------------------
+
+#: the answer's count field; the members of Vertex AI's CountTokensRequest taken from a generateContent body
+COUNT_FIELD = "totalTokens"
+VERTEX_COUNT_KEYS = ("contents", "systemInstruction", "tools")
+
+
+def count_request(plan: HttpRequest, model: str, quirks: Mapping[str, Any]) -> Optional[HttpRequest]:
+    """``:countTokens`` for the streaming ``plan``: the Gemini API takes the whole request inside
+    ``generateContentRequest`` (its ``model`` included); Vertex AI (quirk ``count_tokens: "vertex"``)
+    takes contents, system instruction and tools at the top.  None: the host has no count endpoint."""
+    from .counting import count_plan, keep, replace_tail
+
+    form = quirks.get("count_tokens")
+    if form is False:
+        return None
+    path = replace_tail(plan.url, ":streamGenerateContent", ":countTokens", "gemini")
+    if form == "vertex":
+        return count_plan(plan, path, keep(plan.body, VERTEX_COUNT_KEYS))
+    inner = {"model": resource_name(model)}  # type: Dict[str, Any]
+    inner.update(plan.body or {})
+    return count_plan(plan, path, {"generateContentRequest": inner})
+
+
 PROTOCOL = Protocol(
     "gemini", __name__, build_request, parse_stream, parse_document=parse_document,
-    quirk_keys=("fast_mode", "image_output", "response_formats", "stream_function_call_arguments", "tts"),
+    quirk_keys=("count_tokens", "fast_mode", "image_output", "response_formats", "stream_function_call_arguments",
+                "tts"),
     embeddings="gemini_embeddings", demo=("gemini-3.5-flash", "Gemini generateContent"),
     models_request=models_request, parse_models=parse_models,
 )
