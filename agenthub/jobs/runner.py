@@ -261,7 +261,11 @@ class _Job(object):
         self.progress.row(summary)
 
     def one(self, row: JobRow) -> Optional[Dict[str, Any]]:
-        client = self.clients[(row.model, row.client_type, row.base_url)]
+        """The output row of ``row`` (None: stopped before sending, or aborted)."""
+        try:
+            client = self.clients[(row.model, row.client_type, row.base_url)]
+        except ConfigError as exc:  # a client built on first use (Ray actors) that cannot be
+            return error_row(row, exc, attempts=0, backend=self.backend)
         limiter = self.limiter
         estimate = estimate_tokens(row.messages, row.config)
         me = threading.get_ident()
