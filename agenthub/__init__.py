@@ -12,6 +12,7 @@ from .client import AutoLLMClient, ResponseStream, Timeout
 from .errors import (
     AgentHubError,
     AuthenticationError,
+    BudgetExceededError,
     ConfigError,
     EmptyResponseError,
     RateLimitError,
@@ -26,7 +27,9 @@ from .errors import (
 )
 from .limiter import RateLimiter
 from .media import save_wav
-from .registry import cost, list_models
+from .budget import Budget
+from .catalog import cost, list_supported_models
+from .registry import list_models
 from .stream import check_stream, collect
 from .types import (
     AssistantMessage,
@@ -93,7 +96,10 @@ __all__ = [
     "collect",
     "check_stream",
     "list_models",
+    "list_supported_models",
     "cost",
+    "Budget",
+    "BudgetExceededError",
     "AgentHubError",
     "ConfigError",
     "UnsupportedParameterError",

@@ -9,159 +9,32 @@
                                            read from a pipe
     agenthub chat MODEL "prompt" --json    the raw UniEvents, one JSON object a line (bytes as base64)
     agenthub models [--json]               the routing registry
+    agenthub models --provider P|--supports X   the model catalog: limits, capabilities, prices
     agenthub trace view DIR                browse saved traces in a web page (http.server, loopback)
     agenthub trace show FILE               print a saved trace as text
     agenthub serve --config FILE           serve the config's models over HTTP (SSE of UniEvents)
     agenthub batch run IN.jsonl -o OUT     run a job file (resumable, rate limited; see agenthub.jobs.cli)
+    agenthub batch submit|status|fetch|cancel   a job file on the providers' batch engines (agenthub.jobs.batch_cli)
 
 Exit status: 0 done, 1 an agenthub error (printed on stderr, never with a key), 2 bad
-usage, 130 interrupted; ``batch run`` also 3: finished, some rows have error rows.
+usage, 130 interrupted; ``batch run`` also 3: finished, some rows have error rows (the
+batch engine actions: agenthub.jobs.batch_cli).
 """
 
 import argparse
 import errno
-import json
-import mimetypes
 import os
-import re
-import signal
 import sys
-from typing import Any, Dict, List, Mapping, Optional, TextIO
+from typing import Any, Callable, Dict, List, Optional
+from urllib.parse import urlencode
+
+from .apps.chat import cli_terms as _cli_terms
+from .apps.terminal import Printer, model_line, usage_line
 from .types import ThinkingLevel
 
-__all__ = ["main", "Printer", "usage_line"]
+__all__ = ["main", "Printer", "usage_line", "model_line"]
 
 LEVELS = tuple(level.value for level in ThinkingLevel)  # the CLI offers every ThinkingLevel
-
-
-def usage_line(finish_reason: Optional[str], usage: Optional[Mapping[str, Any]], cost: Optional[float] = None) -> str:
-    """``[done: stop] tokens: prompt 24, cached 64, thinking 0, response 14`` (``?`` where the server said nothing),
-    then ``, cost $0.000123`` when the turn's list price is known."""
-    usage = usage or {}
-    counts = ", ".join("{} {}".format(label, "?" if usage.get(key) is None else usage[key]) for label, key in (
-        ("prompt", "prompt_tokens"), ("cached", "cached_tokens"), ("thinking", "thoughts_tokens"),
-        ("response", "response_tokens")))
-    line = "[done: {}] tokens: {}".format(finish_reason, counts)
-    if cost is not None:
-        line += ", cost ${}".format(_dollars(cost))
-    return line
-
-
-def _dollars(amount: float) -> str:
-    text = "{:.6f}".format(amount).rstrip("0")
-    return text + "00" if text.endswith(".") else text
-
-
-def _tokens(count: Optional[int]) -> str:
-    if count is None:
-        return "?"
-    if count >= 1000000 and count % 1000000 == 0:
-        return "{}M".format(count // 1000000)
-    if count >= 1000 and count % 1000 == 0:
-        return "{}K".format(count // 1000)
-    return str(count)
-
-
-def model_line(model: Mapping[str, Any]) -> str:
-    """``claude-sonnet-5: context 1M, output 128K; $ 2 / 0.2 / 10 / 10 (2026-12-01)`` for ``agenthub models``."""
-    prices = model.get("usd_per_1m") or {}
-    shown = " / ".join("?" if prices.get(key) is None else "{:g}".format(prices[key]) for key in (
-        "prompt_tokens", "cached_tokens", "thoughts_tokens", "response_tokens"))
-    note = "; " + model["note"] if model.get("note") else ""
-    return "{}: context {}, output {}; ${} ({}{})".format(
-        model["model"], _tokens(model.get("context_window")), _tokens(model.get("max_output")), shown,
-        model.get("taken"), note)
-
-
-class Printer(object):
-    """Renders UniEvents on a terminal as they arrive.
-
-    Text is written as it streams; thinking goes on its own ``[thinking]`` lines
-    (dimmed on a colour terminal); each complete tool call gets a ``[tool call]``
-    line; media items are summarised; the stop event prints the usage line.
-
-    With ``err``, only the answer text goes to ``out``: thinking, tool calls, media
-    summaries and the usage line go to ``err`` (``agenthub chat``: stdout is the answer,
-    ready for a pipe).  ``model`` prices each turn (``agenthub.cost``) on the usage line.
-    """
-
-    def __init__(self, out: TextIO, text_prefix: str = "", indent: str = "", color: Optional[bool] = None,
-                 err: Optional[TextIO] = None, model: Optional[str] = None) -> None:
-        self.out = out
-        self.err = out if err is None else err
-        self.text_prefix = text_prefix
-        self.indent = indent
-        self.model = model
-        if color is None:
-            color = bool(getattr(self.err, "isatty", lambda: False)()) and not os.environ.get("NO_COLOR")
-        self.color = color
-        self.mode = None  # type: Optional[str]  # "text", "thinking" or None (at the start of a line)
-
-    def _style(self, code: str, text: str) -> str:
-        return "\x1b[{}m{}\x1b[0m".format(code, text) if self.color else text
-
-    def _line_end(self) -> None:
-        if self.mode is not None:
-            (self.out if self.mode == "text" else self.err).write("\n")
-            self.mode = None
-
-    def line(self, text: str) -> None:
-        """A whole line of its own (after ending any text in progress), on ``err``."""
-        self._line_end()
-        self.out.flush()
-        self.err.write(self.indent + text + "\n")
-        self.err.flush()
-
-    def event(self, event: Mapping[str, Any]) -> None:
-        for item in event["content_items"]:
-            self.item(item)
-        if event["event_type"] == "stop":
-            usage = event.get("usage_metadata")
-            price = None
-            if self.model is not None:
-                from .registry import cost
-
-                price = cost(self.model, usage)
-            self.line(self._style("2", usage_line(event.get("finish_reason"), usage, price)))
-        self.out.flush()
-        if self.err is not self.out:
-            self.err.flush()
-
-    def item(self, item: Mapping[str, Any]) -> None:
-        kind = item.get("type")
-        if kind == "thinking":
-            if not item.get("thinking"):
-                return
-            if self.mode != "thinking":
-                self._line_end()
-                self.out.flush()
-                self.err.write(self.indent + self._style("2", "[thinking] "))
-                self.mode = "thinking"
-            self.err.write(self._style("2", item["thinking"]))
-        elif kind == "text":
-            if not item.get("text"):
-                return
-            if self.mode != "text":
-                self._line_end()
-                self.err.flush()
-                self.out.write(self.indent + self.text_prefix)
-                self.mode = "text"
-            self.out.write(item["text"])
-        elif kind == "tool_call":
-            self.line(self._style("36", "[tool call] {}({}) id={}".format(
-                item.get("name"), json.dumps(item.get("arguments"), ensure_ascii=False), item.get("tool_call_id"))))
-        elif kind in ("inline_data", "inline_thinking"):
-            self.line("[{} {}, {} bytes]".format("media" if kind == "inline_data" else "thinking data",
-                                                 item.get("mime_type"), len(item.get("data") or b"")))
-        elif kind == "image_url":
-            url = str(item.get("image_url", ""))
-            self.line("[image {}]".format(url if not url.startswith("data:") else url[:40] + "..."))
-        elif kind == "embedding":
-            values = item.get("embedding") or []
-            self.line("[embedding: {} dimensions, first {}]".format(
-                len(values), ", ".join("{:.4f}".format(v) for v in values[:3])))
-        # partial_tool_call fragments are not shown: the complete call follows
-
 
 def _parser() -> argparse.ArgumentParser:
     from . import __version__
@@ -198,13 +71,25 @@ def _parser() -> argparse.ArgumentParser:
     chat.add_argument("--api-key-env", metavar="NAME", help="read the key from the environment variable NAME")
     chat.add_argument("--trace-id", help="save the conversation as a trace (under $AGENTHUB_CACHE_DIR)")
     chat.add_argument("--json", action="store_true", help="print raw UniEvents, one JSON object per line")
-    models = sub.add_parser("models", help="list the routing registry")
+    chat.add_argument("--budget", type=float, metavar="USD",
+                      help="spend at most USD at list prices (a turn that could exceed it is not sent)")
+    chat.add_argument("--background", action="store_true",
+                      help="OpenAI Responses / Gemini Interactions: run the answer server-side and resume it after "
+                           "a broken connection (the response is stored by the provider)")
+    models = sub.add_parser("models", help="list the routing registry, or the model catalog (--provider/--supports)")
     models.add_argument("--json", action="store_true", help="one JSON array of rows")
+    models.add_argument("--provider", help="list the catalog's models of one provider (openai, anthropic, google, "
+                                           "bedrock, deepseek, zai, moonshot, dashscope, minimax, openrouter)")
+    models.add_argument("--supports", action="append", choices=("tools", "vision", "reasoning", "json_schema"),
+                        help="list the catalog's models that support this (repeatable)")
     trace = sub.add_parser("trace", help="saved traces: view them in a browser, or print one")
     trace_sub = trace.add_subparsers(dest="trace_command", metavar="ACTION")
     view = trace_sub.add_parser("view", help="serve a viewer of the traces under DIR (standard library http.server)")
     view.add_argument("dir", nargs="?", help="trace folder (default: $AGENTHUB_CACHE_DIR or ./cache)")
-    view.add_argument("--host", default="127.0.0.1")
+    view.add_argument("--host", default="127.0.0.1",
+                      help="address to listen on (default 127.0.0.1); another than loopback needs --key-env")
+    view.add_argument("--key-env", metavar="NAME",
+                      help="the viewer's key is in the environment variable NAME (open the page once with ?key=...)")
     view.add_argument("--port", type=int, default=8765, help="0 picks a free port (default 8765)")
     view.add_argument("--open", action="store_true", help="open the page in a web browser")
     show = trace_sub.add_parser("show", help="print a saved trace (.json) as text")
@@ -228,27 +113,17 @@ def main(argv: Optional[List[str]] = None) -> int:
     from .errors import AgentHubError
 
     try:
-        if args.command == "demo":
-            from .demo import run
-
-            run(sys.stdout)
-            return 0
-        if args.command == "models":
-            return _models(args, sys.stdout)
-        if args.command == "chat":
-            return _chat(args, sys.stdout)
-        if args.command == "serve":
-            return _serve(args)
+        command = COMMANDS.get(args.command or "")
         if args.command == "batch":
             from .jobs.cli import main as batch
 
             return batch(args, parser)
         if args.command == "trace":
-            if args.trace_command == "view":
-                return _trace_view(args)
-            if args.trace_command == "show":
-                return _trace_show(args.file)
-            parser.parse_args(["trace", "--help"])
+            command = TRACE_COMMANDS.get(args.trace_command or "")
+            if command is None:
+                parser.parse_args(["trace", "--help"])
+        if command is not None:
+            return command(args)
     except AgentHubError as exc:
         sys.stdout.flush()
         print("error: {}: {}".format(type(exc).__name__, _cli_terms(str(exc))), file=sys.stderr)
@@ -270,274 +145,27 @@ def main(argv: Optional[List[str]] = None) -> int:
     return 2
 
 
-def _models(args: Any, out: TextIO) -> int:
-    from .registry import list_models
+def _demo(args: Any) -> int:
+    from .apps.demo import run
 
-    rows = list_models()
-    if args.json:
-        out.write(json.dumps(rows, indent=2) + "\n")
-        return 0
-    out.write("{:<30} {:<17} {:<56} {}\n".format("MODEL NAMES", "PROTOCOL", "ENDPOINT", "API KEY"))
-    for row in rows:
-        out.write("{:<30} {:<17} {:<56} {}\n".format(
-            row["label"], row["client_type"], row["base_url"], " or ".join(row["api_key_env"]) or "-"))
-        out.write("    {}; {} -> {}; e.g. {}\n".format(
-            row["vendor"], "+".join(row["input_modalities"]), "+".join(row["output_modalities"]),
-            ", ".join(row["examples"])))
-        for model in row.get("models") or ():
-            out.write("    {}\n".format(model_line(model)))
-    if any(row.get("models") for row in rows):
-        out.write("\nPrices: USD per 1M tokens of each usage bucket (prompt / cached / thinking / response), "
-                  "list prices as taken on the date shown; ? where unknown.\n")
-    out.write("\nAny other model: --client-type PROTOCOL (openai-chat, openai-responses, anthropic, gemini) "
-              "or a preset "
-              "({}), with --base-url.\n".format(", ".join(r["presets"][0] for r in rows if r["presets"])))
+    run(sys.stdout)
     return 0
 
 
-def _chat(args: Any, out: TextIO, err: Optional[TextIO] = None, stdin: Optional[TextIO] = None) -> int:
-    from .errors import ConfigError
+def _models(args: Any) -> int:
+    from .apps.terminal import print_models
 
-    err = sys.stderr if err is None else err
-    stdin = sys.stdin if stdin is None else stdin
-    client = _chat_client(args)
-    config = _chat_config(args)
-    history = []  # type: List[Any]
-    if args.continue_trace:
-        history = _load_conversation(args.continue_trace)
-        config.setdefault("trace_id", args.continue_trace)
-    attachments = [_attachment(path) for path in args.attach]
-    if args.prompt is None and _isatty(stdin):
-        return _interactive(client, args, config, history, attachments, out, err, stdin)
-    prompt = stdin.read() if args.prompt in (None, "-") else args.prompt
-    if not prompt.strip() and not attachments:
-        raise ConfigError("the prompt is empty: pass it as an argument, or pipe it in")
-    _turn(client, args, config, history, _user_message(prompt, attachments), out, err)
-    return 0
+    return print_models(sys.stdout, args.json, args.provider, args.supports)
 
 
-def _isatty(stream: Any) -> bool:
-    try:
-        return bool(stream.isatty())
-    except (AttributeError, ValueError):
-        return False
+def _chat(args: Any) -> int:
+    from .apps.chat import run
+
+    return run(args, sys.stdout)
 
 
-def _chat_client(args: Any) -> Any:
-    from .client import AutoLLMClient
-    from .errors import ConfigError
-
-    api_key = None
-    if args.api_key_env:
-        api_key = os.environ.get(args.api_key_env)
-        if not api_key:
-            raise ConfigError("${} is not set".format(args.api_key_env))
-    options = {}  # type: Dict[str, Any]
-    if args.timeout is not None:
-        if not args.timeout > 0:
-            raise ConfigError("--timeout must be a positive number of seconds")
-        options["timeout"] = args.timeout
-    if args.max_retries is not None:
-        if args.max_retries < 0:
-            raise ConfigError("--max-retries must be 0 or more")
-        options["max_retries"] = args.max_retries
-    return AutoLLMClient(args.model, api_key=api_key, base_url=args.base_url, client_type=args.client_type, **options)
-
-
-def _chat_config(args: Any) -> Dict[str, Any]:
-    config = {}  # type: Dict[str, Any]
-    if args.system:
-        config["system_prompt"] = args.system
-    if args.max_tokens is not None:
-        config["max_tokens"] = args.max_tokens
-    if args.temperature is not None:
-        config["temperature"] = args.temperature
-    if args.thinking:
-        config["thinking_level"] = args.thinking
-    if args.trace_id:
-        config["trace_id"] = args.trace_id
-    return config
-
-
-def _load_conversation(trace_id: str) -> List[Any]:
-    from .errors import ConfigError
-    from .tracer import load_trace, trace_paths
-    from .validate import check_messages
-
-    path = trace_paths(trace_id)["json"]
-    if not os.path.isfile(path):
-        raise ConfigError("--continue {}: no saved trace at {} (traces live under $AGENTHUB_CACHE_DIR, "
-                          "default ./cache)".format(trace_id, path))
-    try:
-        history = list(load_trace(path).get("history") or [])
-        if history:
-            check_messages(history)
-    except (OSError, ValueError) as exc:  # ConfigError is a ValueError too
-        raise ConfigError("--continue {}: {} is not a usable trace: {}".format(trace_id, path, exc)) from None
-    return history
-
-
-def _attachment(path: str) -> Dict[str, Any]:
-    """--attach FILE -> a content item: images (and other binary files) as inline_data, text as text."""
-    from .errors import ConfigError
-
-    try:
-        with open(path, "rb") as handle:
-            data = handle.read()
-    except OSError as exc:
-        raise ConfigError("--attach {}: {}".format(path, exc.strerror or exc)) from None
-    mime_type = mimetypes.guess_type(path)[0] or ""
-    if not mime_type.startswith(("image/", "audio/", "video/", "application/pdf")):
-        try:
-            text = data.decode("utf-8")
-        except UnicodeDecodeError:
-            text = None
-        if text is not None:
-            return {"type": "text", "text": "[file {}]\n{}".format(os.path.basename(path), text)}
-    return {"type": "inline_data", "data": data, "mime_type": mime_type or "application/octet-stream"}
-
-
-def _user_message(text: str, attachments: List[Dict[str, Any]]) -> Dict[str, Any]:
-    items = [{"type": "text", "text": text}] if text.strip() else []
-    return {"role": "user", "content_items": list(attachments) + items}
-
-
-def _turn(client: Any, args: Any, config: Dict[str, Any], history: List[Any], message: Dict[str, Any],
-          out: TextIO, err: TextIO) -> Optional[Any]:
-    """One turn after ``history``: streams it, returns the collected answer (None when it was stopped)."""
-    from .errors import TransportError
-    from .stream import collect
-    from .tracer import to_jsonable
-
-    events = []  # type: List[Any]
-    printer = Printer(out, err=err, model=args.model)
-    stream = client.streaming_response(history + [message], config)
-    previous = _on_interrupt(stream)
-    try:
-        for event in stream:
-            events.append(event)
-            if args.json:
-                out.write(json.dumps(to_jsonable(event), ensure_ascii=False) + "\n")
-                out.flush()
-            else:
-                printer.event(event)
-    except TransportError as exc:
-        if not exc.aborted:
-            raise
-        printer.line("[stopped]")
-        return None
-    finally:
-        _restore_interrupt(previous)
-        stream.close()
-    return collect(events)
-
-
-_NO_HANDLER = object()
-
-
-def _on_interrupt(stream: Any) -> Any:
-    """Ctrl-C while an answer streams ends that answer (stream.abort), not the program."""
-    try:
-        return signal.signal(signal.SIGINT, lambda signum, frame: stream.abort())
-    except ValueError:  # not the main thread: Ctrl-C keeps its usual meaning
-        return _NO_HANDLER
-
-
-def _restore_interrupt(previous: Any) -> None:
-    if previous is not _NO_HANDLER:
-        signal.signal(signal.SIGINT, previous)
-
-
-_HELP = ("commands: /reset forgets the conversation, /save TRACE_ID saves it as a trace, /help, /exit; "
-         "Ctrl-C ends the current answer, Ctrl-D leaves")
-
-
-def _interactive(client: Any, args: Any, config: Dict[str, Any], history: List[Any], attachments: List[Any],
-                 out: TextIO, err: TextIO, stdin: TextIO) -> int:
-    from .errors import AgentHubError
-    from .tracer import save_trace
-
-    err.write("agenthub chat with {} ({}); {}\n".format(args.model, client.client_type, _HELP))
-    if history:
-        err.write("continuing a conversation of {} messages\n".format(len(history)))
-    while True:
-        err.write("you> ")
-        err.flush()
-        try:
-            line = stdin.readline()
-        except KeyboardInterrupt:  # Ctrl-C at the prompt: a fresh prompt
-            err.write("\n")
-            continue
-        if not line:  # Ctrl-D
-            err.write("\n")
-            return 0
-        text = line.rstrip("\n")
-        command = text.strip()
-        if not command and not attachments:
-            continue
-        if command in ("/exit", "/quit"):
-            return 0
-        if command == "/help":
-            err.write(_HELP + "\n")
-            continue
-        if command == "/reset":
-            history = []
-            err.write("[conversation reset]\n")
-            continue
-        if command.startswith("/save"):
-            trace_id = command[len("/save"):].strip()
-            if not trace_id:
-                err.write("usage: /save TRACE_ID\n")
-                continue
-            try:
-                paths = save_trace(trace_id, args.model, history, config)
-            except (AgentHubError, OSError) as exc:
-                err.write("error: {}\n".format(_cli_terms(str(exc))))
-                continue
-            err.write("[saved {} messages to {}]\n".format(len(history), paths["json"]))
-            continue
-        if command.startswith("/"):
-            err.write("unknown command {}; {}\n".format(command.split()[0], _HELP))
-            continue
-        message = _user_message(text, attachments)
-        attachments = []  # files go with the first message only
-        try:
-            answer = _turn(client, args, config, history, message, out, err)
-        except AgentHubError as exc:
-            out.flush()
-            err.write("error: {}: {}\n".format(type(exc).__name__, _cli_terms(str(exc))))
-            continue
-        if answer is not None:
-            history = history + [message, answer]
-
-
-#: library wording -> command-line wording, for error messages (flags and variables, not arguments)
-_CLI_TERMS = (
-    (re.compile(r"AutoLLMClient\((['\"])(.*?)\1, client_type='openai-chat', base_url='([^']*)'\)"),
-     r"agenthub chat \2 --client-type openai-chat --base-url \3"),
-    (re.compile(r"pass api_key= or set ([A-Z0-9_]+(?: or [A-Z0-9_]+)*)"),
-     r"set \1, or pass --api-key-env NAME (the variable holding the key)"),
-    (re.compile(r"\bpass api_key="), "pass --api-key-env NAME (the variable holding the key)"),
-    (re.compile(r"\bapi_key is required with base_url\b"), "--api-key-env NAME is required with --base-url"),
-    (re.compile(r"\bapi_key\b=?"), "--api-key-env"),
-    (re.compile(r"\bclient_type\b=?"), "--client-type"),
-    (re.compile(r"\bbase_url\b=?"), "--base-url"),
-    (re.compile(r"\bmax_retries\b"), "--max-retries"),
-    (re.compile(r"\bconfig\['(max_tokens|temperature|system_prompt|thinking_level|trace_id)'\]"), r"\1"),
-)
-_FLAGS = {"max_tokens": "--max-tokens", "temperature": "--temperature", "system_prompt": "--system",
-          "thinking_level": "--thinking", "trace_id": "--trace-id"}
-
-
-def _cli_terms(message: str) -> str:
-    for pattern, replacement in _CLI_TERMS:
-        message = pattern.sub(replacement, message)
-    for key, flag in _FLAGS.items():
-        message = re.sub(r"(?<![\w-])" + key + r"\b", flag, message)
-    return message
-
-
-def _trace_show(path: str) -> int:
+def _trace_show(args: Any) -> int:
+    path = args.file
     from .tracer import load_trace, render_text
 
     if not os.path.isfile(path):
@@ -559,14 +187,21 @@ def _trace_show(path: str) -> int:
 
 def _trace_view(args: Any) -> int:
     from .tracer import cache_dir
-    from .viewer import serve
+    from .apps.viewer import serve
 
     folder = args.dir or cache_dir()
     if not os.path.isdir(folder):
         print("error: no trace folder at {}".format(os.path.abspath(folder)), file=sys.stderr)
         return 1
+    key = None
+    if args.key_env:
+        from .errors import ConfigError
+
+        key = os.environ.get(args.key_env)
+        if not key:
+            raise ConfigError("${} is not set".format(args.key_env))
     try:
-        server, url = serve(folder, args.host, args.port)
+        server, url = serve(folder, args.host, args.port, key=key)
     except OSError as exc:
         if exc.errno == errno.EADDRINUSE:
             print("error: port {} on {} is already in use: pass another --port (--port 0 picks a free one)".format(
@@ -574,12 +209,13 @@ def _trace_view(args: Any) -> int:
         else:
             print("error: cannot serve on {}:{}: {}".format(args.host, args.port, exc.strerror or exc), file=sys.stderr)
         return 1
-    print("agenthub trace viewer: {} (serving {}; Ctrl+C stops)".format(url, os.path.abspath(folder)))
+    print("agenthub trace viewer: {} (serving {}; Ctrl+C stops){}".format(
+        url, os.path.abspath(folder), "; open it once as {}?key=<${}>".format(url, args.key_env) if key else ""))
     sys.stdout.flush()
     if args.open:
         import webbrowser
 
-        webbrowser.open(url)
+        webbrowser.open(url + ("?" + urlencode({"key": key}) if key else ""))
     return _serve_until_interrupted(server)
 
 
@@ -595,7 +231,7 @@ def _serve_until_interrupted(server: Any) -> int:
 
 def _serve(args: Any) -> int:
     from .errors import AgentHubError
-    from .server import serve
+    from .apps.server import serve
 
     try:
         server, url = serve(args.config, args.host, args.port)
@@ -608,6 +244,12 @@ def _serve(args: Any) -> int:
     print(url)  # the first line: whoever started us reads the port here
     sys.stdout.flush()
     return _serve_until_interrupted(server)
+
+
+#: subcommand -> its function of the parsed arguments (an exit status); a new subcommand adds its parser
+#: in ``_parser`` and one row here
+COMMANDS = {"demo": _demo, "models": _models, "chat": _chat, "serve": _serve}  # type: Dict[str, Callable[[Any], int]]
+TRACE_COMMANDS = {"view": _trace_view, "show": _trace_show}  # type: Dict[str, Callable[[Any], int]]
 
 
 if __name__ == "__main__":

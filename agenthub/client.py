@@ -16,9 +16,40 @@ Reliability rules (docs/reliability.md has the full table):
   for the whole call, retries and backoff included.
 - ``stream.abort()`` (from any thread) ends the stream promptly with
   ``TransportError(aborted=True)`` and releases the connection.
+- A stream belongs to the process that opened it: in a forked child its next read raises
+  ``TransportError(forked=True)`` without touching the connection, and the child's
+  ``abort()`` or ``close()`` leaves the parent's stream alone.
+
+The attempt loop (``AutoLLMClient._run``) is the one place of these policies, for a stream
+and for a whole JSON document (a model list page) alike.  Per attempt: check abort and the
+deadline, run ``before_attempt``, encode (a signature or token per attempt), send, take the
+answer's head, run ``after_response``, yield what the answer holds.  On a failure: the error
+learns its URL and hint, an abort or the deadline wins over it, credentials are scrubbed from
+it, the retry decision is made (``retry``, ``delay``), ``on_error`` runs and may change it, then
+the loop waits (abortably) and tries again, or raises.  ``on_done`` runs once when the call ends.
+
+Hooks (``client._hooks``, a list of ``AttemptHook``; each sees one ``Attempt`` object per call)
+are the seam for what builds on the loop; how each is meant to hook in:
+
+- a rate limiter: ``before_attempt`` acquires (estimating tokens from ``attempt.request.body``,
+  waiting with ``attempt.wait`` so an abort or the deadline still ends the call);
+  ``after_response`` and ``on_error`` read the rate-limit headers in ``attempt.headers``; a
+  429's ``error.retry_after`` pauses every client sharing that limiter, and the hook may
+  stretch ``attempt.delay`` to it;
+- a budget: ``before_attempt`` reserves (raising its error refuses the call before anything is
+  sent), ``on_done`` settles with ``attempt.usage`` (None: the call failed or was closed early);
+- failover: ``on_error`` with ``attempt.retry`` False and ``attempt.delivered == 0`` (the
+  attempts are spent before the first event) sets ``attempt.fallback`` to the next client's
+  events, which are yielded instead of the error;
+- reconnecting a background stream after a cut (``config["background"]``) is not a hook: the read
+  of such a call (``_background``) keeps one parser across the connections, fed by
+  ``agenthub.resume.Resumable``, which asks ``_resume_body`` for the GET that continues the stream
+  (the retry policy, the same watch and deadline; hooks do not see these GETs); an error raised once
+  the response id is known is marked ``RESUMED`` and never retried by a second POST.
 """
 
 import collections.abc
+import importlib
 import logging
 import operator
 import os
@@ -26,15 +57,20 @@ import random
 import sys
 import threading
 import time
-from typing import TYPE_CHECKING, Any, Callable, Dict, Generator, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import (TYPE_CHECKING, Any, Callable, Dict, Generator, Iterable, Iterator, List, Mapping, Optional, Sequence,
+                    Tuple, Union)
 
-from . import providers, registry
+from . import hosts, registry
+from .answers import request_id as answer_request_id, starts_stream
 from ._redact import redact_url, secret_values, url_secrets
-from .errors import (AgentHubError, ConfigError, StreamProtocolError, TransportError, UnsupportedOperationError, UpstreamError,
-                     safe_url, set_field)
+from .breaker import breaker_for, settings as breaker_settings
+from .errors import (AgentHubError, ConfigError, ServerError, StreamProtocolError, TransportError,
+                     UnsupportedOperationError, UnsupportedParameterError, UpstreamError, safe_url, set_field)
+from .foreign import for_dialect
 from .providers._common import Endpoint, apply_extras
+from .resume import RESUMED
 from .sse import DEFAULT_MAX_LINE_BYTES
-from .stream import Collector, drive
+from .stream import Collector, collect, drive
 from .types import AssistantMessage, Message, UniConfig, UniEvent, UniMessage
 from .validate import check_config, check_header_name, check_header_value, check_message, check_messages
 
@@ -67,6 +103,8 @@ _log_from_env()
 
 #: pages of a model list read at most (a server that never stops paging is cut off there)
 MAX_MODEL_PAGES = 100
+#: config keys only some protocols read (their build_request's ``accepts``): refused by the others
+LONGRUN_KEYS = ("background", "compaction")
 #: retry backoff: full jitter over base * 2**attempt seconds, capped
 BACKOFF_BASE = 0.5
 BACKOFF_CAP = 8.0
@@ -78,8 +116,8 @@ DEFAULT_READ_TIMEOUT = 600.0
 
 
 def _protocol(client_type: str, embeddings: bool = False) -> Any:
-    """The Protocol record serving ``client_type`` (its embeddings record for embedding models)."""
-    record = providers.embeddings_protocol(client_type) if embeddings else providers.protocol(client_type)
+    """The dialect's record serving ``client_type`` (its embeddings record for embedding models)."""
+    record = hosts.client_type(client_type).protocol(embeddings)
     if record is None:
         raise ConfigError("client_type {!r} does not serve embedding models".format(client_type))
     return record
@@ -149,69 +187,84 @@ class Timeout(object):
         self.connect, self.read, self.total = state
 
 
+# -- the attempt loop: what its hooks see --------------------------------------------------------
+
+
+class Attempt(object):
+    """One call (a stream, or one JSON document such as a model list page) as the attempt loop runs
+    it, and what its hooks see and may change (the module docstring says when each hook runs).
+
+    Read: ``kind`` ("stream" or "document"), ``client_type``, ``model``, ``messages`` and ``config``
+    (None for a document), ``number`` (this attempt, 0-based), ``sent`` (the request as encoded for
+    this attempt: its headers hold a credential, never log them), ``status`` and ``headers`` (the
+    answer's head, an error answer's too; None before it or when none came), ``delivered`` (events
+    handed to the caller so far), ``usage`` (the stop event's usage, once it passed) and ``error``
+    (this attempt's failure, scrubbed; on_done: the call's, None when it succeeded or was closed).
+    May change: ``request`` (the plan the next attempt encodes; before_attempt may swap it),
+    ``retry`` and ``delay`` (on_error: the default decision, whether and after how many seconds to
+    try again), ``fallback`` (on_error, when nothing was delivered: events to yield instead of raising).
+    ``wait(seconds)`` sleeps in a way ``abort()`` and the deadline cut short (False when they did).
+    """
+
+    __slots__ = ("kind", "client_type", "model", "messages", "config", "request", "number", "sent", "status",
+                 "headers", "delivered", "usage", "error", "retry", "delay", "fallback", "watch")
+
+    def __init__(self, kind: str, client: "AutoLLMClient", request: Any, messages: Optional[List[UniMessage]] = None,
+                 config: Optional[Mapping[str, Any]] = None) -> None:
+        self.kind = kind
+        self.client_type = client.client_type
+        self.model = client.model
+        self.messages = messages
+        self.config = config
+        self.request = request
+        self.number = 0
+        self.sent = request
+        self.status = None  # type: Optional[int]
+        self.headers = None  # type: Optional[Mapping[str, str]]
+        self.delivered = 0
+        self.usage = None  # type: Any
+        self.error = None  # type: Optional[AgentHubError]
+        self.retry = False
+        self.delay = None  # type: Optional[float]
+        self.fallback = None  # type: Optional[Iterable[Any]]
+        self.watch = None  # type: Any  # the transport's Watch (abort and deadline)
+
+    def wait(self, seconds: float) -> bool:
+        """Sleep ``seconds`` (a rate limiter's pause); False when the call was aborted or ran out of time."""
+        return self.watch.sleep(seconds) if self.watch is not None else (time.sleep(max(0.0, seconds)) or True)
+
+    def __repr__(self) -> str:
+        return "<Attempt {} {} #{} status={} delivered={}>".format(self.kind, self.client_type, self.number,
+                                                                 self.status, self.delivered)
+
+
+class AttemptHook(object):
+    """The seam of the attempt loop: subclass it and override what you need (each does nothing here).
+
+    A client runs its hooks in list order (``client._hooks``) at each step of every call; an
+    AgentHubError raised by ``before_attempt`` or ``after_response`` is that attempt's failure
+    (retried when it is retryable, as any other).
+    """
+
+    def before_attempt(self, attempt: Attempt) -> None:
+        """Before each attempt is encoded and sent (a rate limiter's acquire, a budget's reservation)."""
+
+    def after_response(self, attempt: Attempt) -> None:
+        """The answer's head arrived with a 2xx status (``attempt.status``, ``attempt.headers``)."""
+
+    def on_error(self, attempt: Attempt, error: AgentHubError) -> None:
+        """An attempt failed; ``attempt.retry`` and ``attempt.delay`` hold the decision, which may change."""
+
+    def on_done(self, attempt: Attempt) -> None:
+        """The call ended (once per call): finished, failed (``attempt.error``) or closed by its reader."""
+
+
 # -- the stream handle ----------------------------------------------------------------------------
 
 
-class _Control(object):
-    """One call's abort switch, shared by the handle, the deadline timer and the transport.
-
-    It is the transport's *watch*: it is told which connection, then which response,
-    the reading thread blocks on, and ``stop`` shuts that socket down so the read
-    returns at once.  A connection still connecting has no socket yet: a short-lived
-    thread then retries until it has one (or the attempt let go of it).
-    """
-
-    __slots__ = ("reason", "_lock", "_target", "_wake", "_chasing")
-
-    def __init__(self) -> None:
-        self.reason = None  # type: Optional[str]  # None, "abort" or "deadline"
-        self._lock = threading.RLock()  # reentrant: abort() may run in a signal handler on the reading thread
-        self._target = None  # type: Any
-        self._wake = threading.Event()
-        self._chasing = False
-
-    def attach(self, target: Any) -> None:
-        with self._lock:
-            self._target = target
-            if target is not None and self.reason is not None:
-                self._interrupt()  # stopped while the request was in flight
-
-    def detach(self, target: Any = None) -> None:
-        with self._lock:
-            if target is None or target is self._target:
-                self._target = None
-
-    def stop(self, reason: str = "abort") -> None:
-        with self._lock:
-            if self.reason is None:
-                self.reason = reason
-            self._wake.set()
-            if self._target is not None:
-                self._interrupt()
-
-    def _interrupt(self) -> None:
-        if _transport().interrupt(self._target) or self._chasing:
-            return
-        self._chasing = True
-        chaser = threading.Thread(target=self._chase, name="agenthub-abort", daemon=True)
-        chaser.start()
-
-    def _chase(self) -> None:
-        try:
-            for _ in range(3000):  # at most ~30 s: connect timeouts are shorter than that
-                time.sleep(0.01)
-                with self._lock:
-                    if self._target is None or _transport().interrupt(self._target):
-                        return
-        finally:
-            self._chasing = False
-
-    def sleep(self, seconds: float) -> bool:
-        """Wait ``seconds``; False when stopped meanwhile."""
-        return not self._wake.wait(seconds) if seconds > 0 else self.reason is None
-
-
 if TYPE_CHECKING:  # what type checkers see: a generator of UniEvents (at runtime the plain ABC, no typing machinery)
+    from .budget import Budget
+
     _EventGenerator = Generator[UniEvent, Any, None]
 else:
     _EventGenerator = collections.abc.Generator
@@ -229,7 +282,7 @@ class ResponseStream(_EventGenerator):
 
     __slots__ = ("_control", "_gen", "_next")
 
-    def __init__(self, control: _Control, gen: Iterator[UniEvent]) -> None:
+    def __init__(self, control: Any, gen: Iterator[UniEvent]) -> None:
         self._control = control
         self._gen = gen
         self._next = gen.__next__
@@ -300,7 +353,11 @@ class AutoLLMClient(object):
         max_retries: int = 2,
         session: Any = None,
         default_headers: Optional[Mapping[str, str]] = None,
-        max_line_bytes: Optional[int] = None
+        max_line_bytes: Optional[int] = None,
+        fallbacks: Optional[Sequence[Union[str, "AutoLLMClient"]]] = None,
+        fallback_on: Optional[Sequence[type]] = None,
+        circuit_breaker: Any = None,
+        budget: Optional["Budget"] = None
     ) -> None:
         if not isinstance(max_retries, int) or isinstance(max_retries, bool) or max_retries < 0:
             raise ConfigError("max_retries must be an int >= 0")
@@ -322,7 +379,8 @@ class AutoLLMClient(object):
         #: the wire protocol in use ("openai-chat", "openai-responses", "anthropic", "gemini")
         self.client_type = kind
         self._protocol = _protocol(kind, bool(quirks.get("embeddings")))
-        self._endpoint = Endpoint(kind, url, key, default_headers, quirks)
+        self._host = hosts.client_type(kind).host  # where the request goes, how it is authorised
+        self._endpoint = Endpoint(kind, url, key, default_headers, quirks, model)
         #: a Timeout (connect, read = idle gap between bytes, optional total deadline)
         self.timeout = Timeout.of(timeout)
         #: retries before the first event reached the caller; 0 disables
@@ -336,6 +394,22 @@ class AutoLLMClient(object):
         self._version = 0  # bumped at every history change
         self._busy = threading.Lock()  # held while a stateful stream is open
         self._session_lock = threading.Lock()
+        #: the attempt loop's hooks, run in order (see AttemptHook and the module docstring)
+        self._hooks = []  # type: List[AttemptHook]
+        #: the agenthub.Budget every stream of this client reserves from (None: no limit)
+        self.budget = budget
+        if budget is not None:
+            from .budget import Budget, BudgetHook
+
+            if not isinstance(budget, Budget):
+                raise ConfigError("budget must be an agenthub.Budget (got {})".format(type(budget).__name__))
+            self._hooks.append(BudgetHook(budget, bool(quirks.get("embeddings"))))  # type: ignore[arg-type]
+        #: which endpoint answered the latest turn that started: {"model", "client_type", "host"} (None before)
+        self.last_route = None  # type: Optional[Dict[str, Any]]
+        self._fallbacks = [self._fallback_client(entry) for entry in _sequence(fallbacks, "fallbacks")]
+        self._fallback_on = _error_classes(fallback_on)
+        self._breaker = breaker_settings(circuit_breaker)
+        self._dialect = _dialect_of(self._protocol)
 
     def __repr__(self) -> str:
         return "AutoLLMClient(model={!r}, client_type={!r}, base_url={!r})".format(
@@ -344,7 +418,7 @@ class AutoLLMClient(object):
     # pickling (process pools, Ray, Spark): the session (sockets), locks and module are rebuilt where it lands
     def __getstate__(self) -> Dict[str, Any]:
         state = self.__dict__.copy()
-        for name in ("_session", "_busy", "_session_lock", "_protocol"):
+        for name in ("_session", "_busy", "_session_lock", "_protocol", "_host"):
             state.pop(name, None)
         return state
 
@@ -354,7 +428,10 @@ class AutoLLMClient(object):
         self._pid = self._locks_pid = os.getpid()
         self._busy = threading.Lock()
         self._session_lock = threading.Lock()
+        self.__dict__.setdefault("_hooks", [])
         self._protocol = _protocol(self.client_type, bool(self._endpoint.quirks.get("embeddings")))
+        self._host = hosts.client_type(self.client_type).host
+        self._endpoint.model = self.model
 
     @property
     def base_url(self) -> str:
@@ -412,14 +489,31 @@ class AutoLLMClient(object):
             message = dict(message)  # type: ignore[assignment]
             message["created_at"] = int(time.time() * 1000)
         messages = self._history + [message]
-        request = apply_extras(self._build(messages, cfg), cfg)
+        request = apply_extras(self._build(messages, cfg, stateful=True), cfg)
         return self._open(request, cfg, messages, message)
 
-    def _build(self, messages: List[UniMessage], config: Dict[str, Any]) -> Any:
+    def _build(self, messages: List[UniMessage], config: Dict[str, Any], stateful: bool = False) -> Any:
         """The protocol's request plan; a value it cannot use (a fidelity changed after it came back,
-        say) is a ConfigError, never a bare TypeError."""
+        say) is a ConfigError, never a bare TypeError.  ``stateful``: a stateful call, told to a
+        protocol that chains turns server-side (its build_request has ``chains_turns`` set).  The
+        config keys only some protocols read (``LONGRUN_KEYS``) are refused by the others, and compaction
+        items this protocol cannot read are left out with a warning (``agenthub.foreign``)."""
+        build = self._protocol.build_request
+        for key in LONGRUN_KEYS:
+            if config.get(key) and key not in getattr(build, "accepts", ()):
+                raise UnsupportedParameterError("{}: {} is not available on this protocol".format(
+                    self.client_type, key), client=self.client_type, parameter=key)
+        if "foreign_thinking" in config:  # the client's own key: the protocol never sees it
+            config = dict(config)
+            foreign_thinking = config.pop("foreign_thinking")
+        else:
+            foreign_thinking = "drop"
+        # another protocol's opaque items are converted on the way out (agenthub.foreign); history is untouched
+        messages = for_dialect(messages, self._dialect, foreign_thinking)[0]  # type: ignore[assignment]
         try:
-            return self._protocol.build_request(self._endpoint, self.model, messages, config)
+            if stateful and getattr(build, "chains_turns", False):
+                return build(self._endpoint, self.model, messages, config, stateful=True)
+            return build(self._endpoint, self.model, messages, config)
         except AgentHubError:
             raise
         except (TypeError, ValueError, KeyError, AttributeError, IndexError) as exc:
@@ -430,11 +524,11 @@ class AutoLLMClient(object):
     def response(self, messages: Sequence[Message], config: Optional[UniConfig] = None) -> AssistantMessage:
         """The collected assistant message of one stateless turn: ``streaming_response`` read to
         its end (same validation, retries and errors) and folded with ``collect``."""
-        return _fold(self.streaming_response(messages, config))
+        return collect(self.streaming_response(messages, config))
 
     def response_stateful(self, message: UniMessage, config: Optional[UniConfig] = None) -> AssistantMessage:
         """``streaming_response_stateful`` read to its end: the collected answer (history grows on success)."""
-        return _fold(self.streaming_response_stateful(message, config))
+        return collect(self.streaming_response_stateful(message, config))
 
     def embed(self, texts: Sequence[str], config: Optional[UniConfig] = None) -> List[List[float]]:
         """One vector per text, in input order, from an embedding model (``embedding_config`` sets the
@@ -464,8 +558,9 @@ class AutoLLMClient(object):
         OpenAI-compatible servers and Anthropic: ``GET /v1/models`` (Anthropic pages with
         ``after_id`` while ``has_more``); Gemini: ``GET /v1beta/models`` with page tokens, the
         ``models/`` prefix removed.  ``agenthub.list_models()`` is the routing table instead."""
-        record = providers.protocol(self.client_type)
-        if record.models_request is None or record.parse_models is None:
+        route = hosts.client_type(self.client_type)
+        record = route.protocol()
+        if record.models_request is None or record.parse_models is None or not route.lists_models:
             raise UnsupportedOperationError("{}: this protocol cannot list the endpoint's models".format(
                 self.client_type), client=self.client_type, operation="list_models")
         ids = []  # type: List[str]
@@ -480,40 +575,43 @@ class AutoLLMClient(object):
             seen.add(token)
         return ids
 
+    def count_tokens(self, messages: Sequence[Message], config: Optional[UniConfig] = None,
+                     estimate: bool = False) -> int:
+        """The input tokens of the request ``streaming_response(messages, config)`` would send, counted by
+        the provider's endpoint before anything is generated (Anthropic ``/v1/messages/count_tokens``,
+        OpenAI Responses ``/responses/input_tokens``, Gemini ``:countTokens``, Vertex AI, Bedrock
+        ``CountTokens``): the same messages, system prompt, tools and attachments, without the
+        generation-only fields.  A protocol without a count endpoint raises UnsupportedOperationError,
+        unless ``estimate=True``: then ``agenthub.budget.estimate_tokens``, a local estimate (UTF-8 bytes
+        / 3 for text, 1600 tokens per image or media item), is returned instead."""
+        from .providers import counting
+
+        if not isinstance(estimate, bool):
+            raise ConfigError("estimate must be True or False")
+        check_messages(messages)
+        cfg = check_config(config)
+        plan = apply_extras(self._build(list(messages), cfg), cfg)
+        record = hosts.client_type(self.client_type).protocol()
+        request = counting.count_request(self.client_type, plan, self.model) if self._protocol is record else None
+        if request is None:
+            if estimate:
+                from .budget import estimate_tokens
+
+                return estimate_tokens(messages, cfg)
+            raise UnsupportedOperationError(
+                "{}: this endpoint has no token-counting method; count_tokens(..., estimate=True) gives a local "
+                "estimate".format(self.client_type), client=self.client_type, operation="count_tokens")
+        return counting.parse_count(self.client_type, self._fetch(record, request), request)
+
     def _fetch(self, record: Any, request: Any) -> Any:
-        """One JSON document for ``request``, with the stream's timeouts, retries and error scrubbing."""
-        client = self.client_type
-        timeout = Timeout.of(self.timeout)
-        deadline = None if timeout.total is None else time.monotonic() + timeout.total
-        attempt = 0
-        while True:
-            limits = _limits(timeout, deadline)
-            if limits is None:
-                raise TransportError("{}: the total deadline of {}s was exceeded".format(client, timeout.total),
-                                     client=client, timeout=True, deadline=True, aborted=False, retryable=False)
-            sent = request
-            started = time.monotonic()
-            try:
-                sent = record.encode(request, self._endpoint)  # per attempt: a token or signature for this send
-                body = _transport().open_stream(self._get_session(), sent, limits, client)
-                body.open(document=True)
-                if logger.isEnabledFor(logging.DEBUG):
-                    _log_attempt(sent, attempt, started, body, None)
-                return body.document
-            except AgentHubError as exc:
-                if logger.isEnabledFor(logging.DEBUG):
-                    _log_attempt(sent, attempt, started, None, exc)
-                self._explain(exc, sent)
-                _scrub(exc, self._secrets(sent))
-                if not getattr(exc, "retryable", False) or attempt >= self.max_retries:
-                    raise
-                delay = _backoff(attempt, getattr(exc, "retry_after", None))
-                if delay is None or (deadline is not None and time.monotonic() + delay >= deadline):
-                    raise
-                attempt += 1
-                logger.info("%s: retrying the model list after %s, attempt %d of %d, in %.2fs", client,
-                            type(exc).__name__, attempt, self.max_retries, delay)
-                time.sleep(delay)
+        """One JSON document for ``request``: the attempt loop (timeouts, retries, scrubbing, hooks)
+        around one document instead of a stream."""
+        documents = self._run(Attempt("document", self, request), _transport().Watch(), record,
+                              lambda body: (body.document,))
+        try:
+            return next(documents)
+        finally:
+            documents.close()  # type: ignore[attr-defined]
 
     def _explain(self, exc: AgentHubError, request: Any) -> None:
         """An UpstreamError learns the URL that answered; a 401/403, where the key came from (or why none went)."""
@@ -530,38 +628,31 @@ class AutoLLMClient(object):
             from .tracer import trace_paths
 
             trace_paths(config["trace_id"])  # a trace_id escaping the cache dir is refused before anything is sent
-        control = _Control()
-        return ResponseStream(control, self._stream(control, request, config, messages, stateful, self._version))
+        watch = _transport().Watch()
+        call = Attempt("stream", self, request, messages, config)
+        if stateful is None and not config.get("trace_id"):
+            # nothing to keep (stateless, untraced): the events pass straight from the attempt loop
+            return ResponseStream(watch, self._attempts(call, watch))
+        return ResponseStream(watch, self._stream(watch, call, stateful, self._version))
 
-    def _stream(self, control: _Control, request: Any, config: Dict[str, Any], messages: List[UniMessage],
-                stateful: Optional[UniMessage], version: int) -> Iterator[UniEvent]:
-        locked = False
-        timer = None
+    def _stream(self, watch: Any, call: Attempt, stateful: Optional[UniMessage], version: int) -> Iterator[UniEvent]:
+        """A stateful or traced turn around the attempt loop: the stateful lock, history and the trace."""
+        locked = None  # the lock this stream holds (a forked child may have renewed self._busy meanwhile)
+        config = call.config or {}
         try:
             if stateful is not None:
                 self._fresh_locks()
                 if not self._busy.acquire(False):
                     raise ConfigError("a stateful stream is already open on this client: finish or close it first")
-                locked = True
+                locked = self._busy
                 if self._version != version:
                     raise ConfigError("the history changed after this stateful stream was created")
-            timeout = Timeout.of(self.timeout)
-            deadline = None
-            if timeout.total is not None:
-                deadline = time.monotonic() + timeout.total
-                timer = threading.Timer(timeout.total, control.stop, ("deadline",))
-                timer.daemon = True
-                timer.start()
             history_before = list(self._history)
             # stateful or traced: the answer is folded as the events pass (no event is kept, so memory
             # follows the size of the answer, not the number of events)
-            folding = Collector() if (stateful is not None or config.get("trace_id")) else None
-            attempts = self._attempts(request, control, timeout, deadline, config)
+            folding = Collector()
+            attempts = self._attempts(call, watch)
             try:
-                if folding is None:
-                    # nothing to keep (stateless, untraced): the events pass straight through
-                    yield from attempts
-                    return
                 fold = folding.add
                 for event in attempts:
                     fold(event)
@@ -572,83 +663,323 @@ class AutoLLMClient(object):
                             self._history = history_before + [stateful, answer]
                             self._version += 1
                         if config.get("trace_id"):
-                            self._trace(config, messages + [answer])
+                            self._trace(config, (call.messages or []) + [answer], self.last_route)
                     yield event
             finally:
                 attempts.close()  # type: ignore[attr-defined]
         finally:
-            if timer is not None:
-                timer.cancel()
-            if locked:
-                self._busy.release()
+            if locked is not None:
+                locked.release()
 
-    def _attempts(self, request: Any, control: _Control, timeout: Timeout,
-                  deadline: Optional[float], config: Optional[Mapping[str, Any]] = None) -> Iterator[UniEvent]:
+    def _attempts(self, call: Attempt, watch: Any) -> Iterator[UniEvent]:
+        """The events of one turn: this endpoint's attempt loop, or the route loop over the fallbacks."""
+        if self._fallbacks:
+            return self._routes(call, watch)
+        self.last_route = self._route()
+        return self._attempts_here(call, watch)
+
+    def _attempts_here(self, call: Attempt, watch: Any) -> Iterator[UniEvent]:
+        """The events of one turn on this client's own endpoint: the attempt loop reading its protocol's stream."""
+        protocol = self._protocol
+        client = self.client_type
+        max_line_bytes = self.max_line_bytes
+        document = not call.request.stream
+        if (call.config or {}).get("background"):
+            return self._background(call, watch)
+        return self._run(call, watch, protocol,
+                         lambda body: drive(protocol.read(body, client, max_line_bytes, document), client))
+
+    # -- background responses: resumed after a cut (agenthub.resume), cancelled when abandoned ---------
+    def _background(self, call: Attempt, watch: Any) -> Iterator[UniEvent]:
+        """A background response's events (config["background"]): when its stream breaks after the
+        response's id arrived, the SSE events continue from a GET that resumes it (one parser across the
+        connections, so nothing is lost or repeated; never a second POST); one that ends before its
+        response completed (abort, close, an error) is cancelled server-side."""
+        dialect = _resume_module(self._protocol)
+        client = self.client_type
+        resumables = []  # type: List[Any]  # one per attempt
+        opened = []  # type: List[Any]  # the bodies of the reconnects, closed when the call ends
+
+        def read(body: Any) -> Iterator[UniEvent]:
+            parts, resumable = self._read_background(dialect, body, watch, opened)
+            resumables.append(resumable)
+            return _marked(drive(parts, client), resumable)
+
+        events = self._run(call, watch, self._protocol, read)
+        try:
+            yield from events
+        finally:
+            events.close()  # type: ignore[attr-defined]
+            for body in opened:
+                body.close()
+            resumable = resumables[-1] if resumables else None
+            if resumable is not None and resumable.resource_id and not resumable.complete:
+                self._cancel(dialect, resumable.resource_id)
+
+    def _read_background(self, dialect: Any, body: Any, watch: Any, opened: List[Any]) -> Tuple[Iterator[Any], Any]:
+        """The parts of a background stream whose connections resume after a cut, and its Resumable."""
+        from .resume import Resumable
+
+        protocol = self._protocol
+        client = self.client_type
+        if body.open(False):  # one JSON document: complete by nature, nothing to resume
+            return protocol.read(body, client, self.max_line_bytes), None
+
+        def reconnect(resource_id: str, cursor: Any) -> Iterator[Any]:
+            resumed = self._resume_body(dialect.resume_request(self._endpoint, resource_id, cursor), watch)
+            opened.append(resumed)
+            logger.info("%s: the stream of background response %s broke; resumed after event %s", client,
+                        resource_id, cursor)
+            return protocol.framing(resumed.iter_chunks(), self.max_line_bytes)
+
+        frames = protocol.framing(body.iter_chunks(), self.max_line_bytes)
+        resumable = Resumable(frames, dialect.frame_cursor, reconnect, ordered=dialect.ordered_cursors, client=client)
+        return protocol.parse_stream(iter(resumable), client), resumable
+
+    def _resume_body(self, request: Any, watch: Any) -> Any:
+        """The body of the GET that resumes a background stream, opened with the retry policy (the call's
+        deadline stops the watch); an error that may not be retried, or the last one, is raised."""
         client = self.client_type
         transport = _transport()
+        protocol = self._protocol
+        timeout = Timeout.of(self.timeout)
         attempt = 0
-        debug = logger.isEnabledFor(logging.DEBUG)
         while True:
-            chunks = None
-            delivered = 0  # events handed to the caller in this attempt
-            started = time.monotonic()
-            logged = False
-            sent = request  # what went out (its headers hold this attempt's token or signature)
+            if watch.reason is not None:
+                raise _stopped(client, watch, timeout)
+            sent = request
             try:
-                if control.reason is not None:
-                    raise _stopped(client, control, timeout)
-                limits = _limits(timeout, deadline)
-                if limits is None:
-                    raise _stopped(client, control, timeout, "deadline")
-                protocol = self._protocol
-                # encoded per attempt: a signature or a refreshed token is good for this send only
                 sent = protocol.encode(request, self._endpoint)
-                chunks = transport.open_stream(self._get_session(), sent, limits, client, watch=control)
-                parts = protocol.read(chunks, client, self.max_line_bytes, not request.stream)
-                if debug:
-                    logged = _log_attempt(sent, attempt, started, chunks, None)
-                for event in drive(parts, client):
-                    if control.reason is not None:
-                        raise _stopped(client, control, timeout)
-                    delivered += 1
-                    if event["event_type"] == "stop":
-                        if chunks is not None:
-                            chunks.finish()  # the terminal marker arrived: let the connection go back to the pool
-                            chunks = None
-                        if debug:
-                            logger.debug("stream finished: %s, %d events, finish_reason=%s, usage=%s, %.0f ms",
-                                         client, delivered, event["finish_reason"], event["usage_metadata"],
-                                         (time.monotonic() - started) * 1000)
+                body = transport.open_stream(self._get_session(), sent, (timeout.connect, timeout.read), client,
+                                             watch=watch, error_from_body=protocol.error_from_body,
+                                             is_stream=starts_stream)
+                if body.open(False):
+                    raise StreamProtocolError("{}: resuming a background stream answered one JSON document".format(
+                        client), client=client)
+                return body
+            except AgentHubError as exc:
+                self._explain(exc, sent)
+                if exc.__dict__.get("_agenthub_stop") is _STOP:
+                    raise
+                if watch.reason is not None:
+                    raise _stopped(client, watch, timeout) from exc
+                _scrub(exc, self._secrets(sent))
+                delay = _backoff(attempt, getattr(exc, "retry_after", None))
+                if not getattr(exc, "retryable", False) or attempt >= self.max_retries or delay is None:
+                    raise
+                attempt += 1
+                logger.info("%s: retrying the resume after %s, attempt %d of %d, in %.2fs", client,
+                            type(exc).__name__, attempt, self.max_retries, delay)
+                if not watch.sleep(delay):
+                    raise _stopped(client, watch, timeout) from exc
+
+    def _cancel(self, dialect: Any, resource_id: str) -> None:
+        """Cancel a background response server-side (its stream ended before it did: abort, close, error).
+        One POST, short timeouts, no retry; a failure is logged, never raised."""
+        client = self.client_type
+        request = dialect.cancel_request(self._endpoint, resource_id)
+        try:
+            sent = self._protocol.encode(request, self._endpoint)
+            body = _transport().open_stream(self._get_session(), sent, (5.0, 10.0), client)
+            body.open(document=True)
+            logger.info("%s: background response %s cancelled", client, resource_id)
+        except AgentHubError as exc:
+            _scrub(exc, self._secrets(request))
+            logger.warning("%s: cancelling background response %s failed: %s", client, resource_id, exc)
+
+    def _run(self, call: Attempt, watch: Any, protocol: Any, read: Callable[[Any], Iterable[Any]]) -> Iterator[Any]:
+        """The attempt loop, the one place of the call policies: the deadline, abort, retries with
+        backoff, error scrubbing and the hooks (see the module docstring).  ``read(body)`` turns an
+        opened answer into what is yielded: a stream's events, or the one JSON document."""
+        client = self.client_type
+        transport = _transport()
+        hooks = self._hooks
+        debug = logger.isEnabledFor(logging.DEBUG)
+        stream = call.kind == "stream"
+        timeout = Timeout.of(self.timeout)
+        deadline = timer = None
+        if timeout.total is not None:
+            deadline = time.monotonic() + timeout.total
+            timer = threading.Timer(timeout.total, watch.stop, ("deadline",))
+            timer.daemon = True
+            timer.start()
+        call.watch = watch
+        delivered = 0  # events handed to the caller in this call
+        try:
+            while True:
+                body = None
+                started = time.monotonic()
+                logged = False
+                call.sent = call.request  # what went out (its headers hold this attempt's token or signature)
+                call.status = call.headers = call.error = None
+                try:
+                    if watch.reason is not None:
+                        raise _stopped(client, watch, timeout)
+                    for hook in hooks:
+                        hook.before_attempt(call)
+                    limits = _limits(timeout, deadline)
+                    if limits is None:
+                        raise _stopped(client, watch, timeout, "deadline")
+                    # encoded per attempt: a signature or a refreshed token is good for this send only
+                    call.sent = sent = self._host.encode(call.request, self._endpoint)  # URL, credential
+                    body = transport.open_stream(self._get_session(), sent, limits, client, watch=watch,
+                                                 error_from_body=protocol.error_from_body, is_stream=starts_stream)
+                    body.open(not stream or not call.request.stream)  # sent: the answer's head is in
+                    call.status, call.headers = body.status, body.headers
+                    for hook in hooks:
+                        hook.after_response(call)
+                    outputs = read(body)
+                    if debug:
+                        logged = _log_attempt(sent, call.number, started, body, None)
+                    if not stream:
+                        for output in outputs:
+                            delivered += 1
+                            yield output
+                        return
+                    for output in outputs:  # the hot loop: one pass per event
+                        delivered += 1
+                        if output["event_type"] == "stop":
+                            if body is not None:
+                                body.finish()  # the terminal marker arrived: let the connection go back to the pool
+                                body = None
+                            call.usage = output["usage_metadata"]
+                            if debug:
+                                logger.debug("stream finished: %s, %d events, finish_reason=%s, usage=%s, %.0f ms",
+                                             client, delivered, output["finish_reason"], output["usage_metadata"],
+                                             (time.monotonic() - started) * 1000)
+                        yield output
+                        # checked as the caller asks for the next event, before anything is read: aborted, out
+                        # of time, or in another process (a forked child) while the caller held this one
+                        if watch.reason is not None:
+                            raise _stopped(client, watch, timeout)
+                    return
+                except AgentHubError as exc:
+                    call.delivered = delivered
+                    if body is not None and call.status is None:
+                        call.status, call.headers = body.status, body.headers  # an error answer's head
+                    if debug and not logged:
+                        _log_attempt(call.sent, call.number, started, None, exc)
+                    self._explain(exc, call.sent)
+                    if exc.__dict__.get("_agenthub_stop") is _STOP:
+                        raise
+                    if watch.reason is not None:  # the failure is the abort (or the deadline) showing through
+                        raise _stopped(client, watch, timeout) from exc
+                    if deadline is not None and isinstance(exc, TransportError) and time.monotonic() >= deadline:
+                        raise _stopped(client, watch, timeout, "deadline") from exc
+                    _scrub(exc, self._secrets(call.sent, call.config))
+                    call.error = exc
+                    call.retry = bool(not delivered and getattr(exc, "retryable", False)
+                                      and call.number < self.max_retries
+                                      and not exc.__dict__.get(RESUMED))  # a background response: never re-POSTed
+                    call.delay = _backoff(call.number, getattr(exc, "retry_after", None)) if call.retry else None
+                    if call.delay is None or (deadline is not None and time.monotonic() + call.delay >= deadline):
+                        call.retry = False
+                    for hook in hooks:
+                        hook.on_error(call, exc)
+                    if not call.retry or call.delay is None:
+                        if call.fallback is not None and not delivered:
+                            fallback, call.fallback = call.fallback, None
+                            call.error = None
+                            for output in fallback:
+                                delivered += 1
+                                yield output
+                            return
+                        raise
+                    call.number += 1
+                    logger.info("%s: retrying after %s (status=%s, type=%s), attempt %d of %d, in %.2fs", client,
+                                type(exc).__name__, getattr(exc, "status", None), getattr(exc, "error_type", None),
+                                call.number, self.max_retries, call.delay)
+                    if body is not None:
+                        body.close()
+                        body = None
+                    if not watch.sleep(call.delay):
+                        raise _stopped(client, watch, timeout) from exc
+                finally:
+                    if body is not None:
+                        body.close()
+        except BaseException as exc:
+            if isinstance(exc, AgentHubError):
+                call.error = exc
+            raise
+        finally:
+            if timer is not None:
+                timer.cancel()
+            call.delivered = delivered
+            for hook in hooks:
+                hook.on_done(call)
+
+    # -- failover -------------------------------------------------------------------------------
+    def _fallback_client(self, entry: Any) -> "AutoLLMClient":
+        """A ``fallbacks`` entry as a client: a model name gets this client's timeout, retries, session and
+        budget (its key, endpoint and protocol are its own: the registry's, from its environment variable)."""
+        if isinstance(entry, AutoLLMClient):
+            return entry
+        if isinstance(entry, str) and entry:
+            return AutoLLMClient(entry, timeout=self.timeout, max_retries=self.max_retries, session=self._session,
+                                 max_line_bytes=self.max_line_bytes, budget=self.budget)
+        raise ConfigError("each fallbacks entry must be a model name or an AutoLLMClient, not {}".format(
+            type(entry).__name__))
+
+    def _route(self) -> Dict[str, Any]:
+        return {"model": self.model, "client_type": self.client_type, "host": _host(self._endpoint.base_url)}
+
+    def _falls_over(self, error: BaseException) -> bool:
+        """May a failure before the first event move the turn to the next fallback?"""
+        return isinstance(error, self._fallback_on) or _unwell(error)
+
+    def _routes(self, call: Attempt, watch: Any) -> Iterator[UniEvent]:
+        """The route loop: this client, then each fallback in order, while no event reached the caller.
+
+        An entry whose circuit is open is skipped at once; a failure the entry's own attempt loop gave
+        up on (``_falls_over``) moves to the next entry; once an event was yielded, an error is raised
+        as it is (two entries' events are never joined).  ``last_route`` names the entry that answered."""
+        settings = self._breaker
+        last_error = None  # type: Optional[AgentHubError]
+        for entry in [self] + self._fallbacks:
+            route = entry._route()
+            gate = breaker_for(entry.client_type, route["host"], entry.model) if settings is not None else None
+            if gate is not None and not gate.allow(settings["cooldown"]):
+                logger.info("agenthub fallback: %s (%s, %s) skipped: its circuit is open", entry.model,
+                            entry.client_type, route["host"])
+                continue
+            started = False
+            verdict = False
+            try:
+                sub = call if entry is self else entry._call_for(call)
+                for event in entry._attempts_here(sub, watch):
+                    if not started:
+                        started = verdict = True
+                        if gate is not None:
+                            gate.success()
+                        self.last_route = route
                     yield event
                 return
             except AgentHubError as exc:
-                if debug and not logged:
-                    _log_attempt(sent, attempt, started, None, exc)
-                self._explain(exc, request)
-                if getattr(exc, "_agenthub_stop", False):
+                if gate is not None and not started and _unwell(exc):
+                    gate.failure(settings["failures"])
+                    verdict = True
+                if started or watch.reason is not None or not self._falls_over(exc):
                     raise
-                if control.reason is not None:  # the failure is the abort (or the deadline) showing through
-                    raise _stopped(client, control, timeout) from exc
-                if deadline is not None and isinstance(exc, TransportError) and time.monotonic() >= deadline:
-                    raise _stopped(client, control, timeout, "deadline") from exc
-                _scrub(exc, self._secrets(sent, config))
-                if delivered or not getattr(exc, "retryable", False) or attempt >= self.max_retries:
-                    raise
-                delay = _backoff(attempt, getattr(exc, "retry_after", None))
-                if delay is None or (deadline is not None and time.monotonic() + delay >= deadline):
-                    raise
-                attempt += 1
-                logger.info("%s: retrying after %s (status=%s, type=%s), attempt %d of %d, in %.2fs", client,
-                            type(exc).__name__, getattr(exc, "status", None), getattr(exc, "error_type", None),
-                            attempt, self.max_retries, delay)
-                if chunks is not None:
-                    chunks.close()  # type: ignore[attr-defined]
-                    chunks = None
-                if not control.sleep(delay):
-                    raise _stopped(client, control, timeout) from exc
+                logger.info("agenthub fallback: %s (%s, %s) skipped: %s%s", entry.model, entry.client_type,
+                            route["host"], type(exc).__name__,
+                            "" if getattr(exc, "status", None) is None else " {}".format(exc.status))
+                last_error = exc
             finally:
-                if chunks is not None:
-                    chunks.close()  # type: ignore[attr-defined]
+                if gate is not None and not verdict:
+                    gate.release()  # a probe that ended with no verdict (closed early, or a 400): another may go
+        if last_error is not None:
+            raise last_error
+        raise ServerError("{}: every route is unavailable (their circuits are open after repeated failures; "
+                          "they are tried again after their cooldown of {:g}s)".format(self.model, settings["cooldown"]
+                                                                                       if settings else 0),
+                          client=self.client_type, status=None, error_type="circuit_open", retryable=True,
+                          retry_after=settings["cooldown"] if settings else None)
+
+    def _call_for(self, call: Attempt) -> Attempt:
+        """The primary's call as this fallback client sends it: the same messages and config, its own request."""
+        messages = list(call.messages or [])
+        config = dict(call.config or {})
+        return Attempt("stream", self, apply_extras(self._build(messages, config), config), messages, config)
 
     def _secrets(self, request: Any, config: Optional[Mapping[str, Any]] = None) -> List[str]:
         """What to scrub from an error: the key (every part of a credential set), every request
@@ -678,27 +1009,93 @@ class AutoLLMClient(object):
             _transport().forget_connections(session)
         return session
 
-    def _trace(self, config: Mapping[str, Any], history: List[UniMessage]) -> None:
+    def _trace(self, config: Mapping[str, Any], history: List[UniMessage],
+               route: Optional[Mapping[str, Any]] = None) -> None:
         """Write the trace of a completed answer.  A failure is logged and the answer stands
         (agenthub.tracer documents the policy): the turn happened, so it is never undone."""
         from .tracer import save_trace
 
+        routes = self.__dict__.setdefault("_trace_routes", {}).setdefault(config["trace_id"], [])
+        if route is not None:  # which endpoint answered each turn (failover never hides it)
+            routes.append(dict(route, turn=len(history) - 1))
+
         if config.get("extra_headers"):  # header values may be credentials: a trace never holds them
             config = dict(config, extra_headers={name: "***" for name in config["extra_headers"]})
         try:
-            save_trace(config["trace_id"], self.model, history, config)
+            save_trace(config["trace_id"], self.model, history, config, routes=routes)
         except Exception as exc:  # disk full, permissions, a folder removed meanwhile, an unwritable value
             logger.error("%s: the trace %r was not written (%s: %s); the answer stands", self.client_type,
                          config["trace_id"], type(exc).__name__, exc)
 
 
-def _fold(events: Iterator[UniEvent]) -> Any:
-    """``collect`` of ``events`` as they pass (none is kept)."""
-    collector = Collector()
-    add = collector.add
-    for event in events:
-        add(event)
-    return collector.message()
+def _marked(events: Iterator[UniEvent], resumable: Any) -> Iterator[UniEvent]:
+    """``events``; an error raised once the background response's id was known is marked so that the
+    attempt loop never retries it by a second POST."""
+    try:
+        yield from events
+    except AgentHubError as exc:
+        if resumable is not None and resumable.resource_id:
+            setattr(exc, RESUMED, resumable.resource_id)
+        raise
+
+
+def _resume_module(record: Any) -> Any:
+    """The module of a protocol that resumes background streams (``resume_request``, ``cancel_request``,
+    ``frame_cursor``, ``ordered_cursors``)."""
+    module = importlib.import_module("agenthub.providers." + record.module)
+    if not hasattr(module, "resume_request"):  # pragma: no cover - build_request.accepts keeps it out
+        raise UnsupportedParameterError("{}: background is not available on this protocol".format(record.name),
+                                        client=record.name, parameter="background")
+    return module
+
+
+def _sequence(value: Any, name: str) -> List[Any]:
+    if value is None:
+        return []
+    if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple)):
+        raise ConfigError("{} must be a list".format(name))
+    return list(value)
+
+
+def _error_classes(value: Any) -> Tuple[type, ...]:
+    """``fallback_on=``: error classes (AgentHubError subclasses) that also move a turn to the next fallback."""
+    classes = tuple(_sequence(value, "fallback_on"))
+    for cls in classes:
+        if not (isinstance(cls, type) and issubclass(cls, AgentHubError)):
+            raise ConfigError("fallback_on takes AgentHubError subclasses (ConfigError, UpstreamError, ...), "
+                              "not {!r}".format(cls))
+    return classes
+
+
+def _unwell(error: BaseException) -> bool:
+    """A failure that says the endpoint is down or overloaded (what fails over and counts against its
+    circuit): a retryable status after the retries, a connection failure or a timeout, an in-stream
+    error or a cut before any content.  An abort by the caller, a fork, a 400 or a 401 are not."""
+    if isinstance(error, TransportError):
+        return not (error.__dict__.get("aborted") or error.__dict__.get("forked"))
+    if isinstance(error, (UpstreamError, StreamProtocolError)):
+        return bool(getattr(error, "retryable", False))
+    return False
+
+
+def _host(url: str) -> str:
+    from urllib.parse import urlsplit
+
+    try:
+        return (urlsplit(url).hostname or "").lower()
+    except ValueError:
+        return ""
+
+
+#: protocol module -> the dialect it speaks (agenthub.foreign's names)
+_DIALECTS = {"openai_chat": "openai-chat", "azure": "openai-chat", "openai_responses": "openai-responses",
+             "azure_responses": "openai-responses", "anthropic": "anthropic", "vertex_anthropic": "anthropic",
+             "gemini": "gemini", "vertex": "gemini", "bedrock": "bedrock", "agenthub_server": "agenthub",
+             "gemini_interactions": "gemini-interactions"}
+
+
+def _dialect_of(protocol: Any) -> str:
+    return _DIALECTS.get(getattr(protocol, "module", ""), getattr(protocol, "name", ""))
 
 
 def _log_attempt(request: Any, attempt: int, started: float, body: Any, error: Optional[BaseException]) -> bool:
@@ -709,7 +1106,7 @@ def _log_attempt(request: Any, attempt: int, started: float, body: Any, error: O
         outcome = " -> {}".format(type(error).__name__)
     else:
         status = getattr(body, "status", None)
-        request_id = getattr(body, "request_id", None)
+        request_id = answer_request_id(getattr(body, "headers", None))
         outcome = ""
     logger.debug("HTTP %s %s status=%s request_id=%s attempt=%d elapsed=%.0f ms%s", getattr(request, "method", "?"),
                  safe_url(getattr(request, "url", None)), status, request_id, attempt + 1,
@@ -728,15 +1125,24 @@ def _limits(timeout: Timeout, deadline: Optional[float]) -> Optional[Tuple[Optio
             left if timeout.read is None else min(timeout.read, left))
 
 
-def _stopped(client: str, control: _Control, timeout: Timeout, reason: Optional[str] = None) -> TransportError:
+#: what marks the errors the loop itself raises for an abort or the deadline (no server can send it)
+_STOP = object()
+
+
+def _stopped(client: str, control: Any, timeout: Timeout, reason: Optional[str] = None) -> TransportError:
     reason = reason or control.reason or "abort"
     if reason == "deadline":
         error = TransportError("{}: the total deadline of {}s was exceeded".format(client, timeout.total),
                                client=client, timeout=True, deadline=True, aborted=False, retryable=False)
+    elif reason == "fork":
+        error = TransportError("{}: this stream was opened in process {} and cannot be read in another process "
+                               "(a forked child): open a new stream there".format(client, getattr(control, "pid", "?")),
+                               client=client, timeout=False, deadline=False, aborted=False, retryable=False,
+                               forked=True)
     else:
         error = TransportError("{}: the stream was aborted by the caller".format(client), client=client,
                                timeout=False, deadline=False, aborted=True, retryable=False)
-    error._agenthub_stop = True  # type: ignore[attr-defined]  # not a field: kept out of pickles and reprs
+    error._agenthub_stop = _STOP  # type: ignore[attr-defined]  # not a field: kept out of pickles and reprs
     return error
 
 

@@ -15,6 +15,8 @@
     │   ├── AuthenticationError                     401 / 403
     │   ├── RateLimitError                          429
     │   └── ServerError                             5xx, 529 overloaded
+    ├── BudgetExceededError                         .spent_usd .limit_usd .needed_usd: a request
+    │                                               that could exceed an agenthub.Budget, never sent
     └── StreamError
         ├── StreamProtocolError                     stream cut before its terminal marker,
         │                                           or a payload that breaks the protocol
@@ -48,6 +50,7 @@ __all__ = [
     "StreamProtocolError",
     "ToolCallArgumentParseError",
     "EmptyResponseError",
+    "BudgetExceededError",
     "upstream_error",
     "preview",
     "error_to_json",
@@ -124,7 +127,8 @@ class TransportError(AgentHubError, ConnectionError):
     """Connecting, sending or reading failed (timeouts included); the cause is chained.
 
     ``timeout``: a connect or idle timeout (or the total deadline) fired; ``deadline``: the
-    total deadline passed; ``aborted``: the caller stopped the stream (``abort()``).
+    total deadline passed; ``aborted``: the caller stopped the stream (``abort()``); ``forked``:
+    the stream was read in another process than the one that opened it (a forked child).
     """
 
     client: str = ""
@@ -132,6 +136,7 @@ class TransportError(AgentHubError, ConnectionError):
     timeout: bool = False
     deadline: bool = False
     aborted: bool = False
+    forked: bool = False
 
 
 class UpstreamError(AgentHubError):
@@ -265,6 +270,22 @@ class EmptyResponseError(StreamError):
         super().__init__(message, client=client, finish_reason=finish_reason, usage_metadata=usage_metadata, **fields)
 
 
+class BudgetExceededError(AgentHubError):
+    """The request could cost more than what is left of its ``agenthub.Budget``: it was not sent.
+
+    ``spent_usd``: what the budget has spent and holds for requests under way; ``limit_usd``: its
+    ``max_usd``; ``needed_usd``: the worst case of the request refused.
+    """
+
+    spent_usd: float
+    limit_usd: float
+    needed_usd: float
+
+    def __init__(self, message: str = "", spent_usd: float = 0.0, limit_usd: float = 0.0, needed_usd: float = 0.0,
+                 **fields: Any) -> None:
+        super().__init__(message, spent_usd=spent_usd, limit_usd=limit_usd, needed_usd=needed_usd, **fields)
+
+
 _SECRET_QUERY = re.compile(r"key|token|secret|sig|password|passwd|auth|credential|session|x-amz-", re.I)
 
 
@@ -317,7 +338,7 @@ _TYPE_STATUSES = {
 
 
 def _retry_delay(details: Any) -> Optional[float]:
-    """Google's ``google.rpc.RetryInfo`` detail (``{"retryDelay": "17s"}``) -> seconds."""
+    """An RPC-status ``RetryInfo`` detail (``{"@type": "...RetryInfo", "retryDelay": "17s"}``) -> seconds."""
     if not isinstance(details, list):
         return None
     for detail in details:
@@ -333,7 +354,7 @@ def _retry_delay(details: Any) -> Optional[float]:
     return None
 
 
-#: what gateways write in an error's ``type`` when it has none (LiteLLM: ``str(None)``)
+#: what gateways write in an error's ``type`` when it has none (``str(None)`` among them)
 _NO_TYPE = frozenset(["", "None", "none", "null", "NULL"])
 
 
@@ -375,23 +396,19 @@ def upstream_error(
     """Build the right UpstreamError subclass from a provider's error payload.
 
     ``payload`` is the decoded error body (any JSON value, or text): the shapes of
-    OpenAI (``{"error": {"message", "type", "code"}}``), Anthropic
-    (``{"type": "error", "error": {"type", "message"}}``) and Google
-    (``{"error": {"code", "message", "status"}}``) are understood; anything else
+    ``{"error": {"message", "type", "code"}}``, ``{"type": "error", "error": {"type", "message"}}``
+    and ``{"error": {"code", "message", "status", "details"}}`` (also wrapped in a one-element list)
+    are understood; anything else
     is summarised.  ``status`` is None for errors that arrived inside a 200 stream:
     the error type then picks the status (overloaded -> 529).  ``url`` (shown without
-    credentials) is the URL that answered.  From an agenthub server (``client == "agenthub"``)
-    the error it names is rebuilt as it was raised there.
+    credentials) is the URL that answered.  A protocol with error shapes of its own reads them
+    in its record's ``error_from_body`` hook before it comes here.
     """
-    if client == "agenthub":
-        rebuilt = error_from_json(payload)
-        if rebuilt is not None:
-            return rebuilt  # type: ignore[return-value]
     error_type = None
     message = None
     code = None
     body = payload
-    if isinstance(body, list) and body and isinstance(body[0], dict):  # Google sometimes wraps in a list
+    if isinstance(body, list) and body and isinstance(body[0], dict):  # an error wrapped in a list
         body = body[0]
     if isinstance(body, dict):
         inner = body.get("error", body)
@@ -405,7 +422,7 @@ def upstream_error(
             if error_type is None and numeric is None:
                 error_type = _named(code)
             if numeric is not None and _named(inner.get("type")) is None and not isinstance(code, int):
-                # a status spelled as the code ("500", LiteLLM and other gateways), with no type beside it:
+                # a status spelled as the code ("500", as gateways write it), with no type beside it:
                 # it says what failed better than the status of the answer that carried it
                 status = numeric
             if status is None and isinstance(inner.get("status_code"), int):
@@ -446,13 +463,13 @@ def upstream_error(
 
 
 
-# -- errors as JSON (agenthub serve and client_type="agenthub") ----------------------------------
+# -- errors as JSON (agenthub serve and the client of an agenthub server) --------------------------
 
 #: the classes an error JSON may name, by class name
 _CLASSES = {cls.__name__: cls for cls in (
     AgentHubError, ConfigError, UnsupportedParameterError, UnsupportedOperationError, TransportError, UpstreamError,
     AuthenticationError, RateLimitError, ServerError, StreamError, StreamProtocolError, ToolCallArgumentParseError,
-    EmptyResponseError)}
+    EmptyResponseError, BudgetExceededError)}
 _JSON_SCALARS = (str, int, float, bool, type(None))
 
 
@@ -505,13 +522,55 @@ def error_from_json(payload: Any) -> Optional[AgentHubError]:
         return None
     message = inner.get("message")
     message = message if isinstance(message, str) else ""
-    fields = {str(k): v for k, v in inner.items() if k not in ("type", "message") and str(k).isidentifier()}
+    # only the fields the class declares, each of its declared type: a document from another process (an
+    # agenthub server, maybe a hostile one) sets no attribute the client reads for itself, and no field of
+    # a type its readers do not expect (a retry_after that is a string)
+    typed = _typed_fields(cls)
+    fields = {k: v for k, v in inner.items() if k in typed and _fits(typed[k], v)}
     try:
         return cls(message, **fields)  # the class's own defaults for any field the document left out
     except TypeError:  # a field that collides with a parameter of the constructor
         if issubclass(cls, UpstreamError):
             fields["message"] = message
         return _rebuild(cls, (message,), fields)
+
+
+_TYPED = {}  # type: Dict[type, Dict[str, Any]]
+
+
+def _typed_fields(cls: type) -> Dict[str, Any]:
+    """The fields an error class declares (its annotations and its bases'), name -> type; message aside."""
+    typed = _TYPED.get(cls)
+    if typed is None:
+        import typing
+
+        typed = {name: hint for name, hint in typing.get_type_hints(cls).items()
+                 if not name.startswith("_") and name != "message"}
+        _TYPED[cls] = typed
+    return typed
+
+
+def _fits(hint: Any, value: Any) -> bool:
+    """``value`` is of the declared type ``hint`` (str, bool, int, float, a Mapping, or Optional of one)."""
+    import collections.abc
+    import math
+    import typing
+
+    if getattr(hint, "__origin__", None) is typing.Union:
+        return any(_fits(arm, value) for arm in hint.__args__)
+    if hint is type(None):
+        return value is None
+    if hint is bool:
+        return type(value) is bool
+    if hint is int:
+        return type(value) is int
+    if hint is float:
+        return type(value) in (int, float) and math.isfinite(value) and value >= 0
+    if hint is str:
+        return type(value) is str
+    if getattr(hint, "__origin__", None) in (dict, collections.abc.Mapping):  # (typing's Mapping[...])
+        return type(value) is dict
+    return False
 
 
 def set_field(error: AgentHubError, name: str, value: Any) -> None:

@@ -34,8 +34,9 @@ a name or string that is not UTF-8 is a StreamProtocolError.
 ``EventStreamDecoder.feed(chunk)`` takes bytes as they arrive (a message may be split anywhere, even
 inside the prelude) and returns the messages they completed; ``close()`` ends the body and raises
 StreamProtocolError when it stopped inside a message.  A message longer than ``max_frame_bytes`` is
-refused as soon as its prelude arrives, so a broken server cannot make the client buffer without
-bound.  ``iter_messages(chunks, max_frame_bytes)`` is the same as a lazy generator: the ``framing``
+refused as soon as its prelude arrives, and so is a headers section longer than 128 KiB or a payload
+longer than 24 MiB (AWS's own limits, as botocore's decoder refuses them), so a broken server cannot
+make the client buffer without bound; only small headers sections are cached (a bound in bytes).  ``iter_messages(chunks, max_frame_bytes)`` is the same as a lazy generator: the ``framing``
 of the Bedrock protocol record.
 """
 
@@ -46,11 +47,17 @@ from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple
 from .errors import StreamProtocolError
 
 __all__ = ["Message", "EventStreamDecoder", "iter_messages", "DEFAULT_MAX_FRAME_BYTES", "PRELUDE_BYTES",
-           "CONTENT_TYPE", "parse_headers"]
+           "CONTENT_TYPE", "parse_headers", "MAX_HEADERS_BYTES", "MAX_PAYLOAD_BYTES"]
 
 CONTENT_TYPE = "application/vnd.amazon.eventstream"
-#: the largest message accepted by default (Bedrock's payload limit is far below; image deltas fit)
-DEFAULT_MAX_FRAME_BYTES = 64 * 1024 * 1024
+#: AWS's own limits, as botocore's decoder enforces them (botocore/eventstream.py ``_MAX_HEADERS_LENGTH``,
+#: ``_MAX_PAYLOAD_LENGTH``): a headers section or a payload longer than this is refused at the prelude
+MAX_HEADERS_BYTES = 128 * 1024
+MAX_PAYLOAD_BYTES = 24 * 1024 * 1024
+#: the largest message accepted by default: the largest one AWS's limits allow
+DEFAULT_MAX_FRAME_BYTES = MAX_HEADERS_BYTES + MAX_PAYLOAD_BYTES + 16
+#: a message's length less its headers, at most (the payload, the prelude and the message CRC)
+_MAX_REST = MAX_PAYLOAD_BYTES + 16
 #: total length, headers length, prelude CRC
 PRELUDE_BYTES = 12
 _MIN_MESSAGE = PRELUDE_BYTES + 4
@@ -175,11 +182,21 @@ def _check_prelude(total: int, headers_length: int, crc: int, prelude: Any, max_
         raise _error("message of {} bytes is longer than the limit of {} bytes".format(total, max_frame_bytes))
     if headers_length > total - _MIN_MESSAGE:
         raise _error("headers length {} does not fit in a message of {} bytes".format(headers_length, total))
+    if headers_length > MAX_HEADERS_BYTES:
+        raise _error("a headers section of {} bytes is longer than AWS's limit of {} bytes".format(
+            headers_length, MAX_HEADERS_BYTES))
+    if total - headers_length - _MIN_MESSAGE > MAX_PAYLOAD_BYTES:
+        raise _error("a payload of {} bytes is longer than AWS's limit of {} bytes".format(
+            total - headers_length - _MIN_MESSAGE, MAX_PAYLOAD_BYTES))
 
 
-#: headers sections seen lately -> their parse (a stream repeats the same few: event type, content type)
+#: small headers sections seen lately -> their parse (a stream repeats the same few: event type, content
+#: type, message type: about 90 bytes).  Only sections of at most _CACHED_SECTION_BYTES are kept, at most
+#: _HEADER_CACHE_SIZE of them, so the cache (shared by every stream of the process) holds at most
+#: 256 x 512 bytes of sections and their parses, whatever a server sends.
 _HEADER_CACHE = {}  # type: Dict[bytes, Tuple[Dict[str, Any], Dict[str, int]]]
 _HEADER_CACHE_SIZE = 256
+_CACHED_SECTION_BYTES = 512
 
 
 def _headers(raw: bytes) -> Tuple[Dict[str, Any], Dict[str, int]]:
@@ -187,6 +204,8 @@ def _headers(raw: bytes) -> Tuple[Dict[str, Any], Dict[str, int]]:
     hit = _HEADER_CACHE.get(raw)
     if hit is None:
         hit = parse_headers(raw)
+        if len(raw) > _CACHED_SECTION_BYTES:
+            return hit
         if len(_HEADER_CACHE) >= _HEADER_CACHE_SIZE:
             _HEADER_CACHE.clear()
         _HEADER_CACHE[raw] = hit
@@ -280,6 +299,7 @@ def iter_messages(chunks: Iterable[bytes], max_frame_bytes: int = DEFAULT_MAX_FR
             # the same checks as feed(), in locals
             total, headers_length, crc = _prelude(chunk, 0)
             if total == size and total <= max_frame_bytes and headers_length <= total - _MIN_MESSAGE \
+                    and headers_length <= MAX_HEADERS_BYTES and total - headers_length <= _MAX_REST \
                     and crc32(chunk[:8]) & 0xFFFFFFFF == crc:
                 if crc32(chunk[:-4]) & 0xFFFFFFFF != _uint32(chunk, size - 4)[0]:
                     raise _error("message CRC32 mismatch (corrupt frame)")

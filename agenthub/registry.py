@@ -26,10 +26,10 @@ import re
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 from urllib.parse import urlsplit
 
-from . import providers
+from . import hosts, providers
 from .errors import ConfigError
+from .hosts.credentials import check_not_private_key, is_loopback, is_token_provider
 from .providers._common import nearest
-from .providers._tokens import check_not_private_key, is_loopback, is_token_provider
 
 __all__ = [
     "Route",
@@ -43,9 +43,6 @@ __all__ = [
     "list_models",
     "is_loopback",
     "clamp_level",
-    "ModelPrice",
-    "PRICES",
-    "model_price",
     "cost",
 ]
 
@@ -60,18 +57,20 @@ MODEL_QUIRKS = ("embeddings", "tts", "image_output")
 
 
 def _derived_tables() -> Dict[str, Any]:
-    """CLIENT_TYPES, PROTOCOL_KEYS and QUIRK_KEYS, read from the protocols' records (every
-    protocol module is imported: these are for tools and tests; routing reads one record)."""
-    records = providers.all_protocols()
+    """CLIENT_TYPES, PROTOCOL_KEYS and QUIRK_KEYS, read from the client-type rows, their hosts and
+    the dialects' records (every module is imported: these are for tools and tests; routing reads one row)."""
+    rows = hosts.all_client_types()
     quirk_keys = set(MODEL_QUIRKS)
-    for record in records:
+    for record in providers.all_protocols():
         quirk_keys.update(record.quirk_keys)
+    for row in rows:
+        quirk_keys.update(row.host.quirk_keys)
     return {
         #: client_type -> default base URL when the caller names the protocol but no endpoint
-        "CLIENT_TYPES": {record.name: record.base_url for record in records},
+        "CLIENT_TYPES": {row.name: row.host.base_url for row in rows},
         #: client_type -> (key variables, the variable that moves the endpoint)
-        "PROTOCOL_KEYS": {record.name: (record.key_env, record.base_url_env) for record in records},
-        #: every quirk key a row may carry: what some protocol module reads (a typo in a row is caught by the tests)
+        "PROTOCOL_KEYS": {row.name: (row.key_env, row.base_url_env) for row in rows},
+        #: every quirk key a row may carry: what some dialect or host reads (a typo in a row is caught by the tests)
         "QUIRK_KEYS": tuple(sorted(quirk_keys)),
     }
 
@@ -83,8 +82,6 @@ def __getattr__(name: str) -> Any:  # PEP 562: the derived tables are built on f
         return tables[name]
     raise AttributeError("module {!r} has no attribute {!r}".format(__name__, name))
 
-
-TOOL_CHOICES = ("auto", "none", "required", "list")
 
 _TEXT = (("text",), ("text",))
 #: servers with JSON mode but no json_schema (DeepSeek, Z.AI, Moonshot document only {"type": "json_object"})
@@ -272,7 +269,7 @@ ROUTES = [
           _VISION, ("qwen3-max", "qwen-plus", "qwen3-vl-plus"), presets=("dashscope",),
           hosts=("dashscope.aliyuncs.com",), label="qwen*, qwq*"),
     Route(r"minimax-", "openai-chat", "https://api.minimax.io/v1", ("MINIMAX_API_KEY",), "MiniMax", "MINIMAX_BASE_URL",
-          {"tool_choice": ("auto", "none")}, _VISION, ("MiniMax-M3", "MiniMax-M2.7"), presets=("minimax",),
+          {"tool_choice": ("auto", "none"), "thinking": {}}, _VISION, ("MiniMax-M3", "MiniMax-M2.7"), presets=("minimax",),
           hosts=("api.minimaxi.com",), label="minimax-*"),
     # -- local servers: client_type picks them, any model name -------------------------------------
     Route(None, "openai-chat", "http://127.0.0.1:8000/v1", ("VLLM_API_KEY",), "vLLM", None,
@@ -356,7 +353,7 @@ def _check_url(url: Any, what: str) -> str:
 
 
 def _protocol_names() -> str:
-    return ", ".join(sorted(providers.PROTOCOLS))
+    return ", ".join(sorted(hosts.CLIENT_TYPES))
 
 
 def resolve(
@@ -394,7 +391,7 @@ def resolve(
             client_type = chosen.client_type
         else:
             client_type = ALIASES.get(client_type, client_type)
-            if client_type not in providers.PROTOCOLS:
+            if client_type not in hosts.CLIENT_TYPES:
                 raise ConfigError("unknown client_type {!r}; protocols: {}; aliases: {}; presets: {}".format(
                     alias, _protocol_names(), ", ".join(sorted(ALIASES)), ", ".join(sorted(table))))
             if by_name is not None and by_name.client_type == client_type:
@@ -408,20 +405,26 @@ def resolve(
                     model, _protocol_names(), ", ".join(sorted(presets())), model))
         chosen = by_name
         client_type = by_name.client_type
+        if client_type == "gemini" and _gemini_api(env) == "interactions" and not any(
+                by_name.quirks.get(key) for key in MODEL_QUIRKS):
+            client_type = "gemini-interactions"  # GEMINI_API=interactions: the same models, the other API
+            chosen = None
     assert client_type is not None
 
-    record = providers.protocol(client_type)
-    if record.configure is not None:  # Azure OpenAI, Vertex AI: the caller's own cloud resource
-        client_type, endpoint, api_key, extra = record.configure(model, base_url, api_key, env)
+    row = hosts.client_type(client_type)
+    host = row.host
+    if host.configure is not None:  # Azure, Vertex AI, Bedrock: the caller's own cloud resource
+        client_type, endpoint, api_key, extra = host.configure(row, model, base_url, api_key, env)
         # no row of its own: what the model name says of the model (tts, image output) still applies
-        quirks = _quirks(chosen, True) if chosen is not None else _quirks(by_name, False)
+        quirks = dict(hosts.client_type(client_type).quirks)
+        quirks.update(_quirks(chosen, True) if chosen is not None else _quirks(by_name, False))
         quirks.update(extra)
         if isinstance(api_key, str):
             check_not_private_key(api_key, "the key read from the environment")
         return client_type, endpoint, api_key, quirks
     if is_token_provider(api_key):
         raise ConfigError("client_type {!r} takes a key string as api_key; a token callable is taken by {}".format(
-            client_type, ", ".join(r.name for r in providers.all_protocols() if r.configure is not None)))
+            client_type, ", ".join(r.name for r in hosts.all_client_types() if r.host.takes_token_callable)))
     if api_key is not None and (not isinstance(api_key, str) or not api_key):
         raise ConfigError("api_key must be a non-empty string (or None to read it from the environment)")
 
@@ -439,7 +442,7 @@ def resolve(
             key_names = chosen.key_env
             default = chosen.base_url
         else:
-            key_names, url_var, default = record.key_env, record.base_url_env, record.base_url
+            key_names, url_var, default = host.key_env, host.base_url_env, host.base_url
         env_url = env.get(url_var) if url_var else None
         endpoint = _check_url(env_url, url_var) if env_url else default
         quirks = _quirks(chosen, True)
@@ -458,7 +461,20 @@ def resolve(
         check_not_private_key(api_key, "the key read from the environment")
     if alias == "openai-embedding" or re.search(r"embed", model, re.I):
         quirks["embeddings"] = True  # embedding models keep their name's promise at any endpoint
+    if row.quirks:
+        quirks = dict(row.quirks, **quirks)
     return client_type, endpoint, api_key, quirks
+
+
+def _gemini_api(env: Mapping[str, str]) -> str:
+    """``GEMINI_API``: which of Google's APIs a ``gemini-*`` model routed by name speaks
+    (``interactions``, or ``generate_content``, the default)."""
+    value = (env.get("GEMINI_API") or "").strip().lower().replace("-", "_")
+    if value in ("", "generate_content", "generatecontent"):
+        return "generate_content"
+    if value == "interactions":
+        return value
+    raise ConfigError("GEMINI_API must be 'interactions' or 'generate_content' (got {!r})".format(value[:40]))
 
 
 def _hostname(url: str) -> str:
@@ -479,9 +495,8 @@ def list_models() -> List[Dict[str, Any]]:
     (the names it serves, in words), ``presets``
     (client_type names that pick the row), ``vendor``, ``client_type`` (the wire
     protocol), ``base_url``, ``api_key_env``, ``base_url_env``,
-    ``input_modalities``, ``output_modalities``, ``examples``, ``models`` (limits and
-    list prices per model, see ``PRICES``: ``model``, ``context_window``, ``max_output``,
-    ``usd_per_1m`` per usage bucket, ``taken``, ``source``, ``note``).
+    ``input_modalities``, ``output_modalities``, ``examples``, ``models`` (always empty: limits
+    and prices per model are the catalog's, ``agenthub.list_supported_models()``).
     ``AutoLLMClient(example)`` routes to the row (with ``client_type=`` a preset
     for rows without a pattern).
     """
@@ -500,125 +515,18 @@ def list_models() -> List[Dict[str, Any]]:
             "input_modalities": inputs,
             "output_modalities": outputs,
             "examples": list(route.examples),
-            # limits and list prices of the models of this row that the price table knows
-            "models": [entry.as_dict() for entry in PRICES if route_for(entry.name) is route],
+            "models": [],  # kept for old readers: the catalog has the models (agenthub.list_supported_models)
         })
     return rows
 
 
-# -- limits and list prices ---------------------------------------------------------------------------
+# -- limits and list prices: the catalog (agenthub.catalog, generated from genai-prices and models.dev) --
 
-#: USD per 1M tokens, per usage bucket; None where the page gave no price for that bucket
-Prices = Dict[str, Optional[float]]
-#: the usage buckets a price applies to (UsageMetadata keys): input = cached + prompt, output = thoughts + response
-BUCKETS = ("prompt_tokens", "cached_tokens", "thoughts_tokens", "response_tokens")
+def cost(model: str, usage_metadata: Optional[Mapping[str, Any]], **options: Any) -> Optional[float]:
+    """USD a turn cost at list price: ``agenthub.catalog.cost`` (kept here for ``agenthub.registry.cost``)."""
+    from .catalog import cost as catalog_cost
 
-
-class ModelPrice(object):
-    """One model's limits and standard list prices, as its provider's pages gave them.
-
-    ``name``: the model id (also matched with a date suffix: ``-20260217``, ``-2026-02-17``).
-    ``context_window`` and ``max_output`` in tokens; ``prompt``, ``cached``, ``thoughts``,
-    ``response`` in USD per 1M tokens of that bucket (thinking is billed as output by every
-    provider here, so ``thoughts`` equals ``response``).  ``taken``: the date the numbers were
-    read; ``source``: the page.  None wherever the pages said nothing.
-    """
-
-    __slots__ = ("name", "context_window", "max_output", "prompt", "cached", "thoughts", "response", "taken",
-                 "source", "note", "_regex")
-
-    def __init__(self, name: str, context_window: Optional[int], max_output: Optional[int],
-                 prompt: Optional[float], cached: Optional[float], response: Optional[float], taken: str,
-                 source: str, note: str = "") -> None:
-        self.name = name
-        self.context_window = context_window
-        self.max_output = max_output
-        self.prompt = prompt
-        self.cached = cached
-        self.thoughts = response
-        self.response = response
-        self.taken = taken
-        self.source = source
-        self.note = note
-        self._regex = re.compile(re.escape(name) + r"(?:-\d{4}-?\d{2}-?\d{2})?$", re.I)
-
-    def matches(self, model: str) -> bool:
-        return self._regex.match(model) is not None
-
-    @property
-    def prices(self) -> Prices:
-        return {"prompt_tokens": self.prompt, "cached_tokens": self.cached, "thoughts_tokens": self.thoughts,
-                "response_tokens": self.response}
-
-    def as_dict(self) -> Dict[str, Any]:
-        return {"model": self.name, "context_window": self.context_window, "max_output": self.max_output,
-                "usd_per_1m": self.prices, "taken": self.taken, "source": self.source, "note": self.note}
-
-    def __repr__(self) -> str:
-        return "ModelPrice({!r})".format(self.name)
-
-
-_ANTHROPIC = "https://platform.claude.com/docs/en/about-claude/pricing"
-_OPENAI = "https://developers.openai.com/api/docs/pricing"
-_DEEPSEEK = "https://api-docs.deepseek.com/quick_start/pricing"
-_TAKEN = "2026-12-01"
-_DEEPSEEK_NOTE = "peak-hour price; off-peak is half"
-
-#: Limits and list prices (standard tier, no batch discount, no long-context or regional surcharge).
-#: Only numbers found on the provider's pages (or copies of them) are written; everything else is None.
-#: Rows covering whole families (gemini-*, glm-*, qwen*, ...) have no entry yet: their cost is unknown.
-PRICES = [
-    # Anthropic (models overview pages and the pricing page; "cache hits" is the cached bucket)
-    ModelPrice("claude-opus-4-8", 1000000, 128000, 5.0, 0.50, 25.0, _TAKEN, _ANTHROPIC),
-    ModelPrice("claude-opus-5", 1000000, 128000, 5.0, 0.50, 25.0, _TAKEN, _ANTHROPIC),
-    ModelPrice("claude-opus-5-5", 1000000, 128000, 4.0, None, 20.0, _TAKEN, _ANTHROPIC),
-    ModelPrice("claude-sonnet-4-6", 1000000, 128000, 3.0, None, 15.0, _TAKEN, _ANTHROPIC),
-    ModelPrice("claude-sonnet-5", 1000000, 128000, 2.0, 0.20, 10.0, _TAKEN, _ANTHROPIC),
-    ModelPrice("claude-sonnet-5-5", 1000000, 128000, 2.0, 0.20, 10.0, _TAKEN, _ANTHROPIC),
-    ModelPrice("claude-fable-5-1", 1000000, 128000, 10.0, 0.25, 50.0, _TAKEN, _ANTHROPIC),
-    ModelPrice("claude-haiku-4-5", 200000, 64000, 1.0, None, 5.0, _TAKEN, _ANTHROPIC),
-    # OpenAI (read from copies of the pricing page: the page itself was not in reach)
-    ModelPrice("gpt-5.5", 1050000, 128000, 5.0, 0.50, 30.0, _TAKEN, _OPENAI),
-    ModelPrice("gpt-5.4", None, None, 2.50, 0.25, 15.0, _TAKEN, _OPENAI),
-    ModelPrice("gpt-5.4-mini", None, None, 0.75, 0.075, 4.50, _TAKEN, _OPENAI),
-    # DeepSeek (1M context, 384K output; "cache hit" is the cached bucket, "cache miss" the prompt bucket)
-    ModelPrice("deepseek-v4-flash", 1000000, 384000, 0.3, 0.006, 1.2, _TAKEN, _DEEPSEEK, _DEEPSEEK_NOTE),
-    ModelPrice("deepseek-flash", 1000000, 384000, 0.3, 0.006, 1.2, _TAKEN, _DEEPSEEK, _DEEPSEEK_NOTE),
-    ModelPrice("deepseek-v4-pro", 1000000, 384000, 1.32, 0.044, 3.96, _TAKEN, _DEEPSEEK, _DEEPSEEK_NOTE),
-]
-
-
-def model_price(model: str) -> Optional[ModelPrice]:
-    """The limits and list prices of ``model`` (None when the table does not know it)."""
-    if not isinstance(model, str):
-        return None
-    for entry in PRICES:
-        if entry.matches(model):
-            return entry
-    return None
-
-
-def cost(model: str, usage_metadata: Optional[Mapping[str, Any]]) -> Optional[float]:
-    """USD a turn cost at list price: each usage bucket's tokens times its price per 1M tokens.
-
-    None when the model has no price, or when a bucket holding tokens has none.  A bucket the
-    server did not report (None) counts as zero tokens.  Anthropic cache writes are counted in
-    the prompt bucket at the base input price (the provider bills them 1.25x or 2x).
-    """
-    entry = model_price(model)
-    if entry is None or not isinstance(usage_metadata, Mapping):
-        return None
-    prices = entry.prices
-    total = 0.0
-    for bucket in BUCKETS:
-        tokens = usage_metadata.get(bucket)
-        if tokens is None or isinstance(tokens, bool) or not isinstance(tokens, (int, float)) or tokens <= 0:
-            continue
-        price = prices[bucket]
-        if price is None:
-            return None
-        total += tokens * price
-    return total / 1e6
+    return catalog_cost(model, usage_metadata, **options)
 
 
 # -- where a key came from (for the words of a 401) ---------------------------------------------------

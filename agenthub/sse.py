@@ -70,7 +70,6 @@ class SSEDecoder(object):
         self._fresh = True  # nothing fed yet: a byte order mark may come first
         self._data = []  # type: List[str]
         self._event = ""
-        self._id = None  # type: Optional[str]
         self._last_id = None  # type: Optional[str]
         self._retry = None  # type: Optional[int]
 

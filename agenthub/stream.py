@@ -2,7 +2,7 @@
 
 A provider's parser yields content items and, when its protocol's terminal
 marker arrived, one ``StreamEnd``.  ``drive`` turns that into UniEvents with the
-grammar of API.md: ``start`` right before the first item, one ``delta`` per item,
+grammar ``check_stream`` checks: ``start`` right before the first item, one ``delta`` per item,
 one ``stop`` with usage and finish reason.  It is the single place that decides
 what a cut stream, an empty turn and a malformed payload become.
 """
@@ -14,12 +14,12 @@ from typing import Any, Dict, Iterable, Iterator, List, Optional
 from .errors import AgentHubError, EmptyResponseError, StreamProtocolError
 from .types import AssistantMessage, UniEvent, UniMessage, UsageMetadata
 
-__all__ = ["StreamEnd", "drive", "collect", "Collector", "check_stream", "empty_usage", "now_ms"]
+__all__ = ["StreamEnd", "drive", "collect", "Collector", "check_stream", "empty_usage", "Fold", "item_problem"]
 
 _USAGE_KEYS = ("cached_tokens", "prompt_tokens", "thoughts_tokens", "response_tokens")
 _FINISH_REASONS = frozenset(["stop", "length", "tool_call", "unknown"])
 #: items that make a turn worth replaying (a thinking-only turn is rejected upstream)
-_SUBSTANTIVE = frozenset(["tool_call", "inline_data", "image_url", "embedding"])
+_SUBSTANTIVE = frozenset(["tool_call", "inline_data", "image_url", "embedding", "compaction"])
 _ITEM_FIELDS = {
     "text": (("text", str),),
     "thinking": (("thinking", str),),
@@ -30,11 +30,8 @@ _ITEM_FIELDS = {
     "partial_tool_call": (("name", str), ("arguments", str), ("tool_call_id", str)),
     "tool_result": (("text", str), ("tool_call_id", str)),
     "embedding": (("embedding", list),),
+    "compaction": (("fidelity", dict),),  # opaque: the server's compaction of the context before it
 }
-
-
-def now_ms() -> int:
-    return time.time_ns() // 1000000  # Unix milliseconds (time_ns: half the cost of int(time.time() * 1000) on 3.8)
 
 
 def empty_usage() -> UsageMetadata:
@@ -73,7 +70,7 @@ def _event(event_type: str, items: List[Any], usage: Any = None, finish: Any = N
 
 
 def drive(parts: Iterable[Any], client: str = "") -> Iterator[UniEvent]:
-    """Provider parts (content items, then a StreamEnd) -> UniEvents in the API.md grammar.
+    """Provider parts (content items, then a StreamEnd) -> UniEvents in the stream grammar (``check_stream``).
 
     Raises StreamProtocolError when the parts end without a StreamEnd (the body was
     cut before the terminal marker) or when a payload had the wrong shape (any
@@ -226,6 +223,74 @@ class _Pieces(object):
 _JOIN = 256
 
 
+MERGE_JOIN, MERGE_SEAL, MERGE_SKIP, MERGE_NEW = "join", "join and seal", "skip", "new"
+
+
+def merge_step(open_kind: Optional[str], open_fidelity: Any, sealed: bool, kind: str, text: str,
+               fidelity: Any) -> str:
+    """``collect``'s rule for a text or thinking item after the open one (``open_kind`` None: none
+    is open): ``MERGE_JOIN`` its text to the open item; ``MERGE_SEAL``: join it, the open item takes its
+    fidelity and is closed (the next item of its kind starts a new one); ``MERGE_SKIP`` (empty, no
+    fidelity); ``MERGE_NEW``: it opens an item of its own.  Written once, for ``Collector`` and for
+    ``Fold`` (a parser that must know where its next item will land)."""
+    if open_kind == kind and not sealed:
+        if not fidelity:
+            return MERGE_JOIN
+        if not open_fidelity:
+            return MERGE_SEAL
+        if open_fidelity == fidelity:
+            return MERGE_JOIN
+    if not text and not fidelity:
+        return MERGE_SKIP
+    return MERGE_NEW
+
+
+class Fold(object):
+    """What ``collect`` holds open after the items added so far: ``add(item)`` for each item a parser
+    yields (text deltas that surely join the open item may be left out), then ask before yielding
+    an item that carries only fidelity, so that it lands where it is meant to."""
+
+    __slots__ = ("kind", "fidelity", "sealed")
+
+    def __init__(self) -> None:
+        self.kind = None  # type: Optional[str]  # the open item's type ("text" / "thinking"), None: none
+        self.fidelity = None  # type: Any  # its fidelity
+        self.sealed = False  # it took a fidelity that closed it
+
+    def add(self, item: Dict[str, Any]) -> None:
+        kind = item.get("type")
+        field = _MERGEABLE.get(kind)  # type: ignore[arg-type]
+        if field is None:
+            if kind != "partial_tool_call":  # (collect skips fragments: they close nothing)
+                self.kind = None
+            return
+        fidelity = item.get("fidelity")
+        step = merge_step(self.kind, self.fidelity, self.sealed, kind, item.get(field) or "", fidelity)  # type: ignore[arg-type]
+        if step is MERGE_SEAL:
+            self.fidelity, self.sealed = fidelity, True
+        elif step is MERGE_NEW:
+            self.kind, self.fidelity, self.sealed = kind, fidelity, False
+
+    def open(self, kind: str) -> bool:
+        """An item of ``kind`` without fidelity yielded now would join the open item."""
+        return self.kind == kind and not self.sealed
+
+    def plain(self, kind: str) -> bool:
+        """The open item is of ``kind`` and carries no fidelity (a fidelity yielded now would seal it)."""
+        return self.kind == kind and not self.sealed and not self.fidelity
+
+    def carrying(self, kind: str) -> bool:
+        """The open item is of ``kind`` and carries a fidelity (text yielded now would join it)."""
+        return self.kind == kind and not self.sealed and bool(self.fidelity)
+
+    def own_kind(self, natural: str) -> str:
+        """The kind an empty carrier must take to be an item of its own: never folded into (and
+        sealing) the open plain item of its natural kind."""
+        if self.plain(natural):
+            return "thinking" if natural == "text" else "text"
+        return natural
+
+
 class Collector(object):
     """``collect`` as the events pass: ``add(event)`` for each, ``message()`` once they are all in.
 
@@ -275,21 +340,18 @@ class Collector(object):
             text = item.get(field) or ""
             fidelity = item.get("fidelity")
             open_index = self._open
-            if open_index >= 0 and items[open_index]["type"] == kind and not self._sealed:
-                current = items[open_index]
-                current_fidelity = current.get("fidelity")
-                if not fidelity:
-                    texts[open_index].add(text)  # type: ignore[union-attr]
-                    continue
-                if not current_fidelity:
-                    texts[open_index].add(text)  # type: ignore[union-attr]
-                    current["fidelity"] = fidelity
-                    self._sealed = True
-                    continue
-                if current_fidelity == fidelity:
-                    texts[open_index].add(text)  # type: ignore[union-attr]
-                    continue
-            if not text and not fidelity:
+            current = items[open_index] if open_index >= 0 else None
+            step = merge_step(current and current["type"], current and current.get("fidelity"), self._sealed,
+                              kind, text, fidelity)
+            if step is MERGE_JOIN:
+                texts[open_index].add(text)  # type: ignore[union-attr]
+                continue
+            if step is MERGE_SEAL:
+                texts[open_index].add(text)  # type: ignore[union-attr]
+                current["fidelity"] = fidelity  # type: ignore[index]
+                self._sealed = True
+                continue
+            if step is MERGE_SKIP:
                 continue
             new = {"type": kind, field: text}  # type: Dict[str, Any]
             if fidelity:
@@ -322,8 +384,23 @@ class Collector(object):
 # -- check_stream ---------------------------------------------------------------------------------
 
 
+def item_problem(item: Any) -> Optional[str]:
+    """What makes ``item`` no content item (an unknown type, a field of the wrong type), or None."""
+    item_type = item.get("type") if isinstance(item, dict) else None
+    fields = _ITEM_FIELDS.get(item_type)  # type: ignore[arg-type]
+    if fields is None:
+        return "unknown content item type {!r}".format(item_type)
+    for name, expected in fields:
+        if not isinstance(item.get(name), expected):
+            return "{} item field {!r} is a {}".format(item_type, name, expected.__name__)
+    if "fidelity" in item and not isinstance(item["fidelity"], dict):
+        return "fidelity is a JSON object"
+    return None
+
+
 def check_stream(events: Iterable[UniEvent]) -> None:
-    """Raise StreamProtocolError naming the first API.md stream-grammar rule ``events`` break."""
+    """Raise StreamProtocolError naming the first stream-grammar rule ``events`` break
+    (the rules are numbered below, where each is checked)."""
     events = list(events)
 
     def fail(position: int, rule: str) -> None:
@@ -381,14 +458,10 @@ def check_stream(events: Iterable[UniEvent]) -> None:
         if event.get("usage_metadata") is not None or event.get("finish_reason") is not None:
             fail(position, "rule 2: a delta carries no usage or finish reason")
         item = items[0]
-        item_type = item.get("type") if isinstance(item, dict) else None
-        if item_type not in _ITEM_FIELDS:
-            fail(position, "unknown content item type {!r}".format(item_type))
-        for name, expected in _ITEM_FIELDS[item_type]:
-            if not isinstance(item.get(name), expected):
-                fail(position, "{} item field {!r} is a {}".format(item_type, name, expected.__name__))
-        if "fidelity" in item and not isinstance(item["fidelity"], dict):
-            fail(position, "fidelity is a JSON object")
+        problem = item_problem(item)
+        if problem is not None:
+            fail(position, problem)
+        item_type = item["type"]
         if item_type == "partial_tool_call":
             if open_call is None:
                 if not item["name"] or not item["tool_call_id"]:

@@ -39,6 +39,7 @@ import time
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from .errors import ConfigError
+from .types import from_jsonable, to_jsonable  # the one {"__bytes__"} codec (tracer.to_jsonable stays importable)
 
 #: the longest trace_id accepted, and the longest part between two slashes (file names stay under NAME_MAX)
 MAX_TRACE_ID = 512
@@ -90,31 +91,8 @@ def trace_paths(trace_id: str, root: Optional[str] = None) -> Dict[str, str]:
     return {"json": base + ".json", "txt": base + ".txt"}
 
 
-def to_jsonable(value: Any) -> Any:
-    """JSON-ready copy: bytes -> {"__bytes__": base64}, str enums -> their value, tuples -> lists."""
-    if isinstance(value, (bytes, bytearray)):
-        return {"__bytes__": base64.b64encode(bytes(value)).decode("ascii")}
-    if isinstance(value, Mapping):
-        return {str(k): to_jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [to_jsonable(v) for v in value]
-    if hasattr(value, "value") and isinstance(getattr(value, "value"), str):  # str enums
-        return value.value
-    return value
-
-
-def from_jsonable(value: Any) -> Any:
-    if isinstance(value, dict):
-        if set(value) == {"__bytes__"} and isinstance(value["__bytes__"], str):
-            return base64.b64decode(value["__bytes__"])
-        return {k: from_jsonable(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [from_jsonable(v) for v in value]
-    return value
-
-
 def save_trace(trace_id: str, model: str, history: Sequence[Mapping[str, Any]], config: Mapping[str, Any],
-               root: Optional[str] = None) -> Dict[str, str]:
+               root: Optional[str] = None, routes: Optional[Sequence[Mapping[str, Any]]] = None) -> Dict[str, str]:
     """Write the trace's .json and .txt (atomically); returns their paths."""
     paths = trace_paths(trace_id, root)
     os.makedirs(os.path.dirname(paths["json"]), mode=0o700, exist_ok=True)
@@ -130,6 +108,8 @@ def save_trace(trace_id: str, model: str, history: Sequence[Mapping[str, Any]], 
         "config": to_jsonable(cfg),
         "history": to_jsonable(history),
     }
+    if routes:  # which model, protocol and host answered each turn (index of the answer in history)
+        document["routes"] = [dict(route) for route in routes]
     _write(paths["json"], json.dumps(document, ensure_ascii=False, indent=2) + "\n")
     _write(paths["txt"], render_text(history, cfg))
     return paths

@@ -1,21 +1,20 @@
 """HTTP over ``requests``: the only module that imports it.
 
 ``open_stream`` sends one encoded request (the bytes and headers its protocol
-gave: this module knows no wire protocol) and yields the body's bytes as they
-arrive, or hands back the decoded JSON document when the answer is one;
-``fetch_json`` sends one and returns its decoded JSON document.  Both map
-a non-2xx answer to an UpstreamError subclass (status, error type, message,
-Retry-After / retry-after-ms, x-should-retry and request id read from the answer)
-and every ``requests``/``urllib3``/socket exception to TransportError with the
-cause chained.  The response is closed in a ``finally``: leaving the loop early
-frees the connection at once.
+gave: this module knows no wire protocol and no vendor) and yields the body's bytes
+as they arrive, or hands back the decoded JSON document when the answer is one.
+A non-2xx answer becomes the error its protocol's ``error_from_body`` hook reads
+from its status, headers and body (``agenthub.answers``), and every
+``requests``/``urllib3``/socket exception a TransportError with the cause chained.
+The response is closed in a ``finally``: leaving the loop early frees the connection
+at once.
 
-Timeouts follow requests: ``(connect, read)`` where *read* is the longest silence
-between two received bytes (not a deadline for the whole body): any byte,
+Timeouts follow requests: ``(connect, read)`` (the client's ``Timeout``, clipped to
+its deadline) where *read* is the longest silence between two received bytes (not a deadline for the whole body): any byte,
 an SSE comment or a ping included, restarts it.  ``interrupt(response)`` unblocks a
 thread that is reading ``response`` from another thread (it shuts the socket down:
 ``close()`` alone does not wake a blocked ``recv``), which is how a stream is
-aborted and how a total deadline is enforced.
+aborted and how a total deadline is enforced; ``Watch`` is the switch that does it.
 
 Fork safety: in a forked child (``os.fork``, multiprocessing's ``fork`` start method) the
 sessions made by ``new_session`` get new, empty pools at once (``os.register_at_fork``), so
@@ -26,7 +25,6 @@ Redirects are not followed: a provider API never redirects a POST, and following
 one would carry the key's headers to wherever the redirect points.
 """
 
-import email.utils
 import itertools
 import json
 import os
@@ -36,8 +34,7 @@ import threading
 import time
 import weakref
 import zlib
-from html import unescape
-from typing import Any, Callable, Iterator, List, Mapping, Optional, Tuple, Union
+from typing import Any, Callable, Iterator, List, Optional, Tuple
 from urllib.parse import urlsplit
 
 import requests
@@ -45,24 +42,20 @@ import requests.adapters
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
 from ._redact import redact_url, secret_values, url_secrets
-from .errors import AgentHubError, StreamProtocolError, TransportError, UpstreamError, preview, upstream_error
+from .answers import body_text, error_from_body as _default_error_from_body, is_html, page_text
+from .errors import AgentHubError, StreamProtocolError, TransportError, preview
 from .types import HttpRequest
 
-__all__ = ["open_stream", "fetch_json", "DEFAULT_TIMEOUT", "new_session", "interrupt", "BodyStream",
-           "forget_connections"]
+__all__ = ["open_stream", "open_raw", "RawBody", "new_session", "interrupt", "BodyStream", "forget_connections", "Watch"]
 
-#: (connect, read) seconds.  The read timeout is the longest silence allowed between two
-#: received bytes: long enough for a reasoning model that says nothing for minutes.
-DEFAULT_TIMEOUT = (10.0, 600.0)
 #: connections kept per host by the session agenthub makes (a thread pool of this size reuses them)
 POOL_MAXSIZE = 32
 #: at most this much of an error body is read
 _MAX_ERROR_BODY = 64 * 1024
 _READ_SIZE = 64 * 1024
-_REQUEST_ID_HEADERS = ("x-request-id", "request-id", "x-goog-request-id", "openai-request-id", "x-amzn-requestid",
-                       "cf-ray")
 
-Timeout = Union[None, float, Tuple[Optional[float], Optional[float]]]
+#: requests' (connect, read) seconds for one attempt (None: no limit)
+Limits = Tuple[Optional[float], Optional[float]]
 Hook = Optional[Callable[[Any], None]]
 
 
@@ -74,8 +67,7 @@ Hook = Optional[Callable[[Any], None]]
 # (not shut down: they are the parent's) and only the child's copies of their descriptors close.
 
 _SESSIONS = weakref.WeakSet()  # type: weakref.WeakSet
-#: bumped in every forked child (a client compares it to know its own pools are the parent's)
-FORK_GENERATION = 0
+_WATCHES = weakref.WeakSet()  # type: weakref.WeakSet  # every live Watch: a stream of the parent's in a child
 
 
 def forget_connections(session: Any) -> None:
@@ -89,8 +81,8 @@ def forget_connections(session: Any) -> None:
 
 
 def _after_fork_in_child() -> None:
-    global FORK_GENERATION
-    FORK_GENERATION += 1
+    for watch in list(_WATCHES):
+        watch._forked()
     for session in list(_SESSIONS):
         try:
             forget_connections(session)
@@ -166,128 +158,99 @@ class _WatchedAdapter(requests.adapters.HTTPAdapter):
         return manager
 
 
+class Watch(object):
+    """One call's abort switch: what the reading thread blocks on, and ``stop`` to unblock it.
+
+    Given to ``open_stream`` as its ``watch``: it is told which connection, then which
+    response, the reading thread blocks on, and ``stop`` (from any thread, a deadline
+    timer, a signal handler) shuts that socket down so the read returns at once.  A
+    connection still connecting has no socket yet: a short-lived thread then retries
+    until it has one (or the attempt let go of it).  ``sleep`` is a wait that ``stop`` ends.
+
+    A watch belongs to the process that made it: in a forked child it is stopped at the fork
+    (reason "fork": the stream is the parent's, its next read there raises) and it never shuts
+    down a socket there (the socket is the parent's too).
+    """
+
+    __slots__ = ("reason", "pid", "_lock", "_target", "_wake", "_chasing", "__weakref__")
+
+    def __init__(self) -> None:
+        self.reason = None  # type: Optional[str]  # None, "abort", "deadline" or "fork"
+        #: the process whose stream this is
+        self.pid = os.getpid()
+        self._lock = threading.RLock()  # reentrant: abort() may run in a signal handler on the reading thread
+        self._target = None  # type: Any
+        self._wake = threading.Event()
+        self._chasing = False
+        _WATCHES.add(self)
+
+    def _forked(self) -> None:
+        """In a forked child: the call is the parent's (the locks may be held by a thread of the parent's)."""
+        self._lock = threading.RLock()
+        self._target = None  # the parent's connection: never shut down from here
+        self._chasing = False
+        if self.reason is None:
+            self.reason = "fork"
+        self._wake = threading.Event()
+        self._wake.set()
+
+    def attach(self, target: Any) -> None:
+        with self._lock:
+            self._target = target
+            if target is not None and self.reason is not None:
+                self._interrupt()  # stopped while the request was in flight
+
+    def detach(self, target: Any = None) -> None:
+        with self._lock:
+            if target is None or target is self._target:
+                self._target = None
+
+    def stop(self, reason: str = "abort") -> None:
+        with self._lock:
+            if self.reason is None:
+                self.reason = reason
+            self._wake.set()
+            if self._target is not None:
+                self._interrupt()
+
+    def _interrupt(self) -> None:
+        if self.pid != os.getpid():  # pragma: no cover - _forked dropped the target already
+            return
+        if interrupt(self._target) or self._chasing:
+            return
+        self._chasing = True
+        chaser = threading.Thread(target=self._chase, name="agenthub-abort", daemon=True)
+        chaser.start()
+
+    def _chase(self) -> None:
+        try:
+            for _ in range(3000):  # at most ~30 s: connect timeouts are shorter than that
+                time.sleep(0.01)
+                with self._lock:
+                    if self._target is None or interrupt(self._target):
+                        return
+        finally:
+            self._chasing = False
+
+    def sleep(self, seconds: float) -> bool:
+        """Wait ``seconds``; False when stopped meanwhile."""
+        return not self._wake.wait(seconds) if seconds > 0 else self.reason is None
+
+
 # -- error answers ------------------------------------------------------------------------------
 
 
-#: where servers and gateways say how long to wait: milliseconds first (OpenAI, Anthropic, Azure's
-#: ``x-ms-``), then seconds or an HTTP date; LiteLLM passes the provider's headers on with an
-#: ``llm_provider-`` prefix
-_RETRY_AFTER_MS_HEADERS = ("retry-after-ms", "x-ms-retry-after-ms", "llm_provider-retry-after-ms")
-_RETRY_AFTER_HEADERS = ("retry-after", "x-retry-after", "llm_provider-retry-after")
-
-
-def _first(headers: Mapping[str, str], names: Tuple[str, ...]) -> Optional[str]:
-    for name in names:
-        value = headers.get(name)
-        if value and value.strip():
-            return value.strip()
-    return None
-
-
-def _retry_after(headers: Mapping[str, str]) -> Optional[float]:
-    """Seconds to wait from ``retry-after-ms`` (OpenAI, Anthropic) or ``Retry-After`` (seconds or an HTTP date),
-    in any of the spellings above."""
-    value = _first(headers, _RETRY_AFTER_MS_HEADERS)
-    if value:
-        try:
-            seconds = float(value) / 1000.0
-            if seconds == seconds and seconds != float("inf"):  # not NaN, not infinite
-                return max(0.0, seconds)
-        except ValueError:
-            pass
-    value = _first(headers, _RETRY_AFTER_HEADERS)
-    if not value:
-        return None
-    try:
-        seconds = float(value)
-        if seconds == seconds and seconds != float("inf"):
-            return max(0.0, seconds)
-        return None
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError, IndexError, OverflowError):
-        return None
-    if when is None:  # pragma: no cover - older Pythons return None instead of raising
-        return None
-    try:
-        return max(0.0, when.timestamp() - time.time())
-    except (OverflowError, OSError, ValueError):  # pragma: no cover - absurd dates
-        return None
-
-
-def _request_id(headers: Mapping[str, str]) -> Optional[str]:
-    for prefix in ("", "llm_provider-"):  # a gateway's own id first, then the provider's it passed on
-        for name in _REQUEST_ID_HEADERS:
-            value = headers.get(prefix + name)
-            if value:
-                return preview(value, 200)
-    return None
-
-
-def _http_error(client: str, response: requests.Response) -> UpstreamError:
+def _http_error(client: str, response: requests.Response, error_from_body: Any) -> AgentHubError:
+    """The error a non-2xx answer names: its status, headers and (capped) body go to the protocol's
+    ``error_from_body`` hook, which knows its error shapes."""
     try:
         raw = _read_capped(response, _MAX_ERROR_BODY)[0]
     except Exception:  # the body is a courtesy: the status alone is an answer
         raw = b""
-    text = _text(raw)
-    try:
-        payload = json.loads(text)  # type: Any
-    except (ValueError, RecursionError):
-        payload = _sse_error(text)
-        if payload is None:
-            if _is_html(response):
-                text = _page_text(text)
-            payload = preview(text.strip(), 500) or "HTTP {} {}".format(response.status_code, response.reason or "")
-    error = upstream_error(
-        client,
-        payload,
-        status=response.status_code,
-        retry_after=_retry_after(response.headers),
-        request_id=_request_id(response.headers),
-        url=getattr(response, "url", None) or getattr(getattr(response, "request", None), "url", None),
-    )
-    amzn = response.headers.get("x-amzn-errortype")  # AWS: "ThrottlingException:http://internal.amazon.com/..."
-    if amzn and error.error_type is None:
-        error.error_type = error._fields["error_type"] = amzn.split(":", 1)[0].rsplit("#", 1)[-1].strip() or None
-    should = (response.headers.get("x-should-retry") or "").strip().lower()
-    if should in ("true", "false"):  # the server's own word wins (OpenAI and Anthropic send it)
-        error.retryable = should == "true"
-        error._fields["retryable"] = error.retryable
-    return error
-
-
-_SSE_DATA = re.compile(r"^data:[ ]?(.*)$", re.M)
-
-
-def _sse_error(text: str) -> Any:
-    """The error object of an error body framed as an event stream (``data: {"error": ...}``, as some
-    gateways answer a streamed request that failed before it began); None when there is none."""
-    if "data:" not in text[:4096]:
-        return None
-    for match in _SSE_DATA.finditer(text.replace("\r\n", "\n").replace("\r", "\n")):
-        data = match.group(1).strip()
-        if not data or data == "[DONE]":
-            continue
-        try:
-            payload = json.loads(data)
-        except (ValueError, RecursionError):
-            continue
-        if isinstance(payload, dict) and (payload.get("error") or payload.get("type") == "error"):
-            return payload
-    return None
+    return error_from_body(response.status_code, response.headers, raw, client)
 
 
 # -- sending ------------------------------------------------------------------------------------
-
-
-def _timeouts(timeout: Timeout) -> Tuple[Optional[float], Optional[float]]:
-    if timeout is None:
-        return DEFAULT_TIMEOUT
-    if isinstance(timeout, tuple):
-        return timeout
-    return (timeout, timeout)
 
 
 #: failures while preparing a request: nothing reached the network
@@ -323,8 +286,8 @@ def _safe_cause(exc: BaseException, request: HttpRequest) -> Optional[BaseExcept
 _PROXY_AUTH = re.compile(r"Tunnel connection failed: 407|407 Proxy Authentication")
 
 
-def _transport_error(client: str, what: str, exc: BaseException, timeout: Timeout) -> TransportError:
-    connect, read = _timeouts(timeout)
+def _transport_error(client: str, what: str, exc: BaseException, timeout: Limits) -> TransportError:
+    connect, read = timeout
     timed_out = _is_timeout(exc)
     if isinstance(exc, requests.exceptions.ConnectTimeout):
         why = "no connection within {}s (connect timeout)".format(connect)
@@ -419,7 +382,7 @@ def _is_timeout(exc: BaseException) -> bool:
     return False
 
 
-def _send(session: requests.Session, request: HttpRequest, timeout: Timeout, client: str, stream: bool,
+def _send(session: requests.Session, request: HttpRequest, timeout: Limits, client: str, stream: bool,
           watch: Any):
     data = request.content()  # the exact bytes the protocol encoded (and may have signed)
     headers = dict(request.headers)
@@ -430,7 +393,7 @@ def _send(session: requests.Session, request: HttpRequest, timeout: Timeout, cli
     failure = None  # type: Optional[Tuple[TransportError, Optional[BaseException]]]
     try:
         response = session.request(
-            request.method, request.url, headers=headers, data=data, timeout=_timeouts(timeout),
+            request.method, request.url, headers=headers, data=data, timeout=timeout,
             stream=stream, allow_redirects=False,
         )
     except AgentHubError:
@@ -451,11 +414,6 @@ def _send(session: requests.Session, request: HttpRequest, timeout: Timeout, cli
         raise error from cause
     if watch is not None:
         watch.attach(response)
-    if response.status_code >= 300:
-        try:
-            raise _http_error(client, response)
-        finally:
-            _release(response, watch)
     return response
 
 
@@ -567,23 +525,69 @@ class _Inflater(object):
             yield out
 
 
-def _coding(response: Any) -> str:
+class _Layers(object):
+    """Stacked codings (``Content-Encoding: gzip, gzip``), each layer inflated in bounded pieces:
+    the last coding applied is undone first, and every piece it yields goes through the next
+    layer before more is asked of it, so no layer ever holds more than ``INFLATE_PIECE``."""
+
+    __slots__ = ("_layers",)
+
+    def __init__(self, codings: List[str]) -> None:
+        self._layers = [_Inflater(coding) for coding in reversed(codings)]
+
+    def _after(self, index: int, pieces: Iterator[bytes]) -> Iterator[bytes]:
+        if index + 1 == len(self._layers):
+            yield from pieces
+            return
+        feed = self._layers[index + 1].feed
+        for piece in pieces:
+            yield from self._after(index + 1, feed(piece))
+
+    def feed(self, data: bytes) -> Iterator[bytes]:
+        return self._after(0, self._layers[0].feed(data))
+
+    def flush(self) -> Iterator[bytes]:
+        for index, layer in enumerate(self._layers):
+            yield from self._after(index, layer.flush())
+
+
+def _codings(response: Any) -> List[str]:
+    """The answer's content codings in the order they were applied (``identity`` dropped)."""
     headers = getattr(response, "headers", None) or {}
-    return (headers.get("content-encoding") or "").strip().lower()
+    names = (name.strip().lower() for name in (headers.get("content-encoding") or "").split(","))
+    return [name for name in names if name and name != "identity"]
+
+
+def _accepted(response: Any) -> List[str]:
+    """The codings the request asked for (its Accept-Encoding), lower case, parameters dropped."""
+    headers = getattr(getattr(response, "request", None), "headers", None) or {}
+    return [part.split(";", 1)[0].strip().lower() for part in (headers.get("accept-encoding") or "").split(",")]
+
+
+def _refused(codings: List[str], accepted: List[str]) -> Iterator[bytes]:
+    raise StreamProtocolError("the answer's Content-Encoding {!r} was not asked for (Accept-Encoding: {}): it is not "
+                              "decoded".format(", ".join(codings), ", ".join(a for a in accepted if a) or "none"),
+                              retryable=False)
+    yield b""  # pragma: no cover - a generator: the error comes at the first read, where the body is closed
 
 
 def _chunks(response: requests.Response) -> Iterator[bytes]:
-    """The body's bytes as they arrive, decoded: a gzip or deflate body is inflated here in bounded
-    pieces (urllib3 would inflate each received chunk whole: a 1 MB chunk of a gzip bomb is 1 GB)."""
-    coding = _coding(response)
-    if coding in ("", "identity"):
+    """The body's bytes as they arrive, decoded: gzip and deflate bodies, stacked ones too, are
+    inflated here in bounded pieces (urllib3 would inflate each received chunk whole: a 1 MB chunk of
+    a gzip bomb is 1 GB).  Another coding (br, zstd) is left to urllib3 when the request asked for it
+    alone; one not asked for, or stacked with another, is refused (StreamProtocolError)."""
+    codings = _codings(response)
+    if not codings:
         return _raw_chunks(response, False)
-    if coding not in _CODINGS:
-        return _raw_chunks(response, True)  # br, zstd, stacked codings: urllib3's decoders
-    return _inflated(_raw_chunks(response, False), _Inflater(coding))
+    if all(coding in _CODINGS for coding in codings):
+        return _inflated(_raw_chunks(response, False), _Layers(codings))
+    accepted = _accepted(response)
+    if len(codings) == 1 and (codings[0] in accepted or "*" in accepted):
+        return _raw_chunks(response, True)  # a coding the caller's own Accept-Encoding asked for: urllib3's decoder
+    return _refused(codings, accepted)
 
 
-def _inflated(chunks: Iterator[bytes], inflater: _Inflater) -> Iterator[bytes]:
+def _inflated(chunks: Iterator[bytes], inflater: Any) -> Iterator[bytes]:
     try:
         for chunk in chunks:
             for piece in inflater.feed(chunk):
@@ -602,14 +606,16 @@ def _raw_chunks(response: requests.Response, decode: bool) -> Iterator[bytes]:
     """The body as it arrives; ``decode``: let urllib3 undo the content coding (else the bytes as sent)."""
     raw = response.raw
     if getattr(raw, "chunked", False):
-        # chunked bodies: urllib3 hands over each chunk as it arrives
-        return raw.stream(None, decode_content=decode)
+        # chunked bodies: urllib3 hands over each chunk as it arrives, a large one in pieces of at most
+        # _READ_SIZE (one huge chunk, or a whole answer in one chunk, is never read whole: memory stays
+        # bounded by the line limit and the first event is decoded as soon as its piece is in)
+        return raw.stream(_READ_SIZE, decode_content=decode)
     if hasattr(raw, "read1"):
         # close-delimited or sized bodies: read1 returns as soon as any bytes arrived
         return _read1(raw, decode)
     fp = getattr(raw, "_fp", None)
     if hasattr(fp, "read1") and not response.headers.get("content-length") and not decode:
-        # urllib3 1.x (what botocore pins on Python < 3.10) has no read1 and its read(amt) waits for
+        # urllib3 1.x (what some SDKs pin on Python < 3.10) has no read1 and its read(amt) waits for
         # amt bytes: a close-delimited body is read as it arrives from http.client's response underneath
         # (a sized one stays with urllib3, which then knows it was read whole and can reuse the connection)
         return _read1_plain(fp)
@@ -686,6 +692,8 @@ def _socket_of(response: Any) -> Optional[socket.socket]:
     return sock if isinstance(sock, socket.socket) else None
 
 
+#: the first bytes of a body handed on before the rest of the first read (see BodyStream.iter_chunks)
+FIRST_PIECE = 4096
 #: after the terminal marker, how long ``BodyStream.finish`` waits for the rest of the body (so the
 #: connection can be reused) before closing the connection instead
 FINISH_GRACE = 0.25
@@ -702,9 +710,11 @@ class BodyStream(object):
     connection goes back to the pool for the next call instead of being closed.
     """
 
-    def __init__(self, session: requests.Session, request: HttpRequest, timeout: Timeout, client: str,
-                 watch: Any) -> None:
+    def __init__(self, session: requests.Session, request: HttpRequest, timeout: Limits, client: str,
+                 watch: Any, error_from_body: Any = None, is_stream: Optional[Callable[[bytes], bool]] = None) -> None:
         self._session = session
+        self._error_from_body = error_from_body or _default_error_from_body
+        self._is_stream = is_stream
         self._request = request
         self._timeout = timeout
         self._client = client
@@ -712,6 +722,7 @@ class BodyStream(object):
         self._response = None  # type: Any
         self._chunks = None  # type: Optional[Iterator[bytes]]
         self._done = False
+        self._pid = os.getpid()  # in another process (a forked child) the connection is not ours to close
         #: the decoded JSON answer, when ``open`` found one JSON document instead of a stream
         self.document = None  # type: Any
 
@@ -725,9 +736,9 @@ class BodyStream(object):
         return self._is_document
 
     _is_document = False
-    #: the answer's HTTP status and request id, once its head arrived (for logs)
+    #: the answer's HTTP status and headers, once its head arrived (an error answer's too)
     status = None  # type: Optional[int]
-    request_id = None  # type: Optional[str]
+    headers = None  # type: Any
 
     def iter_chunks(self) -> Iterator[bytes]:
         """The body's chunks as they arrive (the request goes out at the first ``next``).  Closing
@@ -739,8 +750,18 @@ class BodyStream(object):
             if self._is_document:
                 raise StreamProtocolError("{}: expected a stream, got one JSON document".format(
                     self._client or "agenthub"), client=self._client)
+        chunks = self._chunks  # type: Any
         try:
-            for chunk in self._chunks:  # type: ignore[union-attr]
+            for chunk in chunks:
+                if chunk:
+                    if len(chunk) > FIRST_PIECE:
+                        # a burst (a whole answer in one write): its first event is decoded from a small
+                        # piece, not after the whole first read was
+                        yield chunk[:FIRST_PIECE]
+                        chunk = chunk[FIRST_PIECE:]
+                    yield chunk
+                    break
+            for chunk in chunks:
                 if chunk:
                     yield chunk
         except BaseException as exc:
@@ -760,8 +781,13 @@ class BodyStream(object):
             self._done = True
             raise
         self.status = getattr(self._response, "status_code", None)
-        self.request_id = _request_id(getattr(self._response, "headers", None) or {})
-        if _is_html(self._response):
+        self.headers = getattr(self._response, "headers", None)
+        if self.status is not None and self.status >= 300:
+            try:
+                raise _http_error(self._client, self._response, self._error_from_body)
+            finally:
+                self.close()
+        if is_html(self.headers):
             try:
                 raise _html_instead_of_stream(self._client, self._response)
             finally:
@@ -778,12 +804,13 @@ class BodyStream(object):
                 if error is None:
                     raise
                 raise error from None
-            if _SSE_START.match(head):
+            if self._is_stream is not None and self._is_stream(head):
                 self._chunks = itertools.chain((head,), chunks)
                 return
         if document or chunks is not None:
             try:
-                self.document = _read_document(self._client, self._response, self._timeout, head, chunks)
+                self.document = _read_document(self._client, self._response, self._timeout, head, chunks,
+                                               self._error_from_body)
             finally:
                 self.close()
             self._done = False
@@ -824,7 +851,7 @@ class BodyStream(object):
             return
         self._done = True
         response, self._response = self._response, None
-        if response is not None:
+        if response is not None and self._pid == os.getpid():
             _release(response, self._watch)
 
     def __del__(self) -> None:
@@ -834,23 +861,12 @@ class BodyStream(object):
             pass
 
 
-def _is_html(response: Any) -> bool:
-    headers = getattr(response, "headers", None) or {}
-    return (headers.get("content-type") or "").split(";", 1)[0].strip().lower() in ("text/html", "application/xhtml+xml")
-
-
-def _page_text(html: str) -> str:
-    """The words of an HTML error page (a proxy's or a gateway's), without its markup."""
-    html = re.sub(r"(?is)<(script|style)\b.*?</\1\s*>", " ", html)
-    return re.sub(r"\s+", " ", unescape(re.sub(r"<[^>]*>", " ", html))).strip()
-
-
 def _html_instead_of_stream(client: str, response: Any) -> StreamProtocolError:
     try:
         raw = _read_capped(response, _MAX_ERROR_BODY)[0]
     except Exception:
         raw = b""
-    text = _page_text(_text(raw))
+    text = page_text(body_text(raw))
     return StreamProtocolError("{}: expected an event stream, got an HTML page (a proxy or gateway in the way?): "
                                "{}".format(client or "agenthub", preview(text, 300)), client=client, retryable=True)
 
@@ -865,15 +881,6 @@ def _is_json(response: Any) -> bool:
 MAX_DOCUMENT_BYTES = 16 * 1024 * 1024
 
 
-def _text(raw: Any) -> str:
-    """A body's text: UTF-8, a byte order mark opening it dropped (a JSON parser refuses it)."""
-    return raw.decode("utf-8-sig", "replace") if isinstance(raw, bytes) else str(raw)
-
-
-#: the first bytes of an SSE body (a field name, or a comment), after any byte order mark and blank lines
-_SSE_START = re.compile(rb"^(?:\xef\xbb\xbf)?[\r\n]*(?::|(?:data|event|id|retry)(?::|[\r\n]))")
-
-
 def _peek(chunks: Iterator[bytes], limit: int = 1024) -> Tuple[bytes, Iterator[bytes]]:
     """The body's first bytes (at least one that is not white space, or ``limit`` of them, or all
     of it), and the rest of the chunks."""
@@ -885,12 +892,12 @@ def _peek(chunks: Iterator[bytes], limit: int = 1024) -> Tuple[bytes, Iterator[b
     return head, chunks
 
 
-def _read_document(client: str, response: Any, timeout: Timeout, head: bytes = b"",
-                   chunks: Optional[Iterator[bytes]] = None) -> Any:
+def _read_document(client: str, response: Any, timeout: Limits, head: bytes = b"",
+                   chunks: Optional[Iterator[bytes]] = None, error_from_body: Any = _default_error_from_body) -> Any:
     """A 2xx answer that is one JSON document, decoded (at most ``MAX_DOCUMENT_BYTES`` of it,
     compressed or not: it is inflated in bounded pieces and the count stops the read).
 
-    An error object (a gateway's error, most likely) raises the UpstreamError it names;
+    An error object (a gateway's error, most likely) raises the error ``error_from_body`` reads in it;
     anything else is handed to the protocol's ``parse_document`` by the client.
     """
     parts = []  # type: List[bytes]
@@ -908,7 +915,7 @@ def _read_document(client: str, response: Any, timeout: Timeout, head: bytes = b
         raise _transport_error(client, "reading the response", exc, timeout) from exc
     raw = b"".join(parts)
     del parts
-    text = _text(raw)
+    text = body_text(raw)
     try:
         payload = json.loads(text)  # type: Any
     except (ValueError, RecursionError):
@@ -916,34 +923,89 @@ def _read_document(client: str, response: Any, timeout: Timeout, head: bytes = b
             client or "agenthub", preview(text.strip(), 300)), client=client) from None
     body = payload[0] if isinstance(payload, list) and payload else payload
     if isinstance(body, dict) and body.get("error"):
-        raise upstream_error(client, payload, retry_after=_retry_after(response.headers),
-                             request_id=_request_id(response.headers))
+        raise error_from_body(None, response.headers, payload, client)  # in a 2xx answer: no HTTP status
     return payload
 
 
 def open_stream(
     session: requests.Session,
     request: HttpRequest,
-    timeout: Timeout = None,
+    timeout: Limits,
     client: str = "",
     on_response: Hook = None,
     watch: Any = None,
+    error_from_body: Any = None,
+    is_stream: Optional[Callable[[bytes], bool]] = None,
 ) -> BodyStream:
     """A BodyStream for ``request``: it is sent when ``iter_chunks()`` is first read.
 
-    ``watch`` (see above) is told what the reading thread blocks on, so another thread
-    can ``interrupt`` it; ``on_response`` is the simpler form: it receives the open
+    ``watch`` (a ``Watch``, or see above) is told what the reading thread blocks on, so another
+    thread can ``interrupt`` it; ``on_response`` is the simpler form: it receives the open
     response once its headers arrived, and ``None`` right before it is closed.
+    ``error_from_body(status, headers, payload, client)``: the protocol's reading of an error
+    answer (default: ``agenthub.answers.error_from_body``); ``is_stream(head)``: True when a
+    body labelled JSON opens as the protocol's stream (None: such a body is one document).
     """
-    return BodyStream(session, request, timeout, client, _watch_of(watch, on_response))
+    return BodyStream(session, request, timeout, client, _watch_of(watch, on_response), error_from_body, is_stream)
 
 
-def fetch_json(session: requests.Session, request: HttpRequest, timeout: Timeout = None, client: str = "",
-               on_response: Hook = None, watch: Any = None) -> Any:
-    """Send ``request`` and return the decoded JSON body (for non-streamed endpoints)."""
-    body = BodyStream(session, request, timeout, client, _watch_of(watch, on_response))
-    body.open(document=True)
-    return body.document
+def open_raw(session: requests.Session, request: HttpRequest, timeout: Limits, client: str = "",
+             error_from_body: Any = None) -> "RawBody":
+    """Send ``request`` and take a 2xx answer as it is: no JSON or SSE sniffing (a file download, a
+    JSON Lines body, an upload session's headers).  A non-2xx answer raises what ``error_from_body``
+    reads in it, as for ``open_stream``.  Read the ``RawBody`` to its end or ``close()`` it: either
+    releases the connection."""
+    response = _send(session, request, timeout, client, True, None)
+    if response.status_code >= 300:
+        try:
+            raise _http_error(client, response, error_from_body or _default_error_from_body)
+        finally:
+            _release(response, None)
+    return RawBody(response, client, timeout)
+
+
+class RawBody(object):
+    """A 2xx answer's ``headers`` and its decoded bytes (iterate for the chunks as they arrive)."""
+
+    def __init__(self, response: Any, client: str, timeout: Limits) -> None:
+        self._response = response
+        self._client = client
+        self._timeout = timeout
+        self.headers = response.headers  # type: Any
+        self.status = response.status_code  # type: int
+
+    def __iter__(self) -> Iterator[bytes]:
+        response = self._response
+        if response is None:
+            return
+        try:
+            for chunk in _chunks(response):
+                if chunk:
+                    yield chunk
+        except AgentHubError:
+            raise
+        except Exception as exc:
+            raise _transport_error(self._client, "reading the response", exc, self._timeout) from exc
+        finally:
+            self.close()
+
+    def read(self, limit: int = MAX_DOCUMENT_BYTES) -> bytes:
+        """The whole body (a StreamProtocolError past ``limit`` bytes)."""
+        parts = []  # type: List[bytes]
+        size = 0
+        for chunk in self:
+            size += len(chunk)
+            if size > limit:
+                self.close()
+                raise StreamProtocolError("{}: the answer is larger than {} bytes".format(
+                    self._client or "agenthub", limit), client=self._client, retryable=False)
+            parts.append(chunk)
+        return b"".join(parts)
+
+    def close(self) -> None:
+        response, self._response = self._response, None
+        if response is not None:
+            _release(response, None)
 
 
 # -- record and replay (agenthub.testing) --------------------------------------------------------
@@ -1025,14 +1087,15 @@ class ReplayAdapter(requests.adapters.BaseAdapter):
 class _TeeBody(object):
     """Wraps urllib3's response body: every byte handed to the reader is also kept for the cassette."""
 
-    def __init__(self, raw: Any, done: Callable[[bytes], None], coding: str = "") -> None:
+    def __init__(self, raw: Any, done: Callable[[bytes], None], codings: Optional[List[str]] = None) -> None:
         self._raw = raw
         self._done = done
         self._parts = []  # type: list
         self._finished = False
         # the reader takes gzip/deflate bodies as sent and inflates them itself; the cassette keeps them
         # inflated (it stores no content coding)
-        self._inflate = _Inflater(coding) if coding in _CODINGS else None
+        codings = codings or []
+        self._inflate = _Layers(codings) if codings and all(c in _CODINGS for c in codings) else None
 
     def __getattr__(self, name: str) -> Any:  # chunked, release_conn, _original_response, _fp, ...
         return getattr(self._raw, name)
@@ -1098,7 +1161,7 @@ class RecordingAdapter(requests.adapters.HTTPAdapter):
         def done(data: bytes) -> None:
             self.cassette.record(method, url, body, status, headers, data, secrets)
 
-        response.raw = _TeeBody(response.raw, done, _coding(response))
+        response.raw = _TeeBody(response.raw, done, _codings(response))
         return response
 
 

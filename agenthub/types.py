@@ -1,4 +1,4 @@
-"""The uniform data model (``spec/data-models.md``), as plain Python types.
+"""The uniform data model (the README's "Data types" section), as plain Python types.
 
 Everything a user builds or reads is a TypedDict: a plain ``dict`` at runtime,
 JSON-ready except for ``bytes`` in inline media.  Small frozen dataclasses hold
@@ -39,6 +39,8 @@ __all__ = [
     "ToolCallItem",
     "ToolResultItem",
     "EmbeddingItem",
+    "CompactionItem",
+    "CompactionConfig",
     "PartialToolCallItem",
     "ContentItem",
     "PartialContentItem",
@@ -90,6 +92,7 @@ class _ToolSchemaBase(TypedDict):
 class ToolSchema(_ToolSchemaBase, total=False):
     description: str
     parameters: Mapping[str, Any]  # JSON Schema of the arguments object
+    strict: bool  # agenthub: arguments held to the schema, where the wire has it (else UnsupportedParameterError)
 
 
 class ImageConfig(TypedDict, total=False):
@@ -122,6 +125,10 @@ class ResponseFormat(_ResponseFormatBase, total=False):
     strict: bool
 
 
+class CompactionConfig(TypedDict):
+    threshold: int  # input tokens past which the server compacts the context
+
+
 class UniConfig(TypedDict, total=False):
     """Request options; every key is optional (the library only reads them: any sequence will do).  The
     keys after ``trace_id`` are agenthub's additions to the seed (see README "Config keys beyond the seed")."""
@@ -145,6 +152,9 @@ class UniConfig(TypedDict, total=False):
     extra_body: Dict[str, Any]  # deep-merged into the wire body last
     extra_headers: Dict[str, str]  # this request only; treated as secret wherever headers are shown
     fast_mode: bool  # the protocol's priority tier
+    background: bool  # OpenAI Responses / Gemini Interactions: run server-side, resumable after a cut
+    compaction: "CompactionConfig"  # OpenAI Responses / Anthropic: server-side compaction past a threshold
+    foreign_thinking: Literal["drop", "text"]  # another protocol's thinking on the way out (agenthub.foreign)
 
 
 class UsageMetadata(TypedDict):
@@ -187,6 +197,13 @@ class InlineThinkingItem(_Fidelity):
     mime_type: str
 
 
+class CompactionItem(_Fidelity):
+    """A server-side compaction of the context before it (OpenAI Responses, Anthropic): opaque, shown as
+    nothing, replayed as it came (its ``fidelity`` holds the wire item); earlier items are not resent."""
+
+    type: Literal["compaction"]
+
+
 class ToolCallItem(_Fidelity):
     type: Literal["tool_call"]
     name: str
@@ -227,6 +244,7 @@ ContentItem = Union[
     ToolCallItem,
     ToolResultItem,
     EmbeddingItem,
+    CompactionItem,
 ]
 PartialContentItem = Union[ContentItem, PartialToolCallItem]
 
@@ -292,3 +310,51 @@ class HttpRequest:
         if self.body is None:
             return None
         return json.dumps(self.body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+# -- bytes in JSON ---------------------------------------------------------------------------------
+#
+# Wherever the data model travels as JSON (traces, ``agenthub serve`` and its client, the pages),
+# ``bytes`` are written as ``{"__bytes__": "<base64>"}``: a dict with that one key and a string.
+
+
+def _b64(value: Any) -> Dict[str, str]:
+    import base64
+
+    return {"__bytes__": base64.b64encode(bytes(value)).decode("ascii")}
+
+
+def json_default(value: Any) -> Any:
+    """A JSON encoder's ``default=``: bytes as ``{"__bytes__": base64}``, an enum as its str value."""
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return _b64(value)
+    if hasattr(value, "value") and isinstance(getattr(value, "value"), str):  # an Enum that is no str
+        return value.value
+    raise TypeError("{} is not JSON serialisable".format(type(value).__name__))
+
+
+def to_jsonable(value: Any) -> Any:
+    """A JSON-ready copy: bytes -> ``{"__bytes__": base64}``, str enums -> their value, tuples -> lists."""
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return _b64(value)
+    if isinstance(value, Mapping):
+        return {str(k): to_jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [to_jsonable(v) for v in value]
+    if hasattr(value, "value") and isinstance(getattr(value, "value"), str):  # str enums
+        return value.value
+    return value
+
+
+def from_jsonable(value: Any, strict: bool = False) -> Any:
+    """``to_jsonable`` undone: every ``{"__bytes__": base64}`` back to bytes.  ``strict``: a payload
+    that is not base64 is a ValueError (else what does not decode is skipped, as base64 does)."""
+    import base64
+
+    if isinstance(value, dict):
+        if len(value) == 1 and isinstance(value.get("__bytes__"), str):
+            return base64.b64decode(value["__bytes__"], validate=strict)
+        return {k: from_jsonable(v, strict) for k, v in value.items()}
+    if isinstance(value, list):
+        return [from_jsonable(v, strict) for v in value]
+    return value

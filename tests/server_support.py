@@ -2,7 +2,6 @@
 the app on the built-in server, and the app under gunicorn (a subprocess).  127.0.0.1 only;
 every wait is bounded."""
 
-import json
 import os
 import select
 import signal
@@ -11,7 +10,8 @@ import subprocess
 import sys
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from sse_server import LocalServer, json_or_raw
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -41,53 +41,38 @@ def split_events(body, parts):
     return [b"".join(events[i:i + size]) for i in range(0, len(events), size)]
 
 
-class _UpstreamHandler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
+class Upstream(LocalServer):
+    """with Upstream() as up: up.routes["chat"] = Route(body); base_url = up.url + "/chat/v1"."""
 
-    def log_message(self, *args):
-        pass
+    nodelay = True
 
-    def do_POST(self):  # noqa: N802
-        server = self.server
-        length = int(self.headers.get("Content-Length") or 0)
-        raw = self.rfile.read(length) if length else b""
-        name = self.path.strip("/").split("/")[0]
-        try:
-            body = json.loads(raw) if raw else None
-        except ValueError:
-            body = raw
-        with server.lock:
-            server.requests.append({"route": name, "path": self.path, "headers": dict(self.headers), "body": body})
-            route = server.routes.get(name)
+    def __init__(self):
+        LocalServer.__init__(self)
+        self.routes = {}
+        self.closed = 0
+        self.closed_event = threading.Event()
+
+    def respond(self, handler, raw):
+        name = handler.path.strip("/").split("/")[0]
+        with self.lock:
+            self.requests.append({"route": name, "path": handler.path, "headers": dict(handler.headers),
+                                  "body": json_or_raw(raw)})
+            route = self.routes.get(name)
             if isinstance(route, list):
                 route = route.pop(0) if len(route) > 1 else route[0]
         if route is None:
-            self.send_error(404)
+            handler.send_error(404)
             return
         if route.delay:
             time.sleep(route.delay)
-        self.send_response(route.status)
-        for key, value in route.headers.items():
-            self.send_header(key, value)
-        self.send_header("Transfer-Encoding", "chunked")
-        self.end_headers()
-        try:
-            for n, piece in enumerate(split_events(route.body, route.parts)):
-                if n and route.pause:
-                    time.sleep(route.pause)
-                self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
-                self.wfile.flush()
-            if route.hold:
-                self._wait_for_close()
-                return
-            self.wfile.write(b"0\r\n\r\n")
-            self.wfile.flush()
-        except (BrokenPipeError, ConnectionResetError):
-            self.close_connection = True
+        if not handler.send(route.status, route.headers, split_events(route.body, route.parts), pause=route.pause,
+                            pause_first=False, end=not route.hold):
             self._closed()
+        elif route.hold:
+            self._wait_for_close(handler)
 
-    def _wait_for_close(self):
-        sock = self.connection
+    def _wait_for_close(self, handler):
+        sock = handler.connection
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline:
             readable, _, _ = select.select([sock], [], [], 0.05)
@@ -98,50 +83,13 @@ class _UpstreamHandler(BaseHTTPRequestHandler):
                     data = b""
                 if not data:
                     break
-        self.close_connection = True
+        handler.close_connection = True
         self._closed()
 
     def _closed(self):
-        with self.server.lock:
-            self.server.closed += 1
-        self.server.closed_event.set()
-
-    do_GET = do_POST
-
-
-class _UpstreamServer(ThreadingHTTPServer):
-    daemon_threads = True
-
-    def get_request(self):
-        conn, address = ThreadingHTTPServer.get_request(self)
-        conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        return conn, address
-
-    def handle_error(self, request, client_address):
-        pass
-
-
-class Upstream(object):
-    """with Upstream() as up: up.routes["chat"] = Route(body); base_url = up.url + "/chat/v1"."""
-
-    def __init__(self):
-        self._server = _UpstreamServer(("127.0.0.1", 0), _UpstreamHandler)
-        self._server.routes = {}
-        self._server.requests = []
-        self._server.closed = 0
-        self._server.closed_event = threading.Event()
-        self._server.lock = threading.Lock()
-        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
-                                        daemon=True)
-
-    routes = property(lambda self: self._server.routes)
-    requests = property(lambda self: self._server.requests)
-    closed = property(lambda self: self._server.closed)
-    closed_event = property(lambda self: self._server.closed_event)
-
-    @property
-    def url(self):
-        return "http://127.0.0.1:{}".format(self._server.server_address[1])
+        with self.lock:
+            self.closed += 1
+        self.closed_event.set()
 
     def wait_closed(self, count, timeout=10.0):
         deadline = time.monotonic() + timeout
@@ -150,14 +98,6 @@ class Upstream(object):
                 return True
             time.sleep(0.02)
         return False
-
-    def __enter__(self):
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self._server.shutdown()
-        self._server.server_close()
 
 
 class Builtin(object):

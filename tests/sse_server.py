@@ -1,12 +1,113 @@
-"""A small local HTTP server for end-to-end tests: scripted answers, recorded requests.
+"""Local HTTP servers for end-to-end tests, on one skeleton: scripted answers, recorded requests.
 
-Serves on 127.0.0.1 only, in daemon threads; every wait is bounded.
+``LocalServer`` is the skeleton every threaded test server here shares (127.0.0.1 only, daemon
+threads, quiet errors, a bounded shutdown); a server plugs in ``respond(handler, raw)``, which
+records the request and writes the answer with ``handler.send(...)``, the one body writer.
+``SSEServer`` (this module), ``bedrock_server.BedrockServer`` and ``server_support.Upstream`` are
+the three servers built on it.
 """
 
 import json
+import socket
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def do_POST(self):  # noqa: N802
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        self.server.owner.respond(self, raw)
+
+    do_GET = do_POST
+
+    def log_message(self, *args):
+        pass
+
+    def send(self, status, headers, chunks, chunked=True, pause=0.0, pause_first=True, gate=None, end=True):
+        """The body writer: status and headers, then ``chunks`` (one HTTP chunk each when ``chunked``,
+        else close-delimited), ``pause`` seconds before each (not the first unless ``pause_first``), a
+        ``gate`` event waited on (at most 5 s) after the first; ``end``: write the last chunk.  ->
+        False when the client went away meanwhile."""
+        self.send_response(status)
+        for key, value in headers.items():
+            self.send_header(key, value)
+        if chunked:
+            self.send_header("Transfer-Encoding", "chunked")
+        else:
+            self.send_header("Connection", "close")
+        self.end_headers()
+        try:
+            for n, chunk in enumerate(chunks):
+                if pause and (n or pause_first):
+                    time.sleep(pause)
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk) if chunked else chunk)
+                self.wfile.flush()
+                if n == 0 and gate is not None:
+                    gate.wait(5)
+            if not chunked:
+                self.close_connection = True
+            elif end:
+                self.wfile.write(b"0\r\n\r\n")
+                self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
+            return False
+        return True
+
+
+class _HTTPServer(ThreadingHTTPServer):
+    daemon_threads = True
+    nodelay = False
+
+    def get_request(self):
+        conn, address = ThreadingHTTPServer.get_request(self)
+        if self.nodelay:
+            conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        return conn, address
+
+    def handle_error(self, request, client_address):
+        pass
+
+
+class LocalServer(object):
+    """The skeleton: ``with Server() as server: ... server.url``.  Subclasses write ``respond``."""
+
+    #: send each write at once (TCP_NODELAY)
+    nodelay = False
+
+    def __init__(self):
+        self._server = _HTTPServer(("127.0.0.1", 0), _Handler)
+        self._server.owner = self
+        self._server.nodelay = self.nodelay
+        self.requests = []
+        self.lock = threading.Lock()
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+
+    def respond(self, handler, raw):  # pragma: no cover - every server writes its own
+        raise NotImplementedError
+
+    @property
+    def url(self):
+        return "http://127.0.0.1:{}".format(self._server.server_address[1])
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._server.shutdown()
+        self._server.server_close()
+
+
+def json_or_raw(raw):
+    try:
+        return json.loads(raw) if raw else None
+    except ValueError:
+        return raw
 
 
 class Answer(object):
@@ -21,83 +122,14 @@ class Answer(object):
         self.gate = gate  # a threading.Event to wait on (at most 5 s) after the first chunk
 
 
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-
-    def do_POST(self):  # noqa: N802
-        server = self.server
-        length = int(self.headers.get("Content-Length") or 0)
-        raw = self.rfile.read(length)
-        try:
-            body = json.loads(raw) if raw else None
-        except ValueError:
-            body = raw
-        server.requests.append({"path": self.path, "headers": dict(self.headers), "body": body})
-        answer = server.answers.pop(0) if server.answers else Answer([b"data: [DONE]\n\n"])
-        self.send_response(answer.status)
-        for key, value in answer.headers.items():
-            self.send_header(key, value)
-        if answer.chunked:
-            self.send_header("Transfer-Encoding", "chunked")
-        else:
-            self.send_header("Connection", "close")
-        self.end_headers()
-        try:
-            for n, chunk in enumerate(answer.chunks):
-                if answer.pause:
-                    time.sleep(answer.pause)
-                if answer.chunked:
-                    self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
-                else:
-                    self.wfile.write(chunk)
-                self.wfile.flush()
-                if n == 0 and answer.gate is not None:
-                    answer.gate.wait(5)
-            if answer.chunked:
-                self.wfile.write(b"0\r\n\r\n")
-            else:
-                self.close_connection = True
-        except (BrokenPipeError, ConnectionResetError):
-            self.close_connection = True
-
-    do_GET = do_POST
-
-    def log_message(self, *args):
-        pass
-
-
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-
-    def handle_error(self, request, client_address):
-        pass
-
-
-class SSEServer(object):
+class SSEServer(LocalServer):
     """with SSEServer() as server: server.answers.append(Answer(...)); server.url -> base URL."""
 
     def __init__(self):
-        self._server = _Server(("127.0.0.1", 0), _Handler)
-        self._server.answers = []
-        self._server.requests = []
-        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+        LocalServer.__init__(self)
+        self.answers = []
 
-    @property
-    def answers(self):
-        return self._server.answers
-
-    @property
-    def requests(self):
-        return self._server.requests
-
-    @property
-    def url(self):
-        return "http://127.0.0.1:{}".format(self._server.server_address[1])
-
-    def __enter__(self):
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self._server.shutdown()
-        self._server.server_close()
+    def respond(self, handler, raw):
+        self.requests.append({"path": handler.path, "headers": dict(handler.headers), "body": json_or_raw(raw)})
+        answer = self.answers.pop(0) if self.answers else Answer([b"data: [DONE]\n\n"])
+        handler.send(answer.status, answer.headers, answer.chunks, answer.chunked, answer.pause, gate=answer.gate)

@@ -163,7 +163,7 @@ def test_models_json(capsys):
 
 
 def test_demo(capsys):
-    from agenthub.demo import available
+    from agenthub.apps.demo import available
 
     assert main(["demo"]) == 0
     out = capsys.readouterr().out
@@ -266,7 +266,7 @@ def test_trace_view_of_a_missing_folder(tmp_path, capsys):
 
 
 def test_demo_reports_a_broken_protocol_and_plays_the_others(monkeypatch, capsys):
-    from agenthub import demo
+    from agenthub.apps import demo
 
     real = demo.recording
 

@@ -222,3 +222,83 @@ def test_messages_with_the_same_headers_do_not_share_them():
     first.headers[":event-type"] = "changed"
     assert second.headers[":event-type"] == "contentBlockDelta"
     assert ours([bf.text_delta("c")])[0].headers[":event-type"] == "contentBlockDelta"
+
+
+# -- AWS's own limits, and a header cache bounded in bytes (issue 24 A6) --------------------------------------
+
+
+def _headers_of(size):
+    """Header entries (BYTES values, distinct names) whose encoded section is exactly ``size`` bytes."""
+    entries = []
+    left = size
+    n = 0
+    while left:
+        name = "h{}".format(n)
+        overhead = 1 + len(name) + 1 + 2
+        value = min(65535, left - overhead)
+        if left - overhead - value and left - overhead - value < len(name) + 4 + 1:
+            value -= len(name) + 5  # leave room for a last header of at least one byte of value
+        entries.append((name, bf.BYTES, b"v" * value))
+        left -= overhead + value
+        n += 1
+    section = b"".join(bf.header(*entry) for entry in entries)
+    assert len(section) == size
+    return entries
+
+
+def _botocore_refuses(data):
+    with pytest.raises(eventstream.ParserError):
+        botocores(data)
+
+
+def test_a_headers_section_at_awss_limit_decodes_as_botocore_decodes_it():
+    from agenthub.eventstream import MAX_HEADERS_BYTES
+
+    assert MAX_HEADERS_BYTES == 128 * 1024 == eventstream._MAX_HEADERS_LENGTH
+    frame = bf.encode(_headers_of(MAX_HEADERS_BYTES), b"{}")
+    assert ours([frame]) == botocores(frame)
+    assert len(ours([frame[:100], frame[100:]])) == 1  # the buffered path too
+
+
+def test_a_headers_section_past_awss_limit_is_refused_from_its_prelude_as_botocore_refuses_it():
+    frame = bf.encode(_headers_of(128 * 1024 + 1), b"{}")
+    _botocore_refuses(frame)
+    for chunks in ([frame], [frame[:12]], [frame[:5], frame[5:]]):
+        with pytest.raises(StreamProtocolError) as info:
+            ours(chunks)
+        assert "headers section of 131073 bytes is longer than AWS's limit of 131072 bytes" in str(info.value)
+
+
+def test_a_payload_at_awss_limit_decodes_and_one_byte_more_is_refused_as_botocore_does():
+    from agenthub.eventstream import MAX_PAYLOAD_BYTES
+
+    assert MAX_PAYLOAD_BYTES == 24 * 1024 * 1024 == eventstream._MAX_PAYLOAD_LENGTH
+    headers = [(":event-type", bf.STRING, "chunk")]
+    frame = bf.encode(headers, b"p" * MAX_PAYLOAD_BYTES)
+    decoded = ours([frame])
+    assert len(decoded) == 1 and len(decoded[0].payload) == MAX_PAYLOAD_BYTES
+    assert decoded == botocores(frame)
+    over = bf.encode(headers, b"p" * (MAX_PAYLOAD_BYTES + 1))
+    _botocore_refuses(over)
+    for chunks in ([over], [over[:12]]):
+        with pytest.raises(StreamProtocolError) as info:
+            ours(chunks)
+        assert "payload of 25165825 bytes is longer than AWS's limit of 25165824 bytes" in str(info.value)
+
+
+def test_the_header_cache_is_bounded_in_bytes_whatever_the_server_sends():
+    from agenthub import eventstream as ours_module
+
+    ours_module._HEADER_CACHE.clear()
+    # 300 messages, each with a distinct 60 KiB headers section (under AWS's limit): none is kept
+    frames = (bf.encode([("big", bf.BYTES, struct.pack(">I", n) + b"x" * (60 * 1024))], b"{}") for n in range(300))
+    assert sum(1 for _ in iter_messages(frames)) == 300
+    held = sum(len(section) for section in ours_module._HEADER_CACHE)
+    assert held == 0
+    # the small sections a real stream repeats are still cached, and the cache stays within its bound
+    frames = [bf.encode([(":event-type", bf.STRING, "e{}".format(n)), (":message-type", bf.STRING, "event")], b"{}")
+              for n in range(1000)]
+    assert len(ours(frames)) == 1000
+    assert 0 < len(ours_module._HEADER_CACHE) <= ours_module._HEADER_CACHE_SIZE
+    assert sum(len(section) for section in ours_module._HEADER_CACHE) <= 256 * 512
+    assert all(len(section) <= 512 for section in ours_module._HEADER_CACHE)

@@ -826,7 +826,7 @@ def test_a_body_left_open_after_the_terminal_marker_does_not_delay_the_caller(se
 def test_a_stop_reaches_an_unconnected_request_once_it_connects():
     import socket
 
-    from agenthub.client import _Control
+    from agenthub.transport import Watch as _Control
 
     class Connecting(object):
         sock = None
@@ -881,7 +881,7 @@ def test_every_transport_error_answers_the_flags():
 def test_retry_after_forms():
     import email.utils
 
-    from agenthub.transport import _retry_after
+    from agenthub.answers import retry_after as _retry_after
 
     assert _retry_after({"retry-after": "2"}) == 2.0
     assert _retry_after({"retry-after": "1.5"}) == 1.5

@@ -127,7 +127,7 @@ def test_retry_after_spellings_are_honoured(server, header, value):
 
 
 def test_the_provider_request_id_a_gateway_passed_on_is_kept():
-    from agenthub.transport import _request_id, _retry_after
+    from agenthub.answers import request_id as _request_id, retry_after as _retry_after
 
     assert _request_id({"llm_provider-request-id": "req_abc"}) == "req_abc"
     assert _request_id({"x-request-id": "own", "llm_provider-request-id": "req_abc"}) == "own"

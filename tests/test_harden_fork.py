@@ -150,3 +150,60 @@ def test_a_child_forked_while_a_stateful_stream_is_open_can_stream_statefully(se
     finally:
         stream.close()
     assert client.get_history() == []  # the parent's stream was abandoned: its history is untouched
+
+
+def _slow_answer(server):
+    """The first delta at once, the rest 0.6 s later: a reader in the wrong process would block, then steal it."""
+    server.push([status(200, {"Content-Type": "text/event-stream"}), send(chat_chunk("par")), sleep(0.6),
+                 send(chat_chunk("ent")), send(chat_stream("")[len(chat_chunk("")):])])
+
+
+USER = {"role": "user", "content_items": [{"type": "text", "text": "x"}]}
+
+
+@within(30)
+def test_a_stream_read_in_a_forked_child_raises_there_and_the_parent_reads_it_whole(server):
+    """Issue 24 A4: the child's next read raises a typed error at once, without touching the socket."""
+    _slow_answer(server)
+    client = make(server)
+    stream = client.streaming_response([USER])
+    first = [next(stream), next(stream)]  # start, "par"
+
+    def child():
+        import time
+
+        from agenthub import TransportError
+
+        started = time.monotonic()
+        try:
+            next(stream)
+        except TransportError as exc:
+            return [type(exc).__name__, time.monotonic() - started < 0.3, "another process" in str(exc),
+                    exc.retryable]
+        return "no error"
+
+    pid, read = _in_child(child)
+    assert _collect(pid, read) == {"ok": ["TransportError", True, True, False]}
+    events = first + list(stream)
+    check_stream(events)
+    assert "".join(i["text"] for e in events for i in e["content_items"] if i["type"] == "text") == "parent"
+    assert events[-1]["finish_reason"] == "stop"
+
+
+@within(30)
+def test_a_childs_abort_does_not_kill_the_parents_stream(server):
+    _slow_answer(server)
+    client = make(server)
+    stream = client.streaming_response([USER])
+    first = [next(stream), next(stream)]
+
+    def child():
+        stream.abort()
+        stream.close()
+        return "aborted"
+
+    pid, read = _in_child(child)
+    assert _collect(pid, read) == {"ok": "aborted"}
+    events = first + list(stream)
+    check_stream(events)
+    assert "".join(i["text"] for e in events for i in e["content_items"] if i["type"] == "text") == "parent"

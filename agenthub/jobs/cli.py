@@ -72,6 +72,10 @@ ACTIONS = {
     "run": ("run a job file live (or on Ray) within rate limits; resumable", _add_run, _run),
 }  # type: Dict[str, Tuple[str, Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], int]]]
 
+from .batch_cli import ACTIONS as _ENGINE_ACTIONS  # noqa: E402  submit, status, fetch, cancel (the batch engines)
+
+ACTIONS.update(_ENGINE_ACTIONS)
+
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:
     """Add ``batch`` and its actions to the ``agenthub`` subparsers."""

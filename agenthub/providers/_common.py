@@ -1,25 +1,28 @@
-"""Pure helpers shared by the protocol modules (no protocol logic of its own), and ``Protocol``,
-the record each wire protocol declares once at the end of its module."""
+"""Pure helpers shared by the dialect modules (no protocol logic of its own), and ``Protocol``,
+the record each wire dialect declares once at the end of its module (where a request goes and how
+it is authorised is its host's business: ``agenthub.hosts``)."""
 
 import base64
 import binascii
 import dataclasses
 import json
+import logging
 import re
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple
 
+from ..answers import error_from_body as _error_from_body
 from ..errors import ConfigError, StreamProtocolError, UnsupportedParameterError
-from ..sse import SSEEvent, iter_events
+from ..sse import iter_events, json_loads
 from ..types import HttpRequest
 
 __all__ = [
     "Protocol",
-    "encode_json",
+    "Dialect",
     "Endpoint",
     "dumps",
+    "encode_path_segment",
     "parse_data_uri",
     "data_uri",
-    "join_url",
     "unsupported",
     "nearest",
     "request_headers",
@@ -27,8 +30,12 @@ __all__ = [
     "deep_merge",
     "check_response_format",
     "stop_sequences",
+    "samplers",
     "get_request",
     "model_list_page",
+    "payloads",
+    "document_payloads",
+    "DONE",
 ]
 
 
@@ -39,23 +46,27 @@ def _redact_url(url: str) -> str:
 
 
 class Endpoint(object):
-    """Where and how to send: base URL, key, extra headers, and the vendor's quirks (a registry row's data)."""
+    """Where and how to send: base URL, key, extra headers, the vendor's quirks (a registry row's
+    data) and the model (a host's URL rule may put it in the path: an Azure deployment, Vertex AI).
+    A dialect reads the headers and the quirks; the host reads the rest (``agenthub.hosts``)."""
 
-    __slots__ = ("client_type", "base_url", "api_key", "headers", "quirks")
+    __slots__ = ("client_type", "base_url", "api_key", "headers", "quirks", "model")
 
     def __init__(
         self,
         client_type: str,
         base_url: str,
-        api_key: Optional[str] = None,
+        api_key: Any = None,
         headers: Optional[Mapping[str, str]] = None,
         quirks: Optional[Mapping[str, Any]] = None,
+        model: Optional[str] = None,
     ) -> None:
         self.client_type = client_type
         self.base_url = base_url.rstrip("/")
         self.api_key = api_key
         self.headers = dict(headers or {})
         self.quirks = dict(quirks or {})
+        self.model = model
 
     def __repr__(self) -> str:  # never show the key
         return "Endpoint(client_type={!r}, base_url={!r}, api_key={})".format(
@@ -66,25 +77,47 @@ class Endpoint(object):
         return {name: getattr(self, name) for name in self.__slots__}
 
     def __setstate__(self, state):
+        self.model = None  # (a pickle from before the slot)
         for name, value in state.items():
             setattr(self, name, value)
 
 
-def encode_json(request: HttpRequest, endpoint: "Endpoint") -> HttpRequest:
-    """The default ``Protocol.encode``: the planned body as compact UTF-8 JSON, headers unchanged."""
-    return dataclasses.replace(request, data=request.content())
+#: the value ``payloads`` yields (as ``(DONE, None)``) for an OpenAI-style ``data: [DONE]`` end marker
+DONE = "[DONE]"
 
 
-def _documents_as_events(parse_stream: Callable[..., Iterator[Any]]) -> Callable[..., Iterator[Any]]:
-    """The default ``Protocol.parse_document`` for a protocol whose stream carries JSON documents
-    in SSE data fields: each document (each element of a JSON array: Gemini's non-SSE form) is
-    handed to ``parse_stream`` as the data of one event, so a whole answer reads like a stream."""
+def payloads(frames: Iterable[Any]) -> Iterator[Tuple[str, Any]]:
+    """SSE events -> ``(event name, value)``, each frame's data decoded once.
 
-    def parse_document(payload: Any, client: str) -> Iterator[Any]:
-        documents = payload if isinstance(payload, list) else [payload]
-        return parse_stream((SSEEvent(dumps(document)) for document in documents), client)
+    ``value`` is the decoded JSON (a dict for nearly every frame: the parsers skip other JSON
+    values), or, for an ``event: error`` frame whose data is not JSON, its text.  Empty
+    keep-alives are dropped; an OpenAI-style ``[DONE]`` (a gateway's end marker) is yielded as
+    ``(DONE, None)`` and ends the payloads.  Any other data that is not JSON raises the
+    decoder's ValueError (the driver reports it as a StreamProtocolError).  A whole JSON
+    answer skips this step: ``parse_document`` hands its documents to the same parser as
+    ``("message", document)`` pairs."""
+    loads = json_loads
+    for frame in frames:
+        data = frame.data
+        try:
+            yield frame.event, loads(data)
+        except ValueError:
+            if frame.event == "error":
+                yield frame.event, data
+                continue
+            stripped = data.strip()
+            if not stripped:
+                continue  # an empty keep-alive
+            if stripped.startswith(DONE):
+                yield DONE, None
+                return
+            raise
 
-    return parse_document
+
+def document_payloads(documents: Iterable[Any]) -> Iterator[Tuple[str, Any]]:
+    """The documents of a whole JSON answer as the pairs ``payloads`` yields for a stream."""
+    for document in documents:
+        yield "message", document
 
 
 def _whole(parts: Iterator[Any], client: str) -> Iterator[Any]:
@@ -106,37 +139,37 @@ def documents(payload: Any) -> list:
 
 
 class Protocol(object):
-    """One wire protocol: everything the client, the registry and the demo need to know of it.
+    """One wire dialect: how a request is planned and how its answer is read.
 
-    Declared once, as ``PROTOCOL = Protocol(...)`` at the end of the protocol's module, and
-    named in ``agenthub.providers.PROTOCOLS``.  The client runs one turn as::
+    Declared once, as ``PROTOCOL = Protocol(...)`` at the end of the dialect's module, and named
+    in ``agenthub.providers.PROTOCOLS``.  It holds no key, no base URL and no credential logic:
+    those are its host's (``agenthub.hosts``; a client type is a row of dialect, host and quirks).
+    The client runs one turn as::
 
-        plan = protocol.build_request(endpoint, model, messages, config)   # pure, body a dict
-        request = protocol.encode(plan, endpoint)          # per attempt: exact bytes, auth, signature
+        plan = protocol.build_request(endpoint, model, messages, config)   # pure: a path, a body
+        request = host.encode(plan, endpoint)        # per attempt: URL, exact bytes, credential
         body = transport.open_stream(session, request, ...)                # bytes as they arrive
         parts = protocol.read(body, client, max_line_bytes)                # items, then a StreamEnd
 
-    ``name``: the client_type.  ``base_url``, ``key_env`` and ``base_url_env``: the default
-    endpoint, the variables its key is read from (in order) and the variable that moves it.
-    ``framing(chunks, max_line_bytes)``: the body's bytes -> the frames ``parse_stream`` reads
-    (SSE events by default).  ``parse_document(payload, client)``: a whole JSON answer (a server
-    that ignored streaming, or a non-streamed endpoint such as embeddings) -> the same parts.
-    ``encode(plan, endpoint)``: the request as sent (default: compact JSON bytes).
-    ``quirk_keys``: the registry quirks the module reads.  ``embeddings``: the module under
-    ``agenthub.providers`` serving embedding models for this protocol (its own ``PROTOCOL``).
-    ``demo``: ``(model, title)`` for ``agenthub demo`` (recordings under ``agenthub/recordings/<module>``).
-    ``configure(model, base_url, api_key, environ)``: for a protocol whose endpoint is the caller's
-    own cloud resource (Azure OpenAI, Vertex AI, Amazon Bedrock): ``registry.resolve`` hands it the caller's
-    arguments and it returns ``(client_type, base_url, api_key, quirks)``, in place of the default
-    endpoint and key variables (a ConfigError says what is missing).  None for the others.
-    ``models_request(endpoint, page_token)`` and ``parse_models(payload, client) -> (ids, next_token)``:
-    the endpoint's live model list, one page at a time (``AutoLLMClient.list_models``; both pure;
-    None: the protocol cannot list its models).
+    ``name``: the dialect (the client_type of its first-party route).  ``build_request`` returns
+    an HttpRequest whose ``url`` is the path under the endpoint (``/chat/completions``,
+    ``/v1/messages``, ``/v1beta/models/{model}:streamGenerateContent?alt=sse``) and whose headers
+    hold no credential.  ``framing(chunks, max_line_bytes)``: the body's bytes -> the frames
+    ``parse_stream`` reads (SSE events by default).  ``parse_document(payload, client)``: a whole
+    JSON answer (a server that ignored streaming, or a non-streamed endpoint such as embeddings) ->
+    the same parts.  ``quirk_keys``: the registry quirks the module reads.  ``embeddings``: the
+    module under ``agenthub.providers`` serving embedding models for this dialect (its own
+    ``PROTOCOL``).  ``demo``: ``(model, title)`` for ``agenthub demo`` (recordings under
+    ``agenthub/recordings/<module>``).  ``models_request(endpoint, page_token)`` and
+    ``parse_models(payload, client) -> (ids, next_token)``: the endpoint's live model list, one
+    page at a time (``AutoLLMClient.list_models``; both pure; None: the dialect cannot list models).
+    ``error_from_body(status, headers, payload, client)``: the error an error answer names (an HTTP
+    error, or an error object in a 2xx JSON answer, then with status None); ``payload`` is the body's
+    bytes, or the JSON value already decoded.  Default: ``agenthub.answers.error_from_body``.
     """
 
-    __slots__ = ("name", "module", "base_url", "key_env", "base_url_env", "build_request", "parse_stream",
-                 "framing", "parse_document", "encode", "quirk_keys", "embeddings", "demo", "configure",
-                 "models_request", "parse_models")
+    __slots__ = ("name", "module", "build_request", "parse_stream", "framing", "parse_document", "quirk_keys",
+                 "embeddings", "demo", "models_request", "parse_models", "error_from_body")
 
     def __init__(
         self,
@@ -144,39 +177,29 @@ class Protocol(object):
         module: str,
         build_request: Callable[..., HttpRequest],
         parse_stream: Optional[Callable[..., Iterator[Any]]] = None,
-        base_url: str = "",
-        key_env: Sequence[str] = (),
-        base_url_env: Optional[str] = None,
         framing: Callable[[Iterable[bytes], int], Iterator[Any]] = iter_events,
-        parse_document: Optional[Callable[[Any, str], Iterator[Any]]] = None,
-        encode: Callable[[HttpRequest, "Endpoint"], HttpRequest] = encode_json,
+        parse_document: Optional[Callable[[Any, str], Iterator[Any]]] = None,  # required
         quirk_keys: Sequence[str] = (),
         embeddings: Optional[str] = None,
         demo: Optional[Tuple[str, str]] = None,
-        configure: Optional[Callable[..., Tuple[str, str, Any, Dict[str, Any]]]] = None,
         models_request: Optional[Callable[["Endpoint", Optional[str]], HttpRequest]] = None,
         parse_models: Optional[Callable[[Any, str], Tuple[List[str], Optional[str]]]] = None,
+        error_from_body: Callable[..., Any] = _error_from_body,
     ) -> None:
         if parse_document is None:
-            if parse_stream is None:
-                raise TypeError("a Protocol needs parse_stream or parse_document")
-            parse_document = _documents_as_events(parse_stream)
+            raise TypeError("a Protocol needs parse_document (a whole JSON answer -> its parts)")
         self.name = name
         self.module = module.rsplit(".", 1)[-1]
-        self.base_url = base_url
-        self.key_env = tuple(key_env)
-        self.base_url_env = base_url_env
         self.build_request = build_request
         self.parse_stream = parse_stream
         self.framing = framing
         self.parse_document = parse_document
-        self.encode = encode
         self.quirk_keys = tuple(quirk_keys)
         self.embeddings = embeddings
         self.demo = demo
-        self.configure = configure
         self.models_request = models_request
         self.parse_models = parse_models
+        self.error_from_body = error_from_body
 
     def read(self, body: Any, client: str, max_line_bytes: int, document: bool = False) -> Iterator[Any]:
         """The parts of one answer: ``body`` (a transport.BodyStream) is opened (the request is sent);
@@ -192,13 +215,21 @@ class Protocol(object):
         return "Protocol({!r})".format(self.name)
 
 
+#: the record's other name: a wire dialect
+Dialect = Protocol
+
+
+def encode_path_segment(value: str) -> str:
+    """A URI label as botocore encodes it: everything but ``A-Za-z0-9-_.~`` percent-encoded
+    (``us.anthropic.claude-sonnet-4-5-20250929-v1:0`` -> ``...-v1%3A0``, an ARN's ``/`` -> ``%2F``)."""
+    from urllib.parse import quote
+
+    return quote(value.encode("utf-8"), safe="-_.~")
+
+
 def dumps(value: Any) -> str:
     """Compact JSON text, non-ASCII kept as is (CJK arguments stay readable)."""
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-
-
-def join_url(base_url: str, path: str) -> str:
-    return base_url.rstrip("/") + path
 
 
 _DATA_URI = re.compile(r"^data:([^;,]*)((?:;[^;,]*)*),(.*)$", re.S)
@@ -231,6 +262,50 @@ def data_uri(mime_type: str, data: bytes) -> str:
     return "data:{};base64,{}".format(mime_type, base64.b64encode(data).decode("ascii"))
 
 
+
+
+# -- compaction (OpenAI Responses, Anthropic) -----------------------------------------------------
+
+#: fidelity key of a compaction item: which wire format holds it ("openai" or "anthropic")
+COMPACTION_FORMAT = "format"
+
+
+def compaction_items(message: Mapping[str, Any]) -> List[int]:
+    """The positions of the compaction items in ``message``'s content."""
+    return [i for i, item in enumerate(message.get("content_items") or ()) if item.get("type") == "compaction"]
+
+
+def after_compaction(messages: List[Mapping[str, Any]], wire_format: str) -> List[Mapping[str, Any]]:
+    """``messages`` from the latest compaction item of ``wire_format`` on: the assistant message holding it
+    keeps that item and what follows it, every later message is kept, every earlier one is left out (the
+    compaction stands for them).  Unchanged when there is none."""
+    for index in range(len(messages) - 1, -1, -1):
+        message = messages[index]
+        if message["role"] != "assistant":
+            continue
+        items = message["content_items"]
+        for position in range(len(items) - 1, -1, -1):
+            item = items[position]
+            if item["type"] == "compaction" and (item.get("fidelity") or {}).get(COMPACTION_FORMAT) == wire_format:
+                kept = dict(message)
+                kept["content_items"] = list(items[position:])
+                return [kept] + list(messages[index + 1:])
+    return messages
+
+
+#: assistant items no wire replays (another protocol's media, Gemini's inline thinking): left out with a warning
+UNREPLAYED = ("inline_data", "image_url", "inline_thinking")
+
+
+def left_out(kind: str, wire: str, role: str = "assistant") -> None:
+    """The tail of every message mapping: an item ``wire`` has no place for.  An assistant's media and
+    inline thinking are left out with a warning; any other kind raises ConfigError (validate.check_message
+    keeps such items out, so that is unreachable from the client)."""
+    if role == "assistant" and kind in UNREPLAYED:
+        logging.getLogger("agenthub").warning("an assistant %s item cannot be replayed over %s; it is left out",
+                                              kind, wire)
+        return
+    raise ConfigError("a {} item cannot be sent in {} {} message".format(kind, "an" if role == "assistant" else "a", role))
 
 
 def unsupported(client: str, parameter: str, why: str) -> UnsupportedParameterError:
@@ -294,14 +369,11 @@ def nearest(wanted: str, supported: Sequence[str], order: Sequence[str], cheaper
     return min(supported, key=lambda value: (abs(rank.get(value, want) - want), sign * rank.get(value, want)))
 
 
-def request_headers(endpoint: Endpoint, key_header: str = "Authorization", key_prefix: str = "Bearer ",
-                    accept: str = "text/event-stream", **extra: str) -> Dict[str, str]:
-    """JSON request headers with the endpoint's key under ``key_header``; the caller's
-    ``default_headers`` (endpoint.headers) come last and win."""
+def request_headers(endpoint: Endpoint, accept: str = "text/event-stream", **extra: str) -> Dict[str, str]:
+    """JSON request headers; the caller's ``default_headers`` (endpoint.headers) come last and win.
+    No credential: the host adds it per attempt (``agenthub.hosts``)."""
     headers = {"Content-Type": "application/json", "Accept": accept}
     headers.update(extra)
-    if endpoint.api_key:
-        headers[key_header] = key_prefix + endpoint.api_key
     headers.update(endpoint.headers)
     return headers
 
@@ -368,21 +440,40 @@ def check_response_format(client: str, config: Mapping[str, Any], served: Option
 
 
 def stop_sequences(client: str, config: Mapping[str, Any], limit: Optional[int]) -> Optional[List[str]]:
-    """config["stop"] (already a list) checked against the protocol's limit."""
+    """config["stop"] (a list, or one string) checked against the protocol's limit."""
     stop = config.get("stop")
     if not stop:
         return None
+    if isinstance(stop, str):
+        stop = [stop]
     if limit is not None and len(stop) > limit:
         raise unsupported(client, "stop", "takes at most {} sequences here (got {})".format(limit, len(stop)))
     return list(stop)
 
 
-def get_request(endpoint: Endpoint, url: str, key_header: str = "Authorization", key_prefix: str = "Bearer ",
-                **extra: str) -> HttpRequest:
-    """A GET that answers one JSON document (model lists), with the endpoint's key and headers."""
-    headers = request_headers(endpoint, key_header, key_prefix, "application/json", **extra)
+def samplers(client: str, config: Mapping[str, Any], fields: Mapping[str, Optional[str]],
+             stop_limit: Optional[int] = None, why: str = "has no field on this wire") -> Dict[str, Any]:
+    """The sampler keys of ``config`` (max_tokens, temperature, top_p, stop, seed) as a wire's fields,
+    in the table's order: ``fields`` maps a config key to the wire's name for it; a key mapped to None
+    is one the wire cannot carry (UnsupportedParameterError, ``why``, when it is set); a key the table
+    leaves out is the caller's own business.  ``stop`` is checked against ``stop_limit``."""
+    out = {}  # type: Dict[str, Any]
+    for key, name in fields.items():
+        if key not in config:
+            continue
+        if name is None:
+            raise unsupported(client, key, why)
+        value = stop_sequences(client, config, stop_limit) if key == "stop" else config[key]
+        if value is not None:
+            out[name] = value
+    return out
+
+
+def get_request(endpoint: Endpoint, path: str, **extra: str) -> HttpRequest:
+    """A GET of ``path`` that answers one JSON document (model lists), with the endpoint's headers."""
+    headers = request_headers(endpoint, "application/json", **extra)
     headers.pop("Content-Type", None)  # no body
-    return HttpRequest("GET", url, headers, None, stream=False)
+    return HttpRequest("GET", path, headers, None, stream=False)
 
 
 def parse_data_list(payload: Any, client: str) -> Tuple[List[str], Optional[str]]:
@@ -394,14 +485,14 @@ def parse_data_list(payload: Any, client: str) -> Tuple[List[str], Optional[str]
 
 
 def openai_models_request(endpoint: "Endpoint", page_token: Optional[str] = None) -> HttpRequest:
-    """``GET {base_url}/models`` (OpenAI answers every model at once; a server that pages says
+    """``GET /models`` (OpenAI answers every model at once; a server that pages says
     ``has_more`` and the next page starts ``after`` the last id)."""
     from urllib.parse import quote
 
-    url = join_url(endpoint.base_url, "/models")
+    path = "/models"
     if page_token:
-        url += "?after=" + quote(page_token, safe="")
-    return get_request(endpoint, url)
+        path += "?after=" + quote(page_token, safe="")
+    return get_request(endpoint, path)
 
 
 def model_list_page(payload: Any, client: str, items: str = "data", key: str = "id",

@@ -2,7 +2,7 @@
 
 ``AutoLLMClient("fast", client_type="agenthub", base_url="http://127.0.0.1:8787",
 api_key=<a server key>)``: ``model`` is an id of the server's models table.  The
-request is ``POST <base_url>/v1/stream`` with ``{"model", "messages", "config"}``
+request is ``POST /v1/stream`` at the server (``agenthub.hosts.keys``) with ``{"model", "messages", "config"}``
 (bytes as ``{"__bytes__": "<base64>"}``); the answer is one ``data: <UniEvent>``
 per event.  The events are the server's own, so the parser hands their content
 items to the shared driver as they came and the stop event's usage and finish
@@ -15,55 +15,33 @@ are rebuilt as the same AgentHubError subclass with the same fields.  Retries,
 abort and stateful history are the client's own, as for any protocol.
 """
 
-import base64
 import json
-from typing import Any, Dict, Iterable, Iterator, List, Mapping
+from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Tuple
 
-from ..errors import StreamProtocolError, error_from_json
+from ..answers import decode_body, error_from_body as _error_from_body
+from ..errors import AgentHubError, StreamProtocolError, error_from_json
 from ..sse import DEFAULT_MAX_LINE_BYTES, SSEDecoder, SSEEvent
-from ..stream import StreamEnd
-from ..types import HttpRequest
-from ._common import Endpoint, Protocol, request_headers
+from ..stream import StreamEnd, item_problem
+from ..toolcalls import MAX_DEPTH, too_deep
+from ..types import HttpRequest, from_jsonable as _restore, to_jsonable as _jsonable
+from ._common import Endpoint, Protocol, documents, get_request, parse_data_list, request_headers, unsupported
 
 __all__ = ["build_request", "parse_stream", "framing", "STREAM_PATH", "PROTOCOL"]
 
 STREAM_PATH = "/v1/stream"
 
 
-def _jsonable(value: Any) -> Any:
-    """bytes -> {"__bytes__": base64}, str enums -> their value, tuples -> lists (as agenthub.tracer.to_jsonable)."""
-    if isinstance(value, (bytes, bytearray)):
-        return {"__bytes__": base64.b64encode(bytes(value)).decode("ascii")}
-    if isinstance(value, Mapping):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
-    if hasattr(value, "value") and isinstance(getattr(value, "value"), str):  # str enums
-        return value.value
-    return value
-
-
-def server_url(base_url: str) -> str:
-    """The server's root: ``http://host:port`` (a trailing ``/v1`` is taken as the same server)."""
-    url = base_url.rstrip("/")
-    return url[:-3] if url.endswith("/v1") else url
 
 
 def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, Any]],
                   config: Mapping[str, Any]) -> HttpRequest:
+    for key in ("extra_body", "extra_headers"):
+        if key in config:  # (as the server refuses them; merged here they would reach the server, not its upstream)
+            raise unsupported(endpoint.client_type, key, "is not accepted by an agenthub server: it builds the "
+                                                         "upstream request itself (set it in the model's default_config)")
     body_config = {k: v for k, v in config.items() if k != "trace_id"}  # a trace is written here, not there
     body = {"model": model, "messages": _jsonable(list(messages)), "config": _jsonable(body_config)}
-    return HttpRequest("POST", server_url(endpoint.base_url) + STREAM_PATH, request_headers(endpoint), body)
-
-
-def _restore(value: Any) -> Any:
-    if isinstance(value, dict):
-        if len(value) == 1 and isinstance(value.get("__bytes__"), str):
-            return base64.b64decode(value["__bytes__"])
-        return {k: _restore(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_restore(v) for v in value]
-    return value
+    return HttpRequest("POST", STREAM_PATH, request_headers(endpoint), body)
 
 
 def framing(chunks: Iterable[bytes], max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -> Iterator[Any]:
@@ -92,6 +70,9 @@ def framing(chunks: Iterable[bytes], max_line_bytes: int = DEFAULT_MAX_LINE_BYTE
             raise StreamProtocolError("agenthub: an event of more than {} bytes".format(max_line_bytes),
                                       client="agenthub")
         for block in blocks:
+            if len(block) > max_line_bytes:  # every frame, also one that began and ended inside this read
+                raise StreamProtocolError("agenthub: an event of more than {} bytes".format(max_line_bytes),
+                                          client="agenthub")
             if block.startswith(b"data: ") and block.find(b"\n", 6) < 0:
                 yield block[6:].decode("utf-8")
             elif block.startswith(b":") and block.find(b"\n") < 0:
@@ -132,7 +113,7 @@ def parse_stream(events: Iterable[SSEEvent], client: str = "agenthub", tool_id_p
             except (StopIteration, ValueError):
                 item, end = None, 0
             if item.__class__ is dict and data.startswith(tail, end) and data.endswith("}"):
-                yield _restore(item) if '"__bytes__"' in data else item
+                yield _checked(_restore(item) if '"__bytes__"' in data else item, client)
                 continue
         if name == "error":
             try:
@@ -151,20 +132,83 @@ def parse_stream(events: Iterable[SSEEvent], client: str = "agenthub", tool_id_p
         event = loads(data)  # type: Dict[str, Any]
         if '"__bytes__"' in data:
             event = _restore(event)
-        kind = event["event_type"]
-        if kind == "delta":
-            yield from event["content_items"]
-        elif kind == "stop":
-            # the server's driver already judged the turn (an empty one never gets here): replayable
-            yield StreamEnd(event["usage_metadata"], event["finish_reason"], True)
+        items, end = _parts(event, client)
+        yield from items
+        if end is not None:
+            yield end
             return
-        elif kind != "start":
-            raise StreamProtocolError("{}: unknown event_type {!r} from the server".format(client, kind),
-                                      client=client)
 
 
-PROTOCOL = Protocol(
-    "agenthub", __name__, build_request, parse_stream,
-    base_url="http://127.0.0.1:8787", key_env=("AGENTHUB_SERVER_KEY",), base_url_env="AGENTHUB_SERVER_URL",
-    framing=framing,
-)
+def _parts(event: Any, client: str) -> Tuple[List[Any], Optional[StreamEnd]]:
+    """One decoded event of the server -> (its content items, the StreamEnd a stop event stands for)."""
+    kind = event.get("event_type") if type(event) is dict else None
+    if kind == "delta":
+        items = event.get("content_items")
+        if type(items) is not list:
+            raise _malformed(client, "a delta event without a content_items list")
+        return [_checked(item, client) for item in items], None
+    if kind == "stop":
+        # the server's driver already judged the turn (an empty one never gets here): replayable
+        finish = event.get("finish_reason")
+        if finish not in FINISH_REASONS:
+            raise _malformed(client, "a stop event whose finish_reason is {!r}".format(finish))
+        return [], StreamEnd(_usage(event.get("usage_metadata"), client), finish, True)
+    if kind != "start":
+        raise StreamProtocolError("{}: unknown event_type {!r} from the server".format(client, kind), client=client)
+    return [], None
+
+
+#: what a stop event's finish_reason may be
+FINISH_REASONS = frozenset(["stop", "length", "tool_call", "unknown"])
+_USAGE_KEYS = ("cached_tokens", "prompt_tokens", "thoughts_tokens", "response_tokens")
+
+
+def _malformed(client: str, what: str) -> StreamProtocolError:
+    return StreamProtocolError("{}: the server sent {}".format(client, what), client=client)
+
+
+def _checked(item: Any, client: str) -> Any:
+    """A content item of the server's, checked as the driver's items are built by every other protocol:
+    its type known, its fields of their types, tool-call arguments within the one depth rule."""
+    problem = item_problem(item)
+    if problem is not None:
+        raise _malformed(client, "a malformed content item ({})".format(problem))
+    if item["type"] == "tool_call" and too_deep(item["arguments"]):
+        raise _malformed(client, "tool-call arguments nested deeper than {} levels".format(MAX_DEPTH))
+    return item
+
+
+def _usage(usage: Any, client: str) -> Any:
+    """The stop event's usage_metadata: None, or the four buckets, each a non-negative int or None."""
+    if usage is None:
+        return None
+    if type(usage) is not dict or any(
+            usage.get(key) is not None and (type(usage.get(key)) is not int or usage[key] < 0) for key in _USAGE_KEYS):
+        raise _malformed(client, "a stop event whose usage_metadata is not four token counts")
+    return {key: usage.get(key) for key in _USAGE_KEYS}
+
+
+def parse_document(payload: Any, client: str = "agenthub", tool_id_prefix: Any = None) -> Iterator[Any]:
+    """A JSON answer of events (a list of them, or one) -> the same parts their stream gives."""
+    for event in documents(payload):
+        items, end = _parts(_restore(event), client)
+        yield from items
+        if end is not None:
+            yield end
+            return
+
+
+def models_request(endpoint: Endpoint, page_token: Optional[str] = None) -> HttpRequest:
+    """``GET /v1/models`` of the server (its host joins the root): the ids of its models table (one page)."""
+    return get_request(endpoint, "/v1/models")
+
+
+def error_from_body(status: Any, headers: Mapping[str, str], payload: Any, client: str = "agenthub") -> AgentHubError:
+    """An error answer of the server: rebuilt as the AgentHubError it was raised as there (else read
+    as any server's error answer)."""
+    rebuilt = error_from_json(decode_body(status, headers, payload))
+    return rebuilt if rebuilt is not None else _error_from_body(status, headers, payload, client)
+
+
+PROTOCOL = Protocol("agenthub", __name__, build_request, parse_stream, framing=framing, parse_document=parse_document,
+                    error_from_body=error_from_body, models_request=models_request, parse_models=parse_data_list)

@@ -2,7 +2,7 @@
 
 Request
 -------
-- ``x-api-key`` + ``anthropic-version: 2023-06-01``; the body always streams.
+- ``anthropic-version: 2023-06-01``; the body always streams.
 - ``max_tokens`` is required upstream: unset, it is the model row's ``max_tokens`` (``THINKING_RULES``:
   32000 for current Claude models, their own limit for Claude 3.x, 8192 for other models behind an
   Anthropic-compatible gateway).  An endpoint quirk ``thinking_rule`` (a dict) overrides row fields.
@@ -11,7 +11,8 @@ Request
   clamped to the nearest value the model accepts and never raises.  NONE sends the model's "off" form
   (``disabled``, ``between_tools`` on Claude Sonnet 5.5, or no thinking parameter on models that think
   only when asked and refuse ``disabled``, Opus 4.7/4.8); on models that cannot stop thinking it rides
-  the lowest effort.  ``thinking_summary`` becomes ``display: summarized / omitted`` on adaptive models.
+  the lowest effort.  ``thinking_summary`` becomes ``display: summarized / omitted`` on adaptive models; False on
+  budget thinking is ``display: "omitted"`` (its thinking is shown summarized by default).
   A thinking budget with tools on the first-party API adds the interleaved-thinking beta header (Claude 4
   models think between tool calls only with it; adaptive thinking does so unasked).
 - ``temperature``: models that removed sampling parameters (Claude 4.7 and later) accept only 1 (then
@@ -31,8 +32,10 @@ Request
   ``stop`` -> ``stop_sequences``; ``seed`` raises; ``fast_mode`` -> ``speed: "fast"`` + the
   ``fast-mode-2026-02-01`` beta on ``FAST_MODE_MODELS`` at api.anthropic.com (quirk ``fast_mode``
   decides elsewhere).  ThinkingLevel.MAX -> effort ``max`` (clamped), budget 32768.
-- quirk ``auth: "bearer"``: the key goes in ``Authorization: Bearer`` instead of ``x-api-key``
-  (gateways that read only that); never at api.anthropic.com, and never both.
+- The key and the URL are the host's (``agenthub.hosts``: ``x-api-key``, or ``Authorization: Bearer``
+  at gateways whose row says ``auth: "bearer"``).  Quirks ``version_in_body`` (the version as the
+  body's first field, ``anthropic_version``, and no ``anthropic-version`` header) and ``model_in_body:
+  False`` (the host puts the model in the URL) are Claude on Vertex AI's (and Bedrock InvokeModel's).
 
 Stream and fidelity
 -------------------
@@ -67,12 +70,12 @@ import re
 from urllib.parse import quote
 from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Tuple
 
-from ..errors import ConfigError, ToolCallArgumentParseError, upstream_error
-from ..sse import SSEEvent, json_loads
-from ..stream import StreamEnd
+from ..errors import ToolCallArgumentParseError, upstream_error
+from ..sse import SSEEvent
+from ..stream import Fold, StreamEnd
 from ..toolcalls import ToolCallAssembler
 from ..types import HttpRequest, PromptCaching, ThinkingLevel
-from ._common import (parse_data_list, Endpoint, Protocol, check_response_format, documents, dumps, get_request, join_url,
+from ._common import (COMPACTION_FORMAT, left_out, DONE, payloads, parse_data_list, Endpoint, Protocol, check_response_format, documents, dumps, get_request,
                       nearest, parse_data_uri, request_headers, stop_sequences, to_int, unsupported,
                       usage)
 
@@ -82,6 +85,8 @@ __all__ = [
     "parse_document",
     "map_usage",
     "thinking_rule",
+    "thinking_fields",
+    "ONE_SAMPLER",
     "FINISH_REASONS",
     "THINKING_RULES",
     "ANTHROPIC_VERSION",
@@ -104,7 +109,6 @@ FINISH_REASONS = {"end_turn": "stop", "stop_sequence": "stop", "max_tokens": "le
 # -- the per-model rules --------------------------------------------------------------------------------
 
 _EFFORT_ORDER = ("low", "medium", "high", "xhigh", "max")
-_ALL_EFFORTS = ("low", "medium", "high", "xhigh", "max")
 _NO_XHIGH = ("low", "medium", "high", "max")
 _DISABLED = {"type": "disabled"}
 #: ``off`` for models that think only when asked and refuse ``disabled``: NONE sends no thinking parameter
@@ -113,13 +117,18 @@ _OMIT = {}  # type: Dict[str, Any]
 BUDGETS = {"low": 1024, "medium": 4096, "high": 16384, "xhigh": 24576, "max": 32768}
 #: tokens of max_tokens a thinking budget leaves for the answer (when max_tokens is small)
 ANSWER_ROOM = 4096
-_LEVEL_EFFORT = {"low": "low", "medium": "medium", "high": "high", "xhigh": "xhigh", "max": "max"}
 #: fast mode (``speed: "fast"`` + the beta header) on the first-party API: Opus 5, Opus 5.5, Fable 5.2 and later
 #: (Opus 4.6 / 4.7 / 4.8 had it in research preview; it was removed from them by 2026-11-30)
 FAST_MODE_BETA = "fast-mode-2026-02-01"
+#: server-side compaction: the beta header and its context_management edit
+#: (https://platform.claude.com/docs/en/build-with-claude/compaction; anthropic SDK BetaCompact20260112EditParam)
+COMPACTION_BETA = "compact-2026-01-12"
+COMPACTION_EDIT = "compact_20260112"
+#: the smallest input-token trigger the API takes (the documented minimum; its default is 150000)
+COMPACTION_MIN_TRIGGER = 50000
 FAST_MODE_MODELS = re.compile(r"claude-(?:opus-5(?:-5)?|fable-5-[2-9]|fable-(?:[6-9]|\d\d))(?![0-9])")
 #: models that take temperature or top_p, never both (Claude 4.5 / 4.6)
-_ONE_SAMPLER = re.compile(r"claude-(?:opus|sonnet|haiku)-4-[56](?![0-9])")
+ONE_SAMPLER = re.compile(r"claude-(?:opus|sonnet|haiku)-4-[56](?![0-9])")
 #: the smallest top_p accepted while thinking runs
 MIN_TOP_P_THINKING = 0.95
 
@@ -131,7 +140,7 @@ MIN_TOP_P_THINKING = 0.95
 #: ``temperature`` a non-default temperature is accepted; ``display`` thinking.display is accepted;
 #: ``interleaved`` budget thinking between tool calls needs the interleaved-thinking beta (first-party
 #: API only); ``max_tokens`` the default.
-_ADAPTIVE_NEW = {"mode": "adaptive", "efforts": _ALL_EFFORTS, "off": _DISABLED, "default_on": True,
+_ADAPTIVE_NEW = {"mode": "adaptive", "efforts": _EFFORT_ORDER, "off": _DISABLED, "default_on": True,
                  "forced_tools": True, "temperature": False, "display": True, "max_tokens": DEFAULT_MAX_TOKENS,
                  "structured": True}
 _ALWAYS_ON = dict(_ADAPTIVE_NEW, off=None, forced_tools=False)
@@ -205,12 +214,21 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
         if key in config:
             raise unsupported(client, key, "is not available over the Anthropic Messages API (model {!r})".format(model))
     max_tokens = config.get("max_tokens") or rule["max_tokens"]
-    body = {"model": model, "max_tokens": max_tokens}  # type: Dict[str, Any]
+    body = {}  # type: Dict[str, Any]
+    version_in_body = quirks.get("version_in_body")  # Claude on Vertex AI (and Bedrock InvokeModel)
+    if version_in_body:
+        body["anthropic_version"] = version_in_body
+    if quirks.get("model_in_body", True):  # False: the host puts the model in the URL
+        body["model"] = model
+    body["max_tokens"] = max_tokens
     if config.get("system_prompt"):
         body["system"] = config["system_prompt"]
     body["messages"] = _messages(endpoint, messages)
     if config.get("tools"):
         body["tools"] = [_tool(tool) for tool in config["tools"]]
+        if any(tool.get("strict") for tool in config["tools"]) and not rule.get("structured", True):
+            raise unsupported(client, "tools", "strict tools need structured outputs, which {!r} does not "
+                                               "have".format(model))
 
     choice = config.get("tool_choice")
     forced = choice == "required" or isinstance(choice, list)
@@ -221,7 +239,7 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
     level = config.get("thinking_level")
     if forced and level is None and rule["default_on"] and rule["off"] is not None:
         level = ThinkingLevel.NONE  # forcing a tool needs thinking off: the caller asked for no level
-    thinking, effort, thinking_on = _thinking(rule, level, config.get("thinking_summary"), max_tokens)
+    thinking, effort, thinking_on = thinking_fields(rule, level, config.get("thinking_summary"), max_tokens)
     if forced and thinking_on:
         raise unsupported(client, "tool_choice", "cannot force a tool call while thinking is on for {!r} "
                                                  "(use tool_choice 'auto', or thinking_level NONE)".format(model))
@@ -255,7 +273,7 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
         if thinking_on and top_p < MIN_TOP_P_THINKING:
             raise unsupported(client, "top_p", "must be at least {} while thinking is on for {!r}".format(
                 MIN_TOP_P_THINKING, model))
-        if "temperature" in body and _ONE_SAMPLER.search(_name(model)):
+        if "temperature" in body and ONE_SAMPLER.search(_name(model)):
             raise unsupported(client, "top_p", "cannot be sent with temperature to {!r} (one or the other)".format(model))
         body["top_p"] = top_p
     stop = stop_sequences(client, config, None)
@@ -291,8 +309,7 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
         raise unsupported(client, "prompt_caching", "ENHANCE needs automatic caching, which this endpoint does not take")
     body["stream"] = True
 
-    header, prefix = _key_headers(endpoint)  # x-api-key; Authorization: Bearer for gateways that read only that
-    headers = request_headers(endpoint, header, prefix, **{"anthropic-version": ANTHROPIC_VERSION})
+    headers = request_headers(endpoint, **({} if version_in_body else {"anthropic-version": ANTHROPIC_VERSION}))
     interleaved = quirks.get("interleaved_thinking")
     if interleaved is None:  # a beta of the first-party API; gateways may refuse beta names they do not know
         interleaved = first_party
@@ -300,7 +317,19 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
         _add_beta(headers, INTERLEAVED_THINKING_BETA)  # thinking between tool calls, not only before the first
     if fast:
         _add_beta(headers, FAST_MODE_BETA)
-    return HttpRequest("POST", join_url(endpoint.base_url, "/v1/messages"), headers, body)
+    if config.get("compaction"):
+        threshold = config["compaction"]["threshold"]
+        if threshold < COMPACTION_MIN_TRIGGER:
+            raise unsupported(client, "compaction", "threshold must be at least {} input tokens on the Anthropic API "
+                                                    "(got {})".format(COMPACTION_MIN_TRIGGER, threshold))
+        body["context_management"] = {"edits": [
+            {"type": COMPACTION_EDIT, "trigger": {"type": "input_tokens", "value": threshold}}]}
+        _add_beta(headers, COMPACTION_BETA)
+    return HttpRequest("POST", "/v1/messages", headers, body)
+
+
+build_request.accepts = ("compaction",)  # type: ignore[attr-defined]  # config keys only some protocols read
+build_request.compaction_format = "anthropic"  # type: ignore[attr-defined]  # the compaction blocks it replays
 
 
 def _add_beta(headers: Dict[str, str], beta: str) -> None:
@@ -314,12 +343,14 @@ def _add_beta(headers: Dict[str, str], beta: str) -> None:
     headers["anthropic-beta"] = beta
 
 
-def _thinking(rule: Mapping[str, Any], level: Any, summary: Optional[bool], max_tokens: int):
+def thinking_fields(rule: Mapping[str, Any], level: Any, summary: Optional[bool], max_tokens: int):
     """-> (thinking object or None, effort or None, whether thinking runs)."""
     mode = rule["mode"]
     display = None
     if summary is not None and rule["display"]:
         display = "summarized" if summary else "omitted"
+    elif summary is False and mode == "budget":
+        display = "omitted"  # (budget thinking is shown summarized by default: only hiding it takes the field)
     if mode is None:
         return None, None, False
     if level is None:
@@ -339,11 +370,14 @@ def _thinking(rule: Mapping[str, Any], level: Any, summary: Optional[bool], max_
         thinking = {"type": "adaptive"}  # type: Dict[str, Any]
         if display:
             thinking["display"] = display
-        return thinking, _clamp_effort(_LEVEL_EFFORT[value], rule["efforts"]), True
+        return thinking, _clamp_effort(value, rule["efforts"]), True
     budget = max(1024, min(BUDGETS[value], max_tokens - ANSWER_ROOM))
     if budget >= max_tokens:  # no room for a budget: the nearest the model accepts is no thinking
         return (dict(rule["off"]) if rule["off"] else None), None, False
-    return {"type": "enabled", "budget_tokens": budget}, None, True
+    thinking = {"type": "enabled", "budget_tokens": budget}
+    if display:
+        thinking["display"] = display
+    return thinking, None, True
 
 
 def _tool(tool: Mapping[str, Any]) -> Dict[str, Any]:
@@ -351,6 +385,8 @@ def _tool(tool: Mapping[str, Any]) -> Dict[str, Any]:
     if tool.get("description"):
         out["description"] = tool["description"]
     out["input_schema"] = tool.get("parameters") or {"type": "object", "properties": {}}
+    if tool.get("strict"):
+        out["strict"] = True  # (structured outputs: the input is held to input_schema)
     return out
 
 
@@ -418,7 +454,7 @@ def _user(endpoint: Endpoint, message: Mapping[str, Any]) -> List[Dict[str, Any]
                 result["content"] = item["text"]
             results.append(result)
         else:  # pragma: no cover - validate.check_message keeps other items out of user messages
-            raise ConfigError("a {} item cannot be sent in a user message".format(kind))
+            left_out(kind, 'the Anthropic API', "user")
     return results + blocks
 
 
@@ -452,10 +488,14 @@ def _assistant(message: Mapping[str, Any], unsigned: bool) -> List[Dict[str, Any
             if fidelity.get("caller"):
                 block["caller"] = fidelity["caller"]
             blocks.append(block)
-        elif kind in ("inline_data", "image_url", "inline_thinking"):
-            logger.warning("an assistant %s item cannot be replayed over the Anthropic API; it is left out", kind)
-        else:  # pragma: no cover - validate.check_message keeps other items out
-            raise ConfigError("a {} item cannot be sent in an assistant message".format(kind))
+        elif kind == "compaction":  # replayed as it came; the API itself ignores every block before it
+            block = fidelity.get("block") if fidelity.get(COMPACTION_FORMAT) == "anthropic" else None
+            if isinstance(block, dict):
+                blocks.append(block)
+            else:
+                logger.warning("a compaction item without its block is left out")
+        else:
+            left_out(kind, 'the Anthropic API')
     return blocks
 
 
@@ -463,14 +503,32 @@ def _assistant(message: Mapping[str, Any], unsigned: bool) -> List[Dict[str, Any
 
 
 def map_usage(raw: Mapping[str, Any]) -> Dict[str, Any]:
-    """Anthropic usage -> the four buckets: input_tokens excludes cache reads and writes."""
+    """Anthropic usage -> the four buckets: input_tokens excludes cache reads and writes.
+
+    A compacted turn's ``iterations`` list its compaction passes (``type: "compaction"``), whose tokens
+    the top-level counts leave out (anthropic SDK ``BetaUsage.iterations``): they are added in, so the
+    buckets (and the cost) are the sum of the turn's iterations."""
     prompt = to_int(raw.get("input_tokens"))
     written = to_int(raw.get("cache_creation_input_tokens"))
     if prompt is not None and written:
         prompt += written
     elif prompt is None:
         prompt = written
-    return usage(to_int(raw.get("cache_read_input_tokens")), prompt, None, to_int(raw.get("output_tokens")))
+    cached = to_int(raw.get("cache_read_input_tokens"))
+    response = to_int(raw.get("output_tokens"))
+    iterations = raw.get("iterations")
+    if type(iterations) is list:
+        for entry in iterations:
+            if type(entry) is not dict or entry.get("type") != "compaction":
+                continue
+            extra_prompt = (to_int(entry.get("input_tokens")) or 0) + (to_int(entry.get("cache_creation_input_tokens")) or 0)
+            extra_cached = to_int(entry.get("cache_read_input_tokens")) or 0
+            extra_response = to_int(entry.get("output_tokens")) or 0
+            prompt = (prompt or 0) + extra_prompt
+            if extra_cached or cached is not None:
+                cached = (cached or 0) + extra_cached
+            response = (response or 0) + extra_response
+    return usage(cached, prompt, None, response)
 
 
 _INPUT_KEYS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
@@ -496,46 +554,17 @@ def _merge_usage(into: Dict[str, Any], raw: Any) -> None:
     value = raw.get("output_tokens")
     if value is not None and (value or into.get("output_tokens") is None):
         into["output_tokens"] = value
+    if type(raw.get("iterations")) is list:  # a compacted turn's passes (cumulative like the rest)
+        into["iterations"] = raw["iterations"]
 
 
 #: fidelity of a plain text block that must not join the cited block before it (and replays as plain text)
 _UNCITED = {"citations": []}
 
 
-class _Fold(object):
-    """What ``agenthub.collect`` holds open after the items yielded so far (so carriers land where meant)."""
-
-    __slots__ = ("kind", "fid", "sealed", "cited")
-
-    def __init__(self) -> None:
-        self.kind = None  # type: Optional[str]  # "text" / "thinking" / None
-        self.fid = False
-        self.sealed = False
-        self.cited = False  # the open item is a cited text block
-
-    def note(self, kind: str, text: str, fidelity: bool, cited: bool = False) -> None:
-        if self.kind == kind and not self.sealed:
-            if not fidelity:
-                return
-            if not self.fid:
-                self.fid = self.sealed = True
-                return
-        if text or fidelity:
-            self.kind, self.fid, self.sealed, self.cited = kind, fidelity, False, cited
-
-    def own_kind(self, natural: str) -> str:
-        """The kind a carrier must take to become an item of its own (never folded into open text)."""
-        if self.kind == natural and not self.sealed and not self.fid:
-            return "thinking" if natural == "text" else "text"
-        return natural
-
-    def after_cited(self) -> bool:
-        """Plain text yielded now would join the cited block still open in ``collect``."""
-        return self.cited and self.kind == "text" and not self.sealed
-
-    def plain_text_open(self) -> bool:
-        """A cited item yielded now would be folded into the plain text still open in ``collect``."""
-        return self.kind == "text" and not self.sealed and not self.fid
+def _after_cited(fold: Fold) -> bool:
+    """Plain text yielded now would join the cited block still open in ``collect``."""
+    return fold.open("text") and bool(fold.fidelity and fold.fidelity.get("citations"))
 
 
 class _Block(object):
@@ -551,9 +580,9 @@ class _Block(object):
 
 
 class _State(object):
-    """A stream's blocks and assemblers (the parts of ``parse_stream`` that block helpers share)."""
+    """A stream's blocks, assemblers and what the terminal events said (what the handlers share)."""
 
-    __slots__ = ("client", "tools", "servers", "blocks", "fold", "replayable")
+    __slots__ = ("client", "tools", "servers", "blocks", "fold", "replayable", "usage", "finish", "done")
 
     def __init__(self, client: str, tool_id_prefix: Any) -> None:
         self.client = client
@@ -561,7 +590,10 @@ class _State(object):
         self.tools = ToolCallAssembler(client, tool_id_prefix)
         self.servers = None  # type: Optional[ToolCallAssembler]  # server tool inputs, assembled the same way
         self.blocks = {}  # type: Dict[Any, _Block]
-        self.fold = _Fold()
+        self.fold = Fold()
+        self.usage = {}  # type: Dict[str, Any]
+        self.finish = None  # type: Optional[str]
+        self.done = False  # message_stop arrived
 
 
 def parse_stream(events: Iterable[SSEEvent], client: str = "anthropic", tool_id_prefix: Any = None) -> Iterator[Any]:
@@ -571,124 +603,197 @@ def parse_stream(events: Iterable[SSEEvent], client: str = "anthropic", tool_id_
     body ended cleanly (or a gateway's ``[DONE]`` came instead).  ``ping`` and unknown events are
     skipped; an error event raises UpstreamError.
     """
-    loads = json_loads
+    return _parse(payloads(events), client, tool_id_prefix)
+
+
+# -- the handlers: one per event type (_EVENTS) and one per delta type (_DELTAS); each returns the items it owes
+
+
+def _text_delta(state: _State, block: Optional[_Block], index: Any, delta: Dict[str, Any], field: str) -> Any:
+    text = delta[field]
+    if block is None or block.kind != field:  # a delta for a block never started
+        block = state.blocks[index] = _Block(field)
+    if block.buffer is not None:
+        block.buffer.append(text)
+    elif text and text.__class__ is str:
+        item = {"type": field, field: text}
+        if not block.emitted:
+            block.emitted = True
+            if field == "text" and _after_cited(state.fold):
+                item["fidelity"] = dict(_UNCITED)
+            state.fold.add(item)
+        return (item,)
+    return ()
+
+
+def _input_delta(state: _State, block: Optional[_Block], index: Any, delta: Dict[str, Any], field: str) -> Any:
+    if block is not None and block.kind == "server":
+        if state.servers is not None:
+            state.servers.feed(index, None, None, delta.get("partial_json"))
+        return ()
+    return state.tools.feed_arguments(index, delta.get("partial_json"))
+
+
+def _signature_delta(state: _State, block: Optional[_Block], index: Any, delta: Dict[str, Any], field: str) -> Any:
+    if block is not None:
+        signature = delta.get("signature") or ""
+        block.signature = signature if signature.startswith(block.signature) else block.signature + signature
+    return ()
+
+
+def _citations_delta(state: _State, block: Optional[_Block], index: Any, delta: Dict[str, Any], field: str) -> Any:
+    if block is not None and block.kind == "text":
+        if block.buffer is None:
+            block.buffer = []  # a cited block is sent as one item carrying its citations
+        if block.citations is None:
+            block.citations = []
+        block.citations.append(delta.get("citation"))
+    return ()
+
+
+def _compaction_delta(state: _State, block: Optional[_Block], index: Any, delta: Dict[str, Any], field: str) -> Any:
+    """A compaction block streams its summary in pieces; its opaque payload is the latest one sent."""
+    if block is not None and block.kind == "server":
+        raw = block.raw
+        content = delta.get("content")
+        if type(content) is str:
+            raw["content"] = (raw.get("content") or "") + content
+        encrypted = delta.get("encrypted_content")
+        if encrypted is not None:
+            raw["encrypted_content"] = encrypted
+    return ()
+
+
+#: delta type -> (handler, the field its text is in)
+_DELTAS = {
+    "text_delta": (_text_delta, "text"),
+    "thinking_delta": (_text_delta, "thinking"),
+    "input_json_delta": (_input_delta, None),
+    "signature_delta": (_signature_delta, None),
+    "citations_delta": (_citations_delta, None),
+    "compaction_delta": (_compaction_delta, None),
+}
+_NO_DELTA = (lambda state, block, index, delta, field: (), None)  # deltas this module does not know
+
+
+def _block_delta(state: _State, payload: Dict[str, Any]) -> Any:
+    delta = payload["delta"]
+    index = payload.get("index")
+    handler, field = _DELTAS.get(delta.get("type"), _NO_DELTA)
+    return handler(state, state.blocks.get(index), index, delta, field)
+
+
+def _block_start(state: _State, payload: Dict[str, Any]) -> Any:
+    return _start_block(state, payload.get("index"), payload["content_block"])
+
+
+def _block_stop(state: _State, payload: Dict[str, Any]) -> Any:
+    block = state.blocks.pop(payload.get("index"), None)
+    return () if block is None else _close_block(block, payload.get("index"), state)
+
+
+def _message_delta(state: _State, payload: Dict[str, Any]) -> Any:
+    delta = payload.get("delta")
+    if type(delta) is dict and delta.get("stop_reason"):
+        state.finish = FINISH_REASONS.get(delta["stop_reason"], "unknown")
+    _merge_usage(state.usage, payload.get("usage"))
+    return ()
+
+
+def _message_start(state: _State, payload: Dict[str, Any]) -> Any:
+    message = payload.get("message")
+    if type(message) is not dict:
+        return ()
+    _merge_usage(state.usage, message.get("usage"))
+    items = []  # type: List[Dict[str, Any]]
+    content = message.get("content")
+    if content and type(content) is list:
+        # complete blocks sent with the message (seen with code execution, and a whole answer read as a
+        # stream): each one is a block started and stopped at once
+        for position, start in enumerate(content):
+            if type(start) is dict:
+                key = ("message_start", position)
+                items.extend(_start_block(state, key, start))
+                block = state.blocks.pop(key, None)
+                if block is not None:
+                    items.extend(_close_block(block, key, state))
+    reason = message.get("stop_reason")
+    if reason and type(reason) is str and state.finish is None:
+        state.finish = FINISH_REASONS.get(reason, "unknown")
+    return items
+
+
+def _message_stop(state: _State, payload: Dict[str, Any]) -> Any:
+    state.done = True
+    return ()
+
+
+def _error(state: _State, payload: Any) -> Any:
+    raise upstream_error(state.client, payload, request_id=_request_id(payload))
+
+
+def _ping(state: _State, payload: Dict[str, Any]) -> Any:
+    return ()
+
+
+#: event ``type`` -> handler(state, payload) -> the items it owes (h11-style: the grammar is this table)
+_EVENTS = {
+    "content_block_delta": _block_delta,
+    "content_block_start": _block_start,
+    "content_block_stop": _block_stop,
+    "message_delta": _message_delta,
+    "message_start": _message_start,
+    "message_stop": _message_stop,
+    "ping": _ping,
+    "error": _error,
+}
+
+
+def _unknown(state: _State, payload: Dict[str, Any]) -> Any:
+    """An event this module does not know: nothing to do, unless it is an error by its name."""
+    kind = payload.get("type")
+    if type(kind) is str and kind.endswith("_error") and "message" in payload:
+        _error(state, payload)
+    return ()
+
+
+def _parse(pairs: Iterable[Any], client: str, tool_id_prefix: Any) -> Iterator[Any]:
+    """``parse_stream`` over decoded payloads: ``(event, payload)`` pairs (see ``_common.payloads``)."""
     state = _State(client, tool_id_prefix)
-    tools = state.tools
+    handlers = _EVENTS
+    unknown = _unknown
     blocks = state.blocks
-    fold = state.fold
-    raw_usage = {}  # type: Dict[str, Any]
-    finish = None
-    done = False
-    for sse in events:
-        if sse.event == "error":
-            payload = _loads_or_text(loads, sse.data)
-            raise upstream_error(client, payload, request_id=_request_id(payload))
-        try:
-            payload = loads(sse.data)
-        except ValueError:
-            data = sse.data.strip()
-            if data == "[DONE]":  # an OpenAI-style end marker from a gateway: the end of the body
-                break
-            if not data:  # an empty keep-alive
-                continue
-            raise
+    for event, payload in pairs:
+        if event == "error":
+            _error(state, payload)
         if payload.__class__ is not dict:  # (not type(payload): a builtin call costs three times more on 3.8)
+            if event is DONE:  # an OpenAI-style end marker from a gateway: the end of the body
+                break
             continue
         kind = payload.get("type")
         if kind == "content_block_delta":
+            # the row nearly every event takes, inlined: more text of a block already under way (the
+            # table's _text_delta gives the same)
             delta = payload["delta"]
-            dkind = delta.get("type")
-            index = payload.get("index")
-            block = blocks.get(index)
-            if dkind == "text_delta" or dkind == "thinking_delta":
-                field = "text" if dkind == "text_delta" else "thinking"
-                text = delta[field]
-                if block is None or block.kind != field:  # a delta for a block never started
-                    block = blocks[index] = _Block(field)
-                if block.buffer is not None:
-                    block.buffer.append(text)
-                elif text and text.__class__ is str:
-                    if not block.emitted:
-                        block.emitted = True
-                        if field == "text" and fold.after_cited():
-                            fold.note(field, text, True)
-                            yield {"type": field, field: text, "fidelity": dict(_UNCITED)}
-                            continue
-                        fold.note(field, text, False)
-                    yield {"type": field, field: text}
-            elif dkind == "input_json_delta":
-                if block is not None and block.kind == "server":
-                    if state.servers is not None:
-                        state.servers.feed(index, None, None, delta.get("partial_json"))
-                else:
-                    for item in tools.feed_arguments(index, delta.get("partial_json")):
-                        yield item
-            elif dkind == "signature_delta":
-                if block is not None:
-                    signature = delta.get("signature") or ""
-                    block.signature = signature if signature.startswith(block.signature) else block.signature + signature
-            elif dkind == "citations_delta":
-                if block is not None and block.kind == "text":
-                    if block.buffer is None:
-                        block.buffer = []  # a cited block is sent as one item carrying its citations
-                    if block.citations is None:
-                        block.citations = []
-                    block.citations.append(delta.get("citation"))
-            elif dkind == "compaction_delta":
-                if block is not None and block.kind == "server":
-                    _compaction_delta(block.raw, delta)
-            continue
-        if kind == "content_block_start":
-            for item in _start_block(state, payload.get("index"), payload["content_block"]):
-                yield item
-            continue
-        if kind == "content_block_stop":
-            block = blocks.pop(payload.get("index"), None)
-            if block is not None:
-                for item in _close_block(block, payload.get("index"), state):
-                    yield item
-            continue
-        if kind == "message_delta":
-            delta = payload.get("delta")
-            if type(delta) is dict and delta.get("stop_reason"):
-                finish = FINISH_REASONS.get(delta["stop_reason"], "unknown")
-            _merge_usage(raw_usage, payload.get("usage"))
-            continue
-        if kind == "message_start":
-            message = payload.get("message")
-            if type(message) is dict:
-                _merge_usage(raw_usage, message.get("usage"))
-                content = message.get("content")
-                if content and type(content) is list:
-                    # complete blocks sent with the message (seen with code execution): each one is
-                    # a block started and stopped at once
-                    for position, start in enumerate(content):
-                        if type(start) is dict:
-                            key = ("message_start", position)
-                            for item in _start_block(state, key, start):
-                                yield item
-                            block = blocks.pop(key, None)
-                            if block is not None:
-                                for item in _close_block(block, key, state):
-                                    yield item
-                reason = message.get("stop_reason")
-                if reason and type(reason) is str and finish is None:
-                    finish = FINISH_REASONS.get(reason, "unknown")
-            continue
-        if kind == "message_stop":
-            done = True
+            if delta.get("type") == "text_delta":
+                block = blocks.get(payload.get("index"))
+                if block is not None and block.emitted and block.buffer is None and block.kind == "text":
+                    text = delta["text"]
+                    if text and text.__class__ is str:
+                        yield {"type": "text", "text": text}
+                    continue
+        items = handlers.get(kind, unknown)(state, payload)
+        if items:
+            yield from items
+        if state.done:
             break
-        if kind == "error" or (type(kind) is str and kind.endswith("_error") and "message" in payload):
-            raise upstream_error(client, payload, request_id=_request_id(payload))
-        # ping and events this module does not know: nothing to do
-    if not done and finish is None:
+    if not state.done and state.finish is None:
         return  # cut before its terminal marker: the driver raises StreamProtocolError
     for index in sorted(blocks, key=_block_order):
-        for item in _close_block(blocks[index], index, state):
-            yield item
-    for item in tools.finish():
-        yield item
-    yield StreamEnd(map_usage(raw_usage) if raw_usage else None, finish, state.replayable)
+        yield from _close_block(blocks[index], index, state)
+    yield from state.tools.finish()
+    raw_usage = state.usage
+    yield StreamEnd(map_usage(raw_usage) if raw_usage else None, state.finish, state.replayable)
 
 
 def parse_document(payload: Any, client: str = "anthropic", tool_id_prefix: Any = None) -> Iterator[Any]:
@@ -696,17 +801,17 @@ def parse_document(payload: Any, client: str = "anthropic", tool_id_prefix: Any 
     gateway that ignored ``stream: true``) -> the same parts its stream gives: it is read as a
     ``message_start`` carrying the complete blocks, then ``message_stop``.  An error document raises
     the UpstreamError it names; other documents (a JSON array of stream events) are read as events."""
-    events = []  # type: List[SSEEvent]
+    pairs = []  # type: List[Any]
     for doc in documents(payload):
         if type(doc) is dict and doc.get("type") == "error":
             raise upstream_error(client, doc, request_id=_request_id(doc))
         if type(doc) is dict and (doc.get("type") == "message" or (
                 doc.get("type") is None and type(doc.get("content")) is list and doc.get("role") == "assistant")):
-            events.append(SSEEvent(dumps({"type": "message_start", "message": doc})))
-            events.append(SSEEvent('{"type":"message_stop"}'))
+            pairs.append(("message", {"type": "message_start", "message": doc}))
+            pairs.append(("message", {"type": "message_stop"}))
         else:
-            events.append(SSEEvent(dumps(doc)))
-    return parse_stream(events, client, tool_id_prefix)
+            pairs.append(("message", doc))
+    return _parse(pairs, client, tool_id_prefix)
 
 
 def _block_order(index: Any) -> Tuple[bool, int]:
@@ -722,7 +827,7 @@ def _start_block(state: _State, index: Any, start: Mapping[str, Any]) -> List[Di
         block = blocks[index] = _Block(bkind)
         if bkind == "thinking":
             block.signature = start.get("signature") or ""
-            if fold.kind == "thinking" and fold.fid and not fold.sealed:
+            if fold.carrying("thinking"):
                 block.buffer = []  # its text would join the open carrier: hold it until its signature
         elif type(start.get("citations")) is list:  # a block that may be cited: sent as one item
             block.buffer = []
@@ -734,11 +839,11 @@ def _start_block(state: _State, index: Any, start: Mapping[str, Any]) -> List[Di
                 block.buffer.append(text)
             else:
                 block.emitted = True
-                if bkind == "text" and fold.after_cited():
-                    fold.note(bkind, text, True)
-                    return [{"type": bkind, bkind: text, "fidelity": dict(_UNCITED)}]
-                fold.note(bkind, text, False)
-                return [{"type": bkind, bkind: text}]
+                item = {"type": bkind, bkind: text}  # type: Dict[str, Any]
+                if bkind == "text" and _after_cited(fold):
+                    item["fidelity"] = dict(_UNCITED)
+                fold.add(item)
+                return [item]
         return []
     if bkind == "tool_use":
         blocks[index] = _Block("tool")
@@ -761,24 +866,14 @@ def _start_block(state: _State, index: Any, start: Mapping[str, Any]) -> List[Di
     return []
 
 
-def _compaction_delta(raw: Dict[str, Any], delta: Mapping[str, Any]) -> None:
-    """A compaction block streams its summary in pieces; its opaque payload is the latest one sent."""
-    content = delta.get("content")
-    if type(content) is str:
-        raw["content"] = (raw.get("content") or "") + content
-    encrypted = delta.get("encrypted_content")
-    if encrypted is not None:
-        raw["encrypted_content"] = encrypted
-
-
 def _close_block(block: _Block, index: Any, state: _State) -> List[Dict[str, Any]]:
     """The items a finished content block still owes."""
     kind = block.kind
     fold = state.fold
     if kind == "tool":
         items = state.tools.close(index)
-        if items and items[-1]["type"] == "tool_call":
-            fold.kind = None
+        for item in items:
+            fold.add(item)
         return items
     if kind == "text" or kind == "thinking":
         fidelity = None  # type: Optional[Dict[str, Any]]
@@ -793,21 +888,26 @@ def _close_block(block: _Block, index: Any, state: _State) -> List[Dict[str, Any
             return []
         out = []  # type: List[Dict[str, Any]]
         if kind == "text":
-            if cited and not block.emitted and fold.plain_text_open():
+            if cited and not block.emitted and fold.plain("text"):
                 # the plain text before it is done: seal it so the cited block stays a block of its own
                 out.append({"type": "text", "text": "", "fidelity": dict(_UNCITED)})
-                fold.note("text", "", True)
-            elif not cited and not block.emitted and fold.after_cited():
+                fold.add(out[-1])
+            elif not cited and not block.emitted and _after_cited(fold):
                 fidelity = dict(_UNCITED)
         item = {"type": kind, kind: text}  # type: Dict[str, Any]
         if fidelity is not None:
             item["fidelity"] = fidelity
-        fold.note(kind, text, fidelity is not None, cited)
+        fold.add(item)
         out.append(item)
         return out
     if kind == "redacted":
         fidelity = {"redacted_data": block.raw.get("data")}
         natural = "thinking"
+    elif block.raw.get("type") == "compaction":  # the server's compaction: an opaque item of its own
+        item = {"type": "compaction", "fidelity": {COMPACTION_FORMAT: "anthropic", "block": block.raw}}
+        fold.add(item)  # collect holds nothing open after it
+        state.replayable = True
+        return [item]
     else:
         raw = block.raw
         servers = state.servers
@@ -824,8 +924,9 @@ def _close_block(block: _Block, index: Any, state: _State) -> List[Dict[str, Any
         natural = "text"
         state.replayable = True
     own = fold.own_kind(natural)
-    fold.note(own, "", True)
-    return [{"type": own, own: "", "fidelity": fidelity}]
+    item = {"type": own, own: "", "fidelity": fidelity}
+    fold.add(item)
+    return [item]
 
 
 def _request_id(payload: Any) -> Optional[str]:
@@ -834,39 +935,23 @@ def _request_id(payload: Any) -> Optional[str]:
     return None
 
 
-def _loads_or_text(loads: Any, data: str) -> Any:
-    try:
-        return loads(data)
-    except ValueError:
-        return data
-
-
 # -- the endpoint's model list ------------------------------------------------------------------
 
 #: models asked for per page of GET /v1/models (the API's largest page)
 MODELS_PAGE_SIZE = 1000
 
 
-def _key_headers(endpoint: Endpoint) -> Tuple[str, str]:
-    """(header, prefix) the key travels in: x-api-key, or a bearer token for gateways whose row says so."""
-    if endpoint.quirks.get("auth") == "bearer" and "api.anthropic.com" not in endpoint.base_url:
-        return "Authorization", "Bearer "
-    return "x-api-key", ""
-
-
 def models_request(endpoint: Endpoint, page_token: Optional[str] = None) -> HttpRequest:
     """``GET {base_url}/v1/models?limit=1000`` (then ``&after_id=<last id>`` while ``has_more``)."""
-    url = join_url(endpoint.base_url, "/v1/models?limit={}".format(MODELS_PAGE_SIZE))
+    path = "/v1/models?limit={}".format(MODELS_PAGE_SIZE)
     if page_token:
-        url += "&after_id=" + quote(page_token, safe="")
-    header, prefix = _key_headers(endpoint)
-    return get_request(endpoint, url, header, prefix, **{"anthropic-version": ANTHROPIC_VERSION})
+        path += "&after_id=" + quote(page_token, safe="")
+    return get_request(endpoint, path, **{"anthropic-version": ANTHROPIC_VERSION})
 
 
 PROTOCOL = Protocol(
     "anthropic", __name__, build_request, parse_stream, parse_document=parse_document,
-    base_url="https://api.anthropic.com", key_env=("ANTHROPIC_API_KEY",), base_url_env="ANTHROPIC_BASE_URL",
-    quirk_keys=("auth", "automatic_caching", "fast_mode", "interleaved_thinking", "replay_unsigned_thinking",
-                "response_formats", "thinking_rule"),
+    quirk_keys=("automatic_caching", "fast_mode", "interleaved_thinking", "model_in_body", "replay_unsigned_thinking",
+                "response_formats", "thinking_rule", "version_in_body"),
     demo=("claude-sonnet-4-6", "Anthropic Messages"), models_request=models_request, parse_models=parse_data_list,
 )

@@ -3,8 +3,8 @@
 Every Bedrock model id works (``anthropic.*``, ``us.*``/``global.*`` inference profiles, ``amazon.nova-*``,
 ``meta.*``, ``mistral.*``, inference-profile ARNs, ...): the id goes in the path, percent-encoded as
 botocore encodes a URI label (``:`` -> ``%3A``, ``/`` -> ``%2F``).  The answer is an AWS event stream
-(``agenthub.eventstream``); ``encode`` signs each attempt with SigV4 over the exact body bytes, or sends a
-Bedrock API key as ``Authorization: Bearer`` (see ``agenthub.aws``).
+(``agenthub.eventstream``); the aws host (``agenthub.hosts.aws``) signs each attempt with SigV4 over the
+exact body bytes, or sends a Bedrock API key as ``Authorization: Bearer``.
 
 Request
 -------
@@ -69,24 +69,25 @@ import logging
 import re
 from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Tuple
 
-from .. import aws
-from ..errors import (AuthenticationError, ConfigError, RateLimitError, ServerError, StreamProtocolError,
+from ..errors import (AuthenticationError, RateLimitError, ServerError, StreamProtocolError,
                       UpstreamError, preview)
 from ..eventstream import CONTENT_TYPE, iter_messages
 from ..sse import json_loads
-from ..stream import StreamEnd
+from ..stream import Fold, StreamEnd
 from ..toolcalls import ToolCallAssembler
 from ..types import HttpRequest, PromptCaching, ThinkingLevel
 from . import anthropic
-from ._common import (Endpoint, Protocol, check_response_format, dumps, model_list_page, parse_data_uri, to_int,
-                      unsupported, usage)
+from ._common import (left_out, Endpoint, Protocol, check_response_format, dumps, encode_path_segment, model_list_page,
+                      parse_data_uri, samplers, to_int, unsupported, usage)
 
-__all__ = ["build_request", "parse_stream", "parse_document", "encode", "map_usage", "claude_name", "stream_error",
+__all__ = ["build_request", "parse_stream", "parse_document", "map_usage", "claude_name", "stream_error",
            "FINISH_REASONS", "EXCEPTIONS", "PROTOCOL"]
 
 logger = logging.getLogger("agenthub")
 
 #: stopReason -> finish_reason (guardrail_intervened, content_filtered, malformed_*, ... are "unknown")
+#: config key -> its inferenceConfig field (max_tokens is set beside it: a row gives its default; no seed)
+_SAMPLERS = {"temperature": "temperature", "top_p": "topP", "stop": "stopSequences", "seed": None}
 FINISH_REASONS = {"end_turn": "stop", "stop_sequence": "stop", "max_tokens": "length", "tool_use": "tool_call"}
 #: exception type (first letter lower-cased) -> (error class, status, retryable)
 EXCEPTIONS = {
@@ -201,7 +202,7 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
         level = config.get("thinking_level")
         if forced and level is None and rule["default_on"] and rule["off"] is not None:
             level = ThinkingLevel.NONE
-        thinking, effort, thinking_on = anthropic._thinking(rule, level, config.get("thinking_summary"), max_tokens)
+        thinking, effort, thinking_on = anthropic.thinking_fields(rule, level, config.get("thinking_summary"), max_tokens)
         if forced and thinking_on:
             raise unsupported(client, "tool_choice", "cannot force a tool call while thinking is on for {!r} "
                                                      "(use tool_choice 'auto', or thinking_level NONE)".format(model))
@@ -213,6 +214,7 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
             extra["anthropic_beta"] = [anthropic.INTERLEAVED_THINKING_BETA]
     if max_tokens:
         inference["maxTokens"] = max_tokens
+    inference.update(samplers(client, config, _SAMPLERS, why="cannot be sent: the Bedrock Converse API has no seed"))
     if "temperature" in config:
         temperature = config["temperature"]
         if rule is not None and temperature != 1:
@@ -221,10 +223,10 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
                                                          "removed; only 1 is allowed)".format(model))
             if thinking_on:
                 raise unsupported(client, "temperature", "must be 1 (or unset) while thinking is on for {!r}".format(model))
-        if rule is None or rule["temperature"]:
-            inference["temperature"] = temperature
-    if config.get("top_p") is not None:
-        top_p = config["top_p"]
+        if rule is not None and not rule["temperature"]:
+            del inference["temperature"]  # (1, the only value it takes: not sent)
+    if "topP" in inference:
+        top_p = inference["topP"]
         if rule is not None:
             if not rule["temperature"]:
                 raise unsupported(client, "top_p", "is not accepted by {!r} (sampling parameters were "
@@ -232,17 +234,11 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
             if thinking_on and top_p < anthropic.MIN_TOP_P_THINKING:
                 raise unsupported(client, "top_p", "must be at least {} while thinking is on for {!r}".format(
                     anthropic.MIN_TOP_P_THINKING, model))
-            if "temperature" in inference and anthropic._ONE_SAMPLER.search(claude or ""):
+            if "temperature" in inference and anthropic.ONE_SAMPLER.search(claude or ""):
                 raise unsupported(client, "top_p", "cannot be sent with temperature to {!r} (one or the "
                                                    "other)".format(model))
-        inference["topP"] = top_p
-    stop = config.get("stop")
-    if stop:
-        inference["stopSequences"] = [stop] if isinstance(stop, str) else list(stop)
     if inference:
         body["inferenceConfig"] = inference
-    if "seed" in config:
-        raise unsupported(client, "seed", "cannot be sent: the Bedrock Converse API has no seed")
     wanted = check_response_format(client, config, None, ("text", "json_schema"))
     if wanted is not None:
         schema = {"schema": dumps(wanted["schema"])}  # type: Dict[str, Any]
@@ -280,32 +276,7 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
 
     headers = {"Content-Type": "application/json", "Accept": CONTENT_TYPE}
     headers.update(endpoint.headers)
-    url = "{}/model/{}/converse-stream".format(endpoint.base_url.rstrip("/"), aws.encode_path_segment(model))
-    return HttpRequest("POST", url, headers, body)
-
-
-def encode(request: HttpRequest, endpoint: Endpoint) -> HttpRequest:
-    """The body as exact bytes, then the signature (SigV4) or the API key over them: once per attempt."""
-    import dataclasses
-
-    data = dumps(request.body).encode("utf-8") if request.body is not None else b""
-    auth = endpoint.api_key
-    if isinstance(auth, aws.BedrockAuth):
-        headers = auth.apply(request.method, request.url, request.headers, data)
-    elif isinstance(auth, str) and auth:
-        headers = dict(request.headers)
-        headers["Authorization"] = "Bearer " + auth
-    else:
-        headers = dict(request.headers)
-    return dataclasses.replace(request, headers=headers, data=data)
-
-
-def configure(model: str, base_url: Optional[str], api_key: Any,
-              environ: Mapping[str, str]) -> Tuple[str, str, Any, Dict[str, Any]]:
-    """The Protocol hook registry.resolve calls: the endpoint and a BedrockAuth as the key (see
-    ``aws.resolve_bedrock``)."""
-    endpoint, auth = aws.resolve_bedrock(base_url, api_key, environ)
-    return "bedrock", endpoint, auth, {}
+    return HttpRequest("POST", "/model/{}/converse-stream".format(encode_path_segment(model)), headers, body)
 
 
 def _tool(tool: Mapping[str, Any]) -> Dict[str, Any]:
@@ -313,6 +284,8 @@ def _tool(tool: Mapping[str, Any]) -> Dict[str, Any]:
     if tool.get("description"):
         spec["description"] = tool["description"]
     spec["inputSchema"] = {"json": tool.get("parameters") or {"type": "object", "properties": {}}}
+    if tool.get("strict"):
+        spec["strict"] = True  # ToolSpecification.strict (botocore's bedrock-runtime model)
     return {"toolSpec": spec}
 
 
@@ -400,7 +373,7 @@ def _user(client: str, message: Mapping[str, Any], documents: List[int]) -> List
                 parts = [{"text": ""}]
             results.append({"toolResult": {"toolUseId": _tool_id(item["tool_call_id"]), "content": parts}})
         else:  # pragma: no cover - validate.check_message keeps other items out of user messages
-            raise ConfigError("a {} item cannot be sent in a user message".format(kind))
+            left_out(kind, 'Bedrock Converse', "user")
     return results + blocks
 
 
@@ -428,10 +401,8 @@ def _assistant(message: Mapping[str, Any], names: List[str]) -> List[Dict[str, A
                 names.append(item["name"])
             blocks.append({"toolUse": {"toolUseId": _tool_id(item["tool_call_id"]), "name": item["name"],
                                        "input": item["arguments"]}})
-        elif kind in ("inline_data", "image_url", "inline_thinking"):
-            logger.warning("an assistant %s item cannot be replayed over Bedrock Converse; it is left out", kind)
-        else:  # pragma: no cover - validate.check_message keeps other items out
-            raise ConfigError("a {} item cannot be sent in an assistant message".format(kind))
+        else:
+            left_out(kind, 'Bedrock Converse')
     return blocks
 
 
@@ -455,10 +426,14 @@ def map_usage(raw: Mapping[str, Any]) -> Any:
     return usage(read, prompt, None, output)
 
 
-def _loads(payload: bytes) -> Any:
+def _loads(payload: bytes, or_text: bool = False) -> Any:
+    """An event-stream payload's JSON (``{}`` when empty).  Not JSON: a StreamProtocolError, or with
+    ``or_text`` (an exception frame, whose error is raised either way) its text."""
     try:
         return json_loads(payload.decode("utf-8")) if payload else {}
     except (ValueError, UnicodeDecodeError):
+        if or_text:
+            return payload.decode("utf-8", "replace")
         raise StreamProtocolError("bedrock: an event-stream payload is not JSON ({} bytes)".format(len(payload)),
                                   client="bedrock") from None
 
@@ -507,54 +482,39 @@ class _Block(object):
 
 
 class _State(object):
-    """What ``collect`` holds open after the items yielded so far, so that an item carrying only fidelity
-    lands where it is meant to (never folded into the text or thinking before it)."""
+    """A stream's blocks and assembler, what ``collect`` holds open after the items yielded so far (so
+    that an item carrying only fidelity lands where it is meant to), and what the terminal events said."""
 
-    __slots__ = ("open_kind", "open_fid", "sealed", "replayable")
+    __slots__ = ("client", "tools", "blocks", "fold", "replayable", "usage", "finish", "stopped")
 
-    def __init__(self) -> None:
-        self.open_kind = None  # type: Optional[str]  # kind of the text/thinking item collect holds open
-        self.open_fid = False  # that item carries a fidelity
-        self.sealed = False  # ... which closed it (the next delta of its kind starts a new item)
+    def __init__(self, client: str, tool_id_prefix: Any = None) -> None:
+        self.client = client
+        self.tools = ToolCallAssembler(client, tool_id_prefix)
+        self.blocks = {}  # type: Dict[Any, _Block]
+        self.fold = Fold()
         self.replayable = False
-
-    def note(self, kind: str) -> None:
-        """A text or thinking delta without fidelity went out."""
-        if self.open_kind != kind or self.sealed:
-            self.open_kind, self.open_fid, self.sealed = kind, False, False
-
-    def joins_carrier(self, kind: str) -> bool:
-        """A delta of ``kind`` yielded now would join an open item that carries someone else's fidelity."""
-        return self.open_kind == kind and self.open_fid and not self.sealed
-
-    def seal(self, signature: str) -> Dict[str, Any]:
-        """The signature that closes the open thinking item."""
-        self.open_fid = self.sealed = True
-        return {"type": "thinking", "thinking": "", "fidelity": {"signature": signature}}
+        self.usage = None  # type: Optional[Dict[str, Any]]
+        self.finish = None  # type: Optional[str]
+        self.stopped = False  # messageStop arrived
 
     def carrier(self, natural: str, fidelity: Dict[str, Any], text: str = "") -> Dict[str, Any]:
         """An item of its own carrying ``fidelity`` (its kind flipped when ``natural`` would fold into the
         open item without fidelity)."""
-        kind = natural
-        if self.open_kind == natural and not self.open_fid and not self.sealed:
-            kind = "text" if natural == "thinking" else "thinking"
-        self.open_kind, self.open_fid, self.sealed = kind, True, False
-        return {"type": kind, kind: text, "fidelity": fidelity}
+        kind = self.fold.own_kind(natural)
+        item = {"type": kind, kind: text, "fidelity": fidelity}
+        self.fold.add(item)
+        return item
 
 
-def parse_stream(messages: Iterable[Any], client: str = "bedrock", tool_id_prefix: Any = None) -> Iterator[Any]:
-    """Event-stream messages of one ConverseStream answer -> content items, then a StreamEnd."""
-    tools = ToolCallAssembler(client, tool_id_prefix)
-    blocks = {}  # type: Dict[Any, _Block]
-    state = _State()
-    raw_usage = None  # type: Optional[Dict[str, Any]]
-    finish = None  # type: Optional[str]
-    stopped = False
+def _payloads(messages: Iterable[Any], client: str) -> Iterator[Tuple[Any, Any]]:
+    """Event-stream messages -> ``(event type, payload)``, each payload decoded once: exception and
+    error frames raise the typed error they name; frames of other message types and the
+    ``initial-response`` event are dropped."""
     for message in messages:
         headers = message.headers
         mtype = headers.get(":message-type")
         if mtype == "exception":
-            raise stream_error(client, headers.get(":exception-type"), _loads_or_text(message.payload))
+            raise stream_error(client, headers.get(":exception-type"), _loads(message.payload, or_text=True))
         if mtype == "error":
             raise stream_error(client, headers.get(":error-code"), headers.get(":error-message"))
         if mtype not in (None, "event"):
@@ -562,114 +522,164 @@ def parse_stream(messages: Iterable[Any], client: str = "bedrock", tool_id_prefi
         etype = headers.get(":event-type")
         if etype == "initial-response":
             continue
-        payload = _loads(message.payload)
+        yield etype, _loads(message.payload)
+
+
+def parse_stream(messages: Iterable[Any], client: str = "bedrock", tool_id_prefix: Any = None) -> Iterator[Any]:
+    """Event-stream messages of one ConverseStream answer -> content items, then a StreamEnd."""
+    state = _State(client, tool_id_prefix)
+    handlers = _EVENTS
+    for etype, payload in _payloads(messages, client):
         if payload.__class__ is not dict:
             continue
-        if etype == "contentBlockDelta":
-            index = payload.get("contentBlockIndex")
-            delta = payload["delta"]
-            if "text" in delta:
-                text = delta["text"]
-                block = blocks.get(index)
-                if block is None:
-                    block = blocks[index] = _Block("text")
-                if text and text.__class__ is str:
-                    state.note("text")
-                    yield {"type": "text", "text": text}
-                continue
-            if "toolUse" in delta:
-                block = blocks.get(index)
-                fragment = delta["toolUse"].get("input")
-                if block is not None and block.kind == "server":
-                    block.parts.append(fragment if isinstance(fragment, str) else dumps(fragment))
-                    continue
-                for item in tools.feed_arguments(index, fragment):
-                    yield item
-                continue
-            if "reasoningContent" in delta:
-                reasoning = delta["reasoningContent"]
-                block = blocks.get(index)
-                if block is None or block.kind != "reasoning":
-                    block = blocks[index] = _Block("reasoning")
-                text = reasoning.get("text")
-                if text and isinstance(text, str):
-                    if not block.emitted and (block.parts or state.joins_carrier("thinking")):
-                        block.parts.append(text)  # it would join a carrier: held until its signature
-                    else:
-                        block.emitted = True
-                        state.note("thinking")
-                        yield {"type": "thinking", "thinking": text}
-                signature = reasoning.get("signature")
-                if signature and isinstance(signature, str):
-                    block.signature = signature if signature.startswith(block.signature) and block.signature \
-                        else block.signature + signature
-                redacted = reasoning.get("redactedContent")
-                if redacted and isinstance(redacted, str):
-                    block.redacted.append(redacted)
-                continue
-            if "image" in delta:
-                block = blocks.get(index)
-                source = (delta["image"] or {}).get("source") or {}
-                if block is not None and block.kind == "image" and isinstance(source.get("bytes"), str):
-                    block.parts.append(source["bytes"])
-                continue
-            if "toolResult" in delta:
-                block = blocks.get(index)
-                if block is not None and block.kind == "server" and isinstance(delta["toolResult"], list):
-                    block.parts.extend(delta["toolResult"])
-                continue
-            continue  # citations and deltas this module does not know
-        if etype == "contentBlockStart":
-            index = payload.get("contentBlockIndex")
-            start = payload.get("start") or {}
-            if "toolUse" in start:
-                use = start["toolUse"]
-                if use.get("type") == "server_tool_use":
-                    blocks[index] = _Block("server", {"toolUse": {k: v for k, v in use.items()}})
-                    continue
-                blocks[index] = _Block("tool")
-                for item in tools.feed(index, use.get("toolUseId"), use.get("name"), ""):
-                    yield item
-            elif "toolResult" in start:
-                blocks[index] = _Block("server", {"toolResult": dict(start["toolResult"])})
-            elif "image" in start:
-                blocks[index] = _Block("image", start["image"].get("format"))
-            continue
-        if etype == "contentBlockStop":
-            index = payload.get("contentBlockIndex")
-            block = blocks.pop(index, None)
-            if block is not None:
-                for item in _close(block, index, tools, state):
-                    yield item
-            continue
-        if etype == "messageStop":
-            reason = payload.get("stopReason")
-            finish = FINISH_REASONS.get(reason, "unknown") if isinstance(reason, str) else "unknown"
-            stopped = True
-            continue
-        if etype == "metadata":
-            if isinstance(payload.get("usage"), dict):
-                raw_usage = payload["usage"]
-            if stopped:
+        handler = handlers.get(etype)
+        if handler is not None:  # (messageStart and events this module does not know: nothing to do)
+            items = handler(state, payload)
+            if items:
+                yield from items
+            if state.stopped and etype == "metadata":
                 break  # the last event of the stream
-            continue
-        # messageStart and events this module does not know: nothing to do
-    if not stopped:
+    if not state.stopped:
         return  # cut before messageStop: the driver raises StreamProtocolError
+    blocks = state.blocks
     for index in sorted(blocks, key=lambda i: (type(i) is not int, i if type(i) is int else 0)):
-        for item in _close(blocks[index], index, tools, state):
-            yield item
-    for item in tools.finish():
-        yield item
-    yield StreamEnd(map_usage(raw_usage) if raw_usage else None, finish, state.replayable)
+        yield from _close(blocks[index], index, state)
+    yield from state.tools.finish()
+    raw_usage = state.usage
+    yield StreamEnd(map_usage(raw_usage) if raw_usage else None, state.finish, state.replayable)
 
 
-def _close(block: _Block, index: Any, tools: ToolCallAssembler, state: _State) -> List[Dict[str, Any]]:
+# -- the handlers: one per event type (_EVENTS) and one per delta field (_DELTAS); each returns its items
+
+
+def _text_delta(state: _State, index: Any, text: Any) -> Any:
+    if index not in state.blocks:
+        state.blocks[index] = _Block("text")
+    if text and text.__class__ is str:
+        item = {"type": "text", "text": text}
+        state.fold.add(item)
+        return (item,)
+    return ()
+
+
+def _tool_delta(state: _State, index: Any, delta: Any) -> Any:
+    block = state.blocks.get(index)
+    fragment = delta.get("input")
+    if block is not None and block.kind == "server":
+        block.parts.append(fragment if isinstance(fragment, str) else dumps(fragment))
+        return ()
+    return state.tools.feed_arguments(index, fragment)
+
+
+def _reasoning_delta(state: _State, index: Any, reasoning: Any) -> Any:
+    block = state.blocks.get(index)
+    if block is None or block.kind != "reasoning":
+        block = state.blocks[index] = _Block("reasoning")
+    out = ()  # type: Any
+    text = reasoning.get("text")
+    if text and isinstance(text, str):
+        if not block.emitted and (block.parts or state.fold.carrying("thinking")):
+            block.parts.append(text)  # it would join a carrier: held until its signature
+        else:
+            block.emitted = True
+            item = {"type": "thinking", "thinking": text}
+            state.fold.add(item)
+            out = (item,)
+    signature = reasoning.get("signature")
+    if signature and isinstance(signature, str):
+        block.signature = signature if signature.startswith(block.signature) and block.signature \
+            else block.signature + signature
+    redacted = reasoning.get("redactedContent")
+    if redacted and isinstance(redacted, str):
+        block.redacted.append(redacted)
+    return out
+
+
+def _image_delta(state: _State, index: Any, image: Any) -> Any:
+    block = state.blocks.get(index)
+    source = (image or {}).get("source") or {}
+    if block is not None and block.kind == "image" and isinstance(source.get("bytes"), str):
+        block.parts.append(source["bytes"])
+    return ()
+
+
+def _result_delta(state: _State, index: Any, result: Any) -> Any:
+    block = state.blocks.get(index)
+    if block is not None and block.kind == "server" and isinstance(result, list):
+        block.parts.extend(result)
+    return ()
+
+
+#: the field a contentBlockDelta's delta carries -> its handler(state, index, value); the first present wins
+_DELTAS = (("text", _text_delta), ("toolUse", _tool_delta), ("reasoningContent", _reasoning_delta),
+           ("image", _image_delta), ("toolResult", _result_delta))
+
+
+def _block_delta(state: _State, payload: Dict[str, Any]) -> Any:
+    index = payload.get("contentBlockIndex")
+    delta = payload["delta"]
+    if "text" in delta:  # (the row nearly every event takes, first)
+        return _text_delta(state, index, delta["text"])
+    for field, handler in _DELTAS:
+        if field in delta:
+            return handler(state, index, delta[field])
+    return ()  # citations and deltas this module does not know
+
+
+def _block_start(state: _State, payload: Dict[str, Any]) -> Any:
+    index = payload.get("contentBlockIndex")
+    start = payload.get("start") or {}
+    blocks = state.blocks
+    if "toolUse" in start:
+        use = start["toolUse"]
+        if use.get("type") == "server_tool_use":
+            blocks[index] = _Block("server", {"toolUse": {k: v for k, v in use.items()}})
+            return ()
+        blocks[index] = _Block("tool")
+        return state.tools.feed(index, use.get("toolUseId"), use.get("name"), "")
+    if "toolResult" in start:
+        blocks[index] = _Block("server", {"toolResult": dict(start["toolResult"])})
+    elif "image" in start:
+        blocks[index] = _Block("image", start["image"].get("format"))
+    return ()
+
+
+def _block_stop(state: _State, payload: Dict[str, Any]) -> Any:
+    index = payload.get("contentBlockIndex")
+    block = state.blocks.pop(index, None)
+    return () if block is None else _close(block, index, state)
+
+
+def _message_stop(state: _State, payload: Dict[str, Any]) -> Any:
+    reason = payload.get("stopReason")
+    state.finish = FINISH_REASONS.get(reason, "unknown") if isinstance(reason, str) else "unknown"
+    state.stopped = True
+    return ()
+
+
+def _metadata(state: _State, payload: Dict[str, Any]) -> Any:
+    if isinstance(payload.get("usage"), dict):
+        state.usage = payload["usage"]
+    return ()
+
+
+#: ``:event-type`` -> handler(state, payload) -> the items it owes (h11-style: the grammar is this table)
+_EVENTS = {
+    "contentBlockDelta": _block_delta,
+    "contentBlockStart": _block_start,
+    "contentBlockStop": _block_stop,
+    "messageStop": _message_stop,
+    "metadata": _metadata,
+}
+
+
+def _close(block: _Block, index: Any, state: _State) -> List[Dict[str, Any]]:
     kind = block.kind
+    fold = state.fold
     if kind == "tool":
-        items = tools.close(index)
-        if items and items[-1]["type"] == "tool_call":
-            state.open_kind = None
+        items = state.tools.close(index)
+        for item in items:
+            fold.add(item)
         return items
     if kind == "reasoning":
         out = []  # type: List[Dict[str, Any]]
@@ -679,25 +689,24 @@ def _close(block: _Block, index: Any, tools: ToolCallAssembler, state: _State) -
             out.append(state.carrier("thinking", {"redacted_content": data}))
         held = "".join(block.parts)
         if held:  # text held back: one item with its signature
-            fidelity = {"signature": block.signature} if block.signature else {}
-            if fidelity:
-                state.open_kind, state.open_fid, state.sealed = "thinking", True, False
-                out.append({"type": "thinking", "thinking": held, "fidelity": fidelity})
-            else:
-                state.note("thinking")
-                out.append({"type": "thinking", "thinking": held})
+            item = {"type": "thinking", "thinking": held}  # type: Dict[str, Any]
+            if block.signature:
+                item["fidelity"] = {"signature": block.signature}
+            fold.add(item)
+            out.append(item)
         elif block.signature:
-            if block.emitted and state.open_kind == "thinking" and not state.open_fid:
-                out.append(state.seal(block.signature))
-            else:  # an item of its own (collect keeps it open: later deltas of its kind would join it)
-                state.open_kind, state.open_fid, state.sealed = "thinking", True, False
-                out.append({"type": "thinking", "thinking": "", "fidelity": {"signature": block.signature}})
+            # the signature seals the thinking it signs when that is the open item; else an item of its own
+            # (collect keeps it open: later deltas of its kind would join it)
+            item = {"type": "thinking", "thinking": "", "fidelity": {"signature": block.signature}}
+            fold.add(item)
+            out.append(item)
         return out
     if kind == "image":
         image = b"".join(_unb64(part) for part in block.parts)
-        state.open_kind = None
         fmt = block.raw if isinstance(block.raw, str) else "png"
-        return [{"type": "inline_data", "data": image, "mime_type": "image/" + fmt}]
+        item = {"type": "inline_data", "data": image, "mime_type": "image/" + fmt}
+        fold.add(item)
+        return [item]
     if kind == "server":
         raw = block.raw
         if "toolUse" in raw:
@@ -721,13 +730,6 @@ def _unb64(text: str) -> bytes:
         raise StreamProtocolError("bedrock: a base64 field in the stream does not decode", client="bedrock") from None
 
 
-def _loads_or_text(payload: bytes) -> Any:
-    try:
-        return json.loads(payload.decode("utf-8"))
-    except (ValueError, UnicodeDecodeError):
-        return payload.decode("utf-8", "replace")
-
-
 def parse_document(payload: Any, client: str = "bedrock") -> Iterator[Any]:
     """A whole Converse answer (``{"output": {"message": ...}, "stopReason", "usage"}``) -> the same parts."""
     if not isinstance(payload, dict) or "output" not in payload:
@@ -736,15 +738,16 @@ def parse_document(payload: Any, client: str = "bedrock") -> Iterator[Any]:
             raise stream_error(client, kind if isinstance(kind, str) else None, payload)
         raise StreamProtocolError("{}: the JSON answer holds no Converse output".format(client), client=client)
     content = ((payload.get("output") or {}).get("message") or {}).get("content") or []
-    tools = ToolCallAssembler(client)
-    state = _State()
+    state = _State(client)
+    tools = state.tools
     for position, block in enumerate(content):
         if not isinstance(block, dict):
             continue
         if isinstance(block.get("text"), str):
             if block["text"]:
-                state.note("text")
-                yield {"type": "text", "text": block["text"]}
+                item = {"type": "text", "text": block["text"]}
+                state.fold.add(item)
+                yield item
         elif isinstance(block.get("reasoningContent"), dict):
             reasoning = block["reasoningContent"]
             part = _Block("reasoning")
@@ -755,7 +758,7 @@ def parse_document(payload: Any, client: str = "bedrock") -> Iterator[Any]:
                 part.signature = text_block["signature"]
             if isinstance(reasoning.get("redactedContent"), str):
                 part.redacted.append(reasoning["redactedContent"])
-            for item in _close(part, position, tools, state):
+            for item in _close(part, position, state):
                 yield item
         elif isinstance(block.get("toolUse"), dict):
             use = block["toolUse"]
@@ -763,9 +766,9 @@ def parse_document(payload: Any, client: str = "bedrock") -> Iterator[Any]:
                 state.replayable = True
                 yield state.carrier("text", {"bedrock_block": block})
                 continue
-            for item in tools.feed(position, use.get("toolUseId"), use.get("name"), dumps(use.get("input") or {})):
-                yield item
-            for item in tools.close(position):
+            for item in tools.feed(position, use.get("toolUseId"), use.get("name"), dumps(use.get("input") or {})) \
+                    + tools.close(position):
+                state.fold.add(item)
                 yield item
         elif isinstance(block.get("toolResult"), dict):
             state.replayable = True
@@ -779,17 +782,14 @@ def parse_document(payload: Any, client: str = "bedrock") -> Iterator[Any]:
 
 
 def models_request(endpoint: Endpoint, page_token: Optional[str] = None) -> HttpRequest:
-    """``GET /foundation-models`` on the control plane (``bedrock.{region}...`` for an AWS
-    ``bedrock-runtime`` host; another endpoint is asked at its own root), signed like a stream call."""
-    base = endpoint.base_url.rstrip("/")
-    base = re.sub(r"^(https?://(?:[^/]*\.)?)bedrock-runtime(-fips)?\.", r"\1bedrock\2.", base, count=1) \
-        if aws.is_aws_host(base) else base
-    url = base + "/foundation-models"
+    """``GET /foundation-models`` (the aws host sends it to the control plane, ``bedrock.{region}...``,
+    for an AWS ``bedrock-runtime`` host; another endpoint is asked at its own root), signed like a stream call."""
+    path = "/foundation-models"
     if page_token:
-        url += "?nextToken=" + aws.encode_path_segment(page_token)
+        path += "?nextToken=" + encode_path_segment(page_token)
     headers = {"Accept": "application/json"}
     headers.update(endpoint.headers)
-    return HttpRequest("GET", url, headers, None, stream=False)
+    return HttpRequest("GET", path, headers, None, stream=False)
 
 
 def parse_models(payload: Any, client: str = "bedrock") -> Tuple[List[str], Optional[str]]:
@@ -801,9 +801,6 @@ def parse_models(payload: Any, client: str = "bedrock") -> Tuple[List[str], Opti
 
 PROTOCOL = Protocol(
     "bedrock", __name__, build_request, parse_stream,
-    base_url="https://bedrock-runtime.{region}.amazonaws.com",
-    key_env=(aws.BEARER_ENV, "AWS_ACCESS_KEY_ID"), base_url_env="AWS_ENDPOINT_URL_BEDROCK_RUNTIME",
-    framing=iter_messages, parse_document=parse_document, encode=encode,
-    configure=configure, models_request=models_request, parse_models=parse_models,
+    framing=iter_messages, parse_document=parse_document, models_request=models_request, parse_models=parse_models,
     demo=("us.anthropic.claude-sonnet-4-5-20250929-v1:0", "Amazon Bedrock Converse"),
 )

@@ -7,10 +7,10 @@ registry row's ``endpoint.quirks`` (``tts``, ``image_output``,
 
 Request
 -------
-- The key travels in the ``x-goog-api-key`` header, never in the URL.  The path is
-  ``/v1beta/models/{model}:streamGenerateContent?alt=sse`` after base_url, or
-  ``/models/...`` when base_url already names a version (``.../v1beta``, Vertex AI's
-  ``https://aiplatform.googleapis.com/v1/publishers/google``).
+- The path is ``/v1beta/models/{model}:streamGenerateContent?alt=sse``; the host (``agenthub.hosts``)
+  joins it to base_url (``/models/...`` when base_url already names a version: ``.../v1beta``, Vertex
+  AI's ``https://aiplatform.googleapis.com/v1/publishers/google``) and sends the key in the
+  ``x-goog-api-key`` header, never in the URL.
 - user -> ``user`` contents, assistant -> ``model`` contents; ``system_prompt`` ->
   ``systemInstruction``; ``max_tokens`` -> ``maxOutputTokens``; ``temperature``.
 - tools -> one ``functionDeclarations`` tool; the JSON Schema goes in
@@ -38,8 +38,8 @@ Request
   carry none (history from another provider) gets Google's documented placeholder
   on its first call.
 - image_config -> ``imageConfig`` + ``responseModalities`` TEXT and IMAGE.
-- response_format -> ``responseMimeType: "application/json"`` (+ ``responseJsonSchema``; the
-  OpenAPI-subset ``responseSchema`` on Gemini 1.x / 2.0); ``top_p`` -> ``topP``; ``stop`` ->
+- response_format -> ``responseMimeType: "application/json"`` (+ ``responseJsonSchema``; on Gemini
+  1.x / 2.0 the schema converted to the OpenAPI-subset ``responseSchema``, see ``openapi_schema``); ``top_p`` -> ``topP``; ``stop`` ->
   ``stopSequences`` (up to 5); ``seed``; ``fast_mode`` -> top-level ``serviceTier: "priority"``
   (quirk ``fast_mode: False`` raises instead).  ThinkingLevel.MAX -> HIGH (or the largest budget).
 - tts (a ``-tts`` model, or ``tts_config`` given) -> ``responseModalities`` AUDIO and
@@ -78,15 +78,15 @@ import logging
 import mimetypes
 import re
 from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Tuple
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote
 
 from ..errors import ConfigError, StreamProtocolError, upstream_error
-from ..sse import SSEEvent, json_loads
+from ..sse import SSEEvent
 from ..stream import StreamEnd
 from ..toolcalls import ToolCallAssembler
 from ..types import HttpRequest, PromptCaching, ThinkingLevel
-from ._common import (Endpoint, Protocol, check_response_format, documents, dumps, get_request, join_url,
-                      model_list_page, nearest, parse_data_uri, request_headers, stop_sequences, to_int, unsupported,
+from ._common import (DONE, document_payloads, payloads, Endpoint, Protocol, check_response_format, documents, get_request,
+                      model_list_page, nearest, parse_data_uri, request_headers, samplers, to_int, unsupported,
                       usage)
 
 __all__ = [
@@ -94,7 +94,10 @@ __all__ = [
     "parse_stream",
     "parse_document",
     "map_usage",
-    "request_url",
+    "request_path",
+    "resource_name",
+    "blob_part",
+    "url_part",
     "thinking_config",
     "FINISH_REASONS",
     "THINKING",
@@ -127,6 +130,9 @@ _BUDGET_25_FLASH = {"none": 0, "low": 1024, "medium": 8192, "high": 24576, "xhig
 _BUDGET_25_PRO = {"none": 128, "low": 1024, "medium": 8192, "high": 32768, "xhigh": 32768, "max": 32768}
 #: stop sequences generationConfig.stopSequences takes ("up to 5")
 STOP_LIMIT = 5
+#: config key -> its generationConfig field
+_SAMPLERS = {"max_tokens": "maxOutputTokens", "temperature": "temperature", "top_p": "topP", "stop": "stopSequences",
+             "seed": "seed"}
 #: models that take the OpenAPI-subset ``responseSchema`` rather than a JSON Schema in ``responseJsonSchema``
 _OPENAPI_SCHEMA = re.compile(r"gemini-(1\.|2\.0)")
 
@@ -150,13 +156,10 @@ THINKING = (
 SIGNATURE_REQUIRED = re.compile(r"gemini-([3-9]|\d\d)(?!.*-image)")
 
 _TOOL_CHOICE = {"auto": "AUTO", "required": "ANY", "none": "NONE"}
-_VERSIONED_BASE = re.compile(r"/v\d+(alpha|beta)?\d*(/|$)")
-
-
 # -- request ------------------------------------------------------------------------------------
 
 
-def _resource(model: str) -> str:
+def resource_name(model: str) -> str:
     """The model's resource name: ``models/{model}``, or the name itself when it has a collection
     (``models/...``, ``tunedModels/...``)."""
     return model if "/" in model else "models/" + model
@@ -167,24 +170,139 @@ def _model_path(model: str) -> str:
     return model.rsplit("/", 1)[-1]
 
 
-def request_url(endpoint: Endpoint, model: str, method: str) -> str:
-    """``{base_url}/v1beta/models/{model}:{method}``.
-
-    A base_url that already names an API version (``.../v1beta``, or a Vertex AI
-    ``https://aiplatform.googleapis.com/v1/publishers/google``) gets ``/models/...``
-    appended directly.
-    """
-    base = endpoint.base_url.rstrip("/")
-    prefix = "" if _VERSIONED_BASE.search(urlsplit(base).path) else "/v1beta"
-    return join_url(base, "{}/{}:{}".format(prefix, _resource(model), method))
+def request_path(model: str, method: str) -> str:
+    """``/v1beta/models/{model}:{method}`` (the host drops ``/v1beta`` for a base URL that already
+    names an API version: ``agenthub.hosts.keys``)."""
+    return "/v1beta/{}:{}".format(resource_name(model), method)
 
 
 def _schema_field(model: str) -> str:
     return "responseSchema" if _OPENAPI_SCHEMA.search(_model_path(model).lower()) else "responseJsonSchema"
 
 
+# -- JSON Schema -> the OpenAPI subset of ``responseSchema`` (Gemini 1.x / 2.0), as google-genai's
+# -- _transformers.process_schema does it: $defs inlined, null types read as ``nullable``, a string const as a
+# -- one-value enum, ``propertyOrdering`` kept in the caller's order, types in the Schema proto's upper case
+
+#: the keywords of the subset (the Schema proto's fields; the value of each is converted where it holds schemas)
+_SUBSET = frozenset(["type", "format", "title", "description", "nullable", "enum", "maxItems", "minItems",
+                     "properties", "required", "minProperties", "maxProperties", "minLength", "maxLength",
+                     "pattern", "example", "anyOf", "propertyOrdering", "default", "items", "minimum", "maximum",
+                     "additionalProperties"])
+#: keywords that only annotate (no instance is valid or invalid by them): left out, nothing is lost
+_ANNOTATIONS = frozenset(["$schema", "$id", "$comment", "$anchor", "deprecated", "readOnly", "writeOnly",
+                          "examples", "contentMediaType", "contentEncoding"])
+_TYPES = frozenset(["string", "number", "integer", "boolean", "array", "object"])
+
+
+def openapi_schema(client: str, schema: Mapping[str, Any], vertex: bool = False) -> Dict[str, Any]:
+    """A JSON Schema as ``responseSchema`` takes it (Gemini 1.x / 2.0).  What the subset cannot say (a
+    recursive $ref, oneOf, a non-string enum, ...) is an UnsupportedParameterError before sending;
+    ``additionalProperties`` other than false is Vertex AI's only (the Gemini API refuses it)."""
+    root = dict(schema)
+    defs = {}  # type: Dict[str, Any]
+    for key in ("$defs", "definitions"):
+        found = root.pop(key, None)
+        if isinstance(found, Mapping):
+            defs.update(found)
+    return _openapi(client, root, defs, (), "schema", vertex)
+
+
+def _schema_error(client: str, where: str, why: str) -> Exception:
+    return unsupported(client, "response_format", "schema: {} {} in the OpenAPI subset that responseSchema takes "
+                                                  "on Gemini 1.x / 2.0 (models from 2.5 take any JSON Schema)".format(
+                                                      where, why))
+
+
+def _openapi(client: str, schema: Any, defs: Mapping[str, Any], refs: Tuple[str, ...], where: str,
+             vertex: bool) -> Dict[str, Any]:
+    if not isinstance(schema, Mapping):
+        raise _schema_error(client, where, "is {!r}: a schema must be an object".format(schema))
+    schema = dict(schema)
+    ref = schema.pop("$ref", None)
+    if ref is not None:
+        name = ref.rsplit("/", 1)[-1] if isinstance(ref, str) and ref.startswith(("#/$defs/", "#/definitions/")) \
+            else None
+        if name is None or name not in defs:
+            raise _schema_error(client, where, "refers to {!r}, which is not under $defs: it cannot be inlined".format(ref))
+        if name in refs:
+            raise _schema_error(client, where, "refers to {!r} recursively: it cannot be expressed".format(ref))
+        resolved = _openapi(client, defs[name], defs, refs + (name,), where, vertex)
+        schema = {key: value for key, value in schema.items() if key not in ("$defs", "definitions")}
+        siblings = _openapi(client, schema, defs, refs, where, vertex) if schema else {}
+        siblings.update(resolved)  # (google-genai: the referenced schema wins over its siblings)
+        return siblings
+    out = {}  # type: Dict[str, Any]
+    kind = schema.pop("type", None)
+    nullable = False
+    if isinstance(kind, list):
+        kinds = [k for k in kind if k != "null"]
+        nullable = len(kinds) < len(kind)
+        if len(kinds) != 1:
+            raise _schema_error(client, where, "has type {!r}: one type (and null) is all it takes".format(kind))
+        kind = kinds[0]
+    if kind == "null":
+        nullable, kind = True, None
+    if "const" in schema:
+        const = schema.pop("const")
+        if not isinstance(const, str) or kind not in (None, "string"):
+            raise _schema_error(client, where, "has const {!r}: only a string can be a one-value enum".format(const))
+        kind = "string"
+        schema["enum"] = [const]
+    if kind is not None:
+        if kind not in _TYPES:
+            raise _schema_error(client, where, "has type {!r}".format(kind))
+        out["type"] = kind.upper()
+    for key, value in schema.items():
+        at = "{}[{!r}]".format(where, key)
+        if key in _ANNOTATIONS:
+            if key == "examples" and isinstance(value, list) and value and "example" not in schema:
+                out["example"] = value[0]
+            continue
+        if key == "oneOf" or key not in _SUBSET:
+            raise _schema_error(client, at, "has no equivalent")
+        if key == "properties":
+            if not isinstance(value, Mapping):
+                raise _schema_error(client, at, "is not an object")
+            out[key] = {name: _openapi(client, sub, defs, refs, "{}[{!r}]".format(at, name), vertex)
+                        for name, sub in value.items()}
+        elif key == "items":
+            out[key] = _openapi(client, value, defs, refs, at, vertex)
+        elif key == "anyOf":
+            if not isinstance(value, list):
+                raise _schema_error(client, at, "is not a list")
+            arms = [arm for arm in value if not (isinstance(arm, Mapping) and dict(arm) == {"type": "null"})]
+            if len(arms) < len(value):
+                nullable = True
+            arms = [_openapi(client, arm, defs, refs, "{}[{}]".format(at, i), vertex) for i, arm in enumerate(arms)]
+            if len(arms) == 1:
+                out.update(arms[0])
+            else:
+                out[key] = arms
+        elif key == "enum":
+            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                raise _schema_error(client, at, "has values other than strings")
+            out[key] = list(value)
+        elif key == "additionalProperties":
+            if value is False:
+                out[key] = False  # (as google-genai sends it)
+            elif not vertex:
+                raise _schema_error(client, at, "is not false: the Gemini API has no additionalProperties "
+                                                "(Vertex AI does)")
+            else:
+                out[key] = value if isinstance(value, bool) else _openapi(client, value, defs, refs, at, vertex)
+        elif value is not None:  # (a null default or title says nothing: google-genai leaves it out too)
+            out[key] = value
+    if nullable:
+        out["nullable"] = True
+    properties = out.get("properties")
+    if isinstance(properties, dict) and len(properties) > 1 and "propertyOrdering" not in out:
+        out["propertyOrdering"] = list(properties)  # the caller's order (the API sorts them otherwise)
+    return out
+
+
 def _headers(endpoint: Endpoint, accept: str) -> Dict[str, str]:
-    return request_headers(endpoint, "x-goog-api-key", "", accept)
+    return request_headers(endpoint, accept)
 
 
 def _thinking_rule(model: str) -> Any:
@@ -220,15 +338,15 @@ def _b64(data: Any) -> str:
     return base64.b64encode(bytes(data)).decode("ascii")
 
 
-def _blob(mime_type: str, data: Any) -> Dict[str, Any]:
+def blob_part(mime_type: str, data: Any) -> Dict[str, Any]:
     return {"inlineData": {"mimeType": mime_type, "data": _b64(data)}}
 
 
-def _url_part(url: str) -> Dict[str, Any]:
+def url_part(url: str) -> Dict[str, Any]:
     """An image URL as a part: a data URI is sent inline, any other URL by reference (never fetched here)."""
     parsed = parse_data_uri(url)
     if parsed is not None:
-        return _blob(parsed[0], parsed[1])
+        return blob_part(parsed[0], parsed[1])
     file_data = {"fileUri": url}  # type: Dict[str, Any]
     mime = mimetypes.guess_type(url.split("?", 1)[0].split("#", 1)[0])[0]
     if mime:
@@ -276,14 +394,14 @@ def _assistant_parts(client: str, message: Mapping[str, Any], placeholder: bool)
                 continue
             part = {"text": item["thinking"], "thought": True}
         elif kind == "inline_data":
-            part = _blob(item["mime_type"], item["data"])
+            part = blob_part(item["mime_type"], item["data"])
         elif kind == "inline_thinking":
             if not signature:
                 continue
-            part = _blob(item["mime_type"], item["data"])
+            part = blob_part(item["mime_type"], item["data"])
             part["thought"] = True
         elif kind == "image_url":
-            part = _url_part(item["image_url"])
+            part = url_part(item["image_url"])
         elif kind == "tool_call":
             call = {}  # type: Dict[str, Any]
             if not fidelity.get(SYNTHETIC_ID):
@@ -321,9 +439,9 @@ def _user_contents(client: str, message: Mapping[str, Any], calls: Mapping[str, 
         if kind == "text":
             add(False, {"text": item["text"]})
         elif kind == "image_url":
-            add(False, _url_part(item["image_url"]))
+            add(False, url_part(item["image_url"]))
         elif kind == "inline_data":
-            add(False, _blob(item["mime_type"], item["data"]))
+            add(False, blob_part(item["mime_type"], item["data"]))
         elif kind == "tool_result":
             call_id = item["tool_call_id"]
             if call_id not in calls:
@@ -338,7 +456,7 @@ def _user_contents(client: str, message: Mapping[str, Any], calls: Mapping[str, 
             inline = []  # type: List[Dict[str, Any]]
             linked = []  # type: List[Dict[str, Any]]
             for url in item.get("images") or ():
-                part = _url_part(url)
+                part = url_part(url)
                 (inline if "inlineData" in part else linked).append(part)
             if inline:
                 response["parts"] = inline
@@ -407,25 +525,16 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
     if "embedding_config" in config:
         raise unsupported(client, "embedding_config", "applies to embedding models only (not {!r})".format(model))
     tts = bool(quirks.get("tts")) or "tts_config" in config
-    generation = {}  # type: Dict[str, Any]
-    if "max_tokens" in config:
-        generation["maxOutputTokens"] = config["max_tokens"]
-    if "temperature" in config:
-        generation["temperature"] = config["temperature"]
-    if "top_p" in config:
-        generation["topP"] = config["top_p"]
-    stop = stop_sequences(client, config, STOP_LIMIT)
-    if stop is not None:
-        generation["stopSequences"] = stop
-    if "seed" in config:
-        generation["seed"] = config["seed"]
+    generation = samplers(client, config, _SAMPLERS, STOP_LIMIT)
     response_format = check_response_format(client, config, quirks.get("response_formats"))
     if response_format is not None:
         if tts:
             raise unsupported(client, "response_format", "is not accepted by speech (TTS) models")
         generation["responseMimeType"] = "application/json"
         if response_format["type"] == "json_schema":
-            generation[_schema_field(model)] = response_format["schema"]
+            field = _schema_field(model)
+            generation[field] = response_format["schema"] if field == "responseJsonSchema" else openapi_schema(
+                client, response_format["schema"], vertex=client == "vertex")
     service_tier = None
     if config.get("fast_mode"):
         if quirks.get("fast_mode") is False:
@@ -441,13 +550,16 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
         body["generationConfig"] = generation
         if service_tier:
             body["serviceTier"] = service_tier
-        return HttpRequest("POST", request_url(endpoint, model, "streamGenerateContent?alt=sse"),
+        return HttpRequest("POST", request_path(model, "streamGenerateContent?alt=sse"),
                            _headers(endpoint, "text/event-stream"), body)
 
     body = {"contents": _contents(client, model, messages)}
     if config.get("system_prompt"):
         body["systemInstruction"] = {"parts": [{"text": config["system_prompt"]}]}
     if config.get("tools"):
+        if any(tool.get("strict") for tool in config["tools"]):
+            raise unsupported(client, "tools", "strict cannot be sent: a Gemini function declaration has no strict "
+                                               "mode")
         body["tools"] = [{"functionDeclarations": [_declaration(tool) for tool in config["tools"]]}]
     calling = {}  # type: Dict[str, Any]
     if "tool_choice" in config:
@@ -477,7 +589,7 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
         body["generationConfig"] = generation
     if service_tier:
         body["serviceTier"] = service_tier
-    return HttpRequest("POST", request_url(endpoint, model, "streamGenerateContent?alt=sse"),
+    return HttpRequest("POST", request_path(model, "streamGenerateContent?alt=sse"),
                        _headers(endpoint, "text/event-stream"), body)
 
 
@@ -657,11 +769,6 @@ def _show(steps: Tuple[Any, ...]) -> str:
     return "$" + "".join("[{}]".format(s) if type(s) is int else "." + s for s in steps)
 
 
-def _end_streamed(tools: ToolCallAssembler, slot: int, writer: _ArgsWriter) -> List[Dict[str, Any]]:
-    """The items that complete a Vertex call whose arguments were streaming."""
-    return tools.feed(slot, arguments=writer.finish()) + tools.close(index=slot)
-
-
 def _counts(meta: Dict[str, Any]) -> bool:
     """usageMetadata that counts tokens (not only Vertex's ``trafficType``)."""
     for key in meta:
@@ -670,11 +777,8 @@ def _counts(meta: Dict[str, Any]) -> bool:
     return False
 
 
-def _loads_or_text(data: str) -> Any:
-    try:
-        return json.loads(data)
-    except ValueError:
-        return data
+#: the chunk parse_document adds to a whole answer whose candidates carry content but no finishReason
+_UNFINISHED = {"candidates": [{"index": 0, "finishReason": "FINISH_REASON_UNSPECIFIED"}]}
 
 
 def parse_document(payload: Any, client: str = "gemini", tool_id_prefix: Any = None) -> Iterator[Any]:
@@ -682,12 +786,12 @@ def parse_document(payload: Any, client: str = "gemini", tool_id_prefix: Any = N
     ``alt=sse``) -> the same parts the stream gives.  An answer whose candidates carry content is
     complete even when no chunk names a finishReason (finish ``unknown`` then)."""
     docs = documents(payload)
-    events = [SSEEvent(dumps(doc)) for doc in docs]
+    pairs = list(document_payloads(docs))
     candidates = [c for doc in docs if type(doc) is dict and type(doc.get("candidates")) is list
                   for c in doc["candidates"] if type(c) is dict]
     if candidates and not any(c.get("finishReason") for c in candidates) and any(c.get("content") for c in candidates):
-        events.append(SSEEvent('{"candidates":[{"index":0,"finishReason":"FINISH_REASON_UNSPECIFIED"}]}'))
-    return parse_stream(events, client, tool_id_prefix)
+        pairs.append(("message", _UNFINISHED))
+    return _parse(pairs, client, tool_id_prefix)
 
 
 def parse_stream(events: Iterable[SSEEvent], client: str = "gemini", tool_id_prefix: Any = None) -> Iterator[Any]:
@@ -697,27 +801,166 @@ def parse_stream(events: Iterable[SSEEvent], client: str = "gemini", tool_id_pre
     without candidates are skipped (their usageMetadata is kept); only candidate 0 is
     followed; an ``error`` object raises UpstreamError, a blocked prompt too.
     """
-    loads = json_loads
-    tools = ToolCallAssembler(client, tool_id_prefix)
-    feed = tools.feed
-    feed_arguments = tools.feed_arguments
+    return _parse(payloads(events), client, tool_id_prefix)
+
+
+class _State(object):
+    """One stream's tool calls: the assembler, the slot of the next call, and the Vertex call whose
+    arguments are still streaming (``streamed``, written by ``writer``)."""
+
+    __slots__ = ("client", "tools", "calls", "streamed", "writer")
+
+    def __init__(self, client: str, tool_id_prefix: Any) -> None:
+        self.client = client
+        self.tools = ToolCallAssembler(client, tool_id_prefix)
+        self.calls = 0  # functionCall parts seen: the assembler slot of the next call
+        self.streamed = None  # type: Optional[int]
+        self.writer = None  # type: Optional[_ArgsWriter]
+
+    def end_streamed(self) -> List[Dict[str, Any]]:
+        """The items that complete the Vertex call whose arguments were streaming (none open: [])."""
+        slot = self.streamed
+        if slot is None:
+            return []
+        tools = self.tools
+        items = tools.feed(slot, arguments=self.writer.finish()) + tools.close(index=slot)  # type: ignore[union-attr]
+        self.streamed = self.writer = None
+        return items
+
+
+# -- the part handlers (_PARTS): handler(state, part, value, signature) -> the items the part owes
+
+
+def _call_part(state: _State, part: Dict[str, Any], call: Any, signature: Any) -> List[Dict[str, Any]]:
+    tools = state.tools
+    name = call.get("name")
+    if not name and state.streamed is not None:
+        # a part continuing the Vertex call whose arguments are streaming
+        partials = call.get("partialArgs")
+        text = state.writer.write(partials) if partials else ""  # type: ignore[union-attr]
+        items = []  # type: List[Dict[str, Any]]
+        if signature:
+            items = tools.feed(state.streamed, arguments=text, fidelity={SIGNATURE: signature})
+        elif text:
+            items = tools.feed_arguments(state.streamed, text)
+        if not call.get("willContinue"):
+            items = items + state.end_streamed()
+        return items
+    items = state.end_streamed()  # a new call starts: the streaming one is done
+    if not name:
+        if call.get("partialArgs") or call.get("args"):
+            raise StreamProtocolError("function-call arguments arrived for a call with no name", client=state.client)
+        return items  # an empty closing marker with nothing open
+    slot = state.calls
+    state.calls += 1
+    call_id = call.get("id")
+    fidelity = {SIGNATURE: signature} if signature else {}
+    if not call_id:
+        fidelity[SYNTHETIC_ID] = True
+    args = call.get("args")
+    if call.get("willContinue") and not args:  # Vertex: the arguments stream next
+        items = items + tools.feed(slot, call_id, name, "", fidelity or None)
+        state.streamed = slot
+        state.writer = _ArgsWriter()
+        partials = call.get("partialArgs")
+        if partials:
+            text = state.writer.write(partials)
+            if text:
+                items = items + tools.feed(slot, arguments=text)
+        return items
+    return items + tools.feed(slot, call_id, name, args, fidelity or None) + tools.close(index=slot)
+
+
+def _text_part(state: _State, part: Dict[str, Any], text: Any, signature: Any) -> List[Dict[str, Any]]:
+    if type(text) is not str:
+        raise TypeError("part text is not a string")
+    if not text and not signature:
+        return []
+    if part.get("thought"):
+        item = {"type": "thinking", "thinking": text}  # type: Dict[str, Any]
+    else:
+        item = {"type": "text", "text": text}
+    if signature:
+        item["fidelity"] = {SIGNATURE: signature}
+    return [item]
+
+
+def _blob_part(state: _State, part: Dict[str, Any], blob: Any, signature: Any) -> List[Dict[str, Any]]:
+    item = {
+        "type": "inline_thinking" if part.get("thought") else "inline_data",
+        "data": base64.b64decode(blob.get("data") or ""),
+        "mime_type": blob.get("mimeType") or "application/octet-stream",
+    }
+    if signature:
+        item["fidelity"] = {SIGNATURE: signature}
+    return [item]
+
+
+def _file_part(state: _State, part: Dict[str, Any], linked: Any, signature: Any) -> List[Dict[str, Any]]:
+    items = []  # type: List[Dict[str, Any]]
+    if linked.get("fileUri") and str(linked.get("mimeType") or "image/").startswith("image/"):
+        items.append({"type": "image_url", "image_url": linked["fileUri"]})
+        if not signature:
+            return items
+    return items + _other_part(state, part, None, signature)
+
+
+def _other_part(state: _State, part: Dict[str, Any], value: Any, signature: Any) -> List[Dict[str, Any]]:
+    """A part of another kind (or none): only its signature, if it carries one, goes out."""
+    if signature:
+        kind = "thinking" if part.get("thought") else "text"
+        return [{"type": kind, kind: "", "fidelity": {SIGNATURE: signature}}]
+    if logger.isEnabledFor(logging.DEBUG):
+        logger.debug("%s: skipped a part of kind %s", state.client, sorted(part))
+    return []
+
+
+#: (the field that names a part's kind, its handler); the first field present wins, else _other_part
+_PARTS = (("functionCall", _call_part), ("text", _text_part), ("inlineData", _blob_part), ("fileData", _file_part))
+
+
+def _part(state: _State, part: Dict[str, Any]) -> List[Dict[str, Any]]:
+    signature = part.get("thoughtSignature")
+    for field, handler in _PARTS:
+        value = part.get(field)
+        if value is not None or (field == "text" and field in part):
+            if field == "functionCall":
+                return handler(state, part, value, signature)
+            return state.end_streamed() + handler(state, part, value, signature)  # (the streaming call is done)
+    return state.end_streamed() + _other_part(state, part, None, signature)
+
+
+def _error_chunk(client: str, chunk: Any) -> Optional[Exception]:
+    """The error a chunk that holds no answer stands for (an error object, a blocked prompt), or None."""
+    if type(chunk) is list:
+        return upstream_error(client, chunk) if chunk and type(chunk[0]) is dict and "error" in chunk[0] else None
+    if "error" in chunk:
+        return upstream_error(client, chunk)
+    feedback = chunk.get("promptFeedback")
+    if feedback and feedback.get("blockReason"):
+        reason = feedback["blockReason"]
+        message = "the prompt was blocked ({})".format(reason)
+        if feedback.get("blockReasonMessage"):
+            message += ": {}".format(feedback["blockReasonMessage"])
+        return upstream_error(client, {"error": {"message": message, "status": reason}})
+    return None
+
+
+def _parse(pairs: Iterable[Any], client: str, tool_id_prefix: Any) -> Iterator[Any]:
+    """``parse_stream`` over decoded payloads: ``(event, chunk)`` pairs (see ``_common.payloads``)."""
+    state = _State(client, tool_id_prefix)
+    tools = state.tools
     raw_usage = {}  # type: Dict[str, Any]
     finish = None  # type: Optional[str]
-    calls = 0  # functionCall parts seen: the assembler slot of the next call
-    streamed = None  # type: Optional[int]  # slot of a Vertex call whose arguments are still streaming
-    writer = None  # type: Optional[_ArgsWriter]
-    for sse in events:
-        data = sse.data
-        if sse.event == "error":
-            raise upstream_error(client, _loads_or_text(data))
-        if not data or data[0] != "{":
-            stripped = data.strip()
-            if not stripped or stripped == "[DONE]":  # keep-alives and relays' end markers
-                continue
-        chunk = loads(data)
+    for event, chunk in pairs:
+        if event == "error":
+            raise upstream_error(client, chunk)
         if type(chunk) is not dict:
-            if type(chunk) is list and chunk and type(chunk[0]) is dict and "error" in chunk[0]:
-                raise upstream_error(client, chunk)
+            if event is DONE:
+                continue  # a relay's end marker: the stream ends with the body (payloads stops here)
+            error = _error_chunk(client, chunk)
+            if error is not None:
+                raise error
             continue
         if "error" in chunk:
             raise upstream_error(client, chunk)
@@ -726,13 +969,9 @@ def parse_stream(events: Iterable[SSEEvent], client: str = "gemini", tool_id_pre
             raw_usage = meta  # a snapshot of the whole turn so far: a count it lacks no longer holds
         candidates = chunk.get("candidates")
         if not candidates:
-            feedback = chunk.get("promptFeedback")
-            if feedback and feedback.get("blockReason"):
-                reason = feedback["blockReason"]
-                message = "the prompt was blocked ({})".format(reason)
-                if feedback.get("blockReasonMessage"):
-                    message += ": {}".format(feedback["blockReasonMessage"])
-                raise upstream_error(client, {"error": {"message": message, "status": reason}})
+            error = _error_chunk(client, chunk)
+            if error is not None:
+                raise error
             continue
         candidate = candidates[0]
         if len(candidates) > 1 or candidate.get("index", 0) != 0:
@@ -743,117 +982,23 @@ def parse_stream(events: Iterable[SSEEvent], client: str = "gemini", tool_id_pre
         parts = content.get("parts") if content else None
         if parts:
             for part in parts:
-                if streamed is None and len(part) == 1:  # the common part: plain text and nothing else
+                if len(part) == 1 and state.streamed is None:  # the common part: plain text and nothing else
                     text = part.get("text")
                     if type(text) is str:
                         if text:
                             yield {"type": "text", "text": text}
                         continue
-                signature = part.get("thoughtSignature")
-                call = part.get("functionCall")
-                if call is not None:
-                    name = call.get("name")
-                    if name or streamed is None:
-                        if streamed is not None:  # a new call starts: the streaming one is done
-                            for item in _end_streamed(tools, streamed, writer):  # type: ignore[arg-type]
-                                yield item
-                            streamed = writer = None
-                        if not name:
-                            if call.get("partialArgs") or call.get("args"):
-                                raise StreamProtocolError("function-call arguments arrived for a call with no name",
-                                                          client=client)
-                            continue  # an empty closing marker with nothing open
-                        slot = calls
-                        calls += 1
-                        call_id = call.get("id")
-                        fidelity = {SIGNATURE: signature} if signature else {}
-                        if not call_id:
-                            fidelity[SYNTHETIC_ID] = True
-                        args = call.get("args")
-                        if call.get("willContinue") and not args:  # Vertex: the arguments stream next
-                            for item in feed(slot, call_id, name, "", fidelity or None):
-                                yield item
-                            streamed = slot
-                            writer = _ArgsWriter()
-                            partials = call.get("partialArgs")
-                            if partials:
-                                text = writer.write(partials)
-                                if text:
-                                    for item in feed(slot, arguments=text):
-                                        yield item
-                            continue
-                        for item in feed(slot, call_id, name, args, fidelity or None):
-                            yield item
-                        for item in tools.close(index=slot):
-                            yield item
-                        continue
-                    # a part continuing the Vertex call whose arguments are streaming
-                    partials = call.get("partialArgs")
-                    text = writer.write(partials) if partials else ""  # type: ignore[union-attr]
-                    if signature:
-                        for item in feed(streamed, arguments=text, fidelity={SIGNATURE: signature}):
-                            yield item
-                    elif text:
-                        for item in feed_arguments(streamed, text):
-                            yield item
-                    if not call.get("willContinue"):
-                        for item in _end_streamed(tools, streamed, writer):  # type: ignore[arg-type]
-                            yield item
-                        streamed = writer = None
-                    continue
-                if streamed is not None:  # another kind of part: the streaming call is done
-                    for item in _end_streamed(tools, streamed, writer):  # type: ignore[arg-type]
-                        yield item
-                    streamed = writer = None
-                if "text" in part:
-                    text = part["text"]
-                    if type(text) is not str:
-                        raise TypeError("part text is not a string")
-                    if not text and not signature:
-                        continue
-                    if part.get("thought"):
-                        item = {"type": "thinking", "thinking": text}  # type: Dict[str, Any]
-                    else:
-                        item = {"type": "text", "text": text}
-                    if signature:
-                        item["fidelity"] = {SIGNATURE: signature}
-                    yield item
-                    continue
-                blob = part.get("inlineData")
-                if blob is not None:
-                    item = {
-                        "type": "inline_thinking" if part.get("thought") else "inline_data",
-                        "data": base64.b64decode(blob.get("data") or ""),
-                        "mime_type": blob.get("mimeType") or "application/octet-stream",
-                    }
-                    if signature:
-                        item["fidelity"] = {SIGNATURE: signature}
-                    yield item
-                    continue
-                linked = part.get("fileData")
-                if linked is not None and linked.get("fileUri") and \
-                        str(linked.get("mimeType") or "image/").startswith("image/"):
-                    yield {"type": "image_url", "image_url": linked["fileUri"]}
-                    if not signature:
-                        continue
-                if signature:  # a part of another kind (or none) carrying only a signature
-                    kind, field = ("thinking", "thinking") if part.get("thought") else ("text", "text")
-                    yield {"type": kind, field: "", "fidelity": {SIGNATURE: signature}}
-                elif logger.isEnabledFor(logging.DEBUG):
-                    logger.debug("%s: skipped a part of kind %s", client, sorted(part))
+                items = _part(state, part)
+                if items:
+                    yield from items
         reason = candidate.get("finishReason")
         if reason:
             finish = FINISH_REASONS.get(reason, "unknown")
-            if streamed is not None:
-                for item in _end_streamed(tools, streamed, writer):  # type: ignore[arg-type]
-                    yield item
-                streamed = writer = None
-            for item in tools.finish():
-                yield item
+            yield from state.end_streamed()
+            yield from tools.finish()
     if finish is None:
         return  # cut before its terminal marker: the driver raises StreamProtocolError
-    for item in tools.finish():
-        yield item
+    yield from tools.finish()
     yield StreamEnd(map_usage(raw_usage) if raw_usage else None, finish)
 
 
@@ -864,13 +1009,11 @@ MODELS_PAGE_SIZE = 1000
 
 
 def models_request(endpoint: Endpoint, page_token: Optional[str] = None) -> HttpRequest:
-    """``GET {base_url}/v1beta/models?pageSize=1000`` (then ``&pageToken=`` the last ``nextPageToken``)."""
-    base = endpoint.base_url.rstrip("/")
-    prefix = "" if _VERSIONED_BASE.search(urlsplit(base).path) else "/v1beta"
-    url = join_url(base, "{}/models?pageSize={}".format(prefix, MODELS_PAGE_SIZE))
+    """``GET /v1beta/models?pageSize=1000`` (then ``&pageToken=`` the last ``nextPageToken``)."""
+    path = "/v1beta/models?pageSize={}".format(MODELS_PAGE_SIZE)
     if page_token:
-        url += "&pageToken=" + quote(page_token, safe="")
-    return get_request(endpoint, url, "x-goog-api-key", "")
+        path += "&pageToken=" + quote(page_token, safe="")
+    return get_request(endpoint, path)
 
 
 def parse_models(payload: Any, client: str = "gemini") -> Tuple[List[str], Optional[str]]:
@@ -882,8 +1025,6 @@ def parse_models(payload: Any, client: str = "gemini") -> Tuple[List[str], Optio
 
 PROTOCOL = Protocol(
     "gemini", __name__, build_request, parse_stream, parse_document=parse_document,
-    base_url="https://generativelanguage.googleapis.com", key_env=("GEMINI_API_KEY", "GOOGLE_API_KEY"),
-    base_url_env="GEMINI_BASE_URL",
     quirk_keys=("fast_mode", "image_output", "response_formats", "stream_function_call_arguments", "tts"),
     embeddings="gemini_embeddings", demo=("gemini-3.5-flash", "Gemini generateContent"),
     models_request=models_request, parse_models=parse_models,

@@ -9,7 +9,9 @@ Vendor differences are data, read from ``endpoint.quirks`` (a registry row):
 - ``echo_reasoning_on_tool_turns``: send an empty reasoning field on assistant tool-call
   turns without thinking (DeepSeek thinking mode wants it back);
 - ``thinking``: a mapping ThinkingLevel value -> extra body fields (e.g. GLM/Kimi
-  ``thinking``, vLLM ``chat_template_kwargs``); absent: thinking_level is not sent;
+  ``thinking``, vLLM ``chat_template_kwargs``); absent: thinking_level is sent as
+  ``reasoning_effort`` (its value as is, as the openai SDK sends it); empty: the model's thinking
+  is fixed (MiniMax always thinks), every level is clamped to it and nothing is sent;
 - ``tool_choice``: the tool_choice values the vendor accepts (others raise
   UnsupportedParameterError);
 - ``stream_usage``: ask for the usage chunk (default True);
@@ -34,13 +36,13 @@ replayed).
 import logging
 from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional
 
-from ..errors import ConfigError, upstream_error
-from ..sse import SSEEvent, json_loads
+from ..errors import upstream_error
+from ..sse import SSEEvent
 from ..stream import StreamEnd
 from ..toolcalls import ToolCallAssembler
 from ..types import HttpRequest, PromptCaching
-from ._common import (openai_models_request, parse_data_list, Endpoint, Protocol, check_response_format, data_uri, documents, dumps,
-                      inclusive_usage, join_url, parse_data_uri, request_headers, stop_sequences,
+from ._common import (left_out, DONE, document_payloads, payloads, openai_models_request, parse_data_list, Endpoint, Protocol, check_response_format, data_uri, documents, dumps,
+                      inclusive_usage, parse_data_uri, request_headers, samplers,
                       to_int, unsupported)
 
 __all__ = ["build_request", "parse_stream", "map_usage", "chat_response_format", "FINISH_REASONS", "STOP_LIMIT",
@@ -61,6 +63,9 @@ REASONING_FIELDS = ("reasoning_content", "reasoning")
 STOP_LIMIT = 4
 #: reasoning fields whose text was shown from a structure that goes back whole (not as text)
 _CARRIED = ("reasoning_details", "thinking_blocks")
+#: config key -> its Chat Completions field (max_tokens: the row's ``max_tokens_field``)
+_SAMPLERS = {"max_tokens": "max_completion_tokens", "temperature": "temperature", "top_p": "top_p", "stop": "stop",
+             "seed": "seed"}
 _AUDIO_FORMATS = {"audio/wav": "wav", "audio/x-wav": "wav", "audio/wave": "wav", "audio/mpeg": "mp3", "audio/mp3": "mp3"}
 
 
@@ -74,17 +79,8 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
     body["stream"] = True
     if quirks.get("stream_usage", True):
         body["stream_options"] = {"include_usage": True}
-    if "max_tokens" in config:
-        body[quirks.get("max_tokens_field", "max_completion_tokens")] = config["max_tokens"]
-    if "temperature" in config:
-        body["temperature"] = config["temperature"]
-    if "top_p" in config:
-        body["top_p"] = config["top_p"]
-    stop = stop_sequences(client, config, STOP_LIMIT)
-    if stop is not None:
-        body["stop"] = stop
-    if "seed" in config:
-        body["seed"] = config["seed"]
+    body.update(samplers(client, config, dict(_SAMPLERS, max_tokens=quirks.get("max_tokens_field", "max_completion_tokens")),
+                         STOP_LIMIT))
     response_format = check_response_format(client, config, quirks.get("response_formats"))
     if response_format is not None:
         body["response_format"] = chat_response_format(response_format)
@@ -102,13 +98,19 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
     thinking = quirks.get("thinking")
     if level is not None and thinking:
         body.update(thinking.get(level.value, {}))
+    elif level is not None and thinking is None:
+        body["reasoning_effort"] = level.value  # the field the openai SDK sends (its ReasoningEffort values)
+    # (a row whose ``thinking`` is empty: the model's thinking is fixed, and every level is clamped to it)
+    if config.get("thinking_summary") is False:
+        raise unsupported(client, "thinking_summary", "False cannot be sent over Chat Completions: it has no field "
+                                                      "to hide the reasoning a server streams")
     caching = config.get("prompt_caching")
     if caching is not None and caching != PromptCaching.ENABLE:
         raise unsupported(client, "prompt_caching", "can only be ENABLE: the server caches prompts by itself")
     for key in ("image_config", "tts_config", "embedding_config"):
         if key in config:
             raise unsupported(client, key, "is not available over Chat Completions for model {!r}".format(model))
-    return HttpRequest("POST", join_url(endpoint.base_url, "/chat/completions"), request_headers(endpoint), body)
+    return HttpRequest("POST", "/chat/completions", request_headers(endpoint), body)
 
 
 def chat_response_format(response_format: Mapping[str, Any]) -> Dict[str, Any]:
@@ -128,6 +130,8 @@ def _tool(tool: Mapping[str, Any]) -> Dict[str, Any]:
     if tool.get("description"):
         function["description"] = tool["description"]
     function["parameters"] = tool.get("parameters") or {"type": "object", "properties": {}}
+    if "strict" in tool:
+        function["strict"] = tool["strict"]
     return {"type": "function", "function": function}
 
 
@@ -196,7 +200,7 @@ def _user(endpoint: Endpoint, message: Mapping[str, Any]) -> List[Dict[str, Any]
             for url in item.get("images") or ():
                 tool_images.append(_image_part(endpoint, url))
         else:  # pragma: no cover - validate.check_message keeps other items out of user messages
-            raise ConfigError("a {} item cannot be sent in a user message".format(kind))
+            left_out(kind, 'Chat Completions', "user")
     out = list(tool_messages)
     parts = tool_images + parts
     if parts:
@@ -245,10 +249,8 @@ def _assistant(endpoint: Endpoint, message: Mapping[str, Any], echo_reasoning: b
             if fidelity.get("extra_content"):
                 call["extra_content"] = fidelity["extra_content"]
             tool_calls.append(call)
-        elif kind in ("inline_data", "image_url", "inline_thinking"):
-            logger.warning("an assistant %s item cannot be replayed over Chat Completions; it is left out", kind)
-        else:  # pragma: no cover - validate.check_message keeps other items out
-            raise ConfigError("a {} item cannot be sent in an assistant message".format(kind))
+        else:
+            left_out(kind, 'Chat Completions')
     wire = {"role": "assistant", "content": "".join(texts) if texts or not tool_calls else None}  # type: Dict[str, Any]
     if refusals:
         wire["refusal"] = "".join(refusals)
@@ -269,7 +271,7 @@ def _assistant(endpoint: Endpoint, message: Mapping[str, Any], echo_reasoning: b
 
 
 def map_usage(raw: Any) -> Dict[str, Any]:
-    """Chat usage -> the four exclusive buckets (see API.md "Edge cases")."""
+    """Chat usage -> the four exclusive buckets (see the README's "Usage and cost")."""
     raw = raw if isinstance(raw, dict) else {}
     prompt_details = raw.get("prompt_tokens_details")
     prompt_details = prompt_details if isinstance(prompt_details, dict) else {}
@@ -298,134 +300,181 @@ def parse_stream(events: Iterable[SSEEvent], client: str = "openai-chat", tool_i
     Usage is read from the chunk, the choice (Moonshot), ``x_groq`` (Groq) or llama.cpp's
     ``timings``.  Tool calls close at the end of the stream, not at the finish_reason.
     """
-    loads = json_loads
-    tools = ToolCallAssembler(client, tool_id_prefix)
-    feed = tools.feed
-    feed_arguments = tools.feed_arguments
-    finish = None
-    raw_usage = None
+    return _parse(payloads(events), client, tool_id_prefix)
+
+
+class _State(object):
+    """One stream's tool calls, the reasoning carriers not yet handed out, and what the terminal chunk said."""
+
+    __slots__ = ("client", "tools", "details", "blocks", "pending", "thought", "usage", "timings", "finish")
+
+    def __init__(self, client: str, tool_id_prefix: Any) -> None:
+        self.client = client
+        self.tools = ToolCallAssembler(client, tool_id_prefix)
+        # OpenRouter reasoning_details (joined per index) and LiteLLM thinking_blocks (joined per block) not
+        # yet handed out: they go out, as an empty thinking item carrying them, where the reasoning ends
+        self.details = None  # type: Optional[Dict[Any, Dict[str, Any]]]
+        self.blocks = None  # type: Optional[List[Dict[str, Any]]]
+        self.pending = False
+        self.thought = [False]  # Gemini's compatibility layer: a thought (``<thought>`` ... ``</thought>``) is open
+        self.usage = None  # type: Any
+        self.timings = None  # type: Any  # llama.cpp server: token counts on the last chunk
+        self.finish = None  # type: Optional[str]
+
+    def carrier(self) -> Dict[str, Any]:
+        """The reasoning carrier, handed out now (the reasoning ended on the wire)."""
+        item = _reasoning_carrier(self.details, self.blocks)
+        self.details = self.blocks = None
+        self.pending = False
+        return item
+
+
+# -- the handlers: a chunk without choices (_quiet), and a delta's fields in wire order (_DELTA_FIELDS)
+
+
+def _quiet(state: _State, chunk: Dict[str, Any]) -> None:
+    """A chunk without choices: a keep-alive, a usage or timings chunk, or an error in a vendor's shape."""
+    if chunk.get("object") == "error":  # vLLM, SGLang, Mistral: the error object itself, flat
+        raise upstream_error(state.client, chunk)
+    base = chunk.get("base_resp")
+    if base and type(base) is dict and base.get("status_code"):
+        raise _base_resp_error(state.client, base)  # MiniMax: an error is a 200 with a status code
+    if state.usage is None:
+        state.usage = _x_groq_usage(chunk)
+    if "timings" in chunk:
+        state.timings = chunk["timings"]
+
+
+def _carried(state: _State, delta: Dict[str, Any], out: List[Dict[str, Any]]) -> None:
+    """Reasoning carried whole (``reasoning_details``, ``thinking_blocks``): joined into the carrier, and
+    shown from it when no reasoning text came beside it."""
+    raw_details = delta.get("reasoning_details")
+    raw_blocks = delta.get("thinking_blocks")
+    if raw_blocks is None:
+        extra = delta.get("provider_specific_fields")
+        raw_blocks = extra.get("thinking_blocks") if type(extra) is dict else None
+    if not (raw_details or raw_blocks):
+        return
+    shown = _reasoning_text(delta)
+    if raw_details:
+        state.details = _add_details(state.details, raw_details)
+        if not shown:
+            for item in _detail_texts(raw_details):
+                shown = True
+                out.append(item)
+    if raw_blocks:
+        state.blocks = _add_blocks(state.blocks, raw_blocks)
+        if not shown:
+            out.extend(_block_texts(raw_blocks))
+    state.pending = bool(state.details or state.blocks)
+
+
+def _texts(state: _State, delta: Dict[str, Any], out: List[Dict[str, Any]]) -> None:
+    """The reasoning, content and refusal fields; the carrier goes out before the first non-thinking item."""
+    for item in _other_fields(delta, delta.get("content"), state.thought):
+        if state.pending and item["type"] != "thinking":
+            out.append(state.carrier())
+        out.append(item)
+
+
+def _calls(state: _State, calls: Any, out: List[Dict[str, Any]]) -> None:
+    if state.pending:
+        out.append(state.carrier())
+    tools = state.tools
+    for call in calls:
+        function = call.get("function") or {}
+        extra = call.get("extra_content")  # Gemini's compat layer: the thought signature rides here
+        call_id = call.get("id")
+        name = function.get("name")
+        if call_id is None and name is None and not extra:  # a bare fragment: feed()'s own shortcut
+            out.extend(tools.feed_arguments(call.get("index"), function.get("arguments")))
+        else:
+            out.extend(tools.feed(call.get("index"), call_id, name, function.get("arguments"),
+                                  {"extra_content": extra} if extra else None))
+
+
+def _delta(state: _State, delta: Dict[str, Any]) -> List[Dict[str, Any]]:
+    """The items of a delta other than one plain text field (the parser's inlined row)."""
+    out = []  # type: List[Dict[str, Any]]
+    calls = delta.get("tool_calls")
+    if len(delta) > 1 or calls is None:
+        _carried(state, delta, out)
+        _texts(state, delta, out)
+    if calls:
+        _calls(state, calls, out)
+    return out
+
+
+def _choice(chunk: Dict[str, Any], choices: Any) -> Any:
+    """Choice 0 of a chunk (the only one followed), or None."""
+    choice = choices[0]
+    if len(choices) > 1 or choice.get("index", 0) != 0:
+        return next((c for c in choices if isinstance(c, dict) and c.get("index", 0) == 0), None)
+    return choice
+
+
+def _parse(pairs: Iterable[Any], client: str, tool_id_prefix: Any) -> Iterator[Any]:
+    """``parse_stream`` over decoded payloads: ``(event, chunk)`` pairs (see ``_common.payloads``)."""
+    state = _State(client, tool_id_prefix)
     done = False
-    thought = [False]  # Gemini's compatibility layer: a thought (``<thought>`` ... ``</thought>``) is open
-    timings = None  # llama.cpp server: token counts on the last chunk, with or without usage
-    # OpenRouter reasoning_details (joined per index) and LiteLLM thinking_blocks (joined per block) not yet
-    # handed out: they go out, as an empty thinking item carrying them, where the reasoning ends on the wire
-    details = None  # type: Optional[Dict[Any, Dict[str, Any]]]
-    blocks = None  # type: Optional[List[Dict[str, Any]]]
-    pending = False
-    for sse in events:
-        data = sse.data
-        if data.startswith("[DONE]"):
-            done = True
-            break
-        if sse.event == "error":
-            raise upstream_error(client, _loads_or_text(loads, data))
-        chunk = loads(data)
+    for event, chunk in pairs:
         if type(chunk) is not dict:
+            if event is DONE:
+                done = True
+                break
+            if event == "error":
+                raise upstream_error(client, chunk)
             continue
+        if event == "error":
+            raise upstream_error(client, chunk)
         if "error" in chunk and chunk["error"]:
             raise upstream_error(client, _with_raw_detail(chunk))
         choices = chunk.get("choices")
         if chunk.get("usage"):
-            raw_usage = chunk["usage"]
+            state.usage = chunk["usage"]
         if not choices:
-            if chunk.get("object") == "error":  # vLLM, SGLang, Mistral: the error object itself, flat
-                raise upstream_error(client, chunk)
-            base = chunk.get("base_resp")
-            if base and type(base) is dict and base.get("status_code"):
-                raise _base_resp_error(client, base)  # MiniMax: an error is a 200 with a status code
-            if raw_usage is None:
-                raw_usage = _x_groq_usage(chunk)
-            if "timings" in chunk:
-                timings = chunk["timings"]
+            _quiet(state, chunk)
             continue
-        choice = choices[0]
-        if len(choices) > 1 or choice.get("index", 0) != 0:
-            choice = next((c for c in choices if isinstance(c, dict) and c.get("index", 0) == 0), None)
-            if choice is None:
-                continue
+        choice = _choice(chunk, choices)
+        if choice is None:
+            continue
         delta = choice.get("delta")
         if delta is None:  # a server that ignored stream (an empty delta beside an accumulated "message",
             delta = choice.get("message")  # as Perplexity sends, is still empty)
         if delta:
-            # Most deltas carry one field: text, or tool-call fragments.  Those skip the other lookups.
             content = delta.get("content")
             if len(delta) == 1 and type(content) is str:
+                # the row nearly every chunk takes: one text field (_delta gives the same)
                 if content:
-                    if pending:
-                        yield _reasoning_carrier(details, blocks)
-                        details = blocks = None
-                        pending = False
+                    if state.pending:
+                        yield state.carrier()
                     yield {"type": "text", "text": content}
-                calls = None
             else:
-                calls = delta.get("tool_calls")
-                if len(delta) > 1 or calls is None:
-                    raw_details = delta.get("reasoning_details")
-                    raw_blocks = delta.get("thinking_blocks")
-                    if raw_blocks is None:
-                        extra = delta.get("provider_specific_fields")
-                        raw_blocks = extra.get("thinking_blocks") if type(extra) is dict else None
-                    if raw_details or raw_blocks:
-                        # reasoning carried only there (no reasoning / reasoning_content text) is shown from it
-                        shown = _reasoning_text(delta)
-                        if raw_details:
-                            details = _add_details(details, raw_details)
-                            if not shown:
-                                for item in _detail_texts(raw_details):
-                                    shown = True
-                                    yield item
-                        if raw_blocks:
-                            blocks = _add_blocks(blocks, raw_blocks)
-                            if not shown:
-                                for item in _block_texts(raw_blocks):
-                                    yield item
-                        pending = bool(details or blocks)
-                    for item in _other_fields(delta, content, thought):
-                        if pending and item["type"] != "thinking":
-                            yield _reasoning_carrier(details, blocks)
-                            details = blocks = None
-                            pending = False
-                        yield item
-            if calls and pending:
-                yield _reasoning_carrier(details, blocks)
-                details = blocks = None
-                pending = False
-            if calls:
-                for call in calls:
-                    function = call.get("function") or {}
-                    extra = call.get("extra_content")  # Gemini's compat layer: the thought signature rides here
-                    call_id = call.get("id")
-                    name = function.get("name")
-                    if call_id is None and name is None and not extra:  # a bare fragment: feed()'s own shortcut
-                        items = feed_arguments(call.get("index"), function.get("arguments"))
-                    else:
-                        items = feed(call.get("index"), call_id, name, function.get("arguments"),
-                                     {"extra_content": extra} if extra else None)
-                    for item in items:
-                        yield item
+                yield from _delta(state, delta)
         reason = choice.get("finish_reason")
         if reason:
             if reason == "error":
                 raise _finish_error(client, choice)
             # Open tool calls are not closed here but at the end: some servers put a finish_reason
             # on every chunk (gateways in front of Gemini), or send a call's last metadata after it.
-            finish = FINISH_REASONS.get(reason, "unknown")
-            if raw_usage is None:
-                raw_usage = _x_groq_usage(chunk)
+            state.finish = FINISH_REASONS.get(reason, "unknown")
+            if state.usage is None:
+                state.usage = _x_groq_usage(chunk)
             if "timings" in chunk:
-                timings = chunk["timings"]
+                state.timings = chunk["timings"]
         if choice.get("usage"):
-            raw_usage = choice["usage"]
-    if not done and finish is None:
+            state.usage = choice["usage"]
+    if not done and state.finish is None:
         return  # cut before its terminal marker: the driver raises StreamProtocolError
-    for item in tools.finish():
-        yield item
-    if pending:
-        yield _reasoning_carrier(details, blocks)
+    yield from state.tools.finish()
+    if state.pending:
+        yield state.carrier()
+    raw_usage = state.usage
     usage = map_usage(raw_usage) if raw_usage else None
+    timings = state.timings
     if timings and type(timings) is dict:
         usage = _with_timings(usage, raw_usage, timings)
-    yield StreamEnd(usage, finish)
+    yield StreamEnd(usage, state.finish)
 
 
 def parse_document(payload: Any, client: str = "openai-chat", tool_id_prefix: Any = None) -> Iterator[Any]:
@@ -433,13 +482,13 @@ def parse_document(payload: Any, client: str = "openai-chat", tool_id_prefix: An
     has ``delta``) -> the same parts its stream gives.  A completion whose choice carries a message is
     complete even without a finish_reason; a JSON array is read as a list of chunks."""
     docs = documents(payload)
-    events = [SSEEvent(dumps(doc)) for doc in docs]
+    pairs = list(document_payloads(docs))
     for doc in docs:
         choices = doc.get("choices") if type(doc) is dict else None
         if type(choices) is list and any(type(c) is dict and type(c.get("message")) is dict for c in choices):
-            events.append(SSEEvent("[DONE]"))
+            pairs.append((DONE, None))
             break
-    return parse_stream(events, client, tool_id_prefix)
+    return _parse(pairs, client, tool_id_prefix)
 
 
 def _add_details(details: Optional[Dict[Any, Dict[str, Any]]], pieces: Any) -> Dict[Any, Dict[str, Any]]:
@@ -654,19 +703,11 @@ def _base_resp_error(client: str, base: Dict[str, Any]) -> Exception:
                           status=_BASE_RESP_STATUS.get(code) if type(code) is int else None)
 
 
-def _loads_or_text(loads: Any, data: str) -> Any:
-    try:
-        return loads(data)
-    except ValueError:
-        return data
-
-
 # -- the endpoint's model list ------------------------------------------------------------------
 
 
 PROTOCOL = Protocol(
     "openai-chat", __name__, build_request, parse_stream, parse_document=parse_document,
-    base_url="https://api.openai.com/v1", key_env=("OPENAI_API_KEY",), base_url_env="OPENAI_BASE_URL",
     quirk_keys=("echo_reasoning_on_tool_turns", "fast_mode", "images", "max_tokens_field", "reasoning_field",
                 "response_formats", "stream_usage", "thinking", "tool_choice", "tool_stream"),
     embeddings="openai_embeddings", demo=("demo-model", "OpenAI Chat Completions"),

