@@ -269,6 +269,7 @@ class AttemptHook(object):
 
 if TYPE_CHECKING:  # what type checkers see: a generator of UniEvents (at runtime the plain ABC, no typing machinery)
     from .budget import Budget
+    from .limiter import RateLimiter
 
     _EventGenerator = Generator[UniEvent, Any, None]
 else:
@@ -362,7 +363,8 @@ class AutoLLMClient(object):
         fallbacks: Optional[Sequence[Union[str, "AutoLLMClient"]]] = None,
         fallback_on: Optional[Sequence[type]] = None,
         circuit_breaker: Any = None,
-        budget: Optional["Budget"] = None
+        budget: Optional["Budget"] = None,
+        limiter: Optional["RateLimiter"] = None
     ) -> None:
         if not isinstance(max_retries, int) or isinstance(max_retries, bool) or max_retries < 0:
             raise ConfigError("max_retries must be an int >= 0")
@@ -409,6 +411,12 @@ class AutoLLMClient(object):
             if not isinstance(budget, Budget):
                 raise ConfigError("budget must be an agenthub.Budget (got {})".format(type(budget).__name__))
             self._hooks.append(BudgetHook(budget, bool(quirks.get("embeddings"))))  # type: ignore[arg-type]
+        #: the agenthub.RateLimiter every attempt of this client takes its turn from (None: no pacing)
+        self.limiter = limiter
+        if limiter is not None:
+            from .limiter import LimiterHook
+
+            self._hooks.append(LimiterHook(limiter))  # type: ignore[arg-type]
         #: which endpoint answered the latest turn that started: {"model", "client_type", "host"} (None before)
         self.last_route = None  # type: Optional[Dict[str, Any]]
         self._fallbacks = [self._fallback_client(entry) for entry in _sequence(fallbacks, "fallbacks")]
