@@ -19,7 +19,11 @@ Wire facts, from the Batch API guide (https://ai.google.dev/gemini-api/docs/batc
   reads ``metadata.output``): ``inlinedResponses.inlinedResponses`` (each ``{"response" | "error",
   "metadata": {"key"}}``) or ``responsesFile`` (download ``/download/v1beta/{file}:download?alt=media``:
   lines ``{"key", "response" | "error"}``, "annotated with the same key");
-- ``POST /v1beta/batches/{id}:cancel``; a job pending or running for 48 hours expires.
+- ``POST /v1beta/batches/{id}:cancel``; a job pending or running for 48 hours expires;
+- embeddings ("Batch embedding support"; the SDK's ``batches.create_embeddings``, marked experimental):
+  ``POST /v1beta/models/{model}:asyncBatchEmbedContent`` with the same ``batch`` envelope, each request
+  one ``EmbedContentRequest`` (``content``, ``outputDimensionality``); each answer ``{"embedding":
+  {"values"}}`` under ``inlinedResponses`` (the SDK renames it ``inlinedEmbedContentResponses``).
 """
 
 import json
@@ -64,21 +68,27 @@ class GeminiBatches(Backend):
     name = "gemini"
     max_requests = sys.maxsize  # the guide names no request count
     max_bytes = 2 * 1000 * 1000 * 1000  # an input file's largest size
-    apis = ("generate",)
-
-    def why_not(self, api: str) -> Optional[str]:
-        if api == "embeddings":
-            return "Gemini embeddings batches (asyncBatchEmbedContent) are not supported by agenthub yet: run them live"
-        return super().why_not(api)
+    apis = ("generate", "embeddings")
 
     def entry(self, custom_id: str, request: HttpRequest, api: str) -> Dict[str, Any]:
-        """The file line ``{"key", "request"}`` (inline, the same request goes in with ``metadata.key``)."""
-        return {"key": custom_id, "request": dict(request.body or {})}
+        """The file line ``{"key", "request"}`` (inline, the same request goes in with ``metadata.key``).
+
+        An embeddings row holds one EmbedContentRequest per message (the live call sends one
+        ``embedContent``, or a ``batchEmbedContents`` of several): each becomes a request of its own,
+        keyed ``<custom id>#<i>/<n>``, and the row's answer is put together from all ``n``."""
+        body = dict(request.body or {})
+        if api != "embeddings":
+            return {"key": custom_id, "request": body}
+        parts = [{k: v for k, v in r.items() if k != "model"} for r in body["requests"]] if "requests" in body else [body]
+        return {"key": custom_id, "parts": parts}
 
     def create(self, wire: Wire, model: str, api: str, entries: List[bytes], name: str,
                request: HttpRequest) -> Dict[str, Any]:
         root = version_root(wire.endpoint)
-        url = "{}/models/{}:batchGenerateContent".format(root, quote(model, safe=""))
+        verb = "asyncBatchEmbedContent" if api == "embeddings" else "batchGenerateContent"
+        url = "{}/models/{}:{}".format(root, quote(model, safe=""), verb)
+        if api == "embeddings":
+            entries = [_dumps(line) for data in entries for line in _embed_lines(json.loads(data))]
         size = sum(len(e) for e in entries)
         source = None  # type: Optional[Dict[str, Any]]
         file_name = None
@@ -99,7 +109,7 @@ class GeminiBatches(Backend):
         if not isinstance(batch_name, str) or not batch_name.startswith("batches/"):
             raise StreamProtocolError("{}: the new batch came back without a batches/ name".format(wire.client_type),
                                       client=wire.client_type)
-        return {"batch_name": batch_name, "input_file": file_name}
+        return {"batch_name": batch_name, "input_file": file_name, "api": api}
 
     def _upload(self, wire: Wire, root: str, entries: List[bytes], size: int, name: str) -> str:
         head, version = _prefix_and_version(root)
@@ -126,8 +136,14 @@ class GeminiBatches(Backend):
         return status_of(wire.json("GET", "{}/{}".format(root, remote["batch_name"])), wire.client_type)
 
     def results(self, wire: Wire, remote: Mapping[str, Any], info: Mapping[str, Any]) -> Iterator[Outcome]:
+        items = self._items(wire, info)
+        if remote.get("api") == "embeddings":
+            return _assembled(items)
+        return items
+
+    def _items(self, wire: Wire, info: Mapping[str, Any]) -> Iterator[Outcome]:
         output = info.get("output") or {}
-        inline = output.get("inlinedResponses")
+        inline = output.get("inlinedResponses") or output.get("inlinedEmbedContentResponses")
         if isinstance(inline, dict):
             inline = inline.get("inlinedResponses")
         if isinstance(inline, list):
@@ -150,6 +166,55 @@ class GeminiBatches(Backend):
 GEMINI = GeminiBatches()
 
 
+def _dumps(value: Any) -> bytes:
+    return (json.dumps(value, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
+
+
+def _embed_lines(entry: Mapping[str, Any]) -> List[Dict[str, Any]]:
+    parts = entry["parts"]
+    return [{"key": "{}#{}/{}".format(entry["key"], i, len(parts)), "request": part} for i, part in enumerate(parts)]
+
+
+def _assembled(items: Iterator[Outcome]) -> Iterator[Outcome]:
+    """The results of an embeddings batch, one per row: its ``n`` answers as the live call's one answer
+    (``embedContent``'s for one message, ``batchEmbedContents``' ``{"embeddings": [...]}`` for several).
+    The first failed part fails the row; a row missing a part has no result."""
+    pending = {}  # type: Dict[str, Dict[int, Any]]
+    finished = set()  # type: set
+    for key, outcome, payload in items:
+        if outcome == "bad":
+            yield key, outcome, payload
+            continue
+        row, _, place = key.rpartition("#")
+        index, _, count = place.partition("/")
+        if not row or not index.isdigit() or not count.isdigit() or not int(index) < int(count):
+            yield "", "bad", "gemini: an embeddings batch answer with a key agenthub did not make"
+            continue
+        if row in finished:
+            continue
+        if outcome != "ok":
+            finished.add(row)
+            pending.pop(row, None)
+            yield row, outcome, payload
+            continue
+        parts = pending.setdefault(row, {})
+        parts[int(index)] = payload
+        if len(parts) == int(count):
+            finished.add(row)
+            del pending[row]
+            yield row, "ok", _joined([parts[i] for i in range(int(count))])
+
+
+def _joined(answers: List[Any]) -> Any:
+    if len(answers) == 1:
+        return answers[0]
+    joined = {"embeddings": [a.get("embedding") if isinstance(a, dict) else None for a in answers]}  # type: Dict[str, Any]
+    counts = [((a.get("usageMetadata") or {}) if isinstance(a, dict) else {}).get("promptTokenCount") for a in answers]
+    if counts and all(isinstance(c, int) for c in counts):
+        joined["usageMetadata"] = {"promptTokenCount": sum(counts)}
+    return joined
+
+
 def status_of(operation: Any, client: str) -> Dict[str, Any]:
     """The batch operation -> ``{"status", "state", "counts", "output", "errors"}``."""
     if not isinstance(operation, dict):
@@ -160,7 +225,8 @@ def status_of(operation: Any, client: str) -> Dict[str, Any]:
         raise StreamProtocolError("{}: a batch without a state".format(client), client=client)
     output = None
     for holder in (operation.get("response"), metadata.get("output"), operation.get("output")):
-        if isinstance(holder, dict) and (holder.get("inlinedResponses") is not None or holder.get("responsesFile")):
+        if isinstance(holder, dict) and (holder.get("inlinedResponses") is not None or holder.get("responsesFile")
+                                         or holder.get("inlinedEmbedContentResponses") is not None):
             output = holder
             break
     stats = metadata.get("batchStats") if isinstance(metadata.get("batchStats"), dict) else {}
