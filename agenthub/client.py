@@ -41,9 +41,11 @@ are the seam for what builds on the loop; how each is meant to hook in:
 - failover: ``on_error`` with ``attempt.retry`` False and ``attempt.delivered == 0`` (the
   attempts are spent before the first event) sets ``attempt.fallback`` to the next client's
   events, which are yielded instead of the error;
-- reconnecting a background stream after a cut: ``before_attempt`` may swap ``attempt.request``
-  for the GET that resumes it (never a second POST); resuming after events were delivered also
-  needs the parser kept across the cut, which the loop does not offer yet.
+- reconnecting a background stream after a cut (``config["background"]``) is not a hook: the read
+  of such a call (``_background``) keeps one parser across the connections, fed by
+  ``agenthub.resume.Resumable``, which asks ``_resume_body`` for the GET that continues the stream
+  (the retry policy, the same watch and deadline; hooks do not see these GETs); an error raised once
+  the response id is known is marked ``RESUMED`` and never retried by a second POST.
 """
 
 import collections.abc
@@ -261,6 +263,8 @@ class AttemptHook(object):
 
 
 if TYPE_CHECKING:  # what type checkers see: a generator of UniEvents (at runtime the plain ABC, no typing machinery)
+    from .budget import Budget
+
     _EventGenerator = Generator[UniEvent, Any, None]
 else:
     _EventGenerator = collections.abc.Generator
@@ -352,7 +356,8 @@ class AutoLLMClient(object):
         max_line_bytes: Optional[int] = None,
         fallbacks: Optional[Sequence[Union[str, "AutoLLMClient"]]] = None,
         fallback_on: Optional[Sequence[type]] = None,
-        circuit_breaker: Any = None
+        circuit_breaker: Any = None,
+        budget: Optional["Budget"] = None
     ) -> None:
         if not isinstance(max_retries, int) or isinstance(max_retries, bool) or max_retries < 0:
             raise ConfigError("max_retries must be an int >= 0")
@@ -390,6 +395,14 @@ class AutoLLMClient(object):
         self._session_lock = threading.Lock()
         #: the attempt loop's hooks, run in order (see AttemptHook and the module docstring)
         self._hooks = []  # type: List[AttemptHook]
+        #: the agenthub.Budget every stream of this client reserves from (None: no limit)
+        self.budget = budget
+        if budget is not None:
+            from .budget import Budget, BudgetHook
+
+            if not isinstance(budget, Budget):
+                raise ConfigError("budget must be an agenthub.Budget (got {})".format(type(budget).__name__))
+            self._hooks.append(BudgetHook(budget, bool(quirks.get("embeddings"))))  # type: ignore[arg-type]
         #: which endpoint answered the latest turn that started: {"model", "client_type", "host"} (None before)
         self.last_route = None  # type: Optional[Dict[str, Any]]
         self._fallbacks = [self._fallback_client(entry) for entry in _sequence(fallbacks, "fallbacks")]
@@ -613,10 +626,13 @@ class AutoLLMClient(object):
             trace_paths(config["trace_id"])  # a trace_id escaping the cache dir is refused before anything is sent
         watch = _transport().Watch()
         call = Attempt("stream", self, request, messages, config)
+        if stateful is None and not config.get("trace_id"):
+            # nothing to keep (stateless, untraced): the events pass straight from the attempt loop
+            return ResponseStream(watch, self._attempts(call, watch))
         return ResponseStream(watch, self._stream(watch, call, stateful, self._version))
 
     def _stream(self, watch: Any, call: Attempt, stateful: Optional[UniMessage], version: int) -> Iterator[UniEvent]:
-        """The turn around the attempt loop: the stateful lock, history and the trace."""
+        """A stateful or traced turn around the attempt loop: the stateful lock, history and the trace."""
         locked = None  # the lock this stream holds (a forked child may have renewed self._busy meanwhile)
         config = call.config or {}
         try:
@@ -630,13 +646,9 @@ class AutoLLMClient(object):
             history_before = list(self._history)
             # stateful or traced: the answer is folded as the events pass (no event is kept, so memory
             # follows the size of the answer, not the number of events)
-            folding = Collector() if (stateful is not None or config.get("trace_id")) else None
+            folding = Collector()
             attempts = self._attempts(call, watch)
             try:
-                if folding is None:
-                    # nothing to keep (stateless, untraced): the events pass straight through
-                    yield from attempts
-                    return
                 fold = folding.add
                 for event in attempts:
                     fold(event)
@@ -679,7 +691,7 @@ class AutoLLMClient(object):
         response's id arrived, the SSE events continue from a GET that resumes it (one parser across the
         connections, so nothing is lost or repeated; never a second POST); one that ends before its
         response completed (abort, close, an error) is cancelled server-side."""
-        dialect = _dialect(self._protocol)
+        dialect = _resume_module(self._protocol)
         client = self.client_type
         resumables = []  # type: List[Any]  # one per attempt
         opened = []  # type: List[Any]  # the bodies of the reconnects, closed when the call ends
@@ -815,11 +827,14 @@ class AutoLLMClient(object):
                     outputs = read(body)
                     if debug:
                         logged = _log_attempt(sent, call.number, started, body, None)
-                    for output in outputs:
-                        if watch.reason is not None:
-                            raise _stopped(client, watch, timeout)
+                    if not stream:
+                        for output in outputs:
+                            delivered += 1
+                            yield output
+                        return
+                    for output in outputs:  # the hot loop: one pass per event
                         delivered += 1
-                        if stream and output["event_type"] == "stop":
+                        if output["event_type"] == "stop":
                             if body is not None:
                                 body.finish()  # the terminal marker arrived: let the connection go back to the pool
                                 body = None
@@ -829,7 +844,9 @@ class AutoLLMClient(object):
                                              client, delivered, output["finish_reason"], output["usage_metadata"],
                                              (time.monotonic() - started) * 1000)
                         yield output
-                        if watch.reason is not None:  # aborted, timed out or forked while the caller held the event
+                        # checked as the caller asks for the next event, before anything is read: aborted, out
+                        # of time, or in another process (a forked child) while the caller held this one
+                        if watch.reason is not None:
                             raise _stopped(client, watch, timeout)
                     return
                 except AgentHubError as exc:
@@ -889,13 +906,13 @@ class AutoLLMClient(object):
 
     # -- failover -------------------------------------------------------------------------------
     def _fallback_client(self, entry: Any) -> "AutoLLMClient":
-        """A ``fallbacks`` entry as a client: a model name gets this client's timeout, retries and session
-        (its key, endpoint and protocol are its own: the registry's, from its environment variable)."""
+        """A ``fallbacks`` entry as a client: a model name gets this client's timeout, retries, session and
+        budget (its key, endpoint and protocol are its own: the registry's, from its environment variable)."""
         if isinstance(entry, AutoLLMClient):
             return entry
         if isinstance(entry, str) and entry:
             return AutoLLMClient(entry, timeout=self.timeout, max_retries=self.max_retries, session=self._session,
-                                 max_line_bytes=self.max_line_bytes)
+                                 max_line_bytes=self.max_line_bytes, budget=self.budget)
         raise ConfigError("each fallbacks entry must be a model name or an AutoLLMClient, not {}".format(
             type(entry).__name__))
 
@@ -1018,7 +1035,7 @@ def _marked(events: Iterator[UniEvent], resumable: Any) -> Iterator[UniEvent]:
         raise
 
 
-def _dialect(record: Any) -> Any:
+def _resume_module(record: Any) -> Any:
     """The module of a protocol that resumes background streams (``resume_request``, ``cancel_request``,
     ``frame_cursor``, ``ordered_cursors``)."""
     module = importlib.import_module("agenthub.providers." + record.module)

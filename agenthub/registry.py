@@ -267,7 +267,7 @@ ROUTES = [
           _VISION, ("qwen3-max", "qwen-plus", "qwen3-vl-plus"), presets=("dashscope",),
           hosts=("dashscope.aliyuncs.com",), label="qwen*, qwq*"),
     Route(r"minimax-", "openai-chat", "https://api.minimax.io/v1", ("MINIMAX_API_KEY",), "MiniMax", "MINIMAX_BASE_URL",
-          {"tool_choice": ("auto", "none")}, _VISION, ("MiniMax-M3", "MiniMax-M2.7"), presets=("minimax",),
+          {"tool_choice": ("auto", "none"), "thinking": {}}, _VISION, ("MiniMax-M3", "MiniMax-M2.7"), presets=("minimax",),
           hosts=("api.minimaxi.com",), label="minimax-*"),
     # -- local servers: client_type picks them, any model name -------------------------------------
     Route(None, "openai-chat", "http://127.0.0.1:8000/v1", ("VLLM_API_KEY",), "vLLM", None,

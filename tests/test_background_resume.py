@@ -231,3 +231,23 @@ def test_chat_background_flag_on_a_protocol_without_it_is_refused(capsys):
                  "--base-url", "http://127.0.0.1:9/v1"])
     assert code != 0
     assert "background" in capsys.readouterr().err
+
+
+def test_openai_sdk_reads_the_fake_background_endpoints():
+    """The fake's POST stream, GET ?stream=true&starting_after= and cancel, as openai's own client uses them."""
+    openai = pytest.importorskip("openai")
+    with LongrunServer() as server:
+        server.add("resp_sdk", responses_events("resp_sdk", TEXTS))
+        sdk = openai.OpenAI(api_key="test-key", base_url=server.url + "/v1", max_retries=0)
+        first = list(sdk.responses.create(model="gpt-5.5", input="hi", background=True, stream=True))
+        rest = list(sdk.responses.retrieve("resp_sdk", stream=True, starting_after=5))
+        cancelled = sdk.responses.cancel("resp_sdk")
+        requests = list(server.requests)
+    assert first[-1].type == "response.completed" and first[-1].response.status == "completed"
+    assert "".join(e.delta for e in first if e.type == "response.output_text.delta") == "".join(TEXTS)
+    assert [e.sequence_number for e in rest] == list(range(6, len(first)))
+    assert cancelled.status == "cancelled"
+    assert [(r["method"], r["path"]) for r in requests] == [
+        ("POST", "/v1/responses"), ("GET", "/v1/responses/resp_sdk"), ("POST", "/v1/responses/resp_sdk/cancel")]
+    assert requests[0]["body"]["background"] is True
+    assert requests[1]["query"] == {"stream": "true", "starting_after": "5"}

@@ -221,3 +221,30 @@ def test_collect_and_check_stream_know_the_compaction_item():
     bad[1] = dict(bad[1], content_items=[{"type": "compaction"}])
     with pytest.raises(StreamProtocolError):
         check_stream(bad)
+
+
+def test_the_sdks_read_the_fake_compaction_streams():
+    """openai's and anthropic's own clients read the compaction streams this file's fakes send."""
+    openai = pytest.importorskip("openai")
+    anthropic_sdk = pytest.importorskip("anthropic")
+    with LongrunServer() as server:
+        server.add("resp_c", responses_turn("resp_c", "after", "c1"))
+        server.add("m_c", anthropic_turn("after", "c1"))
+        oa = openai.OpenAI(api_key="k", base_url=server.url + "/v1", max_retries=0)
+        events = list(oa.responses.create(model="gpt-5.5", input="hi", stream=True,
+                                          context_management=[{"type": "compaction", "compact_threshold": 100000}]))
+        an = anthropic_sdk.Anthropic(api_key="k", base_url=server.url, max_retries=0)
+        with an.beta.messages.stream(model="claude-sonnet-4-6", max_tokens=100, betas=["compact-2026-01-12"],
+                                     messages=[{"role": "user", "content": "hi"}],
+                                     context_management={"edits": [{"type": "compact_20260112", "trigger": {
+                                         "type": "input_tokens", "value": 100000}}]}) as stream:
+            message = stream.get_final_message()
+        bodies = [r["body"] for r in server.requests]
+        beta = server.requests[1]["headers"]["anthropic-beta"]
+    final = events[-1].response
+    assert [o.type for o in final.output] == ["compaction", "message"]
+    assert final.output[0].encrypted_content == "enc-c1"
+    assert bodies[0]["context_management"] == [{"type": "compaction", "compact_threshold": 100000}]
+    assert [b.type for b in message.content] == ["compaction", "text"]
+    assert (message.content[0].content, message.content[0].encrypted_content) == ("Summary c1", "enc-c1")
+    assert beta == "compact-2026-01-12"

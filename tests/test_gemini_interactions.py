@@ -11,7 +11,7 @@ from agenthub.errors import ConfigError, RateLimitError, StreamProtocolError, Un
 from agenthub.providers import gemini, gemini_interactions as gi
 from agenthub.providers._common import Endpoint
 from agenthub.validate import check_config
-from conftest import every_split, run_parser, splits, strip_ids
+from conftest import every_split, run_parser, strip_ids
 
 FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "gemini_interactions")
 BASE = "https://generativelanguage.googleapis.com"
@@ -118,16 +118,18 @@ def test_thinking_signatures_and_skipped_deltas():
     ]
     assert whole[-1]["usage_metadata"] == {"cached_tokens": 100, "prompt_tokens": 50, "thoughts_tokens": 40,
                                            "response_tokens": 12}
-    for chunks in splits(data, samples=20):
+    for chunks in every_split(data):
         assert strip_ids(parse(chunks)) == strip_ids(whole)
 
 
 def test_error_event_and_cut_stream():
-    with pytest.raises(RateLimitError) as info:
-        parse([fixture("error_mid_stream.sse")])
-    assert "Quota exceeded for interactions" in str(info.value)
-    with pytest.raises(StreamProtocolError):
-        parse([fixture("cut_before_completed.sse")])
+    for chunks in every_split(fixture("error_mid_stream.sse")):
+        with pytest.raises(RateLimitError) as info:
+            parse(chunks)
+        assert "Quota exceeded for interactions" in str(info.value)
+    for chunks in every_split(fixture("cut_before_completed.sse")):
+        with pytest.raises(StreamProtocolError):
+            parse(chunks)
 
 
 def _completed(status, extra=None):

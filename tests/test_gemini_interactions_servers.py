@@ -122,3 +122,18 @@ def test_longrun_keys_are_refused_where_no_protocol_reads_them():
     interactions = AutoLLMClient(MODEL, api_key="k", base_url="http://127.0.0.1:9", client_type="gemini-interactions")
     with pytest.raises(UnsupportedParameterError):
         interactions.streaming_response(message, {"compaction": {"threshold": 1000}})
+
+
+def test_list_models_asks_the_same_gemini_models_endpoint():
+    import json as _json
+
+    from sse_server import Answer, SSEServer
+
+    page = _json.dumps({"models": [{"name": "models/gemini-3.8-flash"}, {"name": "models/gemini-3.8-pro"}]}).encode()
+    with SSEServer() as server:
+        server.answers.append(Answer([page], headers={"Content-Type": "application/json"}, chunked=False))
+        ids = client(server).list_models()
+        request = server.requests[0]
+    assert ids == ["gemini-3.8-flash", "gemini-3.8-pro"]
+    assert request["path"] == "/v1beta/models?pageSize=1000"
+    assert request["headers"]["x-goog-api-key"] == "test-key"

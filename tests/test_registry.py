@@ -277,11 +277,21 @@ def test_thinking_switches(model, client_type, level, expected):
     assert {k: body[k] for k in expected} == expected
 
 
-@pytest.mark.parametrize("model, client_type", [("local", "lmstudio"), ("MiniMax-M3", None), ("m", "openai-chat")])
+@pytest.mark.parametrize("model, client_type", [("MiniMax-M3", None)])
 def test_no_thinking_switch_sends_nothing(model, client_type):
     base = "http://127.0.0.1:9/v1" if client_type == "openai-chat" else None
     body = _body(model, {"thinking_level": "high"}, client_type, base, api_key="k")
     assert sorted(body) == ["messages", "model", "stream", "stream_options"]
+
+
+@pytest.mark.parametrize("model, client_type", [("local", "lmstudio"), ("m", "openai-chat")])
+def test_a_generic_chat_endpoint_gets_reasoning_effort(model, client_type):
+    # issue 24 B2: (local, lmstudio) and (m, openai-chat) moved here from the test above: a generic Chat
+    # endpoint gets thinking_level as reasoning_effort, as the openai SDK sends it (was: nothing sent)
+    base = "http://127.0.0.1:9/v1" if client_type == "openai-chat" else None
+    body = _body(model, {"thinking_level": "high"}, client_type, base, api_key="k")
+    assert sorted(body) == ["messages", "model", "reasoning_effort", "stream", "stream_options"]
+    assert body["reasoning_effort"] == "high"
 
 
 # -- tool_choice, images, max_tokens ---------------------------------------------------------------

@@ -11,7 +11,8 @@ Request
   clamped to the nearest value the model accepts and never raises.  NONE sends the model's "off" form
   (``disabled``, ``between_tools`` on Claude Sonnet 5.5, or no thinking parameter on models that think
   only when asked and refuse ``disabled``, Opus 4.7/4.8); on models that cannot stop thinking it rides
-  the lowest effort.  ``thinking_summary`` becomes ``display: summarized / omitted`` on adaptive models.
+  the lowest effort.  ``thinking_summary`` becomes ``display: summarized / omitted`` on adaptive models; False on
+  budget thinking is ``display: "omitted"`` (its thinking is shown summarized by default).
   A thinking budget with tools on the first-party API adds the interleaved-thinking beta header (Claude 4
   models think between tool calls only with it; adaptive thinking does so unasked).
 - ``temperature``: models that removed sampling parameters (Claude 4.7 and later) accept only 1 (then
@@ -215,6 +216,9 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
     body["messages"] = _messages(endpoint, messages)
     if config.get("tools"):
         body["tools"] = [_tool(tool) for tool in config["tools"]]
+        if any(tool.get("strict") for tool in config["tools"]) and not rule.get("structured", True):
+            raise unsupported(client, "tools", "strict tools need structured outputs, which {!r} does not "
+                                               "have".format(model))
 
     choice = config.get("tool_choice")
     forced = choice == "required" or isinstance(choice, list)
@@ -336,6 +340,8 @@ def _thinking(rule: Mapping[str, Any], level: Any, summary: Optional[bool], max_
     display = None
     if summary is not None and rule["display"]:
         display = "summarized" if summary else "omitted"
+    elif summary is False and mode == "budget":
+        display = "omitted"  # (budget thinking is shown summarized by default: only hiding it takes the field)
     if mode is None:
         return None, None, False
     if level is None:
@@ -359,7 +365,10 @@ def _thinking(rule: Mapping[str, Any], level: Any, summary: Optional[bool], max_
     budget = max(1024, min(BUDGETS[value], max_tokens - ANSWER_ROOM))
     if budget >= max_tokens:  # no room for a budget: the nearest the model accepts is no thinking
         return (dict(rule["off"]) if rule["off"] else None), None, False
-    return {"type": "enabled", "budget_tokens": budget}, None, True
+    thinking = {"type": "enabled", "budget_tokens": budget}
+    if display:
+        thinking["display"] = display
+    return thinking, None, True
 
 
 def _tool(tool: Mapping[str, Any]) -> Dict[str, Any]:
@@ -367,6 +376,8 @@ def _tool(tool: Mapping[str, Any]) -> Dict[str, Any]:
     if tool.get("description"):
         out["description"] = tool["description"]
     out["input_schema"] = tool.get("parameters") or {"type": "object", "properties": {}}
+    if tool.get("strict"):
+        out["strict"] = True  # (structured outputs: the input is held to input_schema)
     return out
 
 

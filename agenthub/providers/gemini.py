@@ -563,6 +563,9 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
     if config.get("system_prompt"):
         body["systemInstruction"] = {"parts": [{"text": config["system_prompt"]}]}
     if config.get("tools"):
+        if any(tool.get("strict") for tool in config["tools"]):
+            raise unsupported(client, "tools", "strict cannot be sent: a Gemini function declaration has no strict "
+                                               "mode")
         body["tools"] = [{"functionDeclarations": [_declaration(tool) for tool in config["tools"]]}]
     calling = {}  # type: Dict[str, Any]
     if "tool_choice" in config:

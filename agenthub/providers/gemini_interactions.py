@@ -603,4 +603,5 @@ PROTOCOL = Protocol(
     base_url_env="GEMINI_BASE_URL",
     quirk_keys=("fast_mode", "response_formats"),
     demo=None,
+    models_request=gemini.models_request, parse_models=gemini.parse_models,  # the same GET /v1beta/models
 )

@@ -110,7 +110,7 @@ from ..errors import EmptyResponseError, upstream_error
 from ..sse import SSEEvent
 from ..stream import StreamEnd
 from ..toolcalls import ToolCallAssembler
-from ..types import HttpRequest, PromptCaching
+from ..types import HttpRequest, PromptCaching, ThinkingLevel
 from ._common import (COMPACTION_FORMAT, after_compaction, left_out, DONE, payloads, openai_models_request, parse_data_list, Endpoint, Protocol, check_response_format, data_uri, documents, dumps,
                       inclusive_usage, join_url, nearest, parse_data_uri, request_headers,
                       unsupported)
@@ -238,7 +238,7 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
         body["store"] = True  # background mode requires it: the response is kept by OpenAI (retention applies)
     else:
         body["store"] = False
-    if quirks.get("encrypted_reasoning", reasons):
+    if quirks.get("encrypted_reasoning", _encrypted(client, config, quirks, reasons, known)):
         body["include"] = ["reasoning.encrypted_content"]
     if "max_tokens" in config:
         body["max_output_tokens"] = config["max_tokens"]
@@ -275,6 +275,18 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
     return HttpRequest("POST", join_url(endpoint.base_url, "/responses"), request_headers(endpoint), body)
 
 
+def _encrypted(client: str, config: Mapping[str, Any], quirks: Mapping[str, Any], reasons: bool, known: bool) -> bool:
+    """Ask for the encrypted reasoning (``include``)?  When the model may reason; on Azure, where the model
+    is a deployment's own name, only when the name is a known model's, the row says it reasons (quirk
+    ``reasoning``) or the request asks for reasoning: a deployment that does not reason refuses it."""
+    if not reasons:
+        return False
+    if not client.startswith("azure") or known or "reasoning" in quirks:
+        return True
+    level = config.get("thinking_level")
+    return (level is not None and level != ThinkingLevel.NONE) or bool(config.get("thinking_summary"))
+
+
 def _reasoning(config: Mapping[str, Any], reasons: bool, efforts: Optional[Tuple[str, ...]], known: bool) -> Dict[str, Any]:
     level = config.get("thinking_level")
     if not reasons:
@@ -294,7 +306,7 @@ def _tool(tool: Mapping[str, Any]) -> Dict[str, Any]:
     if tool.get("description"):
         wire["description"] = tool["description"]
     wire["parameters"] = tool.get("parameters") or {"type": "object", "properties": {}}
-    wire["strict"] = False
+    wire["strict"] = bool(tool.get("strict", False))  # (the Responses function tool requires the field)
     return wire
 
 
