@@ -69,6 +69,7 @@ MIXED = [
     {"id": "r8", "model": "gemini-embedding-001", "messages": _user("embed one"),
      "config": {"embedding_config": {"dimensions": 3}}},
     {"id": "r9", "model": "gemini-embedding-001", "messages": _user("first text") + _user("second, longer text")},
+    {"id": "r10", "model": "my-responses-deployment", "client_type": "azure-responses", "messages": _user("azure r")},
 ]
 
 
@@ -97,7 +98,7 @@ def test_batched_rows_equal_live_rows_field_by_field(fake, tmp_path):
     job = B.submit(path, backend="auto")
     assert job.wait(interval=0.01, timeout=10).done
     summary = job.fetch(str(tmp_path / "out.jsonl"))
-    assert (summary.done, summary.failed, summary.skipped, summary.missing, summary.pending) == (8, 1, 0, [], [])
+    assert (summary.done, summary.failed, summary.skipped, summary.missing, summary.pending) == (9, 1, 0, [], [])
     batched = {row["id"]: row for row in read_output(str(tmp_path / "out.jsonl"))}
     assert sorted(batched) == sorted(live)
     for rid, row in batched.items():
@@ -206,9 +207,10 @@ def test_request_lines_are_the_live_bodies_without_streaming(fake, tmp_path):
     # one file per model and endpoint: gpt-4.1-mini's two chat rows share one
     assert sorted(len(_file_of(call).splitlines()) for call in uploads) == [1, 1, 2]
     azure = fake.calls("POST", "/openai/v1/batches")
-    assert [json.loads(c["body"])["endpoint"] for c in azure] == ["/chat/completions"]
-    azure_line = json.loads(_file_of(fake.calls("POST", "/openai/v1/files")[0]))
-    assert azure_line["url"] == "/v1/chat/completions" and azure_line["body"]["model"] == "my-deployment"
+    assert [json.loads(c["body"])["endpoint"] for c in azure] == ["/chat/completions", "/chat/completions"]
+    azure_lines = [json.loads(_file_of(call)) for call in fake.calls("POST", "/openai/v1/files")]
+    assert [(line["url"], line["body"]["model"]) for line in azure_lines] == [
+        ("/v1/chat/completions", "my-deployment"), ("/v1/responses", "my-responses-deployment")]
     assert all(c["headers"].get("api-key") == KEYS["azure"] for c in fake.calls(path_prefix="/openai/"))
     ant = json.loads(fake.calls("POST", "/v1/messages/batches")[0]["body"])
     assert ant["requests"] == [{"custom_id": "row-2", "params": {
@@ -240,7 +242,7 @@ def test_the_state_file_says_where_rows_went_and_holds_no_key(fake, tmp_path):
     assert state["agenthub_batch"] == 1 and state["input_path"] == path
     placed = {rid: b["backend"] for b in state["batches"] for rid in b["ids"]}
     assert placed == {"r1": "openai", "r 2": "anthropic", "r3": "gemini", "r4": "openai", "r5": "openai",
-                      "r6": "azure", "r7": "openai", "r8": "gemini", "r9": "gemini"}
+                      "r6": "azure", "r7": "openai", "r8": "gemini", "r9": "gemini", "r10": "azure"}
     anthropic = [b for b in state["batches"] if b["backend"] == "anthropic"][0]
     assert anthropic["custom_ids"] == {"r 2": "row-2"}  # "r 2" does not match ^[a-zA-Z0-9_-]{1,64}$
     assert all(b["remote"] for b in state["batches"])
