@@ -60,7 +60,7 @@ import time
 from typing import (TYPE_CHECKING, Any, Callable, Dict, Generator, Iterable, Iterator, List, Mapping, Optional, Sequence,
                     Tuple, Union)
 
-from . import providers, registry
+from . import hosts, registry
 from .answers import request_id as answer_request_id, starts_stream
 from ._redact import redact_url, secret_values, url_secrets
 from .breaker import breaker_for, settings as breaker_settings
@@ -116,8 +116,8 @@ DEFAULT_READ_TIMEOUT = 600.0
 
 
 def _protocol(client_type: str, embeddings: bool = False) -> Any:
-    """The Protocol record serving ``client_type`` (its embeddings record for embedding models)."""
-    record = providers.embeddings_protocol(client_type) if embeddings else providers.protocol(client_type)
+    """The dialect's record serving ``client_type`` (its embeddings record for embedding models)."""
+    record = hosts.client_type(client_type).protocol(embeddings)
     if record is None:
         raise ConfigError("client_type {!r} does not serve embedding models".format(client_type))
     return record
@@ -379,7 +379,8 @@ class AutoLLMClient(object):
         #: the wire protocol in use ("openai-chat", "openai-responses", "anthropic", "gemini")
         self.client_type = kind
         self._protocol = _protocol(kind, bool(quirks.get("embeddings")))
-        self._endpoint = Endpoint(kind, url, key, default_headers, quirks)
+        self._host = hosts.client_type(kind).host  # where the request goes, how it is authorised
+        self._endpoint = Endpoint(kind, url, key, default_headers, quirks, model)
         #: a Timeout (connect, read = idle gap between bytes, optional total deadline)
         self.timeout = Timeout.of(timeout)
         #: retries before the first event reached the caller; 0 disables
@@ -417,7 +418,7 @@ class AutoLLMClient(object):
     # pickling (process pools, Ray, Spark): the session (sockets), locks and module are rebuilt where it lands
     def __getstate__(self) -> Dict[str, Any]:
         state = self.__dict__.copy()
-        for name in ("_session", "_busy", "_session_lock", "_protocol"):
+        for name in ("_session", "_busy", "_session_lock", "_protocol", "_host"):
             state.pop(name, None)
         return state
 
@@ -429,6 +430,8 @@ class AutoLLMClient(object):
         self._session_lock = threading.Lock()
         self.__dict__.setdefault("_hooks", [])
         self._protocol = _protocol(self.client_type, bool(self._endpoint.quirks.get("embeddings")))
+        self._host = hosts.client_type(self.client_type).host
+        self._endpoint.model = self.model
 
     @property
     def base_url(self) -> str:
@@ -555,8 +558,9 @@ class AutoLLMClient(object):
         OpenAI-compatible servers and Anthropic: ``GET /v1/models`` (Anthropic pages with
         ``after_id`` while ``has_more``); Gemini: ``GET /v1beta/models`` with page tokens, the
         ``models/`` prefix removed.  ``agenthub.list_models()`` is the routing table instead."""
-        record = providers.protocol(self.client_type)
-        if record.models_request is None or record.parse_models is None:
+        route = hosts.client_type(self.client_type)
+        record = route.protocol()
+        if record.models_request is None or record.parse_models is None or not route.lists_models:
             raise UnsupportedOperationError("{}: this protocol cannot list the endpoint's models".format(
                 self.client_type), client=self.client_type, operation="list_models")
         ids = []  # type: List[str]
@@ -587,7 +591,7 @@ class AutoLLMClient(object):
         check_messages(messages)
         cfg = check_config(config)
         plan = apply_extras(self._build(list(messages), cfg), cfg)
-        record = providers.protocol(self.client_type)
+        record = hosts.client_type(self.client_type).protocol()
         request = counting.count_request(self.client_type, plan, self.model) if self._protocol is record else None
         if request is None:
             if estimate:
@@ -817,7 +821,7 @@ class AutoLLMClient(object):
                     if limits is None:
                         raise _stopped(client, watch, timeout, "deadline")
                     # encoded per attempt: a signature or a refreshed token is good for this send only
-                    call.sent = sent = protocol.encode(call.request, self._endpoint)
+                    call.sent = sent = self._host.encode(call.request, self._endpoint)  # URL, credential
                     body = transport.open_stream(self._get_session(), sent, limits, client, watch=watch,
                                                  error_from_body=protocol.error_from_body, is_stream=starts_stream)
                     body.open(not stream or not call.request.stream)  # sent: the answer's head is in

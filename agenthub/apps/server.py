@@ -68,7 +68,7 @@ from urllib.parse import urlsplit
 
 from ..errors import (AgentHubError, AuthenticationError, ConfigError, ServerError, StreamError, TransportError,
                      UnsupportedParameterError, UpstreamError, error_to_json)
-from ..providers._tokens import is_loopback_host
+from ..hosts.credentials import is_loopback_host
 from ..types import from_jsonable, json_default  # the one {"__bytes__"} codec
 from .metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE, Metrics
 
