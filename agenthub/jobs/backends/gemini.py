@@ -32,8 +32,6 @@ from typing import Any, Dict, Iterator, List, Mapping, Optional
 from urllib.parse import quote, urlsplit
 
 from ...errors import StreamProtocolError
-from ...providers import gemini as gemini_protocol
-from ...providers._common import Endpoint
 from ...types import HttpRequest
 from . import Backend, Outcome, outcomes
 from ._wire import Wire, same_origin
@@ -53,10 +51,10 @@ for _prefix in ("BATCH_STATE_", "JOB_STATE_"):
 _NOT_RUN_CODES = (1, "CANCELLED")
 
 
-def version_root(endpoint: Endpoint) -> str:
-    """``https://generativelanguage.googleapis.com/v1beta`` for the endpoint (its own version if it names one)."""
-    url = gemini_protocol.models_request(endpoint, None).url
-    return url[:url.index("/models?")]
+def version_root(wire: Wire) -> str:
+    """``https://generativelanguage.googleapis.com/v1beta`` for the endpoint (the host's URL rule: its own
+    version if the base URL names one)."""
+    return wire.url("/v1beta/models")[:-len("/models")]
 
 
 def _prefix_and_version(root: str):
@@ -84,7 +82,7 @@ class GeminiBatches(Backend):
 
     def create(self, wire: Wire, model: str, api: str, entries: List[bytes], name: str,
                request: HttpRequest) -> Dict[str, Any]:
-        root = version_root(wire.endpoint)
+        root = version_root(wire)
         verb = "asyncBatchEmbedContent" if api == "embeddings" else "batchGenerateContent"
         url = "{}/models/{}:{}".format(root, quote(model, safe=""), verb)
         if api == "embeddings":
@@ -132,7 +130,7 @@ class GeminiBatches(Backend):
         return file_name
 
     def retrieve(self, wire: Wire, remote: Mapping[str, Any]) -> Dict[str, Any]:
-        root = version_root(wire.endpoint)
+        root = version_root(wire)
         return status_of(wire.json("GET", "{}/{}".format(root, remote["batch_name"])), wire.client_type)
 
     def results(self, wire: Wire, remote: Mapping[str, Any], info: Mapping[str, Any]) -> Iterator[Outcome]:
@@ -152,13 +150,13 @@ class GeminiBatches(Backend):
             return
         file_name = output.get("responsesFile")
         if isinstance(file_name, str) and file_name:
-            head, version = _prefix_and_version(version_root(wire.endpoint))
+            head, version = _prefix_and_version(version_root(wire))
             url = "{}/download/{}/{}:download?alt=media".format(head, version, file_name)
             for outcome in outcomes(wire.lines(url), lambda line: parse_item(line, wire.client_type, inline=False)):
                 yield outcome
 
     def cancel(self, wire: Wire, remote: Mapping[str, Any]) -> Dict[str, Any]:
-        root = version_root(wire.endpoint)
+        root = version_root(wire)
         wire.json("POST", "{}/{}:cancel".format(root, remote["batch_name"]), body={}, idempotent=True)
         return self.retrieve(wire, remote)
 
