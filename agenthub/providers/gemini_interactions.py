@@ -372,7 +372,9 @@ def frame_cursor(sse: SSEEvent) -> Tuple[Optional[str], Optional[str], bool]:
     data = sse.data
     if not data or data[0] != "{":
         return None, None, data.strip() == "[DONE]"
-    payload = json.loads(data)
+    payload = json.loads(data)  # a ValueError here: the event was cut in half
+    if type(payload) is not dict:
+        return None, None, False  # not an event of an interaction: the parser says what it is
     kind = payload.get("event_type") or sse.event
     resource = None
     if kind == "interaction.created":
