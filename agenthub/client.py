@@ -646,6 +646,10 @@ class AutoLLMClient(object):
                         # commit before the stop event is yielded: a caller may stop iterating at it
                         answer = folding.message()
                         if stateful is not None:
+                            # a protocol that chains stateful turns server-side notes that this answer is stored
+                            stored = getattr(self._protocol.build_request, "stored_answer", None)
+                            if stored is not None:
+                                answer = stored(answer)
                             self._history = history_before + [stateful, answer]
                             self._version += 1
                         if config.get("trace_id"):

@@ -295,7 +295,12 @@ def test_tool_round_trip_replays_thought_signature_and_calls_stateless():
 def test_stateful_chains_on_the_previous_interaction():
     first = build([user("Weather in Paris and Tokyo?")], stateful=True).body
     assert first["store"] is True and "previous_interaction_id" not in first
-    answer = _tool_turn()
+    unstored = _tool_turn()  # a stateless call's answer (store false): it cannot be chained on
+    assert build([user("w?"), unstored, user("and?")], stateful=True).body["input"][0]["type"] == "user_input"
+    answer = gi.stored_answer(unstored)
+    assert answer["content_items"][-1]["fidelity"] == {"interaction_id": "v1_ChdpbnRlcmFjdGlvbi10b29sLTAwMg",
+                                                       "stored": True}
+    assert unstored["content_items"][-1]["fidelity"] == {"interaction_id": "v1_ChdpbnRlcmFjdGlvbi10b29sLTAwMg"}
     results = {"role": "user", "content_items": [
         {"type": "tool_result", "text": "18C", "tool_call_id": "fc_paris_1"},
         {"type": "tool_result", "text": "22C", "tool_call_id": "fc_tokyo_2"}]}

@@ -14,8 +14,9 @@ Request
   google-genai sends), body ``{"model", "input": [steps], "stream": true, "store": false}``.
 - Stateless calls send the whole history as steps with ``store: false`` (nothing is kept
   server-side).  Stateful calls (``streaming_response_stateful``) send ``store: true`` and,
-  once an earlier answer of this conversation carries its ``fidelity["interaction_id"]``,
-  ``previous_interaction_id`` with only the messages after that answer.  History is still kept
+  once the last answer carries its ``fidelity["interaction_id"]`` marked ``"stored": True`` (the client
+  marks the answers of stateful calls: a stateless call's interaction is not stored, so it cannot be
+  named), ``previous_interaction_id`` with only the messages after that answer.  History is still kept
   locally (``get_history()``); a stateless call afterwards resends all of it.
 - Steps: a user message -> ``user_input`` steps (``content``: text, image, audio, video,
   document blocks), each tool_result -> a ``function_result`` step (``call_id``, ``name``,
@@ -253,13 +254,33 @@ def interaction_id(message: Mapping[str, Any]) -> Optional[str]:
     return None
 
 
+#: fidelity key set beside the interaction id on an answer of a stateful call (it was sent with store: true)
+STORED = "stored"
+
+
+def stored_answer(message: Dict[str, Any]) -> Dict[str, Any]:
+    """The answer of a stateful call as history keeps it: its interaction id is marked stored (the client
+    calls this; only a stored interaction can be named by previous_interaction_id)."""
+    items = list(message.get("content_items") or ())
+    for index in range(len(items) - 1, -1, -1):
+        fidelity = items[index].get("fidelity") or {}
+        if isinstance(fidelity.get(INTERACTION_ID), str):
+            items[index] = dict(items[index], fidelity=dict(fidelity, **{STORED: True}))
+            return dict(message, content_items=items)
+    return message
+
+
 def _chain(messages: List[Mapping[str, Any]]) -> Tuple[Optional[str], int]:
     """(previous_interaction_id, index of the first message to send) for a stateful call: the last
-    assistant message, when it names its interaction, and what follows it."""
+    assistant message, when it names a stored interaction (one of a stateful call), and what follows it."""
     for index in range(len(messages) - 1, -1, -1):
         if messages[index]["role"] == "assistant":
-            previous = interaction_id(messages[index])
-            return (previous, index + 1) if previous else (None, 0)
+            for item in reversed(messages[index].get("content_items") or ()):
+                fidelity = item.get("fidelity") or {}
+                previous = fidelity.get(INTERACTION_ID)
+                if isinstance(previous, str) and previous:
+                    return (previous, index + 1) if fidelity.get(STORED) is True else (None, 0)
+            return None, 0
     return None, 0
 
 
@@ -345,6 +366,7 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
 
 
 build_request.chains_turns = True  # type: ignore[attr-defined]  # the client passes stateful=True
+build_request.stored_answer = stored_answer  # type: ignore[attr-defined]  # and marks a stateful answer stored
 #: background streams resume after a cut (agenthub.resume): are cursors numbers, in order?
 ordered_cursors = False
 build_request.accepts = ("background",)  # type: ignore[attr-defined]  # config keys only some protocols read
