@@ -60,7 +60,7 @@ import time
 from typing import (TYPE_CHECKING, Any, Callable, Dict, Generator, Iterable, Iterator, List, Mapping, Optional, Sequence,
                     Tuple, Union)
 
-from . import providers, registry
+from . import hosts, registry
 from .answers import request_id as answer_request_id, starts_stream
 from ._redact import redact_url, secret_values, url_secrets
 from .breaker import breaker_for, settings as breaker_settings
@@ -116,8 +116,8 @@ DEFAULT_READ_TIMEOUT = 600.0
 
 
 def _protocol(client_type: str, embeddings: bool = False) -> Any:
-    """The Protocol record serving ``client_type`` (its embeddings record for embedding models)."""
-    record = providers.embeddings_protocol(client_type) if embeddings else providers.protocol(client_type)
+    """The dialect's record serving ``client_type`` (its embeddings record for embedding models)."""
+    record = hosts.client_type(client_type).protocol(embeddings)
     if record is None:
         raise ConfigError("client_type {!r} does not serve embedding models".format(client_type))
     return record
@@ -263,6 +263,8 @@ class AttemptHook(object):
 
 
 if TYPE_CHECKING:  # what type checkers see: a generator of UniEvents (at runtime the plain ABC, no typing machinery)
+    from .budget import Budget
+
     _EventGenerator = Generator[UniEvent, Any, None]
 else:
     _EventGenerator = collections.abc.Generator
@@ -354,7 +356,8 @@ class AutoLLMClient(object):
         max_line_bytes: Optional[int] = None,
         fallbacks: Optional[Sequence[Union[str, "AutoLLMClient"]]] = None,
         fallback_on: Optional[Sequence[type]] = None,
-        circuit_breaker: Any = None
+        circuit_breaker: Any = None,
+        budget: Optional["Budget"] = None
     ) -> None:
         if not isinstance(max_retries, int) or isinstance(max_retries, bool) or max_retries < 0:
             raise ConfigError("max_retries must be an int >= 0")
@@ -376,7 +379,8 @@ class AutoLLMClient(object):
         #: the wire protocol in use ("openai-chat", "openai-responses", "anthropic", "gemini")
         self.client_type = kind
         self._protocol = _protocol(kind, bool(quirks.get("embeddings")))
-        self._endpoint = Endpoint(kind, url, key, default_headers, quirks)
+        self._host = hosts.client_type(kind).host  # where the request goes, how it is authorised
+        self._endpoint = Endpoint(kind, url, key, default_headers, quirks, model)
         #: a Timeout (connect, read = idle gap between bytes, optional total deadline)
         self.timeout = Timeout.of(timeout)
         #: retries before the first event reached the caller; 0 disables
@@ -392,6 +396,14 @@ class AutoLLMClient(object):
         self._session_lock = threading.Lock()
         #: the attempt loop's hooks, run in order (see AttemptHook and the module docstring)
         self._hooks = []  # type: List[AttemptHook]
+        #: the agenthub.Budget every stream of this client reserves from (None: no limit)
+        self.budget = budget
+        if budget is not None:
+            from .budget import Budget, BudgetHook
+
+            if not isinstance(budget, Budget):
+                raise ConfigError("budget must be an agenthub.Budget (got {})".format(type(budget).__name__))
+            self._hooks.append(BudgetHook(budget, bool(quirks.get("embeddings"))))  # type: ignore[arg-type]
         #: which endpoint answered the latest turn that started: {"model", "client_type", "host"} (None before)
         self.last_route = None  # type: Optional[Dict[str, Any]]
         self._fallbacks = [self._fallback_client(entry) for entry in _sequence(fallbacks, "fallbacks")]
@@ -406,7 +418,7 @@ class AutoLLMClient(object):
     # pickling (process pools, Ray, Spark): the session (sockets), locks and module are rebuilt where it lands
     def __getstate__(self) -> Dict[str, Any]:
         state = self.__dict__.copy()
-        for name in ("_session", "_busy", "_session_lock", "_protocol"):
+        for name in ("_session", "_busy", "_session_lock", "_protocol", "_host"):
             state.pop(name, None)
         return state
 
@@ -418,6 +430,8 @@ class AutoLLMClient(object):
         self._session_lock = threading.Lock()
         self.__dict__.setdefault("_hooks", [])
         self._protocol = _protocol(self.client_type, bool(self._endpoint.quirks.get("embeddings")))
+        self._host = hosts.client_type(self.client_type).host
+        self._endpoint.model = self.model
 
     @property
     def base_url(self) -> str:
@@ -544,8 +558,9 @@ class AutoLLMClient(object):
         OpenAI-compatible servers and Anthropic: ``GET /v1/models`` (Anthropic pages with
         ``after_id`` while ``has_more``); Gemini: ``GET /v1beta/models`` with page tokens, the
         ``models/`` prefix removed.  ``agenthub.list_models()`` is the routing table instead."""
-        record = providers.protocol(self.client_type)
-        if record.models_request is None or record.parse_models is None:
+        route = hosts.client_type(self.client_type)
+        record = route.protocol()
+        if record.models_request is None or record.parse_models is None or not route.lists_models:
             raise UnsupportedOperationError("{}: this protocol cannot list the endpoint's models".format(
                 self.client_type), client=self.client_type, operation="list_models")
         ids = []  # type: List[str]
@@ -576,7 +591,7 @@ class AutoLLMClient(object):
         check_messages(messages)
         cfg = check_config(config)
         plan = apply_extras(self._build(list(messages), cfg), cfg)
-        record = providers.protocol(self.client_type)
+        record = hosts.client_type(self.client_type).protocol()
         request = counting.count_request(self.client_type, plan, self.model) if self._protocol is record else None
         if request is None:
             if estimate:
@@ -615,10 +630,13 @@ class AutoLLMClient(object):
             trace_paths(config["trace_id"])  # a trace_id escaping the cache dir is refused before anything is sent
         watch = _transport().Watch()
         call = Attempt("stream", self, request, messages, config)
+        if stateful is None and not config.get("trace_id"):
+            # nothing to keep (stateless, untraced): the events pass straight from the attempt loop
+            return ResponseStream(watch, self._attempts(call, watch))
         return ResponseStream(watch, self._stream(watch, call, stateful, self._version))
 
     def _stream(self, watch: Any, call: Attempt, stateful: Optional[UniMessage], version: int) -> Iterator[UniEvent]:
-        """The turn around the attempt loop: the stateful lock, history and the trace."""
+        """A stateful or traced turn around the attempt loop: the stateful lock, history and the trace."""
         locked = None  # the lock this stream holds (a forked child may have renewed self._busy meanwhile)
         config = call.config or {}
         try:
@@ -632,13 +650,9 @@ class AutoLLMClient(object):
             history_before = list(self._history)
             # stateful or traced: the answer is folded as the events pass (no event is kept, so memory
             # follows the size of the answer, not the number of events)
-            folding = Collector() if (stateful is not None or config.get("trace_id")) else None
+            folding = Collector()
             attempts = self._attempts(call, watch)
             try:
-                if folding is None:
-                    # nothing to keep (stateless, untraced): the events pass straight through
-                    yield from attempts
-                    return
                 fold = folding.add
                 for event in attempts:
                     fold(event)
@@ -811,7 +825,7 @@ class AutoLLMClient(object):
                     if limits is None:
                         raise _stopped(client, watch, timeout, "deadline")
                     # encoded per attempt: a signature or a refreshed token is good for this send only
-                    call.sent = sent = protocol.encode(call.request, self._endpoint)
+                    call.sent = sent = self._host.encode(call.request, self._endpoint)  # URL, credential
                     body = transport.open_stream(self._get_session(), sent, limits, client, watch=watch,
                                                  error_from_body=protocol.error_from_body, is_stream=starts_stream)
                     body.open(not stream or not call.request.stream)  # sent: the answer's head is in
@@ -821,11 +835,14 @@ class AutoLLMClient(object):
                     outputs = read(body)
                     if debug:
                         logged = _log_attempt(sent, call.number, started, body, None)
-                    for output in outputs:
-                        if watch.reason is not None:
-                            raise _stopped(client, watch, timeout)
+                    if not stream:
+                        for output in outputs:
+                            delivered += 1
+                            yield output
+                        return
+                    for output in outputs:  # the hot loop: one pass per event
                         delivered += 1
-                        if stream and output["event_type"] == "stop":
+                        if output["event_type"] == "stop":
                             if body is not None:
                                 body.finish()  # the terminal marker arrived: let the connection go back to the pool
                                 body = None
@@ -835,7 +852,9 @@ class AutoLLMClient(object):
                                              client, delivered, output["finish_reason"], output["usage_metadata"],
                                              (time.monotonic() - started) * 1000)
                         yield output
-                        if watch.reason is not None:  # aborted, timed out or forked while the caller held the event
+                        # checked as the caller asks for the next event, before anything is read: aborted, out
+                        # of time, or in another process (a forked child) while the caller held this one
+                        if watch.reason is not None:
                             raise _stopped(client, watch, timeout)
                     return
                 except AgentHubError as exc:
@@ -895,13 +914,13 @@ class AutoLLMClient(object):
 
     # -- failover -------------------------------------------------------------------------------
     def _fallback_client(self, entry: Any) -> "AutoLLMClient":
-        """A ``fallbacks`` entry as a client: a model name gets this client's timeout, retries and session
-        (its key, endpoint and protocol are its own: the registry's, from its environment variable)."""
+        """A ``fallbacks`` entry as a client: a model name gets this client's timeout, retries, session and
+        budget (its key, endpoint and protocol are its own: the registry's, from its environment variable)."""
         if isinstance(entry, AutoLLMClient):
             return entry
         if isinstance(entry, str) and entry:
             return AutoLLMClient(entry, timeout=self.timeout, max_retries=self.max_retries, session=self._session,
-                                 max_line_bytes=self.max_line_bytes)
+                                 max_line_bytes=self.max_line_bytes, budget=self.budget)
         raise ConfigError("each fallbacks entry must be a model name or an AutoLLMClient, not {}".format(
             type(entry).__name__))
 

@@ -606,8 +606,10 @@ def _raw_chunks(response: requests.Response, decode: bool) -> Iterator[bytes]:
     """The body as it arrives; ``decode``: let urllib3 undo the content coding (else the bytes as sent)."""
     raw = response.raw
     if getattr(raw, "chunked", False):
-        # chunked bodies: urllib3 hands over each chunk as it arrives
-        return raw.stream(None, decode_content=decode)
+        # chunked bodies: urllib3 hands over each chunk as it arrives, a large one in pieces of at most
+        # _READ_SIZE (one huge chunk, or a whole answer in one chunk, is never read whole: memory stays
+        # bounded by the line limit and the first event is decoded as soon as its piece is in)
+        return raw.stream(_READ_SIZE, decode_content=decode)
     if hasattr(raw, "read1"):
         # close-delimited or sized bodies: read1 returns as soon as any bytes arrived
         return _read1(raw, decode)
@@ -690,6 +692,8 @@ def _socket_of(response: Any) -> Optional[socket.socket]:
     return sock if isinstance(sock, socket.socket) else None
 
 
+#: the first bytes of a body handed on before the rest of the first read (see BodyStream.iter_chunks)
+FIRST_PIECE = 4096
 #: after the terminal marker, how long ``BodyStream.finish`` waits for the rest of the body (so the
 #: connection can be reused) before closing the connection instead
 FINISH_GRACE = 0.25
@@ -746,8 +750,18 @@ class BodyStream(object):
             if self._is_document:
                 raise StreamProtocolError("{}: expected a stream, got one JSON document".format(
                     self._client or "agenthub"), client=self._client)
+        chunks = self._chunks  # type: Any
         try:
-            for chunk in self._chunks:  # type: ignore[union-attr]
+            for chunk in chunks:
+                if chunk:
+                    if len(chunk) > FIRST_PIECE:
+                        # a burst (a whole answer in one write): its first event is decoded from a small
+                        # piece, not after the whole first read was
+                        yield chunk[:FIRST_PIECE]
+                        chunk = chunk[FIRST_PIECE:]
+                    yield chunk
+                    break
+            for chunk in chunks:
                 if chunk:
                     yield chunk
         except BaseException as exc:

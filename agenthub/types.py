@@ -92,6 +92,7 @@ class _ToolSchemaBase(TypedDict):
 class ToolSchema(_ToolSchemaBase, total=False):
     description: str
     parameters: Mapping[str, Any]  # JSON Schema of the arguments object
+    strict: bool  # agenthub: arguments held to the schema, where the wire has it (else UnsupportedParameterError)
 
 
 class ImageConfig(TypedDict, total=False):

@@ -198,13 +198,15 @@ def check_config(config: Optional[Mapping[str, Any]]) -> Dict[str, Any]:
             _openai_tool(tool, i)
             if not isinstance(tool, Mapping) or not isinstance(tool.get("name"), str) or not tool.get("name"):
                 raise ConfigError("config['tools'][{}] needs a non-empty 'name'".format(i))
-            extra = sorted(set(tool) - {"name", "description", "parameters"})
+            extra = sorted(set(tool) - {"name", "description", "parameters", "strict"})
             if extra:
                 raise ConfigError("config['tools'][{}] has unknown key(s) {}".format(i, extra))
             if "description" in tool and tool["description"] is not None and not isinstance(tool["description"], str):
                 raise ConfigError("config['tools'][{}]['description'] must be a str".format(i))
             if "parameters" in tool and tool["parameters"] is not None and not isinstance(tool["parameters"], Mapping):
                 raise ConfigError("config['tools'][{}]['parameters'] must be a JSON Schema object".format(i))
+            if "strict" in tool and not isinstance(tool["strict"], bool):
+                raise ConfigError("config['tools'][{}]['strict'] must be a bool".format(i))
             check_json(dict(tool), "config['tools'][{}]".format(i))
             tool_names.append(tool["name"])
         if len(set(tool_names)) != len(tool_names):

@@ -507,3 +507,52 @@ def test_batch_cost_is_the_catalogs_batch_price():
     assert B.batch_cost("claude-sonnet-4-6", usage) == agenthub.cost("claude-sonnet-4-6", usage, batch=True)
     assert B.batch_cost("claude-sonnet-4-6", usage) == pytest.approx(agenthub.cost("claude-sonnet-4-6", usage) / 2)
     assert B.batch_cost("no-such-model", usage) is None
+
+
+def test_made_custom_ids_never_collide_with_a_row_id(fake, tmp_path):
+    rows = [{"id": "row-2", "model": "claude-sonnet-4-6", "messages": _user("a"), "config": {"max_tokens": 5}},
+            {"id": "needs a custom id", "model": "claude-sonnet-4-6", "messages": _user("b"), "config": {"max_tokens": 5}},
+            {"id": "x" * 65, "model": "claude-sonnet-4-6", "messages": _user("c"), "config": {"max_tokens": 5}}]
+    job = B.submit(_write(tmp_path / "in.jsonl", rows), backend="anthropic")
+    record = job._state["batches"][0]
+    assert record["custom_ids"] == {"needs a custom id": "row-2-2", "x" * 65: "row-3"}
+    sent = [r["custom_id"] for r in json.loads(fake.calls("POST", "/v1/messages/batches")[0]["body"])["requests"]]
+    assert sent == ["row-2", "row-2-2", "row-3"]
+    assert job.wait(interval=0.01, timeout=10).done
+    out = str(tmp_path / "out.jsonl")
+    assert job.fetch(out).done == 3
+    texts = {r["id"]: r["message"]["content_items"][0]["text"] for r in read_output(out)}
+    assert texts == {"row-2": "echo: a", "needs a custom id": "echo: b", "x" * 65: "echo: c"}
+
+
+def test_every_documented_status_has_its_state():
+    # OpenAI Batch guide, "4. Check the status of a batch" (Azure's list is the same words, capitalised at times)
+    openai = {"validating": "pending", "failed": "failed", "in_progress": "running", "finalizing": "running",
+              "completed": "completed", "expired": "expired", "cancelling": "cancelling", "cancelled": "cancelled"}
+    for status, state in openai.items():
+        assert openai_backend.status_of({"status": status.capitalize()}, "openai-chat")["state"] == state
+    # Anthropic MessageBatch.processing_status
+    for status, state in {"in_progress": "running", "canceling": "cancelling", "ended": "completed"}.items():
+        assert anthropic_backend.status_of({"processing_status": status}, "anthropic")["state"] == state
+    # Gemini batch states (the REST names and the SDK's JOB_STATE_ spellings)
+    gemini = {"PENDING": "pending", "RUNNING": "running", "SUCCEEDED": "completed", "FAILED": "failed",
+              "CANCELLED": "cancelled", "EXPIRED": "expired"}
+    for name, state in gemini.items():
+        for prefix in ("BATCH_STATE_", "JOB_STATE_"):
+            assert gemini_backend.status_of({"metadata": {"state": prefix + name}}, "gemini")["state"] == state
+    assert {"completed", "failed", "expired", "cancelled"} == set(B.TERMINAL)
+
+
+def test_unreadable_result_lines_are_counted_and_the_others_still_come_through(fake, tmp_path):
+    rows = [{"id": "u%d" % i, "model": "gpt-4.1-mini", "client_type": "openai-chat", "messages": _user("t%d" % i)}
+            for i in range(3)]
+    job = B.submit(_write(tmp_path / "in.jsonl", rows), backend="openai")
+    assert job.wait(interval=0.01, timeout=10).done
+    batch = list(fake.batches.values())[0]
+    good, second, third = fake.files[batch.output_file_id]["bytes"].splitlines()
+    no_id = json.loads(third)
+    del no_id["custom_id"]
+    fake.files[batch.output_file_id]["bytes"] = b"\n".join([good, b"{not json", json.dumps(no_id).encode()]) + b"\n"
+    summary = job.fetch(str(tmp_path / "out.jsonl"))
+    assert (summary.done, summary.unreadable, sorted(summary.missing)) == (1, 2, ["u1", "u2"])
+    assert [r["id"] for r in read_output(str(tmp_path / "out.jsonl"))] == ["u0"]

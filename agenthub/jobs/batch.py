@@ -244,69 +244,79 @@ def _problems_error(path: str, problems: List[str]) -> ConfigError:
         len(problems), path, "\n  ".join(shown), more))
 
 
-def _custom_ids(rows: List[JobRow], pattern: Any) -> Dict[str, str]:
-    """row id -> custom id: the id itself when the engine takes it, else ``row-<line>`` (unique)."""
-    taken = set()  # type: set
-    out = {}  # type: Dict[str, str]
-    later = []  # type: List[JobRow]
-    for row in rows:
-        if pattern.match(row.id) and row.id not in taken:
-            out[row.id] = row.id
-            taken.add(row.id)
-        else:
-            later.append(row)
-    for row in later:
-        candidate = base = "row-{}".format(row.line)
-        n = 1
-        while candidate in taken:
-            n += 1
-            candidate = "{}-{}".format(base, n)
-        out[row.id] = candidate
-        taken.add(candidate)
-    return out
+def _custom_id(row: JobRow, pattern: Any, all_ids: Any, taken: Any) -> str:
+    """The row's custom id: its id when the engine takes it (ids are unique in a job file), else
+    ``row-<line>``, made unique against every id of the file and the ids made before."""
+    if pattern.match(row.id):
+        return row.id
+    candidate = base = "row-{}".format(row.line)
+    n = 1
+    while candidate in all_ids or candidate in taken:
+        n += 1
+        candidate = "{}-{}".format(base, n)
+    taken.add(candidate)
+    return candidate
 
 
-def _plan(input_path: str, rows: List[JobRow], choice: str) -> Tuple[List[Dict[str, Any]], Dict[int, List[bytes]],
-                                                                    Dict[int, Any]]:
-    """The state's batch records, the encoded entries of each, and a sample request of each."""
+class _Group(object):
+    """The rows going to one engine, endpoint, model and API: (row id, custom id, entry, weight)."""
+
+    __slots__ = ("items", "sample", "taken")
+
+    def __init__(self, sample: Any) -> None:
+        self.items = []  # type: List[Tuple[str, str, bytes, int]]
+        self.sample = sample
+        self.taken = set()  # type: set
+
+
+def _plan(input_path: str, choice: str, wanted: Callable[[JobRow], bool]) -> Tuple[
+        List[Dict[str, Any]], Dict[int, List[bytes]], Dict[int, Any]]:
+    """The state's batch records, the encoded entries of each, and a sample request of each, for the
+    rows of the job file ``wanted`` keeps.  The file is checked first, then read row by row: memory
+    holds the encoded entries (what is uploaded), not the rows."""
+    all_ids = read_jobs(input_path, keep_rows=False).ids
     cache = {}  # type: Dict[Tuple[Any, ...], Any]
-    planned = []  # type: List[_Planned]
     problems = []  # type: List[str]
-    for row in rows:
+    groups = {}  # type: Dict[Tuple[Any, ...], _Group]
+    for row in iter_rows(input_path):
+        if not wanted(row):
+            continue
         try:
-            planned.append(_plan_row(row, choice, cache))
+            item = _plan_row(row, choice, cache)
         except ConfigError as exc:
             problems.append("line {} ({!r}): {}".format(row.line, row.id[:60], exc))
+            continue
+        if problems:
+            continue  # nothing will be sent: the rest is only checked
+        key = (item.backend, item.client.client_type, item.client.base_url, row.model, item.api, row.client_type,
+               row.base_url)
+        group = groups.get(key)
+        if group is None:
+            group = groups[key] = _Group(item.request)
+        engine = _backends.backend(item.backend)
+        custom = _custom_id(row, engine.custom_id, all_ids, group.taken)
+        entry = engine.entry(custom, item.request, item.api)
+        group.items.append((row.id, custom, dumps_entry(entry), engine.weight(entry)))
     if problems:
         raise _problems_error(input_path, problems)
-    groups = {}  # type: Dict[Tuple[Any, ...], List[_Planned]]
-    for item in planned:
-        key = (item.backend, item.client.client_type, item.client.base_url, item.row.model, item.api,
-               item.row.client_type, item.row.base_url)
-        groups.setdefault(key, []).append(item)
     records = []  # type: List[Dict[str, Any]]
     entries = {}  # type: Dict[int, List[bytes]]
     samples = {}  # type: Dict[int, Any]
-    for (name, kind, base_url, model, api, row_type, row_base), items in groups.items():
+    for (name, kind, base_url, model, api, row_type, row_base), group in groups.items():
         engine = _backends.backend(name)
-        ids = _custom_ids([item.row for item in items], engine.custom_id)
-        encoded = []  # type: List[Tuple[str, bytes, int]]
-        for item in items:
-            entry = engine.entry(ids[item.row.id], item.request, api)
-            encoded.append((ids[item.row.id], dumps_entry(entry), engine.weight(entry)))
-        for chunk in engine.split(encoded):
-            chosen = [items[i] for i in chunk]
-            record = {
+        for chunk in engine.split([(custom, data, weight) for _, custom, data, weight in group.items]):
+            chosen = [group.items[i] for i in chunk]
+            records.append({
                 "backend": name, "client_type": kind, "model": model, "api": api,
                 "base_url": redact_url(base_url),
                 "row_client_type": row_type, "row_base_url": redact_url(row_base) if row_base else None,
-                "ids": [item.row.id for item in chosen],
-                "custom_ids": {item.row.id: ids[item.row.id] for item in chosen if ids[item.row.id] != item.row.id},
+                "ids": [rid for rid, _, _, _ in chosen],
+                "custom_ids": {rid: custom for rid, custom, _, _ in chosen if custom != rid},
                 "remote": None, "submitted_at": None, "last": None,
-            }
-            entries[len(records)] = [encoded[i][1] for i in chunk]
-            samples[len(records)] = chosen[0].request
-            records.append(record)
+            })
+            entries[len(records) - 1] = [data for _, _, data, _ in chosen]
+            samples[len(records) - 1] = group.sample
+        group.items = []
     return records, entries, samples
 
 
@@ -341,18 +351,15 @@ def submit(input_path: str, *, backend: str, state_path: Optional[str] = None, o
         if job._state.get("input_sha256") != _digest(input_path):
             raise ConfigError("{} changed since its submission began (state in {}): pass another state_path".format(
                 input_path, state_path))
-        rows = read_jobs(input_path).rows
-        records, entries, samples = _plan(input_path, _still_to_do(rows, job._state), backend)
+        todo = _still_to_do(job._state)
+        records, entries, samples = _plan(input_path, backend, lambda row: row.id in todo)
         job._resume(entries, samples, records)
         return job
-    rows = read_jobs(input_path).rows
-    if output_path is not None:
-        done = finished_ids(output_path)
-        rows = [row for row in rows if row.id not in done]
-    if not rows:
+    done = finished_ids(output_path) if output_path is not None else set()
+    records, entries, samples = _plan(input_path, backend, lambda row: row.id not in done)
+    if not records:
         raise ConfigError("{} has no row to submit{}".format(
             input_path, " (every id has a row in {})".format(output_path) if output_path else ""))
-    records, entries, samples = _plan(input_path, rows, backend)
     state = {"agenthub_batch": STATE_VERSION, "backend": backend, "input_path": os.path.abspath(input_path),
              "input_sha256": _digest(input_path), "created_at": _now(), "batches": records}
     _write_state(state_path, state)
@@ -361,12 +368,13 @@ def submit(input_path: str, *, backend: str, state_path: Optional[str] = None, o
     return job
 
 
-def _still_to_do(rows: List[JobRow], state: Mapping[str, Any]) -> List[JobRow]:
+def _still_to_do(state: Mapping[str, Any]) -> set:
+    """The ids of the batches a cut-short submission did not create."""
     pending = set()  # type: set
     for record in state["batches"]:
         if not record.get("remote"):
             pending.update(record["ids"])
-    return [row for row in rows if row.id in pending]
+    return pending
 
 
 def load(state_path: str, *, session: Any = None) -> "BatchJob":
@@ -426,6 +434,8 @@ class FetchSummary(object):
     output_path: Optional[str] = None
     #: this job's rows whose row in the output is an error row (written now or before)
     failed_total: int = 0
+    #: result items that could not be read (not JSON, no custom id): their rows are in ``missing``
+    unreadable: int = 0
 
 
 class BatchJob(object):
@@ -596,6 +606,11 @@ class BatchJob(object):
         answered = set()  # type: set
         unknown = 0
         for custom_id, outcome, payload in engine.results(self._wire(record), record["remote"], info):
+            if outcome == "bad":
+                if not summary.unreadable:
+                    log.warning("agenthub.jobs: %s (more such items are counted, not shown)", payload)
+                summary.unreadable += 1
+                continue
             rid = by_custom.get(custom_id)
             if rid is None:
                 unknown += 1

@@ -110,6 +110,9 @@ def _fetch(args: argparse.Namespace) -> int:
     _err("agenthub batch fetch: {} answers and {} error rows written to {}, {} already there; {} rows without a "
          "result, {} in batches not ended yet".format(summary.done, summary.failed, args.output, summary.skipped,
                                                       len(summary.missing), len(summary.pending)))
+    if summary.unreadable:
+        _err("agenthub batch: {} result items could not be read (their rows count as without a result)".format(
+            summary.unreadable))
     if summary.pending:
         _err("agenthub batch: not every batch has ended: fetch again later (or --wait)")
         return EXIT_NOT_ENDED

@@ -2,7 +2,7 @@
 
 ``AutoLLMClient("fast", client_type="agenthub", base_url="http://127.0.0.1:8787",
 api_key=<a server key>)``: ``model`` is an id of the server's models table.  The
-request is ``POST <base_url>/v1/stream`` with ``{"model", "messages", "config"}``
+request is ``POST /v1/stream`` at the server (``agenthub.hosts.keys``) with ``{"model", "messages", "config"}``
 (bytes as ``{"__bytes__": "<base64>"}``); the answer is one ``data: <UniEvent>``
 per event.  The events are the server's own, so the parser hands their content
 items to the shared driver as they came and the stop event's usage and finish
@@ -24,24 +24,24 @@ from ..sse import DEFAULT_MAX_LINE_BYTES, SSEDecoder, SSEEvent
 from ..stream import StreamEnd, item_problem
 from ..toolcalls import MAX_DEPTH, too_deep
 from ..types import HttpRequest, from_jsonable as _restore, to_jsonable as _jsonable
-from ._common import Endpoint, Protocol, documents, request_headers
+from ._common import Endpoint, Protocol, documents, get_request, parse_data_list, request_headers, unsupported
 
 __all__ = ["build_request", "parse_stream", "framing", "STREAM_PATH", "PROTOCOL"]
 
 STREAM_PATH = "/v1/stream"
 
 
-def server_url(base_url: str) -> str:
-    """The server's root: ``http://host:port`` (a trailing ``/v1`` is taken as the same server)."""
-    url = base_url.rstrip("/")
-    return url[:-3] if url.endswith("/v1") else url
 
 
 def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, Any]],
                   config: Mapping[str, Any]) -> HttpRequest:
+    for key in ("extra_body", "extra_headers"):
+        if key in config:  # (as the server refuses them; merged here they would reach the server, not its upstream)
+            raise unsupported(endpoint.client_type, key, "is not accepted by an agenthub server: it builds the "
+                                                         "upstream request itself (set it in the model's default_config)")
     body_config = {k: v for k, v in config.items() if k != "trace_id"}  # a trace is written here, not there
     body = {"model": model, "messages": _jsonable(list(messages)), "config": _jsonable(body_config)}
-    return HttpRequest("POST", server_url(endpoint.base_url) + STREAM_PATH, request_headers(endpoint), body)
+    return HttpRequest("POST", STREAM_PATH, request_headers(endpoint), body)
 
 
 def framing(chunks: Iterable[bytes], max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -> Iterator[Any]:
@@ -70,6 +70,9 @@ def framing(chunks: Iterable[bytes], max_line_bytes: int = DEFAULT_MAX_LINE_BYTE
             raise StreamProtocolError("agenthub: an event of more than {} bytes".format(max_line_bytes),
                                       client="agenthub")
         for block in blocks:
+            if len(block) > max_line_bytes:  # every frame, also one that began and ended inside this read
+                raise StreamProtocolError("agenthub: an event of more than {} bytes".format(max_line_bytes),
+                                          client="agenthub")
             if block.startswith(b"data: ") and block.find(b"\n", 6) < 0:
                 yield block[6:].decode("utf-8")
             elif block.startswith(b":") and block.find(b"\n") < 0:
@@ -195,6 +198,11 @@ def parse_document(payload: Any, client: str = "agenthub", tool_id_prefix: Any =
             return
 
 
+def models_request(endpoint: Endpoint, page_token: Optional[str] = None) -> HttpRequest:
+    """``GET /v1/models`` of the server (its host joins the root): the ids of its models table (one page)."""
+    return get_request(endpoint, "/v1/models")
+
+
 def error_from_body(status: Any, headers: Mapping[str, str], payload: Any, client: str = "agenthub") -> AgentHubError:
     """An error answer of the server: rebuilt as the AgentHubError it was raised as there (else read
     as any server's error answer)."""
@@ -202,8 +210,5 @@ def error_from_body(status: Any, headers: Mapping[str, str], payload: Any, clien
     return rebuilt if rebuilt is not None else _error_from_body(status, headers, payload, client)
 
 
-PROTOCOL = Protocol(
-    "agenthub", __name__, build_request, parse_stream,
-    base_url="http://127.0.0.1:8787", key_env=("AGENTHUB_SERVER_KEY",), base_url_env="AGENTHUB_SERVER_URL",
-    framing=framing, parse_document=parse_document, error_from_body=error_from_body,
-)
+PROTOCOL = Protocol("agenthub", __name__, build_request, parse_stream, framing=framing, parse_document=parse_document,
+                    error_from_body=error_from_body, models_request=models_request, parse_models=parse_data_list)

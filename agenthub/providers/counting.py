@@ -1,5 +1,6 @@
 """Token counting before sending: each provider's count endpoint, planned from the very request
-``streaming_response`` would send (pure: no I/O).
+``streaming_response`` would send (pure: no I/O).  Plans are paths: the host joins them to the
+endpoint and adds the credential (``agenthub.hosts``), so a count request is the plan's path changed.
 
 ``count_request(client_type, plan, model)`` takes the streaming plan (after ``extra_body`` /
 ``extra_headers``) and returns the count request, or None for a protocol without a count endpoint.
@@ -11,7 +12,8 @@ out, and Gemini gets them inside ``generateContentRequest``.
   (https://platform.claude.com/docs/en/build-with-claude/token-counting); the body keys the SDK's
   ``messages.count_tokens`` sends.
 - Claude on Vertex AI: ``POST .../publishers/anthropic/models/count-tokens:rawPredict``, the model in
-  the body (the Anthropic Vertex SDK's own rewrite of the path).
+  the body (the Anthropic Vertex SDK's own rewrite of the path; the plan says ``/v1/messages/count_tokens``
+  and the vertex host's URL rule makes it that).
 - OpenAI Responses: ``POST /responses/input_tokens`` -> ``{"object": "response.input_tokens",
   "input_tokens": n}`` (the SDK's ``responses.input_tokens.count``).
 - Gemini API: ``POST /v1beta/models/{model}:countTokens`` with ``{"generateContentRequest": {"model":
@@ -67,12 +69,10 @@ def _anthropic(plan: HttpRequest, model: str) -> HttpRequest:
 
 
 def _vertex_anthropic(plan: HttpRequest, model: str) -> HttpRequest:
-    path = plan.url.partition("?")[0]
-    prefix = path[: path.rindex("/models/") + len("/models/")]
     body = {"anthropic_version": (plan.body or {}).get("anthropic_version"), "model": model}
     body.update(_keep(plan.body, [key for key in ANTHROPIC_KEYS if key != "model"]))
-    return dataclasses.replace(plan, url=prefix + "count-tokens:rawPredict", headers=_json_headers(plan), body=body,
-                               stream=False)
+    return dataclasses.replace(plan, url=plan.url.rstrip("/") + "/count_tokens", headers=_json_headers(plan),
+                               body=body, stream=False)  # the vertex host sends it to count-tokens:rawPredict
 
 
 def _responses(plan: HttpRequest, model: str) -> HttpRequest:
@@ -88,7 +88,7 @@ def _gemini(plan: HttpRequest, model: str) -> HttpRequest:
 
 
 def _vertex(plan: HttpRequest, model: str) -> HttpRequest:
-    if ":streamRawPredict" in plan.url:  # client_type="vertex" with a Claude model
+    if plan.url.startswith("/v1/messages"):  # client_type="vertex" with a Claude model
         return _vertex_anthropic(plan, model)
     return dataclasses.replace(plan, url=_replace_tail(plan.url, ":streamGenerateContent", ":countTokens", "vertex"),
                                headers=_json_headers(plan), body=_keep(plan.body, VERTEX_GEMINI_KEYS), stream=False)
@@ -124,7 +124,7 @@ def parse_count(client_type: str, payload: Any, request: Optional[HttpRequest] =
     """The token count in a count endpoint's answer; a StreamProtocolError when it has none."""
     field = COUNTED[client_type][1]
     if field is None:  # Vertex: Claude answers as Anthropic does, Gemini as Gemini
-        field = "input_tokens" if request is not None and "count-tokens:rawPredict" in request.url else "totalTokens"
+        field = "input_tokens" if request is not None and "count_tokens" in request.url else "totalTokens"
     value = payload.get(field) if isinstance(payload, Mapping) else None
     if payload is not None and isinstance(payload, Mapping) and value is None and field == "totalTokens" \
             and "totalTokens" not in payload and payload.get("promptTokensDetails") is not None:

@@ -7,10 +7,10 @@ registry row's ``endpoint.quirks`` (``tts``, ``image_output``,
 
 Request
 -------
-- The key travels in the ``x-goog-api-key`` header, never in the URL.  The path is
-  ``/v1beta/models/{model}:streamGenerateContent?alt=sse`` after base_url, or
-  ``/models/...`` when base_url already names a version (``.../v1beta``, Vertex AI's
-  ``https://aiplatform.googleapis.com/v1/publishers/google``).
+- The path is ``/v1beta/models/{model}:streamGenerateContent?alt=sse``; the host (``agenthub.hosts``)
+  joins it to base_url (``/models/...`` when base_url already names a version: ``.../v1beta``, Vertex
+  AI's ``https://aiplatform.googleapis.com/v1/publishers/google``) and sends the key in the
+  ``x-goog-api-key`` header, never in the URL.
 - user -> ``user`` contents, assistant -> ``model`` contents; ``system_prompt`` ->
   ``systemInstruction``; ``max_tokens`` -> ``maxOutputTokens``; ``temperature``.
 - tools -> one ``functionDeclarations`` tool; the JSON Schema goes in
@@ -78,14 +78,14 @@ import logging
 import mimetypes
 import re
 from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Tuple
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote
 
 from ..errors import ConfigError, StreamProtocolError, upstream_error
 from ..sse import SSEEvent
 from ..stream import StreamEnd
 from ..toolcalls import ToolCallAssembler
 from ..types import HttpRequest, PromptCaching, ThinkingLevel
-from ._common import (DONE, document_payloads, payloads, Endpoint, Protocol, check_response_format, documents, get_request, join_url,
+from ._common import (DONE, document_payloads, payloads, Endpoint, Protocol, check_response_format, documents, get_request,
                       model_list_page, nearest, parse_data_uri, request_headers, samplers, to_int, unsupported,
                       usage)
 
@@ -94,7 +94,10 @@ __all__ = [
     "parse_stream",
     "parse_document",
     "map_usage",
-    "request_url",
+    "request_path",
+    "resource_name",
+    "blob_part",
+    "url_part",
     "thinking_config",
     "FINISH_REASONS",
     "THINKING",
@@ -153,13 +156,10 @@ THINKING = (
 SIGNATURE_REQUIRED = re.compile(r"gemini-([3-9]|\d\d)(?!.*-image)")
 
 _TOOL_CHOICE = {"auto": "AUTO", "required": "ANY", "none": "NONE"}
-_VERSIONED_BASE = re.compile(r"/v\d+(alpha|beta)?\d*(/|$)")
-
-
 # -- request ------------------------------------------------------------------------------------
 
 
-def _resource(model: str) -> str:
+def resource_name(model: str) -> str:
     """The model's resource name: ``models/{model}``, or the name itself when it has a collection
     (``models/...``, ``tunedModels/...``)."""
     return model if "/" in model else "models/" + model
@@ -170,16 +170,10 @@ def _model_path(model: str) -> str:
     return model.rsplit("/", 1)[-1]
 
 
-def request_url(endpoint: Endpoint, model: str, method: str) -> str:
-    """``{base_url}/v1beta/models/{model}:{method}``.
-
-    A base_url that already names an API version (``.../v1beta``, or a Vertex AI
-    ``https://aiplatform.googleapis.com/v1/publishers/google``) gets ``/models/...``
-    appended directly.
-    """
-    base = endpoint.base_url.rstrip("/")
-    prefix = "" if _VERSIONED_BASE.search(urlsplit(base).path) else "/v1beta"
-    return join_url(base, "{}/{}:{}".format(prefix, _resource(model), method))
+def request_path(model: str, method: str) -> str:
+    """``/v1beta/models/{model}:{method}`` (the host drops ``/v1beta`` for a base URL that already
+    names an API version: ``agenthub.hosts.keys``)."""
+    return "/v1beta/{}:{}".format(resource_name(model), method)
 
 
 def _schema_field(model: str) -> str:
@@ -308,7 +302,7 @@ def _openapi(client: str, schema: Any, defs: Mapping[str, Any], refs: Tuple[str,
 
 
 def _headers(endpoint: Endpoint, accept: str) -> Dict[str, str]:
-    return request_headers(endpoint, "x-goog-api-key", "", accept)
+    return request_headers(endpoint, accept)
 
 
 def _thinking_rule(model: str) -> Any:
@@ -344,15 +338,15 @@ def _b64(data: Any) -> str:
     return base64.b64encode(bytes(data)).decode("ascii")
 
 
-def _blob(mime_type: str, data: Any) -> Dict[str, Any]:
+def blob_part(mime_type: str, data: Any) -> Dict[str, Any]:
     return {"inlineData": {"mimeType": mime_type, "data": _b64(data)}}
 
 
-def _url_part(url: str) -> Dict[str, Any]:
+def url_part(url: str) -> Dict[str, Any]:
     """An image URL as a part: a data URI is sent inline, any other URL by reference (never fetched here)."""
     parsed = parse_data_uri(url)
     if parsed is not None:
-        return _blob(parsed[0], parsed[1])
+        return blob_part(parsed[0], parsed[1])
     file_data = {"fileUri": url}  # type: Dict[str, Any]
     mime = mimetypes.guess_type(url.split("?", 1)[0].split("#", 1)[0])[0]
     if mime:
@@ -400,14 +394,14 @@ def _assistant_parts(client: str, message: Mapping[str, Any], placeholder: bool)
                 continue
             part = {"text": item["thinking"], "thought": True}
         elif kind == "inline_data":
-            part = _blob(item["mime_type"], item["data"])
+            part = blob_part(item["mime_type"], item["data"])
         elif kind == "inline_thinking":
             if not signature:
                 continue
-            part = _blob(item["mime_type"], item["data"])
+            part = blob_part(item["mime_type"], item["data"])
             part["thought"] = True
         elif kind == "image_url":
-            part = _url_part(item["image_url"])
+            part = url_part(item["image_url"])
         elif kind == "tool_call":
             call = {}  # type: Dict[str, Any]
             if not fidelity.get(SYNTHETIC_ID):
@@ -445,9 +439,9 @@ def _user_contents(client: str, message: Mapping[str, Any], calls: Mapping[str, 
         if kind == "text":
             add(False, {"text": item["text"]})
         elif kind == "image_url":
-            add(False, _url_part(item["image_url"]))
+            add(False, url_part(item["image_url"]))
         elif kind == "inline_data":
-            add(False, _blob(item["mime_type"], item["data"]))
+            add(False, blob_part(item["mime_type"], item["data"]))
         elif kind == "tool_result":
             call_id = item["tool_call_id"]
             if call_id not in calls:
@@ -462,7 +456,7 @@ def _user_contents(client: str, message: Mapping[str, Any], calls: Mapping[str, 
             inline = []  # type: List[Dict[str, Any]]
             linked = []  # type: List[Dict[str, Any]]
             for url in item.get("images") or ():
-                part = _url_part(url)
+                part = url_part(url)
                 (inline if "inlineData" in part else linked).append(part)
             if inline:
                 response["parts"] = inline
@@ -556,13 +550,16 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
         body["generationConfig"] = generation
         if service_tier:
             body["serviceTier"] = service_tier
-        return HttpRequest("POST", request_url(endpoint, model, "streamGenerateContent?alt=sse"),
+        return HttpRequest("POST", request_path(model, "streamGenerateContent?alt=sse"),
                            _headers(endpoint, "text/event-stream"), body)
 
     body = {"contents": _contents(client, model, messages)}
     if config.get("system_prompt"):
         body["systemInstruction"] = {"parts": [{"text": config["system_prompt"]}]}
     if config.get("tools"):
+        if any(tool.get("strict") for tool in config["tools"]):
+            raise unsupported(client, "tools", "strict cannot be sent: a Gemini function declaration has no strict "
+                                               "mode")
         body["tools"] = [{"functionDeclarations": [_declaration(tool) for tool in config["tools"]]}]
     calling = {}  # type: Dict[str, Any]
     if "tool_choice" in config:
@@ -592,7 +589,7 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
         body["generationConfig"] = generation
     if service_tier:
         body["serviceTier"] = service_tier
-    return HttpRequest("POST", request_url(endpoint, model, "streamGenerateContent?alt=sse"),
+    return HttpRequest("POST", request_path(model, "streamGenerateContent?alt=sse"),
                        _headers(endpoint, "text/event-stream"), body)
 
 
@@ -1012,13 +1009,11 @@ MODELS_PAGE_SIZE = 1000
 
 
 def models_request(endpoint: Endpoint, page_token: Optional[str] = None) -> HttpRequest:
-    """``GET {base_url}/v1beta/models?pageSize=1000`` (then ``&pageToken=`` the last ``nextPageToken``)."""
-    base = endpoint.base_url.rstrip("/")
-    prefix = "" if _VERSIONED_BASE.search(urlsplit(base).path) else "/v1beta"
-    url = join_url(base, "{}/models?pageSize={}".format(prefix, MODELS_PAGE_SIZE))
+    """``GET /v1beta/models?pageSize=1000`` (then ``&pageToken=`` the last ``nextPageToken``)."""
+    path = "/v1beta/models?pageSize={}".format(MODELS_PAGE_SIZE)
     if page_token:
-        url += "&pageToken=" + quote(page_token, safe="")
-    return get_request(endpoint, url, "x-goog-api-key", "")
+        path += "&pageToken=" + quote(page_token, safe="")
+    return get_request(endpoint, path)
 
 
 def parse_models(payload: Any, client: str = "gemini") -> Tuple[List[str], Optional[str]]:
@@ -1030,8 +1025,6 @@ def parse_models(payload: Any, client: str = "gemini") -> Tuple[List[str], Optio
 
 PROTOCOL = Protocol(
     "gemini", __name__, build_request, parse_stream, parse_document=parse_document,
-    base_url="https://generativelanguage.googleapis.com", key_env=("GEMINI_API_KEY", "GOOGLE_API_KEY"),
-    base_url_env="GEMINI_BASE_URL",
     quirk_keys=("fast_mode", "image_output", "response_formats", "stream_function_call_arguments", "tts"),
     embeddings="gemini_embeddings", demo=("gemini-3.5-flash", "Gemini generateContent"),
     models_request=models_request, parse_models=parse_models,

@@ -68,7 +68,7 @@ from ..stream import StreamEnd
 from ..toolcalls import ToolCallAssembler
 from ..types import HttpRequest, PromptCaching, ThinkingLevel
 from . import gemini
-from ._common import (Endpoint, Protocol, check_response_format, join_url, parse_data_uri, request_headers,
+from ._common import (Endpoint, Protocol, check_response_format, parse_data_uri, request_headers,
                       stop_sequences, to_int, unsupported, usage)
 
 __all__ = [
@@ -108,14 +108,13 @@ _MEDIA_KINDS = ("image", "audio", "video")
 
 
 def interactions_url(endpoint: Endpoint, tail: str = "") -> str:
-    """``{base_url}/v1beta/interactions{tail}`` (``/interactions...`` after a base_url naming a version)."""
-    base = endpoint.base_url.rstrip("/")
-    prefix = "" if gemini._VERSIONED_BASE.search(urlsplit(base).path) else "/v1beta"
-    return join_url(base, prefix + "/interactions" + tail)
+    """The path ``/v1beta/interactions{tail}`` (the gemini host joins the base URL, and drops ``/v1beta``
+    after a base URL that names a version)."""
+    return "/v1beta/interactions" + tail
 
 
 def _headers(endpoint: Endpoint, accept: str = "text/event-stream") -> Dict[str, str]:
-    return request_headers(endpoint, "x-goog-api-key", "", accept, **{"Api-Revision": API_REVISION})
+    return request_headers(endpoint, accept, **{"Api-Revision": API_REVISION})
 
 
 def _b64(data: Any) -> str:
@@ -623,8 +622,6 @@ def _end_call(tools: ToolCallAssembler, call: _Call) -> List[Dict[str, Any]]:
 
 PROTOCOL = Protocol(
     "gemini-interactions", __name__, build_request, parse_stream, parse_document=parse_document,
-    base_url="https://generativelanguage.googleapis.com", key_env=("GEMINI_API_KEY", "GOOGLE_API_KEY"),
-    base_url_env="GEMINI_BASE_URL",
     quirk_keys=("fast_mode", "response_formats"),
     demo=None,
     models_request=gemini.models_request, parse_models=gemini.parse_models,  # the same GET /v1beta/models

@@ -9,7 +9,9 @@ Vendor differences are data, read from ``endpoint.quirks`` (a registry row):
 - ``echo_reasoning_on_tool_turns``: send an empty reasoning field on assistant tool-call
   turns without thinking (DeepSeek thinking mode wants it back);
 - ``thinking``: a mapping ThinkingLevel value -> extra body fields (e.g. GLM/Kimi
-  ``thinking``, vLLM ``chat_template_kwargs``); absent: thinking_level is not sent;
+  ``thinking``, vLLM ``chat_template_kwargs``); absent: thinking_level is sent as
+  ``reasoning_effort`` (its value as is, as the openai SDK sends it); empty: the model's thinking
+  is fixed (MiniMax always thinks), every level is clamped to it and nothing is sent;
 - ``tool_choice``: the tool_choice values the vendor accepts (others raise
   UnsupportedParameterError);
 - ``stream_usage``: ask for the usage chunk (default True);
@@ -40,7 +42,7 @@ from ..stream import StreamEnd
 from ..toolcalls import ToolCallAssembler
 from ..types import HttpRequest, PromptCaching
 from ._common import (left_out, DONE, document_payloads, payloads, openai_models_request, parse_data_list, Endpoint, Protocol, check_response_format, data_uri, documents, dumps,
-                      inclusive_usage, join_url, parse_data_uri, request_headers, samplers,
+                      inclusive_usage, parse_data_uri, request_headers, samplers,
                       to_int, unsupported)
 
 __all__ = ["build_request", "parse_stream", "map_usage", "chat_response_format", "FINISH_REASONS", "STOP_LIMIT",
@@ -96,13 +98,19 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
     thinking = quirks.get("thinking")
     if level is not None and thinking:
         body.update(thinking.get(level.value, {}))
+    elif level is not None and thinking is None:
+        body["reasoning_effort"] = level.value  # the field the openai SDK sends (its ReasoningEffort values)
+    # (a row whose ``thinking`` is empty: the model's thinking is fixed, and every level is clamped to it)
+    if config.get("thinking_summary") is False:
+        raise unsupported(client, "thinking_summary", "False cannot be sent over Chat Completions: it has no field "
+                                                      "to hide the reasoning a server streams")
     caching = config.get("prompt_caching")
     if caching is not None and caching != PromptCaching.ENABLE:
         raise unsupported(client, "prompt_caching", "can only be ENABLE: the server caches prompts by itself")
     for key in ("image_config", "tts_config", "embedding_config"):
         if key in config:
             raise unsupported(client, key, "is not available over Chat Completions for model {!r}".format(model))
-    return HttpRequest("POST", join_url(endpoint.base_url, "/chat/completions"), request_headers(endpoint), body)
+    return HttpRequest("POST", "/chat/completions", request_headers(endpoint), body)
 
 
 def chat_response_format(response_format: Mapping[str, Any]) -> Dict[str, Any]:
@@ -122,6 +130,8 @@ def _tool(tool: Mapping[str, Any]) -> Dict[str, Any]:
     if tool.get("description"):
         function["description"] = tool["description"]
     function["parameters"] = tool.get("parameters") or {"type": "object", "properties": {}}
+    if "strict" in tool:
+        function["strict"] = tool["strict"]
     return {"type": "function", "function": function}
 
 
@@ -698,7 +708,6 @@ def _base_resp_error(client: str, base: Dict[str, Any]) -> Exception:
 
 PROTOCOL = Protocol(
     "openai-chat", __name__, build_request, parse_stream, parse_document=parse_document,
-    base_url="https://api.openai.com/v1", key_env=("OPENAI_API_KEY",), base_url_env="OPENAI_BASE_URL",
     quirk_keys=("echo_reasoning_on_tool_turns", "fast_mode", "images", "max_tokens_field", "reasoning_field",
                 "response_formats", "stream_usage", "thinking", "tool_choice", "tool_stream"),
     embeddings="openai_embeddings", demo=("demo-model", "OpenAI Chat Completions"),

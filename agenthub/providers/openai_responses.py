@@ -110,9 +110,9 @@ from ..errors import EmptyResponseError, upstream_error
 from ..sse import SSEEvent
 from ..stream import StreamEnd
 from ..toolcalls import ToolCallAssembler
-from ..types import HttpRequest, PromptCaching
+from ..types import HttpRequest, PromptCaching, ThinkingLevel
 from ._common import (COMPACTION_FORMAT, after_compaction, left_out, DONE, payloads, openai_models_request, parse_data_list, Endpoint, Protocol, check_response_format, data_uri, documents, dumps,
-                      inclusive_usage, join_url, nearest, parse_data_uri, request_headers,
+                      inclusive_usage, nearest, parse_data_uri, request_headers,
                       unsupported)
 
 __all__ = ["build_request", "parse_stream", "map_usage", "model_profile", "clamp_effort", "check_sampling",
@@ -238,7 +238,7 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
         body["store"] = True  # background mode requires it: the response is kept by OpenAI (retention applies)
     else:
         body["store"] = False
-    if quirks.get("encrypted_reasoning", reasons):
+    if quirks.get("encrypted_reasoning", _encrypted(client, config, quirks, reasons, known)):
         body["include"] = ["reasoning.encrypted_content"]
     if "max_tokens" in config:
         body["max_output_tokens"] = config["max_tokens"]
@@ -272,7 +272,19 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
     for key in ("image_config", "tts_config", "embedding_config"):
         if key in config:
             raise unsupported(client, key, "is not available over the Responses API for model {!r}".format(model))
-    return HttpRequest("POST", join_url(endpoint.base_url, "/responses"), request_headers(endpoint), body)
+    return HttpRequest("POST", "/responses", request_headers(endpoint), body)
+
+
+def _encrypted(client: str, config: Mapping[str, Any], quirks: Mapping[str, Any], reasons: bool, known: bool) -> bool:
+    """Ask for the encrypted reasoning (``include``)?  When the model may reason; on Azure, where the model
+    is a deployment's own name, only when the name is a known model's, the row says it reasons (quirk
+    ``reasoning``) or the request asks for reasoning: a deployment that does not reason refuses it."""
+    if not reasons:
+        return False
+    if not client.startswith("azure") or known or "reasoning" in quirks:
+        return True
+    level = config.get("thinking_level")
+    return (level is not None and level != ThinkingLevel.NONE) or bool(config.get("thinking_summary"))
 
 
 def _reasoning(config: Mapping[str, Any], reasons: bool, efforts: Optional[Tuple[str, ...]], known: bool) -> Dict[str, Any]:
@@ -294,7 +306,7 @@ def _tool(tool: Mapping[str, Any]) -> Dict[str, Any]:
     if tool.get("description"):
         wire["description"] = tool["description"]
     wire["parameters"] = tool.get("parameters") or {"type": "object", "properties": {}}
-    wire["strict"] = False
+    wire["strict"] = bool(tool.get("strict", False))  # (the Responses function tool requires the field)
     return wire
 
 
@@ -1238,11 +1250,11 @@ def _failure_payload(payload: Mapping[str, Any]) -> Any:
 
 
 def resume_request(endpoint: Endpoint, resource_id: str, cursor: Optional[int]) -> HttpRequest:
-    """``GET {base_url}/responses/{id}?stream=true&starting_after=<sequence_number>``: a background
-    response's stream again, from the event after ``cursor`` (from its start when None)."""
+    """``GET /responses/{id}?stream=true&starting_after=<sequence_number>`` (a path: the host joins the base
+    URL): a background response's stream again, from the event after ``cursor`` (from its start when None)."""
     from urllib.parse import quote
 
-    url = join_url(endpoint.base_url, "/responses/" + quote(resource_id, safe="")) + "?stream=true"
+    url = "/responses/" + quote(resource_id, safe="") + "?stream=true"
     if cursor is not None:
         url += "&starting_after={}".format(int(cursor))
     headers = request_headers(endpoint)
@@ -1251,10 +1263,10 @@ def resume_request(endpoint: Endpoint, resource_id: str, cursor: Optional[int]) 
 
 
 def cancel_request(endpoint: Endpoint, resource_id: str) -> HttpRequest:
-    """``POST {base_url}/responses/{id}/cancel`` (only background responses can be cancelled)."""
+    """``POST /responses/{id}/cancel`` (a path; only background responses can be cancelled)."""
     from urllib.parse import quote
 
-    return HttpRequest("POST", join_url(endpoint.base_url, "/responses/" + quote(resource_id, safe="") + "/cancel"),
+    return HttpRequest("POST", "/responses/" + quote(resource_id, safe="") + "/cancel",
                        request_headers(endpoint, accept="application/json"), {}, stream=False)
 
 
@@ -1292,7 +1304,6 @@ build_request.compaction_format = "openai"  # type: ignore[attr-defined]  # the 
 
 PROTOCOL = Protocol(
     "openai-responses", __name__, build_request, parse_stream, parse_document=parse_document,
-    base_url="https://api.openai.com/v1", key_env=("OPENAI_API_KEY",), base_url_env="OPENAI_BASE_URL",
     quirk_keys=("encrypted_reasoning", "fast_mode", "reasoning", "reasoning_efforts", "response_formats"),
     embeddings="openai_embeddings", demo=("gpt-5.5", "OpenAI Responses"),
     models_request=openai_models_request, parse_models=parse_data_list,

@@ -7,7 +7,7 @@ it splits on, and four calls over a ``Wire`` (create, retrieve, results, cancel)
 
 import json
 import re
-from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 from ...types import HttpRequest
 
@@ -16,8 +16,9 @@ __all__ = ["Backend", "BACKENDS", "backend", "for_client_type", "TERMINAL", "Out
 #: agenthub's states of one remote batch: pending, running, cancelling, then one of these
 TERMINAL = frozenset(["completed", "failed", "expired", "cancelled"])
 
-#: one result: (custom_id, "ok" | "error" | "not_run", payload).  ok: the answer's JSON body;
-#: error: (HTTP status or None, the error body); not_run: why (expired, cancelled)
+#: one result: (custom_id, "ok" | "error" | "not_run" | "bad", payload).  ok: the answer's JSON body;
+#: error: (HTTP status or None, the error body); not_run: why (expired, cancelled); bad: why the
+#: item could not be read (custom_id "")
 Outcome = Tuple[str, str, Any]
 
 
@@ -85,6 +86,22 @@ class Backend(object):
 
     def cancel(self, wire: Any, remote: Mapping[str, Any]) -> Dict[str, Any]:
         raise NotImplementedError
+
+
+def outcomes(items: Iterable[Any], parse: Callable[[Any], Outcome]) -> Iterator[Outcome]:
+    """``parse`` of each result item; an item that does not parse (not JSON, no custom id, an unknown
+    shape) is ``("", "bad", why)``: counted and passed over, the others still come through."""
+    from ...errors import StreamProtocolError
+    from ._wire import BadLine
+
+    for item in items:
+        if isinstance(item, BadLine):
+            yield "", "bad", item.reason
+            continue
+        try:
+            yield parse(item)
+        except StreamProtocolError as exc:
+            yield "", "bad", str(exc)
 
 
 def dumps_entry(entry: Mapping[str, Any]) -> bytes:

@@ -21,7 +21,7 @@ from ...errors import AgentHubError, ConfigError, UpstreamError
 from ...providers._common import Endpoint
 from ...types import HttpRequest
 
-__all__ = ["Wire", "multipart", "same_origin", "RETRY_AFTER_CAP"]
+__all__ = ["Wire", "BadLine", "multipart", "same_origin", "RETRY_AFTER_CAP"]
 
 log = logging.getLogger("agenthub")
 
@@ -147,17 +147,23 @@ class Wire(object):
         return sorted(set(s for s in secrets if s), key=len, reverse=True)
 
 
-def _decode_line(raw: bytes, number: int, client: str) -> Any:
-    from ...errors import StreamProtocolError
+class BadLine(object):
+    """A results line that is not JSON (handed on, so one bad line does not hide the others)."""
 
+    __slots__ = ("reason",)
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+
+
+def _decode_line(raw: bytes, number: int, client: str) -> Any:
     text = raw.decode("utf-8-sig", "replace").strip()
     if not text:
         return None
     try:
         return json.loads(text)
-    except ValueError:
-        raise StreamProtocolError("{}: line {} of the batch results is not JSON".format(client, number),
-                                  client=client, retryable=False) from None
+    except (ValueError, RecursionError):
+        return BadLine("{}: line {} of the batch results is not JSON".format(client, number))
 
 
 def multipart(fields: Mapping[str, str], file_field: str, filename: str, content: bytes,

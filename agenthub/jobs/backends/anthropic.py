@@ -25,7 +25,7 @@ from typing import Any, Dict, Iterator, List, Mapping
 from ...errors import StreamProtocolError
 from ...providers._common import join_url
 from ...types import HttpRequest
-from . import Backend, Outcome
+from . import Backend, Outcome, outcomes
 from ._wire import Wire, same_origin
 
 __all__ = ["ANTHROPIC", "AnthropicBatches", "STATES", "parse_line", "status_of"]
@@ -66,8 +66,9 @@ class AnthropicBatches(Backend):
         if not isinstance(url, str) or not same_origin(url, base):
             # absent, or on another host: the key goes only to its own endpoint (the documented path then)
             url = join_url(base, "/v1/messages/batches/{}/results".format(remote["batch_id"]))
-        for line in wire.lines(url, headers={"Accept": "application/binary"}):
-            yield parse_line(line, wire.client_type)
+        lines = wire.lines(url, headers={"Accept": "application/binary"})
+        for outcome in outcomes(lines, lambda line: parse_line(line, wire.client_type)):
+            yield outcome
 
     def cancel(self, wire: Wire, remote: Mapping[str, Any]) -> Dict[str, Any]:
         url = join_url(wire.endpoint.base_url, "/v1/messages/batches/{}/cancel".format(remote["batch_id"]))

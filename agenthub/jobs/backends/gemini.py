@@ -31,14 +31,13 @@ from ...errors import StreamProtocolError
 from ...providers import gemini as gemini_protocol
 from ...providers._common import Endpoint
 from ...types import HttpRequest
-from . import Backend, Outcome
+from . import Backend, Outcome, outcomes
 from ._wire import Wire, same_origin
 
 __all__ = ["GEMINI", "GeminiBatches", "STATES", "INLINE_MAX_BYTES", "version_root", "status_of", "parse_item"]
 
 #: inline requests only while the whole create request stays under this size
 INLINE_MAX_BYTES = 20 * 1000 * 1000
-_CREATE_OVERHEAD = 4096
 
 STATES = {}  # type: Dict[str, str]
 for _prefix in ("BATCH_STATE_", "JOB_STATE_"):
@@ -81,14 +80,18 @@ class GeminiBatches(Backend):
         root = version_root(wire.endpoint)
         url = "{}/models/{}:batchGenerateContent".format(root, quote(model, safe=""))
         size = sum(len(e) for e in entries)
-        if size + _CREATE_OVERHEAD < INLINE_MAX_BYTES:
+        source = None  # type: Optional[Dict[str, Any]]
+        file_name = None
+        if size < INLINE_MAX_BYTES:
             inline = []
             for data in entries:
                 line = json.loads(data)
                 inline.append({"request": line["request"], "metadata": {"key": line["key"]}})
-            source = {"requests": {"requests": inline}}  # type: Dict[str, Any]
-            file_name = None
-        else:
+            body = {"batch": {"display_name": name, "input_config": {"requests": {"requests": inline}}}}
+            encoded = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+            if len(encoded) < INLINE_MAX_BYTES:  # the whole create request, as the guide counts it
+                source = body["batch"]["input_config"]
+        if source is None:
             file_name = self._upload(wire, root, entries, size, name)
             source = {"file_name": file_name}
         operation = wire.json("POST", url, body={"batch": {"display_name": name, "input_config": source}})
@@ -128,15 +131,15 @@ class GeminiBatches(Backend):
         if isinstance(inline, dict):
             inline = inline.get("inlinedResponses")
         if isinstance(inline, list):
-            for item in inline:
-                yield parse_item(item, wire.client_type, inline=True)
+            for outcome in outcomes(inline, lambda item: parse_item(item, wire.client_type, inline=True)):
+                yield outcome
             return
         file_name = output.get("responsesFile")
         if isinstance(file_name, str) and file_name:
             head, version = _prefix_and_version(version_root(wire.endpoint))
             url = "{}/download/{}/{}:download?alt=media".format(head, version, file_name)
-            for line in wire.lines(url):
-                yield parse_item(line, wire.client_type, inline=False)
+            for outcome in outcomes(wire.lines(url), lambda line: parse_item(line, wire.client_type, inline=False)):
+                yield outcome
 
     def cancel(self, wire: Wire, remote: Mapping[str, Any]) -> Dict[str, Any]:
         root = version_root(wire.endpoint)

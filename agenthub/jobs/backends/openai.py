@@ -33,7 +33,7 @@ from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple
 from ...errors import StreamProtocolError
 from ...providers._common import join_url
 from ...types import HttpRequest
-from . import Backend, Outcome
+from . import Backend, Outcome, outcomes
 from ._wire import Wire, multipart
 
 __all__ = ["OPENAI", "AZURE", "PATHS", "STATES", "NOT_RUN", "OpenAIBatches", "AzureBatches", "body_of", "parse_line",
@@ -102,8 +102,9 @@ class OpenAIBatches(Backend):
         root = self.root(wire.endpoint.base_url)
         for file_id in (info.get("output_file_id"), info.get("error_file_id")):
             if file_id:
-                for line in wire.lines(join_url(root, "/files/{}/content".format(file_id))):
-                    yield parse_line(line, wire.client_type)
+                lines = wire.lines(join_url(root, "/files/{}/content".format(file_id)))
+                for outcome in outcomes(lines, lambda line: parse_line(line, wire.client_type)):
+                    yield outcome
 
     def cancel(self, wire: Wire, remote: Mapping[str, Any]) -> Dict[str, Any]:
         root = self.root(wire.endpoint.base_url)

@@ -1,6 +1,6 @@
 """Credentials that are not plain keys: token callables, and secrets that must never be sent as a key.
 
-Pure: no I/O.  ``bearer_token`` is what a protocol's ``encode`` calls once per attempt
+Pure: no I/O.  ``bearer_token`` is what a host's ``authorise`` calls once per attempt
 (so a provider that refreshes its tokens works: Microsoft Entra ID's
 ``get_bearer_token_provider``, google-auth, or any function of yours).
 ``private_key_reason`` recognises a service-account JSON (or any text holding a
