@@ -14,14 +14,14 @@ import time
 from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple
 from urllib.parse import urlsplit
 
-from ... import providers, transport
+from ... import hosts, transport
 from ...client import _scrub  # the client's scrubbing: the same words for the same secrets
 from ..._redact import secret_values, url_secrets
 from ...errors import AgentHubError, ConfigError, UpstreamError
 from ...providers._common import Endpoint
 from ...types import HttpRequest
 
-__all__ = ["Wire", "BadLine", "multipart", "same_origin", "RETRY_AFTER_CAP"]
+__all__ = ["Wire", "BadLine", "multipart", "same_origin", "join_url", "RETRY_AFTER_CAP"]
 
 log = logging.getLogger("agenthub")
 
@@ -31,6 +31,11 @@ BACKOFF_BASE = 0.5
 BACKOFF_CAP = 8.0
 #: (connect, read) seconds for batch management calls and downloads
 TIMEOUT = (10.0, 300.0)
+
+
+def join_url(base_url: str, path: str) -> str:
+    """A batch endpoint's URL: its API root (the endpoint's base URL, or Azure's v1 root) and a path."""
+    return base_url.rstrip("/") + path
 
 
 class Wire(object):
@@ -43,7 +48,9 @@ class Wire(object):
         self.session = session if session is not None else transport.new_session()
         self.max_retries = max_retries
         self.timeout = timeout
-        self._record = providers.protocol(client_type)
+        row = hosts.client_type(client_type)
+        self._record = row.protocol()  # the dialect: its model-list request and its error shapes
+        self._host = row.host  # how a request to this endpoint is authorised
 
     # -- headers ---------------------------------------------------------------------------------
     def auth_headers(self) -> Dict[str, str]:
@@ -51,7 +58,7 @@ class Wire(object):
         record = self._record
         if record.models_request is None:  # pragma: no cover - every batch protocol can list models
             raise ConfigError("{}: no way to authenticate batch calls".format(self.client_type))
-        probe = record.encode(record.models_request(self.endpoint, None), self.endpoint)
+        probe = self._host.encode(record.models_request(self.endpoint, None), self.endpoint)
         return {name: value for name, value in probe.headers.items()
                 if name.lower() not in ("content-type", "accept", "content-length")}
 

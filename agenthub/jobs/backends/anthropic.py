@@ -23,10 +23,9 @@ import re
 from typing import Any, Dict, Iterator, List, Mapping
 
 from ...errors import StreamProtocolError
-from ...providers._common import join_url
 from ...types import HttpRequest
 from . import Backend, Outcome, outcomes
-from ._wire import Wire, same_origin
+from ._wire import join_url, Wire, same_origin
 
 __all__ = ["ANTHROPIC", "AnthropicBatches", "STATES", "parse_line", "status_of"]
 

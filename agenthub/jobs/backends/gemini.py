@@ -51,7 +51,9 @@ _NOT_RUN_CODES = (1, "CANCELLED")
 
 def version_root(endpoint: Endpoint) -> str:
     """``https://generativelanguage.googleapis.com/v1beta`` for the endpoint (its own version if it names one)."""
-    url = gemini_protocol.models_request(endpoint, None).url
+    from ...hosts import host
+
+    url = host("gemini").url(endpoint, gemini_protocol.models_request(endpoint, None).url)  # the host's URL rule
     return url[:url.index("/models?")]
 
 

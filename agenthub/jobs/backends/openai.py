@@ -31,10 +31,9 @@ are not supported; statuses may come capitalised (``"Validating"``); Azure does 
 from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple
 
 from ...errors import StreamProtocolError
-from ...providers._common import join_url
 from ...types import HttpRequest
 from . import Backend, Outcome, outcomes
-from ._wire import Wire, multipart
+from ._wire import join_url, Wire, multipart
 
 __all__ = ["OPENAI", "AZURE", "PATHS", "STATES", "NOT_RUN", "OpenAIBatches", "AzureBatches", "body_of", "parse_line",
            "status_of"]
@@ -126,7 +125,7 @@ class AzureBatches(OpenAIBatches):
         return super().why_not(api)
 
     def root(self, base_url: str) -> str:
-        from ...providers.azure import v1_base
+        from ...hosts.azure import v1_base
 
         return v1_base(base_url)
 
