@@ -234,7 +234,7 @@ def _user_steps(client: str, message: Mapping[str, Any], calls: Mapping[str, Tup
 def input_steps(client: str, messages: List[Mapping[str, Any]],
                 history: Optional[List[Mapping[str, Any]]] = None) -> List[Dict[str, Any]]:
     """The ``input`` steps of ``messages`` (tool names looked up in ``history`` + ``messages``)."""
-    calls = gemini._calls_in(list(history or []) + list(messages))
+    calls = gemini.calls_in(list(history or []) + list(messages))
     steps = []  # type: List[Dict[str, Any]]
     for message in messages:
         if message["role"] == "assistant":
@@ -283,16 +283,6 @@ def _chain(messages: List[Mapping[str, Any]]) -> Tuple[Optional[str], int]:
     return None, 0
 
 
-def _thinking_level(model: str, level: Any) -> Optional[str]:
-    rule = gemini._thinking_rule(model)
-    if rule is None or level is None:
-        return None
-    level = ThinkingLevel(level)
-    if isinstance(rule, dict):  # Gemini 2.5 takes budgets on generateContent: the level nearest it here
-        return gemini._TARGET[level]
-    return gemini._clamp(gemini._TARGET[level], rule)
-
-
 def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, Any]],
                   config: Mapping[str, Any], stateful: bool = False) -> HttpRequest:
     client = endpoint.client_type
@@ -337,10 +327,10 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
         generation["stop_sequences"] = stop
     if "seed" in config:
         generation["seed"] = config["seed"]
-    level = _thinking_level(model, config.get("thinking_level"))
+    level = gemini.thinking_level(model, config.get("thinking_level"))
     if level is not None:
         generation["thinking_level"] = level
-    if config.get("thinking_summary") is not None and gemini._thinking_rule(model) is not None:
+    if config.get("thinking_summary") is not None and gemini.takes_thinking(model):
         generation["thinking_summaries"] = "auto" if config["thinking_summary"] else "none"
     if "tool_choice" in config:
         choice = config["tool_choice"]
