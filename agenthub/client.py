@@ -679,6 +679,10 @@ class AutoLLMClient(object):
                         # commit before the stop event is yielded: a caller may stop iterating at it
                         answer = folding.message()
                         if stateful is not None:
+                            # a protocol that chains stateful turns server-side notes that this answer is stored
+                            stored = getattr(self._protocol.build_request, "stored_answer", None)
+                            if stored is not None:
+                                answer = stored(answer)
                             self._history = history_before + [stateful, answer]
                             self._version += 1
                         if config.get("trace_id"):
@@ -768,7 +772,7 @@ class AutoLLMClient(object):
                 raise _stopped(client, watch, timeout)
             sent = request
             try:
-                sent = protocol.encode(request, self._endpoint)
+                sent = self._host.encode(request, self._endpoint)  # URL, credential
                 body = transport.open_stream(self._get_session(), sent, (timeout.connect, timeout.read), client,
                                              watch=watch, error_from_body=protocol.error_from_body,
                                              is_stream=starts_stream)
@@ -798,7 +802,7 @@ class AutoLLMClient(object):
         client = self.client_type
         request = dialect.cancel_request(self._endpoint, resource_id)
         try:
-            sent = self._protocol.encode(request, self._endpoint)
+            sent = self._host.encode(request, self._endpoint)
             body = _transport().open_stream(self._get_session(), sent, (5.0, 10.0), client)
             body.open(document=True)
             logger.info("%s: background response %s cancelled", client, resource_id)

@@ -99,6 +99,9 @@ __all__ = [
     "blob_part",
     "url_part",
     "thinking_config",
+    "thinking_level",
+    "takes_thinking",
+    "calls_in",
     "FINISH_REASONS",
     "THINKING",
     "SIGNATURE_REQUIRED",
@@ -317,6 +320,22 @@ def _clamp(target: str, supported: Tuple[str, ...]) -> str:
     return nearest(target, supported, _LEVELS)
 
 
+def takes_thinking(model: str) -> bool:
+    """Whether ``model`` takes any thinking configuration (speech, embedding and 1.x / 2.0 models take none)."""
+    return _thinking_rule(model) is not None
+
+
+def thinking_level(model: str, level: Any) -> Optional[str]:
+    """The thinking level ``level`` is for ``model``, lower case, clamped to what it accepts (never an error);
+    for a model that takes budgets here (Gemini 2.5), the level nearest its budget.  None: it takes none.
+    (The Interactions API, ``gemini_interactions``, takes levels for every model.)"""
+    rule = _thinking_rule(model)
+    if rule is None or level is None:
+        return None
+    target = _TARGET[ThinkingLevel(level)]
+    return target if isinstance(rule, dict) else _clamp(target, rule)
+
+
 def thinking_config(model: str, level: Optional[ThinkingLevel], summary: Optional[bool]) -> Optional[Dict[str, Any]]:
     """The ``thinkingConfig`` for ``model`` (None: send none).  Never raises: levels are clamped."""
     rule = _thinking_rule(model)
@@ -361,6 +380,12 @@ def _declaration(tool: Mapping[str, Any]) -> Dict[str, Any]:
     if tool.get("parameters"):
         out["parametersJsonSchema"] = tool["parameters"]
     return out
+
+
+def calls_in(messages: List[Mapping[str, Any]]) -> Dict[str, Tuple[str, Optional[str]]]:
+    """tool_call_id -> (name, the id to send or None) for every call in the history (a function response
+    needs its call's name: generateContent and the Interactions API alike)."""
+    return _calls_in(messages)
 
 
 def _calls_in(messages: List[Mapping[str, Any]]) -> Dict[str, Tuple[str, Optional[str]]]:

@@ -1279,7 +1279,9 @@ def frame_cursor(sse: SSEEvent) -> Tuple[Optional[str], Optional[int], bool]:
     data = sse.data
     if not data or data[0] != "{":
         return None, None, False
-    payload = json.loads(data)
+    payload = json.loads(data)  # a ValueError here: the event was cut in half
+    if type(payload) is not dict:
+        return None, None, False  # not an event of a response: the parser says what it is
     kind = payload.get("type") or sse.event
     resource = None
     if kind in ("response.created", "response.queued", "response.in_progress"):
