@@ -25,6 +25,7 @@ from .errors import (
     UnsupportedParameterError,
     UpstreamError,
 )
+from .limiter import RateLimiter
 from .media import save_wav
 from .budget import Budget
 from .catalog import cost, list_supported_models
@@ -113,6 +114,7 @@ __all__ = [
     "ToolCallArgumentParseError",
     "EmptyResponseError",
     "save_wav",
+    "RateLimiter",
     "__version__",
 ]
 

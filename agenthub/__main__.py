@@ -13,9 +13,12 @@
     agenthub trace view DIR                browse saved traces in a web page (http.server, loopback)
     agenthub trace show FILE               print a saved trace as text
     agenthub serve --config FILE           serve the config's models over HTTP (SSE of UniEvents)
+    agenthub batch run IN.jsonl -o OUT     run a job file (resumable, rate limited; see agenthub.jobs.cli)
+    agenthub batch submit|status|fetch|cancel   a job file on the providers' batch engines (agenthub.jobs.batch_cli)
 
 Exit status: 0 done, 1 an agenthub error (printed on stderr, never with a key), 2 bad
-usage, 130 interrupted.
+usage, 130 interrupted; ``batch run`` also 3: finished, some rows have error rows (the
+batch engine actions: agenthub.jobs.batch_cli).
 """
 
 import argparse
@@ -23,6 +26,7 @@ import errno
 import os
 import sys
 from typing import Any, Callable, Dict, List, Optional
+from urllib.parse import urlencode
 
 from .apps.chat import cli_terms as _cli_terms
 from .apps.terminal import Printer, model_line, usage_line
@@ -67,6 +71,11 @@ def _parser() -> argparse.ArgumentParser:
     chat.add_argument("--api-key-env", metavar="NAME", help="read the key from the environment variable NAME")
     chat.add_argument("--trace-id", help="save the conversation as a trace (under $AGENTHUB_CACHE_DIR)")
     chat.add_argument("--json", action="store_true", help="print raw UniEvents, one JSON object per line")
+    chat.add_argument("--budget", type=float, metavar="USD",
+                      help="spend at most USD at list prices (a turn that could exceed it is not sent)")
+    chat.add_argument("--background", action="store_true",
+                      help="OpenAI Responses / Gemini Interactions: run the answer server-side and resume it after "
+                           "a broken connection (the response is stored by the provider)")
     models = sub.add_parser("models", help="list the routing registry, or the model catalog (--provider/--supports)")
     models.add_argument("--json", action="store_true", help="one JSON array of rows")
     models.add_argument("--provider", help="list the catalog's models of one provider (openai, anthropic, google, "
@@ -77,7 +86,10 @@ def _parser() -> argparse.ArgumentParser:
     trace_sub = trace.add_subparsers(dest="trace_command", metavar="ACTION")
     view = trace_sub.add_parser("view", help="serve a viewer of the traces under DIR (standard library http.server)")
     view.add_argument("dir", nargs="?", help="trace folder (default: $AGENTHUB_CACHE_DIR or ./cache)")
-    view.add_argument("--host", default="127.0.0.1")
+    view.add_argument("--host", default="127.0.0.1",
+                      help="address to listen on (default 127.0.0.1); another than loopback needs --key-env")
+    view.add_argument("--key-env", metavar="NAME",
+                      help="the viewer's key is in the environment variable NAME (open the page once with ?key=...)")
     view.add_argument("--port", type=int, default=8765, help="0 picks a free port (default 8765)")
     view.add_argument("--open", action="store_true", help="open the page in a web browser")
     show = trace_sub.add_parser("show", help="print a saved trace (.json) as text")
@@ -89,6 +101,9 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--config", required=True, metavar="FILE", help="the server config (JSON)")
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     serve.add_argument("--port", type=int, default=8787, help="0 picks a free port (default 8787)")
+    from .jobs.cli import add_parser as add_batch
+
+    add_batch(sub)
     return parser
 
 
@@ -99,6 +114,10 @@ def main(argv: Optional[List[str]] = None) -> int:
 
     try:
         command = COMMANDS.get(args.command or "")
+        if args.command == "batch":
+            from .jobs.cli import main as batch
+
+            return batch(args, parser)
         if args.command == "trace":
             command = TRACE_COMMANDS.get(args.trace_command or "")
             if command is None:
@@ -174,8 +193,15 @@ def _trace_view(args: Any) -> int:
     if not os.path.isdir(folder):
         print("error: no trace folder at {}".format(os.path.abspath(folder)), file=sys.stderr)
         return 1
+    key = None
+    if args.key_env:
+        from .errors import ConfigError
+
+        key = os.environ.get(args.key_env)
+        if not key:
+            raise ConfigError("${} is not set".format(args.key_env))
     try:
-        server, url = serve(folder, args.host, args.port)
+        server, url = serve(folder, args.host, args.port, key=key)
     except OSError as exc:
         if exc.errno == errno.EADDRINUSE:
             print("error: port {} on {} is already in use: pass another --port (--port 0 picks a free one)".format(
@@ -183,12 +209,13 @@ def _trace_view(args: Any) -> int:
         else:
             print("error: cannot serve on {}:{}: {}".format(args.host, args.port, exc.strerror or exc), file=sys.stderr)
         return 1
-    print("agenthub trace viewer: {} (serving {}; Ctrl+C stops)".format(url, os.path.abspath(folder)))
+    print("agenthub trace viewer: {} (serving {}; Ctrl+C stops){}".format(
+        url, os.path.abspath(folder), "; open it once as {}?key=<${}>".format(url, args.key_env) if key else ""))
     sys.stdout.flush()
     if args.open:
         import webbrowser
 
-        webbrowser.open(url)
+        webbrowser.open(url + ("?" + urlencode({"key": key}) if key else ""))
     return _serve_until_interrupted(server)
 
 

@@ -15,7 +15,7 @@ sent) unless ``Budget(max_usd, allow_unpriced=True)``: then it runs and costs no
 import json
 import math
 import threading
-from typing import Any, Iterable, Mapping, Optional, Union
+from typing import Any, Dict, Iterable, Mapping, Optional, Union
 
 from .errors import BudgetExceededError, ConfigError
 
@@ -199,6 +199,10 @@ class Budget(object):
         with self._lock:
             self._reserved = max(0.0, self._reserved - held)
 
+    def __reduce__(self) -> Any:
+        raise ConfigError("an agenthub.Budget cannot be copied to another process (its account would split); "
+                          "give each process its own Budget")
+
     def __repr__(self) -> str:
         return "Budget(max_usd={:g}, spent_usd={:g}, reserved_usd={:g})".format(
             self.max_usd, self.spent_usd, self.reserved_usd)
@@ -273,9 +277,10 @@ class BudgetHook(object):
     """An attempt-loop hook (``agenthub.client.AttemptHook``): reserve before the first attempt of a
     stream, settle when the call ends.  Retries of the same call share its one hold."""
 
-    def __init__(self, budget: Budget) -> None:
+    def __init__(self, budget: Budget, embeddings: bool = False) -> None:
         self.budget = budget
-        self._holds = {}  # type: dict
+        self.embeddings = embeddings  # an embedding model's client: input only, no output to bound
+        self._holds = {}  # type: Dict[int, Reservation]
         self._lock = threading.Lock()
 
     def before_attempt(self, attempt: Any) -> None:
@@ -283,7 +288,7 @@ class BudgetHook(object):
             return
         config = attempt.config or {}
         body = getattr(attempt.request, "body", None)
-        limit = planned_max_tokens(body)
+        limit = 0 if self.embeddings else planned_max_tokens(body)
         if limit is None and config.get("max_tokens") is not None:
             limit = config["max_tokens"]
         if limit is None:

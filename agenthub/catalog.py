@@ -13,7 +13,7 @@ Prices are USD per 1M tokens.  ``cost`` reads the usage buckets of a turn (``Usa
 
 import copy
 import json
-import pkgutil
+import os
 import re
 import threading
 from typing import Any, Dict, List, Mapping, Optional, TypedDict, Union
@@ -91,6 +91,8 @@ class CatalogModel(_CatalogModelBase, total=False):
     note: str
 
 
+#: the snapshot, shipped as package data
+_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "catalog.json")
 _lock = threading.Lock()
 _data = None  # type: Optional[Dict[str, Any]]
 
@@ -100,10 +102,8 @@ def _load() -> Dict[str, Any]:
     if _data is None:
         with _lock:
             if _data is None:
-                raw = pkgutil.get_data("agenthub", "data/catalog.json")
-                if raw is None:  # pragma: no cover - the file ships with the package
-                    raise ConfigError("agenthub/data/catalog.json is missing from the installation")
-                document = json.loads(raw.decode("utf-8"))
+                with open(_PATH, encoding="utf-8") as handle:
+                    document = json.load(handle)
                 by_provider = {}  # type: Dict[str, Dict[str, Any]]
                 for row in document["models"]:
                     entry = by_provider.setdefault(row["provider"], {"ids": {}, "matchers": []})
@@ -140,7 +140,7 @@ _COMPACT_DATE = re.compile(r"-(20\d{2})(0[1-9]|1[0-2])(0[1-9]|[12]\d|3[01])(?=-|
 
 def _matches(clause: Mapping[str, Any], name: str) -> bool:
     if "equals" in clause:
-        return name == clause["equals"]
+        return bool(name == clause["equals"])
     if "starts_with" in clause:
         return name.startswith(clause["starts_with"])
     if "ends_with" in clause:
@@ -182,11 +182,13 @@ def _find(model: str, provider: Optional[str]) -> Optional[Dict[str, Any]]:
         candidates.append(dashed)  # claude-x-20260217 -> claude-x-2026-02-17, as the sources name dated models
     for candidate in candidates:
         if candidate in entry["ids"]:
-            return entry["ids"][candidate]
+            found = entry["ids"][candidate]  # type: Dict[str, Any]
+            return found
     for candidate in candidates:  # the sources' own name rules (dated ids, aliases), in their order
         for _, clause, row in entry["matchers"]:
             if _matches(clause, candidate):
-                return row
+                matched = row  # type: Dict[str, Any]
+                return matched
     return None
 
 

@@ -41,12 +41,15 @@ are the seam for what builds on the loop; how each is meant to hook in:
 - failover: ``on_error`` with ``attempt.retry`` False and ``attempt.delivered == 0`` (the
   attempts are spent before the first event) sets ``attempt.fallback`` to the next client's
   events, which are yielded instead of the error;
-- reconnecting a background stream after a cut: ``before_attempt`` may swap ``attempt.request``
-  for the GET that resumes it (never a second POST); resuming after events were delivered also
-  needs the parser kept across the cut, which the loop does not offer yet.
+- reconnecting a background stream after a cut (``config["background"]``) is not a hook: the read
+  of such a call (``_background``) keeps one parser across the connections, fed by
+  ``agenthub.resume.Resumable``, which asks ``_resume_body`` for the GET that continues the stream
+  (the retry policy, the same watch and deadline; hooks do not see these GETs); an error raised once
+  the response id is known is marked ``RESUMED`` and never retried by a second POST.
 """
 
 import collections.abc
+import importlib
 import logging
 import operator
 import os
@@ -60,9 +63,12 @@ from typing import (TYPE_CHECKING, Any, Callable, Dict, Generator, Iterable, Ite
 from . import hosts, registry
 from .answers import request_id as answer_request_id, starts_stream
 from ._redact import redact_url, secret_values, url_secrets
-from .errors import (AgentHubError, ConfigError, StreamProtocolError, TransportError, UnsupportedOperationError, UpstreamError,
-                     safe_url, set_field)
+from .breaker import breaker_for, settings as breaker_settings
+from .errors import (AgentHubError, ConfigError, ServerError, StreamProtocolError, TransportError,
+                     UnsupportedOperationError, UnsupportedParameterError, UpstreamError, safe_url, set_field)
+from .foreign import for_dialect
 from .providers._common import Endpoint, apply_extras
+from .resume import RESUMED
 from .sse import DEFAULT_MAX_LINE_BYTES
 from .stream import Collector, collect, drive
 from .types import AssistantMessage, Message, UniConfig, UniEvent, UniMessage
@@ -97,6 +103,8 @@ _log_from_env()
 
 #: pages of a model list read at most (a server that never stops paging is cut off there)
 MAX_MODEL_PAGES = 100
+#: config keys only some protocols read (their build_request's ``accepts``): refused by the others
+LONGRUN_KEYS = ("background", "compaction")
 #: retry backoff: full jitter over base * 2**attempt seconds, capped
 BACKOFF_BASE = 0.5
 BACKOFF_CAP = 8.0
@@ -255,6 +263,8 @@ class AttemptHook(object):
 
 
 if TYPE_CHECKING:  # what type checkers see: a generator of UniEvents (at runtime the plain ABC, no typing machinery)
+    from .budget import Budget
+
     _EventGenerator = Generator[UniEvent, Any, None]
 else:
     _EventGenerator = collections.abc.Generator
@@ -343,7 +353,11 @@ class AutoLLMClient(object):
         max_retries: int = 2,
         session: Any = None,
         default_headers: Optional[Mapping[str, str]] = None,
-        max_line_bytes: Optional[int] = None
+        max_line_bytes: Optional[int] = None,
+        fallbacks: Optional[Sequence[Union[str, "AutoLLMClient"]]] = None,
+        fallback_on: Optional[Sequence[type]] = None,
+        circuit_breaker: Any = None,
+        budget: Optional["Budget"] = None
     ) -> None:
         if not isinstance(max_retries, int) or isinstance(max_retries, bool) or max_retries < 0:
             raise ConfigError("max_retries must be an int >= 0")
@@ -382,6 +396,20 @@ class AutoLLMClient(object):
         self._session_lock = threading.Lock()
         #: the attempt loop's hooks, run in order (see AttemptHook and the module docstring)
         self._hooks = []  # type: List[AttemptHook]
+        #: the agenthub.Budget every stream of this client reserves from (None: no limit)
+        self.budget = budget
+        if budget is not None:
+            from .budget import Budget, BudgetHook
+
+            if not isinstance(budget, Budget):
+                raise ConfigError("budget must be an agenthub.Budget (got {})".format(type(budget).__name__))
+            self._hooks.append(BudgetHook(budget, bool(quirks.get("embeddings"))))  # type: ignore[arg-type]
+        #: which endpoint answered the latest turn that started: {"model", "client_type", "host"} (None before)
+        self.last_route = None  # type: Optional[Dict[str, Any]]
+        self._fallbacks = [self._fallback_client(entry) for entry in _sequence(fallbacks, "fallbacks")]
+        self._fallback_on = _error_classes(fallback_on)
+        self._breaker = breaker_settings(circuit_breaker)
+        self._dialect = _dialect_of(self._protocol)
 
     def __repr__(self) -> str:
         return "AutoLLMClient(model={!r}, client_type={!r}, base_url={!r})".format(
@@ -461,14 +489,31 @@ class AutoLLMClient(object):
             message = dict(message)  # type: ignore[assignment]
             message["created_at"] = int(time.time() * 1000)
         messages = self._history + [message]
-        request = apply_extras(self._build(messages, cfg), cfg)
+        request = apply_extras(self._build(messages, cfg, stateful=True), cfg)
         return self._open(request, cfg, messages, message)
 
-    def _build(self, messages: List[UniMessage], config: Dict[str, Any]) -> Any:
+    def _build(self, messages: List[UniMessage], config: Dict[str, Any], stateful: bool = False) -> Any:
         """The protocol's request plan; a value it cannot use (a fidelity changed after it came back,
-        say) is a ConfigError, never a bare TypeError."""
+        say) is a ConfigError, never a bare TypeError.  ``stateful``: a stateful call, told to a
+        protocol that chains turns server-side (its build_request has ``chains_turns`` set).  The
+        config keys only some protocols read (``LONGRUN_KEYS``) are refused by the others, and compaction
+        items this protocol cannot read are left out with a warning (``agenthub.foreign``)."""
+        build = self._protocol.build_request
+        for key in LONGRUN_KEYS:
+            if config.get(key) and key not in getattr(build, "accepts", ()):
+                raise UnsupportedParameterError("{}: {} is not available on this protocol".format(
+                    self.client_type, key), client=self.client_type, parameter=key)
+        if "foreign_thinking" in config:  # the client's own key: the protocol never sees it
+            config = dict(config)
+            foreign_thinking = config.pop("foreign_thinking")
+        else:
+            foreign_thinking = "drop"
+        # another protocol's opaque items are converted on the way out (agenthub.foreign); history is untouched
+        messages = for_dialect(messages, self._dialect, foreign_thinking)[0]  # type: ignore[assignment]
         try:
-            return self._protocol.build_request(self._endpoint, self.model, messages, config)
+            if stateful and getattr(build, "chains_turns", False):
+                return build(self._endpoint, self.model, messages, config, stateful=True)
+            return build(self._endpoint, self.model, messages, config)
         except AgentHubError:
             raise
         except (TypeError, ValueError, KeyError, AttributeError, IndexError) as exc:
@@ -585,10 +630,13 @@ class AutoLLMClient(object):
             trace_paths(config["trace_id"])  # a trace_id escaping the cache dir is refused before anything is sent
         watch = _transport().Watch()
         call = Attempt("stream", self, request, messages, config)
+        if stateful is None and not config.get("trace_id"):
+            # nothing to keep (stateless, untraced): the events pass straight from the attempt loop
+            return ResponseStream(watch, self._attempts(call, watch))
         return ResponseStream(watch, self._stream(watch, call, stateful, self._version))
 
     def _stream(self, watch: Any, call: Attempt, stateful: Optional[UniMessage], version: int) -> Iterator[UniEvent]:
-        """The turn around the attempt loop: the stateful lock, history and the trace."""
+        """A stateful or traced turn around the attempt loop: the stateful lock, history and the trace."""
         locked = None  # the lock this stream holds (a forked child may have renewed self._busy meanwhile)
         config = call.config or {}
         try:
@@ -602,13 +650,9 @@ class AutoLLMClient(object):
             history_before = list(self._history)
             # stateful or traced: the answer is folded as the events pass (no event is kept, so memory
             # follows the size of the answer, not the number of events)
-            folding = Collector() if (stateful is not None or config.get("trace_id")) else None
+            folding = Collector()
             attempts = self._attempts(call, watch)
             try:
-                if folding is None:
-                    # nothing to keep (stateless, untraced): the events pass straight through
-                    yield from attempts
-                    return
                 fold = folding.add
                 for event in attempts:
                     fold(event)
@@ -619,7 +663,7 @@ class AutoLLMClient(object):
                             self._history = history_before + [stateful, answer]
                             self._version += 1
                         if config.get("trace_id"):
-                            self._trace(config, (call.messages or []) + [answer])
+                            self._trace(config, (call.messages or []) + [answer], self.last_route)
                     yield event
             finally:
                 attempts.close()  # type: ignore[attr-defined]
@@ -628,13 +672,120 @@ class AutoLLMClient(object):
                 locked.release()
 
     def _attempts(self, call: Attempt, watch: Any) -> Iterator[UniEvent]:
-        """The events of one turn: the attempt loop reading the protocol's stream."""
+        """The events of one turn: this endpoint's attempt loop, or the route loop over the fallbacks."""
+        if self._fallbacks:
+            return self._routes(call, watch)
+        self.last_route = self._route()
+        return self._attempts_here(call, watch)
+
+    def _attempts_here(self, call: Attempt, watch: Any) -> Iterator[UniEvent]:
+        """The events of one turn on this client's own endpoint: the attempt loop reading its protocol's stream."""
         protocol = self._protocol
         client = self.client_type
         max_line_bytes = self.max_line_bytes
         document = not call.request.stream
+        if (call.config or {}).get("background"):
+            return self._background(call, watch)
         return self._run(call, watch, protocol,
                          lambda body: drive(protocol.read(body, client, max_line_bytes, document), client))
+
+    # -- background responses: resumed after a cut (agenthub.resume), cancelled when abandoned ---------
+    def _background(self, call: Attempt, watch: Any) -> Iterator[UniEvent]:
+        """A background response's events (config["background"]): when its stream breaks after the
+        response's id arrived, the SSE events continue from a GET that resumes it (one parser across the
+        connections, so nothing is lost or repeated; never a second POST); one that ends before its
+        response completed (abort, close, an error) is cancelled server-side."""
+        dialect = _resume_module(self._protocol)
+        client = self.client_type
+        resumables = []  # type: List[Any]  # one per attempt
+        opened = []  # type: List[Any]  # the bodies of the reconnects, closed when the call ends
+
+        def read(body: Any) -> Iterator[UniEvent]:
+            parts, resumable = self._read_background(dialect, body, watch, opened)
+            resumables.append(resumable)
+            return _marked(drive(parts, client), resumable)
+
+        events = self._run(call, watch, self._protocol, read)
+        try:
+            yield from events
+        finally:
+            events.close()  # type: ignore[attr-defined]
+            for body in opened:
+                body.close()
+            resumable = resumables[-1] if resumables else None
+            if resumable is not None and resumable.resource_id and not resumable.complete:
+                self._cancel(dialect, resumable.resource_id)
+
+    def _read_background(self, dialect: Any, body: Any, watch: Any, opened: List[Any]) -> Tuple[Iterator[Any], Any]:
+        """The parts of a background stream whose connections resume after a cut, and its Resumable."""
+        from .resume import Resumable
+
+        protocol = self._protocol
+        client = self.client_type
+        if body.open(False):  # one JSON document: complete by nature, nothing to resume
+            return protocol.read(body, client, self.max_line_bytes), None
+
+        def reconnect(resource_id: str, cursor: Any) -> Iterator[Any]:
+            resumed = self._resume_body(dialect.resume_request(self._endpoint, resource_id, cursor), watch)
+            opened.append(resumed)
+            logger.info("%s: the stream of background response %s broke; resumed after event %s", client,
+                        resource_id, cursor)
+            return protocol.framing(resumed.iter_chunks(), self.max_line_bytes)
+
+        frames = protocol.framing(body.iter_chunks(), self.max_line_bytes)
+        resumable = Resumable(frames, dialect.frame_cursor, reconnect, ordered=dialect.ordered_cursors, client=client)
+        return protocol.parse_stream(iter(resumable), client), resumable
+
+    def _resume_body(self, request: Any, watch: Any) -> Any:
+        """The body of the GET that resumes a background stream, opened with the retry policy (the call's
+        deadline stops the watch); an error that may not be retried, or the last one, is raised."""
+        client = self.client_type
+        transport = _transport()
+        protocol = self._protocol
+        timeout = Timeout.of(self.timeout)
+        attempt = 0
+        while True:
+            if watch.reason is not None:
+                raise _stopped(client, watch, timeout)
+            sent = request
+            try:
+                sent = self._host.encode(request, self._endpoint)
+                body = transport.open_stream(self._get_session(), sent, (timeout.connect, timeout.read), client,
+                                             watch=watch, error_from_body=protocol.error_from_body,
+                                             is_stream=starts_stream)
+                if body.open(False):
+                    raise StreamProtocolError("{}: resuming a background stream answered one JSON document".format(
+                        client), client=client)
+                return body
+            except AgentHubError as exc:
+                self._explain(exc, sent)
+                if exc.__dict__.get("_agenthub_stop") is _STOP:
+                    raise
+                if watch.reason is not None:
+                    raise _stopped(client, watch, timeout) from exc
+                _scrub(exc, self._secrets(sent))
+                delay = _backoff(attempt, getattr(exc, "retry_after", None))
+                if not getattr(exc, "retryable", False) or attempt >= self.max_retries or delay is None:
+                    raise
+                attempt += 1
+                logger.info("%s: retrying the resume after %s, attempt %d of %d, in %.2fs", client,
+                            type(exc).__name__, attempt, self.max_retries, delay)
+                if not watch.sleep(delay):
+                    raise _stopped(client, watch, timeout) from exc
+
+    def _cancel(self, dialect: Any, resource_id: str) -> None:
+        """Cancel a background response server-side (its stream ended before it did: abort, close, error).
+        One POST, short timeouts, no retry; a failure is logged, never raised."""
+        client = self.client_type
+        request = dialect.cancel_request(self._endpoint, resource_id)
+        try:
+            sent = self._host.encode(request, self._endpoint)
+            body = _transport().open_stream(self._get_session(), sent, (5.0, 10.0), client)
+            body.open(document=True)
+            logger.info("%s: background response %s cancelled", client, resource_id)
+        except AgentHubError as exc:
+            _scrub(exc, self._secrets(request))
+            logger.warning("%s: cancelling background response %s failed: %s", client, resource_id, exc)
 
     def _run(self, call: Attempt, watch: Any, protocol: Any, read: Callable[[Any], Iterable[Any]]) -> Iterator[Any]:
         """The attempt loop, the one place of the call policies: the deadline, abort, retries with
@@ -680,11 +831,14 @@ class AutoLLMClient(object):
                     outputs = read(body)
                     if debug:
                         logged = _log_attempt(sent, call.number, started, body, None)
-                    for output in outputs:
-                        if watch.reason is not None:
-                            raise _stopped(client, watch, timeout)
+                    if not stream:
+                        for output in outputs:
+                            delivered += 1
+                            yield output
+                        return
+                    for output in outputs:  # the hot loop: one pass per event
                         delivered += 1
-                        if stream and output["event_type"] == "stop":
+                        if output["event_type"] == "stop":
                             if body is not None:
                                 body.finish()  # the terminal marker arrived: let the connection go back to the pool
                                 body = None
@@ -694,7 +848,9 @@ class AutoLLMClient(object):
                                              client, delivered, output["finish_reason"], output["usage_metadata"],
                                              (time.monotonic() - started) * 1000)
                         yield output
-                        if watch.reason is not None:  # aborted, timed out or forked while the caller held the event
+                        # checked as the caller asks for the next event, before anything is read: aborted, out
+                        # of time, or in another process (a forked child) while the caller held this one
+                        if watch.reason is not None:
                             raise _stopped(client, watch, timeout)
                     return
                 except AgentHubError as exc:
@@ -713,7 +869,8 @@ class AutoLLMClient(object):
                     _scrub(exc, self._secrets(call.sent, call.config))
                     call.error = exc
                     call.retry = bool(not delivered and getattr(exc, "retryable", False)
-                                      and call.number < self.max_retries)
+                                      and call.number < self.max_retries
+                                      and not exc.__dict__.get(RESUMED))  # a background response: never re-POSTed
                     call.delay = _backoff(call.number, getattr(exc, "retry_after", None)) if call.retry else None
                     if call.delay is None or (deadline is not None and time.monotonic() + call.delay >= deadline):
                         call.retry = False
@@ -751,6 +908,79 @@ class AutoLLMClient(object):
             for hook in hooks:
                 hook.on_done(call)
 
+    # -- failover -------------------------------------------------------------------------------
+    def _fallback_client(self, entry: Any) -> "AutoLLMClient":
+        """A ``fallbacks`` entry as a client: a model name gets this client's timeout, retries, session and
+        budget (its key, endpoint and protocol are its own: the registry's, from its environment variable)."""
+        if isinstance(entry, AutoLLMClient):
+            return entry
+        if isinstance(entry, str) and entry:
+            return AutoLLMClient(entry, timeout=self.timeout, max_retries=self.max_retries, session=self._session,
+                                 max_line_bytes=self.max_line_bytes, budget=self.budget)
+        raise ConfigError("each fallbacks entry must be a model name or an AutoLLMClient, not {}".format(
+            type(entry).__name__))
+
+    def _route(self) -> Dict[str, Any]:
+        return {"model": self.model, "client_type": self.client_type, "host": _host(self._endpoint.base_url)}
+
+    def _falls_over(self, error: BaseException) -> bool:
+        """May a failure before the first event move the turn to the next fallback?"""
+        return isinstance(error, self._fallback_on) or _unwell(error)
+
+    def _routes(self, call: Attempt, watch: Any) -> Iterator[UniEvent]:
+        """The route loop: this client, then each fallback in order, while no event reached the caller.
+
+        An entry whose circuit is open is skipped at once; a failure the entry's own attempt loop gave
+        up on (``_falls_over``) moves to the next entry; once an event was yielded, an error is raised
+        as it is (two entries' events are never joined).  ``last_route`` names the entry that answered."""
+        settings = self._breaker
+        last_error = None  # type: Optional[AgentHubError]
+        for entry in [self] + self._fallbacks:
+            route = entry._route()
+            gate = breaker_for(entry.client_type, route["host"], entry.model) if settings is not None else None
+            if gate is not None and not gate.allow(settings["cooldown"]):
+                logger.info("agenthub fallback: %s (%s, %s) skipped: its circuit is open", entry.model,
+                            entry.client_type, route["host"])
+                continue
+            started = False
+            verdict = False
+            try:
+                sub = call if entry is self else entry._call_for(call)
+                for event in entry._attempts_here(sub, watch):
+                    if not started:
+                        started = verdict = True
+                        if gate is not None:
+                            gate.success()
+                        self.last_route = route
+                    yield event
+                return
+            except AgentHubError as exc:
+                if gate is not None and not started and _unwell(exc):
+                    gate.failure(settings["failures"])
+                    verdict = True
+                if started or watch.reason is not None or not self._falls_over(exc):
+                    raise
+                logger.info("agenthub fallback: %s (%s, %s) skipped: %s%s", entry.model, entry.client_type,
+                            route["host"], type(exc).__name__,
+                            "" if getattr(exc, "status", None) is None else " {}".format(exc.status))
+                last_error = exc
+            finally:
+                if gate is not None and not verdict:
+                    gate.release()  # a probe that ended with no verdict (closed early, or a 400): another may go
+        if last_error is not None:
+            raise last_error
+        raise ServerError("{}: every route is unavailable (their circuits are open after repeated failures; "
+                          "they are tried again after their cooldown of {:g}s)".format(self.model, settings["cooldown"]
+                                                                                       if settings else 0),
+                          client=self.client_type, status=None, error_type="circuit_open", retryable=True,
+                          retry_after=settings["cooldown"] if settings else None)
+
+    def _call_for(self, call: Attempt) -> Attempt:
+        """The primary's call as this fallback client sends it: the same messages and config, its own request."""
+        messages = list(call.messages or [])
+        config = dict(call.config or {})
+        return Attempt("stream", self, apply_extras(self._build(messages, config), config), messages, config)
+
     def _secrets(self, request: Any, config: Optional[Mapping[str, Any]] = None) -> List[str]:
         """What to scrub from an error: the key (every part of a credential set), every request
         header's value but the few public ones (so a gateway's own auth header too), the caller's
@@ -779,18 +1009,90 @@ class AutoLLMClient(object):
             _transport().forget_connections(session)
         return session
 
-    def _trace(self, config: Mapping[str, Any], history: List[UniMessage]) -> None:
+    def _trace(self, config: Mapping[str, Any], history: List[UniMessage],
+               route: Optional[Mapping[str, Any]] = None) -> None:
         """Write the trace of a completed answer.  A failure is logged and the answer stands
         (agenthub.tracer documents the policy): the turn happened, so it is never undone."""
         from .tracer import save_trace
 
+        routes = self.__dict__.setdefault("_trace_routes", {}).setdefault(config["trace_id"], [])
+        if route is not None:  # which endpoint answered each turn (failover never hides it)
+            routes.append(dict(route, turn=len(history) - 1))
+
         if config.get("extra_headers"):  # header values may be credentials: a trace never holds them
             config = dict(config, extra_headers={name: "***" for name in config["extra_headers"]})
         try:
-            save_trace(config["trace_id"], self.model, history, config)
+            save_trace(config["trace_id"], self.model, history, config, routes=routes)
         except Exception as exc:  # disk full, permissions, a folder removed meanwhile, an unwritable value
             logger.error("%s: the trace %r was not written (%s: %s); the answer stands", self.client_type,
                          config["trace_id"], type(exc).__name__, exc)
+
+
+def _marked(events: Iterator[UniEvent], resumable: Any) -> Iterator[UniEvent]:
+    """``events``; an error raised once the background response's id was known is marked so that the
+    attempt loop never retries it by a second POST."""
+    try:
+        yield from events
+    except AgentHubError as exc:
+        if resumable is not None and resumable.resource_id:
+            setattr(exc, RESUMED, resumable.resource_id)
+        raise
+
+
+def _resume_module(record: Any) -> Any:
+    """The module of a protocol that resumes background streams (``resume_request``, ``cancel_request``,
+    ``frame_cursor``, ``ordered_cursors``)."""
+    module = importlib.import_module("agenthub.providers." + record.module)
+    if not hasattr(module, "resume_request"):  # pragma: no cover - build_request.accepts keeps it out
+        raise UnsupportedParameterError("{}: background is not available on this protocol".format(record.name),
+                                        client=record.name, parameter="background")
+    return module
+
+
+def _sequence(value: Any, name: str) -> List[Any]:
+    if value is None:
+        return []
+    if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple)):
+        raise ConfigError("{} must be a list".format(name))
+    return list(value)
+
+
+def _error_classes(value: Any) -> Tuple[type, ...]:
+    """``fallback_on=``: error classes (AgentHubError subclasses) that also move a turn to the next fallback."""
+    classes = tuple(_sequence(value, "fallback_on"))
+    for cls in classes:
+        if not (isinstance(cls, type) and issubclass(cls, AgentHubError)):
+            raise ConfigError("fallback_on takes AgentHubError subclasses (ConfigError, UpstreamError, ...), "
+                              "not {!r}".format(cls))
+    return classes
+
+
+def _unwell(error: BaseException) -> bool:
+    """A failure that says the endpoint is down or overloaded (what fails over and counts against its
+    circuit): a retryable status after the retries, a connection failure or a timeout, an in-stream
+    error or a cut before any content.  An abort by the caller, a fork, a 400 or a 401 are not."""
+    if isinstance(error, TransportError):
+        return not (error.__dict__.get("aborted") or error.__dict__.get("forked"))
+    if isinstance(error, (UpstreamError, StreamProtocolError)):
+        return bool(getattr(error, "retryable", False))
+    return False
+
+
+def _host(url: str) -> str:
+    from .hosts.trust import url_host
+
+    return url_host(url)
+
+
+#: protocol module -> the dialect it speaks (agenthub.foreign's names)
+_DIALECTS = {"openai_chat": "openai-chat", "azure": "openai-chat", "openai_responses": "openai-responses",
+             "azure_responses": "openai-responses", "anthropic": "anthropic", "vertex_anthropic": "anthropic",
+             "gemini": "gemini", "vertex": "gemini", "bedrock": "bedrock", "agenthub_server": "agenthub",
+             "gemini_interactions": "gemini-interactions"}
+
+
+def _dialect_of(protocol: Any) -> str:
+    return _DIALECTS.get(getattr(protocol, "module", ""), getattr(protocol, "name", ""))
 
 
 def _log_attempt(request: Any, attempt: int, started: float, body: Any, error: Optional[BaseException]) -> bool:

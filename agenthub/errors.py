@@ -522,13 +522,55 @@ def error_from_json(payload: Any) -> Optional[AgentHubError]:
         return None
     message = inner.get("message")
     message = message if isinstance(message, str) else ""
-    fields = {str(k): v for k, v in inner.items() if k not in ("type", "message") and str(k).isidentifier()}
+    # only the fields the class declares, each of its declared type: a document from another process (an
+    # agenthub server, maybe a hostile one) sets no attribute the client reads for itself, and no field of
+    # a type its readers do not expect (a retry_after that is a string)
+    typed = _typed_fields(cls)
+    fields = {k: v for k, v in inner.items() if k in typed and _fits(typed[k], v)}
     try:
         return cls(message, **fields)  # the class's own defaults for any field the document left out
     except TypeError:  # a field that collides with a parameter of the constructor
         if issubclass(cls, UpstreamError):
             fields["message"] = message
         return _rebuild(cls, (message,), fields)
+
+
+_TYPED = {}  # type: Dict[type, Dict[str, Any]]
+
+
+def _typed_fields(cls: type) -> Dict[str, Any]:
+    """The fields an error class declares (its annotations and its bases'), name -> type; message aside."""
+    typed = _TYPED.get(cls)
+    if typed is None:
+        import typing
+
+        typed = {name: hint for name, hint in typing.get_type_hints(cls).items()
+                 if not name.startswith("_") and name != "message"}
+        _TYPED[cls] = typed
+    return typed
+
+
+def _fits(hint: Any, value: Any) -> bool:
+    """``value`` is of the declared type ``hint`` (str, bool, int, float, a Mapping, or Optional of one)."""
+    import collections.abc
+    import math
+    import typing
+
+    if getattr(hint, "__origin__", None) is typing.Union:
+        return any(_fits(arm, value) for arm in hint.__args__)
+    if hint is type(None):
+        return value is None
+    if hint is bool:
+        return type(value) is bool
+    if hint is int:
+        return type(value) is int
+    if hint is float:
+        return type(value) in (int, float) and math.isfinite(value) and value >= 0
+    if hint is str:
+        return type(value) is str
+    if getattr(hint, "__origin__", None) in (dict, collections.abc.Mapping):  # (typing's Mapping[...])
+        return type(value) is dict
+    return False
 
 
 def set_field(error: AgentHubError, name: str, value: Any) -> None:

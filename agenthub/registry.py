@@ -269,7 +269,7 @@ ROUTES = [
           _VISION, ("qwen3-max", "qwen-plus", "qwen3-vl-plus"), presets=("dashscope",),
           hosts=("dashscope.aliyuncs.com",), label="qwen*, qwq*"),
     Route(r"minimax-", "openai-chat", "https://api.minimax.io/v1", ("MINIMAX_API_KEY",), "MiniMax", "MINIMAX_BASE_URL",
-          {"tool_choice": ("auto", "none")}, _VISION, ("MiniMax-M3", "MiniMax-M2.7"), presets=("minimax",),
+          {"tool_choice": ("auto", "none"), "thinking": {}}, _VISION, ("MiniMax-M3", "MiniMax-M2.7"), presets=("minimax",),
           hosts=("api.minimaxi.com",), label="minimax-*"),
     # -- local servers: client_type picks them, any model name -------------------------------------
     Route(None, "openai-chat", "http://127.0.0.1:8000/v1", ("VLLM_API_KEY",), "vLLM", None,
@@ -403,6 +403,10 @@ def resolve(
                     model, _protocol_names(), ", ".join(sorted(presets())), model))
         chosen = by_name
         client_type = by_name.client_type
+        if client_type == "gemini" and _gemini_api(env) == "interactions" and not any(
+                by_name.quirks.get(key) for key in MODEL_QUIRKS):
+            client_type = "gemini-interactions"  # GEMINI_API=interactions: the same models, the other API
+            chosen = None
     assert client_type is not None
 
     row = hosts.client_type(client_type)
@@ -458,6 +462,17 @@ def resolve(
     if row.quirks:
         quirks = dict(row.quirks, **quirks)
     return client_type, endpoint, api_key, quirks
+
+
+def _gemini_api(env: Mapping[str, str]) -> str:
+    """``GEMINI_API``: which of Google's APIs a ``gemini-*`` model routed by name speaks
+    (``interactions``, or ``generate_content``, the default)."""
+    value = (env.get("GEMINI_API") or "").strip().lower().replace("-", "_")
+    if value in ("", "generate_content", "generatecontent"):
+        return "generate_content"
+    if value == "interactions":
+        return value
+    raise ConfigError("GEMINI_API must be 'interactions' or 'generate_content' (got {!r})".format(value[:40]))
 
 
 def _hostname(url: str) -> str:

@@ -14,12 +14,12 @@ from typing import Any, Dict, Iterable, Iterator, List, Optional
 from .errors import AgentHubError, EmptyResponseError, StreamProtocolError
 from .types import AssistantMessage, UniEvent, UniMessage, UsageMetadata
 
-__all__ = ["StreamEnd", "drive", "collect", "Collector", "check_stream", "empty_usage", "Fold"]
+__all__ = ["StreamEnd", "drive", "collect", "Collector", "check_stream", "empty_usage", "Fold", "item_problem"]
 
 _USAGE_KEYS = ("cached_tokens", "prompt_tokens", "thoughts_tokens", "response_tokens")
 _FINISH_REASONS = frozenset(["stop", "length", "tool_call", "unknown"])
 #: items that make a turn worth replaying (a thinking-only turn is rejected upstream)
-_SUBSTANTIVE = frozenset(["tool_call", "inline_data", "image_url", "embedding"])
+_SUBSTANTIVE = frozenset(["tool_call", "inline_data", "image_url", "embedding", "compaction"])
 _ITEM_FIELDS = {
     "text": (("text", str),),
     "thinking": (("thinking", str),),
@@ -30,6 +30,7 @@ _ITEM_FIELDS = {
     "partial_tool_call": (("name", str), ("arguments", str), ("tool_call_id", str)),
     "tool_result": (("text", str), ("tool_call_id", str)),
     "embedding": (("embedding", list),),
+    "compaction": (("fidelity", dict),),  # opaque: the server's compaction of the context before it
 }
 
 
@@ -383,6 +384,20 @@ class Collector(object):
 # -- check_stream ---------------------------------------------------------------------------------
 
 
+def item_problem(item: Any) -> Optional[str]:
+    """What makes ``item`` no content item (an unknown type, a field of the wrong type), or None."""
+    item_type = item.get("type") if isinstance(item, dict) else None
+    fields = _ITEM_FIELDS.get(item_type)  # type: ignore[arg-type]
+    if fields is None:
+        return "unknown content item type {!r}".format(item_type)
+    for name, expected in fields:
+        if not isinstance(item.get(name), expected):
+            return "{} item field {!r} is a {}".format(item_type, name, expected.__name__)
+    if "fidelity" in item and not isinstance(item["fidelity"], dict):
+        return "fidelity is a JSON object"
+    return None
+
+
 def check_stream(events: Iterable[UniEvent]) -> None:
     """Raise StreamProtocolError naming the first stream-grammar rule ``events`` break
     (the rules are numbered below, where each is checked)."""
@@ -443,14 +458,10 @@ def check_stream(events: Iterable[UniEvent]) -> None:
         if event.get("usage_metadata") is not None or event.get("finish_reason") is not None:
             fail(position, "rule 2: a delta carries no usage or finish reason")
         item = items[0]
-        item_type = item.get("type") if isinstance(item, dict) else None
-        if item_type not in _ITEM_FIELDS:
-            fail(position, "unknown content item type {!r}".format(item_type))
-        for name, expected in _ITEM_FIELDS[item_type]:
-            if not isinstance(item.get(name), expected):
-                fail(position, "{} item field {!r} is a {}".format(item_type, name, expected.__name__))
-        if "fidelity" in item and not isinstance(item["fidelity"], dict):
-            fail(position, "fidelity is a JSON object")
+        problem = item_problem(item)
+        if problem is not None:
+            fail(position, problem)
+        item_type = item["type"]
         if item_type == "partial_tool_call":
             if open_call is None:
                 if not item["name"] or not item["tool_call_id"]:

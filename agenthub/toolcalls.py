@@ -60,10 +60,30 @@ from typing import Any, Dict, List, Optional
 
 from .errors import StreamProtocolError, ToolCallArgumentParseError, preview
 
-__all__ = ["ToolCallAssembler"]
+__all__ = ["ToolCallAssembler", "MAX_DEPTH", "too_deep"]
 
 _MISSING_IDS = frozenset(["", "null", "None", "undefined"])
 _loads = json.loads
+#: how deep a JSON value may nest: arguments from a model deeper than this are refused here, as the same
+#: arguments sent back on the next turn are refused by validate (one rule, both ways)
+MAX_DEPTH = 128
+
+
+def too_deep(value: Any, limit: int = MAX_DEPTH) -> bool:
+    """``value`` holds a dict or list at depth ``limit`` or more (the root is at depth 0)."""
+    level = [value] if type(value) in (dict, list) else []
+    depth = 0
+    while level:
+        if depth >= limit:
+            return True
+        inner = []  # type: List[Any]
+        for node in level:
+            for child in (node.values() if type(node) is dict else node):
+                if type(child) in (dict, list):
+                    inner.append(child)
+        level = inner
+        depth += 1
+    return False
 
 
 def _complete_object(text: str) -> Optional[Dict[str, Any]]:
@@ -73,7 +93,7 @@ def _complete_object(text: str) -> Optional[Dict[str, Any]]:
         return None
     try:
         value = _loads(stripped)
-    except ValueError:
+    except (ValueError, RecursionError):  # (nested past the interpreter's limit: close() says so)
         return None
     return value if isinstance(value, dict) else None
 
@@ -403,8 +423,12 @@ class ToolCallAssembler(object):
                 arguments = _loads(raw)
             except ValueError as exc:
                 raise self._parse_error(call, raw, "is not valid JSON ({})".format(exc)) from None
+            except RecursionError:
+                raise self._parse_error(call, raw, "nests deeper than {} levels".format(MAX_DEPTH)) from None
             if not isinstance(arguments, dict):
                 raise self._parse_error(call, raw, "is not a JSON object")
+            if too_deep(arguments):
+                raise self._parse_error(call, raw, "nests deeper than {} levels".format(MAX_DEPTH))
         call.closed = True
         item = {"type": "tool_call", "name": call.name, "arguments": arguments, "tool_call_id": call.id}
         if call.fidelity:

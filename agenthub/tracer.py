@@ -92,7 +92,7 @@ def trace_paths(trace_id: str, root: Optional[str] = None) -> Dict[str, str]:
 
 
 def save_trace(trace_id: str, model: str, history: Sequence[Mapping[str, Any]], config: Mapping[str, Any],
-               root: Optional[str] = None) -> Dict[str, str]:
+               root: Optional[str] = None, routes: Optional[Sequence[Mapping[str, Any]]] = None) -> Dict[str, str]:
     """Write the trace's .json and .txt (atomically); returns their paths."""
     paths = trace_paths(trace_id, root)
     os.makedirs(os.path.dirname(paths["json"]), mode=0o700, exist_ok=True)
@@ -108,6 +108,8 @@ def save_trace(trace_id: str, model: str, history: Sequence[Mapping[str, Any]], 
         "config": to_jsonable(cfg),
         "history": to_jsonable(history),
     }
+    if routes:  # which model, protocol and host answered each turn (index of the answer in history)
+        document["routes"] = [dict(route) for route in routes]
     _write(paths["json"], json.dumps(document, ensure_ascii=False, indent=2) + "\n")
     _write(paths["txt"], render_text(history, cfg))
     return paths

@@ -46,7 +46,7 @@ from .answers import body_text, error_from_body as _default_error_from_body, is_
 from .errors import AgentHubError, StreamProtocolError, TransportError, preview
 from .types import HttpRequest
 
-__all__ = ["open_stream", "new_session", "interrupt", "BodyStream", "forget_connections", "Watch"]
+__all__ = ["open_stream", "open_raw", "RawBody", "new_session", "interrupt", "BodyStream", "forget_connections", "Watch"]
 
 #: connections kept per host by the session agenthub makes (a thread pool of this size reuses them)
 POOL_MAXSIZE = 32
@@ -606,8 +606,10 @@ def _raw_chunks(response: requests.Response, decode: bool) -> Iterator[bytes]:
     """The body as it arrives; ``decode``: let urllib3 undo the content coding (else the bytes as sent)."""
     raw = response.raw
     if getattr(raw, "chunked", False):
-        # chunked bodies: urllib3 hands over each chunk as it arrives
-        return raw.stream(None, decode_content=decode)
+        # chunked bodies: urllib3 hands over each chunk as it arrives, a large one in pieces of at most
+        # _READ_SIZE (one huge chunk, or a whole answer in one chunk, is never read whole: memory stays
+        # bounded by the line limit and the first event is decoded as soon as its piece is in)
+        return raw.stream(_READ_SIZE, decode_content=decode)
     if hasattr(raw, "read1"):
         # close-delimited or sized bodies: read1 returns as soon as any bytes arrived
         return _read1(raw, decode)
@@ -690,6 +692,8 @@ def _socket_of(response: Any) -> Optional[socket.socket]:
     return sock if isinstance(sock, socket.socket) else None
 
 
+#: the first bytes of a body handed on before the rest of the first read (see BodyStream.iter_chunks)
+FIRST_PIECE = 4096
 #: after the terminal marker, how long ``BodyStream.finish`` waits for the rest of the body (so the
 #: connection can be reused) before closing the connection instead
 FINISH_GRACE = 0.25
@@ -746,8 +750,18 @@ class BodyStream(object):
             if self._is_document:
                 raise StreamProtocolError("{}: expected a stream, got one JSON document".format(
                     self._client or "agenthub"), client=self._client)
+        chunks = self._chunks  # type: Any
         try:
-            for chunk in self._chunks:  # type: ignore[union-attr]
+            for chunk in chunks:
+                if chunk:
+                    if len(chunk) > FIRST_PIECE:
+                        # a burst (a whole answer in one write): its first event is decoded from a small
+                        # piece, not after the whole first read was
+                        yield chunk[:FIRST_PIECE]
+                        chunk = chunk[FIRST_PIECE:]
+                    yield chunk
+                    break
+            for chunk in chunks:
                 if chunk:
                     yield chunk
         except BaseException as exc:
@@ -933,6 +947,65 @@ def open_stream(
     body labelled JSON opens as the protocol's stream (None: such a body is one document).
     """
     return BodyStream(session, request, timeout, client, _watch_of(watch, on_response), error_from_body, is_stream)
+
+
+def open_raw(session: requests.Session, request: HttpRequest, timeout: Limits, client: str = "",
+             error_from_body: Any = None) -> "RawBody":
+    """Send ``request`` and take a 2xx answer as it is: no JSON or SSE sniffing (a file download, a
+    JSON Lines body, an upload session's headers).  A non-2xx answer raises what ``error_from_body``
+    reads in it, as for ``open_stream``.  Read the ``RawBody`` to its end or ``close()`` it: either
+    releases the connection."""
+    response = _send(session, request, timeout, client, True, None)
+    if response.status_code >= 300:
+        try:
+            raise _http_error(client, response, error_from_body or _default_error_from_body)
+        finally:
+            _release(response, None)
+    return RawBody(response, client, timeout)
+
+
+class RawBody(object):
+    """A 2xx answer's ``headers`` and its decoded bytes (iterate for the chunks as they arrive)."""
+
+    def __init__(self, response: Any, client: str, timeout: Limits) -> None:
+        self._response = response
+        self._client = client
+        self._timeout = timeout
+        self.headers = response.headers  # type: Any
+        self.status = response.status_code  # type: int
+
+    def __iter__(self) -> Iterator[bytes]:
+        response = self._response
+        if response is None:
+            return
+        try:
+            for chunk in _chunks(response):
+                if chunk:
+                    yield chunk
+        except AgentHubError:
+            raise
+        except Exception as exc:
+            raise _transport_error(self._client, "reading the response", exc, self._timeout) from exc
+        finally:
+            self.close()
+
+    def read(self, limit: int = MAX_DOCUMENT_BYTES) -> bytes:
+        """The whole body (a StreamProtocolError past ``limit`` bytes)."""
+        parts = []  # type: List[bytes]
+        size = 0
+        for chunk in self:
+            size += len(chunk)
+            if size > limit:
+                self.close()
+                raise StreamProtocolError("{}: the answer is larger than {} bytes".format(
+                    self._client or "agenthub", limit), client=self._client, retryable=False)
+            parts.append(chunk)
+        return b"".join(parts)
+
+    def close(self) -> None:
+        response, self._response = self._response, None
+        if response is not None:
+            _release(response, None)
 
 
 # -- record and replay (agenthub.testing) --------------------------------------------------------

@@ -39,6 +39,8 @@ __all__ = [
     "ToolCallItem",
     "ToolResultItem",
     "EmbeddingItem",
+    "CompactionItem",
+    "CompactionConfig",
     "PartialToolCallItem",
     "ContentItem",
     "PartialContentItem",
@@ -90,6 +92,7 @@ class _ToolSchemaBase(TypedDict):
 class ToolSchema(_ToolSchemaBase, total=False):
     description: str
     parameters: Mapping[str, Any]  # JSON Schema of the arguments object
+    strict: bool  # agenthub: arguments held to the schema, where the wire has it (else UnsupportedParameterError)
 
 
 class ImageConfig(TypedDict, total=False):
@@ -122,6 +125,10 @@ class ResponseFormat(_ResponseFormatBase, total=False):
     strict: bool
 
 
+class CompactionConfig(TypedDict):
+    threshold: int  # input tokens past which the server compacts the context
+
+
 class UniConfig(TypedDict, total=False):
     """Request options; every key is optional (the library only reads them: any sequence will do).  The
     keys after ``trace_id`` are agenthub's additions to the seed (see README "Config keys beyond the seed")."""
@@ -145,6 +152,9 @@ class UniConfig(TypedDict, total=False):
     extra_body: Dict[str, Any]  # deep-merged into the wire body last
     extra_headers: Dict[str, str]  # this request only; treated as secret wherever headers are shown
     fast_mode: bool  # the protocol's priority tier
+    background: bool  # OpenAI Responses / Gemini Interactions: run server-side, resumable after a cut
+    compaction: "CompactionConfig"  # OpenAI Responses / Anthropic: server-side compaction past a threshold
+    foreign_thinking: Literal["drop", "text"]  # another protocol's thinking on the way out (agenthub.foreign)
 
 
 class UsageMetadata(TypedDict):
@@ -187,6 +197,13 @@ class InlineThinkingItem(_Fidelity):
     mime_type: str
 
 
+class CompactionItem(_Fidelity):
+    """A server-side compaction of the context before it (OpenAI Responses, Anthropic): opaque, shown as
+    nothing, replayed as it came (its ``fidelity`` holds the wire item); earlier items are not resent."""
+
+    type: Literal["compaction"]
+
+
 class ToolCallItem(_Fidelity):
     type: Literal["tool_call"]
     name: str
@@ -227,6 +244,7 @@ ContentItem = Union[
     ToolCallItem,
     ToolResultItem,
     EmbeddingItem,
+    CompactionItem,
 ]
 PartialContentItem = Union[ContentItem, PartialToolCallItem]
 

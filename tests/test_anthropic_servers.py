@@ -160,7 +160,7 @@ def test_compaction_deltas_are_folded_into_the_replayed_block():
     events = parse(data)
     compaction = {"type": "compaction", "content": "Summary, part one; part two.", "encrypted_content": "opaque-2"}
     assert items(events) == [
-        {"type": "text", "text": "", "fidelity": {"server_block": compaction}},
+        {"type": "compaction", "fidelity": {"format": "anthropic", "block": compaction}},  # issue 22: its own item
         {"type": "text", "text": "Answer."},
     ]
     assert replay(collect(events)) == [compaction, {"type": "text", "text": "Answer."}]

@@ -5,6 +5,7 @@ Prices (catalog snapshot, genai-prices 0.2.3): claude-sonnet-4-6 input 3, cached
 write 1 h 6, output 15; gpt-5.5 input 5 (10 above 272K input), cached 0.5, output 30 (45 above 272K).
 """
 
+import json
 import pickle
 import threading
 
@@ -149,3 +150,146 @@ def test_the_local_estimate():
         4 + 10 + IMAGE_TOKENS + 4 + 1 + 4 + 4 + 3 + 8 + -(-len(tool_json) // 3))  # '{"q": "é"}' is 11 bytes: 4
     assert estimate_tokens([], None) == 0
     assert estimate_tokens([{"role": "user", "content_items": [{"type": "text", "text": "漢字漢字"}]}]) == 4 + 4
+
+
+# -- AutoLLMClient(..., budget=...) against a local server that counts the requests -----------------
+
+import os  # noqa: E402
+
+from agenthub import AutoLLMClient, UpstreamError  # noqa: E402
+from agenthub.__main__ import main  # noqa: E402
+
+from faultserver import fast_backoff  # noqa: E402,F401  (fixture)
+from sse_server import Answer, SSEServer  # noqa: E402
+
+RECORDINGS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "agenthub", "recordings")
+HI = [{"role": "user", "content_items": [{"type": "text", "text": "hi"}]}]
+
+
+def _answer():
+    # claude-sonnet-4-6's recorded answer: prompt 38, cached 412, response 24 tokens
+    with open(os.path.join(RECORDINGS, "anthropic", "weather_answer.sse"), "rb") as handle:
+        return Answer([handle.read()])
+
+
+def _claude(server, budget, **kwargs):
+    return AutoLLMClient("claude-sonnet-4-6", api_key="sk-ant-test", base_url=server.url, budget=budget,
+                         max_retries=0, **kwargs)
+
+
+# the hold: "hi" is 1 + 4 estimated input tokens, as 5-minute cache writes, + 1000 output tokens
+HOLD = (5 * 3.75 + 1000 * 15) / 1e6
+ACTUAL = (38 * 3 + 412 * 0.3 + 24 * 15) / 1e6
+
+
+def test_the_request_that_would_exceed_the_budget_is_never_sent():
+    budget = Budget(0.016)
+    with SSEServer() as server:
+        server.answers.extend([_answer(), _answer(), _answer()])
+        client = _claude(server, budget)
+        for turn in range(2):
+            events = list(client.streaming_response(HI, {"max_tokens": 1000}))
+            assert events[-1]["event_type"] == "stop"
+            assert len(server.requests) == turn + 1
+            assert budget.spent_usd == pytest.approx(ACTUAL * (turn + 1)) and budget.reserved_usd == 0.0
+        assert 2 * ACTUAL + HOLD > 0.016 > ACTUAL + HOLD
+        stream = client.streaming_response(HI, {"max_tokens": 1000})
+        with pytest.raises(BudgetExceededError) as caught:
+            next(stream)
+        assert len(server.requests) == 2  # the third request never left
+    error = caught.value
+    assert (error.spent_usd, error.limit_usd, error.needed_usd) == (
+        pytest.approx(2 * ACTUAL), 0.016, pytest.approx(HOLD))
+    assert budget.spent_usd == pytest.approx(2 * ACTUAL) and budget.reserved_usd == 0.0
+    # a smaller max_tokens fits: the worst case is what counts
+    with SSEServer() as server:
+        server.answers.append(_answer())
+        list(_claude(server, budget).streaming_response(HI, {"max_tokens": 100}))
+        assert len(server.requests) == 1
+
+
+def test_a_stream_under_way_holds_its_worst_case_and_the_hold_is_shared():
+    budget = Budget(1.5 * HOLD)
+    with SSEServer() as server:
+        server.answers.extend([_answer(), _answer()])
+        first = _claude(server, budget).streaming_response(HI, {"max_tokens": 1000})
+        next(first)  # the request is out, its answer not finished: the hold stands
+        assert budget.reserved_usd == pytest.approx(HOLD)
+        other = _claude(server, budget)  # another client, the same budget
+        with pytest.raises(BudgetExceededError):
+            list(other.streaming_response(HI, {"max_tokens": 1000}))
+        assert len(server.requests) == 1
+        list(first)
+        assert budget.reserved_usd == 0.0 and budget.spent_usd == pytest.approx(ACTUAL)
+        list(other.streaming_response(HI, {"max_tokens": 1000}))
+        assert len(server.requests) == 2
+
+
+def test_a_failed_request_gives_its_hold_back_and_retries_share_one_hold(fast_backoff):
+    budget = Budget(1)
+    busy = b'{"type": "error", "error": {"type": "overloaded_error", "message": "busy"}}'
+    with SSEServer() as server:
+        server.answers.append(Answer([b'{"type": "error", "error": {"type": "invalid_request_error", '
+                                      b'"message": "bad"}}'], status=400, headers={"Content-Type": "application/json"}))
+        with pytest.raises(UpstreamError):
+            list(_claude(server, budget).streaming_response(HI, {"max_tokens": 1000}))
+        assert (budget.spent_usd, budget.reserved_usd) == (0.0, 0.0)
+        server.answers.extend([Answer([busy], status=529, headers={"Content-Type": "application/json"}), _answer()])
+        client = AutoLLMClient("claude-sonnet-4-6", api_key="sk-ant-test", base_url=server.url, budget=budget,
+                               max_retries=1)
+        list(client.streaming_response(HI, {"max_tokens": 1000}))
+        assert len(server.requests) == 3 and budget.requests == 1  # one hold for the call, settled once
+        assert budget.spent_usd == pytest.approx(ACTUAL)
+
+
+def test_unpriced_models_under_a_budget():
+    with SSEServer() as server:
+        server.answers.append(Answer([b'data: {"choices": [{"index": 0, "delta": {"content": "ok"}, '
+                                      b'"finish_reason": "stop"}]}\n\n', b"data: [DONE]\n\n"]))
+        client = AutoLLMClient("my-model", client_type="openai-chat", base_url=server.url + "/v1", budget=Budget(1),
+                               max_retries=0)
+        with pytest.raises(ConfigError) as caught:
+            list(client.streaming_response(HI, {"max_tokens": 10}))
+        assert "allow_unpriced=True" in str(caught.value) and server.requests == []
+        loose = Budget(1, allow_unpriced=True)
+        client = AutoLLMClient("my-model", client_type="openai-chat", base_url=server.url + "/v1", budget=loose,
+                               max_retries=0)
+        list(client.streaming_response(HI))
+        assert len(server.requests) == 1 and loose.spent_usd == 0.0 and loose.requests == 1
+    with pytest.raises(ConfigError):
+        AutoLLMClient("claude-sonnet-4-6", api_key="k", budget=5)
+
+
+def test_a_client_with_a_budget_does_not_cross_processes():
+    client = AutoLLMClient("claude-sonnet-4-6", api_key="sk-ant-test", budget=Budget(1))
+    with pytest.raises(ConfigError):
+        pickle.dumps(client)
+
+
+def test_the_cli_budget(capsys):
+    with SSEServer() as server:
+        server.answers.append(_answer())
+        args = ["chat", "claude-sonnet-4-6", "hi", "--client-type", "anthropic", "--base-url", server.url,
+                "--max-tokens", "1000"]
+        os.environ.pop("ANTHROPIC_API_KEY", None)
+        assert main(args + ["--budget", "0.01"]) == 1
+        err = capsys.readouterr().err
+        assert err.startswith("error: BudgetExceededError: the request to claude-sonnet-4-6 could cost $0.015019")
+        assert server.requests == []
+        assert main(args + ["--budget", "0.02"]) == 0
+        assert len(server.requests) == 1
+        assert capsys.readouterr().err.rstrip().endswith("cost $0.000598")
+
+
+def test_an_embedding_client_under_a_budget_holds_its_input_only():
+    budget = Budget(1)
+    document = {"object": "list", "model": "text-embedding-3-small",
+                "data": [{"object": "embedding", "index": 0, "embedding": [0.5, -0.25]}],
+                "usage": {"prompt_tokens": 7, "total_tokens": 7}}
+    with SSEServer() as server:
+        server.answers.append(Answer([json.dumps(document).encode()], headers={"Content-Type": "application/json"}))
+        client = AutoLLMClient("text-embedding-3-small", api_key="sk-test", base_url=server.url + "/v1", budget=budget,
+                               max_retries=0)
+        assert client.embed(["hello world"]) == [[0.5, -0.25]]
+        assert server.requests[0]["path"] == "/v1/embeddings"
+    assert budget.spent_usd == pytest.approx(7 * 0.02 / 1e6) and budget.reserved_usd == 0.0

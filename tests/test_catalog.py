@@ -286,7 +286,7 @@ HAND_LONG = {
 
 #: protocol folder (or file prefix) -> client_type whose parser reads it
 _KINDS = {"anthropic": "anthropic", "openai_chat": "openai-chat", "openai_responses": "openai-responses",
-          "gemini": "gemini", "bedrock": "bedrock", "azure/chat_": "openai-chat",
+          "gemini": "gemini", "gemini_interactions": "gemini-interactions", "bedrock": "bedrock", "azure/chat_": "openai-chat",
           "azure/responses_": "openai-responses", "vertex/claude_": "anthropic", "vertex/gemini_": "gemini"}
 USER = [{"role": "user", "content_items": [{"type": "text", "text": "hi"}]}]
 
@@ -453,7 +453,7 @@ def test_agenthub_models_lists_the_catalog_with_filters(capsys):
     assert out[0] == "openai:"
     assert ("    gpt-5.5: context 1050K, output 128K; $5 in / 0.5 cached / ? write / 30 out (+above 272K input, "
             "batch, fast, flex, priority); text+image+pdf -> text; reasoning, tools, json_schema") in out
-    shown = [line.split(":")[0].strip() for line in out[1:] if line.startswith("    ")]
+    shown = [line.split(": context ")[0].strip() for line in out[1:] if line.startswith("    ")]
     want = [row["id"] for row in list_supported_models("openai")
             if "image" in row["input_modalities"] and row["structured_output"] is True]
     assert shown == want and len(want) > 5

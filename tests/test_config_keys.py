@@ -408,7 +408,9 @@ def test_gemini_response_formats():
     assert plan(gemini, GEMINI, "gemini-3.5-flash", config).body["generationConfig"] == {
         "responseMimeType": "application/json"}
     assert plan(gemini, GEMINI, "gemini-2.0-flash", {"response_format": JSON_SCHEMA}).body["generationConfig"] == {
-        "responseMimeType": "application/json", "responseSchema": SCHEMA}  # the OpenAPI-subset field
+        "responseMimeType": "application/json", "responseSchema": {  # the OpenAPI subset (issue 24 B1)
+            "type": "OBJECT", "properties": {"city": {"type": "STRING"}, "temp_c": {"type": "NUMBER"}},
+            "required": ["city", "temp_c"], "additionalProperties": False, "propertyOrdering": ["city", "temp_c"]}}
 
 
 def test_gemini_refusals():

@@ -104,3 +104,40 @@ def test_a_stacked_gzip_bomb_stays_within_the_limits(coding, kind):
     else:
         assert "larger than" in figures["outcome"], figures
         assert figures["peak"] < 60 << 20, figures
+
+
+# -- issue 24 A7 (transport): one huge HTTP chunk is read in bounded pieces ------------------------
+
+
+@pytest.mark.parametrize("client_type", ["openai-chat", "agenthub"])
+def test_one_huge_http_chunk_is_read_in_bounded_pieces(client_type):
+    """A single 64 MB HTTP chunk (one line, no newline) against a 1 MB line limit: refused with memory
+    near the limit, never the whole chunk read at once (urllib3 reads a chunk whole when asked to)."""
+    import tracemalloc
+
+    data = b"data: " + b"x" * (64 << 20)
+    framed = b"%x\r\n" % len(data) + data + b"\r\n"  # built before tracing: the server's copy is not counted
+    with FaultServer() as server:
+        server.push([status(200, {"Content-Type": "text/event-stream"}), ("raw", framed)])
+        client = AutoLLMClient("m", api_key="sk-test-key-123456", base_url=server.url, client_type=client_type,
+                               timeout=Timeout(connect=2, read=10), max_retries=0, max_line_bytes=1 << 20)
+        tracemalloc.start()
+        try:
+            with pytest.raises(StreamProtocolError) as caught:
+                list(client.streaming_response(USER))
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+    assert "longer than" in str(caught.value) or "more than" in str(caught.value) or "exceeds" in str(caught.value)
+    assert peak < 8 << 20, peak
+
+
+def test_an_agenthub_server_frame_over_the_limit_inside_one_read_is_refused():
+    """Every frame is checked, also one that begins and ends inside a single read."""
+    frame = b'data: {"x":"' + b"y" * 3000 + b'"}\n\n'
+    with FaultServer() as server:
+        server.push([status(200, {"Content-Type": "text/event-stream"}), send(frame)])
+        client = AutoLLMClient("m", api_key="sk-test-key-123456", base_url=server.url, client_type="agenthub",
+                               timeout=Timeout(connect=2, read=5), max_retries=0, max_line_bytes=1024)
+        with pytest.raises(StreamProtocolError, match="more than 1024 bytes"):
+            list(client.streaming_response(USER))

@@ -24,6 +24,8 @@ EXPECTED_ALL = {
     "FinishReason", "ToolSchema", "ImageConfig", "SpeakerConfig", "EmbeddingConfig", "ContentItem",
     "PartialContentItem", "TextItem", "ImageUrlItem", "InlineDataItem", "ThinkingItem", "InlineThinkingItem",
     "ToolCallItem", "ToolResultItem", "EmbeddingItem", "PartialToolCallItem",
+    # workloads (issue 20)
+    "RateLimiter",
 }
 
 

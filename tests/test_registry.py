@@ -97,14 +97,14 @@ def test_unknown_name_says_how_to_pass_client_type_and_base_url():
 
     assert message.startswith("cannot route model 'my-finetune' by its name: pass client_type (a protocol: "
                               "{}; or a preset: ".format(", ".join(sorted(hosts.CLIENT_TYPES))))
-    assert "anthropic, azure, azure-anthropic, azure-responses, bedrock, gemini, openai-chat, openai-responses, vertex" \
+    assert "anthropic, azure, azure-anthropic, azure-responses, bedrock, gemini, gemini-interactions, openai-chat, openai-responses, vertex" \
         in message
     assert "AutoLLMClient('my-finetune', client_type='openai-chat', base_url='http://127.0.0.1:8000/v1')" in message
 
 
 def test_unknown_client_type_lists_the_known_ones():
     with pytest.raises(ConfigError, match=r"unknown client_type 'acme'; protocols: agenthub, anthropic, azure, "
-                                          r"azure-anthropic, azure-responses, bedrock, gemini, openai-chat, "
+                                          r"azure-anthropic, azure-responses, bedrock, gemini, gemini-interactions, openai-chat, "
                                           r"openai-responses, "):
         resolve("x", "acme", environ={})
     with pytest.raises(ConfigError, match=r"; aliases: ant-messages, "):
@@ -277,11 +277,21 @@ def test_thinking_switches(model, client_type, level, expected):
     assert {k: body[k] for k in expected} == expected
 
 
-@pytest.mark.parametrize("model, client_type", [("local", "lmstudio"), ("MiniMax-M3", None), ("m", "openai-chat")])
+@pytest.mark.parametrize("model, client_type", [("MiniMax-M3", None)])
 def test_no_thinking_switch_sends_nothing(model, client_type):
     base = "http://127.0.0.1:9/v1" if client_type == "openai-chat" else None
     body = _body(model, {"thinking_level": "high"}, client_type, base, api_key="k")
     assert sorted(body) == ["messages", "model", "stream", "stream_options"]
+
+
+@pytest.mark.parametrize("model, client_type", [("local", "lmstudio"), ("m", "openai-chat")])
+def test_a_generic_chat_endpoint_gets_reasoning_effort(model, client_type):
+    # issue 24 B2: (local, lmstudio) and (m, openai-chat) moved here from the test above: a generic Chat
+    # endpoint gets thinking_level as reasoning_effort, as the openai SDK sends it (was: nothing sent)
+    base = "http://127.0.0.1:9/v1" if client_type == "openai-chat" else None
+    body = _body(model, {"thinking_level": "high"}, client_type, base, api_key="k")
+    assert sorted(body) == ["messages", "model", "reasoning_effort", "stream", "stream_options"]
+    assert body["reasoning_effort"] == "high"
 
 
 # -- tool_choice, images, max_tokens ---------------------------------------------------------------

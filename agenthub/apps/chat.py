@@ -60,6 +60,10 @@ def _chat_client(args: Any) -> Any:
         if args.max_retries < 0:
             raise ConfigError("--max-retries must be 0 or more")
         options["max_retries"] = args.max_retries
+    if getattr(args, "budget", None) is not None:  # one Budget for the whole session, every turn counted
+        from ..budget import Budget
+
+        options["budget"] = Budget(args.budget)
     return AutoLLMClient(args.model, api_key=api_key, base_url=args.base_url, client_type=args.client_type, **options)
 
 
@@ -75,6 +79,8 @@ def _chat_config(args: Any) -> Dict[str, Any]:
         config["thinking_level"] = args.thinking
     if args.trace_id:
         config["trace_id"] = args.trace_id
+    if getattr(args, "background", False):
+        config["background"] = True
     return config
 
 

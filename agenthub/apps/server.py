@@ -8,7 +8,8 @@
                  "client_type": "...", "base_url": "...", "default_config": {"max_tokens": 2000}}],
      "api_keys": ["$AGENTHUB_SERVER_KEY"],
      "allowed_hosts": ["localhost", "127.0.0.1", "[::1]"],
-     "max_body_bytes": 16777216, "max_concurrent_streams": 64, "keepalive_seconds": 15}
+     "max_body_bytes": 16777216, "max_concurrent_streams": 64, "keepalive_seconds": 15,
+     "header_timeout_seconds": 10, "body_timeout_seconds": 20, "write_timeout_seconds": 30}
 
 A string cell ``"$NAME"`` is read from the environment when the app is made (a missing
 variable is a ConfigError naming it; ``"$$..."`` is a literal ``$...``).  Each model row
@@ -18,29 +19,37 @@ becomes one AutoLLMClient (``max_retries`` and ``timeout`` may be given per row)
 Endpoints (the wire contract; README.md, "agenthub serve"):
 
 - ``GET /v1/models``: ``{"object": "list", "data": [{"id": ..., "object": "model"}, ...]}``.
+- ``GET /v1/metrics``: Prometheus text, per model row (requests, errors by class, tokens by bucket,
+  cost, open streams; ``agenthub.apps.metrics``).
 - ``POST /v1/stream`` ``{"model": <id>, "messages": [...], "config": {...}}`` (bytes as
   ``{"__bytes__": "<base64>"}``): ``text/event-stream``, one ``data: <UniEvent JSON>`` per
   event as the library produced it, ``: keep-alive`` comments while the upstream is silent,
   ``data: [DONE]`` at the end.  An error after the first event is an ``event: error`` frame
   with the error JSON, and the body ends.
 - Errors before the stream: ``{"error": {"type": <AgentHubError subclass name>, "message",
-  <its fields>}}`` with 400 (ConfigError: malformed message or config, bad Host header),
-  401 (AuthenticationError: missing or wrong server key), 404 (unknown model or path), 405,
-  411, 413 (body over ``max_body_bytes``), 503 (ServerError: ``max_concurrent_streams``
-  streams are open; ``Retry-After``), and the upstream's status for an UpstreamError (502/504
-  for a TransportError, 502 for a StreamError).
+  <its fields>}}`` with 400 (ConfigError: malformed message or config, bad Host header, a
+  Content-Length that is not digits, nesting too deep), 401 (AuthenticationError: missing or
+  wrong server key), 403 (a cross-site request), 404 (unknown model or path), 405, 408 (the
+  body stopped arriving), 411 (no Content-Length), 413 (body over ``max_body_bytes``), 415 (a
+  POST that is not ``application/json``), 503 (ServerError: ``max_concurrent_streams`` streams
+  are open; ``Retry-After``), and the upstream's status for an UpstreamError (502/504 for a
+  TransportError, whose message says what failed but not the upstream's address; 502 for a
+  StreamError).
 - ``GET /``: the playground page (open; its own Content-Security-Policy).
 
 Every ``/v1/`` path needs ``Authorization: Bearer <one of api_keys>`` when api_keys is set
 (compared in constant time).  The Host header is checked whatever server runs the app: only
-``allowed_hosts`` names (any port; ``"*"`` allows any) are answered.  No CORS headers are sent.
+``allowed_hosts`` names (any port; ``"*"`` allows any) are answered.  No CORS headers are sent,
+and a ``/v1/`` request a browser made from another site (an ``Origin`` other than the server's
+own, or ``Sec-Fetch-Site: cross-site``) is refused, so a web page cannot spend the server's keys.
 Upstream keys never reach a response, a log line or an error: errors are scrubbed of them.
 
 Each stream is read from the upstream by a thread of its own, which hands the encoded events
 to the thread writing the response; that is what lets the writer send keep-alive comments
 while the upstream is silent.  When the client goes away the WSGI server closes the response
 (PEP 3333 ``close()``): the upstream stream is aborted, which releases its connection at once.
-``max_concurrent_streams`` is per process (a gunicorn worker is one).
+``max_concurrent_streams`` is per process (a gunicorn worker is one); a stream's slot is free when its
+response is closed, and at most ``MAX_QUEUED_BYTES`` of a stream wait for a slow client.
 """
 
 import hmac
@@ -51,14 +60,16 @@ import math
 import os
 import queue
 import re
+import sys
 import threading
 import time
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Tuple
 
 from ..errors import (AgentHubError, AuthenticationError, ConfigError, ServerError, StreamError, TransportError,
                      UnsupportedParameterError, UpstreamError, error_to_json)
-from ..hosts.trust import authority_host, is_loopback_host
+from ..hosts.trust import authority_host, authority_parts, is_loopback_host, split_authority
 from ..types import from_jsonable, json_default  # the one {"__bytes__"} codec
+from .metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE, Metrics
 
 __all__ = ["make_app", "load_config", "serve", "AgentHubApp", "DEFAULT_PORT"]
 
@@ -69,19 +80,29 @@ DEFAULT_ALLOWED_HOSTS = ("localhost", "127.0.0.1", "[::1]")
 DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024
 DEFAULT_MAX_CONCURRENT_STREAMS = 64
 DEFAULT_KEEPALIVE_SECONDS = 15.0
-CONFIG_KEYS = ("models", "api_keys", "allowed_hosts", "max_body_bytes", "max_concurrent_streams", "keepalive_seconds")
+#: the built-in server's socket timeouts (gunicorn and other WSGI servers have their own settings):
+#: the whole request line and headers, each read of the body, each write of the answer
+DEFAULT_HEADER_TIMEOUT_SECONDS = 10.0
+DEFAULT_BODY_TIMEOUT_SECONDS = 20.0
+DEFAULT_WRITE_TIMEOUT_SECONDS = 30.0
+TIMEOUT_KEYS = ("header_timeout_seconds", "body_timeout_seconds", "write_timeout_seconds")
+CONFIG_KEYS = ("models", "api_keys", "allowed_hosts", "max_body_bytes", "max_concurrent_streams",
+               "keepalive_seconds") + TIMEOUT_KEYS
 #: config keys a caller of the server may not send: they would rewrite the upstream request itself
 PASSTHROUGH_KEYS = ("extra_body", "extra_headers")
 MODEL_KEYS = ("id", "model", "client_type", "base_url", "api_key", "default_config", "max_retries", "timeout")
 REQUEST_KEYS = ("model", "messages", "config")
 
-#: frames a stream may have waiting for a slow client before its upstream is no longer read
+#: frames, and bytes, a stream may have waiting for a slow client before its upstream is no longer read
 MAX_QUEUED_FRAMES = 4096
+MAX_QUEUED_BYTES = 1 << 20
 #: a client that takes no frame for this long is taken for gone
 WRITER_STALL_SECONDS = 300.0
 KEEPALIVE = b": keep-alive\n\n"
 DONE = b"data: [DONE]\n\n"
 _VARIABLE = re.compile(r"^\$([A-Za-z_][A-Za-z0-9_]*)$")
+_TOO_DEEP = ConfigError("the request body is nested too deeply")
+_DIGITS = re.compile(r"[0-9]{1,18}\Z")
 _END = object()
 _SSE_HEADERS = [("Content-Type", "text/event-stream; charset=utf-8"), ("Cache-Control", "no-cache, no-store"),
                 ("X-Accel-Buffering", "no"), ("X-Content-Type-Options", "nosniff")]
@@ -171,20 +192,24 @@ def load_config(config: Any, environ: Optional[Mapping[str, str]] = None) -> Dic
     hosts = data.get("allowed_hosts", list(DEFAULT_ALLOWED_HOSTS))
     if not isinstance(hosts, list) or not all(isinstance(h, str) and h for h in hosts):
         raise ConfigError("server config allowed_hosts must be a list of host names")
-    keepalive = data.get("keepalive_seconds", DEFAULT_KEEPALIVE_SECONDS)
-    if isinstance(keepalive, bool) or not isinstance(keepalive, (int, float)) or not 0 < keepalive < 3600:
-        raise ConfigError("server config keepalive_seconds must be a number of seconds in (0, 3600)")
+    seconds = {}
+    for key, default in zip(("keepalive_seconds",) + TIMEOUT_KEYS, (
+            DEFAULT_KEEPALIVE_SECONDS, DEFAULT_HEADER_TIMEOUT_SECONDS, DEFAULT_BODY_TIMEOUT_SECONDS,
+            DEFAULT_WRITE_TIMEOUT_SECONDS)):
+        value = data.get(key, default)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < 3600:
+            raise ConfigError("server config {} must be a number of seconds in (0, 3600)".format(key))
+        seconds[key] = float(value)
     refused = [h for h in hosts if h != "*" and not _host_name(h)]
     if refused:
         raise ConfigError("server config allowed_hosts: {!r} is not a host name".format(refused[0][:100]))
-    return {
+    return dict(seconds, **{
         "models": rows,
         "api_keys": list(api_keys),
         "allowed_hosts": [_host_name(h) if h != "*" else "*" for h in hosts],
         "max_body_bytes": _positive_int(data, "max_body_bytes", DEFAULT_MAX_BODY_BYTES),
         "max_concurrent_streams": _positive_int(data, "max_concurrent_streams", DEFAULT_MAX_CONCURRENT_STREAMS),
-        "keepalive_seconds": float(keepalive),
-    }
+    })
 
 
 def make_app(config: Any, environ: Optional[Mapping[str, str]] = None, session: Any = None) -> "AgentHubApp":
@@ -203,6 +228,36 @@ def _host_name(host: str) -> str:
     address in brackets), read as every host rule reads it (``hosts.trust``); "" when it is not one host."""
     name = authority_host(host).rstrip(".")
     return "[" + name + "]" if ":" in name else name
+
+
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def _same_origin(origin: str, host: str) -> bool:
+    """An Origin header names the host (and port) of the Host header this request was sent to (both read
+    as every host rule reads them: ``hosts.trust``)."""
+    text = origin.strip()
+    try:
+        scheme, userinfo, origin_host, port = split_authority(text)
+    except ValueError:
+        return False  # "null" (a sandboxed page, a file:), or an origin two parsers could read two ways
+    if userinfo or any(c in text[len(scheme) + 3:] for c in "/?#@"):
+        return False  # something no browser sends
+    given = authority_parts(host)
+    if given is None or scheme not in _DEFAULT_PORTS:
+        return False
+    want_port = _DEFAULT_PORTS[scheme] if port is None else port
+    host_port = _DEFAULT_PORTS[scheme] if given[1] is None else given[1]
+    return _host_name(origin_host if ":" not in origin_host else "[" + origin_host + "]") == _host_name(host) \
+        and want_port == host_port
+
+
+def _check_json(environ: Mapping[str, Any]) -> None:
+    """A /v1/ POST says it is JSON: a form or a no-cors fetch from another page cannot (without a preflight)."""
+    kind = (environ.get("CONTENT_TYPE") or "").split(";", 1)[0].strip().lower()
+    if kind != "application/json":
+        raise _Refusal(415, ConfigError("the request body must be sent as Content-Type: application/json (got "
+                                        "{!r})".format(kind[:60] or None)))
 
 
 def _json_encoder() -> Callable[[Any], str]:
@@ -279,6 +334,22 @@ def _status_line(status: int) -> str:
         return "{} {}".format(status, "Overloaded" if status == 529 else "Error")
 
 
+def _public(error: BaseException) -> BaseException:
+    """``error`` as the server's callers may see it: a TransportError's message names the upstream's
+    address (the server's own business), so they get what happened without where (the log has it)."""
+    if not isinstance(error, TransportError):
+        return error
+    if error.aborted:
+        what = "was stopped"
+    elif error.timeout:
+        what = "timed out (total deadline)" if error.deadline else "timed out"
+    else:
+        what = "could not be reached or broke off"
+    fields = {k: v for k, v in (getattr(error, "_fields", None) or {}).items() if k not in ("message", "url")}
+    public = TransportError("agenthub serve: the upstream {}".format(what), **fields)
+    return public
+
+
 class _Refusal(Exception):
     """An answer other than a stream, decided before one opened."""
 
@@ -337,7 +408,12 @@ class AgentHubApp(object):
         self.max_body_bytes = settings["max_body_bytes"]
         self.max_concurrent_streams = settings["max_concurrent_streams"]
         self.keepalive_seconds = settings["keepalive_seconds"]
+        #: the built-in server's socket timeouts (serve())
+        self.timeouts = {key: settings.get(key, default) for key, default in zip(TIMEOUT_KEYS, (
+            DEFAULT_HEADER_TIMEOUT_SECONDS, DEFAULT_BODY_TIMEOUT_SECONDS, DEFAULT_WRITE_TIMEOUT_SECONDS))}
         self._slots = threading.BoundedSemaphore(self.max_concurrent_streams)
+        self.metrics = Metrics([(row["id"], row["model"], row.get("client_type") or self.models[row["id"]].client.client_type)
+                                for row in settings["models"]], self.max_concurrent_streams)
         self._open = 0
         self._open_lock = threading.Lock()
 
@@ -368,13 +444,21 @@ class AgentHubApp(object):
             _allow(method, ("GET", "HEAD"))
             return self._page(start_response, method)
         if path == "/v1" or path.startswith("/v1/"):
+            self._check_origin(environ)
             self._check_key(environ)
+            if path == "/v1/metrics":
+                _allow(method, ("GET", "HEAD"))
+                body = self.metrics.render().encode("utf-8")
+                start_response("200 OK", [("Content-Type", METRICS_CONTENT_TYPE), ("Content-Length", str(len(body))),
+                                          ("Cache-Control", "no-store"), ("X-Content-Type-Options", "nosniff")])
+                return [] if method == "HEAD" else [body]
             if path == "/v1/models":
                 _allow(method, ("GET", "HEAD"))
                 data = [{"id": model_id, "object": "model"} for model_id in self.models]
                 return self._json(start_response, "200 OK", {"object": "list", "data": data}, method == "HEAD")
             if path == "/v1/stream":
                 _allow(method, ("POST",))
+                _check_json(environ)
                 return self._stream(environ, start_response)
         raise _Refusal(404, ConfigError("no such endpoint: {}".format(path[:200])))
 
@@ -388,6 +472,16 @@ class AgentHubApp(object):
         if not _host_name(host) or _host_name(host) not in self.allowed_hosts:
             raise _Refusal(400, ConfigError("the Host {!r} is not one of this server's allowed_hosts".format(
                 host[:100])))
+
+    def _check_origin(self, environ: Mapping[str, Any]) -> None:
+        """Cross-site request forgery: a browser on another site's page sends its Origin (or Sec-Fetch-Site:
+        cross-site); only the server's own origin (the Host it was asked by) gets an answer on /v1/."""
+        site = (environ.get("HTTP_SEC_FETCH_SITE") or "").strip().lower()
+        origin = environ.get("HTTP_ORIGIN")
+        if site == "cross-site" or (origin is not None and not _same_origin(origin, environ.get("HTTP_HOST") or "")):
+            raise _Refusal(403, ConfigError("a cross-site request is refused: the Origin {!r} is not this server's "
+                                            "own (a page elsewhere cannot use this server)".format(
+                                                (origin or "")[:100])))
 
     def _check_key(self, environ: Mapping[str, Any]) -> None:
         if not self._keys:
@@ -409,22 +503,27 @@ class AgentHubApp(object):
         stream = environ["wsgi.input"]
         length = environ.get("CONTENT_LENGTH")
         too_big = _Refusal(413, ConfigError("the request body is over this server's limit of {} bytes".format(limit)))
-        if length:
-            try:
+        try:
+            if environ.get("wsgi.input_terminated"):  # the server decoded the framing (gunicorn: chunked too)
+                data = stream.read(limit + 1)
+                if len(data) > limit:
+                    raise too_big
+                return data
+            if environ.get("HTTP_TRANSFER_ENCODING"):  # framing this server does not decode for us
+                raise _Refusal(411, ConfigError("a Content-Length is required (Transfer-Encoding is not accepted "
+                                                "here)"))
+            if length:
+                if not _DIGITS.match(length):  # int() would take "1_298", "+12" or " 12"
+                    raise _Refusal(400, ConfigError("a malformed Content-Length"))
                 size = int(length)
-            except ValueError:
-                raise _Refusal(400, ConfigError("a malformed Content-Length")) from None
-            if size > limit:
-                raise too_big
-            data = stream.read(size) if size > 0 else b""
-            if len(data) < size:
-                raise _Refusal(400, ConfigError("the request body ended before its Content-Length"))
-            return data
-        if environ.get("wsgi.input_terminated") or "chunked" in (environ.get("HTTP_TRANSFER_ENCODING") or "").lower():
-            data = stream.read(limit + 1)
-            if len(data) > limit:
-                raise too_big
-            return data
+                if size > limit:
+                    raise too_big
+                data = stream.read(size) if size > 0 else b""
+                if len(data) < size:
+                    raise _Refusal(400, ConfigError("the request body ended before its Content-Length"))
+                return data
+        except OSError:  # the built-in server's body timeout, or the connection went away
+            raise _Refusal(408, ConfigError("the request body did not arrive in time")) from None
         raise _Refusal(411, ConfigError("a Content-Length is required"))
 
     # -- answers -----------------------------------------------------------------------------
@@ -435,7 +534,8 @@ class AgentHubApp(object):
         return text
 
     def _error_bytes(self, error: BaseException) -> bytes:
-        return self._scrub(json.dumps(error_to_json(error), separators=(",", ":"), default=str)).encode("utf-8")
+        return self._scrub(json.dumps(error_to_json(_public(error)), separators=(",", ":"),
+                                      default=str)).encode("utf-8")
 
     def _json(self, start_response: Callable[..., Any], status: str, document: Any, head: bool = False,
               headers: Iterable[Tuple[str, str]] = ()) -> List[bytes]:
@@ -494,6 +594,16 @@ class AgentHubApp(object):
         if model is None:
             raise _Refusal(404, ConfigError("unknown model {!r}; this server has: {}".format(
                 model_id[:100], ", ".join(sorted(self.models)))))
+        self.metrics.request(model_id)
+        try:
+            return self._start(model, request, text, start_response)
+        except _Refusal as refusal:
+            self.metrics.error(model_id, refusal.error)
+            raise
+
+    def _start(self, model: "_Model", request: Dict[str, Any], text: str,
+               start_response: Callable[..., Any]) -> Iterable[bytes]:
+        model_id = model.id
         messages = request.get("messages")
         config = request.get("config")
         config = {} if config is None else config
@@ -515,36 +625,70 @@ class AgentHubApp(object):
                 config = from_jsonable(config, strict=True)
             except ValueError:
                 raise _Refusal(400, ConfigError("a {\"__bytes__\": ...} value is not base64")) from None
+            except RecursionError:
+                raise _Refusal(400, _TOO_DEEP) from None
+            if not isinstance(config, dict):  # {"__bytes__": ...} itself
+                raise _Refusal(400, ConfigError("config must be an object (UniConfig)"))
         merged = dict(model.default_config)
         merged.update(config)
         try:
             stream = model.client.streaming_response(messages, merged)
         except ConfigError as exc:
             raise _Refusal(400, exc) from None
+        except RecursionError:
+            raise _Refusal(400, _TOO_DEEP) from None
         if not self._slots.acquire(False):
             stream.close()
             raise _Refusal(503, ServerError(
                 "the server is at its limit of {} concurrent streams".format(self.max_concurrent_streams),
                 client="agenthub", status=503, error_type="overloaded", retry_after=1.0, retryable=True))
-        pump = _Pump(self, stream, model_id)
-        pump.start()
+        self.metrics.opened(model_id)
+        pump = _Pump(self, stream, model_id, on_end=self._ended(model))
+        try:
+            pump.start()
+        except BaseException:
+            self._release(model_id)
+            raise
         try:
             first = pump.queue.get(timeout=self.keepalive_seconds)
         except queue.Empty:
             first = KEEPALIVE  # the upstream is silent: the stream opens with a keep-alive
         if isinstance(first, BaseException):
+            self._release(model_id)  # the upstream failed before its first event: no stream was handed out
             return self._json_error(start_response, _status_of(first), first)
-        start_response("200 OK", list(_SSE_HEADERS))
+        try:
+            start_response("200 OK", list(_SSE_HEADERS))
+        except BaseException:
+            pump.stop()
+            self._release(model_id)
+            raise
         return _Body(self, pump, first)
+
+    def _release(self, model_id: str) -> None:
+        """A stream's response is closed (or was never handed out): its slot is free."""
+        self.metrics.closed(model_id)
+        self._slots.release()
+
+    def _ended(self, model: "_Model") -> Callable[[Any, Optional[BaseException]], None]:
+        """What the pump reports when the upstream is done: the answer's usage (metrics), or the error."""
+        upstream_model = model.client.model
+
+        def ended(last: Any, error: Optional[BaseException]) -> None:
+            if error is not None:
+                self.metrics.error(model.id, error)
+            elif isinstance(last, dict) and last.get("event_type") == "stop":
+                self.metrics.answer(model.id, upstream_model, last.get("usage_metadata"))
+
+        return ended
 
     def _stream_opened(self) -> None:
         with self._open_lock:
             self._open += 1
 
     def _stream_closed(self) -> None:
+        """The upstream of a stream is no longer read (its slot is free once its response is closed too)."""
         with self._open_lock:
             self._open -= 1
-        self._slots.release()
 
 
 class _Pump(object):
@@ -554,13 +698,17 @@ class _Pump(object):
     marker or the error that ended the stream.
     """
 
-    def __init__(self, app: AgentHubApp, stream: Any, model_id: str) -> None:
+    def __init__(self, app: AgentHubApp, stream: Any, model_id: str,
+                 on_end: Optional[Callable[[Any, Optional[BaseException]], None]] = None) -> None:
         self.app = app
         self.stream = stream
         self.model_id = model_id
+        self.on_end = on_end  # (the last event, the error that ended the stream or None), once
         self.queue = queue.SimpleQueue()  # type: Any
         self.events = 0
         self.stopped = False
+        self.put_bytes = 0  # written by the pump's thread only
+        self.taken_bytes = 0  # written by the response's thread only (_Body)
         self.thread = threading.Thread(target=self._run, name="agenthub-serve-upstream", daemon=True)
 
     def start(self) -> None:
@@ -571,6 +719,10 @@ class _Pump(object):
             self.app._stream_closed()
             raise
 
+    def queued_bytes(self) -> int:
+        """Bytes of frames put in the queue and not taken yet (each counter is written by one thread)."""
+        return self.put_bytes - self.taken_bytes
+
     def _run(self) -> None:
         put = self.queue.put
         encode = _encode_event
@@ -579,19 +731,27 @@ class _Pump(object):
         count = 0
         qsize = self.queue.qsize
         limit = MAX_QUEUED_FRAMES
+        byte_limit = MAX_QUEUED_BYTES
+        event = error = None  # type: Any
         try:
             for event in self.stream:
-                put(encode(event))
+                frame = encode(event)
+                self.put_bytes += len(frame)
+                put(frame)
                 count += 1
-                if qsize() > limit:
+                if qsize() > limit or self.put_bytes - self.taken_bytes > byte_limit:
                     self._wait_for_room()
             put(_END)
         except AgentHubError as exc:
             outcome = "client gone" if self.stopped else type(exc).__name__
+            if isinstance(exc, TransportError) and not self.stopped:
+                outcome += " ({})".format(self.app._scrub(str(exc))[:500])
+            error = None if self.stopped else exc  # a client that left is no error of the stream's
             put(exc)
         except BaseException as exc:  # a bug of ours: logged, the client gets an AgentHubError
             logger.exception("agenthub serve: the stream of model %r failed", self.model_id)
             outcome = "internal error"
+            error = exc
             put(exc)
         finally:
             self.events = count
@@ -600,23 +760,28 @@ class _Pump(object):
             except Exception:  # pragma: no cover - closing is best effort
                 pass
             self.app._stream_closed()
+            if self.on_end is not None:
+                try:
+                    self.on_end(event, error)
+                except Exception:  # pragma: no cover - the metrics never end a stream
+                    logger.exception("agenthub serve: counting the stream of model %r failed", self.model_id)
             logger.info("agenthub serve: model=%s events=%d outcome=%s seconds=%.3f", self.model_id, count, outcome,
                         time.monotonic() - started)
 
     def _wait_for_room(self) -> None:
         """A client slower than the upstream: stop reading the upstream (TCP pushes back on it) until
-        the writer took half the queued frames; a writer that takes nothing for WRITER_STALL_SECONDS
-        ends the stream (the abort shows as the stream's end)."""
+        the writer took half the queued frames and bytes; a writer that takes nothing for
+        WRITER_STALL_SECONDS ends the stream (the abort shows as the stream's end)."""
         deadline = time.monotonic() + WRITER_STALL_SECONDS
         size = self.queue.qsize()
-        while not self.stopped and self.queue.qsize() > MAX_QUEUED_FRAMES // 2:
+        while not self.stopped and (size > MAX_QUEUED_FRAMES // 2 or self.queued_bytes() > MAX_QUEUED_BYTES // 2):
             time.sleep(0.005)
             now = self.queue.qsize()
             if now < size:
-                size = now
                 deadline = time.monotonic() + WRITER_STALL_SECONDS
             elif time.monotonic() > deadline:
                 self.stop()
+            size = now
 
     def stop(self) -> None:
         """The client went away (or the server closed the response): abort the upstream."""
@@ -634,9 +799,12 @@ class _Body(object):
         self._pump = pump
         self._first = first
         self._done = False
+        self._closed = False
         self._get = pump.queue.get
         self._empty = pump.queue.empty
         self._keepalive = app.keepalive_seconds
+        if first.__class__ is bytes and first is not KEEPALIVE:
+            pump.taken_bytes += len(first)
 
     def __iter__(self) -> "_Body":
         return self
@@ -654,11 +822,13 @@ class _Body(object):
             except queue.Empty:
                 return KEEPALIVE
         if item.__class__ is bytes and self._empty():
+            self._pump.taken_bytes += len(item)
             return item  # one event: no join
         parts = []
         get = self._get
         while True:
             if item.__class__ is bytes:
+                self._pump.taken_bytes += len(item)
                 parts.append(item)
             elif item is _END:
                 parts.append(DONE)
@@ -674,8 +844,13 @@ class _Body(object):
         return b"".join(parts)
 
     def close(self) -> None:
+        """The WSGI server is done with the response (sent, or the client went away): the upstream is
+        aborted if still read, and the stream's slot is free."""
         self._done = True
         self._pump.stop()
+        if not self._closed:
+            self._closed = True
+            self._app._release(self._pump.model_id)
 
 
 def _allow(method: str, allowed: Tuple[str, ...]) -> None:
@@ -692,7 +867,13 @@ def serve(config: Any, host: str = "127.0.0.1", port: int = DEFAULT_PORT) -> Tup
 
     Port 0 picks a free one.  A host that is not loopback needs ``api_keys`` in the config.
     Run it with ``server.serve_forever()``; ``server.shutdown()`` stops it from another thread.
+
+    Socket timeouts (the config's ``header_timeout_seconds``, ``body_timeout_seconds``,
+    ``write_timeout_seconds``): the request line and headers must arrive whole within the first (a
+    connection that sends nothing is closed then), each read of the body within the second (else 408),
+    each write of the answer within the third (else the stream ends, as when the client leaves).
     """
+    import io
     import socket
     import socketserver
     from wsgiref.simple_server import ServerHandler, WSGIRequestHandler, WSGIServer
@@ -701,6 +882,32 @@ def serve(config: Any, host: str = "127.0.0.1", port: int = DEFAULT_PORT) -> Tup
     if not is_loopback_host(host) and not app.api_keys:
         raise ConfigError("refusing to listen on {!r} without api_keys: a server reachable from other machines "
                           "needs keys (or listen on 127.0.0.1)".format(host))
+
+    header_timeout = app.timeouts["header_timeout_seconds"]
+    body_timeout = app.timeouts["body_timeout_seconds"]
+    write_timeout = app.timeouts["write_timeout_seconds"]
+
+    class Reader(io.RawIOBase):
+        """The connection's reading side: each read waits at most ``idle`` seconds, and none goes past
+        ``deadline`` (monotonic; None: no deadline)."""
+
+        def __init__(self, sock: Any) -> None:
+            io.RawIOBase.__init__(self)
+            self.sock = sock
+            self.idle = body_timeout
+            self.deadline = None  # type: Optional[float]
+
+        def readable(self) -> bool:
+            return True
+
+        def readinto(self, buffer: Any) -> int:
+            wait = self.idle
+            if self.deadline is not None:
+                wait = min(wait, self.deadline - time.monotonic())
+                if wait <= 0:
+                    raise socket.timeout("the request headers did not arrive in time")
+            self.sock.settimeout(wait)
+            return self.sock.recv_into(buffer)
 
     class Chunked(ServerHandler):
         """wsgiref's handler answering HTTP/1.1 requests in chunked encoding when the length is not known
@@ -739,8 +946,25 @@ def serve(config: Any, host: str = "127.0.0.1", port: int = DEFAULT_PORT) -> Tup
             else:
                 ServerHandler.finish_content(self)
 
+        def send_headers(self) -> None:
+            self.request_handler.connection.settimeout(write_timeout)  # type: ignore[attr-defined]
+            ServerHandler.send_headers(self)
+
+        def handle_error(self) -> None:
+            # a write that timed out, or a client gone: the response was closed already (PEP 3333 close(),
+            # which ends the upstream stream); one line, no traceback, nothing more written
+            logger.debug("agenthub serve: the response to %s ended: %s", self.request_handler.address_string(),
+                         sys.exc_info()[1])
+
     class Handler(WSGIRequestHandler):
+        def setup(self) -> None:
+            WSGIRequestHandler.setup(self)
+            self.rfile.close()
+            self.reader = Reader(self.connection)
+            self.rfile = io.BufferedReader(self.reader, 65536)
+
         def handle(self) -> None:
+            self.reader.deadline = time.monotonic() + header_timeout
             self.raw_requestline = self.rfile.readline(65537)
             if len(self.raw_requestline) > 65536:
                 self.requestline = ""
@@ -750,6 +974,7 @@ def serve(config: Any, host: str = "127.0.0.1", port: int = DEFAULT_PORT) -> Tup
                 return
             if not self.parse_request():
                 return
+            self.reader.deadline = None  # the body: each read within body_timeout
             handler = Chunked(self.rfile, self.wfile, self.get_stderr(), self.get_environ(), multithread=True)
             handler.request_handler = self  # type: ignore[attr-defined]
             handler.run(self.server.get_app())  # type: ignore[attr-defined]

@@ -18,18 +18,25 @@ style run, by their SHA-256 (no ``'unsafe-inline'``); links are made only of htt
 URLs and images only of those and ``data:image/`` URLs (a ``javascript:`` URL a model
 wrote is shown as text); a request whose Host header is not localhost or the bound
 address (DNS rebinding) is answered 421.
+
+Off loopback (``--host 0.0.0.0``) the viewer needs a key (``serve(..., key=)``, ``agenthub trace
+view --key-env NAME``), as ``agenthub serve`` needs api_keys: every request then shows it, as
+``Authorization: Bearer <key>``, or once as ``?key=<key>`` (answered with a redirect that drops it
+from the address and a cookie, HttpOnly and SameSite=Strict, that carries it from then on).
 """
 
+import hmac
 import ipaddress
 import json
 import os
+import re
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Dict, Tuple
-from urllib.parse import quote, unquote, urlsplit
+from typing import Any, Dict, Optional, Tuple
+from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit
 
 from ..errors import ConfigError
-from ..hosts.trust import authority_parts
+from ..hosts.trust import authority_parts, is_loopback_host
 from ..tracer import list_traces, trace_paths
 from ._dom import build, csp_source
 
@@ -53,11 +60,18 @@ def page(data: Dict[str, Any]) -> bytes:
     return PAGE.replace("__DATA__", text).encode("utf-8")
 
 
+COOKIE = "agenthub_viewer_key"
+_KEY = re.compile(r"[A-Za-z0-9._~+/=-]{16,512}\Z")
+
+
 class _Handler(BaseHTTPRequestHandler):
     root = ""  # set on the subclass made by serve()
+    key = None  # type: Optional[bytes]  # set on the subclass made by serve() when the viewer has one
     server_version = "agenthub-trace-viewer"
 
     def do_GET(self) -> None:  # noqa: N802 - http.server's naming
+        if self.key is not None and not self._key_given():
+            return
         if not self._host_allowed():
             # DNS rebinding: a page elsewhere whose name now points at 127.0.0.1 sends its own Host
             self._send(421, "text/plain; charset=utf-8", b"this viewer answers only to localhost and its own address\n")
@@ -84,11 +98,46 @@ class _Handler(BaseHTTPRequestHandler):
         except (ConfigError, OSError, ValueError):
             self._not_found()
 
+    def _key_given(self) -> bool:
+        """The request shows the key (a header, the cookie, or ``?key=``, which is answered with a redirect
+        setting the cookie); otherwise a 401 has been sent."""
+        assert self.key is not None
+        given = []
+        scheme, _, token = (self.headers.get("Authorization") or "").strip().partition(" ")
+        if scheme.lower() == "bearer":
+            given.append(token.strip())
+        for part in (self.headers.get("Cookie") or "").split(";"):
+            name, _, value = part.strip().partition("=")
+            if name == COOKIE:
+                given.append(value)
+        parts = urlsplit(self.path)
+        query = parse_qsl(parts.query, keep_blank_values=True)
+        in_query = [value for name, value in query if name == "key"]
+        ok = False
+        for value in given + in_query[:1]:  # each compared in constant time
+            ok = hmac.compare_digest(self.key, value.encode("utf-8", "replace")) | ok
+        if not ok:
+            self._send(401, "text/plain; charset=utf-8", b"this viewer needs its key: open the address with "
+                       b"?key=<the key> once (or send Authorization: Bearer <the key>)\n",
+                       [("WWW-Authenticate", 'Bearer realm="agenthub trace viewer"')])
+            return False
+        if in_query:  # the key leaves the address bar and the history: a cookie carries it from now on
+            rest = urlencode([(name, value) for name, value in query if name != "key"])
+            location = quote(parts.path or "/", safe="/%") + ("?" + rest if rest else "")
+            self._send(303, "text/plain; charset=utf-8", b"", [
+                ("Location", location),
+                ("Set-Cookie", "{}={}; HttpOnly; SameSite=Strict; Path=/".format(COOKIE, in_query[0]))])
+            return False
+        return True
+
     def _host_allowed(self) -> bool:
-        """The Host header names this server: its bound address or localhost (with its port, or none)."""
+        """The Host header names this server: its bound address or localhost (with its port, or none).
+        A viewer with a key answers any Host (the key, not the name, tells who may read)."""
         host = self.headers.get("Host")
         if not host or len(self.headers.get_all("Host") or ()) != 1:
             return False
+        if self.key is not None:
+            return True
         bound, port = self.server.server_address[0], self.server.server_address[1]
         parts = authority_parts(host)  # read as every host rule reads it (hosts.trust)
         if parts is None:
@@ -116,8 +165,10 @@ class _Handler(BaseHTTPRequestHandler):
     def _not_found(self) -> None:
         self._send(404, "text/plain; charset=utf-8", b"not found\n")
 
-    def _send(self, status: int, kind: str, body: bytes) -> None:
+    def _send(self, status: int, kind: str, body: bytes, headers: Any = ()) -> None:
         self.send_response(status)
+        for name, value in headers:
+            self.send_header(name, value)
         self.send_header("Content-Type", kind)
         self.send_header("Content-Length", str(len(body)))
         self.send_header("Cache-Control", "no-store")
@@ -135,18 +186,31 @@ class _Server(ThreadingHTTPServer):
     daemon_threads = True
 
 
-def serve(folder: str, host: str = "127.0.0.1", port: int = 0) -> Tuple[ThreadingHTTPServer, str]:
-    """Bind a viewer of the traces under ``folder``; returns (server, url).  Call ``server.serve_forever()``."""
-    handler = type("Handler", (_Handler,), {"root": os.path.abspath(folder)})
+def serve(folder: str, host: str = "127.0.0.1", port: int = 0,
+          key: Optional[str] = None) -> Tuple[ThreadingHTTPServer, str]:
+    """Bind a viewer of the traces under ``folder``; returns (server, url).  Call ``server.serve_forever()``.
+
+    A ``host`` that is not loopback (``0.0.0.0``, a LAN address) needs ``key`` (16 to 512 characters
+    of letters, digits and ``._~+/=-``): without one every trace would be served to the network.
+    """
+    if key is not None and (not isinstance(key, str) or not _KEY.match(key)):
+        raise ConfigError("the viewer's key must be 16 to 512 characters of letters, digits and ._~+/=-")
+    if key is None and not is_loopback_host(host):
+        raise ConfigError("refusing to serve traces on {!r} without a key: a viewer reachable from other "
+                          "machines needs one (agenthub trace view --key-env NAME), or listen on 127.0.0.1"
+                          .format(host))
+    handler = type("Handler", (_Handler,), {"root": os.path.abspath(folder),
+                                            "key": None if key is None else key.encode("utf-8")})
     server = _Server((host, port), handler)
     bound_host, bound_port = server.server_address[0], server.server_address[1]
     shown = "[{}]".format(bound_host) if ":" in str(bound_host) else bound_host
     return server, "http://{}:{}/".format(shown, bound_port)
 
 
-def serve_in_thread(folder: str, host: str = "127.0.0.1", port: int = 0) -> Tuple[ThreadingHTTPServer, str]:
+def serve_in_thread(folder: str, host: str = "127.0.0.1", port: int = 0,
+                    key: Optional[str] = None) -> Tuple[ThreadingHTTPServer, str]:
     """``serve`` plus a daemon thread running it (for tests and notebooks); stop with ``server.shutdown()``."""
-    server, url = serve(folder, host, port)
+    server, url = serve(folder, host, port, key)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server, url
 

@@ -138,6 +138,8 @@ CLIENT_TYPES = {row.name: row for row in [
     ClientType("openai-responses", "openai-responses", "openai"),
     ClientType("anthropic", "anthropic", "anthropic"),
     ClientType("gemini", "gemini", "gemini"),
+    # Gemini's Interactions API (also GEMINI_API=interactions): its own dialect at Gemini's first-party host
+    ClientType("gemini-interactions", "gemini-interactions", "gemini", embeddings=False),
     ClientType("azure", "openai-chat", "azure", embeddings=False),
     ClientType("azure-responses", "openai-responses", "azure", embeddings=False),
     # Claude on Microsoft Foundry: Anthropic Messages at https://{resource}.services.ai.azure.com/anthropic (the

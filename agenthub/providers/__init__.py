@@ -19,6 +19,7 @@ PROTOCOLS = {
     "openai-responses": "openai_responses",
     "anthropic": "anthropic",
     "gemini": "gemini",
+    "gemini-interactions": "gemini_interactions",
     "bedrock": "bedrock",
     "agenthub": "agenthub_server",
 }

@@ -264,6 +264,35 @@ def data_uri(mime_type: str, data: bytes) -> str:
 
 
 
+# -- compaction (OpenAI Responses, Anthropic) -----------------------------------------------------
+
+#: fidelity key of a compaction item: which wire format holds it ("openai" or "anthropic")
+COMPACTION_FORMAT = "format"
+
+
+def compaction_items(message: Mapping[str, Any]) -> List[int]:
+    """The positions of the compaction items in ``message``'s content."""
+    return [i for i, item in enumerate(message.get("content_items") or ()) if item.get("type") == "compaction"]
+
+
+def after_compaction(messages: List[Mapping[str, Any]], wire_format: str) -> List[Mapping[str, Any]]:
+    """``messages`` from the latest compaction item of ``wire_format`` on: the assistant message holding it
+    keeps that item and what follows it, every later message is kept, every earlier one is left out (the
+    compaction stands for them).  Unchanged when there is none."""
+    for index in range(len(messages) - 1, -1, -1):
+        message = messages[index]
+        if message["role"] != "assistant":
+            continue
+        items = message["content_items"]
+        for position in range(len(items) - 1, -1, -1):
+            item = items[position]
+            if item["type"] == "compaction" and (item.get("fidelity") or {}).get(COMPACTION_FORMAT) == wire_format:
+                kept = dict(message)
+                kept["content_items"] = list(items[position:])
+                return [kept] + list(messages[index + 1:])
+    return messages
+
+
 #: assistant items no wire replays (another protocol's media, Gemini's inline thinking): left out with a warning
 UNREPLAYED = ("inline_data", "image_url", "inline_thinking")
 

@@ -21,9 +21,10 @@ from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Tuple
 from ..answers import decode_body, error_from_body as _error_from_body
 from ..errors import AgentHubError, StreamProtocolError, error_from_json
 from ..sse import DEFAULT_MAX_LINE_BYTES, SSEDecoder, SSEEvent
-from ..stream import StreamEnd
+from ..stream import StreamEnd, item_problem
+from ..toolcalls import MAX_DEPTH, too_deep
 from ..types import HttpRequest, from_jsonable as _restore, to_jsonable as _jsonable
-from ._common import Endpoint, Protocol, documents, request_headers
+from ._common import Endpoint, Protocol, documents, get_request, parse_data_list, request_headers, unsupported
 
 __all__ = ["build_request", "parse_stream", "framing", "STREAM_PATH", "PROTOCOL"]
 
@@ -34,6 +35,10 @@ STREAM_PATH = "/v1/stream"
 
 def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, Any]],
                   config: Mapping[str, Any]) -> HttpRequest:
+    for key in ("extra_body", "extra_headers"):
+        if key in config:  # (as the server refuses them; merged here they would reach the server, not its upstream)
+            raise unsupported(endpoint.client_type, key, "is not accepted by an agenthub server: it builds the "
+                                                         "upstream request itself (set it in the model's default_config)")
     body_config = {k: v for k, v in config.items() if k != "trace_id"}  # a trace is written here, not there
     body = {"model": model, "messages": _jsonable(list(messages)), "config": _jsonable(body_config)}
     return HttpRequest("POST", STREAM_PATH, request_headers(endpoint), body)
@@ -65,6 +70,9 @@ def framing(chunks: Iterable[bytes], max_line_bytes: int = DEFAULT_MAX_LINE_BYTE
             raise StreamProtocolError("agenthub: an event of more than {} bytes".format(max_line_bytes),
                                       client="agenthub")
         for block in blocks:
+            if len(block) > max_line_bytes:  # every frame, also one that began and ended inside this read
+                raise StreamProtocolError("agenthub: an event of more than {} bytes".format(max_line_bytes),
+                                          client="agenthub")
             if block.startswith(b"data: ") and block.find(b"\n", 6) < 0:
                 yield block[6:].decode("utf-8")
             elif block.startswith(b":") and block.find(b"\n") < 0:
@@ -105,7 +113,7 @@ def parse_stream(events: Iterable[SSEEvent], client: str = "agenthub", tool_id_p
             except (StopIteration, ValueError):
                 item, end = None, 0
             if item.__class__ is dict and data.startswith(tail, end) and data.endswith("}"):
-                yield _restore(item) if '"__bytes__"' in data else item
+                yield _checked(_restore(item) if '"__bytes__"' in data else item, client)
                 continue
         if name == "error":
             try:
@@ -133,15 +141,51 @@ def parse_stream(events: Iterable[SSEEvent], client: str = "agenthub", tool_id_p
 
 def _parts(event: Any, client: str) -> Tuple[List[Any], Optional[StreamEnd]]:
     """One decoded event of the server -> (its content items, the StreamEnd a stop event stands for)."""
-    kind = event["event_type"]
+    kind = event.get("event_type") if type(event) is dict else None
     if kind == "delta":
-        return event["content_items"], None
+        items = event.get("content_items")
+        if type(items) is not list:
+            raise _malformed(client, "a delta event without a content_items list")
+        return [_checked(item, client) for item in items], None
     if kind == "stop":
         # the server's driver already judged the turn (an empty one never gets here): replayable
-        return [], StreamEnd(event["usage_metadata"], event["finish_reason"], True)
+        finish = event.get("finish_reason")
+        if finish not in FINISH_REASONS:
+            raise _malformed(client, "a stop event whose finish_reason is {!r}".format(finish))
+        return [], StreamEnd(_usage(event.get("usage_metadata"), client), finish, True)
     if kind != "start":
         raise StreamProtocolError("{}: unknown event_type {!r} from the server".format(client, kind), client=client)
     return [], None
+
+
+#: what a stop event's finish_reason may be
+FINISH_REASONS = frozenset(["stop", "length", "tool_call", "unknown"])
+_USAGE_KEYS = ("cached_tokens", "prompt_tokens", "thoughts_tokens", "response_tokens")
+
+
+def _malformed(client: str, what: str) -> StreamProtocolError:
+    return StreamProtocolError("{}: the server sent {}".format(client, what), client=client)
+
+
+def _checked(item: Any, client: str) -> Any:
+    """A content item of the server's, checked as the driver's items are built by every other protocol:
+    its type known, its fields of their types, tool-call arguments within the one depth rule."""
+    problem = item_problem(item)
+    if problem is not None:
+        raise _malformed(client, "a malformed content item ({})".format(problem))
+    if item["type"] == "tool_call" and too_deep(item["arguments"]):
+        raise _malformed(client, "tool-call arguments nested deeper than {} levels".format(MAX_DEPTH))
+    return item
+
+
+def _usage(usage: Any, client: str) -> Any:
+    """The stop event's usage_metadata: None, or the four buckets, each a non-negative int or None."""
+    if usage is None:
+        return None
+    if type(usage) is not dict or any(
+            usage.get(key) is not None and (type(usage.get(key)) is not int or usage[key] < 0) for key in _USAGE_KEYS):
+        raise _malformed(client, "a stop event whose usage_metadata is not four token counts")
+    return {key: usage.get(key) for key in _USAGE_KEYS}
 
 
 def parse_document(payload: Any, client: str = "agenthub", tool_id_prefix: Any = None) -> Iterator[Any]:
@@ -154,6 +198,11 @@ def parse_document(payload: Any, client: str = "agenthub", tool_id_prefix: Any =
             return
 
 
+def models_request(endpoint: Endpoint, page_token: Optional[str] = None) -> HttpRequest:
+    """``GET /v1/models`` of the server (its host joins the root): the ids of its models table (one page)."""
+    return get_request(endpoint, "/v1/models")
+
+
 def error_from_body(status: Any, headers: Mapping[str, str], payload: Any, client: str = "agenthub") -> AgentHubError:
     """An error answer of the server: rebuilt as the AgentHubError it was raised as there (else read
     as any server's error answer)."""
@@ -162,4 +211,4 @@ def error_from_body(status: Any, headers: Mapping[str, str], payload: Any, clien
 
 
 PROTOCOL = Protocol("agenthub", __name__, build_request, parse_stream, framing=framing, parse_document=parse_document,
-                    error_from_body=error_from_body)
+                    error_from_body=error_from_body, models_request=models_request, parse_models=parse_data_list)

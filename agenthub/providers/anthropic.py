@@ -11,7 +11,8 @@ Request
   clamped to the nearest value the model accepts and never raises.  NONE sends the model's "off" form
   (``disabled``, ``between_tools`` on Claude Sonnet 5.5, or no thinking parameter on models that think
   only when asked and refuse ``disabled``, Opus 4.7/4.8); on models that cannot stop thinking it rides
-  the lowest effort.  ``thinking_summary`` becomes ``display: summarized / omitted`` on adaptive models.
+  the lowest effort.  ``thinking_summary`` becomes ``display: summarized / omitted`` on adaptive models; False on
+  budget thinking is ``display: "omitted"`` (its thinking is shown summarized by default).
   A thinking budget with tools on the first-party API adds the interleaved-thinking beta header (Claude 4
   models think between tool calls only with it; adaptive thinking does so unasked).
 - ``temperature``: models that removed sampling parameters (Claude 4.7 and later) accept only 1 (then
@@ -74,7 +75,7 @@ from ..sse import SSEEvent
 from ..stream import Fold, StreamEnd
 from ..toolcalls import ToolCallAssembler
 from ..types import HttpRequest, PromptCaching, ThinkingLevel
-from ._common import (left_out, DONE, payloads, parse_data_list, Endpoint, Protocol, check_response_format, documents, dumps, get_request,
+from ._common import (COMPACTION_FORMAT, left_out, DONE, payloads, parse_data_list, Endpoint, Protocol, check_response_format, documents, dumps, get_request,
                       nearest, parse_data_uri, request_headers, stop_sequences, to_int, unsupported,
                       usage)
 
@@ -119,6 +120,12 @@ ANSWER_ROOM = 4096
 #: fast mode (``speed: "fast"`` + the beta header) on the first-party API: Opus 5, Opus 5.5, Fable 5.2 and later
 #: (Opus 4.6 / 4.7 / 4.8 had it in research preview; it was removed from them by 2026-11-30)
 FAST_MODE_BETA = "fast-mode-2026-02-01"
+#: server-side compaction: the beta header and its context_management edit
+#: (https://platform.claude.com/docs/en/build-with-claude/compaction; anthropic SDK BetaCompact20260112EditParam)
+COMPACTION_BETA = "compact-2026-01-12"
+COMPACTION_EDIT = "compact_20260112"
+#: the smallest input-token trigger the API takes (the documented minimum; its default is 150000)
+COMPACTION_MIN_TRIGGER = 50000
 FAST_MODE_MODELS = re.compile(r"claude-(?:opus-5(?:-5)?|fable-5-[2-9]|fable-(?:[6-9]|\d\d))(?![0-9])")
 #: models that take temperature or top_p, never both (Claude 4.5 / 4.6)
 ONE_SAMPLER = re.compile(r"claude-(?:opus|sonnet|haiku)-4-[56](?![0-9])")
@@ -219,6 +226,9 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
     body["messages"] = _messages(endpoint, messages)
     if config.get("tools"):
         body["tools"] = [_tool(tool) for tool in config["tools"]]
+        if any(tool.get("strict") for tool in config["tools"]) and not rule.get("structured", True):
+            raise unsupported(client, "tools", "strict tools need structured outputs, which {!r} does not "
+                                               "have".format(model))
 
     choice = config.get("tool_choice")
     forced = choice == "required" or isinstance(choice, list)
@@ -307,7 +317,19 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
         _add_beta(headers, INTERLEAVED_THINKING_BETA)  # thinking between tool calls, not only before the first
     if fast:
         _add_beta(headers, FAST_MODE_BETA)
+    if config.get("compaction"):
+        threshold = config["compaction"]["threshold"]
+        if threshold < COMPACTION_MIN_TRIGGER:
+            raise unsupported(client, "compaction", "threshold must be at least {} input tokens on the Anthropic API "
+                                                    "(got {})".format(COMPACTION_MIN_TRIGGER, threshold))
+        body["context_management"] = {"edits": [
+            {"type": COMPACTION_EDIT, "trigger": {"type": "input_tokens", "value": threshold}}]}
+        _add_beta(headers, COMPACTION_BETA)
     return HttpRequest("POST", "/v1/messages", headers, body)
+
+
+build_request.accepts = ("compaction",)  # type: ignore[attr-defined]  # config keys only some protocols read
+build_request.compaction_format = "anthropic"  # type: ignore[attr-defined]  # the compaction blocks it replays
 
 
 def _add_beta(headers: Dict[str, str], beta: str) -> None:
@@ -327,6 +349,8 @@ def thinking_fields(rule: Mapping[str, Any], level: Any, summary: Optional[bool]
     display = None
     if summary is not None and rule["display"]:
         display = "summarized" if summary else "omitted"
+    elif summary is False and mode == "budget":
+        display = "omitted"  # (budget thinking is shown summarized by default: only hiding it takes the field)
     if mode is None:
         return None, None, False
     if level is None:
@@ -350,7 +374,10 @@ def thinking_fields(rule: Mapping[str, Any], level: Any, summary: Optional[bool]
     budget = max(1024, min(BUDGETS[value], max_tokens - ANSWER_ROOM))
     if budget >= max_tokens:  # no room for a budget: the nearest the model accepts is no thinking
         return (dict(rule["off"]) if rule["off"] else None), None, False
-    return {"type": "enabled", "budget_tokens": budget}, None, True
+    thinking = {"type": "enabled", "budget_tokens": budget}
+    if display:
+        thinking["display"] = display
+    return thinking, None, True
 
 
 def _tool(tool: Mapping[str, Any]) -> Dict[str, Any]:
@@ -358,6 +385,8 @@ def _tool(tool: Mapping[str, Any]) -> Dict[str, Any]:
     if tool.get("description"):
         out["description"] = tool["description"]
     out["input_schema"] = tool.get("parameters") or {"type": "object", "properties": {}}
+    if tool.get("strict"):
+        out["strict"] = True  # (structured outputs: the input is held to input_schema)
     return out
 
 
@@ -459,6 +488,12 @@ def _assistant(message: Mapping[str, Any], unsigned: bool) -> List[Dict[str, Any
             if fidelity.get("caller"):
                 block["caller"] = fidelity["caller"]
             blocks.append(block)
+        elif kind == "compaction":  # replayed as it came; the API itself ignores every block before it
+            block = fidelity.get("block") if fidelity.get(COMPACTION_FORMAT) == "anthropic" else None
+            if isinstance(block, dict):
+                blocks.append(block)
+            else:
+                logger.warning("a compaction item without its block is left out")
         else:
             left_out(kind, 'the Anthropic API')
     return blocks
@@ -468,14 +503,32 @@ def _assistant(message: Mapping[str, Any], unsigned: bool) -> List[Dict[str, Any
 
 
 def map_usage(raw: Mapping[str, Any]) -> Dict[str, Any]:
-    """Anthropic usage -> the four buckets: input_tokens excludes cache reads and writes."""
+    """Anthropic usage -> the four buckets: input_tokens excludes cache reads and writes.
+
+    A compacted turn's ``iterations`` list its compaction passes (``type: "compaction"``), whose tokens
+    the top-level counts leave out (anthropic SDK ``BetaUsage.iterations``): they are added in, so the
+    buckets (and the cost) are the sum of the turn's iterations."""
     prompt = to_int(raw.get("input_tokens"))
     written = to_int(raw.get("cache_creation_input_tokens"))
     if prompt is not None and written:
         prompt += written
     elif prompt is None:
         prompt = written
-    return usage(to_int(raw.get("cache_read_input_tokens")), prompt, None, to_int(raw.get("output_tokens")))
+    cached = to_int(raw.get("cache_read_input_tokens"))
+    response = to_int(raw.get("output_tokens"))
+    iterations = raw.get("iterations")
+    if type(iterations) is list:
+        for entry in iterations:
+            if type(entry) is not dict or entry.get("type") != "compaction":
+                continue
+            extra_prompt = (to_int(entry.get("input_tokens")) or 0) + (to_int(entry.get("cache_creation_input_tokens")) or 0)
+            extra_cached = to_int(entry.get("cache_read_input_tokens")) or 0
+            extra_response = to_int(entry.get("output_tokens")) or 0
+            prompt = (prompt or 0) + extra_prompt
+            if extra_cached or cached is not None:
+                cached = (cached or 0) + extra_cached
+            response = (response or 0) + extra_response
+    return usage(cached, prompt, None, response)
 
 
 _INPUT_KEYS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
@@ -501,6 +554,8 @@ def _merge_usage(into: Dict[str, Any], raw: Any) -> None:
     value = raw.get("output_tokens")
     if value is not None and (value or into.get("output_tokens") is None):
         into["output_tokens"] = value
+    if type(raw.get("iterations")) is list:  # a compacted turn's passes (cumulative like the rest)
+        into["iterations"] = raw["iterations"]
 
 
 #: fidelity of a plain text block that must not join the cited block before it (and replays as plain text)
@@ -848,6 +903,11 @@ def _close_block(block: _Block, index: Any, state: _State) -> List[Dict[str, Any
     if kind == "redacted":
         fidelity = {"redacted_data": block.raw.get("data")}
         natural = "thinking"
+    elif block.raw.get("type") == "compaction":  # the server's compaction: an opaque item of its own
+        item = {"type": "compaction", "fidelity": {COMPACTION_FORMAT: "anthropic", "block": block.raw}}
+        fold.add(item)  # collect holds nothing open after it
+        state.replayable = True
+        return [item]
     else:
         raw = block.raw
         servers = state.servers

@@ -284,6 +284,8 @@ def _tool(tool: Mapping[str, Any]) -> Dict[str, Any]:
     if tool.get("description"):
         spec["description"] = tool["description"]
     spec["inputSchema"] = {"json": tool.get("parameters") or {"type": "object", "properties": {}}}
+    if tool.get("strict"):
+        spec["strict"] = True  # ToolSpecification.strict (botocore's bedrock-runtime model)
     return {"toolSpec": spec}
 
 

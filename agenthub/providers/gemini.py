@@ -38,8 +38,8 @@ Request
   carry none (history from another provider) gets Google's documented placeholder
   on its first call.
 - image_config -> ``imageConfig`` + ``responseModalities`` TEXT and IMAGE.
-- response_format -> ``responseMimeType: "application/json"`` (+ ``responseJsonSchema``; the
-  OpenAPI-subset ``responseSchema`` on Gemini 1.x / 2.0); ``top_p`` -> ``topP``; ``stop`` ->
+- response_format -> ``responseMimeType: "application/json"`` (+ ``responseJsonSchema``; on Gemini
+  1.x / 2.0 the schema converted to the OpenAPI-subset ``responseSchema``, see ``openapi_schema``); ``top_p`` -> ``topP``; ``stop`` ->
   ``stopSequences`` (up to 5); ``seed``; ``fast_mode`` -> top-level ``serviceTier: "priority"``
   (quirk ``fast_mode: False`` raises instead).  ThinkingLevel.MAX -> HIGH (or the largest budget).
 - tts (a ``-tts`` model, or ``tts_config`` given) -> ``responseModalities`` AUDIO and
@@ -178,6 +178,127 @@ def request_path(model: str, method: str) -> str:
 
 def _schema_field(model: str) -> str:
     return "responseSchema" if _OPENAPI_SCHEMA.search(_model_path(model).lower()) else "responseJsonSchema"
+
+
+# -- JSON Schema -> the OpenAPI subset of ``responseSchema`` (Gemini 1.x / 2.0), as google-genai's
+# -- _transformers.process_schema does it: $defs inlined, null types read as ``nullable``, a string const as a
+# -- one-value enum, ``propertyOrdering`` kept in the caller's order, types in the Schema proto's upper case
+
+#: the keywords of the subset (the Schema proto's fields; the value of each is converted where it holds schemas)
+_SUBSET = frozenset(["type", "format", "title", "description", "nullable", "enum", "maxItems", "minItems",
+                     "properties", "required", "minProperties", "maxProperties", "minLength", "maxLength",
+                     "pattern", "example", "anyOf", "propertyOrdering", "default", "items", "minimum", "maximum",
+                     "additionalProperties"])
+#: keywords that only annotate (no instance is valid or invalid by them): left out, nothing is lost
+_ANNOTATIONS = frozenset(["$schema", "$id", "$comment", "$anchor", "deprecated", "readOnly", "writeOnly",
+                          "examples", "contentMediaType", "contentEncoding"])
+_TYPES = frozenset(["string", "number", "integer", "boolean", "array", "object"])
+
+
+def openapi_schema(client: str, schema: Mapping[str, Any], vertex: bool = False) -> Dict[str, Any]:
+    """A JSON Schema as ``responseSchema`` takes it (Gemini 1.x / 2.0).  What the subset cannot say (a
+    recursive $ref, oneOf, a non-string enum, ...) is an UnsupportedParameterError before sending;
+    ``additionalProperties`` other than false is Vertex AI's only (the Gemini API refuses it)."""
+    root = dict(schema)
+    defs = {}  # type: Dict[str, Any]
+    for key in ("$defs", "definitions"):
+        found = root.pop(key, None)
+        if isinstance(found, Mapping):
+            defs.update(found)
+    return _openapi(client, root, defs, (), "schema", vertex)
+
+
+def _schema_error(client: str, where: str, why: str) -> Exception:
+    return unsupported(client, "response_format", "schema: {} {} in the OpenAPI subset that responseSchema takes "
+                                                  "on Gemini 1.x / 2.0 (models from 2.5 take any JSON Schema)".format(
+                                                      where, why))
+
+
+def _openapi(client: str, schema: Any, defs: Mapping[str, Any], refs: Tuple[str, ...], where: str,
+             vertex: bool) -> Dict[str, Any]:
+    if not isinstance(schema, Mapping):
+        raise _schema_error(client, where, "is {!r}: a schema must be an object".format(schema))
+    schema = dict(schema)
+    ref = schema.pop("$ref", None)
+    if ref is not None:
+        name = ref.rsplit("/", 1)[-1] if isinstance(ref, str) and ref.startswith(("#/$defs/", "#/definitions/")) \
+            else None
+        if name is None or name not in defs:
+            raise _schema_error(client, where, "refers to {!r}, which is not under $defs: it cannot be inlined".format(ref))
+        if name in refs:
+            raise _schema_error(client, where, "refers to {!r} recursively: it cannot be expressed".format(ref))
+        resolved = _openapi(client, defs[name], defs, refs + (name,), where, vertex)
+        schema = {key: value for key, value in schema.items() if key not in ("$defs", "definitions")}
+        siblings = _openapi(client, schema, defs, refs, where, vertex) if schema else {}
+        siblings.update(resolved)  # (google-genai: the referenced schema wins over its siblings)
+        return siblings
+    out = {}  # type: Dict[str, Any]
+    kind = schema.pop("type", None)
+    nullable = False
+    if isinstance(kind, list):
+        kinds = [k for k in kind if k != "null"]
+        nullable = len(kinds) < len(kind)
+        if len(kinds) != 1:
+            raise _schema_error(client, where, "has type {!r}: one type (and null) is all it takes".format(kind))
+        kind = kinds[0]
+    if kind == "null":
+        nullable, kind = True, None
+    if "const" in schema:
+        const = schema.pop("const")
+        if not isinstance(const, str) or kind not in (None, "string"):
+            raise _schema_error(client, where, "has const {!r}: only a string can be a one-value enum".format(const))
+        kind = "string"
+        schema["enum"] = [const]
+    if kind is not None:
+        if kind not in _TYPES:
+            raise _schema_error(client, where, "has type {!r}".format(kind))
+        out["type"] = kind.upper()
+    for key, value in schema.items():
+        at = "{}[{!r}]".format(where, key)
+        if key in _ANNOTATIONS:
+            if key == "examples" and isinstance(value, list) and value and "example" not in schema:
+                out["example"] = value[0]
+            continue
+        if key == "oneOf" or key not in _SUBSET:
+            raise _schema_error(client, at, "has no equivalent")
+        if key == "properties":
+            if not isinstance(value, Mapping):
+                raise _schema_error(client, at, "is not an object")
+            out[key] = {name: _openapi(client, sub, defs, refs, "{}[{!r}]".format(at, name), vertex)
+                        for name, sub in value.items()}
+        elif key == "items":
+            out[key] = _openapi(client, value, defs, refs, at, vertex)
+        elif key == "anyOf":
+            if not isinstance(value, list):
+                raise _schema_error(client, at, "is not a list")
+            arms = [arm for arm in value if not (isinstance(arm, Mapping) and dict(arm) == {"type": "null"})]
+            if len(arms) < len(value):
+                nullable = True
+            arms = [_openapi(client, arm, defs, refs, "{}[{}]".format(at, i), vertex) for i, arm in enumerate(arms)]
+            if len(arms) == 1:
+                out.update(arms[0])
+            else:
+                out[key] = arms
+        elif key == "enum":
+            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                raise _schema_error(client, at, "has values other than strings")
+            out[key] = list(value)
+        elif key == "additionalProperties":
+            if value is False:
+                out[key] = False  # (as google-genai sends it)
+            elif not vertex:
+                raise _schema_error(client, at, "is not false: the Gemini API has no additionalProperties "
+                                                "(Vertex AI does)")
+            else:
+                out[key] = value if isinstance(value, bool) else _openapi(client, value, defs, refs, at, vertex)
+        elif value is not None:  # (a null default or title says nothing: google-genai leaves it out too)
+            out[key] = value
+    if nullable:
+        out["nullable"] = True
+    properties = out.get("properties")
+    if isinstance(properties, dict) and len(properties) > 1 and "propertyOrdering" not in out:
+        out["propertyOrdering"] = list(properties)  # the caller's order (the API sorts them otherwise)
+    return out
 
 
 def _headers(endpoint: Endpoint, accept: str) -> Dict[str, str]:
@@ -411,7 +532,9 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
             raise unsupported(client, "response_format", "is not accepted by speech (TTS) models")
         generation["responseMimeType"] = "application/json"
         if response_format["type"] == "json_schema":
-            generation[_schema_field(model)] = response_format["schema"]
+            field = _schema_field(model)
+            generation[field] = response_format["schema"] if field == "responseJsonSchema" else openapi_schema(
+                client, response_format["schema"], vertex=client == "vertex")
     service_tier = None
     if config.get("fast_mode"):
         if quirks.get("fast_mode") is False:
@@ -434,6 +557,9 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
     if config.get("system_prompt"):
         body["systemInstruction"] = {"parts": [{"text": config["system_prompt"]}]}
     if config.get("tools"):
+        if any(tool.get("strict") for tool in config["tools"]):
+            raise unsupported(client, "tools", "strict cannot be sent: a Gemini function declaration has no strict "
+                                               "mode")
         body["tools"] = [{"functionDeclarations": [_declaration(tool) for tool in config["tools"]]}]
     calling = {}  # type: Dict[str, Any]
     if "tool_choice" in config:

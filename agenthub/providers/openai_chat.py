@@ -9,7 +9,9 @@ Vendor differences are data, read from ``endpoint.quirks`` (a registry row):
 - ``echo_reasoning_on_tool_turns``: send an empty reasoning field on assistant tool-call
   turns without thinking (DeepSeek thinking mode wants it back);
 - ``thinking``: a mapping ThinkingLevel value -> extra body fields (e.g. GLM/Kimi
-  ``thinking``, vLLM ``chat_template_kwargs``); absent: thinking_level is not sent;
+  ``thinking``, vLLM ``chat_template_kwargs``); absent: thinking_level is sent as
+  ``reasoning_effort`` (its value as is, as the openai SDK sends it); empty: the model's thinking
+  is fixed (MiniMax always thinks), every level is clamped to it and nothing is sent;
 - ``tool_choice``: the tool_choice values the vendor accepts (others raise
   UnsupportedParameterError);
 - ``stream_usage``: ask for the usage chunk (default True);
@@ -96,6 +98,12 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
     thinking = quirks.get("thinking")
     if level is not None and thinking:
         body.update(thinking.get(level.value, {}))
+    elif level is not None and thinking is None:
+        body["reasoning_effort"] = level.value  # the field the openai SDK sends (its ReasoningEffort values)
+    # (a row whose ``thinking`` is empty: the model's thinking is fixed, and every level is clamped to it)
+    if config.get("thinking_summary") is False:
+        raise unsupported(client, "thinking_summary", "False cannot be sent over Chat Completions: it has no field "
+                                                      "to hide the reasoning a server streams")
     caching = config.get("prompt_caching")
     if caching is not None and caching != PromptCaching.ENABLE:
         raise unsupported(client, "prompt_caching", "can only be ENABLE: the server caches prompts by itself")
@@ -122,6 +130,8 @@ def _tool(tool: Mapping[str, Any]) -> Dict[str, Any]:
     if tool.get("description"):
         function["description"] = tool["description"]
     function["parameters"] = tool.get("parameters") or {"type": "object", "properties": {}}
+    if "strict" in tool:
+        function["strict"] = tool["strict"]
     return {"type": "function", "function": function}
 
 

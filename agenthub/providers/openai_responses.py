@@ -110,8 +110,8 @@ from ..errors import EmptyResponseError, upstream_error
 from ..sse import SSEEvent
 from ..stream import StreamEnd
 from ..toolcalls import ToolCallAssembler
-from ..types import HttpRequest, PromptCaching
-from ._common import (left_out, DONE, payloads, openai_models_request, parse_data_list, Endpoint, Protocol, check_response_format, data_uri, documents, dumps,
+from ..types import HttpRequest, PromptCaching, ThinkingLevel
+from ._common import (COMPACTION_FORMAT, after_compaction, left_out, DONE, payloads, openai_models_request, parse_data_list, Endpoint, Protocol, check_response_format, data_uri, documents, dumps,
                       inclusive_usage, nearest, parse_data_uri, request_headers,
                       unsupported)
 
@@ -228,10 +228,17 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
     body = {"model": model}  # type: Dict[str, Any]
     if config.get("system_prompt"):
         body["instructions"] = config["system_prompt"]
-    body["input"] = _input(endpoint, messages)
+    if config.get("compaction"):  # server-side compaction past a token threshold (the documented entry)
+        body["context_management"] = [{"type": "compaction", "compact_threshold": config["compaction"]["threshold"]}]
+    # the latest compaction item stands for everything before it: that is not sent again
+    body["input"] = _input(endpoint, after_compaction(list(messages), "openai"))
     body["stream"] = True
-    body["store"] = False
-    if quirks.get("encrypted_reasoning", reasons):
+    if config.get("background"):
+        body["background"] = True  # run server-side; resumable after a cut (agenthub.resume)
+        body["store"] = True  # background mode requires it: the response is kept by OpenAI (retention applies)
+    else:
+        body["store"] = False
+    if quirks.get("encrypted_reasoning", _encrypted(client, config, quirks, reasons, known)):
         body["include"] = ["reasoning.encrypted_content"]
     if "max_tokens" in config:
         body["max_output_tokens"] = config["max_tokens"]
@@ -268,6 +275,18 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
     return HttpRequest("POST", "/responses", request_headers(endpoint), body)
 
 
+def _encrypted(client: str, config: Mapping[str, Any], quirks: Mapping[str, Any], reasons: bool, known: bool) -> bool:
+    """Ask for the encrypted reasoning (``include``)?  When the model may reason; on Azure, where the model
+    is a deployment's own name, only when the name is a known model's, the row says it reasons (quirk
+    ``reasoning``) or the request asks for reasoning: a deployment that does not reason refuses it."""
+    if not reasons:
+        return False
+    if not client.startswith("azure") or known or "reasoning" in quirks:
+        return True
+    level = config.get("thinking_level")
+    return (level is not None and level != ThinkingLevel.NONE) or bool(config.get("thinking_summary"))
+
+
 def _reasoning(config: Mapping[str, Any], reasons: bool, efforts: Optional[Tuple[str, ...]], known: bool) -> Dict[str, Any]:
     level = config.get("thinking_level")
     if not reasons:
@@ -287,7 +306,7 @@ def _tool(tool: Mapping[str, Any]) -> Dict[str, Any]:
     if tool.get("description"):
         wire["description"] = tool["description"]
     wire["parameters"] = tool.get("parameters") or {"type": "object", "properties": {}}
-    wire["strict"] = False
+    wire["strict"] = bool(tool.get("strict", False))  # (the Responses function tool requires the field)
     return wire
 
 
@@ -399,6 +418,12 @@ def _assistant(message: Mapping[str, Any], out: List[Dict[str, Any]], custom: An
                 continue
             out.append({"type": "function_call", "call_id": item["tool_call_id"], "name": item["name"],
                         "arguments": dumps(item["arguments"])})
+        elif kind == "compaction":  # the server's compaction of what came before: back as it came, no id
+            wire = (fidelity.get("item") or {}) if fidelity.get(COMPACTION_FORMAT) == "openai" else {}
+            if isinstance(wire.get("encrypted_content"), str):
+                out.append({"type": "compaction", "encrypted_content": wire["encrypted_content"]})
+            else:
+                logger.warning("a compaction item without its encrypted content is left out")
         else:
             left_out(kind, 'the Responses API')
     if content:
@@ -573,6 +598,7 @@ class _Parser(object):
         self.imaged = set()  # type: set  # slots whose image went out
         self.actions = []  # type: List[Dict[str, Any]]  # items asking the caller to act (_ACTION_ITEMS)
         self.acted = set()  # type: set  # their slots
+        self.compacted = set()  # type: set  # slots of the compaction items handed out
 
     # -- the loop -------------------------------------------------------------------------
     def run(self, pairs: Iterable[Any]) -> Iterator[Any]:
@@ -887,9 +913,20 @@ class _Parser(object):
             return self._custom_done(item, slot)
         if kind == "image_generation_call":
             return self._image_done(item, slot)
+        if kind == "compaction":
+            return self._compaction_done(item, slot)
         if kind in _ACTION_ITEMS or (kind == "tool_search_call" and item.get("execution") == "client"):
             self._action(item, slot)
         return []  # other built-in tool items: not client tool calls, nothing the next request needs
+
+    def _compaction_done(self, item: Mapping[str, Any], slot: Any) -> List[Dict[str, Any]]:
+        """A server-side compaction: one opaque item (once, whether it streamed or only came in the final
+        output), replayed as it came."""
+        if slot in self.compacted or not isinstance(item.get("encrypted_content"), str):
+            return []
+        self.compacted.add(slot)
+        wire = {key: item[key] for key in ("type", "id", "encrypted_content", "created_by") if key in item}
+        return self._emit([{"type": "compaction", "fidelity": {COMPACTION_FORMAT: "openai", "item": wire}}])
 
     def _action(self, item: Mapping[str, Any], slot: Any) -> None:
         if slot not in self.acted:
@@ -1207,6 +1244,57 @@ def _failure_payload(payload: Mapping[str, Any]) -> Any:
     if isinstance(error, dict) and error:
         return {"error": error}
     return {"error": {"message": "the response failed without an error object", "code": "response_failed"}}
+
+
+# -- background responses: resume after a cut, cancel ---------------------------------------------
+
+
+def resume_request(endpoint: Endpoint, resource_id: str, cursor: Optional[int]) -> HttpRequest:
+    """``GET /responses/{id}?stream=true&starting_after=<sequence_number>`` (a path: the host joins the base
+    URL): a background response's stream again, from the event after ``cursor`` (from its start when None)."""
+    from urllib.parse import quote
+
+    url = "/responses/" + quote(resource_id, safe="") + "?stream=true"
+    if cursor is not None:
+        url += "&starting_after={}".format(int(cursor))
+    headers = request_headers(endpoint)
+    headers.pop("Content-Type", None)
+    return HttpRequest("GET", url, headers, None)
+
+
+def cancel_request(endpoint: Endpoint, resource_id: str) -> HttpRequest:
+    """``POST /responses/{id}/cancel`` (a path; only background responses can be cancelled)."""
+    from urllib.parse import quote
+
+    return HttpRequest("POST", "/responses/" + quote(resource_id, safe="") + "/cancel",
+                       request_headers(endpoint, accept="application/json"), {}, stream=False)
+
+
+_RESUME_TERMINAL = frozenset(["response.completed", "response.incomplete", "response.failed", "error", "response.done"])
+
+
+def frame_cursor(sse: SSEEvent) -> Tuple[Optional[str], Optional[int], bool]:
+    """(the response id when this event names it, its ``sequence_number``, terminal?) of one SSE event
+    (a ValueError when its data is not JSON: a cut inside the event)."""
+    data = sse.data
+    if not data or data[0] != "{":
+        return None, None, False
+    payload = json.loads(data)
+    kind = payload.get("type") or sse.event
+    resource = None
+    if kind in ("response.created", "response.queued", "response.in_progress"):
+        response = payload.get("response")
+        resource = response.get("id") if isinstance(response, dict) else None
+    cursor = payload.get("sequence_number")
+    if isinstance(cursor, bool) or not isinstance(cursor, int):
+        cursor = None
+    return resource if isinstance(resource, str) and resource else None, cursor, kind in _RESUME_TERMINAL
+
+
+#: background streams resume after a cut (agenthub.resume): are cursors numbers, in order?
+ordered_cursors = True
+build_request.accepts = ("background", "compaction")  # type: ignore[attr-defined]  # keys only some protocols read
+build_request.compaction_format = "openai"  # type: ignore[attr-defined]  # the compaction items it replays
 
 
 # -- the endpoint's model list ------------------------------------------------------------------

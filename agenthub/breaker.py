@@ -1,0 +1,128 @@
+"""Circuit breakers, one per endpoint (client type + host + model), shared by every client in the process.
+
+Rules (``AutoLLMClient(..., circuit_breaker={"failures": 3, "cooldown": 30.0})``):
+
+- closed: failures are counted; a success resets the count.  ``failures`` consecutive failures open it.
+- open: ``allow()`` is False (the client skips the endpoint at once, in microseconds) until ``cooldown``
+  seconds have passed since it opened.
+- half-open: after the cooldown one caller's ``allow()`` is True (the probe); every other caller is
+  refused until the probe reports.  A success closes the breaker, a failure opens it for another cooldown.
+
+Only failures that say the endpoint is unwell count: the ones the client would fail over on (a retryable
+status after its retries, a connection failure, a timeout before the first event, an in-stream error
+before any content).  A 400 says nothing about the endpoint and is never counted.
+
+State lives in this module (a dict under one lock), so two clients of one endpoint share it; a forked
+child starts with every breaker closed (its parent's failures are not its own).  ``clock`` is
+``time.monotonic``; tests replace it (``agenthub.breaker.clock = fake``).
+"""
+
+import os
+import threading
+import time
+from typing import Any, Dict, Mapping, Optional, Tuple
+
+__all__ = ["DEFAULTS", "Breaker", "breaker_for", "reset", "settings", "clock"]
+
+#: the defaults of ``circuit_breaker``
+DEFAULTS = {"failures": 3, "cooldown": 30.0}
+
+#: the clock the breakers read (seconds, monotonic); tests swap it
+clock = time.monotonic
+
+CLOSED, OPEN, HALF_OPEN = "closed", "open", "half-open"
+
+
+class Breaker(object):
+    """The state of one endpoint.  Thread-safe; every method is O(1)."""
+
+    __slots__ = ("key", "state", "failures", "opened_at", "probing", "_lock")
+
+    def __init__(self, key: Tuple[str, str, str]) -> None:
+        self.key = key
+        self.state = CLOSED
+        self.failures = 0
+        self.opened_at = 0.0
+        self.probing = False
+        self._lock = threading.Lock()
+
+    def allow(self, cooldown: float) -> bool:
+        """May a request go to this endpoint now?  (In half-open state, True once: the probe.)"""
+        with self._lock:
+            if self.state == CLOSED:
+                return True
+            if self.state == OPEN:
+                if clock() - self.opened_at < cooldown:
+                    return False
+                self.state, self.probing = HALF_OPEN, False
+            if self.probing:
+                return False
+            self.probing = True
+            return True
+
+    def success(self) -> None:
+        with self._lock:
+            self.state, self.failures, self.probing = CLOSED, 0, False
+
+    def failure(self, threshold: int) -> None:
+        with self._lock:
+            self.failures += 1
+            if self.state == HALF_OPEN or self.failures >= threshold:
+                self.state, self.opened_at, self.probing = OPEN, clock(), False
+
+    def release(self) -> None:
+        """A probe that ended without a verdict (the caller stopped before any answer): let another probe go."""
+        with self._lock:
+            self.probing = False
+
+    def __repr__(self) -> str:
+        return "Breaker({!r}, state={!r}, failures={})".format(self.key, self.state, self.failures)
+
+
+_lock = threading.Lock()
+_breakers = {}  # type: Dict[Tuple[str, str, str], Breaker]
+
+
+def breaker_for(client_type: str, host: str, model: str) -> Breaker:
+    """The process-wide breaker of one endpoint."""
+    key = (client_type, host, model)
+    found = _breakers.get(key)
+    if found is None:
+        with _lock:
+            found = _breakers.setdefault(key, Breaker(key))
+    return found
+
+
+def reset() -> None:
+    """Forget every breaker (a forked child; tests)."""
+    global _lock
+    _lock = threading.Lock()
+    _breakers.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=reset)
+
+
+def settings(value: Any) -> Optional[Dict[str, Any]]:
+    """``circuit_breaker=`` checked: None -> the defaults, False -> None (off), a dict -> merged with the defaults."""
+    from .errors import ConfigError
+
+    if value is None or value is True:
+        return dict(DEFAULTS)
+    if value is False:
+        return None
+    if not isinstance(value, Mapping):
+        raise ConfigError("circuit_breaker must be None, False or a dict with 'failures' and/or 'cooldown'")
+    unknown = sorted(set(value) - set(DEFAULTS))
+    if unknown:
+        raise ConfigError("circuit_breaker: unknown key(s) {} (known: failures, cooldown)".format(", ".join(
+            repr(key) for key in unknown)))
+    merged = dict(DEFAULTS)
+    merged.update(value)
+    failures, cooldown = merged["failures"], merged["cooldown"]
+    if not isinstance(failures, int) or isinstance(failures, bool) or failures < 1:
+        raise ConfigError("circuit_breaker['failures'] must be an int >= 1")
+    if not isinstance(cooldown, (int, float)) or isinstance(cooldown, bool) or not 0 <= cooldown < float("inf"):
+        raise ConfigError("circuit_breaker['cooldown'] must be a number of seconds >= 0")
+    return {"failures": failures, "cooldown": float(cooldown)}

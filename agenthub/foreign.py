@@ -1,0 +1,144 @@
+"""History across protocols: what the target of a turn cannot read is converted on the way out.
+
+A conversation may move between protocols: a fallback answers on another provider, or ``set_history``
+is given messages another client produced.  Each protocol marks its own opaque data in ``fidelity``
+(a Claude thinking signature, an OpenAI encrypted reasoning item, a Gemini thought signature); sent
+to another protocol, that data is at best ignored and at worst a 400.  So, before every request,
+``for_dialect`` makes a converted copy of the messages for the target dialect (the stored history is
+never touched: fidelity stays byte for byte as it came, and a later turn back on the first protocol
+sends it again):
+
+1. A thinking or inline_thinking item whose fidelity carries another protocol's marks and none the
+   target reads is dropped (``config["foreign_thinking"] = "text"``: a foreign thinking item with text
+   goes out as a plain text item instead).  An item with no marks at all (plain reasoning text) is left
+   to the target dialect, as before.
+2. A compaction item (an opaque server-side summary; ``fidelity["format"]`` names its wire) that the target
+   cannot read is dropped, with a warning (the messages before it then go in full).
+3. A tool_call id the target refuses (Anthropic and Bedrock: ``[A-Za-z0-9_-]``, at most 64 characters on
+   Bedrock; Chat Completions: at most 40 characters) is rewritten to ``call_<24 hex digits of its SHA-256>``
+   on the call and on its result alike, so the pair still matches; every other id is sent byte for byte.
+4. Nothing else changes: order (each tool_result still follows its call), text, tool arguments, media.
+
+The marks are data (``MARKS`` below); a dialect that writes a new fidelity key on a thinking item adds it here.
+"""
+
+import hashlib
+import logging
+import re
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+
+__all__ = ["MARKS", "READS", "family_of", "for_dialect", "FOREIGN_THINKING"]
+
+logger = logging.getLogger("agenthub")
+
+#: the values ``config["foreign_thinking"]`` takes
+FOREIGN_THINKING = ("drop", "text")
+
+#: fidelity keys that mark a thinking / inline_thinking / compaction item as one protocol family's, checked
+#: in this order (the first family with a mark wins: a Responses reasoning item may also carry "signature")
+MARKS = (
+    ("openai-responses", ("channel", "encrypted_content")),
+    ("gemini", ("thought_signature",)),
+    ("openai-chat", ("reasoning_field", "reasoning_details", "thinking_blocks")),
+    ("bedrock", ("redacted_content", "bedrock_block")),
+    ("anthropic", ("redacted_data", "server_block")),
+    ("claude", ("signature",)),  # a Claude thinking signature: Anthropic's API and Bedrock's Claude both read it
+)
+
+#: dialect -> the families whose marked items it reads (a dialect not listed reads only unmarked items)
+READS = {
+    "openai-responses": ("openai-responses",),
+    "gemini": ("gemini",),
+    "gemini-interactions": ("gemini",),
+    "openai-chat": ("openai-chat",),
+    "anthropic": ("anthropic", "claude"),
+    "bedrock": ("bedrock", "claude"),
+    "agenthub": tuple(family for family, _ in MARKS),  # agenthub serve passes items through to its own upstream
+}
+
+#: dialect -> (pattern a tool_call id must match, longest id accepted)
+_IDS = {
+    "anthropic": (re.compile(r"[A-Za-z0-9_-]+\Z"), None),
+    "bedrock": (re.compile(r"[A-Za-z0-9_-]+\Z"), 64),
+    "openai-chat": (None, 40),
+}
+
+_CONVERTED = ("thinking", "inline_thinking", "compaction")
+
+#: a compaction item's ``fidelity["format"]`` (providers._common.COMPACTION_FORMAT) -> its family
+_COMPACTION_FAMILIES = {"openai": "openai-responses", "anthropic": "anthropic"}
+
+
+def family_of(item: Mapping[str, Any]) -> Optional[str]:
+    """The protocol family whose marks the item's fidelity carries (None: no marks).  A compaction item
+    always has one: the wire format its fidelity names ("unknown" when it names none)."""
+    fidelity = item.get("fidelity")
+    if item.get("type") == "compaction":
+        fmt = fidelity.get("format") if isinstance(fidelity, Mapping) else None
+        return _COMPACTION_FAMILIES.get(fmt, fmt) if isinstance(fmt, str) and fmt else "unknown"
+    if not fidelity or not isinstance(fidelity, Mapping):
+        return None
+    for family, keys in MARKS:
+        for key in keys:
+            if key in fidelity:
+                return family
+    return None
+
+
+def _id_for(dialect: str, tool_call_id: str) -> str:
+    rule = _IDS.get(dialect)
+    if rule is None or not isinstance(tool_call_id, str):
+        return tool_call_id
+    pattern, longest = rule
+    if (pattern is None or pattern.match(tool_call_id)) and (longest is None or len(tool_call_id) <= longest):
+        return tool_call_id
+    return "call_" + hashlib.sha256(tool_call_id.encode("utf-8", "surrogatepass")).hexdigest()[:24]
+
+
+def for_dialect(messages: Sequence[Mapping[str, Any]], dialect: str,
+                foreign_thinking: str = "drop") -> Tuple[List[Mapping[str, Any]], Dict[str, int]]:
+    """``messages`` as ``dialect`` can read them, and what was changed (counts by kind of change).
+
+    Messages and items that need no change are the caller's own objects (not copied); a changed
+    message is a new dict with a new ``content_items`` list, so the caller's history is never touched."""
+    reads = READS.get(dialect, ())
+    changed = {}  # type: Dict[str, int]
+    out = []  # type: List[Mapping[str, Any]]
+    for message in messages:
+        items = message.get("content_items") or []
+        new_items = None  # type: Optional[List[Any]]
+        for index, item in enumerate(items):
+            replacement = item  # type: Any
+            kind = item.get("type")
+            if kind in _CONVERTED:
+                family = family_of(item)
+                if family is not None and family not in reads:
+                    if kind == "thinking" and foreign_thinking == "text" and item.get("thinking"):
+                        replacement = {"type": "text", "text": item["thinking"]}
+                        changed["thinking_as_text"] = changed.get("thinking_as_text", 0) + 1
+                    else:
+                        replacement = None
+                        what = "compaction_dropped" if kind == "compaction" else "thinking_dropped"
+                        changed[what] = changed.get(what, 0) + 1
+                        if kind == "compaction":
+                            logger.warning("%s: a compaction item from %s cannot be read here and is not sent (the "
+                                           "messages before it go in full)", dialect,
+                                           (item.get("fidelity") or {}).get("format") or "another protocol")
+            elif kind in ("tool_call", "tool_result"):
+                new_id = _id_for(dialect, item.get("tool_call_id"))
+                if new_id != item.get("tool_call_id"):
+                    replacement = dict(item, tool_call_id=new_id)
+                    changed["ids_rewritten"] = changed.get("ids_rewritten", 0) + 1
+            if replacement is not item and new_items is None:
+                new_items = list(items[:index])
+            if new_items is not None and replacement is not None:
+                new_items.append(replacement)
+        if new_items is None:
+            out.append(message)
+        elif not new_items:  # nothing in it the target can read (foreign thinking alone): the message goes
+            changed["messages_dropped"] = changed.get("messages_dropped", 0) + 1
+        else:
+            copy = dict(message)
+            copy["content_items"] = new_items
+            out.append(copy)
+    return out, changed

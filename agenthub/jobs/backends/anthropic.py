@@ -1,0 +1,105 @@
+"""Anthropic Message Batches: every request in the create call's body, results as JSON Lines.
+
+Wire facts, from the guide (https://platform.claude.com/docs/en/build-with-claude/batch-processing)
+and the API reference ("Create / Retrieve / Cancel a Message Batch", "Retrieve Message Batch
+results"; the anthropic SDK's ``messages/batch_*`` types), copies read 2026-12-01:
+
+- ``POST /v1/messages/batches {"requests": [{"custom_id", "params": <a Messages request>}]}``;
+  ``custom_id`` matches ``^[a-zA-Z0-9_-]{1,64}$`` and is unique in the batch; ``params`` takes
+  everything the Messages API takes (the live body, without ``stream``);
+- a batch holds at most 100,000 requests or 256 MB, "whichever is reached first";
+- ``GET /v1/messages/batches/{id}``: ``processing_status`` ``in_progress`` | ``canceling`` | ``ended``,
+  ``request_counts`` ``{processing, succeeded, errored, canceled, expired}`` (zero until the whole batch
+  ended), ``results_url`` once it ended, ``expires_at`` 24 hours after creation; results stay
+  available 29 days;
+- results: ``GET`` the ``results_url`` (``/v1/messages/batches/{id}/results``), one line per request,
+  not in request order: ``{"custom_id", "result": {"type": "succeeded", "message": <Message>}}``, or
+  ``{"type": "errored", "error": {"type": "error", "error": {"type", "message"}, "request_id"}}``, or
+  ``{"type": "canceled"}`` / ``{"type": "expired"}`` (never ran);
+- ``POST /v1/messages/batches/{id}/cancel``: the batch goes ``canceling``, then ``ended``.
+"""
+
+import re
+from typing import Any, Dict, Iterator, List, Mapping
+
+from ...errors import StreamProtocolError
+from ...types import HttpRequest
+from . import Backend, Outcome, outcomes
+from ._wire import join_url, Wire, same_origin
+
+__all__ = ["ANTHROPIC", "AnthropicBatches", "STATES", "parse_line", "status_of"]
+
+STATES = {"in_progress": "running", "canceling": "cancelling", "ended": "completed"}
+_COUNTS = ("processing", "succeeded", "errored", "canceled", "expired")
+
+
+class AnthropicBatches(Backend):
+    name = "anthropic"
+    max_requests = 100000
+    max_bytes = 256 * 1000 * 1000
+    custom_id = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+    apis = ("messages",)
+
+    def entry(self, custom_id: str, request: HttpRequest, api: str) -> Dict[str, Any]:
+        params = {key: value for key, value in (request.body or {}).items() if key != "stream"}
+        return {"custom_id": custom_id, "params": params}
+
+    def create(self, wire: Wire, model: str, api: str, entries: List[bytes], name: str,
+               request: HttpRequest) -> Dict[str, Any]:
+        data = b'{"requests":[' + b",".join(e.rstrip(b"\n") for e in entries) + b"]}"
+        created = wire.json("POST", join_url(wire.endpoint.base_url, "/v1/messages/batches"), data=data,
+                            headers={"Content-Type": "application/json"})
+        batch_id = created.get("id") if isinstance(created, dict) else None
+        if not isinstance(batch_id, str) or not batch_id:
+            raise StreamProtocolError("{}: the new message batch came back without an id".format(wire.client_type),
+                                      client=wire.client_type)
+        return {"batch_id": batch_id}
+
+    def retrieve(self, wire: Wire, remote: Mapping[str, Any]) -> Dict[str, Any]:
+        url = join_url(wire.endpoint.base_url, "/v1/messages/batches/" + remote["batch_id"])
+        return status_of(wire.json("GET", url), wire.client_type)
+
+    def results(self, wire: Wire, remote: Mapping[str, Any], info: Mapping[str, Any]) -> Iterator[Outcome]:
+        base = wire.endpoint.base_url
+        url = info.get("results_url")
+        if not isinstance(url, str) or not same_origin(url, base):
+            # absent, or on another host: the key goes only to its own endpoint (the documented path then)
+            url = join_url(base, "/v1/messages/batches/{}/results".format(remote["batch_id"]))
+        lines = wire.lines(url, headers={"Accept": "application/binary"})
+        for outcome in outcomes(lines, lambda line: parse_line(line, wire.client_type)):
+            yield outcome
+
+    def cancel(self, wire: Wire, remote: Mapping[str, Any]) -> Dict[str, Any]:
+        url = join_url(wire.endpoint.base_url, "/v1/messages/batches/{}/cancel".format(remote["batch_id"]))
+        return status_of(wire.json("POST", url, idempotent=True), wire.client_type)
+
+
+ANTHROPIC = AnthropicBatches()
+
+
+def status_of(batch: Any, client: str) -> Dict[str, Any]:
+    if not isinstance(batch, dict) or not isinstance(batch.get("processing_status"), str):
+        raise StreamProtocolError("{}: a message batch without a processing_status".format(client), client=client)
+    status = batch["processing_status"]
+    counts = batch.get("request_counts") if isinstance(batch.get("request_counts"), dict) else {}
+    return {"status": status, "state": STATES.get(status, "running"),
+            "counts": {k: counts.get(k) for k in _COUNTS}, "results_url": batch.get("results_url") or None,
+            "expires_at": batch.get("expires_at"), "errors": []}
+
+
+def parse_line(line: Any, client: str) -> Outcome:
+    if not isinstance(line, dict) or not isinstance(line.get("custom_id"), str) or not isinstance(
+            line.get("result"), dict):
+        raise StreamProtocolError("{}: a batch result line without custom_id and result".format(client), client=client)
+    custom_id = line["custom_id"]
+    result = line["result"]
+    kind = result.get("type")
+    if kind == "succeeded":
+        return custom_id, "ok", result.get("message")
+    if kind == "errored":
+        # no HTTP status: the error's type says it (invalid_request_error -> 400, overloaded_error -> 529)
+        return custom_id, "error", (None, result.get("error"))
+    if kind in ("canceled", "expired"):
+        return custom_id, "not_run", kind
+    raise StreamProtocolError("{}: the batch result {!r} has an unknown type {!r}".format(
+        client, custom_id[:80], kind), client=client)

@@ -1,0 +1,204 @@
+"""Gemini API batch mode: inline requests under the size limit, a Files API upload above it.
+
+Wire facts, from the Batch API guide (https://ai.google.dev/gemini-api/docs/batch-api, copy read
+2026-12-01) and the google-genai SDK (``batches.py``, ``files.py``, ``_api_client.upload_file``):
+
+- ``POST /v1beta/models/{model}:batchGenerateContent`` with ``{"batch": {"display_name", "input_config":
+  {"requests": {"requests": [{"request": <GenerateContentRequest>, "metadata": {"key": ...}}]}}}}``
+  for "smaller batches where the total request size stays under 20 MB", else ``"input_config":
+  {"file_name": "files/..."}`` naming an uploaded JSON Lines file whose lines are ``{"key", "request"}``
+  (an input file may be up to 2 GB); answer: the batch's long-running operation, ``name`` ``batches/...``;
+- upload (resumable): ``POST /upload/v1beta/files`` with ``X-Goog-Upload-Protocol: resumable``,
+  ``X-Goog-Upload-Command: start``, ``X-Goog-Upload-Header-Content-Length`` / ``-Content-Type`` and
+  ``{"file": {"display_name"}}``; the session URL comes back in ``X-Goog-Upload-URL``; the bytes go to it
+  with ``X-Goog-Upload-Command: upload, finalize`` and ``X-Goog-Upload-Offset: 0``; answer ``{"file":
+  {"name": "files/..."}}``;
+- ``GET /v1beta/batches/{id}``: ``metadata.state`` (``BATCH_STATE_PENDING`` / ``RUNNING`` /
+  ``SUCCEEDED`` / ``FAILED`` / ``CANCELLED`` / ``EXPIRED``; the SDK shows them as ``JOB_STATE_*``, which
+  the guide's REST example compares against), ``done``, ``error``; the results in ``response`` (the SDK
+  reads ``metadata.output``): ``inlinedResponses.inlinedResponses`` (each ``{"response" | "error",
+  "metadata": {"key"}}``) or ``responsesFile`` (download ``/download/v1beta/{file}:download?alt=media``:
+  lines ``{"key", "response" | "error"}``, "annotated with the same key");
+- ``POST /v1beta/batches/{id}:cancel``; a job pending or running for 48 hours expires.
+"""
+
+import json
+import sys
+from typing import Any, Dict, Iterator, List, Mapping, Optional
+from urllib.parse import quote, urlsplit
+
+from ...errors import StreamProtocolError
+from ...providers import gemini as gemini_protocol
+from ...providers._common import Endpoint
+from ...types import HttpRequest
+from . import Backend, Outcome, outcomes
+from ._wire import Wire, same_origin
+
+__all__ = ["GEMINI", "GeminiBatches", "STATES", "INLINE_MAX_BYTES", "version_root", "status_of", "parse_item"]
+
+#: inline requests only while the whole create request stays under this size
+INLINE_MAX_BYTES = 20 * 1000 * 1000
+
+STATES = {}  # type: Dict[str, str]
+for _prefix in ("BATCH_STATE_", "JOB_STATE_"):
+    STATES.update({_prefix + "PENDING": "pending", _prefix + "QUEUED": "pending", _prefix + "RUNNING": "running",
+                   _prefix + "SUCCEEDED": "completed", _prefix + "FAILED": "failed",
+                   _prefix + "CANCELLED": "cancelled", _prefix + "CANCELLING": "cancelling",
+                   _prefix + "EXPIRED": "expired"})
+#: google.rpc codes of a request that never ran (CANCELLED)
+_NOT_RUN_CODES = (1, "CANCELLED")
+
+
+def version_root(endpoint: Endpoint) -> str:
+    """``https://generativelanguage.googleapis.com/v1beta`` for the endpoint (its own version if it names one)."""
+    from ...hosts import host
+
+    url = host("gemini").url(endpoint, gemini_protocol.models_request(endpoint, None).url)  # the host's URL rule
+    return url[:url.index("/models?")]
+
+
+def _prefix_and_version(root: str):
+    head, _, version = root.rstrip("/").rpartition("/")
+    return head, version
+
+
+class GeminiBatches(Backend):
+    name = "gemini"
+    max_requests = sys.maxsize  # the guide names no request count
+    max_bytes = 2 * 1000 * 1000 * 1000  # an input file's largest size
+    apis = ("generate",)
+
+    def why_not(self, api: str) -> Optional[str]:
+        if api == "embeddings":
+            return "Gemini embeddings batches (asyncBatchEmbedContent) are not supported by agenthub yet: run them live"
+        return super().why_not(api)
+
+    def entry(self, custom_id: str, request: HttpRequest, api: str) -> Dict[str, Any]:
+        """The file line ``{"key", "request"}`` (inline, the same request goes in with ``metadata.key``)."""
+        return {"key": custom_id, "request": dict(request.body or {})}
+
+    def create(self, wire: Wire, model: str, api: str, entries: List[bytes], name: str,
+               request: HttpRequest) -> Dict[str, Any]:
+        root = version_root(wire.endpoint)
+        url = "{}/models/{}:batchGenerateContent".format(root, quote(model, safe=""))
+        size = sum(len(e) for e in entries)
+        source = None  # type: Optional[Dict[str, Any]]
+        file_name = None
+        if size < INLINE_MAX_BYTES:
+            inline = []
+            for data in entries:
+                line = json.loads(data)
+                inline.append({"request": line["request"], "metadata": {"key": line["key"]}})
+            body = {"batch": {"display_name": name, "input_config": {"requests": {"requests": inline}}}}
+            encoded = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+            if len(encoded) < INLINE_MAX_BYTES:  # the whole create request, as the guide counts it
+                source = body["batch"]["input_config"]
+        if source is None:
+            file_name = self._upload(wire, root, entries, size, name)
+            source = {"file_name": file_name}
+        operation = wire.json("POST", url, body={"batch": {"display_name": name, "input_config": source}})
+        batch_name = operation.get("name") if isinstance(operation, dict) else None
+        if not isinstance(batch_name, str) or not batch_name.startswith("batches/"):
+            raise StreamProtocolError("{}: the new batch came back without a batches/ name".format(wire.client_type),
+                                      client=wire.client_type)
+        return {"batch_name": batch_name, "input_file": file_name}
+
+    def _upload(self, wire: Wire, root: str, entries: List[bytes], size: int, name: str) -> str:
+        head, version = _prefix_and_version(root)
+        start = wire.raw("POST", "{}/upload/{}/files".format(head, version), body={"file": {"display_name": name}},
+                         headers={"X-Goog-Upload-Protocol": "resumable", "X-Goog-Upload-Command": "start",
+                                  "X-Goog-Upload-Header-Content-Length": str(size),
+                                  "X-Goog-Upload-Header-Content-Type": "application/jsonl"})
+        start.read()
+        session = start.headers.get("x-goog-upload-url")
+        if not session or not same_origin(session, wire.endpoint.base_url):
+            raise StreamProtocolError("{}: the file upload was not given a session URL on {}".format(
+                wire.client_type, urlsplit(wire.endpoint.base_url).hostname), client=wire.client_type)
+        done = wire.json("POST", session, data=b"".join(entries), idempotent=False,
+                         headers={"X-Goog-Upload-Command": "upload, finalize", "X-Goog-Upload-Offset": "0",
+                                  "Content-Type": "application/jsonl"})
+        file_name = (done.get("file") or {}).get("name") if isinstance(done, dict) else None
+        if not isinstance(file_name, str) or not file_name:
+            raise StreamProtocolError("{}: the uploaded file came back without a name".format(wire.client_type),
+                                      client=wire.client_type)
+        return file_name
+
+    def retrieve(self, wire: Wire, remote: Mapping[str, Any]) -> Dict[str, Any]:
+        root = version_root(wire.endpoint)
+        return status_of(wire.json("GET", "{}/{}".format(root, remote["batch_name"])), wire.client_type)
+
+    def results(self, wire: Wire, remote: Mapping[str, Any], info: Mapping[str, Any]) -> Iterator[Outcome]:
+        output = info.get("output") or {}
+        inline = output.get("inlinedResponses")
+        if isinstance(inline, dict):
+            inline = inline.get("inlinedResponses")
+        if isinstance(inline, list):
+            for outcome in outcomes(inline, lambda item: parse_item(item, wire.client_type, inline=True)):
+                yield outcome
+            return
+        file_name = output.get("responsesFile")
+        if isinstance(file_name, str) and file_name:
+            head, version = _prefix_and_version(version_root(wire.endpoint))
+            url = "{}/download/{}/{}:download?alt=media".format(head, version, file_name)
+            for outcome in outcomes(wire.lines(url), lambda line: parse_item(line, wire.client_type, inline=False)):
+                yield outcome
+
+    def cancel(self, wire: Wire, remote: Mapping[str, Any]) -> Dict[str, Any]:
+        root = version_root(wire.endpoint)
+        wire.json("POST", "{}/{}:cancel".format(root, remote["batch_name"]), body={}, idempotent=True)
+        return self.retrieve(wire, remote)
+
+
+GEMINI = GeminiBatches()
+
+
+def status_of(operation: Any, client: str) -> Dict[str, Any]:
+    """The batch operation -> ``{"status", "state", "counts", "output", "errors"}``."""
+    if not isinstance(operation, dict):
+        raise StreamProtocolError("{}: the batch operation is not an object".format(client), client=client)
+    metadata = operation.get("metadata") if isinstance(operation.get("metadata"), dict) else {}
+    status = metadata.get("state") or operation.get("state")
+    if not isinstance(status, str):
+        raise StreamProtocolError("{}: a batch without a state".format(client), client=client)
+    output = None
+    for holder in (operation.get("response"), metadata.get("output"), operation.get("output")):
+        if isinstance(holder, dict) and (holder.get("inlinedResponses") is not None or holder.get("responsesFile")):
+            output = holder
+            break
+    stats = metadata.get("batchStats") if isinstance(metadata.get("batchStats"), dict) else {}
+    errors = []  # type: List[str]
+    error = operation.get("error")
+    if isinstance(error, dict) and error:
+        errors.append("{}: {}".format(error.get("status") or error.get("code") or "error", error.get("message") or ""))
+    return {"status": status, "state": STATES.get(status, "running"),
+            "counts": {"total": _int(stats.get("requestCount")), "succeeded": _int(stats.get("successfulRequestCount")),
+                       "failed": _int(stats.get("failedRequestCount")), "pending": _int(stats.get("pendingRequestCount"))},
+            "output": output, "errors": errors}
+
+
+def _int(value: Any) -> Optional[int]:
+    try:
+        return int(value) if value is not None else None
+    except (TypeError, ValueError):
+        return None
+
+
+def parse_item(item: Any, client: str, inline: bool) -> Outcome:
+    """An inlined response (key in ``metadata``) or a responses-file line (key at the top)."""
+    if not isinstance(item, dict):
+        raise StreamProtocolError("{}: a batch response that is not an object".format(client), client=client)
+    key = (item.get("metadata") or {}).get("key") if inline else item.get("key")
+    if not isinstance(key, str):
+        key = item.get("key") if isinstance(item.get("key"), str) else None
+    if key is None:
+        raise StreamProtocolError("{}: a batch response without its request's key".format(client), client=client)
+    error = item.get("error") if item.get("error") is not None else item.get("status")
+    if isinstance(error, dict) and error:
+        if error.get("code") in _NOT_RUN_CODES or error.get("status") == "CANCELLED":
+            return key, "not_run", "cancelled"
+        return key, "error", (None, {"error": error})
+    response = item.get("response")
+    if not isinstance(response, dict):
+        raise StreamProtocolError("{}: the batch response {!r} has neither a response nor an error".format(
+            client, key[:80]), client=client)
+    return key, "ok", response

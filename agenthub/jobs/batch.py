@@ -1,0 +1,672 @@
+"""A job file on the providers' batch engines: ``submit`` it, then (from any later process) ``load``
+its state file and ask ``status``, ``fetch`` the results into an output file, or ``cancel``.
+
+Each row is planned exactly as the live call would be (``AutoLLMClient``'s request for the row's
+messages and config, without the streaming switch), grouped per backend, endpoint, model and API
+(the OpenAI guide: "each input file can only include requests to a single model"), and split where
+a group passes its engine's per-batch limits.  The state file (default ``<input>.batch.json``) holds
+what a later process needs: the input file, each remote batch's ids, and which rows went where (by
+id; a row whose id the engine would refuse travels under a custom id made from its line number).
+It holds no key: keys come from the environment again when the state is loaded.
+
+Results are matched to rows by custom id, never by order, and each answer goes through the same
+parser the client uses for a whole JSON answer of that protocol (``Protocol.read`` on a document),
+so an output row has the live runner's shape field for field; ``cost_usd`` is at the batch price.
+Rows a batch never ran (expired, cancelled, a batch that failed validation) get no output row:
+``fetch`` lists them, and ``agenthub.jobs.run`` on the same input and output finishes exactly them
+live (it skips the ids the output already has).
+"""
+
+import datetime
+import hashlib
+import json
+import logging
+import os
+import tempfile
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
+
+from .. import registry
+from .._redact import redact_url
+from ..errors import AgentHubError, ConfigError, upstream_error
+from ..providers._common import apply_extras
+from ..stream import Collector, drive
+from ..validate import check_config
+from . import backends as _backends
+from .backends import TERMINAL, dumps_entry
+from .backends._wire import Wire
+from .jobfile import JobRow, OutputWriter, error_row, finished_ids, iter_rows, output_row, read_jobs
+
+__all__ = ["submit", "load", "BatchJob", "BatchStatus", "BatchInfo", "FetchSummary", "batch_cost", "answer_row",
+           "STATE_VERSION"]
+
+log = logging.getLogger("agenthub")
+
+STATE_VERSION = 1
+_MAX_SHOWN = 20
+#: the client's limit on one SSE line does not apply to a whole document; the transport caps documents
+_MAX_LINE = 1 << 30
+
+#: the row's API by client_type (embeddings rows: "embeddings")
+_API = {"openai-chat": "chat", "azure": "chat", "openai-responses": "responses", "azure-responses": "responses",
+        "anthropic": "messages", "gemini": "generate"}
+
+
+def batch_cost(model: str, usage: Any) -> Optional[float]:
+    """USD at the batch price: the catalog's batch-API prices (``agenthub.cost(..., batch=True)``); None
+    where the catalog has none for the model (never a guess)."""
+    from .. import cost
+
+    return cost(model, usage, batch=True)
+
+
+# -- rows, results ------------------------------------------------------------------------------------
+
+
+class _Document(object):
+    """A whole JSON answer in the shape ``Protocol.read`` takes (what the transport hands the client)."""
+
+    def __init__(self, payload: Any) -> None:
+        self.document = payload
+
+    def open(self, document: bool = False) -> bool:
+        return True
+
+
+def collect_answer(record: Any, payload: Any, client: str) -> Dict[str, Any]:
+    """The assistant message of one whole JSON answer: ``Protocol.read`` on the document, the stream
+    driver, ``collect``: the steps ``client.response`` takes for a server that answered one document."""
+    collector = Collector()
+    add = collector.add
+    for event in drive(record.read(_Document(payload), client, _MAX_LINE, True), client):
+        add(event)
+    return collector.message()  # type: ignore[return-value]
+
+
+def answer_row(row: JobRow, record: Any, client: str, payload: Any, backend: str) -> Dict[str, Any]:
+    """The output row for one batch answer (an error row when the answer does not parse).  A row with a
+    ``trace_id`` is traced as the live call would trace it (a failure to write is logged; the row stands)."""
+    try:
+        message = collect_answer(record, payload, client)
+    except AgentHubError as exc:
+        return error_row(row, exc, attempts=1, backend=backend)
+    if row.config.get("trace_id"):
+        _trace(row, message)
+    usage = message.get("usage_metadata")
+    return output_row(row, message=message, usage_metadata=usage, finish_reason=message.get("finish_reason"),
+                      cost_usd=batch_cost(row.model, usage), error=None, attempts=1, backend=backend)
+
+
+def _trace(row: JobRow, message: Any) -> None:
+    from ..tracer import save_trace
+
+    config = dict(row.config)
+    if config.get("extra_headers"):
+        config["extra_headers"] = {name: "***" for name in config["extra_headers"]}
+    try:
+        save_trace(config["trace_id"], row.model, list(row.messages) + [message], config)
+    except Exception as exc:  # disk full, permissions: the answer stands (agenthub.tracer's policy)
+        log.error("agenthub.jobs: the trace %r of row %r was not written (%s: %s)", config["trace_id"], row.id,
+                  type(exc).__name__, exc)
+
+
+def failed_row(row: JobRow, client: str, status: Optional[int], body: Any, backend: str) -> Dict[str, Any]:
+    """The output row for a request the engine ran and that failed (its error, as the live call raises it)."""
+    return error_row(row, upstream_error(client, body, status=status), attempts=1, backend=backend)
+
+
+# -- the state file -----------------------------------------------------------------------------------
+
+
+def _now() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _digest(path: str) -> str:
+    sha = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            sha.update(block)
+    return sha.hexdigest()
+
+
+def _write_state(path: str, state: Mapping[str, Any]) -> None:
+    """Atomically (a temporary file renamed over it): a reader or a crash sees the old state or the new."""
+    folder = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=".agenthub-", suffix=".batch.tmp", dir=folder)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            json.dump(state, out, ensure_ascii=False, indent=1)
+            out.write("\n")
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def _read_state(path: str) -> Dict[str, Any]:
+    try:
+        with open(path, "r", encoding="utf-8") as handle:
+            state = json.load(handle)
+    except OSError as exc:
+        raise ConfigError("cannot read the batch state file {}: {}".format(path, exc.strerror or exc)) from None
+    except ValueError as exc:
+        raise ConfigError("the batch state file {} is not JSON ({})".format(path, exc)) from None
+    if not isinstance(state, dict) or state.get("agenthub_batch") != STATE_VERSION or not isinstance(
+            state.get("batches"), list):
+        raise ConfigError("{} is not an agenthub batch state file (version {})".format(path, STATE_VERSION))
+    return state
+
+
+# -- planning ------------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Planned(object):
+    row: JobRow
+    backend: str
+    client: Any
+    api: str
+    request: Any
+
+
+def _client_for(row: JobRow, cache: Dict[Tuple[Any, ...], Any]) -> Any:
+    from ..client import AutoLLMClient
+
+    key = (row.model, row.client_type, row.base_url)
+    client = cache.get(key)
+    if client is None:
+        client = cache[key] = AutoLLMClient(row.model, client_type=row.client_type, base_url=row.base_url,
+                                            max_retries=0)
+    return client
+
+
+#: the vendor whose own endpoint runs each engine (a row routed to another vendor's server that speaks the
+#: same protocol, DeepSeek's Chat Completions say, has no batch engine there)
+_VENDOR = {"openai": "OpenAI", "anthropic": "Anthropic", "gemini": "Google"}
+
+
+def _vendor_endpoint(row: JobRow, name: str, client: Any) -> bool:
+    """True when the row reaches ``name``'s own vendor: its route (by client_type preset, else by model
+    name) is that vendor's, or no route applies (the protocol's default endpoint, which is the vendor's).
+    A row with its own ``base_url`` is taken at its word."""
+    vendor = _VENDOR.get(name)
+    if vendor is None or row.base_url is not None:
+        return True
+    route = registry.presets().get(row.client_type) if row.client_type else None
+    if route is None:
+        route = registry.route_for(row.model)
+        if route is not None and route.client_type != client.client_type:
+            route = None
+    # no route: the protocol's own default endpoint (or where its environment variable moved it)
+    return route is None or route.vendor == vendor
+
+
+def _plan_row(row: JobRow, choice: str, cache: Dict[Tuple[Any, ...], Any]) -> _Planned:
+    client = _client_for(row, cache)
+    kind = client.client_type
+    name = _backends.for_client_type(kind)
+    if name is None:
+        raise ConfigError("client_type {!r} has no batch engine here (openai-chat, openai-responses, azure, "
+                          "azure-responses, anthropic and gemini have)".format(kind))
+    if choice != "auto" and _backends.FAMILY[name] != choice:
+        raise ConfigError("{!r} routes to {} ({}), not to the {} backend (backend='auto' sends each row to its "
+                          "own provider)".format(row.model, _backends.FAMILY[name], kind, choice))
+    if not _vendor_endpoint(row, name, client):
+        raise ConfigError("{!r} routes to {}, which is not {}'s own endpoint: no {} batch engine there (a row "
+                          "with its own base_url is taken at its word)".format(
+                              row.model, redact_url(client.base_url), _VENDOR[name], name))
+    embeddings = bool(client._endpoint.quirks.get("embeddings"))
+    api = "embeddings" if embeddings else _API[kind]
+    why = _backends.backend(name).why_not(api)
+    if why:
+        raise ConfigError(why)
+    config = check_config(row.config)
+    if config.get("extra_headers"):
+        raise ConfigError("extra_headers cannot travel in a batch request (a batch line has no headers): run this "
+                          "row live")
+    if config.get("trace_id"):
+        from ..tracer import trace_paths
+
+        trace_paths(config["trace_id"])  # one escaping the cache dir is refused now, as live
+    request = apply_extras(client._build(list(row.messages), config), config)
+    return _Planned(row, name, client, api, request)
+
+
+def _problems_error(path: str, problems: List[str]) -> ConfigError:
+    shown = problems[:_MAX_SHOWN]
+    more = "\n  ... and {} more".format(len(problems) - _MAX_SHOWN) if len(problems) > _MAX_SHOWN else ""
+    return ConfigError("{} row(s) of {} cannot go to a batch engine (nothing was sent):\n  {}{}".format(
+        len(problems), path, "\n  ".join(shown), more))
+
+
+def _custom_id(row: JobRow, pattern: Any, all_ids: Any, taken: Any) -> str:
+    """The row's custom id: its id when the engine takes it (ids are unique in a job file), else
+    ``row-<line>``, made unique against every id of the file and the ids made before."""
+    if pattern.match(row.id):
+        return row.id
+    candidate = base = "row-{}".format(row.line)
+    n = 1
+    while candidate in all_ids or candidate in taken:
+        n += 1
+        candidate = "{}-{}".format(base, n)
+    taken.add(candidate)
+    return candidate
+
+
+class _Group(object):
+    """The rows going to one engine, endpoint, model and API: (row id, custom id, entry, weight)."""
+
+    __slots__ = ("items", "sample", "taken")
+
+    def __init__(self, sample: Any) -> None:
+        self.items = []  # type: List[Tuple[str, str, bytes, int]]
+        self.sample = sample
+        self.taken = set()  # type: set
+
+
+def _plan(input_path: str, choice: str, wanted: Callable[[JobRow], bool]) -> Tuple[
+        List[Dict[str, Any]], Dict[int, List[bytes]], Dict[int, Any]]:
+    """The state's batch records, the encoded entries of each, and a sample request of each, for the
+    rows of the job file ``wanted`` keeps.  The file is checked first, then read row by row: memory
+    holds the encoded entries (what is uploaded), not the rows."""
+    all_ids = read_jobs(input_path, keep_rows=False).ids
+    cache = {}  # type: Dict[Tuple[Any, ...], Any]
+    problems = []  # type: List[str]
+    groups = {}  # type: Dict[Tuple[Any, ...], _Group]
+    for row in iter_rows(input_path):
+        if not wanted(row):
+            continue
+        try:
+            item = _plan_row(row, choice, cache)
+        except ConfigError as exc:
+            problems.append("line {} ({!r}): {}".format(row.line, row.id[:60], exc))
+            continue
+        if problems:
+            continue  # nothing will be sent: the rest is only checked
+        key = (item.backend, item.client.client_type, item.client.base_url, row.model, item.api, row.client_type,
+               row.base_url)
+        group = groups.get(key)
+        if group is None:
+            group = groups[key] = _Group(item.request)
+        engine = _backends.backend(item.backend)
+        custom = _custom_id(row, engine.custom_id, all_ids, group.taken)
+        entry = engine.entry(custom, item.request, item.api)
+        group.items.append((row.id, custom, dumps_entry(entry), engine.weight(entry)))
+    if problems:
+        raise _problems_error(input_path, problems)
+    records = []  # type: List[Dict[str, Any]]
+    entries = {}  # type: Dict[int, List[bytes]]
+    samples = {}  # type: Dict[int, Any]
+    for (name, kind, base_url, model, api, row_type, row_base), group in groups.items():
+        engine = _backends.backend(name)
+        for chunk in engine.split([(custom, data, weight) for _, custom, data, weight in group.items]):
+            chosen = [group.items[i] for i in chunk]
+            records.append({
+                "backend": name, "client_type": kind, "model": model, "api": api,
+                "base_url": redact_url(base_url),
+                "row_client_type": row_type, "row_base_url": redact_url(row_base) if row_base else None,
+                "ids": [rid for rid, _, _, _ in chosen],
+                "custom_ids": {rid: custom for rid, custom, _, _ in chosen if custom != rid},
+                "remote": None, "submitted_at": None, "last": None,
+            })
+            entries[len(records) - 1] = [data for _, _, data, _ in chosen]
+            samples[len(records) - 1] = group.sample
+        group.items = []
+    return records, entries, samples
+
+
+# -- public API ------------------------------------------------------------------------------------------
+
+
+def submit(input_path: str, *, backend: str, state_path: Optional[str] = None, output_path: Optional[str] = None,
+           session: Any = None) -> "BatchJob":
+    """Send the rows of ``input_path`` to the batch engines; the job (its state saved at ``state_path``,
+    default ``<input>.batch.json``).
+
+    ``backend``: ``"openai"`` (OpenAI, and Azure OpenAI rows), ``"anthropic"``, ``"gemini"``, or ``"auto"``
+    (each row to its own provider's engine).  Every row is checked first (the whole file read, each row's
+    route, key and request built): any problem is one ConfigError listing them all, and nothing is sent.
+    ``output_path``: rows whose id already has a row there are left out (finished before, live or not).
+
+    A state file that exists already is resumed when its submission was cut short (the batches not yet
+    created are created; the input must be unchanged), and refused when it is complete (``load`` it).
+    """
+    if backend not in _backends.BACKENDS:
+        raise ConfigError("backend must be one of {} (got {!r})".format(", ".join(_backends.BACKENDS), backend))
+    if not isinstance(input_path, str) or not input_path:
+        raise ConfigError("input_path must be a path")
+    state_path = state_path or input_path + ".batch.json"
+    if not os.path.isdir(os.path.dirname(os.path.abspath(state_path))):
+        raise ConfigError("the folder of the state file {} does not exist".format(state_path))
+    if os.path.exists(state_path):
+        job = load(state_path, session=session)
+        if all(b.get("remote") for b in job._state["batches"]):
+            raise ConfigError("{} was submitted already (state in {}): load it with agenthub.jobs.load, or pass "
+                              "another state_path".format(input_path, state_path))
+        if job._state.get("input_sha256") != _digest(input_path):
+            raise ConfigError("{} changed since its submission began (state in {}): pass another state_path".format(
+                input_path, state_path))
+        todo = _still_to_do(job._state)
+        records, entries, samples = _plan(input_path, backend, lambda row: row.id in todo)
+        job._resume(entries, samples, records)
+        return job
+    done = finished_ids(output_path) if output_path is not None else set()
+    records, entries, samples = _plan(input_path, backend, lambda row: row.id not in done)
+    if not records:
+        raise ConfigError("{} has no row to submit{}".format(
+            input_path, " (every id has a row in {})".format(output_path) if output_path else ""))
+    state = {"agenthub_batch": STATE_VERSION, "backend": backend, "input_path": os.path.abspath(input_path),
+             "input_sha256": _digest(input_path), "created_at": _now(), "batches": records}
+    _write_state(state_path, state)
+    job = BatchJob(state_path, state, session)
+    job._create(entries, samples)
+    return job
+
+
+def _still_to_do(state: Mapping[str, Any]) -> set:
+    """The ids of the batches a cut-short submission did not create."""
+    pending = set()  # type: set
+    for record in state["batches"]:
+        if not record.get("remote"):
+            pending.update(record["ids"])
+    return pending
+
+
+def load(state_path: str, *, session: Any = None) -> "BatchJob":
+    """The job a state file describes (keys from the environment, as at submission)."""
+    return BatchJob(state_path, _read_state(state_path), session)
+
+
+@dataclass
+class BatchInfo(object):
+    """One remote batch now."""
+
+    backend: str
+    model: str
+    api: str
+    rows: int
+    remote_id: Optional[str]
+    status: Optional[str]  # the provider's own word
+    state: str  # unsubmitted, pending, running, cancelling, completed, failed, expired, cancelled
+    counts: Dict[str, Any] = field(default_factory=dict)
+    errors: List[str] = field(default_factory=list)
+
+
+@dataclass
+class BatchStatus(object):
+    """The job now: ``state`` ``submitting`` (some batches not created), ``in_progress``, or ``ended``
+    (every remote batch is completed, failed, expired or cancelled: ``fetch`` gets everything)."""
+
+    state: str
+    rows: int
+    batches: List[BatchInfo]
+
+    @property
+    def done(self) -> bool:
+        return self.state == "ended"
+
+    def summary(self) -> str:
+        lines = ["{}: {} row(s) in {} batch(es)".format(self.state, self.rows, len(self.batches))]
+        for info in self.batches:
+            counts = ", ".join("{} {}".format(v, k) for k, v in info.counts.items() if v is not None)
+            lines.append("  {} {} {} ({} rows): {}{}{}".format(
+                info.backend, info.model, info.remote_id or "(not created)", info.rows, info.status or info.state,
+                " [{}]".format(counts) if counts else "", "; " + "; ".join(info.errors) if info.errors else ""))
+        return "\n".join(lines)
+
+
+@dataclass
+class FetchSummary(object):
+    """What ``fetch`` wrote: ``done`` answer rows, ``failed`` error rows, ``skipped`` rows the output had
+    already; ``missing``: ids no result came back for (expired, cancelled, never run: finish them with
+    ``agenthub.jobs.run``); ``pending``: ids in batches that have not ended yet."""
+
+    done: int = 0
+    failed: int = 0
+    skipped: int = 0
+    missing: List[str] = field(default_factory=list)
+    pending: List[str] = field(default_factory=list)
+    output_path: Optional[str] = None
+    #: this job's rows whose row in the output is an error row (written now or before)
+    failed_total: int = 0
+    #: result items that could not be read (not JSON, no custom id): their rows are in ``missing``
+    unreadable: int = 0
+
+
+class BatchJob(object):
+    """A submitted job.  ``state_path`` names its state file; ``status()``, ``fetch(output_path)``,
+    ``cancel()``, ``wait()`` ask the engines (each call reads keys from the environment)."""
+
+    def __init__(self, state_path: str, state: Dict[str, Any], session: Any = None) -> None:
+        self.state_path = state_path
+        self._state = state
+        self._session = session
+        self._clients = {}  # type: Dict[Tuple[Any, ...], Any]
+        self._wires = {}  # type: Dict[Tuple[Any, ...], Wire]
+        self._rows = None  # type: Optional[Dict[str, JobRow]]
+
+    @property
+    def backend(self) -> str:
+        return self._state["backend"]
+
+    @property
+    def input_path(self) -> str:
+        return self._state["input_path"]
+
+    def __repr__(self) -> str:
+        return "BatchJob({!r}, backend={!r}, batches={})".format(self.state_path, self.backend,
+                                                                 len(self._state["batches"]))
+
+    # -- submission ---------------------------------------------------------------------------------
+    def _create(self, entries: Dict[int, List[bytes]], samples: Dict[int, Any]) -> None:
+        stem = os.path.splitext(os.path.basename(self.input_path))[0]
+        for index, record in enumerate(self._state["batches"]):
+            if record.get("remote") or index not in entries:
+                continue
+            engine = _backends.backend(record["backend"])
+            name = "agenthub-{}-{}".format(stem, index + 1)
+            record["remote"] = engine.create(self._wire(record), record["model"], record["api"], entries[index],
+                                             name + ".jsonl", samples[index])
+            record["submitted_at"] = _now()
+            _write_state(self.state_path, self._state)  # after each: a crash loses no created batch
+            log.info("agenthub.jobs: %s batch %s created (%d rows)", record["backend"],
+                     _remote_id(record["remote"]), len(record["ids"]))
+
+    def _resume(self, entries: Dict[int, List[bytes]], samples: Dict[int, Any], records: List[Dict[str, Any]]) -> None:
+        """Create the batches a cut-short submission left: the old uncreated records are replaced by the
+        new plan of their rows."""
+        kept = [b for b in self._state["batches"] if b.get("remote")]
+        offset = len(kept)
+        self._state["batches"] = kept + records
+        _write_state(self.state_path, self._state)
+        self._create({offset + i: e for i, e in entries.items()}, {offset + i: s for i, s in samples.items()})
+
+    # -- clients and wires ----------------------------------------------------------------------------
+    def _row_of(self, record: Mapping[str, Any]) -> JobRow:
+        """A row of this batch's group (the input's own, when its base_url was redacted in the state)."""
+        base = record.get("row_base_url")
+        if base is not None and "***" in base:
+            rows = self._input_rows()
+            for rid in record["ids"]:
+                if rid in rows:
+                    return rows[rid]
+            raise ConfigError("the input file {} no longer holds the rows of this batch".format(self.input_path))
+        return JobRow(id=record["ids"][0], model=record["model"], messages=[], client_type=record.get("row_client_type"),
+                      base_url=base)
+
+    def _client(self, record: Mapping[str, Any]) -> Any:
+        row = self._row_of(record)
+        return _client_for(row, self._clients)
+
+    def _wire(self, record: Mapping[str, Any]) -> Wire:
+        client = self._client(record)
+        key = (client.client_type, client.base_url)
+        wire = self._wires.get(key)
+        if wire is None:
+            wire = self._wires[key] = Wire(client.client_type, client._endpoint, self._session)
+        return wire
+
+    def _input_rows(self) -> Dict[str, JobRow]:
+        """id -> the input's row, as much of it as an output row needs (messages only where a trace wants
+        them): memory follows the number of rows, not their size."""
+        if self._rows is None:
+            rows = {}  # type: Dict[str, JobRow]
+            if os.path.exists(self.input_path):
+                for row in iter_rows(self.input_path):
+                    traced = bool(row.config.get("trace_id"))
+                    rows[row.id] = JobRow(id=row.id, model=row.model, messages=row.messages if traced else [],
+                                          config=row.config if traced else {}, client_type=row.client_type,
+                                          base_url=row.base_url, line=row.line)
+            self._rows = rows
+        return self._rows
+
+    # -- status --------------------------------------------------------------------------------------
+    def _retrieve(self, record: Dict[str, Any]) -> Dict[str, Any]:
+        engine = _backends.backend(record["backend"])
+        info = engine.retrieve(self._wire(record), record["remote"])
+        record["last"] = {"status": info["status"], "state": info["state"], "at": _now()}
+        return info
+
+    def status(self) -> BatchStatus:
+        """Ask every remote batch how it stands (the last answers are kept in the state file)."""
+        infos = []  # type: List[BatchInfo]
+        for record in self._state["batches"]:
+            if not record.get("remote"):
+                infos.append(_info(record, None))
+                continue
+            infos.append(_info(record, self._retrieve(record)))
+        self._save()
+        return _status(infos)
+
+    def wait(self, interval: float = 60.0, timeout: Optional[float] = None,
+             progress: Optional[Callable[[BatchStatus], Any]] = None) -> BatchStatus:
+        """Poll ``status()`` every ``interval`` seconds until the job ended (or ``timeout`` seconds passed:
+        the last status is returned either way)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            current = self.status()
+            if progress is not None:
+                progress(current)
+            if current.done or (deadline is not None and time.monotonic() + interval > deadline):
+                return current
+            time.sleep(interval)
+
+    def cancel(self) -> BatchStatus:
+        """Cancel every remote batch that has not ended; the status after.  Finished requests keep their
+        results (``fetch`` them); the others can be finished live with ``agenthub.jobs.run``."""
+        infos = []  # type: List[BatchInfo]
+        for record in self._state["batches"]:
+            if not record.get("remote"):
+                infos.append(_info(record, None))
+                continue
+            info = self._retrieve(record)
+            if info["state"] not in TERMINAL and info["state"] != "cancelling":
+                info = _backends.backend(record["backend"]).cancel(self._wire(record), record["remote"])
+                record["last"] = {"status": info["status"], "state": info["state"], "at": _now()}
+            infos.append(_info(record, info))
+        self._save()
+        return _status(infos)
+
+    # -- results -------------------------------------------------------------------------------------
+    def fetch(self, output_path: str) -> FetchSummary:
+        """Append the results of every ended batch to ``output_path`` (rows it has already are left as they
+        are, so fetching again, or after ``agenthub.jobs.run``, writes nothing twice)."""
+        done = finished_ids(output_path)
+        errored = done - finished_ids(output_path, retry_failed=True)
+        summary = FetchSummary(output_path=output_path)
+        with OutputWriter(output_path) as writer:
+            for record in self._state["batches"]:
+                if not record.get("remote"):
+                    summary.pending.extend(record["ids"])
+                    continue
+                info = self._retrieve(record)
+                if info["state"] not in TERMINAL:
+                    summary.pending.extend(record["ids"])
+                    continue
+                self._fetch_batch(record, info, done, writer, summary)
+        summary.failed_total = summary.failed + sum(1 for record in self._state["batches"] for rid in record["ids"]
+                                                    if rid in errored)
+        self._save()
+        return summary
+
+    def _fetch_batch(self, record: Dict[str, Any], info: Mapping[str, Any], done: Any, writer: OutputWriter,
+                     summary: FetchSummary) -> None:
+        engine = _backends.backend(record["backend"])
+        client = self._client(record)
+        record_parser = client._protocol
+        kind = client.client_type
+        by_custom = {record["custom_ids"].get(rid, rid): rid for rid in record["ids"]}
+        rows = self._input_rows()
+        seen = set()  # type: set
+        answered = set()  # type: set
+        unknown = 0
+        for custom_id, outcome, payload in engine.results(self._wire(record), record["remote"], info):
+            if outcome == "bad":
+                if not summary.unreadable:
+                    log.warning("agenthub.jobs: %s (more such items are counted, not shown)", payload)
+                summary.unreadable += 1
+                continue
+            rid = by_custom.get(custom_id)
+            if rid is None:
+                unknown += 1
+                continue
+            if rid in seen:
+                continue
+            seen.add(rid)
+            if outcome == "not_run":
+                continue
+            answered.add(rid)
+            if rid in done:
+                summary.skipped += 1
+                continue
+            row = rows.get(rid) or JobRow(id=rid, model=record["model"], messages=[])
+            if outcome == "ok":
+                out = answer_row(row, record_parser, kind, payload, record["backend"])
+            else:
+                status, body = payload
+                out = failed_row(row, kind, status, body, record["backend"])
+            writer.write(out)
+            if out["error"] is None:
+                summary.done += 1
+            else:
+                summary.failed += 1
+        if unknown:
+            log.warning("agenthub.jobs: %d result(s) of %s batch %s name no request of it: ignored", unknown,
+                        record["backend"], _remote_id(record["remote"]))
+        summary.missing.extend(rid for rid in record["ids"] if rid not in answered and rid not in done)
+        record["fetched_at"] = _now()
+
+    def _save(self) -> None:
+        _write_state(self.state_path, self._state)
+
+
+def _remote_id(remote: Optional[Mapping[str, Any]]) -> Optional[str]:
+    if not remote:
+        return None
+    return remote.get("batch_id") or remote.get("batch_name")
+
+
+def _info(record: Mapping[str, Any], info: Optional[Mapping[str, Any]]) -> BatchInfo:
+    if info is None:
+        return BatchInfo(record["backend"], record["model"], record["api"], len(record["ids"]), None, None,
+                         "unsubmitted")
+    counts = {k: v for k, v in (info.get("counts") or {}).items() if v is not None}
+    return BatchInfo(record["backend"], record["model"], record["api"], len(record["ids"]),
+                     _remote_id(record.get("remote")), info.get("status"), info["state"], counts,
+                     list(info.get("errors") or []))
+
+
+def _status(infos: List[BatchInfo]) -> BatchStatus:
+    rows = sum(i.rows for i in infos)
+    if any(i.state == "unsubmitted" for i in infos):
+        state = "submitting"
+    elif all(i.state in TERMINAL for i in infos):
+        state = "ended"
+    else:
+        state = "in_progress"
+    return BatchStatus(state, rows, infos)

@@ -1,0 +1,140 @@
+"""``agenthub batch submit|status|fetch|cancel``: a job file on the providers' batch engines.
+
+::
+
+    agenthub batch submit IN.jsonl --backend openai|anthropic|gemini|auto [--state STATE] [--skip-done OUT.jsonl]
+    agenthub batch status STATE [--json]
+    agenthub batch fetch STATE -o OUT.jsonl [--wait] [--interval SECONDS] [--timeout SECONDS]
+    agenthub batch cancel STATE
+
+``submit`` prints the state file's path (default ``IN.jsonl.batch.json``) on stdout and the batches on
+stderr; ``status`` prints each remote batch (``--json``: one JSON object on stdout); ``fetch`` appends
+the results of the ended batches to OUT (rows OUT has already are left alone: fetch as often as you
+like), ``--wait`` polls until every batch ended first; rows an expired or cancelled batch never ran are
+finished live by ``agenthub batch run IN.jsonl -o OUT.jsonl`` (it skips the rows OUT has).
+
+Exit status: 0 done (submit: submitted; status: every batch ended; fetch: every row has an answer row;
+cancel: cancelled or already ended); 3 fetch: some rows have error rows; 4 status / fetch: some batches
+have not ended yet (ask again later); 5 fetch: some rows have no result (expired, cancelled, or a batch
+that failed): run them live with ``agenthub batch run``; 1 an agenthub error (nothing was submitted when
+submit says so; a bad row, an unknown model, a missing key: all listed); 2 bad usage; 130 interrupted.
+"""
+
+import argparse
+import json
+import sys
+from typing import Callable, Dict, Tuple
+
+__all__ = ["ACTIONS", "EXIT_FAILED_ROWS", "EXIT_NOT_ENDED", "EXIT_NO_RESULT"]
+
+EXIT_FAILED_ROWS = 3
+EXIT_NOT_ENDED = 4
+EXIT_NO_RESULT = 5
+
+
+def _err(text: str) -> None:
+    print(text, file=sys.stderr)
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError("{!r} is not a number of seconds".format(text)) from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError("must be > 0 (got {})".format(text))
+    return value
+
+
+def _add_submit(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("input", metavar="IN.jsonl", help="the job file")
+    parser.add_argument("--backend", required=True, choices=("openai", "anthropic", "gemini", "auto"),
+                        help="the engine: openai (OpenAI and Azure OpenAI rows), anthropic, gemini, or auto (each "
+                             "row to its provider's)")
+    parser.add_argument("--state", metavar="STATE", help="the state file to write (default IN.jsonl.batch.json)")
+    parser.add_argument("--skip-done", metavar="OUT.jsonl", help="leave out the rows that already have a row in OUT")
+
+
+def _submit(args: argparse.Namespace) -> int:
+    from .batch import submit
+
+    job = submit(args.input, backend=args.backend, state_path=args.state, output_path=args.skip_done)
+    status = job.status()
+    _err(status.summary())
+    _err("agenthub batch: submitted; poll with `agenthub batch status {0}`, then `agenthub batch fetch {0} -o "
+         "OUT.jsonl`".format(job.state_path))
+    print(job.state_path)
+    return 0
+
+
+def _add_state(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("state", metavar="STATE", help="the state file submit wrote")
+
+
+def _add_status(parser: argparse.ArgumentParser) -> None:
+    _add_state(parser)
+    parser.add_argument("--json", action="store_true", help="one JSON object on stdout")
+
+
+def _status(args: argparse.Namespace) -> int:
+    from dataclasses import asdict
+
+    from .batch import load
+
+    status = load(args.state).status()
+    if args.json:
+        print(json.dumps({"state": status.state, "rows": status.rows, "done": status.done,
+                          "batches": [asdict(b) for b in status.batches]}, ensure_ascii=False))
+    else:
+        print(status.summary())
+    return 0 if status.done else EXIT_NOT_ENDED
+
+
+def _add_fetch(parser: argparse.ArgumentParser) -> None:
+    _add_state(parser)
+    parser.add_argument("-o", "--output", required=True, metavar="OUT.jsonl", help="the output file (appended to)")
+    parser.add_argument("--wait", action="store_true", help="poll until every batch ended, then fetch")
+    parser.add_argument("--interval", type=_seconds, default=60.0, metavar="SECONDS",
+                        help="seconds between polls with --wait (default 60)")
+    parser.add_argument("--timeout", type=_seconds, metavar="SECONDS", help="give up waiting after this long")
+
+
+def _fetch(args: argparse.Namespace) -> int:
+    from .batch import load
+
+    job = load(args.state)
+    if args.wait:
+        job.wait(args.interval, args.timeout, progress=lambda s: _err("agenthub batch: {}".format(
+            s.summary().splitlines()[0])))
+    summary = job.fetch(args.output)
+    _err("agenthub batch fetch: {} answers and {} error rows written to {}, {} already there; {} rows without a "
+         "result, {} in batches not ended yet".format(summary.done, summary.failed, args.output, summary.skipped,
+                                                      len(summary.missing), len(summary.pending)))
+    if summary.unreadable:
+        _err("agenthub batch: {} result items could not be read (their rows count as without a result)".format(
+            summary.unreadable))
+    if summary.pending:
+        _err("agenthub batch: not every batch has ended: fetch again later (or --wait)")
+        return EXIT_NOT_ENDED
+    if summary.missing:
+        _err("agenthub batch: {} rows never ran (expired or cancelled): finish them live with `agenthub batch run {} "
+             "-o {}`".format(len(summary.missing), job.input_path, args.output))
+        return EXIT_NO_RESULT
+    return EXIT_FAILED_ROWS if summary.failed_total else 0
+
+
+def _cancel(args: argparse.Namespace) -> int:
+    from .batch import load
+
+    status = load(args.state).cancel()
+    print(status.summary())
+    return 0
+
+
+ACTIONS = {
+    "submit": ("send a job file to the providers' batch engines (half price, results within 24 h)", _add_submit,
+               _submit),
+    "status": ("how the batches of a submitted job stand", _add_status, _status),
+    "fetch": ("append the results of a submitted job's ended batches to an output file", _add_fetch, _fetch),
+    "cancel": ("cancel a submitted job's batches (finished requests keep their results)", _add_state, _cancel),
+}  # type: Dict[str, Tuple[str, Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], int]]]

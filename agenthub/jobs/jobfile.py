@@ -1,0 +1,376 @@
+"""The job file: JSON Lines in, JSON Lines out (pure data handling plus the two files).
+
+Input line::
+
+    {"id": "row-1", "model": "gpt-4.1-mini", "messages": [UniMessage, ...], "config": UniConfig,
+     "client_type": "openai-chat", "base_url": "https://..."}      # the last two optional
+
+Output line (one per finished row, in the order rows finish)::
+
+    {"id", "model", "message", "usage_metadata", "finish_reason", "cost_usd", "error", "attempts",
+     "backend", "finished_at"}
+
+``error`` is null or ``{"type", "message", "status"}``.  Bytes (inline images, audio) are stored as
+``{"__bytes__": "<base64>"}`` both ways.  Nothing here holds a key: a job line has no place for one
+(an ``api_key`` field is refused), and error messages are the library's own, already scrubbed.
+"""
+
+import datetime
+import json
+import logging
+import os
+import tempfile
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Set, Tuple
+
+from ..errors import AgentHubError, ConfigError
+from ..tracer import from_jsonable, to_jsonable  # the {"__bytes__"} codec (moving to agenthub.types)
+from ..validate import check_config, check_messages
+
+__all__ = ["JobRow", "JobFile", "read_jobs", "iter_rows", "parse_line", "output_row", "error_row", "finished_ids",
+           "read_output", "OutputWriter", "INPUT_KEYS", "OUTPUT_KEYS", "dumps_row"]
+
+log = logging.getLogger("agenthub")
+
+INPUT_KEYS = ("id", "model", "messages", "config", "client_type", "base_url")
+OUTPUT_KEYS = ("id", "model", "message", "usage_metadata", "finish_reason", "cost_usd", "error", "attempts",
+               "backend", "finished_at")
+_MAX_SHOWN = 20  # problems listed in one ConfigError before "... and N more"
+
+
+@dataclass
+class JobRow:
+    """One input line, checked.  ``messages`` and ``config`` hold bytes again (not the JSON codec)."""
+
+    id: str
+    model: str
+    messages: List[Dict[str, Any]]
+    config: Dict[str, Any] = field(default_factory=dict)
+    client_type: Optional[str] = None
+    base_url: Optional[str] = None
+    line: int = 0  # 1-based line number in the input file
+
+    def to_json(self) -> Dict[str, Any]:
+        """The input line again (JSON-ready: bytes as {"__bytes__"})."""
+        out = {"id": self.id, "model": self.model, "messages": to_jsonable(self.messages),
+               "config": to_jsonable(self.config)}  # type: Dict[str, Any]
+        if self.client_type is not None:
+            out["client_type"] = self.client_type
+        if self.base_url is not None:
+            out["base_url"] = self.base_url
+        return out
+
+
+@dataclass
+class JobFile:
+    """``rows``: the valid lines; ``invalid``: (line number, the error row to write) per invalid line
+    (only when read with ``skip_invalid=True``; otherwise an invalid line is a ConfigError)."""
+
+    rows: List[JobRow]
+    invalid: List[Tuple[int, Dict[str, Any]]] = field(default_factory=list)
+    path: Optional[str] = None
+    #: how many valid rows the file has (``rows`` is empty when read with ``keep_rows=False``)
+    count: int = 0
+    #: (model, client_type, base_url) -> the line numbers of the valid rows sent there
+    routes: Dict[Tuple[str, Optional[str], Optional[str]], List[int]] = field(default_factory=dict)
+    #: id -> line number, for every line with a usable id (valid or not)
+    ids: Dict[str, int] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return self.count + len(self.invalid)
+
+
+def parse_line(obj: Any, line: int) -> JobRow:
+    """A JobRow from one decoded input line; ConfigError (without the line number) when it is not valid."""
+    if not isinstance(obj, dict):
+        raise ConfigError("a job line must be a JSON object, got {}".format(type(obj).__name__))
+    unknown = sorted(str(k) for k in obj if k not in INPUT_KEYS)
+    if unknown:
+        hint = " (keys come from the environment, never from a job file)" if any(
+            "key" in k.lower() for k in unknown) else ""
+        raise ConfigError("unknown key(s) {}; a job line has {}{}".format(unknown, ", ".join(INPUT_KEYS), hint))
+    rid = obj.get("id")
+    if not isinstance(rid, str) or not rid:
+        raise ConfigError("'id' must be a non-empty string (got {})".format(_kind(rid)))
+    model = obj.get("model")
+    if not isinstance(model, str) or not model:
+        raise ConfigError("'model' must be a non-empty string (got {})".format(_kind(model)))
+    for name in ("client_type", "base_url"):
+        if obj.get(name) is not None and (not isinstance(obj[name], str) or not obj[name]):
+            raise ConfigError("{!r} must be a non-empty string when given".format(name))
+    messages = from_jsonable(obj.get("messages"))
+    check_messages(messages)
+    config = from_jsonable(obj.get("config") if obj.get("config") is not None else {})
+    check_config(config)
+    return JobRow(id=rid, model=model, messages=messages, config=config, client_type=obj.get("client_type"),
+                  base_url=obj.get("base_url"), line=line)
+
+
+def _kind(value: Any) -> str:
+    return "nothing" if value is None else type(value).__name__ if not isinstance(value, str) else repr(value[:40])
+
+
+def _invalid_id(obj: Any, line: int) -> str:
+    rid = obj.get("id") if isinstance(obj, dict) else None
+    return rid if isinstance(rid, str) and rid else "line-{}".format(line)
+
+
+def read_jobs(path: str, *, skip_invalid: bool = False, keep_rows: bool = True) -> JobFile:
+    """Read and check a whole job file before anything is sent.
+
+    Every problem is listed in one ConfigError (line numbers 1-based): a duplicate id names both
+    lines (always refused), an invalid line says why (refused unless ``skip_invalid``; then it
+    becomes an error row in ``JobFile.invalid``, id ``line-N`` when it has no usable id).
+    Blank lines are skipped.  ``keep_rows=False`` checks the file without keeping its rows (memory
+    stays flat in their number: ``iter_rows`` reads them again, lazily).
+    """
+    rows = []  # type: List[JobRow]
+    invalid = []  # type: List[Tuple[int, Dict[str, Any]]]
+    problems = []  # type: List[str]
+    seen = {}  # type: Dict[str, int]
+    count = 0
+    routes = {}  # type: Dict[Tuple[str, Optional[str], Optional[str]], List[int]]
+    try:
+        handle = open(path, "rb")
+    except OSError as exc:
+        raise ConfigError("cannot read the job file {}: {}".format(path, exc.strerror or exc)) from None
+    with handle:
+        for number, raw in enumerate(handle, 1):
+            if not raw.strip():
+                continue
+            obj = None  # type: Any
+            try:
+                obj = json.loads(raw.decode("utf-8"))
+            except (UnicodeDecodeError, ValueError) as exc:
+                reason = "not valid UTF-8" if isinstance(exc, UnicodeDecodeError) else "not valid JSON ({})".format(exc)
+                error = ConfigError(reason)  # type: Optional[ConfigError]
+            else:
+                error = None
+            rid = obj.get("id") if isinstance(obj, dict) else None
+            if isinstance(rid, str) and rid:
+                if rid in seen:
+                    problems.append("line {}: duplicate id {!r} (first on line {})".format(number, rid[:80], seen[rid]))
+                    continue
+                seen[rid] = number
+            if error is None:
+                try:
+                    row = parse_line(obj, number)
+                    count += 1
+                    routes.setdefault((row.model, row.client_type, row.base_url), []).append(number)
+                    if keep_rows:
+                        rows.append(row)
+                    continue
+                except ConfigError as exc:
+                    error = exc
+            if skip_invalid:
+                stub = JobRow(id=_invalid_id(obj, number), model=_model_of(obj), messages=[], line=number)
+                invalid.append((number, error_row(stub, ConfigError("line {}: {}".format(number, error)),
+                                                  attempts=0, backend="none")))
+            else:
+                problems.append("line {}: {}".format(number, error))
+    duplicates = [p for p in problems if "duplicate id" in p]
+    if problems:
+        shown = problems[:_MAX_SHOWN]
+        more = "\n  ... and {} more".format(len(problems) - _MAX_SHOWN) if len(problems) > _MAX_SHOWN else ""
+        tail = "" if skip_invalid or len(duplicates) == len(problems) else \
+            "\n(nothing was sent; skip_invalid=True / --skip-invalid writes an error row for each invalid line)"
+        raise ConfigError("the job file {} has {} problem(s):\n  {}{}{}".format(
+            path, len(problems), "\n  ".join(shown), more, tail), lines=_lines(problems))
+    ids = seen
+    for number, row in invalid:
+        ids.setdefault(row["id"], number)
+    return JobFile(rows=rows, invalid=invalid, path=path, count=count, routes=routes, ids=ids)
+
+
+def iter_rows(path: str) -> Iterator[JobRow]:
+    """The valid rows of a job file, read lazily (check it with ``read_jobs`` first: invalid and blank
+    lines are passed over here without a word)."""
+    with open(path, "rb") as handle:
+        for number, raw in enumerate(handle, 1):
+            if not raw.strip():
+                continue
+            try:
+                yield parse_line(json.loads(raw.decode("utf-8")), number)
+            except (UnicodeDecodeError, ValueError):  # ConfigError is a ValueError
+                continue
+
+
+def _lines(problems: Iterable[str]) -> List[int]:
+    return [int(p.split(":", 1)[0].split()[1]) for p in problems]
+
+
+def _model_of(obj: Any) -> str:
+    model = obj.get("model") if isinstance(obj, dict) else None
+    return model if isinstance(model, str) else ""
+
+
+# -- output rows -----------------------------------------------------------------------------------
+
+
+def _now() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def output_row(row: JobRow, *, message: Any, usage_metadata: Any, finish_reason: Any, cost_usd: Optional[float],
+               error: Optional[Mapping[str, Any]], attempts: int, backend: str) -> Dict[str, Any]:
+    """The output line for ``row`` (JSON-ready: bytes as {"__bytes__"}, enums as their values)."""
+    return {
+        "id": row.id,
+        "model": row.model,
+        "message": to_jsonable(message),
+        "usage_metadata": to_jsonable(usage_metadata),
+        "finish_reason": to_jsonable(finish_reason),
+        "cost_usd": float(cost_usd) if cost_usd is not None else None,
+        "error": dict(error) if error is not None else None,
+        "attempts": int(attempts),
+        "backend": backend,
+        "finished_at": _now(),
+    }
+
+
+def error_of(exc: BaseException) -> Dict[str, Any]:
+    """``{"type", "message", "status"}`` for an exception (agenthub's messages carry no secret; anything
+    else is named by its class only, its text could hold anything)."""
+    if isinstance(exc, AgentHubError):
+        text = str(exc)
+    else:
+        text = "{} (not an agenthub error: its text is not recorded)".format(type(exc).__name__)
+    status = getattr(exc, "status", None)
+    return {"type": type(exc).__name__, "message": text,
+            "status": status if isinstance(status, int) and not isinstance(status, bool) else None}
+
+
+def error_row(row: JobRow, exc: BaseException, *, attempts: int, backend: str) -> Dict[str, Any]:
+    """The output line for a row that failed with ``exc``."""
+    return output_row(row, message=None, usage_metadata=None, finish_reason=None, cost_usd=None,
+                      error=error_of(exc), attempts=attempts, backend=backend)
+
+
+def dumps_row(row: Mapping[str, Any]) -> bytes:
+    """One output line, newline included."""
+    return (json.dumps(row, ensure_ascii=False, separators=(",", ":"), allow_nan=False) + "\n").encode("utf-8")
+
+
+# -- the output file -------------------------------------------------------------------------------
+
+
+def _scan(path: str) -> Tuple[List[Tuple[int, int, Optional[Dict[str, Any]]]], int]:
+    """[(start offset, end offset, decoded row or None)] for the complete lines, and the length of the
+    complete part (a last line without its newline is torn: not included)."""
+    spans = []  # type: List[Tuple[int, int, Optional[Dict[str, Any]]]]
+    offset = 0
+    with open(path, "rb") as handle:
+        for raw in handle:
+            if not raw.endswith(b"\n"):
+                break  # torn: a killed run's last write
+            try:
+                obj = json.loads(raw.decode("utf-8"))
+            except (UnicodeDecodeError, ValueError):
+                obj = None
+            spans.append((offset, offset + len(raw), obj if isinstance(obj, dict) else None))
+            offset += len(raw)
+    return spans, offset
+
+
+def _truncate_torn(path: str, good: int) -> None:
+    if os.path.getsize(path) > good:
+        log.warning("agenthub.jobs: %s ends with a torn line (a run was killed while writing it): cut away, "
+                    "that row runs again", path)
+        with open(path, "r+b") as handle:
+            handle.truncate(good)
+
+
+def read_output(path: str) -> List[Dict[str, Any]]:
+    """The output rows of a file (torn or undecodable lines left out; the file is not changed)."""
+    if not os.path.exists(path):
+        return []
+    return [obj for _, _, obj in _scan(path)[0] if obj is not None]
+
+
+def finished_ids(output_path: str, *, retry_failed: bool = False) -> Set[str]:
+    """The ids that have a row in ``output_path`` (error rows too, unless ``retry_failed``).
+
+    A torn last line (no newline: a run killed while writing it) is ignored and cut from the file, so
+    the next append starts on a fresh line.  A missing file has no finished ids.
+    """
+    if not os.path.exists(output_path):
+        return set()
+    spans, good = _scan(output_path)
+    _truncate_torn(output_path, good)
+    done = set()  # type: Set[str]
+    for _, _, obj in spans:
+        rid = obj.get("id") if obj is not None else None
+        if isinstance(rid, str) and (obj.get("error") is None or not retry_failed):
+            done.add(rid)
+    return done
+
+
+class OutputWriter(object):
+    """Appends output rows to ``path``: one ``write`` and a flush per row, under a lock (any thread).
+
+    With ``retry_failed=True`` the error rows of ``retry_ids`` (all error rows when None) are removed
+    first, by writing the kept lines to a temporary file beside it and renaming it over the output
+    (``os.replace``: a reader or a crash sees the old file or the new one, never half).  A torn last line
+    is cut away on opening.
+    """
+
+    def __init__(self, path: str, *, retry_failed: bool = False, retry_ids: Optional[Iterable[str]] = None) -> None:
+        self.path = path
+        self._lock = threading.Lock()
+        folder = os.path.dirname(os.path.abspath(path))
+        if not os.path.isdir(folder):
+            raise ConfigError("the output folder {} does not exist".format(folder))
+        if os.path.exists(path):
+            spans, good = _scan(path)
+            _truncate_torn(path, good)
+            if retry_failed:
+                wanted = None if retry_ids is None else set(retry_ids)
+                good_ids = {obj["id"] for _, _, obj in spans if obj is not None and obj.get("error") is None}
+                drop = [(start, end) for start, end, obj in spans if obj is not None and obj.get("error") is not None
+                        and (wanted is None or obj.get("id") in wanted) and obj.get("id") not in good_ids]
+                if drop:
+                    self._rewrite(path, drop)
+        self._handle = open(path, "ab")
+        self.rows_written = 0
+
+    @staticmethod
+    def _rewrite(path: str, drop: List[Tuple[int, int]]) -> None:
+        fd, tmp = tempfile.mkstemp(prefix=".agenthub-", suffix=".jsonl.tmp", dir=os.path.dirname(os.path.abspath(path)))
+        try:
+            skip = set(start for start, _ in drop)
+            with os.fdopen(fd, "wb") as out, open(path, "rb") as src:
+                offset = 0
+                for raw in src:
+                    if offset not in skip:
+                        out.write(raw)
+                    offset += len(raw)
+                out.flush()
+                os.fsync(out.fileno())
+            try:
+                os.chmod(tmp, os.stat(path).st_mode & 0o777)
+            except OSError:
+                pass
+            os.replace(tmp, path)
+        except BaseException:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+            raise
+
+    def write(self, row: Mapping[str, Any]) -> None:
+        data = dumps_row(row)
+        with self._lock:
+            self._handle.write(data)
+            self._handle.flush()
+            self.rows_written += 1
+
+    def close(self) -> None:
+        with self._lock:
+            if not self._handle.closed:
+                self._handle.close()
+
+    def __enter__(self) -> "OutputWriter":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()

@@ -1,0 +1,426 @@
+"""The live runner: a job file sent row by row through a thread pool, within one shared RateLimiter.
+
+``run(input_path, output_path)`` checks the whole file and every route first (an unknown model, a
+missing key, an embedding config on a chat model: all listed in one ConfigError, nothing sent), skips
+the rows that already have a row in the output, and appends one output row per finished row, flushed
+at once, so a run killed at any moment (``kill -9`` included) re-sends at most the rows that were in
+flight when it is run again.  A row that fails for good gets an error row; the job goes on.
+
+Retries are the runner's own (the clients it builds have ``max_retries=0``): each attempt takes its
+turn from the limiter, a 429 pauses every worker for its Retry-After, and ``attempts`` in the output
+row counts the sends.
+
+Ctrl-C (KeyboardInterrupt in the calling thread): no new row is started; the rows in flight may
+finish for ``grace`` seconds, then (or at a second Ctrl-C) they are aborted and get no row (a rerun
+sends them).  ``run`` then returns a JobSummary with ``interrupted=True``.
+"""
+
+import os
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, List, Optional, Tuple, Union
+
+from ..client import AutoLLMClient, _backoff
+from ..errors import AgentHubError, ConfigError, RateLimitError, TransportError
+from ..limiter import RateLimiter, estimate_tokens
+from ..registry import cost
+from ..stream import collect
+from .jobfile import JobRow, OutputWriter, error_row, finished_ids, iter_rows, output_row, read_jobs
+
+__all__ = ["run", "JobSummary", "build_clients", "row_tokens"]
+
+Route = Tuple[str, Optional[str], Optional[str]]
+#: seconds between plain progress lines when stderr is not a terminal
+PLAIN_INTERVAL = 10.0
+#: seconds between redraws of the progress line on a terminal
+TTY_INTERVAL = 0.25
+
+
+@dataclass
+class JobSummary:
+    """What one ``run`` did.  ``done``: rows answered now; ``failed``: error rows written now (invalid
+    lines included); ``skipped``: rows that already had a row in the output; ``tokens`` and
+    ``cost_usd``: of this run's answers (``unpriced`` rows had no price, so cost_usd leaves them out)."""
+
+    done: int = 0
+    failed: int = 0
+    skipped: int = 0
+    tokens: int = 0
+    cost_usd: float = 0.0
+    wall_s: float = 0.0
+    total: int = 0
+    unpriced: int = 0
+    interrupted: bool = False
+
+    @property
+    def left(self) -> int:
+        """Rows with no row in the output after this run (interrupted ones)."""
+        return max(0, self.total - self.done - self.failed - self.skipped)
+
+
+def row_tokens(usage: Any) -> int:
+    if not isinstance(usage, dict):
+        return 0
+    return sum(v for k in ("cached_tokens", "prompt_tokens", "thoughts_tokens", "response_tokens")
+               for v in (usage.get(k),) if isinstance(v, int) and not isinstance(v, bool) and v > 0)
+
+
+def _route_name(route: Route) -> str:
+    model, client_type, base_url = route
+    extra = ", ".join("{}={}".format(k, v) for k, v in (("client_type", client_type), ("base_url", base_url)) if v)
+    return repr(model) + (" ({})".format(extra) if extra else "")
+
+
+def _lines_text(lines: List[int]) -> str:
+    shown = ", ".join(str(n) for n in lines[:5])
+    return "line{} {}{}".format("s" if len(lines) > 1 else "", shown,
+                                " and {} more".format(len(lines) - 5) if len(lines) > 5 else "")
+
+
+def default_client(model: str, client_type: Optional[str], base_url: Optional[str]) -> AutoLLMClient:
+    return AutoLLMClient(model, client_type=client_type, base_url=base_url, max_retries=0)
+
+
+def build_clients(routes: Dict[Route, List[int]], factory: Optional[Callable[..., Any]] = None,
+                  embedding_lines: Optional[Dict[Route, List[int]]] = None) -> Dict[Route, Any]:
+    """One client per (model, client_type, base_url), built before anything is sent; every route that
+    cannot be built is listed (with its lines) in one ConfigError."""
+    make = factory or default_client
+    clients = {}  # type: Dict[Route, Any]
+    problems = []  # type: List[str]
+    for route, lines in routes.items():
+        try:
+            client = make(*route)
+        except ConfigError as exc:
+            problems.append("{} ({}): {}".format(_route_name(route), _lines_text(lines), exc))
+            continue
+        clients[route] = client
+        emb = (embedding_lines or {}).get(route)
+        endpoint = getattr(client, "_endpoint", None)
+        if emb and endpoint is not None and not endpoint.quirks.get("embeddings"):
+            problems.append("{} ({}): embedding_config on a model that is not an embedding model (use an "
+                            "embedding model, or client_type='openai-embedding')".format(_route_name(route),
+                                                                                        _lines_text(emb)))
+    if problems:
+        raise ConfigError("{} route(s) of the job cannot be used; nothing was sent:\n  {}".format(
+            len(problems), "\n  ".join(problems)))
+    return clients
+
+
+class _Progress(object):
+    """The progress line (terminal), plain lines (no terminal), a callable, or nothing."""
+
+    def __init__(self, progress: Any, total: int, skipped: int, stream: Any = None) -> None:
+        self.stream = stream if stream is not None else sys.stderr
+        self.callback = progress if callable(progress) else None
+        if progress is False:
+            self.mode = "off"
+        elif self.callback is not None:
+            self.mode = "callable"
+        else:
+            isatty = getattr(self.stream, "isatty", None)
+            self.mode = "tty" if isatty is not None and isatty() else "plain"
+        self.total = total
+        self.skipped = skipped
+        self.started = time.monotonic()
+        self.last = 0.0
+        self.lock = threading.Lock()
+        self.drawn = False
+
+    def snapshot(self, summary: JobSummary, final: bool = False) -> Dict[str, Any]:
+        elapsed = time.monotonic() - self.started
+        finished = summary.done + summary.failed
+        todo = self.total - self.skipped
+        rate = finished / elapsed if elapsed > 0 else 0.0
+        eta = (todo - finished) / rate if rate > 0 else None
+        return {"done": summary.done, "failed": summary.failed, "skipped": summary.skipped, "total": self.total,
+                "rate": rate, "eta_s": eta, "tokens": summary.tokens, "cost_usd": summary.cost_usd,
+                "elapsed_s": elapsed, "final": final}
+
+    def text(self, snap: Dict[str, Any]) -> str:
+        eta = snap["eta_s"]
+        eta_text = "--" if eta is None else _duration(eta)
+        failed = ", {} failed".format(snap["failed"]) if snap["failed"] else ""
+        skipped = ", {} skipped".format(snap["skipped"]) if snap["skipped"] else ""
+        return "agenthub.jobs: {}/{} rows{}{}, {:.1f} rows/s, ETA {}, {:,} tokens, ${:.4f}".format(
+            snap["done"] + snap["failed"] + snap["skipped"], snap["total"], failed, skipped, snap["rate"], eta_text,
+            snap["tokens"], snap["cost_usd"])
+
+    def row(self, summary: JobSummary) -> None:
+        """After each finished row (any worker thread)."""
+        if self.mode == "off":
+            return
+        with self.lock:
+            if self.mode == "callable":
+                self.callback(self.snapshot(summary))
+                return
+            now = time.monotonic()
+            if now - self.last < (TTY_INTERVAL if self.mode == "tty" else PLAIN_INTERVAL):
+                return
+            self.last = now
+            self._draw(summary)
+
+    def _draw(self, summary: JobSummary, final: bool = False) -> None:
+        line = self.text(self.snapshot(summary, final))
+        try:
+            if self.mode == "tty":
+                self.stream.write("\r\x1b[2K" + line + ("\n" if final else ""))
+            else:
+                self.stream.write(line + "\n")
+            self.stream.flush()
+        except (OSError, ValueError):  # a closed stderr never stops the job
+            self.mode = "off"
+
+    def end(self, summary: JobSummary) -> None:
+        if self.mode == "off":
+            return
+        with self.lock:
+            if self.mode == "callable":
+                self.callback(self.snapshot(summary, final=True))
+            else:
+                self._draw(summary, final=True)
+
+    def say(self, text: str) -> None:
+        if self.mode in ("tty", "plain"):
+            with self.lock:
+                try:
+                    self.stream.write(("\n" if self.mode == "tty" else "") + text + "\n")
+                    self.stream.flush()
+                except (OSError, ValueError):
+                    pass
+
+
+def _duration(seconds: float) -> str:
+    seconds = int(round(seconds))
+    if seconds >= 3600:
+        return "{}h{:02d}m".format(seconds // 3600, seconds % 3600 // 60)
+    if seconds >= 60:
+        return "{}m{:02d}s".format(seconds // 60, seconds % 60)
+    return "{}s".format(seconds)
+
+
+class _Job(object):
+    """The shared state of one run: the row source, the writer, the limiter, the counters, the stops."""
+
+    def __init__(self, rows: Any, clients: Dict[Route, Any], writer: OutputWriter, limiter: RateLimiter,
+                 summary: JobSummary, progress: _Progress, max_retries: int, backend: str = "live") -> None:
+        self.rows = rows
+        self.clients = clients
+        self.writer = writer
+        self.limiter = limiter
+        self.summary = summary
+        self.progress = progress
+        self.max_retries = max_retries
+        self.backend = backend
+        self.take_lock = threading.Lock()
+        self.count_lock = threading.Lock()
+        self.stop_new = threading.Event()  # no new row is started
+        self.stop_hard = threading.Event()  # rows in flight are aborted
+        self.inflight = {}  # type: Dict[int, Any]
+        self.error = None  # type: Optional[BaseException]
+
+    def take(self) -> Optional[JobRow]:
+        if self.stop_new.is_set():
+            return None
+        with self.take_lock:
+            if self.stop_new.is_set():
+                return None
+            return next(self.rows, None)
+
+    def worker(self) -> None:
+        try:
+            while True:
+                row = self.take()
+                if row is None:
+                    return
+                out = self.one(row)
+                if out is None:  # stopped before it was sent, or aborted: no row, a rerun sends it
+                    continue
+                self.writer.write(out)
+                self.count(out)
+        except BaseException as exc:  # the output file failing (disk full): stop everything, say why
+            self.error = exc
+            self.stop_new.set()
+            self.stop_hard.set()
+            self.abort_all()
+
+    def count(self, out: Dict[str, Any]) -> None:
+        summary = self.summary
+        with self.count_lock:
+            if out["error"] is None:
+                summary.done += 1
+                summary.tokens += row_tokens(out["usage_metadata"])
+                if out["cost_usd"] is None:
+                    summary.unpriced += 1
+                else:
+                    summary.cost_usd += out["cost_usd"]
+            else:
+                summary.failed += 1
+        self.progress.row(summary)
+
+    def one(self, row: JobRow) -> Optional[Dict[str, Any]]:
+        client = self.clients[(row.model, row.client_type, row.base_url)]
+        limiter = self.limiter
+        estimate = estimate_tokens(row.messages, row.config)
+        me = threading.get_ident()
+        attempt = 0
+        while True:
+            ticket = limiter.acquire(estimate, interrupt=lambda s: not self.stop_new.wait(s))
+            if self.stop_new.is_set() and attempt == 0 or self.stop_hard.is_set():
+                return None
+            attempt += 1
+            try:
+                stream = client.streaming_response(row.messages, row.config)
+                self.inflight[me] = stream
+                if self.stop_hard.is_set():
+                    return None
+                message = collect(stream)
+            except AgentHubError as exc:
+                limiter.settle(ticket, None)
+                if isinstance(exc, TransportError) and exc.aborted and self.stop_hard.is_set():
+                    return None
+                retry_after = getattr(exc, "retry_after", None)
+                if isinstance(exc, RateLimitError) or getattr(exc, "status", None) == 429:
+                    limiter.observe({}, status=429, retry_after=retry_after)
+                    delay = 0.0 if retry_after is not None else _backoff(attempt - 1, None)  # the pause holds it
+                else:
+                    delay = _backoff(attempt - 1, retry_after)
+                if not exc.retryable or attempt > self.max_retries or delay is None or self.stop_new.is_set():
+                    return error_row(row, exc, attempts=attempt, backend=self.backend)
+                if self.stop_hard.wait(delay):
+                    return None
+                continue
+            except Exception as exc:  # a bug or a bad value: the row fails, the job goes on
+                limiter.settle(ticket, None)
+                return error_row(row, exc, attempts=attempt, backend=self.backend)
+            finally:
+                self.inflight.pop(me, None)
+            usage = message.get("usage_metadata")
+            limiter.settle(ticket, usage)
+            return output_row(row, message=message, usage_metadata=usage, finish_reason=message.get("finish_reason"),
+                              cost_usd=cost(row.model, usage), error=None, attempts=attempt, backend=self.backend)
+
+    def abort_all(self) -> None:
+        for stream in list(self.inflight.values()):
+            try:
+                stream.abort()
+            except Exception:
+                pass
+
+
+def _positive_int(value: Any, name: str) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise ConfigError("{} must be an int >= 1 (got {!r})".format(name, value))
+    return value
+
+
+def run(input_path: str, output_path: str, *, workers: int = 8, rpm: Optional[float] = None,
+        tpm: Optional[float] = None, retry_failed: bool = False, progress: Union[None, bool, Callable[..., Any]] = None,
+        skip_invalid: bool = False, engine: Optional[str] = None, limiter: Optional[RateLimiter] = None,
+        client_factory: Optional[Callable[..., Any]] = None, max_retries: int = 2, grace: float = 30.0,
+        **engine_options: Any) -> JobSummary:
+    """Run a job file live (or on Ray: ``engine="ray"``) and append the answers to ``output_path``.
+
+    ``rpm`` / ``tpm``: the budget of one shared RateLimiter (or pass ``limiter``).  ``progress``: None
+    (a line on a terminal, plain lines every 10 s otherwise), False (nothing), or a callable taking a
+    dict (done, failed, skipped, total, rate, eta_s, tokens, cost_usd, elapsed_s, final).
+    ``client_factory(model, client_type, base_url)`` builds the client of a route (default:
+    ``AutoLLMClient(..., max_retries=0)``, keys from the environment).
+    """
+    started = time.monotonic()
+    _positive_int(workers, "workers")
+    if not isinstance(max_retries, int) or isinstance(max_retries, bool) or max_retries < 0:
+        raise ConfigError("max_retries must be an int >= 0")
+    if engine not in (None, "live", "ray"):
+        raise ConfigError("engine must be None (live), 'live' or 'ray' (got {!r})".format(engine))
+    if limiter is not None and (rpm is not None or tpm is not None):
+        raise ConfigError("pass rpm/tpm or a limiter, not both")
+    if engine != "ray" and engine_options:
+        raise ConfigError("unknown argument(s) {} (they are for engine='ray')".format(sorted(engine_options)))
+    if os.path.abspath(input_path) == os.path.abspath(output_path):
+        raise ConfigError("the output file must not be the input file")
+    job = read_jobs(input_path, skip_invalid=skip_invalid, keep_rows=False)
+    if engine == "ray":
+        from ..ray import run_job  # the core never imports ray: only this engine does
+
+        return run_job(input_path, output_path, job=job, workers=workers, rpm=rpm, tpm=tpm,
+                       retry_failed=retry_failed, progress=progress, client_factory=client_factory,
+                       max_retries=max_retries, **engine_options)
+    finished = finished_ids(output_path, retry_failed=retry_failed)
+    done_lines = {job.ids[i] for i in finished if i in job.ids}
+    routes = {}  # type: Dict[Route, List[int]]
+    for route, lines in job.routes.items():
+        left = [n for n in lines if n not in done_lines]
+        if left:
+            routes[route] = left
+    embedding = _embedding_lines(input_path, routes) if routes else {}
+    clients = build_clients(routes, client_factory, embedding)
+    summary = JobSummary(total=len(job), skipped=len(done_lines))
+    show = _Progress(progress, summary.total, summary.skipped)
+    writer = OutputWriter(output_path, retry_failed=retry_failed, retry_ids=job.ids)
+    try:
+        for number, row in job.invalid:
+            if number in done_lines:
+                continue
+            writer.write(dict(row))
+            summary.failed += 1
+        todo = (row for row in iter_rows(input_path) if row.line not in done_lines)
+        state = _Job(todo, clients, writer, limiter or RateLimiter(rpm, tpm), summary, show, max_retries)
+        count = min(workers, max(1, sum(len(v) for v in routes.values())))
+        _drive(state, count, grace, show) if routes else None
+        if state.error is not None:
+            raise state.error
+    finally:
+        writer.close()
+        summary.wall_s = time.monotonic() - started
+    show.end(summary)
+    return summary
+
+
+def _embedding_lines(input_path: str, routes: Dict[Route, List[int]]) -> Dict[Route, List[int]]:
+    """Lines whose config asks for embeddings, per route (one lazy pass; only when a row has one)."""
+    out = {}  # type: Dict[Route, List[int]]
+    with open(input_path, "rb") as handle:
+        data_has = any(b"embedding_config" in raw for raw in handle)
+    if not data_has:
+        return out
+    for row in iter_rows(input_path):
+        route = (row.model, row.client_type, row.base_url)
+        if route in routes and row.config.get("embedding_config") is not None:
+            out.setdefault(route, []).append(row.line)
+    return out
+
+
+def _drive(state: _Job, count: int, grace: float, show: _Progress) -> None:
+    threads = [threading.Thread(target=state.worker, name="agenthub-job-{}".format(i), daemon=True)
+               for i in range(count)]
+    for thread in threads:
+        thread.start()
+
+    def wait(until: Optional[float]) -> bool:
+        for thread in threads:
+            while thread.is_alive():
+                left = None if until is None else until - time.monotonic()
+                if left is not None and left <= 0:
+                    return False
+                thread.join(0.2 if left is None else min(0.2, left))
+        return True
+
+    try:
+        wait(None)
+    except KeyboardInterrupt:
+        state.summary.interrupted = True
+        state.stop_new.set()
+        busy = len(state.inflight)
+        show.say("agenthub.jobs: interrupted: no new rows; waiting up to {:g}s for {} row(s) in flight "
+                 "(Ctrl-C again aborts them; a rerun sends whatever has no row)".format(grace, busy))
+        try:
+            finished = wait(time.monotonic() + grace)
+        except KeyboardInterrupt:
+            finished = False
+        if not finished:
+            state.stop_hard.set()
+            state.abort_all()
+            wait(time.monotonic() + 10.0)

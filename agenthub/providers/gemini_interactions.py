@@ -1,0 +1,604 @@
+"""Google Gemini's Interactions API (``POST /v1beta/interactions``), streamed.
+
+``build_request`` and ``parse_stream`` are pure.  The items and their fidelity are the
+gemini (generateContent) dialect's, so a conversation moves between the two: a thought
+signature is ``fidelity["thought_signature"]``, a call id the server did not give is
+``fidelity["synthetic_id"]``.  Wire facts are pinned in ``tests/fixtures/gemini_interactions``
+(each fixture names its source: google-genai's generated Interactions types, and
+https://ai.google.dev/gemini-api/docs/interactions/streaming).
+
+Request
+-------
+- ``POST {base_url}/v1beta/interactions`` (a base_url that names a version gets
+  ``/interactions``), the key in ``x-goog-api-key``, ``Api-Revision: 2026-05-20`` (the revision
+  google-genai sends), body ``{"model", "input": [steps], "stream": true, "store": false}``.
+- Stateless calls send the whole history as steps with ``store: false`` (nothing is kept
+  server-side).  Stateful calls (``streaming_response_stateful``) send ``store: true`` and,
+  once an earlier answer of this conversation carries its ``fidelity["interaction_id"]``,
+  ``previous_interaction_id`` with only the messages after that answer.  History is still kept
+  locally (``get_history()``); a stateless call afterwards resends all of it.
+- Steps: a user message -> ``user_input`` steps (``content``: text, image, audio, video,
+  document blocks), each tool_result -> a ``function_result`` step (``call_id``, ``name``,
+  ``result``: the text, or a list of text and image blocks); an assistant message -> ``thought``
+  steps (``signature``, ``summary``), ``model_output`` steps (text and images) and
+  ``function_call`` steps (``id``, ``name``, ``arguments``).  A signature the gemini dialect
+  kept on a text or call part becomes a ``thought`` step right before it.  Unsigned thinking
+  (another provider's) is not sent, as on generateContent.
+- ``system_prompt`` -> ``system_instruction``; tools -> ``{"type": "function", name,
+  description, parameters}``; ``generation_config``: ``max_output_tokens``, ``temperature``,
+  ``top_p``, ``stop_sequences`` (up to 5), ``seed``, ``thinking_level`` (clamped per model as
+  generateContent does, lower case), ``thinking_summaries`` (``auto`` / ``none`` from
+  thinking_summary), ``tool_choice`` (auto / any / none, or ``{"allowed_tools": {"mode": "any",
+  "tools": [names]}}``).  response_format -> ``response_mime_type: "application/json"`` and
+  ``response_format: {"type": "text", "mime_type": "application/json", "schema": ...}``;
+  ``fast_mode`` -> ``service_tier: "priority"``; ``background`` -> ``background: true`` (with
+  ``store: true``, which it needs: the interaction is kept server-side).
+
+Stream
+------
+SSE events, each JSON with its ``event_type``: ``interaction.created`` (the id),
+``interaction.status_update``, ``step.start`` (a step: ``model_output``, ``thought``,
+``function_call``, ...), ``step.delta`` (``text``, ``thought_summary``, ``thought_signature``,
+``arguments_delta``, ``image``, ``audio``, ...), ``step.stop``, ``interaction.completed`` (the
+terminal marker: status and usage), ``error``; then ``[DONE]``.
+- text -> text; thought summaries -> thinking; a thought signature -> an empty thinking item
+  carrying ``fidelity["thought_signature"]``; images / audio -> inline_data (or image_url);
+  function_call steps -> the tool-call protocol (whole ``arguments`` on the step, or
+  ``arguments_delta`` JSON text).  Server-side tool steps (search, code execution, ...) are skipped.
+- ``interaction.completed`` status: completed -> stop (tool_call when calls were made),
+  requires_action -> tool_call, incomplete / requires_continuation / budget_exceeded -> length,
+  failed -> UpstreamError, anything else -> unknown.  The interaction id is kept as an empty
+  text item carrying ``fidelity["interaction_id"]`` (what a stateful call chains on).
+- usage (``interaction.usage``, else the last ``total_usage``): cached = total_cached_tokens,
+  prompt = total_input_tokens - cached + total_tool_use_tokens, thoughts = total_thought_tokens,
+  response = total_output_tokens (as generateContent's buckets).
+"""
+
+import base64
+import json
+import logging
+import mimetypes
+from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Tuple
+from urllib.parse import quote, urlsplit
+
+from ..errors import ConfigError, StreamProtocolError, upstream_error
+from ..sse import SSEEvent, json_loads
+from ..stream import StreamEnd
+from ..toolcalls import ToolCallAssembler
+from ..types import HttpRequest, PromptCaching, ThinkingLevel
+from . import gemini
+from ._common import (Endpoint, Protocol, check_response_format, parse_data_uri, request_headers,
+                      stop_sequences, to_int, unsupported, usage)
+
+__all__ = [
+    "build_request",
+    "parse_stream",
+    "map_usage",
+    "interactions_url",
+    "resume_request",
+    "cancel_request",
+    "FINISH_STATUS",
+    "API_REVISION",
+    "INTERACTION_ID",
+]
+
+logger = logging.getLogger("agenthub")
+
+SIGNATURE = gemini.SIGNATURE
+SYNTHETIC_ID = gemini.SYNTHETIC_ID
+#: fidelity key of the id of the interaction an answer came from (what previous_interaction_id names)
+INTERACTION_ID = "interaction_id"
+#: the API revision google-genai sends (``Api-Revision``; google/genai/_gaos/_hooks/google_genai_auth.py)
+API_REVISION = "2026-05-20"
+#: interaction status at ``interaction.completed`` -> finish_reason (failed raises; others: unknown)
+FINISH_STATUS = {
+    "completed": "stop",
+    "requires_action": "tool_call",
+    "incomplete": "length",
+    "requires_continuation": "length",
+    "budget_exceeded": "length",
+}
+STOP_LIMIT = gemini.STOP_LIMIT
+_TOOL_CHOICE = {"auto": "auto", "required": "any", "none": "none"}
+_MEDIA_KINDS = ("image", "audio", "video")
+
+
+# -- request ------------------------------------------------------------------------------------
+
+
+def interactions_url(endpoint: Endpoint, tail: str = "") -> str:
+    """The path ``/v1beta/interactions{tail}`` (the gemini host joins the base URL, and drops ``/v1beta``
+    after a base URL that names a version)."""
+    return "/v1beta/interactions" + tail
+
+
+def _headers(endpoint: Endpoint, accept: str = "text/event-stream") -> Dict[str, str]:
+    return request_headers(endpoint, accept, **{"Api-Revision": API_REVISION})
+
+
+def _b64(data: Any) -> str:
+    return base64.b64encode(bytes(data)).decode("ascii")
+
+
+def _media_kind(mime: str) -> str:
+    major = mime.split("/", 1)[0]
+    return major if major in _MEDIA_KINDS else "document"
+
+
+def _blob_block(mime: str, data: Any) -> Dict[str, Any]:
+    return {"type": _media_kind(mime), "data": _b64(data), "mime_type": mime}
+
+
+def _url_block(url: str) -> Dict[str, Any]:
+    """An image URL as a content block: a data URI inline, any other URL by reference (never fetched here)."""
+    parsed = parse_data_uri(url)
+    if parsed is not None:
+        return _blob_block(parsed[0], parsed[1])
+    block = {"type": "image", "uri": url}  # type: Dict[str, Any]
+    mime = mimetypes.guess_type(url.split("?", 1)[0].split("#", 1)[0])[0]
+    if mime and mime.startswith("image/"):
+        block["mime_type"] = mime
+    return block
+
+
+def _thought(signature: Optional[str], text: str = "") -> Dict[str, Any]:
+    step = {"type": "thought"}  # type: Dict[str, Any]
+    if signature:
+        step["signature"] = signature
+    if text:
+        step["summary"] = [{"type": "text", "text": text}]
+    return step
+
+
+class _Steps(object):
+    """Input steps as they are built: content blocks join the open step of ``kind`` (a new one after any
+    other step)."""
+
+    __slots__ = ("steps", "kind", "blocks")
+
+    def __init__(self, kind: str) -> None:
+        self.steps = []  # type: List[Dict[str, Any]]
+        self.kind = kind
+        self.blocks = None  # type: Optional[List[Dict[str, Any]]]
+
+    def content(self, block: Dict[str, Any]) -> None:
+        if self.blocks is None:
+            self.blocks = []
+            self.steps.append({"type": self.kind, "content": self.blocks})
+        self.blocks.append(block)
+
+    def step(self, step: Dict[str, Any]) -> None:
+        self.steps.append(step)
+        self.blocks = None
+
+
+def _assistant_steps(client: str, message: Mapping[str, Any]) -> List[Dict[str, Any]]:
+    out = _Steps("model_output")
+    for item in message["content_items"]:
+        kind = item["type"]
+        fidelity = item.get("fidelity") or {}
+        signature = fidelity.get(SIGNATURE)
+        if kind == "thinking":
+            if signature:
+                out.step(_thought(signature, item["thinking"]))
+            continue
+        if kind == "inline_thinking":
+            if signature:
+                out.step(_thought(signature))
+            continue
+        if kind in ("text", "inline_data", "image_url", "tool_call") and signature:
+            out.step(_thought(signature))  # a generateContent part's signature: its own thought step
+        if kind == "text":
+            if item["text"]:
+                out.content({"type": "text", "text": item["text"]})
+        elif kind == "inline_data":
+            out.content(_blob_block(item["mime_type"], item["data"]))
+        elif kind == "image_url":
+            out.content(_url_block(item["image_url"]))
+        elif kind == "tool_call":
+            out.step({"type": "function_call", "id": item["tool_call_id"], "name": item["name"],
+                      "arguments": item["arguments"]})
+        else:  # compaction and the like have no Interactions form
+            logger.debug("%s: an assistant %s item is not replayed", client, kind)
+    return out.steps
+
+
+def _user_steps(client: str, message: Mapping[str, Any], calls: Mapping[str, Tuple[str, Optional[str]]]
+                ) -> List[Dict[str, Any]]:
+    out = _Steps("user_input")
+    for item in message["content_items"]:
+        kind = item["type"]
+        if kind == "text":
+            out.content({"type": "text", "text": item["text"]})
+        elif kind == "image_url":
+            out.content(_url_block(item["image_url"]))
+        elif kind == "inline_data":
+            out.content(_blob_block(item["mime_type"], item["data"]))
+        elif kind == "tool_result":
+            call_id = item["tool_call_id"]
+            if call_id not in calls:
+                raise ConfigError("{}: tool_result {!r} has no matching tool_call earlier in the messages (the "
+                                  "Interactions API needs the function name)".format(client, call_id))
+            result = item["text"]  # type: Any
+            if item.get("images"):
+                result = [{"type": "text", "text": item["text"]}] + [_url_block(url) for url in item["images"]]
+            out.step({"type": "function_result", "call_id": call_id, "name": calls[call_id][0], "result": result})
+        else:  # pragma: no cover - validate.check_message keeps other items out of user messages
+            raise ConfigError("{}: a {} item cannot be sent in a user message".format(client, kind))
+    if not out.steps:
+        out.content({"type": "text", "text": ""})
+    return out.steps
+
+
+def input_steps(client: str, messages: List[Mapping[str, Any]],
+                history: Optional[List[Mapping[str, Any]]] = None) -> List[Dict[str, Any]]:
+    """The ``input`` steps of ``messages`` (tool names looked up in ``history`` + ``messages``)."""
+    calls = gemini._calls_in(list(history or []) + list(messages))
+    steps = []  # type: List[Dict[str, Any]]
+    for message in messages:
+        if message["role"] == "assistant":
+            steps.extend(_assistant_steps(client, message))
+        else:
+            steps.extend(_user_steps(client, message, calls))
+    return steps
+
+
+def interaction_id(message: Mapping[str, Any]) -> Optional[str]:
+    """The id of the interaction an assistant message came from (its items' fidelity), or None."""
+    for item in reversed(message.get("content_items") or ()):
+        value = (item.get("fidelity") or {}).get(INTERACTION_ID)
+        if isinstance(value, str) and value:
+            return value
+    return None
+
+
+def _chain(messages: List[Mapping[str, Any]]) -> Tuple[Optional[str], int]:
+    """(previous_interaction_id, index of the first message to send) for a stateful call: the last
+    assistant message, when it names its interaction, and what follows it."""
+    for index in range(len(messages) - 1, -1, -1):
+        if messages[index]["role"] == "assistant":
+            previous = interaction_id(messages[index])
+            return (previous, index + 1) if previous else (None, 0)
+    return None, 0
+
+
+def _thinking_level(model: str, level: Any) -> Optional[str]:
+    rule = gemini._thinking_rule(model)
+    if rule is None or level is None:
+        return None
+    level = ThinkingLevel(level)
+    if isinstance(rule, dict):  # Gemini 2.5 takes budgets on generateContent: the level nearest it here
+        return gemini._TARGET[level]
+    return gemini._clamp(gemini._TARGET[level], rule)
+
+
+def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, Any]],
+                  config: Mapping[str, Any], stateful: bool = False) -> HttpRequest:
+    client = endpoint.client_type
+    quirks = endpoint.quirks
+    caching = config.get("prompt_caching")
+    if caching is not None and caching != PromptCaching.ENABLE:
+        raise unsupported(client, "prompt_caching", "can only be ENABLE: Gemini caches prompts by itself")
+    for key in ("embedding_config", "tts_config", "image_config"):
+        if key in config:
+            raise unsupported(client, key, "is not available on the Interactions API here")
+    body = {"model": model}  # type: Dict[str, Any]
+    previous, first = _chain(messages) if stateful else (None, 0)
+    body["input"] = input_steps(client, list(messages[first:]), list(messages[:first]))
+    if previous:
+        body["previous_interaction_id"] = previous
+    body["stream"] = True
+    background = bool(config.get("background"))
+    body["store"] = bool(stateful or background)
+    if background:
+        body["background"] = True
+    if config.get("system_prompt"):
+        body["system_instruction"] = config["system_prompt"]
+    if config.get("tools"):
+        tools = []  # type: List[Dict[str, Any]]
+        for tool in config["tools"]:
+            out = {"type": "function", "name": tool["name"]}  # type: Dict[str, Any]
+            if tool.get("description"):
+                out["description"] = tool["description"]
+            if tool.get("parameters"):
+                out["parameters"] = tool["parameters"]
+            tools.append(out)
+        body["tools"] = tools
+    generation = {}  # type: Dict[str, Any]
+    if "max_tokens" in config:
+        generation["max_output_tokens"] = config["max_tokens"]
+    if "temperature" in config:
+        generation["temperature"] = config["temperature"]
+    if "top_p" in config:
+        generation["top_p"] = config["top_p"]
+    stop = stop_sequences(client, config, STOP_LIMIT)
+    if stop is not None:
+        generation["stop_sequences"] = stop
+    if "seed" in config:
+        generation["seed"] = config["seed"]
+    level = _thinking_level(model, config.get("thinking_level"))
+    if level is not None:
+        generation["thinking_level"] = level
+    if config.get("thinking_summary") is not None and gemini._thinking_rule(model) is not None:
+        generation["thinking_summaries"] = "auto" if config["thinking_summary"] else "none"
+    if "tool_choice" in config:
+        choice = config["tool_choice"]
+        if isinstance(choice, (list, tuple)):
+            generation["tool_choice"] = {"allowed_tools": {"mode": "any", "tools": list(choice)}}
+        else:
+            generation["tool_choice"] = _TOOL_CHOICE[choice]
+    if generation:
+        body["generation_config"] = generation
+    response_format = check_response_format(client, config, quirks.get("response_formats"))
+    if response_format is not None:
+        body["response_mime_type"] = "application/json"
+        wanted = {"type": "text", "mime_type": "application/json"}  # type: Dict[str, Any]
+        if response_format["type"] == "json_schema":
+            wanted["schema"] = response_format["schema"]
+        body["response_format"] = wanted
+    if config.get("fast_mode"):
+        if quirks.get("fast_mode") is False:
+            raise unsupported(client, "fast_mode", "is not offered at this endpoint (no priority tier)")
+        body["service_tier"] = "priority"
+    return HttpRequest("POST", interactions_url(endpoint), _headers(endpoint), body)
+
+
+build_request.chains_turns = True  # type: ignore[attr-defined]  # the client passes stateful=True
+#: background streams resume after a cut (agenthub.resume): are cursors numbers, in order?
+ordered_cursors = False
+build_request.accepts = ("background",)  # type: ignore[attr-defined]  # config keys only some protocols read
+
+
+def resume_request(endpoint: Endpoint, resource_id: str, cursor: Optional[str]) -> HttpRequest:
+    """``GET /v1beta/interactions/{id}?stream=true&last_event_id=<the last event's event_id>``: the
+    stream again from the event after ``cursor`` (from its start when None)."""
+    url = interactions_url(endpoint, "/" + quote(resource_id, safe="")) + "?stream=true"
+    if cursor:
+        url += "&last_event_id=" + quote(cursor, safe="")
+    headers = _headers(endpoint)
+    headers.pop("Content-Type", None)
+    return HttpRequest("GET", url, headers, None)
+
+
+def cancel_request(endpoint: Endpoint, resource_id: str) -> HttpRequest:
+    """``POST /v1beta/interactions/{id}/cancel`` (a background interaction stops server-side)."""
+    return HttpRequest("POST", interactions_url(endpoint, "/" + quote(resource_id, safe="") + "/cancel"),
+                       _headers(endpoint, "application/json"), {}, stream=False)
+
+
+def frame_cursor(sse: SSEEvent) -> Tuple[Optional[str], Optional[str], bool]:
+    """(interaction id when this event names it, its ``event_id``, terminal?) of one SSE event."""
+    data = sse.data
+    if not data or data[0] != "{":
+        return None, None, data.strip() == "[DONE]"
+    payload = json.loads(data)
+    kind = payload.get("event_type") or sse.event
+    resource = None
+    if kind == "interaction.created":
+        resource = (payload.get("interaction") or {}).get("id")
+    cursor = payload.get("event_id")
+    return resource, cursor if isinstance(cursor, str) and cursor else None, kind in ("interaction.completed",
+                                                                                      "error")
+
+
+# -- stream -------------------------------------------------------------------------------------
+
+
+def map_usage(raw: Mapping[str, Any]) -> Dict[str, Optional[int]]:
+    """An Interactions ``Usage`` -> the four buckets (as generateContent's usageMetadata)."""
+    cached = to_int(raw.get("total_cached_tokens"))
+    prompt = to_int(raw.get("total_input_tokens"))
+    tool_use = to_int(raw.get("total_tool_use_tokens"))
+    if prompt is not None:
+        prompt = max(0, prompt - (cached or 0)) + (tool_use or 0)
+    elif tool_use is not None:
+        prompt = tool_use
+    return usage(cached, prompt, to_int(raw.get("total_thought_tokens")), to_int(raw.get("total_output_tokens")))
+
+
+def _summary_text(content: Any) -> str:
+    if isinstance(content, dict):
+        content = [content]
+    out = []  # type: List[str]
+    for block in content or ():
+        if isinstance(block, dict) and block.get("type", "text") == "text" and isinstance(block.get("text"), str):
+            out.append(block["text"])
+    return "".join(out)
+
+
+def _media_item(block: Mapping[str, Any], thought: bool = False) -> Optional[Dict[str, Any]]:
+    data = block.get("data")
+    if isinstance(data, str) and data:
+        return {"type": "inline_thinking" if thought else "inline_data", "data": base64.b64decode(data),
+                "mime_type": block.get("mime_type") or "application/octet-stream"}
+    uri = block.get("uri")
+    if isinstance(uri, str) and uri and block.get("type") == "image" and not thought:
+        return {"type": "image_url", "image_url": uri}
+    return None
+
+
+class _Call(object):
+    __slots__ = ("slot", "call_id", "name", "arguments", "streamed")
+
+    def __init__(self, slot: int, call_id: Optional[str], name: str, arguments: Any) -> None:
+        self.slot = slot
+        self.call_id = call_id
+        self.name = name
+        self.arguments = arguments
+        self.streamed = False
+
+
+def parse_stream(events: Iterable[SSEEvent], client: str = "gemini-interactions",
+                 tool_id_prefix: Any = None) -> Iterator[Any]:
+    """SSE events of one streamed interaction -> content items, then a StreamEnd.
+
+    Complete when ``interaction.completed`` arrived (``[DONE]`` after it is a relay's end
+    marker); an ``error`` event or a failed interaction raises UpstreamError.
+    """
+    loads = json_loads
+    tools = ToolCallAssembler(client, tool_id_prefix)
+    steps = {}  # type: Dict[Any, str]  # step index -> its type
+    calls = {}  # type: Dict[Any, _Call]  # step index -> the function call it holds
+    slots = 0
+    made_calls = False
+    raw_usage = None  # type: Optional[Dict[str, Any]]
+    resource = None  # type: Optional[str]
+    for sse in events:
+        data = sse.data
+        if not data or data[0] != "{":
+            if not data.strip() or data.strip() == "[DONE]":
+                continue
+        payload = loads(data)
+        if type(payload) is not dict:
+            continue
+        kind = payload.get("event_type") or sse.event
+        if kind == "step.delta":
+            delta = payload.get("delta") or {}
+            dkind = delta.get("type")
+            index = payload.get("index")
+            meta = payload.get("metadata")
+            if type(meta) is dict and type(meta.get("total_usage")) is dict:
+                raw_usage = meta["total_usage"]
+            if dkind == "text":
+                text = delta.get("text")
+                if type(text) is not str:
+                    raise StreamProtocolError("{}: a text delta without text".format(client), client=client)
+                if text:
+                    yield {"type": "text", "text": text}
+            elif dkind == "thought_summary":
+                content = delta.get("content")
+                text = _summary_text(content)
+                if text:
+                    yield {"type": "thinking", "thinking": text}
+                elif isinstance(content, dict) and content.get("type") == "image":
+                    item = _media_item(content, thought=True)
+                    if item is not None:
+                        yield item
+            elif dkind == "thought_signature":
+                signature = delta.get("signature")
+                if isinstance(signature, str) and signature:
+                    yield {"type": "thinking", "thinking": "", "fidelity": {SIGNATURE: signature}}
+            elif dkind == "arguments_delta":
+                call = calls.get(index)
+                if call is None:
+                    raise StreamProtocolError("{}: function-call arguments for step {!r}, which is not a function "
+                                              "call".format(client, index), client=client)
+                text = delta.get("arguments") or ""
+                if not call.streamed:
+                    call.streamed = True
+                    for item in tools.feed(call.slot, call.call_id, call.name, "", call_fidelity(call)):
+                        yield item
+                if text:
+                    for item in tools.feed_arguments(call.slot, text):
+                        yield item
+            elif dkind in _MEDIA_KINDS:
+                item = _media_item(delta)
+                if item is not None:
+                    yield item
+            elif logger.isEnabledFor(logging.DEBUG):
+                logger.debug("%s: skipped a %s delta", client, dkind)
+        elif kind == "step.start":
+            step = payload.get("step") or {}
+            index = payload.get("index")
+            stype = step.get("type")
+            steps[index] = stype
+            if stype == "function_call":
+                name = step.get("name")
+                if not isinstance(name, str) or not name:
+                    raise StreamProtocolError("{}: a function_call step without a name".format(client), client=client)
+                call_id = step.get("id")
+                calls[index] = _Call(slots, call_id if isinstance(call_id, str) and call_id else None, name,
+                                     step.get("arguments"))
+                slots += 1
+                made_calls = True
+            elif stype == "thought":
+                text = _summary_text(step.get("summary"))
+                if text:
+                    yield {"type": "thinking", "thinking": text}
+                signature = step.get("signature")
+                if isinstance(signature, str) and signature:
+                    yield {"type": "thinking", "thinking": "", "fidelity": {SIGNATURE: signature}}
+            elif stype == "model_output":
+                for block in step.get("content") or ():
+                    if isinstance(block, dict) and block.get("type") == "text":
+                        if block.get("text"):
+                            yield {"type": "text", "text": block["text"]}
+                    elif isinstance(block, dict):
+                        item = _media_item(block)
+                        if item is not None:
+                            yield item
+        elif kind == "step.stop":
+            index = payload.get("index")
+            call = calls.pop(index, None)
+            if call is not None:
+                for item in _end_call(tools, call):
+                    yield item
+            if type(payload.get("usage")) is dict:
+                raw_usage = payload["usage"]
+        elif kind == "interaction.created":
+            resource = (payload.get("interaction") or {}).get("id") or resource
+        elif kind == "interaction.completed":
+            interaction = payload.get("interaction") or {}
+            status = interaction.get("status")
+            resource = interaction.get("id") or resource
+            if status == "failed":
+                error = interaction.get("error") or {"message": "the interaction failed"}
+                raise upstream_error(client, {"error": error})
+            for call in list(calls.values()):  # calls whose step.stop never came
+                for item in _end_call(tools, call):
+                    yield item
+            calls.clear()
+            for item in tools.finish():
+                yield item
+            if type(interaction.get("usage")) is dict:
+                raw_usage = interaction["usage"]
+            finish = FINISH_STATUS.get(status, "unknown")
+            if finish == "stop" and made_calls:
+                finish = "tool_call"
+            if resource:
+                yield {"type": "text", "text": "", "fidelity": {INTERACTION_ID: resource}}
+            yield StreamEnd(map_usage(raw_usage) if raw_usage else None, finish)
+            return
+        elif kind == "error":
+            raise upstream_error(client, payload)
+        elif kind == "interaction.status_update":
+            if type(payload.get("usage")) is dict:
+                raw_usage = payload["usage"]
+    # cut before interaction.completed: the driver raises StreamProtocolError
+
+
+def parse_document(payload: Any, client: str = "gemini-interactions", tool_id_prefix: Any = None) -> Iterator[Any]:
+    """A whole ``Interaction`` (a server that answered without streaming) -> the same parts: each of its
+    ``steps`` read as a ``step.start`` / ``step.stop`` pair, then its status as ``interaction.completed``."""
+    if not isinstance(payload, dict):
+        raise StreamProtocolError("{}: the answer is not an Interaction object".format(client), client=client)
+    if "error" in payload and "steps" not in payload:
+        raise upstream_error(client, payload)
+    events = []  # type: List[SSEEvent]
+    for index, step in enumerate(payload.get("steps") or ()):
+        if isinstance(step, dict) and step.get("type") in ("user_input", "function_result"):
+            continue  # the input, echoed
+        events.append(SSEEvent(json.dumps({"event_type": "step.start", "index": index, "step": step})))
+        events.append(SSEEvent(json.dumps({"event_type": "step.stop", "index": index})))
+    completed = {key: payload[key] for key in ("id", "status", "usage", "error") if key in payload}
+    events.append(SSEEvent(json.dumps({"event_type": "interaction.completed", "interaction": completed})))
+    return parse_stream(events, client, tool_id_prefix)
+
+
+def call_fidelity(call: _Call) -> Optional[Dict[str, Any]]:
+    return None if call.call_id else {SYNTHETIC_ID: True}
+
+
+def _end_call(tools: ToolCallAssembler, call: _Call) -> List[Dict[str, Any]]:
+    if call.streamed:
+        return tools.close(index=call.slot)
+    arguments = call.arguments if call.arguments is not None else {}
+    return tools.feed(call.slot, call.call_id, call.name, arguments, call_fidelity(call)) + tools.close(index=call.slot)
+
+
+PROTOCOL = Protocol(
+    "gemini-interactions", __name__, build_request, parse_stream, parse_document=parse_document,
+    quirk_keys=("fast_mode", "response_formats"),
+    demo=None,
+    models_request=gemini.models_request, parse_models=gemini.parse_models,  # the same GET /v1beta/models
+)

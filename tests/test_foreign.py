@@ -1,0 +1,141 @@
+"""History across protocols (agenthub.foreign): what a target cannot read is converted on the way out."""
+
+import copy
+import hashlib
+import logging
+
+import pytest
+
+from agenthub.foreign import family_of, for_dialect
+
+CLAUDE = [
+    {"role": "user", "content_items": [{"type": "text", "text": "Weather in Paris?"}]},
+    {"role": "assistant", "content_items": [
+        {"type": "thinking", "thinking": "I should call the tool.", "fidelity": {"signature": "EqQBCkYIBxgC"}},
+        {"type": "thinking", "thinking": "", "fidelity": {"redacted_data": "EmwKAhgBEgy"}},
+        {"type": "text", "text": "Let me check."},
+        {"type": "tool_call", "name": "get_weather", "arguments": {"city": "Paris"}, "tool_call_id": "toolu_01A"},
+    ]},
+    {"role": "user", "content_items": [{"type": "tool_result", "text": "22 C", "tool_call_id": "toolu_01A"}]},
+]
+
+
+def test_families_by_their_marks():
+    assert family_of({"type": "thinking", "thinking": "x", "fidelity": {"signature": "s"}}) == "claude"
+    assert family_of({"type": "thinking", "thinking": "", "fidelity": {"redacted_data": "d"}}) == "anthropic"
+    assert family_of({"type": "thinking", "thinking": "x",
+                      "fidelity": {"channel": "summary", "signature": "s"}}) == "openai-responses"
+    assert family_of({"type": "thinking", "thinking": "x", "fidelity": {"thought_signature": "t"}}) == "gemini"
+    assert family_of({"type": "thinking", "thinking": "x", "fidelity": {"reasoning_field": "reasoning"}}) \
+        == "openai-chat"
+    assert family_of({"type": "thinking", "thinking": "x"}) is None
+    assert family_of({"type": "thinking", "thinking": "x", "fidelity": {}}) is None
+
+
+@pytest.mark.parametrize("target", ["openai-responses", "gemini", "openai-chat"])
+def test_claude_thinking_is_dropped_for_another_protocol_and_the_history_is_untouched(target):
+    before = copy.deepcopy(CLAUDE)
+    out, changed = for_dialect(CLAUDE, target)
+    assert CLAUDE == before
+    assert out[1]["content_items"] == [
+        {"type": "text", "text": "Let me check."},
+        {"type": "tool_call", "name": "get_weather", "arguments": {"city": "Paris"}, "tool_call_id": "toolu_01A"},
+    ]
+    assert out[0] is CLAUDE[0] and out[2] is CLAUDE[2]   # unchanged messages are not copied
+    assert changed == {"thinking_dropped": 2}
+
+
+def test_foreign_thinking_text_keeps_the_text_as_plain_text():
+    out, changed = for_dialect(CLAUDE, "gemini", foreign_thinking="text")
+    assert out[1]["content_items"][:2] == [{"type": "text", "text": "I should call the tool."},
+                                           {"type": "text", "text": "Let me check."}]
+    assert changed == {"thinking_as_text": 1, "thinking_dropped": 1}   # the redacted one has no text
+
+
+@pytest.mark.parametrize("target", ["anthropic", "bedrock"])
+def test_back_on_claude_the_signatures_are_sent_as_they_came(target):
+    out, changed = for_dialect(CLAUDE, target)
+    if target == "anthropic":
+        assert out == CLAUDE and changed == {}
+    else:  # Bedrock reads Claude's signatures; Anthropic's redacted_data is not Bedrock's redactedContent
+        assert out[1]["content_items"][0] == CLAUDE[1]["content_items"][0]
+        assert changed == {"thinking_dropped": 1}
+
+
+def test_openai_encrypted_reasoning_never_reaches_anthropic():
+    history = [
+        {"role": "user", "content_items": [{"type": "text", "text": "hi"}]},
+        {"role": "assistant", "content_items": [
+            {"type": "thinking", "thinking": "", "fidelity": {"channel": "summary", "encrypted_content": "gAAAA"}},
+            {"type": "text", "text": "Hello", "fidelity": {"phase": "final_answer"}},
+        ]},
+    ]
+    out, changed = for_dialect(history, "anthropic")
+    assert out[1]["content_items"] == [{"type": "text", "text": "Hello", "fidelity": {"phase": "final_answer"}}]
+    assert changed == {"thinking_dropped": 1}
+    assert for_dialect(history, "openai-responses") == (history, {})
+
+
+def test_unmarked_thinking_is_left_to_the_dialect():
+    history = [{"role": "assistant", "content_items": [{"type": "thinking", "thinking": "plain"},
+                                                       {"type": "text", "text": "x"}]}]
+    assert for_dialect(history, "anthropic") == (history, {})
+
+
+def _rewritten(old):
+    return "call_" + hashlib.sha256(old.encode()).hexdigest()[:24]
+
+
+def test_tool_ids_a_target_refuses_are_rewritten_the_same_on_call_and_result():
+    long_id = "call_" + "x" * 60            # over Chat Completions' 40 characters
+    odd_id = "functions.get_weather:0"       # outside Anthropic's and Bedrock's [A-Za-z0-9_-]
+    history = [
+        {"role": "assistant", "content_items": [
+            {"type": "tool_call", "name": "a", "arguments": {}, "tool_call_id": long_id},
+            {"type": "tool_call", "name": "b", "arguments": {}, "tool_call_id": odd_id}]},
+        {"role": "user", "content_items": [
+            {"type": "tool_result", "text": "1", "tool_call_id": long_id},
+            {"type": "tool_result", "text": "2", "tool_call_id": odd_id}]},
+    ]
+    chat, changed = for_dialect(history, "openai-chat")
+    assert [i["tool_call_id"] for m in chat for i in m["content_items"]] == [
+        _rewritten(long_id), odd_id, _rewritten(long_id), odd_id]
+    assert changed == {"ids_rewritten": 2}
+    claude, _ = for_dialect(history, "anthropic")
+    assert [i["tool_call_id"] for m in claude for i in m["content_items"]] == [
+        long_id, _rewritten(odd_id), long_id, _rewritten(odd_id)]
+    bedrock, _ = for_dialect(history, "bedrock")
+    assert [i["tool_call_id"] for m in bedrock for i in m["content_items"]] == [
+        _rewritten(long_id), _rewritten(odd_id), _rewritten(long_id), _rewritten(odd_id)]
+    assert len(_rewritten(long_id)) == 29
+    gemini, changed = for_dialect(history, "gemini")   # Gemini takes any id: byte for byte
+    assert gemini == history and changed == {}
+
+
+def test_a_message_left_with_nothing_is_left_out():
+    history = [{"role": "assistant", "content_items": [
+        {"type": "thinking", "thinking": "x", "fidelity": {"thought_signature": "t"}}]}]
+    assert for_dialect(history, "anthropic") == ([], {"thinking_dropped": 1, "messages_dropped": 1})
+
+
+def test_a_foreign_compaction_item_is_dropped_with_a_warning(caplog):
+    history = [{"role": "assistant", "content_items": [
+        {"type": "compaction", "fidelity": {"format": "openai", "item": {"type": "compaction", "encrypted_content": "e"}}},
+        {"type": "text", "text": "ok"}]}]
+    with caplog.at_level(logging.WARNING, logger="agenthub"):
+        out, changed = for_dialect(history, "anthropic")
+    assert out == [{"role": "assistant", "content_items": [{"type": "text", "text": "ok"}]}]
+    assert changed == {"compaction_dropped": 1}
+    assert "compaction" in caplog.text
+    assert for_dialect(history, "openai-responses") == (history, {})
+
+
+def test_compaction_items_go_only_to_the_wire_that_wrote_them():
+    openai_item = {"type": "compaction", "fidelity": {"format": "openai", "encrypted_content": "e"}}
+    claude_item = {"type": "compaction", "fidelity": {"format": "anthropic", "content": "summary"}}
+    unnamed = {"type": "compaction", "fidelity": {}}
+    history = [{"role": "assistant", "content_items": [openai_item, claude_item, unnamed, {"type": "text", "text": "x"}]}]
+    keep = {dialect: [i for i in for_dialect(history, dialect)[0][0]["content_items"] if i["type"] == "compaction"]
+            for dialect in ("openai-responses", "anthropic", "gemini", "openai-chat", "bedrock")}
+    assert keep == {"openai-responses": [openai_item], "anthropic": [claude_item], "gemini": [], "openai-chat": [],
+                    "bedrock": []}

@@ -1,0 +1,347 @@
+"""Gemini Interactions API: own fixtures at every byte split, request goldens, stateful chaining, moving
+a conversation between generateContent and Interactions (fixtures cite their sources in their README)."""
+
+import json
+import os
+
+import pytest
+
+from agenthub import check_stream, collect
+from agenthub.errors import ConfigError, RateLimitError, StreamProtocolError, UnsupportedParameterError, UpstreamError
+from agenthub.providers import gemini, gemini_interactions as gi
+from agenthub.providers._common import Endpoint
+from agenthub.validate import check_config
+from conftest import every_split, run_parser, strip_ids
+
+FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "gemini_interactions")
+BASE = "https://generativelanguage.googleapis.com"
+URL = BASE + "/v1beta/interactions"
+HEADERS = {"Content-Type": "application/json", "Accept": "text/event-stream", "x-goog-api-key": "test-key",
+           "Api-Revision": "2026-05-20"}
+SIG = gi.SIGNATURE
+MODEL = "gemini-3.8-flash"
+
+
+def fixture(name):
+    with open(os.path.join(FIXTURES, name), "rb") as handle:
+        return handle.read()
+
+
+def parse(chunks, prefix="call_t_"):
+    return run_parser(gi.parse_stream, chunks, client="gemini-interactions", tool_id_prefix=prefix)
+
+
+def endpoint(base=BASE, quirks=None):
+    return Endpoint("gemini-interactions", base, "test-key", None, quirks)
+
+
+def build(messages, config=None, model=MODEL, stateful=False, **kwargs):
+    return gi.build_request(endpoint(**kwargs), model, messages, check_config(config), stateful=stateful)
+
+
+def user(*items):
+    return {"role": "user", "content_items": [{"type": "text", "text": i} if isinstance(i, str) else i
+                                              for i in items]}
+
+
+def items(events):
+    return [i for e in events for i in e["content_items"]]
+
+
+# -- streams ------------------------------------------------------------------------------------
+
+TEXT_ITEMS = [
+    {"type": "text", "text": "1, 2, 3"},
+    {"type": "text", "text": ", 4, 5"},
+    {"type": "text", "text": " \u2014 f\u00fcnf."},
+    {"type": "text", "text": "", "fidelity": {"interaction_id": "v1_ChdpbnRlcmFjdGlvbi10ZXh0LTAwMQ"}},
+]
+
+
+def test_text_stream_at_every_byte_split():
+    data = fixture("text.sse")
+    whole = parse([data])
+    check_stream(whole)
+    assert items(whole) == TEXT_ITEMS
+    stop = whole[-1]
+    assert stop["finish_reason"] == "stop"
+    assert stop["usage_metadata"] == {"cached_tokens": 4, "prompt_tokens": 8, "thoughts_tokens": 0,
+                                      "response_tokens": 9}
+    expected = strip_ids(whole)
+    for chunks in every_split(data):
+        assert strip_ids(parse(chunks)) == expected
+    assert strip_ids(parse([data[i:i + 1] for i in range(len(data))])) == expected
+    message = collect(whole)
+    assert message["content_items"] == [{"type": "text", "text": "1, 2, 3, 4, 5 \u2014 f\u00fcnf.",
+                                         "fidelity": {"interaction_id": "v1_ChdpbnRlcmFjdGlvbi10ZXh0LTAwMQ"}}]
+
+
+TOOL_ITEMS = [
+    {"type": "thinking", "thinking": "The user wants the weather "},
+    {"type": "thinking", "thinking": "in two cities."},
+    {"type": "thinking", "thinking": "", "fidelity": {SIG: "CtUBAdHtim9sig/weather+A=="}},
+    {"type": "partial_tool_call", "name": "get_weather", "arguments": "", "tool_call_id": "fc_paris_1"},
+    {"type": "partial_tool_call", "name": "", "arguments": '{"city": "Paris"}', "tool_call_id": ""},
+    {"type": "tool_call", "name": "get_weather", "arguments": {"city": "Paris"}, "tool_call_id": "fc_paris_1"},
+    {"type": "partial_tool_call", "name": "get_weather", "arguments": "", "tool_call_id": "fc_tokyo_2"},
+    {"type": "partial_tool_call", "name": "", "arguments": '{"city": "To', "tool_call_id": ""},
+    {"type": "partial_tool_call", "name": "", "arguments": 'kyo", "unit": "c"}', "tool_call_id": ""},
+    {"type": "tool_call", "name": "get_weather", "arguments": {"city": "Tokyo", "unit": "c"},
+     "tool_call_id": "fc_tokyo_2"},
+    {"type": "text", "text": "", "fidelity": {"interaction_id": "v1_ChdpbnRlcmFjdGlvbi10b29sLTAwMg"}},
+]
+
+
+def test_tool_calls_with_requires_action_at_every_byte_split():
+    data = fixture("tool_round_trip.sse")
+    whole = parse([data])
+    check_stream(whole)
+    assert items(whole) == TOOL_ITEMS
+    assert whole[-1]["finish_reason"] == "tool_call"
+    assert whole[-1]["usage_metadata"] == {"cached_tokens": None, "prompt_tokens": 80, "thoughts_tokens": 25,
+                                           "response_tokens": 30}
+    expected = strip_ids(whole)
+    for chunks in every_split(data):
+        assert strip_ids(parse(chunks)) == expected
+
+
+def test_thinking_signatures_and_skipped_deltas():
+    data = fixture("thinking_signatures.sse")
+    whole = parse([data])
+    check_stream(whole)
+    assert items(whole) == [
+        {"type": "thinking", "thinking": "", "fidelity": {SIG: "EqQBsig/first=="}},
+        {"type": "text", "text": "Paris: 18\u00b0C, "},
+        {"type": "text", "text": "Tokyo: 22\u00b0C."},
+        {"type": "thinking", "thinking": "", "fidelity": {SIG: "EqQBsig/second=="}},
+        {"type": "text", "text": "", "fidelity": {"interaction_id": "v1_ChdpbnRlcmFjdGlvbi1hbnN3LTAwMw"}},
+    ]
+    assert whole[-1]["usage_metadata"] == {"cached_tokens": 100, "prompt_tokens": 50, "thoughts_tokens": 40,
+                                           "response_tokens": 12}
+    for chunks in every_split(data):
+        assert strip_ids(parse(chunks)) == strip_ids(whole)
+
+
+def test_error_event_and_cut_stream():
+    for chunks in every_split(fixture("error_mid_stream.sse")):
+        with pytest.raises(RateLimitError) as info:
+            parse(chunks)
+        assert "Quota exceeded for interactions" in str(info.value)
+    for chunks in every_split(fixture("cut_before_completed.sse")):
+        with pytest.raises(StreamProtocolError):
+            parse(chunks)
+
+
+def _completed(status, extra=None):
+    interaction = {"id": "v1_x", "status": status}
+    interaction.update(extra or {})
+    return ("event: step.start\ndata: {\"event_type\":\"step.start\",\"index\":0,\"step\":{\"type\":\"model_output\"}}"
+            "\n\nevent: step.delta\ndata: {\"event_type\":\"step.delta\",\"index\":0,\"delta\":{\"type\":\"text\","
+            "\"text\":\"hi\"}}\n\nevent: interaction.completed\ndata: " + json.dumps(
+                {"event_type": "interaction.completed", "interaction": interaction}) + "\n\n").encode()
+
+
+@pytest.mark.parametrize("status,finish", [("completed", "stop"), ("incomplete", "length"),
+                                           ("requires_continuation", "length"), ("cancelled", "unknown"),
+                                           ("budget_exceeded", "length")])
+def test_completed_status_to_finish_reason(status, finish):
+    assert parse([_completed(status)])[-1]["finish_reason"] == finish
+
+
+def test_failed_interaction_raises_upstream_error():
+    with pytest.raises(UpstreamError) as info:
+        parse([_completed("failed", {"error": {"code": "INTERNAL", "message": "backend died"}})])
+    assert "backend died" in str(info.value)
+
+
+def test_whole_interaction_document():
+    doc = {"id": "v1_doc", "status": "requires_action", "steps": [
+        {"type": "user_input", "content": [{"type": "text", "text": "weather?"}]},
+        {"type": "thought", "signature": "sig=="},
+        {"type": "function_call", "id": "fc_1", "name": "get_weather", "arguments": {"city": "Oslo"}},
+    ], "usage": {"total_input_tokens": 5, "total_output_tokens": 3}}
+    from agenthub.stream import drive
+
+    events = list(drive(gi.parse_document(doc, "gemini-interactions"), "gemini-interactions"))
+    check_stream(events)
+    message = collect(events)
+    assert message["content_items"] == [
+        {"type": "thinking", "thinking": "", "fidelity": {SIG: "sig=="}},
+        {"type": "tool_call", "name": "get_weather", "arguments": {"city": "Oslo"}, "tool_call_id": "fc_1"},
+        {"type": "text", "text": "", "fidelity": {"interaction_id": "v1_doc"}},
+    ]
+    assert message["finish_reason"] == "tool_call"
+
+
+# -- requests -----------------------------------------------------------------------------------
+
+
+def test_golden_basic_request_is_stateless():
+    request = build([user("Count to 5.")])
+    assert (request.method, request.url, request.stream) == ("POST", URL, True)
+    assert dict(request.headers) == HEADERS
+    assert request.body == {"model": MODEL, "input": [{"type": "user_input", "content": [
+        {"type": "text", "text": "Count to 5."}]}], "stream": True, "store": False}
+
+
+def test_versioned_base_url():
+    request = build([user("x")], base="http://127.0.0.1:9/v1beta")
+    assert request.url == "http://127.0.0.1:9/v1beta/interactions"
+    assert gi.resume_request(endpoint("http://127.0.0.1:9"), "v1_a/b", "evt_07").url == \
+        "http://127.0.0.1:9/v1beta/interactions/v1_a%2Fb?stream=true&last_event_id=evt_07"
+    cancel = gi.cancel_request(endpoint("http://127.0.0.1:9"), "v1_a")
+    assert (cancel.method, cancel.url) == ("POST", "http://127.0.0.1:9/v1beta/interactions/v1_a/cancel")
+
+
+def test_golden_config_mapping():
+    schema = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
+    config = {
+        "system_prompt": "Be brief.", "max_tokens": 256, "temperature": 0.2, "top_p": 0.9, "stop": ["END"],
+        "seed": 7, "thinking_level": "medium", "thinking_summary": True,
+        "tools": [{"name": "get_weather", "description": "Weather now", "parameters": {
+            "type": "object", "properties": {"city": {"type": "string"}}}}],
+        "tool_choice": ["get_weather"], "fast_mode": True,
+        "response_format": {"type": "json_schema", "name": "n", "schema": schema},
+    }
+    body = build([user("hi")], config).body
+    assert body == {
+        "model": MODEL, "input": [{"type": "user_input", "content": [{"type": "text", "text": "hi"}]}],
+        "stream": True, "store": False, "system_instruction": "Be brief.",
+        "tools": [{"type": "function", "name": "get_weather", "description": "Weather now",
+                   "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}],
+        "generation_config": {"max_output_tokens": 256, "temperature": 0.2, "top_p": 0.9, "stop_sequences": ["END"],
+                              "seed": 7, "thinking_level": "medium", "thinking_summaries": "auto",
+                              "tool_choice": {"allowed_tools": {"mode": "any", "tools": ["get_weather"]}}},
+        "response_mime_type": "application/json",
+        "response_format": {"type": "text", "mime_type": "application/json", "schema": schema},
+        "service_tier": "priority",
+    }
+
+
+@pytest.mark.parametrize("model,level,wire", [
+    ("gemini-3.5-flash", "none", "minimal"), ("gemini-3.8-flash", "none", "low"), ("gemini-3.8-flash", "xhigh", "high"),
+    ("gemini-3-pro-preview", "medium", "high"), ("gemini-2.5-flash", "low", "low"), ("gemini-3.8-flash", "max", "high"),
+])
+def test_thinking_level_is_clamped_like_generate_content(model, level, wire):
+    assert build([user("x")], {"thinking_level": level}, model=model).body["generation_config"] == {
+        "thinking_level": wire}
+
+
+@pytest.mark.parametrize("choice,wire", [("auto", "auto"), ("required", "any"), ("none", "none")])
+def test_tool_choice(choice, wire):
+    config = {"tools": [{"name": "f"}], "tool_choice": choice}
+    assert build([user("x")], config).body["generation_config"] == {"tool_choice": wire}
+
+
+def test_json_object_and_refused_keys():
+    body = build([user("x")], {"response_format": {"type": "json_object"}}).body
+    assert body["response_format"] == {"type": "text", "mime_type": "application/json"}
+    with pytest.raises(UnsupportedParameterError):
+        build([user("x")], {"prompt_caching": "disable"})
+    with pytest.raises(UnsupportedParameterError):
+        build([user("x")], {"image_config": {"aspect_ratio": "1:1"}})
+
+
+def test_user_media_and_tool_result_images():
+    history = [
+        user("look", {"type": "image_url", "image_url": "https://example.com/cat.png"},
+             {"type": "inline_data", "data": b"\x00\x01", "mime_type": "audio/wav"},
+             {"type": "image_url", "image_url": "data:image/png;base64,iVBORw=="}),
+        {"role": "assistant", "content_items": [
+            {"type": "tool_call", "name": "snap", "arguments": {}, "tool_call_id": "fc_9"}]},
+        {"role": "user", "content_items": [
+            {"type": "tool_result", "text": "done", "tool_call_id": "fc_9", "images": ["https://example.com/s.jpg"]},
+            {"type": "text", "text": "and?"}]},
+    ]
+    assert build(history).body["input"] == [
+        {"type": "user_input", "content": [
+            {"type": "text", "text": "look"},
+            {"type": "image", "uri": "https://example.com/cat.png", "mime_type": "image/png"},
+            {"type": "audio", "data": "AAE=", "mime_type": "audio/wav"},
+            {"type": "image", "data": "iVBORw==", "mime_type": "image/png"}]},
+        {"type": "function_call", "id": "fc_9", "name": "snap", "arguments": {}},
+        {"type": "function_result", "call_id": "fc_9", "name": "snap", "result": [
+            {"type": "text", "text": "done"}, {"type": "image", "uri": "https://example.com/s.jpg",
+                                               "mime_type": "image/jpeg"}]},
+        {"type": "user_input", "content": [{"type": "text", "text": "and?"}]},
+    ]
+    with pytest.raises(ConfigError):
+        build([{"role": "user", "content_items": [{"type": "tool_result", "text": "x", "tool_call_id": "nope"}]}])
+
+
+def _tool_turn():
+    return collect(parse([fixture("tool_round_trip.sse")]))
+
+
+def test_tool_round_trip_replays_thought_signature_and_calls_stateless():
+    answer = _tool_turn()
+    results = {"role": "user", "content_items": [
+        {"type": "tool_result", "text": "18C", "tool_call_id": "fc_paris_1"},
+        {"type": "tool_result", "text": "22C", "tool_call_id": "fc_tokyo_2"}]}
+    body = build([user("Weather in Paris and Tokyo?"), answer, results]).body
+    assert body["store"] is False and "previous_interaction_id" not in body
+    assert body["input"] == [
+        {"type": "user_input", "content": [{"type": "text", "text": "Weather in Paris and Tokyo?"}]},
+        {"type": "thought", "signature": "CtUBAdHtim9sig/weather+A==",
+         "summary": [{"type": "text", "text": "The user wants the weather in two cities."}]},
+        {"type": "function_call", "id": "fc_paris_1", "name": "get_weather", "arguments": {"city": "Paris"}},
+        {"type": "function_call", "id": "fc_tokyo_2", "name": "get_weather",
+         "arguments": {"city": "Tokyo", "unit": "c"}},
+        {"type": "function_result", "call_id": "fc_paris_1", "name": "get_weather", "result": "18C"},
+        {"type": "function_result", "call_id": "fc_tokyo_2", "name": "get_weather", "result": "22C"},
+    ]
+
+
+def test_stateful_chains_on_the_previous_interaction():
+    first = build([user("Weather in Paris and Tokyo?")], stateful=True).body
+    assert first["store"] is True and "previous_interaction_id" not in first
+    answer = _tool_turn()
+    results = {"role": "user", "content_items": [
+        {"type": "tool_result", "text": "18C", "tool_call_id": "fc_paris_1"},
+        {"type": "tool_result", "text": "22C", "tool_call_id": "fc_tokyo_2"}]}
+    body = build([user("Weather in Paris and Tokyo?"), answer, results], stateful=True).body
+    assert body == {"model": MODEL, "input": [
+        {"type": "function_result", "call_id": "fc_paris_1", "name": "get_weather", "result": "18C"},
+        {"type": "function_result", "call_id": "fc_tokyo_2", "name": "get_weather", "result": "22C"}],
+        "previous_interaction_id": "v1_ChdpbnRlcmFjdGlvbi10b29sLTAwMg", "stream": True, "store": True}
+    # an assistant message from elsewhere (no interaction id): the whole history goes again
+    foreign = {"role": "assistant", "content_items": [{"type": "text", "text": "Hi"}]}
+    body = build([user("a"), foreign, user("b")], stateful=True).body
+    assert "previous_interaction_id" not in body and len(body["input"]) == 3
+
+
+def test_background_asks_to_store():
+    body = build([user("x")], {"background": True}).body
+    assert (body["background"], body["store"]) == (True, True)
+
+
+def test_generate_content_history_moves_to_interactions_and_back():
+    # a generateContent answer: signatures on the function call and on a text part
+    g_answer = {"role": "assistant", "content_items": [
+        {"type": "thinking", "thinking": "plan", "fidelity": {SIG: "g-sig-1"}},
+        {"type": "text", "text": "Checking.", "fidelity": {SIG: "g-sig-2"}},
+        {"type": "tool_call", "name": "f", "arguments": {"a": 1}, "tool_call_id": "call_x",
+         "fidelity": {SIG: "g-sig-3", gemini.SYNTHETIC_ID: True}},
+        {"type": "thinking", "thinking": "unsigned, from another provider"},
+    ]}
+    result = {"role": "user", "content_items": [{"type": "tool_result", "text": "ok", "tool_call_id": "call_x"}]}
+    steps = build([user("go"), g_answer, result]).body["input"]
+    assert steps[1:] == [
+        {"type": "thought", "signature": "g-sig-1", "summary": [{"type": "text", "text": "plan"}]},
+        {"type": "thought", "signature": "g-sig-2"},
+        {"type": "model_output", "content": [{"type": "text", "text": "Checking."}]},
+        {"type": "thought", "signature": "g-sig-3"},
+        {"type": "function_call", "id": "call_x", "name": "f", "arguments": {"a": 1}},
+        {"type": "function_result", "call_id": "call_x", "name": "f", "result": "ok"},
+    ]
+    # an Interactions answer goes to generateContent: its signed thoughts become signed thought parts
+    answer = _tool_turn()
+    contents = gemini.build_request(Endpoint("gemini", BASE, "k"), MODEL, [user("w?"), answer], {}).body["contents"]
+    assert contents[1] == {"role": "model", "parts": [
+        {"text": "The user wants the weather in two cities.", "thought": True,
+         "thoughtSignature": "CtUBAdHtim9sig/weather+A=="},
+        # a call without a signature of its own gets Google's documented placeholder (as any foreign call)
+        {"functionCall": {"id": "fc_paris_1", "name": "get_weather", "args": {"city": "Paris"}},
+         "thoughtSignature": gemini.PLACEHOLDER_SIGNATURE},
+        {"functionCall": {"id": "fc_tokyo_2", "name": "get_weather", "args": {"city": "Tokyo", "unit": "c"}}},
+    ]}

@@ -1,0 +1,139 @@
+"""Gemini Interactions end to end against a local fake (tests/longrun_server.py), which google-genai's own
+interactions client also reads: text, a tool round trip with requires_action, thinking with signatures,
+stateful chaining by previous_interaction_id, GEMINI_API=interactions."""
+
+import os
+
+import pytest
+
+from agenthub import AutoLLMClient, check_stream
+from agenthub.registry import resolve
+from longrun_server import LongrunServer, interactions_events
+
+FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "gemini_interactions")
+MODEL = "gemini-3.8-flash"
+
+
+def fixture_events(name):
+    with open(os.path.join(FIXTURES, name), "rb") as handle:
+        data = handle.read()
+    return [block + b"\n\n" for block in data.split(b"\n\n") if block and b"[DONE]" not in block]
+
+
+def client(server, **kwargs):
+    return AutoLLMClient(MODEL, api_key="test-key", base_url=server.url, client_type="gemini-interactions",
+                         max_retries=0, **kwargs)
+
+
+@pytest.mark.parametrize("name", ["text.sse", "tool_round_trip.sse", "thinking_signatures.sse"])
+def test_google_genai_reads_our_fixtures(name):
+    genai = pytest.importorskip("google.genai")
+    with LongrunServer() as server:
+        server.add("v1_sdk", fixture_events(name), done=True)
+        sdk = genai.Client(api_key="test-key", http_options={"base_url": server.url, "api_version": "v1beta"})
+        events = list(sdk.interactions.create(model=MODEL, input="hi", stream=True, store=False))
+        assert server.requests[0]["path"] == "/v1beta/interactions"
+        assert server.requests[0]["headers"]["x-goog-api-key"] == "test-key"
+    kinds = [type(event).__name__ for event in events]
+    assert "UnknownInteractionSSEEvent" not in kinds
+    assert kinds[0] == "InteractionCreatedEvent" and kinds[-1] == "InteractionCompletedEvent"
+    deltas = [event.delta for event in events if event.event_type == "step.delta"]
+    assert deltas and all(type(d).__name__ != "UnknownStepDeltaData" for d in deltas)
+
+
+def test_google_genai_resumes_from_an_event_id_on_the_fake():
+    genai = pytest.importorskip("google.genai")
+    with LongrunServer() as server:
+        server.add("v1_res", interactions_events("v1_res", ["a", "b", "c"]), done=True)
+        sdk = genai.Client(api_key="test-key", http_options={"base_url": server.url, "api_version": "v1beta"})
+        list(sdk.interactions.create(model=MODEL, input="hi", stream=True, background=True, store=True))
+        rest = list(sdk.interactions.get("v1_res", stream=True, last_event_id="evt_003"))
+        assert server.requests[-1]["query"] == {"stream": "true", "last_event_id": "evt_003"}
+    assert [e.event_id for e in rest] == ["evt_004", "evt_005", "evt_006", "evt_007"]
+
+
+def test_text_stream_through_the_client():
+    with LongrunServer() as server:
+        server.add("v1_t", fixture_events("text.sse"), done=True)
+        events = list(client(server).streaming_response([{"role": "user", "content_items": [
+            {"type": "text", "text": "Count to 5."}]}]))
+        sent = server.requests[0]
+    check_stream(events)
+    assert "".join(i["text"] for e in events for i in e["content_items"] if i["type"] == "text") == \
+        "1, 2, 3, 4, 5 \u2014 f\u00fcnf."
+    assert sent["path"] == "/v1beta/interactions" and sent["headers"]["Api-Revision"] == "2026-05-20"
+    assert sent["body"] == {"model": MODEL, "input": [{"type": "user_input", "content": [
+        {"type": "text", "text": "Count to 5."}]}], "stream": True, "store": False}
+
+
+def test_stateful_tool_round_trip_chains_and_a_stateless_call_resends_everything():
+    tools = [{"name": "get_weather", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}]
+    with LongrunServer() as server:
+        server.add("v1_tool", fixture_events("tool_round_trip.sse"), done=True)
+        server.add("v1_answer", fixture_events("thinking_signatures.sse"), done=True)
+        server.add("v1_again", interactions_events("v1_again", ["ok"]), done=True)
+        llm = client(server)
+        first = llm.response_stateful({"role": "user", "content_items": [
+            {"type": "text", "text": "Weather in Paris and Tokyo?"}]}, {"tools": tools})
+        assert first["finish_reason"] == "tool_call"
+        second = llm.response_stateful({"role": "user", "content_items": [
+            {"type": "tool_result", "text": "18C", "tool_call_id": "fc_paris_1"},
+            {"type": "tool_result", "text": "22C", "tool_call_id": "fc_tokyo_2"}]}, {"tools": tools})
+        assert second["finish_reason"] == "stop"
+        history = llm.get_history()
+        llm.response(history + [{"role": "user", "content_items": [{"type": "text", "text": "thanks"}]}])
+        bodies = [r["body"] for r in server.requests]
+    assert len(history) == 4
+    assert bodies[0]["store"] is True and "previous_interaction_id" not in bodies[0]
+    assert bodies[1]["store"] is True
+    assert bodies[1]["previous_interaction_id"] == "v1_ChdpbnRlcmFjdGlvbi10b29sLTAwMg"
+    assert bodies[1]["input"] == [
+        {"type": "function_result", "call_id": "fc_paris_1", "name": "get_weather", "result": "18C"},
+        {"type": "function_result", "call_id": "fc_tokyo_2", "name": "get_weather", "result": "22C"}]
+    # stateless: store false and the whole history, thought signatures included
+    assert bodies[2]["store"] is False and "previous_interaction_id" not in bodies[2]
+    assert [s["type"] for s in bodies[2]["input"]] == [
+        "user_input", "thought", "function_call", "function_call", "function_result", "function_result",
+        "thought", "model_output", "thought", "user_input"]
+    assert bodies[2]["input"][6] == {"type": "thought", "signature": "EqQBsig/first=="}
+
+
+def test_gemini_api_variable_routes_gemini_models_to_interactions():
+    env = {"GEMINI_API_KEY": "k", "GEMINI_API": "interactions"}
+    assert resolve(MODEL, environ=env)[0] == "gemini-interactions"
+    assert resolve(MODEL, environ={"GEMINI_API_KEY": "k"})[0] == "gemini"
+    assert resolve("gemini-3.1-flash-tts-preview", environ=env)[0] == "gemini"  # speech stays on generateContent
+    assert resolve(MODEL, "gemini", environ=env)[0] == "gemini"  # a client_type given wins
+    from agenthub.errors import ConfigError
+
+    with pytest.raises(ConfigError):
+        resolve(MODEL, environ={"GEMINI_API_KEY": "k", "GEMINI_API": "grpc"})
+
+
+def test_longrun_keys_are_refused_where_no_protocol_reads_them():
+    from agenthub.errors import UnsupportedParameterError
+
+    chat = AutoLLMClient("gpt-x", api_key="k", base_url="http://127.0.0.1:9/v1", client_type="openai-chat")
+    message = [{"role": "user", "content_items": [{"type": "text", "text": "x"}]}]
+    for config in ({"background": True}, {"compaction": {"threshold": 1000}}):
+        with pytest.raises(UnsupportedParameterError) as info:
+            chat.streaming_response(message, config)
+        assert info.value.parameter == list(config)[0]
+    interactions = AutoLLMClient(MODEL, api_key="k", base_url="http://127.0.0.1:9", client_type="gemini-interactions")
+    with pytest.raises(UnsupportedParameterError):
+        interactions.streaming_response(message, {"compaction": {"threshold": 1000}})
+
+
+def test_list_models_asks_the_same_gemini_models_endpoint():
+    import json as _json
+
+    from sse_server import Answer, SSEServer
+
+    page = _json.dumps({"models": [{"name": "models/gemini-3.8-flash"}, {"name": "models/gemini-3.8-pro"}]}).encode()
+    with SSEServer() as server:
+        server.answers.append(Answer([page], headers={"Content-Type": "application/json"}, chunked=False))
+        ids = client(server).list_models()
+        request = server.requests[0]
+    assert ids == ["gemini-3.8-flash", "gemini-3.8-pro"]
+    assert request["path"] == "/v1beta/models?pageSize=1000"
+    assert request["headers"]["x-goog-api-key"] == "test-key"

@@ -1,0 +1,95 @@
+"""``agenthub batch run``: exit codes and what it prints, against a local server."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+from agenthub.__main__ import main
+from agenthub.jobs import read_output
+
+from jobs_server import JobServer
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _job(tmp_path, server, texts):
+    path = tmp_path / "in.jsonl"
+    with open(str(path), "w") as f:
+        for i, text in enumerate(texts):
+            f.write(json.dumps({"id": "q{}".format(i), "model": "deepseek-v4-flash", "client_type": "openai-chat",
+                                "base_url": server.base_url,
+                                "messages": [{"role": "user", "content_items": [{"type": "text", "text": text}]}]})
+                    + "\n")
+    return str(path)
+
+
+def test_batch_run_exit_0_then_resume(tmp_path, capsys):
+    with JobServer() as server:
+        src = _job(tmp_path, server, ["a", "b"])
+        out = str(tmp_path / "out.jsonl")
+        assert main(["batch", "run", src, "-o", out, "--workers", "2", "--rpm", "6000"]) == 0
+        err = capsys.readouterr().err
+        assert "agenthub batch run: 2 done, 0 failed, 0 skipped of 2 rows; 30 tokens, $" in err
+        assert main(["batch", "run", src, "-o", out, "--no-progress"]) == 0
+        assert "0 done, 0 failed, 2 skipped of 2 rows" in capsys.readouterr().err
+        assert sum(server.counts.values()) == 2
+    assert sorted(r["id"] for r in read_output(out)) == ["q0", "q1"]
+
+
+def test_batch_run_exit_3_when_rows_failed(tmp_path, capsys):
+    with JobServer() as server:
+        src = _job(tmp_path, server, ["a", "fail:400"])
+        out = str(tmp_path / "out.jsonl")
+        assert main(["batch", "run", src, "-o", out, "--no-progress"]) == 3
+        assert "1 done, 1 failed" in capsys.readouterr().err
+
+
+def test_batch_run_exit_1_on_a_bad_job_nothing_sent(tmp_path, capsys):
+    with JobServer() as server:
+        src = _job(tmp_path, server, ["a", "b"])
+        with open(src, "a") as f:
+            f.write('{"id": "q0", "model": "x", "messages": []}\n')
+        assert main(["batch", "run", src, "-o", str(tmp_path / "out.jsonl")]) == 1
+        err = capsys.readouterr().err
+        assert err.startswith("error: ConfigError: the job file") and "line 3: duplicate id 'q0' (first on line 1)" in err
+        assert not server.counts
+
+
+def test_batch_run_bad_usage_is_exit_2(tmp_path, capsys):
+    for argv in (["batch", "run", "in.jsonl"], ["batch", "run", "in.jsonl", "-o", "o", "--workers", "0"],
+                 ["batch", "run", "in.jsonl", "-o", "o", "--engine", "spark"]):
+        try:
+            main(argv)
+        except SystemExit as exc:
+            assert exc.code == 2
+        else:
+            raise AssertionError(argv)
+
+
+def test_ctrl_c_exits_130_and_the_rerun_finishes(tmp_path):
+    with JobServer() as server:
+        src = _job(tmp_path, server, ["sleep:0.2 {}".format(i) for i in range(20)])
+        out = str(tmp_path / "out.jsonl")
+        env = dict(os.environ, PYTHONPATH=ROOT)
+        child = subprocess.Popen([sys.executable, "-m", "agenthub", "batch", "run", src, "-o", out, "--workers", "2"],
+                                 cwd=ROOT, env=env, stderr=subprocess.PIPE)
+        try:
+            deadline = time.monotonic() + 20
+            while not os.path.exists(out) or os.path.getsize(out) == 0:
+                assert time.monotonic() < deadline and child.poll() is None
+                time.sleep(0.01)
+            child.send_signal(signal.SIGINT)
+            _, err = child.communicate(timeout=20)
+        finally:
+            if child.poll() is None:
+                child.kill()
+                child.wait(5)
+        assert child.returncode == 130, err
+        assert b"interrupted: no new rows" in err and b"run the same command again" in err
+        first = len(read_output(out))
+        assert 0 < first < 20 and sum(server.counts.values()) == first
+        assert main(["batch", "run", src, "-o", out, "--workers", "4", "--no-progress"]) == 0
+        assert set(server.counts.values()) == {1} and len(read_output(out)) == 20

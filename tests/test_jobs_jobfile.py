@@ -1,0 +1,138 @@
+"""The job file: reading and checking input lines, output rows, resuming from the output file."""
+
+import base64
+import json
+import os
+
+import pytest
+
+from agenthub.errors import ConfigError, RateLimitError
+from agenthub.jobs import JobRow, OutputWriter, error_row, finished_ids, output_row, read_jobs, read_output
+
+USER = {"role": "user", "content_items": [{"type": "text", "text": "hi"}]}
+
+
+def _write(tmp_path, lines, name="in.jsonl"):
+    path = tmp_path / name
+    path.write_text("".join((line if isinstance(line, str) else json.dumps(line)) + "\n" for line in lines))
+    return str(path)
+
+
+def _line(rid, **extra):
+    out = {"id": rid, "model": "gpt-4.1-mini", "messages": [USER], "config": {"max_tokens": 5}}
+    out.update(extra)
+    return out
+
+
+def test_reads_rows_with_line_numbers_and_optional_fields(tmp_path):
+    path = _write(tmp_path, [_line("a"), "", _line("b", client_type="openai-chat", base_url="http://127.0.0.1:1/v1")])
+    job = read_jobs(path)
+    assert [(r.id, r.line, r.client_type, r.base_url) for r in job.rows] == [
+        ("a", 1, None, None), ("b", 3, "openai-chat", "http://127.0.0.1:1/v1")]
+    assert job.rows[0].messages == [USER] and job.rows[0].config == {"max_tokens": 5}
+    assert job.invalid == []
+
+
+def test_duplicate_id_names_both_lines(tmp_path):
+    path = _write(tmp_path, [_line("a"), _line("b"), _line("a")])
+    with pytest.raises(ConfigError) as info:
+        read_jobs(path)
+    assert "line 3: duplicate id 'a' (first on line 1)" in str(info.value)
+    with pytest.raises(ConfigError):  # skip_invalid does not excuse a duplicate
+        read_jobs(path, skip_invalid=True)
+
+
+def test_every_invalid_line_is_listed_and_the_job_refused(tmp_path):
+    path = _write(tmp_path, [
+        _line("a"),
+        "{not json",
+        _line("c", config={"max_tokens": -1}),
+        _line("d", messages=[{"role": "system", "content_items": []}]),
+        {"id": "e", "model": "m", "messages": [USER], "api_key": "sk-secret"},
+        _line("f", config={"bogus": 1}),
+    ])
+    with pytest.raises(ConfigError) as info:
+        read_jobs(path)
+    text = str(info.value)
+    assert "has 5 problem(s)" in text
+    for number, words in ((2, "not valid JSON"), (3, "config['max_tokens'] must be a positive int"),
+                          (4, "messages[0]['role'] must be 'user' or 'assistant'"),
+                          (5, "unknown key(s) ['api_key']"), (6, "unknown config key(s) ['bogus']")):
+        assert "line {}: ".format(number) in text and words in text
+    assert "sk-secret" not in text
+    assert info.value.lines == [2, 3, 4, 5, 6]
+
+
+def test_skip_invalid_turns_invalid_lines_into_error_rows(tmp_path):
+    path = _write(tmp_path, [_line("a"), "[1, 2]", _line("c", config={"max_tokens": 0})])
+    job = read_jobs(path, skip_invalid=True)
+    assert [r.id for r in job.rows] == ["a"]
+    assert [(n, row["id"], row["error"]["type"], row["error"]["status"]) for n, row in job.invalid] == [
+        (2, "line-2", "ConfigError", None), (3, "c", "ConfigError", None)]
+    assert job.invalid[1][1]["error"]["message"].startswith("line 3: config['max_tokens']")
+    assert job.invalid[1][1]["model"] == "gpt-4.1-mini" and job.invalid[1][1]["attempts"] == 0
+
+
+def test_bytes_round_trip_through_the_codec(tmp_path):
+    png = b"\x89PNG\r\n\x1a\n\x00\xff"
+    message = {"role": "user", "content_items": [
+        {"type": "inline_data", "data": {"__bytes__": base64.b64encode(png).decode()}, "mime_type": "image/png"}]}
+    path = _write(tmp_path, [_line("img", messages=[message])])
+    row = read_jobs(path).rows[0]
+    assert row.messages[0]["content_items"][0]["data"] == png
+    assert row.to_json()["messages"] == [message]
+    out = output_row(row, message={"role": "assistant", "content_items": [
+        {"type": "inline_data", "data": png, "mime_type": "image/png"}]}, usage_metadata=None, finish_reason="stop",
+        cost_usd=None, error=None, attempts=1, backend="live")
+    assert json.loads(json.dumps(out))["message"]["content_items"][0]["data"] == {
+        "__bytes__": base64.b64encode(png).decode()}
+
+
+def test_output_row_shape_and_error_row():
+    row = JobRow(id="r", model="m", messages=[USER], config={}, line=1)
+    out = output_row(row, message={"role": "assistant", "content_items": []}, usage_metadata={"prompt_tokens": 1},
+                     finish_reason="stop", cost_usd=0, error=None, attempts=2, backend="live")
+    assert list(out) == ["id", "model", "message", "usage_metadata", "finish_reason", "cost_usd", "error",
+                         "attempts", "backend", "finished_at"]
+    assert out["cost_usd"] == 0.0 and isinstance(out["cost_usd"], float)
+    assert out["finished_at"].endswith("Z") and out["finished_at"][10] == "T"
+    err = error_row(row, RateLimitError("slow down", client="openai-chat", status=429), attempts=3, backend="live")
+    assert err["error"] == {"type": "RateLimitError", "message": "slow down (client=openai-chat, status=429)",
+                            "status": 429}
+    assert err["message"] is None and err["attempts"] == 3
+    other = error_row(row, KeyError("sk-live-secret"), attempts=1, backend="live")
+    assert other["error"]["type"] == "KeyError" and "sk-live-secret" not in json.dumps(other)
+
+
+def test_finished_ids_cuts_a_torn_line_and_retry_failed(tmp_path):
+    path = str(tmp_path / "out.jsonl")
+    row = JobRow(id="a", model="m", messages=[], line=1)
+    good = output_row(row, message=None, usage_metadata=None, finish_reason="stop", cost_usd=None, error=None,
+                      attempts=1, backend="live")
+    bad = error_row(JobRow(id="b", model="m", messages=[], line=2), ConfigError("x"), attempts=1, backend="live")
+    with open(path, "w") as f:
+        f.write(json.dumps(good) + "\n" + json.dumps(bad) + "\n" + '{"id": "c", "mod')
+    assert finished_ids(path) == {"a", "b"}
+    with open(path) as f:
+        assert f.read().endswith("\n") and '"c"' not in open(path).read()
+    assert finished_ids(path, retry_failed=True) == {"a"}
+    assert finished_ids(str(tmp_path / "missing.jsonl")) == set()
+
+
+def test_writer_appends_and_removes_retried_error_rows(tmp_path):
+    path = str(tmp_path / "out.jsonl")
+    rows = {rid: JobRow(id=rid, model="m", messages=[], line=i) for i, rid in enumerate("abc", 1)}
+    with OutputWriter(path) as w:
+        w.write(output_row(rows["a"], message=None, usage_metadata=None, finish_reason="stop", cost_usd=None,
+                           error=None, attempts=1, backend="live"))
+        w.write(error_row(rows["b"], ConfigError("no"), attempts=1, backend="live"))
+        w.write(error_row(rows["c"], ConfigError("no"), attempts=1, backend="live"))
+    with open(path, "ab") as f:
+        f.write(b'{"id": "torn"')
+    with OutputWriter(path, retry_failed=True, retry_ids=["b"]) as w:
+        assert [r["id"] for r in read_output(path)] == ["a", "c"]
+        w.write(output_row(rows["b"], message=None, usage_metadata=None, finish_reason="stop", cost_usd=None,
+                           error=None, attempts=1, backend="live"))
+    assert [(r["id"], r["error"] is None) for r in read_output(path)] == [("a", True), ("c", False), ("b", True)]
+    assert open(path, "rb").read().count(b"\n") == 3
+    assert not [n for n in os.listdir(str(tmp_path)) if n.endswith(".tmp")]

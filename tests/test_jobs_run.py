@@ -1,0 +1,301 @@
+"""agenthub.jobs.run against a local OpenAI-compatible server: rows, resume, torn lines, retry_failed,
+faults, preflight, progress, Ctrl-C, kill -9 and a rerun, pacing within a server-enforced RPM."""
+
+import _thread
+import json
+import os
+import random
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from agenthub import jobs
+from agenthub.errors import ConfigError
+from agenthub.jobs import finished_ids, read_output
+
+from jobs_server import JobServer
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+@pytest.fixture(autouse=True)
+def _fast(monkeypatch):
+    monkeypatch.setattr("agenthub.jobs.runner._backoff", lambda attempt, retry_after: 0.01 if retry_after is None
+                        else (None if retry_after > 60 else retry_after))
+
+
+def _user(text):
+    return {"role": "user", "content_items": [{"type": "text", "text": text}]}
+
+
+def _rows(server, texts, model="deepseek-v4-flash", **config):
+    return [{"id": "r{}".format(i), "model": model, "messages": [_user(t)], "config": dict(max_tokens=16, **config),
+             "client_type": "openai-chat", "base_url": server.base_url} for i, t in enumerate(texts)]
+
+
+def _write(path, rows):
+    with open(str(path), "w") as f:
+        for row in rows:
+            f.write(json.dumps(row) + "\n")
+    return str(path)
+
+
+def _by_id(path):
+    return {row["id"]: row for row in read_output(str(path))}
+
+
+def test_rows_are_answered_and_written_with_the_output_shape(tmp_path):
+    with JobServer() as server:
+        src = _write(tmp_path / "in.jsonl", _rows(server, ["alpha", "beta", "gamma"]))
+        out = str(tmp_path / "out.jsonl")
+        summary = jobs.run(src, out, workers=2, progress=False)
+        assert (summary.done, summary.failed, summary.skipped, summary.total) == (3, 0, 0, 3)
+        assert summary.tokens == 45 and summary.wall_s > 0
+        assert sorted(server.counts.items()) == [("alpha", 1), ("beta", 1), ("gamma", 1)]
+    rows = _by_id(out)
+    row = rows["r1"]
+    assert list(row) == ["id", "model", "message", "usage_metadata", "finish_reason", "cost_usd", "error",
+                         "attempts", "backend", "finished_at"]
+    assert row["message"]["role"] == "assistant"
+    assert row["message"]["content_items"] == [{"type": "text", "text": "echo: beta"}]
+    assert row["usage_metadata"] == {"cached_tokens": None, "prompt_tokens": 10, "thoughts_tokens": None,
+                                     "response_tokens": 5}
+    assert (row["finish_reason"], row["error"], row["attempts"], row["backend"]) == ("stop", None, 1, "live")
+    assert row["cost_usd"] is not None and row["cost_usd"] > 0
+    assert summary.cost_usd == pytest.approx(sum(r["cost_usd"] for r in rows.values()))
+
+
+def test_a_rerun_skips_finished_rows_and_sends_only_new_ones(tmp_path):
+    with JobServer() as server:
+        rows = _rows(server, ["a", "b", "c", "d", "e"])
+        src = _write(tmp_path / "in.jsonl", rows[:3])
+        out = str(tmp_path / "out.jsonl")
+        jobs.run(src, out, progress=False)
+        _write(tmp_path / "in.jsonl", rows)
+        summary = jobs.run(src, out, progress=False)
+        assert (summary.done, summary.skipped) == (2, 3)
+        assert set(server.counts.values()) == {1} and len(server.counts) == 5
+        again = jobs.run(src, out, progress=False)
+        assert (again.done, again.skipped) == (0, 5) and sum(server.counts.values()) == 5
+    assert sorted(_by_id(out)) == ["r0", "r1", "r2", "r3", "r4"]
+
+
+def test_a_torn_last_line_is_cut_and_its_row_sent_again(tmp_path):
+    with JobServer() as server:
+        src = _write(tmp_path / "in.jsonl", _rows(server, ["a", "b", "c"]))
+        out = str(tmp_path / "out.jsonl")
+        jobs.run(src, out, progress=False)
+        lines = open(out, "rb").read().splitlines(True)
+        torn_id = json.loads(lines[-1])["id"]
+        with open(out, "wb") as f:
+            f.write(b"".join(lines[:-1]) + lines[-1][:25])
+        summary = jobs.run(src, out, progress=False)
+        assert (summary.done, summary.skipped) == (1, 2)
+        text = {"r0": "a", "r1": "b", "r2": "c"}[torn_id]
+        assert server.counts[text] == 2 and sum(server.counts.values()) == 4
+    assert sorted(_by_id(out)) == ["r0", "r1", "r2"]
+    assert all(line.endswith(b"\n") for line in open(out, "rb").read().splitlines(True))
+
+
+def test_a_failing_row_gets_an_error_row_and_retry_failed_replaces_it(tmp_path):
+    with JobServer() as server:
+        src = _write(tmp_path / "in.jsonl", _rows(server, ["ok", "flaky", "fail:400 always"]))
+        out = str(tmp_path / "out.jsonl")
+        server.broken.add("flaky")
+        summary = jobs.run(src, out, progress=False, max_retries=2)
+        assert (summary.done, summary.failed) == (1, 2)
+        rows = _by_id(out)
+        assert rows["r1"]["error"]["type"] == "ServerError" and rows["r1"]["error"]["status"] == 503
+        assert rows["r1"]["attempts"] == 3 and server.counts["flaky"] == 3
+        assert rows["r2"]["error"]["status"] == 400 and rows["r2"]["attempts"] == 1  # not retryable
+        assert "bad request for this row" in rows["r2"]["error"]["message"]
+        assert rows["r1"]["message"] is None and rows["r1"]["usage_metadata"] is None
+        # error rows count as finished...
+        assert jobs.run(src, out, progress=False).skipped == 3 and server.counts["flaky"] == 3
+        # ... unless retry_failed: re-sent, and their error rows replaced
+        server.broken.clear()
+        summary = jobs.run(src, out, progress=False, retry_failed=True)
+        assert (summary.done, summary.failed, summary.skipped) == (1, 1, 1)
+        assert server.counts["flaky"] == 4 and server.counts["ok"] == 1
+    rows = read_output(out)
+    assert sorted(r["id"] for r in rows) == ["r0", "r1", "r2"]
+    assert [r["error"] for r in rows if r["id"] == "r1"] == [None]
+
+
+def test_a_429_pauses_the_job_and_the_row_is_retried(tmp_path):
+    with JobServer() as server:
+        src = _write(tmp_path / "in.jsonl", _rows(server, ["fail:429once", "b", "c", "d"]))
+        out = str(tmp_path / "out.jsonl")
+        limiter = jobs.runner.RateLimiter()
+        summary = jobs.run(src, out, workers=1, progress=False, limiter=limiter)
+        assert summary.done == 4
+        assert _by_id(out)["r0"]["attempts"] == 2 and server.counts["fail:429once"] == 2
+        assert limiter.pauses == 1
+        # the rows after it waited for the Retry-After (0.3 s): no request in between
+        times = [t for t, _, _ in server.log]
+        assert times[1] - times[0] >= 0.29
+
+
+def test_unknown_models_and_missing_keys_are_all_listed_before_anything_is_sent(tmp_path, monkeypatch):
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    monkeypatch.delenv("GEMINI_API_KEY", raising=False)
+    monkeypatch.delenv("GOOGLE_API_KEY", raising=False)
+    with JobServer() as server:
+        rows = _rows(server, ["a", "b"])
+        rows.append({"id": "x1", "model": "no-such-model-9", "messages": [_user("c")]})
+        rows.append({"id": "x2", "model": "claude-sonnet-4-5", "messages": [_user("d")]})
+        rows.append({"id": "x3", "model": "no-such-model-9", "messages": [_user("e")]})
+        rows.append({"id": "x4", "model": "deepseek-v4-flash", "messages": [_user("f")],
+                     "config": {"embedding_config": {"dimensions": 8}}, "client_type": "openai-chat",
+                     "base_url": server.base_url})
+        src = _write(tmp_path / "in.jsonl", rows)
+        out = str(tmp_path / "out.jsonl")
+        with pytest.raises(ConfigError) as info:
+            jobs.run(src, out, progress=False)
+        assert not server.counts and not os.path.exists(out)
+    text = str(info.value)
+    assert "3 route(s)" in text
+    assert "'no-such-model-9' (lines 3, 5): cannot route model" in text
+    assert "'claude-sonnet-4-5' (line 4): no API key" in text and "ANTHROPIC_API_KEY" in text
+    assert "(line 6): embedding_config on a model that is not an embedding model" in text
+
+
+def test_embedding_rows_give_embedding_items(tmp_path):
+    with JobServer() as server:
+        rows = _rows(server, ["chat row"])
+        rows.append({"id": "e1", "model": "text-embedding-3-small", "messages": [_user("vector me")],
+                     "config": {"embedding_config": {"dimensions": 2}}, "client_type": "openai-chat",
+                     "base_url": server.base_url})
+        src = _write(tmp_path / "in.jsonl", rows)
+        out = str(tmp_path / "out.jsonl")
+        assert jobs.run(src, out, progress=False).done == 2
+        assert server.counts["embed:vector me"] == 1
+    row = _by_id(out)["e1"]
+    assert row["message"]["content_items"] == [{"type": "embedding", "embedding": [9.0, 0.5]}]
+    assert row["error"] is None and row["usage_metadata"]["prompt_tokens"] == 4
+
+
+def test_skip_invalid_writes_error_rows_for_bad_lines_once(tmp_path):
+    with JobServer() as server:
+        rows = _rows(server, ["a", "b"])
+        rows[1]["config"] = {"max_tokens": "many"}
+        src = _write(tmp_path / "in.jsonl", rows)
+        out = str(tmp_path / "out.jsonl")
+        with pytest.raises(ConfigError) as info:
+            jobs.run(src, out, progress=False)
+        assert "line 2: config['max_tokens'] must be a positive int" in str(info.value) and not server.counts
+        summary = jobs.run(src, out, progress=False, skip_invalid=True)
+        assert (summary.done, summary.failed) == (1, 1)
+        assert jobs.run(src, out, progress=False, skip_invalid=True).skipped == 2
+    bad = _by_id(out)["r1"]
+    assert bad["error"]["type"] == "ConfigError" and bad["attempts"] == 0 and len(read_output(out)) == 2
+
+
+def test_progress_callable_plain_lines_and_no_key_anywhere(tmp_path, monkeypatch, capsys):
+    secret = "sk-proj-jobsecret0123456789abcdef"
+    with JobServer() as server:
+        monkeypatch.setenv("OPENAI_API_KEY", secret)
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        rows = [{"id": "k{}".format(i), "model": "gpt-4.1-mini", "messages": [_user(t)], "client_type": "openai-chat"}
+                for i, t in enumerate(["one", "two", "fail:401 echo"])]
+        src = _write(tmp_path / "in.jsonl", rows)
+        out = str(tmp_path / "out.jsonl")
+        seen = []
+        summary = jobs.run(src, out, progress=seen.append)
+        assert (summary.done, summary.failed) == (2, 1)
+        assert [s["done"] + s["failed"] for s in seen] == [1, 2, 3, 3] and seen[-1]["final"] is True
+        assert seen[-1]["total"] == 3 and seen[-1]["tokens"] == 30 and seen[-1]["eta_s"] == 0
+        assert all(auth == "Bearer " + secret for _, _, auth in server.log)  # the key did go to the server...
+        jobs.run(src, out, retry_failed=True)  # default progress, stderr not a terminal: plain lines
+    err = capsys.readouterr().err
+    assert err.startswith("agenthub.jobs: 3/3 rows, 1 failed, 2 skipped") or "agenthub.jobs: 3/3 rows" in err
+    bad = _by_id(out)["k2"]
+    assert bad["error"]["status"] == 401 and "bad key" in bad["error"]["message"]
+    for text in (open(out).read(), open(src).read(), err, json.dumps(seen)):
+        assert secret not in text and secret[8:20] not in text  # ... and nowhere else
+
+
+def test_ctrl_c_lets_rows_in_flight_finish_and_leaves_the_output_resumable(tmp_path):
+    with JobServer() as server:
+        src = _write(tmp_path / "in.jsonl", _rows(server, ["sleep:0.3 #{}".format(i) for i in range(12)]))
+        out = str(tmp_path / "out.jsonl")
+        timer = threading.Timer(0.45, _thread.interrupt_main)
+        timer.start()
+        try:
+            summary = jobs.run(src, out, workers=3, progress=False, grace=5.0)
+        finally:
+            timer.cancel()
+        assert summary.interrupted
+        first = sum(server.counts.values())
+        assert 3 <= first < 12 and summary.done == first == len(read_output(out))  # every started row finished
+        again = jobs.run(src, out, workers=4, progress=False)
+        assert again.skipped == first and again.done == 12 - first
+        assert set(server.counts.values()) == {1}
+
+
+def test_ctrl_c_after_the_grace_aborts_rows_in_flight_without_a_row(tmp_path):
+    with JobServer() as server:
+        src = _write(tmp_path / "in.jsonl", _rows(server, ["sleep:3 #{}".format(i) for i in range(4)]))
+        out = str(tmp_path / "out.jsonl")
+        timer = threading.Timer(0.3, _thread.interrupt_main)
+        timer.start()
+        started = time.monotonic()
+        try:
+            summary = jobs.run(src, out, workers=2, progress=False, grace=0.2)
+        finally:
+            timer.cancel()
+        assert summary.interrupted and time.monotonic() - started < 2.5
+        assert summary.done == 0 and read_output(out) == [] and sum(server.counts.values()) == 2
+
+
+_CHILD = """
+import sys
+from agenthub.jobs import run
+run(sys.argv[1], sys.argv[2], workers=4, progress=False)
+"""
+
+
+def test_kill_9_at_a_random_moment_then_a_rerun_sends_no_finished_row_twice(tmp_path):
+    with JobServer(delay=0.005) as server:
+        src = _write(tmp_path / "in.jsonl", _rows(server, ["row {}".format(i) for i in range(300)]))
+        out = str(tmp_path / "out.jsonl")
+        env = dict(os.environ, PYTHONPATH=ROOT)
+        child = subprocess.Popen([sys.executable, "-c", _CHILD, src, out], cwd=ROOT, env=env)
+        try:
+            deadline = time.monotonic() + 20
+            while not os.path.exists(out) or os.path.getsize(out) < 2000:  # it is writing rows
+                assert time.monotonic() < deadline and child.poll() is None
+                time.sleep(0.01)
+            time.sleep(random.uniform(0.0, 0.3))
+            child.kill()
+        finally:
+            child.wait(10)
+        assert child.returncode == -9
+        before = finished_ids(out)  # what the killed run finished (a torn last line cut away)
+        sent_before = dict(server.counts)
+        assert 0 < len(before) < 300
+        summary = jobs.run(src, out, workers=4, progress=False)
+        assert summary.skipped == len(before) and summary.done == 300 - len(before)
+        finished_texts = {"row {}".format(int(i[1:])) for i in before}
+        assert all(server.counts[t] == 1 for t in finished_texts)  # zero duplicates for finished rows
+        in_flight = [t for t, n in server.counts.items() if n > 1]
+        assert len(in_flight) <= 4 and all(sent_before.get(t) == 1 for t in in_flight)
+    rows = read_output(out)
+    assert len(rows) == 300 and len({r["id"] for r in rows}) == 300
+
+
+def test_pacing_uses_the_servers_rpm_without_429s(tmp_path):
+    rpm = 1200  # 20 a second, enforced by the server as a token bucket of one second's worth
+    with JobServer(rpm=rpm) as server:
+        src = _write(tmp_path / "in.jsonl", _rows(server, ["p{}".format(i) for i in range(70)]))
+        out = str(tmp_path / "out.jsonl")
+        summary = jobs.run(src, out, workers=8, rpm=rpm, progress=False)
+        assert summary.done == 70
+        ok = [t for t, status in server.statuses if status == 200]
+        start = ok[0]
+        late_429 = [t for t, status in server.statuses if status == 429 and t - start > 1.0]
+        used = (len(ok) - 1) / (ok[-1] - start) * 60
+        assert late_429 == [] and used >= 0.85 * rpm, (used, len(late_429))
