@@ -36,7 +36,7 @@ from typing import Any, Dict, Optional, Tuple
 from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit
 
 from ..errors import ConfigError
-from ..providers._tokens import is_loopback_host
+from ..hosts.credentials import is_loopback_host
 from ..tracer import list_traces, trace_paths
 from ._dom import build, csp_source
 
