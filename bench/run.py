@@ -151,7 +151,7 @@ def ms(seconds):
 
 
 def ratio_cell(value, target):
-    return "**{:.2f}x**".format(value) if value <= target else "{:.2f}x (over {:.1f}x)".format(value, target)
+    return "**{:.2f}x**".format(value) if value <= target else "{:.2f}x (over {:g}x)".format(value, target)
 
 
 def available(protocol):
