@@ -24,12 +24,12 @@ Adding an OpenAI-compatible vendor is one ``Route`` row (see README.md).
 import os
 import re
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
-from urllib.parse import urlsplit
 
-from . import providers
+from . import hosts, providers
 from .errors import ConfigError
+from .hosts.credentials import check_not_private_key, is_token_provider
+from .hosts.trust import check_base_url, check_model_segments, is_loopback, url_host
 from .providers._common import nearest
-from .providers._tokens import check_not_private_key, is_loopback, is_token_provider
 
 __all__ = [
     "Route",
@@ -57,18 +57,20 @@ MODEL_QUIRKS = ("embeddings", "tts", "image_output")
 
 
 def _derived_tables() -> Dict[str, Any]:
-    """CLIENT_TYPES, PROTOCOL_KEYS and QUIRK_KEYS, read from the protocols' records (every
-    protocol module is imported: these are for tools and tests; routing reads one record)."""
-    records = providers.all_protocols()
+    """CLIENT_TYPES, PROTOCOL_KEYS and QUIRK_KEYS, read from the client-type rows, their hosts and
+    the dialects' records (every module is imported: these are for tools and tests; routing reads one row)."""
+    rows = hosts.all_client_types()
     quirk_keys = set(MODEL_QUIRKS)
-    for record in records:
+    for record in providers.all_protocols():
         quirk_keys.update(record.quirk_keys)
+    for row in rows:
+        quirk_keys.update(row.host.quirk_keys)
     return {
         #: client_type -> default base URL when the caller names the protocol but no endpoint
-        "CLIENT_TYPES": {record.name: record.base_url for record in records},
+        "CLIENT_TYPES": {row.name: row.host.base_url for row in rows},
         #: client_type -> (key variables, the variable that moves the endpoint)
-        "PROTOCOL_KEYS": {record.name: (record.key_env, record.base_url_env) for record in records},
-        #: every quirk key a row may carry: what some protocol module reads (a typo in a row is caught by the tests)
+        "PROTOCOL_KEYS": {row.name: (row.key_env, row.base_url_env) for row in rows},
+        #: every quirk key a row may carry: what some dialect or host reads (a typo in a row is caught by the tests)
         "QUIRK_KEYS": tuple(sorted(quirk_keys)),
     }
 
@@ -344,14 +346,11 @@ def _quirks(route: Optional[Route], endpoint_quirks: bool) -> Dict[str, Any]:
 
 
 def _check_url(url: Any, what: str) -> str:
-    if not isinstance(url, str) or not re.match(r"^https?://[^/\s]", url):
-        shown = url if isinstance(url, str) else type(url).__name__
-        raise ConfigError("{} must be an http(s) URL (got {!r})".format(what, shown))
-    return url
+    return check_base_url(url, what)  # an http(s) URL whose host every parser reads alike (hosts.trust)
 
 
 def _protocol_names() -> str:
-    return ", ".join(sorted(providers.PROTOCOLS))
+    return ", ".join(sorted(hosts.CLIENT_TYPES))
 
 
 def resolve(
@@ -371,6 +370,7 @@ def resolve(
     env = os.environ if environ is None else environ
     if not isinstance(model, str) or not model.strip():
         raise ConfigError("model must be a non-empty string")
+    check_model_segments(model)  # "." and ".." would climb out of their place in a URL path
     if isinstance(api_key, str):
         check_not_private_key(api_key)  # a service-account JSON is refused here, before anything is sent
     by_name = route_for(model)
@@ -389,7 +389,7 @@ def resolve(
             client_type = chosen.client_type
         else:
             client_type = ALIASES.get(client_type, client_type)
-            if client_type not in providers.PROTOCOLS:
+            if client_type not in hosts.CLIENT_TYPES:
                 raise ConfigError("unknown client_type {!r}; protocols: {}; aliases: {}; presets: {}".format(
                     alias, _protocol_names(), ", ".join(sorted(ALIASES)), ", ".join(sorted(table))))
             if by_name is not None and by_name.client_type == client_type:
@@ -409,18 +409,20 @@ def resolve(
             chosen = None
     assert client_type is not None
 
-    record = providers.protocol(client_type)
-    if record.configure is not None:  # Azure OpenAI, Vertex AI: the caller's own cloud resource
-        client_type, endpoint, api_key, extra = record.configure(model, base_url, api_key, env)
+    row = hosts.client_type(client_type)
+    host = row.host
+    if host.configure is not None:  # Azure, Vertex AI, Bedrock: the caller's own cloud resource
+        client_type, endpoint, api_key, extra = host.configure(row, model, base_url, api_key, env)
         # no row of its own: what the model name says of the model (tts, image output) still applies
-        quirks = _quirks(chosen, True) if chosen is not None else _quirks(by_name, False)
+        quirks = dict(hosts.client_type(client_type).quirks)
+        quirks.update(_quirks(chosen, True) if chosen is not None else _quirks(by_name, False))
         quirks.update(extra)
         if isinstance(api_key, str):
             check_not_private_key(api_key, "the key read from the environment")
         return client_type, endpoint, api_key, quirks
     if is_token_provider(api_key):
         raise ConfigError("client_type {!r} takes a key string as api_key; a token callable is taken by {}".format(
-            client_type, ", ".join(r.name for r in providers.all_protocols() if r.configure is not None)))
+            client_type, ", ".join(r.name for r in hosts.all_client_types() if r.host.takes_token_callable)))
     if api_key is not None and (not isinstance(api_key, str) or not api_key):
         raise ConfigError("api_key must be a non-empty string (or None to read it from the environment)")
 
@@ -438,7 +440,7 @@ def resolve(
             key_names = chosen.key_env
             default = chosen.base_url
         else:
-            key_names, url_var, default = record.key_env, record.base_url_env, record.base_url
+            key_names, url_var, default = host.key_env, host.base_url_env, host.base_url
         env_url = env.get(url_var) if url_var else None
         endpoint = _check_url(env_url, url_var) if env_url else default
         quirks = _quirks(chosen, True)
@@ -457,6 +459,8 @@ def resolve(
         check_not_private_key(api_key, "the key read from the environment")
     if alias == "openai-embedding" or re.search(r"embed", model, re.I):
         quirks["embeddings"] = True  # embedding models keep their name's promise at any endpoint
+    if row.quirks:
+        quirks = dict(row.quirks, **quirks)
     return client_type, endpoint, api_key, quirks
 
 
@@ -472,10 +476,7 @@ def _gemini_api(env: Mapping[str, str]) -> str:
 
 
 def _hostname(url: str) -> str:
-    try:
-        return (urlsplit(url).hostname or "").lower()
-    except ValueError:
-        return ""
+    return url_host(url)
 
 
 def _modalities(route: Route) -> Tuple[List[str], List[str]]:

@@ -106,3 +106,17 @@ def summarize(events):
 def strip_ids(events):
     """Events with created_at removed (for comparing runs)."""
     return [{k: v for k, v in e.items() if k != "created_at"} for e in events]
+
+
+def sent(plan, endpoint):
+    """The request as the client sends it: ``plan`` (a dialect's build_request) through the host of
+    ``endpoint.client_type`` (the URL joined, the bytes, the credential)."""
+    from agenthub import hosts
+
+    return hosts.client_type(endpoint.client_type).host.encode(plan, endpoint)
+
+
+@pytest.fixture(autouse=True)
+def _private_agenthub_home(tmp_path_factory, monkeypatch):
+    """The CLI's conversation log goes to a folder of the test's own, never the user's data directory."""
+    monkeypatch.setenv("AGENTHUB_HOME", str(tmp_path_factory.mktemp("agenthub-home")))

@@ -22,7 +22,7 @@ from agenthub.sse import SSEEvent
 from agenthub.stream import check_stream, collect, drive
 from agenthub.types import PromptCaching, ThinkingLevel
 from agenthub.validate import check_config, check_messages
-from conftest import HERE, run_parser, splits, strip_ids, summarize, wire_params
+from conftest import HERE, run_parser, sent, splits, strip_ids, summarize, wire_params
 
 CLIENT = "anthropic"
 FIXTURES = os.path.join(HERE, "fixtures", "anthropic")
@@ -459,7 +459,7 @@ def test_multi_turn_with_redacted_thinking_and_tool_calls():
 
 
 def test_golden_minimal_request_and_headers():
-    req = request("claude-sonnet-4-5", [user("Hello")], {})
+    req = sent(request("claude-sonnet-4-5", [user("Hello")], {}), endpoint())
     assert req.method == "POST"
     assert req.url == "https://api.anthropic.com/v1/messages"
     assert req.stream is True
@@ -473,8 +473,8 @@ def test_golden_minimal_request_and_headers():
 
 
 def test_golden_trailing_slash_extra_headers_no_key():
-    req = anthropic.build_request(endpoint("http://127.0.0.1:9000/", key=None, headers={"x-gateway": "1"}),
-                                  "claude-opus-4-6", [user("x")], {})
+    keyless = endpoint("http://127.0.0.1:9000/", key=None, headers={"x-gateway": "1"})
+    req = sent(anthropic.build_request(keyless, "claude-opus-4-6", [user("x")], {}), keyless)
     assert req.url == "http://127.0.0.1:9000/v1/messages"
     assert "x-api-key" not in req.headers and req.headers["x-gateway"] == "1"
 

@@ -18,7 +18,9 @@ import pytest
 
 from agenthub import AutoLLMClient
 from agenthub.errors import AuthenticationError, ConfigError, RateLimitError, UpstreamError
-from agenthub.providers import azure, azure_responses, openai_chat, openai_responses
+from agenthub import hosts
+from agenthub.hosts import azure
+from agenthub.providers import openai_chat, openai_responses
 from agenthub.providers._common import Endpoint
 from agenthub.registry import resolve
 from agenthub.stream import check_stream, collect
@@ -42,12 +44,10 @@ def fixture(name):
 
 def plan(client_type, model="my-gpt5", config=None, base_url=None, api_key=None, environ=ENV, messages=USER):
     kind, url, key, quirks = resolve(model, client_type, base_url, api_key, environ=environ)
-    from agenthub import providers
-
-    record = providers.protocol(kind)
-    endpoint = Endpoint(kind, url, key, None, quirks)
-    request = record.build_request(endpoint, model, messages, check_config(config or {}))
-    return request, record.encode(request, endpoint)
+    row = hosts.client_type(kind)
+    endpoint = Endpoint(kind, url, key, None, quirks, model)
+    request = row.protocol().build_request(endpoint, model, messages, check_config(config or {}))
+    return request, row.host.encode(request, endpoint)
 
 
 # -- URLs ------------------------------------------------------------------------------------------
@@ -127,11 +127,11 @@ def test_token_provider_is_called_per_encode_and_sent_as_bearer():
 
     kind, url, key, quirks = resolve("my-gpt5", "azure", RESOURCE, provider, environ={})
     assert key is provider
-    endpoint = Endpoint(kind, url, key, None, quirks)
-    request = azure.build_request(endpoint, "my-gpt5", USER, check_config({}))
+    endpoint = Endpoint(kind, url, key, None, quirks, "my-gpt5")
+    request = openai_chat.build_request(endpoint, "my-gpt5", USER, check_config({}))
     assert calls == []  # planning calls nothing
-    first = azure.encode(request, endpoint)
-    second = azure.encode(request, endpoint)
+    first = azure.HOST.encode(request, endpoint)
+    second = azure.HOST.encode(request, endpoint)
     assert first.headers["Authorization"] == "Bearer entra-token-1"
     assert second.headers["Authorization"] == "Bearer entra-token-2"
     assert "api-key" not in first.headers and len(calls) == 2
@@ -139,7 +139,7 @@ def test_token_provider_is_called_per_encode_and_sent_as_bearer():
 
 def test_credential_headers_of_the_caller_win():
     endpoint = Endpoint("azure", RESOURCE, KEY, {"api-key": "from-default-headers"}, {"api_version": "2024-10-21"})
-    sent = azure.encode(azure.build_request(endpoint, "d", USER, check_config({})), endpoint)
+    sent = azure.HOST.encode(openai_chat.build_request(endpoint, "d", USER, check_config({})), endpoint)
     assert sent.headers["api-key"] == "from-default-headers" and "Authorization" not in sent.headers
 
 
@@ -149,9 +149,9 @@ def test_credential_headers_of_the_caller_win():
 ])
 def test_bad_token_provider_results_are_refused(returned, error):
     endpoint = Endpoint("azure", RESOURCE, lambda: returned, None, {})
-    request = azure.build_request(endpoint, "d", USER, check_config({}))
+    request = openai_chat.build_request(endpoint, "d", USER, check_config({}))
     with pytest.raises(error) as info:
-        azure.encode(request, endpoint)
+        azure.HOST.encode(request, endpoint)
     assert "PRIVATE KEY" not in str(info.value)
 
 
@@ -161,7 +161,7 @@ def test_a_provider_that_raises_is_an_authentication_error():
 
     endpoint = Endpoint("azure", RESOURCE, provider, None, {})
     with pytest.raises(AuthenticationError) as info:
-        azure.encode(azure.build_request(endpoint, "d", USER, check_config({})), endpoint)
+        azure.HOST.encode(openai_chat.build_request(endpoint, "d", USER, check_config({})), endpoint)
     assert info.value.retryable is False and isinstance(info.value.__cause__, RuntimeError)
 
 
@@ -376,9 +376,9 @@ def test_retries_stop_at_max_retries():
 
 
 def test_the_responses_record_shares_the_azure_credentials():
-    assert azure_responses.PROTOCOL.encode is azure.encode
-    assert azure_responses.PROTOCOL.parse_stream is openai_responses.parse_stream
-    assert azure.PROTOCOL.parse_stream is openai_chat.parse_stream
+    assert hosts.client_type("azure-responses").host.encode == azure.HOST.encode
+    assert hosts.client_type("azure-responses").protocol().parse_stream is openai_responses.parse_stream
+    assert hosts.client_type("azure").protocol().parse_stream is openai_chat.parse_stream
 
 
 @pytest.mark.parametrize("client_type, suffix", [("azure", ""), ("azure-responses", "/openai/v1"),

@@ -18,6 +18,7 @@ from agenthub.providers import bedrock
 from agenthub.providers._common import Endpoint
 from agenthub.stream import drive
 from agenthub.types import PromptCaching, ThinkingLevel
+from conftest import sent
 from agenthub.validate import check_config
 import bedrock_frames as bf
 
@@ -52,13 +53,13 @@ def items(events):
 
 def test_path_model_id_encoded_and_headers():
     endpoint = Endpoint("bedrock", URL + "/", None, {"X-Team": "a"}, {})
-    request = bedrock.build_request(endpoint, SONNET, [USER], {})
+    request = sent(bedrock.build_request(endpoint, SONNET, [USER], {}), endpoint)
     assert request.method == "POST"
     assert request.url == URL + "/model/us.anthropic.claude-sonnet-4-5-20250929-v1%3A0/converse-stream"
     assert request.headers == {"Content-Type": "application/json", "Accept": "application/vnd.amazon.eventstream",
                                "X-Team": "a"}
     arn = "arn:aws:bedrock:us-east-1:123456789012:application-inference-profile/abc123"
-    assert bedrock.build_request(endpoint, arn, [USER], {}).url == (
+    assert sent(bedrock.build_request(endpoint, arn, [USER], {}), endpoint).url == (
         URL + "/model/arn%3Aaws%3Abedrock%3Aus-east-1%3A123456789012%3Aapplication-inference-profile%2Fabc123"
         "/converse-stream")
 

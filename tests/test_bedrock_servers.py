@@ -259,7 +259,7 @@ def test_a_token_provider_as_api_key_is_called_for_every_attempt(server):
 
 
 def test_explicit_credentials_as_api_key(server, aws_env):
-    from agenthub.aws import Credentials
+    from agenthub.hosts.aws import Credentials
 
     for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"):
         aws_env.delenv(name)
@@ -299,10 +299,12 @@ def test_list_models_asks_the_control_plane_signed(server):
 def test_the_control_plane_host_of_an_aws_endpoint():
     from agenthub.providers import bedrock
     from agenthub.providers._common import Endpoint
+    from conftest import sent
 
     for runtime, control in (("https://bedrock-runtime.eu-west-1.amazonaws.com", "https://bedrock.eu-west-1.amazonaws.com"),
                              ("https://bedrock-runtime-fips.us-east-1.amazonaws.com",
                               "https://bedrock-fips.us-east-1.amazonaws.com"),
                              ("http://127.0.0.1:9", "http://127.0.0.1:9")):
-        request = bedrock.models_request(Endpoint("bedrock", runtime, None, None, {}))
+        where = Endpoint("bedrock", runtime, None, None, {})
+        request = sent(bedrock.models_request(where), where)
         assert request.url == control + "/foundation-models" and request.method == "GET"

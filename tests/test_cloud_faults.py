@@ -66,12 +66,12 @@ def recording(client_type):
 def first_event_and_rest(client_type, data):
     """(the shortest run of whole events after which the parser has produced a delta, the rest,
     that run less its last event: a preamble with no content yet)."""
-    from agenthub import providers
+    from agenthub import hosts
     from agenthub.errors import AgentHubError
     from agenthub.sse import iter_events
     from agenthub.stream import drive
 
-    record = providers.protocol(client_type)
+    record = hosts.client_type(client_type).protocol()
     parts = [p + b"\n\n" for p in data.replace(b"\r\n", b"\n").split(b"\n\n") if p.strip()]
     for k in range(1, len(parts)):
         prefix = b"".join(parts[:k])

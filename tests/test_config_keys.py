@@ -30,7 +30,7 @@ from agenthub.providers import anthropic, gemini, openai_chat, openai_responses
 from agenthub.providers._common import Endpoint, apply_extras, deep_merge
 from agenthub.registry import resolve
 from agenthub.validate import check_config
-from conftest import run_parser
+from conftest import run_parser, sent
 
 USER = [{"role": "user", "content_items": [{"type": "text", "text": "Hi"}]}]
 SCHEMA = {"type": "object", "properties": {"city": {"type": "string"}, "temp_c": {"type": "number"}},
@@ -45,9 +45,9 @@ GEMINI = Endpoint("gemini", "https://generativelanguage.googleapis.com", "gm-tes
 
 
 def plan(module, endpoint, model, config, messages=USER):
-    """What the client sends: build_request, then the extras merged on the plan."""
+    """What the client sends: build_request, then the extras merged on the plan, then the host's encode."""
     cfg = check_config(config)
-    return apply_extras(module.build_request(endpoint, model, messages, cfg), cfg)
+    return sent(apply_extras(module.build_request(endpoint, model, messages, cfg), cfg), endpoint)
 
 
 def refused(module, endpoint, model, config, parameter):
@@ -365,7 +365,7 @@ def test_anthropic_gateways_reading_bearer_get_only_authorization():
     first_party = Endpoint("anthropic", "https://api.anthropic.com", "sk-ant-1", quirks={"auth": "bearer"})
     headers = plan(anthropic, first_party, "claude-sonnet-4-6", {}).headers
     assert headers["x-api-key"] == "sk-ant-1" and "Authorization" not in headers
-    models = anthropic.models_request(Endpoint(kind, url, key, quirks=quirks))
+    models = sent(anthropic.models_request(Endpoint(kind, url, key, quirks=quirks)), Endpoint(kind, url, key, quirks=quirks))
     assert models.headers["Authorization"] == "Bearer or-key-1" and "x-api-key" not in models.headers
 
 

@@ -22,7 +22,7 @@ from agenthub.providers import gemini, gemini_embeddings
 from agenthub.providers._common import Endpoint
 from agenthub.stream import drive
 from agenthub.validate import check_config
-from conftest import ROOT, run_parser, splits, strip_ids, summarize, wire_params
+from conftest import ROOT, run_parser, sent, splits, strip_ids, summarize, wire_params
 
 FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "gemini")
 RECORDINGS = os.path.join(ROOT, "agenthub", "recordings", "gemini")
@@ -51,7 +51,8 @@ def endpoint(quirks=None, key="test-key", base=BASE, headers=None):
 
 
 def build(model, messages, config=None, **kwargs):
-    return gemini.build_request(endpoint(**kwargs), model, messages, check_config(config))
+    where = endpoint(**kwargs)
+    return sent(gemini.build_request(where, model, messages, check_config(config)), where)
 
 
 def assert_request(request, model, body):
@@ -605,15 +606,16 @@ def test_unsupported_parameters(config):
 
 
 def test_golden_embed_single_and_batch():
-    request = gemini_embeddings.build_request(endpoint({"embeddings": True}), "gemini-embedding-001", [user("hello")],
-                                              check_config({"embedding_config": {"dimensions": 768}}))
+    request = sent(gemini_embeddings.build_request(endpoint({"embeddings": True}), "gemini-embedding-001",
+                                                   [user("hello")], check_config({"embedding_config": {"dimensions": 768}})),
+                   endpoint({"embeddings": True}))
     assert (request.method, request.stream) == ("POST", False)
     assert request.url == BASE + "/v1beta/models/gemini-embedding-001:embedContent"
     assert dict(request.headers) == {"Content-Type": "application/json", "Accept": "application/json",
                                      "x-goog-api-key": "test-key"}
     assert request.body == {"content": {"parts": [{"text": "hello"}]}, "outputDimensionality": 768}
-    request = gemini_embeddings.build_request(endpoint(), "gemini-embedding-001",
-                                              [user("a", "b"), {"role": "user", "content_items": []}], {})
+    request = sent(gemini_embeddings.build_request(endpoint(), "gemini-embedding-001",
+                                                   [user("a", "b"), {"role": "user", "content_items": []}], {}), endpoint())
     assert request.url == BASE + "/v1beta/models/gemini-embedding-001:batchEmbedContents"
     assert request.body == {"requests": [
         {"model": "models/gemini-embedding-001", "content": {"parts": [{"text": "a"}, {"text": "b"}]}},

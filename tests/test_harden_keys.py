@@ -4,6 +4,7 @@ secret, and errors that happened before anything was sent."""
 import dataclasses
 import logging
 import traceback
+import types
 
 import pytest
 
@@ -66,10 +67,9 @@ def test_a_header_requests_refuses_is_not_chained_not_retried_and_not_shown(monk
     with FaultServer() as server:
         client = AutoLLMClient("m", api_key=KEY, base_url=server.url + "/v1", client_type="openai-chat",
                                max_retries=2, timeout=Timeout(connect=2, read=2))
-        protocol = client._protocol
-        original = protocol.encode
-        monkeypatch.setattr(protocol, "encode", lambda request, endpoint: _with_header(
-            original(request, endpoint), token))
+        original = client._host.encode
+        monkeypatch.setattr(client, "_host", types.SimpleNamespace(encode=lambda request, endpoint: _with_header(
+            original(request, endpoint), token)))
         with caplog.at_level(logging.DEBUG, logger="agenthub"), pytest.raises(TransportError) as caught:
             list(client.streaming_response(USER))
         assert server.requests == []

@@ -11,7 +11,7 @@ from agenthub.providers._common import Endpoint
 from agenthub.providers.openai_chat import build_request, map_usage, parse_stream
 from agenthub.types import PromptCaching, ThinkingLevel
 from agenthub.validate import check_config
-from conftest import run_parser, splits, strip_ids, summarize, wire_params
+from conftest import run_parser, sent, splits, strip_ids, summarize, wire_params
 
 
 def run(data, **kwargs):
@@ -187,9 +187,9 @@ def body(messages, config=None, endpoint=ENDPOINT):
 
 
 def test_request_golden_every_config_field():
-    request = build_request(ENDPOINT, "gpt-x", [USER], check_config({
+    request = sent(build_request(ENDPOINT, "gpt-x", [USER], check_config({
         "max_tokens": 100, "temperature": 0.5, "tools": TOOLS, "tool_choice": "required",
-        "system_prompt": "Be brief.", "thinking_summary": True}))
+        "system_prompt": "Be brief.", "thinking_summary": True})), ENDPOINT)
     assert request.url == "https://api.example.com/v1/chat/completions"
     assert request.method == "POST" and request.stream
     assert request.headers == {"Content-Type": "application/json", "Accept": "text/event-stream",

@@ -11,6 +11,7 @@ from agenthub.providers._common import Endpoint
 from agenthub.providers.openai_embeddings import build_request, parse_response
 from agenthub.stream import StreamEnd, check_stream, collect, drive
 from agenthub.validate import check_config
+from conftest import sent
 
 CLIENT = "openai-chat"
 
@@ -24,7 +25,8 @@ def message(*texts):
 
 
 def request(messages, config=None, **kwargs):
-    return build_request(endpoint(**kwargs), "text-embedding-3-small", messages, check_config(config))
+    where = endpoint(**kwargs)
+    return sent(build_request(where, "text-embedding-3-small", messages, check_config(config)), where)
 
 
 def test_request_golden():
@@ -39,8 +41,8 @@ def test_request_golden():
 
 
 def test_request_without_dimensions_key_or_with_extra_headers():
-    req = build_request(endpoint("http://127.0.0.1:8080/v1/", key=None, headers={"X-A": "b"}), "bge-m3",
-                        [message("x")], {})
+    keyless = endpoint("http://127.0.0.1:8080/v1/", key=None, headers={"X-A": "b"})
+    req = sent(build_request(keyless, "bge-m3", [message("x")], {}), keyless)
     assert req.url == "http://127.0.0.1:8080/v1/embeddings"
     assert "Authorization" not in req.headers and req.headers["X-A"] == "b"
     assert req.body == {"model": "bge-m3", "input": ["x"], "encoding_format": "float"}

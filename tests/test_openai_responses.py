@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from conftest import HERE, run_parser, splits, strip_ids, summarize, wire_params
+from conftest import HERE, run_parser, sent, splits, strip_ids, summarize, wire_params
 
 from agenthub.errors import (
     ConfigError,
@@ -413,7 +413,8 @@ def user(text):
 
 
 def request(model, messages, config=None, **kwargs):
-    return build_request(endpoint(**kwargs), model, messages, check_config(config))
+    where = endpoint(**kwargs)
+    return sent(build_request(where, model, messages, check_config(config)), where)
 
 
 def next_request(model, messages, config=None, **kwargs):
@@ -547,7 +548,8 @@ def test_unsupported_options():
 
 
 def test_no_key_no_authorization_header():
-    req = build_request(endpoint("http://127.0.0.1:8000/v1", key=None), "local", [user("x")], {})
+    keyless = endpoint("http://127.0.0.1:8000/v1", key=None)
+    req = sent(build_request(keyless, "local", [user("x")], {}), keyless)
     assert "Authorization" not in req.headers
     assert req.url == "http://127.0.0.1:8000/v1/responses"
 

@@ -2,8 +2,11 @@
 
 import ast
 import os
+import shutil
 import subprocess
 import sys
+
+import pytest
 
 import agenthub
 
@@ -48,23 +51,58 @@ def test_error_tree_matches_api_md():
     assert issubclass(e.StreamError, e.AgentHubError)
 
 
-def modules():
-    for folder, _, files in os.walk(PACKAGE):
+def modules(package=PACKAGE):
+    for folder, _, files in os.walk(package):
         for name in files:
             if name.endswith(".py"):
                 path = os.path.join(folder, name)
-                rel = os.path.relpath(path, PACKAGE).replace(os.sep, "/")
+                rel = os.path.relpath(path, package).replace(os.sep, "/")
                 with open(path, encoding="utf-8") as handle:
                     yield rel, ast.parse(handle.read())
 
 
-def imports(tree):
+def module_name(rel):
+    """``providers/anthropic.py`` -> ``agenthub.providers.anthropic`` (``x/__init__.py`` -> ``agenthub.x``)."""
+    parts = rel[:-3].split("/")
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(["agenthub"] + parts)
+
+
+def imports(tree, rel=None, known=()):
+    """(level, name) of each import; with ``rel`` (the importing file), relative imports are resolved to
+    absolute module names, ``from . import X`` to module X (when ``known`` holds it), as
+    (0, "agenthub.x.X", names imported)."""
+    if rel is None:
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    yield 0, alias.name
+            elif isinstance(node, ast.ImportFrom):
+                yield node.level, node.module or ""
+        return
+    here = module_name(rel)
+    package = here if rel.endswith("__init__.py") else here.rsplit(".", 1)[0]
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             for alias in node.names:
-                yield 0, alias.name
+                yield 0, alias.name, ()
         elif isinstance(node, ast.ImportFrom):
-            yield node.level, node.module or ""
+            if node.level:
+                parts = package.split(".")
+                base = ".".join(parts[:len(parts) - node.level + 1])
+                if node.module:
+                    base += "." + node.module
+            else:
+                base = node.module or ""
+            plain = []
+            for alias in node.names:
+                if base + "." + alias.name in known:
+                    yield 0, base + "." + alias.name, ()  # from . import X: module X
+                else:
+                    plain.append(alias.name)
+            if plain:
+                yield 0, base, tuple(plain)
 
 
 STDLIB_38 = {  # what the package may use on 3.8, where sys.stdlib_module_names does not exist
@@ -74,7 +112,7 @@ STDLIB_38 = {  # what the package may use on 3.8, where sys.stdlib_module_names 
     "struct", "sys", "tempfile", "threading", "time", "traceback", "typing", "urllib", "uuid", "wave", "warnings",
     "webbrowser", "weakref", "zlib", "types", "signal", "textwrap", "pickle", "datetime", "errno", "select",
     "queue", "heapq", "bisect", "operator", "codecs", "unicodedata", "numbers", "fnmatch", "platform", "gzip",
-    "configparser", "hmac", "wsgiref",
+    "configparser", "hmac", "wsgiref", "pkgutil",
 }
 
 
@@ -88,31 +126,180 @@ def test_only_transport_imports_requests_and_nothing_outside_stdlib():
             if top in ("requests", "urllib3"):
                 assert rel == "transport.py", "{} imports {}".format(rel, name)
             elif top == "google":  # google-auth, the optional extra agenthub[vertex], inside gcp.py's functions
-                assert rel == "gcp.py", "{} imports {}".format(rel, name)
+                assert rel == "hosts/gcp.py", "{} imports {}".format(rel, name)
+            elif top == "ray":  # Ray Data, the optional extra agenthub[ray], inside agenthub/ray.py's run_job
+                assert rel == "ray.py", "{} imports {}".format(rel, name)
             else:
                 assert top in stdlib or top == "agenthub", "{} imports {} (not stdlib)".format(rel, name)
 
 
-SAME_PROTOCOL = {"providers/gemini_embeddings.py": {"gemini"},
-                 # the cloud routes: another wire protocol's request and parser at the cloud's URL and auth
-                 "providers/azure.py": {"openai_chat"}, "providers/azure_responses.py": {"azure", "openai_responses"},
-                 "providers/vertex.py": {"gemini"}, "providers/vertex_anthropic.py": {"anthropic", "vertex"}}
+#: the floors, lowest first: a module imports only from its own floor or below (a module not named here
+#: is checked for circles only: give it a floor).  providers/* is the wire dialects, hosts/* where a
+#: request goes and how it is authorised.
+LAYERS = [
+    {"types", "errors", "_redact"},
+    {"sse", "eventstream", "toolcalls", "stream", "validate", "media", "answers"},
+    {"providers"},
+    {"hosts", "aws", "gcp"},
+    {"registry", "transport", "tracer", "catalog", "budget", "limiter"},
+    {"client", "testing"},
+    {"server", "playground", "viewer", "_dom", "demo", "__main__", "apps", "", "jobs", "ray"},
+]
+#: what a provider may import: the pure core, providers/_common and other dialects' public names
+PURE_CORE = LAYERS[0] | LAYERS[1]
+#: circles known and lazy on one side: registry.cost is the old name of catalog.cost (imported inside the
+#: function) while the catalog reads registry.route_for (inside a function too)
+KNOWN_CIRCLES = [{"agenthub.catalog", "agenthub.registry"}]
 
 
-def test_layers_providers_are_pure():
-    for rel, tree in modules():
-        if not rel.startswith("providers/"):
+def _floor(module):
+    parts = module.split(".")
+    room = parts[1] if len(parts) > 1 else ""
+    for number, rooms in enumerate(LAYERS):
+        if room in rooms:
+            return number
+    return None
+
+
+def _arrows(package):
+    """{module: {imported module: [names]}} inside agenthub, relative imports resolved."""
+    files = dict(modules(package))
+    known = {module_name(rel) for rel in files}
+    graph = {}
+    for rel, tree in files.items():
+        here = module_name(rel)
+        out = graph.setdefault(here, {})
+        for _, name, names in imports(tree, rel, known):
+            if not (name == "agenthub" or name.startswith("agenthub.")):
+                if name.split(".")[0] in ("requests", "urllib3") and here.startswith("agenthub.providers"):
+                    out.setdefault(name, []).extend(names)
+                continue
+            target = name
+            while target not in known and "." in target:
+                target = target.rsplit(".", 1)[0]
+            if target != here:
+                out.setdefault(target, []).extend(names)
+    return graph, files
+
+
+def _circles(graph):
+    """The strongly connected groups of more than one module (Tarjan's algorithm, iterative)."""
+    index, low, stack, on, found, counter = {}, {}, [], set(), [], [0]
+    for start in graph:
+        if start in index:
             continue
-        for level, name in imports(tree):
-            target = name.split(".")[0] if level else name
-            assert target not in ("transport", "client", "registry", "tracer", "requests"), (rel, name)
-            if level == 1 and rel != "providers/__init__.py":
-                allowed = {"_common", "_tokens", ""} | SAME_PROTOCOL.get(rel, set())
-                assert target in allowed, "{} imports sibling provider {}".format(rel, name)
-    for rel, tree in modules():
-        if rel in ("types.py", "errors.py", "sse.py", "toolcalls.py", "stream.py", "validate.py"):
-            for level, name in imports(tree):
-                assert not level or name.split(".")[0] in ("errors", "types", ""), (rel, name)
+        work = [(start, iter(graph.get(start, ())))]
+        index[start] = low[start] = counter[0]
+        counter[0] += 1
+        stack.append(start)
+        on.add(start)
+        while work:
+            node, children = work[-1]
+            advanced = False
+            for child in children:
+                if child not in graph:
+                    continue
+                if child not in index:
+                    index[child] = low[child] = counter[0]
+                    counter[0] += 1
+                    stack.append(child)
+                    on.add(child)
+                    work.append((child, iter(graph.get(child, ()))))
+                    advanced = True
+                    break
+                if child in on:
+                    low[node] = min(low[node], index[child])
+            if advanced:
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                group = set()
+                while True:
+                    member = stack.pop()
+                    on.discard(member)
+                    group.add(member)
+                    if member == node:
+                        break
+                if len(group) > 1:
+                    found.append(group)
+    return found
+
+
+def layer_violations(package=PACKAGE):
+    """Every broken layering rule of the package at ``package``, in words (empty: the layers hold)."""
+    graph, files = _arrows(package)
+    problems = []
+    for here, targets in sorted(graph.items()):
+        for target, names in sorted(targets.items()):
+            if here.startswith("agenthub.providers.") or here == "agenthub.providers":
+                room = target.split(".")[1] if target.count(".") else ""
+                if not target.startswith("agenthub."):
+                    problems.append("{} imports {}".format(here, target))
+                elif target.startswith("agenthub.providers"):
+                    private = [name for name in names if name.startswith("_")]
+                    if target != "agenthub.providers._common" and private:
+                        problems.append("{} imports private {} of {}".format(here, ", ".join(private), target))
+                elif room not in PURE_CORE:
+                    problems.append("{} imports {} (a provider imports only _common and the pure core)".format(
+                        here, target))
+            low, high = _floor(target), _floor(here)
+            if low is not None and high is not None and low > high:
+                problems.append("{} (floor {}) imports {} (floor {}): an arrow up".format(here, high, target, low))
+    # a provider reading another dialect's private name through its module (anthropic._thinking)
+    for rel, tree in files.items():
+        here = module_name(rel)
+        if not here.startswith("agenthub.providers."):
+            continue
+        siblings = {name.rsplit(".", 1)[1] for name in graph.get(here, {})
+                    if name.startswith("agenthub.providers.") and name != "agenthub.providers._common"}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in siblings \
+                    and node.attr.startswith("_") and not node.attr.startswith("__"):
+                problems.append("{} reads private {}.{}".format(here, node.value.id, node.attr))
+    for group in _circles(graph):
+        if group not in KNOWN_CIRCLES:
+            problems.append("import circle: {}".format(" <-> ".join(sorted(group))))
+    return problems
+
+
+def test_layers_hold():
+    assert layer_violations() == []
+
+
+@pytest.mark.parametrize("file, probe, expected", [
+    ("providers/openai_chat.py", "from .. import transport\n", "agenthub.providers.openai_chat imports agenthub.transport"),
+    ("providers/openai_chat.py", "from ..transport import open_stream\n", "imports agenthub.transport"),
+    ("providers/gemini.py", "import requests\n", "agenthub.providers.gemini imports requests"),
+    ("providers/bedrock.py", "from ..hosts import aws\n", "imports agenthub.hosts.aws"),
+    ("providers/bedrock.py", "from .anthropic import _name\n", "imports private _name of agenthub.providers.anthropic"),
+    ("providers/bedrock.py", "X = anthropic._name\n", "reads private anthropic._name"),
+    ("types.py", "from . import client\n", "agenthub.types (floor 0) imports agenthub.client (floor 5): an arrow up"),
+    ("hosts/keys.py", "from .. import registry\n", "an arrow up"),
+    ("errors.py", "from . import media\n", "an arrow up"),
+    ("media.py", "from . import toolcalls\n", "import circle"),
+])
+def test_a_probe_import_breaks_the_layering_check(tmp_path, file, probe, expected):
+    copy = str(tmp_path / "agenthub")
+    shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__", "recordings"))
+    if file == "media.py":  # a circle needs both arrows: toolcalls -> media, media -> toolcalls
+        with open(os.path.join(copy, "toolcalls.py"), "a", encoding="utf-8") as handle:
+            handle.write("\nfrom . import media\n")
+    with open(os.path.join(copy, file), "a", encoding="utf-8") as handle:
+        handle.write("\n" + probe)
+    assert layer_violations() == []  # the package itself is clean: the probe is what breaks the copy
+    problems = layer_violations(copy)
+    assert any(expected in problem for problem in problems), problems
+
+
+def test_layers_core_modules_import_only_errors_and_types():
+    files = dict(modules())
+    known = {module_name(rel) for rel in files}
+    for rel in ("types.py", "errors.py", "sse.py", "toolcalls.py", "stream.py", "validate.py"):
+        for _, name, _ in imports(files[rel], rel, known):
+            if name.startswith("agenthub"):
+                assert name in ("agenthub.errors", "agenthub.types"), (rel, name)
 
 
 def test_import_is_cheap_and_does_not_load_requests():

@@ -27,11 +27,9 @@ ENV = {
 
 
 def _provider(client_type, quirks):
-    from agenthub import providers
+    from agenthub import hosts
 
-    if quirks.get("embeddings"):
-        return providers.embeddings_protocol(client_type)
-    return providers.protocol(client_type)
+    return hosts.client_type(client_type).protocol(bool(quirks.get("embeddings")))
 
 
 def _body(model, config, client_type=None, base_url=None, api_key=None, environ=ENV, messages=USER):
@@ -95,17 +93,19 @@ def test_unknown_name_says_how_to_pass_client_type_and_base_url():
     with pytest.raises(ConfigError) as info:
         resolve("my-finetune", environ=ENV)
     message = str(info.value)
-    from agenthub import providers
+    from agenthub import hosts
 
     assert message.startswith("cannot route model 'my-finetune' by its name: pass client_type (a protocol: "
-                              "{}; or a preset: ".format(", ".join(sorted(providers.PROTOCOLS))))
-    assert "anthropic, azure, azure-responses, bedrock, gemini, gemini-interactions, openai-chat, openai-responses, vertex" in message
+                              "{}; or a preset: ".format(", ".join(sorted(hosts.CLIENT_TYPES))))
+    assert "anthropic, azure, azure-anthropic, azure-responses, bedrock, gemini, gemini-interactions, openai-chat, openai-responses, vertex" \
+        in message
     assert "AutoLLMClient('my-finetune', client_type='openai-chat', base_url='http://127.0.0.1:8000/v1')" in message
 
 
 def test_unknown_client_type_lists_the_known_ones():
     with pytest.raises(ConfigError, match=r"unknown client_type 'acme'; protocols: agenthub, anthropic, azure, "
-                                          r"azure-responses, bedrock, gemini, gemini-interactions, openai-chat, openai-responses, "):
+                                          r"azure-anthropic, azure-responses, bedrock, gemini, gemini-interactions, openai-chat, "
+                                          r"openai-responses, "):
         resolve("x", "acme", environ={})
     with pytest.raises(ConfigError, match=r"; aliases: ant-messages, "):
         resolve("x", "acme", environ={})
@@ -401,6 +401,8 @@ def test_every_quirk_a_protocol_module_reads_is_declared_on_its_record():
 
     from agenthub import providers
 
+    from agenthub import hosts
+
     for record in providers.all_protocols():
         modules = [importlib.import_module("agenthub.providers." + record.module)]
         if record.embeddings:
@@ -409,19 +411,25 @@ def test_every_quirk_a_protocol_module_reads_is_declared_on_its_record():
         for module in modules:
             read.update(_QUIRK_READ.findall(inspect.getsource(module)))
         assert read == set(record.quirk_keys), record
+    for name, (module, attribute) in hosts.HOSTS.items():  # a host's quirks (header form, api-version) on its record
+        host = hosts.host(name)
+        read = set(_QUIRK_READ.findall(inspect.getsource(importlib.import_module("agenthub.hosts." + module))))
+        assert set(host.quirk_keys) <= read, host
     assert set(registry.QUIRK_KEYS) == set(registry.MODEL_QUIRKS).union(
-        *(r.quirk_keys for r in providers.all_protocols()))
+        *(r.quirk_keys for r in providers.all_protocols()), *(hosts.host(name).quirk_keys for name in hosts.HOSTS))
 
 
 def test_the_derived_tables_come_from_the_records():
-    from agenthub import providers
+    from agenthub import hosts, providers
     from agenthub.apps import demo
 
-    assert set(registry.CLIENT_TYPES) == set(providers.PROTOCOLS)
+    assert set(registry.CLIENT_TYPES) == set(hosts.CLIENT_TYPES)
     for record in providers.all_protocols():
         assert record.name in providers.PROTOCOLS and providers.PROTOCOLS[record.name] == record.module
-        assert registry.CLIENT_TYPES[record.name] == record.base_url
-        assert registry.PROTOCOL_KEYS[record.name] == (record.key_env, record.base_url_env)
+    for row in hosts.all_client_types():
+        assert row.dialect in providers.PROTOCOLS and row.host_name in hosts.HOSTS
+        assert registry.CLIENT_TYPES[row.name] == row.host.base_url
+        assert registry.PROTOCOL_KEYS[row.name] == (row.key_env, row.base_url_env)
     assert [d[1] for d in demo.DEMOS] == [r.name for r in providers.all_protocols() if r.demo]
 
 

@@ -134,7 +134,9 @@ def test_keys_travel_in_headers_never_in_the_url(protocol):
     from agenthub.providers._common import Endpoint
 
     endpoint = Endpoint(CLIENT_TYPES[protocol], "https://example.invalid", KEY)
-    request = module.build_request(endpoint, "some-model", [USER], {})
+    from conftest import sent
+
+    request = sent(module.build_request(endpoint, "some-model", [USER], {}), endpoint)
     assert KEY not in request.url
     assert any(KEY in value for value in request.headers.values())
     assert KEY not in repr(request) and KEY not in repr(endpoint)

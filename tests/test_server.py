@@ -838,7 +838,8 @@ def test_client_type_agenthub_routes_by_its_preset():
         resolve("fast", "agenthub", base_url="https://elsewhere.example.com",
                 environ={"AGENTHUB_SERVER_KEY": "sk-server-0123456789"})
     client = AutoLLMClient("fast", client_type="agenthub", base_url="http://127.0.0.1:1/v1", api_key="k" * 12)
-    request = client._protocol.build_request(client._endpoint, "fast", MESSAGES, {"trace_id": "t", "max_tokens": 5})
+    request = client._host.encode(client._protocol.build_request(client._endpoint, "fast", MESSAGES,
+                                                                 {"trace_id": "t", "max_tokens": 5}), client._endpoint)
     assert request.url == "http://127.0.0.1:1/v1/stream"
     assert request.body == {"model": "fast", "messages": MESSAGES, "config": {"max_tokens": 5}}
     assert request.headers["Authorization"] == "Bearer " + "k" * 12

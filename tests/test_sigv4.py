@@ -5,8 +5,8 @@ import pickle
 
 import pytest
 
-from agenthub import aws
-from agenthub.aws import BedrockAuth, Credentials, credentials_from, region_from, resolve_bedrock, sign_v4
+from agenthub.hosts import aws
+from agenthub.hosts.aws import BedrockAuth, Credentials, credentials_from, region_from, resolve_bedrock, sign_v4
 from agenthub.errors import ConfigError
 import bedrock_frames as bf
 
@@ -234,3 +234,15 @@ def test_a_token_provider_is_asked_once_per_request(tmp_path):
     assert auth.apply("POST", url, {}, b"")["Authorization"] == "Bearer ABSKsecond-token-0002"
     with pytest.raises(ConfigError):
         resolve_bedrock(api_key=b"bytes", environ=dict(_home(tmp_path), AWS_REGION="us-east-1"))
+
+
+def test_the_documented_module_names_are_the_hosts_modules():
+    import agenthub.aws
+    import agenthub.gcp
+    import agenthub.hosts.aws
+    import agenthub.hosts.gcp
+    from agenthub import gcp
+    from agenthub.aws import Credentials
+
+    assert agenthub.aws is agenthub.hosts.aws and agenthub.gcp is agenthub.hosts.gcp is gcp
+    assert Credentials is agenthub.hosts.aws.Credentials

@@ -24,9 +24,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from agenthub import AutoLLMClient, providers
+from agenthub import AutoLLMClient, hosts
 from agenthub.errors import AuthenticationError, ConfigError, TransportError
-from agenthub.providers import vertex, vertex_anthropic
+from agenthub.hosts import vertex
+from agenthub.providers import gemini
 from agenthub.providers._common import Endpoint
 from agenthub.registry import resolve
 from agenthub.stream import check_stream
@@ -129,12 +130,12 @@ def test_a_credentials_file_path_as_api_key_is_refused(clean_env):
 
 
 def test_whole_json_answers_are_read_by_the_wrapped_protocols():
-    from agenthub.providers import anthropic, azure, azure_responses, gemini, openai_chat, openai_responses
+    from agenthub.providers import anthropic, gemini, openai_chat, openai_responses
 
-    for mine, theirs in ((vertex, gemini), (vertex_anthropic, anthropic), (azure, openai_chat),
-                         (azure_responses, openai_responses)):
-        assert mine.PROTOCOL.parse_document is theirs.PROTOCOL.parse_document
-        assert mine.PROTOCOL.framing is theirs.PROTOCOL.framing
+    for mine, theirs in (("vertex", gemini), ("vertex-anthropic", anthropic), ("azure", openai_chat),
+                         ("azure-responses", openai_responses), ("azure-anthropic", anthropic)):
+        assert hosts.client_type(mine).protocol().parse_document is theirs.PROTOCOL.parse_document
+        assert hosts.client_type(mine).protocol().framing is theirs.PROTOCOL.framing
 
 
 def test_google_credentials_go_only_to_google_hosts(clean_env):
@@ -147,9 +148,9 @@ def test_google_credentials_go_only_to_google_hosts(clean_env):
 
 def encoded(model, config=None, api_key="ya29.static-token", messages=USER):
     kind, url, key, quirks = resolve(model, "vertex", api_key=api_key, environ={"GOOGLE_CLOUD_PROJECT": PROJECT})
-    record = providers.protocol(kind)
-    endpoint = Endpoint(kind, url, key, None, quirks)
-    return record.encode(record.build_request(endpoint, model, messages, check_config(config or {})), endpoint)
+    row = hosts.client_type(kind)
+    endpoint = Endpoint(kind, url, key, None, quirks, model)
+    return row.host.encode(row.protocol().build_request(endpoint, model, messages, check_config(config or {})), endpoint)
 
 
 def test_gemini_request_golden():
@@ -189,9 +190,9 @@ def test_a_token_callable_is_called_per_encode():
     tokens = iter(["ya29.one", "ya29.two"])
     kind, url, key, quirks = resolve("gemini-3.5-flash", "vertex", api_key=lambda: next(tokens),
                                      environ={"GOOGLE_CLOUD_PROJECT": PROJECT})
-    endpoint = Endpoint(kind, url, key, None, quirks)
-    request = vertex.build_request(endpoint, "gemini-3.5-flash", USER, check_config({}))
-    assert [vertex.encode(request, endpoint).headers["Authorization"] for _ in range(2)] == [
+    endpoint = Endpoint(kind, url, key, None, quirks, "gemini-3.5-flash")
+    request = gemini.build_request(endpoint, "gemini-3.5-flash", USER, check_config({}))
+    assert [vertex.HOST.encode(request, endpoint).headers["Authorization"] for _ in range(2)] == [
         "Bearer ya29.one", "Bearer ya29.two"]
 
 
@@ -210,7 +211,7 @@ def parse(record, data):
 
 
 def test_gemini_stream_with_crlf_lines():
-    events = parse(vertex.PROTOCOL, fixture("gemini_text.sse"))
+    events = parse(hosts.client_type("vertex").protocol(), fixture("gemini_text.sse"))
     assert summarize(events) == {
         "text": "Paris is the capital of France.", "thinking": "Checking the capital.", "tool_calls": [],
         "finish_reason": "stop",
@@ -218,7 +219,7 @@ def test_gemini_stream_with_crlf_lines():
 
 
 def test_claude_stream_thinking_and_tool_use():
-    events = parse(vertex_anthropic.PROTOCOL, fixture("claude_thinking_tool_use.sse"))
+    events = parse(hosts.client_type("vertex-anthropic").protocol(), fixture("claude_thinking_tool_use.sse"))
     assert summarize(events)["tool_calls"] == [
         {"name": "get_weather", "id": "toolu_vrtx_01", "arguments": {"city": "Paris"}}]
     signed = [i for e in events for i in e["content_items"] if i.get("fidelity", {}).get("signature")]
@@ -234,7 +235,7 @@ def _sa_text(private_key="-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BA
                        "token_uri": "https://oauth2.googleapis.com/token"})
 
 
-@pytest.mark.parametrize("client_type", sorted(providers.PROTOCOLS))
+@pytest.mark.parametrize("client_type", sorted(hosts.CLIENT_TYPES))
 def test_a_service_account_json_as_api_key_is_refused_for_every_client(client_type, clean_env):
     clean_env.setenv("GOOGLE_CLOUD_PROJECT", PROJECT)
     clean_env.setenv("AZURE_OPENAI_ENDPOINT", "http://127.0.0.1:9")
@@ -374,7 +375,7 @@ def service_account(clean_env, tmp_path, rsa_key):
 
 
 def test_application_default_credentials_and_project_from_the_file(service_account):
-    from agenthub import gcp
+    from agenthub.hosts import gcp
 
     token, project = gcp.application_default()
     assert project == PROJECT and service_account.grants == []  # nothing fetched yet
@@ -383,7 +384,7 @@ def test_application_default_credentials_and_project_from_the_file(service_accou
 
 
 def test_the_token_is_renewed_before_it_expires(service_account, monkeypatch):
-    from agenthub import gcp
+    from agenthub.hosts import gcp
 
     token = gcp.service_account_file(service_account.path)
     assert token.project == PROJECT
@@ -395,7 +396,7 @@ def test_the_token_is_renewed_before_it_expires(service_account, monkeypatch):
 
 
 def test_concurrent_callers_share_one_refresh(service_account):
-    from agenthub import gcp
+    from agenthub.hosts import gcp
 
     service_account.pause = 0.3
     token = gcp.service_account_file(service_account.path)
@@ -554,7 +555,7 @@ def test_a_whole_json_answer_instead_of_a_stream(model, document, text):
 def test_a_quota_project_in_the_credentials_is_sent():
     """gcloud user credentials carry a quota project; google-auth sends it as x-goog-user-project."""
     pytest.importorskip("google.auth")  # GoogleToken refreshes through google-auth's transport
-    from agenthub import gcp
+    from agenthub.hosts import gcp
 
     class UserCredentials(object):  # the attributes google-auth's user credentials have
         token, expiry, quota_project_id = None, None, "billing-proj-9"

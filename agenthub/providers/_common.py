@@ -1,5 +1,6 @@
-"""Pure helpers shared by the protocol modules (no protocol logic of its own), and ``Protocol``,
-the record each wire protocol declares once at the end of its module."""
+"""Pure helpers shared by the dialect modules (no protocol logic of its own), and ``Protocol``,
+the record each wire dialect declares once at the end of its module (where a request goes and how
+it is authorised is its host's business: ``agenthub.hosts``)."""
 
 import base64
 import binascii
@@ -16,12 +17,12 @@ from ..types import HttpRequest
 
 __all__ = [
     "Protocol",
-    "encode_json",
+    "Dialect",
     "Endpoint",
     "dumps",
+    "encode_path_segment",
     "parse_data_uri",
     "data_uri",
-    "join_url",
     "unsupported",
     "nearest",
     "request_headers",
@@ -45,23 +46,27 @@ def _redact_url(url: str) -> str:
 
 
 class Endpoint(object):
-    """Where and how to send: base URL, key, extra headers, and the vendor's quirks (a registry row's data)."""
+    """Where and how to send: base URL, key, extra headers, the vendor's quirks (a registry row's
+    data) and the model (a host's URL rule may put it in the path: an Azure deployment, Vertex AI).
+    A dialect reads the headers and the quirks; the host reads the rest (``agenthub.hosts``)."""
 
-    __slots__ = ("client_type", "base_url", "api_key", "headers", "quirks")
+    __slots__ = ("client_type", "base_url", "api_key", "headers", "quirks", "model")
 
     def __init__(
         self,
         client_type: str,
         base_url: str,
-        api_key: Optional[str] = None,
+        api_key: Any = None,
         headers: Optional[Mapping[str, str]] = None,
         quirks: Optional[Mapping[str, Any]] = None,
+        model: Optional[str] = None,
     ) -> None:
         self.client_type = client_type
         self.base_url = base_url.rstrip("/")
         self.api_key = api_key
         self.headers = dict(headers or {})
         self.quirks = dict(quirks or {})
+        self.model = model
 
     def __repr__(self) -> str:  # never show the key
         return "Endpoint(client_type={!r}, base_url={!r}, api_key={})".format(
@@ -72,13 +77,9 @@ class Endpoint(object):
         return {name: getattr(self, name) for name in self.__slots__}
 
     def __setstate__(self, state):
+        self.model = None  # (a pickle from before the slot)
         for name, value in state.items():
             setattr(self, name, value)
-
-
-def encode_json(request: HttpRequest, endpoint: "Endpoint") -> HttpRequest:
-    """The default ``Protocol.encode``: the planned body as compact UTF-8 JSON, headers unchanged."""
-    return dataclasses.replace(request, data=request.content())
 
 
 #: the value ``payloads`` yields (as ``(DONE, None)``) for an OpenAI-style ``data: [DONE]`` end marker
@@ -138,40 +139,37 @@ def documents(payload: Any) -> list:
 
 
 class Protocol(object):
-    """One wire protocol: everything the client, the registry and the demo need to know of it.
+    """One wire dialect: how a request is planned and how its answer is read.
 
-    Declared once, as ``PROTOCOL = Protocol(...)`` at the end of the protocol's module, and
-    named in ``agenthub.providers.PROTOCOLS``.  The client runs one turn as::
+    Declared once, as ``PROTOCOL = Protocol(...)`` at the end of the dialect's module, and named
+    in ``agenthub.providers.PROTOCOLS``.  It holds no key, no base URL and no credential logic:
+    those are its host's (``agenthub.hosts``; a client type is a row of dialect, host and quirks).
+    The client runs one turn as::
 
-        plan = protocol.build_request(endpoint, model, messages, config)   # pure, body a dict
-        request = protocol.encode(plan, endpoint)          # per attempt: exact bytes, auth, signature
+        plan = protocol.build_request(endpoint, model, messages, config)   # pure: a path, a body
+        request = host.encode(plan, endpoint)        # per attempt: URL, exact bytes, credential
         body = transport.open_stream(session, request, ...)                # bytes as they arrive
         parts = protocol.read(body, client, max_line_bytes)                # items, then a StreamEnd
 
-    ``name``: the client_type.  ``base_url``, ``key_env`` and ``base_url_env``: the default
-    endpoint, the variables its key is read from (in order) and the variable that moves it.
-    ``framing(chunks, max_line_bytes)``: the body's bytes -> the frames ``parse_stream`` reads
-    (SSE events by default).  ``parse_document(payload, client)``: a whole JSON answer (a server
-    that ignored streaming, or a non-streamed endpoint such as embeddings) -> the same parts.
-    ``encode(plan, endpoint)``: the request as sent (default: compact JSON bytes).
-    ``quirk_keys``: the registry quirks the module reads.  ``embeddings``: the module under
-    ``agenthub.providers`` serving embedding models for this protocol (its own ``PROTOCOL``).
-    ``demo``: ``(model, title)`` for ``agenthub demo`` (recordings under ``agenthub/recordings/<module>``).
-    ``configure(model, base_url, api_key, environ)``: for a protocol whose endpoint is the caller's
-    own cloud resource (Azure OpenAI, Vertex AI, Amazon Bedrock): ``registry.resolve`` hands it the caller's
-    arguments and it returns ``(client_type, base_url, api_key, quirks)``, in place of the default
-    endpoint and key variables (a ConfigError says what is missing).  None for the others.
-    ``models_request(endpoint, page_token)`` and ``parse_models(payload, client) -> (ids, next_token)``:
-    the endpoint's live model list, one page at a time (``AutoLLMClient.list_models``; both pure;
-    None: the protocol cannot list its models).
+    ``name``: the dialect (the client_type of its first-party route).  ``build_request`` returns
+    an HttpRequest whose ``url`` is the path under the endpoint (``/chat/completions``,
+    ``/v1/messages``, ``/v1beta/models/{model}:streamGenerateContent?alt=sse``) and whose headers
+    hold no credential.  ``framing(chunks, max_line_bytes)``: the body's bytes -> the frames
+    ``parse_stream`` reads (SSE events by default).  ``parse_document(payload, client)``: a whole
+    JSON answer (a server that ignored streaming, or a non-streamed endpoint such as embeddings) ->
+    the same parts.  ``quirk_keys``: the registry quirks the module reads.  ``embeddings``: the
+    module under ``agenthub.providers`` serving embedding models for this dialect (its own
+    ``PROTOCOL``).  ``demo``: ``(model, title)`` for ``agenthub demo`` (recordings under
+    ``agenthub/recordings/<module>``).  ``models_request(endpoint, page_token)`` and
+    ``parse_models(payload, client) -> (ids, next_token)``: the endpoint's live model list, one
+    page at a time (``AutoLLMClient.list_models``; both pure; None: the dialect cannot list models).
     ``error_from_body(status, headers, payload, client)``: the error an error answer names (an HTTP
     error, or an error object in a 2xx JSON answer, then with status None); ``payload`` is the body's
     bytes, or the JSON value already decoded.  Default: ``agenthub.answers.error_from_body``.
     """
 
-    __slots__ = ("name", "module", "base_url", "key_env", "base_url_env", "build_request", "parse_stream",
-                 "framing", "parse_document", "encode", "quirk_keys", "embeddings", "demo", "configure",
-                 "models_request", "parse_models", "error_from_body")
+    __slots__ = ("name", "module", "build_request", "parse_stream", "framing", "parse_document", "quirk_keys",
+                 "embeddings", "demo", "models_request", "parse_models", "error_from_body")
 
     def __init__(
         self,
@@ -179,16 +177,11 @@ class Protocol(object):
         module: str,
         build_request: Callable[..., HttpRequest],
         parse_stream: Optional[Callable[..., Iterator[Any]]] = None,
-        base_url: str = "",
-        key_env: Sequence[str] = (),
-        base_url_env: Optional[str] = None,
         framing: Callable[[Iterable[bytes], int], Iterator[Any]] = iter_events,
         parse_document: Optional[Callable[[Any, str], Iterator[Any]]] = None,  # required
-        encode: Callable[[HttpRequest, "Endpoint"], HttpRequest] = encode_json,
         quirk_keys: Sequence[str] = (),
         embeddings: Optional[str] = None,
         demo: Optional[Tuple[str, str]] = None,
-        configure: Optional[Callable[..., Tuple[str, str, Any, Dict[str, Any]]]] = None,
         models_request: Optional[Callable[["Endpoint", Optional[str]], HttpRequest]] = None,
         parse_models: Optional[Callable[[Any, str], Tuple[List[str], Optional[str]]]] = None,
         error_from_body: Callable[..., Any] = _error_from_body,
@@ -197,18 +190,13 @@ class Protocol(object):
             raise TypeError("a Protocol needs parse_document (a whole JSON answer -> its parts)")
         self.name = name
         self.module = module.rsplit(".", 1)[-1]
-        self.base_url = base_url
-        self.key_env = tuple(key_env)
-        self.base_url_env = base_url_env
         self.build_request = build_request
         self.parse_stream = parse_stream
         self.framing = framing
         self.parse_document = parse_document
-        self.encode = encode
         self.quirk_keys = tuple(quirk_keys)
         self.embeddings = embeddings
         self.demo = demo
-        self.configure = configure
         self.models_request = models_request
         self.parse_models = parse_models
         self.error_from_body = error_from_body
@@ -227,13 +215,21 @@ class Protocol(object):
         return "Protocol({!r})".format(self.name)
 
 
+#: the record's other name: a wire dialect
+Dialect = Protocol
+
+
+def encode_path_segment(value: str) -> str:
+    """A URI label as botocore encodes it: everything but ``A-Za-z0-9-_.~`` percent-encoded
+    (``us.anthropic.claude-sonnet-4-5-20250929-v1:0`` -> ``...-v1%3A0``, an ARN's ``/`` -> ``%2F``)."""
+    from urllib.parse import quote
+
+    return quote(value.encode("utf-8"), safe="-_.~")
+
+
 def dumps(value: Any) -> str:
     """Compact JSON text, non-ASCII kept as is (CJK arguments stay readable)."""
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-
-
-def join_url(base_url: str, path: str) -> str:
-    return base_url.rstrip("/") + path
 
 
 _DATA_URI = re.compile(r"^data:([^;,]*)((?:;[^;,]*)*),(.*)$", re.S)
@@ -373,14 +369,11 @@ def nearest(wanted: str, supported: Sequence[str], order: Sequence[str], cheaper
     return min(supported, key=lambda value: (abs(rank.get(value, want) - want), sign * rank.get(value, want)))
 
 
-def request_headers(endpoint: Endpoint, key_header: str = "Authorization", key_prefix: str = "Bearer ",
-                    accept: str = "text/event-stream", **extra: str) -> Dict[str, str]:
-    """JSON request headers with the endpoint's key under ``key_header``; the caller's
-    ``default_headers`` (endpoint.headers) come last and win."""
+def request_headers(endpoint: Endpoint, accept: str = "text/event-stream", **extra: str) -> Dict[str, str]:
+    """JSON request headers; the caller's ``default_headers`` (endpoint.headers) come last and win.
+    No credential: the host adds it per attempt (``agenthub.hosts``)."""
     headers = {"Content-Type": "application/json", "Accept": accept}
     headers.update(extra)
-    if endpoint.api_key:
-        headers[key_header] = key_prefix + endpoint.api_key
     headers.update(endpoint.headers)
     return headers
 
@@ -476,12 +469,11 @@ def samplers(client: str, config: Mapping[str, Any], fields: Mapping[str, Option
     return out
 
 
-def get_request(endpoint: Endpoint, url: str, key_header: str = "Authorization", key_prefix: str = "Bearer ",
-                **extra: str) -> HttpRequest:
-    """A GET that answers one JSON document (model lists), with the endpoint's key and headers."""
-    headers = request_headers(endpoint, key_header, key_prefix, "application/json", **extra)
+def get_request(endpoint: Endpoint, path: str, **extra: str) -> HttpRequest:
+    """A GET of ``path`` that answers one JSON document (model lists), with the endpoint's headers."""
+    headers = request_headers(endpoint, "application/json", **extra)
     headers.pop("Content-Type", None)  # no body
-    return HttpRequest("GET", url, headers, None, stream=False)
+    return HttpRequest("GET", path, headers, None, stream=False)
 
 
 def parse_data_list(payload: Any, client: str) -> Tuple[List[str], Optional[str]]:
@@ -493,14 +485,14 @@ def parse_data_list(payload: Any, client: str) -> Tuple[List[str], Optional[str]
 
 
 def openai_models_request(endpoint: "Endpoint", page_token: Optional[str] = None) -> HttpRequest:
-    """``GET {base_url}/models`` (OpenAI answers every model at once; a server that pages says
+    """``GET /models`` (OpenAI answers every model at once; a server that pages says
     ``has_more`` and the next page starts ``after`` the last id)."""
     from urllib.parse import quote
 
-    url = join_url(endpoint.base_url, "/models")
+    path = "/models"
     if page_token:
-        url += "?after=" + quote(page_token, safe="")
-    return get_request(endpoint, url)
+        path += "?after=" + quote(page_token, safe="")
+    return get_request(endpoint, path)
 
 
 def model_list_page(payload: Any, client: str, items: str = "data", key: str = "id",

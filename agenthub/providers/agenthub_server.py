@@ -2,7 +2,7 @@
 
 ``AutoLLMClient("fast", client_type="agenthub", base_url="http://127.0.0.1:8787",
 api_key=<a server key>)``: ``model`` is an id of the server's models table.  The
-request is ``POST <base_url>/v1/stream`` with ``{"model", "messages", "config"}``
+request is ``POST /v1/stream`` at the server (``agenthub.hosts.keys``) with ``{"model", "messages", "config"}``
 (bytes as ``{"__bytes__": "<base64>"}``); the answer is one ``data: <UniEvent>``
 per event.  The events are the server's own, so the parser hands their content
 items to the shared driver as they came and the stop event's usage and finish
@@ -22,8 +22,7 @@ from ..answers import decode_body, error_from_body as _error_from_body
 from ..errors import AgentHubError, StreamProtocolError, error_from_json
 from ..sse import DEFAULT_MAX_LINE_BYTES, SSEDecoder, SSEEvent
 from ..stream import StreamEnd, item_problem
-from ..toolcalls import MAX_DEPTH, too_deep
-from ..types import HttpRequest, from_jsonable as _restore, to_jsonable as _jsonable
+from ..types import MAX_DEPTH, HttpRequest, from_jsonable as _restore, to_jsonable as _jsonable, too_deep
 from ._common import Endpoint, Protocol, documents, get_request, parse_data_list, request_headers, unsupported
 
 __all__ = ["build_request", "parse_stream", "framing", "STREAM_PATH", "PROTOCOL"]
@@ -31,10 +30,6 @@ __all__ = ["build_request", "parse_stream", "framing", "STREAM_PATH", "PROTOCOL"
 STREAM_PATH = "/v1/stream"
 
 
-def server_url(base_url: str) -> str:
-    """The server's root: ``http://host:port`` (a trailing ``/v1`` is taken as the same server)."""
-    url = base_url.rstrip("/")
-    return url[:-3] if url.endswith("/v1") else url
 
 
 def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, Any]],
@@ -45,7 +40,7 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
                                                          "upstream request itself (set it in the model's default_config)")
     body_config = {k: v for k, v in config.items() if k != "trace_id"}  # a trace is written here, not there
     body = {"model": model, "messages": _jsonable(list(messages)), "config": _jsonable(body_config)}
-    return HttpRequest("POST", server_url(endpoint.base_url) + STREAM_PATH, request_headers(endpoint), body)
+    return HttpRequest("POST", STREAM_PATH, request_headers(endpoint), body)
 
 
 def framing(chunks: Iterable[bytes], max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -> Iterator[Any]:
@@ -203,8 +198,8 @@ def parse_document(payload: Any, client: str = "agenthub", tool_id_prefix: Any =
 
 
 def models_request(endpoint: Endpoint, page_token: Optional[str] = None) -> HttpRequest:
-    """``GET <server>/v1/models``: the ids of the server's models table (one page)."""
-    return get_request(endpoint, server_url(endpoint.base_url) + "/v1/models")
+    """``GET /v1/models`` of the server (its host joins the root): the ids of its models table (one page)."""
+    return get_request(endpoint, "/v1/models")
 
 
 def error_from_body(status: Any, headers: Mapping[str, str], payload: Any, client: str = "agenthub") -> AgentHubError:
@@ -214,9 +209,5 @@ def error_from_body(status: Any, headers: Mapping[str, str], payload: Any, clien
     return rebuilt if rebuilt is not None else _error_from_body(status, headers, payload, client)
 
 
-PROTOCOL = Protocol(
-    "agenthub", __name__, build_request, parse_stream,
-    base_url="http://127.0.0.1:8787", key_env=("AGENTHUB_SERVER_KEY",), base_url_env="AGENTHUB_SERVER_URL",
-    framing=framing, parse_document=parse_document, error_from_body=error_from_body,
-    models_request=models_request, parse_models=parse_data_list,
-)
+PROTOCOL = Protocol("agenthub", __name__, build_request, parse_stream, framing=framing, parse_document=parse_document,
+                    error_from_body=error_from_body, models_request=models_request, parse_models=parse_data_list)

@@ -2,7 +2,7 @@
 
 Request
 -------
-- ``x-api-key`` + ``anthropic-version: 2023-06-01``; the body always streams.
+- ``anthropic-version: 2023-06-01``; the body always streams.
 - ``max_tokens`` is required upstream: unset, it is the model row's ``max_tokens`` (``THINKING_RULES``:
   32000 for current Claude models, their own limit for Claude 3.x, 8192 for other models behind an
   Anthropic-compatible gateway).  An endpoint quirk ``thinking_rule`` (a dict) overrides row fields.
@@ -32,8 +32,10 @@ Request
   ``stop`` -> ``stop_sequences``; ``seed`` raises; ``fast_mode`` -> ``speed: "fast"`` + the
   ``fast-mode-2026-02-01`` beta on ``FAST_MODE_MODELS`` at api.anthropic.com (quirk ``fast_mode``
   decides elsewhere).  ThinkingLevel.MAX -> effort ``max`` (clamped), budget 32768.
-- quirk ``auth: "bearer"``: the key goes in ``Authorization: Bearer`` instead of ``x-api-key``
-  (gateways that read only that); never at api.anthropic.com, and never both.
+- The key and the URL are the host's (``agenthub.hosts``: ``x-api-key``, or ``Authorization: Bearer``
+  at gateways whose row says ``auth: "bearer"``).  Quirks ``version_in_body`` (the version as the
+  body's first field, ``anthropic_version``, and no ``anthropic-version`` header) and ``model_in_body:
+  False`` (the host puts the model in the URL) are Claude on Vertex AI's (and Bedrock InvokeModel's).
 
 Stream and fidelity
 -------------------
@@ -73,7 +75,7 @@ from ..sse import SSEEvent
 from ..stream import Fold, StreamEnd
 from ..toolcalls import ToolCallAssembler
 from ..types import HttpRequest, PromptCaching, ThinkingLevel
-from ._common import (COMPACTION_FORMAT, left_out, DONE, payloads, parse_data_list, Endpoint, Protocol, check_response_format, documents, dumps, get_request, join_url,
+from ._common import (COMPACTION_FORMAT, left_out, DONE, payloads, parse_data_list, Endpoint, Protocol, check_response_format, documents, dumps, get_request,
                       nearest, parse_data_uri, request_headers, stop_sequences, to_int, unsupported,
                       usage)
 
@@ -83,6 +85,8 @@ __all__ = [
     "parse_document",
     "map_usage",
     "thinking_rule",
+    "thinking_fields",
+    "ONE_SAMPLER",
     "FINISH_REASONS",
     "THINKING_RULES",
     "ANTHROPIC_VERSION",
@@ -124,7 +128,7 @@ COMPACTION_EDIT = "compact_20260112"
 COMPACTION_MIN_TRIGGER = 50000
 FAST_MODE_MODELS = re.compile(r"claude-(?:opus-5(?:-5)?|fable-5-[2-9]|fable-(?:[6-9]|\d\d))(?![0-9])")
 #: models that take temperature or top_p, never both (Claude 4.5 / 4.6)
-_ONE_SAMPLER = re.compile(r"claude-(?:opus|sonnet|haiku)-4-[56](?![0-9])")
+ONE_SAMPLER = re.compile(r"claude-(?:opus|sonnet|haiku)-4-[56](?![0-9])")
 #: the smallest top_p accepted while thinking runs
 MIN_TOP_P_THINKING = 0.95
 
@@ -210,7 +214,13 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
         if key in config:
             raise unsupported(client, key, "is not available over the Anthropic Messages API (model {!r})".format(model))
     max_tokens = config.get("max_tokens") or rule["max_tokens"]
-    body = {"model": model, "max_tokens": max_tokens}  # type: Dict[str, Any]
+    body = {}  # type: Dict[str, Any]
+    version_in_body = quirks.get("version_in_body")  # Claude on Vertex AI (and Bedrock InvokeModel)
+    if version_in_body:
+        body["anthropic_version"] = version_in_body
+    if quirks.get("model_in_body", True):  # False: the host puts the model in the URL
+        body["model"] = model
+    body["max_tokens"] = max_tokens
     if config.get("system_prompt"):
         body["system"] = config["system_prompt"]
     body["messages"] = _messages(endpoint, messages)
@@ -229,7 +239,7 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
     level = config.get("thinking_level")
     if forced and level is None and rule["default_on"] and rule["off"] is not None:
         level = ThinkingLevel.NONE  # forcing a tool needs thinking off: the caller asked for no level
-    thinking, effort, thinking_on = _thinking(rule, level, config.get("thinking_summary"), max_tokens)
+    thinking, effort, thinking_on = thinking_fields(rule, level, config.get("thinking_summary"), max_tokens)
     if forced and thinking_on:
         raise unsupported(client, "tool_choice", "cannot force a tool call while thinking is on for {!r} "
                                                  "(use tool_choice 'auto', or thinking_level NONE)".format(model))
@@ -263,7 +273,7 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
         if thinking_on and top_p < MIN_TOP_P_THINKING:
             raise unsupported(client, "top_p", "must be at least {} while thinking is on for {!r}".format(
                 MIN_TOP_P_THINKING, model))
-        if "temperature" in body and _ONE_SAMPLER.search(_name(model)):
+        if "temperature" in body and ONE_SAMPLER.search(_name(model)):
             raise unsupported(client, "top_p", "cannot be sent with temperature to {!r} (one or the other)".format(model))
         body["top_p"] = top_p
     stop = stop_sequences(client, config, None)
@@ -299,8 +309,7 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
         raise unsupported(client, "prompt_caching", "ENHANCE needs automatic caching, which this endpoint does not take")
     body["stream"] = True
 
-    header, prefix = _key_headers(endpoint)  # x-api-key; Authorization: Bearer for gateways that read only that
-    headers = request_headers(endpoint, header, prefix, **{"anthropic-version": ANTHROPIC_VERSION})
+    headers = request_headers(endpoint, **({} if version_in_body else {"anthropic-version": ANTHROPIC_VERSION}))
     interleaved = quirks.get("interleaved_thinking")
     if interleaved is None:  # a beta of the first-party API; gateways may refuse beta names they do not know
         interleaved = first_party
@@ -316,7 +325,7 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
         body["context_management"] = {"edits": [
             {"type": COMPACTION_EDIT, "trigger": {"type": "input_tokens", "value": threshold}}]}
         _add_beta(headers, COMPACTION_BETA)
-    return HttpRequest("POST", join_url(endpoint.base_url, "/v1/messages"), headers, body)
+    return HttpRequest("POST", "/v1/messages", headers, body)
 
 
 build_request.accepts = ("compaction",)  # type: ignore[attr-defined]  # config keys only some protocols read
@@ -334,7 +343,7 @@ def _add_beta(headers: Dict[str, str], beta: str) -> None:
     headers["anthropic-beta"] = beta
 
 
-def _thinking(rule: Mapping[str, Any], level: Any, summary: Optional[bool], max_tokens: int):
+def thinking_fields(rule: Mapping[str, Any], level: Any, summary: Optional[bool], max_tokens: int):
     """-> (thinking object or None, effort or None, whether thinking runs)."""
     mode = rule["mode"]
     display = None
@@ -932,26 +941,38 @@ def _request_id(payload: Any) -> Optional[str]:
 MODELS_PAGE_SIZE = 1000
 
 
-def _key_headers(endpoint: Endpoint) -> Tuple[str, str]:
-    """(header, prefix) the key travels in: x-api-key, or a bearer token for gateways whose row says so."""
-    if endpoint.quirks.get("auth") == "bearer" and "api.anthropic.com" not in endpoint.base_url:
-        return "Authorization", "Bearer "
-    return "x-api-key", ""
-
-
 def models_request(endpoint: Endpoint, page_token: Optional[str] = None) -> HttpRequest:
     """``GET {base_url}/v1/models?limit=1000`` (then ``&after_id=<last id>`` while ``has_more``)."""
-    url = join_url(endpoint.base_url, "/v1/models?limit={}".format(MODELS_PAGE_SIZE))
+    path = "/v1/models?limit={}".format(MODELS_PAGE_SIZE)
     if page_token:
-        url += "&after_id=" + quote(page_token, safe="")
-    header, prefix = _key_headers(endpoint)
-    return get_request(endpoint, url, header, prefix, **{"anthropic-version": ANTHROPIC_VERSION})
+        path += "&after_id=" + quote(page_token, safe="")
+    return get_request(endpoint, path, **{"anthropic-version": ANTHROPIC_VERSION})
+
+
+# -- token counting (agenthub.providers.counting) ---------------------------------------------------
+
+#: the answer's count field, and the body members POST /v1/messages/count_tokens takes (the SDK's own)
+COUNT_FIELD = "input_tokens"
+COUNT_KEYS = ("anthropic_version", "model", "messages", "system", "tools", "tool_choice", "thinking", "cache_control",
+              "output_config", "speed")
+
+
+def count_request(plan: HttpRequest, model: str, quirks: Mapping[str, Any]) -> Optional[HttpRequest]:
+    """``/v1/messages/count_tokens`` for the streaming ``plan`` (None: the host has no count endpoint).
+    A host that keeps the model out of the Messages body (Vertex AI) takes it in the count body."""
+    from .counting import count_plan, keep
+
+    if quirks.get("count_tokens") is False:
+        return None
+    body = keep(plan.body, COUNT_KEYS)
+    if quirks.get("model_in_body") is False:
+        body["model"] = model
+    return count_plan(plan, plan.url.partition("?")[0] + "/count_tokens", body)
 
 
 PROTOCOL = Protocol(
     "anthropic", __name__, build_request, parse_stream, parse_document=parse_document,
-    base_url="https://api.anthropic.com", key_env=("ANTHROPIC_API_KEY",), base_url_env="ANTHROPIC_BASE_URL",
-    quirk_keys=("auth", "automatic_caching", "fast_mode", "interleaved_thinking", "replay_unsigned_thinking",
-                "response_formats", "thinking_rule"),
+    quirk_keys=("automatic_caching", "count_tokens", "fast_mode", "interleaved_thinking", "model_in_body", "replay_unsigned_thinking",
+                "response_formats", "thinking_rule", "version_in_body"),
     demo=("claude-sonnet-4-6", "Anthropic Messages"), models_request=models_request, parse_models=parse_data_list,
 )

@@ -3,8 +3,8 @@
 Every Bedrock model id works (``anthropic.*``, ``us.*``/``global.*`` inference profiles, ``amazon.nova-*``,
 ``meta.*``, ``mistral.*``, inference-profile ARNs, ...): the id goes in the path, percent-encoded as
 botocore encodes a URI label (``:`` -> ``%3A``, ``/`` -> ``%2F``).  The answer is an AWS event stream
-(``agenthub.eventstream``); ``encode`` signs each attempt with SigV4 over the exact body bytes, or sends a
-Bedrock API key as ``Authorization: Bearer`` (see ``agenthub.aws``).
+(``agenthub.eventstream``); the aws host (``agenthub.hosts.aws``) signs each attempt with SigV4 over the
+exact body bytes, or sends a Bedrock API key as ``Authorization: Bearer``.
 
 Request
 -------
@@ -69,7 +69,6 @@ import logging
 import re
 from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Tuple
 
-from .. import aws
 from ..errors import (AuthenticationError, RateLimitError, ServerError, StreamProtocolError,
                       UpstreamError, preview)
 from ..eventstream import CONTENT_TYPE, iter_messages
@@ -78,10 +77,10 @@ from ..stream import Fold, StreamEnd
 from ..toolcalls import ToolCallAssembler
 from ..types import HttpRequest, PromptCaching, ThinkingLevel
 from . import anthropic
-from ._common import (left_out, Endpoint, Protocol, check_response_format, dumps, model_list_page, parse_data_uri, samplers, to_int,
-                      unsupported, usage)
+from ._common import (left_out, Endpoint, Protocol, check_response_format, dumps, encode_path_segment, model_list_page,
+                      parse_data_uri, samplers, to_int, unsupported, usage)
 
-__all__ = ["build_request", "parse_stream", "parse_document", "encode", "map_usage", "claude_name", "stream_error",
+__all__ = ["build_request", "parse_stream", "parse_document", "map_usage", "claude_name", "stream_error",
            "FINISH_REASONS", "EXCEPTIONS", "PROTOCOL"]
 
 logger = logging.getLogger("agenthub")
@@ -203,7 +202,7 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
         level = config.get("thinking_level")
         if forced and level is None and rule["default_on"] and rule["off"] is not None:
             level = ThinkingLevel.NONE
-        thinking, effort, thinking_on = anthropic._thinking(rule, level, config.get("thinking_summary"), max_tokens)
+        thinking, effort, thinking_on = anthropic.thinking_fields(rule, level, config.get("thinking_summary"), max_tokens)
         if forced and thinking_on:
             raise unsupported(client, "tool_choice", "cannot force a tool call while thinking is on for {!r} "
                                                      "(use tool_choice 'auto', or thinking_level NONE)".format(model))
@@ -235,7 +234,7 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
             if thinking_on and top_p < anthropic.MIN_TOP_P_THINKING:
                 raise unsupported(client, "top_p", "must be at least {} while thinking is on for {!r}".format(
                     anthropic.MIN_TOP_P_THINKING, model))
-            if "temperature" in inference and anthropic._ONE_SAMPLER.search(claude or ""):
+            if "temperature" in inference and anthropic.ONE_SAMPLER.search(claude or ""):
                 raise unsupported(client, "top_p", "cannot be sent with temperature to {!r} (one or the "
                                                    "other)".format(model))
     if inference:
@@ -277,32 +276,7 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
 
     headers = {"Content-Type": "application/json", "Accept": CONTENT_TYPE}
     headers.update(endpoint.headers)
-    url = "{}/model/{}/converse-stream".format(endpoint.base_url.rstrip("/"), aws.encode_path_segment(model))
-    return HttpRequest("POST", url, headers, body)
-
-
-def encode(request: HttpRequest, endpoint: Endpoint) -> HttpRequest:
-    """The body as exact bytes, then the signature (SigV4) or the API key over them: once per attempt."""
-    import dataclasses
-
-    data = dumps(request.body).encode("utf-8") if request.body is not None else b""
-    auth = endpoint.api_key
-    if isinstance(auth, aws.BedrockAuth):
-        headers = auth.apply(request.method, request.url, request.headers, data)
-    elif isinstance(auth, str) and auth:
-        headers = dict(request.headers)
-        headers["Authorization"] = "Bearer " + auth
-    else:
-        headers = dict(request.headers)
-    return dataclasses.replace(request, headers=headers, data=data)
-
-
-def configure(model: str, base_url: Optional[str], api_key: Any,
-              environ: Mapping[str, str]) -> Tuple[str, str, Any, Dict[str, Any]]:
-    """The Protocol hook registry.resolve calls: the endpoint and a BedrockAuth as the key (see
-    ``aws.resolve_bedrock``)."""
-    endpoint, auth = aws.resolve_bedrock(base_url, api_key, environ)
-    return "bedrock", endpoint, auth, {}
+    return HttpRequest("POST", "/model/{}/converse-stream".format(encode_path_segment(model)), headers, body)
 
 
 def _tool(tool: Mapping[str, Any]) -> Dict[str, Any]:
@@ -808,17 +782,14 @@ def parse_document(payload: Any, client: str = "bedrock") -> Iterator[Any]:
 
 
 def models_request(endpoint: Endpoint, page_token: Optional[str] = None) -> HttpRequest:
-    """``GET /foundation-models`` on the control plane (``bedrock.{region}...`` for an AWS
-    ``bedrock-runtime`` host; another endpoint is asked at its own root), signed like a stream call."""
-    base = endpoint.base_url.rstrip("/")
-    base = re.sub(r"^(https?://(?:[^/]*\.)?)bedrock-runtime(-fips)?\.", r"\1bedrock\2.", base, count=1) \
-        if aws.is_aws_host(base) else base
-    url = base + "/foundation-models"
+    """``GET /foundation-models`` (the aws host sends it to the control plane, ``bedrock.{region}...``,
+    for an AWS ``bedrock-runtime`` host; another endpoint is asked at its own root), signed like a stream call."""
+    path = "/foundation-models"
     if page_token:
-        url += "?nextToken=" + aws.encode_path_segment(page_token)
+        path += "?nextToken=" + encode_path_segment(page_token)
     headers = {"Accept": "application/json"}
     headers.update(endpoint.headers)
-    return HttpRequest("GET", url, headers, None, stream=False)
+    return HttpRequest("GET", path, headers, None, stream=False)
 
 
 def parse_models(payload: Any, client: str = "bedrock") -> Tuple[List[str], Optional[str]]:
@@ -828,11 +799,23 @@ def parse_models(payload: Any, client: str = "bedrock") -> Tuple[List[str], Opti
     return ids, token if isinstance(token, str) and token else None
 
 
+# -- token counting (agenthub.providers.counting) ---------------------------------------------------
+
+#: the answer's count field, and the members of CountTokens' ConverseTokensRequest
+COUNT_FIELD = "inputTokens"
+COUNT_KEYS = ("messages", "system", "toolConfig", "additionalModelRequestFields")
+
+
+def count_request(plan: HttpRequest, model: str, quirks: Mapping[str, Any]) -> HttpRequest:
+    """``POST /model/{modelId}/count-tokens`` with the Converse input of the streaming ``plan``."""
+    from .counting import count_plan, keep, replace_tail
+
+    path = replace_tail(plan.url, "/converse-stream", "/count-tokens", "bedrock")
+    return count_plan(plan, path, {"input": {"converse": keep(plan.body, COUNT_KEYS)}})
+
+
 PROTOCOL = Protocol(
     "bedrock", __name__, build_request, parse_stream,
-    base_url="https://bedrock-runtime.{region}.amazonaws.com",
-    key_env=(aws.BEARER_ENV, "AWS_ACCESS_KEY_ID"), base_url_env="AWS_ENDPOINT_URL_BEDROCK_RUNTIME",
-    framing=iter_messages, parse_document=parse_document, encode=encode,
-    configure=configure, models_request=models_request, parse_models=parse_models,
+    framing=iter_messages, parse_document=parse_document, models_request=models_request, parse_models=parse_models,
     demo=("us.anthropic.claude-sonnet-4-5-20250929-v1:0", "Amazon Bedrock Converse"),
 )

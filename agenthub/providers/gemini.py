@@ -7,10 +7,10 @@ registry row's ``endpoint.quirks`` (``tts``, ``image_output``,
 
 Request
 -------
-- The key travels in the ``x-goog-api-key`` header, never in the URL.  The path is
-  ``/v1beta/models/{model}:streamGenerateContent?alt=sse`` after base_url, or
-  ``/models/...`` when base_url already names a version (``.../v1beta``, Vertex AI's
-  ``https://aiplatform.googleapis.com/v1/publishers/google``).
+- The path is ``/v1beta/models/{model}:streamGenerateContent?alt=sse``; the host (``agenthub.hosts``)
+  joins it to base_url (``/models/...`` when base_url already names a version: ``.../v1beta``, Vertex
+  AI's ``https://aiplatform.googleapis.com/v1/publishers/google``) and sends the key in the
+  ``x-goog-api-key`` header, never in the URL.
 - user -> ``user`` contents, assistant -> ``model`` contents; ``system_prompt`` ->
   ``systemInstruction``; ``max_tokens`` -> ``maxOutputTokens``; ``temperature``.
 - tools -> one ``functionDeclarations`` tool; the JSON Schema goes in
@@ -78,14 +78,14 @@ import logging
 import mimetypes
 import re
 from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Tuple
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote
 
 from ..errors import ConfigError, StreamProtocolError, upstream_error
 from ..sse import SSEEvent
 from ..stream import StreamEnd
 from ..toolcalls import ToolCallAssembler
 from ..types import HttpRequest, PromptCaching, ThinkingLevel
-from ._common import (DONE, document_payloads, payloads, Endpoint, Protocol, check_response_format, documents, get_request, join_url,
+from ._common import (DONE, document_payloads, payloads, Endpoint, Protocol, check_response_format, documents, get_request,
                       model_list_page, nearest, parse_data_uri, request_headers, samplers, to_int, unsupported,
                       usage)
 
@@ -94,8 +94,14 @@ __all__ = [
     "parse_stream",
     "parse_document",
     "map_usage",
-    "request_url",
+    "request_path",
+    "resource_name",
+    "blob_part",
+    "url_part",
     "thinking_config",
+    "thinking_level",
+    "takes_thinking",
+    "calls_in",
     "FINISH_REASONS",
     "THINKING",
     "SIGNATURE_REQUIRED",
@@ -153,13 +159,10 @@ THINKING = (
 SIGNATURE_REQUIRED = re.compile(r"gemini-([3-9]|\d\d)(?!.*-image)")
 
 _TOOL_CHOICE = {"auto": "AUTO", "required": "ANY", "none": "NONE"}
-_VERSIONED_BASE = re.compile(r"/v\d+(alpha|beta)?\d*(/|$)")
-
-
 # -- request ------------------------------------------------------------------------------------
 
 
-def _resource(model: str) -> str:
+def resource_name(model: str) -> str:
     """The model's resource name: ``models/{model}``, or the name itself when it has a collection
     (``models/...``, ``tunedModels/...``)."""
     return model if "/" in model else "models/" + model
@@ -170,16 +173,10 @@ def _model_path(model: str) -> str:
     return model.rsplit("/", 1)[-1]
 
 
-def request_url(endpoint: Endpoint, model: str, method: str) -> str:
-    """``{base_url}/v1beta/models/{model}:{method}``.
-
-    A base_url that already names an API version (``.../v1beta``, or a Vertex AI
-    ``https://aiplatform.googleapis.com/v1/publishers/google``) gets ``/models/...``
-    appended directly.
-    """
-    base = endpoint.base_url.rstrip("/")
-    prefix = "" if _VERSIONED_BASE.search(urlsplit(base).path) else "/v1beta"
-    return join_url(base, "{}/{}:{}".format(prefix, _resource(model), method))
+def request_path(model: str, method: str) -> str:
+    """``/v1beta/models/{model}:{method}`` (the host drops ``/v1beta`` for a base URL that already
+    names an API version: ``agenthub.hosts.keys``)."""
+    return "/v1beta/{}:{}".format(resource_name(model), method)
 
 
 def _schema_field(model: str) -> str:
@@ -308,7 +305,7 @@ def _openapi(client: str, schema: Any, defs: Mapping[str, Any], refs: Tuple[str,
 
 
 def _headers(endpoint: Endpoint, accept: str) -> Dict[str, str]:
-    return request_headers(endpoint, "x-goog-api-key", "", accept)
+    return request_headers(endpoint, accept)
 
 
 def _thinking_rule(model: str) -> Any:
@@ -321,6 +318,22 @@ def _thinking_rule(model: str) -> Any:
 
 def _clamp(target: str, supported: Tuple[str, ...]) -> str:
     return nearest(target, supported, _LEVELS)
+
+
+def takes_thinking(model: str) -> bool:
+    """Whether ``model`` takes any thinking configuration (speech, embedding and 1.x / 2.0 models take none)."""
+    return _thinking_rule(model) is not None
+
+
+def thinking_level(model: str, level: Any) -> Optional[str]:
+    """The thinking level ``level`` is for ``model``, lower case, clamped to what it accepts (never an error);
+    for a model that takes budgets here (Gemini 2.5), the level nearest its budget.  None: it takes none.
+    (The Interactions API, ``gemini_interactions``, takes levels for every model.)"""
+    rule = _thinking_rule(model)
+    if rule is None or level is None:
+        return None
+    target = _TARGET[ThinkingLevel(level)]
+    return target if isinstance(rule, dict) else _clamp(target, rule)
 
 
 def thinking_config(model: str, level: Optional[ThinkingLevel], summary: Optional[bool]) -> Optional[Dict[str, Any]]:
@@ -344,15 +357,15 @@ def _b64(data: Any) -> str:
     return base64.b64encode(bytes(data)).decode("ascii")
 
 
-def _blob(mime_type: str, data: Any) -> Dict[str, Any]:
+def blob_part(mime_type: str, data: Any) -> Dict[str, Any]:
     return {"inlineData": {"mimeType": mime_type, "data": _b64(data)}}
 
 
-def _url_part(url: str) -> Dict[str, Any]:
+def url_part(url: str) -> Dict[str, Any]:
     """An image URL as a part: a data URI is sent inline, any other URL by reference (never fetched here)."""
     parsed = parse_data_uri(url)
     if parsed is not None:
-        return _blob(parsed[0], parsed[1])
+        return blob_part(parsed[0], parsed[1])
     file_data = {"fileUri": url}  # type: Dict[str, Any]
     mime = mimetypes.guess_type(url.split("?", 1)[0].split("#", 1)[0])[0]
     if mime:
@@ -367,6 +380,12 @@ def _declaration(tool: Mapping[str, Any]) -> Dict[str, Any]:
     if tool.get("parameters"):
         out["parametersJsonSchema"] = tool["parameters"]
     return out
+
+
+def calls_in(messages: List[Mapping[str, Any]]) -> Dict[str, Tuple[str, Optional[str]]]:
+    """tool_call_id -> (name, the id to send or None) for every call in the history (a function response
+    needs its call's name: generateContent and the Interactions API alike)."""
+    return _calls_in(messages)
 
 
 def _calls_in(messages: List[Mapping[str, Any]]) -> Dict[str, Tuple[str, Optional[str]]]:
@@ -400,14 +419,14 @@ def _assistant_parts(client: str, message: Mapping[str, Any], placeholder: bool)
                 continue
             part = {"text": item["thinking"], "thought": True}
         elif kind == "inline_data":
-            part = _blob(item["mime_type"], item["data"])
+            part = blob_part(item["mime_type"], item["data"])
         elif kind == "inline_thinking":
             if not signature:
                 continue
-            part = _blob(item["mime_type"], item["data"])
+            part = blob_part(item["mime_type"], item["data"])
             part["thought"] = True
         elif kind == "image_url":
-            part = _url_part(item["image_url"])
+            part = url_part(item["image_url"])
         elif kind == "tool_call":
             call = {}  # type: Dict[str, Any]
             if not fidelity.get(SYNTHETIC_ID):
@@ -445,9 +464,9 @@ def _user_contents(client: str, message: Mapping[str, Any], calls: Mapping[str, 
         if kind == "text":
             add(False, {"text": item["text"]})
         elif kind == "image_url":
-            add(False, _url_part(item["image_url"]))
+            add(False, url_part(item["image_url"]))
         elif kind == "inline_data":
-            add(False, _blob(item["mime_type"], item["data"]))
+            add(False, blob_part(item["mime_type"], item["data"]))
         elif kind == "tool_result":
             call_id = item["tool_call_id"]
             if call_id not in calls:
@@ -462,7 +481,7 @@ def _user_contents(client: str, message: Mapping[str, Any], calls: Mapping[str, 
             inline = []  # type: List[Dict[str, Any]]
             linked = []  # type: List[Dict[str, Any]]
             for url in item.get("images") or ():
-                part = _url_part(url)
+                part = url_part(url)
                 (inline if "inlineData" in part else linked).append(part)
             if inline:
                 response["parts"] = inline
@@ -556,7 +575,7 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
         body["generationConfig"] = generation
         if service_tier:
             body["serviceTier"] = service_tier
-        return HttpRequest("POST", request_url(endpoint, model, "streamGenerateContent?alt=sse"),
+        return HttpRequest("POST", request_path(model, "streamGenerateContent?alt=sse"),
                            _headers(endpoint, "text/event-stream"), body)
 
     body = {"contents": _contents(client, model, messages)}
@@ -595,7 +614,7 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
         body["generationConfig"] = generation
     if service_tier:
         body["serviceTier"] = service_tier
-    return HttpRequest("POST", request_url(endpoint, model, "streamGenerateContent?alt=sse"),
+    return HttpRequest("POST", request_path(model, "streamGenerateContent?alt=sse"),
                        _headers(endpoint, "text/event-stream"), body)
 
 
@@ -1015,13 +1034,11 @@ MODELS_PAGE_SIZE = 1000
 
 
 def models_request(endpoint: Endpoint, page_token: Optional[str] = None) -> HttpRequest:
-    """``GET {base_url}/v1beta/models?pageSize=1000`` (then ``&pageToken=`` the last ``nextPageToken``)."""
-    base = endpoint.base_url.rstrip("/")
-    prefix = "" if _VERSIONED_BASE.search(urlsplit(base).path) else "/v1beta"
-    url = join_url(base, "{}/models?pageSize={}".format(prefix, MODELS_PAGE_SIZE))
+    """``GET /v1beta/models?pageSize=1000`` (then ``&pageToken=`` the last ``nextPageToken``)."""
+    path = "/v1beta/models?pageSize={}".format(MODELS_PAGE_SIZE)
     if page_token:
-        url += "&pageToken=" + quote(page_token, safe="")
-    return get_request(endpoint, url, "x-goog-api-key", "")
+        path += "&pageToken=" + quote(page_token, safe="")
+    return get_request(endpoint, path)
 
 
 def parse_models(payload: Any, client: str = "gemini") -> Tuple[List[str], Optional[str]]:
@@ -1031,11 +1048,34 @@ def parse_models(payload: Any, client: str = "gemini") -> Tuple[List[str], Optio
     return ids, token if isinstance(token, str) and token else None
 
 
+# -- token counting (agenthub.providers.counting) ---------------------------------------------------
+
+#: the answer's count field; the members of Vertex AI's CountTokensRequest taken from a generateContent body
+COUNT_FIELD = "totalTokens"
+VERTEX_COUNT_KEYS = ("contents", "systemInstruction", "tools")
+
+
+def count_request(plan: HttpRequest, model: str, quirks: Mapping[str, Any]) -> Optional[HttpRequest]:
+    """``:countTokens`` for the streaming ``plan``: the Gemini API takes the whole request inside
+    ``generateContentRequest`` (its ``model`` included); Vertex AI (quirk ``count_tokens: "vertex"``)
+    takes contents, system instruction and tools at the top.  None: the host has no count endpoint."""
+    from .counting import count_plan, keep, replace_tail
+
+    form = quirks.get("count_tokens")
+    if form is False:
+        return None
+    path = replace_tail(plan.url, ":streamGenerateContent", ":countTokens", "gemini")
+    if form == "vertex":
+        return count_plan(plan, path, keep(plan.body, VERTEX_COUNT_KEYS))
+    inner = {"model": resource_name(model)}  # type: Dict[str, Any]
+    inner.update(plan.body or {})
+    return count_plan(plan, path, {"generateContentRequest": inner})
+
+
 PROTOCOL = Protocol(
     "gemini", __name__, build_request, parse_stream, parse_document=parse_document,
-    base_url="https://generativelanguage.googleapis.com", key_env=("GEMINI_API_KEY", "GOOGLE_API_KEY"),
-    base_url_env="GEMINI_BASE_URL",
-    quirk_keys=("fast_mode", "image_output", "response_formats", "stream_function_call_arguments", "tts"),
+    quirk_keys=("count_tokens", "fast_mode", "image_output", "response_formats", "stream_function_call_arguments",
+                "tts"),
     embeddings="gemini_embeddings", demo=("gemini-3.5-flash", "Gemini generateContent"),
     models_request=models_request, parse_models=parse_models,
 )

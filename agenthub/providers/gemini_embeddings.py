@@ -16,7 +16,7 @@ from ..errors import ConfigError, StreamProtocolError, upstream_error
 from ..stream import StreamEnd
 from ..types import HttpRequest, PromptCaching
 from ._common import Protocol, Endpoint, request_headers, to_int, unsupported, usage
-from .gemini import _blob, _resource, _url_part, request_url
+from .gemini import blob_part, request_path, resource_name, url_part
 
 __all__ = ["build_request", "parse_response"]
 
@@ -28,9 +28,9 @@ def _content(client: str, message: Mapping[str, Any]) -> Dict[str, Any]:
             if item["text"]:
                 parts.append({"text": item["text"]})
         elif kind == "inline_data":
-            parts.append(_blob(item["mime_type"], item["data"]))
+            parts.append(blob_part(item["mime_type"], item["data"]))
         elif kind == "image_url":
-            parts.append(_url_part(item["image_url"]))
+            parts.append(url_part(item["image_url"]))
         else:
             raise unsupported(client, kind, "cannot be embedded (text and media only)")
     return {"parts": parts or [{"text": " "}]}
@@ -48,20 +48,20 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
     if not messages:  # pragma: no cover - validate.check_messages refuses an empty list
         raise ConfigError("{}: nothing to embed".format(client))
     dimensions = (config.get("embedding_config") or {}).get("dimensions")
-    headers = request_headers(endpoint, "x-goog-api-key", "", "application/json")
+    headers = request_headers(endpoint, "application/json")
     if len(messages) == 1:
         body = {"content": _content(client, messages[0])}  # type: Dict[str, Any]
         if dimensions is not None:
             body["outputDimensionality"] = dimensions
-        return HttpRequest("POST", request_url(endpoint, model, "embedContent"), headers, body, stream=False)
-    name = _resource(model)
+        return HttpRequest("POST", request_path(model, "embedContent"), headers, body, stream=False)
+    name = resource_name(model)
     requests = []  # type: List[Dict[str, Any]]
     for message in messages:
         request = {"model": name, "content": _content(client, message)}  # type: Dict[str, Any]
         if dimensions is not None:
             request["outputDimensionality"] = dimensions
         requests.append(request)
-    return HttpRequest("POST", request_url(endpoint, model, "batchEmbedContents"), headers,
+    return HttpRequest("POST", request_path(model, "batchEmbedContents"), headers,
                        {"requests": requests}, stream=False)
 
 

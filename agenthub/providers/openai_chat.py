@@ -42,7 +42,7 @@ from ..stream import StreamEnd
 from ..toolcalls import ToolCallAssembler
 from ..types import HttpRequest, PromptCaching
 from ._common import (left_out, DONE, document_payloads, payloads, openai_models_request, parse_data_list, Endpoint, Protocol, check_response_format, data_uri, documents, dumps,
-                      inclusive_usage, join_url, parse_data_uri, request_headers, samplers,
+                      inclusive_usage, parse_data_uri, request_headers, samplers,
                       to_int, unsupported)
 
 __all__ = ["build_request", "parse_stream", "map_usage", "chat_response_format", "FINISH_REASONS", "STOP_LIMIT",
@@ -110,7 +110,7 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
     for key in ("image_config", "tts_config", "embedding_config"):
         if key in config:
             raise unsupported(client, key, "is not available over Chat Completions for model {!r}".format(model))
-    return HttpRequest("POST", join_url(endpoint.base_url, "/chat/completions"), request_headers(endpoint), body)
+    return HttpRequest("POST", "/chat/completions", request_headers(endpoint), body)
 
 
 def chat_response_format(response_format: Mapping[str, Any]) -> Dict[str, Any]:
@@ -708,7 +708,6 @@ def _base_resp_error(client: str, base: Dict[str, Any]) -> Exception:
 
 PROTOCOL = Protocol(
     "openai-chat", __name__, build_request, parse_stream, parse_document=parse_document,
-    base_url="https://api.openai.com/v1", key_env=("OPENAI_API_KEY",), base_url_env="OPENAI_BASE_URL",
     quirk_keys=("echo_reasoning_on_tool_turns", "fast_mode", "images", "max_tokens_field", "reasoning_field",
                 "response_formats", "stream_usage", "thinking", "tool_choice", "tool_stream"),
     embeddings="openai_embeddings", demo=("demo-model", "OpenAI Chat Completions"),

@@ -23,7 +23,7 @@ from typing import Any, Iterator, List, Mapping
 from ..errors import ConfigError, StreamProtocolError, upstream_error
 from ..stream import StreamEnd
 from ..types import HttpRequest, PromptCaching
-from ._common import Protocol, Endpoint, join_url, request_headers, to_int, unsupported, usage
+from ._common import Protocol, Endpoint, request_headers, to_int, unsupported, usage
 
 __all__ = ["build_request", "parse_response"]
 
@@ -52,8 +52,8 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
     dimensions = (config.get("embedding_config") or {}).get("dimensions")
     if dimensions is not None:
         body["dimensions"] = dimensions
-    headers = request_headers(endpoint, accept="application/json")
-    return HttpRequest("POST", join_url(endpoint.base_url, "/embeddings"), headers, body, stream=False)
+    headers = request_headers(endpoint, "application/json")
+    return HttpRequest("POST", "/embeddings", headers, body, stream=False)
 
 
 def parse_response(payload: Any, client: str = "openai-chat") -> Iterator[Any]:

@@ -112,7 +112,7 @@ from ..stream import StreamEnd
 from ..toolcalls import ToolCallAssembler
 from ..types import HttpRequest, PromptCaching, ThinkingLevel
 from ._common import (COMPACTION_FORMAT, after_compaction, left_out, DONE, payloads, openai_models_request, parse_data_list, Endpoint, Protocol, check_response_format, data_uri, documents, dumps,
-                      inclusive_usage, join_url, nearest, parse_data_uri, request_headers,
+                      inclusive_usage, nearest, parse_data_uri, request_headers,
                       unsupported)
 
 __all__ = ["build_request", "parse_stream", "map_usage", "model_profile", "clamp_effort", "check_sampling",
@@ -272,7 +272,7 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
     for key in ("image_config", "tts_config", "embedding_config"):
         if key in config:
             raise unsupported(client, key, "is not available over the Responses API for model {!r}".format(model))
-    return HttpRequest("POST", join_url(endpoint.base_url, "/responses"), request_headers(endpoint), body)
+    return HttpRequest("POST", "/responses", request_headers(endpoint), body)
 
 
 def _encrypted(client: str, config: Mapping[str, Any], quirks: Mapping[str, Any], reasons: bool, known: bool) -> bool:
@@ -1250,11 +1250,11 @@ def _failure_payload(payload: Mapping[str, Any]) -> Any:
 
 
 def resume_request(endpoint: Endpoint, resource_id: str, cursor: Optional[int]) -> HttpRequest:
-    """``GET {base_url}/responses/{id}?stream=true&starting_after=<sequence_number>``: a background
-    response's stream again, from the event after ``cursor`` (from its start when None)."""
+    """``GET /responses/{id}?stream=true&starting_after=<sequence_number>`` (a path: the host joins the base
+    URL): a background response's stream again, from the event after ``cursor`` (from its start when None)."""
     from urllib.parse import quote
 
-    url = join_url(endpoint.base_url, "/responses/" + quote(resource_id, safe="")) + "?stream=true"
+    url = "/responses/" + quote(resource_id, safe="") + "?stream=true"
     if cursor is not None:
         url += "&starting_after={}".format(int(cursor))
     headers = request_headers(endpoint)
@@ -1263,10 +1263,10 @@ def resume_request(endpoint: Endpoint, resource_id: str, cursor: Optional[int]) 
 
 
 def cancel_request(endpoint: Endpoint, resource_id: str) -> HttpRequest:
-    """``POST {base_url}/responses/{id}/cancel`` (only background responses can be cancelled)."""
+    """``POST /responses/{id}/cancel`` (a path; only background responses can be cancelled)."""
     from urllib.parse import quote
 
-    return HttpRequest("POST", join_url(endpoint.base_url, "/responses/" + quote(resource_id, safe="") + "/cancel"),
+    return HttpRequest("POST", "/responses/" + quote(resource_id, safe="") + "/cancel",
                        request_headers(endpoint, accept="application/json"), {}, stream=False)
 
 
@@ -1279,7 +1279,9 @@ def frame_cursor(sse: SSEEvent) -> Tuple[Optional[str], Optional[int], bool]:
     data = sse.data
     if not data or data[0] != "{":
         return None, None, False
-    payload = json.loads(data)
+    payload = json.loads(data)  # a ValueError here: the event was cut in half
+    if type(payload) is not dict:
+        return None, None, False  # not an event of a response: the parser says what it is
     kind = payload.get("type") or sse.event
     resource = None
     if kind in ("response.created", "response.queued", "response.in_progress"):
@@ -1300,10 +1302,26 @@ build_request.compaction_format = "openai"  # type: ignore[attr-defined]  # the 
 # -- the endpoint's model list ------------------------------------------------------------------
 
 
+# -- token counting (agenthub.providers.counting) ---------------------------------------------------
+
+#: the answer's count field, and the body members POST /responses/input_tokens takes (the SDK's own)
+COUNT_FIELD = "input_tokens"
+COUNT_KEYS = ("model", "input", "instructions", "tools", "tool_choice", "parallel_tool_calls", "reasoning", "text",
+              "truncation", "conversation", "previous_response_id", "personality")
+
+
+def count_request(plan: HttpRequest, model: str, quirks: Mapping[str, Any]) -> Optional[HttpRequest]:
+    """``/responses/input_tokens`` for the streaming ``plan`` (None: the host has no count endpoint)."""
+    from .counting import count_plan, keep
+
+    if quirks.get("count_tokens") is False:
+        return None
+    return count_plan(plan, plan.url.partition("?")[0] + "/input_tokens", keep(plan.body, COUNT_KEYS))
+
+
 PROTOCOL = Protocol(
     "openai-responses", __name__, build_request, parse_stream, parse_document=parse_document,
-    base_url="https://api.openai.com/v1", key_env=("OPENAI_API_KEY",), base_url_env="OPENAI_BASE_URL",
-    quirk_keys=("encrypted_reasoning", "fast_mode", "reasoning", "reasoning_efforts", "response_formats"),
+    quirk_keys=("count_tokens", "encrypted_reasoning", "fast_mode", "reasoning", "reasoning_efforts", "response_formats"),
     embeddings="openai_embeddings", demo=("gpt-5.5", "OpenAI Responses"),
     models_request=openai_models_request, parse_models=parse_data_list,
 )

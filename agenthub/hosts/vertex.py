@@ -1,9 +1,9 @@
-"""Google Vertex AI: Gemini models (client_type ``"vertex"``, this module) through generateContent,
-and Claude models through Anthropic Messages (``vertex_anthropic``, which ``client_type="vertex"``
+"""The vertex host: Google Vertex AI, Gemini models (client_type ``"vertex"``) through generateContent,
+and Claude models through Anthropic Messages (``"vertex-anthropic"``, which ``client_type="vertex"``
 picks for ``claude-*`` names).
 
-The bodies and the streams are those of ``gemini`` and ``anthropic``; what differs is the URL
-and the credential.  Every request goes under one resource prefix::
+The bodies and the streams are those of the ``gemini`` and ``anthropic`` dialects (Claude's with the
+row's quirks: the version in the body, no model in it); what differs is the URL and the credential.  Every request goes under one resource prefix::
 
     {root}/v1/projects/{project}/locations/{location}
         /publishers/google/models/{model}:streamGenerateContent?alt=sse      (Gemini)
@@ -25,18 +25,16 @@ but only toward Google's hosts (``*.googleapis.com``), the endpoint ``VERTEX_BAS
 loopback address.
 """
 
-import dataclasses
 import re
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Dict, Mapping, Optional, Tuple
 from urllib.parse import quote, urlsplit
 
 from ..errors import ConfigError
-from ..types import HttpRequest
-from . import gemini
-from ._common import Endpoint, Protocol, encode_json
-from ._tokens import bearer_token, is_loopback, is_token_provider
+from . import Host, has_header
+from .credentials import bearer_token, is_token_provider
+from .trust import check_base_url, host_is, is_loopback, url_host
 
-__all__ = ["build_request", "configure", "encode", "host_root", "split_base_url", "resource_prefix", "publisher",
+__all__ = ["configure", "HOST", "host_root", "split_base_url", "resource_prefix", "publisher",
            "model_url", "ANTHROPIC_VERSION", "DEFAULT_LOCATION", "PROJECT_ENV", "LOCATION_ENV", "BASE_URL_ENV"]
 
 ANTHROPIC_VERSION = "vertex-2023-10-16"
@@ -88,50 +86,51 @@ def model_url(prefix: str, model: str) -> str:
     return "{}/publishers/google/models/{}:streamGenerateContent?alt=sse".format(prefix, quote(model, safe="@"))
 
 
-def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, Any]],
-                  config: Mapping[str, Any]) -> HttpRequest:
-    inner = Endpoint(endpoint.client_type, endpoint.base_url, None, endpoint.headers, endpoint.quirks)
-    plan = gemini.build_request(inner, model, messages, config)
-    return dataclasses.replace(plan, url=model_url(endpoint.base_url, model))
+def _url(endpoint: Any, path: str) -> str:
+    """The URL rule: the dialect's method for the model under the endpoint's resource prefix.  Anthropic
+    Messages (``/v1/messages``) is ``.../publishers/anthropic/models/{model}:streamRawPredict`` and its
+    token count ``.../publishers/anthropic/models/count-tokens:rawPredict`` (the model in the body, as the
+    Anthropic Vertex SDK rewrites it); a Gemini path's method (``:streamGenerateContent?alt=sse``,
+    ``:countTokens``) goes to ``.../publishers/google/models/{model}:{method}``."""
+    prefix, model = endpoint.base_url.rstrip("/"), quote(endpoint.model or "", safe="@")
+    if path.startswith("/v1/messages"):
+        if path.startswith("/v1/messages/count_tokens"):
+            return prefix + "/publishers/anthropic/models/count-tokens:rawPredict"
+        return "{}/publishers/anthropic/models/{}:streamRawPredict".format(prefix, model)
+    method = path.rsplit(":", 1)[1] if ":" in path else "streamGenerateContent?alt=sse"
+    return "{}/publishers/google/models/{}:{}".format(prefix, model, method)
 
 
-def _has(headers: Mapping[str, str], name: str) -> bool:
-    return any(key.lower() == name for key in headers)
-
-
-def encode(request: HttpRequest, endpoint: Endpoint) -> HttpRequest:
-    """Compact JSON, then ``Authorization: Bearer`` with this attempt's access token (a token
-    callable, google-auth's included, is called now; it renews the token before it expires), and
-    ``x-goog-user-project`` when google-auth's credentials name a quota project.  An Authorization
-    header the caller set in ``default_headers`` is left as it is."""
-    request = encode_json(request, endpoint)
+def _authorise(method: str, url: str, headers: Dict[str, str], data: Optional[bytes], endpoint: Any) -> Dict[str, str]:
+    """``Authorization: Bearer`` with this attempt's access token (a token callable, google-auth's
+    included, is called now; it renews the token before it expires), and ``x-goog-user-project``
+    when google-auth's credentials name a quota project.  An Authorization header the caller set in
+    ``default_headers`` is left as it is."""
     key = endpoint.api_key  # type: Any  # a key, a token, or a token callable
-    headers = dict(request.headers)
-    if _has(headers, "authorization") or not key:
-        return request
+    if has_header(headers, "authorization") or not key:
+        return headers
     token = bearer_token(key, endpoint.client_type) if is_token_provider(key) else key
     headers["Authorization"] = "Bearer " + token
     quota = getattr(key, "quota_project", None)  # google-auth credentials that name a quota project
-    if isinstance(quota, str) and quota and not _has(headers, "x-goog-user-project"):
+    if isinstance(quota, str) and quota and not has_header(headers, "x-goog-user-project"):
         headers["x-goog-user-project"] = quota
-    return dataclasses.replace(request, headers=headers)
+    return headers
 
 
 def _google_host(url: str) -> bool:
-    host = (urlsplit(url).hostname or "").lower()
-    return host == "googleapis.com" or host.endswith(".googleapis.com")
+    return host_is(url, ("googleapis.com",), (".googleapis.com",))
 
 
-def configure(model: str, base_url: Optional[str], api_key: Any, environ: Mapping[str, str],
-              client_type: str = "vertex") -> Tuple[str, str, Any, Dict[str, Any]]:
+def configure(row: Any, model: str, base_url: Optional[str], api_key: Any,
+              environ: Mapping[str, str]) -> Tuple[str, str, Any, Dict[str, Any]]:
     """-> (``vertex`` or ``vertex-anthropic``, the resource prefix, the credential, quirks)."""
+    client_type = row.name
     if not _MODEL.match(model):
         raise ConfigError("{}: model {!r} is not a Vertex AI model id (like gemini-3.5-flash or "
                           "claude-sonnet-4-6@20260101)".format(client_type, model))
     named = base_url if base_url is not None else environ.get(BASE_URL_ENV) or None
-    if named is not None and not re.match(r"^https?://[^/\s]", named):
-        raise ConfigError("{} must be an http(s) URL (got {!r})".format(
-            "base_url" if base_url is not None else BASE_URL_ENV, named))
+    if named is not None:
+        check_base_url(named, "base_url" if base_url is not None else BASE_URL_ENV)
     root, project, location = split_base_url(named) if named else (None, None, None)
     if urlsplit(root or "").query:
         raise ConfigError("{}: the base URL takes no query string".format(client_type))
@@ -151,8 +150,8 @@ def configure(model: str, base_url: Optional[str], api_key: Any, environ: Mappin
             raise ConfigError(
                 "{}: api_key is required with base_url {!r}: Google credentials from the environment are only sent "
                 "to *.googleapis.com, to the endpoint {} names, or to a loopback address (pass an access token or "
-                "a callable returning one)".format(client_type, urlsplit(base_url).hostname, BASE_URL_ENV))
-        from .. import gcp  # google-auth, imported only now
+                "a callable returning one)".format(client_type, url_host(base_url), BASE_URL_ENV))
+        from . import gcp  # google-auth, imported only now
 
         api_key, found = gcp.application_default()
         project = project or found
@@ -166,9 +165,5 @@ def configure(model: str, base_url: Optional[str], api_key: Any, environ: Mappin
     return kind, resource_prefix(root or host_root(location), project, location), api_key, {}
 
 
-PROTOCOL = Protocol(
-    "vertex", __name__, build_request, gemini.parse_stream,
-    framing=gemini.PROTOCOL.framing, parse_document=gemini.PROTOCOL.parse_document,
-    base_url="", key_env=(), base_url_env=BASE_URL_ENV,
-    encode=encode, configure=configure,
-)
+#: the vertex host (no model list: Vertex AI's publisher models are not listed per resource here)
+HOST = Host("vertex", _authorise, "", (), BASE_URL_ENV, url=_url, configure=configure, takes_token_callable=True)

@@ -1,0 +1,190 @@
+"""Hosts: where a request goes and how it is authorised.  Client types are rows of (dialect, host, quirks).
+
+A wire dialect (``agenthub.providers.<dialect>``) plans a request as a body, its headers and a
+*path* (``/chat/completions``, ``/v1/messages``, ``/v1beta/models/{model}:streamGenerateContent``);
+it holds no key, no base URL and no credential logic.  A ``Host`` owns the rest: the default base
+URL and the variable that moves it, the variables its key is read from, the header form the key
+travels in (``Authorization: Bearer``, ``x-api-key``, ``x-goog-api-key``, ``api-key``), a
+``configure`` for endpoints that are the caller's own cloud resource (Azure, Vertex AI, Bedrock),
+and ``encode``, called by the client before every attempt::
+
+    plan = dialect.build_request(endpoint, model, messages, config)  # pure: a path, a body, no key
+    request = host.encode(plan, endpoint)   # per attempt: the URL joined, the bytes, the credential
+
+A client type is one ``ClientType`` row of ``CLIENT_TYPES``: its dialect, its host and the dialect
+quirks the route needs (Claude on Vertex AI is the anthropic dialect with the version in the body and
+no model; Claude on Microsoft Foundry is the anthropic dialect at the azure host).  A new route for
+an existing dialect is one row here, plus at most a URL rule in its host.
+
+Layering: this wing sits above ``agenthub.providers`` (it names dialects by module, imported on
+first use) and below the client and the registry; no provider imports it.
+"""
+
+import dataclasses
+import importlib
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+
+from ..types import HttpRequest
+
+__all__ = ["Host", "ClientType", "CLIENT_TYPES", "client_type", "all_client_types", "host", "has_header"]
+
+
+def has_header(headers: Mapping[str, str], name: str) -> bool:
+    """True when ``headers`` holds ``name`` in any case."""
+    lower = name.lower()
+    return any(key.lower() == lower for key in headers)
+
+
+def _join(endpoint: Any, path: str) -> str:
+    return endpoint.base_url.rstrip("/") + path
+
+
+class Host(object):
+    """Where a request goes and how it is authorised (see the module doc).
+
+    ``base_url``, ``key_env`` and ``base_url_env``: the default endpoint, the variables its key is
+    read from (in order) and the variable that moves it (the registry's credential rule reads them).
+    ``url(endpoint, path)``: the URL rule, the dialect's path joined to the endpoint (default:
+    ``base_url + path``).  ``authorise(method, url, headers, data, endpoint)``: the headers sent with
+    this attempt's credential (a key under its header, a token from a callable, a signature over
+    ``data``); a credential header the caller set is left as it is.  ``configure(row, model,
+    base_url, api_key, environ)``: for a host that is the caller's own cloud resource, what
+    ``registry.resolve`` returns in place of the default endpoint and key variables: ``(client_type,
+    base_url, api_key, quirks)``.
+    ``takes_token_callable``: a callable ``api_key`` (a token provider) is taken.
+    ``quirk_keys``: the registry quirks the host reads.
+    """
+
+    __slots__ = ("name", "base_url", "key_env", "base_url_env", "url", "authorise", "configure",
+                 "takes_token_callable", "quirk_keys")
+
+    def __init__(self, name: str, authorise: Callable[..., Dict[str, str]], base_url: str = "",
+                 key_env: Sequence[str] = (), base_url_env: Optional[str] = None,
+                 url: Callable[[Any, str], str] = _join, configure: Optional[Callable[..., Tuple[str, str, Any,
+                                                                                                 Dict[str, Any]]]] = None,
+                 takes_token_callable: bool = False,
+                 quirk_keys: Sequence[str] = ()) -> None:
+        self.name = name
+        self.base_url = base_url
+        self.key_env = tuple(key_env)
+        self.base_url_env = base_url_env
+        self.url = url
+        self.authorise = authorise
+        self.configure = configure
+        self.takes_token_callable = takes_token_callable
+        self.quirk_keys = tuple(quirk_keys)
+
+    def encode(self, plan: HttpRequest, endpoint: Any) -> HttpRequest:
+        """The request as sent on this attempt: the URL joined, the body as compact UTF-8 JSON bytes,
+        the credential of this attempt added (a token callable is called now, a signature computed now)."""
+        url = self.url(endpoint, plan.url)
+        data = plan.content()
+        headers = self.authorise(plan.method, url, dict(plan.headers), data, endpoint)
+        return dataclasses.replace(plan, url=url, headers=headers, data=data)
+
+    def __repr__(self) -> str:
+        return "Host({!r})".format(self.name)
+
+
+class ClientType(object):
+    """One client type: a wire dialect (a module under ``agenthub.providers``), a host (a module under
+    ``agenthub.hosts`` holding ``HOST``, or the name of a first-party host in ``hosts.keys``) and the
+    dialect quirks this route sets (the caller's registry row may add more).  ``lists_models``: the
+    route answers the dialect's model list (``AutoLLMClient.list_models``); ``embeddings``: it serves the
+    dialect's embedding models."""
+
+    __slots__ = ("name", "dialect", "host_name", "quirks", "lists_models", "embeddings", "_key_env", "_base_url_env")
+
+    def __init__(self, name: str, dialect: str, host_name: str, quirks: Optional[Mapping[str, Any]] = None,
+                 lists_models: bool = True, embeddings: bool = True, key_env: Optional[Sequence[str]] = None,
+                 base_url_env: Optional[str] = None) -> None:
+        self.name = name
+        self.dialect = dialect
+        self.host_name = host_name
+        self.quirks = dict(quirks or {})
+        self.lists_models = lists_models
+        self.embeddings = embeddings
+        self._key_env = None if key_env is None else tuple(key_env)
+        self._base_url_env = base_url_env
+
+    @property
+    def key_env(self) -> Tuple[str, ...]:
+        """The variables this route's key is read from (the host's unless the row names its own)."""
+        return self.host.key_env if self._key_env is None else self._key_env
+
+    @property
+    def base_url_env(self) -> Optional[str]:
+        return self._base_url_env or self.host.base_url_env
+
+    @property
+    def host(self) -> Host:
+        return host(self.host_name)
+
+    def protocol(self, embeddings: bool = False) -> Any:
+        """The dialect's record (its embeddings record for embedding models; None: it has none)."""
+        from .. import providers
+
+        if embeddings:
+            return providers.embeddings_protocol(self.dialect) if self.embeddings else None
+        return providers.protocol(self.dialect)
+
+    def __repr__(self) -> str:
+        return "ClientType({!r}: {} at {})".format(self.name, self.dialect, self.host_name)
+
+
+#: client_type -> its row.  The dialect is a key of agenthub.providers.PROTOCOLS; the host one of HOSTS.
+CLIENT_TYPES = {row.name: row for row in [
+    ClientType("openai-chat", "openai-chat", "openai"),
+    ClientType("openai-responses", "openai-responses", "openai"),
+    ClientType("anthropic", "anthropic", "anthropic"),
+    ClientType("gemini", "gemini", "gemini"),
+    # Gemini's Interactions API (also GEMINI_API=interactions): its own dialect at Gemini's first-party host
+    ClientType("gemini-interactions", "gemini-interactions", "gemini", embeddings=False),
+    ClientType("azure", "openai-chat", "azure", embeddings=False),
+    ClientType("azure-responses", "openai-responses", "azure", {"count_tokens": False}, embeddings=False),
+    # Claude on Microsoft Foundry: Anthropic Messages at https://{resource}.services.ai.azure.com/anthropic (the
+    # models run on Anthropic's own infrastructure: thinking goes back only with its signature, as there)
+    ClientType("azure-anthropic", "anthropic", "azure", {"replay_unsigned_thinking": False, "count_tokens": False},
+               lists_models=False,
+               key_env=("ANTHROPIC_FOUNDRY_API_KEY",), base_url_env="ANTHROPIC_FOUNDRY_BASE_URL"),
+    # (count_tokens: Vertex AI's own CountTokensRequest form; False on a row: no count endpoint documented there)
+    ClientType("vertex", "gemini", "vertex", {"count_tokens": "vertex"}, lists_models=False, embeddings=False),
+    # Claude on Vertex AI (client_type="vertex" picks it for claude-* models): the version in the body,
+    # no model in it (it is in the URL), no top-level automatic cache_control
+    ClientType("vertex-anthropic", "anthropic", "vertex",
+               {"version_in_body": "vertex-2023-10-16", "model_in_body": False, "automatic_caching": False},
+               lists_models=False),
+    ClientType("bedrock", "bedrock", "aws"),
+    ClientType("agenthub", "agenthub", "agenthub"),
+]}
+
+#: host name -> (module under agenthub.hosts, attribute): imported on first use
+HOSTS = {
+    "openai": ("keys", "OPENAI"),
+    "anthropic": ("keys", "ANTHROPIC"),
+    "gemini": ("keys", "GEMINI"),
+    "agenthub": ("keys", "AGENTHUB"),
+    "azure": ("azure", "HOST"),
+    "vertex": ("vertex", "HOST"),
+    "aws": ("aws", "HOST"),
+}
+
+_hosts = {}  # type: Dict[str, Host]
+
+
+def host(name: str) -> Host:
+    """The Host named ``name`` (its module is imported on first use)."""
+    found = _hosts.get(name)
+    if found is None:
+        module, attribute = HOSTS[name]
+        found = _hosts[name] = getattr(importlib.import_module("agenthub.hosts." + module), attribute)
+    return found
+
+
+def client_type(name: str) -> ClientType:
+    """The row of client_type ``name`` (a KeyError for an unknown name: registry.resolve checks first)."""
+    return CLIENT_TYPES[name]
+
+
+def all_client_types() -> List[ClientType]:
+    return list(CLIENT_TYPES.values())

@@ -1,0 +1,183 @@
+"""Google Cloud credentials for Vertex AI, through ``google-auth`` (the optional extra ``agenthub[vertex]``).
+
+Nothing here is imported by ``import agenthub``: the Vertex route imports this module
+when it needs application default credentials, and this module imports google-auth
+only inside its functions, so a missing extra is a ConfigError that names it.
+
+``application_default()`` finds credentials the way every Google client does
+(``google.auth.default``): the service-account file named by
+``GOOGLE_APPLICATION_CREDENTIALS``, gcloud's user credentials
+(``gcloud auth application-default login``), or the metadata server on Google
+Cloud.  ``service_account_file(path)`` reads one file.  Both return a
+``GoogleToken``: a callable that returns a current OAuth access token.  The token
+is cached and renewed ``REFRESH_MARGIN`` seconds before it expires, under a lock,
+so any number of threads may call it at once and one refresh serves them all.
+
+A token string, or any callable returning one, works as ``api_key`` without this
+module and without google-auth.
+"""
+
+import datetime
+import threading
+from typing import Any, Optional, Tuple
+
+from ..errors import AuthenticationError, ConfigError, TransportError, preview
+
+__all__ = ["SCOPE", "EXTRA", "REFRESH_MARGIN", "GoogleToken", "application_default", "service_account_file"]
+
+#: the OAuth scope Vertex AI takes
+SCOPE = "https://www.googleapis.com/auth/cloud-platform"
+#: how to install what this module needs
+EXTRA = "pip install 'agenthub[vertex]'"
+#: a token is renewed when it expires within this many seconds (google-auth itself waits until 3m45s)
+REFRESH_MARGIN = 300.0
+#: seconds allowed for one call to the token endpoint
+TOKEN_TIMEOUT = 30.0
+
+
+def _google_auth() -> Any:
+    """The ``google.auth`` package, or a ConfigError that says how to get it."""
+    try:
+        import google.auth
+        import google.auth.exceptions
+        import google.auth.transport.requests  # noqa: F401  (the refresh transport)
+    except ImportError:
+        raise ConfigError(
+            "Vertex AI authenticates with Google application default credentials through google-auth, which is "
+            "not installed: {} (or pass an OAuth access token, or a callable returning one, as api_key)".format(EXTRA)
+        ) from None
+    return google.auth
+
+
+def application_default(project: Optional[str] = None) -> Tuple["GoogleToken", Optional[str]]:
+    """``google.auth.default`` with the cloud-platform scope -> (token callable, project).
+
+    The project is ``project`` when given, else the one the credentials name (None when they
+    name none).  No credentials found is a ConfigError with google-auth's own explanation.
+    """
+    google_auth = _google_auth()
+    try:
+        credentials, found = google_auth.default(scopes=[SCOPE])
+    except google_auth.exceptions.DefaultCredentialsError as exc:
+        raise ConfigError("Vertex AI: no Google credentials: {} (set GOOGLE_APPLICATION_CREDENTIALS to a "
+                          "service-account file, run `gcloud auth application-default login`, or pass an access "
+                          "token as api_key)".format(preview(str(exc), 400))) from None
+    return GoogleToken(credentials, found, source=("default",)), project or found
+
+
+def service_account_file(path: str) -> "GoogleToken":
+    """A token callable for one service-account JSON file (what to pass as ``api_key`` instead of its text)."""
+    _google_auth()
+    try:
+        from google.oauth2 import service_account
+
+        credentials = service_account.Credentials.from_service_account_file(path, scopes=[SCOPE])
+    except (OSError, ValueError, KeyError) as exc:
+        raise ConfigError("cannot read service-account file {!r}: {}".format(path, type(exc).__name__)) from None
+    return GoogleToken(credentials, getattr(credentials, "project_id", None), source=("file", path))
+
+
+def _utcnow() -> datetime.datetime:
+    return datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
+
+
+class GoogleToken(object):
+    """A callable returning a valid access token from google-auth credentials.
+
+    The token is cached; it is renewed (``credentials.refresh``) when there is none yet
+    or it expires within ``margin`` seconds.  One lock guards the check and the
+    refresh, so concurrent callers wait for one refresh instead of starting several.
+    A refresh that cannot reach the token endpoint is a TransportError (retryable);
+    one the endpoint refuses is an AuthenticationError.  ``repr`` shows no token.
+
+    Pickling (a client sent to a process pool) carries where the credentials came from
+    (``source``: application default credentials, or a file's path), never the key or the
+    token: they are loaded again where the object lands, on its first call.
+    """
+
+    def __init__(self, credentials: Any, project: Optional[str] = None, margin: float = REFRESH_MARGIN,
+                 source: Optional[Tuple[str, ...]] = None) -> None:
+        self.credentials = credentials
+        self.project = project
+        self.margin = float(margin)
+        self.source = source
+        self._lock = threading.Lock()
+        self._request = None  # type: Any
+        #: how many times the token was fetched (for tests and logs)
+        self.refreshes = 0
+
+    @property
+    def quota_project(self) -> Optional[str]:
+        """The credentials' quota project (sent as ``x-goog-user-project``, as google-auth's own ``apply`` does)."""
+        value = getattr(self.credentials, "quota_project_id", None)
+        return value if isinstance(value, str) and value else None
+
+    def __repr__(self) -> str:
+        return "GoogleToken({})".format(type(self.credentials).__name__ if self.credentials is not None else
+                                        (self.source or ("?",))[0])
+
+    def __getstate__(self) -> Any:  # the lock, the HTTP session, and (with a source) the credentials stay behind
+        credentials = None if self.source else self.credentials
+        return {"credentials": credentials, "project": self.project, "margin": self.margin, "source": self.source}
+
+    def __setstate__(self, state: Any) -> None:
+        self.__init__(state["credentials"], state["project"], state["margin"], state["source"])  # type: ignore[misc]
+
+    def _load(self) -> None:
+        source = self.source or ("default",)
+        if source[0] == "file":
+            self.credentials = service_account_file(source[1]).credentials
+        else:
+            self.credentials = application_default()[0].credentials
+
+    def _stale(self) -> bool:
+        credentials = self.credentials
+        if not getattr(credentials, "token", None):
+            return True
+        expiry = getattr(credentials, "expiry", None)
+        if expiry is None:
+            return False  # a token without an expiry (google-auth says so) is kept until refused
+        now = _utcnow() if expiry.tzinfo is None else datetime.datetime.now(datetime.timezone.utc)
+        return (expiry - now).total_seconds() <= self.margin
+
+    def __call__(self) -> str:
+        with self._lock:
+            if self.credentials is None:
+                self._load()
+            if self._stale():
+                self._refresh()
+            token = self.credentials.token
+        if not isinstance(token, str) or not token:
+            raise AuthenticationError("Vertex AI: google-auth returned no access token", client="vertex")
+        return token
+
+    def _refresh(self) -> None:
+        google_auth = _google_auth()
+        if self._request is None:
+            import google.auth.transport.requests as transport
+
+            self._request = _TimedRequest(transport.Request(), TOKEN_TIMEOUT)
+        try:
+            self.credentials.refresh(self._request)
+        except google_auth.exceptions.TransportError as exc:
+            raise TransportError("Vertex AI: cannot reach the Google token endpoint: {}".format(
+                preview(str(exc), 300)), client="vertex") from exc
+        except google_auth.exceptions.RefreshError as exc:
+            raise AuthenticationError(
+                "Vertex AI: the Google token endpoint refused the credentials: {}".format(preview(str(exc), 300)),
+                client="vertex", error_type="refresh_error",
+                retryable=bool(getattr(exc, "retryable", False))) from exc
+        self.refreshes += 1
+
+
+class _TimedRequest(object):
+    """google-auth's requests transport with a timeout on every call (its default is two minutes)."""
+
+    def __init__(self, request: Any, timeout: float) -> None:
+        self._request = request
+        self._timeout = timeout
+
+    def __call__(self, url: str, method: str = "GET", body: Any = None, headers: Any = None,
+                 timeout: Optional[float] = None, **kwargs: Any) -> Any:
+        return self._request(url, method=method, body=body, headers=headers,
+                             timeout=timeout if timeout is not None else self._timeout, **kwargs)

@@ -1,0 +1,75 @@
+"""The key hosts: a base URL, the variables its key is read from, and the header the key travels in.
+
+- ``OPENAI``: ``Authorization: Bearer <key>`` (OpenAI and every OpenAI-compatible server);
+- ``ANTHROPIC``: ``x-api-key: <key>``, or ``Authorization: Bearer <key>`` at a gateway whose registry
+  row says ``"auth": "bearer"`` (never at api.anthropic.com);
+- ``GEMINI``: ``x-goog-api-key: <key>`` (never in the URL); a base URL that already names an API
+  version (``.../v1beta``, ``https://aiplatform.googleapis.com/v1/publishers/google``) takes the
+  dialect's path without its ``/v1beta``;
+- ``AGENTHUB``: ``Authorization: Bearer <server key>`` at an ``agenthub serve`` root (a trailing
+  ``/v1`` of the base URL is taken as the same server).
+
+A credential header the caller set (``default_headers``, ``extra_headers``) is left as it is.
+Which endpoint a key from the environment may go to is the registry's rule (``registry.resolve``).
+"""
+
+import re
+from typing import Any, Callable, Dict, Mapping, Optional
+from urllib.parse import urlsplit
+
+from . import Host, has_header
+from .trust import host_is
+
+__all__ = ["OPENAI", "ANTHROPIC", "GEMINI", "AGENTHUB", "key_header", "server_url"]
+
+
+def key_header(header: str, prefix: str = "", pick: Optional[Callable[[Any], Any]] = None) -> Callable[..., Dict[str, str]]:
+    """An ``authorise`` that sends the endpoint's key as ``header: prefix + key`` (``pick(endpoint)``
+    may choose another (header, prefix) per endpoint)."""
+
+    def authorise(method: str, url: str, headers: Dict[str, str], data: Optional[bytes], endpoint: Any) -> Dict[str, str]:
+        key = endpoint.api_key
+        name, lead = pick(endpoint) if pick is not None else (header, prefix)
+        if isinstance(key, str) and key and not has_header(headers, name):
+            headers[name] = lead + key
+        return headers
+
+    return authorise
+
+
+def _anthropic_header(endpoint: Any) -> Any:
+    """x-api-key; Authorization: Bearer for gateways whose row says so (they read only that)."""
+    if endpoint.quirks.get("auth") == "bearer" and not host_is(endpoint.base_url, ("api.anthropic.com",)):
+        return "Authorization", "Bearer "
+    return "x-api-key", ""
+
+
+_VERSIONED_BASE = re.compile(r"/v\d+(alpha|beta)?\d*(/|$)")
+
+
+def _gemini_url(endpoint: Any, path: str) -> str:
+    base = endpoint.base_url.rstrip("/")
+    if path.startswith("/v1beta/") and _VERSIONED_BASE.search(urlsplit(base).path):
+        path = path[len("/v1beta"):]
+    return base + path
+
+
+def server_url(base_url: str) -> str:
+    """An agenthub server's root: ``http://host:port`` (a trailing ``/v1`` is taken as the same server)."""
+    url = base_url.rstrip("/")
+    return url[:-3] if url.endswith("/v1") else url
+
+
+def _agenthub_url(endpoint: Any, path: str) -> str:
+    return server_url(endpoint.base_url) + path
+
+
+_BEARER = key_header("Authorization", "Bearer ")
+
+OPENAI = Host("openai", _BEARER, "https://api.openai.com/v1", ("OPENAI_API_KEY",), "OPENAI_BASE_URL")
+ANTHROPIC = Host("anthropic", key_header("x-api-key", pick=_anthropic_header), "https://api.anthropic.com",
+                 ("ANTHROPIC_API_KEY",), "ANTHROPIC_BASE_URL", quirk_keys=("auth",))
+GEMINI = Host("gemini", key_header("x-goog-api-key"), "https://generativelanguage.googleapis.com",
+              ("GEMINI_API_KEY", "GOOGLE_API_KEY"), "GEMINI_BASE_URL", url=_gemini_url)
+AGENTHUB = Host("agenthub", _BEARER, "http://127.0.0.1:8787", ("AGENTHUB_SERVER_KEY",), "AGENTHUB_SERVER_URL",
+                url=_agenthub_url)
