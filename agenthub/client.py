@@ -89,7 +89,12 @@ def _log_from_env() -> None:
     elapsed ms) and one per finished stream (events, finish reason, usage); INFO: retries.  No record
     holds a key, a header or a body.
     """
-    level = {"debug": logging.DEBUG, "info": logging.INFO}.get((os.environ.get(LOG_ENV) or "").strip().lower())
+    value = (os.environ.get(LOG_ENV) or "").strip().lower()
+    level = {"debug": logging.DEBUG, "info": logging.INFO}.get(value)
+    if level is None and value and not getattr(logger, "_agenthub_env_warned", False):
+        logger._agenthub_env_warned = True  # type: ignore[attr-defined]  # once per process, reloads included
+        sys.stderr.write("agenthub: {}={!r} is not a level agenthub knows (debug, info): no log handler was "
+                         "added\n".format(LOG_ENV, os.environ.get(LOG_ENV)))
     if level is None or any(getattr(handler, "_agenthub_env", False) for handler in logger.handlers):
         return
     handler = logging.StreamHandler(sys.stderr)
@@ -592,7 +597,9 @@ class AutoLLMClient(object):
         generation-only fields.  A protocol without a count endpoint raises UnsupportedOperationError,
         unless ``estimate=True``: then ``agenthub.budget.estimate_tokens``, a local estimate (UTF-8 bytes
         / 3 for text, 1600 tokens per image or media item), is returned instead."""
-        from .providers import counting
+        import importlib
+
+        from .providers.counting import parse_count
 
         if not isinstance(estimate, bool):
             raise ConfigError("estimate must be True or False")
@@ -600,7 +607,11 @@ class AutoLLMClient(object):
         cfg = check_config(config)
         plan = apply_extras(self._build(list(messages), cfg), cfg)
         record = hosts.client_type(self.client_type).protocol()
-        request = counting.count_request(self.client_type, plan, self.model) if self._protocol is record else None
+        dialect = importlib.import_module("agenthub.providers." + record.module)
+        planner = getattr(dialect, "count_request", None)  # the dialect's, where it has a count endpoint
+        request = None
+        if planner is not None and self._protocol is record:
+            request = planner(plan, self.model, self._endpoint.quirks)
         if request is None:
             if estimate:
                 from .budget import estimate_tokens
@@ -609,7 +620,7 @@ class AutoLLMClient(object):
             raise UnsupportedOperationError(
                 "{}: this endpoint has no token-counting method; count_tokens(..., estimate=True) gives a local "
                 "estimate".format(self.client_type), client=self.client_type, operation="count_tokens")
-        return counting.parse_count(self.client_type, self._fetch(record, request), request)
+        return parse_count(self.client_type, self._fetch(record, request), dialect.COUNT_FIELD)
 
     def _fetch(self, record: Any, request: Any) -> Any:
         """One JSON document for ``request``: the attempt loop (timeouts, retries, scrubbing, hooks)
@@ -668,6 +679,10 @@ class AutoLLMClient(object):
                         # commit before the stop event is yielded: a caller may stop iterating at it
                         answer = folding.message()
                         if stateful is not None:
+                            # a protocol that chains stateful turns server-side notes that this answer is stored
+                            stored = getattr(self._protocol.build_request, "stored_answer", None)
+                            if stored is not None:
+                                answer = stored(answer)
                             self._history = history_before + [stateful, answer]
                             self._version += 1
                         if config.get("trace_id"):
@@ -757,7 +772,7 @@ class AutoLLMClient(object):
                 raise _stopped(client, watch, timeout)
             sent = request
             try:
-                sent = protocol.encode(request, self._endpoint)
+                sent = self._host.encode(request, self._endpoint)  # URL, credential
                 body = transport.open_stream(self._get_session(), sent, (timeout.connect, timeout.read), client,
                                              watch=watch, error_from_body=protocol.error_from_body,
                                              is_stream=starts_stream)
@@ -787,7 +802,7 @@ class AutoLLMClient(object):
         client = self.client_type
         request = dialect.cancel_request(self._endpoint, resource_id)
         try:
-            sent = self._protocol.encode(request, self._endpoint)
+            sent = self._host.encode(request, self._endpoint)
             body = _transport().open_stream(self._get_session(), sent, (5.0, 10.0), client)
             body.open(document=True)
             logger.info("%s: background response %s cancelled", client, resource_id)
@@ -1087,12 +1102,10 @@ def _unwell(error: BaseException) -> bool:
 
 
 def _host(url: str) -> str:
-    from urllib.parse import urlsplit
+    """The host a request to ``url`` connects to (the one host rule: ``hosts.trust.url_host``)."""
+    from .hosts.trust import url_host
 
-    try:
-        return (urlsplit(url).hostname or "").lower()
-    except ValueError:
-        return ""
+    return url_host(url)
 
 
 #: protocol module -> the dialect it speaks (agenthub.foreign's names)

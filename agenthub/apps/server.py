@@ -14,7 +14,10 @@
 A string cell ``"$NAME"`` is read from the environment when the app is made (a missing
 variable is a ConfigError naming it; ``"$$..."`` is a literal ``$...``).  Each model row
 becomes one AutoLLMClient (``max_retries`` and ``timeout`` may be given per row); its
-``default_config`` lies under the config of every request for it.
+``default_config`` lies under the config of every request for it.  ``"fallbacks": [...]`` names other
+rows' ids (their clients, with their own keys and settings; their own fallbacks are not followed) or
+model names (built as ``AutoLLMClient(fallbacks=[name])`` builds them): the row's client fails over
+to them in order before the first event (README, "Failover").  An entry that is neither is a ConfigError.
 
 Endpoints (the wire contract; README.md, "agenthub serve"):
 
@@ -68,7 +71,7 @@ from urllib.parse import urlsplit
 
 from ..errors import (AgentHubError, AuthenticationError, ConfigError, ServerError, StreamError, TransportError,
                      UnsupportedParameterError, UpstreamError, error_to_json)
-from ..hosts.credentials import is_loopback_host
+from ..hosts.trust import authority_host, is_loopback_host
 from ..types import from_jsonable, json_default  # the one {"__bytes__"} codec
 from .metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE, Metrics
 
@@ -91,7 +94,8 @@ CONFIG_KEYS = ("models", "api_keys", "allowed_hosts", "max_body_bytes", "max_con
                "keepalive_seconds") + TIMEOUT_KEYS
 #: config keys a caller of the server may not send: they would rewrite the upstream request itself
 PASSTHROUGH_KEYS = ("extra_body", "extra_headers")
-MODEL_KEYS = ("id", "model", "client_type", "base_url", "api_key", "default_config", "max_retries", "timeout")
+MODEL_KEYS = ("id", "model", "client_type", "base_url", "api_key", "default_config", "max_retries", "timeout",
+              "fallbacks")
 REQUEST_KEYS = ("model", "messages", "config")
 
 #: frames, and bytes, a stream may have waiting for a slow client before its upstream is no longer read
@@ -186,7 +190,11 @@ def load_config(config: Any, environ: Optional[Mapping[str, str]] = None) -> Dic
         default_config = row.get("default_config") or {}
         if not isinstance(default_config, Mapping):
             raise ConfigError("server config {}.default_config must be an object (UniConfig)".format(where))
-        rows.append(dict(row, default_config=dict(default_config)))
+        fallbacks = row.get("fallbacks", [])
+        if not isinstance(fallbacks, list) or not all(isinstance(f, str) and f.strip() for f in fallbacks):
+            raise ConfigError("server config {}.fallbacks must be a list of row ids or model names".format(where))
+        rows.append(dict(row, default_config=dict(default_config), fallbacks=list(fallbacks)))
+    _check_fallbacks(rows)
     api_keys = data.get("api_keys") or []
     if not isinstance(api_keys, list) or not all(isinstance(k, str) and k for k in api_keys):
         raise ConfigError("server config api_keys must be a list of non-empty strings")
@@ -201,6 +209,9 @@ def load_config(config: Any, environ: Optional[Mapping[str, str]] = None) -> Dic
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < 3600:
             raise ConfigError("server config {} must be a number of seconds in (0, 3600)".format(key))
         seconds[key] = float(value)
+    refused = [h for h in hosts if h != "*" and not _host_name(h)]
+    if refused:
+        raise ConfigError("server config allowed_hosts: {!r} is not a host name".format(refused[0][:100]))
     return dict(seconds, **{
         "models": rows,
         "api_keys": list(api_keys),
@@ -208,6 +219,21 @@ def load_config(config: Any, environ: Optional[Mapping[str, str]] = None) -> Dic
         "max_body_bytes": _positive_int(data, "max_body_bytes", DEFAULT_MAX_BODY_BYTES),
         "max_concurrent_streams": _positive_int(data, "max_concurrent_streams", DEFAULT_MAX_CONCURRENT_STREAMS),
     })
+
+
+def _check_fallbacks(rows: List[Dict[str, Any]]) -> None:
+    """Each ``fallbacks`` entry is another row's id or a model name the registry routes."""
+    from ..registry import route_for
+
+    ids = [row["id"] for row in rows]
+    for n, row in enumerate(rows):
+        for entry in row["fallbacks"]:
+            if entry == row["id"]:
+                raise ConfigError("server config models[{}].fallbacks: {!r} is the row itself".format(n, entry))
+            if entry not in ids and route_for(entry) is None:
+                raise ConfigError("server config models[{}].fallbacks: {!r} is neither a row id ({}) nor a model "
+                                  "name agenthub routes (`agenthub models` lists them)".format(
+                                      n, entry[:100], ", ".join(ids)))
 
 
 def make_app(config: Any, environ: Optional[Mapping[str, str]] = None, session: Any = None) -> "AgentHubApp":
@@ -222,16 +248,10 @@ def make_app(config: Any, environ: Optional[Mapping[str, str]] = None, session: 
 
 
 def _host_name(host: str) -> str:
-    """A Host header (or an allowed_hosts entry) -> the lower-case name without its port."""
-    host = host.strip().lower()
-    if host.startswith("["):
-        end = host.find("]")
-        return host[:end + 1] if end > 0 else host
-    if host.count(":") == 1:
-        host = host.split(":", 1)[0]
-    elif host.count(":") > 1:  # a bare IPv6 address
-        return "[" + host + "]"
-    return host.rstrip(".")
+    """A Host header (or an allowed_hosts entry) -> the lower-case name without its port (an IPv6
+    address in brackets), read as every host rule reads it (``hosts.trust``); "" when it is not one host."""
+    name = authority_host(host).rstrip(".")
+    return "[" + name + "]" if ":" in name else name
 
 
 _DEFAULT_PORTS = {"http": 80, "https": 443}
@@ -389,26 +409,34 @@ class AgentHubApp(object):
 
         self.models = {}  # type: Dict[str, _Model]
         secrets = []  # type: List[str]
-        for n, row in enumerate(settings["models"]):
-            where = "server config models[{}] ({!r})".format(n, row["id"])
-            default_config = dict(row.get("default_config") or {})
-            try:
-                check_config(default_config)
-                kwargs = {}  # type: Dict[str, Any]
-                if "max_retries" in row:
-                    kwargs["max_retries"] = row["max_retries"]
-                if "timeout" in row:
-                    kwargs["timeout"] = tuple(row["timeout"]) if isinstance(row["timeout"], list) else row["timeout"]
-                client = AutoLLMClient(row["model"], api_key=row.get("api_key"), base_url=row.get("base_url"),
-                                       client_type=row.get("client_type"), session=session, **kwargs)
-            except ConfigError as exc:
-                raise ConfigError("{}: {}".format(where, exc)) from None
-            key = client._endpoint.api_key  # a string, or a credential object (Bedrock, Azure, Vertex)
-            if hasattr(key, "secrets"):
-                secrets.extend(value for value in key.secrets() if isinstance(value, str))
-            elif isinstance(key, str) and key:
-                secrets.append(key)
-            self.models[row["id"]] = _Model(row["id"], client, default_config)
+        own = {}  # type: Dict[str, Any]  # row id -> its client without fallbacks (what a fallback entry uses)
+        for rows_pass in ("own", "fallbacks"):
+            for n, row in enumerate(settings["models"]):
+                if rows_pass == "fallbacks" and not row.get("fallbacks"):
+                    continue
+                where = "server config models[{}] ({!r})".format(n, row["id"])
+                default_config = dict(row.get("default_config") or {})
+                try:
+                    check_config(default_config)
+                    kwargs = {}  # type: Dict[str, Any]
+                    if "max_retries" in row:
+                        kwargs["max_retries"] = row["max_retries"]
+                    if "timeout" in row:
+                        kwargs["timeout"] = tuple(row["timeout"]) if isinstance(row["timeout"], list) else row["timeout"]
+                    if rows_pass == "fallbacks":
+                        kwargs["fallbacks"] = [own.get(entry, entry) for entry in row["fallbacks"]]
+                    client = AutoLLMClient(row["model"], api_key=row.get("api_key"), base_url=row.get("base_url"),
+                                           client_type=row.get("client_type"), session=session, **kwargs)
+                except ConfigError as exc:
+                    raise ConfigError("{}: {}".format(where, exc)) from None
+                own.setdefault(row["id"], client)
+                for each in [client] + list(client._fallbacks):  # a fallback by model name has its own key
+                    key = each._endpoint.api_key  # a string, or a credential object (Bedrock, Azure, Vertex)
+                    if hasattr(key, "secrets"):
+                        secrets.extend(value for value in key.secrets() if isinstance(value, str))
+                    elif isinstance(key, str) and key:
+                        secrets.append(key)
+                self.models[row["id"]] = _Model(row["id"], client, default_config)
         self.api_keys = list(settings["api_keys"])
         self._keys = [key.encode("utf-8") for key in self.api_keys]
         self._secrets = sorted(set(s for s in secrets + self.api_keys if len(s) >= 8), key=len, reverse=True)
@@ -477,7 +505,7 @@ class AgentHubApp(object):
             return
         if not host:
             raise _Refusal(400, ConfigError("a Host header is required"))
-        if _host_name(host) not in self.allowed_hosts:
+        if not _host_name(host) or _host_name(host) not in self.allowed_hosts:
             raise _Refusal(400, ConfigError("the Host {!r} is not one of this server's allowed_hosts".format(
                 host[:100])))
 

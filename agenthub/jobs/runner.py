@@ -13,6 +13,12 @@ row counts the sends.
 Ctrl-C (KeyboardInterrupt in the calling thread): no new row is started; the rows in flight may
 finish for ``grace`` seconds, then (or at a second Ctrl-C) they are aborted and get no row (a rerun
 sends them).  ``run`` then returns a JobSummary with ``interrupted=True``.
+
+``fallbacks=[...]`` (model names or AutoLLMClients) is given to every row's client
+(``AutoLLMClient(fallbacks=...)``: README, "Failover").  A row's output keeps the row's ``model``; which
+endpoint answered goes to ``JobSummary.routes`` (rows per endpoint), since the output line's shape is
+fixed (issue 20) and its ``backend`` names the engine.  With fallbacks each worker thread has its own
+clients, so the route a client reports (``last_route``) is its own row's.
 """
 
 import importlib
@@ -20,8 +26,8 @@ import os
 import sys
 import threading
 import time
-from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Optional, Set, Tuple, Union
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple, Union
 
 from ..client import AutoLLMClient, _backoff
 from ..errors import AgentHubError, ConfigError, RateLimitError, TransportError
@@ -56,6 +62,8 @@ class JobSummary:
     total: int = 0
     unpriced: int = 0
     interrupted: bool = False
+    #: answered rows per endpoint, ``"model (client_type, host)"`` -> rows (with ``fallbacks=``: which route answered)
+    routes: Dict[str, int] = field(default_factory=dict)
 
     @property
     def left(self) -> int:
@@ -208,7 +216,8 @@ class _Job(object):
     """The shared state of one run: the row source, the writer, the limiter, the counters, the stops."""
 
     def __init__(self, rows: Any, clients: Dict[Route, Any], writer: OutputWriter, limiter: RateLimiter,
-                 summary: JobSummary, progress: _Progress, max_retries: int, backend: str = "live") -> None:
+                 summary: JobSummary, progress: _Progress, max_retries: int, backend: str = "live",
+                 per_thread: Optional[Callable[..., Any]] = None) -> None:
         self.rows = rows
         self.clients = clients
         self.writer = writer
@@ -223,6 +232,8 @@ class _Job(object):
         self.stop_hard = threading.Event()  # rows in flight are aborted
         self.inflight = {}  # type: Dict[int, Any]
         self.error = None  # type: Optional[BaseException]
+        self.per_thread = per_thread  # with fallbacks: each thread builds its own clients (its own last_route)
+        self.local = threading.local()
         self.hooked = set()  # type: Set[int]
 
     def hook(self, client: Any) -> None:
@@ -275,10 +286,18 @@ class _Job(object):
                 summary.failed += 1
         self.progress.row(summary)
 
+    def client(self, route: Route) -> Any:
+        if self.per_thread is None:
+            return self.clients[route]
+        mine = self.local.__dict__.setdefault("clients", {})
+        if route not in mine:
+            mine[route] = self.clients.pop(route, None) or self.per_thread(*route)  # the first thread reuses the checked one
+        return mine[route]
+
     def one(self, row: JobRow) -> Optional[Dict[str, Any]]:
         """The output row of ``row`` (None: stopped before sending, or aborted)."""
         try:
-            client = self.clients[(row.model, row.client_type, row.base_url)]
+            client = self.client((row.model, row.client_type, row.base_url))
         except ConfigError as exc:  # a client built on first use (Ray actors) that cannot be
             return error_row(row, exc, attempts=0, backend=self.backend)
         if id(client) not in self.hooked:
@@ -320,6 +339,11 @@ class _Job(object):
                 self.inflight.pop(me, None)
             usage = message.get("usage_metadata")
             limiter.settle(ticket, usage)
+            answered = getattr(client, "last_route", None)
+            if isinstance(answered, dict):
+                name = "{} ({}, {})".format(answered.get("model"), answered.get("client_type"), answered.get("host"))
+                with self.count_lock:
+                    self.summary.routes[name] = self.summary.routes.get(name, 0) + 1
             return output_row(row, message=message, usage_metadata=usage, finish_reason=message.get("finish_reason"),
                               cost_usd=cost(row.model, usage), error=None, attempts=attempt, backend=self.backend)
 
@@ -341,14 +365,15 @@ def run(input_path: str, output_path: str, *, workers: int = 8, rpm: Optional[fl
         tpm: Optional[float] = None, retry_failed: bool = False, progress: Union[None, bool, Callable[..., Any]] = None,
         skip_invalid: bool = False, engine: Optional[str] = None, limiter: Optional[RateLimiter] = None,
         client_factory: Optional[Callable[..., Any]] = None, max_retries: int = 2, grace: float = 30.0,
-        **engine_options: Any) -> JobSummary:
+        fallbacks: Optional[Sequence[Any]] = None, **engine_options: Any) -> JobSummary:
     """Run a job file live (or on Ray: ``engine="ray"``) and append the answers to ``output_path``.
 
     ``rpm`` / ``tpm``: the budget of one shared RateLimiter (or pass ``limiter``).  ``progress``: None
     (a line on a terminal, plain lines every 10 s otherwise), False (nothing), or a callable taking a
     dict (done, failed, skipped, total, rate, eta_s, tokens, cost_usd, elapsed_s, final).
     ``client_factory(model, client_type, base_url)`` builds the client of a route (default:
-    ``AutoLLMClient(..., max_retries=0)``, keys from the environment).
+    ``AutoLLMClient(..., max_retries=0)``, keys from the environment).  ``fallbacks``: model names or
+    AutoLLMClients every row's client fails over to (``JobSummary.routes`` counts which answered).
     """
     started = time.monotonic()
     _positive_int(workers, "workers")
@@ -360,6 +385,11 @@ def run(input_path: str, output_path: str, *, workers: int = 8, rpm: Optional[fl
         raise ConfigError("pass rpm/tpm or a limiter, not both")
     if engine != "ray" and engine_options:
         raise ConfigError("unknown argument(s) {} (they are for engine='ray')".format(sorted(engine_options)))
+    if fallbacks is not None and not isinstance(fallbacks, (list, tuple)):
+        raise ConfigError("fallbacks must be a list of model names or AutoLLMClients")
+    if fallbacks is not None and (client_factory is not None or engine == "ray"):
+        raise ConfigError("fallbacks= is for the live runner's own clients: with client_factory (or on Ray) "
+                          "give the clients your factory builds their fallbacks")
     if os.path.abspath(input_path) == os.path.abspath(output_path):
         raise ConfigError("the output file must not be the input file")
     job = read_jobs(input_path, skip_invalid=skip_invalid, keep_rows=False)
@@ -377,6 +407,8 @@ def run(input_path: str, output_path: str, *, workers: int = 8, rpm: Optional[fl
         if left:
             routes[route] = left
     embedding = _embedding_lines(input_path, routes) if routes else {}
+    if fallbacks is not None:
+        client_factory = _with_fallbacks(list(fallbacks))
     clients = build_clients(routes, client_factory, embedding)
     summary = JobSummary(total=len(job), skipped=len(done_lines))
     show = _Progress(progress, summary.total, summary.skipped)
@@ -388,7 +420,8 @@ def run(input_path: str, output_path: str, *, workers: int = 8, rpm: Optional[fl
             writer.write(dict(row))
             summary.failed += 1
         todo = (row for row in iter_rows(input_path) if row.line not in done_lines)
-        state = _Job(todo, clients, writer, limiter or RateLimiter(rpm, tpm), summary, show, max_retries)
+        state = _Job(todo, clients, writer, limiter or RateLimiter(rpm, tpm), summary, show, max_retries,
+                     per_thread=client_factory if fallbacks is not None else None)
         count = min(workers, max(1, sum(len(v) for v in routes.values())))
         _drive(state, count, grace, show) if routes else None
         if state.error is not None:
@@ -398,6 +431,12 @@ def run(input_path: str, output_path: str, *, workers: int = 8, rpm: Optional[fl
         summary.wall_s = time.monotonic() - started
     show.end(summary)
     return summary
+
+
+def _with_fallbacks(fallbacks: List[Any]) -> Callable[..., Any]:
+    def make(model: str, client_type: Optional[str], base_url: Optional[str]) -> AutoLLMClient:
+        return AutoLLMClient(model, client_type=client_type, base_url=base_url, max_retries=0, fallbacks=fallbacks)
+    return make
 
 
 def _embedding_lines(input_path: str, routes: Dict[Route, List[int]]) -> Dict[Route, List[int]]:

@@ -1,0 +1,75 @@
+"""agenthub.jobs.run(..., fallbacks=[...]): the primary endpoint is down, every row is answered by the
+fallback; each output row keeps its own model, and JobSummary.routes says which endpoint answered."""
+
+import json
+
+import pytest
+
+from agenthub import AutoLLMClient, breaker, jobs
+from agenthub.errors import ConfigError
+from faultserver import FaultServer, error_body, status, send
+
+JSON = {"Content-Type": "application/json"}
+
+
+@pytest.fixture(autouse=True)
+def fresh_breakers():
+    breaker.reset()
+    yield
+    breaker.reset()
+
+
+def _job(path, primary_url, count):
+    with open(str(path), "w") as f:
+        for i in range(count):
+            f.write(json.dumps({"id": "r{}".format(i), "model": "primary-model", "client_type": "openai-chat",
+                                "base_url": primary_url + "/v1", "config": {"max_tokens": 8},
+                                "messages": [{"role": "user", "content_items": [{"type": "text",
+                                                                                 "text": "q{}".format(i)}]}]}) + "\n")
+
+
+def test_a_down_primary_is_answered_by_the_fallback_row_by_row(tmp_path):
+    rows = 5
+    with FaultServer(default=[status(503, JSON, framing="length"), send(error_body("unavailable"))]) as primary, \
+            FaultServer() as backup:
+        _job(tmp_path / "in.jsonl", primary.url, rows)
+        backup_client = AutoLLMClient("backup-model", client_type="openai-chat", base_url=backup.url + "/v1",
+                                      api_key="sk-backup-0002", max_retries=0)
+        summary = jobs.run(str(tmp_path / "in.jsonl"), str(tmp_path / "out.jsonl"), workers=1, progress=False,
+                           fallbacks=[backup_client])
+        out = sorted(jobs.read_output(str(tmp_path / "out.jsonl")), key=lambda row: row["id"])
+        primary_posts = [r for r in primary.requests if r.method == "POST"]
+        backup_bodies = [json.loads(r.body) for r in backup.requests]
+    assert (summary.done, summary.failed, summary.skipped) == (rows, 0, 0)
+    assert summary.routes == {"backup-model (openai-chat, 127.0.0.1)": rows}
+    assert [row["id"] for row in out] == ["r{}".format(i) for i in range(rows)]
+    for row in out:
+        assert row["model"] == "primary-model" and row["backend"] == "live" and row["error"] is None
+        assert row["attempts"] == 1  # the fallback answered within the runner's first attempt
+        assert [i["text"] for i in row["message"]["content_items"]] == ["ok"]
+    # the primary's circuit opened after its 3 failures (the breaker's default): rows 4 and 5 skipped it
+    assert len(primary_posts) == 3
+    assert [b["model"] for b in backup_bodies] == ["backup-model"] * rows
+    assert sorted(b["messages"][-1]["content"] for b in backup_bodies) == ["q{}".format(i) for i in range(rows)]
+
+
+def test_routes_name_the_rows_own_endpoint_when_it_answers(tmp_path):
+    with FaultServer() as primary, FaultServer() as backup:
+        _job(tmp_path / "in.jsonl", primary.url, 3)
+        summary = jobs.run(str(tmp_path / "in.jsonl"), str(tmp_path / "out.jsonl"), workers=2, progress=False,
+                           fallbacks=[AutoLLMClient("backup-model", client_type="openai-chat",
+                                                    base_url=backup.url + "/v1", api_key="sk-backup-0002")])
+        assert backup.requests == []
+    assert summary.done == 3 and summary.routes == {"primary-model (openai-chat, 127.0.0.1)": 3}
+
+
+def test_fallbacks_are_checked_before_anything_is_sent(tmp_path):
+    _job(tmp_path / "in.jsonl", "http://127.0.0.1:9", 1)
+    with pytest.raises(ConfigError, match="fallbacks must be a list"):
+        jobs.run(str(tmp_path / "in.jsonl"), str(tmp_path / "out.jsonl"), fallbacks="backup-model")
+    with pytest.raises(ConfigError, match="fallbacks= is for the live runner's own clients"):
+        jobs.run(str(tmp_path / "in.jsonl"), str(tmp_path / "out.jsonl"), fallbacks=["backup-model"],
+                 client_factory=lambda *route: None)
+    with pytest.raises(ConfigError, match=r"(?s)1 route\(s\) of the job cannot be used.*each fallbacks entry"):
+        jobs.run(str(tmp_path / "in.jsonl"), str(tmp_path / "out.jsonl"), fallbacks=[3])
+    assert not (tmp_path / "out.jsonl").exists() or (tmp_path / "out.jsonl").read_text() == ""

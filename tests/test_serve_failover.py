@@ -1,0 +1,134 @@
+"""agenthub serve: a model row's "fallbacks" (other rows' ids, or model names) against local upstreams.
+
+The primary row's upstream answers 529 (Anthropic's overload); the stream then comes from the fallback
+row's own upstream, with that row's key and model; GET /v1/models lists the rows as before.
+"""
+
+import json
+
+import pytest
+import requests
+
+from agenthub import AutoLLMClient, breaker
+from agenthub.apps.server import load_config, make_app
+from agenthub.errors import ConfigError
+from faultserver import chat_stream
+from server_support import Builtin, Route, Upstream
+
+KEY = "server-key-0123456789"
+CLAUDE_KEY = "sk-ant-primary-SECRET-0001"
+CHAT_KEY = "sk-chat-fallback-SECRET-0002"
+NAMED_KEY = "sk-openai-named-SECRET-0003"
+MESSAGES = [{"role": "user", "content_items": [{"type": "text", "text": "Hi"}]}]
+OVERLOADED = Route(json.dumps({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}})
+                   .encode("utf-8"), status=529, headers={"Content-Type": "application/json"})
+
+
+@pytest.fixture(autouse=True)
+def fresh_breakers():
+    breaker.reset()
+    yield
+    breaker.reset()
+
+
+@pytest.fixture
+def upstreams():
+    with Upstream() as first, Upstream() as second:
+        yield first, second
+
+
+def rows(first, second):
+    return [
+        {"id": "claude", "model": "claude-sonnet-4-6", "client_type": "anthropic", "base_url": first.url + "/ant",
+         "api_key": CLAUDE_KEY, "max_retries": 0, "fallbacks": ["chat"]},
+        {"id": "chat", "model": "backup-model", "client_type": "openai-chat", "base_url": second.url + "/chat/v1",
+         "api_key": CHAT_KEY, "max_retries": 0, "default_config": {"max_tokens": 5}},
+    ]
+
+
+def stream(url, model_id):
+    client = AutoLLMClient(model_id, client_type="agenthub", base_url=url, api_key=KEY, max_retries=0)
+    return list(client.streaming_response(MESSAGES))
+
+
+def text_of(events):
+    return "".join(i.get("text", "") for e in events for i in e["content_items"] if i["type"] == "text")
+
+
+def test_a_529_from_the_primary_row_streams_from_the_fallback_rows_upstream(upstreams):
+    first, second = upstreams
+    first.routes["ant"] = OVERLOADED
+    second.routes["chat"] = Route(chat_stream("from ", "the fallback"))
+    app = make_app({"models": rows(first, second), "api_keys": [KEY]}, environ={})
+    with Builtin(app) as server:
+        events = stream(server.url, "claude")
+        models = requests.get(server.url + "/v1/models", headers={"Authorization": "Bearer " + KEY}, timeout=5)
+    assert text_of(events) == "from the fallback"
+    assert events[-1]["event_type"] == "stop"
+    # the primary was asked once, with its own key; the fallback row's upstream with that row's key and model
+    assert [(r["path"], r["headers"].get("x-api-key")) for r in first.requests] == [("/ant/v1/messages", CLAUDE_KEY)]
+    assert [(r["path"], r["headers"].get("Authorization"), r["body"]["model"]) for r in second.requests] == [
+        ("/chat/v1/chat/completions", "Bearer " + CHAT_KEY, "backup-model")]
+    assert "max_tokens" not in second.requests[0]["body"]  # the fallback row's default_config is its own
+    assert app.models["claude"].client.last_route == {"model": "backup-model", "client_type": "openai-chat",
+                                                      "host": "127.0.0.1"}
+    assert models.json() == {"object": "list", "data": [{"id": "claude", "object": "model"},
+                                                        {"id": "chat", "object": "model"}]}
+
+
+def test_the_fallback_row_still_answers_as_itself_and_a_healthy_primary_answers_first(upstreams):
+    first, second = upstreams
+    first.routes["ant"] = Route(b"".join([
+        b'event: message_start\ndata: {"type":"message_start","message":{"usage":{"input_tokens":3,"output_tokens":0}}}\n\n',
+        b'event: content_block_start\ndata: {"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}\n\n',
+        b'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"claude"}}\n\n',
+        b'event: content_block_stop\ndata: {"type":"content_block_stop","index":0}\n\n',
+        b'event: message_delta\ndata: {"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":1}}\n\n',
+        b'event: message_stop\ndata: {"type":"message_stop"}\n\n']))
+    second.routes["chat"] = Route(chat_stream("chat"))
+    app = make_app({"models": rows(first, second), "api_keys": [KEY]}, environ={})
+    with Builtin(app) as server:
+        assert text_of(stream(server.url, "claude")) == "claude"
+        assert text_of(stream(server.url, "chat")) == "chat"
+    assert len(first.requests) == 1 and len(second.requests) == 1
+    assert second.requests[0]["body"]["max_completion_tokens"] == 5  # its own row: its default_config applies
+
+
+def test_a_fallback_by_model_name_uses_the_registry_route_and_its_key_is_scrubbed(upstreams, monkeypatch):
+    first, second = upstreams
+    first.routes["ant"] = OVERLOADED
+    second.routes["openai"] = Route(chat_stream("named"))
+    monkeypatch.setenv("DEEPSEEK_API_KEY", NAMED_KEY)
+    monkeypatch.setenv("DEEPSEEK_BASE_URL", second.url + "/openai")
+    config = {"models": [dict(rows(first, second)[0], fallbacks=["deepseek-v4-flash"])], "api_keys": [KEY]}
+    app = make_app(config, environ={})
+    assert NAMED_KEY in app._secrets and CLAUDE_KEY in app._secrets
+    with Builtin(app) as server:
+        assert text_of(stream(server.url, "claude")) == "named"
+    (request,) = second.requests
+    assert request["headers"]["Authorization"] == "Bearer " + NAMED_KEY and request["body"]["model"] == "deepseek-v4-flash"
+
+
+@pytest.mark.parametrize("fallbacks,message", [
+    (["nope-such-row"], r"models\[0\]\.fallbacks: 'nope-such-row' is neither a row id \(claude, chat\) nor a model"),
+    (["claude"], r"models\[0\]\.fallbacks: 'claude' is the row itself"),
+    ("chat", r"models\[0\]\.fallbacks must be a list"),
+    ([""], r"models\[0\]\.fallbacks must be a list"),
+])
+def test_an_unknown_fallback_is_a_config_error_at_load_time(fallbacks, message):
+    config = {"models": [
+        {"id": "claude", "model": "m", "client_type": "anthropic", "base_url": "http://127.0.0.1:9/ant",
+         "fallbacks": fallbacks},
+        {"id": "chat", "model": "m", "client_type": "openai-chat", "base_url": "http://127.0.0.1:9/v1"}]}
+    with pytest.raises(ConfigError, match=message):
+        load_config(config, environ={})
+
+
+def test_a_model_name_fallback_without_its_key_is_a_config_error_when_the_app_is_made(monkeypatch):
+    monkeypatch.delenv("DEEPSEEK_API_KEY", raising=False)
+    monkeypatch.delenv("DEEPSEEK_BASE_URL", raising=False)
+    config = {"models": [{"id": "claude", "model": "m", "client_type": "anthropic",
+                          "base_url": "http://127.0.0.1:9/ant", "fallbacks": ["deepseek-v4-flash"]}]}
+    assert load_config(config, environ={})["models"][0]["fallbacks"] == ["deepseek-v4-flash"]
+    with pytest.raises(ConfigError, match=r"models\[0\] \('claude'\): no API key for model 'deepseek-v4-flash'"):
+        make_app(config, environ={})
