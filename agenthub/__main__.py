@@ -28,13 +28,54 @@ import sys
 from typing import Any, Callable, Dict, List, Optional
 from urllib.parse import urlencode
 
-from .apps.chat import cli_terms as _cli_terms
+from .apps.chat import LATEST, cli_terms as _cli_terms
 from .apps.terminal import Printer, model_line, usage_line
 from .types import ThinkingLevel
 
 __all__ = ["main", "Printer", "usage_line", "model_line"]
 
 LEVELS = tuple(level.value for level in ThinkingLevel)  # the CLI offers every ThinkingLevel
+
+
+def add_chat_arguments(chat: argparse.ArgumentParser) -> None:
+    """The arguments of ``agenthub chat`` (the subcommand's help, and the parser ``main`` reads them with:
+    argparse's intermixed parsing, so options may stand before or after the prompt)."""
+    chat.add_argument("model")
+    chat.add_argument("prompt", nargs="?", help='the user message ("-" or none with a pipe: read standard input)')
+    chat.add_argument("-s", "--system", help="system prompt")
+    chat.add_argument("--attach", action="append", default=[], metavar="FILE",
+                      help="add a file to the (first) message: images as inline data, text files as text; repeatable")
+    chat.add_argument("--timeout", type=float, metavar="SECONDS",
+                      help="connect timeout and longest silence between received bytes (default 10 s and 600 s)")
+    chat.add_argument("--max-retries", type=int, metavar="N", help="retries before the first event (default 2)")
+    chat.add_argument("-c", dest="continue_trace", action="store_const", const=LATEST,
+                      help="go on with the latest conversation of the conversation log")
+    chat.add_argument("--continue", dest="continue_trace", metavar="ID", nargs="?", const=LATEST,
+                      help="go on with a conversation: alone, as -c; with ID, a logged conversation (c_...) or a "
+                           "saved trace (under $AGENTHUB_CACHE_DIR, which is then updated unless --trace-id names "
+                           "another)")
+    chat.add_argument("-o", "--option", dest="options", nargs=2, action="append", default=[], metavar=("KEY", "VALUE"),
+                      help="any config key (UniConfig), VALUE as JSON when it parses (-o top_p 0.9, -o stop '[\"END\"]'), "
+                           "else as text; repeatable")
+    chat.add_argument("--schema", metavar="JSON|FILE",
+                      help="structured output: a JSON Schema (inline JSON or a file) the answer must follow")
+    chat.add_argument("--max-tokens", type=int, metavar="N")
+    chat.add_argument("--temperature", type=float)
+    chat.add_argument("--thinking", choices=LEVELS, help="thinking level (clamped to what the model supports)")
+    chat.add_argument("--client-type", help="protocol or preset (openai-chat, anthropic, vllm, ollama, ...)")
+    chat.add_argument("--base-url", help="endpoint URL; a non-loopback one needs --api-key-env")
+    chat.add_argument("--api-key-env", metavar="NAME", help="read the key from the environment variable NAME")
+    chat.add_argument("--fallback", action="append", default=[], metavar="MODEL",
+                      help="a model to answer when MODEL's provider fails before answering; repeatable, tried in order")
+    chat.add_argument("--trace-id", help="save the conversation as a trace (under $AGENTHUB_CACHE_DIR)")
+    chat.add_argument("--no-log", action="store_true", help="keep this conversation out of the conversation log")
+    chat.add_argument("--json", action="store_true", help="print raw UniEvents, one JSON object per line")
+    chat.add_argument("--budget", type=float, metavar="USD",
+                      help="spend at most USD at list prices (a turn that could exceed it is not sent)")
+    chat.add_argument("--background", action="store_true",
+                      help="OpenAI Responses / Gemini Interactions: run the answer server-side and resume it after "
+                           "a broken connection (the response is stored by the provider)")
+
 
 def _parser() -> argparse.ArgumentParser:
     from . import __version__
@@ -51,31 +92,10 @@ def _parser() -> argparse.ArgumentParser:
                                       "interactive conversation (/reset, /save TRACE_ID, Ctrl-C ends an answer, "
                                       "Ctrl-D leaves) and a pipe is read as the prompt. The key comes from the "
                                       "provider's environment variable (see `agenthub models`); a local server needs "
-                                      "--client-type and --base-url.")
-    chat.add_argument("model")
-    chat.add_argument("prompt", nargs="?", help='the user message ("-" or none with a pipe: read standard input)')
-    chat.add_argument("--system", help="system prompt")
-    chat.add_argument("--attach", action="append", default=[], metavar="FILE",
-                      help="add a file to the (first) message: images as inline data, text files as text; repeatable")
-    chat.add_argument("--timeout", type=float, metavar="SECONDS",
-                      help="connect timeout and longest silence between received bytes (default 10 s and 600 s)")
-    chat.add_argument("--max-retries", type=int, metavar="N", help="retries before the first event (default 2)")
-    chat.add_argument("--continue", dest="continue_trace", metavar="TRACE_ID",
-                      help="load a saved trace (under $AGENTHUB_CACHE_DIR) and go on with its conversation; "
-                           "the trace is updated unless --trace-id names another")
-    chat.add_argument("--max-tokens", type=int, metavar="N")
-    chat.add_argument("--temperature", type=float)
-    chat.add_argument("--thinking", choices=LEVELS, help="thinking level (clamped to what the model supports)")
-    chat.add_argument("--client-type", help="protocol or preset (openai-chat, anthropic, vllm, ollama, ...)")
-    chat.add_argument("--base-url", help="endpoint URL; a non-loopback one needs --api-key-env")
-    chat.add_argument("--api-key-env", metavar="NAME", help="read the key from the environment variable NAME")
-    chat.add_argument("--trace-id", help="save the conversation as a trace (under $AGENTHUB_CACHE_DIR)")
-    chat.add_argument("--json", action="store_true", help="print raw UniEvents, one JSON object per line")
-    chat.add_argument("--budget", type=float, metavar="USD",
-                      help="spend at most USD at list prices (a turn that could exceed it is not sent)")
-    chat.add_argument("--background", action="store_true",
-                      help="OpenAI Responses / Gemini Interactions: run the answer server-side and resume it after "
-                           "a broken connection (the response is stored by the provider)")
+                                      "--client-type and --base-url. Every turn is kept in the conversation log "
+                                      "(`agenthub logs`; --no-log or AGENTHUB_LOG_PROMPTS=0 turn it off). Options may "
+                                      "stand before or after the prompt.")
+    add_chat_arguments(chat)
     models = sub.add_parser("models", help="list the routing registry, or the model catalog (--provider/--supports)")
     models.add_argument("--json", action="store_true", help="one JSON array of rows")
     models.add_argument("--provider", help="list the catalog's models of one provider (openai, anthropic, google, "
@@ -94,6 +114,19 @@ def _parser() -> argparse.ArgumentParser:
     view.add_argument("--open", action="store_true", help="open the page in a web browser")
     show = trace_sub.add_parser("show", help="print a saved trace (.json) as text")
     show.add_argument("file")
+    logs = sub.add_parser("logs", help="the conversation log of agenthub chat: list, show or export conversations",
+                          description="The conversation log (SQLite, $AGENTHUB_HOME/logs.db or the user's data "
+                                      "directory): every agenthub chat turn, without keys or headers.")
+    logs_sub = logs.add_subparsers(dest="logs_command", metavar="ACTION")
+    listing = logs_sub.add_parser("list", help="the latest conversations (the default)")
+    listing.add_argument("-n", "--count", type=int, default=20, help="how many (default 20)")
+    listing.add_argument("--json", action="store_true", help="one JSON array")
+    shown = logs_sub.add_parser("show", help="one conversation's turns as text (default: the latest)")
+    shown.add_argument("id", nargs="?")
+    exported = logs_sub.add_parser("export", help="one conversation as JSON (its messages) or Markdown")
+    exported.add_argument("id", nargs="?")
+    exported.add_argument("--markdown", action="store_true", help="Markdown instead of JSON")
+    logs_sub.add_parser("path", help="print where the log is")
     serve = sub.add_parser("serve", help="serve the models of a config file over HTTP (the uniform stream, SSE)",
                            description="Serve the models of a JSON config over HTTP: GET /v1/models, POST /v1/stream "
                                        "(UniEvents as server-sent events), the playground at /. The first line on "
@@ -104,12 +137,42 @@ def _parser() -> argparse.ArgumentParser:
     from .jobs.cli import add_parser as add_batch
 
     add_batch(sub)
+    _SUBPARSERS.clear()
+    _SUBPARSERS.update(sub.choices)
+    _NESTED.clear()
+    _NESTED.update(trace=("trace_command", trace_sub.choices), logs=("logs_command", logs_sub.choices))
     return parser
+
+
+#: the subcommands' parsers, by name (their usage is what an unknown flag prints)
+_SUBPARSERS = {}  # type: Dict[str, argparse.ArgumentParser]
+#: command -> (the namespace attribute naming its action, the actions' parsers)
+_NESTED = {}  # type: Dict[str, Any]
+
+
+def _parse(parser: argparse.ArgumentParser, argv: List[str]) -> Any:
+    """The command line read: ``chat``'s options may stand before or after its prompt (argparse's
+    intermixed parsing, on a parser of its own); an unknown flag prints the usage of its subcommand."""
+    command = next((arg for arg in argv if not arg.startswith("-")), None)
+    if command == "chat" and not {"-h", "--help"} & set(argv[:argv.index("chat")]):
+        chat = argparse.ArgumentParser(prog="agenthub chat", description=_SUBPARSERS["chat"].description)
+        add_chat_arguments(chat)
+        args = chat.parse_intermixed_args(argv[argv.index("chat") + 1:])
+        args.command = "chat"
+        return args
+    args, extras = parser.parse_known_args(argv)
+    if extras:
+        owner = _SUBPARSERS.get(args.command or "", parser)
+        dest, nested = _NESTED.get(args.command or "", (None, {}))
+        if dest is not None and getattr(args, dest, None) in nested:
+            owner = nested[getattr(args, dest)]
+        owner.error("unrecognized arguments: {}".format(" ".join(extras)))
+    return args
 
 
 def main(argv: Optional[List[str]] = None) -> int:
     parser = _parser()
-    args = parser.parse_args(argv)
+    args = _parse(parser, sys.argv[1:] if argv is None else list(argv))
     from .errors import AgentHubError
 
     try:
@@ -248,7 +311,13 @@ def _serve(args: Any) -> int:
 
 #: subcommand -> its function of the parsed arguments (an exit status); a new subcommand adds its parser
 #: in ``_parser`` and one row here
-COMMANDS = {"demo": _demo, "models": _models, "chat": _chat, "serve": _serve}  # type: Dict[str, Callable[[Any], int]]
+def _logs(args: Any) -> int:
+    from .apps.conversations import run_logs
+
+    return run_logs(args, sys.stdout)
+
+
+COMMANDS = {"demo": _demo, "models": _models, "chat": _chat, "serve": _serve, "logs": _logs}  # type: Dict[str, Callable[[Any], int]]
 TRACE_COMMANDS = {"view": _trace_view, "show": _trace_show}  # type: Dict[str, Callable[[Any], int]]
 
 

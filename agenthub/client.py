@@ -89,7 +89,12 @@ def _log_from_env() -> None:
     elapsed ms) and one per finished stream (events, finish reason, usage); INFO: retries.  No record
     holds a key, a header or a body.
     """
-    level = {"debug": logging.DEBUG, "info": logging.INFO}.get((os.environ.get(LOG_ENV) or "").strip().lower())
+    value = (os.environ.get(LOG_ENV) or "").strip().lower()
+    level = {"debug": logging.DEBUG, "info": logging.INFO}.get(value)
+    if level is None and value and not getattr(logger, "_agenthub_env_warned", False):
+        logger._agenthub_env_warned = True  # type: ignore[attr-defined]  # once per process, reloads included
+        sys.stderr.write("agenthub: {}={!r} is not a level agenthub knows (debug, info): no log handler was "
+                         "added\n".format(LOG_ENV, os.environ.get(LOG_ENV)))
     if level is None or any(getattr(handler, "_agenthub_env", False) for handler in logger.handlers):
         return
     handler = logging.StreamHandler(sys.stderr)
@@ -264,6 +269,7 @@ class AttemptHook(object):
 
 if TYPE_CHECKING:  # what type checkers see: a generator of UniEvents (at runtime the plain ABC, no typing machinery)
     from .budget import Budget
+    from .limiter import RateLimiter
 
     _EventGenerator = Generator[UniEvent, Any, None]
 else:
@@ -357,7 +363,8 @@ class AutoLLMClient(object):
         fallbacks: Optional[Sequence[Union[str, "AutoLLMClient"]]] = None,
         fallback_on: Optional[Sequence[type]] = None,
         circuit_breaker: Any = None,
-        budget: Optional["Budget"] = None
+        budget: Optional["Budget"] = None,
+        limiter: Optional["RateLimiter"] = None
     ) -> None:
         if not isinstance(max_retries, int) or isinstance(max_retries, bool) or max_retries < 0:
             raise ConfigError("max_retries must be an int >= 0")
@@ -404,6 +411,12 @@ class AutoLLMClient(object):
             if not isinstance(budget, Budget):
                 raise ConfigError("budget must be an agenthub.Budget (got {})".format(type(budget).__name__))
             self._hooks.append(BudgetHook(budget, bool(quirks.get("embeddings"))))  # type: ignore[arg-type]
+        #: the agenthub.RateLimiter every attempt of this client takes its turn from (None: no pacing)
+        self.limiter = limiter
+        if limiter is not None:
+            from .limiter import LimiterHook
+
+            self._hooks.append(LimiterHook(limiter))  # type: ignore[arg-type]
         #: which endpoint answered the latest turn that started: {"model", "client_type", "host"} (None before)
         self.last_route = None  # type: Optional[Dict[str, Any]]
         self._fallbacks = [self._fallback_client(entry) for entry in _sequence(fallbacks, "fallbacks")]
@@ -584,7 +597,9 @@ class AutoLLMClient(object):
         generation-only fields.  A protocol without a count endpoint raises UnsupportedOperationError,
         unless ``estimate=True``: then ``agenthub.budget.estimate_tokens``, a local estimate (UTF-8 bytes
         / 3 for text, 1600 tokens per image or media item), is returned instead."""
-        from .providers import counting
+        import importlib
+
+        from .providers.counting import parse_count
 
         if not isinstance(estimate, bool):
             raise ConfigError("estimate must be True or False")
@@ -592,7 +607,11 @@ class AutoLLMClient(object):
         cfg = check_config(config)
         plan = apply_extras(self._build(list(messages), cfg), cfg)
         record = hosts.client_type(self.client_type).protocol()
-        request = counting.count_request(self.client_type, plan, self.model) if self._protocol is record else None
+        dialect = importlib.import_module("agenthub.providers." + record.module)
+        planner = getattr(dialect, "count_request", None)  # the dialect's, where it has a count endpoint
+        request = None
+        if planner is not None and self._protocol is record:
+            request = planner(plan, self.model, self._endpoint.quirks)
         if request is None:
             if estimate:
                 from .budget import estimate_tokens
@@ -601,7 +620,7 @@ class AutoLLMClient(object):
             raise UnsupportedOperationError(
                 "{}: this endpoint has no token-counting method; count_tokens(..., estimate=True) gives a local "
                 "estimate".format(self.client_type), client=self.client_type, operation="count_tokens")
-        return counting.parse_count(self.client_type, self._fetch(record, request), request)
+        return parse_count(self.client_type, self._fetch(record, request), dialect.COUNT_FIELD)
 
     def _fetch(self, record: Any, request: Any) -> Any:
         """One JSON document for ``request``: the attempt loop (timeouts, retries, scrubbing, hooks)
@@ -660,6 +679,10 @@ class AutoLLMClient(object):
                         # commit before the stop event is yielded: a caller may stop iterating at it
                         answer = folding.message()
                         if stateful is not None:
+                            # a protocol that chains stateful turns server-side notes that this answer is stored
+                            stored = getattr(self._protocol.build_request, "stored_answer", None)
+                            if stored is not None:
+                                answer = stored(answer)
                             self._history = history_before + [stateful, answer]
                             self._version += 1
                         if config.get("trace_id"):
@@ -749,7 +772,7 @@ class AutoLLMClient(object):
                 raise _stopped(client, watch, timeout)
             sent = request
             try:
-                sent = protocol.encode(request, self._endpoint)
+                sent = self._host.encode(request, self._endpoint)  # URL, credential
                 body = transport.open_stream(self._get_session(), sent, (timeout.connect, timeout.read), client,
                                              watch=watch, error_from_body=protocol.error_from_body,
                                              is_stream=starts_stream)
@@ -779,7 +802,7 @@ class AutoLLMClient(object):
         client = self.client_type
         request = dialect.cancel_request(self._endpoint, resource_id)
         try:
-            sent = self._protocol.encode(request, self._endpoint)
+            sent = self._host.encode(request, self._endpoint)
             body = _transport().open_stream(self._get_session(), sent, (5.0, 10.0), client)
             body.open(document=True)
             logger.info("%s: background response %s cancelled", client, resource_id)
@@ -1079,12 +1102,10 @@ def _unwell(error: BaseException) -> bool:
 
 
 def _host(url: str) -> str:
-    from urllib.parse import urlsplit
+    """The host a request to ``url`` connects to (the one host rule: ``hosts.trust.url_host``)."""
+    from .hosts.trust import url_host
 
-    try:
-        return (urlsplit(url).hostname or "").lower()
-    except ValueError:
-        return ""
+    return url_host(url)
 
 
 #: protocol module -> the dialect it speaks (agenthub.foreign's names)

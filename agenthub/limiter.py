@@ -29,11 +29,11 @@ import datetime
 import re
 import threading
 import time
-from typing import Any, Callable, Iterable, Mapping, Optional, Tuple
+from typing import Any, Callable, Dict, Iterable, Mapping, Optional, Tuple
 
 from .errors import ConfigError
 
-__all__ = ["RateLimiter", "Ticket", "estimate_tokens", "parse_duration", "parse_rfc3339"]
+__all__ = ["RateLimiter", "LimiterHook", "Ticket", "estimate_tokens", "parse_duration", "parse_rfc3339"]
 
 #: the longest a header or a Retry-After may hold everyone back (a broken header must not stall a job for a day)
 MAX_PAUSE = 600.0
@@ -323,3 +323,63 @@ class RateLimiter(object):
     @staticmethod
     def header_names() -> Iterable[str]:
         return [name for pair in _HEADERS for name in pair[:2]]
+
+
+class LimiterHook(object):
+    """The attempt-loop hook (``agenthub.client.AttemptHook``) of ``AutoLLMClient(..., limiter=...)``.
+
+    ``before_attempt``: each attempt (retries included) takes its turn, waiting with ``attempt.wait``
+    so an abort or the deadline still ends the call; a stream's tokens are estimated from its messages
+    and config.  ``after_response`` / ``on_error``: the rate-limit headers of the answer (an error
+    answer's too) and a 429's Retry-After pause every user of the limiter.  ``on_done``: the stop
+    event's usage corrects the estimate.  ``acquire=False`` only observes (the bulk runner takes the
+    turns itself, so that Ctrl-C can stop rows that were not sent yet).
+    """
+
+    def __init__(self, limiter: RateLimiter, acquire: bool = True) -> None:
+        if not isinstance(limiter, RateLimiter):
+            raise ConfigError("limiter must be an agenthub.RateLimiter (got {})".format(type(limiter).__name__))
+        self.limiter = limiter
+        self.acquire = acquire
+        self._tickets = {}  # type: Dict[int, Ticket]
+        self._lock = threading.Lock()
+
+    def __getstate__(self) -> Any:
+        return {"limiter": self.limiter, "acquire": self.acquire}
+
+    def __setstate__(self, state: Any) -> None:
+        self.__init__(state["limiter"], state["acquire"])  # type: ignore[misc]
+
+    def before_attempt(self, attempt: Any) -> None:
+        if not self.acquire:
+            return
+        tokens = estimate_tokens(attempt.messages or (), attempt.config) if attempt.kind == "stream" else 0
+        ticket, wait = self.limiter.reserve(tokens)
+        with self._lock:
+            self._tickets[id(attempt)] = ticket  # a retry's ticket replaces the failed attempt's
+        while wait > 0:
+            if not attempt.wait(wait):
+                from .errors import TransportError
+
+                raise TransportError("stopped while waiting for the rate limiter", aborted=True, retryable=False)
+            wait = self.limiter.paused_for()  # a 429 elsewhere while this one slept holds it back too
+
+    def after_response(self, attempt: Any) -> None:
+        if attempt.headers:
+            self.limiter.observe(attempt.headers, attempt.status)
+
+    def on_error(self, attempt: Any, error: Any) -> None:
+        status = attempt.status if attempt.status is not None else getattr(error, "status", None)
+        rate_limited = status == 429 or type(error).__name__ == "RateLimitError"
+        self.limiter.observe(attempt.headers or {}, 429 if rate_limited else status,
+                             getattr(error, "retry_after", None) if rate_limited else None)
+
+    def on_done(self, attempt: Any) -> None:
+        with self._lock:
+            ticket = self._tickets.pop(id(attempt), None)
+        self.limiter.settle(ticket, attempt.usage)
+
+
+def has_hook(client: Any, limiter: RateLimiter) -> bool:
+    """Whether ``client`` already reports to ``limiter`` (its ``_hooks`` hold a LimiterHook of it)."""
+    return any(isinstance(h, LimiterHook) and h.limiter is limiter for h in getattr(client, "_hooks", ()))

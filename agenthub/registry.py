@@ -24,11 +24,11 @@ Adding an OpenAI-compatible vendor is one ``Route`` row (see README.md).
 import os
 import re
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
-from urllib.parse import urlsplit
 
 from . import hosts, providers
 from .errors import ConfigError
-from .hosts.credentials import check_not_private_key, is_loopback, is_token_provider
+from .hosts.credentials import check_not_private_key, is_token_provider
+from .hosts.trust import check_base_url, check_model_segments, is_loopback, url_host
 from .providers._common import nearest
 
 __all__ = [
@@ -346,10 +346,7 @@ def _quirks(route: Optional[Route], endpoint_quirks: bool) -> Dict[str, Any]:
 
 
 def _check_url(url: Any, what: str) -> str:
-    if not isinstance(url, str) or not re.match(r"^https?://[^/\s]", url):
-        shown = url if isinstance(url, str) else type(url).__name__
-        raise ConfigError("{} must be an http(s) URL (got {!r})".format(what, shown))
-    return url
+    return check_base_url(url, what)  # an http(s) URL whose host every parser reads alike (hosts.trust)
 
 
 def _protocol_names() -> str:
@@ -373,6 +370,7 @@ def resolve(
     env = os.environ if environ is None else environ
     if not isinstance(model, str) or not model.strip():
         raise ConfigError("model must be a non-empty string")
+    check_model_segments(model)  # "." and ".." would climb out of their place in a URL path
     if isinstance(api_key, str):
         check_not_private_key(api_key)  # a service-account JSON is refused here, before anything is sent
     by_name = route_for(model)
@@ -478,10 +476,7 @@ def _gemini_api(env: Mapping[str, str]) -> str:
 
 
 def _hostname(url: str) -> str:
-    try:
-        return (urlsplit(url).hostname or "").lower()
-    except ValueError:
-        return ""
+    return url_host(url)
 
 
 def _modalities(route: Route) -> Tuple[List[str], List[str]]:

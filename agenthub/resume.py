@@ -62,7 +62,7 @@ class Resumable(object):
                 for sse in frames:
                     try:
                         resource, cursor, terminal = self._cursor_of(sse)
-                    except (ValueError, TypeError, AttributeError) as exc:  # an event cut in half
+                    except ValueError as exc:  # not JSON: an event cut in half
                         if self.resource_id is None:
                             raise StreamProtocolError("{}: a malformed event before the response id was known ({})"
                                                       .format(self._client, exc), client=self._client) from None
@@ -91,7 +91,7 @@ class Resumable(object):
             if self.resource_id is None:
                 return  # a clean end before the id: the parser says the stream was cut
             stalls = 0 if progressed else stalls + 1
-            if stalls > self.max_stalls:
+            if stalls >= self.max_stalls:
                 failure = error or StreamProtocolError(
                     "{}: the background response's stream broke {} times without a new event".format(
                         self._client, stalls), client=self._client)

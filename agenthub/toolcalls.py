@@ -59,33 +59,12 @@ import uuid
 from typing import Any, Dict, List, Optional
 
 from .errors import StreamProtocolError, ToolCallArgumentParseError, preview
+from .types import MAX_DEPTH, too_deep  # one depth rule for model output and caller input
 
 __all__ = ["ToolCallAssembler", "MAX_DEPTH", "too_deep"]
 
 _MISSING_IDS = frozenset(["", "null", "None", "undefined"])
 _loads = json.loads
-#: how deep a JSON value may nest: arguments from a model deeper than this are refused here, as the same
-#: arguments sent back on the next turn are refused by validate (one rule, both ways)
-MAX_DEPTH = 128
-
-
-def too_deep(value: Any, limit: int = MAX_DEPTH) -> bool:
-    """``value`` holds a dict or list at depth ``limit`` or more (the root is at depth 0)."""
-    level = [value] if type(value) in (dict, list) else []
-    depth = 0
-    while level:
-        if depth >= limit:
-            return True
-        inner = []  # type: List[Any]
-        for node in level:
-            for child in (node.values() if type(node) is dict else node):
-                if type(child) in (dict, list):
-                    inner.append(child)
-        level = inner
-        depth += 1
-    return False
-
-
 def _complete_object(text: str) -> Optional[Dict[str, Any]]:
     """The object ``text`` holds if it is one whole JSON object, else None."""
     stripped = text.strip()

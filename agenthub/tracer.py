@@ -195,6 +195,7 @@ def render_text(history: Sequence[Mapping[str, Any]], config: Mapping[str, Any])
         described = " - " + tool["description"] if tool.get("description") else ""
         lines.append("tool: {}{}".format(tool.get("name"), described))
     totals = {}  # type: Dict[str, int]
+    counted = False  # a usage was recorded (a bucket no turn reported stays unknown: None, as the viewer shows it)
     for i, message in enumerate(history):
         lines.append("")
         lines.append("[{}] {}:".format(i, str(message.get("role", "?")).upper()))
@@ -222,6 +223,7 @@ def render_text(history: Sequence[Mapping[str, Any]], config: Mapping[str, Any])
                 lines.append("  Embedding: {} dimensions".format(len(item.get("embedding") or ())))
         usage = message.get("usage_metadata")
         if usage:
+            counted = True
             lines.append("  Usage: " + ", ".join("{}={}".format(k, usage.get(k)) for k in (
                 "cached_tokens", "prompt_tokens", "thoughts_tokens", "response_tokens")))
             for key in ("cached_tokens", "prompt_tokens", "thoughts_tokens", "response_tokens"):
@@ -229,8 +231,8 @@ def render_text(history: Sequence[Mapping[str, Any]], config: Mapping[str, Any])
                     totals[key] = totals.get(key, 0) + usage[key]
         if message.get("finish_reason"):
             lines.append("  Finish reason: {}".format(message["finish_reason"]))
-    if totals:
+    if counted:
         lines.append("")
-        lines.append("Total usage: " + ", ".join("{}={}".format(k, totals.get(k, 0)) for k in (
+        lines.append("Total usage: " + ", ".join("{}={}".format(k, totals.get(k)) for k in (
             "cached_tokens", "prompt_tokens", "thoughts_tokens", "response_tokens")))
     return "\n".join(lines) + "\n"

@@ -358,3 +358,25 @@ def from_jsonable(value: Any, strict: bool = False) -> Any:
     if isinstance(value, list):
         return [from_jsonable(v, strict) for v in value]
     return value
+
+
+#: how deep a JSON value may nest: arguments from a model deeper than this are refused here, as the same
+#: arguments sent back on the next turn are refused by validate (one rule, both ways)
+MAX_DEPTH = 128
+
+
+def too_deep(value: Any, limit: int = MAX_DEPTH) -> bool:
+    """``value`` holds a dict or list at depth ``limit`` or more (the root is at depth 0)."""
+    level = [value] if type(value) in (dict, list) else []
+    depth = 0
+    while level:
+        if depth >= limit:
+            return True
+        inner = []  # type: List[Any]
+        for node in level:
+            for child in (node.values() if type(node) is dict else node):
+                if type(child) in (dict, list):
+                    inner.append(child)
+        level = inner
+        depth += 1
+    return False

@@ -16,9 +16,8 @@ import math
 import re
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
-from . import toolcalls
 from .errors import ConfigError
-from .types import PromptCaching, ThinkingLevel
+from .types import MAX_DEPTH, PromptCaching, ThinkingLevel
 
 __all__ = ["check_config", "check_messages", "check_message", "check_json", "check_header_value", "check_header_name",
            "CONFIG_KEYS", "ASPECT_RATIOS", "IMAGE_SIZES", "RESPONSE_FORMATS"]
@@ -62,7 +61,6 @@ def _is_number(value: Any) -> bool:
 
 #: how deep a JSON value may nest (a schema or arguments deeper than this are refused, not recursed into):
 #: the tool-call assembler's own limit, so arguments a model sent are never refused when sent back
-MAX_DEPTH = toolcalls.MAX_DEPTH
 
 
 def _check_text(value: Any, where: str) -> None:

@@ -43,6 +43,8 @@ def last_user_text(provider, body):
     """The text of the last user turn of a request body, in any of the protocols."""
     try:
         if provider == "gemini":
+            if "content" in body:  # an EmbedContentRequest
+                return "".join(p.get("text", "") for p in body["content"].get("parts", []))
             turn = [c for c in body.get("contents", []) if c.get("role", "user") == "user"][-1]
             return "".join(p.get("text", "") for p in turn.get("parts", []))
         if "input" in body and "messages" not in body:  # responses or embeddings
@@ -83,6 +85,8 @@ def default_answer(provider, api, body):
         return 200, {"id": "msg_fake", "type": "message", "role": "assistant", "model": model,
                      "content": [{"type": "text", "text": reply}], "stop_reason": "end_turn", "stop_sequence": None,
                      "usage": {"input_tokens": prompt, "output_tokens": completion}}
+    if provider == "gemini" and api == "embeddings":
+        return 200, {"embedding": {"values": [float(len(text)), 0.25, -0.5]}}
     if provider == "gemini":
         return 200, {"candidates": [{"content": {"role": "model", "parts": [{"text": reply}]}, "finishReason": "STOP",
                                      "index": 0}],
@@ -568,12 +572,20 @@ class _Handler(BaseHTTPRequestHandler):
     # -- Gemini -----------------------------------------------------------------------------------
     def _gemini(self, method, path, query, raw):
         fake = self.fake
-        match = re.match(r"^/v1beta/models/([^/:]+):(streamGenerateContent|generateContent|batchGenerateContent)$", path)
+        match = re.match(r"^/v1beta/models/([^/:]+):(streamGenerateContent|generateContent|batchGenerateContent|"
+                         r"embedContent|batchEmbedContents|asyncBatchEmbedContent)$", path)
         if match and method == "POST":
             model, verb = match.group(1), match.group(2)
-            if verb != "batchGenerateContent":
+            if verb == "embedContent":
+                return self._live("gemini", "embeddings", raw)
+            if verb == "batchEmbedContents":
+                answers = [fake.answer("gemini", "embeddings", r) for r in json.loads(raw).get("requests", [])]
+                bad = [a for status, a in answers if status != 200]
+                _json(self, 400, bad[0]) if bad else _json(self, 200, {"embeddings": [a["embedding"] for _, a in answers]})
+                return True
+            if verb in ("streamGenerateContent", "generateContent"):
                 return self._live("gemini", "generate", raw)
-            return self._gemini_create(model, json.loads(raw))
+            return self._gemini_create(model, json.loads(raw), "embeddings" if verb.startswith("async") else "generate")
         if path == "/upload/v1beta/files" and method == "POST":
             command = (self.headers.get("X-Goog-Upload-Command") or "").strip().lower()
             if "upload_id" not in query:
@@ -635,7 +647,7 @@ class _Handler(BaseHTTPRequestHandler):
                 return True
         return False
 
-    def _gemini_create(self, model, body):
+    def _gemini_create(self, model, body, api):
         fake = self.fake
         spec = body.get("batch") or {}
         source = spec.get("input_config") or spec.get("inputConfig") or {}
@@ -650,7 +662,7 @@ class _Handler(BaseHTTPRequestHandler):
                 return True
             for n, item in enumerate(inline):
                 key = (item.get("metadata") or {}).get("key")
-                batch.requests.append((key, item.get("request") or {}, "generate"))
+                batch.requests.append((key, item.get("request") or {}, api))
         elif file_name:
             entry = fake.files.get(file_name)
             if entry is None:
@@ -659,7 +671,7 @@ class _Handler(BaseHTTPRequestHandler):
             for line in entry["bytes"].split(b"\n"):
                 if line.strip():
                     item = json.loads(line)
-                    batch.requests.append((item.get("key"), item.get("request") or {}, "generate"))
+                    batch.requests.append((item.get("key"), item.get("request") or {}, api))
         else:
             _json(self, 400, {"error": {"code": 400, "message": "input_config required", "status": "INVALID_ARGUMENT"}})
             return True

@@ -114,3 +114,9 @@ def sent(plan, endpoint):
     from agenthub import hosts
 
     return hosts.client_type(endpoint.client_type).host.encode(plan, endpoint)
+
+
+@pytest.fixture(autouse=True)
+def _private_agenthub_home(tmp_path_factory, monkeypatch):
+    """The CLI's conversation log goes to a folder of the test's own, never the user's data directory."""
+    monkeypatch.setenv("AGENTHUB_HOME", str(tmp_path_factory.mktemp("agenthub-home")))

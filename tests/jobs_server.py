@@ -78,6 +78,7 @@ class _Handler(BaseHTTPRequestHandler):
             key = _text_of(body)
         with server.lock:
             server.counts[key] += 1
+            server.models[key] = body.get("model")
             nth = server.counts[key]
             server.log.append((now, key, self.headers.get("Authorization")))
             limited = server.take(now)
@@ -127,6 +128,7 @@ class _Server(ThreadingHTTPServer):
 class JobServer(object):
     def __init__(self, rpm=None, burst=None, delay=0.0, headers=None):
         self.counts = Counter()
+        self.models = {}  # prompt text -> the model the last request for it named
         self.log = []
         self.statuses = []
         self.lock = threading.Lock()

@@ -66,6 +66,10 @@ MIXED = [
     {"id": "r5", "model": "gpt-4.1-mini", "client_type": "openai-chat", "messages": _user("FAIL please")},
     {"id": "r6", "model": "my-deployment", "client_type": "azure", "messages": _user("azure hi")},
     {"id": "r7", "model": "gpt-4.1-mini", "client_type": "openai-chat", "messages": _user("chat two")},
+    {"id": "r8", "model": "gemini-embedding-001", "messages": _user("embed one"),
+     "config": {"embedding_config": {"dimensions": 3}}},
+    {"id": "r9", "model": "gemini-embedding-001", "messages": _user("first text") + _user("second, longer text")},
+    {"id": "r10", "model": "my-responses-deployment", "client_type": "azure-responses", "messages": _user("azure r")},
 ]
 
 
@@ -94,7 +98,7 @@ def test_batched_rows_equal_live_rows_field_by_field(fake, tmp_path):
     job = B.submit(path, backend="auto")
     assert job.wait(interval=0.01, timeout=10).done
     summary = job.fetch(str(tmp_path / "out.jsonl"))
-    assert (summary.done, summary.failed, summary.skipped, summary.missing, summary.pending) == (6, 1, 0, [], [])
+    assert (summary.done, summary.failed, summary.skipped, summary.missing, summary.pending) == (9, 1, 0, [], [])
     batched = {row["id"]: row for row in read_output(str(tmp_path / "out.jsonl"))}
     assert sorted(batched) == sorted(live)
     for rid, row in batched.items():
@@ -203,9 +207,10 @@ def test_request_lines_are_the_live_bodies_without_streaming(fake, tmp_path):
     # one file per model and endpoint: gpt-4.1-mini's two chat rows share one
     assert sorted(len(_file_of(call).splitlines()) for call in uploads) == [1, 1, 2]
     azure = fake.calls("POST", "/openai/v1/batches")
-    assert [json.loads(c["body"])["endpoint"] for c in azure] == ["/chat/completions"]
-    azure_line = json.loads(_file_of(fake.calls("POST", "/openai/v1/files")[0]))
-    assert azure_line["url"] == "/v1/chat/completions" and azure_line["body"]["model"] == "my-deployment"
+    assert [json.loads(c["body"])["endpoint"] for c in azure] == ["/chat/completions", "/chat/completions"]
+    azure_lines = [json.loads(_file_of(call)) for call in fake.calls("POST", "/openai/v1/files")]
+    assert [(line["url"], line["body"]["model"]) for line in azure_lines] == [
+        ("/v1/chat/completions", "my-deployment"), ("/v1/responses", "my-responses-deployment")]
     assert all(c["headers"].get("api-key") == KEYS["azure"] for c in fake.calls(path_prefix="/openai/"))
     ant = json.loads(fake.calls("POST", "/v1/messages/batches")[0]["body"])
     assert ant["requests"] == [{"custom_id": "row-2", "params": {
@@ -237,7 +242,7 @@ def test_the_state_file_says_where_rows_went_and_holds_no_key(fake, tmp_path):
     assert state["agenthub_batch"] == 1 and state["input_path"] == path
     placed = {rid: b["backend"] for b in state["batches"] for rid in b["ids"]}
     assert placed == {"r1": "openai", "r 2": "anthropic", "r3": "gemini", "r4": "openai", "r5": "openai",
-                      "r6": "azure", "r7": "openai"}
+                      "r6": "azure", "r7": "openai", "r8": "gemini", "r9": "gemini", "r10": "azure"}
     anthropic = [b for b in state["batches"] if b["backend"] == "anthropic"][0]
     assert anthropic["custom_ids"] == {"r 2": "row-2"}  # "r 2" does not match ^[a-zA-Z0-9_-]{1,64}$
     assert all(b["remote"] for b in state["batches"])
@@ -341,12 +346,11 @@ def test_bad_rows_are_listed_together_and_nothing_is_sent(fake, tmp_path, monkey
 
 
 def test_unsupported_batch_apis_are_refused_before_sending(fake, tmp_path):
-    rows = [{"id": "e", "model": "gemini-embedding-001", "messages": _user("x")},
-            {"id": "z", "model": "text-embedding-3-small", "client_type": "azure", "messages": _user("x")}]
+    rows = [{"id": "z", "model": "text-embedding-3-small", "client_type": "azure", "messages": _user("x")}]
     with pytest.raises(ConfigError) as info:
         B.submit(_write(tmp_path / "in.jsonl", rows), backend="auto")
-    assert "line 1 ('e'): Gemini embeddings batches (asyncBatchEmbedContent) are not supported" in str(info.value)
-    assert "line 2 ('z'): client_type 'azure' does not serve embedding models" in str(info.value)
+    assert "line 1 ('z'): client_type 'azure' does not serve embedding models" in str(info.value)
+    assert backend("azure").why_not("embeddings").startswith("Azure OpenAI's batch API does not take embeddings")
     assert fake.requests == []
 
 
@@ -556,3 +560,36 @@ def test_unreadable_result_lines_are_counted_and_the_others_still_come_through(f
     summary = job.fetch(str(tmp_path / "out.jsonl"))
     assert (summary.done, summary.unreadable, sorted(summary.missing)) == (1, 2, ["u1", "u2"])
     assert [r["id"] for r in read_output(str(tmp_path / "out.jsonl"))] == ["u0"]
+
+
+def test_gemini_embeddings_rows_go_as_one_request_per_text(fake, tmp_path, monkeypatch):
+    rows = [row for row in MIXED if row["id"] in ("r8", "r9")]
+    job = B.submit(_write(tmp_path / "in.jsonl", rows), backend="gemini")
+    create = json.loads(fake.calls("POST", "/v1beta/models/gemini-embedding-001:asyncBatchEmbedContent")[0]["body"])
+    assert create["batch"]["input_config"]["requests"]["requests"] == [
+        {"request": {"content": {"parts": [{"text": "embed one"}]}, "outputDimensionality": 3},
+         "metadata": {"key": "r8#0/1"}},
+        {"request": {"content": {"parts": [{"text": "first text"}]}}, "metadata": {"key": "r9#0/2"}},
+        {"request": {"content": {"parts": [{"text": "second, longer text"}]}}, "metadata": {"key": "r9#1/2"}}]
+    assert job.wait(interval=0.01, timeout=10).done
+    out = str(tmp_path / "out.jsonl")
+    assert job.fetch(out).done == 2
+    vectors = {r["id"]: [i["embedding"] for i in r["message"]["content_items"]] for r in read_output(out)}
+    assert vectors == {"r8": [[9.0, 0.25, -0.5]], "r9": [[10.0, 0.25, -0.5], [19.0, 0.25, -0.5]]}
+    # above the inline limit: the same requests as file lines
+    monkeypatch.setattr(gemini_backend, "INLINE_MAX_BYTES", 10)
+    B.submit(_write(tmp_path / "big.jsonl", rows), backend="gemini")
+    session = fake.calls("POST", "/upload/v1beta/files")[-1]
+    assert [json.loads(x)["key"] for x in session["body"].splitlines()] == ["r8#0/1", "r9#0/2", "r9#1/2"]
+
+
+def test_embeddings_parts_are_put_together_whatever_their_order():
+    first = {"embedding": {"values": [1.0]}, "usageMetadata": {"promptTokenCount": 2}}
+    second = {"embedding": {"values": [2.0]}, "usageMetadata": {"promptTokenCount": 3}}
+    items = [("a#1/2", "ok", second), ("b#0/1", "error", (None, {"error": {"code": 400}})), ("a#0/2", "ok", first),
+             ("c#0/2", "ok", first), ("junk", "ok", first)]
+    out = list(gemini_backend._assembled(iter(items)))
+    assert out == [("b", "error", (None, {"error": {"code": 400}})),
+                   ("a", "ok", {"embeddings": [{"values": [1.0]}, {"values": [2.0]}],
+                                "usageMetadata": {"promptTokenCount": 5}}),
+                   ("", "bad", "gemini: an embeddings batch answer with a key agenthub did not make")]

@@ -153,3 +153,24 @@ def test_genai_sdk_uploads_a_file_batch_and_downloads_its_results(fake, tmp_path
     second = client.batches.create(model="gemini-2.5-flash", src=uploaded.name, config={"display_name": "file-2"})
     client.batches.cancel(name=second.name)
     assert client.batches.get(name=second.name).state.name == "JOB_STATE_CANCELLED"
+
+
+def test_genai_sdk_runs_an_embeddings_batch_on_the_fake(fake):
+    client = _genai(fake)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # create_embeddings is marked experimental by the SDK
+        job = client.batches.create_embeddings(
+            model="gemini-embedding-001",
+            src={"inlined_requests": {"contents": [{"parts": [{"text": "abc"}]}, {"parts": [{"text": "hello"}]}],
+                                      "config": {"output_dimensionality": 3}}},
+            config={"display_name": "embed-1"})
+    call = json.loads(fake.calls("POST", "/v1beta/models/gemini-embedding-001:asyncBatchEmbedContent")[0]["body"])
+    assert [r["request"]["content"]["parts"][0]["text"] for r in call["batch"]["inputConfig"]["requests"]["requests"]] \
+        == ["abc", "hello"]
+    client.batches.get(name=job.name)
+    done = client.batches.get(name=job.name)
+    assert done.state.name == "JOB_STATE_SUCCEEDED"
+    vectors = [r.response.embedding.values for r in done.dest.inlined_embed_content_responses]
+    assert vectors == [[3.0, 0.25, -0.5], [5.0, 0.25, -0.5]]

@@ -293,3 +293,12 @@ def test_an_embedding_client_under_a_budget_holds_its_input_only():
         assert client.embed(["hello world"]) == [[0.5, -0.25]]
         assert server.requests[0]["path"] == "/v1/embeddings"
     assert budget.spent_usd == pytest.approx(7 * 0.02 / 1e6) and budget.reserved_usd == 0.0
+
+
+def test_a_fallback_named_by_model_shares_the_budget(monkeypatch):
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
+    budget = Budget(1)
+    client = AutoLLMClient("gpt-5.5", api_key="sk-test", budget=budget, fallbacks=["claude-sonnet-4-6"])
+    fallback = client._fallbacks[0]
+    assert fallback.budget is budget
+    assert [type(hook).__name__ for hook in fallback._hooks].count("BudgetHook") == 1

@@ -248,3 +248,52 @@ def test_the_sdks_read_the_fake_compaction_streams():
     assert [b.type for b in message.content] == ["compaction", "text"]
     assert (message.content[0].content, message.content[0].encrypted_content) == ("Summary c1", "enc-c1")
     assert beta == "compact-2026-01-12"
+
+
+# -- pinned fixtures (tests/fixtures/*/README.md cite their sources) -------------------------------------------
+
+
+def _fixture(folder, name):
+    import os
+
+    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", folder, name), "rb") as handle:
+        return handle.read()
+
+
+def test_responses_compaction_fixture_at_every_byte_split():
+    from agenthub.providers import openai_responses
+    from conftest import every_split, run_parser, strip_ids
+
+    data = _fixture("openai_responses", "compaction_then_text.sse")
+    whole = run_parser(openai_responses.parse_stream, [data], "openai-responses")
+    check_stream(whole)
+    assert collect(whole)["content_items"] == [
+        {"type": "compaction", "fidelity": {"format": "openai", "item": {
+            "type": "compaction", "id": "cmp_01", "encrypted_content": "gAAAAABpc29tZS1vcGFxdWUtY29tcGFjdGlvbg=="}}},
+        {"type": "text", "text": "The migration plan is in three steps."}]
+    for chunks in every_split(data):
+        assert strip_ids(run_parser(openai_responses.parse_stream, chunks, "openai-responses")) == strip_ids(whole)
+
+
+def test_anthropic_compaction_fixture_at_every_byte_split_and_its_cost():
+    from agenthub.providers import anthropic
+    from conftest import every_split, run_parser, strip_ids
+
+    data = _fixture("anthropic", "compaction_iterations.sse")
+    whole = run_parser(anthropic.parse_stream, [data], "anthropic")
+    check_stream(whole)
+    block = {"type": "compaction", "content": "Summary: the user is migrating a database; steps one and two are done.",
+             "encrypted_content": "Eo8BCkYIBRgCKkB2"}
+    assert collect(whole)["content_items"] == [
+        {"type": "compaction", "fidelity": {"format": "anthropic", "block": block}},
+        {"type": "text", "text": "Step three: switch the reads."}]
+    usage = whole[-1]["usage_metadata"]
+    assert usage == {"cached_tokens": 4000, "prompt_tokens": 152000 + 21000, "thoughts_tokens": None,
+                     "response_tokens": 2100 + 600}
+    by_pass = cost("claude-sonnet-4-6", {"cached_tokens": 0, "prompt_tokens": 152000, "thoughts_tokens": None,
+                                         "response_tokens": 2100}) + \
+        cost("claude-sonnet-4-6", {"cached_tokens": 4000, "prompt_tokens": 21000, "thoughts_tokens": None,
+                                   "response_tokens": 600})
+    assert cost("claude-sonnet-4-6", usage) == pytest.approx(by_pass)
+    for chunks in every_split(data):
+        assert strip_ids(run_parser(anthropic.parse_stream, chunks, "anthropic")) == strip_ids(whole)

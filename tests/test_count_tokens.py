@@ -255,12 +255,24 @@ def test_chat_completions_has_no_count_endpoint_unless_an_estimate_is_asked(fake
         client.count_tokens([{"role": "robot", "content_items": []}])
 
 
-def test_a_count_answer_without_a_count_is_a_protocol_error(fake, monkeypatch):
+def test_a_count_answer_without_a_count_is_a_protocol_error():
     from agenthub.providers import counting
 
     with pytest.raises(StreamProtocolError):
-        counting.parse_count("anthropic", {"tokens": 3})
+        counting.parse_count("anthropic", {"tokens": 3}, "input_tokens")
     with pytest.raises(StreamProtocolError):
-        counting.parse_count("gemini", [1])
-    assert counting.parse_count("gemini", {"promptTokensDetails": []}) == 0  # protobuf JSON drops a zero
-    assert counting.parse_count("bedrock", {"inputTokens": 12}) == 12
+        counting.parse_count("gemini", [1], "totalTokens")
+    with pytest.raises(StreamProtocolError):
+        counting.parse_count("bedrock", {"inputTokens": -1}, "inputTokens")
+    assert counting.parse_count("gemini", {"promptTokensDetails": []}, "totalTokens") == 0  # protobuf JSON drops a zero
+    assert counting.parse_count("bedrock", {"inputTokens": 12}, "inputTokens") == 12
+
+
+def test_hosts_without_a_documented_count_endpoint_say_so(monkeypatch):
+    monkeypatch.setenv("AZURE_OPENAI_ENDPOINT", "https://res.openai.azure.com")
+    monkeypatch.setenv("AZURE_OPENAI_API_KEY", "az-test-key")
+    monkeypatch.setenv("OPENAI_API_VERSION", "preview")
+    client = AutoLLMClient("my-deployment", client_type="azure-responses", max_retries=0)
+    with pytest.raises(UnsupportedOperationError):
+        client.count_tokens(MESSAGES)
+    assert client.count_tokens(MESSAGES, estimate=True) == estimate_tokens(MESSAGES)

@@ -11,7 +11,7 @@ from agenthub.errors import ConfigError, RateLimitError, StreamProtocolError, Un
 from agenthub.providers import gemini, gemini_interactions as gi
 from agenthub.providers._common import Endpoint
 from agenthub.validate import check_config
-from conftest import every_split, run_parser, strip_ids
+from conftest import every_split, run_parser, sent, strip_ids
 
 FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "gemini_interactions")
 BASE = "https://generativelanguage.googleapis.com"
@@ -36,7 +36,9 @@ def endpoint(base=BASE, quirks=None):
 
 
 def build(messages, config=None, model=MODEL, stateful=False, **kwargs):
-    return gi.build_request(endpoint(**kwargs), model, messages, check_config(config), stateful=stateful)
+    """The request as sent: the dialect's plan through the gemini host (URL joined, key added)."""
+    where = endpoint(**kwargs)
+    return sent(gi.build_request(where, model, messages, check_config(config), stateful=stateful), where)
 
 
 def user(*items):
@@ -187,10 +189,16 @@ def test_golden_basic_request_is_stateless():
 def test_versioned_base_url():
     request = build([user("x")], base="http://127.0.0.1:9/v1beta")
     assert request.url == "http://127.0.0.1:9/v1beta/interactions"
-    assert gi.resume_request(endpoint("http://127.0.0.1:9"), "v1_a/b", "evt_07").url == \
-        "http://127.0.0.1:9/v1beta/interactions/v1_a%2Fb?stream=true&last_event_id=evt_07"
-    cancel = gi.cancel_request(endpoint("http://127.0.0.1:9"), "v1_a")
+    where = endpoint("http://127.0.0.1:9")
+    resume = sent(gi.resume_request(where, "v1_a/b", "evt_07"), where)
+    assert (resume.method, resume.url) == (
+        "GET", "http://127.0.0.1:9/v1beta/interactions/v1_a%2Fb?stream=true&last_event_id=evt_07")
+    assert resume.headers["x-goog-api-key"] == "test-key" and "Content-Type" not in resume.headers
+    cancel = sent(gi.cancel_request(where, "v1_a"), where)
     assert (cancel.method, cancel.url) == ("POST", "http://127.0.0.1:9/v1beta/interactions/v1_a/cancel")
+    versioned = endpoint("http://127.0.0.1:9/v1beta")
+    assert sent(gi.resume_request(versioned, "v1_a", None), versioned).url == \
+        "http://127.0.0.1:9/v1beta/interactions/v1_a?stream=true"
 
 
 def test_golden_config_mapping():
@@ -295,7 +303,12 @@ def test_tool_round_trip_replays_thought_signature_and_calls_stateless():
 def test_stateful_chains_on_the_previous_interaction():
     first = build([user("Weather in Paris and Tokyo?")], stateful=True).body
     assert first["store"] is True and "previous_interaction_id" not in first
-    answer = _tool_turn()
+    unstored = _tool_turn()  # a stateless call's answer (store false): it cannot be chained on
+    assert build([user("w?"), unstored, user("and?")], stateful=True).body["input"][0]["type"] == "user_input"
+    answer = gi.stored_answer(unstored)
+    assert answer["content_items"][-1]["fidelity"] == {"interaction_id": "v1_ChdpbnRlcmFjdGlvbi10b29sLTAwMg",
+                                                       "stored": True}
+    assert unstored["content_items"][-1]["fidelity"] == {"interaction_id": "v1_ChdpbnRlcmFjdGlvbi10b29sLTAwMg"}
     results = {"role": "user", "content_items": [
         {"type": "tool_result", "text": "18C", "tool_call_id": "fc_paris_1"},
         {"type": "tool_result", "text": "22C", "tool_call_id": "fc_tokyo_2"}]}

@@ -137,3 +137,22 @@ def test_list_models_asks_the_same_gemini_models_endpoint():
     assert ids == ["gemini-3.8-flash", "gemini-3.8-pro"]
     assert request["path"] == "/v1beta/models?pageSize=1000"
     assert request["headers"]["x-goog-api-key"] == "test-key"
+
+
+def test_a_stateless_answer_set_as_history_is_not_chained_on():
+    """A stateless call's interaction was sent with store: false: it cannot be named later, so a stateful
+    call after set_history sends the whole history (store: true), and chains from then on."""
+    with LongrunServer() as server:
+        server.add("v1_a", interactions_events("v1_a", ["one"]), done=True)
+        server.add("v1_b", interactions_events("v1_b", ["two"]), done=True)
+        server.add("v1_c", interactions_events("v1_c", ["three"]), done=True)
+        llm = client(server)
+        first = [{"role": "user", "content_items": [{"type": "text", "text": "a"}]}]
+        answer = llm.response(first)
+        llm.set_history(first + [answer])
+        llm.response_stateful({"role": "user", "content_items": [{"type": "text", "text": "b"}]})
+        llm.response_stateful({"role": "user", "content_items": [{"type": "text", "text": "c"}]})
+        bodies = [r["body"] for r in server.requests]
+    assert bodies[0]["store"] is False
+    assert "previous_interaction_id" not in bodies[1] and len(bodies[1]["input"]) == 3
+    assert bodies[2]["previous_interaction_id"] == "v1_b" and len(bodies[2]["input"]) == 1

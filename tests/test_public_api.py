@@ -127,6 +127,8 @@ def test_only_transport_imports_requests_and_nothing_outside_stdlib():
                 assert rel == "transport.py", "{} imports {}".format(rel, name)
             elif top == "google":  # google-auth, the optional extra agenthub[vertex], inside gcp.py's functions
                 assert rel == "hosts/gcp.py", "{} imports {}".format(rel, name)
+            elif top == "ray":  # Ray Data, the optional extra agenthub[ray], inside agenthub/ray.py's run_job
+                assert rel == "ray.py", "{} imports {}".format(rel, name)
             else:
                 assert top in stdlib or top == "agenthub", "{} imports {} (not stdlib)".format(rel, name)
 
@@ -139,9 +141,9 @@ LAYERS = [
     {"sse", "eventstream", "toolcalls", "stream", "validate", "media", "answers"},
     {"providers"},
     {"hosts", "aws", "gcp"},
-    {"registry", "transport", "tracer", "catalog", "budget"},
+    {"registry", "transport", "tracer", "catalog", "budget", "limiter"},
     {"client", "testing"},
-    {"server", "playground", "viewer", "_dom", "demo", "__main__", "apps", ""},
+    {"server", "playground", "viewer", "_dom", "demo", "__main__", "apps", "", "jobs", "ray"},
 ]
 #: what a provider may import: the pure core, providers/_common and other dialects' public names
 PURE_CORE = LAYERS[0] | LAYERS[1]

@@ -28,7 +28,7 @@ def asset(name: str) -> str:
     files = getattr(importlib.resources, "files", None)
     if files is None:  # Python 3.8
         return importlib.resources.read_text(ASSETS, name, encoding="utf-8")
-    return files(ASSETS).joinpath(name).read_text(encoding="utf-8")
+    return str(files(ASSETS).joinpath(name).read_text(encoding="utf-8"))
 
 
 def build(name: str) -> Tuple[str, str, str]:

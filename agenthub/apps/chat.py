@@ -2,6 +2,7 @@
 conversation on a terminal.  ``run(args)`` takes the parsed command line (``agenthub.__main__``)."""
 
 import json
+import logging
 import mimetypes
 import os
 import re
@@ -11,7 +12,10 @@ from typing import Any, Dict, List, Optional, TextIO
 
 from .terminal import Printer
 
-__all__ = ["run", "cli_terms"]
+__all__ = ["run", "cli_terms", "LATEST"]
+
+#: ``chat -c`` / ``--continue`` alone: the latest conversation of the log
+LATEST = "\x00latest"
 
 
 def run(args: Any, out: TextIO, err: Optional[TextIO] = None, stdin: Optional[TextIO] = None) -> int:
@@ -22,17 +26,100 @@ def run(args: Any, out: TextIO, err: Optional[TextIO] = None, stdin: Optional[Te
     client = _chat_client(args)
     config = _chat_config(args)
     history = []  # type: List[Any]
-    if args.continue_trace:
-        history = _load_conversation(args.continue_trace)
-        config.setdefault("trace_id", args.continue_trace)
-    attachments = [_attachment(path) for path in args.attach]
-    if args.prompt is None and _isatty(stdin):
-        return _interactive(client, args, config, history, attachments, out, err, stdin)
-    prompt = stdin.read() if args.prompt in (None, "-") else args.prompt
-    if not prompt.strip() and not attachments:
-        raise ConfigError("the prompt is empty: pass it as an argument, or pipe it in")
-    _turn(client, args, config, history, _user_message(prompt, attachments), out, err)
-    return 0
+    logged = _Logged(args, client)
+    try:
+        if args.continue_trace:
+            history = _continued(args, config, logged)
+        attachments = [_attachment(path) for path in args.attach]
+        if args.prompt is None and _isatty(stdin):
+            return _interactive(client, args, config, history, attachments, out, err, stdin, logged)
+        prompt = stdin.read() if args.prompt in (None, "-") else args.prompt
+        if not prompt.strip() and not attachments:
+            raise ConfigError("the prompt is empty: pass it as an argument, or pipe it in")
+        message = _user_message(prompt, attachments)
+        answer = _turn(client, args, config, history, message, out, err)
+        if answer is not None:
+            logged.turn(message, answer)
+        return 0
+    finally:
+        logged.close()
+
+
+class _Logged(object):
+    """This chat's conversation in the conversation log (``agenthub.apps.conversations``): written turn by
+    turn unless ``--no-log`` or ``AGENTHUB_LOG_PROMPTS=0``; a write that fails is reported once and the
+    chat goes on (the log is a convenience, never a reason to lose an answer)."""
+
+    def __init__(self, args: Any, client: Any) -> None:
+        from .conversations import enabled
+
+        self.args = args
+        self.client = client
+        self.on = enabled(getattr(args, "no_log", False))
+        self.conversation = None  # type: Optional[str]
+        self._log = None  # type: Any
+
+    def log(self) -> Any:
+        if self._log is None:
+            from .conversations import Log
+
+            self._log = Log()
+        return self._log
+
+    def turn(self, message: Any, answer: Any) -> None:
+        if not self.on:
+            return
+        try:
+            from ..catalog import cost
+
+            log = self.log()
+            if self.conversation is None:
+                from ..client import _host
+
+                self.conversation = log.start(self.args.model, self.client.client_type,
+                                              _host(self.client.base_url), self.args.system)
+            log.add_turn(self.conversation, self.args.model, message, answer,
+                         cost(self.args.model, answer.get("usage_metadata")))
+        except Exception as exc:  # a full disk or a locked file: the answer stands
+            sys.stderr.write("agenthub: the conversation log was not written ({}: {}); --no-log turns it "
+                             "off\n".format(type(exc).__name__, exc))
+            self.on = False
+
+    def restart(self) -> None:
+        """/reset: the next turn starts a new conversation in the log."""
+        self.conversation = None
+
+    def close(self) -> None:
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+
+
+def _continued(args: Any, config: Dict[str, Any], logged: "_Logged") -> List[Any]:
+    """``-c`` (the latest logged conversation), ``--continue c_...`` (a logged one) or ``--continue TRACE_ID``."""
+    import os as _os
+
+    from ..errors import ConfigError
+    from ..validate import check_messages
+    from .conversations import DB_NAME, home
+
+    wanted = args.continue_trace
+    if wanted != LATEST and not wanted.startswith("c_"):
+        config.setdefault("trace_id", wanted)
+        return _load_conversation(wanted)
+    if not _os.path.exists(_os.path.join(home(), DB_NAME)):
+        raise ConfigError("-c: the conversation log is empty ({}): nothing to continue".format(
+            _os.path.join(home(), DB_NAME)))
+    log = logged.log()
+    conversation = log.latest() if wanted == LATEST else wanted
+    if conversation is None or log.conversation(conversation) is None:
+        raise ConfigError("-c: no logged conversation {} (`agenthub logs` lists them)".format(
+            "yet" if conversation is None else repr(conversation)))
+    history = log.history(conversation)
+    if history:
+        check_messages(history)
+    logged.conversation = conversation
+    return history
 
 
 def _isatty(stream: Any) -> bool:
@@ -64,7 +151,28 @@ def _chat_client(args: Any) -> Any:
         from ..budget import Budget
 
         options["budget"] = Budget(args.budget)
-    return AutoLLMClient(args.model, api_key=api_key, base_url=args.base_url, client_type=args.client_type, **options)
+    if getattr(args, "fallback", None):
+        options["fallbacks"] = list(args.fallback)
+    try:
+        return AutoLLMClient(args.model, api_key=api_key, base_url=args.base_url, client_type=args.client_type,
+                             **options)
+    except ConfigError as exc:
+        nearest = _nearest_models(args.model) if "cannot route model" in str(exc) else []
+        if not nearest:
+            raise
+        raise ConfigError("{}; did you mean {}?".format(exc, " or ".join(nearest))) from None
+
+
+def _nearest_models(model: str) -> List[str]:
+    """The catalog's and the registry's model names nearest to ``model`` (a typo's likely intent)."""
+    import difflib
+
+    from ..catalog import list_supported_models
+    from ..registry import list_models
+
+    names = {row["id"] for row in list_supported_models()}
+    names.update(example for row in list_models() for example in row.get("examples") or ())
+    return difflib.get_close_matches(model, sorted(names), n=3, cutoff=0.75)
 
 
 def _chat_config(args: Any) -> Dict[str, Any]:
@@ -81,7 +189,40 @@ def _chat_config(args: Any) -> Dict[str, Any]:
         config["trace_id"] = args.trace_id
     if getattr(args, "background", False):
         config["background"] = True
+    if getattr(args, "schema", None):
+        config["response_format"] = {"type": "json_schema", "name": "schema", "schema": _schema(args.schema)}
+    for key, value in getattr(args, "options", None) or ():
+        config[key] = _option_value(value)
     return config
+
+
+def _option_value(text: str) -> Any:
+    """``-o KEY VALUE``: VALUE as JSON when it parses (numbers, booleans, lists, objects), else the text."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def _schema(text: str) -> Dict[str, Any]:
+    """``--schema``: a JSON Schema, inline or in a file."""
+    from ..errors import ConfigError
+
+    source = "--schema"
+    if os.path.isfile(text):
+        source = "--schema {}".format(text)
+        try:
+            with open(text, encoding="utf-8") as handle:
+                text = handle.read()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError("{}: {}".format(source, exc)) from None
+    try:
+        schema = json.loads(text)
+    except ValueError as exc:
+        raise ConfigError("{} is neither a JSON Schema nor a file holding one ({})".format(source, exc)) from None
+    if not isinstance(schema, dict):
+        raise ConfigError("{}: a JSON Schema is an object".format(source))
+    return schema
 
 
 def _load_conversation(trace_id: str) -> List[Any]:
@@ -138,6 +279,7 @@ def _turn(client: Any, args: Any, config: Dict[str, Any], history: List[Any], me
     printer = Printer(out, err=err, model=args.model)
     stream = client.streaming_response(history + [message], config)
     previous = _on_interrupt(stream)
+    breaker = _LineBreak(printer)
     try:
         for event in stream:
             events.append(event)
@@ -152,9 +294,30 @@ def _turn(client: Any, args: Any, config: Dict[str, Any], history: List[Any], me
         printer.line("[stopped]")
         return None
     finally:
+        breaker.remove()
         _restore_interrupt(previous)
         stream.close()
     return collect(events)
+
+
+class _LineBreak(logging.Filter):
+    """While an answer streams, a log record of agenthub's own stderr handler (AGENTHUB_LOG) first ends the
+    line the answer is on, so a debug line never lands in the middle of the answer's text."""
+
+    def __init__(self, printer: Any) -> None:
+        super(_LineBreak, self).__init__()
+        self.printer = printer
+        self.handlers = [h for h in logging.getLogger("agenthub").handlers if getattr(h, "_agenthub_env", False)]
+        for handler in self.handlers:
+            handler.addFilter(self)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        self.printer.break_line()
+        return True
+
+    def remove(self) -> None:
+        for handler in self.handlers:
+            handler.removeFilter(self)
 
 
 _NO_HANDLER = object()
@@ -178,9 +341,11 @@ _HELP = ("commands: /reset forgets the conversation, /save TRACE_ID saves it as 
 
 
 def _interactive(client: Any, args: Any, config: Dict[str, Any], history: List[Any], attachments: List[Any],
-                 out: TextIO, err: TextIO, stdin: TextIO) -> int:
+                 out: TextIO, err: TextIO, stdin: TextIO, logged: Optional["_Logged"] = None) -> int:
     from ..errors import AgentHubError
     from ..tracer import save_trace
+
+    read_line = _line_reader(stdin, out)
 
     err.write("agenthub chat with {} ({}); {}\n".format(args.model, client.client_type, _HELP))
     if history:
@@ -189,7 +354,7 @@ def _interactive(client: Any, args: Any, config: Dict[str, Any], history: List[A
         err.write("you> ")
         err.flush()
         try:
-            line = stdin.readline()
+            line = read_line()
         except KeyboardInterrupt:  # Ctrl-C at the prompt: a fresh prompt
             err.write("\n")
             continue
@@ -207,7 +372,13 @@ def _interactive(client: Any, args: Any, config: Dict[str, Any], history: List[A
             continue
         if command == "/reset":
             history = []
-            err.write("[conversation reset]\n")
+            if logged is not None:
+                logged.restart()
+            if config.get("trace_id"):  # a new conversation gets a new trace: the old one is kept
+                config["trace_id"] = _next_trace_id(config["trace_id"])
+                err.write("[conversation reset; new trace {}]\n".format(config["trace_id"]))
+            else:
+                err.write("[conversation reset]\n")
             continue
         if command.startswith("/save"):
             trace_id = command[len("/save"):].strip()
@@ -234,6 +405,40 @@ def _interactive(client: Any, args: Any, config: Dict[str, Any], history: List[A
             continue
         if answer is not None:
             history = history + [message, answer]
+            if logged is not None:
+                logged.turn(message, answer)
+
+
+def _line_reader(stdin: TextIO, out: TextIO) -> Any:
+    """How the interactive chat reads a line: with line editing and history (readline) when it talks to the
+    process's own terminal, else ``stdin.readline`` (the prompt is written beforehand, on stderr)."""
+    if stdin is sys.stdin and _isatty(stdin) and _isatty(out):
+        try:
+            import readline  # noqa: F401  (imported for its effect: input() edits lines)
+        except ImportError:  # pragma: no cover - Windows without pyreadline
+            return stdin.readline
+
+        def read() -> str:
+            try:
+                return input() + "\n"
+            except EOFError:
+                return ""
+
+        return read
+    return stdin.readline
+
+
+def _next_trace_id(trace_id: str) -> str:
+    """``run`` -> ``run-2`` -> ``run-3`` ...: the first whose trace file does not exist yet."""
+    from ..tracer import trace_paths
+
+    match = re.match(r"^(.*)-(\d+)$", trace_id)
+    base, number = (match.group(1), int(match.group(2))) if match else (trace_id, 1)
+    while True:
+        number += 1
+        candidate = "{}-{}".format(base, number)
+        if not os.path.exists(trace_paths(candidate)["json"]):
+            return candidate
 
 
 #: library wording -> command-line wording, for error messages (flags and variables, not arguments)

@@ -83,8 +83,11 @@ class Metrics(object):
         """An answer's stop event carried ``usage``: its tokens and (where the catalog prices ``model``) cost."""
         if not isinstance(usage, Mapping):
             return
-        counts = {b: usage.get(b) for b in BUCKETS}
-        counts = {b: v for b, v in counts.items() if isinstance(v, int) and not isinstance(v, bool) and v > 0}
+        counts = {}  # type: Dict[str, int]
+        for bucket in BUCKETS:
+            value = usage.get(bucket)
+            if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+                counts[bucket] = value
         price = None  # type: Optional[float]
         if counts:
             try:

@@ -71,7 +71,7 @@ from urllib.parse import urlsplit
 
 from ..errors import (AgentHubError, AuthenticationError, ConfigError, ServerError, StreamError, TransportError,
                      UnsupportedParameterError, UpstreamError, error_to_json)
-from ..hosts.credentials import is_loopback_host
+from ..hosts.trust import authority_host, is_loopback_host
 from ..types import from_jsonable, json_default  # the one {"__bytes__"} codec
 from .metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE, Metrics
 
@@ -209,6 +209,9 @@ def load_config(config: Any, environ: Optional[Mapping[str, str]] = None) -> Dic
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < 3600:
             raise ConfigError("server config {} must be a number of seconds in (0, 3600)".format(key))
         seconds[key] = float(value)
+    refused = [h for h in hosts if h != "*" and not _host_name(h)]
+    if refused:
+        raise ConfigError("server config allowed_hosts: {!r} is not a host name".format(refused[0][:100]))
     return dict(seconds, **{
         "models": rows,
         "api_keys": list(api_keys),
@@ -245,16 +248,10 @@ def make_app(config: Any, environ: Optional[Mapping[str, str]] = None, session: 
 
 
 def _host_name(host: str) -> str:
-    """A Host header (or an allowed_hosts entry) -> the lower-case name without its port."""
-    host = host.strip().lower()
-    if host.startswith("["):
-        end = host.find("]")
-        return host[:end + 1] if end > 0 else host
-    if host.count(":") == 1:
-        host = host.split(":", 1)[0]
-    elif host.count(":") > 1:  # a bare IPv6 address
-        return "[" + host + "]"
-    return host.rstrip(".")
+    """A Host header (or an allowed_hosts entry) -> the lower-case name without its port (an IPv6
+    address in brackets), read as every host rule reads it (``hosts.trust``); "" when it is not one host."""
+    name = authority_host(host).rstrip(".")
+    return "[" + name + "]" if ":" in name else name
 
 
 _DEFAULT_PORTS = {"http": 80, "https": 443}
@@ -508,7 +505,7 @@ class AgentHubApp(object):
             return
         if not host:
             raise _Refusal(400, ConfigError("a Host header is required"))
-        if _host_name(host) not in self.allowed_hosts:
+        if not _host_name(host) or _host_name(host) not in self.allowed_hosts:
             raise _Refusal(400, ConfigError("the Host {!r} is not one of this server's allowed_hosts".format(
                 host[:100])))
 

@@ -89,6 +89,13 @@ class Printer(object):
             (self.out if self.mode == "text" else self.err).write("\n")
             self.mode = None
 
+    def break_line(self) -> None:
+        """End the line in progress (before something else writes to the terminal: a log record)."""
+        self._line_end()
+        self.out.flush()
+        if self.err is not self.out:
+            self.err.flush()
+
     def line(self, text: str) -> None:
         """A whole line of its own (after ending any text in progress), on ``err``."""
         self._line_end()

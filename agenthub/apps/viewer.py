@@ -36,7 +36,7 @@ from typing import Any, Dict, Optional, Tuple
 from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit
 
 from ..errors import ConfigError
-from ..hosts.credentials import is_loopback_host
+from ..hosts.trust import authority_parts, is_loopback_host
 from ..tracer import list_traces, trace_paths
 from ._dom import build, csp_source
 
@@ -139,15 +139,11 @@ class _Handler(BaseHTTPRequestHandler):
         if self.key is not None:
             return True
         bound, port = self.server.server_address[0], self.server.server_address[1]
-        host = host.strip().lower()
-        if host.startswith("["):
-            name, _, rest = host[1:].partition("]")
-            if rest and not rest.startswith(":"):
-                return False
-            given = rest[1:] if rest else ""
-        else:
-            name, _, given = host.partition(":")
-        if given and given != str(port):
+        parts = authority_parts(host)  # read as every host rule reads it (hosts.trust)
+        if parts is None:
+            return False
+        name, given = parts
+        if given is not None and given != port:
             return False
         names = {"localhost", str(bound).lower()}
         try:

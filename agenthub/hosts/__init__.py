@@ -141,12 +141,14 @@ CLIENT_TYPES = {row.name: row for row in [
     # Gemini's Interactions API (also GEMINI_API=interactions): its own dialect at Gemini's first-party host
     ClientType("gemini-interactions", "gemini-interactions", "gemini", embeddings=False),
     ClientType("azure", "openai-chat", "azure", embeddings=False),
-    ClientType("azure-responses", "openai-responses", "azure", embeddings=False),
+    ClientType("azure-responses", "openai-responses", "azure", {"count_tokens": False}, embeddings=False),
     # Claude on Microsoft Foundry: Anthropic Messages at https://{resource}.services.ai.azure.com/anthropic (the
     # models run on Anthropic's own infrastructure: thinking goes back only with its signature, as there)
-    ClientType("azure-anthropic", "anthropic", "azure", {"replay_unsigned_thinking": False}, lists_models=False,
+    ClientType("azure-anthropic", "anthropic", "azure", {"replay_unsigned_thinking": False, "count_tokens": False},
+               lists_models=False,
                key_env=("ANTHROPIC_FOUNDRY_API_KEY",), base_url_env="ANTHROPIC_FOUNDRY_BASE_URL"),
-    ClientType("vertex", "gemini", "vertex", lists_models=False, embeddings=False),
+    # (count_tokens: Vertex AI's own CountTokensRequest form; False on a row: no count endpoint documented there)
+    ClientType("vertex", "gemini", "vertex", {"count_tokens": "vertex"}, lists_models=False, embeddings=False),
     # Claude on Vertex AI (client_type="vertex" picks it for claude-* models): the version in the body,
     # no model in it (it is in the URL), no top-level automatic cache_control
     ClientType("vertex-anthropic", "anthropic", "vertex",

@@ -45,9 +45,11 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple
 from urllib.parse import quote, unquote, urlsplit
 
 from ..errors import ConfigError
+from ..validate import check_header_value
 from ..providers._common import encode_path_segment
 from . import Host
-from .credentials import is_loopback
+from .credentials import check_not_private_key
+from .trust import check_base_url, host_is, is_loopback, split_authority, url_host
 
 __all__ = [
     "Credentials",
@@ -82,6 +84,10 @@ _INDIRECT_KEYS = ("role_arn", "credential_process", "sso_session", "sso_start_ur
                   "web_identity_token_file", "credential_source", "login_session")
 
 
+#: how each part of a set of credentials is named in errors, by where it was read
+_FIELD_NAMES = {"environment": ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN")}
+
+
 class Credentials(object):
     """AWS credentials: access key id, secret access key and an optional session token."""
 
@@ -92,6 +98,10 @@ class Credentials(object):
             raise ConfigError("AWS credentials need an access key id and a secret access key")
         if token is not None and (not isinstance(token, str) or not token):
             token = None
+        names = _FIELD_NAMES.get(source, ("access key id", "secret access key", "session token"))
+        for value, name in zip((access_key, secret_key, token), names):
+            if value is not None:  # a CR or LF from a .env file: refused now, never at the call
+                check_header_value(value, "AWS credentials{}: {}".format(" (" + source + ")" if source else "", name))
         self.access_key = access_key
         self.secret_key = secret_key
         self.token = token
@@ -224,16 +234,13 @@ _REGION_IN_HOST = re.compile(r"(?:^|\.)bedrock-runtime(?:-fips)?\.([a-z]{2}(?:-[
 
 
 def _hostname(url: str) -> str:
-    try:
-        return (urlsplit(url).hostname or "").lower()
-    except ValueError:
-        return ""
+    return url_host(url)
 
 
 def is_aws_host(url: str) -> bool:
-    """True for AWS's own hosts (``*.amazonaws.com``, ``*.amazonaws.com.cn``, ``*.api.aws``, ...)."""
-    host = _hostname(url)
-    return any(host.endswith(suffix) for suffix in _AWS_SUFFIXES)
+    """True for AWS's own hosts (``*.amazonaws.com``, ``*.amazonaws.com.cn``, ``*.api.aws``, ...), as the
+    connecting parser reads the host (``hosts.trust``)."""
+    return host_is(url, suffixes=_AWS_SUFFIXES)
 
 
 def region_from_host(url: str) -> Optional[str]:
@@ -250,12 +257,10 @@ def default_endpoint(region: str) -> str:
 
 def host_header(url: str) -> str:
     """The Host header for ``url``: lower-cased host, the port only when it is not the scheme's default."""
-    parts = urlsplit(url)
-    host = (parts.hostname or "").lower()
+    scheme, _, host, port = split_authority(url)
     if ":" in host:
         host = "[" + host + "]"
-    port = parts.port
-    default = {"http": 80, "https": 443}.get(parts.scheme)
+    default = {"http": 80, "https": 443}.get(scheme)
     if port is not None and port != default:
         host += ":" + str(port)
     return host
@@ -414,7 +419,7 @@ class BedrockAuth(object):
 def _check_url(url: str, what: str) -> str:
     if not isinstance(url, str) or not re.match(r"^https?://[^/\s]", url):
         raise ConfigError("{} must be an http(s) URL".format(what))
-    return url.rstrip("/")
+    return check_base_url(url, what).rstrip("/")  # the host every parser reads alike (hosts.trust)
 
 
 def resolve_bedrock(base_url: Optional[str] = None, api_key: Any = None,
@@ -452,7 +457,7 @@ def resolve_bedrock(base_url: Optional[str] = None, api_key: Any = None,
                               "or agenthub.aws.Credentials")
         if not url:
             url = default_endpoint(_need_region(_region(env, url)))
-        return url, BedrockAuth("bearer", token=api_key, source="api_key")
+        return url, _bearer(api_key, "api_key", url)
 
     if not trusted:
         if is_loopback(url):
@@ -465,7 +470,7 @@ def resolve_bedrock(base_url: Optional[str] = None, api_key: Any = None,
     if token:
         if not url:
             url = default_endpoint(_need_region(_region(env, url)))
-        return url, BedrockAuth("bearer", token=token, source=BEARER_ENV)
+        return url, _bearer(token, BEARER_ENV, url)
     credentials = credentials_from(env)
     found = _region(env, url)
     if credentials is None:
@@ -478,6 +483,20 @@ def resolve_bedrock(base_url: Optional[str] = None, api_key: Any = None,
     region = _need_region(found)
     return url or default_endpoint(region), BedrockAuth("sigv4", credentials=credentials, region=region,
                                                         source=credentials.source)
+
+
+def _bearer(token: Any, source: str, url: str) -> BedrockAuth:
+    """A Bedrock API key's auth, checked now: one header line (no CR/LF), not a credentials file's text
+    (a service-account JSON, base64 or not), and only over https (botocore's BearerAuth refuses http:
+    "Bearer authorization requires an HTTPS endpoint"; a loopback address is allowed for local servers)."""
+    if isinstance(token, str):
+        check_header_value(token, source)
+        check_not_private_key(token, source)
+    if url.lower().startswith("http://") and not is_loopback(url):
+        raise ConfigError("a Bedrock API key is sent only over https (Bearer authorization needs TLS, as botocore "
+                          "requires); {} is plain http: use https (or a loopback address for a local server)".format(
+                              _hostname(url) or "the endpoint"))
+    return BedrockAuth("bearer", token=token, source=source)
 
 
 def _region(env: Mapping[str, str], url: str) -> Optional[str]:

@@ -47,7 +47,8 @@ from urllib.parse import quote, urlsplit
 
 from ..errors import ConfigError, UnsupportedOperationError
 from . import Host, has_header
-from .credentials import bearer_token, is_loopback, is_token_provider
+from .credentials import bearer_token, is_token_provider
+from .trust import check_base_url, is_loopback, url_host
 
 __all__ = ["request_url", "v1_base", "foundry_base_url", "configure", "HOST", "DEFAULT_API_VERSION", "ENDPOINT_ENV",
            "KEY_ENV", "VERSION_ENV", "ENTRA_SCOPE", "FOUNDRY_KEY_ENV", "FOUNDRY_RESOURCE_ENV", "FOUNDRY_BASE_URL_ENV"]
@@ -135,6 +136,7 @@ def _check_endpoint(url: Any, what: str, example: str = "https://<resource>.open
     if not isinstance(url, str) or not re.match(r"^https?://[^/\s]", url):
         raise ConfigError("{} must be an http(s) URL like {} (got {!r})".format(
             what, example, url if isinstance(url, str) else type(url).__name__))
+    check_base_url(url, what)  # the host every parser reads alike (hosts.trust)
     parts = urlsplit(url)
     if parts.query or parts.fragment:
         raise ConfigError("{} takes no query string: the api-version comes from {} (got {!r})".format(
@@ -157,7 +159,7 @@ def configure(row: Any, model: str, base_url: Optional[str], api_key: Any,
             raise ConfigError(
                 "{}: api_key is required with base_url {!r}: {} is only sent to the endpoint {} names (a key, "
                 "or a callable returning a Microsoft Entra ID token)".format(
-                    client_type, urlsplit(endpoint).hostname, KEY_ENV, ENDPOINT_ENV))
+                    client_type, url_host(endpoint), KEY_ENV, ENDPOINT_ENV))
     else:
         if not environ.get(ENDPOINT_ENV):
             raise ConfigError("{}: no endpoint: pass base_url='https://<resource>.openai.azure.com' or set {}".format(
@@ -167,7 +169,7 @@ def configure(row: Any, model: str, base_url: Optional[str], api_key: Any,
             api_key = environ[KEY_ENV]
         if api_key is None and not is_loopback(endpoint):
             raise ConfigError("{}: no credential for {}: pass api_key= or set {} (api_key may also be a callable "
-                              "returning a Microsoft Entra ID token)".format(client_type, urlsplit(endpoint).hostname,
+                              "returning a Microsoft Entra ID token)".format(client_type, url_host(endpoint),
                                                                              KEY_ENV))
     version = environ.get(VERSION_ENV) or DEFAULT_API_VERSION
     if not _VERSION.match(version):
@@ -192,7 +194,7 @@ def _foundry(client_type: str, base_url: Optional[str], api_key: Any,
             raise ConfigError(
                 "{}: api_key is required with base_url {!r}: {} is only sent to the endpoint {} or {} names (a "
                 "key, or a callable returning a Microsoft Entra ID token)".format(
-                    client_type, urlsplit(endpoint).hostname, FOUNDRY_KEY_ENV, FOUNDRY_RESOURCE_ENV,
+                    client_type, url_host(endpoint), FOUNDRY_KEY_ENV, FOUNDRY_RESOURCE_ENV,
                     FOUNDRY_BASE_URL_ENV))
     else:
         named_url, resource = environ.get(FOUNDRY_BASE_URL_ENV), environ.get(FOUNDRY_RESOURCE_ENV)
@@ -214,7 +216,7 @@ def _foundry(client_type: str, base_url: Optional[str], api_key: Any,
         if api_key is None and not is_loopback(endpoint):
             raise ConfigError("{}: no credential for {}: pass api_key= or set {} (api_key may also be a callable "
                               "returning a Microsoft Entra ID token)".format(
-                                  client_type, urlsplit(endpoint).hostname, FOUNDRY_KEY_ENV))
+                                  client_type, url_host(endpoint), FOUNDRY_KEY_ENV))
     return client_type, endpoint, api_key, {"foundry": True}
 
 

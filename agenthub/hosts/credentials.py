@@ -8,13 +8,14 @@ private key) handed over as ``api_key``: registry.resolve refuses it before anyt
 is sent, and ``bearer_token`` refuses a token provider that returns one.
 """
 
-import ipaddress
+import base64
+import binascii
 import json
 import re
 from typing import Any, Callable, Optional
-from urllib.parse import urlsplit
 
 from ..errors import AgentHubError, AuthenticationError, ConfigError
+from .trust import is_loopback, is_loopback_host
 
 __all__ = ["bearer_token", "private_key_reason", "check_not_private_key", "is_token_provider", "is_loopback"]
 
@@ -22,35 +23,41 @@ _PEM_PRIVATE = re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----")
 _HEADER_UNSAFE = re.compile(r"[\x00-\x1f\x7f]")
 
 
-def is_loopback_host(host: str) -> bool:
-    """True for localhost (and *.localhost), 127.0.0.0/8 and ::1 (brackets allowed)."""
-    host = (host or "").strip().strip("[]").lower()
-    if host == "localhost" or host.endswith(".localhost"):
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
-def is_loopback(base_url: str) -> bool:
-    """True for http(s)://localhost, 127.0.0.0/8 and [::1] (local servers need no key)."""
-    try:
-        return is_loopback_host(urlsplit(base_url).hostname or "")
-    except ValueError:
-        return False
-
-
 def is_token_provider(value: Any) -> bool:
     """A callable ``api_key`` (called for a token before every attempt)."""
     return callable(value) and not isinstance(value, (str, bytes))
+
+
+_BASE64 = re.compile(r"^[A-Za-z0-9+/_-]{24,}={0,2}$")
+
+
+def _base64_text(text: str) -> Optional[str]:
+    """The text ``text`` is the base64 (standard or URL-safe, padded or not) of; None when it is not."""
+    stripped = text.strip()
+    if not _BASE64.match(stripped):
+        return None
+    body = stripped.rstrip("=")
+    body += "=" * (-len(body) % 4)
+    try:
+        raw = base64.b64decode(body.replace("-", "+").replace("_", "/"), validate=True)
+        return raw.decode("utf-8")
+    except (binascii.Error, ValueError):
+        return None
 
 
 def private_key_reason(text: str) -> Optional[str]:
     """Why ``text`` must not be sent as a key (None when it may be): a JSON object with a
     ``private_key`` (a Google service-account file, or any other), ``"type":
     "service_account"`` or ``"authorized_user"`` (or a ``refresh_token``), or a PEM private
-    key anywhere in it."""
+    key anywhere in it; or the base64 of any of these."""
+    decoded = _base64_text(text)
+    if decoded is not None:
+        reason = _plain_reason(decoded)
+        return None if reason is None else "it is base64-encoded and " + reason
+    return _plain_reason(text)
+
+
+def _plain_reason(text: str) -> Optional[str]:
     if _PEM_PRIVATE.search(text):
         return "it holds a PEM private key"
     stripped = text.strip()

@@ -18,6 +18,7 @@ from typing import Any, Callable, Dict, Mapping, Optional
 from urllib.parse import urlsplit
 
 from . import Host, has_header
+from .trust import host_is
 
 __all__ = ["OPENAI", "ANTHROPIC", "GEMINI", "AGENTHUB", "key_header", "server_url"]
 
@@ -38,7 +39,7 @@ def key_header(header: str, prefix: str = "", pick: Optional[Callable[[Any], Any
 
 def _anthropic_header(endpoint: Any) -> Any:
     """x-api-key; Authorization: Bearer for gateways whose row says so (they read only that)."""
-    if endpoint.quirks.get("auth") == "bearer" and "api.anthropic.com" not in endpoint.base_url:
+    if endpoint.quirks.get("auth") == "bearer" and not host_is(endpoint.base_url, ("api.anthropic.com",)):
         return "Authorization", "Bearer "
     return "x-api-key", ""
 

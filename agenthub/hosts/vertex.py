@@ -31,7 +31,8 @@ from urllib.parse import quote, urlsplit
 
 from ..errors import ConfigError
 from . import Host, has_header
-from .credentials import bearer_token, is_loopback, is_token_provider
+from .credentials import bearer_token, is_token_provider
+from .trust import check_base_url, host_is, is_loopback, url_host
 
 __all__ = ["configure", "HOST", "host_root", "split_base_url", "resource_prefix", "publisher",
            "model_url", "ANTHROPIC_VERSION", "DEFAULT_LOCATION", "PROJECT_ENV", "LOCATION_ENV", "BASE_URL_ENV"]
@@ -117,8 +118,7 @@ def _authorise(method: str, url: str, headers: Dict[str, str], data: Optional[by
 
 
 def _google_host(url: str) -> bool:
-    host = (urlsplit(url).hostname or "").lower()
-    return host == "googleapis.com" or host.endswith(".googleapis.com")
+    return host_is(url, ("googleapis.com",), (".googleapis.com",))
 
 
 def configure(row: Any, model: str, base_url: Optional[str], api_key: Any,
@@ -129,9 +129,8 @@ def configure(row: Any, model: str, base_url: Optional[str], api_key: Any,
         raise ConfigError("{}: model {!r} is not a Vertex AI model id (like gemini-3.5-flash or "
                           "claude-sonnet-4-6@20260101)".format(client_type, model))
     named = base_url if base_url is not None else environ.get(BASE_URL_ENV) or None
-    if named is not None and not re.match(r"^https?://[^/\s]", named):
-        raise ConfigError("{} must be an http(s) URL (got {!r})".format(
-            "base_url" if base_url is not None else BASE_URL_ENV, named))
+    if named is not None:
+        check_base_url(named, "base_url" if base_url is not None else BASE_URL_ENV)
     root, project, location = split_base_url(named) if named else (None, None, None)
     if urlsplit(root or "").query:
         raise ConfigError("{}: the base URL takes no query string".format(client_type))
@@ -151,7 +150,7 @@ def configure(row: Any, model: str, base_url: Optional[str], api_key: Any,
             raise ConfigError(
                 "{}: api_key is required with base_url {!r}: Google credentials from the environment are only sent "
                 "to *.googleapis.com, to the endpoint {} names, or to a loopback address (pass an access token or "
-                "a callable returning one)".format(client_type, urlsplit(base_url).hostname, BASE_URL_ENV))
+                "a callable returning one)".format(client_type, url_host(base_url), BASE_URL_ENV))
         from . import gcp  # google-auth, imported only now
 
         api_key, found = gcp.application_default()

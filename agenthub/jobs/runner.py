@@ -21,16 +21,17 @@ fixed (issue 20) and its ``backend`` names the engine.  With fallbacks each work
 clients, so the route a client reports (``last_route``) is its own row's.
 """
 
+import importlib
 import os
 import sys
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple, Union
 
 from ..client import AutoLLMClient, _backoff
 from ..errors import AgentHubError, ConfigError, RateLimitError, TransportError
-from ..limiter import RateLimiter, estimate_tokens
+from ..limiter import LimiterHook, RateLimiter, estimate_tokens, has_hook
 from ..registry import cost
 from ..stream import collect
 from .jobfile import JobRow, OutputWriter, error_row, finished_ids, iter_rows, output_row, read_jobs
@@ -38,6 +39,8 @@ from .jobfile import JobRow, OutputWriter, error_row, finished_ids, iter_rows, o
 __all__ = ["run", "JobSummary", "build_clients", "row_tokens"]
 
 Route = Tuple[str, Optional[str], Optional[str]]
+#: engines other than the live one: the module whose ``run_job`` runs a job file there
+ENGINES = {"ray": "agenthub.ray"}
 #: seconds between plain progress lines when stderr is not a terminal
 PLAIN_INTERVAL = 10.0
 #: seconds between redraws of the progress line on a terminal
@@ -231,6 +234,18 @@ class _Job(object):
         self.error = None  # type: Optional[BaseException]
         self.per_thread = per_thread  # with fallbacks: each thread builds its own clients (its own last_route)
         self.local = threading.local()
+        self.hooked = set()  # type: Set[int]
+
+    def hook(self, client: Any) -> None:
+        """The client reports its answers' rate-limit headers and 429s to the job's limiter (the runner
+        takes the turns itself: the hook only observes, unless the client has a limiter of its own)."""
+        with self.take_lock:
+            if id(client) in self.hooked:
+                return
+            hooks = getattr(client, "_hooks", None)
+            if isinstance(hooks, list) and not has_hook(client, self.limiter):
+                hooks.append(LimiterHook(self.limiter, acquire=False))
+            self.hooked.add(id(client))
 
     def take(self) -> Optional[JobRow]:
         if self.stop_new.is_set():
@@ -280,7 +295,13 @@ class _Job(object):
         return mine[route]
 
     def one(self, row: JobRow) -> Optional[Dict[str, Any]]:
-        client = self.client((row.model, row.client_type, row.base_url))
+        """The output row of ``row`` (None: stopped before sending, or aborted)."""
+        try:
+            client = self.client((row.model, row.client_type, row.base_url))
+        except ConfigError as exc:  # a client built on first use (Ray actors) that cannot be
+            return error_row(row, exc, attempts=0, backend=self.backend)
+        if id(client) not in self.hooked:
+            self.hook(client)
         limiter = self.limiter
         estimate = estimate_tokens(row.messages, row.config)
         me = threading.get_ident()
@@ -302,8 +323,8 @@ class _Job(object):
                     return None
                 retry_after = getattr(exc, "retry_after", None)
                 if isinstance(exc, RateLimitError) or getattr(exc, "status", None) == 429:
-                    limiter.observe({}, status=429, retry_after=retry_after)
-                    delay = 0.0 if retry_after is not None else _backoff(attempt - 1, None)  # the pause holds it
+                    # the client's LimiterHook paused the limiter (every worker) for the Retry-After
+                    delay = 0.0 if retry_after is not None else _backoff(attempt - 1, None)
                 else:
                     delay = _backoff(attempt - 1, retry_after)
                 if not exc.retryable or attempt > self.max_retries or delay is None or self.stop_new.is_set():
@@ -373,8 +394,8 @@ def run(input_path: str, output_path: str, *, workers: int = 8, rpm: Optional[fl
         raise ConfigError("the output file must not be the input file")
     job = read_jobs(input_path, skip_invalid=skip_invalid, keep_rows=False)
     if engine == "ray":
-        from ..ray import run_job  # the core never imports ray: only this engine does
-
+        # the engine is named, not imported here: agenthub.ray builds on this module (and alone imports ray)
+        run_job = getattr(importlib.import_module(ENGINES["ray"]), "run_job")
         return run_job(input_path, output_path, job=job, workers=workers, rpm=rpm, tpm=tpm,
                        retry_failed=retry_failed, progress=progress, client_factory=client_factory,
                        max_retries=max_retries, **engine_options)

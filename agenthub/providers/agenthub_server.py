@@ -22,8 +22,7 @@ from ..answers import decode_body, error_from_body as _error_from_body
 from ..errors import AgentHubError, StreamProtocolError, error_from_json
 from ..sse import DEFAULT_MAX_LINE_BYTES, SSEDecoder, SSEEvent
 from ..stream import StreamEnd, item_problem
-from ..toolcalls import MAX_DEPTH, too_deep
-from ..types import HttpRequest, from_jsonable as _restore, to_jsonable as _jsonable
+from ..types import MAX_DEPTH, HttpRequest, from_jsonable as _restore, to_jsonable as _jsonable, too_deep
 from ._common import Endpoint, Protocol, documents, get_request, parse_data_list, request_headers, unsupported
 
 __all__ = ["build_request", "parse_stream", "framing", "STREAM_PATH", "PROTOCOL"]

@@ -949,9 +949,30 @@ def models_request(endpoint: Endpoint, page_token: Optional[str] = None) -> Http
     return get_request(endpoint, path, **{"anthropic-version": ANTHROPIC_VERSION})
 
 
+# -- token counting (agenthub.providers.counting) ---------------------------------------------------
+
+#: the answer's count field, and the body members POST /v1/messages/count_tokens takes (the SDK's own)
+COUNT_FIELD = "input_tokens"
+COUNT_KEYS = ("anthropic_version", "model", "messages", "system", "tools", "tool_choice", "thinking", "cache_control",
+              "output_config", "speed")
+
+
+def count_request(plan: HttpRequest, model: str, quirks: Mapping[str, Any]) -> Optional[HttpRequest]:
+    """``/v1/messages/count_tokens`` for the streaming ``plan`` (None: the host has no count endpoint).
+    A host that keeps the model out of the Messages body (Vertex AI) takes it in the count body."""
+    from .counting import count_plan, keep
+
+    if quirks.get("count_tokens") is False:
+        return None
+    body = keep(plan.body, COUNT_KEYS)
+    if quirks.get("model_in_body") is False:
+        body["model"] = model
+    return count_plan(plan, plan.url.partition("?")[0] + "/count_tokens", body)
+
+
 PROTOCOL = Protocol(
     "anthropic", __name__, build_request, parse_stream, parse_document=parse_document,
-    quirk_keys=("automatic_caching", "fast_mode", "interleaved_thinking", "model_in_body", "replay_unsigned_thinking",
+    quirk_keys=("automatic_caching", "count_tokens", "fast_mode", "interleaved_thinking", "model_in_body", "replay_unsigned_thinking",
                 "response_formats", "thinking_rule", "version_in_body"),
     demo=("claude-sonnet-4-6", "Anthropic Messages"), models_request=models_request, parse_models=parse_data_list,
 )

@@ -799,6 +799,21 @@ def parse_models(payload: Any, client: str = "bedrock") -> Tuple[List[str], Opti
     return ids, token if isinstance(token, str) and token else None
 
 
+# -- token counting (agenthub.providers.counting) ---------------------------------------------------
+
+#: the answer's count field, and the members of CountTokens' ConverseTokensRequest
+COUNT_FIELD = "inputTokens"
+COUNT_KEYS = ("messages", "system", "toolConfig", "additionalModelRequestFields")
+
+
+def count_request(plan: HttpRequest, model: str, quirks: Mapping[str, Any]) -> HttpRequest:
+    """``POST /model/{modelId}/count-tokens`` with the Converse input of the streaming ``plan``."""
+    from .counting import count_plan, keep, replace_tail
+
+    path = replace_tail(plan.url, "/converse-stream", "/count-tokens", "bedrock")
+    return count_plan(plan, path, {"input": {"converse": keep(plan.body, COUNT_KEYS)}})
+
+
 PROTOCOL = Protocol(
     "bedrock", __name__, build_request, parse_stream,
     framing=iter_messages, parse_document=parse_document, models_request=models_request, parse_models=parse_models,

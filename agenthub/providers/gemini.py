@@ -99,6 +99,9 @@ __all__ = [
     "blob_part",
     "url_part",
     "thinking_config",
+    "thinking_level",
+    "takes_thinking",
+    "calls_in",
     "FINISH_REASONS",
     "THINKING",
     "SIGNATURE_REQUIRED",
@@ -317,6 +320,22 @@ def _clamp(target: str, supported: Tuple[str, ...]) -> str:
     return nearest(target, supported, _LEVELS)
 
 
+def takes_thinking(model: str) -> bool:
+    """Whether ``model`` takes any thinking configuration (speech, embedding and 1.x / 2.0 models take none)."""
+    return _thinking_rule(model) is not None
+
+
+def thinking_level(model: str, level: Any) -> Optional[str]:
+    """The thinking level ``level`` is for ``model``, lower case, clamped to what it accepts (never an error);
+    for a model that takes budgets here (Gemini 2.5), the level nearest its budget.  None: it takes none.
+    (The Interactions API, ``gemini_interactions``, takes levels for every model.)"""
+    rule = _thinking_rule(model)
+    if rule is None or level is None:
+        return None
+    target = _TARGET[ThinkingLevel(level)]
+    return target if isinstance(rule, dict) else _clamp(target, rule)
+
+
 def thinking_config(model: str, level: Optional[ThinkingLevel], summary: Optional[bool]) -> Optional[Dict[str, Any]]:
     """The ``thinkingConfig`` for ``model`` (None: send none).  Never raises: levels are clamped."""
     rule = _thinking_rule(model)
@@ -361,6 +380,12 @@ def _declaration(tool: Mapping[str, Any]) -> Dict[str, Any]:
     if tool.get("parameters"):
         out["parametersJsonSchema"] = tool["parameters"]
     return out
+
+
+def calls_in(messages: List[Mapping[str, Any]]) -> Dict[str, Tuple[str, Optional[str]]]:
+    """tool_call_id -> (name, the id to send or None) for every call in the history (a function response
+    needs its call's name: generateContent and the Interactions API alike)."""
+    return _calls_in(messages)
 
 
 def _calls_in(messages: List[Mapping[str, Any]]) -> Dict[str, Tuple[str, Optional[str]]]:
@@ -1023,9 +1048,34 @@ def parse_models(payload: Any, client: str = "gemini") -> Tuple[List[str], Optio
     return ids, token if isinstance(token, str) and token else None
 
 
+# -- token counting (agenthub.providers.counting) ---------------------------------------------------
+
+#: the answer's count field; the members of Vertex AI's CountTokensRequest taken from a generateContent body
+COUNT_FIELD = "totalTokens"
+VERTEX_COUNT_KEYS = ("contents", "systemInstruction", "tools")
+
+
+def count_request(plan: HttpRequest, model: str, quirks: Mapping[str, Any]) -> Optional[HttpRequest]:
+    """``:countTokens`` for the streaming ``plan``: the Gemini API takes the whole request inside
+    ``generateContentRequest`` (its ``model`` included); Vertex AI (quirk ``count_tokens: "vertex"``)
+    takes contents, system instruction and tools at the top.  None: the host has no count endpoint."""
+    from .counting import count_plan, keep, replace_tail
+
+    form = quirks.get("count_tokens")
+    if form is False:
+        return None
+    path = replace_tail(plan.url, ":streamGenerateContent", ":countTokens", "gemini")
+    if form == "vertex":
+        return count_plan(plan, path, keep(plan.body, VERTEX_COUNT_KEYS))
+    inner = {"model": resource_name(model)}  # type: Dict[str, Any]
+    inner.update(plan.body or {})
+    return count_plan(plan, path, {"generateContentRequest": inner})
+
+
 PROTOCOL = Protocol(
     "gemini", __name__, build_request, parse_stream, parse_document=parse_document,
-    quirk_keys=("fast_mode", "image_output", "response_formats", "stream_function_call_arguments", "tts"),
+    quirk_keys=("count_tokens", "fast_mode", "image_output", "response_formats", "stream_function_call_arguments",
+                "tts"),
     embeddings="gemini_embeddings", demo=("gemini-3.5-flash", "Gemini generateContent"),
     models_request=models_request, parse_models=parse_models,
 )

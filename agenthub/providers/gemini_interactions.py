@@ -14,8 +14,9 @@ Request
   google-genai sends), body ``{"model", "input": [steps], "stream": true, "store": false}``.
 - Stateless calls send the whole history as steps with ``store: false`` (nothing is kept
   server-side).  Stateful calls (``streaming_response_stateful``) send ``store: true`` and,
-  once an earlier answer of this conversation carries its ``fidelity["interaction_id"]``,
-  ``previous_interaction_id`` with only the messages after that answer.  History is still kept
+  once the last answer carries its ``fidelity["interaction_id"]`` marked ``"stored": True`` (the client
+  marks the answers of stateful calls: a stateless call's interaction is not stored, so it cannot be
+  named), ``previous_interaction_id`` with only the messages after that answer.  History is still kept
   locally (``get_history()``); a stateless call afterwards resends all of it.
 - Steps: a user message -> ``user_input`` steps (``content``: text, image, audio, video,
   document blocks), each tool_result -> a ``function_result`` step (``call_id``, ``name``,
@@ -233,7 +234,7 @@ def _user_steps(client: str, message: Mapping[str, Any], calls: Mapping[str, Tup
 def input_steps(client: str, messages: List[Mapping[str, Any]],
                 history: Optional[List[Mapping[str, Any]]] = None) -> List[Dict[str, Any]]:
     """The ``input`` steps of ``messages`` (tool names looked up in ``history`` + ``messages``)."""
-    calls = gemini._calls_in(list(history or []) + list(messages))
+    calls = gemini.calls_in(list(history or []) + list(messages))
     steps = []  # type: List[Dict[str, Any]]
     for message in messages:
         if message["role"] == "assistant":
@@ -252,24 +253,34 @@ def interaction_id(message: Mapping[str, Any]) -> Optional[str]:
     return None
 
 
+#: fidelity key set beside the interaction id on an answer of a stateful call (it was sent with store: true)
+STORED = "stored"
+
+
+def stored_answer(message: Dict[str, Any]) -> Dict[str, Any]:
+    """The answer of a stateful call as history keeps it: its interaction id is marked stored (the client
+    calls this; only a stored interaction can be named by previous_interaction_id)."""
+    items = list(message.get("content_items") or ())
+    for index in range(len(items) - 1, -1, -1):
+        fidelity = items[index].get("fidelity") or {}
+        if isinstance(fidelity.get(INTERACTION_ID), str):
+            items[index] = dict(items[index], fidelity=dict(fidelity, **{STORED: True}))
+            return dict(message, content_items=items)
+    return message
+
+
 def _chain(messages: List[Mapping[str, Any]]) -> Tuple[Optional[str], int]:
     """(previous_interaction_id, index of the first message to send) for a stateful call: the last
-    assistant message, when it names its interaction, and what follows it."""
+    assistant message, when it names a stored interaction (one of a stateful call), and what follows it."""
     for index in range(len(messages) - 1, -1, -1):
         if messages[index]["role"] == "assistant":
-            previous = interaction_id(messages[index])
-            return (previous, index + 1) if previous else (None, 0)
+            for item in reversed(messages[index].get("content_items") or ()):
+                fidelity = item.get("fidelity") or {}
+                previous = fidelity.get(INTERACTION_ID)
+                if isinstance(previous, str) and previous:
+                    return (previous, index + 1) if fidelity.get(STORED) is True else (None, 0)
+            return None, 0
     return None, 0
-
-
-def _thinking_level(model: str, level: Any) -> Optional[str]:
-    rule = gemini._thinking_rule(model)
-    if rule is None or level is None:
-        return None
-    level = ThinkingLevel(level)
-    if isinstance(rule, dict):  # Gemini 2.5 takes budgets on generateContent: the level nearest it here
-        return gemini._TARGET[level]
-    return gemini._clamp(gemini._TARGET[level], rule)
 
 
 def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, Any]],
@@ -316,10 +327,10 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
         generation["stop_sequences"] = stop
     if "seed" in config:
         generation["seed"] = config["seed"]
-    level = _thinking_level(model, config.get("thinking_level"))
+    level = gemini.thinking_level(model, config.get("thinking_level"))
     if level is not None:
         generation["thinking_level"] = level
-    if config.get("thinking_summary") is not None and gemini._thinking_rule(model) is not None:
+    if config.get("thinking_summary") is not None and gemini.takes_thinking(model):
         generation["thinking_summaries"] = "auto" if config["thinking_summary"] else "none"
     if "tool_choice" in config:
         choice = config["tool_choice"]
@@ -344,6 +355,7 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
 
 
 build_request.chains_turns = True  # type: ignore[attr-defined]  # the client passes stateful=True
+build_request.stored_answer = stored_answer  # type: ignore[attr-defined]  # and marks a stateful answer stored
 #: background streams resume after a cut (agenthub.resume): are cursors numbers, in order?
 ordered_cursors = False
 build_request.accepts = ("background",)  # type: ignore[attr-defined]  # config keys only some protocols read
@@ -371,7 +383,9 @@ def frame_cursor(sse: SSEEvent) -> Tuple[Optional[str], Optional[str], bool]:
     data = sse.data
     if not data or data[0] != "{":
         return None, None, data.strip() == "[DONE]"
-    payload = json.loads(data)
+    payload = json.loads(data)  # a ValueError here: the event was cut in half
+    if type(payload) is not dict:
+        return None, None, False  # not an event of an interaction: the parser says what it is
     kind = payload.get("event_type") or sse.event
     resource = None
     if kind == "interaction.created":

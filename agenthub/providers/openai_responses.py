@@ -1279,7 +1279,9 @@ def frame_cursor(sse: SSEEvent) -> Tuple[Optional[str], Optional[int], bool]:
     data = sse.data
     if not data or data[0] != "{":
         return None, None, False
-    payload = json.loads(data)
+    payload = json.loads(data)  # a ValueError here: the event was cut in half
+    if type(payload) is not dict:
+        return None, None, False  # not an event of a response: the parser says what it is
     kind = payload.get("type") or sse.event
     resource = None
     if kind in ("response.created", "response.queued", "response.in_progress"):
@@ -1300,9 +1302,26 @@ build_request.compaction_format = "openai"  # type: ignore[attr-defined]  # the 
 # -- the endpoint's model list ------------------------------------------------------------------
 
 
+# -- token counting (agenthub.providers.counting) ---------------------------------------------------
+
+#: the answer's count field, and the body members POST /responses/input_tokens takes (the SDK's own)
+COUNT_FIELD = "input_tokens"
+COUNT_KEYS = ("model", "input", "instructions", "tools", "tool_choice", "parallel_tool_calls", "reasoning", "text",
+              "truncation", "conversation", "previous_response_id", "personality")
+
+
+def count_request(plan: HttpRequest, model: str, quirks: Mapping[str, Any]) -> Optional[HttpRequest]:
+    """``/responses/input_tokens`` for the streaming ``plan`` (None: the host has no count endpoint)."""
+    from .counting import count_plan, keep
+
+    if quirks.get("count_tokens") is False:
+        return None
+    return count_plan(plan, plan.url.partition("?")[0] + "/input_tokens", keep(plan.body, COUNT_KEYS))
+
+
 PROTOCOL = Protocol(
     "openai-responses", __name__, build_request, parse_stream, parse_document=parse_document,
-    quirk_keys=("encrypted_reasoning", "fast_mode", "reasoning", "reasoning_efforts", "response_formats"),
+    quirk_keys=("count_tokens", "encrypted_reasoning", "fast_mode", "reasoning", "reasoning_efforts", "response_formats"),
     embeddings="openai_embeddings", demo=("gpt-5.5", "OpenAI Responses"),
     models_request=openai_models_request, parse_models=parse_data_list,
 )

@@ -1,10 +1,11 @@
 """HTTP for the batch backends: one ``Wire`` per endpoint (its key, its session), JSON calls and
 raw downloads through ``agenthub.transport``, transient failures retried with backoff.
 
-The key travels in the headers the endpoint's own protocol uses (``Authorization: Bearer``,
+The key travels as the endpoint's host sends it (``agenthub.hosts``: ``Authorization: Bearer``,
 ``api-key`` or an Entra token for Azure, ``x-api-key`` for Anthropic, ``x-goog-api-key`` for
-Gemini): they are taken from the protocol's model-list request, encoded per attempt, so a token
-provider is asked afresh for every call.  Errors are scrubbed of every header value sent.
+Gemini), authorised per call, so a token provider is asked afresh every time.  URLs are absolute
+(``url(path)`` is the host's own URL rule for the paths it knows).  Errors are scrubbed of every
+header value sent.
 """
 
 import json
@@ -17,11 +18,11 @@ from urllib.parse import urlsplit
 from ... import hosts, transport
 from ...client import _scrub  # the client's scrubbing: the same words for the same secrets
 from ..._redact import secret_values, url_secrets
-from ...errors import AgentHubError, ConfigError, UpstreamError
+from ...errors import AgentHubError, UpstreamError
 from ...providers._common import Endpoint
 from ...types import HttpRequest
 
-__all__ = ["Wire", "BadLine", "multipart", "same_origin", "join_url", "RETRY_AFTER_CAP"]
+__all__ = ["Wire", "BadLine", "join", "multipart", "same_origin", "RETRY_AFTER_CAP"]
 
 log = logging.getLogger("agenthub")
 
@@ -31,11 +32,6 @@ BACKOFF_BASE = 0.5
 BACKOFF_CAP = 8.0
 #: (connect, read) seconds for batch management calls and downloads
 TIMEOUT = (10.0, 300.0)
-
-
-def join_url(base_url: str, path: str) -> str:
-    """A batch endpoint's URL: its API root (the endpoint's base URL, or Azure's v1 root) and a path."""
-    return base_url.rstrip("/") + path
 
 
 class Wire(object):
@@ -49,28 +45,32 @@ class Wire(object):
         self.max_retries = max_retries
         self.timeout = timeout
         row = hosts.client_type(client_type)
-        self._record = row.protocol()  # the dialect: its model-list request and its error shapes
-        self._host = row.host  # how a request to this endpoint is authorised
+        self.host = row.host
+        self._record = row.protocol()  # the dialect's record: how its error answers read
 
     # -- headers ---------------------------------------------------------------------------------
-    def auth_headers(self) -> Dict[str, str]:
-        """The credential headers this endpoint's protocol sends (and the caller's default headers)."""
-        record = self._record
-        if record.models_request is None:  # pragma: no cover - every batch protocol can list models
-            raise ConfigError("{}: no way to authenticate batch calls".format(self.client_type))
-        probe = self._host.encode(record.models_request(self.endpoint, None), self.endpoint)
-        return {name: value for name, value in probe.headers.items()
-                if name.lower() not in ("content-type", "accept", "content-length")}
+    def url(self, path: str) -> str:
+        """The host's URL for one of its dialect's paths (Gemini's version rule, Azure's v1 models)."""
+        return self.host.url(self.endpoint, path)
+
+    def _headers(self, method: str, url: str, data: Optional[bytes], extra: Mapping[str, str]) -> Dict[str, str]:
+        # the dialect's own headers (anthropic-version, ...) as its model-list request carries them, the
+        # caller's default headers, then this call's; the host adds the credential
+        probe = self._record.models_request(self.endpoint, None) if self._record.models_request else None
+        headers = {name: value for name, value in (probe.headers if probe is not None else {}).items()
+                   if name.lower() not in ("accept", "content-type", "content-length")}
+        headers.update(self.endpoint.headers)
+        headers.update(extra)
+        return self.host.authorise(method, url, headers, data, self.endpoint)
 
     def _request(self, method: str, url: str, body: Any = None, data: Optional[bytes] = None,
                  headers: Optional[Mapping[str, str]] = None, accept: str = "application/json") -> HttpRequest:
-        out = self.auth_headers()
-        out["Accept"] = accept
+        extra = {"Accept": accept}  # type: Dict[str, str]
         if body is not None:
-            out["Content-Type"] = "application/json"
+            extra["Content-Type"] = "application/json"
             data = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-        out.update(headers or {})
-        return HttpRequest(method, url, out, None, stream=False, data=data)
+        extra.update(headers or {})
+        return HttpRequest(method, url, self._headers(method, url, data, extra), None, stream=False, data=data)
 
     # -- calls -----------------------------------------------------------------------------------
     def json(self, method: str, url: str, body: Any = None, data: Optional[bytes] = None,
@@ -146,7 +146,7 @@ class Wire(object):
         elif hasattr(key, "secrets"):
             extra.extend(key.secrets())
         try:
-            headers = self.auth_headers()
+            headers = self._headers("GET", self.endpoint.base_url, None, {})
         except AgentHubError:
             headers = {}
         secrets = secret_values(headers, extra)
@@ -186,6 +186,11 @@ def multipart(fields: Mapping[str, str], file_field: str, filename: str, content
     parts.append(content)
     parts.append("\r\n--{}--\r\n".format(boundary).encode("utf-8"))
     return b"".join(parts), "multipart/form-data; boundary=" + boundary
+
+
+def join(base_url: str, path: str) -> str:
+    """``base_url`` and ``path`` as one URL (a trailing slash on the base is tolerated)."""
+    return base_url.rstrip("/") + path
 
 
 def same_origin(url: str, base_url: str) -> bool:

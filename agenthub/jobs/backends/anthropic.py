@@ -25,7 +25,7 @@ from typing import Any, Dict, Iterator, List, Mapping
 from ...errors import StreamProtocolError
 from ...types import HttpRequest
 from . import Backend, Outcome, outcomes
-from ._wire import join_url, Wire, same_origin
+from ._wire import Wire, join, same_origin
 
 __all__ = ["ANTHROPIC", "AnthropicBatches", "STATES", "parse_line", "status_of"]
 
@@ -47,7 +47,7 @@ class AnthropicBatches(Backend):
     def create(self, wire: Wire, model: str, api: str, entries: List[bytes], name: str,
                request: HttpRequest) -> Dict[str, Any]:
         data = b'{"requests":[' + b",".join(e.rstrip(b"\n") for e in entries) + b"]}"
-        created = wire.json("POST", join_url(wire.endpoint.base_url, "/v1/messages/batches"), data=data,
+        created = wire.json("POST", join(wire.endpoint.base_url, "/v1/messages/batches"), data=data,
                             headers={"Content-Type": "application/json"})
         batch_id = created.get("id") if isinstance(created, dict) else None
         if not isinstance(batch_id, str) or not batch_id:
@@ -56,7 +56,7 @@ class AnthropicBatches(Backend):
         return {"batch_id": batch_id}
 
     def retrieve(self, wire: Wire, remote: Mapping[str, Any]) -> Dict[str, Any]:
-        url = join_url(wire.endpoint.base_url, "/v1/messages/batches/" + remote["batch_id"])
+        url = join(wire.endpoint.base_url, "/v1/messages/batches/" + remote["batch_id"])
         return status_of(wire.json("GET", url), wire.client_type)
 
     def results(self, wire: Wire, remote: Mapping[str, Any], info: Mapping[str, Any]) -> Iterator[Outcome]:
@@ -64,13 +64,13 @@ class AnthropicBatches(Backend):
         url = info.get("results_url")
         if not isinstance(url, str) or not same_origin(url, base):
             # absent, or on another host: the key goes only to its own endpoint (the documented path then)
-            url = join_url(base, "/v1/messages/batches/{}/results".format(remote["batch_id"]))
+            url = join(base, "/v1/messages/batches/{}/results".format(remote["batch_id"]))
         lines = wire.lines(url, headers={"Accept": "application/binary"})
         for outcome in outcomes(lines, lambda line: parse_line(line, wire.client_type)):
             yield outcome
 
     def cancel(self, wire: Wire, remote: Mapping[str, Any]) -> Dict[str, Any]:
-        url = join_url(wire.endpoint.base_url, "/v1/messages/batches/{}/cancel".format(remote["batch_id"]))
+        url = join(wire.endpoint.base_url, "/v1/messages/batches/{}/cancel".format(remote["batch_id"]))
         return status_of(wire.json("POST", url, idempotent=True), wire.client_type)
 
 

@@ -19,7 +19,11 @@ Wire facts, from the Batch API guide (https://ai.google.dev/gemini-api/docs/batc
   reads ``metadata.output``): ``inlinedResponses.inlinedResponses`` (each ``{"response" | "error",
   "metadata": {"key"}}``) or ``responsesFile`` (download ``/download/v1beta/{file}:download?alt=media``:
   lines ``{"key", "response" | "error"}``, "annotated with the same key");
-- ``POST /v1beta/batches/{id}:cancel``; a job pending or running for 48 hours expires.
+- ``POST /v1beta/batches/{id}:cancel``; a job pending or running for 48 hours expires;
+- embeddings ("Batch embedding support"; the SDK's ``batches.create_embeddings``, marked experimental):
+  ``POST /v1beta/models/{model}:asyncBatchEmbedContent`` with the same ``batch`` envelope, each request
+  one ``EmbedContentRequest`` (``content``, ``outputDimensionality``); each answer ``{"embedding":
+  {"values"}}`` under ``inlinedResponses`` (the SDK renames it ``inlinedEmbedContentResponses``).
 """
 
 import json
@@ -28,8 +32,6 @@ from typing import Any, Dict, Iterator, List, Mapping, Optional
 from urllib.parse import quote, urlsplit
 
 from ...errors import StreamProtocolError
-from ...providers import gemini as gemini_protocol
-from ...providers._common import Endpoint
 from ...types import HttpRequest
 from . import Backend, Outcome, outcomes
 from ._wire import Wire, same_origin
@@ -49,12 +51,10 @@ for _prefix in ("BATCH_STATE_", "JOB_STATE_"):
 _NOT_RUN_CODES = (1, "CANCELLED")
 
 
-def version_root(endpoint: Endpoint) -> str:
-    """``https://generativelanguage.googleapis.com/v1beta`` for the endpoint (its own version if it names one)."""
-    from ...hosts import host
-
-    url = host("gemini").url(endpoint, gemini_protocol.models_request(endpoint, None).url)  # the host's URL rule
-    return url[:url.index("/models?")]
+def version_root(wire: Wire) -> str:
+    """``https://generativelanguage.googleapis.com/v1beta`` for the endpoint (the host's URL rule: its own
+    version if the base URL names one)."""
+    return wire.url("/v1beta/models")[:-len("/models")]
 
 
 def _prefix_and_version(root: str):
@@ -66,21 +66,27 @@ class GeminiBatches(Backend):
     name = "gemini"
     max_requests = sys.maxsize  # the guide names no request count
     max_bytes = 2 * 1000 * 1000 * 1000  # an input file's largest size
-    apis = ("generate",)
-
-    def why_not(self, api: str) -> Optional[str]:
-        if api == "embeddings":
-            return "Gemini embeddings batches (asyncBatchEmbedContent) are not supported by agenthub yet: run them live"
-        return super().why_not(api)
+    apis = ("generate", "embeddings")
 
     def entry(self, custom_id: str, request: HttpRequest, api: str) -> Dict[str, Any]:
-        """The file line ``{"key", "request"}`` (inline, the same request goes in with ``metadata.key``)."""
-        return {"key": custom_id, "request": dict(request.body or {})}
+        """The file line ``{"key", "request"}`` (inline, the same request goes in with ``metadata.key``).
+
+        An embeddings row holds one EmbedContentRequest per message (the live call sends one
+        ``embedContent``, or a ``batchEmbedContents`` of several): each becomes a request of its own,
+        keyed ``<custom id>#<i>/<n>``, and the row's answer is put together from all ``n``."""
+        body = dict(request.body or {})
+        if api != "embeddings":
+            return {"key": custom_id, "request": body}
+        parts = [{k: v for k, v in r.items() if k != "model"} for r in body["requests"]] if "requests" in body else [body]
+        return {"key": custom_id, "parts": parts}
 
     def create(self, wire: Wire, model: str, api: str, entries: List[bytes], name: str,
                request: HttpRequest) -> Dict[str, Any]:
-        root = version_root(wire.endpoint)
-        url = "{}/models/{}:batchGenerateContent".format(root, quote(model, safe=""))
+        root = version_root(wire)
+        verb = "asyncBatchEmbedContent" if api == "embeddings" else "batchGenerateContent"
+        url = "{}/models/{}:{}".format(root, quote(model, safe=""), verb)
+        if api == "embeddings":
+            entries = [_dumps(line) for data in entries for line in _embed_lines(json.loads(data))]
         size = sum(len(e) for e in entries)
         source = None  # type: Optional[Dict[str, Any]]
         file_name = None
@@ -101,7 +107,7 @@ class GeminiBatches(Backend):
         if not isinstance(batch_name, str) or not batch_name.startswith("batches/"):
             raise StreamProtocolError("{}: the new batch came back without a batches/ name".format(wire.client_type),
                                       client=wire.client_type)
-        return {"batch_name": batch_name, "input_file": file_name}
+        return {"batch_name": batch_name, "input_file": file_name, "api": api}
 
     def _upload(self, wire: Wire, root: str, entries: List[bytes], size: int, name: str) -> str:
         head, version = _prefix_and_version(root)
@@ -124,12 +130,18 @@ class GeminiBatches(Backend):
         return file_name
 
     def retrieve(self, wire: Wire, remote: Mapping[str, Any]) -> Dict[str, Any]:
-        root = version_root(wire.endpoint)
+        root = version_root(wire)
         return status_of(wire.json("GET", "{}/{}".format(root, remote["batch_name"])), wire.client_type)
 
     def results(self, wire: Wire, remote: Mapping[str, Any], info: Mapping[str, Any]) -> Iterator[Outcome]:
+        items = self._items(wire, info)
+        if remote.get("api") == "embeddings":
+            return _assembled(items)
+        return items
+
+    def _items(self, wire: Wire, info: Mapping[str, Any]) -> Iterator[Outcome]:
         output = info.get("output") or {}
-        inline = output.get("inlinedResponses")
+        inline = output.get("inlinedResponses") or output.get("inlinedEmbedContentResponses")
         if isinstance(inline, dict):
             inline = inline.get("inlinedResponses")
         if isinstance(inline, list):
@@ -138,18 +150,67 @@ class GeminiBatches(Backend):
             return
         file_name = output.get("responsesFile")
         if isinstance(file_name, str) and file_name:
-            head, version = _prefix_and_version(version_root(wire.endpoint))
+            head, version = _prefix_and_version(version_root(wire))
             url = "{}/download/{}/{}:download?alt=media".format(head, version, file_name)
             for outcome in outcomes(wire.lines(url), lambda line: parse_item(line, wire.client_type, inline=False)):
                 yield outcome
 
     def cancel(self, wire: Wire, remote: Mapping[str, Any]) -> Dict[str, Any]:
-        root = version_root(wire.endpoint)
+        root = version_root(wire)
         wire.json("POST", "{}/{}:cancel".format(root, remote["batch_name"]), body={}, idempotent=True)
         return self.retrieve(wire, remote)
 
 
 GEMINI = GeminiBatches()
+
+
+def _dumps(value: Any) -> bytes:
+    return (json.dumps(value, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
+
+
+def _embed_lines(entry: Mapping[str, Any]) -> List[Dict[str, Any]]:
+    parts = entry["parts"]
+    return [{"key": "{}#{}/{}".format(entry["key"], i, len(parts)), "request": part} for i, part in enumerate(parts)]
+
+
+def _assembled(items: Iterator[Outcome]) -> Iterator[Outcome]:
+    """The results of an embeddings batch, one per row: its ``n`` answers as the live call's one answer
+    (``embedContent``'s for one message, ``batchEmbedContents``' ``{"embeddings": [...]}`` for several).
+    The first failed part fails the row; a row missing a part has no result."""
+    pending = {}  # type: Dict[str, Dict[int, Any]]
+    finished = set()  # type: set
+    for key, outcome, payload in items:
+        if outcome == "bad":
+            yield key, outcome, payload
+            continue
+        row, _, place = key.rpartition("#")
+        index, _, count = place.partition("/")
+        if not row or not index.isdigit() or not count.isdigit() or not int(index) < int(count):
+            yield "", "bad", "gemini: an embeddings batch answer with a key agenthub did not make"
+            continue
+        if row in finished:
+            continue
+        if outcome != "ok":
+            finished.add(row)
+            pending.pop(row, None)
+            yield row, outcome, payload
+            continue
+        parts = pending.setdefault(row, {})
+        parts[int(index)] = payload
+        if len(parts) == int(count):
+            finished.add(row)
+            del pending[row]
+            yield row, "ok", _joined([parts[i] for i in range(int(count))])
+
+
+def _joined(answers: List[Any]) -> Any:
+    if len(answers) == 1:
+        return answers[0]
+    joined = {"embeddings": [a.get("embedding") if isinstance(a, dict) else None for a in answers]}  # type: Dict[str, Any]
+    counts = [((a.get("usageMetadata") or {}) if isinstance(a, dict) else {}).get("promptTokenCount") for a in answers]
+    if counts and all(isinstance(c, int) for c in counts):
+        joined["usageMetadata"] = {"promptTokenCount": sum(counts)}
+    return joined
 
 
 def status_of(operation: Any, client: str) -> Dict[str, Any]:
@@ -162,7 +223,8 @@ def status_of(operation: Any, client: str) -> Dict[str, Any]:
         raise StreamProtocolError("{}: a batch without a state".format(client), client=client)
     output = None
     for holder in (operation.get("response"), metadata.get("output"), operation.get("output")):
-        if isinstance(holder, dict) and (holder.get("inlinedResponses") is not None or holder.get("responsesFile")):
+        if isinstance(holder, dict) and (holder.get("inlinedResponses") is not None or holder.get("responsesFile")
+                                         or holder.get("inlinedEmbedContentResponses") is not None):
             output = holder
             break
     stats = metadata.get("batchStats") if isinstance(metadata.get("batchStats"), dict) else {}

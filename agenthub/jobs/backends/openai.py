@@ -33,7 +33,7 @@ from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple
 from ...errors import StreamProtocolError
 from ...types import HttpRequest
 from . import Backend, Outcome, outcomes
-from ._wire import join_url, Wire, multipart
+from ._wire import Wire, join, multipart
 
 __all__ = ["OPENAI", "AZURE", "PATHS", "STATES", "NOT_RUN", "OpenAIBatches", "AzureBatches", "body_of", "parse_line",
            "status_of"]
@@ -86,28 +86,28 @@ class OpenAIBatches(Backend):
         """Upload the JSONL (``purpose=batch``), then create the batch on it (``completion_window`` 24h)."""
         root = self.root(wire.endpoint.base_url)
         data, content_type = multipart({"purpose": "batch"}, "file", name, b"".join(entries))
-        uploaded = wire.json("POST", join_url(root, "/files"), data=data, headers={"Content-Type": content_type})
+        uploaded = wire.json("POST", join(root, "/files"), data=data, headers={"Content-Type": content_type})
         file_id = _field(uploaded, "id", wire.client_type, "the uploaded file")
-        created = wire.json("POST", join_url(root, "/batches"), body={
+        created = wire.json("POST", join(root, "/batches"), body={
             "input_file_id": file_id, "endpoint": self.batch_endpoint(api), "completion_window": "24h"})
         return {"input_file_id": file_id, "batch_id": _field(created, "id", wire.client_type, "the new batch")}
 
     def retrieve(self, wire: Wire, remote: Mapping[str, Any]) -> Dict[str, Any]:
         root = self.root(wire.endpoint.base_url)
-        return status_of(wire.json("GET", join_url(root, "/batches/" + remote["batch_id"])), wire.client_type)
+        return status_of(wire.json("GET", join(root, "/batches/" + remote["batch_id"])), wire.client_type)
 
     def results(self, wire: Wire, remote: Mapping[str, Any], info: Mapping[str, Any]) -> Iterator[Outcome]:
         """Every line of the output file, then of the error file."""
         root = self.root(wire.endpoint.base_url)
         for file_id in (info.get("output_file_id"), info.get("error_file_id")):
             if file_id:
-                lines = wire.lines(join_url(root, "/files/{}/content".format(file_id)))
+                lines = wire.lines(join(root, "/files/{}/content".format(file_id)))
                 for outcome in outcomes(lines, lambda line: parse_line(line, wire.client_type)):
                     yield outcome
 
     def cancel(self, wire: Wire, remote: Mapping[str, Any]) -> Dict[str, Any]:
         root = self.root(wire.endpoint.base_url)
-        return status_of(wire.json("POST", join_url(root, "/batches/{}/cancel".format(remote["batch_id"])),
+        return status_of(wire.json("POST", join(root, "/batches/{}/cancel".format(remote["batch_id"])),
                                    idempotent=True), wire.client_type)
 
 

@@ -1,0 +1,250 @@
+"""The command line's conversation log: every ``agenthub chat`` turn in one SQLite file (standard library).
+
+Where: ``$AGENTHUB_HOME/logs.db``; without AGENTHUB_HOME, the user's data directory
+(``$XDG_DATA_HOME/agenthub`` or ``~/.local/share/agenthub``; ``~/Library/Application Support/agenthub``
+on macOS; ``%APPDATA%\\agenthub`` on Windows).  Off with ``--no-log`` or ``AGENTHUB_LOG_PROMPTS=0``.
+
+What: one row per conversation (id, model, client type, timestamps) and one per turn (the user message,
+the collected answer, usage, finish reason, cost), messages as JSON with bytes as ``{"__bytes__": base64}``.
+Never written: API keys, header values, base URLs (only their host is kept, without ``user:password@``),
+``extra_headers`` and ``extra_body``.  The folder is created 0700 and the file 0600.
+
+``agenthub chat -c`` continues the latest conversation; ``agenthub logs`` lists, shows and exports them.
+"""
+
+import json
+import os
+import sqlite3
+import sys
+import time
+import uuid
+from typing import Any, Dict, List, Mapping, Optional
+
+__all__ = ["home", "enabled", "Log", "DB_NAME", "export_markdown"]
+
+DB_NAME = "logs.db"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS conversations (
+    id TEXT PRIMARY KEY,
+    model TEXT NOT NULL,
+    client_type TEXT,
+    host TEXT,
+    system TEXT,
+    created_at INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS turns (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    conversation_id TEXT NOT NULL REFERENCES conversations(id),
+    model TEXT NOT NULL,
+    prompt TEXT NOT NULL,
+    answer TEXT NOT NULL,
+    usage TEXT,
+    finish_reason TEXT,
+    cost_usd REAL,
+    created_at INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS turns_by_conversation ON turns(conversation_id, id);
+"""
+
+
+def home(environ: Optional[Mapping[str, str]] = None) -> str:
+    """The folder of the conversation log (see the module doc)."""
+    env = os.environ if environ is None else environ
+    if env.get("AGENTHUB_HOME"):
+        return env["AGENTHUB_HOME"]
+    if sys.platform == "win32" and env.get("APPDATA"):
+        return os.path.join(env["APPDATA"], "agenthub")
+    if sys.platform == "darwin":
+        return os.path.join(os.path.expanduser("~"), "Library", "Application Support", "agenthub")
+    base = env.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
+    return os.path.join(base, "agenthub")
+
+
+def enabled(no_log: bool = False, environ: Optional[Mapping[str, str]] = None) -> bool:
+    """Is the log on?  ``--no-log`` or ``AGENTHUB_LOG_PROMPTS=0`` (also ``false``, ``no``, ``off``) turn it off."""
+    env = os.environ if environ is None else environ
+    value = (env.get("AGENTHUB_LOG_PROMPTS") or "").strip().lower()
+    return not no_log and value not in ("0", "false", "no", "off")
+
+
+def _dumps(value: Any) -> str:
+    from ..types import to_jsonable
+
+    return json.dumps(to_jsonable(value), ensure_ascii=False, separators=(",", ":"))
+
+
+def _loads(text: Optional[str]) -> Any:
+    from ..types import from_jsonable
+
+    return None if text is None else from_jsonable(json.loads(text))
+
+
+def _now() -> int:
+    return int(time.time() * 1000)
+
+
+class Log(object):
+    """The SQLite conversation log.  ``Log(path)`` opens (or creates) it; use as a context manager."""
+
+    def __init__(self, path: Optional[str] = None) -> None:
+        if path is None:
+            folder = home()
+            os.makedirs(folder, mode=0o700, exist_ok=True)
+            path = os.path.join(folder, DB_NAME)
+        new = not os.path.exists(path)
+        self.path = path
+        self._db = sqlite3.connect(path)
+        if new:
+            try:
+                os.chmod(path, 0o600)
+            except OSError:  # pragma: no cover - a file system without modes
+                pass
+        self._db.executescript(_SCHEMA)
+
+    def __enter__(self) -> "Log":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._db.close()
+
+    def start(self, model: str, client_type: Optional[str] = None, host: Optional[str] = None,
+              system: Optional[str] = None) -> str:
+        """A new conversation; returns its id."""
+        conversation = "c_" + uuid.uuid4().hex[:20]
+        now = _now()
+        with self._db:
+            self._db.execute("INSERT INTO conversations VALUES (?, ?, ?, ?, ?, ?, ?)",
+                             (conversation, model, client_type, host, system, now, now))
+        return conversation
+
+    def add_turn(self, conversation: str, model: str, prompt: Mapping[str, Any], answer: Mapping[str, Any],
+                 cost_usd: Optional[float] = None) -> None:
+        """One completed turn: the user message and the collected assistant message."""
+        now = _now()
+        with self._db:
+            self._db.execute(
+                "INSERT INTO turns (conversation_id, model, prompt, answer, usage, finish_reason, cost_usd, created_at)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (conversation, model, _dumps(prompt), _dumps(answer), _dumps(answer.get("usage_metadata")),
+                 answer.get("finish_reason"), cost_usd, now))
+            self._db.execute("UPDATE conversations SET updated_at = ? WHERE id = ?", (now, conversation))
+
+    def latest(self) -> Optional[str]:
+        """The id of the conversation that had the latest turn (None: the log is empty)."""
+        row = self._db.execute("SELECT id FROM conversations ORDER BY updated_at DESC, rowid DESC LIMIT 1").fetchone()
+        return row[0] if row else None
+
+    def conversation(self, conversation: str) -> Optional[Dict[str, Any]]:
+        row = self._db.execute("SELECT id, model, client_type, host, system, created_at, updated_at FROM conversations"
+                               " WHERE id = ?", (conversation,)).fetchone()
+        if row is None:
+            return None
+        keys = ("id", "model", "client_type", "host", "system", "created_at", "updated_at")
+        found = dict(zip(keys, row))
+        found["turns"] = self._db.execute("SELECT COUNT(*) FROM turns WHERE conversation_id = ?",
+                                          (conversation,)).fetchone()[0]
+        return found
+
+    def history(self, conversation: str) -> List[Dict[str, Any]]:
+        """The conversation's messages in order (user, assistant, ...), as the client's history holds them."""
+        messages = []  # type: List[Dict[str, Any]]
+        for prompt, answer in self._db.execute(
+                "SELECT prompt, answer FROM turns WHERE conversation_id = ? ORDER BY id", (conversation,)):
+            messages.append(_loads(prompt))
+            messages.append(_loads(answer))
+        return messages
+
+    def turns(self, conversation: str) -> List[Dict[str, Any]]:
+        keys = ("model", "prompt", "answer", "usage_metadata", "finish_reason", "cost_usd", "created_at")
+        out = []
+        for row in self._db.execute("SELECT model, prompt, answer, usage, finish_reason, cost_usd, created_at "
+                                    "FROM turns WHERE conversation_id = ? ORDER BY id", (conversation,)):
+            turn = dict(zip(keys, row))
+            for key in ("prompt", "answer", "usage_metadata"):
+                turn[key] = _loads(turn[key])
+            out.append(turn)
+        return out
+
+    def list(self, limit: int = 20) -> List[Dict[str, Any]]:
+        """The latest conversations, newest first, each with its turn count and first prompt's text."""
+        rows = self._db.execute(
+            "SELECT c.id, c.model, c.updated_at, COUNT(t.id), "
+            "(SELECT prompt FROM turns WHERE conversation_id = c.id ORDER BY id LIMIT 1) "
+            "FROM conversations c LEFT JOIN turns t ON t.conversation_id = c.id "
+            "GROUP BY c.id ORDER BY c.updated_at DESC, c.rowid DESC LIMIT ?", (limit,)).fetchall()
+        out = []
+        for conversation, model, updated, count, first in rows:
+            out.append({"id": conversation, "model": model, "updated_at": updated, "turns": count,
+                        "first_prompt": _text_of(_loads(first)) if first else ""})
+        return out
+
+
+def _text_of(message: Optional[Mapping[str, Any]]) -> str:
+    if not message:
+        return ""
+    return " ".join(item.get("text", "") for item in message.get("content_items") or ()
+                    if item.get("type") in ("text", "tool_result") and item.get("text"))
+
+
+def export_markdown(log: Log, conversation: str) -> str:
+    """A conversation as Markdown (``agenthub logs export ID --markdown``)."""
+    found = log.conversation(conversation)
+    if found is None:
+        return ""
+    lines = ["# Conversation {} ({})".format(conversation, found["model"]), ""]
+    if found.get("system"):
+        lines += ["System: " + found["system"], ""]
+    for turn in log.turns(conversation):
+        lines += ["## User", "", _text_of(turn["prompt"]), "", "## Assistant ({})".format(turn["model"]), "",
+                  _text_of(turn["answer"]), ""]
+    return "\n".join(lines)
+
+
+def _when(ms: int) -> str:
+    return time.strftime("%Y-%m-%d %H:%M", time.localtime(ms / 1000.0))
+
+
+def run_logs(args: Any, out: Any) -> int:
+    """``agenthub logs [list|show ID|export ID [--markdown]|path]``."""
+    from ..errors import ConfigError
+
+    action = getattr(args, "logs_command", None) or "list"
+    path = os.path.join(home(), DB_NAME)
+    if action == "path":
+        out.write(path + "\n")
+        return 0
+    if not os.path.exists(path):
+        if action == "list":
+            out.write("no conversations logged yet ({})\n".format(path))
+            return 0
+        raise ConfigError("no conversation log at {}".format(path))
+    with Log(path) as log:
+        if action == "list":
+            rows = log.list(max(1, getattr(args, "count", 20) or 20))
+            if getattr(args, "json", False):
+                out.write(json.dumps(rows, indent=2, ensure_ascii=False) + "\n")
+                return 0
+            for row in rows:
+                out.write("{}  {}  {:<28} {:>3} turn(s)  {}\n".format(row["id"], _when(row["updated_at"]), row["model"],
+                                                                    row["turns"], row["first_prompt"][:60]))
+            return 0
+        conversation = getattr(args, "id", None) or log.latest()
+        if conversation is None or log.conversation(conversation) is None:
+            raise ConfigError("no logged conversation {!r} (`agenthub logs` lists them)".format(conversation))
+        if action == "export":
+            if getattr(args, "markdown", False):
+                out.write(export_markdown(log, conversation) + "\n")
+            else:
+                found = log.conversation(conversation)
+                found["messages"] = log.history(conversation)
+                out.write(_dumps(found) + "\n")
+            return 0
+        for turn in log.turns(conversation):  # show
+            out.write("[{}] you: {}\n".format(_when(turn["created_at"]), _text_of(turn["prompt"])))
+            out.write("[{}] {}: {}\n".format(_when(turn["created_at"]), turn["model"], _text_of(turn["answer"])))
+        return 0

@@ -1,0 +1,76 @@
+"""The command line's SQLite conversation log (agenthub.conversations)."""
+
+import os
+import stat
+import sqlite3
+
+import pytest
+
+from agenthub.apps import conversations
+from agenthub.apps.conversations import Log, enabled, export_markdown, home
+
+USER = {"role": "user", "content_items": [{"type": "text", "text": "Weather in Paris?"},
+                                          {"type": "inline_data", "data": b"\x89PNG\x00", "mime_type": "image/png"}],
+        "created_at": 1}
+ANSWER = {"role": "assistant", "content_items": [{"type": "thinking", "thinking": "hm", "fidelity": {"signature": "s"}},
+                                                 {"type": "text", "text": "22 C and sunny."}],
+          "usage_metadata": {"prompt_tokens": 10, "cached_tokens": None, "thoughts_tokens": 2, "response_tokens": 5},
+          "finish_reason": "stop", "created_at": 2}
+
+
+def test_home_follows_agenthub_home_then_the_platform_data_dir(monkeypatch):
+    assert home({"AGENTHUB_HOME": "/x/y"}) == "/x/y"
+    monkeypatch.setattr(conversations.sys, "platform", "linux")
+    assert home({"XDG_DATA_HOME": "/data"}) == os.path.join("/data", "agenthub")
+    assert home({}).endswith(os.path.join(".local", "share", "agenthub"))
+
+
+@pytest.mark.parametrize("value, on", [("", True), ("1", True), ("0", False), ("false", False), ("off", False),
+                                       ("no", False), ("yes", True)])
+def test_agenthub_log_prompts_switches_it(value, on):
+    assert enabled(False, {"AGENTHUB_LOG_PROMPTS": value}) is on
+    assert enabled(True, {"AGENTHUB_LOG_PROMPTS": value}) is False
+
+
+def test_turns_round_trip_with_bytes_and_fidelity_and_latest_is_the_last_touched(tmp_path):
+    path = str(tmp_path / "logs.db")
+    with Log(path) as log:
+        first = log.start("claude-x", "anthropic", "api.anthropic.com", "Be brief.")
+        log.add_turn(first, "claude-x", USER, ANSWER, 0.0012)
+        second = log.start("gpt-y", "openai-responses", "api.openai.com")
+        assert log.latest() == second
+        log.add_turn(first, "claude-x", USER, ANSWER)
+        assert log.latest() == first
+        assert log.history(first) == [USER, ANSWER, USER, ANSWER]
+        assert log.history(second) == []
+        assert log.conversation(first)["turns"] == 2
+        assert log.conversation(first)["system"] == "Be brief."
+        assert log.conversation("c_missing") is None
+        listed = log.list()
+        assert [row["id"] for row in listed] == [first, second]
+        assert listed[0]["turns"] == 2 and listed[0]["first_prompt"] == "Weather in Paris?"
+        turns = log.turns(first)
+        assert turns[0]["cost_usd"] == 0.0012 and turns[1]["cost_usd"] is None
+        assert turns[0]["usage_metadata"] == ANSWER["usage_metadata"]
+        md = export_markdown(log, first)
+    assert md.splitlines()[:3] == ["# Conversation {} (claude-x)".format(first), "", "System: Be brief."]
+    assert "22 C and sunny." in md
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+
+
+def test_the_default_place_is_created_private(tmp_path, monkeypatch):
+    monkeypatch.setenv("AGENTHUB_HOME", str(tmp_path / "home"))
+    with Log() as log:
+        log.start("m")
+    assert os.path.exists(str(tmp_path / "home" / "logs.db"))
+    assert stat.S_IMODE(os.stat(str(tmp_path / "home")).st_mode) == 0o700
+
+
+def test_the_schema_has_no_column_for_keys_headers_or_urls(tmp_path):
+    path = str(tmp_path / "logs.db")
+    Log(path).close()
+    db = sqlite3.connect(path)
+    columns = {row[1] for table in ("conversations", "turns") for row in db.execute("PRAGMA table_info(%s)" % table)}
+    db.close()
+    assert columns == {"id", "model", "client_type", "host", "system", "created_at", "updated_at",
+                       "conversation_id", "prompt", "answer", "usage", "finish_reason", "cost_usd"}
