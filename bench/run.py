@@ -501,8 +501,8 @@ def start_server():
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer repeats and no 16x step (a smoke run)")
-    parser.add_argument("--only", default="import,text,tool,memory,first,burst,server",
-                        help="comma-separated subset of: import,text,tool,memory,first,burst,server")
+    parser.add_argument("--only", default="import,text,tool,memory,first,burst,failover,server",
+                        help="comma-separated subset of: import,text,tool,memory,first,burst,failover,server")
     parser.add_argument("--out", default=os.path.join(HERE, "RESULTS.md"), help="where to write the results")
     args = parser.parse_args(argv)
     wanted = set(args.only.split(","))
@@ -540,6 +540,10 @@ def main(argv=None):
             measure_first_event(bench)
         if "burst" in wanted:
             measure_burst(bench)
+        if "failover" in wanted:
+            import failover  # bench/failover.py: the time to fail over past an open circuit and a 503
+
+            failover.measure(bench, MESSAGES, bench.quick)
         if "server" in wanted:
             import serve  # bench/serve.py: CPU per event through agenthub serve, and through gunicorn
 
