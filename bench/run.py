@@ -151,7 +151,7 @@ def ms(seconds):
 
 
 def ratio_cell(value, target):
-    return "**{:.2f}x**".format(value) if value <= target else "{:.2f}x (over {:.1f}x)".format(value, target)
+    return "**{:.2f}x**".format(value) if value <= target else "{:.2f}x (over {:g}x)".format(value, target)
 
 
 def available(protocol):
@@ -470,7 +470,9 @@ def first_data_line(url):
     response = session.post(url, data=FLOOR_BODY, stream=True)
     raw = response.raw
     # a close-delimited body read with iter_content would wait for the end: read1 returns what arrived
-    chunks = response.iter_content(None) if raw.chunked else iter(lambda: raw.read1(65536), b"")
+    # (urllib3 1.x has no read1: http.client's response underneath has)
+    read1 = raw.read1 if hasattr(raw, "read1") else raw._fp.read1
+    chunks = response.iter_content(None) if raw.chunked else iter(lambda: read1(65536), b"")
     seen = b""
     try:
         for chunk in chunks:
