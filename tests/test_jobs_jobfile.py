@@ -136,3 +136,15 @@ def test_writer_appends_and_removes_retried_error_rows(tmp_path):
     assert [(r["id"], r["error"] is None) for r in read_output(path)] == [("a", True), ("c", False), ("b", True)]
     assert open(path, "rb").read().count(b"\n") == 3
     assert not [n for n in os.listdir(str(tmp_path)) if n.endswith(".tmp")]
+
+
+def test_writer_alone_cuts_a_torn_tail_without_reading_the_file(tmp_path):
+    path = str(tmp_path / "out.jsonl")
+    with open(path, "wb") as f:
+        f.write(b'{"id": "a", "error": null}\n' + b'{"id": "b", "mess' + b"x" * 70000)
+    OutputWriter(path).close()
+    assert open(path, "rb").read() == b'{"id": "a", "error": null}\n'
+    with open(path, "wb") as f:
+        f.write(b'{"id": "only torn')
+    OutputWriter(path).close()
+    assert open(path, "rb").read() == b""

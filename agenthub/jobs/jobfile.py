@@ -22,7 +22,7 @@ import os
 import tempfile
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Set, Tuple
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Set, Tuple
 
 from ..errors import AgentHubError, ConfigError
 from ..tracer import from_jsonable, to_jsonable  # the {"__bytes__"} codec (moving to agenthub.types)
@@ -255,10 +255,9 @@ def dumps_row(row: Mapping[str, Any]) -> bytes:
 # -- the output file -------------------------------------------------------------------------------
 
 
-def _scan(path: str) -> Tuple[List[Tuple[int, int, Optional[Dict[str, Any]]]], int]:
-    """[(start offset, end offset, decoded row or None)] for the complete lines, and the length of the
-    complete part (a last line without its newline is torn: not included)."""
-    spans = []  # type: List[Tuple[int, int, Optional[Dict[str, Any]]]]
+def _scan(path: str, visit: Callable[[int, Optional[Dict[str, Any]]], None]) -> int:
+    """Call ``visit(start offset, decoded row or None)`` for each complete line (one at a time: nothing is
+    kept) and return the length of the complete part (a last line without its newline is torn)."""
     offset = 0
     with open(path, "rb") as handle:
         for raw in handle:
@@ -268,9 +267,9 @@ def _scan(path: str) -> Tuple[List[Tuple[int, int, Optional[Dict[str, Any]]]], i
                 obj = json.loads(raw.decode("utf-8"))
             except (UnicodeDecodeError, ValueError):
                 obj = None
-            spans.append((offset, offset + len(raw), obj if isinstance(obj, dict) else None))
+            visit(offset, obj if isinstance(obj, dict) else None)
             offset += len(raw)
-    return spans, offset
+    return offset
 
 
 def _truncate_torn(path: str, good: int) -> None:
@@ -281,28 +280,53 @@ def _truncate_torn(path: str, good: int) -> None:
             handle.truncate(good)
 
 
+def _cut_torn_tail(path: str) -> None:
+    """Cut a torn last line, reading the file from its end only (the line is shorter than the file)."""
+    size = os.path.getsize(path)
+    if not size:
+        return
+    with open(path, "rb") as handle:
+        handle.seek(size - 1)
+        if handle.read(1) == b"\n":
+            return
+        end = size
+        while end > 0:
+            start = max(0, end - 65536)
+            handle.seek(start)
+            chunk = handle.read(end - start)
+            cut = chunk.rfind(b"\n")
+            if cut >= 0:
+                _truncate_torn(path, start + cut + 1)
+                return
+            end = start
+    _truncate_torn(path, 0)
+
+
 def read_output(path: str) -> List[Dict[str, Any]]:
     """The output rows of a file (torn or undecodable lines left out; the file is not changed)."""
-    if not os.path.exists(path):
-        return []
-    return [obj for _, _, obj in _scan(path)[0] if obj is not None]
+    rows = []  # type: List[Dict[str, Any]]
+    if os.path.exists(path):
+        _scan(path, lambda _, obj: rows.append(obj) if obj is not None else None)
+    return rows
 
 
 def finished_ids(output_path: str, *, retry_failed: bool = False) -> Set[str]:
     """The ids that have a row in ``output_path`` (error rows too, unless ``retry_failed``).
 
     A torn last line (no newline: a run killed while writing it) is ignored and cut from the file, so
-    the next append starts on a fresh line.  A missing file has no finished ids.
+    the next append starts on a fresh line.  A missing file has no finished ids.  Only the ids are
+    kept, never the rows.
     """
-    if not os.path.exists(output_path):
-        return set()
-    spans, good = _scan(output_path)
-    _truncate_torn(output_path, good)
     done = set()  # type: Set[str]
-    for _, _, obj in spans:
+    if not os.path.exists(output_path):
+        return done
+
+    def visit(_: int, obj: Optional[Dict[str, Any]]) -> None:
         rid = obj.get("id") if obj is not None else None
-        if isinstance(rid, str) and (obj.get("error") is None or not retry_failed):
+        if isinstance(rid, str) and (obj.get("error") is None or not retry_failed):  # type: ignore[union-attr]
             done.add(rid)
+
+    _truncate_torn(output_path, _scan(output_path, visit))
     return done
 
 
@@ -321,24 +345,34 @@ class OutputWriter(object):
         folder = os.path.dirname(os.path.abspath(path))
         if not os.path.isdir(folder):
             raise ConfigError("the output folder {} does not exist".format(folder))
-        if os.path.exists(path):
-            spans, good = _scan(path)
-            _truncate_torn(path, good)
-            if retry_failed:
-                wanted = None if retry_ids is None else set(retry_ids)
-                good_ids = {obj["id"] for _, _, obj in spans if obj is not None and obj.get("error") is None}
-                drop = [(start, end) for start, end, obj in spans if obj is not None and obj.get("error") is not None
-                        and (wanted is None or obj.get("id") in wanted) and obj.get("id") not in good_ids]
-                if drop:
-                    self._rewrite(path, drop)
+        if os.path.exists(path) and not retry_failed:
+            _cut_torn_tail(path)
+        elif os.path.exists(path):
+            wanted = None if retry_ids is None else retry_ids if isinstance(retry_ids, (set, dict)) else set(retry_ids)
+            good_ids = set()  # type: Set[str]
+            errors = []  # type: List[Tuple[int, str]]
+
+            def visit(start: int, obj: Optional[Dict[str, Any]]) -> None:
+                rid = obj.get("id") if obj is not None else None
+                if not isinstance(rid, str):
+                    return
+                if obj.get("error") is None:  # type: ignore[union-attr]
+                    good_ids.add(rid)
+                elif retry_failed and (wanted is None or rid in wanted):
+                    errors.append((start, rid))
+
+            _truncate_torn(path, _scan(path, visit))
+            drop = {start for start, rid in errors if rid not in good_ids}
+            if drop:
+                self._rewrite(path, drop)
         self._handle = open(path, "ab")
         self.rows_written = 0
 
     @staticmethod
-    def _rewrite(path: str, drop: List[Tuple[int, int]]) -> None:
+    def _rewrite(path: str, drop: Set[int]) -> None:
         fd, tmp = tempfile.mkstemp(prefix=".agenthub-", suffix=".jsonl.tmp", dir=os.path.dirname(os.path.abspath(path)))
         try:
-            skip = set(start for start, _ in drop)
+            skip = drop
             with os.fdopen(fd, "wb") as out, open(path, "rb") as src:
                 offset = 0
                 for raw in src:
