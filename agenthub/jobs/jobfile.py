@@ -151,28 +151,30 @@ def read_jobs(path: str, *, skip_invalid: bool = False, keep_rows: bool = True) 
                 error = ConfigError(reason)  # type: Optional[ConfigError]
             else:
                 error = None
-            rid = obj.get("id") if isinstance(obj, dict) else None
-            if isinstance(rid, str) and rid:
-                first = seen.add(rid, number)
-                if first is not None:
-                    problems.append("line {}: duplicate id {!r} (first on line {})".format(number, rid[:80], first))
-                    continue
+            row = None  # type: Optional[JobRow]
             if error is None:
                 try:
                     row = parse_line(obj, number)
-                    count += 1
-                    key = (row.model, row.client_type, row.base_url)
-                    if key not in route_ids:
-                        route_ids[key] = len(route_ids)
-                    lines = routes.setdefault(key, [])
-                    if len(lines) < 6:
-                        lines.append(number)
-                    seen.set_route(rid, route_ids[key])
-                    if keep_rows:
-                        rows.append(row)
-                    continue
                 except ConfigError as exc:
                     error = exc
+            rid = obj.get("id") if isinstance(obj, dict) else None
+            key = None if row is None else (row.model, row.client_type, row.base_url)
+            if isinstance(rid, str) and rid:
+                route = None
+                if key is not None:
+                    route = route_ids.setdefault(key, len(route_ids))
+                first = seen.add(rid, number, route)  # one statement per line: the id, its line and route
+                if first is not None:
+                    problems.append("line {}: duplicate id {!r} (first on line {})".format(number, rid[:80], first))
+                    continue
+            if row is not None and key is not None:
+                count += 1
+                lines = routes.setdefault(key, [])
+                if len(lines) < 6:
+                    lines.append(number)
+                if keep_rows:
+                    rows.append(row)
+                continue
             if skip_invalid:
                 stub = JobRow(id=_invalid_id(obj, number), model=_model_of(obj), messages=[], line=number)
                 invalid.append((number, error_row(stub, ConfigError("line {}: {}".format(number, error)),
