@@ -39,6 +39,7 @@ FOREIGN_THINKING = ("drop", "text")
 MARKS = (
     ("openai-responses", ("channel", "encrypted_content")),
     ("gemini", ("thought_signature",)),
+    ("gemini-interactions", ("interaction_id",)),  # the empty thinking item naming an answer's interaction
     ("openai-chat", ("reasoning_field", "reasoning_details", "thinking_blocks")),
     ("bedrock", ("redacted_content", "bedrock_block")),
     ("anthropic", ("redacted_data", "server_block")),
@@ -49,7 +50,7 @@ MARKS = (
 READS = {
     "openai-responses": ("openai-responses",),
     "gemini": ("gemini",),
-    "gemini-interactions": ("gemini",),
+    "gemini-interactions": ("gemini", "gemini-interactions"),
     "openai-chat": ("openai-chat",),
     "anthropic": ("anthropic", "claude"),
     "bedrock": ("bedrock", "claude"),

@@ -221,6 +221,9 @@ def render_text(history: Sequence[Mapping[str, Any]], config: Mapping[str, Any])
                     " (+{} image{})".format(len(images), "" if len(images) == 1 else "s") if images else ""))
             elif kind == "embedding":
                 lines.append("  Embedding: {} dimensions".format(len(item.get("embedding") or ())))
+            elif kind == "compaction":  # opaque: what it summarised is not readable here
+                lines.append("  Compaction: the context before it, compacted server-side ({})".format(
+                    (item.get("fidelity") or {}).get("format") or "unknown"))
         usage = message.get("usage_metadata")
         if usage:
             counted = True

@@ -151,7 +151,7 @@ def ms(seconds):
 
 
 def ratio_cell(value, target):
-    return "**{:.2f}x**".format(value) if value <= target else "{:.2f}x (over {:.1f}x)".format(value, target)
+    return "**{:.2f}x**".format(value) if value <= target else "{:.2f}x (over {:g}x)".format(value, target)
 
 
 def available(protocol):
@@ -470,7 +470,9 @@ def first_data_line(url):
     response = session.post(url, data=FLOOR_BODY, stream=True)
     raw = response.raw
     # a close-delimited body read with iter_content would wait for the end: read1 returns what arrived
-    chunks = response.iter_content(None) if raw.chunked else iter(lambda: raw.read1(65536), b"")
+    # (urllib3 1.x has no read1: http.client's response underneath has)
+    read1 = raw.read1 if hasattr(raw, "read1") else raw._fp.read1
+    chunks = response.iter_content(None) if raw.chunked else iter(lambda: read1(65536), b"")
     seen = b""
     try:
         for chunk in chunks:
@@ -499,8 +501,8 @@ def start_server():
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer repeats and no 16x step (a smoke run)")
-    parser.add_argument("--only", default="import,text,tool,memory,first,burst,server",
-                        help="comma-separated subset of: import,text,tool,memory,first,burst,server")
+    parser.add_argument("--only", default="import,text,tool,memory,first,burst,failover,server",
+                        help="comma-separated subset of: import,text,tool,memory,first,burst,failover,server")
     parser.add_argument("--out", default=os.path.join(HERE, "RESULTS.md"), help="where to write the results")
     args = parser.parse_args(argv)
     wanted = set(args.only.split(","))
@@ -538,6 +540,10 @@ def main(argv=None):
             measure_first_event(bench)
         if "burst" in wanted:
             measure_burst(bench)
+        if "failover" in wanted:
+            import failover  # bench/failover.py: the time to fail over past an open circuit and a 503
+
+            failover.measure(bench, MESSAGES, bench.quick)
         if "server" in wanted:
             import serve  # bench/serve.py: CPU per event through agenthub serve, and through gunicorn
 

@@ -10,6 +10,7 @@ URL layout: ``/<mode>/<scenario>/<protocol>/<anything the client appends>``
   event that carries text (time-to-first-event); ``waitclosed``: the same, close-delimited;
   ``burst``: the whole body in one HTTP chunk, written at once (a gateway that buffers, a
   proxy, a replay); ``burstclosed``: the whole body written at once, close-delimited.
+- ``/status503/...``: a 503 with a small JSON error body (Content-Length, kept alive): an overloaded endpoint.
 - scenario ``text-<n>``: n text deltas; ``tool-<bytes>-<fragments>``: one tool call.
 
 Bodies are built once per URL and kept, so serving costs the server nothing but
@@ -67,6 +68,14 @@ class Handler(BaseHTTPRequestHandler):
         if length:
             self.rfile.read(length)
         parts = self.path.split("?", 1)[0].strip("/").split("/")
+        if parts[0] == "status503":  # an overloaded endpoint (bench/failover.py): a sized JSON error, kept alive
+            body = b'{"error": {"message": "unavailable", "type": "server_error", "code": null}}'
+            self.send_response(503)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+            return
         try:
             mode, scenario, protocol = parts[0], parts[1], parts[2]
             blocks = _blocks(scenario, protocol)

@@ -251,3 +251,30 @@ def test_openai_sdk_reads_the_fake_background_endpoints():
         ("POST", "/v1/responses"), ("GET", "/v1/responses/resp_sdk"), ("POST", "/v1/responses/resp_sdk/cancel")]
     assert requests[0]["body"]["background"] is True
     assert requests[1]["query"] == {"stream": "true", "starting_after": "5"}
+
+
+def test_azure_responses_background_resumes_and_cancels_at_the_v1_root():
+    """Azure OpenAI's v1 API serves GET /openai/v1/responses/{id} and POST .../cancel for background responses
+    (https://ai.azure.com/api-reference/llm/responses/cancel-response.md)."""
+    events = responses_events("resp_az", TEXTS)
+    ends = boundaries(events)
+    with LongrunServer() as server:
+        server.add("resp_az", events, cuts=[ends[5]])
+        azure = AutoLLMClient("my-deployment", api_key="az-key", base_url=server.url, client_type="azure-responses")
+        out = list(azure.streaming_response(USER, {"background": True}))
+        requests = list(server.requests)
+        script = server.add("resp_az2", responses_events("resp_az2", TEXTS))
+        stream = azure.streaming_response(USER, {"background": True})
+        for event in stream:
+            if texts_of([event]):
+                break
+        stream.close()
+        assert wait_for(lambda: script.cancelled)
+        cancel = server.requests[-1]
+    assert texts_of(out) == TEXTS
+    assert [(r["method"], r["path"]) for r in requests] == [
+        ("POST", "/openai/v1/responses"), ("GET", "/openai/v1/responses/resp_az")]
+    assert requests[1]["query"] == {"stream": "true", "starting_after": "5"}
+    assert requests[1]["headers"]["api-key"] == "az-key"
+    assert (cancel["method"], cancel["path"], cancel["headers"]["api-key"]) == (
+        "POST", "/openai/v1/responses/resp_az2/cancel", "az-key")

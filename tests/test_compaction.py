@@ -297,3 +297,14 @@ def test_anthropic_compaction_fixture_at_every_byte_split_and_its_cost():
     assert cost("claude-sonnet-4-6", usage) == pytest.approx(by_pass)
     for chunks in every_split(data):
         assert strip_ids(run_parser(anthropic.parse_stream, chunks, "anthropic")) == strip_ids(whole)
+
+
+def test_a_trace_says_where_the_context_was_compacted():
+    from agenthub.tracer import render_text
+
+    history = [user("t1"), {"role": "assistant", "content_items": [
+        {"type": "compaction", "fidelity": {"format": "anthropic", "block": {"type": "compaction", "content": "s"}}},
+        {"type": "text", "text": "a1"}]}]
+    text = render_text(history, {})
+    assert "  Compaction: the context before it, compacted server-side (anthropic)\n  Text: a1" in text
+    assert '"content": "s"' not in text  # the opaque block is not printed

@@ -56,7 +56,7 @@ TEXT_ITEMS = [
     {"type": "text", "text": "1, 2, 3"},
     {"type": "text", "text": ", 4, 5"},
     {"type": "text", "text": " \u2014 f\u00fcnf."},
-    {"type": "text", "text": "", "fidelity": {"interaction_id": "v1_ChdpbnRlcmFjdGlvbi10ZXh0LTAwMQ"}},
+    {"type": "thinking", "thinking": "", "fidelity": {"interaction_id": "v1_ChdpbnRlcmFjdGlvbi10ZXh0LTAwMQ"}},
 ]
 
 
@@ -74,8 +74,9 @@ def test_text_stream_at_every_byte_split():
         assert strip_ids(parse(chunks)) == expected
     assert strip_ids(parse([data[i:i + 1] for i in range(len(data))])) == expected
     message = collect(whole)
-    assert message["content_items"] == [{"type": "text", "text": "1, 2, 3, 4, 5 \u2014 f\u00fcnf.",
-                                         "fidelity": {"interaction_id": "v1_ChdpbnRlcmFjdGlvbi10ZXh0LTAwMQ"}}]
+    assert message["content_items"] == [
+        {"type": "text", "text": "1, 2, 3, 4, 5 \u2014 f\u00fcnf."},
+        {"type": "thinking", "thinking": "", "fidelity": {"interaction_id": "v1_ChdpbnRlcmFjdGlvbi10ZXh0LTAwMQ"}}]
 
 
 TOOL_ITEMS = [
@@ -90,7 +91,7 @@ TOOL_ITEMS = [
     {"type": "partial_tool_call", "name": "", "arguments": 'kyo", "unit": "c"}', "tool_call_id": ""},
     {"type": "tool_call", "name": "get_weather", "arguments": {"city": "Tokyo", "unit": "c"},
      "tool_call_id": "fc_tokyo_2"},
-    {"type": "text", "text": "", "fidelity": {"interaction_id": "v1_ChdpbnRlcmFjdGlvbi10b29sLTAwMg"}},
+    {"type": "thinking", "thinking": "", "fidelity": {"interaction_id": "v1_ChdpbnRlcmFjdGlvbi10b29sLTAwMg"}},
 ]
 
 
@@ -116,7 +117,7 @@ def test_thinking_signatures_and_skipped_deltas():
         {"type": "text", "text": "Paris: 18\u00b0C, "},
         {"type": "text", "text": "Tokyo: 22\u00b0C."},
         {"type": "thinking", "thinking": "", "fidelity": {SIG: "EqQBsig/second=="}},
-        {"type": "text", "text": "", "fidelity": {"interaction_id": "v1_ChdpbnRlcmFjdGlvbi1hbnN3LTAwMw"}},
+        {"type": "thinking", "thinking": "", "fidelity": {"interaction_id": "v1_ChdpbnRlcmFjdGlvbi1hbnN3LTAwMw"}},
     ]
     assert whole[-1]["usage_metadata"] == {"cached_tokens": 100, "prompt_tokens": 50, "thoughts_tokens": 40,
                                            "response_tokens": 12}
@@ -170,7 +171,7 @@ def test_whole_interaction_document():
     assert message["content_items"] == [
         {"type": "thinking", "thinking": "", "fidelity": {SIG: "sig=="}},
         {"type": "tool_call", "name": "get_weather", "arguments": {"city": "Oslo"}, "tool_call_id": "fc_1"},
-        {"type": "text", "text": "", "fidelity": {"interaction_id": "v1_doc"}},
+        {"type": "thinking", "thinking": "", "fidelity": {"interaction_id": "v1_doc"}},
     ]
     assert message["finish_reason"] == "tool_call"
 

@@ -156,3 +156,23 @@ def test_a_stateless_answer_set_as_history_is_not_chained_on():
     assert bodies[0]["store"] is False
     assert "previous_interaction_id" not in bodies[1] and len(bodies[1]["input"]) == 3
     assert bodies[2]["previous_interaction_id"] == "v1_b" and len(bodies[2]["input"]) == 1
+
+
+def test_an_interactions_answer_moves_to_other_protocols_without_its_interaction_id():
+    """The empty thinking item naming the interaction is left out by every other protocol (agenthub.foreign)."""
+    from longrun_server import responses_events
+
+    with LongrunServer() as server:
+        server.add("v1_tool", fixture_events("tool_round_trip.sse"), done=True)
+        answer = client(server).response([{"role": "user", "content_items": [{"type": "text", "text": "w?"}]}])
+        server.add("resp_next", responses_events("resp_next", ["ok"]))
+        results = {"role": "user", "content_items": [
+            {"type": "tool_result", "text": "18C", "tool_call_id": "fc_paris_1"},
+            {"type": "tool_result", "text": "22C", "tool_call_id": "fc_tokyo_2"}]}
+        gpt = AutoLLMClient("gpt-5.5", api_key="k", base_url=server.url + "/v1", client_type="openai-responses")
+        gpt.response([{"role": "user", "content_items": [{"type": "text", "text": "w?"}]}, answer, results])
+        sent = server.requests[-1]["body"]["input"]
+    assert answer["content_items"][-1] == {"type": "thinking", "thinking": "",
+                                           "fidelity": {"interaction_id": "v1_ChdpbnRlcmFjdGlvbi10b29sLTAwMg"}}
+    assert [i["type"] for i in sent] == ["message", "function_call", "function_call", "function_call_output",
+                                         "function_call_output"]

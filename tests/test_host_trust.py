@@ -233,3 +233,19 @@ def test_a_bedrock_key_goes_only_over_https_as_botocore_requires():
                                                 "AWS_ENDPOINT_URL_BEDROCK_RUNTIME": url})
     for url in ("https://bedrock.example.internal", "http://127.0.0.1:9"):  # TLS, or a local server
         assert resolve(SONNET, "bedrock", url, api_key="ABSK-key", environ={"AWS_REGION": "us-east-1"})[1] == url
+
+
+def test_origins_and_server_handed_urls_are_read_by_the_same_rule():
+    from agenthub.jobs.backends._wire import same_origin
+
+    base = "https://api.openai.com/v1"
+    assert same_origin("https://api.openai.com/v1/files/f-1/content", base)
+    assert same_origin("https://API.openai.com:443/x", base)
+    for hostile in ("https://attacker.test\\@api.openai.com/v1/files", "https://attacker.test\\.api.openai.com/x",
+                    "https://a@b@api.openai.com/x", "http://api.openai.com/v1", "https://api.openai.com:8443/x"):
+        assert not same_origin(hostile, base), hostile  # the key never follows such a URL
+    assert app_server._same_origin("http://localhost:8787", "localhost:8787")
+    assert app_server._same_origin("http://[::1]:8787", "[::1]:8787")
+    for origin in ("http://attacker.test\\@localhost:8787", "http://localhost\\.attacker.test:8787",
+                   "http://user@localhost:8787", "null", "http://localhost:8787/x"):
+        assert not app_server._same_origin(origin, "localhost:8787"), origin

@@ -112,7 +112,7 @@ STDLIB_38 = {  # what the package may use on 3.8, where sys.stdlib_module_names 
     "struct", "sys", "tempfile", "threading", "time", "traceback", "typing", "urllib", "uuid", "wave", "warnings",
     "webbrowser", "weakref", "zlib", "types", "signal", "textwrap", "pickle", "datetime", "errno", "select",
     "queue", "heapq", "bisect", "operator", "codecs", "unicodedata", "numbers", "fnmatch", "platform", "gzip",
-    "configparser", "hmac", "wsgiref", "pkgutil",
+    "configparser", "hmac", "wsgiref", "pkgutil", "concurrent", "difflib", "readline", "sqlite3",
 }
 
 

@@ -67,11 +67,10 @@ import sys
 import threading
 import time
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Tuple
-from urllib.parse import urlsplit
 
 from ..errors import (AgentHubError, AuthenticationError, ConfigError, ServerError, StreamError, TransportError,
                      UnsupportedParameterError, UpstreamError, error_to_json)
-from ..hosts.trust import authority_host, is_loopback_host
+from ..hosts.trust import authority_host, authority_parts, is_loopback_host, split_authority
 from ..types import from_jsonable, json_default  # the one {"__bytes__"} codec
 from .metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE, Metrics
 
@@ -258,26 +257,22 @@ _DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
 def _same_origin(origin: str, host: str) -> bool:
-    """An Origin header names the host (and port) of the Host header this request was sent to."""
+    """An Origin header names the host (and port) of the Host header this request was sent to (both read
+    as every host rule reads them: ``hosts.trust``)."""
+    text = origin.strip()
     try:
-        parts = urlsplit(origin.strip())
-        port = parts.port
+        scheme, userinfo, origin_host, port = split_authority(text)
     except ValueError:
+        return False  # "null" (a sandboxed page, a file:), or an origin two parsers could read two ways
+    if userinfo or any(c in text[len(scheme) + 3:] for c in "/?#@"):
+        return False  # something no browser sends
+    given = authority_parts(host)
+    if given is None or scheme not in _DEFAULT_PORTS:
         return False
-    scheme = parts.scheme.lower()
-    if scheme not in _DEFAULT_PORTS or not parts.hostname or parts.path or parts.query or parts.username:
-        return False  # "null" (a sandboxed page, a file:), or something no browser sends
     want_port = _DEFAULT_PORTS[scheme] if port is None else port
-    name = _host_name(host)
-    given = host.strip().rsplit("]", 1)[-1] if host.strip().startswith("[") else host.strip()
-    given_port = given.rsplit(":", 1)[1] if given.count(":") == 1 else ""
-    if given_port and not given_port.isdigit():
-        return False
-    host_port = int(given_port) if given_port else _DEFAULT_PORTS[scheme]
-    origin_name = parts.hostname.lower().rstrip(".")
-    if ":" in origin_name:
-        origin_name = "[" + origin_name + "]"
-    return origin_name == name and want_port == host_port
+    host_port = _DEFAULT_PORTS[scheme] if given[1] is None else given[1]
+    return _host_name(origin_host if ":" not in origin_host else "[" + origin_host + "]") == _host_name(host) \
+        and want_port == host_port
 
 
 def _check_json(environ: Mapping[str, Any]) -> None:

@@ -108,6 +108,8 @@ def _url(endpoint: Any, path: str) -> str:
                            endpoint.quirks.get("api_version") or DEFAULT_API_VERSION)
     if path == "/responses":
         return request_url(base, endpoint.model or "", "responses", "")
+    if path.startswith("/responses/"):  # a background response: resumed (GET ?stream=true) or cancelled (POST
+        return v1_base(base) + path      # .../cancel): https://ai.azure.com/api-reference/llm/responses/cancel-response.md
     if path.startswith("/models"):
         return v1_base(base) + path  # GA: the models the resource can deploy
     if path == "/v1/messages":  # Claude on Foundry: the base URL ends in /anthropic

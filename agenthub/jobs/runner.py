@@ -18,9 +18,11 @@ sends them).  ``run`` then returns a JobSummary with ``interrupted=True``.
 (``AutoLLMClient(fallbacks=...)``: README, "Failover").  A row's output keeps the row's ``model``; which
 endpoint answered goes to ``JobSummary.routes`` (rows per endpoint), since the output line's shape is
 fixed (issue 20) and its ``backend`` names the engine.  With fallbacks each worker thread has its own
-clients, so the route a client reports (``last_route``) is its own row's.
+clients, so the route a client reports (``last_route``) is its own row's.  On Ray (``engine="ray"``) the
+actors' clients get the same fallbacks (``fallback_client`` is picklable); ``routes`` stays empty there.
 """
 
+import functools
 import importlib
 import os
 import sys
@@ -389,9 +391,11 @@ def run(input_path: str, output_path: str, *, workers: int = 8, rpm: Optional[fl
         raise ConfigError("unknown argument(s) {} (they are for engine='ray')".format(sorted(engine_options)))
     if fallbacks is not None and not isinstance(fallbacks, (list, tuple)):
         raise ConfigError("fallbacks must be a list of model names or AutoLLMClients")
-    if fallbacks is not None and (client_factory is not None or engine == "ray"):
-        raise ConfigError("fallbacks= is for the live runner's own clients: with client_factory (or on Ray) "
-                          "give the clients your factory builds their fallbacks")
+    if fallbacks is not None and client_factory is not None:
+        raise ConfigError("fallbacks= is for the runner's own clients: with client_factory, give the clients "
+                          "your factory builds their fallbacks")
+    if fallbacks is not None:
+        client_factory = functools.partial(fallback_client, list(fallbacks))  # picklable: Ray's actors build it too
     if os.path.abspath(input_path) == os.path.abspath(output_path):
         raise ConfigError("the output file must not be the input file")
     job = read_jobs(input_path, skip_invalid=skip_invalid, keep_rows=False)
@@ -425,8 +429,6 @@ def _run_live(job: JobFile, input_path: str, output_path: str, workers: int, lim
               grace: float, fallbacks: Optional[Sequence[Any]], started: float) -> JobSummary:
     skipped, routes, counts = resume(job, output_path, retry_failed)
     embedding = _embedding_lines(input_path, routes) if routes else {}
-    if fallbacks is not None:
-        client_factory = _with_fallbacks(list(fallbacks))
     clients = build_clients(routes, client_factory, embedding, counts)
     summary = JobSummary(total=len(job), skipped=skipped)
     show = _Progress(progress, summary.total, summary.skipped)
@@ -452,10 +454,10 @@ def _run_live(job: JobFile, input_path: str, output_path: str, workers: int, lim
     return summary
 
 
-def _with_fallbacks(fallbacks: List[Any]) -> Callable[..., Any]:
-    def make(model: str, client_type: Optional[str], base_url: Optional[str]) -> AutoLLMClient:
-        return AutoLLMClient(model, client_type=client_type, base_url=base_url, max_retries=0, fallbacks=fallbacks)
-    return make
+def fallback_client(fallbacks: List[Any], model: str, client_type: Optional[str],
+                    base_url: Optional[str]) -> AutoLLMClient:
+    """The client of a route under ``run(..., fallbacks=...)``: the default client, with those fallbacks."""
+    return AutoLLMClient(model, client_type=client_type, base_url=base_url, max_retries=0, fallbacks=fallbacks)
 
 
 def _embedding_lines(input_path: str, routes: Dict[Route, List[int]]) -> Dict[Route, List[int]]:

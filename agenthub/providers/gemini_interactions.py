@@ -49,7 +49,8 @@ terminal marker: status and usage), ``error``; then ``[DONE]``.
 - ``interaction.completed`` status: completed -> stop (tool_call when calls were made),
   requires_action -> tool_call, incomplete / requires_continuation / budget_exceeded -> length,
   failed -> UpstreamError, anything else -> unknown.  The interaction id is kept as an empty
-  text item carrying ``fidelity["interaction_id"]`` (what a stateful call chains on).
+  thinking item carrying ``fidelity["interaction_id"]`` (what a stateful call chains on; shown as
+  nothing, and another dialect leaves it out: ``agenthub.foreign`` knows the mark).
 - usage (``interaction.usage``, else the last ``total_usage``): cached = total_cached_tokens,
   prompt = total_input_tokens - cached + total_tool_use_tokens, thoughts = total_thought_tokens,
   response = total_output_tokens (as generateContent's buckets).
@@ -570,7 +571,7 @@ def parse_stream(events: Iterable[SSEEvent], client: str = "gemini-interactions"
             if finish == "stop" and made_calls:
                 finish = "tool_call"
             if resource:
-                yield {"type": "text", "text": "", "fidelity": {INTERACTION_ID: resource}}
+                yield {"type": "thinking", "thinking": "", "fidelity": {INTERACTION_ID: resource}}
             yield StreamEnd(map_usage(raw_usage) if raw_usage else None, finish)
             return
         elif kind == "error":

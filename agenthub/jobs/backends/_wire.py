@@ -13,7 +13,6 @@ import logging
 import random
 import time
 from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple
-from urllib.parse import urlsplit
 
 from ... import hosts, transport
 from ...client import _scrub  # the client's scrubbing: the same words for the same secrets
@@ -196,9 +195,11 @@ def join(base_url: str, path: str) -> str:
 def same_origin(url: str, base_url: str) -> bool:
     """True when ``url`` is on the scheme, host and port of ``base_url`` (a URL the server handed back
     is only ever sent the key when it points at the server that holds it)."""
+    from ...hosts.trust import split_authority  # the host as the connecting parser reads it
+
     try:
-        a, b = urlsplit(url), urlsplit(base_url)
-        return (a.scheme.lower(), (a.hostname or "").lower(), a.port) == (b.scheme.lower(), (b.hostname or "").lower(),
-                                                                         b.port)
+        a, b = split_authority(url), split_authority(base_url)
     except ValueError:
-        return False
+        return False  # an authority two parsers could read two ways is never this server
+    default = {"http": 80, "https": 443}
+    return (a[0], a[2], a[3] or default[a[0]]) == (b[0], b[2], b[3] or default[b[0]])

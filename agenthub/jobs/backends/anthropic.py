@@ -24,7 +24,7 @@ from typing import Any, Dict, Iterator, List, Mapping
 
 from ...errors import StreamProtocolError
 from ...types import HttpRequest
-from . import Backend, Outcome, outcomes
+from ._base import Backend, Outcome, outcomes
 from ._wire import Wire, join, same_origin
 
 __all__ = ["ANTHROPIC", "AnthropicBatches", "STATES", "parse_line", "status_of"]

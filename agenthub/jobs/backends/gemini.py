@@ -33,7 +33,7 @@ from urllib.parse import quote, urlsplit
 
 from ...errors import StreamProtocolError
 from ...types import HttpRequest
-from . import Backend, Outcome, outcomes
+from ._base import Backend, Outcome, outcomes
 from ._wire import Wire, same_origin
 
 __all__ = ["GEMINI", "GeminiBatches", "STATES", "INLINE_MAX_BYTES", "version_root", "status_of", "parse_item"]

@@ -32,7 +32,7 @@ from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple
 
 from ...errors import StreamProtocolError
 from ...types import HttpRequest
-from . import Backend, Outcome, outcomes
+from ._base import Backend, Outcome, outcomes
 from ._wire import Wire, join, multipart
 
 __all__ = ["OPENAI", "AZURE", "PATHS", "STATES", "NOT_RUN", "OpenAIBatches", "AzureBatches", "body_of", "parse_line",
