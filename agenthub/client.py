@@ -41,10 +41,13 @@ are the seam for what builds on the loop; how each is meant to hook in:
 - failover: ``on_error`` with ``attempt.retry`` False and ``attempt.delivered == 0`` (the
   attempts are spent before the first event) sets ``attempt.fallback`` to the next client's
   events, which are yielded instead of the error;
-- reconnecting a background stream after a cut (``config["background"]``) is not a hook: the read
-  of such a call (``_background``) keeps one parser across the connections, fed by
-  ``agenthub.resume.Resumable``, which asks ``_resume_body`` for the GET that continues the stream
-  (the retry policy, the same watch and deadline; hooks do not see these GETs); an error raised once
+- reconnecting a background stream after a cut (``config["background"]``) is the same loop: the
+  read of such a call (``_background``) keeps one parser across the connections, fed by
+  ``agenthub.resume.Resumable``; when a connection breaks after the response id is known, the cut
+  goes to ``on_error`` (``retry`` True, ``delay`` 0) and the loop's next attempt is the GET that
+  continues the stream (``attempt.request`` swapped for it, ``attempt.resuming`` its id): every hook
+  sees it, and it is retried, backed off, stopped by an abort or the deadline and scrubbed like any
+  attempt, ``max_retries`` counting the GETs that fail in a row after each cut.  An error raised once
   the response id is known is marked ``RESUMED`` and never retried by a second POST.
 """
 
@@ -204,7 +207,9 @@ class Attempt(object):
     this attempt: its headers hold a credential, never log them), ``status`` and ``headers`` (the
     answer's head, an error answer's too; None before it or when none came), ``delivered`` (events
     handed to the caller so far), ``usage`` (the stop event's usage, once it passed) and ``error``
-    (this attempt's failure, scrubbed; on_done: the call's, None when it succeeded or was closed).
+    (this attempt's failure, scrubbed; on_done: the call's, None when it succeeded or was closed),
+    ``resuming`` (a background response's id when this attempt is the GET that resumes its stream
+    after a cut: the same answer continues, nothing new is generated; None otherwise).
     May change: ``request`` (the plan the next attempt encodes; before_attempt may swap it),
     ``retry`` and ``delay`` (on_error: the default decision, whether and after how many seconds to
     try again), ``fallback`` (on_error, when nothing was delivered: events to yield instead of raising).
@@ -212,7 +217,7 @@ class Attempt(object):
     """
 
     __slots__ = ("kind", "client_type", "model", "messages", "config", "request", "number", "sent", "status",
-                 "headers", "delivered", "usage", "error", "retry", "delay", "fallback", "watch")
+                 "headers", "delivered", "usage", "error", "retry", "delay", "fallback", "watch", "resuming")
 
     def __init__(self, kind: str, client: "AutoLLMClient", request: Any, messages: Optional[List[UniMessage]] = None,
                  config: Optional[Mapping[str, Any]] = None) -> None:
@@ -233,6 +238,7 @@ class Attempt(object):
         self.delay = None  # type: Optional[float]
         self.fallback = None  # type: Optional[Iterable[Any]]
         self.watch = None  # type: Any  # the transport's Watch (abort and deadline)
+        self.resuming = None  # type: Optional[str]
 
     def wait(self, seconds: float) -> bool:
         """Sleep ``seconds`` (a rate limiter's pause); False when the call was aborted or ran out of time."""
@@ -724,12 +730,12 @@ class AutoLLMClient(object):
         resumables = []  # type: List[Any]  # one per attempt
         opened = []  # type: List[Any]  # the bodies of the reconnects, closed when the call ends
 
-        def read(body: Any) -> Iterator[UniEvent]:
-            parts, resumable = self._read_background(dialect, body, watch, opened)
+        def read(body: Any, reopen: Callable[[str, Any, Any], Any]) -> Iterator[UniEvent]:
+            parts, resumable = self._read_background(dialect, body, reopen, opened)
             resumables.append(resumable)
             return _marked(drive(parts, client), resumable)
 
-        events = self._run(call, watch, self._protocol, read)
+        events = self._run(call, watch, self._protocol, read, resumes=True)
         try:
             yield from events
         finally:
@@ -740,8 +746,11 @@ class AutoLLMClient(object):
             if resumable is not None and resumable.resource_id and not resumable.complete:
                 self._cancel(dialect, resumable.resource_id)
 
-    def _read_background(self, dialect: Any, body: Any, watch: Any, opened: List[Any]) -> Tuple[Iterator[Any], Any]:
-        """The parts of a background stream whose connections resume after a cut, and its Resumable."""
+    def _read_background(self, dialect: Any, body: Any, reopen: Callable[[str, Any, Any], Any],
+                         opened: List[Any]) -> Tuple[Iterator[Any], Any]:
+        """The parts of a background stream whose connections resume after a cut, and its Resumable:
+        each reconnect is the attempt loop's next attempt (``reopen``: the GET that resumes it, with the
+        loop's hooks, retries, deadline and abort), read by the same parser."""
         from .resume import Resumable
 
         protocol = self._protocol
@@ -750,7 +759,7 @@ class AutoLLMClient(object):
             return protocol.read(body, client, self.max_line_bytes), None
 
         def reconnect(resource_id: str, cursor: Any) -> Iterator[Any]:
-            resumed = self._resume_body(dialect.resume_request(self._endpoint, resource_id, cursor), watch)
+            resumed = reopen(resource_id, dialect.resume_request(self._endpoint, resource_id, cursor), resumable.error)
             opened.append(resumed)
             logger.info("%s: the stream of background response %s broke; resumed after event %s", client,
                         resource_id, cursor)
@@ -759,43 +768,6 @@ class AutoLLMClient(object):
         frames = protocol.framing(body.iter_chunks(), self.max_line_bytes)
         resumable = Resumable(frames, dialect.frame_cursor, reconnect, ordered=dialect.ordered_cursors, client=client)
         return protocol.parse_stream(iter(resumable), client), resumable
-
-    def _resume_body(self, request: Any, watch: Any) -> Any:
-        """The body of the GET that resumes a background stream, opened with the retry policy (the call's
-        deadline stops the watch); an error that may not be retried, or the last one, is raised."""
-        client = self.client_type
-        transport = _transport()
-        protocol = self._protocol
-        timeout = Timeout.of(self.timeout)
-        attempt = 0
-        while True:
-            if watch.reason is not None:
-                raise _stopped(client, watch, timeout)
-            sent = request
-            try:
-                sent = self._host.encode(request, self._endpoint)  # URL, credential
-                body = transport.open_stream(self._get_session(), sent, (timeout.connect, timeout.read), client,
-                                             watch=watch, error_from_body=protocol.error_from_body,
-                                             is_stream=starts_stream)
-                if body.open(False):
-                    raise StreamProtocolError("{}: resuming a background stream answered one JSON document".format(
-                        client), client=client)
-                return body
-            except AgentHubError as exc:
-                self._explain(exc, sent)
-                if exc.__dict__.get("_agenthub_stop") is _STOP:
-                    raise
-                if watch.reason is not None:
-                    raise _stopped(client, watch, timeout) from exc
-                _scrub(exc, self._secrets(sent))
-                delay = _backoff(attempt, getattr(exc, "retry_after", None))
-                if not getattr(exc, "retryable", False) or attempt >= self.max_retries or delay is None:
-                    raise
-                attempt += 1
-                logger.info("%s: retrying the resume after %s, attempt %d of %d, in %.2fs", client,
-                            type(exc).__name__, attempt, self.max_retries, delay)
-                if not watch.sleep(delay):
-                    raise _stopped(client, watch, timeout) from exc
 
     def _cancel(self, dialect: Any, resource_id: str) -> None:
         """Cancel a background response server-side (its stream ended before it did: abort, close, error).
@@ -811,16 +783,25 @@ class AutoLLMClient(object):
             _scrub(exc, self._secrets(request))
             logger.warning("%s: cancelling background response %s failed: %s", client, resource_id, exc)
 
-    def _run(self, call: Attempt, watch: Any, protocol: Any, read: Callable[[Any], Iterable[Any]]) -> Iterator[Any]:
+    def _run(self, call: Attempt, watch: Any, protocol: Any, read: Callable[..., Iterable[Any]],
+             resumes: bool = False) -> Iterator[Any]:
         """The attempt loop, the one place of the call policies: the deadline, abort, retries with
         backoff, error scrubbing and the hooks (see the module docstring).  ``read(body)`` turns an
-        opened answer into what is yielded: a stream's events, or the one JSON document."""
+        opened answer into what is yielded: a stream's events, or the one JSON document.
+
+        ``resumes`` (a background response): ``read(body, reopen)``, where ``reopen(id, request, cut)`` is
+        this loop's next attempt for a stream that broke after its response's id was known: ``cut`` (the
+        break, or None) goes through the failure policy, then ``request`` (the GET that resumes it)
+        replaces ``call.request`` and is sent with the same hooks, retries (counted afresh from the
+        cut), backoff, deadline, abort and scrubbing; it returns the opened body (the reader's parser
+        goes on across it) or raises the final error, already seen by the hooks."""
         client = self.client_type
         transport = _transport()
         hooks = self._hooks
         debug = logger.isEnabledFor(logging.DEBUG)
         stream = call.kind == "stream"
         timeout = Timeout.of(self.timeout)
+        max_retries = self.max_retries
         deadline = timer = None
         if timeout.total is not None:
             deadline = time.monotonic() + timeout.total
@@ -829,32 +810,124 @@ class AutoLLMClient(object):
             timer.start()
         call.watch = watch
         delivered = 0  # events handed to the caller in this call
+        tries = 0  # failed attempts since the call (or its last resume) started: what max_retries bounds
+
+        def send() -> Any:
+            """One attempt: abort and deadline checked, ``before_attempt``, encoded, sent, its head in,
+            ``after_response``; the opened body (its reader closes it)."""
+            call.sent = call.request  # what went out (its headers hold this attempt's token or signature)
+            call.status = call.headers = call.error = None
+            if watch.reason is not None:
+                raise _stopped(client, watch, timeout)
+            for hook in hooks:
+                hook.before_attempt(call)
+            limits = _limits(timeout, deadline)
+            if limits is None:
+                raise _stopped(client, watch, timeout, "deadline")
+            # encoded per attempt: a signature or a refreshed token is good for this send only
+            call.sent = sent = self._host.encode(call.request, self._endpoint)  # URL, credential
+            body = transport.open_stream(self._get_session(), sent, limits, client, watch=watch,
+                                         error_from_body=protocol.error_from_body, is_stream=starts_stream)
+            try:
+                body.open(not stream or not call.request.stream)  # sent: the answer's head is in
+                call.status, call.headers = body.status, body.headers
+                for hook in hooks:
+                    hook.after_response(call)
+            except BaseException:
+                if call.status is None:
+                    call.status, call.headers = body.status, body.headers  # an error answer's head
+                body.close()
+                raise
+            return body
+
+        def failed(exc: AgentHubError, body: Any, started: float, logged: bool, retryable: bool) -> bool:
+            """An attempt failed: its error explained and scrubbed, an abort or the deadline winning over it,
+            the retry decision (``retryable``: this attempt may be tried again at all), ``on_error``; True
+            once the backoff was waited (try again), False when the caller gives up (raise, or fall back)."""
+            nonlocal tries
+            call.delivered = delivered
+            if body is not None and call.status is None:
+                call.status, call.headers = body.status, body.headers  # an error answer's head
+            if debug and not logged:
+                _log_attempt(call.sent, call.number, started, None, exc)
+            self._explain(exc, call.sent)
+            if exc.__dict__.get("_agenthub_stop") is _STOP:
+                return False
+            if watch.reason is not None:  # the failure is the abort (or the deadline) showing through
+                raise _stopped(client, watch, timeout) from exc
+            if deadline is not None and isinstance(exc, TransportError) and time.monotonic() >= deadline:
+                raise _stopped(client, watch, timeout, "deadline") from exc
+            _scrub(exc, self._secrets(call.sent, call.config))
+            call.error = exc
+            call.retry = bool(retryable and getattr(exc, "retryable", False) and tries < max_retries)
+            call.delay = _backoff(tries, getattr(exc, "retry_after", None)) if call.retry else None
+            if call.delay is None or (deadline is not None and time.monotonic() + call.delay >= deadline):
+                call.retry = False
+            for hook in hooks:
+                hook.on_error(call, exc)
+            if not call.retry or call.delay is None:
+                return False
+            call.number += 1
+            tries += 1
+            logger.info("%s: retrying after %s (status=%s, type=%s), attempt %d of %d, in %.2fs", client,
+                        type(exc).__name__, getattr(exc, "status", None), getattr(exc, "error_type", None),
+                        tries, max_retries, call.delay)
+            if body is not None:
+                body.close()
+            if not watch.sleep(call.delay):
+                raise _stopped(client, watch, timeout) from exc
+            return True
+
+        def reopen(resource_id: str, request: Any, cut: Optional[BaseException]) -> Any:
+            """The next attempt of a background stream that broke after its id was known (see above)."""
+            nonlocal tries
+            if isinstance(cut, AgentHubError):  # the break itself: the hooks see it, resumed at once
+                call.delivered = delivered
+                self._explain(cut, call.sent)
+                if watch.reason is not None:
+                    raise _stopped(client, watch, timeout) from cut
+                if deadline is not None and isinstance(cut, TransportError) and time.monotonic() >= deadline:
+                    raise _stopped(client, watch, timeout, "deadline") from cut
+                _scrub(cut, self._secrets(call.sent, call.config))
+                call.error, call.retry, call.delay = cut, True, 0.0
+                for hook in hooks:
+                    hook.on_error(call, cut)
+                if not call.retry:
+                    cut.__dict__["_agenthub_seen"] = True
+                    raise cut
+            elif watch.reason is not None:
+                raise _stopped(client, watch, timeout)
+            call.request, call.resuming = request, resource_id
+            call.number += 1
+            tries = 0  # a resume starts its own count: max_retries bounds the GETs that fail in a row
+            while True:
+                body = None
+                started = time.monotonic()
+                try:
+                    body = send()
+                    if body.open(False):
+                        raise StreamProtocolError("{}: resuming a background stream answered one JSON document"
+                                                  .format(client), client=client)
+                    if debug:
+                        _log_attempt(call.sent, call.number, started, body, None)
+                    return body
+                except AgentHubError as exc:
+                    if body is not None:
+                        body.close()
+                    if not failed(exc, body, started, False, True):
+                        exc.__dict__["_agenthub_seen"] = True  # the hooks saw it: the loop raises it as it is
+                        raise
+
         try:
             while True:
                 body = None
                 started = time.monotonic()
                 logged = False
-                call.sent = call.request  # what went out (its headers hold this attempt's token or signature)
-                call.status = call.headers = call.error = None
                 try:
-                    if watch.reason is not None:
-                        raise _stopped(client, watch, timeout)
-                    for hook in hooks:
-                        hook.before_attempt(call)
-                    limits = _limits(timeout, deadline)
-                    if limits is None:
-                        raise _stopped(client, watch, timeout, "deadline")
-                    # encoded per attempt: a signature or a refreshed token is good for this send only
-                    call.sent = sent = self._host.encode(call.request, self._endpoint)  # URL, credential
-                    body = transport.open_stream(self._get_session(), sent, limits, client, watch=watch,
-                                                 error_from_body=protocol.error_from_body, is_stream=starts_stream)
-                    body.open(not stream or not call.request.stream)  # sent: the answer's head is in
-                    call.status, call.headers = body.status, body.headers
-                    for hook in hooks:
-                        hook.after_response(call)
-                    outputs = read(body)
+                    body = send()
+                    outputs = read(body, reopen) if resumes else read(body)
                     if debug:
-                        logged = _log_attempt(sent, call.number, started, body, None)
+                        logged = _log_attempt(call.sent, call.number, started, body, None)
                     if not stream:
                         for output in outputs:
                             delivered += 1
@@ -878,46 +951,23 @@ class AutoLLMClient(object):
                             raise _stopped(client, watch, timeout)
                     return
                 except AgentHubError as exc:
-                    call.delivered = delivered
-                    if body is not None and call.status is None:
-                        call.status, call.headers = body.status, body.headers  # an error answer's head
-                    if debug and not logged:
-                        _log_attempt(call.sent, call.number, started, None, exc)
-                    self._explain(exc, call.sent)
-                    if exc.__dict__.get("_agenthub_stop") is _STOP:
-                        raise
-                    if watch.reason is not None:  # the failure is the abort (or the deadline) showing through
-                        raise _stopped(client, watch, timeout) from exc
-                    if deadline is not None and isinstance(exc, TransportError) and time.monotonic() >= deadline:
-                        raise _stopped(client, watch, timeout, "deadline") from exc
-                    _scrub(exc, self._secrets(call.sent, call.config))
-                    call.error = exc
-                    call.retry = bool(not delivered and getattr(exc, "retryable", False)
-                                      and call.number < self.max_retries
-                                      and not exc.__dict__.get(RESUMED))  # a background response: never re-POSTed
-                    call.delay = _backoff(call.number, getattr(exc, "retry_after", None)) if call.retry else None
-                    if call.delay is None or (deadline is not None and time.monotonic() + call.delay >= deadline):
-                        call.retry = False
-                    for hook in hooks:
-                        hook.on_error(call, exc)
-                    if not call.retry or call.delay is None:
-                        if call.fallback is not None and not delivered:
-                            fallback, call.fallback = call.fallback, None
-                            call.error = None
-                            for output in fallback:
-                                delivered += 1
-                                yield output
-                            return
-                        raise
-                    call.number += 1
-                    logger.info("%s: retrying after %s (status=%s, type=%s), attempt %d of %d, in %.2fs", client,
-                                type(exc).__name__, getattr(exc, "status", None), getattr(exc, "error_type", None),
-                                call.number, self.max_retries, call.delay)
-                    if body is not None:
-                        body.close()
-                        body = None
-                    if not watch.sleep(call.delay):
-                        raise _stopped(client, watch, timeout) from exc
+                    if exc.__dict__.pop("_agenthub_seen", False):  # a resume's final error: the policy ran on it
+                        call.delivered = delivered
+                        again = False
+                    else:
+                        # retried only before the first event, and never by a second POST of a background response
+                        again = failed(exc, body, started, logged, not delivered and not exc.__dict__.get(RESUMED))
+                    if again:
+                        body = None  # closed before the backoff
+                        continue
+                    if call.fallback is not None and not delivered and exc.__dict__.get("_agenthub_stop") is not _STOP:
+                        fallback, call.fallback = call.fallback, None
+                        call.error = None
+                        for output in fallback:
+                            delivered += 1
+                            yield output
+                        return
+                    raise
                 finally:
                     if body is not None:
                         body.close()

@@ -36,7 +36,7 @@ class Resumable(object):
     """
 
     __slots__ = ("_frames", "_cursor_of", "_reconnect", "_ordered", "_client", "max_stalls",
-                 "resource_id", "cursor", "reconnects", "complete")
+                 "resource_id", "cursor", "reconnects", "complete", "error")
 
     def __init__(self, frames: Iterable[Any], cursor_of: Callable[[Any], Tuple[Optional[str], Any, bool]],
                  reconnect: Callable[[str, Any], Iterable[Any]], ordered: bool = False, client: str = "",
@@ -51,6 +51,7 @@ class Resumable(object):
         self.cursor = None  # type: Any  # the last event passed on
         self.reconnects = 0
         self.complete = False  # the terminal event was passed on
+        self.error = None  # type: Optional[BaseException]  # the break being resumed (None: a clean end)
 
     def __iter__(self) -> Iterator[Any]:
         frames = self._frames
@@ -98,6 +99,7 @@ class Resumable(object):
                 setattr(failure, RESUMED, self.resource_id)
                 raise failure
             self.reconnects += 1
+            self.error = error
             try:
                 frames = self._reconnect(self.resource_id, self.cursor)
             except Exception as exc:
