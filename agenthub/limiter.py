@@ -328,7 +328,8 @@ class RateLimiter(object):
 class LimiterHook(object):
     """The attempt-loop hook (``agenthub.client.AttemptHook``) of ``AutoLLMClient(..., limiter=...)``.
 
-    ``before_attempt``: each attempt (retries included) takes its turn, waiting with ``attempt.wait``
+    ``before_attempt``: each attempt (retries and a background stream's resuming GETs included) takes its
+    turn, waiting with ``attempt.wait``
     so an abort or the deadline still ends the call; a stream's tokens are estimated from its messages
     and config.  ``after_response`` / ``on_error``: the rate-limit headers of the answer (an error
     answer's too) and a 429's Retry-After pause every user of the limiter.  ``on_done``: the stop
@@ -353,10 +354,14 @@ class LimiterHook(object):
     def before_attempt(self, attempt: Any) -> None:
         if not self.acquire:
             return
-        tokens = estimate_tokens(attempt.messages or (), attempt.config) if attempt.kind == "stream" else 0
+        resuming = getattr(attempt, "resuming", None)  # the GET resuming a background stream: no new tokens
+        tokens = 0
+        if attempt.kind == "stream" and not resuming:
+            tokens = estimate_tokens(attempt.messages or (), attempt.config)
         ticket, wait = self.limiter.reserve(tokens)
-        with self._lock:
-            self._tickets[id(attempt)] = ticket  # a retry's ticket replaces the failed attempt's
+        if not resuming:  # (the answer's usage settles the ticket of the POST that started it)
+            with self._lock:
+                self._tickets[id(attempt)] = ticket  # a retry's ticket replaces the failed attempt's
         while wait > 0:
             if not attempt.wait(wait):
                 from .errors import TransportError
