@@ -159,6 +159,15 @@ class LongrunServer(LocalServer):
             handler.close_connection = True
 
 
+def boundaries(events):
+    """The byte offset where each of ``events`` ends (a cut there falls between two events)."""
+    out, total = [], 0
+    for event in events:
+        total += len(event)
+        out.append(total)
+    return out
+
+
 def wait_for(predicate, seconds=5.0):
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:

@@ -12,7 +12,7 @@ import pytest
 from agenthub import AutoLLMClient, check_stream, collect
 from agenthub.errors import StreamProtocolError, TransportError, UpstreamError
 from faultserver import fast_backoff  # noqa: F401  (autouse: retries back off for milliseconds)
-from longrun_server import LongrunServer, interactions_events, responses_events, wait_for
+from longrun_server import LongrunServer, boundaries, interactions_events, responses_events, wait_for
 
 TEXTS = ["Long ", "agent ", "turns ", "are ", "where ", "streams ", "get ", "cut", "\u2014", "f\u00fcnf."]
 USER = [{"role": "user", "content_items": [{"type": "text", "text": "go"}]}]
@@ -26,14 +26,6 @@ def responses_client(server, **kwargs):
 def interactions_client(server, **kwargs):
     return AutoLLMClient("gemini-3.8-flash", api_key="test-key", base_url=server.url,
                          client_type="gemini-interactions", **kwargs)
-
-
-def boundaries(events):
-    out, total = [], 0
-    for event in events:
-        total += len(event)
-        out.append(total)
-    return out
 
 
 def texts_of(events):

@@ -1,0 +1,152 @@
+"""The reconnect of a background stream is the attempt loop's next attempt (agenthub.client._run), not a
+loop of its own: every hook sees the resuming GET, and its retries and backoff follow max_retries and the
+total deadline through the same code as the POST's.  Local fake: tests/longrun_server.py."""
+
+import time
+
+import pytest
+
+import agenthub.client as client_module
+from agenthub import AutoLLMClient, RateLimiter, Timeout
+from agenthub.client import AttemptHook
+from agenthub.errors import ServerError, TransportError, UpstreamError
+from faultserver import fast_backoff  # noqa: F401  (autouse: retries back off for milliseconds)
+from longrun_server import LongrunServer, boundaries, responses_events, wait_for
+
+TEXTS = ["one ", "two ", "three ", "four ", "five"]
+USER = [{"role": "user", "content_items": [{"type": "text", "text": "go"}]}]
+
+
+class Recorder(AttemptHook):
+    """Every hook call as (hook, attempt number, method, resuming, status or error type, retry)."""
+
+    def __init__(self):
+        self.calls = []
+
+    def _note(self, name, attempt, extra=None, retry=None):
+        method = getattr(attempt.request, "method", None)
+        self.calls.append((name, attempt.number, method, attempt.resuming, extra, retry))
+
+    def before_attempt(self, attempt):
+        self._note("before", attempt)
+
+    def after_response(self, attempt):
+        self._note("after", attempt, attempt.status)
+
+    def on_error(self, attempt, error):
+        self._note("error", attempt, type(error).__name__, attempt.retry)
+
+    def on_done(self, attempt):
+        self._note("done", attempt, type(attempt.error).__name__ if attempt.error else None)
+
+
+def client_for(server, **kwargs):
+    return AutoLLMClient("gpt-5.5", api_key="test-key", base_url=server.url + "/v1", client_type="openai-responses",
+                         **kwargs)
+
+
+def texts_of(events):
+    return [i["text"] for e in events for i in e["content_items"] if i["type"] == "text" and i["text"]]
+
+
+def test_every_hook_sees_the_resuming_get_and_its_failed_try():
+    events = responses_events("resp_h1", TEXTS)
+    ends = boundaries(events)
+    with LongrunServer() as server:
+        server.get_failures.append(503)
+        server.add("resp_h1", events, cuts=[ends[5] - 7])  # cut inside event 5 (the second delta)
+        client = client_for(server)
+        recorder = Recorder()
+        client._hooks.append(recorder)
+        out = list(client.streaming_response(USER, {"background": True}))
+        methods = [(r["method"], r["query"].get("starting_after")) for r in server.requests]
+    assert texts_of(out) == TEXTS
+    assert methods == [("POST", None), ("GET", "4"), ("GET", "4")]
+    assert recorder.calls == [
+        ("before", 0, "POST", None, None, None),
+        ("after", 0, "POST", None, 200, None),
+        # the cut after the id was known: resumed at once (retry True) by the loop's next attempt, a GET
+        ("error", 0, "POST", None, "TransportError", True),
+        ("before", 1, "GET", "resp_h1", None, None),
+        ("error", 1, "GET", "resp_h1", "ServerError", True),  # the 503: retried like any attempt
+        ("before", 2, "GET", "resp_h1", None, None),
+        ("after", 2, "GET", "resp_h1", 200, None),
+        ("done", 2, "GET", "resp_h1", None, None),
+    ]
+
+
+def test_a_limiter_takes_a_turn_for_each_resuming_get_and_counts_the_tokens_once():
+    events = responses_events("resp_h2", TEXTS)
+    ends = boundaries(events)
+    limiter = RateLimiter(rpm=6000, tpm=10_000_000)
+    with LongrunServer() as server:
+        server.add("resp_h2", events, cuts=[ends[3], ends[6] - ends[3]])  # two cuts: a POST and two GETs
+        out = list(client_for(server, limiter=limiter).streaming_response(USER, {"background": True}))
+        gets = [r for r in server.requests if r["method"] == "GET"]
+    assert texts_of(out) == TEXTS
+    assert len(gets) == 2
+    assert limiter.requests == 3  # the POST and both GETs each took a turn
+    assert limiter.tokens == 10 + len(TEXTS)  # the answer's usage, settled once on the POST's ticket
+
+
+def test_resuming_gets_that_keep_failing_follow_max_retries_with_the_loops_backoff(monkeypatch):
+    waits = []
+    backoff = client_module._backoff
+
+    def spy(attempt, retry_after):
+        delay = backoff(attempt, retry_after)
+        waits.append(attempt)
+        return delay
+
+    monkeypatch.setattr(client_module, "_backoff", spy)
+    events = responses_events("resp_h3", TEXTS)
+    ends = boundaries(events)
+    with LongrunServer() as server:
+        server.get_failures.extend([500, 500, 500, 500])
+        server.add("resp_h3", events, cuts=[ends[4]])
+        client = client_for(server, max_retries=1)
+        recorder = Recorder()
+        client._hooks.append(recorder)
+        with pytest.raises(ServerError) as info:
+            list(client.streaming_response(USER, {"background": True}))
+        assert wait_for(lambda: any(r["path"].endswith("/cancel") for r in server.requests))
+        methods = [r["method"] for r in server.requests]
+    assert info.value.status == 500
+    assert methods == ["POST", "GET", "GET", "POST"]  # max_retries=1: one GET and one retry of it; then cancel
+    assert waits == [0]  # the one backoff, counted afresh from the cut
+    errors = [c for c in recorder.calls if c[0] == "error"]
+    assert [(c[1], c[2], c[5]) for c in errors] == [(0, "POST", True), (1, "GET", True), (2, "GET", False)]
+    assert recorder.calls[-1] == ("done", 2, "GET", "resp_h3", "ServerError", None)
+
+
+def test_a_resuming_gets_backoff_that_would_pass_the_deadline_is_not_waited_for(monkeypatch):
+    monkeypatch.setattr(client_module, "_backoff", lambda attempt, retry_after: 30.0)
+    events = responses_events("resp_h4", TEXTS)
+    ends = boundaries(events)
+    with LongrunServer() as server:
+        server.get_failures.append(503)
+        server.add("resp_h4", events, cuts=[ends[4]])
+        client = client_for(server, timeout=Timeout(5, 5, total=10))
+        started = time.monotonic()
+        with pytest.raises(UpstreamError) as info:
+            list(client.streaming_response(USER, {"background": True}))
+        elapsed = time.monotonic() - started
+        gets = [r for r in server.requests if r["method"] == "GET"]
+    assert info.value.status == 503 and not isinstance(info.value, TransportError)
+    assert len(gets) == 1  # the same rule as the POST's retries: a wait past the deadline is not begun
+    assert elapsed < 5.0
+
+
+def test_the_deadline_stops_a_resume_mid_backoff_as_it_stops_any_attempt(monkeypatch):
+    monkeypatch.setattr(client_module, "_backoff", lambda attempt, retry_after: 0.6 if attempt == 0 else 5.0)
+    events = responses_events("resp_h5", TEXTS)
+    ends = boundaries(events)
+    with LongrunServer() as server:
+        server.get_failures.extend([503, 503])
+        server.add("resp_h5", events, cuts=[ends[4]])
+        client = client_for(server, timeout=Timeout(5, 5, total=1.5))
+        with pytest.raises(UpstreamError) as info:
+            list(client.streaming_response(USER, {"background": True}))
+        gets = [r for r in server.requests if r["method"] == "GET"]
+    # the first GET's retry fits in the deadline (0.6 s); the second's 5 s would not: raised, not waited for
+    assert len(gets) == 2 and info.value.status == 503
