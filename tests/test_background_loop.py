@@ -2,6 +2,7 @@
 loop of its own: every hook sees the resuming GET, and its retries and backoff follow max_retries and the
 total deadline through the same code as the POST's.  Local fake: tests/longrun_server.py."""
 
+import threading
 import time
 
 import pytest
@@ -11,7 +12,7 @@ from agenthub import AutoLLMClient, RateLimiter, Timeout
 from agenthub.client import AttemptHook
 from agenthub.errors import ServerError, TransportError, UpstreamError
 from faultserver import fast_backoff  # noqa: F401  (autouse: retries back off for milliseconds)
-from longrun_server import LongrunServer, boundaries, responses_events, wait_for
+from longrun_server import LongrunServer, boundaries, interactions_events, responses_events, wait_for
 
 TEXTS = ["one ", "two ", "three ", "four ", "five"]
 USER = [{"role": "user", "content_items": [{"type": "text", "text": "go"}]}]
@@ -137,7 +138,7 @@ def test_a_resuming_gets_backoff_that_would_pass_the_deadline_is_not_waited_for(
     assert elapsed < 5.0
 
 
-def test_the_deadline_stops_a_resume_mid_backoff_as_it_stops_any_attempt(monkeypatch):
+def test_a_resumes_retry_that_fits_the_deadline_is_waited_for_and_the_next_is_not(monkeypatch):
     monkeypatch.setattr(client_module, "_backoff", lambda attempt, retry_after: 0.6 if attempt == 0 else 5.0)
     events = responses_events("resp_h5", TEXTS)
     ends = boundaries(events)
@@ -150,3 +151,44 @@ def test_the_deadline_stops_a_resume_mid_backoff_as_it_stops_any_attempt(monkeyp
         gets = [r for r in server.requests if r["method"] == "GET"]
     # the first GET's retry fits in the deadline (0.6 s); the second's 5 s would not: raised, not waited for
     assert len(gets) == 2 and info.value.status == 503
+
+
+def test_an_abort_during_a_resumes_backoff_ends_it_at_once_and_cancels(monkeypatch):
+    monkeypatch.setattr(client_module, "_backoff", lambda attempt, retry_after: 30.0)
+    events = responses_events("resp_h6", TEXTS)
+    ends = boundaries(events)
+    with LongrunServer() as server:
+        server.get_failures.append(503)
+        script = server.add("resp_h6", events, cuts=[ends[4]])
+        stream = client_for(server).streaming_response(USER, {"background": True})
+        timer = threading.Timer(0.3, stream.abort)
+        timer.start()
+        started = time.monotonic()
+        try:
+            with pytest.raises(TransportError) as info:
+                list(stream)
+        finally:
+            timer.cancel()
+        elapsed = time.monotonic() - started
+        assert wait_for(lambda: script.cancelled)
+        gets = [r for r in server.requests if r["method"] == "GET"]
+    assert info.value.aborted is True
+    assert len(gets) == 1 and elapsed < 5.0  # the 30 s backoff of the loop was cut short by the abort
+
+
+def test_interactions_resume_is_an_attempt_the_hooks_see():
+    events = interactions_events("v1_hk", TEXTS)
+    ends = boundaries(events)
+    with LongrunServer() as server:
+        server.add("v1_hk", events, cuts=[ends[4]], done=True)
+        client = AutoLLMClient("gemini-3.8-flash", api_key="test-key", base_url=server.url,
+                               client_type="gemini-interactions")
+        recorder = Recorder()
+        client._hooks.append(recorder)
+        out = list(client.streaming_response(USER, {"background": True}))
+        gets = [r for r in server.requests if r["method"] == "GET"]
+    assert texts_of(out) == TEXTS
+    assert [g["query"]["last_event_id"] for g in gets] == ["evt_005"]
+    assert [c[:4] for c in recorder.calls] == [("before", 0, "POST", None), ("after", 0, "POST", None),
+                                              ("error", 0, "POST", None), ("before", 1, "GET", "v1_hk"),
+                                              ("after", 1, "GET", "v1_hk"), ("done", 1, "GET", "v1_hk")]
