@@ -41,6 +41,13 @@ class Recorder(AttemptHook):
         self._note("done", attempt, type(attempt.error).__name__ if attempt.error else None)
 
 
+def cut_after_event_4(server, rid, get_failures):
+    """Script ``rid`` cut after its fifth event, the next GETs answering ``get_failures`` first."""
+    server.get_failures.extend(get_failures)
+    events = responses_events(rid, TEXTS)
+    return server.add(rid, events, cuts=[boundaries(events)[4]])
+
+
 def client_for(server, **kwargs):
     return AutoLLMClient("gpt-5.5", api_key="test-key", base_url=server.url + "/v1", client_type="openai-responses",
                          **kwargs)
@@ -100,11 +107,8 @@ def test_resuming_gets_that_keep_failing_follow_max_retries_with_the_loops_backo
         return delay
 
     monkeypatch.setattr(client_module, "_backoff", spy)
-    events = responses_events("resp_h3", TEXTS)
-    ends = boundaries(events)
     with LongrunServer() as server:
-        server.get_failures.extend([500, 500, 500, 500])
-        server.add("resp_h3", events, cuts=[ends[4]])
+        cut_after_event_4(server, "resp_h3", [500, 500, 500, 500])
         client = client_for(server, max_retries=1)
         recorder = Recorder()
         client._hooks.append(recorder)
@@ -122,11 +126,8 @@ def test_resuming_gets_that_keep_failing_follow_max_retries_with_the_loops_backo
 
 def test_a_resuming_gets_backoff_that_would_pass_the_deadline_is_not_waited_for(monkeypatch):
     monkeypatch.setattr(client_module, "_backoff", lambda attempt, retry_after: 30.0)
-    events = responses_events("resp_h4", TEXTS)
-    ends = boundaries(events)
     with LongrunServer() as server:
-        server.get_failures.append(503)
-        server.add("resp_h4", events, cuts=[ends[4]])
+        cut_after_event_4(server, "resp_h4", [503])
         client = client_for(server, timeout=Timeout(5, 5, total=10))
         started = time.monotonic()
         with pytest.raises(UpstreamError) as info:
@@ -140,11 +141,8 @@ def test_a_resuming_gets_backoff_that_would_pass_the_deadline_is_not_waited_for(
 
 def test_a_resumes_retry_that_fits_the_deadline_is_waited_for_and_the_next_is_not(monkeypatch):
     monkeypatch.setattr(client_module, "_backoff", lambda attempt, retry_after: 0.6 if attempt == 0 else 5.0)
-    events = responses_events("resp_h5", TEXTS)
-    ends = boundaries(events)
     with LongrunServer() as server:
-        server.get_failures.extend([503, 503])
-        server.add("resp_h5", events, cuts=[ends[4]])
+        cut_after_event_4(server, "resp_h5", [503, 503])
         client = client_for(server, timeout=Timeout(5, 5, total=1.5))
         with pytest.raises(UpstreamError) as info:
             list(client.streaming_response(USER, {"background": True}))
@@ -155,11 +153,8 @@ def test_a_resumes_retry_that_fits_the_deadline_is_waited_for_and_the_next_is_no
 
 def test_an_abort_during_a_resumes_backoff_ends_it_at_once_and_cancels(monkeypatch):
     monkeypatch.setattr(client_module, "_backoff", lambda attempt, retry_after: 30.0)
-    events = responses_events("resp_h6", TEXTS)
-    ends = boundaries(events)
     with LongrunServer() as server:
-        server.get_failures.append(503)
-        script = server.add("resp_h6", events, cuts=[ends[4]])
+        script = cut_after_event_4(server, "resp_h6", [503])
         stream = client_for(server).streaming_response(USER, {"background": True})
         timer = threading.Timer(0.3, stream.abort)
         timer.start()
