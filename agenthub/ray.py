@@ -32,9 +32,8 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 from .errors import ConfigError
-from .jobs.jobfile import (OUTPUT_KEYS, JobFile, JobRow, OutputWriter, error_row, finished_ids, iter_rows,
-                           parse_line)
-from .jobs.runner import JobSummary, _Job, _Progress, build_clients, default_client, row_tokens
+from .jobs.jobfile import OUTPUT_KEYS, JobFile, JobRow, OutputWriter, error_row, iter_rows, parse_line
+from .jobs.runner import JobSummary, _Job, _Progress, build_clients, default_client, resume, row_tokens
 from .limiter import RateLimiter
 
 __all__ = ["Predictor", "run_job", "to_row", "JSON_COLUMNS"]
@@ -179,12 +178,9 @@ def run_job(input_path: str, output_path: str, *, job: JobFile, workers: int = 8
     if not isinstance(actors, int) or isinstance(actors, bool) or actors < 1:
         raise ConfigError("actors must be an int >= 1")
     started = time.monotonic()
-    finished = finished_ids(output_path, retry_failed=retry_failed)
-    done_lines = {job.ids[i] for i in finished if i in job.ids}
-    routes = {r: [n for n in lines if n not in done_lines] for r, lines in job.routes.items()}
-    routes = {r: lines for r, lines in routes.items() if lines}
-    build_clients(routes, client_factory)  # every bad route listed before anything is sent
-    summary = JobSummary(total=len(job), skipped=len(done_lines))
+    skipped, routes, counts = resume(job, output_path, retry_failed)
+    build_clients(routes, client_factory, None, counts)  # every bad route listed before anything is sent
+    summary = JobSummary(total=len(job), skipped=skipped)
     show = _Progress(progress, summary.total, summary.skipped)
     counter = _Job(None, {}, None, RateLimiter(), summary, show, 0)  # type: ignore[arg-type]
     writer = OutputWriter(output_path, retry_failed=retry_failed, retry_ids=job.ids)
@@ -192,13 +188,13 @@ def run_job(input_path: str, output_path: str, *, job: JobFile, workers: int = 8
     todo_path = os.path.join(folder, "todo.jsonl")
     try:
         for number, row in job.invalid:
-            if number not in done_lines:
+            if not job.ids.is_done(row["id"]):
                 writer.write(dict(row))
                 summary.failed += 1
         count = 0
         with open(todo_path, "w", encoding="utf-8") as todo:
             for row in iter_rows(input_path):
-                if row.line not in done_lines:
+                if not job.ids.is_done(row.id):
                     todo.write(json.dumps(row.to_json(), ensure_ascii=False) + "\n")
                     count += 1
         if count:

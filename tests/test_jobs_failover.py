@@ -2,6 +2,7 @@
 fallback; each output row keeps its own model, and JobSummary.routes says which endpoint answered."""
 
 import json
+import os
 
 import pytest
 
@@ -67,9 +68,33 @@ def test_fallbacks_are_checked_before_anything_is_sent(tmp_path):
     _job(tmp_path / "in.jsonl", "http://127.0.0.1:9", 1)
     with pytest.raises(ConfigError, match="fallbacks must be a list"):
         jobs.run(str(tmp_path / "in.jsonl"), str(tmp_path / "out.jsonl"), fallbacks="backup-model")
-    with pytest.raises(ConfigError, match="fallbacks= is for the live runner's own clients"):
+    with pytest.raises(ConfigError, match="fallbacks= is for the runner's own clients: with client_factory"):
         jobs.run(str(tmp_path / "in.jsonl"), str(tmp_path / "out.jsonl"), fallbacks=["backup-model"],
                  client_factory=lambda *route: None)
     with pytest.raises(ConfigError, match=r"(?s)1 route\(s\) of the job cannot be used.*each fallbacks entry"):
         jobs.run(str(tmp_path / "in.jsonl"), str(tmp_path / "out.jsonl"), fallbacks=[3])
     assert not (tmp_path / "out.jsonl").exists() or (tmp_path / "out.jsonl").read_text() == ""
+
+
+def test_on_ray_every_rows_client_gets_the_fallbacks_too(tmp_path):
+    ray = pytest.importorskip("ray")  # run with /work/venv/312ray/bin/python
+    pytest.importorskip("ray.data")
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, runtime_env={"env_vars": {"PYTHONPATH": root}})
+    try:
+        with FaultServer(default=[status(503, JSON, framing="length"), send(error_body("unavailable"))]) as primary, \
+                FaultServer() as backup:
+            _job(tmp_path / "in.jsonl", primary.url, 4)
+            fallback = AutoLLMClient("backup-model", client_type="openai-chat", base_url=backup.url + "/v1",
+                                     api_key="sk-backup-0002", max_retries=0)
+            summary = jobs.run(str(tmp_path / "in.jsonl"), str(tmp_path / "out.jsonl"), engine="ray", workers=2,
+                               progress=False, fallbacks=[fallback])
+            out = list(jobs.read_output(str(tmp_path / "out.jsonl")))
+            backup_bodies = [json.loads(r.body) for r in backup.requests]
+    finally:
+        ray.shutdown()
+    assert (summary.done, summary.failed) == (4, 0) and summary.routes == {}
+    assert sorted(row["id"] for row in out) == ["r0", "r1", "r2", "r3"]
+    assert all(row["model"] == "primary-model" and row["error"] is None and row["backend"] == "ray" for row in out)
+    assert all([i["text"] for i in row["message"]["content_items"]] == ["ok"] for row in out)
+    assert sorted(b["messages"][-1]["content"] for b in backup_bodies) == ["q0", "q1", "q2", "q3"]

@@ -148,3 +148,45 @@ def test_writer_alone_cuts_a_torn_tail_without_reading_the_file(tmp_path):
         f.write(b'{"id": "only torn')
     OutputWriter(path).close()
     assert open(path, "rb").read() == b""
+
+
+def test_the_id_index_lives_in_a_temporary_file_removed_on_close(tmp_path):
+    import threading
+
+    from agenthub.jobs.jobfile import IdIndex
+
+    index = IdIndex()
+    folder = index._dir
+    assert index.add("a", 1, 0) is None and index.add("b", 2, 0) is None and index.add("c", 3, 1) is None
+    assert index.add("a", 7) == 1  # a duplicate: the line it was first on
+    index.seal()
+    assert "a" in index and "zz" not in index and 3 not in index and index["c"] == 3 and len(index) == 3
+    assert index.remaining() == {0: (2, [1, 2]), 1: (1, [3])}
+    marks = []
+    threads = [threading.Thread(target=lambda: marks.append(index.mark_done("b"))) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(10)
+    assert marks.count(True) == 1 and index.is_done("b") and not index.is_done("a")
+    assert index.remaining() == {0: (1, [1]), 1: (1, [3])}
+    assert os.path.isdir(folder)
+    index.close()
+    index.close()
+    assert not os.path.exists(folder)
+
+
+def test_read_jobs_leaves_no_temporary_file_behind(tmp_path, monkeypatch):
+    import tempfile
+
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    path = _write(tmp_path, [_line("a"), _line("a")])
+    with pytest.raises(ConfigError):
+        read_jobs(path)
+    job = read_jobs(_write(tmp_path, [_line("a"), _line("b")], name="ok.jsonl"))
+    assert job.ids["b"] == 2
+    assert len(os.listdir(str(scratch))) == 1  # the open index's folder
+    job.ids.close()
+    assert os.listdir(str(scratch)) == []

@@ -116,7 +116,7 @@ class Log(object):
               system: Optional[str] = None) -> str:
         """A new conversation; returns its id."""
         conversation = "c_" + uuid.uuid4().hex[:20]
-        now = _now()
+        now = self._tick()
         with self._db:
             self._db.execute("INSERT INTO conversations VALUES (?, ?, ?, ?, ?, ?, ?)",
                              (conversation, model, client_type, host, system, now, now))
@@ -125,7 +125,7 @@ class Log(object):
     def add_turn(self, conversation: str, model: str, prompt: Mapping[str, Any], answer: Mapping[str, Any],
                  cost_usd: Optional[float] = None) -> None:
         """One completed turn: the user message and the collected assistant message."""
-        now = _now()
+        now = self._tick()
         with self._db:
             self._db.execute(
                 "INSERT INTO turns (conversation_id, model, prompt, answer, usage, finish_reason, cost_usd, created_at)"
@@ -133,6 +133,12 @@ class Log(object):
                 (conversation, model, _dumps(prompt), _dumps(answer), _dumps(answer.get("usage_metadata")),
                  answer.get("finish_reason"), cost_usd, now))
             self._db.execute("UPDATE conversations SET updated_at = ? WHERE id = ?", (now, conversation))
+
+    def _tick(self) -> int:
+        """Now in Unix ms, and always later than every stamp in the log: two writes in one millisecond
+        keep their order (``latest`` is the conversation touched last)."""
+        last = self._db.execute("SELECT MAX(updated_at) FROM conversations").fetchone()[0]
+        return max(_now(), (last or 0) + 1)
 
     def latest(self) -> Optional[str]:
         """The id of the conversation that had the latest turn (None: the log is empty)."""

@@ -21,6 +21,7 @@ import logging
 import os
 import tempfile
 import threading
+import weakref
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Set, Tuple
 
@@ -28,7 +29,7 @@ from ..errors import AgentHubError, ConfigError
 from ..tracer import from_jsonable, to_jsonable  # the {"__bytes__"} codec (moving to agenthub.types)
 from ..validate import check_config, check_messages
 
-__all__ = ["JobRow", "JobFile", "read_jobs", "iter_rows", "parse_line", "output_row", "error_row", "finished_ids",
+__all__ = ["JobRow", "JobFile", "read_jobs", "iter_rows", "IdIndex", "mark_finished", "parse_line", "output_row", "error_row", "finished_ids",
            "read_output", "OutputWriter", "INPUT_KEYS", "OUTPUT_KEYS", "dumps_row"]
 
 log = logging.getLogger("agenthub")
@@ -72,10 +73,12 @@ class JobFile:
     path: Optional[str] = None
     #: how many valid rows the file has (``rows`` is empty when read with ``keep_rows=False``)
     count: int = 0
-    #: (model, client_type, base_url) -> the line numbers of the valid rows sent there
+    #: (model, client_type, base_url) -> the first line numbers (at most 6) of the valid rows sent there
     routes: Dict[Tuple[str, Optional[str], Optional[str]], List[int]] = field(default_factory=dict)
-    #: id -> line number, for every line with a usable id (valid or not)
-    ids: Dict[str, int] = field(default_factory=dict)
+    #: id -> line number, for every line with a usable id (valid or not): an IdIndex, on disk
+    ids: Any = None
+    #: the routes in the order they were met (an IdIndex stores a route as its position here)
+    route_keys: List[Tuple[str, Optional[str], Optional[str]]] = field(default_factory=list)
 
     def __len__(self) -> int:
         return self.count + len(self.invalid)
@@ -128,9 +131,10 @@ def read_jobs(path: str, *, skip_invalid: bool = False, keep_rows: bool = True) 
     rows = []  # type: List[JobRow]
     invalid = []  # type: List[Tuple[int, Dict[str, Any]]]
     problems = []  # type: List[str]
-    seen = {}  # type: Dict[str, int]
+    seen = IdIndex()  # id -> first line, on disk: memory stays flat in the number of rows
     count = 0
     routes = {}  # type: Dict[Tuple[str, Optional[str], Optional[str]], List[int]]
+    route_ids = {}  # type: Dict[Tuple[str, Optional[str], Optional[str]], int]
     try:
         handle = open(path, "rb")
     except OSError as exc:
@@ -147,22 +151,30 @@ def read_jobs(path: str, *, skip_invalid: bool = False, keep_rows: bool = True) 
                 error = ConfigError(reason)  # type: Optional[ConfigError]
             else:
                 error = None
-            rid = obj.get("id") if isinstance(obj, dict) else None
-            if isinstance(rid, str) and rid:
-                if rid in seen:
-                    problems.append("line {}: duplicate id {!r} (first on line {})".format(number, rid[:80], seen[rid]))
-                    continue
-                seen[rid] = number
+            row = None  # type: Optional[JobRow]
             if error is None:
                 try:
                     row = parse_line(obj, number)
-                    count += 1
-                    routes.setdefault((row.model, row.client_type, row.base_url), []).append(number)
-                    if keep_rows:
-                        rows.append(row)
-                    continue
                 except ConfigError as exc:
                     error = exc
+            rid = obj.get("id") if isinstance(obj, dict) else None
+            key = None if row is None else (row.model, row.client_type, row.base_url)
+            if isinstance(rid, str) and rid:
+                route = None
+                if key is not None:
+                    route = route_ids.setdefault(key, len(route_ids))
+                first = seen.add(rid, number, route)  # one statement per line: the id, its line and route
+                if first is not None:
+                    problems.append("line {}: duplicate id {!r} (first on line {})".format(number, rid[:80], first))
+                    continue
+            if row is not None and key is not None:
+                count += 1
+                lines = routes.setdefault(key, [])
+                if len(lines) < 6:
+                    lines.append(number)
+                if keep_rows:
+                    rows.append(row)
+                continue
             if skip_invalid:
                 stub = JobRow(id=_invalid_id(obj, number), model=_model_of(obj), messages=[], line=number)
                 invalid.append((number, error_row(stub, ConfigError("line {}: {}".format(number, error)),
@@ -171,16 +183,18 @@ def read_jobs(path: str, *, skip_invalid: bool = False, keep_rows: bool = True) 
                 problems.append("line {}: {}".format(number, error))
     duplicates = [p for p in problems if "duplicate id" in p]
     if problems:
+        seen.close()
         shown = problems[:_MAX_SHOWN]
         more = "\n  ... and {} more".format(len(problems) - _MAX_SHOWN) if len(problems) > _MAX_SHOWN else ""
         tail = "" if skip_invalid or len(duplicates) == len(problems) else \
             "\n(nothing was sent; skip_invalid=True / --skip-invalid writes an error row for each invalid line)"
         raise ConfigError("the job file {} has {} problem(s):\n  {}{}{}".format(
             path, len(problems), "\n  ".join(shown), more, tail), lines=_lines(problems))
-    ids = seen
     for number, row in invalid:
-        ids.setdefault(row["id"], number)
-    return JobFile(rows=rows, invalid=invalid, path=path, count=count, routes=routes, ids=ids)
+        seen.add(row["id"], number)  # "line-N" ids (a usable id was added above)
+    seen.seal()
+    return JobFile(rows=rows, invalid=invalid, path=path, count=count, routes=routes, ids=seen,
+                   route_keys=list(route_ids))
 
 
 def iter_rows(path: str) -> Iterator[JobRow]:
@@ -203,6 +217,109 @@ def _lines(problems: Iterable[str]) -> List[int]:
 def _model_of(obj: Any) -> str:
     model = obj.get("model") if isinstance(obj, dict) else None
     return model if isinstance(model, str) else ""
+
+
+class IdIndex(object):
+    """id -> (line number, route, done) kept on disk, in a temporary SQLite file, so that memory stays
+    flat in the number of rows (SQLite's page cache is bounded at 2 MB).  Thread-safe.  It supports
+    ``rid in index``, ``index[rid]`` (the line), ``get``, ``len``; the file is removed by ``close``
+    (or when the index is collected)."""
+
+    def __init__(self) -> None:
+        import sqlite3
+
+        self._dir = tempfile.mkdtemp(prefix="agenthub-ids-")
+        self._db = sqlite3.connect(os.path.join(self._dir, "ids.sqlite"), check_same_thread=False,
+                                   isolation_level=None)
+        for pragma in ("journal_mode=OFF", "synchronous=OFF", "cache_size=-2048", "temp_store=FILE"):
+            self._db.execute("PRAGMA " + pragma)
+        self._db.execute("CREATE TABLE ids (id TEXT PRIMARY KEY, line INTEGER NOT NULL, route INTEGER, "
+                         "done INTEGER NOT NULL DEFAULT 0) WITHOUT ROWID")
+        self._db.execute("BEGIN")
+        self._lock = threading.Lock()
+        self._count = 0
+        self._closer = weakref.finalize(self, IdIndex._remove, self._db, self._dir)
+
+    @staticmethod
+    def _remove(db: Any, folder: str) -> None:
+        try:
+            db.close()
+        finally:
+            for name in os.listdir(folder):
+                os.unlink(os.path.join(folder, name))
+            os.rmdir(folder)
+
+    def close(self) -> None:
+        with self._lock:
+            self._closer()
+
+    def add(self, rid: str, line: int, route: Optional[int] = None) -> Optional[int]:
+        """Record ``rid``; the line it was first recorded on when it was already there (else None)."""
+        with self._lock:
+            cursor = self._db.execute("INSERT OR IGNORE INTO ids (id, line, route) VALUES (?, ?, ?)",
+                                      (rid, line, route))
+            if cursor.rowcount:
+                self._count += 1
+                return None
+            return self._db.execute("SELECT line FROM ids WHERE id = ?", (rid,)).fetchone()[0]
+
+    def set_route(self, rid: str, route: int) -> None:
+        with self._lock:
+            self._db.execute("UPDATE ids SET route = ? WHERE id = ?", (route, rid))
+
+    def seal(self) -> None:
+        """End the bulk load (one transaction) and index the routes."""
+        with self._lock:
+            if self._db.in_transaction:
+                self._db.execute("COMMIT")
+            self._db.execute("CREATE INDEX IF NOT EXISTS by_route ON ids (route, done, line)")
+
+    def get(self, rid: Any, default: Any = None) -> Any:
+        if not isinstance(rid, str):
+            return default
+        with self._lock:
+            found = self._db.execute("SELECT line FROM ids WHERE id = ?", (rid,)).fetchone()
+        return default if found is None else found[0]
+
+    def __getitem__(self, rid: str) -> int:
+        line = self.get(rid)
+        if line is None:
+            raise KeyError(rid)
+        return line
+
+    def __contains__(self, rid: Any) -> bool:
+        return self.get(rid) is not None
+
+    def __len__(self) -> int:
+        return self._count
+
+    def mark_done(self, rid: Any) -> bool:
+        """Mark ``rid`` as having its output row; True when it is a row of this file not marked before."""
+        if not isinstance(rid, str):
+            return False
+        with self._lock:
+            return bool(self._db.execute("UPDATE ids SET done = 1 WHERE id = ? AND done = 0", (rid,)).rowcount)
+
+    def is_done(self, rid: str) -> bool:
+        with self._lock:
+            found = self._db.execute("SELECT done FROM ids WHERE id = ?", (rid,)).fetchone()
+        return bool(found and found[0])
+
+    def done_count(self) -> int:
+        with self._lock:
+            return self._db.execute("SELECT count(*) FROM ids WHERE done = 1").fetchone()[0]
+
+    def remaining(self, first: int = 6) -> Dict[int, Tuple[int, List[int]]]:
+        """route -> (rows not done, their first ``first`` line numbers), for the valid rows."""
+        out = {}  # type: Dict[int, Tuple[int, List[int]]]
+        with self._lock:
+            counts = self._db.execute("SELECT route, count(*) FROM ids WHERE route IS NOT NULL AND done = 0 "
+                                      "GROUP BY route").fetchall()
+            for route, count in counts:
+                lines = [r[0] for r in self._db.execute(
+                    "SELECT line FROM ids WHERE route = ? AND done = 0 ORDER BY line LIMIT ?", (route, first))]
+                out[route] = (count, lines)
+        return out
 
 
 # -- output rows -----------------------------------------------------------------------------------
@@ -330,6 +447,22 @@ def finished_ids(output_path: str, *, retry_failed: bool = False) -> Set[str]:
     return done
 
 
+def mark_finished(output_path: str, index: "IdIndex", *, retry_failed: bool = False) -> int:
+    """Mark in ``index`` the ids that have a row in ``output_path`` (error rows too, unless
+    ``retry_failed``), the output read one line at a time; the number of ids marked.  A torn last
+    line is cut away (as ``finished_ids`` does)."""
+    marked = [0]
+    if not os.path.exists(output_path):
+        return 0
+
+    def visit(_: int, obj: Optional[Dict[str, Any]]) -> None:
+        if obj is not None and (obj.get("error") is None or not retry_failed) and index.mark_done(obj.get("id")):
+            marked[0] += 1
+
+    _truncate_torn(output_path, _scan(output_path, visit))
+    return marked[0]
+
+
 class OutputWriter(object):
     """Appends output rows to ``path``: one ``write`` and a flush per row, under a lock (any thread).
 
@@ -348,7 +481,7 @@ class OutputWriter(object):
         if os.path.exists(path) and not retry_failed:
             _cut_torn_tail(path)
         elif os.path.exists(path):
-            wanted = None if retry_ids is None else retry_ids if isinstance(retry_ids, (set, dict)) else set(retry_ids)
+            wanted = None if retry_ids is None else retry_ids if hasattr(retry_ids, "__contains__") else set(retry_ids)
             good_ids = set()  # type: Set[str]
             errors = []  # type: List[Tuple[int, str]]
 

@@ -18,9 +18,11 @@ sends them).  ``run`` then returns a JobSummary with ``interrupted=True``.
 (``AutoLLMClient(fallbacks=...)``: README, "Failover").  A row's output keeps the row's ``model``; which
 endpoint answered goes to ``JobSummary.routes`` (rows per endpoint), since the output line's shape is
 fixed (issue 20) and its ``backend`` names the engine.  With fallbacks each worker thread has its own
-clients, so the route a client reports (``last_route``) is its own row's.
+clients, so the route a client reports (``last_route``) is its own row's.  On Ray (``engine="ray"``) the
+actors' clients get the same fallbacks (``fallback_client`` is picklable); ``routes`` stays empty there.
 """
 
+import functools
 import importlib
 import os
 import sys
@@ -34,7 +36,7 @@ from ..errors import AgentHubError, ConfigError, RateLimitError, TransportError
 from ..limiter import LimiterHook, RateLimiter, estimate_tokens, has_hook
 from ..registry import cost
 from ..stream import collect
-from .jobfile import JobRow, OutputWriter, error_row, finished_ids, iter_rows, output_row, read_jobs
+from .jobfile import JobFile, JobRow, OutputWriter, error_row, iter_rows, mark_finished, output_row, read_jobs
 
 __all__ = ["run", "JobSummary", "build_clients", "row_tokens"]
 
@@ -84,10 +86,11 @@ def _route_name(route: Route) -> str:
     return repr(model) + (" ({})".format(extra) if extra else "")
 
 
-def _lines_text(lines: List[int]) -> str:
+def _lines_text(lines: List[int], count: Optional[int] = None) -> str:
+    count = len(lines) if count is None else count
     shown = ", ".join(str(n) for n in lines[:5])
-    return "line{} {}{}".format("s" if len(lines) > 1 else "", shown,
-                                " and {} more".format(len(lines) - 5) if len(lines) > 5 else "")
+    return "line{} {}{}".format("s" if count > 1 else "", shown,
+                                " and {} more".format(count - 5) if count > 5 else "")
 
 
 def default_client(model: str, client_type: Optional[str], base_url: Optional[str]) -> AutoLLMClient:
@@ -95,7 +98,8 @@ def default_client(model: str, client_type: Optional[str], base_url: Optional[st
 
 
 def build_clients(routes: Dict[Route, List[int]], factory: Optional[Callable[..., Any]] = None,
-                  embedding_lines: Optional[Dict[Route, List[int]]] = None) -> Dict[Route, Any]:
+                  embedding_lines: Optional[Dict[Route, List[int]]] = None,
+                  counts: Optional[Dict[Route, int]] = None) -> Dict[Route, Any]:
     """One client per (model, client_type, base_url), built before anything is sent; every route that
     cannot be built is listed (with its lines) in one ConfigError."""
     make = factory or default_client
@@ -105,7 +109,7 @@ def build_clients(routes: Dict[Route, List[int]], factory: Optional[Callable[...
         try:
             client = make(*route)
         except ConfigError as exc:
-            problems.append("{} ({}): {}".format(_route_name(route), _lines_text(lines), exc))
+            problems.append("{} ({}): {}".format(_route_name(route), _lines_text(lines, (counts or {}).get(route)), exc))
             continue
         clients[route] = client
         emb = (embedding_lines or {}).get(route)
@@ -387,42 +391,59 @@ def run(input_path: str, output_path: str, *, workers: int = 8, rpm: Optional[fl
         raise ConfigError("unknown argument(s) {} (they are for engine='ray')".format(sorted(engine_options)))
     if fallbacks is not None and not isinstance(fallbacks, (list, tuple)):
         raise ConfigError("fallbacks must be a list of model names or AutoLLMClients")
-    if fallbacks is not None and (client_factory is not None or engine == "ray"):
-        raise ConfigError("fallbacks= is for the live runner's own clients: with client_factory (or on Ray) "
-                          "give the clients your factory builds their fallbacks")
+    if fallbacks is not None and client_factory is not None:
+        raise ConfigError("fallbacks= is for the runner's own clients: with client_factory, give the clients "
+                          "your factory builds their fallbacks")
+    if fallbacks is not None:
+        client_factory = functools.partial(fallback_client, list(fallbacks))  # picklable: Ray's actors build it too
     if os.path.abspath(input_path) == os.path.abspath(output_path):
         raise ConfigError("the output file must not be the input file")
     job = read_jobs(input_path, skip_invalid=skip_invalid, keep_rows=False)
-    if engine == "ray":
-        # the engine is named, not imported here: agenthub.ray builds on this module (and alone imports ray)
-        run_job = getattr(importlib.import_module(ENGINES["ray"]), "run_job")
-        return run_job(input_path, output_path, job=job, workers=workers, rpm=rpm, tpm=tpm,
-                       retry_failed=retry_failed, progress=progress, client_factory=client_factory,
-                       max_retries=max_retries, **engine_options)
-    finished = finished_ids(output_path, retry_failed=retry_failed)
-    done_lines = {job.ids[i] for i in finished if i in job.ids}
+    try:
+        if engine == "ray":
+            # the engine is named, not imported here: agenthub.ray builds on this module (and alone imports ray)
+            run_job = getattr(importlib.import_module(ENGINES["ray"]), "run_job")
+            return run_job(input_path, output_path, job=job, workers=workers, rpm=rpm, tpm=tpm,  # type: ignore[no-any-return]
+                           retry_failed=retry_failed, progress=progress, client_factory=client_factory,
+                           max_retries=max_retries, **engine_options)
+        return _run_live(job, input_path, output_path, workers, limiter or RateLimiter(rpm, tpm), retry_failed,
+                         progress, client_factory, max_retries, grace, fallbacks, started)
+    finally:
+        job.ids.close()  # the id index's temporary file
+
+
+def resume(job: JobFile, output_path: str, retry_failed: bool) -> Tuple[int, Dict[Route, List[int]], Dict[Route, int]]:
+    """Mark in ``job.ids`` the rows that have an output row: (how many, route -> the first lines of the
+    rows left, route -> how many rows are left)."""
+    skipped = mark_finished(output_path, job.ids, retry_failed=retry_failed)
     routes = {}  # type: Dict[Route, List[int]]
-    for route, lines in job.routes.items():
-        left = [n for n in lines if n not in done_lines]
-        if left:
-            routes[route] = left
+    counts = {}  # type: Dict[Route, int]
+    for number, (count, lines) in job.ids.remaining().items():
+        routes[job.route_keys[number]] = lines
+        counts[job.route_keys[number]] = count
+    return skipped, routes, counts
+
+
+def _run_live(job: JobFile, input_path: str, output_path: str, workers: int, limiter: RateLimiter,
+              retry_failed: bool, progress: Any, client_factory: Optional[Callable[..., Any]], max_retries: int,
+              grace: float, fallbacks: Optional[Sequence[Any]], started: float) -> JobSummary:
+    skipped, routes, counts = resume(job, output_path, retry_failed)
     embedding = _embedding_lines(input_path, routes) if routes else {}
-    if fallbacks is not None:
-        client_factory = _with_fallbacks(list(fallbacks))
-    clients = build_clients(routes, client_factory, embedding)
-    summary = JobSummary(total=len(job), skipped=len(done_lines))
+    clients = build_clients(routes, client_factory, embedding, counts)
+    summary = JobSummary(total=len(job), skipped=skipped)
     show = _Progress(progress, summary.total, summary.skipped)
     writer = OutputWriter(output_path, retry_failed=retry_failed, retry_ids=job.ids)
+    ids = job.ids
     try:
         for number, row in job.invalid:
-            if number in done_lines:
+            if ids.is_done(row["id"]):
                 continue
             writer.write(dict(row))
             summary.failed += 1
-        todo = (row for row in iter_rows(input_path) if row.line not in done_lines)
-        state = _Job(todo, clients, writer, limiter or RateLimiter(rpm, tpm), summary, show, max_retries,
+        todo = (row for row in iter_rows(input_path) if not ids.is_done(row.id))
+        state = _Job(todo, clients, writer, limiter, summary, show, max_retries,
                      per_thread=client_factory if fallbacks is not None else None)
-        count = min(workers, max(1, sum(len(v) for v in routes.values())))
+        count = min(workers, max(1, sum(counts.values())))
         _drive(state, count, grace, show) if routes else None
         if state.error is not None:
             raise state.error
@@ -433,10 +454,10 @@ def run(input_path: str, output_path: str, *, workers: int = 8, rpm: Optional[fl
     return summary
 
 
-def _with_fallbacks(fallbacks: List[Any]) -> Callable[..., Any]:
-    def make(model: str, client_type: Optional[str], base_url: Optional[str]) -> AutoLLMClient:
-        return AutoLLMClient(model, client_type=client_type, base_url=base_url, max_retries=0, fallbacks=fallbacks)
-    return make
+def fallback_client(fallbacks: List[Any], model: str, client_type: Optional[str],
+                    base_url: Optional[str]) -> AutoLLMClient:
+    """The client of a route under ``run(..., fallbacks=...)``: the default client, with those fallbacks."""
+    return AutoLLMClient(model, client_type=client_type, base_url=base_url, max_retries=0, fallbacks=fallbacks)
 
 
 def _embedding_lines(input_path: str, routes: Dict[Route, List[int]]) -> Dict[Route, List[int]]:
@@ -449,7 +470,9 @@ def _embedding_lines(input_path: str, routes: Dict[Route, List[int]]) -> Dict[Ro
     for row in iter_rows(input_path):
         route = (row.model, row.client_type, row.base_url)
         if route in routes and row.config.get("embedding_config") is not None:
-            out.setdefault(route, []).append(row.line)
+            lines = out.setdefault(route, [])
+            if len(lines) < 6:  # enough to name them: memory stays flat
+                lines.append(row.line)
     return out
 
 
