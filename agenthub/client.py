@@ -67,7 +67,7 @@ from . import hosts, registry
 from .answers import request_id as answer_request_id, starts_stream
 from ._redact import redact_url, secret_values, url_secrets
 from .breaker import breaker_for, settings as breaker_settings
-from .errors import (AgentHubError, ConfigError, ServerError, StreamProtocolError, TransportError,
+from .errors import (AgentHubError, ConfigError, RateLimitError, ServerError, StreamProtocolError, TransportError,
                      UnsupportedOperationError, UnsupportedParameterError, UpstreamError, safe_url, set_field)
 from .foreign import for_dialect
 from .providers._common import Endpoint, apply_extras
@@ -640,13 +640,35 @@ class AutoLLMClient(object):
             documents.close()  # type: ignore[attr-defined]
 
     def _explain(self, exc: AgentHubError, request: Any) -> None:
-        """An UpstreamError learns the URL that answered; a 401/403, where the key came from (or why none went)."""
+        """An UpstreamError (or a TransportError) learns the URL it went to; a 401/403, where the key came from
+        (or why none went); a 404 at an OpenAI-compatible base URL without /v1, that it may be missing."""
+        if isinstance(exc, (UpstreamError, TransportError)) and exc.__dict__.get("url") is None:
+            url = getattr(request, "url", None)
+            if isinstance(url, str) and url.startswith(("http://", "https://")):
+                set_field(exc, "url", safe_url(url))
         if isinstance(exc, UpstreamError):
-            if getattr(exc, "url", None) is None:
-                set_field(exc, "url", safe_url(getattr(request, "url", None)))
             if exc.status in (401, 403) and getattr(exc, "hint", None) is None:
                 set_field(exc, "hint", registry.key_note(self.model, self._key_origin[0], self._key_origin[1],
                                                          bool(self._endpoint.api_key), self._endpoint.base_url))
+            if exc.status == 404 and getattr(exc, "hint", None) is None:
+                hint = _missing_v1(self.client_type, self._endpoint.base_url)
+                if hint:
+                    set_field(exc, "hint", hint)
+
+    def _advise(self, exc: AgentHubError, attempts: int) -> None:
+        """The last 429's words: when to retry, and how to let the client retry more."""
+        if not isinstance(exc, RateLimitError) or getattr(exc, "hint", None) is not None:
+            return
+        after = getattr(exc, "retry_after", None)
+        if isinstance(after, (int, float)) and not isinstance(after, bool):
+            when = "the server asks to wait {:g} s{}".format(after, " (longer than the {:g} s agenthub waits by "
+                                                                  "itself)".format(RETRY_AFTER_CAP)
+                                                           if after > RETRY_AFTER_CAP else "")
+        else:
+            when = "the server did not say when: wait a while"
+        set_field(exc, "hint", "rate limited after {} attempt{}: {} and retry; AutoLLMClient(..., max_retries=N) "
+                               "retries more by itself (now {})".format(attempts, "" if attempts == 1 else "s", when,
+                                                                       self.max_retries))
 
     def _open(self, request: Any, config: Dict[str, Any], messages: List[UniMessage],
               stateful: Optional[UniMessage]) -> ResponseStream:
@@ -866,6 +888,7 @@ class AutoLLMClient(object):
             for hook in hooks:
                 hook.on_error(call, exc)
             if not call.retry or call.delay is None:
+                self._advise(exc, call.number + 1)  # the last 429 says when to retry and how to retry more
                 return False
             call.number += 1
             tries += 1
@@ -1150,6 +1173,21 @@ def _unwell(error: BaseException) -> bool:
     if isinstance(error, (UpstreamError, StreamProtocolError)):
         return bool(getattr(error, "retryable", False))
     return False
+
+
+def _missing_v1(client_type: str, base_url: str) -> Optional[str]:
+    """For a 404 at an OpenAI-compatible endpoint whose base URL has no ``/v1`` (``http://127.0.0.1:8000``
+    where the server answers under ``http://127.0.0.1:8000/v1``): the hint the README promises."""
+    from urllib.parse import urlsplit
+
+    route = hosts.CLIENT_TYPES.get(client_type)
+    if route is None or route.host_name != "openai":
+        return None
+    path = urlsplit(base_url).path
+    if any(part.lower().startswith("v1") for part in path.split("/")) or "/api/" in path + "/":
+        return None
+    return ("the base_url has no /v1 (OpenAI-compatible servers answer at /v1/chat/completions and "
+            "/v1/responses): try base_url='{}/v1'".format(redact_url(base_url.rstrip("/"))))
 
 
 def _host(url: str) -> str:

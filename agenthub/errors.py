@@ -90,6 +90,13 @@ class AgentHubError(Exception):
     def __reduce__(self) -> Tuple[Any, ...]:  # keep the fields across pickling (process pools, workers)
         return (_rebuild, (type(self), self.args, self._fields))
 
+    @property
+    def status_code(self) -> Optional[int]:
+        """The HTTP status (the official SDKs' name for it): the same value as ``status``, None when no
+        server answered with one (a ConfigError, a TransportError)."""
+        status = self.__dict__.get("status")
+        return status if isinstance(status, int) and not isinstance(status, bool) else None
+
 
 def _rebuild(cls: type, args: Any, fields: Any) -> "AgentHubError":
     error = cls.__new__(cls)
@@ -137,6 +144,8 @@ class TransportError(AgentHubError, ConnectionError):
     deadline: bool = False
     aborted: bool = False
     forked: bool = False
+    #: the URL the request went to (no credentials, no secret query parameters; set by the client)
+    url: Optional[str] = None
 
 
 class UpstreamError(AgentHubError):
@@ -503,8 +512,9 @@ def error_to_json(error: BaseException) -> dict:
     message = error.args[0] if error.args and isinstance(error.args[0], str) else str(error)
     out["message"] = message
     for name, value in fields.items():
-        # the upstream's URL is the server's own business: a caller of the server never sees it
-        if name not in ("type", "message", "url") and isinstance(name, str) and _json_safe(value):
+        # the upstream's URL is the server's own business: a caller of the server never sees it; nor a hint,
+        # which speaks of the server's own client (its key variables, its max_retries): the caller's adds its own
+        if name not in ("type", "message", "url", "hint") and isinstance(name, str) and _json_safe(value):
             out[name] = list(value) if isinstance(value, tuple) else value
     out["retryable"] = bool(getattr(error, "retryable", False))
     if isinstance(error, StreamProtocolError) and "truncated" not in out:

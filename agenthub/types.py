@@ -263,12 +263,14 @@ class UniMessage(_UniMessageBase, total=False):
 class _AssistantMessageBase(TypedDict):
     role: Role
     content_items: List[ContentItem]
-    usage_metadata: Optional[UsageMetadata]
-    finish_reason: Optional[FinishReason]
+    usage_metadata: UsageMetadata
+    finish_reason: FinishReason
 
 
 class AssistantMessage(_AssistantMessageBase, total=False):
-    """What ``collect()`` returns: a UniMessage whose usage_metadata and finish_reason are always there."""
+    """What ``response()`` and ``collect()`` return: a completed turn, whose usage_metadata (the four
+    buckets, each an int or None) and finish_reason are always set.  (``collect()`` of events that
+    never reached their stop event, a list cut short, leaves both None: check_stream such a list.)"""
 
     created_at: int  # Unix milliseconds
 

@@ -58,8 +58,11 @@ def test_an_http_error_names_the_url_so_a_missing_v1_shows(server):
         list(client.streaming_response([USER]))
     error = info.value
     assert error.url == server.url + "/chat/completions"
-    assert str(error) == "Not Found (client=openai-chat, status=404, type=not_found, url={}/chat/completions)".format(
-        server.url)
+    # issue 24 C2: the 404 also carries the hint the README promises (and str() shows hints)
+    assert error.hint == ("the base_url has no /v1 (OpenAI-compatible servers answer at /v1/chat/completions and "
+                          "/v1/responses): try base_url='{}/v1'".format(server.url))
+    assert str(error) == "Not Found; {} (client=openai-chat, status=404, type=not_found, url={}/chat/completions)".format(
+        error.hint, server.url)
     again = pickle.loads(pickle.dumps(error))
     assert again.url == error.url and str(again) == str(error)
 

@@ -5,8 +5,10 @@ them all (agenthub is read the way an installed, ``py.typed`` package is: errors
 library are not reported, its annotations are used).  Skipped when mypy is not installed.
 """
 
+import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -72,6 +74,70 @@ except UpstreamError as error:
     status: Optional[int] = error.status
 """
 
+#: issue 24 C1: a user's script that catches errors and reads their fields (status_code as the SDKs name it,
+#: a TransportError's url), streams tool calls, asks response() for a schema and reads its usage and
+#: finish reason without None checks, embeds and lists models: mypy --strict and pyright, no error
+USER_SCRIPT = '''\
+# a user's script: catches errors and reads their fields, streams tool calls, asks for structured output,
+# embeds and lists models
+import json
+from typing import Any, Dict, List, Optional
+
+from agenthub import (AgentHubError, AutoLLMClient, ConfigError, FinishReason, RateLimitError, ToolSchema,
+                      TransportError, UniConfig, UniMessage, UpstreamError, UsageMetadata)
+
+client = AutoLLMClient("gpt-5.5", api_key="sk-test", max_retries=3)
+question: UniMessage = {"role": "user", "content_items": [{"type": "text", "text": "Weather in Paris?"}]}
+tools: List[ToolSchema] = [{"name": "get_weather", "description": "Current weather.",
+                            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}]
+arguments: Dict[str, str] = {}
+names: Dict[str, str] = {}
+try:
+    for event in client.streaming_response([question], {"tools": tools}):
+        for item in event["content_items"]:
+            if item["type"] == "partial_tool_call":
+                names[item["tool_call_id"]] = item["name"]
+                arguments[item["tool_call_id"]] = arguments.get(item["tool_call_id"], "") + item["arguments"]
+            elif item["type"] == "tool_call":
+                city: Any = item["arguments"].get("city")
+            elif item["type"] == "text":
+                print(item["text"], end="")
+        if event["event_type"] == "stop":
+            usage: Optional[UsageMetadata] = event["usage_metadata"]
+except RateLimitError as error:
+    wait: float = error.retry_after or 30.0
+    hint: Optional[str] = error.hint
+    code: Optional[int] = error.status_code
+except UpstreamError as error:
+    status: Optional[int] = error.status_code
+    same: Optional[int] = error.status
+    where: Optional[str] = error.url
+    kind: Optional[str] = error.error_type
+    request_id: Optional[str] = error.request_id
+except TransportError as error:
+    url: Optional[str] = error.url
+    timed_out: bool = error.timeout
+    again: bool = error.retryable
+except ConfigError as error:
+    print(str(error))
+except AgentHubError as error:
+    maybe: Optional[int] = error.status_code
+
+schema: UniConfig = {"response_format": {"type": "json_schema", "name": "weather", "strict": True, "schema": {
+    "type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}
+answer = client.response([question], schema)
+tokens: UsageMetadata = answer["usage_metadata"]
+prompt: Optional[int] = answer["usage_metadata"]["prompt_tokens"]
+finish: FinishReason = answer["finish_reason"]
+text = "".join(item["text"] for item in answer["content_items"] if item["type"] == "text")
+data: Any = json.loads(text)
+
+embedder = AutoLLMClient("text-embedding-3-small", api_key="sk-test")
+vectors: List[List[float]] = embedder.embed(["a", "b"])
+first: float = vectors[0][0]
+models: List[str] = client.list_models()
+'''
+
 #: the harness itself must catch mistakes: a misspelt error field and a thinking level that does not exist
 WRONG = (
     "from agenthub import RateLimitError, UniConfig\n"
@@ -97,6 +163,7 @@ def mypy_output(tmp_path_factory):
     files.update(USER_PROJECT)
     files["harness_wrong.py"] = WRONG
     files["user_api.py"] = USER_API
+    files["user_script.py"] = USER_SCRIPT
     for name, code in files.items():
         path = src / name
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -117,6 +184,19 @@ def test_every_readme_python_block_passes_mypy_strict(mypy_output):
     readme = [line for line in mypy_output.splitlines() if not line.startswith("harness_wrong.py")]
     assert readme == [], ("README blocks (module name = README line) or user_api.py fail mypy --strict:\n"
                           + "\n".join(readme))
+
+
+def test_a_users_script_passes_pyright(tmp_path):
+    pyright = shutil.which("pyright") or os.path.join(os.path.dirname(sys.executable), "pyright")
+    if not os.path.exists(pyright):
+        pytest.skip("pyright is not installed")
+    (tmp_path / "user_script.py").write_text(USER_SCRIPT, encoding="utf-8")
+    (tmp_path / "pyrightconfig.json").write_text(json.dumps({"extraPaths": [ROOT], "pythonVersion": "3.8"}),
+                                                 encoding="utf-8")
+    result = subprocess.run([pyright, "user_script.py"], cwd=str(tmp_path), stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, timeout=300)
+    output = result.stdout.decode("utf-8", "replace")
+    assert result.returncode == 0 and "0 errors" in output, output
 
 
 def test_the_checker_catches_a_wrong_field_and_a_wrong_level(mypy_output):
