@@ -299,3 +299,19 @@ def test_pacing_uses_the_servers_rpm_without_429s(tmp_path):
         late_429 = [t for t, status in server.statuses if status == 429 and t - start > 1.0]
         used = (len(ok) - 1) / (ok[-1] - start) * 60
         assert late_429 == [] and used >= 0.85 * rpm, (used, len(late_429))
+
+
+def test_an_invalid_line_skipped_with_skip_invalid_is_never_sent(tmp_path):
+    with JobServer() as server:
+        rows = _rows(server, ["good", "negative max_tokens", "bad role"])
+        rows[1]["config"] = {"max_tokens": -1}  # the shape of a row, the value not
+        rows[2]["messages"] = [{"role": "system", "content_items": [{"type": "text", "text": "bad role"}]}]
+        src = _write(tmp_path / "in.jsonl", rows)
+        out = str(tmp_path / "out.jsonl")
+        summary = jobs.run(src, out, progress=False, skip_invalid=True)
+        assert (summary.done, summary.failed) == (1, 2)
+        assert dict(server.counts) == {"good": 1}
+        again = jobs.run(src, out, progress=False, skip_invalid=True, retry_failed=True)
+        assert (again.done, again.failed, again.skipped) == (0, 2, 1) and dict(server.counts) == {"good": 1}
+    assert sorted((r["id"], r["error"] is None) for r in read_output(out)) == [
+        ("r0", True), ("r1", False), ("r2", False)]

@@ -436,11 +436,10 @@ def _run_live(job: JobFile, input_path: str, output_path: str, workers: int, lim
     ids = job.ids
     try:
         for number, row in job.invalid:
-            if ids.is_done(row["id"]):
-                continue
-            writer.write(dict(row))
-            summary.failed += 1
-        todo = (row for row in iter_rows(input_path) if not ids.is_done(row.id))
+            if ids.mark_done(row["id"]):  # an invalid line is never sent (iter_rows below does not check again)
+                writer.write(dict(row))
+                summary.failed += 1
+        todo = (row for row in iter_rows(input_path, check=False) if not ids.is_done(row.id))
         state = _Job(todo, clients, writer, limiter, summary, show, max_retries,
                      per_thread=client_factory if fallbacks is not None else None)
         count = min(workers, max(1, sum(counts.values())))
