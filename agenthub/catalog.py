@@ -123,7 +123,8 @@ def _public(row: Mapping[str, Any]) -> CatalogModel:
 
 
 def catalog_info() -> Dict[str, Any]:
-    """The snapshot's ``about`` block: ``date``, ``sources`` (name, version, url, licence, licence_text), ``providers``."""
+    """The snapshot's ``about`` block: ``date``, ``sources`` (name, version, url, licence, licence_text),
+    ``providers``."""
     return copy.deepcopy(_load()["about"])
 
 
@@ -220,7 +221,8 @@ def _writes(cache_writes: Any) -> Dict[str, int]:
     if isinstance(cache_writes, Mapping):
         unknown = set(cache_writes) - {"5m", "1h"}
         if unknown:
-            raise ConfigError("cache_writes takes the keys '5m' and '1h' (got {})".format(", ".join(sorted(map(str, unknown)))))
+            raise ConfigError("cache_writes takes the keys '5m' and '1h' (got {})".format(
+                ", ".join(sorted(map(str, unknown)))))
         out = {}
         for key in ("5m", "1h"):
             value = cache_writes.get(key, 0) or 0

