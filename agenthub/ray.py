@@ -188,12 +188,12 @@ def run_job(input_path: str, output_path: str, *, job: JobFile, workers: int = 8
     todo_path = os.path.join(folder, "todo.jsonl")
     try:
         for number, row in job.invalid:
-            if not job.ids.is_done(row["id"]):
+            if job.ids.mark_done(row["id"]):  # an invalid line is never sent (iter_rows below does not check again)
                 writer.write(dict(row))
                 summary.failed += 1
         count = 0
         with open(todo_path, "w", encoding="utf-8") as todo:
-            for row in iter_rows(input_path):
+            for row in iter_rows(input_path, check=False):
                 if not job.ids.is_done(row.id):
                     todo.write(json.dumps(row.to_json(), ensure_ascii=False) + "\n")
                     count += 1

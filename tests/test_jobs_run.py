@@ -299,3 +299,49 @@ def test_pacing_uses_the_servers_rpm_without_429s(tmp_path):
         late_429 = [t for t, status in server.statuses if status == 429 and t - start > 1.0]
         used = (len(ok) - 1) / (ok[-1] - start) * 60
         assert late_429 == [] and used >= 0.85 * rpm, (used, len(late_429))
+
+
+def test_an_invalid_line_skipped_with_skip_invalid_is_never_sent(tmp_path):
+    with JobServer() as server:
+        rows = _rows(server, ["good", "negative max_tokens", "bad role"])
+        rows[1]["config"] = {"max_tokens": -1}  # the shape of a row, the value not
+        rows[2]["messages"] = [{"role": "system", "content_items": [{"type": "text", "text": "bad role"}]}]
+        src = _write(tmp_path / "in.jsonl", rows)
+        out = str(tmp_path / "out.jsonl")
+        summary = jobs.run(src, out, progress=False, skip_invalid=True)
+        assert (summary.done, summary.failed) == (1, 2)
+        assert dict(server.counts) == {"good": 1}
+        again = jobs.run(src, out, progress=False, skip_invalid=True, retry_failed=True)
+        assert (again.done, again.failed, again.skipped) == (0, 2, 1) and dict(server.counts) == {"good": 1}
+    assert sorted((r["id"], r["error"] is None) for r in read_output(out)) == [
+        ("r0", True), ("r1", False), ("r2", False)]
+
+
+def test_rows_beyond_the_budget_get_error_rows_and_are_never_sent(tmp_path):
+    from agenthub import Budget
+    from agenthub.budget import worst_case_usd
+
+    with JobServer() as server:
+        src = _write(tmp_path / "in.jsonl", _rows(server, ["b{}".format(i) for i in range(8)]))
+        out = str(tmp_path / "out.jsonl")
+        rows = list(jobs.iter_rows(src))
+        need = worst_case_usd("deepseek-v4-flash", jobs.runner.estimate_tokens(rows[0].messages, {}), 16)
+        budget = Budget(max_usd=need * 2.5)  # room for two worst cases, then the answers' real cost counts
+        summary = jobs.run(src, out, workers=1, progress=False, budget=budget)
+        assert summary.done >= 2 and summary.failed >= 1 and summary.done + summary.failed == 8
+        assert budget.spent_usd <= budget.max_usd
+        got = _by_id(out)
+        refused = [r for r in got.values() if r["error"] is not None]
+        assert {r["error"]["type"] for r in refused} == {"BudgetExceededError"}
+        assert {r["attempts"] for r in refused} == {0}
+        assert sum(server.counts.values()) == summary.done  # the refused rows never reached the server
+        assert all(server.counts["b{}".format(int(r["id"][1:]))] == 0 for r in refused)
+        # a new budget and retry_failed: the refused rows are sent now
+        again = jobs.run(src, out, workers=2, progress=False, budget=Budget(max_usd=1.0), retry_failed=True)
+        assert again.done == summary.failed and set(server.counts.values()) == {1}
+        with pytest.raises(ConfigError):
+            jobs.run(src, out, budget=Budget(1.0), engine="ray")
+        with pytest.raises(ConfigError):
+            jobs.run(src, out, budget=Budget(1.0), client_factory=lambda *route: None)
+        with pytest.raises(ConfigError):
+            jobs.run(src, out, budget={"max_usd": 1})

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple, Union
 
 from ..client import AutoLLMClient, _backoff
-from ..errors import AgentHubError, ConfigError, RateLimitError, TransportError
+from ..errors import AgentHubError, BudgetExceededError, ConfigError, RateLimitError, TransportError
 from ..limiter import LimiterHook, RateLimiter, estimate_tokens, has_hook
 from ..registry import cost
 from ..stream import collect
@@ -325,6 +325,8 @@ class _Job(object):
                 limiter.settle(ticket, None)
                 if isinstance(exc, TransportError) and exc.aborted and self.stop_hard.is_set():
                     return None
+                if isinstance(exc, BudgetExceededError):  # refused before anything was sent
+                    return error_row(row, exc, attempts=attempt - 1, backend=self.backend)
                 retry_after = getattr(exc, "retry_after", None)
                 if isinstance(exc, RateLimitError) or getattr(exc, "status", None) == 429:
                     # the client's LimiterHook paused the limiter (every worker) for the Retry-After
@@ -369,7 +371,7 @@ def run(input_path: str, output_path: str, *, workers: int = 8, rpm: Optional[fl
         tpm: Optional[float] = None, retry_failed: bool = False, progress: Union[None, bool, Callable[..., Any]] = None,
         skip_invalid: bool = False, engine: Optional[str] = None, limiter: Optional[RateLimiter] = None,
         client_factory: Optional[Callable[..., Any]] = None, max_retries: int = 2, grace: float = 30.0,
-        fallbacks: Optional[Sequence[Any]] = None, **engine_options: Any) -> JobSummary:
+        fallbacks: Optional[Sequence[Any]] = None, budget: Any = None, **engine_options: Any) -> JobSummary:
     """Run a job file live (or on Ray: ``engine="ray"``) and append the answers to ``output_path``.
 
     ``rpm`` / ``tpm``: the budget of one shared RateLimiter (or pass ``limiter``).  ``progress``: None
@@ -378,6 +380,9 @@ def run(input_path: str, output_path: str, *, workers: int = 8, rpm: Optional[fl
     ``client_factory(model, client_type, base_url)`` builds the client of a route (default:
     ``AutoLLMClient(..., max_retries=0)``, keys from the environment).  ``fallbacks``: model names or
     AutoLLMClients every row's client fails over to (``JobSummary.routes`` counts which answered).
+    ``budget``: an ``agenthub.Budget`` every row's client (fallbacks included) reserves from: a row whose
+    worst case no longer fits gets a BudgetExceededError row (``attempts`` 0) and is never sent; a
+    rerun with ``retry_failed=True`` and a new budget sends those rows.  Live engine only.
     """
     started = time.monotonic()
     _positive_int(workers, "workers")
@@ -394,7 +399,19 @@ def run(input_path: str, output_path: str, *, workers: int = 8, rpm: Optional[fl
     if fallbacks is not None and client_factory is not None:
         raise ConfigError("fallbacks= is for the runner's own clients: with client_factory, give the clients "
                           "your factory builds their fallbacks")
-    if fallbacks is not None:
+    if budget is not None:
+        from ..budget import Budget
+
+        if not isinstance(budget, Budget):
+            raise ConfigError("budget must be an agenthub.Budget (got {})".format(type(budget).__name__))
+        if client_factory is not None:
+            raise ConfigError("budget= is for the runner's own clients: with client_factory, give the clients your "
+                              "factory builds the budget (AutoLLMClient(..., budget=...))")
+        if engine == "ray":
+            raise ConfigError("budget= cannot go to Ray's actors: a Budget is one account in one process (its "
+                              "account would split); run the job live, or give each actor's client_factory a Budget")
+        client_factory = functools.partial(own_client, list(fallbacks) if fallbacks is not None else None, budget)
+    elif fallbacks is not None:
         client_factory = functools.partial(fallback_client, list(fallbacks))  # picklable: Ray's actors build it too
     if os.path.abspath(input_path) == os.path.abspath(output_path):
         raise ConfigError("the output file must not be the input file")
@@ -436,11 +453,10 @@ def _run_live(job: JobFile, input_path: str, output_path: str, workers: int, lim
     ids = job.ids
     try:
         for number, row in job.invalid:
-            if ids.is_done(row["id"]):
-                continue
-            writer.write(dict(row))
-            summary.failed += 1
-        todo = (row for row in iter_rows(input_path) if not ids.is_done(row.id))
+            if ids.mark_done(row["id"]):  # an invalid line is never sent (iter_rows below does not check again)
+                writer.write(dict(row))
+                summary.failed += 1
+        todo = (row for row in iter_rows(input_path, check=False) if not ids.is_done(row.id))
         state = _Job(todo, clients, writer, limiter, summary, show, max_retries,
                      per_thread=client_factory if fallbacks is not None else None)
         count = min(workers, max(1, sum(counts.values())))
@@ -452,6 +468,14 @@ def _run_live(job: JobFile, input_path: str, output_path: str, workers: int, lim
         summary.wall_s = time.monotonic() - started
     show.end(summary)
     return summary
+
+
+def own_client(fallbacks: Optional[List[Any]], budget: Any, model: str, client_type: Optional[str],
+               base_url: Optional[str]) -> AutoLLMClient:
+    """The client of a route under ``run(..., fallbacks=..., budget=...)`` (the fallbacks built from model
+    names get the same budget)."""
+    return AutoLLMClient(model, client_type=client_type, base_url=base_url, max_retries=0, fallbacks=fallbacks,
+                         budget=budget)
 
 
 def fallback_client(fallbacks: List[Any], model: str, client_type: Optional[str],
