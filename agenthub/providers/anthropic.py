@@ -757,7 +757,7 @@ def _unknown(state: _State, payload: Dict[str, Any]) -> Any:
     return ()
 
 
-def _parse(pairs: Iterable[Any], client: str, tool_id_prefix: Any) -> Iterator[Any]:
+def _parse(pairs: Iterable[Any], client: str = "anthropic", tool_id_prefix: Any = None) -> Iterator[Any]:
     """``parse_stream`` over decoded payloads: ``(event, payload)`` pairs (see ``_common.payloads``)."""
     state = _State(client, tool_id_prefix)
     handlers = _EVENTS
@@ -984,7 +984,7 @@ def count_request(plan: HttpRequest, model: str, quirks: Mapping[str, Any], form
 
 
 PROTOCOL = Protocol(
-    "anthropic", __name__, build_request, parse_stream, parse_document=parse_document,
+    "anthropic", __name__, build_request, parse_stream, parse_document=parse_document, parse_payloads=_parse,
     quirk_keys=("automatic_caching", "fast_mode", "interleaved_thinking", "model_in_body", "replay_unsigned_thinking",
                 "response_formats", "thinking_rule", "version_in_body"),
     demo=("claude-sonnet-4-6", "Anthropic Messages"), models_request=models_request, parse_models=parse_data_list,

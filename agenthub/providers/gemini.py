@@ -971,7 +971,7 @@ def _error_chunk(client: str, chunk: Any) -> Optional[Exception]:
     return None
 
 
-def _parse(pairs: Iterable[Any], client: str, tool_id_prefix: Any) -> Iterator[Any]:
+def _parse(pairs: Iterable[Any], client: str = "gemini", tool_id_prefix: Any = None) -> Iterator[Any]:
     """``parse_stream`` over decoded payloads: ``(event, chunk)`` pairs (see ``_common.payloads``)."""
     state = _State(client, tool_id_prefix)
     tools = state.tools
@@ -1087,7 +1087,7 @@ def count_request(plan: HttpRequest, model: str, quirks: Mapping[str, Any], form
 
 
 PROTOCOL = Protocol(
-    "gemini", __name__, build_request, parse_stream, parse_document=parse_document,
+    "gemini", __name__, build_request, parse_stream, parse_document=parse_document, parse_payloads=_parse,
     quirk_keys=("fast_mode", "image_output", "response_formats", "stream_function_call_arguments", "tts"),
     embeddings="gemini_embeddings", demo=("gemini-3.5-flash", "Gemini generateContent"),
     models_request=models_request, parse_models=parse_models,

@@ -413,7 +413,7 @@ def _choice(chunk: Dict[str, Any], choices: Any) -> Any:
     return choice
 
 
-def _parse(pairs: Iterable[Any], client: str, tool_id_prefix: Any) -> Iterator[Any]:
+def _parse(pairs: Iterable[Any], client: str = "openai-chat", tool_id_prefix: Any = None) -> Iterator[Any]:
     """``parse_stream`` over decoded payloads: ``(event, chunk)`` pairs (see ``_common.payloads``)."""
     state = _State(client, tool_id_prefix)
     feed_arguments = state.tools.feed_arguments
@@ -723,7 +723,7 @@ def _base_resp_error(client: str, base: Dict[str, Any]) -> Exception:
 
 
 PROTOCOL = Protocol(
-    "openai-chat", __name__, build_request, parse_stream, parse_document=parse_document,
+    "openai-chat", __name__, build_request, parse_stream, parse_document=parse_document, parse_payloads=_parse,
     quirk_keys=("echo_reasoning_on_tool_turns", "fast_mode", "images", "max_tokens_field", "reasoning_field",
                 "response_formats", "stream_usage", "thinking", "tool_choice", "tool_stream"),
     embeddings="openai_embeddings", demo=("demo-model", "OpenAI Chat Completions"),
