@@ -24,11 +24,11 @@ Rules (WHATWG "event stream interpretation", plus what real servers do):
 """
 
 import json
-from typing import Any, Iterable, Iterator, List, Optional
+from typing import Any, Iterable, Iterator, List, Optional, Tuple
 
 from .errors import StreamProtocolError
 
-__all__ = ["SSEEvent", "SSEDecoder", "iter_events", "json_loads", "DEFAULT_MAX_LINE_BYTES"]
+__all__ = ["SSEEvent", "SSEDecoder", "iter_events", "iter_event_data", "json_loads", "DEFAULT_MAX_LINE_BYTES"]
 
 #: a ``retry`` field of more digits than this (more than ~115 days in milliseconds) is ignored
 _MAX_RETRY_DIGITS = 10
@@ -60,10 +60,15 @@ class SSEEvent(object):
 
 
 class SSEDecoder(object):
-    """Incremental SSE decoder: ``feed(bytes) -> [SSEEvent]``, ``flush() -> [SSEEvent]``."""
+    """Incremental SSE decoder: ``feed(bytes) -> [SSEEvent]``, ``flush() -> [SSEEvent]``.
 
-    def __init__(self, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -> None:
+    ``pairs``: each event is dispatched as an ``(event name, data)`` tuple instead of an SSEEvent
+    (the same framing; ``id`` and ``retry`` are still interpreted, only not handed out), for a
+    reader that needs neither: a tuple costs a fraction of an object built per event."""
+
+    def __init__(self, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES, pairs: bool = False) -> None:
         self.max_line_bytes = max_line_bytes
+        self._pairs = pairs
         self._pending = []  # type: List[bytes]  # pieces of the current unfinished line
         self._pending_len = 0
         self._skip_lf = False  # the previous chunk ended in CR: a leading LF belongs to it
@@ -74,7 +79,7 @@ class SSEDecoder(object):
         self._retry = None  # type: Optional[int]
 
     # -- framing ---------------------------------------------------------------------------
-    def feed(self, chunk: bytes) -> List[SSEEvent]:
+    def feed(self, chunk: bytes) -> List[Any]:
         if not chunk:
             return []
         if self._fresh:
@@ -85,7 +90,7 @@ class SSEDecoder(object):
                 return [event]
         return self._feed(chunk)
 
-    def _feed(self, chunk: bytes) -> List[SSEEvent]:
+    def _feed(self, chunk: bytes) -> List[Any]:
         """feed() for any chunk (not empty): framing on bytes, then the lines one by one."""
         if self._skip_lf:
             self._skip_lf = False
@@ -118,7 +123,7 @@ class SSEDecoder(object):
                 raise StreamProtocolError("an SSE line exceeds {} bytes".format(line_limit))
             self._pending.append(tail)
             self._pending_len = len(tail)
-        events = []  # type: List[SSEEvent]
+        events = []  # type: List[Any]
         if len(chunk) > line_limit:  # only then can a complete line be too long: check each, in order
             for line in lines:
                 if len(line) > line_limit:
@@ -132,6 +137,7 @@ class SSEDecoder(object):
         # _line() inlined for the lines nearly every event has (``data:``, ``event:`` and the
         # blank line that dispatches); the other lines go through _line().
         data = self._data
+        pairs = self._pairs
         for raw in lines:
             if raw.startswith(b"data:"):
                 try:
@@ -150,8 +156,11 @@ class SSEDecoder(object):
                 retry = self._retry
                 if retry is not None:
                     self._retry = None
-                events.append(SSEEvent(data[0] if len(data) == 1 else "\n".join(data), self._event or "message",
-                                       self._last_id, retry))
+                if pairs:
+                    events.append((self._event or "message", data[0] if len(data) == 1 else "\n".join(data)))
+                else:
+                    events.append(SSEEvent(data[0] if len(data) == 1 else "\n".join(data), self._event or "message",
+                                           self._last_id, retry))
                 self._event = ""
                 data = self._data = []
             else:
@@ -164,7 +173,7 @@ class SSEDecoder(object):
         if sum(map(len, self._data)) > self.max_line_bytes:
             raise StreamProtocolError("an SSE event exceeds {} bytes".format(self.max_line_bytes))
 
-    def _one_event(self, chunk: bytes) -> Optional[SSEEvent]:
+    def _one_event(self, chunk: bytes) -> Any:
         """The chunk servers send most: exactly one event, ``[event: <name>]`` then ``data: <payload>``
         then the blank line, framed with LF or (one line, Gemini) CRLF.  -> the event, or None
         (state untouched) for anything else, which the general path takes."""
@@ -199,7 +208,8 @@ class SSEDecoder(object):
         retry = self._retry
         if retry is not None:
             self._retry = None
-        event = SSEEvent(data, self._event or "message", self._last_id, retry)
+        event = (self._event or "message", data) if self._pairs else SSEEvent(data, self._event or "message",
+                                                                               self._last_id, retry)
         self._event = ""
         return event
 
@@ -214,9 +224,9 @@ class SSEDecoder(object):
         self._fresh = False
         return chunk[3:] if chunk[:3] == b"\xef\xbb\xbf" else chunk
 
-    def flush(self) -> List[SSEEvent]:
+    def flush(self) -> List[Any]:
         """End of body: the unfinished line is taken as complete, and a pending event is dispatched."""
-        events = []  # type: List[SSEEvent]
+        events = []  # type: List[Any]
         if self._pending:
             line = b"".join(self._pending)
             self._pending = []
@@ -230,7 +240,7 @@ class SSEDecoder(object):
         return events
 
     # -- interpretation --------------------------------------------------------------------
-    def _line(self, raw: bytes) -> Optional[SSEEvent]:
+    def _line(self, raw: bytes) -> Any:
         if not raw:
             return self._dispatch()
         if raw[:5] == b"data:":  # the hot path
@@ -268,7 +278,7 @@ class SSEDecoder(object):
             if 0 < len(value) <= _MAX_RETRY_DIGITS and value.isascii() and value.isdigit():
                 self._retry = int(value)
 
-    def _dispatch(self) -> Optional[SSEEvent]:
+    def _dispatch(self) -> Any:
         data = self._data
         event_name = self._event
         self._event = ""
@@ -277,12 +287,25 @@ class SSEDecoder(object):
         self._data = []
         retry = self._retry
         self._retry = None
-        return SSEEvent(data[0] if len(data) == 1 else "\n".join(data), event_name or "message", self._last_id, retry)
+        text = data[0] if len(data) == 1 else "\n".join(data)
+        if self._pairs:
+            return event_name or "message", text
+        return SSEEvent(text, event_name or "message", self._last_id, retry)
 
 
 def iter_events(chunks: Iterable[bytes], max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -> Iterator[SSEEvent]:
     """Decode an iterable of byte chunks into SSEEvents, lazily; the end of chunks is the end of the body."""
-    decoder = SSEDecoder(max_line_bytes)
+    return _frames(chunks, max_line_bytes, False)
+
+
+def iter_event_data(chunks: Iterable[bytes], max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -> Iterator[Tuple[str, str]]:
+    """``iter_events`` as ``(event name, data)`` tuples (``SSEDecoder(pairs=True)``): the same framing, the
+    same errors, for a reader that uses neither ``id`` nor ``retry`` (``providers._common.payloads``)."""
+    return _frames(chunks, max_line_bytes, True)
+
+
+def _frames(chunks: Iterable[bytes], max_line_bytes: int, pairs: bool) -> Iterator[Any]:
+    decoder = SSEDecoder(max_line_bytes, pairs)
     feed = decoder.feed
     event_type = SSEEvent
     last_id = None  # type: Optional[str]
@@ -300,7 +323,7 @@ def iter_events(chunks: Iterable[bytes], max_line_bytes: int = DEFAULT_MAX_LINE_
                     except UnicodeDecodeError:
                         pass  # the general path raises the error it always raised
                     else:
-                        yield event_type(data, "message", last_id, None)
+                        yield ("message", data) if pairs else event_type(data, "message", last_id, None)
                         continue
             elif first == size - 3:  # "data: <payload>\r\n\r\n" (Gemini)
                 if chunk.find(b"\r") == first - 1 and chunk.endswith(b"\r\n\r\n") and chunk.startswith(b"data: ") \
@@ -310,7 +333,7 @@ def iter_events(chunks: Iterable[bytes], max_line_bytes: int = DEFAULT_MAX_LINE_
                     except UnicodeDecodeError:
                         pass
                     else:
-                        yield event_type(data, "message", last_id, None)
+                        yield ("message", data) if pairs else event_type(data, "message", last_id, None)
                         continue
             elif chunk.find(b"\n", first + 1) == size - 2 and chunk[-1] == 10 and 13 not in chunk \
                     and chunk.startswith(b"event: ") and chunk.startswith(b"data: ", first + 1) \
@@ -321,7 +344,7 @@ def iter_events(chunks: Iterable[bytes], max_line_bytes: int = DEFAULT_MAX_LINE_
                 except UnicodeDecodeError:
                     pass
                 else:
-                    yield event_type(data, name, last_id, None)
+                    yield (name, data) if pairs else event_type(data, name, last_id, None)
                     continue
         if not chunk:
             continue

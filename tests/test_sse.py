@@ -3,7 +3,7 @@
 import pytest
 
 from agenthub.errors import StreamProtocolError
-from agenthub.sse import SSEDecoder, SSEEvent, iter_events
+from agenthub.sse import SSEDecoder, SSEEvent, iter_event_data, iter_events
 from conftest import boundary_splits, every_split, wire_streams
 
 
@@ -105,3 +105,42 @@ def test_a_byte_order_mark_opening_the_body_is_dropped():
     assert decode([body]) == [SSEEvent("a"), SSEEvent("b")]
     assert list(iter_events([body[:5], body[5:]])) == [SSEEvent("a"), SSEEvent("b")]
     assert list(iter_events([body])) == [SSEEvent("a"), SSEEvent("b")]
+
+
+def _pairs(events):
+    return [(event.event, event.data) for event in events]
+
+
+@pytest.mark.parametrize("newline", [b"\n", b"\r", b"\r\n"])
+def test_pairs_are_the_events_name_and_data_at_every_split(newline):
+    """SSEDecoder(pairs=True) and iter_event_data: the same framing as SSEEvents, as (event, data) tuples."""
+    body = newline.join([b"data: a", b"", b"event: ping", b"data:b", b"", b": comment", b"id: 7",
+                         b"retry: 30", b"data: c", b"data: d", b"", b"event: x", b"data: e", b"", b"data: f"])
+    expected = [("message", "a"), ("ping", "b"), ("message", "c\nd"), ("x", "e"), ("message", "f")]
+    assert _pairs(decode([body])) == expected
+    for chunks in every_split(body):
+        assert decode(chunks, pairs=True) == expected
+        assert list(iter_event_data(chunks)) == expected
+    assert list(iter_event_data([b"\xef\xbb\xbf" + body])) == expected
+    # one event per chunk (iter_events' own fast path), then the general path, then one event again
+    chunks = [b"data: a\n\n", b"event: n\ndata: b\n\n", b"data: c\r\n\r\n", b"data: d\n", b"\ndata: e\n\n"]
+    assert list(iter_event_data(chunks)) == _pairs(iter_events(chunks)) == [
+        ("message", "a"), ("n", "b"), ("message", "c"), ("message", "d"), ("message", "e")]
+
+
+def test_pairs_raise_the_same_errors():
+    for chunks in ([b"data: \xff\n\n"], [b"data: 0123456789abcdef0\n\n"], [b"data: 0123", b"456789abcdef0\n\n"]):
+        with pytest.raises(StreamProtocolError) as as_events:
+            list(iter_events(chunks, max_line_bytes=16))
+        with pytest.raises(StreamProtocolError) as as_pairs:
+            list(iter_event_data(chunks, max_line_bytes=16))
+        assert str(as_pairs.value) == str(as_events.value)
+
+
+@pytest.mark.skipif(not wire_streams("openai_chat"), reason="../shared/wire is absent")
+@pytest.mark.parametrize("protocol", ["openai_chat", "openai_responses", "anthropic", "gemini"])
+def test_recorded_streams_as_pairs(protocol):
+    for name, data, _ in wire_streams(protocol):
+        whole = _pairs(decode([data]))
+        for chunks in boundary_splits(data):
+            assert list(iter_event_data(chunks)) == whole, (name, len(chunks[0]))

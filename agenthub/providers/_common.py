@@ -12,7 +12,7 @@ from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optio
 
 from ..answers import error_from_body as _error_from_body
 from ..errors import ConfigError, StreamProtocolError, UnsupportedParameterError
-from ..sse import iter_events, json_loads
+from ..sse import iter_event_data, iter_events, json_loads
 from ..types import HttpRequest
 
 __all__ = [
@@ -96,14 +96,19 @@ def payloads(frames: Iterable[Any]) -> Iterator[Tuple[str, Any]]:
     decoder's ValueError (the driver reports it as a StreamProtocolError).  A whole JSON
     answer skips this step: ``parse_document`` hands its documents to the same parser as
     ``("message", document)`` pairs."""
+    return data_payloads((frame.event, frame.data) for frame in frames)
+
+
+def data_payloads(pairs: Iterable[Tuple[str, str]]) -> Iterator[Tuple[str, Any]]:
+    """``payloads`` over ``(event name, data)`` tuples (``sse.iter_event_data``): what ``Protocol.read``
+    hands a dialect's ``parse_payloads``, with no SSEEvent built per event."""
     loads = json_loads
-    for frame in frames:
-        data = frame.data
+    for event, data in pairs:
         try:
-            yield frame.event, loads(data)
+            yield event, loads(data)
         except ValueError:
-            if frame.event == "error":
-                yield frame.event, data
+            if event == "error":
+                yield event, data
                 continue
             stripped = data.strip()
             if not stripped:
@@ -155,7 +160,10 @@ class Protocol(object):
     an HttpRequest whose ``url`` is the path under the endpoint (``/chat/completions``,
     ``/v1/messages``, ``/v1beta/models/{model}:streamGenerateContent?alt=sse``) and whose headers
     hold no credential.  ``framing(chunks, max_line_bytes)``: the body's bytes -> the frames
-    ``parse_stream`` reads (SSE events by default).  ``parse_document(payload, client)``: a whole
+    ``parse_stream`` reads (SSE events by default).  ``parse_payloads(pairs, client)``: ``parse_stream``
+    over the decoded payloads it reads (``parse_stream(events)`` being ``parse_payloads(payloads(events))``):
+    when given, with the default framing, ``read`` frames the body into ``(event, data)`` tuples and
+    decodes those (``data_payloads``), building no SSEEvent per event.  ``parse_document(payload, client)``: a whole
     JSON answer (a server that ignored streaming, or a non-streamed endpoint such as embeddings) ->
     the same parts.  ``quirk_keys``: the registry quirks the module reads.  ``embeddings``: the
     module under ``agenthub.providers`` serving embedding models for this dialect (its own
@@ -169,7 +177,7 @@ class Protocol(object):
     """
 
     __slots__ = ("name", "module", "build_request", "parse_stream", "framing", "parse_document", "quirk_keys",
-                 "embeddings", "demo", "models_request", "parse_models", "error_from_body")
+                 "embeddings", "demo", "models_request", "parse_models", "error_from_body", "parse_payloads")
 
     def __init__(
         self,
@@ -185,6 +193,7 @@ class Protocol(object):
         models_request: Optional[Callable[["Endpoint", Optional[str]], HttpRequest]] = None,
         parse_models: Optional[Callable[[Any, str], Tuple[List[str], Optional[str]]]] = None,
         error_from_body: Callable[..., Any] = _error_from_body,
+        parse_payloads: Optional[Callable[..., Iterator[Any]]] = None,
     ) -> None:
         if parse_document is None:
             raise TypeError("a Protocol needs parse_document (a whole JSON answer -> its parts)")
@@ -200,6 +209,7 @@ class Protocol(object):
         self.models_request = models_request
         self.parse_models = parse_models
         self.error_from_body = error_from_body
+        self.parse_payloads = parse_payloads
 
     def read(self, body: Any, client: str, max_line_bytes: int, document: bool = False) -> Iterator[Any]:
         """The parts of one answer: ``body`` (a transport.BodyStream) is opened (the request is sent);
@@ -209,6 +219,8 @@ class Protocol(object):
             return _whole(self.parse_document(body.document, client), client)
         if self.parse_stream is None:  # (its requests ask for a document: open() reads one whatever came)
             raise StreamProtocolError("{}: expected one JSON document, got a stream".format(client), client=client)
+        if self.parse_payloads is not None and self.framing is iter_events:
+            return self.parse_payloads(data_payloads(iter_event_data(body.iter_chunks(), max_line_bytes)), client)
         return self.parse_stream(self.framing(body.iter_chunks(), max_line_bytes), client)
 
     def __repr__(self) -> str:

@@ -757,12 +757,13 @@ def _unknown(state: _State, payload: Dict[str, Any]) -> Any:
     return ()
 
 
-def _parse(pairs: Iterable[Any], client: str, tool_id_prefix: Any) -> Iterator[Any]:
+def _parse(pairs: Iterable[Any], client: str = "anthropic", tool_id_prefix: Any = None) -> Iterator[Any]:
     """``parse_stream`` over decoded payloads: ``(event, payload)`` pairs (see ``_common.payloads``)."""
     state = _State(client, tool_id_prefix)
     handlers = _EVENTS
     unknown = _unknown
     blocks = state.blocks
+    feed_arguments = state.tools.feed_arguments
     for event, payload in pairs:
         if event == "error":
             _error(state, payload)
@@ -775,12 +776,23 @@ def _parse(pairs: Iterable[Any], client: str, tool_id_prefix: Any) -> Iterator[A
             # the row nearly every event takes, inlined: more text of a block already under way (the
             # table's _text_delta gives the same)
             delta = payload["delta"]
-            if delta.get("type") == "text_delta":
+            dkind = delta.get("type")
+            if dkind == "text_delta":
                 block = blocks.get(payload.get("index"))
                 if block is not None and block.emitted and block.buffer is None and block.kind == "text":
                     text = delta["text"]
                     if text and text.__class__ is str:
                         yield {"type": "text", "text": text}
+                    continue
+            elif dkind == "input_json_delta":
+                # the row nearly every tool-call event takes, inlined: an argument fragment of a client
+                # tool call (the table's _block_delta and _input_delta give the same, three calls more)
+                index = payload.get("index")
+                block = blocks.get(index)
+                if block is None or block.kind != "server":
+                    items = feed_arguments(index, delta.get("partial_json"))
+                    if items:
+                        yield from items
                     continue
         items = handlers.get(kind, unknown)(state, payload)
         if items:
@@ -972,7 +984,7 @@ def count_request(plan: HttpRequest, model: str, quirks: Mapping[str, Any], form
 
 
 PROTOCOL = Protocol(
-    "anthropic", __name__, build_request, parse_stream, parse_document=parse_document,
+    "anthropic", __name__, build_request, parse_stream, parse_document=parse_document, parse_payloads=_parse,
     quirk_keys=("automatic_caching", "fast_mode", "interleaved_thinking", "model_in_body", "replay_unsigned_thinking",
                 "response_formats", "thinking_rule", "version_in_body"),
     demo=("claude-sonnet-4-6", "Anthropic Messages"), models_request=models_request, parse_models=parse_data_list,

@@ -971,10 +971,11 @@ def _error_chunk(client: str, chunk: Any) -> Optional[Exception]:
     return None
 
 
-def _parse(pairs: Iterable[Any], client: str, tool_id_prefix: Any) -> Iterator[Any]:
+def _parse(pairs: Iterable[Any], client: str = "gemini", tool_id_prefix: Any = None) -> Iterator[Any]:
     """``parse_stream`` over decoded payloads: ``(event, chunk)`` pairs (see ``_common.payloads``)."""
     state = _State(client, tool_id_prefix)
     tools = state.tools
+    feed_arguments = tools.feed_arguments
     raw_usage = {}  # type: Dict[str, Any]
     finish = None  # type: Optional[str]
     for event, chunk in pairs:
@@ -990,7 +991,7 @@ def _parse(pairs: Iterable[Any], client: str, tool_id_prefix: Any) -> Iterator[A
         if "error" in chunk:
             raise upstream_error(client, chunk)
         meta = chunk.get("usageMetadata")
-        if meta and type(meta) is dict and _counts(meta):
+        if meta and type(meta) is dict and ("promptTokenCount" in meta or _counts(meta)):
             raw_usage = meta  # a snapshot of the whole turn so far: a count it lacks no longer holds
         candidates = chunk.get("candidates")
         if not candidates:
@@ -1007,12 +1008,25 @@ def _parse(pairs: Iterable[Any], client: str, tool_id_prefix: Any) -> Iterator[A
         parts = content.get("parts") if content else None
         if parts:
             for part in parts:
-                if len(part) == 1 and state.streamed is None:  # the common part: plain text and nothing else
-                    text = part.get("text")
-                    if type(text) is str:
-                        if text:
-                            yield {"type": "text", "text": text}
-                        continue
+                if len(part) == 1:
+                    if state.streamed is None:  # the common part: plain text and nothing else
+                        text = part.get("text")
+                        if type(text) is str:
+                            if text:
+                                yield {"type": "text", "text": text}
+                            continue
+                    else:
+                        # the common part while a Vertex call's arguments stream: its next partialArgs, no
+                        # signature (_part's _call_part gives the same, two calls and a list more)
+                        call = part.get("functionCall")
+                        if call.__class__ is dict and not call.get("name"):
+                            partials = call.get("partialArgs")
+                            text = state.writer.write(partials) if partials else ""  # type: ignore[union-attr]
+                            if text:
+                                yield from feed_arguments(state.streamed, text)
+                            if not call.get("willContinue"):
+                                yield from state.end_streamed()
+                            continue
                 items = _part(state, part)
                 if items:
                     yield from items
@@ -1073,7 +1087,7 @@ def count_request(plan: HttpRequest, model: str, quirks: Mapping[str, Any], form
 
 
 PROTOCOL = Protocol(
-    "gemini", __name__, build_request, parse_stream, parse_document=parse_document,
+    "gemini", __name__, build_request, parse_stream, parse_document=parse_document, parse_payloads=_parse,
     quirk_keys=("fast_mode", "image_output", "response_formats", "stream_function_call_arguments", "tts"),
     embeddings="gemini_embeddings", demo=("gemini-3.5-flash", "Gemini generateContent"),
     models_request=models_request, parse_models=parse_models,

@@ -413,9 +413,10 @@ def _choice(chunk: Dict[str, Any], choices: Any) -> Any:
     return choice
 
 
-def _parse(pairs: Iterable[Any], client: str, tool_id_prefix: Any) -> Iterator[Any]:
+def _parse(pairs: Iterable[Any], client: str = "openai-chat", tool_id_prefix: Any = None) -> Iterator[Any]:
     """``parse_stream`` over decoded payloads: ``(event, chunk)`` pairs (see ``_common.payloads``)."""
     state = _State(client, tool_id_prefix)
+    feed_arguments = state.tools.feed_arguments
     done = False
     for event, chunk in pairs:
         if type(chunk) is not dict:
@@ -435,20 +436,35 @@ def _parse(pairs: Iterable[Any], client: str, tool_id_prefix: Any) -> Iterator[A
         if not choices:
             _quiet(state, chunk)
             continue
-        choice = _choice(chunk, choices)
-        if choice is None:
-            continue
+        choice = choices[0]
+        if len(choices) > 1 or choice.get("index", 0) != 0:  # (_choice's own test, inlined: once per chunk)
+            choice = _choice(chunk, choices)
+            if choice is None:
+                continue
         delta = choice.get("delta")
         if delta is None:  # a server that ignored stream (an empty delta beside an accumulated "message",
             delta = choice.get("message")  # as Perplexity sends, is still empty)
         if delta:
             content = delta.get("content")
-            if len(delta) == 1 and type(content) is str:
-                # the row nearly every chunk takes: one text field (_delta gives the same)
-                if content:
-                    if state.pending:
-                        yield state.carrier()
-                    yield {"type": "text", "text": content}
+            if len(delta) == 1:
+                if type(content) is str:
+                    # the row nearly every chunk takes: one text field (_delta gives the same)
+                    if content:
+                        if state.pending:
+                            yield state.carrier()
+                        yield {"type": "text", "text": content}
+                else:
+                    # the row nearly every tool-call chunk takes: one bare argument fragment of one
+                    # call (no id, name or extra_content), no reasoning carrier pending; _delta gives
+                    # the same through _calls, two calls and a list more per chunk
+                    calls = delta.get("tool_calls")
+                    call = calls[0] if calls.__class__ is list and len(calls) == 1 else None
+                    function = call.get("function") if call.__class__ is dict else None
+                    if function.__class__ is dict and function.get("name") is None and call.get("id") is None \
+                            and not call.get("extra_content") and not state.pending:
+                        yield from feed_arguments(call.get("index"), function.get("arguments"))
+                    else:
+                        yield from _delta(state, delta)
             else:
                 yield from _delta(state, delta)
         reason = choice.get("finish_reason")
@@ -707,7 +723,7 @@ def _base_resp_error(client: str, base: Dict[str, Any]) -> Exception:
 
 
 PROTOCOL = Protocol(
-    "openai-chat", __name__, build_request, parse_stream, parse_document=parse_document,
+    "openai-chat", __name__, build_request, parse_stream, parse_document=parse_document, parse_payloads=_parse,
     quirk_keys=("echo_reasoning_on_tool_turns", "fast_mode", "images", "max_tokens_field", "reasoning_field",
                 "response_formats", "stream_usage", "thinking", "tool_choice", "tool_stream"),
     embeddings="openai_embeddings", demo=("demo-model", "OpenAI Chat Completions"),

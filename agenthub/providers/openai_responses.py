@@ -571,7 +571,12 @@ def parse_stream(events: Iterable[SSEEvent], client: str = "openai-responses", t
     Complete when ``response.completed`` or ``response.incomplete`` arrives; a body
     that ends before that returns without StreamEnd (the driver raises).
     """
-    return _Parser(client, tool_id_prefix).run(payloads(events))
+    return _parse(payloads(events), client, tool_id_prefix)
+
+
+def _parse(pairs: Iterable[Any], client: str = "openai-responses", tool_id_prefix: Any = None) -> Iterator[Any]:
+    """``parse_stream`` over decoded payloads: ``(event, payload)`` pairs (see ``_common.payloads``)."""
+    return _Parser(client, tool_id_prefix).run(pairs)
 
 
 class _Parser(object):
@@ -1321,7 +1326,7 @@ def count_request(plan: HttpRequest, model: str, quirks: Mapping[str, Any], form
 
 
 PROTOCOL = Protocol(
-    "openai-responses", __name__, build_request, parse_stream, parse_document=parse_document,
+    "openai-responses", __name__, build_request, parse_stream, parse_document=parse_document, parse_payloads=_parse,
     quirk_keys=("encrypted_reasoning", "fast_mode", "reasoning", "reasoning_efforts", "response_formats"),
     embeddings="openai_embeddings", demo=("gpt-5.5", "OpenAI Responses"),
     models_request=openai_models_request, parse_models=parse_data_list,
