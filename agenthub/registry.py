@@ -43,7 +43,6 @@ __all__ = [
     "list_models",
     "is_loopback",
     "clamp_level",
-    "cost",
 ]
 
 #: drop-in names kept from AgentHub
@@ -513,15 +512,6 @@ def list_models() -> List[Dict[str, Any]]:
             "models": [],  # kept for old readers: the catalog has the models (agenthub.list_supported_models)
         })
     return rows
-
-
-# -- limits and list prices: the catalog (agenthub.catalog, generated from genai-prices and models.dev) --
-
-def cost(model: str, usage_metadata: Optional[Mapping[str, Any]], **options: Any) -> Optional[float]:
-    """USD a turn cost at list price: ``agenthub.catalog.cost`` (kept here for ``agenthub.registry.cost``)."""
-    from .catalog import cost as catalog_cost
-
-    return catalog_cost(model, usage_metadata, **options)
 
 
 # -- where a key came from (for the words of a 401) ---------------------------------------------------

@@ -148,9 +148,8 @@ LAYERS = [
 ]
 #: what a provider may import: the pure core, providers/_common and other dialects' public names
 PURE_CORE = LAYERS[0] | LAYERS[1]
-#: circles known and lazy on one side: registry.cost is the old name of catalog.cost (imported inside the
-#: function) while the catalog reads registry.route_for (inside a function too)
-KNOWN_CIRCLES = [{"agenthub.catalog", "agenthub.registry"}]
+#: import circles allowed (none: agenthub.cost is the catalog's, the registry no longer re-exports it)
+KNOWN_CIRCLES = []  # type: list
 
 
 def _floor(module):

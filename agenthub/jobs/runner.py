@@ -34,7 +34,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple, Un
 from ..client import AutoLLMClient, _backoff
 from ..errors import AgentHubError, BudgetExceededError, ConfigError, RateLimitError, TransportError
 from ..limiter import LimiterHook, RateLimiter, estimate_tokens, has_hook
-from ..registry import cost
+from ..catalog import cost
 from ..stream import collect
 from .jobfile import JobFile, JobRow, OutputWriter, error_row, iter_rows, mark_finished, output_row, read_jobs
 
