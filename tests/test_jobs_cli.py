@@ -73,7 +73,7 @@ def test_ctrl_c_exits_130_and_the_rerun_finishes(tmp_path):
     with JobServer() as server:
         src = _job(tmp_path, server, ["sleep:0.2 {}".format(i) for i in range(20)])
         out = str(tmp_path / "out.jsonl")
-        env = dict(os.environ, PYTHONPATH=ROOT)
+        env = dict(os.environ, PYTHONPATH=ROOT, TMPDIR=str(tmp_path))
         child = subprocess.Popen([sys.executable, "-m", "agenthub", "batch", "run", src, "-o", out, "--workers", "2"],
                                  cwd=ROOT, env=env, stderr=subprocess.PIPE)
         try:

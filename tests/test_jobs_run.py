@@ -262,7 +262,7 @@ def test_kill_9_at_a_random_moment_then_a_rerun_sends_no_finished_row_twice(tmp_
     with JobServer(delay=0.005) as server:
         src = _write(tmp_path / "in.jsonl", _rows(server, ["row {}".format(i) for i in range(300)]))
         out = str(tmp_path / "out.jsonl")
-        env = dict(os.environ, PYTHONPATH=ROOT)
+        env = dict(os.environ, PYTHONPATH=ROOT, TMPDIR=str(tmp_path))  # the killed run's id index stays in tmp_path
         child = subprocess.Popen([sys.executable, "-c", _CHILD, src, out], cwd=ROOT, env=env)
         try:
             deadline = time.monotonic() + 20
