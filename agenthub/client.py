@@ -428,7 +428,7 @@ class AutoLLMClient(object):
         self._fallbacks = [self._fallback_client(entry) for entry in _sequence(fallbacks, "fallbacks")]
         self._fallback_on = _error_classes(fallback_on)
         self._breaker = breaker_settings(circuit_breaker)
-        self._dialect = _dialect_of(self._protocol)
+        self._dialect = self._protocol.name  # the wire dialect (agenthub.foreign converts history for it)
 
     def __repr__(self) -> str:
         return "AutoLLMClient(model={!r}, client_type={!r}, base_url={!r})".format(
@@ -1195,17 +1195,6 @@ def _host(url: str) -> str:
     from .hosts.trust import url_host
 
     return url_host(url)
-
-
-#: protocol module -> the dialect it speaks (agenthub.foreign's names)
-_DIALECTS = {"openai_chat": "openai-chat", "azure": "openai-chat", "openai_responses": "openai-responses",
-             "azure_responses": "openai-responses", "anthropic": "anthropic", "vertex_anthropic": "anthropic",
-             "gemini": "gemini", "vertex": "gemini", "bedrock": "bedrock", "agenthub_server": "agenthub",
-             "gemini_interactions": "gemini-interactions"}
-
-
-def _dialect_of(protocol: Any) -> str:
-    return _DIALECTS.get(getattr(protocol, "module", ""), getattr(protocol, "name", ""))
 
 
 def _log_attempt(request: Any, attempt: int, started: float, body: Any, error: Optional[BaseException]) -> bool:
