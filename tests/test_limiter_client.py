@@ -31,7 +31,9 @@ def test_requests_are_spaced_by_the_limiter():
             assert client.response(_user("n{}".format(i)))["content_items"][0]["text"] == "echo: n{}".format(i)
         times = [t for t, _, _ in server.log]
     gaps = [b - a for a, b in zip(times, times[1:])]
-    assert len(gaps) == 3 and min(gaps) >= 0.09, gaps
+    # spaced, not a burst: each arrival well apart, and the four span three spacings (arrival times at the
+    # server jitter with the scheduler, so one gap may look a little short when the one before it ran long)
+    assert len(gaps) == 3 and min(gaps) >= 0.05 and times[-1] - times[0] >= 0.27, gaps
     assert limiter.requests == 4
     assert client.limiter is limiter
 
