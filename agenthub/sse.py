@@ -73,6 +73,7 @@ class SSEDecoder(object):
         self._pending_len = 0
         self._skip_lf = False  # the previous chunk ended in CR: a leading LF belongs to it
         self._fresh = True  # nothing fed yet: a byte order mark may come first
+        self._head = b""  # the body's first bytes while they may still be a byte order mark cut short
         self._data = []  # type: List[str]
         self._event = ""
         self._last_id = None  # type: Optional[str]
@@ -84,6 +85,8 @@ class SSEDecoder(object):
             return []
         if self._fresh:
             chunk = self._start(chunk)
+            if not chunk:
+                return []
         if not (self._pending or self._data or self._skip_lf) and len(chunk) <= self.max_line_bytes:
             event = self._one_event(chunk)
             if event is not None:
@@ -220,13 +223,22 @@ class SSEDecoder(object):
                     or self._retry is not None)
 
     def _start(self, chunk: bytes) -> bytes:
-        """The first bytes of the body: a UTF-8 byte order mark is not part of the stream."""
+        """The first bytes of the body: a UTF-8 byte order mark is not part of the stream (also when
+        the body's first chunks cut it short: those bytes are held until the mark is whole or is not)."""
+        head = self._head + chunk if self._head else chunk
+        if len(head) < 3 and b"\xef\xbb\xbf".startswith(head):
+            self._head = head
+            return b""
         self._fresh = False
-        return chunk[3:] if chunk[:3] == b"\xef\xbb\xbf" else chunk
+        self._head = b""
+        return head[3:] if head[:3] == b"\xef\xbb\xbf" else head
 
     def flush(self) -> List[Any]:
         """End of body: the unfinished line is taken as complete, and a pending event is dispatched."""
         events = []  # type: List[Any]
+        if self._head:  # the body was only the start of a byte order mark: bytes of the stream after all
+            head, self._head, self._fresh = self._head, b"", False
+            events.extend(self._feed(head))
         if self._pending:
             line = b"".join(self._pending)
             self._pending = []

@@ -144,3 +144,16 @@ def test_recorded_streams_as_pairs(protocol):
         whole = _pairs(decode([data]))
         for chunks in boundary_splits(data):
             assert list(iter_event_data(chunks)) == whole, (name, len(chunks[0]))
+
+
+def test_a_byte_order_mark_cut_across_the_first_chunks_is_still_dropped():
+    from agenthub.sse import SSEDecoder
+
+    body = b"\xef\xbb\xbfdata: {\"a\":1}\n\n"
+    for first in (1, 2):
+        decoder = SSEDecoder()
+        events = decoder.feed(body[:first]) + decoder.feed(body[first:3]) + decoder.feed(body[3:]) + decoder.flush()
+        assert [e.data for e in events] == ['{"a":1}'], first
+    decoder = SSEDecoder()  # its first byte alone, the rest with the first event
+    assert decoder.feed(b"\xef") == []
+    assert [e.data for e in decoder.feed(b"\xbb\xbfdata: x\n\n")] == ["x"]
