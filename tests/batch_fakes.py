@@ -34,6 +34,16 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, unquote, urlsplit
 
 KEYS = {"openai": "sk-openai-test", "azure": "az-key-test", "anthropic": "sk-ant-test", "gemini": "g-key-test"}
+
+
+def point_at(monkeypatch, server):
+    """The providers' key and base-URL variables aimed at ``server`` (the fake of every batch engine)."""
+    monkeypatch.setenv("OPENAI_API_KEY", KEYS["openai"])
+    monkeypatch.setenv("OPENAI_BASE_URL", server.url + "/v1")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", KEYS["anthropic"])
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
+    monkeypatch.setenv("GEMINI_API_KEY", KEYS["gemini"])
+    monkeypatch.setenv("GEMINI_BASE_URL", server.url)
 _CUSTOM_ID = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 OPENAI_MAX_REQUESTS = 50000
 AZURE_MAX_REQUESTS = 100000
@@ -227,6 +237,20 @@ class BatchFake(object):
                 self.files[file_id] = {"bytes": data, "purpose": purpose, "filename": attr + ".jsonl"}
                 setattr(batch, attr, file_id)
 
+    def cancel(self, batch):
+        """A cancel call: a batch that has not ended is cancelling (its next poll ends it)."""
+        if batch.results is None:
+            batch.cancel_requested = True
+            batch.state = "cancelling"
+
+    def look(self, batch):
+        """A status call: a cancelling batch ends now, any other is polled once more."""
+        if batch.state == "cancelling":
+            self.process(batch)
+            batch.state = "done"
+        else:
+            self.poll(batch)
+
     def poll(self, batch):
         batch.polls += 1
         if batch.polls >= self.polls:
@@ -390,17 +414,11 @@ class _Handler(BaseHTTPRequestHandler):
             if match.group(2):
                 if method != "POST":
                     return False
-                if batch.results is None:
-                    batch.cancel_requested = True
-                    batch.state = "cancelling"
+                fake.cancel(batch)
                 _json(self, 200, self._openai_object(batch))
                 return True
             if method == "GET":
-                if batch.state == "cancelling":
-                    fake.process(batch)
-                    batch.state = "done"
-                else:
-                    fake.poll(batch)
+                fake.look(batch)
                 _json(self, 200, self._openai_object(batch))
                 return True
         return False
@@ -524,9 +542,7 @@ class _Handler(BaseHTTPRequestHandler):
             return True
         tail = match.group(2)
         if tail == "/cancel" and method == "POST":
-            if batch.results is None:
-                batch.cancel_requested = True
-                batch.state = "cancelling"
+            self.fake.cancel(batch)
             _json(self, 200, self._anthropic_object(batch))
             return True
         if tail == "/results" and method == "GET":
@@ -546,11 +562,7 @@ class _Handler(BaseHTTPRequestHandler):
             _raw(self, 200, "".join(lines).encode(), "application/binary")
             return True
         if tail is None and method == "GET":
-            if batch.state == "cancelling":
-                fake.process(batch)
-                batch.state = "done"
-            else:
-                fake.poll(batch)
+            fake.look(batch)
             _json(self, 200, self._anthropic_object(batch))
             return True
         return False
@@ -632,17 +644,11 @@ class _Handler(BaseHTTPRequestHandler):
                 _json(self, 404, {"error": {"code": 404, "message": "no such batch", "status": "NOT_FOUND"}})
                 return True
             if match.group(2) and method == "POST":
-                if batch.results is None:
-                    batch.cancel_requested = True
-                    batch.state = "cancelling"
+                fake.cancel(batch)
                 _json(self, 200, {})
                 return True
             if method == "GET":
-                if batch.state == "cancelling":
-                    fake.process(batch)
-                    batch.state = "done"
-                else:
-                    fake.poll(batch)
+                fake.look(batch)
                 _json(self, 200, self._gemini_operation(batch))
                 return True
         return False

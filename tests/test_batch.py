@@ -20,7 +20,7 @@ from agenthub.jobs.backends import openai as openai_backend
 from agenthub.jobs import run
 from agenthub.jobs.jobfile import JobRow, read_output
 from agenthub.providers import protocol
-from batch_fakes import KEYS, BatchFake
+from batch_fakes import KEYS, BatchFake, point_at
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FIXTURES = os.path.join(HERE, "fixtures", "batch")
@@ -47,12 +47,7 @@ def _write(path, rows):
 @pytest.fixture
 def fake(monkeypatch):
     with BatchFake(polls=2) as server:
-        monkeypatch.setenv("OPENAI_API_KEY", KEYS["openai"])
-        monkeypatch.setenv("OPENAI_BASE_URL", server.url + "/v1")
-        monkeypatch.setenv("ANTHROPIC_API_KEY", KEYS["anthropic"])
-        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
-        monkeypatch.setenv("GEMINI_API_KEY", KEYS["gemini"])
-        monkeypatch.setenv("GEMINI_BASE_URL", server.url)
+        point_at(monkeypatch, server)
         monkeypatch.setenv("AZURE_OPENAI_API_KEY", KEYS["azure"])
         monkeypatch.setenv("AZURE_OPENAI_ENDPOINT", server.url)
         yield server

@@ -6,16 +6,13 @@ import pytest
 
 from agenthub.__main__ import main
 from agenthub.jobs.jobfile import read_output
-from batch_fakes import KEYS, BatchFake
+from batch_fakes import KEYS, BatchFake, point_at
 
 
 @pytest.fixture
 def fake(monkeypatch):
     with BatchFake(polls=2) as server:
-        monkeypatch.setenv("OPENAI_API_KEY", KEYS["openai"])
-        monkeypatch.setenv("OPENAI_BASE_URL", server.url + "/v1")
-        monkeypatch.setenv("ANTHROPIC_API_KEY", KEYS["anthropic"])
-        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
+        point_at(monkeypatch, server)
         yield server
 
 
