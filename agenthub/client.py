@@ -67,6 +67,7 @@ from . import hosts, registry
 from .answers import request_id as answer_request_id, starts_stream
 from ._redact import redact_url, secret_values, url_secrets
 from .breaker import breaker_for, settings as breaker_settings
+from .hosts.trust import url_host  # the one host rule: which host a request connects to
 from .errors import (AgentHubError, ConfigError, RateLimitError, ServerError, StreamProtocolError, TransportError,
                      UnsupportedOperationError, UnsupportedParameterError, UpstreamError, safe_url, set_field)
 from .foreign import for_dialect
@@ -1018,7 +1019,7 @@ class AutoLLMClient(object):
             type(entry).__name__))
 
     def _route(self) -> Dict[str, Any]:
-        return {"model": self.model, "client_type": self.client_type, "host": _host(self._endpoint.base_url)}
+        return {"model": self.model, "client_type": self.client_type, "host": url_host(self._endpoint.base_url)}
 
     def _falls_over(self, error: BaseException) -> bool:
         """May a failure before the first event move the turn to the next fallback?"""
@@ -1188,13 +1189,6 @@ def _missing_v1(client_type: str, base_url: str) -> Optional[str]:
         return None
     return ("the base_url has no /v1 (OpenAI-compatible servers answer at /v1/chat/completions and "
             "/v1/responses): try base_url='{}/v1'".format(redact_url(base_url.rstrip("/"))))
-
-
-def _host(url: str) -> str:
-    """The host a request to ``url`` connects to (the one host rule: ``hosts.trust.url_host``)."""
-    from .hosts.trust import url_host
-
-    return url_host(url)
 
 
 def _log_attempt(request: Any, attempt: int, started: float, body: Any, error: Optional[BaseException]) -> bool:

@@ -74,10 +74,10 @@ class _Logged(object):
 
             log = self.log()
             if self.conversation is None:
-                from ..client import _host
+                from ..hosts.trust import url_host
 
                 self.conversation = log.start(self.args.model, self.client.client_type,
-                                              _host(self.client.base_url), self.args.system)
+                                              url_host(self.client.base_url), self.args.system)
             log.add_turn(self.conversation, self.args.model, message, answer,
                          cost(self.args.model, answer.get("usage_metadata")))
         except Exception as exc:  # a full disk or a locked file: the answer stands
