@@ -58,6 +58,11 @@ class StreamEnd(object):
         return "StreamEnd(usage={!r}, finish_reason={!r})".format(self.usage, self.finish_reason)
 
 
+#: every delta event's fields but its item and time (``drive`` copies it per event)
+_DELTA = {"role": "assistant", "event_type": "delta", "content_items": None, "usage_metadata": None,
+          "finish_reason": None, "created_at": 0}  # type: Dict[str, Any]
+
+
 def _event(event_type: str, items: List[Any], usage: Any = None, finish: Any = None) -> UniEvent:
     return {
         "role": "assistant",
@@ -85,6 +90,7 @@ def drive(parts: Iterable[Any], client: str = "") -> Iterator[UniEvent]:
     end_type = StreamEnd
     calling = False  # a tool call was announced and is not complete yet
     held = []  # type: List[Any]  # other items that arrived meanwhile: emitted after it (rule 5: contiguous)
+    delta = _DELTA.copy  # a delta event: the template's copy, then its two fields (a fifth cheaper than the literal)
     try:
         for part in parts:
             if part.__class__ is end_type:  # (not type(part): a builtin call costs three times more on 3.8)
@@ -100,14 +106,10 @@ def drive(parts: Iterable[Any], client: str = "") -> Iterator[UniEvent]:
                             substantive = True
                     elif not calling:
                         calling = bool(part["name"])
-                    yield {
-                        "role": "assistant",
-                        "event_type": "delta",
-                        "content_items": [part],
-                        "usage_metadata": None,
-                        "finish_reason": None,
-                        "created_at": clock() // 1000000,
-                    }
+                    event = delta()
+                    event["content_items"] = [part]
+                    event["created_at"] = clock() // 1000000
+                    yield event
                     continue
                 if kind == "partial_tool_call":
                     calling = calling or bool(part["name"])
@@ -133,14 +135,10 @@ def drive(parts: Iterable[Any], client: str = "") -> Iterator[UniEvent]:
                     substantive = True
                     if kind == "tool_call":
                         tool_calls = True
-                yield {
-                    "role": "assistant",
-                    "event_type": "delta",
-                    "content_items": [item],
-                    "usage_metadata": None,
-                    "finish_reason": None,
-                    "created_at": clock() // 1000000,
-                }
+                event = delta()
+                event["content_items"] = [item]
+                event["created_at"] = clock() // 1000000
+                yield event
             if end is not None:
                 break
     except AgentHubError:
