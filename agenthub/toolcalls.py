@@ -148,20 +148,26 @@ class ToolCallAssembler(object):
     def feed_arguments(self, index: Any, arguments: Any) -> List[Dict[str, Any]]:
         """``feed(index, arguments=arguments)``: the shape nearly every fragment has (more text for
         the call in slot ``index``), which the protocols' hot paths call directly."""
+        item = self.fragment(index, arguments)
+        if item is not None:
+            return [item]
+        return self._feed(index, None, None, arguments, None, None)
+
+    def fragment(self, index: Any, arguments: Any) -> Optional[Dict[str, Any]]:
+        """The row nearly every fragment takes, alone: more text for the call streaming live in slot
+        ``index``, too short to be a snapshot (R4) -> its one partial_tool_call item; None for any
+        other fragment (an empty one too), which ``feed_arguments`` then takes.  The general path
+        gives the same result; this one skips its checks and the list (a parser's loop yields the
+        item itself).  (``x.__class__ is int``, not ``type(x) is int``: a builtin call costs three
+        times more on 3.8; an int, not a bool or a float equal to it.)"""
         call = self._live
-        # The row nearly every fragment takes: more text for the call streaming live in its slot,
-        # too short to be a snapshot (R4).  The general path gives the same result; this one skips
-        # its checks.  (``x.__class__ is int``, not ``type(x) is int``: a builtin call costs three
-        # times more on 3.8; an int, not a bool or a float equal to it.)
         if call is not None and index == self._live_index and index.__class__ is int \
-                and arguments.__class__ is str and len(arguments) < call.length:
-            if not arguments:
-                return []
+                and arguments.__class__ is str and 0 < len(arguments) < call.length:
             call.parts.append(arguments)
             call.length += len(arguments)
             call.emitted += 1
-            return [{"type": "partial_tool_call", "name": "", "arguments": arguments, "tool_call_id": ""}]
-        return self._feed(index, None, None, arguments, None, None)
+            return {"type": "partial_tool_call", "name": "", "arguments": arguments, "tool_call_id": ""}
+        return None
 
     def _feed(self, index: Any, tool_call_id: Any, name: Any, arguments: Any, fidelity: Optional[Dict[str, Any]],
               seed: Optional[str]) -> List[Dict[str, Any]]:

@@ -763,7 +763,7 @@ def _parse(pairs: Iterable[Any], client: str = "anthropic", tool_id_prefix: Any 
     handlers = _EVENTS
     unknown = _unknown
     blocks = state.blocks
-    feed_arguments = state.tools.feed_arguments
+    fragment = state.tools.fragment
     for event, payload in pairs:
         if event == "error":
             _error(state, payload)
@@ -790,9 +790,12 @@ def _parse(pairs: Iterable[Any], client: str = "anthropic", tool_id_prefix: Any 
                 index = payload.get("index")
                 block = blocks.get(index)
                 if block is None or block.kind != "server":
-                    items = feed_arguments(index, delta.get("partial_json"))
-                    if items:
-                        yield from items
+                    text = delta.get("partial_json")
+                    item = fragment(index, text)
+                    if item is not None:
+                        yield item
+                    else:
+                        yield from state.tools.feed_arguments(index, text)
                     continue
         items = handlers.get(kind, unknown)(state, payload)
         if items:

@@ -975,7 +975,7 @@ def _parse(pairs: Iterable[Any], client: str = "gemini", tool_id_prefix: Any = N
     """``parse_stream`` over decoded payloads: ``(event, chunk)`` pairs (see ``_common.payloads``)."""
     state = _State(client, tool_id_prefix)
     tools = state.tools
-    feed_arguments = tools.feed_arguments
+    fragment = tools.fragment
     raw_usage = {}  # type: Dict[str, Any]
     finish = None  # type: Optional[str]
     for event, chunk in pairs:
@@ -1023,7 +1023,11 @@ def _parse(pairs: Iterable[Any], client: str = "gemini", tool_id_prefix: Any = N
                             partials = call.get("partialArgs")
                             text = state.writer.write(partials) if partials else ""  # type: ignore[union-attr]
                             if text:
-                                yield from feed_arguments(state.streamed, text)
+                                item = fragment(state.streamed, text)
+                                if item is not None:
+                                    yield item
+                                else:
+                                    yield from tools.feed_arguments(state.streamed, text)
                             if not call.get("willContinue"):
                                 yield from state.end_streamed()
                             continue

@@ -416,7 +416,7 @@ def _choice(chunk: Dict[str, Any], choices: Any) -> Any:
 def _parse(pairs: Iterable[Any], client: str = "openai-chat", tool_id_prefix: Any = None) -> Iterator[Any]:
     """``parse_stream`` over decoded payloads: ``(event, chunk)`` pairs (see ``_common.payloads``)."""
     state = _State(client, tool_id_prefix)
-    feed_arguments = state.tools.feed_arguments
+    fragment = state.tools.fragment
     done = False
     for event, chunk in pairs:
         if type(chunk) is not dict:
@@ -462,7 +462,12 @@ def _parse(pairs: Iterable[Any], client: str = "openai-chat", tool_id_prefix: An
                     function = call.get("function") if call.__class__ is dict else None
                     if function.__class__ is dict and function.get("name") is None and call.get("id") is None \
                             and not call.get("extra_content") and not state.pending:
-                        yield from feed_arguments(call.get("index"), function.get("arguments"))
+                        index, text = call.get("index"), function.get("arguments")
+                        item = fragment(index, text)
+                        if item is not None:
+                            yield item
+                        else:
+                            yield from state.tools.feed_arguments(index, text)
                     else:
                         yield from _delta(state, delta)
             else:

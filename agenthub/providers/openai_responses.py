@@ -610,7 +610,7 @@ class _Parser(object):
         """The parts of ``(event, payload)`` pairs (see ``_common.payloads``)."""
         phases = self.phases
         texted = self.texted
-        feed_arguments = self.tools.feed_arguments
+        fragment = self.tools.fragment
         for event, payload in pairs:
             if type(payload) is not dict:
                 if event is DONE:
@@ -654,9 +654,14 @@ class _Parser(object):
                         self.seen.add(slot)
                         self._note(slot, "function_call")
                     call.has_args = True
-                    for item in feed_arguments(slot, delta):
+                    item = fragment(slot, delta)
+                    if item is not None:  # more text of the call streaming live (the head of the open calls)
+                        self.calls_open = True
                         yield item
-                    self.calls_open = self.tools.open_calls > 0
+                    else:
+                        for item in self.tools.feed_arguments(slot, delta):
+                            yield item
+                        self.calls_open = self.tools.open_calls > 0
                 continue
             if kind == _SUMMARY_DELTA or kind == _CONTENT_DELTA:
                 delta = payload.get("delta")
