@@ -113,30 +113,96 @@ class SSEDecoder(object):
             chunk = b"".join(self._pending)
             self._pending = []
             self._pending_len = 0
+        events = []  # type: List[Any]
+        if len(chunk) <= self.max_line_bytes:
+            first = chunk.find(b"\n\n")
+            if first >= 0 and chunk.find(b"\n\n", first + 2) >= 0:
+                if 13 in chunk:  # CRLF lines (Gemini): the same lines LF-framed, unless a lone CR ends one
+                    framed = chunk.replace(b"\r\n", b"\n")
+                    if 13 not in framed:
+                        self._burst(framed, events)
+                        return events
+                else:
+                    self._burst(chunk, events)
+                    return events
+        self._lines(chunk, events)
+        return events
+
+    def _burst(self, chunk: bytes, events: List[Any]) -> None:
+        """``_lines`` for a chunk of many events (a burst: a whole answer in one write), framed on LF only
+        and within the line limit: split at the blank lines, each event of the two shapes servers send
+        (``data: <payload>``, ``event: <name>`` then ``data: <payload>``) taken whole; anything else, and
+        the chunk's first and last event (which may continue or leave an event unfinished), go through
+        ``_lines``.  The same events, state and errors as ``_lines`` over the whole chunk."""
+        first = chunk.find(b"\n\n") + 2
+        last = chunk.rfind(b"\n\n")
+        self._lines(chunk[:first], events)  # ends with the blank line that dispatches: nothing is left held
+        if last >= first:
+            pairs = self._pairs
+            last_id = self._last_id
+            plain = self._retry is None  # (a retry read in an event without data waits for the next event)
+            for block in chunk[first:last].split(b"\n\n"):
+                if plain:
+                    if block.startswith(b"data: "):
+                        if 10 not in block:
+                            try:
+                                data = block[6:].decode("utf-8")
+                            except UnicodeDecodeError:
+                                pass  # _lines raises the error it always raised
+                            else:
+                                events.append(("message", data) if pairs else SSEEvent(data, "message", last_id))
+                                continue
+                    elif block.startswith(b"event: "):
+                        end = block.find(b"\n")
+                        if end > 0 and block.startswith(b"data: ", end + 1) and block.find(b"\n", end + 1) < 0:
+                            try:
+                                name = block[7:end].decode("utf-8") or "message"
+                                data = block[end + 7:].decode("utf-8")
+                            except UnicodeDecodeError:
+                                pass
+                            else:
+                                events.append((name, data) if pairs else SSEEvent(data, name, last_id))
+                                continue
+                self._lines(block + b"\n\n", events)
+                last_id = self._last_id
+                plain = self._retry is None
+        self._lines(chunk[last + 2:] if last >= first else chunk[first:], events)
+
+    def _lines(self, chunk: bytes, events: List[Any]) -> None:
+        """The lines of ``chunk`` (nothing held before it): complete ones interpreted, their events
+        appended to ``events``; an unfinished last line is held for the next chunk."""
+        if not chunk:
+            return
         lines = chunk.splitlines()  # bytes.splitlines splits on exactly LF, CR and CRLF
         line_limit = self.max_line_bytes
         last = chunk[-1]
+        tail = None
         if last == 10:
             pass
         elif last == 13:
             self._skip_lf = True  # a LF starting the next chunk ends this line, not another one
         else:
-            tail = lines.pop()
-            if len(tail) > line_limit:
-                raise StreamProtocolError("an SSE line exceeds {} bytes".format(line_limit))
-            self._pending.append(tail)
-            self._pending_len = len(tail)
-        events = []  # type: List[Any]
-        if len(chunk) > line_limit:  # only then can a complete line be too long: check each, in order
+            tail = lines.pop()  # held once the complete lines before it are read
+        if len(chunk) > line_limit:
+            # only then can a line, or an event's data, be too long: each checked in order, as they
+            # would be had the chunk come in pieces
             for line in lines:
                 if len(line) > line_limit:
                     raise StreamProtocolError("an SSE line exceeds {} bytes".format(line_limit))
                 event = self._line(line)
                 if event is not None:
                     events.append(event)
-            if len(self._data) > 1:
-                self._check_event_size()
-            return events
+                elif len(self._data) > 1:
+                    self._check_event_size()
+            if tail is not None:
+                if len(tail) > line_limit:
+                    raise StreamProtocolError("an SSE line exceeds {} bytes".format(line_limit))
+                self._pending.append(tail)
+                self._pending_len = len(tail)
+            return
+        if tail is not None:
+            self._pending.append(tail)
+            self._pending_len = len(tail)
         # _line() inlined for the lines nearly every event has (``data:``, ``event:`` and the
         # blank line that dispatches); the other lines go through _line().
         data = self._data
@@ -170,7 +236,6 @@ class SSEDecoder(object):
                 self._event = ""
         if len(data) > 1:  # an event spread over many data lines is bounded like a line
             self._check_event_size()
-        return events
 
     def _check_event_size(self) -> None:
         if sum(map(len, self._data)) > self.max_line_bytes:

@@ -157,3 +157,76 @@ def test_a_byte_order_mark_cut_across_the_first_chunks_is_still_dropped():
     decoder = SSEDecoder()  # its first byte alone, the rest with the first event
     assert decoder.feed(b"\xef") == []
     assert [e.data for e in decoder.feed(b"\xbb\xbfdata: x\n\n")] == ["x"]
+
+
+# -- bursts: many events in one chunk (SSEDecoder._burst) decode as they would line by line ---------------
+
+_VOCABULARY = [b"data: {\"a\": 1}", b"data: x", b"data:x", b"data:  two", b"data: \xc3\xa9t\xc3\xa9 \xe2\x80\xa8",
+               b"data:", b"data", b"data: [DONE]", b"event: ping", b"event:", b"event: ", b"event:x",
+               b"event: \xe2\x9c\x93", b": comment", b":", b"id: 7", b"id: a\x00b", b"id", b"retry: 1500",
+               b"retry: x", b"foo: bar", b"data: " + b"y" * 40]
+_HOSTILE = [b"data: \xff\xfe", b"event: \xc3", b"data: " + b"z" * 90, b"\xef\xbb\xbf"]
+
+
+def _random_body(rng, hostile):
+    newline = rng.choice([b"\n", b"\n", b"\r\n"])
+    lines = [b"\xef\xbb\xbf"] if rng.random() < 0.1 else []
+    for _ in range(rng.randrange(1, 40)):
+        shape = rng.random()
+        if shape < 0.4:
+            lines += [b"data: {\"n\": %d}" % rng.randrange(1000), b""]
+        elif shape < 0.7:
+            lines += [b"event: e%d" % rng.randrange(5), b"data: {\"n\": %d}" % rng.randrange(1000), b""]
+        else:
+            pool = _VOCABULARY + (_HOSTILE if hostile else [])
+            lines += [rng.choice(pool) for _ in range(rng.randrange(1, 4))] + [b""] * rng.randrange(0, 3)
+    ends = [newline if rng.random() > 0.03 else rng.choice([b"\r", b"\n", b"\r\n"]) for _ in lines]
+    body = b"".join(line + end for line, end in zip(lines, ends))
+    return body[:rng.randrange(len(body) + 1)] if rng.random() < 0.2 else body
+
+
+def _outcome(chunks, **kwargs):
+    try:
+        return decode(chunks, **kwargs)
+    except StreamProtocolError as exc:
+        return "error: {}".format(exc)
+
+
+@pytest.mark.parametrize("pairs", [False, True])
+def test_a_burst_decodes_as_its_bytes_one_by_one(pairs):
+    """A chunk of many events (a whole answer in one write) takes a path of its own (split at the blank
+    lines): it gives the events, the state between chunks and the errors of the line-by-line path (a
+    chunk of one byte never has two blank lines), whatever the lines and however the body is cut."""
+    import random
+
+    rng = random.Random(20261201)
+    bursts = 0
+    for case in range(400):
+        body = _random_body(rng, hostile=case % 4 == 0)
+        limit = rng.choice([64 * 1024 * 1024, 64 * 1024 * 1024, 80, 300])
+        expected = _outcome([body[i:i + 1] for i in range(len(body))], max_line_bytes=limit, pairs=pairs)
+        assert _outcome([body], max_line_bytes=limit, pairs=pairs) == expected, (body, limit)
+        cuts = sorted(rng.sample(range(len(body) + 1), min(3, len(body) + 1)))
+        pieces = [body[a:b] for a, b in zip([0] + cuts, cuts + [len(body)])]
+        assert _outcome(pieces, max_line_bytes=limit, pairs=pairs) == expected, (pieces, limit)
+        bursts += body.count(b"\n\n") >= 2 and len(body) <= limit
+    assert bursts > 150  # the burst path was taken, not only the line path
+
+
+def test_a_burst_keeps_the_ids_the_retry_and_an_unfinished_event():
+    body = (b"id: 1\ndata: a\n\ndata: b\n\nretry: 20\n\ndata: c\n\nevent: x\ndata: d\n\nid: 2\ndata: e\n\n"
+            b"event: tail\ndata: f")
+    assert decode([body]) == [SSEEvent("a", id="1"), SSEEvent("b", id="1"), SSEEvent("c", id="1", retry=20),
+                              SSEEvent("d", event="x", id="1"), SSEEvent("e", id="2"),
+                              SSEEvent("f", event="tail", id="2")]
+    decoder = SSEDecoder()
+    assert [e.data for e in decoder.feed(body)] == ["a", "b", "c", "d", "e"]
+    assert decoder.feed(b"g\n\n") == [SSEEvent("fg", event="tail", id="2")]
+
+
+def test_a_multi_line_event_over_the_limit_is_refused_inside_a_large_chunk():
+    body = b"data: 0123456789\ndata: 0123456789\n\n"  # each line within 16 bytes, the event's data not
+    with pytest.raises(StreamProtocolError, match="an SSE event exceeds 16 bytes"):
+        decode([body], max_line_bytes=16)
+    with pytest.raises(StreamProtocolError, match="an SSE event exceeds 16 bytes"):
+        decode([body[i:i + 1] for i in range(len(body))], max_line_bytes=16)
