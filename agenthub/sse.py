@@ -205,9 +205,26 @@ class SSEDecoder(object):
         data = self._data
         pairs = self._pairs
         for raw in lines:
-            if raw.startswith(b"data:"):
+            if not raw:  # the blank line: dispatch
+                if data:
+                    retry = self._retry
+                    if retry is not None:
+                        self._retry = None
+                    if pairs:
+                        events.append((self._event or "message", data[0] if len(data) == 1 else "\n".join(data)))
+                    else:
+                        events.append(SSEEvent(data[0] if len(data) == 1 else "\n".join(data),
+                                               self._event or "message", self._last_id, retry))
+                    data = self._data = []
+                self._event = ""
+            elif raw.startswith(b"data: "):
                 try:
-                    data.append((raw[6:] if raw.startswith(b"data: ") else raw[5:]).decode("utf-8"))
+                    data.append(raw[6:].decode("utf-8"))
+                except UnicodeDecodeError as exc:
+                    raise StreamProtocolError("the stream is not valid UTF-8: {}".format(exc)) from None
+            elif raw.startswith(b"data:"):
+                try:
+                    data.append(raw[5:].decode("utf-8"))
                 except UnicodeDecodeError as exc:
                     raise StreamProtocolError("the stream is not valid UTF-8: {}".format(exc)) from None
             elif raw.startswith(b"event:"):
@@ -216,21 +233,8 @@ class SSEDecoder(object):
                 except UnicodeDecodeError as exc:
                     raise StreamProtocolError("the stream is not valid UTF-8: {}".format(exc)) from None
                 self._event = line[7:] if line.startswith("event: ") else line[6:]
-            elif raw:
-                self._line(raw)
-            elif data:
-                retry = self._retry
-                if retry is not None:
-                    self._retry = None
-                if pairs:
-                    events.append((self._event or "message", data[0] if len(data) == 1 else "\n".join(data)))
-                else:
-                    events.append(SSEEvent(data[0] if len(data) == 1 else "\n".join(data), self._event or "message",
-                                           self._last_id, retry))
-                self._event = ""
-                data = self._data = []
             else:
-                self._event = ""
+                self._line(raw)
         if len(data) > 1:  # an event spread over many data lines is bounded like a line
             self._check_event_size()
 
