@@ -684,14 +684,6 @@ class _ArgsWriter(object):
         self.paths = {}  # type: Dict[str, Tuple[Any, ...]]
 
     def write(self, partials: Any) -> str:
-        if partials.__class__ is list and len(partials) == 1 and self.open_string is not None:
-            # what nearly every chunk carries: the next piece of the string being written, on the
-            # same jsonPath (the loop below gives the same text)
-            partial = partials[0]
-            if partial.__class__ is dict:
-                value = partial.get("stringValue")
-                if value.__class__ is str and partial.get("jsonPath") == self.open_raw:
-                    return _encode_string(value)[1:-1]
         out = []  # type: List[str]
         for partial in partials:
             if "stringValue" in partial:
@@ -976,6 +968,7 @@ def _parse(pairs: Iterable[Any], client: str = "gemini", tool_id_prefix: Any = N
     state = _State(client, tool_id_prefix)
     tools = state.tools
     fragment = tools.fragment
+    encode_string = _encode_string
     raw_usage = {}  # type: Dict[str, Any]
     finish = None  # type: Optional[str]
     for event, chunk in pairs:
@@ -1021,7 +1014,18 @@ def _parse(pairs: Iterable[Any], client: str = "gemini", tool_id_prefix: Any = N
                         call = part.get("functionCall")
                         if call.__class__ is dict and not call.get("name"):
                             partials = call.get("partialArgs")
-                            text = state.writer.write(partials) if partials else ""  # type: ignore[union-attr]
+                            writer = state.writer
+                            text = None
+                            if partials.__class__ is list and len(partials) == 1 and writer.open_string is not None:
+                                # nearly every chunk: the next piece of the string being written, on the same
+                                # jsonPath (_ArgsWriter.write gives the same text)
+                                partial = partials[0]
+                                if partial.__class__ is dict:
+                                    value = partial.get("stringValue")
+                                    if value.__class__ is str and partial.get("jsonPath") == writer.open_raw:
+                                        text = encode_string(value)[1:-1]
+                            if text is None:
+                                text = writer.write(partials) if partials else ""  # type: ignore[union-attr]
                             if text:
                                 item = fragment(state.streamed, text)
                                 if item is not None:
