@@ -108,69 +108,77 @@ class SSEDecoder(object):
             if self._pending_len > self.max_line_bytes:
                 raise StreamProtocolError("an SSE line exceeds {} bytes".format(self.max_line_bytes))
             return []
+        # The unfinished line held from before joins the chunk's first line only: a chunk is never
+        # copied whole (a 64 KiB copy per piece of a burst cost more than framing the piece: the copies
+        # are fresh memory the allocator keeps handing back to the system)
+        head = b""
         if self._pending:
-            self._pending.append(chunk)
-            chunk = b"".join(self._pending)
+            head = self._pending[0] if len(self._pending) == 1 else b"".join(self._pending)
             self._pending = []
             self._pending_len = 0
         events = []  # type: List[Any]
         # (CRLF bodies, Gemini's, stay with _lines: splitting them at their blank lines, or framing them
         # on LF first, scans their long lines more often than splitlines does, and costs more.  The CR
         # test comes first: memchr stops at the first line end, a search for LF LF would scan it all.)
-        if 13 not in chunk and len(chunk) <= self.max_line_bytes:
+        if 13 not in chunk and len(head) + len(chunk) <= self.max_line_bytes:
             first = chunk.find(b"\n\n")
             if first >= 0 and chunk.find(b"\n\n", first + 2) >= 0:
-                self._burst(chunk, events)
+                self._burst(head, chunk, events)
                 return events
-        self._lines(chunk, events)
+        self._lines(head, chunk, events)
         return events
 
-    def _burst(self, chunk: bytes, events: List[Any]) -> None:
+    def _burst(self, head: bytes, chunk: bytes, events: List[Any]) -> None:
         """``_lines`` for a chunk of many events (a burst: a whole answer in one write), with no CR and
         within the line limit: split at the blank lines, each event of the two shapes servers send
         (``data: <payload>``, ``event: <name>`` then ``data: <payload>``) taken whole; anything else, and
         the chunk's first and last event (which may continue or leave an event unfinished), go through
         ``_lines``.  The same events, state and errors as ``_lines`` over the whole chunk."""
-        first = chunk.find(b"\n\n") + 2
-        last = chunk.rfind(b"\n\n")
-        self._lines(chunk[:first], events)  # ends with the blank line that dispatches: nothing is left held
-        if last >= first:
-            pairs = self._pairs
+        blocks = chunk.split(b"\n\n")  # at least three: the caller saw two blank-line boundaries
+        self._lines(head, blocks[0] + b"\n\n", events)  # ends with the blank line that dispatches
+        pairs = self._pairs
+        last_id = self._last_id
+        plain = self._retry is None  # (a retry read in an event without data waits for the next event)
+        for index in range(1, len(blocks) - 1):
+            block = blocks[index]
+            if plain:
+                if block.startswith(b"data: "):
+                    if 10 not in block:
+                        try:
+                            data = block[6:].decode("utf-8")
+                        except UnicodeDecodeError:
+                            pass  # _lines raises the error it always raised
+                        else:
+                            events.append(("message", data) if pairs else SSEEvent(data, "message", last_id))
+                            continue
+                elif block.startswith(b"event: "):
+                    end = block.find(b"\n")
+                    if end > 0 and block.startswith(b"data: ", end + 1) and block.find(b"\n", end + 1) < 0:
+                        try:
+                            name = block[7:end].decode("utf-8") or "message"
+                            data = block[end + 7:].decode("utf-8")
+                        except UnicodeDecodeError:
+                            pass
+                        else:
+                            events.append((name, data) if pairs else SSEEvent(data, name, last_id))
+                            continue
+            self._lines(b"", block + b"\n\n", events)
             last_id = self._last_id
-            plain = self._retry is None  # (a retry read in an event without data waits for the next event)
-            for block in chunk[first:last].split(b"\n\n"):
-                if plain:
-                    if block.startswith(b"data: "):
-                        if 10 not in block:
-                            try:
-                                data = block[6:].decode("utf-8")
-                            except UnicodeDecodeError:
-                                pass  # _lines raises the error it always raised
-                            else:
-                                events.append(("message", data) if pairs else SSEEvent(data, "message", last_id))
-                                continue
-                    elif block.startswith(b"event: "):
-                        end = block.find(b"\n")
-                        if end > 0 and block.startswith(b"data: ", end + 1) and block.find(b"\n", end + 1) < 0:
-                            try:
-                                name = block[7:end].decode("utf-8") or "message"
-                                data = block[end + 7:].decode("utf-8")
-                            except UnicodeDecodeError:
-                                pass
-                            else:
-                                events.append((name, data) if pairs else SSEEvent(data, name, last_id))
-                                continue
-                self._lines(block + b"\n\n", events)
-                last_id = self._last_id
-                plain = self._retry is None
-        self._lines(chunk[last + 2:] if last >= first else chunk[first:], events)
+            plain = self._retry is None
+        self._lines(b"", blocks[-1], events)
 
-    def _lines(self, chunk: bytes, events: List[Any]) -> None:
-        """The lines of ``chunk`` (nothing held before it): complete ones interpreted, their events
-        appended to ``events``; an unfinished last line is held for the next chunk."""
+    def _lines(self, head: bytes, chunk: bytes, events: List[Any]) -> None:
+        """The lines of ``head + chunk`` (``head``: the unfinished line held before, no line end in it):
+        complete ones interpreted, their events appended to ``events``; an unfinished last line is held
+        for the next chunk."""
         if not chunk:
+            if head:
+                self._pending.append(head)
+                self._pending_len = len(head)
             return
         lines = chunk.splitlines()  # bytes.splitlines splits on exactly LF, CR and CRLF
+        if head:
+            lines[0] = head + lines[0]
         line_limit = self.max_line_bytes
         last = chunk[-1]
         tail = None
@@ -180,7 +188,7 @@ class SSEDecoder(object):
             self._skip_lf = True  # a LF starting the next chunk ends this line, not another one
         else:
             tail = lines.pop()  # held once the complete lines before it are read
-        if len(chunk) > line_limit:
+        if len(head) + len(chunk) > line_limit:
             # only then can a line, or an event's data, be too long: each checked in order, as they
             # would be had the chunk come in pieces
             for line in lines:
