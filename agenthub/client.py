@@ -74,7 +74,7 @@ from .foreign import for_dialect
 from .providers._common import Endpoint, apply_extras
 from .resume import RESUMED
 from .sse import DEFAULT_MAX_LINE_BYTES
-from .stream import Collector, collect, drive
+from .stream import Collector, collect, drive, now_ms
 from .types import AssistantMessage, Message, UniConfig, UniEvent, UniMessage
 from .validate import check_config, check_header_name, check_header_value, check_message, check_messages
 
@@ -738,8 +738,12 @@ class AutoLLMClient(object):
         document = not call.request.stream
         if (call.config or {}).get("background"):
             return self._background(call, watch)
-        return self._run(call, watch, protocol,
-                         lambda body: drive(protocol.read(body, client, max_line_bytes, document), client))
+
+        def read(body: Any) -> Iterator[UniEvent]:
+            stamp = [now_ms()]  # the time the bytes being parsed were read: each event's created_at
+            return drive(protocol.read(body, client, max_line_bytes, document, stamp), client, stamp)
+
+        return self._run(call, watch, protocol, read)
 
     # -- background responses: resumed after a cut (agenthub.resume), cancelled when abandoned ---------
     def _background(self, call: Attempt, watch: Any) -> Iterator[UniEvent]:

@@ -14,7 +14,7 @@ from typing import Any, Dict, Iterable, Iterator, List, Optional
 from .errors import AgentHubError, EmptyResponseError, StreamProtocolError
 from .types import AssistantMessage, UniEvent, UniMessage, UsageMetadata
 
-__all__ = ["StreamEnd", "drive", "collect", "Collector", "check_stream", "empty_usage", "Fold", "item_problem"]
+__all__ = ["StreamEnd", "drive", "now_ms", "collect", "Collector", "check_stream", "empty_usage", "Fold", "item_problem"]
 
 _USAGE_KEYS = ("cached_tokens", "prompt_tokens", "thoughts_tokens", "response_tokens")
 _FINISH_REASONS = frozenset(["stop", "length", "tool_call", "unknown"])
@@ -63,19 +63,28 @@ _DELTA = {"role": "assistant", "event_type": "delta", "content_items": None, "us
           "finish_reason": None, "created_at": 0}  # type: Dict[str, Any]
 
 
-def _event(event_type: str, items: List[Any], usage: Any = None, finish: Any = None) -> UniEvent:
+def _event(event_type: str, items: List[Any], created: int, usage: Any = None, finish: Any = None) -> UniEvent:
     return {
         "role": "assistant",
         "event_type": event_type,  # type: ignore[typeddict-item]
         "content_items": items,
         "usage_metadata": usage,
         "finish_reason": finish,  # type: ignore[typeddict-item]
-        "created_at": time.time_ns() // 1000000,
+        "created_at": created,
     }
 
 
-def drive(parts: Iterable[Any], client: str = "") -> Iterator[UniEvent]:
+def now_ms() -> int:
+    """The time now, in Unix milliseconds (what ``created_at`` holds)."""
+    return time.time_ns() // 1000000
+
+
+def drive(parts: Iterable[Any], client: str = "", stamp: Optional[List[int]] = None) -> Iterator[UniEvent]:
     """Provider parts (content items, then a StreamEnd) -> UniEvents in the stream grammar (``check_stream``).
+
+    ``created_at``: with ``stamp`` (a one-item list the reader keeps at the time the bytes being
+    parsed were read: ``Protocol.read``, ``transport.BodyStream.iter_chunks``), that time: every event decoded from one read (a burst's
+    many) carries the same; without it, the time each event is made.
 
     Raises StreamProtocolError when the parts end without a StreamEnd (the body was
     cut before the terminal marker) or when a payload had the wrong shape (any
@@ -87,6 +96,7 @@ def drive(parts: Iterable[Any], client: str = "") -> Iterator[UniEvent]:
     tool_calls = False
     end = None
     clock = time.time_ns  # locals: this loop runs once per event
+    stamped_ = stamp is not None
     end_type = StreamEnd
     calling = False  # a tool call was announced and is not complete yet
     held = []  # type: List[Any]  # other items that arrived meanwhile: emitted after it (rule 5: contiguous)
@@ -108,7 +118,7 @@ def drive(parts: Iterable[Any], client: str = "") -> Iterator[UniEvent]:
                         calling = bool(part["name"])
                     event = delta()
                     event["content_items"] = [part]
-                    event["created_at"] = clock() // 1000000
+                    event["created_at"] = stamp[0] if stamped_ else clock() // 1000000  # type: ignore[index]
                     yield event
                     continue
                 if kind == "partial_tool_call":
@@ -126,7 +136,7 @@ def drive(parts: Iterable[Any], client: str = "") -> Iterator[UniEvent]:
             for item in out:
                 if not started:
                     started = True
-                    yield _event("start", [])
+                    yield _event("start", [], stamp[0] if stamped_ else clock() // 1000000)  # type: ignore[index]
                 kind = item["type"]
                 if kind == "text":
                     if item["text"]:
@@ -137,7 +147,7 @@ def drive(parts: Iterable[Any], client: str = "") -> Iterator[UniEvent]:
                         tool_calls = True
                 event = delta()
                 event["content_items"] = [item]
-                event["created_at"] = clock() // 1000000
+                event["created_at"] = stamp[0] if stamped_ else clock() // 1000000  # type: ignore[index]
                 yield event
             if end is not None:
                 break
@@ -167,8 +177,8 @@ def drive(parts: Iterable[Any], client: str = "") -> Iterator[UniEvent]:
             usage_metadata=usage,
         )
     if not started:  # pragma: no cover - a substantive turn has items
-        yield _event("start", [])
-    yield _event("stop", [], usage, finish)
+        yield _event("start", [], stamp[0] if stamped_ else clock() // 1000000)  # type: ignore[index]
+    yield _event("stop", [], stamp[0] if stamped_ else clock() // 1000000, usage, finish)  # type: ignore[index]
 
 
 # -- collect ------------------------------------------------------------------------------------

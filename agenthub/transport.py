@@ -740,9 +740,11 @@ class BodyStream(object):
     status = None  # type: Optional[int]
     headers = None  # type: Any
 
-    def iter_chunks(self) -> Iterator[bytes]:
+    def iter_chunks(self, stamp: Optional[List[int]] = None) -> Iterator[bytes]:
         """The body's chunks as they arrive (the request goes out at the first ``next``).  Closing
-        the generator closes the body; a read failure becomes TransportError."""
+        the generator closes the body; a read failure becomes TransportError.  ``stamp``: a one-item
+        list set to the time of each read (Unix ms) before its bytes are handed on (what
+        ``stream.drive`` gives the events decoded from them as ``created_at``)."""
         if self._done or self._is_document:
             return
         if self._chunks is None:
@@ -751,19 +753,28 @@ class BodyStream(object):
                 raise StreamProtocolError("{}: expected a stream, got one JSON document".format(
                     self._client or "agenthub"), client=self._client)
         chunks = self._chunks  # type: Any
+        clock = time.time_ns
         try:
             for chunk in chunks:
                 if chunk:
+                    if stamp is not None:
+                        stamp[0] = clock() // 1000000
                     if len(chunk) > FIRST_PIECE:
                         # a burst (a whole answer in one write): its first event is decoded from a small
-                        # piece, not after the whole first read was
+                        # piece, not after the whole first read was (the rest keeps the read's time)
                         yield chunk[:FIRST_PIECE]
                         chunk = chunk[FIRST_PIECE:]
                     yield chunk
                     break
-            for chunk in chunks:
-                if chunk:
-                    yield chunk
+            if stamp is None:
+                for chunk in chunks:
+                    if chunk:
+                        yield chunk
+            else:
+                for chunk in chunks:
+                    if chunk:
+                        stamp[0] = clock() // 1000000
+                        yield chunk
         except BaseException as exc:
             self.close()
             error = self._error(exc)

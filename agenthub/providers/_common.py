@@ -13,6 +13,7 @@ from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optio
 from ..answers import error_from_body as _error_from_body
 from ..errors import ConfigError, StreamProtocolError, UnsupportedParameterError
 from ..sse import iter_event_data, iter_events, json_loads
+from ..stream import now_ms
 from ..types import HttpRequest
 
 __all__ = [
@@ -211,17 +212,23 @@ class Protocol(object):
         self.error_from_body = error_from_body
         self.parse_payloads = parse_payloads
 
-    def read(self, body: Any, client: str, max_line_bytes: int, document: bool = False) -> Iterator[Any]:
+    def read(self, body: Any, client: str, max_line_bytes: int, document: bool = False,
+             stamp: Optional[List[int]] = None) -> Iterator[Any]:
         """The parts of one answer: ``body`` (a transport.BodyStream) is opened (the request is sent);
         a JSON document goes to ``parse_document``, a stream through ``framing`` to ``parse_stream``.
-        ``document``: the request asked for one JSON document (it is read whatever its content type)."""
+        ``document``: the request asked for one JSON document (it is read whatever its content type).
+        ``stamp``: a one-item list kept at the time the bytes being parsed were read (Unix ms), for
+        ``stream.drive`` (``BodyStream.iter_chunks(stamp)``)."""
         if body.open(document):
+            if stamp is not None:
+                stamp[0] = now_ms()
             return _whole(self.parse_document(body.document, client), client)
         if self.parse_stream is None:  # (its requests ask for a document: open() reads one whatever came)
             raise StreamProtocolError("{}: expected one JSON document, got a stream".format(client), client=client)
+        chunks = body.iter_chunks() if stamp is None else body.iter_chunks(stamp)
         if self.parse_payloads is not None and self.framing is iter_events:
-            return self.parse_payloads(data_payloads(iter_event_data(body.iter_chunks(), max_line_bytes)), client)
-        return self.parse_stream(self.framing(body.iter_chunks(), max_line_bytes), client)
+            return self.parse_payloads(data_payloads(iter_event_data(chunks, max_line_bytes)), client)
+        return self.parse_stream(self.framing(chunks, max_line_bytes), client)
 
     def __repr__(self) -> str:
         return "Protocol({!r})".format(self.name)
