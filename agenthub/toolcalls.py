@@ -161,17 +161,25 @@ class ToolCallAssembler(object):
         item itself).  (``x.__class__ is int``, not ``type(x) is int``: a builtin call costs three
         times more on 3.8; an int, not a bool or a float equal to it.)"""
         call = self._live
-        if call is not None and index == self._live_index and index.__class__ is int \
-                and arguments.__class__ is str and 0 < len(arguments) < call.length:
-            call.parts.append(arguments)
-            call.length += len(arguments)
-            call.emitted += 1
-            return {"type": "partial_tool_call", "name": "", "arguments": arguments, "tool_call_id": ""}
+        if call is not None and arguments.__class__ is str and (
+                index is self._live_index or index == self._live_index and index.__class__ is int):
+            size = len(arguments)
+            if 0 < size < call.length:
+                call.parts.append(arguments)  # (``emitted`` catches up when the call stops being live: _settle)
+                call.length += size
+                return {"type": "partial_tool_call", "name": "", "arguments": arguments, "tool_call_id": ""}
         return None
+
+    def _settle(self) -> None:
+        """The live call (if any) stops being live: every part fragment() took went out."""
+        call = self._live
+        if call is not None:
+            call.emitted = len(call.parts)
+            self._live = None
 
     def _feed(self, index: Any, tool_call_id: Any, name: Any, arguments: Any, fidelity: Optional[Dict[str, Any]],
               seed: Optional[str]) -> List[Dict[str, Any]]:
-        self._live = None
+        self._settle()
         # R1: normalise
         if index is not None and type(index) is not int:
             index = self._index(index)
@@ -257,7 +265,7 @@ class ToolCallAssembler(object):
 
     def close(self, index: Any = None, tool_call_id: Any = None) -> List[Dict[str, Any]]:
         """The protocol says the call in this slot (or with this id) is complete (R6)."""
-        self._live = None
+        self._settle()
         call = None
         if index is not None:
             call = self._by_index.get(self._index(index) if type(index) is not int else index)
@@ -271,7 +279,7 @@ class ToolCallAssembler(object):
 
     def finish(self) -> List[Dict[str, Any]]:
         """End of the turn: every call still open is complete (R6)."""
-        self._live = None
+        self._settle()
         items = []  # type: List[Dict[str, Any]]
         for call in self._queue:
             call.done = True
