@@ -24,6 +24,7 @@ Rules (WHATWG "event stream interpretation", plus what real servers do):
 """
 
 import json
+from itertools import islice
 from typing import Any, Iterable, Iterator, List, Optional, Tuple
 
 from .errors import StreamProtocolError
@@ -135,12 +136,13 @@ class SSEDecoder(object):
         the chunk's first and last event (which may continue or leave an event unfinished), go through
         ``_lines``.  The same events, state and errors as ``_lines`` over the whole chunk."""
         blocks = chunk.split(b"\n\n")  # at least three: the caller saw two blank-line boundaries
+        tail = blocks.pop()
         self._lines(head, blocks[0] + b"\n\n", events)  # ends with the blank line that dispatches
         pairs = self._pairs
         last_id = self._last_id
         plain = self._retry is None  # (a retry read in an event without data waits for the next event)
-        for index in range(1, len(blocks) - 1):
-            block = blocks[index]
+        append = events.append
+        for block in islice(blocks, 1, None):
             if plain:
                 if block.startswith(b"data: "):
                     if 10 not in block:
@@ -149,23 +151,23 @@ class SSEDecoder(object):
                         except UnicodeDecodeError:
                             pass  # _lines raises the error it always raised
                         else:
-                            events.append(("message", data) if pairs else SSEEvent(data, "message", last_id))
+                            append(("message", data) if pairs else SSEEvent(data, "message", last_id))
                             continue
                 elif block.startswith(b"event: "):
-                    end = block.find(b"\n")
-                    if end > 0 and block.startswith(b"data: ", end + 1) and block.find(b"\n", end + 1) < 0:
+                    name, data_line, data = block.partition(b"\ndata: ")
+                    if data_line and 10 not in name and 10 not in data:
                         try:
-                            name = block[7:end].decode("utf-8") or "message"
-                            data = block[end + 7:].decode("utf-8")
+                            name = name[7:].decode("utf-8") or "message"
+                            data = data.decode("utf-8")
                         except UnicodeDecodeError:
                             pass
                         else:
-                            events.append((name, data) if pairs else SSEEvent(data, name, last_id))
+                            append((name, data) if pairs else SSEEvent(data, name, last_id))
                             continue
             self._lines(b"", block + b"\n\n", events)
             last_id = self._last_id
             plain = self._retry is None
-        self._lines(b"", blocks[-1], events)
+        self._lines(b"", tail, events)
 
     def _lines(self, head: bytes, chunk: bytes, events: List[Any]) -> None:
         """The lines of ``head + chunk`` (``head``: the unfinished line held before, no line end in it):
