@@ -113,6 +113,9 @@ class ToolCallAssembler(object):
     """Assembles one turn's tool calls.  ``feed`` (and its shorthand ``feed_arguments``), ``close`` and
     ``finish`` return items to emit."""
 
+    __slots__ = ("client", "_id_prefix", "_queue", "_by_index", "_by_id", "_latest", "_unindexed", "_count", "_live",
+                 "_live_index", "completed")
+
     def __init__(self, client: str = "", id_prefix: Optional[str] = None) -> None:
         self.client = client
         self._id_prefix = id_prefix if id_prefix is not None else "call_" + uuid.uuid4().hex[:12] + "_"
