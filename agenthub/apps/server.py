@@ -311,6 +311,8 @@ _DELTA_TAIL = b'],"usage_metadata":null,"finish_reason":null,"created_at":'
 _TEXT_FRAME = _DELTA_HEAD.decode() + '{"type":"text","text":%s}' + _DELTA_TAIL.decode() + "%d}\n\n"
 _FRAGMENT_FRAME = (_DELTA_HEAD.decode() + '{"type":"partial_tool_call","name":%s,"arguments":%s,"tool_call_id":%s}'
                    + _DELTA_TAIL.decode() + "%d}\n\n")
+#: the fragments after a call's first: no name, no id
+_BARE_FRAGMENT_FRAME = _FRAGMENT_FRAME.replace("%s", '""', 1).replace(',"tool_call_id":%s', ',"tool_call_id":""')
 
 
 def _encode_event(event: Any) -> bytes:
@@ -330,6 +332,9 @@ def _encode_event(event: Any) -> bytes:
                     return (_TEXT_FRAME % (_quote(text), created)).encode("ascii")
             elif kind == "partial_tool_call" and len(item) == 4:
                 name, arguments, call_id = item.get("name"), item.get("arguments"), item.get("tool_call_id")
+                if arguments.__class__ is str and name == "" and call_id == "" and name.__class__ is str \
+                        and call_id.__class__ is str:  # most fragments: more arguments of the call under way
+                    return (_BARE_FRAGMENT_FRAME % (_quote(arguments), created)).encode("ascii")
                 if name.__class__ is str and arguments.__class__ is str and call_id.__class__ is str:
                     return (_FRAGMENT_FRAME % (_quote(name), _quote(arguments), _quote(call_id), created)).encode(
                         "ascii")

@@ -112,6 +112,17 @@ def parse_stream(events: Iterable[SSEEvent], client: str = "agenthub", tool_id_p
             except (StopIteration, ValueError):
                 item, end = None, 0
             if item.__class__ is dict and data.startswith(tail, end) and data.endswith("}"):
+                # the two items nearly every delta carries, whole and of the right types, pass as they are
+                # (_restore and _checked give the same); any other item is restored and checked
+                size = len(item)
+                if size == 2:
+                    if item.get("type") == "text" and item.get("text").__class__ is str:
+                        yield item
+                        continue
+                elif size == 4 and item.get("type") == "partial_tool_call" and item.get("arguments").__class__ is str \
+                        and item.get("name").__class__ is str and item.get("tool_call_id").__class__ is str:
+                    yield item
+                    continue
                 yield _checked(_restore(item) if '"__bytes__"' in data else item, client)
                 continue
         if name == "error":
