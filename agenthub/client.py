@@ -757,9 +757,10 @@ class AutoLLMClient(object):
         opened = []  # type: List[Any]  # the bodies of the reconnects, closed when the call ends
 
         def read(body: Any, reopen: Callable[[str, Any, Any], Any]) -> Iterator[UniEvent]:
-            parts, resumable = self._read_background(dialect, body, reopen, opened)
+            stamp = [now_ms()]  # the time the bytes being parsed were read, across the reconnects too
+            parts, resumable = self._read_background(dialect, body, reopen, opened, stamp)
             resumables.append(resumable)
-            return _marked(drive(parts, client), resumable)
+            return _marked(drive(parts, client, stamp), resumable)
 
         events = self._run(call, watch, self._protocol, read, resumes=True)
         try:
@@ -773,7 +774,7 @@ class AutoLLMClient(object):
                 self._cancel(dialect, resumable.resource_id)
 
     def _read_background(self, dialect: Any, body: Any, reopen: Callable[[str, Any, Any], Any],
-                         opened: List[Any]) -> Tuple[Iterator[Any], Any]:
+                         opened: List[Any], stamp: List[int]) -> Tuple[Iterator[Any], Any]:
         """The parts of a background stream whose connections resume after a cut, and its Resumable:
         each reconnect is the attempt loop's next attempt (``reopen``: the GET that resumes it, with the
         loop's hooks, retries, deadline and abort), read by the same parser."""
@@ -782,16 +783,16 @@ class AutoLLMClient(object):
         protocol = self._protocol
         client = self.client_type
         if body.open(False):  # one JSON document: complete by nature, nothing to resume
-            return protocol.read(body, client, self.max_line_bytes), None
+            return protocol.read(body, client, self.max_line_bytes, stamp=stamp), None
 
         def reconnect(resource_id: str, cursor: Any) -> Iterator[Any]:
             resumed = reopen(resource_id, dialect.resume_request(self._endpoint, resource_id, cursor), resumable.error)
             opened.append(resumed)
             logger.info("%s: the stream of background response %s broke; resumed after event %s", client,
                         resource_id, cursor)
-            return protocol.framing(resumed.iter_chunks(), self.max_line_bytes)
+            return protocol.framing(resumed.iter_chunks(stamp), self.max_line_bytes)
 
-        frames = protocol.framing(body.iter_chunks(), self.max_line_bytes)
+        frames = protocol.framing(body.iter_chunks(stamp), self.max_line_bytes)
         resumable = Resumable(frames, dialect.frame_cursor, reconnect, ordered=dialect.ordered_cursors, client=client)
         return protocol.parse_stream(iter(resumable), client), resumable
 

@@ -14,7 +14,8 @@ from typing import Any, Dict, Iterable, Iterator, List, Optional
 from .errors import AgentHubError, EmptyResponseError, StreamProtocolError
 from .types import AssistantMessage, UniEvent, UniMessage, UsageMetadata
 
-__all__ = ["StreamEnd", "drive", "now_ms", "collect", "Collector", "check_stream", "empty_usage", "Fold", "item_problem"]
+__all__ = ["StreamEnd", "drive", "now_ms", "collect", "Collector", "check_stream", "empty_usage", "Fold",
+           "item_problem"]
 
 _USAGE_KEYS = ("cached_tokens", "prompt_tokens", "thoughts_tokens", "response_tokens")
 _FINISH_REASONS = frozenset(["stop", "length", "tool_call", "unknown"])
@@ -82,9 +83,9 @@ def now_ms() -> int:
 def drive(parts: Iterable[Any], client: str = "", stamp: Optional[List[int]] = None) -> Iterator[UniEvent]:
     """Provider parts (content items, then a StreamEnd) -> UniEvents in the stream grammar (``check_stream``).
 
-    ``created_at``: with ``stamp`` (a one-item list the reader keeps at the time the bytes being
-    parsed were read: ``Protocol.read``, ``transport.BodyStream.iter_chunks``), that time: every event decoded from one read (a burst's
-    many) carries the same; without it, the time each event is made.
+    ``created_at``: with ``stamp`` (a one-item list the reader keeps at the time the bytes being parsed
+    were read: ``Protocol.read``, ``transport.BodyStream.iter_chunks``), that time: every event decoded
+    from one read (a burst's many) carries the same; without it, the time each event is made.
 
     Raises StreamProtocolError when the parts end without a StreamEnd (the body was
     cut before the terminal marker) or when a payload had the wrong shape (any
