@@ -67,7 +67,7 @@ from . import hosts, registry
 from .answers import request_id as answer_request_id, starts_stream
 from ._redact import redact_url, secret_values, url_secrets
 from .breaker import breaker_for, settings as breaker_settings
-from .hosts.trust import url_host  # the one host rule: which host a request connects to
+from .hosts.trust import split_authority, url_host  # the one host rule: which host a request connects to
 from .errors import (AgentHubError, ConfigError, RateLimitError, ServerError, StreamProtocolError, TransportError,
                      UnsupportedOperationError, UnsupportedParameterError, UpstreamError, safe_url, set_field)
 from .foreign import for_dialect
@@ -1025,6 +1025,16 @@ class AutoLLMClient(object):
     def _route(self) -> Dict[str, Any]:
         return {"model": self.model, "client_type": self.client_type, "host": url_host(self._endpoint.base_url)}
 
+    def _circuit_host(self) -> str:
+        """The endpoint a circuit belongs to: host and port (two gateways on one host are two endpoints)."""
+        try:
+            scheme, _, host, port = split_authority(self._endpoint.base_url)
+        except ValueError:
+            return ""
+        if port is None:
+            port = 443 if scheme == "https" else 80
+        return "[{}]:{}".format(host, port) if ":" in host else "{}:{}".format(host, port)
+
     def _falls_over(self, error: BaseException) -> bool:
         """May a failure before the first event move the turn to the next fallback?"""
         return isinstance(error, self._fallback_on) or _unwell(error)
@@ -1039,7 +1049,7 @@ class AutoLLMClient(object):
         last_error = None  # type: Optional[AgentHubError]
         for entry in [self] + self._fallbacks:
             route = entry._route()
-            gate = breaker_for(entry.client_type, route["host"], entry.model) if settings is not None else None
+            gate = breaker_for(entry.client_type, entry._circuit_host(), entry.model) if settings is not None else None
             if gate is not None and not gate.allow(settings["cooldown"]):
                 logger.info("agenthub fallback: %s (%s, %s) skipped: its circuit is open", entry.model,
                             entry.client_type, route["host"])

@@ -237,7 +237,7 @@ def test_an_open_circuit_is_skipped_at_once_then_probed_after_the_cooldown(prima
     primary.default = [status(200, SSE), send(chat_stream("back"))]
     assert text_of(list(first.streaming_response([USER]))) == "back"
     assert first.last_route["model"] == "m"
-    assert breaker.breaker_for("openai-chat", "127.0.0.1", "m").state == "closed"
+    assert breaker.breaker_for("openai-chat", "127.0.0.1:{}".format(primary.port), "m").state == "closed"
 
 
 def test_every_circuit_open_is_a_fast_typed_error(primary, backup, monkeypatch):
@@ -262,6 +262,21 @@ def test_circuit_breaker_false_never_skips(primary, backup):
     assert len(primary.requests) == 5
 
 
+def test_two_gateways_on_one_host_have_a_circuit_each(primary, backup, monkeypatch):
+    """Two local gateways serving the same model on one host (two ports): the primary's open circuit
+    never closes the way to the fallback."""
+    monkeypatch.setattr(breaker, "clock", Clock())
+    primary.default = FAULTS["503"]
+    same = AutoLLMClient("m", client_type="openai-chat", base_url=backup.url + "/v1", api_key="sk-test-key-123456",
+                         max_retries=0)
+    first = client(primary, "openai-chat", max_retries=0, fallbacks=[same], circuit_breaker={"failures": 1})
+    for _ in range(3):
+        assert text_of(list(first.streaming_response([USER]))) == "ok"
+    assert len(primary.requests) == 1 and len(backup.requests) == 3  # the primary open, the fallback asked
+    assert breaker.breaker_for("openai-chat", "127.0.0.1:{}".format(primary.port), "m").state == "open"
+    assert breaker.breaker_for("openai-chat", "127.0.0.1:{}".format(backup.port), "m").state == "closed"
+
+
 def test_a_400_does_not_count_against_the_circuit(primary, backup):
     primary.default = [status(400, JSON, framing="length"), send(error_body("bad", "invalid_request_error"))]
     first = client(primary, "openai-chat", fallbacks=[backup_client(backup)], circuit_breaker={"failures": 1})
@@ -269,7 +284,7 @@ def test_a_400_does_not_count_against_the_circuit(primary, backup):
         with pytest.raises(UpstreamError):
             list(first.streaming_response([USER]))
     assert len(primary.requests) == 3
-    assert breaker.breaker_for("openai-chat", "127.0.0.1", "m").state == "closed"
+    assert breaker.breaker_for("openai-chat", "127.0.0.1:{}".format(primary.port), "m").state == "closed"
 
 
 # -- stateful turns and helpers -------------------------------------------------------------------
