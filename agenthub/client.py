@@ -67,7 +67,7 @@ from . import hosts, registry
 from .answers import request_id as answer_request_id, starts_stream
 from ._redact import redact_url, secret_values, url_secrets
 from .breaker import breaker_for, settings as breaker_settings
-from .hosts.trust import split_authority, url_host  # the one host rule: which host a request connects to
+from .hosts.trust import url_host, url_origin  # the one host rule: which host a request connects to
 from .errors import (AgentHubError, ConfigError, RateLimitError, ServerError, StreamProtocolError, TransportError,
                      UnsupportedOperationError, UnsupportedParameterError, UpstreamError, safe_url, set_field)
 from .foreign import for_dialect
@@ -1027,12 +1027,10 @@ class AutoLLMClient(object):
 
     def _circuit_host(self) -> str:
         """The endpoint a circuit belongs to: host and port (two gateways on one host are two endpoints)."""
-        try:
-            scheme, _, host, port = split_authority(self._endpoint.base_url)
-        except ValueError:
+        origin = url_origin(self._endpoint.base_url)
+        if origin is None:
             return ""
-        if port is None:
-            port = 443 if scheme == "https" else 80
+        _, host, port = origin
         return "[{}]:{}".format(host, port) if ":" in host else "{}:{}".format(host, port)
 
     def _falls_over(self, error: BaseException) -> bool:

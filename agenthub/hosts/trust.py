@@ -26,8 +26,8 @@ from typing import Any, Iterable, Optional, Tuple
 
 from ..errors import ConfigError
 
-__all__ = ["check_model_segments", "url_host", "authority_host", "authority_parts", "check_base_url", "host_is", "is_loopback", "is_loopback_host",
-           "split_authority"]
+__all__ = ["check_model_segments", "url_host", "url_origin", "authority_host", "authority_parts", "check_base_url",
+           "host_is", "is_loopback", "is_loopback_host", "split_authority"]
 
 _SCHEME = re.compile(r"^(https?)://")
 _USERINFO = re.compile(r"^(?:[A-Za-z0-9\-._~!$&'()*+,;=:]|%[0-9A-Fa-f]{2})*$")
@@ -120,6 +120,19 @@ def url_host(url: Any) -> str:
         return split_authority(url)[2]
     except ValueError:
         return ""
+
+
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def url_origin(url: Any) -> Optional[Tuple[str, str, int]]:
+    """(scheme, host, port) ``url`` connects to, the scheme's port when none is written; None for a URL
+    whose authority is not RFC 3986 (as ``url_host``)."""
+    try:
+        scheme, _, host, port = split_authority(url)
+    except ValueError:
+        return None
+    return scheme, host, port or _DEFAULT_PORTS[scheme]
 
 
 def check_base_url(url: Any, what: str = "base_url") -> str:

@@ -195,11 +195,8 @@ def join(base_url: str, path: str) -> str:
 def same_origin(url: str, base_url: str) -> bool:
     """True when ``url`` is on the scheme, host and port of ``base_url`` (a URL the server handed back
     is only ever sent the key when it points at the server that holds it)."""
-    from ...hosts.trust import split_authority  # the host as the connecting parser reads it
+    from ...hosts.trust import url_origin  # the host as the connecting parser reads it
 
-    try:
-        a, b = split_authority(url), split_authority(base_url)
-    except ValueError:
-        return False  # an authority two parsers could read two ways is never this server
-    default = {"http": 80, "https": 443}
-    return (a[0], a[2], a[3] or default[a[0]]) == (b[0], b[2], b[3] or default[b[0]])
+    origin = url_origin(url)
+    # (an authority two parsers could read two ways, None, is never this server)
+    return origin is not None and origin == url_origin(base_url)
