@@ -170,13 +170,10 @@ class SSEDecoder(object):
         self._lines(b"", tail, events)
 
     def _lines(self, head: bytes, chunk: bytes, events: List[Any]) -> None:
-        """The lines of ``head + chunk`` (``head``: the unfinished line held before, no line end in it):
-        complete ones interpreted, their events appended to ``events``; an unfinished last line is held
-        for the next chunk."""
+        """The lines of ``head + chunk`` (``head``: the unfinished line held before, no line end in it;
+        given only with a chunk that has one): complete ones interpreted, their events appended to
+        ``events``; an unfinished last line is held for the next chunk."""
         if not chunk:
-            if head:
-                self._pending.append(head)
-                self._pending_len = len(head)
             return
         lines = chunk.splitlines()  # bytes.splitlines splits on exactly LF, CR and CRLF
         if head:

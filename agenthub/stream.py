@@ -64,14 +64,16 @@ _DELTA = {"role": "assistant", "event_type": "delta", "content_items": None, "us
           "finish_reason": None, "created_at": 0}  # type: Dict[str, Any]
 
 
-def _event(event_type: str, items: List[Any], created: int, usage: Any = None, finish: Any = None) -> UniEvent:
+def _event(event_type: str, items: List[Any], stamp: Optional[List[int]], usage: Any = None,
+           finish: Any = None) -> UniEvent:
+    """A start or stop event (``drive``'s ``stamp`` gives its time, as for the deltas)."""
     return {
         "role": "assistant",
         "event_type": event_type,  # type: ignore[typeddict-item]
         "content_items": items,
         "usage_metadata": usage,
         "finish_reason": finish,  # type: ignore[typeddict-item]
-        "created_at": created,
+        "created_at": stamp[0] if stamp is not None else time.time_ns() // 1000000,
     }
 
 
@@ -137,7 +139,7 @@ def drive(parts: Iterable[Any], client: str = "", stamp: Optional[List[int]] = N
             for item in out:
                 if not started:
                     started = True
-                    yield _event("start", [], stamp[0] if stamped_ else clock() // 1000000)  # type: ignore[index]
+                    yield _event("start", [], stamp)
                 kind = item["type"]
                 if kind == "text":
                     if item["text"]:
@@ -178,8 +180,8 @@ def drive(parts: Iterable[Any], client: str = "", stamp: Optional[List[int]] = N
             usage_metadata=usage,
         )
     if not started:  # pragma: no cover - a substantive turn has items
-        yield _event("start", [], stamp[0] if stamped_ else clock() // 1000000)  # type: ignore[index]
-    yield _event("stop", [], stamp[0] if stamped_ else clock() // 1000000, usage, finish)  # type: ignore[index]
+        yield _event("start", [], stamp)
+    yield _event("stop", [], stamp, usage, finish)
 
 
 # -- collect ------------------------------------------------------------------------------------

@@ -766,15 +766,11 @@ class BodyStream(object):
                         chunk = chunk[FIRST_PIECE:]
                     yield chunk
                     break
-            if stamp is None:
-                for chunk in chunks:
-                    if chunk:
-                        yield chunk
-            else:
-                for chunk in chunks:
-                    if chunk:
+            for chunk in chunks:
+                if chunk:
+                    if stamp is not None:
                         stamp[0] = clock() // 1000000
-                        yield chunk
+                    yield chunk
         except BaseException as exc:
             self.close()
             error = self._error(exc)

@@ -235,7 +235,7 @@ class Protocol(object):
             return _whole(self.parse_document(body.document, client), client)
         if self.parse_stream is None:  # (its requests ask for a document: open() reads one whatever came)
             raise StreamProtocolError("{}: expected one JSON document, got a stream".format(client), client=client)
-        chunks = body.iter_chunks() if stamp is None else body.iter_chunks(stamp)
+        chunks = body.iter_chunks(stamp)
         if self.parse_payloads is not None and self.framing is iter_events:
             return self.parse_payloads(data_payloads(iter_event_data(chunks, max_line_bytes)), client)
         return self.parse_stream(self.framing(chunks, max_line_bytes), client)
