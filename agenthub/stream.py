@@ -12,13 +12,12 @@ import time
 from typing import Any, Dict, Iterable, Iterator, List, Optional
 
 from .errors import AgentHubError, EmptyResponseError, StreamProtocolError
+from .types import FINISH_REASONS as _FINISH_REASONS, USAGE_KEYS as _USAGE_KEYS
 from .types import AssistantMessage, UniEvent, UniMessage, UsageMetadata
 
 __all__ = ["StreamEnd", "drive", "now_ms", "collect", "Collector", "check_stream", "empty_usage", "Fold",
            "item_problem"]
 
-_USAGE_KEYS = ("cached_tokens", "prompt_tokens", "thoughts_tokens", "response_tokens")
-_FINISH_REASONS = frozenset(["stop", "length", "tool_call", "unknown"])
 #: items that make a turn worth replaying (a thinking-only turn is rejected upstream)
 _SUBSTANTIVE = frozenset(["tool_call", "inline_data", "image_url", "embedding", "compaction"])
 _ITEM_FIELDS = {

@@ -39,7 +39,7 @@ import time
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from .errors import ConfigError
-from .types import from_jsonable, to_jsonable  # the one {"__bytes__"} codec (tracer.to_jsonable stays importable)
+from .types import USAGE_KEYS, from_jsonable, to_jsonable  # the one {"__bytes__"} codec (tracer.to_jsonable stays importable)
 
 #: the longest trace_id accepted, and the longest part between two slashes (file names stay under NAME_MAX)
 MAX_TRACE_ID = 512
@@ -227,15 +227,13 @@ def render_text(history: Sequence[Mapping[str, Any]], config: Mapping[str, Any])
         usage = message.get("usage_metadata")
         if usage:
             counted = True
-            lines.append("  Usage: " + ", ".join("{}={}".format(k, usage.get(k)) for k in (
-                "cached_tokens", "prompt_tokens", "thoughts_tokens", "response_tokens")))
-            for key in ("cached_tokens", "prompt_tokens", "thoughts_tokens", "response_tokens"):
+            lines.append("  Usage: " + ", ".join("{}={}".format(k, usage.get(k)) for k in USAGE_KEYS))
+            for key in USAGE_KEYS:
                 if isinstance(usage.get(key), int):
                     totals[key] = totals.get(key, 0) + usage[key]
         if message.get("finish_reason"):
             lines.append("  Finish reason: {}".format(message["finish_reason"]))
     if counted:
         lines.append("")
-        lines.append("Total usage: " + ", ".join("{}={}".format(k, totals.get(k)) for k in (
-            "cached_tokens", "prompt_tokens", "thoughts_tokens", "response_tokens")))
+        lines.append("Total usage: " + ", ".join("{}={}".format(k, totals.get(k)) for k in USAGE_KEYS))
     return "\n".join(lines) + "\n"

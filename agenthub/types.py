@@ -57,6 +57,9 @@ __all__ = [
 Role = Literal["user", "assistant"]
 EventType = Literal["start", "delta", "stop", "unused"]
 FinishReason = Literal["stop", "length", "tool_call", "unknown"]
+#: the values a FinishReason may take, and UsageMetadata's four buckets (in their order), for checks at runtime
+FINISH_REASONS = frozenset(["stop", "length", "tool_call", "unknown"])
+USAGE_KEYS = ("cached_tokens", "prompt_tokens", "thoughts_tokens", "response_tokens")
 
 
 class ThinkingLevel(str, Enum):

@@ -17,7 +17,7 @@ import re
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from .errors import ConfigError
-from .types import MAX_DEPTH, PromptCaching, ThinkingLevel
+from .types import FINISH_REASONS, MAX_DEPTH, PromptCaching, ThinkingLevel
 
 __all__ = ["check_config", "check_messages", "check_message", "check_json", "check_header_value", "check_header_name",
            "CONFIG_KEYS", "ASPECT_RATIOS", "IMAGE_SIZES", "RESPONSE_FORMATS"]
@@ -376,7 +376,7 @@ def check_message(message: Any, where: str = "message") -> None:
             elif name != "embedding":
                 _check_text(value, "{}[{!r}]".format(at, name))
     finish = message.get("finish_reason")
-    if finish is not None and finish not in ("stop", "length", "tool_call", "unknown"):
+    if finish is not None and finish not in FINISH_REASONS:
         raise ConfigError("{}['finish_reason'] is not a FinishReason".format(where))
 
 

@@ -36,6 +36,7 @@ from ..errors import AgentHubError, BudgetExceededError, ConfigError, RateLimitE
 from ..limiter import LimiterHook, RateLimiter, estimate_tokens, has_hook
 from ..catalog import cost
 from ..stream import collect
+from ..types import USAGE_KEYS
 from .jobfile import JobFile, JobRow, OutputWriter, error_row, iter_rows, mark_finished, output_row, read_jobs
 
 __all__ = ["run", "JobSummary", "build_clients", "row_tokens"]
@@ -76,8 +77,8 @@ class JobSummary:
 def row_tokens(usage: Any) -> int:
     if not isinstance(usage, dict):
         return 0
-    return sum(v for k in ("cached_tokens", "prompt_tokens", "thoughts_tokens", "response_tokens")
-               for v in (usage.get(k),) if isinstance(v, int) and not isinstance(v, bool) and v > 0)
+    return sum(v for k in USAGE_KEYS for v in (usage.get(k),)
+               if isinstance(v, int) and not isinstance(v, bool) and v > 0)
 
 
 def _route_name(route: Route) -> str:

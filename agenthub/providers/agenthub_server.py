@@ -22,7 +22,8 @@ from ..answers import decode_body, error_from_body as _error_from_body
 from ..errors import AgentHubError, StreamProtocolError, error_from_json
 from ..sse import DEFAULT_MAX_LINE_BYTES, SSEDecoder, SSEEvent
 from ..stream import StreamEnd, item_problem
-from ..types import MAX_DEPTH, HttpRequest, from_jsonable as _restore, to_jsonable as _jsonable, too_deep
+from ..types import FINISH_REASONS, MAX_DEPTH, USAGE_KEYS, HttpRequest, from_jsonable as _restore, too_deep
+from ..types import to_jsonable as _jsonable
 from ._common import Endpoint, Protocol, documents, get_request, parse_data_list, request_headers, unsupported
 
 __all__ = ["build_request", "parse_stream", "framing", "STREAM_PATH", "PROTOCOL"]
@@ -168,9 +169,6 @@ def _parts(event: Any, client: str) -> Tuple[List[Any], Optional[StreamEnd]]:
     return [], None
 
 
-#: what a stop event's finish_reason may be
-FINISH_REASONS = frozenset(["stop", "length", "tool_call", "unknown"])
-_USAGE_KEYS = ("cached_tokens", "prompt_tokens", "thoughts_tokens", "response_tokens")
 
 
 def _malformed(client: str, what: str) -> StreamProtocolError:
@@ -193,9 +191,9 @@ def _usage(usage: Any, client: str) -> Any:
     if usage is None:
         return None
     if type(usage) is not dict or any(
-            usage.get(key) is not None and (type(usage.get(key)) is not int or usage[key] < 0) for key in _USAGE_KEYS):
+            usage.get(key) is not None and (type(usage.get(key)) is not int or usage[key] < 0) for key in USAGE_KEYS):
         raise _malformed(client, "a stop event whose usage_metadata is not four token counts")
-    return {key: usage.get(key) for key in _USAGE_KEYS}
+    return {key: usage.get(key) for key in USAGE_KEYS}
 
 
 def parse_document(payload: Any, client: str = "agenthub", tool_id_prefix: Any = None) -> Iterator[Any]:
