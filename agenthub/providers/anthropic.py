@@ -75,7 +75,7 @@ from ..sse import SSEEvent
 from ..stream import Fold, StreamEnd
 from ..toolcalls import ToolCallAssembler
 from ..types import HttpRequest, PromptCaching, ThinkingLevel
-from ._common import (COMPACTION_FORMAT, left_out, DONE, payloads, parse_data_list, Endpoint, Protocol, check_response_format, documents, dumps, get_request,
+from ._common import (COMPACTION_FORMAT, Count, left_out, DONE, payloads, parse_data_list, Endpoint, Protocol, check_response_format, documents, dumps, get_request,
                       nearest, parse_data_uri, request_headers, stop_sequences, to_int, unsupported,
                       usage)
 
@@ -326,10 +326,6 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
             {"type": COMPACTION_EDIT, "trigger": {"type": "input_tokens", "value": threshold}}]}
         _add_beta(headers, COMPACTION_BETA)
     return HttpRequest("POST", "/v1/messages", headers, body)
-
-
-build_request.accepts = ("compaction",)  # type: ignore[attr-defined]  # config keys only some protocols read
-build_request.compaction_format = "anthropic"  # type: ignore[attr-defined]  # the compaction blocks it replays
 
 
 def _add_beta(headers: Dict[str, str], beta: str) -> None:
@@ -991,4 +987,9 @@ PROTOCOL = Protocol(
     quirk_keys=("automatic_caching", "fast_mode", "interleaved_thinking", "model_in_body", "replay_unsigned_thinking",
                 "response_formats", "thinking_rule", "version_in_body"),
     demo=("claude-sonnet-4-6", "Anthropic Messages"), models_request=models_request, parse_models=parse_data_list,
+    accepts=("compaction",), count=Count(count_request, COUNT_FIELD), compaction_format="anthropic",
 )
+
+# thin aliases of the record's fields, for readers of the old places (issue 28: the client reads PROTOCOL)
+build_request.accepts = PROTOCOL.accepts  # type: ignore[attr-defined]
+

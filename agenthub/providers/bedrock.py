@@ -77,7 +77,7 @@ from ..stream import Fold, StreamEnd
 from ..toolcalls import ToolCallAssembler
 from ..types import HttpRequest, PromptCaching, ThinkingLevel
 from . import anthropic
-from ._common import (left_out, Endpoint, Protocol, check_response_format, dumps, encode_path_segment, model_list_page,
+from ._common import (left_out, Count, Endpoint, Protocol, check_response_format, dumps, encode_path_segment, model_list_page,
                       parse_data_uri, samplers, to_int, unsupported, usage)
 
 __all__ = ["build_request", "parse_stream", "parse_document", "map_usage", "claude_name", "stream_error",
@@ -818,4 +818,5 @@ PROTOCOL = Protocol(
     "bedrock", __name__, build_request, parse_stream,
     framing=iter_messages, parse_document=parse_document, models_request=models_request, parse_models=parse_models,
     demo=("us.anthropic.claude-sonnet-4-5-20250929-v1:0", "Amazon Bedrock Converse"),
+    count=Count(count_request, COUNT_FIELD),
 )

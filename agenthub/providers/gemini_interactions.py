@@ -69,7 +69,7 @@ from ..stream import StreamEnd
 from ..toolcalls import ToolCallAssembler
 from ..types import HttpRequest, PromptCaching, ThinkingLevel
 from . import gemini
-from ._common import (Endpoint, Protocol, check_response_format, parse_data_uri, request_headers,
+from ._common import (Endpoint, Protocol, Resume, check_response_format, parse_data_uri, request_headers,
                       stop_sequences, to_int, unsupported, usage)
 
 __all__ = [
@@ -355,11 +355,8 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
     return HttpRequest("POST", interactions_url(endpoint), _headers(endpoint), body)
 
 
-build_request.chains_turns = True  # type: ignore[attr-defined]  # the client passes stateful=True
-build_request.stored_answer = stored_answer  # type: ignore[attr-defined]  # and marks a stateful answer stored
 #: background streams resume after a cut (agenthub.resume): are cursors numbers, in order?
 ordered_cursors = False
-build_request.accepts = ("background",)  # type: ignore[attr-defined]  # config keys only some protocols read
 
 
 def resume_request(endpoint: Endpoint, resource_id: str, cursor: Optional[str]) -> HttpRequest:
@@ -616,4 +613,13 @@ PROTOCOL = Protocol(
     quirk_keys=("fast_mode", "response_formats"),
     demo=None,
     models_request=gemini.models_request, parse_models=gemini.parse_models,  # the same GET /v1beta/models
+    accepts=("background",),
+    chains_turns=True, stored_answer=stored_answer,  # the client passes stateful=True, then marks the answer stored
+    resume=Resume(resume_request, cancel_request, frame_cursor, ordered_cursors),
 )
+
+# thin aliases of the record's fields, for readers of the old places (issue 28: the client reads PROTOCOL)
+build_request.accepts = PROTOCOL.accepts  # type: ignore[attr-defined]
+build_request.chains_turns = PROTOCOL.chains_turns  # type: ignore[attr-defined]
+build_request.stored_answer = PROTOCOL.stored_answer  # type: ignore[attr-defined]
+

@@ -111,7 +111,7 @@ from ..sse import SSEEvent
 from ..stream import StreamEnd
 from ..toolcalls import ToolCallAssembler
 from ..types import HttpRequest, PromptCaching, ThinkingLevel
-from ._common import (COMPACTION_FORMAT, after_compaction, left_out, DONE, payloads, openai_models_request, parse_data_list, Endpoint, Protocol, check_response_format, data_uri, documents, dumps,
+from ._common import (COMPACTION_FORMAT, Count, Resume, after_compaction, left_out, DONE, payloads, openai_models_request, parse_data_list, Endpoint, Protocol, check_response_format, data_uri, documents, dumps,
                       inclusive_usage, nearest, parse_data_uri, request_headers,
                       unsupported)
 
@@ -1305,8 +1305,6 @@ def frame_cursor(sse: SSEEvent) -> Tuple[Optional[str], Optional[int], bool]:
 
 #: background streams resume after a cut (agenthub.resume): are cursors numbers, in order?
 ordered_cursors = True
-build_request.accepts = ("background", "compaction")  # type: ignore[attr-defined]  # keys only some protocols read
-build_request.compaction_format = "openai"  # type: ignore[attr-defined]  # the compaction items it replays
 
 
 # -- the endpoint's model list ------------------------------------------------------------------
@@ -1335,4 +1333,10 @@ PROTOCOL = Protocol(
     quirk_keys=("encrypted_reasoning", "fast_mode", "reasoning", "reasoning_efforts", "response_formats"),
     embeddings="openai_embeddings", demo=("gpt-5.5", "OpenAI Responses"),
     models_request=openai_models_request, parse_models=parse_data_list,
+    accepts=("background", "compaction"), compaction_format="openai",
+    resume=Resume(resume_request, cancel_request, frame_cursor, ordered_cursors), count=Count(count_request, COUNT_FIELD),
 )
+
+# thin aliases of the record's fields, for readers of the old places (issue 28: the client reads PROTOCOL)
+build_request.accepts = PROTOCOL.accepts  # type: ignore[attr-defined]
+
