@@ -40,7 +40,7 @@ TOOLS = [{"name": "get_weather", "parameters": {"type": "object", "properties": 
 
 CHAT = Endpoint("openai-chat", "https://api.example.com/v1", "sk-test")
 RESPONSES = Endpoint("openai-responses", "https://api.openai.com/v1", "sk-test")
-ANTHROPIC = Endpoint("anthropic", "https://api.anthropic.com", "sk-ant-test")
+ANTHROPIC = Endpoint("anthropic", "https://api.anthropic.com", "sk-ant-test", quirks={"first_party": True})
 GEMINI = Endpoint("gemini", "https://generativelanguage.googleapis.com", "gm-test")
 
 

@@ -52,18 +52,20 @@ class Host(object):
     ``registry.resolve`` returns in place of the default endpoint and key variables: ``(client_type,
     base_url, api_key, quirks)``.
     ``takes_token_callable``: a callable ``api_key`` (a token provider) is taken.
-    ``quirk_keys``: the registry quirks the host reads.
+    ``quirk_keys``: the registry quirks the host reads.  ``own_quirks``: the dialect quirks an endpoint
+    on this host's own servers (the host of ``base_url``) has, under any quirk its route sets
+    (``{"first_party": True}``: the vendor's own API, not a gateway speaking its dialect).
     """
 
     __slots__ = ("name", "base_url", "key_env", "base_url_env", "url", "authorise", "configure",
-                 "takes_token_callable", "quirk_keys")
+                 "takes_token_callable", "quirk_keys", "own_quirks")
 
     def __init__(self, name: str, authorise: Callable[..., Dict[str, str]], base_url: str = "",
                  key_env: Sequence[str] = (), base_url_env: Optional[str] = None,
                  url: Callable[[Any, str], str] = _join, configure: Optional[Callable[..., Tuple[str, str, Any,
                                                                                                  Dict[str, Any]]]] = None,
                  takes_token_callable: bool = False,
-                 quirk_keys: Sequence[str] = ()) -> None:
+                 quirk_keys: Sequence[str] = (), own_quirks: Optional[Mapping[str, Any]] = None) -> None:
         self.name = name
         self.base_url = base_url
         self.key_env = tuple(key_env)
@@ -73,6 +75,7 @@ class Host(object):
         self.configure = configure
         self.takes_token_callable = takes_token_callable
         self.quirk_keys = tuple(quirk_keys)
+        self.own_quirks = dict(own_quirks or {})
 
     def encode(self, plan: HttpRequest, endpoint: Any) -> HttpRequest:
         """The request as sent on this attempt: the URL joined, the body as compact UTF-8 JSON bytes,

@@ -30,12 +30,16 @@ Request
   JSON mode), as do models without structured outputs (rule ``structured``).  ``top_p`` (refused where
   sampling was removed, below 0.95 while thinking, beside temperature on Claude 4.5 / 4.6);
   ``stop`` -> ``stop_sequences``; ``seed`` raises; ``fast_mode`` -> ``speed: "fast"`` + the
-  ``fast-mode-2026-02-01`` beta on ``FAST_MODE_MODELS`` at api.anthropic.com (quirk ``fast_mode``
+  ``fast-mode-2026-02-01`` beta on ``FAST_MODE_MODELS`` on the first-party API (quirk ``fast_mode``
   decides elsewhere).  ThinkingLevel.MAX -> effort ``max`` (clamped), budget 32768.
 - The key and the URL are the host's (``agenthub.hosts``: ``x-api-key``, or ``Authorization: Bearer``
   at gateways whose row says ``auth: "bearer"``).  Quirks ``version_in_body`` (the version as the
   body's first field, ``anthropic_version``, and no ``anthropic-version`` header) and ``model_in_body:
   False`` (the host puts the model in the URL) are Claude on Vertex AI's (and Bedrock InvokeModel's).
+  The first-party API is the quirk ``first_party``, which the anthropic host sets on its own servers
+  (``hosts.Host.own_quirks``): the dialect reads no URL.  It turns on the interleaved-thinking and fast-mode
+  betas and refuses unsigned thinking in the history (quirks ``interleaved_thinking``, ``fast_mode`` and
+  ``replay_unsigned_thinking`` decide elsewhere).
 
 Stream and fidelity
 -------------------
@@ -288,7 +292,7 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
                                                          "have".format(model))
         body["output_config"] = dict(body.get("output_config") or {},
                                      format={"type": "json_schema", "schema": response_format["schema"]})
-    first_party = "api.anthropic.com" in endpoint.base_url
+    first_party = bool(quirks.get("first_party"))  # the host's own servers (hosts.Host.own_quirks), not a gateway
     fast = bool(config.get("fast_mode"))
     if fast:
         allowed = quirks.get("fast_mode")
@@ -415,7 +419,7 @@ def _url_block(endpoint: Endpoint, url: str) -> Dict[str, Any]:
 def _messages(endpoint: Endpoint, messages: List[Mapping[str, Any]]) -> List[Dict[str, Any]]:
     unsigned = endpoint.quirks.get("replay_unsigned_thinking")
     if unsigned is None:  # the first-party API rejects thinking without its signature
-        unsigned = "api.anthropic.com" not in endpoint.base_url
+        unsigned = not endpoint.quirks.get("first_party")
     out = []  # type: List[Dict[str, Any]]
     for message in messages:
         if message["role"] == "assistant":
@@ -984,7 +988,7 @@ def count_request(plan: HttpRequest, model: str, quirks: Mapping[str, Any], form
 
 PROTOCOL = Protocol(
     "anthropic", __name__, build_request, parse_stream, parse_document=parse_document, parse_payloads=_parse,
-    quirk_keys=("automatic_caching", "fast_mode", "interleaved_thinking", "model_in_body", "replay_unsigned_thinking",
+    quirk_keys=("automatic_caching", "fast_mode", "first_party", "interleaved_thinking", "model_in_body", "replay_unsigned_thinking",
                 "response_formats", "thinking_rule", "version_in_body"),
     demo=("claude-sonnet-4-6", "Anthropic Messages"), models_request=models_request, parse_models=parse_data_list,
     accepts=("compaction",), count=Count(count_request, COUNT_FIELD), compaction_format="anthropic",
