@@ -154,7 +154,9 @@ CLIENT_TYPES = {row.name: row for row in [
     ClientType("azure-anthropic", "anthropic", "azure", {"replay_unsigned_thinking": False}, lists_models=False,
                count_tokens=False,
                key_env=("ANTHROPIC_FOUNDRY_API_KEY",), base_url_env="ANTHROPIC_FOUNDRY_BASE_URL"),
-    ClientType("vertex", "gemini", "vertex", lists_models=False, embeddings=False, count_tokens="vertex"),
+    # Gemini on Vertex AI: its responseSchema takes additionalProperties (the Gemini API refuses it)
+    ClientType("vertex", "gemini", "vertex", {"schema_additional_properties": True}, lists_models=False,
+               embeddings=False, count_tokens="vertex"),
     # Claude on Vertex AI (client_type="vertex" picks it for claude-* models): the version in the body,
     # no model in it (it is in the URL), no top-level automatic cache_control
     ClientType("vertex-anthropic", "anthropic", "vertex",

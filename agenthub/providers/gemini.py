@@ -201,7 +201,8 @@ _TYPES = frozenset(["string", "number", "integer", "boolean", "array", "object"]
 def openapi_schema(client: str, schema: Mapping[str, Any], vertex: bool = False) -> Dict[str, Any]:
     """A JSON Schema as ``responseSchema`` takes it (Gemini 1.x / 2.0).  What the subset cannot say (a
     recursive $ref, oneOf, a non-string enum, ...) is an UnsupportedParameterError before sending;
-    ``additionalProperties`` other than false is Vertex AI's only (the Gemini API refuses it)."""
+    ``additionalProperties`` other than false is Vertex AI's only (the Gemini API refuses it): ``vertex``,
+    which ``build_request`` reads from the quirk ``schema_additional_properties`` its client-type row sets."""
     root = dict(schema)
     defs = {}  # type: Dict[str, Any]
     for key in ("$defs", "definitions"):
@@ -559,7 +560,7 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
         if response_format["type"] == "json_schema":
             field = _schema_field(model)
             generation[field] = response_format["schema"] if field == "responseJsonSchema" else openapi_schema(
-                client, response_format["schema"], vertex=client == "vertex")
+                client, response_format["schema"], vertex=bool(quirks.get("schema_additional_properties")))
     service_tier = None
     if config.get("fast_mode"):
         if quirks.get("fast_mode") is False:
@@ -1096,7 +1097,8 @@ def count_request(plan: HttpRequest, model: str, quirks: Mapping[str, Any], form
 
 PROTOCOL = Protocol(
     "gemini", __name__, build_request, parse_stream, parse_document=parse_document, parse_payloads=_parse,
-    quirk_keys=("fast_mode", "image_output", "response_formats", "stream_function_call_arguments", "tts"),
+    quirk_keys=("fast_mode", "image_output", "response_formats", "schema_additional_properties",
+                "stream_function_call_arguments", "tts"),
     embeddings="gemini_embeddings", demo=("gemini-3.5-flash", "Gemini generateContent"),
     models_request=models_request, parse_models=parse_models, count=Count(count_request, COUNT_FIELD),
 )
