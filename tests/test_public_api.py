@@ -139,7 +139,7 @@ def test_only_transport_imports_requests_and_nothing_outside_stdlib():
 #: request goes and how it is authorised.
 LAYERS = [
     {"types", "errors", "_redact"},
-    {"sse", "eventstream", "toolcalls", "stream", "validate", "media", "answers"},
+    {"sse", "eventstream", "toolcalls", "stream", "validate", "media", "answers", "estimate"},
     {"providers"},
     {"hosts", "aws", "gcp"},
     {"registry", "transport", "tracer", "catalog", "budget", "limiter"},
