@@ -195,24 +195,6 @@ class Reservation(object):
 
 # -- the client's hook (AutoLLMClient(..., budget=...)) -------------------------------------------
 
-#: where a planned body keeps its output limit, per wire dialect
-_MAX_FIELDS = (("max_tokens",), ("max_output_tokens",), ("max_completion_tokens",),
-               ("generationConfig", "maxOutputTokens"), ("inferenceConfig", "maxTokens"))
-
-
-def planned_max_tokens(body: Any) -> Optional[int]:
-    """The output limit the planned request asks for (None when it names none)."""
-    if not isinstance(body, Mapping):
-        return None
-    for path in _MAX_FIELDS:
-        value = body  # type: Any
-        for key in path:
-            value = value.get(key) if isinstance(value, Mapping) else None
-        if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
-            return value
-    return None
-
-
 class BudgetHook(object):
     """An attempt-loop hook (``agenthub.client.AttemptHook``): reserve before the first attempt of a
     stream, settle when the call ends.  Retries of the same call share its one hold."""
@@ -227,8 +209,7 @@ class BudgetHook(object):
         if attempt.kind != "stream" or attempt.number != 0:
             return
         config = attempt.config or {}
-        body = getattr(attempt.request, "body", None)
-        limit = 0 if self.embeddings else planned_max_tokens(body)
+        limit = 0 if self.embeddings else getattr(attempt.request, "max_output", None)  # the plan's (HttpRequest)
         if limit is None and config.get("max_tokens") is not None:
             limit = config["max_tokens"]
         if limit is None:

@@ -60,3 +60,64 @@ def test_the_old_places_are_aliases_of_the_record(name):
 def test_cursor_order_per_dialect():
     assert providers.protocol("openai-responses").resume.ordered is True
     assert providers.protocol("gemini-interactions").resume.ordered is False
+
+
+# -- the plan carries its output limit (HttpRequest.max_output): the budget reads no wire path --------------
+
+from agenthub.providers._common import Endpoint, apply_extras  # noqa: E402
+from agenthub.validate import check_config  # noqa: E402
+
+HI = [{"role": "user", "content_items": [{"type": "text", "text": "hi"}]}]
+#: dialect -> (model, where its body keeps the output limit)
+LIMITS = {
+    "openai-chat": ("gpt-4.1-mini", ("max_completion_tokens",)),
+    "openai-responses": ("gpt-5.5", ("max_output_tokens",)),
+    "anthropic": ("claude-sonnet-4-6", ("max_tokens",)),
+    "gemini": ("gemini-3.5-flash", ("generationConfig", "maxOutputTokens")),
+    "gemini-interactions": ("gemini-3.5-flash", ("generation_config", "max_output_tokens")),
+    "bedrock": ("us.anthropic.claude-sonnet-4-5-20250929-v1:0", ("inferenceConfig", "maxTokens")),
+    "agenthub": ("claude-sonnet-4-6", ("config", "max_tokens")),
+}
+
+
+def _plan(name, config):
+    model, _ = LIMITS[name]
+    record = providers.protocol(name)
+    cfg = check_config(config)
+    return apply_extras(record.build_request(Endpoint(name, "http://127.0.0.1:9", "k"), model, HI, cfg), cfg)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_a_plan_carries_its_output_limit(name):
+    _, path = LIMITS[name]
+    plan = _plan(name, {"max_tokens": 321})
+    assert plan.output_limit == path and plan.max_output == 321
+    if name != "agenthub":  # (extra_body does not go to an agenthub server)
+        extra = {}
+        inner = extra
+        for key in path[:-1]:
+            inner = inner.setdefault(key, {})
+        inner[path[-1]] = 77
+        assert _plan(name, {"max_tokens": 321, "extra_body": extra}).max_output == 77  # what is sent is what counts
+
+
+def test_a_plan_without_a_limit_says_none():
+    assert _plan("openai-chat", {}).max_output is None
+    from agenthub.providers import anthropic
+
+    assert _plan("anthropic", {}).max_output == anthropic.thinking_rule("claude-sonnet-4-6")["max_tokens"]  # sent
+
+
+def test_the_budget_reads_the_plans_limit_gemini_interactions_too():
+    """budget.py kept a table of five wire paths, which missed gemini-interactions' generation_config."""
+    from types import SimpleNamespace
+
+    from agenthub.budget import Budget, BudgetHook, estimate_tokens, worst_case_usd
+
+    plan = _plan("gemini-interactions", {"extra_body": {"generation_config": {"max_output_tokens": 5000}}})
+    budget = Budget(10)
+    hook = BudgetHook(budget)
+    attempt = SimpleNamespace(kind="stream", number=0, config={}, request=plan, model="gemini-3.5-flash",
+                              messages=HI, client_type="gemini-interactions")
+    hook.before_attempt(attempt)
+    assert budget.reserved_usd == pytest.approx(worst_case_usd("gemini-3.5-flash", estimate_tokens(HI), 5000))

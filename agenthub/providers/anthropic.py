@@ -329,7 +329,7 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
         body["context_management"] = {"edits": [
             {"type": COMPACTION_EDIT, "trigger": {"type": "input_tokens", "value": threshold}}]}
         _add_beta(headers, COMPACTION_BETA)
-    return HttpRequest("POST", "/v1/messages", headers, body)
+    return HttpRequest("POST", "/v1/messages", headers, body, output_limit=("max_tokens",))
 
 
 def _add_beta(headers: Dict[str, str], beta: str) -> None:

@@ -276,7 +276,8 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
 
     headers = {"Content-Type": "application/json", "Accept": CONTENT_TYPE}
     headers.update(endpoint.headers)
-    return HttpRequest("POST", "/model/{}/converse-stream".format(encode_path_segment(model)), headers, body)
+    return HttpRequest("POST", "/model/{}/converse-stream".format(encode_path_segment(model)), headers, body,
+                       output_limit=("inferenceConfig", "maxTokens"))
 
 
 def _tool(tool: Mapping[str, Any]) -> Dict[str, Any]:

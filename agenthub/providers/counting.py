@@ -47,7 +47,7 @@ def count_plan(plan: HttpRequest, path: str, body: Dict[str, Any]) -> HttpReques
     """The streaming plan turned into its count request: ``path``, ``body``, a JSON answer."""
     headers = {key: value for key, value in plan.headers.items() if key.lower() != "accept"}
     headers["Accept"] = "application/json"
-    return dataclasses.replace(plan, url=path, headers=headers, body=body, stream=False)
+    return dataclasses.replace(plan, url=path, headers=headers, body=body, stream=False, output_limit=())
 
 
 def parse_count(client: str, payload: Any, field: str) -> int:

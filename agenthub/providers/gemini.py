@@ -134,6 +134,8 @@ _BUDGET_25_PRO = {"none": 128, "low": 1024, "medium": 8192, "high": 32768, "xhig
 #: stop sequences generationConfig.stopSequences takes ("up to 5")
 STOP_LIMIT = 5
 #: config key -> its generationConfig field
+#: where a plan keeps its output limit (HttpRequest.max_output)
+OUTPUT_LIMIT = ("generationConfig", "maxOutputTokens")
 _SAMPLERS = {"max_tokens": "maxOutputTokens", "temperature": "temperature", "top_p": "topP", "stop": "stopSequences",
              "seed": "seed"}
 #: models that take the OpenAPI-subset ``responseSchema`` rather than a JSON Schema in ``responseJsonSchema``
@@ -577,7 +579,7 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
         if service_tier:
             body["serviceTier"] = service_tier
         return HttpRequest("POST", request_path(model, "streamGenerateContent?alt=sse"),
-                           _headers(endpoint, "text/event-stream"), body)
+                           _headers(endpoint, "text/event-stream"), body, output_limit=OUTPUT_LIMIT)
 
     body = {"contents": _contents(client, model, messages)}
     if config.get("system_prompt"):
@@ -616,7 +618,7 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
     if service_tier:
         body["serviceTier"] = service_tier
     return HttpRequest("POST", request_path(model, "streamGenerateContent?alt=sse"),
-                       _headers(endpoint, "text/event-stream"), body)
+                       _headers(endpoint, "text/event-stream"), body, output_limit=OUTPUT_LIMIT)
 
 
 # -- response -----------------------------------------------------------------------------------

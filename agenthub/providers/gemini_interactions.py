@@ -352,7 +352,8 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
         if quirks.get("fast_mode") is False:
             raise unsupported(client, "fast_mode", "is not offered at this endpoint (no priority tier)")
         body["service_tier"] = "priority"
-    return HttpRequest("POST", interactions_url(endpoint), _headers(endpoint), body)
+    return HttpRequest("POST", interactions_url(endpoint), _headers(endpoint), body,
+                       output_limit=("generation_config", "max_output_tokens"))
 
 
 #: background streams resume after a cut (agenthub.resume): are cursors numbers, in order?

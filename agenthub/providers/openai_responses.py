@@ -272,7 +272,7 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
     for key in ("image_config", "tts_config", "embedding_config"):
         if key in config:
             raise unsupported(client, key, "is not available over the Responses API for model {!r}".format(model))
-    return HttpRequest("POST", "/responses", request_headers(endpoint), body)
+    return HttpRequest("POST", "/responses", request_headers(endpoint), body, output_limit=("max_output_tokens",))
 
 
 def _encrypted(client: str, config: Mapping[str, Any], quirks: Mapping[str, Any], reasons: bool, known: bool) -> bool:
