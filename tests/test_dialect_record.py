@@ -121,3 +121,41 @@ def test_the_budget_reads_the_plans_limit_gemini_interactions_too():
                               messages=HI, client_type="gemini-interactions")
     hook.before_attempt(attempt)
     assert budget.reserved_usd == pytest.approx(worst_case_usd("gemini-3.5-flash", estimate_tokens(HI), 5000))
+
+
+# -- Claude's request rules, written once for the Messages API and Bedrock Converse ---------------------------
+
+from agenthub.errors import UnsupportedParameterError  # noqa: E402
+
+CLAUDES = [("claude-sonnet-4-5", "us.anthropic.claude-sonnet-4-5-20250929-v1:0"),
+           ("claude-opus-4-8", "global.anthropic.claude-opus-4-8-v1:0"),
+           ("claude-sonnet-5-5", "anthropic.claude-sonnet-5-5-v1:0"),
+           ("claude-3-7-sonnet", "anthropic.claude-3-7-sonnet-20250219-v1:0")]
+CONFIGS = [{"temperature": 0.5}, {"temperature": 1}, {"top_p": 0.9}, {"temperature": 0.5, "top_p": 0.9},
+           {"thinking_level": "high", "temperature": 0.5}, {"thinking_level": "high", "top_p": 0.5},
+           {"thinking_level": "high", "top_p": 0.99}, {"tool_choice": "required"},
+           {"tool_choice": "required", "thinking_level": "high"}, {"tool_choice": ["get"]}]
+TOOL = [{"name": "get", "description": "d", "parameters": {"type": "object", "properties": {}}}]
+
+
+def _verdict(name, model, config):
+    from agenthub.providers import anthropic, bedrock
+
+    module = anthropic if name == "anthropic" else bedrock
+    cfg = check_config(dict(config, tools=TOOL, max_tokens=20000))
+    try:
+        body = module.build_request(Endpoint(name, "http://127.0.0.1:9", "k"), model, HI, cfg).body
+    except UnsupportedParameterError as exc:
+        return "refused", exc.parameter, str(exc).split(": ", 1)[1].replace(repr(model), "M")
+    sampling = body.get("inferenceConfig", body)
+    thinking = body.get("additionalModelRequestFields", body).get("thinking")
+    return ("sent", sampling.get("temperature"), sampling.get("top_p", sampling.get("topP")), thinking)
+
+
+@pytest.mark.parametrize("claude, on_bedrock", CLAUDES)
+@pytest.mark.parametrize("config", CONFIGS, ids=lambda c: ",".join("{}={}".format(k, v) for k, v in c.items()))
+def test_claude_takes_the_same_rules_on_both_wires(claude, on_bedrock, config):
+    ours, theirs = _verdict("anthropic", claude, config), _verdict("bedrock", on_bedrock, config)
+    if ours[:2] == ("refused", "tool_choice") and "use 'auto'" in ours[2]:  # (Converse has no "none" to suggest)
+        ours = ours[:2] + (ours[2].replace("'auto' or 'none'", "'auto'"),)
+    assert ours == theirs

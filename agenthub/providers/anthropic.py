@@ -90,6 +90,7 @@ __all__ = [
     "map_usage",
     "thinking_rule",
     "thinking_fields",
+    "claude_request_rules",
     "ONE_SAMPLER",
     "FINISH_REASONS",
     "THINKING_RULES",
@@ -235,18 +236,10 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
                                                "have".format(model))
 
     choice = config.get("tool_choice")
-    forced = choice == "required" or isinstance(choice, list)
     if isinstance(choice, list) and len(choice) > 1:
         raise unsupported(client, "tool_choice", "can force one tool over the Anthropic API, not {}".format(len(choice)))
-    if forced and not rule["forced_tools"]:
-        raise unsupported(client, "tool_choice", "cannot force a tool call on {!r} (use 'auto' or 'none')".format(model))
-    level = config.get("thinking_level")
-    if forced and level is None and rule["default_on"] and rule["off"] is not None:
-        level = ThinkingLevel.NONE  # forcing a tool needs thinking off: the caller asked for no level
-    thinking, effort, thinking_on = thinking_fields(rule, level, config.get("thinking_summary"), max_tokens)
-    if forced and thinking_on:
-        raise unsupported(client, "tool_choice", "cannot force a tool call while thinking is on for {!r} "
-                                                 "(use tool_choice 'auto', or thinking_level NONE)".format(model))
+    thinking, effort, thinking_on, sampling = claude_request_rules(client, model, rule, config, max_tokens, model,
+                                                                   "'auto' or 'none'")
     if choice is not None:
         if choice == "required":
             body["tool_choice"] = {"type": "any"}
@@ -259,27 +252,7 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
     if effort is not None:
         body["output_config"] = {"effort": effort}
 
-    if "temperature" in config:
-        temperature = config["temperature"]
-        if temperature != 1:
-            if not rule["temperature"]:
-                raise unsupported(client, "temperature", "is not accepted by {!r} (sampling parameters were "
-                                                         "removed; only 1 is allowed)".format(model))
-            if thinking_on:
-                raise unsupported(client, "temperature", "must be 1 (or unset) while thinking is on for {!r}".format(model))
-            body["temperature"] = temperature
-        elif rule["temperature"]:
-            body["temperature"] = temperature
-    if "top_p" in config:
-        top_p = config["top_p"]
-        if not rule["temperature"]:
-            raise unsupported(client, "top_p", "is not accepted by {!r} (sampling parameters were removed)".format(model))
-        if thinking_on and top_p < MIN_TOP_P_THINKING:
-            raise unsupported(client, "top_p", "must be at least {} while thinking is on for {!r}".format(
-                MIN_TOP_P_THINKING, model))
-        if "temperature" in body and ONE_SAMPLER.search(_name(model)):
-            raise unsupported(client, "top_p", "cannot be sent with temperature to {!r} (one or the other)".format(model))
-        body["top_p"] = top_p
+    body.update(sampling)
     stop = stop_sequences(client, config, None)
     if stop is not None:
         body["stop_sequences"] = stop
@@ -330,6 +303,48 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
             {"type": COMPACTION_EDIT, "trigger": {"type": "input_tokens", "value": threshold}}]}
         _add_beta(headers, COMPACTION_BETA)
     return HttpRequest("POST", "/v1/messages", headers, body, output_limit=("max_tokens",))
+
+
+def claude_request_rules(client: str, model: str, rule: Mapping[str, Any], config: Mapping[str, Any], max_tokens: int,
+                         name: str, instead: str) -> Tuple[Any, Optional[str], bool, Dict[str, Any]]:
+    """Claude's request rules, written once for every wire that carries Claude (the Messages API here, Bedrock
+    Converse): forcing a tool against thinking, then temperature and top_p against the model's ``rule`` (a
+    ``THINKING_RULES`` row) and against thinking.  ``name``: the Claude model name inside ``model`` (the row and
+    ``ONE_SAMPLER`` read it); ``instead``: the tool choices to suggest when the model cannot be forced.
+    -> (thinking object or None, effort or None, whether thinking runs, {"temperature", "top_p"} to send)."""
+    choice = config.get("tool_choice")
+    forced = choice == "required" or isinstance(choice, list)
+    if forced and not rule["forced_tools"]:
+        raise unsupported(client, "tool_choice", "cannot force a tool call on {!r} (use {})".format(model, instead))
+    level = config.get("thinking_level")
+    if forced and level is None and rule["default_on"] and rule["off"] is not None:
+        level = ThinkingLevel.NONE  # forcing a tool needs thinking off: the caller asked for no level
+    thinking, effort, thinking_on = thinking_fields(rule, level, config.get("thinking_summary"), max_tokens)
+    if forced and thinking_on:
+        raise unsupported(client, "tool_choice", "cannot force a tool call while thinking is on for {!r} "
+                                                 "(use tool_choice 'auto', or thinking_level NONE)".format(model))
+    sampling = {}  # type: Dict[str, Any]
+    if "temperature" in config:
+        temperature = config["temperature"]
+        if temperature != 1:
+            if not rule["temperature"]:
+                raise unsupported(client, "temperature", "is not accepted by {!r} (sampling parameters were "
+                                                         "removed; only 1 is allowed)".format(model))
+            if thinking_on:
+                raise unsupported(client, "temperature", "must be 1 (or unset) while thinking is on for {!r}".format(model))
+        if rule["temperature"]:
+            sampling["temperature"] = temperature  # (where sampling was removed, 1, the only value, is not sent)
+    if "top_p" in config:
+        top_p = config["top_p"]
+        if not rule["temperature"]:
+            raise unsupported(client, "top_p", "is not accepted by {!r} (sampling parameters were removed)".format(model))
+        if thinking_on and top_p < MIN_TOP_P_THINKING:
+            raise unsupported(client, "top_p", "must be at least {} while thinking is on for {!r}".format(
+                MIN_TOP_P_THINKING, model))
+        if "temperature" in sampling and ONE_SAMPLER.search(_name(name)):
+            raise unsupported(client, "top_p", "cannot be sent with temperature to {!r} (one or the other)".format(model))
+        sampling["top_p"] = top_p
+    return thinking, effort, thinking_on, sampling
 
 
 def _add_beta(headers: Dict[str, str], beta: str) -> None:
