@@ -159,3 +159,71 @@ def test_claude_takes_the_same_rules_on_both_wires(claude, on_bedrock, config):
     if ours[:2] == ("refused", "tool_choice") and "use 'auto'" in ours[2]:  # (Converse has no "none" to suggest)
         ours = ours[:2] + (ours[2].replace("'auto' or 'none'", "'auto'"),)
     assert ours == theirs
+
+
+# -- every streaming dialect reads decoded payloads (issue 28 item 4) ------------------------------------------
+
+from agenthub.sse import iter_events  # noqa: E402
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_every_streaming_sse_dialect_declares_parse_payloads(name):
+    """With SSE framing, ``Protocol.read`` hands ``parse_payloads`` decoded payloads (no SSEEvent per event):
+    a dialect without it falls back to the slower path, as gemini-interactions did."""
+    record = providers.protocol(name)
+    if record.parse_stream is None or record.framing is not iter_events:
+        pytest.skip("{} does not stream SSE".format(name))
+    assert record.parse_payloads is not None
+
+
+INTERACTION = [
+    {"event_type": "interaction.created", "interaction": {"id": "v1_x"}},
+    {"event_type": "step.start", "index": 0, "step": {"type": "model_output"}},
+    {"event_type": "step.delta", "index": 0, "delta": {"type": "text", "text": "Hel"}},
+    {"event_type": "step.delta", "index": 0, "delta": {"type": "text", "text": "lo"}},
+    {"event_type": "step.stop", "index": 0},
+    {"event_type": "step.start", "index": 1, "step": {"type": "function_call", "id": "c1", "name": "get"}},
+    {"event_type": "step.delta", "index": 1, "delta": {"type": "arguments_delta", "arguments": '{"q":'}},
+    {"event_type": "step.delta", "index": 1, "delta": {"type": "arguments_delta", "arguments": ' 1}'}},
+    {"event_type": "step.stop", "index": 1},
+    {"event_type": "step.start", "index": 2, "step": "not a step"},   # a bad server: nothing, never a crash
+    {"event_type": "step.delta", "index": 2, "delta": ["not a delta"]},
+    {"event_type": "interaction.completed", "interaction": {"id": "v1_x", "status": "requires_action",
+                                                            "usage": {"total_input_tokens": 7,
+                                                                      "total_output_tokens": 2}}},
+]
+
+
+def _interaction_sse():
+    import json
+
+    return [("data: " + json.dumps(event) + "\n\n").encode() for event in INTERACTION] + [b"data: [DONE]\n\n"]
+
+
+def test_gemini_interactions_reads_the_same_parts_from_payloads_and_from_sse_events():
+    from agenthub.providers import gemini_interactions as gi
+    from agenthub.providers._common import payloads
+
+    chunks = _interaction_sse()
+    by_events = list(gi.parse_stream(iter_events(chunks), "gemini-interactions"))
+    by_payloads = list(gi.PROTOCOL.parse_payloads(payloads(iter_events(chunks)), "gemini-interactions"))
+    assert [repr(part) for part in by_events] == [repr(part) for part in by_payloads]
+    items = [part for part in by_payloads if isinstance(part, dict)]
+    assert [item["type"] for item in items if item["type"] != "tool_call_delta"][:2] == ["text", "text"]
+    end = by_payloads[-1]
+    assert (end.finish_reason, end.usage["prompt_tokens"], end.usage["response_tokens"]) == ("tool_call", 7, 2)
+
+
+def test_a_whole_interaction_is_read_without_writing_sse_text_again(monkeypatch):
+    """parse_document handed its steps to the parser as SSE events of JSON text it had just re-serialised."""
+    from agenthub.providers import gemini_interactions as gi
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("a parsed document was turned back into SSE events")
+
+    monkeypatch.setattr(gi, "SSEEvent", refuse)
+    monkeypatch.setattr(gi.json, "dumps", refuse)
+    doc = {"id": "v1_doc", "status": "completed", "steps": [
+        {"type": "model_output", "content": [{"type": "text", "text": "hi"}]}]}
+    parts = list(gi.parse_document(doc, "gemini-interactions"))
+    assert parts[0] == {"type": "text", "text": "hi"} and parts[-1].finish_reason == "stop"
