@@ -30,7 +30,7 @@ import datetime
 import re
 import threading
 import time
-from typing import Any, Callable, Dict, Iterable, Mapping, Optional, Tuple
+from typing import Any, Callable, Dict, Mapping, Optional, Tuple
 
 from .errors import ConfigError
 from .estimate import estimate_with_output
@@ -165,7 +165,6 @@ class RateLimiter(object):
         self.requests = 0
         self.tokens = 0
         self.pauses = 0
-        self.waited = 0.0
 
     def __repr__(self) -> str:
         return "RateLimiter(rpm={}, tpm={})".format(self.rpm, self.tpm)
@@ -206,9 +205,7 @@ class RateLimiter(object):
                 self._next_token = at + tokens * 60.0 / self.tpm
             self.requests += 1
             self.tokens += tokens
-            wait = at - now
-            self.waited += wait
-            return Ticket(tokens, at), wait
+            return Ticket(tokens, at), at - now
 
     def acquire(self, tokens: int = 0, *, interrupt: Optional[Callable[[float], bool]] = None) -> Ticket:
         """Wait for the next slot (see ``reserve``) and return its ticket.  ``interrupt(seconds)`` may
@@ -303,10 +300,6 @@ class RateLimiter(object):
         """Seconds until a pause (429 or exhausted header) ends; 0 when none holds."""
         with self._lock:
             return max(0.0, self._paused_until - self._clock())
-
-    @staticmethod
-    def header_names() -> Iterable[str]:
-        return [name for pair in _HEADERS for name in pair[:2]]
 
 
 class LimiterHook(object):

@@ -143,7 +143,6 @@ class _Progress(object):
         self.started = time.monotonic()
         self.last = 0.0
         self.lock = threading.Lock()
-        self.drawn = False
 
     def snapshot(self, summary: JobSummary, final: bool = False) -> Dict[str, Any]:
         elapsed = time.monotonic() - self.started

@@ -358,11 +358,6 @@ def data_uri(mime_type: str, data: bytes) -> str:
 COMPACTION_FORMAT = "format"
 
 
-def compaction_items(message: Mapping[str, Any]) -> List[int]:
-    """The positions of the compaction items in ``message``'s content."""
-    return [i for i, item in enumerate(message.get("content_items") or ()) if item.get("type") == "compaction"]
-
-
 def after_compaction(messages: List[Mapping[str, Any]], wire_format: str) -> List[Mapping[str, Any]]:
     """``messages`` from the latest compaction item of ``wire_format`` on: the assistant message holding it
     keeps that item and what follows it, every later message is kept, every earlier one is left out (the
