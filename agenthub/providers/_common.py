@@ -12,7 +12,7 @@ from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optio
 
 from ..answers import error_from_body as _error_from_body
 from ..errors import ConfigError, StreamProtocolError, UnsupportedParameterError
-from ..sse import _scan_once, iter_event_data, iter_events, json_loads
+from ..sse import iter_event_data, iter_events, json_loads, scan_once
 from ..stream import now_ms
 from ..types import HttpRequest
 
@@ -106,7 +106,7 @@ def data_payloads(pairs: Iterable[Tuple[str, str]]) -> Iterator[Tuple[str, Any]]
     """``payloads`` over ``(event name, data)`` tuples (``sse.iter_event_data``): what ``Protocol.read``
     hands a dialect's ``parse_payloads``, with no SSEEvent built per event."""
     loads = json_loads
-    scan = _scan_once
+    scan = scan_once
     for event, data in pairs:
         try:
             # json_loads' own fast path, inlined (a call fewer per event): the C scanner over the whole
