@@ -139,6 +139,9 @@ class ClientType(object):
         return "ClientType({!r}: {} at {})".format(self.name, self.dialect, self.host_name)
 
 
+#: the Anthropic version Claude on Vertex AI takes in the body (hosts.vertex.ANTHROPIC_VERSION)
+VERTEX_ANTHROPIC_VERSION = "vertex-2023-10-16"
+
 #: client_type -> its row.  The dialect is a key of agenthub.providers.PROTOCOLS; the host one of HOSTS.
 CLIENT_TYPES = {row.name: row for row in [
     ClientType("openai-chat", "openai-chat", "openai"),
@@ -160,7 +163,7 @@ CLIENT_TYPES = {row.name: row for row in [
     # Claude on Vertex AI (client_type="vertex" picks it for claude-* models): the version in the body,
     # no model in it (it is in the URL), no top-level automatic cache_control
     ClientType("vertex-anthropic", "anthropic", "vertex",
-               {"version_in_body": "vertex-2023-10-16", "model_in_body": False, "automatic_caching": False},
+               {"version_in_body": VERTEX_ANTHROPIC_VERSION, "model_in_body": False, "automatic_caching": False},
                lists_models=False),
     ClientType("bedrock", "bedrock", "aws"),
     ClientType("agenthub", "agenthub", "agenthub"),
