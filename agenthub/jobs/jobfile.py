@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Set, Tuple
 
 from ..errors import AgentHubError, ConfigError
-from ..tracer import from_jsonable, to_jsonable  # the {"__bytes__"} codec (moving to agenthub.types)
+from ..types import from_jsonable, to_jsonable  # the {"__bytes__"} codec
 from ..validate import check_config, check_messages
 
 __all__ = ["JobRow", "JobFile", "read_jobs", "iter_rows", "IdIndex", "mark_finished", "parse_line", "output_row", "error_row", "finished_ids",
