@@ -15,6 +15,7 @@ sent) unless ``Budget(max_usd, allow_unpriced=True)``: then it runs and costs no
 import threading
 from typing import Any, Dict, Mapping, Optional, Union
 
+from .attempts import AttemptHook
 from .errors import BudgetExceededError, ConfigError
 from .estimate import IMAGE_TOKENS, MEDIA_TOKENS, estimate_tokens  # the local estimate (written once there)
 
@@ -195,8 +196,8 @@ class Reservation(object):
 
 # -- the client's hook (AutoLLMClient(..., budget=...)) -------------------------------------------
 
-class BudgetHook(object):
-    """An attempt-loop hook (``agenthub.client.AttemptHook``): reserve before the first attempt of a
+class BudgetHook(AttemptHook):
+    """An attempt-loop hook (``agenthub.attempts.AttemptHook``): reserve before the first attempt of a
     stream, settle when the call ends.  Retries of the same call share its one hold."""
 
     def __init__(self, budget: Budget, embeddings: bool = False) -> None:

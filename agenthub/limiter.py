@@ -32,6 +32,7 @@ import threading
 import time
 from typing import Any, Callable, Dict, Mapping, Optional, Tuple
 
+from .attempts import AttemptHook
 from .errors import ConfigError
 from .estimate import estimate_with_output
 
@@ -302,8 +303,8 @@ class RateLimiter(object):
             return max(0.0, self._paused_until - self._clock())
 
 
-class LimiterHook(object):
-    """The attempt-loop hook (``agenthub.client.AttemptHook``) of ``AutoLLMClient(..., limiter=...)``.
+class LimiterHook(AttemptHook):
+    """The attempt-loop hook (``agenthub.attempts.AttemptHook``) of ``AutoLLMClient(..., limiter=...)``.
 
     ``before_attempt``: each attempt (retries and a background stream's resuming GETs included) takes its
     turn, waiting with ``attempt.wait``
