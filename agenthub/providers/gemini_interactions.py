@@ -676,7 +676,17 @@ def _parse(pairs: Iterable[Any], client: str = "gemini-interactions", tool_id_pr
             if event is DONE:  # a relay's end marker: the end of the body
                 break
             continue
-        items = handlers.get(payload.get("event_type") or event, _unknown)(state, payload)
+        kind = payload.get("event_type") or event
+        if kind == "step.delta":
+            # the row nearly every event takes, inlined: more text (the table's _step_delta gives the same)
+            delta = payload.get("delta")
+            if delta.__class__ is dict and delta.get("type") == "text" and "metadata" not in payload:
+                text = delta.get("text")
+                if text.__class__ is str:
+                    if text:
+                        yield {"type": "text", "text": text}
+                    continue
+        items = handlers.get(kind, _unknown)(state, payload)
         if items:
             yield from items
         if state.done:
