@@ -38,6 +38,7 @@ import tempfile
 import time
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
+from ._redact import redact_mcp_servers
 from .errors import ConfigError
 from .types import USAGE_KEYS, from_jsonable, to_jsonable  # the one {"__bytes__"} codec (tracer.to_jsonable stays importable)
 
@@ -100,6 +101,8 @@ def save_trace(trace_id: str, model: str, history: Sequence[Mapping[str, Any]], 
     for key in _SECRET_CONFIG:
         if isinstance(cfg.get(key), Mapping):
             cfg[key] = {name: "***" for name in cfg[key]}
+    if cfg.get("mcp_servers"):  # their header values are credentials too
+        cfg["mcp_servers"] = redact_mcp_servers(cfg["mcp_servers"])
     cfg["model"] = model
     document = {
         "trace_id": trace_id,
