@@ -429,6 +429,30 @@ def test_a_trace_writes_the_header_values_as_stars(tmp_path, monkeypatch):
                       for root, _, names in os.walk(str(tmp_path)) for name in names)
     assert "mcp-trace" in written and TOKEN not in written
     assert load_trace(trace_paths("mcp-trace")["json"])["config"]["mcp_servers"][0]["headers"] == {"Authorization": "***"}
+    with open(trace_paths("mcp-trace")["txt"], encoding="utf-8") as handle:
+        lines = [line for line in handle.read().splitlines() if line.startswith("  ")]
+    assert lines[1:4] == [  # the server items shown as what they are
+        "  Server tool: mcp_list_tools on docs: search",
+        '  Server tool: mcp_call search({"q":"retries"}) on docs -> Retries back off 0.5 s, doubling. id=mcp_02',
+        "  Text: They back off."]
+
+
+def test_a_trace_shows_anthropic_mcp_blocks_and_error_results():
+    from agenthub.tracer import render_text
+
+    history = USER + [{"role": "assistant", "content_items": [
+        {"type": "thinking", "thinking": "", "fidelity": {"server_block": MCP_USE}},
+        {"type": "text", "text": "They back off.", "fidelity": {"server_block": dict(MCP_RESULT, is_error=True)}},
+        {"type": "tool_call", "name": "f", "arguments": {}, "tool_call_id": "c1"}]},
+        {"role": "user", "content_items": [{"type": "tool_result", "tool_call_id": "c1", "text": "ValueError: no",
+                                            "is_error": True}]}]
+    lines = [line for line in render_text(history, {}).splitlines() if line.startswith("  ")]
+    assert lines[1:] == [
+        '  Server tool: mcp_tool_use search({"q": "retries"}) on docs id=mcptoolu_01',
+        "  Server tool: mcp_tool_result (error) for mcptoolu_01: Retries back off 0.5 s, doubling.",
+        "  Text: They back off.",
+        "  Tool Call: f({}) id=c1",
+        "  Tool Result [c1] (error): ValueError: no"]
 
 
 def test_a_recording_holds_no_token(tmp_path):
