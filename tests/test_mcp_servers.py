@@ -467,3 +467,39 @@ def test_a_recording_holds_no_token(tmp_path):
         assert server.requests[0]["body"]["mcp_servers"][0]["authorization_token"] == TOKEN  # sent, not recorded
     written = "".join(open(os.path.join(folder, name), encoding="utf-8").read() for name in os.listdir(folder))
     assert '"authorization_token": "***"' in written and TOKEN not in written
+
+
+# -- the SDKs themselves, driven against the same local server ---------------------------------------------------
+
+
+def test_the_anthropic_sdk_sends_the_same_connector_fields():
+    sdk = pytest.importorskip("anthropic")
+    ours = _plan(anthropic, "anthropic", "https://api.anthropic.com", "claude-sonnet-4-6",
+                 {"tools": [TOOL], "mcp_servers": [SERVER]})
+    with SSEServer() as server:
+        server.answers.append(Answer(_anthropic_done()))
+        client = sdk.Anthropic(base_url=server.url, api_key=KEY, max_retries=0)
+        with client.beta.messages.stream(model="claude-sonnet-4-6", max_tokens=100, messages=[
+                {"role": "user", "content": "what do the docs say?"}], mcp_servers=ours.body["mcp_servers"],
+                tools=ours.body["tools"], betas=["mcp-client-2025-11-20"]) as stream:
+            for _ in stream:
+                pass
+        sent = server.requests[0]
+    assert sent["body"]["mcp_servers"] == ours.body["mcp_servers"]
+    assert sent["body"]["tools"] == ours.body["tools"]
+    assert sent["headers"]["anthropic-beta"] == ours.headers["anthropic-beta"]
+
+
+def test_the_openai_sdk_sends_the_same_mcp_tool():
+    sdk = pytest.importorskip("openai")
+    ours = _plan(openai_responses, "openai-responses", "https://api.openai.com/v1", "gpt-5.5",
+                 {"mcp_servers": [dict(SERVER, require_approval="never")]})
+    with SSEServer() as server:
+        server.answers.append(Answer(_responses_done()))
+        client = sdk.OpenAI(base_url=server.url + "/v1", api_key=KEY, max_retries=0)
+        for _ in client.responses.create(model="gpt-5.5", input="hi", stream=True, tools=[
+                {"type": "mcp", "server_label": "docs", "server_url": "https://mcp.example.test/mcp",
+                 "headers": {"Authorization": "Bearer " + TOKEN}, "allowed_tools": ["search", "fetch"],
+                 "require_approval": "never"}]):
+            pass
+        assert server.requests[0]["body"]["tools"] == ours.body["tools"]
