@@ -14,8 +14,8 @@ NAMES = list(providers.PROTOCOLS)
 #: dialect -> (accepts, chains_turns, resumes, counts, compaction_format)
 TRAITS = {
     "openai-chat": ((), False, False, False, None),
-    "openai-responses": (("background", "compaction"), False, True, True, "openai"),
-    "anthropic": (("compaction",), False, False, True, "anthropic"),
+    "openai-responses": (("background", "compaction", "mcp_servers"), False, True, True, "openai"),
+    "anthropic": (("compaction", "mcp_servers"), False, False, True, "anthropic"),
     "gemini": ((), False, False, True, None),
     "gemini-interactions": (("background",), True, True, False, None),
     "bedrock": ((), False, False, True, None),
