@@ -174,12 +174,12 @@ def test_subprocess_is_stdlib_on_every_python():
 #: is checked for circles only: give it a floor).  providers/* is the wire dialects, hosts/* where a
 #: request goes and how it is authorised.
 LAYERS = [
-    {"types", "errors", "_redact"},
+    {"types", "errors", "_redact", "_log"},
     {"sse", "eventstream", "toolcalls", "stream", "validate", "media", "answers", "estimate", "foreign", "resume"},
     {"providers"},
     {"hosts", "aws", "gcp"},
     {"registry", "transport", "tracer", "catalog", "budget", "limiter", "attempts", "breaker", "telemetry",
-     "stores"},
+     "stores", "cache", "background"},
     {"client", "failover", "testing"},
     {"server", "playground", "viewer", "_dom", "demo", "__main__", "apps", "", "jobs", "ray", "mcp", "agent"},
 ]
