@@ -185,6 +185,30 @@ def test_a_service_account_json_in_the_bedrock_key_variable_or_base64_anywhere_i
         resolve("gpt-5.5", environ={"OPENAI_API_KEY": text})
 
 
+_PEM = "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0B\n-----END PRIVATE KEY-----\n"
+_ESCAPED_PEM = "".join("\\u{:04x}".format(ord(c)) for c in "-----BEGIN") + " PRIVATE KEY-----\\nMIIEvQ"
+
+
+@pytest.mark.parametrize("text", [
+    json.dumps([_PEM]),                                      # a JSON array holding the PEM
+    '["' + _ESCAPED_PEM + '"]',                              # the same with a \\u-escaped PEM header
+    '{"k": "' + _ESCAPED_PEM + '"}',                         # an object whose value is \\u-escaped
+    '[{"nested": ["' + _ESCAPED_PEM + '"]}]',
+    json.dumps([json.loads(SA_JSON)]),                       # a service-account JSON inside an array
+    base64.b64encode(('["' + _ESCAPED_PEM + '"]').encode()).decode(),
+])
+def test_a_pem_key_inside_json_is_refused_whatever_the_escaping(text):
+    with pytest.raises(ConfigError, match="not sent") as info:
+        resolve("m", "openai-chat", "http://127.0.0.1:9", api_key=text, environ={})
+    assert "MIIE" not in str(info.value)
+
+
+def test_json_array_keys_without_a_private_key_are_not_refused_by_the_key_rule():
+    from agenthub.hosts.credentials import private_key_reason
+    assert private_key_reason('["sk-abc", "\\u0041BC"]') is None
+    assert private_key_reason("[" * 100000) is None
+
+
 def test_keys_that_happen_to_be_base64_still_go():
     for key in ("c2stcHJvai0wMTIzNDU2Nzg5YWJjZGVm", "ABSKQmVkcm9ja0FQSUtleS0wMTIzNDU2Nzg5", "sk-proj-0123456789abcdef"):
         assert resolve("m", "openai-chat", "http://127.0.0.1:9/v1", api_key=key, environ={})[2] == key

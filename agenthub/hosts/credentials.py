@@ -61,18 +61,38 @@ def _plain_reason(text: str) -> Optional[str]:
     if _PEM_PRIVATE.search(text):
         return "it holds a PEM private key"
     stripped = text.strip()
-    if not stripped.startswith("{"):
+    if not stripped.startswith(("{", "[")):
         return None
     try:
         value = json.loads(stripped)
     except (ValueError, RecursionError):
         value = None
-    if not isinstance(value, dict):  # a cut or malformed credentials file is still one
+    if value is None:  # a cut or malformed credentials file is still one
         return "it looks like a credentials JSON with a private key" if "private_key" in stripped else None
-    if "private_key" in value or value.get("type") == "service_account":
-        return "it is a service-account JSON (its private key would be sent)"
-    if value.get("type") == "authorized_user" or "refresh_token" in value:
-        return "it is a Google user-credentials JSON (its refresh token would be sent)"
+    return _json_reason(value, 0)
+
+
+def _json_reason(value: Any, depth: int) -> Optional[str]:
+    """The reason for a decoded JSON value: its strings are searched once decoded, so a
+    ``\\u``-escaped PEM header is seen as the plain one (any nesting, arrays included)."""
+    if depth > 32:
+        return None
+    if isinstance(value, str):
+        return "it holds a PEM private key" if _PEM_PRIVATE.search(value) else None
+    if isinstance(value, dict):
+        if "private_key" in value or value.get("type") == "service_account":
+            return "it is a service-account JSON (its private key would be sent)"
+        if value.get("type") == "authorized_user" or "refresh_token" in value:
+            return "it is a Google user-credentials JSON (its refresh token would be sent)"
+        items = list(value.keys()) + list(value.values())
+    elif isinstance(value, list):
+        items = value
+    else:
+        return None
+    for item in items:
+        reason = _json_reason(item, depth + 1)
+        if reason is not None:
+            return reason
     return None
 
 
