@@ -156,3 +156,33 @@ def test_the_server_cannot_switch_off_the_clients_key_scrubbing():
     assert not getattr(info.value, "_agenthub_stop", False)
     assert KEY not in str(info.value) and KEY not in repr(info.value) and KEY not in info.value.message
     assert "***" in info.value.message
+
+
+def test_one_35_mb_event_is_read_in_linear_work():
+    """Issue 29 D6: the body comes in 64 KiB reads; the framing searches each read once and joins the
+    event's pieces once, so the bytes it scans grow with the event, not with its square.  The work is
+    counted (every find/split/index on a bytes object of this thread, by its size), not timed."""
+    import sys
+    arguments = {"blob": "x" * (35 * 1024 * 1024)}
+    call = {"type": "tool_call", "name": "f", "tool_call_id": "c", "arguments": arguments}
+    scanned = [0, 0]  # bytes scanned, calls
+
+    def profile(frame, event, arg):
+        if event == "c_call" and getattr(arg, "__name__", "") in ("find", "split", "index", "rfind", "partition"):
+            target = getattr(arg, "__self__", None)
+            if isinstance(target, (bytes, bytearray)):
+                scanned[0] += len(target)
+                scanned[1] += 1
+
+    with SSEServer() as server:
+        body = b"".join(_frames(START, _delta(call), _stop(finish="tool_call")))
+        server.answers.append(Answer([body[i:i + 1024 * 1024] for i in range(0, len(body), 1024 * 1024)]))
+        sys.setprofile(profile)
+        try:
+            events = _run(server)
+        finally:
+            sys.setprofile(None)
+    calls = [item for event in events for item in event["content_items"] if item["type"] == "tool_call"]
+    assert [c["arguments"] == arguments for c in calls] == [True]
+    assert len(body) > 35 * 1024 * 1024
+    assert scanned[0] < 4 * len(body), scanned  # before: one rescan of the whole unfinished event per read

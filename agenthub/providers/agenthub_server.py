@@ -52,11 +52,12 @@ def framing(chunks: Iterable[bytes], max_line_bytes: int = DEFAULT_MAX_LINE_BYTE
     dropped, and any other block (``event: error``, several lines) as the SSE decoder reads it.  A
     body with CR line endings (not the server's) goes through the SSE decoder whole from there on."""
     decoder = SSEDecoder(max_line_bytes)
-    rest = b""
+    pending = []  # type: List[bytes]  # the pieces of the unfinished block (none holds a b"\n\n")
+    size = 0  # their total length
     chunks = iter(chunks)
     for chunk in chunks:
         if b"\r" in chunk:
-            for event in decoder.feed(rest + chunk):
+            for event in decoder.feed(b"".join(pending) + chunk):
                 yield event
             for chunk in chunks:
                 for event in decoder.feed(chunk):
@@ -64,11 +65,31 @@ def framing(chunks: Iterable[bytes], max_line_bytes: int = DEFAULT_MAX_LINE_BYTE
             for event in decoder.flush():
                 yield event
             return
-        if rest:
-            chunk = rest + chunk
-        blocks = chunk.split(b"\n\n")
+        # only the new piece is searched (and the one byte before it): linear in the event's size
+        if pending and chunk[:1] == b"\n" and pending[-1][-1:] == b"\n":
+            first = b"".join(pending)[:-1]  # the blank line began at the end of the last read
+            blocks = chunk[1:].split(b"\n\n")
+        else:
+            pos = chunk.find(b"\n\n")
+            if pos < 0:
+                if chunk:
+                    pending.append(chunk)
+                    size += len(chunk)
+                    if size > max_line_bytes:
+                        raise StreamProtocolError("agenthub: an event of more than {} bytes".format(max_line_bytes),
+                                                  client="agenthub")
+                continue
+            if pending:
+                pending.append(chunk[:pos])
+                first = b"".join(pending)
+            else:
+                first = chunk[:pos]
+            blocks = chunk[pos + 2:].split(b"\n\n")
+        blocks.insert(0, first)
         rest = blocks.pop()
-        if len(rest) > max_line_bytes:
+        pending = [rest] if rest else []
+        size = len(rest)
+        if size > max_line_bytes:
             raise StreamProtocolError("agenthub: an event of more than {} bytes".format(max_line_bytes),
                                       client="agenthub")
         for block in blocks:
@@ -82,8 +103,8 @@ def framing(chunks: Iterable[bytes], max_line_bytes: int = DEFAULT_MAX_LINE_BYTE
             elif block:
                 for event in decoder.feed(block + b"\n\n"):
                     yield event
-    if rest:
-        for event in decoder.feed(rest):
+    if pending:
+        for event in decoder.feed(b"".join(pending)):
             yield event
     for event in decoder.flush():
         yield event
