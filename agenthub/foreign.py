@@ -17,6 +17,8 @@ sends it again):
 3. A tool_call id the target refuses (Anthropic and Bedrock: ``[A-Za-z0-9_-]``, at most 64 characters on
    Bedrock; Chat Completions: at most 40 characters) is rewritten to ``call_<24 hex digits of its SHA-256>``
    on the call and on its result alike, so the pair still matches; every other id is sent byte for byte.
+   An id the target's own protocol issued (a tool_call whose fidelity carries the family's mark: an
+   openai-chat server's long id is marked ``issued_id``) goes back to that protocol as it came.
 4. Nothing else changes: order (each tool_result still follows its call), text, tool arguments, media.
 
 The marks are data (``MARKS`` below); a dialect that writes a new fidelity key on a thinking item adds it here.
@@ -40,7 +42,7 @@ MARKS = (
     ("openai-responses", ("channel", "encrypted_content")),
     ("gemini", ("thought_signature",)),
     ("gemini-interactions", ("interaction_id",)),  # the empty thinking item naming an answer's interaction
-    ("openai-chat", ("reasoning_field", "reasoning_details", "thinking_blocks")),
+    ("openai-chat", ("reasoning_field", "reasoning_details", "thinking_blocks", "issued_id")),
     ("bedrock", ("redacted_content", "bedrock_block")),
     ("anthropic", ("redacted_data", "server_block")),
     ("claude", ("signature",)),  # a Claude thinking signature: Anthropic's API and Bedrock's Claude both read it
@@ -104,6 +106,13 @@ def for_dialect(messages: Sequence[Mapping[str, Any]], dialect: str,
     message is a new dict with a new ``content_items`` list, so the caller's history is never touched."""
     reads = READS.get(dialect, ())
     changed = {}  # type: Dict[str, int]
+    own = set()  # ids of tool calls the target's protocol issued: never rewritten for it (call and result)
+    if dialect in _IDS:
+        for message in messages:
+            for item in message.get("content_items") or ():
+                if item.get("type") == "tool_call" and item.get("fidelity") and family_of(item) in reads \
+                        and isinstance(item.get("tool_call_id"), str):
+                    own.add(item["tool_call_id"])
     out = []  # type: List[Mapping[str, Any]]
     for message in messages:
         items = message.get("content_items") or []
@@ -126,7 +135,8 @@ def for_dialect(messages: Sequence[Mapping[str, Any]], dialect: str,
                                            "messages before it go in full)", dialect,
                                            (item.get("fidelity") or {}).get("format") or "another protocol")
             elif kind in ("tool_call", "tool_result"):
-                new_id = _id_for(dialect, item.get("tool_call_id"))
+                old_id = item.get("tool_call_id")
+                new_id = old_id if old_id in own else _id_for(dialect, old_id)
                 if new_id != item.get("tool_call_id"):
                     replacement = dict(item, tool_call_id=new_id)
                     changed["ids_rewritten"] = changed.get("ids_rewritten", 0) + 1

@@ -139,3 +139,35 @@ def test_compaction_items_go_only_to_the_wire_that_wrote_them():
             for dialect in ("openai-responses", "anthropic", "gemini", "openai-chat", "bedrock")}
     assert keep == {"openai-responses": [openai_item], "anthropic": [claude_item], "gemini": [], "openai-chat": [],
                     "bedrock": []}
+
+
+def test_an_openai_chat_servers_own_long_tool_id_goes_back_to_it_byte_for_byte():
+    """Issue 29 D4: a vLLM-style 46-character id issued by an openai-chat server is sent back to that
+    server as it came on the next turn (the 40-character rewrite is for ids from another protocol)."""
+    import json
+    from agenthub import AutoLLMClient
+    from sse_server import Answer, SSEServer
+    own = "chatcmpl-tool-" + "0123456789abcdef" * 2
+    assert len(own) == 46
+    call_chunk = {"choices": [{"index": 0, "delta": {"tool_calls": [
+        {"index": 0, "id": own, "type": "function", "function": {"name": "f", "arguments": "{}"}}]}}]}
+    end_chunk = {"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}
+    text_chunk = {"choices": [{"index": 0, "delta": {"content": "ok"}, "finish_reason": "stop"}]}
+
+    def body(*chunks):
+        return [("data: " + json.dumps(c) + "\n\n").encode() for c in chunks] + [b"data: [DONE]\n\n"]
+
+    with SSEServer() as server:
+        server.answers += [Answer(body(call_chunk, end_chunk)), Answer(body(text_chunk))]
+        client = AutoLLMClient("m", client_type="openai-chat", base_url=server.url + "/v1", api_key="k-0123456789",
+                               max_retries=0)
+        list(client.streaming_response_stateful({"role": "user", "content_items": [{"type": "text", "text": "q"}]}))
+        list(client.streaming_response_stateful({"role": "user", "content_items": [
+            {"type": "tool_result", "tool_call_id": own, "text": "42"}]}))
+        sent = server.requests[1]["body"]["messages"]
+    assert [m.get("tool_calls", [{}])[0].get("id") for m in sent if m["role"] == "assistant"] == [own]
+    assert [m["tool_call_id"] for m in sent if m["role"] == "tool"] == [own]
+    history = client.get_history()
+    for target in ("anthropic", "openai-responses"):   # for another protocol the id is still what that one takes
+        out, _ = for_dialect(history, target)
+        assert [i["tool_call_id"] for m in out for i in m["content_items"] if "tool_call_id" in i] == [own, own]

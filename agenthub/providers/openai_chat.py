@@ -379,6 +379,10 @@ def _texts(state: _State, delta: Dict[str, Any], out: List[Dict[str, Any]]) -> N
         out.append(item)
 
 
+#: a tool call id longer than this (the OpenAI API's limit on the ids it takes) is marked ``issued_id``
+ISSUED_ID_OVER = 40
+
+
 def _calls(state: _State, calls: Any, out: List[Dict[str, Any]]) -> None:
     if state.pending:
         out.append(state.carrier())
@@ -391,8 +395,12 @@ def _calls(state: _State, calls: Any, out: List[Dict[str, Any]]) -> None:
         if call_id is None and name is None and not extra:  # a bare fragment: feed()'s own shortcut
             out.extend(tools.feed_arguments(call.get("index"), function.get("arguments")))
         else:
-            out.extend(tools.feed(call.get("index"), call_id, name, function.get("arguments"),
-                                  {"extra_content": extra} if extra else None))
+            fidelity = {"extra_content": extra} if extra else None  # type: Optional[Dict[str, Any]]
+            if call_id.__class__ is str and len(call_id) > ISSUED_ID_OVER:
+                # longer than the OpenAI API's own ids: marked as this server's, so foreign.for_dialect
+                # sends it back to an openai-chat server as it came (and rewrites it only for another protocol)
+                fidelity = dict(fidelity or {}, issued_id=True)
+            out.extend(tools.feed(call.get("index"), call_id, name, function.get("arguments"), fidelity))
 
 
 def _delta(state: _State, delta: Dict[str, Any]) -> List[Dict[str, Any]]:
