@@ -276,3 +276,36 @@ def test_interactive_chat_keeps_history_resets_saves_stops_and_leaves(server, tm
 class _NeverSet(object):
     def wait(self, timeout):
         time.sleep(timeout)
+
+
+# -- issue 29 D5: model output cannot drive the terminal ----------------------------------------------------
+
+HOSTILE = "a\x1b]52;c;ZXZpbA==\x07b\x1b[2J\x9b31mc\td\n"
+
+
+def _hostile_answer():
+    chunks = [{"choices": [{"index": 0, "delta": {"content": HOSTILE}}]},
+              {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}]
+    return Answer([("data: " + json.dumps(c) + "\n\n").encode() for c in chunks] + [b"data: [DONE]\n\n"])
+
+
+@pytest.mark.skipif(not hasattr(os, "fork") or sys.platform == "win32", reason="needs a pseudo-terminal")
+def test_escape_sequences_from_the_model_are_shown_not_obeyed_on_a_terminal(server, tmp_path):
+    server.answers.append(_hostile_answer())
+    terminal = Terminal(["chat", "demo-model", "hi", "--no-log"] + _local(server),
+                        _env(AGENTHUB_CACHE_DIR=str(tmp_path), NO_COLOR="1"))
+    try:
+        shown = terminal.wait_for("[done: stop]")
+        assert terminal.exit_status() == 0
+    finally:
+        terminal.kill()
+    assert "a^[]52;c;ZXZpbA==^Gb^[[2J<9B>31mc\td\n" in shown
+    assert b"\x1b" not in terminal.seen and b"\x07" not in terminal.seen and "\x9b".encode() not in terminal.seen
+
+
+def test_a_pipe_gets_the_models_text_as_it_came(server):
+    server.answers.append(_hostile_answer())
+    result = subprocess.run([sys.executable, "-m", "agenthub", "chat", "demo-model", "hi", "--no-log"] + _local(server),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env(), cwd=ROOT, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.decode("utf-8") == HOSTILE + "\n"

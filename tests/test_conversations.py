@@ -74,3 +74,66 @@ def test_the_schema_has_no_column_for_keys_headers_or_urls(tmp_path):
     db.close()
     assert columns == {"id", "model", "client_type", "host", "system", "created_at", "updated_at",
                        "conversation_id", "prompt", "answer", "usage", "finish_reason", "cost_usd"}
+
+
+# -- issue 29 D5: a corrupted or hostile log is a clear error; the file is kept private --------------------------
+
+
+def _logs(monkeypatch, tmp_path, *argv):
+    """``agenthub logs ...`` in this process against AGENTHUB_HOME=tmp_path/home -> (rc, stdout, stderr)."""
+    import io
+    import contextlib
+    from agenthub.__main__ import main
+    monkeypatch.setenv("AGENTHUB_HOME", str(tmp_path / "home"))
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        rc = main(["logs"] + list(argv))
+    return rc, out.getvalue(), err.getvalue()
+
+
+def test_a_corrupted_log_is_a_config_error_naming_the_file(tmp_path, monkeypatch):
+    from agenthub import ConfigError
+    path = str(tmp_path / "logs.db")
+    with open(path, "wb") as handle:
+        handle.write(b"this is not a database" * 100)
+    with pytest.raises(ConfigError) as info:
+        Log(path)
+    assert path in str(info.value) and "not a database" in str(info.value)
+    os.makedirs(str(tmp_path / "home"))
+    os.rename(path, str(tmp_path / "home" / "logs.db"))
+    rc, out, err = _logs(monkeypatch, tmp_path)
+    assert rc != 0 and "Traceback" not in err and "ConfigError" in err
+    assert str(tmp_path / "home" / "logs.db") in err
+
+
+@pytest.mark.parametrize("prompt, answer", [
+    ("[" * 100000 + "]" * 100000, '{"role": "assistant", "content_items": []}'),
+    ('{"role": "user", "content_items": []}',
+     '{"role": "assistant", "content_items": [{"type": "inline_data", "mime_type": "image/png", '
+     '"data": {"__bytes__": "!!!"}}]}'),
+    ('"just a string"', '[1, 2]'),
+    ("not json", "{}"),
+])
+def test_a_hostile_row_is_a_config_error_not_a_traceback(tmp_path, monkeypatch, prompt, answer):
+    from agenthub import ConfigError
+    os.makedirs(str(tmp_path / "home"))
+    path = str(tmp_path / "home" / "logs.db")
+    with Log(path) as log:
+        conversation = log.start("m")
+        log._db.execute("INSERT INTO turns (conversation_id, model, prompt, answer, created_at) VALUES (?, 'm', ?, ?, 1)",
+                        (conversation, prompt, answer))
+        log._db.commit()
+        for read in (log.history, log.turns):
+            with pytest.raises(ConfigError, match="conversation log {}".format(path)):
+                read(conversation)
+    for argv in (["show", conversation], ["export", conversation], ["export", conversation, "--markdown"]):
+        rc, out, err = _logs(monkeypatch, tmp_path, *argv)
+        assert rc != 0 and "Traceback" not in err and "ConfigError" in err and path in err, (argv, err)
+
+
+def test_an_existing_world_readable_log_is_made_private(tmp_path):
+    path = str(tmp_path / "logs.db")
+    sqlite3.connect(path).close()
+    os.chmod(path, 0o644)
+    Log(path).close()
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600

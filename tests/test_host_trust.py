@@ -273,3 +273,30 @@ def test_origins_and_server_handed_urls_are_read_by_the_same_rule():
     for origin in ("http://attacker.test\\@localhost:8787", "http://localhost\\.attacker.test:8787",
                    "http://user@localhost:8787", "null", "http://localhost:8787/x"):
         assert not app_server._same_origin(origin, "localhost:8787"), origin
+
+
+@pytest.mark.parametrize("model, wire", [
+    ("x#frag", "x%23frag"),
+    ("x?key=1&alt=json", "x%3Fkey%3D1%26alt%3Djson"),
+    ("x:generateContent?alt=sse", "x%3AgenerateContent%3Falt%3Dsse"),
+    ("tunedModels/my tune", "tunedModels/my%20tune"),
+    ("gemini-2.5-flash", "gemini-2.5-flash"),
+])
+def test_a_gemini_model_name_is_percent_encoded_in_the_url_path(model, wire):
+    """Issue 29 D5 (C01): the model's segments are encoded; the request goes to that model's method, no query
+    or fragment added; the body names the model as it is."""
+    from sse_server import Answer, SSEServer
+    with SSEServer() as server:
+        server.answers.append(Answer([b'data: {"candidates": [{"content": {"parts": [{"text": "ok"}]}, '
+                                      b'"finishReason": "STOP"}]}\r\n\r\n']))
+        server.answers.append(Answer([b'{"totalTokens": 3}'], headers={"Content-Type": "application/json"},
+                                     chunked=False))
+        client = AutoLLMClient(model, api_key="k-0123456789", base_url=server.url, client_type="gemini",
+                               max_retries=0)
+        list(client.streaming_response([{"role": "user", "content_items": [{"type": "text", "text": "hi"}]}]))
+        assert client.count_tokens([{"role": "user", "content_items": [{"type": "text", "text": "hi"}]}]) == 3
+    name = wire if "/" in model else "models/" + wire
+    assert [r["path"] for r in server.requests] == [
+        "/v1beta/{}:streamGenerateContent?alt=sse".format(name), "/v1beta/{}:countTokens".format(name)]
+    assert server.requests[1]["body"]["generateContentRequest"]["model"] == (model if "/" in model else
+                                                                              "models/" + model)

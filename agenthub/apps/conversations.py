@@ -78,11 +78,24 @@ def _dumps(value: Any) -> str:
 def _loads(text: Optional[str]) -> Any:
     from ..types import from_jsonable
 
-    return None if text is None else from_jsonable(json.loads(text))
+    return None if text is None else from_jsonable(json.loads(text), strict=True)
 
 
 def _now() -> int:
     return int(time.time() * 1000)
+
+
+def _guarded(method: Any) -> Any:
+    """A Log method whose sqlite3.DatabaseError (a corrupted or locked file) is the log's ConfigError."""
+    import functools
+
+    @functools.wraps(method)
+    def guarded(self: "Log", *args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(self, *args, **kwargs)
+        except (sqlite3.DatabaseError, RecursionError) as exc:
+            raise self._broken(exc) from None
+    return guarded
 
 
 class Log(object):
@@ -93,15 +106,38 @@ class Log(object):
             folder = home()
             os.makedirs(folder, mode=0o700, exist_ok=True)
             path = os.path.join(folder, DB_NAME)
-        new = not os.path.exists(path)
         self.path = path
         self._db = sqlite3.connect(path)
-        if new:
-            try:
-                os.chmod(path, 0o600)
-            except OSError:  # pragma: no cover - a file system without modes
-                pass
-        self._db.executescript(_SCHEMA)
+        try:
+            os.chmod(path, 0o600)  # every open: a log copied in (or from an older version) with 0644 is tightened
+        except OSError:  # pragma: no cover - a file system without modes, or a file of another user
+            pass
+        try:
+            self._db.executescript(_SCHEMA)
+        except sqlite3.DatabaseError as exc:
+            self._db.close()
+            raise self._broken(exc) from None
+
+    def _broken(self, exc: BaseException) -> Exception:
+        """The ConfigError for a log that cannot be used: its path and what was wrong (never a row's content)."""
+        from ..errors import ConfigError
+
+        if isinstance(exc, sqlite3.DatabaseError):
+            what = str(exc)[:200]
+        else:
+            what = "a logged row is malformed ({})".format(type(exc).__name__)
+        return ConfigError("the conversation log {} cannot be used: {} (move it aside to start a new log, or "
+                           "--no-log)".format(self.path, what))
+
+    def _read(self, text: Optional[str], kind: type = dict, optional: bool = False) -> Any:
+        """A logged JSON column decoded; anything but a ``kind`` (or None when ``optional``) is a ConfigError."""
+        try:
+            value = _loads(text)
+        except (ValueError, TypeError, RecursionError, AttributeError, KeyError) as exc:
+            raise self._broken(exc) from None
+        if not isinstance(value, kind) and not (optional and value is None):
+            raise self._broken(TypeError())
+        return value
 
     def __enter__(self) -> "Log":
         return self
@@ -112,6 +148,7 @@ class Log(object):
     def close(self) -> None:
         self._db.close()
 
+    @_guarded
     def start(self, model: str, client_type: Optional[str] = None, host: Optional[str] = None,
               system: Optional[str] = None) -> str:
         """A new conversation; returns its id."""
@@ -122,6 +159,7 @@ class Log(object):
                              (conversation, model, client_type, host, system, now, now))
         return conversation
 
+    @_guarded
     def add_turn(self, conversation: str, model: str, prompt: Mapping[str, Any], answer: Mapping[str, Any],
                  cost_usd: Optional[float] = None) -> None:
         """One completed turn: the user message and the collected assistant message."""
@@ -140,11 +178,13 @@ class Log(object):
         last = self._db.execute("SELECT MAX(updated_at) FROM conversations").fetchone()[0]
         return max(_now(), (last or 0) + 1)
 
+    @_guarded
     def latest(self) -> Optional[str]:
         """The id of the conversation that had the latest turn (None: the log is empty)."""
         row = self._db.execute("SELECT id FROM conversations ORDER BY updated_at DESC, rowid DESC LIMIT 1").fetchone()
         return row[0] if row else None
 
+    @_guarded
     def conversation(self, conversation: str) -> Optional[Dict[str, Any]]:
         row = self._db.execute("SELECT id, model, client_type, host, system, created_at, updated_at FROM conversations"
                                " WHERE id = ?", (conversation,)).fetchone()
@@ -156,15 +196,17 @@ class Log(object):
                                           (conversation,)).fetchone()[0]
         return found
 
+    @_guarded
     def history(self, conversation: str) -> List[Dict[str, Any]]:
         """The conversation's messages in order (user, assistant, ...), as the client's history holds them."""
         messages = []  # type: List[Dict[str, Any]]
         for prompt, answer in self._db.execute(
                 "SELECT prompt, answer FROM turns WHERE conversation_id = ? ORDER BY id", (conversation,)):
-            messages.append(_loads(prompt))
-            messages.append(_loads(answer))
+            messages.append(self._read(prompt))
+            messages.append(self._read(answer))
         return messages
 
+    @_guarded
     def turns(self, conversation: str) -> List[Dict[str, Any]]:
         keys = ("model", "prompt", "answer", "usage_metadata", "finish_reason", "cost_usd", "created_at")
         out = []
@@ -172,10 +214,11 @@ class Log(object):
                                     "FROM turns WHERE conversation_id = ? ORDER BY id", (conversation,)):
             turn = dict(zip(keys, row))
             for key in ("prompt", "answer", "usage_metadata"):
-                turn[key] = _loads(turn[key])
+                turn[key] = self._read(turn[key], optional=key == "usage_metadata")
             out.append(turn)
         return out
 
+    @_guarded
     def list(self, limit: int = 20) -> List[Dict[str, Any]]:
         """The latest conversations, newest first, each with its turn count and first prompt's text."""
         rows = self._db.execute(
@@ -186,7 +229,7 @@ class Log(object):
         out = []
         for conversation, model, updated, count, first in rows:
             out.append({"id": conversation, "model": model, "updated_at": updated, "turns": count,
-                        "first_prompt": _text_of(_loads(first)) if first else ""})
+                        "first_prompt": _text_of(self._read(first)) if first else ""})
         return out
 
 
@@ -212,7 +255,10 @@ def export_markdown(log: Log, conversation: str) -> str:
 
 
 def _when(ms: int) -> str:
-    return time.strftime("%Y-%m-%d %H:%M", time.localtime(ms / 1000.0))
+    try:
+        return time.strftime("%Y-%m-%d %H:%M", time.localtime(ms / 1000.0))
+    except (OverflowError, ValueError, OSError, TypeError):  # a stamp no clock shows (a hostile row)
+        return "?"
 
 
 def run_logs(args: Any, out: Any) -> int:
@@ -250,7 +296,11 @@ def run_logs(args: Any, out: Any) -> int:
                 found["messages"] = log.history(conversation)
                 out.write(_dumps(found) + "\n")
             return 0
+        from .terminal import is_terminal, printable
+
+        shown = printable if is_terminal(out) else (lambda text: text)  # (a terminal obeys no logged escape)
         for turn in log.turns(conversation):  # show
-            out.write("[{}] you: {}\n".format(_when(turn["created_at"]), _text_of(turn["prompt"])))
-            out.write("[{}] {}: {}\n".format(_when(turn["created_at"]), turn["model"], _text_of(turn["answer"])))
+            out.write(shown("[{}] you: {}\n".format(_when(turn["created_at"]), _text_of(turn["prompt"]))))
+            out.write(shown("[{}] {}: {}\n".format(_when(turn["created_at"]), turn["model"],
+                                                   _text_of(turn["answer"]))))
         return 0

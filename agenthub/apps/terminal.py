@@ -3,9 +3,33 @@ line of a turn, and a model row of ``agenthub models``.  ``agenthub chat`` and `
 
 import json
 import os
+import re
 from typing import Any, List, Mapping, Optional, TextIO
 
-__all__ = ["Printer", "usage_line", "model_line", "print_models"]
+__all__ = ["Printer", "usage_line", "model_line", "print_models", "printable", "is_terminal"]
+
+#: C0 controls but tab and newline, DEL, and the C1 controls (ESC [ / OSC 52 / CSI as one byte ...)
+_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def _shown(match: Any) -> str:
+    code = ord(match.group())
+    if code < 0x20:
+        return "^" + chr(code + 64)  # ESC -> ^[ , as less and git show it
+    return "^?" if code == 0x7f else "<{:02X}>".format(code)
+
+
+def printable(text: str) -> str:
+    """``text`` with every control character but tab and newline shown as ``^[``, ``^?`` or ``<9B>``: model
+    output written to a terminal cannot move the cursor, retitle the window or set the clipboard (OSC 52)."""
+    return _CONTROLS.sub(_shown, text) if _CONTROLS.search(text) else text
+
+
+def is_terminal(stream: Any) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):
+        return False
 
 
 def usage_line(finish_reason: Optional[str], usage: Optional[Mapping[str, Any]], cost: Optional[float] = None) -> str:
@@ -57,6 +81,10 @@ def model_line(model: Mapping[str, Any]) -> str:
         "+".join(model.get("output_modalities") or ["?"]), "; " + ", ".join(supports) if supports else "")
 
 
+def _raw(text: str) -> str:
+    return text
+
+
 class Printer(object):
     """Renders UniEvents on a terminal as they arrive.
 
@@ -79,6 +107,9 @@ class Printer(object):
         if color is None:
             color = bool(getattr(self.err, "isatty", lambda: False)()) and not os.environ.get("NO_COLOR")
         self.color = color
+        # model text reaches a terminal with its control sequences shown, not obeyed; a pipe gets it raw
+        self._out_clean = printable if is_terminal(self.out) else _raw
+        self._err_clean = printable if is_terminal(self.err) else _raw
         self.mode = None  # type: Optional[str]  # "text", "thinking" or None (at the start of a line)
 
     def _style(self, code: str, text: str) -> str:
@@ -128,7 +159,7 @@ class Printer(object):
                 self.out.flush()
                 self.err.write(self.indent + self._style("2", "[thinking] "))
                 self.mode = "thinking"
-            self.err.write(self._style("2", item["thinking"]))
+            self.err.write(self._style("2", self._err_clean(item["thinking"])))
         elif kind == "text":
             if not item.get("text"):
                 return
@@ -137,16 +168,17 @@ class Printer(object):
                 self.err.flush()
                 self.out.write(self.indent + self.text_prefix)
                 self.mode = "text"
-            self.out.write(item["text"])
+            self.out.write(self._out_clean(item["text"]))
         elif kind == "tool_call":
-            self.line(self._style("36", "[tool call] {}({}) id={}".format(
-                item.get("name"), json.dumps(item.get("arguments"), ensure_ascii=False), item.get("tool_call_id"))))
+            self.line(self._style("36", self._err_clean("[tool call] {}({}) id={}".format(
+                item.get("name"), json.dumps(item.get("arguments"), ensure_ascii=False), item.get("tool_call_id")))))
         elif kind in ("inline_data", "inline_thinking"):
-            self.line("[{} {}, {} bytes]".format("media" if kind == "inline_data" else "thinking data",
-                                                 item.get("mime_type"), len(item.get("data") or b"")))
+            self.line(self._err_clean("[{} {}, {} bytes]".format(
+                "media" if kind == "inline_data" else "thinking data", item.get("mime_type"),
+                len(item.get("data") or b""))))
         elif kind == "image_url":
             url = str(item.get("image_url", ""))
-            self.line("[image {}]".format(url if not url.startswith("data:") else url[:40] + "..."))
+            self.line(self._err_clean("[image {}]".format(url if not url.startswith("data:") else url[:40] + "...")))
         elif kind == "embedding":
             values = item.get("embedding") or []
             self.line("[embedding: {} dimensions, first {}]".format(

@@ -179,8 +179,10 @@ def _model_path(model: str) -> str:
 
 def request_path(model: str, method: str) -> str:
     """``/v1beta/models/{model}:{method}`` (the host drops ``/v1beta`` for a base URL that already
-    names an API version: ``agenthub.hosts.keys``)."""
-    return "/v1beta/{}:{}".format(resource_name(model), method)
+    names an API version: ``agenthub.hosts.keys``).  Each segment of the model's name is percent-encoded:
+    a ``#``, ``?`` or ``:`` in it stays inside the model's segment (no fragment, query or method of its own)."""
+    name = "/".join(quote(segment, safe="@") for segment in resource_name(model).split("/"))
+    return "/v1beta/{}:{}".format(name, method)
 
 
 def _schema_field(model: str) -> str:
