@@ -694,23 +694,30 @@ class AutoLLMClient(object):
 
         def read(body: Any, reopen: Callable[[str, Any, Any], Any]) -> Iterator[UniEvent]:
             stamp = [now_ms()]  # the time the bytes being parsed were read, across the reconnects too
-            parts, resumable = self._read_background(dialect, body, reopen, opened, stamp)
+            parts, resumable = self._read_background(dialect, body, reopen, opened, stamp, watch.sleep)
             resumables.append(resumable)
             return _marked(drive(parts, client, stamp), resumable)
 
         events = self._run(call, watch, self._protocol, read, resumes=True)
+        failed = False  # an error ended it (not the caller's abort or close): the response is left running
         try:
             yield from events
+        except AgentHubError as exc:
+            failed = not getattr(exc, "aborted", False)
+            raise
         finally:
             events.close()  # type: ignore[attr-defined]
             for body in opened:
                 body.close()
             resumable = resumables[-1] if resumables else None
-            if resumable is not None and resumable.resource_id and not resumable.complete:
+            if resumable is not None and resumable.resource_id and not resumable.complete and not failed:
                 self._cancel(dialect, resumable.resource_id)
+            elif resumable is not None and resumable.resource_id and not resumable.complete:
+                logger.warning("%s: background response %s is left running (not cancelled)", client,
+                               resumable.resource_id)
 
     def _read_background(self, dialect: Any, body: Any, reopen: Callable[[str, Any, Any], Any],
-                         opened: List[Any], stamp: List[int]) -> Tuple[Iterator[Any], Any]:
+                         opened: List[Any], stamp: List[int], sleep: Any = None) -> Tuple[Iterator[Any], Any]:
         """The parts of a background stream whose connections resume after a cut, and its Resumable:
         each reconnect is the attempt loop's next attempt (``reopen``: the GET that resumes it, with the
         loop's hooks, retries, deadline and abort), read by the same parser."""
@@ -729,7 +736,8 @@ class AutoLLMClient(object):
             return protocol.framing(resumed.iter_chunks(stamp), self.max_line_bytes)
 
         frames = protocol.framing(body.iter_chunks(stamp), self.max_line_bytes)
-        resumable = Resumable(frames, dialect.frame_cursor, reconnect, ordered=dialect.ordered_cursors, client=client)
+        resumable = Resumable(frames, dialect.frame_cursor, reconnect, ordered=dialect.ordered_cursors, client=client,
+                              sleep=sleep)
         return protocol.parse_stream(iter(resumable), client), resumable
 
     def _cancel(self, dialect: Any, resource_id: str) -> None:

@@ -13,14 +13,54 @@ always that GET, never a second POST (which would start, and bill, another respo
 A cut before the id is known is the ordinary error (the client may retry the POST: nothing was
 created that it could resume).  ``reconnect`` does the I/O with the client's retry policy and
 deadline and raises when it cannot; ``max_stalls`` reconnects in a row that bring no new event
-end the stream with the last error.
+end the stream with the last error, and so does the ``max_resumes``-th reconnect (a server that
+brings one new event per connection is not reconnected to without end).  Reconnects after the first
+wait ``resume_delay(n)`` (doubling from RESUME_BACKOFF_BASE up to RESUME_BACKOFF_MAX), through the
+caller's ``sleep`` (the client's abortable wait).  Giving up leaves the response running: the error
+names its id (the client cancels only what its caller stopped: abort, or closing the stream).
+
+What is dropped as already passed on: with numbered cursors (Responses' ``sequence_number``) an event
+at or before the last one; with opaque cursors (Interactions' ``event_id``) any event whose id was
+passed on before (a server that replays from the start on resume repeats nothing); and events with
+no cursor at all, on a connection asked for from the start (no cursor was ever seen), by their index:
+the first ``passed`` of them are the ones the caller has.
 """
 
-from typing import Any, Callable, Iterable, Iterator, Optional, Tuple
+import re
+from typing import Any, Callable, Iterable, Iterator, Optional, Set, Tuple
 
 from .errors import StreamProtocolError, TransportError
 
-__all__ = ["Resumable", "RESUMED"]
+__all__ = ["Resumable", "RESUMED", "MAX_RESUMES", "RESUME_BACKOFF_BASE", "RESUME_BACKOFF_MAX", "resume_delay",
+           "resource_segment"]
+
+#: at most this many reconnects for one response (each after a wait of resume_delay)
+MAX_RESUMES = 50
+#: the wait before the second reconnect (the first goes at once); it doubles up to RESUME_BACKOFF_MAX
+RESUME_BACKOFF_BASE = 0.5
+RESUME_BACKOFF_MAX = 8.0
+
+
+def resume_delay(number: int) -> float:
+    """Seconds to wait before reconnect ``number`` (1 for the first: at once)."""
+    if number <= 1:
+        return 0.0
+    return min(RESUME_BACKOFF_MAX, RESUME_BACKOFF_BASE * 2 ** min(number - 2, 16))
+
+
+_DOTS = re.compile(r"\A(?:\.|%2[eE]){1,2}\Z")
+
+
+def resource_segment(resource_id: str, client: str) -> str:
+    """A response or interaction id as one URL path segment (percent-encoded); an id that would leave its
+    segment (``.``, ``..``, their percent-encodings, or empty) is a StreamProtocolError: nothing is sent."""
+    from urllib.parse import quote
+
+    if not isinstance(resource_id, str) or not resource_id.strip() or _DOTS.match(resource_id.strip()):
+        raise StreamProtocolError("{}: the server named its background response {!r}, which is no usable id (in a "
+                                  "URL it would reach another resource); it was not resumed or cancelled".format(
+                                      client, str(resource_id)[:40]), client=client)
+    return quote(resource_id, safe="")
 
 #: attribute set on an error raised after the response id was known: the client never retries it by a POST
 RESUMED = "_agenthub_resumable_id"
@@ -35,27 +75,37 @@ class Resumable(object):
     ``ordered``: cursors are numbers (a replayed event at or before the cursor is dropped).
     """
 
-    __slots__ = ("_frames", "_cursor_of", "_reconnect", "_ordered", "_client", "max_stalls",
-                 "resource_id", "cursor", "reconnects", "complete", "error")
+    __slots__ = ("_frames", "_cursor_of", "_reconnect", "_ordered", "_client", "max_stalls", "max_resumes",
+                 "_sleep", "_seen", "resource_id", "cursor", "reconnects", "complete", "error", "passed")
 
     def __init__(self, frames: Iterable[Any], cursor_of: Callable[[Any], Tuple[Optional[str], Any, bool]],
                  reconnect: Callable[[str, Any], Iterable[Any]], ordered: bool = False, client: str = "",
-                 max_stalls: int = 3) -> None:
+                 max_stalls: int = 3, max_resumes: int = MAX_RESUMES,
+                 sleep: Optional[Callable[[float], Any]] = None) -> None:
         self._frames = frames
         self._cursor_of = cursor_of
         self._reconnect = reconnect
         self._ordered = ordered
         self._client = client
         self.max_stalls = max_stalls
+        self.max_resumes = max_resumes
+        self._sleep = sleep  # the caller's wait (None: reconnect at once; a test's record)
+        self._seen = set()  # type: Set[Any]  # opaque cursors passed on
         self.resource_id = None  # type: Optional[str]
         self.cursor = None  # type: Any  # the last event passed on
         self.reconnects = 0
         self.complete = False  # the terminal event was passed on
         self.error = None  # type: Optional[BaseException]  # the break being resumed (None: a clean end)
+        self.passed = 0  # events passed on
+
+    def _give_up(self, failure: BaseException) -> BaseException:
+        setattr(failure, RESUMED, self.resource_id)
+        return failure
 
     def __iter__(self) -> Iterator[Any]:
         frames = self._frames
         stalls = 0
+        skip = 0  # events of this connection already passed on (a replay from the start without cursors)
         while True:
             progressed = False
             error = None  # type: Optional[BaseException]
@@ -72,14 +122,22 @@ class Resumable(object):
                         break
                     if not sse.data:
                         continue  # an event line without its data: what a cut leaves
-                    if cursor is not None and self.cursor is not None and (
-                            cursor <= self.cursor if self._ordered else cursor == self.cursor):
+                    if skip:
+                        skip -= 1
+                        if cursor is None:
+                            continue  # replayed from the start, by its index: the caller has it already
+                        skip = 0  # cursors from here on: they say what is new
+                    if cursor is not None and (cursor in self._seen if not self._ordered else
+                                               self.cursor is not None and cursor <= self.cursor):
                         continue  # replayed: the caller has it already
                     if resource and self.resource_id is None:
                         self.resource_id = resource
                     progressed = True
+                    self.passed += 1
                     if cursor is not None:
                         self.cursor = cursor  # (set before the parser has it: it may stop reading at the terminal)
+                        if not self._ordered:
+                            self._seen.add(cursor)
                     if terminal:
                         self.complete = True
                         yield sse
@@ -93,15 +151,20 @@ class Resumable(object):
                 return  # a clean end before the id: the parser says the stream was cut
             stalls = 0 if progressed else stalls + 1
             if stalls >= self.max_stalls:
-                failure = error or StreamProtocolError(
-                    "{}: the background response's stream broke {} times without a new event".format(
-                        self._client, stalls), client=self._client)
-                setattr(failure, RESUMED, self.resource_id)
-                raise failure
+                raise self._give_up(error or StreamProtocolError(
+                    "{}: the stream of background response {} broke {} times without a new event; it is left "
+                    "running".format(self._client, self.resource_id, stalls), client=self._client))
+            if self.reconnects >= self.max_resumes:
+                raise self._give_up(StreamProtocolError(
+                    "{}: the stream of background response {} broke {} times; gave up resuming it (it is left "
+                    "running)".format(self._client, self.resource_id, self.reconnects + 1), client=self._client))
             self.reconnects += 1
             self.error = error
+            delay = resume_delay(self.reconnects)
+            if delay and self._sleep is not None:
+                self._sleep(delay)  # (a stop meanwhile: the reconnect raises it)
+            skip = self.passed if self.cursor is None else 0  # asked from the start: the first ones are replays
             try:
                 frames = self._reconnect(self.resource_id, self.cursor)
             except Exception as exc:
-                setattr(exc, RESUMED, self.resource_id)
-                raise
+                raise self._give_up(exc)

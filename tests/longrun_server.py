@@ -75,6 +75,7 @@ class Script(object):
         self.hold = hold  # (event index, threading.Event): wait (<= 5 s) before sending that event
         self.connections = 0
         self.cancelled = False
+        self.replay_all = False  # a GET ignores its cursor and replays the stream from its start
 
 
 class LongrunServer(LocalServer):
@@ -119,7 +120,9 @@ class LongrunServer(LocalServer):
                 status = self.get_failures.pop(0)
                 return self._json(handler, status, {"error": {"message": "try again", "type": "server_error"}})
             start = 0
-            if "starting_after" in query:
+            if script.replay_all:
+                pass
+            elif "starting_after" in query:
                 start = int(query["starting_after"]) + 1
             elif "last_event_id" in query:
                 start = int(query["last_event_id"].split("_")[1])

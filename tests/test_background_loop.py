@@ -112,10 +112,9 @@ def test_resuming_gets_that_keep_failing_follow_max_retries_with_the_loops_backo
         client = client_for(server, max_retries=1, hooks=[recorder])
         with pytest.raises(ServerError) as info:
             list(client.streaming_response(USER, {"background": True}))
-        assert wait_for(lambda: any(r["path"].endswith("/cancel") for r in server.requests))
         methods = [r["method"] for r in server.requests]
     assert info.value.status == 500
-    assert methods == ["POST", "GET", "GET", "POST"]  # max_retries=1: one GET and one retry of it; then cancel
+    assert methods == ["POST", "GET", "GET"]  # max_retries=1: one GET and one retry of it; left running (D3)
     assert waits == [0]  # the one backoff, counted afresh from the cut
     errors = [c for c in recorder.calls if c[0] == "error"]
     assert [(c[1], c[2], c[5]) for c in errors] == [(0, "POST", True), (1, "GET", True), (2, "GET", False)]

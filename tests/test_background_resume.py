@@ -107,7 +107,8 @@ def test_a_cut_before_the_response_id_is_an_ordinary_retry():
     assert [r["method"] for r in server.requests] == ["POST", "POST"]
 
 
-def test_resume_that_keeps_failing_raises_and_never_posts_again():
+def test_resume_that_keeps_failing_raises_never_posts_again_and_leaves_the_response_running(caplog):
+    """Issue 29 D3: giving up on resuming is not a reason to cancel (paid) work the caller did not stop."""
     events = responses_events("resp_f", TEXTS)
     ends = boundaries(events)
     with LongrunServer() as server:
@@ -116,11 +117,9 @@ def test_resume_that_keeps_failing_raises_and_never_posts_again():
         stream = responses_client(server, max_retries=2).streaming_response(USER, {"background": True})
         with pytest.raises(UpstreamError):
             list(stream)
-        assert wait_for(lambda: any(r["path"].endswith("/cancel") for r in server.requests))
         methods = [(r["method"], r["path"]) for r in server.requests]
-    assert methods.count(("POST", "/v1/responses")) == 1
-    assert methods.count(("GET", "/v1/responses/resp_f")) == 3
-    assert methods[-1] == ("POST", "/v1/responses/resp_f/cancel")
+    assert methods == [("POST", "/v1/responses")] + [("GET", "/v1/responses/resp_f")] * 3
+    assert "background response resp_f is left running (not cancelled)" in caplog.text
 
 
 def test_abort_cancels_the_background_response():
@@ -270,3 +269,40 @@ def test_azure_responses_background_resumes_and_cancels_at_the_v1_root():
     assert requests[1]["headers"]["api-key"] == "az-key"
     assert (cancel["method"], cancel["path"], cancel["headers"]["api-key"]) == (
         "POST", "/openai/v1/responses/resp_az2/cancel", "az-key")
+
+
+# -- issue 29 D3 ---------------------------------------------------------------------------------------------
+
+
+def _without_event_ids(events):
+    return [e.replace(b'"event_id"', b'"no_event_id"') for e in events]
+
+
+@pytest.mark.parametrize("strip_ids", [False, True])
+def test_interactions_replayed_from_the_start_on_resume_repeats_nothing(strip_ids):
+    """A server that ignores last_event_id (or sends no event ids) and replays the whole stream: each event
+    the caller has is dropped, by its event id (or, without ids, by its index)."""
+    events = interactions_events("v1_rp", TEXTS)
+    events = _without_event_ids(events) if strip_ids else events
+    ends = boundaries(events)
+    with LongrunServer() as server:
+        for cut in (ends[1], ends[3], ends[6]):
+            before = len(server.requests)
+            server.add("v1_rp", events, cuts=[cut], done=True).replay_all = True
+            out = list(interactions_client(server).streaming_response(USER, {"background": True}))
+            check_stream(out)
+            assert texts_of(out) == TEXTS, cut
+            assert [r["method"] for r in server.requests[before:]] == ["POST", "GET"], cut
+
+
+@pytest.mark.parametrize("rid", ["..", ".", "%2e%2e", "%2E"])
+@pytest.mark.parametrize("make, events_of", [(responses_client, responses_events),
+                                             (interactions_client, interactions_events)])
+def test_a_response_id_that_would_leave_its_url_segment_is_never_requested(rid, make, events_of):
+    events = events_of(rid, TEXTS)
+    ends = boundaries(events)
+    with LongrunServer() as server:
+        server.add(rid, events, cuts=[ends[3]], done=events_of is interactions_events)
+        with pytest.raises(StreamProtocolError, match="no usable id"):
+            list(make(server).streaming_response(USER, {"background": True}))
+        assert [r["method"] for r in server.requests] == ["POST"]  # no GET of /v1/ or ..., no cancel

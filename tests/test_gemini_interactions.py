@@ -359,3 +359,23 @@ def test_generate_content_history_moves_to_interactions_and_back():
          "thoughtSignature": gemini.PLACEHOLDER_SIGNATURE},
         {"functionCall": {"id": "fc_tokyo_2", "name": "get_weather", "args": {"city": "Tokyo", "unit": "c"}}},
     ]}
+
+
+def test_a_second_function_call_on_a_step_index_whose_call_has_not_stopped_is_a_stream_protocol_error():
+    """Issue 29 D3 (I01): the first call is never replaced without a word."""
+    import json as _json
+    from agenthub.errors import StreamProtocolError
+    from agenthub.providers import gemini_interactions
+    from agenthub.sse import SSEEvent
+
+    def ev(kind, body):
+        return SSEEvent(_json.dumps(dict(body, event_type=kind)), kind)
+
+    events = [ev("interaction.created", {"interaction": {"id": "v1_x", "status": "in_progress"}}),
+              ev("step.start", {"index": 0, "step": {"type": "function_call", "name": "a", "id": "c1", "arguments": {}}}),
+              ev("step.start", {"index": 0, "step": {"type": "function_call", "name": "b", "id": "c2", "arguments": {}}}),
+              ev("step.stop", {"index": 0}),
+              ev("interaction.completed", {"interaction": {"id": "v1_x", "status": "requires_action"}})]
+    with pytest.raises(StreamProtocolError, match=r"a second function_call step on step index 0 before the first "
+                                                  r"\(a\) stopped"):
+        list(gemini_interactions.parse_stream(iter(events), "gemini-interactions"))

@@ -64,6 +64,7 @@ from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Tuple
 from urllib.parse import quote, urlsplit
 
 from ..errors import ConfigError, StreamProtocolError, upstream_error
+from ..resume import resource_segment
 from ..sse import SSEEvent
 from ..stream import StreamEnd
 from ..toolcalls import ToolCallAssembler
@@ -368,7 +369,7 @@ ordered_cursors = False
 def resume_request(endpoint: Endpoint, resource_id: str, cursor: Optional[str]) -> HttpRequest:
     """``GET /v1beta/interactions/{id}?stream=true&last_event_id=<the last event's event_id>``: the
     stream again from the event after ``cursor`` (from its start when None)."""
-    url = interactions_url(endpoint, "/" + quote(resource_id, safe="")) + "?stream=true"
+    url = interactions_url(endpoint, "/" + resource_segment(resource_id, endpoint.client_type)) + "?stream=true"
     if cursor:
         url += "&last_event_id=" + quote(cursor, safe="")
     headers = _headers(endpoint)
@@ -378,7 +379,8 @@ def resume_request(endpoint: Endpoint, resource_id: str, cursor: Optional[str]) 
 
 def cancel_request(endpoint: Endpoint, resource_id: str) -> HttpRequest:
     """``POST /v1beta/interactions/{id}/cancel`` (a background interaction stops server-side)."""
-    return HttpRequest("POST", interactions_url(endpoint, "/" + quote(resource_id, safe="") + "/cancel"),
+    return HttpRequest("POST", interactions_url(endpoint, "/" + resource_segment(resource_id, endpoint.client_type)
+                                                + "/cancel"),
                        _headers(endpoint, "application/json"), {}, stream=False)
 
 
@@ -549,6 +551,10 @@ def _function_call_step(state: _State, index: Any, step: Dict[str, Any]) -> Any:
     if not isinstance(name, str) or not name:
         raise StreamProtocolError("{}: a function_call step without a name".format(state.client), client=state.client)
     call_id = step.get("id")
+    pending = state.calls.get(index)  # (step.stop takes a call out: one still here has not stopped)
+    if pending is not None:
+        raise StreamProtocolError("{}: a second function_call step on step index {!r} before the first ({}) "
+                                  "stopped".format(state.client, index, pending.name), client=state.client)
     state.calls[index] = _Call(state.slots, call_id if isinstance(call_id, str) and call_id else None, name,
                                step.get("arguments"))
     state.slots += 1

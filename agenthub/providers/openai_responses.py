@@ -117,6 +117,7 @@ import re
 from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Tuple
 
 from ..errors import EmptyResponseError, upstream_error
+from ..resume import resource_segment
 from ..sse import SSEEvent
 from ..stream import StreamEnd
 from ..toolcalls import ToolCallAssembler
@@ -1314,9 +1315,7 @@ def _failure_payload(payload: Mapping[str, Any]) -> Any:
 def resume_request(endpoint: Endpoint, resource_id: str, cursor: Optional[int]) -> HttpRequest:
     """``GET /responses/{id}?stream=true&starting_after=<sequence_number>`` (a path: the host joins the base
     URL): a background response's stream again, from the event after ``cursor`` (from its start when None)."""
-    from urllib.parse import quote
-
-    url = "/responses/" + quote(resource_id, safe="") + "?stream=true"
+    url = "/responses/" + resource_segment(resource_id, endpoint.client_type) + "?stream=true"
     if cursor is not None:
         url += "&starting_after={}".format(int(cursor))
     headers = request_headers(endpoint)
@@ -1326,9 +1325,7 @@ def resume_request(endpoint: Endpoint, resource_id: str, cursor: Optional[int]) 
 
 def cancel_request(endpoint: Endpoint, resource_id: str) -> HttpRequest:
     """``POST /responses/{id}/cancel`` (a path; only background responses can be cancelled)."""
-    from urllib.parse import quote
-
-    return HttpRequest("POST", "/responses/" + quote(resource_id, safe="") + "/cancel",
+    return HttpRequest("POST", "/responses/" + resource_segment(resource_id, endpoint.client_type) + "/cancel",
                        request_headers(endpoint, accept="application/json"), {}, stream=False)
 
 
