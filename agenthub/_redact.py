@@ -75,6 +75,19 @@ def url_secrets(url: Any) -> List[str]:
         return []
     userinfo = parts.netloc.rsplit("@", 1)[0]
     pieces = [userinfo] + userinfo.split(":", 1)
+    # requests sends them as ``Authorization: Basic base64(user:password)`` (unquoted, latin-1): a server
+    # that echoes that header echoes the credential in this spelling too
+    from base64 import b64encode
+    from urllib.parse import unquote
+
+    for raw in {userinfo, unquote(userinfo)}:
+        if ":" not in raw:
+            raw += ":"
+        for codec in ("latin-1", "utf-8"):
+            try:
+                pieces.append(b64encode(raw.encode(codec)).decode("ascii"))
+            except UnicodeEncodeError:
+                pass
     return sorted({p for p in pieces if len(p) >= MIN_SECRET}, key=len, reverse=True)
 
 

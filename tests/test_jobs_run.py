@@ -345,3 +345,23 @@ def test_rows_beyond_the_budget_get_error_rows_and_are_never_sent(tmp_path):
             jobs.run(src, out, budget=Budget(1.0), client_factory=lambda *route: None)
         with pytest.raises(ConfigError):
             jobs.run(src, out, budget={"max_usd": 1})
+
+
+def test_a_user_password_base_url_never_reaches_output_rows_in_any_spelling(tmp_path, monkeypatch):
+    """Issue 29 D1 (B08): requests sends user:password@ as ``Authorization: Basic base64(user:password)``;
+    a server that echoes it finds that value scrubbed from the error row too."""
+    import base64
+    password = "pw-in-the-base-url-K8j7H6"
+    basic = base64.b64encode(("user:" + password).encode()).decode()
+    with JobServer() as server:
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-proj-jobsecret0123456789abcdef")
+        base = server.base_url.replace("http://", "http://user:{}@".format(password))
+        rows = [{"id": "b0", "model": "gpt-4.1-mini", "messages": [_user("fail:401 echo")], "client_type": "openai-chat",
+                 "base_url": base}]
+        out = str(tmp_path / "out.jsonl")
+        jobs.run(_write(tmp_path / "in.jsonl", rows), out, progress=False)
+        assert [auth for _, _, auth in server.log] == ["Basic " + basic]  # what requests did send
+    row = _by_id(out)["b0"]
+    assert row["error"]["status"] == 401 and row["error"]["message"].startswith("bad key ")
+    text = open(out).read()
+    assert basic not in text and password not in text and basic[:12] not in text
