@@ -19,6 +19,7 @@ from ...attempts import scrub as _scrub  # the loop's scrubbing: the same words 
 from ..._redact import secret_values, url_secrets
 from ...errors import AgentHubError, UpstreamError
 from ...providers._common import Endpoint
+from ...sse import DEFAULT_MAX_LINE_BYTES
 from ...types import HttpRequest
 
 __all__ = ["Wire", "BadLine", "join", "multipart", "same_origin", "RETRY_AFTER_CAP"]
@@ -43,6 +44,7 @@ class Wire(object):
         self.session = session if session is not None else transport.new_session()
         self.max_retries = max_retries
         self.timeout = timeout
+        self.max_line_bytes = DEFAULT_MAX_LINE_BYTES  # the longest results line read (a longer one: a BadLine)
         row = hosts.client_type(client_type)
         self.host = row.host
         self._record = row.protocol()  # the dialect's record: how its error answers read
@@ -97,23 +99,49 @@ class Wire(object):
                            safe)
 
     def lines(self, url: str, headers: Optional[Mapping[str, str]] = None) -> Iterator[Any]:
-        """A JSON Lines download, one decoded object per line as the bytes arrive (memory: one line)."""
+        """A JSON Lines download, one decoded object per line as the bytes arrive (memory: one line, at most
+        ``max_line_bytes``).  The unfinished line is kept as its pieces and only each new piece is searched
+        (linear in a line's size); a line longer than ``max_line_bytes`` is a BadLine (its bytes are read
+        past, not kept), and the lines after it still come through."""
         body = self.raw("GET", url, headers=headers)
-        pending = b""
+        limit = self.max_line_bytes
+        pending = []  # type: List[bytes]  # the unfinished line's pieces (none holds a newline)
+        size = 0
+        skipping = False  # inside a line above the limit
         number = 0
         try:
             for chunk in body:
-                pending += chunk
-                *complete, pending = pending.split(b"\n")
-                for raw in complete:
+                start = 0
+                end = chunk.find(b"\n")
+                while end >= 0:
                     number += 1
-                    item = _decode_line(raw, number, self.client_type)
+                    if skipping:
+                        skipping = False
+                        item = _too_long(number, limit, self.client_type)  # type: Any
+                    elif size + end - start > limit:
+                        item = _too_long(number, limit, self.client_type)
+                    else:
+                        pending.append(chunk[start:end])
+                        item = _decode_line(b"".join(pending), number, self.client_type)
+                    pending, size = [], 0
                     if item is not None:
                         yield item
+                    start = end + 1
+                    end = chunk.find(b"\n", start)
+                if skipping or start >= len(chunk):
+                    continue
+                size += len(chunk) - start
+                if size > limit:
+                    skipping, pending, size = True, [], 0
+                else:
+                    pending.append(chunk[start:] if start else chunk)
             number += 1
-            item = _decode_line(pending, number, self.client_type)
-            if item is not None:
-                yield item
+            if skipping:
+                yield _too_long(number, limit, self.client_type)
+            else:
+                item = _decode_line(b"".join(pending), number, self.client_type)
+                if item is not None:
+                    yield item
         finally:
             body.close()
 
@@ -160,6 +188,10 @@ class BadLine(object):
 
     def __init__(self, reason: str) -> None:
         self.reason = reason
+
+
+def _too_long(number: int, limit: int, client: str) -> "BadLine":
+    return BadLine("{}: line {} of the batch results is longer than {} bytes".format(client, number, limit))
 
 
 def _decode_line(raw: bytes, number: int, client: str) -> Any:
