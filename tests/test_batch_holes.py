@@ -82,3 +82,98 @@ def test_a_line_above_the_limit_is_a_bad_line_not_kept_and_the_next_lines_still_
     items = list(wire.lines("http://127.0.0.1:9/r"))
     assert [i if not isinstance(i, BadLine) else i.reason for i in items] == [
         {"a": 1}, "anthropic: line 2 of the batch results is longer than 4096 bytes"]
+
+
+# -- result keys (B05) -----------------------------------------------------------------------------------------
+
+from agenthub.jobs.backends import gemini as gemini_backend  # noqa: E402
+
+_BAD_KEY = "gemini: an embeddings batch answer with a key agenthub did not make"
+_ONE = {"embedding": {"values": [1.0]}}
+_TWO = {"embedding": {"values": [2.0]}}
+
+
+@pytest.mark.parametrize("items", [
+    [("r2#0/1", "ok", _ONE)],                            # claims a one-part row: r2 was sent as two parts
+    [("r2#\u00b2/2", "ok", _ONE)],                       # a non-ASCII digit (isdigit() says yes, int() fails)
+    [("r2#5/2", "ok", _ONE)],
+    [("r2#0/2", "ok", _ONE), ("r2#0/2", "ok", _TWO)],    # the same part twice: still one part of two
+    [("nobody#0/1", "ok", _ONE)],                        # a row that was not submitted
+])
+def test_an_embeddings_result_key_that_disagrees_with_the_submission_is_reported_never_applied(items):
+    out = list(gemini_backend._assembled(iter(items), {"r2": 2}))
+    assert all(outcome == "bad" for _, outcome, _ in out) and len(out) >= 1
+    assert {payload for _, _, payload in out} <= {_BAD_KEY, "gemini: an embeddings batch answer repeats part "
+                                                            "'r2#0/2'"}
+
+
+def test_embeddings_parts_make_a_row_when_all_submitted_parts_came_and_a_repeat_is_passed_on_as_such():
+    items = [("r2#1/2", "ok", _TWO), ("r2#0/2", "ok", _ONE), ("r2#0/2", "ok", _ONE)]
+    out = list(gemini_backend._assembled(iter(items), {"r2": 2}))
+    assert out == [("r2", "ok", {"embeddings": [{"values": [1.0]}, {"values": [2.0]}]}), ("r2", "ok", _ONE)]
+
+
+def test_the_submitted_part_counts_travel_in_the_state(monkeypatch):
+    sent = {}
+
+    class _W(object):
+        client_type = "gemini"
+
+        def json(self, method, url, body=None, **kwargs):
+            sent["body"] = body
+            return {"name": "batches/b1"}
+
+    monkeypatch.setattr(gemini_backend, "version_root", lambda wire: "http://127.0.0.1:9/v1beta")
+    entries = [gemini_backend._dumps({"key": "r1", "parts": [{"content": 1}]}),
+               gemini_backend._dumps({"key": "r2", "parts": [{"content": 1}, {"content": 2}]})]
+    remote = gemini_backend.GEMINI.create(_W(), "gemini-embedding-001", "embeddings", entries, "n.jsonl", None)
+    assert remote == {"batch_name": "batches/b1", "input_file": None, "api": "embeddings", "parts": {"r1": 1, "r2": 2}}
+
+
+# -- fetch: unknown and repeated result keys (B05), through the fake engine ------------------------------------
+
+import os  # noqa: E402
+
+from agenthub.jobs import batch as B  # noqa: E402
+from agenthub.jobs import read_output  # noqa: E402
+from batch_fakes import BatchFake, point_at  # noqa: E402
+
+
+@pytest.fixture
+def fake(monkeypatch):
+    with BatchFake(polls=1) as server:
+        point_at(monkeypatch, server)
+        yield server
+
+
+def _user(text):
+    return [{"role": "user", "content_items": [{"type": "text", "text": text}]}]
+
+
+def _write(path, rows):
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    return str(path)
+
+
+def _submitted(fake, tmp_path, n=3):
+    rows = [{"id": "u%d" % i, "model": "gpt-4.1-mini", "client_type": "openai-chat", "messages": _user("t%d" % i)}
+            for i in range(n)]
+    job = B.submit(_write(tmp_path / "in.jsonl", rows), backend="openai")
+    assert job.wait(interval=0.01, timeout=10).done
+    return job, list(fake.batches.values())[0]
+
+
+def test_unknown_and_repeated_result_keys_are_reported_and_never_applied(fake, tmp_path):
+    job, batch = _submitted(fake, tmp_path)
+    lines = fake.files[batch.output_file_id]["bytes"].splitlines()
+    first = json.loads(lines[0])
+    forged = dict(json.loads(lines[1]), custom_id=first["custom_id"])  # u1's answer under u0's key, after u0's
+    stranger = dict(json.loads(lines[2]), custom_id="nobody")
+    fake.files[batch.output_file_id]["bytes"] = b"\n".join(
+        [lines[0], json.dumps(forged).encode(), json.dumps(stranger).encode(), lines[2]]) + b"\n"
+    summary = job.fetch(str(tmp_path / "out.jsonl"))
+    assert (summary.done, summary.unknown, summary.duplicates, summary.missing) == (2, 1, 1, ["u1"])
+    written = {r["id"]: r for r in read_output(str(tmp_path / "out.jsonl"))}
+    assert sorted(written) == ["u0", "u2"]
+    answer = first["response"]["body"]["choices"][0]["message"]["content"]
+    assert written["u0"]["message"]["content_items"] == [{"type": "text", "text": answer}]

@@ -436,6 +436,9 @@ class FetchSummary(object):
     failed_total: int = 0
     #: result items that could not be read (not JSON, no custom id): their rows are in ``missing``
     unreadable: int = 0
+    #: results naming no request of their batch, and repeated results of a row: reported, never applied
+    unknown: int = 0
+    duplicates: int = 0
 
 
 class BatchJob(object):
@@ -604,7 +607,7 @@ class BatchJob(object):
         rows = self._input_rows()
         seen = set()  # type: set
         answered = set()  # type: set
-        unknown = 0
+        unknown = duplicates = 0
         for custom_id, outcome, payload in engine.results(self._wire(record), record["remote"], info):
             if outcome == "bad":
                 if not summary.unreadable:
@@ -616,6 +619,7 @@ class BatchJob(object):
                 unknown += 1
                 continue
             if rid in seen:
+                duplicates += 1  # the row's first result stands; a repeat is never applied
                 continue
             seen.add(rid)
             if outcome == "not_run":
@@ -638,6 +642,11 @@ class BatchJob(object):
         if unknown:
             log.warning("agenthub.jobs: %d result(s) of %s batch %s name no request of it: ignored", unknown,
                         record["backend"], _remote_id(record["remote"]))
+        if duplicates:
+            log.warning("agenthub.jobs: %d result(s) of %s batch %s repeat a row already answered: ignored",
+                        duplicates, record["backend"], _remote_id(record["remote"]))
+        summary.unknown += unknown
+        summary.duplicates += duplicates
         summary.missing.extend(rid for rid in record["ids"] if rid not in answered and rid not in done)
         record["fetched_at"] = _now()
 

@@ -27,6 +27,7 @@ Wire facts, from the Batch API guide (https://ai.google.dev/gemini-api/docs/batc
 """
 
 import json
+import re
 import sys
 from typing import Any, Dict, Iterator, List, Mapping, Optional
 from urllib.parse import quote, urlsplit
@@ -85,8 +86,11 @@ class GeminiBatches(Backend):
         root = version_root(wire)
         verb = "asyncBatchEmbedContent" if api == "embeddings" else "batchGenerateContent"
         url = "{}/models/{}:{}".format(root, quote(model, safe=""), verb)
+        parts = None  # type: Optional[Dict[str, int]]
         if api == "embeddings":
-            entries = [_dumps(line) for data in entries for line in _embed_lines(json.loads(data))]
+            decoded = [json.loads(data) for data in entries]
+            parts = {entry["key"]: len(entry["parts"]) for entry in decoded}  # what each row's answer must hold
+            entries = [_dumps(line) for entry in decoded for line in _embed_lines(entry)]
         size = sum(len(e) for e in entries)
         source = None  # type: Optional[Dict[str, Any]]
         file_name = None
@@ -107,7 +111,10 @@ class GeminiBatches(Backend):
         if not isinstance(batch_name, str) or not batch_name.startswith("batches/"):
             raise StreamProtocolError("{}: the new batch came back without a batches/ name".format(wire.client_type),
                                       client=wire.client_type)
-        return {"batch_name": batch_name, "input_file": file_name, "api": api}
+        remote = {"batch_name": batch_name, "input_file": file_name, "api": api}  # type: Dict[str, Any]
+        if parts is not None:
+            remote["parts"] = parts
+        return remote
 
     def _upload(self, wire: Wire, root: str, entries: List[bytes], size: int, name: str) -> str:
         head, version = _prefix_and_version(root)
@@ -136,7 +143,8 @@ class GeminiBatches(Backend):
     def results(self, wire: Wire, remote: Mapping[str, Any], info: Mapping[str, Any]) -> Iterator[Outcome]:
         items = self._items(wire, info)
         if remote.get("api") == "embeddings":
-            return _assembled(items)
+            parts = remote.get("parts")
+            return _assembled(items, parts if isinstance(parts, dict) else None)
         return items
 
     def _items(self, wire: Wire, info: Mapping[str, Any]) -> Iterator[Outcome]:
@@ -173,22 +181,29 @@ def _embed_lines(entry: Mapping[str, Any]) -> List[Dict[str, Any]]:
     return [{"key": "{}#{}/{}".format(entry["key"], i, len(parts)), "request": part} for i, part in enumerate(parts)]
 
 
-def _assembled(items: Iterator[Outcome]) -> Iterator[Outcome]:
+_PART_KEY = re.compile(r"\A(.+)#([0-9]{1,9})/([0-9]{1,9})\Z", re.ASCII)
+
+
+def _assembled(items: Iterator[Outcome], expected: Optional[Mapping[str, Any]] = None) -> Iterator[Outcome]:
     """The results of an embeddings batch, one per row: its ``n`` answers as the live call's one answer
     (``embedContent``'s for one message, ``batchEmbedContents``' ``{"embeddings": [...]}`` for several).
-    The first failed part fails the row; a row missing a part has no result."""
+    The first failed part fails the row; a row missing a part has no result.  ``n`` is what was submitted
+    (``expected``: custom id -> part count, from the state); a key whose count or index disagrees with it,
+    that is not ``<id>#<i>/<n>`` in ASCII digits, or that repeats a part, is reported ("bad"), never applied."""
     pending = {}  # type: Dict[str, Dict[int, Any]]
     finished = set()  # type: set
     for key, outcome, payload in items:
         if outcome == "bad":
             yield key, outcome, payload
             continue
-        row, _, place = key.rpartition("#")
-        index, _, count = place.partition("/")
-        if not row or not index.isdigit() or not count.isdigit() or not int(index) < int(count):
+        match = _PART_KEY.match(key)
+        row, index, count = (match.group(1), int(match.group(2)), int(match.group(3))) if match else ("", 0, 0)
+        want = expected.get(row) if expected is not None and row else count
+        if not match or not index < count or count != want:
             yield "", "bad", "gemini: an embeddings batch answer with a key agenthub did not make"
             continue
         if row in finished:
+            yield row, outcome, payload  # a repeat: the caller reports it (never applied)
             continue
         if outcome != "ok":
             finished.add(row)
@@ -196,11 +211,14 @@ def _assembled(items: Iterator[Outcome]) -> Iterator[Outcome]:
             yield row, outcome, payload
             continue
         parts = pending.setdefault(row, {})
-        parts[int(index)] = payload
-        if len(parts) == int(count):
+        if index in parts:
+            yield "", "bad", "gemini: an embeddings batch answer repeats part {!r}".format(key[:80])
+            continue
+        parts[index] = payload
+        if len(parts) == count:
             finished.add(row)
             del pending[row]
-            yield row, "ok", _joined([parts[i] for i in range(int(count))])
+            yield row, "ok", _joined([parts[i] for i in range(count)])
 
 
 def _joined(answers: List[Any]) -> Any:
