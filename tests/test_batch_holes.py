@@ -177,3 +177,48 @@ def test_unknown_and_repeated_result_keys_are_reported_and_never_applied(fake, t
     assert sorted(written) == ["u0", "u2"]
     answer = first["response"]["body"]["choices"][0]["message"]["content"]
     assert written["u0"]["message"]["content_items"] == [{"type": "text", "text": answer}]
+
+
+# -- a malformed state file (B07) ------------------------------------------------------------------------------
+
+import copy  # noqa: E402
+
+from agenthub.errors import ConfigError  # noqa: E402
+
+
+def _edit(state, change):
+    state = copy.deepcopy(state)
+    change(state)
+    return state
+
+
+@pytest.mark.parametrize("label, change, field", [
+    ("unknown backend", lambda s: s["batches"][0].update(backend="nope"), "batches[0].backend"),
+    ("a record without fields", lambda s: s.update(batches=[{"remote": {"batch_id": "b"}}]), "batches[0].backend"),
+    ("ids not a list", lambda s: s["batches"][0].update(ids=5), "batches[0].ids"),
+    ("an id not a string", lambda s: s["batches"][0].update(ids=["u0", 7]), "batches[0].ids"),
+    ("remote not an object", lambda s: s["batches"][0].update(remote="batch_1"), "batches[0].remote"),
+    ("model not a string", lambda s: s["batches"][0].update(model=["gpt"]), "batches[0].model"),
+    ("custom_ids not an object", lambda s: s["batches"][0].update(custom_ids=[1]), "batches[0].custom_ids"),
+    ("batch_id with dot segments", lambda s: s["batches"][0]["remote"].update(batch_id="../../../steal"),
+     "batches[0].remote.batch_id"),
+    ("batch_id a dot segment", lambda s: s["batches"][0]["remote"].update(batch_id=".."), "batches[0].remote.batch_id"),
+    ("a record not an object", lambda s: s.update(batches=[5]), "batches[0]"),
+    ("job backend unknown", lambda s: s.update(backend=3), "backend"),
+    ("input_path missing", lambda s: s.pop("input_path"), "input_path"),
+])
+def test_a_malformed_state_file_is_a_config_error_naming_the_file_and_field(fake, tmp_path, label, change, field):
+    job, _ = _submitted(fake, tmp_path, n=2)
+    with open(job.state_path) as handle:
+        state = json.load(handle)
+    bad = str(tmp_path / "bad.batch.json")
+    with open(bad, "w") as handle:
+        json.dump(_edit(state, change), handle)
+    before = len(fake.requests) if hasattr(fake, "requests") else None
+    with pytest.raises(ConfigError) as info:
+        job2 = B.load(bad)
+        job2.status()
+        job2.fetch(str(tmp_path / "out.jsonl"))
+    assert str(info.value).startswith("the batch state file {} is malformed: {} ".format(bad, field)), label
+    if before is not None:
+        assert len(fake.requests) == before

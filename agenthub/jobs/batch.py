@@ -159,7 +159,82 @@ def _read_state(path: str) -> Dict[str, Any]:
     if not isinstance(state, dict) or state.get("agenthub_batch") != STATE_VERSION or not isinstance(
             state.get("batches"), list):
         raise ConfigError("{} is not an agenthub batch state file (version {})".format(path, STATE_VERSION))
+    problem = _state_problem(state)
+    if problem is not None:
+        raise ConfigError("the batch state file {} is malformed: {} (it was not used; nothing was sent)".format(
+            path, problem))
     return state
+
+
+def _opt_str(value: Any) -> bool:
+    return value is None or isinstance(value, str)
+
+
+def _str_list(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(item, str) for item in value)
+
+
+#: the fields of a batch record the engine reads, and what each must be
+_RECORD_FIELDS = (
+    ("backend", lambda v: isinstance(v, str) and v in _backends.FAMILY, "a backend name (openai, azure, anthropic, "
+                                                                       "gemini)"),
+    ("model", lambda v: isinstance(v, str) and bool(v), "a model name"),
+    ("api", lambda v: isinstance(v, str) and bool(v), "an API name"),
+    ("ids", lambda v: _str_list(v) and bool(v), "a list of row ids"),
+    ("custom_ids", lambda v: isinstance(v, dict) and all(isinstance(k, str) and isinstance(c, str)
+                                                         for k, c in v.items()), "an object of row id -> custom id"),
+    ("row_client_type", _opt_str, "a client_type or null"),
+    ("row_base_url", _opt_str, "a URL or null"),
+    ("remote", lambda v: v is None or isinstance(v, dict), "an object or null"),
+    ("last", lambda v: v is None or isinstance(v, dict), "an object or null"),
+)
+
+
+def _segment_ok(value: Any) -> bool:
+    """A remote id that stays one URL path segment (no slash, not a dot segment, no control character)."""
+    return isinstance(value, str) and bool(value) and "/" not in value and "\\" not in value and \
+        value.strip(".") != "" and "%" not in value and not any(ord(c) < 0x21 or ord(c) == 0x7f for c in value)
+
+
+def _remote_problem(remote: Mapping[str, Any]) -> Optional[str]:
+    for name in ("batch_id", "input_file_id", "output_file_id"):
+        if name in remote and remote[name] is not None and not _segment_ok(remote[name]):
+            return "remote.{} is not one id".format(name)
+    batch_name = remote.get("batch_name")
+    if batch_name is not None and not (isinstance(batch_name, str) and batch_name.startswith("batches/")
+                                       and _segment_ok(batch_name[len("batches/"):])):
+        return "remote.batch_name is not batches/<id>"
+    if "batch_id" not in remote and "batch_name" not in remote:
+        return "remote names no batch (batch_id or batch_name)"
+    return None
+
+
+def _state_problem(state: Mapping[str, Any]) -> Optional[str]:
+    """What is wrong with a state file's content (None: nothing the engine would trip on)."""
+    if not isinstance(state.get("backend"), str) or state["backend"] not in _backends.BACKENDS:
+        return "backend must be one of {}".format(", ".join(_backends.BACKENDS))
+    if not isinstance(state.get("input_path"), str) or not state["input_path"]:
+        return "input_path must be a path"
+    if not _opt_str(state.get("input_sha256")):
+        return "input_sha256 must be a hex digest"
+    digests = state.get("row_sha256")
+    if digests is not None and not (isinstance(digests, dict) and all(
+            isinstance(k, str) and isinstance(v, str) for k, v in digests.items())):
+        return "row_sha256 must be an object of row id -> hex digest"
+    for number, record in enumerate(state["batches"]):
+        where = "batches[{}]".format(number)
+        if not isinstance(record, dict):
+            return where + " is not an object"
+        for name, ok, what in _RECORD_FIELDS:
+            if name not in record and name in ("row_client_type", "row_base_url", "last"):
+                continue
+            if name not in record or not ok(record[name]):
+                return "{}.{} must be {}".format(where, name, what)
+        if record.get("remote") is not None:
+            problem = _remote_problem(record["remote"])
+            if problem is not None:
+                return "{}.{}".format(where, problem)
+    return None
 
 
 # -- planning ------------------------------------------------------------------------------------------
