@@ -222,3 +222,30 @@ def test_a_malformed_state_file_is_a_config_error_naming_the_file_and_field(fake
     assert str(info.value).startswith("the batch state file {} is malformed: {} ".format(bad, field)), label
     if before is not None:
         assert len(fake.requests) == before
+
+
+# -- an input file changed after submit (B09) ------------------------------------------------------------------
+
+
+def test_fetch_refuses_an_input_whose_submitted_rows_changed_and_takes_one_that_only_grew(fake, tmp_path):
+    job, _ = _submitted(fake, tmp_path, n=3)
+    src = job.input_path
+    with open(src) as handle:
+        original = handle.read()
+    state = json.load(open(job.state_path))
+    assert sorted(state["row_sha256"]) == ["u0", "u1", "u2"] and all(len(v) == 32 for v in state["row_sha256"].values())
+    edited = original.replace('"gpt-4.1-mini"', '"gpt-5.5-pro"', 1)
+    for text, wanted in ((edited, "1 row(s) edited or gone: 'u0'"),
+                         ("".join(original.splitlines(True)[1:]), "1 row(s) edited or gone: 'u0'")):
+        with open(src, "w") as handle:
+            handle.write(text)
+        with pytest.raises(ConfigError) as info:
+            B.load(job.state_path).fetch(str(tmp_path / "out.jsonl"))
+        assert str(info.value).startswith("the input file {} changed since its rows were submitted ({})".format(
+            src, wanted))
+        assert not os.path.exists(str(tmp_path / "out.jsonl"))
+    with open(src, "w") as handle:  # a row added after the submission is no change to the submitted ones
+        handle.write(original + json.dumps({"id": "new", "model": "gpt-4.1-mini", "messages": _user("later")}) + "\n")
+    summary = B.load(job.state_path).fetch(str(tmp_path / "out.jsonl"))
+    assert summary.done == 3
+    assert {r["model"] for r in read_output(str(tmp_path / "out.jsonl"))} == {"gpt-4.1-mini"}

@@ -131,6 +131,13 @@ def _digest(path: str) -> str:
     return sha.hexdigest()
 
 
+def _row_digest(row: JobRow) -> str:
+    """A digest of one input row as submitted (its whole content, key order aside): ``fetch`` refuses an
+    input whose submitted rows changed (an output row would name and price a request that never ran)."""
+    text = json.dumps(row.to_json(), sort_keys=True, ensure_ascii=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode("ascii")).hexdigest()[:32]
+
+
 def _write_state(path: str, state: Mapping[str, Any]) -> None:
     """Atomically (a temporary file renamed over it): a reader or a crash sees the old state or the new."""
     folder = os.path.dirname(os.path.abspath(path))
@@ -344,7 +351,8 @@ class _Group(object):
         self.taken = set()  # type: set
 
 
-def _plan(input_path: str, choice: str, wanted: Callable[[JobRow], bool]) -> Tuple[
+def _plan(input_path: str, choice: str, wanted: Callable[[JobRow], bool],
+          digests: Optional[Dict[str, str]] = None) -> Tuple[
         List[Dict[str, Any]], Dict[int, List[bytes]], Dict[int, Any]]:
     """The state's batch records, the encoded entries of each, and a sample request of each, for the
     rows of the job file ``wanted`` keeps.  The file is checked first, then read row by row: memory
@@ -363,6 +371,8 @@ def _plan(input_path: str, choice: str, wanted: Callable[[JobRow], bool]) -> Tup
             continue
         if problems:
             continue  # nothing will be sent: the rest is only checked
+        if digests is not None:
+            digests[row.id] = _row_digest(row)
         key = (item.backend, item.client.client_type, item.client.base_url, row.model, item.api, row.client_type,
                row.base_url)
         group = groups.get(key)
@@ -427,16 +437,18 @@ def submit(input_path: str, *, backend: str, state_path: Optional[str] = None, o
             raise ConfigError("{} changed since its submission began (state in {}): pass another state_path".format(
                 input_path, state_path))
         todo = _still_to_do(job._state)
-        records, entries, samples = _plan(input_path, backend, lambda row: row.id in todo)
+        digests = job._state.setdefault("row_sha256", {})
+        records, entries, samples = _plan(input_path, backend, lambda row: row.id in todo, digests)
         job._resume(entries, samples, records)
         return job
     done = finished_ids(output_path) if output_path is not None else set()
-    records, entries, samples = _plan(input_path, backend, lambda row: row.id not in done)
+    digests = {}  # type: Dict[str, str]
+    records, entries, samples = _plan(input_path, backend, lambda row: row.id not in done, digests)
     if not records:
         raise ConfigError("{} has no row to submit{}".format(
             input_path, " (every id has a row in {})".format(output_path) if output_path else ""))
     state = {"agenthub_batch": STATE_VERSION, "backend": backend, "input_path": os.path.abspath(input_path),
-             "input_sha256": _digest(input_path), "created_at": _now(), "batches": records}
+             "input_sha256": _digest(input_path), "created_at": _now(), "batches": records, "row_sha256": digests}
     _write_state(state_path, state)
     job = BatchJob(state_path, state, session)
     job._create(entries, samples)
@@ -594,12 +606,23 @@ class BatchJob(object):
         them): memory follows the number of rows, not their size."""
         if self._rows is None:
             rows = {}  # type: Dict[str, JobRow]
+            digests = self._state.get("row_sha256")  # (None: a state from before they were recorded)
+            changed = []  # type: List[str]
             if os.path.exists(self.input_path):
                 for row in iter_rows(self.input_path):
+                    if digests is not None and row.id in digests and digests[row.id] != _row_digest(row):
+                        changed.append(row.id)
                     traced = bool(row.config.get("trace_id"))
                     rows[row.id] = JobRow(id=row.id, model=row.model, messages=row.messages if traced else [],
                                           config=row.config if traced else {}, client_type=row.client_type,
                                           base_url=row.base_url, line=row.line)
+            gone = [rid for rid in (digests or ()) if rid not in rows] if os.path.exists(self.input_path) else []
+            if changed or gone:
+                shown = ", ".join(repr(rid[:60]) for rid in (changed + gone)[:5])
+                raise ConfigError("the input file {} changed since its rows were submitted ({} row(s) {}: {}): "
+                                  "restore it as submitted to fetch (an output row would otherwise name a request "
+                                  "that never ran)".format(self.input_path, len(changed) + len(gone),
+                                                           "edited or gone", shown))
             self._rows = rows
         return self._rows
 
@@ -654,6 +677,7 @@ class BatchJob(object):
     def fetch(self, output_path: str) -> FetchSummary:
         """Append the results of every ended batch to ``output_path`` (rows it has already are left as they
         are, so fetching again, or after ``agenthub.jobs.run``, writes nothing twice)."""
+        self._input_rows()  # an input whose submitted rows changed is refused before anything is asked or written
         done = finished_ids(output_path)
         errored = done - finished_ids(output_path, retry_failed=True)
         summary = FetchSummary(output_path=output_path)
