@@ -365,3 +365,86 @@ def test_a_user_password_base_url_never_reaches_output_rows_in_any_spelling(tmp_
     assert row["error"]["status"] == 401 and row["error"]["message"].startswith("bad key ")
     text = open(out).read()
     assert basic not in text and password not in text and basic[:12] not in text
+
+
+# -- issue 29 D1: odd row ids, huge lines, two runs on one output --------------------------------------------
+
+
+def test_a_lone_surrogate_row_id_is_an_invalid_line_not_a_crash(tmp_path):
+    with JobServer() as server:
+        good = _rows(server, ["fine"])[0]
+        src = str(tmp_path / "in.jsonl")
+        with open(src, "w") as f:
+            f.write(json.dumps(good) + "\n")
+            f.write(json.dumps(dict(good, id="\ud800x", messages=[_user("odd")])) + "\n")  # "\\ud800x" in the file
+        with pytest.raises(ConfigError) as info:
+            jobs.run(src, str(tmp_path / "out.jsonl"), progress=False)
+        assert "line 2: 'id' is not valid Unicode (it holds a lone surrogate)" in str(info.value)
+        summary = jobs.run(src, str(tmp_path / "out.jsonl"), progress=False, skip_invalid=True)
+        assert (summary.done, summary.failed) == (1, 1)
+        assert dict(server.counts) == {"fine": 1}
+    rows = _by_id(str(tmp_path / "out.jsonl"))
+    assert sorted(rows) == ["line-2", "r0"]
+    assert rows["line-2"]["error"]["message"] == "line 2: 'id' is not valid Unicode (it holds a lone surrogate)"
+
+
+def test_a_job_line_above_the_limit_is_an_invalid_line_read_past_in_bounded_memory(tmp_path, monkeypatch):
+    from agenthub.jobs import jobfile
+    monkeypatch.setattr(jobfile, "MAX_JOB_LINE_BYTES", 4096)
+    monkeypatch.setattr(jobfile, "_READ_PIECE", 1024)
+    with JobServer() as server:
+        rows = _rows(server, ["one", "x" * 20000, "three"])
+        src = _write(tmp_path / "in.jsonl", rows)
+        with pytest.raises(ConfigError) as info:
+            jobs.run(src, str(tmp_path / "out.jsonl"), progress=False)
+        assert "line 2: longer than 4096 bytes" in str(info.value)
+        read = []
+
+        class Spy(object):  # every read of the file is at most the limit (+1): the line is never held whole
+            def __init__(self, handle):
+                self.handle = handle
+
+            def readline(self, size=-1):
+                read.append(size)
+                return self.handle.readline(size)
+
+        with open(src, "rb") as handle:
+            out = list(jobfile._bounded_lines(Spy(handle)))
+        assert [(n, raw is None) for n, raw in out] == [(1, False), (2, True), (3, False)]
+        assert read and max(read) == 4097 and min(read) > 0
+        summary = jobs.run(src, str(tmp_path / "out.jsonl"), progress=False, skip_invalid=True)
+        assert (summary.done, summary.failed) == (2, 1)
+        assert dict(server.counts) == {"one": 1, "three": 1}
+    # (a line not read has no id: its error row is named by its line, as for any line that is not JSON)
+    assert _by_id(str(tmp_path / "out.jsonl"))["line-2"]["error"]["message"] == "line 2: longer than 4096 bytes"
+
+
+def test_a_second_run_on_the_same_output_is_refused_while_the_first_runs(tmp_path):
+    """Two processes: the first holds <output>.lock while it runs; the second is refused at once (before, both
+    sent every row and wrote each twice)."""
+    with JobServer() as server:
+        rows = _rows(server, ["sleep:2 first"] + ["row %d" % i for i in range(5)])
+        src = _write(tmp_path / "in.jsonl", rows)
+        out = str(tmp_path / "out.jsonl")
+        code = "import sys; from agenthub import jobs; s = jobs.run(sys.argv[1], sys.argv[2], workers=2, " \
+               "progress=False); print(s.done)"
+        child = subprocess.Popen([sys.executable, "-c", code, src, out], cwd=ROOT, stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, env=dict(os.environ, PYTHONPATH=ROOT, NO_PROXY="*"))
+        try:
+            deadline = time.monotonic() + 30
+            while server.counts.get("sleep:2 first", 0) == 0 and time.monotonic() < deadline:
+                time.sleep(0.02)  # the first run is sending: it holds the lock
+            assert server.counts.get("sleep:2 first") == 1
+            with pytest.raises(ConfigError) as info:
+                jobs.run(src, out, progress=False)
+            assert str(info.value) == ("another run is writing {0} (it holds {0}.lock): wait for it to end, or write "
+                                       "another output file".format(out))
+            stdout, stderr = child.communicate(timeout=60)
+        finally:
+            if child.poll() is None:
+                child.kill()
+                child.communicate()
+        assert child.returncode == 0, stderr
+        assert stdout.decode().strip() == "6"
+        assert all(count == 1 for count in server.counts.values()) and len(server.counts) == 6
+        assert jobs.run(src, out, progress=False).skipped == 6  # the lock is free again once a run ends

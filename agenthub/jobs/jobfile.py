@@ -29,7 +29,7 @@ from ..errors import AgentHubError, ConfigError
 from ..types import from_jsonable, to_jsonable  # the {"__bytes__"} codec
 from ..validate import check_config, check_messages
 
-__all__ = ["JobRow", "JobFile", "read_jobs", "iter_rows", "IdIndex", "mark_finished", "parse_line", "output_row", "error_row", "finished_ids",
+__all__ = ["JobRow", "JobFile", "read_jobs", "iter_rows", "IdIndex", "OutputLock", "file_mentions", "mark_finished", "parse_line", "output_row", "error_row", "finished_ids",
            "read_output", "OutputWriter", "INPUT_KEYS", "OUTPUT_KEYS", "dumps_row"]
 
 log = logging.getLogger("agenthub")
@@ -96,6 +96,8 @@ def parse_line(obj: Any, line: int) -> JobRow:
     rid = obj.get("id")
     if not isinstance(rid, str) or not rid:
         raise ConfigError("'id' must be a non-empty string (got {})".format(_kind(rid)))
+    if not _usable_id(rid):
+        raise ConfigError("'id' is not valid Unicode (it holds a lone surrogate)")
     model = obj.get("model")
     if not isinstance(model, str) or not model:
         raise ConfigError("'model' must be a non-empty string (got {})".format(_kind(model)))
@@ -116,7 +118,54 @@ def _kind(value: Any) -> str:
 
 def _invalid_id(obj: Any, line: int) -> str:
     rid = obj.get("id") if isinstance(obj, dict) else None
-    return rid if isinstance(rid, str) and rid else "line-{}".format(line)
+    return rid if _usable_id(rid) else "line-{}".format(line)
+
+
+def _usable_id(rid: Any) -> bool:
+    """A non-empty string that is valid Unicode (JSON lets a lone surrogate through: ``"\\ud800"``)."""
+    if not isinstance(rid, str) or not rid:
+        return False
+    try:
+        rid.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+#: the longest job line read (a longer one is an invalid line: never held in memory whole)
+MAX_JOB_LINE_BYTES = 64 * 1024 * 1024
+_READ_PIECE = 1 << 20
+
+
+def _bounded_lines(handle: Any) -> Iterator[Tuple[int, Optional[bytes]]]:
+    """(line number, the line's bytes) for each line of ``handle``; None for a line above
+    MAX_JOB_LINE_BYTES (read past in pieces, never kept)."""
+    limit = MAX_JOB_LINE_BYTES
+    number = 0
+    while True:
+        raw = handle.readline(limit + 1)
+        if not raw:
+            return
+        number += 1
+        if len(raw) > limit and not (len(raw) == limit + 1 and raw.endswith(b"\n")):
+            while not raw.endswith(b"\n"):
+                raw = handle.readline(_READ_PIECE)
+                if not raw:
+                    break
+            yield number, None
+            continue
+        yield number, raw
+
+
+def file_mentions(path: str, word: bytes) -> bool:
+    """Whether ``word`` occurs in the file (read in pieces: memory stays flat whatever its lines)."""
+    tail = b""
+    with open(path, "rb") as handle:
+        for piece in iter(lambda: handle.read(_READ_PIECE), b""):
+            if word in tail + piece[:len(word)] or word in piece:
+                return True
+            tail = piece[-len(word):]
+    return False
 
 
 def read_jobs(path: str, *, skip_invalid: bool = False, keep_rows: bool = True) -> JobFile:
@@ -140,17 +189,21 @@ def read_jobs(path: str, *, skip_invalid: bool = False, keep_rows: bool = True) 
     except OSError as exc:
         raise ConfigError("cannot read the job file {}: {}".format(path, exc.strerror or exc)) from None
     with handle:
-        for number, raw in enumerate(handle, 1):
-            if not raw.strip():
-                continue
+        for number, raw in _bounded_lines(handle):
             obj = None  # type: Any
-            try:
-                obj = json.loads(raw.decode("utf-8"))
-            except (UnicodeDecodeError, ValueError) as exc:
-                reason = "not valid UTF-8" if isinstance(exc, UnicodeDecodeError) else "not valid JSON ({})".format(exc)
-                error = ConfigError(reason)  # type: Optional[ConfigError]
+            if raw is None:
+                error = ConfigError("longer than {} bytes".format(MAX_JOB_LINE_BYTES))  # type: Optional[ConfigError]
+            elif not raw.strip():
+                continue
             else:
-                error = None
+                try:
+                    obj = json.loads(raw.decode("utf-8"))
+                except (UnicodeDecodeError, ValueError) as exc:
+                    reason = "not valid UTF-8" if isinstance(exc, UnicodeDecodeError) else "not valid JSON ({})".format(
+                        exc)
+                    error = ConfigError(reason)
+                else:
+                    error = None
             row = None  # type: Optional[JobRow]
             if error is None:
                 try:
@@ -159,7 +212,7 @@ def read_jobs(path: str, *, skip_invalid: bool = False, keep_rows: bool = True) 
                     error = exc
             rid = obj.get("id") if isinstance(obj, dict) else None
             key = None if row is None else (row.model, row.client_type, row.base_url)
-            if isinstance(rid, str) and rid:
+            if _usable_id(rid):
                 route = None
                 if key is not None:
                     route = route_ids.setdefault(key, len(route_ids))
@@ -202,8 +255,8 @@ def iter_rows(path: str, *, check: bool = True) -> Iterator[JobRow]:
     lines are passed over here without a word).  ``check=False`` skips checking each row again (the
     file was checked by ``read_jobs`` a moment ago; the client checks messages and config anyway)."""
     with open(path, "rb") as handle:
-        for number, raw in enumerate(handle, 1):
-            if not raw.strip():
+        for number, raw in _bounded_lines(handle):
+            if raw is None or not raw.strip():
                 continue
             try:
                 obj = json.loads(raw.decode("utf-8"))
@@ -220,7 +273,8 @@ def iter_rows(path: str, *, check: bool = True) -> Iterator[JobRow]:
 def _fast_row(obj: Any, number: int) -> Optional[JobRow]:
     """A JobRow from a line ``read_jobs`` found valid (None for one it did not: the shape tells)."""
     if not isinstance(obj, dict) or not isinstance(obj.get("id"), str) or not isinstance(obj.get("model"), str) \
-            or not isinstance(obj.get("messages"), list) or not obj["id"] or not obj["model"]:
+            or not isinstance(obj.get("messages"), list) or not obj["id"] or not obj["model"] \
+            or not _usable_id(obj["id"]):
         return None
     config = obj.get("config")
     return JobRow(id=obj["id"], model=obj["model"], messages=from_jsonable(obj["messages"]),
@@ -380,6 +434,37 @@ def dumps_row(row: Mapping[str, Any]) -> bytes:
 
 
 # -- the output file -------------------------------------------------------------------------------
+
+
+class OutputLock(object):
+    """An exclusive lock on ``<output>.lock`` (``fcntl.flock``) while one run writes an output file: a
+    second run on the same output is refused at once (it would send every row again and write each twice).
+    Where ``fcntl`` is missing (Windows) nothing is locked.  The lock file is left in place (removing it
+    would race with a run that opened it)."""
+
+    def __init__(self, output_path: str) -> None:
+        self.path = output_path + ".lock"
+        self._fd = None  # type: Optional[int]
+        try:
+            import fcntl
+        except ImportError:  # pragma: no cover - not POSIX
+            return
+        try:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        except OSError as exc:
+            raise ConfigError("cannot create the lock file {}: {}".format(self.path, exc.strerror or exc)) from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            raise ConfigError("another run is writing {} (it holds {}): wait for it to end, or write another "
+                              "output file".format(output_path, self.path)) from None
+        self._fd = fd
+
+    def release(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)  # (closing the descriptor releases the flock)
+            self._fd = None
 
 
 def _scan(path: str, visit: Callable[[int, Optional[Dict[str, Any]]], None]) -> int:

@@ -39,6 +39,7 @@ from ..catalog import cost
 from ..stream import collect
 from ..types import USAGE_KEYS
 from .jobfile import JobFile, JobRow, OutputWriter, error_row, iter_rows, mark_finished, output_row, read_jobs
+from .jobfile import OutputLock, file_mentions
 
 __all__ = ["run", "JobSummary", "build_clients", "row_tokens"]
 
@@ -416,7 +417,12 @@ def run(input_path: str, output_path: str, *, workers: int = 8, rpm: Optional[fl
         client_factory = functools.partial(fallback_client, list(fallbacks))  # picklable: Ray's actors build it too
     if os.path.abspath(input_path) == os.path.abspath(output_path):
         raise ConfigError("the output file must not be the input file")
-    job = read_jobs(input_path, skip_invalid=skip_invalid, keep_rows=False)
+    lock = OutputLock(output_path)  # a second run on this output is refused (issue 29 D1)
+    try:
+        job = read_jobs(input_path, skip_invalid=skip_invalid, keep_rows=False)
+    except BaseException:
+        lock.release()
+        raise
     try:
         if engine == "ray":
             # the engine is named, not imported here: agenthub.ray builds on this module (and alone imports ray)
@@ -428,6 +434,7 @@ def run(input_path: str, output_path: str, *, workers: int = 8, rpm: Optional[fl
                          progress, client_factory, max_retries, grace, fallbacks, started)
     finally:
         job.ids.close()  # the id index's temporary file
+        lock.release()
 
 
 def resume(job: JobFile, output_path: str, retry_failed: bool) -> Tuple[int, Dict[Route, List[int]], Dict[Route, int]]:
@@ -488,9 +495,7 @@ def fallback_client(fallbacks: List[Any], model: str, client_type: Optional[str]
 def _embedding_lines(input_path: str, routes: Dict[Route, List[int]]) -> Dict[Route, List[int]]:
     """Lines whose config asks for embeddings, per route (one lazy pass; only when a row has one)."""
     out = {}  # type: Dict[Route, List[int]]
-    with open(input_path, "rb") as handle:
-        data_has = any(b"embedding_config" in raw for raw in handle)
-    if not data_has:
+    if not file_mentions(input_path, b"embedding_config"):  # (in pieces: a huge line is never held whole)
         return out
     for row in iter_rows(input_path):
         route = (row.model, row.client_type, row.base_url)
