@@ -686,7 +686,8 @@ class AutoLLMClient(object):
         """A background response's events (config["background"]): when its stream breaks after the
         response's id arrived, the SSE events continue from a GET that resumes it (one parser across the
         connections, so nothing is lost or repeated; never a second POST); one that ends before its
-        response completed (abort, close, an error) is cancelled server-side."""
+        response completed by the caller's doing (abort, close) is cancelled server-side; one ended by an
+        error is left running (agenthub.resume: giving up never cancels)."""
         dialect = _resume_module(self._protocol)
         client = self.client_type
         resumables = []  # type: List[Any]  # one per attempt
