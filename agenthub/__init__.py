@@ -9,6 +9,8 @@
 import logging
 
 from .client import AutoLLMClient, ResponseStream, Timeout
+from .agent.runner import RunResult
+from .agent.tools import tool
 from .errors import (
     AgentHubError,
     AuthenticationError,
@@ -115,6 +117,8 @@ __all__ = [
     "EmptyResponseError",
     "save_wav",
     "RateLimiter",
+    "tool",
+    "RunResult",
     "__version__",
 ]
 

@@ -26,6 +26,8 @@ EXPECTED_ALL = {
     "ToolCallItem", "ToolResultItem", "EmbeddingItem", "PartialToolCallItem",
     # workloads (issue 20)
     "RateLimiter",
+    # the agent turn (issue 30)
+    "tool", "RunResult",
 }
 
 
@@ -113,7 +115,7 @@ STDLIB_38 = {  # what the package may use on 3.8, where sys.stdlib_module_names 
     "webbrowser", "weakref", "zlib", "types", "signal", "textwrap", "pickle", "datetime", "errno", "select",
     "queue", "heapq", "bisect", "operator", "codecs", "unicodedata", "numbers", "fnmatch", "platform", "gzip",
     "configparser", "hmac", "wsgiref", "pkgutil", "concurrent", "sqlite3", "readline", "shlex", "inspect",
-    "secrets", "uuid", "csv", "io", "difflib", "stat", "atexit", "getpass", "locale", "calendar", "decimal",
+    "secrets", "uuid", "csv", "contextvars", "io", "difflib", "stat", "atexit", "getpass", "locale", "calendar", "decimal",
 }
 
 
@@ -143,7 +145,7 @@ LAYERS = [
     {"providers"},
     {"hosts", "aws", "gcp"},
     {"registry", "transport", "tracer", "catalog", "budget", "limiter"},
-    {"client", "testing"},
+    {"client", "testing", "agent"},  # agent: client.run imports agent.runner (which reads the client duck-typed)
     {"server", "playground", "viewer", "_dom", "demo", "__main__", "apps", "", "jobs", "ray"},
 ]
 #: what a provider may import: the pure core, providers/_common and other dialects' public names
