@@ -465,23 +465,29 @@ class Run(object):
                 else:
                     stream = client.streaming_response(self._sent, config)
             caught = {}  # type: Dict[str, Any]
-            folding = Collector()
-            fold = folding.add
-            step = stream.__next__
+            folding = None if self._stateful else Collector()  # stateful: the client folds it into history
+            fold = folding.add if folding is not None else None
             try:
-                while True:
-                    token = broken_calls.set(caught)
-                    try:
-                        event = step()
-                    except StopIteration:
-                        break
-                    finally:
-                        broken_calls.reset(token)
-                    fold(event)
-                    yield event
+                # the catch for unparseable arguments is read by the turn's parser when it is made: in the
+                # first step (retries and failover happen before the first event, inside that step too)
+                token = broken_calls.set(caught)
+                try:
+                    first = next(stream, None)
+                finally:
+                    broken_calls.reset(token)
+                if first is not None:
+                    if fold is not None:
+                        fold(first)
+                    yield first
+                    if fold is not None:
+                        for event in stream:
+                            fold(event)
+                            yield event
+                    else:
+                        yield from stream
             finally:
                 stream.close()
-            answer = folding.message()
+            answer = folding.message() if folding is not None else client.get_history()[-1]
             self._count(answer, stream)
             self.messages.append(answer)
             if not self._stateful:
