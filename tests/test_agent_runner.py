@@ -540,3 +540,65 @@ def test_no_thread_is_left_behind_after_a_run():
     for thread in left:
         thread.join(5)
     assert not [t for t in left if t.is_alive()]
+
+
+#: the last message(s) of the follow-up request when the first of two calls raised (contract C3 per wire)
+ERROR_FOLLOW_UP = {
+    "openai-chat": [{"role": "tool", "tool_call_id": "call_1", "content": "ValueError: bad x"},
+                    {"role": "tool", "tool_call_id": "call_2", "content": "24 C, clear"}],
+    "openai-responses": [{"type": "function_call_output", "call_id": "call_1", "output": "ValueError: bad x"},
+                         {"type": "function_call_output", "call_id": "call_2", "output": "24 C, clear"}],
+    "anthropic": [{"role": "user", "content": [
+        {"type": "tool_result", "tool_use_id": "call_1", "content": "ValueError: bad x", "is_error": True},
+        {"type": "tool_result", "tool_use_id": "call_2", "content": "24 C, clear"}]}],
+    "gemini": [{"role": "user", "parts": [
+        {"functionResponse": {"name": "boom", "id": "call_1", "response": {"error": "ValueError: bad x"}}},
+        {"functionResponse": {"name": "get_weather", "id": "call_2", "response": {"result": "24 C, clear"}}}]}],
+}
+
+
+@pytest.mark.parametrize("protocol", sorted(BUILDERS))
+def test_an_error_result_on_each_wire(protocol):
+    @tool
+    def boom(x: int) -> str:
+        raise ValueError("bad x")
+
+    calls, text = BUILDERS[protocol]
+    with SSEServer() as server:
+        server.answers += [Answer([calls([("call_1", "boom", '{"x": 1}'), ("call_2", "get_weather", '{"city": "Rome"}')])]),
+                           Answer([text("ok")])]
+        result = client_for(server, protocol).run([USER], tools=[boom, get_weather]).result()
+        sent = FOLLOW_UP[protocol](server.requests[1]["body"])
+    expected = ERROR_FOLLOW_UP[protocol]
+    assert sent[-len(expected):] == expected
+    assert result.messages[1]["content_items"][0] == {"type": "tool_result", "tool_call_id": "call_1",
+                                                      "text": "ValueError: bad x", "is_error": True}
+
+
+def test_failover_applies_per_turn_and_cost_uses_the_model_that_answered():
+    down = Answer([b'{"error": {"message": "overloaded", "type": "server_error"}}'], status=503,
+                  headers={"Content-Type": "application/json"})
+    with SSEServer() as primary, SSEServer() as backup:
+        primary.answers += [down, down]
+        backup.answers += [Answer([chat_calls([("c1", "get_weather", '{"city": "Paris"}')])]), Answer([chat_text("ok")])]
+        fallback = AutoLLMClient("gpt-4o-mini", api_key="k2", base_url=backup.url + "/v1", client_type="openai-chat",
+                                 max_retries=0)
+        client = AutoLLMClient("gpt-5.5", api_key="k1", base_url=primary.url + "/v1", client_type="openai-chat",
+                               max_retries=0, fallbacks=[fallback], circuit_breaker=False)
+        result = client.run([USER], tools=[get_weather]).result()
+        assert (len(primary.requests), len(backup.requests)) == (2, 2)
+    usage = [m["usage_metadata"] for m in (result.messages[0], result.messages[2])]
+    assert result.cost_usd == pytest.approx(agenthub.cost("gpt-4o-mini", usage[0]) + agenthub.cost("gpt-4o-mini", usage[1]))
+    assert result.cost_usd != pytest.approx(agenthub.cost("gpt-5.5", usage[0]) + agenthub.cost("gpt-5.5", usage[1]))
+
+
+def test_one_trace_holds_the_whole_run(tmp_path, monkeypatch):
+    from agenthub.tracer import load_trace, trace_paths
+
+    monkeypatch.setenv("AGENTHUB_CACHE_DIR", str(tmp_path))
+    with SSEServer() as server:
+        server.answers += [Answer([chat_calls(TWO_CALLS)]), Answer([chat_text("Sunny.")])]
+        result = client_for(server).run([USER], {"trace_id": "agent/run_1"}, tools=[get_weather]).result()
+    history = load_trace(trace_paths("agent/run_1")["json"])["history"]
+    assert [m["role"] for m in history] == ["user", "assistant", "user", "assistant"]
+    assert history[2]["content_items"] == result.messages[1]["content_items"]
