@@ -602,3 +602,24 @@ def test_one_trace_holds_the_whole_run(tmp_path, monkeypatch):
     history = load_trace(trace_paths("agent/run_1")["json"])["history"]
     assert [m["role"] for m in history] == ["user", "assistant", "user", "assistant"]
     assert history[2]["content_items"] == result.messages[1]["content_items"]
+
+
+def test_a_resumed_run_is_checked_before_any_tool_runs():
+    ran = []
+
+    @tool
+    def note(text: str) -> str:
+        ran.append(text)
+        return "ok"
+
+    assistant = {"role": "assistant", "content_items": [
+        {"type": "tool_call", "name": "note", "arguments": {"text": "x"}, "tool_call_id": "c1"}]}
+    schema = {"oneOf": [{"type": "string"}, {"type": "integer"}]}  # beyond Gemini's responseSchema subset
+    config = {"response_format": {"type": "json_schema", "name": "n", "schema": schema}}
+    with SSEServer() as server:
+        client = AutoLLMClient("gemini-2.0-flash", api_key="k", base_url=server.url, client_type="gemini")
+        with pytest.raises(agenthub.UnsupportedParameterError):  # the dialect's own refusal, at run()
+            client.run([USER, assistant], config, tools=[note])
+        with pytest.raises(agenthub.UnsupportedParameterError):  # a fresh run too
+            client.run([USER], config, tools=[note])
+        assert server.requests == [] and ran == []

@@ -401,6 +401,12 @@ class Run(object):
             if self._open:
                 self._tail = messages[self._resume_at + 1:]  # type: ignore[operator]
                 self._sent = messages[:self._resume_at + 1]  # type: ignore[operator]
+                # the next request built now, with empty results in place: what the wire refuses is a
+                # ConfigError before any tool runs or anything is sent (the stream is never started)
+                placeholders = [{"type": "tool_result", "tool_call_id": c["tool_call_id"], "text": ""}
+                                for c in self._open]
+                client.streaming_response(self._sent + [_join(placeholders, self._tail, self._order)],
+                                          self._config).close()
             else:
                 self._tail = []
                 self._sent = messages
