@@ -4,9 +4,11 @@
     python bench/agent.py --turns 40   # longer conversations
 
 1. Overhead per turn: one conversation of TURNS model turns (each turn: 200 text deltas, then one tool
-   call; the last turn text only) run by ``client.run`` and by the README's hand-written loop
-   (``streaming_response_stateful``, the same tool called by hand), alternating, 7 runs each;
-   CPU (``time.process_time``, every thread of this process) and wall, min.  Target: runner CPU <= 1.05x.
+   call; the last turn text only), run two ways, each against its hand-written twin: ``client.run_stateful``
+   beside the README's loop (``streaming_response_stateful``, the tool called by hand), and ``client.run``
+   beside the same loop on a message list (``streaming_response``, the answer folded with ``Collector``).
+   Alternating, 11 runs each; CPU (``time.process_time``, every thread of this process) and wall, min.
+   Target: runner CPU <= 1.05x its twin.
 2. Parallel tools: one turn calls 4 tools that each sleep 0.5 s; ``parallel=4``.  Wall time of the tool
    phase (the turn's stop event to its last result event) and of the whole run.  Target: < 0.7 s.
 """
@@ -175,7 +177,7 @@ def main(argv=None):
             hand_fn()  # warm both (connections, imports)
             run_fn()
             hand, runner = [], []
-            for _ in range(7):  # alternating, so drift hits both
+            for _ in range(11):  # alternating, so drift hits both
                 hand.append(measure(hand_fn, 1))
                 runner.append(measure(run_fn, 1))
             for name, rows in ((hand_name, hand), (run_name, runner)):

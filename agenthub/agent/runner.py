@@ -371,6 +371,8 @@ class Run(object):
         self._turns = 0
         self._usage = [None, None, None, None]  # type: List[Optional[int]]
         self._cost = 0.0  # type: Optional[float]
+        self._priced = []  # type: List[Tuple[str, Any]]  # (model that answered, usage) per turn
+        self._priced_upto = 0
         self._stop = None  # type: Optional[str]
         self._pending = []  # type: List[ToolCallItem]
         self._final = None  # type: Optional[AssistantMessage]
@@ -439,7 +441,7 @@ class Run(object):
         if self._stop is None:
             raise ConfigError("the run ended without a result (it was closed, or a model call raised)")
         return RunResult(self._stop, self._final, list(self.messages), list(self._pending), self._turns,
-                         self.usage_metadata, self._cost if self._turns else None, list(self.calls))
+                         self.usage_metadata, self.cost_usd, list(self.calls))
 
     @property
     def usage_metadata(self) -> UsageMetadata:
@@ -525,9 +527,23 @@ class Run(object):
             if value is not None:
                 self._usage[n] = (self._usage[n] or 0) + value
         route = getattr(stream, "route", None) or getattr(self._client, "last_route", None) or {}
-        model = route.get("model") or getattr(self._client, "model", "")
-        price = cost(model, usage) if usage else None
-        self._cost = None if price is None or self._cost is None else self._cost + price
+        self._priced.append((route.get("model") or getattr(self._client, "model", ""), usage))
+
+    @property
+    def cost_usd(self) -> Optional[float]:
+        """USD so far: ``agenthub.cost`` of each turn (with the model that answered it), summed; None when a
+        turn is unpriced or none ran.  Reckoned when asked (a catalog look-up per turn, kept off the loop)."""
+        total = 0.0
+        for model, usage in self._priced[self._priced_upto:]:
+            price = cost(model, usage) if usage else None
+            if price is None:
+                self._cost = None
+                break
+            total += price
+        if self._cost is not None:
+            self._cost += total
+        self._priced_upto = len(self._priced)
+        return self._cost if self._turns else None
 
     # -- one turn's calls ---------------------------------------------------------------------------------------
     def _answer(self, calls: List[Dict[str, Any]], caught: Optional[Mapping[str, Any]] = None) -> Any:
