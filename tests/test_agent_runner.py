@@ -623,3 +623,24 @@ def test_a_resumed_run_is_checked_before_any_tool_runs():
         with pytest.raises(agenthub.UnsupportedParameterError):  # a fresh run too
             client.run([USER], config, tools=[note])
         assert server.requests == [] and ran == []
+
+
+def test_a_later_run_sends_one_turns_results_in_one_message():
+    """previous + result.messages + [the caller's results] + the resumed run's messages holds the turn's
+    results in two user messages; the next run sends them as one (Gemini wants one turn of responses)."""
+    schema = {"name": "ask_user", "parameters": {"type": "object"}}
+    calls, text = BUILDERS["gemini"]
+    with SSEServer() as server:
+        server.answers += [Answer([calls([("c1", "ask_user", "{}"), ("c2", "get_weather", '{"city": "Paris"}')])]),
+                           Answer([text("Which one?")]), Answer([text("ok")])]
+        client = client_for(server, "gemini")
+        first = client.run([USER], tools=[schema, get_weather]).result()
+        answer = {"role": "user", "content_items": [{"type": "tool_result", "tool_call_id": "c1", "text": "Paris"}]}
+        second = client.run([USER] + first.messages + [answer], tools=[schema, get_weather]).result()
+        history = [USER] + first.messages + [answer] + second.messages
+        assert [m["role"] for m in history] == ["user", "assistant", "user", "user", "assistant"]
+        question = {"role": "user", "content_items": [{"type": "text", "text": "Paris."}]}
+        client.run(history + [question], tools=[schema, get_weather]).result()
+        contents = server.requests[2]["body"]["contents"]
+    assert [c["role"] for c in contents] == ["user", "model", "user", "model", "user"]
+    assert [p["functionResponse"]["id"] for p in contents[2]["parts"]] == ["c1", "c2"]

@@ -330,6 +330,30 @@ def _join(results: List[Dict[str, Any]], tail: Sequence[Mapping[str, Any]], orde
     return message
 
 
+def _results_only(message: Mapping[str, Any]) -> bool:
+    items = message.get("content_items") or ()
+    return message.get("role") == "user" and bool(items) and all(i.get("type") == "tool_result" for i in items)
+
+
+def joined_results(messages: List[Any]) -> List[Any]:
+    """``messages`` with each run of adjacent user messages holding only tool results (a caller's results
+    for its plain ToolSchemas, then the runner's) joined into one, in the preceding turn's call order: the
+    results of one turn go back in one message on every wire (Gemini wants them in one turn).  The same
+    list when there is nothing to join."""
+    if not any(_results_only(a) and _results_only(b) for a, b in zip(messages, messages[1:])):
+        return messages
+    out = []  # type: List[Any]
+    order = []  # type: List[str]
+    for message in messages:
+        if message.get("role") == "assistant":
+            order = [c["tool_call_id"] for c in _calls(message)]
+        if out and _results_only(message) and _results_only(out[-1]):
+            out[-1] = _join([], [out[-1], message], order)
+        else:
+            out.append(message)
+    return out
+
+
 class Run(object):
     """One run of the tool loop (``client.run`` / ``client.run_stateful``): iterate it for the events,
     ``result()`` for the outcome.  ``messages``: the new messages so far, valid after an exception too."""
@@ -396,7 +420,7 @@ class Run(object):
         else:
             if messages is None or isinstance(messages, (str, bytes, Mapping)):
                 raise ConfigError("run takes a list of messages")
-            messages = list(messages)
+            messages = joined_results(list(messages))
             check_messages(messages)
             self._resume_at, self._open = _open_calls(messages)
             self._order = [c["tool_call_id"] for c in _calls(messages[self._resume_at])] if self._open else []
