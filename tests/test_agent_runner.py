@@ -644,3 +644,18 @@ def test_a_later_run_sends_one_turns_results_in_one_message():
         contents = server.requests[2]["body"]["contents"]
     assert [c["role"] for c in contents] == ["user", "model", "user", "model", "user"]
     assert [p["functionResponse"]["id"] for p in contents[2]["parts"]] == ["c1", "c2"]
+
+
+def test_the_budget_applies_per_turn_and_the_run_keeps_what_it_did():
+    with SSEServer() as server:
+        server.answers += [Answer([chat_calls([("c1", "get_weather", '{"city": "Paris"}')], usage=(100000, 5))]),
+                           Answer([chat_text("ok")])]
+        budget = agenthub.Budget(0.01501)  # the first turn spends 0.015003 USD: the second cannot fit
+        client = AutoLLMClient("gpt-4o-mini", api_key="k", base_url=server.url + "/v1", client_type="openai-chat",
+                               budget=budget, max_retries=0)
+        run = client.run([USER], {"max_tokens": 100}, tools=[get_weather])
+        with pytest.raises(agenthub.BudgetExceededError):
+            run.result()
+        assert len(server.requests) == 1  # the second turn was never sent
+    assert [m["role"] for m in run.messages] == ["assistant", "user"]
+    assert run.cost_usd == pytest.approx(0.015003)
