@@ -201,3 +201,27 @@ def test_docstring_styles():
         assert parse_docstring(doc) == ("Summary here.", {"a": "First and more.", "b": "Second."}), doc
     assert parse_docstring(None) == ("", {})
     assert parse_docstring("Two line\nsummary.") == ("Two line summary.", {})
+
+
+def test_a_partial_and_a_callable_object():
+    import functools
+
+    def forecast(city: str, days: int) -> str:
+        """Forecast for a city."""
+        return "{} {}".format(city, days)
+
+    class Clock(object):
+        """The time."""
+
+        def __call__(self, zone: str) -> str:
+            return zone
+
+    three_days = tool(functools.partial(forecast, days=3), name="forecast3")
+    assert three_days.schema == {"name": "forecast3", "description": "Forecast for a city.", "parameters": {
+        "type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}}, "required": ["city"]}}
+    assert three_days.run({"city": "Oslo"}) == "Oslo 3"
+    assert tool(Clock(), name="clock").schema["parameters"] == {
+        "type": "object", "properties": {"zone": {"type": "string"}}, "required": ["zone"]}
+    with pytest.raises(ConfigError) as info:
+        tool(functools.partial(forecast))
+    assert "has no name: tool(fn, name=...)" in str(info.value)

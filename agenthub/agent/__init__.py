@@ -4,6 +4,7 @@ It composes the public client (``AutoLLMClient.streaming_response``), as ``agent
 ``client.run`` and ``client.run_stateful`` are thin methods delegating to ``runner``.
 """
 
+from .runner import Run, RunResult
 from .tools import Tool, tool
 
-__all__ = ["Tool", "tool"]
+__all__ = ["Tool", "tool", "Run", "RunResult"]

@@ -177,6 +177,17 @@ def _hints(obj: Any) -> Dict[str, Any]:
             _name(obj), type(exc).__name__, exc)) from None
 
 
+def _hinted(fn: Any) -> Any:
+    """Where a callable's hints are: a partial's function, a callable object's ``__call__``."""
+    import functools
+
+    if isinstance(fn, functools.partial):
+        return _hinted(fn.func)
+    if inspect.isfunction(fn) or inspect.ismethod(fn) or inspect.isbuiltin(fn) or isinstance(fn, type):
+        return fn
+    return getattr(fn, "__call__", fn)
+
+
 # -- checking and converting arguments (the same hints) -------------------------------------------------------
 
 def check(hint: Any, value: Any, where: str) -> Any:
@@ -412,15 +423,18 @@ class Tool(object):
         self.fn = fn
         self.name = name or getattr(fn, "__name__", "")  # type: str
         if not self.name or self.name == "<lambda>":
-            raise ConfigError("a lambda has no name: tool(fn, name=...)")
+            raise ConfigError("{} has no name: tool(fn, name=...)".format(
+                "a lambda" if self.name == "<lambda>" else repr(fn)[:80]))
         self.requires_approval = bool(requires_approval)
         self.timeout = timeout  # type: Optional[float]
-        summary, texts = parse_docstring(getattr(fn, "__doc__", None))
+        import functools
+
+        summary, texts = parse_docstring(getattr(fn.func if isinstance(fn, functools.partial) else fn, "__doc__", None))
         try:
             signature = inspect.signature(fn)
         except (TypeError, ValueError) as exc:
             raise ConfigError("tool {!r}: its signature cannot be read ({})".format(self.name, exc)) from None
-        hints = _hints(fn)
+        hints = _hints(_hinted(fn))
         properties = {}  # type: Dict[str, Any]
         required = []  # type: List[str]
         self._params = {}  # type: Dict[str, Any]
