@@ -483,7 +483,7 @@ class Run(object):
                 self.messages.append(joined)
             else:
                 self.messages.append({"role": "user", "content_items": results})
-                self._sent = self._sent + [joined]
+                self._sent.append(joined)
         elif self._stateful and self._tail:
             self.messages.append(self._tail[0])
         client = self._client
@@ -523,7 +523,7 @@ class Run(object):
             self._count(answer, stream)
             self.messages.append(answer)
             if not self._stateful:
-                self._sent = self._sent + [answer]
+                self._sent.append(answer)  # the runner's own list (streaming_response copied what it sent)
             self._final = answer
             calls = _calls(answer)
             if not calls:
@@ -541,7 +541,7 @@ class Run(object):
             if self._stateful:
                 self._next = message
             else:
-                self._sent = self._sent + [message]
+                self._sent.append(message)
 
     def _count(self, answer: Mapping[str, Any], stream: Any) -> None:
         self._turns += 1
