@@ -133,3 +133,52 @@ def test_the_same_request_sequence_as_google_genai_automatic_function_calling():
     assert our_tool["description"] == "Current weather in a city."
     assert our_tool["parametersJsonSchema"]["properties"]["city"] == {"type": "string",
                                                                       "description": "The city's name."}
+
+
+def test_the_same_request_sequence_as_openai_agents_runner():
+    pytest.importorskip("agents")
+    from agents import (Agent, Runner, function_tool, set_default_openai_api, set_default_openai_client,
+                        set_tracing_disabled)
+    from openai import AsyncOpenAI
+
+    from agent_streams import chat_calls, chat_text
+
+    def completion(message, finish):
+        return json.dumps({"id": "cc1", "object": "chat.completion", "created": 1, "model": "gpt-4o-mini",
+                           "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+                           "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}}).encode()
+
+    calls = [{"id": call_id, "type": "function", "function": {"name": name, "arguments": args}}
+             for call_id, name, args in CALLS]
+    with SSEServer() as server:
+        headers = {"Content-Type": "application/json"}
+        server.answers += [
+            Answer([completion({"role": "assistant", "content": None, "tool_calls": calls}, "tool_calls")],
+                   headers=headers),
+            Answer([completion({"role": "assistant", "content": "ok"}, "stop")], headers=headers)]
+        set_tracing_disabled(True)
+        set_default_openai_api("chat_completions")
+        set_default_openai_client(AsyncOpenAI(base_url=server.url + "/v1", api_key="k-agents-peer", max_retries=0))
+        agent = Agent(name="peer", tools=[function_tool(get_weather), function_tool(boom)], model="gpt-4o-mini")
+        assert Runner.run_sync(agent, QUESTION).final_output == "ok"
+        sdk = [r["body"] for r in server.requests]
+    with SSEServer() as server:
+        server.answers += [Answer([chat_calls(CALLS)]), Answer([chat_text("ok")])]
+        client = AutoLLMClient("gpt-4o-mini", api_key="k-agents-peer", base_url=server.url + "/v1",
+                               client_type="openai-chat", max_retries=0)
+        question = {"role": "user", "content_items": [{"type": "text", "text": QUESTION}]}
+        client.run([question], tools=[tool(get_weather), tool(boom)]).result()
+        ours = [r["body"] for r in server.requests]
+    assert len(sdk) == len(ours) == 2
+    sdk_tail, our_tail = sdk[1]["messages"][1:], ours[1]["messages"][1:]
+    assert [m["role"] for m in sdk_tail] == [m["role"] for m in our_tail] == ["assistant", "tool", "tool", "tool"]
+    assert [c["id"] for c in sdk_tail[0]["tool_calls"]] == [c["id"] for c in our_tail[0]["tool_calls"]] == \
+        ["call_1", "call_2", "call_3"]
+    assert [m["tool_call_id"] for m in sdk_tail[1:]] == [m["tool_call_id"] for m in our_tail[1:]]
+    assert [sdk_tail[1]["content"], sdk_tail[3]["content"]] == [our_tail[1]["content"], our_tail[3]["content"]]
+    # the differences docs/agent-runner-peers.md explains
+    assert sdk_tail[2]["content"] == "An error occurred while running the tool. Please try again."
+    assert our_tail[2]["content"] == "ValueError: bad x"
+    sdk_tool = sdk[0]["tools"][1]["function"]
+    assert sdk_tool["strict"] is True and sdk_tool["parameters"]["additionalProperties"] is False
+    assert "strict" not in ours[0]["tools"][1]["function"]
