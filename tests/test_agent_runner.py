@@ -663,3 +663,20 @@ def test_the_budget_applies_per_turn_and_the_run_keeps_what_it_did():
         assert len(server.requests) == 1  # the second turn was never sent
     assert [m["role"] for m in run.messages] == ["assistant", "user"]
     assert run.cost_usd == pytest.approx(0.015003)
+
+
+def test_run_stateful_a_new_question_answers_the_open_calls_in_the_same_message():
+    with SSEServer() as server:
+        server.answers += [Answer([chat_calls([("c1", "delete_file", '{"path": "a"}')])]), Answer([chat_text("ok")])]
+        client = client_for(server)
+        assert client.run_stateful(USER, tools=[delete_file]).result().stop == "approval"
+        question = {"role": "user", "content_items": [{"type": "text", "text": "Never mind."}]}
+        result = client.run_stateful(question, tools=[delete_file], decisions={"c1": "not now"}).result()
+        sent = server.requests[1]["body"]["messages"][2:]
+    assert result.stop == "done"
+    assert result.messages[0] == {"role": "user", "content_items": [
+        {"type": "tool_result", "tool_call_id": "c1", "text": "denied: not now", "is_error": True},
+        {"type": "text", "text": "Never mind."}]}
+    assert [m["role"] for m in client.get_history()] == ["user", "assistant", "user", "assistant"]
+    assert sent == [{"role": "tool", "tool_call_id": "c1", "content": "denied: not now"},
+                    {"role": "user", "content": "Never mind."}]
