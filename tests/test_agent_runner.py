@@ -680,3 +680,16 @@ def test_run_stateful_a_new_question_answers_the_open_calls_in_the_same_message(
     assert [m["role"] for m in client.get_history()] == ["user", "assistant", "user", "assistant"]
     assert sent == [{"role": "tool", "tool_call_id": "c1", "content": "denied: not now"},
                     {"role": "user", "content": "Never mind."}]
+
+
+def test_a_plain_tool_schemas_call_may_be_denied_by_decision():
+    schema = {"name": "ask_user", "parameters": {"type": "object"}}
+    assistant = {"role": "assistant", "content_items": [
+        {"type": "tool_call", "name": "ask_user", "arguments": {}, "tool_call_id": "c1"}]}
+    with SSEServer() as server:
+        server.answers.append(Answer([chat_text("ok")]))
+        result = client_for(server).run([USER, assistant], tools=[schema], decisions={"c1": "skip it"}).result()
+        still = client_for(server).run([USER, assistant], tools=[schema], decisions={"c1": True}).result()
+    assert result.messages[0]["content_items"] == [
+        {"type": "tool_result", "tool_call_id": "c1", "text": "denied: skip it", "is_error": True}]
+    assert still.stop == "approval" and [c["tool_call_id"] for c in still.pending] == ["c1"]

@@ -587,8 +587,12 @@ class Run(object):
                 plans.append(("error", "unknown tool {!r}; the tools are: {}".format(
                     call["name"], ", ".join(sorted(self._entries)) or "none")))
             elif entry.kind == "schema":
-                pending.append(call)
-                plans.append(None)
+                decision = self._decisions.get(call_id)
+                if decision is False or isinstance(decision, str):  # a denial needs no executor
+                    plans.append(("decided", entry, decision))
+                else:  # no function here: the caller answers it with a tool_result message
+                    pending.append(call)
+                    plans.append(None)
             elif call_id in self._decisions:
                 plans.append(("decided", entry, self._decisions[call_id]))
             elif self._approve is None and entry.requires_approval:
