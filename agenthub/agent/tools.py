@@ -19,7 +19,6 @@ member, a dataclass parameter its instance, a Tuple a tuple.
 
 import dataclasses
 import enum
-import inspect
 import re
 import typing
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, TypeVar, Union, overload
@@ -66,7 +65,7 @@ class _Unsupported(Exception):
 
 def schema_of(hint: Any, seen: Tuple[Any, ...] = ()) -> Dict[str, Any]:
     """The JSON Schema of one type hint (raises _Unsupported with the reason)."""
-    if hint is Any or hint is inspect.Parameter.empty:
+    if hint is Any:
         return {}
     if hint is None or hint is _NONE:
         return {"type": "null"}
@@ -180,6 +179,7 @@ def _hints(obj: Any) -> Dict[str, Any]:
 def _hinted(fn: Any) -> Any:
     """Where a callable's hints are: a partial's function, a callable object's ``__call__``."""
     import functools
+    import inspect
 
     if isinstance(fn, functools.partial):
         return _hinted(fn.func)
@@ -192,7 +192,7 @@ def _hinted(fn: Any) -> Any:
 
 def check(hint: Any, value: Any, where: str) -> Any:
     """``value`` (JSON from a model) converted to ``hint``; a ValueError says what does not fit, at ``where``."""
-    if hint is Any or hint is inspect.Parameter.empty:
+    if hint is Any:
         return value
     if hint is None or hint is _NONE:
         if value is not None:
@@ -321,6 +321,8 @@ def parse_docstring(doc: Optional[str]) -> Tuple[str, Dict[str, str]]:
     """(summary, {parameter: text}) of a docstring in Google, NumPy or reST style."""
     if not doc:
         return "", {}
+    import inspect
+
     lines = inspect.cleandoc(doc).splitlines()
     summary = []  # type: List[str]
     for line in lines:
@@ -428,6 +430,7 @@ class Tool(object):
         self.requires_approval = bool(requires_approval)
         self.timeout = timeout  # type: Optional[float]
         import functools
+        import inspect
 
         summary, texts = parse_docstring(getattr(fn.func if isinstance(fn, functools.partial) else fn, "__doc__", None))
         try:
@@ -448,6 +451,8 @@ class Tool(object):
                 raise ConfigError("tool {!r}: parameter {!r} is positional-only; a model passes arguments by "
                                   "name".format(self.name, pname))
             hint = hints.get(pname, param.annotation)
+            if hint is param.empty:  # no hint: any JSON value
+                hint = Any
             try:
                 schema = schema_of(hint)
             except _Unsupported as exc:
