@@ -16,7 +16,8 @@ Rules (issue 30's Decisions):
   ToolSchema with no executor) stops the run before any call of that turn runs: ``stop == "approval"``,
   ``pending`` holds those calls.  ``client.run(messages + result.messages, ..., decisions={id: ...})``
   resumes it (the open calls are read back from the messages alone: a new process will do); a plain
-  ToolSchema's result is a ``tool_result`` message the caller appends before resuming.
+  ToolSchema's result is a ``tool_result`` message the caller appends before resuming (or a decision of
+  ``False`` / a reason denies it).
 - ``approve(call)``, when given, is asked for every call (in call order, in the calling thread) ->
   ``True`` (run it), ``False`` or a reason (denied: an error result), ``{"arguments": {...}}`` (run with
   these).  ``decisions`` take the same values, by tool_call_id.
