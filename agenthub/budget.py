@@ -18,6 +18,7 @@ import threading
 from typing import Any, Dict, Iterable, Mapping, Optional, Union
 
 from .errors import BudgetExceededError, ConfigError
+from .stream import usage_count
 
 __all__ = ["Budget", "Reservation", "estimate_tokens", "worst_case_usd", "IMAGE_TOKENS", "MEDIA_TOKENS"]
 
@@ -208,6 +209,13 @@ class Budget(object):
             self.max_usd, self.spent_usd, self.reserved_usd)
 
 
+def _counted_input(usage: Any) -> bool:
+    """Whether ``usage`` counts some input (a request's prompt is never empty: 0 or nothing is unknown)."""
+    if not isinstance(usage, Mapping):
+        return False
+    return any((usage_count(usage.get(key)) or 0) > 0 for key in ("prompt_tokens", "cached_tokens"))
+
+
 class Reservation(object):
     """The hold of one request on a Budget: ``settle`` it with the turn's usage, or ``release`` it."""
 
@@ -232,17 +240,21 @@ class Reservation(object):
     def settle(self, usage: Optional[Mapping[str, Any]], *,
                cache_writes: Union[None, int, Mapping[str, int]] = None) -> float:
         """Replace the hold by the turn's actual cost (-> USD counted).  A turn whose usage cannot be
-        priced (no usage, or a bucket without a price) counts its whole hold."""
+        priced counts its whole hold: no usage, no count in any bucket, a bucket that is not a token count
+        (negative, not an int, absurdly large), no input counted (a request always sends some), or a
+        bucket without a price."""
         if not self._finish():
             return 0.0
         actual = 0.0
         if self.priced:
             from .catalog import cost
 
-            try:
-                price = cost(self.model, usage, tier=self.tier, batch=self.batch, cache_writes=cache_writes)
-            except ConfigError:
-                price = None
+            price = None
+            if _counted_input(usage):
+                try:
+                    price = cost(self.model, usage, tier=self.tier, batch=self.batch, cache_writes=cache_writes)
+                except ConfigError:
+                    price = None
             actual = self.needed_usd if price is None else price
         self.budget._settle(self.needed_usd, actual)
         return actual

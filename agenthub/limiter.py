@@ -32,6 +32,7 @@ import time
 from typing import Any, Callable, Dict, Iterable, Mapping, Optional, Tuple
 
 from .errors import ConfigError
+from .stream import usage_count
 
 __all__ = ["RateLimiter", "LimiterHook", "Ticket", "estimate_tokens", "parse_duration", "parse_rfc3339"]
 
@@ -206,7 +207,7 @@ class RateLimiter(object):
     def reserve(self, tokens: int = 0) -> Tuple[Ticket, float]:
         """Book the next slot for a request of ``tokens`` (estimated): (ticket, seconds to wait before
         sending).  Never blocks; ``acquire`` is reserve + sleep."""
-        tokens = max(0, int(tokens))
+        tokens = max(0, min(int(tokens), 10 ** 12))  # (a local estimate: bounded so the arithmetic stays in floats)
         with self._lock:
             now = self._clock()
             at = max(now, self._paused_until)
@@ -219,7 +220,7 @@ class RateLimiter(object):
             if self.tpm is not None:
                 # this request's tokens hold the next one back (its own start is not delayed by its size,
                 # so a request bigger than a second's budget still goes, and the pace evens out after)
-                self._next_token = at + tokens * 60.0 / self.tpm
+                self._next_token = at + min(tokens * 60.0 / self.tpm, MAX_PAUSE)
             self.requests += 1
             self.tokens += tokens
             wait = at - now
@@ -250,8 +251,8 @@ class RateLimiter(object):
             return
         used = 0
         for key in ("prompt_tokens", "response_tokens", "thoughts_tokens"):
-            value = usage_metadata.get(key)
-            if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            value = usage_count(usage_metadata.get(key))  # a server's absurd count is no count
+            if value:
                 used += value
         if not used:
             return
@@ -259,8 +260,10 @@ class RateLimiter(object):
             self.tokens += used - ticket.tokens
             if self.tpm is not None:
                 # more than estimated: the next request waits longer; less: it may go sooner (never before
-                # now: a slot is never granted in the past, so no burst builds up)
-                self._next_token += (used - ticket.tokens) * 60.0 / self.tpm
+                # now: a slot is never granted in the past, so no burst builds up); never longer than the
+                # longest pause, whatever the usage said
+                self._next_token = min(self._next_token + (used - ticket.tokens) * 60.0 / self.tpm,
+                                       self._clock() + MAX_PAUSE)
             ticket.tokens = used
 
     # -- what the server says -------------------------------------------------------------------
