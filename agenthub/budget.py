@@ -14,7 +14,9 @@ sent) unless ``Budget(max_usd, allow_unpriced=True)``: then it runs and costs no
 
 import json
 import math
+import os
 import threading
+import weakref
 from typing import Any, Dict, Iterable, Mapping, Optional, Union
 
 from .errors import BudgetExceededError, ConfigError
@@ -82,6 +84,20 @@ def estimate_tokens(messages: Iterable[Mapping[str, Any]], config: Optional[Mapp
     return total
 
 
+#: every Budget and BudgetHook alive: a forked child renews their locks (a thread of the parent may have
+#: held one at the fork, and it never runs in the child to release it)
+_LOCKED = weakref.WeakSet()  # type: weakref.WeakSet[Any]
+
+
+def _renew_locks() -> None:
+    for holder in list(_LOCKED):
+        holder._lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_renew_locks)
+
+
 def _caching(value: Any) -> str:
     value = getattr(value, "value", value)
     if value is None:
@@ -135,6 +151,7 @@ class Budget(object):
             raise ConfigError("allow_unpriced must be True or False")
         self.allow_unpriced = allow_unpriced
         self._lock = threading.Lock()
+        _LOCKED.add(self)
         self._spent = 0.0
         self._reserved = 0.0
         self.requests = 0  # requests settled
@@ -294,6 +311,7 @@ class BudgetHook(object):
         self.embeddings = embeddings  # an embedding model's client: input only, no output to bound
         self._holds = {}  # type: Dict[int, Reservation]
         self._lock = threading.Lock()
+        _LOCKED.add(self)
 
     def before_attempt(self, attempt: Any) -> None:
         if attempt.kind != "stream" or attempt.number != 0:
