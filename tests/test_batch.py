@@ -140,8 +140,8 @@ def test_fixture_results_parse_as_the_live_whole_answer(fake, tmp_path):
         got = B.answer_row(JobRow(id=cid, model="m", messages=[]), protocol("gemini"), "gemini", payload, "gemini")
         live = {k: v for k, v in _collect_live("gemini", payload).items() if k != "created_at"}
         assert _minted(_comparable(got)["message"]) == _minted(live)
-    assert outcomes[2][2] == (None, {"error": {"code": 400, "message": "Request contains an invalid argument.",
-                                               "status": "INVALID_ARGUMENT"}})
+    assert outcomes[2][2] == (400, {"error": {"code": 400, "message": "Request contains an invalid argument.",
+                                              "status": "INVALID_ARGUMENT"}})
     file_lines = [gemini_backend.parse_item(line, "gemini", inline=False) for line in _fixture("gemini_responses.jsonl")]
     assert [(c, o) for c, o, _ in file_lines] == [("row-b", "ok"), ("row-c", "error")]
 
@@ -588,3 +588,23 @@ def test_embeddings_parts_are_put_together_whatever_their_order():
                    ("a", "ok", {"embeddings": [{"values": [1.0]}, {"values": [2.0]}],
                                 "usageMetadata": {"promptTokenCount": 5}}),
                    ("", "bad", "gemini: an embeddings batch answer with a key agenthub did not make")]
+
+
+@pytest.mark.parametrize("code, status, error_class, error_type, retryable", [
+    (8, 429, "RateLimitError", "RESOURCE_EXHAUSTED", True),
+    (13, 500, "ServerError", "INTERNAL", True),
+    (3, 400, "UpstreamError", "INVALID_ARGUMENT", False),
+])
+def test_gemini_batch_rpc_error_items_become_the_rows_the_live_call_gives(code, status, error_class, error_type,
+                                                                           retryable):
+    # issue 29 A5: a batch item's error is a google.rpc.Status (the code is an RPC code, not an HTTP status)
+    item = {"metadata": {"key": "r1"}, "error": {"code": code, "message": "it failed"}}
+    key, outcome, (got_status, body) = gemini_backend.parse_item(item, "gemini", inline=True)
+    assert (key, outcome, got_status) == ("r1", "error", status)
+    row = B.failed_row(JobRow(id="r1", model="gemini-3.5-flash", messages=[]), "gemini", got_status, body, "gemini")
+    error = row["error"]
+    assert (error["status"], error["type"]) == (status, error_class) and error_type in error["message"], error
+    # what the live call raises for the same failure (an HTTP error answer with the RPC status body)
+    live = agenthub.errors.upstream_error("gemini", {"error": {"code": status, "message": "it failed",
+                                                               "status": error_type}}, status=status)
+    assert (type(live).__name__, live.status, live.retryable) == (error_class, status, retryable)

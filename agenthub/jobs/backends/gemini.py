@@ -28,7 +28,7 @@ Wire facts, from the Batch API guide (https://ai.google.dev/gemini-api/docs/batc
 
 import json
 import sys
-from typing import Any, Dict, Iterator, List, Mapping, Optional
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple
 from urllib.parse import quote, urlsplit
 
 from ...errors import StreamProtocolError
@@ -36,7 +36,8 @@ from ...types import HttpRequest
 from ._base import Backend, Outcome, outcomes
 from ._wire import Wire, same_origin
 
-__all__ = ["GEMINI", "GeminiBatches", "STATES", "INLINE_MAX_BYTES", "version_root", "status_of", "parse_item"]
+__all__ = ["GEMINI", "GeminiBatches", "STATES", "INLINE_MAX_BYTES", "RPC_CODES", "version_root", "status_of",
+           "parse_item", "rpc_error"]
 
 #: inline requests only while the whole create request stays under this size
 INLINE_MAX_BYTES = 20 * 1000 * 1000
@@ -49,6 +50,15 @@ for _prefix in ("BATCH_STATE_", "JOB_STATE_"):
                    _prefix + "EXPIRED": "expired"})
 #: google.rpc codes of a request that never ran (CANCELLED)
 _NOT_RUN_CODES = (1, "CANCELLED")
+#: google.rpc.Code (a batch item's ``error`` is a google.rpc.Status: ``{"code", "message", "details"}``) -> the
+#: HTTP status the live call answers that code with and the code's name (google/rpc/code.proto's mapping)
+RPC_CODES = {
+    1: (499, "CANCELLED"), 2: (500, "UNKNOWN"), 3: (400, "INVALID_ARGUMENT"), 4: (504, "DEADLINE_EXCEEDED"),
+    5: (404, "NOT_FOUND"), 6: (409, "ALREADY_EXISTS"), 7: (403, "PERMISSION_DENIED"), 8: (429, "RESOURCE_EXHAUSTED"),
+    9: (400, "FAILED_PRECONDITION"), 10: (409, "ABORTED"), 11: (400, "OUT_OF_RANGE"), 12: (501, "UNIMPLEMENTED"),
+    13: (500, "INTERNAL"), 14: (503, "UNAVAILABLE"), 15: (500, "DATA_LOSS"), 16: (401, "UNAUTHENTICATED"),
+}  # type: Dict[int, Tuple[int, str]]
+_RPC_NAMES = {name: status for status, name in RPC_CODES.values()}
 
 
 def version_root(wire: Wire) -> str:
@@ -258,9 +268,30 @@ def parse_item(item: Any, client: str, inline: bool) -> Outcome:
     if isinstance(error, dict) and error:
         if error.get("code") in _NOT_RUN_CODES or error.get("status") == "CANCELLED":
             return key, "not_run", "cancelled"
-        return key, "error", (None, {"error": error})
+        status, body = rpc_error(error)
+        return key, "error", (status, {"error": body})
     response = item.get("response")
     if not isinstance(response, dict):
         raise StreamProtocolError("{}: the batch response {!r} has neither a response nor an error".format(
             client, key[:80]), client=client)
     return key, "ok", response
+
+
+def rpc_error(error: Mapping[str, Any]) -> Tuple[Optional[int], Dict[str, Any]]:
+    """A batch item's google.rpc.Status -> (the HTTP status, the error object) the live call would have
+    answered: ``{"code": 8, "message"}`` -> 429 with ``{"code": 429, "message", "status": "RESOURCE_EXHAUSTED"}``
+    (a RateLimitError, retryable), 13 -> 500 INTERNAL, 3 -> 400 INVALID_ARGUMENT.  An error that already
+    has an HTTP code or a status name keeps them; an unknown code gives no status."""
+    body = dict(error)
+    code = body.get("code")
+    name = body.get("status") if isinstance(body.get("status"), str) else None
+    if isinstance(code, int) and not isinstance(code, bool) and code in RPC_CODES:
+        status, rpc_name = RPC_CODES[code]
+        body["code"], body["status"] = status, name or rpc_name
+        return status, body
+    if isinstance(code, int) and not isinstance(code, bool) and 400 <= code < 600:
+        return code, body
+    if name in _RPC_NAMES:
+        body["code"] = _RPC_NAMES[name]
+        return _RPC_NAMES[name], body
+    return None, body
