@@ -36,11 +36,20 @@ from ...types import HttpRequest
 from ._base import Backend, Outcome, outcomes
 from ._wire import Wire, same_origin
 
-__all__ = ["GEMINI", "GeminiBatches", "STATES", "INLINE_MAX_BYTES", "RPC_CODES", "version_root", "status_of",
-           "parse_item", "rpc_error"]
+__all__ = ["GEMINI", "GeminiBatches", "STATES", "INLINE_MAX_BYTES", "OPERATION_MAX_BYTES", "RPC_CODES",
+           "version_root", "status_of", "parse_item", "rpc_error", "read_operation"]
 
 #: inline requests only while the whole create request stays under this size
 INLINE_MAX_BYTES = 20 * 1000 * 1000
+#: the largest batch operation read (``GET batches/{id}``: an inline batch's answers come inside it, so it is
+#: allowed far more than a live answer's ``transport.MAX_DOCUMENT_BYTES``); a batch whose answers could be
+#: larger is submitted through a file, whose results are read line by line: a paid result stays readable
+OPERATION_MAX_BYTES = 1024 * 1024 * 1024
+#: a high estimate of the bytes one inlined answer takes: framing, plus this much per output token (JSON-escaped
+#: text); a request naming no output limit is counted at ``ANSWER_DEFAULT_TOKENS``
+ANSWER_OVERHEAD_BYTES = 4096
+ANSWER_BYTES_PER_TOKEN = 8
+ANSWER_DEFAULT_TOKENS = 65536
 
 STATES = {}  # type: Dict[str, str]
 for _prefix in ("BATCH_STATE_", "JOB_STATE_"):
@@ -102,12 +111,15 @@ class GeminiBatches(Backend):
         file_name = None
         if size < INLINE_MAX_BYTES:
             inline = []
+            answers = 0  # what the inlined answers could take in the operation
             for data in entries:
                 line = json.loads(data)
                 inline.append({"request": line["request"], "metadata": {"key": line["key"]}})
+                answers += _answer_bytes(line["request"], api)
             body = {"batch": {"display_name": name, "input_config": {"requests": {"requests": inline}}}}
             encoded = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-            if len(encoded) < INLINE_MAX_BYTES:  # the whole create request, as the guide counts it
+            # the whole create request under the guide's limit, and answers the operation can still be read with
+            if len(encoded) < INLINE_MAX_BYTES and answers + len(encoded) <= OPERATION_MAX_BYTES:
                 source = body["batch"]["input_config"]
         if source is None:
             file_name = self._upload(wire, root, entries, size, name)
@@ -141,7 +153,7 @@ class GeminiBatches(Backend):
 
     def retrieve(self, wire: Wire, remote: Mapping[str, Any]) -> Dict[str, Any]:
         root = version_root(wire)
-        return status_of(wire.json("GET", "{}/{}".format(root, remote["batch_name"])), wire.client_type)
+        return status_of(read_operation(wire, "{}/{}".format(root, remote["batch_name"])), wire.client_type)
 
     def results(self, wire: Wire, remote: Mapping[str, Any], info: Mapping[str, Any]) -> Iterator[Outcome]:
         items = self._items(wire, info)
@@ -221,6 +233,32 @@ def _joined(answers: List[Any]) -> Any:
     if counts and all(isinstance(c, int) for c in counts):
         joined["usageMetadata"] = {"promptTokenCount": sum(counts)}
     return joined
+
+
+def _answer_bytes(request: Any, api: str) -> int:
+    """A high estimate of the bytes one request's answer takes inlined in the batch operation."""
+    if api == "embeddings":
+        return ANSWER_OVERHEAD_BYTES + 3072 * 24  # the largest embedding, each value a JSON float
+    config = request.get("generationConfig") if isinstance(request, dict) else None
+    limit = config.get("maxOutputTokens") if isinstance(config, dict) else None
+    if not isinstance(limit, int) or isinstance(limit, bool) or limit <= 0:
+        limit = ANSWER_DEFAULT_TOKENS
+    return ANSWER_OVERHEAD_BYTES + ANSWER_BYTES_PER_TOKEN * limit
+
+
+def read_operation(wire: Wire, url: str) -> Any:
+    """The batch operation, read up to ``OPERATION_MAX_BYTES`` (its inlined answers may be far larger than a
+    live answer), decoded."""
+    body = wire.raw("GET", url, accept="application/json")
+    try:
+        raw = body.read(OPERATION_MAX_BYTES)
+    finally:
+        body.close()
+    try:
+        return json.loads(raw.decode("utf-8-sig"))
+    except (ValueError, RecursionError):
+        raise StreamProtocolError("{}: the batch operation is not JSON ({} bytes)".format(wire.client_type, len(raw)),
+                                  client=wire.client_type, retryable=True) from None
 
 
 def status_of(operation: Any, client: str) -> Dict[str, Any]:
