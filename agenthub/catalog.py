@@ -99,6 +99,16 @@ _lock = threading.Lock()
 _data = None  # type: Optional[Dict[str, Any]]
 
 
+def _renew_lock() -> None:
+    """In a forked child: a new lock (a parent thread loading the snapshot at the fork never releases it here)."""
+    global _lock
+    _lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_renew_lock)
+
+
 def _load() -> Dict[str, Any]:
     global _data
     if _data is None:

@@ -331,3 +331,13 @@ def test_a_forked_child_does_not_deadlock_on_a_limiter_or_budget_lock():
     assert _forked_child_uses(budget, lambda: budget.reserve("gpt-5.5", 10, 10).settle(None)) == 0
     budget_hook = agenthub.budget.BudgetHook(budget)
     assert _forked_child_uses(budget_hook, lambda: budget_hook.on_done(_Attempt(8001))) == 0
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "register_at_fork"), reason="no fork")
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # 3.12+: fork with threads running
+def test_a_forked_child_does_not_deadlock_on_the_catalogs_first_load(monkeypatch):
+    from agenthub import catalog
+
+    monkeypatch.setattr(catalog, "_data", None)  # a thread of the parent is loading the snapshot at the fork
+    budget = agenthub.Budget(1.0)
+    assert _forked_child_uses(catalog, lambda: budget.reserve("gpt-5.5", 10, 10).settle(None)) == 0
