@@ -39,6 +39,7 @@ import weakref
 from typing import Any, Callable, Dict, Iterable, Mapping, Optional, Tuple
 
 from .answers import retry_after as _retry_after
+from .attempts import AttemptHook
 from .errors import ConfigError
 from .stream import usage_count
 
@@ -432,8 +433,8 @@ class RateLimiter(object):
         return [name for pair in _HEADERS for name in pair[:2]]
 
 
-class LimiterHook(object):
-    """The attempt-loop hook (``agenthub.client.AttemptHook``) of ``AutoLLMClient(..., limiter=...)``.
+class LimiterHook(AttemptHook):
+    """The attempt-loop hook (``agenthub.attempts.AttemptHook``) of ``AutoLLMClient(..., limiter=...)``.
 
     ``before_attempt``: each attempt (retries and a background stream's resuming GETs included) takes its
     turn, waiting with ``attempt.wait`` so an abort or the deadline still ends the call, and waits while a

@@ -142,7 +142,7 @@ LAYERS = [
     {"sse", "eventstream", "toolcalls", "stream", "validate", "media", "answers"},
     {"providers"},
     {"hosts", "aws", "gcp"},
-    {"registry", "transport", "tracer", "catalog", "budget", "limiter"},
+    {"registry", "transport", "tracer", "catalog", "budget", "limiter", "attempts"},
     {"client", "testing"},
     {"server", "playground", "viewer", "_dom", "demo", "__main__", "apps", "", "jobs", "ray"},
 ]
