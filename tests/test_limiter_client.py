@@ -126,8 +126,28 @@ def _busy():
                   status=429, headers={"Content-Type": "application/json", "Retry-After": "60"}, chunked=False)
 
 
+class _ServerProbe(object):
+    """A hook that notes the ``server`` each attempt names when its hooks run (issue 28 C1's Attempt.server)."""
+
+    def __init__(self):
+        self.seen = []
+
+    def before_attempt(self, attempt):
+        self.seen.append(getattr(attempt, "server", None))
+
+    def after_response(self, attempt):
+        pass
+
+    def on_error(self, attempt, error):
+        pass
+
+    def on_done(self, attempt):
+        pass
+
+
 def _failover(primary_model, fallback_model):
     limiter = RateLimiter()
+    probe = _ServerProbe()
     timeout = agenthub.Timeout(connect=5, read=5, total=5)  # waiting out the 60 s pause would end at the deadline
     with SSEServer() as primary, SSEServer() as healthy:
         primary.answers.append(_busy())
@@ -136,7 +156,14 @@ def _failover(primary_model, fallback_model):
                                  max_retries=0, timeout=timeout, limiter=limiter)
         client = AutoLLMClient(primary_model, client_type="openai-chat", api_key="k", base_url=primary.url,
                                max_retries=0, timeout=timeout, limiter=limiter, fallbacks=[fallback])
-        answer = client.response(USER)
+        fallback._hooks.insert(0, probe)
+        try:
+            answer = client.response(USER)
+        except agenthub.TransportError:
+            if fallback_model == primary_model and probe.seen and probe.seen[-1] is None:
+                pytest.xfail("the attempt loop does not name the server an attempt goes to before its hooks run "
+                             "yet (Attempt.server, issue 28 C1): a hook cannot tell two hosts of one model apart")
+            raise
         assert (len(primary.requests), len(healthy.requests)) == (1, 1)
         port = int(primary.url.split(":")[2].split("/")[0])
     assert answer["content_items"][0]["text"] == "from the fallback"
@@ -148,16 +175,6 @@ def test_a_429_pause_does_not_hold_a_failover_to_another_model():
     _failover("deepseek-v4-flash", "deepseek-v4-pro")
 
 
-try:
-    from agenthub.attempts import Attempt as _Attempt
-except ImportError:
-    from agenthub.client import Attempt as _Attempt
-_KNOWS_SERVER = "server" in getattr(_Attempt, "__slots__", ()) or "server" in vars(_Attempt)
-
-
-@pytest.mark.xfail(not _KNOWS_SERVER, strict=True,
-                   reason="before the attempt loop names the server an attempt goes to (Attempt.server, issue 28 "
-                          "C1), a hook cannot tell two hosts of one model apart before the request is encoded")
 def test_a_429_pause_does_not_hold_a_failover_to_the_same_model_behind_another_gateway():
     agenthub.breaker.reset()
     _failover("m", "m")
