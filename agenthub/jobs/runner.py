@@ -240,6 +240,8 @@ class Job(object):
         self.per_thread = per_thread  # with fallbacks: each thread builds its own clients (its own last_route)
         self.local = threading.local()
         self.hooked = set()  # type: Set[int]
+        self.running = 0  # workers started and not yet left (``_drive`` sets it before starting them)
+        self.all_left = threading.Event()
 
     def hook(self, client: Any) -> None:
         """The client reports its answers' rate-limit headers and 429s to the job's limiter (the runner
@@ -261,6 +263,20 @@ class Job(object):
             return next(self.rows, None)
 
     def worker(self) -> None:
+        try:
+            self._work()
+        finally:
+            self.left()
+
+    def left(self) -> None:
+        """A worker leaves (last statement of its thread): the count ``_drive`` waits on, which a
+        KeyboardInterrupt in the main thread cannot falsify (``Thread.is_alive`` can: bpo-45274)."""
+        with self.count_lock:
+            self.running -= 1
+            if self.running <= 0:
+                self.all_left.set()
+
+    def _work(self) -> None:
         try:
             while True:
                 row = self.take()
@@ -504,20 +520,29 @@ def _embedding_lines(input_path: str, routes: Dict[Route, List[int]]) -> Dict[Ro
 def _drive(state: Job, count: int, grace: float, show: Progress) -> None:
     threads = [threading.Thread(target=state.worker, name="agenthub-job-{}".format(i), daemon=True)
                for i in range(count)]
-    for thread in threads:
-        thread.start()
+    state.running = count
+    for number, thread in enumerate(threads):
+        try:
+            thread.start()
+        except BaseException:
+            for _ in range(count - number):  # the threads that never started never leave
+                state.left()
+            raise
 
     def wait(until: Optional[float]) -> bool:
-        for thread in threads:
-            while thread.is_alive():
-                left = None if until is None else until - time.monotonic()
-                if left is not None and left <= 0:
-                    return False
-                thread.join(0.2 if left is None else min(0.2, left))
+        # on the workers' own count, not Thread.join/is_alive: on 3.11 and 3.12 a KeyboardInterrupt inside
+        # join can mark a running thread stopped (bpo-45274), and the writer would close under its answer
+        while not state.all_left.is_set():
+            left = None if until is None else until - time.monotonic()
+            if left is not None and left <= 0:
+                return False
+            state.all_left.wait(0.2 if left is None else min(0.2, left))
         return True
 
     try:
         wait(None)
+        for thread in threads:  # each has left its loop: only its exit is left
+            thread.join(1.0)
     except KeyboardInterrupt:
         state.summary.interrupted = True
         state.stop_new.set()
