@@ -56,7 +56,6 @@ import importlib
 import itertools
 import logging
 import os
-import random
 import sys
 import threading
 import time
@@ -64,8 +63,9 @@ from typing import (TYPE_CHECKING, Any, Callable, Dict, Generator, Iterable, Ite
                     Tuple, Union)
 
 from . import attempts as attempt_loop, hosts, registry
-from .attempts import Attempt, AttemptHook, scrub
-from .answers import request_id as answer_request_id, starts_stream
+from .attempts import Attempt, AttemptHook, run_attempts, scrub
+from .failover import Route, merge_hooks, run_routes, unwell
+from .answers import starts_stream
 from ._redact import redact_url, secret_values, url_secrets
 from .breaker import breaker_for, settings as breaker_settings
 from .hosts.trust import url_host, url_origin  # the one host rule: which host a request connects to
@@ -220,12 +220,13 @@ class ResponseStream(itertools.chain, _EventGenerator):  # type: ignore[misc]
     # ``__next__`` written here (a method, or a property handing out the generator's own) costs
     # 30-90 ns per event, a fifth of what the library adds to the bytes' own decoding in a burst.
     # chain's ``__iter__`` returns the stream itself; ``send``/``throw``/``close`` go to the generator.
-    __slots__ = ("_control", "_gen")
+    __slots__ = ("_control", "_gen", "_call")
 
-    def __new__(cls, control: Any, gen: Iterator[UniEvent]) -> "ResponseStream":
+    def __new__(cls, control: Any, gen: Iterator[UniEvent], call: Any = None) -> "ResponseStream":
         self = super().__new__(cls, gen)  # type: ignore[call-arg]
         self._control = control
         self._gen = gen
+        self._call = call
         return self
 
     if TYPE_CHECKING:  # what type checkers see: a plain generator
@@ -250,6 +251,12 @@ class ResponseStream(itertools.chain, _EventGenerator):  # type: ignore[misc]
     @property
     def aborted(self) -> bool:
         return self._control.reason == "abort"
+
+    @property
+    def route(self) -> Optional[Dict[str, Any]]:
+        """The endpoint that answered this stream: {"model", "client_type", "host"} (with fallbacks, the
+        one whose events these are; before the first event, the first route tried)."""
+        return None if self._call is None else self._call.route
 
     def __enter__(self) -> "ResponseStream":
         return self
@@ -607,81 +614,87 @@ class AutoLLMClient(object):
 
     def _open(self, request: Any, config: Dict[str, Any], messages: List[UniMessage],
               stateful: Optional[UniMessage]) -> ResponseStream:
+        hooks = attempt_loop.hooks_for(self._hooks)
         if "trace_id" in config:
-            from .tracer import trace_paths
+            from .tracer import TraceHook, trace_paths
 
             trace_paths(config["trace_id"])  # a trace_id escaping the cache dir is refused before anything is sent
+            if config["trace_id"]:
+                stored = getattr(self._protocol.build_request, "stored_answer", None) if stateful else None
+                hooks = list(hooks) + [TraceHook(self.__dict__.setdefault("_trace_routes", {}), stored)]
         watch = _transport().Watch()
         call = Attempt("stream", self.client_type, self.model, request, messages, config, route=self._route())
-        if stateful is None and not config.get("trace_id"):
-            # nothing to keep (stateless, untraced): the events pass straight from the attempt loop
-            return ResponseStream(watch, self._attempts(call, watch))
-        return ResponseStream(watch, self._stream(watch, call, stateful, self._version))
+        events = self._attempts(call, watch, hooks)
+        if stateful is not None:
+            events = self._stateful(call, events, stateful, self._version)
+        if hooks and attempt_loop.wants_events(hooks):  # a hook reads every event: only then a pass per event
+            events = attempt_loop.with_events(call, hooks, events)
+        return ResponseStream(watch, events, call)
 
-    def _stream(self, watch: Any, call: Attempt, stateful: Optional[UniMessage], version: int) -> Iterator[UniEvent]:
-        """A stateful or traced turn around the attempt loop: the stateful lock, history and the trace."""
+    def _stateful(self, call: Attempt, events: Iterator[UniEvent], stateful: UniMessage,
+                  version: int) -> Iterator[UniEvent]:
+        """A stateful turn around the attempt loop: the stateful lock, and history committed before the
+        stop event is yielded (a caller may stop iterating at it)."""
         locked = None  # the lock this stream holds (a forked child may have renewed self._busy meanwhile)
-        config = call.config or {}
         try:
-            if stateful is not None:
-                self._fresh_locks()
-                if not self._busy.acquire(False):
-                    raise ConfigError("a stateful stream is already open on this client: finish or close it first")
-                locked = self._busy
-                if self._version != version:
-                    raise ConfigError("the history changed after this stateful stream was created")
+            self._fresh_locks()
+            if not self._busy.acquire(False):
+                raise ConfigError("a stateful stream is already open on this client: finish or close it first")
+            locked = self._busy
+            if self._version != version:
+                raise ConfigError("the history changed after this stateful stream was created")
             history_before = list(self._history)
-            # stateful or traced: the answer is folded as the events pass (no event is kept, so memory
-            # follows the size of the answer, not the number of events)
+            # the answer is folded as the events pass (no event is kept: memory follows the answer's size)
             folding = Collector()
-            events = self._attempts(call, watch)
-            try:
-                fold = folding.add
-                for event in events:
-                    fold(event)
-                    if event["event_type"] == "stop":
-                        # commit before the stop event is yielded: a caller may stop iterating at it
-                        answer = folding.message()
-                        if stateful is not None:
-                            # a protocol that chains stateful turns server-side notes that this answer is stored
-                            stored = getattr(self._protocol.build_request, "stored_answer", None)
-                            if stored is not None:
-                                answer = stored(answer)
-                            self._history = history_before + [stateful, answer]
-                            self._version += 1
-                        if config.get("trace_id"):
-                            self._trace(config, (call.messages or []) + [answer], self.last_route)
-                    yield event
-            finally:
-                events.close()  # type: ignore[attr-defined]
+            fold = folding.add
+            for event in events:
+                fold(event)
+                if event["event_type"] == "stop":
+                    answer = folding.message()
+                    # a protocol that chains stateful turns server-side notes that this answer is stored
+                    stored = getattr(self._protocol.build_request, "stored_answer", None)
+                    if stored is not None:
+                        answer = stored(answer)
+                    self._history = history_before + [stateful, answer]
+                    self._version += 1
+                yield event
         finally:
+            events.close()  # type: ignore[attr-defined]
             if locked is not None:
                 locked.release()
 
-    def _attempts(self, call: Attempt, watch: Any) -> Iterator[UniEvent]:
+    def _attempts(self, call: Attempt, watch: Any, hooks: Sequence[AttemptHook]) -> Iterator[UniEvent]:
         """The events of one turn: this endpoint's attempt loop, or the route loop over the fallbacks."""
-        if self._fallbacks:
-            return self._routes(call, watch)
-        self.last_route = self._route()
-        return self._attempts_here(call, watch)
+        if not self._fallbacks:
+            self.last_route = call.route
+            return self._attempts_here(call, watch, hooks)
+        routes = [self._failover_route(self, hooks)] + [self._failover_route(entry, hooks) for entry in self._fallbacks]
 
-    def _attempts_here(self, call: Attempt, watch: Any) -> Iterator[UniEvent]:
+        def answered_by(info: Dict[str, Any]) -> None:
+            self.last_route = info
+
+        return run_routes(call, watch, routes, hooks=hooks, falls_over=self._falls_over, breaker=self._breaker,
+                          total=Timeout.of(self.timeout).total, answered_by=answered_by)
+
+    def _attempts_here(self, call: Attempt, watch: Any, hooks: Sequence[AttemptHook],
+                       deadline: Optional[float] = None, whole_call: bool = True) -> Iterator[UniEvent]:
         """The events of one turn on this client's own endpoint: the attempt loop reading its protocol's stream."""
         protocol = self._protocol
         client = self.client_type
         max_line_bytes = self.max_line_bytes
         document = not call.request.stream
         if (call.config or {}).get("background"):
-            return self._background(call, watch)
+            return self._background(call, watch, hooks, deadline, whole_call)
 
         def read(body: Any) -> Iterator[UniEvent]:
             stamp = [now_ms()]  # the time the bytes being parsed were read: each event's created_at
             return drive(protocol.read(body, client, max_line_bytes, document, stamp), client, stamp)
 
-        return self._run(call, watch, protocol, read)
+        return self._run(call, watch, protocol, read, hooks=hooks, deadline=deadline, whole_call=whole_call)
 
     # -- background responses: resumed after a cut (agenthub.resume), cancelled when abandoned ---------
-    def _background(self, call: Attempt, watch: Any) -> Iterator[UniEvent]:
+    def _background(self, call: Attempt, watch: Any, hooks: Sequence[AttemptHook], deadline: Optional[float],
+                    whole_call: bool) -> Iterator[UniEvent]:
         """A background response's events (config["background"]): when its stream breaks after the
         response's id arrived, the SSE events continue from a GET that resumes it (one parser across the
         connections, so nothing is lost or repeated; never a second POST); one that ends before its
@@ -697,7 +710,8 @@ class AutoLLMClient(object):
             resumables.append(resumable)
             return _marked(drive(parts, client, stamp), resumable)
 
-        events = self._run(call, watch, self._protocol, read, resumes=True)
+        events = self._run(call, watch, self._protocol, read, resumes=True, hooks=hooks, deadline=deadline,
+                           whole_call=whole_call)
         try:
             yield from events
         finally:
@@ -746,213 +760,38 @@ class AutoLLMClient(object):
             logger.warning("%s: cancelling background response %s failed: %s", client, resource_id, exc)
 
     def _run(self, call: Attempt, watch: Any, protocol: Any, read: Callable[..., Iterable[Any]],
-             resumes: bool = False) -> Iterator[Any]:
-        """The attempt loop, the one place of the call policies: the deadline, abort, retries with
-        backoff, error scrubbing and the hooks (see the module docstring).  ``read(body)`` turns an
-        opened answer into what is yielded: a stream's events, or the one JSON document.
-
-        ``resumes`` (a background response): ``read(body, reopen)``, where ``reopen(id, request, cut)`` is
-        this loop's next attempt for a stream that broke after its response's id was known: ``cut`` (the
-        break, or None) goes through the failure policy, then ``request`` (the GET that resumes it)
-        replaces ``call.request`` and is sent with the same hooks, retries (counted afresh from the
-        cut), backoff, deadline, abort and scrubbing; it returns the opened body (the reader's parser
-        goes on across it) or raises the final error, already seen by the hooks."""
+             resumes: bool = False, hooks: Optional[Sequence[AttemptHook]] = None, deadline: Optional[float] = None,
+             whole_call: bool = True) -> Iterator[Any]:
+        """``agenthub.attempts.run_attempts`` on this client's endpoint: its host encodes each attempt, its
+        session sends it, its timeout, retries and hooks (``hooks``: a failover route's, the call's)."""
         client = self.client_type
         transport = _transport()
-        hooks = self._hooks
-        debug = logger.isEnabledFor(logging.DEBUG)
-        stream = call.kind == "stream"
-        timeout = Timeout.of(self.timeout)
-        max_retries = self.max_retries
-        deadline = timer = None
-        if timeout.total is not None:
-            deadline = time.monotonic() + timeout.total
-            timer = threading.Timer(timeout.total, watch.stop, ("deadline",))
-            timer.daemon = True
-            timer.start()
-        call.watch = watch
-        delivered = 0  # events handed to the caller in this call
-        tries = 0  # failed attempts since the call (or its last resume) started: what max_retries bounds
+        host, endpoint = self._host, self._endpoint
 
-        def send() -> Any:
-            """One attempt: abort and deadline checked, ``before_attempt``, encoded, sent, its head in,
-            ``after_response``; the opened body (its reader closes it)."""
-            call.sent = call.request  # what went out (its headers hold this attempt's token or signature)
-            call.status = call.headers = call.error = None
-            if watch.reason is not None:
-                raise _stopped(client, watch, timeout)
-            for hook in hooks:
-                hook.before_attempt(call)
-            limits = _limits(timeout, deadline)
-            if limits is None:
-                raise _stopped(client, watch, timeout, "deadline")
-            # encoded per attempt: a signature or a refreshed token is good for this send only
-            call.sent = sent = self._host.encode(call.request, self._endpoint)  # URL, credential
-            body = transport.open_stream(self._get_session(), sent, limits, client, watch=watch,
+        def connect(sent: Any, limits: Any) -> Any:
+            return transport.open_stream(self._get_session(), sent, limits, client, watch=watch,
                                          error_from_body=protocol.error_from_body, is_stream=starts_stream)
-            try:
-                body.open(not stream or not call.request.stream)  # sent: the answer's head is in
-                call.status, call.headers = body.status, body.headers
-                for hook in hooks:
-                    hook.after_response(call)
-            except BaseException:
-                if call.status is None:
-                    call.status, call.headers = body.status, body.headers  # an error answer's head
-                body.close()
-                raise
-            return body
 
-        def failed(exc: AgentHubError, body: Any, started: float, logged: bool, retryable: bool) -> bool:
-            """An attempt failed: its error explained and scrubbed, an abort or the deadline winning over it,
-            the retry decision (``retryable``: this attempt may be tried again at all), ``on_error``; True
-            once the backoff was waited (try again), False when the caller gives up (raise, or fall back)."""
-            nonlocal tries
-            call.delivered = delivered
-            if body is not None and call.status is None:
-                call.status, call.headers = body.status, body.headers  # an error answer's head
-            if debug and not logged:
-                _log_attempt(call.sent, call.number, started, None, exc)
-            self._explain(exc, call.sent)
-            if exc.__dict__.get("_agenthub_stop") is _STOP:
-                return False
-            if watch.reason is not None:  # the failure is the abort (or the deadline) showing through
-                raise _stopped(client, watch, timeout) from exc
-            if deadline is not None and isinstance(exc, TransportError) and time.monotonic() >= deadline:
-                raise _stopped(client, watch, timeout, "deadline") from exc
-            scrub(exc, self._secrets(call.sent, call.config))
-            call.error = exc
-            call.retry = bool(retryable and getattr(exc, "retryable", False) and tries < max_retries)
-            call.delay = attempt_loop.backoff(tries, getattr(exc, "retry_after", None)) if call.retry else None
-            if call.delay is None or (deadline is not None and time.monotonic() + call.delay >= deadline):
-                call.retry = False
-            for hook in hooks:
-                hook.on_error(call, exc)
-            if not call.retry or call.delay is None:
-                self._advise(exc, call.number + 1)  # the last 429 says when to retry and how to retry more
-                return False
-            call.number += 1
-            tries += 1
-            logger.info("%s: retrying after %s (status=%s, type=%s), attempt %d of %d, in %.2fs", client,
-                        type(exc).__name__, getattr(exc, "status", None), getattr(exc, "error_type", None),
-                        tries, max_retries, call.delay)
-            if body is not None:
-                body.close()
-            if not watch.sleep(call.delay):
-                raise _stopped(client, watch, timeout) from exc
-            return True
+        return run_attempts(call, watch, encode=lambda request: host.encode(request, endpoint), connect=connect,
+                            read=read, hooks=attempt_loop.hooks_for(self._hooks) if hooks is None else hooks,
+                            max_retries=self.max_retries, timeout=Timeout.of(self.timeout), deadline=deadline,
+                            secrets=self._secrets, explain=self._explain, advise=self._advise, resumes=resumes,
+                            whole_call=whole_call)
 
-        def reopen(resource_id: str, request: Any, cut: Optional[BaseException]) -> Any:
-            """The next attempt of a background stream that broke after its id was known (see above)."""
-            nonlocal tries
-            if isinstance(cut, AgentHubError):  # the break itself: the hooks see it, resumed at once
-                call.delivered = delivered
-                self._explain(cut, call.sent)
-                if watch.reason is not None:
-                    raise _stopped(client, watch, timeout) from cut
-                if deadline is not None and isinstance(cut, TransportError) and time.monotonic() >= deadline:
-                    raise _stopped(client, watch, timeout, "deadline") from cut
-                scrub(cut, self._secrets(call.sent, call.config))
-                call.error, call.retry, call.delay = cut, True, 0.0
-                for hook in hooks:
-                    hook.on_error(call, cut)
-                if not call.retry:
-                    cut.__dict__["_agenthub_seen"] = True
-                    raise cut
-            elif watch.reason is not None:
-                raise _stopped(client, watch, timeout)
-            call.request, call.resuming = request, resource_id
-            call.number += 1
-            tries = 0  # a resume starts its own count: max_retries bounds the GETs that fail in a row
-            while True:
-                body = None
-                started = time.monotonic()
-                try:
-                    body = send()
-                    if body.open(False):
-                        raise StreamProtocolError("{}: resuming a background stream answered one JSON document"
-                                                  .format(client), client=client)
-                    if debug:
-                        _log_attempt(call.sent, call.number, started, body, None)
-                    return body
-                except AgentHubError as exc:
-                    if body is not None:
-                        body.close()
-                    if not failed(exc, body, started, False, True):
-                        exc.__dict__["_agenthub_seen"] = True  # the hooks saw it: the loop raises it as it is
-                        raise
+    # -- failover (the route loop is agenthub.failover's) ----------------------------------------
+    @property
+    def fallbacks(self) -> Tuple["AutoLLMClient", ...]:
+        """The clients this one fails over to, in order (a model name given to ``fallbacks=`` as its client)."""
+        return tuple(self._fallbacks)
 
-        try:
-            while True:
-                body = None
-                started = time.monotonic()
-                logged = False
-                try:
-                    body = send()
-                    outputs = read(body, reopen) if resumes else read(body)
-                    if debug:
-                        logged = _log_attempt(call.sent, call.number, started, body, None)
-                    if not stream:
-                        for output in outputs:
-                            delivered += 1
-                            yield output
-                        return
-                    for output in outputs:  # the hot loop: one pass per event
-                        delivered += 1
-                        if output["event_type"] == "stop":
-                            if body is not None:
-                                body.finish()  # the terminal marker arrived: let the connection go back to the pool
-                                body = None
-                            call.usage = output["usage_metadata"]
-                            if debug:
-                                logger.debug("stream finished: %s, %d events, finish_reason=%s, usage=%s, %.0f ms",
-                                             client, delivered, output["finish_reason"], output["usage_metadata"],
-                                             (time.monotonic() - started) * 1000)
-                        yield output
-                        # checked as the caller asks for the next event, before anything is read: aborted, out
-                        # of time, or in another process (a forked child) while the caller held this one
-                        if watch.reason is not None:
-                            raise _stopped(client, watch, timeout)
-                    return
-                except AgentHubError as exc:
-                    if exc.__dict__.pop("_agenthub_seen", False):  # a resume's final error: the policy ran on it
-                        call.delivered = delivered
-                        again = False
-                    else:
-                        # retried only before the first event, and never by a second POST of a background response
-                        again = failed(exc, body, started, logged, not delivered and not exc.__dict__.get(RESUMED))
-                    if again:
-                        body = None  # closed before the backoff
-                        continue
-                    if call.fallback is not None and not delivered and exc.__dict__.get("_agenthub_stop") is not _STOP:
-                        fallback, call.fallback = call.fallback, None
-                        call.error = None
-                        for output in fallback:
-                            delivered += 1
-                            yield output
-                        return
-                    raise
-                finally:
-                    if body is not None:
-                        body.close()
-        except BaseException as exc:
-            if isinstance(exc, AgentHubError):
-                call.error = exc
-            raise
-        finally:
-            if timer is not None:
-                timer.cancel()
-            call.delivered = delivered
-            for hook in hooks:
-                hook.on_done(call)
-
-    # -- failover -------------------------------------------------------------------------------
     def _fallback_client(self, entry: Any) -> "AutoLLMClient":
-        """A ``fallbacks`` entry as a client: a model name gets this client's timeout, retries, session and
-        budget (its key, endpoint and protocol are its own: the registry's, from its environment variable)."""
+        """A ``fallbacks`` entry as a client: a model name gets this client's timeout, retries, line limit and
+        budget; its key, endpoint, protocol and session are its own (the registry's, from its environment
+        variable): a credential set on this client's ``session=`` never reaches another host."""
         if isinstance(entry, AutoLLMClient):
             return entry
         if isinstance(entry, str) and entry:
-            return AutoLLMClient(entry, timeout=self.timeout, max_retries=self.max_retries, session=self._session,
+            return AutoLLMClient(entry, timeout=self.timeout, max_retries=self.max_retries,
                                  max_line_bytes=self.max_line_bytes, budget=self.budget)
         raise ConfigError("each fallbacks entry must be a model name or an AutoLLMClient, not {}".format(
             type(entry).__name__))
@@ -970,62 +809,30 @@ class AutoLLMClient(object):
 
     def _falls_over(self, error: BaseException) -> bool:
         """May a failure before the first event move the turn to the next fallback?"""
-        return isinstance(error, self._fallback_on) or _unwell(error)
+        return isinstance(error, self._fallback_on) or unwell(error)
 
-    def _routes(self, call: Attempt, watch: Any) -> Iterator[UniEvent]:
-        """The route loop: this client, then each fallback in order, while no event reached the caller.
+    def _failover_route(self, entry: "AutoLLMClient", hooks: Sequence[AttemptHook]) -> Route:
+        """``entry`` (this client or a fallback) as a route of this client's call: its attempts run the
+        call's hooks, then the entry's own (agenthub.failover.merge_hooks), under the call's one deadline."""
+        if entry is not self:
+            hooks = merge_hooks(hooks, entry._hooks)
 
-        An entry whose circuit is open is skipped at once; a failure the entry's own attempt loop gave
-        up on (``_falls_over``) moves to the next entry; once an event was yielded, an error is raised
-        as it is (two entries' events are never joined).  ``last_route`` names the entry that answered."""
-        settings = self._breaker
-        last_error = None  # type: Optional[AgentHubError]
-        for entry in [self] + self._fallbacks:
-            route = entry._route()
-            gate = breaker_for(entry.client_type, entry._circuit_host(), entry.model) if settings is not None else None
-            if gate is not None and not gate.allow(settings["cooldown"]):
-                logger.info("agenthub fallback: %s (%s, %s) skipped: its circuit is open", entry.model,
-                            entry.client_type, route["host"])
-                continue
-            started = False
-            verdict = False
-            try:
-                sub = call if entry is self else entry._call_for(call)
-                for event in entry._attempts_here(sub, watch):
-                    if not started:
-                        started = verdict = True
-                        if gate is not None:
-                            gate.success()
-                        self.last_route = route
-                    yield event
-                return
-            except AgentHubError as exc:
-                if gate is not None and not started and _unwell(exc):
-                    gate.failure(settings["failures"])
-                    verdict = True
-                if started or watch.reason is not None or not self._falls_over(exc):
-                    raise
-                logger.info("agenthub fallback: %s (%s, %s) skipped: %s%s", entry.model, entry.client_type,
-                            route["host"], type(exc).__name__,
-                            "" if getattr(exc, "status", None) is None else " {}".format(exc.status))
-                last_error = exc
-            finally:
-                if gate is not None and not verdict:
-                    gate.release()  # a probe that ended with no verdict (closed early, or a 400): another may go
-        if last_error is not None:
-            raise last_error
-        raise ServerError("{}: every route is unavailable (their circuits are open after repeated failures; "
-                          "they are tried again after their cooldown of {:g}s)".format(self.model, settings["cooldown"]
-                                                                                       if settings else 0),
-                          client=self.client_type, status=None, error_type="circuit_open", retryable=True,
-                          retry_after=settings["cooldown"] if settings else None)
+        def attempts(call: Attempt, watch: Any, hooks: Sequence[AttemptHook],
+                     deadline: Optional[float]) -> Iterator[UniEvent]:
+            sub = call if entry is self else entry._call_for(call)
+            return entry._attempts_here(sub, watch, hooks, deadline, whole_call=False)
+
+        return Route(entry._route(), (entry.client_type, entry._circuit_host(), entry.model), hooks, attempts)
 
     def _call_for(self, call: Attempt) -> Attempt:
-        """The primary's call as this fallback client sends it: the same messages and config, its own request."""
+        """The primary's call as this fallback client sends it: the same messages and config, its own request.
+        Per-request ``extra_headers`` and ``extra_body`` belong to the endpoint they were written for (a
+        gateway's key, a vendor field): a fallback never gets them."""
         messages = list(call.messages or [])
-        config = dict(call.config or {})
-        return Attempt("stream", self.client_type, self.model, apply_extras(self._build(messages, config), config), messages,
-                       config, call=call, route=self._route())
+        config = {key: value for key, value in (call.config or {}).items()
+                  if key not in ("extra_headers", "extra_body")}
+        return Attempt("stream", self.client_type, self.model, apply_extras(self._build(messages, config), config),
+                       messages, config, call=call, route=self._route())
 
     def _secrets(self, request: Any, config: Optional[Mapping[str, Any]] = None) -> List[str]:
         """What to scrub from an error: the key (every part of a credential set), every request
@@ -1054,24 +861,6 @@ class AutoLLMClient(object):
             self._pid = os.getpid()
             _transport().forget_connections(session)
         return session
-
-    def _trace(self, config: Mapping[str, Any], history: List[UniMessage],
-               route: Optional[Mapping[str, Any]] = None) -> None:
-        """Write the trace of a completed answer.  A failure is logged and the answer stands
-        (agenthub.tracer documents the policy): the turn happened, so it is never undone."""
-        from .tracer import save_trace
-
-        routes = self.__dict__.setdefault("_trace_routes", {}).setdefault(config["trace_id"], [])
-        if route is not None:  # which endpoint answered each turn (failover never hides it)
-            routes.append(dict(route, turn=len(history) - 1))
-
-        if config.get("extra_headers"):  # header values may be credentials: a trace never holds them
-            config = dict(config, extra_headers={name: "***" for name in config["extra_headers"]})
-        try:
-            save_trace(config["trace_id"], self.model, history, config, routes=routes)
-        except Exception as exc:  # disk full, permissions, a folder removed meanwhile, an unwritable value
-            logger.error("%s: the trace %r was not written (%s: %s); the answer stands", self.client_type,
-                         config["trace_id"], type(exc).__name__, exc)
 
 
 def _marked(events: Iterator[UniEvent], resumable: Any) -> Iterator[UniEvent]:
@@ -1113,17 +902,6 @@ def _error_classes(value: Any) -> Tuple[type, ...]:
     return classes
 
 
-def _unwell(error: BaseException) -> bool:
-    """A failure that says the endpoint is down or overloaded (what fails over and counts against its
-    circuit): a retryable status after the retries, a connection failure or a timeout, an in-stream
-    error or a cut before any content.  An abort by the caller, a fork, a 400 or a 401 are not."""
-    if isinstance(error, TransportError):
-        return not (error.__dict__.get("aborted") or error.__dict__.get("forked"))
-    if isinstance(error, (UpstreamError, StreamProtocolError)):
-        return bool(getattr(error, "retryable", False))
-    return False
-
-
 def _missing_v1(client_type: str, base_url: str) -> Optional[str]:
     """For a 404 at an OpenAI-compatible endpoint whose base URL has no ``/v1`` (``http://127.0.0.1:8000``
     where the server answers under ``http://127.0.0.1:8000/v1``): the hint the README promises."""
@@ -1137,54 +915,6 @@ def _missing_v1(client_type: str, base_url: str) -> Optional[str]:
         return None
     return ("the base_url has no /v1 (OpenAI-compatible servers answer at /v1/chat/completions and "
             "/v1/responses): try base_url='{}/v1'".format(redact_url(base_url.rstrip("/"))))
-
-
-def _log_attempt(request: Any, attempt: int, started: float, body: Any, error: Optional[BaseException]) -> bool:
-    """One DEBUG record for one HTTP attempt (no key, header or body in it)."""
-    if error is not None:
-        status = getattr(error, "status", None)
-        request_id = getattr(error, "request_id", None)
-        outcome = " -> {}".format(type(error).__name__)
-    else:
-        status = getattr(body, "status", None)
-        request_id = answer_request_id(getattr(body, "headers", None))
-        outcome = ""
-    logger.debug("HTTP %s %s status=%s request_id=%s attempt=%d elapsed=%.0f ms%s", getattr(request, "method", "?"),
-                 safe_url(getattr(request, "url", None)), status, request_id, attempt + 1,
-                 (time.monotonic() - started) * 1000, outcome)
-    return True
-
-
-def _limits(timeout: Timeout, deadline: Optional[float]) -> Optional[Tuple[Optional[float], Optional[float]]]:
-    """requests' (connect, read) for the next attempt, clipped to what is left of the deadline."""
-    if deadline is None:
-        return (timeout.connect, timeout.read)
-    left = deadline - time.monotonic()
-    if left <= 0:
-        return None
-    return (left if timeout.connect is None else min(timeout.connect, left),
-            left if timeout.read is None else min(timeout.read, left))
-
-
-#: what marks the errors the loop itself raises for an abort or the deadline (no server can send it)
-_STOP = object()
-
-
-def _stopped(client: str, control: Any, timeout: Timeout, reason: Optional[str] = None) -> TransportError:
-    reason = reason or control.reason or "abort"
-    if reason == "deadline":
-        error = TransportError("{}: the total deadline of {}s was exceeded".format(client, timeout.total),
-                               client=client, timeout=True, deadline=True, aborted=False, retryable=False)
-    elif reason == "fork":
-        error = TransportError("{}: this stream was opened in process {} and cannot be read in another process "
-                               "(a forked child): open a new stream there".format(client, getattr(control, "pid", "?")),
-                               client=client, timeout=False, deadline=False, aborted=False, retryable=False,
-                               forked=True)
-    else:
-        error = TransportError("{}: the stream was aborted by the caller".format(client), client=client,
-                               timeout=False, deadline=False, aborted=True, retryable=False)
-    error._agenthub_stop = _STOP  # type: ignore[attr-defined]  # not a field: kept out of pickles and reprs
-    return error
 
 
 def _transport() -> Any:

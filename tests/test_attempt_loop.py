@@ -97,18 +97,60 @@ def test_the_final_error_reaches_on_done_scrubbed_and_a_hook_may_stop_the_retrie
 
 
 @within(20)
-def test_a_fallback_set_before_anything_was_delivered_is_yielded_instead_of_the_error(server):
-    server.push([status(400, {}, "length"), send(error_body("bad", "invalid_request_error"))])
-    spare = [{"role": "assistant", "event_type": "start", "content_items": [], "usage_metadata": None,
-              "finish_reason": None, "created_at": 1}]
+def test_on_call_start_may_answer_the_call_and_nothing_is_sent(server):
+    """A hook answering a call (what a response cache does): no request, no before_attempt, no on_done; the
+    events are the answer, on_call_end sees the call's usage and finish reason."""
+    answer = [{"role": "assistant", "event_type": "start", "content_items": [], "usage_metadata": None,
+               "finish_reason": None, "created_at": 7},
+              {"role": "assistant", "event_type": "stop", "content_items": [],
+               "usage_metadata": {"prompt_tokens": 1, "thoughts_tokens": 0, "response_tokens": 2, "cached_tokens": 0},
+               "finish_reason": "stop", "created_at": 9}]
 
-    class Failover(AttemptHook):
-        def on_error(self, attempt, error):
-            if not attempt.retry and not attempt.delivered:
-                attempt.fallback = iter(spare)
+    class Answers(Recorder):
+        def on_call_start(self, call):
+            self.calls.append(("on_call_start", call.kind, call.answer))
+            call.answer, call.cache = iter(answer), "hit"
 
-    client = make(server, hooks=[Failover()])
-    assert list(client.streaming_response([USER])) == spare
+        def on_call_end(self, call):
+            self.calls.append(("on_call_end", call.cache, call.first_event_ms, call.usage, call.finish_reason,
+                               call.error))
+
+    hook, later = Answers(), Recorder()
+    client = make(server, hooks=[hook, later])
+    assert list(client.streaming_response([USER])) == answer
+    assert server.requests == [] and later.calls == []
+    assert hook.calls == [("on_call_start", "stream", None),
+                          ("on_call_end", "hit", 7, answer[1]["usage_metadata"], "stop", None)]
+
+
+@within(20)
+def test_on_event_runs_only_for_a_hook_that_wants_events(server):
+    server.push([status(200, SSE), send(chat_stream("a", "b"))], [status(200, SSE), send(chat_stream("c"))])
+
+    class Quiet(AttemptHook):
+        def on_event(self, call, event):
+            raise AssertionError("on_event without wants_events")
+
+    class Listener(AttemptHook):
+        wants_events = True
+
+        def __init__(self):
+            self.seen = []
+            self.ends = []
+
+        def on_event(self, call, event):
+            self.seen.append(event["event_type"])
+
+        def on_call_end(self, call):
+            self.ends.append((call.route, call.server[0], call.finish_reason, call.attempts))
+
+    quiet = make(server, hooks=[Quiet()])
+    assert [e["event_type"] for e in quiet.streaming_response([USER])][-1] == "stop"
+    listener = Listener()
+    events = list(make(server, hooks=[listener]).streaming_response([USER]))
+    assert listener.seen == [e["event_type"] for e in events]
+    assert listener.ends == [({"model": "test-model", "client_type": "openai-chat", "host": "127.0.0.1"},
+                              "127.0.0.1", "stop", 1)]
 
 
 VENDORS = re.compile(r"openai|anthropic|claude|gemini|google|goog\b|x-goog|vertex|bedrock|amazon|amzn|\baws\b|azure|"

@@ -98,7 +98,7 @@ def test_fallback_models_reach_the_client(monkeypatch):
         fallback = ["claude-sonnet-4-6"]
 
     client = _chat_client(Args())
-    assert [(c.model, c.client_type) for c in client._fallbacks] == [("claude-sonnet-4-6", "anthropic")]
+    assert [(c.model, c.client_type) for c in client.fallbacks] == [("claude-sonnet-4-6", "anthropic")]
 
 
 def test_c_continues_the_latest_logged_conversation_and_logs_lists_it(server, capsys):

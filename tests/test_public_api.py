@@ -143,7 +143,7 @@ LAYERS = [
     {"providers"},
     {"hosts", "aws", "gcp"},
     {"registry", "transport", "tracer", "catalog", "budget", "limiter", "attempts"},
-    {"client", "testing"},
+    {"client", "failover", "testing"},
     {"server", "playground", "viewer", "_dom", "demo", "__main__", "apps", "", "jobs", "ray"},
 ]
 #: what a provider may import: the pure core, providers/_common and other dialects' public names
