@@ -364,11 +364,15 @@ class LimiterHook(AttemptHook):
             with self._lock:
                 self._tickets[id(attempt)] = ticket  # a retry's ticket replaces the failed attempt's
         while wait > 0:
-            if not attempt.wait(wait):
+            if not self.pause(attempt, wait):
                 from .errors import TransportError
 
                 raise TransportError("stopped while waiting for the rate limiter", aborted=True, retryable=False)
             wait = self.limiter.paused_for()  # a 429 elsewhere while this one slept holds it back too
+
+    def pause(self, attempt: Any, seconds: float) -> bool:
+        """Wait ``seconds`` for the limiter's turn (``attempt.wait``: an abort or the deadline ends it, False)."""
+        return bool(attempt.wait(seconds))
 
     def after_response(self, attempt: Any) -> None:
         if attempt.headers:
@@ -387,5 +391,5 @@ class LimiterHook(AttemptHook):
 
 
 def has_hook(client: Any, limiter: RateLimiter) -> bool:
-    """Whether ``client`` already reports to ``limiter`` (its ``_hooks`` hold a LimiterHook of it)."""
-    return any(isinstance(h, LimiterHook) and h.limiter is limiter for h in getattr(client, "_hooks", ()))
+    """Whether ``client`` already reports to ``limiter`` (its ``hooks`` hold a LimiterHook of it)."""
+    return any(isinstance(h, LimiterHook) and h.limiter is limiter for h in getattr(client, "hooks", ()))
