@@ -214,3 +214,29 @@ def test_the_retry_constants_live_once_and_the_clients_names_still_patch_them(mo
     assert attempts.BACKOFF_BASE == 0.125
     monkeypatch.undo()
     assert attempts.BACKOFF_BASE == 0.5
+
+
+@within(20)
+def test_the_batch_wire_runs_the_same_loop(server):
+    """jobs/backends/_wire.Wire has no retry loop of its own: a 503 on a GET is retried by the attempt loop (its
+    backoff, scrubbing), a POST that creates something is not repeated after a connection failure."""
+    from agenthub.errors import TransportError
+    from agenthub.jobs.backends._wire import Wire
+    from agenthub.providers._common import Endpoint
+    from faultserver import drop
+
+    wire = Wire("openai-chat", Endpoint("openai-chat", server.url + "/v1", "sk-wire-secret-1", None, {}, "m"),
+                session=tiny_session(), max_retries=2)
+    server.push([status(503, {}, "length"), send(error_body("down sk-wire-secret-1"))],
+                [status(200, {"Content-Type": "application/json"}, "length"), send(b'{"id": "batch_1"}')])
+    assert wire.json("GET", server.url + "/v1/batches/batch_1") == {"id": "batch_1"}
+    assert [r.method for r in server.requests] == ["GET", "GET"]
+    server.push([drop()])
+    try:
+        wire.json("POST", server.url + "/v1/batches", body={"input_file_id": "f"})
+    except TransportError as exc:
+        assert "sk-wire-secret-1" not in str(exc)
+    else:
+        raise AssertionError("no error")
+    assert [r.method for r in server.requests] == ["GET", "GET", "POST"]
+    wire.session.close()
