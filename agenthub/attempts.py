@@ -34,10 +34,10 @@ import threading
 import time
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple
 
-from .errors import AgentHubError
+from .errors import AgentHubError, ConfigError
 from .resume import RESUMED
 
-__all__ = ["Attempt", "AttemptHook", "register", "unregister", "registered", "run_attempts", "backoff", "scrub",
+__all__ = ["Attempt", "AttemptHook", "Timeout", "register", "unregister", "registered", "run_attempts", "backoff", "scrub",
            "BACKOFF_BASE", "BACKOFF_CAP", "RETRY_AFTER_CAP"]
 
 logger = logging.getLogger("agenthub")
@@ -47,6 +47,73 @@ BACKOFF_BASE = 0.5
 BACKOFF_CAP = 8.0
 #: a server's Retry-After is honoured up to this many seconds; a longer one is not waited for
 RETRY_AFTER_CAP = 60.0
+#: default seconds to connect, and of silence allowed between received bytes (reasoning models think quietly)
+DEFAULT_CONNECT_TIMEOUT = 10.0
+DEFAULT_READ_TIMEOUT = 600.0
+
+
+# -- timeouts (agenthub.Timeout; the client's name for it too) -------------------------------------------------------------------------------------
+
+
+class Timeout(object):
+    """How long to wait: ``connect`` seconds to connect, ``read`` seconds of silence between
+    received bytes (the idle timeout: it restarts with every byte, so a slow but living stream
+    never trips it), and an optional ``total`` deadline for the whole call (retries and backoff
+    included).  None means no limit.
+
+    ``AutoLLMClient(timeout=...)`` takes a Timeout, or requests' convention: a number (used
+    for connect and read), a ``(connect, read)`` tuple, or a dict with any of ``connect``,
+    ``read`` and ``total``.  Defaults: connect 10 s, read 600 s, no total.
+    """
+
+    __slots__ = ("connect", "read", "total")
+
+    def __init__(self, connect: Optional[float] = DEFAULT_CONNECT_TIMEOUT,
+                 read: Optional[float] = DEFAULT_READ_TIMEOUT, total: Optional[float] = None) -> None:
+        for name, value in (("connect", connect), ("read", read), ("total", total)):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
+                                      or not value > 0 or value == float("inf")):
+                raise ConfigError("timeout {} must be a positive number of seconds or None (got {!r})".format(
+                    name, value))
+        self.connect = None if connect is None else float(connect)
+        self.read = None if read is None else float(read)
+        self.total = None if total is None else float(total)
+
+    @classmethod
+    def of(cls, value: Any) -> "Timeout":
+        """Normalise what ``AutoLLMClient(timeout=...)`` accepts into a Timeout."""
+        if value is None:
+            return cls()
+        if isinstance(value, Timeout):
+            return value
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return cls(value, value)
+        if isinstance(value, tuple) and len(value) == 2:
+            return cls(value[0], value[1])
+        if isinstance(value, Mapping):
+            unknown = sorted(str(k) for k in value if k not in cls.__slots__)
+            if unknown:
+                raise ConfigError("unknown timeout key(s) {}; known: connect, read, total".format(unknown))
+            return cls(value.get("connect", DEFAULT_CONNECT_TIMEOUT), value.get("read", DEFAULT_READ_TIMEOUT),
+                       value.get("total"))
+        raise ConfigError("timeout must be None, seconds, a (connect, read) tuple, a dict or a Timeout "
+                          "(got {})".format(type(value).__name__))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Timeout) and (self.connect, self.read, self.total) == (
+            other.connect, other.read, other.total)
+
+    def __hash__(self) -> int:
+        return hash((self.connect, self.read, self.total))
+
+    def __repr__(self) -> str:
+        return "Timeout(connect={!r}, read={!r}, total={!r})".format(self.connect, self.read, self.total)
+
+    def __getstate__(self) -> Tuple[Optional[float], Optional[float], Optional[float]]:
+        return (self.connect, self.read, self.total)
+
+    def __setstate__(self, state: Tuple[Optional[float], Optional[float], Optional[float]]) -> None:
+        self.connect, self.read, self.total = state
 
 
 class Attempt(object):
@@ -158,8 +225,6 @@ def register(hook: AttemptHook) -> None:
     (registering the same hook twice keeps one)."""
     global _registered
     if not callable(getattr(hook, "before_attempt", None)):
-        from .errors import ConfigError
-
         raise ConfigError("register takes an AttemptHook (got {})".format(type(hook).__name__))
     with _registry_lock:
         if not any(existing is hook for existing in _registered):

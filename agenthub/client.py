@@ -20,39 +20,23 @@ Reliability rules (docs/reliability.md has the full table):
   ``TransportError(forked=True)`` without touching the connection, and the child's
   ``abort()`` or ``close()`` leaves the parent's stream alone.
 
-The attempt loop (``AutoLLMClient._run``) is the one place of these policies, for a stream
-and for a whole JSON document (a model list page) alike.  Per attempt: check abort and the
-deadline, run ``before_attempt``, encode (a signature or token per attempt), send, take the
-answer's head, run ``after_response``, yield what the answer holds.  On a failure: the error
-learns its URL and hint, an abort or the deadline wins over it, credentials are scrubbed from
-it, the retry decision is made (``retry``, ``delay``), ``on_error`` runs and may change it, then
-the loop waits (abortably) and tries again, or raises.  ``on_done`` runs once when the call ends.
-
-Hooks (``client._hooks``, a list of ``AttemptHook``; each sees one ``Attempt`` object per call)
-are the seam for what builds on the loop; how each is meant to hook in:
-
-- a rate limiter: ``before_attempt`` acquires (estimating tokens from ``attempt.request.body``,
-  waiting with ``attempt.wait`` so an abort or the deadline still ends the call);
-  ``after_response`` and ``on_error`` read the rate-limit headers in ``attempt.headers``; a
-  429's ``error.retry_after`` pauses every client sharing that limiter, and the hook may
-  stretch ``attempt.delay`` to it;
-- a budget: ``before_attempt`` reserves (raising its error refuses the call before anything is
-  sent), ``on_done`` settles with ``attempt.usage`` (None: the call failed or was closed early);
-- failover: ``on_error`` with ``attempt.retry`` False and ``attempt.delivered == 0`` (the
-  attempts are spent before the first event) sets ``attempt.fallback`` to the next client's
-  events, which are yielded instead of the error;
-- reconnecting a background stream after a cut (``config["background"]``) is the same loop: the
-  read of such a call (``_background``) keeps one parser across the connections, fed by
-  ``agenthub.resume.Resumable``; when a connection breaks after the response id is known, the cut
-  goes to ``on_error`` (``retry`` True, ``delay`` 0) and the loop's next attempt is the GET that
-  continues the stream (``attempt.request`` swapped for it, ``attempt.resuming`` its id): every hook
-  sees it, and it is retried, backed off, stopped by an abort or the deadline and scrubbed like any
-  attempt, ``max_retries`` counting the GETs that fail in a row after each cut.  An error raised once
-  the response id is known is marked ``RESUMED`` and never retried by a second POST.
+The call seam: a turn is one logical call (an ``agenthub.attempts.Attempt``) run by the attempt
+loop (``agenthub.attempts.run_attempts``: the one place of these policies, for a stream and for a
+JSON document alike: abort, deadline, ``before_attempt``, encode per attempt, send, ``after_response``,
+read; on a failure: explain, scrub, decide, ``on_error``, back off, retry or raise; ``on_done``) and,
+with ``fallbacks=``, by the route loop (``agenthub.failover.run_routes``: one deadline per call, the
+call's hooks on every route, ``stream.route`` the route that answered).  Hooks
+(``AutoLLMClient(hooks=[...])``, read back as ``client.hooks``; process-wide ones through
+``agenthub.attempts.register``) are the seam for what builds on the loop: the budget
+(``agenthub.budget.BudgetHook``), the rate limiter (``agenthub.limiter.LimiterHook``), the tracer
+(``agenthub.tracer.TraceHook``, for ``config["trace_id"]``), telemetry, a response cache.  A background
+response's reconnect after a cut (``config["background"]``) is the same loop's next attempt: the GET
+that continues the stream (``attempt.resuming`` its id), seen by every hook, retried, backed off,
+stopped and scrubbed like any; an error raised once the response id is known is marked ``RESUMED``
+and never retried by a second POST (``agenthub.background``).
 """
 
 import collections.abc
-import importlib
 import itertools
 import logging
 import os
@@ -63,17 +47,18 @@ from typing import (TYPE_CHECKING, Any, Callable, Dict, Generator, Iterable, Ite
                     Tuple, Union)
 
 from . import attempts as attempt_loop, hosts, registry
-from .attempts import Attempt, AttemptHook, run_attempts, scrub
+from ._log import log_from_env
+from .attempts import (DEFAULT_CONNECT_TIMEOUT, DEFAULT_READ_TIMEOUT, Attempt, AttemptHook, Timeout,  # noqa: F401
+                       run_attempts, scrub)
 from .failover import Route, merge_hooks, run_routes, unwell
 from .answers import starts_stream
 from ._redact import redact_url, secret_values, url_secrets
-from .breaker import breaker_for, settings as breaker_settings
+from .breaker import settings as breaker_settings
 from .hosts.trust import url_host, url_origin  # the one host rule: which host a request connects to
-from .errors import (AgentHubError, ConfigError, RateLimitError, ServerError, StreamProtocolError, TransportError,
+from .errors import (AgentHubError, ConfigError, RateLimitError, StreamProtocolError, TransportError,
                      UnsupportedOperationError, UnsupportedParameterError, UpstreamError, safe_url, set_field)
 from .foreign import for_dialect
 from .providers._common import Endpoint, apply_extras
-from .resume import RESUMED
 from .sse import DEFAULT_MAX_LINE_BYTES
 from .stream import Collector, collect, drive, now_ms
 from .types import AssistantMessage, Message, UniConfig, UniEvent, UniMessage
@@ -83,33 +68,7 @@ __all__ = ["AutoLLMClient", "ResponseStream", "Timeout"]
 
 logger = logging.getLogger("agenthub")
 
-#: AGENTHUB_LOG=debug|info: a stderr handler on the "agenthub" logger (as OPENAI_LOG does for its SDK)
-LOG_ENV = "AGENTHUB_LOG"
-
-
-def _log_from_env() -> None:
-    """Attach one stderr handler to the "agenthub" logger when $AGENTHUB_LOG asks for it (once per process).
-
-    DEBUG: one record per HTTP attempt (method, URL without credentials, status, request id, attempt,
-    elapsed ms) and one per finished stream (events, finish reason, usage); INFO: retries.  No record
-    holds a key, a header or a body.
-    """
-    value = (os.environ.get(LOG_ENV) or "").strip().lower()
-    level = {"debug": logging.DEBUG, "info": logging.INFO}.get(value)
-    if level is None and value and not getattr(logger, "_agenthub_env_warned", False):
-        logger._agenthub_env_warned = True  # type: ignore[attr-defined]  # once per process, reloads included
-        sys.stderr.write("agenthub: {}={!r} is not a level agenthub knows (debug, info): no log handler was "
-                         "added\n".format(LOG_ENV, os.environ.get(LOG_ENV)))
-    if level is None or any(getattr(handler, "_agenthub_env", False) for handler in logger.handlers):
-        return
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("%(asctime)s agenthub %(levelname)s %(message)s"))
-    handler._agenthub_env = True  # type: ignore[attr-defined]
-    logger.addHandler(handler)
-    logger.setLevel(level)
-
-
-_log_from_env()
+log_from_env()  # AGENTHUB_LOG=debug|info: a stderr handler on the "agenthub" logger (agenthub._log)
 
 #: pages of a model list read at most (a server that never stops paging is cut off there)
 MAX_MODEL_PAGES = 100
@@ -117,9 +76,6 @@ MAX_MODEL_PAGES = 100
 LONGRUN_KEYS = ("background", "compaction")
 # BACKOFF_BASE, BACKOFF_CAP and RETRY_AFTER_CAP are agenthub.attempts' (read and set through this module too:
 # ``client.BACKOFF_BASE = 0`` still works, see the end of this module)
-#: default seconds to connect, and of silence allowed between received bytes (reasoning models think quietly)
-DEFAULT_CONNECT_TIMEOUT = 10.0
-DEFAULT_READ_TIMEOUT = 600.0
 
 
 def _protocol(client_type: str, embeddings: bool = False) -> Any:
@@ -128,70 +84,6 @@ def _protocol(client_type: str, embeddings: bool = False) -> Any:
     if record is None:
         raise ConfigError("client_type {!r} does not serve embedding models".format(client_type))
     return record
-
-
-# -- timeouts -------------------------------------------------------------------------------------
-
-
-class Timeout(object):
-    """How long to wait: ``connect`` seconds to connect, ``read`` seconds of silence between
-    received bytes (the idle timeout: it restarts with every byte, so a slow but living stream
-    never trips it), and an optional ``total`` deadline for the whole call (retries and backoff
-    included).  None means no limit.
-
-    ``AutoLLMClient(timeout=...)`` takes a Timeout, or requests' convention: a number (used
-    for connect and read), a ``(connect, read)`` tuple, or a dict with any of ``connect``,
-    ``read`` and ``total``.  Defaults: connect 10 s, read 600 s, no total.
-    """
-
-    __slots__ = ("connect", "read", "total")
-
-    def __init__(self, connect: Optional[float] = DEFAULT_CONNECT_TIMEOUT,
-                 read: Optional[float] = DEFAULT_READ_TIMEOUT, total: Optional[float] = None) -> None:
-        for name, value in (("connect", connect), ("read", read), ("total", total)):
-            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
-                                      or not value > 0 or value == float("inf")):
-                raise ConfigError("timeout {} must be a positive number of seconds or None (got {!r})".format(
-                    name, value))
-        self.connect = None if connect is None else float(connect)
-        self.read = None if read is None else float(read)
-        self.total = None if total is None else float(total)
-
-    @classmethod
-    def of(cls, value: Any) -> "Timeout":
-        """Normalise what ``AutoLLMClient(timeout=...)`` accepts into a Timeout."""
-        if value is None:
-            return cls()
-        if isinstance(value, Timeout):
-            return value
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return cls(value, value)
-        if isinstance(value, tuple) and len(value) == 2:
-            return cls(value[0], value[1])
-        if isinstance(value, Mapping):
-            unknown = sorted(str(k) for k in value if k not in cls.__slots__)
-            if unknown:
-                raise ConfigError("unknown timeout key(s) {}; known: connect, read, total".format(unknown))
-            return cls(value.get("connect", DEFAULT_CONNECT_TIMEOUT), value.get("read", DEFAULT_READ_TIMEOUT),
-                       value.get("total"))
-        raise ConfigError("timeout must be None, seconds, a (connect, read) tuple, a dict or a Timeout "
-                          "(got {})".format(type(value).__name__))
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Timeout) and (self.connect, self.read, self.total) == (
-            other.connect, other.read, other.total)
-
-    def __hash__(self) -> int:
-        return hash((self.connect, self.read, self.total))
-
-    def __repr__(self) -> str:
-        return "Timeout(connect={!r}, read={!r}, total={!r})".format(self.connect, self.read, self.total)
-
-    def __getstate__(self) -> Tuple[Optional[float], Optional[float], Optional[float]]:
-        return (self.connect, self.read, self.total)
-
-    def __setstate__(self, state: Tuple[Optional[float], Optional[float], Optional[float]]) -> None:
-        self.connect, self.read, self.total = state
 
 
 # -- the stream handle ----------------------------------------------------------------------------
@@ -692,64 +584,22 @@ class AutoLLMClient(object):
 
         return self._run(call, watch, protocol, read, hooks=hooks, deadline=deadline, whole_call=whole_call)
 
-    # -- background responses: resumed after a cut (agenthub.resume), cancelled when abandoned ---------
+    # -- background responses: resumed after a cut, cancelled when abandoned (agenthub.background) ---------
     def _background(self, call: Attempt, watch: Any, hooks: Sequence[AttemptHook], deadline: Optional[float],
                     whole_call: bool) -> Iterator[UniEvent]:
-        """A background response's events (config["background"]): when its stream breaks after the
-        response's id arrived, the SSE events continue from a GET that resumes it (one parser across the
-        connections, so nothing is lost or repeated; never a second POST); one that ends before its
-        response completed (abort, close, an error) is cancelled server-side."""
-        dialect = _resume_module(self._protocol)
-        client = self.client_type
-        resumables = []  # type: List[Any]  # one per attempt
-        opened = []  # type: List[Any]  # the bodies of the reconnects, closed when the call ends
+        from . import background
 
-        def read(body: Any, reopen: Callable[[str, Any, Any], Any]) -> Iterator[UniEvent]:
-            stamp = [now_ms()]  # the time the bytes being parsed were read, across the reconnects too
-            parts, resumable = self._read_background(dialect, body, reopen, opened, stamp)
-            resumables.append(resumable)
-            return _marked(drive(parts, client, stamp), resumable)
+        def run(read: Callable[..., Iterator[UniEvent]]) -> Iterator[UniEvent]:
+            return self._run(call, watch, self._protocol, read, resumes=True, hooks=hooks, deadline=deadline,
+                             whole_call=whole_call)
 
-        events = self._run(call, watch, self._protocol, read, resumes=True, hooks=hooks, deadline=deadline,
-                           whole_call=whole_call)
-        try:
-            yield from events
-        finally:
-            events.close()  # type: ignore[attr-defined]
-            for body in opened:
-                body.close()
-            resumable = resumables[-1] if resumables else None
-            if resumable is not None and resumable.resource_id and not resumable.complete:
-                self._cancel(dialect, resumable.resource_id)
+        return background.events(self._protocol, self._endpoint, self.client_type, self.max_line_bytes, run,
+                                 self._cancel)
 
-    def _read_background(self, dialect: Any, body: Any, reopen: Callable[[str, Any, Any], Any],
-                         opened: List[Any], stamp: List[int]) -> Tuple[Iterator[Any], Any]:
-        """The parts of a background stream whose connections resume after a cut, and its Resumable:
-        each reconnect is the attempt loop's next attempt (``reopen``: the GET that resumes it, with the
-        loop's hooks, retries, deadline and abort), read by the same parser."""
-        from .resume import Resumable
-
-        protocol = self._protocol
-        client = self.client_type
-        if body.open(False):  # one JSON document: complete by nature, nothing to resume
-            return protocol.read(body, client, self.max_line_bytes, stamp=stamp), None
-
-        def reconnect(resource_id: str, cursor: Any) -> Iterator[Any]:
-            resumed = reopen(resource_id, dialect.resume_request(self._endpoint, resource_id, cursor), resumable.error)
-            opened.append(resumed)
-            logger.info("%s: the stream of background response %s broke; resumed after event %s", client,
-                        resource_id, cursor)
-            return protocol.framing(resumed.iter_chunks(stamp), self.max_line_bytes)
-
-        frames = protocol.framing(body.iter_chunks(stamp), self.max_line_bytes)
-        resumable = Resumable(frames, dialect.frame_cursor, reconnect, ordered=dialect.ordered_cursors, client=client)
-        return protocol.parse_stream(iter(resumable), client), resumable
-
-    def _cancel(self, dialect: Any, resource_id: str) -> None:
+    def _cancel(self, request: Any, resource_id: str) -> None:
         """Cancel a background response server-side (its stream ended before it did: abort, close, error).
         One POST, short timeouts, no retry; a failure is logged, never raised."""
         client = self.client_type
-        request = dialect.cancel_request(self._endpoint, resource_id)
         try:
             sent = self._host.encode(request, self._endpoint)
             body = _transport().open_stream(self._get_session(), sent, (5.0, 10.0), client)
@@ -861,27 +711,6 @@ class AutoLLMClient(object):
             self._pid = os.getpid()
             _transport().forget_connections(session)
         return session
-
-
-def _marked(events: Iterator[UniEvent], resumable: Any) -> Iterator[UniEvent]:
-    """``events``; an error raised once the background response's id was known is marked so that the
-    attempt loop never retries it by a second POST."""
-    try:
-        yield from events
-    except AgentHubError as exc:
-        if resumable is not None and resumable.resource_id:
-            setattr(exc, RESUMED, resumable.resource_id)
-        raise
-
-
-def _resume_module(record: Any) -> Any:
-    """The module of a protocol that resumes background streams (``resume_request``, ``cancel_request``,
-    ``frame_cursor``, ``ordered_cursors``)."""
-    module = importlib.import_module("agenthub.providers." + record.module)
-    if not hasattr(module, "resume_request"):  # pragma: no cover - build_request.accepts keeps it out
-        raise UnsupportedParameterError("{}: background is not available on this protocol".format(record.name),
-                                        client=record.name, parameter="background")
-    return module
 
 
 def _sequence(value: Any, name: str) -> List[Any]:

@@ -138,11 +138,11 @@ def test_only_transport_imports_requests_and_nothing_outside_stdlib():
 #: is checked for circles only: give it a floor).  providers/* is the wire dialects, hosts/* where a
 #: request goes and how it is authorised.
 LAYERS = [
-    {"types", "errors", "_redact"},
+    {"types", "errors", "_redact", "_log"},
     {"sse", "eventstream", "toolcalls", "stream", "validate", "media", "answers"},
     {"providers"},
     {"hosts", "aws", "gcp"},
-    {"registry", "transport", "tracer", "catalog", "budget", "limiter", "attempts"},
+    {"registry", "transport", "tracer", "catalog", "budget", "limiter", "attempts", "background"},
     {"client", "failover", "testing"},
     {"server", "playground", "viewer", "_dom", "demo", "__main__", "apps", "", "jobs", "ray"},
 ]

@@ -36,7 +36,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 from ..attempts import Attempt, register, unregister
 from ..client import AutoLLMClient
 from ..errors import AgentHubError, BudgetExceededError, ConfigError, TransportError
-from ..limiter import LimiterHook, RateLimiter, estimate_tokens, has_hook
+from ..limiter import LimiterHook, RateLimiter, estimate_tokens, has_hook  # noqa: F401  (jobs.runner.estimate_tokens)
 from ..catalog import cost
 from ..stream import collect
 from ..types import USAGE_KEYS
