@@ -367,7 +367,7 @@ class _RowHook(LimiterHook):
         return getattr(self.job.local, "pace", None)  # None: not this job's row in this thread
 
     def pause(self, attempt: Any, seconds: float) -> bool:
-        """The limiter's wait, cut short by Ctrl-C for a row that has sent nothing yet."""
+        """The limiter's wait, cut short by Ctrl-C (the attempt is not sent)."""
         job = self.job
         until = time.monotonic() + seconds
         while True:
@@ -376,7 +376,7 @@ class _RowHook(LimiterHook):
                 return True
             if not attempt.wait(min(left, 0.2)):
                 return False
-            if job.stop_hard.is_set() or job.stop_new.is_set() and attempt.call.attempts <= 1:
+            if job.stop_hard.is_set() or job.stop_new.is_set():  # stopping: this attempt is not sent
                 raise _unsent()
 
     def on_call_start(self, call: Attempt) -> None:
@@ -388,7 +388,7 @@ class _RowHook(LimiterHook):
         if pace is None:
             return
         job = self.job
-        if job.stop_hard.is_set() or job.stop_new.is_set() and attempt.call.attempts <= 1:
+        if job.stop_hard.is_set() or job.stop_new.is_set():  # stopping: no new send (a rerun sends the row)
             raise _unsent()
         if pace:
             super().before_attempt(attempt)
