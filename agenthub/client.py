@@ -53,6 +53,7 @@ from .attempts import (DEFAULT_CONNECT_TIMEOUT, DEFAULT_READ_TIMEOUT, Attempt, A
 from .failover import Route, merge_hooks, run_routes, unwell
 from .answers import starts_stream
 from ._redact import redact_url, secret_values, url_secrets
+from ._redact import body_secrets
 from .breaker import settings as breaker_settings
 from .hosts.trust import url_host, url_origin  # the one host rule: which host a request connects to
 from .errors import (AgentHubError, ConfigError, RateLimitError, StreamProtocolError, TransportError,
@@ -692,6 +693,7 @@ class AutoLLMClient(object):
         extra = list(self._endpoint.headers.values())
         extra.extend(key.secrets() if hasattr(key, "secrets") else [key] if isinstance(key, str) and key else [])
         extra.extend(((config or {}).get("extra_headers") or {}).values())
+        extra.extend(body_secrets(getattr(request, "body", None)))  # config["mcp_servers"] credentials
         secrets = secret_values(getattr(request, "headers", None), extra)
         secrets.extend(url_secrets(self._endpoint.base_url))
         return sorted(set(secrets), key=len, reverse=True)

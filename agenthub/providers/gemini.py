@@ -26,7 +26,8 @@ Request
   never fetched here: the server reads it (public or signed URLs), or refuses it.
 - tool_call -> ``functionCall`` (its ``id`` only when the server gave one; a
   synthetic id is recorded in fidelity and left out); tool_result ->
-  ``functionResponse`` ``{name, id?, response: {"result": text}, parts: [images]}``,
+  ``functionResponse`` ``{name, id?, response: {"result": text}, parts: [images]}``
+  (``{"error": text}`` for an ``is_error`` result, as google-genai writes a failed call),
   the name taken from the matching call.  Function responses go in a content of
   their own (servers reject a content mixing them with text); URL images of a tool
   result follow in the next user content, since ``functionResponse.parts`` only
@@ -88,6 +89,7 @@ from ..types import HttpRequest, PromptCaching, ThinkingLevel
 from ._common import (DONE, document_payloads, payloads, Endpoint, Protocol, check_response_format, documents, get_request,
                       model_list_page, nearest, parse_data_uri, request_headers, samplers, to_int, unsupported,
                       usage)
+from ._common import refuse_mcp_servers
 
 __all__ = [
     "build_request",
@@ -477,7 +479,8 @@ def _user_contents(client: str, message: Mapping[str, Any], calls: Mapping[str, 
             response = {"name": name}  # type: Dict[str, Any]
             if wire_id:
                 response["id"] = wire_id
-            response["response"] = {"result": item["text"]}
+            # google-genai's automatic function calling writes {"result": ...}, or {"error": ...} for a failure
+            response["response"] = {"error" if item.get("is_error") else "result": item["text"]}
             inline = []  # type: List[Dict[str, Any]]
             linked = []  # type: List[Dict[str, Any]]
             for url in item.get("images") or ():
@@ -543,6 +546,7 @@ def _tts_contents(client: str, messages: List[Mapping[str, Any]]) -> List[Dict[s
 def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, Any]],
                   config: Mapping[str, Any]) -> HttpRequest:
     client = endpoint.client_type
+    refuse_mcp_servers(client, config)
     quirks = endpoint.quirks
     caching = config.get("prompt_caching")
     if caching is not None and caching != PromptCaching.ENABLE:
