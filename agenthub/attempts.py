@@ -142,7 +142,7 @@ class Attempt(object):
     """
 
     __slots__ = ("kind", "client_type", "model", "messages", "config", "request", "number", "sent", "status",
-                 "headers", "delivered", "usage", "error", "retry", "delay", "fallback", "watch", "resuming",
+                 "headers", "delivered", "usage", "error", "retry", "delay", "watch", "resuming",
                  "call", "route", "server", "finish_reason", "first_event_ms", "started_ms", "response_id", "cache",
                  "answer", "attempts")
 
@@ -164,7 +164,6 @@ class Attempt(object):
         self.error = None  # type: Optional[AgentHubError]
         self.retry = False
         self.delay = None  # type: Optional[float]
-        self.fallback = None  # type: Optional[Iterable[Any]]
         self.watch = None  # type: Any  # the transport's Watch (abort and deadline)
         self.resuming = None  # type: Optional[str]
         self.call = self if call is None else call  # type: Attempt
