@@ -240,3 +240,35 @@ def test_the_batch_wire_runs_the_same_loop(server):
         raise AssertionError("no error")
     assert [r.method for r in server.requests] == ["GET", "GET", "POST"]
     wire.session.close()
+
+
+@within(20)
+def test_a_registered_hook_runs_on_every_client_after_the_clients_own(server):
+    from agenthub import attempts
+
+    order = []
+
+    class Named(AttemptHook):
+        def __init__(self, name):
+            self.name = name
+
+        def on_call_start(self, call):
+            order.append(("start", self.name))
+
+        def before_attempt(self, attempt):
+            order.append(("before", self.name))
+
+        def on_call_end(self, call):
+            order.append(("end", self.name, call.error))
+
+    server.push([status(200, SSE), send(chat_stream("a"))], [status(200, SSE), send(chat_stream("b"))])
+    everywhere = Named("process")
+    attempts.register(everywhere)
+    try:
+        list(make(server, hooks=[Named("own")]).streaming_response([USER]))
+        list(make(server).streaming_response([USER]))
+    finally:
+        attempts.unregister(everywhere)
+    assert order == [("start", "own"), ("start", "process"), ("before", "own"), ("before", "process"),
+                     ("end", "own", None), ("end", "process", None),
+                     ("start", "process"), ("before", "process"), ("end", "process", None)]
