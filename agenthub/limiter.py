@@ -37,7 +37,7 @@ import re
 import threading
 import time
 import weakref
-from typing import Any, Callable, Dict, Iterable, Mapping, Optional, Tuple
+from typing import Any, Callable, Mapping, Optional, Tuple
 
 from .answers import retry_after as _retry_after
 from .attempts import AttemptHook
@@ -462,10 +462,14 @@ class LimiterHook(AttemptHook):
             if not resuming:  # (the answer's usage settles the ticket of the POST that started it)
                 with self._lock:
                     self._tickets[id(attempt)] = ticket  # a retry's ticket replaces the failed attempt's
-        if not self.limiter.wait_turn(ticket, wait, key, attempt.wait):
+        if not self.limiter.wait_turn(ticket, wait, key, lambda seconds: self.pause(attempt, seconds)):
             from .errors import TransportError
 
             raise TransportError("stopped while waiting for the rate limiter", aborted=True, retryable=False)
+
+    def pause(self, attempt: Any, seconds: float) -> bool:
+        """Wait ``seconds`` for the limiter's turn (``attempt.wait``: an abort or the deadline ends it, False)."""
+        return bool(attempt.wait(seconds))
 
     def after_response(self, attempt: Any) -> None:
         key = self._key(attempt, learn=True)
@@ -487,5 +491,5 @@ class LimiterHook(AttemptHook):
 
 
 def has_hook(client: Any, limiter: RateLimiter) -> bool:
-    """Whether ``client`` already reports to ``limiter`` (its ``_hooks`` hold a LimiterHook of it)."""
-    return any(isinstance(h, LimiterHook) and h.limiter is limiter for h in getattr(client, "_hooks", ()))
+    """Whether ``client`` already reports to ``limiter`` (its ``hooks`` hold a LimiterHook of it)."""
+    return any(isinstance(h, LimiterHook) and h.limiter is limiter for h in getattr(client, "hooks", ()))

@@ -23,7 +23,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 @pytest.fixture(autouse=True)
 def _fast(monkeypatch):
-    monkeypatch.setattr("agenthub.jobs.runner._backoff", lambda attempt, retry_after: 0.01 if retry_after is None
+    monkeypatch.setattr("agenthub.attempts.backoff", lambda attempt, retry_after: 0.01 if retry_after is None
                         else (None if retry_after > 60 else retry_after))
 
 
