@@ -483,7 +483,7 @@ class AutoLLMClient(object):
     def _fetch(self, record: Any, request: Any) -> Any:
         """One JSON document for ``request``: the attempt loop (timeouts, retries, scrubbing, hooks)
         around one document instead of a stream."""
-        documents = self._run(Attempt("document", self.client_type, self.model, request, route=self._route()), _transport().Watch(), record,
+        documents = self._run(Attempt("document", self.client_type, self.model, request, route=self._route(), server=self._server()), _transport().Watch(), record,
                               lambda body: (body.document,))
         try:
             return next(documents)
@@ -532,7 +532,7 @@ class AutoLLMClient(object):
                 stored = getattr(self._protocol.build_request, "stored_answer", None) if stateful else None
                 hooks = list(hooks) + [TraceHook(self.__dict__.setdefault("_trace_routes", {}), stored)]
         watch = _transport().Watch()
-        call = Attempt("stream", self.client_type, self.model, request, messages, config, route=self._route())
+        call = Attempt("stream", self.client_type, self.model, request, messages, config, route=self._route(), server=self._server())
         events = self._attempts(call, watch, hooks)
         if stateful is not None:
             events = self._stateful(call, events, stateful, self._version)
@@ -666,6 +666,11 @@ class AutoLLMClient(object):
     def _route(self) -> Dict[str, Any]:
         return {"model": self.model, "client_type": self.client_type, "host": url_host(self._endpoint.base_url)}
 
+    def _server(self) -> Optional[Tuple[str, int]]:
+        """(host, port) the endpoint's requests connect to (an attempt's ``server`` before it is encoded)."""
+        origin = url_origin(self._endpoint.base_url)
+        return None if origin is None else (origin[1], origin[2])
+
     def _circuit_host(self) -> str:
         """The endpoint a circuit belongs to: host and port (two gateways on one host are two endpoints)."""
         origin = url_origin(self._endpoint.base_url)
@@ -699,7 +704,7 @@ class AutoLLMClient(object):
         config = {key: value for key, value in (call.config or {}).items()
                   if key not in ("extra_headers", "extra_body")}
         return Attempt("stream", self.client_type, self.model, apply_extras(self._build(messages, config), config),
-                       messages, config, call=call, route=self._route())
+                       messages, config, call=call, route=self._route(), server=self._server())
 
     def _secrets(self, request: Any, config: Optional[Mapping[str, Any]] = None) -> List[str]:
         """What to scrub from an error: the key (every part of a credential set), every request
