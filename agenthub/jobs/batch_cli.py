@@ -113,6 +113,9 @@ def _fetch(args: argparse.Namespace) -> int:
     if summary.unreadable:
         _err("agenthub batch: {} result items could not be read (their rows count as without a result)".format(
             summary.unreadable))
+    if summary.unknown or summary.duplicates:
+        _err("agenthub batch: {} result(s) named no row of the batch and {} repeated a row already answered: "
+             "ignored".format(summary.unknown, summary.duplicates))
     if summary.pending:
         _err("agenthub batch: not every batch has ended: fetch again later (or --wait)")
         return EXIT_NOT_ENDED
