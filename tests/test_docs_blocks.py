@@ -213,3 +213,42 @@ def test_blocks_not_run_here_say_why_and_are_few():
         if elsewhere is not None:
             assert os.path.isfile(os.path.join(ROOT, elsewhere)), "{} names {}, which does not exist".format(
                 block.name, elsewhere)
+
+
+def _user_facing_files():
+    files = [os.path.join(ROOT, doc) for doc in DOCS]
+    for folder, _, names in os.walk(os.path.join(ROOT, "agenthub")):
+        files += [os.path.join(folder, name) for name in names if name.endswith(".py")]
+    return files
+
+
+def test_install_hints_work_from_a_checkout():
+    """agenthub is installed from its checkout, not from a registry: an extra is ``pip install '.[vertex]'``
+    (issue 29 B3); ``pip install 'agenthub[vertex]'`` fails with "No matching distribution"."""
+    wrong = []
+    for path in _user_facing_files():
+        with open(path, encoding="utf-8") as handle:
+            for number, line in enumerate(handle, 1):
+                if re.search(r"agenthub\[[\w,]+\]", line):
+                    wrong.append("{}:{}: {}".format(os.path.relpath(path, ROOT), number, line.strip()))
+    assert wrong == []
+
+
+def test_the_missing_extra_errors_say_how_to_install_it_from_a_checkout(monkeypatch):
+    from agenthub.errors import ConfigError
+    from agenthub.hosts import gcp
+
+    monkeypatch.setitem(sys.modules, "google.auth", None)
+    monkeypatch.setitem(sys.modules, "google", None)
+    with pytest.raises(ConfigError) as caught:
+        gcp.application_default()
+    assert "pip install '.[vertex]'" in str(caught.value)
+    assert "from agenthub's checkout" in str(caught.value)
+
+
+def test_the_readme_says_where_shared_comes_from_and_what_it_adds():
+    text = open(os.path.join(ROOT, "README.md"), encoding="utf-8").read()
+    start = text.index("\n## Development\n")
+    section = text[start:text.find("\n## ", start + 5)]
+    assert "../shared" in section and "not in the repository" in section
+    assert "74 more tests" in section and "shared/wire" in section
