@@ -59,6 +59,7 @@ question: UniMessage = {"role": "user", "content_items": [texts[0]]}
 tools: Tuple[ToolSchema, ...] = ({"name": "now"},)
 config: UniConfig = {"tools": tools, "thinking_level": ThinkingLevel.LOW, "tool_choice": ["now"],
                      "prompt_caching": "enhance"}
+strongest: UniConfig = {"thinking_level": "max"}  # ThinkingLevel.MAX's string (issue 29 C4)
 events: List[UniEvent] = list(client.streaming_response((question,), config))
 answer: AssistantMessage = collect(events)
 history: List[Message] = [question, answer]
