@@ -26,6 +26,8 @@ EXPECTED_ALL = {
     "ToolCallItem", "ToolResultItem", "EmbeddingItem", "PartialToolCallItem",
     # workloads (issue 20)
     "RateLimiter",
+    # typed helpers (issue 29 C3)
+    "user", "text",
 }
 
 
@@ -139,7 +141,7 @@ def test_only_transport_imports_requests_and_nothing_outside_stdlib():
 #: request goes and how it is authorised.
 LAYERS = [
     {"types", "errors", "_redact"},
-    {"sse", "eventstream", "toolcalls", "stream", "validate", "media", "answers"},
+    {"sse", "eventstream", "toolcalls", "stream", "validate", "media", "answers", "messages"},
     {"providers"},
     {"hosts", "aws", "gcp"},
     {"registry", "transport", "tracer", "catalog", "budget", "limiter", "attempts"},
