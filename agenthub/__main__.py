@@ -306,7 +306,21 @@ def _serve(args: Any) -> int:
         return 1
     print(url)  # the first line: whoever started us reads the port here
     sys.stdout.flush()
+    _serve_log()
     return _serve_until_interrupted(server)
+
+
+def _serve_log() -> None:
+    """Without AGENTHUB_LOG, the server's warnings and errors (an upstream that failed: a 502, a 504, with
+    the upstream's address) still reach stderr; AGENTHUB_LOG=info|debug shows more through its own handler."""
+    import logging
+
+    if os.environ.get("AGENTHUB_LOG"):
+        return
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
+    handler.setLevel(logging.WARNING)
+    logging.getLogger("agenthub.server").addHandler(handler)
 
 
 #: subcommand -> its function of the parsed arguments (an exit status); a new subcommand adds its parser

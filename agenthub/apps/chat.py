@@ -23,7 +23,7 @@ def run(args: Any, out: TextIO, err: Optional[TextIO] = None, stdin: Optional[Te
 
     err = sys.stderr if err is None else err
     stdin = sys.stdin if stdin is None else stdin
-    client = _chat_client(args)
+    client = _chat_client(args, err)
     config = _chat_config(args)
     history = []  # type: List[Any]
     logged = _Logged(args, client)
@@ -129,7 +129,33 @@ def _isatty(stream: Any) -> bool:
         return False
 
 
-def _chat_client(args: Any) -> Any:
+#: a wait before a retry at least this long (a server's Retry-After, a long backoff) gets a line on stderr
+ANNOUNCE_WAIT = 3.0
+
+
+def _wait_notice(err: TextIO) -> Any:
+    """An attempt hook that says on ``err`` when the client is about to wait ANNOUNCE_WAIT seconds or more."""
+    from ..attempts import AttemptHook
+
+    class WaitNotice(AttemptHook):
+        max_retries = None  # type: Optional[int]  # the client's, set once it is built
+
+        def on_error(self, attempt: Any, error: Any) -> None:
+            delay = attempt.delay
+            if not attempt.retry or delay is None or delay < ANNOUNCE_WAIT:
+                return
+            status = getattr(error, "status", None)
+            asked = getattr(error, "retry_after", None) is not None
+            err.write("[{}{}: waiting {:.0f} s{}, then retry {} of {}]\n".format(
+                type(error).__name__, " (status {})".format(status) if status is not None else "", delay,
+                " as the server asked (Retry-After)" if asked else "", attempt.number + 1,
+                "?" if self.max_retries is None else self.max_retries))
+            err.flush()
+
+    return WaitNotice()
+
+
+def _chat_client(args: Any, err: Optional[TextIO] = None) -> Any:
     from ..client import AutoLLMClient
     from ..errors import ConfigError
 
@@ -153,9 +179,15 @@ def _chat_client(args: Any) -> Any:
         options["budget"] = Budget(args.budget)
     if getattr(args, "fallback", None):
         options["fallbacks"] = list(args.fallback)
+    notice = _wait_notice(err) if err is not None else None
+    if notice is not None:
+        options["hooks"] = [notice]
     try:
-        return AutoLLMClient(args.model, api_key=api_key, base_url=args.base_url, client_type=args.client_type,
-                             **options)
+        client = AutoLLMClient(args.model, api_key=api_key, base_url=args.base_url, client_type=args.client_type,
+                               **options)
+        if notice is not None:
+            notice.max_retries = client.max_retries
+        return client
     except ConfigError as exc:
         nearest = _nearest_models(args.model) if "cannot route model" in str(exc) else []
         if not nearest:

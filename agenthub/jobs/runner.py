@@ -49,6 +49,8 @@ ENGINES = {"ray": "agenthub.ray"}
 PLAIN_INTERVAL = 10.0
 #: seconds between redraws of the progress line on a terminal
 TTY_INTERVAL = 0.25
+#: a wait before a retry at least this long (a 429's Retry-After pause, a long backoff) is announced
+ANNOUNCE_WAIT = 3.0
 
 
 @dataclass
@@ -145,6 +147,7 @@ class _Progress(object):
         self.last = 0.0
         self.lock = threading.Lock()
         self.drawn = False
+        self.announced_until = 0.0  # the end of the last wait announced (monotonic)
 
     def snapshot(self, summary: JobSummary, final: bool = False) -> Dict[str, Any]:
         elapsed = time.monotonic() - self.started
@@ -189,6 +192,26 @@ class _Progress(object):
             self.stream.flush()
         except (OSError, ValueError):  # a closed stderr never stops the job
             self.mode = "off"
+
+    def waiting(self, row_id: Any, error: Any, seconds: float, asked: bool, attempt: int) -> None:
+        """A worker is about to wait ``seconds`` before retrying a row: one line when the wait is long and
+        not already announced (workers hit by one pause print one line), on a terminal or not."""
+        if self.mode not in ("tty", "plain") or seconds < ANNOUNCE_WAIT:
+            return
+        with self.lock:
+            until = time.monotonic() + seconds
+            if until <= self.announced_until + 1.0:
+                return
+            self.announced_until = until
+            status = getattr(error, "status", None)
+            line = "agenthub.jobs: row {}: {}{}: waiting {:g} s{} before attempt {}".format(
+                row_id, type(error).__name__, " (status {})".format(status) if status is not None else "",
+                round(seconds, 1), " as the server asked (Retry-After)" if asked else "", attempt + 1)
+            try:
+                self.stream.write(("\r\x1b[2K" if self.mode == "tty" else "") + line + "\n")
+                self.stream.flush()
+            except (OSError, ValueError):
+                self.mode = "off"
 
     def end(self, summary: JobSummary) -> None:
         if self.mode == "off":
@@ -337,6 +360,8 @@ class _Job(object):
                     delay = _backoff(attempt - 1, retry_after)
                 if not exc.retryable or attempt > self.max_retries or delay is None or self.stop_new.is_set():
                     return error_row(row, exc, attempts=attempt, backend=self.backend)
+                paused = limiter.paused_for() if delay == 0.0 else 0.0  # a 429's pause is the limiter's
+                self.progress.waiting(row.id, exc, max(delay, paused), retry_after is not None, attempt)
                 if self.stop_hard.wait(delay):
                     return None
                 continue
