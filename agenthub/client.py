@@ -69,7 +69,7 @@ from .answers import request_id as answer_request_id, starts_stream
 from ._redact import redact_url, secret_values, url_secrets
 from ._redact import body_secrets
 from .breaker import breaker_for, settings as breaker_settings
-from .hosts.trust import url_host, url_origin  # the one host rule: which host a request connects to
+from .hosts.trust import route_host, url_origin  # the one host rule: which host a request connects to
 from .errors import (AgentHubError, ConfigError, RateLimitError, ServerError, StreamProtocolError, TransportError,
                      UnsupportedOperationError, UnsupportedParameterError, UpstreamError, safe_url, set_field)
 from .foreign import for_dialect
@@ -959,7 +959,7 @@ class AutoLLMClient(object):
             type(entry).__name__))
 
     def _route(self) -> Dict[str, Any]:
-        return {"model": self.model, "client_type": self.client_type, "host": url_host(self._endpoint.base_url)}
+        return {"model": self.model, "client_type": self.client_type, "host": route_host(self._endpoint.base_url)}
 
     def _circuit_host(self) -> str:
         """The endpoint a circuit belongs to: host and port (two gateways on one host are two endpoints)."""
