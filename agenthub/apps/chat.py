@@ -30,6 +30,7 @@ def run(args: Any, out: TextIO, err: Optional[TextIO] = None, stdin: Optional[Te
     try:
         if args.continue_trace:
             history = _continued(args, config, logged)
+            err.write(_continuing(args, config, logged, history) + "\n")
         attachments = [_attachment(path) for path in args.attach]
         if args.prompt is None and _isatty(stdin):
             return _interactive(client, args, config, history, attachments, out, err, stdin, logged)
@@ -120,6 +121,17 @@ def _continued(args: Any, config: Dict[str, Any], logged: "_Logged") -> List[Any
         check_messages(history)
     logged.conversation = conversation
     return history
+
+
+def _continuing(args: Any, config: Dict[str, Any], logged: "_Logged", history: List[Any]) -> str:
+    """The line ``-c`` / ``--continue`` says first: which conversation, its model, and this turn's if another."""
+    if logged.conversation is not None:
+        row = logged.log().conversation(logged.conversation) or {}
+        model = row.get("model")
+        other = "; this turn goes to {}".format(args.model) if model and model != args.model else ""
+        return "[continuing {}: {} messages with {} ({}){}]".format(
+            logged.conversation, len(history), model or "?", row.get("client_type") or "?", other)
+    return "[continuing trace {}: {} messages]".format(config.get("trace_id") or args.continue_trace, len(history))
 
 
 def _isatty(stream: Any) -> bool:
@@ -380,8 +392,6 @@ def _interactive(client: Any, args: Any, config: Dict[str, Any], history: List[A
     read_line = _line_reader(stdin, out, err)
 
     err.write("agenthub chat with {} ({}); {}\n".format(args.model, client.client_type, _HELP))
-    if history:
-        err.write("continuing a conversation of {} messages\n".format(len(history)))
     while True:
         try:
             line = read_line("you> ")
@@ -487,6 +497,7 @@ _CLI_TERMS = (
      r"set \1, or pass --api-key-env NAME (the variable holding the key)"),
     (re.compile(r"\bpass api_key="), "pass --api-key-env NAME (the variable holding the key)"),
     (re.compile(r"\bapi_key is required with base_url\b"), "--api-key-env NAME is required with --base-url"),
+    (re.compile(r"\bbase_url=(?=['\"])"), "base_url "),  # try base_url='...' -> try --base-url '...'
     (re.compile(r"\bapi_key\b=?"), "--api-key-env"),
     (re.compile(r"\bclient_type\b=?"), "--client-type"),
     (re.compile(r"\bbase_url\b=?"), "--base-url"),
