@@ -10,8 +10,7 @@ and every request it made had an answer (none of the fake's 404s).
 A block may say how it is run instead, on the line before its fence (an HTML comment, invisible on GitHub):
 - ``<!-- run by tests/test_x.py -->``: another test runs it (with a server of its own); the file must exist;
 - ``<!-- not run: why -->``: it cannot run here (a live key, a cloud's own credentials); kept few.
-A block under a heading another ``tests/test_*.py`` names (with a ```python pattern: it reads that
-section's blocks) counts as run by that file.
+Every other block runs here, also when a test of its own runs it with sharper assertions.
 
 A block whose first line is ``# tests/<name>.py`` is a pytest module: it is written at that path, beside a
 small ``myproject/agent.py`` (the tool loop it imports), and run by pytest twice, recording from the fake
@@ -69,16 +68,7 @@ ALL = [block for doc in DOCS for block in _blocks(doc)]
 def _runner_elsewhere(block):
     """The test file that runs this block, or None."""
     if block.marker is not None and block.marker.group(1) == "run by":
-        return block.marker.group(2).split("::")[0]
-    if not block.heading:
-        return None
-    for path in sorted(glob.glob(os.path.join(HERE, "test_*.py"))):
-        if os.path.basename(path) == os.path.basename(__file__):
-            continue
-        with open(path, encoding="utf-8") as handle:
-            source = handle.read()
-        if "```python" in source and block.doc in source and block.heading in source:
-            return os.path.relpath(path, ROOT)
+        return block.marker.group(2).split()[0].split("::")[0]
     return None
 
 
