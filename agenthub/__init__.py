@@ -33,6 +33,7 @@ from .budget import Budget
 from .catalog import cost, list_supported_models
 from .registry import list_models
 from .stream import check_stream, collect
+from .messages import text, user
 from .types import (
     AssistantMessage,
     ContentItem,
@@ -97,6 +98,9 @@ __all__ = [
     "PartialToolCallItem",
     "collect",
     "check_stream",
+    # typed helpers: a user message from strings, the text of a message or event
+    "user",
+    "text",
     "list_models",
     "list_supported_models",
     "cost",

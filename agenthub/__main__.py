@@ -57,6 +57,8 @@ def add_chat_arguments(chat: argparse.ArgumentParser) -> None:
     chat.add_argument("-o", "--option", dest="options", nargs=2, action="append", default=[], metavar=("KEY", "VALUE"),
                       help="any config key (UniConfig), VALUE as JSON when it parses (-o top_p 0.9, -o stop '[\"END\"]'), "
                            "else as text; repeatable")
+    chat.add_argument("--output", metavar="FILE",
+                      help="write the answer to FILE instead of standard output (as batch run's -o)")
     chat.add_argument("--schema", metavar="JSON|FILE",
                       help="structured output: a JSON Schema (inline JSON or a file) the answer must follow")
     chat.add_argument("--max-tokens", type=int, metavar="N")
@@ -102,8 +104,12 @@ def _parser() -> argparse.ArgumentParser:
                                       "(`agenthub logs`; --no-log or AGENTHUB_LOG_PROMPTS=0 turn it off). Options may "
                                       "stand before or after the prompt.")
     add_chat_arguments(chat)
-    models = sub.add_parser("models", help="list the routing registry, or the model catalog (--provider/--supports)")
-    models.add_argument("--json", action="store_true", help="one JSON array of rows")
+    models = sub.add_parser("models", help="list the routing table, or the model catalog (--json, --provider, "
+                                           "--supports)")
+    models.add_argument("--json", action="store_true", help="one JSON array of rows: the catalog's models (with "
+                                                            "--routes: the routing table's rows)")
+    models.add_argument("--routes", action="store_true", help="the routing table (the default without --json): "
+                                                              "model names, protocol, endpoint, key variable")
     models.add_argument("--provider", help="list the catalog's models of one provider (openai, anthropic, google, "
                                            "bedrock, deepseek, zai, moonshot, dashscope, minimax, openrouter)")
     models.add_argument("--supports", action="append", choices=("tools", "vision", "reasoning", "json_schema"),
@@ -150,6 +156,20 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: what `agenthub chat ... -o FILE` is told (batch run's -o is a file; chat's is a config option)
+O_HINT = ("-o is a config option (-o KEY VALUE, e.g. -o top_p 0.9); to write the answer to a file use --output FILE "
+          "(batch run's -o is its output file)")
+
+
+class _ChatParser(argparse.ArgumentParser):
+    """``agenthub chat``'s parser: a lone ``-o FILE`` (batch run's habit) gets a hint under argparse's error."""
+
+    def error(self, message: str) -> Any:
+        if "-o/--option" in message:
+            message = "{}\n{}".format(message, O_HINT)
+        return super(_ChatParser, self).error(message)
+
+
 #: the subcommands' parsers, by name (their usage is what an unknown flag prints)
 _SUBPARSERS = {}  # type: Dict[str, argparse.ArgumentParser]
 #: command -> (the namespace attribute naming its action, the actions' parsers)
@@ -161,7 +181,7 @@ def _parse(parser: argparse.ArgumentParser, argv: List[str]) -> Any:
     intermixed parsing, on a parser of its own); an unknown flag prints the usage of its subcommand."""
     command = next((arg for arg in argv if not arg.startswith("-")), None)
     if command == "chat" and not {"-h", "--help"} & set(argv[:argv.index("chat")]):
-        chat = argparse.ArgumentParser(prog="agenthub chat", description=_SUBPARSERS["chat"].description)
+        chat = _ChatParser(prog="agenthub chat", description=_SUBPARSERS["chat"].description)
         add_chat_arguments(chat)
         args = chat.parse_intermixed_args(argv[argv.index("chat") + 1:])
         args.command = "chat"
@@ -224,12 +244,15 @@ def _demo(args: Any) -> int:
 def _models(args: Any) -> int:
     from .apps.terminal import print_models
 
-    return print_models(sys.stdout, args.json, args.provider, args.supports)
+    return print_models(sys.stdout, args.json, args.provider, args.supports, routes=args.routes)
 
 
 def _chat(args: Any) -> int:
     from .apps.chat import run
 
+    if getattr(args, "output", None):  # --output FILE: the answer there, the rest on stderr as usual
+        with open(args.output, "w", encoding="utf-8") as out:
+            return run(args, out)
     return run(args, sys.stdout)
 
 
@@ -312,7 +335,21 @@ def _serve(args: Any) -> int:
         return 1
     print(url)  # the first line: whoever started us reads the port here
     sys.stdout.flush()
+    _serve_log()
     return _serve_until_interrupted(server)
+
+
+def _serve_log() -> None:
+    """Without AGENTHUB_LOG, the server's warnings and errors (an upstream that failed: a 502, a 504, with
+    the upstream's address) still reach stderr; AGENTHUB_LOG=info|debug shows more through its own handler."""
+    import logging
+
+    if os.environ.get("AGENTHUB_LOG"):
+        return
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
+    handler.setLevel(logging.WARNING)
+    logging.getLogger("agenthub.server").addHandler(handler)
 
 
 #: subcommand -> its function of the parsed arguments (an exit status); a new subcommand adds its parser
