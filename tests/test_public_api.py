@@ -114,6 +114,7 @@ STDLIB_38 = {  # what the package may use on 3.8, where sys.stdlib_module_names 
     "queue", "heapq", "bisect", "operator", "codecs", "unicodedata", "numbers", "fnmatch", "platform", "gzip",
     "configparser", "hmac", "wsgiref", "pkgutil", "concurrent", "sqlite3", "readline", "shlex", "inspect",
     "secrets", "uuid", "csv", "io", "difflib", "stat", "atexit", "getpass", "locale", "calendar", "decimal",
+    "subprocess", "binascii",
 }
 
 
@@ -143,7 +144,7 @@ LAYERS = [
     {"providers"},
     {"hosts", "aws", "gcp"},
     {"registry", "transport", "tracer", "catalog", "budget", "limiter"},
-    {"client", "testing"},
+    {"client", "testing", "mcp"},
     {"server", "playground", "viewer", "_dom", "demo", "__main__", "apps", "", "jobs", "ray"},
 ]
 #: what a provider may import: the pure core, providers/_common and other dialects' public names
