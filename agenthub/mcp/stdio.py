@@ -232,8 +232,9 @@ class StdioChannel(object):
 
     # handlers for what the server sends unasked
     def set_handlers(self, on_request: Callable[[Message], None], on_notification: Callable[[Message], None]) -> None:
-        self._state.on_request = on_request
-        self._state.on_notification = on_notification
+        # weakly: the reader thread holds the state, and must not keep the handle (and so the channel) alive
+        self._state.on_request = _weak(on_request)
+        self._state.on_notification = _weak(on_notification)
 
     @property
     def stderr_tail(self) -> str:
@@ -309,6 +310,20 @@ class StdioChannel(object):
 
     def close(self) -> None:
         self._finalizer()
+
+
+def _weak(method: Callable[[Message], None]) -> Callable[[Message], None]:
+    try:
+        ref = weakref.WeakMethod(method)  # type: Any
+    except TypeError:  # a plain function
+        return method
+
+    def call(message: Message) -> None:
+        target = ref()
+        if target is not None:
+            target(message)
+
+    return call
 
 
 class _Answer(object):

@@ -1,0 +1,85 @@
+"""Helpers of the MCP tests: the fake servers as subprocesses, and what a test may leave behind."""
+
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+FAKE_HTTP = os.path.join(HERE, "mcp_fake_http.py")
+FAKE_STDIO = os.path.join(HERE, "mcp_fake_stdio.py")
+OFFICIAL = os.path.join(HERE, "mcp_official_server.py")
+
+
+def stdio_command(era, fault=""):
+    return [sys.executable, FAKE_STDIO, era] + ([fault] if fault else [])
+
+
+class Subprocess(object):
+    """A server script run as a subprocess that writes its port to a file; ``url``; ``stop()``."""
+
+    def __init__(self, argv, python=None, wait=30.0):
+        self.folder = tempfile.mkdtemp(prefix="agenthub-mcp-")
+        port_file = os.path.join(self.folder, "port")
+        self.log = open(os.path.join(self.folder, "log"), "wb")
+        self.process = subprocess.Popen([python or sys.executable] + argv + [port_file], stdout=self.log,
+                                        stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        deadline = time.monotonic() + wait
+        while not os.path.exists(port_file):
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                self.stop()
+                with open(os.path.join(self.folder, "log"), "rb") as handle:
+                    raise RuntimeError("server did not start: " + handle.read()[-2000:].decode("utf-8", "replace"))
+            time.sleep(0.02)
+        with open(port_file) as handle:
+            self.port = int(handle.read())
+        self.base = "http://127.0.0.1:{}".format(self.port)
+        self.url = self.base + "/mcp"
+
+    def stop(self):
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self.log.close()
+
+
+def children():
+    """The pids of this process's children (Linux /proc)."""
+    me = str(os.getpid())
+    found = set()
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open("/proc/{}/stat".format(name)) as handle:
+                fields = handle.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if fields[1] == me:
+            found.add(int(name))
+    return found
+
+
+def fds():
+    return len(os.listdir("/proc/self/fd"))
+
+
+def snapshot():
+    return threading.active_count(), fds(), children()
+
+
+def settled(before, wait=5.0):
+    """Wait (bounded) until the thread, fd and child counts are back where ``before`` saw them; the three
+    counts now (what the test asserts equal to ``before``)."""
+    deadline = time.monotonic() + wait
+    while True:
+        now = snapshot()
+        if now == before or time.monotonic() > deadline:
+            return now
+        time.sleep(0.05)
