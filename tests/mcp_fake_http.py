@@ -47,6 +47,7 @@ def page_of(cursor):
 
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    wbufsize = 1 << 16  # one write per answer (headers and body): no Nagle / delayed-ACK stall per call
 
     def log_message(self, *args):
         pass
