@@ -1,6 +1,7 @@
 """Helpers of the MCP tests: the fake servers as subprocesses, and what a test may leave behind."""
 
 import os
+import socket
 import subprocess
 import sys
 import tempfile
@@ -35,6 +36,15 @@ class Subprocess(object):
             time.sleep(0.02)
         with open(port_file) as handle:
             self.port = int(handle.read())
+        while True:  # the port is chosen before the server listens on it
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
+                break
+            except OSError:
+                if self.process.poll() is not None or time.monotonic() > deadline:
+                    self.stop()
+                    raise RuntimeError("server did not listen on its port")
+                time.sleep(0.05)
         self.base = "http://127.0.0.1:{}".format(self.port)
         self.url = self.base + "/mcp"
 
