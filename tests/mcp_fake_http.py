@@ -237,7 +237,8 @@ class Handler(BaseHTTPRequestHandler):
             return self._send(502, b"<html><body><h1>502 Bad Gateway</h1></body></html>", "text/html")
         if name == "leak":
             return self._json(200, {"jsonrpc": "2.0", "id": ident, "error": {
-                "code": -32603, "message": "denied for " + (self.headers.get("Authorization") or "")}})
+                "code": -32603, "message": "denied for " + (self.headers.get("Authorization") or ""),
+                "data": {"seen": {"authorization": self.headers.get("Authorization")}}}})
         if name == "ask" and modern:
             return self._json(200, {"jsonrpc": "2.0", "id": ident, "result": {
                 "resultType": "input_required", "requestState": "opaque",

@@ -214,6 +214,17 @@ def test_never_answering_times_out(servers):
     assert info.value.timeout is True
 
 
+def test_a_legacy_call_that_times_out_is_cancelled_by_notification(servers):
+    fake = servers("legacy")
+    with mcp.connect(fake.url, timeout=10) as server:
+        start = len(log(fake))
+        with pytest.raises(TransportError):
+            server.call_tool("hang", {}, timeout=0.5)
+        seen = [r["body"] for r in log(fake)[start:]]
+    assert seen[1] == {"jsonrpc": "2.0", "method": "notifications/cancelled",
+                       "params": {"requestId": seen[0]["id"], "reason": "timeout"}}
+
+
 def test_502_with_an_html_page_is_a_server_error(servers):
     with mcp.connect(servers("modern").url, timeout=10) as server:
         with pytest.raises(ServerError) as info:
@@ -251,6 +262,7 @@ def test_headers_go_to_the_endpoint_and_never_into_an_error(servers):
     assert "sk-test-0123456789abcdef" not in str(info.value)
     assert "sk-test-0123456789abcdef" not in repr(info.value.__dict__)
     assert "denied for" in str(info.value)
+    assert info.value.data == {"seen": {"authorization": "***"}}
 
 
 def test_user_info_in_the_url_never_shows(servers):

@@ -220,7 +220,14 @@ class Server(object):
             try:
                 answer = self._channel.exchange(message, sent, timeout, self._on_message)
                 return session.outcome(method, answer.message, answer.status)
-            except _Fallback:  # pragma: no cover - only discover raises it
+            except TransportError as error:
+                if error.timeout and session.era == "legacy" and self._channel.transport == "http":
+                    # 2025-11-25 "Cancellation": a dropped connection is not a cancellation; say it
+                    notice = session.cancel_notification(ident, "timeout")
+                    try:
+                        self._channel.post(notice, session.headers(notice), min(timeout, 5.0))
+                    except AgentHubError:
+                        pass
                 raise
             except (MCPError, UpstreamError) as error:
                 status = getattr(error, "status", None)
@@ -235,6 +242,16 @@ class Server(object):
                                 self._initialize()
                         continue
                     raise
+                if isinstance(error, MCPError) and error.code == jsonrpc.HEADER_MISMATCH and method == "tools/call" \
+                        and not renewed and session.era == "modern":
+                    # 2026-07-28 "Client Behavior": the tool's x-mcp-header marks may have changed; list, retry once
+                    renewed = True
+                    self.list_tools(refresh=True)
+                    name = (params or {}).get("name")
+                    with self._lock:
+                        marks = self._marks.get(name)
+                    headers = param_header_values(marks, (params or {}).get("arguments") or {}) if marks else None
+                    continue
                 if status == 404 and session.era == "legacy" and "MCP-Session-Id" in sent and not renewed:
                     # 2025-11-25 "Session Management" 4: the session ended; start a new one, once
                     renewed = True

@@ -62,6 +62,15 @@ def scrub(error: BaseException, secrets: List[str]) -> None:
         for name, value in list(fields.items()):
             if isinstance(value, str):
                 fields[name] = scrub_text(value, secrets)
+            elif isinstance(value, (dict, list)) and name == "data":  # a JSON-RPC error's data, as the server sent it
+                text = json.dumps(value, ensure_ascii=False)
+                clean = scrub_text(text, secrets)
+                if clean != text:
+                    try:
+                        fields[name] = json.loads(clean)
+                    except ValueError:
+                        fields[name] = None
+                    setattr(error, name, fields[name])
 
 
 class Answer(object):
