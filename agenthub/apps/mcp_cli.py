@@ -31,7 +31,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         action.add_argument("--protocol", default="auto", help='"auto" (default) or a revision such as 2025-11-25')
         action.add_argument("--json", action="store_true", help="print JSON")
         action.add_argument("words", nargs=argparse.REMAINDER, metavar="TARGET")
-    return parser
+    return parser  # type: ignore[no-any-return]
 
 
 def target_of(words: List[str]) -> Union[str, List[str]]:

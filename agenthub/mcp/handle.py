@@ -247,7 +247,7 @@ class Server(object):
                     # 2026-07-28 "Client Behavior": the tool's x-mcp-header marks may have changed; list, retry once
                     renewed = True
                     self.list_tools(refresh=True)
-                    name = (params or {}).get("name")
+                    name = str((params or {}).get("name"))
                     with self._lock:
                         marks = self._marks.get(name)
                     headers = param_header_values(marks, (params or {}).get("arguments") or {}) if marks else None
@@ -298,7 +298,7 @@ class Server(object):
         if cached is not None and not refresh:
             until, value = cached
             if until is None or time.monotonic() < until:
-                return value
+                return list(value)
         items, ttl = self._pages(method, key)
         # caching (2026-07-28 server/utilities/caching): fresh for ttlMs when the server gives it (0: not
         # cached); without one (a handshake-era server), until a list_changed notification or refresh=True
@@ -435,8 +435,8 @@ def connect(target: Union[str, Sequence[str]], *, name: Optional[str] = None,
         if headers is not None:
             raise ConfigError("headers are for an HTTP server (a URL), not a command")
         session = Session(protocol, "stdio", _version(), name)
-        channel = StdioChannel(list(target), env, cwd, timeout, name)
-        session.server = channel.label
-        return Server(channel, session, name, timeout)
+        pipe = StdioChannel(list(target), env, cwd, timeout, name)
+        session.server = pipe.label
+        return Server(pipe, session, name, timeout)
     raise ConfigError("an MCP server is a URL or a command as a non-empty list of strings (got {})".format(
         type(target).__name__))

@@ -13,7 +13,7 @@ redirect: redirects are not followed), and their values are scrubbed from every 
 import json
 import threading
 import time
-from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Set, Tuple
 
 from .. import transport as _transport
 from .._redact import redact_url, scrub_text, secret_values, url_secrets
@@ -107,7 +107,7 @@ class HttpChannel(object):
         self.label = name or redact_url(url.split("?", 1)[0])
         self._session = _transport.new_session()
         self._lock = threading.Lock()
-        self._watches = set()  # type: set
+        self._watches = set()  # type: Set[Any]
         self._closed = False
 
     # -- one exchange ----------------------------------------------------------------------------

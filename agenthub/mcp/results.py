@@ -39,8 +39,9 @@ def tool_schema(tool: Any, server: str = "mcp") -> Dict[str, Any]:
 def _resource_line(resource: Any) -> Optional[str]:
     if not isinstance(resource, dict):
         return None
-    if isinstance(resource.get("text"), str):
-        return resource["text"]
+    text = resource.get("text")
+    if isinstance(text, str):
+        return text
     uri = resource.get("uri")
     return "[resource: {}]".format(uri) if isinstance(uri, str) else None
 

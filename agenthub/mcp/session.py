@@ -66,7 +66,7 @@ def header_value(text: str) -> str:
 def _version_of(protocol: Any) -> Optional[str]:
     if protocol == "auto":
         return None
-    if protocol in MODERN_VERSIONS or protocol in LEGACY_VERSIONS or protocol in STDIO_ONLY_VERSIONS:
+    if isinstance(protocol, str) and protocol in MODERN_VERSIONS + LEGACY_VERSIONS + STDIO_ONLY_VERSIONS:
         return protocol
     raise ConfigError("protocol must be \"auto\" or one of {} (got {!r})".format(
         ", ".join(MODERN_VERSIONS + LEGACY_VERSIONS + STDIO_ONLY_VERSIONS), protocol))
@@ -216,8 +216,9 @@ class Session(object):
         """An UnsupportedProtocolVersionError to a modern request: True when another modern revision
         both speak exists (then ``version`` is it and the request is sent again); a server naming only
         handshake revisions raises _Fallback; else False (raise the error)."""
-        data = error.data if isinstance(error.data, dict) else {}
-        supported = data.get("supported") if isinstance(data.get("supported"), list) else []
+        data = error.data if isinstance(error.data, dict) else {}  # type: Dict[str, Any]
+        found = data.get("supported")
+        supported = found if isinstance(found, list) else []  # type: List[Any]
         for version in MODERN_VERSIONS:
             if version in supported and version != self.version and not self.pinned:
                 self.version = version
@@ -302,7 +303,8 @@ def _input_required(result: Dict[str, Any], method: str, server: Optional[str]) 
     wanted = []  # type: List[str]
     for key, value in list(requests.items())[:5]:
         value = value if isinstance(value, dict) else {}
-        params = value.get("params") if isinstance(value.get("params"), dict) else {}
+        found = value.get("params")
+        params = found if isinstance(found, dict) else {}  # type: Dict[str, Any]
         words = params.get("message")
         if not isinstance(words, str):
             messages = params.get("messages")
