@@ -114,7 +114,7 @@ STDLIB_38 = {  # what the package may use on 3.8, where sys.stdlib_module_names 
     "queue", "heapq", "bisect", "operator", "codecs", "unicodedata", "numbers", "fnmatch", "platform", "gzip",
     "configparser", "hmac", "wsgiref", "pkgutil", "concurrent", "sqlite3", "readline", "shlex", "inspect",
     "secrets", "uuid", "csv", "io", "difflib", "stat", "atexit", "getpass", "locale", "calendar", "decimal",
-    "subprocess", "binascii",
+    "subprocess",
 }
 
 
@@ -143,7 +143,7 @@ LAYERS = [
     {"sse", "eventstream", "toolcalls", "stream", "validate", "media", "answers"},
     {"providers"},
     {"hosts", "aws", "gcp"},
-    {"registry", "transport", "tracer", "catalog", "budget", "limiter"},
+    {"registry", "transport", "tracer", "catalog", "budget", "limiter", "attempts"},
     {"client", "testing", "mcp"},
     {"server", "playground", "viewer", "_dom", "demo", "__main__", "apps", "", "jobs", "ray"},
 ]

@@ -17,6 +17,7 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Set, Tuple
 
 from .. import transport as _transport
 from .._redact import redact_url, scrub_text, secret_values, url_secrets
+from ..attempts import scrub as _scrub
 from ..answers import error_from_body as _default_error_from_body, starts_stream
 from ..errors import AgentHubError, ConfigError, StreamProtocolError, TransportError, preview
 from ..hosts.trust import check_base_url, url_origin
@@ -50,19 +51,15 @@ def _error_from_body(status: Optional[int], headers: Any, payload: Any, client: 
 
 
 def scrub(error: BaseException, secrets: List[str]) -> None:
-    """Replace each secret in the error's message and text fields with ``***``."""
+    """Replace each secret in the error's message and text fields with ``***`` (``attempts.scrub``),
+    and in a JSON-RPC error's ``data`` too."""
     if not secrets or not isinstance(error, AgentHubError):
         return
-    error.args = tuple(scrub_text(a, secrets) if isinstance(a, str) else a for a in error.args)
-    for name, value in list(vars(error).items()):
-        if isinstance(value, str):
-            setattr(error, name, scrub_text(value, secrets))
+    _scrub(error, secrets)
     fields = getattr(error, "_fields", None)
     if isinstance(fields, dict):
         for name, value in list(fields.items()):
-            if isinstance(value, str):
-                fields[name] = scrub_text(value, secrets)
-            elif isinstance(value, (dict, list)) and name == "data":  # a JSON-RPC error's data, as the server sent it
+            if isinstance(value, (dict, list)) and name == "data":  # a JSON-RPC error's data, as the server sent it
                 text = json.dumps(value, ensure_ascii=False)
                 clean = scrub_text(text, secrets)
                 if clean != text:
