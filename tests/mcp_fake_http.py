@@ -13,7 +13,8 @@
 The tool named in tools/call chooses the answer: ``echo`` (JSON), ``progress`` (SSE: notifications,
 then the result), ``cut`` (SSE closed before the result), ``other_id`` (a result for another id),
 ``huge`` (100 MB), ``hang`` (never answers), ``bad502`` (502 with an HTML page), ``leak`` (an error
-echoing the Authorization header), ``ask`` (input_required), ``ping_first`` (legacy: a ping request
+echoing the Authorization header), ``ask`` (input_required), ``resume`` (legacy: the stream closed after a priming event; a GET with
+its Last-Event-ID gets the result), ``ping_first`` (legacy: a ping request
 on the stream before the result).  ``GET /log`` gives the requests seen (method, headers, body).
 """
 
@@ -29,6 +30,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 ERA = sys.argv[1] if len(sys.argv) > 1 else "modern"
 LOG = []
 SESSIONS = set()
+RESUME = {}  # event id -> the request id whose response a GET with that Last-Event-ID gets
 LOCK = threading.Lock()
 TOOLS = [{"name": "echo", "description": "Say it back", "inputSchema": {"type": "object", "properties": {
     "text": {"type": "string"}}}},
@@ -77,6 +79,15 @@ class Handler(BaseHTTPRequestHandler):
                 self._json(200, LOG)
             return
         self._record(None)
+        last = self.headers.get("Last-Event-ID")
+        with LOCK:
+            ident = RESUME.pop(last, None) if last else None
+        if ident is not None:
+            self._sse_start()
+            self._event({"jsonrpc": "2.0", "method": "notifications/progress",
+                         "params": {"progressToken": "t", "progress": 2}})
+            self._event({"jsonrpc": "2.0", "id": ident, "result": {"content": [{"type": "text", "text": "resumed"}]}})
+            return
         if ERA == "httpsse":
             self.send_response(200)
             self.send_header("Content-Type", "text/event-stream")
@@ -210,6 +221,14 @@ class Handler(BaseHTTPRequestHandler):
             self._event({"jsonrpc": "2.0", "id": "srv-1", "method": "ping"})
             time.sleep(0.2)  # the client's answer arrives meanwhile (a POST of its own)
             self._event(self._result(ident, {"content": [{"type": "text", "text": "pinged"}]}, modern))
+            return
+        if name == "resume":  # 2025-11-25: a priming event (an id, empty data, a retry), then the connection closes
+            event_id = "ev-" + uuid.uuid4().hex
+            with LOCK:
+                RESUME[event_id] = ident
+            self._sse_start()
+            self.wfile.write("id: {}\nretry: 20\ndata: \n\n".format(event_id).encode())
+            self.wfile.flush()
             return
         if name == "cut":
             self._sse_start()

@@ -193,6 +193,27 @@ def test_stream_closed_before_the_result(servers):
     assert "ended before the response" in str(info.value)
 
 
+def test_legacy_stream_closed_after_an_event_id_is_resumed_with_last_event_id(servers):
+    fake = servers("legacy")
+    with mcp.connect(fake.url, timeout=10) as server:
+        start = len(log(fake))
+        assert server.call_tool("resume", {})["text"] == "resumed"
+        sid = server._session.session_id
+    post, get = log(fake)[start:start + 2]
+    assert post["method"] == "POST" and get["method"] == "GET"
+    headers = lower(get["headers"])
+    assert headers["last-event-id"].startswith("ev-")
+    assert (headers["accept"], headers["mcp-session-id"], headers["mcp-protocol-version"]) == (
+        "text/event-stream", sid, "2025-11-25")
+
+
+def test_legacy_stream_cut_without_an_event_id_is_an_error(servers):
+    with mcp.connect(servers("legacy").url, timeout=10) as server:
+        with pytest.raises(StreamProtocolError) as info:
+            server.call_tool("cut", {})
+    assert "ended before the response" in str(info.value)
+
+
 def test_result_for_another_id(servers):
     with mcp.connect(servers("modern").url, timeout=10) as server:
         with pytest.raises(StreamProtocolError) as info:

@@ -218,7 +218,11 @@ class Server(object):
             if headers:
                 sent.update(headers)
             try:
-                answer = self._channel.exchange(message, sent, timeout, self._on_message)
+                if self._channel.transport == "http":
+                    answer = self._channel.exchange(message, sent, timeout, self._on_message,
+                                                    resumable=session.era == "legacy")
+                else:
+                    answer = self._channel.exchange(message, sent, timeout, self._on_message)
                 return session.outcome(method, answer.message, answer.status)
             except TransportError as error:
                 if error.timeout and session.era == "legacy" and self._channel.transport == "http":

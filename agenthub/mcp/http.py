@@ -32,6 +32,11 @@ __all__ = ["HttpChannel", "MAX_MESSAGE_BYTES", "MAX_ANSWER_BYTES"]
 MAX_MESSAGE_BYTES = 16 * 1024 * 1024
 #: the most bytes one exchange may read in all (notifications included)
 MAX_ANSWER_BYTES = 64 * 1024 * 1024
+#: a stream cut before its response is resumed at most this many times (handshake era)
+MAX_RESUMES = 10
+#: the wait before resuming when the server gave no ``retry``; a longer ``retry`` than the cap is cut
+DEFAULT_RETRY_MS = 100
+MAX_RETRY_MS = 30000
 
 
 def _error_from_body(status: Optional[int], headers: Any, payload: Any, client: str = "") -> AgentHubError:
@@ -68,6 +73,16 @@ def scrub(error: BaseException, secrets: List[str]) -> None:
                     except ValueError:
                         fields[name] = None
                     setattr(error, name, fields[name])
+
+
+class _Cursor(object):
+    """Where a resumable stream stands: the last event id seen and the server's reconnection wait."""
+
+    __slots__ = ("last_id", "retry_ms")
+
+    def __init__(self) -> None:
+        self.last_id = None  # type: Optional[str]
+        self.retry_ms = DEFAULT_RETRY_MS
 
 
 class Answer(object):
@@ -120,10 +135,12 @@ class HttpChannel(object):
         return (timeout, timeout)
 
     def exchange(self, message: Dict[str, Any], headers: Dict[str, str], timeout: Optional[float] = None,
-                 on_message: Optional[Callable[[Message], None]] = None) -> Answer:
+                 on_message: Optional[Callable[[Message], None]] = None, resumable: bool = False) -> Answer:
         """POST ``message`` and read its answer: for a request, the response with its id (notifications
         before it go to ``on_message``; a request from the server too, and its answer is POSTed back by
-        the caller); for a notification, the 202."""
+        the caller).  ``resumable`` (the handshake era): a stream the server closes before the response,
+        after an event with an id, is resumed by GET with Last-Event-ID (2025-11-25 "Resumability and
+        Redelivery"), after the server's ``retry`` wait."""
         timeout = self.timeout if timeout is None else timeout
         deadline = time.monotonic() + timeout
         ident = message.get("id")
@@ -147,7 +164,25 @@ class HttpChannel(object):
             if is_document:
                 found = self._from_document(stream.document, ident)
                 return Answer(found, status, answer_headers)
-            found = self._from_stream(stream, ident, deadline, on_message, watch)
+            cursor = _Cursor()
+            found = self._from_stream(stream, ident, deadline, on_message, watch, cursor if resumable else None)
+            resumed = 0
+            while found is None:
+                resumed += 1
+                if resumed > MAX_RESUMES or cursor.last_id is None:
+                    raise StreamProtocolError("{}: the event stream ended before the response to request {!r}".format(
+                        self.label, ident), client=self.label, retryable=True)
+                wait = min(cursor.retry_ms / 1000.0, max(0.0, deadline - time.monotonic()))
+                if not watch.sleep(wait):
+                    raise TransportError("{}: the call was aborted".format(self.label), client=self.label,
+                                         aborted=True, retryable=False)
+                again = {k: v for k, v in headers.items() if k.lower() not in ("content-type", "accept")}
+                again.update({"Accept": "text/event-stream", "Last-Event-ID": cursor.last_id})
+                stream.close()
+                stream = _transport.open_stream(self._session, self._request("GET", again, None),
+                                                self._limits(max(0.001, deadline - time.monotonic())), self.label,
+                                                watch=watch, error_from_body=_error_from_body)
+                found = self._from_stream(stream, ident, deadline, on_message, watch, cursor)
             return Answer(found, status, answer_headers)
         except AgentHubError as error:
             if watch.reason == "abort" and isinstance(error, TransportError):
@@ -178,10 +213,18 @@ class HttpChannel(object):
                                      timeout=True, deadline=True)
             yield chunk
 
-    def _from_stream(self, stream: Any, ident: Any, deadline: float, on_message: Any, watch: Any) -> Message:
+    def _from_stream(self, stream: Any, ident: Any, deadline: float, on_message: Any, watch: Any,
+                     cursor: "Optional[_Cursor]" = None) -> Optional[Message]:
+        """The response read from an event stream; None when the stream ended before it and ``cursor``
+        (resumable) holds an event id to resume from."""
         events = iter_events(self._chunks(stream, deadline, watch), MAX_MESSAGE_BYTES)
         try:
             for event in events:
+                if cursor is not None:
+                    if event.id:
+                        cursor.last_id = event.id
+                    if event.retry is not None:
+                        cursor.retry_ms = min(event.retry, MAX_RETRY_MS)
                 if not event.data.strip():
                     continue  # a priming event (an id, no data: 2025-11-25 "Sending Messages")
                 message = jsonrpc.decode(event.data, self.label)
@@ -205,6 +248,8 @@ class HttpChannel(object):
         if watch.reason is not None:
             raise TransportError("{}: the call was aborted".format(self.label), client=self.label, aborted=True,
                                  retryable=False)
+        if cursor is not None and cursor.last_id is not None:
+            return None
         raise StreamProtocolError("{}: the event stream ended before the response to request {!r}".format(
             self.label, ident), client=self.label, retryable=True)
 
