@@ -162,8 +162,7 @@ class HttpChannel(object):
                 raise
             status, answer_headers = stream.status, stream.headers
             if is_document:
-                found = self._from_document(stream.document, ident)
-                return Answer(found, status, answer_headers)
+                return Answer(self._from_document(stream.document, ident), status, answer_headers)
             cursor = _Cursor()
             found = self._from_stream(stream, ident, deadline, on_message, watch, cursor if resumable else None)
             resumed = 0
