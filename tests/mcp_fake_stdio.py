@@ -11,6 +11,7 @@ notifications/tools/list_changed before its result.
 """
 
 import json
+import os
 import signal
 import sys
 import time
@@ -77,7 +78,7 @@ def main():
                     sys.stderr.write("x" * 1023 + "\n")
                 sys.stderr.flush()
             elif FAULT == "exit":
-                sys.stderr.write("fatal: the database is gone\n")
+                sys.stderr.write("fatal: the database is gone (token {})\n".format(os.environ.get("FAKE_TOKEN")))
                 sys.stderr.flush()
                 sys.exit(3)
             elif FAULT == "hang":

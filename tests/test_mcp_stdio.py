@@ -61,6 +61,23 @@ def test_child_exiting_mid_call_is_a_typed_error_at_once_with_its_log():
     assert settled(before) == before
 
 
+def test_env_values_never_show_in_an_error():
+    with mcp.connect(stdio_command("modern", "exit"), timeout=30, env={"FAKE_TOKEN": "tok-0123456789abcdef"}) as server:
+        with pytest.raises(TransportError) as info:
+            server.call_tool("echo", {"text": "x"})
+        assert "tok-0123456789abcdef" in server.stderr  # the log itself is the caller's to read
+    assert "fatal: the database is gone (token ***)" in str(info.value)
+
+
+def test_the_handle_is_a_tool_provider_for_the_runner():
+    # contract C2: list_tools() -> ToolSchemas, call_tool(name, arguments) -> a tool_result item, a name
+    with mcp.connect(stdio_command("modern"), timeout=10, name="fake") as server:
+        assert server.name == "fake"
+        assert callable(server.list_tools) and callable(server.call_tool)
+        assert set(server.list_tools()[0]) <= {"name", "description", "parameters"}
+        assert server.call_tool("echo", {"text": "c2"}) == {"type": "tool_result", "text": "c2"}
+
+
 def test_non_json_on_stdout_is_a_protocol_error_naming_the_line():
     before = snapshot()
     with mcp.connect(stdio_command("modern", "banner"), timeout=30) as server:

@@ -18,6 +18,7 @@ import time
 import weakref
 from typing import Any, Callable, Dict, List, Optional
 
+from ..attempts import scrub
 from ..errors import AgentHubError, ConfigError, StreamProtocolError, TransportError, preview
 from . import jsonrpc
 from .jsonrpc import Message
@@ -267,6 +268,14 @@ class StdioChannel(object):
 
     def exchange(self, message: Dict[str, Any], headers: Any = None, timeout: Optional[float] = None,
                  on_message: Optional[Callable[[Message], None]] = None) -> Any:
+        try:
+            return self._exchange(message, timeout, on_message)
+        except AgentHubError as error:
+            scrub(error, self.secrets)  # env= values a server's log may echo
+            raise
+
+    def _exchange(self, message: Dict[str, Any], timeout: Optional[float],
+                  on_message: Optional[Callable[[Message], None]]) -> Any:
         timeout = self.timeout if timeout is None else timeout
         state = self._state
         ident = message["id"]
