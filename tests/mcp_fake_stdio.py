@@ -5,7 +5,7 @@
 ``silent-legacy`` never answers a request sent before initialize (the stdio probe then times out).
 FAULT: ``banner`` (prints a non-JSON line on stdout at the first tools/call), ``flood`` (writes 5 MB
 on stderr before answering), ``exit`` (exits with status 3 at the first tools/call, after a last word on
-stderr), ``hang`` (never answers tools/call), ``ignore-stdin-close`` (keeps running after stdin closes,
+stderr), ``hang`` (never answers tools/call), ``slow-start`` (reads nothing for 1 s), ``ignore-stdin-close`` (keeps running after stdin closes,
 ignoring SIGTERM).  tools/call ``echo`` says its text back; ``changed`` sends
 notifications/tools/list_changed before its result.
 """
@@ -39,6 +39,8 @@ def main():
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
     sys.stderr.write("fake server starting\n")
     sys.stderr.flush()
+    if FAULT == "slow-start":
+        time.sleep(1.0)
     for line in sys.stdin:
         msg = json.loads(line)
         method, ident = msg.get("method"), msg.get("id")

@@ -37,6 +37,16 @@ def test_legacy_server_silent_before_initialize_falls_back_after_the_probe_timeo
         assert server.protocol_version == "2025-11-25"
 
 
+def test_modern_server_slower_than_the_probe_is_still_spoken_to_in_its_era(monkeypatch):
+    from agenthub.mcp import handle
+
+    monkeypatch.setattr(handle, "PROBE_TIMEOUT", 0.3)
+    with mcp.connect(stdio_command("modern", "slow-start"), timeout=10) as server:
+        # the probe timed out, initialize was refused, and the DiscoverResult had come meanwhile
+        assert server.protocol_version == "2026-07-28"
+        assert server.call_tool("echo", {"text": "late"})["text"] == "late"
+
+
 def test_list_changed_notification_makes_the_tool_list_stale():
     with mcp.connect(stdio_command("legacy"), timeout=10) as server:
         assert server.list_tools()[0]["description"] == "list #1"

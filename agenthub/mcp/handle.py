@@ -61,6 +61,7 @@ class Server(object):
         self._closed = False
         self._lists = {}  # type: Dict[str, Tuple[Optional[float], Any]]  # what -> (fresh until, value)
         self._marks = {}  # type: Dict[str, Any]  # tool name -> x-mcp-header marks
+        self._probe = None  # type: Any  # the id of the last server/discover sent
         if channel.transport == "stdio":
             channel.set_handlers(self._on_request, self._on_notification)
         try:
@@ -120,7 +121,16 @@ class Server(object):
                 if session.pinned or not falls_back(error, self._channel.transport):
                     raise
             session.era, session.version = None, None
-        self._initialize()
+        try:
+            self._initialize()
+        except MCPError:
+            # a stdio server slower to start than the probe's wait: its DiscoverResult came after all
+            late = getattr(self._channel, "late_answer", lambda ident: None)(self._probe)
+            if late is None or late.kind != "result":
+                raise
+            session.era = None
+            session.accept_discover(session.outcome("server/discover", late))
+            return
         self._remember("legacy")
 
     def _remember(self, era: str) -> None:
@@ -135,6 +145,7 @@ class Server(object):
             timeout = min(timeout, PROBE_TIMEOUT)
         for _ in range(len(MODERN_VERSIONS) + 1):
             ident, message = session.discover_request()
+            self._probe = ident
             try:
                 answer = self._channel.exchange(message, session.headers(message), timeout)
                 result = session.outcome("server/discover", answer.message, answer.status)

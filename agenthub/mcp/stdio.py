@@ -57,6 +57,8 @@ class _State(object):
         self.on_request = None  # type: Optional[Callable[[Message], None]]
         self.on_notification = None  # type: Optional[Callable[[Message], None]]
         self.closing = False
+        #: answers that came after their call gave up (a probe that timed out), the latest few, by id
+        self.late = {}  # type: Dict[Any, Message]
 
     def log_tail(self) -> str:
         with self.lock:
@@ -117,8 +119,12 @@ def _dispatch(state: _State, message: Message) -> None:
     if message.kind in ("result", "error"):
         with state.lock:
             pending = state.pending.get(message.id)
-        if pending is None:
-            return  # an answer nobody waits for any more (a call that timed out): dropped
+        if pending is None:  # an answer nobody waits for any more (a call that timed out): kept a while
+            with state.lock:
+                state.late[message.id] = message
+                while len(state.late) > 16:
+                    del state.late[next(iter(state.late))]
+            return
         pending.message = message
         pending.event.set()
         return
@@ -308,6 +314,11 @@ class StdioChannel(object):
             self._write(jsonrpc.notification("notifications/cancelled", {"requestId": ident, "reason": "timeout"}))
         except AgentHubError:
             pass
+
+    def late_answer(self, ident: Any) -> Optional[Message]:
+        """The answer to request ``ident`` if it arrived after its call timed out."""
+        with self._state.lock:
+            return self._state.late.pop(ident, None)
 
     def alive(self) -> bool:
         return self._state.failure is None
