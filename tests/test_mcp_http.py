@@ -2,6 +2,7 @@
 headers, credentials, and the faults (each a typed error within the timeout, nothing left behind)."""
 
 import base64
+import gc
 import json
 import threading
 import time
@@ -311,4 +312,19 @@ def test_a_thousand_calls_leave_threads_fds_and_processes_where_they_were(server
     with mcp.connect(fake.url, timeout=10) as server:
         for number in range(1000):
             assert server.call_tool("echo", {"text": str(number)})["text"] == str(number)
+    assert settled(before) == before
+
+
+def test_the_faults_leave_threads_fds_and_processes_where_they_were(servers):
+    fake = servers("modern")
+    mcp.connect(fake.url, timeout=10).close()
+    before = snapshot()
+    with mcp.connect(fake.url, timeout=10) as server:
+        for name in ("cut", "other_id", "bad502", "huge", "hang", "ask"):
+            with pytest.raises((StreamProtocolError, ServerError, TransportError, MCPError)):
+                server.call_tool(name, {}, timeout=1.0)
+        assert server.call_tool("echo", {"text": "still here"})["text"] == "still here"
+    # a read that timed out leaves its connection in the cycle of urllib3's exception and traceback
+    # (agenthub.transport's TransportError chains it as the cause): freed by the collector, not leaked
+    gc.collect()
     assert settled(before) == before
