@@ -1,5 +1,6 @@
 """Helpers of the MCP tests: the fake servers as subprocesses, and what a test may leave behind."""
 
+import gc
 import os
 import socket
 import subprocess
@@ -81,6 +82,8 @@ def fds():
 
 
 def snapshot():
+    """Threads, fds and children now, after a collection (garbage awaiting the collector is not a leak)."""
+    gc.collect()
     return threading.active_count(), fds(), children()
 
 
