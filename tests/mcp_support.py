@@ -82,17 +82,28 @@ def fds():
 
 
 def snapshot():
-    """Threads, fds and children now, after a collection (garbage awaiting the collector is not a leak)."""
+    """The live threads, the number of open fds and the children now, after a collection (garbage
+    awaiting the collector is not a leak)."""
     gc.collect()
-    return threading.active_count(), fds(), children()
+    return frozenset(threading.enumerate()), fds(), frozenset(children())
 
 
-def settled(before, wait=5.0):
-    """Wait (bounded) until the thread, fd and child counts are back where ``before`` saw them; the three
-    counts now (what the test asserts equal to ``before``)."""
+def _growth(before, now):
+    threads, count, kids = before
+    found = ["thread {}".format(t.name) for t in now[0] - threads]
+    if now[1] > count:
+        found.append("{} more fds".format(now[1] - count))
+    found.extend("child {}".format(pid) for pid in now[2] - kids)
+    return found
+
+
+def leaked(before, wait=5.0):
+    """What is there now that ``before`` did not see (threads started and still alive, more open fds,
+    new children), after waiting (bounded) for it to go: [] when nothing was left behind.  Only growth
+    counts: a thread or an fd of an earlier test's that ends meanwhile is not this test's."""
     deadline = time.monotonic() + wait
     while True:
-        now = snapshot()
-        if now == before or time.monotonic() > deadline:
-            return now
+        found = _growth(before, snapshot())
+        if not found or time.monotonic() > deadline:
+            return found
         time.sleep(0.05)

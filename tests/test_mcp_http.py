@@ -14,7 +14,7 @@ from agenthub import mcp
 from agenthub.errors import ConfigError, ServerError, StreamProtocolError, TransportError, UnsupportedOperationError
 from agenthub.mcp import InputRequiredError, MCPError
 
-from mcp_support import Subprocess, settled, snapshot
+from mcp_support import Subprocess, leaked, snapshot
 
 SECRET = "Bearer sk-test-0123456789abcdef"
 
@@ -312,7 +312,7 @@ def test_a_thousand_calls_leave_threads_fds_and_processes_where_they_were(server
     with mcp.connect(fake.url, timeout=10) as server:
         for number in range(1000):
             assert server.call_tool("echo", {"text": str(number)})["text"] == str(number)
-    assert settled(before) == before
+    assert leaked(before) == []
 
 
 def test_the_faults_leave_threads_fds_and_processes_where_they_were(servers):
@@ -328,4 +328,4 @@ def test_the_faults_leave_threads_fds_and_processes_where_they_were(servers):
     # a read that timed out leaves its connection in the cycle of urllib3's exception and traceback
     # (agenthub.transport's TransportError chains it as the cause): freed by the collector, not leaked
     gc.collect()
-    assert settled(before) == before
+    assert leaked(before) == []

@@ -17,7 +17,7 @@ pytest.importorskip("mcp", reason="the official mcp SDK (test extra) is not inst
 from agenthub import mcp  # noqa: E402
 from agenthub.mcp import results  # noqa: E402
 
-from mcp_support import HERE, OFFICIAL, Subprocess, settled, snapshot  # noqa: E402
+from mcp_support import HERE, OFFICIAL, Subprocess, leaked, snapshot  # noqa: E402
 
 CLIENT = os.path.join(HERE, "mcp_official_client.py")
 CALLS = [("echo", {"text": "hi"}), ("two_parts", {"a": "x", "b": "y"}), ("add", {"a": 1, "b": 2}),
@@ -77,7 +77,7 @@ def test_official_stdio_server_same_answers_as_the_official_client(protocol, mod
     command = [sys.executable, OFFICIAL, "stdio"]
     mine = ours(command, protocol)
     assert mine["protocol_version"] == version
-    assert settled(before) == before
+    assert leaked(before) == []
     compare(mine, official(mode, "stdio", *command))
 
 
@@ -96,4 +96,4 @@ def test_mcp_server_time_from_the_registry():
         refused = server.call_tool("convert_time", {"source_timezone": "Nowhere/Atlantis", "time": "12:00",
                                                     "target_timezone": "UTC"})
         assert refused.get("is_error") is True and "Atlantis" in refused["text"]
-    assert settled(before) == before
+    assert leaked(before) == []

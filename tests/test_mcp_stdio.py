@@ -8,7 +8,7 @@ import pytest
 from agenthub import mcp
 from agenthub.errors import ConfigError, StreamProtocolError, TransportError
 
-from mcp_support import settled, snapshot, stdio_command
+from mcp_support import leaked, snapshot, stdio_command
 
 
 def test_modern_server_is_spoken_to_without_initialize():
@@ -19,7 +19,7 @@ def test_modern_server_is_spoken_to_without_initialize():
                                         "parameters": {"type": "object"}}]
         assert server.call_tool("echo", {"text": "hi"}) == {"type": "tool_result", "text": "hi"}
         assert "fake server starting" in server.stderr
-    assert settled(before) == before
+    assert leaked(before) == []
 
 
 def test_legacy_server_answering_an_error_to_discover_gets_initialize():
@@ -68,7 +68,7 @@ def test_child_exiting_mid_call_is_a_typed_error_at_once_with_its_log():
     with pytest.raises(TransportError):  # and so is every later call
         server.call_tool("echo", {"text": "x"})
     server.close()
-    assert settled(before) == before
+    assert leaked(before) == []
 
 
 def test_env_values_never_show_in_an_error():
@@ -95,7 +95,7 @@ def test_non_json_on_stdout_is_a_protocol_error_naming_the_line():
             server.call_tool("echo", {"text": "x"})
     assert "Server ready! Listening..." in str(info.value)
     assert "stdout is for the protocol alone" in str(info.value)
-    assert settled(before) == before
+    assert leaked(before) == []
 
 
 def test_stderr_flood_is_kept_bounded_and_never_read_as_protocol():
@@ -143,7 +143,7 @@ def test_shutdown_escalates_to_kill_for_a_server_ignoring_stdin_and_sigterm(monk
     process = server._channel._state.process
     server.close()
     assert process.returncode == -9
-    assert settled(before) == before
+    assert leaked(before) == []
 
 
 def test_a_thousand_calls_leave_threads_fds_and_processes_where_they_were():
@@ -151,7 +151,7 @@ def test_a_thousand_calls_leave_threads_fds_and_processes_where_they_were():
     with mcp.connect(stdio_command("modern"), timeout=10) as server:
         for number in range(1000):
             assert server.call_tool("echo", {"text": str(number)})["text"] == str(number)
-    assert settled(before) == before
+    assert leaked(before) == []
 
 
 def test_calls_from_many_threads_each_get_their_own_answer():
@@ -177,7 +177,7 @@ def test_a_handle_never_closed_is_cleaned_up_by_the_garbage_collector():
     server.call_tool("echo", {"text": "x"})
     del server
     gc.collect()
-    assert settled(before) == before
+    assert leaked(before) == []
 
 
 def test_no_child_left_at_interpreter_exit(tmp_path):
@@ -210,7 +210,7 @@ def test_bad_input_is_a_config_error_before_anything_starts():
     with pytest.raises(ConfigError) as info:
         mcp.connect(["/nonexistent/mcp-server"])
     assert "could not start" in str(info.value)
-    assert snapshot() == before
+    assert leaked(before) == []
 
 
 def test_bad_arguments_to_call_tool_are_config_errors():
