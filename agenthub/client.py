@@ -67,6 +67,7 @@ from . import attempts as attempt_loop, hosts, registry
 from .attempts import Attempt, AttemptHook, scrub
 from .answers import request_id as answer_request_id, starts_stream
 from ._redact import redact_url, secret_values, url_secrets
+from ._redact import body_secrets
 from .breaker import breaker_for, settings as breaker_settings
 from .hosts.trust import url_host, url_origin  # the one host rule: which host a request connects to
 from .errors import (AgentHubError, ConfigError, RateLimitError, ServerError, StreamProtocolError, TransportError,
@@ -76,7 +77,7 @@ from .providers._common import Endpoint, apply_extras
 from .resume import RESUMED
 from .sse import DEFAULT_MAX_LINE_BYTES
 from .stream import Collector, collect, drive, now_ms
-from .types import AssistantMessage, Message, UniConfig, UniEvent, UniMessage
+from .types import AssistantMessage, Message, ToolCallItem, UniConfig, UniEvent, UniMessage
 from .validate import check_config, check_header_name, check_header_value, check_message, check_messages
 
 __all__ = ["AutoLLMClient", "ResponseStream", "Timeout"]
@@ -198,6 +199,7 @@ class Timeout(object):
 
 
 if TYPE_CHECKING:  # what type checkers see: a generator of UniEvents (at runtime the plain ABC, no typing machinery)
+    from .agent.runner import Run
     from .budget import Budget
     from .limiter import RateLimiter
 
@@ -483,6 +485,21 @@ class AutoLLMClient(object):
     def response_stateful(self, message: UniMessage, config: Optional[UniConfig] = None) -> AssistantMessage:
         """``streaming_response_stateful`` read to its end: the collected answer (history grows on success)."""
         return collect(self.streaming_response_stateful(message, config))
+
+    def run(self, messages: Sequence[Message], config: Optional[UniConfig] = None, *, tools: Sequence[Any],
+            max_turns: int = 10, parallel: int = 4, approve: Optional[Callable[[ToolCallItem], Any]] = None,
+            decisions: Optional[Mapping[str, Any]] = None) -> "Run":
+        """The tool loop run for you: turns and tool calls until done (agenthub.agent.runner; README "A tool loop")."""
+        from .agent.runner import Run
+        return Run(self, messages, config, tools, max_turns, parallel, approve, decisions)
+
+    def run_stateful(self, message: Optional[UniMessage], config: Optional[UniConfig] = None, *,
+                     tools: Sequence[Any], max_turns: int = 10, parallel: int = 4,
+                     approve: Optional[Callable[[ToolCallItem], Any]] = None,
+                     decisions: Optional[Mapping[str, Any]] = None) -> "Run":
+        """``run`` on and into this instance's history (each turn appended as it completes)."""
+        from .agent.runner import Run
+        return Run(self, None, config, tools, max_turns, parallel, approve, decisions, True, message)
 
     def embed(self, texts: Sequence[str], config: Optional[UniConfig] = None) -> List[List[float]]:
         """One vector per text, in input order, from an embedding model (``embedding_config`` sets the
@@ -1035,6 +1052,7 @@ class AutoLLMClient(object):
         extra = list(self._endpoint.headers.values())
         extra.extend(key.secrets() if hasattr(key, "secrets") else [key] if isinstance(key, str) and key else [])
         extra.extend(((config or {}).get("extra_headers") or {}).values())
+        extra.extend(body_secrets(getattr(request, "body", None)))  # config["mcp_servers"] credentials
         secrets = secret_values(getattr(request, "headers", None), extra)
         secrets.extend(url_secrets(self._endpoint.base_url))
         return sorted(set(secrets), key=len, reverse=True)

@@ -30,6 +30,7 @@ __all__ = [
     "EmbeddingConfig",
     "ResponseFormat",
     "UniConfig",
+    "McpServer",
     "UsageMetadata",
     "TextItem",
     "ImageUrlItem",
@@ -132,6 +133,20 @@ class CompactionConfig(TypedDict):
     threshold: int  # input tokens past which the server compacts the context
 
 
+class _McpServerBase(TypedDict):
+    url: str  # http(s)
+    name: str  # 1-64 of [A-Za-z0-9_-], unique in the list
+
+
+class McpServer(_McpServerBase, total=False):
+    """An MCP server the provider itself connects to (``config["mcp_servers"]``: OpenAI Responses' ``mcp`` tools,
+    Anthropic's MCP connector).  ``headers`` are credentials: never shown in an error, log or trace."""
+
+    headers: Dict[str, str]  # Anthropic: only "Authorization: Bearer <token>"
+    allowed_tools: List[str]
+    require_approval: Union[Literal["always", "never"], Dict[str, Any]]  # OpenAI Responses only
+
+
 class UniConfig(TypedDict, total=False):
     """Request options; every key is optional (the library only reads them: any sequence will do).  The
     keys after ``trace_id`` are agenthub's additions to the seed (see README "Config keys beyond the seed")."""
@@ -158,6 +173,7 @@ class UniConfig(TypedDict, total=False):
     background: bool  # OpenAI Responses / Gemini Interactions: run server-side, resumable after a cut
     compaction: "CompactionConfig"  # OpenAI Responses / Anthropic: server-side compaction past a threshold
     foreign_thinking: Literal["drop", "text"]  # another protocol's thinking on the way out (agenthub.foreign)
+    mcp_servers: Sequence[McpServer]  # OpenAI Responses / Anthropic: MCP servers the provider calls itself
 
 
 class UsageMetadata(TypedDict):
@@ -297,9 +313,12 @@ class HttpRequest:
     """One HTTP request planned by a provider (pure) and sent by the transport.
 
     ``body`` is the planned JSON body (what request goldens read); ``data`` the exact
-    bytes sent, filled in by the protocol's ``encode`` right before each attempt (a
+    bytes sent, filled in by its host's ``encode`` right before each attempt (a
     signature covers them); ``stream`` says whether the answer is a stream (True) or
-    one JSON document (False, e.g. embeddings).
+    one JSON document (False, e.g. embeddings).  ``output_limit``: where ``body`` keeps
+    the output limit the request asks for, a path of keys the dialect wrote it under
+    (``("max_tokens",)``, ``("generationConfig", "maxOutputTokens")``; () for none): ``max_output``
+    reads it there, so an ``extra_body`` that changed it is seen too.
     """
 
     method: str
@@ -308,6 +327,19 @@ class HttpRequest:
     body: Optional[Dict[str, Any]] = field(default=None, repr=False)
     stream: bool = True
     data: Optional[bytes] = field(default=None, repr=False)
+    output_limit: Tuple[str, ...] = field(default=(), repr=False)
+
+    @property
+    def max_output(self) -> Optional[int]:
+        """The output limit (tokens) this request asks for; None when it names none."""
+        value = self.body  # type: Any
+        if not self.output_limit:
+            return None
+        for key in self.output_limit:
+            value = value.get(key) if isinstance(value, Mapping) else None
+        if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+            return value
+        return None
 
     def content(self) -> Optional[bytes]:
         """The bytes to send: ``data``, else ``body`` as compact UTF-8 JSON (None: no body)."""

@@ -25,6 +25,7 @@ from ..stream import StreamEnd, item_problem
 from ..types import FINISH_REASONS, MAX_DEPTH, USAGE_KEYS, HttpRequest, from_jsonable as _restore, too_deep
 from ..types import to_jsonable as _jsonable
 from ._common import Endpoint, Protocol, documents, get_request, parse_data_list, request_headers, unsupported
+from ._common import refuse_mcp_servers
 
 __all__ = ["build_request", "parse_stream", "framing", "STREAM_PATH", "PROTOCOL"]
 
@@ -35,13 +36,14 @@ STREAM_PATH = "/v1/stream"
 
 def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, Any]],
                   config: Mapping[str, Any]) -> HttpRequest:
+    refuse_mcp_servers(endpoint.client_type, config)  # (its headers are credentials: never forwarded)
     for key in ("extra_body", "extra_headers"):
         if key in config:  # (as the server refuses them; merged here they would reach the server, not its upstream)
             raise unsupported(endpoint.client_type, key, "is not accepted by an agenthub server: it builds the "
                                                          "upstream request itself (set it in the model's default_config)")
     body_config = {k: v for k, v in config.items() if k != "trace_id"}  # a trace is written here, not there
     body = {"model": model, "messages": _jsonable(list(messages)), "config": _jsonable(body_config)}
-    return HttpRequest("POST", STREAM_PATH, request_headers(endpoint), body)
+    return HttpRequest("POST", STREAM_PATH, request_headers(endpoint), body, output_limit=("config", "max_tokens"))
 
 
 def framing(chunks: Iterable[bytes], max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -> Iterator[Any]:

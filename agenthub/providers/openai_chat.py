@@ -44,6 +44,7 @@ from ..types import HttpRequest, PromptCaching
 from ._common import (left_out, DONE, document_payloads, payloads, openai_models_request, parse_data_list, Endpoint, Protocol, check_response_format, data_uri, documents, dumps,
                       inclusive_usage, parse_data_uri, request_headers, samplers,
                       to_int, unsupported)
+from ._common import refuse_mcp_servers
 
 __all__ = ["build_request", "parse_stream", "map_usage", "chat_response_format", "FINISH_REASONS", "STOP_LIMIT",
            "parse_document"]
@@ -74,13 +75,14 @@ _AUDIO_FORMATS = {"audio/wav": "wav", "audio/x-wav": "wav", "audio/wave": "wav",
 
 def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, Any]], config: Mapping[str, Any]) -> HttpRequest:
     client = endpoint.client_type
+    refuse_mcp_servers(client, config)
     quirks = endpoint.quirks
     body = {"model": model, "messages": _messages(endpoint, messages, config)}  # type: Dict[str, Any]
     body["stream"] = True
     if quirks.get("stream_usage", True):
         body["stream_options"] = {"include_usage": True}
-    body.update(samplers(client, config, dict(_SAMPLERS, max_tokens=quirks.get("max_tokens_field", "max_completion_tokens")),
-                         STOP_LIMIT))
+    limit_field = quirks.get("max_tokens_field", "max_completion_tokens")
+    body.update(samplers(client, config, dict(_SAMPLERS, max_tokens=limit_field), STOP_LIMIT))
     response_format = check_response_format(client, config, quirks.get("response_formats"))
     if response_format is not None:
         body["response_format"] = chat_response_format(response_format)
@@ -110,7 +112,7 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
     for key in ("image_config", "tts_config", "embedding_config"):
         if key in config:
             raise unsupported(client, key, "is not available over Chat Completions for model {!r}".format(model))
-    return HttpRequest("POST", "/chat/completions", request_headers(endpoint), body)
+    return HttpRequest("POST", "/chat/completions", request_headers(endpoint), body, output_limit=(limit_field,))
 
 
 def chat_response_format(response_format: Mapping[str, Any]) -> Dict[str, Any]:
