@@ -65,3 +65,27 @@ def test_the_installed_command_line_runs_it():
     out = subprocess.run([sys.executable, "-m", "agenthub", "mcp", "call"] + stdio_command("modern") +
                          ["echo", '{"text": "via -m"}'], capture_output=True, timeout=60)
     assert (out.returncode, out.stdout) == (0, b"via -m\n")
+
+
+def test_chat_with_an_mcp_server_the_calls_go_to_it(tmp_path):
+    import os
+
+    from agent_streams import chat_calls, chat_text
+    from sse_server import Answer, SSEServer
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = {k: v for k, v in os.environ.items() if not k.endswith(("_API_KEY", "_BASE_URL"))}
+    env.update(PYTHONPATH=root, NO_PROXY="*", PYTHONIOENCODING="utf-8", AGENTHUB_HOME=str(tmp_path / "home"))
+    with SSEServer() as server:
+        server.answers += [Answer([chat_calls([("c1", "echo", '{"text": "from MCP"}')])]),
+                           Answer([chat_text("It said: from MCP.")])]
+        done = subprocess.run(
+            [sys.executable, "-m", "agenthub", "chat", "demo-model", "Call echo.", "--client-type", "openai-chat",
+             "--base-url", server.url + "/v1", "--mcp", " ".join(stdio_command("modern")), "--yes"],
+            capture_output=True, text=True, env=env, cwd=str(tmp_path), timeout=60)
+        first, second = (r["body"] for r in server.requests)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "It said: from MCP.\n"
+    assert [t["function"]["name"] for t in first["tools"]] == ["echo"]
+    assert second["messages"][-1] == {"role": "tool", "tool_call_id": "c1", "content": "from MCP"}
+    assert '[tool echo({"text": "from MCP"}) -> from MCP (' in done.stderr
