@@ -79,8 +79,9 @@ class _Logged(object):
 
                 self.conversation = log.start(self.args.model, self.client.client_type,
                                               url_host(self.client.base_url), self.args.system)
-            log.add_turn(self.conversation, self.args.model, message, answer,
-                         cost(self.args.model, answer.get("usage_metadata")))
+            # the model that answered (a --fallback one, after a failover) is logged and priced
+            answered = (getattr(self.client, "last_route", None) or {}).get("model") or self.args.model
+            log.add_turn(self.conversation, answered, message, answer, cost(answered, answer.get("usage_metadata")))
         except Exception as exc:  # a full disk or a locked file: the answer stands
             sys.stderr.write("agenthub: the conversation log was not written ({}: {}); --no-log turns it "
                              "off\n".format(type(exc).__name__, exc))
@@ -416,6 +417,12 @@ def _turn(client: Any, args: Any, config: Dict[str, Any], history: List[Any], me
     breaker = _LineBreak(printer)
     try:
         for event in stream:
+            if not events:  # the first event: which route answers (after a failover, priced and named as it)
+                answered = (stream.route or {}).get("model")
+                if answered and answered != args.model:
+                    printer.model = answered
+                    if not args.json:
+                        printer.line("[fallback: {} answered]".format(answered))
             events.append(event)
             if args.json:
                 out.write(json.dumps(to_jsonable(event), ensure_ascii=False) + "\n")
