@@ -3,8 +3,9 @@
 One POST per message.  A request is answered with one JSON document or with an SSE stream scoped
 to it (notifications first, then the response); both are read here, the stream through
 ``agenthub.sse`` with a per-message size cap.  Closing the response cancels the request
-(2026-07-28 "Cancellation"); ``abort()`` does it from any thread.  Timeouts: ``timeout`` seconds
-to connect, of silence, and in all for one exchange (checked at every chunk).
+(2026-07-28 "Cancellation"); ``abort()`` does it from any thread.  Each POST goes through the one
+attempt loop (``agenthub.attempts.run_attempts``: abort, deadline, scrubbing), sent once: no retry
+policy of its own.  Timeouts: ``timeout`` seconds to connect, of silence, and in all for one exchange.
 
 Credentials: the caller's headers go on requests to the MCP endpoint only (that URL, never a
 redirect: redirects are not followed), and their values are scrubbed from every error.
@@ -17,7 +18,7 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Set, Tuple
 
 from .. import transport as _transport
 from .._redact import redact_url, scrub_text, secret_values, url_secrets
-from ..attempts import scrub as _scrub
+from ..attempts import Attempt, Timeout, run_attempts, scrub as _scrub
 from ..answers import error_from_body as _default_error_from_body, starts_stream
 from ..errors import AgentHubError, ConfigError, StreamProtocolError, TransportError, preview
 from ..hosts.trust import check_base_url, url_origin
@@ -150,22 +151,48 @@ class HttpChannel(object):
                 raise TransportError("{}: the MCP connection is closed".format(self.label), client=self.label,
                                      retryable=False, aborted=True)
             self._watches.add(watch)
-        stream = _transport.open_stream(self._session, self._request("POST", headers, jsonrpc.encode(message)),
-                                        self._limits(timeout), self.label, watch=watch,
-                                        error_from_body=_error_from_body, is_stream=starts_stream)
+        request = self._request("POST", headers, jsonrpc.encode(message))
+        # the one attempt loop (agenthub.attempts): abort, the deadline, scrubbing; sent once (max_retries=0:
+        # a tools/call is not known to be idempotent), no model hooks (an MCP request is not a model call)
+        call = Attempt("stream", "mcp", str(message.get("method")), request)
+        found = []  # type: List[Answer]
+
+        def connect(sent: HttpRequest, limits: Any) -> Any:
+            return _transport.open_stream(self._session, sent, limits, self.label, watch=watch,
+                                          error_from_body=_error_from_body, is_stream=starts_stream)
+
+        def read(body: Any) -> Iterator[Dict[str, Any]]:
+            found.append(self._read(body, ident, headers, deadline, on_message, watch, resumable))
+            yield {"event_type": "stop", "created_at": int(time.time() * 1000), "usage_metadata": None,
+                   "finish_reason": None}
+
         try:
-            try:
-                is_document = stream.open()
-            except AgentHubError as error:
-                if isinstance(error, jsonrpc.MCPError) and error.status is None:
-                    error.status = error._fields["status"] = stream.status
-                raise
-            status, answer_headers = stream.status, stream.headers
-            if is_document:
-                return Answer(self._from_document(stream.document, ident), status, answer_headers)
-            cursor = _Cursor()
-            found = self._from_stream(stream, ident, deadline, on_message, watch, cursor if resumable else None)
-            resumed = 0
+            for _ in run_attempts(call, watch, encode=lambda plan: plan, connect=connect, read=read, hooks=(),
+                                  max_retries=0, timeout=Timeout(timeout, timeout, timeout),
+                                  secrets=lambda sent, config: self.secrets):
+                pass
+            return found[0]
+        except AgentHubError as error:
+            if isinstance(error, jsonrpc.MCPError) and error.status is None and call.status is not None:
+                error.status = error._fields["status"] = call.status
+            if watch.reason == "abort" and isinstance(error, TransportError):
+                error.aborted = error._fields["aborted"] = True
+            scrub(error, self.secrets)
+            raise
+        finally:
+            with self._lock:
+                self._watches.discard(watch)
+
+    def _read(self, stream: Any, ident: Any, headers: Dict[str, str], deadline: float, on_message: Any, watch: Any,
+              resumable: bool) -> Answer:
+        """The answer of an opened body: one JSON document, or an event stream (resumed when it may be)."""
+        status, answer_headers = stream.status, stream.headers
+        if stream.document is not None:
+            return Answer(self._from_document(stream.document, ident), status, answer_headers)
+        cursor = _Cursor()
+        found = self._from_stream(stream, ident, deadline, on_message, watch, cursor if resumable else None)
+        resumed = 0
+        try:
             while found is None:
                 resumed += 1
                 if resumed > MAX_RESUMES or cursor.last_id is None:
@@ -183,15 +210,8 @@ class HttpChannel(object):
                                                 watch=watch, error_from_body=_error_from_body)
                 found = self._from_stream(stream, ident, deadline, on_message, watch, cursor)
             return Answer(found, status, answer_headers)
-        except AgentHubError as error:
-            if watch.reason == "abort" and isinstance(error, TransportError):
-                error.aborted = error._fields["aborted"] = True
-            scrub(error, self.secrets)
-            raise
         finally:
             stream.close()
-            with self._lock:
-                self._watches.discard(watch)
 
     def _from_document(self, document: Any, ident: Any) -> Message:
         message = jsonrpc.decode(document, self.label)
