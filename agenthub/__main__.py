@@ -15,6 +15,8 @@
     agenthub serve --config FILE           serve the config's models over HTTP (SSE of UniEvents)
     agenthub batch run IN.jsonl -o OUT     run a job file (resumable, rate limited; see agenthub.jobs.cli)
     agenthub batch submit|status|fetch|cancel   a job file on the providers' batch engines (agenthub.jobs.batch_cli)
+    agenthub mcp tools TARGET...           an MCP server's tools (TARGET: a URL, or the command of a stdio server)
+    agenthub mcp call TARGET... TOOL JSON  call one of them; exit status 1 when the tool reports an error
 
 Exit status: 0 done, 1 an agenthub error (printed on stderr, never with a key), 2 bad
 usage, 130 interrupted; ``batch run`` also 3: finished, some rows have error rows (the
@@ -80,9 +82,12 @@ def add_chat_arguments(chat: argparse.ArgumentParser) -> None:
     chat.add_argument("--tool", action="append", default=[], metavar="MODULE:FUNCTION",
                       help="a Python function the model may call (module:function or path/to/file.py:function); "
                            "repeatable. Each call is shown and asked for (y/n/edit) unless --yes")
+    chat.add_argument("--mcp", action="append", default=[], metavar="URL_OR_COMMAND",
+                      help="an MCP server whose tools the model may call: a URL (Streamable HTTP) or the command "
+                           "that starts it (one quoted string); repeatable. Calls are asked for as with --tool")
     chat.add_argument("--max-turns", type=int, default=10, metavar="N",
-                      help="with --tool: model turns at most (default 10)")
-    chat.add_argument("--yes", action="store_true", help="with --tool: run every call without asking")
+                      help="with --tool/--mcp: model turns at most (default 10)")
+    chat.add_argument("--yes", action="store_true", help="with --tool/--mcp: run every call without asking")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -147,8 +152,10 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     serve.add_argument("--port", type=int, default=8787, help="0 picks a free port (default 8787)")
     from .jobs.cli import add_parser as add_batch
+    from .apps.mcp_cli import add_parser as add_mcp
 
     add_batch(sub)
+    add_mcp(sub)
     _SUBPARSERS.clear()
     _SUBPARSERS.update(sub.choices)
     _NESTED.clear()
@@ -360,7 +367,16 @@ def _logs(args: Any) -> int:
     return run_logs(args, sys.stdout)
 
 
-COMMANDS = {"demo": _demo, "models": _models, "chat": _chat, "serve": _serve, "logs": _logs}  # type: Dict[str, Callable[[Any], int]]
+def _mcp(args: Any) -> int:
+    from .apps.mcp_cli import run
+
+    if not args.mcp_command:
+        _SUBPARSERS["mcp"].print_help()
+        return 2
+    return run(args, sys.stdout)
+
+
+COMMANDS = {"demo": _demo, "models": _models, "chat": _chat, "serve": _serve, "logs": _logs, "mcp": _mcp}  # type: Dict[str, Callable[[Any], int]]
 TRACE_COMMANDS = {"view": _trace_view, "show": _trace_show}  # type: Dict[str, Callable[[Any], int]]
 
 

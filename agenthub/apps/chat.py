@@ -43,6 +43,8 @@ def run(args: Any, out: TextIO, err: Optional[TextIO] = None, stdin: Optional[Te
         return 0
     finally:
         logged.close()
+        for server in getattr(args, "_mcp_servers", ()):
+            server.close()
 
 
 class _Logged(object):
@@ -316,7 +318,7 @@ def _turns(client: Any, args: Any, config: Dict[str, Any], history: List[Any], m
            out: TextIO, err: TextIO, stdin: TextIO) -> List[Any]:
     """The (user message, answer) pairs of one prompt: one turn, or with ``--tool`` the tool loop's turns
     (``agenthub.agent.runner``), each call shown with its arguments, result and time."""
-    if not getattr(args, "tool", None):
+    if not getattr(args, "tool", None) and not getattr(args, "mcp", None):
         answer = _turn(client, args, config, history, message, out, err)
         return [(message, answer)] if answer is not None else []
     from ..tracer import to_jsonable
@@ -364,10 +366,20 @@ def _clip(text: str, limit: int = 200) -> str:
 
 
 def _tools(args: Any) -> List[Any]:
-    """``--tool module:function`` / ``--tool path/to/file.py:function``: the functions, loaded once."""
+    """``--tool module:function`` / ``--tool path/to/file.py:function``: the functions, loaded once; and
+    ``--mcp URL_OR_COMMAND``: the MCP servers, connected once (closed when the chat ends)."""
     loaded = getattr(args, "_loaded_tools", None)
     if loaded is None:
-        loaded = args._loaded_tools = [_load_tool(spec) for spec in args.tool]
+        loaded = [_load_tool(spec) for spec in args.tool]
+        if getattr(args, "mcp", None):
+            from .. import mcp
+            from .mcp_cli import target_of
+
+            servers = args._mcp_servers = []  # type: List[Any]
+            for spec in args.mcp:
+                servers.append(mcp.connect(target_of([spec]), timeout=args.timeout))
+            loaded.extend(servers)
+        args._loaded_tools = loaded
     return loaded
 
 
