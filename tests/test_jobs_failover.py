@@ -49,7 +49,8 @@ def test_a_down_primary_is_answered_by_the_fallback_row_by_row(tmp_path):
         # the sends of the row's call, every route counted: the primary's one and the backup's (the primary's
         # circuit is open from row 4 on: the backup's alone)
         assert row["attempts"] == (2 if row["id"] in ("r0", "r1", "r2") else 1)
-        assert row["route"] == {"model": "backup-model", "client_type": "openai-chat", "host": "127.0.0.1"}
+        assert row["route"] == {"model": "backup-model", "client_type": "openai-chat",
+                                "host": "127.0.0.1:{}".format(backup.port)}
         assert [i["text"] for i in row["message"]["content_items"]] == ["ok"]
     # the primary's circuit opened after its 3 failures (the breaker's default): rows 4 and 5 skipped it
     assert len(primary_posts) == 3
@@ -123,6 +124,7 @@ def test_a_row_answered_by_the_fallback_is_priced_as_the_model_that_answered(tmp
                  fallbacks=[fallback], max_retries=0)
         (row,) = jobs.read_output(str(tmp_path / "out.jsonl"))
     assert row["error"] is None and row["model"] == "claude-sonnet-4-6"
-    assert row["route"] == {"model": "deepseek-v4-flash", "client_type": "openai-chat", "host": "127.0.0.1"}
+    assert row["route"] == {"model": "deepseek-v4-flash", "client_type": "openai-chat",
+                            "host": "127.0.0.1:{}".format(backup.port)}
     assert row["cost_usd"] == cost("deepseek-v4-flash", row["usage_metadata"])
     assert row["cost_usd"] != cost("claude-sonnet-4-6", row["usage_metadata"])
