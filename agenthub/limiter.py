@@ -23,6 +23,10 @@ Usage::
 
 ``clock`` and ``sleep`` are injectable (tests drive time by hand); ``wall`` is the wall clock used
 for Anthropic's absolute reset times.
+
+``store=`` shares the pace between processes and machines (``agenthub.stores``: ``"sqlite:///path"``,
+``"redis://host:port/db"``), under the account ``key=``; the pacing itself lives in the store (None: this
+process only, as always).  See docs/many-workers.md.
 """
 
 import datetime
@@ -32,6 +36,7 @@ import time
 from typing import Any, Callable, Dict, Iterable, Mapping, Optional, Tuple
 
 from .errors import ConfigError
+from .stores import check_key, open_store
 
 __all__ = ["RateLimiter", "LimiterHook", "Ticket", "estimate_tokens", "parse_duration", "parse_rfc3339"]
 
@@ -162,21 +167,22 @@ class RateLimiter(object):
     """Requests per minute and tokens per minute, spread evenly, shared by all threads (see the module doc).
 
     ``rpm`` / ``tpm``: None for no limit of that kind (the headers and 429s still hold everyone back).
+    ``store`` / ``key``: where the pace is kept and under which name (None: in this process).
     """
 
-    def __init__(self, rpm: Optional[float] = None, tpm: Optional[float] = None, *,
-                 clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], Any] = time.sleep,
-                 wall: Callable[[], float] = time.time) -> None:
+    def __init__(self, rpm: Optional[float] = None, tpm: Optional[float] = None, *, store: Any = None,
+                 key: Optional[str] = None, clock: Callable[[], float] = time.monotonic,
+                 sleep: Callable[[float], Any] = time.sleep, wall: Callable[[], float] = time.time) -> None:
         self.rpm = _positive(rpm, "rpm")
         self.tpm = _positive(tpm, "tpm")
+        self.key = check_key(key)
         self._clock = clock
         self._sleep = sleep
         self._wall = wall
         self._lock = threading.Lock()
-        now = clock()
-        self._next_request = now  # the earliest moment the next request may go (theoretical arrival time)
-        self._next_token = now  # the same for the token budget
-        self._paused_until = now  # a 429 or an exhausted header holds everyone back until then
+        #: where the pace is kept (the earliest moment the next request may go, the same for the token
+        #: budget, a pause): an agenthub.stores.Store
+        self.store = open_store(store, clock=clock)
         #: what the limiter has done, for progress lines and benches
         self.requests = 0
         self.tokens = 0
@@ -184,18 +190,28 @@ class RateLimiter(object):
         self.waited = 0.0
 
     def __repr__(self) -> str:
+        if self.store.shared:
+            return "RateLimiter(rpm={}, tpm={}, store={!r}, key={!r})".format(self.rpm, self.tpm, self.store.url,
+                                                                             self.key)
         return "RateLimiter(rpm={}, tpm={})".format(self.rpm, self.tpm)
 
-    def __getstate__(self) -> Any:  # a copy in another process starts with a fresh budget of the same size
-        return {"rpm": self.rpm, "tpm": self.tpm}
+    def __getstate__(self) -> Any:
+        # a copy in another process starts with a fresh budget of the same size (with a shared store: the same one)
+        state = {"rpm": self.rpm, "tpm": self.tpm}  # type: Dict[str, Any]
+        if self.store.shared:
+            state.update(store=self.store, key=self.key)
+        return state
 
     def __setstate__(self, state: Any) -> None:
-        self.__init__(state["rpm"], state["tpm"])  # type: ignore[misc]
+        self.__init__(state["rpm"], state["tpm"], store=state.get("store"), key=state.get("key"))  # type: ignore[misc]
 
     def share(self, parts: int) -> "RateLimiter":
-        """A new limiter with 1/``parts`` of this one's budget (a worker process's or a Ray actor's share)."""
+        """A new limiter with 1/``parts`` of this one's budget (a worker process's or a Ray actor's share);
+        with a shared store, the same limiter (every part draws from the one shared pace)."""
         if not isinstance(parts, int) or isinstance(parts, bool) or parts < 1:
             raise ConfigError("parts must be an int >= 1")
+        if self.store.shared:
+            return self
         return RateLimiter(None if self.rpm is None else self.rpm / parts,
                            None if self.tpm is None else self.tpm / parts,
                            clock=self._clock, sleep=self._sleep, wall=self._wall)
@@ -207,22 +223,13 @@ class RateLimiter(object):
         """Book the next slot for a request of ``tokens`` (estimated): (ticket, seconds to wait before
         sending).  Never blocks; ``acquire`` is reserve + sleep."""
         tokens = max(0, int(tokens))
+        # (the store's limiter_reserve: this request's tokens hold the next one back; its own start is not
+        # delayed by its size, so a request bigger than a second's budget still goes)
+        wait = self.store.limiter_reserve(self.key, self.rpm, self.tpm, tokens)
         with self._lock:
-            now = self._clock()
-            at = max(now, self._paused_until)
-            if self.rpm is not None:
-                at = max(at, self._next_request)
-            if self.tpm is not None:
-                at = max(at, self._next_token)
-            if self.rpm is not None:
-                self._next_request = at + 60.0 / self.rpm
-            if self.tpm is not None:
-                # this request's tokens hold the next one back (its own start is not delayed by its size,
-                # so a request bigger than a second's budget still goes, and the pace evens out after)
-                self._next_token = at + tokens * 60.0 / self.tpm
+            at = self._clock() + wait
             self.requests += 1
             self.tokens += tokens
-            wait = at - now
             self.waited += wait
             return Ticket(tokens, at), wait
 
@@ -237,8 +244,7 @@ class RateLimiter(object):
             else:
                 self._sleep(wait)
             # a pause that came in while this thread slept (a 429 elsewhere) holds it back too
-            with self._lock:
-                wait = self._paused_until - self._clock()
+            wait = self.paused_for()
         return ticket
 
     def settle(self, ticket: Optional[Ticket], usage_metadata: Optional[Mapping[str, Any]]) -> None:
@@ -257,11 +263,11 @@ class RateLimiter(object):
             return
         with self._lock:
             self.tokens += used - ticket.tokens
-            if self.tpm is not None:
-                # more than estimated: the next request waits longer; less: it may go sooner (never before
-                # now: a slot is never granted in the past, so no burst builds up)
-                self._next_token += (used - ticket.tokens) * 60.0 / self.tpm
-            ticket.tokens = used
+        if self.tpm is not None:
+            # more than estimated: the next request waits longer; less: it may go sooner (never before
+            # now: a slot is never granted in the past, so no burst builds up)
+            self.store.limiter_adjust(self.key, (used - ticket.tokens) * 60.0 / self.tpm)
+        ticket.tokens = used
 
     # -- what the server says -------------------------------------------------------------------
     def pause(self, seconds: Optional[float]) -> None:
@@ -269,10 +275,8 @@ class RateLimiter(object):
         if seconds is None or not isinstance(seconds, (int, float)) or isinstance(seconds, bool) or seconds != seconds:
             return
         seconds = min(max(0.0, float(seconds)), MAX_PAUSE)
-        with self._lock:
-            until = self._clock() + seconds
-            if until > self._paused_until:
-                self._paused_until = until
+        if self.store.limiter_pause(self.key, seconds):
+            with self._lock:
                 self.pauses += 1
 
     def observe(self, headers: Any, status: Optional[int] = None, retry_after: Optional[float] = None) -> None:
@@ -317,8 +321,7 @@ class RateLimiter(object):
 
     def paused_for(self) -> float:
         """Seconds until a pause (429 or exhausted header) ends; 0 when none holds."""
-        with self._lock:
-            return max(0.0, self._paused_until - self._clock())
+        return self.store.limiter_paused_for(self.key)
 
     @staticmethod
     def header_names() -> Iterable[str]:

@@ -130,6 +130,8 @@ def test_only_transport_imports_requests_and_nothing_outside_stdlib():
                 assert rel == "hosts/gcp.py", "{} imports {}".format(rel, name)
             elif top == "ray":  # Ray Data, the optional extra agenthub[ray], inside agenthub/ray.py's run_job
                 assert rel == "ray.py", "{} imports {}".format(rel, name)
+            elif top == "redis":  # the optional extra agenthub[redis], inside the Redis store only
+                assert rel == "stores/redis.py", "{} imports {}".format(rel, name)
             else:
                 assert top in stdlib or top == "agenthub", "{} imports {} (not stdlib)".format(rel, name)
 
@@ -141,7 +143,7 @@ LAYERS = [
     {"types", "errors", "_redact"},
     {"sse", "eventstream", "toolcalls", "stream", "validate", "media", "answers"},
     {"providers"},
-    {"hosts", "aws", "gcp"},
+    {"hosts", "aws", "gcp", "stores"},
     {"registry", "transport", "tracer", "catalog", "budget", "limiter"},
     {"client", "testing"},
     {"server", "playground", "viewer", "_dom", "demo", "__main__", "apps", "", "jobs", "ray"},
