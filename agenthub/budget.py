@@ -23,6 +23,7 @@ import threading
 import uuid
 from typing import Any, Dict, Iterable, Mapping, Optional, Union
 
+from .attempts import AttemptHook
 from .errors import BudgetExceededError, ConfigError
 from .stores import LEASE_SECONDS, check_key, open_store
 from .stores.base import Renewer
@@ -305,8 +306,8 @@ def planned_max_tokens(body: Any) -> Optional[int]:
     return None
 
 
-class BudgetHook(object):
-    """An attempt-loop hook (``agenthub.client.AttemptHook``): reserve before the first attempt of a
+class BudgetHook(AttemptHook):
+    """An attempt-loop hook (``agenthub.attempts.AttemptHook``): reserve before the first attempt of a
     stream, settle when the call ends.  Retries of the same call share its one hold."""
 
     def __init__(self, budget: Budget, embeddings: bool = False) -> None:

@@ -144,7 +144,7 @@ LAYERS = [
     {"sse", "eventstream", "toolcalls", "stream", "validate", "media", "answers"},
     {"providers"},
     {"hosts", "aws", "gcp", "stores"},
-    {"registry", "transport", "tracer", "catalog", "budget", "limiter"},
+    {"registry", "transport", "tracer", "catalog", "budget", "limiter", "attempts", "cache"},
     {"client", "testing"},
     {"server", "playground", "viewer", "_dom", "demo", "__main__", "apps", "", "jobs", "ray"},
 ]
