@@ -72,13 +72,28 @@ def _path(url: Any) -> str:
     return urlunsplit(("", "", parts.path, urlencode(query), ""))
 
 
-def request_key(client_type: str, host: str, port: Any, request: Any) -> Optional[str]:
-    """The cache key of a planned request (``HttpRequest``: ``.url`` path, ``.body``): a SHA-256 hex of the
-    canonical wire request; None when the body is not JSON-able (such a call is never cached)."""
+def _endpoint(base_url: Any) -> str:
+    """scheme://host:port/base-path of a base URL (no user, password, query or fragment)."""
+    from .hosts.trust import url_origin
+
+    origin = url_origin(base_url)
+    if origin is None:
+        return ""
+    try:
+        path = urlsplit(str(base_url)).path
+    except ValueError:
+        path = ""
+    return "{}://{}:{}{}".format(origin[0], origin[1], origin[2], path.rstrip("/"))
+
+
+def request_key(client_type: str, endpoint: str, request: Any) -> Optional[str]:
+    """The cache key of a planned request (``HttpRequest``: ``.url`` path, ``.body``) to ``endpoint`` (the
+    client's scheme://host:port/base-path, or the route's host): a SHA-256 hex of the canonical wire
+    request; None when the body is not JSON-able (such a call is never cached)."""
     body = getattr(request, "body", None)
     try:
         canonical = json.dumps(
-            {"v": ENTRY_VERSION, "dialect": client_type, "host": str(host or "").lower(), "port": port,
+            {"v": ENTRY_VERSION, "dialect": client_type, "endpoint": str(endpoint or "").lower(),
              "method": getattr(request, "method", "POST"), "path": _path(getattr(request, "url", "")), "body": body},
             sort_keys=True, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
     except (TypeError, ValueError):
@@ -141,23 +156,23 @@ class ResponseCache(AttemptHook):
         finally:
             _bypass.reset(token)
 
-    # -- the key -------------------------------------------------------------------------------------------
-    @staticmethod
-    def _key(call: Any) -> Optional[str]:
-        route = getattr(call, "route", None) or {}
-        server = getattr(call, "server", None)
-        port = server[1] if isinstance(server, tuple) and len(server) == 2 else None
-        return request_key(route.get("client_type") or getattr(call, "client_type", ""),
-                           route.get("host") or (server[0] if port is not None else ""), port, call.request)
+    def hook_for(self, base_url: str) -> AttemptHook:
+        """The hook ``AutoLLMClient(..., cache=self)`` adds: this cache, keyed with the client's endpoint
+        (scheme, host, port and base path of ``base_url``; never its user, password or query)."""
+        return _ClientCache(self, _endpoint(base_url))
 
     # -- the hook --------------------------------------------------------------------------------------------
     def on_call_start(self, call: Any) -> None:
+        self._start(call, None)
+
+    def _start(self, call: Any, endpoint: Optional[str]) -> None:
         if call.kind != "stream" or getattr(call, "answer", None) is not None or _bypass.get():
             return
         request = getattr(call, "request", None)
         if request is None or getattr(request, "stream", True) is False:
             return
-        key = self._key(call)
+        route = getattr(call, "route", None) or {}
+        key = request_key(route.get("client_type") or call.client_type, endpoint or route.get("host") or "", request)
         if key is None:
             return
         events = self._load(key)
@@ -169,9 +184,10 @@ class ResponseCache(AttemptHook):
         with self._lock:
             self.hits += 1
         call.cache = "hit"
-        route = dict(call.route or {})
-        route["cache"] = "hit"
-        call.route = route
+        if isinstance(call.route, dict):
+            call.route["cache"] = "hit"  # (in place: the client's last_route and the trace read this dict)
+        else:
+            call.route = {"model": call.model, "client_type": call.client_type, "cache": "hit"}
         call.answer = _replay(events)
 
     def on_event(self, call: Any, event: Any) -> None:
@@ -235,6 +251,25 @@ class ResponseCache(AttemptHook):
 
     def close(self) -> None:
         self.store.close()
+
+
+class _ClientCache(AttemptHook):
+    """A ResponseCache as one client's hook: the cache's own steps, keyed with that client's endpoint."""
+
+    wants_events = True
+
+    def __init__(self, cache: ResponseCache, endpoint: str) -> None:
+        self.cache = cache
+        self.endpoint = endpoint
+
+    def on_call_start(self, call: Any) -> None:
+        self.cache._start(call, self.endpoint)
+
+    def on_event(self, call: Any, event: Any) -> None:
+        self.cache.on_event(call, event)
+
+    def on_call_end(self, call: Any) -> None:
+        self.cache.on_call_end(call)
 
 
 def _decode(raw: bytes, key: str) -> Optional[List[Dict[str, Any]]]:

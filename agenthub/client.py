@@ -199,6 +199,7 @@ class Timeout(object):
 
 if TYPE_CHECKING:  # what type checkers see: a generator of UniEvents (at runtime the plain ABC, no typing machinery)
     from .budget import Budget
+    from .cache import ResponseCache
     from .limiter import RateLimiter
 
     _EventGenerator = Generator[UniEvent, Any, None]
@@ -294,7 +295,8 @@ class AutoLLMClient(object):
         circuit_breaker: Any = None,
         budget: Optional["Budget"] = None,
         limiter: Optional["RateLimiter"] = None,
-        hooks: Optional[Sequence[AttemptHook]] = None
+        hooks: Optional[Sequence[AttemptHook]] = None,
+        cache: Optional["ResponseCache"] = None
     ) -> None:
         if not isinstance(max_retries, int) or isinstance(max_retries, bool) or max_retries < 0:
             raise ConfigError("max_retries must be an int >= 0")
@@ -347,6 +349,14 @@ class AutoLLMClient(object):
             from .limiter import LimiterHook
 
             self._hooks.append(LimiterHook(limiter))  # type: ignore[arg-type]
+        #: the agenthub.ResponseCache this client's streams are answered from and stored in (None: no cache)
+        self.cache = cache
+        if cache is not None:
+            from .cache import ResponseCache
+
+            if not isinstance(cache, ResponseCache):
+                raise ConfigError("cache must be an agenthub.ResponseCache (got {})".format(type(cache).__name__))
+            self._hooks.append(cache.hook_for(self._endpoint.base_url))
         for hook in _sequence(hooks, "hooks"):  # the caller's, after the budget's and the limiter's
             if not callable(getattr(hook, "before_attempt", None)):
                 raise ConfigError("each hooks entry must be an agenthub.attempts.AttemptHook (got {})".format(
