@@ -217,8 +217,9 @@ class ResponseCache(AttemptHook):
             return  # a fallback answered: not the answer of the request the key names
         try:
             events = [json.loads(line) for line in recording.events]
-            check_stream(events)
-        except (ValueError, AgentHubError):
+        except ValueError:
+            return
+        if not _complete(events):
             return  # closed early, cut, or not a valid stream: never stored
         payload = json.dumps({"key": recording.key, "events": events, "stored_at": int(time.time() * 1000)},
                              ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass")
@@ -283,11 +284,18 @@ def _decode(raw: bytes, key: str) -> Optional[List[Dict[str, Any]]]:
     if not isinstance(doc, dict) or doc.get("key") != key or not isinstance(doc.get("events"), list):
         return None
     events = doc["events"]
+    return events if _complete(events) else None
+
+
+def _complete(events: List[Any]) -> bool:
+    """A whole stream: a start, its deltas and a stop (the stop event last), valid by ``check_stream``."""
+    if len(events) < 2 or not isinstance(events[-1], dict) or events[-1].get("event_type") != "stop":
+        return False
     try:
         check_stream(events)
     except AgentHubError:
-        return None
-    return events
+        return False
+    return True
 
 
 def _replay(events: List[Dict[str, Any]]) -> Iterator[Dict[str, Any]]:

@@ -153,6 +153,10 @@ def _chat_client(args: Any) -> Any:
         options["budget"] = Budget(args.budget)
     if getattr(args, "fallback", None):
         options["fallbacks"] = list(args.fallback)
+    if getattr(args, "cache", None):  # answers replayed from (and stored in) a ResponseCache
+        from ..cache import ResponseCache
+
+        options["cache"] = ResponseCache(args.cache)
     try:
         return AutoLLMClient(args.model, api_key=api_key, base_url=args.base_url, client_type=args.client_type,
                              **options)
