@@ -5,6 +5,7 @@ import json
 import os
 import sqlite3
 import time
+import zlib
 
 import pytest
 
@@ -137,7 +138,15 @@ def test_a_corrupt_entry_is_a_miss_and_is_removed(tmp_path):
     cache.close()
 
 
-@pytest.mark.parametrize("raw", [b"", b"garbage", b"agenthub-cache/9\nx", b"agenthub-cache/1\n" + b"x" * 40])
+def _entry(doc):
+    return b"agenthub-cache/1\n" + zlib.compress(json.dumps(doc).encode())
+
+
+@pytest.mark.parametrize("raw", [
+    b"", b"garbage", b"agenthub-cache/9\nx", b"agenthub-cache/1\n" + b"x" * 40,
+    _entry({"key": "another request's key", "events": []}), _entry([1, 2]),
+    _entry({"key": None, "events": [{"event_type": "start"}]}),  # (the test puts the right key in)
+], ids=["empty", "garbage", "another-version", "not-zlib", "another-key", "not-an-object", "no-stop"])
 def test_entries_that_are_not_whole_are_misses(raw):
     store = MemoryStore()
     cache = ResponseCache(store)
@@ -146,6 +155,8 @@ def test_entries_that_are_not_whole_are_misses(raw):
                                api_key=KEY, hooks=[cache])  # a cache as a plain hook: keyed by host
         client.response(_user("x"), {"max_tokens": 8})
         (key,) = list(store._cache)
+        if b"null" in raw:
+            raw = _entry({"key": key, "events": [{"event_type": "start"}]})
         store.cache_put(key, raw, None, 1 << 20)
         client.response(_user("x"), {"max_tokens": 8})
         assert server.counts["x"] == 2
