@@ -79,15 +79,22 @@ class SQLiteStore(StateStore):
                 self._local = threading.local()
         conn = getattr(self._local, "conn", None)
         if conn is None:
+            opened = None
             try:
-                conn = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None,
-                                       check_same_thread=False)
+                conn = opened = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None,
+                                                check_same_thread=False)
                 conn.execute("PRAGMA busy_timeout = {:d}".format(int(self.timeout * 1000)))
                 # WAL with synchronous NORMAL: a commit is atomic and durable across crashes of the processes;
                 # a power loss may drop the last commits (never corrupts), and no fsync per update
                 conn.execute("PRAGMA synchronous = NORMAL")
-            except sqlite3.Error as exc:
+            except sqlite3.OperationalError as exc:
+                if opened is not None:
+                    opened.close()
                 raise StoreError("store {!r}: cannot open it: {}".format(self._shown, exc))
+            except sqlite3.DatabaseError as exc:
+                if opened is not None:
+                    opened.close()
+                raise StoreError("store {!r} is not a usable SQLite database ({}): refusing it".format(self._shown, exc))
             self._local.conn = conn
             with self._lock:
                 self._connections.append(conn)
