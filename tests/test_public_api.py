@@ -116,6 +116,7 @@ STDLIB_38 = {  # what the package may use on 3.8, where sys.stdlib_module_names 
     "queue", "heapq", "bisect", "operator", "codecs", "unicodedata", "numbers", "fnmatch", "platform", "gzip",
     "configparser", "hmac", "wsgiref", "pkgutil", "concurrent", "sqlite3", "readline", "shlex", "inspect",
     "secrets", "uuid", "csv", "io", "difflib", "stat", "atexit", "getpass", "locale", "calendar", "decimal",
+    "contextvars",
 }
 
 
