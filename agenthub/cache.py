@@ -10,8 +10,9 @@ or machines (``redis://``).
     with cache.bypass():               # this thread's calls inside skip the cache (no read, no write)
         client.response(messages)
 
-The key is a SHA-256 of the request as it goes on the wire: the wire dialect, the host (and port) it
-goes to, the URL path and the JSON body (canonical: keys sorted).  Headers are never part of it (so
+The key is a SHA-256 of the request as it goes on the wire: the wire dialect, the endpoint it goes to
+(scheme, host, port and base path of the client's base URL; a cache given as a plain ``hooks=`` entry
+knows only the route's host), the URL path and the JSON body (canonical: keys sorted).  Headers are never part of it (so
 neither the credential nor any per-request id is): two API keys share an entry, two hosts never do,
 and anything that changes the body (a config key, a tool, a thinking signature in the history)
 misses.  Only a complete stream is stored (it ended with its stop event and passes

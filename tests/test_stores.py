@@ -224,14 +224,15 @@ def test_rows_hold_numbers_only_never_a_secret(tmp_path):
         client = AutoLLMClient("deepseek-v4-flash", client_type="openai-chat", base_url=server.base_url,
                                api_key="sk-secret-key-1234567890", limiter=RateLimiter(rpm=6000, store="sqlite:///" + path),
                                budget=Budget(1.0, store="sqlite:///" + path))
-        client.response([{"role": "user", "content_items": [{"type": "text", "text": "hi"}]}], {"max_tokens": 8})
+        client.response([{"role": "user", "content_items": [{"type": "text", "text": "prompt-zq81x"}]}],
+                        {"max_tokens": 8})
     with open(path, "rb") as handle:
         raw = handle.read()
     for name in (path + "-wal",):
         if os.path.exists(name):
             with open(name, "rb") as handle:
                 raw += handle.read()
-    assert b"sk-secret" not in raw and b"hi" not in raw.replace(b"hidden", b"")
+    assert b"sk-secret" not in raw and b"prompt-zq81x" not in raw and b"Authorization" not in raw
 
 
 # -- the limiter and budget on a shared store ----------------------------------------------------------

@@ -18,7 +18,6 @@ functions of a row and the time); ``RedisStore`` runs the same steps as Lua scri
 import math
 import re
 import threading
-import time
 from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 
 from ..errors import AgentHubError, ConfigError
