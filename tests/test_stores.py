@@ -417,3 +417,38 @@ def test_wait_in_the_url_rides_out_a_redis_restart():
         finally:
             restart.join(15)
         limiter.store.close()
+
+
+def _reserve_in_child(limiter, queue):
+    queue.put(limiter.reserve()[1])
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork here")
+def test_a_forked_child_uses_its_own_connection_and_the_shared_pace(tmp_path):
+    limiter = RateLimiter(rpm=60, store="sqlite:///" + str(tmp_path / "s.db"), key="fork")
+    assert limiter.reserve()[1] == 0.0  # the parent's connection is open now
+    ctx = multiprocessing.get_context("fork")
+    queue = ctx.Queue()
+    child = ctx.Process(target=_reserve_in_child, args=(limiter, queue))
+    child.start()
+    waited = queue.get(timeout=30)
+    child.join(30)
+    assert child.exitcode == 0 and 0.9 < waited <= 1.0  # the child booked the slot after the parent's
+    assert 1.9 < limiter.reserve()[1] <= 2.0  # and the parent the one after the child's
+    limiter.store.close()
+
+
+def test_a_redis_url_without_the_extra_says_how_to_install_it(monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "redis", None)  # as if agenthub[redis] were not installed
+    with pytest.raises(ConfigError, match=r"pip install 'agenthub\[redis\]'"):
+        RateLimiter(rpm=60, store="redis://127.0.0.1:6379/0")
+
+
+def test_importing_agenthub_and_its_stores_does_not_import_redis():
+    import subprocess
+    import sys
+
+    code = "import sys, agenthub, agenthub.stores; agenthub.RateLimiter(60); print('redis' in sys.modules)"
+    assert subprocess.check_output([sys.executable, "-c", code]).decode().strip() == "False"
