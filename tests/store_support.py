@@ -82,7 +82,7 @@ def pace_worker(store, base_url, rpm, count, name, start_at):
         client.response(_user("{}-{}".format(name, i)))
 
 
-def budget_worker(store, base_url, max_usd, name, queue):
+def budget_worker(store, base_url, max_usd, name, queue, max_tokens=16):
     """Calls until the shared budget refuses; puts (name, calls answered, refused)."""
     from agenthub import AutoLLMClient, Budget, BudgetExceededError
 
@@ -92,7 +92,7 @@ def budget_worker(store, base_url, max_usd, name, queue):
     answered = 0
     for i in range(1000):
         try:
-            client.response(_user("{}-{}".format(name, i)), {"max_tokens": 16})
+            client.response(_user("{}-{}".format(name, i)), {"max_tokens": max_tokens})
         except BudgetExceededError:
             queue.put((name, answered, True))
             return

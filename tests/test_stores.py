@@ -330,19 +330,23 @@ def test_processes_sharing_a_limiter_use_the_rpm_without_429s(shared_url, proces
     assert late_429 == [] and used >= 0.85 * rpm, (used, len(late_429))
 
 
-def test_eight_processes_sharing_a_budget_never_spend_more_than_it(shared_url):
-    from agenthub.budget import worst_case_usd
-    from agenthub.limiter import estimate_tokens  # noqa: F401  (the client estimates the input itself)
+@pytest.mark.parametrize("max_tokens", [16, 1])
+def test_eight_processes_sharing_a_budget_never_spend_more_than_it(shared_url, max_tokens):
+    """The bound: spent <= max_usd + what the requests in flight cost beyond their holds.  With
+    max_tokens 16 every answer (10 tokens in, 5 out) costs less than its hold: never above max_usd.
+    With max_tokens 1 each answer costs more than its hold (5 tokens out against 1 held): the sum may
+    pass max_usd, by at most 8 (one request in flight per process) times that excess."""
     from agenthub import cost
+    from agenthub.budget import worst_case_usd
 
     one_answer = cost("deepseek-v4-flash", {"prompt_tokens": 10, "cached_tokens": 0, "thoughts_tokens": 0,
                                             "response_tokens": 5})
-    worst = worst_case_usd("deepseek-v4-flash", 12, 16)
+    smallest_hold = worst_case_usd("deepseek-v4-flash", 6, max_tokens)  # the input estimate is >= 6 tokens here
     max_usd = one_answer * 40  # about 40 answers, far fewer than 8 processes would send unbounded
     queue = _spawn().Queue()
     with JobServer() as server:
         children = [_spawn().Process(target=budget_worker, args=(shared_url, server.base_url, max_usd,
-                                                                  "b{}".format(n), queue))
+                                                                  "b{}".format(n), queue, max_tokens))
                     for n in range(8)]
         for child in children:
             child.start()
@@ -355,10 +359,12 @@ def test_eight_processes_sharing_a_budget_never_spend_more_than_it(shared_url):
     answered = sum(n for _, n, _ in results)
     assert answered == sent == budget.requests  # a refused request was never sent
     assert budget.reserved_usd == 0.0
-    # the bound: spent never above max_usd (each answer's actual cost is within the worst case held for it)
-    assert budget.spent_usd <= max_usd + 1e-12
     assert budget.spent_usd == pytest.approx(answered * one_answer)
-    assert max_usd - budget.spent_usd < worst  # and it stopped only when the next worst case did not fit
+    if one_answer <= smallest_hold:
+        assert budget.spent_usd <= max_usd + 1e-12
+        assert max_usd - budget.spent_usd < worst_case_usd("deepseek-v4-flash", 40, max_tokens)  # stopped only when full
+    else:
+        assert budget.spent_usd <= max_usd + 8 * (one_answer - smallest_hold) + 1e-12
 
 
 # -- a real redis-server ----------------------------------------------------------------------------------
