@@ -76,10 +76,6 @@ def test_the_several_machines_block(tmp_path, store_url):
 
 
 def test_the_cache_block(tmp_path):
-    import agenthub.attempts
-
-    if not hasattr(agenthub.attempts, "start_call"):
-        pytest.skip("the attempt loop does not run on_call_start yet (C1 seam)")
     code = _block("ResponseCache")
     with JobServer() as server:
         out = _run(code, server, CACHE_DIR=str(tmp_path / "answers"))

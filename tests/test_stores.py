@@ -60,8 +60,12 @@ def test_the_limiter_rows_pace_and_keys_never_mix(store):
     assert store.limiter_reserve("b", 600, None, 0) == 0.0  # another key: its own pace
     assert store.limiter_pause("a", 5.0) is True
     assert store.limiter_pause("a", 1.0) is False  # a shorter pause does not shorten the one in force
-    assert 4.9 < store.limiter_paused_for("a") <= 5.0
-    assert store.limiter_paused_for("b") == 0.0
+    assert store.limiter_pause("a", 2.0, '["openai-chat",["h",1],"m"]') is True  # one endpoint's own pause
+    pauses = store.limiter_pauses("a")
+    assert sorted(pauses) == ["", '["openai-chat",["h",1],"m"]'] and 4.9 < pauses[""] <= 5.0
+    assert store.limiter_pauses("b") == {}
+    assert 0.09 < store.limiter_reserve("a", 600, None, 0) <= 0.2  # a pause does not hold the queue
+    assert 0.19 < store.limiter_reslot("a", 600) <= 0.3  # a held request's new slot: behind those booked
 
 
 def test_tokens_hold_the_next_request_back_and_a_settlement_moves_the_pace(store):
@@ -167,9 +171,11 @@ def test_relative_and_absolute_sqlite_paths(tmp_path, monkeypatch):
 def test_the_default_is_in_process_and_unchanged():
     limiter = RateLimiter(rpm=60)
     budget = Budget(1.0)
-    assert isinstance(limiter.store, MemoryStore) and isinstance(budget.store, MemoryStore)
+    assert limiter.store is None and isinstance(budget.store, MemoryStore)
     assert repr(limiter) == "RateLimiter(rpm=60.0, tpm=None)"
-    assert pickle.loads(pickle.dumps(limiter)).store is not limiter.store  # a copy: its own fresh pace
+    copy = pickle.loads(pickle.dumps(limiter))
+    limiter.reserve()
+    assert copy.store is None and copy.reserve()[1] == 0.0  # a copy: its own fresh pace
     with pytest.raises(ConfigError):
         pickle.dumps(budget)  # an in-process account cannot be copied
 

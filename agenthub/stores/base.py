@@ -30,6 +30,8 @@ SCHEMA_VERSION = 1
 LEASE_SECONDS = 30.0
 #: the longest accepted key (the name of a shared account)
 MAX_KEY = 200
+#: the longest one request's tokens or one pause may hold a limiter's pace back (the limiter's MAX_PAUSE)
+MAX_HOLD = 600.0
 
 _KEY = re.compile(r"^[\x21-\x7e]{1,%d}$" % MAX_KEY)
 
@@ -77,12 +79,17 @@ class Store(object):
         """Move the token pace by ``seconds`` (a settled request used more or fewer tokens than held)."""
         raise NotImplementedError
 
-    def limiter_pause(self, key: str, seconds: float) -> bool:
-        """Hold every user back for ``seconds`` from now; True when that extends the current pause."""
+    def limiter_pause(self, key: str, seconds: float, endpoint: str = "") -> bool:
+        """Hold every user's requests to ``endpoint`` ("" : every endpoint) back for ``seconds`` from now;
+        True when that extends the pause in force."""
         raise NotImplementedError
 
-    def limiter_paused_for(self, key: str) -> float:
-        """Seconds until the pause ends (0 when none holds)."""
+    def limiter_pauses(self, key: str) -> Dict[str, float]:
+        """The pauses in force: endpoint ("" for every endpoint) -> seconds until it ends."""
+        raise NotImplementedError
+
+    def limiter_reslot(self, key: str, rpm: float) -> float:
+        """A new slot for a request a pause held past its own: seconds to wait for it."""
         raise NotImplementedError
 
     # -- the budget ---------------------------------------------------------------------------------
@@ -143,30 +150,54 @@ def limiter_take(row: Dict[str, Any], now: float, rpm: Optional[float], tpm: Opt
                  tokens: int) -> Tuple[Dict[str, Any], float]:
     """Generic cell rate pacing: each request books the earliest slot at or after now, the previous
     request's slot + 60/rpm and the token pace; it holds the next one back by its interval (and its
-    tokens * 60/tpm).  -> (row, seconds to wait)."""
+    tokens * 60/tpm, at most ``MAX_HOLD``).  -> (row, seconds to its slot)."""
     r = _number(row, "r", now, "limiter")
     t = _number(row, "t", now, "limiter")
     p = _number(row, "p", now, "limiter")
-    at = max(now, p)
+    at = now  # (a pause does not hold the queue: the limiter waits it out apart, ``limiter_pauses``)
     if rpm:
         at = max(at, r)
         r = at + 60.0 / rpm
     if tpm:
         at = max(at, t)
-        t = at + tokens * 60.0 / tpm
-    return {"r": r, "t": t, "p": p}, at - now
+        t = at + min(tokens * 60.0 / tpm, MAX_HOLD)
+    return dict(row, r=r, t=t, p=p), at - now
 
 
 def limiter_shift(row: Dict[str, Any], now: float, seconds: float) -> Dict[str, Any]:
-    return {"r": _number(row, "r", now, "limiter"), "t": _number(row, "t", now, "limiter") + seconds,
-            "p": _number(row, "p", now, "limiter")}
+    t = min(_number(row, "t", now, "limiter") + seconds, now + MAX_HOLD)
+    return dict(row, r=_number(row, "r", now, "limiter"), t=t, p=_number(row, "p", now, "limiter"))
 
 
-def limiter_hold_back(row: Dict[str, Any], now: float, seconds: float) -> Tuple[Dict[str, Any], bool]:
-    p = _number(row, "p", now, "limiter")
+def _endpoint_pauses(row: Dict[str, Any], now: float) -> Dict[str, float]:
+    pauses = row.get("e", {})
+    if not isinstance(pauses, dict):
+        raise StoreError("the store's limiter row is corrupt (e): refusing it")
+    return {name: _number(pauses, name, now, "limiter") for name in pauses if isinstance(name, str)}
+
+
+def limiter_hold_back(row: Dict[str, Any], now: float, seconds: float, endpoint: str) -> Tuple[Dict[str, Any], bool]:
     until = now + seconds
-    out = {"r": _number(row, "r", now, "limiter"), "t": _number(row, "t", now, "limiter"), "p": max(p, until)}
-    return out, until > p
+    if not endpoint:
+        p = _number(row, "p", now, "limiter")
+        return dict(row, p=max(p, until)), until > p
+    pauses = {name: end for name, end in _endpoint_pauses(row, now).items() if end > now}  # (ended ones go)
+    before = pauses.get(endpoint, float("-inf"))
+    pauses[endpoint] = max(before, until)
+    return dict(row, e=pauses), until > before
+
+
+def limiter_in_force(row: Dict[str, Any], now: float) -> Dict[str, float]:
+    out = {name: end - now for name, end in _endpoint_pauses(row, now).items() if end > now}
+    p = _number(row, "p", now, "limiter")
+    if p > now:
+        out[""] = p - now
+    return out
+
+
+def limiter_new_slot(row: Dict[str, Any], now: float, rpm: float) -> Tuple[Dict[str, Any], float]:
+    at = max(now, _number(row, "r", now, "limiter"))
+    return dict(row, r=at + 60.0 / rpm), at - now
 
 
 def _holds(row: Dict[str, Any]) -> Dict[str, List[Any]]:
@@ -247,12 +278,14 @@ class StateStore(Store):
     def limiter_adjust(self, key: str, seconds: float) -> None:
         self._update("limiter", key, lambda row, now: (limiter_shift(row, now, seconds), None))
 
-    def limiter_pause(self, key: str, seconds: float) -> bool:
-        return self._update("limiter", key, lambda row, now: limiter_hold_back(row, now, seconds))
+    def limiter_pause(self, key: str, seconds: float, endpoint: str = "") -> bool:
+        return self._update("limiter", key, lambda row, now: limiter_hold_back(row, now, seconds, endpoint))
 
-    def limiter_paused_for(self, key: str) -> float:
-        return self._update("limiter", key,
-                            lambda row, now: (row, max(0.0, _number(row, "p", now, "limiter") - now)), write=False)
+    def limiter_pauses(self, key: str) -> Dict[str, float]:
+        return self._update("limiter", key, lambda row, now: (row, limiter_in_force(row, now)), write=False)
+
+    def limiter_reslot(self, key: str, rpm: float) -> float:
+        return self._update("limiter", key, lambda row, now: limiter_new_slot(row, now, rpm))
 
     def budget_hold(self, key: str, max_usd: float, needed: float, hold_id: str,
                     lease: Optional[float]) -> Tuple[bool, float]:

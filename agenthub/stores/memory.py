@@ -1,13 +1,28 @@
 """MemoryStore: the rows in this process (the default: what RateLimiter and Budget always did)."""
 
 import collections
+import os
 import threading
 import time
+import weakref
 from typing import Any, Callable, Dict, Optional, Tuple
 
 from .base import StateStore
 
 __all__ = ["MemoryStore"]
+
+#: every MemoryStore alive: a forked child renews their locks (a thread of the parent may have held one at
+#: the fork, and it never runs in the child to release it)
+_ALIVE = weakref.WeakSet()  # type: weakref.WeakSet[Any]
+
+
+def _renew_locks() -> None:
+    for store in list(_ALIVE):
+        store._lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_renew_locks)
 
 
 class MemoryStore(StateStore):
@@ -24,6 +39,7 @@ class MemoryStore(StateStore):
         self._rows = {}  # type: Dict[Tuple[str, str], Dict[str, Any]]
         self._cache = collections.OrderedDict()  # type: collections.OrderedDict
         self._cache_bytes = 0
+        _ALIVE.add(self)
 
     def __repr__(self) -> str:
         return "MemoryStore()"

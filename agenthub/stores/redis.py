@@ -15,7 +15,7 @@ until it expires (then its whole worst case counts as spent).
 """
 
 import time
-from typing import Any, Iterable, List, Optional, Tuple
+from typing import Any, Dict, Iterable, List, Optional, Tuple
 from urllib.parse import parse_qsl, urlsplit
 
 from .._redact import redact_url
@@ -70,8 +70,9 @@ local function limiter(now)
 end
 local function keep(now, r, t, p)
   redis.call('HSET', KEYS[1], 'r', fmt(r), 't', fmt(t), 'p', fmt(p))
-  -- a row whose times are all past says nothing a fresh row would not: let it go when idle
-  redis.call('PEXPIRE', KEYS[1], math.ceil((math.max(r, t, p) - now + 60) * 1000))
+  -- a row whose times are all past says nothing a fresh row would not: let it go when idle (an endpoint's
+  -- pause, at most 600 s, is covered by the 660 s floor)
+  redis.call('PEXPIRE', KEYS[1], math.ceil((math.max(r, t, p) - now + 660) * 1000))
 end
 """
 
@@ -80,30 +81,60 @@ _SCRIPTS = {
 local now = clock()
 local rpm, tpm, tokens = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
 local r, t, p = limiter(now)
-local at = math.max(now, p)
+local at = now
 if rpm > 0 then at = math.max(at, r); r = at + 60 / rpm end
-if tpm > 0 then at = math.max(at, t); t = at + tokens * 60 / tpm end
+if tpm > 0 then at = math.max(at, t); t = at + math.min(tokens * 60 / tpm, 600) end
 keep(now, r, t, p)
 return fmt(at - now)
 """,
     "limiter_adjust": r"""
 local now = clock()
 local r, t, p = limiter(now)
-keep(now, r, t + tonumber(ARGV[1]), p)
+keep(now, r, math.min(t + tonumber(ARGV[1]), now + 600), p)
 return 0
 """,
     "limiter_pause": r"""
 local now = clock()
 local r, t, p = limiter(now)
 local untl = now + tonumber(ARGV[1])
-keep(now, r, t, math.max(p, untl))
-if untl > p then return 1 end
+if ARGV[2] == '' then
+  keep(now, r, t, math.max(p, untl))
+  if untl > p then return 1 end
+  return 0
+end
+local field = 'e:' .. ARGV[2]
+local before = num(redis.call('HGET', KEYS[1], field), 'limiter') or -1
+keep(now, r, t, p)
+if untl > before then
+  redis.call('HSET', KEYS[1], field, fmt(untl))
+  return 1
+end
 return 0
 """,
-    "limiter_paused_for": r"""
+    "limiter_pauses": r"""
+local now = clock()
+local out = {}
+local all = redis.call('HGETALL', KEYS[1])
+for i = 1, #all, 2 do
+  local name = all[i]
+  if name == 'p' or string.sub(name, 1, 2) == 'e:' then
+    local untl = num(all[i + 1], 'limiter')
+    if untl > now then
+      if name == 'p' then table.insert(out, '') else table.insert(out, string.sub(name, 3)) end
+      table.insert(out, fmt(untl - now))
+    elseif name ~= 'p' then
+      redis.call('HDEL', KEYS[1], name)
+    end
+  end
+end
+return out
+""",
+    "limiter_reslot": r"""
 local now = clock()
 local r, t, p = limiter(now)
-return fmt(math.max(0, p - now))
+local at = math.max(now, r)
+keep(now, at + 60 / tonumber(ARGV[1]), t, p)
+return fmt(at - now)
 """,
     "budget_hold": r"""
 local now = clock()
@@ -308,11 +339,16 @@ class RedisStore(Store):
     def limiter_adjust(self, key: str, seconds: float) -> None:
         self._run("limiter_adjust", [PREFIX + "limiter:" + key], [repr(float(seconds))])
 
-    def limiter_pause(self, key: str, seconds: float) -> bool:
-        return bool(self._run("limiter_pause", [PREFIX + "limiter:" + key], [repr(float(seconds))]))
+    def limiter_pause(self, key: str, seconds: float, endpoint: str = "") -> bool:
+        return bool(self._run("limiter_pause", [PREFIX + "limiter:" + key], [repr(float(seconds)), endpoint]))
 
-    def limiter_paused_for(self, key: str) -> float:
-        return self._f(self._run("limiter_paused_for", [PREFIX + "limiter:" + key], []))
+    def limiter_pauses(self, key: str) -> Dict[str, float]:
+        flat = self._run("limiter_pauses", [PREFIX + "limiter:" + key], [])
+        return {(flat[i].decode("utf-8", "replace") if isinstance(flat[i], bytes) else str(flat[i])): self._f(flat[i + 1])
+                for i in range(0, len(flat) - 1, 2)}
+
+    def limiter_reslot(self, key: str, rpm: float) -> float:
+        return self._f(self._run("limiter_reslot", [PREFIX + "limiter:" + key], [repr(float(rpm))]))
 
     # -- the budget -------------------------------------------------------------------------------------
     def _budget_keys(self, key: str) -> List[str]:
