@@ -464,3 +464,25 @@ def test_importing_agenthub_and_its_stores_does_not_import_redis():
 
     code = "import sys, agenthub, agenthub.stores; agenthub.RateLimiter(60); print('redis' in sys.modules)"
     assert subprocess.check_output([sys.executable, "-c", code]).decode().strip() == "False"
+
+
+def test_pauses_are_shared_per_endpoint_and_a_held_request_takes_a_new_slot(shared_url):
+    one = ("openai-chat", ("h1", 443), "m")
+    two = ("openai-chat", ("h2", 443), "m")
+    a = RateLimiter(rpm=600, store=shared_url, key="endpoints")  # two processes' limiters, one store
+    b = RateLimiter(rpm=600, store=shared_url, key="endpoints")
+    a.pause(5.0, one)  # a 429 of endpoint one, seen by a
+    assert 4.9 < b.paused_for(one) <= 5.0 and b.paused_for(two) == 0.0
+    assert 4.9 < b.paused_for() <= 5.0  # without a key: the longest pause of any endpoint
+    assert b.paused_for(("openai-chat", None, "m")) > 4.9  # an unknown host matches any
+    assert b.reserve(0, two)[1] < 0.2  # the other endpoint goes: a pause does not hold the queue
+    assert b.reserve(0, one)[1] > 4.9
+    a.pause(0.3)  # every endpoint
+    assert 0.2 < b.paused_for(two) <= 0.3
+    ticket, wait = b.reserve(0, two)
+    booked = ticket.at
+    slept = []
+    assert b.wait_turn(ticket, wait, two, lambda s: slept.append(s) or time.sleep(s) or True)
+    assert 0.2 < slept[0] <= 0.31  # held by the pause ...
+    assert ticket.at > booked  # ... past its slot: then a new slot, after the pause
+    assert b.pauses == 0 and a.pauses == 2
