@@ -34,6 +34,7 @@ from .cache import ResponseCache
 from .catalog import cost, list_supported_models
 from .registry import list_models
 from .stream import check_stream, collect
+from .messages import text, user
 from .types import (
     AssistantMessage,
     ContentItem,
@@ -98,6 +99,9 @@ __all__ = [
     "PartialToolCallItem",
     "collect",
     "check_stream",
+    # typed helpers: a user message from strings, the text of a message or event
+    "user",
+    "text",
     "list_models",
     "list_supported_models",
     "cost",

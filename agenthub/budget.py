@@ -275,11 +275,13 @@ class BudgetHook(AttemptHook):
         limit = 0 if self.embeddings else getattr(attempt.request, "max_output", None)  # the plan's (HttpRequest)
         if limit is None and config.get("max_tokens") is not None:
             limit = config["max_tokens"]
+        from_catalog = False
         if limit is None:
             from .catalog import find_model
 
             row = find_model(attempt.model)
             limit = row.get("max_output") if row else None
+            from_catalog = limit is not None
         if limit is None:
             if self.budget.allow_unpriced and worst_case_usd(attempt.model, 0, 0) is None:
                 limit = 0
@@ -287,8 +289,18 @@ class BudgetHook(AttemptHook):
                 raise ConfigError("{}: a budget needs a bound on the output: set config max_tokens (the catalog "
                                   "knows no output limit for {!r})".format(attempt.client_type, attempt.model))
         inputs = estimate_tokens(attempt.messages or (), config)
-        hold = self.budget.reserve(attempt.model, inputs, int(limit), tier="fast" if config.get("fast_mode") else None,
-                                   prompt_caching=config.get("prompt_caching"))
+        try:
+            hold = self.budget.reserve(attempt.model, inputs, int(limit),
+                                       tier="fast" if config.get("fast_mode") else None,
+                                       prompt_caching=config.get("prompt_caching"))
+        except BudgetExceededError as exc:
+            if not from_catalog:
+                raise
+            # the hold is the model's whole output limit because nothing bounds the answer: say how to hold less
+            raise BudgetExceededError(
+                "{}; max_tokens is not set, so the whole output limit of {} ({} tokens) is held: set max_tokens "
+                "to hold less".format(exc, attempt.model, int(limit)), spent_usd=exc.spent_usd,
+                limit_usd=exc.limit_usd, needed_usd=exc.needed_usd) from None
         with self._lock:
             self._holds[id(attempt)] = hold
 

@@ -55,7 +55,7 @@ from .answers import starts_stream
 from ._redact import redact_url, secret_values, url_secrets
 from ._redact import body_secrets
 from .breaker import settings as breaker_settings
-from .hosts.trust import url_host, url_origin  # the one host rule: which host a request connects to
+from .hosts.trust import route_host, url_origin  # the one host rule: which host a request connects to
 from .errors import (AgentHubError, ConfigError, RateLimitError, StreamProtocolError, TransportError,
                      UnsupportedOperationError, UnsupportedParameterError, UpstreamError, safe_url, set_field)
 from .foreign import for_dialect
@@ -672,7 +672,7 @@ class AutoLLMClient(object):
             type(entry).__name__))
 
     def _route(self) -> Dict[str, Any]:
-        return {"model": self.model, "client_type": self.client_type, "host": url_host(self._endpoint.base_url)}
+        return {"model": self.model, "client_type": self.client_type, "host": route_host(self._endpoint.base_url)}
 
     def _server(self) -> Optional[Tuple[str, int]]:
         """(host, port) the endpoint's requests connect to (an attempt's ``server`` before it is encoded)."""

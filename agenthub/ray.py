@@ -1,4 +1,4 @@
-"""Bulk jobs on Ray Data (the optional extra ``agenthub[ray]``, Python >= 3.9).
+"""Bulk jobs on Ray Data (the optional extra ``ray``: ``pip install '.[ray]'``, Python >= 3.9).
 
 ``Predictor`` is a callable class for ``ray.data.Dataset.map_batches``::
 
@@ -183,7 +183,7 @@ def run_job(input_path: str, output_path: str, *, job: JobFile, workers: int = 8
     try:
         import ray
     except ImportError:
-        raise ConfigError("engine='ray' needs Ray Data: pip install 'agenthub[ray]' (Python >= 3.9)") from None
+        raise ConfigError("engine='ray' needs Ray Data: pip install '.[ray]' from agenthub's checkout (Python >= 3.9)") from None
     if not isinstance(actors, int) or isinstance(actors, bool) or actors < 1:
         raise ConfigError("actors must be an int >= 1")
     started = time.monotonic()

@@ -42,7 +42,7 @@ def test_a_down_primary_is_answered_by_the_fallback_row_by_row(tmp_path):
         primary_posts = [r for r in primary.requests if r.method == "POST"]
         backup_bodies = [json.loads(r.body) for r in backup.requests]
     assert (summary.done, summary.failed, summary.skipped) == (rows, 0, 0)
-    assert summary.routes == {"backup-model (openai-chat, 127.0.0.1)": rows}
+    assert summary.routes == {"backup-model (openai-chat, 127.0.0.1:{})".format(backup.port): rows}
     assert [row["id"] for row in out] == ["r{}".format(i) for i in range(rows)]
     for row in out:
         assert row["model"] == "primary-model" and row["backend"] == "live" and row["error"] is None
@@ -64,7 +64,8 @@ def test_routes_name_the_rows_own_endpoint_when_it_answers(tmp_path):
                            fallbacks=[AutoLLMClient("backup-model", client_type="openai-chat",
                                                     base_url=backup.url + "/v1", api_key="sk-backup-0002")])
         assert backup.requests == []
-    assert summary.done == 3 and summary.routes == {"primary-model (openai-chat, 127.0.0.1)": 3}
+    # host:port: the port is not the scheme's (issue 29 C5)
+    assert summary.done == 3 and summary.routes == {"primary-model (openai-chat, 127.0.0.1:{})".format(primary.port): 3}
 
 
 def test_fallbacks_are_checked_before_anything_is_sent(tmp_path):

@@ -801,6 +801,10 @@ class _Pump(object):
             if isinstance(exc, TransportError) and not self.stopped:
                 outcome += " ({})".format(self.app._scrub(str(exc))[:500])
             error = None if self.stopped else exc  # a client that left is no error of the stream's
+            if error is not None and not isinstance(exc, ConfigError):
+                # the upstream failed: logged by default (the caller's answer names no address; this line does)
+                logger.warning("agenthub serve: model %s: %s (answered %d) after %d events: %s", self.model_id,
+                               type(exc).__name__, _status_of(exc), count, self.app._scrub(str(exc))[:1000])
             put(exc)
         except BaseException as exc:  # a bug of ours: logged, the client gets an AgentHubError
             logger.exception("agenthub serve: the stream of model %r failed", self.model_id)

@@ -36,7 +36,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 from ..attempts import Attempt, register, unregister
 from ..client import AutoLLMClient
 from ..errors import AgentHubError, BudgetExceededError, ConfigError, TransportError
-from ..limiter import LimiterHook, RateLimiter, estimate_tokens, has_hook  # noqa: F401  (jobs.runner.estimate_tokens)
+from ..limiter import LimiterHook, RateLimiter, endpoint_key, estimate_tokens, has_hook  # noqa: F401  (jobs.runner.estimate_tokens)
 from ..catalog import cost
 from ..stream import collect
 from ..types import USAGE_KEYS
@@ -51,6 +51,8 @@ ENGINES = {"ray": "agenthub.ray"}
 PLAIN_INTERVAL = 10.0
 #: seconds between redraws of the progress line on a terminal
 TTY_INTERVAL = 0.25
+#: a wait before a retry at least this long (a 429's Retry-After pause, a long backoff) is announced
+ANNOUNCE_WAIT = 3.0
 
 
 @dataclass
@@ -147,6 +149,7 @@ class Progress(object):
         self.started = time.monotonic()
         self.last = 0.0
         self.lock = threading.Lock()
+        self.announced_until = 0.0  # the end of the last wait announced (monotonic)
 
     def snapshot(self, summary: JobSummary, final: bool = False) -> Dict[str, Any]:
         elapsed = time.monotonic() - self.started
@@ -191,6 +194,26 @@ class Progress(object):
             self.stream.flush()
         except (OSError, ValueError):  # a closed stderr never stops the job
             self.mode = "off"
+
+    def waiting(self, row_id: Any, error: Any, seconds: float, asked: bool, attempt: int) -> None:
+        """A worker is about to wait ``seconds`` before retrying a row: one line when the wait is long and
+        not already announced (workers hit by one pause print one line), on a terminal or not."""
+        if self.mode not in ("tty", "plain") or seconds < ANNOUNCE_WAIT:
+            return
+        with self.lock:
+            until = time.monotonic() + seconds
+            if until <= self.announced_until + 1.0:
+                return
+            self.announced_until = until
+            status = getattr(error, "status", None)
+            line = "agenthub.jobs: row {}: {}{}: waiting {:g} s{} before attempt {}".format(
+                row_id, type(error).__name__, " (status {})".format(status) if status is not None else "",
+                round(seconds, 1), " as the server asked (Retry-After)" if asked else "", attempt + 1)
+            try:
+                self.stream.write(("\r\x1b[2K" if self.mode == "tty" else "") + line + "\n")
+                self.stream.flush()
+            except (OSError, ValueError):
+                self.mode = "off"
 
     def end(self, summary: JobSummary) -> None:
         if self.mode == "off":
@@ -323,6 +346,7 @@ class Job(object):
         local = self.local
         local.pace = not has_hook(client, self.limiter)  # a client reporting to this limiter paces itself
         local.call = None
+        local.row_id = row.id
         me = threading.get_ident()
         try:
             stream = client.streaming_response(row.messages, row.config)
@@ -423,6 +447,11 @@ class _RowHook(LimiterHook):
                 attempt.delay = 0.0  # the limiter holds every worker for the Retry-After: the next turn waits
         if self.job.stop_new.is_set():
             attempt.retry = False  # stopping: a failed row gets its error row now
+        elif attempt.retry:  # a long wait before the next attempt is announced (a plain line, terminal or not)
+            retry_after = getattr(error, "retry_after", None)
+            wait = max(attempt.delay or 0.0, self.limiter.paused_for(endpoint_key(attempt)) if pace else 0.0)
+            self.job.progress.waiting(getattr(self.job.local, "row_id", None), error, wait, retry_after is not None,
+                                      attempt.number + 1)
 
     def on_done(self, attempt: Attempt) -> None:
         if self._pace():
