@@ -30,6 +30,7 @@ from .errors import (
 from .limiter import RateLimiter
 from .media import save_wav
 from .budget import Budget
+from .cache import ResponseCache
 from .catalog import cost, list_supported_models
 from .registry import list_models
 from .stream import check_stream, collect
@@ -121,6 +122,7 @@ __all__ = [
     "EmptyResponseError",
     "save_wav",
     "RateLimiter",
+    "ResponseCache",
     "tool",
     "RunResult",
     "__version__",

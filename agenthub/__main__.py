@@ -76,6 +76,9 @@ def add_chat_arguments(chat: argparse.ArgumentParser) -> None:
     chat.add_argument("--json", action="store_true", help="print raw UniEvents, one JSON object per line")
     chat.add_argument("--budget", type=float, metavar="USD",
                       help="spend at most USD at list prices (a turn that could exceed it is not sent)")
+    chat.add_argument("--cache", metavar="DIR|URL",
+                      help="answer a request sent before from this response cache (a directory, sqlite:///path or "
+                           "redis://host:port/db), and store new answers there")
     chat.add_argument("--background", action="store_true",
                       help="OpenAI Responses / Gemini Interactions: run the answer server-side and resume it after "
                            "a broken connection (the response is stored by the provider)")

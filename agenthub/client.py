@@ -93,6 +93,7 @@ def _protocol(client_type: str, embeddings: bool = False) -> Any:
 if TYPE_CHECKING:  # what type checkers see: a generator of UniEvents (at runtime the plain ABC, no typing machinery)
     from .agent.runner import Run
     from .budget import Budget
+    from .cache import ResponseCache
     from .limiter import RateLimiter
 
     _EventGenerator = Generator[UniEvent, Any, None]
@@ -195,7 +196,8 @@ class AutoLLMClient(object):
         circuit_breaker: Any = None,
         budget: Optional["Budget"] = None,
         limiter: Optional["RateLimiter"] = None,
-        hooks: Optional[Sequence[AttemptHook]] = None
+        hooks: Optional[Sequence[AttemptHook]] = None,
+        cache: Optional["ResponseCache"] = None
     ) -> None:
         if not isinstance(max_retries, int) or isinstance(max_retries, bool) or max_retries < 0:
             raise ConfigError("max_retries must be an int >= 0")
@@ -248,6 +250,14 @@ class AutoLLMClient(object):
             from .limiter import LimiterHook
 
             self._hooks.append(LimiterHook(limiter))  # type: ignore[arg-type]
+        #: the agenthub.ResponseCache this client's streams are answered from and stored in (None: no cache)
+        self.cache = cache
+        if cache is not None:
+            from .cache import ResponseCache
+
+            if not isinstance(cache, ResponseCache):
+                raise ConfigError("cache must be an agenthub.ResponseCache (got {})".format(type(cache).__name__))
+            self._hooks.append(cache.hook_for(self._endpoint.base_url))
         for hook in _sequence(hooks, "hooks"):  # the caller's, after the budget's and the limiter's
             if not callable(getattr(hook, "before_attempt", None)):
                 raise ConfigError("each hooks entry must be an agenthub.attempts.AttemptHook (got {})".format(

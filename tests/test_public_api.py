@@ -26,6 +26,8 @@ EXPECTED_ALL = {
     "ToolCallItem", "ToolResultItem", "EmbeddingItem", "PartialToolCallItem",
     # workloads (issue 20)
     "RateLimiter",
+    # state shared by processes and machines (issue 33)
+    "ResponseCache",
     # the agent turn (issue 30)
     "tool", "RunResult",
     # typed helpers (issue 29 C3)

@@ -193,6 +193,10 @@ def _chat_client(args: Any, err: Optional[TextIO] = None) -> Any:
         options["budget"] = Budget(args.budget)
     if getattr(args, "fallback", None):
         options["fallbacks"] = list(args.fallback)
+    if getattr(args, "cache", None):  # answers replayed from (and stored in) a ResponseCache
+        from ..cache import ResponseCache
+
+        options["cache"] = ResponseCache(args.cache)
     notice = _wait_notice(err) if err is not None else None
     if notice is not None:
         options["hooks"] = [notice]

@@ -474,7 +474,8 @@ def run(input_path: str, output_path: str, *, workers: int = 8, rpm: Optional[fl
         tpm: Optional[float] = None, retry_failed: bool = False, progress: Union[None, bool, Callable[..., Any]] = None,
         skip_invalid: bool = False, engine: Optional[str] = None, limiter: Optional[RateLimiter] = None,
         client_factory: Optional[Callable[..., Any]] = None, max_retries: int = 2, grace: float = 30.0,
-        fallbacks: Optional[Sequence[Any]] = None, budget: Any = None, **engine_options: Any) -> JobSummary:
+        fallbacks: Optional[Sequence[Any]] = None, budget: Any = None, cache: Any = None,
+        **engine_options: Any) -> JobSummary:
     """Run a job file live (or on Ray: ``engine="ray"``) and append the answers to ``output_path``.
 
     ``rpm`` / ``tpm``: the budget of one shared RateLimiter (or pass ``limiter``).  ``progress``: None
@@ -487,6 +488,7 @@ def run(input_path: str, output_path: str, *, workers: int = 8, rpm: Optional[fl
     ``budget``: an ``agenthub.Budget`` every row's client (fallbacks included) reserves from: a row whose
     worst case no longer fits gets a BudgetExceededError row (``attempts`` 0) and is never sent; a
     rerun with ``retry_failed=True`` and a new budget sends those rows.  Live engine only.
+    ``cache``: an ``agenthub.ResponseCache`` every row's client answers from (and stores in).
     """
     started = time.monotonic()
     _positive_int(workers, "workers")
@@ -503,6 +505,12 @@ def run(input_path: str, output_path: str, *, workers: int = 8, rpm: Optional[fl
     if fallbacks is not None and client_factory is not None:
         raise ConfigError("fallbacks= is for the runner's own clients: with client_factory, give the clients "
                           "your factory builds their fallbacks")
+    if cache is not None:
+        from ..cache import ResponseCache
+
+        if not isinstance(cache, ResponseCache) or client_factory is not None:
+            raise ConfigError("cache= takes an agenthub.ResponseCache for the runner's own clients (with "
+                              "client_factory, give the clients your factory builds the cache)")
     if budget is not None:
         from ..budget import Budget
 
@@ -519,6 +527,9 @@ def run(input_path: str, output_path: str, *, workers: int = 8, rpm: Optional[fl
     elif fallbacks is not None:
         client_factory = functools.partial(fallback_client, list(fallbacks),  # picklable: Ray's actors build it too
                                            max_retries=max_retries)
+    if cache is not None:
+        client_factory = functools.partial(own_client, list(fallbacks) if fallbacks is not None else None, budget,
+                                           max_retries=max_retries, cache=cache)
     if os.path.abspath(input_path) == os.path.abspath(output_path):
         raise ConfigError("the output file must not be the input file")
     job = read_jobs(input_path, skip_invalid=skip_invalid, keep_rows=False)
@@ -581,11 +592,11 @@ def _run_live(job: JobFile, input_path: str, output_path: str, workers: int, lim
 
 
 def own_client(fallbacks: Optional[List[Any]], budget: Any, model: str, client_type: Optional[str],
-               base_url: Optional[str], max_retries: int = 2) -> AutoLLMClient:
-    """The client of a route under ``run(..., fallbacks=..., budget=...)`` (the fallbacks built from model
-    names get the same budget)."""
+               base_url: Optional[str], max_retries: int = 2, cache: Any = None) -> AutoLLMClient:
+    """The client of a route under ``run(..., fallbacks=..., budget=..., cache=...)`` (the fallbacks built from
+    model names get the same budget)."""
     return AutoLLMClient(model, client_type=client_type, base_url=base_url, max_retries=max_retries,
-                         fallbacks=fallbacks, budget=budget)
+                         fallbacks=fallbacks, budget=budget, cache=cache)
 
 
 def fallback_client(fallbacks: List[Any], model: str, client_type: Optional[str],
