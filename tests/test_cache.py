@@ -263,3 +263,16 @@ def test_job_rows_hit_the_cache(tmp_path):
         assert summary.done == 4
         assert dict(server.counts) == {"row 0": 1, "row 1": 1}  # rows 2 and 3 repeat rows 0 and 1: hits
         assert cache.hits == 2
+
+
+def test_a_hit_on_a_client_with_fallbacks_names_the_hit_as_its_last_route(tmp_path):
+    cache = ResponseCache(MemoryStore())
+    with JobServer() as server, JobServer() as other:
+        backup = AutoLLMClient("deepseek-v4-pro", client_type="openai-chat", base_url=other.base_url, api_key=KEY)
+        client = _client(server, cache, fallbacks=[backup])
+        list(client.streaming_response(_user("cached"), {"max_tokens": 8}))
+        client.last_route = None
+        stream = client.streaming_response(_user("cached"), {"max_tokens": 8})
+        list(stream)
+        assert dict(server.counts) == {"cached": 1} and not other.counts
+    assert stream.route["cache"] == "hit" and client.last_route == stream.route
