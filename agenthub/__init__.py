@@ -30,9 +30,11 @@ from .errors import (
 from .limiter import RateLimiter
 from .media import save_wav
 from .budget import Budget
+from .cache import ResponseCache
 from .catalog import cost, list_supported_models
 from .registry import list_models
 from .stream import check_stream, collect
+from .messages import text, user
 from .types import (
     AssistantMessage,
     ContentItem,
@@ -97,6 +99,9 @@ __all__ = [
     "PartialToolCallItem",
     "collect",
     "check_stream",
+    # typed helpers: a user message from strings, the text of a message or event
+    "user",
+    "text",
     "list_models",
     "list_supported_models",
     "cost",
@@ -117,6 +122,7 @@ __all__ = [
     "EmptyResponseError",
     "save_wav",
     "RateLimiter",
+    "ResponseCache",
     "tool",
     "RunResult",
     "__version__",
