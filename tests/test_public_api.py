@@ -130,6 +130,8 @@ def test_only_transport_imports_requests_and_nothing_outside_stdlib():
                 assert rel == "hosts/gcp.py", "{} imports {}".format(rel, name)
             elif top == "ray":  # Ray Data, the optional extra agenthub[ray], inside agenthub/ray.py's run_job
                 assert rel == "ray.py", "{} imports {}".format(rel, name)
+            elif top == "opentelemetry":  # the optional extra agenthub[otel], inside telemetry.instrument()
+                assert rel == "telemetry.py", "{} imports {}".format(rel, name)
             else:
                 assert top in stdlib or top == "agenthub", "{} imports {} (not stdlib)".format(rel, name)
 
@@ -142,7 +144,7 @@ LAYERS = [
     {"sse", "eventstream", "toolcalls", "stream", "validate", "media", "answers"},
     {"providers"},
     {"hosts", "aws", "gcp"},
-    {"registry", "transport", "tracer", "catalog", "budget", "limiter"},
+    {"registry", "transport", "tracer", "catalog", "budget", "limiter", "telemetry"},
     {"client", "testing"},
     {"server", "playground", "viewer", "_dom", "demo", "__main__", "apps", "", "jobs", "ray"},
 ]

@@ -1,0 +1,499 @@
+"""agenthub.telemetry: GenAI spans and metrics, checked against the OpenTelemetry SDK's in-memory exporter and
+reader, the semantic-conventions package's names and the conventions' message JSON schemas (v1.41.0, copied in
+tests/fixtures/genai_schemas with their licence).  The oracles need Python 3.9+ packages (the SDK, the
+semconv package, jsonschema): the tests that use them skip where they are missing; the import-isolation
+test runs everywhere."""
+
+import json
+import os
+import subprocess
+import sys
+import types
+
+import pytest
+
+from agenthub import telemetry
+from agenthub.errors import ConfigError, RateLimitError
+from agenthub.types import HttpRequest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+SCHEMAS = os.path.join(HERE, "fixtures", "genai_schemas")
+
+
+def _sdk():
+    try:
+        from opentelemetry.sdk.metrics import MeterProvider
+        from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+        from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+    except ImportError:
+        pytest.skip("the OpenTelemetry SDK (a test oracle) is not installed in this Python")
+    exporter = InMemorySpanExporter()
+    tracer_provider = TracerProvider()
+    tracer_provider.add_span_processor(SimpleSpanProcessor(exporter))
+    reader = InMemoryMetricReader()
+    meter_provider = MeterProvider(metric_readers=[reader])
+    return types.SimpleNamespace(exporter=exporter, tracer_provider=tracer_provider, reader=reader,
+                                 meter_provider=meter_provider)
+
+
+@pytest.fixture
+def otel(monkeypatch):
+    monkeypatch.delenv(telemetry.CAPTURE_ENV, raising=False)
+    monkeypatch.delenv(telemetry.OPT_IN_ENV, raising=False)
+    sdk = _sdk()
+
+    def start(**kwargs):
+        telemetry.instrument(sdk.tracer_provider, sdk.meter_provider, **kwargs)
+        return sdk
+
+    sdk.start = start
+    yield sdk
+    telemetry.uninstrument()
+    sdk.tracer_provider.shutdown()
+    sdk.meter_provider.shutdown()
+
+
+def metrics_of(reader):
+    """{metric name: [(attributes, point)]} of what the reader collected."""
+    out = {}
+    data = reader.get_metrics_data()
+    for resource in (data.resource_metrics if data else ()):
+        for scope in resource.scope_metrics:
+            for metric in scope.metrics:
+                for point in metric.data.data_points:
+                    out.setdefault(metric.name, []).append((dict(point.attributes), point))
+    return out
+
+
+# -- a call as the attempt loop hands it to its hooks (the seam's Attempt fields) -------------------------------------
+
+
+def fake_call(**fields):
+    call = types.SimpleNamespace(
+        kind="stream", client_type="openai-chat", model="gpt-test", messages=[
+            {"role": "user", "content_items": [{"type": "text", "text": "SECRET PROMPT TEXT"}]}],
+        config={"max_tokens": 64, "temperature": 0.5, "extra_headers": {"X-Key": "hdr-secret-value"}},
+        request=HttpRequest("POST", "/chat/completions", {}, {"model": "gpt-test"}, True),
+        route={"model": "gpt-test", "client_type": "openai-chat", "host": "api.openai.com"},
+        server=("api.openai.com", 443), error=None, usage=None, finish_reason=None, first_event_ms=None,
+        started_ms=1000, attempts=1, response_id=None, cache=None)
+    for key, value in fields.items():
+        setattr(call, key, value)
+    return call
+
+
+EVENTS = [
+    {"role": "assistant", "event_type": "start", "content_items": [], "usage_metadata": None, "finish_reason": None,
+     "created_at": 1},
+    {"role": "assistant", "event_type": "delta", "content_items": [{"type": "text", "text": "Hello"}],
+     "usage_metadata": None, "finish_reason": None, "created_at": 2},
+    {"role": "assistant", "event_type": "delta", "content_items": [{"type": "text", "text": " there"}],
+     "usage_metadata": None, "finish_reason": None, "created_at": 3},
+    {"role": "assistant", "event_type": "stop", "content_items": [],
+     "usage_metadata": {"cached_tokens": 30, "prompt_tokens": 70, "thoughts_tokens": 5, "response_tokens": 2},
+     "finish_reason": "stop", "created_at": 4},
+]
+
+
+def drive(call, events=EVENTS, error=None):
+    """What the loop does with the process-wide hooks: start, every event, end."""
+    from agenthub import attempts
+
+    hooks = [hook for hook in attempts.registered() if isinstance(hook, telemetry.GenAIHook)]
+    for hook in hooks:
+        hook.on_call_start(call)
+    for event in events:
+        for hook in hooks:
+            if hook.wants_events:
+                hook.on_event(call, event)
+        if event["event_type"] == "stop":
+            call.usage = event["usage_metadata"]
+            call.finish_reason = event["finish_reason"]
+    call.error = error
+    for hook in hooks:
+        hook.on_call_end(call)
+
+
+# -- no opentelemetry unless asked ---------------------------------------------------------------------------------
+
+
+def test_import_and_a_full_call_never_import_opentelemetry():
+    code = r"""
+import sys, agenthub, agenthub.telemetry
+sys.path.insert(0, {tests!r})
+from sse_server import SSEServer, Answer
+with SSEServer() as server:
+    server.answers.append(Answer([b'data: {{"id":"c1","object":"chat.completion.chunk","model":"m","choices":[{{"index":0,"delta":{{"content":"hi"}},"finish_reason":"stop"}}],"usage":{{"prompt_tokens":3,"completion_tokens":1,"total_tokens":4}}}}\n\n', b'data: [DONE]\n\n']))
+    client = agenthub.AutoLLMClient("gpt-test", api_key="k", base_url=server.url + "/v1", client_type="openai-chat")
+    answer = client.response([{{"role": "user", "content_items": [{{"type": "text", "text": "hello"}}]}}])
+    assert answer["content_items"][0]["text"] == "hi", answer
+    # the helpers the runner and MCP call are no-ops, and stay so
+    with agenthub.telemetry.agent_span("a"), agenthub.telemetry.tool_span("t", "c1") as span:
+        span.set_arguments({{"x": 1}})
+    assert agenthub.telemetry.inject_meta({{"k": 1}}) == {{"k": 1}}
+print(sorted(name for name in sys.modules if name.split(".")[0] == "opentelemetry"))
+""".format(tests=HERE)
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
+
+
+def test_not_instrumented_helpers_are_one_shared_noop():
+    telemetry.uninstrument()
+    assert telemetry.agent_span("x") is telemetry.tool_span("t") is telemetry.mcp_span("tools/list", "2025-06-18")
+    assert telemetry.is_instrumented() is False
+
+
+def test_capture_content_values(monkeypatch):
+    monkeypatch.delenv(telemetry.CAPTURE_ENV, raising=False)
+    assert telemetry._capture_mode(None) == "NO_CONTENT"
+    assert telemetry._capture_mode(True) == "SPAN_ONLY"
+    assert telemetry._capture_mode(False) == "NO_CONTENT"
+    assert telemetry._capture_mode("span_and_event") == "SPAN_AND_EVENT"
+    monkeypatch.setenv(telemetry.CAPTURE_ENV, "EVENT_ONLY")
+    assert telemetry._capture_mode(None) == "EVENT_ONLY"
+    assert telemetry._capture_mode(False) == "NO_CONTENT"  # capture_content= wins over the environment
+    with pytest.raises(ConfigError):
+        telemetry._capture_mode("everything")
+
+
+@pytest.mark.parametrize("client_type,host,expected", [
+    ("openai-chat", "api.openai.com", "openai"),
+    ("openai-chat", "127.0.0.1", "openai"),
+    ("openai-responses", "gateway.example.com", "openai"),
+    ("openai-chat", "api.deepseek.com", "deepseek"),
+    ("openai-chat", "api.moonshot.ai", "moonshot_ai"),
+    ("openai-chat", "api.moonshot.cn", "moonshot_ai"),
+    ("openai-chat", "api.groq.com", "groq"),
+    ("openai-chat", "api.mistral.ai", "mistral_ai"),
+    ("openai-chat", "api.x.ai", "x_ai"),
+    ("openai-chat", "myres.openai.azure.com", "azure.ai.openai"),
+    ("azure", "myres.cognitiveservices.azure.com", "azure.ai.openai"),
+    ("azure-responses", "myres.openai.azure.com", "azure.ai.openai"),
+    ("anthropic", "api.anthropic.com", "anthropic"),
+    ("azure-anthropic", "r.services.ai.azure.com", "anthropic"),
+    ("gemini", "generativelanguage.googleapis.com", "gcp.gemini"),
+    ("gemini-interactions", "generativelanguage.googleapis.com", "gcp.gemini"),
+    ("vertex", "us-central1-aiplatform.googleapis.com", "gcp.vertex_ai"),
+    ("vertex-anthropic", "aiplatform.googleapis.com", "gcp.vertex_ai"),
+    ("bedrock", "bedrock-runtime.us-east-1.amazonaws.com", "aws.bedrock"),
+])
+def test_provider_names(client_type, host, expected):
+    assert telemetry.provider_name(client_type, host) == expected
+
+
+def test_operation_names():
+    assert telemetry.operation_name("openai-chat") == "chat"
+    assert telemetry.operation_name("anthropic") == "chat"
+    assert telemetry.operation_name("bedrock") == "chat"
+    assert telemetry.operation_name("gemini") == "generate_content"
+    assert telemetry.operation_name("vertex") == "generate_content"
+    assert telemetry.operation_name("gemini-interactions") == "generate_content"
+    assert telemetry.operation_name("vertex-anthropic") == "chat"
+    assert telemetry.operation_name("openai-chat", embeddings=True) == "embeddings"
+
+
+# -- names: agenthub's constants are the conventions' -------------------------------------------------------------
+
+
+def test_attribute_names_equal_the_semantic_conventions_package():
+    semconv = pytest.importorskip("opentelemetry.semconv._incubating.attributes.gen_ai_attributes",
+                                  reason="opentelemetry-semantic-conventions (a test oracle) is not installed")
+    if not hasattr(semconv, "GEN_AI_USAGE_REASONING_OUTPUT_TOKENS"):  # 3.8 stops at 0.54b1 (conventions 1.33)
+        pytest.skip("this Python's opentelemetry-semantic-conventions predates the v1.41 GenAI names")
+    from opentelemetry.semconv._incubating.attributes import mcp_attributes
+    from opentelemetry.semconv._incubating.metrics import gen_ai_metrics
+    from opentelemetry.semconv.attributes import error_attributes, server_attributes
+
+    checked = 0
+    for name in dir(telemetry):
+        value = getattr(telemetry, name)
+        if not isinstance(value, str) or name.startswith("_"):
+            continue
+        for module in (semconv, mcp_attributes, gen_ai_metrics, error_attributes, server_attributes):
+            if hasattr(module, name):
+                assert getattr(module, name) == value, name
+                checked += 1
+    assert checked >= 40  # every gen_ai.*, mcp.*, server.*, error.* name and the four metrics
+    own = {name for name in dir(telemetry) if name.startswith(("GEN_AI_", "MCP_", "SERVER_", "ERROR_"))}
+    unknown = {name for name in own if not any(hasattr(m, name) for m in (
+        semconv, mcp_attributes, gen_ai_metrics, error_attributes, server_attributes))}
+    assert unknown == set(), "names the package does not carry: {}".format(sorted(unknown))
+    # the provider names agenthub emits are well-known values (moonshot_ai is newer than v1.41: the genai repo's)
+    known = {member.value for member in semconv.GenAiProviderNameValues} | {"moonshot_ai"}
+    emitted = set(telemetry._BY_CLIENT_TYPE.values()) - {"agenthub"} | {v for _, v in telemetry._OPENAI_HOSTS}
+    assert emitted <= known, emitted - known
+
+
+# -- the call span ------------------------------------------------------------------------------------------------
+
+
+def test_call_span_attributes_usage_and_no_content_by_default(otel):
+    otel.start()
+    call = fake_call()
+    drive(call)
+    (span,) = otel.exporter.get_finished_spans()
+    assert span.name == "chat gpt-test"
+    assert span.kind.name == "CLIENT"
+    attrs = dict(span.attributes)
+    ttfc = attrs.pop("gen_ai.response.time_to_first_chunk")
+    assert 0 <= ttfc < 5
+    assert attrs == {
+        "gen_ai.operation.name": "chat", "gen_ai.provider.name": "openai", "gen_ai.request.model": "gpt-test",
+        "server.address": "api.openai.com", "server.port": 443, "gen_ai.request.stream": True,
+        "gen_ai.request.max_tokens": 64, "gen_ai.request.temperature": 0.5,
+        "gen_ai.response.model": "gpt-test", "agenthub.route.model": "gpt-test",
+        "agenthub.route.client_type": "openai-chat", "agenthub.route.host": "api.openai.com",
+        "agenthub.attempts": 1, "gen_ai.response.finish_reasons": ("stop",),
+        "gen_ai.usage.input_tokens": 100, "gen_ai.usage.output_tokens": 7,
+        "gen_ai.usage.cache_read.input_tokens": 30, "gen_ai.usage.reasoning.output_tokens": 5,
+    }
+    assert span.status.status_code.name == "UNSET"
+    dump = json.dumps([dict(s.attributes) for s in otel.exporter.get_finished_spans()])
+    assert "SECRET PROMPT TEXT" not in dump and "hdr-secret-value" not in dump and "Hello" not in dump
+
+
+def test_metrics_and_bucket_boundaries(otel):
+    otel.start()
+    drive(fake_call())
+    metrics = metrics_of(otel.reader)
+    base = {"gen_ai.operation.name": "chat", "gen_ai.provider.name": "openai", "gen_ai.request.model": "gpt-test",
+            "server.address": "api.openai.com", "server.port": 443, "gen_ai.response.model": "gpt-test"}
+    usage = {attrs["gen_ai.token.type"]: point.sum for attrs, point in metrics["gen_ai.client.token.usage"]}
+    assert usage == {"input": 100, "output": 7}
+    for attrs, point in metrics["gen_ai.client.token.usage"]:
+        assert tuple(point.explicit_bounds) == telemetry.TOKEN_BUCKETS
+        assert {k: v for k, v in attrs.items() if k != "gen_ai.token.type"} == base
+    ((attrs, point),) = metrics["gen_ai.client.operation.duration"]
+    assert attrs == base and point.count == 1 and tuple(point.explicit_bounds) == telemetry.DURATION_BUCKETS
+    ((attrs, point),) = metrics["gen_ai.client.operation.time_to_first_chunk"]
+    assert attrs == base and point.count == 1
+    ((attrs, point),) = metrics["gen_ai.client.operation.time_per_output_chunk"]
+    assert attrs == base and point.count == len(EVENTS) - 1  # every event after the first
+
+
+def test_error_sets_error_type_and_status(otel):
+    otel.start()
+    error = RateLimitError("slow down", client="openai-chat", status=429)
+    drive(fake_call(), events=[], error=error)
+    (span,) = otel.exporter.get_finished_spans()
+    assert span.attributes["error.type"] == "RateLimitError"
+    assert span.status.status_code.name == "ERROR"
+    assert "gen_ai.usage.input_tokens" not in span.attributes
+    ((attrs, _),) = metrics_of(otel.reader)["gen_ai.client.operation.duration"]
+    assert attrs["error.type"] == "RateLimitError"
+
+
+def test_failover_answered_by_a_fallback_is_one_span_naming_the_route(otel):
+    otel.start()
+    call = fake_call(route={"model": "claude-test", "client_type": "anthropic", "host": "api.anthropic.com"},
+                     attempts=3)
+    drive(call)
+    (span,) = otel.exporter.get_finished_spans()
+    assert span.name == "chat gpt-test"
+    assert span.attributes["gen_ai.request.model"] == "gpt-test"
+    assert span.attributes["gen_ai.response.model"] == "claude-test"
+    assert span.attributes["agenthub.route.client_type"] == "anthropic"
+    assert span.attributes["gen_ai.provider.name"] == "anthropic"
+    assert span.attributes["agenthub.attempts"] == 3
+
+
+def test_structured_output_and_gemini_operation(otel):
+    otel.start()
+    call = fake_call(client_type="gemini", model="gemini-test", config={"response_format": {"type": "json_object"}},
+                     route={"model": "gemini-test", "client_type": "gemini",
+                            "host": "generativelanguage.googleapis.com"},
+                     server=("generativelanguage.googleapis.com", 443))
+    drive(call)
+    (span,) = otel.exporter.get_finished_spans()
+    assert span.name == "generate_content gemini-test"
+    assert span.attributes["gen_ai.provider.name"] == "gcp.gemini"
+    assert span.attributes["gen_ai.output.type"] == "json"
+
+
+def test_latest_names_with_the_opt_in(otel, monkeypatch):
+    monkeypatch.setenv(telemetry.OPT_IN_ENV, "http, gen_ai_latest_experimental")
+
+    class Usage(dict):
+        pass
+
+    usage = Usage(cached_tokens=30, prompt_tokens=70, thoughts_tokens=None, response_tokens=2)
+    usage.cache_write = 20
+    events = EVENTS[:-1] + [dict(EVENTS[-1], usage_metadata=usage)]
+    otel.start()
+    drive(fake_call(), events=events)
+    (span,) = otel.exporter.get_finished_spans()
+    assert span.attributes["gen_ai.usage.cache_write.input_tokens"] == 20
+    assert "gen_ai.usage.cache_creation.input_tokens" not in span.attributes
+    assert "gen_ai.usage.reasoning.output_tokens" not in span.attributes  # not reported
+    metrics = metrics_of(otel.reader)
+    assert "gen_ai.client.token.usage" not in metrics and "gen_ai.client.operation.duration" not in metrics
+    assert {name: [p.value for _, p in points] for name, points in metrics.items()
+            if name.startswith("gen_ai.client.inference.usage")} == {
+        "gen_ai.client.inference.usage.input_tokens": [100], "gen_ai.client.inference.usage.output_tokens": [2],
+        "gen_ai.client.inference.usage.cache_read.input_tokens": [30],
+        "gen_ai.client.inference.usage.cache_write.input_tokens": [20]}
+    assert "gen_ai.client.inference.duration" in metrics
+    assert "gen_ai.client.inference.time_to_first_chunk" in metrics
+
+
+def test_cache_write_count_with_the_default_names(otel):
+    class Usage(dict):
+        pass
+
+    usage = Usage(cached_tokens=0, prompt_tokens=120, thoughts_tokens=None, response_tokens=2)
+    usage.cache_write = 100
+    otel.start()
+    drive(fake_call(), events=EVENTS[:-1] + [dict(EVENTS[-1], usage_metadata=usage)])
+    (span,) = otel.exporter.get_finished_spans()
+    assert span.attributes["gen_ai.usage.cache_creation.input_tokens"] == 100
+    assert span.attributes["gen_ai.usage.input_tokens"] == 120  # the write is inside the input, as asked
+
+
+# -- content capture ---------------------------------------------------------------------------------------------
+
+
+def _validator(name):
+    jsonschema = pytest.importorskip("jsonschema", reason="jsonschema (a test oracle) is not installed")
+    with open(os.path.join(SCHEMAS, "gen-ai-{}.json".format(name))) as handle:
+        schema = json.load(handle)
+    cls = jsonschema.validators.validator_for(schema)
+    return cls(schema)
+
+
+RICH = [
+    {"role": "user", "content_items": [
+        {"type": "text", "text": "What is in this picture?"},
+        {"type": "image_url", "image_url": "https://example.com/cat.png"},
+        {"type": "image_url", "image_url": "data:image/png;base64,iVBORw0KGgo="},
+        {"type": "inline_data", "data": b"\x89PNG\r\n" * 10, "mime_type": "image/png"}]},
+    {"role": "assistant", "content_items": [
+        {"type": "thinking", "thinking": "Let me look."},
+        {"type": "tool_call", "name": "lookup", "arguments": {"q": "cat"}, "tool_call_id": "call_1"}]},
+    {"role": "user", "content_items": [{"type": "tool_result", "text": "a cat", "tool_call_id": "call_1"}]},
+]
+
+
+@pytest.mark.parametrize("mode", ["SPAN_ONLY", "EVENT_ONLY", "SPAN_AND_EVENT"])
+def test_captured_content_follows_the_schemas_and_never_inlines_bytes(otel, mode):
+    otel.start(capture_content=mode)
+    config = {"system_prompt": "Be brief.", "extra_headers": {"Authorization": "Bearer hdr-secret-value"},
+              "tools": [{"name": "lookup", "description": "Look up.", "parameters": {
+                  "type": "object", "properties": {"q": {"type": "string"}}}}]}
+    drive(fake_call(messages=RICH, config=config))
+    (span,) = otel.exporter.get_finished_spans()
+    found = {}
+    if mode != "EVENT_ONLY":
+        found.update({k: v for k, v in span.attributes.items() if k in (
+            "gen_ai.input.messages", "gen_ai.output.messages", "gen_ai.system_instructions",
+            "gen_ai.tool.definitions")})
+        assert len(found) == 4
+    else:
+        assert "gen_ai.input.messages" not in span.attributes
+    if mode != "SPAN_ONLY":
+        (event,) = span.events
+        assert event.name == "gen_ai.client.inference.operation.details"
+        assert dict(event.attributes) == found or mode == "EVENT_ONLY"
+        found = dict(event.attributes)
+    else:
+        assert not span.events
+    for attribute, schema in (("gen_ai.input.messages", "input-messages"),
+                              ("gen_ai.output.messages", "output-messages"),
+                              ("gen_ai.system_instructions", "system-instructions"),
+                              ("gen_ai.tool.definitions", "tool-definitions")):
+        _validator(schema).validate(json.loads(found[attribute]))
+    inputs = json.loads(found["gen_ai.input.messages"])
+    assert [m["role"] for m in inputs] == ["user", "assistant", "tool"]
+    assert inputs[0]["parts"][0] == {"type": "text", "content": "What is in this picture?"}
+    assert inputs[0]["parts"][1] == {"type": "uri", "modality": "image", "uri": "https://example.com/cat.png"}
+    assert inputs[0]["parts"][2]["type"] == "inline_data" and "iVBOR" not in found["gen_ai.input.messages"]
+    assert inputs[0]["parts"][3] == {"type": "inline_data", "mime_type": "image/png", "size": 60, "modality": "image"}
+    assert inputs[1]["parts"] == [{"type": "reasoning", "content": "Let me look."},
+                                  {"type": "tool_call", "id": "call_1", "name": "lookup", "arguments": {"q": "cat"}}]
+    assert inputs[2] == {"role": "tool", "parts": [{"type": "tool_call_response", "id": "call_1",
+                                                    "response": "a cat"}]}
+    assert json.loads(found["gen_ai.output.messages"]) == [
+        {"role": "assistant", "parts": [{"type": "text", "content": "Hello there"}], "finish_reason": "stop"}]
+    assert json.loads(found["gen_ai.system_instructions"]) == [{"type": "text", "content": "Be brief."}]
+    everything = json.dumps([dict(span.attributes)] + [dict(e.attributes) for e in span.events])
+    assert "hdr-secret-value" not in everything and "Authorization" not in everything
+
+
+# -- tool, agent and MCP spans ---------------------------------------------------------------------------------------
+
+
+def test_agent_and_tool_spans_nest_and_capture_only_when_asked(otel):
+    otel.start()
+    with telemetry.agent_span("helper") as run:
+        with telemetry.tool_span("lookup", "call_1", "function") as tool:
+            tool.set_arguments({"q": "SECRET ARG"})
+            tool.set_result({"type": "tool_result", "text": "SECRET RESULT"})
+        with pytest.raises(ValueError):
+            with telemetry.tool_span("broken", "call_2"):
+                raise ValueError("boom")
+        with telemetry.tool_span("denied", "call_3") as tool:
+            tool.set_result({"type": "tool_result", "text": "no", "is_error": True})
+    assert run.recording is False  # ended
+    spans = {s.name: s for s in otel.exporter.get_finished_spans()}
+    agent = spans["invoke_agent helper"]
+    assert dict(agent.attributes) == {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "helper"}
+    tool = spans["execute_tool lookup"]
+    assert tool.kind.name == "INTERNAL" and tool.parent.span_id == agent.context.span_id
+    assert dict(tool.attributes) == {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "lookup",
+                                     "gen_ai.tool.call.id": "call_1", "gen_ai.tool.type": "function"}
+    assert spans["execute_tool broken"].attributes["error.type"] == "ValueError"
+    assert spans["execute_tool denied"].attributes["error.type"] == "tool_error"
+    assert "SECRET" not in json.dumps([dict(s.attributes) for s in spans.values()])
+
+
+def test_tool_span_with_capture(otel):
+    otel.start(capture_content=True)
+    with telemetry.tool_span("lookup", "call_1") as tool:
+        tool.set_arguments({"q": "cat"})
+        tool.set_result({"type": "tool_result", "text": "a cat", "images": ["data:image/png;base64,AAAA"]})
+    (span,) = otel.exporter.get_finished_spans()
+    assert json.loads(span.attributes["gen_ai.tool.call.arguments"]) == {"q": "cat"}
+    result = json.loads(span.attributes["gen_ai.tool.call.result"])
+    assert result == {"text": "a cat", "images": ["<data: URI, 26 characters>"]}
+
+
+def test_mcp_span_and_trace_context_in_meta(otel):
+    otel.start()
+    with telemetry.mcp_span("tools/call", "2025-06-18", target="get_time", request_id=7,
+                            server="http://127.0.0.1:8123/mcp") as span:
+        meta = telemetry.inject_meta({"progressToken": 1})
+    (done,) = otel.exporter.get_finished_spans()
+    assert done.name == "tools/call get_time" and done.kind.name == "CLIENT"
+    assert dict(done.attributes) == {
+        "mcp.method.name": "tools/call", "mcp.protocol.version": "2025-06-18", "jsonrpc.request.id": "7",
+        "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "get_time", "server.address": "127.0.0.1",
+        "server.port": 8123, "network.transport": "tcp", "network.protocol.name": "http"}
+    trace_id = format(done.context.trace_id, "032x")
+    span_id = format(done.context.span_id, "016x")
+    flags = format(int(done.context.trace_flags), "02x")
+    assert meta == {"progressToken": 1, "traceparent": "00-{}-{}-{}".format(trace_id, span_id, flags)}
+    assert span.recording is False
+
+
+def test_mcp_session_id_only_when_given(otel):
+    otel.start()
+    with telemetry.mcp_span("initialize", "2025-03-26", session_id="abc", transport="pipe"):
+        pass
+    (span,) = otel.exporter.get_finished_spans()
+    assert span.name == "initialize"
+    assert dict(span.attributes) == {"mcp.method.name": "initialize", "mcp.protocol.version": "2025-03-26",
+                                     "mcp.session.id": "abc", "network.transport": "pipe"}
+
+
+def test_uninstrument_stops_everything(otel):
+    otel.start()
+    telemetry.uninstrument()
+    from agenthub import attempts
+
+    assert not any(isinstance(hook, telemetry.GenAIHook) for hook in attempts.registered())
+    assert telemetry.tool_span("x") is telemetry._NOOP
+    assert otel.exporter.get_finished_spans() == ()
