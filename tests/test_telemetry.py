@@ -497,3 +497,35 @@ def test_uninstrument_stops_everything(otel):
     assert not any(isinstance(hook, telemetry.GenAIHook) for hook in attempts.registered())
     assert telemetry.tool_span("x") is telemetry._NOOP
     assert otel.exporter.get_finished_spans() == ()
+
+
+# -- the cache-write count kept beside the four buckets ------------------------------------------------------------
+
+
+def test_cache_writes_ride_beside_the_four_buckets_without_changing_the_data_model():
+    import copy
+    import pickle
+
+    from agenthub.providers import anthropic, bedrock
+    from agenthub.stream import check_stream
+
+    usage = anthropic.map_usage({"input_tokens": 10, "cache_creation_input_tokens": 100,
+                                 "cache_read_input_tokens": 5, "output_tokens": 3})
+    assert usage == {"cached_tokens": 5, "prompt_tokens": 110, "thoughts_tokens": None, "response_tokens": 3}
+    assert usage.cache_write == 100
+    assert json.dumps(usage) == json.dumps(dict(usage))
+    for protocol in range(pickle.HIGHEST_PROTOCOL + 1):
+        assert pickle.loads(pickle.dumps(usage, protocol)).cache_write == 100
+    assert copy.deepcopy(usage).cache_write == 100
+    assert not hasattr(anthropic.map_usage({"input_tokens": 10, "output_tokens": 3}), "cache_write")
+    compacted = anthropic.map_usage({"input_tokens": 1, "cache_creation_input_tokens": 2, "output_tokens": 1,
+                                     "iterations": [{"type": "compaction", "input_tokens": 5,
+                                                     "cache_creation_input_tokens": 7, "output_tokens": 1}]})
+    assert compacted.cache_write == 9 and compacted["prompt_tokens"] == 15
+    converse = bedrock.map_usage({"inputTokens": 10, "outputTokens": 2, "cacheReadInputTokens": 4,
+                                  "cacheWriteInputTokens": 7, "totalTokens": 23})
+    assert converse == {"cached_tokens": 4, "prompt_tokens": 17, "thoughts_tokens": None, "response_tokens": 2}
+    assert converse.cache_write == 7
+    stop = {"role": "assistant", "event_type": "stop", "content_items": [], "usage_metadata": usage,
+            "finish_reason": "stop", "created_at": 1}
+    check_stream([dict(stop, event_type="start", usage_metadata=None, finish_reason=None), stop])

@@ -352,6 +352,29 @@ def usage(cached: Optional[int], prompt: Optional[int], thoughts: Optional[int],
     }
 
 
+class Usage(dict):
+    """The four buckets, a plain dict to every reader (the data model is unchanged: equal to the dict of
+    the same four keys, serialised as one), with one attribute beside them: ``cache_write``, the input
+    tokens the provider reported writing to its prompt cache (Anthropic ``cache_creation_input_tokens``,
+    Bedrock ``cacheWriteInputTokens``), already counted in ``prompt_tokens``.  Telemetry reads it."""
+
+    __slots__ = ("cache_write",)
+
+    def __reduce__(self) -> Any:  # pickles (every protocol) and copies keep the count
+        return (with_cache_write, (dict(self), self.cache_write))
+
+
+def with_cache_write(buckets: Dict[str, Optional[int]], written: Any) -> Dict[str, Optional[int]]:
+    """``buckets`` carrying the wire's cache-write count (``Usage.cache_write``); as they are when the
+    provider reported none."""
+    written = _count(written)
+    if written is None:
+        return buckets
+    out = Usage(buckets)
+    out.cache_write = written
+    return out
+
+
 def inclusive_usage(prompt: Any, output: Any, cached: Any, thoughts: Any, total: Any = None) -> Dict[str, Optional[int]]:
     """OpenAI-style counts (prompt includes cached, output includes reasoning) -> the buckets.
 
