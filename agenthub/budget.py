@@ -17,6 +17,7 @@ import math
 import threading
 from typing import Any, Dict, Iterable, Mapping, Optional, Union
 
+from .attempts import AttemptHook
 from .errors import BudgetExceededError, ConfigError
 
 __all__ = ["Budget", "Reservation", "estimate_tokens", "worst_case_usd", "IMAGE_TOKENS", "MEDIA_TOKENS"]
@@ -273,8 +274,8 @@ def planned_max_tokens(body: Any) -> Optional[int]:
     return None
 
 
-class BudgetHook(object):
-    """An attempt-loop hook (``agenthub.client.AttemptHook``): reserve before the first attempt of a
+class BudgetHook(AttemptHook):
+    """An attempt-loop hook (``agenthub.attempts.AttemptHook``): reserve before the first attempt of a
     stream, settle when the call ends.  Retries of the same call share its one hold."""
 
     def __init__(self, budget: Budget, embeddings: bool = False) -> None:

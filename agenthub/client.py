@@ -63,7 +63,8 @@ import time
 from typing import (TYPE_CHECKING, Any, Callable, Dict, Generator, Iterable, Iterator, List, Mapping, Optional, Sequence,
                     Tuple, Union)
 
-from . import hosts, registry
+from . import attempts as attempt_loop, hosts, registry
+from .attempts import Attempt, AttemptHook, scrub
 from .answers import request_id as answer_request_id, starts_stream
 from ._redact import redact_url, secret_values, url_secrets
 from .breaker import breaker_for, settings as breaker_settings
@@ -114,11 +115,8 @@ _log_from_env()
 MAX_MODEL_PAGES = 100
 #: config keys only some protocols read (their build_request's ``accepts``): refused by the others
 LONGRUN_KEYS = ("background", "compaction")
-#: retry backoff: full jitter over base * 2**attempt seconds, capped
-BACKOFF_BASE = 0.5
-BACKOFF_CAP = 8.0
-#: a server's Retry-After is honoured up to this many seconds; a longer one is not waited for
-RETRY_AFTER_CAP = 60.0
+# BACKOFF_BASE, BACKOFF_CAP and RETRY_AFTER_CAP are agenthub.attempts' (read and set through this module too:
+# ``client.BACKOFF_BASE = 0`` still works, see the end of this module)
 #: default seconds to connect, and of silence allowed between received bytes (reasoning models think quietly)
 DEFAULT_CONNECT_TIMEOUT = 10.0
 DEFAULT_READ_TIMEOUT = 600.0
@@ -194,81 +192,6 @@ class Timeout(object):
 
     def __setstate__(self, state: Tuple[Optional[float], Optional[float], Optional[float]]) -> None:
         self.connect, self.read, self.total = state
-
-
-# -- the attempt loop: what its hooks see --------------------------------------------------------
-
-
-class Attempt(object):
-    """One call (a stream, or one JSON document such as a model list page) as the attempt loop runs
-    it, and what its hooks see and may change (the module docstring says when each hook runs).
-
-    Read: ``kind`` ("stream" or "document"), ``client_type``, ``model``, ``messages`` and ``config``
-    (None for a document), ``number`` (this attempt, 0-based), ``sent`` (the request as encoded for
-    this attempt: its headers hold a credential, never log them), ``status`` and ``headers`` (the
-    answer's head, an error answer's too; None before it or when none came), ``delivered`` (events
-    handed to the caller so far), ``usage`` (the stop event's usage, once it passed) and ``error``
-    (this attempt's failure, scrubbed; on_done: the call's, None when it succeeded or was closed),
-    ``resuming`` (a background response's id when this attempt is the GET that resumes its stream
-    after a cut: the same answer continues, nothing new is generated; None otherwise).
-    May change: ``request`` (the plan the next attempt encodes; before_attempt may swap it),
-    ``retry`` and ``delay`` (on_error: the default decision, whether and after how many seconds to
-    try again), ``fallback`` (on_error, when nothing was delivered: events to yield instead of raising).
-    ``wait(seconds)`` sleeps in a way ``abort()`` and the deadline cut short (False when they did).
-    """
-
-    __slots__ = ("kind", "client_type", "model", "messages", "config", "request", "number", "sent", "status",
-                 "headers", "delivered", "usage", "error", "retry", "delay", "fallback", "watch", "resuming")
-
-    def __init__(self, kind: str, client: "AutoLLMClient", request: Any, messages: Optional[List[UniMessage]] = None,
-                 config: Optional[Mapping[str, Any]] = None) -> None:
-        self.kind = kind
-        self.client_type = client.client_type
-        self.model = client.model
-        self.messages = messages
-        self.config = config
-        self.request = request
-        self.number = 0
-        self.sent = request
-        self.status = None  # type: Optional[int]
-        self.headers = None  # type: Optional[Mapping[str, str]]
-        self.delivered = 0
-        self.usage = None  # type: Any
-        self.error = None  # type: Optional[AgentHubError]
-        self.retry = False
-        self.delay = None  # type: Optional[float]
-        self.fallback = None  # type: Optional[Iterable[Any]]
-        self.watch = None  # type: Any  # the transport's Watch (abort and deadline)
-        self.resuming = None  # type: Optional[str]
-
-    def wait(self, seconds: float) -> bool:
-        """Sleep ``seconds`` (a rate limiter's pause); False when the call was aborted or ran out of time."""
-        return self.watch.sleep(seconds) if self.watch is not None else (time.sleep(max(0.0, seconds)) or True)
-
-    def __repr__(self) -> str:
-        return "<Attempt {} {} #{} status={} delivered={}>".format(self.kind, self.client_type, self.number,
-                                                                 self.status, self.delivered)
-
-
-class AttemptHook(object):
-    """The seam of the attempt loop: subclass it and override what you need (each does nothing here).
-
-    A client runs its hooks in list order (``client._hooks``) at each step of every call; an
-    AgentHubError raised by ``before_attempt`` or ``after_response`` is that attempt's failure
-    (retried when it is retryable, as any other).
-    """
-
-    def before_attempt(self, attempt: Attempt) -> None:
-        """Before each attempt is encoded and sent (a rate limiter's acquire, a budget's reservation)."""
-
-    def after_response(self, attempt: Attempt) -> None:
-        """The answer's head arrived with a 2xx status (``attempt.status``, ``attempt.headers``)."""
-
-    def on_error(self, attempt: Attempt, error: AgentHubError) -> None:
-        """An attempt failed; ``attempt.retry`` and ``attempt.delay`` hold the decision, which may change."""
-
-    def on_done(self, attempt: Attempt) -> None:
-        """The call ended (once per call): finished, failed (``attempt.error``) or closed by its reader."""
 
 
 # -- the stream handle ----------------------------------------------------------------------------
@@ -370,7 +293,8 @@ class AutoLLMClient(object):
         fallback_on: Optional[Sequence[type]] = None,
         circuit_breaker: Any = None,
         budget: Optional["Budget"] = None,
-        limiter: Optional["RateLimiter"] = None
+        limiter: Optional["RateLimiter"] = None,
+        hooks: Optional[Sequence[AttemptHook]] = None
     ) -> None:
         if not isinstance(max_retries, int) or isinstance(max_retries, bool) or max_retries < 0:
             raise ConfigError("max_retries must be an int >= 0")
@@ -423,6 +347,11 @@ class AutoLLMClient(object):
             from .limiter import LimiterHook
 
             self._hooks.append(LimiterHook(limiter))  # type: ignore[arg-type]
+        for hook in _sequence(hooks, "hooks"):  # the caller's, after the budget's and the limiter's
+            if not callable(getattr(hook, "before_attempt", None)):
+                raise ConfigError("each hooks entry must be an agenthub.attempts.AttemptHook (got {})".format(
+                    type(hook).__name__))
+            self._hooks.append(hook)
         #: which endpoint answered the latest turn that started: {"model", "client_type", "host"} (None before)
         self.last_route = None  # type: Optional[Dict[str, Any]]
         self._fallbacks = [self._fallback_client(entry) for entry in _sequence(fallbacks, "fallbacks")]
@@ -451,6 +380,12 @@ class AutoLLMClient(object):
         self._protocol = _protocol(self.client_type, bool(self._endpoint.quirks.get("embeddings")))
         self._host = hosts.client_type(self.client_type).host
         self._endpoint.model = self.model
+
+    @property
+    def hooks(self) -> Tuple[AttemptHook, ...]:
+        """This client's attempt-loop hooks, in the order they run (a budget's and a limiter's first, then
+        those given with ``hooks=``); read-only: process-wide ones go through ``agenthub.attempts.register``."""
+        return tuple(self._hooks)
 
     @property
     def base_url(self) -> str:
@@ -632,7 +567,7 @@ class AutoLLMClient(object):
     def _fetch(self, record: Any, request: Any) -> Any:
         """One JSON document for ``request``: the attempt loop (timeouts, retries, scrubbing, hooks)
         around one document instead of a stream."""
-        documents = self._run(Attempt("document", self, request), _transport().Watch(), record,
+        documents = self._run(Attempt("document", self.client_type, self.model, request, route=self._route()), _transport().Watch(), record,
                               lambda body: (body.document,))
         try:
             return next(documents)
@@ -662,8 +597,8 @@ class AutoLLMClient(object):
         after = getattr(exc, "retry_after", None)
         if isinstance(after, (int, float)) and not isinstance(after, bool):
             when = "the server asks to wait {:g} s{}".format(after, " (longer than the {:g} s agenthub waits by "
-                                                                  "itself)".format(RETRY_AFTER_CAP)
-                                                           if after > RETRY_AFTER_CAP else "")
+                                                                  "itself)".format(attempt_loop.RETRY_AFTER_CAP)
+                                                           if after > attempt_loop.RETRY_AFTER_CAP else "")
         else:
             when = "the server did not say when: wait a while"
         set_field(exc, "hint", "rate limited after {} attempt{}: {} and retry; AutoLLMClient(..., max_retries=N) "
@@ -677,7 +612,7 @@ class AutoLLMClient(object):
 
             trace_paths(config["trace_id"])  # a trace_id escaping the cache dir is refused before anything is sent
         watch = _transport().Watch()
-        call = Attempt("stream", self, request, messages, config)
+        call = Attempt("stream", self.client_type, self.model, request, messages, config, route=self._route())
         if stateful is None and not config.get("trace_id"):
             # nothing to keep (stateless, untraced): the events pass straight from the attempt loop
             return ResponseStream(watch, self._attempts(call, watch))
@@ -699,10 +634,10 @@ class AutoLLMClient(object):
             # stateful or traced: the answer is folded as the events pass (no event is kept, so memory
             # follows the size of the answer, not the number of events)
             folding = Collector()
-            attempts = self._attempts(call, watch)
+            events = self._attempts(call, watch)
             try:
                 fold = folding.add
-                for event in attempts:
+                for event in events:
                     fold(event)
                     if event["event_type"] == "stop":
                         # commit before the stop event is yielded: a caller may stop iterating at it
@@ -718,7 +653,7 @@ class AutoLLMClient(object):
                             self._trace(config, (call.messages or []) + [answer], self.last_route)
                     yield event
             finally:
-                attempts.close()  # type: ignore[attr-defined]
+                events.close()  # type: ignore[attr-defined]
         finally:
             if locked is not None:
                 locked.release()
@@ -807,7 +742,7 @@ class AutoLLMClient(object):
             body.open(document=True)
             logger.info("%s: background response %s cancelled", client, resource_id)
         except AgentHubError as exc:
-            _scrub(exc, self._secrets(request))
+            scrub(exc, self._secrets(request))
             logger.warning("%s: cancelling background response %s failed: %s", client, resource_id, exc)
 
     def _run(self, call: Attempt, watch: Any, protocol: Any, read: Callable[..., Iterable[Any]],
@@ -884,10 +819,10 @@ class AutoLLMClient(object):
                 raise _stopped(client, watch, timeout) from exc
             if deadline is not None and isinstance(exc, TransportError) and time.monotonic() >= deadline:
                 raise _stopped(client, watch, timeout, "deadline") from exc
-            _scrub(exc, self._secrets(call.sent, call.config))
+            scrub(exc, self._secrets(call.sent, call.config))
             call.error = exc
             call.retry = bool(retryable and getattr(exc, "retryable", False) and tries < max_retries)
-            call.delay = _backoff(tries, getattr(exc, "retry_after", None)) if call.retry else None
+            call.delay = attempt_loop.backoff(tries, getattr(exc, "retry_after", None)) if call.retry else None
             if call.delay is None or (deadline is not None and time.monotonic() + call.delay >= deadline):
                 call.retry = False
             for hook in hooks:
@@ -916,7 +851,7 @@ class AutoLLMClient(object):
                     raise _stopped(client, watch, timeout) from cut
                 if deadline is not None and isinstance(cut, TransportError) and time.monotonic() >= deadline:
                     raise _stopped(client, watch, timeout, "deadline") from cut
-                _scrub(cut, self._secrets(call.sent, call.config))
+                scrub(cut, self._secrets(call.sent, call.config))
                 call.error, call.retry, call.delay = cut, True, 0.0
                 for hook in hooks:
                     hook.on_error(call, cut)
@@ -1089,7 +1024,8 @@ class AutoLLMClient(object):
         """The primary's call as this fallback client sends it: the same messages and config, its own request."""
         messages = list(call.messages or [])
         config = dict(call.config or {})
-        return Attempt("stream", self, apply_extras(self._build(messages, config), config), messages, config)
+        return Attempt("stream", self.client_type, self.model, apply_extras(self._build(messages, config), config), messages,
+                       config, call=call, route=self._route())
 
     def _secrets(self, request: Any, config: Optional[Mapping[str, Any]] = None) -> List[str]:
         """What to scrub from an error: the key (every part of a credential set), every request
@@ -1251,38 +1187,21 @@ def _stopped(client: str, control: Any, timeout: Timeout, reason: Optional[str] 
     return error
 
 
-def _backoff(attempt: int, retry_after: Optional[float]) -> Optional[float]:
-    """Seconds to wait before retry number ``attempt + 1``; None when the server asks for longer than the cap."""
-    if retry_after is not None:
-        if retry_after > RETRY_AFTER_CAP:
-            return None
-        return max(0.0, retry_after)
-    return random.uniform(0, min(BACKOFF_CAP, BACKOFF_BASE * (2 ** attempt)))
-
-
-def _scrub(error: AgentHubError, secrets: List[str]) -> None:
-    """Replace any credential an upstream echoed back with '***' (in args and text fields)."""
-    if not secrets:
-        return
-
-    def clean(value: Any) -> Any:
-        if isinstance(value, str):
-            for secret in secrets:
-                if secret in value:
-                    value = value.replace(secret, "***")
-        return value
-
-    error.args = tuple(clean(a) for a in error.args)
-    for name, value in list(vars(error).items()):
-        if isinstance(value, str):
-            setattr(error, name, clean(value))
-    fields = getattr(error, "_fields", None)
-    if isinstance(fields, dict):
-        for name, value in list(fields.items()):
-            fields[name] = clean(value)
-
-
 def _transport() -> Any:
     from . import transport  # imported on first use: `import agenthub` stays cheap
 
     return transport
+
+
+class _ClientModule(type(sys)):  # type: ignore[misc]
+    """This module, whose retry constants are agenthub.attempts' own: ``agenthub.client.BACKOFF_BASE``
+    reads them there and assigning it (the README's way to make tests fast) sets them there."""
+
+
+def _alias(name: str) -> Any:
+    return property(lambda module: getattr(attempt_loop, name), lambda module, value: setattr(attempt_loop, name, value))
+
+
+for _name in ("BACKOFF_BASE", "BACKOFF_CAP", "RETRY_AFTER_CAP"):
+    setattr(_ClientModule, _name, _alias(_name))
+sys.modules[__name__].__class__ = _ClientModule

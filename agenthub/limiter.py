@@ -31,6 +31,7 @@ import threading
 import time
 from typing import Any, Callable, Dict, Iterable, Mapping, Optional, Tuple
 
+from .attempts import AttemptHook
 from .errors import ConfigError
 
 __all__ = ["RateLimiter", "LimiterHook", "Ticket", "estimate_tokens", "parse_duration", "parse_rfc3339"]
@@ -325,8 +326,8 @@ class RateLimiter(object):
         return [name for pair in _HEADERS for name in pair[:2]]
 
 
-class LimiterHook(object):
-    """The attempt-loop hook (``agenthub.client.AttemptHook``) of ``AutoLLMClient(..., limiter=...)``.
+class LimiterHook(AttemptHook):
+    """The attempt-loop hook (``agenthub.attempts.AttemptHook``) of ``AutoLLMClient(..., limiter=...)``.
 
     ``before_attempt``: each attempt (retries and a background stream's resuming GETs included) takes its
     turn, waiting with ``attempt.wait``

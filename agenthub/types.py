@@ -222,6 +222,7 @@ class _ToolResultBase(TypedDict):
 
 class ToolResultItem(_ToolResultBase, total=False):
     images: List[str]  # image URLs or data: URIs
+    is_error: bool  # the tool failed (Anthropic is_error, Bedrock status "error", Gemini response {"error": ...})
 
 
 class EmbeddingItem(TypedDict):

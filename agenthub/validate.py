@@ -368,6 +368,9 @@ def check_message(message: Any, where: str = "message") -> None:
             images = item["images"]
             if not isinstance(images, list) or not all(isinstance(u, str) for u in images):
                 raise ConfigError("{}: tool_result 'images' must be a list of URL strings".format(at))
+        if kind == "tool_result" and "is_error" in item and not isinstance(item["is_error"], bool):
+            raise ConfigError("{}: tool_result 'is_error' must be a bool (True or False), got {}".format(
+                at, type(item["is_error"]).__name__))
         if "fidelity" in item and item["fidelity"] is not None and not isinstance(item["fidelity"], Mapping):
             raise ConfigError("{}: fidelity must be a dict (pass it back as you got it)".format(at))
         for name, value in item.items():

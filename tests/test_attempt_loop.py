@@ -6,7 +6,8 @@ import os
 import re
 
 from agenthub import AutoLLMClient, ServerError
-from agenthub.client import AttemptHook, Timeout
+from agenthub.attempts import AttemptHook
+from agenthub.client import Timeout
 from faultserver import chat_stream, error_body, send, status, tiny_session, within
 from faultserver import fast_backoff, server  # noqa: F401  (fixtures)
 
@@ -45,9 +46,8 @@ class Recorder(AttemptHook):
 def test_a_hook_sees_every_step_of_a_stream_in_order(server):
     server.push([status(503, {"x-ratelimit-remaining-requests": "0"}, "length"), send(error_body())],
                 [status(200, dict(SSE, **{"x-ratelimit-remaining-requests": "41"})), send(chat_stream("a", "b"))])
-    client = make(server)
     hook = Recorder()
-    client._hooks.append(hook)
+    client = make(server, hooks=[hook])
     events = list(client.streaming_response([USER]))
     usage = events[-1]["usage_metadata"]
     assert usage["prompt_tokens"] == 3 and usage["response_tokens"] == 2
@@ -65,9 +65,8 @@ def test_a_document_call_runs_the_same_loop_and_hooks(server):
     models = json.dumps({"object": "list", "data": [{"id": "m1", "object": "model"}]}).encode()
     server.push([status(500, {}, "length"), send(error_body())],
                 [status(200, {"Content-Type": "application/json"}, "length"), send(models)])
-    client = make(server)
     hook = Recorder()
-    client._hooks.append(hook)
+    client = make(server, hooks=[hook])
     assert client.list_models() == ["m1"]
     assert [step[:3] for step in hook.calls] == [("before_attempt", "document", 0), ("on_error", "document", 0),
                                                  ("before_attempt", "document", 1), ("after_response", "document", 1),
@@ -84,9 +83,8 @@ def test_the_final_error_reaches_on_done_scrubbed_and_a_hook_may_stop_the_retrie
             super(NoRetry, self).on_error(attempt, error)
             attempt.retry = False
 
-    client = make(server)
     hook = NoRetry()
-    client._hooks.append(hook)
+    client = make(server, hooks=[hook])
     try:
         list(client.streaming_response([USER]))
     except ServerError as exc:
@@ -109,8 +107,7 @@ def test_a_fallback_set_before_anything_was_delivered_is_yielded_instead_of_the_
             if not attempt.retry and not attempt.delivered:
                 attempt.fallback = iter(spare)
 
-    client = make(server)
-    client._hooks.append(Failover())
+    client = make(server, hooks=[Failover()])
     assert list(client.streaming_response([USER])) == spare
 
 
@@ -124,3 +121,54 @@ def test_errors_and_transport_name_no_vendor():
             for number, line in enumerate(handle, 1):
                 found = VENDORS.search(line)
                 assert found is None, "agenthub/{}:{} names {!r}: {}".format(name, number, found.group(0), line.strip())
+
+
+def test_hooks_are_given_to_the_constructor_and_read_back_as_a_tuple():
+    from agenthub import ConfigError, RateLimiter
+    from agenthub.limiter import LimiterHook
+
+    hook = AttemptHook()
+    client = AutoLLMClient("m", client_type="openai-chat", base_url="http://127.0.0.1:9/v1", api_key="k",
+                           limiter=RateLimiter(rpm=60), hooks=[hook])
+    assert isinstance(client.hooks, tuple)
+    assert [type(h) for h in client.hooks] == [LimiterHook, AttemptHook] and client.hooks[1] is hook
+    assert isinstance(client.hooks[0], AttemptHook)  # the limiter's hook is one too
+    try:
+        client.hooks = ()
+    except AttributeError:
+        pass
+    else:
+        raise AssertionError("client.hooks is read-only")
+    for bad in ("not a list", [object()]):
+        try:
+            AutoLLMClient("m", client_type="openai-chat", base_url="http://127.0.0.1:9/v1", api_key="k", hooks=bad)
+        except ConfigError:
+            pass
+        else:
+            raise AssertionError("hooks={!r} was taken".format(bad))
+
+
+def test_process_wide_hooks_register_once_and_unregister():
+    from agenthub import attempts
+
+    hook = AttemptHook()
+    assert attempts.registered() == ()
+    attempts.register(hook)
+    attempts.register(hook)
+    try:
+        assert attempts.registered() == (hook,)
+    finally:
+        attempts.unregister(hook)
+    attempts.unregister(hook)  # not registered: nothing happens
+    assert attempts.registered() == ()
+
+
+def test_the_retry_constants_live_once_and_the_clients_names_still_patch_them(monkeypatch):
+    import agenthub.client as client_module
+    from agenthub import attempts
+
+    assert client_module.BACKOFF_BASE == attempts.BACKOFF_BASE and client_module.RETRY_AFTER_CAP == attempts.RETRY_AFTER_CAP
+    monkeypatch.setattr(client_module, "BACKOFF_BASE", 0.125)
+    assert attempts.BACKOFF_BASE == 0.125
+    monkeypatch.undo()
+    assert attempts.BACKOFF_BASE == 0.5

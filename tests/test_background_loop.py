@@ -7,9 +7,9 @@ import time
 
 import pytest
 
-import agenthub.client as client_module
 from agenthub import AutoLLMClient, RateLimiter, Timeout
-from agenthub.client import AttemptHook
+from agenthub import attempts
+from agenthub.attempts import AttemptHook
 from agenthub.errors import ServerError, TransportError, UpstreamError
 from faultserver import fast_backoff  # noqa: F401  (autouse: retries back off for milliseconds)
 from longrun_server import LongrunServer, boundaries, interactions_events, responses_events, wait_for
@@ -63,9 +63,8 @@ def test_every_hook_sees_the_resuming_get_and_its_failed_try():
     with LongrunServer() as server:
         server.get_failures.append(503)
         server.add("resp_h1", events, cuts=[ends[5] - 7])  # cut inside event 5 (the second delta)
-        client = client_for(server)
         recorder = Recorder()
-        client._hooks.append(recorder)
+        client = client_for(server, hooks=[recorder])
         out = list(client.streaming_response(USER, {"background": True}))
         methods = [(r["method"], r["query"].get("starting_after")) for r in server.requests]
     assert texts_of(out) == TEXTS
@@ -99,19 +98,18 @@ def test_a_limiter_takes_a_turn_for_each_resuming_get_and_counts_the_tokens_once
 
 def test_resuming_gets_that_keep_failing_follow_max_retries_with_the_loops_backoff(monkeypatch):
     waits = []
-    backoff = client_module._backoff
+    backoff = attempts.backoff
 
     def spy(attempt, retry_after):
         delay = backoff(attempt, retry_after)
         waits.append(attempt)
         return delay
 
-    monkeypatch.setattr(client_module, "_backoff", spy)
+    monkeypatch.setattr(attempts, "backoff", spy)
     with LongrunServer() as server:
         cut_after_event_4(server, "resp_h3", [500, 500, 500, 500])
-        client = client_for(server, max_retries=1)
         recorder = Recorder()
-        client._hooks.append(recorder)
+        client = client_for(server, max_retries=1, hooks=[recorder])
         with pytest.raises(ServerError) as info:
             list(client.streaming_response(USER, {"background": True}))
         assert wait_for(lambda: any(r["path"].endswith("/cancel") for r in server.requests))
@@ -125,7 +123,7 @@ def test_resuming_gets_that_keep_failing_follow_max_retries_with_the_loops_backo
 
 
 def test_a_resuming_gets_backoff_that_would_pass_the_deadline_is_not_waited_for(monkeypatch):
-    monkeypatch.setattr(client_module, "_backoff", lambda attempt, retry_after: 30.0)
+    monkeypatch.setattr(attempts, "backoff", lambda attempt, retry_after: 30.0)
     with LongrunServer() as server:
         cut_after_event_4(server, "resp_h4", [503])
         client = client_for(server, timeout=Timeout(5, 5, total=10))
@@ -140,7 +138,7 @@ def test_a_resuming_gets_backoff_that_would_pass_the_deadline_is_not_waited_for(
 
 
 def test_a_resumes_retry_that_fits_the_deadline_is_waited_for_and_the_next_is_not(monkeypatch):
-    monkeypatch.setattr(client_module, "_backoff", lambda attempt, retry_after: 0.6 if attempt == 0 else 5.0)
+    monkeypatch.setattr(attempts, "backoff", lambda attempt, retry_after: 0.6 if attempt == 0 else 5.0)
     with LongrunServer() as server:
         cut_after_event_4(server, "resp_h5", [503, 503])
         client = client_for(server, timeout=Timeout(5, 5, total=1.5))
@@ -152,7 +150,7 @@ def test_a_resumes_retry_that_fits_the_deadline_is_waited_for_and_the_next_is_no
 
 
 def test_an_abort_during_a_resumes_backoff_ends_it_at_once_and_cancels(monkeypatch):
-    monkeypatch.setattr(client_module, "_backoff", lambda attempt, retry_after: 30.0)
+    monkeypatch.setattr(attempts, "backoff", lambda attempt, retry_after: 30.0)
     with LongrunServer() as server:
         script = cut_after_event_4(server, "resp_h6", [503])
         stream = client_for(server).streaming_response(USER, {"background": True})
@@ -176,10 +174,9 @@ def test_interactions_resume_is_an_attempt_the_hooks_see():
     ends = boundaries(events)
     with LongrunServer() as server:
         server.add("v1_hk", events, cuts=[ends[4]], done=True)
-        client = AutoLLMClient("gemini-3.8-flash", api_key="test-key", base_url=server.url,
-                               client_type="gemini-interactions")
         recorder = Recorder()
-        client._hooks.append(recorder)
+        client = AutoLLMClient("gemini-3.8-flash", api_key="test-key", base_url=server.url,
+                               client_type="gemini-interactions", hooks=[recorder])
         out = list(client.streaming_response(USER, {"background": True}))
         gets = [r for r in server.requests if r["method"] == "GET"]
     assert texts_of(out) == TEXTS

@@ -8,6 +8,7 @@ import tracemalloc
 import pytest
 
 import agenthub.client as client_module
+from agenthub import attempts
 from agenthub import (AgentHubError, AuthenticationError, AutoLLMClient, RateLimitError, ServerError,
                       StreamProtocolError, TransportError, UpstreamError, check_stream, collect)
 from agenthub.client import ResponseStream, Timeout
@@ -898,12 +899,12 @@ def test_backoff_is_full_jitter_and_capped(monkeypatch):
     monkeypatch.setattr(client_module, "BACKOFF_BASE", 0.5)
     monkeypatch.setattr(client_module, "BACKOFF_CAP", 8.0)
     for attempt in range(8):
-        waits = [client_module._backoff(attempt, None) for _ in range(200)]
+        waits = [attempts.backoff(attempt, None) for _ in range(200)]
         ceiling = min(8.0, 0.5 * 2 ** attempt)
         assert all(0 <= w <= ceiling for w in waits)
         assert max(waits) > ceiling * 0.7 and min(waits) < ceiling * 0.3  # spread over the whole range
-    assert client_module._backoff(0, 3.0) == 3.0
-    assert client_module._backoff(0, client_module.RETRY_AFTER_CAP + 1) is None
+    assert attempts.backoff(0, 3.0) == 3.0
+    assert attempts.backoff(0, client_module.RETRY_AFTER_CAP + 1) is None
 
 
 @within(10)

@@ -736,10 +736,9 @@ def test_end_to_end_with_autollmclient():
 
 def test_end_to_end_failed_response_is_retried_then_raised(monkeypatch):
     responses = pytest.importorskip("responses")
-    import agenthub.client as client_module
     from agenthub import AutoLLMClient
 
-    monkeypatch.setattr(client_module, "_backoff", lambda attempt, retry_after: 0.0)
+    monkeypatch.setattr("agenthub.attempts.backoff", lambda attempt, retry_after: 0.0)
     body = fixture("response_failed.sse")
     with responses.RequestsMock() as mock:
         mock.add(responses.POST, "https://api.example.test/v1/responses", body=body, status=200,

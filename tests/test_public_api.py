@@ -144,7 +144,7 @@ LAYERS = [
     {"sse", "eventstream", "toolcalls", "stream", "validate", "media", "answers"},
     {"providers"},
     {"hosts", "aws", "gcp"},
-    {"registry", "transport", "tracer", "catalog", "budget", "limiter", "telemetry"},
+    {"registry", "transport", "tracer", "catalog", "budget", "limiter", "attempts", "telemetry"},
     {"client", "testing"},
     {"server", "playground", "viewer", "_dom", "demo", "__main__", "apps", "", "jobs", "ray"},
 ]

@@ -31,7 +31,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple, Union
 
-from ..client import AutoLLMClient, _backoff
+from ..attempts import backoff as _backoff
+from ..client import AutoLLMClient
 from ..errors import AgentHubError, BudgetExceededError, ConfigError, RateLimitError, TransportError
 from ..limiter import LimiterHook, RateLimiter, estimate_tokens, has_hook
 from ..catalog import cost

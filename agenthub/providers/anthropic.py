@@ -452,6 +452,8 @@ def _user(endpoint: Endpoint, message: Mapping[str, Any]) -> List[Dict[str, Any]
                 result["content"] = parts
             elif item["text"]:
                 result["content"] = item["text"]
+            if item.get("is_error"):
+                result["is_error"] = True
             results.append(result)
         else:  # pragma: no cover - validate.check_message keeps other items out of user messages
             left_out(kind, 'the Anthropic API', "user")

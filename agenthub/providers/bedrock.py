@@ -11,7 +11,8 @@ Request
 - ``messages``: text, images as bytes (``inline_data`` or a ``data:`` URI; png/jpeg/gif/webp), documents
   as bytes (pdf, csv, doc, docx, xls, xlsx, html, txt, md), ``s3://`` URLs as ``s3Location``; an http(s)
   image URL cannot be fetched by Bedrock and raises UnsupportedParameterError.  Tool results are
-  ``toolResult`` blocks (text, then their images) at the head of their user turn.  Consecutive turns of
+  ``toolResult`` blocks (text, then their images; ``status: "error"`` for an is_error result) at the head
+  of their user turn.  Consecutive turns of
   one role are joined (Converse wants them alternating).  Assistant turns replay text, ``toolUse``, and
   reasoning from ``fidelity``: ``reasoningText {text, signature}`` and ``redactedContent`` byte-exact.
 - ``system`` from ``system_prompt``; ``inferenceConfig``: ``maxTokens``, ``temperature``, ``topP``,
@@ -371,7 +372,10 @@ def _user(client: str, message: Mapping[str, Any], documents: List[int]) -> List
                 parts.append(_url(client, url, documents))
             if not parts:
                 parts = [{"text": ""}]
-            results.append({"toolResult": {"toolUseId": _tool_id(item["tool_call_id"]), "content": parts}})
+            result = {"toolUseId": _tool_id(item["tool_call_id"]), "content": parts}  # type: Dict[str, Any]
+            if item.get("is_error"):
+                result["status"] = "error"
+            results.append({"toolResult": result})
         else:  # pragma: no cover - validate.check_message keeps other items out of user messages
             left_out(kind, 'Bedrock Converse', "user")
     return results + blocks

@@ -26,7 +26,8 @@ Request
   never fetched here: the server reads it (public or signed URLs), or refuses it.
 - tool_call -> ``functionCall`` (its ``id`` only when the server gave one; a
   synthetic id is recorded in fidelity and left out); tool_result ->
-  ``functionResponse`` ``{name, id?, response: {"result": text}, parts: [images]}``,
+  ``functionResponse`` ``{name, id?, response: {"result": text}, parts: [images]}``
+  (``{"error": text}`` for an ``is_error`` result, as google-genai writes a failed call),
   the name taken from the matching call.  Function responses go in a content of
   their own (servers reject a content mixing them with text); URL images of a tool
   result follow in the next user content, since ``functionResponse.parts`` only
@@ -477,7 +478,8 @@ def _user_contents(client: str, message: Mapping[str, Any], calls: Mapping[str, 
             response = {"name": name}  # type: Dict[str, Any]
             if wire_id:
                 response["id"] = wire_id
-            response["response"] = {"result": item["text"]}
+            # google-genai's automatic function calling writes {"result": ...}, or {"error": ...} for a failure
+            response["response"] = {"error" if item.get("is_error") else "result": item["text"]}
             inline = []  # type: List[Dict[str, Any]]
             linked = []  # type: List[Dict[str, Any]]
             for url in item.get("images") or ():

@@ -20,7 +20,7 @@ Request
   locally (``get_history()``); a stateless call afterwards resends all of it.
 - Steps: a user message -> ``user_input`` steps (``content``: text, image, audio, video,
   document blocks), each tool_result -> a ``function_result`` step (``call_id``, ``name``,
-  ``result``: the text, or a list of text and image blocks); an assistant message -> ``thought``
+  ``result``: the text, or a list of text and image blocks; ``is_error: true`` for an error result); an assistant message -> ``thought``
   steps (``signature``, ``summary``), ``model_output`` steps (text and images) and
   ``function_call`` steps (``id``, ``name``, ``arguments``).  A signature the gemini dialect
   kept on a text or call part becomes a ``thought`` step right before it.  Unsigned thinking
@@ -224,7 +224,10 @@ def _user_steps(client: str, message: Mapping[str, Any], calls: Mapping[str, Tup
             result = item["text"]  # type: Any
             if item.get("images"):
                 result = [{"type": "text", "text": item["text"]}] + [_url_block(url) for url in item["images"]]
-            out.step({"type": "function_result", "call_id": call_id, "name": calls[call_id][0], "result": result})
+            step = {"type": "function_result", "call_id": call_id, "name": calls[call_id][0], "result": result}  # type: Dict[str, Any]
+            if item.get("is_error"):
+                step["is_error"] = True
+            out.step(step)
         else:  # pragma: no cover - validate.check_message keeps other items out of user messages
             raise ConfigError("{}: a {} item cannot be sent in a user message".format(client, kind))
     if not out.steps:

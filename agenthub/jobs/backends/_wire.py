@@ -15,7 +15,7 @@ import time
 from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple
 
 from ... import hosts, transport
-from ...client import _scrub  # the client's scrubbing: the same words for the same secrets
+from ...attempts import scrub as _scrub  # the loop's scrubbing: the same words for the same secrets
 from ..._redact import secret_values, url_secrets
 from ...errors import AgentHubError, UpstreamError
 from ...providers._common import Endpoint
