@@ -353,6 +353,18 @@ def _server(call: Any, route: Optional[Mapping[str, Any]]) -> Tuple[Optional[str
     return None, None
 
 
+def _answering_server(call: Any, route: Optional[Mapping[str, Any]]) -> Optional[Tuple[str, Optional[int]]]:
+    """(address, port) of the route that answered: the loop's ``server`` when it is that route's, else the
+    route's host alone (a fallback's port is not on the call)."""
+    server = getattr(call, "server", None)
+    host = (route or {}).get("host")
+    if isinstance(server, tuple) and len(server) == 2 and (not host or server[0] == host):
+        return server[0], server[1]
+    if host:
+        return host, None
+    return None
+
+
 class GenAIHook(object):
     """The attempt-loop hook instrument() registers (one per instrument() call): an
     ``agenthub.attempts.AttemptHook`` by its methods (the per-attempt ones do nothing)."""
@@ -430,6 +442,15 @@ class GenAIHook(object):
         route = getattr(call, "route", None) or None
         usage = _usage(getattr(call, "usage", None))
         error_type = type(error).__name__ if error is not None else None
+        answered_at = _answering_server(call, route)
+        if answered_at is not None:  # known once an attempt was encoded: the server of the route that answered
+            record.base[SERVER_ADDRESS] = answered_at[0]
+            if answered_at[1] is not None:
+                record.base[SERVER_PORT] = answered_at[1]
+            else:
+                record.base.pop(SERVER_PORT, None)
+            if record.recording:
+                span.set_attributes({k: record.base[k] for k in (SERVER_ADDRESS, SERVER_PORT) if k in record.base})
         metric_attrs = dict(record.base)
         if route and route.get("model"):
             metric_attrs[GEN_AI_RESPONSE_MODEL] = route["model"]

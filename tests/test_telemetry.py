@@ -529,3 +529,250 @@ def test_cache_writes_ride_beside_the_four_buckets_without_changing_the_data_mod
     stop = {"role": "assistant", "event_type": "stop", "content_items": [], "usage_metadata": usage,
             "finish_reason": "stop", "created_at": 1}
     check_stream([dict(stop, event_type="start", usage_metadata=None, finish_reason=None), stop])
+
+
+# -- end to end: real calls through the attempt loop, served from 127.0.0.1 ------------------------------------------
+
+FIXTURES = os.path.join(HERE, "fixtures", "telemetry")
+RECORDINGS = os.path.join(ROOT, "agenthub", "recordings")
+PROMPT = "TELEMETRY PROMPT 7f3a"  # must never appear in an exported span by default
+ASK = [{"role": "user", "content_items": [{"type": "text", "text": PROMPT}]}]
+
+
+def _loop_runs_call_hooks():
+    import inspect
+
+    from agenthub import client
+
+    source = inspect.getsource(client)
+    try:
+        from agenthub import failover
+
+        source += inspect.getsource(failover)
+    except ImportError:
+        pass
+    return "on_call_start" in source and "on_call_end" in source
+
+
+needs_call_hooks = pytest.mark.skipif(not _loop_runs_call_hooks(),
+                                      reason="the attempt loop does not run the call-level hooks (C1 on_call_start / "
+                                             "on_call_end) in this tree yet")
+
+
+def _read(*parts):
+    with open(os.path.join(*parts), "rb") as handle:
+        return handle.read()
+
+
+#: (client_type, model, base path, stream file): every SSE recording agenthub ships, and this test's own
+STREAMS = [
+    ("openai-chat", "gpt-tel", "/v1", (FIXTURES, "chat_cached.sse")),
+    ("openai-chat", "gpt-tel", "/v1", (FIXTURES, "chat_tool.sse")),
+    ("openai-responses", "gpt-tel", "/v1", (FIXTURES, "responses_cached.sse")),
+    ("anthropic", "claude-sonnet-4-6", "", (FIXTURES, "anthropic_cache_write.sse")),
+    ("openai-chat", "demo-model", "/v1", (RECORDINGS, "openai_chat", "weather_answer.sse")),
+    ("openai-chat", "demo-model", "/v1", (RECORDINGS, "openai_chat", "weather_tool_call.sse")),
+    ("openai-responses", "gpt-5.5-demo", "/v1", (RECORDINGS, "openai_responses", "weather_answer.sse")),
+    ("openai-responses", "gpt-5.5-demo", "/v1", (RECORDINGS, "openai_responses", "weather_tool_call.sse")),
+    ("anthropic", "claude-sonnet-4-6", "", (RECORDINGS, "anthropic", "weather_answer.sse")),
+    ("anthropic", "claude-sonnet-4-6", "", (RECORDINGS, "anthropic", "weather_tool_call.sse")),
+    ("gemini", "gemini-3-flash", "", (RECORDINGS, "gemini", "weather_answer.sse")),
+    ("gemini", "gemini-3-flash", "", (RECORDINGS, "gemini", "weather_tool_call.sse")),
+]
+
+
+def _agenthub_call(client_type, model, base, data, config=None, **client_kwargs):
+    from agenthub import AutoLLMClient
+    from sse_server import Answer, SSEServer
+
+    with SSEServer() as server:
+        server.answers.append(Answer([data]))
+        client = AutoLLMClient(model, api_key="sk-telemetry-key-abc123", base_url=server.url + base,
+                               client_type=client_type, max_retries=0, **client_kwargs)
+        events = list(client.streaming_response(ASK, config or {}))
+        port = int(server.url.rsplit(":", 1)[1])
+    return events, port
+
+
+@needs_call_hooks
+@pytest.mark.parametrize("client_type,model,base,path", STREAMS, ids=[s[3][-1] for s in STREAMS])
+def test_every_recorded_stream_keeps_the_token_identities_and_no_prompt(otel, client_type, model, base, path):
+    otel.start()
+    events, port = _agenthub_call(client_type, model, base, _read(*path),
+                                  {"extra_headers": {"X-Trace-Token": "hdr-secret-value"}})
+    usage = events[-1]["usage_metadata"]
+    (span,) = otel.exporter.get_finished_spans()
+    attrs = dict(span.attributes)
+    cached, prompt = usage["cached_tokens"], usage["prompt_tokens"]
+    thoughts, response = usage["thoughts_tokens"], usage["response_tokens"]
+    assert attrs["gen_ai.usage.input_tokens"] == (cached or 0) + (prompt or 0)
+    assert attrs["gen_ai.usage.output_tokens"] == (thoughts or 0) + (response or 0)
+    assert attrs.get("gen_ai.usage.cache_read.input_tokens", 0) <= attrs["gen_ai.usage.input_tokens"]
+    assert attrs.get("gen_ai.usage.reasoning.output_tokens", 0) <= attrs["gen_ai.usage.output_tokens"]
+    assert attrs.get("gen_ai.usage.cache_creation.input_tokens", 0) <= attrs["gen_ai.usage.input_tokens"]
+    assert attrs.get("gen_ai.usage.cache_creation.input_tokens", 0) + attrs.get(
+        "gen_ai.usage.cache_read.input_tokens", 0) <= attrs["gen_ai.usage.input_tokens"]
+    assert attrs["gen_ai.response.finish_reasons"] == (events[-1]["finish_reason"],)
+    assert attrs["server.address"] == "127.0.0.1" and attrs["server.port"] == port
+    assert attrs["gen_ai.request.model"] == model
+    exported = json.dumps([dict(s.attributes) for s in otel.exporter.get_finished_spans()])
+    assert PROMPT not in exported and "hdr-secret-value" not in exported and "sk-telemetry-key" not in exported
+    tokens = {a["gen_ai.token.type"]: p.sum for a, p in metrics_of(otel.reader)["gen_ai.client.token.usage"]}
+    assert tokens == {"input": attrs["gen_ai.usage.input_tokens"], "output": attrs["gen_ai.usage.output_tokens"]}
+
+
+@needs_call_hooks
+def test_chat_stream_end_to_end(otel):
+    otel.start()
+    events, port = _agenthub_call("openai-chat", "gpt-tel", "/v1", _read(FIXTURES, "chat_cached.sse"),
+                                  {"max_tokens": 64, "temperature": 0.5})
+    (span,) = otel.exporter.get_finished_spans()
+    attrs = dict(span.attributes)
+    attrs.pop("gen_ai.response.time_to_first_chunk")
+    assert span.name == "chat gpt-tel" and span.kind.name == "CLIENT"
+    assert attrs == {
+        "gen_ai.operation.name": "chat", "gen_ai.provider.name": "openai", "gen_ai.request.model": "gpt-tel",
+        "server.address": "127.0.0.1", "server.port": port, "gen_ai.request.stream": True,
+        "gen_ai.request.max_tokens": 64, "gen_ai.request.temperature": 0.5,
+        "gen_ai.response.model": "gpt-tel", "agenthub.route.model": "gpt-tel",
+        "agenthub.route.client_type": "openai-chat", "agenthub.route.host": "127.0.0.1", "agenthub.attempts": 1,
+        "gen_ai.response.finish_reasons": ("stop",), "gen_ai.usage.input_tokens": 1200,
+        "gen_ai.usage.output_tokens": 300, "gen_ai.usage.cache_read.input_tokens": 1024,
+        "gen_ai.usage.reasoning.output_tokens": 120}
+
+
+@needs_call_hooks
+def test_anthropic_cache_writes_end_to_end(otel):
+    otel.start()
+    _agenthub_call("anthropic", "claude-sonnet-4-6", "", _read(FIXTURES, "anthropic_cache_write.sse"))
+    (span,) = otel.exporter.get_finished_spans()
+    assert span.attributes["gen_ai.provider.name"] == "anthropic"
+    assert span.attributes["gen_ai.usage.cache_creation.input_tokens"] == 300
+    assert span.attributes["gen_ai.usage.cache_read.input_tokens"] == 412
+    assert span.attributes["gen_ai.usage.input_tokens"] == 38 + 300 + 412
+
+
+@needs_call_hooks
+def test_failover_is_one_span_covering_every_route(otel):
+    from agenthub import AutoLLMClient
+    from sse_server import Answer, SSEServer
+
+    otel.start()
+    with SSEServer() as down, SSEServer() as up:
+        down.answers.append(Answer([b'{"error": {"message": "overloaded"}}'], status=503,
+                                   headers={"Content-Type": "application/json"}))
+        up.answers.append(Answer([_read(FIXTURES, "anthropic_cache_write.sse")]))
+        backup = AutoLLMClient("claude-sonnet-4-6", api_key="k2", base_url=up.url, client_type="anthropic",
+                               max_retries=0)
+        client = AutoLLMClient("gpt-tel", api_key="k1", base_url=down.url + "/v1", client_type="openai-chat",
+                               max_retries=0, fallbacks=[backup])
+        events = list(client.streaming_response(ASK))
+    assert events[-1]["event_type"] == "stop"
+    (span,) = otel.exporter.get_finished_spans()
+    assert span.name == "chat gpt-tel"
+    assert span.attributes["gen_ai.request.model"] == "gpt-tel"
+    assert span.attributes["gen_ai.response.model"] == "claude-sonnet-4-6"
+    assert span.attributes["agenthub.route.client_type"] == "anthropic"
+    assert span.attributes["gen_ai.provider.name"] == "anthropic"
+    assert span.attributes["agenthub.attempts"] == 2
+    assert "error.type" not in span.attributes
+
+
+@needs_call_hooks
+def test_an_error_after_retries_is_one_span_with_error_type(otel, monkeypatch):
+    from agenthub import AutoLLMClient, RateLimitError
+    from sse_server import Answer, SSEServer
+
+    monkeypatch.setattr("agenthub.attempts.BACKOFF_BASE", 0.001)
+    otel.start()
+    with SSEServer() as server:
+        for _ in range(2):
+            server.answers.append(Answer([b'{"error": {"message": "slow down"}}'], status=429,
+                                         headers={"Content-Type": "application/json"}))
+        client = AutoLLMClient("gpt-tel", api_key="k", base_url=server.url + "/v1", client_type="openai-chat",
+                               max_retries=1)
+        with pytest.raises(RateLimitError):
+            list(client.streaming_response(ASK))
+    (span,) = otel.exporter.get_finished_spans()
+    assert span.attributes["error.type"] == "RateLimitError"
+    assert span.attributes["agenthub.attempts"] == 2
+    assert span.status.status_code.name == "ERROR"
+
+
+# -- differential: the same streams through the openai SDK under opentelemetry-instrumentation-openai-v2 ----------
+
+#: attributes agenthub emits that the reference (2.4b0, default mode) does not, and why
+ONLY_AGENTHUB = {
+    "server.address", "server.port",  # the reference leaves them out for a base_url it does not know
+    "gen_ai.request.stream",  # required by the conventions when streaming; the reference does not set it
+    "gen_ai.response.finish_reasons",  # the reference loses it when the usage chunk (no choices) comes last
+    "gen_ai.usage.cache_read.input_tokens", "gen_ai.usage.reasoning.output_tokens",  # not read by the reference
+    "gen_ai.response.time_to_first_chunk",
+}
+#: attributes only the reference emits: the Chat stream's id is not handed to agenthub's attempt loop (it reports
+#: gen_ai.response.id where the loop learns one: a background response)
+ONLY_REFERENCE = {"gen_ai.response.id"}
+#: attributes both emit with values that differ by design (see the README's telemetry section)
+DIFFERENT = {
+    "gen_ai.response.model",  # the reference: the model the server named; agenthub: the route that answered
+}
+
+
+def _reference_chat(data):
+    pytest.importorskip("openai", reason="the openai SDK (a test oracle) is not installed")
+    try:
+        from opentelemetry.instrumentation.openai_v2 import OpenAIInstrumentor
+    except ImportError as exc:
+        pytest.skip("opentelemetry-instrumentation-openai-v2 (a test oracle) cannot be imported: {}".format(exc))
+    import openai
+    from sse_server import Answer, SSEServer
+
+    sdk = _sdk()
+    instrumentor = OpenAIInstrumentor()
+    instrumentor.instrument(tracer_provider=sdk.tracer_provider, meter_provider=sdk.meter_provider)
+    try:
+        with SSEServer() as server:
+            server.answers.append(Answer([data]))
+            client = openai.OpenAI(api_key="k", base_url=server.url + "/v1", max_retries=0)
+            try:
+                stream = client.chat.completions.create(
+                    model="gpt-tel", messages=[{"role": "user", "content": PROMPT}], stream=True,
+                    stream_options={"include_usage": True}, max_tokens=64, temperature=0.5)
+                for _ in stream:
+                    pass
+            finally:
+                client.close()
+    finally:
+        instrumentor.uninstrument()
+    (span,) = sdk.exporter.get_finished_spans()
+    metrics = metrics_of(sdk.reader)
+    sdk.tracer_provider.shutdown()
+    sdk.meter_provider.shutdown()
+    return span, metrics
+
+
+@needs_call_hooks
+@pytest.mark.parametrize("name", ["chat_cached.sse", "chat_tool.sse"])
+def test_differential_against_opentelemetry_instrumentation_openai_v2(otel, name, monkeypatch):
+    monkeypatch.delenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", raising=False)
+    data = _read(FIXTURES, name)
+    reference, reference_metrics = _reference_chat(data)
+    otel.start()
+    _agenthub_call("openai-chat", "gpt-tel", "/v1", data, {"max_tokens": 64, "temperature": 0.5})
+    (ours,) = otel.exporter.get_finished_spans()
+    theirs = dict(reference.attributes)
+    mine = {k: v for k, v in ours.attributes.items() if not k.startswith("agenthub.")}
+    assert reference.name == ours.name and reference.kind == ours.kind
+    both = set(theirs) & set(mine)
+    assert {key for key in both if theirs[key] != mine[key]} == DIFFERENT & both
+    assert set(theirs) - set(mine) == ONLY_REFERENCE
+    assert set(mine) - set(theirs) <= ONLY_AGENTHUB
+    # the input count agrees: both report the provider's inclusive prompt count (cached included, once)
+    assert theirs["gen_ai.usage.input_tokens"] == mine["gen_ai.usage.input_tokens"]
+    assert theirs["gen_ai.usage.output_tokens"] == mine["gen_ai.usage.output_tokens"]
+    assert PROMPT not in json.dumps(theirs) and PROMPT not in json.dumps(mine)
+    ours_metrics = metrics_of(otel.reader)
+    for metric in ("gen_ai.client.token.usage", "gen_ai.client.operation.duration"):
+        assert metric in reference_metrics and metric in ours_metrics
+    sums = lambda metrics: sorted((a["gen_ai.token.type"], p.sum) for a, p in metrics["gen_ai.client.token.usage"])
+    assert sums(reference_metrics) == sums(ours_metrics)
