@@ -276,6 +276,16 @@ def test_metrics_and_bucket_boundaries(otel):
     assert attrs == base and point.count == len(EVENTS) - 1  # every event after the first
 
 
+def test_events_read_at_once_are_one_chunk(otel):
+    otel.start()
+    stamps = [100, 100, 130, 130, 130, 1130]  # three reads: at 100 ms, 130 ms and 1130 ms
+    events = [dict(EVENTS[1], created_at=stamp) for stamp in stamps[:-1]] + [dict(EVENTS[-1], created_at=1130)]
+    drive(fake_call(), events=events)
+    ((_, point),) = metrics_of(otel.reader)["gen_ai.client.operation.time_per_output_chunk"]
+    assert point.count == 2 and point.sum == pytest.approx(0.03 + 1.0)
+    assert list(point.bucket_counts)[:7] == [0, 0, 1, 0, 0, 0, 0] and point.bucket_counts[7] == 1
+
+
 def test_error_sets_error_type_and_status(otel):
     otel.start()
     error = RateLimitError("slow down", client="openai-chat", status=429)
