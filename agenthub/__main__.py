@@ -72,6 +72,9 @@ def add_chat_arguments(chat: argparse.ArgumentParser) -> None:
     chat.add_argument("--json", action="store_true", help="print raw UniEvents, one JSON object per line")
     chat.add_argument("--budget", type=float, metavar="USD",
                       help="spend at most USD at list prices (a turn that could exceed it is not sent)")
+    chat.add_argument("--otel", action="store_true",
+                      help="OpenTelemetry GenAI spans and metrics (agenthub[otel]; the SDK from opentelemetry-instrument, "
+                           "else from the OTEL_* variables: OTLP by default, console, none)")
     chat.add_argument("--background", action="store_true",
                       help="OpenAI Responses / Gemini Interactions: run the answer server-side and resume it after "
                            "a broken connection (the response is stored by the provider)")

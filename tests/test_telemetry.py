@@ -786,3 +786,47 @@ def test_differential_against_opentelemetry_instrumentation_openai_v2(otel, name
         assert metric in reference_metrics and metric in ours_metrics
     sums = lambda metrics: sorted((a["gen_ai.token.type"], p.sum) for a, p in metrics["gen_ai.client.token.usage"])
     assert sums(reference_metrics) == sums(ours_metrics)
+
+
+# -- agenthub chat --otel ----------------------------------------------------------------------------------------------
+
+
+@needs_call_hooks
+def test_chat_otel_exports_the_call_span_from_the_command_line():
+    _sdk()  # skips without the SDK
+    from sse_server import Answer, SSEServer
+
+    with SSEServer() as server:
+        server.answers.append(Answer([_read(FIXTURES, "chat_cached.sse")]))
+        env = dict(os.environ, PYTHONPATH=ROOT, OTEL_TRACES_EXPORTER="console", OTEL_METRICS_EXPORTER="none",
+                   OTEL_SERVICE_NAME="cli-test", AGENTHUB_LOG_PROMPTS="0", TEL_KEY="sk-cli-secret-key")
+        env.pop(telemetry.CAPTURE_ENV, None)
+        done = subprocess.run([sys.executable, "-m", "agenthub", "chat", "gpt-tel", PROMPT, "--otel", "--no-log",
+                               "--client-type", "openai-chat", "--base-url", server.url + "/v1",
+                               "--api-key-env", "TEL_KEY"], capture_output=True, text=True, env=env, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "Telemetry answer in five pieces." in done.stdout
+    start = done.stderr.index("{")
+    span = json.JSONDecoder().raw_decode(done.stderr[start:])[0]
+    assert span["name"] == "chat gpt-tel" and span["kind"] == "SpanKind.CLIENT"
+    assert span["attributes"]["gen_ai.usage.input_tokens"] == 1200
+    assert span["resource"]["attributes"]["service.name"] == "cli-test"
+    assert PROMPT not in done.stderr and "sk-cli-secret-key" not in done.stderr
+
+
+def test_chat_otel_without_the_sdk_says_what_to_install(monkeypatch):
+    pytest.importorskip("opentelemetry.trace", reason="the OpenTelemetry API is not installed")
+    import builtins
+
+    real = builtins.__import__
+
+    def no_sdk(name, *args, **kwargs):
+        if name.startswith("opentelemetry.sdk"):
+            raise ImportError(name)
+        return real(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_sdk)
+    with pytest.raises(ConfigError) as caught:
+        telemetry.start_from_environment()
+    assert "pip install opentelemetry-sdk opentelemetry-exporter-otlp" in str(caught.value)
+    assert telemetry.is_instrumented() is False
