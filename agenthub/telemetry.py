@@ -43,7 +43,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 from .errors import ConfigError
 from .hosts.trust import url_host, url_origin
 
-__all__ = ["instrument", "uninstrument", "is_instrumented", "start_from_environment", "agent_span", "tool_span", "mcp_span", "inject_meta",
+__all__ = ["instrument", "uninstrument", "is_instrumented", "start_from_environment", "continue_trace", "agent_span", "tool_span", "mcp_span", "inject_meta",
            "provider_name", "operation_name"]
 
 logger = logging.getLogger("agenthub")
@@ -966,6 +966,46 @@ def mcp_span(method: str, protocol_version: Optional[str] = None, session_id: Op
     name = "{} {}".format(method, target) if target and method in ("tools/call", "prompts/get") else method
     span = state.tracer.start_span(name, kind=state.kind_client, attributes=attributes)
     return _Span(state, span, state.span_content)
+
+
+class _Continued(object):
+    """``with``: the extracted remote context is current (in this thread) for the block."""
+
+    __slots__ = ("_state", "_context", "_token")
+
+    def __init__(self, state: _State, context: Any) -> None:
+        self._state = state
+        self._context = context
+        self._token = None  # type: Any
+
+    def __enter__(self) -> "_Continued":
+        self._token = self._state.context.attach(self._context)
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        if self._token is not None:
+            self._state.context.detach(self._token)
+            self._token = None
+
+
+def continue_trace(headers: Optional[Mapping[str, Any]]) -> Any:
+    """A context manager under which the calls made in this thread continue the W3C trace context of
+    ``headers`` (an incoming request's ``traceparent`` / ``tracestate``: HTTP headers, a WSGI environ's
+    ``HTTP_TRACEPARENT``, an MCP ``_meta``): ``agenthub serve`` wraps each upstream stream in it.  A no-op
+    when nothing is instrumented or no trace context came."""
+    state = _state
+    if state is None or not headers:
+        return _NOOP
+    carrier = {}  # type: Dict[str, str]
+    for name in ("traceparent", "tracestate", "baggage"):
+        value = headers.get(name)
+        if value is None:
+            value = headers.get("HTTP_" + name.upper())
+        if isinstance(value, str) and value:
+            carrier[name] = value
+    if "traceparent" not in carrier:
+        return _NOOP
+    return _Continued(state, state.propagate.extract(carrier))
 
 
 def inject_meta(meta: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:

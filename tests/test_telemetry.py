@@ -830,3 +830,35 @@ def test_chat_otel_without_the_sdk_says_what_to_install(monkeypatch):
         telemetry.start_from_environment()
     assert "pip install opentelemetry-sdk opentelemetry-exporter-otlp" in str(caught.value)
     assert telemetry.is_instrumented() is False
+
+
+# -- agenthub serve continues an incoming traceparent ----------------------------------------------------------------
+
+
+@needs_call_hooks
+def test_serve_continues_the_incoming_traceparent(otel):
+    import requests
+
+    from agenthub.apps.server import make_app
+    from server_support import Builtin, Route, Upstream
+
+    otel.start()
+    trace_id, parent_id = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
+    with Upstream() as upstream:
+        upstream.routes["chat"] = Route(_read(FIXTURES, "chat_cached.sse"))
+        app = make_app({"models": [{"id": "tel", "model": "gpt-tel", "client_type": "openai-chat",
+                                    "base_url": upstream.url + "/chat/v1", "api_key": "sk-up", "max_retries": 0}],
+                        "api_keys": ["serve-key-0123456789"]}, environ={})
+        with Builtin(app) as server:
+            answer = requests.post(server.url + "/v1/stream", json={"model": "tel", "messages": ASK}, timeout=10,
+                                   headers={"Authorization": "Bearer serve-key-0123456789",
+                                            "traceparent": "00-{}-{}-01".format(trace_id, parent_id)})
+            assert answer.status_code == 200 and b'"stop"' in answer.content
+            plain = requests.post(server.url + "/v1/stream", json={"model": "tel", "messages": ASK}, timeout=10,
+                                  headers={"Authorization": "Bearer serve-key-0123456789"})
+            assert plain.status_code == 200
+    continued, fresh = sorted(otel.exporter.get_finished_spans(), key=lambda s: s.start_time)
+    assert format(continued.context.trace_id, "032x") == trace_id
+    assert format(continued.parent.span_id, "016x") == parent_id and continued.parent.is_remote
+    assert continued.name == "chat gpt-tel"
+    assert fresh.parent is None and format(fresh.context.trace_id, "032x") != trace_id
