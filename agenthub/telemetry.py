@@ -43,7 +43,8 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 from .errors import ConfigError
 from .hosts.trust import url_host, url_origin
 
-__all__ = ["instrument", "uninstrument", "is_instrumented", "start_from_environment", "continue_trace", "agent_span", "tool_span", "mcp_span", "inject_meta",
+__all__ = ["instrument", "uninstrument", "is_instrumented", "start_from_environment", "continue_trace",
+           "workflow_span", "child_span", "agent_span", "tool_span", "mcp_span", "inject_meta",
            "provider_name", "operation_name"]
 
 logger = logging.getLogger("agenthub")
@@ -966,6 +967,30 @@ def mcp_span(method: str, protocol_version: Optional[str] = None, session_id: Op
     name = "{} {}".format(method, target) if target and method in ("tools/call", "prompts/get") else method
     span = state.tracer.start_span(name, kind=state.kind_client, attributes=attributes)
     return _Span(state, span, state.span_content)
+
+
+def workflow_span(name: str, attributes: Optional[Mapping[str, Any]] = None) -> Any:
+    """An ``invoke_workflow {name}`` INTERNAL span (``agenthub.jobs.run``: one per job); not made current:
+    its rows' spans name it as their parent (``child_span``), from whatever thread runs them."""
+    state = _state
+    if state is None:
+        return _NOOP
+    base = {GEN_AI_OPERATION_NAME: "invoke_workflow", "gen_ai.workflow.name": name}  # type: Dict[str, Any]
+    base.update(attributes or {})
+    return _Span(state, state.tracer.start_span("invoke_workflow {}".format(name), kind=state.kind_internal,
+                                                attributes=base), False)
+
+
+def child_span(parent: Any, name: str, attributes: Optional[Mapping[str, Any]] = None) -> Any:
+    """An INTERNAL span under ``parent`` (a handle from ``workflow_span``), whatever the current context:
+    ``with`` it, the calls made in the block (this thread) are its children.  A no-op handle when
+    nothing is instrumented or ``parent`` is no live span."""
+    state = _state
+    if state is None or not isinstance(parent, _Span):
+        return _NOOP
+    context = state.trace.set_span_in_context(parent.span)
+    return _Span(state, state.tracer.start_span(name, context=context, kind=state.kind_internal,
+                                                attributes=dict(attributes or {})), False)
 
 
 class _Continued(object):

@@ -862,3 +862,32 @@ def test_serve_continues_the_incoming_traceparent(otel):
     assert format(continued.parent.span_id, "016x") == parent_id and continued.parent.is_remote
     assert continued.name == "chat gpt-tel"
     assert fresh.parent is None and format(fresh.context.trace_id, "032x") != trace_id
+
+
+# -- jobs.run: a span per row under the job's span ---------------------------------------------------------------------
+
+
+@needs_call_hooks
+def test_jobs_run_makes_a_span_per_row_under_the_job_span(otel, tmp_path):
+    from agenthub import jobs
+    from jobs_server import JobServer
+
+    otel.start()
+    with JobServer() as server:
+        rows = [{"id": "r{}".format(i), "model": "deepseek-v4-flash", "client_type": "openai-chat",
+                 "base_url": server.base_url, "messages": [{"role": "user", "content_items": [
+                     {"type": "text", "text": "row {}".format(i)}]}]} for i in range(3)]
+        src = tmp_path / "in.jsonl"
+        src.write_text("".join(json.dumps(row) + "\n" for row in rows))
+        summary = jobs.run(str(src), str(tmp_path / "out.jsonl"), workers=2, progress=False)
+    assert summary.done == 3
+    spans = otel.exporter.get_finished_spans()
+    (job,) = [s for s in spans if s.name == "invoke_workflow agenthub.jobs"]
+    assert dict(job.attributes) == {"gen_ai.operation.name": "invoke_workflow", "gen_ai.workflow.name": "agenthub.jobs",
+                                    "agenthub.job.rows": 3}
+    row_spans = [s for s in spans if s.name == "agenthub.jobs.row"]
+    assert sorted(s.attributes["agenthub.job.row_id"] for s in row_spans) == ["r0", "r1", "r2"]
+    assert all(s.parent.span_id == job.context.span_id for s in row_spans)
+    calls = [s for s in spans if s.name == "chat deepseek-v4-flash"]
+    assert sorted(c.parent.span_id for c in calls) == sorted(s.context.span_id for s in row_spans)
+    assert {s.context.trace_id for s in spans} == {job.context.trace_id}
