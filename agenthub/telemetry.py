@@ -461,7 +461,21 @@ class GenAIHook(object):
     def on_done(self, attempt: Any) -> None:
         pass
 
+    # telemetry never breaks a call: what fails in it is logged (DEBUG) and the call goes on
     def on_call_start(self, call: Any) -> None:
+        try:
+            self._start(call)
+        except Exception:
+            self._calls.pop(id(call), None)
+            logger.debug("agenthub telemetry: the call span was not started", exc_info=True)
+
+    def on_call_end(self, call: Any) -> None:
+        try:
+            self._end(call)
+        except Exception:
+            logger.debug("agenthub telemetry: the call span was not ended", exc_info=True)
+
+    def _start(self, call: Any) -> None:
         if getattr(call, "kind", "stream") != "stream":
             return  # a model list page or a token count: no GenAI operation
         state = self.state
@@ -500,18 +514,22 @@ class GenAIHook(object):
         record = self._calls.get(id(call))
         if record is None:
             return
-        stamp = event.get("created_at")
-        if record.first is None:
-            record.first = time.monotonic()
-            record.stamp = stamp
-        elif stamp != record.stamp:
-            if record.gaps is not None and type(stamp) is int and type(record.stamp) is int:
-                record.gaps.append(max(0, stamp - record.stamp) / 1000.0)
-            record.stamp = stamp
-        if record.collector is not None:
-            record.collector.add(event)
+        try:
+            stamp = event.get("created_at")
+            if record.first is None:
+                record.first = time.monotonic()
+                record.stamp = stamp
+            elif stamp != record.stamp:
+                if record.gaps is not None and type(stamp) is int and type(record.stamp) is int:
+                    record.gaps.append(max(0, stamp - record.stamp) / 1000.0)
+                record.stamp = stamp
+            if record.collector is not None:
+                record.collector.add(event)
+        except Exception:
+            record.collector = None  # content is dropped, the span still ends
+            logger.debug("agenthub telemetry: an event was not recorded", exc_info=True)
 
-    def on_call_end(self, call: Any) -> None:
+    def _end(self, call: Any) -> None:
         record = self._calls.pop(id(call), None)
         if record is None:
             return

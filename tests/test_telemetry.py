@@ -891,3 +891,20 @@ def test_jobs_run_makes_a_span_per_row_under_the_job_span(otel, tmp_path):
     calls = [s for s in spans if s.name == "chat deepseek-v4-flash"]
     assert sorted(c.parent.span_id for c in calls) == sorted(s.context.span_id for s in row_spans)
     assert {s.context.trace_id for s in spans} == {job.context.trace_id}
+
+
+def test_a_failure_inside_telemetry_never_breaks_the_call(otel, monkeypatch):
+    otel.start(capture_content=True)
+
+    def broken(*args):
+        raise RuntimeError("telemetry bug")
+
+    monkeypatch.setattr(telemetry, "_request_attributes", broken)
+    drive(fake_call())  # nothing raised
+    monkeypatch.undo()
+    otel.start(capture_content=True)
+    monkeypatch.setattr(telemetry, "_content_attributes", broken)
+    monkeypatch.setattr(telemetry, "_record_usage", broken)
+    drive(fake_call())
+    ended = otel.exporter.get_finished_spans()
+    assert ended[-1].attributes["gen_ai.usage.input_tokens"] == 100  # the span ended, with what was recorded
