@@ -676,7 +676,7 @@ def _response_attributes(state: _State, span: Any, call: Any, route: Optional[Ma
     if isinstance(response_id, str) and response_id:
         span.set_attribute(GEN_AI_RESPONSE_ID, response_id)
     reason = getattr(call, "finish_reason", None)
-    if isinstance(reason, str):
+    if isinstance(reason, str) and record.operation != "embeddings":
         span.set_attribute(GEN_AI_RESPONSE_FINISH_REASONS, [reason])
     if usage is not None:
         for key, name in (("input", GEN_AI_USAGE_INPUT_TOKENS), ("output", GEN_AI_USAGE_OUTPUT_TOKENS),

@@ -908,3 +908,49 @@ def test_a_failure_inside_telemetry_never_breaks_the_call(otel, monkeypatch):
     drive(fake_call())
     ended = otel.exporter.get_finished_spans()
     assert ended[-1].attributes["gen_ai.usage.input_tokens"] == 100  # the span ended, with what was recorded
+
+
+EMBEDDINGS = json.dumps({"object": "list", "model": "text-embedding-tel", "usage": {"prompt_tokens": 5, "total_tokens": 5},
+                         "data": [{"object": "embedding", "index": 0, "embedding": [0.1, 0.2]},
+                                  {"object": "embedding", "index": 1, "embedding": [0.3, 0.4]}]}).encode()
+
+
+@needs_call_hooks
+def test_embeddings_span_and_the_differential(otel):
+    from agenthub import AutoLLMClient
+    from sse_server import Answer, SSEServer
+
+    pytest.importorskip("openai", reason="the openai SDK (a test oracle) is not installed")
+    try:
+        from opentelemetry.instrumentation.openai_v2 import OpenAIInstrumentor
+    except ImportError as exc:
+        pytest.skip("opentelemetry-instrumentation-openai-v2 (a test oracle) cannot be imported: {}".format(exc))
+    import openai
+
+    reference = _sdk()
+    instrumentor = OpenAIInstrumentor()
+    instrumentor.instrument(tracer_provider=reference.tracer_provider, meter_provider=reference.meter_provider)
+    try:
+        with SSEServer() as server:
+            server.answers.append(Answer([EMBEDDINGS], headers={"Content-Type": "application/json"}, chunked=False))
+            sdk_client = openai.OpenAI(api_key="k", base_url=server.url + "/v1", max_retries=0)
+            sdk_client.embeddings.create(model="text-embedding-tel", input=["a", "b"], dimensions=2)
+            sdk_client.close()
+    finally:
+        instrumentor.uninstrument()
+    (theirs,) = reference.exporter.get_finished_spans()
+    otel.start()
+    with SSEServer() as server:
+        server.answers.append(Answer([EMBEDDINGS], headers={"Content-Type": "application/json"}, chunked=False))
+        client = AutoLLMClient("text-embedding-tel", api_key="k", base_url=server.url + "/v1",
+                               client_type="openai-embedding")
+        assert client.embed(["a", "b"], {"embedding_config": {"dimensions": 2}}) == [[0.1, 0.2], [0.3, 0.4]]
+    (ours,) = otel.exporter.get_finished_spans()
+    assert ours.name == theirs.name == "embeddings text-embedding-tel"
+    mine = {k: v for k, v in ours.attributes.items() if not k.startswith("agenthub.")}
+    assert mine["gen_ai.operation.name"] == "embeddings" and "gen_ai.response.finish_reasons" not in mine
+    assert "gen_ai.request.stream" not in mine and mine["gen_ai.usage.input_tokens"] == 5
+    both = set(mine) & set(theirs.attributes)
+    assert {k for k in both if mine[k] != theirs.attributes[k]} == set()
+    assert set(theirs.attributes) - set(mine) == set()
+    assert set(mine) - set(theirs.attributes) == {"server.address", "server.port"}
