@@ -929,13 +929,15 @@ def agent_span(name: str, *, description: Optional[str] = None) -> Any:
 
 
 def tool_span(name: str, call_id: Optional[str] = None, tool_type: str = "function", *,
-              description: Optional[str] = None) -> Any:
+              description: Optional[str] = None, parent: Any = None) -> Any:
     """An ``execute_tool {name}`` INTERNAL span for one tool call: ``set_arguments`` / ``set_result``
     record them only when content capture is on; a result with ``is_error`` sets ``error.type``
-    ``tool_error``.  A no-op handle when nothing is instrumented."""
+    ``tool_error``.  ``parent``: the run's ``agent_span`` handle when the tool runs in another thread
+    (else the current span is the parent).  A no-op handle when nothing is instrumented."""
     state = _state
     if state is None:
         return _NOOP
+    context = state.trace.set_span_in_context(parent.span) if isinstance(parent, _Span) else None
     attributes = {GEN_AI_OPERATION_NAME: "execute_tool", GEN_AI_TOOL_NAME: name or ""}  # type: Dict[str, Any]
     if call_id:
         attributes[GEN_AI_TOOL_CALL_ID] = call_id
@@ -943,7 +945,8 @@ def tool_span(name: str, call_id: Optional[str] = None, tool_type: str = "functi
         attributes[GEN_AI_TOOL_TYPE] = tool_type
     if description and state.span_content:
         attributes["gen_ai.tool.description"] = description
-    span = state.tracer.start_span("execute_tool {}".format(name), kind=state.kind_internal, attributes=attributes)
+    span = state.tracer.start_span("execute_tool {}".format(name), context=context, kind=state.kind_internal,
+                                   attributes=attributes)
     return _Span(state, span, state.span_content)
 
 

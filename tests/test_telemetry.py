@@ -954,3 +954,23 @@ def test_embeddings_span_and_the_differential(otel):
     assert {k for k in both if mine[k] != theirs.attributes[k]} == set()
     assert set(theirs.attributes) - set(mine) == set()
     assert set(mine) - set(theirs.attributes) == {"server.address", "server.port"}
+
+
+def test_a_tool_run_in_another_thread_names_the_run_as_its_parent(otel):
+    import threading
+
+    otel.start()
+    run = telemetry.agent_span("helper")
+    done = []
+
+    def work():
+        with telemetry.tool_span("lookup", "call_9", parent=run) as tool:
+            tool.set_result({"type": "tool_result", "text": "ok"})
+        done.append(True)
+
+    thread = threading.Thread(target=work)
+    thread.start()
+    thread.join(10)
+    run.end()
+    spans = {s.name: s for s in otel.exporter.get_finished_spans()}
+    assert done and spans["execute_tool lookup"].parent.span_id == spans["invoke_agent helper"].context.span_id
