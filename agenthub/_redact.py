@@ -13,7 +13,7 @@ from typing import Any, Iterable, List, Mapping, Optional
 from urllib.parse import urlsplit, urlunsplit
 
 __all__ = ["PUBLIC_HEADERS", "is_public_header", "secret_values", "redact_headers", "redact_url", "url_secrets",
-           "scrub_text"]
+           "scrub_text", "body_secrets", "redact_mcp_servers"]
 
 #: request headers whose values are not credentials (all others are treated as secret)
 PUBLIC_HEADERS = frozenset((
@@ -100,3 +100,39 @@ def scrub_text(text: str, secrets: Iterable[str]) -> str:
         if secret and secret in text:
             text = text.replace(secret, "***")
     return text
+
+
+def body_secrets(body: Any) -> List[str]:
+    """The credentials a request body carries for the MCP servers a provider connects to (config["mcp_servers"]):
+    the header values of OpenAI Responses' ``mcp`` tools (and their ``authorization``), the
+    ``authorization_token`` of Anthropic's ``mcp_servers``.  ``body``: the planned dict, or its JSON bytes."""
+    if isinstance(body, (bytes, bytearray, str)):
+        if b'"mcp' not in (body if isinstance(body, (bytes, bytearray)) else body.encode("utf-8", "replace")):
+            return []
+        import json
+
+        try:
+            body = json.loads(body)
+        except ValueError:
+            return []
+    if not isinstance(body, Mapping):
+        return []
+    found = []  # type: List[Any]
+    for tool in body.get("tools") or ():
+        if isinstance(tool, Mapping) and tool.get("type") == "mcp":
+            headers = tool.get("headers")
+            found.extend(headers.values() if isinstance(headers, Mapping) else ())
+            found.append(tool.get("authorization"))
+    for server in body.get("mcp_servers") or ():
+        if isinstance(server, Mapping):
+            found.append(server.get("authorization_token"))
+    return secret_values(None, [value for value in found if isinstance(value, str)])
+
+
+def redact_mcp_servers(servers: Any) -> Any:
+    """config["mcp_servers"] safe to show (a trace): every header value ``***``."""
+    if not isinstance(servers, (list, tuple)):
+        return servers
+    return [dict(server, headers={name: "***" for name in server["headers"]})
+            if isinstance(server, Mapping) and isinstance(server.get("headers"), Mapping) else server
+            for server in servers]

@@ -67,6 +67,7 @@ from . import attempts as attempt_loop, hosts, registry
 from .attempts import Attempt, AttemptHook, scrub
 from .answers import request_id as answer_request_id, starts_stream
 from ._redact import redact_url, secret_values, url_secrets
+from ._redact import body_secrets
 from .breaker import breaker_for, settings as breaker_settings
 from .hosts.trust import url_host, url_origin  # the one host rule: which host a request connects to
 from .errors import (AgentHubError, ConfigError, RateLimitError, ServerError, StreamProtocolError, TransportError,
@@ -1035,6 +1036,7 @@ class AutoLLMClient(object):
         extra = list(self._endpoint.headers.values())
         extra.extend(key.secrets() if hasattr(key, "secrets") else [key] if isinstance(key, str) and key else [])
         extra.extend(((config or {}).get("extra_headers") or {}).values())
+        extra.extend(body_secrets(getattr(request, "body", None)))  # config["mcp_servers"] credentials
         secrets = secret_values(getattr(request, "headers", None), extra)
         secrets.extend(url_secrets(self._endpoint.base_url))
         return sorted(set(secrets), key=len, reverse=True)

@@ -38,6 +38,7 @@ import tempfile
 import time
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
+from ._redact import redact_mcp_servers
 from .errors import ConfigError
 from .types import USAGE_KEYS, from_jsonable, to_jsonable  # the one {"__bytes__"} codec (tracer.to_jsonable stays importable)
 
@@ -91,6 +92,35 @@ def trace_paths(trace_id: str, root: Optional[str] = None) -> Dict[str, str]:
     return {"json": base + ".json", "txt": base + ".txt"}
 
 
+def _server_item(item: Mapping[str, Any]) -> str:
+    """What a server item carried in fidelity is (an MCP list or call a provider ran, a server tool block),
+    in one line; "" for any other item."""
+    fidelity = item.get("fidelity")
+    wire = (fidelity.get("server_item") or fidelity.get("server_block")) if isinstance(fidelity, Mapping) else None
+    if not isinstance(wire, Mapping):
+        return ""
+    kind = str(wire.get("type", "?"))
+    server = wire.get("server_label") or wire.get("server_name")
+    if kind == "mcp_list_tools":
+        tools = wire.get("tools") if isinstance(wire.get("tools"), list) else []
+        return "mcp_list_tools on {}: {}".format(server, ", ".join(str((t or {}).get("name")) for t in tools
+                                                                   if isinstance(t, Mapping)))
+    name = wire.get("name")
+    if name:
+        arguments = wire.get("arguments", wire.get("input"))
+        text = arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=False)
+        line = "{} {}({}){}".format(kind, name, text, " on {}".format(server) if server else "")
+        if isinstance(wire.get("output"), str):
+            line += " -> " + wire["output"]
+        return line + (" id={}".format(wire["id"]) if wire.get("id") else "")
+    if wire.get("tool_use_id"):
+        content = wire.get("content")
+        text = content if isinstance(content, str) else " ".join(
+            str(part.get("text")) for part in content or () if isinstance(part, Mapping) and "text" in part)
+        return "{}{} for {}: {}".format(kind, " (error)" if wire.get("is_error") else "", wire["tool_use_id"], text)
+    return kind
+
+
 def save_trace(trace_id: str, model: str, history: Sequence[Mapping[str, Any]], config: Mapping[str, Any],
                root: Optional[str] = None, routes: Optional[Sequence[Mapping[str, Any]]] = None) -> Dict[str, str]:
     """Write the trace's .json and .txt (atomically); returns their paths."""
@@ -100,6 +130,8 @@ def save_trace(trace_id: str, model: str, history: Sequence[Mapping[str, Any]], 
     for key in _SECRET_CONFIG:
         if isinstance(cfg.get(key), Mapping):
             cfg[key] = {name: "***" for name in cfg[key]}
+    if cfg.get("mcp_servers"):  # their header values are credentials too
+        cfg["mcp_servers"] = redact_mcp_servers(cfg["mcp_servers"])
     cfg["model"] = model
     document = {
         "trace_id": trace_id,
@@ -201,7 +233,11 @@ def render_text(history: Sequence[Mapping[str, Any]], config: Mapping[str, Any])
         lines.append("[{}] {}:".format(i, str(message.get("role", "?")).upper()))
         for item in message.get("content_items") or ():
             kind = item.get("type")
-            if kind == "text":
+            if kind in ("text", "thinking") and _server_item(item):
+                lines.append("  Server tool: " + _server_item(item))  # (MCP calls a provider ran: not tool calls)
+                if item.get(kind):
+                    lines.append("  {}: {}".format(kind.capitalize(), item[kind]))
+            elif kind == "text":
                 lines.append("  Text: " + str(item.get("text", "")))
             elif kind == "thinking":
                 lines.append("  Thinking: " + str(item.get("thinking", "")))
@@ -216,8 +252,8 @@ def render_text(history: Sequence[Mapping[str, Any]], config: Mapping[str, Any])
                     item.get("name"), json.dumps(item.get("arguments"), ensure_ascii=False), item.get("tool_call_id")))
             elif kind == "tool_result":
                 images = item.get("images") or []
-                lines.append("  Tool Result [{}]: {}{}".format(
-                    item.get("tool_call_id"), item.get("text", ""),
+                lines.append("  Tool Result [{}]{}: {}{}".format(
+                    item.get("tool_call_id"), " (error)" if item.get("is_error") else "", item.get("text", ""),
                     " (+{} image{})".format(len(images), "" if len(images) == 1 else "s") if images else ""))
             elif kind == "embedding":
                 lines.append("  Embedding: {} dimensions".format(len(item.get("embedding") or ())))

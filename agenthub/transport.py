@@ -42,6 +42,7 @@ import requests.adapters
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
 from ._redact import redact_url, secret_values, url_secrets
+from ._redact import body_secrets
 from .answers import body_text, error_from_body as _default_error_from_body, is_html, page_text
 from .errors import AgentHubError, StreamProtocolError, TransportError, preview
 from .types import HttpRequest
@@ -1161,7 +1162,7 @@ class RecordingAdapter(requests.adapters.HTTPAdapter):
                                                       cert=cert, proxies=proxies)
         # every header value but the public ones (content type, user agent, ...) is a secret: a
         # gateway's own auth header, a cookie, whatever the caller added
-        secrets = secret_values(request.headers) + url_secrets(request.url)
+        secrets = secret_values(request.headers) + url_secrets(request.url) + body_secrets(request.body)
         method, url, body = request.method, request.url, request.body
         status, headers = response.status_code, dict(response.headers)
 

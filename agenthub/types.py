@@ -30,6 +30,7 @@ __all__ = [
     "EmbeddingConfig",
     "ResponseFormat",
     "UniConfig",
+    "McpServer",
     "UsageMetadata",
     "TextItem",
     "ImageUrlItem",
@@ -132,6 +133,20 @@ class CompactionConfig(TypedDict):
     threshold: int  # input tokens past which the server compacts the context
 
 
+class _McpServerBase(TypedDict):
+    url: str  # http(s)
+    name: str  # 1-64 of [A-Za-z0-9_-], unique in the list
+
+
+class McpServer(_McpServerBase, total=False):
+    """An MCP server the provider itself connects to (``config["mcp_servers"]``: OpenAI Responses' ``mcp`` tools,
+    Anthropic's MCP connector).  ``headers`` are credentials: never shown in an error, log or trace."""
+
+    headers: Dict[str, str]  # Anthropic: only "Authorization: Bearer <token>"
+    allowed_tools: List[str]
+    require_approval: Union[Literal["always", "never"], Dict[str, Any]]  # OpenAI Responses only
+
+
 class UniConfig(TypedDict, total=False):
     """Request options; every key is optional (the library only reads them: any sequence will do).  The
     keys after ``trace_id`` are agenthub's additions to the seed (see README "Config keys beyond the seed")."""
@@ -158,6 +173,7 @@ class UniConfig(TypedDict, total=False):
     background: bool  # OpenAI Responses / Gemini Interactions: run server-side, resumable after a cut
     compaction: "CompactionConfig"  # OpenAI Responses / Anthropic: server-side compaction past a threshold
     foreign_thinking: Literal["drop", "text"]  # another protocol's thinking on the way out (agenthub.foreign)
+    mcp_servers: Sequence[McpServer]  # OpenAI Responses / Anthropic: MCP servers the provider calls itself
 
 
 class UsageMetadata(TypedDict):

@@ -20,7 +20,7 @@ from .errors import ConfigError
 from .types import FINISH_REASONS, MAX_DEPTH, PromptCaching, ThinkingLevel
 
 __all__ = ["check_config", "check_messages", "check_message", "check_json", "check_header_value", "check_header_name",
-           "CONFIG_KEYS", "ASPECT_RATIOS", "IMAGE_SIZES", "RESPONSE_FORMATS"]
+           "check_mcp_servers", "CONFIG_KEYS", "ASPECT_RATIOS", "IMAGE_SIZES", "RESPONSE_FORMATS"]
 
 CONFIG_KEYS = (
     "max_tokens", "temperature", "tools", "thinking_summary", "thinking_level", "tool_choice", "system_prompt",
@@ -28,7 +28,7 @@ CONFIG_KEYS = (
     # agenthub's additions (README "Config keys beyond the seed")
     "response_format", "top_p", "stop", "seed", "extra_body", "extra_headers", "fast_mode",
     "background", "compaction",
-    "foreign_thinking",
+    "foreign_thinking", "mcp_servers",
 )
 RESPONSE_FORMATS = ("text", "json_object", "json_schema")
 _SCHEMA_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
@@ -272,6 +272,8 @@ def check_config(config: Optional[Mapping[str, Any]]) -> Dict[str, Any]:
         out["compaction"] = {"threshold": compaction["threshold"]}
     if "foreign_thinking" in out and out["foreign_thinking"] not in ("drop", "text"):
         raise bad("foreign_thinking", '"drop" or "text"')
+    if "mcp_servers" in out:
+        out["mcp_servers"] = check_mcp_servers(out["mcp_servers"])
     if "extra_body" in out:
         extra = out["extra_body"]
         if not isinstance(extra, Mapping) or not all(isinstance(k, str) for k in extra):
@@ -290,6 +292,84 @@ def check_config(config: Optional[Mapping[str, Any]]) -> Dict[str, Any]:
             check_header_value(value, "config['extra_headers'][{!r}]".format(name))
         out["extra_headers"] = dict(headers)
     return out
+
+
+#: the keys of a config["mcp_servers"] entry (McpServer), and what require_approval takes (OpenAI Responses')
+MCP_SERVER_KEYS = ("url", "name", "headers", "allowed_tools", "require_approval")
+_MCP_APPROVALS = ("always", "never")
+
+
+def check_mcp_servers(value: Any) -> List[Dict[str, Any]]:
+    """config["mcp_servers"] -> a normalised copy (MCP servers the provider connects to: OpenAI Responses'
+    ``mcp`` tools, Anthropic's MCP connector).  A header's value is never shown: it is a credential."""
+    where = "config['mcp_servers']"
+    if not isinstance(value, (list, tuple)) or not value:
+        raise ConfigError("{} must be a non-empty list of {{'url': ..., 'name': ...}} dicts".format(where))
+    out = []  # type: List[Dict[str, Any]]
+    names = set()  # type: set
+    for i, server in enumerate(value):
+        at = "{}[{}]".format(where, i)
+        if not isinstance(server, Mapping):
+            raise ConfigError("{} must be a dict with 'url' and 'name' (got {})".format(at, type(server).__name__))
+        extra = sorted(str(k) for k in server if k not in MCP_SERVER_KEYS)
+        if extra:
+            raise ConfigError("{} has unknown key(s) {}; an MCP server takes: {}".format(
+                at, extra, ", ".join(MCP_SERVER_KEYS)))
+        url = server.get("url")
+        if not isinstance(url, str) or not re.match(r"https?://[^/?#\s@]+(?:[/?#]|\Z)", url, re.I) \
+                or any(c.isspace() or c < " " for c in url):
+            # (the URL is not shown: its query may hold a token)
+            raise ConfigError("{}['url'] must be an http(s) URL with a host and no user:password@ (got {})".format(
+                at, "a str" if isinstance(url, str) else type(url).__name__))
+        name = server.get("name")
+        if not isinstance(name, str) or not _SCHEMA_NAME.match(name):
+            raise ConfigError("{}['name'] must be 1 to 64 letters, digits, '_' or '-' (got {})".format(at, _short(name)))
+        if name in names:
+            raise ConfigError("{}['name'] {!r} names another server too: names must be unique".format(at, name))
+        names.add(name)
+        entry = {"url": url, "name": name}  # type: Dict[str, Any]
+        headers = server.get("headers")
+        if headers is not None:
+            if not isinstance(headers, Mapping):
+                raise ConfigError("{}['headers'] must be a dict of header name -> str value".format(at))
+            for key, text in headers.items():
+                check_header_name(key, "{}['headers'] key {}".format(at, _short(key)))
+                check_header_value(text, "{}['headers'][{!r}]".format(at, key))  # (the value is never shown)
+            entry["headers"] = dict(headers)
+        tools = server.get("allowed_tools")
+        if tools is not None:
+            if not isinstance(tools, (list, tuple)) or not all(isinstance(t, str) and t for t in tools):
+                raise ConfigError("{}['allowed_tools'] must be a list of tool names (non-empty str)".format(at))
+            for tool in tools:
+                _check_text(tool, "{}['allowed_tools']".format(at))
+            entry["allowed_tools"] = list(tools)
+        approval = server.get("require_approval")
+        if approval is not None:
+            entry["require_approval"] = _mcp_approval(approval, "{}['require_approval']".format(at))
+        out.append(entry)
+    return out
+
+
+def _mcp_approval(value: Any, at: str) -> Any:
+    """'always', 'never' or {"always"?: {"tool_names": [...]}, "never"?: {"tool_names": [...]}} (OpenAI's filter,
+    where a filter may also say ``"read_only": bool``)."""
+    if isinstance(value, str) and value in _MCP_APPROVALS:
+        return value
+    ok = isinstance(value, Mapping) and value and not set(value) - set(_MCP_APPROVALS)
+    for key in _MCP_APPROVALS if ok else ():
+        rule = value.get(key)
+        if rule is None:
+            continue
+        if not isinstance(rule, Mapping) or set(rule) - {"tool_names", "read_only"} \
+                or ("read_only" in rule and not isinstance(rule["read_only"], bool)) \
+                or ("tool_names" in rule and (not isinstance(rule["tool_names"], (list, tuple))
+                                              or not all(isinstance(t, str) and t for t in rule["tool_names"]))):
+            ok = False
+    if not ok:
+        raise ConfigError("{} must be 'always', 'never' or {{'always': {{'tool_names': [...]}}, 'never': "
+                          "{{'tool_names': [...]}}}} (got {})".format(at, _short(value)))
+    return {key: {k: (list(v) if k == "tool_names" else v) for k, v in value[key].items()}
+            for key in _MCP_APPROVALS if value.get(key) is not None}
 
 
 def _response_format(value: Any) -> Dict[str, Any]:

@@ -443,13 +443,16 @@ def test_web_search_calls_are_not_tool_calls_and_are_not_replayed():
                                           "content": [{"type": "output_text", "text": "News.", "annotations": []}]}
 
 
-def test_a_turn_that_only_asks_for_mcp_approval_is_empty():
+def test_a_turn_that_only_asks_for_mcp_approval_carries_the_request_for_the_next_turn():
+    # (config["mcp_servers"]: a server item, no empty answer; tests/test_mcp_servers.py has the rest)
     request = {"id": "mcpr_1", "type": "mcp_approval_request", "name": "create_short_url", "server_label": "zip",
                "arguments": '{"url": "https://x.test"}'}
     data = sse(created(), {"type": "response.output_item.added", "output_index": 0, "item": request},
                {"type": "response.output_item.done", "output_index": 0, "item": request}, completed([request]))
-    with pytest.raises(EmptyResponseError):
-        run_parser(parse_stream, [data], CLIENT)
+    events = run(data)
+    assert items(events) == [{"type": "text", "text": "", "fidelity": {"server_item": request}}]
+    assert stop(events)[0] == "stop"
+    assert replay(collect(events))[0] == request
 
 
 # -- errors ----------------------------------------------------------------------------------------
@@ -685,9 +688,6 @@ def test_nothing_is_repeated_when_the_final_response_only_restates_the_stream():
 
 
 @pytest.mark.parametrize("item, named", [
-    ({"id": "mcpr_1", "type": "mcp_approval_request", "name": "create_short_url", "server_label": "zip",
-      "arguments": '{"url": "https://x.test"}'},
-     "mcp_approval_request (tool 'create_short_url' on MCP server 'zip' awaits approval)"),
     ({"id": "lsh_1", "type": "local_shell_call", "call_id": "call_ls", "status": "completed",
       "action": {"type": "exec", "command": ["ls", "-la"], "env": {}}}, "local_shell_call"),
     ({"id": "sh_1", "type": "shell_call", "call_id": "call_sh", "status": "completed",

@@ -341,6 +341,15 @@ def unsupported(client: str, parameter: str, why: str) -> UnsupportedParameterEr
     return UnsupportedParameterError("{}: {} {}".format(client, parameter, why), client=client, parameter=parameter)
 
 
+def refuse_mcp_servers(client: str, config: Mapping[str, Any]) -> None:
+    """``config["mcp_servers"]`` on a protocol whose provider does not connect to MCP servers itself: refused."""
+    if config.get("mcp_servers"):
+        raise unsupported(client, "mcp_servers", "cannot be sent over this protocol: a provider connects to MCP "
+                                                 "servers itself only over OpenAI Responses and the Anthropic "
+                                                 "Messages API (elsewhere, connect to the server yourself and pass "
+                                                 "its tools)")
+
+
 
 def usage(cached: Optional[int], prompt: Optional[int], thoughts: Optional[int], response: Optional[int]) -> Dict[str, Optional[int]]:
     """The four buckets, each a non-negative int or None."""

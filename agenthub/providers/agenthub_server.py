@@ -25,6 +25,7 @@ from ..stream import StreamEnd, item_problem
 from ..types import FINISH_REASONS, MAX_DEPTH, USAGE_KEYS, HttpRequest, from_jsonable as _restore, too_deep
 from ..types import to_jsonable as _jsonable
 from ._common import Endpoint, Protocol, documents, get_request, parse_data_list, request_headers, unsupported
+from ._common import refuse_mcp_servers
 
 __all__ = ["build_request", "parse_stream", "framing", "STREAM_PATH", "PROTOCOL"]
 
@@ -35,6 +36,7 @@ STREAM_PATH = "/v1/stream"
 
 def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, Any]],
                   config: Mapping[str, Any]) -> HttpRequest:
+    refuse_mcp_servers(endpoint.client_type, config)  # (its headers are credentials: never forwarded)
     for key in ("extra_body", "extra_headers"):
         if key in config:  # (as the server refuses them; merged here they would reach the server, not its upstream)
             raise unsupported(endpoint.client_type, key, "is not accepted by an agenthub server: it builds the "

@@ -32,6 +32,11 @@ Request
   ``stop`` -> ``stop_sequences``; ``seed`` raises; ``fast_mode`` -> ``speed: "fast"`` + the
   ``fast-mode-2026-02-01`` beta on ``FAST_MODE_MODELS`` at api.anthropic.com (quirk ``fast_mode``
   decides elsewhere).  ThinkingLevel.MAX -> effort ``max`` (clamped), budget 32768.
+- ``mcp_servers`` (the MCP connector, beta ``mcp-client-2025-11-20``): ``mcp_servers: [{"type": "url", "url",
+  "name", "authorization_token"?}]`` (from an ``Authorization: Bearer <token>`` header; any other header, and
+  ``require_approval``, raise UnsupportedParameterError) and one ``{"type": "mcp_toolset", "mcp_server_name"}``
+  tool per server after the function tools (``allowed_tools`` -> ``default_config: {"enabled": false}`` and
+  ``configs: {name: {"enabled": true}}``).  Not on hosts that put the version in the body (Vertex AI, Bedrock).
 - The key and the URL are the host's (``agenthub.hosts``: ``x-api-key``, or ``Authorization: Bearer``
   at gateways whose row says ``auth: "bearer"``).  Quirks ``version_in_body`` (the version as the
   body's first field, ``anthropic_version``, and no ``anthropic-version`` header) and ``model_in_body:
@@ -45,7 +50,8 @@ Text and thinking stream live.  Everything the next request needs rides in ``fid
   ``collect`` seals the block's text with it);
 - ``{"redacted_data": d}``: a ``redacted_thinking`` block, replayed byte-exact;
 - ``{"server_block": {...}}``: a server tool block (``server_tool_use`` with its input, any
-  ``*_tool_result``, or a block type this module does not know), replayed as it came;
+  ``*_tool_result``, the MCP connector's ``mcp_tool_use`` / ``mcp_tool_result``, or a block type this
+  module does not know), replayed as it came, its id included;
 - ``{"citations": [...]}``: the citations of a text block (that block's text is sent as one item);
 - ``{"caller": {...}}``: on a tool_call made from code execution (programmatic tool calling).
 
@@ -126,6 +132,9 @@ COMPACTION_BETA = "compact-2026-01-12"
 COMPACTION_EDIT = "compact_20260112"
 #: the smallest input-token trigger the API takes (the documented minimum; its default is 150000)
 COMPACTION_MIN_TRIGGER = 50000
+#: the MCP connector (config["mcp_servers"]): ``mcp_servers`` entries + an ``mcp_toolset`` tool per server
+#: (anthropic SDK BetaRequestMCPServerURLDefinitionParam, BetaMCPToolsetParam)
+MCP_CLIENT_BETA = "mcp-client-2025-11-20"
 FAST_MODE_MODELS = re.compile(r"claude-(?:opus-5(?:-5)?|fable-5-[2-9]|fable-(?:[6-9]|\d\d))(?![0-9])")
 #: models that take temperature or top_p, never both (Claude 4.5 / 4.6)
 ONE_SAMPLER = re.compile(r"claude-(?:opus|sonnet|haiku)-4-[56](?![0-9])")
@@ -229,6 +238,13 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
         if any(tool.get("strict") for tool in config["tools"]) and not rule.get("structured", True):
             raise unsupported(client, "tools", "strict tools need structured outputs, which {!r} does not "
                                                "have".format(model))
+    servers = config.get("mcp_servers")
+    if servers:
+        if version_in_body:
+            raise unsupported(client, "mcp_servers", "cannot be sent here: the MCP connector is the Anthropic API's "
+                                                     "(not Claude on Vertex AI or Bedrock)")
+        body["mcp_servers"] = [_mcp_server(client, server) for server in servers]
+        body["tools"] = body.get("tools", []) + [_mcp_toolset(server) for server in servers]
 
     choice = config.get("tool_choice")
     forced = choice == "required" or isinstance(choice, list)
@@ -317,6 +333,8 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
         _add_beta(headers, INTERLEAVED_THINKING_BETA)  # thinking between tool calls, not only before the first
     if fast:
         _add_beta(headers, FAST_MODE_BETA)
+    if servers:
+        _add_beta(headers, MCP_CLIENT_BETA)
     if config.get("compaction"):
         threshold = config["compaction"]["threshold"]
         if threshold < COMPACTION_MIN_TRIGGER:
@@ -328,7 +346,7 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
     return HttpRequest("POST", "/v1/messages", headers, body)
 
 
-build_request.accepts = ("compaction",)  # type: ignore[attr-defined]  # config keys only some protocols read
+build_request.accepts = ("compaction", "mcp_servers")  # type: ignore[attr-defined]  # config keys only some protocols read
 build_request.compaction_format = "anthropic"  # type: ignore[attr-defined]  # the compaction blocks it replays
 
 
@@ -388,6 +406,37 @@ def _tool(tool: Mapping[str, Any]) -> Dict[str, Any]:
     if tool.get("strict"):
         out["strict"] = True  # (structured outputs: the input is held to input_schema)
     return out
+
+
+def _mcp_server(client: str, server: Mapping[str, Any]) -> Dict[str, Any]:
+    """A ``config["mcp_servers"]`` entry -> an ``mcp_servers`` entry of the MCP connector.  Its one credential
+    is ``authorization_token``: an ``Authorization: Bearer <token>`` header becomes it; other headers cannot
+    be sent (their values are never named)."""
+    if server.get("require_approval") is not None:
+        raise unsupported(client, "mcp_servers", "require_approval is OpenAI Responses' alone: the Anthropic MCP "
+                                                 "connector calls the tools without asking (leave it out, or allow "
+                                                 "only some tools with allowed_tools)")
+    wire = {"type": "url", "url": server["url"], "name": server["name"]}  # type: Dict[str, Any]
+    for name, value in (server.get("headers") or {}).items():
+        scheme, _, token = value.partition(" ")
+        if name.lower() != "authorization" or scheme.lower() != "bearer" or not token.strip():
+            raise unsupported(client, "mcp_servers", "header {!r} of MCP server {!r} cannot be sent through the "
+                                                     "Anthropic MCP connector: it takes one credential, an "
+                                                     "'Authorization: Bearer <token>' header".format(
+                                                         name if name.lower() != "authorization" else
+                                                         "Authorization (not 'Bearer <token>')", server["name"]))
+        wire["authorization_token"] = token.strip()
+    return wire
+
+
+def _mcp_toolset(server: Mapping[str, Any]) -> Dict[str, Any]:
+    """The ``mcp_toolset`` tool of a server: all its tools, or only ``allowed_tools`` (an allowlist: the
+    others disabled by default)."""
+    toolset = {"type": "mcp_toolset", "mcp_server_name": server["name"]}  # type: Dict[str, Any]
+    if server.get("allowed_tools") is not None:
+        toolset["default_config"] = {"enabled": False}
+        toolset["configs"] = {name: {"enabled": True} for name in server["allowed_tools"]}
+    return toolset
 
 
 _ID_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
@@ -974,7 +1023,7 @@ def models_request(endpoint: Endpoint, page_token: Optional[str] = None) -> Http
 #: the answer's count field, and the body members POST /v1/messages/count_tokens takes (the SDK's own)
 COUNT_FIELD = "input_tokens"
 COUNT_KEYS = ("anthropic_version", "model", "messages", "system", "tools", "tool_choice", "thinking", "cache_control",
-              "output_config", "speed")
+              "output_config", "speed", "mcp_servers")
 
 
 def count_request(plan: HttpRequest, model: str, quirks: Mapping[str, Any], form: Any = True) -> Optional[HttpRequest]:

@@ -80,6 +80,7 @@ from ..types import HttpRequest, PromptCaching, ThinkingLevel
 from . import anthropic
 from ._common import (left_out, Endpoint, Protocol, check_response_format, dumps, encode_path_segment, model_list_page,
                       parse_data_uri, samplers, to_int, unsupported, usage, with_cache_write)
+from ._common import refuse_mcp_servers
 
 __all__ = ["build_request", "parse_stream", "parse_document", "map_usage", "claude_name", "stream_error",
            "FINISH_REASONS", "EXCEPTIONS", "PROTOCOL"]
@@ -163,6 +164,7 @@ def _caching(model: str) -> bool:
 
 def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, Any]], config: Mapping[str, Any]) -> HttpRequest:
     client = endpoint.client_type
+    refuse_mcp_servers(client, config)
     for key in ("image_config", "tts_config", "embedding_config"):
         if key in config:
             raise unsupported(client, key, "is not available over the Bedrock Converse API (model {!r})".format(model))

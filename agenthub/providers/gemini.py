@@ -89,6 +89,7 @@ from ..types import HttpRequest, PromptCaching, ThinkingLevel
 from ._common import (DONE, document_payloads, payloads, Endpoint, Protocol, check_response_format, documents, get_request,
                       model_list_page, nearest, parse_data_uri, request_headers, samplers, to_int, unsupported,
                       usage)
+from ._common import refuse_mcp_servers
 
 __all__ = [
     "build_request",
@@ -545,6 +546,7 @@ def _tts_contents(client: str, messages: List[Mapping[str, Any]]) -> List[Dict[s
 def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, Any]],
                   config: Mapping[str, Any]) -> HttpRequest:
     client = endpoint.client_type
+    refuse_mcp_servers(client, config)
     quirks = endpoint.quirks
     caching = config.get("prompt_caching")
     if caching is not None and caching != PromptCaching.ENABLE:

@@ -71,6 +71,7 @@ from ..types import HttpRequest, PromptCaching, ThinkingLevel
 from . import gemini
 from ._common import (Endpoint, Protocol, check_response_format, parse_data_uri, request_headers,
                       stop_sequences, to_int, unsupported, usage)
+from ._common import refuse_mcp_servers
 
 __all__ = [
     "build_request",
@@ -290,6 +291,7 @@ def _chain(messages: List[Mapping[str, Any]]) -> Tuple[Optional[str], int]:
 def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, Any]],
                   config: Mapping[str, Any], stateful: bool = False) -> HttpRequest:
     client = endpoint.client_type
+    refuse_mcp_servers(client, config)
     quirks = endpoint.quirks
     caching = config.get("prompt_caching")
     if caching is not None and caching != PromptCaching.ENABLE:

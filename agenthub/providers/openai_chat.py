@@ -44,6 +44,7 @@ from ..types import HttpRequest, PromptCaching
 from ._common import (left_out, DONE, document_payloads, payloads, openai_models_request, parse_data_list, Endpoint, Protocol, check_response_format, data_uri, documents, dumps,
                       inclusive_usage, parse_data_uri, request_headers, samplers,
                       to_int, unsupported)
+from ._common import refuse_mcp_servers
 
 __all__ = ["build_request", "parse_stream", "map_usage", "chat_response_format", "FINISH_REASONS", "STOP_LIMIT",
            "parse_document"]
@@ -74,6 +75,7 @@ _AUDIO_FORMATS = {"audio/wav": "wav", "audio/x-wav": "wav", "audio/wave": "wav",
 
 def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, Any]], config: Mapping[str, Any]) -> HttpRequest:
     client = endpoint.client_type
+    refuse_mcp_servers(client, config)
     quirks = endpoint.quirks
     body = {"model": model, "messages": _messages(endpoint, messages, config)}  # type: Dict[str, Any]
     body["stream"] = True

@@ -49,7 +49,11 @@ Input items, in the order of the messages and of their content items:
   -> ``{"type": "custom_tool_call", "call_id", "name", "input"}``, and its result ->
   ``custom_tool_call_output``.
 
-No provider item id is ever recorded or sent.
+No provider item id is ever recorded or sent, but those of the MCP items (below), which the input requires.
+
+- ``mcp_servers`` -> one ``{"type": "mcp", "server_label": name, "server_url": url, "headers"?,
+  "allowed_tools"?, "require_approval"?}`` tool each, after the function tools (no ``require_approval``
+  given: the server's default, which asks for approval: set ``"never"`` for servers you trust).
 
 Stream -> content items
 -----------------------
@@ -74,8 +78,15 @@ Stream -> content items
   (``custom_tool_call_input.delta`` pieces become JSON-escaped argument fragments),
   fidelity ``{"type": "custom_tool_call"}``;
 - an ``image_generation_call``'s ``result`` -> inline_data (image/<output_format>);
-  other built-in tool items (web/file search, code interpreter, MCP, ...) are not tool
+  other built-in tool items (web/file search, code interpreter, ...) are not tool
   calls and are not replayed (their outcome is in the text that follows);
+- the items of the MCP servers the provider calls (``config["mcp_servers"]``): ``mcp_list_tools``,
+  ``mcp_call``, ``mcp_approval_request`` -> an empty text item carrying the finished item as it came
+  (fidelity ``{"server_item": {...}}``; text streamed right after it joins that item; when text came
+  before it, an empty text with fidelity ``{"ends_text": true}`` closes that text first).  They are
+  never tool calls and never change the finish reason; a turn of such items alone is no empty answer.
+  The replay sends each item back byte for byte, its ``id`` included (the Responses input types
+  require it), then the text it carried;
 - items that only arrive whole (``output_item.done`` without deltas, or only in the
   final ``response.output``) are emitted from there; an item of the final output already
   seen on the wire (same id or call_id, else same position and type, else the next streamed
@@ -87,8 +98,7 @@ Stream -> content items
   finished without its call_id or arguments waits for the final response; a message's text
   or an image result that never streamed comes from it;
 - items asking the caller to act for tools a UniConfig cannot declare (``local_shell_call``,
-  ``shell_call``, ``apply_patch_call``, ``computer_call``, ``mcp_approval_request``, a
-  client-executed ``tool_search_call``): beside an answer they are left out (a warning is
+  ``shell_call``, ``apply_patch_call``, ``computer_call``, a client-executed ``tool_search_call``): beside an answer they are left out (a warning is
   logged); alone, EmptyResponseError names them (``.item_types``);
 - ``response.completed`` -> finish ``stop`` (the driver makes it ``tool_call`` when
   calls were made); ``response.incomplete`` -> ``length`` when
@@ -258,8 +268,9 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
         if quirks.get("fast_mode") is False:
             raise unsupported(client, "fast_mode", "is not offered by this server (no priority tier)")
         body["service_tier"] = "priority"
-    if config.get("tools"):
-        body["tools"] = [_tool(tool) for tool in config["tools"]]
+    if config.get("tools") or config.get("mcp_servers"):
+        body["tools"] = [_tool(tool) for tool in config.get("tools") or ()] + [
+            _mcp_tool(server) for server in config.get("mcp_servers") or ()]
     if "tool_choice" in config:
         body["tool_choice"] = _tool_choice(config["tool_choice"])
     if reasoning:
@@ -307,6 +318,15 @@ def _tool(tool: Mapping[str, Any]) -> Dict[str, Any]:
         wire["description"] = tool["description"]
     wire["parameters"] = tool.get("parameters") or {"type": "object", "properties": {}}
     wire["strict"] = bool(tool.get("strict", False))  # (the Responses function tool requires the field)
+    return wire
+
+
+def _mcp_tool(server: Mapping[str, Any]) -> Dict[str, Any]:
+    """A ``config["mcp_servers"]`` entry (validate.check_mcp_servers) -> the Responses ``mcp`` tool."""
+    wire = {"type": "mcp", "server_label": server["name"], "server_url": server["url"]}  # type: Dict[str, Any]
+    for key in ("headers", "allowed_tools", "require_approval"):
+        if server.get(key) is not None:
+            wire[key] = server[key]
     return wire
 
 
@@ -385,6 +405,18 @@ def _assistant(message: Mapping[str, Any], out: List[Dict[str, Any]], custom: An
             # what the final response added to a reasoning item already handed out: merged into it
             _supplement(reasonings[fidelity["supplements"]], item["thinking"], fidelity)
             continue
+        if kind == "text" and SERVER_ITEM in fidelity:  # an MCP item the server ran: back as it came, id included
+            if content:
+                out.append(_assistant_message(content, phase))
+                content = []
+            if isinstance(fidelity[SERVER_ITEM], dict):
+                out.append(fidelity[SERVER_ITEM])
+            phase = None
+            if item["text"]:  # text streamed right after it joined it
+                content.append({"type": "output_text", "text": item["text"], "annotations": []})
+            continue
+        if kind == "text" and not item["text"] and fidelity == _ENDS_TEXT:
+            continue  # (it only kept the text before an MCP item apart from it)
         if kind == "text":
             item_phase = fidelity.get("phase")
             if content and item_phase != phase:
@@ -559,8 +591,14 @@ _CUSTOM_CLOSE = '"}'
 _encode_string = json.encoder.encode_basestring
 #: output items that ask the caller to do something (run a command, apply a patch, act on a screen,
 #: approve an MCP tool call) for tools a UniConfig cannot declare: agenthub cannot hand them back
-_ACTION_ITEMS = frozenset(["local_shell_call", "shell_call", "apply_patch_call", "computer_call",
-                           "mcp_approval_request"])
+_ACTION_ITEMS = frozenset(["local_shell_call", "shell_call", "apply_patch_call", "computer_call"])
+#: output items of the MCP servers the provider calls itself (config["mcp_servers"]): server items, never tool
+#: calls; each goes out as an empty text item carrying it (fidelity ``SERVER_ITEM``) and is replayed as it came
+SERVER_ITEMS = frozenset(["mcp_list_tools", "mcp_call", "mcp_approval_request"])
+SERVER_ITEM = "server_item"
+#: fidelity of an empty text item sent before a server item when text came earlier: it closes that text in
+#: ``collect`` (the server item's carrier would otherwise be taken by it) and is replayed as nothing
+_ENDS_TEXT = {"ends_text": True}
 #: slots for final-output items that never streamed (apart from every slot the wire used)
 _FINAL_SLOT = -1000000
 
@@ -604,6 +642,8 @@ class _Parser(object):
         self.actions = []  # type: List[Dict[str, Any]]  # items asking the caller to act (_ACTION_ITEMS)
         self.acted = set()  # type: set  # their slots
         self.compacted = set()  # type: set  # slots of the compaction items handed out
+        self.served = set()  # type: set  # slots of the server (MCP) items handed out
+        self.texted_before = 0  # len(texted) when the last server item went out
 
     # -- the loop -------------------------------------------------------------------------
     def run(self, pairs: Iterable[Any]) -> Iterator[Any]:
@@ -925,6 +965,8 @@ class _Parser(object):
             return self._image_done(item, slot)
         if kind == "compaction":
             return self._compaction_done(item, slot)
+        if kind in SERVER_ITEMS:
+            return self._server_done(item, slot)
         if kind in _ACTION_ITEMS or (kind == "tool_search_call" and item.get("execution") == "client"):
             self._action(item, slot)
         return []  # other built-in tool items: not client tool calls, nothing the next request needs
@@ -937,6 +979,19 @@ class _Parser(object):
         self.compacted.add(slot)
         wire = {key: item[key] for key in ("type", "id", "encrypted_content", "created_by") if key in item}
         return self._emit([{"type": "compaction", "fidelity": {COMPACTION_FORMAT: "openai", "item": wire}}])
+
+    def _server_done(self, item: Mapping[str, Any], slot: Any) -> List[Dict[str, Any]]:
+        """A finished MCP item (once, whether it streamed or only came in the final output): an empty text
+        item carrying it as it came; text streamed right after it joins that item (replayed after it)."""
+        if slot in self.served:
+            return []
+        self.served.add(slot)
+        items = []  # type: List[Dict[str, Any]]
+        if len(self.texted) > self.texted_before:  # text may be open in collect: closed first, so it keeps its place
+            items.append({"type": "text", "text": "", "fidelity": dict(_ENDS_TEXT)})
+        self.texted_before = len(self.texted)
+        items.append({"type": "text", "text": "", "fidelity": {SERVER_ITEM: dict(item)}})
+        return self._emit(items)
 
     def _action(self, item: Mapping[str, Any], slot: Any) -> None:
         if slot not in self.acted:
@@ -1159,7 +1214,7 @@ class _Parser(object):
         else:  # cancelled, or a status we do not know
             finish = "unknown"
         raw_usage = response.get("usage")
-        yield StreamEnd(map_usage(raw_usage) if isinstance(raw_usage, dict) else None, finish)
+        yield StreamEnd(map_usage(raw_usage) if isinstance(raw_usage, dict) else None, finish, bool(self.served))
 
     def _match(self, output: List[Dict[str, Any]]) -> List[Any]:
         """The streamed slot of each final output item, or None for items that never streamed: by id
@@ -1192,14 +1247,11 @@ class _Parser(object):
         names = []
         for item in self.actions:
             kind = item.get("type")
-            if kind == "mcp_approval_request":
-                names.append("mcp_approval_request (tool {!r} on MCP server {!r} awaits approval)".format(
-                    item.get("name"), item.get("server_label")))
-            elif kind == "tool_search_call":
+            if kind == "tool_search_call":
                 names.append("tool_search_call (a client-executed tool search)")
             else:
                 names.append(str(kind))
-        answered = bool(self.texted) or bool(self.imaged) or self.tools.completed > 0
+        answered = bool(self.texted) or bool(self.imaged) or self.tools.completed > 0 or bool(self.served)
         what = ", ".join(names)
         if answered:
             logger.warning("%s: the response also asked the caller to act on %s; agenthub cannot hand such items "
@@ -1305,7 +1357,7 @@ def frame_cursor(sse: SSEEvent) -> Tuple[Optional[str], Optional[int], bool]:
 
 #: background streams resume after a cut (agenthub.resume): are cursors numbers, in order?
 ordered_cursors = True
-build_request.accepts = ("background", "compaction")  # type: ignore[attr-defined]  # keys only some protocols read
+build_request.accepts = ("background", "compaction", "mcp_servers")  # type: ignore[attr-defined]  # keys only some protocols read
 build_request.compaction_format = "openai"  # type: ignore[attr-defined]  # the compaction items it replays
 
 
