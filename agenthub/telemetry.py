@@ -96,6 +96,7 @@ AGENTHUB_ROUTE_CLIENT_TYPE = "agenthub.route.client_type"
 AGENTHUB_ROUTE_HOST = "agenthub.route.host"
 AGENTHUB_ROUTE_INDEX = "agenthub.route.index"
 AGENTHUB_ATTEMPTS = "agenthub.attempts"
+AGENTHUB_CACHE = "agenthub.cache"
 
 GEN_AI_CLIENT_TOKEN_USAGE = "gen_ai.client.token.usage"
 GEN_AI_CLIENT_OPERATION_DURATION = "gen_ai.client.operation.duration"
@@ -672,6 +673,9 @@ def _response_attributes(state: _State, span: Any, call: Any, route: Optional[Ma
     count = getattr(call, "attempts", None)
     if isinstance(count, int) and count:
         span.set_attribute(AGENTHUB_ATTEMPTS, count)
+    cache = getattr(call, "cache", None)
+    if isinstance(cache, str) and cache:  # a hook answered the call (agenthub.ResponseCache): nothing was sent
+        span.set_attribute(AGENTHUB_CACHE, cache)
     response_id = getattr(call, "response_id", None)
     if isinstance(response_id, str) and response_id:
         span.set_attribute(GEN_AI_RESPONSE_ID, response_id)

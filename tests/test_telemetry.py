@@ -312,6 +312,13 @@ def test_failover_answered_by_a_fallback_is_one_span_naming_the_route(otel):
     assert span.attributes["agenthub.attempts"] == 3
 
 
+def test_a_call_answered_from_a_cache_says_so(otel):
+    otel.start()
+    drive(fake_call(cache="hit", attempts=0))
+    (span,) = otel.exporter.get_finished_spans()
+    assert span.attributes["agenthub.cache"] == "hit" and "agenthub.attempts" not in span.attributes
+
+
 def test_structured_output_and_gemini_operation(otel):
     otel.start()
     call = fake_call(client_type="gemini", model="gemini-test", config={"response_format": {"type": "json_object"}},
