@@ -44,7 +44,7 @@ from .errors import ConfigError
 from .hosts.trust import url_host, url_origin
 
 __all__ = ["instrument", "uninstrument", "is_instrumented", "start_from_environment", "continue_trace",
-           "workflow_span", "child_span", "agent_span", "tool_span", "mcp_span", "inject_meta",
+           "workflow_span", "child_span", "activate", "agent_span", "tool_span", "mcp_span", "inject_meta",
            "provider_name", "operation_name"]
 
 logger = logging.getLogger("agenthub")
@@ -916,6 +916,15 @@ class _Active(object):
         if self._token is not None:
             self._handle._state.context.detach(self._token)
             self._token = None
+
+
+def activate(handle: Any) -> Any:
+    """``with activate(handle):`` the span of ``handle`` (from ``agent_span``, ``workflow_span``, ...) is
+    current in this thread for the block, without ending it (a generator re-entering its run's span per
+    step); None or a no-op handle: nothing."""
+    if isinstance(handle, _Span):
+        return handle.activate()
+    return _NOOP
 
 
 def agent_span(name: str, *, description: Optional[str] = None) -> Any:

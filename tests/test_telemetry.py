@@ -981,3 +981,16 @@ def test_a_tool_run_in_another_thread_names_the_run_as_its_parent(otel):
     run.end()
     spans = {s.name: s for s in otel.exporter.get_finished_spans()}
     assert done and spans["execute_tool lookup"].parent.span_id == spans["invoke_agent helper"].context.span_id
+
+
+def test_activate_makes_a_run_span_current_without_ending_it(otel):
+    assert telemetry.activate(None) is telemetry._NOOP
+    otel.start()
+    run = telemetry.agent_span("")
+    with telemetry.activate(run):
+        with telemetry.tool_span("t", "c") as tool:
+            pass
+    assert tool.recording is False and run.recording is True
+    run.end()
+    spans = {s.name: s for s in otel.exporter.get_finished_spans()}
+    assert spans["execute_tool t"].parent.span_id == spans["invoke_agent"].context.span_id
