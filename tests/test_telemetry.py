@@ -994,3 +994,49 @@ def test_activate_makes_a_run_span_current_without_ending_it(otel):
     run.end()
     spans = {s.name: s for s in otel.exporter.get_finished_spans()}
     assert spans["execute_tool t"].parent.span_id == spans["invoke_agent"].context.span_id
+
+
+# -- the tool runner: a run span, its calls and an execute_tool span per call ------------------------------------------
+
+
+def _runner_wired():
+    try:
+        import inspect
+
+        from agenthub.agent import runner
+    except ImportError:
+        return False
+    return "tool_span" in inspect.getsource(runner)
+
+
+@needs_call_hooks
+@pytest.mark.skipif(not _runner_wired(), reason="the tool runner (agenthub.agent) is not in this tree, or not wired to "
+                                                "telemetry yet")
+def test_a_tool_run_is_an_agent_span_over_its_calls_and_tools(otel):
+    from agenthub import AutoLLMClient
+    from sse_server import Answer, SSEServer
+
+    otel.start()
+
+    def get_weather(city: str) -> str:
+        """The weather in a city."""
+        return "18 C in " + city
+
+    with SSEServer() as server:
+        server.answers.extend([Answer([_read(FIXTURES, "chat_tool.sse")]), Answer([_read(FIXTURES, "chat_cached.sse")])])
+        client = AutoLLMClient("gpt-tel", api_key="k", base_url=server.url + "/v1", client_type="openai-chat",
+                               max_retries=0)
+        result = client.run(ASK, tools=[get_weather]).result()
+    assert result.stop == "done"
+    spans = otel.exporter.get_finished_spans()
+    (run,) = [s for s in spans if s.name == "invoke_agent"]
+    assert run.parent is None and run.attributes["gen_ai.operation.name"] == "invoke_agent"
+    calls = [s for s in spans if s.name == "chat gpt-tel"]
+    assert len(calls) == 2 and all(c.parent.span_id == run.context.span_id for c in calls)
+    (tool,) = [s for s in spans if s.name == "execute_tool get_weather"]
+    assert tool.parent.span_id == run.context.span_id
+    assert dict(tool.attributes) == {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "get_weather",
+                                     "gen_ai.tool.call.id": "call_tel1", "gen_ai.tool.type": "function"}
+    assert [c.attributes["gen_ai.response.finish_reasons"] for c in sorted(calls, key=lambda s: s.start_time)] == [
+        ("tool_call",), ("stop",)]
+    assert "Paris" not in json.dumps([dict(s.attributes) for s in spans])  # arguments only with capture
