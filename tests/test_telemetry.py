@@ -1040,3 +1040,50 @@ def test_a_tool_run_is_an_agent_span_over_its_calls_and_tools(otel):
     assert [c.attributes["gen_ai.response.finish_reasons"] for c in sorted(calls, key=lambda s: s.start_time)] == [
         ("tool_call",), ("stop",)]
     assert "Paris" not in json.dumps([dict(s.attributes) for s in spans])  # arguments only with capture
+
+
+# -- MCP: a CLIENT span per request, its trace context in params._meta, both eras -------------------------------------
+
+
+def _mcp_wired():
+    try:
+        import inspect
+
+        from agenthub.mcp import handle
+    except ImportError:
+        return False
+    return "mcp_span" in inspect.getsource(handle)
+
+
+@pytest.mark.skipif(not _mcp_wired(), reason="the MCP client (agenthub.mcp) is not in this tree, or not wired to "
+                                             "telemetry yet")
+@pytest.mark.parametrize("era,version", [("modern", "2026-07-28"), ("legacy", "2025-11-25")])
+def test_mcp_requests_are_spans_and_carry_the_trace_context_in_meta(otel, era, version):
+    import requests
+
+    from agenthub import mcp
+    from mcp_support import FAKE_HTTP, Subprocess
+
+    otel.start()
+    fake = Subprocess([FAKE_HTTP, era])
+    try:
+        with telemetry.agent_span("caller") as caller:
+            with mcp.connect(fake.url, timeout=10) as server:
+                assert server.call_tool("echo", {"text": "hi"})["text"] == "hi"
+                session_id = server._session.session_id
+        seen = requests.get(fake.base + "/log", timeout=5).json()
+    finally:
+        fake.stop()
+    (call,) = [r for r in seen if (r.get("body") or {}).get("method") == "tools/call"]
+    spans = {s.name: s for s in otel.exporter.get_finished_spans()}
+    span = spans["tools/call echo"]
+    assert span.kind.name == "CLIENT" and span.parent.span_id == caller.span.context.span_id
+    expected = {"mcp.method.name": "tools/call", "mcp.protocol.version": version, "gen_ai.operation.name": "execute_tool",
+                "gen_ai.tool.name": "echo", "server.address": "127.0.0.1", "server.port": fake.port,
+                "network.transport": "tcp", "network.protocol.name": "http"}
+    if era == "legacy":
+        expected["mcp.session.id"] = session_id
+    assert dict(span.attributes) == expected
+    meta = call["body"]["params"]["_meta"]
+    assert meta["traceparent"] == "00-{:032x}-{:016x}-{:02x}".format(span.context.trace_id, span.context.span_id,
+                                                                     int(span.context.trace_flags))
