@@ -263,6 +263,7 @@ class _State(object):
             self.counters = {}
         # per-event timing only where a meter records it: with the API's no-op meter a call pays nothing per event
         self.meter_live = _live_meter(meter_provider, metrics)
+        self.metrics_api = metrics if meter_provider is None else None  # the global provider may be set later
         self.hook = GenAIHook(self)
 
 
@@ -503,6 +504,8 @@ class GenAIHook(object):
             _request_attributes(span, call, record.operation)
             if state.capture != "NO_CONTENT":
                 record.collector = _collector()
+        if not state.meter_live and state.metrics_api is not None and _live_meter(None, state.metrics_api):
+            state.meter_live = self.wants_events = True  # an SDK was configured globally after instrument()
         if state.meter_live:
             record.gaps = []
         self._calls[id(call)] = record

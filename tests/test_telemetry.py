@@ -1087,3 +1087,29 @@ def test_mcp_requests_are_spans_and_carry_the_trace_context_in_meta(otel, era, v
     meta = call["body"]["params"]["_meta"]
     assert meta["traceparent"] == "00-{:032x}-{:016x}-{:02x}".format(span.context.trace_id, span.context.span_id,
                                                                      int(span.context.trace_flags))
+
+
+def test_an_sdk_configured_globally_after_instrument_is_used():
+    _sdk()  # skips without the SDK
+    code = r"""
+import sys
+sys.path.insert(0, {tests!r})
+from opentelemetry import metrics
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from agenthub import telemetry
+import test_telemetry as t
+telemetry.instrument()
+(hook,) = [h for h in __import__("agenthub.attempts").attempts.registered() if isinstance(h, telemetry.GenAIHook)]
+assert hook.wants_events is False  # the API alone: nothing per event
+reader = InMemoryMetricReader()
+metrics.set_meter_provider(MeterProvider(metric_readers=[reader]))
+t.drive(t.fake_call())
+found = t.metrics_of(reader)
+assert hook.wants_events is True
+print(sorted(found))
+""".format(tests=HERE)
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "gen_ai.client.operation.duration" in done.stdout and "gen_ai.client.token.usage" in done.stdout
