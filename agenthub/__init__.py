@@ -31,6 +31,7 @@ from .budget import Budget
 from .catalog import cost, list_supported_models
 from .registry import list_models
 from .stream import check_stream, collect
+from . import telemetry  # agenthub.telemetry.instrument(): OpenTelemetry is imported only when it is called
 from .types import (
     AssistantMessage,
     ContentItem,
