@@ -1113,3 +1113,22 @@ print(sorted(found))
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
     assert done.returncode == 0, done.stderr
     assert "gen_ai.client.operation.duration" in done.stdout and "gen_ai.client.token.usage" in done.stdout
+
+
+def test_latest_content_drops_finish_reason_from_output_messages(otel, monkeypatch):
+    monkeypatch.setenv(telemetry.OPT_IN_ENV, "gen_ai_latest_experimental")
+    otel.start(capture_content=True)
+    drive(fake_call(config={"system_prompt": "Be brief."}))
+    (span,) = otel.exporter.get_finished_spans()
+    output = json.loads(span.attributes["gen_ai.output.messages"])
+    assert output == [{"role": "assistant", "parts": [{"type": "text", "content": "Hello there"}]}]
+    # the latest schema is v1.41's with finish_reason no longer required (semantic-conventions-genai
+    # docs/gen-ai/non-normative/migration.md: "gen_ai.output.messages[].finish_reason ... Deprecated")
+    validator = _validator("output-messages")
+    schema = json.loads(json.dumps(validator.schema))
+    required = schema["$defs"]["OutputMessage"]["required"]
+    schema["$defs"]["OutputMessage"]["required"] = [key for key in required if key != "finish_reason"]
+    type(validator)(schema).validate(output)
+    with pytest.raises(Exception):
+        validator.validate(output)  # v1.41 still requires it: the default mode keeps it
+    assert json.loads(span.attributes["gen_ai.system_instructions"]) == [{"type": "text", "content": "Be brief."}]
