@@ -21,9 +21,6 @@ PUBLIC_HEADERS = frozenset((
     "content-type", "content-encoding", "expect", "host", "te", "transfer-encoding", "user-agent",
     "anthropic-version", "anthropic-beta", "openai-beta",
 ))
-#: words in a header name that mark a credential whatever the header (used where a name decides alone)
-CREDENTIAL_WORDS = ("auth", "key", "token", "secret", "cookie", "signature", "session", "password", "credential",
-                    "api-key", "apikey")
 #: shorter pieces are not scrubbed on their own (they would blank out ordinary words)
 MIN_SECRET = 8
 _PIECES = re.compile(r"[\s;,]+")

@@ -12,74 +12,14 @@ A model the catalog has no price for cannot run under a budget (ConfigError, bef
 sent) unless ``Budget(max_usd, allow_unpriced=True)``: then it runs and costs nothing here.
 """
 
-import json
-import math
 import threading
-from typing import Any, Dict, Iterable, Mapping, Optional, Union
+from typing import Any, Dict, Mapping, Optional, Union
 
 from .attempts import AttemptHook
 from .errors import BudgetExceededError, ConfigError
+from .estimate import IMAGE_TOKENS, MEDIA_TOKENS, estimate_tokens  # the local estimate (written once there)
 
 __all__ = ["Budget", "Reservation", "estimate_tokens", "worst_case_usd", "IMAGE_TOKENS", "MEDIA_TOKENS"]
-
-#: the local estimate's tokens per image (about what Anthropic bills for a 1.15-megapixel image)
-IMAGE_TOKENS = 1600
-#: the local estimate's tokens per other media item (audio, video, PDF): a rough figure
-MEDIA_TOKENS = 1600
-#: tokens the estimate adds per message (role and framing) and per tool schema
-MESSAGE_TOKENS = 4
-TOOL_TOKENS = 8
-
-
-def _text_tokens(text: str) -> int:
-    """UTF-8 bytes / 3, rounded up: above what BPE tokenizers give for English (about 4 characters a token),
-    near one token a character for CJK text (3 bytes each)."""
-    return int(math.ceil(len(text.encode("utf-8", "surrogatepass")) / 3.0)) if text else 0
-
-
-def _item_tokens(item: Mapping[str, Any]) -> int:
-    kind = item.get("type")
-    if kind == "text":
-        return _text_tokens(item.get("text") or "")
-    if kind == "thinking":
-        return _text_tokens(item.get("thinking") or "")
-    if kind == "tool_call":
-        return _text_tokens(str(item.get("name") or "")) + _text_tokens(
-            json.dumps(item.get("arguments") or {}, ensure_ascii=False, sort_keys=True, default=str))
-    if kind == "tool_result":
-        return _text_tokens(item.get("text") or "") + IMAGE_TOKENS * len(item.get("images") or ())
-    if kind == "image_url":
-        return IMAGE_TOKENS
-    if kind == "inline_data":
-        return IMAGE_TOKENS if str(item.get("mime_type") or "").startswith("image/") else MEDIA_TOKENS
-    if kind == "inline_thinking":
-        return MEDIA_TOKENS
-    return _text_tokens(json.dumps({k: v for k, v in item.items() if k != "fidelity"}, default=str))
-
-
-def estimate_tokens(messages: Iterable[Mapping[str, Any]], config: Optional[Mapping[str, Any]] = None) -> int:
-    """A local estimate of the input tokens of a request (no tokenizer, no network).
-
-    Text (messages, thinking, tool calls and results, the system prompt, tool schemas): UTF-8 bytes / 3,
-    rounded up; each image ``IMAGE_TOKENS``, each other media item ``MEDIA_TOKENS``; ``MESSAGE_TOKENS``
-    per message and ``TOOL_TOKENS`` per tool.  Meant to err high for text; it is not a bound.
-    """
-    config = config or {}
-    total = 0
-    for message in messages:
-        total += MESSAGE_TOKENS
-        for item in message.get("content_items") or ():
-            if isinstance(item, Mapping):
-                total += _item_tokens(item)
-    system = config.get("system_prompt")
-    if isinstance(system, str):
-        total += MESSAGE_TOKENS + _text_tokens(system)
-    for tool in config.get("tools") or ():
-        total += TOOL_TOKENS + _text_tokens(json.dumps(tool, ensure_ascii=False, sort_keys=True, default=str))
-    schema = config.get("response_format")
-    if isinstance(schema, Mapping) and schema.get("schema") is not None:
-        total += _text_tokens(json.dumps(schema["schema"], ensure_ascii=False, sort_keys=True, default=str))
-    return total
 
 
 def _caching(value: Any) -> str:
@@ -256,24 +196,6 @@ class Reservation(object):
 
 # -- the client's hook (AutoLLMClient(..., budget=...)) -------------------------------------------
 
-#: where a planned body keeps its output limit, per wire dialect
-_MAX_FIELDS = (("max_tokens",), ("max_output_tokens",), ("max_completion_tokens",),
-               ("generationConfig", "maxOutputTokens"), ("inferenceConfig", "maxTokens"))
-
-
-def planned_max_tokens(body: Any) -> Optional[int]:
-    """The output limit the planned request asks for (None when it names none)."""
-    if not isinstance(body, Mapping):
-        return None
-    for path in _MAX_FIELDS:
-        value = body  # type: Any
-        for key in path:
-            value = value.get(key) if isinstance(value, Mapping) else None
-        if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
-            return value
-    return None
-
-
 class BudgetHook(AttemptHook):
     """An attempt-loop hook (``agenthub.attempts.AttemptHook``): reserve before the first attempt of a
     stream, settle when the call ends.  Retries of the same call share its one hold."""
@@ -288,8 +210,7 @@ class BudgetHook(AttemptHook):
         if attempt.kind != "stream" or attempt.number != 0:
             return
         config = attempt.config or {}
-        body = getattr(attempt.request, "body", None)
-        limit = 0 if self.embeddings else planned_max_tokens(body)
+        limit = 0 if self.embeddings else getattr(attempt.request, "max_output", None)  # the plan's (HttpRequest)
         if limit is None and config.get("max_tokens") is not None:
             limit = config["max_tokens"]
         if limit is None:

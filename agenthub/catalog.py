@@ -306,15 +306,3 @@ def _no_write_price(prices: Mapping[str, Any]) -> Optional[float]:
     return None
 
 
-def output_price(model: str, *, tier: Optional[str] = None, batch: bool = False) -> Optional[Dict[str, float]]:
-    """{"input": .., "output": .., "above_input_tokens": ..} worst-case prices per 1M tokens (the highest
-    long-context level's), for reserving a budget; None when unknown."""
-    row = _find(model, None)
-    if row is None:
-        return None
-    prices = price_set(row, tier, batch)
-    if not prices or prices.get("input") is None or prices.get("output") is None:
-        return None
-    levels = [prices] + list(prices.get("long_context") or ())
-    return {"input": max(level["input"] for level in levels if level.get("input") is not None),
-            "output": max(level["output"] for level in levels if level.get("output") is not None)}

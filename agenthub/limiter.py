@@ -4,7 +4,8 @@
 never a minute's worth at once (the providers document that a per-minute limit may be enforced over
 shorter periods, as a token bucket).  Tokens are paced the same way: a request expected to use ``t``
 tokens holds the next one back by ``t * 60 / tpm`` seconds.  The estimate, made before sending, is
-the prompt's text length / 4 plus ``max_tokens``; the answer's usage corrects it (``settle``).
+the local estimate of the input (``agenthub.estimate``, the budget's too) plus ``max_tokens``; the
+answer's usage corrects it (``settle``).
 
 The providers' own figures are read from every answer's headers (``observe``):
 ``x-ratelimit-remaining-requests`` / ``-tokens`` with ``x-ratelimit-reset-requests`` / ``-tokens``
@@ -29,10 +30,11 @@ import datetime
 import re
 import threading
 import time
-from typing import Any, Callable, Dict, Iterable, Mapping, Optional, Tuple
+from typing import Any, Callable, Dict, Mapping, Optional, Tuple
 
 from .attempts import AttemptHook
 from .errors import ConfigError
+from .estimate import estimate_with_output
 
 __all__ = ["RateLimiter", "LimiterHook", "Ticket", "estimate_tokens", "parse_duration", "parse_rfc3339"]
 
@@ -62,27 +64,9 @@ def _positive(value: Any, name: str) -> Optional[float]:
     return float(value)
 
 
-def _text_length(value: Any, depth: int = 0) -> int:
-    """Characters of text in messages (text, thinking, tool arguments and results); media counts nothing."""
-    if isinstance(value, str):
-        return len(value)
-    if depth > 32 or isinstance(value, (bytes, bytearray)):
-        return 0
-    if isinstance(value, Mapping):
-        return sum(_text_length(v, depth + 1) for k, v in value.items()
-                   if k not in ("type", "role", "mime_type", "tool_call_id", "fidelity", "created_at", "data"))
-    if isinstance(value, (list, tuple)):
-        return sum(_text_length(v, depth + 1) for v in value)
-    return 0
-
-
-def estimate_tokens(messages: Any, config: Optional[Mapping[str, Any]] = None) -> int:
-    """Prompt text length / 4 (system prompt and tool schemas included) + ``max_tokens``."""
-    config = config or {}
-    chars = _text_length(messages) + _text_length(config.get("system_prompt")) + _text_length(config.get("tools"))
-    max_tokens = config.get("max_tokens")
-    out = max_tokens if isinstance(max_tokens, int) and not isinstance(max_tokens, bool) and max_tokens > 0 else 0
-    return int(chars // 4) + 1 + out
+#: the local estimate (agenthub.estimate, written once): the input plus ``max_tokens``, what a request may take
+#: from a tokens-per-minute allowance
+estimate_tokens = estimate_with_output
 
 
 _DURATION = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ms|us|µs|ns|h|m|s)")
@@ -182,7 +166,6 @@ class RateLimiter(object):
         self.requests = 0
         self.tokens = 0
         self.pauses = 0
-        self.waited = 0.0
 
     def __repr__(self) -> str:
         return "RateLimiter(rpm={}, tpm={})".format(self.rpm, self.tpm)
@@ -223,9 +206,7 @@ class RateLimiter(object):
                 self._next_token = at + tokens * 60.0 / self.tpm
             self.requests += 1
             self.tokens += tokens
-            wait = at - now
-            self.waited += wait
-            return Ticket(tokens, at), wait
+            return Ticket(tokens, at), at - now
 
     def acquire(self, tokens: int = 0, *, interrupt: Optional[Callable[[float], bool]] = None) -> Ticket:
         """Wait for the next slot (see ``reserve``) and return its ticket.  ``interrupt(seconds)`` may
@@ -320,10 +301,6 @@ class RateLimiter(object):
         """Seconds until a pause (429 or exhausted header) ends; 0 when none holds."""
         with self._lock:
             return max(0.0, self._paused_until - self._clock())
-
-    @staticmethod
-    def header_names() -> Iterable[str]:
-        return [name for pair in _HEADERS for name in pair[:2]]
 
 
 class LimiterHook(AttemptHook):

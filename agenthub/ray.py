@@ -33,7 +33,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 from .errors import ConfigError
 from .jobs.jobfile import OUTPUT_KEYS, JobFile, JobRow, OutputWriter, error_row, iter_rows, parse_line
-from .jobs.runner import JobSummary, _Job, _Progress, build_clients, default_client, resume, row_tokens
+from .jobs.runner import JobSummary, Job, Progress, build_clients, default_client, resume, row_tokens
 from .limiter import RateLimiter
 
 __all__ = ["Predictor", "run_job", "to_row", "JSON_COLUMNS"]
@@ -86,8 +86,8 @@ class Predictor(object):
         self.limiter = RateLimiter(rpm, tpm).share(shares)
         self._clients = _Clients(client_factory or default_client)
         self._pool = ThreadPoolExecutor(workers, thread_name_prefix="agenthub-ray")
-        self._job = _Job(None, self._clients, None, self.limiter, JobSummary(),  # type: ignore[arg-type]
-                         _Progress(False, 0, 0), max_retries, backend="ray")
+        self._job = Job(None, self._clients, None, self.limiter, JobSummary(),  # type: ignore[arg-type]
+                         Progress(False, 0, 0), max_retries, backend="ray")
 
     def _row(self, fields: Dict[str, Any], index: int) -> Any:
         """A JobRow, or the error row of a row that is not valid."""
@@ -181,8 +181,8 @@ def run_job(input_path: str, output_path: str, *, job: JobFile, workers: int = 8
     skipped, routes, counts = resume(job, output_path, retry_failed)
     build_clients(routes, client_factory, None, counts)  # every bad route listed before anything is sent
     summary = JobSummary(total=len(job), skipped=skipped)
-    show = _Progress(progress, summary.total, summary.skipped)
-    counter = _Job(None, {}, None, RateLimiter(), summary, show, 0)  # type: ignore[arg-type]
+    show = Progress(progress, summary.total, summary.skipped)
+    counter = Job(None, {}, None, RateLimiter(), summary, show, 0)  # type: ignore[arg-type]
     writer = OutputWriter(output_path, retry_failed=retry_failed, retry_ids=job.ids)
     folder = tempfile.mkdtemp(prefix="agenthub-ray-")
     todo_path = os.path.join(folder, "todo.jsonl")

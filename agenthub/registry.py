@@ -460,6 +460,8 @@ def resolve(
         quirks["embeddings"] = True  # embedding models keep their name's promise at any endpoint
     if row.quirks:
         quirks = dict(row.quirks, **quirks)
+    if host.own_quirks and host.base_url and url_host(endpoint) == url_host(host.base_url):
+        quirks = dict(host.own_quirks, **quirks)  # the vendor's own servers (the anthropic dialect's first party)
     return client_type, endpoint, api_key, quirks
 
 

@@ -29,7 +29,8 @@ from typing import Any, Iterable, Iterator, List, Optional, Tuple
 
 from .errors import StreamProtocolError
 
-__all__ = ["SSEEvent", "SSEDecoder", "iter_events", "iter_event_data", "json_loads", "DEFAULT_MAX_LINE_BYTES"]
+__all__ = ["SSEEvent", "SSEDecoder", "iter_events", "iter_event_data", "json_loads", "scan_once",
+           "DEFAULT_MAX_LINE_BYTES"]
 
 #: a ``retry`` field of more digits than this (more than ~115 days in milliseconds) is ignored
 _MAX_RETRY_DIGITS = 10
@@ -442,7 +443,9 @@ def _frames(chunks: Iterable[bytes], max_line_bytes: int, pairs: bool) -> Iterat
 
 
 _loads = json.loads
-_scan_once = json.decoder.JSONDecoder().scan_once
+#: the C scanner ``json.loads`` runs (``scan_once(text, 0) -> (value, end)``; StopIteration: no value at 0),
+#: shared with ``providers._common.data_payloads``, which inlines ``json_loads``' fast path
+scan_once = json.decoder.JSONDecoder().scan_once
 
 
 def json_loads(text: Any) -> Any:
@@ -456,7 +459,7 @@ def json_loads(text: Any) -> Any:
     """
     if type(text) is str:
         try:
-            value, end = _scan_once(text, 0)
+            value, end = scan_once(text, 0)
             if end == len(text):
                 return value
         except (StopIteration, ValueError):

@@ -57,7 +57,6 @@ _READ_SIZE = 64 * 1024
 
 #: requests' (connect, read) seconds for one attempt (None: no limit)
 Limits = Tuple[Optional[float], Optional[float]]
-Hook = Optional[Callable[[Any], None]]
 
 
 # -- fork safety ----------------------------------------------------------------------------------
@@ -427,29 +426,6 @@ def _release(response: Any, watch: Any) -> None:
         pass
 
 
-class _HookWatch(object):
-    """Adapts the older ``on_response(response_or_None)`` callback to a watch."""
-
-    __slots__ = ("hook",)
-
-    def __init__(self, hook: Callable[[Any], None]) -> None:
-        self.hook = hook
-
-    def attach(self, obj: Any) -> None:
-        if isinstance(obj, requests.Response):
-            self.hook(obj)
-
-    def detach(self, obj: Any = None) -> None:
-        if obj is None or isinstance(obj, requests.Response):
-            self.hook(None)
-
-
-def _watch_of(watch: Any, on_response: Hook) -> Any:
-    if watch is not None or on_response is None:
-        return watch
-    return _HookWatch(on_response)
-
-
 def _where(request: HttpRequest) -> str:
     url = redact_url(request.url.split("?", 1)[0])  # never user:password@
     return "{} {}".format(request.method, url)
@@ -665,7 +641,7 @@ def interrupt(response: Any) -> bool:
     """Unblock a thread reading ``response``, from any other thread; True if a socket was shut down.
 
     The reading thread then sees the body end (or a broken connection) at once.
-    Only call it while the response is still being read (see ``on_response``): once
+    Only call it while the response is still being read (a ``Watch`` knows when): once
     the connection went back to the pool it may carry someone else's request.
     """
     sock = _socket_of(response)
@@ -940,7 +916,6 @@ def open_stream(
     request: HttpRequest,
     timeout: Limits,
     client: str = "",
-    on_response: Hook = None,
     watch: Any = None,
     error_from_body: Any = None,
     is_stream: Optional[Callable[[bytes], bool]] = None,
@@ -948,13 +923,12 @@ def open_stream(
     """A BodyStream for ``request``: it is sent when ``iter_chunks()`` is first read.
 
     ``watch`` (a ``Watch``, or see above) is told what the reading thread blocks on, so another
-    thread can ``interrupt`` it; ``on_response`` is the simpler form: it receives the open
-    response once its headers arrived, and ``None`` right before it is closed.
+    thread can ``interrupt`` it.
     ``error_from_body(status, headers, payload, client)``: the protocol's reading of an error
     answer (default: ``agenthub.answers.error_from_body``); ``is_stream(head)``: True when a
     body labelled JSON opens as the protocol's stream (None: such a body is one document).
     """
-    return BodyStream(session, request, timeout, client, _watch_of(watch, on_response), error_from_body, is_stream)
+    return BodyStream(session, request, timeout, client, watch, error_from_body, is_stream)
 
 
 def open_raw(session: requests.Session, request: HttpRequest, timeout: Limits, client: str = "",

@@ -313,9 +313,12 @@ class HttpRequest:
     """One HTTP request planned by a provider (pure) and sent by the transport.
 
     ``body`` is the planned JSON body (what request goldens read); ``data`` the exact
-    bytes sent, filled in by the protocol's ``encode`` right before each attempt (a
+    bytes sent, filled in by its host's ``encode`` right before each attempt (a
     signature covers them); ``stream`` says whether the answer is a stream (True) or
-    one JSON document (False, e.g. embeddings).
+    one JSON document (False, e.g. embeddings).  ``output_limit``: where ``body`` keeps
+    the output limit the request asks for, a path of keys the dialect wrote it under
+    (``("max_tokens",)``, ``("generationConfig", "maxOutputTokens")``; () for none): ``max_output``
+    reads it there, so an ``extra_body`` that changed it is seen too.
     """
 
     method: str
@@ -324,6 +327,19 @@ class HttpRequest:
     body: Optional[Dict[str, Any]] = field(default=None, repr=False)
     stream: bool = True
     data: Optional[bytes] = field(default=None, repr=False)
+    output_limit: Tuple[str, ...] = field(default=(), repr=False)
+
+    @property
+    def max_output(self) -> Optional[int]:
+        """The output limit (tokens) this request asks for; None when it names none."""
+        value = self.body  # type: Any
+        if not self.output_limit:
+            return None
+        for key in self.output_limit:
+            value = value.get(key) if isinstance(value, Mapping) else None
+        if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+            return value
+        return None
 
     def content(self) -> Optional[bytes]:
         """The bytes to send: ``data``, else ``body`` as compact UTF-8 JSON (None: no body)."""

@@ -14,7 +14,7 @@ can carry.
 
 import math
 import re
-from typing import Any, Dict, List, Mapping, Optional, Sequence
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from .errors import ConfigError
 from .types import FINISH_REASONS, MAX_DEPTH, PromptCaching, ThinkingLevel
@@ -153,6 +153,8 @@ def check_header_name(name: Any, what: str) -> None:
 
 
 def check_config(config: Optional[Mapping[str, Any]]) -> Dict[str, Any]:
+    """A normalised copy of ``config`` (None values left out), every key checked by its row of ``CHECKS``,
+    in the table's order; anything wrong is a ConfigError naming the key, before anything is sent."""
     if config is None:
         return {}
     if not isinstance(config, Mapping):
@@ -161,137 +163,184 @@ def check_config(config: Optional[Mapping[str, Any]]) -> Dict[str, Any]:
     if unknown:
         raise ConfigError("unknown config key(s) {}; UniConfig keys are: {}".format(unknown, ", ".join(CONFIG_KEYS)))
     out = {k: v for k, v in config.items() if v is not None}
-
-    def bad(key: str, what: str) -> ConfigError:
-        return ConfigError("config[{!r}] must be {} (got {})".format(key, what, _short(out.get(key))))
-
-    if "max_tokens" in out and (not _is_int(out["max_tokens"]) or out["max_tokens"] <= 0):
-        raise bad("max_tokens", "a positive int")
-    if "temperature" in out and (not _is_number(out["temperature"]) or not out["temperature"] >= 0
-                                 or out["temperature"] == float("inf")):
-        raise bad("temperature", "a non-negative finite number")
-    if "thinking_summary" in out and not isinstance(out["thinking_summary"], bool):
-        raise bad("thinking_summary", "a bool")
-    for key in ("system_prompt", "trace_id"):
-        if key in out and not isinstance(out[key], str):
-            raise bad(key, "a str")
-        _check_text(out.get(key), "config[{!r}]".format(key))
-    if "thinking_level" in out:
-        try:
-            out["thinking_level"] = ThinkingLevel(out["thinking_level"])
-        except ValueError:
-            raise bad("thinking_level", "a ThinkingLevel ({})".format(", ".join(t.value for t in ThinkingLevel))) from None
-    if "prompt_caching" in out:
-        try:
-            out["prompt_caching"] = PromptCaching(out["prompt_caching"])
-        except ValueError:
-            raise bad("prompt_caching", "a PromptCaching ({})".format(", ".join(p.value for p in PromptCaching))) from None
-    tool_names = []  # type: List[str]
-    if "tools" in out:
-        tools = out["tools"]
-        if not isinstance(tools, (list, tuple)):
-            raise bad("tools", "a list of tool schemas")
-        out["tools"] = tools = list(tools)
-        for i, tool in enumerate(tools):
-            _openai_tool(tool, i)
-            if not isinstance(tool, Mapping) or not isinstance(tool.get("name"), str) or not tool.get("name"):
-                raise ConfigError("config['tools'][{}] needs a non-empty 'name'".format(i))
-            extra = sorted(set(tool) - {"name", "description", "parameters", "strict"})
-            if extra:
-                raise ConfigError("config['tools'][{}] has unknown key(s) {}".format(i, extra))
-            if "description" in tool and tool["description"] is not None and not isinstance(tool["description"], str):
-                raise ConfigError("config['tools'][{}]['description'] must be a str".format(i))
-            if "parameters" in tool and tool["parameters"] is not None and not isinstance(tool["parameters"], Mapping):
-                raise ConfigError("config['tools'][{}]['parameters'] must be a JSON Schema object".format(i))
-            if "strict" in tool and not isinstance(tool["strict"], bool):
-                raise ConfigError("config['tools'][{}]['strict'] must be a bool".format(i))
-            check_json(dict(tool), "config['tools'][{}]".format(i))
-            tool_names.append(tool["name"])
-        if len(set(tool_names)) != len(tool_names):
-            raise ConfigError("config['tools'] has two tools with the same name")
-    if "tool_choice" in out:
-        choice = out["tool_choice"]
-        if isinstance(choice, str):
-            if choice not in _TOOL_CHOICES:
-                raise bad("tool_choice", "'auto', 'required', 'none' or a list of tool names")
-        elif isinstance(choice, (list, tuple)) and choice and all(isinstance(c, str) and c for c in choice):
-            missing = [c for c in choice if c not in tool_names]
-            if missing:
-                raise ConfigError("config['tool_choice'] names tool(s) not in config['tools']: {}".format(missing))
-            out["tool_choice"] = list(choice)
-        else:
-            raise bad("tool_choice", "'auto', 'required', 'none' or a non-empty list of tool names")
-    if "image_config" in out:
-        image = out["image_config"]
-        if not isinstance(image, Mapping) or set(image) - {"aspect_ratio", "image_size"}:
-            raise bad("image_config", "a dict with aspect_ratio and/or image_size")
-        if "aspect_ratio" in image and image["aspect_ratio"] not in ASPECT_RATIOS:
-            raise ConfigError("image_config['aspect_ratio'] must be one of {}".format(", ".join(ASPECT_RATIOS)))
-        if "image_size" in image and image["image_size"] not in IMAGE_SIZES:
-            raise ConfigError("image_config['image_size'] must be one of {}".format(", ".join(IMAGE_SIZES)))
-    if "tts_config" in out:
-        speakers = out["tts_config"]
-        if not isinstance(speakers, (list, tuple)) or not speakers:
-            raise bad("tts_config", "a non-empty list of {'voice': ..., 'speaker': ...}")
-        out["tts_config"] = speakers = list(speakers)
-        for i, speaker in enumerate(speakers):
-            if not isinstance(speaker, Mapping) or not isinstance(speaker.get("voice"), str) or not speaker["voice"]:
-                raise ConfigError("tts_config[{}] needs a non-empty 'voice'".format(i))
-            if set(speaker) - {"voice", "speaker"}:
-                raise ConfigError("tts_config[{}] has unknown key(s) {}".format(i, sorted(set(speaker) - {"voice", "speaker"})))
-            if "speaker" in speaker and not isinstance(speaker["speaker"], str):
-                raise ConfigError("tts_config[{}]['speaker'] must be a str".format(i))
-    if "embedding_config" in out:
-        emb = out["embedding_config"]
-        if not isinstance(emb, Mapping) or set(emb) - {"dimensions"}:
-            raise bad("embedding_config", "a dict with 'dimensions'")
-        if "dimensions" in emb and (not _is_int(emb["dimensions"]) or emb["dimensions"] <= 0):
-            raise ConfigError("embedding_config['dimensions'] must be a positive int")
-    if "response_format" in out:
-        out["response_format"] = _response_format(out["response_format"])
-    if "top_p" in out and (not _is_number(out["top_p"]) or not 0 <= out["top_p"] <= 1):
-        raise bad("top_p", "a number from 0 to 1")
-    if "stop" in out:
-        stop = out["stop"]
-        if isinstance(stop, str):
-            stop = [stop]
-        if not isinstance(stop, (list, tuple)) or not stop or not all(isinstance(s, str) and s for s in stop):
-            raise bad("stop", "a non-empty string or a non-empty list of non-empty strings")
-        out["stop"] = list(stop)
-    if "seed" in out and not _is_int(out["seed"]):
-        raise bad("seed", "an int")
-    if "fast_mode" in out and not isinstance(out["fast_mode"], bool):
-        raise bad("fast_mode", "a bool")
-    if "background" in out and not isinstance(out["background"], bool):
-        raise bad("background", "a bool")
-    if "compaction" in out:
-        compaction = out["compaction"]
-        if not isinstance(compaction, Mapping) or set(compaction) != {"threshold"} \
-                or not _is_int(compaction["threshold"]) or compaction["threshold"] < 1:
-            raise ConfigError("config['compaction'] must be {'threshold': <input tokens, an int >= 1>}")
-        out["compaction"] = {"threshold": compaction["threshold"]}
-    if "foreign_thinking" in out and out["foreign_thinking"] not in ("drop", "text"):
-        raise bad("foreign_thinking", '"drop" or "text"')
-    if "mcp_servers" in out:
-        out["mcp_servers"] = check_mcp_servers(out["mcp_servers"])
-    if "extra_body" in out:
-        extra = out["extra_body"]
-        if not isinstance(extra, Mapping) or not all(isinstance(k, str) for k in extra):
-            raise ConfigError("config['extra_body'] must be a dict with str keys (it is merged into the JSON body)")
-        out["extra_body"] = _copy(extra)
-    if "extra_headers" in out:
-        headers = out["extra_headers"]
-        if not isinstance(headers, Mapping):
-            raise ConfigError("config['extra_headers'] must be a dict of header name -> str value")
-        for name, value in headers.items():
-            if not isinstance(name, str) or not _HEADER_NAME.fullmatch(name):
-                raise ConfigError("config['extra_headers'] has an invalid header name {}".format(_short(name)))
-            if not isinstance(value, str) or "\r" in value or "\n" in value or "\0" in value:
-                # the value is never shown: it may be a credential
-                raise ConfigError("config['extra_headers'][{!r}] must be a str without CR, LF or NUL".format(name))
-            check_header_value(value, "config['extra_headers'][{!r}]".format(name))
-        out["extra_headers"] = dict(headers)
+    for key, check in CHECKS:
+        if key in out:
+            out[key] = check(key, out[key], out)
     return out
+
+
+# -- the per-key checkers: check(key, value, config so far) -> the value as the protocols read it ----------
+
+
+def _bad(key: str, what: str, value: Any) -> ConfigError:
+    return ConfigError("config[{!r}] must be {} (got {})".format(key, what, _short(value)))
+
+
+def _checker(test: Callable[[Any], bool], what: str) -> Callable[[str, Any, Dict[str, Any]], Any]:
+    """A checker that takes the value as it is when ``test(value)`` holds, else says it must be ``what``."""
+
+    def check(key: str, value: Any, config: Dict[str, Any]) -> Any:
+        if not test(value):
+            raise _bad(key, what, value)
+        return value
+
+    return check
+
+
+def _text(key: str, value: Any, config: Dict[str, Any]) -> Any:
+    if not isinstance(value, str):
+        raise _bad(key, "a str", value)
+    _check_text(value, "config[{!r}]".format(key))
+    return value
+
+
+def _enum(kind: Any, what: str) -> Callable[[str, Any, Dict[str, Any]], Any]:
+    """A checker taking a value of the enum ``kind`` (or its str value), as the enum."""
+
+    def check(key: str, value: Any, config: Dict[str, Any]) -> Any:
+        try:
+            return kind(value)
+        except ValueError:
+            raise _bad(key, "a {} ({})".format(what, ", ".join(member.value for member in kind)), value) from None
+
+    return check
+
+
+def _tools(key: str, value: Any, config: Dict[str, Any]) -> Any:
+    if not isinstance(value, (list, tuple)):
+        raise _bad(key, "a list of tool schemas", value)
+    tools = list(value)
+    tool_names = []  # type: List[str]
+    for i, tool in enumerate(tools):
+        _openai_tool(tool, i)
+        if not isinstance(tool, Mapping) or not isinstance(tool.get("name"), str) or not tool.get("name"):
+            raise ConfigError("config['tools'][{}] needs a non-empty 'name'".format(i))
+        extra = sorted(set(tool) - {"name", "description", "parameters", "strict"})
+        if extra:
+            raise ConfigError("config['tools'][{}] has unknown key(s) {}".format(i, extra))
+        if "description" in tool and tool["description"] is not None and not isinstance(tool["description"], str):
+            raise ConfigError("config['tools'][{}]['description'] must be a str".format(i))
+        if "parameters" in tool and tool["parameters"] is not None and not isinstance(tool["parameters"], Mapping):
+            raise ConfigError("config['tools'][{}]['parameters'] must be a JSON Schema object".format(i))
+        if "strict" in tool and not isinstance(tool["strict"], bool):
+            raise ConfigError("config['tools'][{}]['strict'] must be a bool".format(i))
+        check_json(dict(tool), "config['tools'][{}]".format(i))
+        tool_names.append(tool["name"])
+    if len(set(tool_names)) != len(tool_names):
+        raise ConfigError("config['tools'] has two tools with the same name")
+    return tools
+
+
+def _tool_choice(key: str, value: Any, config: Dict[str, Any]) -> Any:
+    """'auto', 'required', 'none', or a list of names of ``config["tools"]`` (checked before it)."""
+    if isinstance(value, str):
+        if value not in _TOOL_CHOICES:
+            raise _bad(key, "'auto', 'required', 'none' or a list of tool names", value)
+        return value
+    if isinstance(value, (list, tuple)) and value and all(isinstance(c, str) and c for c in value):
+        tool_names = [tool["name"] for tool in config.get("tools") or ()]
+        missing = [c for c in value if c not in tool_names]
+        if missing:
+            raise ConfigError("config['tool_choice'] names tool(s) not in config['tools']: {}".format(missing))
+        return list(value)
+    raise _bad(key, "'auto', 'required', 'none' or a non-empty list of tool names", value)
+
+
+def _image_config(key: str, value: Any, config: Dict[str, Any]) -> Any:
+    if not isinstance(value, Mapping) or set(value) - {"aspect_ratio", "image_size"}:
+        raise _bad(key, "a dict with aspect_ratio and/or image_size", value)
+    if "aspect_ratio" in value and value["aspect_ratio"] not in ASPECT_RATIOS:
+        raise ConfigError("image_config['aspect_ratio'] must be one of {}".format(", ".join(ASPECT_RATIOS)))
+    if "image_size" in value and value["image_size"] not in IMAGE_SIZES:
+        raise ConfigError("image_config['image_size'] must be one of {}".format(", ".join(IMAGE_SIZES)))
+    return value
+
+
+def _tts_config(key: str, value: Any, config: Dict[str, Any]) -> Any:
+    if not isinstance(value, (list, tuple)) or not value:
+        raise _bad(key, "a non-empty list of {'voice': ..., 'speaker': ...}", value)
+    speakers = list(value)
+    for i, speaker in enumerate(speakers):
+        if not isinstance(speaker, Mapping) or not isinstance(speaker.get("voice"), str) or not speaker["voice"]:
+            raise ConfigError("tts_config[{}] needs a non-empty 'voice'".format(i))
+        if set(speaker) - {"voice", "speaker"}:
+            raise ConfigError("tts_config[{}] has unknown key(s) {}".format(i, sorted(set(speaker) - {"voice", "speaker"})))
+        if "speaker" in speaker and not isinstance(speaker["speaker"], str):
+            raise ConfigError("tts_config[{}]['speaker'] must be a str".format(i))
+    return speakers
+
+
+def _embedding_config(key: str, value: Any, config: Dict[str, Any]) -> Any:
+    if not isinstance(value, Mapping) or set(value) - {"dimensions"}:
+        raise _bad(key, "a dict with 'dimensions'", value)
+    if "dimensions" in value and (not _is_int(value["dimensions"]) or value["dimensions"] <= 0):
+        raise ConfigError("embedding_config['dimensions'] must be a positive int")
+    return value
+
+
+def _stop(key: str, value: Any, config: Dict[str, Any]) -> Any:
+    stop = [value] if isinstance(value, str) else value
+    if not isinstance(stop, (list, tuple)) or not stop or not all(isinstance(s, str) and s for s in stop):
+        raise _bad(key, "a non-empty string or a non-empty list of non-empty strings", value)
+    return list(stop)
+
+
+def _compaction(key: str, value: Any, config: Dict[str, Any]) -> Any:
+    if not isinstance(value, Mapping) or set(value) != {"threshold"} \
+            or not _is_int(value["threshold"]) or value["threshold"] < 1:
+        raise ConfigError("config['compaction'] must be {'threshold': <input tokens, an int >= 1>}")
+    return {"threshold": value["threshold"]}
+
+
+def _extra_body(key: str, value: Any, config: Dict[str, Any]) -> Any:
+    if not isinstance(value, Mapping) or not all(isinstance(k, str) for k in value):
+        raise ConfigError("config['extra_body'] must be a dict with str keys (it is merged into the JSON body)")
+    return _copy(value)
+
+
+def _extra_headers(key: str, value: Any, config: Dict[str, Any]) -> Any:
+    if not isinstance(value, Mapping):
+        raise ConfigError("config['extra_headers'] must be a dict of header name -> str value")
+    for name, header in value.items():
+        if not isinstance(name, str) or not _HEADER_NAME.fullmatch(name):
+            raise ConfigError("config['extra_headers'] has an invalid header name {}".format(_short(name)))
+        if not isinstance(header, str) or "\r" in header or "\n" in header or "\0" in header:
+            # the value is never shown: it may be a credential
+            raise ConfigError("config['extra_headers'][{!r}] must be a str without CR, LF or NUL".format(name))
+        check_header_value(header, "config['extra_headers'][{!r}]".format(name))
+    return dict(value)
+
+
+_BOOL = _checker(lambda value: isinstance(value, bool), "a bool")
+
+#: config key -> its checker, in the order ``check_config`` runs them (the first problem is the one named;
+#: ``tool_choice`` reads the ``tools`` checked before it).  A key of ``CONFIG_KEYS`` has exactly one row.
+CHECKS = (
+    ("max_tokens", _checker(lambda value: _is_int(value) and value > 0, "a positive int")),
+    ("temperature", _checker(lambda value: _is_number(value) and value >= 0 and value != float("inf"),
+                             "a non-negative finite number")),
+    ("thinking_summary", _BOOL),
+    ("system_prompt", _text),
+    ("trace_id", _text),
+    ("thinking_level", _enum(ThinkingLevel, "ThinkingLevel")),
+    ("prompt_caching", _enum(PromptCaching, "PromptCaching")),
+    ("tools", _tools),
+    ("tool_choice", _tool_choice),
+    ("image_config", _image_config),
+    ("tts_config", _tts_config),
+    ("embedding_config", _embedding_config),
+    ("response_format", lambda key, value, config: _response_format(value)),
+    ("top_p", _checker(lambda value: _is_number(value) and 0 <= value <= 1, "a number from 0 to 1")),
+    ("stop", _stop),
+    ("seed", _checker(_is_int, "an int")),
+    ("fast_mode", _BOOL),
+    ("background", _BOOL),
+    ("compaction", _compaction),
+    ("foreign_thinking", _checker(lambda value: value in ("drop", "text"), '"drop" or "text"')),
+    ("mcp_servers", lambda key, value, config: check_mcp_servers(value)),
+    ("extra_body", _extra_body),
+    ("extra_headers", _extra_headers),
+)  # type: Tuple[Tuple[str, Callable[[str, Any, Dict[str, Any]], Any]], ...]
 
 
 #: the keys of a config["mcp_servers"] entry (McpServer), and what require_approval takes (OpenAI Responses')

@@ -42,6 +42,8 @@ def parse(data, chunks=None):
 
 
 def endpoint(base_url="https://api.anthropic.com", key=KEY, headers=None, quirks=None):
+    if quirks is None and base_url == "https://api.anthropic.com":
+        quirks = {"first_party": True}  # what registry.resolve gives an endpoint on the host's own servers
     return Endpoint("anthropic", base_url, key, headers, quirks)
 
 

@@ -110,7 +110,7 @@ def replay(message, ep=None, model="claude-sonnet-4-5", config=None):
     """The content the next request sends back for the assistant ``message``."""
     history = [user("q"), message, user("next")]
     check_messages(history)
-    endpoint = ep or Endpoint("anthropic", "https://api.anthropic.com", "k")
+    endpoint = ep or Endpoint("anthropic", "https://api.anthropic.com", "k", quirks={"first_party": True})
     body = anthropic.build_request(endpoint, model, history, check_config(config or {})).body
     return body["messages"][1]["content"]
 
@@ -329,7 +329,7 @@ def test_fallback_block_stays_between_the_thinking_runs_it_separates():
 # -- requests -------------------------------------------------------------------------------------------------
 
 
-FIRST_PARTY = Endpoint("anthropic", "https://api.anthropic.com", "k")
+FIRST_PARTY = Endpoint("anthropic", "https://api.anthropic.com", "k", quirks={"first_party": True})
 GATEWAY = Endpoint("anthropic", "https://gateway.example", "k")
 TOOLS = [{"name": "get_weather", "description": "Weather for a city.",
           "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}]

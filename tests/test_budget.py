@@ -335,3 +335,34 @@ def test_a_bulk_job_under_one_budget_stops_sending_at_the_limit(tmp_path):
     errors = [row["error"] for row in read_output(str(tmp_path / "out.jsonl")) if row["error"]]
     assert len(errors) == 3 and all(error["type"] == "BudgetExceededError" for error in errors)
     assert budget.spent_usd == pytest.approx(3 * actual) and budget.reserved_usd == 0.0
+
+
+def test_one_local_estimate_for_the_budget_the_limiter_and_count_tokens():
+    from agenthub import estimate, limiter
+
+    assert estimate_tokens is estimate.estimate_tokens
+    assert limiter.estimate_tokens is estimate.estimate_with_output
+    messages = [{"role": "user", "content_items": [{"type": "text", "text": "abc"}]}]
+    assert limiter.estimate_tokens(messages, {"max_tokens": 7}) == estimate_tokens(messages, {"max_tokens": 7}) + 7
+
+
+@pytest.mark.parametrize("mime_type, size, tokens", [
+    ("application/pdf", 1000, 1600),               # a small document: at least MEDIA_TOKENS
+    ("application/pdf", 2_000_000, 1_000_000),     # from its size: 2 bytes a token, on the high side
+    ("text/csv", 90_001, 45_001),
+    ("image/png", 2_000_000, IMAGE_TOKENS),        # an image is an image, whatever its size
+    ("audio/wav", 2_000_000, 1600),
+    ("video/mp4", 2_000_000, 1600),
+])
+def test_a_document_is_estimated_from_its_size(mime_type, size, tokens):
+    """Issue 29 D4: a PDF counted 1600 tokens whatever its size, so 16 threads spent 36x a budget."""
+    inline = [{"role": "user", "content_items": [{"type": "inline_data", "mime_type": mime_type, "data": b"%" * size}]}]
+    assert estimate_tokens(inline) == 4 + tokens
+    import base64
+
+    uri = "data:{};base64,{}".format(mime_type, base64.b64encode(b"%" * size).decode("ascii"))
+    as_url = [{"role": "user", "content_items": [{"type": "image_url", "url": uri}]}]
+    assert estimate_tokens(as_url) == 4 + tokens
+    result = [{"role": "user", "content_items": [{"type": "tool_result", "tool_call_id": "c", "text": "",
+                                                  "images": [uri, "https://example.com/a.png"]}]}]
+    assert estimate_tokens(result) == 4 + tokens + IMAGE_TOKENS

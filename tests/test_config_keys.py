@@ -40,7 +40,7 @@ TOOLS = [{"name": "get_weather", "parameters": {"type": "object", "properties": 
 
 CHAT = Endpoint("openai-chat", "https://api.example.com/v1", "sk-test")
 RESPONSES = Endpoint("openai-responses", "https://api.openai.com/v1", "sk-test")
-ANTHROPIC = Endpoint("anthropic", "https://api.anthropic.com", "sk-ant-test")
+ANTHROPIC = Endpoint("anthropic", "https://api.anthropic.com", "sk-ant-test", quirks={"first_party": True})
 GEMINI = Endpoint("gemini", "https://generativelanguage.googleapis.com", "gm-test")
 
 
@@ -455,3 +455,25 @@ def test_extras_apply_to_the_plan_and_nothing_else():
     assert merged.headers == {"Content-Type": "application/json", "Accept": "text/event-stream",
                               "authorization": "Bearer other-key"}
     assert json.loads(merged.content()) == merged.body  # what encode sends is the merged body
+
+
+def test_every_config_key_has_one_checker_in_the_table():
+    """check_config is a table of per-key checkers (validate.CHECKS), run in its order: a key of CONFIG_KEYS
+    without its row would pass unchecked."""
+    from agenthub import validate
+
+    keys = [key for key, _ in validate.CHECKS]
+    assert sorted(keys) == sorted(validate.CONFIG_KEYS) and len(set(keys)) == len(keys)
+    assert keys.index("tools") < keys.index("tool_choice")  # a tool_choice names tools checked before it
+
+
+def test_the_first_bad_key_in_the_tables_order_is_the_one_named():
+    from agenthub import ConfigError
+    from agenthub.validate import check_config
+
+    with pytest.raises(ConfigError) as caught:
+        check_config({"extra_headers": 1, "seed": "x", "max_tokens": 0})
+    assert str(caught.value) == "config['max_tokens'] must be a positive int (got 0)"
+    with pytest.raises(ConfigError) as caught:
+        check_config({"tool_choice": ["get"], "tools": [{"name": "other"}]})
+    assert str(caught.value) == "config['tool_choice'] names tool(s) not in config['tools']: ['get']"

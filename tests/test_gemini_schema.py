@@ -16,7 +16,8 @@ from agenthub.providers._common import Endpoint
 from sse_server import Answer, SSEServer
 
 GEMINI = Endpoint("gemini", "https://generativelanguage.googleapis.com", "gm-test")
-VERTEX = Endpoint("vertex", "https://aiplatform.googleapis.com/v1/projects/p/locations/global", None)
+VERTEX = Endpoint("vertex", "https://aiplatform.googleapis.com/v1/projects/p/locations/global", None,
+                  quirks={"schema_additional_properties": True})  # the vertex row's quirk
 USER = {"role": "user", "content_items": [{"type": "text", "text": "hi"}]}
 
 PERSON = {

@@ -69,13 +69,16 @@ def test_tpm_spaces_by_tokens_and_usage_corrects_the_estimate():
     assert clock.now == 1006.0
 
 
-def test_estimate_is_text_length_over_four_plus_max_tokens():
+def test_estimate_is_the_budgets_input_estimate_plus_max_tokens():
+    from agenthub import budget
+
     messages = [{"role": "user", "content_items": [{"type": "text", "text": "x" * 400},
                                                    {"type": "inline_data", "data": b"\0" * 10000,
                                                     "mime_type": "image/png"}]}]
-    assert estimate_tokens(messages, {"max_tokens": 50}) == 100 + 1 + 50
-    assert estimate_tokens(messages, {"system_prompt": "y" * 40}) == 111
-    assert RateLimiter.estimate(messages) == 101
+    # one rule (agenthub.estimate): 4 per message, UTF-8 bytes / 3 rounded up, an image 1600; then max_tokens
+    assert estimate_tokens(messages, {"max_tokens": 50}) == 4 + 134 + 1600 + 50
+    assert estimate_tokens(messages, {"system_prompt": "y" * 40}) == 4 + 134 + 1600 + 4 + 14
+    assert RateLimiter.estimate(messages) == budget.estimate_tokens(messages) == 4 + 134 + 1600
 
 
 def test_a_429_retry_after_pauses_every_user():

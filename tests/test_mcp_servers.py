@@ -31,6 +31,8 @@ KEY = "sk-test-0123456789abcdef"
 
 
 def _plan(module, client_type, base_url, model, config, quirks=None):
+    if quirks is None and base_url == "https://api.anthropic.com":
+        quirks = {"first_party": True}  # what registry.resolve gives an endpoint on the anthropic host's servers
     endpoint = Endpoint(client_type, base_url, KEY, None, quirks or {})
     return module.build_request(endpoint, model, USER, check_config(config))
 

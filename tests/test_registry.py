@@ -441,3 +441,17 @@ def test_transport_knows_no_wire_protocol():
     source = inspect.getsource(transport)
     for word in ("iter_events", "SSEEvent", "b\"data: ", "providers", "streamGenerateContent"):
         assert word not in source, word
+
+
+def test_the_anthropic_first_party_is_a_quirk_its_host_sets():
+    """The anthropic dialect reads no URL: the host's own servers carry the quirk ``first_party``."""
+    env = {"ANTHROPIC_API_KEY": "sk-ant-1"}
+    assert resolve("claude-sonnet-4-6", environ=env)[3] == {"first_party": True}
+    assert resolve("any-name", "anthropic", environ=env)[3] == {"first_party": True}
+    assert resolve("claude-x", "anthropic", "https://api.anthropic.com/", "k")[3]["first_party"] is True
+    gateways = [resolve("claude-sonnet-4-6", "anthropic", "https://gw.example", "k"),
+                resolve("claude-sonnet-4-6", environ=dict(env, ANTHROPIC_BASE_URL="https://gw.example")),
+                resolve("glm-5.1", "zai-anthropic", environ={"ZAI_API_KEY": "z"}),
+                resolve("claude-sonnet-4-6", "anthropic", "https://api.anthropic.com.gw.example", "k"),
+                resolve("claude-sonnet-4-6", "openai-chat", "https://api.anthropic.com/v1", "k")]
+    assert [quirks.get("first_party") for _, _, _, quirks in gateways] == [None] * 5

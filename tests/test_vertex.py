@@ -83,7 +83,7 @@ def test_project_and_location_from_the_environment(clean_env):
     env = {"GOOGLE_CLOUD_PROJECT": PROJECT, "GOOGLE_CLOUD_LOCATION": "us-east5"}
     assert resolve("gemini-3.5-flash", "vertex", api_key="ya29.tok", environ=env) == (
         "vertex", "https://us-east5-aiplatform.googleapis.com/v1/projects/vtx-proj-123/locations/us-east5",
-        "ya29.tok", {})
+        "ya29.tok", {"schema_additional_properties": True})
     kind, url, _, _ = resolve("claude-opus-4-8", "vertex", api_key="ya29.tok", environ={"GOOGLE_CLOUD_PROJECT": PROJECT})
     assert (kind, url) == ("vertex-anthropic", "https://aiplatform.googleapis.com/v1/projects/vtx-proj-123/locations/global")
     assert resolve("gemini-3.5-flash", "vertex-ai", api_key="t", environ=env)[0] == "vertex"

@@ -52,18 +52,20 @@ class Host(object):
     ``registry.resolve`` returns in place of the default endpoint and key variables: ``(client_type,
     base_url, api_key, quirks)``.
     ``takes_token_callable``: a callable ``api_key`` (a token provider) is taken.
-    ``quirk_keys``: the registry quirks the host reads.
+    ``quirk_keys``: the registry quirks the host reads.  ``own_quirks``: the dialect quirks an endpoint
+    on this host's own servers (the host of ``base_url``) has, under any quirk its route sets
+    (``{"first_party": True}``: the vendor's own API, not a gateway speaking its dialect).
     """
 
     __slots__ = ("name", "base_url", "key_env", "base_url_env", "url", "authorise", "configure",
-                 "takes_token_callable", "quirk_keys")
+                 "takes_token_callable", "quirk_keys", "own_quirks")
 
     def __init__(self, name: str, authorise: Callable[..., Dict[str, str]], base_url: str = "",
                  key_env: Sequence[str] = (), base_url_env: Optional[str] = None,
                  url: Callable[[Any, str], str] = _join, configure: Optional[Callable[..., Tuple[str, str, Any,
                                                                                                  Dict[str, Any]]]] = None,
                  takes_token_callable: bool = False,
-                 quirk_keys: Sequence[str] = ()) -> None:
+                 quirk_keys: Sequence[str] = (), own_quirks: Optional[Mapping[str, Any]] = None) -> None:
         self.name = name
         self.base_url = base_url
         self.key_env = tuple(key_env)
@@ -73,6 +75,7 @@ class Host(object):
         self.configure = configure
         self.takes_token_callable = takes_token_callable
         self.quirk_keys = tuple(quirk_keys)
+        self.own_quirks = dict(own_quirks or {})
 
     def encode(self, plan: HttpRequest, endpoint: Any) -> HttpRequest:
         """The request as sent on this attempt: the URL joined, the body as compact UTF-8 JSON bytes,
@@ -136,6 +139,9 @@ class ClientType(object):
         return "ClientType({!r}: {} at {})".format(self.name, self.dialect, self.host_name)
 
 
+#: the Anthropic version Claude on Vertex AI takes in the body (hosts.vertex.ANTHROPIC_VERSION)
+VERTEX_ANTHROPIC_VERSION = "vertex-2023-10-16"
+
 #: client_type -> its row.  The dialect is a key of agenthub.providers.PROTOCOLS; the host one of HOSTS.
 CLIENT_TYPES = {row.name: row for row in [
     ClientType("openai-chat", "openai-chat", "openai"),
@@ -151,11 +157,13 @@ CLIENT_TYPES = {row.name: row for row in [
     ClientType("azure-anthropic", "anthropic", "azure", {"replay_unsigned_thinking": False}, lists_models=False,
                count_tokens=False,
                key_env=("ANTHROPIC_FOUNDRY_API_KEY",), base_url_env="ANTHROPIC_FOUNDRY_BASE_URL"),
-    ClientType("vertex", "gemini", "vertex", lists_models=False, embeddings=False, count_tokens="vertex"),
+    # Gemini on Vertex AI: its responseSchema takes additionalProperties (the Gemini API refuses it)
+    ClientType("vertex", "gemini", "vertex", {"schema_additional_properties": True}, lists_models=False,
+               embeddings=False, count_tokens="vertex"),
     # Claude on Vertex AI (client_type="vertex" picks it for claude-* models): the version in the body,
     # no model in it (it is in the URL), no top-level automatic cache_control
     ClientType("vertex-anthropic", "anthropic", "vertex",
-               {"version_in_body": "vertex-2023-10-16", "model_in_body": False, "automatic_caching": False},
+               {"version_in_body": VERTEX_ANTHROPIC_VERSION, "model_in_body": False, "automatic_caching": False},
                lists_models=False),
     ClientType("bedrock", "bedrock", "aws"),
     ClientType("agenthub", "agenthub", "agenthub"),

@@ -68,7 +68,8 @@ _BEARER = key_header("Authorization", "Bearer ")
 
 OPENAI = Host("openai", _BEARER, "https://api.openai.com/v1", ("OPENAI_API_KEY",), "OPENAI_BASE_URL")
 ANTHROPIC = Host("anthropic", key_header("x-api-key", pick=_anthropic_header), "https://api.anthropic.com",
-                 ("ANTHROPIC_API_KEY",), "ANTHROPIC_BASE_URL", quirk_keys=("auth",))
+                 ("ANTHROPIC_API_KEY",), "ANTHROPIC_BASE_URL", quirk_keys=("auth",),
+                 own_quirks={"first_party": True})  # api.anthropic.com: the betas it offers, signed thinking only
 GEMINI = Host("gemini", key_header("x-goog-api-key"), "https://generativelanguage.googleapis.com",
               ("GEMINI_API_KEY", "GOOGLE_API_KEY"), "GEMINI_BASE_URL", url=_gemini_url)
 AGENTHUB = Host("agenthub", _BEARER, "http://127.0.0.1:8787", ("AGENTHUB_SERVER_KEY",), "AGENTHUB_SERVER_URL",

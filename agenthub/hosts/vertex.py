@@ -30,14 +30,14 @@ from typing import Any, Dict, Mapping, Optional, Tuple
 from urllib.parse import quote, urlsplit
 
 from ..errors import ConfigError
-from . import Host, has_header
+from . import VERTEX_ANTHROPIC_VERSION, Host, has_header
 from .credentials import bearer_token, is_token_provider
 from .trust import check_base_url, host_is, is_loopback, url_host
 
 __all__ = ["configure", "HOST", "host_root", "split_base_url", "resource_prefix", "publisher",
            "model_url", "ANTHROPIC_VERSION", "DEFAULT_LOCATION", "PROJECT_ENV", "LOCATION_ENV", "BASE_URL_ENV"]
 
-ANTHROPIC_VERSION = "vertex-2023-10-16"
+ANTHROPIC_VERSION = VERTEX_ANTHROPIC_VERSION  # written once, in the vertex-anthropic row's module
 DEFAULT_LOCATION = "global"
 PROJECT_ENV = "GOOGLE_CLOUD_PROJECT"
 LOCATION_ENV = "GOOGLE_CLOUD_LOCATION"

@@ -56,7 +56,7 @@ _API = {"openai-chat": "chat", "azure": "chat", "openai-responses": "responses",
 def batch_cost(model: str, usage: Any) -> Optional[float]:
     """USD at the batch price: the catalog's batch-API prices (``agenthub.cost(..., batch=True)``); None
     where the catalog has none for the model (never a guess)."""
-    from .. import cost
+    from ..catalog import cost
 
     return cost(model, usage, batch=True)
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Set, Tuple
 
 from ..errors import AgentHubError, ConfigError
-from ..tracer import from_jsonable, to_jsonable  # the {"__bytes__"} codec (moving to agenthub.types)
+from ..types import from_jsonable, to_jsonable  # the {"__bytes__"} codec
 from ..validate import check_config, check_messages
 
 __all__ = ["JobRow", "JobFile", "read_jobs", "iter_rows", "IdIndex", "mark_finished", "parse_line", "output_row", "error_row", "finished_ids",
@@ -281,10 +281,6 @@ class IdIndex(object):
                 return None
             return self._db.execute("SELECT line FROM ids WHERE id = ?", (rid,)).fetchone()[0]
 
-    def set_route(self, rid: str, route: int) -> None:
-        with self._lock:
-            self._db.execute("UPDATE ids SET route = ? WHERE id = ?", (route, rid))
-
     def seal(self) -> None:
         """End the bulk load (one transaction) and index the routes."""
         with self._lock:
@@ -322,10 +318,6 @@ class IdIndex(object):
         with self._lock:
             found = self._db.execute("SELECT done FROM ids WHERE id = ?", (rid,)).fetchone()
         return bool(found and found[0])
-
-    def done_count(self) -> int:
-        with self._lock:
-            return self._db.execute("SELECT count(*) FROM ids WHERE done = 1").fetchone()[0]
 
     def remaining(self, first: int = 6) -> Dict[int, Tuple[int, List[int]]]:
         """route -> (rows not done, their first ``first`` line numbers), for the valid rows."""
@@ -517,7 +509,6 @@ class OutputWriter(object):
             if drop:
                 self._rewrite(path, drop)
         self._handle = open(path, "ab")
-        self.rows_written = 0
 
     @staticmethod
     def _rewrite(path: str, drop: Set[int]) -> None:
@@ -547,7 +538,6 @@ class OutputWriter(object):
         with self._lock:
             self._handle.write(data)
             self._handle.flush()
-            self.rows_written += 1
 
     def close(self) -> None:
         with self._lock:

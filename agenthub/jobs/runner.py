@@ -127,7 +127,7 @@ def build_clients(routes: Dict[Route, List[int]], factory: Optional[Callable[...
     return clients
 
 
-class _Progress(object):
+class Progress(object):
     """The progress line (terminal), plain lines (no terminal), a callable, or nothing."""
 
     def __init__(self, progress: Any, total: int, skipped: int, stream: Any = None) -> None:
@@ -145,7 +145,6 @@ class _Progress(object):
         self.started = time.monotonic()
         self.last = 0.0
         self.lock = threading.Lock()
-        self.drawn = False
 
     def snapshot(self, summary: JobSummary, final: bool = False) -> Dict[str, Any]:
         elapsed = time.monotonic() - self.started
@@ -219,13 +218,13 @@ def _duration(seconds: float) -> str:
     return "{}s".format(seconds)
 
 
-class _Job(object):
+class Job(object):
     """The shared state of one run: the row source, the writer, the limiter, the counters, the stops."""
 
     job_span = None  # type: Any  # the job's telemetry span (agenthub.telemetry): each row's span is its child
 
     def __init__(self, rows: Any, clients: Dict[Route, Any], writer: OutputWriter, limiter: RateLimiter,
-                 summary: JobSummary, progress: _Progress, max_retries: int, backend: str = "live",
+                 summary: JobSummary, progress: Progress, max_retries: int, backend: str = "live",
                  per_thread: Optional[Callable[..., Any]] = None) -> None:
         self.rows = rows
         self.clients = clients
@@ -456,7 +455,7 @@ def _run_live(job: JobFile, input_path: str, output_path: str, workers: int, lim
     embedding = _embedding_lines(input_path, routes) if routes else {}
     clients = build_clients(routes, client_factory, embedding, counts)
     summary = JobSummary(total=len(job), skipped=skipped)
-    show = _Progress(progress, summary.total, summary.skipped)
+    show = Progress(progress, summary.total, summary.skipped)
     writer = OutputWriter(output_path, retry_failed=retry_failed, retry_ids=job.ids)
     ids = job.ids
     try:
@@ -465,7 +464,7 @@ def _run_live(job: JobFile, input_path: str, output_path: str, workers: int, lim
                 writer.write(dict(row))
                 summary.failed += 1
         todo = (row for row in iter_rows(input_path, check=False) if not ids.is_done(row.id))
-        state = _Job(todo, clients, writer, limiter, summary, show, max_retries,
+        state = Job(todo, clients, writer, limiter, summary, show, max_retries,
                      per_thread=client_factory if fallbacks is not None else None)
         count = min(workers, max(1, sum(counts.values())))
         state.job_span = workflow_span("agenthub.jobs", {"agenthub.job.rows": summary.total})
@@ -512,7 +511,7 @@ def _embedding_lines(input_path: str, routes: Dict[Route, List[int]]) -> Dict[Ro
     return out
 
 
-def _drive(state: _Job, count: int, grace: float, show: _Progress) -> None:
+def _drive(state: Job, count: int, grace: float, show: Progress) -> None:
     threads = [threading.Thread(target=state.worker, name="agenthub-job-{}".format(i), daemon=True)
                for i in range(count)]
     for thread in threads:

@@ -12,13 +12,15 @@ from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optio
 
 from ..answers import error_from_body as _error_from_body
 from ..errors import ConfigError, StreamProtocolError, UnsupportedParameterError
-from ..sse import _scan_once, iter_event_data, iter_events, json_loads
+from ..sse import iter_event_data, iter_events, json_loads, scan_once
 from ..stream import now_ms
 from ..types import HttpRequest
 
 __all__ = [
     "Protocol",
     "Dialect",
+    "Resume",
+    "Count",
     "Endpoint",
     "dumps",
     "encode_path_segment",
@@ -104,7 +106,7 @@ def data_payloads(pairs: Iterable[Tuple[str, str]]) -> Iterator[Tuple[str, Any]]
     """``payloads`` over ``(event name, data)`` tuples (``sse.iter_event_data``): what ``Protocol.read``
     hands a dialect's ``parse_payloads``, with no SSEEvent built per event."""
     loads = json_loads
-    scan = _scan_once
+    scan = scan_once
     for event, data in pairs:
         try:
             # json_loads' own fast path, inlined (a call fewer per event): the C scanner over the whole
@@ -154,6 +156,42 @@ def documents(payload: Any) -> list:
     return list(payload) if isinstance(payload, list) else [payload]
 
 
+class Resume(object):
+    """How a dialect resumes a background stream after a cut (``agenthub.resume``) and cancels it:
+    ``request(endpoint, resource_id, cursor)``: the GET that continues the stream after ``cursor`` (from
+    its start when None); ``cancel(endpoint, resource_id)``: the POST that stops it server-side;
+    ``frame_cursor(sse)``: (the resource id when this frame names it, its cursor, terminal?) of one SSE
+    event; ``ordered``: cursors are numbers in order (a replayed event at or before the cursor is dropped)."""
+
+    __slots__ = ("request", "cancel", "frame_cursor", "ordered")
+
+    def __init__(self, request: Callable[..., HttpRequest], cancel: Callable[..., HttpRequest],
+                 frame_cursor: Callable[[Any], Tuple[Optional[str], Any, bool]], ordered: bool = False) -> None:
+        self.request = request
+        self.cancel = cancel
+        self.frame_cursor = frame_cursor
+        self.ordered = ordered
+
+    def __repr__(self) -> str:
+        return "Resume(ordered={!r})".format(self.ordered)
+
+
+class Count(object):
+    """How a dialect counts input tokens before sending (``agenthub.providers.counting``):
+    ``request(plan, model, quirks, form)``: the count request planned from the streaming plan (None: the
+    host has no count endpoint, ``form`` being the client-type row's ``count_tokens``); ``field``: the
+    answer's field holding the count."""
+
+    __slots__ = ("request", "field")
+
+    def __init__(self, request: Callable[..., Optional[HttpRequest]], field: str) -> None:
+        self.request = request
+        self.field = field
+
+    def __repr__(self) -> str:
+        return "Count(field={!r})".format(self.field)
+
+
 class Protocol(object):
     """One wire dialect: how a request is planned and how its answer is read.
 
@@ -185,10 +223,19 @@ class Protocol(object):
     ``error_from_body(status, headers, payload, client)``: the error an error answer names (an HTTP
     error, or an error object in a 2xx JSON answer, then with status None); ``payload`` is the body's
     bytes, or the JSON value already decoded.  Default: ``agenthub.answers.error_from_body``.
+
+    What only some dialects do, declared here too (the client reads nothing else of the module):
+    ``accepts``: the config keys only some protocols read (``client.LONGRUN_KEYS``) that this one takes;
+    ``chains_turns``: a stateful call is told to ``build_request`` (``stateful=True``: the turns chain
+    server-side); ``stored_answer(message)``: the collected answer of such a call, marked stored;
+    ``resume``: a ``Resume`` (background streams resumed after a cut and cancelled), None for none;
+    ``count``: a ``Count`` (the token-count endpoint), None for none; ``compaction_format``: which
+    compaction items it replays (``fidelity["format"]``: "openai", "anthropic"), None for none.
     """
 
     __slots__ = ("name", "module", "build_request", "parse_stream", "framing", "parse_document", "quirk_keys",
-                 "embeddings", "demo", "models_request", "parse_models", "error_from_body", "parse_payloads")
+                 "embeddings", "demo", "models_request", "parse_models", "error_from_body", "parse_payloads",
+                 "accepts", "chains_turns", "stored_answer", "resume", "count", "compaction_format")
 
     def __init__(
         self,
@@ -205,6 +252,12 @@ class Protocol(object):
         parse_models: Optional[Callable[[Any, str], Tuple[List[str], Optional[str]]]] = None,
         error_from_body: Callable[..., Any] = _error_from_body,
         parse_payloads: Optional[Callable[..., Iterator[Any]]] = None,
+        accepts: Sequence[str] = (),
+        chains_turns: bool = False,
+        stored_answer: Optional[Callable[[Any], Any]] = None,
+        resume: Optional[Resume] = None,
+        count: Optional[Count] = None,
+        compaction_format: Optional[str] = None,
     ) -> None:
         if parse_document is None:
             raise TypeError("a Protocol needs parse_document (a whole JSON answer -> its parts)")
@@ -221,6 +274,12 @@ class Protocol(object):
         self.parse_models = parse_models
         self.error_from_body = error_from_body
         self.parse_payloads = parse_payloads
+        self.accepts = tuple(accepts)
+        self.chains_turns = chains_turns
+        self.stored_answer = stored_answer
+        self.resume = resume
+        self.count = count
+        self.compaction_format = compaction_format
 
     def read(self, body: Any, client: str, max_line_bytes: int, document: bool = False,
              stamp: Optional[List[int]] = None) -> Iterator[Any]:
@@ -297,11 +356,6 @@ def data_uri(mime_type: str, data: bytes) -> str:
 
 #: fidelity key of a compaction item: which wire format holds it ("openai" or "anthropic")
 COMPACTION_FORMAT = "format"
-
-
-def compaction_items(message: Mapping[str, Any]) -> List[int]:
-    """The positions of the compaction items in ``message``'s content."""
-    return [i for i, item in enumerate(message.get("content_items") or ()) if item.get("type") == "compaction"]
 
 
 def after_compaction(messages: List[Mapping[str, Any]], wire_format: str) -> List[Mapping[str, Any]]:

@@ -43,7 +43,7 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
                                                          "upstream request itself (set it in the model's default_config)")
     body_config = {k: v for k, v in config.items() if k != "trace_id"}  # a trace is written here, not there
     body = {"model": model, "messages": _jsonable(list(messages)), "config": _jsonable(body_config)}
-    return HttpRequest("POST", STREAM_PATH, request_headers(endpoint), body)
+    return HttpRequest("POST", STREAM_PATH, request_headers(endpoint), body, output_limit=("config", "max_tokens"))
 
 
 def framing(chunks: Iterable[bytes], max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -> Iterator[Any]:

@@ -30,7 +30,7 @@ Request
   JSON mode), as do models without structured outputs (rule ``structured``).  ``top_p`` (refused where
   sampling was removed, below 0.95 while thinking, beside temperature on Claude 4.5 / 4.6);
   ``stop`` -> ``stop_sequences``; ``seed`` raises; ``fast_mode`` -> ``speed: "fast"`` + the
-  ``fast-mode-2026-02-01`` beta on ``FAST_MODE_MODELS`` at api.anthropic.com (quirk ``fast_mode``
+  ``fast-mode-2026-02-01`` beta on ``FAST_MODE_MODELS`` on the first-party API (quirk ``fast_mode``
   decides elsewhere).  ThinkingLevel.MAX -> effort ``max`` (clamped), budget 32768.
 - ``mcp_servers`` (the MCP connector, beta ``mcp-client-2025-11-20``): ``mcp_servers: [{"type": "url", "url",
   "name", "authorization_token"?}]`` (from an ``Authorization: Bearer <token>`` header; any other header, and
@@ -41,6 +41,10 @@ Request
   at gateways whose row says ``auth: "bearer"``).  Quirks ``version_in_body`` (the version as the
   body's first field, ``anthropic_version``, and no ``anthropic-version`` header) and ``model_in_body:
   False`` (the host puts the model in the URL) are Claude on Vertex AI's (and Bedrock InvokeModel's).
+  The first-party API is the quirk ``first_party``, which the anthropic host sets on its own servers
+  (``hosts.Host.own_quirks``): the dialect reads no URL.  It turns on the interleaved-thinking and fast-mode
+  betas and refuses unsigned thinking in the history (quirks ``interleaved_thinking``, ``fast_mode`` and
+  ``replay_unsigned_thinking`` decide elsewhere).
 
 Stream and fidelity
 -------------------
@@ -81,7 +85,7 @@ from ..sse import SSEEvent
 from ..stream import Fold, StreamEnd
 from ..toolcalls import ToolCallAssembler
 from ..types import HttpRequest, PromptCaching, ThinkingLevel
-from ._common import (COMPACTION_FORMAT, left_out, DONE, payloads, parse_data_list, Endpoint, Protocol, check_response_format, documents, dumps, get_request,
+from ._common import (COMPACTION_FORMAT, Count, left_out, DONE, payloads, parse_data_list, Endpoint, Protocol, check_response_format, documents, dumps, get_request,
                       nearest, parse_data_uri, request_headers, stop_sequences, to_int, unsupported,
                       usage, with_cache_write)
 
@@ -92,6 +96,7 @@ __all__ = [
     "map_usage",
     "thinking_rule",
     "thinking_fields",
+    "claude_request_rules",
     "ONE_SAMPLER",
     "FINISH_REASONS",
     "THINKING_RULES",
@@ -247,18 +252,10 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
         body["tools"] = body.get("tools", []) + [_mcp_toolset(server) for server in servers]
 
     choice = config.get("tool_choice")
-    forced = choice == "required" or isinstance(choice, list)
     if isinstance(choice, list) and len(choice) > 1:
         raise unsupported(client, "tool_choice", "can force one tool over the Anthropic API, not {}".format(len(choice)))
-    if forced and not rule["forced_tools"]:
-        raise unsupported(client, "tool_choice", "cannot force a tool call on {!r} (use 'auto' or 'none')".format(model))
-    level = config.get("thinking_level")
-    if forced and level is None and rule["default_on"] and rule["off"] is not None:
-        level = ThinkingLevel.NONE  # forcing a tool needs thinking off: the caller asked for no level
-    thinking, effort, thinking_on = thinking_fields(rule, level, config.get("thinking_summary"), max_tokens)
-    if forced and thinking_on:
-        raise unsupported(client, "tool_choice", "cannot force a tool call while thinking is on for {!r} "
-                                                 "(use tool_choice 'auto', or thinking_level NONE)".format(model))
+    thinking, effort, thinking_on, sampling = claude_request_rules(client, model, rule, config, max_tokens, model,
+                                                                   "'auto' or 'none'")
     if choice is not None:
         if choice == "required":
             body["tool_choice"] = {"type": "any"}
@@ -271,27 +268,7 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
     if effort is not None:
         body["output_config"] = {"effort": effort}
 
-    if "temperature" in config:
-        temperature = config["temperature"]
-        if temperature != 1:
-            if not rule["temperature"]:
-                raise unsupported(client, "temperature", "is not accepted by {!r} (sampling parameters were "
-                                                         "removed; only 1 is allowed)".format(model))
-            if thinking_on:
-                raise unsupported(client, "temperature", "must be 1 (or unset) while thinking is on for {!r}".format(model))
-            body["temperature"] = temperature
-        elif rule["temperature"]:
-            body["temperature"] = temperature
-    if "top_p" in config:
-        top_p = config["top_p"]
-        if not rule["temperature"]:
-            raise unsupported(client, "top_p", "is not accepted by {!r} (sampling parameters were removed)".format(model))
-        if thinking_on and top_p < MIN_TOP_P_THINKING:
-            raise unsupported(client, "top_p", "must be at least {} while thinking is on for {!r}".format(
-                MIN_TOP_P_THINKING, model))
-        if "temperature" in body and ONE_SAMPLER.search(_name(model)):
-            raise unsupported(client, "top_p", "cannot be sent with temperature to {!r} (one or the other)".format(model))
-        body["top_p"] = top_p
+    body.update(sampling)
     stop = stop_sequences(client, config, None)
     if stop is not None:
         body["stop_sequences"] = stop
@@ -304,7 +281,7 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
                                                          "have".format(model))
         body["output_config"] = dict(body.get("output_config") or {},
                                      format={"type": "json_schema", "schema": response_format["schema"]})
-    first_party = "api.anthropic.com" in endpoint.base_url
+    first_party = bool(quirks.get("first_party"))  # the host's own servers (hosts.Host.own_quirks), not a gateway
     fast = bool(config.get("fast_mode"))
     if fast:
         allowed = quirks.get("fast_mode")
@@ -343,11 +320,49 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
         body["context_management"] = {"edits": [
             {"type": COMPACTION_EDIT, "trigger": {"type": "input_tokens", "value": threshold}}]}
         _add_beta(headers, COMPACTION_BETA)
-    return HttpRequest("POST", "/v1/messages", headers, body)
+    return HttpRequest("POST", "/v1/messages", headers, body, output_limit=("max_tokens",))
 
 
-build_request.accepts = ("compaction", "mcp_servers")  # type: ignore[attr-defined]  # config keys only some protocols read
-build_request.compaction_format = "anthropic"  # type: ignore[attr-defined]  # the compaction blocks it replays
+def claude_request_rules(client: str, model: str, rule: Mapping[str, Any], config: Mapping[str, Any], max_tokens: int,
+                         name: str, instead: str) -> Tuple[Any, Optional[str], bool, Dict[str, Any]]:
+    """Claude's request rules, written once for every wire that carries Claude (the Messages API here, Bedrock
+    Converse): forcing a tool against thinking, then temperature and top_p against the model's ``rule`` (a
+    ``THINKING_RULES`` row) and against thinking.  ``name``: the Claude model name inside ``model`` (the row and
+    ``ONE_SAMPLER`` read it); ``instead``: the tool choices to suggest when the model cannot be forced.
+    -> (thinking object or None, effort or None, whether thinking runs, {"temperature", "top_p"} to send)."""
+    choice = config.get("tool_choice")
+    forced = choice == "required" or isinstance(choice, list)
+    if forced and not rule["forced_tools"]:
+        raise unsupported(client, "tool_choice", "cannot force a tool call on {!r} (use {})".format(model, instead))
+    level = config.get("thinking_level")
+    if forced and level is None and rule["default_on"] and rule["off"] is not None:
+        level = ThinkingLevel.NONE  # forcing a tool needs thinking off: the caller asked for no level
+    thinking, effort, thinking_on = thinking_fields(rule, level, config.get("thinking_summary"), max_tokens)
+    if forced and thinking_on:
+        raise unsupported(client, "tool_choice", "cannot force a tool call while thinking is on for {!r} "
+                                                 "(use tool_choice 'auto', or thinking_level NONE)".format(model))
+    sampling = {}  # type: Dict[str, Any]
+    if "temperature" in config:
+        temperature = config["temperature"]
+        if temperature != 1:
+            if not rule["temperature"]:
+                raise unsupported(client, "temperature", "is not accepted by {!r} (sampling parameters were "
+                                                         "removed; only 1 is allowed)".format(model))
+            if thinking_on:
+                raise unsupported(client, "temperature", "must be 1 (or unset) while thinking is on for {!r}".format(model))
+        if rule["temperature"]:
+            sampling["temperature"] = temperature  # (where sampling was removed, 1, the only value, is not sent)
+    if "top_p" in config:
+        top_p = config["top_p"]
+        if not rule["temperature"]:
+            raise unsupported(client, "top_p", "is not accepted by {!r} (sampling parameters were removed)".format(model))
+        if thinking_on and top_p < MIN_TOP_P_THINKING:
+            raise unsupported(client, "top_p", "must be at least {} while thinking is on for {!r}".format(
+                MIN_TOP_P_THINKING, model))
+        if "temperature" in sampling and ONE_SAMPLER.search(_name(name)):
+            raise unsupported(client, "top_p", "cannot be sent with temperature to {!r} (one or the other)".format(model))
+        sampling["top_p"] = top_p
+    return thinking, effort, thinking_on, sampling
 
 
 def _add_beta(headers: Dict[str, str], beta: str) -> None:
@@ -468,7 +483,7 @@ def _url_block(endpoint: Endpoint, url: str) -> Dict[str, Any]:
 def _messages(endpoint: Endpoint, messages: List[Mapping[str, Any]]) -> List[Dict[str, Any]]:
     unsigned = endpoint.quirks.get("replay_unsigned_thinking")
     if unsigned is None:  # the first-party API rejects thinking without its signature
-        unsigned = "api.anthropic.com" not in endpoint.base_url
+        unsigned = not endpoint.quirks.get("first_party")
     out = []  # type: List[Dict[str, Any]]
     for message in messages:
         if message["role"] == "assistant":
@@ -1042,7 +1057,12 @@ def count_request(plan: HttpRequest, model: str, quirks: Mapping[str, Any], form
 
 PROTOCOL = Protocol(
     "anthropic", __name__, build_request, parse_stream, parse_document=parse_document, parse_payloads=_parse,
-    quirk_keys=("automatic_caching", "fast_mode", "interleaved_thinking", "model_in_body", "replay_unsigned_thinking",
+    quirk_keys=("automatic_caching", "fast_mode", "first_party", "interleaved_thinking", "model_in_body", "replay_unsigned_thinking",
                 "response_formats", "thinking_rule", "version_in_body"),
     demo=("claude-sonnet-4-6", "Anthropic Messages"), models_request=models_request, parse_models=parse_data_list,
+    accepts=("compaction", "mcp_servers"), count=Count(count_request, COUNT_FIELD), compaction_format="anthropic",
 )
+
+# thin aliases of the record's fields, for readers of the old places (issue 28: the client reads PROTOCOL)
+build_request.accepts = PROTOCOL.accepts  # type: ignore[attr-defined]
+

@@ -76,10 +76,11 @@ from ..eventstream import CONTENT_TYPE, iter_messages
 from ..sse import json_loads
 from ..stream import Fold, StreamEnd
 from ..toolcalls import ToolCallAssembler
-from ..types import HttpRequest, PromptCaching, ThinkingLevel
+from ..types import HttpRequest, PromptCaching
 from . import anthropic
-from ._common import (left_out, Endpoint, Protocol, check_response_format, dumps, encode_path_segment, model_list_page,
-                      parse_data_uri, samplers, to_int, unsupported, usage, with_cache_write)
+from ._common import (left_out, Count, Endpoint, Protocol, check_response_format, dumps, encode_path_segment, model_list_page,
+                      parse_data_uri, samplers, to_int, unsupported, usage,
+                      with_cache_write)
 from ._common import refuse_mcp_servers
 
 __all__ = ["build_request", "parse_stream", "parse_document", "map_usage", "claude_name", "stream_error",
@@ -193,22 +194,15 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
     inference = {}  # type: Dict[str, Any]
     extra = {}  # type: Dict[str, Any]
     choice = config.get("tool_choice")
-    forced = choice == "required" or isinstance(choice, list)
     if isinstance(choice, list) and len(choice) > 1:
         raise unsupported(client, "tool_choice", "can force one tool over Bedrock Converse, not {}".format(len(choice)))
     thinking_on = False
+    sampling = None  # type: Optional[Dict[str, Any]]  # Claude's checked temperature / top_p
     max_tokens = config.get("max_tokens")
     if rule is not None:
         max_tokens = max_tokens or rule["max_tokens"]
-        if forced and not rule["forced_tools"]:
-            raise unsupported(client, "tool_choice", "cannot force a tool call on {!r} (use 'auto')".format(model))
-        level = config.get("thinking_level")
-        if forced and level is None and rule["default_on"] and rule["off"] is not None:
-            level = ThinkingLevel.NONE
-        thinking, effort, thinking_on = anthropic.thinking_fields(rule, level, config.get("thinking_summary"), max_tokens)
-        if forced and thinking_on:
-            raise unsupported(client, "tool_choice", "cannot force a tool call while thinking is on for {!r} "
-                                                     "(use tool_choice 'auto', or thinking_level NONE)".format(model))
+        thinking, effort, thinking_on, sampling = anthropic.claude_request_rules(
+            client, model, rule, config, max_tokens, claude or "", "'auto'")  # (Converse has no "none" to suggest)
         if thinking is not None:
             extra["thinking"] = thinking
         if effort is not None:
@@ -218,28 +212,8 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
     if max_tokens:
         inference["maxTokens"] = max_tokens
     inference.update(samplers(client, config, _SAMPLERS, why="cannot be sent: the Bedrock Converse API has no seed"))
-    if "temperature" in config:
-        temperature = config["temperature"]
-        if rule is not None and temperature != 1:
-            if not rule["temperature"]:
-                raise unsupported(client, "temperature", "is not accepted by {!r} (sampling parameters were "
-                                                         "removed; only 1 is allowed)".format(model))
-            if thinking_on:
-                raise unsupported(client, "temperature", "must be 1 (or unset) while thinking is on for {!r}".format(model))
-        if rule is not None and not rule["temperature"]:
-            del inference["temperature"]  # (1, the only value it takes: not sent)
-    if "topP" in inference:
-        top_p = inference["topP"]
-        if rule is not None:
-            if not rule["temperature"]:
-                raise unsupported(client, "top_p", "is not accepted by {!r} (sampling parameters were "
-                                                   "removed)".format(model))
-            if thinking_on and top_p < anthropic.MIN_TOP_P_THINKING:
-                raise unsupported(client, "top_p", "must be at least {} while thinking is on for {!r}".format(
-                    anthropic.MIN_TOP_P_THINKING, model))
-            if "temperature" in inference and anthropic.ONE_SAMPLER.search(claude or ""):
-                raise unsupported(client, "top_p", "cannot be sent with temperature to {!r} (one or the "
-                                                   "other)".format(model))
+    if sampling is not None and "temperature" not in sampling:
+        inference.pop("temperature", None)  # (sampling removed: 1, the only value it takes, is not sent)
     if inference:
         body["inferenceConfig"] = inference
     wanted = check_response_format(client, config, None, ("text", "json_schema"))
@@ -279,7 +253,8 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
 
     headers = {"Content-Type": "application/json", "Accept": CONTENT_TYPE}
     headers.update(endpoint.headers)
-    return HttpRequest("POST", "/model/{}/converse-stream".format(encode_path_segment(model)), headers, body)
+    return HttpRequest("POST", "/model/{}/converse-stream".format(encode_path_segment(model)), headers, body,
+                       output_limit=("inferenceConfig", "maxTokens"))
 
 
 def _tool(tool: Mapping[str, Any]) -> Dict[str, Any]:
@@ -824,4 +799,5 @@ PROTOCOL = Protocol(
     "bedrock", __name__, build_request, parse_stream,
     framing=iter_messages, parse_document=parse_document, models_request=models_request, parse_models=parse_models,
     demo=("us.anthropic.claude-sonnet-4-5-20250929-v1:0", "Amazon Bedrock Converse"),
+    count=Count(count_request, COUNT_FIELD),
 )

@@ -1,10 +1,10 @@
 """Token counting before sending: what every dialect's count request shares (pure: no I/O).
 
-A dialect module that has a count endpoint defines ``count_request(plan, model, quirks, form)`` (the
-count request planned from the very streaming plan ``streaming_response`` would send, after
-``extra_body`` / ``extra_headers``; ``form`` is the client-type row's ``count_tokens``: None is
-returned where it is False, the host documenting no count endpoint) and ``COUNT_FIELD`` (the answer's field holding the
-count).  The messages, system prompt, tools and attachments are the plan's own; only what the
+A dialect that has a count endpoint declares it in its record, ``Protocol(count=Count(request, field))``:
+``request(plan, model, quirks, form)`` plans the count request from the very streaming plan
+``streaming_response`` would send, after ``extra_body`` / ``extra_headers`` (``form`` is the client-type
+row's ``count_tokens``: None is returned where it is False, the host documenting no count endpoint);
+``field`` is the answer's field holding the count (the modules name them ``count_request`` and ``COUNT_FIELD``).  The messages, system prompt, tools and attachments are the plan's own; only what the
 count endpoints refuse (generation-only fields such as ``max_tokens``, ``stream``,
 ``temperature``) is left out.  Plans are paths: the host joins them to the endpoint and adds the
 credential, as for any request.
@@ -47,7 +47,7 @@ def count_plan(plan: HttpRequest, path: str, body: Dict[str, Any]) -> HttpReques
     """The streaming plan turned into its count request: ``path``, ``body``, a JSON answer."""
     headers = {key: value for key, value in plan.headers.items() if key.lower() != "accept"}
     headers["Accept"] = "application/json"
-    return dataclasses.replace(plan, url=path, headers=headers, body=body, stream=False)
+    return dataclasses.replace(plan, url=path, headers=headers, body=body, stream=False, output_limit=())
 
 
 def parse_count(client: str, payload: Any, field: str) -> int:

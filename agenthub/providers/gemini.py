@@ -86,7 +86,7 @@ from ..sse import SSEEvent
 from ..stream import StreamEnd
 from ..toolcalls import ToolCallAssembler
 from ..types import HttpRequest, PromptCaching, ThinkingLevel
-from ._common import (DONE, document_payloads, payloads, Endpoint, Protocol, check_response_format, documents, get_request,
+from ._common import (Count, DONE, document_payloads, payloads, Endpoint, Protocol, check_response_format, documents, get_request,
                       model_list_page, nearest, parse_data_uri, request_headers, samplers, to_int, unsupported,
                       usage)
 from ._common import refuse_mcp_servers
@@ -136,6 +136,8 @@ _BUDGET_25_PRO = {"none": 128, "low": 1024, "medium": 8192, "high": 32768, "xhig
 #: stop sequences generationConfig.stopSequences takes ("up to 5")
 STOP_LIMIT = 5
 #: config key -> its generationConfig field
+#: where a plan keeps its output limit (HttpRequest.max_output)
+OUTPUT_LIMIT = ("generationConfig", "maxOutputTokens")
 _SAMPLERS = {"max_tokens": "maxOutputTokens", "temperature": "temperature", "top_p": "topP", "stop": "stopSequences",
              "seed": "seed"}
 #: models that take the OpenAPI-subset ``responseSchema`` rather than a JSON Schema in ``responseJsonSchema``
@@ -203,7 +205,8 @@ _TYPES = frozenset(["string", "number", "integer", "boolean", "array", "object"]
 def openapi_schema(client: str, schema: Mapping[str, Any], vertex: bool = False) -> Dict[str, Any]:
     """A JSON Schema as ``responseSchema`` takes it (Gemini 1.x / 2.0).  What the subset cannot say (a
     recursive $ref, oneOf, a non-string enum, ...) is an UnsupportedParameterError before sending;
-    ``additionalProperties`` other than false is Vertex AI's only (the Gemini API refuses it)."""
+    ``additionalProperties`` other than false is Vertex AI's only (the Gemini API refuses it): ``vertex``,
+    which ``build_request`` reads from the quirk ``schema_additional_properties`` its client-type row sets."""
     root = dict(schema)
     defs = {}  # type: Dict[str, Any]
     for key in ("$defs", "definitions"):
@@ -563,7 +566,7 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
         if response_format["type"] == "json_schema":
             field = _schema_field(model)
             generation[field] = response_format["schema"] if field == "responseJsonSchema" else openapi_schema(
-                client, response_format["schema"], vertex=client == "vertex")
+                client, response_format["schema"], vertex=bool(quirks.get("schema_additional_properties")))
     service_tier = None
     if config.get("fast_mode"):
         if quirks.get("fast_mode") is False:
@@ -580,7 +583,7 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
         if service_tier:
             body["serviceTier"] = service_tier
         return HttpRequest("POST", request_path(model, "streamGenerateContent?alt=sse"),
-                           _headers(endpoint, "text/event-stream"), body)
+                           _headers(endpoint, "text/event-stream"), body, output_limit=OUTPUT_LIMIT)
 
     body = {"contents": _contents(client, model, messages)}
     if config.get("system_prompt"):
@@ -619,7 +622,7 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
     if service_tier:
         body["serviceTier"] = service_tier
     return HttpRequest("POST", request_path(model, "streamGenerateContent?alt=sse"),
-                       _headers(endpoint, "text/event-stream"), body)
+                       _headers(endpoint, "text/event-stream"), body, output_limit=OUTPUT_LIMIT)
 
 
 # -- response -----------------------------------------------------------------------------------
@@ -1100,7 +1103,8 @@ def count_request(plan: HttpRequest, model: str, quirks: Mapping[str, Any], form
 
 PROTOCOL = Protocol(
     "gemini", __name__, build_request, parse_stream, parse_document=parse_document, parse_payloads=_parse,
-    quirk_keys=("fast_mode", "image_output", "response_formats", "stream_function_call_arguments", "tts"),
+    quirk_keys=("fast_mode", "image_output", "response_formats", "schema_additional_properties",
+                "stream_function_call_arguments", "tts"),
     embeddings="gemini_embeddings", demo=("gemini-3.5-flash", "Gemini generateContent"),
-    models_request=models_request, parse_models=parse_models,
+    models_request=models_request, parse_models=parse_models, count=Count(count_request, COUNT_FIELD),
 )

@@ -64,12 +64,12 @@ from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Tuple
 from urllib.parse import quote, urlsplit
 
 from ..errors import ConfigError, StreamProtocolError, upstream_error
-from ..sse import SSEEvent, json_loads
+from ..sse import SSEEvent
 from ..stream import StreamEnd
 from ..toolcalls import ToolCallAssembler
 from ..types import HttpRequest, PromptCaching, ThinkingLevel
 from . import gemini
-from ._common import (Endpoint, Protocol, check_response_format, parse_data_uri, request_headers,
+from ._common import (DONE, Endpoint, Protocol, Resume, payloads, check_response_format, parse_data_uri, request_headers,
                       stop_sequences, to_int, unsupported, usage)
 from ._common import refuse_mcp_servers
 
@@ -357,14 +357,12 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
         if quirks.get("fast_mode") is False:
             raise unsupported(client, "fast_mode", "is not offered at this endpoint (no priority tier)")
         body["service_tier"] = "priority"
-    return HttpRequest("POST", interactions_url(endpoint), _headers(endpoint), body)
+    return HttpRequest("POST", interactions_url(endpoint), _headers(endpoint), body,
+                       output_limit=("generation_config", "max_output_tokens"))
 
 
-build_request.chains_turns = True  # type: ignore[attr-defined]  # the client passes stateful=True
-build_request.stored_answer = stored_answer  # type: ignore[attr-defined]  # and marks a stateful answer stored
 #: background streams resume after a cut (agenthub.resume): are cursors numbers, in order?
 ordered_cursors = False
-build_request.accepts = ("background",)  # type: ignore[attr-defined]  # config keys only some protocols read
 
 
 def resume_request(endpoint: Endpoint, resource_id: str, cursor: Optional[str]) -> HttpRequest:
@@ -448,6 +446,23 @@ class _Call(object):
         self.streamed = False
 
 
+class _State(object):
+    """One interaction's steps, tool calls and what the terminal events said (what the handlers share)."""
+
+    __slots__ = ("client", "tools", "steps", "calls", "slots", "made_calls", "raw_usage", "resource", "done")
+
+    def __init__(self, client: str, tool_id_prefix: Any) -> None:
+        self.client = client
+        self.tools = ToolCallAssembler(client, tool_id_prefix)
+        self.steps = {}  # type: Dict[Any, Any]  # step index -> its type
+        self.calls = {}  # type: Dict[Any, _Call]  # step index -> the function call it holds
+        self.slots = 0
+        self.made_calls = False
+        self.raw_usage = None  # type: Optional[Dict[str, Any]]
+        self.resource = None  # type: Optional[str]
+        self.done = False  # interaction.completed arrived
+
+
 def parse_stream(events: Iterable[SSEEvent], client: str = "gemini-interactions",
                  tool_id_prefix: Any = None) -> Iterator[Any]:
     """SSE events of one streamed interaction -> content items, then a StreamEnd.
@@ -455,154 +470,248 @@ def parse_stream(events: Iterable[SSEEvent], client: str = "gemini-interactions"
     Complete when ``interaction.completed`` arrived (``[DONE]`` after it is a relay's end
     marker); an ``error`` event or a failed interaction raises UpstreamError.
     """
-    loads = json_loads
-    tools = ToolCallAssembler(client, tool_id_prefix)
-    steps = {}  # type: Dict[Any, str]  # step index -> its type
-    calls = {}  # type: Dict[Any, _Call]  # step index -> the function call it holds
-    slots = 0
-    made_calls = False
-    raw_usage = None  # type: Optional[Dict[str, Any]]
-    resource = None  # type: Optional[str]
-    for sse in events:
-        data = sse.data
-        if not data or data[0] != "{":
-            if not data.strip() or data.strip() == "[DONE]":
-                continue
-        payload = loads(data)
-        if type(payload) is not dict:
+    return _parse(payloads(events), client, tool_id_prefix)
+
+
+# -- the handlers: one per event type (_EVENTS), per delta type (_DELTAS) and per step type (_STEPS); each
+# returns the items it owes
+
+
+def _text_delta(state: _State, index: Any, delta: Dict[str, Any]) -> Any:
+    text = delta.get("text")
+    if type(text) is not str:
+        raise StreamProtocolError("{}: a text delta without text".format(state.client), client=state.client)
+    return ({"type": "text", "text": text},) if text else ()
+
+
+def _summary_delta(state: _State, index: Any, delta: Dict[str, Any]) -> Any:
+    content = delta.get("content")
+    text = _summary_text(content)
+    if text:
+        return ({"type": "thinking", "thinking": text},)
+    if isinstance(content, dict) and content.get("type") == "image":
+        item = _media_item(content, thought=True)
+        if item is not None:
+            return (item,)
+    return ()
+
+
+def _signature_delta(state: _State, index: Any, delta: Dict[str, Any]) -> Any:
+    signature = delta.get("signature")
+    if isinstance(signature, str) and signature:
+        return ({"type": "thinking", "thinking": "", "fidelity": {SIGNATURE: signature}},)
+    return ()
+
+
+def _arguments_delta(state: _State, index: Any, delta: Dict[str, Any]) -> Any:
+    call = state.calls.get(index)
+    if call is None:
+        raise StreamProtocolError("{}: function-call arguments for step {!r}, which is not a function "
+                                  "call".format(state.client, index), client=state.client)
+    items = []  # type: List[Dict[str, Any]]
+    if not call.streamed:
+        call.streamed = True
+        items.extend(state.tools.feed(call.slot, call.call_id, call.name, "", call_fidelity(call)))
+    text = delta.get("arguments") or ""
+    if text:
+        items.extend(state.tools.feed_arguments(call.slot, text))
+    return items
+
+
+def _media_delta(state: _State, index: Any, delta: Dict[str, Any]) -> Any:
+    item = _media_item(delta)
+    return () if item is None else (item,)
+
+
+def _other_delta(state: _State, index: Any, delta: Dict[str, Any]) -> Any:
+    if logger.isEnabledFor(logging.DEBUG):
+        logger.debug("%s: skipped a %s delta", state.client, delta.get("type"))
+    return ()
+
+
+#: ``step.delta`` delta type -> handler(state, step index, delta)
+_DELTAS = dict({"text": _text_delta, "thought_summary": _summary_delta, "thought_signature": _signature_delta,
+                "arguments_delta": _arguments_delta}, **{kind: _media_delta for kind in _MEDIA_KINDS})
+
+
+def _step_delta(state: _State, payload: Dict[str, Any]) -> Any:
+    delta = payload.get("delta")
+    if type(delta) is not dict:
+        delta = {}
+    meta = payload.get("metadata")
+    if type(meta) is dict and type(meta.get("total_usage")) is dict:
+        state.raw_usage = meta["total_usage"]
+    return _DELTAS.get(delta.get("type"), _other_delta)(state, payload.get("index"), delta)
+
+
+def _function_call_step(state: _State, index: Any, step: Dict[str, Any]) -> Any:
+    name = step.get("name")
+    if not isinstance(name, str) or not name:
+        raise StreamProtocolError("{}: a function_call step without a name".format(state.client), client=state.client)
+    call_id = step.get("id")
+    state.calls[index] = _Call(state.slots, call_id if isinstance(call_id, str) and call_id else None, name,
+                               step.get("arguments"))
+    state.slots += 1
+    state.made_calls = True
+    return ()
+
+
+def _thought_step(state: _State, index: Any, step: Dict[str, Any]) -> Any:
+    items = []  # type: List[Dict[str, Any]]
+    text = _summary_text(step.get("summary"))
+    if text:
+        items.append({"type": "thinking", "thinking": text})
+    signature = step.get("signature")
+    if isinstance(signature, str) and signature:
+        items.append({"type": "thinking", "thinking": "", "fidelity": {SIGNATURE: signature}})
+    return items
+
+
+def _model_output_step(state: _State, index: Any, step: Dict[str, Any]) -> Any:
+    items = []  # type: List[Dict[str, Any]]
+    for block in step.get("content") or ():
+        if isinstance(block, dict) and block.get("type") == "text":
+            if block.get("text"):
+                items.append({"type": "text", "text": block["text"]})
+        elif isinstance(block, dict):
+            item = _media_item(block)
+            if item is not None:
+                items.append(item)
+    return items
+
+
+#: ``step.start`` step type -> handler(state, step index, step); other steps (server-side tools) owe nothing
+_STEPS = {"function_call": _function_call_step, "thought": _thought_step, "model_output": _model_output_step}
+
+
+def _no_step(state: _State, index: Any, step: Dict[str, Any]) -> Any:
+    return ()
+
+
+def _step_start(state: _State, payload: Dict[str, Any]) -> Any:
+    step = payload.get("step")
+    if type(step) is not dict:
+        step = {}
+    index = payload.get("index")
+    kind = step.get("type")
+    state.steps[index] = kind
+    return _STEPS.get(kind, _no_step)(state, index, step)
+
+
+def _step_stop(state: _State, payload: Dict[str, Any]) -> Any:
+    call = state.calls.pop(payload.get("index"), None)
+    if type(payload.get("usage")) is dict:
+        state.raw_usage = payload["usage"]
+    return () if call is None else _end_call(state.tools, call)
+
+
+def _interaction(payload: Dict[str, Any]) -> Dict[str, Any]:
+    interaction = payload.get("interaction")
+    return interaction if type(interaction) is dict else {}
+
+
+def _created(state: _State, payload: Dict[str, Any]) -> Any:
+    state.resource = _interaction(payload).get("id") or state.resource
+    return ()
+
+
+def _status_update(state: _State, payload: Dict[str, Any]) -> Any:
+    if type(payload.get("usage")) is dict:
+        state.raw_usage = payload["usage"]
+    return ()
+
+
+def _completed(state: _State, payload: Dict[str, Any]) -> Any:
+    """The terminal marker: the calls left open are closed, then the interaction id and the StreamEnd."""
+    interaction = _interaction(payload)
+    status = interaction.get("status")
+    state.resource = interaction.get("id") or state.resource
+    if status == "failed":
+        raise upstream_error(state.client, {"error": interaction.get("error") or {"message": "the interaction failed"}})
+    items = []  # type: List[Any]
+    for call in list(state.calls.values()):  # calls whose step.stop never came
+        items.extend(_end_call(state.tools, call))
+    state.calls.clear()
+    items.extend(state.tools.finish())
+    if type(interaction.get("usage")) is dict:
+        state.raw_usage = interaction["usage"]
+    finish = FINISH_STATUS.get(status, "unknown")
+    if finish == "stop" and state.made_calls:
+        finish = "tool_call"
+    if state.resource:
+        items.append({"type": "thinking", "thinking": "", "fidelity": {INTERACTION_ID: state.resource}})
+    items.append(StreamEnd(map_usage(state.raw_usage) if state.raw_usage else None, finish))
+    state.done = True
+    return items
+
+
+def _error(state: _State, payload: Any) -> Any:
+    raise upstream_error(state.client, payload)
+
+
+def _unknown(state: _State, payload: Dict[str, Any]) -> Any:
+    return ()
+
+
+#: event type (``event_type``, else the SSE event name) -> handler(state, payload) -> the items it owes
+_EVENTS = {
+    "step.delta": _step_delta,
+    "step.start": _step_start,
+    "step.stop": _step_stop,
+    "interaction.created": _created,
+    "interaction.status_update": _status_update,
+    "interaction.completed": _completed,
+    "error": _error,
+}
+
+
+def _parse(pairs: Iterable[Any], client: str = "gemini-interactions", tool_id_prefix: Any = None) -> Iterator[Any]:
+    """``parse_stream`` over decoded payloads: ``(event, payload)`` pairs (see ``_common.payloads``).  Complete
+    once ``interaction.completed`` arrived; cut before it, the parts simply end (the driver raises
+    StreamProtocolError)."""
+    state = _State(client, tool_id_prefix)
+    handlers = _EVENTS
+    for event, payload in pairs:
+        if payload.__class__ is not dict:
+            if event == "error":  # an error event whose data is not JSON: its text
+                _error(state, payload)
+            if event is DONE:  # a relay's end marker: the end of the body
+                break
             continue
-        kind = payload.get("event_type") or sse.event
+        kind = payload.get("event_type") or event
         if kind == "step.delta":
-            delta = payload.get("delta") or {}
-            dkind = delta.get("type")
-            index = payload.get("index")
-            meta = payload.get("metadata")
-            if type(meta) is dict and type(meta.get("total_usage")) is dict:
-                raw_usage = meta["total_usage"]
-            if dkind == "text":
+            # the row nearly every event takes, inlined: more text (the table's _step_delta gives the same)
+            delta = payload.get("delta")
+            if delta.__class__ is dict and delta.get("type") == "text" and "metadata" not in payload:
                 text = delta.get("text")
-                if type(text) is not str:
-                    raise StreamProtocolError("{}: a text delta without text".format(client), client=client)
-                if text:
-                    yield {"type": "text", "text": text}
-            elif dkind == "thought_summary":
-                content = delta.get("content")
-                text = _summary_text(content)
-                if text:
-                    yield {"type": "thinking", "thinking": text}
-                elif isinstance(content, dict) and content.get("type") == "image":
-                    item = _media_item(content, thought=True)
-                    if item is not None:
-                        yield item
-            elif dkind == "thought_signature":
-                signature = delta.get("signature")
-                if isinstance(signature, str) and signature:
-                    yield {"type": "thinking", "thinking": "", "fidelity": {SIGNATURE: signature}}
-            elif dkind == "arguments_delta":
-                call = calls.get(index)
-                if call is None:
-                    raise StreamProtocolError("{}: function-call arguments for step {!r}, which is not a function "
-                                              "call".format(client, index), client=client)
-                text = delta.get("arguments") or ""
-                if not call.streamed:
-                    call.streamed = True
-                    for item in tools.feed(call.slot, call.call_id, call.name, "", call_fidelity(call)):
-                        yield item
-                if text:
-                    for item in tools.feed_arguments(call.slot, text):
-                        yield item
-            elif dkind in _MEDIA_KINDS:
-                item = _media_item(delta)
-                if item is not None:
-                    yield item
-            elif logger.isEnabledFor(logging.DEBUG):
-                logger.debug("%s: skipped a %s delta", client, dkind)
-        elif kind == "step.start":
-            step = payload.get("step") or {}
-            index = payload.get("index")
-            stype = step.get("type")
-            steps[index] = stype
-            if stype == "function_call":
-                name = step.get("name")
-                if not isinstance(name, str) or not name:
-                    raise StreamProtocolError("{}: a function_call step without a name".format(client), client=client)
-                call_id = step.get("id")
-                calls[index] = _Call(slots, call_id if isinstance(call_id, str) and call_id else None, name,
-                                     step.get("arguments"))
-                slots += 1
-                made_calls = True
-            elif stype == "thought":
-                text = _summary_text(step.get("summary"))
-                if text:
-                    yield {"type": "thinking", "thinking": text}
-                signature = step.get("signature")
-                if isinstance(signature, str) and signature:
-                    yield {"type": "thinking", "thinking": "", "fidelity": {SIGNATURE: signature}}
-            elif stype == "model_output":
-                for block in step.get("content") or ():
-                    if isinstance(block, dict) and block.get("type") == "text":
-                        if block.get("text"):
-                            yield {"type": "text", "text": block["text"]}
-                    elif isinstance(block, dict):
-                        item = _media_item(block)
-                        if item is not None:
-                            yield item
-        elif kind == "step.stop":
-            index = payload.get("index")
-            call = calls.pop(index, None)
-            if call is not None:
-                for item in _end_call(tools, call):
-                    yield item
-            if type(payload.get("usage")) is dict:
-                raw_usage = payload["usage"]
-        elif kind == "interaction.created":
-            resource = (payload.get("interaction") or {}).get("id") or resource
-        elif kind == "interaction.completed":
-            interaction = payload.get("interaction") or {}
-            status = interaction.get("status")
-            resource = interaction.get("id") or resource
-            if status == "failed":
-                error = interaction.get("error") or {"message": "the interaction failed"}
-                raise upstream_error(client, {"error": error})
-            for call in list(calls.values()):  # calls whose step.stop never came
-                for item in _end_call(tools, call):
-                    yield item
-            calls.clear()
-            for item in tools.finish():
-                yield item
-            if type(interaction.get("usage")) is dict:
-                raw_usage = interaction["usage"]
-            finish = FINISH_STATUS.get(status, "unknown")
-            if finish == "stop" and made_calls:
-                finish = "tool_call"
-            if resource:
-                yield {"type": "thinking", "thinking": "", "fidelity": {INTERACTION_ID: resource}}
-            yield StreamEnd(map_usage(raw_usage) if raw_usage else None, finish)
+                if text.__class__ is str:
+                    if text:
+                        yield {"type": "text", "text": text}
+                    continue
+        items = handlers.get(kind, _unknown)(state, payload)
+        if items:
+            yield from items
+        if state.done:
             return
-        elif kind == "error":
-            raise upstream_error(client, payload)
-        elif kind == "interaction.status_update":
-            if type(payload.get("usage")) is dict:
-                raw_usage = payload["usage"]
-    # cut before interaction.completed: the driver raises StreamProtocolError
 
 
 def parse_document(payload: Any, client: str = "gemini-interactions", tool_id_prefix: Any = None) -> Iterator[Any]:
     """A whole ``Interaction`` (a server that answered without streaming) -> the same parts: each of its
-    ``steps`` read as a ``step.start`` / ``step.stop`` pair, then its status as ``interaction.completed``."""
+    ``steps`` read as a ``step.start`` / ``step.stop`` pair, then its status as ``interaction.completed``
+    (payloads handed to the same parser, never text to decode again)."""
     if not isinstance(payload, dict):
         raise StreamProtocolError("{}: the answer is not an Interaction object".format(client), client=client)
     if "error" in payload and "steps" not in payload:
         raise upstream_error(client, payload)
-    events = []  # type: List[SSEEvent]
+    pairs = []  # type: List[Tuple[str, Dict[str, Any]]]
     for index, step in enumerate(payload.get("steps") or ()):
         if isinstance(step, dict) and step.get("type") in ("user_input", "function_result"):
             continue  # the input, echoed
-        events.append(SSEEvent(json.dumps({"event_type": "step.start", "index": index, "step": step})))
-        events.append(SSEEvent(json.dumps({"event_type": "step.stop", "index": index})))
+        pairs.append(("message", {"event_type": "step.start", "index": index, "step": step}))
+        pairs.append(("message", {"event_type": "step.stop", "index": index}))
     completed = {key: payload[key] for key in ("id", "status", "usage", "error") if key in payload}
-    events.append(SSEEvent(json.dumps({"event_type": "interaction.completed", "interaction": completed})))
-    return parse_stream(events, client, tool_id_prefix)
+    pairs.append(("message", {"event_type": "interaction.completed", "interaction": completed}))
+    return _parse(pairs, client, tool_id_prefix)
 
 
 def call_fidelity(call: _Call) -> Optional[Dict[str, Any]]:
@@ -617,8 +726,17 @@ def _end_call(tools: ToolCallAssembler, call: _Call) -> List[Dict[str, Any]]:
 
 
 PROTOCOL = Protocol(
-    "gemini-interactions", __name__, build_request, parse_stream, parse_document=parse_document,
+    "gemini-interactions", __name__, build_request, parse_stream, parse_document=parse_document, parse_payloads=_parse,
     quirk_keys=("fast_mode", "response_formats"),
     demo=None,
     models_request=gemini.models_request, parse_models=gemini.parse_models,  # the same GET /v1beta/models
+    accepts=("background",),
+    chains_turns=True, stored_answer=stored_answer,  # the client passes stateful=True, then marks the answer stored
+    resume=Resume(resume_request, cancel_request, frame_cursor, ordered_cursors),
 )
+
+# thin aliases of the record's fields, for readers of the old places (issue 28: the client reads PROTOCOL)
+build_request.accepts = PROTOCOL.accepts  # type: ignore[attr-defined]
+build_request.chains_turns = PROTOCOL.chains_turns  # type: ignore[attr-defined]
+build_request.stored_answer = PROTOCOL.stored_answer  # type: ignore[attr-defined]
+

@@ -81,8 +81,8 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
     body["stream"] = True
     if quirks.get("stream_usage", True):
         body["stream_options"] = {"include_usage": True}
-    body.update(samplers(client, config, dict(_SAMPLERS, max_tokens=quirks.get("max_tokens_field", "max_completion_tokens")),
-                         STOP_LIMIT))
+    limit_field = quirks.get("max_tokens_field", "max_completion_tokens")
+    body.update(samplers(client, config, dict(_SAMPLERS, max_tokens=limit_field), STOP_LIMIT))
     response_format = check_response_format(client, config, quirks.get("response_formats"))
     if response_format is not None:
         body["response_format"] = chat_response_format(response_format)
@@ -112,7 +112,7 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
     for key in ("image_config", "tts_config", "embedding_config"):
         if key in config:
             raise unsupported(client, key, "is not available over Chat Completions for model {!r}".format(model))
-    return HttpRequest("POST", "/chat/completions", request_headers(endpoint), body)
+    return HttpRequest("POST", "/chat/completions", request_headers(endpoint), body, output_limit=(limit_field,))
 
 
 def chat_response_format(response_format: Mapping[str, Any]) -> Dict[str, Any]:

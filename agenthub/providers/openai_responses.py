@@ -121,7 +121,7 @@ from ..sse import SSEEvent
 from ..stream import StreamEnd
 from ..toolcalls import ToolCallAssembler
 from ..types import HttpRequest, PromptCaching, ThinkingLevel
-from ._common import (COMPACTION_FORMAT, after_compaction, left_out, DONE, payloads, openai_models_request, parse_data_list, Endpoint, Protocol, check_response_format, data_uri, documents, dumps,
+from ._common import (COMPACTION_FORMAT, Count, Resume, after_compaction, left_out, DONE, payloads, openai_models_request, parse_data_list, Endpoint, Protocol, check_response_format, data_uri, documents, dumps,
                       inclusive_usage, nearest, parse_data_uri, request_headers,
                       unsupported)
 
@@ -283,7 +283,7 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
     for key in ("image_config", "tts_config", "embedding_config"):
         if key in config:
             raise unsupported(client, key, "is not available over the Responses API for model {!r}".format(model))
-    return HttpRequest("POST", "/responses", request_headers(endpoint), body)
+    return HttpRequest("POST", "/responses", request_headers(endpoint), body, output_limit=("max_output_tokens",))
 
 
 def _encrypted(client: str, config: Mapping[str, Any], quirks: Mapping[str, Any], reasons: bool, known: bool) -> bool:
@@ -1357,8 +1357,6 @@ def frame_cursor(sse: SSEEvent) -> Tuple[Optional[str], Optional[int], bool]:
 
 #: background streams resume after a cut (agenthub.resume): are cursors numbers, in order?
 ordered_cursors = True
-build_request.accepts = ("background", "compaction", "mcp_servers")  # type: ignore[attr-defined]  # keys only some protocols read
-build_request.compaction_format = "openai"  # type: ignore[attr-defined]  # the compaction items it replays
 
 
 # -- the endpoint's model list ------------------------------------------------------------------
@@ -1387,4 +1385,10 @@ PROTOCOL = Protocol(
     quirk_keys=("encrypted_reasoning", "fast_mode", "reasoning", "reasoning_efforts", "response_formats"),
     embeddings="openai_embeddings", demo=("gpt-5.5", "OpenAI Responses"),
     models_request=openai_models_request, parse_models=parse_data_list,
+    accepts=("background", "compaction", "mcp_servers"), compaction_format="openai",
+    resume=Resume(resume_request, cancel_request, frame_cursor, ordered_cursors), count=Count(count_request, COUNT_FIELD),
 )
+
+# thin aliases of the record's fields, for readers of the old places (issue 28: the client reads PROTOCOL)
+build_request.accepts = PROTOCOL.accepts  # type: ignore[attr-defined]
+
