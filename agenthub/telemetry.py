@@ -44,7 +44,7 @@ from .errors import ConfigError
 from .hosts.trust import url_host, url_origin
 
 __all__ = ["instrument", "uninstrument", "is_instrumented", "start_from_environment", "continue_trace",
-           "workflow_span", "child_span", "activate", "agent_span", "tool_span", "mcp_span", "inject_meta",
+           "workflow_span", "child_span", "activate", "OpenTelemetryInstrumentor", "agent_span", "tool_span", "mcp_span", "inject_meta",
            "provider_name", "operation_name"]
 
 logger = logging.getLogger("agenthub")
@@ -304,6 +304,17 @@ def instrument(tracer_provider: Any = None, meter_provider: Any = None, capture_
             attempts.unregister(_state.hook)
         _state = state
         attempts.register(state.hook)
+
+
+class OpenTelemetryInstrumentor(object):
+    """The ``opentelemetry_instrumentor`` entry point of the agenthub package: ``opentelemetry-instrument``
+    (zero-code instrumentation) calls ``instrument()`` on it with the providers it configured."""
+
+    def instrument(self, **kwargs: Any) -> None:
+        instrument(kwargs.get("tracer_provider"), kwargs.get("meter_provider"))
+
+    def uninstrument(self, **kwargs: Any) -> None:
+        uninstrument()
 
 
 def start_from_environment() -> Callable[[], None]:

@@ -1132,3 +1132,37 @@ def test_latest_content_drops_finish_reason_from_output_messages(otel, monkeypat
     with pytest.raises(Exception):
         validator.validate(output)  # v1.41 still requires it: the default mode keeps it
     assert json.loads(span.attributes["gen_ai.system_instructions"]) == [{"type": "text", "content": "Be brief."}]
+
+
+@needs_call_hooks
+def test_opentelemetry_instrument_turns_agenthub_on_through_its_entry_point(tmp_path):
+    _sdk()  # skips without the SDK
+    import importlib.util
+
+    command = os.path.join(os.path.dirname(sys.executable), "opentelemetry-instrument")
+    if not os.path.exists(command) or importlib.util.find_spec("opentelemetry.distro") is None:
+        pytest.skip("opentelemetry-instrument with opentelemetry-distro (what configures its SDK) is not installed")
+    # the entry point as setup.cfg declares it, in a dist-info of its own (agenthub itself is not installed here)
+    info = tmp_path / "agenthub_entry-0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: agenthub-entry\nVersion: 0\n")
+    with open(os.path.join(ROOT, "setup.cfg")) as handle:
+        declared = handle.read().split("opentelemetry_instrumentor =", 1)[1].splitlines()[1].strip()
+    (info / "entry_points.txt").write_text("[opentelemetry_instrumentor]\n{}\n".format(declared))
+    code = ("import agenthub\n"
+            "client = agenthub.AutoLLMClient('gpt-tel', api_key='k', base_url={url!r}, client_type='openai-chat')\n"
+            "print(agenthub.collect(client.streaming_response({ask!r}))['finish_reason'])\n")
+    from sse_server import Answer, SSEServer
+
+    with SSEServer() as server:
+        server.answers.append(Answer([_read(FIXTURES, "chat_cached.sse")]))
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join([ROOT, str(tmp_path)]), OTEL_TRACES_EXPORTER="console",
+                   OTEL_METRICS_EXPORTER="none", OTEL_LOGS_EXPORTER="none", OTEL_SERVICE_NAME="zero-code")
+        done = subprocess.run([command, sys.executable, "-c", code.format(url=server.url + "/v1", ask=ASK)],
+                              capture_output=True, text=True, env=env, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[0] == "stop"
+    start = done.stdout.index("{")
+    span = json.JSONDecoder().raw_decode(done.stdout[start:])[0]
+    assert span["name"] == "chat gpt-tel" and span["attributes"]["gen_ai.usage.input_tokens"] == 1200
+    assert span["resource"]["attributes"]["service.name"] == "zero-code"
