@@ -8,6 +8,8 @@
 
 import logging
 
+from typing import TYPE_CHECKING, Any
+
 from .client import AutoLLMClient, ResponseStream, Timeout
 from .errors import (
     AgentHubError,
@@ -116,7 +118,27 @@ __all__ = [
     "EmptyResponseError",
     "save_wav",
     "RateLimiter",
+    "tool",
+    "RunResult",
     "__version__",
 ]
+
+if TYPE_CHECKING:  # the agent wing, imported when first asked for (``import agenthub`` stays as light as it was)
+    from .agent.runner import RunResult
+    from .agent.tools import tool
+
+#: names whose modules load on first use: name -> module
+_LAZY = {"tool": ".agent.tools", "RunResult": ".agent.runner"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        value = getattr(importlib.import_module(_LAZY[name], __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError("module 'agenthub' has no attribute {!r}".format(name))
+
 
 logging.getLogger("agenthub").addHandler(logging.NullHandler())

@@ -78,6 +78,12 @@ def add_chat_arguments(chat: argparse.ArgumentParser) -> None:
     chat.add_argument("--background", action="store_true",
                       help="OpenAI Responses / Gemini Interactions: run the answer server-side and resume it after "
                            "a broken connection (the response is stored by the provider)")
+    chat.add_argument("--tool", action="append", default=[], metavar="MODULE:FUNCTION",
+                      help="a Python function the model may call (module:function or path/to/file.py:function); "
+                           "repeatable. Each call is shown and asked for (y/n/edit) unless --yes")
+    chat.add_argument("--max-turns", type=int, default=10, metavar="N",
+                      help="with --tool: model turns at most (default 10)")
+    chat.add_argument("--yes", action="store_true", help="with --tool: run every call without asking")
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -28,21 +28,92 @@ when it is retryable, as any other); ``on_call_start`` raising ends the call bef
 With no process-wide hook registered, the cost is one empty-tuple check per call.
 """
 
+import logging
 import random
 import threading
 import time
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple
 
-from .errors import AgentHubError
+from .errors import AgentHubError, ConfigError
+from .resume import RESUMED
 
-__all__ = ["Attempt", "AttemptHook", "register", "unregister", "registered", "backoff", "scrub",
+__all__ = ["Attempt", "AttemptHook", "Timeout", "register", "unregister", "registered", "run_attempts", "backoff", "scrub",
            "BACKOFF_BASE", "BACKOFF_CAP", "RETRY_AFTER_CAP"]
+
+logger = logging.getLogger("agenthub")
 
 #: retry backoff: full jitter over base * 2**attempt seconds, capped (``agenthub.client.BACKOFF_BASE`` is this value)
 BACKOFF_BASE = 0.5
 BACKOFF_CAP = 8.0
 #: a server's Retry-After is honoured up to this many seconds; a longer one is not waited for
 RETRY_AFTER_CAP = 60.0
+#: default seconds to connect, and of silence allowed between received bytes (reasoning models think quietly)
+DEFAULT_CONNECT_TIMEOUT = 10.0
+DEFAULT_READ_TIMEOUT = 600.0
+
+
+# -- timeouts (agenthub.Timeout; the client's name for it too) -------------------------------------------------------------------------------------
+
+
+class Timeout(object):
+    """How long to wait: ``connect`` seconds to connect, ``read`` seconds of silence between
+    received bytes (the idle timeout: it restarts with every byte, so a slow but living stream
+    never trips it), and an optional ``total`` deadline for the whole call (retries and backoff
+    included).  None means no limit.
+
+    ``AutoLLMClient(timeout=...)`` takes a Timeout, or requests' convention: a number (used
+    for connect and read), a ``(connect, read)`` tuple, or a dict with any of ``connect``,
+    ``read`` and ``total``.  Defaults: connect 10 s, read 600 s, no total.
+    """
+
+    __slots__ = ("connect", "read", "total")
+
+    def __init__(self, connect: Optional[float] = DEFAULT_CONNECT_TIMEOUT,
+                 read: Optional[float] = DEFAULT_READ_TIMEOUT, total: Optional[float] = None) -> None:
+        for name, value in (("connect", connect), ("read", read), ("total", total)):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
+                                      or not value > 0 or value == float("inf")):
+                raise ConfigError("timeout {} must be a positive number of seconds or None (got {!r})".format(
+                    name, value))
+        self.connect = None if connect is None else float(connect)
+        self.read = None if read is None else float(read)
+        self.total = None if total is None else float(total)
+
+    @classmethod
+    def of(cls, value: Any) -> "Timeout":
+        """Normalise what ``AutoLLMClient(timeout=...)`` accepts into a Timeout."""
+        if value is None:
+            return cls()
+        if isinstance(value, Timeout):
+            return value
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return cls(value, value)
+        if isinstance(value, tuple) and len(value) == 2:
+            return cls(value[0], value[1])
+        if isinstance(value, Mapping):
+            unknown = sorted(str(k) for k in value if k not in cls.__slots__)
+            if unknown:
+                raise ConfigError("unknown timeout key(s) {}; known: connect, read, total".format(unknown))
+            return cls(value.get("connect", DEFAULT_CONNECT_TIMEOUT), value.get("read", DEFAULT_READ_TIMEOUT),
+                       value.get("total"))
+        raise ConfigError("timeout must be None, seconds, a (connect, read) tuple, a dict or a Timeout "
+                          "(got {})".format(type(value).__name__))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Timeout) and (self.connect, self.read, self.total) == (
+            other.connect, other.read, other.total)
+
+    def __hash__(self) -> int:
+        return hash((self.connect, self.read, self.total))
+
+    def __repr__(self) -> str:
+        return "Timeout(connect={!r}, read={!r}, total={!r})".format(self.connect, self.read, self.total)
+
+    def __getstate__(self) -> Tuple[Optional[float], Optional[float], Optional[float]]:
+        return (self.connect, self.read, self.total)
+
+    def __setstate__(self, state: Tuple[Optional[float], Optional[float], Optional[float]]) -> None:
+        self.connect, self.read, self.total = state
 
 
 class Attempt(object):
@@ -71,7 +142,7 @@ class Attempt(object):
     """
 
     __slots__ = ("kind", "client_type", "model", "messages", "config", "request", "number", "sent", "status",
-                 "headers", "delivered", "usage", "error", "retry", "delay", "fallback", "watch", "resuming",
+                 "headers", "delivered", "usage", "error", "retry", "delay", "watch", "resuming",
                  "call", "route", "server", "finish_reason", "first_event_ms", "started_ms", "response_id", "cache",
                  "answer", "attempts")
 
@@ -93,7 +164,6 @@ class Attempt(object):
         self.error = None  # type: Optional[AgentHubError]
         self.retry = False
         self.delay = None  # type: Optional[float]
-        self.fallback = None  # type: Optional[Iterable[Any]]
         self.watch = None  # type: Any  # the transport's Watch (abort and deadline)
         self.resuming = None  # type: Optional[str]
         self.call = self if call is None else call  # type: Attempt
@@ -154,8 +224,6 @@ def register(hook: AttemptHook) -> None:
     (registering the same hook twice keeps one)."""
     global _registered
     if not callable(getattr(hook, "before_attempt", None)):
-        from .errors import ConfigError
-
         raise ConfigError("register takes an AttemptHook (got {})".format(type(hook).__name__))
     with _registry_lock:
         if not any(existing is hook for existing in _registered):
@@ -205,3 +273,375 @@ def scrub(error: AgentHubError, secrets: List[str]) -> None:
     if isinstance(fields, dict):
         for name, value in list(fields.items()):
             fields[name] = clean(value)
+
+
+# -- the attempt loop ------------------------------------------------------------------------------
+
+
+def hooks_for(hooks: Sequence[AttemptHook]) -> Sequence[AttemptHook]:
+    """``hooks`` (a client's), then the process-wide ones (one empty-tuple check when there are none)."""
+    return list(hooks) + list(_registered) if _registered else hooks
+
+
+def wants_events(hooks: Sequence[AttemptHook]) -> bool:
+    """Does some hook ask for ``on_event``?"""
+    return any(getattr(hook, "wants_events", False) for hook in hooks)
+
+
+def with_events(call: Attempt, hooks: Sequence[AttemptHook], events: Iterator[Any]) -> Iterator[Any]:
+    """``events``, each shown to the hooks' ``on_event`` as it passes (used only when one asks)."""
+    listeners = [hook for hook in hooks if getattr(hook, "wants_events", False)]
+    try:
+        for event in events:
+            for hook in listeners:
+                hook.on_event(call, event)
+            yield event
+    finally:
+        events.close()  # type: ignore[attr-defined]
+
+
+def start_call(call: Attempt, hooks: Sequence[AttemptHook]) -> Optional[Iterable[Any]]:
+    """``on_call_start`` of every hook; the events a hook answered the call with (``call.answer``), or None."""
+    for hook in hooks:
+        hook.on_call_start(call)
+    return call.answer
+
+
+def end_call(call: Attempt, hooks: Sequence[AttemptHook]) -> None:
+    for hook in hooks:
+        hook.on_call_end(call)
+
+
+def answered(call: Attempt, events: Iterable[Any]) -> Iterator[Any]:
+    """The events a hook answered a call with (``call.answer``): yielded as they are, the call's stop
+    fields read from them (nothing is sent)."""
+    delivered = 0
+    for event in events:
+        if not delivered:
+            call.first_event_ms = event.get("created_at")
+        delivered += 1
+        call.delivered = delivered
+        if event.get("event_type") == "stop":
+            call.usage = event.get("usage_metadata")
+            call.finish_reason = event.get("finish_reason")
+        yield event
+
+
+def run_attempts(call: Attempt, watch: Any, *, encode: Callable[[Any], Any], connect: Callable[[Any, Any], Any],
+                 read: Callable[..., Iterable[Any]], hooks: Sequence[AttemptHook] = (), max_retries: int = 0,
+                 timeout: Any = None, deadline: Optional[float] = None,
+                 secrets: Optional[Callable[[Any, Any], List[str]]] = None,
+                 explain: Optional[Callable[[AgentHubError, Any], None]] = None,
+                 advise: Optional[Callable[[AgentHubError, int], None]] = None,
+                 resumes: bool = False, whole_call: bool = True) -> Iterator[Any]:
+    """The attempt loop, the one place of the call policies: the deadline, abort, retries with
+    backoff, error scrubbing and the hooks (see the module docstring), for anything that sends a
+    request and reads its answer (a client's stream or document, a batch call).
+
+    ``encode(request)`` is the request as sent (URL and credential added: per attempt, so a signature
+    or a refreshed token is good for that send only); ``connect(sent, (connect_s, read_s))`` the
+    transport's unopened body (``transport.open_stream`` with ``watch``); ``read(body)`` turns the
+    opened body into what is yielded: a stream's events, or the one JSON document (``call.kind``).
+    ``timeout``: an object with ``connect``, ``read`` and ``total``; ``deadline`` (``time.monotonic()``
+    seconds): a deadline the caller owns (a failover call's, across its routes; the caller's timer stops
+    ``watch`` at it); without one, ``timeout.total`` starts this loop's own.  ``secrets(sent, config)``:
+    what to scrub from an error; ``explain(error, sent)`` / ``advise(error, attempts)``: words added to
+    an error (its URL, a hint) before the hooks see it.  ``whole_call``: this loop is the whole logical
+    call, so it runs ``on_call_start`` / ``on_call_end`` itself (a failover loop runs them once instead).
+
+    ``resumes`` (a background response): ``read(body, reopen)``, where ``reopen(id, request, cut)`` is
+    this loop's next attempt for a stream that broke after its response's id was known: ``cut`` (the
+    break, or None) goes through the failure policy, then ``request`` (the GET that resumes it)
+    replaces ``call.request`` and is sent with the same hooks, retries (counted afresh from the cut),
+    backoff, deadline, abort and scrubbing; it returns the opened body (the reader's parser goes on
+    across it) or raises the final error, already seen by the hooks."""
+    from .hosts.trust import url_origin
+
+    client = call.client_type
+    debug = logger.isEnabledFor(logging.DEBUG)
+    stream = call.kind == "stream"
+    total = getattr(timeout, "total", None)
+    timer = None
+    if deadline is None and total is not None:
+        deadline = time.monotonic() + total
+        timer = threading.Timer(total, watch.stop, ("deadline",))
+        timer.daemon = True
+        timer.start()
+    call.watch = watch
+    owner = call.call  # the logical call (this object unless a failover route runs it)
+    delivered = 0  # events handed to the caller in this call
+    tries = 0  # failed attempts since the call (or its last resume) started: what max_retries bounds
+
+    def send() -> Any:
+        """One attempt: abort and deadline checked, ``before_attempt``, encoded, sent, its head in,
+        ``after_response``; the opened body (its reader closes it)."""
+        call.sent = call.request  # what went out (its headers hold this attempt's token or signature)
+        call.status = call.headers = call.error = None
+        if watch.reason is not None:
+            raise _stopped(client, watch, total)
+        owner.attempts += 1
+        for hook in hooks:
+            hook.before_attempt(call)
+        limits = _limits(timeout, deadline)
+        if limits is None:
+            raise _stopped(client, watch, total, "deadline")
+        call.sent = sent = encode(call.request)  # URL, credential
+        origin = url_origin(getattr(sent, "url", None))
+        call.server = None if origin is None else (origin[1], origin[2])
+        body = connect(sent, limits)
+        try:
+            body.open(not stream or not call.request.stream)  # sent: the answer's head is in
+            call.status, call.headers = body.status, body.headers
+            for hook in hooks:
+                hook.after_response(call)
+        except BaseException:
+            if call.status is None:
+                call.status, call.headers = body.status, body.headers  # an error answer's head
+            body.close()
+            raise
+        return body
+
+    def failed(exc: AgentHubError, body: Any, started: float, logged: bool, retryable: bool) -> bool:
+        """An attempt failed: its error explained and scrubbed, an abort or the deadline winning over it,
+        the retry decision (``retryable``: this attempt may be tried again at all), ``on_error``; True
+        once the backoff was waited (try again), False when the caller gives up."""
+        nonlocal tries
+        call.delivered = delivered
+        if body is not None and call.status is None:
+            call.status, call.headers = body.status, body.headers  # an error answer's head
+        if debug and not logged:
+            log_attempt(call.sent, call.number, started, None, exc)
+        if explain is not None:
+            explain(exc, call.sent)
+        if exc.__dict__.get("_agenthub_stop") is _STOP:
+            return False
+        if watch.reason is not None:  # the failure is the abort (or the deadline) showing through
+            raise _stopped(client, watch, total) from exc
+        if deadline is not None and _is_transport(exc) and time.monotonic() >= deadline:
+            raise _stopped(client, watch, total, "deadline") from exc
+        if secrets is not None:
+            scrub(exc, secrets(call.sent, call.config))
+        call.error = exc
+        call.retry = bool(retryable and getattr(exc, "retryable", False) and tries < max_retries)
+        call.delay = backoff(tries, getattr(exc, "retry_after", None)) if call.retry else None
+        if call.delay is None or (deadline is not None and time.monotonic() + call.delay >= deadline):
+            call.retry = False
+        for hook in hooks:
+            hook.on_error(call, exc)
+        if not call.retry or call.delay is None:
+            if advise is not None:
+                advise(exc, call.number + 1)  # the last 429 says when to retry and how to retry more
+            return False
+        call.number += 1
+        tries += 1
+        logger.info("%s: retrying after %s (status=%s, type=%s), attempt %d of %d, in %.2fs", client,
+                    type(exc).__name__, getattr(exc, "status", None), getattr(exc, "error_type", None),
+                    tries, max_retries, call.delay)
+        if body is not None:
+            body.close()
+        if not watch.sleep(call.delay):
+            raise _stopped(client, watch, total) from exc
+        return True
+
+    def reopen(resource_id: str, request: Any, cut: Optional[BaseException]) -> Any:
+        """The next attempt of a background stream that broke after its id was known (see above)."""
+        nonlocal tries
+        owner.response_id = call.response_id = resource_id
+        if isinstance(cut, AgentHubError):  # the break itself: the hooks see it, resumed at once
+            call.delivered = delivered
+            if explain is not None:
+                explain(cut, call.sent)
+            if watch.reason is not None:
+                raise _stopped(client, watch, total) from cut
+            if deadline is not None and _is_transport(cut) and time.monotonic() >= deadline:
+                raise _stopped(client, watch, total, "deadline") from cut
+            if secrets is not None:
+                scrub(cut, secrets(call.sent, call.config))
+            call.error, call.retry, call.delay = cut, True, 0.0
+            for hook in hooks:
+                hook.on_error(call, cut)
+            if not call.retry:
+                cut.__dict__["_agenthub_seen"] = True
+                raise cut
+        elif watch.reason is not None:
+            raise _stopped(client, watch, total)
+        call.request, call.resuming = request, resource_id
+        call.number += 1
+        tries = 0  # a resume starts its own count: max_retries bounds the GETs that fail in a row
+        while True:
+            body = None
+            started = time.monotonic()
+            try:
+                body = send()
+                if body.open(False):
+                    from .errors import StreamProtocolError
+
+                    raise StreamProtocolError("{}: resuming a background stream answered one JSON document"
+                                              .format(client), client=client)
+                if debug:
+                    log_attempt(call.sent, call.number, started, body, None)
+                return body
+            except AgentHubError as exc:
+                if body is not None:
+                    body.close()
+                if not failed(exc, body, started, False, True):
+                    exc.__dict__["_agenthub_seen"] = True  # the hooks saw it: the loop raises it as it is
+                    raise
+
+    try:
+        if whole_call:
+            answer = start_call(call, hooks)
+            if answer is not None:  # a hook answered the call: nothing is sent
+                for output in answered(call, answer):
+                    delivered += 1
+                    yield output
+                return
+        while True:
+            body = None
+            started = time.monotonic()
+            logged = False
+            try:
+                body = send()
+                outputs = iter(read(body, reopen) if resumes else read(body))
+                if debug:
+                    logged = log_attempt(call.sent, call.number, started, body, None)
+                if not stream:
+                    for output in outputs:
+                        delivered += 1
+                        yield output
+                    return
+                for output in outputs:  # the first event: its time is the call's first_event_ms
+                    owner.first_event_ms = call.first_event_ms = output["created_at"]
+                    delivered += 1
+                    if output["event_type"] == "stop":  # (a one-event answer: the stop branch below, once)
+                        if body is not None:
+                            body.finish()
+                            body = None
+                        _stopped_at(call, owner, output, debug, client, delivered, started)
+                    yield output
+                    if watch.reason is not None:
+                        raise _stopped(client, watch, total)
+                    break
+                for output in outputs:  # the hot loop: one pass per event
+                    delivered += 1
+                    if output["event_type"] == "stop":
+                        if body is not None:
+                            body.finish()  # the terminal marker arrived: let the connection go back to the pool
+                            body = None
+                        _stopped_at(call, owner, output, debug, client, delivered, started)
+                    yield output
+                    # checked as the caller asks for the next event, before anything is read: aborted, out
+                    # of time, or in another process (a forked child) while the caller held this one
+                    if watch.reason is not None:
+                        raise _stopped(client, watch, total)
+                return
+            except AgentHubError as exc:
+                if exc.__dict__.pop("_agenthub_seen", False):  # a resume's final error: the policy ran on it
+                    call.delivered = delivered
+                    again = False
+                else:
+                    # retried only before the first event, and never by a second POST of a background response
+                    again = failed(exc, body, started, logged, not delivered and not exc.__dict__.get(RESUMED))
+                if again:
+                    body = None  # closed before the backoff
+                    continue
+                raise
+            finally:
+                if body is not None:
+                    body.close()
+    except BaseException as exc:
+        if isinstance(exc, AgentHubError):
+            call.error = exc
+            if whole_call:
+                owner.error = exc
+        raise
+    finally:
+        if timer is not None:
+            timer.cancel()
+        call.delivered = delivered
+        try:
+            if call.answer is None or not whole_call:
+                for hook in hooks:
+                    hook.on_done(call)
+        finally:
+            if whole_call:
+                end_call(call, hooks)
+
+
+def _stopped_at(call: Attempt, owner: Attempt, output: Any, debug: bool, client: str, delivered: int,
+                started: float) -> None:
+    """The stop event passed: the call's usage and finish reason (once per call, never per event)."""
+    owner.usage = call.usage = output["usage_metadata"]
+    owner.finish_reason = call.finish_reason = output["finish_reason"]
+    if debug:
+        logger.debug("stream finished: %s, %d events, finish_reason=%s, usage=%s, %.0f ms", client, delivered,
+                     output["finish_reason"], output["usage_metadata"], (time.monotonic() - started) * 1000)
+
+
+def _is_transport(error: BaseException) -> bool:
+    from .errors import TransportError
+
+    return isinstance(error, TransportError)
+
+
+def log_attempt(request: Any, attempt: int, started: float, body: Any, error: Optional[BaseException]) -> bool:
+    """One DEBUG record for one HTTP attempt (no key, header or body in it)."""
+    from .answers import request_id
+    from .errors import safe_url
+
+    if error is not None:
+        status = getattr(error, "status", None)
+        found = getattr(error, "request_id", None)
+        outcome = " -> {}".format(type(error).__name__)
+    else:
+        status = getattr(body, "status", None)
+        found = request_id(getattr(body, "headers", None))
+        outcome = ""
+    logger.debug("HTTP %s %s status=%s request_id=%s attempt=%d elapsed=%.0f ms%s", getattr(request, "method", "?"),
+                 safe_url(getattr(request, "url", None)), status, found, attempt + 1,
+                 (time.monotonic() - started) * 1000, outcome)
+    return True
+
+
+def _limits(timeout: Any, deadline: Optional[float]) -> Optional[Tuple[Optional[float], Optional[float]]]:
+    """requests' (connect, read) for the next attempt, clipped to what is left of the deadline."""
+    connect, read = getattr(timeout, "connect", None), getattr(timeout, "read", None)
+    if deadline is None:
+        return (connect, read)
+    left = deadline - time.monotonic()
+    if left <= 0:
+        return None
+    return (left if connect is None else min(connect, left), left if read is None else min(read, left))
+
+
+#: what marks the errors the loop itself raises for an abort or the deadline (no server can send it)
+_STOP = object()
+
+
+def is_stop(error: BaseException) -> bool:
+    """Was ``error`` raised by the loop itself for an abort, the deadline or a fork?"""
+    return error.__dict__.get("_agenthub_stop") is _STOP
+
+
+def stopped(client: str, control: Any, total: Optional[float], reason: Optional[str] = None) -> AgentHubError:
+    """The error of a call stopped by ``control`` (a Watch): aborted, out of time, or in a forked child."""
+    return _stopped(client, control, total, reason)
+
+
+def _stopped(client: str, control: Any, total: Optional[float], reason: Optional[str] = None) -> AgentHubError:
+    from .errors import TransportError
+
+    reason = reason or control.reason or "abort"
+    if reason == "deadline":
+        error = TransportError("{}: the total deadline of {}s was exceeded".format(client, total),
+                               client=client, timeout=True, deadline=True, aborted=False, retryable=False)
+    elif reason == "fork":
+        error = TransportError("{}: this stream was opened in process {} and cannot be read in another process "
+                               "(a forked child): open a new stream there".format(client, getattr(control, "pid", "?")),
+                               client=client, timeout=False, deadline=False, aborted=False, retryable=False,
+                               forked=True)
+    else:
+        error = TransportError("{}: the stream was aborted by the caller".format(client), client=client,
+                               timeout=False, deadline=False, aborted=True, retryable=False)
+    error._agenthub_stop = _STOP  # type: ignore[attr-defined]  # not a field: kept out of pickles and reprs
+    return error

@@ -12,14 +12,31 @@ A model the catalog has no price for cannot run under a budget (ConfigError, bef
 sent) unless ``Budget(max_usd, allow_unpriced=True)``: then it runs and costs nothing here.
 """
 
+import os
 import threading
+import weakref
 from typing import Any, Dict, Mapping, Optional, Union
 
 from .attempts import AttemptHook
 from .errors import BudgetExceededError, ConfigError
 from .estimate import IMAGE_TOKENS, MEDIA_TOKENS, estimate_tokens  # the local estimate (written once there)
+from .stream import usage_count
 
 __all__ = ["Budget", "Reservation", "estimate_tokens", "worst_case_usd", "IMAGE_TOKENS", "MEDIA_TOKENS"]
+
+
+#: every Budget and BudgetHook alive: a forked child renews their locks (a thread of the parent may have
+#: held one at the fork, and it never runs in the child to release it)
+_LOCKED = weakref.WeakSet()  # type: weakref.WeakSet[Any]
+
+
+def _renew_locks() -> None:
+    for holder in list(_LOCKED):
+        holder._lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_renew_locks)
 
 
 def _caching(value: Any) -> str:
@@ -75,6 +92,7 @@ class Budget(object):
             raise ConfigError("allow_unpriced must be True or False")
         self.allow_unpriced = allow_unpriced
         self._lock = threading.Lock()
+        _LOCKED.add(self)
         self._spent = 0.0
         self._reserved = 0.0
         self.requests = 0  # requests settled
@@ -149,6 +167,13 @@ class Budget(object):
             self.max_usd, self.spent_usd, self.reserved_usd)
 
 
+def _counted_input(usage: Any) -> bool:
+    """Whether ``usage`` counts some input (a request's prompt is never empty: 0 or nothing is unknown)."""
+    if not isinstance(usage, Mapping):
+        return False
+    return any((usage_count(usage.get(key)) or 0) > 0 for key in ("prompt_tokens", "cached_tokens"))
+
+
 class Reservation(object):
     """The hold of one request on a Budget: ``settle`` it with the turn's usage, or ``release`` it."""
 
@@ -173,17 +198,21 @@ class Reservation(object):
     def settle(self, usage: Optional[Mapping[str, Any]], *,
                cache_writes: Union[None, int, Mapping[str, int]] = None) -> float:
         """Replace the hold by the turn's actual cost (-> USD counted).  A turn whose usage cannot be
-        priced (no usage, or a bucket without a price) counts its whole hold."""
+        priced counts its whole hold: no usage, no count in any bucket, a bucket that is not a token count
+        (negative, not an int, absurdly large), no input counted (a request always sends some), or a
+        bucket without a price."""
         if not self._finish():
             return 0.0
         actual = 0.0
         if self.priced:
             from .catalog import cost
 
-            try:
-                price = cost(self.model, usage, tier=self.tier, batch=self.batch, cache_writes=cache_writes)
-            except ConfigError:
-                price = None
+            price = None
+            if _counted_input(usage):
+                try:
+                    price = cost(self.model, usage, tier=self.tier, batch=self.batch, cache_writes=cache_writes)
+                except ConfigError:
+                    price = None
             actual = self.needed_usd if price is None else price
         self.budget._settle(self.needed_usd, actual)
         return actual
@@ -205,6 +234,7 @@ class BudgetHook(AttemptHook):
         self.embeddings = embeddings  # an embedding model's client: input only, no output to bound
         self._holds = {}  # type: Dict[int, Reservation]
         self._lock = threading.Lock()
+        _LOCKED.add(self)
 
     def before_attempt(self, attempt: Any) -> None:
         if attempt.kind != "stream" or attempt.number != 0:

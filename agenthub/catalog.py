@@ -19,6 +19,7 @@ import threading
 from typing import Any, Dict, List, Mapping, Optional, TypedDict, Union
 
 from .errors import ConfigError
+from .stream import usage_count
 
 __all__ = ["CatalogModel", "Prices", "LongContextPrices", "list_supported_models", "find_model", "cost",
            "catalog_info", "PROVIDERS", "TIERS"]
@@ -30,6 +31,7 @@ PROVIDERS = {"openai": "OpenAI", "anthropic": "Anthropic", "google": "Google", "
 #: the ``tier=`` values a row's ``tiers`` may have
 TIERS = ("priority", "flex", "fast", "peak", "off_peak")
 _KEYS = ("input", "cached_input", "cache_write_5m", "cache_write_1h", "output")
+_BUCKETS = ("prompt_tokens", "cached_tokens", "thoughts_tokens", "response_tokens")
 
 
 class LongContextPrices(TypedDict):
@@ -95,6 +97,16 @@ class CatalogModel(_CatalogModelBase, total=False):
 _PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "catalog.json")
 _lock = threading.Lock()
 _data = None  # type: Optional[Dict[str, Any]]
+
+
+def _renew_lock() -> None:
+    """In a forked child: a new lock (a parent thread loading the snapshot at the fork never releases it here)."""
+    global _lock
+    _lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_renew_lock)
 
 
 def _load() -> Dict[str, Any]:
@@ -202,11 +214,18 @@ def find_model(model: str, provider: Optional[str] = None) -> Optional[CatalogMo
     return None if row is None else _public(row)
 
 
+class _Unknown(Exception):
+    """A usage bucket that is not a token count: the turn's price is unknown."""
+
+
 def _count(usage: Mapping[str, Any], key: str) -> int:
     value = usage.get(key)
-    if value is None or isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+    if value is None:
         return 0
-    return int(value)
+    count = usage_count(value)
+    if count is None:  # negative, not a number, absurdly large: never priced as 0 (nor as anything)
+        raise _Unknown(key)
+    return count
 
 
 def _writes(cache_writes: Any) -> Dict[str, int]:
@@ -250,7 +269,8 @@ def cost(model: str, usage: Optional[Mapping[str, Any]], *, tier: Optional[str] 
          cache_writes: Union[None, int, Mapping[str, int]] = None) -> Optional[float]:
     """USD a turn cost at list price, from the catalog; None when the price is unknown (never a guess).
 
-    ``usage``: a UsageMetadata mapping (None buckets count as zero).  ``tier``: ``priority``, ``flex``,
+    ``usage``: a UsageMetadata mapping (None buckets count as zero; a usage with no count at all, or a
+    bucket that is not a token count (negative, not an int, above ``stream.MAX_USAGE_TOKENS``) is unknown).  ``tier``: ``priority``, ``flex``,
     ``fast``, ``peak`` / ``off_peak`` (time-of-day pricing), or None for the standard prices.
     ``batch=True``: the batch-API prices.  ``cache_writes``: how many of ``prompt_tokens`` were
     written to the prompt cache, an int (billed at the 5-minute write price) or ``{"5m": n, "1h": m}``;
@@ -269,9 +289,14 @@ def cost(model: str, usage: Optional[Mapping[str, Any]], *, tier: Optional[str] 
     prices = price_set(row, tier, batch)
     if not prices:
         return None
-    prompt = _count(usage, "prompt_tokens")
-    cached = _count(usage, "cached_tokens")
-    output = _count(usage, "thoughts_tokens") + _count(usage, "response_tokens")
+    if all(usage.get(key) is None for key in _BUCKETS):
+        return None  # no count at all (a server that sent no usage): unknown, not free
+    try:
+        prompt = _count(usage, "prompt_tokens")
+        cached = _count(usage, "cached_tokens")
+        output = _count(usage, "thoughts_tokens") + _count(usage, "response_tokens")
+    except _Unknown:
+        return None
     written = writes["5m"] + writes["1h"]
     if written > prompt:
         raise ConfigError("cache_writes ({}) exceed the prompt_tokens ({}) they are part of".format(written, prompt))

@@ -20,43 +20,26 @@ Reliability rules (docs/reliability.md has the full table):
   ``TransportError(forked=True)`` without touching the connection, and the child's
   ``abort()`` or ``close()`` leaves the parent's stream alone.
 
-The attempt loop (``AutoLLMClient._run``) is the one place of these policies, for a stream
-and for a whole JSON document (a model list page) alike.  Per attempt: check abort and the
-deadline, run ``before_attempt``, encode (a signature or token per attempt), send, take the
-answer's head, run ``after_response``, yield what the answer holds.  On a failure: the error
-learns its URL and hint, an abort or the deadline wins over it, credentials are scrubbed from
-it, the retry decision is made (``retry``, ``delay``), ``on_error`` runs and may change it, then
-the loop waits (abortably) and tries again, or raises.  ``on_done`` runs once when the call ends.
-
-Hooks (``client._hooks``, a list of ``AttemptHook``; each sees one ``Attempt`` object per call)
-are the seam for what builds on the loop; how each is meant to hook in:
-
-- a rate limiter: ``before_attempt`` acquires (estimating tokens from ``attempt.request.body``,
-  waiting with ``attempt.wait`` so an abort or the deadline still ends the call);
-  ``after_response`` and ``on_error`` read the rate-limit headers in ``attempt.headers``; a
-  429's ``error.retry_after`` pauses every client sharing that limiter, and the hook may
-  stretch ``attempt.delay`` to it;
-- a budget: ``before_attempt`` reserves (raising its error refuses the call before anything is
-  sent), ``on_done`` settles with ``attempt.usage`` (None: the call failed or was closed early);
-- failover: ``on_error`` with ``attempt.retry`` False and ``attempt.delivered == 0`` (the
-  attempts are spent before the first event) sets ``attempt.fallback`` to the next client's
-  events, which are yielded instead of the error;
-- reconnecting a background stream after a cut (``config["background"]``) is the same loop: the
-  read of such a call (``_background``) keeps one parser across the connections, fed by
-  ``agenthub.resume.Resumable``; when a connection breaks after the response id is known, the cut
-  goes to ``on_error`` (``retry`` True, ``delay`` 0) and the loop's next attempt is the GET that
-  continues the stream (``attempt.request`` swapped for it, ``attempt.resuming`` its id): every hook
-  sees it, and it is retried, backed off, stopped by an abort or the deadline and scrubbed like any
-  attempt, ``max_retries`` counting the GETs that fail in a row after each cut.  An error raised once
-  the response id is known is marked ``RESUMED`` and never retried by a second POST.
+The call seam: a turn is one logical call (an ``agenthub.attempts.Attempt``) run by the attempt
+loop (``agenthub.attempts.run_attempts``: the one place of these policies, for a stream and for a
+JSON document alike: abort, deadline, ``before_attempt``, encode per attempt, send, ``after_response``,
+read; on a failure: explain, scrub, decide, ``on_error``, back off, retry or raise; ``on_done``) and,
+with ``fallbacks=``, by the route loop (``agenthub.failover.run_routes``: one deadline per call, the
+call's hooks on every route, ``stream.route`` the route that answered).  Hooks
+(``AutoLLMClient(hooks=[...])``, read back as ``client.hooks``; process-wide ones through
+``agenthub.attempts.register``) are the seam for what builds on the loop: the budget
+(``agenthub.budget.BudgetHook``), the rate limiter (``agenthub.limiter.LimiterHook``), the tracer
+(``agenthub.tracer.TraceHook``, for ``config["trace_id"]``), telemetry, a response cache.  A background
+response's reconnect after a cut (``config["background"]``) is the same loop's next attempt: the GET
+that continues the stream (``attempt.resuming`` its id), seen by every hook, retried, backed off,
+stopped and scrubbed like any; an error raised once the response id is known is marked ``RESUMED``
+and never retried by a second POST (``agenthub.background``).
 """
 
 import collections.abc
-import importlib
 import itertools
 import logging
 import os
-import random
 import sys
 import threading
 import time
@@ -64,53 +47,29 @@ from typing import (TYPE_CHECKING, Any, Callable, Dict, Generator, Iterable, Ite
                     Tuple, Union)
 
 from . import attempts as attempt_loop, hosts, registry
-from .attempts import Attempt, AttemptHook, scrub
-from .answers import request_id as answer_request_id, starts_stream
+from ._log import log_from_env
+from .attempts import (DEFAULT_CONNECT_TIMEOUT, DEFAULT_READ_TIMEOUT, Attempt, AttemptHook, Timeout,  # noqa: F401
+                       run_attempts, scrub)
+from .failover import Route, merge_hooks, run_routes, unwell
+from .answers import starts_stream
 from ._redact import redact_url, secret_values, url_secrets
 from ._redact import body_secrets
-from .breaker import breaker_for, settings as breaker_settings
+from .breaker import settings as breaker_settings
 from .hosts.trust import url_host, url_origin  # the one host rule: which host a request connects to
-from .errors import (AgentHubError, ConfigError, RateLimitError, ServerError, StreamProtocolError, TransportError,
+from .errors import (AgentHubError, ConfigError, RateLimitError, StreamProtocolError, TransportError,
                      UnsupportedOperationError, UnsupportedParameterError, UpstreamError, safe_url, set_field)
 from .foreign import for_dialect
 from .providers._common import Endpoint, apply_extras
-from .resume import RESUMED
 from .sse import DEFAULT_MAX_LINE_BYTES
 from .stream import Collector, collect, drive, now_ms
-from .types import AssistantMessage, Message, UniConfig, UniEvent, UniMessage
+from .types import AssistantMessage, Message, ToolCallItem, UniConfig, UniEvent, UniMessage
 from .validate import check_config, check_header_name, check_header_value, check_message, check_messages
 
 __all__ = ["AutoLLMClient", "ResponseStream", "Timeout"]
 
 logger = logging.getLogger("agenthub")
 
-#: AGENTHUB_LOG=debug|info: a stderr handler on the "agenthub" logger (as OPENAI_LOG does for its SDK)
-LOG_ENV = "AGENTHUB_LOG"
-
-
-def _log_from_env() -> None:
-    """Attach one stderr handler to the "agenthub" logger when $AGENTHUB_LOG asks for it (once per process).
-
-    DEBUG: one record per HTTP attempt (method, URL without credentials, status, request id, attempt,
-    elapsed ms) and one per finished stream (events, finish reason, usage); INFO: retries.  No record
-    holds a key, a header or a body.
-    """
-    value = (os.environ.get(LOG_ENV) or "").strip().lower()
-    level = {"debug": logging.DEBUG, "info": logging.INFO}.get(value)
-    if level is None and value and not getattr(logger, "_agenthub_env_warned", False):
-        logger._agenthub_env_warned = True  # type: ignore[attr-defined]  # once per process, reloads included
-        sys.stderr.write("agenthub: {}={!r} is not a level agenthub knows (debug, info): no log handler was "
-                         "added\n".format(LOG_ENV, os.environ.get(LOG_ENV)))
-    if level is None or any(getattr(handler, "_agenthub_env", False) for handler in logger.handlers):
-        return
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("%(asctime)s agenthub %(levelname)s %(message)s"))
-    handler._agenthub_env = True  # type: ignore[attr-defined]
-    logger.addHandler(handler)
-    logger.setLevel(level)
-
-
-_log_from_env()
+log_from_env()  # AGENTHUB_LOG=debug|info: a stderr handler on the "agenthub" logger (agenthub._log)
 
 #: pages of a model list read at most (a server that never stops paging is cut off there)
 MAX_MODEL_PAGES = 100
@@ -118,9 +77,6 @@ MAX_MODEL_PAGES = 100
 LONGRUN_KEYS = ("background", "compaction")
 # BACKOFF_BASE, BACKOFF_CAP and RETRY_AFTER_CAP are agenthub.attempts' (read and set through this module too:
 # ``client.BACKOFF_BASE = 0`` still works, see the end of this module)
-#: default seconds to connect, and of silence allowed between received bytes (reasoning models think quietly)
-DEFAULT_CONNECT_TIMEOUT = 10.0
-DEFAULT_READ_TIMEOUT = 600.0
 
 
 def _protocol(client_type: str, embeddings: bool = False) -> Any:
@@ -131,74 +87,11 @@ def _protocol(client_type: str, embeddings: bool = False) -> Any:
     return record
 
 
-# -- timeouts -------------------------------------------------------------------------------------
-
-
-class Timeout(object):
-    """How long to wait: ``connect`` seconds to connect, ``read`` seconds of silence between
-    received bytes (the idle timeout: it restarts with every byte, so a slow but living stream
-    never trips it), and an optional ``total`` deadline for the whole call (retries and backoff
-    included).  None means no limit.
-
-    ``AutoLLMClient(timeout=...)`` takes a Timeout, or requests' convention: a number (used
-    for connect and read), a ``(connect, read)`` tuple, or a dict with any of ``connect``,
-    ``read`` and ``total``.  Defaults: connect 10 s, read 600 s, no total.
-    """
-
-    __slots__ = ("connect", "read", "total")
-
-    def __init__(self, connect: Optional[float] = DEFAULT_CONNECT_TIMEOUT,
-                 read: Optional[float] = DEFAULT_READ_TIMEOUT, total: Optional[float] = None) -> None:
-        for name, value in (("connect", connect), ("read", read), ("total", total)):
-            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
-                                      or not value > 0 or value == float("inf")):
-                raise ConfigError("timeout {} must be a positive number of seconds or None (got {!r})".format(
-                    name, value))
-        self.connect = None if connect is None else float(connect)
-        self.read = None if read is None else float(read)
-        self.total = None if total is None else float(total)
-
-    @classmethod
-    def of(cls, value: Any) -> "Timeout":
-        """Normalise what ``AutoLLMClient(timeout=...)`` accepts into a Timeout."""
-        if value is None:
-            return cls()
-        if isinstance(value, Timeout):
-            return value
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return cls(value, value)
-        if isinstance(value, tuple) and len(value) == 2:
-            return cls(value[0], value[1])
-        if isinstance(value, Mapping):
-            unknown = sorted(str(k) for k in value if k not in cls.__slots__)
-            if unknown:
-                raise ConfigError("unknown timeout key(s) {}; known: connect, read, total".format(unknown))
-            return cls(value.get("connect", DEFAULT_CONNECT_TIMEOUT), value.get("read", DEFAULT_READ_TIMEOUT),
-                       value.get("total"))
-        raise ConfigError("timeout must be None, seconds, a (connect, read) tuple, a dict or a Timeout "
-                          "(got {})".format(type(value).__name__))
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Timeout) and (self.connect, self.read, self.total) == (
-            other.connect, other.read, other.total)
-
-    def __hash__(self) -> int:
-        return hash((self.connect, self.read, self.total))
-
-    def __repr__(self) -> str:
-        return "Timeout(connect={!r}, read={!r}, total={!r})".format(self.connect, self.read, self.total)
-
-    def __getstate__(self) -> Tuple[Optional[float], Optional[float], Optional[float]]:
-        return (self.connect, self.read, self.total)
-
-    def __setstate__(self, state: Tuple[Optional[float], Optional[float], Optional[float]]) -> None:
-        self.connect, self.read, self.total = state
-
-
 # -- the stream handle ----------------------------------------------------------------------------
 
 
 if TYPE_CHECKING:  # what type checkers see: a generator of UniEvents (at runtime the plain ABC, no typing machinery)
+    from .agent.runner import Run
     from .budget import Budget
     from .limiter import RateLimiter
 
@@ -221,12 +114,13 @@ class ResponseStream(itertools.chain, _EventGenerator):  # type: ignore[misc]
     # ``__next__`` written here (a method, or a property handing out the generator's own) costs
     # 30-90 ns per event, a fifth of what the library adds to the bytes' own decoding in a burst.
     # chain's ``__iter__`` returns the stream itself; ``send``/``throw``/``close`` go to the generator.
-    __slots__ = ("_control", "_gen")
+    __slots__ = ("_control", "_gen", "_call")
 
-    def __new__(cls, control: Any, gen: Iterator[UniEvent]) -> "ResponseStream":
+    def __new__(cls, control: Any, gen: Iterator[UniEvent], call: Any = None) -> "ResponseStream":
         self = super().__new__(cls, gen)  # type: ignore[call-arg]
         self._control = control
         self._gen = gen
+        self._call = call
         return self
 
     if TYPE_CHECKING:  # what type checkers see: a plain generator
@@ -251,6 +145,12 @@ class ResponseStream(itertools.chain, _EventGenerator):  # type: ignore[misc]
     @property
     def aborted(self) -> bool:
         return self._control.reason == "abort"
+
+    @property
+    def route(self) -> Optional[Dict[str, Any]]:
+        """The endpoint that answered this stream: {"model", "client_type", "host"} (with fallbacks, the
+        one whose events these are; before the first event, the first route tried)."""
+        return None if self._call is None else self._call.route
 
     def __enter__(self) -> "ResponseStream":
         return self
@@ -485,6 +385,21 @@ class AutoLLMClient(object):
         """``streaming_response_stateful`` read to its end: the collected answer (history grows on success)."""
         return collect(self.streaming_response_stateful(message, config))
 
+    def run(self, messages: Sequence[Message], config: Optional[UniConfig] = None, *, tools: Sequence[Any],
+            max_turns: int = 10, parallel: int = 4, approve: Optional[Callable[[ToolCallItem], Any]] = None,
+            decisions: Optional[Mapping[str, Any]] = None) -> "Run":
+        """The tool loop run for you: turns and tool calls until done (agenthub.agent.runner; README "A tool loop")."""
+        from .agent.runner import Run
+        return Run(self, messages, config, tools, max_turns, parallel, approve, decisions)
+
+    def run_stateful(self, message: Optional[UniMessage], config: Optional[UniConfig] = None, *,
+                     tools: Sequence[Any], max_turns: int = 10, parallel: int = 4,
+                     approve: Optional[Callable[[ToolCallItem], Any]] = None,
+                     decisions: Optional[Mapping[str, Any]] = None) -> "Run":
+        """``run`` on and into this instance's history (each turn appended as it completes)."""
+        from .agent.runner import Run
+        return Run(self, None, config, tools, max_turns, parallel, approve, decisions, True, message)
+
     def embed(self, texts: Sequence[str], config: Optional[UniConfig] = None) -> List[List[float]]:
         """One vector per text, in input order, from an embedding model (``embedding_config`` sets the
         dimensions).  A server answering another number of vectors is a StreamProtocolError."""
@@ -608,135 +523,100 @@ class AutoLLMClient(object):
 
     def _open(self, request: Any, config: Dict[str, Any], messages: List[UniMessage],
               stateful: Optional[UniMessage]) -> ResponseStream:
+        hooks = attempt_loop.hooks_for(self._hooks)
         if "trace_id" in config:
-            from .tracer import trace_paths
+            from .tracer import TraceHook, trace_paths
 
             trace_paths(config["trace_id"])  # a trace_id escaping the cache dir is refused before anything is sent
+            if config["trace_id"]:
+                stored = getattr(self._protocol.build_request, "stored_answer", None) if stateful else None
+                hooks = list(hooks) + [TraceHook(self.__dict__.setdefault("_trace_routes", {}), stored)]
         watch = _transport().Watch()
         call = Attempt("stream", self.client_type, self.model, request, messages, config, route=self._route())
-        if stateful is None and not config.get("trace_id"):
-            # nothing to keep (stateless, untraced): the events pass straight from the attempt loop
-            return ResponseStream(watch, self._attempts(call, watch))
-        return ResponseStream(watch, self._stream(watch, call, stateful, self._version))
+        events = self._attempts(call, watch, hooks)
+        if stateful is not None:
+            events = self._stateful(call, events, stateful, self._version)
+        if hooks and attempt_loop.wants_events(hooks):  # a hook reads every event: only then a pass per event
+            events = attempt_loop.with_events(call, hooks, events)
+        return ResponseStream(watch, events, call)
 
-    def _stream(self, watch: Any, call: Attempt, stateful: Optional[UniMessage], version: int) -> Iterator[UniEvent]:
-        """A stateful or traced turn around the attempt loop: the stateful lock, history and the trace."""
+    def _stateful(self, call: Attempt, events: Iterator[UniEvent], stateful: UniMessage,
+                  version: int) -> Iterator[UniEvent]:
+        """A stateful turn around the attempt loop: the stateful lock, and history committed before the
+        stop event is yielded (a caller may stop iterating at it)."""
         locked = None  # the lock this stream holds (a forked child may have renewed self._busy meanwhile)
-        config = call.config or {}
         try:
-            if stateful is not None:
-                self._fresh_locks()
-                if not self._busy.acquire(False):
-                    raise ConfigError("a stateful stream is already open on this client: finish or close it first")
-                locked = self._busy
-                if self._version != version:
-                    raise ConfigError("the history changed after this stateful stream was created")
+            self._fresh_locks()
+            if not self._busy.acquire(False):
+                raise ConfigError("a stateful stream is already open on this client: finish or close it first")
+            locked = self._busy
+            if self._version != version:
+                raise ConfigError("the history changed after this stateful stream was created")
             history_before = list(self._history)
-            # stateful or traced: the answer is folded as the events pass (no event is kept, so memory
-            # follows the size of the answer, not the number of events)
+            # the answer is folded as the events pass (no event is kept: memory follows the answer's size)
             folding = Collector()
-            events = self._attempts(call, watch)
-            try:
-                fold = folding.add
-                for event in events:
-                    fold(event)
-                    if event["event_type"] == "stop":
-                        # commit before the stop event is yielded: a caller may stop iterating at it
-                        answer = folding.message()
-                        if stateful is not None:
-                            # a protocol that chains stateful turns server-side notes that this answer is stored
-                            stored = getattr(self._protocol.build_request, "stored_answer", None)
-                            if stored is not None:
-                                answer = stored(answer)
-                            self._history = history_before + [stateful, answer]
-                            self._version += 1
-                        if config.get("trace_id"):
-                            self._trace(config, (call.messages or []) + [answer], self.last_route)
-                    yield event
-            finally:
-                events.close()  # type: ignore[attr-defined]
+            fold = folding.add
+            for event in events:
+                fold(event)
+                if event["event_type"] == "stop":
+                    answer = folding.message()
+                    # a protocol that chains stateful turns server-side notes that this answer is stored
+                    stored = getattr(self._protocol.build_request, "stored_answer", None)
+                    if stored is not None:
+                        answer = stored(answer)
+                    self._history = history_before + [stateful, answer]
+                    self._version += 1
+                yield event
         finally:
+            events.close()  # type: ignore[attr-defined]
             if locked is not None:
                 locked.release()
 
-    def _attempts(self, call: Attempt, watch: Any) -> Iterator[UniEvent]:
+    def _attempts(self, call: Attempt, watch: Any, hooks: Sequence[AttemptHook]) -> Iterator[UniEvent]:
         """The events of one turn: this endpoint's attempt loop, or the route loop over the fallbacks."""
-        if self._fallbacks:
-            return self._routes(call, watch)
-        self.last_route = self._route()
-        return self._attempts_here(call, watch)
+        if not self._fallbacks:
+            self.last_route = call.route
+            return self._attempts_here(call, watch, hooks)
+        routes = [self._failover_route(self, hooks)] + [self._failover_route(entry, hooks) for entry in self._fallbacks]
 
-    def _attempts_here(self, call: Attempt, watch: Any) -> Iterator[UniEvent]:
+        def answered_by(info: Dict[str, Any]) -> None:
+            self.last_route = info
+
+        return run_routes(call, watch, routes, hooks=hooks, falls_over=self._falls_over, breaker=self._breaker,
+                          total=Timeout.of(self.timeout).total, answered_by=answered_by)
+
+    def _attempts_here(self, call: Attempt, watch: Any, hooks: Sequence[AttemptHook],
+                       deadline: Optional[float] = None, whole_call: bool = True) -> Iterator[UniEvent]:
         """The events of one turn on this client's own endpoint: the attempt loop reading its protocol's stream."""
         protocol = self._protocol
         client = self.client_type
         max_line_bytes = self.max_line_bytes
         document = not call.request.stream
         if (call.config or {}).get("background"):
-            return self._background(call, watch)
+            return self._background(call, watch, hooks, deadline, whole_call)
 
         def read(body: Any) -> Iterator[UniEvent]:
             stamp = [now_ms()]  # the time the bytes being parsed were read: each event's created_at
             return drive(protocol.read(body, client, max_line_bytes, document, stamp), client, stamp)
 
-        return self._run(call, watch, protocol, read)
+        return self._run(call, watch, protocol, read, hooks=hooks, deadline=deadline, whole_call=whole_call)
 
-    # -- background responses: resumed after a cut (agenthub.resume), cancelled when abandoned ---------
-    def _background(self, call: Attempt, watch: Any) -> Iterator[UniEvent]:
-        """A background response's events (config["background"]): when its stream breaks after the
-        response's id arrived, the SSE events continue from a GET that resumes it (one parser across the
-        connections, so nothing is lost or repeated; never a second POST); one that ends before its
-        response completed (abort, close, an error) is cancelled server-side."""
-        dialect = _resume_module(self._protocol)
-        client = self.client_type
-        resumables = []  # type: List[Any]  # one per attempt
-        opened = []  # type: List[Any]  # the bodies of the reconnects, closed when the call ends
+    # -- background responses: resumed after a cut, cancelled when abandoned (agenthub.background) ---------
+    def _background(self, call: Attempt, watch: Any, hooks: Sequence[AttemptHook], deadline: Optional[float],
+                    whole_call: bool) -> Iterator[UniEvent]:
+        from . import background
 
-        def read(body: Any, reopen: Callable[[str, Any, Any], Any]) -> Iterator[UniEvent]:
-            stamp = [now_ms()]  # the time the bytes being parsed were read, across the reconnects too
-            parts, resumable = self._read_background(dialect, body, reopen, opened, stamp)
-            resumables.append(resumable)
-            return _marked(drive(parts, client, stamp), resumable)
+        def run(read: Callable[..., Iterator[UniEvent]]) -> Iterator[UniEvent]:
+            return self._run(call, watch, self._protocol, read, resumes=True, hooks=hooks, deadline=deadline,
+                             whole_call=whole_call)
 
-        events = self._run(call, watch, self._protocol, read, resumes=True)
-        try:
-            yield from events
-        finally:
-            events.close()  # type: ignore[attr-defined]
-            for body in opened:
-                body.close()
-            resumable = resumables[-1] if resumables else None
-            if resumable is not None and resumable.resource_id and not resumable.complete:
-                self._cancel(dialect, resumable.resource_id)
+        return background.events(self._protocol, self._endpoint, self.client_type, self.max_line_bytes, run,
+                                 self._cancel)
 
-    def _read_background(self, dialect: Any, body: Any, reopen: Callable[[str, Any, Any], Any],
-                         opened: List[Any], stamp: List[int]) -> Tuple[Iterator[Any], Any]:
-        """The parts of a background stream whose connections resume after a cut, and its Resumable:
-        each reconnect is the attempt loop's next attempt (``reopen``: the GET that resumes it, with the
-        loop's hooks, retries, deadline and abort), read by the same parser."""
-        from .resume import Resumable
-
-        protocol = self._protocol
-        client = self.client_type
-        if body.open(False):  # one JSON document: complete by nature, nothing to resume
-            return protocol.read(body, client, self.max_line_bytes, stamp=stamp), None
-
-        def reconnect(resource_id: str, cursor: Any) -> Iterator[Any]:
-            resumed = reopen(resource_id, dialect.resume_request(self._endpoint, resource_id, cursor), resumable.error)
-            opened.append(resumed)
-            logger.info("%s: the stream of background response %s broke; resumed after event %s", client,
-                        resource_id, cursor)
-            return protocol.framing(resumed.iter_chunks(stamp), self.max_line_bytes)
-
-        frames = protocol.framing(body.iter_chunks(stamp), self.max_line_bytes)
-        resumable = Resumable(frames, dialect.frame_cursor, reconnect, ordered=dialect.ordered_cursors, client=client)
-        return protocol.parse_stream(iter(resumable), client), resumable
-
-    def _cancel(self, dialect: Any, resource_id: str) -> None:
+    def _cancel(self, request: Any, resource_id: str) -> None:
         """Cancel a background response server-side (its stream ended before it did: abort, close, error).
         One POST, short timeouts, no retry; a failure is logged, never raised."""
         client = self.client_type
-        request = dialect.cancel_request(self._endpoint, resource_id)
         try:
             sent = self._host.encode(request, self._endpoint)
             body = _transport().open_stream(self._get_session(), sent, (5.0, 10.0), client)
@@ -747,213 +627,38 @@ class AutoLLMClient(object):
             logger.warning("%s: cancelling background response %s failed: %s", client, resource_id, exc)
 
     def _run(self, call: Attempt, watch: Any, protocol: Any, read: Callable[..., Iterable[Any]],
-             resumes: bool = False) -> Iterator[Any]:
-        """The attempt loop, the one place of the call policies: the deadline, abort, retries with
-        backoff, error scrubbing and the hooks (see the module docstring).  ``read(body)`` turns an
-        opened answer into what is yielded: a stream's events, or the one JSON document.
-
-        ``resumes`` (a background response): ``read(body, reopen)``, where ``reopen(id, request, cut)`` is
-        this loop's next attempt for a stream that broke after its response's id was known: ``cut`` (the
-        break, or None) goes through the failure policy, then ``request`` (the GET that resumes it)
-        replaces ``call.request`` and is sent with the same hooks, retries (counted afresh from the
-        cut), backoff, deadline, abort and scrubbing; it returns the opened body (the reader's parser
-        goes on across it) or raises the final error, already seen by the hooks."""
+             resumes: bool = False, hooks: Optional[Sequence[AttemptHook]] = None, deadline: Optional[float] = None,
+             whole_call: bool = True) -> Iterator[Any]:
+        """``agenthub.attempts.run_attempts`` on this client's endpoint: its host encodes each attempt, its
+        session sends it, its timeout, retries and hooks (``hooks``: a failover route's, the call's)."""
         client = self.client_type
         transport = _transport()
-        hooks = self._hooks
-        debug = logger.isEnabledFor(logging.DEBUG)
-        stream = call.kind == "stream"
-        timeout = Timeout.of(self.timeout)
-        max_retries = self.max_retries
-        deadline = timer = None
-        if timeout.total is not None:
-            deadline = time.monotonic() + timeout.total
-            timer = threading.Timer(timeout.total, watch.stop, ("deadline",))
-            timer.daemon = True
-            timer.start()
-        call.watch = watch
-        delivered = 0  # events handed to the caller in this call
-        tries = 0  # failed attempts since the call (or its last resume) started: what max_retries bounds
+        host, endpoint = self._host, self._endpoint
 
-        def send() -> Any:
-            """One attempt: abort and deadline checked, ``before_attempt``, encoded, sent, its head in,
-            ``after_response``; the opened body (its reader closes it)."""
-            call.sent = call.request  # what went out (its headers hold this attempt's token or signature)
-            call.status = call.headers = call.error = None
-            if watch.reason is not None:
-                raise _stopped(client, watch, timeout)
-            for hook in hooks:
-                hook.before_attempt(call)
-            limits = _limits(timeout, deadline)
-            if limits is None:
-                raise _stopped(client, watch, timeout, "deadline")
-            # encoded per attempt: a signature or a refreshed token is good for this send only
-            call.sent = sent = self._host.encode(call.request, self._endpoint)  # URL, credential
-            body = transport.open_stream(self._get_session(), sent, limits, client, watch=watch,
+        def connect(sent: Any, limits: Any) -> Any:
+            return transport.open_stream(self._get_session(), sent, limits, client, watch=watch,
                                          error_from_body=protocol.error_from_body, is_stream=starts_stream)
-            try:
-                body.open(not stream or not call.request.stream)  # sent: the answer's head is in
-                call.status, call.headers = body.status, body.headers
-                for hook in hooks:
-                    hook.after_response(call)
-            except BaseException:
-                if call.status is None:
-                    call.status, call.headers = body.status, body.headers  # an error answer's head
-                body.close()
-                raise
-            return body
 
-        def failed(exc: AgentHubError, body: Any, started: float, logged: bool, retryable: bool) -> bool:
-            """An attempt failed: its error explained and scrubbed, an abort or the deadline winning over it,
-            the retry decision (``retryable``: this attempt may be tried again at all), ``on_error``; True
-            once the backoff was waited (try again), False when the caller gives up (raise, or fall back)."""
-            nonlocal tries
-            call.delivered = delivered
-            if body is not None and call.status is None:
-                call.status, call.headers = body.status, body.headers  # an error answer's head
-            if debug and not logged:
-                _log_attempt(call.sent, call.number, started, None, exc)
-            self._explain(exc, call.sent)
-            if exc.__dict__.get("_agenthub_stop") is _STOP:
-                return False
-            if watch.reason is not None:  # the failure is the abort (or the deadline) showing through
-                raise _stopped(client, watch, timeout) from exc
-            if deadline is not None and isinstance(exc, TransportError) and time.monotonic() >= deadline:
-                raise _stopped(client, watch, timeout, "deadline") from exc
-            scrub(exc, self._secrets(call.sent, call.config))
-            call.error = exc
-            call.retry = bool(retryable and getattr(exc, "retryable", False) and tries < max_retries)
-            call.delay = attempt_loop.backoff(tries, getattr(exc, "retry_after", None)) if call.retry else None
-            if call.delay is None or (deadline is not None and time.monotonic() + call.delay >= deadline):
-                call.retry = False
-            for hook in hooks:
-                hook.on_error(call, exc)
-            if not call.retry or call.delay is None:
-                self._advise(exc, call.number + 1)  # the last 429 says when to retry and how to retry more
-                return False
-            call.number += 1
-            tries += 1
-            logger.info("%s: retrying after %s (status=%s, type=%s), attempt %d of %d, in %.2fs", client,
-                        type(exc).__name__, getattr(exc, "status", None), getattr(exc, "error_type", None),
-                        tries, max_retries, call.delay)
-            if body is not None:
-                body.close()
-            if not watch.sleep(call.delay):
-                raise _stopped(client, watch, timeout) from exc
-            return True
+        return run_attempts(call, watch, encode=lambda request: host.encode(request, endpoint), connect=connect,
+                            read=read, hooks=attempt_loop.hooks_for(self._hooks) if hooks is None else hooks,
+                            max_retries=self.max_retries, timeout=Timeout.of(self.timeout), deadline=deadline,
+                            secrets=self._secrets, explain=self._explain, advise=self._advise, resumes=resumes,
+                            whole_call=whole_call)
 
-        def reopen(resource_id: str, request: Any, cut: Optional[BaseException]) -> Any:
-            """The next attempt of a background stream that broke after its id was known (see above)."""
-            nonlocal tries
-            if isinstance(cut, AgentHubError):  # the break itself: the hooks see it, resumed at once
-                call.delivered = delivered
-                self._explain(cut, call.sent)
-                if watch.reason is not None:
-                    raise _stopped(client, watch, timeout) from cut
-                if deadline is not None and isinstance(cut, TransportError) and time.monotonic() >= deadline:
-                    raise _stopped(client, watch, timeout, "deadline") from cut
-                scrub(cut, self._secrets(call.sent, call.config))
-                call.error, call.retry, call.delay = cut, True, 0.0
-                for hook in hooks:
-                    hook.on_error(call, cut)
-                if not call.retry:
-                    cut.__dict__["_agenthub_seen"] = True
-                    raise cut
-            elif watch.reason is not None:
-                raise _stopped(client, watch, timeout)
-            call.request, call.resuming = request, resource_id
-            call.number += 1
-            tries = 0  # a resume starts its own count: max_retries bounds the GETs that fail in a row
-            while True:
-                body = None
-                started = time.monotonic()
-                try:
-                    body = send()
-                    if body.open(False):
-                        raise StreamProtocolError("{}: resuming a background stream answered one JSON document"
-                                                  .format(client), client=client)
-                    if debug:
-                        _log_attempt(call.sent, call.number, started, body, None)
-                    return body
-                except AgentHubError as exc:
-                    if body is not None:
-                        body.close()
-                    if not failed(exc, body, started, False, True):
-                        exc.__dict__["_agenthub_seen"] = True  # the hooks saw it: the loop raises it as it is
-                        raise
+    # -- failover (the route loop is agenthub.failover's) ----------------------------------------
+    @property
+    def fallbacks(self) -> Tuple["AutoLLMClient", ...]:
+        """The clients this one fails over to, in order (a model name given to ``fallbacks=`` as its client)."""
+        return tuple(self._fallbacks)
 
-        try:
-            while True:
-                body = None
-                started = time.monotonic()
-                logged = False
-                try:
-                    body = send()
-                    outputs = read(body, reopen) if resumes else read(body)
-                    if debug:
-                        logged = _log_attempt(call.sent, call.number, started, body, None)
-                    if not stream:
-                        for output in outputs:
-                            delivered += 1
-                            yield output
-                        return
-                    for output in outputs:  # the hot loop: one pass per event
-                        delivered += 1
-                        if output["event_type"] == "stop":
-                            if body is not None:
-                                body.finish()  # the terminal marker arrived: let the connection go back to the pool
-                                body = None
-                            call.usage = output["usage_metadata"]
-                            if debug:
-                                logger.debug("stream finished: %s, %d events, finish_reason=%s, usage=%s, %.0f ms",
-                                             client, delivered, output["finish_reason"], output["usage_metadata"],
-                                             (time.monotonic() - started) * 1000)
-                        yield output
-                        # checked as the caller asks for the next event, before anything is read: aborted, out
-                        # of time, or in another process (a forked child) while the caller held this one
-                        if watch.reason is not None:
-                            raise _stopped(client, watch, timeout)
-                    return
-                except AgentHubError as exc:
-                    if exc.__dict__.pop("_agenthub_seen", False):  # a resume's final error: the policy ran on it
-                        call.delivered = delivered
-                        again = False
-                    else:
-                        # retried only before the first event, and never by a second POST of a background response
-                        again = failed(exc, body, started, logged, not delivered and not exc.__dict__.get(RESUMED))
-                    if again:
-                        body = None  # closed before the backoff
-                        continue
-                    if call.fallback is not None and not delivered and exc.__dict__.get("_agenthub_stop") is not _STOP:
-                        fallback, call.fallback = call.fallback, None
-                        call.error = None
-                        for output in fallback:
-                            delivered += 1
-                            yield output
-                        return
-                    raise
-                finally:
-                    if body is not None:
-                        body.close()
-        except BaseException as exc:
-            if isinstance(exc, AgentHubError):
-                call.error = exc
-            raise
-        finally:
-            if timer is not None:
-                timer.cancel()
-            call.delivered = delivered
-            for hook in hooks:
-                hook.on_done(call)
-
-    # -- failover -------------------------------------------------------------------------------
     def _fallback_client(self, entry: Any) -> "AutoLLMClient":
-        """A ``fallbacks`` entry as a client: a model name gets this client's timeout, retries, session and
-        budget (its key, endpoint and protocol are its own: the registry's, from its environment variable)."""
+        """A ``fallbacks`` entry as a client: a model name gets this client's timeout, retries, line limit and
+        budget; its key, endpoint, protocol and session are its own (the registry's, from its environment
+        variable): a credential set on this client's ``session=`` never reaches another host."""
         if isinstance(entry, AutoLLMClient):
             return entry
         if isinstance(entry, str) and entry:
-            return AutoLLMClient(entry, timeout=self.timeout, max_retries=self.max_retries, session=self._session,
+            return AutoLLMClient(entry, timeout=self.timeout, max_retries=self.max_retries,
                                  max_line_bytes=self.max_line_bytes, budget=self.budget)
         raise ConfigError("each fallbacks entry must be a model name or an AutoLLMClient, not {}".format(
             type(entry).__name__))
@@ -971,62 +676,30 @@ class AutoLLMClient(object):
 
     def _falls_over(self, error: BaseException) -> bool:
         """May a failure before the first event move the turn to the next fallback?"""
-        return isinstance(error, self._fallback_on) or _unwell(error)
+        return isinstance(error, self._fallback_on) or unwell(error)
 
-    def _routes(self, call: Attempt, watch: Any) -> Iterator[UniEvent]:
-        """The route loop: this client, then each fallback in order, while no event reached the caller.
+    def _failover_route(self, entry: "AutoLLMClient", hooks: Sequence[AttemptHook]) -> Route:
+        """``entry`` (this client or a fallback) as a route of this client's call: its attempts run the
+        call's hooks, then the entry's own (agenthub.failover.merge_hooks), under the call's one deadline."""
+        if entry is not self:
+            hooks = merge_hooks(hooks, entry._hooks)
 
-        An entry whose circuit is open is skipped at once; a failure the entry's own attempt loop gave
-        up on (``_falls_over``) moves to the next entry; once an event was yielded, an error is raised
-        as it is (two entries' events are never joined).  ``last_route`` names the entry that answered."""
-        settings = self._breaker
-        last_error = None  # type: Optional[AgentHubError]
-        for entry in [self] + self._fallbacks:
-            route = entry._route()
-            gate = breaker_for(entry.client_type, entry._circuit_host(), entry.model) if settings is not None else None
-            if gate is not None and not gate.allow(settings["cooldown"]):
-                logger.info("agenthub fallback: %s (%s, %s) skipped: its circuit is open", entry.model,
-                            entry.client_type, route["host"])
-                continue
-            started = False
-            verdict = False
-            try:
-                sub = call if entry is self else entry._call_for(call)
-                for event in entry._attempts_here(sub, watch):
-                    if not started:
-                        started = verdict = True
-                        if gate is not None:
-                            gate.success()
-                        self.last_route = route
-                    yield event
-                return
-            except AgentHubError as exc:
-                if gate is not None and not started and _unwell(exc):
-                    gate.failure(settings["failures"])
-                    verdict = True
-                if started or watch.reason is not None or not self._falls_over(exc):
-                    raise
-                logger.info("agenthub fallback: %s (%s, %s) skipped: %s%s", entry.model, entry.client_type,
-                            route["host"], type(exc).__name__,
-                            "" if getattr(exc, "status", None) is None else " {}".format(exc.status))
-                last_error = exc
-            finally:
-                if gate is not None and not verdict:
-                    gate.release()  # a probe that ended with no verdict (closed early, or a 400): another may go
-        if last_error is not None:
-            raise last_error
-        raise ServerError("{}: every route is unavailable (their circuits are open after repeated failures; "
-                          "they are tried again after their cooldown of {:g}s)".format(self.model, settings["cooldown"]
-                                                                                       if settings else 0),
-                          client=self.client_type, status=None, error_type="circuit_open", retryable=True,
-                          retry_after=settings["cooldown"] if settings else None)
+        def attempts(call: Attempt, watch: Any, hooks: Sequence[AttemptHook],
+                     deadline: Optional[float]) -> Iterator[UniEvent]:
+            sub = call if entry is self else entry._call_for(call)
+            return entry._attempts_here(sub, watch, hooks, deadline, whole_call=False)
+
+        return Route(entry._route(), (entry.client_type, entry._circuit_host(), entry.model), hooks, attempts)
 
     def _call_for(self, call: Attempt) -> Attempt:
-        """The primary's call as this fallback client sends it: the same messages and config, its own request."""
+        """The primary's call as this fallback client sends it: the same messages and config, its own request.
+        Per-request ``extra_headers`` and ``extra_body`` belong to the endpoint they were written for (a
+        gateway's key, a vendor field): a fallback never gets them."""
         messages = list(call.messages or [])
-        config = dict(call.config or {})
-        return Attempt("stream", self.client_type, self.model, apply_extras(self._build(messages, config), config), messages,
-                       config, call=call, route=self._route())
+        config = {key: value for key, value in (call.config or {}).items()
+                  if key not in ("extra_headers", "extra_body")}
+        return Attempt("stream", self.client_type, self.model, apply_extras(self._build(messages, config), config),
+                       messages, config, call=call, route=self._route())
 
     def _secrets(self, request: Any, config: Optional[Mapping[str, Any]] = None) -> List[str]:
         """What to scrub from an error: the key (every part of a credential set), every request
@@ -1057,45 +730,6 @@ class AutoLLMClient(object):
             _transport().forget_connections(session)
         return session
 
-    def _trace(self, config: Mapping[str, Any], history: List[UniMessage],
-               route: Optional[Mapping[str, Any]] = None) -> None:
-        """Write the trace of a completed answer.  A failure is logged and the answer stands
-        (agenthub.tracer documents the policy): the turn happened, so it is never undone."""
-        from .tracer import save_trace
-
-        routes = self.__dict__.setdefault("_trace_routes", {}).setdefault(config["trace_id"], [])
-        if route is not None:  # which endpoint answered each turn (failover never hides it)
-            routes.append(dict(route, turn=len(history) - 1))
-
-        if config.get("extra_headers"):  # header values may be credentials: a trace never holds them
-            config = dict(config, extra_headers={name: "***" for name in config["extra_headers"]})
-        try:
-            save_trace(config["trace_id"], self.model, history, config, routes=routes)
-        except Exception as exc:  # disk full, permissions, a folder removed meanwhile, an unwritable value
-            logger.error("%s: the trace %r was not written (%s: %s); the answer stands", self.client_type,
-                         config["trace_id"], type(exc).__name__, exc)
-
-
-def _marked(events: Iterator[UniEvent], resumable: Any) -> Iterator[UniEvent]:
-    """``events``; an error raised once the background response's id was known is marked so that the
-    attempt loop never retries it by a second POST."""
-    try:
-        yield from events
-    except AgentHubError as exc:
-        if resumable is not None and resumable.resource_id:
-            setattr(exc, RESUMED, resumable.resource_id)
-        raise
-
-
-def _resume_module(record: Any) -> Any:
-    """The module of a protocol that resumes background streams (``resume_request``, ``cancel_request``,
-    ``frame_cursor``, ``ordered_cursors``)."""
-    module = importlib.import_module("agenthub.providers." + record.module)
-    if not hasattr(module, "resume_request"):  # pragma: no cover - build_request.accepts keeps it out
-        raise UnsupportedParameterError("{}: background is not available on this protocol".format(record.name),
-                                        client=record.name, parameter="background")
-    return module
-
 
 def _sequence(value: Any, name: str) -> List[Any]:
     if value is None:
@@ -1115,17 +749,6 @@ def _error_classes(value: Any) -> Tuple[type, ...]:
     return classes
 
 
-def _unwell(error: BaseException) -> bool:
-    """A failure that says the endpoint is down or overloaded (what fails over and counts against its
-    circuit): a retryable status after the retries, a connection failure or a timeout, an in-stream
-    error or a cut before any content.  An abort by the caller, a fork, a 400 or a 401 are not."""
-    if isinstance(error, TransportError):
-        return not (error.__dict__.get("aborted") or error.__dict__.get("forked"))
-    if isinstance(error, (UpstreamError, StreamProtocolError)):
-        return bool(getattr(error, "retryable", False))
-    return False
-
-
 def _missing_v1(client_type: str, base_url: str) -> Optional[str]:
     """For a 404 at an OpenAI-compatible endpoint whose base URL has no ``/v1`` (``http://127.0.0.1:8000``
     where the server answers under ``http://127.0.0.1:8000/v1``): the hint the README promises."""
@@ -1139,54 +762,6 @@ def _missing_v1(client_type: str, base_url: str) -> Optional[str]:
         return None
     return ("the base_url has no /v1 (OpenAI-compatible servers answer at /v1/chat/completions and "
             "/v1/responses): try base_url='{}/v1'".format(redact_url(base_url.rstrip("/"))))
-
-
-def _log_attempt(request: Any, attempt: int, started: float, body: Any, error: Optional[BaseException]) -> bool:
-    """One DEBUG record for one HTTP attempt (no key, header or body in it)."""
-    if error is not None:
-        status = getattr(error, "status", None)
-        request_id = getattr(error, "request_id", None)
-        outcome = " -> {}".format(type(error).__name__)
-    else:
-        status = getattr(body, "status", None)
-        request_id = answer_request_id(getattr(body, "headers", None))
-        outcome = ""
-    logger.debug("HTTP %s %s status=%s request_id=%s attempt=%d elapsed=%.0f ms%s", getattr(request, "method", "?"),
-                 safe_url(getattr(request, "url", None)), status, request_id, attempt + 1,
-                 (time.monotonic() - started) * 1000, outcome)
-    return True
-
-
-def _limits(timeout: Timeout, deadline: Optional[float]) -> Optional[Tuple[Optional[float], Optional[float]]]:
-    """requests' (connect, read) for the next attempt, clipped to what is left of the deadline."""
-    if deadline is None:
-        return (timeout.connect, timeout.read)
-    left = deadline - time.monotonic()
-    if left <= 0:
-        return None
-    return (left if timeout.connect is None else min(timeout.connect, left),
-            left if timeout.read is None else min(timeout.read, left))
-
-
-#: what marks the errors the loop itself raises for an abort or the deadline (no server can send it)
-_STOP = object()
-
-
-def _stopped(client: str, control: Any, timeout: Timeout, reason: Optional[str] = None) -> TransportError:
-    reason = reason or control.reason or "abort"
-    if reason == "deadline":
-        error = TransportError("{}: the total deadline of {}s was exceeded".format(client, timeout.total),
-                               client=client, timeout=True, deadline=True, aborted=False, retryable=False)
-    elif reason == "fork":
-        error = TransportError("{}: this stream was opened in process {} and cannot be read in another process "
-                               "(a forked child): open a new stream there".format(client, getattr(control, "pid", "?")),
-                               client=client, timeout=False, deadline=False, aborted=False, retryable=False,
-                               forked=True)
-    else:
-        error = TransportError("{}: the stream was aborted by the caller".format(client), client=client,
-                               timeout=False, deadline=False, aborted=True, retryable=False)
-    error._agenthub_stop = _STOP  # type: ignore[attr-defined]  # not a field: kept out of pickles and reprs
-    return error
 
 
 def _transport() -> Any:

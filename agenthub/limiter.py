@@ -12,7 +12,11 @@ The providers' own figures are read from every answer's headers (``observe``):
 (OpenAI-compatible servers: a duration such as ``1s``, ``6m0s``, ``12ms``) and
 ``anthropic-ratelimit-{requests,tokens,input-tokens,output-tokens}-{remaining,reset}`` (Anthropic: the
 reset is an RFC 3339 time).  When one says nothing is left, every user of the limiter waits for its
-reset.  A 429's Retry-After (``pause``) holds back every user, not only the one that got it.
+reset before sending to that endpoint.  A 429's Retry-After (``pause``) holds back every user's requests
+to the endpoint that asked for it, not only the one that got it; other endpoints (a failover route) go
+on.  An endpoint is the circuit breaker's: client type, host and port, model (``endpoint_key``); a pause
+or a header read without one (``pause(s)``, ``observe(headers)``) holds every endpoint.  Requests that
+booked their slots before a pause and slept through it take new slots after it, spaced as any others.
 
 Usage::
 
@@ -27,16 +31,25 @@ for Anthropic's absolute reset times.
 """
 
 import datetime
+import math
+import os
 import re
 import threading
 import time
-from typing import Any, Callable, Dict, Mapping, Optional, Tuple
+import weakref
+from typing import Any, Callable, Mapping, Optional, Tuple
 
+from .answers import retry_after as _retry_after
 from .attempts import AttemptHook
 from .errors import ConfigError
 from .estimate import estimate_with_output
+from .stream import usage_count
 
-__all__ = ["RateLimiter", "LimiterHook", "Ticket", "estimate_tokens", "parse_duration", "parse_rfc3339"]
+__all__ = ["RateLimiter", "LimiterHook", "Ticket", "estimate_tokens", "parse_duration", "parse_rfc3339",
+           "endpoint_key"]
+
+#: (client type, (host, port), model): the endpoint a pause holds (None in a part: not known)
+Key = Tuple[Any, ...]
 
 #: the longest a header or a Retry-After may hold everyone back (a broken header must not stall a job for a day)
 MAX_PAUSE = 600.0
@@ -83,7 +96,7 @@ def parse_duration(text: Any) -> Optional[float]:
         return None
     try:
         seconds = float(text)
-        return seconds if seconds >= 0 and seconds == seconds else None
+        return seconds if seconds >= 0 and math.isfinite(seconds) else None  # "inf", "1e309", "nan": no figure
     except ValueError:
         pass
     pos = 0
@@ -93,7 +106,7 @@ def parse_duration(text: Any) -> Optional[float]:
             return None
         total += float(match.group(1)) * _UNITS[match.group(2)]
         pos = match.end()
-    return total if pos == len(text) and pos else None
+    return total if pos == len(text) and pos and math.isfinite(total) else None
 
 
 def parse_rfc3339(text: Any) -> Optional[float]:
@@ -143,6 +156,50 @@ def _lower(headers: Any) -> Mapping[str, str]:
     return out
 
 
+def endpoint_key(attempt: Any) -> Key:
+    """The endpoint an attempt goes to, as the circuit breaker keys it: (client type, (host, port), model).
+
+    The host and port are the attempt's ``server`` when it has one, else those of the URL it was sent to
+    (``sent``, once encoded); None while neither is known (a pause then holds every host of that client
+    type and model)."""
+    server = getattr(attempt, "server", None)
+    if isinstance(server, (tuple, list)) and len(server) == 2:
+        where = (str(server[0]).lower(), server[1])  # type: Any
+    else:
+        where = None
+        for request in (getattr(attempt, "sent", None), getattr(attempt, "request", None)):
+            url = getattr(request, "url", None)
+            if isinstance(url, str) and "://" in url:
+                from .hosts.trust import url_origin  # the host the request connects to, as the breaker reads it
+
+                origin = url_origin(url)
+                if origin is not None:
+                    where = (origin[1].lower(), origin[2])
+                    break
+    return (getattr(attempt, "client_type", None), where, getattr(attempt, "model", None))
+
+
+def _holds(pause_key: Key, key: Optional[Key]) -> bool:
+    """Whether a pause of ``pause_key`` holds a request to ``key`` (an unknown part matches any)."""
+    if key is None:
+        return False
+    return all(a is None or b is None or a == b for a, b in zip(pause_key, key))
+
+
+#: every RateLimiter, LimiterHook and Budget alive: a forked child renews their locks (a thread of the
+#: parent may have held one at the fork, and it never runs in the child to release it)
+_LOCKED = weakref.WeakSet()  # type: weakref.WeakSet[Any]
+
+
+def _renew_locks() -> None:
+    for holder in list(_LOCKED):
+        holder._lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_renew_locks)
+
+
 class RateLimiter(object):
     """Requests per minute and tokens per minute, spread evenly, shared by all threads (see the module doc).
 
@@ -161,7 +218,9 @@ class RateLimiter(object):
         now = clock()
         self._next_request = now  # the earliest moment the next request may go (theoretical arrival time)
         self._next_token = now  # the same for the token budget
-        self._paused_until = now  # a 429 or an exhausted header holds everyone back until then
+        self._paused_until = now  # a pause of every endpoint (no key) holds everyone back until then
+        self._paused = {}  # type: Dict[Key, float]  # endpoint -> until when a 429 or its headers hold it
+        _LOCKED.add(self)
         #: what the limiter has done, for progress lines and benches
         self.requests = 0
         self.tokens = 0
@@ -187,41 +246,80 @@ class RateLimiter(object):
     estimate = staticmethod(estimate_tokens)
 
     # -- taking a turn ------------------------------------------------------------------------
-    def reserve(self, tokens: int = 0) -> Tuple[Ticket, float]:
-        """Book the next slot for a request of ``tokens`` (estimated): (ticket, seconds to wait before
-        sending).  Never blocks; ``acquire`` is reserve + sleep."""
-        tokens = max(0, int(tokens))
+    def _pause_end(self, key: Optional[Key], now: float) -> float:
+        """(under the lock) When the pauses holding a request to ``key`` end: the every-endpoint pause, and
+        that endpoint's own (expired ones are dropped)."""
+        end = self._paused_until
+        for pause_key, until in list(self._paused.items()):
+            if until < now - MAX_PAUSE:  # (kept a while after it ended: a slot it covered is still booked)
+                del self._paused[pause_key]
+            elif until > end and _holds(pause_key, key):
+                end = until
+        return end
+
+    def reserve(self, tokens: int = 0, key: Optional[Key] = None) -> Tuple[Ticket, float]:
+        """Book the next slot for a request of ``tokens`` (estimated) to the endpoint ``key`` (None: no
+        endpoint's own pause holds it): (ticket, seconds to wait before sending).  Never blocks;
+        ``acquire`` is reserve + sleep."""
+        tokens = max(0, min(int(tokens), 10 ** 12))  # (a local estimate: bounded so the arithmetic stays in floats)
         with self._lock:
             now = self._clock()
-            at = max(now, self._paused_until)
+            slot = now
             if self.rpm is not None:
-                at = max(at, self._next_request)
+                slot = max(slot, self._next_request)
             if self.tpm is not None:
-                at = max(at, self._next_token)
+                slot = max(slot, self._next_token)
             if self.rpm is not None:
-                self._next_request = at + 60.0 / self.rpm
+                self._next_request = slot + 60.0 / self.rpm
             if self.tpm is not None:
                 # this request's tokens hold the next one back (its own start is not delayed by its size,
                 # so a request bigger than a second's budget still goes, and the pace evens out after)
-                self._next_token = at + tokens * 60.0 / self.tpm
+                self._next_token = slot + min(tokens * 60.0 / self.tpm, MAX_PAUSE)
             self.requests += 1
             self.tokens += tokens
-            return Ticket(tokens, at), at - now
+            # a pause of this endpoint holds it past its slot without holding the queue (other endpoints'
+            # requests keep their slots); when the pause ends it takes a new slot (``wait_turn``)
+            wait = max(slot, self._pause_end(key, now)) - now
+            return Ticket(tokens, slot), wait
 
-    def acquire(self, tokens: int = 0, *, interrupt: Optional[Callable[[float], bool]] = None) -> Ticket:
+    def acquire(self, tokens: int = 0, *, interrupt: Optional[Callable[[float], bool]] = None,
+                key: Optional[Key] = None) -> Ticket:
         """Wait for the next slot (see ``reserve``) and return its ticket.  ``interrupt(seconds)`` may
         replace the sleep: it returns False to stop waiting early (the slot stays booked)."""
-        ticket, wait = self.reserve(tokens)
-        while wait > 0:
+        ticket, wait = self.reserve(tokens, key)
+
+        def sleep(seconds: float) -> bool:
             if interrupt is not None:
-                if not interrupt(wait):
-                    break
-            else:
-                self._sleep(wait)
-            # a pause that came in while this thread slept (a 429 elsewhere) holds it back too
-            with self._lock:
-                wait = self._paused_until - self._clock()
+                return bool(interrupt(seconds))
+            self._sleep(seconds)
+            return True
+
+        self.wait_turn(ticket, wait, key, sleep)
         return ticket
+
+    def wait_turn(self, ticket: Ticket, wait: float, key: Optional[Key], sleep: Callable[[float], bool]) -> bool:
+        """Sleep (``sleep(seconds)``, False: stop early) until ``ticket``'s slot, then while a pause holds
+        ``key``; a ticket whose slot a pause covered takes a new slot after it, behind those booked
+        meanwhile (so the requests a pause held go spaced, not at once).  False when ``sleep`` stopped it."""
+        while True:
+            if wait > 0 and not sleep(wait):
+                return False
+            with self._lock:
+                now = self._clock()
+                end = self._pause_end(key, now)
+                if end > now:  # a pause that came in while this thread slept (a 429 elsewhere) holds it too
+                    wait = end - now
+                    continue
+                if end <= ticket.at:
+                    return True
+                at = now  # the pause ended after this slot began: a new slot
+                if self.rpm is not None:
+                    at = max(at, self._next_request)
+                    self._next_request = at + 60.0 / self.rpm
+                ticket.at = at
+                wait = at - now
+            if wait <= 0:
+                return True
 
     def settle(self, ticket: Optional[Ticket], usage_metadata: Optional[Mapping[str, Any]]) -> None:
         """Correct the token estimate of ``ticket`` with the answer's usage (prompt + response tokens)."""
@@ -232,8 +330,8 @@ class RateLimiter(object):
             return
         used = 0
         for key in ("prompt_tokens", "response_tokens", "thoughts_tokens"):
-            value = usage_metadata.get(key)
-            if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            value = usage_count(usage_metadata.get(key))  # a server's absurd count is no count
+            if value:
                 used += value
         if not used:
             return
@@ -241,24 +339,34 @@ class RateLimiter(object):
             self.tokens += used - ticket.tokens
             if self.tpm is not None:
                 # more than estimated: the next request waits longer; less: it may go sooner (never before
-                # now: a slot is never granted in the past, so no burst builds up)
-                self._next_token += (used - ticket.tokens) * 60.0 / self.tpm
+                # now: a slot is never granted in the past, so no burst builds up); never longer than the
+                # longest pause, whatever the usage said
+                self._next_token = min(self._next_token + (used - ticket.tokens) * 60.0 / self.tpm,
+                                       self._clock() + MAX_PAUSE)
             ticket.tokens = used
 
     # -- what the server says -------------------------------------------------------------------
-    def pause(self, seconds: Optional[float]) -> None:
-        """Hold every user of this limiter back for ``seconds`` (a 429's Retry-After)."""
-        if seconds is None or not isinstance(seconds, (int, float)) or isinstance(seconds, bool) or seconds != seconds:
+    def pause(self, seconds: Optional[float], key: Optional[Key] = None) -> None:
+        """Hold every user's requests to the endpoint ``key`` back for ``seconds`` (a 429's Retry-After);
+        without a key, every endpoint.  A figure that is not a finite number is no figure (no pause)."""
+        if seconds is None or not isinstance(seconds, (int, float)) or isinstance(seconds, bool) \
+                or not math.isfinite(seconds):
             return
         seconds = min(max(0.0, float(seconds)), MAX_PAUSE)
         with self._lock:
             until = self._clock() + seconds
-            if until > self._paused_until:
-                self._paused_until = until
+            if key is None:
+                if until > self._paused_until:
+                    self._paused_until = until
+                    self.pauses += 1
+            elif until > self._paused.get(key, float("-inf")):
+                self._paused[key] = until
                 self.pauses += 1
 
-    def observe(self, headers: Any, status: Optional[int] = None, retry_after: Optional[float] = None) -> None:
-        """Read an answer's rate-limit headers (any mapping or list of pairs; names in any case).
+    def observe(self, headers: Any, status: Optional[int] = None, retry_after: Optional[float] = None,
+                key: Optional[Key] = None) -> None:
+        """Read an answer's rate-limit headers (any mapping or list of pairs; names in any case), of the
+        endpoint ``key`` (None: they hold every endpoint).
 
         A ``remaining`` of 0 holds everyone back until its ``reset``; a 429 with no usable reset and no
         Retry-After pauses for one request interval (at least a second)."""
@@ -283,36 +391,36 @@ class RateLimiter(object):
             if seconds is not None:
                 waits.append(max(0.0, seconds))
         if retry_after is None and status == 429:
-            retry_after = parse_duration(h.get("retry-after"))
-            ms = h.get("retry-after-ms")
-            if ms is not None:
-                try:
-                    retry_after = float(ms) / 1000.0
-                except ValueError:
-                    pass
-        if retry_after is not None:
+            retry_after = _retry_after(h)  # the client's own reading: "inf" and the like are no figure
+        if isinstance(retry_after, (int, float)) and math.isfinite(retry_after):
             waits.append(retry_after)
         if not waits and status == 429:
             waits.append(max(1.0, 60.0 / self.rpm if self.rpm else 1.0))
         if waits:
-            self.pause(max(waits))
+            self.pause(max(waits), key)
 
-    def paused_for(self) -> float:
-        """Seconds until a pause (429 or exhausted header) ends; 0 when none holds."""
+    def paused_for(self, key: Optional[Key] = None) -> float:
+        """Seconds until the pauses holding a request to the endpoint ``key`` (a 429 or an exhausted header)
+        end; 0 when none holds.  Without a key: the longest pause of any endpoint (what to tell a user)."""
         with self._lock:
-            return max(0.0, self._paused_until - self._clock())
+            now = self._clock()
+            end = self._pause_end(key, now)
+            if key is None:
+                end = max([end] + list(self._paused.values()))
+            return max(0.0, end - now)
 
 
 class LimiterHook(AttemptHook):
     """The attempt-loop hook (``agenthub.attempts.AttemptHook``) of ``AutoLLMClient(..., limiter=...)``.
 
     ``before_attempt``: each attempt (retries and a background stream's resuming GETs included) takes its
-    turn, waiting with ``attempt.wait``
-    so an abort or the deadline still ends the call; a stream's tokens are estimated from its messages
-    and config.  ``after_response`` / ``on_error``: the rate-limit headers of the answer (an error
-    answer's too) and a 429's Retry-After pause every user of the limiter.  ``on_done``: the stop
-    event's usage corrects the estimate.  ``acquire=False`` only observes (the bulk runner takes the
-    turns itself, so that Ctrl-C can stop rows that were not sent yet).
+    turn, waiting with ``attempt.wait`` so an abort or the deadline still ends the call, and waits while a
+    pause holds its endpoint (``endpoint_key``); a stream's tokens are estimated from its messages and
+    config.  ``after_response`` / ``on_error``: the rate-limit headers of the answer (an error answer's
+    too) and a 429's Retry-After pause every user's requests to that endpoint (a failover route to
+    another endpoint goes at once).  ``on_done``: the stop event's usage corrects the estimate.
+    ``acquire=False`` takes no turn, only waits out its endpoint's pauses and observes (the bulk runner
+    takes the turns itself, so that Ctrl-C can stop rows that were not sent yet).
     """
 
     def __init__(self, limiter: RateLimiter, acquire: bool = True) -> None:
@@ -321,7 +429,9 @@ class LimiterHook(AttemptHook):
         self.limiter = limiter
         self.acquire = acquire
         self._tickets = {}  # type: Dict[int, Ticket]
+        self._keys = {}  # type: Dict[int, Key]  # a call's endpoint once its URL was seen (its retries' key)
         self._lock = threading.Lock()
+        _LOCKED.add(self)
 
     def __getstate__(self) -> Any:
         return {"limiter": self.limiter, "acquire": self.acquire}
@@ -329,40 +439,57 @@ class LimiterHook(AttemptHook):
     def __setstate__(self, state: Any) -> None:
         self.__init__(state["limiter"], state["acquire"])  # type: ignore[misc]
 
-    def before_attempt(self, attempt: Any) -> None:
-        if not self.acquire:
-            return
-        resuming = getattr(attempt, "resuming", None)  # the GET resuming a background stream: no new tokens
-        tokens = 0
-        if attempt.kind == "stream" and not resuming:
-            tokens = estimate_tokens(attempt.messages or (), attempt.config)
-        ticket, wait = self.limiter.reserve(tokens)
-        if not resuming:  # (the answer's usage settles the ticket of the POST that started it)
-            with self._lock:
-                self._tickets[id(attempt)] = ticket  # a retry's ticket replaces the failed attempt's
-        while wait > 0:
-            if not attempt.wait(wait):
-                from .errors import TransportError
+    def _key(self, attempt: Any, learn: bool = False) -> Key:
+        key = endpoint_key(attempt)
+        with self._lock:
+            if key[1] is not None:
+                if learn:
+                    self._keys[id(attempt)] = key
+            else:
+                key = self._keys.get(id(attempt), key)
+        return key
 
-                raise TransportError("stopped while waiting for the rate limiter", aborted=True, retryable=False)
-            wait = self.limiter.paused_for()  # a 429 elsewhere while this one slept holds it back too
+    def before_attempt(self, attempt: Any) -> None:
+        key = self._key(attempt)
+        if not self.acquire:
+            ticket, wait = Ticket(0, self.limiter._clock()), self.limiter.paused_for(key)
+        else:
+            resuming = getattr(attempt, "resuming", None)  # the GET resuming a background stream: no new tokens
+            tokens = 0
+            if attempt.kind == "stream" and not resuming:
+                tokens = estimate_tokens(attempt.messages or (), attempt.config)
+            ticket, wait = self.limiter.reserve(tokens, key)
+            if not resuming:  # (the answer's usage settles the ticket of the POST that started it)
+                with self._lock:
+                    self._tickets[id(attempt)] = ticket  # a retry's ticket replaces the failed attempt's
+        if not self.limiter.wait_turn(ticket, wait, key, lambda seconds: self.pause(attempt, seconds)):
+            from .errors import TransportError
+
+            raise TransportError("stopped while waiting for the rate limiter", aborted=True, retryable=False)
+
+    def pause(self, attempt: Any, seconds: float) -> bool:
+        """Wait ``seconds`` for the limiter's turn (``attempt.wait``: an abort or the deadline ends it, False)."""
+        return bool(attempt.wait(seconds))
 
     def after_response(self, attempt: Any) -> None:
+        key = self._key(attempt, learn=True)
         if attempt.headers:
-            self.limiter.observe(attempt.headers, attempt.status)
+            self.limiter.observe(attempt.headers, attempt.status, key=key)
 
     def on_error(self, attempt: Any, error: Any) -> None:
+        key = self._key(attempt, learn=True)
         status = attempt.status if attempt.status is not None else getattr(error, "status", None)
         rate_limited = status == 429 or type(error).__name__ == "RateLimitError"
         self.limiter.observe(attempt.headers or {}, 429 if rate_limited else status,
-                             getattr(error, "retry_after", None) if rate_limited else None)
+                             getattr(error, "retry_after", None) if rate_limited else None, key=key)
 
     def on_done(self, attempt: Any) -> None:
         with self._lock:
             ticket = self._tickets.pop(id(attempt), None)
+            self._keys.pop(id(attempt), None)
         self.limiter.settle(ticket, attempt.usage)
 
 
 def has_hook(client: Any, limiter: RateLimiter) -> bool:
-    """Whether ``client`` already reports to ``limiter`` (its ``_hooks`` hold a LimiterHook of it)."""
-    return any(isinstance(h, LimiterHook) and h.limiter is limiter for h in getattr(client, "_hooks", ()))
+    """Whether ``client`` already reports to ``limiter`` (its ``hooks`` hold a LimiterHook of it)."""
+    return any(isinstance(h, LimiterHook) and h.limiter is limiter for h in getattr(client, "hooks", ()))

@@ -8,6 +8,7 @@ what a cut stream, an empty turn and a malformed payload become.
 """
 
 import json
+import logging
 import time
 from typing import Any, Dict, Iterable, Iterator, List, Optional
 
@@ -16,7 +17,11 @@ from .types import FINISH_REASONS as _FINISH_REASONS, USAGE_KEYS as _USAGE_KEYS
 from .types import AssistantMessage, UniEvent, UniMessage, UsageMetadata
 
 __all__ = ["StreamEnd", "drive", "now_ms", "collect", "Collector", "check_stream", "empty_usage", "Fold",
-           "item_problem"]
+           "item_problem", "usage_count", "checked_usage", "MAX_USAGE_TOKENS"]
+
+#: the most tokens one usage bucket of one answer may report (ten times the largest context window of any
+#: model): a larger count is a server's mistake (bytes, a running total, garbage) and reads as unknown
+MAX_USAGE_TOKENS = 100000000
 
 #: items that make a turn worth replaying (a thinking-only turn is rejected upstream)
 _SUBSTANTIVE = frozenset(["tool_call", "inline_data", "image_url", "embedding", "compaction"])
@@ -36,6 +41,46 @@ _ITEM_FIELDS = {
 
 def empty_usage() -> UsageMetadata:
     return {"cached_tokens": None, "prompt_tokens": None, "thoughts_tokens": None, "response_tokens": None}
+
+
+def usage_count(value: Any) -> Optional[int]:
+    """A server's token count as a usage bucket holds it: a non-negative int up to ``MAX_USAGE_TOKENS``
+    (an integral float is taken as its int); None (unknown) for anything else: absent, negative, a
+    fraction, a string, a bool, NaN, infinite, absurdly large."""
+    if value is None or isinstance(value, bool):
+        return None
+    if isinstance(value, float):
+        if not value.is_integer():  # NaN and the infinities too
+            return None
+        value = int(value)
+    if not isinstance(value, int) or value < 0 or value > MAX_USAGE_TOKENS:
+        return None
+    return value
+
+
+def checked_usage(usage: Any, client: str = "") -> UsageMetadata:
+    """The four buckets of ``usage``, each through ``usage_count``: what a stop event carries, and all that
+    ever reaches a rate limiter, a budget, a price or the metrics.  One bucket that is not a token count
+    makes the whole usage unknown (four None: its other counts cannot be trusted either), with a warning;
+    so does a usage whose every count is 0 (a server that counts nothing)."""
+    out = empty_usage()
+    if not isinstance(usage, dict):
+        return out
+    for key in _USAGE_KEYS:
+        value = usage.get(key)
+        count = usage_count(value)
+        if value is not None and count is None:
+            text = repr(value) if not isinstance(value, int) or value.bit_length() < 128 else "a {}-bit int".format(
+                value.bit_length())
+            logging.getLogger("agenthub").warning(
+                "%s: the answer's usage %s %s is not a token count: its usage is unknown", client or "provider", key,
+                text if len(text) < 40 else text[:40] + "...")
+            return empty_usage()
+        out[key] = count  # type: ignore[literal-required]
+    counts = [value for value in out.values() if value is not None]
+    if counts and not any(counts):  # every count 0: no answer costs nothing, so the server counted nothing
+        return empty_usage()
+    return out
 
 
 class StreamEnd(object):
@@ -165,7 +210,7 @@ def drive(parts: Iterable[Any], client: str = "", stamp: Optional[List[int]] = N
             "the {} stream ended before its terminal marker (cut off?)".format(client or "provider"), client=client,
             truncated=True, retryable=True,
         )
-    usage = end.usage if end.usage is not None else empty_usage()
+    usage = checked_usage(end.usage, client)
     finish = end.finish_reason if end.finish_reason in _FINISH_REASONS else "unknown"
     if tool_calls and end.finish_reason in (None, "stop"):
         finish = "tool_call"

@@ -54,6 +54,7 @@ R7  A call with no id by the time it is announced gets a unique synthetic one.
     it, and is dropped if nothing did.
 """
 
+import contextvars
 import json
 import uuid
 from typing import Any, Dict, List, Optional
@@ -64,6 +65,11 @@ from .types import MAX_DEPTH, too_deep  # one depth rule for model output and ca
 __all__ = ["ToolCallAssembler", "MAX_DEPTH", "too_deep"]
 
 _MISSING_IDS = frozenset(["", "null", "None", "undefined"])
+#: the tool runner's catch (agenthub.agent.runner): an assembler made while it holds a dict completes a call
+#: whose arguments do not parse (R6) with ``{}`` and keeps its ToolCallArgumentParseError there by
+#: tool_call_id, instead of raising it, so the turn goes on and the runner answers that call with an error
+#: result.  The runner sets it only around a stream's first step (where the parser and its assembler are made)
+broken_calls = contextvars.ContextVar("agenthub_broken_calls", default=None)  # type: contextvars.ContextVar[Optional[Dict[str, Any]]]
 _loads = json.loads
 def _complete_object(text: str) -> Optional[Dict[str, Any]]:
     """The object ``text`` holds if it is one whole JSON object, else None."""
@@ -114,7 +120,7 @@ class ToolCallAssembler(object):
     ``finish`` return items to emit."""
 
     __slots__ = ("client", "_id_prefix", "_queue", "_by_index", "_by_id", "_latest", "_unindexed", "_count", "_live",
-                 "_live_index", "completed")
+                 "_live_index", "completed", "caught")
 
     def __init__(self, client: str = "", id_prefix: Optional[str] = None) -> None:
         self.client = client
@@ -132,6 +138,8 @@ class ToolCallAssembler(object):
         self._live_index = None  # type: Optional[int]
         #: number of complete tool_call items emitted so far
         self.completed = 0
+        #: the tool runner's catch for unparseable arguments (``broken_calls``, read once: at construction)
+        self.caught = broken_calls.get()  # type: Optional[Dict[str, Any]]
 
     # -- transitions -----------------------------------------------------------------------
     def feed(
@@ -348,6 +356,13 @@ class ToolCallAssembler(object):
         if arguments == current or _complete_object(arguments) == _complete_object(current) is not None:
             return
         raw = current + arguments
+        caught = self.caught
+        if caught is not None and call.id:
+            caught[call.id] = ToolCallArgumentParseError(
+                "arguments for tool call {!r} kept arriving after it was complete".format(call.name),
+                client=self.client, tool_name=call.name or "", tool_call_id=call.id,
+                raw_arguments_length=len(raw), raw_arguments_preview=preview(raw))
+            return
         raise ToolCallArgumentParseError(
             "arguments for tool call {!r} kept arriving after it was complete".format(call.name),
             client=self.client,
@@ -415,16 +430,24 @@ class ToolCallAssembler(object):
         if not raw.strip():
             arguments = {}  # type: Any
         else:
+            error = None
             try:
                 arguments = _loads(raw)
             except ValueError as exc:
-                raise self._parse_error(call, raw, "is not valid JSON ({})".format(exc)) from None
+                error = self._parse_error(call, raw, "is not valid JSON ({})".format(exc))
             except RecursionError:
-                raise self._parse_error(call, raw, "nests deeper than {} levels".format(MAX_DEPTH)) from None
-            if not isinstance(arguments, dict):
-                raise self._parse_error(call, raw, "is not a JSON object")
-            if too_deep(arguments):
-                raise self._parse_error(call, raw, "nests deeper than {} levels".format(MAX_DEPTH))
+                error = self._parse_error(call, raw, "nests deeper than {} levels".format(MAX_DEPTH))
+            else:
+                if not isinstance(arguments, dict):
+                    error = self._parse_error(call, raw, "is not a JSON object")
+                elif too_deep(arguments):
+                    error = self._parse_error(call, raw, "nests deeper than {} levels".format(MAX_DEPTH))
+            if error is not None:
+                caught = self.caught
+                if caught is None:
+                    raise error
+                caught[call.id] = error
+                arguments = {}
         call.closed = True
         item = {"type": "tool_call", "name": call.name, "arguments": arguments, "tool_call_id": call.id}
         if call.fidelity:

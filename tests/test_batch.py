@@ -140,8 +140,8 @@ def test_fixture_results_parse_as_the_live_whole_answer(fake, tmp_path):
         got = B.answer_row(JobRow(id=cid, model="m", messages=[]), protocol("gemini"), "gemini", payload, "gemini")
         live = {k: v for k, v in _collect_live("gemini", payload).items() if k != "created_at"}
         assert _minted(_comparable(got)["message"]) == _minted(live)
-    assert outcomes[2][2] == (None, {"error": {"code": 400, "message": "Request contains an invalid argument.",
-                                               "status": "INVALID_ARGUMENT"}})
+    assert outcomes[2][2] == (400, {"error": {"code": 400, "message": "Request contains an invalid argument.",
+                                              "status": "INVALID_ARGUMENT"}})
     file_lines = [gemini_backend.parse_item(line, "gemini", inline=False) for line in _fixture("gemini_responses.jsonl")]
     assert [(c, o) for c, o, _ in file_lines] == [("row-b", "ok"), ("row-c", "error")]
 
@@ -588,3 +588,66 @@ def test_embeddings_parts_are_put_together_whatever_their_order():
                    ("a", "ok", {"embeddings": [{"values": [1.0]}, {"values": [2.0]}],
                                 "usageMetadata": {"promptTokenCount": 5}}),
                    ("", "bad", "gemini: an embeddings batch answer with a key agenthub did not make")]
+
+
+@pytest.mark.parametrize("code, status, error_class, error_type, retryable", [
+    (8, 429, "RateLimitError", "RESOURCE_EXHAUSTED", True),
+    (13, 500, "ServerError", "INTERNAL", True),
+    (3, 400, "UpstreamError", "INVALID_ARGUMENT", False),
+])
+def test_gemini_batch_rpc_error_items_become_the_rows_the_live_call_gives(code, status, error_class, error_type,
+                                                                           retryable):
+    # issue 29 A5: a batch item's error is a google.rpc.Status (the code is an RPC code, not an HTTP status)
+    item = {"metadata": {"key": "r1"}, "error": {"code": code, "message": "it failed"}}
+    key, outcome, (got_status, body) = gemini_backend.parse_item(item, "gemini", inline=True)
+    assert (key, outcome, got_status) == ("r1", "error", status)
+    row = B.failed_row(JobRow(id="r1", model="gemini-3.5-flash", messages=[]), "gemini", got_status, body, "gemini")
+    error = row["error"]
+    assert (error["status"], error["type"]) == (status, error_class) and error_type in error["message"], error
+    # what the live call raises for the same failure (an HTTP error answer with the RPC status body)
+    live = agenthub.errors.upstream_error("gemini", {"error": {"code": status, "message": "it failed",
+                                                               "status": error_type}}, status=status)
+    assert (type(live).__name__, live.status, live.retryable) == (error_class, status, retryable)
+
+
+def _long_answers(provider, api, body):
+    """The fake's answer, 1.2 MB long for Gemini (15 of them inline: about 18 MB in the batch operation)."""
+    from batch_fakes import default_answer
+
+    status, answer = default_answer(provider, api, body)
+    if provider == "gemini" and status == 200 and api != "embeddings":
+        answer["candidates"][0]["content"]["parts"][0]["text"] = "z" * 1200000
+    return status, answer
+
+
+def test_a_gemini_inline_batch_whose_answers_pass_the_document_limit_is_read(tmp_path, monkeypatch):
+    # issue 29 A10: ~18 MB of inlined answers could never be read (16 MiB document limit): paid, unreachable
+    from agenthub.transport import MAX_DOCUMENT_BYTES
+
+    assert 15 * 1200000 > MAX_DOCUMENT_BYTES
+    with BatchFake(answer=_long_answers, polls=2) as server:
+        point_at(monkeypatch, server)
+        rows = [{"id": "g%d" % i, "model": "gemini-2.5-flash", "messages": _user("t%d" % i),
+                 "config": {"max_tokens": 400000}} for i in range(15)]
+        job = B.submit(_write(tmp_path / "in.jsonl", rows), backend="gemini")
+        assert not server.calls("POST", "/upload/v1beta/files")  # inline: the answers' bound fits the operation
+        assert job.wait(interval=0.01, timeout=30).done
+        assert B.load(job.state_path).status().state == "ended"
+        summary = job.fetch(str(tmp_path / "out.jsonl"))
+    assert summary.done == 15 and not summary.missing
+    out = read_output(str(tmp_path / "out.jsonl"))
+    assert sorted(row["id"] for row in out) == sorted("g%d" % i for i in range(15))
+    assert all(len(row["message"]["content_items"][0]["text"]) == 1200000 for row in out)
+
+
+def test_gemini_rows_whose_answers_could_outgrow_the_operation_go_through_a_file(fake, tmp_path, monkeypatch):
+    monkeypatch.setattr(gemini_backend, "OPERATION_MAX_BYTES", 100000)
+    small = [{"id": "s%d" % i, "model": "gemini-2.5-flash", "messages": _user("t%d" % i),
+              "config": {"max_tokens": 100}} for i in range(2)]
+    B.submit(_write(tmp_path / "small.jsonl", small), backend="gemini", state_path=str(tmp_path / "a.json"))
+    assert not fake.calls("POST", "/upload/v1beta/files")  # 2 x (4096 + 8 x 100) bytes fit: inline
+    big = [dict(row, config={"max_tokens": 20000}) for row in small]
+    job = B.submit(_write(tmp_path / "big.jsonl", big), backend="gemini", state_path=str(tmp_path / "b.json"))
+    assert len(fake.calls("POST", "/upload/v1beta/files")) == 2  # 2 x (4096 + 8 x 20000) may not: a file
+    assert job.wait(interval=0.01, timeout=10).done
+    assert job.fetch(str(tmp_path / "out.jsonl")).done == 2

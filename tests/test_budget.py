@@ -299,9 +299,14 @@ def test_a_fallback_named_by_model_shares_the_budget(monkeypatch):
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
     budget = Budget(1)
     client = AutoLLMClient("gpt-5.5", api_key="sk-test", budget=budget, fallbacks=["claude-sonnet-4-6"])
-    fallback = client._fallbacks[0]
+    fallback = client.fallbacks[0]
     assert fallback.budget is budget
-    assert [type(hook).__name__ for hook in fallback._hooks].count("BudgetHook") == 1
+    assert [type(hook).__name__ for hook in fallback.hooks].count("BudgetHook") == 1
+    # in a failover call the primary's BudgetHook holds for the fallback's attempts: its own (the same budget) is
+    # not run a second time
+    from agenthub.failover import merge_hooks
+
+    assert merge_hooks(client.hooks, fallback.hooks) == list(client.hooks)
 
 
 def test_a_bulk_job_under_one_budget_stops_sending_at_the_limit(tmp_path):

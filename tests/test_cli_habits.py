@@ -98,7 +98,7 @@ def test_fallback_models_reach_the_client(monkeypatch):
         fallback = ["claude-sonnet-4-6"]
 
     client = _chat_client(Args())
-    assert [(c.model, c.client_type) for c in client._fallbacks] == [("claude-sonnet-4-6", "anthropic")]
+    assert [(c.model, c.client_type) for c in client.fallbacks] == [("claude-sonnet-4-6", "anthropic")]
 
 
 def test_c_continues_the_latest_logged_conversation_and_logs_lists_it(server, capsys):
@@ -194,3 +194,30 @@ def test_trace_show_totals_keep_unknown_buckets_unknown():
                                    "response_tokens": None}}]
     assert render_text(history, {}).splitlines()[-1] == \
         "Total usage: cached_tokens=None, prompt_tokens=7, thoughts_tokens=None, response_tokens=1"
+
+
+def test_after_a_failover_chat_names_prices_and_logs_the_model_that_answered(monkeypatch, capsys):
+    """Issue 29 A2: `agenthub chat claude-sonnet-4-6 --fallback deepseek-v4-flash` with Claude down: the turn is
+    shown, priced and logged as deepseek-v4-flash (before: Claude's price, and the log said Claude)."""
+    from agenthub import cost
+    from agenthub.apps.terminal import usage_line
+
+    with SSEServer() as down, SSEServer() as backup:
+        down.answers.append(Answer([json.dumps({"type": "error", "error": {"type": "overloaded_error",
+                                                                           "message": "Overloaded"}}).encode()],
+                                   status=529, headers={"Content-Type": "application/json"}, chunked=False))
+        backup.answers.append(chat_answer("ok"))
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-0002")
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", down.url)
+        monkeypatch.setenv("DEEPSEEK_API_KEY", "sk-deepseek-test-0003")
+        monkeypatch.setenv("DEEPSEEK_BASE_URL", backup.url + "/v1")
+        assert main(["chat", "claude-sonnet-4-6", "Say ok", "--fallback", "deepseek-v4-flash", "--max-retries", "0",
+                     "--max-tokens", "8"]) == 0
+    captured = capsys.readouterr()
+    usage = {"prompt_tokens": 3, "thoughts_tokens": None, "response_tokens": 1, "cached_tokens": None}
+    assert "[fallback: deepseek-v4-flash answered]" in captured.err
+    assert cost("deepseek-v4-flash", usage) != cost("claude-sonnet-4-6", usage)
+    assert usage_line("stop", usage, cost("deepseek-v4-flash", usage)) in captured.err
+    with sqlite3.connect(os.path.join(os.environ["AGENTHUB_HOME"], "logs.db")) as db:
+        model, cost_usd = db.execute("SELECT model, cost_usd FROM turns ORDER BY rowid DESC LIMIT 1").fetchone()
+    assert (model, cost_usd) == ("deepseek-v4-flash", cost("deepseek-v4-flash", usage))

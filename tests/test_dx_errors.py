@@ -204,19 +204,21 @@ def test_openai_shaped_input_gets_the_agenthub_shape(messages, config, words):
 
 
 def test_agenthub_log_attaches_one_stderr_handler(monkeypatch):
+    from agenthub._log import log_from_env
+
     logger = logging.getLogger("agenthub")
     before, level = list(logger.handlers), logger.level
     try:
         monkeypatch.setenv("AGENTHUB_LOG", "debug")
-        client_mod._log_from_env()
-        client_mod._log_from_env()
+        log_from_env()
+        log_from_env()
         added = [h for h in logger.handlers if h not in before]
         assert len(added) == 1 and added[0].stream is sys.stderr and logger.level == logging.DEBUG
     finally:
         logger.handlers[:] = before
         logger.setLevel(level)
     monkeypatch.setenv("AGENTHUB_LOG", "loud")  # not a level: nothing attached
-    client_mod._log_from_env()
+    log_from_env()
     assert logger.handlers == before
 
 

@@ -179,7 +179,7 @@ def test_an_info_line_says_why_each_entry_was_skipped(primary, backup, caplog):
 def test_fallbacks_given_as_model_names_take_their_own_key_and_this_clients_settings(monkeypatch):
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-env-0003")
     first = AutoLLMClient("gpt-5.5", api_key="sk-x", fallbacks=["claude-sonnet-4-6"], max_retries=5, timeout=7)
-    (second,) = first._fallbacks
+    (second,) = first.fallbacks
     assert (second.model, second.client_type, second.max_retries) == ("claude-sonnet-4-6", "anthropic", 5)
     assert second.timeout == first.timeout
 
@@ -298,7 +298,7 @@ def test_a_stateful_turn_answered_by_the_fallback_is_kept_in_the_primarys_histor
     history = first.get_history()
     assert [m["role"] for m in history] == ["user", "assistant"]
     assert history[1]["content_items"] == [{"type": "text", "text": "ok"}]
-    assert first._fallbacks[0].get_history() == []
+    assert first.fallbacks[0].get_history() == []
     assert first.last_route["client_type"] == "openai-chat"
 
 

@@ -127,7 +127,7 @@ n = int(sys.argv[2])
 mode = sys.argv[3]
 client = AutoLLMClient("m", api_key="sk-test-key-123456", base_url="http://127.0.0.1:9/v1", client_type="openai-chat")
 
-def attempts(call, watch):
+def attempts(call, watch, hooks):
     yield {"role": "assistant", "event_type": "start", "content_items": [], "usage_metadata": None,
            "finish_reason": None, "created_at": 1}
     for i in range(n):

@@ -37,7 +37,7 @@ def test_a_down_primary_is_answered_by_the_fallback_row_by_row(tmp_path):
         backup_client = AutoLLMClient("backup-model", client_type="openai-chat", base_url=backup.url + "/v1",
                                       api_key="sk-backup-0002", max_retries=0)
         summary = jobs.run(str(tmp_path / "in.jsonl"), str(tmp_path / "out.jsonl"), workers=1, progress=False,
-                           fallbacks=[backup_client])
+                           fallbacks=[backup_client], max_retries=0)
         out = sorted(jobs.read_output(str(tmp_path / "out.jsonl")), key=lambda row: row["id"])
         primary_posts = [r for r in primary.requests if r.method == "POST"]
         backup_bodies = [json.loads(r.body) for r in backup.requests]
@@ -46,7 +46,10 @@ def test_a_down_primary_is_answered_by_the_fallback_row_by_row(tmp_path):
     assert [row["id"] for row in out] == ["r{}".format(i) for i in range(rows)]
     for row in out:
         assert row["model"] == "primary-model" and row["backend"] == "live" and row["error"] is None
-        assert row["attempts"] == 1  # the fallback answered within the runner's first attempt
+        # the sends of the row's call, every route counted: the primary's one and the backup's (the primary's
+        # circuit is open from row 4 on: the backup's alone)
+        assert row["attempts"] == (2 if row["id"] in ("r0", "r1", "r2") else 1)
+        assert row["route"] == {"model": "backup-model", "client_type": "openai-chat", "host": "127.0.0.1"}
         assert [i["text"] for i in row["message"]["content_items"]] == ["ok"]
     # the primary's circuit opened after its 3 failures (the breaker's default): rows 4 and 5 skipped it
     assert len(primary_posts) == 3
@@ -98,3 +101,27 @@ def test_on_ray_every_rows_client_gets_the_fallbacks_too(tmp_path):
     assert all(row["model"] == "primary-model" and row["error"] is None and row["backend"] == "ray" for row in out)
     assert all([i["text"] for i in row["message"]["content_items"]] == ["ok"] for row in out)
     assert sorted(b["messages"][-1]["content"] for b in backup_bodies) == ["q0", "q1", "q2", "q3"]
+
+
+def test_a_row_answered_by_the_fallback_is_priced_as_the_model_that_answered(tmp_path, monkeypatch):
+    """Issue 29 A2: the row keeps its own model; its cost_usd is the answering model's price, its route says
+    who answered (before, the row was priced as the primary: 21x too high here)."""
+    from agenthub import cost
+
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-primary")
+    with FaultServer(default=[status(503, JSON, framing="length"), send(error_body("unavailable"))]) as primary, \
+            FaultServer() as backup:
+        with open(str(tmp_path / "in.jsonl"), "w") as f:
+            f.write(json.dumps({"id": "r0", "model": "claude-sonnet-4-6", "client_type": "anthropic",
+                                "base_url": primary.url, "config": {"max_tokens": 8},
+                                "messages": [{"role": "user", "content_items": [{"type": "text", "text": "q"}]}]})
+                    + "\n")
+        fallback = AutoLLMClient("deepseek-v4-flash", client_type="openai-chat", base_url=backup.url + "/v1",
+                                 api_key="sk-backup-0002", max_retries=0)
+        jobs.run(str(tmp_path / "in.jsonl"), str(tmp_path / "out.jsonl"), workers=1, progress=False,
+                 fallbacks=[fallback], max_retries=0)
+        (row,) = jobs.read_output(str(tmp_path / "out.jsonl"))
+    assert row["error"] is None and row["model"] == "claude-sonnet-4-6"
+    assert row["route"] == {"model": "deepseek-v4-flash", "client_type": "openai-chat", "host": "127.0.0.1"}
+    assert row["cost_usd"] == cost("deepseek-v4-flash", row["usage_metadata"])
+    assert row["cost_usd"] != cost("claude-sonnet-4-6", row["usage_metadata"])

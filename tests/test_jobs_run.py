@@ -23,7 +23,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 @pytest.fixture(autouse=True)
 def _fast(monkeypatch):
-    monkeypatch.setattr("agenthub.jobs.runner._backoff", lambda attempt, retry_after: 0.01 if retry_after is None
+    monkeypatch.setattr("agenthub.attempts.backoff", lambda attempt, retry_after: 0.01 if retry_after is None
                         else (None if retry_after > 60 else retry_after))
 
 
@@ -249,6 +249,25 @@ def test_ctrl_c_after_the_grace_aborts_rows_in_flight_without_a_row(tmp_path):
             timer.cancel()
         assert summary.interrupted and time.monotonic() - started < 2.5
         assert summary.done == 0 and read_output(out) == [] and sum(server.counts.values()) == 2
+
+
+def test_the_writer_waits_for_workers_even_when_thread_state_lies(tmp_path, monkeypatch):
+    # bpo-45274 (3.11, 3.12): a KeyboardInterrupt inside Thread.join can mark a running worker stopped, so
+    # is_alive() says False while it still waits for its answer; the job must not close its output under it
+    with JobServer() as server:
+        src = _write(tmp_path / "in.jsonl", _rows(server, ["sleep:0.3 #{}".format(i) for i in range(4)]))
+        out = str(tmp_path / "out.jsonl")
+        alive, join = threading.Thread.is_alive, threading.Thread.join
+        ours = lambda thread: thread.name.startswith("agenthub-job-")  # noqa: E731
+        monkeypatch.setattr(threading.Thread, "is_alive", lambda self: False if ours(self) else alive(self))
+        monkeypatch.setattr(threading.Thread, "join", lambda self, timeout=None: None if ours(self) else
+                            join(self, timeout))
+        summary = jobs.run(src, out, workers=2, progress=False)
+        monkeypatch.undo()
+        assert summary.done == 4 and len(read_output(out)) == 4 and sum(server.counts.values()) == 4
+        for thread in [t for t in threading.enumerate() if ours(t)]:
+            thread.join(5)  # they left their loop before run returned: only the thread's exit is left
+        assert not [t for t in threading.enumerate() if ours(t)]
 
 
 _CHILD = """

@@ -182,3 +182,165 @@ def test_pickled_copy_has_the_same_budget():
 
     copy = pickle.loads(pickle.dumps(RateLimiter(rpm=60, tpm=1000)))
     assert (copy.rpm, copy.tpm, copy.requests) == (60.0, 1000.0, 0)
+
+
+# -- issue 29 A4: a pause holds the endpoint that asked for it; D2: no figure, spaced after, fork --------
+
+from agenthub.limiter import LimiterHook, endpoint_key  # noqa: E402
+from agenthub.types import HttpRequest  # noqa: E402
+
+A = ("openai-chat", ("127.0.0.1", 8001), "m")
+B = ("openai-chat", ("127.0.0.1", 8002), "m")  # the same model behind another gateway: another endpoint
+
+
+def test_a_pause_holds_the_endpoint_that_asked_for_it_not_the_others():
+    clock = Clock()
+    limiter = _limiter(clock, rpm=6000)
+    limiter.pause(60, key=A)
+    assert limiter.reserve(0, A)[1] == 60.0
+    assert limiter.reserve(0, B)[1] == pytest.approx(0.01)  # only the rpm spacing: the held one is not in its way
+    assert limiter.reserve(0, ("anthropic", ("127.0.0.1", 8001), "m"))[1] == pytest.approx(0.02)
+    assert limiter.reserve(0, ("openai-chat", None, "m"))[1] == 60.0  # host not known yet: held to be safe
+    assert limiter.paused_for(A) == 60.0 and limiter.paused_for(B) == 0.0 and limiter.paused_for() == 60.0
+    limiter.pause(5)  # no key: every endpoint
+    assert limiter.paused_for(B) == 5.0 and limiter.paused_for(A) == 60.0
+
+
+class _Attempt(object):
+    """What the attempt loop hands a hook (the fields LimiterHook reads)."""
+
+    def __init__(self, port, model="m", server=True):
+        self.kind, self.client_type, self.model = "stream", "openai-chat", model
+        self.messages, self.config, self.resuming, self.usage = [], {}, None, None
+        self.server = ("127.0.0.1", port) if server else None
+        self.sent = self.request = HttpRequest("POST", "/chat/completions", {}, {})
+        self.status, self.headers, self.waits = None, None, []
+
+    def wait(self, seconds):
+        self.waits.append(seconds)
+        return False  # stop at once: the test only looks at what it would wait
+
+
+def test_the_hook_pauses_the_answering_endpoint_and_a_failover_route_goes_at_once():
+    from agenthub.errors import RateLimitError
+
+    clock = Clock()
+    limiter = _limiter(clock)
+    hook = LimiterHook(limiter)
+    primary = _Attempt(8001, server=False)  # the key comes from the URL the attempt was sent to
+    primary.sent = HttpRequest("POST", "http://127.0.0.1:8001/v1/chat/completions", {}, {})
+    primary.status, primary.headers = 429, {"Retry-After": "60"}
+    assert endpoint_key(primary) == A
+    hook.on_error(primary, RateLimitError("busy", status=429, retry_after=60.0))
+    assert limiter.paused_for(A) == 60.0 and limiter.paused_for(B) == 0.0
+    fallback = _Attempt(8002)
+    hook.before_attempt(fallback)  # its endpoint is not paused: no wait
+    assert fallback.waits == []
+    again = _Attempt(8001)
+    with pytest.raises(agenthub.TransportError):
+        hook.before_attempt(again)
+    assert again.waits == [60.0]
+    runner_side = LimiterHook(limiter, acquire=False)  # the bulk runner's hook: no turn, the pause still holds
+    with pytest.raises(agenthub.TransportError):
+        runner_side.before_attempt(_Attempt(8001))
+    runner_side.before_attempt(_Attempt(8002))
+
+
+@pytest.mark.parametrize("headers", [{"Retry-After": "inf"}, {"Retry-After": "1e309"}, {"Retry-After": "nan"},
+                                     {"retry-after-ms": "inf"}])
+def test_a_retry_after_that_is_not_a_finite_number_is_no_figure(headers):
+    clock = Clock()
+    limiter = _limiter(clock)
+    limiter.observe(headers, status=429)
+    assert limiter.paused_for() == 1.0  # a 429 with no figure: one second, not MAX_PAUSE
+    limiter.pause(float("inf"))
+    limiter.observe({}, status=429, retry_after=float("inf"))
+    assert limiter.paused_for() == 1.0
+    assert parse_duration("inf") is None and parse_duration("1e309") is None
+    assert parse_duration("9" * 400 + "s") is None
+
+
+def test_requests_a_pause_held_go_spaced_after_it_not_at_once():
+    clock = Clock()
+    limiter = _limiter(clock, rpm=600)  # one every 0.1 s
+    tickets = [limiter.reserve(0)[0] for _ in range(5)]  # slots at +0.0 .. +0.4
+    assert [round(t.at - 1000.0, 6) for t in tickets] == [0.0, 0.1, 0.2, 0.3, 0.4]
+    limiter.pause(5)  # a 429 right after the first went: the other four sleep through it
+    clock.now = 1005.0  # they all wake when it ends
+    slept = []
+    for ticket in tickets[1:]:
+        assert limiter.wait_turn(ticket, 0.0, None, lambda s: slept.append(round(s, 6)) or True)
+    assert [round(t.at - 1000.0, 6) for t in tickets[1:]] == [5.0, 5.1, 5.2, 5.3]
+    assert slept == [0.1, 0.2, 0.3]
+    assert round(limiter.reserve(0)[0].at - 1000.0, 6) == 5.4  # the next newcomer queues behind them
+
+
+def test_a_429_pause_spaces_the_acquires_that_were_waiting():
+    clock = Clock()
+    limiter = _limiter(clock, rpm=600)
+    ticket, _ = limiter.reserve(0)
+    second, wait = limiter.reserve(0)  # booked for +0.1
+    limiter.pause(3)
+    assert limiter.wait_turn(second, wait, None, lambda s: clock.sleep(s) or True)
+    assert clock.now == 1003.0 and second.at == 1003.0  # held to the end of the pause, then goes
+    third = limiter.acquire()
+    assert round(third.at - 1000.0, 6) == 3.1  # spaced behind it
+
+
+def _forked_child_uses(thing, use):
+    """Fork while another thread holds ``thing``'s lock; -> the child's exit status (0: it got through)."""
+    import os
+    import time
+
+    held, release = threading.Event(), threading.Event()
+
+    def hold():
+        with thing._lock:
+            held.set()
+            release.wait(10)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    held.wait(10)
+    pid = os.fork()
+    if pid == 0:  # the child: the holder thread does not exist here
+        try:
+            use()
+            os._exit(0)
+        except BaseException:
+            os._exit(2)
+    release.set()
+    holder.join(10)
+    deadline = time.monotonic() + 10
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return os.waitstatus_to_exitcode(status) if hasattr(os, "waitstatus_to_exitcode") else status >> 8
+        if time.monotonic() > deadline:
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+            return "deadlocked"
+        time.sleep(0.02)
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "register_at_fork"), reason="no fork")
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # 3.12+: fork with threads running
+def test_a_forked_child_does_not_deadlock_on_a_limiter_or_budget_lock():
+    limiter = RateLimiter(rpm=6000)
+    assert _forked_child_uses(limiter, lambda: (limiter.reserve(0), limiter.pause(1), limiter.paused_for())) == 0
+    hook = LimiterHook(limiter)
+    assert _forked_child_uses(hook, lambda: hook.on_done(_Attempt(8001))) == 0
+    budget = agenthub.Budget(1.0)
+    assert _forked_child_uses(budget, lambda: budget.reserve("gpt-5.5", 10, 10).settle(None)) == 0
+    budget_hook = agenthub.budget.BudgetHook(budget)
+    assert _forked_child_uses(budget_hook, lambda: budget_hook.on_done(_Attempt(8001))) == 0
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "register_at_fork"), reason="no fork")
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # 3.12+: fork with threads running
+def test_a_forked_child_does_not_deadlock_on_the_catalogs_first_load(monkeypatch):
+    from agenthub import catalog
+
+    monkeypatch.setattr(catalog, "_data", None)  # a thread of the parent is loading the snapshot at the fork
+    budget = agenthub.Budget(1.0)
+    assert _forked_child_uses(catalog, lambda: budget.reserve("gpt-5.5", 10, 10).settle(None)) == 0

@@ -132,3 +132,21 @@ def test_a_model_name_fallback_without_its_key_is_a_config_error_when_the_app_is
     assert load_config(config, environ={})["models"][0]["fallbacks"] == ["deepseek-v4-flash"]
     with pytest.raises(ConfigError, match=r"models\[0\] \('claude'\): no API key for model 'deepseek-v4-flash'"):
         make_app(config, environ={})
+
+
+def test_a_rows_default_extra_headers_go_to_its_own_endpoint_only(upstreams):
+    """Row claude's default_config.extra_headers (a gateway's key) never reach row chat's host when claude
+    fails over; row chat's own extra_headers go with its requests, as a fallback too."""
+    first, second = upstreams
+    first.routes["ant"] = OVERLOADED
+    second.routes["chat"] = Route(chat_stream("from ", "the fallback"))
+    table = rows(first, second)
+    table[0]["default_config"] = {"extra_headers": {"cf-aig-authorization": "Bearer gw-SECRET-for-claude"}}
+    table[1]["default_config"] = {"max_tokens": 5, "extra_headers": {"X-Chat-Gateway": "chat-own-header"}}
+    app = make_app({"models": table, "api_keys": [KEY]}, environ={})
+    with Builtin(app) as server:
+        assert text_of(stream(server.url, "claude")) == "from the fallback"
+    assert first.requests[0]["headers"].get("cf-aig-authorization") == "Bearer gw-SECRET-for-claude"
+    (answered,) = second.requests
+    assert "gw-SECRET-for-claude" not in json.dumps(answered["headers"])
+    assert answered["headers"].get("X-Chat-Gateway") == "chat-own-header"

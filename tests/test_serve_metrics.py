@@ -193,3 +193,23 @@ def test_without_api_keys_metrics_are_open_on_loopback():
             answer = requests.get(server.url + "/v1/metrics", timeout=10)
             assert answer.status_code == 200
             assert 'agenthub_requests_total{model="a"} 0' in answer.text.splitlines()
+
+
+def test_absurd_usage_from_the_upstream_never_reaches_the_metrics(site):
+    # issue 29 A9: a 4300-digit prompt count broke /v1/metrics (500 until restart); a count no server could mean
+    # is unknown from the stream driver on, so it is counted nowhere
+    up, app, server = site
+    up.routes["priced"] = [Route(chat_sse(dict(USAGE, prompt_tokens=int("9" * 4300)))), Route(chat_sse())]
+    events = list(via(server, "priced").streaming_response(MESSAGES))
+    assert events[-1]["usage_metadata"] == {"prompt_tokens": None, "cached_tokens": None, "thoughts_tokens": None,
+                                            "response_tokens": None}
+    list(via(server, "priced").streaming_response(MESSAGES))
+    answer = metrics(server)
+    assert answer.status_code == 200
+    assert lines_of(answer.text, "agenthub_tokens_total")[:4] == [
+        'agenthub_tokens_total{model="priced",bucket="prompt_tokens"} 1000',
+        'agenthub_tokens_total{model="priced",bucket="cached_tokens"} 2000',
+        'agenthub_tokens_total{model="priced",bucket="thoughts_tokens"} 100',
+        'agenthub_tokens_total{model="priced",bucket="response_tokens"} 400']
+    assert lines_of(answer.text, "agenthub_cost_usd_total")[0] == 'agenthub_cost_usd_total{model="priced"} ' + repr(
+        cost("gpt-4.1-mini", BUCKETS))

@@ -49,9 +49,8 @@ def _run(args: Any, out: TextIO, err: Optional[TextIO] = None, stdin: Optional[T
         if not prompt.strip() and not attachments:
             raise ConfigError("the prompt is empty: pass it as an argument, or pipe it in")
         message = _user_message(prompt, attachments)
-        answer = _turn(client, args, config, history, message, out, err)
-        if answer is not None:
-            logged.turn(message, answer)
+        for asked, answer in _turns(client, args, config, history, message, out, err, stdin):
+            logged.turn(asked, answer)
         return 0
     finally:
         logged.close()
@@ -90,8 +89,9 @@ class _Logged(object):
 
                 self.conversation = log.start(self.args.model, self.client.client_type,
                                               url_host(self.client.base_url), self.args.system)
-            log.add_turn(self.conversation, self.args.model, message, answer,
-                         cost(self.args.model, answer.get("usage_metadata")))
+            # the model that answered (a --fallback one, after a failover) is logged and priced
+            answered = (getattr(self.client, "last_route", None) or {}).get("model") or self.args.model
+            log.add_turn(self.conversation, answered, message, answer, cost(answered, answer.get("usage_metadata")))
         except Exception as exc:  # a full disk or a locked file: the answer stands
             sys.stderr.write("agenthub: the conversation log was not written ({}: {}); --no-log turns it "
                              "off\n".format(type(exc).__name__, exc))
@@ -280,6 +280,129 @@ def _user_message(text: str, attachments: List[Dict[str, Any]]) -> Dict[str, Any
     return {"role": "user", "content_items": list(attachments) + items}
 
 
+def _turns(client: Any, args: Any, config: Dict[str, Any], history: List[Any], message: Dict[str, Any],
+           out: TextIO, err: TextIO, stdin: TextIO) -> List[Any]:
+    """The (user message, answer) pairs of one prompt: one turn, or with ``--tool`` the tool loop's turns
+    (``agenthub.agent.runner``), each call shown with its arguments, result and time."""
+    if not getattr(args, "tool", None):
+        answer = _turn(client, args, config, history, message, out, err)
+        return [(message, answer)] if answer is not None else []
+    from ..tracer import to_jsonable
+
+    tools = _tools(args)
+    approve = (lambda call: True) if args.yes else _asker(stdin, err)
+    run = client.run(history + [message], config, tools=tools, max_turns=args.max_turns, approve=approve)
+    printer = Printer(out, err=err, model=args.model)
+    calls = {}  # type: Dict[str, Any]
+    try:
+        for event in run:
+            if args.json:
+                out.write(json.dumps(to_jsonable(event), ensure_ascii=False) + "\n")
+                out.flush()
+            elif event["role"] == "user":
+                item = event["content_items"][0]
+                call = calls.get(item["tool_call_id"]) or {}
+                row = next((r for r in run.calls if r["tool_call_id"] == item["tool_call_id"]), {})
+                printer.line("[tool {}({}) -> {}{} ({:.2f} s)]".format(
+                    call.get("name", "?"), json.dumps(call.get("arguments", {}), ensure_ascii=False),
+                    "error: " if item.get("is_error") else "", _clip(item["text"]), row.get("seconds", 0.0)))
+            else:
+                printer.event(event)
+            for item in event["content_items"]:
+                if item["type"] == "tool_call":
+                    calls[item["tool_call_id"]] = item
+    finally:
+        run.close()
+    result = run.result()
+    if result.stop == "max_turns":
+        printer.line("[stopped after --max-turns {}: {} call(s) not run]".format(args.max_turns, len(result.pending)))
+    turns = []
+    asked = message
+    for new in result.messages:
+        if new["role"] == "assistant":
+            turns.append((asked, new))
+        else:
+            asked = new
+    return turns
+
+
+def _clip(text: str, limit: int = 200) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def _tools(args: Any) -> List[Any]:
+    """``--tool module:function`` / ``--tool path/to/file.py:function``: the functions, loaded once."""
+    loaded = getattr(args, "_loaded_tools", None)
+    if loaded is None:
+        loaded = args._loaded_tools = [_load_tool(spec) for spec in args.tool]
+    return loaded
+
+
+def _load_tool(spec: str) -> Any:
+    import importlib
+    import importlib.util
+
+    from ..agent.tools import Tool, tool
+    from ..errors import ConfigError
+
+    target, _, name = spec.rpartition(":")
+    if not target or not name:
+        raise ConfigError("--tool {}: expected module:function or path/to/file.py:function".format(spec))
+    try:
+        if target.endswith(".py") or os.sep in target or "/" in target:
+            if not os.path.isfile(target):
+                raise ConfigError("--tool {}: no file {}".format(spec, target))
+            module_name = "agenthub_tool_" + re.sub(r"\W", "_", os.path.splitext(os.path.basename(target))[0])
+            module_spec = importlib.util.spec_from_file_location(module_name, target)
+            module = importlib.util.module_from_spec(module_spec)  # type: ignore[arg-type]
+            module_spec.loader.exec_module(module)  # type: ignore[union-attr]
+        else:
+            if os.getcwd() not in sys.path and "" not in sys.path:
+                sys.path.insert(0, os.getcwd())  # a module beside the caller, as `python -m` would find it
+            module = importlib.import_module(target)
+    except ConfigError:
+        raise
+    except Exception as exc:
+        raise ConfigError("--tool {}: {} cannot be loaded ({}: {})".format(spec, target, type(exc).__name__, exc)) \
+            from None
+    value = getattr(module, name, None)
+    if isinstance(value, Tool):
+        return value
+    if not callable(value):
+        raise ConfigError("--tool {}: {} has no function {!r}".format(spec, target, name))
+    return tool(value)
+
+
+def _asker(stdin: TextIO, err: TextIO) -> Any:
+    """approve() at the terminal: each call shown, y (run), n (deny) or e (edit the arguments as JSON)."""
+    def ask(call: Any) -> Any:
+        while True:
+            err.write("[tool {}({})] run it? [y/n/e] ".format(call["name"], json.dumps(call["arguments"],
+                                                                                    ensure_ascii=False)))
+            err.flush()
+            answer = stdin.readline()
+            if not answer:
+                err.write("\n[no answer: denied; --yes runs every call]\n")
+                return "the user did not answer"
+            answer = answer.strip().lower()
+            if answer in ("y", "yes"):
+                return True
+            if answer in ("n", "no"):
+                return False
+            if answer in ("e", "edit"):
+                err.write("arguments (JSON)> ")
+                err.flush()
+                try:
+                    arguments = json.loads(stdin.readline() or "null")
+                except ValueError:
+                    arguments = None
+                if isinstance(arguments, dict):
+                    return {"arguments": arguments}
+                err.write("[not a JSON object]\n")
+    return ask
+
+
 def _turn(client: Any, args: Any, config: Dict[str, Any], history: List[Any], message: Dict[str, Any],
           out: TextIO, err: TextIO) -> Optional[Any]:
     """One turn after ``history``: streams it, returns the collected answer (None when it was stopped)."""
@@ -294,6 +417,12 @@ def _turn(client: Any, args: Any, config: Dict[str, Any], history: List[Any], me
     breaker = _LineBreak(printer)
     try:
         for event in stream:
+            if not events:  # the first event: which route answers (after a failover, priced and named as it)
+                answered = (stream.route or {}).get("model")
+                if answered and answered != args.model:
+                    printer.model = answered
+                    if not args.json:
+                        printer.line("[fallback: {} answered]".format(answered))
             events.append(event)
             if args.json:
                 out.write(json.dumps(to_jsonable(event), ensure_ascii=False) + "\n")
@@ -408,15 +537,15 @@ def _interactive(client: Any, args: Any, config: Dict[str, Any], history: List[A
         message = _user_message(text, attachments)
         attachments = []  # files go with the first message only
         try:
-            answer = _turn(client, args, config, history, message, out, err)
+            turns = _turns(client, args, config, history, message, out, err, stdin)
         except AgentHubError as exc:
             out.flush()
             err.write("error: {}: {}\n".format(type(exc).__name__, cli_terms(str(exc))))
             continue
-        if answer is not None:
-            history = history + [message, answer]
+        for asked, answer in turns:
+            history = history + [asked, answer]
             if logged is not None:
-                logged.turn(message, answer)
+                logged.turn(asked, answer)
 
 
 def _line_reader(stdin: TextIO, out: TextIO, err: TextIO) -> Any:

@@ -426,12 +426,16 @@ class AgentHubApp(object):
                         kwargs["timeout"] = tuple(row["timeout"]) if isinstance(row["timeout"], list) else row["timeout"]
                     if rows_pass == "fallbacks":
                         kwargs["fallbacks"] = [own.get(entry, entry) for entry in row["fallbacks"]]
+                    # the row's extra_headers are its endpoint's: its client sends them, on every request it makes
+                    # (as another row's fallback too) and no other row's client ever does
+                    headers = default_config.pop("extra_headers", None)
                     client = AutoLLMClient(row["model"], api_key=row.get("api_key"), base_url=row.get("base_url"),
-                                           client_type=row.get("client_type"), session=session, **kwargs)
+                                           client_type=row.get("client_type"), session=session,
+                                           default_headers=headers, **kwargs)
                 except ConfigError as exc:
                     raise ConfigError("{}: {}".format(where, exc)) from None
                 own.setdefault(row["id"], client)
-                for each in [client] + list(client._fallbacks):  # a fallback by model name has its own key
+                for each in (client,) + client.fallbacks:  # a fallback by model name has its own key
                     key = each._endpoint.api_key  # a string, or a credential object (Bedrock, Azure, Vertex)
                     if hasattr(key, "secrets"):
                         secrets.extend(value for value in key.secrets() if isinstance(value, str))

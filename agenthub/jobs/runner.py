@@ -6,19 +6,21 @@ the rows that already have a row in the output, and appends one output row per f
 at once, so a run killed at any moment (``kill -9`` included) re-sends at most the rows that were in
 flight when it is run again.  A row that fails for good gets an error row; the job goes on.
 
-Retries are the runner's own (the clients it builds have ``max_retries=0``): each attempt takes its
-turn from the limiter, a 429 pauses every worker for its Retry-After, and ``attempts`` in the output
-row counts the sends.
+Retries are the client's attempt loop (``agenthub.attempts``; the runner's own clients get
+``max_retries``, a ``client_factory``'s keep theirs): the job's hook (``_RowHook``, registered for the
+run with ``agenthub.attempts.register`` and acting only on this job's rows) makes each attempt take its
+turn from the limiter inside that loop (unless the client reports to the limiter already), a 429
+pauses every worker for its Retry-After, and ``attempts`` in the output row counts the sends, every
+route of a failover counted.
 
 Ctrl-C (KeyboardInterrupt in the calling thread): no new row is started; the rows in flight may
 finish for ``grace`` seconds, then (or at a second Ctrl-C) they are aborted and get no row (a rerun
 sends them).  ``run`` then returns a JobSummary with ``interrupted=True``.
 
 ``fallbacks=[...]`` (model names or AutoLLMClients) is given to every row's client
-(``AutoLLMClient(fallbacks=...)``: README, "Failover").  A row's output keeps the row's ``model``; which
-endpoint answered goes to ``JobSummary.routes`` (rows per endpoint), since the output line's shape is
-fixed (issue 20) and its ``backend`` names the engine.  With fallbacks each worker thread has its own
-clients, so the route a client reports (``last_route``) is its own row's.  On Ray (``engine="ray"``) the
+(``AutoLLMClient(fallbacks=...)``: README, "Failover").  A row's output keeps the row's ``model``; the
+endpoint that answered is its ``route`` ({"model", "client_type", "host"}, the call's own, whatever other
+threads do), its ``cost_usd`` is priced as that model, and ``JobSummary.routes`` counts rows per endpoint.  On Ray (``engine="ray"``) the
 actors' clients get the same fallbacks (``fallback_client`` is picklable); ``routes`` stays empty there.
 """
 
@@ -29,12 +31,12 @@ import sys
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple, Union
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
-from ..attempts import backoff as _backoff
+from ..attempts import Attempt, register, unregister
 from ..client import AutoLLMClient
-from ..errors import AgentHubError, BudgetExceededError, ConfigError, RateLimitError, TransportError
-from ..limiter import LimiterHook, RateLimiter, estimate_tokens, has_hook
+from ..errors import AgentHubError, BudgetExceededError, ConfigError, TransportError
+from ..limiter import LimiterHook, RateLimiter, estimate_tokens, has_hook  # noqa: F401  (jobs.runner.estimate_tokens)
 from ..catalog import cost
 from ..stream import collect
 from ..telemetry import child_span, workflow_span  # a span per job and per row (no-ops uninstrumented)
@@ -96,8 +98,9 @@ def _lines_text(lines: List[int], count: Optional[int] = None) -> str:
                                 " and {} more".format(count - 5) if count > 5 else "")
 
 
-def default_client(model: str, client_type: Optional[str], base_url: Optional[str]) -> AutoLLMClient:
-    return AutoLLMClient(model, client_type=client_type, base_url=base_url, max_retries=0)
+def default_client(model: str, client_type: Optional[str], base_url: Optional[str],
+                   max_retries: int = 2) -> AutoLLMClient:
+    return AutoLLMClient(model, client_type=client_type, base_url=base_url, max_retries=max_retries)
 
 
 def build_clients(routes: Dict[Route, List[int]], factory: Optional[Callable[..., Any]] = None,
@@ -240,20 +243,12 @@ class Job(object):
         self.stop_hard = threading.Event()  # rows in flight are aborted
         self.inflight = {}  # type: Dict[int, Any]
         self.error = None  # type: Optional[BaseException]
-        self.per_thread = per_thread  # with fallbacks: each thread builds its own clients (its own last_route)
-        self.local = threading.local()
-        self.hooked = set()  # type: Set[int]
-
-    def hook(self, client: Any) -> None:
-        """The client reports its answers' rate-limit headers and 429s to the job's limiter (the runner
-        takes the turns itself: the hook only observes, unless the client has a limiter of its own)."""
-        with self.take_lock:
-            if id(client) in self.hooked:
-                return
-            hooks = getattr(client, "_hooks", None)
-            if isinstance(hooks, list) and not has_hook(client, self.limiter):
-                hooks.append(LimiterHook(self.limiter, acquire=False))
-            self.hooked.add(id(client))
+        self.per_thread = per_thread  # with fallbacks: each thread builds its own clients
+        self.local = threading.local()  # the row this thread is sending: pace (bool), call (its Attempt)
+        self.row_hook = _RowHook(self)
+        self.registered = False  # the row hook is registered at the first row, unregistered when the run ends
+        self.running = 0  # workers started and not yet left (``_drive`` sets it before starting them)
+        self.all_left = threading.Event()
 
     def take(self) -> Optional[JobRow]:
         if self.stop_new.is_set():
@@ -264,6 +259,20 @@ class Job(object):
             return next(self.rows, None)
 
     def worker(self) -> None:
+        try:
+            self._work()
+        finally:
+            self.left()
+
+    def left(self) -> None:
+        """A worker leaves (last statement of its thread): the count ``_drive`` waits on, which a
+        KeyboardInterrupt in the main thread cannot falsify (``Thread.is_alive`` can: bpo-45274)."""
+        with self.count_lock:
+            self.running -= 1
+            if self.running <= 0:
+                self.all_left.set()
+
+    def _work(self) -> None:
         try:
             while True:
                 row = self.take()
@@ -306,59 +315,55 @@ class Job(object):
         return mine[route]
 
     def one(self, row: JobRow) -> Optional[Dict[str, Any]]:
-        """The output row of ``row`` (None: stopped before sending, or aborted)."""
+        """The output row of ``row`` (None: stopped before sending, or aborted).  The client's attempt loop
+        retries; ``_RowHook`` paces each attempt and reports the call (its attempts, the answering route)."""
         try:
             client = self.client((row.model, row.client_type, row.base_url))
         except ConfigError as exc:  # a client built on first use (Ray actors) that cannot be
             return error_row(row, exc, attempts=0, backend=self.backend)
-        if id(client) not in self.hooked:
-            self.hook(client)
-        limiter = self.limiter
-        estimate = estimate_tokens(row.messages, row.config)
+        if self.stop_new.is_set():
+            return None
+        if not self.registered:  # (register keeps one: a second thread's call is harmless)
+            register(self.row_hook)
+            self.registered = True
+        local = self.local
+        local.pace = not has_hook(client, self.limiter)  # a client reporting to this limiter paces itself
+        local.call = None
         me = threading.get_ident()
-        attempt = 0
-        while True:
-            ticket = limiter.acquire(estimate, interrupt=lambda s: not self.stop_new.wait(s))
-            if self.stop_new.is_set() and attempt == 0 or self.stop_hard.is_set():
+        try:
+            stream = client.streaming_response(row.messages, row.config)
+            self.inflight[me] = stream
+            if self.stop_hard.is_set():
                 return None
-            attempt += 1
-            try:
-                stream = client.streaming_response(row.messages, row.config)
-                self.inflight[me] = stream
-                if self.stop_hard.is_set():
-                    return None
-                message = collect(stream)
-            except AgentHubError as exc:
-                limiter.settle(ticket, None)
-                if isinstance(exc, TransportError) and exc.aborted and self.stop_hard.is_set():
-                    return None
-                if isinstance(exc, BudgetExceededError):  # refused before anything was sent
-                    return error_row(row, exc, attempts=attempt - 1, backend=self.backend)
-                retry_after = getattr(exc, "retry_after", None)
-                if isinstance(exc, RateLimitError) or getattr(exc, "status", None) == 429:
-                    # the client's LimiterHook paused the limiter (every worker) for the Retry-After
-                    delay = 0.0 if retry_after is not None else _backoff(attempt - 1, None)
-                else:
-                    delay = _backoff(attempt - 1, retry_after)
-                if not exc.retryable or attempt > self.max_retries or delay is None or self.stop_new.is_set():
-                    return error_row(row, exc, attempts=attempt, backend=self.backend)
-                if self.stop_hard.wait(delay):
-                    return None
-                continue
-            except Exception as exc:  # a bug or a bad value: the row fails, the job goes on
-                limiter.settle(ticket, None)
-                return error_row(row, exc, attempts=attempt, backend=self.backend)
-            finally:
-                self.inflight.pop(me, None)
-            usage = message.get("usage_metadata")
-            limiter.settle(ticket, usage)
-            answered = getattr(client, "last_route", None)
-            if isinstance(answered, dict):
-                name = "{} ({}, {})".format(answered.get("model"), answered.get("client_type"), answered.get("host"))
-                with self.count_lock:
-                    self.summary.routes[name] = self.summary.routes.get(name, 0) + 1
-            return output_row(row, message=message, usage_metadata=usage, finish_reason=message.get("finish_reason"),
-                              cost_usd=cost(row.model, usage), error=None, attempts=attempt, backend=self.backend)
+            message = collect(stream)
+        except AgentHubError as exc:
+            sent = local.call.attempts if local.call is not None else 0
+            if exc.__dict__.get("_agenthub_unsent") or (isinstance(exc, TransportError) and exc.aborted
+                                                        and self.stop_hard.is_set()):
+                return None
+            if isinstance(exc, BudgetExceededError):  # refused before anything was sent
+                return error_row(row, exc, attempts=max(0, sent - 1), backend=self.backend)
+            return error_row(row, exc, attempts=sent, backend=self.backend)
+        except Exception as exc:  # a bug or a bad value: the row fails, the job goes on
+            return error_row(row, exc, attempts=local.call.attempts if local.call is not None else 0,
+                             backend=self.backend)
+        finally:
+            self.inflight.pop(me, None)
+            local.pace = None
+        call = local.call  # type: Optional[Attempt]
+        usage = message.get("usage_metadata")
+        route = call.route if call is not None else None
+        model = route["model"] if route else row.model  # priced as the model that answered
+        if route:
+            name = "{} ({}, {})".format(route.get("model"), route.get("client_type"), route.get("host"))
+            with self.count_lock:
+                self.summary.routes[name] = self.summary.routes.get(name, 0) + 1
+        out = output_row(row, message=message, usage_metadata=usage, finish_reason=message.get("finish_reason"),
+                         cost_usd=cost(model, usage), error=None, attempts=call.attempts if call is not None else 1,
+                         backend=self.backend)
+        if route and getattr(client, "fallbacks", ()):  # who answered, when it may be another endpoint
+            out["route"] = dict(route)
+        return out
 
     def abort_all(self) -> None:
         for stream in list(self.inflight.values()):
@@ -366,6 +371,74 @@ class Job(object):
                 stream.abort()
             except Exception:
                 pass
+
+
+class _RowHook(LimiterHook):
+    """The job's hook (registered process-wide while the job runs; it acts only in a thread sending one of
+    its rows): each attempt takes its turn from the job's limiter inside the client's attempt loop (unless
+    the client reports to that limiter itself), a row not sent yet stops at Ctrl-C (no output row: a rerun
+    sends it), a failed attempt is not retried once the job is stopping, and the call is kept for its row
+    (its attempts and the route that answered)."""
+
+    def __init__(self, job: "Job") -> None:
+        super().__init__(job.limiter)
+        self.job = job
+
+    def _pace(self) -> Optional[bool]:
+        return getattr(self.job.local, "pace", None)  # None: not this job's row in this thread
+
+    def pause(self, attempt: Any, seconds: float) -> bool:
+        """The limiter's wait, cut short by Ctrl-C (the attempt is not sent)."""
+        job = self.job
+        until = time.monotonic() + seconds
+        while True:
+            left = until - time.monotonic()
+            if left <= 0:
+                return True
+            if not attempt.wait(min(left, 0.2)):
+                return False
+            if job.stop_hard.is_set() or job.stop_new.is_set():  # stopping: this attempt is not sent
+                raise _unsent()
+
+    def on_call_start(self, call: Attempt) -> None:
+        if self._pace() is not None and self.job.local.call is None:
+            self.job.local.call = call
+
+    def before_attempt(self, attempt: Attempt) -> None:
+        pace = self._pace()
+        if pace is None:
+            return
+        job = self.job
+        if job.stop_hard.is_set() or job.stop_new.is_set():  # stopping: no new send (a rerun sends the row)
+            raise _unsent()
+        if pace:
+            super().before_attempt(attempt)
+
+    def after_response(self, attempt: Attempt) -> None:
+        if self._pace():
+            super().after_response(attempt)
+
+    def on_error(self, attempt: Attempt, error: Any) -> None:
+        pace = self._pace()
+        if pace is None:
+            return
+        if pace:
+            super().on_error(attempt, error)
+            if attempt.retry and getattr(error, "retry_after", None) is not None and (
+                    attempt.status == 429 or type(error).__name__ == "RateLimitError"):
+                attempt.delay = 0.0  # the limiter holds every worker for the Retry-After: the next turn waits
+        if self.job.stop_new.is_set():
+            attempt.retry = False  # stopping: a failed row gets its error row now
+
+    def on_done(self, attempt: Attempt) -> None:
+        if self._pace():
+            super().on_done(attempt)
+
+
+def _unsent() -> TransportError:
+    error = TransportError("the job is stopping: this row was not sent", aborted=True, retryable=False)
+    error.__dict__["_agenthub_unsent"] = True
+    return error
 
 
 def _positive_int(value: Any, name: str) -> int:
@@ -385,7 +458,8 @@ def run(input_path: str, output_path: str, *, workers: int = 8, rpm: Optional[fl
     (a line on a terminal, plain lines every 10 s otherwise), False (nothing), or a callable taking a
     dict (done, failed, skipped, total, rate, eta_s, tokens, cost_usd, elapsed_s, final).
     ``client_factory(model, client_type, base_url)`` builds the client of a route (default:
-    ``AutoLLMClient(..., max_retries=0)``, keys from the environment).  ``fallbacks``: model names or
+    ``AutoLLMClient(..., max_retries=max_retries)``, keys from the environment; a factory's clients retry
+    as they were built to).  ``fallbacks``: model names or
     AutoLLMClients every row's client fails over to (``JobSummary.routes`` counts which answered).
     ``budget``: an ``agenthub.Budget`` every row's client (fallbacks included) reserves from: a row whose
     worst case no longer fits gets a BudgetExceededError row (``attempts`` 0) and is never sent; a
@@ -417,9 +491,11 @@ def run(input_path: str, output_path: str, *, workers: int = 8, rpm: Optional[fl
         if engine == "ray":
             raise ConfigError("budget= cannot go to Ray's actors: a Budget is one account in one process (its "
                               "account would split); run the job live, or give each actor's client_factory a Budget")
-        client_factory = functools.partial(own_client, list(fallbacks) if fallbacks is not None else None, budget)
+        client_factory = functools.partial(own_client, list(fallbacks) if fallbacks is not None else None, budget,
+                                           max_retries=max_retries)
     elif fallbacks is not None:
-        client_factory = functools.partial(fallback_client, list(fallbacks))  # picklable: Ray's actors build it too
+        client_factory = functools.partial(fallback_client, list(fallbacks),  # picklable: Ray's actors build it too
+                                           max_retries=max_retries)
     if os.path.abspath(input_path) == os.path.abspath(output_path):
         raise ConfigError("the output file must not be the input file")
     job = read_jobs(input_path, skip_invalid=skip_invalid, keep_rows=False)
@@ -453,11 +529,13 @@ def _run_live(job: JobFile, input_path: str, output_path: str, workers: int, lim
               grace: float, fallbacks: Optional[Sequence[Any]], started: float) -> JobSummary:
     skipped, routes, counts = resume(job, output_path, retry_failed)
     embedding = _embedding_lines(input_path, routes) if routes else {}
-    clients = build_clients(routes, client_factory, embedding, counts)
+    clients = build_clients(routes, client_factory or functools.partial(default_client, max_retries=max_retries),
+                            embedding, counts)
     summary = JobSummary(total=len(job), skipped=skipped)
     show = Progress(progress, summary.total, summary.skipped)
     writer = OutputWriter(output_path, retry_failed=retry_failed, retry_ids=job.ids)
     ids = job.ids
+    state = None  # type: Optional[Job]
     try:
         for number, row in job.invalid:
             if ids.mark_done(row["id"]):  # an invalid line is never sent (iter_rows below does not check again)
@@ -475,6 +553,8 @@ def _run_live(job: JobFile, input_path: str, output_path: str, workers: int, lim
         if state.error is not None:
             raise state.error
     finally:
+        if state is not None:
+            unregister(state.row_hook)
         writer.close()
         summary.wall_s = time.monotonic() - started
     show.end(summary)
@@ -482,17 +562,18 @@ def _run_live(job: JobFile, input_path: str, output_path: str, workers: int, lim
 
 
 def own_client(fallbacks: Optional[List[Any]], budget: Any, model: str, client_type: Optional[str],
-               base_url: Optional[str]) -> AutoLLMClient:
+               base_url: Optional[str], max_retries: int = 2) -> AutoLLMClient:
     """The client of a route under ``run(..., fallbacks=..., budget=...)`` (the fallbacks built from model
     names get the same budget)."""
-    return AutoLLMClient(model, client_type=client_type, base_url=base_url, max_retries=0, fallbacks=fallbacks,
-                         budget=budget)
+    return AutoLLMClient(model, client_type=client_type, base_url=base_url, max_retries=max_retries,
+                         fallbacks=fallbacks, budget=budget)
 
 
 def fallback_client(fallbacks: List[Any], model: str, client_type: Optional[str],
-                    base_url: Optional[str]) -> AutoLLMClient:
+                    base_url: Optional[str], max_retries: int = 2) -> AutoLLMClient:
     """The client of a route under ``run(..., fallbacks=...)``: the default client, with those fallbacks."""
-    return AutoLLMClient(model, client_type=client_type, base_url=base_url, max_retries=0, fallbacks=fallbacks)
+    return AutoLLMClient(model, client_type=client_type, base_url=base_url, max_retries=max_retries,
+                         fallbacks=fallbacks)
 
 
 def _embedding_lines(input_path: str, routes: Dict[Route, List[int]]) -> Dict[Route, List[int]]:
@@ -514,20 +595,29 @@ def _embedding_lines(input_path: str, routes: Dict[Route, List[int]]) -> Dict[Ro
 def _drive(state: Job, count: int, grace: float, show: Progress) -> None:
     threads = [threading.Thread(target=state.worker, name="agenthub-job-{}".format(i), daemon=True)
                for i in range(count)]
-    for thread in threads:
-        thread.start()
+    state.running = count
+    for number, thread in enumerate(threads):
+        try:
+            thread.start()
+        except BaseException:
+            for _ in range(count - number):  # the threads that never started never leave
+                state.left()
+            raise
 
     def wait(until: Optional[float]) -> bool:
-        for thread in threads:
-            while thread.is_alive():
-                left = None if until is None else until - time.monotonic()
-                if left is not None and left <= 0:
-                    return False
-                thread.join(0.2 if left is None else min(0.2, left))
+        # on the workers' own count, not Thread.join/is_alive: on 3.11 and 3.12 a KeyboardInterrupt inside
+        # join can mark a running thread stopped (bpo-45274), and the writer would close under its answer
+        while not state.all_left.is_set():
+            left = None if until is None else until - time.monotonic()
+            if left is not None and left <= 0:
+                return False
+            state.all_left.wait(0.2 if left is None else min(0.2, left))
         return True
 
     try:
         wait(None)
+        for thread in threads:  # each has left its loop: only its exit is left
+            thread.join(1.0)
     except KeyboardInterrupt:
         state.summary.interrupted = True
         state.stop_new.set()

@@ -1,5 +1,6 @@
 """HTTP for the batch backends: one ``Wire`` per endpoint (its key, its session), JSON calls and
-raw downloads through ``agenthub.transport``, transient failures retried with backoff.
+raw downloads through ``agenthub.transport``, transient failures retried by the one attempt loop
+(``agenthub.attempts.run_attempts``: its backoff, Retry-After cap and scrubbing).
 
 The key travels as the endpoint's host sends it (``agenthub.hosts``: ``Authorization: Bearer``,
 ``api-key`` or an Entra token for Azure, ``x-api-key`` for Anthropic, ``x-goog-api-key`` for
@@ -11,11 +12,10 @@ header value sent.
 import json
 import logging
 import random
-import time
-from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Tuple
 
 from ... import hosts, transport
-from ...attempts import scrub as _scrub  # the loop's scrubbing: the same words for the same secrets
+from ...attempts import RETRY_AFTER_CAP, Attempt, AttemptHook, run_attempts
 from ..._redact import secret_values, url_secrets
 from ...errors import AgentHubError, UpstreamError
 from ...providers._common import Endpoint
@@ -25,10 +25,6 @@ __all__ = ["Wire", "BadLine", "join", "multipart", "same_origin", "RETRY_AFTER_C
 
 log = logging.getLogger("agenthub")
 
-#: a server's Retry-After is waited for up to this many seconds (longer: the error is raised)
-RETRY_AFTER_CAP = 60.0
-BACKOFF_BASE = 0.5
-BACKOFF_CAP = 8.0
 #: (connect, read) seconds for batch management calls and downloads
 TIMEOUT = (10.0, 300.0)
 
@@ -78,22 +74,24 @@ class Wire(object):
         POST that creates something is retried only when the server answered that it did not."""
         safe = method == "GET" if idempotent is None else idempotent
 
-        def call() -> Any:
-            answer = transport.open_stream(self.session, self._request(method, url, body, data, headers),
-                                           self.timeout, self.client_type, error_from_body=self._record.error_from_body)
-            answer.open(document=True)
-            return answer.document
+        def connect(sent: Any, limits: Any, watch: Any) -> Any:
+            return transport.open_stream(self.session, sent, limits, self.client_type, watch=watch,
+                                         error_from_body=self._record.error_from_body)
 
-        return self._retry(call, safe)
+        return self._retry(lambda: self._request(method, url, body, data, headers), connect,
+                           lambda answer: (answer.document,), safe)
 
     def raw(self, method: str, url: str, body: Any = None, data: Optional[bytes] = None,
             headers: Optional[Mapping[str, str]] = None, accept: str = "*/*",
             idempotent: Optional[bool] = None) -> Any:
         """The answer as it is (``transport.RawBody``: ``headers``, iterate for bytes, ``read()``)."""
         safe = method == "GET" if idempotent is None else idempotent
-        return self._retry(lambda: transport.open_raw(self.session, self._request(method, url, body, data, headers,
-                                                                                  accept),
-                                                      self.timeout, self.client_type, self._record.error_from_body),
+
+        def connect(sent: Any, limits: Any, watch: Any) -> Any:
+            return _Opened(transport.open_raw(self.session, sent, limits, self.client_type,
+                                              self._record.error_from_body))
+
+        return self._retry(lambda: self._request(method, url, body, data, headers, accept), connect, _Opened.hand,
                            safe)
 
     def lines(self, url: str, headers: Optional[Mapping[str, str]] = None) -> Iterator[Any]:
@@ -117,25 +115,23 @@ class Wire(object):
         finally:
             body.close()
 
-    def _retry(self, call: Any, connection_safe: bool) -> Any:
-        attempt = 0
-        while True:
-            try:
-                return call()
-            except AgentHubError as exc:
-                _scrub(exc, self._secrets())
-                transient = isinstance(exc, UpstreamError) or connection_safe
-                if not transient or not getattr(exc, "retryable", False) or attempt >= self.max_retries:
-                    raise
-                wait = getattr(exc, "retry_after", None)
-                if wait is not None and wait > RETRY_AFTER_CAP:
-                    raise
-                if wait is None:
-                    wait = random.uniform(0, min(BACKOFF_CAP, BACKOFF_BASE * (2 ** attempt)))
-                attempt += 1
-                log.info("%s: batch call retried after %s, attempt %d of %d, in %.2fs", self.client_type,
-                         type(exc).__name__, attempt, self.max_retries, wait)
-                time.sleep(wait)
+    def _retry(self, request: Callable[[], HttpRequest], connect: Any, read: Any, connection_safe: bool) -> Any:
+        """``request()`` through the attempt loop (a document call; built per attempt, so a signature or a
+        token is good for that send only): a failure is retried when the server
+        said it is transient, or when it failed on the way and the call is safe to repeat
+        (``connection_safe``); the answer ``read`` gives."""
+        from ...client import Timeout
+
+        watch = transport.Watch()
+        call = Attempt("document", self.client_type, "", None)
+        answers = run_attempts(call, watch, encode=lambda planned: request(),
+                               connect=lambda sent, limits: connect(sent, limits, watch), read=read,
+                               hooks=[_Transient(connection_safe)], max_retries=self.max_retries,
+                               timeout=Timeout.of(self.timeout), secrets=lambda sent, config: self._secrets())
+        try:
+            return next(answers)
+        finally:
+            answers.close()  # type: ignore[attr-defined]
 
     def _secrets(self) -> List[str]:
         key = self.endpoint.api_key  # type: Any  # a key, or a credential set (Bedrock) / token provider
@@ -151,6 +147,43 @@ class Wire(object):
         secrets = secret_values(headers, extra)
         secrets.extend(url_secrets(self.endpoint.base_url))
         return sorted(set(s for s in secrets if s), key=len, reverse=True)
+
+
+class _Transient(AttemptHook):
+    """A batch call's retry rule: an upstream answer the server calls transient, or a failure on the way
+    when the call is safe to repeat (a POST that creates something is not)."""
+
+    def __init__(self, connection_safe: bool) -> None:
+        self.connection_safe = connection_safe
+
+    def on_error(self, attempt: Attempt, error: AgentHubError) -> None:
+        if not (isinstance(error, UpstreamError) or self.connection_safe):
+            attempt.retry = False
+
+
+class _Opened(object):
+    """A ``transport.RawBody`` as the attempt loop holds a body: opened already, handed to the caller
+    as it is (the loop's close after the hand-over leaves it to the caller)."""
+
+    def __init__(self, body: Any) -> None:
+        self.body = body
+        self.status = body.status
+        self.headers = body.headers
+        self.handed = False
+
+    def open(self, document: bool = True) -> bool:
+        return True
+
+    def hand(self) -> Any:
+        self.handed = True
+        return (self.body,)
+
+    def finish(self) -> None:
+        pass
+
+    def close(self) -> None:
+        if not self.handed:
+            self.body.close()
 
 
 class BadLine(object):

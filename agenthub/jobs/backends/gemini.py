@@ -28,7 +28,7 @@ Wire facts, from the Batch API guide (https://ai.google.dev/gemini-api/docs/batc
 
 import json
 import sys
-from typing import Any, Dict, Iterator, List, Mapping, Optional
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple
 from urllib.parse import quote, urlsplit
 
 from ...errors import StreamProtocolError
@@ -36,10 +36,20 @@ from ...types import HttpRequest
 from ._base import Backend, Outcome, outcomes
 from ._wire import Wire, same_origin
 
-__all__ = ["GEMINI", "GeminiBatches", "STATES", "INLINE_MAX_BYTES", "version_root", "status_of", "parse_item"]
+__all__ = ["GEMINI", "GeminiBatches", "STATES", "INLINE_MAX_BYTES", "OPERATION_MAX_BYTES", "RPC_CODES",
+           "version_root", "status_of", "parse_item", "rpc_error", "read_operation"]
 
 #: inline requests only while the whole create request stays under this size
 INLINE_MAX_BYTES = 20 * 1000 * 1000
+#: the largest batch operation read (``GET batches/{id}``: an inline batch's answers come inside it, so it is
+#: allowed far more than a live answer's ``transport.MAX_DOCUMENT_BYTES``); a batch whose answers could be
+#: larger is submitted through a file, whose results are read line by line: a paid result stays readable
+OPERATION_MAX_BYTES = 1024 * 1024 * 1024
+#: a high estimate of the bytes one inlined answer takes: framing, plus this much per output token (JSON-escaped
+#: text); a request naming no output limit is counted at ``ANSWER_DEFAULT_TOKENS``
+ANSWER_OVERHEAD_BYTES = 4096
+ANSWER_BYTES_PER_TOKEN = 8
+ANSWER_DEFAULT_TOKENS = 65536
 
 STATES = {}  # type: Dict[str, str]
 for _prefix in ("BATCH_STATE_", "JOB_STATE_"):
@@ -49,6 +59,15 @@ for _prefix in ("BATCH_STATE_", "JOB_STATE_"):
                    _prefix + "EXPIRED": "expired"})
 #: google.rpc codes of a request that never ran (CANCELLED)
 _NOT_RUN_CODES = (1, "CANCELLED")
+#: google.rpc.Code (a batch item's ``error`` is a google.rpc.Status: ``{"code", "message", "details"}``) -> the
+#: HTTP status the live call answers that code with and the code's name (google/rpc/code.proto's mapping)
+RPC_CODES = {
+    1: (499, "CANCELLED"), 2: (500, "UNKNOWN"), 3: (400, "INVALID_ARGUMENT"), 4: (504, "DEADLINE_EXCEEDED"),
+    5: (404, "NOT_FOUND"), 6: (409, "ALREADY_EXISTS"), 7: (403, "PERMISSION_DENIED"), 8: (429, "RESOURCE_EXHAUSTED"),
+    9: (400, "FAILED_PRECONDITION"), 10: (409, "ABORTED"), 11: (400, "OUT_OF_RANGE"), 12: (501, "UNIMPLEMENTED"),
+    13: (500, "INTERNAL"), 14: (503, "UNAVAILABLE"), 15: (500, "DATA_LOSS"), 16: (401, "UNAUTHENTICATED"),
+}  # type: Dict[int, Tuple[int, str]]
+_RPC_NAMES = {name: status for status, name in RPC_CODES.values()}
 
 
 def version_root(wire: Wire) -> str:
@@ -92,12 +111,15 @@ class GeminiBatches(Backend):
         file_name = None
         if size < INLINE_MAX_BYTES:
             inline = []
+            answers = 0  # what the inlined answers could take in the operation
             for data in entries:
                 line = json.loads(data)
                 inline.append({"request": line["request"], "metadata": {"key": line["key"]}})
+                answers += _answer_bytes(line["request"], api)
             body = {"batch": {"display_name": name, "input_config": {"requests": {"requests": inline}}}}
             encoded = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-            if len(encoded) < INLINE_MAX_BYTES:  # the whole create request, as the guide counts it
+            # the whole create request under the guide's limit, and answers the operation can still be read with
+            if len(encoded) < INLINE_MAX_BYTES and answers + len(encoded) <= OPERATION_MAX_BYTES:
                 source = body["batch"]["input_config"]
         if source is None:
             file_name = self._upload(wire, root, entries, size, name)
@@ -131,7 +153,7 @@ class GeminiBatches(Backend):
 
     def retrieve(self, wire: Wire, remote: Mapping[str, Any]) -> Dict[str, Any]:
         root = version_root(wire)
-        return status_of(wire.json("GET", "{}/{}".format(root, remote["batch_name"])), wire.client_type)
+        return status_of(read_operation(wire, "{}/{}".format(root, remote["batch_name"])), wire.client_type)
 
     def results(self, wire: Wire, remote: Mapping[str, Any], info: Mapping[str, Any]) -> Iterator[Outcome]:
         items = self._items(wire, info)
@@ -213,6 +235,32 @@ def _joined(answers: List[Any]) -> Any:
     return joined
 
 
+def _answer_bytes(request: Any, api: str) -> int:
+    """A high estimate of the bytes one request's answer takes inlined in the batch operation."""
+    if api == "embeddings":
+        return ANSWER_OVERHEAD_BYTES + 3072 * 24  # the largest embedding, each value a JSON float
+    config = request.get("generationConfig") if isinstance(request, dict) else None
+    limit = config.get("maxOutputTokens") if isinstance(config, dict) else None
+    if not isinstance(limit, int) or isinstance(limit, bool) or limit <= 0:
+        limit = ANSWER_DEFAULT_TOKENS
+    return ANSWER_OVERHEAD_BYTES + ANSWER_BYTES_PER_TOKEN * limit
+
+
+def read_operation(wire: Wire, url: str) -> Any:
+    """The batch operation, read up to ``OPERATION_MAX_BYTES`` (its inlined answers may be far larger than a
+    live answer), decoded."""
+    body = wire.raw("GET", url, accept="application/json")
+    try:
+        raw = body.read(OPERATION_MAX_BYTES)
+    finally:
+        body.close()
+    try:
+        return json.loads(raw.decode("utf-8-sig"))
+    except (ValueError, RecursionError):
+        raise StreamProtocolError("{}: the batch operation is not JSON ({} bytes)".format(wire.client_type, len(raw)),
+                                  client=wire.client_type, retryable=True) from None
+
+
 def status_of(operation: Any, client: str) -> Dict[str, Any]:
     """The batch operation -> ``{"status", "state", "counts", "output", "errors"}``."""
     if not isinstance(operation, dict):
@@ -258,9 +306,30 @@ def parse_item(item: Any, client: str, inline: bool) -> Outcome:
     if isinstance(error, dict) and error:
         if error.get("code") in _NOT_RUN_CODES or error.get("status") == "CANCELLED":
             return key, "not_run", "cancelled"
-        return key, "error", (None, {"error": error})
+        status, body = rpc_error(error)
+        return key, "error", (status, {"error": body})
     response = item.get("response")
     if not isinstance(response, dict):
         raise StreamProtocolError("{}: the batch response {!r} has neither a response nor an error".format(
             client, key[:80]), client=client)
     return key, "ok", response
+
+
+def rpc_error(error: Mapping[str, Any]) -> Tuple[Optional[int], Dict[str, Any]]:
+    """A batch item's google.rpc.Status -> (the HTTP status, the error object) the live call would have
+    answered: ``{"code": 8, "message"}`` -> 429 with ``{"code": 429, "message", "status": "RESOURCE_EXHAUSTED"}``
+    (a RateLimitError, retryable), 13 -> 500 INTERNAL, 3 -> 400 INVALID_ARGUMENT.  An error that already
+    has an HTTP code or a status name keeps them; an unknown code gives no status."""
+    body = dict(error)
+    code = body.get("code")
+    name = body.get("status") if isinstance(body.get("status"), str) else None
+    if isinstance(code, int) and not isinstance(code, bool) and code in RPC_CODES:
+        status, rpc_name = RPC_CODES[code]
+        body["code"], body["status"] = status, name or rpc_name
+        return status, body
+    if isinstance(code, int) and not isinstance(code, bool) and 400 <= code < 600:
+        return code, body
+    if name in _RPC_NAMES:
+        body["code"] = _RPC_NAMES[name]
+        return _RPC_NAMES[name], body
+    return None, body

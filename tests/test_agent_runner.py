@@ -1,0 +1,695 @@
+"""The tool runner (issue 30): client.run / run_stateful against a local server, per protocol.
+
+Exact events (created_at left out) and exact follow-up request bodies: where the tool results go, their
+ids, one message for a turn's parallel results.  No timed assertions: order and concurrency are forced
+with events, never with sleeps.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import threading
+
+import pytest
+
+from agent_streams import BASES, BUILDERS, chat_calls, chat_text
+from sse_server import Answer, SSEServer
+
+import agenthub
+from agenthub import AutoLLMClient, ConfigError, RunResult, UpstreamError, tool
+from agenthub.testing import record_session, replay_session
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+USER = {"role": "user", "content_items": [{"type": "text", "text": "Weather in Paris and Rome?"}]}
+MODELS = {"openai-chat": "gpt-4o-mini", "openai-responses": "gpt-5.5", "anthropic": "claude-sonnet-4-6",
+          "gemini": "gemini-2.5-flash"}
+
+
+@tool
+def get_weather(city: str) -> str:
+    """Current weather in a city.
+
+    Args:
+        city: The city's name.
+    """
+    return {"Paris": "18 C, sunny", "Rome": "24 C, clear"}.get(city, "unknown")
+
+
+def client_for(server, protocol="openai-chat", **kwargs):
+    return AutoLLMClient(MODELS[protocol], api_key="sk-test-runner-0001", base_url=server.url + BASES[protocol],
+                         client_type=protocol, max_retries=kwargs.pop("max_retries", 0), **kwargs)
+
+
+def plain(events):
+    """The events without created_at (the one field a run does not fix)."""
+    return [{k: v for k, v in event.items() if k != "created_at"} for event in events]
+
+
+def result_event(call_id, text, is_error=False):
+    item = {"type": "tool_result", "tool_call_id": call_id, "text": text}
+    if is_error:
+        item["is_error"] = True
+    return {"role": "user", "event_type": "delta", "content_items": [item], "usage_metadata": None,
+            "finish_reason": None}
+
+
+def kinds(events):
+    return [(e["role"], e["event_type"]) + tuple(i["type"] for i in e["content_items"]) for e in events]
+
+
+TWO_CALLS = [("call_1", "get_weather", '{"city": "Paris"}'), ("call_2", "get_weather", '{"city": "Rome"}')]
+
+#: the second request's messages, as each wire carries the first turn's two calls and their results
+FOLLOW_UP = {
+    "openai-chat": lambda body: body["messages"][1:],
+    "openai-responses": lambda body: body["input"][1:],
+    "anthropic": lambda body: body["messages"][1:],
+    "gemini": lambda body: body["contents"][1:],
+}
+EXPECTED_FOLLOW_UP = {
+    "openai-chat": [
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": '{"city":"Paris"}'}},
+            {"id": "call_2", "type": "function", "function": {"name": "get_weather", "arguments": '{"city":"Rome"}'}}]},
+        {"role": "tool", "tool_call_id": "call_1", "content": "18 C, sunny"},
+        {"role": "tool", "tool_call_id": "call_2", "content": "24 C, clear"}],
+    "openai-responses": [
+        {"type": "function_call", "call_id": "call_1", "name": "get_weather", "arguments": '{"city":"Paris"}'},
+        {"type": "function_call", "call_id": "call_2", "name": "get_weather", "arguments": '{"city":"Rome"}'},
+        {"type": "function_call_output", "call_id": "call_1", "output": "18 C, sunny"},
+        {"type": "function_call_output", "call_id": "call_2", "output": "24 C, clear"}],
+    "anthropic": [
+        {"role": "assistant", "content": [
+            {"type": "tool_use", "id": "call_1", "name": "get_weather", "input": {"city": "Paris"}},
+            {"type": "tool_use", "id": "call_2", "name": "get_weather", "input": {"city": "Rome"}}]},
+        {"role": "user", "content": [  # one user message holds both results, in call order
+            {"type": "tool_result", "tool_use_id": "call_1", "content": "18 C, sunny"},
+            {"type": "tool_result", "tool_use_id": "call_2", "content": "24 C, clear"}]}],
+    "gemini": [
+        {"role": "model", "parts": [
+            {"functionCall": {"id": "call_1", "name": "get_weather", "args": {"city": "Paris"}}},
+            {"functionCall": {"id": "call_2", "name": "get_weather", "args": {"city": "Rome"}}}]},
+        {"role": "user", "parts": [
+            {"functionResponse": {"name": "get_weather", "id": "call_1", "response": {"result": "18 C, sunny"}}},
+            {"functionResponse": {"name": "get_weather", "id": "call_2", "response": {"result": "24 C, clear"}}}]}],
+}
+
+
+@pytest.mark.parametrize("protocol", sorted(BUILDERS))
+def test_two_parallel_calls_then_an_answer(protocol):
+    calls, text = BUILDERS[protocol]
+    with SSEServer() as server:
+        server.answers += [Answer([calls(TWO_CALLS)]), Answer([text("Sunny in Paris, clear in Rome.")])]
+        client = client_for(server, protocol)
+        run = client.run([USER], tools=[get_weather])
+        events = list(run)
+        result = run.result()
+    # the model turns' events are streaming_response's own: replayed alone, they fold to the same messages
+    first = events[:events.index(next(e for e in events if e["event_type"] == "stop")) + 1]
+    assert agenthub.collect(first) == result.messages[0]
+    agenthub.check_stream(first)
+    assert kinds(events) == [
+        ("assistant", "start"),
+        ("assistant", "delta", "partial_tool_call"), ("assistant", "delta", "partial_tool_call"),
+        ("assistant", "delta", "tool_call"),
+        ("assistant", "delta", "partial_tool_call"), ("assistant", "delta", "partial_tool_call"),
+        ("assistant", "delta", "tool_call"),
+        ("assistant", "stop"),
+        ("user", "delta", "tool_result"), ("user", "delta", "tool_result"),
+        ("assistant", "start"), ("assistant", "delta", "text"), ("assistant", "stop")]
+    assert plain(events[8:10]) == [result_event("call_1", "18 C, sunny"), result_event("call_2", "24 C, clear")]
+    assert len(server.requests) == 2
+    assert FOLLOW_UP[protocol](server.requests[1]["body"]) == EXPECTED_FOLLOW_UP[protocol]
+    assert result.stop == "done" and result.turns == 2 and result.pending == []
+    assert result.final == result.messages[-1]
+    assert result.final["content_items"] == [{"type": "text", "text": "Sunny in Paris, clear in Rome."}]
+    assert [m["role"] for m in result.messages] == ["assistant", "user", "assistant"]
+    assert result.messages[1] == {"role": "user", "content_items": [
+        {"type": "tool_result", "tool_call_id": "call_1", "text": "18 C, sunny"},
+        {"type": "tool_result", "tool_call_id": "call_2", "text": "24 C, clear"}]}
+    assert result.usage_metadata == {"cached_tokens": None, "prompt_tokens": 30, "thoughts_tokens": None,
+                                     "response_tokens": 8}
+    usage = [m["usage_metadata"] for m in (result.messages[0], result.messages[2])]
+    assert result.cost_usd == pytest.approx(agenthub.cost(MODELS[protocol], usage[0])
+                                            + agenthub.cost(MODELS[protocol], usage[1]))
+    json.dumps(result.messages)  # JSON-ready as they are
+
+
+def test_results_go_back_in_call_order_when_the_calls_finish_in_reverse():
+    second_done = threading.Event()
+
+    @tool
+    def slow(n: int) -> str:
+        """Waits for the second call (so the first finishes last)."""
+        if n == 1:
+            assert second_done.wait(10)
+        else:
+            second_done.set()
+        return "done {}".format(n)
+
+    with SSEServer() as server:
+        server.answers += [Answer([chat_calls([("c1", "slow", '{"n": 1}'), ("c2", "slow", '{"n": 2}')])]),
+                           Answer([chat_text("ok")])]
+        result = client_for(server).run([USER], tools=[slow], parallel=2).result()
+    assert result.messages[1]["content_items"] == [
+        {"type": "tool_result", "tool_call_id": "c1", "text": "done 1"},
+        {"type": "tool_result", "tool_call_id": "c2", "text": "done 2"}]
+    assert [m["tool_call_id"] for m in server.requests[1]["body"]["messages"][2:]] == ["c1", "c2"]
+
+
+def test_parallel_one_runs_the_calls_one_by_one_in_the_calling_thread():
+    seen = []
+
+    @tool
+    def where(n: int) -> str:
+        seen.append((n, threading.current_thread() is threading.main_thread()))
+        return str(n)
+
+    with SSEServer() as server:
+        server.answers += [Answer([chat_calls([("c1", "where", '{"n": 1}'), ("c2", "where", '{"n": 2}')])]),
+                           Answer([chat_text("ok")])]
+        client_for(server).run([USER], tools=[where], parallel=1).result()
+    assert seen == [(1, True), (2, True)]
+
+
+def test_error_results_and_the_loop_goes_on():
+    release = threading.Event()
+
+    @tool
+    def boom(x: int) -> str:
+        raise RuntimeError("disk full (key sk-test-runner-0001)")
+
+    @tool(timeout=0.05)
+    def hang() -> str:
+        release.wait(10)
+        return "late"
+
+    os.environ["AGENTHUB_TEST_RUNNER_KEY"] = "sk-test-runner-0001"
+    calls = [("c1", "boom", '{"x": 1}'), ("c2", "nope", '{}'), ("c3", "boom", '{"x": "one"}'),
+             ("c4", "hang", '{}'), ("c5", "get_weather", '{"city": "Paris"}')]
+    try:
+        with SSEServer() as server:
+            server.answers += [Answer([chat_calls(calls)]), Answer([chat_text("ok")])]
+            run = client_for(server).run([USER], tools=[boom, hang, get_weather])
+            events = list(run)
+            result = run.result()
+    finally:
+        release.set()
+        del os.environ["AGENTHUB_TEST_RUNNER_KEY"]
+    for thread in threading.enumerate():  # the timed-out tool's thread ran on; released, it ends
+        if thread.name.startswith("agenthub-tool-hang"):
+            thread.join(5)
+            assert not thread.is_alive()
+    assert plain([e for e in events if e["role"] == "user"]) == [
+        result_event("c1", "RuntimeError: disk full (key ***)", True),
+        result_event("c2", "unknown tool 'nope'; the tools are: boom, get_weather, hang", True),
+        result_event("c3", "invalid arguments for boom: x must be an integer, got a string", True),
+        result_event("c4", "TimeoutError: hang did not return within 0.05 s", True),
+        result_event("c5", "18 C, sunny")]
+    assert result.stop == "done" and result.turns == 2
+    assert [row["is_error"] for row in result.calls] == [True, True, True, True, False]
+    assert "sk-test-runner-0001" not in json.dumps(server.requests[1]["body"])
+
+
+def test_a_call_whose_arguments_do_not_parse_is_an_error_result_and_the_turn_goes_on():
+    calls = [("c1", "get_weather", '{"city": "Par'), ("c2", "get_weather", '{"city": "Rome"}')]
+    with SSEServer() as server:
+        server.answers += [Answer([chat_calls(calls)]), Answer([chat_text("ok")])]
+        run = client_for(server).run([USER], tools=[get_weather])
+        events = list(run)
+        result = run.result()
+    assert kinds(events)[:8] == [
+        ("assistant", "start"),
+        ("assistant", "delta", "partial_tool_call"), ("assistant", "delta", "partial_tool_call"),
+        ("assistant", "delta", "tool_call"),
+        ("assistant", "delta", "partial_tool_call"), ("assistant", "delta", "partial_tool_call"),
+        ("assistant", "delta", "tool_call"), ("assistant", "stop")]
+    assert events[3]["content_items"][0] == {"type": "tool_call", "name": "get_weather", "arguments": {},
+                                             "tool_call_id": "c1"}
+    assert events[7]["finish_reason"] == "tool_call"
+    assert plain(events[8:10]) == [
+        result_event("c1", "ToolCallArgumentParseError: arguments of tool call 'get_weather' (c1) is not valid "
+                           "JSON (Unterminated string starting at: line 1 column 10 (char 9)); raw arguments "
+                           "(13 chars): {\"city\": \"Par", True),
+        result_event("c2", "24 C, clear")]
+    assert result.stop == "done"
+    # outside a run, the same stream still raises (the catch is the runner's alone)
+    with SSEServer() as server:
+        server.answers.append(Answer([chat_calls(calls)]))
+        with pytest.raises(agenthub.ToolCallArgumentParseError):
+            list(client_for(server).streaming_response([USER]))
+
+
+def test_max_turns_stops_with_the_calls_pending_and_nothing_more_sent():
+    with SSEServer() as server:
+        server.answers += [Answer([chat_calls([("c1", "get_weather", '{"city": "Paris"}')])]),
+                           Answer([chat_calls([("c2", "get_weather", '{"city": "Rome"}')])])]
+        result = client_for(server).run([USER], tools=[get_weather], max_turns=2).result()
+        assert len(server.requests) == 2
+    assert result.stop == "max_turns" and result.turns == 2
+    assert result.pending == [{"type": "tool_call", "name": "get_weather", "arguments": {"city": "Rome"},
+                               "tool_call_id": "c2"}]
+    assert [m["role"] for m in result.messages] == ["assistant", "user", "assistant"]
+    # resumed: the pending call runs, then the next turn
+    with SSEServer() as server:
+        server.answers.append(Answer([chat_text("ok")]))
+        again = client_for(server).run([USER] + result.messages, tools=[get_weather]).result()
+        assert server.requests[0]["body"]["messages"][-1] == {"role": "tool", "tool_call_id": "c2",
+                                                              "content": "24 C, clear"}
+    assert again.stop == "done" and again.turns == 1
+    assert again.messages[0] == {"role": "user", "content_items": [
+        {"type": "tool_result", "tool_call_id": "c2", "text": "24 C, clear"}]}
+
+
+@tool(requires_approval=True)
+def delete_file(path: str) -> str:
+    """Delete a file."""
+    return "deleted " + path
+
+
+def test_requires_approval_without_approve_stops_and_resumes_in_a_new_process(tmp_path):
+    calls = [("c1", "delete_file", '{"path": "/tmp/a"}'), ("c2", "get_weather", '{"city": "Paris"}'),
+             ("c3", "delete_file", '{"path": "/tmp/b"}')]
+    with SSEServer() as server:
+        server.answers.append(Answer([chat_calls(calls)]))
+        run = client_for(server).run([USER], tools=[delete_file, get_weather])
+        events = list(run)
+        result = run.result()
+        assert len(server.requests) == 1
+    assert result.stop == "approval"
+    assert [c["tool_call_id"] for c in result.pending] == ["c1", "c3"]
+    assert not [e for e in events if e["role"] == "user"]  # nothing of the turn ran
+    saved = tmp_path / "run.json"
+    saved.write_text(json.dumps([USER] + result.messages))
+    script = """
+import json, sys
+sys.path.insert(0, {here!r})
+from agenthub import AutoLLMClient
+from test_agent_runner import delete_file, get_weather
+client = AutoLLMClient("gpt-4o-mini", api_key="sk-x", base_url=sys.argv[1] + "/v1", client_type="openai-chat")
+messages = json.load(open(sys.argv[2]))
+result = client.run(messages, tools=[delete_file, get_weather], decisions={{"c1": True, "c3": "not that one"}}).result()
+print(json.dumps([result.stop, result.messages[0]]))
+""".format(here=HERE)
+    with SSEServer() as server:
+        server.answers.append(Answer([chat_text("done")]))
+        done = subprocess.run([sys.executable, "-c", script, server.url, str(saved)], capture_output=True,
+                              text=True, timeout=60, env=dict(os.environ, PYTHONPATH=ROOT + os.pathsep + HERE))
+        assert done.returncode == 0, done.stderr
+        body = server.requests[0]["body"]
+    stop, results = json.loads(done.stdout)
+    assert stop == "done"
+    assert results == {"role": "user", "content_items": [
+        {"type": "tool_result", "tool_call_id": "c1", "text": "deleted /tmp/a"},
+        {"type": "tool_result", "tool_call_id": "c2", "text": "18 C, sunny"},
+        {"type": "tool_result", "tool_call_id": "c3", "text": "denied: not that one", "is_error": True}]}
+    assert body["messages"][2:] == [{"role": "tool", "tool_call_id": "c1", "content": "deleted /tmp/a"},
+                                    {"role": "tool", "tool_call_id": "c2", "content": "18 C, sunny"},
+                                    {"role": "tool", "tool_call_id": "c3", "content": "denied: not that one"}]
+
+
+def test_approve_is_asked_for_every_call_in_order():
+    asked = []
+
+    def approve(call):
+        asked.append(call["tool_call_id"])
+        return {"c1": True, "c2": False, "c3": "too far", "c4": {"arguments": {"city": "Rome"}}}[call["tool_call_id"]]
+
+    calls = [("c1", "get_weather", '{"city": "Paris"}'), ("c2", "delete_file", '{"path": "x"}'),
+             ("c3", "get_weather", '{"city": "Oslo"}'), ("c4", "get_weather", '{"city": "Nice"}')]
+    with SSEServer() as server:
+        server.answers += [Answer([chat_calls(calls)]), Answer([chat_text("ok")])]
+        result = client_for(server).run([USER], tools=[get_weather, delete_file], approve=approve).result()
+    assert asked == ["c1", "c2", "c3", "c4"]
+    assert result.messages[1]["content_items"] == [
+        {"type": "tool_result", "tool_call_id": "c1", "text": "18 C, sunny"},
+        {"type": "tool_result", "tool_call_id": "c2", "text": "denied: the user did not allow this call",
+         "is_error": True},
+        {"type": "tool_result", "tool_call_id": "c3", "text": "denied: too far", "is_error": True},
+        {"type": "tool_result", "tool_call_id": "c4", "text": "24 C, clear"}]
+
+
+def test_a_plain_tool_schema_comes_back_pending_and_the_caller_answers_it():
+    schema = {"name": "ask_user", "description": "Ask the user.", "parameters": {"type": "object"}}
+    calls = [("c1", "ask_user", '{"q": "which city?"}'), ("c2", "get_weather", '{"city": "Paris"}')]
+    with SSEServer() as server:
+        server.answers.append(Answer([chat_calls(calls)]))
+        result = client_for(server).run([USER], tools=[schema, get_weather]).result()
+    assert result.stop == "approval" and [c["tool_call_id"] for c in result.pending] == ["c1"]
+    answer = {"role": "user", "content_items": [{"type": "tool_result", "tool_call_id": "c1", "text": "Paris"}]}
+    with SSEServer() as server:
+        server.answers.append(Answer([chat_text("ok")]))
+        again = client_for(server).run([USER] + result.messages + [answer], tools=[schema, get_weather]).result()
+        sent = server.requests[0]["body"]["messages"]
+    assert sent[2:] == [{"role": "tool", "tool_call_id": "c1", "content": "Paris"},
+                        {"role": "tool", "tool_call_id": "c2", "content": "18 C, sunny"}]
+    assert again.messages[0] == {"role": "user", "content_items": [
+        {"type": "tool_result", "tool_call_id": "c2", "text": "18 C, sunny"}]}
+
+
+@pytest.mark.parametrize("protocol", ["anthropic", "gemini"])
+def test_a_plain_result_and_the_runners_go_in_one_message(protocol):
+    schema = {"name": "ask_user", "parameters": {"type": "object"}}
+    calls, text = BUILDERS[protocol]
+    first = calls([("c1", "ask_user", "{}"), ("c2", "get_weather", '{"city": "Paris"}')])
+    with SSEServer() as server:
+        server.answers.append(Answer([first]))
+        result = client_for(server, protocol).run([USER], tools=[schema, get_weather]).result()
+    answer = {"role": "user", "content_items": [{"type": "tool_result", "tool_call_id": "c1", "text": "Paris"}]}
+    with SSEServer() as server:
+        server.answers.append(Answer([text("ok")]))
+        client_for(server, protocol).run([USER] + result.messages + [answer], tools=[schema, get_weather]).result()
+        body = server.requests[0]["body"]
+    turns = body["messages"] if protocol == "anthropic" else body["contents"]
+    assert len(turns) == 3  # user, assistant, ONE user message with both results
+    if protocol == "anthropic":
+        assert [(b["tool_use_id"], b["content"]) for b in turns[2]["content"]] == [("c1", "Paris"), ("c2", "18 C, sunny")]
+    else:
+        assert [(p["functionResponse"]["id"], p["functionResponse"]["response"]) for p in turns[2]["parts"]] == [
+            ("c1", {"result": "Paris"}), ("c2", {"result": "18 C, sunny"})]
+
+
+class Files(object):
+    """A tool provider (contract C2): list_tools / call_tool, and a name."""
+
+    def __init__(self, name=None, tools=("read",)):
+        self.name = name
+        self.tools = tools
+        self.listed = 0
+        self.called = []
+
+    def list_tools(self):
+        self.listed += 1
+        return [{"name": t, "description": "a file tool", "parameters": {"type": "object"}} for t in self.tools]
+
+    def call_tool(self, name, arguments):
+        self.called.append((name, arguments))
+        if name == "fail":
+            return {"type": "tool_result", "text": "no such file", "is_error": True}
+        return {"type": "tool_result", "text": "contents of {}".format(arguments.get("path"))}
+
+
+def test_tool_providers_prefix_rename_and_clash():
+    files = Files("fs", tools=("read", "fail", "list.all"))
+    with SSEServer() as server:
+        server.answers += [Answer([BUILDERS["anthropic"][0]([
+            ("c1", "fs__read", '{"path": "a.txt"}'), ("c2", "fs__fail", '{}'), ("c3", "fs__list_all", '{}')])]),
+            Answer([BUILDERS["anthropic"][1]("ok")])]
+        result = client_for(server, "anthropic").run([USER], tools=[files, get_weather]).result()
+        names = [t["name"] for t in server.requests[0]["body"]["tools"]]
+    assert names == ["fs__read", "fs__fail", "fs__list_all", "get_weather"]  # "list.all" renamed for the wire
+    assert files.listed == 1  # listed once per run
+    assert files.called == [("read", {"path": "a.txt"}), ("fail", {}), ("list.all", {})]  # and back
+    assert result.messages[1]["content_items"] == [
+        {"type": "tool_result", "tool_call_id": "c1", "text": "contents of a.txt"},
+        {"type": "tool_result", "tool_call_id": "c2", "text": "no such file", "is_error": True},
+        {"type": "tool_result", "tool_call_id": "c3", "text": "contents of None"}]
+    client = AutoLLMClient("gpt-4o-mini", api_key="k", base_url="http://127.0.0.1:9/v1", client_type="openai-chat")
+    with pytest.raises(ConfigError) as info:
+        client.run([USER], tools=[Files(tools=("get_weather",)), get_weather])
+    assert str(info.value) == ("two tools are named 'get_weather': provider Files's tool 'get_weather' and tool "
+                               "'get_weather' (give a provider a name= for a prefix)")
+
+
+@pytest.mark.parametrize("protocol, name, words", [
+    ("anthropic", "get.weather", "anthropic tool names are letters, digits, '_' or '-', at most 128"),
+    ("gemini", "1weather", "gemini tool names are a letter or '_' first, then letters, digits, '_', '.', ':' or "
+                           "'-', at most 64"),
+    ("openai-chat", "x" * 65, "openai-chat tool names are letters, digits, '_' or '-', at most 64"),
+])
+def test_a_tool_name_the_wire_refuses_is_a_config_error_before_anything_is_sent(protocol, name, words):
+    with SSEServer() as server:
+        client = client_for(server, protocol)
+        with pytest.raises(ConfigError) as info:
+            client.run([USER], tools=[tool(get_weather.fn, name=name)])
+        assert server.requests == []
+    assert str(info.value) == "tool {!r}: {!r} is not a valid tool name here ({})".format(name, name, words)
+    assert tool(get_weather.fn, name="get.weather").name == "get.weather"  # fine for gemini
+    client_for(server, "gemini").run([USER], tools=[tool(get_weather.fn, name="get.weather")]).close()
+
+
+def test_bad_input_is_refused_before_anything_is_sent():
+    with SSEServer() as server:
+        client = client_for(server)
+        for kwargs, words in [
+            ({"tools": [get_weather, get_weather]}, "two tools are named 'get_weather'"),
+            ({"tools": [get_weather], "max_turns": 0}, "max_turns must be an int >= 1"),
+            ({"tools": [get_weather], "parallel": 0}, "parallel must be an int >= 1"),
+            ({"tools": [42]}, "tools[0] is a int"),
+            ({"tools": [get_weather], "decisions": {"c1": 3}}, "decisions['c1'] must be True, False"),
+            ({"tools": [get_weather], "config": {"tools": [{"name": "x"}]}}, "pass the tools as run(..., tools="),
+            ({"tools": [get_weather], "config": {"temperature": "hot"}}, "temperature"),
+        ]:
+            with pytest.raises(ConfigError) as info:
+                client.run([USER], **kwargs)
+            assert words in str(info.value), str(info.value)
+        assert server.requests == []
+
+
+def test_a_failed_turn_raises_and_run_messages_keeps_what_was_done():
+    with SSEServer() as server:
+        server.answers += [Answer([chat_calls([("c1", "get_weather", '{"city": "Paris"}')])]),
+                           Answer([b'{"error": {"message": "down", "type": "server_error"}}'], status=500,
+                                  headers={"Content-Type": "application/json"})]
+        run = client_for(server).run([USER], tools=[get_weather])
+        with pytest.raises(UpstreamError):
+            for _ in run:
+                pass
+    assert [m["role"] for m in run.messages] == ["assistant", "user"]
+    assert run.messages[1]["content_items"] == [{"type": "tool_result", "tool_call_id": "c1", "text": "18 C, sunny"}]
+
+
+def test_run_stateful_grows_the_history_turn_by_turn():
+    with SSEServer() as server:
+        server.answers += [Answer([chat_calls([("c1", "get_weather", '{"city": "Paris"}')])]),
+                           Answer([chat_text("Sunny.")])]
+        client = client_for(server)
+        result = client.run_stateful(USER, tools=[get_weather]).result()
+        history = client.get_history()
+    assert [m["role"] for m in history] == ["user", "assistant", "user", "assistant"]
+    assert history[2]["content_items"] == result.messages[2]["content_items"]
+    assert [m["role"] for m in result.messages] == ["user", "assistant", "user", "assistant"]
+    assert server.requests[1]["body"]["messages"][-1] == {"role": "tool", "tool_call_id": "c1",
+                                                          "content": "18 C, sunny"}
+
+
+def test_run_stateful_resumes_with_decisions_alone():
+    with SSEServer() as server:
+        server.answers += [Answer([chat_calls([("c1", "delete_file", '{"path": "a"}')])]), Answer([chat_text("ok")])]
+        client = client_for(server)
+        first = client.run_stateful(USER, tools=[delete_file]).result()
+        assert first.stop == "approval" and len(client.get_history()) == 2
+        second = client.run_stateful(None, tools=[delete_file], decisions={"c1": True}).result()
+    assert second.stop == "done"
+    assert [m["role"] for m in client.get_history()] == ["user", "assistant", "user", "assistant"]
+    assert client.get_history()[2]["content_items"] == [
+        {"type": "tool_result", "tool_call_id": "c1", "text": "deleted a"}]
+
+
+def test_usage_and_cost_none_rules():
+    with SSEServer() as server:
+        server.answers += [Answer([chat_calls([("c1", "get_weather", '{"city": "Paris"}')])]),
+                           Answer([chat_text("ok")])]
+        client = AutoLLMClient("my-local-model", api_key="k", base_url=server.url + "/v1", client_type="openai-chat")
+        result = client.run([USER], tools=[get_weather]).result()
+    assert result.cost_usd is None  # unpriced
+    assert result.usage_metadata["cached_tokens"] is None and result.usage_metadata["prompt_tokens"] == 30
+    assert isinstance(result, RunResult)
+
+
+def test_a_whole_run_replays_from_a_cassette(tmp_path):
+    folder = str(tmp_path / "cassette")
+    with SSEServer() as server:
+        server.answers += [Answer([chat_calls(TWO_CALLS)]), Answer([chat_text("Sunny.")])]
+        client = client_for(server, session=record_session(folder))
+        recorded = list(client.run([USER], tools=[get_weather]))
+        base_url = server.url + "/v1"
+    session = replay_session(folder)
+    client = AutoLLMClient("gpt-4o-mini", api_key="unused", base_url=base_url,
+                           client_type="openai-chat", session=session)
+    replayed = list(client.run([USER], tools=[get_weather]))
+    session.cassette.assert_all_played()
+    assert plain(replayed) == plain(recorded)
+    assert len(replayed) == 13
+
+
+def test_tool_results_as_json_and_images():
+    png = b"\x89PNG\r\n\x1a\n" + b"\0" * 8
+
+    @tool
+    def data(kind: str):
+        return {"json": {"a": [1, 2]}, "png": png, "num": 3.5, "text": b"plain"}[kind]
+
+    calls = [("c1", "data", '{"kind": "json"}'), ("c2", "data", '{"kind": "png"}'), ("c3", "data", '{"kind": "num"}'),
+             ("c4", "data", '{"kind": "text"}')]
+    with SSEServer() as server:
+        server.answers += [Answer([chat_calls(calls)]), Answer([chat_text("ok")])]
+        result = client_for(server).run([USER], tools=[data]).result()
+    assert result.messages[1]["content_items"] == [
+        {"type": "tool_result", "tool_call_id": "c1", "text": '{"a": [1, 2]}'},
+        {"type": "tool_result", "tool_call_id": "c2", "text": "",
+         "images": ["data:image/png;base64,iVBORw0KGgoAAAAAAAAAAA=="]},
+        {"type": "tool_result", "tool_call_id": "c3", "text": "3.5"},
+        {"type": "tool_result", "tool_call_id": "c4", "text": "plain"}]
+
+
+def test_no_thread_is_left_behind_after_a_run():
+    before = set(threading.enumerate())
+    with SSEServer() as server:
+        server.answers += [Answer([chat_calls(TWO_CALLS)]), Answer([chat_text("ok")])]
+        client_for(server).run([USER], tools=[get_weather]).result()
+    left = [t for t in threading.enumerate() if t not in before and t.name.startswith("agenthub-tool")]
+    for thread in left:
+        thread.join(5)
+    assert not [t for t in left if t.is_alive()]
+
+
+#: the last message(s) of the follow-up request when the first of two calls raised (contract C3 per wire)
+ERROR_FOLLOW_UP = {
+    "openai-chat": [{"role": "tool", "tool_call_id": "call_1", "content": "ValueError: bad x"},
+                    {"role": "tool", "tool_call_id": "call_2", "content": "24 C, clear"}],
+    "openai-responses": [{"type": "function_call_output", "call_id": "call_1", "output": "ValueError: bad x"},
+                         {"type": "function_call_output", "call_id": "call_2", "output": "24 C, clear"}],
+    "anthropic": [{"role": "user", "content": [
+        {"type": "tool_result", "tool_use_id": "call_1", "content": "ValueError: bad x", "is_error": True},
+        {"type": "tool_result", "tool_use_id": "call_2", "content": "24 C, clear"}]}],
+    "gemini": [{"role": "user", "parts": [
+        {"functionResponse": {"name": "boom", "id": "call_1", "response": {"error": "ValueError: bad x"}}},
+        {"functionResponse": {"name": "get_weather", "id": "call_2", "response": {"result": "24 C, clear"}}}]}],
+}
+
+
+@pytest.mark.parametrize("protocol", sorted(BUILDERS))
+def test_an_error_result_on_each_wire(protocol):
+    @tool
+    def boom(x: int) -> str:
+        raise ValueError("bad x")
+
+    calls, text = BUILDERS[protocol]
+    with SSEServer() as server:
+        server.answers += [Answer([calls([("call_1", "boom", '{"x": 1}'), ("call_2", "get_weather", '{"city": "Rome"}')])]),
+                           Answer([text("ok")])]
+        result = client_for(server, protocol).run([USER], tools=[boom, get_weather]).result()
+        sent = FOLLOW_UP[protocol](server.requests[1]["body"])
+    expected = ERROR_FOLLOW_UP[protocol]
+    assert sent[-len(expected):] == expected
+    assert result.messages[1]["content_items"][0] == {"type": "tool_result", "tool_call_id": "call_1",
+                                                      "text": "ValueError: bad x", "is_error": True}
+
+
+def test_failover_applies_per_turn_and_cost_uses_the_model_that_answered():
+    down = Answer([b'{"error": {"message": "overloaded", "type": "server_error"}}'], status=503,
+                  headers={"Content-Type": "application/json"})
+    with SSEServer() as primary, SSEServer() as backup:
+        primary.answers += [down, down]
+        backup.answers += [Answer([chat_calls([("c1", "get_weather", '{"city": "Paris"}')])]), Answer([chat_text("ok")])]
+        fallback = AutoLLMClient("gpt-4o-mini", api_key="k2", base_url=backup.url + "/v1", client_type="openai-chat",
+                                 max_retries=0)
+        client = AutoLLMClient("gpt-5.5", api_key="k1", base_url=primary.url + "/v1", client_type="openai-chat",
+                               max_retries=0, fallbacks=[fallback], circuit_breaker=False)
+        result = client.run([USER], tools=[get_weather]).result()
+        assert (len(primary.requests), len(backup.requests)) == (2, 2)
+    usage = [m["usage_metadata"] for m in (result.messages[0], result.messages[2])]
+    assert result.cost_usd == pytest.approx(agenthub.cost("gpt-4o-mini", usage[0]) + agenthub.cost("gpt-4o-mini", usage[1]))
+    assert result.cost_usd != pytest.approx(agenthub.cost("gpt-5.5", usage[0]) + agenthub.cost("gpt-5.5", usage[1]))
+
+
+def test_one_trace_holds_the_whole_run(tmp_path, monkeypatch):
+    from agenthub.tracer import load_trace, trace_paths
+
+    monkeypatch.setenv("AGENTHUB_CACHE_DIR", str(tmp_path))
+    with SSEServer() as server:
+        server.answers += [Answer([chat_calls(TWO_CALLS)]), Answer([chat_text("Sunny.")])]
+        result = client_for(server).run([USER], {"trace_id": "agent/run_1"}, tools=[get_weather]).result()
+    history = load_trace(trace_paths("agent/run_1")["json"])["history"]
+    assert [m["role"] for m in history] == ["user", "assistant", "user", "assistant"]
+    assert history[2]["content_items"] == result.messages[1]["content_items"]
+
+
+def test_a_resumed_run_is_checked_before_any_tool_runs():
+    ran = []
+
+    @tool
+    def note(text: str) -> str:
+        ran.append(text)
+        return "ok"
+
+    assistant = {"role": "assistant", "content_items": [
+        {"type": "tool_call", "name": "note", "arguments": {"text": "x"}, "tool_call_id": "c1"}]}
+    schema = {"oneOf": [{"type": "string"}, {"type": "integer"}]}  # beyond Gemini's responseSchema subset
+    config = {"response_format": {"type": "json_schema", "name": "n", "schema": schema}}
+    with SSEServer() as server:
+        client = AutoLLMClient("gemini-2.0-flash", api_key="k", base_url=server.url, client_type="gemini")
+        with pytest.raises(agenthub.UnsupportedParameterError):  # the dialect's own refusal, at run()
+            client.run([USER, assistant], config, tools=[note])
+        with pytest.raises(agenthub.UnsupportedParameterError):  # a fresh run too
+            client.run([USER], config, tools=[note])
+        assert server.requests == [] and ran == []
+
+
+def test_a_later_run_sends_one_turns_results_in_one_message():
+    """previous + result.messages + [the caller's results] + the resumed run's messages holds the turn's
+    results in two user messages; the next run sends them as one (Gemini wants one turn of responses)."""
+    schema = {"name": "ask_user", "parameters": {"type": "object"}}
+    calls, text = BUILDERS["gemini"]
+    with SSEServer() as server:
+        server.answers += [Answer([calls([("c1", "ask_user", "{}"), ("c2", "get_weather", '{"city": "Paris"}')])]),
+                           Answer([text("Which one?")]), Answer([text("ok")])]
+        client = client_for(server, "gemini")
+        first = client.run([USER], tools=[schema, get_weather]).result()
+        answer = {"role": "user", "content_items": [{"type": "tool_result", "tool_call_id": "c1", "text": "Paris"}]}
+        second = client.run([USER] + first.messages + [answer], tools=[schema, get_weather]).result()
+        history = [USER] + first.messages + [answer] + second.messages
+        assert [m["role"] for m in history] == ["user", "assistant", "user", "user", "assistant"]
+        question = {"role": "user", "content_items": [{"type": "text", "text": "Paris."}]}
+        client.run(history + [question], tools=[schema, get_weather]).result()
+        contents = server.requests[2]["body"]["contents"]
+    assert [c["role"] for c in contents] == ["user", "model", "user", "model", "user"]
+    assert [p["functionResponse"]["id"] for p in contents[2]["parts"]] == ["c1", "c2"]
+
+
+def test_the_budget_applies_per_turn_and_the_run_keeps_what_it_did():
+    with SSEServer() as server:
+        server.answers += [Answer([chat_calls([("c1", "get_weather", '{"city": "Paris"}')], usage=(100000, 5))]),
+                           Answer([chat_text("ok")])]
+        budget = agenthub.Budget(0.01501)  # the first turn spends 0.015003 USD: the second cannot fit
+        client = AutoLLMClient("gpt-4o-mini", api_key="k", base_url=server.url + "/v1", client_type="openai-chat",
+                               budget=budget, max_retries=0)
+        run = client.run([USER], {"max_tokens": 100}, tools=[get_weather])
+        with pytest.raises(agenthub.BudgetExceededError):
+            run.result()
+        assert len(server.requests) == 1  # the second turn was never sent
+    assert [m["role"] for m in run.messages] == ["assistant", "user"]
+    assert run.cost_usd == pytest.approx(0.015003)
+
+
+def test_run_stateful_a_new_question_answers_the_open_calls_in_the_same_message():
+    with SSEServer() as server:
+        server.answers += [Answer([chat_calls([("c1", "delete_file", '{"path": "a"}')])]), Answer([chat_text("ok")])]
+        client = client_for(server)
+        assert client.run_stateful(USER, tools=[delete_file]).result().stop == "approval"
+        question = {"role": "user", "content_items": [{"type": "text", "text": "Never mind."}]}
+        result = client.run_stateful(question, tools=[delete_file], decisions={"c1": "not now"}).result()
+        sent = server.requests[1]["body"]["messages"][2:]
+    assert result.stop == "done"
+    assert result.messages[0] == {"role": "user", "content_items": [
+        {"type": "tool_result", "tool_call_id": "c1", "text": "denied: not now", "is_error": True},
+        {"type": "text", "text": "Never mind."}]}
+    assert [m["role"] for m in client.get_history()] == ["user", "assistant", "user", "assistant"]
+    assert sent == [{"role": "tool", "tool_call_id": "c1", "content": "denied: not now"},
+                    {"role": "user", "content": "Never mind."}]
+
+
+def test_a_plain_tool_schemas_call_may_be_denied_by_decision():
+    schema = {"name": "ask_user", "parameters": {"type": "object"}}
+    assistant = {"role": "assistant", "content_items": [
+        {"type": "tool_call", "name": "ask_user", "arguments": {}, "tool_call_id": "c1"}]}
+    with SSEServer() as server:
+        server.answers.append(Answer([chat_text("ok")]))
+        result = client_for(server).run([USER, assistant], tools=[schema], decisions={"c1": "skip it"}).result()
+        still = client_for(server).run([USER, assistant], tools=[schema], decisions={"c1": True}).result()
+    assert result.messages[0]["content_items"] == [
+        {"type": "tool_result", "tool_call_id": "c1", "text": "denied: skip it", "is_error": True}]
+    assert still.stop == "approval" and [c["tool_call_id"] for c in still.pending] == ["c1"]
