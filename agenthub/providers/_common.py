@@ -13,7 +13,7 @@ from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optio
 from ..answers import error_from_body as _error_from_body
 from ..errors import ConfigError, StreamProtocolError, UnsupportedParameterError
 from ..sse import iter_event_data, iter_events, json_loads, scan_once
-from ..stream import now_ms
+from ..stream import Usage, now_ms, with_cache_write  # noqa: F401  (the dialects import them from here)
 from ..types import HttpRequest
 
 __all__ = [
@@ -413,29 +413,6 @@ def usage(cached: Optional[int], prompt: Optional[int], thoughts: Optional[int],
         "thoughts_tokens": _count(thoughts),
         "response_tokens": _count(response),
     }
-
-
-class Usage(dict):
-    """The four buckets, a plain dict to every reader (the data model is unchanged: equal to the dict of
-    the same four keys, serialised as one), with one attribute beside them: ``cache_write``, the input
-    tokens the provider reported writing to its prompt cache (Anthropic ``cache_creation_input_tokens``,
-    Bedrock ``cacheWriteInputTokens``), already counted in ``prompt_tokens``.  Telemetry reads it."""
-
-    __slots__ = ("cache_write",)
-
-    def __reduce__(self) -> Any:  # pickles (every protocol) and copies keep the count
-        return (with_cache_write, (dict(self), self.cache_write))
-
-
-def with_cache_write(buckets: Dict[str, Optional[int]], written: Any) -> Dict[str, Optional[int]]:
-    """``buckets`` carrying the wire's cache-write count (``Usage.cache_write``); as they are when the
-    provider reported none."""
-    written = _count(written)
-    if written is None:
-        return buckets
-    out = Usage(buckets)
-    out.cache_write = written
-    return out
 
 
 def inclusive_usage(prompt: Any, output: Any, cached: Any, thoughts: Any, total: Any = None) -> Dict[str, Optional[int]]:
