@@ -148,7 +148,8 @@ class Attempt(object):
 
     def __init__(self, kind: str, client_type: str, model: str, request: Any,
                  messages: Optional[List[Any]] = None, config: Optional[Mapping[str, Any]] = None,
-                 call: Optional["Attempt"] = None, route: Optional[Dict[str, Any]] = None) -> None:
+                 call: Optional["Attempt"] = None, route: Optional[Dict[str, Any]] = None,
+                 server: Optional[Tuple[str, int]] = None) -> None:
         self.kind = kind
         self.client_type = client_type
         self.model = model
@@ -168,7 +169,7 @@ class Attempt(object):
         self.resuming = None  # type: Optional[str]
         self.call = self if call is None else call  # type: Attempt
         self.route = route  # type: Optional[Dict[str, Any]]
-        self.server = None  # type: Optional[Tuple[str, int]]
+        self.server = server  # type: Optional[Tuple[str, int]]  # known before the first hook runs
         self.finish_reason = None  # type: Optional[str]
         self.first_event_ms = None  # type: Optional[int]
         self.started_ms = int(time.time() * 1000)

@@ -5,7 +5,6 @@ loop's next attempt (its hooks, retries, deadline, abort, scrubbing); a response
 before it completed (abort, close, an error) is cancelled server-side.  ``agenthub.resume`` stays pure:
 this is the glue between it, a dialect's resume functions and the loop."""
 
-import importlib
 import logging
 from typing import Any, Callable, Iterator, List, Tuple
 
@@ -13,7 +12,7 @@ from .errors import AgentHubError, UnsupportedParameterError
 from .resume import RESUMED, Resumable
 from .stream import drive, now_ms
 
-__all__ = ["events", "resume_module"]
+__all__ = ["events", "resume_of"]
 
 logger = logging.getLogger("agenthub")
 
@@ -23,13 +22,13 @@ def events(protocol: Any, endpoint: Any, client: str, max_line_bytes: int,
            cancel: Callable[[Any, str], None]) -> Iterator[Any]:
     """The events of a background response: ``run(read)`` is the attempt loop with ``resumes=True``
     around ``read(body, reopen)``; ``cancel(request, resource_id)`` sends a cancel (never raises)."""
-    dialect = resume_module(protocol)
+    resume = resume_of(protocol)
     resumables = []  # type: List[Any]  # one per attempt
     opened = []  # type: List[Any]  # the bodies of the reconnects, closed when the call ends
 
     def read(body: Any, reopen: Callable[[str, Any, Any], Any]) -> Iterator[Any]:
         stamp = [now_ms()]  # the time the bytes being parsed were read, across the reconnects too
-        parts, resumable = _parts(protocol, dialect, endpoint, client, max_line_bytes, body, reopen, opened, stamp)
+        parts, resumable = _parts(protocol, resume, endpoint, client, max_line_bytes, body, reopen, opened, stamp)
         resumables.append(resumable)
         return _marked(drive(parts, client, stamp), resumable)
 
@@ -42,10 +41,10 @@ def events(protocol: Any, endpoint: Any, client: str, max_line_bytes: int,
             body.close()
         resumable = resumables[-1] if resumables else None
         if resumable is not None and resumable.resource_id and not resumable.complete:
-            cancel(dialect.cancel_request(endpoint, resumable.resource_id), resumable.resource_id)
+            cancel(resume.cancel(endpoint, resumable.resource_id), resumable.resource_id)
 
 
-def _parts(protocol: Any, dialect: Any, endpoint: Any, client: str, max_line_bytes: int, body: Any,
+def _parts(protocol: Any, resume: Any, endpoint: Any, client: str, max_line_bytes: int, body: Any,
            reopen: Callable[[str, Any, Any], Any], opened: List[Any], stamp: List[int]) -> Tuple[Iterator[Any], Any]:
     """The parts of a background stream whose connections resume after a cut, and its Resumable: each
     reconnect is the attempt loop's next attempt (``reopen``: the GET that resumes it), read by the same
@@ -54,14 +53,14 @@ def _parts(protocol: Any, dialect: Any, endpoint: Any, client: str, max_line_byt
         return protocol.read(body, client, max_line_bytes, stamp=stamp), None
 
     def reconnect(resource_id: str, cursor: Any) -> Iterator[Any]:
-        resumed = reopen(resource_id, dialect.resume_request(endpoint, resource_id, cursor), resumable.error)
+        resumed = reopen(resource_id, resume.request(endpoint, resource_id, cursor), resumable.error)
         opened.append(resumed)
         logger.info("%s: the stream of background response %s broke; resumed after event %s", client,
                     resource_id, cursor)
         return protocol.framing(resumed.iter_chunks(stamp), max_line_bytes)
 
     frames = protocol.framing(body.iter_chunks(stamp), max_line_bytes)
-    resumable = Resumable(frames, dialect.frame_cursor, reconnect, ordered=dialect.ordered_cursors, client=client)
+    resumable = Resumable(frames, resume.frame_cursor, reconnect, ordered=resume.ordered, client=client)
     return protocol.parse_stream(iter(resumable), client), resumable
 
 
@@ -76,11 +75,10 @@ def _marked(events: Iterator[Any], resumable: Any) -> Iterator[Any]:
         raise
 
 
-def resume_module(record: Any) -> Any:
-    """The module of a protocol that resumes background streams (``resume_request``, ``cancel_request``,
-    ``frame_cursor``, ``ordered_cursors``)."""
-    module = importlib.import_module("agenthub.providers." + record.module)
-    if not hasattr(module, "resume_request"):  # pragma: no cover - build_request.accepts keeps it out
+def resume_of(record: Any) -> Any:
+    """The protocol record's ``Resume`` (how it resumes and cancels a background stream)."""
+    resume = record.resume
+    if resume is None:  # pragma: no cover - the record's accepts keeps "background" out
         raise UnsupportedParameterError("{}: background is not available on this protocol".format(record.name),
                                         client=record.name, parameter="background")
-    return module
+    return resume

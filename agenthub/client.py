@@ -73,7 +73,7 @@ log_from_env()  # AGENTHUB_LOG=debug|info: a stderr handler on the "agenthub" lo
 
 #: pages of a model list read at most (a server that never stops paging is cut off there)
 MAX_MODEL_PAGES = 100
-#: config keys only some protocols read (their build_request's ``accepts``): refused by the others
+#: config keys only some protocols read (their Protocol record's ``accepts``): refused by the others
 LONGRUN_KEYS = ("background", "compaction")
 # BACKOFF_BASE, BACKOFF_CAP and RETRY_AFTER_CAP are agenthub.attempts' (read and set through this module too:
 # ``client.BACKOFF_BASE = 0`` still works, see the end of this module)
@@ -350,12 +350,13 @@ class AutoLLMClient(object):
     def _build(self, messages: List[UniMessage], config: Dict[str, Any], stateful: bool = False) -> Any:
         """The protocol's request plan; a value it cannot use (a fidelity changed after it came back,
         say) is a ConfigError, never a bare TypeError.  ``stateful``: a stateful call, told to a
-        protocol that chains turns server-side (its build_request has ``chains_turns`` set).  The
+        protocol that chains turns server-side (its record has ``chains_turns`` set).  The
         config keys only some protocols read (``LONGRUN_KEYS``) are refused by the others, and compaction
         items this protocol cannot read are left out with a warning (``agenthub.foreign``)."""
-        build = self._protocol.build_request
+        record = self._protocol
+        build = record.build_request
         for key in LONGRUN_KEYS:
-            if config.get(key) and key not in getattr(build, "accepts", ()):
+            if config.get(key) and key not in record.accepts:
                 raise UnsupportedParameterError("{}: {} is not available on this protocol".format(
                     self.client_type, key), client=self.client_type, parameter=key)
         if "foreign_thinking" in config:  # the client's own key: the protocol never sees it
@@ -366,7 +367,7 @@ class AutoLLMClient(object):
         # another protocol's opaque items are converted on the way out (agenthub.foreign); history is untouched
         messages = for_dialect(messages, self._dialect, foreign_thinking)[0]  # type: ignore[assignment]
         try:
-            if stateful and getattr(build, "chains_turns", False):
+            if stateful and record.chains_turns:
                 return build(self._endpoint, self.model, messages, config, stateful=True)
             return build(self._endpoint, self.model, messages, config)
         except AgentHubError:
@@ -453,9 +454,7 @@ class AutoLLMClient(object):
         ``CountTokens``): the same messages, system prompt, tools and attachments, without the
         generation-only fields.  A protocol without a count endpoint raises UnsupportedOperationError,
         unless ``estimate=True``: then ``agenthub.budget.estimate_tokens``, a local estimate (UTF-8 bytes
-        / 3 for text, 1600 tokens per image or media item), is returned instead."""
-        import importlib
-
+        / 3 for text, 1600 tokens per image, a document from its size), is returned instead."""
         from .providers.counting import parse_count
 
         if not isinstance(estimate, bool):
@@ -465,25 +464,24 @@ class AutoLLMClient(object):
         plan = apply_extras(self._build(list(messages), cfg), cfg)
         row = hosts.client_type(self.client_type)
         record = row.protocol()
-        dialect = importlib.import_module("agenthub.providers." + record.module)
-        planner = getattr(dialect, "count_request", None)  # the dialect's, where it has a count endpoint
+        count = record.count  # the dialect's, where it has a count endpoint
         request = None
-        if planner is not None and self._protocol is record:
-            request = planner(plan, self.model, self._endpoint.quirks, row.count_tokens)
-        if request is None:
+        if count is not None and self._protocol is record:
+            request = count.request(plan, self.model, self._endpoint.quirks, row.count_tokens)
+        if request is None or count is None:
             if estimate:
-                from .budget import estimate_tokens
+                from .estimate import estimate_tokens
 
                 return estimate_tokens(messages, cfg)
             raise UnsupportedOperationError(
                 "{}: this endpoint has no token-counting method; count_tokens(..., estimate=True) gives a local "
                 "estimate".format(self.client_type), client=self.client_type, operation="count_tokens")
-        return parse_count(self.client_type, self._fetch(record, request), dialect.COUNT_FIELD)
+        return parse_count(self.client_type, self._fetch(record, request), count.field)
 
     def _fetch(self, record: Any, request: Any) -> Any:
         """One JSON document for ``request``: the attempt loop (timeouts, retries, scrubbing, hooks)
         around one document instead of a stream."""
-        documents = self._run(Attempt("document", self.client_type, self.model, request, route=self._route()), _transport().Watch(), record,
+        documents = self._run(Attempt("document", self.client_type, self.model, request, route=self._route(), server=self._server()), _transport().Watch(), record,
                               lambda body: (body.document,))
         try:
             return next(documents)
@@ -529,10 +527,10 @@ class AutoLLMClient(object):
 
             trace_paths(config["trace_id"])  # a trace_id escaping the cache dir is refused before anything is sent
             if config["trace_id"]:
-                stored = getattr(self._protocol.build_request, "stored_answer", None) if stateful else None
+                stored = self._protocol.stored_answer if stateful else None
                 hooks = list(hooks) + [TraceHook(self.__dict__.setdefault("_trace_routes", {}), stored)]
         watch = _transport().Watch()
-        call = Attempt("stream", self.client_type, self.model, request, messages, config, route=self._route())
+        call = Attempt("stream", self.client_type, self.model, request, messages, config, route=self._route(), server=self._server())
         events = self._attempts(call, watch, hooks)
         if stateful is not None:
             events = self._stateful(call, events, stateful, self._version)
@@ -561,7 +559,7 @@ class AutoLLMClient(object):
                 if event["event_type"] == "stop":
                     answer = folding.message()
                     # a protocol that chains stateful turns server-side notes that this answer is stored
-                    stored = getattr(self._protocol.build_request, "stored_answer", None)
+                    stored = self._protocol.stored_answer
                     if stored is not None:
                         answer = stored(answer)
                     self._history = history_before + [stateful, answer]
@@ -666,6 +664,11 @@ class AutoLLMClient(object):
     def _route(self) -> Dict[str, Any]:
         return {"model": self.model, "client_type": self.client_type, "host": url_host(self._endpoint.base_url)}
 
+    def _server(self) -> Optional[Tuple[str, int]]:
+        """(host, port) the endpoint's requests connect to (an attempt's ``server`` before it is encoded)."""
+        origin = url_origin(self._endpoint.base_url)
+        return None if origin is None else (origin[1], origin[2])
+
     def _circuit_host(self) -> str:
         """The endpoint a circuit belongs to: host and port (two gateways on one host are two endpoints)."""
         origin = url_origin(self._endpoint.base_url)
@@ -699,7 +702,7 @@ class AutoLLMClient(object):
         config = {key: value for key, value in (call.config or {}).items()
                   if key not in ("extra_headers", "extra_body")}
         return Attempt("stream", self.client_type, self.model, apply_extras(self._build(messages, config), config),
-                       messages, config, call=call, route=self._route())
+                       messages, config, call=call, route=self._route(), server=self._server())
 
     def _secrets(self, request: Any, config: Optional[Mapping[str, Any]] = None) -> List[str]:
         """What to scrub from an error: the key (every part of a credential set), every request

@@ -1062,7 +1062,3 @@ PROTOCOL = Protocol(
     demo=("claude-sonnet-4-6", "Anthropic Messages"), models_request=models_request, parse_models=parse_data_list,
     accepts=("compaction", "mcp_servers"), count=Count(count_request, COUNT_FIELD), compaction_format="anthropic",
 )
-
-# thin aliases of the record's fields, for readers of the old places (issue 28: the client reads PROTOCOL)
-build_request.accepts = PROTOCOL.accepts  # type: ignore[attr-defined]
-

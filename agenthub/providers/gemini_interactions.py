@@ -734,9 +734,3 @@ PROTOCOL = Protocol(
     chains_turns=True, stored_answer=stored_answer,  # the client passes stateful=True, then marks the answer stored
     resume=Resume(resume_request, cancel_request, frame_cursor, ordered_cursors),
 )
-
-# thin aliases of the record's fields, for readers of the old places (issue 28: the client reads PROTOCOL)
-build_request.accepts = PROTOCOL.accepts  # type: ignore[attr-defined]
-build_request.chains_turns = PROTOCOL.chains_turns  # type: ignore[attr-defined]
-build_request.stored_answer = PROTOCOL.stored_answer  # type: ignore[attr-defined]
-

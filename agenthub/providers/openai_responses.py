@@ -1388,7 +1388,3 @@ PROTOCOL = Protocol(
     accepts=("background", "compaction", "mcp_servers"), compaction_format="openai",
     resume=Resume(resume_request, cancel_request, frame_cursor, ordered_cursors), count=Count(count_request, COUNT_FIELD),
 )
-
-# thin aliases of the record's fields, for readers of the old places (issue 28: the client reads PROTOCOL)
-build_request.accepts = PROTOCOL.accepts  # type: ignore[attr-defined]
-
