@@ -30,9 +30,11 @@ from .errors import (
 from .limiter import RateLimiter
 from .media import save_wav
 from .budget import Budget
+from .cache import ResponseCache
 from .catalog import cost, list_supported_models
 from .registry import list_models
 from .stream import check_stream, collect
+from .messages import text, user
 from . import telemetry  # agenthub.telemetry.instrument(): OpenTelemetry is imported only when it is called
 from .types import (
     AssistantMessage,
@@ -98,6 +100,9 @@ __all__ = [
     "PartialToolCallItem",
     "collect",
     "check_stream",
+    # typed helpers: a user message from strings, the text of a message or event
+    "user",
+    "text",
     "list_models",
     "list_supported_models",
     "cost",
@@ -118,6 +123,7 @@ __all__ = [
     "EmptyResponseError",
     "save_wav",
     "RateLimiter",
+    "ResponseCache",
     "tool",
     "RunResult",
     "__version__",

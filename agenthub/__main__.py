@@ -15,6 +15,8 @@
     agenthub serve --config FILE           serve the config's models over HTTP (SSE of UniEvents)
     agenthub batch run IN.jsonl -o OUT     run a job file (resumable, rate limited; see agenthub.jobs.cli)
     agenthub batch submit|status|fetch|cancel   a job file on the providers' batch engines (agenthub.jobs.batch_cli)
+    agenthub mcp tools TARGET...           an MCP server's tools (TARGET: a URL, or the command of a stdio server)
+    agenthub mcp call TARGET... TOOL JSON  call one of them; exit status 1 when the tool reports an error
 
 Exit status: 0 done, 1 an agenthub error (printed on stderr, never with a key), 2 bad
 usage, 130 interrupted; ``batch run`` also 3: finished, some rows have error rows (the
@@ -57,6 +59,8 @@ def add_chat_arguments(chat: argparse.ArgumentParser) -> None:
     chat.add_argument("-o", "--option", dest="options", nargs=2, action="append", default=[], metavar=("KEY", "VALUE"),
                       help="any config key (UniConfig), VALUE as JSON when it parses (-o top_p 0.9, -o stop '[\"END\"]'), "
                            "else as text; repeatable")
+    chat.add_argument("--output", metavar="FILE",
+                      help="write the answer to FILE instead of standard output (as batch run's -o)")
     chat.add_argument("--schema", metavar="JSON|FILE",
                       help="structured output: a JSON Schema (inline JSON or a file) the answer must follow")
     chat.add_argument("--max-tokens", type=int, metavar="N")
@@ -72,6 +76,9 @@ def add_chat_arguments(chat: argparse.ArgumentParser) -> None:
     chat.add_argument("--json", action="store_true", help="print raw UniEvents, one JSON object per line")
     chat.add_argument("--budget", type=float, metavar="USD",
                       help="spend at most USD at list prices (a turn that could exceed it is not sent)")
+    chat.add_argument("--cache", metavar="DIR|URL",
+                      help="answer a request sent before from this response cache (a directory, sqlite:///path or "
+                           "redis://host:port/db), and store new answers there")
     chat.add_argument("--otel", action="store_true",
                       help="OpenTelemetry GenAI spans and metrics (agenthub[otel]; the SDK from opentelemetry-instrument, "
                            "else from the OTEL_* variables: OTLP by default, console, none)")
@@ -81,9 +88,12 @@ def add_chat_arguments(chat: argparse.ArgumentParser) -> None:
     chat.add_argument("--tool", action="append", default=[], metavar="MODULE:FUNCTION",
                       help="a Python function the model may call (module:function or path/to/file.py:function); "
                            "repeatable. Each call is shown and asked for (y/n/edit) unless --yes")
+    chat.add_argument("--mcp", action="append", default=[], metavar="URL_OR_COMMAND",
+                      help="an MCP server whose tools the model may call: a URL (Streamable HTTP) or the command "
+                           "that starts it (one quoted string); repeatable. Calls are asked for as with --tool")
     chat.add_argument("--max-turns", type=int, default=10, metavar="N",
-                      help="with --tool: model turns at most (default 10)")
-    chat.add_argument("--yes", action="store_true", help="with --tool: run every call without asking")
+                      help="with --tool/--mcp: model turns at most (default 10)")
+    chat.add_argument("--yes", action="store_true", help="with --tool/--mcp: run every call without asking")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -105,8 +115,12 @@ def _parser() -> argparse.ArgumentParser:
                                       "(`agenthub logs`; --no-log or AGENTHUB_LOG_PROMPTS=0 turn it off). Options may "
                                       "stand before or after the prompt.")
     add_chat_arguments(chat)
-    models = sub.add_parser("models", help="list the routing registry, or the model catalog (--provider/--supports)")
-    models.add_argument("--json", action="store_true", help="one JSON array of rows")
+    models = sub.add_parser("models", help="list the routing table, or the model catalog (--json, --provider, "
+                                           "--supports)")
+    models.add_argument("--json", action="store_true", help="one JSON array of rows: the catalog's models (with "
+                                                            "--routes: the routing table's rows)")
+    models.add_argument("--routes", action="store_true", help="the routing table (the default without --json): "
+                                                              "model names, protocol, endpoint, key variable")
     models.add_argument("--provider", help="list the catalog's models of one provider (openai, anthropic, google, "
                                            "bedrock, deepseek, zai, moonshot, dashscope, minimax, openrouter)")
     models.add_argument("--supports", action="append", choices=("tools", "vision", "reasoning", "json_schema"),
@@ -144,13 +158,29 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     serve.add_argument("--port", type=int, default=8787, help="0 picks a free port (default 8787)")
     from .jobs.cli import add_parser as add_batch
+    from .apps.mcp_cli import add_parser as add_mcp
 
     add_batch(sub)
+    add_mcp(sub)
     _SUBPARSERS.clear()
     _SUBPARSERS.update(sub.choices)
     _NESTED.clear()
     _NESTED.update(trace=("trace_command", trace_sub.choices), logs=("logs_command", logs_sub.choices))
     return parser
+
+
+#: what `agenthub chat ... -o FILE` is told (batch run's -o is a file; chat's is a config option)
+O_HINT = ("-o is a config option (-o KEY VALUE, e.g. -o top_p 0.9); to write the answer to a file use --output FILE "
+          "(batch run's -o is its output file)")
+
+
+class _ChatParser(argparse.ArgumentParser):
+    """``agenthub chat``'s parser: a lone ``-o FILE`` (batch run's habit) gets a hint under argparse's error."""
+
+    def error(self, message: str) -> Any:
+        if "-o/--option" in message:
+            message = "{}\n{}".format(message, O_HINT)
+        return super(_ChatParser, self).error(message)
 
 
 #: the subcommands' parsers, by name (their usage is what an unknown flag prints)
@@ -164,7 +194,7 @@ def _parse(parser: argparse.ArgumentParser, argv: List[str]) -> Any:
     intermixed parsing, on a parser of its own); an unknown flag prints the usage of its subcommand."""
     command = next((arg for arg in argv if not arg.startswith("-")), None)
     if command == "chat" and not {"-h", "--help"} & set(argv[:argv.index("chat")]):
-        chat = argparse.ArgumentParser(prog="agenthub chat", description=_SUBPARSERS["chat"].description)
+        chat = _ChatParser(prog="agenthub chat", description=_SUBPARSERS["chat"].description)
         add_chat_arguments(chat)
         args = chat.parse_intermixed_args(argv[argv.index("chat") + 1:])
         args.command = "chat"
@@ -227,12 +257,15 @@ def _demo(args: Any) -> int:
 def _models(args: Any) -> int:
     from .apps.terminal import print_models
 
-    return print_models(sys.stdout, args.json, args.provider, args.supports)
+    return print_models(sys.stdout, args.json, args.provider, args.supports, routes=args.routes)
 
 
 def _chat(args: Any) -> int:
     from .apps.chat import run
 
+    if getattr(args, "output", None):  # --output FILE: the answer there, the rest on stderr as usual
+        with open(args.output, "w", encoding="utf-8") as out:
+            return run(args, out)
     return run(args, sys.stdout)
 
 
@@ -315,7 +348,21 @@ def _serve(args: Any) -> int:
         return 1
     print(url)  # the first line: whoever started us reads the port here
     sys.stdout.flush()
+    _serve_log()
     return _serve_until_interrupted(server)
+
+
+def _serve_log() -> None:
+    """Without AGENTHUB_LOG, the server's warnings and errors (an upstream that failed: a 502, a 504, with
+    the upstream's address) still reach stderr; AGENTHUB_LOG=info|debug shows more through its own handler."""
+    import logging
+
+    if os.environ.get("AGENTHUB_LOG"):
+        return
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
+    handler.setLevel(logging.WARNING)
+    logging.getLogger("agenthub.server").addHandler(handler)
 
 
 #: subcommand -> its function of the parsed arguments (an exit status); a new subcommand adds its parser
@@ -326,7 +373,16 @@ def _logs(args: Any) -> int:
     return run_logs(args, sys.stdout)
 
 
-COMMANDS = {"demo": _demo, "models": _models, "chat": _chat, "serve": _serve, "logs": _logs}  # type: Dict[str, Callable[[Any], int]]
+def _mcp(args: Any) -> int:
+    from .apps.mcp_cli import run
+
+    if not args.mcp_command:
+        _SUBPARSERS["mcp"].print_help()
+        return 2
+    return run(args, sys.stdout)
+
+
+COMMANDS = {"demo": _demo, "models": _models, "chat": _chat, "serve": _serve, "logs": _logs, "mcp": _mcp}  # type: Dict[str, Callable[[Any], int]]
 TRACE_COMMANDS = {"view": _trace_view, "show": _trace_show}  # type: Dict[str, Callable[[Any], int]]
 
 

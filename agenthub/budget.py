@@ -10,10 +10,16 @@ the request is never sent.  After the answer the hold is replaced by the turn's 
 
 A model the catalog has no price for cannot run under a budget (ConfigError, before anything is
 sent) unless ``Budget(max_usd, allow_unpriced=True)``: then it runs and costs nothing here.
+
+``store=`` keeps the account where several processes or machines share it (``agenthub.stores``:
+``"sqlite:///path"``, ``"redis://host:port/db"``), under the name ``key=``: the check and the hold are one
+atomic step of the store, and a hold is a lease its process renews (a killed process's holds expire
+and count their whole worst case).  None: this process only, as always.  See docs/many-workers.md.
 """
 
 import os
 import threading
+import uuid
 import weakref
 from typing import Any, Dict, Mapping, Optional, Union
 
@@ -21,6 +27,8 @@ from .attempts import AttemptHook
 from .errors import BudgetExceededError, ConfigError
 from .estimate import IMAGE_TOKENS, MEDIA_TOKENS, estimate_tokens  # the local estimate (written once there)
 from .stream import usage_count
+from .stores import LEASE_SECONDS, check_key, open_store
+from .stores.base import Renewer
 
 __all__ = ["Budget", "Reservation", "estimate_tokens", "worst_case_usd", "IMAGE_TOKENS", "MEDIA_TOKENS"]
 
@@ -83,34 +91,40 @@ class Budget(object):
     """A hard spending limit in USD, thread-safe; share one between clients, threads and jobs.
 
     ``spent_usd``: the actual cost of the requests settled; ``reserved_usd``: the worst cases held for
-    requests under way; ``remaining_usd``: ``max_usd`` minus both (never below 0).
+    requests under way; ``remaining_usd``: ``max_usd`` minus both (never below 0).  ``store`` / ``key``:
+    where the account is kept and under which name (None: in this process).
     """
 
-    def __init__(self, max_usd: float, allow_unpriced: bool = False) -> None:
+    def __init__(self, max_usd: float, allow_unpriced: bool = False, *, store: Any = None,
+                 key: Optional[str] = None) -> None:
         self.max_usd = _usd(max_usd, "max_usd")
         if not isinstance(allow_unpriced, bool):
             raise ConfigError("allow_unpriced must be True or False")
         self.allow_unpriced = allow_unpriced
+        self.key = check_key(key)
         self._lock = threading.Lock()
+        #: where the account is kept (spent, settled requests, holds): an agenthub.stores.Store
+        self.store = open_store(store)
+        self._leases = Renewer(self.store, self.key, LEASE_SECONDS) if self.store.leases else None
         _LOCKED.add(self)
-        self._spent = 0.0
-        self._reserved = 0.0
-        self.requests = 0  # requests settled
 
     @property
     def spent_usd(self) -> float:
-        with self._lock:
-            return self._spent
+        return self.store.budget_totals(self.key)[0]
 
     @property
     def reserved_usd(self) -> float:
-        with self._lock:
-            return self._reserved
+        return self.store.budget_totals(self.key)[1]
 
     @property
     def remaining_usd(self) -> float:
-        with self._lock:
-            return max(0.0, self.max_usd - self._spent - self._reserved)
+        spent, held, _ = self.store.budget_totals(self.key)
+        return max(0.0, self.max_usd - spent - held)
+
+    @property
+    def requests(self) -> int:
+        """Requests settled."""
+        return self.store.budget_totals(self.key)[2]
 
     def reserve(self, model: str, input_tokens: int, max_output_tokens: int, *, tier: Optional[str] = None,
                 batch: bool = False, prompt_caching: Any = None) -> "Reservation":
@@ -131,40 +145,57 @@ class Budget(object):
                     "Budget(max_usd, allow_unpriced=True) to let it run uncounted".format(
                         model, " for tier {!r}".format(tier) if tier else " for batch" if batch else ""))
             return Reservation(self, model, 0.0, tier, batch, priced=False)
-        with self._lock:
-            held = self._spent + self._reserved
-            if held + needed > self.max_usd + 1e-12:
-                raise BudgetExceededError(
-                    "the request to {} could cost ${:.6f} (input {} tokens, up to {} output tokens); the budget "
-                    "of ${:.6f} has ${:.6f} spent or held: not sent".format(
-                        model, needed, input_tokens, max_output_tokens, self.max_usd, held),
-                    spent_usd=held, limit_usd=self.max_usd, needed_usd=needed)
-            self._reserved += needed
-        return Reservation(self, model, needed, tier, batch, priced=True)
+        hold_id = uuid.uuid4().hex
+        ok, held = self.store.budget_hold(self.key, self.max_usd, needed, hold_id,
+                                          None if self._leases is None else self._leases.lease)
+        if not ok:
+            raise BudgetExceededError(
+                "the request to {} could cost ${:.6f} (input {} tokens, up to {} output tokens); the budget "
+                "of ${:.6f} has ${:.6f} spent or held: not sent".format(
+                    model, needed, input_tokens, max_output_tokens, self.max_usd, held),
+                spent_usd=held, limit_usd=self.max_usd, needed_usd=needed)
+        if self._leases is not None:
+            self._leases.add(hold_id)
+        reservation = Reservation(self, model, needed, tier, batch, priced=True)
+        reservation.hold_id = hold_id
+        return reservation
 
     def charge(self, usd: float) -> None:
         """Count money spent outside a reservation (e.g. a batch job's result)."""
         amount = _usd(usd, "usd")
-        with self._lock:
-            self._spent += amount
+        self.store.budget_charge(self.key, amount)
 
-    def _settle(self, held: float, actual: float) -> None:
-        with self._lock:
-            self._reserved = max(0.0, self._reserved - held)
-            self._spent += actual
-            self.requests += 1
+    def _settle(self, held: float, actual: float, hold_id: str = "") -> None:
+        self._finish(hold_id, held, actual)
 
-    def _release(self, held: float) -> None:
-        with self._lock:
-            self._reserved = max(0.0, self._reserved - held)
+    def _release(self, held: float, hold_id: str = "") -> None:
+        self._finish(hold_id, held, None)
+
+    def _finish(self, hold_id: str, held: float, actual: Optional[float]) -> None:
+        # (a hold the store no longer has expired and was counted whole: the store puts the difference right;
+        # a store that cannot be reached now raises StoreError, and the hold, no longer renewed, expires and
+        # counts its whole worst case)
+        try:
+            self.store.budget_finish(self.key, hold_id, held, actual)
+        finally:
+            if self._leases is not None and hold_id:
+                self._leases.discard(hold_id)
 
     def __reduce__(self) -> Any:
+        if self.store.shared:  # a copy in another process draws from the same shared account
+            return (_reopen, (self.max_usd, self.allow_unpriced, self.store, self.key))
         raise ConfigError("an agenthub.Budget cannot be copied to another process (its account would split); "
-                          "give each process its own Budget")
+                          "give each process its own Budget, or share one store: Budget(max_usd, store=URL)")
 
     def __repr__(self) -> str:
-        return "Budget(max_usd={:g}, spent_usd={:g}, reserved_usd={:g})".format(
-            self.max_usd, self.spent_usd, self.reserved_usd)
+        spent, held, _ = self.store.budget_totals(self.key)
+        return "Budget(max_usd={:g}, spent_usd={:g}, reserved_usd={:g}{})".format(
+            self.max_usd, spent, held, ", store={!r}, key={!r}".format(self.store.url, self.key)
+            if self.store.shared else "")
+
+
+def _reopen(max_usd: float, allow_unpriced: bool, store: Any, key: str) -> Budget:
+    return Budget(max_usd, allow_unpriced, store=store, key=key)
 
 
 def _counted_input(usage: Any) -> bool:
@@ -186,6 +217,7 @@ class Reservation(object):
         self.batch = batch
         self.priced = priced
         self.done = False
+        self.hold_id = ""  # the store's name of the hold ("": nothing held, an unpriced model)
         self._lock = threading.Lock()
 
     def _finish(self) -> bool:
@@ -214,13 +246,13 @@ class Reservation(object):
                 except ConfigError:
                     price = None
             actual = self.needed_usd if price is None else price
-        self.budget._settle(self.needed_usd, actual)
+        self.budget._settle(self.needed_usd, actual, self.hold_id)
         return actual
 
     def release(self) -> None:
         """Drop the hold: the request failed before any answer."""
         if self._finish():
-            self.budget._release(self.needed_usd)
+            self.budget._release(self.needed_usd, self.hold_id)
 
 
 # -- the client's hook (AutoLLMClient(..., budget=...)) -------------------------------------------
@@ -243,11 +275,13 @@ class BudgetHook(AttemptHook):
         limit = 0 if self.embeddings else getattr(attempt.request, "max_output", None)  # the plan's (HttpRequest)
         if limit is None and config.get("max_tokens") is not None:
             limit = config["max_tokens"]
+        from_catalog = False
         if limit is None:
             from .catalog import find_model
 
             row = find_model(attempt.model)
             limit = row.get("max_output") if row else None
+            from_catalog = limit is not None
         if limit is None:
             if self.budget.allow_unpriced and worst_case_usd(attempt.model, 0, 0) is None:
                 limit = 0
@@ -255,8 +289,18 @@ class BudgetHook(AttemptHook):
                 raise ConfigError("{}: a budget needs a bound on the output: set config max_tokens (the catalog "
                                   "knows no output limit for {!r})".format(attempt.client_type, attempt.model))
         inputs = estimate_tokens(attempt.messages or (), config)
-        hold = self.budget.reserve(attempt.model, inputs, int(limit), tier="fast" if config.get("fast_mode") else None,
-                                   prompt_caching=config.get("prompt_caching"))
+        try:
+            hold = self.budget.reserve(attempt.model, inputs, int(limit),
+                                       tier="fast" if config.get("fast_mode") else None,
+                                       prompt_caching=config.get("prompt_caching"))
+        except BudgetExceededError as exc:
+            if not from_catalog:
+                raise
+            # the hold is the model's whole output limit because nothing bounds the answer: say how to hold less
+            raise BudgetExceededError(
+                "{}; max_tokens is not set, so the whole output limit of {} ({} tokens) is held: set max_tokens "
+                "to hold less".format(exc, attempt.model, int(limit)), spent_usd=exc.spent_usd,
+                limit_usd=exc.limit_usd, needed_usd=exc.needed_usd) from None
         with self._lock:
             self._holds[id(attempt)] = hold
 

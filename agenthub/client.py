@@ -55,7 +55,7 @@ from .answers import starts_stream
 from ._redact import redact_url, secret_values, url_secrets
 from ._redact import body_secrets
 from .breaker import settings as breaker_settings
-from .hosts.trust import url_host, url_origin  # the one host rule: which host a request connects to
+from .hosts.trust import circuit_host, route_host, url_server  # the one host rule: which host a request connects to
 from .errors import (AgentHubError, ConfigError, RateLimitError, StreamProtocolError, TransportError,
                      UnsupportedOperationError, UnsupportedParameterError, UpstreamError, safe_url, set_field)
 from .foreign import for_dialect
@@ -93,6 +93,7 @@ def _protocol(client_type: str, embeddings: bool = False) -> Any:
 if TYPE_CHECKING:  # what type checkers see: a generator of UniEvents (at runtime the plain ABC, no typing machinery)
     from .agent.runner import Run
     from .budget import Budget
+    from .cache import ResponseCache
     from .limiter import RateLimiter
 
     _EventGenerator = Generator[UniEvent, Any, None]
@@ -195,7 +196,8 @@ class AutoLLMClient(object):
         circuit_breaker: Any = None,
         budget: Optional["Budget"] = None,
         limiter: Optional["RateLimiter"] = None,
-        hooks: Optional[Sequence[AttemptHook]] = None
+        hooks: Optional[Sequence[AttemptHook]] = None,
+        cache: Optional["ResponseCache"] = None
     ) -> None:
         if not isinstance(max_retries, int) or isinstance(max_retries, bool) or max_retries < 0:
             raise ConfigError("max_retries must be an int >= 0")
@@ -248,6 +250,14 @@ class AutoLLMClient(object):
             from .limiter import LimiterHook
 
             self._hooks.append(LimiterHook(limiter))  # type: ignore[arg-type]
+        #: the agenthub.ResponseCache this client's streams are answered from and stored in (None: no cache)
+        self.cache = cache
+        if cache is not None:
+            from .cache import ResponseCache
+
+            if not isinstance(cache, ResponseCache):
+                raise ConfigError("cache must be an agenthub.ResponseCache (got {})".format(type(cache).__name__))
+            self._hooks.append(cache.hook_for(self._endpoint.base_url))
         for hook in _sequence(hooks, "hooks"):  # the caller's, after the budget's and the limiter's
             if not callable(getattr(hook, "before_attempt", None)):
                 raise ConfigError("each hooks entry must be an agenthub.attempts.AttemptHook (got {})".format(
@@ -292,6 +302,18 @@ class AutoLLMClient(object):
     def base_url(self) -> str:
         return self._endpoint.base_url
 
+    @property
+    def protocol(self) -> Any:
+        """The wire dialect's record (``agenthub.providers._common.Protocol``) this client speaks."""
+        return self._protocol
+
+    def plan(self, messages: Sequence[Message], config: Optional[UniConfig] = None) -> Any:
+        """The request plan (an ``HttpRequest``: path and body, no credential) a turn would send (the batch
+        engines put it in their files); checked as ``streaming_response`` checks its input."""
+        check_messages(messages)
+        cfg = check_config(config)
+        return apply_extras(self._build(list(messages), cfg), cfg)
+
     # -- history ---------------------------------------------------------------------------
     def get_history(self) -> List[Message]:
         return list(self._history)
@@ -328,10 +350,8 @@ class AutoLLMClient(object):
         Messages and config are checked now (ConfigError before anything is sent);
         the request goes out when iteration starts.
         """
-        check_messages(messages)
         cfg = check_config(config)
-        request = apply_extras(self._build(list(messages), cfg), cfg)
-        return self._open(request, cfg, list(messages), None)
+        return self._open(self.plan(messages, cfg), cfg, list(messages), None)
 
     def streaming_response_stateful(self, message: UniMessage, config: Optional[UniConfig] = None) -> ResponseStream:
         """Stream one turn after this instance's history; on success, history gains ``message`` and the answer."""
@@ -459,9 +479,8 @@ class AutoLLMClient(object):
 
         if not isinstance(estimate, bool):
             raise ConfigError("estimate must be True or False")
-        check_messages(messages)
         cfg = check_config(config)
-        plan = apply_extras(self._build(list(messages), cfg), cfg)
+        plan = self.plan(messages, cfg)
         row = hosts.client_type(self.client_type)
         record = row.protocol()
         count = record.count  # the dialect's, where it has a count endpoint
@@ -481,7 +500,7 @@ class AutoLLMClient(object):
     def _fetch(self, record: Any, request: Any) -> Any:
         """One JSON document for ``request``: the attempt loop (timeouts, retries, scrubbing, hooks)
         around one document instead of a stream."""
-        documents = self._run(Attempt("document", self.client_type, self.model, request, route=self._route(), server=self._server()), _transport().Watch(), record,
+        documents = self._run(Attempt("document", self.client_type, self.model, request, route=self._route(), server=url_server(self._endpoint.base_url)), _transport().Watch(), record,
                               lambda body: (body.document,))
         try:
             return next(documents)
@@ -530,7 +549,7 @@ class AutoLLMClient(object):
                 stored = self._protocol.stored_answer if stateful else None
                 hooks = list(hooks) + [TraceHook(self.__dict__.setdefault("_trace_routes", {}), stored)]
         watch = _transport().Watch()
-        call = Attempt("stream", self.client_type, self.model, request, messages, config, route=self._route(), server=self._server())
+        call = Attempt("stream", self.client_type, self.model, request, messages, config, route=self._route(), server=url_server(self._endpoint.base_url))
         events = self._attempts(call, watch, hooks)
         if stateful is not None:
             events = self._stateful(call, events, stateful, self._version)
@@ -662,20 +681,7 @@ class AutoLLMClient(object):
             type(entry).__name__))
 
     def _route(self) -> Dict[str, Any]:
-        return {"model": self.model, "client_type": self.client_type, "host": url_host(self._endpoint.base_url)}
-
-    def _server(self) -> Optional[Tuple[str, int]]:
-        """(host, port) the endpoint's requests connect to (an attempt's ``server`` before it is encoded)."""
-        origin = url_origin(self._endpoint.base_url)
-        return None if origin is None else (origin[1], origin[2])
-
-    def _circuit_host(self) -> str:
-        """The endpoint a circuit belongs to: host and port (two gateways on one host are two endpoints)."""
-        origin = url_origin(self._endpoint.base_url)
-        if origin is None:
-            return ""
-        _, host, port = origin
-        return "[{}]:{}".format(host, port) if ":" in host else "{}:{}".format(host, port)
+        return {"model": self.model, "client_type": self.client_type, "host": route_host(self._endpoint.base_url)}
 
     def _falls_over(self, error: BaseException) -> bool:
         """May a failure before the first event move the turn to the next fallback?"""
@@ -692,7 +698,7 @@ class AutoLLMClient(object):
             sub = call if entry is self else entry._call_for(call)
             return entry._attempts_here(sub, watch, hooks, deadline, whole_call=False)
 
-        return Route(entry._route(), (entry.client_type, entry._circuit_host(), entry.model), hooks, attempts)
+        return Route(entry._route(), (entry.client_type, circuit_host(entry.base_url), entry.model), hooks, attempts)
 
     def _call_for(self, call: Attempt) -> Attempt:
         """The primary's call as this fallback client sends it: the same messages and config, its own request.
@@ -702,7 +708,7 @@ class AutoLLMClient(object):
         config = {key: value for key, value in (call.config or {}).items()
                   if key not in ("extra_headers", "extra_body")}
         return Attempt("stream", self.client_type, self.model, apply_extras(self._build(messages, config), config),
-                       messages, config, call=call, route=self._route(), server=self._server())
+                       messages, config, call=call, route=self._route(), server=url_server(self._endpoint.base_url))
 
     def _secrets(self, request: Any, config: Optional[Mapping[str, Any]] = None) -> List[str]:
         """What to scrub from an error: the key (every part of a credential set), every request

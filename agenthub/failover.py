@@ -98,7 +98,9 @@ def run_routes(call: Attempt, watch: Any, routes: Sequence[Route], *, hooks: Seq
     final = None  # type: Optional[AgentHubError]
     try:
         answer = start_call(call, hooks)
-        if answer is not None:  # a hook answered the call: no route is tried
+        if answer is not None:  # a hook answered the call (a cache hit): no route is tried
+            if answered_by is not None and call.route is not None:
+                answered_by(call.route)  # the client's last_route says so too
             yield from answered(call, answer)
             return
         for route in routes:

@@ -28,6 +28,10 @@ Usage::
 
 ``clock`` and ``sleep`` are injectable (tests drive time by hand); ``wall`` is the wall clock used
 for Anthropic's absolute reset times.
+
+``store=`` shares the pace between processes and machines (``agenthub.stores``: ``"sqlite:///path"``,
+``"redis://host:port/db"``), under the account ``key=``: the same rules, with the state in the store
+(``agenthub.stores.pace.SharedPace``).  None: this process only, as always.  See docs/many-workers.md.
 """
 
 import datetime
@@ -37,12 +41,13 @@ import re
 import threading
 import time
 import weakref
-from typing import Any, Callable, Mapping, Optional, Tuple
+from typing import Any, Callable, Dict, Mapping, Optional, Tuple
 
 from .answers import retry_after as _retry_after
 from .attempts import AttemptHook
 from .errors import ConfigError
 from .estimate import estimate_with_output
+from .stores import check_key, open_store
 from .stream import usage_count
 
 __all__ = ["RateLimiter", "LimiterHook", "Ticket", "estimate_tokens", "parse_duration", "parse_rfc3339",
@@ -204,13 +209,23 @@ class RateLimiter(object):
     """Requests per minute and tokens per minute, spread evenly, shared by all threads (see the module doc).
 
     ``rpm`` / ``tpm``: None for no limit of that kind (the headers and 429s still hold everyone back).
+    ``store`` / ``key``: a shared store's URL (or an ``agenthub.stores.Store``) and the name of the account
+    in it: every process using them draws from one pace (None: this process only).
     """
 
-    def __init__(self, rpm: Optional[float] = None, tpm: Optional[float] = None, *,
-                 clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], Any] = time.sleep,
-                 wall: Callable[[], float] = time.time) -> None:
+    def __init__(self, rpm: Optional[float] = None, tpm: Optional[float] = None, *, store: Any = None,
+                 key: Optional[str] = None, clock: Callable[[], float] = time.monotonic,
+                 sleep: Callable[[float], Any] = time.sleep, wall: Callable[[], float] = time.time) -> None:
         self.rpm = _positive(rpm, "rpm")
         self.tpm = _positive(tpm, "tpm")
+        self.key = check_key(key)
+        #: where the pace is kept: None (this process), or a shared agenthub.stores.Store
+        self.store = None if store is None else open_store(store)
+        self._shared = None  # type: Any
+        if self.store is not None:
+            from .stores.pace import SharedPace
+
+            self._shared = SharedPace(self.store, self.key, self.rpm, self.tpm)
         self._clock = clock
         self._sleep = sleep
         self._wall = wall
@@ -227,18 +242,28 @@ class RateLimiter(object):
         self.pauses = 0
 
     def __repr__(self) -> str:
+        if self.store is not None:
+            return "RateLimiter(rpm={}, tpm={}, store={!r}, key={!r})".format(self.rpm, self.tpm, self.store.url,
+                                                                             self.key)
         return "RateLimiter(rpm={}, tpm={})".format(self.rpm, self.tpm)
 
-    def __getstate__(self) -> Any:  # a copy in another process starts with a fresh budget of the same size
-        return {"rpm": self.rpm, "tpm": self.tpm}
+    def __getstate__(self) -> Any:
+        # a copy in another process starts with a fresh budget of the same size (with a shared store: the same one)
+        state = {"rpm": self.rpm, "tpm": self.tpm}  # type: Dict[str, Any]
+        if self.store is not None:
+            state.update(store=self.store, key=self.key)
+        return state
 
     def __setstate__(self, state: Any) -> None:
-        self.__init__(state["rpm"], state["tpm"])  # type: ignore[misc]
+        self.__init__(state["rpm"], state["tpm"], store=state.get("store"), key=state.get("key"))  # type: ignore[misc]
 
     def share(self, parts: int) -> "RateLimiter":
-        """A new limiter with 1/``parts`` of this one's budget (a worker process's or a Ray actor's share)."""
+        """A new limiter with 1/``parts`` of this one's budget (a worker process's or a Ray actor's share);
+        with a shared store, the same limiter (every part draws from the one shared pace)."""
         if not isinstance(parts, int) or isinstance(parts, bool) or parts < 1:
             raise ConfigError("parts must be an int >= 1")
+        if self.store is not None:
+            return self
         return RateLimiter(None if self.rpm is None else self.rpm / parts,
                            None if self.tpm is None else self.tpm / parts,
                            clock=self._clock, sleep=self._sleep, wall=self._wall)
@@ -262,6 +287,12 @@ class RateLimiter(object):
         endpoint's own pause holds it): (ticket, seconds to wait before sending).  Never blocks;
         ``acquire`` is reserve + sleep."""
         tokens = max(0, min(int(tokens), 10 ** 12))  # (a local estimate: bounded so the arithmetic stays in floats)
+        if self._shared is not None:  # the pace is the store's
+            slot_wait, wait = self._shared.reserve(tokens, key)
+            with self._lock:
+                self.requests += 1
+                self.tokens += tokens
+                return Ticket(tokens, self._clock() + slot_wait), wait
         with self._lock:
             now = self._clock()
             slot = now
@@ -301,6 +332,8 @@ class RateLimiter(object):
         """Sleep (``sleep(seconds)``, False: stop early) until ``ticket``'s slot, then while a pause holds
         ``key``; a ticket whose slot a pause covered takes a new slot after it, behind those booked
         meanwhile (so the requests a pause held go spaced, not at once).  False when ``sleep`` stopped it."""
+        if self._shared is not None:
+            return bool(self._shared.wait_turn(ticket, wait, key, sleep, self._clock))
         while True:
             if wait > 0 and not sleep(wait):
                 return False
@@ -335,6 +368,12 @@ class RateLimiter(object):
                 used += value
         if not used:
             return
+        if self._shared is not None:
+            self._shared.settle(used - ticket.tokens)
+            with self._lock:
+                self.tokens += used - ticket.tokens
+            ticket.tokens = used
+            return
         with self._lock:
             self.tokens += used - ticket.tokens
             if self.tpm is not None:
@@ -353,6 +392,11 @@ class RateLimiter(object):
                 or not math.isfinite(seconds):
             return
         seconds = min(max(0.0, float(seconds)), MAX_PAUSE)
+        if self._shared is not None:
+            if self._shared.pause(seconds, key):
+                with self._lock:
+                    self.pauses += 1
+            return
         with self._lock:
             until = self._clock() + seconds
             if key is None:
@@ -402,6 +446,8 @@ class RateLimiter(object):
     def paused_for(self, key: Optional[Key] = None) -> float:
         """Seconds until the pauses holding a request to the endpoint ``key`` (a 429 or an exhausted header)
         end; 0 when none holds.  Without a key: the longest pause of any endpoint (what to tell a user)."""
+        if self._shared is not None:
+            return self._shared.paused_for(key, any_endpoint=key is None)
         with self._lock:
             now = self._clock()
             end = self._pause_end(key, now)

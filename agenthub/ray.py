@@ -1,4 +1,4 @@
-"""Bulk jobs on Ray Data (the optional extra ``agenthub[ray]``, Python >= 3.9).
+"""Bulk jobs on Ray Data (the optional extra ``ray``: ``pip install '.[ray]'``, Python >= 3.9).
 
 ``Predictor`` is a callable class for ``ray.data.Dataset.map_batches``::
 
@@ -12,7 +12,10 @@
 Each actor builds one client per route on first use and keeps it, answers its batch from a small
 thread pool (``workers`` threads) and paces itself with its share of the budget (``rpm / shares``,
 ``tpm / shares``: pass ``shares`` = the number of actors).  A row's own ``model`` (and
-``client_type``, ``base_url``) wins over the constructor's.  A batch may instead carry one column
+``client_type``, ``base_url``) wins over the constructor's.  ``limiter_store="sqlite:///path"`` or
+``"redis://host:port/db"`` (and ``limiter_key``) makes every actor draw from one shared limiter of
+``rpm`` / ``tpm`` instead of its static share: an idle actor leaves its turns to the busy ones
+(``shares`` is then ignored; see docs/many-workers.md).  A batch may instead carry one column
 ``text`` of raw job-file lines (what ``agenthub.jobs.run(..., engine="ray")`` feeds it).
 
 The output columns are those of an output row: ``id, model, message, usage_metadata, finish_reason,
@@ -74,7 +77,8 @@ class Predictor(object):
 
     def __init__(self, model: Optional[str] = None, client_type: Optional[str] = None, base_url: Optional[str] = None,
                  workers: int = 4, rpm: Optional[float] = None, tpm: Optional[float] = None, *, shares: int = 1,
-                 max_retries: int = 2, client_factory: Optional[Callable[..., Any]] = None) -> None:
+                 max_retries: int = 2, client_factory: Optional[Callable[..., Any]] = None,
+                 limiter_store: Optional[str] = None, limiter_key: Optional[str] = None) -> None:
         if not isinstance(workers, int) or isinstance(workers, bool) or workers < 1:
             raise ConfigError("workers must be an int >= 1")
         if not isinstance(shares, int) or isinstance(shares, bool) or shares < 1:
@@ -83,7 +87,10 @@ class Predictor(object):
         self.client_type = client_type
         self.base_url = base_url
         self.workers = workers
-        self.limiter = RateLimiter(rpm, tpm).share(shares)
+        if limiter_store is not None:  # one pace for every actor, kept in the shared store
+            self.limiter = RateLimiter(rpm, tpm, store=limiter_store, key=limiter_key)
+        else:
+            self.limiter = RateLimiter(rpm, tpm).share(shares)
         self._clients = _Clients(client_factory or default_client)
         self._pool = ThreadPoolExecutor(workers, thread_name_prefix="agenthub-ray")
         self._job = Job(None, self._clients, None, self.limiter, JobSummary(),  # type: ignore[arg-type]
@@ -166,20 +173,24 @@ def to_row(result: Mapping[str, Any]) -> Dict[str, Any]:
 def run_job(input_path: str, output_path: str, *, job: JobFile, workers: int = 8, rpm: Optional[float] = None,
             tpm: Optional[float] = None, retry_failed: bool = False, progress: Any = None,
             client_factory: Optional[Callable[..., Any]] = None, max_retries: int = 2, actors: int = 2,
-            batch_size: Optional[int] = None, num_cpus: float = 0.25) -> JobSummary:
+            batch_size: Optional[int] = None, num_cpus: float = 0.25, limiter_store: Optional[str] = None,
+            limiter_key: Optional[str] = None) -> JobSummary:
     """``agenthub.jobs.run(..., engine="ray")``: the rows without an output row as a Ray Data pipeline of
     ``actors`` Predictors (``workers`` threads in all, the budget shared among them; each actor asks
     for ``num_cpus`` CPUs, a fraction: it waits on the network, and the read stage needs a CPU too);
-    results are appended to the output as they stream back, so the job stays resumable."""
+    results are appended to the output as they stream back, so the job stays resumable.
+    ``limiter_store``: the actors share one limiter kept there (see ``Predictor``)."""
     try:
         import ray
     except ImportError:
-        raise ConfigError("engine='ray' needs Ray Data: pip install 'agenthub[ray]' (Python >= 3.9)") from None
+        raise ConfigError("engine='ray' needs Ray Data: pip install '.[ray]' from agenthub's checkout (Python >= 3.9)") from None
     if not isinstance(actors, int) or isinstance(actors, bool) or actors < 1:
         raise ConfigError("actors must be an int >= 1")
     started = time.monotonic()
     skipped, routes, counts = resume(job, output_path, retry_failed)
     build_clients(routes, client_factory, None, counts)  # every bad route listed before anything is sent
+    if limiter_store is not None:  # a bad or unreachable store refused here, before anything is sent
+        RateLimiter(rpm, tpm, store=limiter_store, key=limiter_key).store.close()
     summary = JobSummary(total=len(job), skipped=skipped)
     show = Progress(progress, summary.total, summary.skipped)
     counter = Job(None, {}, None, RateLimiter(), summary, show, 0)  # type: ignore[arg-type]
@@ -204,7 +215,8 @@ def run_job(input_path: str, output_path: str, *, job: JobFile, workers: int = 8
             size = batch_size or threads * 2
             ds = ray.data.read_text(todo_path).map_batches(
                 Predictor, fn_constructor_kwargs={"workers": threads, "rpm": rpm, "tpm": tpm, "shares": actors,
-                                                  "max_retries": max_retries, "client_factory": client_factory},
+                                                  "max_retries": max_retries, "client_factory": client_factory,
+                                                  "limiter_store": limiter_store, "limiter_key": limiter_key},
                 concurrency=actors, batch_size=size, batch_format="numpy", num_cpus=num_cpus)
             for batch in ds.iter_batches(batch_size=None, batch_format="numpy"):
                 keys = list(batch)

@@ -61,8 +61,8 @@ def usage_count(value: Any) -> Optional[int]:
 def checked_usage(usage: Any, client: str = "") -> UsageMetadata:
     """The four buckets of ``usage``, each through ``usage_count``: what a stop event carries, and all that
     ever reaches a rate limiter, a budget, a price or the metrics.  One bucket that is not a token count
-    makes the whole usage unknown (four None: its other counts cannot be trusted either), with a warning;
-    so does a usage whose every count is 0 (a server that counts nothing)."""
+    makes the whole usage unknown (four None: its other counts cannot be trusted either), with a warning.
+    A usage of zeros stays as the server said it (a Budget charges such an answer its whole hold)."""
     out = empty_usage()
     if not isinstance(usage, dict):
         return out
@@ -77,9 +77,6 @@ def checked_usage(usage: Any, client: str = "") -> UsageMetadata:
                 text if len(text) < 40 else text[:40] + "...")
             return empty_usage()
         out[key] = count  # type: ignore[literal-required]
-    counts = [value for value in out.values() if value is not None]
-    if counts and not any(counts):  # every count 0: no answer costs nothing, so the server counted nothing
-        return empty_usage()
     written = getattr(usage, "cache_write", None)  # the wire's cache-write count rides along (Usage)
     return out if written is None else with_cache_write(out, written)
 

@@ -591,7 +591,8 @@ def _raw_chunks(response: requests.Response, decode: bool) -> Iterator[bytes]:
         # close-delimited or sized bodies: read1 returns as soon as any bytes arrived
         return _read1(raw, decode)
     fp = getattr(raw, "_fp", None)
-    if hasattr(fp, "read1") and not response.headers.get("content-length") and not decode:
+    if hasattr(fp, "read1") and not response.headers.get("content-length") and not decode \
+            and not isinstance(raw, _TeeBody):  # (a recorder's body is read through it, by stream())
         # urllib3 1.x (what some SDKs pin on Python < 3.10) has no read1 and its read(amt) waits for
         # amt bytes: a close-delimited body is read as it arrives from http.client's response underneath
         # (a sized one stays with urllib3, which then knows it was read whole and can reuse the connection)
@@ -1101,7 +1102,15 @@ class _TeeBody(object):
         data = self._raw.read(amt, *args, **kwargs)
         return self._keep(data, amt is None or not data, kwargs.get("decode_content", args[0] if args else None))
 
-    def read1(self, amt: Optional[int] = None, *args: Any, **kwargs: Any) -> bytes:
+    @property
+    def read1(self) -> Callable[..., bytes]:
+        # only where the body has one (urllib3 2.x): on urllib3 1.x the reader must take the path it takes
+        # without a recorder (stream()), not a read1 that fails under it
+        if not hasattr(self._raw, "read1"):
+            raise AttributeError("read1")
+        return self._read1
+
+    def _read1(self, amt: Optional[int] = None, *args: Any, **kwargs: Any) -> bytes:
         data = self._raw.read1(amt, *args, **kwargs)
         return self._keep(data, not data, kwargs.get("decode_content", args[0] if args else None))
 

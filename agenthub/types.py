@@ -64,7 +64,8 @@ USAGE_KEYS = ("cached_tokens", "prompt_tokens", "thoughts_tokens", "response_tok
 
 
 class ThinkingLevel(str, Enum):
-    """How hard the model should think; clamped per model, never an error."""
+    """How hard the model should think; clamped per model (a model with no reasoning control at all, such as a
+    Bedrock family other than Claude and Nova 2, refuses a level other than NONE: UnsupportedParameterError)."""
 
     NONE = "none"
     LOW = "low"
@@ -83,7 +84,7 @@ class PromptCaching(str, Enum):
 
 
 #: the string values ThinkingLevel / PromptCaching take: config={"thinking_level": "low"} type-checks too
-ThinkingLevelName = Literal["none", "low", "medium", "high", "xhigh"]
+ThinkingLevelName = Literal["none", "low", "medium", "high", "xhigh", "max"]
 PromptCachingName = Literal["enable", "disable", "enhance"]
 #: "auto" | "required" | "none" | the names of the tools the model may call
 ToolChoice = Union[Literal["auto", "required", "none"], List[str], Tuple[str, ...]]

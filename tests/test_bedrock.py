@@ -133,9 +133,41 @@ def test_budget_thinking_with_tools_asks_for_interleaved_thinking_and_summary_di
                                                     "output_config": {"effort": "low"}}
 
 
-def test_thinking_level_is_ignored_on_other_families():
-    assert "additionalModelRequestFields" not in body(NOVA, {"thinking_level": "high"})
-    assert "additionalModelRequestFields" not in body(LLAMA, {"thinking_level": "none"})
+NOVA2 = "us.amazon.nova-2-lite-v1:0"
+
+
+@pytest.mark.parametrize("level, effort", [("low", "low"), (ThinkingLevel.MEDIUM, "medium"), ("high", "high"),
+                                           ("xhigh", "high"), ("max", "high"), (ThinkingLevel.MAX, "high")])
+def test_thinking_level_on_nova_2_is_its_reasoning_config(level, effort):
+    """Issue 29 C4: Amazon Nova 2 takes extended thinking as additionalModelRequestFields.reasoningConfig
+    (type enabled, maxReasoningEffort low / medium / high; off by default); levels above high clamp to high."""
+    sent = body(NOVA2, {"thinking_level": level})
+    assert sent["additionalModelRequestFields"] == {"reasoningConfig": {"type": "enabled",
+                                                                        "maxReasoningEffort": effort}}
+    assert "additionalModelRequestFields" not in body(NOVA2, {"thinking_level": "none"})
+    assert "additionalModelRequestFields" not in body(NOVA2, {})
+    assert body("global.amazon.nova-2-pro-v1:0", {"thinking_level": "low", "max_tokens": 300})[
+        "additionalModelRequestFields"] == {"reasoningConfig": {"type": "enabled", "maxReasoningEffort": "low"}}
+
+
+@pytest.mark.parametrize("key, value", [("max_tokens", 500), ("temperature", 0.2), ("top_p", 0.9)])
+def test_nova_2_high_reasoning_takes_no_output_bound_or_sampler(key, value):
+    """With maxReasoningEffort high Nova 2 bounds its own output: maxTokens, temperature and topP must be unset."""
+    with pytest.raises(UnsupportedParameterError) as info:
+        body(NOVA2, {"thinking_level": "high", key: value})
+    assert info.value.parameter == key and "maxReasoningEffort high" in str(info.value)
+    assert body(NOVA2, {"thinking_level": "medium", key: value})["additionalModelRequestFields"]
+
+
+@pytest.mark.parametrize("model", [NOVA, LLAMA, "deepseek.r1-v1:0",
+                                   "arn:aws:bedrock:us-east-1:123456789012:application-inference-profile/abc"])
+def test_thinking_level_elsewhere_on_bedrock_is_refused_not_ignored(model):
+    with pytest.raises(UnsupportedParameterError) as info:
+        body(model, {"thinking_level": "high"})
+    assert info.value.parameter == "thinking_level"
+    assert "Claude and Amazon Nova 2" in str(info.value)
+    assert "additionalModelRequestFields" not in body(model, {"thinking_level": "none"})
+    assert "additionalModelRequestFields" not in body(model, {"thinking_level": ThinkingLevel.NONE})
 
 
 def test_claude_temperature_and_forced_tool_rules():

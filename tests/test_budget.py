@@ -371,3 +371,26 @@ def test_a_document_is_estimated_from_its_size(mime_type, size, tokens):
     result = [{"role": "user", "content_items": [{"type": "tool_result", "tool_call_id": "c", "text": "",
                                                   "images": [uri, "https://example.com/a.png"]}]}]
     assert estimate_tokens(result) == 4 + tokens + IMAGE_TOKENS
+
+
+def test_a_refusal_for_the_catalogs_output_limit_says_to_set_max_tokens(capsys):
+    """Issue 29 C1: without max_tokens the hold is the model's whole output limit (128000 for gpt-5.5): the
+    refusal says so and how to hold less; with max_tokens set the message stays as it was."""
+    with SSEServer() as server:
+        client = AutoLLMClient("gpt-5.5", api_key="sk-test", base_url=server.url + "/v1", budget=Budget(1))
+        with pytest.raises(BudgetExceededError) as caught:
+            list(client.streaming_response(HI))
+        assert str(caught.value).endswith(
+            "; the budget of $1.000000 has $0.000000 spent or held: not sent; max_tokens is not set, so the "
+            "whole output limit of gpt-5.5 (128000 tokens) is held: set max_tokens to hold less")
+        assert (caught.value.limit_usd, caught.value.spent_usd) == (1.0, 0.0) and caught.value.needed_usd > 3
+        with pytest.raises(BudgetExceededError) as bounded:
+            list(client.streaming_response(HI, {"max_tokens": 200000}))
+        assert str(bounded.value).endswith("spent or held: not sent")
+        os.environ.pop("OPENAI_API_KEY", None)
+        assert main(["chat", "gpt-5.5", "hi", "--client-type", "openai-chat", "--base-url", server.url + "/v1",
+                     "--budget", "1"]) == 1
+        err = capsys.readouterr().err
+        assert err.rstrip().endswith("--max-tokens is not set, so the whole output limit of gpt-5.5 (128000 tokens) "
+                                     "is held: set --max-tokens to hold less")
+        assert server.requests == []

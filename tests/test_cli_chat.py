@@ -276,3 +276,26 @@ def test_interactive_chat_keeps_history_resets_saves_stops_and_leaves(server, tm
 class _NeverSet(object):
     def wait(self, timeout):
         time.sleep(timeout)
+
+
+def test_a_long_wait_before_a_retry_is_announced(server, capsys, monkeypatch):
+    """Issue 29 C2: `agenthub chat` waited a 60 s Retry-After in silence.  A wait of ANNOUNCE_WAIT seconds or
+    more gets one stderr line before it starts (the threshold is lowered here so the test waits 1 s)."""
+    from agenthub.apps import chat
+
+    monkeypatch.setattr(chat, "ANNOUNCE_WAIT", 0.5)
+    limited = Answer([b'{"error": {"message": "slow down", "type": "rate_limit_error"}}'], status=429,
+                     headers={"Content-Type": "application/json", "Retry-After": "1"})
+    server.answers.extend([limited, Answer([_recording("weather_answer.sse")])])
+    assert main(["chat", "demo-model", "hi", "--max-retries", "2"] + _local(server)) == 0
+    captured = capsys.readouterr()
+    assert captured.out == ANSWER_TEXT + "\n"
+    assert captured.err == ("[RateLimitError (status 429): waiting 1 s as the server asked (Retry-After), "
+                            "then retry 1 of 2]\n" + USAGE + "\n")
+    assert len(server.requests) == 2
+    # a short wait stays quiet
+    busy = Answer([b'{"error": {"message": "busy", "type": "server_error"}}'], status=503,
+                  headers={"Content-Type": "application/json", "Retry-After": "0"})
+    server.answers.extend([busy, Answer([_recording("weather_answer.sse")])])
+    assert main(["chat", "demo-model", "hi"] + _local(server)) == 0
+    assert capsys.readouterr().err == USAGE + "\n"

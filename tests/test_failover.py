@@ -122,7 +122,8 @@ def test_a_failure_before_the_first_event_moves_the_turn_to_the_fallback(primary
     check_stream(events)
     assert text_of(events) == FALLBACK_EVENTS_TEXT
     assert [e["event_type"] for e in events] == ["start", "delta", "stop"]
-    assert first.last_route == {"model": "backup-model", "client_type": "openai-chat", "host": "127.0.0.1"}
+    assert first.last_route == {"model": "backup-model", "client_type": "openai-chat",
+                                "host": "127.0.0.1:{}".format(backup.port)}  # the port: not the scheme's
     if fault != "refused":
         assert len(primary.requests) == 2  # the entry's own retries first (max_retries=1)
     assert len(backup.requests) == 1
@@ -172,7 +173,7 @@ def test_an_info_line_says_why_each_entry_was_skipped(primary, backup, caplog):
     with caplog.at_level(logging.INFO, logger="agenthub"):
         list(first.streaming_response([USER]))
     lines = [r.getMessage() for r in caplog.records if "fallback" in r.getMessage()]
-    assert lines == ["agenthub fallback: m (anthropic, 127.0.0.1) skipped: ServerError 529"]
+    assert lines == ["agenthub fallback: m (anthropic, 127.0.0.1:{}) skipped: ServerError 529".format(primary.port)]
     assert "sk-primary" not in caplog.text and "sk-backup" not in caplog.text
 
 
@@ -307,10 +308,11 @@ def test_response_reports_the_route_too(primary, backup):
     first = client(primary, "openai-chat", fallbacks=[backup_client(backup)])
     assert first.last_route is None
     assert [item["text"] for item in first.response([USER])["content_items"]] == ["direct"]
-    assert first.last_route == {"model": "m", "client_type": "openai-chat", "host": "127.0.0.1"}
+    where = "127.0.0.1:{}".format(primary.port)  # issue 29 C5: host:port when the port is not the scheme's
+    assert first.last_route == {"model": "m", "client_type": "openai-chat", "host": where}
     plain = client(primary, "openai-chat")
     plain.response([USER])
-    assert plain.last_route == {"model": "m", "client_type": "openai-chat", "host": "127.0.0.1"}
+    assert plain.last_route == {"model": "m", "client_type": "openai-chat", "host": where}
 
 
 # -- history across providers ------------------------------------------------------------------------
@@ -412,6 +414,6 @@ def test_the_trace_records_which_endpoint_answered_each_turn(primary, backup, tm
     with open(str(tmp_path / "run" / "1.json"), encoding="utf-8") as handle:
         document = json.load(handle)
     assert document["routes"] == [
-        {"model": "m", "client_type": "openai-chat", "host": "127.0.0.1", "turn": 1},
-        {"model": "backup-model", "client_type": "openai-chat", "host": "127.0.0.1", "turn": 3}]
+        {"model": "m", "client_type": "openai-chat", "host": "127.0.0.1:{}".format(primary.port), "turn": 1},
+        {"model": "backup-model", "client_type": "openai-chat", "host": "127.0.0.1:{}".format(backup.port), "turn": 3}]
     assert "sk-" not in json.dumps(document)

@@ -32,9 +32,12 @@ def test_the_failover_example_runs_as_written():
     assert done.returncode == 0, done.stderr
     answer, route = done.stdout.splitlines()
     assert answer == "ok"
-    assert ast.literal_eval(route) == {"model": "deepseek-v4-flash", "client_type": "openai-chat", "host": "127.0.0.1"}
+    # the port is named: two endpoints on one host read apart (issue 29 C5)
+    assert ast.literal_eval(route) == {"model": "deepseek-v4-flash", "client_type": "openai-chat",
+                                       "host": "127.0.0.1:{}".format(deepseek.port)}
     assert asked == (2, 1, 0)  # max_retries=1 on the primary, then the first fallback answered
     skipped = [line for line in done.stderr.splitlines() if "agenthub fallback:" in line]
     assert len(skipped) == 1 and skipped[0].endswith(
-        "agenthub fallback: claude-sonnet-4-6 (anthropic, 127.0.0.1) skipped: ServerError 529"), done.stderr
+        "agenthub fallback: claude-sonnet-4-6 (anthropic, 127.0.0.1:{}) skipped: ServerError 529".format(
+            anthropic.port)), done.stderr
     assert "readme-000" not in done.stderr

@@ -82,14 +82,16 @@ def test_the_stream_names_the_route_that_answered(primary, backup):
     client = endpoint(primary, "m", "sk-primary-0001", max_retries=0,
                       fallbacks=[endpoint(backup, "backup-model", "sk-backup-0002")])
     stream = client.streaming_response([USER])
-    assert stream.route == {"model": "m", "client_type": "openai-chat", "host": "127.0.0.1"}  # tried first
+    assert stream.route == {"model": "m", "client_type": "openai-chat",
+                            "host": "127.0.0.1:{}".format(primary.port)}  # tried first
     assert text_of(stream) == "ok"
-    assert stream.route == {"model": "backup-model", "client_type": "openai-chat", "host": "127.0.0.1"}
+    assert stream.route == {"model": "backup-model", "client_type": "openai-chat",
+                            "host": "127.0.0.1:{}".format(backup.port)}
     assert client.last_route == stream.route
     plain = endpoint(backup, "solo", "sk-solo-0003")
     stream = plain.streaming_response([USER])
     list(stream)
-    assert stream.route == {"model": "solo", "client_type": "openai-chat", "host": "127.0.0.1"}
+    assert stream.route == {"model": "solo", "client_type": "openai-chat", "host": "127.0.0.1:{}".format(backup.port)}
 
 
 def test_the_primarys_hooks_see_every_attempt_of_every_route(primary, backup):

@@ -249,3 +249,13 @@ def test_origins_and_server_handed_urls_are_read_by_the_same_rule():
     for origin in ("http://attacker.test\\@localhost:8787", "http://localhost\\.attacker.test:8787",
                    "http://user@localhost:8787", "null", "http://localhost:8787/x"):
         assert not app_server._same_origin(origin, "localhost:8787"), origin
+
+
+@pytest.mark.parametrize("url, named", [
+    ("https://api.deepseek.com", "api.deepseek.com"), ("https://api.openai.com:443/v1", "api.openai.com"),
+    ("http://gateway:80/v1", "gateway"), ("http://127.0.0.1:8000/v1", "127.0.0.1:8000"),
+    ("https://gw.example.com:8443", "gw.example.com:8443"), ("http://[::1]:4000/v1", "[::1]:4000"),
+    ("http://[::1]/v1", "::1"), ("not a url", "")])
+def test_a_route_names_the_port_when_it_is_not_the_schemes(url, named):
+    """Issue 29 C5: last_route / JobSummary.routes tell two gateways on one host apart (the breaker's key)."""
+    assert trust.route_host(url) == named

@@ -42,14 +42,15 @@ def test_a_down_primary_is_answered_by_the_fallback_row_by_row(tmp_path):
         primary_posts = [r for r in primary.requests if r.method == "POST"]
         backup_bodies = [json.loads(r.body) for r in backup.requests]
     assert (summary.done, summary.failed, summary.skipped) == (rows, 0, 0)
-    assert summary.routes == {"backup-model (openai-chat, 127.0.0.1)": rows}
+    assert summary.routes == {"backup-model (openai-chat, 127.0.0.1:{})".format(backup.port): rows}
     assert [row["id"] for row in out] == ["r{}".format(i) for i in range(rows)]
     for row in out:
         assert row["model"] == "primary-model" and row["backend"] == "live" and row["error"] is None
         # the sends of the row's call, every route counted: the primary's one and the backup's (the primary's
         # circuit is open from row 4 on: the backup's alone)
         assert row["attempts"] == (2 if row["id"] in ("r0", "r1", "r2") else 1)
-        assert row["route"] == {"model": "backup-model", "client_type": "openai-chat", "host": "127.0.0.1"}
+        assert row["route"] == {"model": "backup-model", "client_type": "openai-chat",
+                                "host": "127.0.0.1:{}".format(backup.port)}
         assert [i["text"] for i in row["message"]["content_items"]] == ["ok"]
     # the primary's circuit opened after its 3 failures (the breaker's default): rows 4 and 5 skipped it
     assert len(primary_posts) == 3
@@ -64,7 +65,8 @@ def test_routes_name_the_rows_own_endpoint_when_it_answers(tmp_path):
                            fallbacks=[AutoLLMClient("backup-model", client_type="openai-chat",
                                                     base_url=backup.url + "/v1", api_key="sk-backup-0002")])
         assert backup.requests == []
-    assert summary.done == 3 and summary.routes == {"primary-model (openai-chat, 127.0.0.1)": 3}
+    # host:port: the port is not the scheme's (issue 29 C5)
+    assert summary.done == 3 and summary.routes == {"primary-model (openai-chat, 127.0.0.1:{})".format(primary.port): 3}
 
 
 def test_fallbacks_are_checked_before_anything_is_sent(tmp_path):
@@ -122,6 +124,7 @@ def test_a_row_answered_by_the_fallback_is_priced_as_the_model_that_answered(tmp
                  fallbacks=[fallback], max_retries=0)
         (row,) = jobs.read_output(str(tmp_path / "out.jsonl"))
     assert row["error"] is None and row["model"] == "claude-sonnet-4-6"
-    assert row["route"] == {"model": "deepseek-v4-flash", "client_type": "openai-chat", "host": "127.0.0.1"}
+    assert row["route"] == {"model": "deepseek-v4-flash", "client_type": "openai-chat",
+                            "host": "127.0.0.1:{}".format(backup.port)}
     assert row["cost_usd"] == cost("deepseek-v4-flash", row["usage_metadata"])
     assert row["cost_usd"] != cost("claude-sonnet-4-6", row["usage_metadata"])

@@ -77,3 +77,36 @@ def test_run_with_engine_ray_writes_resumable_rows(local_ray, tmp_path):
     rows = {r["id"]: r for r in read_output(out)}
     assert sorted(rows) == ["j{}".format(i) for i in range(8)]
     assert rows["j4"]["backend"] == "ray" and rows["j4"]["message"]["content_items"][0]["text"] == "echo: job 4"
+
+
+def test_actors_with_a_limiter_store_draw_from_one_pace(local_ray, tmp_path):
+    rpm = 600  # 10 a second, enforced by the server as a token bucket of one second's worth
+    with JobServer(rpm=rpm) as server:
+        url = "sqlite:///" + str(tmp_path / "pace.db")
+        rows = [{"id": "s{}".format(i), "messages": [_user("shared {}".format(i))], "config": {"max_tokens": 8}}
+                for i in range(40)]
+        ds = ray.data.from_items(rows).map_batches(
+            Predictor, fn_constructor_kwargs={"model": "deepseek-v4-flash", "client_type": "openai-chat",
+                                              "base_url": server.base_url, "workers": 4, "rpm": rpm,
+                                              "limiter_store": url, "max_retries": 0},
+            concurrency=2, batch_size=8)
+        results = [to_row(r) for r in ds.take_all()]
+        ok = sorted(t for t, status in server.statuses if status == 200)
+        late_429 = [t for t, status in server.statuses if status == 429 and t - ok[0] > 1.0]
+    # both actors at the full rpm, each alone, would send twice the rate: one shared pace sends none too many
+    assert len(results) == 40 and all(r["error"] is None for r in results)
+    assert late_429 == [] and len(ok) == 40
+
+
+def test_run_with_engine_ray_takes_a_limiter_store(local_ray, tmp_path):
+    with JobServer(rpm=1200) as server:
+        src = str(tmp_path / "in.jsonl")
+        with open(src, "w") as f:
+            for i in range(12):
+                f.write(json.dumps({"id": "k{}".format(i), "model": "deepseek-v4-flash", "client_type": "openai-chat",
+                                    "base_url": server.base_url, "messages": [_user("store {}".format(i))]}) + "\n")
+        out = str(tmp_path / "out.jsonl")
+        summary = jobs.run(src, out, engine="ray", workers=4, rpm=1200, progress=False, actors=2, max_retries=0,
+                           limiter_store="sqlite:///" + str(tmp_path / "pace.db"), limiter_key="job")
+        assert (summary.done, summary.failed) == (12, 0)
+        assert [s for _, s in server.statuses].count(429) == 0

@@ -364,3 +364,23 @@ def test_rows_beyond_the_budget_get_error_rows_and_are_never_sent(tmp_path):
             jobs.run(src, out, budget=Budget(1.0), client_factory=lambda *route: None)
         with pytest.raises(ConfigError):
             jobs.run(src, out, budget={"max_usd": 1})
+
+
+def test_a_long_pause_is_announced_in_plain_lines(tmp_path, capsys, monkeypatch):
+    """Issue 29 C2: with stderr not a terminal, a 60 s Retry-After pause printed nothing.  A wait of
+    ANNOUNCE_WAIT seconds or more gets one plain line (lowered here so the test waits 0.3 s)."""
+    monkeypatch.setattr(jobs.runner, "ANNOUNCE_WAIT", 0.25)
+    with JobServer() as server:
+        src = _write(tmp_path / "in.jsonl", _rows(server, ["fail:429once", "b"]))
+        out = str(tmp_path / "out.jsonl")
+        summary = jobs.run(src, out, workers=1, progress=None)
+        assert summary.done == 2
+    lines = capsys.readouterr().err.splitlines()
+    assert "agenthub.jobs: row r0: RateLimitError (status 429): waiting 0.3 s as the server asked (Retry-After) " \
+           "before attempt 2" in lines, lines
+    assert lines[-1].startswith("agenthub.jobs: 2/2 rows")
+    monkeypatch.setattr(jobs.runner, "ANNOUNCE_WAIT", 3.0)
+    with JobServer() as server:
+        src = _write(tmp_path / "in2.jsonl", _rows(server, ["fail:429once", "b"]))
+        jobs.run(src, str(tmp_path / "out2.jsonl"), workers=1, progress=None)
+    assert not any("waiting" in line for line in capsys.readouterr().err.splitlines())

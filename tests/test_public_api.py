@@ -26,8 +26,12 @@ EXPECTED_ALL = {
     "ToolCallItem", "ToolResultItem", "EmbeddingItem", "PartialToolCallItem",
     # workloads (issue 20)
     "RateLimiter",
+    # state shared by processes and machines (issue 33)
+    "ResponseCache",
     # the agent turn (issue 30)
     "tool", "RunResult",
+    # typed helpers (issue 29 C3)
+    "user", "text",
 }
 
 
@@ -177,7 +181,8 @@ def test_subprocess_is_stdlib_on_every_python():
 #: request goes and how it is authorised.
 LAYERS = [
     {"types", "errors", "_redact", "_log"},
-    {"sse", "eventstream", "toolcalls", "stream", "validate", "media", "answers", "estimate", "foreign", "resume"},
+    {"sse", "eventstream", "toolcalls", "stream", "validate", "media", "answers", "estimate", "foreign", "resume",
+     "messages"},
     {"providers"},
     {"hosts", "aws", "gcp"},
     {"registry", "transport", "tracer", "catalog", "budget", "limiter", "attempts", "breaker", "telemetry",

@@ -290,3 +290,24 @@ def test_embeddings_replay_through_the_json_path():
 def test_replay_needs_no_session_of_its_own_kind():
     with pytest.raises(ConfigError):
         AutoLLMClient("gpt-5.5", base_url="https://api.example.com/v1", session=replay_session(Cassette()))
+
+
+def test_the_recorders_body_has_read1_only_where_urllib3_has_it():
+    """On urllib3 1.x (Python 3.8's venvs) the body has no read1: the recorder claimed one and every recorded
+    stream failed ("reading the stream failed"); found by running the README's record-and-replay block."""
+    from agenthub.transport import _TeeBody
+
+    class OneX(object):  # urllib3 1.x's HTTPResponse: stream() and read(), no read1
+        def stream(self, amt=None, decode_content=None):
+            yield b"data: 1\n\n"
+
+    class TwoX(OneX):
+        def read1(self, amt=None, decode_content=None):
+            return b""
+
+    kept = []
+    old = _TeeBody(OneX(), kept.append)
+    assert not hasattr(old, "read1")
+    assert list(old.stream(10)) == [b"data: 1\n\n"] and kept == [b"data: 1\n\n"]
+    assert hasattr(_TeeBody(TwoX(), kept.append), "read1")
+    assert _TeeBody(TwoX(), kept.append).read1(10) == b""

@@ -71,7 +71,7 @@ def test_a_529_from_the_primary_row_streams_from_the_fallback_rows_upstream(upst
         ("/chat/v1/chat/completions", "Bearer " + CHAT_KEY, "backup-model")]
     assert "max_tokens" not in second.requests[0]["body"]  # the fallback row's default_config is its own
     assert app.models["claude"].client.last_route == {"model": "backup-model", "client_type": "openai-chat",
-                                                      "host": "127.0.0.1"}
+                                                      "host": second.url.split("//", 1)[1].split("/")[0]}
     assert models.json() == {"object": "list", "data": [{"id": "claude", "object": "model"},
                                                         {"id": "chat", "object": "model"}]}
 

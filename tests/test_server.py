@@ -885,3 +885,38 @@ def test_a_slow_client_holds_back_the_upstream(monkeypatch):
         frames.append(item)
     pump.thread.join(5)
     assert [json.loads(f[6:])["content_items"][0]["text"] for f in frames] == [str(n) for n in range(400)]
+
+
+def test_agenthub_serve_logs_an_upstream_failure_without_agenthub_log(tmp_path):
+    """Issue 29 C2: a 502 left the server's stderr empty unless AGENTHUB_LOG was set, though the README says the
+    upstream's address "stays in its log".  Upstream failures are logged (WARNING) by default; the caller's
+    answer still names no address."""
+    import socket
+
+    probe = socket.socket()
+    probe.bind(("127.0.0.1", 0))
+    dead = probe.getsockname()[1]
+    probe.close()  # nothing listens there now
+    path = tmp_path / "server.json"
+    path.write_text(json.dumps({"models": [{"id": "fast", "model": "m", "client_type": "openai-chat",
+                                            "base_url": "http://127.0.0.1:{}/v1".format(dead), "max_retries": 0}]}),
+                    encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if k != "AGENTHUB_LOG"}
+    env["PYTHONPATH"] = ROOT + os.pathsep + os.environ.get("PYTHONPATH", "")
+    process = subprocess.Popen([sys.executable, "-m", "agenthub", "serve", "--config", str(path), "--port", "0"],
+                               env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        url = process.stdout.readline().decode().strip()
+        answer = requests.post(url + "/v1/stream", json={"model": "fast", "messages": MESSAGES}, timeout=30)
+        assert answer.status_code == 502
+        assert str(dead) not in answer.text
+    finally:
+        process.terminate()
+        process.wait(10)
+        err = process.stderr.read().decode("utf-8", "replace")
+        process.stdout.close()
+        process.stderr.close()
+    lines = [line for line in err.splitlines() if "agenthub serve:" in line]
+    assert len(lines) == 1, err
+    assert " WARNING agenthub serve: model fast: TransportError (answered 502) after 0 events: openai-chat: " in lines[0]
+    assert "127.0.0.1:{}".format(dead) in lines[0]

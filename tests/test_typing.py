@@ -59,6 +59,7 @@ question: UniMessage = {"role": "user", "content_items": [texts[0]]}
 tools: Tuple[ToolSchema, ...] = ({"name": "now"},)
 config: UniConfig = {"tools": tools, "thinking_level": ThinkingLevel.LOW, "tool_choice": ["now"],
                      "prompt_caching": "enhance"}
+strongest: UniConfig = {"thinking_level": "max"}  # ThinkingLevel.MAX's string (issue 29 C4)
 events: List[UniEvent] = list(client.streaming_response((question,), config))
 answer: AssistantMessage = collect(events)
 history: List[Message] = [question, answer]
@@ -138,6 +139,76 @@ first: float = vectors[0][0]
 models: List[str] = client.list_models()
 '''
 
+#: issue 29 C3: the newcomer's script written the SDK way (harnesses/newcomer4/user_script.py), with the two
+#: helpers (agenthub.user, agenthub.text) and the README's narrowing patterns: mypy --strict, no error
+SDK_WAY = '''\
+import json
+import sys
+import time
+from typing import List
+
+import agenthub
+from agenthub import AgentHubError, AutoLLMClient, Budget, RateLimitError, ToolSchema, UpstreamError, jobs, text, user
+
+client = AutoLLMClient("gpt-5.5", max_retries=1, fallbacks=["claude-sonnet-4-6"], budget=Budget(2.0))
+messages = [user("Name three rivers.")]
+
+try:
+    print("input tokens:", client.count_tokens(messages))
+except AgentHubError as e:
+    print("count_tokens failed:", e)
+
+try:
+    resp = client.response(messages, config={"max_tokens": 200})
+    print(text(resp))
+    usage = resp["usage_metadata"]
+    print("usage:", (usage["prompt_tokens"] or 0) + (usage["response_tokens"] or 0))
+    if client.last_route is not None:
+        print("answered by", client.last_route["model"])
+except RateLimitError as e:
+    time.sleep(e.retry_after or 1.0)
+    raise
+except UpstreamError as e:
+    print("API error", e.status_code, e)
+    if e.status_code is not None and e.status_code >= 500:
+        sys.exit(1)
+    raise
+
+out = ""
+for event in client.streaming_response(messages, {"max_tokens": 200, "temperature": 0.2}):
+    out += text(event)
+    if event["event_type"] == "stop" and event["usage_metadata"] is not None:
+        print("finish:", event["finish_reason"], "tokens out:", event["usage_metadata"]["response_tokens"])
+
+chat = AutoLLMClient("claude-sonnet-4-6")
+for q in ["Pick a number from 1 to 10.", "Double it."]:
+    print(q, "->", text(chat.response_stateful(user(q))))
+print("history:", len(chat.get_history()))
+
+tools: List[ToolSchema] = [{"name": "get_weather", "description": "weather",
+                            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}]
+weather = client.response([user("Weather in Paris?")], {"tools": tools, "max_tokens": 200})
+for item in weather["content_items"]:
+    if item["type"] == "tool_call":
+        print("call", item["name"], item["arguments"]["city"])
+
+price = agenthub.cost("gpt-5.5", resp["usage_metadata"])
+print("cost: $%.6f" % (price or 0.0))
+
+rows = [{"id": "r%d" % i, "model": "gpt-5.5", "messages": [user("ticket %d" % i)], "config": {"max_tokens": 20}}
+        for i in range(5)]
+with open("in.jsonl", "w") as f:
+    for r in rows:
+        f.write(json.dumps(r) + "\\n")
+summary = jobs.run("in.jsonl", "out.jsonl", workers=4, rpm=600)
+print("job:", summary.done, summary.failed, summary.cost_usd)
+for row in jobs.read_output("out.jsonl"):
+    if row["error"]:
+        print(row["id"], "failed:", row["error"]["message"])
+    else:
+        print(row["id"], text(row["message"]))
+'''
+
 #: the harness itself must catch mistakes: a misspelt error field and a thinking level that does not exist
 WRONG = (
     "from agenthub import RateLimitError, UniConfig\n"
@@ -164,6 +235,7 @@ def mypy_output(tmp_path_factory):
     files["harness_wrong.py"] = WRONG
     files["user_api.py"] = USER_API
     files["user_script.py"] = USER_SCRIPT
+    files["sdk_way.py"] = SDK_WAY
     for name, code in files.items():
         path = src / name
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -186,14 +258,15 @@ def test_every_readme_python_block_passes_mypy_strict(mypy_output):
                           + "\n".join(readme))
 
 
-def test_a_users_script_passes_pyright(tmp_path):
+@pytest.mark.parametrize("name, script", [("user_script.py", USER_SCRIPT), ("sdk_way.py", SDK_WAY)])
+def test_a_users_script_passes_pyright(tmp_path, name, script):
     pyright = shutil.which("pyright") or os.path.join(os.path.dirname(sys.executable), "pyright")
     if not os.path.exists(pyright):
         pytest.skip("pyright is not installed")
-    (tmp_path / "user_script.py").write_text(USER_SCRIPT, encoding="utf-8")
+    (tmp_path / name).write_text(script, encoding="utf-8")
     (tmp_path / "pyrightconfig.json").write_text(json.dumps({"extraPaths": [ROOT], "pythonVersion": "3.8"}),
                                                  encoding="utf-8")
-    result = subprocess.run([pyright, "user_script.py"], cwd=str(tmp_path), stdout=subprocess.PIPE,
+    result = subprocess.run([pyright, name], cwd=str(tmp_path), stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, timeout=300)
     output = result.stdout.decode("utf-8", "replace")
     assert result.returncode == 0 and "0 errors" in output, output

@@ -88,7 +88,9 @@ def test_the_usage_rule():
     empty = {"cached_tokens": None, "prompt_tokens": None, "thoughts_tokens": None, "response_tokens": None}
     assert checked_usage(dict(good, prompt_tokens=10 ** 400)) == empty  # one bad bucket: none can be trusted
     assert checked_usage(None) == empty and checked_usage([1, 2]) == empty
-    assert checked_usage({"prompt_tokens": 0, "response_tokens": 0}) == empty  # counted nothing: unknown
+    zeros = {"cached_tokens": None, "prompt_tokens": 0, "thoughts_tokens": None, "response_tokens": 0}
+    assert checked_usage({"prompt_tokens": 0, "response_tokens": 0}) == zeros  # as the server said (a Budget
+    #                                                                           charges such an answer its hold)
     assert checked_usage({"prompt_tokens": 0, "response_tokens": 3})["response_tokens"] == 3
 
 

@@ -272,7 +272,7 @@ def test_without_google_auth_a_token_works_and_adc_names_the_extra(clean_env):
     clean_env.setenv("GOOGLE_CLOUD_PROJECT", PROJECT)
     client = AutoLLMClient("gemini-3.5-flash", api_key="ya29.token", client_type="vertex")
     assert client.client_type == "vertex"
-    with pytest.raises(ConfigError, match=r"pip install 'agenthub\[vertex\]'"):
+    with pytest.raises(ConfigError, match=r"pip install '\.\[vertex\]' from agenthub's checkout"):
         AutoLLMClient("gemini-3.5-flash", client_type="vertex")
 
 

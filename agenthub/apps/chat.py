@@ -35,13 +35,14 @@ def _run(args: Any, out: TextIO, err: Optional[TextIO] = None, stdin: Optional[T
 
     err = sys.stderr if err is None else err
     stdin = sys.stdin if stdin is None else stdin
-    client = _chat_client(args)
+    client = _chat_client(args, err)
     config = _chat_config(args)
     history = []  # type: List[Any]
     logged = _Logged(args, client)
     try:
         if args.continue_trace:
             history = _continued(args, config, logged)
+            err.write(_continuing(args, config, logged, history) + "\n")
         attachments = [_attachment(path) for path in args.attach]
         if args.prompt is None and _isatty(stdin):
             return _interactive(client, args, config, history, attachments, out, err, stdin, logged)
@@ -54,6 +55,8 @@ def _run(args: Any, out: TextIO, err: Optional[TextIO] = None, stdin: Optional[T
         return 0
     finally:
         logged.close()
+        for server in getattr(args, "_mcp_servers", ()):
+            server.close()
 
 
 class _Logged(object):
@@ -134,6 +137,17 @@ def _continued(args: Any, config: Dict[str, Any], logged: "_Logged") -> List[Any
     return history
 
 
+def _continuing(args: Any, config: Dict[str, Any], logged: "_Logged", history: List[Any]) -> str:
+    """The line ``-c`` / ``--continue`` says first: which conversation, its model, and this turn's if another."""
+    if logged.conversation is not None:
+        row = logged.log().conversation(logged.conversation) or {}
+        model = row.get("model")
+        other = "; this turn goes to {}".format(args.model) if model and model != args.model else ""
+        return "[continuing {}: {} messages with {} ({}){}]".format(
+            logged.conversation, len(history), model or "?", row.get("client_type") or "?", other)
+    return "[continuing trace {}: {} messages]".format(config.get("trace_id") or args.continue_trace, len(history))
+
+
 def _isatty(stream: Any) -> bool:
     try:
         return bool(stream.isatty())
@@ -141,7 +155,33 @@ def _isatty(stream: Any) -> bool:
         return False
 
 
-def _chat_client(args: Any) -> Any:
+#: a wait before a retry at least this long (a server's Retry-After, a long backoff) gets a line on stderr
+ANNOUNCE_WAIT = 3.0
+
+
+def _wait_notice(err: TextIO) -> Any:
+    """An attempt hook that says on ``err`` when the client is about to wait ANNOUNCE_WAIT seconds or more."""
+    from ..attempts import AttemptHook
+
+    class WaitNotice(AttemptHook):
+        max_retries = None  # type: Optional[int]  # the client's, set once it is built
+
+        def on_error(self, attempt: Any, error: Any) -> None:
+            delay = attempt.delay
+            if not attempt.retry or delay is None or delay < ANNOUNCE_WAIT:
+                return
+            status = getattr(error, "status", None)
+            asked = getattr(error, "retry_after", None) is not None
+            err.write("[{}{}: waiting {:.0f} s{}, then retry {} of {}]\n".format(
+                type(error).__name__, " (status {})".format(status) if status is not None else "", delay,
+                " as the server asked (Retry-After)" if asked else "", attempt.number + 1,
+                "?" if self.max_retries is None else self.max_retries))
+            err.flush()
+
+    return WaitNotice()
+
+
+def _chat_client(args: Any, err: Optional[TextIO] = None) -> Any:
     from ..client import AutoLLMClient
     from ..errors import ConfigError
 
@@ -165,9 +205,19 @@ def _chat_client(args: Any) -> Any:
         options["budget"] = Budget(args.budget)
     if getattr(args, "fallback", None):
         options["fallbacks"] = list(args.fallback)
+    if getattr(args, "cache", None):  # answers replayed from (and stored in) a ResponseCache
+        from ..cache import ResponseCache
+
+        options["cache"] = ResponseCache(args.cache)
+    notice = _wait_notice(err) if err is not None else None
+    if notice is not None:
+        options["hooks"] = [notice]
     try:
-        return AutoLLMClient(args.model, api_key=api_key, base_url=args.base_url, client_type=args.client_type,
-                             **options)
+        client = AutoLLMClient(args.model, api_key=api_key, base_url=args.base_url, client_type=args.client_type,
+                               **options)
+        if notice is not None:
+            notice.max_retries = client.max_retries
+        return client
     except ConfigError as exc:
         nearest = _nearest_models(args.model) if "cannot route model" in str(exc) else []
         if not nearest:
@@ -284,7 +334,7 @@ def _turns(client: Any, args: Any, config: Dict[str, Any], history: List[Any], m
            out: TextIO, err: TextIO, stdin: TextIO) -> List[Any]:
     """The (user message, answer) pairs of one prompt: one turn, or with ``--tool`` the tool loop's turns
     (``agenthub.agent.runner``), each call shown with its arguments, result and time."""
-    if not getattr(args, "tool", None):
+    if not getattr(args, "tool", None) and not getattr(args, "mcp", None):
         answer = _turn(client, args, config, history, message, out, err)
         return [(message, answer)] if answer is not None else []
     from ..tracer import to_jsonable
@@ -332,10 +382,20 @@ def _clip(text: str, limit: int = 200) -> str:
 
 
 def _tools(args: Any) -> List[Any]:
-    """``--tool module:function`` / ``--tool path/to/file.py:function``: the functions, loaded once."""
+    """``--tool module:function`` / ``--tool path/to/file.py:function``: the functions, loaded once; and
+    ``--mcp URL_OR_COMMAND``: the MCP servers, connected once (closed when the chat ends)."""
     loaded = getattr(args, "_loaded_tools", None)
     if loaded is None:
-        loaded = args._loaded_tools = [_load_tool(spec) for spec in args.tool]
+        loaded = [_load_tool(spec) for spec in args.tool]
+        if getattr(args, "mcp", None):
+            from .. import mcp
+            from .mcp_cli import target_of
+
+            servers = args._mcp_servers = []  # type: List[Any]
+            for spec in args.mcp:
+                servers.append(mcp.connect(target_of([spec]), timeout=args.timeout))
+            loaded.extend(servers)
+        args._loaded_tools = loaded
     return loaded
 
 
@@ -489,8 +549,6 @@ def _interactive(client: Any, args: Any, config: Dict[str, Any], history: List[A
     read_line = _line_reader(stdin, out, err)
 
     err.write("agenthub chat with {} ({}); {}\n".format(args.model, client.client_type, _HELP))
-    if history:
-        err.write("continuing a conversation of {} messages\n".format(len(history)))
     while True:
         try:
             line = read_line("you> ")
@@ -596,6 +654,7 @@ _CLI_TERMS = (
      r"set \1, or pass --api-key-env NAME (the variable holding the key)"),
     (re.compile(r"\bpass api_key="), "pass --api-key-env NAME (the variable holding the key)"),
     (re.compile(r"\bapi_key is required with base_url\b"), "--api-key-env NAME is required with --base-url"),
+    (re.compile(r"\bbase_url=(?=['\"])"), "base_url "),  # try base_url='...' -> try --base-url '...'
     (re.compile(r"\bapi_key\b=?"), "--api-key-env"),
     (re.compile(r"\bclient_type\b=?"), "--client-type"),
     (re.compile(r"\bbase_url\b=?"), "--base-url"),

@@ -237,7 +237,8 @@ def run_logs(args: Any, out: Any) -> int:
                 return 0
             for row in rows:
                 out.write("{}  {}  {:<28} {:>3} turn(s)  {}\n".format(row["id"], _when(row["updated_at"]), row["model"],
-                                                                    row["turns"], row["first_prompt"][:60]))
+                                                                    row["turns"],
+                                                                    " ".join(row["first_prompt"].split())[:60]))
             return 0
         conversation = getattr(args, "id", None) or log.latest()
         if conversation is None or log.conversation(conversation) is None:

@@ -18,6 +18,10 @@ becomes one AutoLLMClient (``max_retries`` and ``timeout`` may be given per row)
 rows' ids (their clients, with their own keys and settings; their own fallbacks are not followed) or
 model names (built as ``AutoLLMClient(fallbacks=[name])`` builds them): the row's client fails over
 to them in order before the first event (README, "Failover").  An entry that is neither is a ConfigError.
+``"limiter": {"rpm": 500, "tpm": null, "store": "sqlite:////var/lib/agenthub/state.db", "key": "openai"}`` and
+``"budget": {"max_usd": 50, "store": "redis://host:6379/0", "key": "team"}`` give the row's client a
+RateLimiter / Budget; with a ``store``, every gunicorn worker (and every machine naming the same store and
+key) draws from the one shared pace or account (docs/many-workers.md).
 
 Endpoints (the wire contract; README.md, "agenthub serve"):
 
@@ -95,7 +99,9 @@ CONFIG_KEYS = ("models", "api_keys", "allowed_hosts", "max_body_bytes", "max_con
 #: config keys a caller of the server may not send: they would rewrite the upstream request itself
 PASSTHROUGH_KEYS = ("extra_body", "extra_headers")
 MODEL_KEYS = ("id", "model", "client_type", "base_url", "api_key", "default_config", "max_retries", "timeout",
-              "fallbacks")
+              "fallbacks", "limiter", "budget")
+#: what a row's "limiter" / "budget" object may hold (RateLimiter / Budget arguments)
+SHARED_KEYS = {"limiter": ("rpm", "tpm", "store", "key"), "budget": ("max_usd", "allow_unpriced", "store", "key")}
 REQUEST_KEYS = ("model", "messages", "config")
 
 #: frames, and bytes, a stream may have waiting for a slow client before its upstream is no longer read
@@ -193,6 +199,10 @@ def load_config(config: Any, environ: Optional[Mapping[str, str]] = None) -> Dic
         fallbacks = row.get("fallbacks", [])
         if not isinstance(fallbacks, list) or not all(isinstance(f, str) and f.strip() for f in fallbacks):
             raise ConfigError("server config {}.fallbacks must be a list of row ids or model names".format(where))
+        for name, known in SHARED_KEYS.items():
+            shared = row.get(name)
+            if shared is not None and (not isinstance(shared, Mapping) or any(k not in known for k in shared)):
+                raise ConfigError("server config {}.{} must be an object of {}".format(where, name, ", ".join(known)))
         rows.append(dict(row, default_config=dict(default_config), fallbacks=list(fallbacks)))
     _check_fallbacks(rows)
     api_keys = data.get("api_keys") or []
@@ -411,6 +421,7 @@ class AgentHubApp(object):
         self.models = {}  # type: Dict[str, _Model]
         secrets = []  # type: List[str]
         own = {}  # type: Dict[str, Any]  # row id -> its client without fallbacks (what a fallback entry uses)
+        shared = {}  # type: Dict[str, Dict[str, Any]]  # row id -> its limiter / budget arguments
         for rows_pass in ("own", "fallbacks"):
             for n, row in enumerate(settings["models"]):
                 if rows_pass == "fallbacks" and not row.get("fallbacks"):
@@ -426,6 +437,9 @@ class AgentHubApp(object):
                         kwargs["timeout"] = tuple(row["timeout"]) if isinstance(row["timeout"], list) else row["timeout"]
                     if rows_pass == "fallbacks":
                         kwargs["fallbacks"] = [own.get(entry, entry) for entry in row["fallbacks"]]
+                    if row["id"] not in shared:  # one limiter / budget per row, whichever pass builds it
+                        shared[row["id"]] = _shared_state(row)
+                    kwargs.update(shared[row["id"]])
                     # the row's extra_headers are its endpoint's: its client sends them, on every request it makes
                     # (as another row's fallback too) and no other row's client ever does
                     headers = default_config.pop("extra_headers", None)
@@ -795,6 +809,10 @@ class _Pump(object):
             if isinstance(exc, TransportError) and not self.stopped:
                 outcome += " ({})".format(self.app._scrub(str(exc))[:500])
             error = None if self.stopped else exc  # a client that left is no error of the stream's
+            if error is not None and not isinstance(exc, ConfigError):
+                # the upstream failed: logged by default (the caller's answer names no address; this line does)
+                logger.warning("agenthub serve: model %s: %s (answered %d) after %d events: %s", self.model_id,
+                               type(exc).__name__, _status_of(exc), count, self.app._scrub(str(exc))[:1000])
             put(exc)
         except BaseException as exc:  # a bug of ours: logged, the client gets an AgentHubError
             logger.exception("agenthub serve: the stream of model %r failed", self.model_id)
@@ -899,6 +917,26 @@ class _Body(object):
         if not self._closed:
             self._closed = True
             self._app._release(self._pump.model_id)
+
+
+def _shared_state(row: Mapping[str, Any]) -> Dict[str, Any]:
+    """A row's "limiter" / "budget" objects as AutoLLMClient arguments (their stores opened now: a bad or
+    unreachable store refuses the config before anything is served)."""
+    out = {}  # type: Dict[str, Any]
+    if row.get("limiter") is not None:
+        from ..limiter import RateLimiter
+
+        spec = row["limiter"]
+        out["limiter"] = RateLimiter(spec.get("rpm"), spec.get("tpm"), store=spec.get("store"), key=spec.get("key"))
+    if row.get("budget") is not None:
+        from ..budget import Budget
+
+        spec = row["budget"]
+        if "max_usd" not in spec:
+            raise ConfigError("budget needs max_usd")
+        out["budget"] = Budget(spec["max_usd"], spec.get("allow_unpriced", False), store=spec.get("store"),
+                               key=spec.get("key"))
+    return out
 
 
 def _allow(method: str, allowed: Tuple[str, ...]) -> None:

@@ -155,22 +155,32 @@ class Printer(object):
 
 
 def print_models(out: TextIO, as_json: bool = False, provider: Optional[str] = None,
-                 supports: Optional[List[str]] = None) -> int:
-    """``agenthub models``: the routing registry as a table (or one JSON array); with ``provider`` or
-    ``supports``, the model catalog's rows instead."""
+                 supports: Optional[List[str]] = None, routes: bool = False,
+                 environ: Optional[Mapping[str, str]] = None) -> int:
+    """``agenthub models``: the routing table (``routes``, the default without ``as_json``), each row's
+    endpoint as its ``*_BASE_URL`` variable sets it; ``as_json`` alone, ``provider`` or ``supports``: the model
+    catalog's rows."""
+    import os
+
     from ..catalog import catalog_info, list_supported_models
     from ..registry import list_models
 
-    if provider or supports:
+    if provider or supports or (as_json and not routes):
         return print_catalog(out, as_json, provider, supports)
+    env = os.environ if environ is None else environ
     rows = list_models()
+    for row in rows:  # where a request goes today: the variable's endpoint when it is set
+        named = env.get(row["base_url_env"]) if row.get("base_url_env") else None
+        row["endpoint"] = named or row["base_url"]
     if as_json:
         out.write(json.dumps(rows, indent=2) + "\n")
         return 0
     out.write("{:<30} {:<17} {:<56} {}\n".format("MODEL NAMES", "PROTOCOL", "ENDPOINT", "API KEY"))
     for row in rows:
+        endpoint = row["endpoint"] if row["endpoint"] == row["base_url"] else "{} ({})".format(
+            row["endpoint"], row["base_url_env"])
         out.write("{:<30} {:<17} {:<56} {}\n".format(
-            row["label"], row["client_type"], row["base_url"], " or ".join(row["api_key_env"]) or "-"))
+            row["label"], row["client_type"], endpoint, " or ".join(row["api_key_env"]) or "-"))
         out.write("    {}; {} -> {}; e.g. {}\n".format(
             row["vendor"], "+".join(row["input_modalities"]), "+".join(row["output_modalities"]),
             ", ".join(row["examples"])))

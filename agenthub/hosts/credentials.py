@@ -82,7 +82,7 @@ def check_not_private_key(text: str, what: str = "api_key") -> None:
     if reason is not None:
         raise ConfigError(
             "{} refused: {}; it was not sent. For Vertex AI set GOOGLE_APPLICATION_CREDENTIALS to the file's "
-            "path (pip install 'agenthub[vertex]'), or pass api_key=agenthub.gcp.service_account_file(path), "
+            "path (pip install '.[vertex]' from agenthub's checkout), or pass api_key=agenthub.gcp.service_account_file(path), "
             "an access token, or a callable returning one".format(what, reason))
 
 

@@ -1,4 +1,4 @@
-"""Google Cloud credentials for Vertex AI, through ``google-auth`` (the optional extra ``agenthub[vertex]``).
+"""Google Cloud credentials for Vertex AI, through ``google-auth`` (the optional extra ``vertex``: ``pip install '.[vertex]'``).
 
 Nothing here is imported by ``import agenthub``: the Vertex route imports this module
 when it needs application default credentials, and this module imports google-auth
@@ -28,7 +28,7 @@ __all__ = ["SCOPE", "EXTRA", "REFRESH_MARGIN", "GoogleToken", "application_defau
 #: the OAuth scope Vertex AI takes
 SCOPE = "https://www.googleapis.com/auth/cloud-platform"
 #: how to install what this module needs
-EXTRA = "pip install 'agenthub[vertex]'"
+EXTRA = "pip install '.[vertex]' from agenthub's checkout"
 #: a token is renewed when it expires within this many seconds (google-auth itself waits until 3m45s)
 REFRESH_MARGIN = 300.0
 #: seconds allowed for one call to the token endpoint

@@ -26,7 +26,7 @@ from typing import Any, Iterable, Optional, Tuple
 
 from ..errors import ConfigError
 
-__all__ = ["check_model_segments", "url_host", "url_origin", "authority_host", "authority_parts", "check_base_url",
+__all__ = ["check_model_segments", "url_host", "route_host", "url_origin", "url_server", "circuit_host", "authority_host", "authority_parts", "check_base_url",
            "host_is", "is_loopback", "is_loopback_host", "split_authority"]
 
 _SCHEME = re.compile(r"^(https?)://")
@@ -123,6 +123,34 @@ def url_host(url: Any) -> str:
 
 
 _DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def route_host(url: Any) -> str:
+    """Where ``url`` connects, as a route names it: ``url_host``, with ``:port`` when the URL names a port
+    other than its scheme's (two endpoints on one host read apart; an IPv6 address is then in brackets)."""
+    try:
+        scheme, _, host, port = split_authority(url)
+    except ValueError:
+        return ""
+    if not port or port == _DEFAULT_PORTS.get(scheme):
+        return host
+    return "{}:{}".format("[{}]".format(host) if ":" in host else host, port)
+
+
+def url_server(url: Any) -> Optional[Tuple[str, int]]:
+    """(host, port) ``url`` connects to (an attempt's ``server``); None for a URL without a host."""
+    origin = url_origin(url)
+    return None if origin is None else (origin[1], origin[2])
+
+
+def circuit_host(url: Any) -> str:
+    """The endpoint a circuit breaker (and a limiter's pause) keys: host and port, always (two gateways on
+    one host are two endpoints); "" for a URL without a host."""
+    origin = url_origin(url)
+    if origin is None:
+        return ""
+    _, host, port = origin
+    return "[{}]:{}".format(host, port) if ":" in host else "{}:{}".format(host, port)
 
 
 def url_origin(url: Any) -> Optional[Tuple[str, str, int]]:

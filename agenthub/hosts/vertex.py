@@ -20,7 +20,7 @@ project of the application default credentials.
 
 Credentials: ``api_key`` may be an OAuth access token or a callable returning one (called before
 every attempt); either is sent as ``Authorization: Bearer``.  Without it, Google application
-default credentials are used through google-auth (``agenthub.gcp``, the extra ``agenthub[vertex]``),
+default credentials are used through google-auth (``agenthub.gcp``, the extra ``vertex``: ``pip install '.[vertex]'``),
 but only toward Google's hosts (``*.googleapis.com``), the endpoint ``VERTEX_BASE_URL`` names, or a
 loopback address.
 """

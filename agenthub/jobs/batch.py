@@ -30,7 +30,6 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 from .. import registry
 from .._redact import redact_url
 from ..errors import AgentHubError, ConfigError, upstream_error
-from ..providers._common import apply_extras
 from ..stream import Collector, drive
 from ..validate import check_config
 from . import backends as _backends
@@ -220,7 +219,7 @@ def _plan_row(row: JobRow, choice: str, cache: Dict[Tuple[Any, ...], Any]) -> _P
         raise ConfigError("{!r} routes to {}, which is not {}'s own endpoint: no {} batch engine there (a row "
                           "with its own base_url is taken at its word)".format(
                               row.model, redact_url(client.base_url), _VENDOR[name], name))
-    embeddings = bool(client._endpoint.quirks.get("embeddings"))
+    embeddings = client.protocol.name.endswith("-embeddings")  # the client of an embedding model
     api = "embeddings" if embeddings else _API[kind]
     why = _backends.backend(name).why_not(api)
     if why:
@@ -233,7 +232,7 @@ def _plan_row(row: JobRow, choice: str, cache: Dict[Tuple[Any, ...], Any]) -> _P
         from ..tracer import trace_paths
 
         trace_paths(config["trace_id"])  # one escaping the cache dir is refused now, as live
-    request = apply_extras(client._build(list(row.messages), config), config)
+    request = client.plan(list(row.messages), config)
     return _Planned(row, name, client, api, request)
 
 
@@ -598,7 +597,7 @@ class BatchJob(object):
                      summary: FetchSummary) -> None:
         engine = _backends.backend(record["backend"])
         client = self._client(record)
-        record_parser = client._protocol
+        record_parser = client.protocol
         kind = client.client_type
         by_custom = {record["custom_ids"].get(rid, rid): rid for rid in record["ids"]}
         rows = self._input_rows()

@@ -43,7 +43,7 @@ def _add_run(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--rpm", type=_positive(float), metavar="N", help="requests per minute, spread evenly")
     parser.add_argument("--tpm", type=_positive(float), metavar="N", help="tokens per minute (estimated, then corrected)")
     parser.add_argument("--engine", choices=("live", "ray"), default="live",
-                        help="live: a thread pool here (default); ray: a Ray Data pipeline (pip install agenthub[ray])")
+                        help="live: a thread pool here (default); ray: a Ray Data pipeline (pip install '.[ray]' from agenthub's checkout)")
     parser.add_argument("--retry-failed", action="store_true", help="send the rows with error rows again")
     parser.add_argument("--skip-invalid", action="store_true",
                         help="write an error row for each invalid line instead of refusing the job")

@@ -36,7 +36,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 from ..attempts import Attempt, register, unregister
 from ..client import AutoLLMClient
 from ..errors import AgentHubError, BudgetExceededError, ConfigError, TransportError
-from ..limiter import LimiterHook, RateLimiter, estimate_tokens, has_hook  # noqa: F401  (jobs.runner.estimate_tokens)
+from ..limiter import LimiterHook, RateLimiter, endpoint_key, estimate_tokens, has_hook  # noqa: F401  (jobs.runner.estimate_tokens)
 from ..catalog import cost
 from ..stream import collect
 from ..telemetry import child_span, workflow_span  # a span per job and per row (no-ops uninstrumented)
@@ -52,6 +52,8 @@ ENGINES = {"ray": "agenthub.ray"}
 PLAIN_INTERVAL = 10.0
 #: seconds between redraws of the progress line on a terminal
 TTY_INTERVAL = 0.25
+#: a wait before a retry at least this long (a 429's Retry-After pause, a long backoff) is announced
+ANNOUNCE_WAIT = 3.0
 
 
 @dataclass
@@ -148,6 +150,7 @@ class Progress(object):
         self.started = time.monotonic()
         self.last = 0.0
         self.lock = threading.Lock()
+        self.announced_until = 0.0  # the end of the last wait announced (monotonic)
 
     def snapshot(self, summary: JobSummary, final: bool = False) -> Dict[str, Any]:
         elapsed = time.monotonic() - self.started
@@ -192,6 +195,26 @@ class Progress(object):
             self.stream.flush()
         except (OSError, ValueError):  # a closed stderr never stops the job
             self.mode = "off"
+
+    def waiting(self, row_id: Any, error: Any, seconds: float, asked: bool, attempt: int) -> None:
+        """A worker is about to wait ``seconds`` before retrying a row: one line when the wait is long and
+        not already announced (workers hit by one pause print one line), on a terminal or not."""
+        if self.mode not in ("tty", "plain") or seconds < ANNOUNCE_WAIT:
+            return
+        with self.lock:
+            until = time.monotonic() + seconds
+            if until <= self.announced_until + 1.0:
+                return
+            self.announced_until = until
+            status = getattr(error, "status", None)
+            line = "agenthub.jobs: row {}: {}{}: waiting {:g} s{} before attempt {}".format(
+                row_id, type(error).__name__, " (status {})".format(status) if status is not None else "",
+                round(seconds, 1), " as the server asked (Retry-After)" if asked else "", attempt + 1)
+            try:
+                self.stream.write(("\r\x1b[2K" if self.mode == "tty" else "") + line + "\n")
+                self.stream.flush()
+            except (OSError, ValueError):
+                self.mode = "off"
 
     def end(self, summary: JobSummary) -> None:
         if self.mode == "off":
@@ -329,6 +352,7 @@ class Job(object):
         local = self.local
         local.pace = not has_hook(client, self.limiter)  # a client reporting to this limiter paces itself
         local.call = None
+        local.row_id = row.id
         me = threading.get_ident()
         try:
             stream = client.streaming_response(row.messages, row.config)
@@ -429,6 +453,11 @@ class _RowHook(LimiterHook):
                 attempt.delay = 0.0  # the limiter holds every worker for the Retry-After: the next turn waits
         if self.job.stop_new.is_set():
             attempt.retry = False  # stopping: a failed row gets its error row now
+        elif attempt.retry:  # a long wait before the next attempt is announced (a plain line, terminal or not)
+            retry_after = getattr(error, "retry_after", None)
+            wait = max(attempt.delay or 0.0, self.limiter.paused_for(endpoint_key(attempt)) if pace else 0.0)
+            self.job.progress.waiting(getattr(self.job.local, "row_id", None), error, wait, retry_after is not None,
+                                      attempt.number + 1)
 
     def on_done(self, attempt: Attempt) -> None:
         if self._pace():
@@ -451,7 +480,8 @@ def run(input_path: str, output_path: str, *, workers: int = 8, rpm: Optional[fl
         tpm: Optional[float] = None, retry_failed: bool = False, progress: Union[None, bool, Callable[..., Any]] = None,
         skip_invalid: bool = False, engine: Optional[str] = None, limiter: Optional[RateLimiter] = None,
         client_factory: Optional[Callable[..., Any]] = None, max_retries: int = 2, grace: float = 30.0,
-        fallbacks: Optional[Sequence[Any]] = None, budget: Any = None, **engine_options: Any) -> JobSummary:
+        fallbacks: Optional[Sequence[Any]] = None, budget: Any = None, cache: Any = None,
+        **engine_options: Any) -> JobSummary:
     """Run a job file live (or on Ray: ``engine="ray"``) and append the answers to ``output_path``.
 
     ``rpm`` / ``tpm``: the budget of one shared RateLimiter (or pass ``limiter``).  ``progress``: None
@@ -464,6 +494,7 @@ def run(input_path: str, output_path: str, *, workers: int = 8, rpm: Optional[fl
     ``budget``: an ``agenthub.Budget`` every row's client (fallbacks included) reserves from: a row whose
     worst case no longer fits gets a BudgetExceededError row (``attempts`` 0) and is never sent; a
     rerun with ``retry_failed=True`` and a new budget sends those rows.  Live engine only.
+    ``cache``: an ``agenthub.ResponseCache`` every row's client answers from (and stores in).
     """
     started = time.monotonic()
     _positive_int(workers, "workers")
@@ -480,6 +511,12 @@ def run(input_path: str, output_path: str, *, workers: int = 8, rpm: Optional[fl
     if fallbacks is not None and client_factory is not None:
         raise ConfigError("fallbacks= is for the runner's own clients: with client_factory, give the clients "
                           "your factory builds their fallbacks")
+    if cache is not None:
+        from ..cache import ResponseCache
+
+        if not isinstance(cache, ResponseCache) or client_factory is not None:
+            raise ConfigError("cache= takes an agenthub.ResponseCache for the runner's own clients (with "
+                              "client_factory, give the clients your factory builds the cache)")
     if budget is not None:
         from ..budget import Budget
 
@@ -496,6 +533,9 @@ def run(input_path: str, output_path: str, *, workers: int = 8, rpm: Optional[fl
     elif fallbacks is not None:
         client_factory = functools.partial(fallback_client, list(fallbacks),  # picklable: Ray's actors build it too
                                            max_retries=max_retries)
+    if cache is not None:
+        client_factory = functools.partial(own_client, list(fallbacks) if fallbacks is not None else None, budget,
+                                           max_retries=max_retries, cache=cache)
     if os.path.abspath(input_path) == os.path.abspath(output_path):
         raise ConfigError("the output file must not be the input file")
     job = read_jobs(input_path, skip_invalid=skip_invalid, keep_rows=False)
@@ -562,11 +602,11 @@ def _run_live(job: JobFile, input_path: str, output_path: str, workers: int, lim
 
 
 def own_client(fallbacks: Optional[List[Any]], budget: Any, model: str, client_type: Optional[str],
-               base_url: Optional[str], max_retries: int = 2) -> AutoLLMClient:
-    """The client of a route under ``run(..., fallbacks=..., budget=...)`` (the fallbacks built from model
-    names get the same budget)."""
+               base_url: Optional[str], max_retries: int = 2, cache: Any = None) -> AutoLLMClient:
+    """The client of a route under ``run(..., fallbacks=..., budget=..., cache=...)`` (the fallbacks built from
+    model names get the same budget)."""
     return AutoLLMClient(model, client_type=client_type, base_url=base_url, max_retries=max_retries,
-                         fallbacks=fallbacks, budget=budget)
+                         fallbacks=fallbacks, budget=budget, cache=cache)
 
 
 def fallback_client(fallbacks: List[Any], model: str, client_type: Optional[str],

@@ -28,7 +28,10 @@ Request
   in ``additionalModelRequestFields`` (``thinking: {type: enabled, budget_tokens}`` or ``thinking: {type:
   adaptive}`` + ``output_config: {effort}``; the interleaved-thinking beta as ``anthropic_beta`` for a
   budget with tools); ``max_tokens`` defaults to the rule's; the rule's temperature and forced-tool limits
-  apply.  Other families: ``thinking_level`` is ignored (their reasoning, if any, is the model's own).
+  apply.  Amazon Nova 2 (Lite, Pro): ``thinking_level`` as ``additionalModelRequestFields.reasoningConfig``
+  (``{type: enabled, maxReasoningEffort}``: low, medium, high; xhigh and max clamp to high, which takes no
+  ``max_tokens``, ``temperature`` or ``top_p``); NONE sends nothing (off, its default).  Other families:
+  any level but NONE is an UnsupportedParameterError (their reasoning, if any, is the model's own).
 - ``prompt_caching`` as ``cachePoint`` blocks after the system prompt, after the tools (Claude) and at the
   end of the last message, on models with prompt caching (Claude 3.5 Haiku, 3.7 Sonnet and Claude 4 and later;
   Amazon Nova): ENABLE (the default) -> ``{"type": "default"}``, ENHANCE -> ``"ttl": "1h"`` (raises on
@@ -152,6 +155,38 @@ def claude_name(model: str) -> Optional[str]:
     return None
 
 
+#: Amazon Nova 2 models with extended thinking (``reasoningConfig``; off by default)
+_NOVA_REASONING = re.compile(r"nova-2-(?:lite|pro)\b")
+#: thinking_level -> Nova 2's maxReasoningEffort (it has low, medium, high: the levels above clamp to high)
+_NOVA_EFFORT = {"low": "low", "medium": "medium", "high": "high", "xhigh": "high", "max": "high"}
+
+
+def nova_reasoning(model: str) -> bool:
+    """Whether the Bedrock id names an Amazon Nova 2 model that takes ``reasoningConfig``."""
+    vendor, rest = _family(model)
+    return vendor == "amazon" and bool(_NOVA_REASONING.match(rest))
+
+
+def _reasoning_config(client: str, model: str, config: Mapping[str, Any]) -> Optional[Dict[str, Any]]:
+    """``thinking_level`` on a Bedrock model that is not Claude: Nova 2's reasoningConfig, else refused."""
+    level = config.get("thinking_level")
+    level = getattr(level, "value", level)
+    if level is None or level == "none":
+        return None
+    if not nova_reasoning(model):
+        raise unsupported(client, "thinking_level", "is not available for {!r} on Bedrock: agenthub maps it for "
+                                                    "Claude and Amazon Nova 2 (Lite, Pro) models only; this model "
+                                                    "reasons on its own or not at all (use 'none' or leave it "
+                                                    "unset)".format(model))
+    effort = _NOVA_EFFORT[level]
+    if effort == "high":  # Nova 2 bounds its own output then: the three must be unset
+        for key in ("max_tokens", "temperature", "top_p"):
+            if config.get(key) is not None:
+                raise unsupported(client, key, "must be unset for {!r} with maxReasoningEffort high (thinking_level "
+                                               "{!r}); use thinking_level 'medium' to keep it".format(model, level))
+    return {"type": "enabled", "maxReasoningEffort": effort}
+
+
 def _caching(model: str) -> bool:
     claude = claude_name(model)
     if claude is not None:
@@ -209,6 +244,10 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
             extra["output_config"] = {"effort": effort}
         if thinking_on and rule["mode"] == "budget" and rule.get("interleaved") and config.get("tools"):
             extra["anthropic_beta"] = [anthropic.INTERLEAVED_THINKING_BETA]
+    else:
+        reasoning = _reasoning_config(client, model, config)
+        if reasoning is not None:
+            extra["reasoningConfig"] = reasoning
     if max_tokens:
         inference["maxTokens"] = max_tokens
     inference.update(samplers(client, config, _SAMPLERS, why="cannot be sent: the Bedrock Converse API has no seed"))

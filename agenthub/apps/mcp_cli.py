@@ -1,0 +1,98 @@
+"""``agenthub mcp tools TARGET...`` and ``agenthub mcp call TARGET... TOOL JSON``.
+
+TARGET is an MCP server's URL (Streamable HTTP) or the command that starts it (stdio): the remaining
+arguments, or one quoted string split as a shell would.  ``--header "Name: value"`` (repeatable) goes to
+a URL's own origin only; ``--json`` prints ToolSchemas / the tool_result item as JSON.
+"""
+
+import argparse
+import json
+import shlex
+import sys
+from typing import Any, List, TextIO, Union
+
+from ..errors import ConfigError
+
+__all__ = ["add_parser", "run", "target_of"]
+
+
+def add_parser(sub: Any) -> argparse.ArgumentParser:
+    parser = sub.add_parser("mcp", help="an MCP server's tools: list them, call one",
+                            description="List the tools of an MCP server, or call one. TARGET is a URL "
+                                        "(Streamable HTTP) or the command that starts the server (stdio): the "
+                                        "remaining arguments, or one quoted string. Options come before TARGET.")
+    actions = parser.add_subparsers(dest="mcp_command", metavar="ACTION")
+    tools = actions.add_parser("tools", help="list the tools: agenthub mcp tools TARGET...")
+    call = actions.add_parser("call", help="call a tool: agenthub mcp call TARGET... TOOL JSON")
+    for action in (tools, call):
+        action.add_argument("--header", action="append", default=[], metavar="'NAME: VALUE'",
+                            help="an HTTP header for a URL target (its origin only); repeatable")
+        action.add_argument("--timeout", type=float, metavar="SECONDS", help="per request and start-up (default 60)")
+        action.add_argument("--protocol", default="auto", help='"auto" (default) or a revision such as 2025-11-25')
+        action.add_argument("--json", action="store_true", help="print JSON")
+        action.add_argument("words", nargs=argparse.REMAINDER, metavar="TARGET")
+    return parser  # type: ignore[no-any-return]
+
+
+def target_of(words: List[str]) -> Union[str, List[str]]:
+    """A URL as it is; a command as its words (one word is split as a shell would)."""
+    if not words:
+        raise ConfigError("name an MCP server: a URL or the command that starts it")
+    if len(words) == 1 and words[0].startswith(("http://", "https://")):
+        return words[0]
+    if len(words) == 1:
+        words = shlex.split(words[0])
+        if not words:
+            raise ConfigError("the server command is empty")
+    return list(words)
+
+
+def _headers(values: List[str]) -> Any:
+    headers = {}
+    for value in values:
+        name, sep, text = value.partition(":")
+        if not sep or not name.strip():
+            raise ConfigError("--header wants 'Name: value'")
+        headers[name.strip()] = text.strip()
+    return headers or None
+
+
+def run(args: Any, out: TextIO = sys.stdout) -> int:
+    from .. import mcp
+
+    words = list(args.words)
+    if words and words[0] == "--":
+        words = words[1:]
+    if args.mcp_command == "call":
+        if len(words) < 3:
+            raise ConfigError("agenthub mcp call TARGET... TOOL JSON")
+        words, tool, text = words[:-2], words[-2], words[-1]
+        try:
+            arguments = json.loads(text)
+        except ValueError as exc:
+            raise ConfigError("the tool's arguments are not JSON: {}".format(exc)) from None
+        if not isinstance(arguments, dict):
+            raise ConfigError("the tool's arguments must be a JSON object")
+    target = target_of(words)
+    headers = _headers(args.header)
+    if headers is not None and not isinstance(target, str):
+        raise ConfigError("--header is for a URL target")
+    with mcp.connect(target, headers=headers, timeout=args.timeout, protocol=args.protocol) as server:
+        if args.mcp_command == "tools":
+            tools = server.list_tools()
+            if args.json:
+                out.write(json.dumps(tools, ensure_ascii=False) + "\n")
+            else:
+                for schema in tools:
+                    description = " ".join((schema.get("description") or "").split())
+                    out.write("{}{}\n".format(schema["name"], ": " + description if description else ""))
+            return 0
+        result = server.call_tool(tool, arguments)
+    if args.json:
+        out.write(json.dumps(result, ensure_ascii=False) + "\n")
+    else:
+        if result["text"]:
+            out.write(result["text"] + ("" if result["text"].endswith("\n") else "\n"))
+        for image in result.get("images", []):
+            out.write("[image: {}]\n".format(image.split(",", 1)[0]))
+    return 1 if result.get("is_error") else 0

@@ -1,0 +1,457 @@
+"""``connect()`` and the server handle: an MCP server's tools, resources and prompts, synchronously.
+
+The handle satisfies the tool-provider contract (``list_tools()``, ``call_tool(name, arguments)``,
+``name``), so ``client.run(..., tools=[server])`` uses an MCP server like any tool.  It is
+thread-safe: calls may run in parallel from several threads; ``close()`` from any thread ends the
+calls in flight (a TransportError with ``aborted``) and then the connection.
+"""
+
+import sys
+import threading
+import time
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
+
+from ..errors import AgentHubError, ConfigError, StreamProtocolError, TransportError, UnsupportedOperationError, \
+    UpstreamError
+from ..hosts.trust import url_origin
+from . import jsonrpc, results
+from .jsonrpc import MCPError, Message
+from .session import LEGACY_VERSIONS, MODERN_VERSIONS, Session, _Fallback, falls_back, param_header_values, \
+    param_headers
+
+__all__ = ["connect", "Server", "DEFAULT_TIMEOUT", "forget_eras"]
+
+#: seconds for one request (to connect, of silence, in all) and for the start-up, when not given
+DEFAULT_TIMEOUT = 60.0
+#: on stdio, how long the ``server/discover`` probe waits before taking silence for the handshake era
+PROBE_TIMEOUT = 10.0
+#: pages read at most by one list call (a server whose cursor never ends is an error)
+MAX_PAGES = 1000
+
+#: the era learnt per HTTP origin ((scheme, host, port) -> "modern" | "legacy"): 2026-07-28 basic/versioning
+#: "clients SHOULD cache the result for the lifetime of the ... origin (HTTP)"
+_ERAS = {}  # type: Dict[Any, str]
+_ERAS_LOCK = threading.Lock()
+
+
+def forget_eras() -> None:
+    """Forget which era each HTTP origin spoke (the next connect probes again)."""
+    with _ERAS_LOCK:
+        _ERAS.clear()
+
+
+def _version() -> str:
+    package = sys.modules.get(__name__.split(".")[0])  # the package's __init__ (read, not imported: it is above)
+    version = getattr(package, "__version__", None)
+    return version if isinstance(version, str) else "0"
+
+
+class Server(object):
+    """A connection to one MCP server (see ``connect``)."""
+
+    def __init__(self, channel: Any, session: Session, name: Optional[str], timeout: float,
+                 origin: Any = None) -> None:
+        self.name = name
+        self.timeout = timeout
+        self._channel = channel
+        self._session = session
+        self._origin = origin
+        self._lock = threading.RLock()
+        self._generation = 0  # bumped at each (re)initialisation
+        self._closed = False
+        self._lists = {}  # type: Dict[str, Tuple[Optional[float], Any]]  # what -> (fresh until, value)
+        self._marks = {}  # type: Dict[str, Any]  # tool name -> x-mcp-header marks
+        self._probe = None  # type: Any  # the id of the last server/discover sent
+        if channel.transport == "stdio":
+            channel.set_handlers(self._on_request, self._on_notification)
+        try:
+            self._start()
+        except BaseException:
+            self.close()
+            raise
+
+    # -- what was agreed -----------------------------------------------------------------------------
+    @property
+    def protocol_version(self) -> Optional[str]:
+        """The revision in use ("2026-07-28", "2025-11-25", ...)."""
+        return self._session.version
+
+    @property
+    def server_info(self) -> Optional[Dict[str, Any]]:
+        return self._session.server_info
+
+    @property
+    def capabilities(self) -> Dict[str, Any]:
+        return self._session.capabilities
+
+    @property
+    def instructions(self) -> Optional[str]:
+        return self._session.instructions
+
+    @property
+    def stderr(self) -> str:
+        """The end of a stdio server's log ("" for HTTP)."""
+        return getattr(self._channel, "stderr_tail", "")
+
+    def __repr__(self) -> str:
+        return "<agenthub.mcp.Server {} {}>".format(self.name or self._channel.label, self.protocol_version)
+
+    # -- start-up -------------------------------------------------------------------------------------
+    def _start(self) -> None:
+        session = self._session
+        if session.era is None and self._origin is not None:
+            with _ERAS_LOCK:
+                known = _ERAS.get(self._origin)
+            if known == "legacy":
+                try:
+                    self._initialize()
+                    return
+                except AgentHubError:
+                    with _ERAS_LOCK:
+                        _ERAS.pop(self._origin, None)  # re-probe when the remembered era fails
+                    session.era = None
+        if session.era in (None, "modern"):
+            try:
+                self._discover()
+                self._remember("modern")
+                return
+            except _Fallback:
+                pass
+            except AgentHubError as error:
+                if session.pinned or not falls_back(error, self._channel.transport):
+                    raise
+            session.era, session.version = None, None
+        try:
+            self._initialize()
+        except MCPError:
+            # a stdio server slower to start than the probe's wait: its DiscoverResult came after all
+            late = getattr(self._channel, "late_answer", lambda ident: None)(self._probe)
+            if late is None or late.kind != "result":
+                raise
+            session.era = None
+            session.accept_discover(session.outcome("server/discover", late))
+            return
+        self._remember("legacy")
+
+    def _remember(self, era: str) -> None:
+        if self._origin is not None and self._session.pinned is None:
+            with _ERAS_LOCK:
+                _ERAS[self._origin] = era
+
+    def _discover(self) -> None:
+        session = self._session
+        timeout = self.timeout
+        if self._channel.transport == "stdio" and session.pinned is None:
+            timeout = min(timeout, PROBE_TIMEOUT)
+        for _ in range(len(MODERN_VERSIONS) + 1):
+            ident, message = session.discover_request()
+            self._probe = ident
+            try:
+                answer = self._channel.exchange(message, session.headers(message), timeout)
+                result = session.outcome("server/discover", answer.message, answer.status)
+            except MCPError as error:
+                if error.code == jsonrpc.UNSUPPORTED_PROTOCOL_VERSION and session.version_refused(error):
+                    continue
+                raise
+            session.accept_discover(result)
+            return
+        raise StreamProtocolError("{}: no protocol version agreed".format(self._channel.label),
+                                  client=self._channel.label)  # pragma: no cover
+
+    def _initialize(self) -> None:
+        session = self._session
+        session.era = "legacy"
+        session.session_id = None
+        ident, message = session.initialize_request()
+        try:
+            answer = self._channel.exchange(message, session.headers(message), self.timeout, self._on_message)
+        except AgentHubError as error:
+            self._refuse_http_sse(error)
+            raise
+        result = session.outcome("initialize", answer.message, answer.status)
+        if answer.headers is not None:
+            session.take_session_id(answer.headers.get("mcp-session-id"))
+        notice = session.accept_initialize(result)
+        self._channel.post(notice, session.headers(notice), self.timeout)
+        self._generation += 1
+
+    def _refuse_http_sse(self, error: AgentHubError) -> None:
+        if self._channel.transport != "http" or getattr(error, "status", None) not in (400, 404, 405):
+            return
+        if isinstance(error, MCPError):
+            return
+        if self._channel.legacy_sse(self.timeout):
+            raise UnsupportedOperationError(
+                "{}: this server speaks the deprecated HTTP+SSE transport (MCP 2024-11-05), which agenthub does "
+                "not support; use its Streamable HTTP endpoint (MCP 2025-03-26 or later)".format(
+                    self._channel.label), client=self._channel.label, operation="HTTP+SSE") from None
+
+    # -- what the server sends unasked ----------------------------------------------------------------
+    def _on_message(self, message: Message) -> None:
+        if message.kind == "request":
+            self._on_request(message)
+        else:
+            self._on_notification(message)
+
+    def _on_request(self, message: Message) -> None:
+        reply = self._session.answer(message)
+        try:
+            self._channel.post(reply, self._session.headers(reply), self.timeout)
+        except AgentHubError:
+            pass  # the server's own request: its failure is not the caller's
+
+    def _on_notification(self, message: Message) -> None:
+        what = Session.invalidates(message)
+        if what is not None:
+            with self._lock:
+                self._lists.pop(what, None)
+
+    # -- requests ------------------------------------------------------------------------------------
+    def _check_open(self) -> None:
+        if self._closed:
+            raise TransportError("{}: the MCP connection is closed".format(self._channel.label),
+                                 client=self._channel.label, aborted=True, retryable=False)
+
+    def request(self, method: str, params: Optional[Dict[str, Any]] = None, timeout: Optional[float] = None,
+                headers: Optional[Dict[str, str]] = None) -> Dict[str, Any]:
+        """Send one request and return its result (an MCPError for an error answer).  The lower-level
+        door: the methods below are built on it."""
+        if not isinstance(method, str) or not method:
+            raise ConfigError("method must be a non-empty string")
+        self._check_open()
+        session = self._session
+        timeout = self.timeout if timeout is None else timeout
+        renewed = False
+        for _ in range(4):
+            generation = self._generation
+            ident, message = session.request(method, params)
+            sent = session.headers(message)
+            if headers:
+                sent.update(headers)
+            try:
+                if self._channel.transport == "http":
+                    answer = self._channel.exchange(message, sent, timeout, self._on_message,
+                                                    resumable=session.era == "legacy")
+                else:
+                    answer = self._channel.exchange(message, sent, timeout, self._on_message)
+                return session.outcome(method, answer.message, answer.status)
+            except TransportError as error:
+                if error.timeout and session.era == "legacy" and self._channel.transport == "http":
+                    # 2025-11-25 "Cancellation": a dropped connection is not a cancellation; say it
+                    notice = session.cancel_notification(ident, "timeout")
+                    try:
+                        self._channel.post(notice, session.headers(notice), min(timeout, 5.0))
+                    except AgentHubError:
+                        pass
+                raise
+            except (MCPError, UpstreamError) as error:
+                status = getattr(error, "status", None)
+                if isinstance(error, MCPError) and error.code == jsonrpc.UNSUPPORTED_PROTOCOL_VERSION \
+                        and session.era == "modern":
+                    try:
+                        if session.version_refused(error):
+                            continue
+                    except _Fallback:
+                        with self._lock:
+                            if self._generation == generation:
+                                self._initialize()
+                        continue
+                    raise
+                if isinstance(error, MCPError) and error.code == jsonrpc.HEADER_MISMATCH and method == "tools/call" \
+                        and not renewed and session.era == "modern":
+                    # 2026-07-28 "Client Behavior": the tool's x-mcp-header marks may have changed; list, retry once
+                    renewed = True
+                    self.list_tools(refresh=True)
+                    name = str((params or {}).get("name"))
+                    with self._lock:
+                        marks = self._marks.get(name)
+                    headers = param_header_values(marks, (params or {}).get("arguments") or {}) if marks else None
+                    continue
+                if status == 404 and session.era == "legacy" and "MCP-Session-Id" in sent and not renewed:
+                    # 2025-11-25 "Session Management" 4: the session ended; start a new one, once
+                    renewed = True
+                    with self._lock:
+                        if self._generation == generation:
+                            session.lost_session()
+                            self._initialize()
+                    continue
+                raise
+        raise StreamProtocolError("{}: {} could not be sent".format(self._channel.label, method),
+                                  client=self._channel.label)  # pragma: no cover
+
+    def _pages(self, method: str, key: str, params: Optional[Dict[str, Any]] = None) -> Tuple[List[Any], Any]:
+        items = []  # type: List[Any]
+        cursor = None
+        seen = set()
+        ttl = None
+        for _ in range(MAX_PAGES):
+            page_params = dict(params or {})
+            if cursor is not None:
+                page_params["cursor"] = cursor
+            result = self.request(method, page_params or None)
+            page = result.get(key)
+            if not isinstance(page, list):
+                raise StreamProtocolError("{}: {} answered without a {} list".format(
+                    self._channel.label, method, key), client=self._channel.label)
+            items.extend(page)
+            value = result.get("ttlMs")
+            if isinstance(value, int) and not isinstance(value, bool):
+                ttl = max(0, value) if ttl is None else min(ttl, max(0, value))
+            cursor = result.get("nextCursor")
+            if cursor is None:
+                return items, ttl
+            if not isinstance(cursor, str) or cursor in seen:
+                raise StreamProtocolError("{}: {} gave a cursor that repeats or is not a string".format(
+                    self._channel.label, method), client=self._channel.label)
+            seen.add(cursor)
+        raise StreamProtocolError("{}: {} gave more than {} pages".format(self._channel.label, method, MAX_PAGES),
+                                  client=self._channel.label)
+
+    def _listed(self, what: str, method: str, key: str, refresh: bool) -> List[Any]:
+        with self._lock:
+            cached = self._lists.get(what)
+        if cached is not None and not refresh:
+            until, value = cached
+            if until is None or time.monotonic() < until:
+                return list(value)
+        items, ttl = self._pages(method, key)
+        # caching (2026-07-28 server/utilities/caching): fresh for ttlMs when the server gives it (0: not
+        # cached); without one (a handshake-era server), until a list_changed notification or refresh=True
+        if ttl != 0:
+            with self._lock:
+                self._lists[what] = (None if ttl is None else time.monotonic() + ttl / 1000.0, items)
+        return items
+
+    # -- tools ---------------------------------------------------------------------------------------
+    def list_tools(self, refresh: bool = False) -> List[Dict[str, Any]]:
+        """The server's tools as ToolSchemas ({"name", "description", "parameters"}), every page."""
+        raw = self._listed("tools", "tools/list", "tools", refresh)
+        label = self._channel.label
+        tools = []
+        marks = {}
+        for tool in raw:
+            schema = results.tool_schema(tool, label)
+            if self._channel.transport == "http" and self._session.era == "modern":
+                try:
+                    found = param_headers(schema["parameters"])
+                except ValueError:
+                    continue  # 2026-07-28: a tool with a bad x-mcp-header is left out of tools/list
+                if found:
+                    marks[schema["name"]] = found
+            tools.append(schema)
+        with self._lock:
+            self._marks = marks
+        return tools
+
+    def call_tool(self, name: str, arguments: Optional[Dict[str, Any]] = None,
+                  timeout: Optional[float] = None) -> Dict[str, Any]:
+        """Call a tool: a tool_result item ({"type": "tool_result", "text", "images"?, "is_error"?})."""
+        if not isinstance(name, str) or not name:
+            raise ConfigError("a tool name must be a non-empty string")
+        if arguments is None:
+            arguments = {}
+        if not isinstance(arguments, dict):
+            raise ConfigError("tool arguments must be a dict (got {})".format(type(arguments).__name__))
+        headers = None
+        with self._lock:
+            marks = self._marks.get(name)
+        if marks:
+            headers = param_header_values(marks, arguments)
+        result = self.request("tools/call", {"name": name, "arguments": arguments}, timeout, headers)
+        return results.tool_result(result, self._channel.label)
+
+    # -- resources and prompts -----------------------------------------------------------------------
+    def list_resources(self, refresh: bool = False) -> List[Dict[str, Any]]:
+        """The server's resources ({"uri", "name", "mimeType"?, ...} as the server gives them), every page."""
+        return list(self._listed("resources", "resources/list", "resources", refresh))
+
+    def read_resource(self, uri: str) -> List[Dict[str, Any]]:
+        """A resource's contents: [{"uri", "mimeType"?, "text" | "blob"}]."""
+        if not isinstance(uri, str) or not uri:
+            raise ConfigError("a resource URI must be a non-empty string")
+        result = self.request("resources/read", {"uri": uri})
+        contents = result.get("contents")
+        if not isinstance(contents, list):
+            raise StreamProtocolError("{}: resources/read answered without contents".format(self._channel.label),
+                                      client=self._channel.label)
+        return contents
+
+    def list_prompts(self, refresh: bool = False) -> List[Dict[str, Any]]:
+        """The server's prompts ({"name", "description"?, "arguments"?}), every page."""
+        return list(self._listed("prompts", "prompts/list", "prompts", refresh))
+
+    def get_prompt(self, name: str, arguments: Optional[Dict[str, str]] = None) -> List[Dict[str, Any]]:
+        """A prompt's messages as UniMessages ({"role", "content_items"})."""
+        if not isinstance(name, str) or not name:
+            raise ConfigError("a prompt name must be a non-empty string")
+        if arguments is not None and not (isinstance(arguments, dict) and
+                                          all(isinstance(k, str) and isinstance(v, str) for k, v in arguments.items())):
+            raise ConfigError("prompt arguments must map str to str")
+        params = {"name": name}  # type: Dict[str, Any]
+        if arguments:
+            params["arguments"] = arguments
+        return results.prompt_messages(self.request("prompts/get", params), self._channel.label)
+
+    # -- the end -------------------------------------------------------------------------------------
+    def close(self) -> None:
+        """End the calls in flight and the connection (a handshake-era HTTP session is DELETEd; a stdio
+        server has its stdin closed, then is terminated if it lingers).  Idempotent."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+        channel = self._channel
+        if channel.transport == "http":
+            channel.abort()
+            end = self._session.end_headers()
+            if end is not None:
+                channel.delete(end)
+        channel.close()
+
+    def __enter__(self) -> "Server":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+def connect(target: Union[str, Sequence[str]], *, name: Optional[str] = None,
+            headers: Optional[Dict[str, str]] = None, env: Optional[Dict[str, str]] = None,
+            cwd: Optional[str] = None, timeout: Optional[float] = None, protocol: str = "auto") -> Server:
+    """Connect to an MCP server: a URL is Streamable HTTP, a list of strings a stdio subprocess.
+
+    ``name``: the handle's name (the runner's prefix ``"{name}__{tool}"``); ``headers``: sent to the URL's
+    origin only (HTTP); ``env`` (added to this process's environment) and ``cwd``: the subprocess's;
+    ``timeout``: seconds for the start-up and for each request (default 60); ``protocol``: "auto"
+    (the newest revision the server speaks, falling back to the handshake era) or a revision.
+    """
+    from .http import HttpChannel
+    from .stdio import StdioChannel
+
+    if name is not None and (not isinstance(name, str) or not name):
+        raise ConfigError("name must be a non-empty string or None")
+    if timeout is None:
+        timeout = DEFAULT_TIMEOUT
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0 \
+            or timeout == float("inf"):
+        raise ConfigError("timeout must be a positive number of seconds (got {!r})".format(timeout))
+    timeout = float(timeout)
+    if isinstance(target, str):
+        if not target.startswith(("http://", "https://")):
+            raise ConfigError("an MCP server is a URL (http:// or https://) or a command as a list of strings "
+                              "(got a string that is not a URL: split the command into a list)")
+        if env is not None or cwd is not None:
+            raise ConfigError("env and cwd are for a stdio server (a command), not a URL")
+        session = Session(protocol, "http", _version(), name)
+        channel = HttpChannel(target, headers, timeout, name)
+        session.server = channel.label
+        return Server(channel, session, name, timeout, url_origin(target))
+    if isinstance(target, (list, tuple)) and target and all(isinstance(part, str) for part in target):
+        if headers is not None:
+            raise ConfigError("headers are for an HTTP server (a URL), not a command")
+        session = Session(protocol, "stdio", _version(), name)
+        pipe = StdioChannel(list(target), env, cwd, timeout, name)
+        session.server = pipe.label
+        return Server(pipe, session, name, timeout)
+    raise ConfigError("an MCP server is a URL or a command as a non-empty list of strings (got {})".format(
+        type(target).__name__))

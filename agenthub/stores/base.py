@@ -1,0 +1,359 @@
+"""The store interface, its URLs, its error, and the algorithms the Python stores share.
+
+A store keeps three kinds of rows, each under a caller's ``key`` (rows of different keys never mix):
+
+- a rate limiter's pacing state: the earliest moment the next request may go, the same for the token
+  budget, and a pause (a 429's Retry-After) that holds every user back;
+- a budget's account: spent USD, settled requests, and the holds of requests under way.  A hold is a
+  lease: ``budget_hold`` gives it ``lease`` seconds, the live holder renews it (``budget_renew``), and a
+  hold whose holder stopped renewing (a process killed while its request was under way) expires: its
+  whole worst case is then counted as spent (what that request cost is unknown; counting its worst case
+  keeps the bound), so it blocks nobody and never lets the account overspend;
+- the response cache's entries (opaque bytes, a time to live, a total size bound).
+
+``MemoryStore`` and ``SQLiteStore`` run the algorithms below (``limiter_take`` and friends: pure
+functions of a row and the time); ``RedisStore`` runs the same steps as Lua scripts on the server.
+"""
+
+import math
+import re
+import threading
+from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
+
+from ..errors import AgentHubError, ConfigError
+
+__all__ = ["Store", "StoreError", "Renewer", "check_key", "LEASE_SECONDS", "SCHEMA_VERSION"]
+
+#: the version of the rows a store holds; a store written by another version is refused (StoreError)
+SCHEMA_VERSION = 1
+#: how long a budget hold lives without being renewed (its holder renews it every third of that)
+LEASE_SECONDS = 30.0
+#: the longest accepted key (the name of a shared account)
+MAX_KEY = 200
+#: the longest one request's tokens or one pause may hold a limiter's pace back (the limiter's MAX_PAUSE)
+MAX_HOLD = 600.0
+
+_KEY = re.compile(r"^[\x21-\x7e]{1,%d}$" % MAX_KEY)
+
+
+class StoreError(AgentHubError):
+    """A shared store that cannot be used: unreachable (a Redis that went away), busy past its timeout,
+    or holding rows that are corrupt or from another version.  Raised before the request is sent: a
+    store that cannot answer never lets a call through unpaced or unbudgeted."""
+
+    def __init__(self, message: str, *, retryable: bool = False) -> None:
+        super(StoreError, self).__init__(message)
+        self.retryable = retryable
+
+
+def check_key(key: Any, default: str = "default") -> str:
+    """The name of a shared account: printable ASCII without spaces, 1 to 200 characters."""
+    if key is None:
+        return default
+    if not isinstance(key, str) or not _KEY.match(key):
+        raise ConfigError("key must be 1 to {} printable ASCII characters without spaces (got {!r})".format(
+            MAX_KEY, key if not isinstance(key, str) else key[:60]))
+    return key
+
+
+class Store(object):
+    """What the limiter, the budget and the cache ask of a store (every method atomic).
+
+    Times are the store's clock (seconds): a process's own for ``MemoryStore``, the machine's wall clock
+    for ``SQLiteStore``, the Redis server's ``TIME`` for ``RedisStore``; callers only ever get durations.
+    """
+
+    #: the URL it was opened with (password masked), None for an in-process store
+    url = None  # type: Optional[str]
+    #: whether budget holds are leases that must be renewed (False: in-process, they die with it)
+    leases = True
+    #: whether the rows are seen by other processes (a pickled limiter/budget re-opens the same URL)
+    shared = True
+
+    # -- the rate limiter ---------------------------------------------------------------------------
+    def limiter_reserve(self, key: str, rpm: Optional[float], tpm: Optional[float], tokens: int) -> float:
+        """Book the next slot: seconds to wait before sending (0 when it may go now)."""
+        raise NotImplementedError
+
+    def limiter_adjust(self, key: str, seconds: float) -> None:
+        """Move the token pace by ``seconds`` (a settled request used more or fewer tokens than held)."""
+        raise NotImplementedError
+
+    def limiter_pause(self, key: str, seconds: float, endpoint: str = "") -> bool:
+        """Hold every user's requests to ``endpoint`` ("" : every endpoint) back for ``seconds`` from now;
+        True when that extends the pause in force."""
+        raise NotImplementedError
+
+    def limiter_pauses(self, key: str) -> Dict[str, float]:
+        """The pauses in force: endpoint ("" for every endpoint) -> seconds until it ends."""
+        raise NotImplementedError
+
+    def limiter_reslot(self, key: str, rpm: float) -> float:
+        """A new slot for a request a pause held past its own: seconds to wait for it."""
+        raise NotImplementedError
+
+    # -- the budget ---------------------------------------------------------------------------------
+    def budget_hold(self, key: str, max_usd: float, needed: float, hold_id: str,
+                    lease: Optional[float]) -> Tuple[bool, float]:
+        """Hold ``needed`` when spent + held + needed <= max_usd: (True, spent + held before it); else
+        (False, spent + held) and nothing is held."""
+        raise NotImplementedError
+
+    def budget_finish(self, key: str, hold_id: str, needed: float, actual: Optional[float]) -> None:
+        """Replace the hold by ``actual`` spent (a settled request), or drop it (``actual`` None: released)."""
+        raise NotImplementedError
+
+    def budget_renew(self, key: str, hold_ids: Iterable[str], lease: float) -> None:
+        """Extend the leases of this holder's holds to ``lease`` seconds from now."""
+        raise NotImplementedError
+
+    def budget_charge(self, key: str, usd: float) -> None:
+        raise NotImplementedError
+
+    def budget_totals(self, key: str) -> Tuple[float, float, int]:
+        """(spent, held, settled requests)."""
+        raise NotImplementedError
+
+    # -- the response cache -------------------------------------------------------------------------
+    def cache_get(self, key: str) -> Optional[bytes]:
+        raise NotImplementedError
+
+    def cache_put(self, key: str, value: bytes, ttl: Optional[float], max_bytes: int) -> None:
+        """Store ``value`` for ``ttl`` seconds (None: until evicted); the oldest entries go while the
+        total is above ``max_bytes``."""
+        raise NotImplementedError
+
+    def cache_delete(self, key: str) -> None:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        pass
+
+    def __enter__(self) -> "Store":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+# -- the algorithms (rows are plain dicts; MemoryStore keeps them as they are, SQLiteStore as JSON) ----
+
+def _number(row: Dict[str, Any], name: str, default: float, what: str) -> float:
+    value = row.get(name, default)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise StoreError("the store's {} row is corrupt ({} is {!r}): refusing it; delete the row or use "
+                         "another key".format(what, name, value))
+    return float(value)
+
+
+def limiter_take(row: Dict[str, Any], now: float, rpm: Optional[float], tpm: Optional[float],
+                 tokens: int) -> Tuple[Dict[str, Any], float]:
+    """Generic cell rate pacing: each request books the earliest slot at or after now, the previous
+    request's slot + 60/rpm and the token pace; it holds the next one back by its interval (and its
+    tokens * 60/tpm, at most ``MAX_HOLD``).  -> (row, seconds to its slot)."""
+    r = _number(row, "r", now, "limiter")
+    t = _number(row, "t", now, "limiter")
+    p = _number(row, "p", now, "limiter")
+    at = now  # (a pause does not hold the queue: the limiter waits it out apart, ``limiter_pauses``)
+    if rpm:
+        at = max(at, r)
+        r = at + 60.0 / rpm
+    if tpm:
+        at = max(at, t)
+        t = at + min(tokens * 60.0 / tpm, MAX_HOLD)
+    return dict(row, r=r, t=t, p=p), at - now
+
+
+def limiter_shift(row: Dict[str, Any], now: float, seconds: float) -> Dict[str, Any]:
+    t = min(_number(row, "t", now, "limiter") + seconds, now + MAX_HOLD)
+    return dict(row, r=_number(row, "r", now, "limiter"), t=t, p=_number(row, "p", now, "limiter"))
+
+
+def _endpoint_pauses(row: Dict[str, Any], now: float) -> Dict[str, float]:
+    pauses = row.get("e", {})
+    if not isinstance(pauses, dict):
+        raise StoreError("the store's limiter row is corrupt (e): refusing it")
+    return {name: _number(pauses, name, now, "limiter") for name in pauses if isinstance(name, str)}
+
+
+def limiter_hold_back(row: Dict[str, Any], now: float, seconds: float, endpoint: str) -> Tuple[Dict[str, Any], bool]:
+    until = now + seconds
+    if not endpoint:
+        p = _number(row, "p", now, "limiter")
+        return dict(row, p=max(p, until)), until > p
+    pauses = {name: end for name, end in _endpoint_pauses(row, now).items() if end > now}  # (ended ones go)
+    before = pauses.get(endpoint, float("-inf"))
+    pauses[endpoint] = max(before, until)
+    return dict(row, e=pauses), until > before
+
+
+def limiter_in_force(row: Dict[str, Any], now: float) -> Dict[str, float]:
+    out = {name: end - now for name, end in _endpoint_pauses(row, now).items() if end > now}
+    p = _number(row, "p", now, "limiter")
+    if p > now:
+        out[""] = p - now
+    return out
+
+
+def limiter_new_slot(row: Dict[str, Any], now: float, rpm: float) -> Tuple[Dict[str, Any], float]:
+    at = max(now, _number(row, "r", now, "limiter"))
+    return dict(row, r=at + 60.0 / rpm), at - now
+
+
+def _holds(row: Dict[str, Any]) -> Dict[str, List[Any]]:
+    holds = row.get("holds", {})
+    if not isinstance(holds, dict):
+        raise StoreError("the store's budget row is corrupt (holds): refusing it")
+    for hold_id, value in holds.items():
+        if not (isinstance(value, list) and len(value) == 2 and isinstance(value[0], (int, float))
+                and not isinstance(value[0], bool) and math.isfinite(value[0]) and value[0] >= 0
+                and (value[1] is None or isinstance(value[1], (int, float)))):
+            raise StoreError("the store's budget row is corrupt (hold {!r}): refusing it".format(str(hold_id)[:40]))
+    return holds
+
+
+def budget_sweep(row: Dict[str, Any], now: float) -> Dict[str, Any]:
+    """The row with expired holds counted as spent at their whole worst case (and checked)."""
+    spent = _number(row, "spent", 0.0, "budget")
+    requests = int(_number(row, "requests", 0, "budget"))
+    expired = int(_number(row, "expired", 0, "budget"))
+    holds = {}
+    for hold_id, (needed, expires) in _holds(row).items():
+        if expires is not None and expires < now:
+            spent += needed
+            expired += 1
+        else:
+            holds[hold_id] = [needed, expires]
+    return {"spent": spent, "requests": requests, "expired": expired, "holds": holds}
+
+
+def budget_held(row: Dict[str, Any]) -> float:
+    return sum(needed for needed, _ in row["holds"].values())
+
+
+def budget_take(row: Dict[str, Any], now: float, max_usd: float, needed: float, hold_id: str,
+                lease: Optional[float]) -> Tuple[Dict[str, Any], Tuple[bool, float]]:
+    row = budget_sweep(row, now)
+    held = row["spent"] + budget_held(row)
+    if held + needed > max_usd + 1e-12:
+        return row, (False, held)
+    row["holds"][hold_id] = [needed, None if lease is None else now + lease]
+    return row, (True, held)
+
+
+def budget_end(row: Dict[str, Any], now: float, hold_id: str, needed: float,
+               actual: Optional[float]) -> Dict[str, Any]:
+    row = budget_sweep(row, now)
+    if row["holds"].pop(hold_id, None) is None:
+        # the hold expired and its worst case was counted: put the difference right
+        row["spent"] = max(0.0, row["spent"] + (actual or 0.0) - needed)
+    elif actual is not None:
+        row["spent"] += actual
+    if actual is not None:
+        row["requests"] += 1
+    return row
+
+
+def budget_extend(row: Dict[str, Any], now: float, hold_ids: Iterable[str], lease: float) -> Dict[str, Any]:
+    row = budget_sweep(row, now)
+    for hold_id in hold_ids:
+        if hold_id in row["holds"]:
+            row["holds"][hold_id][1] = now + lease
+    return row
+
+
+class StateStore(Store):
+    """A store of JSON-able rows read and written in one transaction (``_update``): the Python stores."""
+
+    def _now(self) -> float:
+        raise NotImplementedError
+
+    def _update(self, kind: str, key: str, step: Callable[[Dict[str, Any], float], Tuple[Dict[str, Any], Any]],
+                write: bool = True) -> Any:
+        raise NotImplementedError
+
+    def limiter_reserve(self, key: str, rpm: Optional[float], tpm: Optional[float], tokens: int) -> float:
+        return self._update("limiter", key, lambda row, now: limiter_take(row, now, rpm, tpm, tokens))
+
+    def limiter_adjust(self, key: str, seconds: float) -> None:
+        self._update("limiter", key, lambda row, now: (limiter_shift(row, now, seconds), None))
+
+    def limiter_pause(self, key: str, seconds: float, endpoint: str = "") -> bool:
+        return self._update("limiter", key, lambda row, now: limiter_hold_back(row, now, seconds, endpoint))
+
+    def limiter_pauses(self, key: str) -> Dict[str, float]:
+        return self._update("limiter", key, lambda row, now: (row, limiter_in_force(row, now)), write=False)
+
+    def limiter_reslot(self, key: str, rpm: float) -> float:
+        return self._update("limiter", key, lambda row, now: limiter_new_slot(row, now, rpm))
+
+    def budget_hold(self, key: str, max_usd: float, needed: float, hold_id: str,
+                    lease: Optional[float]) -> Tuple[bool, float]:
+        return self._update("budget", key, lambda row, now: budget_take(row, now, max_usd, needed, hold_id, lease))
+
+    def budget_finish(self, key: str, hold_id: str, needed: float, actual: Optional[float]) -> None:
+        self._update("budget", key, lambda row, now: (budget_end(row, now, hold_id, needed, actual), None))
+
+    def budget_renew(self, key: str, hold_ids: Iterable[str], lease: float) -> None:
+        ids = list(hold_ids)
+        self._update("budget", key, lambda row, now: (budget_extend(row, now, ids, lease), None))
+
+    def budget_charge(self, key: str, usd: float) -> None:
+        def step(row: Dict[str, Any], now: float) -> Tuple[Dict[str, Any], None]:
+            row = budget_sweep(row, now)
+            row["spent"] += usd
+            return row, None
+
+        self._update("budget", key, step)
+
+    def budget_totals(self, key: str) -> Tuple[float, float, int]:
+        def step(row: Dict[str, Any], now: float) -> Tuple[Dict[str, Any], Tuple[float, float, int]]:
+            row = budget_sweep(row, now)
+            return row, (row["spent"], budget_held(row), row["requests"])
+
+        return self._update("budget", key, step)
+
+
+class Renewer(object):
+    """Renews the leases of one holder's budget holds every ``lease / 3`` seconds from one daemon thread,
+    which runs only while holds are live (it ends when the last one is settled or released)."""
+
+    def __init__(self, store: Store, key: str, lease: float = LEASE_SECONDS) -> None:
+        self.store = store
+        self.key = key
+        self.lease = lease
+        self._cond = threading.Condition()
+        self._ids = set()  # type: set
+        self._thread = None  # type: Optional[threading.Thread]
+        self._pid = None  # type: Optional[int]
+
+    def add(self, hold_id: str) -> None:
+        import os
+
+        with self._cond:
+            if self._pid != os.getpid():  # a forked child: the parent's holds and thread are not its own
+                self._pid, self._ids, self._thread = os.getpid(), set(), None
+            self._ids.add(hold_id)
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._run, name="agenthub-lease", daemon=True)
+                self._thread.start()
+
+    def discard(self, hold_id: str) -> None:
+        with self._cond:
+            self._ids.discard(hold_id)
+            if not self._ids:
+                self._cond.notify_all()
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                if not self._ids:
+                    self._thread = None
+                    return
+                self._cond.wait(self.lease / 3.0)
+                ids = list(self._ids)
+            if ids:
+                try:
+                    self.store.budget_renew(self.key, ids, self.lease)
+                except AgentHubError:
+                    pass  # unreachable for now: the next round tries again (past the lease, the holds count)

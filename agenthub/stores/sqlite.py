@@ -1,0 +1,225 @@
+"""SQLiteStore: rows in one SQLite file, shared by every process on a machine.
+
+``sqlite:///relative/path`` is a path relative to the working directory, ``sqlite:////absolute/path``
+an absolute one (the convention SQLAlchemy uses: what follows ``sqlite:///`` is the path).  The file is
+created when missing (its folder must exist).  Each read-modify-write is one ``BEGIN IMMEDIATE``
+transaction (the write lock is taken first, so two writers never both read the old row), the journal
+is WAL with ``synchronous = NORMAL`` (readers never wait for a writer; no fsync per update: a power
+loss may drop the last updates, a crashed process never does), and a writer waits up to ``timeout`` seconds (30) for the lock
+before a retryable StoreError.  Times are this machine's wall clock (``time.time``), which every process
+on it shares.  One connection per thread, opened on first use (and again in a forked child).
+"""
+
+import json
+import os
+import sqlite3
+import threading
+import time
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+from ..errors import ConfigError
+from .base import SCHEMA_VERSION, StateStore, StoreError
+
+__all__ = ["SQLiteStore", "sqlite_path"]
+
+_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS agenthub_meta (name TEXT PRIMARY KEY, value TEXT NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS agenthub_rows (kind TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL, "
+    "PRIMARY KEY (kind, key))",
+    "CREATE TABLE IF NOT EXISTS agenthub_cache (key TEXT PRIMARY KEY, value BLOB NOT NULL, size INTEGER NOT NULL, "
+    "expires REAL, stored REAL NOT NULL)",
+    "CREATE INDEX IF NOT EXISTS agenthub_cache_stored ON agenthub_cache (stored)",
+)
+
+
+def sqlite_path(url: str) -> str:
+    """The file path of ``sqlite:///relative/path`` or ``sqlite:////absolute/path`` (ConfigError otherwise)."""
+    prefix = "sqlite:///"
+    if not url.startswith(prefix) or "?" in url or "#" in url:
+        raise ConfigError("store {!r}: an SQLite store is sqlite:///relative/path or sqlite:////absolute/path "
+                          "(no host, no query)".format(url[:120]))
+    path = url[len(prefix):]
+    if not path or path.endswith("/") or "\x00" in path:
+        raise ConfigError("store {!r}: names no file".format(url[:120]))
+    return path
+
+
+class SQLiteStore(StateStore):
+    def __init__(self, url: str, timeout: float = 30.0) -> None:
+        self.path = sqlite_path(url)
+        self.url = url
+        self._shown = url[:120]
+        folder = os.path.dirname(os.path.abspath(self.path))
+        if not os.path.isdir(folder):
+            raise ConfigError("store {!r}: the folder {!r} does not exist".format(url[:120], folder[:200]))
+        if os.path.isdir(self.path):
+            raise ConfigError("store {!r}: {!r} is a folder, not a file".format(url[:120], self.path[:200]))
+        self.timeout = float(timeout)
+        self._local = threading.local()
+        self._lock = threading.Lock()
+        self._connections = []  # type: List[sqlite3.Connection]
+        self._pid = os.getpid()
+        self._setup()
+
+    def __repr__(self) -> str:
+        return "SQLiteStore({!r})".format(self.url)
+
+    def __getstate__(self) -> Any:
+        return {"url": self.url, "timeout": self.timeout}
+
+    def __setstate__(self, state: Any) -> None:
+        self.__init__(state["url"], state["timeout"])  # type: ignore[misc]
+
+    # -- connections --------------------------------------------------------------------------------
+    def _connection(self) -> sqlite3.Connection:
+        if os.getpid() != self._pid:  # a forked child: the parent's connections are not ours to use
+            with self._lock:
+                self._pid = os.getpid()
+                self._connections = []
+                self._local = threading.local()
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            opened = None
+            try:
+                conn = opened = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None,
+                                                check_same_thread=False)
+                conn.execute("PRAGMA busy_timeout = {:d}".format(int(self.timeout * 1000)))
+                # WAL with synchronous NORMAL: a commit is atomic and durable across crashes of the processes;
+                # a power loss may drop the last commits (never corrupts), and no fsync per update
+                conn.execute("PRAGMA synchronous = NORMAL")
+            except sqlite3.OperationalError as exc:
+                if opened is not None:
+                    opened.close()
+                raise StoreError("store {!r}: cannot open it: {}".format(self._shown, exc))
+            except sqlite3.DatabaseError as exc:
+                if opened is not None:
+                    opened.close()
+                raise StoreError("store {!r} is not a usable SQLite database ({}): refusing it".format(self._shown, exc))
+            self._local.conn = conn
+            with self._lock:
+                self._connections.append(conn)
+        return conn
+
+    def close(self) -> None:
+        """Close every connection this store opened (any thread's); it reopens on the next use."""
+        with self._lock:
+            connections, self._connections = self._connections, []
+            self._local = threading.local()
+        if os.getpid() == self._pid:
+            for conn in connections:
+                try:
+                    conn.close()
+                except sqlite3.Error:
+                    pass
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001 - interpreter shutdown
+            pass
+
+    def _transaction(self, work: Callable[[sqlite3.Connection, float], Any], immediate: bool = True) -> Any:
+        conn = self._connection()
+        try:
+            conn.execute("BEGIN IMMEDIATE" if immediate else "BEGIN")
+            try:
+                result = work(conn, time.time())
+                conn.execute("COMMIT")
+                return result
+            except BaseException:
+                try:
+                    conn.execute("ROLLBACK")
+                except sqlite3.Error:
+                    pass
+                raise
+        except sqlite3.OperationalError as exc:
+            if "locked" in str(exc) or "busy" in str(exc):
+                raise StoreError("store {!r}: still busy after {:g} s: {}".format(self._shown, self.timeout, exc),
+                                 retryable=True)
+            raise StoreError("store {!r}: {}".format(self._shown, exc))
+        except sqlite3.DatabaseError as exc:
+            raise StoreError("store {!r} is not a usable SQLite database ({}): refusing it".format(self._shown, exc))
+
+    def _setup(self) -> None:
+        conn = self._connection()
+        try:
+            mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()
+        except sqlite3.DatabaseError as exc:
+            self.close()
+            raise StoreError("store {!r} is not a usable SQLite database ({}): refusing it".format(self._shown, exc))
+        self.journal_mode = str(mode[0]).lower() if mode else None
+
+        def work(conn: sqlite3.Connection, now: float) -> None:
+            tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            if "agenthub_meta" in tables:
+                row = conn.execute("SELECT value FROM agenthub_meta WHERE name = 'schema'").fetchone()
+                if row is None or row[0] != str(SCHEMA_VERSION):
+                    raise StoreError("store {!r} holds agenthub rows of schema {} (this agenthub reads schema {}): "
+                                     "refusing it; use another file".format(
+                                         self._shown, None if row is None else str(row[0])[:20], SCHEMA_VERSION))
+            for statement in _SCHEMA:
+                conn.execute(statement)
+            conn.execute("INSERT OR IGNORE INTO agenthub_meta (name, value) VALUES ('schema', ?)", (str(SCHEMA_VERSION),))
+
+        try:
+            self._transaction(work)
+        except StoreError:
+            self.close()
+            raise
+
+    # -- rows -----------------------------------------------------------------------------------------
+    def _update(self, kind: str, key: str, step: Callable[[Dict[str, Any], float], Tuple[Dict[str, Any], Any]],
+                write: bool = True) -> Any:
+        def work(conn: sqlite3.Connection, now: float) -> Any:
+            found = conn.execute("SELECT value FROM agenthub_rows WHERE kind = ? AND key = ?", (kind, key)).fetchone()
+            row = {}  # type: Any
+            if found is not None:
+                try:
+                    row = json.loads(found[0])
+                except (TypeError, ValueError):
+                    row = None
+                if not isinstance(row, dict):
+                    raise StoreError("store {!r}: the {} row of key {!r} is corrupt: refusing it".format(
+                        self._shown, kind, key))
+            new, result = step(row, now)
+            if write:
+                conn.execute("INSERT OR REPLACE INTO agenthub_rows (kind, key, value) VALUES (?, ?, ?)",
+                             (kind, key, json.dumps(new, separators=(",", ":"))))
+            return result
+
+        return self._transaction(work, immediate=write)
+
+    # -- the cache ------------------------------------------------------------------------------------
+    def cache_get(self, key: str) -> Optional[bytes]:
+        def work(conn: sqlite3.Connection, now: float) -> Optional[bytes]:
+            row = conn.execute("SELECT value, expires FROM agenthub_cache WHERE key = ?", (key,)).fetchone()
+            if row is None:
+                return None
+            if row[1] is not None and row[1] <= now:
+                conn.execute("DELETE FROM agenthub_cache WHERE key = ?", (key,))
+                return None
+            return bytes(row[0]) if isinstance(row[0], (bytes, memoryview)) else None
+
+        return self._transaction(work)
+
+    def cache_put(self, key: str, value: bytes, ttl: Optional[float], max_bytes: int) -> None:
+        def work(conn: sqlite3.Connection, now: float) -> None:
+            conn.execute("DELETE FROM agenthub_cache WHERE key = ? OR (expires IS NOT NULL AND expires <= ?)",
+                         (key, now))
+            if len(value) > max_bytes:
+                return
+            conn.execute("INSERT INTO agenthub_cache (key, value, size, expires, stored) VALUES (?, ?, ?, ?, ?)",
+                         (key, sqlite3.Binary(value), len(value), None if ttl is None else now + ttl, now))
+            total = conn.execute("SELECT COALESCE(SUM(size), 0) FROM agenthub_cache").fetchone()[0]
+            if total > max_bytes:
+                for old_key, size in conn.execute(
+                        "SELECT key, size FROM agenthub_cache WHERE key != ? ORDER BY stored", (key,)).fetchall():
+                    conn.execute("DELETE FROM agenthub_cache WHERE key = ?", (old_key,))
+                    total -= size
+                    if total <= max_bytes:
+                        break
+
+        self._transaction(work)
+
+    def cache_delete(self, key: str) -> None:
+        self._transaction(lambda conn, now: conn.execute("DELETE FROM agenthub_cache WHERE key = ?", (key,)))

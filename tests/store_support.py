@@ -1,0 +1,113 @@
+"""Helpers for the shared-store tests: a real redis-server on a free 127.0.0.1 port (a subprocess,
+stopped after), and the worker processes of the cross-process tests (run with multiprocessing spawn:
+real processes, each with its own limiter/budget opened from the store URL)."""
+
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+
+REDIS_SERVER = shutil.which("redis-server")
+
+
+def free_port():
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class RedisServer(object):
+    """``redis-server`` on 127.0.0.1:<free port>, no persistence, in a temporary folder."""
+
+    def __init__(self):
+        self.port = free_port()
+        self.folder = tempfile.mkdtemp(prefix="agenthub-redis-")
+        self.process = None
+
+    @property
+    def url(self):
+        return "redis://127.0.0.1:{}/0".format(self.port)
+
+    def start(self):
+        self.process = subprocess.Popen(
+            [REDIS_SERVER, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+             "--dir", self.folder, "--protected-mode", "no"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=0.2) as sock:
+                    sock.sendall(b"PING\r\n")
+                    if sock.recv(16).startswith(b"+PONG"):
+                        return self
+            except OSError:
+                time.sleep(0.02)
+        self.stop()
+        raise RuntimeError("redis-server did not start")
+
+    def stop(self):
+        if self.process is not None:
+            self.process.kill()
+            self.process.wait(10)
+            self.process = None
+
+    def close(self):
+        self.stop()
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+# -- worker processes (module-level functions: multiprocessing spawn imports them by name) -------------
+
+def _user(text):
+    return [{"role": "user", "content_items": [{"type": "text", "text": text}]}]
+
+
+def pace_worker(store, base_url, rpm, count, name, start_at):
+    """``count`` requests through a client whose limiter shares ``store``; starts at wall time ``start_at``."""
+    from agenthub import AutoLLMClient, RateLimiter
+
+    limiter = RateLimiter(rpm=rpm, store=store, key="pace")
+    client = AutoLLMClient("deepseek-v4-flash", client_type="openai-chat", base_url=base_url, api_key="k",
+                           limiter=limiter, max_retries=5)
+    time.sleep(max(0.0, start_at - time.time()))
+    for i in range(count):
+        client.response(_user("{}-{}".format(name, i)))
+
+
+def budget_worker(store, base_url, max_usd, name, queue, max_tokens=16):
+    """Calls until the shared budget refuses; puts (name, calls answered, refused)."""
+    from agenthub import AutoLLMClient, Budget, BudgetExceededError
+
+    budget = Budget(max_usd, store=store, key="spend")
+    client = AutoLLMClient("deepseek-v4-flash", client_type="openai-chat", base_url=base_url, api_key="k",
+                           budget=budget)
+    answered = 0
+    for i in range(1000):
+        try:
+            client.response(_user("{}-{}".format(name, i)), {"max_tokens": max_tokens})
+        except BudgetExceededError:
+            queue.put((name, answered, True))
+            return
+        answered += 1
+    queue.put((name, answered, False))
+
+
+def hold_and_wait(store, ready_path, lease):
+    """Hold a budget reservation, say so in ``ready_path``, then sleep until killed."""
+    import agenthub.budget
+    from agenthub import Budget
+
+    agenthub.budget.LEASE_SECONDS = lease
+    budget = Budget(1.0, store=store, key="killed")
+    budget.reserve("deepseek-v4-flash", 1000, 1000)
+    with open(ready_path, "w") as handle:
+        handle.write(str(os.getpid()))
+    time.sleep(120)

@@ -1,0 +1,107 @@
+"""Issue 29 C5: the command line's papercuts a newcomer hit: chat --output (and a hint for `-o FILE`), a piped
+prompt's newline in `logs list`, the 404 hint's quoting, what `-c` continues, `models --json` and its routes,
+`models` and the *_BASE_URL variables."""
+
+import json
+
+import pytest
+
+from agenthub.__main__ import main
+from agenthub.apps.chat import cli_terms
+from agenthub.catalog import list_supported_models
+from agenthub.registry import list_models
+from sse_server import Answer, SSEServer
+
+
+def chat_answer(text):
+    chunks = [{"choices": [{"index": 0, "delta": {"content": text}, "finish_reason": None}]},
+              {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]},
+              {"choices": [], "usage": {"prompt_tokens": 3, "completion_tokens": 1}}]
+    return Answer(["".join("data: " + json.dumps(c) + "\n\n" for c in chunks).encode() + b"data: [DONE]\n\n"])
+
+
+@pytest.fixture
+def server():
+    with SSEServer() as running:
+        yield running
+
+
+def local(server):
+    return ["--client-type", "openai-chat", "--base-url", server.url + "/v1"]
+
+
+def test_chat_output_writes_the_answer_to_a_file(server, tmp_path, capsys):
+    server.answers.append(chat_answer("Nile"))
+    target = tmp_path / "answer.txt"
+    assert main(["chat", "m", "Name a river.", "--output", str(target)] + local(server)) == 0
+    assert target.read_text(encoding="utf-8") == "Nile\n"
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err.startswith("[done: stop] tokens:")
+
+
+def test_chat_o_with_a_file_name_says_what_o_is_and_where_output_is(capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["chat", "m", "hi", "-o", "out.txt"])
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert "-o/--option: expected 2 arguments" in err
+    assert err.rstrip().endswith("-o is a config option (-o KEY VALUE, e.g. -o top_p 0.9); to write the answer to a "
+                                 "file use --output FILE (batch run's -o is its output file)")
+
+
+def test_a_piped_prompts_newline_stays_out_of_logs_list(server, capsys):
+    server.answers.extend([chat_answer("a"), chat_answer("b")])
+    assert main(["chat", "m", "Weather in Paris?\n"] + local(server)) == 0
+    assert main(["chat", "m", "first line\n\nsecond\tline\n"] + local(server)) == 0
+    capsys.readouterr()
+    assert main(["logs", "list"]) == 0
+    listed = capsys.readouterr().out.splitlines()
+    assert len(listed) == 2 and all(line.strip() for line in listed), listed
+    assert listed[0].endswith("1 turn(s)  first line second line")
+    assert listed[1].endswith("1 turn(s)  Weather in Paris?")
+
+
+def test_the_missing_v1_hint_reads_as_a_flag_and_its_value():
+    message = ("openai-chat: 404 from http://127.0.0.1:9/chat/completions (the path has no /v1/chat/completions): "
+               "try base_url='http://127.0.0.1:9/v1'")
+    assert cli_terms(message).endswith("try --base-url 'http://127.0.0.1:9/v1'")
+
+
+def test_c_says_which_conversation_and_model_it_continues(server, capsys):
+    server.answers.extend([chat_answer("Paris."), chat_answer("Lyon."), chat_answer("Marseille.")])
+    assert main(["chat", "m", "Capital of France?"] + local(server)) == 0
+    capsys.readouterr()
+    assert main(["logs", "list", "--json"]) == 0
+    conversation = json.loads(capsys.readouterr().out)[0]["id"]
+    assert main(["chat", "m", "-c", "Second city?"] + local(server)) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert err[0] == "[continuing {}: 2 messages with m (openai-chat)]".format(conversation)
+    assert main(["chat", "other-model", "-c", "Third?"] + local(server)) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert err[0] == ("[continuing {}: 4 messages with m (openai-chat); this turn goes to other-model]".format(
+        conversation))
+
+
+def test_models_json_alone_lists_the_catalog_and_routes_have_their_own_flag(capsys):
+    assert main(["models", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == list_supported_models()
+    assert main(["models", "--routes", "--json"]) == 0
+    routes = json.loads(capsys.readouterr().out)
+    assert [{k: v for k, v in row.items() if k != "endpoint"} for row in routes] == list_models()
+    assert main(["models", "--routes"]) == 0
+    assert capsys.readouterr().out.startswith("MODEL NAMES ")
+
+
+def test_models_shows_the_endpoint_a_base_url_variable_names(monkeypatch, capsys):
+    monkeypatch.setenv("DEEPSEEK_BASE_URL", "http://127.0.0.1:18131/v1")
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    assert main(["models"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    deepseek = [line for line in lines if line.startswith("deepseek-*")]
+    assert deepseek and all("http://127.0.0.1:18131/v1 (DEEPSEEK_BASE_URL)" in line for line in deepseek), deepseek
+    assert any(line.startswith("gpt-") and "https://api.openai.com/v1" in line for line in lines)
+    assert main(["models", "--routes", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert {row["endpoint"] for row in rows if row.get("base_url_env") == "DEEPSEEK_BASE_URL"} == {
+        "http://127.0.0.1:18131/v1"}
+    assert all(row["endpoint"] == row["base_url"] for row in rows if row.get("base_url_env") == "OPENAI_BASE_URL")

@@ -1,0 +1,91 @@
+"""``agenthub mcp tools`` and ``agenthub mcp call``, as a user runs them."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from agenthub import mcp
+from agenthub.__main__ import main
+from agenthub.apps.mcp_cli import target_of
+
+from mcp_support import FAKE_HTTP, Subprocess, stdio_command
+
+
+@pytest.fixture(scope="module")
+def legacy_http():
+    server = Subprocess([FAKE_HTTP, "legacy"])
+    yield server
+    server.stop()
+
+
+def test_tools_of_a_stdio_command_given_as_the_remaining_arguments(capsys):
+    assert main(["mcp", "tools"] + stdio_command("modern")) == 0
+    assert capsys.readouterr().out == "echo: list #1\n"
+
+
+def test_tools_of_a_command_given_as_one_quoted_string(capsys):
+    assert main(["mcp", "tools", "--json", " ".join(stdio_command("legacy"))]) == 0
+    assert json.loads(capsys.readouterr().out) == [{"name": "echo", "description": "list #1",
+                                                    "parameters": {"type": "object"}}]
+
+
+def test_call_over_http_with_a_header(legacy_http, capsys):
+    mcp.forget_eras()
+    assert main(["mcp", "call", "--header", "Authorization: Bearer abcdefgh12345678", legacy_http.url,
+                 "echo", '{"text": "from the CLI"}']) == 0
+    assert capsys.readouterr().out == "from the CLI\n"
+
+
+def test_a_tool_error_exits_1_and_json_shows_the_item(legacy_http, capsys):
+    assert main(["mcp", "call", "--json", legacy_http.url, "nonesuch", "{}"]) == 1
+    assert json.loads(capsys.readouterr().out) == {"type": "tool_result", "text": "unknown tool", "is_error": True}
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["call", "x", "echo", "not json"], "the tool's arguments are not JSON"),
+    (["call", "x", "echo", "[1]"], "must be a JSON object"),
+    (["call", "echo", "{}"], "agenthub mcp call TARGET... TOOL JSON"),
+    (["tools"], "name an MCP server"),
+])
+def test_bad_usage_is_a_config_error_exit_1(argv, words, capsys):
+    assert main(["mcp"] + argv) == 1
+    assert words in capsys.readouterr().err
+
+
+def test_target_forms():
+    assert target_of(["https://example.com/mcp"]) == "https://example.com/mcp"
+    assert target_of(["python -m 'my server'"]) == ["python", "-m", "my server"]
+    assert target_of(["uvx", "mcp-server-time", "--local-timezone", "UTC"]) == [
+        "uvx", "mcp-server-time", "--local-timezone", "UTC"]
+
+
+def test_the_installed_command_line_runs_it():
+    out = subprocess.run([sys.executable, "-m", "agenthub", "mcp", "call"] + stdio_command("modern") +
+                         ["echo", '{"text": "via -m"}'], capture_output=True, timeout=60)
+    assert (out.returncode, out.stdout) == (0, b"via -m\n")
+
+
+def test_chat_with_an_mcp_server_the_calls_go_to_it(tmp_path):
+    import os
+
+    from agent_streams import chat_calls, chat_text
+    from sse_server import Answer, SSEServer
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = {k: v for k, v in os.environ.items() if not k.endswith(("_API_KEY", "_BASE_URL"))}
+    env.update(PYTHONPATH=root, NO_PROXY="*", PYTHONIOENCODING="utf-8", AGENTHUB_HOME=str(tmp_path / "home"))
+    with SSEServer() as server:
+        server.answers += [Answer([chat_calls([("c1", "echo", '{"text": "from MCP"}')])]),
+                           Answer([chat_text("It said: from MCP.")])]
+        done = subprocess.run(
+            [sys.executable, "-m", "agenthub", "chat", "demo-model", "Call echo.", "--client-type", "openai-chat",
+             "--base-url", server.url + "/v1", "--mcp", " ".join(stdio_command("modern")), "--yes"],
+            capture_output=True, text=True, env=env, cwd=str(tmp_path), timeout=60)
+        first, second = (r["body"] for r in server.requests)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "It said: from MCP.\n"
+    assert [t["function"]["name"] for t in first["tools"]] == ["echo"]
+    assert second["messages"][-1] == {"role": "tool", "tool_call_id": "c1", "content": "from MCP"}
+    assert '[tool echo({"text": "from MCP"}) -> from MCP (' in done.stderr

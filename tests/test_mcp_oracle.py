@@ -1,0 +1,99 @@
+"""agenthub.mcp against the official ``mcp`` SDK (test-only, Python >= 3.10): the SDK's server in its
+Streamable HTTP modes (stateful, json_response, stateless_http) and on stdio, in both eras, and the
+registry's ``mcp-server-time``; what agenthub gets is compared with what the official client gets for
+the same calls (the official client runs in a subprocess: its event loop and threads stay there)."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+if sys.version_info < (3, 10):
+    pytest.skip("the official mcp SDK needs Python >= 3.10", allow_module_level=True)
+pytest.importorskip("mcp", reason="the official mcp SDK (test extra) is not installed")
+
+from agenthub import mcp  # noqa: E402
+from agenthub.mcp import results  # noqa: E402
+
+from mcp_support import HERE, OFFICIAL, Subprocess, leaked, snapshot  # noqa: E402
+
+CLIENT = os.path.join(HERE, "mcp_official_client.py")
+CALLS = [("echo", {"text": "hi"}), ("two_parts", {"a": "x", "b": "y"}), ("add", {"a": 1, "b": 2}),
+         ("picture", {}), ("fail", {"why": "no"}), ("slow", {"steps": 3}), ("météo", {"city": "Paris"})]
+
+
+def official(mode, *target):
+    out = subprocess.run([sys.executable, CLIENT, mode] + list(target), capture_output=True, timeout=120)
+    assert out.returncode == 0, out.stderr.decode("utf-8", "replace")[-2000:]
+    return json.loads(out.stdout)
+
+
+def ours(target, protocol):
+    with mcp.connect(target, timeout=30, protocol=protocol) as server:
+        return {"protocol_version": server.protocol_version, "tools": server.list_tools(),
+                "calls": [server.call_tool(name, args) for name, args in CALLS],
+                "resources": server.list_resources(), "read": server.read_resource("note://hello"),
+                "prompts": server.list_prompts(), "prompt": server.get_prompt("review", {"code": "x=1"})}
+
+
+def compare(mine, theirs):
+    assert mine["protocol_version"] == theirs["protocol_version"]
+    assert mine["tools"] == [results.tool_schema(tool) for tool in theirs["tools"]]
+    assert mine["calls"] == [results.tool_result(call) for call in theirs["calls"]]
+    assert mine["resources"] == theirs["resources"]
+    assert mine["read"] == theirs["read"]
+    assert mine["prompts"] == theirs["prompts"]
+    assert mine["prompt"] == results.prompt_messages(theirs["prompt"])
+    # and what that is, spelled out once
+    assert mine["calls"][0] == {"type": "tool_result", "text": "hi"}
+    assert mine["calls"][1] == {"type": "tool_result", "text": "x\ny"}
+    assert mine["calls"][3]["images"][0].startswith("data:image/png;base64,iVBORw0KGgo")
+    assert mine["calls"][4]["is_error"] is True
+    assert mine["calls"][5] == {"type": "tool_result", "text": "done after 3"}
+
+
+@pytest.fixture(scope="module", params=["stateful", "json", "stateless"])
+def http_server(request):
+    server = Subprocess([OFFICIAL, "http", request.param], wait=60)
+    yield server
+    server.stop()
+
+
+@pytest.mark.parametrize("protocol, mode, version", [("auto", "auto", "2026-07-28"),
+                                                     ("2025-11-25", "legacy", "2025-11-25")])
+def test_official_http_server_same_answers_as_the_official_client(http_server, protocol, mode, version):
+    mcp.forget_eras()
+    mine = ours(http_server.url, protocol)
+    assert mine["protocol_version"] == version
+    compare(mine, official(mode, http_server.url))
+
+
+@pytest.mark.parametrize("protocol, mode, version", [("auto", "auto", "2026-07-28"),
+                                                     ("2025-11-25", "legacy", "2025-11-25")])
+def test_official_stdio_server_same_answers_as_the_official_client(protocol, mode, version):
+    before = snapshot()
+    command = [sys.executable, OFFICIAL, "stdio"]
+    mine = ours(command, protocol)
+    assert mine["protocol_version"] == version
+    assert leaked(before) == []
+    compare(mine, official(mode, "stdio", *command))
+
+
+def test_mcp_server_time_from_the_registry():
+    pytest.importorskip("mcp_server_time", reason="mcp-server-time (test extra) is not installed")
+    before = snapshot()
+    with mcp.connect([sys.executable, "-m", "mcp_server_time", "--local-timezone", "UTC"], timeout=30,
+                     name="time") as server:
+        assert [tool["name"] for tool in server.list_tools()] == ["get_current_time", "convert_time"]
+        answer = server.call_tool("convert_time", {"source_timezone": "UTC", "time": "12:00",
+                                                   "target_timezone": "Asia/Tokyo"})
+        document = json.loads(answer["text"])
+        assert document["target"]["timezone"] == "Asia/Tokyo"
+        assert document["target"]["datetime"].endswith("T21:00:00+09:00")
+        assert document["time_difference"] == "+9.0h"
+        refused = server.call_tool("convert_time", {"source_timezone": "Nowhere/Atlantis", "time": "12:00",
+                                                    "target_timezone": "UTC"})
+        assert refused.get("is_error") is True and "Atlantis" in refused["text"]
+    assert leaked(before) == []

@@ -1,0 +1,223 @@
+"""agenthub.mcp over stdio against a fake server subprocess: both eras, the faults, nothing left behind."""
+
+import sys
+import threading
+
+import pytest
+
+from agenthub import mcp
+from agenthub.errors import ConfigError, StreamProtocolError, TransportError
+
+from mcp_support import leaked, snapshot, stdio_command
+
+
+def test_modern_server_is_spoken_to_without_initialize():
+    before = snapshot()
+    with mcp.connect(stdio_command("modern"), timeout=10) as server:
+        assert server.protocol_version == "2026-07-28"
+        assert server.list_tools() == [{"name": "echo", "description": "list #1",
+                                        "parameters": {"type": "object"}}]
+        assert server.call_tool("echo", {"text": "hi"}) == {"type": "tool_result", "text": "hi"}
+        assert "fake server starting" in server.stderr
+    assert leaked(before) == []
+
+
+def test_legacy_server_answering_an_error_to_discover_gets_initialize():
+    with mcp.connect(stdio_command("legacy"), timeout=10) as server:
+        assert server.protocol_version == "2025-11-25"
+        assert server.server_info == {"name": "fake-stdio", "version": "1"}
+        assert server.call_tool("echo", {"text": "old"})["text"] == "old"
+
+
+def test_legacy_server_silent_before_initialize_falls_back_after_the_probe_timeout(monkeypatch):
+    from agenthub.mcp import handle
+
+    monkeypatch.setattr(handle, "PROBE_TIMEOUT", 0.5)
+    with mcp.connect(stdio_command("silent-legacy"), timeout=10) as server:
+        assert server.protocol_version == "2025-11-25"
+
+
+def test_modern_server_slower_than_the_probe_is_still_spoken_to_in_its_era(monkeypatch):
+    from agenthub.mcp import handle
+
+    monkeypatch.setattr(handle, "PROBE_TIMEOUT", 0.3)
+    with mcp.connect(stdio_command("modern", "slow-start"), timeout=10) as server:
+        # the probe timed out, initialize was refused, and the DiscoverResult had come meanwhile
+        assert server.protocol_version == "2026-07-28"
+        assert server.call_tool("echo", {"text": "late"})["text"] == "late"
+
+
+def test_list_changed_notification_makes_the_tool_list_stale():
+    with mcp.connect(stdio_command("legacy"), timeout=10) as server:
+        assert server.list_tools()[0]["description"] == "list #1"
+        assert server.list_tools()[0]["description"] == "list #1"  # cached: no ttlMs, no notification
+        server.call_tool("changed", {})
+        assert server.list_tools()[0]["description"] == "list #2"
+        assert server.list_tools(refresh=True)[0]["description"] == "list #3"
+
+
+def test_child_exiting_mid_call_is_a_typed_error_at_once_with_its_log():
+    before = snapshot()
+    server = mcp.connect(stdio_command("modern", "exit"), timeout=30)
+    with pytest.raises(TransportError) as info:
+        server.call_tool("echo", {"text": "x"})
+    assert info.value.exit_code == 3
+    assert not info.value.timeout
+    assert "exited with status 3" in str(info.value)
+    assert "fatal: the database is gone" in str(info.value)
+    with pytest.raises(TransportError):  # and so is every later call
+        server.call_tool("echo", {"text": "x"})
+    server.close()
+    assert leaked(before) == []
+
+
+def test_env_values_never_show_in_an_error():
+    with mcp.connect(stdio_command("modern", "exit"), timeout=30, env={"FAKE_TOKEN": "tok-0123456789abcdef"}) as server:
+        with pytest.raises(TransportError) as info:
+            server.call_tool("echo", {"text": "x"})
+        assert "tok-0123456789abcdef" in server.stderr  # the log itself is the caller's to read
+    assert "fatal: the database is gone (token ***)" in str(info.value)
+
+
+def test_the_handle_is_a_tool_provider_for_the_runner():
+    # contract C2: list_tools() -> ToolSchemas, call_tool(name, arguments) -> a tool_result item, a name
+    with mcp.connect(stdio_command("modern"), timeout=10, name="fake") as server:
+        assert server.name == "fake"
+        assert callable(server.list_tools) and callable(server.call_tool)
+        assert set(server.list_tools()[0]) <= {"name", "description", "parameters"}
+        assert server.call_tool("echo", {"text": "c2"}) == {"type": "tool_result", "text": "c2"}
+
+
+def test_non_json_on_stdout_is_a_protocol_error_naming_the_line():
+    before = snapshot()
+    with mcp.connect(stdio_command("modern", "banner"), timeout=30) as server:
+        with pytest.raises(StreamProtocolError) as info:
+            server.call_tool("echo", {"text": "x"})
+    assert "Server ready! Listening..." in str(info.value)
+    assert "stdout is for the protocol alone" in str(info.value)
+    assert leaked(before) == []
+
+
+def test_stderr_flood_is_kept_bounded_and_never_read_as_protocol():
+    from agenthub.mcp.stdio import STDERR_KEEP
+
+    with mcp.connect(stdio_command("modern", "flood"), timeout=30) as server:
+        assert server.call_tool("echo", {"text": "after the flood"})["text"] == "after the flood"
+        assert len(server.stderr.encode()) <= STDERR_KEEP
+
+
+def test_a_call_never_answered_times_out_and_the_handle_goes_on():
+    with mcp.connect(stdio_command("modern", "hang"), timeout=10) as server:
+        with pytest.raises(TransportError) as info:
+            server.call_tool("echo", {"text": "x"}, timeout=0.3)
+        assert info.value.timeout is True
+        assert "no answer to tools/call within 0.3 s" in str(info.value)
+        assert server.list_tools()[0]["name"] == "echo"  # the connection is still good
+
+
+def test_close_from_another_thread_ends_a_call_in_flight():
+    server = mcp.connect(stdio_command("modern", "hang"), timeout=30)
+    errors = []
+
+    def call():
+        try:
+            server.call_tool("echo", {"text": "x"})
+        except TransportError as error:
+            errors.append(error)
+
+    thread = threading.Thread(target=call)
+    thread.start()
+    thread.join(0.3)
+    server.close()
+    thread.join(10)
+    assert not thread.is_alive()
+    assert len(errors) == 1 and errors[0].aborted is True
+
+
+def test_shutdown_escalates_to_kill_for_a_server_ignoring_stdin_and_sigterm(monkeypatch):
+    from agenthub.mcp import stdio
+
+    monkeypatch.setattr(stdio, "SHUTDOWN_GRACE", 0.3)
+    before = snapshot()
+    server = mcp.connect(stdio_command("modern", "ignore-stdin-close"), timeout=10)
+    process = server._channel._state.process
+    server.close()
+    assert process.returncode == -9
+    assert leaked(before) == []
+
+
+def test_a_thousand_calls_leave_threads_fds_and_processes_where_they_were():
+    before = snapshot()
+    with mcp.connect(stdio_command("modern"), timeout=10) as server:
+        for number in range(1000):
+            assert server.call_tool("echo", {"text": str(number)})["text"] == str(number)
+    assert leaked(before) == []
+
+
+def test_calls_from_many_threads_each_get_their_own_answer():
+    with mcp.connect(stdio_command("modern"), timeout=10) as server:
+        answers = {}
+
+        def work(number):
+            answers[number] = server.call_tool("echo", {"text": str(number)})["text"]
+
+        threads = [threading.Thread(target=work, args=(n,)) for n in range(16)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(10)
+        assert answers == {n: str(n) for n in range(16)}
+
+
+def test_a_handle_never_closed_is_cleaned_up_by_the_garbage_collector():
+    import gc
+
+    before = snapshot()
+    server = mcp.connect(stdio_command("modern"), timeout=10)
+    server.call_tool("echo", {"text": "x"})
+    del server
+    gc.collect()
+    assert leaked(before) == []
+
+
+def test_no_child_left_at_interpreter_exit(tmp_path):
+    import subprocess
+
+    script = tmp_path / "leave.py"
+    script.write_text(
+        "import sys\nsys.path[:0] = {!r}\nfrom agenthub import mcp\n"
+        "server = mcp.connect({!r}, timeout=10)\nprint(server._channel.pid, flush=True)\n".format(
+            sys.path[:3], stdio_command("modern")))
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, timeout=60)
+    pid = int(out.stdout.decode().split()[0])
+    import os
+
+    assert not os.path.exists("/proc/{}".format(pid)) or open("/proc/{}/stat".format(pid)).read().split()[2] == "Z"
+
+
+def test_bad_input_is_a_config_error_before_anything_starts():
+    before = snapshot()
+    with pytest.raises(ConfigError):
+        mcp.connect(["python", 3])
+    with pytest.raises(ConfigError):
+        mcp.connect("python -m server")  # a command is a list
+    with pytest.raises(ConfigError):
+        mcp.connect(stdio_command("modern"), headers={"Authorization": "x"})
+    with pytest.raises(ConfigError):
+        mcp.connect(stdio_command("modern"), protocol="2099-01-01")
+    with pytest.raises(ConfigError):
+        mcp.connect(stdio_command("modern"), timeout=0)
+    with pytest.raises(ConfigError) as info:
+        mcp.connect(["/nonexistent/mcp-server"])
+    assert "could not start" in str(info.value)
+    assert leaked(before) == []
+
+
+def test_bad_arguments_to_call_tool_are_config_errors():
+    with mcp.connect(stdio_command("modern"), timeout=10) as server:
+        with pytest.raises(ConfigError):
+            server.call_tool("echo", ["not", "a", "dict"])
+        with pytest.raises(ConfigError):
+            server.call_tool("", {})
+        with pytest.raises(ConfigError):
+            server.get_prompt("p", {"n": 1})
