@@ -432,12 +432,28 @@ def _is_embeddings(call: Any) -> bool:
     return "embed" in url.lower() and not getattr(request, "stream", True)
 
 
+def _route_server(value: Any) -> Tuple[Optional[str], Optional[int]]:
+    """A route's ``host`` ("example.com", "127.0.0.1:8000", "[::1]:8000": the port only when it is not the
+    scheme's) -> (host, port or None)."""
+    if not isinstance(value, str) or not value:
+        return None, None
+    if value.startswith("["):
+        address, _, rest = value[1:].partition("]")
+        port = rest[1:] if rest.startswith(":") else ""
+        return address, int(port) if port.isdigit() else None
+    if value.count(":") == 1:
+        address, _, port = value.partition(":")
+        if port.isdigit():
+            return address, int(port)
+    return value, None
+
+
 def _server(call: Any, route: Optional[Mapping[str, Any]]) -> Tuple[Optional[str], Optional[int]]:
     server = getattr(call, "server", None)
     if isinstance(server, tuple) and len(server) == 2:
         return server[0], server[1]
     if route and route.get("host"):
-        return route["host"], None
+        return _route_server(route["host"])
     return None, None
 
 
@@ -445,11 +461,11 @@ def _answering_server(call: Any, route: Optional[Mapping[str, Any]]) -> Optional
     """(address, port) of the route that answered: the loop's ``server`` when it is that route's, else the
     route's host alone (a fallback's port is not on the call)."""
     server = getattr(call, "server", None)
-    host = (route or {}).get("host")
+    host, port = _route_server((route or {}).get("host"))
     if isinstance(server, tuple) and len(server) == 2 and (not host or server[0] == host):
         return server[0], server[1]
     if host:
-        return host, None
+        return host, port
     return None
 
 
@@ -499,7 +515,7 @@ class GenAIHook(object):
         record.operation = operation_name(client_type, _is_embeddings(call))
         host, port = _server(call, route)
         base = {GEN_AI_OPERATION_NAME: record.operation,
-                GEN_AI_PROVIDER_NAME: provider_name(client_type, host or route.get("host", ""))}
+                GEN_AI_PROVIDER_NAME: provider_name(client_type, host or _route_server(route.get("host"))[0] or "")}
         if model:
             base[GEN_AI_REQUEST_MODEL] = model
         if host:
@@ -683,7 +699,8 @@ def _response_attributes(state: _State, span: Any, call: Any, route: Optional[Ma
         if route.get("client_type") and route.get("client_type") != getattr(call, "client_type", None) or (
                 route.get("model") and route.get("model") != getattr(call, "model", None)):
             # a fallback answered: its provider is the one the span's numbers come from
-            span.set_attribute(GEN_AI_PROVIDER_NAME, provider_name(route.get("client_type", ""), route.get("host", "")))
+            span.set_attribute(GEN_AI_PROVIDER_NAME, provider_name(route.get("client_type", ""),
+                                                                   _route_server(route.get("host"))[0] or ""))
     count = getattr(call, "attempts", None)
     if isinstance(count, int) and count:
         span.set_attribute(AGENTHUB_ATTEMPTS, count)

@@ -652,7 +652,8 @@ def test_chat_stream_end_to_end(otel):
         "server.address": "127.0.0.1", "server.port": port, "gen_ai.request.stream": True,
         "gen_ai.request.max_tokens": 64, "gen_ai.request.temperature": 0.5,
         "gen_ai.response.model": "gpt-tel", "agenthub.route.model": "gpt-tel",
-        "agenthub.route.client_type": "openai-chat", "agenthub.route.host": "127.0.0.1", "agenthub.attempts": 1,
+        "agenthub.route.client_type": "openai-chat", "agenthub.route.host": "127.0.0.1:{}".format(port),
+        "agenthub.attempts": 1,
         "gen_ai.response.finish_reasons": ("stop",), "gen_ai.usage.input_tokens": 1200,
         "gen_ai.usage.output_tokens": 300, "gen_ai.usage.cache_read.input_tokens": 1024,
         "gen_ai.usage.reasoning.output_tokens": 120}
