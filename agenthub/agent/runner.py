@@ -44,6 +44,7 @@ from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Seque
 from ..catalog import cost
 from ..errors import AgentHubError, ConfigError
 from ..stream import Collector, now_ms
+from ..telemetry import activate, agent_span, tool_span  # spans of the run and its tools (no-ops uninstrumented)
 from ..toolcalls import broken_calls
 from ..types import USAGE_KEYS, AssistantMessage, Message, ToolCallItem, UniEvent, UsageMetadata
 from ..validate import check_config, check_messages
@@ -402,6 +403,7 @@ class Run(object):
         self._pending = []  # type: List[ToolCallItem]
         self._final = None  # type: Optional[AssistantMessage]
         self._events = None  # type: Optional[Iterator[UniEvent]]
+        self._span = None  # type: Any  # the run's invoke_agent span (agenthub.telemetry), once iterated
         self._first = None  # type: Any
         if stateful:
             if message is not None:
@@ -443,8 +445,19 @@ class Run(object):
     # -- reading ------------------------------------------------------------------------------------------------
     def __iter__(self) -> Iterator[UniEvent]:
         if self._events is None:
-            self._events = self._run()
+            self._span = agent_span("")
+            self._events = self._run() if self._span is None or not self._span.recording else self._spanned()
         return self._events
+
+    def _spanned(self) -> Iterator[UniEvent]:
+        """The run under its span: ended when the run ends, error.type when it raised."""
+        try:
+            yield from self._run()
+        except Exception as exc:
+            self._span.end(exc)
+            raise
+        finally:
+            self._span.end()
 
     def close(self) -> None:
         """Stop the run where it is (an open model stream is released; running tools run on)."""
@@ -505,7 +518,8 @@ class Run(object):
                 # first step (retries and failover happen before the first event, inside that step too)
                 token = broken_calls.set(caught)
                 try:
-                    first = next(stream, None)
+                    with activate(self._span):  # the turn's call span starts here: a child of the run's
+                        first = next(stream, None)
                 finally:
                     broken_calls.reset(token)
                 if first is not None:
@@ -712,11 +726,17 @@ class Run(object):
 
     def _invoke(self, call: Dict[str, Any], entry: _Entry, arguments: Any) -> Dict[str, Any]:
         call_id = call["tool_call_id"]
-        try:
-            if entry.kind == "provider":
-                value = entry.provider.call_tool(entry.original, arguments)
-            else:
-                value = entry.tool.fn(**arguments)
-            return result_item(value, call_id)
-        except Exception as exc:
-            return _error(call_id, error_text(exc))
+        with tool_span(call["name"], call_id, "extension" if entry.kind == "provider" else "function",
+                       parent=self._span) as span:
+            span.set_arguments(arguments)
+            try:
+                if entry.kind == "provider":
+                    value = entry.provider.call_tool(entry.original, arguments)
+                else:
+                    value = entry.tool.fn(**arguments)
+                item = result_item(value, call_id)
+            except Exception as exc:
+                span.set_error(exc)
+                return _error(call_id, error_text(exc))
+            span.set_result(item)
+            return item
