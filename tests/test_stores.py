@@ -454,7 +454,7 @@ def test_a_redis_url_without_the_extra_says_how_to_install_it(monkeypatch):
     import sys
 
     monkeypatch.setitem(sys.modules, "redis", None)  # as if agenthub[redis] were not installed
-    with pytest.raises(ConfigError, match=r"pip install 'agenthub\[redis\]'"):
+    with pytest.raises(ConfigError, match=r"pip install '\.\[redis\]'"):
         RateLimiter(rpm=60, store="redis://127.0.0.1:6379/0")
 
 
