@@ -208,7 +208,10 @@ def _previous(json_path: str, history: Sequence[Mapping[str, Any]]) -> Optional[
     before = document["history"]
     if len(before) > len(history):
         return None
-    now = json.loads(json.dumps(to_jsonable(list(history[:len(before)])), ensure_ascii=False))
+    try:
+        now = json.loads(json.dumps(to_jsonable(list(history[:len(before)])), ensure_ascii=False))
+    except (TypeError, ValueError):  # a value JSON cannot hold: no earlier state to keep (the write says why)
+        return None
     if [_unstamped(m) for m in before] != [_unstamped(m) for m in now]:
         return None
     return document

@@ -133,6 +133,30 @@ def test_a_stateful_run_keeps_the_rows_when_the_client_commits_the_results(cache
     assert split_seconds(document["tool_calls"])[0] == ROWS
 
 
+def test_a_resumed_run_adds_the_decided_calls_to_the_same_trace(cache):
+    """A run stopped for approval, resumed with decisions: the resumed calls' rows join the same trace."""
+    @tool(requires_approval=True)
+    def delete_file(path: str) -> str:
+        """Delete a file."""
+        return "deleted " + path
+
+    with SSEServer() as server:
+        server.answers += [Answer([chat_calls([("call_9", "delete_file", '{"path": "a.txt"}')])]),
+                           Answer([chat_text("Done.")])]
+        client = client_for(server)
+        config = {"trace_id": "agent/resumed"}
+        stopped = client.run([USER], config, tools=[delete_file]).result()
+        assert stopped.stop == "approval"
+        assert "tool_calls" not in json.loads(read(trace_paths("agent/resumed")["json"]))
+        done = client.run([USER] + stopped.messages, config, tools=[delete_file], decisions={"call_9": True}).result()
+    assert done.stop == "done"
+    document = load_trace(trace_paths("agent/resumed")["json"])
+    assert [m["role"] for m in document["history"]] == ["user", "assistant", "user", "assistant"]
+    assert split_seconds(document["tool_calls"])[0] == [
+        {"tool_call_id": "call_9", "name": "delete_file", "is_error": False, "turn": 2}]
+    assert [r["turn"] for r in document["routes"]] == [1, 3]
+
+
 def test_a_run_without_calls_or_without_a_trace_id_writes_no_rows(cache):
     with SSEServer() as server:
         server.answers += [Answer([chat_text("Hello.")]), Answer([chat_calls(TWO_CALLS[:1])]), Answer([chat_text("ok")])]
