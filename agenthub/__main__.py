@@ -278,7 +278,7 @@ def _trace_show(args: Any) -> int:
         return 1
     try:
         document = load_trace(path)
-        text = render_text(document.get("history") or [], document.get("config") or {})
+        text = render_text(document.get("history") or [], document.get("config") or {}, document.get("tool_calls"))
     except Exception as exc:  # a broken file, whatever broke in it: name the file, not a traceback
         reason = str(exc) if isinstance(exc, (OSError, ValueError)) else type(exc).__name__
         if reason.startswith(path):  # the reason names the file already

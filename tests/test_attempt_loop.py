@@ -149,8 +149,8 @@ def test_on_event_runs_only_for_a_hook_that_wants_events(server):
     listener = Listener()
     events = list(make(server, hooks=[listener]).streaming_response([USER]))
     assert listener.seen == [e["event_type"] for e in events]
-    assert listener.ends == [({"model": "test-model", "client_type": "openai-chat", "host": "127.0.0.1"},
-                              "127.0.0.1", "stop", 1)]
+    assert listener.ends == [({"model": "test-model", "client_type": "openai-chat",
+                               "host": "127.0.0.1:{}".format(server.port)}, "127.0.0.1", "stop", 1)]
 
 
 VENDORS = re.compile(r"openai|anthropic|claude|gemini|google|goog\b|x-goog|vertex|bedrock|amazon|amzn|\baws\b|azure|"

@@ -730,7 +730,7 @@ ONLY_AGENTHUB = {
 #: attributes only the reference emits: the Chat stream's id is not handed to agenthub's attempt loop (it reports
 #: gen_ai.response.id where the loop learns one: a background response)
 ONLY_REFERENCE = {"gen_ai.response.id"}
-#: attributes both emit with values that differ by design (see the README's telemetry section)
+#: attributes both emit with values that differ by design (see docs/telemetry.md)
 DIFFERENT = {
     "gen_ai.response.model",  # the reference: the model the server named; agenthub: the route that answered
 }

@@ -1,4 +1,4 @@
-"""The README's "OpenTelemetry" examples run as written: the Python setup exports to an OTLP collector, the
+"""docs/telemetry.md's examples run as written: the Python setup exports to an OTLP collector, the
 command line (with its Honeycomb variables) to a hosted backend; both are local servers here (the provider's
 base URL and the OTLP endpoint pointed at 127.0.0.1)."""
 
@@ -18,9 +18,7 @@ STREAM = os.path.join(HERE, "fixtures", "telemetry", "responses_cached.sse")
 
 
 def _section():
-    text = open(os.path.join(ROOT, "README.md"), encoding="utf-8").read()
-    start = text.index("\n## OpenTelemetry\n")
-    return text[start:text.index("\n## ", start + 5)]
+    return open(os.path.join(ROOT, "docs", "telemetry.md"), encoding="utf-8").read()
 
 
 class Collector(LocalServer):

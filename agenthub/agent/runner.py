@@ -34,6 +34,7 @@ Rules (issue 30's Decisions):
 """
 
 import json
+import logging
 import os
 import re
 import threading
@@ -394,6 +395,7 @@ class Run(object):
         self.messages = []  # type: List[Message]
         #: one row per call the runner answered: {"tool_call_id", "name", "seconds", "is_error"}
         self.calls = []  # type: List[Dict[str, Any]]
+        self._turn_calls = []  # type: List[Dict[str, Any]]  # this turn's rows (written to the trace)
         self._turns = 0
         self._usage = [None, None, None, None]  # type: List[Optional[int]]
         self._cost = 0.0  # type: Optional[float]
@@ -498,6 +500,7 @@ class Run(object):
             else:
                 self.messages.append({"role": "user", "content_items": results})
                 self._sent.append(joined)
+            self._trace(joined)
         elif self._stateful and self._tail:
             self.messages.append(self._tail[0])
         client = self._client
@@ -557,6 +560,23 @@ class Run(object):
                 self._next = message
             else:
                 self._sent.append(message)
+            self._trace(message)
+
+    def _trace(self, results: Dict[str, Any]) -> None:
+        """With ``config["trace_id"]``: the trace written again now, ending with the turn's ``results`` message
+        and a row per call answered (its duration, whether it failed).  A trace that cannot be written is
+        logged, as the tracer's hook does: the run goes on."""
+        trace_id = self._config.get("trace_id")
+        if not trace_id or not self._turn_calls:
+            return
+        from ..tracer import add_tool_calls  # only runs with a trace_id import the tracer
+
+        history = list(self._client.get_history()) + [results] if self._stateful else list(self._sent)
+        try:
+            add_tool_calls(trace_id, getattr(self._client, "model", ""), history, self._config, self._turn_calls)
+        except Exception as exc:  # disk full, permissions, a folder removed meanwhile
+            logging.getLogger("agenthub").error("the trace %r was not written with the tool calls (%s: %s); the run "
+                                                "goes on", trace_id, type(exc).__name__, exc)
 
     def _count(self, answer: Mapping[str, Any], stream: Any) -> None:
         self._turns += 1
@@ -652,11 +672,14 @@ class Run(object):
                     continue
             tasks.append((index, call, entry, arguments))
         results = [None] * len(calls)  # type: List[Any]
+        self._turn_calls = []
         for index, item, seconds in self._execute(tasks):
             results[index] = item
             call = calls[index]
-            self.calls.append({"tool_call_id": call["tool_call_id"], "name": call["name"],
-                               "seconds": seconds, "is_error": bool(item.get("is_error"))})
+            row = {"tool_call_id": call["tool_call_id"], "name": call["name"], "seconds": seconds,
+                   "is_error": bool(item.get("is_error"))}
+            self.calls.append(row)
+            self._turn_calls.append(row)
             yield _result_event(item)
         return results
 
