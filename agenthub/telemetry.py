@@ -3,7 +3,7 @@ the GenAI semantic conventions' attributes and metrics, tool runs and MCP reques
 
 ``instrument(tracer_provider=None, meter_provider=None, capture_content=None)`` registers one process-wide
 hook on the attempt loop (``agenthub.attempts.register``); ``uninstrument()`` removes it.  This module is
-the only one that imports ``opentelemetry`` (the optional extra ``agenthub[otel]``, the API only), and
+the only one that imports ``opentelemetry`` (the optional extra ``otel``: ``pip install '.[otel]'`` from agenthub's checkout; the API only), and
 only inside ``instrument()``: ``import agenthub`` and a call made without it never import it.
 
 One CLIENT span per logical call, named ``{gen_ai.operation.name} {gen_ai.request.model}``, covers every
@@ -287,14 +287,15 @@ def instrument(tracer_provider: Any = None, meter_provider: Any = None, capture_
     ``tracer_provider`` / ``meter_provider``: the OpenTelemetry providers (None: the global ones, as
     ``opentelemetry-instrument`` or your SDK setup configured them).  ``capture_content``: None (the
     environment decides), True/False, or one of NO_CONTENT, SPAN_ONLY, EVENT_ONLY, SPAN_AND_EVENT.
-    Needs ``opentelemetry-api`` (``pip install agenthub[otel]``): without it, a ConfigError.
+    Needs ``opentelemetry-api`` (``pip install '.[otel]'`` from agenthub's checkout): without it, a ConfigError.
     """
     global _state
     capture = _capture_mode(capture_content)
     try:
         import opentelemetry.trace  # noqa: F401  (the one place agenthub imports opentelemetry)
     except ImportError:
-        raise ConfigError("agenthub.telemetry.instrument needs the OpenTelemetry API: pip install 'agenthub[otel]'") \
+        raise ConfigError("agenthub.telemetry.instrument needs the OpenTelemetry API: pip install '.[otel]' "
+                          "(from agenthub's checkout)") \
             from None
     from . import attempts
 
@@ -328,7 +329,8 @@ def start_from_environment() -> Callable[[], None]:
     try:
         from opentelemetry import metrics, trace
     except ImportError:
-        raise ConfigError("--otel needs the OpenTelemetry API: pip install 'agenthub[otel]'") from None
+        raise ConfigError("--otel needs the OpenTelemetry API: pip install '.[otel]' (from agenthub's "
+                          "checkout)") from None
     if type(trace.get_tracer_provider()).__name__ not in ("ProxyTracerProvider", "NoOpTracerProvider"):
         instrument()  # opentelemetry-instrument (or the application) configured the SDK
 
