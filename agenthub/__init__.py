@@ -35,6 +35,7 @@ from .catalog import cost, list_supported_models
 from .registry import list_models
 from .stream import check_stream, collect
 from .messages import text, user
+from . import telemetry  # agenthub.telemetry.instrument(): OpenTelemetry is imported only when it is called
 from .types import (
     AssistantMessage,
     ContentItem,

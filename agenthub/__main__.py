@@ -79,6 +79,9 @@ def add_chat_arguments(chat: argparse.ArgumentParser) -> None:
     chat.add_argument("--cache", metavar="DIR|URL",
                       help="answer a request sent before from this response cache (a directory, sqlite:///path or "
                            "redis://host:port/db), and store new answers there")
+    chat.add_argument("--otel", action="store_true",
+                      help="OpenTelemetry GenAI spans and metrics (the extra .[otel]; the SDK from opentelemetry-instrument, "
+                           "else from the OTEL_* variables: OTLP by default, console, none)")
     chat.add_argument("--background", action="store_true",
                       help="OpenAI Responses / Gemini Interactions: run the answer server-side and resume it after "
                            "a broken connection (the response is stored by the provider)")
@@ -275,7 +278,7 @@ def _trace_show(args: Any) -> int:
         return 1
     try:
         document = load_trace(path)
-        text = render_text(document.get("history") or [], document.get("config") or {})
+        text = render_text(document.get("history") or [], document.get("config") or {}, document.get("tool_calls"))
     except Exception as exc:  # a broken file, whatever broke in it: name the file, not a traceback
         reason = str(exc) if isinstance(exc, (OSError, ValueError)) else type(exc).__name__
         if reason.startswith(path):  # the reason names the file already

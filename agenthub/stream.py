@@ -17,7 +17,7 @@ from .types import FINISH_REASONS as _FINISH_REASONS, USAGE_KEYS as _USAGE_KEYS
 from .types import AssistantMessage, UniEvent, UniMessage, UsageMetadata
 
 __all__ = ["StreamEnd", "drive", "now_ms", "collect", "Collector", "check_stream", "empty_usage", "Fold",
-           "item_problem", "usage_count", "checked_usage", "MAX_USAGE_TOKENS"]
+           "item_problem", "usage_count", "checked_usage", "MAX_USAGE_TOKENS", "Usage", "with_cache_write"]
 
 #: the most tokens one usage bucket of one answer may report (ten times the largest context window of any
 #: model): a larger count is a server's mistake (bytes, a running total, garbage) and reads as unknown
@@ -77,6 +77,30 @@ def checked_usage(usage: Any, client: str = "") -> UsageMetadata:
                 text if len(text) < 40 else text[:40] + "...")
             return empty_usage()
         out[key] = count  # type: ignore[literal-required]
+    written = getattr(usage, "cache_write", None)  # the wire's cache-write count rides along (Usage)
+    return out if written is None else with_cache_write(out, written)
+
+
+class Usage(dict):
+    """The four buckets, a plain dict to every reader (the data model is unchanged: equal to the dict of
+    the same four keys, serialised as one), with one attribute beside them: ``cache_write``, the input
+    tokens the provider reported writing to its prompt cache (Anthropic ``cache_creation_input_tokens``,
+    Bedrock ``cacheWriteInputTokens``), already counted in ``prompt_tokens``.  Telemetry reads it."""
+
+    __slots__ = ("cache_write",)
+
+    def __reduce__(self) -> Any:  # pickles (every protocol) and copies keep the count
+        return (with_cache_write, (dict(self), self.cache_write))
+
+
+def with_cache_write(buckets: Any, written: Any) -> Any:
+    """``buckets`` carrying the wire's cache-write count (``Usage.cache_write``); as they are when the
+    provider reported none (or no token count)."""
+    written = usage_count(written)
+    if written is None:
+        return buckets
+    out = Usage(buckets)
+    out.cache_write = written
     return out
 
 

@@ -26,6 +26,15 @@ trace_id and the reason) and the answer stands: a stateful call's history gains
 the turn exactly as for any other success, so a caller never retries a turn that
 already happened.
 
+Tool calls: a run of the tool runner (``client.run(..., config={"trace_id": ...})``) adds
+``"tool_calls"``: one row per call it answered, ``{"tool_call_id", "name", "seconds", "is_error",
+"turn"}`` (``seconds``: how long the tool ran, 0.0 for a call answered without running it (denied,
+unknown, invalid arguments); ``turn``: the index in ``history`` of the user message holding its
+result).  The runner writes them with the turn that executed them (``add_tool_calls``, right after
+the calls return), and each later turn's write keeps them.  A row never holds arguments or the
+result: those are in ``history`` already.  Traces without ``"tool_calls"`` (older files, calls
+without the runner) load and render as before.
+
 ``agenthub trace view DIR`` shows them in a browser; ``agenthub trace show FILE``
 prints the text form.
 """
@@ -50,9 +59,11 @@ MAX_PART = 160
 _PART = re.compile(r"[\w.+=@, -]+\Z")
 #: config keys whose values are credentials the caller chose to send: written as "***"
 _SECRET_CONFIG = ("extra_headers",)
+#: the fields of a row of ``document["tool_calls"]``, in order
+TOOL_CALL_FIELDS = ("tool_call_id", "name", "seconds", "is_error", "turn")
 
 __all__ = ["cache_dir", "trace_paths", "save_trace", "load_trace", "list_traces", "to_jsonable", "from_jsonable",
-           "render_text", "TraceHook"]
+           "render_text", "TraceHook", "add_tool_calls"]
 
 logger = logging.getLogger("agenthub")
 
@@ -125,9 +136,39 @@ def _server_item(item: Mapping[str, Any]) -> str:
     return kind
 
 
+def _tool_call_row(row: Mapping[str, Any]) -> Dict[str, Any]:
+    """A tool-call row with exactly TOOL_CALL_FIELDS (nothing else a caller's dict held); ValueError when
+    a field is missing or of the wrong type."""
+    if not isinstance(row, Mapping):
+        raise ValueError("a tool_calls row is a dict, not a {}".format(type(row).__name__))
+    seconds, turn = row.get("seconds"), row.get("turn")
+    if not isinstance(row.get("tool_call_id"), str) or not isinstance(row.get("name"), str) \
+            or isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not seconds >= 0 \
+            or not isinstance(row.get("is_error"), bool) or isinstance(turn, bool) or not isinstance(turn, int):
+        raise ValueError("a tool_calls row needs tool_call_id (str), name (str), seconds (a number >= 0), "
+                         "is_error (bool) and turn (int)")
+    return {"tool_call_id": row["tool_call_id"], "name": row["name"], "seconds": round(float(seconds), 6),
+            "is_error": row["is_error"], "turn": turn}
+
+
+def _readable_rows(rows: Any) -> List[Dict[str, Any]]:
+    """The well-formed rows of a trace file's "tool_calls" (what a reader shows; anything else is left out)."""
+    out = []
+    for row in rows if isinstance(rows, list) else ():
+        try:
+            out.append(_tool_call_row(row))
+        except ValueError:
+            continue
+    return out
+
+
 def save_trace(trace_id: str, model: str, history: Sequence[Mapping[str, Any]], config: Mapping[str, Any],
-               root: Optional[str] = None, routes: Optional[Sequence[Mapping[str, Any]]] = None) -> Dict[str, str]:
-    """Write the trace's .json and .txt (atomically); returns their paths."""
+               root: Optional[str] = None, routes: Optional[Sequence[Mapping[str, Any]]] = None,
+               tool_calls: Optional[Sequence[Mapping[str, Any]]] = None) -> Dict[str, str]:
+    """Write the trace's .json and .txt (atomically); returns their paths.  ``tool_calls``: rows of
+    ``{"tool_call_id", "name", "seconds", "is_error", "turn"}`` (only these fields are written; a row
+    missing one is a ValueError)."""
+    rows = [_tool_call_row(row) for row in tool_calls or ()]
     paths = trace_paths(trace_id, root)
     os.makedirs(os.path.dirname(paths["json"]), mode=0o700, exist_ok=True)
     cfg = dict(config)
@@ -146,9 +187,69 @@ def save_trace(trace_id: str, model: str, history: Sequence[Mapping[str, Any]], 
     }
     if routes:  # which model, protocol and host answered each turn (index of the answer in history)
         document["routes"] = [dict(route) for route in routes]
+    if rows:  # each call the tool runner answered: how long it ran, whether it failed (turn: its result's message)
+        document["tool_calls"] = rows
     _write(paths["json"], json.dumps(document, ensure_ascii=False, indent=2) + "\n")
-    _write(paths["txt"], render_text(history, cfg))
+    _write(paths["txt"], render_text(history, cfg, rows))
     return paths
+
+
+def _previous(json_path: str, history: Sequence[Mapping[str, Any]]) -> Optional[Dict[str, Any]]:
+    """The trace file at ``json_path`` as JSON when it holds an earlier state of this same conversation
+    (its history a prefix of ``history``, compared as written, created_at aside); None when it is missing,
+    unreadable, or another conversation's (a rerun under the same trace_id)."""
+    try:
+        with open(json_path, encoding="utf-8") as handle:
+            document = json.load(handle)
+    except (OSError, ValueError):
+        return None
+    if not isinstance(document, dict) or not isinstance(document.get("history"), list):
+        return None
+    before = document["history"]
+    if len(before) > len(history):
+        return None
+    try:
+        now = json.loads(json.dumps(to_jsonable(list(history[:len(before)])), ensure_ascii=False))
+    except (TypeError, ValueError):  # a value JSON cannot hold: no earlier state to keep (the write says why)
+        return None
+    if [_unstamped(m) for m in before] != [_unstamped(m) for m in now]:
+        return None
+    return document
+
+
+def _unstamped(message: Any) -> Any:
+    """A message without its created_at (a stateful turn stamps the results message when it commits it)."""
+    return {k: v for k, v in message.items() if k != "created_at"} if isinstance(message, dict) else message
+
+
+def _rows_for(document: Optional[Mapping[str, Any]], history: Sequence[Mapping[str, Any]]) -> List[Dict[str, Any]]:
+    """The rows of an earlier write of this conversation whose result is in ``history``."""
+    if document is None:
+        return []
+    kept = []
+    for row in _readable_rows(document.get("tool_calls")):
+        if 0 <= row["turn"] < len(history) and any(
+                item.get("type") == "tool_result" and item.get("tool_call_id") == row["tool_call_id"]
+                for item in history[row["turn"]].get("content_items") or ()):
+            kept.append(row)
+    return kept
+
+
+def add_tool_calls(trace_id: str, model: str, history: Sequence[Mapping[str, Any]], config: Mapping[str, Any],
+                   tool_calls: Sequence[Mapping[str, Any]], root: Optional[str] = None) -> Dict[str, str]:
+    """Write the trace ``trace_id`` again with ``history`` (which now ends with the message holding the
+    results of ``tool_calls``) and the rows ``{"tool_call_id", "name", "seconds", "is_error"}`` of those
+    calls (``turn`` defaults to the last message of ``history``).  What an earlier write of the same
+    conversation holds (which route answered each turn, earlier calls' rows) is kept.  The tool runner
+    calls this once per turn whose calls it answered; it raises as ``save_trace`` does."""
+    paths = trace_paths(trace_id, root)
+    previous = _previous(paths["json"], history)
+    rows = _rows_for(previous, history)
+    added = [_tool_call_row(dict(row, turn=row.get("turn", len(history) - 1))) for row in tool_calls]
+    fresh = {(row["turn"], row["tool_call_id"]) for row in added}
+    rows = [row for row in rows if (row["turn"], row["tool_call_id"]) not in fresh] + added
+    routes = previous.get("routes") if previous is not None and isinstance(previous.get("routes"), list) else None
+    return save_trace(trace_id, model, history, config, root, routes=routes, tool_calls=rows)
 
 
 class TraceHook(AttemptHook):
@@ -185,7 +286,12 @@ class TraceHook(AttemptHook):
         if call.route is not None:  # which endpoint answered each turn (failover never hides it)
             turns.append(dict(call.route, turn=len(history) - 1))
         try:
-            save_trace(config["trace_id"], call.model, history, config, routes=turns)
+            rows = None  # the tool runner's rows of earlier turns of this conversation, kept
+            if any(item.get("type") == "tool_result"
+                   for message in history for item in message.get("content_items") or ()):
+                path = trace_paths(config["trace_id"])["json"]
+                rows = _rows_for(_previous(path, history), history)
+            save_trace(config["trace_id"], call.model, history, config, routes=turns, tool_calls=rows)
         except Exception as exc:  # disk full, permissions, a folder removed meanwhile, an unwritable value
             logger.error("%s: the trace %r was not written (%s: %s); the answer stands", call.client_type,
                          config["trace_id"], type(exc).__name__, exc)
@@ -257,8 +363,11 @@ def _short_url(url: str) -> str:
     return url if not url.startswith("data:") else url.split(",", 1)[0] + ",... ({} characters)".format(len(url))
 
 
-def render_text(history: Sequence[Mapping[str, Any]], config: Mapping[str, Any]) -> str:
-    """The readable form of a trace (what the .txt beside the .json holds)."""
+def render_text(history: Sequence[Mapping[str, Any]], config: Mapping[str, Any],
+                tool_calls: Optional[Sequence[Mapping[str, Any]]] = None) -> str:
+    """The readable form of a trace (what the .txt beside the .json holds); ``tool_calls``: the trace's
+    rows (each result then shows how long its call ran)."""
+    timed = {(row["turn"], row["tool_call_id"]): row for row in _readable_rows(list(tool_calls or ()))}
     lines = ["model: {}".format(config.get("model"))]
     for key, value in sorted(config.items()):
         if key in ("model", "tools", "system_prompt"):
@@ -296,8 +405,11 @@ def render_text(history: Sequence[Mapping[str, Any]], config: Mapping[str, Any])
                     item.get("name"), json.dumps(item.get("arguments"), ensure_ascii=False), item.get("tool_call_id")))
             elif kind == "tool_result":
                 images = item.get("images") or []
+                row = timed.get((i, item.get("tool_call_id")))
+                notes = (["error"] if item.get("is_error") else []) + (
+                    ["{:.3f} s".format(row["seconds"])] if row is not None else [])
                 lines.append("  Tool Result [{}]{}: {}{}".format(
-                    item.get("tool_call_id"), " (error)" if item.get("is_error") else "", item.get("text", ""),
+                    item.get("tool_call_id"), " ({})".format(", ".join(notes)) if notes else "", item.get("text", ""),
                     " (+{} image{})".format(len(images), "" if len(images) == 1 else "s") if images else ""))
             elif kind == "embedding":
                 lines.append("  Embedding: {} dimensions".format(len(item.get("embedding") or ())))

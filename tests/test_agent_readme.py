@@ -1,4 +1,4 @@
-"""The README's "A tool loop" blocks run as written (each in its own process), with OPENAI_BASE_URL
+"""The "A tool loop" blocks (docs/tools.md) run as written (each in its own process), with OPENAI_BASE_URL
 pointed at a local server answering the Responses stream each block needs."""
 
 import os
@@ -6,6 +6,7 @@ import re
 import subprocess
 import sys
 
+from doc_sections import section
 from agent_streams import responses_calls, responses_text
 from sse_server import Answer, SSEServer
 
@@ -13,10 +14,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def _blocks():
-    text = open(os.path.join(ROOT, "README.md"), encoding="utf-8").read()
-    start = text.index("\n### A tool loop\n")
-    section = text[start:text.index("\n### Local servers and gateways\n", start)]
-    return re.findall(r"```python\n(.*?)```", section, re.S)
+    return re.findall(r"```python\n(.*?)```", section("A tool loop"), re.S)
 
 
 def _run(code, answers):

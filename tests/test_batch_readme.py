@@ -1,4 +1,4 @@
-"""The README's "On the providers' batch engines" subsection runs as written (its Python example, then its
+"""The "On the providers' batch engines" subsection (docs/workloads.md) runs as written (its Python example, then its
 commands), with the providers' base URLs pointed at the batch fakes."""
 
 import json
@@ -8,15 +8,14 @@ import shutil
 import subprocess
 import sys
 
+from doc_sections import section
 from batch_fakes import KEYS, BatchFake
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def _subsection():
-    text = open(os.path.join(ROOT, "README.md"), encoding="utf-8").read()
-    start = text.index("\n### On the providers' batch engines\n")
-    return text[start:text.index("\n## ", start)]
+    return section("On the providers' batch engines")
 
 
 def test_the_batch_engines_example_runs_as_written(tmp_path):

@@ -314,7 +314,9 @@ HAND_LONG = {
 #: protocol folder (or file prefix) -> client_type whose parser reads it
 _KINDS = {"anthropic": "anthropic", "openai_chat": "openai-chat", "openai_responses": "openai-responses",
           "gemini": "gemini", "gemini_interactions": "gemini-interactions", "bedrock": "bedrock", "azure/chat_": "openai-chat",
-          "azure/responses_": "openai-responses", "vertex/claude_": "anthropic", "vertex/gemini_": "gemini"}
+          "azure/responses_": "openai-responses", "vertex/claude_": "anthropic", "vertex/gemini_": "gemini",
+          "telemetry/chat_": "openai-chat", "telemetry/responses_": "openai-responses",
+          "telemetry/anthropic_": "anthropic"}
 USER = [{"role": "user", "content_items": [{"type": "text", "text": "hi"}]}]
 
 
@@ -457,7 +459,8 @@ def test_the_cost_of_every_recorded_fixture_with_usage_is_the_hand_computed_one(
     assert len(checked) >= 40, checked
     written = [c for c in checked if c[0] in ("gateway_zero_start_usage.sse", "thinking_text_tool_use.sse")]
     assert len(written) == 2  # fixtures with cache reads and writes are among them
-    assert set(unpriced) <= {"demo-model", "gpt-5.5-demo", "some-vendor/model"}, unpriced
+    assert set(unpriced) <= {"demo-model", "gpt-5.5-demo", "some-vendor/model",
+                             "gpt-tel-2026-01-01"}, unpriced  # the last: tests/fixtures/telemetry's made-up model
     assert verified >= 35 or not _has_genai_prices(), verified  # genai-prices' own sums agree
 
 

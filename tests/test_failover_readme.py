@@ -1,4 +1,4 @@
-"""The README's "Failover" example runs as written, with the providers' base URLs pointed at local servers:
+"""The "Failover" example (docs/reliability.md) runs as written, with the providers' base URLs pointed at local servers:
 Anthropic answers 529, DeepSeek (the first fallback) answers, OpenAI (the second) is never asked."""
 
 import ast
@@ -7,15 +7,14 @@ import re
 import subprocess
 import sys
 
+from doc_sections import section
 from faultserver import FaultServer, error_body, send, status
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def _section():
-    text = open(os.path.join(ROOT, "README.md"), encoding="utf-8").read()
-    start = text.index("\n## Failover\n")
-    return text[start:text.index("\n## ", start + 5)]
+    return section("Failover", "docs/reliability.md")  # the README's front page has a short one of its own
 
 
 def test_the_failover_example_runs_as_written():

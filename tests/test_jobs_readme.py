@@ -1,4 +1,4 @@
-"""The README's "Bulk jobs" section runs as written (its Python example, then its command line), with
+"""The "Bulk jobs" section (docs/workloads.md) runs as written (its Python example, then its command line), with
 the providers' base URLs pointed at a local server."""
 
 import os
@@ -6,17 +6,16 @@ import re
 import subprocess
 import sys
 
+from doc_sections import section
 from jobs_server import JobServer
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def _section():
-    text = open(os.path.join(ROOT, "README.md"), encoding="utf-8").read()
-    start = text.index("\n## Bulk jobs\n")
-    end = text.index("\n## ", start + 5)
-    sub = text.find("\n### ", start, end)  # the subsections run in their own tests (batch engines: test_batch_readme)
-    return text[start:sub if sub != -1 else end]
+    text = section("Bulk jobs")
+    sub = text.find("\n### ")  # the subsections run in their own tests (batch engines: test_batch_readme)
+    return text[:sub] if sub != -1 else text
 
 
 def test_the_bulk_jobs_example_runs_as_written(tmp_path):

@@ -1,6 +1,6 @@
-"""The README's Python examples type-check under ``mypy --strict``, as a user's code would.
+"""The docs' Python examples type-check under ``mypy --strict``, as a user's code would.
 
-Every ```python block of README.md is written out as its own module and one mypy run checks
+Every ```python block of README.md and docs/**/*.md is written out as its own module and one mypy run checks
 them all (agenthub is read the way an installed, ``py.typed`` package is: errors inside the
 library are not reported, its annotations are used).  Skipped when mypy is not installed.
 """
@@ -15,27 +15,38 @@ import tempfile
 
 import pytest
 
+from doc_sections import doc_files, read
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 
 pytest.importorskip("mypy", reason="mypy is not installed (pip install '.[test]')")
 
 
-def readme_blocks():
-    with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as handle:
-        text = handle.read()
+def doc_blocks():
+    """[(module name, code)]: ``readme_line_0043`` for README.md's block at line 43, ``docs_tools_line_0043`` for
+    docs/tools.md's."""
+    blocks = []
+    for doc in doc_files():
+        blocks += [(re.sub(r"\W", "_", doc[:-3].lower()) + "_line_{:04d}".format(line), code)
+                   for line, code in _blocks(read(doc))]
+    return blocks
+
+
+def _blocks(text):
     blocks = []
     for match in re.finditer(r"^( *)```python\n(.*?)^\1```", text, re.M | re.S):
         indent = match.group(1)
         code = "".join(line[len(indent):] if line.startswith(indent) else line
                        for line in match.group(2).splitlines(True))
-        line = text.count("\n", 0, match.start()) + 2  # the README line of the block's first line of code
+        line = text.count("\n", 0, match.start()) + 2  # the doc's line of the block's first line of code
         blocks.append((line, code))
     return blocks
 
 
 def test_readme_has_python_blocks():
-    assert len(readme_blocks()) >= 8
+    assert len(doc_blocks()) >= 30
+    assert sum(1 for name, _ in doc_blocks() if name.startswith("readme_line_")) >= 7
 
 
 #: a module the README's test example imports ("your loop"), as its user would have written it
@@ -227,10 +238,10 @@ CACHE = os.path.join(tempfile.gettempdir(), "agenthub-mypy-cache-py{}{}".format(
 
 @pytest.fixture(scope="module")
 def mypy_output(tmp_path_factory):
-    """One mypy --strict run over every README block (module name = README line) and the harness check."""
+    """One mypy --strict run over every docs block (module name = doc and line) and the harness check."""
     tmp = tmp_path_factory.mktemp("mypy")
     src = tmp / "src"
-    files = {"readme_line_{:04d}.py".format(line): code for line, code in readme_blocks()}
+    files = {name + ".py": code for name, code in doc_blocks()}
     files.update(USER_PROJECT)
     files["harness_wrong.py"] = WRONG
     files["user_api.py"] = USER_API
@@ -254,7 +265,7 @@ def mypy_output(tmp_path_factory):
 
 def test_every_readme_python_block_passes_mypy_strict(mypy_output):
     readme = [line for line in mypy_output.splitlines() if not line.startswith("harness_wrong.py")]
-    assert readme == [], ("README blocks (module name = README line) or user_api.py fail mypy --strict:\n"
+    assert readme == [], ("docs blocks (module name = doc and line) or user_api.py fail mypy --strict:\n"
                           + "\n".join(readme))
 
 

@@ -56,7 +56,8 @@ CONFIG = {"max_tokens": 256, "system_prompt": "You are a weather bot.", "trace_i
 
 @pytest.fixture
 def viewer(tmp_path):
-    save_trace("agent1/run_001", "demo-model", HISTORY, CONFIG, root=str(tmp_path))
+    save_trace("agent1/run_001", "demo-model", HISTORY, CONFIG, root=str(tmp_path), tool_calls=[
+        {"tool_call_id": "call_1", "name": "get_weather", "seconds": 0.0123, "is_error": False, "turn": 2}])
     save_trace("other", "gpt-5.5", HISTORY[:1], {}, root=str(tmp_path))
     server, url = serve_in_thread(str(tmp_path))
     yield url
@@ -207,7 +208,7 @@ def test_a_person_sees_the_conversation(viewer, monkeypatch):
         "{", "\"city\": \"Paris\"", "}",
         "Finish: tool_call · Tokens: prompt 52 · cached 0 · thinking 9 · response 12",
         "User #2 · 2025-11-30 00:00:02",
-        "Tool result get_weather call_1",
+        "Tool result get_weather call_1 0.012 s",
         "18 °C, sunny",
         "Assistant #3 · 2025-11-30 00:00:03",
         "It is 18 °C and sunny in Paris.",

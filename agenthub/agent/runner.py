@@ -34,6 +34,7 @@ Rules (issue 30's Decisions):
 """
 
 import json
+import logging
 import os
 import re
 import threading
@@ -44,6 +45,7 @@ from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Seque
 from ..catalog import cost
 from ..errors import AgentHubError, ConfigError
 from ..stream import Collector, now_ms
+from ..telemetry import activate, agent_span, tool_span  # spans of the run and its tools (no-ops uninstrumented)
 from ..toolcalls import broken_calls
 from ..types import USAGE_KEYS, AssistantMessage, Message, ToolCallItem, UniEvent, UsageMetadata
 from ..validate import check_config, check_messages
@@ -393,6 +395,7 @@ class Run(object):
         self.messages = []  # type: List[Message]
         #: one row per call the runner answered: {"tool_call_id", "name", "seconds", "is_error"}
         self.calls = []  # type: List[Dict[str, Any]]
+        self._turn_calls = []  # type: List[Dict[str, Any]]  # this turn's rows (written to the trace)
         self._turns = 0
         self._usage = [None, None, None, None]  # type: List[Optional[int]]
         self._cost = 0.0  # type: Optional[float]
@@ -402,6 +405,7 @@ class Run(object):
         self._pending = []  # type: List[ToolCallItem]
         self._final = None  # type: Optional[AssistantMessage]
         self._events = None  # type: Optional[Iterator[UniEvent]]
+        self._span = None  # type: Any  # the run's invoke_agent span (agenthub.telemetry), once iterated
         self._first = None  # type: Any
         if stateful:
             if message is not None:
@@ -443,8 +447,19 @@ class Run(object):
     # -- reading ------------------------------------------------------------------------------------------------
     def __iter__(self) -> Iterator[UniEvent]:
         if self._events is None:
-            self._events = self._run()
+            self._span = agent_span("")
+            self._events = self._run() if self._span is None or not self._span.recording else self._spanned()
         return self._events
+
+    def _spanned(self) -> Iterator[UniEvent]:
+        """The run under its span: ended when the run ends, error.type when it raised."""
+        try:
+            yield from self._run()
+        except Exception as exc:
+            self._span.end(exc)
+            raise
+        finally:
+            self._span.end()
 
     def close(self) -> None:
         """Stop the run where it is (an open model stream is released; running tools run on)."""
@@ -485,6 +500,7 @@ class Run(object):
             else:
                 self.messages.append({"role": "user", "content_items": results})
                 self._sent.append(joined)
+            self._trace(joined)
         elif self._stateful and self._tail:
             self.messages.append(self._tail[0])
         client = self._client
@@ -505,7 +521,8 @@ class Run(object):
                 # first step (retries and failover happen before the first event, inside that step too)
                 token = broken_calls.set(caught)
                 try:
-                    first = next(stream, None)
+                    with activate(self._span):  # the turn's call span starts here: a child of the run's
+                        first = next(stream, None)
                 finally:
                     broken_calls.reset(token)
                 if first is not None:
@@ -543,6 +560,23 @@ class Run(object):
                 self._next = message
             else:
                 self._sent.append(message)
+            self._trace(message)
+
+    def _trace(self, results: Dict[str, Any]) -> None:
+        """With ``config["trace_id"]``: the trace written again now, ending with the turn's ``results`` message
+        and a row per call answered (its duration, whether it failed).  A trace that cannot be written is
+        logged, as the tracer's hook does: the run goes on."""
+        trace_id = self._config.get("trace_id")
+        if not trace_id or not self._turn_calls:
+            return
+        from ..tracer import add_tool_calls  # only runs with a trace_id import the tracer
+
+        history = list(self._client.get_history()) + [results] if self._stateful else list(self._sent)
+        try:
+            add_tool_calls(trace_id, getattr(self._client, "model", ""), history, self._config, self._turn_calls)
+        except Exception as exc:  # disk full, permissions, a folder removed meanwhile
+            logging.getLogger("agenthub").error("the trace %r was not written with the tool calls (%s: %s); the run "
+                                                "goes on", trace_id, type(exc).__name__, exc)
 
     def _count(self, answer: Mapping[str, Any], stream: Any) -> None:
         self._turns += 1
@@ -638,11 +672,14 @@ class Run(object):
                     continue
             tasks.append((index, call, entry, arguments))
         results = [None] * len(calls)  # type: List[Any]
+        self._turn_calls = []
         for index, item, seconds in self._execute(tasks):
             results[index] = item
             call = calls[index]
-            self.calls.append({"tool_call_id": call["tool_call_id"], "name": call["name"],
-                               "seconds": seconds, "is_error": bool(item.get("is_error"))})
+            row = {"tool_call_id": call["tool_call_id"], "name": call["name"], "seconds": seconds,
+                   "is_error": bool(item.get("is_error"))}
+            self.calls.append(row)
+            self._turn_calls.append(row)
             yield _result_event(item)
         return results
 
@@ -712,11 +749,17 @@ class Run(object):
 
     def _invoke(self, call: Dict[str, Any], entry: _Entry, arguments: Any) -> Dict[str, Any]:
         call_id = call["tool_call_id"]
-        try:
-            if entry.kind == "provider":
-                value = entry.provider.call_tool(entry.original, arguments)
-            else:
-                value = entry.tool.fn(**arguments)
-            return result_item(value, call_id)
-        except Exception as exc:
-            return _error(call_id, error_text(exc))
+        with tool_span(call["name"], call_id, "extension" if entry.kind == "provider" else "function",
+                       parent=self._span) as span:
+            span.set_arguments(arguments)
+            try:
+                if entry.kind == "provider":
+                    value = entry.provider.call_tool(entry.original, arguments)
+                else:
+                    value = entry.tool.fn(**arguments)
+                item = result_item(value, call_id)
+            except Exception as exc:
+                span.set_error(exc)
+                return _error(call_id, error_text(exc))
+            span.set_result(item)
+            return item

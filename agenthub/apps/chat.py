@@ -19,6 +19,18 @@ LATEST = "\x00latest"
 
 
 def run(args: Any, out: TextIO, err: Optional[TextIO] = None, stdin: Optional[TextIO] = None) -> int:
+    if not getattr(args, "otel", False):
+        return _run(args, out, err, stdin)
+    from ..telemetry import start_from_environment  # --otel: GenAI spans and metrics (the extra .[otel])
+
+    stop = start_from_environment()
+    try:
+        return _run(args, out, err, stdin)
+    finally:
+        stop()
+
+
+def _run(args: Any, out: TextIO, err: Optional[TextIO] = None, stdin: Optional[TextIO] = None) -> int:
     from ..errors import ConfigError
 
     err = sys.stderr if err is None else err

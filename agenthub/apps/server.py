@@ -76,6 +76,7 @@ from ..errors import (AgentHubError, AuthenticationError, ConfigError, ServerErr
                      UnsupportedParameterError, UpstreamError, error_to_json)
 from ..hosts.trust import authority_host, authority_parts, is_loopback_host, split_authority
 from ..types import from_jsonable, json_default  # the one {"__bytes__"} codec
+from ..telemetry import continue_trace  # an incoming traceparent continues in the upstream call (a no-op uninstrumented)
 from .metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE, Metrics
 
 __all__ = ["make_app", "load_config", "serve", "AgentHubApp", "DEFAULT_PORT"]
@@ -650,13 +651,13 @@ class AgentHubApp(object):
                 model_id[:100], ", ".join(sorted(self.models)))))
         self.metrics.request(model_id)
         try:
-            return self._start(model, request, text, start_response)
+            return self._start(model, request, text, start_response, environ)
         except _Refusal as refusal:
             self.metrics.error(model_id, refusal.error)
             raise
 
     def _start(self, model: "_Model", request: Dict[str, Any], text: str,
-               start_response: Callable[..., Any]) -> Iterable[bytes]:
+               start_response: Callable[..., Any], environ: Optional[Mapping[str, Any]] = None) -> Iterable[bytes]:
         model_id = model.id
         messages = request.get("messages")
         config = request.get("config")
@@ -697,7 +698,7 @@ class AgentHubApp(object):
                 "the server is at its limit of {} concurrent streams".format(self.max_concurrent_streams),
                 client="agenthub", status=503, error_type="overloaded", retry_after=1.0, retryable=True))
         self.metrics.opened(model_id)
-        pump = _Pump(self, stream, model_id, on_end=self._ended(model))
+        pump = _Pump(self, stream, model_id, on_end=self._ended(model), trace=continue_trace(environ))
         try:
             pump.start()
         except BaseException:
@@ -753,8 +754,9 @@ class _Pump(object):
     """
 
     def __init__(self, app: AgentHubApp, stream: Any, model_id: str,
-                 on_end: Optional[Callable[[Any, Optional[BaseException]], None]] = None) -> None:
+                 on_end: Optional[Callable[[Any, Optional[BaseException]], None]] = None, trace: Any = None) -> None:
         self.app = app
+        self.trace = trace  # the incoming request's trace context, current while the stream is read (telemetry)
         self.stream = stream
         self.model_id = model_id
         self.on_end = on_end  # (the last event, the error that ended the stream or None), once
@@ -778,6 +780,12 @@ class _Pump(object):
         return self.put_bytes - self.taken_bytes
 
     def _run(self) -> None:
+        if self.trace is not None:
+            with self.trace:
+                return self._read()
+        return self._read()
+
+    def _read(self) -> None:
         put = self.queue.put
         encode = _encode_event
         started = time.monotonic()

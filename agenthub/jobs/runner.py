@@ -39,6 +39,7 @@ from ..errors import AgentHubError, BudgetExceededError, ConfigError, TransportE
 from ..limiter import LimiterHook, RateLimiter, endpoint_key, estimate_tokens, has_hook  # noqa: F401  (jobs.runner.estimate_tokens)
 from ..catalog import cost
 from ..stream import collect
+from ..telemetry import child_span, workflow_span  # a span per job and per row (no-ops uninstrumented)
 from ..types import USAGE_KEYS
 from .jobfile import JobFile, JobRow, OutputWriter, error_row, iter_rows, mark_finished, output_row, read_jobs
 from .jobfile import OutputLock, file_mentions
@@ -247,6 +248,8 @@ def _duration(seconds: float) -> str:
 class Job(object):
     """The shared state of one run: the row source, the writer, the limiter, the counters, the stops."""
 
+    job_span = None  # type: Any  # the job's telemetry span (agenthub.telemetry): each row's span is its child
+
     def __init__(self, rows: Any, clients: Dict[Route, Any], writer: OutputWriter, limiter: RateLimiter,
                  summary: JobSummary, progress: Progress, max_retries: int, backend: str = "live",
                  per_thread: Optional[Callable[..., Any]] = None) -> None:
@@ -299,7 +302,10 @@ class Job(object):
                 row = self.take()
                 if row is None:
                     return
-                out = self.one(row)
+                with child_span(self.job_span, "agenthub.jobs.row", {"agenthub.job.row_id": str(row.id)}) as span:
+                    out = self.one(row)
+                    if out is not None and isinstance(out.get("error"), dict):
+                        span.set_error(str(out["error"].get("type") or "error"))
                 if out is None:  # stopped before it was sent, or aborted: no row, a rerun sends it
                     continue
                 self.writer.write(out)
@@ -586,7 +592,11 @@ def _run_live(job: JobFile, input_path: str, output_path: str, workers: int, lim
         state = Job(todo, clients, writer, limiter, summary, show, max_retries,
                      per_thread=client_factory if fallbacks is not None else None)
         count = min(workers, max(1, sum(counts.values())))
-        _drive(state, count, grace, show) if routes else None
+        state.job_span = workflow_span("agenthub.jobs", {"agenthub.job.rows": summary.total})
+        try:
+            _drive(state, count, grace, show) if routes else None
+        finally:
+            state.job_span.end()
         if state.error is not None:
             raise state.error
     finally:

@@ -14,6 +14,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 from ..errors import AgentHubError, ConfigError, StreamProtocolError, TransportError, UnsupportedOperationError, \
     UpstreamError
 from ..hosts.trust import url_origin
+from ..telemetry import inject_meta, mcp_span  # a CLIENT span per request, its trace context in _meta (no-ops uninstrumented)
 from . import jsonrpc, results
 from .jsonrpc import MCPError, Message
 from .session import LEGACY_VERSIONS, MODERN_VERSIONS, Session, _Fallback, falls_back, param_header_values, \
@@ -219,6 +220,26 @@ class Server(object):
         if not isinstance(method, str) or not method:
             raise ConfigError("method must be a non-empty string")
         self._check_open()
+        session = self._session
+        http = self._channel.transport == "http"
+        target = (params or {}).get("name") if method in ("tools/call", "prompts/get") else None
+        with mcp_span(method, session.version, session.session_id if session.era == "legacy" else None,
+                      target=target if isinstance(target, str) else None,
+                      server=getattr(self._channel, "url", None) if http else None,
+                      transport=None if http else "pipe") as span:
+            if span.recording:  # the W3C trace context in params._meta (the MCP conventions, both eras)
+                params = dict(params or {}, _meta=inject_meta((params or {}).get("_meta")))
+            try:
+                result = self._request(method, params, timeout, headers)
+            except MCPError as error:
+                span.set_error(str(error.code))
+                raise
+            if method == "tools/call" and isinstance(result, dict) and result.get("isError") is True:
+                span.set_error("tool_error")
+            return result
+
+    def _request(self, method: str, params: Optional[Dict[str, Any]], timeout: Optional[float],
+                 headers: Optional[Dict[str, str]]) -> Dict[str, Any]:
         session = self._session
         timeout = self.timeout if timeout is None else timeout
         renewed = False

@@ -13,7 +13,7 @@ from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optio
 from ..answers import error_from_body as _error_from_body
 from ..errors import ConfigError, StreamProtocolError, UnsupportedParameterError
 from ..sse import iter_event_data, iter_events, json_loads, scan_once
-from ..stream import now_ms
+from ..stream import Usage, now_ms, with_cache_write  # noqa: F401  (the dialects import them from here)
 from ..types import HttpRequest
 
 __all__ = [

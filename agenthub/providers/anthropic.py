@@ -87,7 +87,7 @@ from ..toolcalls import ToolCallAssembler
 from ..types import HttpRequest, PromptCaching, ThinkingLevel
 from ._common import (COMPACTION_FORMAT, Count, left_out, DONE, payloads, parse_data_list, Endpoint, Protocol, check_response_format, documents, dumps, get_request,
                       nearest, parse_data_uri, request_headers, stop_sequences, to_int, unsupported,
-                      usage)
+                      usage, with_cache_write)
 
 __all__ = [
     "build_request",
@@ -587,14 +587,17 @@ def map_usage(raw: Mapping[str, Any]) -> Dict[str, Any]:
         for entry in iterations:
             if type(entry) is not dict or entry.get("type") != "compaction":
                 continue
-            extra_prompt = (to_int(entry.get("input_tokens")) or 0) + (to_int(entry.get("cache_creation_input_tokens")) or 0)
+            extra_written = to_int(entry.get("cache_creation_input_tokens"))
+            if extra_written is not None:
+                written = (written or 0) + extra_written
+            extra_prompt = (to_int(entry.get("input_tokens")) or 0) + (extra_written or 0)
             extra_cached = to_int(entry.get("cache_read_input_tokens")) or 0
             extra_response = to_int(entry.get("output_tokens")) or 0
             prompt = (prompt or 0) + extra_prompt
             if extra_cached or cached is not None:
                 cached = (cached or 0) + extra_cached
             response = (response or 0) + extra_response
-    return usage(cached, prompt, None, response)
+    return with_cache_write(usage(cached, prompt, None, response), written)
 
 
 _INPUT_KEYS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")

@@ -82,7 +82,8 @@ from ..toolcalls import ToolCallAssembler
 from ..types import HttpRequest, PromptCaching
 from . import anthropic
 from ._common import (left_out, Count, Endpoint, Protocol, check_response_format, dumps, encode_path_segment, model_list_page,
-                      parse_data_uri, samplers, to_int, unsupported, usage)
+                      parse_data_uri, samplers, to_int, unsupported, usage,
+                      with_cache_write)
 from ._common import refuse_mcp_servers
 
 __all__ = ["build_request", "parse_stream", "parse_document", "map_usage", "claude_name", "stream_error",
@@ -442,7 +443,7 @@ def map_usage(raw: Mapping[str, Any]) -> Any:
     prompt = inputs
     if write:
         prompt = (prompt or 0) + write
-    return usage(read, prompt, None, output)
+    return with_cache_write(usage(read, prompt, None, output), write)
 
 
 def _loads(payload: bytes, or_text: bool = False) -> Any:

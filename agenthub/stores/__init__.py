@@ -5,7 +5,7 @@
 - ``SQLiteStore`` (``"sqlite:///relative/path"``, ``"sqlite:////absolute/path"``): every process on one
   machine (the standard library's sqlite3, WAL, ``BEGIN IMMEDIATE`` transactions, a busy timeout).
 - ``RedisStore`` (``"redis://host:port/db"``, ``"rediss://..."``): every machine; the optional extra
-  ``agenthub[redis]``; ``agenthub/stores/redis.py`` is the only module that imports ``redis``, and only
+  the ``redis`` extra (``pip install ".[redis]"``); ``agenthub/stores/redis.py`` is the only module that imports ``redis``, and only
   when such a store is opened.  Updates are Lua scripts run by the server, on the server's clock.
 
 ``open_store(spec)`` turns a URL (or a Store, or None) into a Store.  See docs/many-workers.md.

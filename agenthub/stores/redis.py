@@ -1,6 +1,6 @@
 """RedisStore: rows on a Redis server (5 or newer), shared by every machine that reaches it.
 
-The only module of agenthub that imports ``redis`` (the optional extra ``agenthub[redis]``), and only
+The only module of agenthub that imports ``redis`` (the optional extra ``redis``: ``pip install ".[redis]"``), and only
 when a ``redis://`` or ``rediss://`` store is opened.  Every update is one Lua script run by the server
 (atomic: no other client's command runs in between), and every time is the server's ``TIME``, never a
 worker's clock.
@@ -265,7 +265,7 @@ class RedisStore(Store):
         try:
             import redis
         except ImportError:
-            raise ConfigError("store {!r} needs the redis package: pip install 'agenthub[redis]'".format(self._shown))
+            raise ConfigError("store {!r} needs the redis package: pip install '.[redis]' (from agenthub's checkout)".format(self._shown))
         self._redis_errors = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError)
         self._response_error = redis.exceptions.ResponseError
         self._error = redis.exceptions.RedisError

@@ -42,7 +42,12 @@ function imageUrl(parent, url) {
 
 function usageText(usage) { return "Tokens: " + usageCounts(usage, "?"); }
 
-function renderItem(parent, item, names) {
+// how long a tool call ran, from the trace's tool_calls row ("0.012 s")
+function duration(row) {
+  return row && typeof row.seconds === "number" && isFinite(row.seconds) ? row.seconds.toFixed(3) + " s" : "";
+}
+
+function renderItem(parent, item, names, timing) {
   var part, type = item && item.type;
   if (type === "text") {
     add(parent, el("div", "part text", item.text));
@@ -60,6 +65,8 @@ function renderItem(parent, item, names) {
     add(part, el("span", "label", "Tool result"));
     if (names[item.tool_call_id]) { add(part, el("code", null, names[item.tool_call_id])); }
     add(part, el("span", "id", item.tool_call_id));
+    if (item.is_error === true) { add(part, el("span", "error", "error")); }
+    if (duration(timing)) { add(part, el("span", "took", duration(timing))); }
     add(part, el("pre", null, item.text));
     (item.images || []).forEach(function (url) { imageUrl(part, url); });
   } else if (type === "image_url") {
@@ -154,7 +161,10 @@ function renderTrace(main) {
     });
   }
 
-  var names = {};
+  var names = {}, timings = {};  // timings: "<message index> <tool_call_id>" -> the tool_calls row
+  (Array.isArray(trace.tool_calls) ? trace.tool_calls : []).forEach(function (row) {
+    if (row && typeof row.turn === "number") { timings[row.turn + " " + row.tool_call_id] = row; }
+  });
   var totals = {}, counted = false;
   history.forEach(function (m) {
     (m.content_items || []).forEach(function (i) { if (i.type === "tool_call") { names[i.tool_call_id] = i.name; } });
@@ -177,7 +187,9 @@ function renderTrace(main) {
     var head = add(card, el("div", "head"));
     add(head, el("span", "role", role === "assistant" ? "Assistant" : "User"));
     add(head, el("span", "when", "#" + index + (m.created_at ? " · " + when(m.created_at) : "")));
-    (m.content_items || []).forEach(function (item) { renderItem(card, item, names); });
+    (m.content_items || []).forEach(function (item) {
+      renderItem(card, item, names, item && item.type === "tool_result" ? timings[index + " " + item.tool_call_id] : null);
+    });
     if (m.usage_metadata || m.finish_reason) {
       add(card, el("div", "usage", (m.finish_reason ? "Finish: " + m.finish_reason + " · " : "") +
         usageText(m.usage_metadata)));

@@ -1,0 +1,1169 @@
+"""agenthub.telemetry: GenAI spans and metrics, checked against the OpenTelemetry SDK's in-memory exporter and
+reader, the semantic-conventions package's names and the conventions' message JSON schemas (v1.41.0, copied in
+tests/fixtures/genai_schemas with their licence).  The oracles need Python 3.9+ packages (the SDK, the
+semconv package, jsonschema): the tests that use them skip where they are missing; the import-isolation
+test runs everywhere."""
+
+import json
+import os
+import subprocess
+import sys
+import types
+
+import pytest
+
+from agenthub import telemetry
+from agenthub.errors import ConfigError, RateLimitError
+from agenthub.types import HttpRequest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+SCHEMAS = os.path.join(HERE, "fixtures", "genai_schemas")
+
+
+def _sdk():
+    try:
+        from opentelemetry.sdk.metrics import MeterProvider
+        from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+        from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+    except ImportError:
+        pytest.skip("the OpenTelemetry SDK (a test oracle) is not installed in this Python")
+    exporter = InMemorySpanExporter()
+    tracer_provider = TracerProvider()
+    tracer_provider.add_span_processor(SimpleSpanProcessor(exporter))
+    reader = InMemoryMetricReader()
+    meter_provider = MeterProvider(metric_readers=[reader])
+    return types.SimpleNamespace(exporter=exporter, tracer_provider=tracer_provider, reader=reader,
+                                 meter_provider=meter_provider)
+
+
+@pytest.fixture
+def otel(monkeypatch):
+    monkeypatch.delenv(telemetry.CAPTURE_ENV, raising=False)
+    monkeypatch.delenv(telemetry.OPT_IN_ENV, raising=False)
+    sdk = _sdk()
+
+    def start(**kwargs):
+        telemetry.instrument(sdk.tracer_provider, sdk.meter_provider, **kwargs)
+        return sdk
+
+    sdk.start = start
+    yield sdk
+    telemetry.uninstrument()
+    sdk.tracer_provider.shutdown()
+    sdk.meter_provider.shutdown()
+
+
+def metrics_of(reader):
+    """{metric name: [(attributes, point)]} of what the reader collected."""
+    out = {}
+    data = reader.get_metrics_data()
+    for resource in (data.resource_metrics if data else ()):
+        for scope in resource.scope_metrics:
+            for metric in scope.metrics:
+                for point in metric.data.data_points:
+                    out.setdefault(metric.name, []).append((dict(point.attributes), point))
+    return out
+
+
+# -- a call as the attempt loop hands it to its hooks (the seam's Attempt fields) -------------------------------------
+
+
+def fake_call(**fields):
+    call = types.SimpleNamespace(
+        kind="stream", client_type="openai-chat", model="gpt-test", messages=[
+            {"role": "user", "content_items": [{"type": "text", "text": "SECRET PROMPT TEXT"}]}],
+        config={"max_tokens": 64, "temperature": 0.5, "extra_headers": {"X-Key": "hdr-secret-value"}},
+        request=HttpRequest("POST", "/chat/completions", {}, {"model": "gpt-test"}, True),
+        route={"model": "gpt-test", "client_type": "openai-chat", "host": "api.openai.com"},
+        server=("api.openai.com", 443), error=None, usage=None, finish_reason=None, first_event_ms=None,
+        started_ms=1000, attempts=1, response_id=None, cache=None)
+    for key, value in fields.items():
+        setattr(call, key, value)
+    return call
+
+
+EVENTS = [
+    {"role": "assistant", "event_type": "start", "content_items": [], "usage_metadata": None, "finish_reason": None,
+     "created_at": 1},
+    {"role": "assistant", "event_type": "delta", "content_items": [{"type": "text", "text": "Hello"}],
+     "usage_metadata": None, "finish_reason": None, "created_at": 2},
+    {"role": "assistant", "event_type": "delta", "content_items": [{"type": "text", "text": " there"}],
+     "usage_metadata": None, "finish_reason": None, "created_at": 3},
+    {"role": "assistant", "event_type": "stop", "content_items": [],
+     "usage_metadata": {"cached_tokens": 30, "prompt_tokens": 70, "thoughts_tokens": 5, "response_tokens": 2},
+     "finish_reason": "stop", "created_at": 4},
+]
+
+
+def drive(call, events=EVENTS, error=None):
+    """What the loop does with the process-wide hooks: start, every event, end."""
+    from agenthub import attempts
+
+    hooks = [hook for hook in attempts.registered() if isinstance(hook, telemetry.GenAIHook)]
+    for hook in hooks:
+        hook.on_call_start(call)
+    for event in events:
+        for hook in hooks:
+            if hook.wants_events:
+                hook.on_event(call, event)
+        if event["event_type"] == "stop":
+            call.usage = event["usage_metadata"]
+            call.finish_reason = event["finish_reason"]
+    call.error = error
+    for hook in hooks:
+        hook.on_call_end(call)
+
+
+# -- no opentelemetry unless asked ---------------------------------------------------------------------------------
+
+
+def test_import_and_a_full_call_never_import_opentelemetry():
+    code = r"""
+import sys, agenthub, agenthub.telemetry
+sys.path.insert(0, {tests!r})
+from sse_server import SSEServer, Answer
+with SSEServer() as server:
+    server.answers.append(Answer([b'data: {{"id":"c1","object":"chat.completion.chunk","model":"m","choices":[{{"index":0,"delta":{{"content":"hi"}},"finish_reason":"stop"}}],"usage":{{"prompt_tokens":3,"completion_tokens":1,"total_tokens":4}}}}\n\n', b'data: [DONE]\n\n']))
+    client = agenthub.AutoLLMClient("gpt-test", api_key="k", base_url=server.url + "/v1", client_type="openai-chat")
+    answer = client.response([{{"role": "user", "content_items": [{{"type": "text", "text": "hello"}}]}}])
+    assert answer["content_items"][0]["text"] == "hi", answer
+    # the helpers the runner and MCP call are no-ops, and stay so
+    with agenthub.telemetry.agent_span("a"), agenthub.telemetry.tool_span("t", "c1") as span:
+        span.set_arguments({{"x": 1}})
+    assert agenthub.telemetry.inject_meta({{"k": 1}}) == {{"k": 1}}
+print(sorted(name for name in sys.modules if name.split(".")[0] == "opentelemetry"))
+""".format(tests=HERE)
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
+
+
+def test_not_instrumented_helpers_are_one_shared_noop():
+    telemetry.uninstrument()
+    assert telemetry.agent_span("x") is telemetry.tool_span("t") is telemetry.mcp_span("tools/list", "2025-06-18")
+    assert telemetry.is_instrumented() is False
+
+
+def test_capture_content_values(monkeypatch):
+    monkeypatch.delenv(telemetry.CAPTURE_ENV, raising=False)
+    assert telemetry._capture_mode(None) == "NO_CONTENT"
+    assert telemetry._capture_mode(True) == "SPAN_ONLY"
+    assert telemetry._capture_mode(False) == "NO_CONTENT"
+    assert telemetry._capture_mode("span_and_event") == "SPAN_AND_EVENT"
+    monkeypatch.setenv(telemetry.CAPTURE_ENV, "EVENT_ONLY")
+    assert telemetry._capture_mode(None) == "EVENT_ONLY"
+    assert telemetry._capture_mode(False) == "NO_CONTENT"  # capture_content= wins over the environment
+    with pytest.raises(ConfigError):
+        telemetry._capture_mode("everything")
+
+
+@pytest.mark.parametrize("client_type,host,expected", [
+    ("openai-chat", "api.openai.com", "openai"),
+    ("openai-chat", "127.0.0.1", "openai"),
+    ("openai-responses", "gateway.example.com", "openai"),
+    ("openai-chat", "api.deepseek.com", "deepseek"),
+    ("openai-chat", "api.moonshot.ai", "moonshot_ai"),
+    ("openai-chat", "api.moonshot.cn", "moonshot_ai"),
+    ("openai-chat", "api.groq.com", "groq"),
+    ("openai-chat", "api.mistral.ai", "mistral_ai"),
+    ("openai-chat", "api.x.ai", "x_ai"),
+    ("openai-chat", "myres.openai.azure.com", "azure.ai.openai"),
+    ("azure", "myres.cognitiveservices.azure.com", "azure.ai.openai"),
+    ("azure-responses", "myres.openai.azure.com", "azure.ai.openai"),
+    ("anthropic", "api.anthropic.com", "anthropic"),
+    ("azure-anthropic", "r.services.ai.azure.com", "anthropic"),
+    ("gemini", "generativelanguage.googleapis.com", "gcp.gemini"),
+    ("gemini-interactions", "generativelanguage.googleapis.com", "gcp.gemini"),
+    ("vertex", "us-central1-aiplatform.googleapis.com", "gcp.vertex_ai"),
+    ("vertex-anthropic", "aiplatform.googleapis.com", "gcp.vertex_ai"),
+    ("bedrock", "bedrock-runtime.us-east-1.amazonaws.com", "aws.bedrock"),
+])
+def test_provider_names(client_type, host, expected):
+    assert telemetry.provider_name(client_type, host) == expected
+
+
+def test_operation_names():
+    assert telemetry.operation_name("openai-chat") == "chat"
+    assert telemetry.operation_name("anthropic") == "chat"
+    assert telemetry.operation_name("bedrock") == "chat"
+    assert telemetry.operation_name("gemini") == "generate_content"
+    assert telemetry.operation_name("vertex") == "generate_content"
+    assert telemetry.operation_name("gemini-interactions") == "generate_content"
+    assert telemetry.operation_name("vertex-anthropic") == "chat"
+    assert telemetry.operation_name("openai-chat", embeddings=True) == "embeddings"
+
+
+# -- names: agenthub's constants are the conventions' -------------------------------------------------------------
+
+
+def test_attribute_names_equal_the_semantic_conventions_package():
+    semconv = pytest.importorskip("opentelemetry.semconv._incubating.attributes.gen_ai_attributes",
+                                  reason="opentelemetry-semantic-conventions (a test oracle) is not installed")
+    if not hasattr(semconv, "GEN_AI_USAGE_REASONING_OUTPUT_TOKENS"):  # 3.8 stops at 0.54b1 (conventions 1.33)
+        pytest.skip("this Python's opentelemetry-semantic-conventions predates the v1.41 GenAI names")
+    from opentelemetry.semconv._incubating.attributes import mcp_attributes
+    from opentelemetry.semconv._incubating.metrics import gen_ai_metrics
+    from opentelemetry.semconv.attributes import error_attributes, server_attributes
+
+    checked = 0
+    for name in dir(telemetry):
+        value = getattr(telemetry, name)
+        if not isinstance(value, str) or name.startswith("_"):
+            continue
+        for module in (semconv, mcp_attributes, gen_ai_metrics, error_attributes, server_attributes):
+            if hasattr(module, name):
+                assert getattr(module, name) == value, name
+                checked += 1
+    assert checked >= 40  # every gen_ai.*, mcp.*, server.*, error.* name and the four metrics
+    own = {name for name in dir(telemetry) if name.startswith(("GEN_AI_", "MCP_", "SERVER_", "ERROR_"))}
+    unknown = {name for name in own if not any(hasattr(m, name) for m in (
+        semconv, mcp_attributes, gen_ai_metrics, error_attributes, server_attributes))}
+    assert unknown == set(), "names the package does not carry: {}".format(sorted(unknown))
+    # the provider names agenthub emits are well-known values (moonshot_ai is newer than v1.41: the genai repo's)
+    known = {member.value for member in semconv.GenAiProviderNameValues} | {"moonshot_ai"}
+    emitted = set(telemetry._BY_CLIENT_TYPE.values()) - {"agenthub"} | {v for _, v in telemetry._OPENAI_HOSTS}
+    assert emitted <= known, emitted - known
+
+
+# -- the call span ------------------------------------------------------------------------------------------------
+
+
+def test_call_span_attributes_usage_and_no_content_by_default(otel):
+    otel.start()
+    call = fake_call()
+    drive(call)
+    (span,) = otel.exporter.get_finished_spans()
+    assert span.name == "chat gpt-test"
+    assert span.kind.name == "CLIENT"
+    attrs = dict(span.attributes)
+    ttfc = attrs.pop("gen_ai.response.time_to_first_chunk")
+    assert 0 <= ttfc < 5
+    assert attrs == {
+        "gen_ai.operation.name": "chat", "gen_ai.provider.name": "openai", "gen_ai.request.model": "gpt-test",
+        "server.address": "api.openai.com", "server.port": 443, "gen_ai.request.stream": True,
+        "gen_ai.request.max_tokens": 64, "gen_ai.request.temperature": 0.5,
+        "gen_ai.response.model": "gpt-test", "agenthub.route.model": "gpt-test",
+        "agenthub.route.client_type": "openai-chat", "agenthub.route.host": "api.openai.com",
+        "agenthub.attempts": 1, "gen_ai.response.finish_reasons": ("stop",),
+        "gen_ai.usage.input_tokens": 100, "gen_ai.usage.output_tokens": 7,
+        "gen_ai.usage.cache_read.input_tokens": 30, "gen_ai.usage.reasoning.output_tokens": 5,
+    }
+    assert span.status.status_code.name == "UNSET"
+    dump = json.dumps([dict(s.attributes) for s in otel.exporter.get_finished_spans()])
+    assert "SECRET PROMPT TEXT" not in dump and "hdr-secret-value" not in dump and "Hello" not in dump
+
+
+def test_metrics_and_bucket_boundaries(otel):
+    otel.start()
+    drive(fake_call())
+    metrics = metrics_of(otel.reader)
+    base = {"gen_ai.operation.name": "chat", "gen_ai.provider.name": "openai", "gen_ai.request.model": "gpt-test",
+            "server.address": "api.openai.com", "server.port": 443, "gen_ai.response.model": "gpt-test"}
+    usage = {attrs["gen_ai.token.type"]: point.sum for attrs, point in metrics["gen_ai.client.token.usage"]}
+    assert usage == {"input": 100, "output": 7}
+    for attrs, point in metrics["gen_ai.client.token.usage"]:
+        assert tuple(point.explicit_bounds) == telemetry.TOKEN_BUCKETS
+        assert {k: v for k, v in attrs.items() if k != "gen_ai.token.type"} == base
+    ((attrs, point),) = metrics["gen_ai.client.operation.duration"]
+    assert attrs == base and point.count == 1 and tuple(point.explicit_bounds) == telemetry.DURATION_BUCKETS
+    ((attrs, point),) = metrics["gen_ai.client.operation.time_to_first_chunk"]
+    assert attrs == base and point.count == 1
+    ((attrs, point),) = metrics["gen_ai.client.operation.time_per_output_chunk"]
+    assert attrs == base and point.count == len(EVENTS) - 1  # every event after the first
+
+
+def test_events_read_at_once_are_one_chunk(otel):
+    otel.start()
+    stamps = [100, 100, 130, 130, 130, 1130]  # three reads: at 100 ms, 130 ms and 1130 ms
+    events = [dict(EVENTS[1], created_at=stamp) for stamp in stamps[:-1]] + [dict(EVENTS[-1], created_at=1130)]
+    drive(fake_call(), events=events)
+    ((_, point),) = metrics_of(otel.reader)["gen_ai.client.operation.time_per_output_chunk"]
+    assert point.count == 2 and point.sum == pytest.approx(0.03 + 1.0)
+    assert list(point.bucket_counts)[:7] == [0, 0, 1, 0, 0, 0, 0] and point.bucket_counts[7] == 1
+
+
+def test_error_sets_error_type_and_status(otel):
+    otel.start()
+    error = RateLimitError("slow down", client="openai-chat", status=429)
+    drive(fake_call(), events=[], error=error)
+    (span,) = otel.exporter.get_finished_spans()
+    assert span.attributes["error.type"] == "RateLimitError"
+    assert span.status.status_code.name == "ERROR"
+    assert "gen_ai.usage.input_tokens" not in span.attributes
+    ((attrs, _),) = metrics_of(otel.reader)["gen_ai.client.operation.duration"]
+    assert attrs["error.type"] == "RateLimitError"
+
+
+def test_failover_answered_by_a_fallback_is_one_span_naming_the_route(otel):
+    otel.start()
+    call = fake_call(route={"model": "claude-test", "client_type": "anthropic", "host": "api.anthropic.com"},
+                     attempts=3)
+    drive(call)
+    (span,) = otel.exporter.get_finished_spans()
+    assert span.name == "chat gpt-test"
+    assert span.attributes["gen_ai.request.model"] == "gpt-test"
+    assert span.attributes["gen_ai.response.model"] == "claude-test"
+    assert span.attributes["agenthub.route.client_type"] == "anthropic"
+    assert span.attributes["gen_ai.provider.name"] == "anthropic"
+    assert span.attributes["agenthub.attempts"] == 3
+
+
+def test_a_call_answered_from_a_cache_says_so(otel):
+    otel.start()
+    drive(fake_call(cache="hit", attempts=0))
+    (span,) = otel.exporter.get_finished_spans()
+    assert span.attributes["agenthub.cache"] == "hit" and "agenthub.attempts" not in span.attributes
+
+
+def test_structured_output_and_gemini_operation(otel):
+    otel.start()
+    call = fake_call(client_type="gemini", model="gemini-test", config={"response_format": {"type": "json_object"}},
+                     route={"model": "gemini-test", "client_type": "gemini",
+                            "host": "generativelanguage.googleapis.com"},
+                     server=("generativelanguage.googleapis.com", 443))
+    drive(call)
+    (span,) = otel.exporter.get_finished_spans()
+    assert span.name == "generate_content gemini-test"
+    assert span.attributes["gen_ai.provider.name"] == "gcp.gemini"
+    assert span.attributes["gen_ai.output.type"] == "json"
+
+
+def test_latest_names_with_the_opt_in(otel, monkeypatch):
+    monkeypatch.setenv(telemetry.OPT_IN_ENV, "http, gen_ai_latest_experimental")
+
+    class Usage(dict):
+        pass
+
+    usage = Usage(cached_tokens=30, prompt_tokens=70, thoughts_tokens=None, response_tokens=2)
+    usage.cache_write = 20
+    events = EVENTS[:-1] + [dict(EVENTS[-1], usage_metadata=usage)]
+    otel.start()
+    drive(fake_call(), events=events)
+    (span,) = otel.exporter.get_finished_spans()
+    assert span.attributes["gen_ai.usage.cache_write.input_tokens"] == 20
+    assert "gen_ai.usage.cache_creation.input_tokens" not in span.attributes
+    assert "gen_ai.usage.reasoning.output_tokens" not in span.attributes  # not reported
+    metrics = metrics_of(otel.reader)
+    assert "gen_ai.client.token.usage" not in metrics and "gen_ai.client.operation.duration" not in metrics
+    assert {name: [p.value for _, p in points] for name, points in metrics.items()
+            if name.startswith("gen_ai.client.inference.usage")} == {
+        "gen_ai.client.inference.usage.input_tokens": [100], "gen_ai.client.inference.usage.output_tokens": [2],
+        "gen_ai.client.inference.usage.cache_read.input_tokens": [30],
+        "gen_ai.client.inference.usage.cache_write.input_tokens": [20]}
+    assert "gen_ai.client.inference.duration" in metrics
+    assert "gen_ai.client.inference.time_to_first_chunk" in metrics
+
+
+def test_cache_write_count_with_the_default_names(otel):
+    class Usage(dict):
+        pass
+
+    usage = Usage(cached_tokens=0, prompt_tokens=120, thoughts_tokens=None, response_tokens=2)
+    usage.cache_write = 100
+    otel.start()
+    drive(fake_call(), events=EVENTS[:-1] + [dict(EVENTS[-1], usage_metadata=usage)])
+    (span,) = otel.exporter.get_finished_spans()
+    assert span.attributes["gen_ai.usage.cache_creation.input_tokens"] == 100
+    assert span.attributes["gen_ai.usage.input_tokens"] == 120  # the write is inside the input, as asked
+
+
+# -- content capture ---------------------------------------------------------------------------------------------
+
+
+def _validator(name):
+    jsonschema = pytest.importorskip("jsonschema", reason="jsonschema (a test oracle) is not installed")
+    with open(os.path.join(SCHEMAS, "gen-ai-{}.json".format(name))) as handle:
+        schema = json.load(handle)
+    cls = jsonschema.validators.validator_for(schema)
+    return cls(schema)
+
+
+RICH = [
+    {"role": "user", "content_items": [
+        {"type": "text", "text": "What is in this picture?"},
+        {"type": "image_url", "image_url": "https://example.com/cat.png"},
+        {"type": "image_url", "image_url": "data:image/png;base64,iVBORw0KGgo="},
+        {"type": "inline_data", "data": b"\x89PNG\r\n" * 10, "mime_type": "image/png"}]},
+    {"role": "assistant", "content_items": [
+        {"type": "thinking", "thinking": "Let me look."},
+        {"type": "tool_call", "name": "lookup", "arguments": {"q": "cat"}, "tool_call_id": "call_1"}]},
+    {"role": "user", "content_items": [{"type": "tool_result", "text": "a cat", "tool_call_id": "call_1"}]},
+]
+
+
+@pytest.mark.parametrize("mode", ["SPAN_ONLY", "EVENT_ONLY", "SPAN_AND_EVENT"])
+def test_captured_content_follows_the_schemas_and_never_inlines_bytes(otel, mode):
+    otel.start(capture_content=mode)
+    config = {"system_prompt": "Be brief.", "extra_headers": {"Authorization": "Bearer hdr-secret-value"},
+              "tools": [{"name": "lookup", "description": "Look up.", "parameters": {
+                  "type": "object", "properties": {"q": {"type": "string"}}}}]}
+    drive(fake_call(messages=RICH, config=config))
+    (span,) = otel.exporter.get_finished_spans()
+    found = {}
+    if mode != "EVENT_ONLY":
+        found.update({k: v for k, v in span.attributes.items() if k in (
+            "gen_ai.input.messages", "gen_ai.output.messages", "gen_ai.system_instructions",
+            "gen_ai.tool.definitions")})
+        assert len(found) == 4
+    else:
+        assert "gen_ai.input.messages" not in span.attributes
+    if mode != "SPAN_ONLY":
+        (event,) = span.events
+        assert event.name == "gen_ai.client.inference.operation.details"
+        assert dict(event.attributes) == found or mode == "EVENT_ONLY"
+        found = dict(event.attributes)
+    else:
+        assert not span.events
+    for attribute, schema in (("gen_ai.input.messages", "input-messages"),
+                              ("gen_ai.output.messages", "output-messages"),
+                              ("gen_ai.system_instructions", "system-instructions"),
+                              ("gen_ai.tool.definitions", "tool-definitions")):
+        _validator(schema).validate(json.loads(found[attribute]))
+    inputs = json.loads(found["gen_ai.input.messages"])
+    assert [m["role"] for m in inputs] == ["user", "assistant", "tool"]
+    assert inputs[0]["parts"][0] == {"type": "text", "content": "What is in this picture?"}
+    assert inputs[0]["parts"][1] == {"type": "uri", "modality": "image", "uri": "https://example.com/cat.png"}
+    assert inputs[0]["parts"][2]["type"] == "inline_data" and "iVBOR" not in found["gen_ai.input.messages"]
+    assert inputs[0]["parts"][3] == {"type": "inline_data", "mime_type": "image/png", "size": 60, "modality": "image"}
+    assert inputs[1]["parts"] == [{"type": "reasoning", "content": "Let me look."},
+                                  {"type": "tool_call", "id": "call_1", "name": "lookup", "arguments": {"q": "cat"}}]
+    assert inputs[2] == {"role": "tool", "parts": [{"type": "tool_call_response", "id": "call_1",
+                                                    "response": "a cat"}]}
+    assert json.loads(found["gen_ai.output.messages"]) == [
+        {"role": "assistant", "parts": [{"type": "text", "content": "Hello there"}], "finish_reason": "stop"}]
+    assert json.loads(found["gen_ai.system_instructions"]) == [{"type": "text", "content": "Be brief."}]
+    everything = json.dumps([dict(span.attributes)] + [dict(e.attributes) for e in span.events])
+    assert "hdr-secret-value" not in everything and "Authorization" not in everything
+
+
+# -- tool, agent and MCP spans ---------------------------------------------------------------------------------------
+
+
+def test_agent_and_tool_spans_nest_and_capture_only_when_asked(otel):
+    otel.start()
+    with telemetry.agent_span("helper") as run:
+        with telemetry.tool_span("lookup", "call_1", "function") as tool:
+            tool.set_arguments({"q": "SECRET ARG"})
+            tool.set_result({"type": "tool_result", "text": "SECRET RESULT"})
+        with pytest.raises(ValueError):
+            with telemetry.tool_span("broken", "call_2"):
+                raise ValueError("boom")
+        with telemetry.tool_span("denied", "call_3") as tool:
+            tool.set_result({"type": "tool_result", "text": "no", "is_error": True})
+    assert run.recording is False  # ended
+    spans = {s.name: s for s in otel.exporter.get_finished_spans()}
+    agent = spans["invoke_agent helper"]
+    assert dict(agent.attributes) == {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "helper"}
+    tool = spans["execute_tool lookup"]
+    assert tool.kind.name == "INTERNAL" and tool.parent.span_id == agent.context.span_id
+    assert dict(tool.attributes) == {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "lookup",
+                                     "gen_ai.tool.call.id": "call_1", "gen_ai.tool.type": "function"}
+    assert spans["execute_tool broken"].attributes["error.type"] == "ValueError"
+    assert spans["execute_tool denied"].attributes["error.type"] == "tool_error"
+    assert "SECRET" not in json.dumps([dict(s.attributes) for s in spans.values()])
+
+
+def test_tool_span_with_capture(otel):
+    otel.start(capture_content=True)
+    with telemetry.tool_span("lookup", "call_1") as tool:
+        tool.set_arguments({"q": "cat"})
+        tool.set_result({"type": "tool_result", "text": "a cat", "images": ["data:image/png;base64,AAAA"]})
+    (span,) = otel.exporter.get_finished_spans()
+    assert json.loads(span.attributes["gen_ai.tool.call.arguments"]) == {"q": "cat"}
+    result = json.loads(span.attributes["gen_ai.tool.call.result"])
+    assert result == {"text": "a cat", "images": ["<data: URI, 26 characters>"]}
+
+
+def test_mcp_span_and_trace_context_in_meta(otel):
+    otel.start()
+    with telemetry.mcp_span("tools/call", "2025-06-18", target="get_time", request_id=7,
+                            server="http://127.0.0.1:8123/mcp") as span:
+        meta = telemetry.inject_meta({"progressToken": 1})
+    (done,) = otel.exporter.get_finished_spans()
+    assert done.name == "tools/call get_time" and done.kind.name == "CLIENT"
+    assert dict(done.attributes) == {
+        "mcp.method.name": "tools/call", "mcp.protocol.version": "2025-06-18", "jsonrpc.request.id": "7",
+        "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "get_time", "server.address": "127.0.0.1",
+        "server.port": 8123, "network.transport": "tcp", "network.protocol.name": "http"}
+    trace_id = format(done.context.trace_id, "032x")
+    span_id = format(done.context.span_id, "016x")
+    flags = format(int(done.context.trace_flags), "02x")
+    assert meta == {"progressToken": 1, "traceparent": "00-{}-{}-{}".format(trace_id, span_id, flags)}
+    assert span.recording is False
+
+
+def test_mcp_session_id_only_when_given(otel):
+    otel.start()
+    with telemetry.mcp_span("initialize", "2025-03-26", session_id="abc", transport="pipe"):
+        pass
+    (span,) = otel.exporter.get_finished_spans()
+    assert span.name == "initialize"
+    assert dict(span.attributes) == {"mcp.method.name": "initialize", "mcp.protocol.version": "2025-03-26",
+                                     "mcp.session.id": "abc", "network.transport": "pipe"}
+
+
+def test_uninstrument_stops_everything(otel):
+    otel.start()
+    telemetry.uninstrument()
+    from agenthub import attempts
+
+    assert not any(isinstance(hook, telemetry.GenAIHook) for hook in attempts.registered())
+    assert telemetry.tool_span("x") is telemetry._NOOP
+    assert otel.exporter.get_finished_spans() == ()
+
+
+# -- the cache-write count kept beside the four buckets ------------------------------------------------------------
+
+
+def test_cache_writes_ride_beside_the_four_buckets_without_changing_the_data_model():
+    import copy
+    import pickle
+
+    from agenthub.providers import anthropic, bedrock
+    from agenthub.stream import check_stream
+
+    usage = anthropic.map_usage({"input_tokens": 10, "cache_creation_input_tokens": 100,
+                                 "cache_read_input_tokens": 5, "output_tokens": 3})
+    assert usage == {"cached_tokens": 5, "prompt_tokens": 110, "thoughts_tokens": None, "response_tokens": 3}
+    assert usage.cache_write == 100
+    assert json.dumps(usage) == json.dumps(dict(usage))
+    for protocol in range(pickle.HIGHEST_PROTOCOL + 1):
+        assert pickle.loads(pickle.dumps(usage, protocol)).cache_write == 100
+    assert copy.deepcopy(usage).cache_write == 100
+    assert not hasattr(anthropic.map_usage({"input_tokens": 10, "output_tokens": 3}), "cache_write")
+    compacted = anthropic.map_usage({"input_tokens": 1, "cache_creation_input_tokens": 2, "output_tokens": 1,
+                                     "iterations": [{"type": "compaction", "input_tokens": 5,
+                                                     "cache_creation_input_tokens": 7, "output_tokens": 1}]})
+    assert compacted.cache_write == 9 and compacted["prompt_tokens"] == 15
+    converse = bedrock.map_usage({"inputTokens": 10, "outputTokens": 2, "cacheReadInputTokens": 4,
+                                  "cacheWriteInputTokens": 7, "totalTokens": 23})
+    assert converse == {"cached_tokens": 4, "prompt_tokens": 17, "thoughts_tokens": None, "response_tokens": 2}
+    assert converse.cache_write == 7
+    stop = {"role": "assistant", "event_type": "stop", "content_items": [], "usage_metadata": usage,
+            "finish_reason": "stop", "created_at": 1}
+    check_stream([dict(stop, event_type="start", usage_metadata=None, finish_reason=None), stop])
+
+
+# -- end to end: real calls through the attempt loop, served from 127.0.0.1 ------------------------------------------
+
+FIXTURES = os.path.join(HERE, "fixtures", "telemetry")
+RECORDINGS = os.path.join(ROOT, "agenthub", "recordings")
+PROMPT = "TELEMETRY PROMPT 7f3a"  # must never appear in an exported span by default
+ASK = [{"role": "user", "content_items": [{"type": "text", "text": PROMPT}]}]
+
+
+def _loop_runs_call_hooks():
+    import inspect
+
+    from agenthub import client
+
+    source = inspect.getsource(client)
+    try:
+        from agenthub import failover
+
+        source += inspect.getsource(failover)
+    except ImportError:
+        pass
+    return "on_call_start" in source and "on_call_end" in source
+
+
+needs_call_hooks = pytest.mark.skipif(not _loop_runs_call_hooks(),
+                                      reason="the attempt loop does not run the call-level hooks (C1 on_call_start / "
+                                             "on_call_end) in this tree yet")
+
+
+def _read(*parts):
+    with open(os.path.join(*parts), "rb") as handle:
+        return handle.read()
+
+
+#: (client_type, model, base path, stream file): every SSE recording agenthub ships, and this test's own
+STREAMS = [
+    ("openai-chat", "gpt-tel", "/v1", (FIXTURES, "chat_cached.sse")),
+    ("openai-chat", "gpt-tel", "/v1", (FIXTURES, "chat_tool.sse")),
+    ("openai-responses", "gpt-tel", "/v1", (FIXTURES, "responses_cached.sse")),
+    ("anthropic", "claude-sonnet-4-6", "", (FIXTURES, "anthropic_cache_write.sse")),
+    ("openai-chat", "demo-model", "/v1", (RECORDINGS, "openai_chat", "weather_answer.sse")),
+    ("openai-chat", "demo-model", "/v1", (RECORDINGS, "openai_chat", "weather_tool_call.sse")),
+    ("openai-responses", "gpt-5.5-demo", "/v1", (RECORDINGS, "openai_responses", "weather_answer.sse")),
+    ("openai-responses", "gpt-5.5-demo", "/v1", (RECORDINGS, "openai_responses", "weather_tool_call.sse")),
+    ("anthropic", "claude-sonnet-4-6", "", (RECORDINGS, "anthropic", "weather_answer.sse")),
+    ("anthropic", "claude-sonnet-4-6", "", (RECORDINGS, "anthropic", "weather_tool_call.sse")),
+    ("gemini", "gemini-3-flash", "", (RECORDINGS, "gemini", "weather_answer.sse")),
+    ("gemini", "gemini-3-flash", "", (RECORDINGS, "gemini", "weather_tool_call.sse")),
+]
+
+
+def _agenthub_call(client_type, model, base, data, config=None, **client_kwargs):
+    from agenthub import AutoLLMClient
+    from sse_server import Answer, SSEServer
+
+    with SSEServer() as server:
+        server.answers.append(Answer([data]))
+        client = AutoLLMClient(model, api_key="sk-telemetry-key-abc123", base_url=server.url + base,
+                               client_type=client_type, max_retries=0, **client_kwargs)
+        events = list(client.streaming_response(ASK, config or {}))
+        port = int(server.url.rsplit(":", 1)[1])
+    return events, port
+
+
+@needs_call_hooks
+@pytest.mark.parametrize("client_type,model,base,path", STREAMS, ids=[s[3][-1] for s in STREAMS])
+def test_every_recorded_stream_keeps_the_token_identities_and_no_prompt(otel, client_type, model, base, path):
+    otel.start()
+    events, port = _agenthub_call(client_type, model, base, _read(*path),
+                                  {"extra_headers": {"X-Trace-Token": "hdr-secret-value"}})
+    usage = events[-1]["usage_metadata"]
+    (span,) = otel.exporter.get_finished_spans()
+    attrs = dict(span.attributes)
+    cached, prompt = usage["cached_tokens"], usage["prompt_tokens"]
+    thoughts, response = usage["thoughts_tokens"], usage["response_tokens"]
+    assert attrs["gen_ai.usage.input_tokens"] == (cached or 0) + (prompt or 0)
+    assert attrs["gen_ai.usage.output_tokens"] == (thoughts or 0) + (response or 0)
+    assert attrs.get("gen_ai.usage.cache_read.input_tokens", 0) <= attrs["gen_ai.usage.input_tokens"]
+    assert attrs.get("gen_ai.usage.reasoning.output_tokens", 0) <= attrs["gen_ai.usage.output_tokens"]
+    assert attrs.get("gen_ai.usage.cache_creation.input_tokens", 0) <= attrs["gen_ai.usage.input_tokens"]
+    assert attrs.get("gen_ai.usage.cache_creation.input_tokens", 0) + attrs.get(
+        "gen_ai.usage.cache_read.input_tokens", 0) <= attrs["gen_ai.usage.input_tokens"]
+    assert attrs["gen_ai.response.finish_reasons"] == (events[-1]["finish_reason"],)
+    assert attrs["server.address"] == "127.0.0.1" and attrs["server.port"] == port
+    assert attrs["gen_ai.request.model"] == model
+    exported = json.dumps([dict(s.attributes) for s in otel.exporter.get_finished_spans()])
+    assert PROMPT not in exported and "hdr-secret-value" not in exported and "sk-telemetry-key" not in exported
+    tokens = {a["gen_ai.token.type"]: p.sum for a, p in metrics_of(otel.reader)["gen_ai.client.token.usage"]}
+    assert tokens == {"input": attrs["gen_ai.usage.input_tokens"], "output": attrs["gen_ai.usage.output_tokens"]}
+
+
+@needs_call_hooks
+def test_chat_stream_end_to_end(otel):
+    otel.start()
+    events, port = _agenthub_call("openai-chat", "gpt-tel", "/v1", _read(FIXTURES, "chat_cached.sse"),
+                                  {"max_tokens": 64, "temperature": 0.5})
+    (span,) = otel.exporter.get_finished_spans()
+    attrs = dict(span.attributes)
+    attrs.pop("gen_ai.response.time_to_first_chunk")
+    assert span.name == "chat gpt-tel" and span.kind.name == "CLIENT"
+    assert attrs == {
+        "gen_ai.operation.name": "chat", "gen_ai.provider.name": "openai", "gen_ai.request.model": "gpt-tel",
+        "server.address": "127.0.0.1", "server.port": port, "gen_ai.request.stream": True,
+        "gen_ai.request.max_tokens": 64, "gen_ai.request.temperature": 0.5,
+        "gen_ai.response.model": "gpt-tel", "agenthub.route.model": "gpt-tel",
+        "agenthub.route.client_type": "openai-chat", "agenthub.route.host": "127.0.0.1:{}".format(port),
+        "agenthub.attempts": 1,
+        "gen_ai.response.finish_reasons": ("stop",), "gen_ai.usage.input_tokens": 1200,
+        "gen_ai.usage.output_tokens": 300, "gen_ai.usage.cache_read.input_tokens": 1024,
+        "gen_ai.usage.reasoning.output_tokens": 120}
+
+
+@needs_call_hooks
+def test_anthropic_cache_writes_end_to_end(otel):
+    otel.start()
+    _agenthub_call("anthropic", "claude-sonnet-4-6", "", _read(FIXTURES, "anthropic_cache_write.sse"))
+    (span,) = otel.exporter.get_finished_spans()
+    assert span.attributes["gen_ai.provider.name"] == "anthropic"
+    assert span.attributes["gen_ai.usage.cache_creation.input_tokens"] == 300
+    assert span.attributes["gen_ai.usage.cache_read.input_tokens"] == 412
+    assert span.attributes["gen_ai.usage.input_tokens"] == 38 + 300 + 412
+
+
+@needs_call_hooks
+def test_failover_is_one_span_covering_every_route(otel):
+    from agenthub import AutoLLMClient
+    from sse_server import Answer, SSEServer
+
+    otel.start()
+    with SSEServer() as down, SSEServer() as up:
+        down.answers.append(Answer([b'{"error": {"message": "overloaded"}}'], status=503,
+                                   headers={"Content-Type": "application/json"}))
+        up.answers.append(Answer([_read(FIXTURES, "anthropic_cache_write.sse")]))
+        backup = AutoLLMClient("claude-sonnet-4-6", api_key="k2", base_url=up.url, client_type="anthropic",
+                               max_retries=0)
+        client = AutoLLMClient("gpt-tel", api_key="k1", base_url=down.url + "/v1", client_type="openai-chat",
+                               max_retries=0, fallbacks=[backup])
+        events = list(client.streaming_response(ASK))
+    assert events[-1]["event_type"] == "stop"
+    (span,) = otel.exporter.get_finished_spans()
+    assert span.name == "chat gpt-tel"
+    assert span.attributes["gen_ai.request.model"] == "gpt-tel"
+    assert span.attributes["gen_ai.response.model"] == "claude-sonnet-4-6"
+    assert span.attributes["agenthub.route.client_type"] == "anthropic"
+    assert span.attributes["gen_ai.provider.name"] == "anthropic"
+    assert span.attributes["agenthub.attempts"] == 2
+    assert "error.type" not in span.attributes
+
+
+@needs_call_hooks
+def test_an_error_after_retries_is_one_span_with_error_type(otel, monkeypatch):
+    from agenthub import AutoLLMClient, RateLimitError
+    from sse_server import Answer, SSEServer
+
+    monkeypatch.setattr("agenthub.attempts.BACKOFF_BASE", 0.001)
+    otel.start()
+    with SSEServer() as server:
+        for _ in range(2):
+            server.answers.append(Answer([b'{"error": {"message": "slow down"}}'], status=429,
+                                         headers={"Content-Type": "application/json"}))
+        client = AutoLLMClient("gpt-tel", api_key="k", base_url=server.url + "/v1", client_type="openai-chat",
+                               max_retries=1)
+        with pytest.raises(RateLimitError):
+            list(client.streaming_response(ASK))
+    (span,) = otel.exporter.get_finished_spans()
+    assert span.attributes["error.type"] == "RateLimitError"
+    assert span.attributes["agenthub.attempts"] == 2
+    assert span.status.status_code.name == "ERROR"
+
+
+# -- differential: the same streams through the openai SDK under opentelemetry-instrumentation-openai-v2 ----------
+
+#: attributes agenthub emits that the reference (2.4b0, default mode) does not, and why
+ONLY_AGENTHUB = {
+    "server.address", "server.port",  # the reference leaves them out for a base_url it does not know
+    "gen_ai.request.stream",  # required by the conventions when streaming; the reference does not set it
+    "gen_ai.response.finish_reasons",  # the reference loses it when the usage chunk (no choices) comes last
+    "gen_ai.usage.cache_read.input_tokens", "gen_ai.usage.reasoning.output_tokens",  # not read by the reference
+    "gen_ai.response.time_to_first_chunk",
+}
+#: attributes only the reference emits: the Chat stream's id is not handed to agenthub's attempt loop (it reports
+#: gen_ai.response.id where the loop learns one: a background response)
+ONLY_REFERENCE = {"gen_ai.response.id"}
+#: attributes both emit with values that differ by design (see docs/telemetry.md)
+DIFFERENT = {
+    "gen_ai.response.model",  # the reference: the model the server named; agenthub: the route that answered
+}
+
+
+def _reference_chat(data):
+    pytest.importorskip("openai", reason="the openai SDK (a test oracle) is not installed")
+    try:
+        from opentelemetry.instrumentation.openai_v2 import OpenAIInstrumentor
+    except ImportError as exc:
+        pytest.skip("opentelemetry-instrumentation-openai-v2 (a test oracle) cannot be imported: {}".format(exc))
+    import openai
+    from sse_server import Answer, SSEServer
+
+    sdk = _sdk()
+    instrumentor = OpenAIInstrumentor()
+    instrumentor.instrument(tracer_provider=sdk.tracer_provider, meter_provider=sdk.meter_provider)
+    try:
+        with SSEServer() as server:
+            server.answers.append(Answer([data]))
+            client = openai.OpenAI(api_key="k", base_url=server.url + "/v1", max_retries=0)
+            try:
+                stream = client.chat.completions.create(
+                    model="gpt-tel", messages=[{"role": "user", "content": PROMPT}], stream=True,
+                    stream_options={"include_usage": True}, max_tokens=64, temperature=0.5)
+                for _ in stream:
+                    pass
+            finally:
+                client.close()
+    finally:
+        instrumentor.uninstrument()
+    (span,) = sdk.exporter.get_finished_spans()
+    metrics = metrics_of(sdk.reader)
+    sdk.tracer_provider.shutdown()
+    sdk.meter_provider.shutdown()
+    return span, metrics
+
+
+@needs_call_hooks
+@pytest.mark.parametrize("name", ["chat_cached.sse", "chat_tool.sse"])
+def test_differential_against_opentelemetry_instrumentation_openai_v2(otel, name, monkeypatch):
+    monkeypatch.delenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", raising=False)
+    data = _read(FIXTURES, name)
+    reference, reference_metrics = _reference_chat(data)
+    otel.start()
+    _agenthub_call("openai-chat", "gpt-tel", "/v1", data, {"max_tokens": 64, "temperature": 0.5})
+    (ours,) = otel.exporter.get_finished_spans()
+    theirs = dict(reference.attributes)
+    mine = {k: v for k, v in ours.attributes.items() if not k.startswith("agenthub.")}
+    assert reference.name == ours.name and reference.kind == ours.kind
+    both = set(theirs) & set(mine)
+    assert {key for key in both if theirs[key] != mine[key]} == DIFFERENT & both
+    assert set(theirs) - set(mine) == ONLY_REFERENCE
+    assert set(mine) - set(theirs) <= ONLY_AGENTHUB
+    # the input count agrees: both report the provider's inclusive prompt count (cached included, once)
+    assert theirs["gen_ai.usage.input_tokens"] == mine["gen_ai.usage.input_tokens"]
+    assert theirs["gen_ai.usage.output_tokens"] == mine["gen_ai.usage.output_tokens"]
+    assert PROMPT not in json.dumps(theirs) and PROMPT not in json.dumps(mine)
+    ours_metrics = metrics_of(otel.reader)
+    for metric in ("gen_ai.client.token.usage", "gen_ai.client.operation.duration"):
+        assert metric in reference_metrics and metric in ours_metrics
+    sums = lambda metrics: sorted((a["gen_ai.token.type"], p.sum) for a, p in metrics["gen_ai.client.token.usage"])
+    assert sums(reference_metrics) == sums(ours_metrics)
+
+
+# -- agenthub chat --otel ----------------------------------------------------------------------------------------------
+
+
+@needs_call_hooks
+def test_chat_otel_exports_the_call_span_from_the_command_line():
+    _sdk()  # skips without the SDK
+    from sse_server import Answer, SSEServer
+
+    with SSEServer() as server:
+        server.answers.append(Answer([_read(FIXTURES, "chat_cached.sse")]))
+        env = dict(os.environ, PYTHONPATH=ROOT, OTEL_TRACES_EXPORTER="console", OTEL_METRICS_EXPORTER="none",
+                   OTEL_SERVICE_NAME="cli-test", AGENTHUB_LOG_PROMPTS="0", TEL_KEY="sk-cli-secret-key")
+        env.pop(telemetry.CAPTURE_ENV, None)
+        done = subprocess.run([sys.executable, "-m", "agenthub", "chat", "gpt-tel", PROMPT, "--otel", "--no-log",
+                               "--client-type", "openai-chat", "--base-url", server.url + "/v1",
+                               "--api-key-env", "TEL_KEY"], capture_output=True, text=True, env=env, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "Telemetry answer in five pieces." in done.stdout
+    start = done.stderr.index("{")
+    span = json.JSONDecoder().raw_decode(done.stderr[start:])[0]
+    assert span["name"] == "chat gpt-tel" and span["kind"] == "SpanKind.CLIENT"
+    assert span["attributes"]["gen_ai.usage.input_tokens"] == 1200
+    assert span["resource"]["attributes"]["service.name"] == "cli-test"
+    assert PROMPT not in done.stderr and "sk-cli-secret-key" not in done.stderr
+
+
+def test_chat_otel_without_the_sdk_says_what_to_install(monkeypatch):
+    pytest.importorskip("opentelemetry.trace", reason="the OpenTelemetry API is not installed")
+    import builtins
+
+    real = builtins.__import__
+
+    def no_sdk(name, *args, **kwargs):
+        if name.startswith("opentelemetry.sdk"):
+            raise ImportError(name)
+        return real(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_sdk)
+    with pytest.raises(ConfigError) as caught:
+        telemetry.start_from_environment()
+    assert "pip install opentelemetry-sdk opentelemetry-exporter-otlp" in str(caught.value)
+    assert telemetry.is_instrumented() is False
+
+
+# -- agenthub serve continues an incoming traceparent ----------------------------------------------------------------
+
+
+@needs_call_hooks
+def test_serve_continues_the_incoming_traceparent(otel):
+    import requests
+
+    from agenthub.apps.server import make_app
+    from server_support import Builtin, Route, Upstream
+
+    otel.start()
+    trace_id, parent_id = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
+    with Upstream() as upstream:
+        upstream.routes["chat"] = Route(_read(FIXTURES, "chat_cached.sse"))
+        app = make_app({"models": [{"id": "tel", "model": "gpt-tel", "client_type": "openai-chat",
+                                    "base_url": upstream.url + "/chat/v1", "api_key": "sk-up", "max_retries": 0}],
+                        "api_keys": ["serve-key-0123456789"]}, environ={})
+        with Builtin(app) as server:
+            answer = requests.post(server.url + "/v1/stream", json={"model": "tel", "messages": ASK}, timeout=10,
+                                   headers={"Authorization": "Bearer serve-key-0123456789",
+                                            "traceparent": "00-{}-{}-01".format(trace_id, parent_id)})
+            assert answer.status_code == 200 and b'"stop"' in answer.content
+            plain = requests.post(server.url + "/v1/stream", json={"model": "tel", "messages": ASK}, timeout=10,
+                                  headers={"Authorization": "Bearer serve-key-0123456789"})
+            assert plain.status_code == 200
+    continued, fresh = sorted(otel.exporter.get_finished_spans(), key=lambda s: s.start_time)
+    assert format(continued.context.trace_id, "032x") == trace_id
+    assert format(continued.parent.span_id, "016x") == parent_id and continued.parent.is_remote
+    assert continued.name == "chat gpt-tel"
+    assert fresh.parent is None and format(fresh.context.trace_id, "032x") != trace_id
+
+
+# -- jobs.run: a span per row under the job's span ---------------------------------------------------------------------
+
+
+@needs_call_hooks
+def test_jobs_run_makes_a_span_per_row_under_the_job_span(otel, tmp_path):
+    from agenthub import jobs
+    from jobs_server import JobServer
+
+    otel.start()
+    with JobServer() as server:
+        rows = [{"id": "r{}".format(i), "model": "deepseek-v4-flash", "client_type": "openai-chat",
+                 "base_url": server.base_url, "messages": [{"role": "user", "content_items": [
+                     {"type": "text", "text": "row {}".format(i)}]}]} for i in range(3)]
+        src = tmp_path / "in.jsonl"
+        src.write_text("".join(json.dumps(row) + "\n" for row in rows))
+        summary = jobs.run(str(src), str(tmp_path / "out.jsonl"), workers=2, progress=False)
+    assert summary.done == 3
+    spans = otel.exporter.get_finished_spans()
+    (job,) = [s for s in spans if s.name == "invoke_workflow agenthub.jobs"]
+    assert dict(job.attributes) == {"gen_ai.operation.name": "invoke_workflow", "gen_ai.workflow.name": "agenthub.jobs",
+                                    "agenthub.job.rows": 3}
+    row_spans = [s for s in spans if s.name == "agenthub.jobs.row"]
+    assert sorted(s.attributes["agenthub.job.row_id"] for s in row_spans) == ["r0", "r1", "r2"]
+    assert all(s.parent.span_id == job.context.span_id for s in row_spans)
+    calls = [s for s in spans if s.name == "chat deepseek-v4-flash"]
+    assert sorted(c.parent.span_id for c in calls) == sorted(s.context.span_id for s in row_spans)
+    assert {s.context.trace_id for s in spans} == {job.context.trace_id}
+
+
+def test_a_failure_inside_telemetry_never_breaks_the_call(otel, monkeypatch):
+    otel.start(capture_content=True)
+
+    def broken(*args):
+        raise RuntimeError("telemetry bug")
+
+    monkeypatch.setattr(telemetry, "_request_attributes", broken)
+    drive(fake_call())  # nothing raised
+    monkeypatch.undo()
+    otel.start(capture_content=True)
+    monkeypatch.setattr(telemetry, "_content_attributes", broken)
+    monkeypatch.setattr(telemetry, "_record_usage", broken)
+    drive(fake_call())
+    ended = otel.exporter.get_finished_spans()
+    assert ended[-1].attributes["gen_ai.usage.input_tokens"] == 100  # the span ended, with what was recorded
+
+
+EMBEDDINGS = json.dumps({"object": "list", "model": "text-embedding-tel", "usage": {"prompt_tokens": 5, "total_tokens": 5},
+                         "data": [{"object": "embedding", "index": 0, "embedding": [0.1, 0.2]},
+                                  {"object": "embedding", "index": 1, "embedding": [0.3, 0.4]}]}).encode()
+
+
+@needs_call_hooks
+def test_embeddings_span_and_the_differential(otel):
+    from agenthub import AutoLLMClient
+    from sse_server import Answer, SSEServer
+
+    pytest.importorskip("openai", reason="the openai SDK (a test oracle) is not installed")
+    try:
+        from opentelemetry.instrumentation.openai_v2 import OpenAIInstrumentor
+    except ImportError as exc:
+        pytest.skip("opentelemetry-instrumentation-openai-v2 (a test oracle) cannot be imported: {}".format(exc))
+    import openai
+
+    reference = _sdk()
+    instrumentor = OpenAIInstrumentor()
+    instrumentor.instrument(tracer_provider=reference.tracer_provider, meter_provider=reference.meter_provider)
+    try:
+        with SSEServer() as server:
+            server.answers.append(Answer([EMBEDDINGS], headers={"Content-Type": "application/json"}, chunked=False))
+            sdk_client = openai.OpenAI(api_key="k", base_url=server.url + "/v1", max_retries=0)
+            sdk_client.embeddings.create(model="text-embedding-tel", input=["a", "b"], dimensions=2)
+            sdk_client.close()
+    finally:
+        instrumentor.uninstrument()
+    (theirs,) = reference.exporter.get_finished_spans()
+    otel.start()
+    with SSEServer() as server:
+        server.answers.append(Answer([EMBEDDINGS], headers={"Content-Type": "application/json"}, chunked=False))
+        client = AutoLLMClient("text-embedding-tel", api_key="k", base_url=server.url + "/v1",
+                               client_type="openai-embedding")
+        assert client.embed(["a", "b"], {"embedding_config": {"dimensions": 2}}) == [[0.1, 0.2], [0.3, 0.4]]
+    (ours,) = otel.exporter.get_finished_spans()
+    assert ours.name == theirs.name == "embeddings text-embedding-tel"
+    mine = {k: v for k, v in ours.attributes.items() if not k.startswith("agenthub.")}
+    assert mine["gen_ai.operation.name"] == "embeddings" and "gen_ai.response.finish_reasons" not in mine
+    assert "gen_ai.request.stream" not in mine and mine["gen_ai.usage.input_tokens"] == 5
+    both = set(mine) & set(theirs.attributes)
+    assert {k for k in both if mine[k] != theirs.attributes[k]} == set()
+    assert set(theirs.attributes) - set(mine) == set()
+    assert set(mine) - set(theirs.attributes) == {"server.address", "server.port"}
+
+
+def test_a_tool_run_in_another_thread_names_the_run_as_its_parent(otel):
+    import threading
+
+    otel.start()
+    run = telemetry.agent_span("helper")
+    done = []
+
+    def work():
+        with telemetry.tool_span("lookup", "call_9", parent=run) as tool:
+            tool.set_result({"type": "tool_result", "text": "ok"})
+        done.append(True)
+
+    thread = threading.Thread(target=work)
+    thread.start()
+    thread.join(10)
+    run.end()
+    spans = {s.name: s for s in otel.exporter.get_finished_spans()}
+    assert done and spans["execute_tool lookup"].parent.span_id == spans["invoke_agent helper"].context.span_id
+
+
+def test_activate_makes_a_run_span_current_without_ending_it(otel):
+    assert telemetry.activate(None) is telemetry._NOOP
+    otel.start()
+    run = telemetry.agent_span("")
+    with telemetry.activate(run):
+        with telemetry.tool_span("t", "c") as tool:
+            pass
+    assert tool.recording is False and run.recording is True
+    run.end()
+    spans = {s.name: s for s in otel.exporter.get_finished_spans()}
+    assert spans["execute_tool t"].parent.span_id == spans["invoke_agent"].context.span_id
+
+
+# -- the tool runner: a run span, its calls and an execute_tool span per call ------------------------------------------
+
+
+def _runner_wired():
+    try:
+        import inspect
+
+        from agenthub.agent import runner
+    except ImportError:
+        return False
+    return "tool_span" in inspect.getsource(runner)
+
+
+@needs_call_hooks
+@pytest.mark.skipif(not _runner_wired(), reason="the tool runner (agenthub.agent) is not in this tree, or not wired to "
+                                                "telemetry yet")
+def test_a_tool_run_is_an_agent_span_over_its_calls_and_tools(otel):
+    from agenthub import AutoLLMClient
+    from sse_server import Answer, SSEServer
+
+    otel.start()
+
+    def get_weather(city: str) -> str:
+        """The weather in a city."""
+        return "18 C in " + city
+
+    with SSEServer() as server:
+        server.answers.extend([Answer([_read(FIXTURES, "chat_tool.sse")]), Answer([_read(FIXTURES, "chat_cached.sse")])])
+        client = AutoLLMClient("gpt-tel", api_key="k", base_url=server.url + "/v1", client_type="openai-chat",
+                               max_retries=0)
+        result = client.run(ASK, tools=[get_weather]).result()
+    assert result.stop == "done"
+    spans = otel.exporter.get_finished_spans()
+    (run,) = [s for s in spans if s.name == "invoke_agent"]
+    assert run.parent is None and run.attributes["gen_ai.operation.name"] == "invoke_agent"
+    calls = [s for s in spans if s.name == "chat gpt-tel"]
+    assert len(calls) == 2 and all(c.parent.span_id == run.context.span_id for c in calls)
+    (tool,) = [s for s in spans if s.name == "execute_tool get_weather"]
+    assert tool.parent.span_id == run.context.span_id
+    assert dict(tool.attributes) == {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "get_weather",
+                                     "gen_ai.tool.call.id": "call_tel1", "gen_ai.tool.type": "function"}
+    assert [c.attributes["gen_ai.response.finish_reasons"] for c in sorted(calls, key=lambda s: s.start_time)] == [
+        ("tool_call",), ("stop",)]
+    assert "Paris" not in json.dumps([dict(s.attributes) for s in spans])  # arguments only with capture
+
+
+# -- MCP: a CLIENT span per request, its trace context in params._meta, both eras -------------------------------------
+
+
+def _mcp_wired():
+    try:
+        import inspect
+
+        from agenthub.mcp import handle
+    except ImportError:
+        return False
+    return "mcp_span" in inspect.getsource(handle)
+
+
+@pytest.mark.skipif(not _mcp_wired(), reason="the MCP client (agenthub.mcp) is not in this tree, or not wired to "
+                                             "telemetry yet")
+@pytest.mark.parametrize("era,version", [("modern", "2026-07-28"), ("legacy", "2025-11-25")])
+def test_mcp_requests_are_spans_and_carry_the_trace_context_in_meta(otel, era, version):
+    import requests
+
+    from agenthub import mcp
+    from mcp_support import FAKE_HTTP, Subprocess
+
+    otel.start()
+    fake = Subprocess([FAKE_HTTP, era])
+    try:
+        with telemetry.agent_span("caller") as caller:
+            with mcp.connect(fake.url, timeout=10) as server:
+                assert server.call_tool("echo", {"text": "hi"})["text"] == "hi"
+                session_id = server._session.session_id
+        seen = requests.get(fake.base + "/log", timeout=5).json()
+    finally:
+        fake.stop()
+    (call,) = [r for r in seen if (r.get("body") or {}).get("method") == "tools/call"]
+    spans = {s.name: s for s in otel.exporter.get_finished_spans()}
+    span = spans["tools/call echo"]
+    assert span.kind.name == "CLIENT" and span.parent.span_id == caller.span.context.span_id
+    expected = {"mcp.method.name": "tools/call", "mcp.protocol.version": version, "gen_ai.operation.name": "execute_tool",
+                "gen_ai.tool.name": "echo", "server.address": "127.0.0.1", "server.port": fake.port,
+                "network.transport": "tcp", "network.protocol.name": "http"}
+    if era == "legacy":
+        expected["mcp.session.id"] = session_id
+    assert dict(span.attributes) == expected
+    meta = call["body"]["params"]["_meta"]
+    assert meta["traceparent"] == "00-{:032x}-{:016x}-{:02x}".format(span.context.trace_id, span.context.span_id,
+                                                                     int(span.context.trace_flags))
+
+
+def test_an_sdk_configured_globally_after_instrument_is_used():
+    _sdk()  # skips without the SDK
+    code = r"""
+import sys
+sys.path.insert(0, {tests!r})
+from opentelemetry import metrics
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from agenthub import telemetry
+import test_telemetry as t
+telemetry.instrument()
+(hook,) = [h for h in __import__("agenthub.attempts").attempts.registered() if isinstance(h, telemetry.GenAIHook)]
+assert hook.wants_events is False  # the API alone: nothing per event
+reader = InMemoryMetricReader()
+metrics.set_meter_provider(MeterProvider(metric_readers=[reader]))
+t.drive(t.fake_call())
+found = t.metrics_of(reader)
+assert hook.wants_events is True
+print(sorted(found))
+""".format(tests=HERE)
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "gen_ai.client.operation.duration" in done.stdout and "gen_ai.client.token.usage" in done.stdout
+
+
+def test_latest_content_drops_finish_reason_from_output_messages(otel, monkeypatch):
+    monkeypatch.setenv(telemetry.OPT_IN_ENV, "gen_ai_latest_experimental")
+    otel.start(capture_content=True)
+    drive(fake_call(config={"system_prompt": "Be brief."}))
+    (span,) = otel.exporter.get_finished_spans()
+    output = json.loads(span.attributes["gen_ai.output.messages"])
+    assert output == [{"role": "assistant", "parts": [{"type": "text", "content": "Hello there"}]}]
+    # the latest schema is v1.41's with finish_reason no longer required (semantic-conventions-genai
+    # docs/gen-ai/non-normative/migration.md: "gen_ai.output.messages[].finish_reason ... Deprecated")
+    validator = _validator("output-messages")
+    schema = json.loads(json.dumps(validator.schema))
+    required = schema["$defs"]["OutputMessage"]["required"]
+    schema["$defs"]["OutputMessage"]["required"] = [key for key in required if key != "finish_reason"]
+    type(validator)(schema).validate(output)
+    with pytest.raises(Exception):
+        validator.validate(output)  # v1.41 still requires it: the default mode keeps it
+    assert json.loads(span.attributes["gen_ai.system_instructions"]) == [{"type": "text", "content": "Be brief."}]
+
+
+@needs_call_hooks
+def test_opentelemetry_instrument_turns_agenthub_on_through_its_entry_point(tmp_path):
+    _sdk()  # skips without the SDK
+    import importlib.util
+
+    command = os.path.join(os.path.dirname(sys.executable), "opentelemetry-instrument")
+    if not os.path.exists(command) or importlib.util.find_spec("opentelemetry.distro") is None:
+        pytest.skip("opentelemetry-instrument with opentelemetry-distro (what configures its SDK) is not installed")
+    # the entry point as setup.cfg declares it, in a dist-info of its own (agenthub itself is not installed here)
+    info = tmp_path / "agenthub_entry-0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: agenthub-entry\nVersion: 0\n")
+    with open(os.path.join(ROOT, "setup.cfg")) as handle:
+        declared = handle.read().split("opentelemetry_instrumentor =", 1)[1].splitlines()[1].strip()
+    (info / "entry_points.txt").write_text("[opentelemetry_instrumentor]\n{}\n".format(declared))
+    code = ("import agenthub\n"
+            "client = agenthub.AutoLLMClient('gpt-tel', api_key='k', base_url={url!r}, client_type='openai-chat')\n"
+            "print(agenthub.collect(client.streaming_response({ask!r}))['finish_reason'])\n")
+    from sse_server import Answer, SSEServer
+
+    with SSEServer() as server:
+        server.answers.append(Answer([_read(FIXTURES, "chat_cached.sse")]))
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join([ROOT, str(tmp_path)]), OTEL_TRACES_EXPORTER="console",
+                   OTEL_METRICS_EXPORTER="none", OTEL_LOGS_EXPORTER="none", OTEL_SERVICE_NAME="zero-code")
+        done = subprocess.run([command, sys.executable, "-c", code.format(url=server.url + "/v1", ask=ASK)],
+                              capture_output=True, text=True, env=env, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[0] == "stop"
+    start = done.stdout.index("{")
+    span = json.JSONDecoder().raw_decode(done.stdout[start:])[0]
+    assert span["name"] == "chat gpt-tel" and span["attributes"]["gen_ai.usage.input_tokens"] == 1200
+    assert span["resource"]["attributes"]["service.name"] == "zero-code"
