@@ -17,10 +17,8 @@ atomic step of the store, and a hold is a lease its process renews (a killed pro
 and count their whole worst case).  None: this process only, as always.  See docs/many-workers.md.
 """
 
-import os
 import threading
 import uuid
-import weakref
 from typing import Any, Dict, Mapping, Optional, Union
 
 from .attempts import AttemptHook
@@ -29,22 +27,9 @@ from .estimate import IMAGE_TOKENS, MEDIA_TOKENS, estimate_tokens  # the local e
 from .stream import usage_count
 from .stores import LEASE_SECONDS, check_key, open_store
 from .stores.base import Renewer
+from ._forks import renew_lock_after_fork
 
 __all__ = ["Budget", "Reservation", "estimate_tokens", "worst_case_usd", "IMAGE_TOKENS", "MEDIA_TOKENS"]
-
-
-#: every Budget and BudgetHook alive: a forked child renews their locks (a thread of the parent may have
-#: held one at the fork, and it never runs in the child to release it)
-_LOCKED = weakref.WeakSet()  # type: weakref.WeakSet[Any]
-
-
-def _renew_locks() -> None:
-    for holder in list(_LOCKED):
-        holder._lock = threading.Lock()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_renew_locks)
 
 
 def _caching(value: Any) -> str:
@@ -106,7 +91,7 @@ class Budget(object):
         #: where the account is kept (spent, settled requests, holds): an agenthub.stores.Store
         self.store = open_store(store)
         self._leases = Renewer(self.store, self.key, LEASE_SECONDS) if self.store.leases else None
-        _LOCKED.add(self)
+        renew_lock_after_fork(self)
 
     @property
     def spent_usd(self) -> float:
@@ -266,7 +251,7 @@ class BudgetHook(AttemptHook):
         self.embeddings = embeddings  # an embedding model's client: input only, no output to bound
         self._holds = {}  # type: Dict[int, Reservation]
         self._lock = threading.Lock()
-        _LOCKED.add(self)
+        renew_lock_after_fork(self)
 
     def before_attempt(self, attempt: Any) -> None:
         if attempt.kind != "stream" or attempt.number != 0:

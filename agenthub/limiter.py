@@ -36,11 +36,9 @@ for Anthropic's absolute reset times.
 
 import datetime
 import math
-import os
 import re
 import threading
 import time
-import weakref
 from typing import Any, Callable, Dict, Mapping, Optional, Tuple
 
 from .answers import retry_after as _retry_after
@@ -49,6 +47,7 @@ from .errors import ConfigError
 from .estimate import estimate_with_output
 from .stores import check_key, open_store
 from .stream import usage_count
+from ._forks import renew_lock_after_fork
 
 __all__ = ["RateLimiter", "LimiterHook", "Ticket", "estimate_tokens", "parse_duration", "parse_rfc3339",
            "endpoint_key"]
@@ -191,20 +190,6 @@ def _holds(pause_key: Key, key: Optional[Key]) -> bool:
     return all(a is None or b is None or a == b for a, b in zip(pause_key, key))
 
 
-#: every RateLimiter, LimiterHook and Budget alive: a forked child renews their locks (a thread of the
-#: parent may have held one at the fork, and it never runs in the child to release it)
-_LOCKED = weakref.WeakSet()  # type: weakref.WeakSet[Any]
-
-
-def _renew_locks() -> None:
-    for holder in list(_LOCKED):
-        holder._lock = threading.Lock()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_renew_locks)
-
-
 class RateLimiter(object):
     """Requests per minute and tokens per minute, spread evenly, shared by all threads (see the module doc).
 
@@ -235,7 +220,7 @@ class RateLimiter(object):
         self._next_token = now  # the same for the token budget
         self._paused_until = now  # a pause of every endpoint (no key) holds everyone back until then
         self._paused = {}  # type: Dict[Key, float]  # endpoint -> until when a 429 or its headers hold it
-        _LOCKED.add(self)
+        renew_lock_after_fork(self)
         #: what the limiter has done, for progress lines and benches
         self.requests = 0
         self.tokens = 0
@@ -477,7 +462,7 @@ class LimiterHook(AttemptHook):
         self._tickets = {}  # type: Dict[int, Ticket]
         self._keys = {}  # type: Dict[int, Key]  # a call's endpoint once its URL was seen (its retries' key)
         self._lock = threading.Lock()
-        _LOCKED.add(self)
+        renew_lock_after_fork(self)
 
     def __getstate__(self) -> Any:
         return {"limiter": self.limiter, "acquire": self.acquire}

@@ -1,29 +1,14 @@
 """MemoryStore: the rows in this process (the default: what RateLimiter and Budget always did)."""
 
 import collections
-import os
 import threading
 import time
-import weakref
 from typing import Any, Callable, Dict, Optional, Tuple
 
+from .._forks import renew_lock_after_fork
 from .base import StateStore
 
 __all__ = ["MemoryStore"]
-
-#: every MemoryStore alive: a forked child renews their locks (a thread of the parent may have held one at
-#: the fork, and it never runs in the child to release it)
-_ALIVE = weakref.WeakSet()  # type: weakref.WeakSet[Any]
-
-
-def _renew_locks() -> None:
-    for store in list(_ALIVE):
-        store._lock = threading.Lock()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_renew_locks)
-
 
 class MemoryStore(StateStore):
     """Rows in a dict behind one lock.  ``clock`` is the limiter's (tests drive time by hand).  Budget
@@ -39,7 +24,7 @@ class MemoryStore(StateStore):
         self._rows = {}  # type: Dict[Tuple[str, str], Dict[str, Any]]
         self._cache = collections.OrderedDict()  # type: collections.OrderedDict
         self._cache_bytes = 0
-        _ALIVE.add(self)
+        renew_lock_after_fork(self)
 
     def __repr__(self) -> str:
         return "MemoryStore()"
