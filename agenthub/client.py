@@ -710,18 +710,20 @@ class AutoLLMClient(object):
         return Attempt("stream", self.client_type, self.model, apply_extras(self._build(messages, config), config),
                        messages, config, call=call, route=self._route(), server=url_server(self._endpoint.base_url))
 
-    def _secrets(self, request: Any, config: Optional[Mapping[str, Any]] = None) -> List[str]:
-        """What to scrub from an error: the key (every part of a credential set), every request
-        header's value but the few public ones (so a gateway's own auth header too), the caller's
-        default headers and extra_headers whatever their names, and ``user:password@`` of the base URL."""
+    def credential_values(self) -> List[str]:
+        """What this client's requests carry as credentials, never to be shown (a log, a trace, an error):
+        its key (every part of a credential set), its default headers' values, ``user:password@`` of its URL."""
         key = self._endpoint.api_key
-        extra = list(self._endpoint.headers.values())
-        extra.extend(key.secrets() if hasattr(key, "secrets") else [key] if isinstance(key, str) and key else [])
-        extra.extend(((config or {}).get("extra_headers") or {}).values())
+        values = [v for v in self._endpoint.headers.values() if isinstance(v, str)]
+        values.extend(key.secrets() if hasattr(key, "secrets") else [key] if isinstance(key, str) and key else [])
+        return values + url_secrets(self._endpoint.base_url)
+
+    def _secrets(self, request: Any, config: Optional[Mapping[str, Any]] = None) -> List[str]:
+        """What to scrub from an error: the client's credential values, every request header's value but the
+        few public ones (a gateway's own auth header too), extra_headers whatever their names, mcp_servers'."""
+        extra = self.credential_values() + list(((config or {}).get("extra_headers") or {}).values())
         extra.extend(body_secrets(getattr(request, "body", None)))  # config["mcp_servers"] credentials
-        secrets = secret_values(getattr(request, "headers", None), extra)
-        secrets.extend(url_secrets(self._endpoint.base_url))
-        return sorted(set(secrets), key=len, reverse=True)
+        return sorted(set(secret_values(getattr(request, "headers", None), extra)), key=len, reverse=True)
 
     def _get_session(self) -> Any:
         session = self._session

@@ -450,11 +450,7 @@ class AgentHubApp(object):
                     raise ConfigError("{}: {}".format(where, exc)) from None
                 own.setdefault(row["id"], client)
                 for each in (client,) + client.fallbacks:  # a fallback by model name has its own key
-                    key = each._endpoint.api_key  # a string, or a credential object (Bedrock, Azure, Vertex)
-                    if hasattr(key, "secrets"):
-                        secrets.extend(value for value in key.secrets() if isinstance(value, str))
-                    elif isinstance(key, str) and key:
-                        secrets.append(key)
+                    secrets.extend(value for value in each.credential_values() if isinstance(value, str))
                 self.models[row["id"]] = _Model(row["id"], client, default_config)
         self.api_keys = list(settings["api_keys"])
         self._keys = [key.encode("utf-8") for key in self.api_keys]
