@@ -409,7 +409,7 @@ class AutoLLMClient(object):
     def run(self, messages: Sequence[Message], config: Optional[UniConfig] = None, *, tools: Sequence[Any],
             max_turns: int = 10, parallel: int = 4, approve: Optional[Callable[[ToolCallItem], Any]] = None,
             decisions: Optional[Mapping[str, Any]] = None) -> "Run":
-        """The tool loop run for you: turns and tool calls until done (agenthub.agent.runner; README "A tool loop")."""
+        """The tool loop run for you: turns and tool calls until done (agenthub.agent.runner; docs/tools.md)."""
         from .agent.runner import Run
         return Run(self, messages, config, tools, max_turns, parallel, approve, decisions)
 
@@ -762,7 +762,7 @@ def _error_classes(value: Any) -> Tuple[type, ...]:
 
 def _missing_v1(client_type: str, base_url: str) -> Optional[str]:
     """For a 404 at an OpenAI-compatible endpoint whose base URL has no ``/v1`` (``http://127.0.0.1:8000``
-    where the server answers under ``http://127.0.0.1:8000/v1``): the hint the README promises."""
+    where the server answers under ``http://127.0.0.1:8000/v1``): the hint docs/reliability.md promises."""
     from urllib.parse import urlsplit
 
     route = hosts.CLIENT_TYPES.get(client_type)
@@ -783,7 +783,7 @@ def _transport() -> Any:
 
 class _ClientModule(type(sys)):  # type: ignore[misc]
     """This module, whose retry constants are agenthub.attempts' own: ``agenthub.client.BACKOFF_BASE``
-    reads them there and assigning it (the README's way to make tests fast) sets them there."""
+    reads them there and assigning it (docs/reliability.md's way to make tests fast) sets them there."""
 
 
 def _alias(name: str) -> Any:

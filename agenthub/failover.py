@@ -1,5 +1,5 @@
 """The route loop: one logical call tried on a client's endpoint, then on each fallback in order, while
-no event reached the caller (``AutoLLMClient(fallbacks=[...])``; README, "Failover").
+no event reached the caller (``AutoLLMClient(fallbacks=[...])``; docs/reliability.md, "Failover").
 
 - One deadline per call: ``Timeout.total`` of the client the call was made on bounds every route's
   attempts and backoffs together (a route never starts a deadline of its own).

@@ -18,7 +18,7 @@ variable names).  A ``base_url`` given without ``api_key`` is a ConfigError unle
 the host is loopback.  A row's endpoint quirks apply at its own hosts; at any other
 ``base_url`` they apply only when the row was named with ``client_type=``.
 
-Adding an OpenAI-compatible vendor is one ``Route`` row (see README.md).
+Adding an OpenAI-compatible vendor is one ``Route`` row (see docs/providers.md).
 """
 
 import os

@@ -4,7 +4,7 @@ Every protocol feeds this one machine; no other module joins argument text or
 parses arguments.  It is sans-I/O: the assembler holds the only state, and each
 transition returns the content items to emit, in order.
 
-What comes out, per call (the README's "A tool loop" shows it from the caller's side):
+What comes out, per call (docs/tools.md shows it from the caller's side):
 
 1. announce: ``partial_tool_call`` with non-empty ``name`` and ``tool_call_id``;
    its ``arguments`` is the first fragment (often ``""``);

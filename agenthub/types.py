@@ -1,4 +1,4 @@
-"""The uniform data model (the README's "Data types" section), as plain Python types.
+"""The uniform data model (docs/typing.md, "Data types"), as plain Python types.
 
 Everything a user builds or reads is a TypedDict: a plain ``dict`` at runtime,
 JSON-ready except for ``bytes`` in inline media.  Small frozen dataclasses hold
@@ -150,7 +150,7 @@ class McpServer(_McpServerBase, total=False):
 
 class UniConfig(TypedDict, total=False):
     """Request options; every key is optional (the library only reads them: any sequence will do).  The
-    keys after ``trace_id`` are agenthub's additions to the seed (see README "Config keys beyond the seed")."""
+    keys after ``trace_id`` are agenthub's additions to the seed (see docs/calls.md, "Config keys beyond the seed")."""
 
     max_tokens: int
     temperature: float

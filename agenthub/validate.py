@@ -25,7 +25,7 @@ __all__ = ["check_config", "check_messages", "check_message", "check_json", "che
 CONFIG_KEYS = (
     "max_tokens", "temperature", "tools", "thinking_summary", "thinking_level", "tool_choice", "system_prompt",
     "prompt_caching", "image_config", "tts_config", "embedding_config", "trace_id",
-    # agenthub's additions (README "Config keys beyond the seed")
+    # agenthub's additions (docs/calls.md, "Config keys beyond the seed")
     "response_format", "top_p", "stop", "seed", "extra_body", "extra_headers", "fast_mode",
     "background", "compaction",
     "foreign_thinking", "mcp_servers",

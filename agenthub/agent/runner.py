@@ -1,4 +1,4 @@
-"""The tool runner: the loop the README's "A tool loop" writes by hand, run for you.
+"""The tool runner: the loop docs/tools.md writes by hand, run for you.
 
 ``client.run(messages, config, tools=[...])`` returns a ``Run``.  Iterating it yields every model turn's
 events exactly as ``streaming_response`` yields them; after a turn's ``stop``, one event per executed call

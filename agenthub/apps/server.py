@@ -17,13 +17,13 @@ becomes one AutoLLMClient (``max_retries`` and ``timeout`` may be given per row)
 ``default_config`` lies under the config of every request for it.  ``"fallbacks": [...]`` names other
 rows' ids (their clients, with their own keys and settings; their own fallbacks are not followed) or
 model names (built as ``AutoLLMClient(fallbacks=[name])`` builds them): the row's client fails over
-to them in order before the first event (README, "Failover").  An entry that is neither is a ConfigError.
+to them in order before the first event (docs/reliability.md, "Failover").  An entry that is neither is a ConfigError.
 ``"limiter": {"rpm": 500, "tpm": null, "store": "sqlite:////var/lib/agenthub/state.db", "key": "openai"}`` and
 ``"budget": {"max_usd": 50, "store": "redis://host:6379/0", "key": "team"}`` give the row's client a
 RateLimiter / Budget; with a ``store``, every gunicorn worker (and every machine naming the same store and
 key) draws from the one shared pace or account (docs/many-workers.md).
 
-Endpoints (the wire contract; README.md, "agenthub serve"):
+Endpoints (the wire contract; docs/serve.md):
 
 - ``GET /v1/models``: ``{"object": "list", "data": [{"id": ..., "object": "model"}, ...]}``.
 - ``GET /v1/metrics``: Prometheus text, per model row (requests, errors by class, tokens by bucket,

@@ -18,7 +18,7 @@ finish for ``grace`` seconds, then (or at a second Ctrl-C) they are aborted and 
 sends them).  ``run`` then returns a JobSummary with ``interrupted=True``.
 
 ``fallbacks=[...]`` (model names or AutoLLMClients) is given to every row's client
-(``AutoLLMClient(fallbacks=...)``: README, "Failover").  A row's output keeps the row's ``model``; the
+(``AutoLLMClient(fallbacks=...)``: docs/reliability.md, "Failover").  A row's output keeps the row's ``model``; the
 endpoint that answered is its ``route`` ({"model", "client_type", "host"}, the call's own, whatever other
 threads do), its ``cost_usd`` is priced as that model, and ``JobSummary.routes`` counts rows per endpoint.  On Ray (``engine="ray"``) the
 actors' clients get the same fallbacks (``fallback_client`` is picklable); ``routes`` stays empty there.

@@ -273,7 +273,7 @@ def _assistant(endpoint: Endpoint, message: Mapping[str, Any], echo_reasoning: b
 
 
 def map_usage(raw: Any) -> Dict[str, Any]:
-    """Chat usage -> the four exclusive buckets (see the README's "Usage and cost")."""
+    """Chat usage -> the four exclusive buckets (see docs/workloads.md, "Usage and cost")."""
     raw = raw if isinstance(raw, dict) else {}
     prompt_details = raw.get("prompt_tokens_details")
     prompt_details = prompt_details if isinstance(prompt_details, dict) else {}
