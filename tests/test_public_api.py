@@ -120,6 +120,7 @@ STDLIB_38 = {  # what the package may use on 3.8, where sys.stdlib_module_names 
     "queue", "heapq", "bisect", "operator", "codecs", "unicodedata", "numbers", "fnmatch", "platform", "gzip",
     "configparser", "hmac", "wsgiref", "pkgutil", "concurrent", "sqlite3", "readline", "shlex", "inspect",
     "secrets", "uuid", "csv", "contextvars", "io", "difflib", "stat", "atexit", "getpass", "locale", "calendar", "decimal",
+    "fcntl", "msvcrt",
     "subprocess",
 }
 
