@@ -35,7 +35,6 @@ from .catalog import cost, list_supported_models
 from .registry import list_models
 from .stream import check_stream, collect
 from .messages import text, user
-from . import telemetry  # agenthub.telemetry.instrument(): OpenTelemetry is imported only when it is called
 from .types import (
     AssistantMessage,
     ContentItem,
@@ -130,6 +129,7 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:  # the agent wing, imported when first asked for (``import agenthub`` stays as light as it was)
+    from . import mcp, telemetry
     from .agent.runner import RunResult
     from .agent.tools import tool
 
@@ -137,7 +137,15 @@ if TYPE_CHECKING:  # the agent wing, imported when first asked for (``import age
 _LAZY = {"tool": ".agent.tools", "RunResult": ".agent.runner"}
 
 
+#: submodules read as attributes of the package without importing them first (``agenthub.telemetry.instrument()``)
+_LAZY_MODULES = ("telemetry", "mcp")
+
+
 def __getattr__(name: str) -> Any:
+    if name in _LAZY_MODULES:
+        import importlib
+
+        return importlib.import_module("." + name, __name__)
     if name in _LAZY:
         import importlib
 
