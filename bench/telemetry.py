@@ -20,22 +20,14 @@ import argparse
 import gc
 import os
 import statistics
-import subprocess
 import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
+sys.path.insert(0, HERE)
 
-
-def start_server():
-    server = subprocess.Popen([sys.executable, os.path.join(HERE, "server.py")], stdout=subprocess.PIPE,
-                              universal_newlines=True)
-    line = server.stdout.readline()
-    if not line.startswith("PORT "):
-        server.kill()
-        raise SystemExit("the benchmark server did not start")
-    return server, int(line.split()[1])
+from run import start_server  # noqa: E402  (the benchmark server, started as bench/run.py starts it)
 
 
 def main(argv=None):
