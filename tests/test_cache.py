@@ -122,8 +122,10 @@ def test_a_corrupt_entry_is_a_miss_and_is_removed(tmp_path):
     with JobServer() as server:
         client = _client(server, cache)
         client.response(_user("spoiled"), {"max_tokens": 8})
-        with sqlite3.connect(str(folder / "agenthub-cache.sqlite3")) as conn:
+        conn = sqlite3.connect(str(folder / "agenthub-cache.sqlite3"))
+        with conn:  # (commits; the connection is closed below)
             conn.execute("UPDATE agenthub_cache SET value = ?", (b"agenthub-cache/1\nnot zlib at all",))
+        conn.close()
         assert client.response(_user("spoiled"), {"max_tokens": 8})["content_items"][0]["text"] == "echo: spoiled"
         assert server.counts["spoiled"] == 2  # a miss, sent again, and stored afresh
         client.response(_user("spoiled"), {"max_tokens": 8})
@@ -263,6 +265,7 @@ def test_job_rows_hit_the_cache(tmp_path):
         assert summary.done == 4
         assert dict(server.counts) == {"row 0": 1, "row 1": 1}  # rows 2 and 3 repeat rows 0 and 1: hits
         assert cache.hits == 2
+    cache.close()  # (its SQLite connections, one per worker thread)
 
 
 def test_a_hit_on_a_client_with_fallbacks_names_the_hit_as_its_last_route(tmp_path):

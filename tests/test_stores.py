@@ -7,6 +7,7 @@ import multiprocessing
 import os
 import pickle
 import signal
+import contextlib
 import sqlite3
 import time
 
@@ -186,16 +187,16 @@ def test_a_sqlite_store_refuses_corrupt_rows_another_version_and_other_files(tmp
     path = str(tmp_path / "s.db")
     budget = Budget(1.0, store="sqlite:///" + path, key="team")
     budget.charge(0.1)
-    with sqlite3.connect(path) as conn:
+    with contextlib.closing(sqlite3.connect(path)) as conn, conn:
         conn.execute("UPDATE agenthub_rows SET value = '{not json' WHERE kind = 'budget'")
     with pytest.raises(StoreError) as info:
         budget.spent_usd
     assert "budget row of key 'team' is corrupt" in str(info.value)
-    with sqlite3.connect(path) as conn:
+    with contextlib.closing(sqlite3.connect(path)) as conn, conn:
         conn.execute("""UPDATE agenthub_rows SET value = '{"spent": "lots"}' WHERE kind = 'budget'""")
     with pytest.raises(StoreError, match="spent is 'lots'"):
         budget.reserve("deepseek-v4-flash", 10, 10)
-    with sqlite3.connect(path) as conn:
+    with contextlib.closing(sqlite3.connect(path)) as conn, conn:
         conn.execute("UPDATE agenthub_meta SET value = '99' WHERE name = 'schema'")
     with pytest.raises(StoreError, match="schema 99"):
         Budget(1.0, store="sqlite:///" + path)
