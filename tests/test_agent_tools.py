@@ -57,6 +57,7 @@ def measure(city: str, days: int, unit: Unit = Unit.C, mode: Literal["fast", "ex
 
 
 def test_the_schema_of_every_supported_hint():
+    # every parameter with a default carries it as JSON, as the SDKs' generators write it (issue 37 C3)
     point = {"type": "object", "properties": {"x": {"type": "integer"}, "y": {"type": "integer"}},
              "required": ["x", "y"]}
     assert measure.schema == {
@@ -65,26 +66,27 @@ def test_the_schema_of_every_supported_hint():
         "parameters": {"type": "object", "properties": {
             "city": {"type": "string", "description": "The city's name."},
             "days": {"type": "integer", "description": "How many days, counted from today."},
-            "unit": {"enum": ["c", "f"], "type": "string", "description": "Celsius or Fahrenheit."},
-            "mode": {"enum": ["fast", "exact"], "type": "string"},
+            "unit": {"enum": ["c", "f"], "type": "string", "description": "Celsius or Fahrenheit.", "default": "c"},
+            "mode": {"enum": ["fast", "exact"], "type": "string", "default": "fast"},
             "box": {"anyOf": [{"type": "object", "properties": {
                 "width": {"type": "number"},
                 "corners": {"type": "array", "items": point},
-                "label": {"anyOf": [{"type": "string"}, {"type": "null"}]},
+                "label": {"anyOf": [{"type": "string"}, {"type": "null"}], "default": None},
                 "tags": {"type": "object", "additionalProperties": {"type": "integer"}}},
-                "required": ["width", "corners"]}, {"type": "null"}]},
+                "required": ["width", "corners"]}, {"type": "null"}], "default": None},
             "pairs": {"type": "array", "items": {"type": "array", "prefixItems": [{"type": "integer"}, {"type": "string"}],
-                                                  "minItems": 2, "maxItems": 2}},
+                                                  "minItems": 2, "maxItems": 2}, "default": []},
             "extra": measure.schema["parameters"]["properties"]["extra"],  # Optional on 3.8-3.10 (implicit)
-            "flags": {"type": "array", "items": {"type": "boolean"}},
-            "either": {"anyOf": [{"type": "integer"}, {"type": "string"}]},
-            "tags": {"anyOf": [{"type": "object", "properties": {"color": {"type": "string"}}}, {"type": "null"}]},
-            "nothing": {"type": "null"},
-            "ratio": {"type": "number"}},
+            "flags": {"type": "array", "items": {"type": "boolean"}, "default": []},
+            "either": {"anyOf": [{"type": "integer"}, {"type": "string"}], "default": 0},
+            "tags": {"anyOf": [{"type": "object", "properties": {"color": {"type": "string"}}}, {"type": "null"}],
+                     "default": None},
+            "nothing": {"type": "null", "default": None},
+            "ratio": {"type": "number", "default": 1.0}},
             "required": ["city", "days"]}}
     assert measure.schema["parameters"]["properties"]["extra"] in (
-        {"type": "object", "additionalProperties": {}},
-        {"anyOf": [{"type": "object", "additionalProperties": {}}, {"type": "null"}]})
+        {"type": "object", "additionalProperties": {}, "default": None},
+        {"anyOf": [{"type": "object", "additionalProperties": {}}, {"type": "null"}], "default": None})
 
 
 def test_the_tool_stays_callable_and_arguments_are_converted():
@@ -218,7 +220,8 @@ def test_a_partial_and_a_callable_object():
 
     three_days = tool(functools.partial(forecast, days=3), name="forecast3")
     assert three_days.schema == {"name": "forecast3", "description": "Forecast for a city.", "parameters": {
-        "type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}}, "required": ["city"]}}
+        "type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer", "default": 3}},
+        "required": ["city"]}}
     assert three_days.run({"city": "Oslo"}) == "Oslo 3"
     assert tool(Clock(), name="clock").schema["parameters"] == {
         "type": "object", "properties": {"zone": {"type": "string"}}, "required": ["zone"]}
