@@ -715,7 +715,7 @@ _TABLE = [
     (lambda tp: tp is Any, _build_any),
     (lambda tp: tp is None, lambda comp, tp: _PRIMITIVES[_NONE]()),
     (lambda tp: isinstance(tp, type) and tp in _PRIMITIVES, lambda comp, tp: _PRIMITIVES[tp]()),
-    (lambda tp: isinstance(tp, dict), lambda comp, tp: _json_schema_node(tp)),
+    (lambda tp: isinstance(tp, (dict, bool)), lambda comp, tp: _json_schema_node(tp)),
     (_is_model, _build_model),
     (lambda tp: isinstance(tp, type) and issubclass(tp, enum.Enum), _build_enum),
     (lambda tp: isinstance(tp, type) and dataclasses.is_dataclass(tp), _build_dataclass),
@@ -803,7 +803,7 @@ class _JsonCompiler(object):
                 raise _Unsupported("{}: the schema keyword {!r} is outside the subset agenthub checks".format(
                     where, key))
             checks.append(_KEYWORDS[key](self, schema[key], schema, "{}.{}".format(where, key)))
-        holder.convert = _all_checks(checks)
+        holder.convert = _all_checks(checks, "type" in schema)
         return holder
 
     def resolve(self, ref: Any, where: str) -> Any:
@@ -816,17 +816,24 @@ class _JsonCompiler(object):
 
 
 def _ordered(schema: Mapping[str, Any]) -> List[str]:
-    """``type`` first (when it fails, nothing else is said), ``$ref`` next."""
-    first = [k for k in ("type", "nullable", "$ref") if k in schema]
+    """``type`` first (when it fails, nothing else is said), then what is said of the whole value, as Python's
+    types say it: missing and unknown fields before the fields' own problems."""
+    first = [k for k in ("type", "nullable", "$ref", "required", "additionalProperties") if k in schema]
     return first + [k for k in schema if k not in first]
 
 
-def _all_checks(checks: Sequence[Check]) -> Convert:
+def _all_checks(checks: Sequence[Check], typed: bool) -> Convert:
+    """Every check runs (each problem is reported), but a value of the wrong type stops at the type."""
+    head, rest = (checks[0], checks[1:]) if typed else (None, checks)
+
     def convert(value: Any, path: Any, ctx: _Ctx) -> Any:
-        for check in checks:
+        if head is not None and not head(value, path, ctx):
+            return _BAD
+        ok = True
+        for check in rest:
             if not check(value, path, ctx):
-                return _BAD
-        return value
+                ok = False
+        return value if ok else _BAD
     return convert
 
 
@@ -1046,9 +1053,9 @@ _KEYWORDS = {
 }  # type: Dict[str, Callable[[Any, Any, Mapping[str, Any], str], Check]]
 
 
-def _json_schema_node(schema: Mapping[str, Any]) -> _Node:
+def _json_schema_node(schema: Any) -> _Node:
     node = _JsonCompiler(schema).node(schema, "schema")
-    return _Node(copy.deepcopy(dict(schema)), node.convert)
+    return _Node(copy.deepcopy(schema), node.convert)
 
 
 # -- the public face ------------------------------------------------------------------------------------------
