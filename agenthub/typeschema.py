@@ -95,6 +95,9 @@ def _names(names: Sequence[str]) -> str:
 class _Voice(object):
     """Typed output's wording: ``path: expected ..., got <the JSON>``."""
 
+    #: an exception of a type's own constructor (a dataclass ``__post_init__``) propagates as it is
+    reraise = False
+
     def line(self, path: str, message: str) -> str:
         return "{}: {}".format(path, message) if path else message
 
@@ -124,7 +127,10 @@ class _Voice(object):
 
 
 class _ToolVoice(_Voice):
-    """@tool's wording, in words a model can act on: ``path must be an integer, got a number``."""
+    """@tool's wording, in words a model can act on: ``path must be an integer, got a number``.  A
+    constructor's own exception propagates: the runner words it (its secrets scrubbed)."""
+
+    reraise = True
 
     def line(self, path: str, message: str) -> str:
         return "{} {}".format(path, message) if path else message
@@ -203,8 +209,8 @@ class _Node(object):
     """One compiled type: its schema and its converter ``(value, path, ctx) -> value or _BAD``."""
     __slots__ = ("schema", "convert", "exact")
 
-    def __init__(self, schema: Dict[str, Any], convert: Convert, exact: Tuple[type, ...] = ()) -> None:
-        self.schema = schema
+    def __init__(self, schema: Any, convert: Convert, exact: Tuple[type, ...] = ()) -> None:
+        self.schema = schema  # (a dict; True or False for a boolean JSON Schema)
         self.convert = convert
         self.exact = exact  # the JSON value types it takes as they are (a union tries those first)
 
@@ -432,6 +438,8 @@ def _object_converter(nodes: Dict[str, _Node], required: List[str], build: Calla
         try:
             return build(out)
         except Exception as exc:  # a __post_init__ that refuses the values, say
+            if ctx.voice.reraise:
+                raise
             return ctx.add(path, ctx.voice.foreign("{}: {}".format(type(exc).__name__, exc)))
     return convert
 
@@ -1124,7 +1132,7 @@ def _inline(value: Any, defs: Mapping[str, Any], seen: Tuple[str, ...], name: st
     ref = value.get("$ref")
     if ref is None:
         return out
-    target = ref.rsplit("/", 1)[-1] if isinstance(ref, str) else None
+    target = ref.rsplit("/", 1)[-1] if isinstance(ref, str) else ""
     if rename:
         out["$ref"] = "#/$defs/{}".format(target)
         return out

@@ -418,3 +418,25 @@ def test_docstring_sections_mixed_and_keyword_titles():
         ValueError: never.
     """
     assert parse_docstring(google) == ("Summary.", {"extra": "Extra options.", "c": "Third, on its own line."})
+
+
+def test_every_problem_is_reported_and_a_constructors_own_error_propagates():
+    @dataclass
+    class Seat:
+        row: int
+
+        def __post_init__(self):
+            if self.row > 40:
+                raise RuntimeError("row {} does not exist".format(self.row))
+
+    def book(seat: Seat, n: int, name: str = "") -> str:
+        return "{} {} {}".format(seat, n, name)
+
+    booked = tool(book)
+    with pytest.raises(ValueError) as info:
+        booked.convert({"seat": {"row": "1", "col": 2}, "n": None, "name": 3})
+    assert str(info.value) == ("seat has no field 'col'; seat.row must be an integer, got a string; n must be an "
+                               "integer, got null; name must be a string, got an integer")
+    with pytest.raises(RuntimeError) as raised:  # the runner words it with error_text (secrets scrubbed)
+        booked.convert({"seat": {"row": 41}, "n": 1})
+    assert str(raised.value) == "row 41 does not exist"
