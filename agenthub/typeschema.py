@@ -192,10 +192,12 @@ class _Ctx(object):
         self.problems = []  # type: List[Tuple[str, str]]
         self.lines = []  # type: List[str]
 
-    def add(self, path: Any, message: str) -> Any:
+    def add(self, path: Any, message: str, at: Optional[int] = None) -> Any:
+        """Record a problem (at index ``at``: before those recorded since); returns _BAD."""
         where = _render(path, self.root)
-        self.problems.append((where, message))
-        self.lines.append(self.voice.line(where, message))
+        at = len(self.problems) if at is None else at
+        self.problems.insert(at, (where, message))
+        self.lines.insert(at, self.voice.line(where, message))
         return _BAD
 
     def trial(self) -> "_Ctx":
@@ -413,26 +415,31 @@ def _with_default(schema: Dict[str, Any], default: Any) -> Dict[str, Any]:
 
 def _object_converter(nodes: Dict[str, _Node], required: List[str], build: Callable[[Dict[str, Any]], Any],
                       positional: Sequence[str]) -> Convert:
+    needed = frozenset(required)
+
     def convert(value: Any, path: Any, ctx: _Ctx) -> Any:
         if positional and type(value) is list and len(value) <= len(positional):
             value = dict(zip(positional, value))
         if not isinstance(value, dict):
             return ctx.add(path, ctx.voice.mismatch("an object", value))
-        ok = True
-        missing = [n for n in required if n not in value]
-        if missing:
-            ok = ctx.add(path, ctx.voice.missing(missing)) and False
-        unknown = [n for n in value if n not in nodes]
-        if unknown:
-            ok = ctx.add(path, ctx.voice.unknown(unknown)) and False
+        ok = needed.issubset(value)
+        if not ok:
+            ctx.add(path, ctx.voice.missing([n for n in required if n not in value]))
         out = {}
+        unknown = []
+        mark = len(ctx.problems)
         for key, item in value.items():
             node = nodes.get(key)
-            if node is not None:
-                got = node.convert(item, (path, key), ctx)
-                if got is _BAD:
-                    ok = False
-                out[key] = got
+            if node is None:
+                unknown.append(key)
+                continue
+            got = node.convert(item, (path, key), ctx)
+            if got is _BAD:
+                ok = False
+            out[key] = got
+        if unknown:  # (reported before the fields' own problems, as ``missing`` is)
+            ok = False
+            ctx.add(path, ctx.voice.unknown(unknown), mark)
         if not ok:
             return _BAD
         try:
@@ -591,8 +598,14 @@ def _build_sequence(comp: _Compiler, tp: Any) -> _Node:
     def convert_all(value: Any, path: Any, ctx: _Ctx) -> Any:
         if not isinstance(value, (list, tuple)):
             return ctx.add(path, ctx.voice.mismatch("an array", value))
-        out = [convert(v, (path, i), ctx) for i, v in enumerate(value)]
-        if any(v is _BAD for v in out):
+        out = []
+        ok = True
+        for i, v in enumerate(value):
+            got = convert(v, (path, i), ctx)
+            if got is _BAD:
+                ok = False
+            out.append(got)
+        if not ok:
             return _BAD
         if make is list:
             return out
