@@ -734,6 +734,7 @@ _TABLE = [
     (_is_annotated, _build_annotated),
     (lambda tp: _QUALIFIERS and typing.get_origin(tp) in _QUALIFIERS, _build_qualifier),
     (lambda tp: tp is Any, _build_any),
+    (lambda tp: hasattr(tp, "__supertype__"), lambda comp, tp: comp.node(tp.__supertype__)),  # NewType
     (lambda tp: tp is None, lambda comp, tp: _PRIMITIVES[_NONE]()),
     (lambda tp: isinstance(tp, type) and tp in _PRIMITIVES, lambda comp, tp: _PRIMITIVES[tp]()),
     (lambda tp: isinstance(tp, (dict, bool)), lambda comp, tp: _json_schema_node(tp)),
@@ -1094,6 +1095,8 @@ class Compiled(object):
         """``value`` (JSON) as the type, or a ConversionError listing every problem.  ``where`` names the
         root in the paths (``""``: none); ``style="tool"`` words them as @tool does for a model's arguments
         (``n must be an integer, got a string``)."""
+        if style not in _VOICES:
+            raise ConfigError("style must be 'typed' or 'tool', got {!r}".format(style))
         ctx = _Ctx(_VOICES[style], where)
         out = self._convert(value, None, ctx)
         if out is _BAD:

@@ -207,6 +207,14 @@ def test_a_post_init_that_refuses_is_a_problem_at_its_path():
     assert info.value.problems == [("[1]", "ValueError: n must be positive")]
 
 
+def test_a_new_type_is_its_supertype():
+    from typing import NewType
+
+    UserId = NewType("UserId", int)
+    assert compile(Dict[str, UserId]).schema == {"type": "object", "additionalProperties": {"type": "integer"}}
+    assert compile(UserId).convert(3.0) == 3
+
+
 def test_to_json():
     assert to_json({"a": (1, Currency.USD), "b": Item("x", 1.0), "c": Where(1.0), "d": None}) == \
         {"a": [1, "usd"], "b": {"name": "x", "price": 1.0, "qty": 1}, "c": {"lat": 1.0, "lon": 0.0}, "d": None}
