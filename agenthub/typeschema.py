@@ -32,7 +32,6 @@ TypedDicts, NamedTuples and models unless ``refs=False`` (every schema inline: w
 take); ``inline_refs`` does the same to any schema.
 """
 
-import copy
 import dataclasses
 import enum
 import json
@@ -1077,7 +1076,7 @@ _KEYWORDS = {
 
 def _json_schema_node(schema: Any) -> _Node:
     node = _JsonCompiler(schema).node(schema, "schema")
-    return _Node(copy.deepcopy(schema), node.convert)
+    return _Node(_fresh(schema), node.convert)
 
 
 # -- the public face ------------------------------------------------------------------------------------------
@@ -1124,7 +1123,16 @@ def compile(tp: Any, refs: bool = True) -> Compiled:  # noqa: A001 - the verb is
         schema = comp.defs.pop(comp.names[tp])
     if comp.defs:
         schema = dict(schema, **{"$defs": comp.defs})
-    return Compiled(tp, copy.deepcopy(schema), node)
+    return Compiled(tp, _fresh(schema), node)
+
+
+def _fresh(value: Any) -> Any:
+    """A copy in which no dict or list appears twice (a type used at two places gives two equal schemas)."""
+    if isinstance(value, Mapping):
+        return {k: _fresh(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_fresh(v) for v in value]
+    return value
 
 
 def inline_refs(schema: Mapping[str, Any], name: str = "schema") -> Dict[str, Any]:

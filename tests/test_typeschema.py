@@ -443,3 +443,9 @@ def test_typing_only_names_on_every_python():
     import agenthub.typeschema as module
 
     assert "pydantic" not in module.__dict__ and sys.modules.get("agenthub.typeschema") is module
+
+
+def test_a_type_used_twice_gives_two_schemas():
+    schema = compile(Tuple[Item, Item], refs=False).schema
+    assert schema["prefixItems"][0] == schema["prefixItems"][1] == ITEM
+    assert schema["prefixItems"][0] is not schema["prefixItems"][1]
