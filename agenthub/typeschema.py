@@ -18,7 +18,14 @@ A type with no schema (``object``, a callable, a class, a recursive type where `
 ConfigError naming the field.
 
 Conversion is strict where JSON is: ``True`` is not an int; an int is a float; a float that is a whole
-number is an int; a str is never a number.
+number is an int; a str is never a number.  An object's missing required fields and unknown fields are
+problems (a field with a default may be left out: the constructor fills it in).  A union takes the first
+option whose JSON type the value has, then the first that fits.
+
+The API: ``compile(tp, refs=True) -> Compiled`` (``.type``, ``.schema``, ``.inline()``,
+``.convert(value, where="", style="typed")``); ``ConversionError`` (AgentHubError, ValueError; ``.problems``,
+``.lines``); ``inline_refs(schema)``; ``to_json(value)`` (a default as JSON); ``type_hints(obj)``
+(``get_type_hints`` keeping ``Annotated``, a ConfigError when a hint does not resolve).
 
 The JSON Schema subset emitted, and checked when a dict is given as the type: ``type`` (a name or a list of
 names, ``null`` among them), ``properties``, ``required``, ``additionalProperties`` (false or a schema),
