@@ -39,6 +39,7 @@ TypedDicts, NamedTuples and models unless ``refs=False`` (every schema inline: w
 take); ``inline_refs`` does the same to any schema.
 """
 
+import collections.abc as _abc
 import dataclasses
 import enum
 import json
@@ -314,8 +315,6 @@ def _is_typeddict(tp: Any) -> bool:
 def _is_namedtuple(tp: Any) -> bool:
     return isinstance(tp, type) and issubclass(tp, tuple) and hasattr(tp, "_fields")
 
-
-import collections.abc as _abc  # noqa: E402
 
 _SEQUENCES = {list: list, tuple: tuple, set: set, frozenset: frozenset, _abc.Sequence: list,
               _abc.MutableSequence: list, _abc.Set: set, _abc.MutableSet: set, _abc.Iterable: list,
