@@ -147,6 +147,20 @@ def parse_docstring(doc: Optional[str]) -> Tuple[str, Dict[str, str]]:
     return " ".join(summary), params
 
 
+def _check_options(fn: Any, name: Optional[str], timeout: Optional[float]) -> None:
+    if not callable(fn):
+        raise ConfigError("tool() takes a function (got {})".format(type(fn).__name__))
+    if name is not None and (not isinstance(name, str) or not name):
+        raise ConfigError("tool name must be a non-empty str")
+    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float))
+                                or not timeout > 0):
+        raise ConfigError("tool timeout must be a number of seconds > 0 (or None)")
+
+
+def _plural(names: List[str]) -> str:
+    return "s" if len(names) > 1 else ""
+
+
 # -- the tool ----------------------------------------------------------------------------------------------------
 
 class Tool(object):
@@ -158,13 +172,7 @@ class Tool(object):
 
     def __init__(self, fn: Callable[..., Any], name: Optional[str] = None, description: Optional[str] = None,
                  requires_approval: bool = False, timeout: Optional[float] = None) -> None:
-        if not callable(fn):
-            raise ConfigError("tool() takes a function (got {})".format(type(fn).__name__))
-        if name is not None and (not isinstance(name, str) or not name):
-            raise ConfigError("tool name must be a non-empty str")
-        if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float))
-                                    or not timeout > 0):
-            raise ConfigError("tool timeout must be a number of seconds > 0 (or None)")
+        _check_options(fn, name, timeout)
         self.fn = fn
         self.name = name or getattr(fn, "__name__", "")  # type: str
         if not self.name or self.name == "<lambda>":
@@ -251,12 +259,11 @@ class Tool(object):
         missing = [name for name in self._required if name not in arguments]
         if missing:
             raise ValueError("missing required argument{} {}".format(
-                "s" if len(missing) > 1 else "", ", ".join(repr(m) for m in missing)))
+                _plural(missing), ", ".join(repr(m) for m in missing)))
         unknown = [name for name in arguments if name not in self._params]
         if unknown:
             raise ValueError("unknown argument{} {} (parameters: {})".format(
-                "s" if len(unknown) > 1 else "", ", ".join(repr(u) for u in unknown),
-                ", ".join(self._params) or "none"))
+                _plural(unknown), ", ".join(repr(u) for u in unknown), ", ".join(self._params) or "none"))
         out = {}  # type: Dict[str, Any]
         problems, lines = [], []  # type: List[Tuple[str, str]], List[str]
         for name, value in arguments.items():
