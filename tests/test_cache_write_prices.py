@@ -1,6 +1,7 @@
 """Issue 38 items 1-2: a prompt-cache write is priced at the write price of its TTL on every path.
 
-One turn per wire (Chat Completions and Responses on a GPT-5.6 model, Anthropic Messages, Bedrock Converse),
+One turn per wire (Chat Completions and Responses on a GPT-5.6 model, at OpenAI and at Azure OpenAI,
+Anthropic Messages, Bedrock Converse),
 each writing 100,000 prompt tokens to the cache, from a local server; its price through every agenthub path
 (``agenthub.cost`` of the answer's usage, a Budget's settlement, a job row and JobSummary, a run's cost_usd,
 the chat log's turn, serve's /v1/metrics) is the one list price of the vendor's bill."""
@@ -87,6 +88,10 @@ WIRES = {
     "chat": ("gpt-5.6-terra", "openai-chat", (100000 * 2.5 + 100 * 12) / 1e6, (100000 * 2 + 100 * 12) / 1e6),
     "responses": ("gpt-5.6-terra", "openai-responses", (100000 * 2.5 + 100 * 12) / 1e6,
                   (100000 * 2 + 100 * 12) / 1e6),
+    # Azure OpenAI (a deployment named as its model: Global deployments bill OpenAI's prices), both protocols
+    "azure": ("gpt-5.6-terra", "azure", (100000 * 2.5 + 100 * 12) / 1e6, (100000 * 2 + 100 * 12) / 1e6),
+    "azure-responses": ("gpt-5.6-terra", "azure-responses", (100000 * 2.5 + 100 * 12) / 1e6,
+                        (100000 * 2 + 100 * 12) / 1e6),
     # Claude Sonnet 4.6: input 3, 5-minute write 3.75, output 15: $0.3765 (agenthub said $0.3015)
     "anthropic": ("claude-sonnet-4-6", "anthropic", 0.3765, 0.3015),
     # Claude Sonnet 4.5 on Bedrock (US): input 3.3, 5-minute write 4.125, 1-hour write 6.6, output 16.5
@@ -114,8 +119,13 @@ def wire(request, monkeypatch, tmp_path):
             server.answer = lambda request: bedrock_turn()
             yield name, model, {"client_type": client_type}
         return
-    body = {"chat": chat_turn, "responses": responses_turn, "anthropic": anthropic_turn}[name]()
+    body = {"chat": chat_turn, "responses": responses_turn, "anthropic": anthropic_turn, "azure": chat_turn,
+            "azure-responses": responses_turn}[name]()
     with Upstream() as up:
+        if name.startswith("azure"):  # /openai/deployments/... and /openai/v1/responses under the resource
+            up.routes["openai"] = Route(body)
+            yield name, model, {"client_type": client_type, "base_url": up.url, "api_key": "azure-key-0123456789"}
+            return
         up.routes[name] = Route(body)
         base = up.url + ("/anthropic" if name == "anthropic" else "/{}/v1".format(name))
         yield name, model, {"client_type": client_type, "base_url": base, "api_key": "sk-test-0123456789"}
