@@ -56,7 +56,8 @@ def worst_case_usd(model: str, input_tokens: int, max_output_tokens: int, *, tie
     tiers = [tier]  # type: List[Optional[str]]
     if tier is None and not batch:
         row = _find(model, None)
-        tiers = ["standard"] + (timed_tiers(row) if row is not None else [])  # type: ignore[operator]
+        tiers = ["standard"]
+        tiers.extend(timed_tiers(row) if row is not None else ())
     caching = _caching(prompt_caching)
     durations = {"disable": (), "enable": ("5m",), "enhance": ("5m", "1h")}[caching]
     candidates = []

@@ -15,9 +15,9 @@ in force when the request was sent.
 """
 
 import copy
+import datetime
 import json
 import os
-import datetime
 import re
 import threading
 import time
