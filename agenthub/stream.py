@@ -77,30 +77,37 @@ def checked_usage(usage: Any, client: str = "") -> UsageMetadata:
                 text if len(text) < 40 else text[:40] + "...")
             return empty_usage()
         out[key] = count  # type: ignore[literal-required]
-    written = getattr(usage, "cache_write", None)  # the wire's cache-write count rides along (Usage)
-    return out if written is None else with_cache_write(out, written)
+    written = getattr(usage, "cache_write", None)  # the wire's cache-write counts ride along (Usage)
+    return out if written is None else with_cache_write(out, written, getattr(usage, "cache_write_1h", None))
 
 
 class Usage(dict):
     """The four buckets, a plain dict to every reader (the data model is unchanged: equal to the dict of
-    the same four keys, serialised as one), with one attribute beside them: ``cache_write``, the input
-    tokens the provider reported writing to its prompt cache (Anthropic ``cache_creation_input_tokens``,
-    Bedrock ``cacheWriteInputTokens``), already counted in ``prompt_tokens``.  Telemetry reads it."""
+    the same four keys, serialised as one), with two attributes beside them (agenthub additions):
+    ``cache_write``, the input tokens the provider reported writing to its prompt cache (Anthropic
+    ``cache_creation_input_tokens``, Bedrock ``cacheWriteInputTokens``, OpenAI ``cache_write_tokens``),
+    already counted in ``prompt_tokens``; and ``cache_write_1h``, how many of them were written with the
+    1-hour TTL where the wire splits them by TTL (Anthropic ``cache_creation.ephemeral_1h_input_tokens``,
+    Bedrock ``cacheDetails``), None where it does not (the writes are then priced at the model's 5-minute
+    or only write price).  ``agenthub.cost`` and telemetry read them."""
 
-    __slots__ = ("cache_write",)
+    __slots__ = ("cache_write", "cache_write_1h")
 
-    def __reduce__(self) -> Any:  # pickles (every protocol) and copies keep the count
-        return (with_cache_write, (dict(self), self.cache_write))
+    def __reduce__(self) -> Any:  # pickles (every protocol) and copies keep the counts
+        return (with_cache_write, (dict(self), self.cache_write, getattr(self, "cache_write_1h", None)))
 
 
-def with_cache_write(buckets: Any, written: Any) -> Any:
-    """``buckets`` carrying the wire's cache-write count (``Usage.cache_write``); as they are when the
-    provider reported none (or no token count)."""
+def with_cache_write(buckets: Any, written: Any, written_1h: Any = None) -> Any:
+    """``buckets`` carrying the wire's cache-write count (``Usage.cache_write``) and, where the wire gives
+    it, the part written with the 1-hour TTL (``Usage.cache_write_1h``, at most the count); as they are
+    when the provider reported no write (or no token count)."""
     written = usage_count(written)
     if written is None:
         return buckets
     out = Usage(buckets)
     out.cache_write = written
+    hour = usage_count(written_1h)
+    out.cache_write_1h = hour if hour is not None and hour <= written else None
     return out
 
 

@@ -42,7 +42,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 
-from ..catalog import cost
+from ..catalog import call_cost
 from ..errors import AgentHubError, ConfigError
 from ..stream import Collector, now_ms
 from ..telemetry import activate, agent_span, tool_span  # spans of the run and its tools (no-ops uninstrumented)
@@ -399,7 +399,7 @@ class Run(object):
         self._turns = 0
         self._usage = [None, None, None, None]  # type: List[Optional[int]]
         self._cost = 0.0  # type: Optional[float]
-        self._priced = []  # type: List[Tuple[str, Any]]  # (model that answered, usage) per turn
+        self._priced = []  # type: List[Tuple[str, Any, Any, Any]]  # (model that answered, usage, call, route) per turn
         self._priced_upto = 0
         self._stop = None  # type: Optional[str]
         self._pending = []  # type: List[ToolCallItem]
@@ -586,15 +586,17 @@ class Run(object):
             if value is not None:
                 self._usage[n] = (self._usage[n] or 0) + value
         route = getattr(stream, "route", None) or getattr(self._client, "last_route", None) or {}
-        self._priced.append((route.get("model") or getattr(self._client, "model", ""), usage))
+        call = getattr(stream, "_call", None)  # its cache mark and start time: a hit costs 0.0, a turn its tier's
+        self._priced.append((route.get("model") or getattr(self._client, "model", ""), usage, call, route))
 
     @property
     def cost_usd(self) -> Optional[float]:
-        """USD so far: ``agenthub.cost`` of each turn (with the model that answered it), summed; None when a
-        turn is unpriced or none ran.  Reckoned when asked (a catalog look-up per turn, kept off the loop)."""
+        """USD so far: ``agenthub.cost`` of each turn (with the model that answered it, its cache writes, at
+        the tier in force when it was sent; 0.0 for a turn replayed from the ResponseCache), summed; None
+        when a turn is unpriced or none ran.  Reckoned when asked (a catalog look-up per turn, kept off the loop)."""
         total = 0.0
-        for model, usage in self._priced[self._priced_upto:]:
-            price = cost(model, usage) if usage else None
+        for model, usage, call, route in self._priced[self._priced_upto:]:
+            price = call_cost(model, usage, call, route) if usage else None
             if price is None:
                 self._cost = None
                 break

@@ -84,7 +84,7 @@ class _Logged(object):
         if not self.on:
             return
         try:
-            from ..catalog import cost
+            from ..catalog import call_cost
 
             log = self.log()
             if self.conversation is None:
@@ -93,8 +93,10 @@ class _Logged(object):
                 self.conversation = log.start(self.args.model, self.client.client_type,
                                               url_host(self.client.base_url), self.args.system)
             # the model that answered (a --fallback one, after a failover) is logged and priced
-            answered = (getattr(self.client, "last_route", None) or {}).get("model") or self.args.model
-            log.add_turn(self.conversation, answered, message, answer, cost(answered, answer.get("usage_metadata")))
+            route = getattr(self.client, "last_route", None) or {}
+            answered = route.get("model") or self.args.model
+            log.add_turn(self.conversation, answered, message, answer,
+                         call_cost(answered, answer.get("usage_metadata"), None, route))  # (a cache hit: 0.0)
         except Exception as exc:  # a full disk or a locked file: the answer stands
             sys.stderr.write("agenthub: the conversation log was not written ({}: {}); --no-log turns it "
                              "off\n".format(type(exc).__name__, exc))

@@ -694,7 +694,7 @@ class AgentHubApp(object):
                 "the server is at its limit of {} concurrent streams".format(self.max_concurrent_streams),
                 client="agenthub", status=503, error_type="overloaded", retry_after=1.0, retryable=True))
         self.metrics.opened(model_id)
-        pump = _Pump(self, stream, model_id, on_end=self._ended(model), trace=continue_trace(environ))
+        pump = _Pump(self, stream, model_id, on_end=self._ended(model, stream), trace=continue_trace(environ))
         try:
             pump.start()
         except BaseException:
@@ -720,7 +720,7 @@ class AgentHubApp(object):
         self.metrics.closed(model_id)
         self._slots.release()
 
-    def _ended(self, model: "_Model") -> Callable[[Any, Optional[BaseException]], None]:
+    def _ended(self, model: "_Model", stream: Any = None) -> Callable[[Any, Optional[BaseException]], None]:
         """What the pump reports when the upstream is done: the answer's usage (metrics), or the error."""
         upstream_model = model.client.model
 
@@ -728,7 +728,8 @@ class AgentHubApp(object):
             if error is not None:
                 self.metrics.error(model.id, error)
             elif isinstance(last, dict) and last.get("event_type") == "stop":
-                self.metrics.answer(model.id, upstream_model, last.get("usage_metadata"))
+                self.metrics.answer(model.id, upstream_model, last.get("usage_metadata"),
+                                    getattr(stream, "_call", None))  # (priced as the call: its start, a cache hit)
 
         return ended
 

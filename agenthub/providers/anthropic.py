@@ -597,10 +597,16 @@ def map_usage(raw: Mapping[str, Any]) -> Dict[str, Any]:
             if extra_cached or cached is not None:
                 cached = (cached or 0) + extra_cached
             response = (response or 0) + extra_response
-    return with_cache_write(usage(cached, prompt, None, response), written)
+    hour = None  # the 1-hour part of the writes, where the wire splits them by TTL (``cache_creation``)
+    split = raw.get("cache_creation")
+    if type(split) is dict:
+        five, hour = to_int(split.get("ephemeral_5m_input_tokens")), to_int(split.get("ephemeral_1h_input_tokens"))
+        if hour is not None and (written is None or (five or 0) + hour != written):
+            hour = None  # the split does not add up to the count it splits: the writes count as 5-minute ones
+    return with_cache_write(usage(cached, prompt, None, response), written, hour)
 
 
-_INPUT_KEYS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+_INPUT_KEYS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "cache_creation")
 
 
 def _merge_usage(into: Dict[str, Any], raw: Any) -> None:
@@ -616,7 +622,7 @@ def _merge_usage(into: Dict[str, Any], raw: Any) -> None:
     if type(raw) is not dict:
         return
     inputs = [(key, raw.get(key)) for key in _INPUT_KEYS]
-    snapshot = any(value for _, value in inputs if type(value) is not bool)
+    snapshot = any(value for key, value in inputs if type(value) is not bool and key != "cache_creation")
     for key, value in inputs:
         if value is not None and (snapshot or into.get(key) is None):
             into[key] = value

@@ -443,7 +443,17 @@ def map_usage(raw: Mapping[str, Any]) -> Any:
     prompt = inputs
     if write:
         prompt = (prompt or 0) + write
-    return with_cache_write(usage(read, prompt, None, output), write)
+    hour = None  # the 1-hour part of the writes: ``cacheDetails`` [{"ttl": "1h" | "5m", "inputTokens": n}]
+    details = raw.get("cacheDetails")
+    if type(details) is list and write:
+        by_ttl = {}  # type: Dict[str, int]
+        for entry in details:
+            count = to_int(entry.get("inputTokens")) if type(entry) is dict else None
+            if count is not None and entry.get("ttl") in ("5m", "1h"):
+                by_ttl[entry["ttl"]] = by_ttl.get(entry["ttl"], 0) + count
+        if by_ttl and sum(by_ttl.values()) == write:  # a split that adds up to the count it splits
+            hour = by_ttl.get("1h", 0)
+    return with_cache_write(usage(read, prompt, None, output), write, hour)
 
 
 def _loads(payload: bytes, or_text: bool = False) -> Any:

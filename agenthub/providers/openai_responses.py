@@ -106,7 +106,8 @@ Stream -> content items
   ``response.failed`` and ``error`` events -> UpstreamError with the provider's
   type/code/message; keepalives and unknown events are ignored; the event type is read
   from the data (``event:`` lines are optional); a trailing ``[DONE]`` is fine.
-- Usage: cached = ``input_tokens_details.cached_tokens``, prompt = input - cached,
+- Usage: cached = ``input_tokens_details.cached_tokens``, prompt = input - cached (its
+  ``cache_write_tokens`` ride along as ``Usage.cache_write``),
   thoughts = ``output_tokens_details.reasoning_tokens``, response = output - thoughts.
 """
 
@@ -533,8 +534,11 @@ def map_usage(raw: Any) -> Dict[str, Any]:
     input_details = input_details if isinstance(input_details, dict) else {}
     output_details = raw.get("output_tokens_details")
     output_details = output_details if isinstance(output_details, dict) else {}
-    return inclusive_usage(raw.get("input_tokens"), raw.get("output_tokens"), input_details.get("cached_tokens"),
-                           output_details.get("reasoning_tokens"), raw.get("total_tokens"))
+    from .openai_chat import cache_written
+
+    buckets = inclusive_usage(raw.get("input_tokens"), raw.get("output_tokens"), input_details.get("cached_tokens"),
+                              output_details.get("reasoning_tokens"), raw.get("total_tokens"))
+    return cache_written(buckets, input_details.get("cache_write_tokens"))
 
 
 class _Reasoning(object):
