@@ -20,7 +20,7 @@ from .errors import ConfigError
 from .types import FINISH_REASONS, MAX_DEPTH, PromptCaching, ThinkingLevel
 
 __all__ = ["check_config", "check_messages", "check_message", "check_json", "check_header_value", "check_header_name",
-           "check_mcp_servers", "CONFIG_KEYS", "ASPECT_RATIOS", "IMAGE_SIZES", "RESPONSE_FORMATS"]
+           "check_mcp_servers", "check_anthropic_version", "ANTHROPIC_VERSIONS", "CONFIG_KEYS", "ASPECT_RATIOS", "IMAGE_SIZES", "RESPONSE_FORMATS"]
 
 CONFIG_KEYS = (
     "max_tokens", "temperature", "tools", "thinking_summary", "thinking_level", "tool_choice", "system_prompt",
@@ -31,6 +31,8 @@ CONFIG_KEYS = (
     "foreign_thinking", "mcp_servers",
 )
 RESPONSE_FORMATS = ("text", "json_object", "json_schema")
+#: the Anthropic API versions a client may pin (providers.anthropic.ANTHROPIC_VERSIONS: newest first)
+ANTHROPIC_VERSIONS = ("2026-10-21", "2023-06-01")
 _SCHEMA_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")  # an RFC 9110 token
 ASPECT_RATIOS = ("1:1", "2:3", "3:2", "3:4", "4:3", "9:16", "16:9", "21:9")
@@ -461,6 +463,22 @@ def _copy(value: Any) -> Any:
         return {k: _copy(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [_copy(v) for v in value]
+    return value
+
+
+def check_anthropic_version(value: Any, client_type: str, dialect: str) -> str:
+    """``AutoLLMClient(..., anthropic_version=...)``: one of ``ANTHROPIC_VERSIONS``, on a client type whose
+    ``dialect`` is Anthropic Messages (anthropic, azure-anthropic, vertex-anthropic, and registry rows of that
+    dialect); ConfigError otherwise."""
+    if not isinstance(value, str) or value not in ANTHROPIC_VERSIONS:
+        raise ConfigError("anthropic_version must be one of {} (got {})".format(
+            ", ".join(repr(v) for v in ANTHROPIC_VERSIONS), _short(value)))
+    if dialect != "anthropic":
+        why = "Bedrock Converse carries no Anthropic API version" if dialect == "bedrock" else \
+            "it speaks {}".format(dialect)
+        raise ConfigError("anthropic_version applies to Claude over the Anthropic Messages API (client types "
+                          "anthropic, azure-anthropic, vertex-anthropic), not to client type {!r}: {}".format(
+                              client_type, why))
     return value
 
 

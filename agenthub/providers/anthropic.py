@@ -101,6 +101,9 @@ __all__ = [
     "FINISH_REASONS",
     "THINKING_RULES",
     "ANTHROPIC_VERSION",
+    "LEGACY_ANTHROPIC_VERSION",
+    "ANTHROPIC_VERSIONS",
+    "api_version",
     "INTERLEAVED_THINKING_BETA",
     "FAST_MODE_BETA",
     "FAST_MODE_MODELS",
@@ -109,7 +112,16 @@ __all__ = [
 
 logger = logging.getLogger("agenthub")
 
-ANTHROPIC_VERSION = "2023-06-01"
+#: the Anthropic API version sent where the route takes it: the first-party API, Claude on Microsoft Foundry
+#: and on Vertex AI (the official SDKs send it since their majors of 2026-10-21)
+ANTHROPIC_VERSION = "2026-10-21"
+#: the version before it: sent to Anthropic-compatible gateways (whose rows may set the quirk
+#: ``anthropic_version``) and when the caller pins it (``AutoLLMClient(..., anthropic_version=...)``)
+LEGACY_ANTHROPIC_VERSION = "2023-06-01"
+#: the versions agenthub knows the rules of (newest first)
+ANTHROPIC_VERSIONS = (ANTHROPIC_VERSION, LEGACY_ANTHROPIC_VERSION)
+#: the request fields 2026-10-21 removed (a 400 even at their default values)
+REMOVED_SAMPLING = ("temperature", "top_p", "top_k")
 #: lets Claude 4 models with a thinking budget think between tool calls (adaptive thinking does it unasked)
 INTERLEAVED_THINKING_BETA = "interleaved-thinking-2025-05-14"
 #: max_tokens sent when the caller sets none (rows may lower it to the model's own output limit)
@@ -217,6 +229,45 @@ def _clamp_effort(wanted: str, accepted: Tuple[str, ...]) -> str:
 
 # -- request ---------------------------------------------------------------------------------------------
 
+_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+#: what every refusal of the new version's rules says about the old one
+PIN_HINT = "or pin the previous version with AutoLLMClient(..., anthropic_version={!r})".format(LEGACY_ANTHROPIC_VERSION)
+
+
+def api_version(endpoint: Endpoint) -> str:
+    """The Anthropic API version a request to ``endpoint`` is built for: the caller's pin (the quirk
+    ``anthropic_version``, set by ``AutoLLMClient(..., anthropic_version=...)`` or a registry row, else an
+    ``anthropic-version`` the caller put in ``default_headers``), else ``ANTHROPIC_VERSION`` on the routes
+    that take it (the first-party API, Microsoft Foundry, Vertex AI) and ``LEGACY_ANTHROPIC_VERSION`` at
+    Anthropic-compatible gateways."""
+    pinned = endpoint.quirks.get("anthropic_version")
+    if pinned:
+        return str(pinned)
+    for key, value in endpoint.headers.items():
+        if key.lower() == "anthropic-version" and value:
+            return value
+    quirks = endpoint.quirks
+    if quirks.get("first_party") or quirks.get("foundry") or quirks.get("version_in_body"):
+        return ANTHROPIC_VERSION
+    return LEGACY_ANTHROPIC_VERSION
+
+
+def removed_sampling(version: Optional[str]) -> bool:
+    """True when ``version`` is 2026-10-21 or later: temperature, top_p and top_k are refused."""
+    return version is not None and bool(_DATE.match(version)) and version >= ANTHROPIC_VERSION
+
+
+def _check_removed(client: str, version: str, config: Mapping[str, Any]) -> None:
+    """The fields 2026-10-21 removed, asked for in ``config`` or its ``extra_body``: an error before sending
+    that says how to pin the old version (never a silent drop)."""
+    extra = config.get("extra_body") or {}
+    for key in REMOVED_SAMPLING:
+        for where, holder in ((key, config), ("extra_body[{!r}]".format(key), extra)):
+            if key in holder:
+                raise unsupported(client, where, "cannot be sent under Anthropic API version {}, which removed "
+                                                  "temperature, top_p and top_k (a 400 even at their default "
+                                                  "values): leave it out, {}".format(version, PIN_HINT))
+
 
 def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, Any]], config: Mapping[str, Any]) -> HttpRequest:
     client = endpoint.client_type
@@ -228,16 +279,20 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
         if key in config:
             raise unsupported(client, key, "is not available over the Anthropic Messages API (model {!r})".format(model))
     max_tokens = config.get("max_tokens") or rule["max_tokens"]
+    version = api_version(endpoint)
+    new_rules = removed_sampling(version)
+    if new_rules:
+        _check_removed(client, version, config)
     body = {}  # type: Dict[str, Any]
-    version_in_body = quirks.get("version_in_body")  # Claude on Vertex AI (and Bedrock InvokeModel)
+    version_in_body = quirks.get("version_in_body")  # Claude on Vertex AI: the old version under its own name
     if version_in_body:
-        body["anthropic_version"] = version_in_body
+        body["anthropic_version"] = version_in_body if version == LEGACY_ANTHROPIC_VERSION else version
     if quirks.get("model_in_body", True):  # False: the host puts the model in the URL
         body["model"] = model
     body["max_tokens"] = max_tokens
     if config.get("system_prompt"):
         body["system"] = config["system_prompt"]
-    body["messages"] = _messages(endpoint, messages)
+    body["messages"] = _messages(endpoint, messages, version if new_rules else None)
     if config.get("tools"):
         body["tools"] = [_tool(tool) for tool in config["tools"]]
         if any(tool.get("strict") for tool in config["tools"]) and not rule.get("structured", True):
@@ -302,7 +357,7 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
         raise unsupported(client, "prompt_caching", "ENHANCE needs automatic caching, which this endpoint does not take")
     body["stream"] = True
 
-    headers = request_headers(endpoint, **({} if version_in_body else {"anthropic-version": ANTHROPIC_VERSION}))
+    headers = request_headers(endpoint, **({} if version_in_body else {"anthropic-version": version}))
     interleaved = quirks.get("interleaved_thinking")
     if interleaved is None:  # a beta of the first-party API; gateways may refuse beta names they do not know
         interleaved = first_party
@@ -480,19 +535,44 @@ def _url_block(endpoint: Endpoint, url: str) -> Dict[str, Any]:
     return {"type": kind, "source": {"type": "url", "url": url}}
 
 
-def _messages(endpoint: Endpoint, messages: List[Mapping[str, Any]]) -> List[Dict[str, Any]]:
+def _messages(endpoint: Endpoint, messages: List[Mapping[str, Any]], new_version: Optional[str] = None
+              ) -> List[Dict[str, Any]]:
+    """``new_version``: the version when it is 2026-10-21 or later (a document in an assistant turn is refused)."""
     unsigned = endpoint.quirks.get("replay_unsigned_thinking")
     if unsigned is None:  # the first-party API rejects thinking without its signature
         unsigned = not endpoint.quirks.get("first_party")
     out = []  # type: List[Dict[str, Any]]
-    for message in messages:
+    for index, message in enumerate(messages):
         if message["role"] == "assistant":
+            if new_version:
+                _no_document(endpoint.client_type, new_version, message, index)
             content = _assistant(message, unsigned)
         else:
             content = _user(endpoint, message)
         if content:  # the API refuses empty turns; consecutive same-role turns are joined upstream
             out.append({"role": message["role"], "content": content})
     return out
+
+
+def _no_document(client: str, version: str, message: Mapping[str, Any], index: int) -> None:
+    """2026-10-21 refuses a document block placed directly in an assistant turn (a 400): a PDF item there
+    (which the old version took) or a replayed server block of type document is refused before sending."""
+    for item in message["content_items"]:
+        kind = item["type"]
+        pdf = (kind == "inline_data" and item["mime_type"] == "application/pdf") or (
+            kind == "image_url" and _url_kind(item["image_url"]) == "document")
+        block = (item.get("fidelity") or {}).get("server_block")
+        if pdf or (isinstance(block, dict) and block.get("type") == "document"):
+            raise unsupported(client, "messages", "messages[{}] is an assistant turn holding a document (PDF), which "
+                                                  "Anthropic API version {} refuses: send the document in a user "
+                                                  "message, {}".format(index, version, PIN_HINT))
+
+
+def _url_kind(url: str) -> str:
+    parsed = parse_data_uri(url)
+    if parsed is not None:
+        return "document" if parsed[0] == "application/pdf" else "image"
+    return "document" if url.lower().split("?", 1)[0].endswith(".pdf") else "image"
 
 
 def _user(endpoint: Endpoint, message: Mapping[str, Any]) -> List[Dict[str, Any]]:
@@ -1030,7 +1110,7 @@ def models_request(endpoint: Endpoint, page_token: Optional[str] = None) -> Http
     path = "/v1/models?limit={}".format(MODELS_PAGE_SIZE)
     if page_token:
         path += "&after_id=" + quote(page_token, safe="")
-    return get_request(endpoint, path, **{"anthropic-version": ANTHROPIC_VERSION})
+    return get_request(endpoint, path, **{"anthropic-version": api_version(endpoint)})
 
 
 # -- token counting (agenthub.providers.counting) ---------------------------------------------------
@@ -1057,7 +1137,7 @@ def count_request(plan: HttpRequest, model: str, quirks: Mapping[str, Any], form
 
 PROTOCOL = Protocol(
     "anthropic", __name__, build_request, parse_stream, parse_document=parse_document, parse_payloads=_parse,
-    quirk_keys=("automatic_caching", "fast_mode", "first_party", "interleaved_thinking", "model_in_body", "replay_unsigned_thinking",
+    quirk_keys=("anthropic_version", "automatic_caching", "fast_mode", "first_party", "interleaved_thinking", "model_in_body", "replay_unsigned_thinking",
                 "response_formats", "thinking_rule", "version_in_body"),
     demo=("claude-sonnet-4-6", "Anthropic Messages"), models_request=models_request, parse_models=parse_data_list,
     accepts=("compaction", "mcp_servers"), count=Count(count_request, COUNT_FIELD), compaction_format="anthropic",
