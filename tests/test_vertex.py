@@ -5,7 +5,7 @@ Wire facts pinned here (Vertex AI REST reference, Anthropic's Vertex client, goo
 resource prefix ``/v1/projects/{project}/locations/{location}``; Gemini at
 ``/publishers/google/models/{model}:streamGenerateContent?alt=sse``; Claude at
 ``/publishers/anthropic/models/{model}:streamRawPredict`` with ``anthropic_version:
-"vertex-2023-10-16"`` in the body and no ``model``; hosts ``{location}-aiplatform.googleapis.com``,
+"2026-10-21"`` in the body (``"vertex-2023-10-16"`` under a pinned 2023-06-01) and no ``model``; hosts ``{location}-aiplatform.googleapis.com``,
 ``aiplatform.googleapis.com`` for ``global``, ``aiplatform.{us,eu}.rep.googleapis.com``; the token
 as ``Authorization: Bearer``.  The service-account flow is google-auth's own (the JWT-bearer grant,
 RS256 over the assertion) against a token endpoint on 127.0.0.1 that checks the signature with the

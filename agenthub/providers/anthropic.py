@@ -2,7 +2,12 @@
 
 Request
 -------
-- ``anthropic-version: 2023-06-01``; the body always streams.
+- ``anthropic-version``: ``api_version(endpoint)``, 2026-10-21 on the routes that take it (the first-party
+  API, Foundry, Vertex AI, whose body carries it as ``anthropic_version``, 2023-06-01 there being
+  ``vertex-2023-10-16``), 2023-06-01 at gateways and when pinned (quirk ``anthropic_version``, from
+  ``AutoLLMClient(..., anthropic_version=...)``).  Under 2026-10-21 ``temperature``, ``top_p`` and ``top_k``
+  (``extra_body`` included) and a document in an assistant turn raise UnsupportedParameterError naming the
+  pin.  The body always streams.
 - ``max_tokens`` is required upstream: unset, it is the model row's ``max_tokens`` (``THINKING_RULES``:
   32000 for current Claude models, their own limit for Claude 3.x, 8192 for other models behind an
   Anthropic-compatible gateway).  An endpoint quirk ``thinking_rule`` (a dict) overrides row fields.
@@ -15,7 +20,7 @@ Request
   budget thinking is ``display: "omitted"`` (its thinking is shown summarized by default).
   A thinking budget with tools on the first-party API adds the interleaved-thinking beta header (Claude 4
   models think between tool calls only with it; adaptive thinking does so unasked).
-- ``temperature``: models that removed sampling parameters (Claude 4.7 and later) accept only 1 (then
+- ``temperature`` (under 2023-06-01): models that removed sampling parameters (Claude 4.7 and later) accept only 1 (then
   omitted) and raise UnsupportedParameterError otherwise; models that still take it reject anything but
   1 while thinking is on, so that combination raises too (never a silent override).
 - ``tool_choice``: auto -> auto, required -> any, none -> none, one name -> tool, more -> error.  Forcing
@@ -37,8 +42,8 @@ Request
   ``require_approval``, raise UnsupportedParameterError) and one ``{"type": "mcp_toolset", "mcp_server_name"}``
   tool per server after the function tools (``allowed_tools`` -> ``default_config: {"enabled": false}`` and
   ``configs: {name: {"enabled": true}}``).  Not on hosts that put the version in the body (Vertex AI, Bedrock).
-- The key and the URL are the host's (``agenthub.hosts``: ``x-api-key``, or ``Authorization: Bearer``
-  at gateways whose row says ``auth: "bearer"``).  Quirks ``version_in_body`` (the version as the
+- The key and the URL are the host's (``agenthub.hosts``: ``Authorization: Bearer`` at api.anthropic.com
+  under 2026-10-21, else ``x-api-key``, or ``Authorization: Bearer`` at gateways whose row says ``auth: "bearer"``).  Quirks ``version_in_body`` (the version as the
   body's first field, ``anthropic_version``, and no ``anthropic-version`` header) and ``model_in_body:
   False`` (the host puts the model in the URL) are Claude on Vertex AI's (and Bedrock InvokeModel's).
   The first-party API is the quirk ``first_party``, which the anthropic host sets on its own servers
@@ -1137,7 +1142,7 @@ def count_request(plan: HttpRequest, model: str, quirks: Mapping[str, Any], form
 
 PROTOCOL = Protocol(
     "anthropic", __name__, build_request, parse_stream, parse_document=parse_document, parse_payloads=_parse,
-    quirk_keys=("anthropic_version", "automatic_caching", "fast_mode", "first_party", "interleaved_thinking", "model_in_body", "replay_unsigned_thinking",
+    quirk_keys=("anthropic_version", "automatic_caching", "fast_mode", "first_party", "foundry", "interleaved_thinking", "model_in_body", "replay_unsigned_thinking",
                 "response_formats", "thinking_rule", "version_in_body"),
     demo=("claude-sonnet-4-6", "Anthropic Messages"), models_request=models_request, parse_models=parse_data_list,
     accepts=("compaction", "mcp_servers"), count=Count(count_request, COUNT_FIELD), compaction_format="anthropic",
