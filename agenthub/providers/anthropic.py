@@ -90,6 +90,7 @@ from ..sse import SSEEvent
 from ..stream import Fold, StreamEnd
 from ..toolcalls import ToolCallAssembler
 from ..types import HttpRequest, PromptCaching, ThinkingLevel
+from ..validate import cache_marks, count_marks
 from ._common import (COMPACTION_FORMAT, Count, left_out, DONE, payloads, parse_data_list, Endpoint, Protocol, check_response_format, documents, dumps, get_request,
                       nearest, parse_data_uri, request_headers, stop_sequences, to_int, unsupported,
                       usage, with_cache_write)
@@ -160,6 +161,8 @@ MCP_CLIENT_BETA = "mcp-client-2025-11-20"
 FAST_MODE_MODELS = re.compile(r"claude-(?:opus-5(?:-5)?|fable-5-[2-9]|fable-(?:[6-9]|\d\d))(?![0-9])")
 #: models that take temperature or top_p, never both (Claude 4.5 / 4.6)
 ONE_SAMPLER = re.compile(r"claude-(?:opus|sonnet|haiku)-4-[56](?![0-9])")
+#: cache breakpoints (cache_control) a request takes, the automatic top-level one included
+MAX_BREAKPOINTS = 4
 #: the smallest top_p accepted while thinking runs
 MIN_TOP_P_THINKING = 0.95
 
@@ -297,7 +300,21 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
     body["max_tokens"] = max_tokens
     if config.get("system_prompt"):
         body["system"] = config["system_prompt"]
-    body["messages"] = _messages(endpoint, messages, version if new_rules else None)
+    caching = config.get("prompt_caching", PromptCaching.ENABLE)
+    automatic = quirks.get("automatic_caching", True) and caching != PromptCaching.DISABLE
+    marks = count_marks(messages)
+    if marks and marks + (1 if automatic else 0) > MAX_BREAKPOINTS:
+        raise unsupported(client, "cache_breakpoint", "is set on {} items; the Anthropic API takes at most {} cache "
+                                                      "breakpoints a request{}".format(
+                                                          marks, MAX_BREAKPOINTS, " and the automatic one of "
+                                                          "prompt_caching {} takes one: remove some, or set "
+                                                          "prompt_caching DISABLE to place {} of your own".format(
+                                                              caching.name, MAX_BREAKPOINTS) if automatic
+                                                          else ": remove some"))
+    mark = {"type": "ephemeral"}  # type: Dict[str, Any]
+    if caching == PromptCaching.ENHANCE:
+        mark["ttl"] = "1h"
+    body["messages"] = _messages(endpoint, messages, version if new_rules else None, mark)
     if config.get("tools"):
         body["tools"] = [_tool(tool) for tool in config["tools"]]
         if any(tool.get("strict") for tool in config["tools"]) and not rule.get("structured", True):
@@ -352,14 +369,14 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
                                                    "Opus 5, Opus 5.5, Fable 5.2 and later, on the Anthropic API)".format(model))
         body["speed"] = "fast"
 
-    caching = config.get("prompt_caching", PromptCaching.ENABLE)
     if quirks.get("automatic_caching", True):
         if caching == PromptCaching.ENABLE:
             body["cache_control"] = {"type": "ephemeral"}
         elif caching == PromptCaching.ENHANCE:
             body["cache_control"] = {"type": "ephemeral", "ttl": "1h"}
-    elif caching == PromptCaching.ENHANCE:
-        raise unsupported(client, "prompt_caching", "ENHANCE needs automatic caching, which this endpoint does not take")
+    elif caching == PromptCaching.ENHANCE and not marks:
+        raise unsupported(client, "prompt_caching", "ENHANCE needs automatic caching, which this endpoint does not take "
+                                                    "(mark cache breakpoints on items: they take the 1 h TTL)")
     body["stream"] = True
 
     headers = request_headers(endpoint, **({} if version_in_body else {"anthropic-version": version}))
@@ -540,9 +557,10 @@ def _url_block(endpoint: Endpoint, url: str) -> Dict[str, Any]:
     return {"type": kind, "source": {"type": "url", "url": url}}
 
 
-def _messages(endpoint: Endpoint, messages: List[Mapping[str, Any]], new_version: Optional[str] = None
-              ) -> List[Dict[str, Any]]:
-    """``new_version``: the version when it is 2026-10-21 or later (a document in an assistant turn is refused)."""
+def _messages(endpoint: Endpoint, messages: List[Mapping[str, Any]], new_version: Optional[str] = None,
+              mark: Optional[Mapping[str, Any]] = None) -> List[Dict[str, Any]]:
+    """``new_version``: the version when it is 2026-10-21 or later (a document in an assistant turn is refused);
+    ``mark``: the ``cache_control`` of an item marked ``cache_breakpoint``."""
     unsigned = endpoint.quirks.get("replay_unsigned_thinking")
     if unsigned is None:  # the first-party API rejects thinking without its signature
         unsigned = not endpoint.quirks.get("first_party")
@@ -551,9 +569,9 @@ def _messages(endpoint: Endpoint, messages: List[Mapping[str, Any]], new_version
         if message["role"] == "assistant":
             if new_version:
                 _no_document(endpoint.client_type, new_version, message, index)
-            content = _assistant(message, unsigned)
+            content = _assistant(message, unsigned, index, mark, endpoint.client_type)
         else:
-            content = _user(endpoint, message)
+            content = _user(endpoint, message, index, mark)
         if content:  # the API refuses empty turns; consecutive same-role turns are joined upstream
             out.append({"role": message["role"], "content": content})
     return out
@@ -580,11 +598,22 @@ def _url_kind(url: str) -> str:
     return "document" if url.lower().split("?", 1)[0].endswith(".pdf") else "image"
 
 
-def _user(endpoint: Endpoint, message: Mapping[str, Any]) -> List[Dict[str, Any]]:
+def _cache_control(client: str, block: Optional[Dict[str, Any]], mark: Mapping[str, Any], where: str) -> None:
+    """The cache breakpoint of a marked item on the block it became (the item sent nothing: an error)."""
+    if block is None or block.get("type") in ("thinking", "redacted_thinking"):
+        raise unsupported(client, "cache_breakpoint", "is set on {}, which sends no block the Anthropic API can "
+                                                      "mark (mark another item)".format(where))
+    block["cache_control"] = dict(mark)
+
+
+def _user(endpoint: Endpoint, message: Mapping[str, Any], index: int = 0,
+          mark: Optional[Mapping[str, Any]] = None) -> List[Dict[str, Any]]:
     results = []  # type: List[Dict[str, Any]]  # tool results go first in a user turn
     blocks = []  # type: List[Dict[str, Any]]
-    for item in message["content_items"]:
+    marks = cache_marks(message)
+    for position, item in enumerate(message["content_items"]):
         kind = item["type"]
+        before = (len(results), len(blocks))
         if kind == "text":
             if item["text"]:
                 blocks.append({"type": "text", "text": item["text"]})
@@ -606,14 +635,26 @@ def _user(endpoint: Endpoint, message: Mapping[str, Any]) -> List[Dict[str, Any]
             results.append(result)
         else:  # pragma: no cover - validate.check_message keeps other items out of user messages
             left_out(kind, 'the Anthropic API', "user")
+        if marks[position]:
+            made = results if len(results) > before[0] else blocks if len(blocks) > before[1] else None
+            _cache_control(endpoint.client_type, made[-1] if made else None, mark or {"type": "ephemeral"},
+                           "messages[{}]['content_items'][{}] (an empty {})".format(index, position, kind))
     return results + blocks
 
 
-def _assistant(message: Mapping[str, Any], unsigned: bool) -> List[Dict[str, Any]]:
+def _assistant(message: Mapping[str, Any], unsigned: bool, index: int = 0,
+               mark: Optional[Mapping[str, Any]] = None, client: str = "anthropic") -> List[Dict[str, Any]]:
     blocks = []  # type: List[Dict[str, Any]]
-    for item in message["content_items"]:
+    marks = cache_marks(message)
+    for position, item in enumerate(message["content_items"]):
         kind = item["type"]
         fidelity = item.get("fidelity") or {}
+        if marks[position] and kind not in ("text", "tool_call"):
+            raise unsupported(client, "cache_breakpoint", "is set on messages[{}]['content_items'][{}], a {} item: "
+                                                               "the Anthropic API caches up to text, tool calls and "
+                                                               "user blocks, not {} (mark another item)".format(
+                                                                   index, position, kind, kind))
+        before = len(blocks)
         if kind == "text" or kind == "thinking":
             text = item[kind]
             if "redacted_data" in fidelity:
@@ -647,6 +688,9 @@ def _assistant(message: Mapping[str, Any], unsigned: bool) -> List[Dict[str, Any
                 logger.warning("a compaction item without its block is left out")
         else:
             left_out(kind, 'the Anthropic API')
+        if marks[position]:
+            _cache_control(client, blocks[-1] if len(blocks) > before else None, mark or {"type": "ephemeral"},
+                           "messages[{}]['content_items'][{}] (an empty {})".format(index, position, kind))
     return blocks
 
 
