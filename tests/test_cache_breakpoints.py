@@ -254,3 +254,16 @@ def test_unmarked_requests_are_unchanged():
     body = claude().plan(conversation(False, False)).body
     assert "cache_control" not in json.dumps(body["messages"]) and body["cache_control"] == {"type": "ephemeral"}
     assert "prompt_cache_breakpoint" not in json.dumps(openai().plan(conversation(False, False)).body)
+
+
+def test_azure_hosts_carry_the_marks_of_their_dialects():
+    foundry = AutoLLMClient("claude-sonnet-4-6", api_key="foundry-key", base_url="contoso-ai",
+                            client_type="azure-anthropic")
+    body = foundry.plan(conversation(message_mark=False)).body
+    assert body["messages"][0]["content"][0]["cache_control"] == {"type": "ephemeral"}
+    assert body["cache_control"] == {"type": "ephemeral"}
+    azure = AutoLLMClient("gpt-5.6", api_key="az-key", base_url="https://contoso.openai.azure.com/openai/v1",
+                          client_type="azure-responses")
+    body = azure.plan(conversation(message_mark=False), {"prompt_caching": "enhance"}).body
+    assert body["input"][0]["content"][0]["prompt_cache_breakpoint"] == BREAKPOINT
+    assert body["prompt_cache_options"] == {"ttl": "12h"} and "prompt_cache_retention" not in body

@@ -26,6 +26,9 @@ Request
 - ``tool_choice``: auto -> auto, required -> any, none -> none, one name -> tool, more -> error.  Forcing
   a tool is incompatible with thinking upstream: a forced choice turns thinking off when the caller did
   not ask for a level and the model can stop thinking; otherwise it raises UnsupportedParameterError.
+- ``cache_breakpoint`` on an item or a message (its last item) -> ``cache_control`` on that block (ENHANCE:
+  ``"ttl": "1h"``); at most ``MAX_BREAKPOINTS`` (4) a request, the automatic one counted; a mark on thinking or
+  on an item that sends no block raises.
 - ``prompt_caching``: ENABLE (the default) -> top-level ``cache_control: {"type": "ephemeral"}``
   (automatic caching), ENHANCE -> the same with ``"ttl": "1h"``, DISABLE -> nothing.  An endpoint whose
   quirks set ``automatic_caching: False`` (a gateway that rejects the field) gets nothing for ENABLE and

@@ -35,7 +35,9 @@ Request
 - ``prompt_caching`` as ``cachePoint`` blocks after the system prompt, after the tools (Claude) and at the
   end of the last message, on models with prompt caching (Claude 3.5 Haiku, 3.7 Sonnet and Claude 4 and later;
   Amazon Nova): ENABLE (the default) -> ``{"type": "default"}``, ENHANCE -> ``"ttl": "1h"`` (raises on
-  other models), DISABLE -> none.
+  other models), DISABLE -> none.  An item or message marked ``cache_breakpoint`` -> a cachePoint right after
+  its block (the marks replace the automatic one at the end of the messages); more than 4 cache points in all,
+  or a mark for a model without caching, raises.
 
 Stream
 ------

@@ -23,7 +23,11 @@ Vendor differences are data, read from ``endpoint.quirks`` (a registry row):
 
 Config keys beyond the seed: ``response_format`` -> ``response_format`` (``json_schema: {name,
 schema, strict}``), ``top_p``, ``stop`` (up to ``STOP_LIMIT``), ``seed``, ``fast_mode`` ->
-``service_tier: "priority"``.
+``service_tier: "priority"``.  ``prompt_caching``: ENABLE only, except on GPT-5.6 and later
+(``openai_responses.cache_options``), where DISABLE -> ``prompt_cache_options: {"mode": "explicit"}`` and
+ENHANCE raises (Chat Completions takes only the 30m TTL); an item or message marked ``cache_breakpoint`` ->
+``prompt_cache_breakpoint: {"mode": "explicit"}`` on its part (a marked tool result's content goes as text
+parts), refused on earlier models and on assistant items.
 
 Fidelity it records (and replays): ``reasoning_field`` on thinking (``reasoning_content``,
 ``reasoning``, ``both`` when a chunk carried the same text in both, ``content`` for thinking

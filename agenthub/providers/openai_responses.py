@@ -23,7 +23,11 @@ Request (every turn is self-contained: nothing is stored server-side)
   model offers; ``concise`` is not available everywhere).  For models outside the table
   it is sent only together with an effort (some gateways read an effort-less
   ``reasoning`` object as "reasoning off").
-- prompt_caching ENHANCE -> ``prompt_cache_retention: "24h"``; DISABLE cannot be honoured.
+- prompt_caching: GPT-5.6 and later (``cache_options``) -> ``prompt_cache_options`` (ENHANCE ``ttl: "12h"``,
+  DISABLE ``mode: "explicit"``: only marked breakpoints cache); earlier models: ENHANCE ->
+  ``prompt_cache_retention: "24h"``, DISABLE cannot be honoured (never both fields).  An item or message marked
+  ``cache_breakpoint`` -> ``prompt_cache_breakpoint: {"mode": "explicit"}`` on its input part (a marked tool
+  result's output goes as a list of parts); on an earlier model, on an assistant item or past 80 marks it raises.
 - response_format -> ``text.format`` (``{"type": "json_schema", name, schema, strict}`` or
   ``{"type": "json_object"}``); ``top_p``; ``fast_mode`` -> ``service_tier: "priority"``; ``stop`` and
   ``seed`` raise (the API has neither).  Sampling parameters (``check_sampling``): GPT-5, the
