@@ -177,7 +177,8 @@ class AutoLLMClient(object):
     instance (starting another while one is open raises ConfigError; close or finish
     the first), and ``set_history``/``clear_history`` raise ConfigError while one is open.
     ``get_history`` returns a copy and is safe from any thread.  Use one instance per
-    conversation (per agent thread) for stateful calls.
+    conversation (per agent thread) for stateful calls.  ``anthropic_version`` pins the Anthropic API
+    version of a Claude route ("2023-06-01"; default: 2026-10-21 where offered, see docs/providers.md).
     """
 
     def __init__(
