@@ -100,7 +100,7 @@ def test_a_document_in_an_assistant_turn_is_refused_under_2026_10_21(item):
         first_party().plan(messages)
     assert (info.value.client, info.value.parameter) == ("anthropic", "messages")
     assert str(info.value) == (
-        "anthropic: messages messages[1] is an assistant turn holding a document (PDF), which Anthropic API version "
+        "anthropic: messages hold a document (PDF) in assistant turn messages[1], which Anthropic API version "
         "2026-10-21 refuses: send the document in a user message, " + PIN)
     # the same turn under 2023-06-01 (pinned) goes out: agenthub leaves an assistant's media out, as before
     first_party(anthropic_version="2023-06-01").plan(messages)

@@ -589,7 +589,7 @@ def _no_document(client: str, version: str, message: Mapping[str, Any], index: i
             kind == "image_url" and _url_kind(item["image_url"]) == "document")
         block = (item.get("fidelity") or {}).get("server_block")
         if pdf or (isinstance(block, dict) and block.get("type") == "document"):
-            raise unsupported(client, "messages", "messages[{}] is an assistant turn holding a document (PDF), which "
+            raise unsupported(client, "messages", "hold a document (PDF) in assistant turn messages[{}], which "
                                                   "Anthropic API version {} refuses: send the document in a user "
                                                   "message, {}".format(index, version, PIN_HINT))
 
