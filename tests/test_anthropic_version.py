@@ -67,6 +67,14 @@ def test_an_anthropic_version_in_default_headers_is_a_pin_too():
         "2023-06-01", KEY, 0.9)
 
 
+def test_an_anthropic_version_in_extra_headers_pins_that_request():
+    client = first_party()
+    config = {"temperature": 0.4, "extra_headers": {"anthropic-version": "2023-06-01"}}
+    request = client._host.encode(client.plan(USER, config), client._endpoint)
+    assert (request.headers["anthropic-version"], request.headers["x-api-key"]) == ("2023-06-01", KEY)
+    assert json.loads(request.data)["temperature"] == 0.4
+
+
 @pytest.mark.parametrize("config,parameter", [
     ({"temperature": 0.3}, "temperature"),
     ({"temperature": 1.0}, "temperature"),  # even the default value: never a silent drop

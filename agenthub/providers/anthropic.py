@@ -291,6 +291,9 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
             raise unsupported(client, key, "is not available over the Anthropic Messages API (model {!r})".format(model))
     max_tokens = config.get("max_tokens") or rule["max_tokens"]
     version = api_version(endpoint)
+    for key, value in (config.get("extra_headers") or {}).items():
+        if key.lower() == "anthropic-version" and value:
+            version = value  # this request's own pin (extra_headers win over the plan's headers)
     new_rules = removed_sampling(version)
     if new_rules:
         _check_removed(client, version, config)
