@@ -191,11 +191,17 @@ def test_bedrock_converse_keeps_the_per_model_rules(monkeypatch):
     monkeypatch.delenv("AWS_SESSION_TOKEN", raising=False)
     monkeypatch.delenv("AWS_BEARER_TOKEN_BEDROCK", raising=False)
     old = AutoLLMClient("us.anthropic.claude-sonnet-4-5-20250929-v1:0", client_type="bedrock")
-    assert old.plan(USER, {"temperature": 0.3}).body["inferenceConfig"]["temperature"] == 0.3
+    plan = old.plan(USER, {"temperature": 0.3})
+    assert plan.url == "/model/us.anthropic.claude-sonnet-4-5-20250929-v1%3A0/converse-stream"
+    assert plan.body == {"messages": [{"role": "user", "content": [{"text": "Hi"}, {"cachePoint": {"type": "default"}}]}],
+                         "inferenceConfig": {"maxTokens": 32000, "temperature": 0.3}}  # no version anywhere
     new = AutoLLMClient("us.anthropic.claude-opus-4-7", client_type="bedrock")
+    assert new.plan(USER).body == {"messages": [{"role": "user", "content": [{"text": "Hi"}, {"cachePoint": {
+        "type": "default"}}]}], "inferenceConfig": {"maxTokens": 32000}}
     with pytest.raises(UnsupportedParameterError) as info:
         new.plan(USER, {"temperature": 0.3})
-    assert info.value.parameter == "temperature"
+    assert str(info.value) == ("bedrock: temperature is not accepted by 'us.anthropic.claude-opus-4-7' (sampling "
+                               "parameters were removed; only 1 is allowed)")
     with pytest.raises(ConfigError) as error:
         AutoLLMClient("us.anthropic.claude-opus-4-7", client_type="bedrock", anthropic_version="2023-06-01")
     assert str(error.value) == (
