@@ -267,3 +267,15 @@ def test_azure_hosts_carry_the_marks_of_their_dialects():
     body = azure.plan(conversation(message_mark=False), {"prompt_caching": "enhance"}).body
     assert body["input"][0]["content"][0]["prompt_cache_breakpoint"] == BREAKPOINT
     assert body["prompt_cache_options"] == {"ttl": "12h"} and "prompt_cache_retention" not in body
+
+
+@pytest.mark.parametrize("model", ["gpt-5.5", "gpt-4.1-mini", "gpt-5"])
+def test_chat_enhance_before_gpt_5_6_is_24h_retention(model):
+    body = openai(model, "openai-chat").plan(conversation(False, False), {"prompt_caching": "enhance"}).body
+    assert body["prompt_cache_retention"] == "24h" and "prompt_cache_options" not in body
+
+
+def test_chat_enhance_elsewhere_still_raises():
+    client = AutoLLMClient("deepseek-chat", api_key="ds-k")
+    assert str(refused(client, conversation(False, False), {"prompt_caching": "enhance"})) == (
+        "openai-chat: prompt_caching can only be ENABLE: the server caches prompts by itself")

@@ -25,7 +25,8 @@ Config keys beyond the seed: ``response_format`` -> ``response_format`` (``json_
 schema, strict}``), ``top_p``, ``stop`` (up to ``STOP_LIMIT``), ``seed``, ``fast_mode`` ->
 ``service_tier: "priority"``.  ``prompt_caching``: ENABLE only, except on GPT-5.6 and later
 (``openai_responses.cache_options``), where DISABLE -> ``prompt_cache_options: {"mode": "explicit"}`` and
-ENHANCE raises (Chat Completions takes only the 30m TTL); an item or message marked ``cache_breakpoint`` ->
+ENHANCE raises (Chat Completions takes only the 30m TTL), and on GPT-4.1 / GPT-5 to 5.5, where ENHANCE ->
+``prompt_cache_retention: "24h"``; an item or message marked ``cache_breakpoint`` ->
 ``prompt_cache_breakpoint: {"mode": "explicit"}`` on its part (a marked tool result's content goes as text
 parts), refused on earlier models and on assistant items.
 
@@ -38,6 +39,7 @@ replayed).
 """
 
 import logging
+import re
 from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional
 
 from ..errors import upstream_error
@@ -73,6 +75,8 @@ _CARRIED = ("reasoning_details", "thinking_blocks")
 #: config key -> its Chat Completions field (max_tokens: the row's ``max_tokens_field``)
 _SAMPLERS = {"max_tokens": "max_completion_tokens", "temperature": "temperature", "top_p": "top_p", "stop": "stop",
              "seed": "seed"}
+#: models before GPT-5.6 that take ``prompt_cache_retention: "24h"`` (prompt_caching ENHANCE) over Chat Completions
+_RETENTION = re.compile(r"gpt-(?:4\.1|5)(?![0-9])")
 _AUDIO_FORMATS = {"audio/wav": "wav", "audio/x-wav": "wav", "audio/wave": "wav", "audio/mpeg": "mp3", "audio/mp3": "mp3"}
 
 
@@ -121,6 +125,8 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
                                                         "ENABLE, or the Responses API, whose ENHANCE is 12h)".format(model))
         if caching == PromptCaching.DISABLE:
             body["prompt_cache_options"] = {"mode": "explicit"}  # no implicit breakpoint: only marked ones cache
+    elif caching == PromptCaching.ENHANCE and _RETENTION.match(model.lower().rsplit("/", 1)[-1]):
+        body["prompt_cache_retention"] = "24h"  # OpenAI's extended retention (GPT-4.1, GPT-5 to 5.5)
     elif caching is not None and caching != PromptCaching.ENABLE:
         raise unsupported(client, "prompt_caching", "can only be ENABLE: the server caches prompts by itself")
     for key in ("image_config", "tts_config", "embedding_config"):
