@@ -95,6 +95,7 @@ if TYPE_CHECKING:  # what type checkers see: a generator of UniEvents (at runtim
     from .budget import Budget
     from .cache import ResponseCache
     from .limiter import RateLimiter
+    from .output.parse import ParseStream, Parsed
 
     _EventGenerator = Generator[UniEvent, Any, None]
 else:
@@ -420,6 +421,20 @@ class AutoLLMClient(object):
         """``run`` on and into this instance's history (each turn appended as it completes)."""
         from .agent.runner import Run
         return Run(self, None, config, tools, max_turns, parallel, approve, decisions, True, message)
+
+    def parse(self, messages: Sequence[Message], output: Any, config: Optional[UniConfig] = None, *,
+              retries: int = 2) -> "Parsed[Any]":
+        """Typed output: the answer as an instance of ``output`` (a dataclass, TypedDict, NamedTuple, Enum,
+        Literal, list, union, pydantic model or JSON Schema dict), validated, re-asked at most ``retries``
+        times when it does not hold (agenthub.output; docs/typed-output.md)."""
+        from .output.parse import parse
+        return parse(self, messages, output, config, retries=retries)
+
+    def streaming_parse(self, messages: Sequence[Message], output: Any, config: Optional[UniConfig] = None, *,
+                        retries: int = 2) -> "ParseStream[Any]":
+        """``parse`` streamed: iterating yields the partial value as it grows; ``.result()`` the ``Parsed``."""
+        from .output.parse import streaming_parse
+        return streaming_parse(self, messages, output, config, retries=retries)
 
     def embed(self, texts: Sequence[str], config: Optional[UniConfig] = None) -> List[List[float]]:
         """One vector per text, in input order, from an embedding model (``embedding_config`` sets the

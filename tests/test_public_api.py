@@ -32,6 +32,8 @@ EXPECTED_ALL = {
     "tool", "RunResult",
     # typed helpers (issue 29 C3)
     "user", "text",
+    # typed output (issue 40)
+    "Parsed", "OutputValidationError", "OutputRefusedError",
 }
 
 
