@@ -44,7 +44,7 @@ import sys
 import threading
 import time
 from typing import (TYPE_CHECKING, Any, Callable, Dict, Generator, Iterable, Iterator, List, Mapping, Optional, Sequence,
-                    Tuple, Union)
+                    Tuple, Type, TypeVar, Union, overload)
 
 from . import attempts as attempt_loop, hosts, registry
 from ._log import log_from_env
@@ -89,6 +89,8 @@ def _protocol(client_type: str, embeddings: bool = False) -> Any:
 
 # -- the stream handle ----------------------------------------------------------------------------
 
+
+_T = TypeVar("_T")
 
 if TYPE_CHECKING:  # what type checkers see: a generator of UniEvents (at runtime the plain ABC, no typing machinery)
     from .agent.runner import Run
@@ -422,6 +424,14 @@ class AutoLLMClient(object):
         from .agent.runner import Run
         return Run(self, None, config, tools, max_turns, parallel, approve, decisions, True, message)
 
+    @overload
+    def parse(self, messages: Sequence[Message], output: Type[_T], config: Optional[UniConfig] = None, *,
+              retries: int = 2) -> "Parsed[_T]": ...
+
+    @overload
+    def parse(self, messages: Sequence[Message], output: Any, config: Optional[UniConfig] = None, *,
+              retries: int = 2) -> "Parsed[Any]": ...
+
     def parse(self, messages: Sequence[Message], output: Any, config: Optional[UniConfig] = None, *,
               retries: int = 2) -> "Parsed[Any]":
         """Typed output: the answer as an instance of ``output`` (a dataclass, TypedDict, NamedTuple, Enum,
@@ -430,9 +440,18 @@ class AutoLLMClient(object):
         from .output.parse import parse
         return parse(self, messages, output, config, retries=retries)
 
+    @overload
+    def streaming_parse(self, messages: Sequence[Message], output: Type[_T], config: Optional[UniConfig] = None, *,
+                        retries: int = 2) -> "ParseStream[_T]": ...
+
+    @overload
+    def streaming_parse(self, messages: Sequence[Message], output: Any, config: Optional[UniConfig] = None, *,
+                        retries: int = 2) -> "ParseStream[Any]": ...
+
     def streaming_parse(self, messages: Sequence[Message], output: Any, config: Optional[UniConfig] = None, *,
                         retries: int = 2) -> "ParseStream[Any]":
-        """``parse`` streamed: iterating yields the partial value as it grows; ``.result()`` the ``Parsed``."""
+        """``parse`` streamed: iterating yields the partial value as it grows (plain dicts and lists; a re-ask
+        starts a new one, ``stream.attempt`` says which); ``.result()`` the ``Parsed``."""
         from .output.parse import streaming_parse
         return streaming_parse(self, messages, output, config, retries=retries)
 

@@ -12,7 +12,6 @@ re-ask; a refusal is ``OutputRefusedError``, never re-asked; when the re-asks ru
 ``OutputValidationError`` carries the last candidate, every attempt's problems and their usage.
 """
 
-import json
 from dataclasses import dataclass, field
 from typing import Any, Generic, Iterator, List, Optional, Sequence, Tuple, TypeVar
 
@@ -20,7 +19,7 @@ from ..catalog import cost
 from ..errors import ConfigError, OutputRefusedError, OutputValidationError
 from ..stream import Collector
 from ..types import USAGE_KEYS, AssistantMessage, Message, UniConfig, UsageMetadata
-from .partial import PartialJSON
+from .partial import PartialJSON, find_json
 from .shape import shape
 
 __all__ = ["Parsed", "ParseStream", "parse", "streaming_parse", "find_json", "MAX_ANSWER_CHARS"]
@@ -50,47 +49,6 @@ class Parsed(Generic[T]):
     cost_usd: Optional[float]
     json: Any = None
     messages: List[Message] = field(default_factory=list)
-
-
-def find_json(text: str) -> Tuple[Any, Optional[str]]:
-    """The JSON document in an answer's text: the whole text, else the first ``{``/``[`` from which a
-    document parses (prose or a Markdown fence around it); ``(value, None)`` or ``(None, why)``."""
-    decoder = json.JSONDecoder(parse_constant=_no_constant)
-    stripped = text.strip()
-    try:
-        return decoder.decode(stripped), None
-    except (ValueError, _NotJSON):
-        pass
-    start = 0
-    tries = 0
-    while tries < 64:
-        at = _next_open(text, start)
-        if at < 0:
-            break
-        tries += 1
-        try:
-            value, _end = decoder.raw_decode(text, at)
-            return value, None
-        except (ValueError, _NotJSON):
-            start = at + 1
-    if not stripped:
-        return None, "the answer is empty"
-    return None, "the answer is not JSON (it begins {!r})".format(stripped[:80])
-
-
-def _next_open(text: str, start: int) -> int:
-    brace = text.find("{", start)
-    bracket = text.find("[", start)
-    found = [i for i in (brace, bracket) if i >= 0]
-    return min(found) if found else -1
-
-
-class _NotJSON(ValueError):
-    pass
-
-
-def _no_constant(name: str) -> Any:
-    raise _NotJSON("{} is not JSON".format(name))
 
 
 class ParseStream(Generic[T]):
@@ -207,17 +165,16 @@ class ParseStream(Generic[T]):
                 return
             last_text = shaped.text(message)
             data, why = find_json(last_text)
-            problems = []  # type: List[str]
-            value = None  # type: Any
+            value = kept = None  # type: Any
             if why is not None:
                 problems = [why]
                 last_json = None
             else:
                 last_json = data
-                value, problems = shaped.convert(data)
+                value, problems, kept = shaped.convert(data)
             if not problems:
                 self._result = Parsed(value=value, message=message, attempts=self.attempt, usage_metadata=summed,
-                                      cost_usd=total, json=shaped.inner(data), messages=extra)
+                                      cost_usd=total, json=kept, messages=extra)
                 return
             problems_seen.append(problems)
             if message.get("finish_reason") == "length":

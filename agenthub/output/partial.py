@@ -18,9 +18,9 @@ full text is still validated at the end (this reader only shows progress).
 
 import json
 import re
-from typing import Any, List, Optional
+from typing import Any, List, Optional, Tuple
 
-__all__ = ["PartialJSON"]
+__all__ = ["PartialJSON", "find_json"]
 
 _NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
 _NUMBERISH = re.compile(r"[-+0-9.eE]+")
@@ -274,3 +274,44 @@ class PartialJSON(object):
 
 class _Stop(Exception):
     pass
+
+
+def find_json(text: str) -> Tuple[Any, Optional[str]]:
+    """The JSON document in an answer's text: the whole text, else the first ``{``/``[`` from which a
+    document parses (prose or a Markdown fence around it); ``(value, None)`` or ``(None, why)``."""
+    decoder = json.JSONDecoder(parse_constant=_no_constant)
+    stripped = text.strip()
+    try:
+        return decoder.decode(stripped), None
+    except (ValueError, _NotJSON):
+        pass
+    start = 0
+    tries = 0
+    while tries < 64:
+        at = _next_open(text, start)
+        if at < 0:
+            break
+        tries += 1
+        try:
+            value, _end = decoder.raw_decode(text, at)
+            return value, None
+        except (ValueError, _NotJSON):
+            start = at + 1
+    if not stripped:
+        return None, "the answer is empty"
+    return None, "the answer is not JSON (it begins {!r})".format(stripped[:80])
+
+
+def _next_open(text: str, start: int) -> int:
+    brace = text.find("{", start)
+    bracket = text.find("[", start)
+    found = [i for i in (brace, bracket) if i >= 0]
+    return min(found) if found else -1
+
+
+class _NotJSON(ValueError):
+    pass
+
+
+def _no_constant(name: str) -> Any:
+    raise _NotJSON("{} is not JSON".format(name))

@@ -25,7 +25,9 @@ import json
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ..errors import ConfigError, UnsupportedParameterError
+from ..typeschema import ConversionError, compile as compile_type
 from ..types import Message
+from .partial import find_json
 
 __all__ = ["Shaped", "shape", "strict_schema"]
 
@@ -33,9 +35,10 @@ SCHEMA_NAME = "output"
 _WRAP = "value"
 
 
-def _compile(output: Any) -> Any:
-    from ..typeschema import compile_output  # the one table that turns a type into (schema, converter)
-    return compile_output(output)
+def _label(output: Any) -> str:
+    if isinstance(output, Mapping):
+        return "the JSON Schema {!r}".format(output.get("title") or "given")
+    return getattr(output, "__name__", None) or repr(output)
 
 
 def strict_schema(schema: Mapping[str, Any]) -> Tuple[Dict[str, Any], Dict[int, List[str]]]:
@@ -51,6 +54,7 @@ def strict_schema(schema: Mapping[str, Any]) -> Tuple[Dict[str, Any], Dict[int, 
             return
         if not isinstance(node, dict):
             return
+        node.pop("default", None)  # strict mode takes no defaults: a left-out value comes back as null
         props = node.get("properties")
         if isinstance(props, dict) and (node.get("type") == "object" or "type" not in node):
             required = set(node.get("required") or ())
@@ -145,7 +149,7 @@ class Shaped(object):
         self.config = config
         self.wrapped = wrapped
         self._original = original  # the schema as compiled (wrapped when it is), not the strict form
-        self.label = getattr(compiled, "label", None) or "the output type"
+        self.label = _label(compiled.type)
 
     # what streams in
     def piece(self, event: Mapping[str, Any]) -> str:
@@ -171,7 +175,6 @@ class Shaped(object):
             return "".join(refused) or "(no reason given)"
         if message.get("finish_reason") == "unknown":
             text = self.text(message)
-            from .parse import find_json
             if find_json(text)[1] is not None:
                 return text.strip() or "(the answer ended without a value; finish_reason unknown)"
         return None
@@ -186,20 +189,23 @@ class Shaped(object):
         return "".join(item.get("text") or "" for item in items
                        if item.get("type") == "text" and not (item.get("fidelity") or {}).get("refusal"))
 
-    def convert(self, data: Any) -> Tuple[Any, List[str]]:
-        """The typed value of the answer's JSON, or the problems (``path: what``) that stop it."""
+    def convert(self, data: Any) -> Tuple[Any, List[str], Any]:
+        """(the typed value, [], its JSON) of the answer's JSON, or (None, the problems (``path: what``), None)."""
         original = self._original
         defs = original.get("$defs") or {}
         if self.mode in ("schema", "tool"):
             data = _drop_added_nulls(data, original, defs)
         if self.wrapped:
             if not isinstance(data, dict) or _WRAP not in data:
-                return None, ["the answer must be an object {{\"{}\": ...}}".format(_WRAP)]
+                return None, ["the answer must be an object {{\"{}\": ...}}".format(_WRAP)], None
             extra = sorted(set(data) - {_WRAP})
             if extra:
-                return None, ["unexpected member(s) {}".format(", ".join(extra))]
+                return None, ["unexpected member(s) {}".format(", ".join(extra))], None
             data = data[_WRAP]
-        return self.compiled.check(data)
+        try:
+            return self.compiled.convert(data), [], data
+        except ConversionError as exc:
+            return None, exc.lines or [str(exc)], None
 
     # what goes back when it did not hold
     def replay(self, message: Mapping[str, Any]) -> Message:
@@ -232,7 +238,7 @@ def _with_system(config: Dict[str, Any], text: str) -> Dict[str, Any]:
 
 def shape(client: Any, messages: Sequence[Message], output: Any, config: Mapping[str, Any]) -> Shaped:
     """The first way ``output`` goes out that the client's endpoint takes (see the module docstring)."""
-    compiled = _compile(output)
+    compiled = compile_type(output)
     schema = dict(compiled.schema)
     wrapped = not _is_object(schema)
     if wrapped:
@@ -262,4 +268,4 @@ def shape(client: Any, messages: Sequence[Message], output: Any, config: Mapping
             continue
         return Shaped(compiled, mode, candidate, wrapped, schema)
     raise ConfigError("{}: no way to ask for {} here ({})".format(
-        getattr(client, "client_type", "?"), getattr(compiled, "label", "the output type"), "; ".join(refused)))
+        getattr(client, "client_type", "?"), _label(output), "; ".join(refused)))
