@@ -44,7 +44,7 @@ import sys
 import threading
 import time
 from typing import (TYPE_CHECKING, Any, Callable, Dict, Generator, Iterable, Iterator, List, Mapping, Optional, Sequence,
-                    Tuple, Union)
+                    Tuple, Type, TypeVar, Union, overload)
 
 from . import attempts as attempt_loop, hosts, registry
 from ._log import log_from_env
@@ -91,11 +91,14 @@ def _protocol(client_type: str, embeddings: bool = False) -> Any:
 # -- the stream handle ----------------------------------------------------------------------------
 
 
+_T = TypeVar("_T")
+
 if TYPE_CHECKING:  # what type checkers see: a generator of UniEvents (at runtime the plain ABC, no typing machinery)
     from .agent.runner import Run
     from .budget import Budget
     from .cache import ResponseCache
     from .limiter import RateLimiter
+    from .output.parse import ParseStream, Parsed
 
     _EventGenerator = Generator[UniEvent, Any, None]
 else:
@@ -426,6 +429,37 @@ class AutoLLMClient(object):
         """``run`` on and into this instance's history (each turn appended as it completes)."""
         from .agent.runner import Run
         return Run(self, None, config, tools, max_turns, parallel, approve, decisions, True, message)
+
+    @overload
+    def parse(self, messages: Sequence[Message], output: Type[_T], config: Optional[UniConfig] = None, *,
+              retries: int = 2) -> "Parsed[_T]": ...
+
+    @overload
+    def parse(self, messages: Sequence[Message], output: Any, config: Optional[UniConfig] = None, *,
+              retries: int = 2) -> "Parsed[Any]": ...
+
+    def parse(self, messages: Sequence[Message], output: Any, config: Optional[UniConfig] = None, *,
+              retries: int = 2) -> "Parsed[Any]":
+        """Typed output: the answer as an instance of ``output`` (a dataclass, TypedDict, NamedTuple, Enum,
+        Literal, list, union, pydantic model or JSON Schema dict), validated, re-asked at most ``retries``
+        times when it does not hold (agenthub.output; docs/typed-output.md)."""
+        from .output.parse import parse
+        return parse(self, messages, output, config, retries=retries)
+
+    @overload
+    def streaming_parse(self, messages: Sequence[Message], output: Type[_T], config: Optional[UniConfig] = None, *,
+                        retries: int = 2) -> "ParseStream[_T]": ...
+
+    @overload
+    def streaming_parse(self, messages: Sequence[Message], output: Any, config: Optional[UniConfig] = None, *,
+                        retries: int = 2) -> "ParseStream[Any]": ...
+
+    def streaming_parse(self, messages: Sequence[Message], output: Any, config: Optional[UniConfig] = None, *,
+                        retries: int = 2) -> "ParseStream[Any]":
+        """``parse`` streamed: iterating yields the partial value as it grows (plain dicts and lists; a re-ask
+        starts a new one, ``stream.attempt`` says which); ``.result()`` the ``Parsed``."""
+        from .output.parse import streaming_parse
+        return streaming_parse(self, messages, output, config, retries=retries)
 
     def embed(self, texts: Sequence[str], config: Optional[UniConfig] = None) -> List[List[float]]:
         """One vector per text, in input order, from an embedding model (``embedding_config`` sets the

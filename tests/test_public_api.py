@@ -32,6 +32,8 @@ EXPECTED_ALL = {
     "tool", "RunResult",
     # typed helpers (issue 29 C3)
     "user", "text",
+    # typed output (issue 40)
+    "Parsed", "OutputValidationError", "OutputRefusedError",
 }
 
 
@@ -188,7 +190,7 @@ LAYERS = [
     {"hosts", "aws", "gcp"},
     {"registry", "transport", "tracer", "catalog", "budget", "limiter", "attempts", "breaker", "telemetry",
      "stores", "cache", "background"},
-    {"client", "failover", "testing", "agent"},  # agent: client.run imports agent.runner (which takes the client
+    {"client", "failover", "testing", "agent", "output"},  # agent: client.run imports agent.runner (which takes the client
     #                                               duck-typed and imports nothing above floor 4)
     {"server", "playground", "viewer", "_dom", "demo", "__main__", "apps", "", "jobs", "ray", "mcp"},
 ]
