@@ -412,7 +412,20 @@ def _genai_prices(model, usage, writes, batch=False):
     return float(result.total_price)
 
 
-def test_the_cost_of_every_recorded_fixture_with_usage_is_the_hand_computed_one():
+def _standard_hours(monkeypatch):
+    """The catalog's clock set to a moment outside every model's time-of-day windows (the hand prices are the
+    standard ones; the peak tiers have tests of their own in test_time_prices.py)."""
+    import agenthub.catalog
+    windows = [w for row in agenthub.catalog.list_supported_models()
+               for tier in (row.get("tiers") or {}).values() for w in tier.get("utc_windows", ())]
+    day = datetime.date.fromisoformat(catalog_info()["date"])
+    when = next(datetime.datetime(day.year, day.month, day.day, hour, 45, tzinfo=datetime.timezone.utc)
+                for hour in range(24) if not any(_inside(hour * 60 + 45, w) for w in windows))
+    monkeypatch.setattr(agenthub.catalog, "_clock", lambda: when.timestamp())
+
+
+def test_the_cost_of_every_recorded_fixture_with_usage_is_the_hand_computed_one(monkeypatch):
+    _standard_hours(monkeypatch)
     checked, unpriced, verified = [], [], 0
     for path in _fixtures():
         kind = _kind(path)
