@@ -133,7 +133,9 @@ class Attempt(object):
     (a background response's id once known; else None), ``cache`` (None, or "hit" when a hook
     answered the call), ``error`` (this attempt's failure, scrubbed; on_done / on_call_end: the
     call's, None when it succeeded or was closed), ``resuming`` (a background response's id when this
-    attempt is the GET that resumes its stream after a cut; None otherwise).
+    attempt is the GET that resumes its stream after a cut; None otherwise), ``routes_left`` (on the
+    call: how many failover routes come after the one being tried; 0 on the last route, or with no
+    fallbacks: a rate limiter's pause of this endpoint sends a call that has somewhere else to go there).
     May change: ``request`` (the plan the next attempt encodes: an ``HttpRequest`` whose ``.url`` is
     the path and ``.body`` the JSON body, before the host adds URL and credential; before_attempt may
     swap it), ``retry`` and ``delay`` (on_error: whether and after how many seconds to try again),
@@ -144,7 +146,7 @@ class Attempt(object):
     __slots__ = ("kind", "client_type", "model", "messages", "config", "request", "number", "sent", "status",
                  "headers", "delivered", "usage", "error", "retry", "delay", "watch", "resuming",
                  "call", "route", "server", "finish_reason", "first_event_ms", "started_ms", "response_id", "cache",
-                 "answer", "attempts")
+                 "answer", "attempts", "routes_left")
 
     def __init__(self, kind: str, client_type: str, model: str, request: Any,
                  messages: Optional[List[Any]] = None, config: Optional[Mapping[str, Any]] = None,
@@ -177,6 +179,7 @@ class Attempt(object):
         self.cache = None  # type: Optional[str]
         self.answer = None  # type: Optional[Iterable[Any]]
         self.attempts = 0
+        self.routes_left = 0
 
     def wait(self, seconds: float) -> bool:
         """Sleep ``seconds`` (a rate limiter's pause); False when the call was aborted or ran out of time."""
@@ -381,8 +384,13 @@ def run_attempts(call: Attempt, watch: Any, *, encode: Callable[[Any], Any], con
         if watch.reason is not None:
             raise _stopped(client, watch, total)
         owner.attempts += 1
-        for hook in hooks:
-            hook.before_attempt(call)
+        try:
+            for hook in hooks:
+                hook.before_attempt(call)
+        except AgentHubError as exc:
+            if exc.__dict__.get("_agenthub_paused"):  # a route a limiter's pause holds: left at once, nothing begun
+                owner.attempts -= 1
+            raise
         limits = _limits(timeout, deadline)
         if limits is None:
             raise _stopped(client, watch, total, "deadline")

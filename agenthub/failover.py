@@ -103,8 +103,9 @@ def run_routes(call: Attempt, watch: Any, routes: Sequence[Route], *, hooks: Seq
                 answered_by(call.route)  # the client's last_route says so too
             yield from answered(call, answer)
             return
-        for route in routes:
+        for index, route in enumerate(routes):
             info = route.info
+            call.routes_left = len(routes) - index - 1
             gate = breaker_for(*route.circuit) if breaker is not None else None
             if gate is not None and not gate.allow(breaker["cooldown"]):
                 logger.info("agenthub fallback: %s (%s, %s) skipped: its circuit is open", info["model"],
@@ -126,7 +127,7 @@ def run_routes(call: Attempt, watch: Any, routes: Sequence[Route], *, hooks: Seq
                     yield event
                 return
             except AgentHubError as exc:
-                if gate is not None and not started and unwell(exc):
+                if gate is not None and not started and unwell(exc) and not exc.__dict__.get("_agenthub_paused"):
                     gate.failure(breaker["failures"])
                     verdict = True
                 if started or watch.reason is not None or not falls_over(exc):
