@@ -272,3 +272,27 @@ def test_a_registered_hook_runs_on_every_client_after_the_clients_own(server):
     assert order == [("start", "own"), ("start", "process"), ("before", "own"), ("before", "process"),
                      ("end", "own", None), ("end", "process", None),
                      ("start", "process"), ("before", "process"), ("end", "process", None)]
+
+
+def test_a_calls_config_is_checked_once(monkeypatch):
+    """Issue 36 item 5: streaming_response and count_tokens check the config once (``plan`` checks its own)."""
+    import agenthub.client as client_module
+
+    seen = []
+    real = client_module.check_config
+
+    def counting(config):
+        seen.append(config)
+        return real(config)
+
+    monkeypatch.setattr(client_module, "check_config", counting)
+    client = AutoLLMClient("test-model", client_type="openai-chat", base_url="http://127.0.0.1:9/v1", api_key="k")
+    config = {"max_tokens": 8}
+    client.streaming_response([USER], config).close()
+    assert seen == [config]
+    del seen[:]
+    client.count_tokens([USER], config, estimate=True)
+    assert seen == [config]
+    del seen[:]
+    client.plan([USER], config)
+    assert seen == [config]
