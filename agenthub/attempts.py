@@ -366,11 +366,8 @@ def run_attempts(call: Attempt, watch: Any, *, encode: Callable[[Any], Any], con
     stream = call.kind == "stream"
     total = getattr(timeout, "total", None)
     timer = None
-    if deadline is None and total is not None:
-        deadline = time.monotonic() + total
-        timer = threading.Timer(total, watch.stop, ("deadline",))
-        timer.daemon = True
-        timer.start()
+    if deadline is None:
+        deadline, timer = start_deadline(watch, total)
     call.watch = watch
     owner = call.call  # the logical call (this object unless a failover route runs it)
     delivered = 0  # events handed to the caller in this call
@@ -575,6 +572,17 @@ def run_attempts(call: Attempt, watch: Any, *, encode: Callable[[Any], Any], con
         finally:
             if whole_call:
                 end_call(call, hooks)
+
+
+def start_deadline(watch: Any, total: Optional[float]) -> Tuple[Optional[float], Any]:
+    """A call's one deadline: (its ``time.monotonic()`` moment, a started timer that stops ``watch`` then:
+    cancel it when the call ends); (None, None) when ``total`` is None."""
+    if total is None:
+        return None, None
+    timer = threading.Timer(total, watch.stop, ("deadline",))
+    timer.daemon = True
+    timer.start()
+    return time.monotonic() + total, timer
 
 
 def _stopped_at(call: Attempt, owner: Attempt, output: Any, debug: bool, client: str, delivered: int,

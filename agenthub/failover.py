@@ -17,11 +17,9 @@ to run the call's attempts there), built by ``AutoLLMClient``.
 """
 
 import logging
-import threading
-import time
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
-from .attempts import Attempt, AttemptHook, answered, end_call, start_call
+from .attempts import Attempt, AttemptHook, answered, end_call, start_call, start_deadline
 from .breaker import breaker_for
 from .errors import AgentHubError, ServerError, StreamProtocolError, TransportError, UpstreamError
 
@@ -88,12 +86,7 @@ def run_routes(call: Attempt, watch: Any, routes: Sequence[Route], *, hooks: Seq
     ``hooks``: the call's (``on_call_start`` / ``on_call_end`` run once, here); ``breaker``: the
     circuit settings (None: no circuit breaker); ``total``: the call's deadline in seconds (one for all
     routes); ``answered_by(info)``: told which route answered, at its first event."""
-    deadline = timer = None
-    if total is not None:
-        deadline = time.monotonic() + total
-        timer = threading.Timer(total, watch.stop, ("deadline",))
-        timer.daemon = True
-        timer.start()
+    deadline, timer = start_deadline(watch, total)
     last_error = None  # type: Optional[AgentHubError]
     final = None  # type: Optional[AgentHubError]
     try:

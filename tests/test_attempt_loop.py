@@ -296,3 +296,26 @@ def test_a_calls_config_is_checked_once(monkeypatch):
     del seen[:]
     client.plan([USER], config)
     assert seen == [config]
+
+
+def test_the_deadline_timer_is_built_in_one_place():
+    """Issue 36 item 5: the attempt loop and the route loop share ``attempts.start_deadline``."""
+    from agenthub.attempts import start_deadline
+
+    sources = {}
+    for name in ("attempts.py", "failover.py"):
+        with open(os.path.join(HERE, os.pardir, "agenthub", name), encoding="utf-8") as f:
+            sources[name] = f.read()
+    assert sources["attempts.py"].count("threading.Timer(") == 1 and "threading.Timer(" not in sources["failover.py"]
+
+    class Watch(object):
+        reason = None
+
+        def stop(self, reason):
+            self.reason = reason
+
+    assert start_deadline(Watch(), None) == (None, None)
+    watch = Watch()
+    deadline, timer = start_deadline(watch, 0.01)
+    timer.join(5)
+    assert watch.reason == "deadline" and deadline is not None
