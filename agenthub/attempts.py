@@ -196,6 +196,9 @@ class AttemptHook(object):
 
     #: True: ``on_event`` is called for every event of the calls this hook sees (costs per event)
     wants_events = False
+    #: the name of the attribute holding what this hook acts for (a budget, a limiter), or None: two hooks of
+    #: one class for the same object are one (a fallback's own hooks merged with the call's run it once)
+    shares = None  # type: Optional[str]
 
     def on_call_start(self, call: Attempt) -> None:
         """Once per logical call, before any route or attempt; may set ``call.answer`` (see the module)."""

@@ -47,8 +47,9 @@ class Route(object):
 
 def merge_hooks(first: Sequence[AttemptHook], then: Sequence[AttemptHook]) -> List[AttemptHook]:
     """``first`` (the call's hooks), then those of ``then`` (a fallback client's own) that do not repeat
-    one of them: the same object, or a hook of the same kind on the same budget or limiter (a fallback
-    named by model shares its primary's budget: one hold per attempt, never two)."""
+    one of them: the same object, or a hook of the same class acting for the same object (its ``shares``
+    attribute: a BudgetHook's budget, a LimiterHook's limiter; a fallback named by model shares its
+    primary's budget: one hold per attempt, never two)."""
     keys = set(_hook_key(hook) for hook in first)
     merged = list(first)
     for hook in then:
@@ -60,11 +61,9 @@ def merge_hooks(first: Sequence[AttemptHook], then: Sequence[AttemptHook]) -> Li
 
 
 def _hook_key(hook: Any) -> Any:
-    for name in ("budget", "limiter"):
-        shared = hook.__dict__.get(name) if hasattr(hook, "__dict__") else None
-        if shared is not None:
-            return (type(hook), name, id(shared))
-    return id(hook)
+    name = getattr(hook, "shares", None)  # (AttemptHook.shares: the attribute naming what it acts for)
+    shared = getattr(hook, name, None) if isinstance(name, str) else None
+    return id(hook) if shared is None else (type(hook), name, id(shared))
 
 
 def unwell(error: BaseException) -> bool:

@@ -456,6 +456,8 @@ class LimiterHook(AttemptHook):
     takes the turns itself, so that Ctrl-C can stop rows that were not sent yet).
     """
 
+    shares = "limiter"  # (agenthub.failover.merge_hooks: one LimiterHook per limiter in a call)
+
     def __init__(self, limiter: RateLimiter, acquire: bool = True) -> None:
         if not isinstance(limiter, RateLimiter):
             raise ConfigError("limiter must be an agenthub.RateLimiter (got {})".format(type(limiter).__name__))
