@@ -319,3 +319,11 @@ def test_the_deadline_timer_is_built_in_one_place():
     deadline, timer = start_deadline(watch, 0.01)
     timer.join(5)
     assert watch.reason == "deadline" and deadline is not None
+
+
+def test_the_batch_wire_runs_the_attempt_loop_without_the_client():
+    """Issue 36 item 5: jobs/backends/_wire.py takes Timeout from agenthub.attempts (not the client), and its
+    attempt loop's plan is the request builder each attempt calls (no unused argument)."""
+    with open(os.path.join(HERE, os.pardir, "agenthub", "jobs", "backends", "_wire.py"), encoding="utf-8") as f:
+        source = f.read()
+    assert "from ...client" not in source and "lambda planned" not in source

@@ -15,7 +15,7 @@ import random
 from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Tuple
 
 from ... import hosts, transport
-from ...attempts import RETRY_AFTER_CAP, Attempt, AttemptHook, run_attempts
+from ...attempts import RETRY_AFTER_CAP, Attempt, AttemptHook, Timeout, run_attempts
 from ..._redact import secret_values, url_secrets
 from ...errors import AgentHubError, UpstreamError
 from ...providers._common import Endpoint
@@ -148,11 +148,9 @@ class Wire(object):
         token is good for that send only): a failure is retried when the server
         said it is transient, or when it failed on the way and the call is safe to repeat
         (``connection_safe``); the answer ``read`` gives."""
-        from ...client import Timeout
-
         watch = transport.Watch()
-        call = Attempt("document", self.client_type, "", None)
-        answers = run_attempts(call, watch, encode=lambda planned: request(),
+        call = Attempt("document", self.client_type, "", request)  # the plan is the builder: each attempt builds anew
+        answers = run_attempts(call, watch, encode=lambda build: build(),
                                connect=lambda sent, limits: connect(sent, limits, watch), read=read,
                                hooks=[_Transient(connection_safe)], max_retries=self.max_retries,
                                timeout=Timeout.of(self.timeout), secrets=lambda sent, config: self._secrets())
