@@ -638,16 +638,6 @@ def _limits(timeout: Any, deadline: Optional[float]) -> Optional[Tuple[Optional[
 _STOP = object()
 
 
-def is_stop(error: BaseException) -> bool:
-    """Was ``error`` raised by the loop itself for an abort, the deadline or a fork?"""
-    return error.__dict__.get("_agenthub_stop") is _STOP
-
-
-def stopped(client: str, control: Any, total: Optional[float], reason: Optional[str] = None) -> AgentHubError:
-    """The error of a call stopped by ``control`` (a Watch): aborted, out of time, or in a forked child."""
-    return _stopped(client, control, total, reason)
-
-
 def _stopped(client: str, control: Any, total: Optional[float], reason: Optional[str] = None) -> AgentHubError:
     from .errors import TransportError
 

@@ -327,3 +327,10 @@ def test_the_batch_wire_runs_the_attempt_loop_without_the_client():
     with open(os.path.join(HERE, os.pardir, "agenthub", "jobs", "backends", "_wire.py"), encoding="utf-8") as f:
         source = f.read()
     assert "from ...client" not in source and "lambda planned" not in source
+
+
+def test_the_dead_stop_helpers_are_gone():
+    """Issue 36 item 5: attempts.is_stop and attempts.stopped had no caller."""
+    import agenthub.attempts as attempts
+
+    assert not hasattr(attempts, "is_stop") and not hasattr(attempts, "stopped")
