@@ -52,11 +52,7 @@ FIRST_DELTA = {
 FALLBACK_EVENTS_TEXT = "ok"
 
 
-@pytest.fixture(autouse=True)
-def fresh_breakers():
-    breaker.reset()
-    yield
-    breaker.reset()
+pytestmark = pytest.mark.usefixtures("fresh_breakers")  # (conftest: every circuit closed before and after)
 
 
 @pytest.fixture

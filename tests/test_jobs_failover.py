@@ -7,18 +7,14 @@ import threading
 
 import pytest
 
-from agenthub import AutoLLMClient, breaker, jobs
+from agenthub import AutoLLMClient, jobs
 from agenthub.errors import ConfigError
 from faultserver import FaultServer, error_body, status, send
 
 JSON = {"Content-Type": "application/json"}
 
 
-@pytest.fixture(autouse=True)
-def fresh_breakers():
-    breaker.reset()
-    yield
-    breaker.reset()
+pytestmark = pytest.mark.usefixtures("fresh_breakers")  # (conftest: every circuit closed before and after)
 
 
 def _job(path, primary_url, count):
