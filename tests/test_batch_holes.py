@@ -77,11 +77,25 @@ def test_a_line_above_the_limit_is_a_bad_line_not_kept_and_the_next_lines_still_
     chunks = [b'{"a": 1}\n{"big": "', b"x" * 40, b"x" * 40, b'"}\n{"b": 2}\n', b'{"tail": "' + b"y" * 90]
     assert _lines(chunks, limit=64) == [{"a": 1}, "anthropic: line 2 of the batch results is longer than 64 bytes",
                                         {"b": 2}, "anthropic: line 4 of the batch results is longer than 64 bytes"]
-    # a line that never ends is read past in bounded memory: one BadLine, nothing kept
-    wire, body = _wire(iter([b'{"a": 1}\n'] + [b"z" * 1000] * 2000), limit=4096)
+    # a long line is read past in bounded memory: one BadLine, nothing kept, the next line comes
+    wire, body = _wire(iter([b'{"a": 1}\n'] + [b"z" * 1000] * 60 + [b'\n{"b": 2}\n']), limit=4096)
     items = list(wire.lines("http://127.0.0.1:9/r"))
     assert [i if not isinstance(i, BadLine) else i.reason for i in items] == [
-        {"a": 1}, "anthropic: line 2 of the batch results is longer than 4096 bytes"]
+        {"a": 1}, "anthropic: line 2 of the batch results is longer than 4096 bytes", {"b": 2}]
+
+
+def test_a_results_line_that_never_ends_stops_the_download():
+    """Round 3's B04: an endless line was read past forever (bounded memory, no bound in time). Past 16 times
+    the line limit the download stops, with a BadLine saying so, and the body is closed."""
+    import itertools
+
+    endless = itertools.islice(itertools.repeat(b"z" * 1000), 5000)  # (finite: before the fix it read all 5 MB)
+    wire, body = _wire(itertools.chain([b'{"a": 1}\n{"x": "'], endless), limit=4096)
+    items = list(wire.lines("http://127.0.0.1:9/r"))
+    assert [i if not isinstance(i, BadLine) else i.reason for i in items] == [
+        {"a": 1}, "anthropic: line 2 of the batch results goes on past 65536 bytes: the download stopped there, the "
+                  "rest of the results was not read"]
+    assert body.closed and body.read <= 70  # 64 KiB and a little more read, never the endless rest
 
 
 # -- result keys (B05) -----------------------------------------------------------------------------------------

@@ -26,6 +26,9 @@ __all__ = ["Wire", "BadLine", "join", "multipart", "same_origin", "RETRY_AFTER_C
 
 log = logging.getLogger("agenthub")
 
+#: a results line longer than the line limit is read past up to this many times the limit, then the download stops
+SKIP_FACTOR = 16
+
 #: (connect, read) seconds for batch management calls and downloads
 TIMEOUT = (10.0, 300.0)
 
@@ -100,12 +103,15 @@ class Wire(object):
         """A JSON Lines download, one decoded object per line as the bytes arrive (memory: one line, at most
         ``max_line_bytes``).  The unfinished line is kept as its pieces and only each new piece is searched
         (linear in a line's size); a line longer than ``max_line_bytes`` is a BadLine (its bytes are read
-        past, not kept), and the lines after it still come through."""
+        past, not kept), and the lines after it still come through, unless it goes on past
+        ``SKIP_FACTOR`` times the limit: then the download stops there (a line that never ends is not read
+        forever), with a BadLine that says the rest was not read."""
         body = self.raw("GET", url, headers=headers)
         limit = self.max_line_bytes
         pending = []  # type: List[bytes]  # the unfinished line's pieces (none holds a newline)
         size = 0
         skipping = False  # inside a line above the limit
+        skipped = 0  # bytes of that line read past
         number = 0
         try:
             for chunk in body:
@@ -126,11 +132,19 @@ class Wire(object):
                         yield item
                     start = end + 1
                     end = chunk.find(b"\n", start)
-                if skipping or start >= len(chunk):
+                if skipping:
+                    skipped += len(chunk) - start
+                    if skipped > SKIP_FACTOR * limit:  # no end in sight: stop reading (bounded in time too)
+                        yield BadLine("{}: line {} of the batch results goes on past {} bytes: the download "
+                                      "stopped there, the rest of the results was not read".format(
+                                          self.client_type, number + 1, SKIP_FACTOR * limit))
+                        return
+                    continue
+                if start >= len(chunk):
                     continue
                 size += len(chunk) - start
                 if size > limit:
-                    skipping, pending, size = True, [], 0
+                    skipping, pending, skipped, size = True, [], size, 0
                 else:
                     pending.append(chunk[start:] if start else chunk)
             number += 1
