@@ -263,3 +263,33 @@ def test_fetch_refuses_an_input_whose_submitted_rows_changed_and_takes_one_that_
     summary = B.load(job.state_path).fetch(str(tmp_path / "out.jsonl"))
     assert summary.done == 3
     assert {r["model"] for r in read_output(str(tmp_path / "out.jsonl"))} == {"gpt-4.1-mini"}
+
+
+# -- round 3's B08: the base64 of a base URL's user:password in what the batch commands print and write ------------
+
+
+def test_an_echoed_credential_is_starred_in_results_lines_and_json_answers():
+    """A server echoing ``Authorization: Basic base64(user:password)`` (what requests sends for a base URL's
+    ``user:password@``) or the key: the results rows (``batch output``) and the JSON answers (``submit`` /
+    ``status``: a batch's errors) hold ``***``."""
+    import base64
+
+    password = "pw-ADV3-in-base-url-K8j7H6"
+    basic = base64.b64encode(("user:" + password).encode()).decode()
+    wire = Wire("openai-chat", Endpoint("openai-chat", "http://user:{}@127.0.0.1:9/v1".format(password),
+                                        "sk-echoed-key-0123456789"))
+    echo = "you sent Basic {} and Bearer sk-echoed-key-0123456789 ({})".format(basic, password)
+    line = json.dumps({"custom_id": "r1", "response": {"status_code": 401, "body": {"error": {"message": echo}}}})
+    wire.raw = lambda *args, **kwargs: _Body([line.encode() + b"\n", line.encode()])
+    rows = list(wire.lines("http://127.0.0.1:9/r"))
+    assert [row["response"]["body"]["error"]["message"] for row in rows] == ["you sent Basic *** and *** (***)"] * 2
+    deep = {"errors": {"data": [{"code": "x", "message": echo, echo: [echo]}]}}
+    for _ in range(3000):  # a deep answer: walked without recursion
+        deep = {"next": deep}
+    wire._retry = lambda *args, **kwargs: deep
+    answer = wire.json("GET", "http://127.0.0.1:9/v1/batches/b")
+    for _ in range(3000):
+        answer = answer["next"]
+    assert answer == {"errors": {"data": [{"code": "x", "message": "you sent Basic *** and *** (***)",
+                                           "you sent Basic *** and *** (***)": [
+                                               "you sent Basic *** and *** (***)"]}]}}

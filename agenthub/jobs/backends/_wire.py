@@ -6,7 +6,8 @@ The key travels as the endpoint's host sends it (``agenthub.hosts``: ``Authoriza
 ``api-key`` or an Entra token for Azure, ``x-api-key`` for Anthropic, ``x-goog-api-key`` for
 Gemini), authorised per call, so a token provider is asked afresh every time.  URLs are absolute
 (``url(path)`` is the host's own URL rule for the paths it knows).  Errors are scrubbed of every
-header value sent.
+header value sent, and so are the JSON answers (``json``) and the results lines (``lines``): a server that
+echoes the key, or the ``Basic`` base64 of a base URL's ``user:password@``, echoes ``***``.
 """
 
 import json
@@ -83,8 +84,9 @@ class Wire(object):
             return transport.open_stream(self.session, sent, limits, self.client_type, watch=watch,
                                          error_from_body=self._record.error_from_body)
 
-        return self._retry(lambda: self._request(method, url, body, data, headers), connect,
-                           lambda answer: (answer.document,), safe)
+        document = self._retry(lambda: self._request(method, url, body, data, headers), connect,
+                               lambda answer: (answer.document,), safe)
+        return _scrubbed(document, self._secrets())
 
     def raw(self, method: str, url: str, body: Any = None, data: Optional[bytes] = None,
             headers: Optional[Mapping[str, str]] = None, accept: str = "*/*",
@@ -107,6 +109,7 @@ class Wire(object):
         ``SKIP_FACTOR`` times the limit: then the download stops there (a line that never ends is not read
         forever), with a BadLine that says the rest was not read."""
         body = self.raw("GET", url, headers=headers)
+        secrets = [secret.encode("utf-8") for secret in self._secrets()]  # an echoed credential is *** in the rows
         limit = self.max_line_bytes
         pending = []  # type: List[bytes]  # the unfinished line's pieces (none holds a newline)
         size = 0
@@ -126,7 +129,7 @@ class Wire(object):
                         item = _too_long(number, limit, self.client_type)
                     else:
                         pending.append(chunk[start:end])
-                        item = _decode_line(b"".join(pending), number, self.client_type)
+                        item = _decode_line(_clean(b"".join(pending), secrets), number, self.client_type)
                     pending, size = [], 0
                     if item is not None:
                         yield item
@@ -151,7 +154,7 @@ class Wire(object):
             if skipping:
                 yield _too_long(number, limit, self.client_type)
             else:
-                item = _decode_line(b"".join(pending), number, self.client_type)
+                item = _decode_line(_clean(b"".join(pending), secrets), number, self.client_type)
                 if item is not None:
                     yield item
         finally:
@@ -233,6 +236,51 @@ class BadLine(object):
 
     def __init__(self, reason: str) -> None:
         self.reason = reason
+
+
+def _clean(raw: bytes, secrets: List[bytes]) -> bytes:
+    """A results line with every credential in ``secrets`` (longest first) as ``***``."""
+    for secret in secrets:
+        if secret in raw:
+            raw = raw.replace(secret, b"***")
+    return raw
+
+
+def _scrubbed(document: Any, secrets: List[str]) -> Any:
+    """A JSON answer (freshly parsed: changed in place) with every credential in ``secrets`` as ``***`` in its
+    strings, keys and values (walked without recursion: a deep answer is no RecursionError)."""
+    if not secrets:
+        return document
+
+    def clean(text: str) -> str:
+        for secret in secrets:
+            if secret in text:
+                text = text.replace(secret, "***")
+        return text
+
+    if isinstance(document, str):
+        return clean(document)
+    stack = [document]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, list):
+            for index, item in enumerate(node):
+                if isinstance(item, str):
+                    node[index] = clean(item)
+                elif isinstance(item, (list, dict)):
+                    stack.append(item)
+        elif isinstance(node, dict):
+            for key in list(node):
+                item = node[key]
+                if isinstance(item, str):
+                    item = clean(item)
+                elif isinstance(item, (list, dict)):
+                    stack.append(item)
+                new_key = clean(key) if isinstance(key, str) else key
+                if new_key != key:
+                    del node[key]
+                node[new_key] = item
+    return document
 
 
 def _too_long(number: int, limit: int, client: str) -> "BadLine":
