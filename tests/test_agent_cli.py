@@ -163,6 +163,19 @@ def test_on_a_terminal_no_control_character_of_a_tool_reaches_it_raw(tmp_path):
     assert "^[]52;c;ZXZpbA==^G ^[[2J" in shown and "<9B>2J<U+202E>gol" in shown
 
 
+def test_a_long_run_of_spaces_in_the_arguments_is_counted_at_the_prompt(tmp_path):
+    """adversarial4 T10: 200,000 spaces before the real part of an argument pushed it off the screen."""
+    path = "old.log" + " " * 200000 + "; and /home"
+    with SSEServer() as server:
+        server.answers += [Answer([chat_calls([("c1", "remove", json.dumps({"path": path}))])]),
+                           Answer([chat_text("done")])]
+        argv, env = _hostile(server, tmp_path, [])
+        done = subprocess.run([sys.executable, "-m", "agenthub"] + argv, input="n\n", capture_output=True, text=True,
+                              env=env, cwd=str(tmp_path), timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert '[tool remove({"path": "old.log<200000 spaces>; and /home"})] run it? [y/n/e] ' in done.stderr
+
+
 def test_two_mcp_servers_with_one_tool_name_are_named_apart(tmp_path):
     """newcomer friction 4: two unnamed servers offering `echo` -> an error naming both --mcp options and the
     way out; with NAME= each server's tools are prefixed and both can be called."""

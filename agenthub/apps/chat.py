@@ -491,13 +491,20 @@ def _load_tool(spec: str) -> Any:
     return tool(value)
 
 
+#: a run of spaces this long in a call's arguments is shown as ``<N spaces>`` at the prompt (200 KB of spaces
+#: would push the rest of an argument, its real part, off the screen)
+_LONG_SPACES = re.compile(" {32,}")
+
+
 def _asker(stdin: TextIO, err: TextIO, edited: Optional[Dict[str, Any]] = None) -> Any:
-    """approve() at the terminal: each call shown (controls escaped: ``terminal.safe``), y (run), n (deny) or
-    e (edit the arguments as JSON; ``edited`` keeps them by call id, for the result line)."""
+    """approve() at the terminal: each call shown (controls escaped: ``terminal.safe``; a long run of spaces
+    counted), y (run), n (deny) or e (edit the arguments as JSON; ``edited`` keeps them by call id, for the
+    result line)."""
     def ask(call: Any) -> Any:
         while True:
-            err.write(safe("[tool {}({})] run it? [y/n/e] ".format(call["name"], json.dumps(call["arguments"],
-                                                                                         ensure_ascii=False))))
+            shown = _LONG_SPACES.sub(lambda run: "<{} spaces>".format(len(run.group())),
+                                     json.dumps(call["arguments"], ensure_ascii=False))
+            err.write(safe("[tool {}({})] run it? [y/n/e] ".format(call["name"], shown)))
             err.flush()
             answer = stdin.readline()
             if not answer:
