@@ -88,9 +88,10 @@ def add_chat_arguments(chat: argparse.ArgumentParser) -> None:
     chat.add_argument("--tool", action="append", default=[], metavar="MODULE:FUNCTION",
                       help="a Python function the model may call (module:function or path/to/file.py:function); "
                            "repeatable. Each call is shown and asked for (y/n/edit) unless --yes")
-    chat.add_argument("--mcp", action="append", default=[], metavar="URL_OR_COMMAND",
+    chat.add_argument("--mcp", action="append", default=[], metavar="[NAME=]URL_OR_COMMAND",
                       help="an MCP server whose tools the model may call: a URL (Streamable HTTP) or the command "
-                           "that starts it (one quoted string); repeatable. Calls are asked for as with --tool")
+                           "that starts it (one quoted string); repeatable. NAME= prefixes its tools (NAME__tool: "
+                           "two servers offering one tool name). Calls are asked for as with --tool")
     chat.add_argument("--max-turns", type=int, default=10, metavar="N",
                       help="with --tool/--mcp: model turns at most (default 10)")
     chat.add_argument("--yes", action="store_true", help="with --tool/--mcp: run every call without asking")

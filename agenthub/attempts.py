@@ -133,7 +133,9 @@ class Attempt(object):
     (a background response's id once known; else None), ``cache`` (None, or "hit" when a hook
     answered the call), ``error`` (this attempt's failure, scrubbed; on_done / on_call_end: the
     call's, None when it succeeded or was closed), ``resuming`` (a background response's id when this
-    attempt is the GET that resumes its stream after a cut; None otherwise).
+    attempt is the GET that resumes its stream after a cut; None otherwise), ``routes_left`` (on the
+    call: how many failover routes come after the one being tried; 0 on the last route, or with no
+    fallbacks: a rate limiter's pause of this endpoint sends a call that has somewhere else to go there).
     May change: ``request`` (the plan the next attempt encodes: an ``HttpRequest`` whose ``.url`` is
     the path and ``.body`` the JSON body, before the host adds URL and credential; before_attempt may
     swap it), ``retry`` and ``delay`` (on_error: whether and after how many seconds to try again),
@@ -144,7 +146,7 @@ class Attempt(object):
     __slots__ = ("kind", "client_type", "model", "messages", "config", "request", "number", "sent", "status",
                  "headers", "delivered", "usage", "error", "retry", "delay", "watch", "resuming",
                  "call", "route", "server", "finish_reason", "first_event_ms", "started_ms", "response_id", "cache",
-                 "answer", "attempts")
+                 "answer", "attempts", "routes_left")
 
     def __init__(self, kind: str, client_type: str, model: str, request: Any,
                  messages: Optional[List[Any]] = None, config: Optional[Mapping[str, Any]] = None,
@@ -177,6 +179,7 @@ class Attempt(object):
         self.cache = None  # type: Optional[str]
         self.answer = None  # type: Optional[Iterable[Any]]
         self.attempts = 0
+        self.routes_left = 0
 
     def wait(self, seconds: float) -> bool:
         """Sleep ``seconds`` (a rate limiter's pause); False when the call was aborted or ran out of time."""
@@ -193,6 +196,9 @@ class AttemptHook(object):
 
     #: True: ``on_event`` is called for every event of the calls this hook sees (costs per event)
     wants_events = False
+    #: the name of the attribute holding what this hook acts for (a budget, a limiter), or None: two hooks of
+    #: one class for the same object are one (a fallback's own hooks merged with the call's run it once)
+    shares = None  # type: Optional[str]
 
     def on_call_start(self, call: Attempt) -> None:
         """Once per logical call, before any route or attempt; may set ``call.answer`` (see the module)."""
@@ -363,11 +369,8 @@ def run_attempts(call: Attempt, watch: Any, *, encode: Callable[[Any], Any], con
     stream = call.kind == "stream"
     total = getattr(timeout, "total", None)
     timer = None
-    if deadline is None and total is not None:
-        deadline = time.monotonic() + total
-        timer = threading.Timer(total, watch.stop, ("deadline",))
-        timer.daemon = True
-        timer.start()
+    if deadline is None:
+        deadline, timer = start_deadline(watch, total)
     call.watch = watch
     owner = call.call  # the logical call (this object unless a failover route runs it)
     delivered = 0  # events handed to the caller in this call
@@ -381,8 +384,13 @@ def run_attempts(call: Attempt, watch: Any, *, encode: Callable[[Any], Any], con
         if watch.reason is not None:
             raise _stopped(client, watch, total)
         owner.attempts += 1
-        for hook in hooks:
-            hook.before_attempt(call)
+        try:
+            for hook in hooks:
+                hook.before_attempt(call)
+        except AgentHubError as exc:
+            if exc.__dict__.get("_agenthub_paused"):  # a route a limiter's pause holds: left at once, nothing begun
+                owner.attempts -= 1
+            raise
         limits = _limits(timeout, deadline)
         if limits is None:
             raise _stopped(client, watch, total, "deadline")
@@ -569,6 +577,17 @@ def run_attempts(call: Attempt, watch: Any, *, encode: Callable[[Any], Any], con
                 end_call(call, hooks)
 
 
+def start_deadline(watch: Any, total: Optional[float]) -> Tuple[Optional[float], Any]:
+    """A call's one deadline: (its ``time.monotonic()`` moment, a started timer that stops ``watch`` then:
+    cancel it when the call ends); (None, None) when ``total`` is None."""
+    if total is None:
+        return None, None
+    timer = threading.Timer(total, watch.stop, ("deadline",))
+    timer.daemon = True
+    timer.start()
+    return time.monotonic() + total, timer
+
+
 def _stopped_at(call: Attempt, owner: Attempt, output: Any, debug: bool, client: str, delivered: int,
                 started: float) -> None:
     """The stop event passed: the call's usage and finish reason (once per call, never per event)."""
@@ -617,16 +636,6 @@ def _limits(timeout: Any, deadline: Optional[float]) -> Optional[Tuple[Optional[
 
 #: what marks the errors the loop itself raises for an abort or the deadline (no server can send it)
 _STOP = object()
-
-
-def is_stop(error: BaseException) -> bool:
-    """Was ``error`` raised by the loop itself for an abort, the deadline or a fork?"""
-    return error.__dict__.get("_agenthub_stop") is _STOP
-
-
-def stopped(client: str, control: Any, total: Optional[float], reason: Optional[str] = None) -> AgentHubError:
-    """The error of a call stopped by ``control`` (a Watch): aborted, out of time, or in a forked child."""
-    return _stopped(client, control, total, reason)
 
 
 def _stopped(client: str, control: Any, total: Optional[float], reason: Optional[str] = None) -> AgentHubError:

@@ -265,6 +265,8 @@ class BudgetHook(AttemptHook):
     """An attempt-loop hook (``agenthub.attempts.AttemptHook``): reserve before the first attempt of a
     stream, settle when the call ends.  Retries of the same call share its one hold."""
 
+    shares = "budget"  # (agenthub.failover.merge_hooks: one BudgetHook per budget in a call)
+
     def __init__(self, budget: Budget, embeddings: bool = False) -> None:
         self.budget = budget
         self.embeddings = embeddings  # an embedding model's client: input only, no output to bound

@@ -319,8 +319,11 @@ class AutoLLMClient(object):
     def plan(self, messages: Sequence[Message], config: Optional[UniConfig] = None) -> Any:
         """The request plan (an ``HttpRequest``: path and body, no credential) a turn would send (the batch
         engines put it in their files); checked as ``streaming_response`` checks its input."""
+        return self._plan(messages, check_config(config))
+
+    def _plan(self, messages: Sequence[Message], cfg: Dict[str, Any]) -> Any:
+        """``plan`` with ``cfg`` already checked (``check_config``'s result: checked once per call)."""
         check_messages(messages)
-        cfg = check_config(config)
         return apply_extras(self._build(list(messages), cfg), cfg)
 
     # -- history ---------------------------------------------------------------------------
@@ -360,7 +363,7 @@ class AutoLLMClient(object):
         the request goes out when iteration starts.
         """
         cfg = check_config(config)
-        return self._open(self.plan(messages, cfg), cfg, list(messages), None)
+        return self._open(self._plan(messages, cfg), cfg, list(messages), None)
 
     def streaming_response_stateful(self, message: UniMessage, config: Optional[UniConfig] = None) -> ResponseStream:
         """Stream one turn after this instance's history; on success, history gains ``message`` and the answer."""
@@ -520,7 +523,7 @@ class AutoLLMClient(object):
         if not isinstance(estimate, bool):
             raise ConfigError("estimate must be True or False")
         cfg = check_config(config)
-        plan = self.plan(messages, cfg)
+        plan = self._plan(messages, cfg)
         row = hosts.client_type(self.client_type)
         record = row.protocol()
         count = record.count  # the dialect's, where it has a count endpoint
