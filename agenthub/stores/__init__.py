@@ -18,6 +18,7 @@ from typing import Any, Callable, Dict, Optional, Tuple
 
 from .._redact import redact_url
 from ..errors import ConfigError
+from .files import make_folder
 from .base import LEASE_SECONDS, SCHEMA_VERSION, Store, StoreError, check_key
 from .memory import MemoryStore
 
@@ -60,10 +61,7 @@ def open_store(spec: Any, *, clock: Optional[Callable[[], float]] = None, direct
         path = os.path.abspath(os.path.expanduser(spec))
         if os.path.exists(path) and not os.path.isdir(path):
             raise ConfigError("the cache directory {!r} is a file".format(spec[:200]))
-        try:
-            os.makedirs(path, exist_ok=True)
-        except OSError as exc:
-            raise ConfigError("cannot create the cache directory {!r}: {}".format(spec[:200], exc.strerror))
+        make_folder(path, spec[:200])  # (0700 when made here; refused when another user's or writable by others)
         return SQLiteStore("sqlite:///" + os.path.join(path, "agenthub-cache.sqlite3"))
     raise ConfigError("store {!r}: not a store URL (sqlite:///relative/path, sqlite:////absolute/path, "
                       "redis://host:port/db or rediss://...){}".format(
