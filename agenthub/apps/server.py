@@ -96,8 +96,9 @@ DEFAULT_WRITE_TIMEOUT_SECONDS = 30.0
 TIMEOUT_KEYS = ("header_timeout_seconds", "body_timeout_seconds", "write_timeout_seconds")
 CONFIG_KEYS = ("models", "api_keys", "allowed_hosts", "max_body_bytes", "max_concurrent_streams",
                "keepalive_seconds") + TIMEOUT_KEYS
-#: config keys a caller of the server may not send: they would rewrite the upstream request itself
-PASSTHROUGH_KEYS = ("extra_body", "extra_headers")
+#: config keys a caller of the server may not send: they would rewrite the upstream request itself, or (mcp_servers)
+#: make the operator's provider connect where the caller says, replacing a row's own servers
+PASSTHROUGH_KEYS = ("extra_body", "extra_headers", "mcp_servers")
 MODEL_KEYS = ("id", "model", "client_type", "base_url", "api_key", "default_config", "max_retries", "timeout",
               "fallbacks", "limiter", "budget")
 #: what a row's "limiter" / "budget" object may hold (RateLimiter / Budget arguments)
