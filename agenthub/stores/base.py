@@ -47,6 +47,17 @@ class StoreError(AgentHubError):
         self.retryable = retryable
 
 
+def _register() -> None:
+    """StoreError by its name in the error JSON (``agenthub serve`` answers it so, and a client of the server
+    reads it back as a StoreError)."""
+    from .. import errors
+
+    errors._CLASSES.setdefault(StoreError.__name__, StoreError)
+
+
+_register()
+
+
 def check_key(key: Any, default: str = "default") -> str:
     """The name of a shared account: printable ASCII without spaces, 1 to 200 characters."""
     if key is None:
