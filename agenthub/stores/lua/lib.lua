@@ -48,21 +48,21 @@ end
 -- field, written when the store was first opened; a field per account that exists); ARGV[1] the epoch
 -- this process opened the store with (taken off ARGV: the script's own arguments follow).  A store that
 -- lost its rows (a restart without persistence, a failover to a replica that lags, an eviction) must never
--- start an account again from $0 without a word: it refuses.
+-- start an account again from $0 without a word: it refuses.  An account that exists keeps a 'spent' field
+-- and, among its holds, the mark '.' (a hold of 0 that never expires: counted as nothing, by any version).
 local function account()
   local epoch = table.remove(ARGV, 1)
   if redis.call('HGET', KEYS[3], 'epoch') ~= epoch then
     error('AGENTHUB_LOST the store lost its rows (its epoch is gone or new: a restart without persistence, '
           .. 'a failover, a FLUSHALL or an eviction)', 0)
   end
-  if redis.call('HEXISTS', KEYS[3], KEYS[1]) == 1 then
-    local h = num(redis.call('HGET', KEYS[1], 'h'), 'budget')
-    if h == nil or redis.call('HLEN', KEYS[2]) < h then
-      error('AGENTHUB_LOST the store lost the rows of this budget (evicted, or deleted)', 0)
-    end
+  if redis.call('HEXISTS', KEYS[3], KEYS[1]) == 1 and (redis.call('HEXISTS', KEYS[1], 'spent') == 0
+      or redis.call('HEXISTS', KEYS[2], '.') == 0) then
+    error('AGENTHUB_LOST the store lost the rows of this budget (evicted, or deleted)', 0)
   end
 end
 local function kept()
-  redis.call('HSET', KEYS[1], 'h', redis.call('HLEN', KEYS[2]))
+  redis.call('HSETNX', KEYS[1], 'spent', '0')
+  redis.call('HSETNX', KEYS[2], '.', '0 -')
   redis.call('HSET', KEYS[3], KEYS[1], '1')
 end
