@@ -124,7 +124,7 @@ def url_query_secrets(url: Any) -> List[str]:
     from urllib.parse import parse_qsl
 
     values = [value for _, value in parse_qsl(query, keep_blank_values=True)]
-    values.extend(piece for piece in query.split("&") if "=" in piece)  # (as sent: percent-encoded)
+    values.extend(piece.split("=", 1)[1] for piece in query.split("&") if "=" in piece)  # (as sent: encoded)
     return sorted(set(secret_values(None, values)) | set(url_secrets(url)), key=len, reverse=True)
 
 
