@@ -13,7 +13,7 @@ from typing import Any, Iterable, List, Mapping, Optional
 from urllib.parse import urlsplit, urlunsplit
 
 __all__ = ["PUBLIC_HEADERS", "is_public_header", "secret_values", "redact_headers", "redact_url", "url_secrets",
-           "scrub_text", "body_secrets", "redact_mcp_servers"]
+           "scrub_text", "body_secrets", "redact_mcp_servers", "url_query_secrets", "redact_url_query"]
 
 #: request headers whose values are not credentials (all others are treated as secret)
 PUBLIC_HEADERS = frozenset((
@@ -112,6 +112,35 @@ def scrub_text(text: str, secrets: Iterable[str]) -> str:
     return text
 
 
+def url_query_secrets(url: Any) -> List[str]:
+    """The credentials a URL carries: its query's values (a hosted MCP server's ``?token=``, a gateway's
+    ``?key=``) and its ``user:password@``: each to scrub, as a header's value is."""
+    if not isinstance(url, str):
+        return []
+    try:
+        query = urlsplit(url).query
+    except ValueError:
+        return []
+    from urllib.parse import parse_qsl
+
+    values = [value for _, value in parse_qsl(query, keep_blank_values=True)]
+    values.extend(piece.split("=", 1)[1] for piece in query.split("&") if "=" in piece)  # (as sent: encoded)
+    return sorted(set(secret_values(None, values)) | set(url_secrets(url)), key=len, reverse=True)
+
+
+def redact_url_query(url: Any) -> Any:
+    """``url`` safe to show: ``user:password@`` as ``***@`` and every query value as ``***``."""
+    url = redact_url(url)
+    if not isinstance(url, str) or "?" not in url:
+        return url
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return url.split("?", 1)[0] + "?***"
+    query = "&".join(piece.split("=", 1)[0] + ("=***" if "=" in piece else "") for piece in parts.query.split("&"))
+    return urlunsplit((parts.scheme, parts.netloc, parts.path, query, parts.fragment))
+
+
 def body_secrets(body: Any) -> List[str]:
     """The credentials a request body carries for the MCP servers a provider connects to (config["mcp_servers"]):
     the header values of OpenAI Responses' ``mcp`` tools (and their ``authorization``), the
@@ -128,21 +157,28 @@ def body_secrets(body: Any) -> List[str]:
     if not isinstance(body, Mapping):
         return []
     found = []  # type: List[Any]
+    urls = []  # type: List[Any]  # (a token in a server URL's query, as hosted MCP servers hand them out)
     for tool in body.get("tools") or ():
         if isinstance(tool, Mapping) and tool.get("type") == "mcp":
             headers = tool.get("headers")
             found.extend(headers.values() if isinstance(headers, Mapping) else ())
             found.append(tool.get("authorization"))
+            urls.append(tool.get("server_url"))
     for server in body.get("mcp_servers") or ():
         if isinstance(server, Mapping):
             found.append(server.get("authorization_token"))
-    return secret_values(None, [value for value in found if isinstance(value, str)])
+            urls.append(server.get("url"))
+    return sorted(set(secret_values(None, [value for value in found if isinstance(value, str)]))
+                  | {secret for url in urls for secret in url_query_secrets(url)}, key=len, reverse=True)
 
 
 def redact_mcp_servers(servers: Any) -> Any:
-    """config["mcp_servers"] safe to show (a trace): every header value ``***``."""
+    """config["mcp_servers"] safe to show (a trace): every header value ``***``, the URL's query values and
+    ``user:password@`` too."""
     if not isinstance(servers, (list, tuple)):
         return servers
-    return [dict(server, headers={name: "***" for name in server["headers"]})
-            if isinstance(server, Mapping) and isinstance(server.get("headers"), Mapping) else server
-            for server in servers]
+    shown = [dict(server, headers={name: "***" for name in server["headers"]})
+             if isinstance(server, Mapping) and isinstance(server.get("headers"), Mapping) else server
+             for server in servers]
+    return [dict(server, url=redact_url_query(server["url"]))
+            if isinstance(server, Mapping) and isinstance(server.get("url"), str) else server for server in shown]

@@ -266,12 +266,15 @@ class AutoLLMClient(object):
 
             if not isinstance(cache, ResponseCache):
                 raise ConfigError("cache must be an agenthub.ResponseCache (got {})".format(type(cache).__name__))
-            self._hooks.append(cache.hook_for(self._endpoint.base_url))
+            self._hooks.append(cache.hook_for(self._endpoint.base_url, self.credential_values))
         for hook in _sequence(hooks, "hooks"):  # the caller's, after the budget's and the limiter's
             if not callable(getattr(hook, "before_attempt", None)):
                 raise ConfigError("each hooks entry must be an agenthub.attempts.AttemptHook (got {})".format(
                     type(hook).__name__))
-            self._hooks.append(hook)
+            from .cache import ResponseCache as _Cache  # (a cache given as a hook is keyed as cache= keys it)
+
+            self._hooks.append(hook.hook_for(self._endpoint.base_url, self.credential_values)
+                               if isinstance(hook, _Cache) else hook)
         #: which endpoint answered the latest turn that started: {"model", "client_type", "host"} (None before)
         self.last_route = None  # type: Optional[Dict[str, Any]]
         self._fallbacks = [self._fallback_client(entry) for entry in _sequence(fallbacks, "fallbacks")]
