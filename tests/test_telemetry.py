@@ -907,12 +907,12 @@ def test_a_failure_inside_telemetry_never_breaks_the_call(otel, monkeypatch):
     def broken(*args):
         raise RuntimeError("telemetry bug")
 
-    monkeypatch.setattr(telemetry, "_request_attributes", broken)
+    monkeypatch.setattr(telemetry.hook, "_request_attributes", broken)
     drive(fake_call())  # nothing raised
     monkeypatch.undo()
     otel.start(capture_content=True)
-    monkeypatch.setattr(telemetry, "_content_attributes", broken)
-    monkeypatch.setattr(telemetry, "_record_usage", broken)
+    monkeypatch.setattr(telemetry.hook, "_content_attributes", broken)
+    monkeypatch.setattr(telemetry.hook, "_record_usage", broken)
     drive(fake_call())
     ended = otel.exporter.get_finished_spans()
     assert ended[-1].attributes["gen_ai.usage.input_tokens"] == 100  # the span ended, with what was recorded

@@ -1,36 +1,7 @@
-"""OpenTelemetry GenAI telemetry: every call as a ``chat`` / ``generate_content`` / ``embeddings`` span with
-the GenAI semantic conventions' attributes and metrics, tool runs and MCP requests as spans beside it.
-
-``instrument(tracer_provider=None, meter_provider=None, capture_content=None)`` registers one process-wide
-hook on the attempt loop (``agenthub.attempts.register``); ``uninstrument()`` removes it.  This module is
-the only one that imports ``opentelemetry`` (the optional extra ``otel``: ``pip install '.[otel]'`` from agenthub's checkout; the API only), and
-only inside ``instrument()``: ``import agenthub`` and a call made without it never import it.
-
-One CLIENT span per logical call, named ``{gen_ai.operation.name} {gen_ai.request.model}``, covers every
-attempt of every failover route; the route that answered is ``gen_ai.response.model`` and the
-``agenthub.route.*`` attributes.  Token counts come from agenthub's four exclusive buckets:
-``gen_ai.usage.input_tokens`` = cached + prompt, ``gen_ai.usage.output_tokens`` = thoughts + response,
-``gen_ai.usage.cache_read.input_tokens`` = cached, ``gen_ai.usage.reasoning.output_tokens`` = thoughts
-(where the provider reports them), ``gen_ai.usage.cache_creation.input_tokens`` the cache writes the
-provider reported (Anthropic, Bedrock; already inside input_tokens, as the conventions ask).
-
-Names are those of the GenAI conventions as last published in open-telemetry/semantic-conventions
-(v1.41, what ``opentelemetry-semantic-conventions`` carries); with ``gen_ai_latest_experimental`` in
-``OTEL_SEMCONV_STABILITY_OPT_IN`` the newer names of the semantic-conventions-genai repository are used
-(``cache_write`` for ``cache_creation``, the ``gen_ai.client.inference.*`` metrics, no
-``finish_reason`` inside output messages).
-
-Content (``gen_ai.input.messages``, ``gen_ai.output.messages``, ``gen_ai.system_instructions``,
-``gen_ai.tool.definitions``, tool arguments and results) is recorded only when asked:
-``capture_content=True`` (or one of the values below), else
-``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`` = ``NO_CONTENT`` (default), ``SPAN_ONLY``,
-``EVENT_ONLY`` or ``SPAN_AND_EVENT`` (events are span events named
-``gen_ai.client.inference.operation.details``).  No key, header or ``extra_headers`` value is ever an
-attribute, and bytes are never inlined (an inline part records its MIME type and size).
-
-The helpers the tool runner and the MCP client call (``agent_span``, ``tool_span``, ``mcp_span``,
-``inject_meta``) cost one global read when nothing is instrumented.
-"""
+"""The call hook: ``instrument()`` sets up the tracer and the instruments (``_State``) and registers one
+``GenAIHook`` (an ``agenthub.attempts.AttemptHook``) on the attempt loop, which writes one CLIENT span and the
+GenAI metrics per logical call.  The one module of agenthub that imports ``opentelemetry`` (inside
+``instrument()`` only)."""
 
 import json
 import logging
@@ -40,154 +11,27 @@ import threading
 import time
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
-from .errors import ConfigError
-from .hosts.trust import url_host, url_origin
-
-__all__ = ["instrument", "uninstrument", "is_instrumented", "start_from_environment", "continue_trace",
-           "workflow_span", "child_span", "activate", "OpenTelemetryInstrumentor", "agent_span", "tool_span", "mcp_span", "inject_meta",
-           "provider_name", "operation_name"]
+from ..attempts import AttemptHook
+from ..errors import ConfigError
+from .names import (AGENTHUB_ATTEMPTS, AGENTHUB_CACHE, AGENTHUB_ROUTE_CLIENT_TYPE,
+                    AGENTHUB_ROUTE_HOST, AGENTHUB_ROUTE_MODEL, CAPTURE_ENV, CAPTURE_MODES,
+                    DETAILS_EVENT, DURATION_BUCKETS, ERROR_TYPE, GEN_AI_CLIENT_OPERATION_DURATION,
+                    GEN_AI_CLIENT_OPERATION_TIME_PER_OUTPUT_CHUNK,
+                    GEN_AI_CLIENT_OPERATION_TIME_TO_FIRST_CHUNK, GEN_AI_CLIENT_TOKEN_USAGE,
+                    GEN_AI_EMBEDDINGS_DIMENSION_COUNT, GEN_AI_INPUT_MESSAGES, GEN_AI_OPERATION_NAME,
+                    GEN_AI_OUTPUT_MESSAGES, GEN_AI_OUTPUT_TYPE, GEN_AI_PROVIDER_NAME,
+                    GEN_AI_REQUEST_MAX_TOKENS, GEN_AI_REQUEST_MODEL, GEN_AI_REQUEST_SEED,
+                    GEN_AI_REQUEST_STOP_SEQUENCES, GEN_AI_REQUEST_STREAM,
+                    GEN_AI_REQUEST_TEMPERATURE, GEN_AI_REQUEST_TOP_P,
+                    GEN_AI_RESPONSE_FINISH_REASONS, GEN_AI_RESPONSE_ID, GEN_AI_RESPONSE_MODEL,
+                    GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK, GEN_AI_SYSTEM_INSTRUCTIONS,
+                    GEN_AI_TOKEN_TYPE, GEN_AI_TOOL_DEFINITIONS,
+                    GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS, GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS,
+                    GEN_AI_USAGE_INPUT_TOKENS, GEN_AI_USAGE_OUTPUT_TOKENS,
+                    GEN_AI_USAGE_REASONING_OUTPUT_TOKENS, LATEST, LATEST_USAGE_COUNTERS, OPT_IN_ENV,
+                    SCOPE, SERVER_ADDRESS, SERVER_PORT, TOKEN_BUCKETS, operation_name, provider_name)
 
 logger = logging.getLogger("agenthub")
-
-# -- names (v1.41: tests/test_telemetry.py checks each against opentelemetry-semantic-conventions) ---------------
-GEN_AI_OPERATION_NAME = "gen_ai.operation.name"
-GEN_AI_PROVIDER_NAME = "gen_ai.provider.name"
-GEN_AI_REQUEST_MODEL = "gen_ai.request.model"
-GEN_AI_REQUEST_MAX_TOKENS = "gen_ai.request.max_tokens"
-GEN_AI_REQUEST_TEMPERATURE = "gen_ai.request.temperature"
-GEN_AI_REQUEST_TOP_P = "gen_ai.request.top_p"
-GEN_AI_REQUEST_SEED = "gen_ai.request.seed"
-GEN_AI_REQUEST_STOP_SEQUENCES = "gen_ai.request.stop_sequences"
-GEN_AI_REQUEST_STREAM = "gen_ai.request.stream"
-GEN_AI_REQUEST_ENCODING_FORMATS = "gen_ai.request.encoding_formats"
-GEN_AI_EMBEDDINGS_DIMENSION_COUNT = "gen_ai.embeddings.dimension.count"
-GEN_AI_OUTPUT_TYPE = "gen_ai.output.type"
-GEN_AI_RESPONSE_ID = "gen_ai.response.id"
-GEN_AI_RESPONSE_MODEL = "gen_ai.response.model"
-GEN_AI_RESPONSE_FINISH_REASONS = "gen_ai.response.finish_reasons"
-GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK = "gen_ai.response.time_to_first_chunk"
-GEN_AI_USAGE_INPUT_TOKENS = "gen_ai.usage.input_tokens"
-GEN_AI_USAGE_OUTPUT_TOKENS = "gen_ai.usage.output_tokens"
-GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS = "gen_ai.usage.cache_read.input_tokens"
-GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS = "gen_ai.usage.cache_creation.input_tokens"
-GEN_AI_USAGE_REASONING_OUTPUT_TOKENS = "gen_ai.usage.reasoning.output_tokens"
-GEN_AI_INPUT_MESSAGES = "gen_ai.input.messages"
-GEN_AI_OUTPUT_MESSAGES = "gen_ai.output.messages"
-GEN_AI_SYSTEM_INSTRUCTIONS = "gen_ai.system_instructions"
-GEN_AI_TOOL_DEFINITIONS = "gen_ai.tool.definitions"
-GEN_AI_TOOL_NAME = "gen_ai.tool.name"
-GEN_AI_TOOL_CALL_ID = "gen_ai.tool.call.id"
-GEN_AI_TOOL_TYPE = "gen_ai.tool.type"
-GEN_AI_TOOL_CALL_ARGUMENTS = "gen_ai.tool.call.arguments"
-GEN_AI_TOOL_CALL_RESULT = "gen_ai.tool.call.result"
-GEN_AI_AGENT_NAME = "gen_ai.agent.name"
-GEN_AI_TOKEN_TYPE = "gen_ai.token.type"
-SERVER_ADDRESS = "server.address"
-SERVER_PORT = "server.port"
-ERROR_TYPE = "error.type"
-MCP_METHOD_NAME = "mcp.method.name"
-MCP_PROTOCOL_VERSION = "mcp.protocol.version"
-MCP_SESSION_ID = "mcp.session.id"
-JSONRPC_REQUEST_ID = "jsonrpc.request.id"
-RPC_RESPONSE_STATUS_CODE = "rpc.response.status_code"
-#: the failover route that answered (agenthub's own; the conventions have none)
-AGENTHUB_ROUTE_MODEL = "agenthub.route.model"
-AGENTHUB_ROUTE_CLIENT_TYPE = "agenthub.route.client_type"
-AGENTHUB_ROUTE_HOST = "agenthub.route.host"
-AGENTHUB_ROUTE_INDEX = "agenthub.route.index"
-AGENTHUB_ATTEMPTS = "agenthub.attempts"
-AGENTHUB_CACHE = "agenthub.cache"
-
-GEN_AI_CLIENT_TOKEN_USAGE = "gen_ai.client.token.usage"
-GEN_AI_CLIENT_OPERATION_DURATION = "gen_ai.client.operation.duration"
-GEN_AI_CLIENT_OPERATION_TIME_TO_FIRST_CHUNK = "gen_ai.client.operation.time_to_first_chunk"
-GEN_AI_CLIENT_OPERATION_TIME_PER_OUTPUT_CHUNK = "gen_ai.client.operation.time_per_output_chunk"
-
-#: the newer names (semantic-conventions-genai, docs/gen-ai/non-normative/migration.md) used with
-#: OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental
-LATEST = {
-    GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS: "gen_ai.usage.cache_write.input_tokens",
-    GEN_AI_CLIENT_OPERATION_DURATION: "gen_ai.client.inference.duration",
-    GEN_AI_CLIENT_OPERATION_TIME_TO_FIRST_CHUNK: "gen_ai.client.inference.time_to_first_chunk",
-    GEN_AI_CLIENT_OPERATION_TIME_PER_OUTPUT_CHUNK: "gen_ai.client.inference.time_per_output_chunk",
-}
-#: latest: gen_ai.client.token.usage is replaced by one counter per count
-LATEST_USAGE_COUNTERS = {
-    "input": "gen_ai.client.inference.usage.input_tokens",
-    "output": "gen_ai.client.inference.usage.output_tokens",
-    "cache_read": "gen_ai.client.inference.usage.cache_read.input_tokens",
-    "cache_write": "gen_ai.client.inference.usage.cache_write.input_tokens",
-    "reasoning": "gen_ai.client.inference.usage.reasoning.output_tokens",
-}
-
-#: the conventions' ExplicitBucketBoundaries
-DURATION_BUCKETS = (0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92)
-TOKEN_BUCKETS = (1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864)
-
-CAPTURE_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
-OPT_IN_ENV = "OTEL_SEMCONV_STABILITY_OPT_IN"
-CAPTURE_MODES = ("NO_CONTENT", "SPAN_ONLY", "EVENT_ONLY", "SPAN_AND_EVENT")
-DETAILS_EVENT = "gen_ai.client.inference.operation.details"
-SCOPE = "agenthub"
-
-# -- gen_ai.provider.name ------------------------------------------------------------------------------------
-
-#: client types whose host says who serves them
-_BY_CLIENT_TYPE = {
-    "anthropic": "anthropic",
-    "gemini": "gcp.gemini",
-    "gemini-interactions": "gcp.gemini",
-    "azure": "azure.ai.openai",
-    "azure-responses": "azure.ai.openai",
-    "azure-anthropic": "anthropic",  # Claude on Microsoft Foundry: Anthropic's format, Anthropic's models
-    "vertex": "gcp.vertex_ai",
-    "vertex-anthropic": "gcp.vertex_ai",
-    "bedrock": "aws.bedrock",
-    "agenthub": "agenthub",
-}
-#: OpenAI-dialect hosts with a well-known value of their own (host suffix -> value)
-_OPENAI_HOSTS = (
-    ("api.deepseek.com", "deepseek"),
-    ("api.moonshot.ai", "moonshot_ai"),
-    ("api.moonshot.cn", "moonshot_ai"),
-    ("api.groq.com", "groq"),
-    ("api.mistral.ai", "mistral_ai"),
-    ("api.x.ai", "x_ai"),
-    ("api.perplexity.ai", "perplexity"),
-    ("api.cohere.com", "cohere"),
-    ("api.cohere.ai", "cohere"),
-    ("openai.azure.com", "azure.ai.openai"),
-    ("aiplatform.googleapis.com", "gcp.vertex_ai"),
-    ("generativelanguage.googleapis.com", "gcp.gemini"),
-)
-
-
-def provider_name(client_type: str, host: str = "") -> str:
-    """``gen_ai.provider.name`` of a route: the host's well-known value (``deepseek``, ``moonshot_ai``,
-    ``azure.ai.openai``, ``aws.bedrock``, ``gcp.vertex_ai``, ...); an OpenAI dialect on any other host
-    ``openai``, the Gemini API ``gcp.gemini``."""
-    host = (host or "").lower()
-    for suffix, value in _OPENAI_HOSTS:
-        if host == suffix or host.endswith("." + suffix):
-            if client_type in ("openai-chat", "openai-responses") or _BY_CLIENT_TYPE.get(client_type) is None:
-                return value
-    found = _BY_CLIENT_TYPE.get(client_type)
-    if found is not None:
-        return found
-    return "openai"
-
-
-def operation_name(client_type: str, embeddings: bool = False) -> str:
-    """``gen_ai.operation.name``: ``embeddings``, ``generate_content`` for the Gemini dialects, else ``chat``."""
-    if embeddings:
-        return "embeddings"
-    from . import hosts
-
-    row = hosts.CLIENT_TYPES.get(client_type)
-    if row is not None and row.dialect in ("gemini", "gemini-interactions"):
-        return "generate_content"
-    return "chat"
-
 
 # -- the instrumented state --------------------------------------------------------------------------------------
 
@@ -297,7 +141,7 @@ def instrument(tracer_provider: Any = None, meter_provider: Any = None, capture_
         raise ConfigError("agenthub.telemetry.instrument needs the OpenTelemetry API: pip install '.[otel]' "
                           "(from agenthub's checkout)") \
             from None
-    from . import attempts
+    from .. import attempts
 
     with _lock:
         state = _State(tracer_provider, meter_provider, capture)
@@ -398,7 +242,7 @@ def uninstrument() -> None:
     global _state
     with _lock:
         if _state is not None:
-            from . import attempts
+            from .. import attempts
 
             attempts.unregister(_state.hook)
         _state = None
@@ -471,26 +315,14 @@ def _answering_server(call: Any, route: Optional[Mapping[str, Any]]) -> Optional
     return None
 
 
-class GenAIHook(object):
-    """The attempt-loop hook instrument() registers (one per instrument() call): an
-    ``agenthub.attempts.AttemptHook`` by its methods (the per-attempt ones do nothing)."""
+class GenAIHook(AttemptHook):
+    """The attempt-loop hook instrument() registers (one per instrument() call): a span and the metrics per
+    logical call (``on_call_start`` / ``on_event`` / ``on_call_end``; the per-attempt methods are the base's)."""
 
-    def __init__(self, state: _State) -> None:
+    def __init__(self, state: "_State") -> None:
         self.state = state
         self.wants_events = state.meter_live or state.capture != "NO_CONTENT"
         self._calls = {}  # type: Dict[int, _Call]
-
-    def before_attempt(self, attempt: Any) -> None:
-        pass
-
-    def after_response(self, attempt: Any) -> None:
-        pass
-
-    def on_error(self, attempt: Any, error: Any) -> None:
-        pass
-
-    def on_done(self, attempt: Any) -> None:
-        pass
 
     # telemetry never breaks a call: what fails in it is logged (DEBUG) and the call goes on
     def on_call_start(self, call: Any) -> None:
@@ -613,7 +445,7 @@ class GenAIHook(object):
 
 
 def _collector() -> Any:
-    from .stream import Collector
+    from ..stream import Collector
 
     return Collector()
 
@@ -826,288 +658,3 @@ def _content_attributes(call: Any, answer: Optional[Mapping[str, Any]], reason: 
             message["finish_reason"] = reason or "unknown"
         content[GEN_AI_OUTPUT_MESSAGES] = _dumps([message])
     return content
-
-
-# -- spans for the tool runner and MCP ---------------------------------------------------------------------------------
-
-
-class _Noop(object):
-    """What every helper returns when nothing is instrumented: each method does nothing."""
-
-    __slots__ = ()
-    recording = False
-
-    def __enter__(self) -> "_Noop":
-        return self
-
-    def __exit__(self, *exc_info: Any) -> None:
-        return None
-
-    def set_arguments(self, arguments: Any) -> None:
-        pass
-
-    def set_result(self, result: Any) -> None:
-        pass
-
-    def set_error(self, error: Any) -> None:
-        pass
-
-    def set_attribute(self, name: str, value: Any) -> None:
-        pass
-
-    def end(self, error: Any = None) -> None:
-        pass
-
-    def activate(self) -> "_Noop":
-        return self
-
-
-_NOOP = _Noop()
-
-
-class _Span(object):
-    """A live span handle: ``with`` makes it current (children nest under it) and ends it; an exception
-    leaving the block sets ``error.type``.  ``activate()`` makes it current for a block without ending it
-    (a generator re-entering its span per step); ``end(error=None)`` ends it outside a ``with``."""
-
-    __slots__ = ("_state", "span", "_token", "_ended", "_content", "_attrs")
-
-    def __init__(self, state: _State, span: Any, content: bool) -> None:
-        self._state = state
-        self.span = span
-        self._token = None  # type: Any
-        self._ended = False
-        self._content = content and span.is_recording()
-
-    @property
-    def recording(self) -> bool:
-        return bool(self.span.is_recording())
-
-    def __enter__(self) -> "_Span":
-        state = self._state
-        self._token = state.context.attach(state.trace.set_span_in_context(self.span))
-        return self
-
-    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
-        token, self._token = self._token, None
-        if token is not None:
-            self._state.context.detach(token)
-        self.end(exc)
-
-    def activate(self) -> Any:
-        return _Active(self)
-
-    def set_attribute(self, name: str, value: Any) -> None:
-        self.span.set_attribute(name, value)
-
-    def set_arguments(self, arguments: Any) -> None:
-        if self._content:
-            self.span.set_attribute(GEN_AI_TOOL_CALL_ARGUMENTS, _dumps(arguments))
-
-    def set_result(self, result: Any) -> None:
-        """The tool's result (a ToolResultItem or any JSON value); ``is_error`` True sets error.type."""
-        if isinstance(result, Mapping) and result.get("is_error"):
-            self.set_error("tool_error")
-        if self._content:
-            value = result
-            if isinstance(result, Mapping) and result.get("type") == "tool_result":
-                value = {key: result[key] for key in ("text", "images", "is_error") if key in result}
-                images = value.get("images")
-                if isinstance(images, list):  # a data: URI is bytes: never inlined
-                    value["images"] = [image if not (isinstance(image, str) and image.startswith("data:"))
-                                       else "<data: URI, {} characters>".format(len(image)) for image in images]
-            self.span.set_attribute(GEN_AI_TOOL_CALL_RESULT, _dumps(value))
-
-    def set_error(self, error: Any) -> None:
-        """error.type: a string as given (a JSON-RPC code, ``tool_error``) or an exception's class name."""
-        kind = error if isinstance(error, str) else type(error).__name__
-        self.span.set_attribute(ERROR_TYPE, kind)
-        self.span.set_status(self._state.trace.Status(self._state.trace.StatusCode.ERROR, kind))
-
-    def end(self, error: Any = None) -> None:
-        if self._ended:
-            return
-        self._ended = True
-        if error is not None:
-            self.set_error(error)
-        self.span.end()
-
-
-class _Active(object):
-    __slots__ = ("_handle", "_token")
-
-    def __init__(self, handle: _Span) -> None:
-        self._handle = handle
-        self._token = None  # type: Any
-
-    def __enter__(self) -> _Span:
-        state = self._handle._state
-        self._token = state.context.attach(state.trace.set_span_in_context(self._handle.span))
-        return self._handle
-
-    def __exit__(self, *exc_info: Any) -> None:
-        if self._token is not None:
-            self._handle._state.context.detach(self._token)
-            self._token = None
-
-
-def activate(handle: Any) -> Any:
-    """``with activate(handle):`` the span of ``handle`` (from ``agent_span``, ``workflow_span``, ...) is
-    current in this thread for the block, without ending it (a generator re-entering its run's span per
-    step); None or a no-op handle: nothing."""
-    if isinstance(handle, _Span):
-        return handle.activate()
-    return _NOOP
-
-
-def agent_span(name: str, *, description: Optional[str] = None) -> Any:
-    """An ``invoke_agent {name}`` INTERNAL span for a tool run (``with`` it: the calls and tools inside
-    nest under it).  A no-op handle when nothing is instrumented."""
-    state = _state
-    if state is None:
-        return _NOOP
-    attributes = {GEN_AI_OPERATION_NAME: "invoke_agent"}  # type: Dict[str, Any]
-    if name:
-        attributes[GEN_AI_AGENT_NAME] = name
-    span = state.tracer.start_span("invoke_agent {}".format(name).rstrip() if name else "invoke_agent",
-                                   kind=state.kind_internal, attributes=attributes)
-    return _Span(state, span, False)
-
-
-def tool_span(name: str, call_id: Optional[str] = None, tool_type: str = "function", *,
-              description: Optional[str] = None, parent: Any = None) -> Any:
-    """An ``execute_tool {name}`` INTERNAL span for one tool call: ``set_arguments`` / ``set_result``
-    record them only when content capture is on; a result with ``is_error`` sets ``error.type``
-    ``tool_error``.  ``parent``: the run's ``agent_span`` handle when the tool runs in another thread
-    (else the current span is the parent).  A no-op handle when nothing is instrumented."""
-    state = _state
-    if state is None:
-        return _NOOP
-    context = state.trace.set_span_in_context(parent.span) if isinstance(parent, _Span) else None
-    attributes = {GEN_AI_OPERATION_NAME: "execute_tool", GEN_AI_TOOL_NAME: name or ""}  # type: Dict[str, Any]
-    if call_id:
-        attributes[GEN_AI_TOOL_CALL_ID] = call_id
-    if tool_type:
-        attributes[GEN_AI_TOOL_TYPE] = tool_type
-    if description and state.span_content:
-        attributes["gen_ai.tool.description"] = description
-    span = state.tracer.start_span("execute_tool {}".format(name), context=context, kind=state.kind_internal,
-                                   attributes=attributes)
-    return _Span(state, span, state.span_content)
-
-
-def mcp_span(method: str, protocol_version: Optional[str] = None, session_id: Optional[str] = None, *,
-             target: Optional[str] = None, request_id: Any = None, server: Optional[str] = None,
-             transport: Optional[str] = None) -> Any:
-    """A CLIENT span for one MCP request: ``{method} {target}`` (target: the tool or prompt name),
-    ``mcp.method.name``, ``mcp.protocol.version``, ``mcp.session.id`` (pass it only where the protocol
-    has sessions), ``jsonrpc.request.id``, and for ``tools/call`` ``gen_ai.operation.name`` execute_tool
-    and ``gen_ai.tool.name``.  ``server``: the URL (server.address/port) or None (stdio: network.transport
-    ``pipe``).  Inside its ``with``, ``inject_meta`` puts its trace context in the request's ``_meta``."""
-    state = _state
-    if state is None:
-        return _NOOP
-    attributes = {MCP_METHOD_NAME: method}  # type: Dict[str, Any]
-    if protocol_version:
-        attributes[MCP_PROTOCOL_VERSION] = protocol_version
-    if session_id:
-        attributes[MCP_SESSION_ID] = session_id
-    if request_id is not None:
-        attributes[JSONRPC_REQUEST_ID] = str(request_id)
-    if method == "tools/call":
-        attributes[GEN_AI_OPERATION_NAME] = "execute_tool"
-        if target:
-            attributes[GEN_AI_TOOL_NAME] = target
-    elif method == "prompts/get" and target:
-        attributes["gen_ai.prompt.name"] = target
-    if server:
-        origin = url_origin(server)
-        if origin is not None:
-            attributes[SERVER_ADDRESS] = origin[1]
-            attributes[SERVER_PORT] = origin[2]
-            attributes["network.transport"] = "tcp"
-            attributes["network.protocol.name"] = "http"
-        else:
-            attributes[SERVER_ADDRESS] = url_host(server) or server
-    elif transport:
-        attributes["network.transport"] = transport
-    name = "{} {}".format(method, target) if target and method in ("tools/call", "prompts/get") else method
-    span = state.tracer.start_span(name, kind=state.kind_client, attributes=attributes)
-    return _Span(state, span, state.span_content)
-
-
-def workflow_span(name: str, attributes: Optional[Mapping[str, Any]] = None) -> Any:
-    """An ``invoke_workflow {name}`` INTERNAL span (``agenthub.jobs.run``: one per job); not made current:
-    its rows' spans name it as their parent (``child_span``), from whatever thread runs them."""
-    state = _state
-    if state is None:
-        return _NOOP
-    base = {GEN_AI_OPERATION_NAME: "invoke_workflow", "gen_ai.workflow.name": name}  # type: Dict[str, Any]
-    base.update(attributes or {})
-    return _Span(state, state.tracer.start_span("invoke_workflow {}".format(name), kind=state.kind_internal,
-                                                attributes=base), False)
-
-
-def child_span(parent: Any, name: str, attributes: Optional[Mapping[str, Any]] = None) -> Any:
-    """An INTERNAL span under ``parent`` (a handle from ``workflow_span``), whatever the current context:
-    ``with`` it, the calls made in the block (this thread) are its children.  A no-op handle when
-    nothing is instrumented or ``parent`` is no live span."""
-    state = _state
-    if state is None or not isinstance(parent, _Span):
-        return _NOOP
-    context = state.trace.set_span_in_context(parent.span)
-    return _Span(state, state.tracer.start_span(name, context=context, kind=state.kind_internal,
-                                                attributes=dict(attributes or {})), False)
-
-
-class _Continued(object):
-    """``with``: the extracted remote context is current (in this thread) for the block."""
-
-    __slots__ = ("_state", "_context", "_token")
-
-    def __init__(self, state: _State, context: Any) -> None:
-        self._state = state
-        self._context = context
-        self._token = None  # type: Any
-
-    def __enter__(self) -> "_Continued":
-        self._token = self._state.context.attach(self._context)
-        return self
-
-    def __exit__(self, *exc_info: Any) -> None:
-        if self._token is not None:
-            self._state.context.detach(self._token)
-            self._token = None
-
-
-def continue_trace(headers: Optional[Mapping[str, Any]]) -> Any:
-    """A context manager under which the calls made in this thread continue the W3C trace context of
-    ``headers`` (an incoming request's ``traceparent`` / ``tracestate``: HTTP headers, a WSGI environ's
-    ``HTTP_TRACEPARENT``, an MCP ``_meta``): ``agenthub serve`` wraps each upstream stream in it.  A no-op
-    when nothing is instrumented or no trace context came."""
-    state = _state
-    if state is None or not headers:
-        return _NOOP
-    carrier = {}  # type: Dict[str, str]
-    for name in ("traceparent", "tracestate", "baggage"):
-        value = headers.get(name)
-        if value is None:
-            value = headers.get("HTTP_" + name.upper())
-        if isinstance(value, str) and value:
-            carrier[name] = value
-    if "traceparent" not in carrier:
-        return _NOOP
-    return _Continued(state, state.propagate.extract(carrier))
-
-
-def inject_meta(meta: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
-    """``meta`` (an MCP request's ``params._meta``, or None) with the current W3C trace context added
-    (``traceparent``, ``tracestate``, and ``baggage`` when set), as the MCP conventions ask.  Not
-    instrumented: ``meta`` as a new dict, unchanged."""
-    out = dict(meta or {})
-    state = _state
-    if state is not None:
-        carrier = {}  # type: Dict[str, str]
-        state.propagate.inject(carrier)
-        out.update(carrier)
-    return out
