@@ -799,44 +799,76 @@ def test_differential_against_opentelemetry_instrumentation_openai_v2(otel, name
 # -- agenthub chat --otel ----------------------------------------------------------------------------------------------
 
 
-@needs_call_hooks
-def test_chat_otel_exports_the_call_span_from_the_command_line():
+def instrument_command(tmp_path):
+    """(the opentelemetry-instrument command, a directory for PYTHONPATH holding agenthub's entry point as
+    setup.cfg declares it, in a dist-info of its own: agenthub itself is not installed here); skips
+    without opentelemetry-instrument and opentelemetry-distro (what configures its SDK)."""
     _sdk()  # skips without the SDK
+    import importlib.util
+
+    command = os.path.join(os.path.dirname(sys.executable), "opentelemetry-instrument")
+    if not os.path.exists(command) or importlib.util.find_spec("opentelemetry.distro") is None:
+        pytest.skip("opentelemetry-instrument with opentelemetry-distro (what configures its SDK) is not installed")
+    info = tmp_path / "entry" / "agenthub_entry-0.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: agenthub-entry\nVersion: 0\n")
+    with open(os.path.join(ROOT, "setup.cfg")) as handle:
+        declared = handle.read().split("opentelemetry_instrumentor =", 1)[1].splitlines()[1].strip()
+    (info / "entry_points.txt").write_text("[opentelemetry_instrumentor]\n{}\n".format(declared))
+    return command, str(tmp_path / "entry")
+
+
+@needs_call_hooks
+def test_chat_otel_exports_the_call_span_under_opentelemetry_instrument(tmp_path):
+    command, entry = instrument_command(tmp_path)
     from sse_server import Answer, SSEServer
 
     with SSEServer() as server:
         server.answers.append(Answer([_read(FIXTURES, "chat_cached.sse")]))
-        env = dict(os.environ, PYTHONPATH=ROOT, OTEL_TRACES_EXPORTER="console", OTEL_METRICS_EXPORTER="none",
-                   OTEL_SERVICE_NAME="cli-test", AGENTHUB_LOG_PROMPTS="0", TEL_KEY="sk-cli-secret-key")
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join([ROOT, entry]), OTEL_TRACES_EXPORTER="console",
+                   OTEL_METRICS_EXPORTER="none", OTEL_LOGS_EXPORTER="none", OTEL_SERVICE_NAME="cli-test",
+                   AGENTHUB_LOG_PROMPTS="0", TEL_KEY="sk-cli-secret-key")
         env.pop(telemetry.CAPTURE_ENV, None)
-        done = subprocess.run([sys.executable, "-m", "agenthub", "chat", "gpt-tel", PROMPT, "--otel", "--no-log",
-                               "--client-type", "openai-chat", "--base-url", server.url + "/v1",
+        done = subprocess.run([command, sys.executable, "-m", "agenthub", "chat", "gpt-tel", PROMPT, "--otel",
+                               "--no-log", "--client-type", "openai-chat", "--base-url", server.url + "/v1",
                                "--api-key-env", "TEL_KEY"], capture_output=True, text=True, env=env, timeout=60)
     assert done.returncode == 0, done.stderr
     assert "Telemetry answer in five pieces." in done.stdout
-    start = done.stderr.index("{")
-    span = json.JSONDecoder().raw_decode(done.stderr[start:])[0]
+    start = done.stdout.index("{")  # the console exporter writes to stdout, after the answer
+    span = json.JSONDecoder().raw_decode(done.stdout[start:])[0]
     assert span["name"] == "chat gpt-tel" and span["kind"] == "SpanKind.CLIENT"
     assert span["attributes"]["gen_ai.usage.input_tokens"] == 1200
     assert span["resource"]["attributes"]["service.name"] == "cli-test"
-    assert PROMPT not in done.stderr and "sk-cli-secret-key" not in done.stderr
+    assert PROMPT not in done.stdout + done.stderr and "sk-cli-secret-key" not in done.stdout + done.stderr
 
 
-def test_chat_otel_without_the_sdk_says_what_to_install(monkeypatch):
+def test_chat_otel_without_opentelemetry_instrument_says_how_to_run_it_and_sends_nothing():
     pytest.importorskip("opentelemetry.trace", reason="the OpenTelemetry API is not installed")
-    import builtins
+    from sse_server import Answer, SSEServer
 
-    real = builtins.__import__
+    with SSEServer() as server:
+        server.answers.append(Answer([_read(FIXTURES, "chat_cached.sse")]))
+        env = dict(os.environ, PYTHONPATH=ROOT, AGENTHUB_LOG_PROMPTS="0", TEL_KEY="sk-cli-secret-key",
+                   OTEL_TRACES_EXPORTER="console")  # the variables alone no longer set an SDK up
+        done = subprocess.run([sys.executable, "-m", "agenthub", "chat", "gpt-tel", PROMPT, "--otel", "--no-log",
+                               "--client-type", "openai-chat", "--base-url", server.url + "/v1",
+                               "--api-key-env", "TEL_KEY"], capture_output=True, text=True, env=env, timeout=60)
+        sent = list(server.requests)
+    assert done.returncode != 0
+    assert telemetry.hook.RUN_UNDER in done.stderr
+    assert "opentelemetry-instrument agenthub chat MODEL PROMPT --otel" in done.stderr
+    assert sent == [] and done.stdout == ""
 
-    def no_sdk(name, *args, **kwargs):
-        if name.startswith("opentelemetry.sdk"):
-            raise ImportError(name)
-        return real(name, *args, **kwargs)
 
-    monkeypatch.setattr(builtins, "__import__", no_sdk)
+def test_start_from_environment_without_an_sdk_raises_and_leaves_nothing_instrumented(monkeypatch):
+    pytest.importorskip("opentelemetry.trace", reason="the OpenTelemetry API is not installed")
+    from opentelemetry import trace
+
+    if type(trace.get_tracer_provider()).__name__ not in ("ProxyTracerProvider", "NoOpTracerProvider"):
+        pytest.skip("a global tracer provider was set in this process")
     with pytest.raises(ConfigError) as caught:
         telemetry.start_from_environment()
-    assert "pip install opentelemetry-sdk opentelemetry-exporter-otlp" in str(caught.value)
+    assert str(caught.value) == telemetry.hook.RUN_UNDER
     assert telemetry.is_instrumented() is False
 
 
@@ -1137,19 +1169,7 @@ def test_latest_content_drops_finish_reason_from_output_messages(otel, monkeypat
 
 @needs_call_hooks
 def test_opentelemetry_instrument_turns_agenthub_on_through_its_entry_point(tmp_path):
-    _sdk()  # skips without the SDK
-    import importlib.util
-
-    command = os.path.join(os.path.dirname(sys.executable), "opentelemetry-instrument")
-    if not os.path.exists(command) or importlib.util.find_spec("opentelemetry.distro") is None:
-        pytest.skip("opentelemetry-instrument with opentelemetry-distro (what configures its SDK) is not installed")
-    # the entry point as setup.cfg declares it, in a dist-info of its own (agenthub itself is not installed here)
-    info = tmp_path / "agenthub_entry-0.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: agenthub-entry\nVersion: 0\n")
-    with open(os.path.join(ROOT, "setup.cfg")) as handle:
-        declared = handle.read().split("opentelemetry_instrumentor =", 1)[1].splitlines()[1].strip()
-    (info / "entry_points.txt").write_text("[opentelemetry_instrumentor]\n{}\n".format(declared))
+    command, entry = instrument_command(tmp_path)
     code = ("import agenthub\n"
             "client = agenthub.AutoLLMClient('gpt-tel', api_key='k', base_url={url!r}, client_type='openai-chat')\n"
             "print(agenthub.collect(client.streaming_response({ask!r}))['finish_reason'])\n")
@@ -1157,7 +1177,7 @@ def test_opentelemetry_instrument_turns_agenthub_on_through_its_entry_point(tmp_
 
     with SSEServer() as server:
         server.answers.append(Answer([_read(FIXTURES, "chat_cached.sse")]))
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join([ROOT, str(tmp_path)]), OTEL_TRACES_EXPORTER="console",
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join([ROOT, entry]), OTEL_TRACES_EXPORTER="console",
                    OTEL_METRICS_EXPORTER="none", OTEL_LOGS_EXPORTER="none", OTEL_SERVICE_NAME="zero-code")
         done = subprocess.run([command, sys.executable, "-c", code.format(url=server.url + "/v1", ask=ASK)],
                               capture_output=True, text=True, env=env, timeout=60)

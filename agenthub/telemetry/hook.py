@@ -162,79 +162,33 @@ class OpenTelemetryInstrumentor(object):
         uninstrument()
 
 
-def start_from_environment() -> Callable[[], None]:
-    """``agenthub chat --otel``: instrument, and return what flushes and stops it at the end.
+#: what ``agenthub chat --otel`` says when no SDK was configured
+RUN_UNDER = ("agenthub chat --otel exports with the SDK opentelemetry-instrument configures from the OTEL_* "
+             "variables: pip install '.[otel]' (from agenthub's checkout) opentelemetry-distro "
+             "opentelemetry-exporter-otlp, then run: opentelemetry-instrument agenthub chat MODEL PROMPT --otel")
 
-    Under ``opentelemetry-instrument`` (an SDK configured globally) the global providers are used.  Else
-    an SDK is set up here for this process from the standard variables: ``OTEL_TRACES_EXPORTER`` /
-    ``OTEL_METRICS_EXPORTER`` = ``otlp`` (default: ``opentelemetry-exporter-otlp``'s HTTP or gRPC
-    exporter, configured by ``OTEL_EXPORTER_OTLP_*``), ``console`` (JSON on stderr) or ``none``, and
-    ``OTEL_SERVICE_NAME`` (default ``agenthub``).  A missing package is a ConfigError naming it."""
+
+def start_from_environment() -> Callable[[], None]:
+    """``agenthub chat --otel``: instrument with the SDK ``opentelemetry-instrument`` configured (the global
+    providers, set up from the standard ``OTEL_*`` variables), and return what flushes and stops it at the
+    end.  No SDK configured globally (the command not run under ``opentelemetry-instrument``): a ConfigError
+    saying how to run it, before anything is sent."""
     try:
         from opentelemetry import metrics, trace
     except ImportError:
-        raise ConfigError("--otel needs the OpenTelemetry API: pip install '.[otel]' (from agenthub's "
-                          "checkout)") from None
-    if type(trace.get_tracer_provider()).__name__ not in ("ProxyTracerProvider", "NoOpTracerProvider"):
-        instrument()  # opentelemetry-instrument (or the application) configured the SDK
+        raise ConfigError(RUN_UNDER) from None
+    if type(trace.get_tracer_provider()).__name__ in ("ProxyTracerProvider", "NoOpTracerProvider"):
+        raise ConfigError(RUN_UNDER)
+    if not is_instrumented():  # the entry point did it already under opentelemetry-instrument
+        instrument()
 
-        def flush_global() -> None:
-            uninstrument()
-            for provider in (trace.get_tracer_provider(), metrics.get_meter_provider()):
-                flush = getattr(provider, "force_flush", None)
-                if callable(flush):
-                    flush()
-        return flush_global
-    try:
-        from opentelemetry.sdk.metrics import MeterProvider
-        from opentelemetry.sdk.metrics.export import ConsoleMetricExporter, PeriodicExportingMetricReader
-        from opentelemetry.sdk.resources import Resource
-        from opentelemetry.sdk.trace import TracerProvider
-        from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter
-    except ImportError:
-        raise ConfigError("--otel without opentelemetry-instrument needs the OpenTelemetry SDK: pip install "
-                          "opentelemetry-sdk opentelemetry-exporter-otlp") from None
-    resource = Resource.create({"service.name": os.environ.get("OTEL_SERVICE_NAME") or "agenthub"})
-    tracer_provider = TracerProvider(resource=resource)
-    readers = []
-    span_kind = (os.environ.get("OTEL_TRACES_EXPORTER") or "otlp").strip().lower()
-    metric_kind = (os.environ.get("OTEL_METRICS_EXPORTER") or "otlp").strip().lower()
-    if span_kind == "console":
-        tracer_provider.add_span_processor(BatchSpanProcessor(ConsoleSpanExporter(out=sys.stderr)))
-    elif span_kind == "otlp":
-        tracer_provider.add_span_processor(BatchSpanProcessor(_otlp("trace_exporter", "OTLPSpanExporter")))
-    elif span_kind != "none":
-        raise ConfigError("OTEL_TRACES_EXPORTER={!r}: agenthub chat --otel knows otlp, console and none".format(
-            span_kind[:40]))
-    if metric_kind == "console":
-        readers.append(PeriodicExportingMetricReader(ConsoleMetricExporter(out=sys.stderr)))
-    elif metric_kind == "otlp":
-        readers.append(PeriodicExportingMetricReader(_otlp("metric_exporter", "OTLPMetricExporter")))
-    elif metric_kind != "none":
-        raise ConfigError("OTEL_METRICS_EXPORTER={!r}: agenthub chat --otel knows otlp, console and none".format(
-            metric_kind[:40]))
-    meter_provider = MeterProvider(resource=resource, metric_readers=readers)
-    instrument(tracer_provider, meter_provider)
-
-    def shutdown() -> None:
+    def flush_global() -> None:
         uninstrument()
-        tracer_provider.shutdown()  # flushes what is batched
-        meter_provider.shutdown()
-    return shutdown
-
-
-def _otlp(module: str, name: str) -> Any:
-    """An OTLP exporter: HTTP (protobuf) when installed, else gRPC, configured by the OTEL_EXPORTER_OTLP_* variables."""
-    import importlib
-
-    for transport in ("http", "grpc"):
-        try:
-            found = importlib.import_module("opentelemetry.exporter.otlp.proto.{}.{}".format(transport, module))
-        except ImportError:
-            continue
-        return getattr(found, name)()
-    raise ConfigError("--otel exports with OTLP by default: pip install opentelemetry-exporter-otlp (or set "
-                      "OTEL_TRACES_EXPORTER=console / none and OTEL_METRICS_EXPORTER=console / none)")
+        for provider in (trace.get_tracer_provider(), metrics.get_meter_provider()):
+            flush = getattr(provider, "force_flush", None)
+            if callable(flush):
+                flush()
+    return flush_global
 
 
 def uninstrument() -> None:
