@@ -130,7 +130,10 @@ class Attempt(object):
     ``first_event_ms`` (created_at of the first event), ``started_ms`` (when the call or route
     started, Unix ms), ``route`` ({"model", "client_type", "host"} this attempt goes to; on the call:
     the route that answered), ``server`` ((host, port) the request connects to), ``response_id``
-    (a background response's id once known; else None), ``cache`` (None, or "hit" when a hook
+    (the answer's id: a background response's once known, else the stop event's ``response_id`` where the
+    wire carries one; else None), ``provider`` (``gen_ai.provider.name`` of the route: the registry row or
+    client-type row the caller chose, ``agenthub.registry.provider_name``; None where no client set it),
+    ``cache`` (None, or "hit" when a hook
     answered the call), ``error`` (this attempt's failure, scrubbed; on_done / on_call_end: the
     call's, None when it succeeded or was closed), ``resuming`` (a background response's id when this
     attempt is the GET that resumes its stream after a cut; None otherwise).
@@ -144,13 +147,14 @@ class Attempt(object):
     __slots__ = ("kind", "client_type", "model", "messages", "config", "request", "number", "sent", "status",
                  "headers", "delivered", "usage", "error", "retry", "delay", "watch", "resuming",
                  "call", "route", "server", "finish_reason", "first_event_ms", "started_ms", "response_id", "cache",
-                 "answer", "attempts")
+                 "answer", "attempts", "provider")
 
     def __init__(self, kind: str, client_type: str, model: str, request: Any,
                  messages: Optional[List[Any]] = None, config: Optional[Mapping[str, Any]] = None,
                  call: Optional["Attempt"] = None, route: Optional[Dict[str, Any]] = None,
-                 server: Optional[Tuple[str, int]] = None) -> None:
+                 server: Optional[Tuple[str, int]] = None, provider: Optional[str] = None) -> None:
         self.kind = kind
+        self.provider = provider
         self.client_type = client_type
         self.model = model
         self.messages = messages

@@ -225,7 +225,11 @@ def test_attribute_names_equal_the_semantic_conventions_package():
     assert unknown == set(), "names the package does not carry: {}".format(sorted(unknown))
     # the provider names agenthub emits are well-known values (moonshot_ai is newer than v1.41: the genai repo's)
     known = {member.value for member in semconv.GenAiProviderNameValues} | {"moonshot_ai"}
-    emitted = set(telemetry._BY_CLIENT_TYPE.values()) - {"agenthub"} | {v for _, v in telemetry._OPENAI_HOSTS}
+    from agenthub import hosts, registry
+
+    emitted = ({row.provider for row in hosts.CLIENT_TYPES.values()} - {"agenthub"}
+               | {route.provider for route in registry.ROUTES if route.provider}
+               | {value for _, value in registry.PROVIDER_HOSTS})
     assert emitted <= known, emitted - known
 
 
@@ -657,6 +661,42 @@ def test_chat_stream_end_to_end(otel):
         "gen_ai.response.finish_reasons": ("stop",), "gen_ai.usage.input_tokens": 1200,
         "gen_ai.usage.output_tokens": 300, "gen_ai.usage.cache_read.input_tokens": 1024,
         "gen_ai.usage.reasoning.output_tokens": 120}
+
+
+@needs_call_hooks
+@pytest.mark.parametrize("client_type, model, expected", [
+    ("deepseek", "my-distilled-model", "deepseek"),   # a preset says its vendor at any host (here 127.0.0.1)
+    ("moonshot", "kimi-k2.6", "moonshot_ai"),
+    ("vllm", "Qwen/Qwen3-8B", "openai"),              # a vendor with no well-known value: the client type's
+    ("openai-chat", "deepseek-v4-flash", "openai"),   # a model name off its vendor's hosts: a gateway's answer
+])
+def test_the_provider_is_the_row_the_caller_chose(otel, client_type, model, expected):
+    otel.start()
+    _agenthub_call(client_type, model, "/v1", _read(FIXTURES, "chat_cached.sse"))
+    (span,) = otel.exporter.get_finished_spans()
+    assert span.attributes["gen_ai.provider.name"] == expected
+    (point,) = metrics_of(otel.reader)["gen_ai.client.operation.duration"]
+    assert point[0]["gen_ai.provider.name"] == expected
+
+
+@needs_call_hooks
+def test_a_fallback_reports_the_provider_its_own_row_chose(otel):
+    from agenthub import AutoLLMClient
+    from sse_server import Answer, SSEServer
+
+    otel.start()
+    with SSEServer() as down, SSEServer() as up:
+        down.answers.append(Answer([b'{"error": {"message": "overloaded"}}'], status=503,
+                                   headers={"Content-Type": "application/json"}))
+        up.answers.append(Answer([_read(FIXTURES, "chat_cached.sse")]))
+        backup = AutoLLMClient("my-model", api_key="k2", base_url=up.url + "/v1", client_type="deepseek",
+                               max_retries=0)
+        client = AutoLLMClient("gpt-tel", api_key="k1", base_url=down.url + "/v1", client_type="openai-chat",
+                               max_retries=0, fallbacks=[backup])
+        list(client.streaming_response(ASK))
+    (span,) = otel.exporter.get_finished_spans()
+    assert span.attributes["gen_ai.provider.name"] == "deepseek"
+    assert span.attributes["agenthub.route.model"] == "my-model"
 
 
 @needs_call_hooks

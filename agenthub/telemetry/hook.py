@@ -212,7 +212,8 @@ def is_instrumented() -> bool:
 class _Call(object):
     """One logical call's span and timings."""
 
-    __slots__ = ("span", "started", "first", "stamp", "gaps", "collector", "operation", "base", "recording")
+    __slots__ = ("span", "started", "first", "stamp", "gaps", "collector", "operation", "base", "recording",
+                 "providers")
 
     def __init__(self) -> None:
         self.span = None  # type: Any
@@ -224,6 +225,11 @@ class _Call(object):
         self.operation = "chat"
         self.base = {}  # type: Dict[str, Any]
         self.recording = False
+        self.providers = None  # type: Optional[Dict[Any, str]]  # a fallback route's provider, by route
+
+
+def _route_key(route: Mapping[str, Any]) -> Tuple[Any, Any, Any]:
+    return route.get("model"), route.get("client_type"), route.get("host")
 
 
 def _is_embeddings(call: Any) -> bool:
@@ -278,6 +284,17 @@ class GenAIHook(AttemptHook):
         self.wants_events = state.meter_live or state.capture != "NO_CONTENT"
         self._calls = {}  # type: Dict[int, _Call]
 
+    def before_attempt(self, attempt: Any) -> None:
+        """A fallback route's attempt: its provider (the fallback client's row) is kept for the span's end."""
+        if attempt.call is attempt:
+            return
+        record = self._calls.get(id(attempt.call))
+        provider = getattr(attempt, "provider", None)
+        if record is not None and provider and attempt.route:
+            if record.providers is None:
+                record.providers = {}
+            record.providers[_route_key(attempt.route)] = provider
+
     # telemetry never breaks a call: what fails in it is logged (DEBUG) and the call goes on
     def on_call_start(self, call: Any) -> None:
         try:
@@ -302,8 +319,9 @@ class GenAIHook(AttemptHook):
         model = getattr(call, "model", None) or route.get("model")
         record.operation = operation_name(client_type, _is_embeddings(call))
         host, port = _server(call, route)
-        base = {GEN_AI_OPERATION_NAME: record.operation,
-                GEN_AI_PROVIDER_NAME: provider_name(client_type, host or _route_server(route.get("host"))[0] or "")}
+        provider = getattr(call, "provider", None) or provider_name(
+            client_type, host or _route_server(route.get("host"))[0] or "")  # the client's: the row it chose
+        base = {GEN_AI_OPERATION_NAME: record.operation, GEN_AI_PROVIDER_NAME: provider}
         if model:
             base[GEN_AI_REQUEST_MODEL] = model
         if host:
@@ -487,8 +505,9 @@ def _response_attributes(state: _State, span: Any, call: Any, route: Optional[Ma
         if route.get("client_type") and route.get("client_type") != getattr(call, "client_type", None) or (
                 route.get("model") and route.get("model") != getattr(call, "model", None)):
             # a fallback answered: its provider is the one the span's numbers come from
-            span.set_attribute(GEN_AI_PROVIDER_NAME, provider_name(route.get("client_type", ""),
-                                                                   _route_server(route.get("host"))[0] or ""))
+            provider = (record.providers or {}).get(_route_key(route)) or provider_name(
+                route.get("client_type", ""), _route_server(route.get("host"))[0] or "")
+            span.set_attribute(GEN_AI_PROVIDER_NAME, provider)
     count = getattr(call, "attempts", None)
     if isinstance(count, int) and count:
         span.set_attribute(AGENTHUB_ATTEMPTS, count)
