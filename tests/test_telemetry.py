@@ -1227,3 +1227,80 @@ def test_opentelemetry_instrument_turns_agenthub_on_through_its_entry_point(tmp_
     span = json.JSONDecoder().raw_decode(done.stdout[start:])[0]
     assert span["name"] == "chat gpt-tel" and span["attributes"]["gen_ai.usage.input_tokens"] == 1200
     assert span["resource"]["attributes"]["service.name"] == "zero-code"
+
+
+# -- telemetry never breaks the work: a span processor that raises (issue 37 B8, O04) ---------------------------------
+
+
+class _Raising(object):
+    """A SpanProcessor whose every hook raises (a broken exporter called synchronously)."""
+
+    def __init__(self):
+        self.calls = 0
+
+    def on_start(self, span, parent_context=None):
+        self.calls += 1
+        raise RuntimeError("processor on_start broke")
+
+    def on_end(self, span):
+        self.calls += 1
+        raise RuntimeError("processor on_end broke")
+
+    def shutdown(self):
+        pass
+
+    def force_flush(self, timeout_millis=30000):
+        return True
+
+
+@needs_call_hooks
+@pytest.mark.skipif(not _runner_wired(), reason="the tool runner is not wired to telemetry in this tree")
+def test_a_raising_span_processor_breaks_no_tool_run(otel):
+    from agenthub import AutoLLMClient
+    from sse_server import Answer, SSEServer
+
+    raising = _Raising()
+    otel.tracer_provider.add_span_processor(raising)
+    otel.start()
+
+    def get_weather(city: str) -> str:
+        """The weather in a city."""
+        return "18 C in " + city
+
+    with SSEServer() as server:
+        server.answers.extend([Answer([_read(FIXTURES, "chat_tool.sse")]), Answer([_read(FIXTURES, "chat_cached.sse")])])
+        client = AutoLLMClient("gpt-tel", api_key="k", base_url=server.url + "/v1", client_type="openai-chat",
+                               max_retries=0)
+        result = client.run(ASK, tools=[get_weather]).result()
+    assert result.stop == "done" and result.turns == 2
+    assert result.messages[1]["content_items"][0]["text"] == "18 C in Paris"
+    assert raising.calls > 0  # it was called, and raised, at every span
+
+
+@pytest.mark.skipif(not _mcp_wired(), reason="the MCP client is not wired to telemetry in this tree")
+def test_a_raising_span_processor_breaks_no_mcp_call(otel):
+    from agenthub import mcp
+    from mcp_support import FAKE_HTTP, Subprocess
+
+    raising = _Raising()
+    otel.tracer_provider.add_span_processor(raising)
+    otel.start()
+    fake = Subprocess([FAKE_HTTP, "modern"])
+    try:
+        with telemetry.agent_span("caller"):
+            with mcp.connect(fake.url, timeout=10) as server:
+                assert server.call_tool("echo", {"text": "hi"})["text"] == "hi"
+    finally:
+        fake.stop()
+    assert raising.calls > 0
+
+
+def test_a_span_that_cannot_start_is_the_noop_handle(otel, caplog):
+    raising = _Raising()
+    otel.tracer_provider.add_span_processor(raising)
+    otel.start()
+    with caplog.at_level("DEBUG", logger="agenthub"):
+        handles = [telemetry.agent_span("a"), telemetry.tool_span("t", "c1"), telemetry.mcp_span("tools/list"),
+                   telemetry.workflow_span("w")]
+    assert all(handle is telemetry._NOOP for handle in handles)
+    assert "was not started" in caplog.text
