@@ -203,6 +203,7 @@ def uninstrument() -> None:
 
 
 def is_instrumented() -> bool:
+    """True while ``instrument()`` is in effect (until ``uninstrument()``)."""
     return _state is not None
 
 
