@@ -655,7 +655,8 @@ def test_chat_stream_end_to_end(otel):
         "gen_ai.operation.name": "chat", "gen_ai.provider.name": "openai", "gen_ai.request.model": "gpt-tel",
         "server.address": "127.0.0.1", "server.port": port, "gen_ai.request.stream": True,
         "gen_ai.request.max_tokens": 64, "gen_ai.request.temperature": 0.5,
-        "gen_ai.response.model": "gpt-tel", "agenthub.route.model": "gpt-tel",
+        "gen_ai.response.model": "gpt-tel-2026-01-01", "gen_ai.response.id": "chatcmpl-tel1",
+        "agenthub.route.model": "gpt-tel",
         "agenthub.route.client_type": "openai-chat", "agenthub.route.host": "127.0.0.1:{}".format(port),
         "agenthub.attempts": 1,
         "gen_ai.response.finish_reasons": ("stop",), "gen_ai.usage.input_tokens": 1200,
@@ -697,6 +698,47 @@ def test_a_fallback_reports_the_provider_its_own_row_chose(otel):
     (span,) = otel.exporter.get_finished_spans()
     assert span.attributes["gen_ai.provider.name"] == "deepseek"
     assert span.attributes["agenthub.route.model"] == "my-model"
+
+
+@needs_call_hooks
+@pytest.mark.parametrize("client_type, model, base, path, response_id, response_model", [
+    ("openai-chat", "gpt-tel", "/v1", (FIXTURES, "chat_cached.sse"), "chatcmpl-tel1", "gpt-tel-2026-01-01"),
+    ("openai-responses", "gpt-tel", "/v1", (FIXTURES, "responses_cached.sse"), "resp_tel1", "gpt-tel-2026-01-01"),
+    ("anthropic", "claude-x", "", (FIXTURES, "anthropic_cache_write.sse"), "msg_tel_03", "claude-sonnet-4-6"),
+    ("gemini", "gemini-x", "", (RECORDINGS, "gemini", "weather_answer.sse"), "demo-gemini-turn-2",
+     "gemini-3.5-flash"),
+])
+def test_the_response_id_and_model_are_the_servers(otel, client_type, model, base, path, response_id,
+                                                    response_model):
+    """gen_ai.response.id on every stream that carries one; gen_ai.response.model the model the server said
+    answered (the requested name is an alias here), the route's only where the server says none."""
+    otel.start()
+    events, _ = _agenthub_call(client_type, model, base, _read(*path))
+    (span,) = otel.exporter.get_finished_spans()
+    assert (span.attributes["gen_ai.response.id"], span.attributes["gen_ai.response.model"]) == (
+        response_id, response_model)
+    assert span.attributes["gen_ai.request.model"] == span.attributes["agenthub.route.model"] == model
+    (point,) = metrics_of(otel.reader)["gen_ai.client.operation.duration"]
+    assert point[0]["gen_ai.response.model"] == response_model
+    stop = events[-1]
+    assert type(stop) is not dict and stop == dict(stop)  # the stop event: a plain dict to every reader
+    assert (stop.response_id, stop.response_model) == (response_id, response_model)
+    assert "response_id" not in stop and json.loads(json.dumps(stop)) == dict(stop)
+
+
+@needs_call_hooks
+def test_a_stream_without_an_id_says_the_routes_model_and_no_id(otel):
+    import pickle
+
+    from agenthub import stream
+
+    stop = list(stream.drive([{"type": "text", "text": "hi"}, stream.StreamEnd(None, "stop")]))[-1]
+    assert isinstance(stop, stream.StopEvent) and (stop.response_id, stop.response_model) == (None, None)
+    assert type(pickle.loads(pickle.dumps(stop))) is dict  # a copy is a plain dict
+    otel.start()
+    drive(fake_call())  # the hooks as the loop runs them: a call whose stop event said no id nor model
+    (span,) = otel.exporter.get_finished_spans()
+    assert span.attributes["gen_ai.response.model"] == "gpt-test" and "gen_ai.response.id" not in span.attributes
 
 
 @needs_call_hooks
@@ -769,11 +811,9 @@ ONLY_AGENTHUB = {
 }
 #: attributes only the reference emits: the Chat stream's id is not handed to agenthub's attempt loop (it reports
 #: gen_ai.response.id where the loop learns one: a background response)
-ONLY_REFERENCE = {"gen_ai.response.id"}
+ONLY_REFERENCE = set()  # type: set  # gen_ai.response.id and .model: both now say what the server named
 #: attributes both emit with values that differ by design (see docs/telemetry.md)
-DIFFERENT = {
-    "gen_ai.response.model",  # the reference: the model the server named; agenthub: the route that answered
-}
+DIFFERENT = set()  # type: set
 
 
 def _reference_chat(data):

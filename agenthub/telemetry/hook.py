@@ -229,6 +229,16 @@ class _Call(object):
         self.providers = None  # type: Optional[Dict[Any, str]]  # a fallback route's provider, by route
 
 
+def _response_model(call: Any, route: Optional[Mapping[str, Any]]) -> Optional[str]:
+    """``gen_ai.response.model``: the model the server said answered (``Attempt.response_model``, from the
+    stop event), else the answering route's model."""
+    said = getattr(call, "response_model", None)
+    if isinstance(said, str) and said:
+        return said
+    model = (route or {}).get("model")
+    return model if isinstance(model, str) and model else None
+
+
 def _route_key(route: Mapping[str, Any]) -> Tuple[Any, Any, Any]:
     return route.get("model"), route.get("client_type"), route.get("host")
 
@@ -388,8 +398,9 @@ class GenAIHook(AttemptHook):
             if record.recording:
                 span.set_attributes({k: record.base[k] for k in (SERVER_ADDRESS, SERVER_PORT) if k in record.base})
         metric_attrs = dict(record.base)
-        if route and route.get("model"):
-            metric_attrs[GEN_AI_RESPONSE_MODEL] = route["model"]
+        answered_by = _response_model(call, route)
+        if answered_by:
+            metric_attrs[GEN_AI_RESPONSE_MODEL] = answered_by
         first = record.first
         if first is None and getattr(call, "first_event_ms", None) is not None and getattr(call, "started_ms", None):
             first = record.started + max(0, call.first_event_ms - call.started_ms) / 1000.0
@@ -495,9 +506,11 @@ def _output_type(config: Mapping[str, Any]) -> Optional[str]:
 
 def _response_attributes(state: _State, span: Any, call: Any, route: Optional[Mapping[str, Any]],
                          usage: Optional[Mapping[str, Optional[int]]], first: Optional[float], record: _Call) -> None:
+    answered_by = _response_model(call, route)
+    if answered_by:
+        span.set_attribute(GEN_AI_RESPONSE_MODEL, answered_by)
     if route:
         if route.get("model"):
-            span.set_attribute(GEN_AI_RESPONSE_MODEL, route["model"])
             span.set_attribute(AGENTHUB_ROUTE_MODEL, route["model"])
         if route.get("client_type"):
             span.set_attribute(AGENTHUB_ROUTE_CLIENT_TYPE, route["client_type"])
