@@ -403,3 +403,26 @@ def test_a_client_type_without_a_row_has_no_silent_tool_name_rule():
 
     with pytest.raises(ConfigError, match="names no wire dialect"):
         wire_name_problem(_Client("acme"), "f")
+
+
+# -- the answer's id and model ride on the StreamEnd of every dialect whose wire carries them (issue 37 C4) ---------
+
+
+def test_gemini_interactions_says_its_interaction_id_and_model():
+    import json as _json
+
+    from agenthub.providers import gemini_interactions
+    from agenthub.sse import SSEEvent
+    from agenthub.stream import StreamEnd
+
+    def ev(kind, body):
+        return SSEEvent(_json.dumps(dict(body, event_type=kind)), kind)
+
+    events = [ev("interaction.created", {"interaction": {"id": "v1_x", "status": "in_progress"}}),
+              ev("step.start", {"index": 0, "step": {"type": "text", "text": "hi"}}),
+              ev("step.stop", {"index": 0}),
+              ev("interaction.completed", {"interaction": {"id": "v1_x", "status": "completed",
+                                                           "model": "gemini-3.5-flash"}})]
+    (end,) = [part for part in gemini_interactions.parse_stream(iter(events), "gemini-interactions")
+              if isinstance(part, StreamEnd)]
+    assert (end.response_id, end.model) == ("v1_x", "gemini-3.5-flash")
