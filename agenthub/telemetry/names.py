@@ -100,7 +100,8 @@ def provider_name(client_type: str, host: str = "") -> str:
 
 def operation_name(client_type: str, embeddings: bool = False) -> str:
     """``gen_ai.operation.name``: ``embeddings``, else the dialect's (``Dialect.operation``:
-    ``generate_content`` for the Gemini dialects, ``chat``)."""
+    ``generate_content`` for the Gemini dialects, ``chat``); a client type with no row (none of
+    agenthub's): ``chat``, the conventions' operation of a model call."""
     if embeddings:
         return "embeddings"
     from .. import hosts
