@@ -262,17 +262,13 @@ def _client_for(row: JobRow, cache: Dict[Tuple[Any, ...], Any]) -> Any:
     return client
 
 
-#: the vendor whose own endpoint runs each engine (a row routed to another vendor's server that speaks the
-#: same protocol, DeepSeek's Chat Completions say, has no batch engine there)
-_VENDOR = {"openai": "OpenAI", "anthropic": "Anthropic", "gemini": "Google"}
-
-
 def _vendor_endpoint(row: JobRow, name: str, client: Any) -> bool:
-    """True when the row reaches ``name``'s own vendor: its route (by client_type preset, else by model
-    name) is that vendor's, or no route applies (the protocol's default endpoint, which is the vendor's).
-    A row with its own ``base_url`` is taken at its word."""
-    vendor = _VENDOR.get(name)
-    if vendor is None or row.base_url is not None:
+    """True when the row reaches the engine's own vendor: its registry route (by client_type preset, else by
+    model name) names the vendor of the client-type row (``Route.provider`` == ``ClientType.provider``: a
+    row routed to another vendor's server that speaks the same protocol, DeepSeek's Chat Completions say,
+    has no batch engine there), or no route applies (the protocol's default endpoint, which is the
+    vendor's).  A row with its own ``base_url`` is taken at its word."""
+    if row.base_url is not None:
         return True
     route = registry.presets().get(row.client_type) if row.client_type else None
     if route is None:
@@ -280,7 +276,13 @@ def _vendor_endpoint(row: JobRow, name: str, client: Any) -> bool:
         if route is not None and route.client_type != client.client_type:
             route = None
     # no route: the protocol's own default endpoint (or where its environment variable moved it)
-    return route is None or route.vendor == vendor
+    return route is None or route.provider == hosts.client_type(client.client_type).provider
+
+
+def _vendor_name(client: Any) -> str:
+    """The vendor of the client-type row, in words (its registry rows' ``vendor``: "OpenAI")."""
+    provider = hosts.client_type(client.client_type).provider
+    return next((route.vendor for route in registry.ROUTES if route.provider == provider), str(provider))
 
 
 def _plan_row(row: JobRow, choice: str, cache: Dict[Tuple[Any, ...], Any]) -> _Planned:
@@ -296,7 +298,7 @@ def _plan_row(row: JobRow, choice: str, cache: Dict[Tuple[Any, ...], Any]) -> _P
     if not _vendor_endpoint(row, name, client):
         raise ConfigError("{!r} routes to {}, which is not {}'s own endpoint: no {} batch engine there (a row "
                           "with its own base_url is taken at its word)".format(
-                              row.model, redact_url(client.base_url), _VENDOR[name], name))
+                              row.model, redact_url(client.base_url), _vendor_name(client), name))
     embeddings = client.protocol.name.endswith("-embeddings")  # the client of an embedding model
     api = "embeddings" if embeddings else hosts.client_type(kind).facts.batch_api  # the row's dialect's
     why = _backends.backend(name).why_not(api)
