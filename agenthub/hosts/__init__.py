@@ -14,7 +14,10 @@ and ``encode``, called by the client before every attempt::
 A client type is one ``ClientType`` row of ``CLIENT_TYPES``: its dialect, its host and the dialect
 quirks the route needs (Claude on Vertex AI is the anthropic dialect with the version in the body and
 no model; Claude on Microsoft Foundry is the anthropic dialect at the azure host).  A new route for
-an existing dialect is one row here, plus at most a URL rule in its host.
+an existing dialect is one row here, plus at most a URL rule in its host.  The row also says what
+telemetry calls its provider (``provider``, ``provider_hosts``); what the dialect itself implies (its
+operation name, tool-name rule, opaque marks, batch API) is its record in ``agenthub.providers.DIALECTS``
+(``row.facts``).
 
 Layering: this wing sits above ``agenthub.providers`` (it names dialects by module, imported on
 first use) and below the client and the registry; no provider imports it.
