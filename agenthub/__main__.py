@@ -80,8 +80,9 @@ def add_chat_arguments(chat: argparse.ArgumentParser) -> None:
                       help="answer a request sent before from this response cache (a directory, sqlite:///path or "
                            "redis://host:port/db), and store new answers there")
     chat.add_argument("--otel", action="store_true",
-                      help="OpenTelemetry GenAI spans and metrics (the extra .[otel]; the SDK from opentelemetry-instrument, "
-                           "else from the OTEL_* variables: OTLP by default, console, none)")
+                      help="OpenTelemetry GenAI spans and metrics, run under opentelemetry-instrument (the extra .[otel]): "
+                           "opentelemetry-instrument agenthub chat MODEL PROMPT --otel; its SDK reads the OTEL_* "
+                           "variables")
     chat.add_argument("--background", action="store_true",
                       help="OpenAI Responses / Gemini Interactions: run the answer server-side and resume it after "
                            "a broken connection (the response is stored by the provider)")

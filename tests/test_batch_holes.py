@@ -293,3 +293,25 @@ def test_an_echoed_credential_is_starred_in_results_lines_and_json_answers():
     assert answer == {"errors": {"data": [{"code": "x", "message": "you sent Basic *** and *** (***)",
                                            "you sent Basic *** and *** (***)": [
                                                "you sent Basic *** and *** (***)"]}]}}
+
+
+def test_a_gateway_speaking_a_vendors_protocol_has_no_batch_engine_of_that_vendor(tmp_path, monkeypatch):
+    """The engine's vendor is the client-type row's provider; a route of another vendor (its Route.provider)
+    is refused before anything is sent, whichever engine (issue 36 item 1: no table of vendor names)."""
+    from agenthub.errors import ConfigError
+    from agenthub.jobs import batch as B
+
+    monkeypatch.setenv("ZAI_API_KEY", "zai-test-key")
+    monkeypatch.setenv("OPENROUTER_API_KEY", "or-test-key")
+    rows = [{"id": "zai", "model": "glm-5.1", "client_type": "zai-anthropic", "messages": [
+                {"role": "user", "content_items": [{"type": "text", "text": "x"}]}], "config": {"max_tokens": 5}},
+            {"id": "or", "model": "anthropic/claude-sonnet-4.6", "messages": [
+                {"role": "user", "content_items": [{"type": "text", "text": "x"}]}]}]
+    path = tmp_path / "in.jsonl"
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    with pytest.raises(ConfigError) as info:
+        B.submit(str(path), backend="auto")
+    text = str(info.value)
+    assert "https://api.z.ai/api/anthropic, which is not Anthropic's own endpoint: no anthropic batch engine" in text
+    assert "https://openrouter.ai/api/v1, which is not OpenAI's own endpoint: no openai batch engine" in text
+    assert "zai-test-key" not in text and "or-test-key" not in text

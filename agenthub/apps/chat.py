@@ -21,7 +21,8 @@ LATEST = "\x00latest"
 def run(args: Any, out: TextIO, err: Optional[TextIO] = None, stdin: Optional[TextIO] = None) -> int:
     if not getattr(args, "otel", False):
         return _run(args, out, err, stdin)
-    from ..telemetry import start_from_environment  # --otel: GenAI spans and metrics (the extra .[otel])
+    # --otel: GenAI spans and metrics with the SDK opentelemetry-instrument configured (else a ConfigError saying so)
+    from ..telemetry import start_from_environment
 
     stop = start_from_environment()
     try:
