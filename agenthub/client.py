@@ -258,10 +258,16 @@ class AutoLLMClient(object):
             if not isinstance(cache, ResponseCache):
                 raise ConfigError("cache must be an agenthub.ResponseCache (got {})".format(type(cache).__name__))
             self._hooks.append(cache.hook_for(self._endpoint.base_url))
+        self._tool_hooks = []  # type: List[Any]  # hooks with ToolHook methods only (agenthub.agent.hooks): runs'
         for hook in _sequence(hooks, "hooks"):  # the caller's, after the budget's and the limiter's
             if not callable(getattr(hook, "before_attempt", None)):
-                raise ConfigError("each hooks entry must be an agenthub.attempts.AttemptHook (got {})".format(
-                    type(hook).__name__))
+                from .agent.hooks import is_tool_hook
+
+                if is_tool_hook(hook):
+                    self._tool_hooks.append(hook)
+                    continue
+                raise ConfigError("each hooks entry must be an agenthub.attempts.AttemptHook or an "
+                                  "agenthub.agent.ToolHook (got {})".format(type(hook).__name__))
             self._hooks.append(hook)
         #: which endpoint answered the latest turn that started: {"model", "client_type", "host"} (None before)
         self.last_route = None  # type: Optional[Dict[str, Any]]
@@ -408,18 +414,33 @@ class AutoLLMClient(object):
 
     def run(self, messages: Sequence[Message], config: Optional[UniConfig] = None, *, tools: Sequence[Any],
             max_turns: int = 10, parallel: int = 4, approve: Optional[Callable[[ToolCallItem], Any]] = None,
-            decisions: Optional[Mapping[str, Any]] = None) -> "Run":
-        """The tool loop run for you: turns and tool calls until done (agenthub.agent.runner; docs/tools.md)."""
+            decisions: Optional[Mapping[str, Any]] = None, hooks: Optional[Sequence[Any]] = None) -> "Run":
+        """The tool loop run for you: turns and tool calls until done (agenthub.agent.runner; docs/tools.md).
+        ``hooks``: ToolHooks of this run (agenthub.agent.ToolHook), after this client's."""
         from .agent.runner import Run
-        return Run(self, messages, config, tools, max_turns, parallel, approve, decisions)
+        return Run(self, messages, config, tools, max_turns, parallel, approve, decisions, hooks=hooks,
+                   **self._run_hooks(config))
 
     def run_stateful(self, message: Optional[UniMessage], config: Optional[UniConfig] = None, *,
                      tools: Sequence[Any], max_turns: int = 10, parallel: int = 4,
                      approve: Optional[Callable[[ToolCallItem], Any]] = None,
-                     decisions: Optional[Mapping[str, Any]] = None) -> "Run":
-        """``run`` on and into this instance's history (each turn appended as it completes)."""
+                     decisions: Optional[Mapping[str, Any]] = None, hooks: Optional[Sequence[Any]] = None) -> "Run":
+        """``run`` on and into this instance's history (each turn appended as it completes, each turn's tool
+        results as soon as its calls ran)."""
         from .agent.runner import Run
-        return Run(self, None, config, tools, max_turns, parallel, approve, decisions, True, message)
+        return Run(self, None, config, tools, max_turns, parallel, approve, decisions, True, message, hooks=hooks,
+                   **self._run_hooks(config))
+
+    def _run_hooks(self, config: Any) -> Dict[str, Any]:
+        """What a run takes from this client: its hooks (those with ToolHook methods apply to runs), the
+        process-wide ones, and the trace writer of ``config["trace_id"]`` (the run's one writer)."""
+        trace = None
+        if isinstance(config, Mapping) and config.get("trace_id") is not None:
+            from .tracer import RunTrace
+
+            trace = RunTrace(config["trace_id"])
+        return {"client_hooks": list(attempt_loop.hooks_for(self._hooks)) + list(self.__dict__.get("_tool_hooks", ())),
+                "trace": trace}
 
     def embed(self, texts: Sequence[str], config: Optional[UniConfig] = None) -> List[List[float]]:
         """One vector per text, in input order, from an embedding model (``embedding_config`` sets the
@@ -547,7 +568,7 @@ class AutoLLMClient(object):
             trace_paths(config["trace_id"])  # a trace_id escaping the cache dir is refused before anything is sent
             if config["trace_id"]:
                 stored = self._protocol.stored_answer if stateful else None
-                hooks = list(hooks) + [TraceHook(self.__dict__.setdefault("_trace_routes", {}), stored)]
+                hooks = list(hooks) + [TraceHook(stored)]
         watch = _transport().Watch()
         call = Attempt("stream", self.client_type, self.model, request, messages, config, route=self._route(), server=url_server(self._endpoint.base_url))
         events = self._attempts(call, watch, hooks)
