@@ -947,8 +947,17 @@ class Run(object):
                     cond.notify_all()
 
         while position < len(order):
-            if self._aborted:
+            if self._aborted:  # what came is given (out of call order), the threads still running are left
+                with cond:
+                    for index in list(running):
+                        if index in done:
+                            decided[index] = done.pop(index)
+                            del running[index]
                 self._abandoned.extend(thread for _, _, _, thread in running.values())
+                for index in sorted(decided):
+                    item, raised, seconds = decided[index]
+                    if raised is None:
+                        yield index, item, seconds
                 return
             self._abandoned = [thread for thread in self._abandoned if thread.is_alive()]
             while queue and len(running) + len(self._abandoned) < self._parallel:
