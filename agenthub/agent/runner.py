@@ -12,23 +12,32 @@ Rules (issue 30's Decisions):
 - A turn without tool calls ends the run: ``stop == "done"``.
 - ``max_turns`` model turns: the run stops after that turn, its calls are not run and come back in
   ``pending`` (``stop == "max_turns"``); nothing more is sent.
-- A call that needs a decision nobody gave (a tool with ``requires_approval`` and no ``approve``, or a plain
-  ToolSchema with no executor) stops the run before any call of that turn runs: ``stop == "approval"``,
-  ``pending`` holds those calls.  ``client.run(messages + result.messages, ..., decisions={id: ...})``
+- A call that needs a decision nobody gave (a tool with ``requires_approval`` and no ``approve``, a plain
+  ToolSchema with no executor, any call of a turn that finished otherwise than ``tool_call``/``stop``) stops
+  the run before any call of that turn runs: ``stop == "approval"``, ``pending`` holds those calls (the
+  turn's others run on resume).  ``client.run(messages + result.messages, ..., decisions={id: ...})``
   resumes it (the open calls are read back from the messages alone: a new process will do); a plain
   ToolSchema's result is a ``tool_result`` message the caller appends before resuming (or a decision of
   ``False`` / a reason denies it).
 - ``approve(call)``, when given, is asked for every call (in call order, in the calling thread) ->
   ``True`` (run it), ``False`` or a reason (denied: an error result), ``{"arguments": {...}}`` (run with
-  these).  ``decisions`` take the same values, by tool_call_id.
+  these).  ``decisions`` take the same values, by tool_call_id or by ``call_digest(call)`` (which binds the
+  name and arguments too); a decision covers one of the calls the run resumes, once.  A model turn with two
+  calls under one id runs none (StreamProtocolError).
+- Hooks (agenthub.agent.hooks.ToolHook) see the run and each call; the tracer's rows and telemetry's spans
+  are hooks: the runner calls neither.
 - A tool that raises, times out, is unknown, gets arguments its hints refuse, or whose streamed arguments
-  do not parse, gives a ``tool_result`` with ``"is_error": True`` and a short message (exception type and
-  text, no traceback); the loop goes on and the model decides.
+  do not parse (NaN, Infinity, 1e400, a lone surrogate included), gives a ``tool_result`` with
+  ``"is_error": True`` and a short message (exception type and text, no traceback, credentials scrubbed);
+  the loop goes on and the model decides.  KeyboardInterrupt and SystemExit propagate to the run's thread.
 - A turn's calls run concurrently, at most ``parallel`` at a time, each on a thread of its own (daemon);
   their results go back in ONE user message, in call order.  A tool's ``timeout``: the runner stops waiting
   and reports the timeout; Python cannot stop a thread, so the function runs on until it returns, its
-  result is dropped, its slot is given to the next call, and being a daemon thread it does not hold up the
-  interpreter's exit.
+  result is dropped, its slot is held until it returns (the calls beyond get an error result when every
+  slot is so held), and being a daemon thread it does not hold up the interpreter's exit.
+- ``run.abort()`` (or ``close()`` from another thread) ends the run with ``stop == "aborted"``.
+- ``run_stateful`` puts a turn's results into the client's history as soon as the calls ran; a run whose
+  next request failed resumes by sending them.
 - A model call's error (UpstreamError, BudgetExceededError, ...) raises as streaming_response raises it;
   ``run.messages`` still holds every completed turn and result message.
 """
@@ -39,7 +48,7 @@ import re
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Set, Tuple
 
 from ..catalog import cost
 from .._redact import scrub_free_text
@@ -100,9 +109,9 @@ def _wire_safe(name: str) -> str:
 
 @dataclass
 class RunResult:
-    """How a run ended.  ``stop``: "done" | "max_turns" | "approval"; ``final``: the last assistant message
-    (None when no turn ran); ``messages``: every new message (JSON-ready but for inline bytes); ``pending``:
-    the calls waiting for a decision or a result; ``turns``: model turns; ``usage_metadata``: the turns'
+    """How a run ended.  ``stop``: "done" | "max_turns" | "approval" | "aborted"; ``final``: the last assistant
+    message (None when no turn ran); ``messages``: every message the run added, never the caller's own
+    (JSON-ready but for inline bytes); ``pending``: the calls waiting for a decision or a result; ``turns``: model turns; ``usage_metadata``: the turns'
     buckets summed (a bucket is None only when every turn had None); ``cost_usd``: ``agenthub.cost`` of
     each turn summed (None when a turn is unpriced)."""
 
@@ -368,7 +377,7 @@ IMAGES_LEFT_OUT = "[{} image{} left out: this model takes no image input]"
 
 
 def _repeated(calls: Sequence[Mapping[str, Any]]) -> List[str]:
-    seen = set()  # type: set
+    seen = set()  # type: Set[str]
     repeated = []  # type: List[str]
     for call in calls:
         if call["tool_call_id"] in seen and call["tool_call_id"] not in repeated:
@@ -501,8 +510,9 @@ class Run(object):
                 self._sent = messages
                 # built now: a config or schema the wire refuses is a ConfigError before anything is sent
                 self._first = client.streaming_response(messages, self._send_config)
-        resumed = seen[self._resume_at] if stateful and self._open else \
-            (messages[self._resume_at] if not stateful and self._open else None)  # type: ignore[index]
+        resumed = None  # type: Any  # the assistant turn whose calls this run resumes
+        if self._open and self._resume_at is not None:
+            resumed = seen[self._resume_at] if stateful else messages[self._resume_at]  # type: ignore[index]
         self._order = [c["tool_call_id"] for c in _calls(resumed)] if resumed is not None else []
         self._resumed_well = resumed is None or resumed.get("finish_reason") in _FINISHED
         if self._open:
@@ -733,7 +743,7 @@ class Run(object):
         in); stateful, the client's history gains it now (sent as the next request's message)."""
         own = {"role": "user", "content_items": results}  # type: Dict[str, Any]
         joined = _join(results, tail, self._order) if tail else own
-        self.messages.append(own)
+        self.messages.append(own)  # type: ignore[arg-type]
         if self._stateful:
             self._client.set_history(list(self._client.get_history()) + [joined])
             self._next = joined
