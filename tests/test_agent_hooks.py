@@ -180,3 +180,43 @@ def test_public_names():
     assert TOOL_HOOK_METHODS == ("on_run_start", "around_request", "on_turn", "before_call", "around_call",
                                  "after_call", "on_results", "on_run_end")
     assert all(callable(getattr(ToolHook, name)) for name in TOOL_HOOK_METHODS)
+
+
+def test_telemetrys_spans_hang_on_the_seam_from_whichever_thread_runs_the_tool():
+    """execute_tool is a child of invoke_agent on worker threads too, and a span made inside the tool (an
+    MCP request's) nests under its execute_tool, so under the run; the turns' call spans are the run's."""
+    pytest.importorskip("opentelemetry.sdk.trace")
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from agenthub import telemetry
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+
+    @tool
+    def lookup(city: str) -> str:
+        """Look up a city."""
+        with telemetry.mcp_span("tools/call", target="lookup"):
+            return city
+
+    telemetry.instrument(provider)
+    try:
+        with SSEServer() as server:
+            server.answers += [Answer([chat_calls([("c1", "lookup", '{"city": "Paris"}'),
+                                                   ("c2", "lookup", '{"city": "Rome"}')])]),
+                               Answer([chat_text("ok")])]
+            client_for(server).run([USER], tools=[lookup], parallel=2).result()
+    finally:
+        telemetry.uninstrument()
+        provider.shutdown()
+    spans = exporter.get_finished_spans()
+    (run,) = [s for s in spans if s.name == "invoke_agent"]
+    tools = [s for s in spans if s.name == "execute_tool lookup"]
+    calls = [s for s in spans if s.name.startswith("chat ")]
+    mcp = [s for s in spans if s.name.startswith("tools/call")]
+    assert len(tools) == 2 and all(t.parent.span_id == run.context.span_id for t in tools)
+    assert len(calls) == 2 and all(c.parent.span_id == run.context.span_id for c in calls)
+    assert len(mcp) == 2 and {m.parent.span_id for m in mcp} == {t.context.span_id for t in tools}
