@@ -291,6 +291,11 @@ def _error(call_id: str, text: str) -> Dict[str, Any]:
     return {"type": "tool_result", "tool_call_id": call_id, "text": text, "is_error": True}
 
 
+def _answered(call: Mapping[str, Any], answer: Any) -> Dict[str, Any]:
+    """A call answered without running: ``answer`` an error text, or the result item itself."""
+    return _error(call["tool_call_id"], answer) if isinstance(answer, str) else answer  # type: ignore[no-any-return]
+
+
 def _result_event(item: Dict[str, Any]) -> UniEvent:
     return {"role": "user", "event_type": "delta", "content_items": [item],  # type: ignore[list-item]
             "usage_metadata": None, "finish_reason": None, "created_at": now_ms()}
@@ -299,7 +304,65 @@ def _result_event(item: Dict[str, Any]) -> UniEvent:
 # -- the run ----------------------------------------------------------------------------------------------------
 
 def _calls(message: Mapping[str, Any]) -> List[Dict[str, Any]]:
-    return [item for item in message.get("content_items") or () if item.get("type") == "tool_call"]
+    """The calls of an assistant message: its tool_call items, and the approval requests of the MCP servers
+    a provider calls itself (OpenAI Responses' ``mcp_approval_request``, kept in a text item's fidelity) as
+    tool_call items (see _approval_call)."""
+    out = []
+    for item in message.get("content_items") or ():
+        kind = item.get("type")
+        if kind == "tool_call":
+            out.append(item)
+        elif kind == "text" and item.get("fidelity"):
+            request = item["fidelity"].get("server_item") if isinstance(item["fidelity"], Mapping) else None
+            if isinstance(request, Mapping) and request.get("type") == APPROVAL_REQUEST \
+                    and isinstance(request.get("id"), str) and request["id"]:
+                out.append(_approval_call(request))
+    return out
+
+
+#: a provider's MCP server asking for approval before it runs one of its tools (OpenAI Responses)
+APPROVAL_REQUEST = "mcp_approval_request"
+
+
+def _approval_call(request: Mapping[str, Any]) -> Dict[str, Any]:
+    """An ``mcp_approval_request`` as a tool_call item: ``name`` the server's tool, ``arguments`` its (parsed)
+    arguments, ``tool_call_id`` the request's id, ``fidelity`` ``{"server_item": request}``.  It needs a
+    decision as a requires_approval tool's call does; its answer is an ``mcp_approval_response``."""
+    try:
+        arguments = json.loads(request.get("arguments") or "{}")
+    except ValueError:
+        arguments = None
+    if not isinstance(arguments, dict):
+        arguments = {"arguments": request.get("arguments")}
+    return {"type": "tool_call", "name": str(request.get("name") or "?"), "arguments": arguments,
+            "tool_call_id": request["id"], "fidelity": {"server_item": dict(request)}}
+
+
+def _is_approval(call: Mapping[str, Any]) -> bool:
+    fidelity = call.get("fidelity")
+    request = fidelity.get("server_item") if isinstance(fidelity, Mapping) else None
+    return isinstance(request, Mapping) and request.get("type") == APPROVAL_REQUEST
+
+
+def _approval_answer(call: Mapping[str, Any], decision: Any) -> Dict[str, Any]:
+    """The tool_result answering an approval request: ``approved`` or ``denied: ...``, carrying the
+    ``mcp_approval_response`` the provider gets (fidelity ``server_item``)."""
+    approve = decision is True
+    reason = None  # type: Optional[str]
+    if isinstance(decision, str):
+        reason = decision
+    elif isinstance(decision, Mapping):  # the server runs its own tool: its arguments cannot be changed here
+        reason = "the arguments of an MCP server's own call cannot be changed"
+    response = {"type": "mcp_approval_response", "approval_request_id": call["tool_call_id"],
+                "approve": approve}  # type: Dict[str, Any]
+    if reason:
+        response["reason"] = reason
+    item = {"type": "tool_result", "tool_call_id": call["tool_call_id"],
+            "text": "approved" if approve else "denied: {}".format(reason or "the user did not allow this call"),
+            "fidelity": {"server_item": response}}  # type: Dict[str, Any]
+    if not approve:
+        item["is_error"] = True
+    return item
 
 
 def _open_calls(messages: Sequence[Mapping[str, Any]]) -> Tuple[Optional[int], List[Dict[str, Any]]]:
@@ -827,20 +890,29 @@ class Run(object):
         for call in calls:
             call_id = call["tool_call_id"]
             error = caught.get(call_id)
-            entry = self._entries.get(call["name"])
+            approval = _is_approval(call)  # (never a local tool, whatever its name)
+            entry = None if approval else self._entries.get(call["name"])
             if error is not None:
                 plans.append(("error", "{}; raw arguments ({} chars): {}".format(
                     error_text(error, self._credentials), error.raw_arguments_length,
                     error.raw_arguments_preview)))
                 continue
-            if entry is None:
+            if entry is None and not approval:
                 plans.append(("error", "unknown tool {!r}; the tools are: {}".format(
                     call["name"], ", ".join(sorted(self._entries)) or "none")))
                 continue
             decision = self._decided(call) if self._methods["before_call"] else None
             if decision is None and decisions:
                 decision = decisions.get(call_digest(call), decisions.get(call_id))
-            if entry.kind == "schema":
+            if approval:  # a provider's MCP server asks: decided, asked (approve), or the run stops for it
+                if decision is not None:
+                    plans.append(("answer", _approval_answer(call, decision)))
+                elif self._approve is None:
+                    pending.append(call)
+                    plans.append(None)
+                else:
+                    plans.append(("ask", None))
+            elif entry.kind == "schema":
                 if decision is False or isinstance(decision, str):  # a denial needs no executor
                     plans.append(("decided", entry, decision))
                 else:  # no function here: the caller answers it with a tool_result message
@@ -859,7 +931,7 @@ class Run(object):
             return None
         tasks = []  # type: List[Any]  # (index, call, entry, arguments, as decided) or (index, call, None, error text, None)
         for index, (call, plan) in enumerate(zip(calls, plans)):
-            if plan[0] == "error":
+            if plan[0] in ("error", "answer"):  # (an error text, or the whole result item)
                 tasks.append((index, call, None, plan[1], None))
                 continue
             entry = plan[1]
@@ -868,6 +940,9 @@ class Run(object):
                 _check_decision(decision, "approve()'s answer for {}".format(call["tool_call_id"]))
             else:
                 decision = plan[2]
+            if entry is None:  # an MCP server's approval request, asked of approve
+                tasks.append((index, call, None, _approval_answer(call, decision), None))
+                continue
             if decision is True:
                 arguments = call["arguments"]
             elif decision is False:
@@ -918,7 +993,7 @@ class Run(object):
                 if self._aborted:
                     return
                 if entry is None:
-                    yield index, _error(call["tool_call_id"], arguments), 0.0
+                    yield index, _answered(call, arguments), 0.0
                     continue
                 started = time.monotonic()
                 item = self._invoke(call, entry, arguments, shown)
@@ -938,7 +1013,7 @@ class Run(object):
         decided = {}  # type: Dict[int, Tuple[Any, Optional[BaseException], float]]
         for index, call, entry, arguments, _ in tasks:
             if entry is None:
-                decided[index] = (_error(call["tool_call_id"], arguments), None, 0.0)
+                decided[index] = (_answered(call, arguments), None, 0.0)
         queue = list(runnable)
         running = {}  # type: Dict[int, Tuple[float, Optional[float], Dict[str, Any], threading.Thread]]
         order = [t[0] for t in tasks]
