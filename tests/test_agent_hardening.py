@@ -308,3 +308,24 @@ def test_a_tool_results_images_become_a_note_on_a_model_that_takes_no_images(mon
     assert result.stop == "done"
     assert result.messages[1]["content_items"] == [{"type": "tool_result", "tool_call_id": "c1", "text": note}]
     assert sent == [{"role": "tool", "tool_call_id": "c1", "content": note}]
+
+
+def test_abort_while_a_model_stream_is_read_ends_the_run_at_once():
+    body = chat_text("Hello there.")
+    first, rest = body.split(b"\n\n", 1)
+    gate = threading.Event()
+    try:
+        with SSEServer() as server:
+            server.answers += [Answer([first + b"\n\n", rest], gate=gate)]
+            run = client_for(server).run([USER], tools=[scale])
+            events = iter(run)
+            assert next(events)["event_type"] in ("start", "delta")
+            stopper = threading.Thread(target=run.abort)
+            stopper.start()
+            out, ended = in_thread(lambda: list(events))
+            stopper.join(30)
+    finally:
+        gate.set()
+    assert ended and all(e["event_type"] != "stop" for e in out["value"])
+    result = run.result()
+    assert result.stop == "aborted" and result.turns == 0 and result.messages == []
