@@ -130,7 +130,11 @@ class Attempt(object):
     ``first_event_ms`` (created_at of the first event), ``started_ms`` (when the call or route
     started, Unix ms), ``route`` ({"model", "client_type", "host"} this attempt goes to; on the call:
     the route that answered), ``server`` ((host, port) the request connects to), ``response_id``
-    (a background response's id once known; else None), ``cache`` (None, or "hit" when a hook
+    (the answer's id: a background response's once known, else the stop event's ``response_id`` where the
+    wire carries one; else None), ``provider`` (``gen_ai.provider.name`` of the route: the registry row or
+    client-type row the caller chose, ``agenthub.registry.provider_name``; None where no client set it),
+    ``response_model`` (the model the server said answered, where the wire carries it; else None),
+    ``cache`` (None, or "hit" when a hook
     answered the call), ``error`` (this attempt's failure, scrubbed; on_done / on_call_end: the
     call's, None when it succeeded or was closed), ``resuming`` (a background response's id when this
     attempt is the GET that resumes its stream after a cut; None otherwise).
@@ -144,13 +148,14 @@ class Attempt(object):
     __slots__ = ("kind", "client_type", "model", "messages", "config", "request", "number", "sent", "status",
                  "headers", "delivered", "usage", "error", "retry", "delay", "watch", "resuming",
                  "call", "route", "server", "finish_reason", "first_event_ms", "started_ms", "response_id", "cache",
-                 "answer", "attempts")
+                 "answer", "attempts", "provider", "response_model")
 
     def __init__(self, kind: str, client_type: str, model: str, request: Any,
                  messages: Optional[List[Any]] = None, config: Optional[Mapping[str, Any]] = None,
                  call: Optional["Attempt"] = None, route: Optional[Dict[str, Any]] = None,
-                 server: Optional[Tuple[str, int]] = None) -> None:
+                 server: Optional[Tuple[str, int]] = None, provider: Optional[str] = None) -> None:
         self.kind = kind
+        self.provider = provider
         self.client_type = client_type
         self.model = model
         self.messages = messages
@@ -174,6 +179,7 @@ class Attempt(object):
         self.first_event_ms = None  # type: Optional[int]
         self.started_ms = int(time.time() * 1000)
         self.response_id = None  # type: Optional[str]
+        self.response_model = None  # type: Optional[str]
         self.cache = None  # type: Optional[str]
         self.answer = None  # type: Optional[Iterable[Any]]
         self.attempts = 0
@@ -325,6 +331,7 @@ def answered(call: Attempt, events: Iterable[Any]) -> Iterator[Any]:
         if event.get("event_type") == "stop":
             call.usage = event.get("usage_metadata")
             call.finish_reason = event.get("finish_reason")
+            _answer_facts(call, call, event)
         yield event
 
 
@@ -574,9 +581,22 @@ def _stopped_at(call: Attempt, owner: Attempt, output: Any, debug: bool, client:
     """The stop event passed: the call's usage and finish reason (once per call, never per event)."""
     owner.usage = call.usage = output["usage_metadata"]
     owner.finish_reason = call.finish_reason = output["finish_reason"]
+    _answer_facts(call, owner, output)
     if debug:
         logger.debug("stream finished: %s, %d events, finish_reason=%s, usage=%s, %.0f ms", client, delivered,
                      output["finish_reason"], output["usage_metadata"], (time.monotonic() - started) * 1000)
+
+
+def _answer_facts(call: Attempt, owner: Attempt, stop: Any) -> None:
+    """The answer's id and model, where the stop event carries them (``agenthub.stream.StopEvent``)."""
+    response_id = getattr(stop, "response_id", None)
+    if response_id and not owner.response_id:  # a background response's id, known earlier, stays
+        owner.response_id = response_id
+        if not call.response_id:
+            call.response_id = response_id
+    model = getattr(stop, "response_model", None)
+    if model:
+        owner.response_model = call.response_model = model
 
 
 def _is_transport(error: BaseException) -> bool:

@@ -55,7 +55,7 @@ from .answers import starts_stream
 from ._redact import redact_url, secret_values, url_secrets
 from ._redact import body_secrets
 from .breaker import settings as breaker_settings
-from .hosts.trust import circuit_host, route_host, url_server  # the one host rule: which host a request connects to
+from .hosts.trust import circuit_host, route_host, url_host, url_server  # the one host rule: which host a request connects to
 from .errors import (AgentHubError, ConfigError, RateLimitError, StreamProtocolError, TransportError,
                      UnsupportedOperationError, UnsupportedParameterError, UpstreamError, safe_url, set_field)
 from .foreign import for_dialect
@@ -221,6 +221,10 @@ class AutoLLMClient(object):
         self._protocol = _protocol(kind, bool(quirks.get("embeddings")))
         self._host = hosts.client_type(kind).host  # where the request goes, how it is authorised
         self._endpoint = Endpoint(kind, url, key, default_headers, quirks, model)
+        #: gen_ai.provider.name of this route: the registry row the caller chose (a preset at any base_url, the
+        #: model's row at its vendor's hosts), else the vendor of a known host, else the client-type row's
+        self._provider = registry.provider_name(kind, url_host(url), registry.chosen_route(model, client_type,
+                                                                                         base_url))
         #: a Timeout (connect, read = idle gap between bytes, optional total deadline)
         self.timeout = Timeout.of(timeout)
         #: retries before the first event reached the caller; 0 disables
@@ -294,6 +298,7 @@ class AutoLLMClient(object):
         self._busy = threading.Lock()
         self._session_lock = threading.Lock()
         self.__dict__.setdefault("_hooks", [])
+        self.__dict__.setdefault("_provider", None)  # a client pickled before it had one
         self._protocol = _protocol(self.client_type, bool(self._endpoint.quirks.get("embeddings")))
         self._host = hosts.client_type(self.client_type).host
         self._endpoint.model = self.model
@@ -307,6 +312,13 @@ class AutoLLMClient(object):
     @property
     def base_url(self) -> str:
         return self._endpoint.base_url
+
+    @property
+    def endpoint(self) -> Endpoint:
+        """Where and how this client sends (an ``agenthub.providers._common.Endpoint``: base URL, key, default
+        headers, the route's quirks): what the batch engines send their own calls with.  It holds the key:
+        never log it (its repr hides it)."""
+        return self._endpoint
 
     @property
     def protocol(self) -> Any:
@@ -521,7 +533,7 @@ class AutoLLMClient(object):
     def _fetch(self, record: Any, request: Any) -> Any:
         """One JSON document for ``request``: the attempt loop (timeouts, retries, scrubbing, hooks)
         around one document instead of a stream."""
-        documents = self._run(Attempt("document", self.client_type, self.model, request, route=self._route(), server=url_server(self._endpoint.base_url)), _transport().Watch(), record,
+        documents = self._run(Attempt("document", self.client_type, self.model, request, route=self._route(), server=url_server(self._endpoint.base_url), provider=self._provider), _transport().Watch(), record,
                               lambda body: (body.document,))
         try:
             return next(documents)
@@ -570,7 +582,8 @@ class AutoLLMClient(object):
                 stored = self._protocol.stored_answer if stateful else None
                 hooks = list(hooks) + [TraceHook(stored)]
         watch = _transport().Watch()
-        call = Attempt("stream", self.client_type, self.model, request, messages, config, route=self._route(), server=url_server(self._endpoint.base_url))
+        call = Attempt("stream", self.client_type, self.model, request, messages, config, route=self._route(),
+                       server=url_server(self._endpoint.base_url), provider=self._provider)
         events = self._attempts(call, watch, hooks)
         if stateful is not None:
             events = self._stateful(call, events, stateful, self._version)
@@ -729,7 +742,8 @@ class AutoLLMClient(object):
         config = {key: value for key, value in (call.config or {}).items()
                   if key not in ("extra_headers", "extra_body")}
         return Attempt("stream", self.client_type, self.model, apply_extras(self._build(messages, config), config),
-                       messages, config, call=call, route=self._route(), server=url_server(self._endpoint.base_url))
+                       messages, config, call=call, route=self._route(), server=url_server(self._endpoint.base_url),
+                       provider=self._provider)
 
     def credential_values(self) -> List[str]:
         """What this client's requests carry as credentials, never to be shown (a log, a trace, an error):

@@ -191,9 +191,9 @@ def test_subprocess_is_stdlib_on_every_python():
 #: request goes and how it is authorised.
 LAYERS = [
     {"types", "errors", "_redact", "_log", "_forks"},
-    {"sse", "eventstream", "toolcalls", "stream", "validate", "media", "answers", "estimate", "foreign", "resume",
+    {"sse", "eventstream", "toolcalls", "stream", "validate", "media", "answers", "estimate", "resume",
      "messages"},
-    {"providers"},
+    {"providers", "foreign"},  # foreign reads the dialect index (marks, reads, tool_call id rules)
     {"hosts", "aws", "gcp"},
     {"registry", "transport", "tracer", "catalog", "budget", "limiter", "attempts", "breaker", "telemetry",  # telemetry/: names < hook < spans
      "stores", "cache", "background"},

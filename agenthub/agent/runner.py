@@ -65,35 +65,28 @@ __all__ = ["Run", "RunResult", "wire_name_problem", "call_digest"]
 #: the longest error text a tool_result carries (the exception's text is cut there)
 MAX_ERROR_CHARS = 500
 
-#: tool-name rules per wire (looked up 2026-12): Anthropic ``^[a-zA-Z0-9_-]{1,128}$``; Bedrock Converse
-#: toolSpec names ``[a-zA-Z0-9_-]{1,64}``; Gemini FunctionDeclaration: starts with a letter or an underscore,
-#: then letters, digits, underscores, dots, colons or dashes, at most 64; OpenAI (and the Chat Completions
-#: servers that follow it) ``^[a-zA-Z0-9_-]{1,64}$``
-_ANTHROPIC = (re.compile(r"^[a-zA-Z0-9_-]{1,128}$"), "letters, digits, '_' or '-', at most 128")
-_BEDROCK = (re.compile(r"^[a-zA-Z0-9_-]{1,64}$"), "letters, digits, '_' or '-', at most 64")
-_GEMINI = (re.compile(r"^[a-zA-Z_][a-zA-Z0-9_.:-]{0,63}$"),
-           "a letter or '_' first, then letters, digits, '_', '.', ':' or '-', at most 64")
-_OPENAI = (re.compile(r"^[a-zA-Z0-9_-]{1,64}$"), "letters, digits, '_' or '-', at most 64")
+def _name_rule(client: Any) -> Any:
+    """The dialect record (``agenthub.providers.Dialect``) whose ``tool_names`` rule ``client``'s wire takes:
+    its client-type row's dialect (``vertex-anthropic`` is the anthropic dialect: Anthropic's 128-character
+    rule, as ``anthropic`` and ``azure-anthropic``).  A client whose type names no row: a ConfigError."""
+    from .. import hosts, providers
 
-
-def _name_rule(client: Any) -> Tuple[Any, str]:
     kind = getattr(client, "client_type", "") or ""
-    model = getattr(client, "model", "") or ""
-    if kind in ("anthropic", "azure-anthropic") or (kind == "vertex" and model.startswith("claude")):
-        return _ANTHROPIC
-    if kind == "bedrock":
-        return _BEDROCK
-    if kind.startswith("gemini") or kind == "vertex":
-        return _GEMINI
-    return _OPENAI
+    row = hosts.CLIENT_TYPES.get(kind)
+    if row is not None:
+        return row.facts
+    name = getattr(getattr(client, "protocol", None), "name", None)
+    if isinstance(name, str) and name in providers.DIALECTS:
+        return providers.dialect(name)
+    raise ConfigError("client_type {!r} names no wire dialect: its tool-name rule is unknown".format(kind))
 
 
 def wire_name_problem(client: Any, name: str) -> Optional[str]:
     """Why ``name`` is no tool name ``client``'s wire takes (None: it is fine)."""
-    pattern, words = _name_rule(client)
-    if pattern.match(name):
+    record = _name_rule(client)
+    if record.tool_name_ok(name):
         return None
-    return "{} tool names are {}".format(getattr(client, "client_type", "this wire"), words)
+    return "{} tool names are {}".format(getattr(client, "client_type", "this wire"), record.tool_names[1])
 
 
 def _wire_safe(name: str) -> str:

@@ -27,7 +27,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
-from .. import registry
+from .. import hosts, registry
 from .._redact import redact_url
 from ..errors import AgentHubError, ConfigError, upstream_error
 from ..stream import Collector, drive
@@ -46,10 +46,6 @@ STATE_VERSION = 1
 _MAX_SHOWN = 20
 #: the client's limit on one SSE line does not apply to a whole document; the transport caps documents
 _MAX_LINE = 1 << 30
-
-#: the row's API by client_type (embeddings rows: "embeddings")
-_API = {"openai-chat": "chat", "azure": "chat", "openai-responses": "responses", "azure-responses": "responses",
-        "anthropic": "messages", "gemini": "generate"}
 
 
 def batch_cost(model: str, usage: Any) -> Optional[float]:
@@ -292,8 +288,8 @@ def _plan_row(row: JobRow, choice: str, cache: Dict[Tuple[Any, ...], Any]) -> _P
     kind = client.client_type
     name = _backends.for_client_type(kind)
     if name is None:
-        raise ConfigError("client_type {!r} has no batch engine here (openai-chat, openai-responses, azure, "
-                          "azure-responses, anthropic and gemini have)".format(kind))
+        raise ConfigError("client_type {!r} has no batch engine here ({} have)".format(
+            kind, ", ".join(sorted(_backends.BY_CLIENT_TYPE))))
     if choice != "auto" and _backends.FAMILY[name] != choice:
         raise ConfigError("{!r} routes to {} ({}), not to the {} backend (backend='auto' sends each row to its "
                           "own provider)".format(row.model, _backends.FAMILY[name], kind, choice))
@@ -302,7 +298,7 @@ def _plan_row(row: JobRow, choice: str, cache: Dict[Tuple[Any, ...], Any]) -> _P
                           "with its own base_url is taken at its word)".format(
                               row.model, redact_url(client.base_url), _VENDOR[name], name))
     embeddings = client.protocol.name.endswith("-embeddings")  # the client of an embedding model
-    api = "embeddings" if embeddings else _API[kind]
+    api = "embeddings" if embeddings else hosts.client_type(kind).facts.batch_api  # the row's dialect's
     why = _backends.backend(name).why_not(api)
     if why:
         raise ConfigError(why)
@@ -597,7 +593,7 @@ class BatchJob(object):
         key = (client.client_type, client.base_url)
         wire = self._wires.get(key)
         if wire is None:
-            wire = self._wires[key] = Wire(client.client_type, client._endpoint, self._session)
+            wire = self._wires[key] = Wire(client.client_type, client.endpoint, self._session)
         return wire
 
     def _input_rows(self) -> Dict[str, JobRow]:

@@ -651,7 +651,7 @@ class _Block(object):
 class _State(object):
     """A stream's blocks, assemblers and what the terminal events said (what the handlers share)."""
 
-    __slots__ = ("client", "tools", "servers", "blocks", "fold", "replayable", "usage", "finish", "done")
+    __slots__ = ("client", "tools", "servers", "blocks", "fold", "replayable", "usage", "finish", "done", "message")
 
     def __init__(self, client: str, tool_id_prefix: Any) -> None:
         self.client = client
@@ -663,6 +663,7 @@ class _State(object):
         self.usage = {}  # type: Dict[str, Any]
         self.finish = None  # type: Optional[str]
         self.done = False  # message_stop arrived
+        self.message = None  # type: Any  # message_start's message: the answer's id and model
 
 
 def parse_stream(events: Iterable[SSEEvent], client: str = "anthropic", tool_id_prefix: Any = None) -> Iterator[Any]:
@@ -773,6 +774,7 @@ def _message_start(state: _State, payload: Dict[str, Any]) -> Any:
     message = payload.get("message")
     if type(message) is not dict:
         return ()
+    state.message = message
     _merge_usage(state.usage, message.get("usage"))
     items = []  # type: List[Dict[str, Any]]
     content = message.get("content")
@@ -877,7 +879,9 @@ def _parse(pairs: Iterable[Any], client: str = "anthropic", tool_id_prefix: Any 
         yield from _close_block(blocks[index], index, state)
     yield from state.tools.finish()
     raw_usage = state.usage
-    yield StreamEnd(map_usage(raw_usage) if raw_usage else None, state.finish, state.replayable)
+    message = state.message or {}
+    yield StreamEnd(map_usage(raw_usage) if raw_usage else None, state.finish, state.replayable,
+                    message.get("id"), message.get("model"))
 
 
 def parse_document(payload: Any, client: str = "anthropic", tool_id_prefix: Any = None) -> Iterator[Any]:

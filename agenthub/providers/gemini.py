@@ -979,6 +979,7 @@ def _parse(pairs: Iterable[Any], client: str = "gemini", tool_id_prefix: Any = N
     fragment = tools.fragment
     encode_string = _encode_string
     raw_usage = {}  # type: Dict[str, Any]
+    answer = {}  # type: Dict[str, Any]
     finish = None  # type: Optional[str]
     for event, chunk in pairs:
         if event == "error":
@@ -995,6 +996,7 @@ def _parse(pairs: Iterable[Any], client: str = "gemini", tool_id_prefix: Any = N
         meta = chunk.get("usageMetadata")
         if meta and type(meta) is dict and ("promptTokenCount" in meta or _counts(meta)):
             raw_usage = meta  # a snapshot of the whole turn so far: a count it lacks no longer holds
+            answer = chunk  # the answer's responseId and modelVersion (on every chunk; the counting one suffices)
         candidates = chunk.get("candidates")
         if not candidates:
             error = _error_chunk(client, chunk)
@@ -1055,7 +1057,8 @@ def _parse(pairs: Iterable[Any], client: str = "gemini", tool_id_prefix: Any = N
     if finish is None:
         return  # cut before its terminal marker: the driver raises StreamProtocolError
     yield from tools.finish()
-    yield StreamEnd(map_usage(raw_usage) if raw_usage else None, finish)
+    yield StreamEnd(map_usage(raw_usage) if raw_usage else None, finish, response_id=answer.get("responseId"),
+                    model=answer.get("modelVersion"))
 
 
 # -- the endpoint's model list ------------------------------------------------------------------

@@ -646,7 +646,8 @@ def _completed(state: _State, payload: Dict[str, Any]) -> Any:
         finish = "tool_call"
     if state.resource:
         items.append({"type": "thinking", "thinking": "", "fidelity": {INTERACTION_ID: state.resource}})
-    items.append(StreamEnd(map_usage(state.raw_usage) if state.raw_usage else None, finish))
+    items.append(StreamEnd(map_usage(state.raw_usage) if state.raw_usage else None, finish,
+                           response_id=state.resource, model=interaction.get("model")))
     state.done = True
     return items
 

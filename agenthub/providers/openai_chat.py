@@ -308,7 +308,8 @@ def parse_stream(events: Iterable[SSEEvent], client: str = "openai-chat", tool_i
 class _State(object):
     """One stream's tool calls, the reasoning carriers not yet handed out, and what the terminal chunk said."""
 
-    __slots__ = ("client", "tools", "details", "blocks", "pending", "thought", "usage", "timings", "finish")
+    __slots__ = ("client", "tools", "details", "blocks", "pending", "thought", "usage", "timings", "finish",
+                 "answer")
 
     def __init__(self, client: str, tool_id_prefix: Any) -> None:
         self.client = client
@@ -322,6 +323,7 @@ class _State(object):
         self.usage = None  # type: Any
         self.timings = None  # type: Any  # llama.cpp server: token counts on the last chunk
         self.finish = None  # type: Optional[str]
+        self.answer = None  # type: Any  # the chunk that finished or counted the answer: its id and model
 
     def carrier(self) -> Dict[str, Any]:
         """The reasoning carrier, handed out now (the reasoning ended on the wire)."""
@@ -443,6 +445,7 @@ def _parse(pairs: Iterable[Any], client: str = "openai-chat", tool_id_prefix: An
         choices = chunk.get("choices")
         if chunk.get("usage"):
             state.usage = chunk["usage"]
+            state.answer = chunk
         if not choices:
             _quiet(state, chunk)
             continue
@@ -489,6 +492,7 @@ def _parse(pairs: Iterable[Any], client: str = "openai-chat", tool_id_prefix: An
             # Open tool calls are not closed here but at the end: some servers put a finish_reason
             # on every chunk (gateways in front of Gemini), or send a call's last metadata after it.
             state.finish = FINISH_REASONS.get(reason, "unknown")
+            state.answer = chunk
             if state.usage is None:
                 state.usage = _x_groq_usage(chunk)
             if "timings" in chunk:
@@ -505,7 +509,8 @@ def _parse(pairs: Iterable[Any], client: str = "openai-chat", tool_id_prefix: An
     timings = state.timings
     if timings and type(timings) is dict:
         usage = _with_timings(usage, raw_usage, timings)
-    yield StreamEnd(usage, state.finish)
+    answer = state.answer if type(state.answer) is dict else {}
+    yield StreamEnd(usage, state.finish, response_id=answer.get("id"), model=answer.get("model"))
 
 
 def parse_document(payload: Any, client: str = "openai-chat", tool_id_prefix: Any = None) -> Iterator[Any]:

@@ -1219,7 +1219,8 @@ class _Parser(object):
         else:  # cancelled, or a status we do not know
             finish = "unknown"
         raw_usage = response.get("usage")
-        yield StreamEnd(map_usage(raw_usage) if isinstance(raw_usage, dict) else None, finish, bool(self.served))
+        yield StreamEnd(map_usage(raw_usage) if isinstance(raw_usage, dict) else None, finish, bool(self.served),
+                        response.get("id"), response.get("model"))
 
     def _match(self, output: List[Dict[str, Any]]) -> List[Any]:
         """The streamed slot of each final output item, or None for items that never streamed: by id

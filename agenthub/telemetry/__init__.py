@@ -55,7 +55,7 @@ from .names import (GEN_AI_OPERATION_NAME, GEN_AI_PROVIDER_NAME, GEN_AI_REQUEST_
                     GEN_AI_CLIENT_OPERATION_DURATION, GEN_AI_CLIENT_OPERATION_TIME_TO_FIRST_CHUNK,
                     GEN_AI_CLIENT_OPERATION_TIME_PER_OUTPUT_CHUNK, LATEST, LATEST_USAGE_COUNTERS,
                     DURATION_BUCKETS, TOKEN_BUCKETS, CAPTURE_ENV, OPT_IN_ENV, CAPTURE_MODES,
-                    DETAILS_EVENT, SCOPE, _BY_CLIENT_TYPE, _OPENAI_HOSTS, operation_name, provider_name)  # noqa: F401
+                    DETAILS_EVENT, SCOPE, operation_name, provider_name)  # noqa: F401
 from .hook import (GenAIHook, OpenTelemetryInstrumentor, _capture_mode, instrument, is_instrumented,
                    start_from_environment, uninstrument)  # noqa: F401
 from .spans import (_NOOP, activate, agent_span, child_span, continue_trace, inject_meta, mcp_span,

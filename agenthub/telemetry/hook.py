@@ -203,6 +203,7 @@ def uninstrument() -> None:
 
 
 def is_instrumented() -> bool:
+    """True while ``instrument()`` is in effect (until ``uninstrument()``)."""
     return _state is not None
 
 
@@ -212,7 +213,8 @@ def is_instrumented() -> bool:
 class _Call(object):
     """One logical call's span and timings."""
 
-    __slots__ = ("span", "started", "first", "stamp", "gaps", "collector", "operation", "base", "recording")
+    __slots__ = ("span", "started", "first", "stamp", "gaps", "collector", "operation", "base", "recording",
+                 "providers")
 
     def __init__(self) -> None:
         self.span = None  # type: Any
@@ -224,6 +226,21 @@ class _Call(object):
         self.operation = "chat"
         self.base = {}  # type: Dict[str, Any]
         self.recording = False
+        self.providers = None  # type: Optional[Dict[Any, str]]  # a fallback route's provider, by route
+
+
+def _response_model(call: Any, route: Optional[Mapping[str, Any]]) -> Optional[str]:
+    """``gen_ai.response.model``: the model the server said answered (``Attempt.response_model``, from the
+    stop event), else the answering route's model."""
+    said = getattr(call, "response_model", None)
+    if isinstance(said, str) and said:
+        return said
+    model = (route or {}).get("model")
+    return model if isinstance(model, str) and model else None
+
+
+def _route_key(route: Mapping[str, Any]) -> Tuple[Any, Any, Any]:
+    return route.get("model"), route.get("client_type"), route.get("host")
 
 
 def _is_embeddings(call: Any) -> bool:
@@ -282,6 +299,17 @@ class GenAIHook(AttemptHook):
         self.wants_events = state.meter_live or state.capture != "NO_CONTENT"
         self._calls = {}  # type: Dict[int, _Call]
 
+    def before_attempt(self, attempt: Any) -> None:
+        """A fallback route's attempt: its provider (the fallback client's row) is kept for the span's end."""
+        if attempt.call is attempt:
+            return
+        record = self._calls.get(id(attempt.call))
+        provider = getattr(attempt, "provider", None)
+        if record is not None and provider and attempt.route:
+            if record.providers is None:
+                record.providers = {}
+            record.providers[_route_key(attempt.route)] = provider
+
     # the tool runner's hooks (an agenthub.agent.ToolHook by these methods): spans.RunSpans does the work
     def on_run_start(self, run: Any) -> None:
         if run_spans is not None:
@@ -321,8 +349,9 @@ class GenAIHook(AttemptHook):
         model = getattr(call, "model", None) or route.get("model")
         record.operation = operation_name(client_type, _is_embeddings(call))
         host, port = _server(call, route)
-        base = {GEN_AI_OPERATION_NAME: record.operation,
-                GEN_AI_PROVIDER_NAME: provider_name(client_type, host or _route_server(route.get("host"))[0] or "")}
+        provider = getattr(call, "provider", None) or provider_name(
+            client_type, host or _route_server(route.get("host"))[0] or "")  # the client's: the row it chose
+        base = {GEN_AI_OPERATION_NAME: record.operation, GEN_AI_PROVIDER_NAME: provider}
         if model:
             base[GEN_AI_REQUEST_MODEL] = model
         if host:
@@ -388,8 +417,9 @@ class GenAIHook(AttemptHook):
             if record.recording:
                 span.set_attributes({k: record.base[k] for k in (SERVER_ADDRESS, SERVER_PORT) if k in record.base})
         metric_attrs = dict(record.base)
-        if route and route.get("model"):
-            metric_attrs[GEN_AI_RESPONSE_MODEL] = route["model"]
+        answered_by = _response_model(call, route)
+        if answered_by:
+            metric_attrs[GEN_AI_RESPONSE_MODEL] = answered_by
         first = record.first
         if first is None and getattr(call, "first_event_ms", None) is not None and getattr(call, "started_ms", None):
             first = record.started + max(0, call.first_event_ms - call.started_ms) / 1000.0
@@ -495,9 +525,11 @@ def _output_type(config: Mapping[str, Any]) -> Optional[str]:
 
 def _response_attributes(state: _State, span: Any, call: Any, route: Optional[Mapping[str, Any]],
                          usage: Optional[Mapping[str, Optional[int]]], first: Optional[float], record: _Call) -> None:
+    answered_by = _response_model(call, route)
+    if answered_by:
+        span.set_attribute(GEN_AI_RESPONSE_MODEL, answered_by)
     if route:
         if route.get("model"):
-            span.set_attribute(GEN_AI_RESPONSE_MODEL, route["model"])
             span.set_attribute(AGENTHUB_ROUTE_MODEL, route["model"])
         if route.get("client_type"):
             span.set_attribute(AGENTHUB_ROUTE_CLIENT_TYPE, route["client_type"])
@@ -506,8 +538,9 @@ def _response_attributes(state: _State, span: Any, call: Any, route: Optional[Ma
         if route.get("client_type") and route.get("client_type") != getattr(call, "client_type", None) or (
                 route.get("model") and route.get("model") != getattr(call, "model", None)):
             # a fallback answered: its provider is the one the span's numbers come from
-            span.set_attribute(GEN_AI_PROVIDER_NAME, provider_name(route.get("client_type", ""),
-                                                                   _route_server(route.get("host"))[0] or ""))
+            provider = (record.providers or {}).get(_route_key(route)) or provider_name(
+                route.get("client_type", ""), _route_server(route.get("host"))[0] or "")
+            span.set_attribute(GEN_AI_PROVIDER_NAME, provider)
     count = getattr(call, "attempts", None)
     if isinstance(count, int) and count:
         span.set_attribute(AGENTHUB_ATTEMPTS, count)

@@ -85,61 +85,25 @@ CAPTURE_MODES = ("NO_CONTENT", "SPAN_ONLY", "EVENT_ONLY", "SPAN_AND_EVENT")
 DETAILS_EVENT = "gen_ai.client.inference.operation.details"
 SCOPE = "agenthub"
 
-# -- gen_ai.provider.name ------------------------------------------------------------------------------------
-
-#: client types whose host says who serves them
-_BY_CLIENT_TYPE = {
-    "anthropic": "anthropic",
-    "gemini": "gcp.gemini",
-    "gemini-interactions": "gcp.gemini",
-    "azure": "azure.ai.openai",
-    "azure-responses": "azure.ai.openai",
-    "azure-anthropic": "anthropic",  # Claude on Microsoft Foundry: Anthropic's format, Anthropic's models
-    "vertex": "gcp.vertex_ai",
-    "vertex-anthropic": "gcp.vertex_ai",
-    "bedrock": "aws.bedrock",
-    "agenthub": "agenthub",
-}
-#: OpenAI-dialect hosts with a well-known value of their own (host suffix -> value)
-_OPENAI_HOSTS = (
-    ("api.deepseek.com", "deepseek"),
-    ("api.moonshot.ai", "moonshot_ai"),
-    ("api.moonshot.cn", "moonshot_ai"),
-    ("api.groq.com", "groq"),
-    ("api.mistral.ai", "mistral_ai"),
-    ("api.x.ai", "x_ai"),
-    ("api.perplexity.ai", "perplexity"),
-    ("api.cohere.com", "cohere"),
-    ("api.cohere.ai", "cohere"),
-    ("openai.azure.com", "azure.ai.openai"),
-    ("aiplatform.googleapis.com", "gcp.vertex_ai"),
-    ("generativelanguage.googleapis.com", "gcp.gemini"),
-)
+# -- gen_ai.provider.name, gen_ai.operation.name: facts of the rows (agenthub.hosts, agenthub.registry) --------
 
 
 def provider_name(client_type: str, host: str = "") -> str:
-    """``gen_ai.provider.name`` of a route: the host's well-known value (``deepseek``, ``moonshot_ai``,
-    ``azure.ai.openai``, ``aws.bedrock``, ``gcp.vertex_ai``, ...); an OpenAI dialect on any other host
-    ``openai``, the Gemini API ``gcp.gemini``."""
-    host = (host or "").lower()
-    for suffix, value in _OPENAI_HOSTS:
-        if host == suffix or host.endswith("." + suffix):
-            if client_type in ("openai-chat", "openai-responses") or _BY_CLIENT_TYPE.get(client_type) is None:
-                return value
-    found = _BY_CLIENT_TYPE.get(client_type)
-    if found is not None:
-        return found
-    return "openai"
+    """``gen_ai.provider.name`` of a route: the client-type row's ``provider`` (``anthropic``,
+    ``gcp.gemini``, ``gcp.vertex_ai``, ``aws.bedrock``, ``azure.ai.openai``, ...); for a dialect other vendors
+    speak (Chat Completions, Responses) the well-known value of the vendor whose host ``host`` is
+    (``deepseek``, ``moonshot_ai``, ...; ``agenthub.registry.provider_name``), else ``openai``."""
+    from .. import registry
+
+    return registry.provider_name(client_type, host)
 
 
 def operation_name(client_type: str, embeddings: bool = False) -> str:
-    """``gen_ai.operation.name``: ``embeddings``, ``generate_content`` for the Gemini dialects, else ``chat``."""
+    """``gen_ai.operation.name``: ``embeddings``, else the dialect's (``Dialect.operation``:
+    ``generate_content`` for the Gemini dialects, ``chat``)."""
     if embeddings:
         return "embeddings"
     from .. import hosts
 
     row = hosts.CLIENT_TYPES.get(client_type)
-    if row is not None and row.dialect in ("gemini", "gemini-interactions"):
-        return "generate_content"
-    return "chat"
-
+    return row.facts.operation if row is not None else "chat"

@@ -2,6 +2,7 @@
 (``mcp_span``, ``inject_meta``), the job runner's (``workflow_span``, ``child_span``), ``activate`` and
 ``continue_trace``.  Each costs one global read when nothing is instrumented (the no-op handle)."""
 
+import logging
 from typing import Any, Dict, Mapping, Optional
 
 from ..hosts.trust import url_host, url_origin
@@ -11,6 +12,8 @@ from .names import (ERROR_TYPE, GEN_AI_AGENT_NAME, GEN_AI_OPERATION_NAME, GEN_AI
                     GEN_AI_TOOL_CALL_ID, GEN_AI_TOOL_CALL_RESULT, GEN_AI_TOOL_NAME, GEN_AI_TOOL_TYPE,
                     JSONRPC_REQUEST_ID, MCP_METHOD_NAME, MCP_PROTOCOL_VERSION, MCP_SESSION_ID, SERVER_ADDRESS,
                     SERVER_PORT)
+
+logger = logging.getLogger("agenthub")
 
 # -- spans for the tool runner and MCP ---------------------------------------------------------------------------------
 
@@ -49,6 +52,32 @@ class _Noop(object):
 _NOOP = _Noop()
 
 
+def _started(state: Any, name: str, **kwargs: Any) -> Any:
+    """A live handle on a new span, or the no-op one when the SDK raised (a span processor's ``on_start``,
+    a sampler): telemetry never breaks the work it watches (logged at DEBUG)."""
+    try:
+        span = state.tracer.start_span(name, **kwargs)
+    except Exception:
+        logger.debug("agenthub telemetry: the span %r was not started", name, exc_info=True)
+        return None
+    return span
+
+
+def _guarded(method: Any) -> Any:
+    """A _Span method whose failure inside the SDK (a span processor's ``on_end``, an exporter called
+    synchronously) is logged at DEBUG, never raised into the tool run or MCP call."""
+
+    def call(self: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(self, *args, **kwargs)
+        except Exception:
+            logger.debug("agenthub telemetry: %s failed on a span", method.__name__, exc_info=True)
+            return None
+    call.__name__ = method.__name__
+    call.__doc__ = method.__doc__
+    return call
+
+
 class _Span(object):
     """A live span handle: ``with`` makes it current (children nest under it) and ends it; an exception
     leaving the block sets ``error.type``.  ``activate()`` makes it current for a block without ending it
@@ -69,7 +98,10 @@ class _Span(object):
 
     def __enter__(self) -> "_Span":
         state = self._state
-        self._token = state.context.attach(state.trace.set_span_in_context(self.span))
+        try:
+            self._token = state.context.attach(state.trace.set_span_in_context(self.span))
+        except Exception:
+            logger.debug("agenthub telemetry: the span was not made current", exc_info=True)
         return self
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
@@ -81,13 +113,16 @@ class _Span(object):
     def activate(self) -> Any:
         return _Active(self)
 
+    @_guarded
     def set_attribute(self, name: str, value: Any) -> None:
         self.span.set_attribute(name, value)
 
+    @_guarded
     def set_arguments(self, arguments: Any) -> None:
         if self._content:
             self.span.set_attribute(GEN_AI_TOOL_CALL_ARGUMENTS, _dumps(arguments))
 
+    @_guarded
     def set_result(self, result: Any) -> None:
         """The tool's result (a ToolResultItem or any JSON value); ``is_error`` True sets error.type."""
         if isinstance(result, Mapping) and result.get("is_error"):
@@ -102,12 +137,14 @@ class _Span(object):
                                        else "<data: URI, {} characters>".format(len(image)) for image in images]
             self.span.set_attribute(GEN_AI_TOOL_CALL_RESULT, _dumps(value))
 
+    @_guarded
     def set_error(self, error: Any) -> None:
         """error.type: a string as given (a JSON-RPC code, ``tool_error``) or an exception's class name."""
         kind = error if isinstance(error, str) else type(error).__name__
         self.span.set_attribute(ERROR_TYPE, kind)
         self.span.set_status(self._state.trace.Status(self._state.trace.StatusCode.ERROR, kind))
 
+    @_guarded
     def end(self, error: Any = None) -> None:
         if self._ended:
             return
@@ -153,9 +190,9 @@ def agent_span(name: str, *, description: Optional[str] = None) -> Any:
     attributes = {GEN_AI_OPERATION_NAME: "invoke_agent"}  # type: Dict[str, Any]
     if name:
         attributes[GEN_AI_AGENT_NAME] = name
-    span = state.tracer.start_span("invoke_agent {}".format(name).rstrip() if name else "invoke_agent",
-                                   kind=state.kind_internal, attributes=attributes)
-    return _Span(state, span, False)
+    span = _started(state, "invoke_agent {}".format(name).rstrip() if name else "invoke_agent",
+                    kind=state.kind_internal, attributes=attributes)
+    return _NOOP if span is None else _Span(state, span, False)
 
 
 def tool_span(name: str, call_id: Optional[str] = None, tool_type: str = "function", *,
@@ -175,9 +212,9 @@ def tool_span(name: str, call_id: Optional[str] = None, tool_type: str = "functi
         attributes[GEN_AI_TOOL_TYPE] = tool_type
     if description and state.span_content:
         attributes["gen_ai.tool.description"] = description
-    span = state.tracer.start_span("execute_tool {}".format(name), context=context, kind=state.kind_internal,
-                                   attributes=attributes)
-    return _Span(state, span, state.span_content)
+    span = _started(state, "execute_tool {}".format(name), context=context, kind=state.kind_internal,
+                    attributes=attributes)
+    return _NOOP if span is None else _Span(state, span, state.span_content)
 
 
 class RunSpans(object):
@@ -270,8 +307,8 @@ def mcp_span(method: str, protocol_version: Optional[str] = None, session_id: Op
     elif transport:
         attributes["network.transport"] = transport
     name = "{} {}".format(method, target) if target and method in ("tools/call", "prompts/get") else method
-    span = state.tracer.start_span(name, kind=state.kind_client, attributes=attributes)
-    return _Span(state, span, state.span_content)
+    span = _started(state, name, kind=state.kind_client, attributes=attributes)
+    return _NOOP if span is None else _Span(state, span, state.span_content)
 
 
 def workflow_span(name: str, attributes: Optional[Mapping[str, Any]] = None) -> Any:
@@ -282,8 +319,8 @@ def workflow_span(name: str, attributes: Optional[Mapping[str, Any]] = None) -> 
         return _NOOP
     base = {GEN_AI_OPERATION_NAME: "invoke_workflow", "gen_ai.workflow.name": name}  # type: Dict[str, Any]
     base.update(attributes or {})
-    return _Span(state, state.tracer.start_span("invoke_workflow {}".format(name), kind=state.kind_internal,
-                                                attributes=base), False)
+    span = _started(state, "invoke_workflow {}".format(name), kind=state.kind_internal, attributes=base)
+    return _NOOP if span is None else _Span(state, span, False)
 
 
 def child_span(parent: Any, name: str, attributes: Optional[Mapping[str, Any]] = None) -> Any:
@@ -294,8 +331,8 @@ def child_span(parent: Any, name: str, attributes: Optional[Mapping[str, Any]] =
     if state is None or not isinstance(parent, _Span):
         return _NOOP
     context = state.trace.set_span_in_context(parent.span)
-    return _Span(state, state.tracer.start_span(name, context=context, kind=state.kind_internal,
-                                                attributes=dict(attributes or {})), False)
+    span = _started(state, name, context=context, kind=state.kind_internal, attributes=dict(attributes or {}))
+    return _NOOP if span is None else _Span(state, span, False)
 
 
 class _Continued(object):
@@ -346,6 +383,10 @@ def inject_meta(meta: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
     state = _hook._state
     if state is not None:
         carrier = {}  # type: Dict[str, str]
-        state.propagate.inject(carrier)
+        try:
+            state.propagate.inject(carrier)
+        except Exception:  # a propagator that raises: the request goes without the trace context
+            logger.debug("agenthub telemetry: the trace context was not injected", exc_info=True)
+            return out
         out.update(carrier)
     return out
