@@ -342,6 +342,13 @@ class AutoLLMClient(object):
         self._history = list(history)
         self._version += 1
 
+    def _put_history(self, history: Sequence[Message]) -> None:
+        """``set_history`` for the tool runner, unchecked: ``history`` is this history with the runner's own
+        (checked) results message added or taken off again, so each turn does not check it all over."""
+        self._check_idle("set_history")
+        self._history = list(history)
+        self._version += 1
+
     def clear_history(self) -> None:
         self._check_idle("clear_history")
         self._history = []

@@ -758,7 +758,7 @@ class Run(object):
                     self._stream = None
                 stream.close()
                 if self._restore is not None:  # the turn did not commit: its results go back into history
-                    self._client.set_history(self._restore)
+                    self._put_history(self._restore)
                     self._restore = None
             if answer is None:  # (a stream that ended without a stop event)
                 answer = self._turn_done(folding, stream)
@@ -801,13 +801,20 @@ class Run(object):
         joined = _join(results, tail, self._order) if tail else own
         self.messages.append(own)  # type: ignore[arg-type]
         if self._stateful:
-            self._client.set_history(list(self._client.get_history()) + [joined])
+            check_messages([joined])
+            self._put_history(list(self._client.get_history()) + [joined])
             self._next = joined
             self._committed = True
         else:
             self._sent.append(joined)
         for method in self._methods["on_results"]:
             method(self, joined)
+
+    def _put_history(self, history: List[Any]) -> None:
+        """The client's history set to ``history`` (its own with the runner's checked results message added or
+        taken off: the client's unchecked ``_put_history`` when it has one)."""
+        put = getattr(self._client, "_put_history", None)
+        (put if callable(put) else self._client.set_history)(history)
 
     def _open_next(self) -> Any:
         """The next turn's stream (built: what the wire refuses raises here, before anything is sent).  A model
@@ -818,11 +825,11 @@ class Run(object):
                 if not self._stateful:
                     return client.streaming_response(self._sent, self._send_config)
                 history = list(client.get_history())
-                client.set_history(history[:-1])  # the results were committed; the turn sends them as its message
+                self._put_history(history[:-1])  # the results were committed; the turn sends them as its message
                 try:
                     stream = client.streaming_response_stateful(self._next, self._send_config)
                 except BaseException:
-                    client.set_history(history)
+                    self._put_history(history)
                     raise
                 self._restore = history
                 return stream
