@@ -523,6 +523,7 @@ class Run(object):
         self._pending = []  # type: List[ToolCallItem]
         self._final = None  # type: Optional[AssistantMessage]
         self._events = None  # type: Optional[Iterator[UniEvent]]
+        self._reader = None  # type: Optional[int]  # the thread that started reading the run
         self._first = None  # type: Any
         self._lock = threading.Lock()  # abort() against the loop: the open stream, the wait to wake
         self._aborted = False
@@ -629,6 +630,7 @@ class Run(object):
     # -- reading ------------------------------------------------------------------------------------------------
     def __iter__(self) -> Iterator[UniEvent]:
         if self._events is None:
+            self._reader = threading.get_ident()
             self._events = self._hooked() if self._hooks else self._run()
         return self._events
 
@@ -658,8 +660,8 @@ class Run(object):
         """Stop the run where it is (an open model stream is released; running tools run on).  From another
         thread while the run is being read, this is ``abort()``."""
         if self._events is not None:
-            if getattr(self._events, "gi_running", False):
-                self.abort()
+            if getattr(self._events, "gi_running", False) or threading.get_ident() != self._reader:
+                self.abort()  # (another thread reads the run: it ends there)
                 return
             self._events.close()  # type: ignore[attr-defined]
         elif self._first is not None:
