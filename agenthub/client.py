@@ -271,10 +271,16 @@ class AutoLLMClient(object):
             if not isinstance(cache, ResponseCache):
                 raise ConfigError("cache must be an agenthub.ResponseCache (got {})".format(type(cache).__name__))
             self._hooks.append(cache.hook_for(self._endpoint.base_url, self.credential_values))
+        self._tool_hooks = []  # type: List[Any]  # hooks with ToolHook methods only (agenthub.agent.hooks): runs'
         for hook in _sequence(hooks, "hooks"):  # the caller's, after the budget's and the limiter's
             if not callable(getattr(hook, "before_attempt", None)):
-                raise ConfigError("each hooks entry must be an agenthub.attempts.AttemptHook (got {})".format(
-                    type(hook).__name__))
+                from .agent.hooks import is_tool_hook
+
+                if is_tool_hook(hook):
+                    self._tool_hooks.append(hook)
+                    continue
+                raise ConfigError("each hooks entry must be an agenthub.attempts.AttemptHook or an "
+                                  "agenthub.agent.ToolHook (got {})".format(type(hook).__name__))
             from .cache import ResponseCache as _Cache  # (a cache given as a hook is keyed as cache= keys it)
 
             self._hooks.append(hook.hook_for(self._endpoint.base_url, self.credential_values)
@@ -347,6 +353,13 @@ class AutoLLMClient(object):
 
     def set_history(self, history: Sequence[Message]) -> None:
         check_messages(history) if history else None
+        self._check_idle("set_history")
+        self._history = list(history)
+        self._version += 1
+
+    def _put_history(self, history: Sequence[Message]) -> None:
+        """``set_history`` for the tool runner, unchecked: ``history`` is this history with the runner's own
+        (checked) results message added or taken off again, so each turn does not check it all over."""
         self._check_idle("set_history")
         self._history = list(history)
         self._version += 1
@@ -435,18 +448,33 @@ class AutoLLMClient(object):
 
     def run(self, messages: Sequence[Message], config: Optional[UniConfig] = None, *, tools: Sequence[Any],
             max_turns: int = 10, parallel: int = 4, approve: Optional[Callable[[ToolCallItem], Any]] = None,
-            decisions: Optional[Mapping[str, Any]] = None) -> "Run":
-        """The tool loop run for you: turns and tool calls until done (agenthub.agent.runner; docs/tools.md)."""
+            decisions: Optional[Mapping[str, Any]] = None, hooks: Optional[Sequence[Any]] = None) -> "Run":
+        """The tool loop run for you: turns and tool calls until done (agenthub.agent.runner; docs/tools.md).
+        ``hooks``: ToolHooks of this run (agenthub.agent.ToolHook), after this client's."""
         from .agent.runner import Run
-        return Run(self, messages, config, tools, max_turns, parallel, approve, decisions)
+        return Run(self, messages, config, tools, max_turns, parallel, approve, decisions, hooks=hooks,
+                   **self._run_hooks(config))
 
     def run_stateful(self, message: Optional[UniMessage], config: Optional[UniConfig] = None, *,
                      tools: Sequence[Any], max_turns: int = 10, parallel: int = 4,
                      approve: Optional[Callable[[ToolCallItem], Any]] = None,
-                     decisions: Optional[Mapping[str, Any]] = None) -> "Run":
-        """``run`` on and into this instance's history (each turn appended as it completes)."""
+                     decisions: Optional[Mapping[str, Any]] = None, hooks: Optional[Sequence[Any]] = None) -> "Run":
+        """``run`` on and into this instance's history (each turn appended as it completes, each turn's tool
+        results as soon as its calls ran)."""
         from .agent.runner import Run
-        return Run(self, None, config, tools, max_turns, parallel, approve, decisions, True, message)
+        return Run(self, None, config, tools, max_turns, parallel, approve, decisions, True, message, hooks=hooks,
+                   **self._run_hooks(config))
+
+    def _run_hooks(self, config: Any) -> Dict[str, Any]:
+        """What a run takes from this client: its hooks (those with ToolHook methods apply to runs), the
+        process-wide ones, and the trace writer of ``config["trace_id"]`` (the run's one writer)."""
+        trace = None
+        if isinstance(config, Mapping) and config.get("trace_id") is not None:
+            from .tracer import RunTrace
+
+            trace = RunTrace(config["trace_id"])
+        return {"client_hooks": list(attempt_loop.hooks_for(self._hooks)) + list(self.__dict__.get("_tool_hooks", ())),
+                "trace": trace}
 
     @overload
     def parse(self, messages: Sequence[Message], output: Type[_T], config: Optional[UniConfig] = None, *,
@@ -605,7 +633,7 @@ class AutoLLMClient(object):
             trace_paths(config["trace_id"])  # a trace_id escaping the cache dir is refused before anything is sent
             if config["trace_id"]:
                 stored = self._protocol.stored_answer if stateful else None
-                hooks = list(hooks) + [TraceHook(self.__dict__.setdefault("_trace_routes", {}), stored)]
+                hooks = list(hooks) + [TraceHook(stored)]
         watch = _transport().Watch()
         call = Attempt("stream", self.client_type, self.model, request, messages, config, route=self._route(),
                        server=url_server(self._endpoint.base_url), provider=self._provider)

@@ -43,6 +43,15 @@ def test_all_is_pinned_and_every_name_exists():
         assert hasattr(agenthub, name), name
 
 
+def test_the_agent_wings_names_are_pinned():
+    import agenthub.agent
+
+    # ToolHook: the seam around a run and its tool calls (issue 36 item 2); call_digest: what a decision covers
+    assert set(agenthub.agent.__all__) == {"Tool", "tool", "Run", "RunResult", "ToolHook", "call_digest"}
+    for name in agenthub.agent.__all__:
+        assert hasattr(agenthub.agent, name), name
+
+
 def test_error_tree_matches_api_md():
     from agenthub import errors as e
 

@@ -430,12 +430,16 @@ def _user(client: str, message: Mapping[str, Any], out: List[Dict[str, Any]], cu
             if parts:
                 out.append({"type": "message", "role": "user", "content": parts})
                 parts = []
-            kind = "custom_tool_call_output" if item["tool_call_id"] in custom else "function_call_output"
-            output = _tool_output(item)
-            if marks[position]:  # a breakpoint rides a content part: the output as a list of parts
-                output = [{"type": "input_text", "text": output}] if isinstance(output, str) else output
-                output[-1]["prompt_cache_breakpoint"] = dict(BREAKPOINT)
-            out.append({"type": kind, "call_id": item["tool_call_id"], "output": output})
+            answer = (item.get("fidelity") or {}).get(SERVER_ITEM)
+            if isinstance(answer, dict) and answer.get("type") == "mcp_approval_response":
+                out.append(dict(answer))  # the decision on a provider's MCP approval request (the tool runner's)
+            else:
+                kind = "custom_tool_call_output" if item["tool_call_id"] in custom else "function_call_output"
+                output = _tool_output(item)
+                if marks[position]:  # a breakpoint rides a content part: the output as a list of parts
+                    output = [{"type": "input_text", "text": output}] if isinstance(output, str) else output
+                    output[-1]["prompt_cache_breakpoint"] = dict(BREAKPOINT)
+                out.append({"type": kind, "call_id": item["tool_call_id"], "output": output})
             wrote = True
             continue
         else:  # pragma: no cover - validate.check_message keeps other items out of user messages

@@ -286,6 +286,10 @@ def _answering_server(call: Any, route: Optional[Mapping[str, Any]]) -> Optional
     return None
 
 
+#: the tool runner's spans (``spans.RunSpans``), set when the spans module loads (the package loads it)
+run_spans = None  # type: Any
+
+
 class GenAIHook(AttemptHook):
     """The attempt-loop hook instrument() registers (one per instrument() call): a span and the metrics per
     logical call (``on_call_start`` / ``on_event`` / ``on_call_end``; the per-attempt methods are the base's)."""
@@ -305,6 +309,21 @@ class GenAIHook(AttemptHook):
             if record.providers is None:
                 record.providers = {}
             record.providers[_route_key(attempt.route)] = provider
+
+    # the tool runner's hooks (an agenthub.agent.ToolHook by these methods): spans.RunSpans does the work
+    def on_run_start(self, run: Any) -> None:
+        if run_spans is not None:
+            run_spans.on_run_start(run)
+
+    def on_run_end(self, run: Any, error: Any) -> None:
+        if run_spans is not None:
+            run_spans.on_run_end(run, error)
+
+    def around_request(self, run: Any, proceed: Any) -> Any:
+        return run_spans.around_request(run, proceed) if run_spans is not None else proceed()
+
+    def around_call(self, run: Any, call: Any, proceed: Any) -> Any:
+        return run_spans.around_call(run, call, proceed) if run_spans is not None else proceed()
 
     # telemetry never breaks a call: what fails in it is logged (DEBUG) and the call goes on
     def on_call_start(self, call: Any) -> None:

@@ -217,6 +217,60 @@ def tool_span(name: str, call_id: Optional[str] = None, tool_type: str = "functi
     return _NOOP if span is None else _Span(state, span, state.span_content)
 
 
+class RunSpans(object):
+    """The tool runner's spans as a ToolHook (agenthub.agent.hooks; by its methods: telemetry imports nothing
+    of the agent wing): an ``invoke_agent`` span per run, current while each turn's request goes out (the
+    call span is its child), and an ``execute_tool`` span per call run, current in the thread that runs the
+    tool (what the tool does, an MCP request, nests under it).  The registered call hook (``GenAIHook``)
+    hands its ToolHook methods here.  Never raises into the run: what fails is logged (DEBUG)."""
+
+    def __init__(self) -> None:
+        self._runs = {}  # type: Dict[int, Any]  # id(run) -> its invoke_agent span, while the run goes on
+
+    def on_run_start(self, run: Any) -> None:
+        try:
+            span = agent_span("")
+        except Exception:
+            _hook.logger.debug("agenthub telemetry: the run span was not started", exc_info=True)
+            return
+        if isinstance(span, _Span):
+            self._runs[id(run)] = span
+
+    def on_run_end(self, run: Any, error: Any) -> None:
+        span = self._runs.pop(id(run), None)
+        if span is not None:
+            try:
+                span.end(error if isinstance(error, Exception) else None)
+            except Exception:
+                _hook.logger.debug("agenthub telemetry: the run span was not ended", exc_info=True)
+
+    def around_request(self, run: Any, proceed: Any) -> Any:
+        span = self._runs.get(id(run))
+        if span is None:
+            return proceed()
+        with span.activate():  # the turn's call span starts here: a child of the run's
+            return proceed()
+
+    def around_call(self, run: Any, call: Any, proceed: Any) -> Any:
+        parent = self._runs.get(id(run))
+        if parent is None:
+            return proceed()
+        kind = run.tool_kind(call["name"]) if callable(getattr(run, "tool_kind", None)) else None
+        with tool_span(call["name"], call.get("tool_call_id"), "extension" if kind == "provider" else "function",
+                       parent=parent) as span:
+            span.set_arguments(call.get("arguments"))
+            try:
+                item = proceed()
+            except BaseException as exc:
+                span.set_error(exc)
+                raise
+            span.set_result(item)
+            return item
+
+
+_hook.run_spans = RunSpans()
+
+
 def mcp_span(method: str, protocol_version: Optional[str] = None, session_id: Optional[str] = None, *,
              target: Optional[str] = None, request_id: Any = None, server: Optional[str] = None,
              transport: Optional[str] = None) -> Any:
