@@ -45,7 +45,7 @@ def test_the_runner_block():
         "type": "function", "name": "get_weather", "description": "Current weather in a city.",
         "parameters": {"type": "object", "properties": {
             "city": {"type": "string", "description": "The city's name."},
-            "unit": {"enum": ["c", "f"], "type": "string", "description": "Celsius or Fahrenheit."}},
+            "unit": {"enum": ["c", "f"], "type": "string", "description": "Celsius or Fahrenheit.", "default": "c"}},
             "required": ["city"]}, "strict": False}]
 
 
