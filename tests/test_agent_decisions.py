@@ -17,7 +17,7 @@ from agent_streams import chat_calls, chat_text
 from sse_server import Answer, SSEServer
 
 from agenthub import AutoLLMClient, ConfigError, StreamProtocolError, tool
-from agenthub.agent import call_digest
+from agenthub.agent import call_digest, runner
 
 USER = {"role": "user", "content_items": [{"type": "text", "text": "Delete old.log"}]}
 ran = []
@@ -43,6 +43,7 @@ TOOLS = [delete_file, wipe_disk]
 @pytest.fixture(autouse=True)
 def clean():
     ran.clear()
+    runner._SHOWN.clear()  # what this process showed in pending (each test starts with nothing shown)
 
 
 def client_for(server):
@@ -178,3 +179,25 @@ def test_the_calls_of_a_turn_cut_short_are_not_run_without_a_decision():
     assert stopped.stop == "approval" and [c["tool_call_id"] for c in stopped.pending] == ["c1"]
     assert done.stop == "done" and [c["tool_call_id"] for c in asked] == ["c1"]
     assert ran == [("read_file", "a.txt")]
+
+
+@pytest.mark.parametrize("change", [edit_arguments, moved_to_another_tool])
+def test_a_decision_by_id_covers_only_the_call_this_process_showed(change):
+    """T07 as the harness writes it: decisions keyed by tool_call_id, the saved state edited after the user
+    saw the pending call: in the process that showed it, the edited call stops for approval again."""
+    with SSEServer() as server:
+        first = stopped_for_approval(server)
+        state = tampered(first, change)
+        result = client_for(server).run(state, tools=TOOLS, decisions={"call_0": True}).result()
+        assert len(server.requests) == 1  # nothing was sent
+    assert ran == [] and result.stop == "approval"
+    assert result.pending == [state[-1]["content_items"][-1]]
+
+
+def test_a_decision_by_id_runs_the_call_this_process_showed():
+    with SSEServer() as server:
+        first = stopped_for_approval(server)
+        server.answers += [Answer([chat_text("Done.")])]
+        result = client_for(server).run(json.loads(json.dumps([USER] + first.messages)), tools=TOOLS,
+                                        decisions={"call_0": True}).result()
+    assert result.stop == "done" and ran == [("delete_file", "old.log")]

@@ -43,6 +43,7 @@ Rules (issue 30's Decisions):
 """
 
 import functools
+import collections
 import json
 import re
 import threading
@@ -425,6 +426,36 @@ def call_digest(call: Mapping[str, Any]) -> str:
     return "sha256:" + hashlib.sha256(body.encode("utf-8")).hexdigest()
 
 
+#: the calls this process handed back in ``pending`` (tool_call_id -> the digests shown under it), so that a
+#: decision keyed by tool_call_id covers only the call that was shown when a resume in this process comes with
+#: a state changed since (other arguments, another tool under the id): that call asks again.  Bounded (the
+#: oldest ids go first); a resume in another process has only the saved messages: key by ``call_digest`` there
+_SHOWN = collections.OrderedDict()  # type: collections.OrderedDict
+_SHOWN_MAX = 10000
+_SHOWN_LOCK = threading.Lock()
+
+
+def _remember_shown(calls: Sequence[Mapping[str, Any]]) -> None:
+    with _SHOWN_LOCK:
+        for call in calls:
+            call_id = call.get("tool_call_id")
+            if not isinstance(call_id, str):
+                continue
+            digests = _SHOWN.pop(call_id, set())
+            digests.add(call_digest(call))
+            _SHOWN[call_id] = digests
+            while len(_SHOWN) > _SHOWN_MAX:
+                _SHOWN.popitem(last=False)
+
+
+def _shown_otherwise(call: Mapping[str, Any]) -> bool:
+    """Whether this process showed a call under ``call``'s id that was not this call (its decision by id does
+    not cover it)."""
+    with _SHOWN_LOCK:
+        digests = _SHOWN.get(call.get("tool_call_id"))
+    return digests is not None and call_digest(call) not in digests
+
+
 #: the finish reasons after which a turn's calls run as asked; after any other (``length``: cut short,
 #: ``unknown``: a refusal, a content filter) each call needs a decision, as a requires_approval tool's does
 _FINISHED = (None, "stop", "tool_call")
@@ -776,6 +807,7 @@ class Run(object):
             if self._turns >= self._max_turns:
                 self._stop = "max_turns"
                 self._pending = calls  # type: ignore[assignment]
+                _remember_shown(calls)
                 return
             results = yield from self._answer(calls, caught, finished=answer.get("finish_reason") in _FINISHED)
             if results is None:
@@ -907,7 +939,9 @@ class Run(object):
                 continue
             decision = self._decided(call) if self._methods["before_call"] else None
             if decision is None and decisions:
-                decision = decisions.get(call_digest(call), decisions.get(call_id))
+                decision = decisions.get(call_digest(call))
+                if decision is None and not _shown_otherwise(call):
+                    decision = decisions.get(call_id)
             if approval:  # a provider's MCP server asks: decided, asked (approve), or the run stops for it
                 if decision is not None:
                     plans.append(("answer", _approval_answer(call, decision)))
@@ -932,6 +966,7 @@ class Run(object):
         if pending:
             self._stop = "approval"
             self._pending = pending  # type: ignore[assignment]
+            _remember_shown(pending)
             return None
         tasks = []  # type: List[Any]  # (index, call, entry, arguments, as decided) or (index, call, None, error text, None)
         for index, (call, plan) in enumerate(zip(calls, plans)):
