@@ -209,3 +209,17 @@ def test_a_state_file_with_malformed_rounds_is_refused(monkeypatch, tmp_path):
         json.dump(state, handle)
     with pytest.raises(ConfigError, match="batches\\[1\\].typed\\['chat'\\] is not a row's earlier rounds"):
         jobs.load(job.state_path)
+
+
+def test_batch_fetch_wait_waits_for_the_reask_rounds_too(monkeypatch, tmp_path, capsys):
+    from agenthub.__main__ import main
+
+    out = str(tmp_path / "out.jsonl")
+    with _fake(monkeypatch, fixes_on_reask):
+        path = _write(tmp_path / "in.jsonl", ROWS[:2])
+        assert main(["batch", "submit", path, "--backend", "auto"]) == 0
+        state = capsys.readouterr().out.strip()
+        assert main(["batch", "fetch", state, "-o", out, "--wait", "--interval", "0.01", "--timeout", "20"]) == 0
+    err = capsys.readouterr().err
+    assert "agenthub batch fetch: 2 answers and 0 error rows written to" in err
+    assert {r["id"]: (r["value"], r["attempts"]) for r in read_output(out)} == {"chat": (GOOD, 2), "claude": (GOOD, 2)}
