@@ -111,6 +111,7 @@ def test_when_the_reasks_run_out_the_row_is_an_output_validation_error_row_with_
         out = tmp_path / "out.jsonl"
         summary = jobs.run(src, str(out), workers=1, progress=False, output_retries=1)
     assert (summary.done, summary.failed, len(server.requests)) == (0, 1, 2)
+    assert (summary.tokens, summary.cost_usd) == (46, pytest.approx(2 * (20 * 0.15 + 3 * 0.6) / 1e6))  # (paid for)
     row = _by_id(out)["c1"]
     assert "value" not in row and row["message"] is None
     error = row["error"]

@@ -63,7 +63,7 @@ ANNOUNCE_WAIT = 3.0
 class JobSummary:
     """What one ``run`` did.  ``done``: rows answered now; ``failed``: error rows written now (invalid
     lines included); ``skipped``: rows that already had a row in the output; ``tokens`` and
-    ``cost_usd``: of this run's answers (``unpriced`` rows had no price, so cost_usd leaves them out; a row
+    ``cost_usd``: of this run's answers, and of its typed rows whose re-asks ran out (paid for) (``unpriced`` rows had no price, so cost_usd leaves them out; a row
     answered from the ResponseCache costs 0.0: ``cache_hits`` counts them, and the row says ``"cache": "hit"``)."""
 
     done: int = 0
@@ -337,6 +337,9 @@ class Job(object):
                     summary.cost_usd += out["cost_usd"]
             else:
                 summary.failed += 1
+                if out.get("cost_usd") is not None:  # a typed row whose re-asks ran out: its attempts were paid for
+                    summary.tokens += row_tokens(out["usage_metadata"])
+                    summary.cost_usd += out["cost_usd"]
         self.progress.row(summary)
 
     def client(self, route: Route) -> Any:
@@ -658,7 +661,8 @@ def run(input_path: str, output_path: str, *, workers: int = 8, rpm: Optional[fl
         client_factory = functools.partial(own_client, list(fallbacks) if fallbacks is not None else None, budget,
                                            max_retries=max_retries, cache=cache)
     check_output(output, output_retries)
-    if engine == "ray" and (output is not None or file_mentions(input_path, b'"output_schema"')):
+    if engine == "ray" and (output is not None or (os.path.isfile(input_path)
+                                                   and file_mentions(input_path, b'"output_schema"'))):
         raise ConfigError("typed output (output= or a row's output_schema) runs on the live engine and the batch "
                           "engines, not on Ray: run the job live")
     if os.path.abspath(input_path) == os.path.abspath(output_path):
