@@ -223,3 +223,15 @@ def test_batch_fetch_wait_waits_for_the_reask_rounds_too(monkeypatch, tmp_path, 
     err = capsys.readouterr().err
     assert "agenthub batch fetch: 2 answers and 0 error rows written to" in err
     assert {r["id"]: (r["value"], r["attempts"]) for r in read_output(out)} == {"chat": (GOOD, 2), "claude": (GOOD, 2)}
+
+
+def test_a_cancelled_job_sends_no_new_round_and_lists_those_rows_as_missing(monkeypatch, tmp_path):
+    out = str(tmp_path / "out.jsonl")
+    with _fake(monkeypatch, fixes_on_reask) as server:
+        job = B.submit(_write(tmp_path / "in.jsonl", ROWS[:1] + ROWS[3:4]), backend="openai")
+        assert job.wait(interval=0.01, timeout=10).done
+        job.cancel()  # every batch had ended: nothing to cancel remotely, but no re-ask round is sent now
+        summary = job.fetch(out)
+        assert (summary.done, summary.pending, summary.missing) == (1, [], ["chat"])
+        assert len(server.batches) == 1
+    assert [r["id"] for r in read_output(out)] == ["ok"]

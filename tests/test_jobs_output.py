@@ -182,3 +182,45 @@ def test_bad_output_arguments_are_refused_before_anything_is_sent(tmp_path):
         with pytest.raises(ConfigError, match="line 1: 'output_schema' and config\\['response_format'\\]"):
             jobs.run(both, out, progress=False)
     assert server.requests == []
+
+
+def test_a_refusal_is_an_output_refused_error_row_never_asked_again(tmp_path):
+    from agent_streams import _sse
+
+    chunks = [{"id": "c", "choices": [{"index": 0, "delta": {"refusal": "I can't help with that."},
+                                       "finish_reason": None}]},
+              {"id": "c", "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]},
+              {"id": "c", "choices": [], "usage": {"prompt_tokens": 5, "completion_tokens": 4}}]
+    with SSEServer() as server:
+        server.answers += [Answer([_sse(chunks) + b"data: [DONE]\n\n"])]
+        src = _write(tmp_path / "in.jsonl", [_row(server, "x1", "?", output_schema=PERSON)])
+        out = tmp_path / "out.jsonl"
+        summary = jobs.run(src, str(out), workers=1, progress=False)
+    assert (summary.failed, len(server.requests)) == (1, 1)
+    row = _by_id(out)["x1"]
+    assert row["error"] == {"type": "OutputRefusedError", "status": None,
+                            "message": "the model refused to answer with the output type: I can't help with that."}
+    assert (row["attempts"], row["usage_metadata"]["response_tokens"]) == (1, 4)
+
+
+def test_a_job_stopping_between_reasks_writes_no_row_and_a_rerun_sends_the_row_again(tmp_path, monkeypatch):
+    from agenthub.jobs import runner
+
+    stopped = []
+    real = runner._TypedRow.streaming_response
+
+    def stop_before_the_reask(self, messages, config=None):
+        if len(messages) > 1:  # the re-ask: the job is told to stop (Ctrl-C) just before it
+            self.job.stop_new.set()
+            stopped.append(True)
+        return real(self, messages, config)
+
+    monkeypatch.setattr(runner._TypedRow, "streaming_response", stop_before_the_reask)
+    with SSEServer() as server:
+        server.answers += [_answer({"name": "Ann", "age": "forty"})]
+        src = _write(tmp_path / "in.jsonl", [_row(server, "s1", "Ann", output_schema=PERSON)])
+        out = tmp_path / "out.jsonl"
+        summary = jobs.run(src, str(out), workers=1, progress=False)
+        assert stopped and len(server.requests) == 1
+    assert (summary.done, summary.failed, summary.left) == (0, 0, 1)
+    assert read_output(str(out)) == []

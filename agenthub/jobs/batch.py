@@ -785,6 +785,8 @@ class BatchJob(object):
         """Cancel every remote batch that has not ended; the status after.  Finished requests keep their
         results (``fetch`` them); the others can be finished live with ``agenthub.jobs.run``."""
         infos = []  # type: List[BatchInfo]
+        self._state["cancelled_at"] = _now()  # (typed rows get no new re-ask round: jobs.run finishes them)
+        self._drop_uncreated_rounds()
         for record in self._state["batches"]:
             if not record.get("remote"):
                 infos.append(_info(record, None))
@@ -805,7 +807,8 @@ class BatchJob(object):
         done = finished_ids(output_path)
         errored = done - finished_ids(output_path, retry_failed=True)
         summary = FetchSummary(output_path=output_path)
-        self._create_rounds()  # re-ask rounds a fetch cut short planned and did not create
+        if not self._state.get("cancelled_at"):
+            self._create_rounds()  # re-ask rounds a fetch cut short planned and did not create
         rounds = []  # type: List[Dict[str, Any]]
         with OutputWriter(output_path) as writer:
             for record in self._state["batches"]:
@@ -816,7 +819,8 @@ class BatchJob(object):
                 if info["state"] not in TERMINAL:
                     summary.pending.extend(record["ids"])
                     continue
-                self._fetch_batch(record, info, done, writer, summary, rounds)
+                self._fetch_batch(record, info, done, writer, summary,
+                                  None if self._state.get("cancelled_at") else rounds)
         if rounds:  # typed rows whose answers did not hold: their next round, at batch price
             self._state["batches"].extend(rounds)
             self._save()
@@ -841,6 +845,21 @@ class BatchJob(object):
             entries[index], samples[index] = self._round_entries(record)
         if entries:
             self._create(entries, samples)
+
+    def _drop_uncreated_rounds(self) -> None:
+        """A cancelled job creates no re-ask round: one planned and not created is dropped, and its rows are
+        judged again by the next fetch (no round: they are listed as missing, for jobs.run to finish)."""
+        dropped = set()  # type: set
+        kept = []  # type: List[Dict[str, Any]]
+        for record in self._state["batches"]:
+            if "round" in record and not record.get("remote"):
+                dropped.update(record["ids"])
+            else:
+                kept.append(record)
+        for record in kept:
+            if dropped & set(record.get("reasked") or ()):
+                record["reasked"] = [rid for rid in record["reasked"] if rid not in dropped]
+        self._state["batches"] = kept
 
     def _round_entries(self, record: Mapping[str, Any]) -> Tuple[List[bytes], Any]:
         """The encoded entries of a re-ask round's rows, and a sample request."""
@@ -905,15 +924,19 @@ class BatchJob(object):
                 out, again = typed_answer(row, record_parser, client, payload, record["backend"], output, prior,
                                           retries)
                 if out is None:
-                    next_round[rid] = again
+                    if rounds is None:  # no new round (the job was cancelled): the row is left for jobs.run
+                        answered.discard(rid)
+                    else:
+                        next_round[rid] = again
                     continue
             elif outcome == "ok":
                 out = answer_row(row, record_parser, kind, payload, record["backend"])
             else:
                 status, body = payload
                 out = failed_row(row, kind, status, body, record["backend"])
-                if prior:
-                    out["attempts"] = int(prior["attempt"]) + 1
+                if prior:  # a re-ask round's request failed: the earlier rounds were paid for
+                    out.update(attempts=int(prior["attempt"]) + 1, usage_metadata=prior.get("usage"),
+                               cost_usd=prior.get("cost_usd"))
             writer.write(out)
             if out["error"] is None:
                 summary.done += 1
