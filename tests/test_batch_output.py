@@ -209,6 +209,12 @@ def test_a_state_file_with_malformed_rounds_is_refused(monkeypatch, tmp_path):
         json.dump(state, handle)
     with pytest.raises(ConfigError, match="batches\\[1\\].typed\\['chat'\\] is not a row's earlier rounds"):
         jobs.load(job.state_path)
+    state["batches"][1]["typed"]["chat"]["attempt"] = 1
+    state["output"] = {"type": "strnig"}
+    with open(job.state_path, "w") as handle:
+        json.dump(state, handle)
+    with pytest.raises(ConfigError, match="output is not a JSON Schema the typed output takes"):
+        jobs.load(job.state_path)
 
 
 def test_batch_fetch_wait_waits_for_the_reask_rounds_too(monkeypatch, tmp_path, capsys):

@@ -312,8 +312,15 @@ def _state_problem(state: Mapping[str, Any]) -> Optional[str]:
         return "input_path must be a path"
     if not _opt_str(state.get("input_sha256")):
         return "input_sha256 must be a hex digest"
-    if state.get("output") is not None and not isinstance(state["output"], dict):
-        return "output must be a JSON Schema object or null"
+    if state.get("output") is not None:
+        from ..typeschema import compile as compile_type
+
+        if not isinstance(state["output"], dict):
+            return "output must be a JSON Schema object or null"
+        try:
+            compile_type(state["output"])
+        except ConfigError as exc:
+            return "output is not a JSON Schema the typed output takes ({})".format(exc)
     retries = state.get("output_retries", 2)
     if not (isinstance(retries, int) and not isinstance(retries, bool) and 0 <= retries <= 10):
         return "output_retries must be an int from 0 to 10"
