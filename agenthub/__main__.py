@@ -61,8 +61,10 @@ def add_chat_arguments(chat: argparse.ArgumentParser) -> None:
                            "else as text; repeatable")
     chat.add_argument("--output", metavar="FILE",
                       help="write the answer to FILE instead of standard output (as batch run's -o)")
-    chat.add_argument("--schema", metavar="JSON|FILE",
-                      help="structured output: a JSON Schema (inline JSON or a file) the answer must follow")
+    chat.add_argument("--schema", metavar="JSON|FILE|FIELDS",
+                      help="typed output: a JSON Schema (inline JSON or a file), or fields such as 'name str, age int, "
+                           "tags list[str], nick str?'; the answer is validated (re-asked when wrong) and printed "
+                           "as JSON")
     chat.add_argument("--max-tokens", type=int, metavar="N")
     chat.add_argument("--temperature", type=float)
     chat.add_argument("--thinking", choices=LEVELS, help="thinking level (clamped to what the model supports)")

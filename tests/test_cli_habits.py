@@ -33,17 +33,18 @@ def test_options_may_follow_the_prompt_and_s_is_system(server, capsys):
 
 def test_o_sets_any_config_key_with_json_values_and_schema_asks_for_structured_output(server, tmp_path, capsys):
     schema = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
+    strict = dict(schema, additionalProperties=False)  # (typed output sends the strict form: tests/test_cli_schema.py)
     path = tmp_path / "schema.json"
     path.write_text(json.dumps(schema), encoding="utf-8")
-    server.answers.extend([chat_answer("{}"), chat_answer("{}")])
+    server.answers.extend([chat_answer('{"city": "Oslo"}'), chat_answer('{"city": "Oslo"}')])
     assert main(["chat", "m", "x", "-o", "temperature", "0.25", "-o", "stop", '["END"]', "-o", "seed", "7",
                  "--schema", str(path)] + local(server)) == 0
     body = server.requests[0]["body"]
     assert (body["temperature"], body["stop"], body["seed"]) == (0.25, ["END"], 7)
     assert body["response_format"] == {"type": "json_schema",
-                                       "json_schema": {"name": "schema", "schema": schema, "strict": True}}
+                                       "json_schema": {"name": "output", "schema": strict, "strict": True}}
     assert main(["chat", "m", "x", "--schema", json.dumps(schema)] + local(server)) == 0
-    assert server.requests[1]["body"]["response_format"]["json_schema"]["schema"] == schema
+    assert server.requests[1]["body"]["response_format"]["json_schema"]["schema"] == strict
 
 
 def test_an_unknown_o_key_is_a_config_error_naming_it(server, capsys):

@@ -16,7 +16,7 @@ ANSWER = {"number": "F-7", "items": [{"name": "pen", "price": 1.5}, {"name": "pe
 
 
 def test_the_typed_output_example_runs_as_written():
-    (code,) = re.findall(r"```python\n(.*?)```", section("Typed output", "docs/typed-output.md"), re.S)
+    code = re.findall(r"```python\n(.*?)```", section("Typed output", "docs/typed-output.md"), re.S)[0]  # (the first)
     with SSEServer() as server:
         server.answers += [Answer([responses_text(json.dumps(ANSWER))]) for _ in range(2)]
         env = dict(os.environ, PYTHONPATH=ROOT, OPENAI_API_KEY="sk-docs-typed-output-0001",

@@ -12,7 +12,7 @@ from typing import Any, Dict, List, Optional, TextIO
 
 from .terminal import Printer, _dollars, safe
 
-__all__ = ["run", "cli_terms", "LATEST"]
+__all__ = ["run", "cli_terms", "LATEST", "concise_schema"]
 
 #: ``chat -c`` / ``--continue`` alone: the latest conversation of the log
 LATEST = "\x00latest"
@@ -38,6 +38,9 @@ def _run(args: Any, out: TextIO, err: Optional[TextIO] = None, stdin: Optional[T
     stdin = sys.stdin if stdin is None else stdin
     client = _chat_client(args, err)
     config = _chat_config(args)
+    args.output_schema = _schema(args.schema) if getattr(args, "schema", None) else None
+    if args.output_schema is not None and (getattr(args, "tool", None) or getattr(args, "mcp", None)):
+        raise ConfigError("--schema answers one turn with a value: it does not go with --tool or --mcp")
     history = []  # type: List[Any]
     logged = _Logged(args, client)
     try:
@@ -254,8 +257,6 @@ def _chat_config(args: Any) -> Dict[str, Any]:
         config["trace_id"] = args.trace_id
     if getattr(args, "background", False):
         config["background"] = True
-    if getattr(args, "schema", None):
-        config["response_format"] = {"type": "json_schema", "name": "schema", "schema": _schema(args.schema)}
     for key, value in getattr(args, "options", None) or ():
         config[key] = _option_value(value)
     return config
@@ -270,8 +271,10 @@ def _option_value(text: str) -> Any:
 
 
 def _schema(text: str) -> Dict[str, Any]:
-    """``--schema``: a JSON Schema, inline or in a file."""
+    """``--schema``: a JSON Schema (inline or in a file), or the concise form ``'name str, age int'``; checked
+    by the typed output's compiler (a ConfigError naming the field before anything is sent)."""
     from ..errors import ConfigError
+    from ..typeschema import compile as compile_type
 
     source = "--schema"
     if os.path.isfile(text):
@@ -281,13 +284,66 @@ def _schema(text: str) -> Dict[str, Any]:
                 text = handle.read()
         except (OSError, UnicodeDecodeError) as exc:
             raise ConfigError("{}: {}".format(source, exc)) from None
+    elif not text.lstrip().startswith(("{", "[", '"')):
+        schema = concise_schema(text)
+        text = json.dumps(schema)
     try:
         schema = json.loads(text)
     except ValueError as exc:
         raise ConfigError("{} is neither a JSON Schema nor a file holding one ({})".format(source, exc)) from None
     if not isinstance(schema, dict):
         raise ConfigError("{}: a JSON Schema is an object".format(source))
+    try:
+        compile_type(schema)
+    except ConfigError as exc:
+        raise ConfigError("{}: {}".format(source, exc)) from None
     return schema
+
+
+#: the concise form's types (``--schema 'name str, age int, tags list[str], nick str?'``)
+_CONCISE_TYPES = {"str": {"type": "string"}, "int": {"type": "integer"}, "float": {"type": "number"},
+                  "bool": {"type": "boolean"}}
+_CONCISE_FIELD = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)\s*:?\s+(\S.*?)\s*$")
+
+
+def _concise_type(text: str, field: str) -> Dict[str, Any]:
+    from ..errors import ConfigError
+
+    text = text.strip()
+    if text in _CONCISE_TYPES:
+        return dict(_CONCISE_TYPES[text])
+    if text.startswith("list[") and text.endswith("]"):
+        return {"type": "array", "items": _concise_type(text[len("list["):-1], field)}
+    raise ConfigError("--schema: field {!r} has the type {!r}; the concise form takes str, int, float, bool and "
+                      "list[T] (a trailing ? makes a field optional); for anything else give a JSON Schema "
+                      "file".format(field, text))
+
+
+def concise_schema(text: str) -> Dict[str, Any]:
+    """The JSON Schema of the concise form: ``name str, age int, tags list[str], nick str?`` (comma-separated
+    ``NAME TYPE`` fields, ``NAME: TYPE`` too; types str, int, float, bool, list[T]; ``?`` after the type: the
+    field may be left out).  A ConfigError naming the field for anything else."""
+    from ..errors import ConfigError
+
+    properties = {}  # type: Dict[str, Any]
+    required = []  # type: List[str]
+    for part in text.split(","):
+        if not part.strip():
+            raise ConfigError("--schema: an empty field in {!r} (fields are NAME TYPE, separated by commas)".format(
+                text[:200]))
+        match = _CONCISE_FIELD.match(part)
+        if match is None:
+            raise ConfigError("--schema: {!r} is not a field (NAME TYPE, such as 'age int')".format(part.strip()[:80]))
+        name, kind = match.group(1), match.group(2)
+        optional = kind.endswith("?")
+        if optional:
+            kind = kind[:-1]
+        if name in properties:
+            raise ConfigError("--schema: the field {!r} is given twice".format(name))
+        properties[name] = _concise_type(kind, name)
+        if not optional:
+            required.append(name)
+    return {"type": "object", "properties": properties, "required": required, "additionalProperties": False}
 
 
 def _load_conversation(trace_id: str) -> List[Any]:
@@ -337,6 +393,9 @@ def _turns(client: Any, args: Any, config: Dict[str, Any], history: List[Any], m
            out: TextIO, err: TextIO, stdin: TextIO) -> List[Any]:
     """The (user message, answer) pairs of one prompt: one turn, or with ``--tool`` the tool loop's turns
     (``agenthub.agent.runner``), each call shown with its arguments, result and time."""
+    if getattr(args, "output_schema", None) is not None:
+        answer = _parsed_turn(client, args, config, history, message, out, err)
+        return [(message, answer)]
     if not getattr(args, "tool", None) and not getattr(args, "mcp", None):
         answer = _turn(client, args, config, history, message, out, err)
         return [(message, answer)] if answer is not None else []
@@ -569,6 +628,23 @@ def _turn(client: Any, args: Any, config: Dict[str, Any], history: List[Any], me
         _restore_interrupt(previous)
         stream.close()
     return collect(events)
+
+
+def _parsed_turn(client: Any, args: Any, config: Dict[str, Any], history: List[Any], message: Dict[str, Any],
+                 out: TextIO, err: TextIO) -> Any:
+    """``--schema``: one turn through client.parse's loop (re-asked at most twice); stdout gets the validated
+    JSON (indented on a terminal, one line otherwise or with ``--json``), stderr the attempts and usage line.
+    Returns the final assistant message (OutputValidationError / OutputRefusedError raise: exit status 1)."""
+    from .terminal import is_terminal, usage_line
+
+    parsed = client.parse(history + [message], args.output_schema, config)
+    pretty = is_terminal(out) and not args.json
+    out.write(json.dumps(parsed.json, ensure_ascii=False, indent=2 if pretty else None) + "\n")
+    out.flush()
+    if parsed.attempts > 1:
+        err.write("[valid after {} attempts: the answers before did not match the schema]\n".format(parsed.attempts))
+    err.write(usage_line(parsed.message.get("finish_reason"), parsed.usage_metadata, parsed.cost_usd) + "\n")
+    return parsed.message
 
 
 class _LineBreak(logging.Filter):

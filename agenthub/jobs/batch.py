@@ -111,6 +111,69 @@ def failed_row(row: JobRow, client: str, status: Optional[int], body: Any, backe
     return error_row(row, upstream_error(client, body, status=status), attempts=1, backend=backend)
 
 
+# -- typed output: rounds of re-asks -------------------------------------------------------------------
+
+
+def _output_of(row: JobRow, typed_output: Any) -> Any:
+    """The row's output type: its own ``output_schema``, else the job's (``submit(..., output=...)``)."""
+    return row.output_schema if row.output_schema is not None else typed_output
+
+
+def _shape(client: Any, row: JobRow, output: Any) -> Any:
+    """How the row's output type goes out on its endpoint (agenthub.output.shape: what client.parse sends)."""
+    from ..output.shape import shape
+
+    if row.config.get("response_format") is not None:
+        raise ConfigError("the output type sets response_format: leave it out of the row's config")
+    return shape(client, list(row.messages), output, dict(row.config))
+
+
+def _add_usage(before: Any, usage: Any) -> Dict[str, Any]:
+    from ..types import USAGE_KEYS
+
+    out = {}  # type: Dict[str, Any]
+    for key in USAGE_KEYS:
+        values = [u.get(key) for u in (before, usage) if isinstance(u, Mapping) and u.get(key) is not None]
+        out[key] = sum(values) if values else None
+    return out
+
+
+def typed_answer(row: JobRow, record_parser: Any, client: Any, payload: Any, backend: str, output: Any,
+                 prior: Optional[Mapping[str, Any]], retries: int) -> Tuple[Optional[Dict[str, Any]], Any]:
+    """One batch answer of a typed row, judged as client.parse judges an answer (agenthub.output.parse.judge):
+    (its output row, None) when it held or failed for good, (None, what the next round needs) when it is
+    to be asked again.  ``prior``: the row's earlier rounds (their re-ask turns, problems, usage, cost)."""
+    from ..output.parse import judge
+    from ..types import from_jsonable, to_jsonable
+
+    attempt = int((prior or {}).get("attempt", 0)) + 1
+    try:
+        message = collect_answer(record_parser, payload, client.client_type)
+    except AgentHubError as exc:
+        return error_row(row, exc, attempts=attempt, backend=backend), None
+    turn_usage = message.get("usage_metadata")
+    usage = _add_usage((prior or {}).get("usage"), turn_usage)
+    price = batch_cost(row.model, turn_usage) if turn_usage else None
+    before = (prior or {}).get("cost_usd", 0.0) if prior else 0.0
+    total = None if price is None or before is None else before + price
+    problems_seen = [list(p) for p in (prior or {}).get("problems") or ()]  # type: List[List[str]]
+    shaped = _shape(client, row, output)
+    verdict = judge(shaped, message, attempt, retries - attempt + 1, problems_seen, usage, total)
+    if verdict.error is not None:
+        out = error_row(row, verdict.error, attempts=attempt, backend=backend)
+        out["usage_metadata"] = usage
+        out["cost_usd"] = total
+        return out, None
+    if verdict.problems is None:
+        out = output_row(row, message=message, usage_metadata=usage, finish_reason=message.get("finish_reason"),
+                         cost_usd=total, error=None, attempts=attempt, backend=backend)
+        out["value"] = verdict.json
+        return out, None
+    extra = from_jsonable((prior or {}).get("extra") or []) + verdict.turns
+    return None, {"attempt": attempt, "extra": to_jsonable(extra), "problems": problems_seen, "usage": usage,
+                  "cost_usd": total}
+
+
 # -- the state file -----------------------------------------------------------------------------------
 
 
@@ -211,6 +274,32 @@ def _remote_problem(remote: Mapping[str, Any]) -> Optional[str]:
     return None
 
 
+def _typed_problem(record: Mapping[str, Any]) -> Optional[str]:
+    """What is wrong with a record's typed-output rounds (``round``, ``typed``, ``reasked``), None when fine."""
+    if "round" in record and not (isinstance(record["round"], int) and not isinstance(record["round"], bool)
+                                  and record["round"] >= 2):
+        return "round must be an int >= 2"
+    if "reasked" in record and not _str_list(record["reasked"]):
+        return "reasked must be a list of row ids"
+    typed = record.get("typed")
+    if "round" in record and not (isinstance(typed, dict) and _str_list(record.get("ids"))
+                                  and all(rid in typed for rid in record["ids"])):
+        return "typed must hold the earlier rounds of every row of a re-ask round"
+    if typed is None:
+        return None
+    if not isinstance(typed, dict):
+        return "typed must be an object of row id -> the row's earlier rounds"
+    for rid, prior in typed.items():
+        if not (isinstance(prior, dict) and isinstance(prior.get("attempt"), int) and not isinstance(
+                prior.get("attempt"), bool) and prior["attempt"] >= 1 and isinstance(prior.get("extra"), list)
+                and isinstance(prior.get("problems"), list) and all(_str_list(p) for p in prior["problems"])
+                and (prior.get("usage") is None or isinstance(prior["usage"], dict))
+                and (prior.get("cost_usd") is None or (isinstance(prior["cost_usd"], (int, float))
+                                                       and not isinstance(prior["cost_usd"], bool)))):
+            return "typed[{!r}] is not a row's earlier rounds".format(rid[:60])
+    return None
+
+
 def _state_problem(state: Mapping[str, Any]) -> Optional[str]:
     """What is wrong with a state file's content (None: nothing the engine would trip on)."""
     if not isinstance(state.get("backend"), str) or state["backend"] not in _backends.BACKENDS:
@@ -219,6 +308,18 @@ def _state_problem(state: Mapping[str, Any]) -> Optional[str]:
         return "input_path must be a path"
     if not _opt_str(state.get("input_sha256")):
         return "input_sha256 must be a hex digest"
+    if state.get("output") is not None:
+        from ..typeschema import compile as compile_type
+
+        if not isinstance(state["output"], dict):
+            return "output must be a JSON Schema object or null"
+        try:
+            compile_type(state["output"])
+        except ConfigError as exc:
+            return "output is not a JSON Schema the typed output takes ({})".format(exc)
+    retries = state.get("output_retries", 2)
+    if not (isinstance(retries, int) and not isinstance(retries, bool) and 0 <= retries <= 10):
+        return "output_retries must be an int from 0 to 10"
     digests = state.get("row_sha256")
     if digests is not None and not (isinstance(digests, dict) and all(
             isinstance(k, str) and isinstance(v, str) for k, v in digests.items())):
@@ -232,6 +333,9 @@ def _state_problem(state: Mapping[str, Any]) -> Optional[str]:
                 continue
             if name not in record or not ok(record[name]):
                 return "{}.{} must be {}".format(where, name, what)
+        problem = _typed_problem(record)
+        if problem is not None:
+            return "{}.{}".format(where, problem)
         if record.get("remote") is not None:
             problem = _remote_problem(record["remote"])
             if problem is not None:
@@ -285,7 +389,7 @@ def _vendor_name(client: Any) -> str:
     return next((route.vendor for route in registry.ROUTES if route.provider == provider), str(provider))
 
 
-def _plan_row(row: JobRow, choice: str, cache: Dict[Tuple[Any, ...], Any]) -> _Planned:
+def _plan_row(row: JobRow, choice: str, cache: Dict[Tuple[Any, ...], Any], typed_output: Any = None) -> _Planned:
     client = _client_for(row, cache)
     kind = client.client_type
     name = _backends.for_client_type(kind)
@@ -312,6 +416,11 @@ def _plan_row(row: JobRow, choice: str, cache: Dict[Tuple[Any, ...], Any]) -> _P
         from ..tracer import trace_paths
 
         trace_paths(config["trace_id"])  # one escaping the cache dir is refused now, as live
+    output = _output_of(row, typed_output)
+    if output is not None:  # typed output: the schema goes out as client.parse would send it on this endpoint
+        if api == "embeddings":
+            raise ConfigError("an embedding row has no output type (output_schema / output=)")
+        config = _shape(client, row, output).config
     request = client.plan(list(row.messages), config)
     return _Planned(row, name, client, api, request)
 
@@ -349,7 +458,7 @@ class _Group(object):
 
 
 def _plan(input_path: str, choice: str, wanted: Callable[[JobRow], bool],
-          digests: Optional[Dict[str, str]] = None) -> Tuple[
+          digests: Optional[Dict[str, str]] = None, typed_output: Any = None) -> Tuple[
         List[Dict[str, Any]], Dict[int, List[bytes]], Dict[int, Any]]:
     """The state's batch records, the encoded entries of each, and a sample request of each, for the
     rows of the job file ``wanted`` keeps.  The file is checked first, then read row by row: memory
@@ -362,7 +471,7 @@ def _plan(input_path: str, choice: str, wanted: Callable[[JobRow], bool],
         if not wanted(row):
             continue
         try:
-            item = _plan_row(row, choice, cache)
+            item = _plan_row(row, choice, cache, typed_output)
         except ConfigError as exc:
             problems.append("line {} ({!r}): {}".format(row.line, row.id[:60], exc))
             continue
@@ -406,7 +515,7 @@ def _plan(input_path: str, choice: str, wanted: Callable[[JobRow], bool],
 
 
 def submit(input_path: str, *, backend: str, state_path: Optional[str] = None, output_path: Optional[str] = None,
-           session: Any = None) -> "BatchJob":
+           session: Any = None, output: Any = None, output_retries: int = 2) -> "BatchJob":
     """Send the rows of ``input_path`` to the batch engines; the job (its state saved at ``state_path``,
     default ``<input>.batch.json``).
 
@@ -417,11 +526,21 @@ def submit(input_path: str, *, backend: str, state_path: Optional[str] = None, o
 
     A state file that exists already is resumed when its submission was cut short (the batches not yet
     created are created; the input must be unchanged), and refused when it is complete (``load`` it).
+
+    ``output``: typed output for the rows without their own ``output_schema`` (a type or a JSON Schema dict,
+    kept in the state file as its JSON Schema): each such row's schema goes out as client.parse would send
+    it, ``fetch`` validates each answer, and an answer that does not hold goes into a new batch round with
+    its problems (the invalid answer as the assistant turn, the problems as the next user turn), at batch
+    price, at most ``output_retries`` rounds; its output row has ``"value"`` (docs/typed-output.md).
     """
     if backend not in _backends.BACKENDS:
         raise ConfigError("backend must be one of {} (got {!r})".format(", ".join(_backends.BACKENDS), backend))
     if not isinstance(input_path, str) or not input_path:
         raise ConfigError("input_path must be a path")
+    from .runner import check_output
+
+    check_output(output, output_retries)
+    typed_output = None if output is None else _schema_of(output)
     state_path = state_path or input_path + ".batch.json"
     if not os.path.isdir(os.path.dirname(os.path.abspath(state_path))):
         raise ConfigError("the folder of the state file {} does not exist".format(state_path))
@@ -435,21 +554,32 @@ def submit(input_path: str, *, backend: str, state_path: Optional[str] = None, o
                 input_path, state_path))
         todo = _still_to_do(job._state)
         digests = job._state.setdefault("row_sha256", {})
-        records, entries, samples = _plan(input_path, backend, lambda row: row.id in todo, digests)
+        records, entries, samples = _plan(input_path, backend, lambda row: row.id in todo, digests,
+                                          job._state.get("output"))
         job._resume(entries, samples, records)
         return job
     done = finished_ids(output_path) if output_path is not None else set()
     digests = {}  # type: Dict[str, str]
-    records, entries, samples = _plan(input_path, backend, lambda row: row.id not in done, digests)
+    records, entries, samples = _plan(input_path, backend, lambda row: row.id not in done, digests, typed_output)
     if not records:
         raise ConfigError("{} has no row to submit{}".format(
             input_path, " (every id has a row in {})".format(output_path) if output_path else ""))
     state = {"agenthub_batch": STATE_VERSION, "backend": backend, "input_path": os.path.abspath(input_path),
              "input_sha256": _digest(input_path), "created_at": _now(), "batches": records, "row_sha256": digests}
+    if typed_output is not None or output_retries != 2:
+        state["output"] = typed_output
+        state["output_retries"] = output_retries
     _write_state(state_path, state)
     job = BatchJob(state_path, state, session)
     job._create(entries, samples)
     return job
+
+
+def _schema_of(output: Any) -> Dict[str, Any]:
+    """The JSON Schema of an output type (what the state file keeps: a later process validates with it)."""
+    from ..typeschema import compile as compile_type
+
+    return dict(compile_type(output).schema)
 
 
 def _still_to_do(state: Mapping[str, Any]) -> set:
@@ -604,15 +734,17 @@ class BatchJob(object):
         if self._rows is None:
             rows = {}  # type: Dict[str, JobRow]
             digests = self._state.get("row_sha256")  # (None: a state from before they were recorded)
+            typed = self._state.get("output")
             changed = []  # type: List[str]
             if os.path.exists(self.input_path):
                 for row in iter_rows(self.input_path):
                     if digests is not None and row.id in digests and digests[row.id] != _row_digest(row):
                         changed.append(row.id)
-                    traced = bool(row.config.get("trace_id"))
+                    traced = bool(row.config.get("trace_id")) or _output_of(row, typed) is not None  # (a re-ask
+                    # round sends the row's messages again)
                     rows[row.id] = JobRow(id=row.id, model=row.model, messages=row.messages if traced else [],
                                           config=row.config if traced else {}, client_type=row.client_type,
-                                          base_url=row.base_url, line=row.line)
+                                          base_url=row.base_url, line=row.line, output_schema=row.output_schema)
             gone = [rid for rid in (digests or ()) if rid not in rows] if os.path.exists(self.input_path) else []
             if changed or gone:
                 shown = ", ".join(repr(rid[:60]) for rid in (changed + gone)[:5])
@@ -658,6 +790,8 @@ class BatchJob(object):
         """Cancel every remote batch that has not ended; the status after.  Finished requests keep their
         results (``fetch`` them); the others can be finished live with ``agenthub.jobs.run``."""
         infos = []  # type: List[BatchInfo]
+        self._state["cancelled_at"] = _now()  # (typed rows get no new re-ask round: jobs.run finishes them)
+        self._drop_uncreated_rounds()
         for record in self._state["batches"]:
             if not record.get("remote"):
                 infos.append(_info(record, None))
@@ -678,6 +812,9 @@ class BatchJob(object):
         done = finished_ids(output_path)
         errored = done - finished_ids(output_path, retry_failed=True)
         summary = FetchSummary(output_path=output_path)
+        if not self._state.get("cancelled_at"):
+            self._create_rounds()  # re-ask rounds a fetch cut short planned and did not create
+        rounds = []  # type: List[Dict[str, Any]]
         with OutputWriter(output_path) as writer:
             for record in self._state["batches"]:
                 if not record.get("remote"):
@@ -687,14 +824,71 @@ class BatchJob(object):
                 if info["state"] not in TERMINAL:
                     summary.pending.extend(record["ids"])
                     continue
-                self._fetch_batch(record, info, done, writer, summary)
+                self._fetch_batch(record, info, done, writer, summary,
+                                  None if self._state.get("cancelled_at") else rounds)
+        if rounds:  # typed rows whose answers did not hold: their next round, at batch price
+            self._state["batches"].extend(rounds)
+            self._save()
+            self._create_rounds()
+            for record in rounds:
+                summary.pending.extend(record["ids"])
         summary.failed_total = summary.failed + sum(1 for record in self._state["batches"] for rid in record["ids"]
                                                     if rid in errored)
         self._save()
         return summary
 
+    def _create_rounds(self) -> None:
+        """Create the re-ask rounds planned and not created yet: each row's request is its messages, then its
+        earlier rounds' re-ask turns (``record["typed"]``), with its output type shaped as at submission."""
+        from ..types import from_jsonable
+
+        entries = {}  # type: Dict[int, List[bytes]]
+        samples = {}  # type: Dict[int, Any]
+        for index, record in enumerate(self._state["batches"]):
+            if record.get("remote") or "round" not in record:
+                continue
+            entries[index], samples[index] = self._round_entries(record)
+        if entries:
+            self._create(entries, samples)
+
+    def _drop_uncreated_rounds(self) -> None:
+        """A cancelled job creates no re-ask round: one planned and not created is dropped, and its rows are
+        judged again by the next fetch (no round: they are listed as missing, for jobs.run to finish)."""
+        dropped = set()  # type: set
+        kept = []  # type: List[Dict[str, Any]]
+        for record in self._state["batches"]:
+            if "round" in record and not record.get("remote"):
+                dropped.update(record["ids"])
+            else:
+                kept.append(record)
+        for record in kept:
+            if dropped & set(record.get("reasked") or ()):
+                record["reasked"] = [rid for rid in record["reasked"] if rid not in dropped]
+        self._state["batches"] = kept
+
+    def _round_entries(self, record: Mapping[str, Any]) -> Tuple[List[bytes], Any]:
+        """The encoded entries of a re-ask round's rows, and a sample request."""
+        from ..types import from_jsonable
+
+        rows = self._input_rows()
+        client = self._client(record)
+        engine = _backends.backend(record["backend"])
+        data = []  # type: List[bytes]
+        sample = None  # type: Any
+        for rid in record["ids"]:
+            row = rows.get(rid)
+            output = None if row is None else _output_of(row, self._state.get("output"))
+            if row is None or output is None:
+                raise ConfigError("the input file {} no longer holds the typed row {!r} of a re-ask round".format(
+                    self.input_path, rid[:60]))
+            shaped = _shape(client, row, output)
+            request = client.plan(list(row.messages) + from_jsonable(record["typed"][rid]["extra"]), shaped.config)
+            sample = request if sample is None else sample
+            data.append(dumps_entry(engine.entry(record["custom_ids"].get(rid, rid), request, record["api"])))
+        return data, sample
+
     def _fetch_batch(self, record: Dict[str, Any], info: Mapping[str, Any], done: Any, writer: OutputWriter,
-                     summary: FetchSummary) -> None:
+                     summary: FetchSummary, rounds: Optional[List[Dict[str, Any]]] = None) -> None:
         engine = _backends.backend(record["backend"])
         client = self._client(record)
         record_parser = client.protocol
@@ -704,6 +898,10 @@ class BatchJob(object):
         seen = set()  # type: set
         answered = set()  # type: set
         unknown = duplicates = 0
+        typed_output = self._state.get("output")
+        retries = self._state.get("output_retries", 2)
+        reasked = set(record.get("reasked") or ())
+        next_round = {}  # type: Dict[str, Any]
         for custom_id, outcome, payload in engine.results(self._wire(record), record["remote"], info):
             if outcome == "bad":
                 if not summary.unreadable:
@@ -721,15 +919,29 @@ class BatchJob(object):
             if outcome == "not_run":
                 continue
             answered.add(rid)
-            if rid in done:
-                summary.skipped += 1
+            if rid in done or rid in reasked:  # (reasked: in a later round, which writes its row)
+                summary.skipped += 1 if rid in done else 0
                 continue
             row = rows.get(rid) or JobRow(id=rid, model=record["model"], messages=[])
-            if outcome == "ok":
+            output = _output_of(row, typed_output)
+            prior = (record.get("typed") or {}).get(rid)
+            if outcome == "ok" and output is not None:
+                out, again = typed_answer(row, record_parser, client, payload, record["backend"], output, prior,
+                                          retries)
+                if out is None:
+                    if rounds is None:  # no new round (the job was cancelled): the row is left for jobs.run
+                        answered.discard(rid)
+                    else:
+                        next_round[rid] = again
+                    continue
+            elif outcome == "ok":
                 out = answer_row(row, record_parser, kind, payload, record["backend"])
             else:
                 status, body = payload
                 out = failed_row(row, kind, status, body, record["backend"])
+                if prior:  # a re-ask round's request failed: the earlier rounds were paid for
+                    out.update(attempts=int(prior["attempt"]) + 1, usage_metadata=prior.get("usage"),
+                               cost_usd=prior.get("cost_usd"))
             writer.write(out)
             if out["error"] is None:
                 summary.done += 1
@@ -745,6 +957,21 @@ class BatchJob(object):
         summary.duplicates += duplicates
         summary.missing.extend(rid for rid in record["ids"] if rid not in answered and rid not in done)
         record["fetched_at"] = _now()
+        if next_round and rounds is not None:
+            record["reasked"] = sorted(reasked | set(next_round))
+            ids = [rid for rid in record["ids"] if rid in next_round]
+            whole = dict(record, ids=ids, typed=next_round)
+            sized = self._round_entries(whole)[0]  # split over the engine's limits as the entries will be
+            for chunk in engine.split([(rid, data, 0) for rid, data in zip(ids, sized)]):
+                chosen = [ids[i] for i in chunk]
+                rounds.append(dict(
+                    {k: record[k] for k in ("backend", "client_type", "model", "api", "base_url", "row_client_type",
+                                            "row_base_url") if k in record},
+                    ids=chosen, custom_ids={rid: record["custom_ids"][rid] for rid in chosen
+                                            if rid in record["custom_ids"]},
+                    remote=None, submitted_at=None, last=None,
+                    round=max(int(next_round[rid]["attempt"]) for rid in chosen) + 1,
+                    typed={rid: next_round[rid] for rid in chosen}))
 
     def _save(self) -> None:
         _write_state(self.state_path, self._state)

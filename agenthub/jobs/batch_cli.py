@@ -10,8 +10,8 @@
 ``submit`` prints the state file's path (default ``IN.jsonl.batch.json``) on stdout and the batches on
 stderr; ``status`` prints each remote batch (``--json``: one JSON object on stdout); ``fetch`` appends
 the results of the ended batches to OUT (rows OUT has already are left alone: fetch as often as you
-like), ``--wait`` polls until every batch ended first; rows an expired or cancelled batch never ran are
-finished live by ``agenthub batch run IN.jsonl -o OUT.jsonl`` (it skips the rows OUT has).
+like), ``--wait`` polls until every batch ended first (and again for the re-ask rounds of typed rows);
+rows an expired or cancelled batch never ran are finished live by ``agenthub batch run IN.jsonl -o OUT.jsonl`` (it skips the rows OUT has).
 
 Exit status: 0 done (submit: submitted; status: every batch ended; fetch: every row has an answer row;
 cancel: cancelled or already ended); 3 fetch: some rows have error rows; 4 status / fetch: some batches
@@ -23,6 +23,7 @@ submit says so; a bad row, an unknown model, a missing key: all listed); 2 bad u
 import argparse
 import json
 import sys
+import time
 from typing import Any, Callable, Dict, Tuple
 
 __all__ = ["ACTIONS", "EXIT_FAILED_ROWS", "EXIT_NOT_ENDED", "EXIT_NO_RESULT"]
@@ -109,10 +110,20 @@ def _fetch(args: argparse.Namespace) -> int:
     from .batch import load
 
     job = load(args.state)
-    if args.wait:
-        job.wait(args.interval, args.timeout, progress=lambda s: _err("agenthub batch: {}".format(
-            s.summary().splitlines()[0])))
-    summary = job.fetch(args.output)
+    deadline = None if args.timeout is None else time.monotonic() + args.timeout
+    written = [0, 0]
+    while True:
+        ended = False
+        if args.wait:
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            ended = job.wait(args.interval, left, progress=lambda s: _err("agenthub batch: {}".format(
+                s.summary().splitlines()[0]))).done
+        summary = job.fetch(args.output)
+        written = [written[0] + summary.done, written[1] + summary.failed]
+        if not (args.wait and ended and summary.pending):
+            break
+        # every batch had ended, and rows are pending again: typed rows in a new re-ask round (--wait waits for it)
+    summary.done, summary.failed = written
     _err("agenthub batch fetch: {} answers and {} error rows written to {}, {} already there; {} rows without a "
          "result, {} in batches not ended yet".format(summary.done, summary.failed, args.output, summary.skipped,
                                                       len(summary.missing), len(summary.pending)))

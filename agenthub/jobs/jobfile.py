@@ -3,14 +3,18 @@
 Input line::
 
     {"id": "row-1", "model": "gpt-4.1-mini", "messages": [UniMessage, ...], "config": UniConfig,
-     "client_type": "openai-chat", "base_url": "https://..."}      # the last two optional
+     "client_type": "openai-chat", "base_url": "https://...",       # these two optional
+     "output_schema": {JSON Schema}}                                # optional: typed output (issue 40)
 
 Output line (one per finished row, in the order rows finish)::
 
     {"id", "model", "message", "usage_metadata", "finish_reason", "cost_usd", "error", "attempts",
      "backend", "finished_at"}
 
-``error`` is null or ``{"type", "message", "status"}``.  Bytes (inline images, audio) are stored as
+``error`` is null or ``{"type", "message", "status"}``.  A row with an output type (its ``output_schema``, or
+``jobs.run(..., output=...)``) also has ``"value"`` (the validated JSON) when it held; when the re-asks ran
+out its error is an ``OutputValidationError`` with ``"problems"`` (each attempt's) and the last candidate
+(``"candidate_text"``, ``"candidate_json"``) beside its three fields.  Bytes (inline images, audio) are stored as
 ``{"__bytes__": "<base64>"}`` both ways.  Nothing here holds a key: a job line has no place for one
 (an ``api_key`` field is refused), and error messages are the library's own, already scrubbed.
 """
@@ -25,7 +29,7 @@ import weakref
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Set, Tuple
 
-from ..errors import AgentHubError, ConfigError
+from ..errors import AgentHubError, ConfigError, OutputValidationError
 from ..types import from_jsonable, to_jsonable  # the {"__bytes__"} codec
 from ..validate import check_config, check_messages
 
@@ -34,7 +38,7 @@ __all__ = ["JobRow", "JobFile", "read_jobs", "iter_rows", "IdIndex", "OutputLock
 
 log = logging.getLogger("agenthub")
 
-INPUT_KEYS = ("id", "model", "messages", "config", "client_type", "base_url")
+INPUT_KEYS = ("id", "model", "messages", "config", "client_type", "base_url", "output_schema")
 OUTPUT_KEYS = ("id", "model", "message", "usage_metadata", "finish_reason", "cost_usd", "error", "attempts",
                "backend", "finished_at")
 _MAX_SHOWN = 20  # problems listed in one ConfigError before "... and N more"
@@ -51,6 +55,8 @@ class JobRow:
     client_type: Optional[str] = None
     base_url: Optional[str] = None
     line: int = 0  # 1-based line number in the input file
+    #: the row's own output type (a JSON Schema dict; typed output, docs/typed-output.md), None when it has none
+    output_schema: Optional[Dict[str, Any]] = None
 
     def to_json(self) -> Dict[str, Any]:
         """The input line again (JSON-ready: bytes as {"__bytes__"})."""
@@ -60,6 +66,8 @@ class JobRow:
             out["client_type"] = self.client_type
         if self.base_url is not None:
             out["base_url"] = self.base_url
+        if self.output_schema is not None:
+            out["output_schema"] = self.output_schema
         return out
 
 
@@ -108,8 +116,25 @@ def parse_line(obj: Any, line: int) -> JobRow:
     check_messages(messages)
     config = from_jsonable(obj.get("config") if obj.get("config") is not None else {})
     check_config(config)
+    schema = obj.get("output_schema")
+    if schema is not None:
+        check_output_schema(schema)
+        if config.get("response_format") is not None:
+            raise ConfigError("'output_schema' and config['response_format'] both shape the answer: give one")
     return JobRow(id=rid, model=model, messages=messages, config=config, client_type=obj.get("client_type"),
-                  base_url=obj.get("base_url"), line=line)
+                  base_url=obj.get("base_url"), line=line, output_schema=schema)
+
+
+def check_output_schema(schema: Any) -> None:
+    """ConfigError (naming the field) unless ``schema`` is a JSON Schema the typed output takes."""
+    if not isinstance(schema, dict):
+        raise ConfigError("'output_schema' must be a JSON Schema object (got {})".format(_kind(schema)))
+    from ..typeschema import compile as compile_type
+
+    try:
+        compile_type(schema)
+    except ConfigError as exc:
+        raise ConfigError("'output_schema': {}".format(exc)) from None
 
 
 def _kind(value: Any) -> str:
@@ -279,7 +304,8 @@ def _fast_row(obj: Any, number: int) -> Optional[JobRow]:
     config = obj.get("config")
     return JobRow(id=obj["id"], model=obj["model"], messages=from_jsonable(obj["messages"]),
                   config=from_jsonable(config) if isinstance(config, dict) else {},
-                  client_type=obj.get("client_type"), base_url=obj.get("base_url"), line=number)
+                  client_type=obj.get("client_type"), base_url=obj.get("base_url"), line=number,
+                  output_schema=obj.get("output_schema") if isinstance(obj.get("output_schema"), dict) else None)
 
 
 def _lines(problems: Iterable[str]) -> List[int]:
@@ -412,14 +438,20 @@ def output_row(row: JobRow, *, message: Any, usage_metadata: Any, finish_reason:
 
 def error_of(exc: BaseException) -> Dict[str, Any]:
     """``{"type", "message", "status"}`` for an exception (agenthub's messages carry no secret; anything
-    else is named by its class only, its text could hold anything)."""
+    else is named by its class only, its text could hold anything).  An OutputValidationError adds its
+    ``problems`` and last candidate (``candidate_text``, ``candidate_json``)."""
     if isinstance(exc, AgentHubError):
         text = str(exc)
     else:
         text = "{} (not an agenthub error: its text is not recorded)".format(type(exc).__name__)
     status = getattr(exc, "status", None)
-    return {"type": type(exc).__name__, "message": text,
-            "status": status if isinstance(status, int) and not isinstance(status, bool) else None}
+    out = {"type": type(exc).__name__, "message": text,
+           "status": status if isinstance(status, int) and not isinstance(status, bool) else None}
+    if isinstance(exc, OutputValidationError):
+        out["problems"] = [list(p) for p in exc.problems or ()]
+        out["candidate_text"] = exc.candidate_text
+        out["candidate_json"] = exc.candidate_json
+    return out
 
 
 def error_row(row: JobRow, exc: BaseException, *, attempts: int, backend: str) -> Dict[str, Any]:

@@ -35,12 +35,14 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from ..attempts import Attempt, register, unregister
 from ..client import AutoLLMClient
-from ..errors import AgentHubError, BudgetExceededError, ConfigError, TransportError
+from ..errors import (AgentHubError, BudgetExceededError, ConfigError, OutputRefusedError, OutputValidationError,
+                      TransportError)
 from ..limiter import LimiterHook, RateLimiter, endpoint_key, estimate_tokens, has_hook  # noqa: F401  (jobs.runner.estimate_tokens)
 from ..catalog import call_cost
 from ..stream import collect
 from ..telemetry import child_span, workflow_span  # a span per job and per row (no-ops uninstrumented)
-from ..types import USAGE_KEYS
+from ..output.parse import ParseStream, Parsed
+from ..types import USAGE_KEYS, to_jsonable
 from .jobfile import JobFile, JobRow, OutputWriter, error_row, iter_rows, mark_finished, output_row, read_jobs
 from .jobfile import OutputLock, file_mentions
 
@@ -61,7 +63,7 @@ ANNOUNCE_WAIT = 3.0
 class JobSummary:
     """What one ``run`` did.  ``done``: rows answered now; ``failed``: error rows written now (invalid
     lines included); ``skipped``: rows that already had a row in the output; ``tokens`` and
-    ``cost_usd``: of this run's answers (``unpriced`` rows had no price, so cost_usd leaves them out; a row
+    ``cost_usd``: of this run's answers, and of its typed rows whose re-asks ran out (paid for) (``unpriced`` rows had no price, so cost_usd leaves them out; a row
     answered from the ResponseCache costs 0.0: ``cache_hits`` counts them, and the row says ``"cache": "hit"``)."""
 
     done: int = 0
@@ -252,6 +254,8 @@ class Job(object):
     """The shared state of one run: the row source, the writer, the limiter, the counters, the stops."""
 
     job_span = None  # type: Any  # the job's telemetry span (agenthub.telemetry): each row's span is its child
+    output = None  # type: Any  # run(output=...): the output type of the rows without their own output_schema
+    output_retries = 2  # the re-asks of a typed row (client.parse's ``retries``)
 
     def __init__(self, rows: Any, clients: Dict[Route, Any], writer: OutputWriter, limiter: RateLimiter,
                  summary: JobSummary, progress: Progress, max_retries: int, backend: str = "live",
@@ -333,6 +337,9 @@ class Job(object):
                     summary.cost_usd += out["cost_usd"]
             else:
                 summary.failed += 1
+                if out.get("cost_usd") is not None:  # a typed row whose re-asks ran out: its attempts were paid for
+                    summary.tokens += row_tokens(out["usage_metadata"])
+                    summary.cost_usd += out["cost_usd"]
         self.progress.row(summary)
 
     def client(self, route: Route) -> Any:
@@ -360,14 +367,30 @@ class Job(object):
         local.call = None
         local.row_id = row.id
         me = threading.get_ident()
+        output = row.output_schema if row.output_schema is not None else self.output
+        typed = None  # type: Optional[_TypedRow]
         try:
+            if output is not None:  # typed output: client.parse's loop, each of its calls a row call as below
+                typed = _TypedRow(self, client, me)
+                parsed = ParseStream(typed, row.messages, output, row.config, self.output_retries).result()
+                typed.close_call()
+                return self.typed_row(row, client, typed, parsed)
             stream = client.streaming_response(row.messages, row.config)
             self.inflight[me] = stream
             if self.stop_hard.is_set():
                 return None
             message = collect(stream)
+        except (OutputValidationError, OutputRefusedError) as exc:
+            assert typed is not None
+            typed.close_call()
+            out = error_row(row, exc, attempts=typed.sent(), backend=self.backend)
+            out["usage_metadata"] = to_jsonable(exc.usage_metadata)
+            out["cost_usd"] = typed.cost(row.model)
+            return out
         except AgentHubError as exc:
-            sent = local.call.attempts if local.call is not None else 0
+            if typed is not None:
+                typed.close_call()
+            sent = typed.sent() if typed is not None else local.call.attempts if local.call is not None else 0
             if exc.__dict__.get("_agenthub_unsent") or (isinstance(exc, TransportError) and exc.aborted
                                                         and self.stop_hard.is_set()):
                 return None
@@ -375,8 +398,10 @@ class Job(object):
                 return error_row(row, exc, attempts=max(0, sent - 1), backend=self.backend)
             return error_row(row, exc, attempts=sent, backend=self.backend)
         except Exception as exc:  # a bug or a bad value: the row fails, the job goes on
-            return error_row(row, exc, attempts=local.call.attempts if local.call is not None else 0,
-                             backend=self.backend)
+            if typed is not None:
+                typed.close_call()
+            return error_row(row, exc, attempts=typed.sent() if typed is not None else
+                             local.call.attempts if local.call is not None else 0, backend=self.backend)
         finally:
             self.inflight.pop(me, None)
             local.pace = None
@@ -398,12 +423,98 @@ class Job(object):
             out["cache"] = "hit"  # answered from the ResponseCache: nothing was paid for it (cost_usd 0.0)
         return out
 
+    def typed_row(self, row: JobRow, client: Any, typed: "_TypedRow", parsed: Parsed[Any]) -> Dict[str, Any]:
+        """The output row of a typed row that held: the final message, ``value`` (its JSON), the usage and
+        cost of every attempt (re-asks included), ``attempts`` every send of every attempt."""
+        route = typed.calls[-1].route if typed.calls else None
+        if route:
+            name = "{} ({}, {})".format(route.get("model"), route.get("client_type"), route.get("host"))
+            with self.count_lock:
+                self.summary.routes[name] = self.summary.routes.get(name, 0) + 1
+        message = parsed.message
+        out = output_row(row, message=message, usage_metadata=parsed.usage_metadata,
+                         finish_reason=message.get("finish_reason"), cost_usd=typed.cost(row.model), error=None,
+                         attempts=typed.sent() or parsed.attempts, backend=self.backend)
+        out["value"] = parsed.json
+        if route and getattr(client, "fallbacks", ()):
+            out["route"] = dict(route)
+        if typed.calls and all(c.cache == "hit" or (c.route or {}).get("cache") == "hit" for c in typed.calls):
+            out["cache"] = "hit"
+        return out
+
     def abort_all(self) -> None:
         for stream in list(self.inflight.values()):
             try:
                 stream.abort()
             except Exception:
                 pass
+
+
+class _TypedRow(object):
+    """The row's client as client.parse's loop sees it (agenthub.output.parse: one loop for a call and a row):
+    each of the loop's calls is a row call (its stream in flight for Ctrl-C, its Attempt kept by the row
+    hook), so the row's ``attempts`` counts every send of every attempt and its cost prices each call as the
+    model that answered it."""
+
+    def __init__(self, job: "Job", client: Any, me: int) -> None:
+        self.job = job
+        self.client = client
+        self.me = me
+        self.calls = []  # type: List[Attempt]
+        self.usages = []  # type: List[Any]  # each call's usage (its stop event's), in order
+        self.model = getattr(client, "model", "")
+        self.client_type = getattr(client, "client_type", None)
+
+    def plan(self, messages: Any, config: Any = None) -> Any:
+        return self.client.plan(messages, config)
+
+    def close_call(self) -> None:
+        call = self.job.local.call
+        if call is not None and (not self.calls or self.calls[-1] is not call):
+            self.calls.append(call)
+        self.job.local.call = None
+
+    def streaming_response(self, messages: Any, config: Any = None) -> Any:
+        self.close_call()
+        if self.job.stop_hard.is_set() or self.job.stop_new.is_set():
+            raise _unsent()
+        stream = self.client.streaming_response(messages, config)
+        self.job.inflight[self.me] = stream
+        self.usages.append(None)
+        return _Watched(stream, self.usages)
+
+    def sent(self) -> int:
+        """Every send of the calls made (``close_call`` first)."""
+        return sum(call.attempts for call in self.calls)
+
+    def cost(self, model: str) -> Optional[float]:
+        total = 0.0
+        for n, call in enumerate(self.calls):
+            usage = self.usages[n] if n < len(self.usages) else None
+            route = call.route
+            price = call_cost(route["model"] if route else model, usage, call, route) if usage else None
+            if price is None:
+                return None
+            total += price
+        return total
+
+
+class _Watched(object):
+    """A call's stream as the parse loop reads it, its stop event's usage noted for the row's cost."""
+
+    def __init__(self, stream: Any, usages: List[Any]) -> None:
+        self._stream = stream
+        self._usages = usages
+        self._slot = len(usages) - 1
+
+    def __iter__(self) -> Any:
+        for event in self._stream:
+            if event.get("usage_metadata") is not None:
+                self._usages[self._slot] = event["usage_metadata"]
+            yield event
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
 
 
 class _RowHook(LimiterHook):
@@ -489,8 +600,8 @@ def run(input_path: str, output_path: str, *, workers: int = 8, rpm: Optional[fl
         tpm: Optional[float] = None, retry_failed: bool = False, progress: Union[None, bool, Callable[..., Any]] = None,
         skip_invalid: bool = False, engine: Optional[str] = None, limiter: Optional[RateLimiter] = None,
         client_factory: Optional[Callable[..., Any]] = None, max_retries: int = 2, grace: float = 30.0,
-        fallbacks: Optional[Sequence[Any]] = None, budget: Any = None, cache: Any = None,
-        **engine_options: Any) -> JobSummary:
+        fallbacks: Optional[Sequence[Any]] = None, budget: Any = None, cache: Any = None, output: Any = None,
+        output_retries: int = 2, **engine_options: Any) -> JobSummary:
     """Run a job file live (or on Ray: ``engine="ray"``) and append the answers to ``output_path``.
 
     ``rpm`` / ``tpm``: the budget of one shared RateLimiter (or pass ``limiter``).  ``progress``: None
@@ -504,6 +615,10 @@ def run(input_path: str, output_path: str, *, workers: int = 8, rpm: Optional[fl
     worst case no longer fits gets a BudgetExceededError row (``attempts`` 0) and is never sent; a
     rerun with ``retry_failed=True`` and a new budget sends those rows.  Live engine only.
     ``cache``: an ``agenthub.ResponseCache`` every row's client answers from (and stores in).
+    ``output``: typed output for every row without its own ``output_schema`` (a type or a JSON Schema dict, as
+    ``client.parse`` takes): each such row runs through client.parse's loop, re-asked at most ``output_retries``
+    times, and its output row has ``"value"`` (the validated JSON) or an OutputValidationError /
+    OutputRefusedError row (docs/typed-output.md, "Jobs and batch engines").  Live engine only.
     """
     started = time.monotonic()
     _positive_int(workers, "workers")
@@ -545,6 +660,11 @@ def run(input_path: str, output_path: str, *, workers: int = 8, rpm: Optional[fl
     if cache is not None:
         client_factory = functools.partial(own_client, list(fallbacks) if fallbacks is not None else None, budget,
                                            max_retries=max_retries, cache=cache)
+    check_output(output, output_retries)
+    if engine == "ray" and (output is not None or (os.path.isfile(input_path)
+                                                   and file_mentions(input_path, b'"output_schema"'))):
+        raise ConfigError("typed output (output= or a row's output_schema) runs on the live engine and the batch "
+                          "engines, not on Ray: run the job live")
     if os.path.abspath(input_path) == os.path.abspath(output_path):
         raise ConfigError("the output file must not be the input file")
     lock = OutputLock(output_path)  # a second run on this output is refused (issue 29 D1)
@@ -560,11 +680,39 @@ def run(input_path: str, output_path: str, *, workers: int = 8, rpm: Optional[fl
             return run_job(input_path, output_path, job=job, workers=workers, rpm=rpm, tpm=tpm,  # type: ignore[no-any-return]
                            retry_failed=retry_failed, progress=progress, client_factory=client_factory,
                            max_retries=max_retries, **engine_options)
+        if output is not None:
+            _no_response_format(input_path)
         return _run_live(job, input_path, output_path, workers, limiter or RateLimiter(rpm, tpm), retry_failed,
-                         progress, client_factory, max_retries, grace, fallbacks, started)
+                         progress, client_factory, max_retries, grace, fallbacks, started, output, output_retries)
     finally:
         job.ids.close()  # the id index's temporary file
         lock.release()
+
+
+def check_output(output: Any, retries: Any) -> None:
+    """ConfigError unless ``output`` (None or an output type) compiles and ``retries`` is a re-ask count."""
+    from ..output.parse import MAX_RETRIES
+    from ..typeschema import compile as compile_type
+
+    if not isinstance(retries, int) or isinstance(retries, bool) or not 0 <= retries <= MAX_RETRIES:
+        raise ConfigError("output_retries must be an int from 0 to {} (got {!r})".format(MAX_RETRIES, retries))
+    if output is not None:
+        try:
+            compile_type(output)
+        except ConfigError as exc:
+            raise ConfigError("output: {}".format(exc)) from None
+
+
+def _no_response_format(input_path: str) -> None:
+    """With ``output=``, a row whose config sets ``response_format`` is refused before anything is sent (the
+    output type sets it)."""
+    if not file_mentions(input_path, b"response_format"):
+        return
+    lines = [row.line for row in iter_rows(input_path) if row.output_schema is None
+             and row.config.get("response_format") is not None]
+    if lines:
+        raise ConfigError("output= sets each row's response_format, and {} set their own: leave it out of their "
+                          "config (nothing was sent)".format(_lines_text(lines)))
 
 
 def resume(job: JobFile, output_path: str, retry_failed: bool) -> Tuple[int, Dict[Route, List[int]], Dict[Route, int]]:
@@ -581,7 +729,8 @@ def resume(job: JobFile, output_path: str, retry_failed: bool) -> Tuple[int, Dic
 
 def _run_live(job: JobFile, input_path: str, output_path: str, workers: int, limiter: RateLimiter,
               retry_failed: bool, progress: Any, client_factory: Optional[Callable[..., Any]], max_retries: int,
-              grace: float, fallbacks: Optional[Sequence[Any]], started: float) -> JobSummary:
+              grace: float, fallbacks: Optional[Sequence[Any]], started: float, output: Any = None,
+              output_retries: int = 2) -> JobSummary:
     skipped, routes, counts = resume(job, output_path, retry_failed)
     embedding = _embedding_lines(input_path, routes) if routes else {}
     clients = build_clients(routes, client_factory or functools.partial(default_client, max_retries=max_retries),
@@ -599,6 +748,8 @@ def _run_live(job: JobFile, input_path: str, output_path: str, workers: int, lim
         todo = (row for row in iter_rows(input_path, check=False) if not ids.is_done(row.id))
         state = Job(todo, clients, writer, limiter, summary, show, max_retries,
                      per_thread=client_factory if fallbacks is not None else None)
+        state.output = output
+        state.output_retries = output_retries
         count = min(workers, max(1, sum(counts.values())))
         state.job_span = workflow_span("agenthub.jobs", {"agenthub.job.rows": summary.total})
         try:

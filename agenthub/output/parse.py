@@ -22,7 +22,7 @@ from ..types import USAGE_KEYS, AssistantMessage, Message, UniConfig, UsageMetad
 from .partial import PartialJSON, find_json
 from .shape import shape
 
-__all__ = ["Parsed", "ParseStream", "parse", "streaming_parse", "find_json", "MAX_ANSWER_CHARS"]
+__all__ = ["Parsed", "ParseStream", "parse", "streaming_parse", "find_json", "judge", "Verdict", "MAX_ANSWER_CHARS"]
 
 T = TypeVar("T")
 
@@ -113,8 +113,6 @@ class ParseStream(Generic[T]):
         usage = [None] * len(USAGE_KEYS)  # type: List[Optional[int]]
         total = 0.0  # type: Optional[float]
         problems_seen = []  # type: List[List[str]]
-        last_text = ""
-        last_json = None  # type: Any
         retries_left = self._retries
         while True:
             self.attempt += 1
@@ -156,39 +154,68 @@ class ParseStream(Generic[T]):
                     candidate_text=None, candidate_json=None, problems=problems_seen + [["the answer is too large"]],
                     attempts=self.attempt, usage_metadata=summed, cost_usd=total)
                 return
-            refusal = shaped.refusal(message)
-            if refusal is not None:
-                self._error = OutputRefusedError(
-                    "the model refused to answer with the output type: {}".format(refusal[:500]),
-                    refusal=refusal, finish_reason=message.get("finish_reason"), attempts=self.attempt,
-                    usage_metadata=summed, cost_usd=total)
+            verdict = judge(shaped, message, self.attempt, retries_left, problems_seen, summed, total)
+            if verdict.error is not None:
+                self._error = verdict.error
                 return
-            last_text = shaped.text(message)
-            data, why = find_json(last_text)
-            value = kept = None  # type: Any
-            if why is not None:
-                problems = [why]
-                last_json = None
-            else:
-                last_json = data
-                value, problems, kept = shaped.convert(data)
-            if not problems:
-                self._result = Parsed(value=value, message=message, attempts=self.attempt, usage_metadata=summed,
-                                      cost_usd=total, json=kept, messages=extra)
-                return
-            problems_seen.append(problems)
-            if message.get("finish_reason") == "length":
-                problems_seen[-1] = problems + ["the answer was cut at the output limit: set a larger max_tokens"]
-                retries_left = 0
-            if retries_left <= 0:
-                self._error = OutputValidationError(
-                    "the answer did not validate as {} after {} attempt(s): {}".format(
-                        shaped.label, self.attempt, "; ".join(problems_seen[-1][:5])),
-                    candidate_text=last_text, candidate_json=last_json, problems=problems_seen,
-                    attempts=self.attempt, usage_metadata=summed, cost_usd=total)
+            if verdict.problems is None:
+                self._result = Parsed(value=verdict.value, message=message, attempts=self.attempt,
+                                      usage_metadata=summed, cost_usd=total, json=verdict.json, messages=extra)
                 return
             retries_left -= 1
-            extra = extra + [shaped.replay(message), shaped.reask(problems, message)]
+            extra = extra + verdict.turns
+
+
+class Verdict(object):
+    """What one whole answer comes to (``judge``): ``error`` (OutputRefusedError, or OutputValidationError when
+    no re-ask is left), else ``problems`` None and ``value`` / ``json`` (it held), else ``problems`` (this
+    attempt's) and ``turns`` (the assistant turn it was and the user turn listing them: the re-ask)."""
+
+    __slots__ = ("error", "value", "json", "problems", "turns")
+
+    def __init__(self, error: Optional[BaseException] = None, value: Any = None, json: Any = None,
+                 problems: Optional[List[str]] = None, turns: Optional[List[Message]] = None) -> None:
+        self.error = error
+        self.value = value
+        self.json = json
+        self.problems = problems
+        self.turns = turns or []
+
+
+def judge(shaped: Any, message: Any, attempt: int, retries_left: int, problems_seen: List[List[str]],
+          usage: Any, cost_usd: Optional[float]) -> Verdict:
+    """The re-ask loop's one decision on a whole answer (``shaped``: agenthub.output.shape's ``Shaped``):
+    a refusal, a value, a re-ask (``retries_left`` > 0) or the last candidate's OutputValidationError.
+    ``problems_seen`` (every earlier attempt's problems) gets this attempt's appended; ``usage`` and
+    ``cost_usd`` are every attempt's so far (what an error carries).  The live loop (``ParseStream``) and
+    the batch engines' rounds (agenthub.jobs.batch) both decide here."""
+    refusal = shaped.refusal(message)
+    if refusal is not None:
+        return Verdict(error=OutputRefusedError(
+            "the model refused to answer with the output type: {}".format(refusal[:500]),
+            refusal=refusal, finish_reason=message.get("finish_reason"), attempts=attempt,
+            usage_metadata=usage, cost_usd=cost_usd))
+    text = shaped.text(message)
+    data, why = find_json(text)
+    value = kept = candidate = None  # type: Any
+    if why is not None:
+        problems = [why]
+    else:
+        candidate = data
+        value, problems, kept = shaped.convert(data)
+    if not problems:
+        return Verdict(value=value, json=kept)
+    problems_seen.append(problems)
+    if message.get("finish_reason") == "length":
+        problems_seen[-1] = problems + ["the answer was cut at the output limit: set a larger max_tokens"]
+        retries_left = 0
+    if retries_left <= 0:
+        return Verdict(error=OutputValidationError(
+            "the answer did not validate as {} after {} attempt(s): {}".format(
+                shaped.label, attempt, "; ".join(problems_seen[-1][:5])),
+            candidate_text=text, candidate_json=candidate, problems=problems_seen,
+            attempts=attempt, usage_metadata=usage, cost_usd=cost_usd))
+    return Verdict(problems=problems, turns=[shaped.replay(message), shaped.reask(problems, message)])
 
 
 def streaming_parse(client: Any, messages: Sequence[Message], output: Any, config: Optional[UniConfig] = None, *,
