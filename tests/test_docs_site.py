@@ -64,7 +64,8 @@ def test_the_readme_is_a_front_page():
     assert len(lines) < 300
     # one example per main capability, each runs (tests/test_docs_blocks.py, the MCP one tests/test_mcp_readme.py)
     titles = [title for level, title, _ in headings(text) if level == 2]
-    assert titles == ["One call", "Streaming", "Tools and the runner", "MCP", "Failover", "Jobs", "Serve", "The docs"]
+    assert titles == ["One call", "Streaming", "Tools and the runner", "MCP", "Typed output", "Failover", "Jobs", "Serve",
+                      "The docs"]
     for page in doc_files()[1:]:
         assert "(" + page + ")" in text or "(" + page + "#" in text, "the README's map leaves out " + page
 
