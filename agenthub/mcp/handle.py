@@ -13,19 +13,16 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from ..errors import AgentHubError, ConfigError, StreamProtocolError, TransportError, UnsupportedOperationError, \
     UpstreamError
-from ..hosts.trust import url_origin
 from ..telemetry import inject_meta, mcp_span  # a CLIENT span per request, its trace context in _meta (no-ops uninstrumented)
 from . import jsonrpc, results
 from .jsonrpc import MCPError, Message
-from .session import LEGACY_VERSIONS, MODERN_VERSIONS, Session, _Fallback, falls_back, param_header_values, \
-    param_headers
+from .channel import CHANNELS, Channel
+from .session import FALL_BACK, MODERN_VERSIONS, TRY_AGAIN, Session, param_header_values, param_headers
 
 __all__ = ["connect", "Server", "DEFAULT_TIMEOUT", "forget_eras"]
 
 #: seconds for one request (to connect, of silence, in all) and for the start-up, when not given
 DEFAULT_TIMEOUT = 60.0
-#: on stdio, how long the ``server/discover`` probe waits before taking silence for the handshake era
-PROBE_TIMEOUT = 10.0
 #: pages read at most by one list call (a server whose cursor never ends is an error)
 MAX_PAGES = 1000
 
@@ -50,21 +47,20 @@ def _version() -> str:
 class Server(object):
     """A connection to one MCP server (see ``connect``)."""
 
-    def __init__(self, channel: Any, session: Session, name: Optional[str], timeout: float,
+    def __init__(self, channel: Channel, session: Session, name: Optional[str], timeout: float,
                  origin: Any = None) -> None:
         self.name = name
         self.timeout = timeout
         self._channel = channel
         self._session = session
-        self._origin = origin
+        self._origin = channel.origin if origin is None else origin
         self._lock = threading.RLock()
         self._generation = 0  # bumped at each (re)initialisation
         self._closed = False
         self._lists = {}  # type: Dict[str, Tuple[Optional[float], Any]]  # what -> (fresh until, value)
         self._marks = {}  # type: Dict[str, Any]  # tool name -> x-mcp-header marks
         self._probe = None  # type: Any  # the id of the last server/discover sent
-        if channel.transport == "stdio":
-            channel.set_handlers(self._on_request, self._on_notification)
+        channel.set_handlers(self._on_request, self._on_notification)
         try:
             self._start()
         except BaseException:
@@ -92,7 +88,7 @@ class Server(object):
     @property
     def stderr(self) -> str:
         """The end of a stdio server's log ("" for HTTP)."""
-        return getattr(self._channel, "stderr_tail", "")
+        return self._channel.stderr_tail
 
     def __repr__(self) -> str:
         return "<agenthub.mcp.Server {} {}>".format(self.name or self._channel.label, self.protocol_version)
@@ -113,24 +109,23 @@ class Server(object):
                     session.era = None
         if session.era in (None, "modern"):
             try:
-                self._discover()
-                self._remember("modern")
-                return
-            except _Fallback:
-                pass
+                if self._discover():
+                    self._remember("modern")
+                    return
             except AgentHubError as error:
-                if session.pinned or not falls_back(error, self._channel.transport):
+                if session.pinned or not self._channel.falls_back(error):
                     raise
             session.era, session.version = None, None
         try:
             self._initialize()
         except MCPError:
             # a stdio server slower to start than the probe's wait: its DiscoverResult came after all
-            late = getattr(self._channel, "late_answer", lambda ident: None)(self._probe)
+            late = self._channel.late_answer(self._probe)
             if late is None or late.kind != "result":
                 raise
             session.era = None
-            session.accept_discover(session.outcome("server/discover", late))
+            if not session.accept_discover(session.outcome("server/discover", late)):
+                raise
             return
         self._remember("legacy")
 
@@ -139,11 +134,13 @@ class Server(object):
             with _ERAS_LOCK:
                 _ERAS[self._origin] = era
 
-    def _discover(self) -> None:
+    def _discover(self) -> bool:
+        """server/discover: True when the server is modern; False when it names handshake revisions only."""
         session = self._session
         timeout = self.timeout
-        if self._channel.transport == "stdio" and session.pinned is None:
-            timeout = min(timeout, PROBE_TIMEOUT)
+        probe = self._channel.probe_timeout
+        if probe is not None and session.pinned is None:
+            timeout = min(timeout, probe)
         for _ in range(len(MODERN_VERSIONS) + 1):
             ident, message = session.discover_request()
             self._probe = ident
@@ -151,11 +148,14 @@ class Server(object):
                 answer = self._channel.exchange(message, session.headers(message), timeout)
                 result = session.outcome("server/discover", answer.message, answer.status)
             except MCPError as error:
-                if error.code == jsonrpc.UNSUPPORTED_PROTOCOL_VERSION and session.version_refused(error):
-                    continue
+                if error.code == jsonrpc.UNSUPPORTED_PROTOCOL_VERSION:
+                    said = session.version_refused(error)
+                    if said == TRY_AGAIN:
+                        continue
+                    if said == FALL_BACK:
+                        return False
                 raise
-            session.accept_discover(result)
-            return
+            return session.accept_discover(result)
         raise StreamProtocolError("{}: no protocol version agreed".format(self._channel.label),
                                   client=self._channel.label)  # pragma: no cover
 
@@ -175,13 +175,12 @@ class Server(object):
         notice = session.accept_initialize(result)
         self._channel.post(notice, session.headers(notice), self.timeout)
         self._generation += 1
+        self._channel.started(session.headers(jsonrpc.notification("notifications/initialized")))
 
     def _refuse_http_sse(self, error: AgentHubError) -> None:
-        if self._channel.transport != "http" or getattr(error, "status", None) not in (400, 404, 405):
-            return
         if isinstance(error, MCPError):
             return
-        if self._channel.legacy_sse(self.timeout):
+        if self._channel.deprecated(error, self.timeout):
             raise UnsupportedOperationError(
                 "{}: this server speaks the deprecated HTTP+SSE transport (MCP 2024-11-05), which agenthub does "
                 "not support; use its Streamable HTTP endpoint (MCP 2025-03-26 or later)".format(
@@ -221,12 +220,11 @@ class Server(object):
             raise ConfigError("method must be a non-empty string")
         self._check_open()
         session = self._session
-        http = self._channel.transport == "http"
+        channel = self._channel
         target = (params or {}).get("name") if method in ("tools/call", "prompts/get") else None
         with mcp_span(method, session.version, session.session_id if session.era == "legacy" else None,
                       target=target if isinstance(target, str) else None,
-                      server=getattr(self._channel, "url", None) if http else None,
-                      transport=None if http else "pipe") as span:
+                      server=channel.span_server, transport=channel.span_transport) as span:
             if span.recording:  # the W3C trace context in params._meta (the MCP conventions, both eras)
                 params = dict(params or {}, _meta=inject_meta((params or {}).get("_meta")))
             try:
@@ -241,6 +239,7 @@ class Server(object):
     def _request(self, method: str, params: Optional[Dict[str, Any]], timeout: Optional[float],
                  headers: Optional[Dict[str, str]]) -> Dict[str, Any]:
         session = self._session
+        channel = self._channel
         timeout = self.timeout if timeout is None else timeout
         renewed = False
         for _ in range(4):
@@ -250,18 +249,15 @@ class Server(object):
             if headers:
                 sent.update(headers)
             try:
-                if self._channel.transport == "http":
-                    answer = self._channel.exchange(message, sent, timeout, self._on_message,
-                                                    resumable=session.era == "legacy")
-                else:
-                    answer = self._channel.exchange(message, sent, timeout, self._on_message)
+                answer = channel.exchange(message, sent, timeout, self._on_message,
+                                          resumable=channel.resumable and session.era == "legacy")
                 return session.outcome(method, answer.message, answer.status)
             except TransportError as error:
-                if error.timeout and session.era == "legacy" and self._channel.transport == "http":
+                if error.timeout and session.era == "legacy" and channel.cancels_on_timeout:
                     # 2025-11-25 "Cancellation": a dropped connection is not a cancellation; say it
                     notice = session.cancel_notification(ident, "timeout")
                     try:
-                        self._channel.post(notice, session.headers(notice), min(timeout, 5.0))
+                        channel.post(notice, session.headers(notice), min(timeout, 5.0))
                     except AgentHubError:
                         pass
                 raise
@@ -269,10 +265,10 @@ class Server(object):
                 status = getattr(error, "status", None)
                 if isinstance(error, MCPError) and error.code == jsonrpc.UNSUPPORTED_PROTOCOL_VERSION \
                         and session.era == "modern":
-                    try:
-                        if session.version_refused(error):
-                            continue
-                    except _Fallback:
+                    said = session.version_refused(error)
+                    if said == TRY_AGAIN:
+                        continue
+                    if said == FALL_BACK:
                         with self._lock:
                             if self._generation == generation:
                                 self._initialize()
@@ -352,7 +348,7 @@ class Server(object):
         marks = {}
         for tool in raw:
             schema = results.tool_schema(tool, label)
-            if self._channel.transport == "http" and self._session.era == "modern":
+            if self._channel.carries_headers and self._session.era == "modern":
                 try:
                     found = param_headers(schema["parameters"])
                 except ValueError:
@@ -422,11 +418,8 @@ class Server(object):
                 return
             self._closed = True
         channel = self._channel
-        if channel.transport == "http":
-            channel.abort()
-            end = self._session.end_headers()
-            if end is not None:
-                channel.delete(end)
+        channel.abort()  # the calls in flight end now (a TransportError with aborted), whatever the server does
+        channel.ends_session(self._session.end_headers())
         channel.close()
 
     def __enter__(self) -> "Server":
@@ -438,16 +431,17 @@ class Server(object):
 
 def connect(target: Union[str, Sequence[str]], *, name: Optional[str] = None,
             headers: Optional[Dict[str, str]] = None, env: Optional[Dict[str, str]] = None,
-            cwd: Optional[str] = None, timeout: Optional[float] = None, protocol: str = "auto") -> Server:
+            cwd: Optional[str] = None, timeout: Optional[float] = None, protocol: str = "auto",
+            inherit_env: bool = False) -> Server:
     """Connect to an MCP server: a URL is Streamable HTTP, a list of strings a stdio subprocess.
 
     ``name``: the handle's name (the runner's prefix ``"{name}__{tool}"``); ``headers``: sent to the URL's
-    origin only (HTTP); ``env`` (added to this process's environment) and ``cwd``: the subprocess's;
+    origin only (HTTP); ``env``, ``cwd`` and ``inherit_env``: the subprocess's (it gets a short safe list of
+    this process's variables plus ``env``; ``inherit_env=True``: all of them plus ``env``);
     ``timeout``: seconds for the start-up and for each request (default 60); ``protocol``: "auto"
     (the newest revision the server speaks, falling back to the handshake era) or a revision.
     """
-    from .http import HttpChannel
-    from .stdio import StdioChannel
+    import importlib
 
     if name is not None and (not isinstance(name, str) or not name):
         raise ConfigError("name must be a non-empty string or None")
@@ -457,22 +451,15 @@ def connect(target: Union[str, Sequence[str]], *, name: Optional[str] = None,
             or timeout == float("inf"):
         raise ConfigError("timeout must be a positive number of seconds (got {!r})".format(timeout))
     timeout = float(timeout)
-    if isinstance(target, str):
-        if not target.startswith(("http://", "https://")):
-            raise ConfigError("an MCP server is a URL (http:// or https://) or a command as a list of strings "
-                              "(got a string that is not a URL: split the command into a list)")
-        if env is not None or cwd is not None:
-            raise ConfigError("env and cwd are for a stdio server (a command), not a URL")
-        session = Session(protocol, "http", _version(), name)
-        channel = HttpChannel(target, headers, timeout, name)
-        session.server = channel.label
-        return Server(channel, session, name, timeout, url_origin(target))
-    if isinstance(target, (list, tuple)) and target and all(isinstance(part, str) for part in target):
-        if headers is not None:
-            raise ConfigError("headers are for an HTTP server (a URL), not a command")
-        session = Session(protocol, "stdio", _version(), name)
-        pipe = StdioChannel(list(target), env, cwd, timeout, name)
-        session.server = pipe.label
-        return Server(pipe, session, name, timeout)
-    raise ConfigError("an MCP server is a URL or a command as a non-empty list of strings (got {})".format(
-        type(target).__name__))
+    options = {"headers": headers, "env": env, "cwd": cwd, "inherit_env": inherit_env}
+    for module, attribute in CHANNELS:  # the first channel that takes the target
+        kind = getattr(importlib.import_module(module, __package__), attribute)
+        if kind.accepts(target):
+            break
+    else:
+        raise ConfigError("an MCP server is a URL or a command as a non-empty list of strings (got {})".format(
+            type(target).__name__))
+    session = Session(protocol, kind.extra_versions, _version(), name)  # a bad protocol: nothing started
+    channel = kind.open(target, name=name, timeout=timeout, **options)  # type: Channel
+    session.server = channel.label
+    return Server(channel, session, name, timeout)

@@ -21,9 +21,10 @@ from typing import Any, Callable, Dict, List, Optional
 from ..attempts import scrub
 from ..errors import AgentHubError, ConfigError, StreamProtocolError, TransportError, preview
 from . import jsonrpc
-from .jsonrpc import Message
+from .channel import Answer, Channel, modern_refusal
+from .jsonrpc import MCPError, Message
 
-__all__ = ["StdioChannel", "STDERR_KEEP", "MAX_LINE_BYTES"]
+__all__ = ["StdioChannel", "STDERR_KEEP", "MAX_LINE_BYTES", "PROBE_TIMEOUT"]
 
 #: the end of the server's log kept for errors
 STDERR_KEEP = 8 * 1024
@@ -31,6 +32,8 @@ STDERR_KEEP = 8 * 1024
 MAX_LINE_BYTES = 16 * 1024 * 1024
 #: seconds given to each step of the shutdown (after closing stdin; after SIGTERM)
 SHUTDOWN_GRACE = 2.0
+#: how long the unpinned ``server/discover`` probe waits before taking silence for the handshake era
+PROBE_TIMEOUT = 10.0
 
 
 class _Pending(object):
@@ -203,10 +206,36 @@ def _shutdown(state: _State) -> None:
                               retryable=False, aborted=True))
 
 
-class StdioChannel(object):
+class StdioChannel(Channel):
     """One subprocess speaking MCP on its stdin and stdout; thread-safe."""
 
-    transport = "stdio"
+    extra_versions = ("2024-11-05",)  # stdio existed then (its HTTP transport was HTTP+SSE)
+    span_transport = "pipe"
+
+    @classmethod
+    def accepts(cls, target: Any) -> bool:
+        return isinstance(target, (list, tuple)) and bool(target) and all(isinstance(part, str) for part in target)
+
+    @classmethod
+    def open(cls, target: Any, *, name: Optional[str] = None, timeout: float = 60.0, headers: Any = None,
+             env: Optional[Dict[str, str]] = None, cwd: Optional[str] = None,
+             inherit_env: bool = False) -> "StdioChannel":
+        if headers is not None:
+            raise ConfigError("headers are for an HTTP server (a URL), not a command")
+        return cls(list(target), env, cwd, timeout, name)
+
+    @property
+    def probe_timeout(self) -> Optional[float]:  # type: ignore[override]
+        return PROBE_TIMEOUT
+
+    def falls_back(self, error: BaseException) -> bool:
+        """2026-07-28 transports/stdio "Backward Compatibility": any error that is not a modern one, and
+        no answer in time (a server that exited is no such silence)."""
+        if modern_refusal(error):
+            return False
+        if isinstance(error, MCPError):
+            return True
+        return isinstance(error, TransportError) and bool(error.timeout) and not error.__dict__.get("exit_code")
 
     def __init__(self, command: List[str], env: Optional[Dict[str, str]] = None, cwd: Optional[str] = None,
                  timeout: float = 60.0, name: Optional[str] = None) -> None:
@@ -273,7 +302,7 @@ class StdioChannel(object):
         self._write(message)
 
     def exchange(self, message: Dict[str, Any], headers: Any = None, timeout: Optional[float] = None,
-                 on_message: Optional[Callable[[Message], None]] = None) -> Any:
+                 on_message: Optional[Callable[[Message], None]] = None, resumable: bool = False) -> Answer:
         try:
             return self._exchange(message, timeout, on_message)
         except AgentHubError as error:
@@ -281,7 +310,7 @@ class StdioChannel(object):
             raise
 
     def _exchange(self, message: Dict[str, Any], timeout: Optional[float],
-                  on_message: Optional[Callable[[Message], None]]) -> Any:
+                  on_message: Optional[Callable[[Message], None]]) -> Answer:
         timeout = self.timeout if timeout is None else timeout
         state = self._state
         ident = message["id"]
@@ -304,7 +333,7 @@ class StdioChannel(object):
                     client=self.label, timeout=True)
             if pending.message is None:
                 raise self._failure()
-            return _Answer(pending.message)
+            return Answer(pending.message)
         finally:
             with state.lock:
                 state.pending.pop(ident, None)
@@ -344,12 +373,3 @@ def _weak(method: Callable[[Message], None]) -> Callable[[Message], None]:
             target(message)
 
     return call
-
-
-class _Answer(object):
-    __slots__ = ("message", "status", "headers")
-
-    def __init__(self, message: Message) -> None:
-        self.message = message
-        self.status = None
-        self.headers = None
