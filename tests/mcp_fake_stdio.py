@@ -7,7 +7,10 @@ FAULT: ``banner`` (prints a non-JSON line on stdout at the first tools/call), ``
 on stderr before answering), ``exit`` (exits with status 3 at the first tools/call, after a last word on
 stderr), ``hang`` (never answers tools/call), ``slow-start`` (reads nothing for 1 s), ``ignore-stdin-close`` (keeps running after stdin closes,
 ignoring SIGTERM).  tools/call ``echo`` says its text back; ``changed`` sends
-notifications/tools/list_changed before its result.
+notifications/tools/list_changed before its result; ``env`` answers with this process's environment
+(JSON); ``deaf`` stops reading stdin (sleeps a minute); ``pings`` writes 20,000 ping requests and then
+stops reading stdin; ``surrogate`` answers a text with a lone surrogate; ``burst`` answers one result of
+8 MB.  FAULT ``silent``: never answers anything, keeps running after stdin closes, ignores SIGTERM.
 """
 
 import json
@@ -35,7 +38,7 @@ def result(ident, value, modern):
 
 def main():
     global initialized, calls
-    if FAULT == "ignore-stdin-close":
+    if FAULT in ("ignore-stdin-close", "silent"):
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
     sys.stderr.write("fake server starting\n")
     sys.stderr.flush()
@@ -46,6 +49,8 @@ def main():
         method, ident = msg.get("method"), msg.get("id")
         params = msg.get("params") or {}
         modern = "io.modelcontextprotocol/protocolVersion" in (params.get("_meta") or {})
+        if FAULT == "silent":
+            continue
         if ident is None:
             if method == "notifications/initialized":
                 initialized = True
@@ -86,13 +91,32 @@ def main():
             elif FAULT == "hang":
                 continue
             name = params.get("name")
+            if name == "env":
+                result(ident, {"content": [{"type": "text", "text": json.dumps(dict(os.environ))}]}, modern)
+                continue
+            if name == "deaf":
+                time.sleep(60)
+                continue
+            if name == "pings":
+                for number in range(20000):
+                    send({"jsonrpc": "2.0", "id": "ping-{}".format(number), "method": "ping"})
+                time.sleep(60)
+                continue
+            if name == "surrogate":
+                sys.stdout.write('{"jsonrpc": "2.0", "id": %s, "result": {"content": [{"type": "text", '
+                                 '"text": "a\\ud800b"}]}}\n' % json.dumps(ident))
+                sys.stdout.flush()
+                continue
+            if name == "burst":
+                result(ident, {"content": [{"type": "text", "text": "x" * (8 * 1024 * 1024)}]}, modern)
+                continue
             if name == "changed":
                 send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
             text = (params.get("arguments") or {}).get("text", name)
             result(ident, {"content": [{"type": "text", "text": text}]}, modern)
             continue
         send({"jsonrpc": "2.0", "id": ident, "error": {"code": -32601, "message": "Method not found"}})
-    if FAULT == "ignore-stdin-close":
+    if FAULT in ("ignore-stdin-close", "silent"):
         while True:
             time.sleep(1)
 

@@ -19,7 +19,9 @@ Methods (every wait bounded by the ``timeout`` given, or the channel's own):
   may open what listens for the server's own messages here.
 - ``ends_session(headers)``: end the server-side session (``headers`` from ``Session.end_headers()``).
 - ``abort()``: fail every exchange in flight at once (TransportError with ``aborted``), from any thread.
-- ``close()``: abort, then release everything (threads, sockets, the child process); idempotent.
+- ``close(grace=None)``: abort, then release everything (threads, sockets, the child process), within
+  the channel's timeout; ``grace``: how long a server may take to go on its own (None: the channel's
+  default); idempotent.
 
 ``headers`` are the MCP headers of the message (``Session.headers``); a channel whose
 ``carries_headers`` is false ignores them.
@@ -116,5 +118,5 @@ class Channel(object):
     def abort(self) -> None:
         pass
 
-    def close(self) -> None:
+    def close(self, grace: Optional[float] = None) -> None:
         pass

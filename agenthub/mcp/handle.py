@@ -60,12 +60,26 @@ class Server(object):
         self._lists = {}  # type: Dict[str, Tuple[Optional[float], Any]]  # what -> (fresh until, value)
         self._marks = {}  # type: Dict[str, Any]  # tool name -> x-mcp-header marks
         self._probe = None  # type: Any  # the id of the last server/discover sent
+        self._until = time.monotonic() + timeout  # type: Optional[float]  # the start-up's deadline, in all
+        self._hurry = False
         channel.set_handlers(self._on_request, self._on_notification)
         try:
             self._start()
         except BaseException:
+            self._hurry = True  # a failed start-up: the server is not waited for
             self.close()
             raise
+        self._until = None
+
+    def _budget(self) -> float:
+        """Seconds for the next step: during the start-up what is left of its deadline, else ``timeout``."""
+        if self._until is None:
+            return self.timeout
+        left = self._until - time.monotonic()
+        if left <= 0:
+            raise TransportError("{}: the server did not start within {:g} s".format(
+                self._channel.label, self.timeout), client=self._channel.label, timeout=True, retryable=False)
+        return left
 
     # -- what was agreed -----------------------------------------------------------------------------
     @property
@@ -137,7 +151,7 @@ class Server(object):
     def _discover(self) -> bool:
         """server/discover: True when the server is modern; False when it names handshake revisions only."""
         session = self._session
-        timeout = self.timeout
+        timeout = self._budget()
         probe = self._channel.probe_timeout
         if probe is not None and session.pinned is None:
             timeout = min(timeout, probe)
@@ -165,7 +179,7 @@ class Server(object):
         session.session_id = None
         ident, message = session.initialize_request()
         try:
-            answer = self._channel.exchange(message, session.headers(message), self.timeout, self._on_message)
+            answer = self._channel.exchange(message, session.headers(message), self._budget(), self._on_message)
         except AgentHubError as error:
             self._refuse_http_sse(error)
             raise
@@ -173,14 +187,18 @@ class Server(object):
         if answer.headers is not None:
             session.take_session_id(answer.headers.get("mcp-session-id"))
         notice = session.accept_initialize(result)
-        self._channel.post(notice, session.headers(notice), self.timeout)
+        self._channel.post(notice, session.headers(notice), self._budget())
         self._generation += 1
         self._channel.started(session.headers(jsonrpc.notification("notifications/initialized")))
 
     def _refuse_http_sse(self, error: AgentHubError) -> None:
         if isinstance(error, MCPError):
             return
-        if self._channel.deprecated(error, self.timeout):
+        try:
+            budget = self._budget()
+        except TransportError:
+            return
+        if self._channel.deprecated(error, budget):
             raise UnsupportedOperationError(
                 "{}: this server speaks the deprecated HTTP+SSE transport (MCP 2024-11-05), which agenthub does "
                 "not support; use its Streamable HTTP endpoint (MCP 2025-03-26 or later)".format(
@@ -419,8 +437,9 @@ class Server(object):
             self._closed = True
         channel = self._channel
         channel.abort()  # the calls in flight end now (a TransportError with aborted), whatever the server does
-        channel.ends_session(self._session.end_headers())
-        channel.close()
+        if not self._hurry:
+            channel.ends_session(self._session.end_headers())
+        channel.close(0.1 if self._hurry else None)
 
     def __enter__(self) -> "Server":
         return self

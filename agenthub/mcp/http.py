@@ -407,7 +407,7 @@ class HttpChannel(Channel):
         for watch in watches:
             watch.stop("abort")
 
-    def close(self) -> None:
+    def close(self, grace: Optional[float] = None) -> None:
         with self._lock:
             self._closed = True
         self.abort()
