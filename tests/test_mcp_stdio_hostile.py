@@ -141,3 +141,20 @@ def test_connect_to_a_silent_server_gives_up_within_its_timeout():
     assert info.value.timeout is True
     assert time.monotonic() - started < 7  # twice the timeout and a 2 s grace before (10 s)
     assert leaked(before) == []
+
+
+# -- 41.3: stdout read in chunks, the line cap kept ------------------------------------------------------------
+
+def test_a_big_answer_is_read_whole_and_a_line_past_the_cap_is_refused(monkeypatch):
+    from agenthub.errors import StreamProtocolError
+    from agenthub.mcp import stdio
+
+    with mcp.connect(stdio_command("modern"), timeout=30) as server:
+        assert len(server.call_tool("burst", {})["text"]) == 8 * 1024 * 1024
+    monkeypatch.setattr(stdio, "MAX_LINE_BYTES", 1024 * 1024)
+    before = snapshot()
+    with mcp.connect(stdio_command("modern"), timeout=30) as server:
+        with pytest.raises(StreamProtocolError) as info:
+            server.call_tool("burst", {})
+    assert "longer than 1048576 bytes" in str(info.value)
+    assert leaked(before) == []

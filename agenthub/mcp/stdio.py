@@ -301,7 +301,8 @@ def _shutdown(state: _State, grace: Optional[float] = None) -> None:
     writer = state.threads[2] if len(state.threads) > 2 else None
     if writer is not None and not stuck:
         writer.join(min(grace, 0.5))
-    steps = [("stdin", grace), (getattr(signal, "SIGTERM", None), grace), (getattr(signal, "SIGKILL", None), 5.0)]
+    steps = [("stdin", grace), (signal.SIGTERM, grace),
+             (getattr(signal, "SIGKILL", signal.SIGTERM), 5.0)]  # type: List[Tuple[Any, float]]
     if stuck:
         steps = steps[1:]  # a server that does not read its stdin does not see it close
     for step, wait in steps:
@@ -311,7 +312,7 @@ def _shutdown(state: _State, grace: Optional[float] = None) -> None:
                     process.stdin.close()
                 except (OSError, ValueError):
                     pass
-        elif step is not None:
+        else:
             state.signal(step)
         if _wait_group(process, wait):
             break
