@@ -1,6 +1,6 @@
 """A tiny MCP server over HTTP for the tests (stdlib only, any Python): run as a subprocess,
 
-    python tests/mcp_fake_http.py ERA PORT_FILE      ERA: modern | legacy | dual | httpsse | comments | endless
+    python tests/mcp_fake_http.py ERA PORT_FILE      ERA: modern | legacy | dual | noget | httpsse | comments | endless
 
 - modern: 2026-07-28 only; a request without the per-request _meta (or an initialize) is answered
   400 with a HeaderMismatch / UnsupportedProtocolVersion JSON-RPC error, as the revision says.
@@ -9,6 +9,7 @@
 - dual: both.
 - httpsse: the deprecated 2024-11-05 transport (POST 405; GET opens a stream whose first event is
   ``endpoint``).
+- noget: legacy, but a GET is refused (405: no listening stream).
 - comments: every POST 404; a GET opens an event stream of ``: ping`` comments that never ends.
 - endless: modern, but tools/list answers 1 MB pages whose cursor never ends.
 - legacy, dual: a GET carrying a session id opens the session's listening stream (comments now and then);

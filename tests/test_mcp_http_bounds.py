@@ -64,3 +64,44 @@ def test_connect_returns_within_its_timeout_against_a_404_and_an_endless_stream_
     assert box["seconds"] < 10
     gc.collect()
     assert leaked(before) == []
+
+
+# -- C2 (D4) -------------------------------------------------------------------------------------------------
+
+def _until(check, seconds=10.0):
+    deadline = time.monotonic() + seconds
+    while not check():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+def test_the_handshake_era_listens_for_list_changed_and_the_tool_list_follows(servers):
+    fake = servers("legacy")
+    mcp.connect(fake.url, timeout=10).close()  # the server's first connection
+    gc.collect()
+    before = snapshot()
+    with mcp.connect(fake.url, timeout=10) as server:
+        first = server.list_tools()[0]["description"]
+        assert server.list_tools()[0]["description"] == first  # cached: the server can tell when it changes
+        sid = server._session.session_id
+        assert _until(lambda: any(r["method"] == "GET" and r["headers"].get("MCP-Session-Id") == sid
+                                  for r in log(fake)))
+        server.call_tool("notify", {})  # list_changed, sent on the listening stream
+        assert _until(lambda: server.list_tools()[0]["description"] != first)
+    gets = [r for r in log(fake) if r["method"] == "GET" and r["headers"].get("MCP-Session-Id") == sid]
+    assert gets[0]["headers"]["Accept"] == "text/event-stream" and "Content-Type" not in gets[0]["headers"]
+    assert gets[0]["headers"]["MCP-Protocol-Version"] == "2025-11-25"
+    gc.collect()
+    assert leaked(before) == []
+
+
+def test_without_a_listening_stream_a_handshake_era_list_is_not_cached(servers):
+    fake = servers("noget")  # legacy, but a GET is refused (405): the server cannot say that a list changed
+    with mcp.connect(fake.url, timeout=10) as server:
+        assert _until(lambda: not server._channel.hears_changes)
+        start = len(log(fake))
+        server.list_tools()
+        server.list_tools()
+        assert [r["body"]["method"] for r in log(fake)[start:]] == ["tools/list"] * 4  # two pages, twice

@@ -16,7 +16,7 @@ Methods (every wait bounded by the ``timeout`` given, or the channel's own):
   transport agenthub does not speak (the handle then refuses it with UnsupportedOperationError).
 - ``late_answer(ident)``: an answer that came after its exchange gave up (None when not kept).
 - ``started(headers)``: the handshake is done (``headers``: what a later request carries); a channel
-  may open what listens for the server's own messages here.
+  may open what listens for the server's own messages here (``hears_changes`` says whether it does).
 - ``ends_session(headers)``: end the server-side session (``headers`` from ``Session.end_headers()``).
 - ``abort()``: fail every exchange in flight at once (TransportError with ``aborted``), from any thread.
 - ``close(grace=None)``: abort, then release everything (threads, sockets, the child process), within
@@ -76,6 +76,8 @@ class Channel(object):
     carries_headers = False
     #: revisions spoken over this channel besides the Streamable HTTP ones (stdio: 2024-11-05)
     extra_versions = ()  # type: Tuple[str, ...]
+    #: the server's notifications reach the handle (list_changed): a list without ``ttlMs`` may be cached
+    hears_changes = True
     #: telemetry: the server's URL (``server.address``) and the network transport ("pipe")
     span_server = None  # type: Optional[str]
     span_transport = None  # type: Optional[str]

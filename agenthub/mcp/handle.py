@@ -351,7 +351,10 @@ class Server(object):
                 return list(value)
         items, ttl = self._pages(method, key)
         # caching (2026-07-28 server/utilities/caching): fresh for ttlMs when the server gives it (0: not
-        # cached); without one (a handshake-era server), until a list_changed notification or refresh=True
+        # cached); without one (a handshake-era server), until a list_changed notification or refresh=True,
+        # when the channel hears them
+        if ttl is None and self._session.era == "legacy" and not self._channel.hears_changes:
+            ttl = 0  # no ttlMs and no way to hear list_changed (an HTTP server with no listening stream): not cached
         if ttl != 0:
             with self._lock:
                 self._lists[what] = (None if ttl is None else time.monotonic() + ttl / 1000.0, items)

@@ -23,6 +23,7 @@ redirect: redirects are not followed), and their values are scrubbed from every 
 import json
 import threading
 import time
+import weakref
 from typing import Any, Callable, Dict, Iterator, List, Optional, Set, Tuple
 
 from .. import transport as _transport
@@ -31,7 +32,7 @@ from ..answers import error_from_body as _default_error_from_body, starts_stream
 from ..attempts import backoff, scrub as _scrub, stopped
 from ..errors import AgentHubError, ConfigError, StreamProtocolError, TransportError, UpstreamError, preview
 from ..hosts.trust import check_base_url, url_origin
-from ..resume import RESUMED, Resumable
+from ..resume import RESUMED, Resumable, resume_delay
 from ..sse import iter_events
 from ..types import HttpRequest
 from . import jsonrpc
@@ -178,6 +179,81 @@ class _Step(object):
         return error
 
 
+class _Listener(object):
+    """The handshake era's listening stream (2025-11-25 transports "Listening for Messages from the Server"):
+    a GET held open on a thread of its own, its messages handed to the handle's handlers; reconnected with
+    Last-Event-ID after the server's ``retry`` (and ``resume.resume_delay``'s backoff), given up after
+    ``LISTEN_MAX_RECONNECTS`` connections in a row without a message, or at once on a 4xx (a 405: the server
+    offers no such stream).  No reference to the channel (a handle dropped unclosed is collected, and this
+    stops)."""
+
+    def __init__(self, session: Any, request: Callable[[Dict[str, str]], HttpRequest], timeout: float, label: str,
+                 handlers: Tuple[Callable[[Message], None], Callable[[Message], None]]) -> None:
+        self._session = session
+        self._request = request
+        self._timeout = timeout
+        self._label = label
+        self._handlers = handlers
+        self._stop = False
+        self._watch = _transport.Watch()
+        #: False once given up (then nothing tells the handle that a list changed)
+        self.listening = True
+        self.thread = threading.Thread(target=self._run, name="agenthub-mcp-listen", daemon=True)
+
+    def stop(self) -> None:
+        self._stop = True
+        self._watch.stop("abort")
+
+    def _run(self) -> None:
+        last_id = None  # type: Optional[str]
+        retry = [DEFAULT_RETRY_MS]
+        quiet = 0  # connections in a row that brought no message
+        try:
+            while not self._stop:
+                headers = {"Accept": "text/event-stream"}
+                if last_id is not None:
+                    headers["Last-Event-ID"] = last_id
+                heard = False
+                try:
+                    body = _transport.open_stream(self._session, self._request(headers), (self._timeout, None),
+                                                  self._label, watch=self._watch, error_from_body=_error_from_body)
+                    try:
+                        body.open(False)
+                        if body.document is not None or "text/event-stream" not in (
+                                (body.headers or {}).get("content-type") or ""):
+                            return  # not a stream: nothing to listen to
+                        for event in iter_events(body.iter_chunks(), MAX_MESSAGE_BYTES):
+                            if event.id:
+                                last_id = event.id
+                            if event.retry is not None:
+                                retry[0] = min(event.retry, MAX_RETRY_MS)
+                            if not event.data.strip():
+                                continue
+                            message = jsonrpc.decode(event.data, self._label)
+                            heard = True
+                            on_request, on_notification = self._handlers
+                            if message.kind == "request":
+                                on_request(message)
+                            elif message.kind == "notification":
+                                on_notification(message)
+                    finally:
+                        body.close()
+                except AgentHubError as error:
+                    status = getattr(error, "status", None)
+                    if self._stop or (isinstance(status, int) and 400 <= status < 500):
+                        return  # closed, or refused (405: no stream offered; 404: the session is gone)
+                quiet = 0 if heard else quiet + 1
+                if quiet >= LISTEN_MAX_RECONNECTS:
+                    return
+                wait = max(retry[0] / 1000.0, resume_delay(quiet + 1))
+                if not self._watch.sleep(wait):
+                    return
+        except Exception:  # a handler's failure or a broken stream: the handle stops hearing, nothing more
+            return
+        finally:
+            self.listening = False
+
+
 class HttpChannel(Channel):
     """POSTs JSON-RPC messages to one MCP endpoint; thread-safe (each step has its own watch)."""
 
@@ -222,7 +298,7 @@ class HttpChannel(Channel):
         self._watches = set()  # type: Set[Any]
         self._closed = False
         self._handlers = None  # type: Optional[Tuple[Callable[[Message], None], Callable[[Message], None]]]
-        self._listener = None  # type: Optional[threading.Thread]
+        self._listener = None  # type: Optional[_Listener]
 
     # -- the watches of the steps in flight ------------------------------------------------------
     def _enter(self, watch: Any) -> None:
@@ -237,12 +313,7 @@ class HttpChannel(Channel):
             self._watches.discard(watch)
 
     def _request(self, method: str, headers: Dict[str, str], body: Optional[bytes]) -> HttpRequest:
-        merged = dict(self.headers)
-        for key in list(merged):
-            if key.lower() in {h.lower() for h in headers}:
-                del merged[key]  # the protocol's own headers win over a caller's same-named one
-        merged.update(headers)
-        return HttpRequest(method, self.url, headers=merged, body=None, data=body)
+        return _http_request(self.url, self.headers, method, headers, body)
 
     # -- the contract's rules ---------------------------------------------------------------------
     def falls_back(self, error: BaseException) -> bool:
@@ -257,6 +328,29 @@ class HttpChannel(Channel):
 
     def set_handlers(self, on_request: Callable[[Message], None], on_notification: Callable[[Message], None]) -> None:
         self._handlers = (_weak(on_request), _weak(on_notification))
+
+    @property
+    def hears_changes(self) -> bool:  # type: ignore[override]
+        listener = self._listener
+        return listener is not None and listener.listening
+
+    def started(self, headers: Dict[str, str]) -> None:
+        """The handshake is done: open the listening stream (again, after a new session) with the session's
+        headers."""
+        if self._handlers is None:
+            return
+        kept = {k: v for k, v in headers.items() if k.lower() not in ("content-type", "accept")}
+        url, user = self.url, dict(self.headers)  # (not self: the listener must not keep the channel alive)
+        listener = _Listener(self._session, lambda extra: _http_request(url, user, "GET", dict(kept, **extra), None),
+                             self.timeout, self.label, self._handlers)
+        with self._lock:
+            if self._closed:
+                return
+            old, self._listener = self._listener, listener
+        if old is not None:
+            old.stop()
+        listener.thread.start()
+        weakref.finalize(self, listener.stop)
 
     # -- one exchange ----------------------------------------------------------------------------
     def exchange(self, message: Dict[str, Any], headers: Dict[str, str], timeout: Optional[float] = None,
@@ -411,19 +505,30 @@ class HttpChannel(Channel):
         with self._lock:
             self._closed = True
         self.abort()
-        listener = self._listener
-        if listener is not None and listener is not threading.current_thread():
-            listener.join(10.0)
+        with self._lock:
+            listener = self._listener
+        if listener is not None:
+            listener.stop()
+            if listener.thread is not threading.current_thread():
+                listener.thread.join(10.0)
         try:
             self._session.close()
         except Exception:  # pragma: no cover - closing pools is best effort
             pass
 
 
+def _http_request(url: str, user: Dict[str, str], method: str, headers: Dict[str, str],
+                  body: Optional[bytes]) -> HttpRequest:
+    merged = dict(user)
+    for key in list(merged):
+        if key.lower() in {h.lower() for h in headers}:
+            del merged[key]  # the protocol's own headers win over a caller's same-named one
+    merged.update(headers)
+    return HttpRequest(method, url, headers=merged, body=None, data=body)
+
+
 def _weak(method: Callable[[Message], None]) -> Callable[[Message], None]:
     """``method`` held weakly (a thread of the channel must not keep the handle alive)."""
-    import weakref
-
     try:
         ref = weakref.WeakMethod(method)  # type: Any
     except TypeError:  # a plain function
