@@ -9,7 +9,7 @@ stderr), ``hang`` (never answers tools/call), ``slow-start`` (reads nothing for 
 ignoring SIGTERM).  tools/call ``echo`` says its text back; ``changed`` sends
 notifications/tools/list_changed before its result; ``env`` answers with this process's environment
 (JSON); ``deaf`` stops reading stdin (sleeps a minute); ``pings`` writes 20,000 ping requests and then
-stops reading stdin; ``surrogate`` answers a text with a lone surrogate; ``burst`` answers one result of
+stops reading stdin; ``surrogate`` answers a text with a lone surrogate (listed with FAULT ``surrogate``); ``burst`` answers one result of
 8 MB.  FAULT ``silent``: never answers anything, keeps running after stdin closes, ignores SIGTERM.
 """
 
@@ -73,8 +73,10 @@ def main():
             continue
         if method == "tools/list":
             calls += 1
-            result(ident, {"tools": [{"name": "echo", "description": "list #{}".format(calls),
-                                      "inputSchema": {"type": "object"}}]}, modern)
+            tools = [{"name": "echo", "description": "list #{}".format(calls), "inputSchema": {"type": "object"}}]
+            if FAULT == "surrogate":
+                tools.append({"name": "surrogate", "inputSchema": {"type": "object"}})
+            result(ident, {"tools": tools}, modern)
             continue
         if method == "tools/call":
             if FAULT == "banner":

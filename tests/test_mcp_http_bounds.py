@@ -105,3 +105,38 @@ def test_without_a_listening_stream_a_handshake_era_list_is_not_cached(servers):
         server.list_tools()
         server.list_tools()
         assert [r["body"]["method"] for r in log(fake)[start:]] == ["tools/list"] * 4  # two pages, twice
+
+
+# -- B10 + M07: the tools a server adds, the sum of list pages ------------------------------------------------
+
+def test_endless_list_pages_end_in_a_typed_error_at_the_item_bound(servers):
+    fake = servers("endless")  # 1,000 tools of 1 KB a page, a new cursor every time (a MemoryError before)
+    with mcp.connect(fake.url, timeout=30, max_tools=None) as server:
+        with pytest.raises(StreamProtocolError) as info:
+            server.list_tools()
+    assert "more than 10000 items (MAX_LIST_ITEMS) over its pages" in str(info.value)
+
+
+def test_endless_list_pages_end_in_a_typed_error_at_the_byte_bound(servers, monkeypatch):
+    from agenthub.mcp import handle
+
+    monkeypatch.setattr(handle, "MAX_LIST_ITEMS", 10 ** 9)
+    monkeypatch.setattr(handle, "MAX_LIST_BYTES", 4 * 1024 * 1024)
+    with mcp.connect(servers("endless").url, timeout=30, max_tools=None) as server:
+        with pytest.raises(StreamProtocolError) as info:
+            server.list_tools()
+    assert "more than 4194304 bytes (MAX_LIST_BYTES)" in str(info.value)
+
+
+def test_a_server_offering_more_tools_than_max_tools_is_a_config_error_naming_it(servers):
+    from agenthub.errors import ConfigError
+
+    with mcp.connect(servers("modern").url, timeout=10, name="big", max_tools=2) as server:
+        with pytest.raises(ConfigError) as info:
+            server.list_tools()
+        assert str(info.value).startswith("MCP server big offers 3 tools, more than max_tools=2")
+    with pytest.raises(ConfigError):
+        mcp.connect(servers("modern").url, max_tools=0)
+    with mcp.connect(servers("endless").url, timeout=30) as server:  # the default cap: 1000
+        with pytest.raises((ConfigError, StreamProtocolError)):
+            server.list_tools()

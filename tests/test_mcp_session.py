@@ -301,3 +301,12 @@ def test_the_schema_check_has_teeth():
     assert list(validator.iter_errors({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}))  # no _meta
     legacy = _validator("2025-11-25")
     assert list(legacy.iter_errors({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}}))
+
+
+def test_lone_surrogates_in_texts_become_the_replacement_character():
+    result = results.tool_result({"content": [{"type": "text", "text": "a\ud800b"},
+                                              {"type": "text", "text": "\U0001F600 \udfff"}]})
+    assert result == {"type": "tool_result", "text": "a\ufffdb\n\U0001F600 \ufffd"}
+    assert results.tool_schema({"name": "t", "description": "x\udc00"})["description"] == "x\ufffd"
+    assert results.prompt_messages({"messages": [{"role": "user", "content": {"type": "text", "text": "\ud83d"}}]}) \
+        == [{"role": "user", "content_items": [{"type": "text", "text": "\ufffd"}]}]

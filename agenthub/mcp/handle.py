@@ -6,6 +6,7 @@ thread-safe: calls may run in parallel from several threads; ``close()`` from an
 calls in flight (a TransportError with ``aborted``) and then the connection.
 """
 
+import json
 import sys
 import threading
 import time
@@ -25,6 +26,13 @@ __all__ = ["connect", "Server", "DEFAULT_TIMEOUT", "forget_eras"]
 DEFAULT_TIMEOUT = 60.0
 #: pages read at most by one list call (a server whose cursor never ends is an error)
 MAX_PAGES = 1000
+#: items (tools, resources, prompts) one list call gathers at most, over all its pages
+MAX_LIST_ITEMS = 10000
+#: bytes (as JSON) one list call gathers at most, over all its pages
+MAX_LIST_BYTES = 32 * 1024 * 1024
+#: tools a server may offer through ``list_tools`` unless ``connect(max_tools=...)`` says otherwise (each goes
+#: into every request of a run; most providers refuse more than 128)
+MAX_TOOLS = 1000
 
 #: the era learnt per HTTP origin ((scheme, host, port) -> "modern" | "legacy"): 2026-07-28 basic/versioning
 #: "clients SHOULD cache the result for the lifetime of the ... origin (HTTP)"
@@ -48,9 +56,11 @@ class Server(object):
     """A connection to one MCP server (see ``connect``)."""
 
     def __init__(self, channel: Channel, session: Session, name: Optional[str], timeout: float,
-                 origin: Any = None) -> None:
+                 origin: Any = None, max_tools: Optional[int] = MAX_TOOLS) -> None:
         self.name = name
         self.timeout = timeout
+        #: the most tools ``list_tools`` hands over (None: no cap but MAX_LIST_ITEMS)
+        self.max_tools = max_tools
         self._channel = channel
         self._session = session
         self._origin = channel.origin if origin is None else origin
@@ -319,6 +329,7 @@ class Server(object):
         cursor = None
         seen = set()
         ttl = None
+        size = 0
         for _ in range(MAX_PAGES):
             page_params = dict(params or {})
             if cursor is not None:
@@ -329,6 +340,12 @@ class Server(object):
                 raise StreamProtocolError("{}: {} answered without a {} list".format(
                     self._channel.label, method, key), client=self._channel.label)
             items.extend(page)
+            size += len(json.dumps(page, ensure_ascii=False, default=str))
+            if len(items) > MAX_LIST_ITEMS or size > MAX_LIST_BYTES:
+                raise StreamProtocolError("{}: {} gave more than {} (MAX_LIST_{}) over its pages".format(
+                    self._channel.label, method, "{} items".format(MAX_LIST_ITEMS) if len(items) > MAX_LIST_ITEMS
+                    else "{} bytes".format(MAX_LIST_BYTES), "ITEMS" if len(items) > MAX_LIST_ITEMS else "BYTES"),
+                    client=self._channel.label, retryable=False)
             value = result.get("ttlMs")
             if isinstance(value, int) and not isinstance(value, bool):
                 ttl = max(0, value) if ttl is None else min(ttl, max(0, value))
@@ -365,6 +382,10 @@ class Server(object):
         """The server's tools as ToolSchemas ({"name", "description", "parameters"}), every page."""
         raw = self._listed("tools", "tools/list", "tools", refresh)
         label = self._channel.label
+        if self.max_tools is not None and len(raw) > self.max_tools:
+            raise ConfigError("MCP server {} offers {} tools, more than max_tools={} (each goes into every request "
+                              "of a run; most providers refuse more than 128): pass max_tools= to mcp.connect to "
+                              "allow more".format(self.name or label, len(raw), self.max_tools))
         tools = []
         marks = {}
         for tool in raw:
@@ -454,14 +475,16 @@ class Server(object):
 def connect(target: Union[str, Sequence[str]], *, name: Optional[str] = None,
             headers: Optional[Dict[str, str]] = None, env: Optional[Dict[str, str]] = None,
             cwd: Optional[str] = None, timeout: Optional[float] = None, protocol: str = "auto",
-            inherit_env: bool = False) -> Server:
+            inherit_env: bool = False, max_tools: Optional[int] = MAX_TOOLS) -> Server:
     """Connect to an MCP server: a URL is Streamable HTTP, a list of strings a stdio subprocess.
 
     ``name``: the handle's name (the runner's prefix ``"{name}__{tool}"``); ``headers``: sent to the URL's
     origin only (HTTP); ``env``, ``cwd`` and ``inherit_env``: the subprocess's (it gets a short safe list of
     this process's variables plus ``env``; ``inherit_env=True``: all of them plus ``env``);
     ``timeout``: seconds for the start-up and for each request (default 60); ``protocol``: "auto"
-    (the newest revision the server speaks, falling back to the handshake era) or a revision.
+    (the newest revision the server speaks, falling back to the handshake era) or a revision;
+    ``max_tools``: the most tools ``list_tools`` hands over (more is a ConfigError naming the server; None:
+    no such cap).
     """
     import importlib
 
@@ -473,6 +496,8 @@ def connect(target: Union[str, Sequence[str]], *, name: Optional[str] = None,
             or timeout == float("inf"):
         raise ConfigError("timeout must be a positive number of seconds (got {!r})".format(timeout))
     timeout = float(timeout)
+    if max_tools is not None and (isinstance(max_tools, bool) or not isinstance(max_tools, int) or max_tools < 1):
+        raise ConfigError("max_tools must be a positive int or None (got {!r})".format(max_tools))
     options = {"headers": headers, "env": env, "cwd": cwd, "inherit_env": inherit_env}
     for module, attribute in CHANNELS:  # the first channel that takes the target
         kind = getattr(importlib.import_module(module, __package__), attribute)
@@ -484,4 +509,4 @@ def connect(target: Union[str, Sequence[str]], *, name: Optional[str] = None,
     session = Session(protocol, kind.extra_versions, _version(), name)  # a bad protocol: nothing started
     channel = kind.open(target, name=name, timeout=timeout, **options)  # type: Channel
     session.server = channel.label
-    return Server(channel, session, name, timeout)
+    return Server(channel, session, name, timeout, max_tools=max_tools)
