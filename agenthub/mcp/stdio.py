@@ -437,10 +437,10 @@ class StdioChannel(Channel):
                 failed = True
             else:
                 failed = False
+                over = state.queued > MAX_QUEUED_BYTES  # the backlog before this message (one big message is no flood)
                 state.queue.append((data, written))
                 state.queued += len(data)
                 state.wake.notify()
-                over = state.queued > MAX_QUEUED_BYTES
         if failed:
             if state.failure is None:
                 raise TransportError("{}: the MCP connection is closed".format(self.label), client=self.label,
