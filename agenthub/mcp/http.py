@@ -29,7 +29,7 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Set, Tuple
 from .. import transport as _transport
 from .._redact import redact_url, scrub_text, secret_values, url_secrets
 from ..answers import error_from_body as _default_error_from_body, starts_stream
-from ..attempts import backoff, scrub as _scrub, stopped
+from ..attempts import backoff, scrub as _scrub
 from ..errors import AgentHubError, ConfigError, StreamProtocolError, TransportError, UpstreamError, preview
 from ..hosts.trust import check_base_url, url_origin
 from ..resume import RESUMED, Resumable, resume_delay
@@ -95,6 +95,18 @@ def scrub(error: BaseException, secrets: List[str]) -> None:
                     setattr(error, name, fields[name])
 
 
+def _stopped(label: str, watch: Any, timeout: float, reason: Optional[str] = None) -> TransportError:
+    """The error of a step its watch stopped: the caller's abort (``aborted``) or the deadline (``timeout``)."""
+    if (reason or watch.reason) == "deadline":
+        error = TransportError("{}: no response within the timeout of {:g} s (in all)".format(label, timeout),
+                               client=label, timeout=True, deadline=True, aborted=False, retryable=False)
+    else:
+        error = TransportError("{}: the call was aborted (the MCP connection is closed)".format(label), client=label,
+                               timeout=False, deadline=False, aborted=True, retryable=False)
+    error.__dict__["_mcp_stop"] = True  # not a field: kept out of reprs
+    return error
+
+
 class _Frame(object):
     """One SSE event of an answer with its decoded message (None: no data, e.g. a priming event), as
     ``resume.Resumable`` reads it (``data`` is true for any event that carries an id or data)."""
@@ -135,9 +147,9 @@ class _Step(object):
     def check(self) -> None:
         """Raise the abort or the deadline when either came."""
         if self.watch.reason is not None:
-            raise stopped(self.channel.label, self.watch, self.timeout)
+            raise _stopped(self.channel.label, self.watch, self.timeout)
         if self.left() <= 0:
-            raise stopped(self.channel.label, self.watch, self.timeout, "deadline")
+            raise _stopped(self.channel.label, self.watch, self.timeout, "deadline")
 
     def open(self, request: HttpRequest, retries: int = 0) -> Any:
         """The opened body of ``request`` (its head in; a JSON document read whole)."""
@@ -167,10 +179,10 @@ class _Step(object):
     def settle(self, error: AgentHubError) -> AgentHubError:
         """The error to raise for ``error``: the abort or the deadline when either came (they win over
         what the cut made the transport say), scrubbed of the channel's secrets."""
-        if error.__dict__.get("_agenthub_stop") is None and (
+        if not error.__dict__.get("_mcp_stop") and (
                 self.watch.reason is not None or (isinstance(error, TransportError) and self.left() <= 0)):
-            stop = stopped(self.channel.label, self.watch, self.timeout,
-                           None if self.watch.reason is not None else "deadline")
+            stop = _stopped(self.channel.label, self.watch, self.timeout,
+                            None if self.watch.reason is not None else "deadline")
             stop.__cause__ = error
             error = stop
         if isinstance(error, MCPError) and error.status is None and self.status is not None:
@@ -478,8 +490,8 @@ class HttpChannel(Channel):
     def legacy_sse(self, timeout: float) -> bool:
         """True when a GET on the URL opens an event stream whose first event is ``endpoint``: the
         deprecated HTTP+SSE transport of 2024-11-05 (2026-07-28 transports "Backward Compatibility").
-        Bounded in all: ``min(timeout, PROBE_SECONDS)`` and ``PROBE_BYTES`` (a stream of comments alone is
-        no such server)."""
+        Bounded in all: ``min(timeout, PROBE_SECONDS)`` and ``PROBE_BYTES``; the first block of the stream
+        decides (one that is a comment, or another event, is no such server)."""
         try:
             with _Step(self, min(timeout, PROBE_SECONDS)) as step:
                 body = step.open(self._request("GET", {"Accept": "text/event-stream"}, None))
@@ -487,8 +499,13 @@ class HttpChannel(Channel):
                     if body.document is not None or "text/event-stream" not in (
                             body.headers.get("content-type") or ""):
                         return False
-                    for event in iter_events(self._chunks(step, body, PROBE_BYTES), PROBE_BYTES):
-                        return event.event == "endpoint"
+                    seen = b""
+                    for chunk in self._chunks(step, body, PROBE_BYTES):  # the first block decides (a comment: no)
+                        seen += chunk
+                        block, end, _ = seen.replace(b"\r\n", b"\n").replace(b"\r", b"\n").partition(b"\n\n")
+                        if end:
+                            return any(line.split(b":", 1)[0] == b"event" and line.split(b":", 1)[1].strip()
+                                       == b"endpoint" for line in block.split(b"\n") if b":" in line)
                     return False
                 finally:
                     body.close()
