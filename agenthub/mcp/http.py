@@ -467,15 +467,19 @@ class HttpChannel(Channel):
         step = _Step(self, self.timeout if timeout is None else timeout)
         with step:
             try:
-                step.open(self._request("POST", headers, jsonrpc.encode(message))).close()
+                body = _transport.open_raw(self._session, self._request("POST", headers, jsonrpc.encode(message)),
+                                           (step.left(), step.left()), self.label, error_from_body=_error_from_body)
             except AgentHubError as error:
                 raise step.settle(error)
+            body.close()
 
     def delete(self, headers: Dict[str, str], timeout: float = 5.0) -> None:
         """DELETE the endpoint (ends a handshake-era session; a 405 means the server keeps it)."""
         try:
             with _Step(self, timeout) as step:
-                step.open(self._request("DELETE", headers, None)).close()
+                body = _transport.open_raw(self._session, self._request("DELETE", headers, None),
+                                           (step.left(), step.left()), self.label, error_from_body=_error_from_body)
+                body.close()
         except AgentHubError:
             pass  # best effort: the server may refuse (405) or be gone
 
