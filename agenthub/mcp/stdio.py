@@ -314,7 +314,7 @@ def _shutdown(state: _State, grace: Optional[float] = None) -> None:
                     pass
         else:
             state.signal(step)
-        if _wait_group(process, wait):
+        if _wait_group(process, wait, group=step != getattr(signal, "SIGKILL", None)):  # SIGKILL is not refused
             break
     else:  # pragma: no cover - a process that survives SIGKILL
         process.wait()
@@ -332,26 +332,41 @@ def _shutdown(state: _State, grace: Optional[float] = None) -> None:
                               retryable=False, aborted=True))
 
 
-def _wait_group(process: Any, seconds: float) -> bool:
-    """Wait (at most ``seconds``) for the server to exit and, on POSIX, for its process group to be gone
-    (what it spawned in its session); True when it is."""
+def _wait_group(process: Any, seconds: float, group: bool = True) -> bool:
+    """Wait (at most ``seconds``) for the server to exit and, on POSIX with ``group``, for the rest of its
+    process group (what it spawned in its session); True when they are gone."""
     deadline = time.monotonic() + seconds
     try:
         process.wait(max(0.0, seconds))
     except subprocess.TimeoutExpired:
         return False
-    if not _POSIX:
+    if not _POSIX or not group:
         return True
-    while True:
-        try:
-            os.killpg(process.pid, 0)
-        except ProcessLookupError:
-            return True
-        except OSError:
-            return True  # not ours to signal: nothing more this process can do
+    while _group_alive(process.pid):
         if time.monotonic() >= deadline:
             return False
         time.sleep(0.02)
+    return True
+
+
+def _group_alive(pgid: int) -> bool:
+    """Whether a process of group ``pgid`` still runs (a zombie runs nothing: on Linux /proc tells them apart)."""
+    try:
+        os.killpg(pgid, 0)
+    except OSError:
+        return False  # gone (or not ours to signal: nothing more this process can do)
+    if not os.path.isdir("/proc/self"):
+        return True
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                with open("/proc/{}/stat".format(name), "rb") as handle:
+                    fields = handle.read().rsplit(b")", 1)[1].split()
+            except (OSError, IndexError):
+                continue
+            if len(fields) > 2 and fields[2] == str(pgid).encode() and fields[0] != b"Z":
+                return True
+    return False
 
 
 class StdioChannel(Channel):
