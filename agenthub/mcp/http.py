@@ -466,20 +466,24 @@ class HttpChannel(Channel):
         """POST a notification or a response (202 expected; an error answer raises; a body is not read)."""
         step = _Step(self, self.timeout if timeout is None else timeout)
         with step:
-            try:
-                body = _transport.open_raw(self._session, self._request("POST", headers, jsonrpc.encode(message)),
-                                           (step.left(), step.left()), self.label, error_from_body=_error_from_body)
-            except AgentHubError as error:
+            self._head(step, self._request("POST", headers, jsonrpc.encode(message)))
+
+    def _head(self, step: _Step, request: HttpRequest) -> None:
+        """Send ``request`` within ``step`` and take its answer's head: a 2xx is done whatever its body (an
+        empty one labelled JSON too), an error answer raises."""
+        try:
+            step.open(request).close()
+        except StreamProtocolError as error:
+            if step.status is None or not 200 <= step.status < 300 or step.watch.reason is not None:
                 raise step.settle(error)
-            body.close()
+        except AgentHubError as error:
+            raise step.settle(error)
 
     def delete(self, headers: Dict[str, str], timeout: float = 5.0) -> None:
         """DELETE the endpoint (ends a handshake-era session; a 405 means the server keeps it)."""
         try:
             with _Step(self, timeout) as step:
-                body = _transport.open_raw(self._session, self._request("DELETE", headers, None),
-                                           (step.left(), step.left()), self.label, error_from_body=_error_from_body)
-                body.close()
+                self._head(step, self._request("DELETE", headers, None))
         except AgentHubError:
             pass  # best effort: the server may refuse (405) or be gone
 
