@@ -1,6 +1,6 @@
 """A tiny MCP server over HTTP for the tests (stdlib only, any Python): run as a subprocess,
 
-    python tests/mcp_fake_http.py ERA PORT_FILE      ERA: modern | legacy | dual | httpsse
+    python tests/mcp_fake_http.py ERA PORT_FILE      ERA: modern | legacy | dual | noget | httpsse | comments | endless
 
 - modern: 2026-07-28 only; a request without the per-request _meta (or an initialize) is answered
   400 with a HeaderMismatch / UnsupportedProtocolVersion JSON-RPC error, as the revision says.
@@ -9,6 +9,11 @@
 - dual: both.
 - httpsse: the deprecated 2024-11-05 transport (POST 405; GET opens a stream whose first event is
   ``endpoint``).
+- noget: legacy, but a GET is refused (405: no listening stream).
+- comments: every POST 404; a GET opens an event stream of ``: ping`` comments that never ends.
+- endless: modern, but tools/list answers 1 MB pages whose cursor never ends.
+- legacy, dual: a GET carrying a session id opens the session's listening stream (comments now and then);
+  tools/call ``notify`` sends notifications/tools/list_changed on it (and the next tools/list is "list #2").
 
 The tool named in tools/call chooses the answer: ``echo`` (JSON), ``progress`` (SSE: notifications,
 then the result), ``cut`` (SSE closed before the result), ``other_id`` (a result for another id),
@@ -32,6 +37,8 @@ LOG = []
 SESSIONS = set()
 RESUME = {}  # event id -> the request id whose response a GET with that Last-Event-ID gets
 LOCK = threading.Lock()
+LISTENING = {}  # session id -> [messages to send on its GET stream]
+LISTS = [0]  # list_changed notifications sent (the tools' descriptions say it)
 TOOLS = [{"name": "echo", "description": "Say it back", "inputSchema": {"type": "object", "properties": {
     "text": {"type": "string"}}}},
     {"name": "region_tool", "inputSchema": {"type": "object", "properties": {
@@ -88,6 +95,39 @@ class Handler(BaseHTTPRequestHandler):
                          "params": {"progressToken": "t", "progress": 2}})
             self._event({"jsonrpc": "2.0", "id": ident, "result": {"content": [{"type": "text", "text": "resumed"}]}})
             return
+        if ERA == "comments":
+            self._sse_start()
+            try:
+                for _ in range(200):
+                    self.wfile.write(b": ping\n\n")
+                    self.wfile.flush()
+                    time.sleep(0.3)
+            except OSError:
+                pass
+            return
+        sid = self.headers.get("MCP-Session-Id")
+        if ERA in ("legacy", "dual") and sid is not None:
+            with LOCK:
+                known = sid in SESSIONS
+                LISTENING.setdefault(sid, [])
+            if not known:
+                return self._send(404, b"session not found", "text/plain")
+            self._sse_start()
+            try:
+                for _ in range(600):
+                    with LOCK:
+                        queued, LISTENING[sid] = LISTENING.get(sid, []), []
+                        alive = sid in SESSIONS
+                    if not alive:
+                        return
+                    for doc in queued:
+                        self._event(doc)
+                    self.wfile.write(b": keep-alive\n\n")
+                    self.wfile.flush()
+                    time.sleep(0.1)
+            except OSError:
+                pass
+            return
         if ERA == "httpsse":
             self.send_response(200)
             self.send_header("Content-Type", "text/event-stream")
@@ -121,13 +161,16 @@ class Handler(BaseHTTPRequestHandler):
         if ERA == "httpsse":
             self._send(405, b"Method Not Allowed", "text/plain")
             return
+        if ERA == "comments":
+            self._send(404, b"Not Found", "text/plain")
+            return
         method = msg.get("method")
         params = msg.get("params") or {}
         meta = params.get("_meta") or {}
         modern = "io.modelcontextprotocol/protocolVersion" in meta
-        if modern and ERA in ("modern", "dual"):
+        if modern and ERA in ("modern", "dual", "endless"):
             return self._modern(msg, method, params, meta)
-        if ERA == "modern":
+        if ERA in ("modern", "endless"):
             # a legacy request to a modern-only server: 400 with a modern error (2026-07-28 server validation)
             return self._json(400, {"jsonrpc": "2.0", "id": msg.get("id"), "error": {
                 "code": -32022, "message": "Unsupported protocol version",
@@ -193,8 +236,14 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.flush()
 
     def _answer(self, ident, method, params, modern):
+        if method == "tools/list" and ERA == "endless":
+            tools = [{"name": "t{}".format(n), "description": "d" * 1000, "inputSchema": {"type": "object"}}
+                     for n in range(1000)]
+            return self._json(200, self._result(ident, {"tools": tools, "nextCursor": uuid.uuid4().hex}, modern))
         if method == "tools/list":
             tools, cursor = page_of(params.get("cursor"))
+            if LISTS[0]:
+                tools = [dict(tools[0], description="list #{}".format(LISTS[0] + 1))] + tools[1:]
             result = {"tools": tools}
             if cursor:
                 result["nextCursor"] = cursor
@@ -209,6 +258,12 @@ class Handler(BaseHTTPRequestHandler):
             text = args.get("text", "") if name == "echo" else "region header: {}".format(
                 self.headers.get("Mcp-Param-Region"))
             return self._json(200, self._result(ident, {"content": [{"type": "text", "text": text}]}, modern))
+        if name == "notify":
+            with LOCK:
+                LISTS[0] += 1
+                for queued in LISTENING.values():
+                    queued.append({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+            return self._json(200, self._result(ident, {"content": [{"type": "text", "text": "notified"}]}, modern))
         if name == "progress":
             self._sse_start()
             for step in (1, 2):

@@ -1,7 +1,10 @@
 """A server built with the official ``mcp`` SDK (test-only oracle, Python >= 3.10).
 
     python tests/mcp_official_server.py stdio
-    python tests/mcp_official_server.py http MODE PORT_FILE     MODE: stateful | json | stateless
+    python tests/mcp_official_server.py http MODE PORT_FILE     MODE: stateful | json | stateless | grow
+
+``grow`` is ``stateful`` with one more tool, ``grow``: it adds a tool named ``grown`` and sends
+notifications/tools/list_changed outside any request (on the listening stream of the handshake era).
 
 Its tools cover what a tool result can hold: text parts, structured content alone, an image, a
 resource link, an error result, progress notifications before the result; plus a resource, a
@@ -82,11 +85,24 @@ def review(code: str) -> list:
     return [UserMessage("Please review:\n" + code), AssistantMessage("Looking at it.")]
 
 
+def add_grow() -> None:
+    async def grow(ctx: Context) -> str:
+        """Adds a tool, then says that the tool list changed."""
+        app.add_tool(lambda: "new", name="grown", description="added at run time")
+        await ctx.session.send_tool_list_changed()
+        return "grown"
+
+    app.add_tool(grow, name="grow")
+
+
 def main() -> None:
     if sys.argv[1] == "stdio":
         app.run("stdio")
         return
     mode, port_file = sys.argv[2], sys.argv[3]
+    if mode == "grow":
+        add_grow()
+        mode = "stateful"
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]

@@ -40,9 +40,14 @@ def fresh_eras():
     mcp.forget_eras()
 
 
-def log(server):
+def log(server, listening=False):
+    """The requests the fake saw; without ``listening``, the handshake era's listening GETs (a thread of the
+    handle opens them, at a moment of its own) left out."""
     with urllib.request.urlopen(server.base + "/log", timeout=10) as answer:
-        return json.loads(answer.read())
+        seen = json.loads(answer.read())
+    if listening:
+        return seen
+    return [r for r in seen if r["method"] != "GET" or "Last-Event-ID" in r["headers"]]
 
 
 def lower(headers):
@@ -113,6 +118,10 @@ def test_legacy_server_gets_initialize_then_the_session_id_and_a_delete_on_close
     assert [(r["method"], (r["body"] or {}).get("method")) for r in seen] == [
         ("POST", "server/discover"), ("POST", "initialize"), ("POST", "notifications/initialized"),
         ("POST", "tools/call"), ("DELETE", None)]
+    listening = [r for r in log(fake, listening=True) if r["method"] == "GET"
+                 and r["headers"].get("MCP-Session-Id") == sid]
+    assert len(listening) <= 1  # the listening stream, if its thread got there before close()
+    seen += listening
     assert "_meta" not in seen[1]["body"]["params"]
     assert seen[1]["body"]["params"]["protocolVersion"] == "2025-11-25"
     for request in seen[2:]:

@@ -97,3 +97,21 @@ def test_mcp_server_time_from_the_registry():
                                                     "target_timezone": "UTC"})
         assert refused.get("is_error") is True and "Atlantis" in refused["text"]
     assert leaked(before) == []
+
+
+def test_official_server_list_changed_reaches_the_handle_in_the_handshake_era():
+    import time
+
+    server = Subprocess([OFFICIAL, "http", "grow"], wait=60)
+    try:
+        mcp.forget_eras()
+        with mcp.connect(server.url, timeout=30, protocol="2025-11-25") as handle:
+            names = [tool["name"] for tool in handle.list_tools()]
+            assert "grow" in names and "grown" not in names
+            assert handle.call_tool("grow", {})["text"] == "grown"
+            deadline = time.monotonic() + 10
+            while "grown" not in [tool["name"] for tool in handle.list_tools()]:  # stale for good before
+                assert time.monotonic() < deadline, "list_changed never reached the handle"
+                time.sleep(0.05)
+    finally:
+        server.stop()

@@ -50,3 +50,16 @@ def test_an_http_mcp_servers_error_result_reaches_the_model_as_an_error():
     assert result.messages[1]["content_items"][1]["is_error"] is True
     assert follow_up[-2:] == [{"role": "tool", "tool_call_id": "call_1", "content": "over http"},
                               {"role": "tool", "tool_call_id": "call_2", "content": "unknown tool"}]
+
+
+def test_a_lone_surrogate_in_a_result_does_not_end_the_run():
+    # M05: a server's "\ud800" killed the run (ConfigError on the next request); it is now U+FFFD
+    with mcp.connect(stdio_command("modern", "surrogate"), timeout=10, name="fake") as tools, SSEServer() as server:
+        server.answers += [Answer([chat_calls([("call_1", "fake__surrogate", "{}")])]),
+                           Answer([chat_text("Done.")])]
+        result = client_for(server).run([USER], tools=[tools]).result()
+        follow_up = server.requests[1]["body"]["messages"]
+    assert result.stop == "done"
+    assert result.messages[1]["content_items"][0] == {"type": "tool_result", "tool_call_id": "call_1",
+                                                      "text": "a\ufffdb"}
+    assert follow_up[-1] == {"role": "tool", "tool_call_id": "call_1", "content": "a\ufffdb"}

@@ -10,7 +10,9 @@ import pytest
 from agenthub.errors import ConfigError, ServerError, StreamProtocolError, TransportError
 from agenthub.mcp import jsonrpc, results
 from agenthub.mcp.jsonrpc import InputRequiredError, MCPError, Message
-from agenthub.mcp.session import Session, falls_back, header_value, param_header_values, param_headers
+from agenthub.mcp.http import HttpChannel
+from agenthub.mcp.session import STDIO_ONLY_VERSIONS, Session, header_value, param_header_values, param_headers
+from agenthub.mcp.stdio import StdioChannel
 
 
 # -- 2026-07-28 transports/streamable-http "Value Encoding": the revision's own examples ---------------
@@ -28,7 +30,7 @@ def test_header_values_are_encoded_as_the_revision_says(value, sent):
 
 
 def test_modern_request_shape_and_headers():
-    session = Session("2026-07-28", "http", "9.9")
+    session = Session("2026-07-28", (), "9.9")
     ident, message = session.request("resources/read", {"uri": "file:///x.json"})
     # 2026-07-28 basic/index "_meta": protocolVersion and clientCapabilities required, clientInfo SHOULD
     assert message == {"jsonrpc": "2.0", "id": ident, "method": "resources/read", "params": {
@@ -42,7 +44,7 @@ def test_modern_request_shape_and_headers():
 
 
 def test_legacy_messages_and_headers():
-    session = Session("auto", "http")
+    session = Session("auto")
     ident, init = session.initialize_request()
     assert init["params"]["protocolVersion"] == "2025-11-25"
     notice = session.accept_initialize({"protocolVersion": "2025-06-18", "capabilities": {},
@@ -59,12 +61,12 @@ def test_legacy_messages_and_headers():
 
 def test_a_version_the_client_does_not_speak_is_refused():
     with pytest.raises(MCPError):
-        Session("auto", "http").accept_initialize({"protocolVersion": "2024-11-05"})
-    Session("auto", "stdio").accept_initialize({"protocolVersion": "2024-11-05"})  # stdio existed then
+        Session("auto").accept_initialize({"protocolVersion": "2024-11-05"})
+    Session("auto", STDIO_ONLY_VERSIONS).accept_initialize({"protocolVersion": "2024-11-05"})  # stdio existed then
     with pytest.raises(ConfigError):
-        Session("2024-11-05", "http")
+        Session("2024-11-05")
     with pytest.raises(StreamProtocolError):
-        Session("auto", "http").take_session_id("has space")
+        Session("auto").take_session_id("has space")
 
 
 def _http(status, code=None):
@@ -94,11 +96,12 @@ def _http(status, code=None):
     (TransportError("x", exit_code=1), "stdio", False),
 ])
 def test_when_the_client_falls_back_to_initialize(error, transport, expected):
-    assert falls_back(error, transport) is expected
+    channel = {"http": HttpChannel, "stdio": StdioChannel}[transport]
+    assert channel.falls_back(object.__new__(channel), error) is expected  # the channel's rule: no instance state
 
 
 def test_result_types():
-    session = Session("2026-07-28", "http")
+    session = Session("2026-07-28")
     assert session.outcome("tools/list", Message("result", 1, result={"tools": []})) == {"tools": []}  # absent
     with pytest.raises(StreamProtocolError):
         session.outcome("tools/list", Message("result", 1, result={"resultType": "partial"}))
@@ -115,7 +118,7 @@ def test_result_types():
 
 
 def test_server_requests_ping_answered_others_refused():
-    session = Session("auto", "stdio")
+    session = Session("auto", STDIO_ONLY_VERSIONS)
     assert session.answer(Message("request", 7, "ping")) == {"jsonrpc": "2.0", "id": 7, "result": {}}
     refused = session.answer(Message("request", "a", "sampling/createMessage"))
     assert refused["error"]["code"] == -32601 and refused["id"] == "a"
@@ -268,7 +271,7 @@ def test_every_message_sent_on_stdio_validates(sent, era, version):
 
 
 def test_every_handshake_message_validates_against_2025_03_26_and_2025_06_18(sent):
-    session = Session("auto", "http")
+    session = Session("auto")
     sent_messages = [session.initialize_request()[1]]
     session.accept_initialize({"protocolVersion": "2025-06-18"})
     sent_messages += [session.initialized_notification(), session.request("tools/list")[1],
@@ -286,7 +289,7 @@ def test_every_handshake_message_validates_against_2025_03_26_and_2025_06_18(sen
 
 def test_every_modern_request_validates_against_2026_07_28():
     validator = _validator("2026-07-28")
-    session = Session("2026-07-28", "http")
+    session = Session("2026-07-28")
     for method, params in [("server/discover", None), ("tools/list", None), ("tools/list", {"cursor": "c"}),
                            ("tools/call", {"name": "a", "arguments": {"x": 1}}), ("resources/list", None),
                            ("resources/read", {"uri": "file:///a"}), ("prompts/list", None),
@@ -300,3 +303,12 @@ def test_the_schema_check_has_teeth():
     assert list(validator.iter_errors({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}))  # no _meta
     legacy = _validator("2025-11-25")
     assert list(legacy.iter_errors({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}}))
+
+
+def test_lone_surrogates_in_texts_become_the_replacement_character():
+    result = results.tool_result({"content": [{"type": "text", "text": "a\ud800b"},
+                                              {"type": "text", "text": "\U0001F600 \udfff"}]})
+    assert result == {"type": "tool_result", "text": "a\ufffdb\n\U0001F600 \ufffd"}
+    assert results.tool_schema({"name": "t", "description": "x\udc00"})["description"] == "x\ufffd"
+    assert results.prompt_messages({"messages": [{"role": "user", "content": {"type": "text", "text": "\ud83d"}}]}) \
+        == [{"role": "user", "content_items": [{"type": "text", "text": "\ufffd"}]}]

@@ -30,17 +30,17 @@ def test_legacy_server_answering_an_error_to_discover_gets_initialize():
 
 
 def test_legacy_server_silent_before_initialize_falls_back_after_the_probe_timeout(monkeypatch):
-    from agenthub.mcp import handle
+    from agenthub.mcp import stdio
 
-    monkeypatch.setattr(handle, "PROBE_TIMEOUT", 0.5)
+    monkeypatch.setattr(stdio, "PROBE_TIMEOUT", 0.5)
     with mcp.connect(stdio_command("silent-legacy"), timeout=10) as server:
         assert server.protocol_version == "2025-11-25"
 
 
 def test_modern_server_slower_than_the_probe_is_still_spoken_to_in_its_era(monkeypatch):
-    from agenthub.mcp import handle
+    from agenthub.mcp import stdio
 
-    monkeypatch.setattr(handle, "PROBE_TIMEOUT", 0.3)
+    monkeypatch.setattr(stdio, "PROBE_TIMEOUT", 0.3)
     with mcp.connect(stdio_command("modern", "slow-start"), timeout=10) as server:
         # the probe timed out, initialize was refused, and the DiscoverResult had come meanwhile
         assert server.protocol_version == "2026-07-28"

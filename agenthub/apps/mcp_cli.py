@@ -2,14 +2,17 @@
 
 TARGET is an MCP server's URL (Streamable HTTP) or the command that starts it (stdio): the remaining
 arguments, or one quoted string split as a shell would.  ``--header "Name: value"`` (repeatable) goes to
-a URL's own origin only; ``--json`` prints ToolSchemas / the tool_result item as JSON.
+a URL's own origin only; ``--json`` prints ToolSchemas / the tool_result item as JSON.  On a terminal, a
+server's words (tool names, descriptions, results) are written with their control characters and
+bidirectional overrides shown, not obeyed (``terminal.safe``); a pipe gets them as they are.
 """
 
 import argparse
 import json
+import re
 import shlex
 import sys
-from typing import Any, List, TextIO, Union
+from typing import Any, Callable, List, TextIO, Union
 
 from ..errors import ConfigError
 
@@ -47,6 +50,22 @@ def target_of(words: List[str]) -> Union[str, List[str]]:
     return list(words)
 
 
+_BIDI = re.compile("[\u202a-\u202e\u2066-\u2069]")
+
+
+def _shown_for(out: TextIO) -> Callable[[str], str]:
+    """How a server's words are written to ``out``: ``terminal.safe`` on a terminal, as they are elsewhere."""
+    from . import terminal
+
+    if not terminal.is_terminal(out):
+        return lambda text: text
+    safe = getattr(terminal, "safe", None)  # type: Any
+    if safe is not None:
+        return safe  # type: ignore[no-any-return]
+    printable = terminal.printable  # (a terminal module without safe(): the same rule spelled here)
+    return lambda text: _BIDI.sub(lambda m: "<U+{:04X}>".format(ord(m.group())), printable(text))
+
+
 def _headers(values: List[str]) -> Any:
     headers = {}
     for value in values:
@@ -77,22 +96,25 @@ def run(args: Any, out: TextIO = sys.stdout) -> int:
     headers = _headers(args.header)
     if headers is not None and not isinstance(target, str):
         raise ConfigError("--header is for a URL target")
-    with mcp.connect(target, headers=headers, timeout=args.timeout, protocol=args.protocol) as server:
+    shown = _shown_for(out)
+    # a listing shows what a server offers, however many tools (max_tools caps what a run sends)
+    with mcp.connect(target, headers=headers, timeout=args.timeout, protocol=args.protocol,
+                     max_tools=None) as server:
         if args.mcp_command == "tools":
             tools = server.list_tools()
             if args.json:
-                out.write(json.dumps(tools, ensure_ascii=False) + "\n")
+                out.write(shown(json.dumps(tools, ensure_ascii=False)) + "\n")
             else:
                 for schema in tools:
                     description = " ".join((schema.get("description") or "").split())
-                    out.write("{}{}\n".format(schema["name"], ": " + description if description else ""))
+                    out.write(shown("{}{}".format(schema["name"], ": " + description if description else "")) + "\n")
             return 0
         result = server.call_tool(tool, arguments)
     if args.json:
-        out.write(json.dumps(result, ensure_ascii=False) + "\n")
+        out.write(shown(json.dumps(result, ensure_ascii=False)) + "\n")
     else:
         if result["text"]:
-            out.write(result["text"] + ("" if result["text"].endswith("\n") else "\n"))
+            out.write(shown(result["text"]) + ("" if result["text"].endswith("\n") else "\n"))
         for image in result.get("images", []):
-            out.write("[image: {}]\n".format(image.split(",", 1)[0]))
+            out.write(shown("[image: {}]".format(image.split(",", 1)[0])) + "\n")
     return 1 if result.get("is_error") else 0

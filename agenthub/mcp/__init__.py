@@ -10,7 +10,8 @@
 
 Both protocol eras: the stateless revision 2026-07-28 and the handshake era 2025-03-26 .. 2025-11-25
 (``protocol="auto"`` finds out which one a server speaks).  Modules: ``jsonrpc`` and ``session`` are
-pure (the messages and the lifecycle), ``http`` and ``stdio`` the transports, ``results`` the
+pure (the messages and the lifecycle), ``channel`` the contract a transport keeps (``channel.CHANNELS``:
+the table ``connect`` picks from), ``http`` and ``stdio`` the two transports, ``results`` the
 conversions to agenthub's data model, ``handle`` the ``Server`` handle and ``connect``.
 """
 

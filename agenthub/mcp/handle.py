@@ -6,6 +6,7 @@ thread-safe: calls may run in parallel from several threads; ``close()`` from an
 calls in flight (a TransportError with ``aborted``) and then the connection.
 """
 
+import json
 import sys
 import threading
 import time
@@ -13,21 +14,25 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from ..errors import AgentHubError, ConfigError, StreamProtocolError, TransportError, UnsupportedOperationError, \
     UpstreamError
-from ..hosts.trust import url_origin
 from ..telemetry import inject_meta, mcp_span  # a CLIENT span per request, its trace context in _meta (no-ops uninstrumented)
 from . import jsonrpc, results
 from .jsonrpc import MCPError, Message
-from .session import LEGACY_VERSIONS, MODERN_VERSIONS, Session, _Fallback, falls_back, param_header_values, \
-    param_headers
+from .channel import CHANNELS, Channel
+from .session import FALL_BACK, MODERN_VERSIONS, TRY_AGAIN, Session, param_header_values, param_headers
 
 __all__ = ["connect", "Server", "DEFAULT_TIMEOUT", "forget_eras"]
 
 #: seconds for one request (to connect, of silence, in all) and for the start-up, when not given
 DEFAULT_TIMEOUT = 60.0
-#: on stdio, how long the ``server/discover`` probe waits before taking silence for the handshake era
-PROBE_TIMEOUT = 10.0
 #: pages read at most by one list call (a server whose cursor never ends is an error)
 MAX_PAGES = 1000
+#: items (tools, resources, prompts) one list call gathers at most, over all its pages
+MAX_LIST_ITEMS = 10000
+#: bytes (as JSON) one list call gathers at most, over all its pages
+MAX_LIST_BYTES = 32 * 1024 * 1024
+#: tools a server may offer through ``list_tools`` unless ``connect(max_tools=...)`` says otherwise (each goes
+#: into every request of a run; most providers refuse more than 128)
+MAX_TOOLS = 1000
 
 #: the era learnt per HTTP origin ((scheme, host, port) -> "modern" | "legacy"): 2026-07-28 basic/versioning
 #: "clients SHOULD cache the result for the lifetime of the ... origin (HTTP)"
@@ -50,26 +55,41 @@ def _version() -> str:
 class Server(object):
     """A connection to one MCP server (see ``connect``)."""
 
-    def __init__(self, channel: Any, session: Session, name: Optional[str], timeout: float,
-                 origin: Any = None) -> None:
+    def __init__(self, channel: Channel, session: Session, name: Optional[str], timeout: float,
+                 origin: Any = None, max_tools: Optional[int] = MAX_TOOLS) -> None:
         self.name = name
         self.timeout = timeout
+        #: the most tools ``list_tools`` hands over (None: no cap but MAX_LIST_ITEMS)
+        self.max_tools = max_tools
         self._channel = channel
         self._session = session
-        self._origin = origin
+        self._origin = channel.origin if origin is None else origin
         self._lock = threading.RLock()
         self._generation = 0  # bumped at each (re)initialisation
         self._closed = False
         self._lists = {}  # type: Dict[str, Tuple[Optional[float], Any]]  # what -> (fresh until, value)
         self._marks = {}  # type: Dict[str, Any]  # tool name -> x-mcp-header marks
         self._probe = None  # type: Any  # the id of the last server/discover sent
-        if channel.transport == "stdio":
-            channel.set_handlers(self._on_request, self._on_notification)
+        self._until = time.monotonic() + timeout  # type: Optional[float]  # the start-up's deadline, in all
+        self._hurry = False
+        channel.set_handlers(self._on_request, self._on_notification)
         try:
             self._start()
         except BaseException:
+            self._hurry = True  # a failed start-up: the server is not waited for
             self.close()
             raise
+        self._until = None
+
+    def _budget(self) -> float:
+        """Seconds for the next step: during the start-up what is left of its deadline, else ``timeout``."""
+        if self._until is None:
+            return self.timeout
+        left = self._until - time.monotonic()
+        if left <= 0:
+            raise TransportError("{}: the server did not start within {:g} s".format(
+                self._channel.label, self.timeout), client=self._channel.label, timeout=True, retryable=False)
+        return left
 
     # -- what was agreed -----------------------------------------------------------------------------
     @property
@@ -92,7 +112,7 @@ class Server(object):
     @property
     def stderr(self) -> str:
         """The end of a stdio server's log ("" for HTTP)."""
-        return getattr(self._channel, "stderr_tail", "")
+        return self._channel.stderr_tail
 
     def __repr__(self) -> str:
         return "<agenthub.mcp.Server {} {}>".format(self.name or self._channel.label, self.protocol_version)
@@ -113,24 +133,23 @@ class Server(object):
                     session.era = None
         if session.era in (None, "modern"):
             try:
-                self._discover()
-                self._remember("modern")
-                return
-            except _Fallback:
-                pass
+                if self._discover():
+                    self._remember("modern")
+                    return
             except AgentHubError as error:
-                if session.pinned or not falls_back(error, self._channel.transport):
+                if session.pinned or not self._channel.falls_back(error):
                     raise
             session.era, session.version = None, None
         try:
             self._initialize()
         except MCPError:
             # a stdio server slower to start than the probe's wait: its DiscoverResult came after all
-            late = getattr(self._channel, "late_answer", lambda ident: None)(self._probe)
+            late = self._channel.late_answer(self._probe)
             if late is None or late.kind != "result":
                 raise
             session.era = None
-            session.accept_discover(session.outcome("server/discover", late))
+            if not session.accept_discover(session.outcome("server/discover", late)):
+                raise
             return
         self._remember("legacy")
 
@@ -139,11 +158,13 @@ class Server(object):
             with _ERAS_LOCK:
                 _ERAS[self._origin] = era
 
-    def _discover(self) -> None:
+    def _discover(self) -> bool:
+        """server/discover: True when the server is modern; False when it names handshake revisions only."""
         session = self._session
-        timeout = self.timeout
-        if self._channel.transport == "stdio" and session.pinned is None:
-            timeout = min(timeout, PROBE_TIMEOUT)
+        timeout = self._budget()
+        probe = self._channel.probe_timeout
+        if probe is not None and session.pinned is None:
+            timeout = min(timeout, probe)
         for _ in range(len(MODERN_VERSIONS) + 1):
             ident, message = session.discover_request()
             self._probe = ident
@@ -151,11 +172,14 @@ class Server(object):
                 answer = self._channel.exchange(message, session.headers(message), timeout)
                 result = session.outcome("server/discover", answer.message, answer.status)
             except MCPError as error:
-                if error.code == jsonrpc.UNSUPPORTED_PROTOCOL_VERSION and session.version_refused(error):
-                    continue
+                if error.code == jsonrpc.UNSUPPORTED_PROTOCOL_VERSION:
+                    said = session.version_refused(error)
+                    if said == TRY_AGAIN:
+                        continue
+                    if said == FALL_BACK:
+                        return False
                 raise
-            session.accept_discover(result)
-            return
+            return session.accept_discover(result)
         raise StreamProtocolError("{}: no protocol version agreed".format(self._channel.label),
                                   client=self._channel.label)  # pragma: no cover
 
@@ -165,7 +189,7 @@ class Server(object):
         session.session_id = None
         ident, message = session.initialize_request()
         try:
-            answer = self._channel.exchange(message, session.headers(message), self.timeout, self._on_message)
+            answer = self._channel.exchange(message, session.headers(message), self._budget(), self._on_message)
         except AgentHubError as error:
             self._refuse_http_sse(error)
             raise
@@ -173,15 +197,18 @@ class Server(object):
         if answer.headers is not None:
             session.take_session_id(answer.headers.get("mcp-session-id"))
         notice = session.accept_initialize(result)
-        self._channel.post(notice, session.headers(notice), self.timeout)
+        self._channel.post(notice, session.headers(notice), self._budget())
         self._generation += 1
+        self._channel.started(session.headers(jsonrpc.notification("notifications/initialized")))
 
     def _refuse_http_sse(self, error: AgentHubError) -> None:
-        if self._channel.transport != "http" or getattr(error, "status", None) not in (400, 404, 405):
-            return
         if isinstance(error, MCPError):
             return
-        if self._channel.legacy_sse(self.timeout):
+        try:
+            budget = self._budget()
+        except TransportError:
+            return
+        if self._channel.deprecated(error, budget):
             raise UnsupportedOperationError(
                 "{}: this server speaks the deprecated HTTP+SSE transport (MCP 2024-11-05), which agenthub does "
                 "not support; use its Streamable HTTP endpoint (MCP 2025-03-26 or later)".format(
@@ -221,12 +248,11 @@ class Server(object):
             raise ConfigError("method must be a non-empty string")
         self._check_open()
         session = self._session
-        http = self._channel.transport == "http"
+        channel = self._channel
         target = (params or {}).get("name") if method in ("tools/call", "prompts/get") else None
         with mcp_span(method, session.version, session.session_id if session.era == "legacy" else None,
                       target=target if isinstance(target, str) else None,
-                      server=getattr(self._channel, "url", None) if http else None,
-                      transport=None if http else "pipe") as span:
+                      server=channel.span_server, transport=channel.span_transport) as span:
             if span.recording:  # the W3C trace context in params._meta (the MCP conventions, both eras)
                 params = dict(params or {}, _meta=inject_meta((params or {}).get("_meta")))
             try:
@@ -241,6 +267,7 @@ class Server(object):
     def _request(self, method: str, params: Optional[Dict[str, Any]], timeout: Optional[float],
                  headers: Optional[Dict[str, str]]) -> Dict[str, Any]:
         session = self._session
+        channel = self._channel
         timeout = self.timeout if timeout is None else timeout
         renewed = False
         for _ in range(4):
@@ -250,18 +277,15 @@ class Server(object):
             if headers:
                 sent.update(headers)
             try:
-                if self._channel.transport == "http":
-                    answer = self._channel.exchange(message, sent, timeout, self._on_message,
-                                                    resumable=session.era == "legacy")
-                else:
-                    answer = self._channel.exchange(message, sent, timeout, self._on_message)
+                answer = channel.exchange(message, sent, timeout, self._on_message,
+                                          resumable=channel.resumable and session.era == "legacy")
                 return session.outcome(method, answer.message, answer.status)
             except TransportError as error:
-                if error.timeout and session.era == "legacy" and self._channel.transport == "http":
+                if error.timeout and session.era == "legacy" and channel.cancels_on_timeout:
                     # 2025-11-25 "Cancellation": a dropped connection is not a cancellation; say it
                     notice = session.cancel_notification(ident, "timeout")
                     try:
-                        self._channel.post(notice, session.headers(notice), min(timeout, 5.0))
+                        channel.post(notice, session.headers(notice), min(timeout, 5.0))
                     except AgentHubError:
                         pass
                 raise
@@ -269,10 +293,10 @@ class Server(object):
                 status = getattr(error, "status", None)
                 if isinstance(error, MCPError) and error.code == jsonrpc.UNSUPPORTED_PROTOCOL_VERSION \
                         and session.era == "modern":
-                    try:
-                        if session.version_refused(error):
-                            continue
-                    except _Fallback:
+                    said = session.version_refused(error)
+                    if said == TRY_AGAIN:
+                        continue
+                    if said == FALL_BACK:
                         with self._lock:
                             if self._generation == generation:
                                 self._initialize()
@@ -305,6 +329,7 @@ class Server(object):
         cursor = None
         seen = set()
         ttl = None
+        size = 0
         for _ in range(MAX_PAGES):
             page_params = dict(params or {})
             if cursor is not None:
@@ -315,6 +340,12 @@ class Server(object):
                 raise StreamProtocolError("{}: {} answered without a {} list".format(
                     self._channel.label, method, key), client=self._channel.label)
             items.extend(page)
+            size += len(json.dumps(page, ensure_ascii=False, default=str))
+            if len(items) > MAX_LIST_ITEMS or size > MAX_LIST_BYTES:
+                raise StreamProtocolError("{}: {} gave more than {} (MAX_LIST_{}) over its pages".format(
+                    self._channel.label, method, "{} items".format(MAX_LIST_ITEMS) if len(items) > MAX_LIST_ITEMS
+                    else "{} bytes".format(MAX_LIST_BYTES), "ITEMS" if len(items) > MAX_LIST_ITEMS else "BYTES"),
+                    client=self._channel.label, retryable=False)
             value = result.get("ttlMs")
             if isinstance(value, int) and not isinstance(value, bool):
                 ttl = max(0, value) if ttl is None else min(ttl, max(0, value))
@@ -337,7 +368,10 @@ class Server(object):
                 return list(value)
         items, ttl = self._pages(method, key)
         # caching (2026-07-28 server/utilities/caching): fresh for ttlMs when the server gives it (0: not
-        # cached); without one (a handshake-era server), until a list_changed notification or refresh=True
+        # cached); without one (a handshake-era server), until a list_changed notification or refresh=True,
+        # when the channel hears them
+        if ttl is None and self._session.era == "legacy" and not self._channel.hears_changes:
+            ttl = 0  # no ttlMs and no way to hear list_changed (an HTTP server with no listening stream): not cached
         if ttl != 0:
             with self._lock:
                 self._lists[what] = (None if ttl is None else time.monotonic() + ttl / 1000.0, items)
@@ -348,11 +382,15 @@ class Server(object):
         """The server's tools as ToolSchemas ({"name", "description", "parameters"}), every page."""
         raw = self._listed("tools", "tools/list", "tools", refresh)
         label = self._channel.label
+        if self.max_tools is not None and len(raw) > self.max_tools:
+            raise ConfigError("MCP server {} offers {} tools, more than max_tools={} (each goes into every request "
+                              "of a run; most providers refuse more than 128): pass max_tools= to mcp.connect to "
+                              "allow more".format(self.name or label, len(raw), self.max_tools))
         tools = []
         marks = {}
         for tool in raw:
             schema = results.tool_schema(tool, label)
-            if self._channel.transport == "http" and self._session.era == "modern":
+            if self._channel.carries_headers and self._session.era == "modern":
                 try:
                     found = param_headers(schema["parameters"])
                 except ValueError:
@@ -422,12 +460,10 @@ class Server(object):
                 return
             self._closed = True
         channel = self._channel
-        if channel.transport == "http":
-            channel.abort()
-            end = self._session.end_headers()
-            if end is not None:
-                channel.delete(end)
-        channel.close()
+        channel.abort()  # the calls in flight end now (a TransportError with aborted), whatever the server does
+        if not self._hurry:
+            channel.ends_session(self._session.end_headers())
+        channel.close(0.1 if self._hurry else None)
 
     def __enter__(self) -> "Server":
         return self
@@ -438,16 +474,19 @@ class Server(object):
 
 def connect(target: Union[str, Sequence[str]], *, name: Optional[str] = None,
             headers: Optional[Dict[str, str]] = None, env: Optional[Dict[str, str]] = None,
-            cwd: Optional[str] = None, timeout: Optional[float] = None, protocol: str = "auto") -> Server:
+            cwd: Optional[str] = None, timeout: Optional[float] = None, protocol: str = "auto",
+            inherit_env: bool = False, max_tools: Optional[int] = MAX_TOOLS) -> Server:
     """Connect to an MCP server: a URL is Streamable HTTP, a list of strings a stdio subprocess.
 
     ``name``: the handle's name (the runner's prefix ``"{name}__{tool}"``); ``headers``: sent to the URL's
-    origin only (HTTP); ``env`` (added to this process's environment) and ``cwd``: the subprocess's;
+    origin only (HTTP); ``env``, ``cwd`` and ``inherit_env``: the subprocess's (it gets a short safe list of
+    this process's variables plus ``env``; ``inherit_env=True``: all of them plus ``env``);
     ``timeout``: seconds for the start-up and for each request (default 60); ``protocol``: "auto"
-    (the newest revision the server speaks, falling back to the handshake era) or a revision.
+    (the newest revision the server speaks, falling back to the handshake era) or a revision;
+    ``max_tools``: the most tools ``list_tools`` hands over (more is a ConfigError naming the server; None:
+    no such cap).
     """
-    from .http import HttpChannel
-    from .stdio import StdioChannel
+    import importlib
 
     if name is not None and (not isinstance(name, str) or not name):
         raise ConfigError("name must be a non-empty string or None")
@@ -457,22 +496,17 @@ def connect(target: Union[str, Sequence[str]], *, name: Optional[str] = None,
             or timeout == float("inf"):
         raise ConfigError("timeout must be a positive number of seconds (got {!r})".format(timeout))
     timeout = float(timeout)
-    if isinstance(target, str):
-        if not target.startswith(("http://", "https://")):
-            raise ConfigError("an MCP server is a URL (http:// or https://) or a command as a list of strings "
-                              "(got a string that is not a URL: split the command into a list)")
-        if env is not None or cwd is not None:
-            raise ConfigError("env and cwd are for a stdio server (a command), not a URL")
-        session = Session(protocol, "http", _version(), name)
-        channel = HttpChannel(target, headers, timeout, name)
-        session.server = channel.label
-        return Server(channel, session, name, timeout, url_origin(target))
-    if isinstance(target, (list, tuple)) and target and all(isinstance(part, str) for part in target):
-        if headers is not None:
-            raise ConfigError("headers are for an HTTP server (a URL), not a command")
-        session = Session(protocol, "stdio", _version(), name)
-        pipe = StdioChannel(list(target), env, cwd, timeout, name)
-        session.server = pipe.label
-        return Server(pipe, session, name, timeout)
-    raise ConfigError("an MCP server is a URL or a command as a non-empty list of strings (got {})".format(
-        type(target).__name__))
+    if max_tools is not None and (isinstance(max_tools, bool) or not isinstance(max_tools, int) or max_tools < 1):
+        raise ConfigError("max_tools must be a positive int or None (got {!r})".format(max_tools))
+    options = {"headers": headers, "env": env, "cwd": cwd, "inherit_env": inherit_env}
+    for module, attribute in CHANNELS:  # the first channel that takes the target
+        kind = getattr(importlib.import_module(module, __package__), attribute)
+        if kind.accepts(target):
+            break
+    else:
+        raise ConfigError("an MCP server is a URL or a command as a non-empty list of strings (got {})".format(
+            type(target).__name__))
+    session = Session(protocol, kind.extra_versions, _version(), name)  # a bad protocol: nothing started
+    channel = kind.open(target, name=name, timeout=timeout, **options)  # type: Channel
+    session.server = channel.label
+    return Server(channel, session, name, timeout, max_tools=max_tools)

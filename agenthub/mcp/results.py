@@ -4,17 +4,27 @@ item (contract C2), prompt messages as UniMessages.
 A tool result's ``text`` is its text parts joined in order (by a newline); with no text part, its
 ``structuredContent`` as JSON text; images become ``data:<mimeType>;base64,<data>`` in ``images``;
 a resource link is a line with its URI; an embedded text resource its text; ``is_error`` comes from
-``isError``.
+``isError``.  A lone surrogate in a text (``"\\ud800"`` in the server's JSON: no character, and no
+provider accepts it) becomes U+FFFD, so that one bad character does not end a run.
 """
 
 import base64
 import binascii
 import json
+import re
 from typing import Any, Dict, List, Optional
 
 from ..errors import StreamProtocolError, preview
 
 __all__ = ["tool_schema", "tool_result", "prompt_messages"]
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")  # a str holds a surrogate only unpaired (JSON pairs are joined)
+
+
+def clean_text(text: str) -> str:
+    """``text`` with each lone surrogate replaced by U+FFFD."""
+    return _SURROGATE.sub("\ufffd", text) if _SURROGATE.search(text) else text
 
 
 def _bad(server: str, what: str) -> StreamProtocolError:
@@ -30,7 +40,7 @@ def tool_schema(tool: Any, server: str = "mcp") -> Dict[str, Any]:
     if not isinstance(description, str):
         description = tool.get("title") if isinstance(tool.get("title"), str) else None
     if description:
-        schema["description"] = description
+        schema["description"] = clean_text(description)
     parameters = tool.get("inputSchema")
     schema["parameters"] = parameters if isinstance(parameters, dict) else {"type": "object", "properties": {}}
     return schema
@@ -92,7 +102,7 @@ def tool_result(result: Any, server: str = "mcp") -> Dict[str, Any]:
             texts.append("[audio: {}]".format(preview(block["mimeType"], 60)))
     if not has_text and "structuredContent" in result and result["structuredContent"] is not None:
         texts.insert(0, json.dumps(result["structuredContent"], ensure_ascii=False, sort_keys=False))
-    item = {"type": "tool_result", "text": "\n".join(texts)}  # type: Dict[str, Any]
+    item = {"type": "tool_result", "text": clean_text("\n".join(texts))}  # type: Dict[str, Any]
     if images:
         item["images"] = images
     if result.get("isError") is True:
@@ -105,7 +115,7 @@ def _content_item(block: Any, server: str) -> Optional[Dict[str, Any]]:
         return None
     kind = block.get("type")
     if kind == "text" and isinstance(block.get("text"), str):
-        return {"type": "text", "text": block["text"]}
+        return {"type": "text", "text": clean_text(block["text"])}
     if kind in ("image", "audio") and isinstance(block.get("data"), str) and isinstance(block.get("mimeType"), str):
         try:
             data = base64.b64decode(block["data"], validate=True)
@@ -116,7 +126,7 @@ def _content_item(block: Any, server: str) -> Optional[Dict[str, Any]]:
         return {"type": "text", "text": "[resource: {}]".format(block["uri"])}
     if kind == "resource":
         line = _resource_line(block.get("resource"))
-        return {"type": "text", "text": line} if line is not None else None
+        return {"type": "text", "text": clean_text(line)} if line is not None else None
     return None
 
 

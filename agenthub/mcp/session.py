@@ -14,9 +14,10 @@ with everything that differs between the two protocol eras written here and nowh
   initialisation (2025-06-18 and later; sent for 2025-03-26 too, which a server ignores).
 
 ``protocol="auto"`` asks the modern way first (``server/discover``) and falls back to ``initialize``
-as the 2026-07-28 backward-compatibility sections say (``falls_back``): on HTTP a 400/404/405 whose
-body is not a recognised modern JSON-RPC error; on stdio any error that is not a modern one, or no
-answer in time.
+as the 2026-07-28 backward-compatibility sections say; which failures fall back is the channel's
+rule (``Channel.falls_back``: on HTTP a 400/404/405 whose body is not a recognised modern JSON-RPC
+error; on stdio any error that is not a modern one, or no answer in time).  Nothing here asks which
+transport carries the messages: what differs is given as data (``extra_versions``).
 """
 
 import base64
@@ -25,12 +26,12 @@ import re
 import threading
 from typing import Any, Dict, List, Optional, Tuple
 
-from ..errors import AgentHubError, ConfigError, StreamProtocolError, TransportError, UpstreamError, preview
+from ..errors import ConfigError, StreamProtocolError, preview
 from . import jsonrpc
 from .jsonrpc import InputRequiredError, MCPError, Message
 
-__all__ = ["Session", "MODERN_VERSIONS", "LEGACY_VERSIONS", "LATEST", "header_value", "falls_back",
-           "CLIENT_NAME"]
+__all__ = ["Session", "MODERN_VERSIONS", "LEGACY_VERSIONS", "STDIO_ONLY_VERSIONS", "LATEST", "header_value",
+           "CLIENT_NAME", "FALL_BACK", "TRY_AGAIN"]
 
 #: revisions with per-request metadata, newest first
 MODERN_VERSIONS = ("2026-07-28",)
@@ -51,6 +52,9 @@ _NAMED = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
 _PLAIN = re.compile(r"^[\x21-\x7e]([\x20\x21-\x7e\t]*[\x21-\x7e])?$")
 #: ... unless the value looks like the sentinel itself
 _SENTINEL = re.compile(r"^=\?base64\?.*\?=$", re.S)
+#: what ``version_refused`` may say: send the request again (another modern revision), or speak the handshake era
+TRY_AGAIN = "again"
+FALL_BACK = "handshake"
 _SESSION_ID = re.compile(r"^[\x21-\x7e]{1,1024}$")  # 2025-11-25 "Session Management": visible ASCII
 
 
@@ -72,35 +76,18 @@ def _version_of(protocol: Any) -> Optional[str]:
         ", ".join(MODERN_VERSIONS + LEGACY_VERSIONS + STDIO_ONLY_VERSIONS), protocol))
 
 
-def falls_back(error: BaseException, transport: str) -> bool:
-    """Whether a failed modern first request means "this server speaks the handshake era" (True) or is
-    an answer to raise (False), per 2026-07-28 transports/streamable-http and transports/stdio
-    "Backward Compatibility": a recognised modern JSON-RPC error never falls back; on HTTP only a
-    400, 404 or 405 does; on stdio any other error does, and so does no answer in time."""
-    if isinstance(error, MCPError):
-        if error.code in jsonrpc.MODERN_ERROR_CODES:
-            return False
-        if transport == "stdio":
-            return True
-        return error.status in (400, 404, 405)
-    if isinstance(error, UpstreamError):  # an HTTP error whose body is no JSON-RPC error
-        return transport == "http" and error.status in (400, 404, 405)
-    if isinstance(error, TransportError):
-        return transport == "stdio" and bool(error.timeout) and not error.__dict__.get("exit_code")
-    return False
-
-
 class Session(object):
     """One client's view of one server: the era, the version, the ids, the session id; messages out,
     answers in.  Thread-safe (the id counter and the state changes take a lock)."""
 
-    def __init__(self, protocol: Any = "auto", transport: str = "http", client_version: str = "0",
+    def __init__(self, protocol: Any = "auto", extra_versions: Tuple[str, ...] = (), client_version: str = "0",
                  server: Optional[str] = None) -> None:
         self.pinned = _version_of(protocol)
-        if transport == "http" and self.pinned in STDIO_ONLY_VERSIONS:
+        if self.pinned in STDIO_ONLY_VERSIONS and self.pinned not in extra_versions:
             raise ConfigError("protocol {} over HTTP is the deprecated HTTP+SSE transport, which agenthub does "
                               "not speak: use a Streamable HTTP server (2025-03-26 or later)".format(self.pinned))
-        self.transport = transport
+        #: revisions the channel speaks besides the Streamable HTTP ones (``Channel.extra_versions``)
+        self.extra_versions = tuple(extra_versions)
         self.server = server
         #: "modern" or "legacy" once known
         self.era = None  # type: Optional[str]
@@ -193,8 +180,9 @@ class Session(object):
         self.session_id = value
 
     # -- answers -------------------------------------------------------------------------------------
-    def accept_discover(self, result: Dict[str, Any]) -> None:
-        """A DiscoverResult: the server is modern; use the newest revision both speak."""
+    def accept_discover(self, result: Dict[str, Any]) -> bool:
+        """A DiscoverResult: the server is modern; use the newest revision both speak (True).  False: the
+        server names handshake revisions only (initialize instead)."""
         supported = result.get("supportedVersions")
         if not isinstance(supported, list):
             raise StreamProtocolError("{}: server/discover answered without supportedVersions".format(
@@ -204,35 +192,36 @@ class Session(object):
         if not common:
             if self.pinned is None and any(v in LEGACY_VERSIONS for v in supported):
                 self.era = None  # a server that names handshake revisions only: initialize instead
-                raise _Fallback()
+                return False
             raise MCPError("the server supports protocol versions {} and agenthub asked for {}".format(
                 ", ".join(str(v) for v in supported[:10]) or "(none)", ", ".join(wanted)),
                 code=jsonrpc.UNSUPPORTED_PROTOCOL_VERSION, data={"supported": supported}, method="server/discover",
                 server=self.server)
         self.era, self.version = "modern", common[0]
         self._server_said(result, result.get("_meta"))
+        return True
 
-    def version_refused(self, error: MCPError) -> bool:
-        """An UnsupportedProtocolVersionError to a modern request: True when another modern revision
-        both speak exists (then ``version`` is it and the request is sent again); a server naming only
-        handshake revisions raises _Fallback; else False (raise the error)."""
+    def version_refused(self, error: MCPError) -> Optional[str]:
+        """An UnsupportedProtocolVersionError to a modern request: TRY_AGAIN when another modern revision
+        both speak exists (then ``version`` is it and the request is sent again); FALL_BACK for a server
+        naming only handshake revisions (initialize); else None (raise the error)."""
         data = error.data if isinstance(error.data, dict) else {}  # type: Dict[str, Any]
         found = data.get("supported")
         supported = found if isinstance(found, list) else []  # type: List[Any]
         for version in MODERN_VERSIONS:
             if version in supported and version != self.version and not self.pinned:
                 self.version = version
-                return True
+                return TRY_AGAIN
         if not self.pinned and any(v in LEGACY_VERSIONS for v in supported):
             self.era, self.version = None, None
-            raise _Fallback()
-        return False
+            return FALL_BACK
+        return None
 
     def accept_initialize(self, result: Dict[str, Any]) -> Dict[str, Any]:
         """An InitializeResult: the version the server chose (one agenthub speaks, else MCPError); returns
         the ``notifications/initialized`` to send next."""
         version = result.get("protocolVersion")
-        allowed = LEGACY_VERSIONS + (STDIO_ONLY_VERSIONS if self.transport == "stdio" else ())
+        allowed = LEGACY_VERSIONS + self.extra_versions
         if version not in allowed or (self.pinned and version != self.pinned):
             raise MCPError("the server chose protocol version {!r}, which agenthub does not speak{}".format(
                 preview(str(version), 40), " over Streamable HTTP (2024-11-05 is the deprecated HTTP+SSE "
@@ -291,10 +280,6 @@ class Session(object):
         self.session_id = None
         if not self.pinned:
             self.version = None
-
-
-class _Fallback(AgentHubError):
-    """Internal: the server speaks the handshake era only (caught by the handle, never raised out)."""
 
 
 def _input_required(result: Dict[str, Any], method: str, server: Optional[str]) -> InputRequiredError:
