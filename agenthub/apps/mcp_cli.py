@@ -9,7 +9,6 @@ bidirectional overrides shown, not obeyed (``terminal.safe``); a pipe gets them 
 
 import argparse
 import json
-import re
 import shlex
 import sys
 from typing import Any, Callable, List, TextIO, Union
@@ -50,20 +49,13 @@ def target_of(words: List[str]) -> Union[str, List[str]]:
     return list(words)
 
 
-_BIDI = re.compile("[\u202a-\u202e\u2066-\u2069]")
-
-
 def _shown_for(out: TextIO) -> Callable[[str], str]:
     """How a server's words are written to ``out``: ``terminal.safe`` on a terminal, as they are elsewhere."""
     from . import terminal
 
     if not terminal.is_terminal(out):
         return lambda text: text
-    safe = getattr(terminal, "safe", None)  # type: Any
-    if safe is not None:
-        return safe  # type: ignore[no-any-return]
-    printable = terminal.printable  # (a terminal module without safe(): the same rule spelled here)
-    return lambda text: _BIDI.sub(lambda m: "<U+{:04X}>".format(ord(m.group())), printable(text))
+    return terminal.safe
 
 
 def _headers(values: List[str]) -> Any:
