@@ -63,7 +63,8 @@ from .providers._common import Endpoint, apply_extras
 from .sse import DEFAULT_MAX_LINE_BYTES
 from .stream import Collector, collect, drive, now_ms
 from .types import AssistantMessage, Message, ToolCallItem, UniConfig, UniEvent, UniMessage
-from .validate import check_config, check_header_name, check_header_value, check_message, check_messages
+from .validate import (check_anthropic_version, check_config, check_header_name, check_header_value, check_message,
+                       check_messages)
 
 __all__ = ["AutoLLMClient", "ResponseStream", "Timeout"]
 
@@ -176,7 +177,8 @@ class AutoLLMClient(object):
     instance (starting another while one is open raises ConfigError; close or finish
     the first), and ``set_history``/``clear_history`` raise ConfigError while one is open.
     ``get_history`` returns a copy and is safe from any thread.  Use one instance per
-    conversation (per agent thread) for stateful calls.
+    conversation (per agent thread) for stateful calls.  ``anthropic_version`` pins the Anthropic API
+    version of a Claude route ("2023-06-01"; default: 2026-10-21 where offered, see docs/providers.md).
     """
 
     def __init__(
@@ -197,7 +199,8 @@ class AutoLLMClient(object):
         budget: Optional["Budget"] = None,
         limiter: Optional["RateLimiter"] = None,
         hooks: Optional[Sequence[AttemptHook]] = None,
-        cache: Optional["ResponseCache"] = None
+        cache: Optional["ResponseCache"] = None,
+        anthropic_version: Optional[str] = None
     ) -> None:
         if not isinstance(max_retries, int) or isinstance(max_retries, bool) or max_retries < 0:
             raise ConfigError("max_retries must be an int >= 0")
@@ -211,6 +214,9 @@ class AutoLLMClient(object):
             check_header_name(name, "default_headers key {!r}".format(name[:60]))
             check_header_value(value, "default_headers[{!r}]".format(name))
         kind, url, key, quirks = registry.resolve(model, client_type, base_url, api_key)
+        if anthropic_version is not None:  # the Anthropic API version pinned (docs/providers.md)
+            quirks = dict(quirks, anthropic_version=check_anthropic_version(anthropic_version, kind,
+                                                                            hosts.client_type(kind).dialect))
         if isinstance(key, str):
             check_header_value(key, "the API key" if api_key is not None else "the API key (from the environment)")
         self._key_origin = (client_type, api_key is not None)  # for the words of a 401: where the key came from

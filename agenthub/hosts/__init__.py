@@ -139,7 +139,8 @@ class ClientType(object):
         return "ClientType({!r}: {} at {})".format(self.name, self.dialect, self.host_name)
 
 
-#: the Anthropic version Claude on Vertex AI takes in the body (hosts.vertex.ANTHROPIC_VERSION)
+#: the name Claude on Vertex AI gives Anthropic API version 2023-06-01 in the body (hosts.vertex.ANTHROPIC_VERSION;
+#: sent when that version is pinned: under 2026-10-21 the body carries "2026-10-21")
 VERTEX_ANTHROPIC_VERSION = "vertex-2023-10-16"
 
 #: client_type -> its row.  The dialect is a key of agenthub.providers.PROTOCOLS; the host one of HOSTS.

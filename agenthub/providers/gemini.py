@@ -86,6 +86,7 @@ from ..sse import SSEEvent
 from ..stream import StreamEnd
 from ..toolcalls import ToolCallAssembler
 from ..types import HttpRequest, PromptCaching, ThinkingLevel
+from ..validate import count_marks
 from ._common import (Count, DONE, document_payloads, payloads, Endpoint, Protocol, check_response_format, documents, get_request,
                       model_list_page, nearest, parse_data_uri, request_headers, samplers, to_int, unsupported,
                       usage)
@@ -556,6 +557,9 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
     caching = config.get("prompt_caching")
     if caching is not None and caching != PromptCaching.ENABLE:
         raise unsupported(client, "prompt_caching", "can only be ENABLE: Gemini caches prompts by itself")
+    if count_marks(messages):
+        raise unsupported(client, "cache_breakpoint", "cannot be sent: Gemini has no cache breakpoints (it caches "
+                                                      "prompt prefixes by itself; remove the marks)")
     if "embedding_config" in config:
         raise unsupported(client, "embedding_config", "applies to embedding models only (not {!r})".format(model))
     tts = bool(quirks.get("tts")) or "tts_config" in config
