@@ -187,3 +187,464 @@ WIRES = {
     "gemini-interactions": ("google-genai", _gemini_interactions),
     "bedrock": ("botocore", _bedrock),
 }
+
+
+# -- what agenthub maps ---------------------------------------------------------------------------------------
+#
+# Per wire: the dialect's source files, then per category ``mapped`` (names, space-separated; the token the
+# source must hold, quoted, is the name after its ``kind:`` prefix, a nested request or usage member's last ``.`` segment, or the value of a
+# ``header: value``; ``name@token`` names another token) and ``ignored`` (why -> names).
+
+_SERVER_TOOLS = "a server-side tool the data model has no item for (the dialect skips it or carries it opaquely)"
+
+TABLES = {
+    "openai-chat": {
+        "sources": ("agenthub/providers/openai_chat.py",),
+        "request": {
+            "mapped": "model messages max_completion_tokens max_tokens temperature top_p stop seed tools tool_choice "
+                      "response_format reasoning_effort service_tier stream_options prompt_cache_options "
+                      "prompt_cache_retention",
+            "ignored": {
+                "sampling knobs outside the data model (extra_body sends them)":
+                    "frequency_penalty presence_penalty logit_bias logprobs top_logprobs n verbosity prediction",
+                "audio output / modalities: the Chat dialect streams text and tool calls only": "audio modalities",
+                "deprecated function calling (tools replace it)": "functions function_call",
+                "account-side bookkeeping, not the call (extra_body sends them)":
+                    "metadata user safety_identifier store prompt_cache_key moderation",
+                "parallel tool calls are the server's default; agenthub never turns them off":
+                    "parallel_tool_calls",
+                "a hosted tool the data model has no item for": "web_search_options",
+            },
+        },
+        "usage": {
+            "mapped": "prompt_tokens completion_tokens total_tokens prompt_tokens_details completion_tokens_details "
+                      "prompt_tokens_details.cached_tokens prompt_tokens_details.cache_write_tokens "
+                      "completion_tokens_details.reasoning_tokens",
+            "ignored": {
+                "per-modality breakdowns: Usage has no modality split (the totals hold them)":
+                    "prompt_tokens_details.audio_tokens prompt_tokens_details.image_tokens "
+                    "prompt_tokens_details.text_tokens completion_tokens_details.audio_tokens "
+                    "completion_tokens_details.text_tokens",
+                "predicted outputs are not sent, so never counted": "completion_tokens_details.accepted_prediction_tokens "
+                                                                    "completion_tokens_details.rejected_prediction_tokens",
+            },
+        },
+        "finish": {
+            "mapped": "stop length tool_calls function_call",
+            "ignored": {"no finish_reason of its own: unknown (the text so far is kept)": "content_filter"},
+        },
+        "items": {
+            "mapped": "content tool_calls refusal role function_call",
+            "ignored": {"audio output is not requested": "audio"},
+        },
+        "version": {"mapped": "", "ignored": {}},
+    },
+    "openai-responses": {
+        "sources": ("agenthub/providers/openai_responses.py",),
+        "request": {
+            "mapped": "model input instructions max_output_tokens temperature top_p tools tool_choice text reasoning "
+                      "include store background previous_response_id service_tier context_management "
+                      "prompt_cache_options prompt_cache_retention",
+            "ignored": {
+                "sent only by count_tokens or left to the server's default": "parallel_tool_calls truncation conversation",
+                "account-side bookkeeping, not the call (extra_body sends them)":
+                    "metadata user safety_identifier prompt_cache_key moderation access_programs",
+                "stored prompts / hosted features outside the data model": "prompt image max_tool_calls",
+                "logprobs are not part of the data model": "top_logprobs",
+                "stream options: agenthub always streams and reads usage from response.completed":
+                    "stream_options background_options",
+            },
+        },
+        "usage": {
+            "mapped": "input_tokens output_tokens total_tokens input_tokens_details output_tokens_details "
+                      "input_tokens_details.cached_tokens input_tokens_details.cache_write_tokens "
+                      "output_tokens_details.reasoning_tokens",
+            "ignored": {"the write's TTL split: OpenAI prices every write the same (cache_write_tokens holds the total)":
+                        "input_tokens_details.cache_write_tokens_details"},
+        },
+        "finish": {
+            "mapped": "status:completed status:incomplete status:failed status:cancelled "
+                      "incomplete:max_output_tokens",
+            "ignored": {
+                "not terminal: the stream goes on": "status:queued status:in_progress",
+                "no finish_reason of its own: unknown": "incomplete:content_filter incomplete:max_messages "
+                                                          "incomplete:steered",
+            },
+        },
+        "events": {
+            "mapped": "response.output_text.delta response.refusal.delta response.function_call_arguments.delta "
+                      "response.function_call_arguments.done response.custom_tool_call_input.delta "
+                      "response.custom_tool_call_input.done response.reasoning_summary_text.delta "
+                      "response.reasoning_text.delta response.output_item.added response.output_item.done "
+                      "response.completed response.incomplete response.failed error response.created "
+                      "response.in_progress response.queued",
+            "ignored": {
+                "parts and their .done repeat what the deltas and output_item.done carry":
+                    "response.content_part.added response.content_part.done response.reasoning_summary_part.added "
+                    "response.reasoning_summary_part.done response.output_text.done response.refusal.done "
+                    "response.reasoning_summary_text.done response.reasoning_text.done",
+                "audio output is not requested": "response.audio.delta response.audio.done "
+                                                 "response.audio.transcript.delta response.audio.transcript.done",
+                "server tool progress: its item arrives whole in output_item.done":
+                    "response.code_interpreter_call.in_progress response.code_interpreter_call.interpreting "
+                    "response.code_interpreter_call.completed response.code_interpreter_call_code.delta "
+                    "response.code_interpreter_call_code.done response.file_search_call.in_progress "
+                    "response.file_search_call.searching response.file_search_call.completed "
+                    "response.image_generation_call.generating response.image_generation_call.in_progress "
+                    "response.image_generation_call.partial_image response.image_generation_call.completed "
+                    "response.mcp_call.in_progress response.mcp_call.completed response.mcp_call.failed "
+                    "response.mcp_call_arguments.delta response.mcp_call_arguments.done "
+                    "response.mcp_list_tools.in_progress response.mcp_list_tools.completed "
+                    "response.mcp_list_tools.failed response.web_search_call.in_progress "
+                    "response.web_search_call.searching response.web_search_call.completed "
+                    "response.shell_call_command.added response.shell_call_command.delta "
+                    "response.shell_call_command.done response.shell_call_output_content.delta "
+                    "response.shell_call_output_content.done response.compaction.compacting",
+                "annotations (citations) are not part of the data model": "response.output_text.annotation.added",
+            },
+        },
+        "items": {
+            "mapped": "message reasoning function_call custom_tool_call custom_tool_call_output function_call_output "
+                      "compaction image_generation_call apply_patch_call computer_call local_shell_call shell_call "
+                      "mcp_list_tools mcp_call mcp_approval_request tool_search_call",
+            "ignored": {
+                _SERVER_TOOLS: "code_interpreter_call file_search_call web_search_call tool_search_output "
+                               "program program_output additional_tools",
+                "outputs of client-side actions: input items the caller sends, never streamed to agenthub":
+                    "apply_patch_call_output computer_call_output local_shell_call_output shell_call_output "
+                    "mcp_approval_response",
+            },
+        },
+        "version": {"mapped": "", "ignored": {}},
+    },
+    "anthropic": {
+        "sources": ("agenthub/providers/anthropic.py",),
+        "request": {
+            "mapped": "model messages system max_tokens stop_sequences tools tool_choice thinking output_config speed "
+                      "cache_control",
+            "ignored": {
+                "account-side bookkeeping, not the call (extra_body sends them)":
+                    "metadata service_tier inference_geo workspace_id user_profile_id diagnostics",
+                "code-execution containers: a server tool the data model has no item for": "container",
+            },
+        },
+        "usage": {
+            "mapped": "input_tokens output_tokens cache_read_input_tokens cache_creation_input_tokens cache_creation "
+                      "speed",
+            "ignored": {
+                "server tool call counts: billed per call, not per token (no bucket in Usage)": "server_tool_use",
+                "echoes of the request": "service_tier inference_geo",
+                "a breakdown of output_tokens (thinking is inside it, as the API bills)": "output_tokens_details",
+            },
+        },
+        "finish": {
+            "mapped": "end_turn stop_sequence max_tokens tool_use",
+            "ignored": {"no finish_reason of their own: unknown (docs/providers.md)":
+                        "pause_turn refusal model_context_window_exceeded"},
+        },
+        "events": {
+            "mapped": "message_start message_delta message_stop content_block_start content_block_delta "
+                      "content_block_stop",
+            "ignored": {},
+        },
+        "items": {
+            "mapped": "block:text block:thinking block:redacted_thinking block:tool_use delta:text_delta "
+                      "delta:thinking_delta delta:signature_delta delta:input_json_delta delta:citations_delta",
+            "ignored": {
+                "server tool blocks: carried whole as a server_block (replayed byte for byte)":
+                    "block:server_tool_use block:web_search_tool_result block:web_fetch_tool_result "
+                    "block:code_execution_tool_result block:bash_code_execution_tool_result "
+                    "block:text_editor_code_execution_tool_result block:tool_search_tool_result "
+                    "block:container_upload",
+            },
+        },
+        "version": {"mapped": "anthropic-version: 2026-10-21", "ignored": {}},
+    },
+    "gemini": {
+        "sources": ("agenthub/providers/gemini.py",),
+        "request": {
+            "mapped": "maxOutputTokens temperature topP stopSequences seed thinkingConfig responseMimeType "
+                      "responseSchema responseJsonSchema responseModalities speechConfig",
+            "ignored": {
+                "sampling knobs outside the data model (extra_body sends them)":
+                    "topK candidateCount frequencyPenalty presencePenalty logprobs responseLogprobs",
+                "Live / audio-session settings, not generateContent's text-and-tools turn":
+                    "audioTimestamp audioTranscriptionConfig enableAffectiveDialog translationConfig",
+                "model routing and media resolution are the caller's (extra_body)":
+                    "routingConfig modelSelectionConfig mediaResolution enableEnhancedCivicAnswers",
+                "the SDK's own polymorphic response format (the wire keeps responseMimeType/responseJsonSchema)":
+                    "responseFormat",
+            },
+        },
+        "usage": {
+            "mapped": "promptTokenCount candidatesTokenCount cachedContentTokenCount thoughtsTokenCount "
+                      "toolUsePromptTokenCount",
+            "ignored": {
+                "per-modality breakdowns: Usage has no modality split":
+                    "promptTokensDetails candidatesTokensDetails cacheTokensDetails toolUsePromptTokensDetails",
+                "the sum of the buckets (recomputed)": "totalTokenCount",
+                "Vertex's pay-as-you-go / provisioned marker": "trafficType",
+            },
+        },
+        "finish": {
+            "mapped": "STOP MAX_TOKENS FINISH_REASON_UNSPECIFIED",
+            "ignored": {
+                "no finish_reason of their own: unknown (docs/providers.md)":
+                    "SAFETY RECITATION LANGUAGE OTHER BLOCKLIST PROHIBITED_CONTENT SPII MALFORMED_FUNCTION_CALL "
+                    "IMAGE_SAFETY IMAGE_PROHIBITED_CONTENT IMAGE_OTHER NO_IMAGE IMAGE_RECITATION UNEXPECTED_TOOL_CALL "
+                    "TOO_MANY_TOOL_CALLS MISSING_THOUGHT_SIGNATURE MALFORMED_RESPONSE ESCALATION PUP_LIMITED_DISABLED "
+                    "CONTINUATION MODEL_ARMOR",
+            },
+        },
+        "items": {
+            "mapped": "part:text part:thought part:thoughtSignature part:inlineData part:fileData part:functionCall "
+                      "part:functionResponse",
+            "ignored": {
+                _SERVER_TOOLS: "part:executableCode part:codeExecutionResult part:toolCall part:toolResponse",
+                "metadata of media parts the dialect does not send":
+                    "part:videoMetadata part:audioMetadata part:documentMetadata part:spreadsheetMetadata "
+                    "part:speechMetadata part:mediaResolution part:mediaProcessing part:partMetadata",
+                "Live API transcription": "part:audioTranscription",
+            },
+        },
+        "version": {
+            "mapped": "",
+            "ignored": {"generateContent stays on v1beta: the features agenthub sends (thinking levels, "
+                        "responseJsonSchema, Vertex-style partial args) are documented there first": "path: v1"},
+        },
+    },
+    "gemini-interactions": {
+        "sources": ("agenthub/providers/gemini_interactions.py",),
+        "request": {
+            "mapped": "model input stream store background previous_interaction_id system_instruction tools "
+                      "response_format response_mime_type service_tier generation_config "
+                      "generation_config.max_output_tokens generation_config.temperature generation_config.top_p "
+                      "generation_config.stop_sequences generation_config.seed generation_config.thinking_level "
+                      "generation_config.thinking_summaries generation_config.tool_choice "
+                      "generation_config.image_config",
+            "ignored": {
+                "server-side state agenthub does not manage (extra_body sends them)":
+                    "cached_content continuation_token environment webhook_config labels",
+                "safety thresholds are the caller's (extra_body)": "safety_settings",
+                "modalities / media output configs outside the data model":
+                    "response_modalities generation_config.speech_config generation_config.transcription_config "
+                    "generation_config.video_config",
+            },
+        },
+        "usage": {
+            "mapped": "total_input_tokens total_output_tokens total_cached_tokens total_thought_tokens "
+                      "total_tool_use_tokens",
+            "ignored": {
+                "per-modality breakdowns: Usage has no modality split":
+                    "input_tokens_by_modality output_tokens_by_modality cached_tokens_by_modality "
+                    "tool_use_tokens_by_modality",
+                "the sum of the buckets (recomputed)": "total_tokens",
+                "the first turn's share of total_input_tokens": "initial_input_tokens",
+                "grounding calls are billed per call, not per token": "grounding_tool_count",
+            },
+        },
+        "finish": {
+            "mapped": "completed requires_action incomplete requires_continuation budget_exceeded failed cancelled",
+            "ignored": {"not terminal: the stream goes on": "queued in_progress idle"},
+        },
+        "events": {
+            "mapped": "interaction.created interaction.status_update interaction.completed step.start step.delta "
+                      "step.stop error",
+            "ignored": {},
+        },
+        "items": {
+            "mapped": "step:model_output step:thought step:function_call delta:text delta:thought_summary "
+                      "delta:thought_signature delta:arguments_delta delta:image delta:audio delta:video",
+            "ignored": {
+                "the input echoed back in a whole Interaction (parse_document skips it)":
+                    "step:user_input step:function_result delta:function_result",
+                "a document delta: the model does not write documents the data model could hold": "delta:document",
+                "citations are not part of the data model": "delta:text_annotation_delta",
+                _SERVER_TOOLS: " ".join(kind + ":" + tool + "_" + part for kind in ("step", "delta")
+                                        for tool in ("code_execution", "file_search", "google_maps", "google_search",
+                                                     "mcp_server_tool", "processing", "retrieval", "tool_search",
+                                                     "url_context")
+                                        for part in ("call", "result")),
+            },
+        },
+        "version": {"mapped": "path: v1@/v1/interactions Api-Revision: 2026-05-20", "ignored": {}},
+    },
+    "bedrock": {
+        "sources": ("agenthub/providers/bedrock.py",),
+        "request": {
+            "mapped": "modelId messages system inferenceConfig inferenceConfig.maxTokens inferenceConfig.temperature "
+                      "inferenceConfig.topP inferenceConfig.stopSequences toolConfig additionalModelRequestFields "
+                      "outputConfig serviceTier",
+            "ignored": {
+                "guardrails, prompt management and request tags are the caller's account setup":
+                    "guardrailConfig promptVariables requestMetadata projectIdentifier",
+                "latency-optimised inference is a per-model account option (extra_body)": "performanceConfig",
+                "model-specific response fields are not part of the data model": "additionalModelResponseFieldPaths",
+            },
+        },
+        "usage": {
+            "mapped": "inputTokens outputTokens totalTokens cacheReadInputTokens cacheWriteInputTokens cacheDetails",
+            "ignored": {},
+        },
+        "finish": {
+            "mapped": "end_turn tool_use max_tokens stop_sequence",
+            "ignored": {"no finish_reason of their own: unknown (docs/providers.md)":
+                        "guardrail_intervened content_filtered malformed_model_output malformed_tool_use "
+                        "model_context_window_exceeded"},
+        },
+        "events": {
+            "mapped": "contentBlockStart contentBlockDelta contentBlockStop messageStop metadata "
+                      "internalServerException modelStreamErrorException serviceUnavailableException "
+                      "throttlingException validationException",
+            "ignored": {"names the role only (always assistant)": "messageStart"},
+        },
+        "items": {
+            "mapped": "block:text block:image block:document block:toolUse block:toolResult block:reasoningContent "
+                      "block:cachePoint delta:text delta:toolUse delta:reasoningContent delta:image delta:toolResult "
+                      "start:toolUse start:image start:toolResult",
+            "ignored": {
+                "media the dialect does not send (audio / video input)": "block:audio block:video",
+                "guardrail-only content": "block:guardContent",
+                "citations and search results are not part of the data model":
+                    "block:citationsContent block:searchResult delta:citation",
+                "dynamic tool lists mid-conversation: agenthub sends the whole tool list each call":
+                    "block:toolAddition block:toolRemoval",
+            },
+        },
+        "version": {
+            "mapped": "",
+            "ignored": {"rest-json: the service model's date is no header; the path /model/{id}/converse-stream "
+                        "is what agenthub speaks": "apiVersion: 2023-09-30"},
+        },
+    },
+}  # type: Dict[str, Dict[str, Any]]
+
+
+# -- the comparison -------------------------------------------------------------------------------------------
+
+
+def _split(names: str) -> List[str]:
+    """Names of a table string; a version ``header: value`` keeps its space."""
+    out = []  # type: List[str]
+    for word in names.split():
+        if out and out[-1].endswith(":") and not word.endswith(":"):
+            out[-1] += " " + word
+        else:
+            out.append(word)
+    return out
+
+
+def mapped(wire: str, category: str) -> Dict[str, str]:
+    """name -> the token the dialect's source must hold for it."""
+    out = {}  # type: Dict[str, str]
+    for entry in _split(TABLES[wire].get(category, {}).get("mapped", "")):
+        name, _, token = entry.partition("@")
+        if not token:
+            token = name.split(": ", 1)[1] if ": " in name else name.split(":", 1)[-1]
+            if category in ("request", "usage"):  # a nested member: its own name
+                token = token.rsplit(".", 1)[-1]
+        out[name] = token
+    return out
+
+
+def ignored(wire: str, category: str) -> Dict[str, str]:
+    """name -> why."""
+    out = {}  # type: Dict[str, str]
+    for why, names in TABLES[wire].get(category, {}).get("ignored", {}).items():
+        for name in _split(names):
+            out[name] = why
+    return out
+
+
+def unbacked(wire: str) -> List[Tuple[str, str, str]]:
+    """(category, name, token) of every mapped name whose token is not in the dialect's source, quoted."""
+    source = "".join(open(os.path.join(ROOT, path), encoding="utf-8").read() for path in TABLES[wire]["sources"])
+    out = []
+    for category in CATEGORIES:
+        for name, token in mapped(wire, category).items():
+            if not re.search(r"[\"']" + re.escape(token) + r"[\"'/?]", source):
+                out.append((category, name, token))
+    return out
+
+
+def sdk_version(dist: str) -> Optional[str]:
+    try:
+        from importlib import metadata
+    except ImportError:  # pragma: no cover (Python < 3.8)
+        return None
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def compare(wires: Iterable[str]) -> Dict[str, Any]:
+    report = {"sdks": {}, "pinned": PINNED, "wires": {}, "unknown": 0, "gone": 0, "missing": []}  # type: Dict[str, Any]
+    for wire in wires:
+        dist, collect = WIRES[wire]
+        report["sdks"][dist] = sdk_version(dist)
+        try:
+            known = collect()
+        except ImportError as exc:
+            report["missing"].append("{} ({}: {})".format(wire, dist, exc))
+            continue
+        rows = {}
+        for category in CATEGORIES:
+            have = known.get(category, set())
+            table = set(mapped(wire, category)) | set(ignored(wire, category))
+            unknown = sorted(have - table)
+            gone = sorted(table - have)
+            rows[category] = {"sdk": len(have), "mapped": len(set(mapped(wire, category)) & have),
+                              "ignored": len(set(ignored(wire, category)) & have), "unknown": unknown, "gone": gone}
+            report["unknown"] += len(unknown)
+            report["gone"] += len(gone)
+        rows["unbacked"] = ["{}: {} ({!r})".format(*row) for row in unbacked(wire)]
+        report["unknown"] += len(rows["unbacked"])
+        report["wires"][wire] = rows
+    return report
+
+
+def render(report: Mapping[str, Any]) -> str:
+    lines = ["wire drift: agenthub's dialects against the official SDKs"]
+    lines.append("SDKs: " + ", ".join("{} {}{}".format(d, v or "missing", "" if v == PINNED.get(d) else
+                                                       " (pinned {})".format(PINNED.get(d)))
+                                      for d, v in sorted(report["sdks"].items())))
+    for wire, rows in report["wires"].items():
+        lines.append("")
+        lines.append(wire)
+        for category in CATEGORIES:
+            row = rows[category]
+            if not row["sdk"] and not row["gone"]:
+                continue
+            lines.append("  {:<8} {:>3} known: {:>3} mapped, {:>3} ignored, {} unknown, {} gone".format(
+                category, row["sdk"], row["mapped"], row["ignored"], len(row["unknown"]), len(row["gone"])))
+            for name in row["unknown"]:
+                lines.append("    + {}   (new: map it or list it as ignored, with why)".format(name))
+            for name in row["gone"]:
+                lines.append("    - {}   (the SDK no longer knows it)".format(name))
+        for entry in rows["unbacked"]:
+            lines.append("    ! mapped but not in the dialect's source: " + entry)
+    for entry in report["missing"]:
+        lines.append("")
+        lines.append("not compared: " + entry)
+    lines.append("")
+    moved = report["unknown"] + report["gone"]
+    lines.append("{} unknown, {} gone: {}".format(report["unknown"], report["gone"],
+                                                 "nothing moved" if not moved else "the wire moved"))
+    return "\n".join(lines)
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--json", action="store_true", help="the report as JSON")
+    parser.add_argument("--wire", action="append", choices=sorted(WIRES), help="only this wire (repeatable)")
+    args = parser.parse_args(argv)
+    report = compare(args.wire or list(WIRES))
+    print(json.dumps(report, indent=2, sort_keys=True) if args.json else render(report))
+    if report["missing"]:
+        return 2
+    return 1 if report["unknown"] or report["gone"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
