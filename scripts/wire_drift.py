@@ -444,8 +444,9 @@ TABLES = {
             },
         },
         "finish": {
-            "mapped": "completed requires_action incomplete requires_continuation budget_exceeded failed cancelled",
-            "ignored": {"not terminal: the stream goes on": "queued in_progress idle"},
+            "mapped": "completed requires_action incomplete requires_continuation budget_exceeded failed",
+            "ignored": {"not terminal: the stream goes on": "queued in_progress idle",
+                        "no finish_reason of its own: unknown (a cancel is agenthub's own abort)": "cancelled"},
         },
         "events": {
             "mapped": "interaction.created interaction.status_update interaction.completed step.start step.delta "
@@ -467,7 +468,7 @@ TABLES = {
                                         for part in ("call", "result")),
             },
         },
-        "version": {"mapped": "path: v1@/v1/interactions Api-Revision: 2026-05-20", "ignored": {}},
+        "version": {"mapped": "path: v1 Api-Revision: 2026-05-20", "ignored": {}},
     },
     "bedrock": {
         "sources": ("agenthub/providers/bedrock.py",),

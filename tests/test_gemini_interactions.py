@@ -15,7 +15,7 @@ from conftest import every_split, run_parser, sent, strip_ids
 
 FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "gemini_interactions")
 BASE = "https://generativelanguage.googleapis.com"
-URL = BASE + "/v1beta/interactions"
+URL = BASE + "/v1/interactions"
 HEADERS = {"Content-Type": "application/json", "Accept": "text/event-stream", "x-goog-api-key": "test-key",
            "Api-Revision": "2026-05-20"}
 SIG = gi.SIGNATURE
@@ -189,14 +189,15 @@ def test_golden_basic_request_is_stateless():
 
 def test_versioned_base_url():
     request = build([user("x")], base="http://127.0.0.1:9/v1beta")
-    assert request.url == "http://127.0.0.1:9/v1beta/interactions"
+    assert request.url == "http://127.0.0.1:9/v1beta/interactions"  # a base URL naming a version keeps it
+    assert build([user("x")], base="http://127.0.0.1:9/v1/").url == "http://127.0.0.1:9/v1/interactions"
     where = endpoint("http://127.0.0.1:9")
     resume = sent(gi.resume_request(where, "v1_a/b", "evt_07"), where)
     assert (resume.method, resume.url) == (
-        "GET", "http://127.0.0.1:9/v1beta/interactions/v1_a%2Fb?stream=true&last_event_id=evt_07")
+        "GET", "http://127.0.0.1:9/v1/interactions/v1_a%2Fb?stream=true&last_event_id=evt_07")
     assert resume.headers["x-goog-api-key"] == "test-key" and "Content-Type" not in resume.headers
     cancel = sent(gi.cancel_request(where, "v1_a"), where)
-    assert (cancel.method, cancel.url) == ("POST", "http://127.0.0.1:9/v1beta/interactions/v1_a/cancel")
+    assert (cancel.method, cancel.url) == ("POST", "http://127.0.0.1:9/v1/interactions/v1_a/cancel")
     versioned = endpoint("http://127.0.0.1:9/v1beta")
     assert sent(gi.resume_request(versioned, "v1_a", None), versioned).url == \
         "http://127.0.0.1:9/v1beta/interactions/v1_a?stream=true"

@@ -1,4 +1,4 @@
-"""Google Gemini's Interactions API (``POST /v1beta/interactions``), streamed.
+"""Google Gemini's Interactions API (``POST /v1/interactions``, GA since June 2026), streamed.
 
 ``build_request`` and ``parse_stream`` are pure.  The items and their fidelity are the
 gemini (generateContent) dialect's, so a conversation moves between the two: a thought
@@ -9,8 +9,8 @@ https://ai.google.dev/gemini-api/docs/interactions/streaming).
 
 Request
 -------
-- ``POST {base_url}/v1beta/interactions`` (a base_url that names a version gets
-  ``/interactions``), the key in ``x-goog-api-key``, ``Api-Revision: 2026-05-20`` (the revision
+- ``POST {base_url}/v1/interactions`` (the GA version, the one google-genai sends to; a base_url that
+  names a version, ``.../v1beta`` included, gets ``/interactions``), the key in ``x-goog-api-key``, ``Api-Revision: 2026-05-20`` (the revision
   google-genai sends), body ``{"model", "input": [steps], "stream": true, "store": false}``.
 - Stateless calls send the whole history as steps with ``store: false`` (nothing is kept
   server-side).  Stateful calls (``streaming_response_stateful``) send ``store: true`` and,
@@ -84,6 +84,7 @@ __all__ = [
     "cancel_request",
     "FINISH_STATUS",
     "API_REVISION",
+    "API_VERSION",
     "INTERACTION_ID",
 ]
 
@@ -93,6 +94,8 @@ SIGNATURE = gemini.SIGNATURE
 SYNTHETIC_ID = gemini.SYNTHETIC_ID
 #: fidelity key of the id of the interaction an answer came from (what previous_interaction_id names)
 INTERACTION_ID = "interaction_id"
+#: the API version of the path: the Interactions API is GA in v1 (June 2026), where google-genai sends it
+API_VERSION = "v1"
 #: the API revision google-genai sends (``Api-Revision``; google/genai/_gaos/_hooks/google_genai_auth.py)
 API_REVISION = "2026-05-20"
 #: interaction status at ``interaction.completed`` -> finish_reason (failed raises; others: unknown)
@@ -112,9 +115,9 @@ _MEDIA_KINDS = ("image", "audio", "video")
 
 
 def interactions_url(endpoint: Endpoint, tail: str = "") -> str:
-    """The path ``/v1beta/interactions{tail}`` (the gemini host joins the base URL, and drops ``/v1beta``
-    after a base URL that names a version)."""
-    return "/v1beta/interactions" + tail
+    """The path ``/v1/interactions{tail}`` (the gemini host joins the base URL, and drops ``/v1`` after a
+    base URL that names a version)."""
+    return "/" + API_VERSION + "/interactions" + tail
 
 
 def _headers(endpoint: Endpoint, accept: str = "text/event-stream") -> Dict[str, str]:
@@ -371,7 +374,7 @@ ordered_cursors = False
 
 
 def resume_request(endpoint: Endpoint, resource_id: str, cursor: Optional[str]) -> HttpRequest:
-    """``GET /v1beta/interactions/{id}?stream=true&last_event_id=<the last event's event_id>``: the
+    """``GET /v1/interactions/{id}?stream=true&last_event_id=<the last event's event_id>``: the
     stream again from the event after ``cursor`` (from its start when None)."""
     url = interactions_url(endpoint, "/" + resource_segment(resource_id, endpoint.client_type)) + "?stream=true"
     if cursor:
@@ -382,7 +385,7 @@ def resume_request(endpoint: Endpoint, resource_id: str, cursor: Optional[str]) 
 
 
 def cancel_request(endpoint: Endpoint, resource_id: str) -> HttpRequest:
-    """``POST /v1beta/interactions/{id}/cancel`` (a background interaction stops server-side)."""
+    """``POST /v1/interactions/{id}/cancel`` (a background interaction stops server-side)."""
     return HttpRequest("POST", interactions_url(endpoint, "/" + resource_segment(resource_id, endpoint.client_type)
                                                 + "/cancel"),
                        _headers(endpoint, "application/json"), {}, stream=False)
