@@ -431,6 +431,18 @@ def test_vertex_quirk_asks_for_streamed_arguments():
     ("gemini-2.5-pro", "xhigh", {"thinkingBudget": 32768}),
     ("gemini-2.0-flash", "high", None),
     ("gemini-2.5-flash-image", "high", None),
+    # Gemini 4 (google-genai 3.6.1 names XHIGH): Neon and Hydrogen take it, Argon and Carbon top out at HIGH;
+    # none takes MINIMAL
+    ("gemini-4-neon", "xhigh", {"thinkingLevel": "XHIGH"}),
+    ("gemini-4-neon", "max", {"thinkingLevel": "XHIGH"}),
+    ("gemini-4-hydrogen", "xhigh", {"thinkingLevel": "XHIGH"}),
+    ("gemini-4-neon", "none", {"thinkingLevel": "LOW"}),
+    ("gemini-4-argon", "xhigh", {"thinkingLevel": "HIGH"}),
+    ("gemini-4-argon", "none", {"thinkingLevel": "LOW"}),
+    ("gemini-4-argon", "medium", {"thinkingLevel": "MEDIUM"}),
+    ("gemini-4-carbon", "max", {"thinkingLevel": "HIGH"}),
+    ("gemini-3.1-pro-preview", "max", {"thinkingLevel": "HIGH"}),
+    ("gemini-3.5-flash", "xhigh", {"thinkingLevel": "HIGH"}),
 ])
 def test_thinking_level_is_clamped_per_model(model, level, thinking):
     body = build(model, [user("x")], {"thinking_level": level}).body

@@ -231,6 +231,9 @@ def test_golden_config_mapping():
 @pytest.mark.parametrize("model,level,wire", [
     ("gemini-3.5-flash", "none", "minimal"), ("gemini-3.8-flash", "none", "low"), ("gemini-3.8-flash", "xhigh", "high"),
     ("gemini-3-pro-preview", "medium", "high"), ("gemini-2.5-flash", "low", "low"), ("gemini-3.8-flash", "max", "high"),
+    # Gemini 4: generation_config.thinking_level "xhigh" (google-genai 3.6.1's Literal) on Neon and Hydrogen only
+    ("gemini-4-neon", "xhigh", "xhigh"), ("gemini-4-hydrogen", "max", "xhigh"), ("gemini-4-argon", "xhigh", "high"),
+    ("gemini-4-neon", "none", "low"), ("gemini-2.5-pro", "xhigh", "high"), ("gemini-2.5-flash", "max", "high"),
 ])
 def test_thinking_level_is_clamped_like_generate_content(model, level, wire):
     assert build([user("x")], {"thinking_level": level}, model=model).body["generation_config"] == {

@@ -18,9 +18,10 @@ Request
   ``parameters``).  tool_choice -> ``functionCallingConfig`` (auto -> AUTO,
   required -> ANY, none -> NONE, a list of names -> ANY + ``allowedFunctionNames``).
 - thinking_level -> ``thinkingConfig``, clamped per model to what it accepts (never
-  an error): Gemini 3 models take ``thinkingLevel`` (the nearest supported level,
-  ties round up), Gemini 2.5 models a ``thinkingBudget``; thinking_summary ->
-  ``includeThoughts``.
+  an error): Gemini 3 and 4 models take ``thinkingLevel`` (the nearest supported level,
+  ties round up; xhigh and max -> ``XHIGH`` on Gemini 4 Neon and Hydrogen, the only models
+  taking it, else the nearest; Gemini 4 takes no ``MINIMAL``: none -> ``LOW``), Gemini 2.5
+  models a ``thinkingBudget``; thinking_summary -> ``includeThoughts``.
 - images: data URIs -> ``inlineData``; any other URL (http(s), gs://) -> ``fileData``
   with ``fileUri`` (MIME type guessed from the extension when it can be).  The URL is
   never fetched here: the server reads it (public or signed URLs), or refuses it.
@@ -124,13 +125,16 @@ SYNTHETIC_ID = "synthetic_id"
 PLACEHOLDER_SIGNATURE = "skip_thought_signature_validator"
 
 _LEVELS = ("minimal", "low", "medium", "high")
+#: every thinkingLevel the API names, lightest first (google-genai 3.6.1's ThinkingLevel: XHIGH joined with
+#: Gemini 4); the order levels are clamped along
+_SCALE = _LEVELS + ("xhigh",)
 _TARGET = {
     ThinkingLevel.NONE: "minimal",
     ThinkingLevel.LOW: "low",
     ThinkingLevel.MEDIUM: "medium",
     ThinkingLevel.HIGH: "high",
-    ThinkingLevel.XHIGH: "high",
-    ThinkingLevel.MAX: "high",
+    ThinkingLevel.XHIGH: "xhigh",
+    ThinkingLevel.MAX: "xhigh",
 }
 _BUDGET_25_FLASH = {"none": 0, "low": 1024, "medium": 8192, "high": 24576, "xhigh": 24576, "max": 24576}
 _BUDGET_25_PRO = {"none": 128, "low": 1024, "medium": 8192, "high": 32768, "xhigh": 32768, "max": 32768}
@@ -154,6 +158,9 @@ THINKING = (
     (re.compile(r"gemini-2\.5-pro"), _BUDGET_25_PRO),
     (re.compile(r"gemini-2\.5"), _BUDGET_25_FLASH),
     (re.compile(r"-image"), ("minimal", "high")),
+    # Gemini 4: no MINIMAL; XHIGH on Neon and Hydrogen only (Argon, Carbon: low / medium / high)
+    (re.compile(r"gemini-4-(neon|hydrogen)"), ("low", "medium", "high", "xhigh")),
+    (re.compile(r"gemini-4"), ("low", "medium", "high")),
     (re.compile(r"gemini-3-pro"), ("low", "high")),
     (re.compile(r"gemini-3\.[78]"), ("low", "medium", "high")),
     (re.compile(r"-pro"), ("low", "medium", "high")),
@@ -325,7 +332,7 @@ def _thinking_rule(model: str) -> Any:
 
 
 def _clamp(target: str, supported: Tuple[str, ...]) -> str:
-    return nearest(target, supported, _LEVELS)
+    return nearest(target, supported, _SCALE)
 
 
 def takes_thinking(model: str) -> bool:
@@ -341,7 +348,7 @@ def thinking_level(model: str, level: Any) -> Optional[str]:
     if rule is None or level is None:
         return None
     target = _TARGET[ThinkingLevel(level)]
-    return target if isinstance(rule, dict) else _clamp(target, rule)
+    return _clamp(target, _LEVELS if isinstance(rule, dict) else rule)
 
 
 def thinking_config(model: str, level: Optional[ThinkingLevel], summary: Optional[bool]) -> Optional[Dict[str, Any]]:

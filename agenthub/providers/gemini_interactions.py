@@ -10,8 +10,8 @@ https://ai.google.dev/gemini-api/docs/interactions/streaming).
 Request
 -------
 - ``POST {base_url}/v1/interactions`` (the GA version, the one google-genai sends to; a base_url that
-  names a version, ``.../v1beta`` included, gets ``/interactions``), the key in ``x-goog-api-key``, ``Api-Revision: 2026-05-20`` (the revision
-  google-genai sends), body ``{"model", "input": [steps], "stream": true, "store": false}``.
+  names a version, ``.../v1beta`` included, gets ``/interactions``), the key in ``x-goog-api-key``,
+  ``Api-Revision: 2026-05-20`` (the steps schema's revision, pinned), body ``{"model", "input": [steps], "stream": true, "store": false}``.
 - Stateless calls send the whole history as steps with ``store: false`` (nothing is kept
   server-side).  Stateful calls (``streaming_response_stateful``) send ``store: true`` and,
   once the last answer carries its ``fidelity["interaction_id"]`` marked ``"stored": True`` (the client
@@ -96,7 +96,10 @@ SYNTHETIC_ID = gemini.SYNTHETIC_ID
 INTERACTION_ID = "interaction_id"
 #: the API version of the path: the Interactions API is GA in v1 (June 2026), where google-genai sends it
 API_VERSION = "v1"
-#: the API revision google-genai sends (``Api-Revision``; google/genai/_gaos/_hooks/google_genai_auth.py)
+#: the API revision (``Api-Revision``) of the steps schema: google-genai's GOOGLE_GENAI_API_REVISION
+#: (google/genai/_gaos/_hooks/google_genai_auth.py; its REST calls send none since the legacy schema was removed
+#: on 8 June 2026, its Live calls send it).  Pinned here so a later default revision cannot change the schema
+#: under the parser.
 API_REVISION = "2026-05-20"
 #: interaction status at ``interaction.completed`` -> finish_reason (failed raises; others: unknown)
 FINISH_STATUS = {
