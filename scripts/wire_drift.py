@@ -32,7 +32,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 #: the SDK versions the tables were written against (setup.cfg's test extra pins the same)
 PINNED = {"openai": "3.63.0", "anthropic": "2.17.0", "google-genai": "3.6.1", "botocore": "1.44.18"}
 
-CATEGORIES = ("request", "usage", "finish", "events", "items", "version")
+CATEGORIES = ("request", "usage", "finish", "events", "items", "levels", "version")
 
 
 # -- what the SDKs know -----------------------------------------------------------------------------------
@@ -81,8 +81,14 @@ def _openai_chat() -> Dict[str, Set[str]]:
         | fields(cu.CompletionTokensDetails, "completion_tokens_details."),
         "finish": literals(chunk.Choice.model_fields["finish_reason"].annotation),
         "items": fields(chunk.ChoiceDelta),  # what a streamed delta carries
+        "levels": _openai_efforts(),
         "version": _openai_version(),
     }
+
+
+def _openai_efforts() -> Set[str]:
+    from openai.types.shared import reasoning_effort
+    return literals(reasoning_effort.ReasoningEffort)
 
 
 def _openai_version() -> Set[str]:
@@ -106,6 +112,7 @@ def _openai_responses() -> Dict[str, Set[str]]:
         | {"incomplete:" + s for s in literals(resp.IncompleteDetails.model_fields["reason"].annotation)},
         "events": literals(event.ResponseStreamEvent),
         "items": literals(item.ResponseOutputItem),
+        "levels": _openai_efforts(),
         "version": _openai_version(),
     }
 
@@ -113,7 +120,7 @@ def _openai_responses() -> Dict[str, Set[str]]:
 def _anthropic() -> Dict[str, Set[str]]:
     import anthropic
     from anthropic import types as t
-    from anthropic.types import message_create_params as create
+    from anthropic.types import message_create_params as create, output_config_param
     client = anthropic.Anthropic(api_key="drift", base_url="http://127.0.0.1:9")
     try:
         version = {"{}: {}".format(k, v) for k, v in client.default_headers.items() if k.lower() == "anthropic-version"}
@@ -125,6 +132,7 @@ def _anthropic() -> Dict[str, Set[str]]:
         "finish": literals(t.StopReason),
         "events": literals(t.RawMessageStreamEvent),
         "items": {"block:" + s for s in literals(t.ContentBlock)} | {"delta:" + s for s in literals(t.RawContentBlockDelta)},
+        "levels": literals(typing.get_type_hints(output_config_param.OutputConfigParam)["effort"]),
         "version": version,
     }
 
@@ -141,6 +149,7 @@ def _gemini() -> Dict[str, Set[str]]:
         "usage": {camel(n) for n in t.GenerateContentResponseUsageMetadata.model_fields},
         "finish": {m.value for m in t.FinishReason},
         "items": {"part:" + camel(n) for n in t.Part.model_fields},
+        "levels": {m.value for m in t.ThinkingLevel},
         "version": {"path: " + _genai_version()},
     }
 
@@ -155,6 +164,7 @@ def _gemini_interactions() -> Dict[str, Set[str]]:
         "events": literals(i.InteractionSSEEvent, "event_type"),
         "items": {"step:" + s for s in literals(i.StepStart.model_fields["step"].annotation)}
         | {"delta:" + s for s in literals(i.StepDelta.model_fields["delta"].annotation)},
+        "levels": literals(i.GenerationConfig.model_fields["thinking_level"].annotation),
         "version": {"path: " + _genai_version(), "Api-Revision: " + google_genai.GOOGLE_GENAI_API_REVISION},
     }
 
@@ -193,7 +203,8 @@ WIRES = {
 #
 # Per wire: the dialect's source files, then per category ``mapped`` (names, space-separated; the token the
 # source must hold, quoted, is the name after its ``kind:`` prefix, a nested request or usage member's last ``.`` segment, or the value of a
-# ``header: value``; ``name@token`` names another token) and ``ignored`` (why -> names).
+# ``header: value``; ``name@token`` names another token), ``ignored`` (why -> names) and, where the mapping
+# lives elsewhere, ``sources`` of its own.
 
 _SERVER_TOOLS = "a server-side tool the data model has no item for (the dialect skips it or carries it opaquely)"
 
@@ -236,6 +247,11 @@ TABLES = {
         "items": {
             "mapped": "content tool_calls refusal role function_call",
             "ignored": {"audio output is not requested": "audio"},
+        },
+        "levels": {
+            "sources": ("agenthub/types.py",),  # reasoning_effort is ThinkingLevel's value as is
+            "mapped": "none low medium high xhigh max",
+            "ignored": {"no ThinkingLevel names it (Chat sends the caller's level as is)": "minimal"},
         },
         "version": {"mapped": "", "ignored": {}},
     },
@@ -315,6 +331,7 @@ TABLES = {
                     "mcp_approval_response",
             },
         },
+        "levels": {"mapped": "none minimal low medium high xhigh max", "ignored": {}},
         "version": {"mapped": "", "ignored": {}},
     },
     "anthropic": {
@@ -358,6 +375,7 @@ TABLES = {
                     "block:container_upload",
             },
         },
+        "levels": {"mapped": "low medium high xhigh max", "ignored": {}},
         "version": {"mapped": "anthropic-version: 2026-10-21", "ignored": {}},
     },
     "gemini": {
@@ -406,6 +424,10 @@ TABLES = {
                     "part:speechMetadata part:mediaResolution part:mediaProcessing part:partMetadata",
                 "Live API transcription": "part:audioTranscription",
             },
+        },
+        "levels": {
+            "mapped": "MINIMAL@minimal LOW@low MEDIUM@medium HIGH@high XHIGH@xhigh",  # sent upper-cased
+            "ignored": {"the unset value: agenthub sends no thinkingLevel instead": "THINKING_LEVEL_UNSPECIFIED"},
         },
         "version": {
             "mapped": "",
@@ -468,6 +490,8 @@ TABLES = {
                                         for part in ("call", "result")),
             },
         },
+        "levels": {"sources": ("agenthub/providers/gemini.py",),  # generateContent's clamp, lower case
+                   "mapped": "minimal low medium high xhigh", "ignored": {}},
         "version": {"mapped": "path: v1 Api-Revision: 2026-05-20", "ignored": {}},
     },
     "bedrock": {
@@ -559,11 +583,16 @@ def ignored(wire: str, category: str) -> Dict[str, str]:
 
 def unbacked(wire: str) -> List[Tuple[str, str, str]]:
     """(category, name, token) of every mapped name whose token is not in the dialect's source, quoted."""
-    source = "".join(open(os.path.join(ROOT, path), encoding="utf-8").read() for path in TABLES[wire]["sources"])
+    def read(paths: Iterable[str]) -> str:
+        return "".join(open(os.path.join(ROOT, path), encoding="utf-8").read() for path in paths)
+
+    source = read(TABLES[wire]["sources"])
     out = []
     for category in CATEGORIES:
+        own = TABLES[wire].get(category, {}).get("sources")
+        text = read(own) if own else source
         for name, token in mapped(wire, category).items():
-            if not re.search(r"[\"']" + re.escape(token) + r"[\"'/?]", source):
+            if not re.search(r"[\"']" + re.escape(token) + r"[\"'/?]", text):
                 out.append((category, name, token))
     return out
 
