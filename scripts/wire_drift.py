@@ -31,6 +31,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 #: the SDK versions the tables were written against (setup.cfg's test extra pins the same)
 PINNED = {"openai": "3.63.0", "anthropic": "2.17.0", "google-genai": "3.6.1", "botocore": "1.44.18"}
+#: the Python each pin is installed from (its Requires-Python; the marker in setup.cfg)
+PINNED_PYTHON = {"openai": "3.10", "anthropic": "3.10", "google-genai": "3.11", "botocore": "3.10"}
 
 CATEGORIES = ("request", "usage", "finish", "events", "items", "levels", "version")
 
