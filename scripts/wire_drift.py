@@ -14,6 +14,7 @@ moved.
     python scripts/wire_drift.py            # the report; exit 0 when nothing moved, 1 when something did
     python scripts/wire_drift.py --json     # the same as JSON
     python scripts/wire_drift.py --wire anthropic
+    python scripts/wire_drift.py --source-root ../main   # what another checkout's dialects do not do
 
 Exit 2 when an SDK is missing (nothing could be compared for that wire).  The tables hold the SDK
 versions pinned in setup.cfg's test extra (PINNED below): on them the report is clean.
@@ -583,10 +584,11 @@ def ignored(wire: str, category: str) -> Dict[str, str]:
     return out
 
 
-def unbacked(wire: str) -> List[Tuple[str, str, str]]:
-    """(category, name, token) of every mapped name whose token is not in the dialect's source, quoted."""
+def unbacked(wire: str, root: str = ROOT) -> List[Tuple[str, str, str]]:
+    """(category, name, token) of every mapped name whose token is not in the dialect's source, quoted (the
+    checkout at ``root``: this one unless told)."""
     def read(paths: Iterable[str]) -> str:
-        return "".join(open(os.path.join(ROOT, path), encoding="utf-8").read() for path in paths)
+        return "".join(open(os.path.join(root, path), encoding="utf-8").read() for path in paths)
 
     source = read(TABLES[wire]["sources"])
     out = []
@@ -610,7 +612,7 @@ def sdk_version(dist: str) -> Optional[str]:
         return None
 
 
-def compare(wires: Iterable[str]) -> Dict[str, Any]:
+def compare(wires: Iterable[str], root: str = ROOT) -> Dict[str, Any]:
     report = {"sdks": {}, "pinned": PINNED, "wires": {}, "unknown": 0, "gone": 0, "missing": []}  # type: Dict[str, Any]
     for wire in wires:
         dist, collect = WIRES[wire]
@@ -630,7 +632,7 @@ def compare(wires: Iterable[str]) -> Dict[str, Any]:
                               "ignored": len(set(ignored(wire, category)) & have), "unknown": unknown, "gone": gone}
             report["unknown"] += len(unknown)
             report["gone"] += len(gone)
-        rows["unbacked"] = ["{}: {} ({!r})".format(*row) for row in unbacked(wire)]
+        rows["unbacked"] = ["{}: {} ({!r})".format(*row) for row in unbacked(wire, root)]
         report["unknown"] += len(rows["unbacked"])
         report["wires"][wire] = rows
     return report
@@ -670,8 +672,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--json", action="store_true", help="the report as JSON")
     parser.add_argument("--wire", action="append", choices=sorted(WIRES), help="only this wire (repeatable)")
+    parser.add_argument("--source-root", default=ROOT, metavar="CHECKOUT",
+                        help="check the mapped names against another checkout's dialects (default: this one)")
     args = parser.parse_args(argv)
-    report = compare(args.wire or list(WIRES))
+    report = compare(args.wire or list(WIRES), os.path.abspath(args.source_root))
     print(json.dumps(report, indent=2, sort_keys=True) if args.json else render(report))
     if report["missing"]:
         return 2

@@ -164,3 +164,21 @@ def test_the_api_versions_agenthub_sends_are_the_sdks():
         sdk.close()
     assert gemini_interactions.API_REVISION == google_genai.GOOGLE_GENAI_API_REVISION
     assert gemini_interactions.API_VERSION == _api_client.GOOGLE_AI_API_DEFAULT_VERSION
+
+
+def test_another_checkouts_dialects_are_checked_with_source_root(tmp_path):
+    """The Interactions dialect as it was before GA (POST /v1beta/interactions) does not speak the SDK's v1."""
+    for wire in drift.TABLES:
+        paths = set(drift.TABLES[wire]["sources"])
+        for category in drift.CATEGORIES:
+            paths |= set(drift.TABLES[wire].get(category, {}).get("sources", ()))
+        for path in paths:
+            with open(os.path.join(ROOT, path), encoding="utf-8") as handle:
+                text = handle.read()
+            if path.endswith("gemini_interactions.py"):
+                text = text.replace('API_VERSION = "v1"', 'API_VERSION = "v1beta"')
+            target = tmp_path / path
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(text, encoding="utf-8")
+    assert drift.unbacked("gemini-interactions", str(tmp_path)) == [("version", "path: v1", "v1")]
+    assert all(drift.unbacked(wire, str(tmp_path)) == [] for wire in drift.TABLES if wire != "gemini-interactions")
