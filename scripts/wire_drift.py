@@ -8,7 +8,8 @@ version it sends (pydantic ``model_fields``, request TypedDicts, ``Literal`` uni
 enums, botocore's bedrock-runtime service model).  Every name is either *mapped* (the dialect reads or
 writes it: tests/test_wire_drift.py checks each mapped name occurs, quoted, in the dialect's source) or
 *ignored* on purpose, with a one-line why, in the tables below.  A name the SDK knows and the tables do
-not is *unknown*; a name the tables list and the SDK no longer knows is *gone*.  Either means the wire
+not is *unknown*; a name the tables list and the SDK no longer knows is *gone*; a request field the dialect
+sends and the SDK marks deprecated is reported too, unless the table says why it stays.  Each means the wire
 moved.
 
     python scripts/wire_drift.py            # the report; exit 0 when nothing moved, 1 when something did
@@ -145,9 +146,20 @@ def _genai_version() -> str:
     return _api_client.GOOGLE_AI_API_DEFAULT_VERSION
 
 
+def deprecated(model: Any, prefix: str = "", wire_name: Callable[[str], str] = lambda name: name) -> Set[str]:
+    """The fields of a pydantic model its SDK marks deprecated (``Field(deprecated=...)``, or google.genai's
+    "Deprecated:" in the description)."""
+    out = set()  # type: Set[str]
+    for name, field in model.model_fields.items():
+        if field.deprecated or "Deprecated:" in (field.description or ""):
+            out.add(prefix + wire_name(name))
+    return out
+
+
 def _gemini() -> Dict[str, Set[str]]:
     from google.genai import types as t
     return {
+        "deprecated": deprecated(t.GenerationConfig, wire_name=camel),
         "request": {camel(n) for n in t.GenerationConfig.model_fields},  # generationConfig's members (the wire's names)
         "usage": {camel(n) for n in t.GenerateContentResponseUsageMetadata.model_fields},
         "finish": {m.value for m in t.FinishReason},
@@ -161,6 +173,7 @@ def _gemini_interactions() -> Dict[str, Set[str]]:
     from google.genai._gaos import google_genai
     from google.genai._gaos.types import interactions as i
     return {
+        "deprecated": deprecated(i.CreateModelInteraction) | deprecated(i.GenerationConfig, "generation_config."),
         "request": fields(i.CreateModelInteraction) | fields(i.GenerationConfig, "generation_config."),
         "usage": fields(i.Usage),
         "finish": literals(i.Interaction.model_fields["status"].annotation),
@@ -386,6 +399,8 @@ TABLES = {
         "request": {
             "mapped": "maxOutputTokens temperature topP stopSequences seed thinkingConfig responseMimeType "
                       "responseSchema responseJsonSchema responseModalities speechConfig",
+            "deprecated": {"still taken by generateContent, Vertex AI's included; 1.x / 2.0 models know no "
+                           "responseFormat list (move when the API drops them)": "responseMimeType responseSchema"},
             "ignored": {
                 "sampling knobs outside the data model (extra_body sends them)":
                     "topK candidateCount frequencyPenalty presencePenalty logprobs responseLogprobs",
@@ -442,12 +457,16 @@ TABLES = {
         "sources": ("agenthub/providers/gemini_interactions.py",),
         "request": {
             "mapped": "model input stream store background previous_interaction_id system_instruction tools "
-                      "response_format response_mime_type service_tier generation_config "
+                      "response_format service_tier generation_config "
                       "generation_config.max_output_tokens generation_config.temperature generation_config.top_p "
                       "generation_config.stop_sequences generation_config.seed generation_config.thinking_level "
-                      "generation_config.thinking_summaries generation_config.tool_choice "
-                      "generation_config.image_config",
+                      "generation_config.thinking_summaries generation_config.tool_choice",
+            "deprecated": {"the caller's own samplers are sent when given (deprecated, still taken; Gemini 3+ "
+                           "tune their own)": "generation_config.temperature generation_config.top_p"},
             "ignored": {
+                "refused before sending (image generation rides generateContent)": "generation_config.image_config",
+                "removed with the steps schema (May 2026): response_format carries the MIME type":
+                    "response_mime_type",
                 "server-side state agenthub does not manage (extra_body sends them)":
                     "cached_content continuation_token environment webhook_config labels",
                 "safety thresholds are the caller's (extra_body)": "safety_settings",
@@ -584,6 +603,15 @@ def ignored(wire: str, category: str) -> Dict[str, str]:
     return out
 
 
+def deprecated_ok(wire: str) -> Dict[str, str]:
+    """Request names the dialect sends although the SDK deprecates them -> why."""
+    out = {}  # type: Dict[str, str]
+    for why, names in TABLES[wire].get("request", {}).get("deprecated", {}).items():
+        for name in _split(names):
+            out[name] = why
+    return out
+
+
 def unbacked(wire: str, root: str = ROOT) -> List[Tuple[str, str, str]]:
     """(category, name, token) of every mapped name whose token is not in the dialect's source, quoted (the
     checkout at ``root``: this one unless told)."""
@@ -622,18 +650,24 @@ def compare(wires: Iterable[str], root: str = ROOT) -> Dict[str, Any]:
         except ImportError as exc:
             report["missing"].append("{} ({}: {})".format(wire, dist, exc))
             continue
-        rows = {}
+        sent = set(mapped(wire, "request"))
+        flagged = known.get("deprecated", set()) & sent  # request fields sent that the SDK deprecates
+        rows = {}  # type: Dict[str, Any]
         for category in CATEGORIES:
             have = known.get(category, set())
             table = set(mapped(wire, category)) | set(ignored(wire, category))
             unknown = sorted(have - table)
-            gone = sorted(table - have)
+            gone = table - have
+            if category == "request":  # a deprecation accepted with a why that the SDK has lifted, or not sent
+                gone |= set(deprecated_ok(wire)) - flagged
             rows[category] = {"sdk": len(have), "mapped": len(set(mapped(wire, category)) & have),
-                              "ignored": len(set(ignored(wire, category)) & have), "unknown": unknown, "gone": gone}
+                              "ignored": len(set(ignored(wire, category)) & have), "unknown": unknown,
+                              "gone": sorted(gone)}
             report["unknown"] += len(unknown)
             report["gone"] += len(gone)
         rows["unbacked"] = ["{}: {} ({!r})".format(*row) for row in unbacked(wire, root)]
-        report["unknown"] += len(rows["unbacked"])
+        rows["deprecated"] = sorted(flagged - set(deprecated_ok(wire)))
+        report["unknown"] += len(rows["unbacked"]) + len(rows["deprecated"])
         report["wires"][wire] = rows
     return report
 
@@ -655,9 +689,15 @@ def render(report: Mapping[str, Any]) -> str:
             for name in row["unknown"]:
                 lines.append("    + {}   (new: map it or list it as ignored, with why)".format(name))
             for name in row["gone"]:
-                lines.append("    - {}   (the SDK no longer knows it)".format(name))
+                if category == "request" and name in deprecated_ok(wire):
+                    lines.append("    - {}   (accepted as deprecated: the SDK no longer deprecates it, or it is not "
+                                 "sent)".format(name))
+                else:
+                    lines.append("    - {}   (the SDK no longer knows it)".format(name))
         for entry in rows["unbacked"]:
             lines.append("    ! mapped but not in the dialect's source: " + entry)
+        for name in rows["deprecated"]:
+            lines.append("    ~ {}   (sent, and the SDK deprecates it: move off it or list why it stays)".format(name))
     for entry in report["missing"]:
         lines.append("")
         lines.append("not compared: " + entry)

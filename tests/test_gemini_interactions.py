@@ -222,10 +222,29 @@ def test_golden_config_mapping():
         "generation_config": {"max_output_tokens": 256, "temperature": 0.2, "top_p": 0.9, "stop_sequences": ["END"],
                               "seed": 7, "thinking_level": "medium", "thinking_summaries": "auto",
                               "tool_choice": {"allowed_tools": {"mode": "any", "tools": ["get_weather"]}}},
-        "response_mime_type": "application/json",
         "response_format": {"type": "text", "mime_type": "application/json", "schema": schema},
         "service_tier": "priority",
     }
+
+
+def test_a_structured_answer_sends_no_field_google_genai_deprecates():
+    """The May 2026 revision folded response_mime_type into the polymorphic response_format: the body is a
+    CreateModelInteraction of google-genai 3.6.1 with no deprecated field set but the samplers the caller asked
+    for (temperature and top_p, deprecated on the Interactions API, are still sent when given)."""
+    interactions = pytest.importorskip("google.genai._gaos.types.interactions")
+    schema = {"type": "object", "properties": {"n": {"type": "integer"}}}
+    for config in ({"response_format": {"type": "json_schema", "name": "n", "schema": schema}},
+                   {"response_format": {"type": "json_object"}}, {"temperature": 0.2, "top_p": 0.9}):
+        body = build([user("hi")], config).body
+        request = interactions.CreateModelInteraction.model_validate(body)
+        used = {name for name in request.model_fields_set if type(request).model_fields[name].deprecated}
+        if request.generation_config is not None:
+            generation = request.generation_config
+            used |= {"generation_config." + name for name in generation.model_fields_set
+                     if type(generation).model_fields[name].deprecated}
+        assert used == ({"generation_config.temperature", "generation_config.top_p"} if "temperature" in config
+                        else set()), config
+        assert "response_mime_type" not in body
 
 
 @pytest.mark.parametrize("model,level,wire", [

@@ -80,8 +80,11 @@ def test_the_pinned_sdks_report_nothing_unknown():
     pinned_sdks()
     report = drift.compare(drift.WIRES)
     assert report["missing"] == []
-    assert {wire: {c: (r["unknown"], r["gone"]) for c, r in rows.items() if c != "unbacked" and (r["unknown"] or r["gone"])}
+    assert {wire: {c: (rows[c]["unknown"], rows[c]["gone"]) for c in drift.CATEGORIES
+                   if rows[c]["unknown"] or rows[c]["gone"]}
             for wire, rows in report["wires"].items()} == {wire: {} for wire in drift.WIRES}
+    assert {wire: (rows["unbacked"], rows["deprecated"]) for wire, rows in report["wires"].items()} == {
+        wire: ([], []) for wire in drift.WIRES}
     assert (report["unknown"], report["gone"]) == (0, 0)
     # every wire and the categories its SDK types: something was compared
     counts = {wire: {c: rows[c]["sdk"] for c in drift.CATEGORIES} for wire, rows in report["wires"].items()}
@@ -182,3 +185,25 @@ def test_another_checkouts_dialects_are_checked_with_source_root(tmp_path):
             target.write_text(text, encoding="utf-8")
     assert drift.unbacked("gemini-interactions", str(tmp_path)) == [("version", "path: v1", "v1")]
     assert all(drift.unbacked(wire, str(tmp_path)) == [] for wire in drift.TABLES if wire != "gemini-interactions")
+
+
+def test_a_field_sent_that_the_sdk_deprecates_is_reported(monkeypatch, capsys):
+    """google-genai marks Interactions fields deprecated (pydantic Field(deprecated=...)): one the dialect sends is
+    reported unless the table says why it stays; an accepted one the SDK no longer deprecates is gone."""
+    pinned_sdks()
+    dist, collect = drift.WIRES["gemini-interactions"]
+    known = collect()
+    assert {"response_mime_type", "generation_config.temperature", "generation_config.top_p"} <= known["deprecated"]
+
+    def moved():
+        out = collect()
+        out["deprecated"] = (out["deprecated"] - {"generation_config.top_p"}) | {"generation_config.seed"}
+        return out
+
+    monkeypatch.setitem(drift.WIRES, "gemini-interactions", (dist, moved))
+    assert drift.main(["--wire", "gemini-interactions"]) == 1
+    out = capsys.readouterr().out
+    assert "    ~ generation_config.seed   (sent, and the SDK deprecates it: move off it or list why it stays)" in out
+    assert "    - generation_config.top_p   (accepted as deprecated: the SDK no longer deprecates it, or it is not " \
+           "sent)" in out
+    assert out.splitlines()[-1] == "1 unknown, 1 gone: the wire moved"

@@ -30,8 +30,8 @@ Request
   ``top_p``, ``stop_sequences`` (up to 5), ``seed``, ``thinking_level`` (clamped per model as
   generateContent does, lower case), ``thinking_summaries`` (``auto`` / ``none`` from
   thinking_summary), ``tool_choice`` (auto / any / none, or ``{"allowed_tools": {"mode": "any",
-  "tools": [names]}}``).  response_format -> ``response_mime_type: "application/json"`` and
-  ``response_format: {"type": "text", "mime_type": "application/json", "schema": ...}``;
+  "tools": [names]}}``).  response_format -> ``response_format: {"type": "text", "mime_type":
+  "application/json", "schema": ...}`` (no top-level ``response_mime_type``: removed with the steps schema);
   ``fast_mode`` -> ``service_tier: "priority"``; ``background`` -> ``background: true`` (with
   ``store: true``, which it needs: the interaction is kept server-side).
 
@@ -359,7 +359,8 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
         body["generation_config"] = generation
     response_format = check_response_format(client, config, quirks.get("response_formats"))
     if response_format is not None:
-        body["response_mime_type"] = "application/json"
+        # the polymorphic response_format carries the MIME type: the revision of May 2026 removed the top-level
+        # response_mime_type (google-genai 3.6.1 marks it deprecated)
         wanted = {"type": "text", "mime_type": "application/json"}  # type: Dict[str, Any]
         if response_format["type"] == "json_schema":
             wanted["schema"] = response_format["schema"]
