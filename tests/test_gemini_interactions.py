@@ -157,6 +157,20 @@ def test_failed_interaction_raises_upstream_error():
     assert "backend died" in str(info.value)
 
 
+def test_a_failed_whole_interaction_raises_its_first_error():
+    """The GA Interaction carries ``errors: [{code, message}]`` (google-genai 3.6.1's Interaction.errors)."""
+    doc = {"id": "v1_bad", "status": "failed", "steps": [], "errors": [
+        {"code": "RESOURCE_EXHAUSTED", "message": "quota for gemini-4-neon"}, {"code": "X", "message": "second"}]}
+    from agenthub.stream import drive
+
+    with pytest.raises(UpstreamError) as info:
+        list(drive(gi.parse_document(doc, "gemini-interactions"), "gemini-interactions"))
+    assert "quota for gemini-4-neon" in str(info.value) and "second" not in str(info.value)
+    with pytest.raises(UpstreamError) as info:
+        parse([_completed("failed", {"errors": [{"code": "INTERNAL", "message": "backend died"}]})])
+    assert "backend died" in str(info.value)
+
+
 def test_whole_interaction_document():
     doc = {"id": "v1_doc", "status": "requires_action", "steps": [
         {"type": "user_input", "content": [{"type": "text", "text": "weather?"}]},

@@ -48,7 +48,8 @@ terminal marker: status and usage), ``error``; then ``[DONE]``.
   ``arguments_delta`` JSON text).  Server-side tool steps (search, code execution, ...) are skipped.
 - ``interaction.completed`` status: completed -> stop (tool_call when calls were made),
   requires_action -> tool_call, incomplete / requires_continuation / budget_exceeded -> length,
-  failed -> UpstreamError, anything else -> unknown.  The interaction id is kept as an empty
+  failed -> UpstreamError (its ``error``, or the first of a whole Interaction's ``errors``), anything else
+  (cancelled) -> unknown.  The interaction id is kept as an empty
   thinking item carrying ``fidelity["interaction_id"]`` (what a stateful call chains on; shown as
   nothing, and another dialect leaves it out: ``agenthub.foreign`` knows the mark).
 - usage (``interaction.usage``, else the last ``total_usage``): cached = total_cached_tokens,
@@ -644,7 +645,7 @@ def _completed(state: _State, payload: Dict[str, Any]) -> Any:
     status = interaction.get("status")
     state.resource = interaction.get("id") or state.resource
     if status == "failed":
-        raise upstream_error(state.client, {"error": interaction.get("error") or {"message": "the interaction failed"}})
+        raise upstream_error(state.client, {"error": _failure(interaction)})
     items = []  # type: List[Any]
     for call in list(state.calls.values()):  # calls whose step.stop never came
         items.extend(_end_call(state.tools, call))
@@ -660,6 +661,16 @@ def _completed(state: _State, payload: Dict[str, Any]) -> Any:
     items.append(StreamEnd(map_usage(state.raw_usage) if state.raw_usage else None, finish))
     state.done = True
     return items
+
+
+def _failure(interaction: Dict[str, Any]) -> Any:
+    """What a failed interaction says went wrong: its ``error``, else the first of its ``errors`` (the GA
+    Interaction's list of ``{code, message}``), else a sentence."""
+    error = interaction.get("error")
+    if not error:
+        errors = interaction.get("errors")
+        error = errors[0] if type(errors) is list and errors else None
+    return error or {"message": "the interaction failed"}
 
 
 def _error(state: _State, payload: Any) -> Any:
@@ -726,7 +737,7 @@ def parse_document(payload: Any, client: str = "gemini-interactions", tool_id_pr
             continue  # the input, echoed
         pairs.append(("message", {"event_type": "step.start", "index": index, "step": step}))
         pairs.append(("message", {"event_type": "step.stop", "index": index}))
-    completed = {key: payload[key] for key in ("id", "status", "usage", "error") if key in payload}
+    completed = {key: payload[key] for key in ("id", "status", "usage", "error", "errors") if key in payload}
     pairs.append(("message", {"event_type": "interaction.completed", "interaction": completed}))
     return _parse(pairs, client, tool_id_prefix)
 
