@@ -423,13 +423,13 @@ TABLES = {
             },
         },
         "finish": {
-            "mapped": "STOP MAX_TOKENS FINISH_REASON_UNSPECIFIED",
+            "mapped": "STOP MAX_TOKENS CONTINUATION FINISH_REASON_UNSPECIFIED",
             "ignored": {
                 "no finish_reason of their own: unknown (docs/providers.md)":
                     "SAFETY RECITATION LANGUAGE OTHER BLOCKLIST PROHIBITED_CONTENT SPII MALFORMED_FUNCTION_CALL "
                     "IMAGE_SAFETY IMAGE_PROHIBITED_CONTENT IMAGE_OTHER NO_IMAGE IMAGE_RECITATION UNEXPECTED_TOOL_CALL "
                     "TOO_MANY_TOOL_CALLS MISSING_THOUGHT_SIGNATURE MALFORMED_RESPONSE ESCALATION PUP_LIMITED_DISABLED "
-                    "CONTINUATION MODEL_ARMOR",
+                    "MODEL_ARMOR",
             },
         },
         "items": {

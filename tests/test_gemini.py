@@ -290,6 +290,19 @@ def test_thinking_only_turn_is_an_empty_response():
     assert info.value.finish_reason == "length"
 
 
+def test_a_long_decode_hop_is_a_cut_answer():
+    """Gemini 4's long decode (google-genai 3.6.1's FinishReason.CONTINUATION, Candidate.continuation_token): a hop
+    that stopped at the per-request cap with budget left ends the answer at length (the token is not sent back)."""
+    body = (b'data: {"candidates": [{"content": {"parts": [{"text": "part one"}], "role": "model"}}]}\n\n'
+            b'data: {"candidates": [{"content": {"parts": [{"text": ", cut"}], "role": "model"}, '
+            b'"finishReason": "CONTINUATION", "continuationToken": "Ct0k"}], '
+            b'"usageMetadata": {"promptTokenCount": 4, "candidatesTokenCount": 65536}}\n\n')
+    events = parse(body)
+    assert [i["text"] for e in events for i in e["content_items"] if i["type"] == "text"] == ["part one", ", cut"]
+    assert events[-1]["finish_reason"] == "length"
+    assert events[-1]["usage_metadata"]["response_tokens"] == 65536
+
+
 def test_candidate_without_parts_and_malformed_payloads():
     body = (b'data: {"candidates": [{"content": {"role": "model"}, "finishReason": "MAX_TOKENS"}]}\n\n')
     with pytest.raises(EmptyResponseError):

@@ -61,8 +61,8 @@ Stream
   tool-call machine serialises the arguments).  Vertex streamed arguments (a call
   opened with ``willContinue``, then ``partialArgs`` with a JSON path each, then a part
   without ``willContinue``) are rewritten into JSON text fragments as they arrive.
-- finishReason STOP -> stop (tool_call when calls were made), MAX_TOKENS -> length,
-  anything else -> unknown.  A stream is complete when a chunk with a finishReason
+- finishReason STOP -> stop (tool_call when calls were made), MAX_TOKENS and CONTINUATION (a Gemini 4
+  long-decode hop; its continuationToken is not sent back) -> length, anything else -> unknown.  A stream is complete when a chunk with a finishReason
   arrived and the body ended cleanly.  Chunks without candidates (heartbeats, usage
   only) are skipped; an ``error`` object raises UpstreamError; a blocked prompt
   (``promptFeedback.blockReason``) raises UpstreamError with the reason as error_type.
@@ -115,8 +115,10 @@ __all__ = [
 
 logger = logging.getLogger("agenthub")
 
-#: Gemini finishReason -> UniEvent finish_reason; anything else (SAFETY, RECITATION, ...) is "unknown"
-FINISH_REASONS = {"STOP": "stop", "MAX_TOKENS": "length"}
+#: Gemini finishReason -> UniEvent finish_reason; anything else (SAFETY, RECITATION, ...) is "unknown".
+#: CONTINUATION: a long-decode hop of Gemini 4 stopped at the per-request cap (maxOutputTokens above 65,536)
+#: with budget left; agenthub does not send its continuationToken back, so the answer is cut: length.
+FINISH_REASONS = {"STOP": "stop", "MAX_TOKENS": "length", "CONTINUATION": "length"}
 #: fidelity key of a thought signature (base64 text, passed back as it came)
 SIGNATURE = "thought_signature"
 #: fidelity key marking a tool_call_id made up by the library (the server sent none)
