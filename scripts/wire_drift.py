@@ -160,10 +160,14 @@ def _gemini() -> Dict[str, Set[str]]:
     from google.genai import types as t
     return {
         "deprecated": deprecated(t.GenerationConfig, wire_name=camel),
-        "request": {camel(n) for n in t.GenerationConfig.model_fields},  # generationConfig's members (the wire's names)
+        # generationConfig's members (the wire's names), the tool kinds, function calling's members and modes
+        "request": {camel(n) for n in t.GenerationConfig.model_fields} | {"tool:" + camel(n) for n in t.Tool.model_fields}
+        | {"functionCallingConfig." + camel(n) for n in t.FunctionCallingConfig.model_fields}
+        | {"mode:" + m.value for m in t.FunctionCallingConfigMode},
         "usage": {camel(n) for n in t.GenerateContentResponseUsageMetadata.model_fields},
         "finish": {m.value for m in t.FinishReason},
-        "items": {"part:" + camel(n) for n in t.Part.model_fields},
+        "items": {"part:" + camel(n) for n in t.Part.model_fields} | {"call:" + camel(n) for n in t.FunctionCall.model_fields}
+        | {"result:" + camel(n) for n in t.FunctionResponse.model_fields},
         "levels": {m.value for m in t.ThinkingLevel},
         "version": {"path: " + _genai_version()},
     }
@@ -174,7 +178,9 @@ def _gemini_interactions() -> Dict[str, Set[str]]:
     from google.genai._gaos.types import interactions as i
     return {
         "deprecated": deprecated(i.CreateModelInteraction) | deprecated(i.GenerationConfig, "generation_config."),
-        "request": fields(i.CreateModelInteraction) | fields(i.GenerationConfig, "generation_config."),
+        "request": fields(i.CreateModelInteraction) | fields(i.GenerationConfig, "generation_config.")
+        | {"tool:" + s for s in literals(i.CreateModelInteraction.model_fields["tools"].annotation)}
+        | {"tool_choice:" + s for s in literals(i.GenerationConfig.model_fields["tool_choice"].annotation)},
         "usage": fields(i.Usage),
         "finish": literals(i.Interaction.model_fields["status"].annotation),
         "events": literals(i.InteractionSSEEvent, "event_type"),
@@ -398,7 +404,9 @@ TABLES = {
         "sources": ("agenthub/providers/gemini.py",),
         "request": {
             "mapped": "maxOutputTokens temperature topP stopSequences seed thinkingConfig responseMimeType "
-                      "responseSchema responseJsonSchema responseModalities speechConfig",
+                      "responseSchema responseJsonSchema responseModalities speechConfig tool:functionDeclarations "
+                      "functionCallingConfig.mode functionCallingConfig.allowedFunctionNames "
+                      "functionCallingConfig.streamFunctionCallArguments mode:AUTO mode:ANY mode:NONE",
             "deprecated": {"still taken by generateContent, Vertex AI's included; 1.x / 2.0 models know no "
                            "responseFormat list (move when the API drops them)": "responseMimeType responseSchema"},
             "ignored": {
@@ -410,6 +418,12 @@ TABLES = {
                     "routingConfig modelSelectionConfig mediaResolution enableEnhancedCivicAnswers",
                 "the SDK's own polymorphic response format (the wire keeps responseMimeType/responseJsonSchema)":
                     "responseFormat",
+                _SERVER_TOOLS: "tool:retrieval tool:computerUse tool:fileSearch tool:googleSearch tool:googleMaps "
+                               "tool:codeExecution tool:enterpriseWebSearch tool:googleSearchRetrieval "
+                               "tool:parallelAiSearch tool:urlContext tool:mcpServers tool:exaAiSearch",
+                "the unset mode: agenthub sends a mode or no functionCallingConfig": "mode:MODE_UNSPECIFIED",
+                "schema-validated calls: a strict tool is refused on Gemini (a declaration has no strict flag)":
+                    "mode:VALIDATED",
             },
         },
         "usage": {
@@ -434,13 +448,16 @@ TABLES = {
         },
         "items": {
             "mapped": "part:text part:thought part:thoughtSignature part:inlineData part:fileData part:functionCall "
-                      "part:functionResponse",
+                      "part:functionResponse call:id call:name call:args call:partialArgs call:willContinue "
+                      "result:id result:name result:response result:parts",
             "ignored": {
                 _SERVER_TOOLS: "part:executableCode part:codeExecutionResult part:toolCall part:toolResponse",
                 "metadata of media parts the dialect does not send":
                     "part:videoMetadata part:audioMetadata part:documentMetadata part:spreadsheetMetadata "
                     "part:speechMetadata part:mediaResolution part:mediaProcessing part:partMetadata",
                 "Live API transcription": "part:audioTranscription",
+                "the NON_BLOCKING function-calling mode of the Live API (generateContent waits for each result)":
+                    "result:willContinue result:scheduling",
             },
         },
         "levels": {
@@ -460,11 +477,16 @@ TABLES = {
                       "response_format service_tier generation_config "
                       "generation_config.max_output_tokens generation_config.temperature generation_config.top_p "
                       "generation_config.stop_sequences generation_config.seed generation_config.thinking_level "
-                      "generation_config.thinking_summaries generation_config.tool_choice",
+                      "generation_config.thinking_summaries generation_config.tool_choice tool:function "
+                      "tool_choice:auto tool_choice:any tool_choice:none",
             "deprecated": {"the caller's own samplers are sent when given (deprecated, still taken; Gemini 3+ "
                            "tune their own)": "generation_config.temperature generation_config.top_p"},
             "ignored": {
                 "refused before sending (image generation rides generateContent)": "generation_config.image_config",
+                _SERVER_TOOLS: "tool:code_execution tool:computer_use tool:file_search tool:google_maps "
+                               "tool:google_search tool:mcp_server tool:retrieval tool:tool_search tool:url_context",
+                "schema-validated calls: a strict tool is refused (a function tool has no strict flag)":
+                    "tool_choice:validated",
                 "removed with the steps schema (May 2026): response_format carries the MIME type":
                     "response_mime_type",
                 "server-side state agenthub does not manage (extra_body sends them)":

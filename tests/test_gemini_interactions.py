@@ -279,6 +279,17 @@ def test_tool_choice(choice, wire):
     assert build([user("x")], config).body["generation_config"] == {"tool_choice": wire}
 
 
+def test_a_strict_tool_is_refused_as_on_generate_content():
+    """google-genai 3.6.1's Interactions Function (name, description, parameters, ...) has no strict flag: a strict
+    tool was sent without it (the schema silently not enforced); now it is refused before sending."""
+    tool = {"name": "f", "parameters": {"type": "object", "properties": {}}}
+    with pytest.raises(UnsupportedParameterError) as info:
+        build([user("x")], {"tools": [dict(tool, strict=True)]})
+    assert info.value.parameter == "tools" and "no strict mode" in str(info.value)
+    assert build([user("x")], {"tools": [dict(tool, strict=False)]}).body["tools"] == [
+        {"type": "function", "name": "f", "parameters": {"type": "object", "properties": {}}}]
+
+
 def test_json_object_and_refused_keys():
     body = build([user("x")], {"response_format": {"type": "json_object"}}).body
     assert body["response_format"] == {"type": "text", "mime_type": "application/json"}

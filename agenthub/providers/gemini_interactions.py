@@ -26,7 +26,7 @@ Request
   kept on a text or call part becomes a ``thought`` step right before it.  Unsigned thinking
   (another provider's) is not sent, as on generateContent.
 - ``system_prompt`` -> ``system_instruction``; tools -> ``{"type": "function", name,
-  description, parameters}``; ``generation_config``: ``max_output_tokens``, ``temperature``,
+  description, parameters}`` (a strict tool is refused: the function tool has no strict mode); ``generation_config``: ``max_output_tokens``, ``temperature``,
   ``top_p``, ``stop_sequences`` (up to 5), ``seed``, ``thinking_level`` (clamped per model as
   generateContent does, lower case), ``thinking_summaries`` (``auto`` / ``none`` from
   thinking_summary), ``tool_choice`` (auto / any / none, or ``{"allowed_tools": {"mode": "any",
@@ -324,6 +324,9 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
     if config.get("system_prompt"):
         body["system_instruction"] = config["system_prompt"]
     if config.get("tools"):
+        if any(tool.get("strict") for tool in config["tools"]):  # google-genai 3.6.1's Function has no strict
+            raise unsupported(client, "tools", "strict cannot be sent: an Interactions function tool has no strict "
+                                               "mode")
         tools = []  # type: List[Dict[str, Any]]
         for tool in config["tools"]:
             out = {"type": "function", "name": tool["name"]}  # type: Dict[str, Any]
