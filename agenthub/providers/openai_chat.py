@@ -48,7 +48,7 @@ from ..stream import StreamEnd
 from ..toolcalls import ToolCallAssembler
 from ..types import HttpRequest, PromptCaching
 from ..validate import cache_marks
-from .openai_responses import BREAKPOINT, cache_options, check_breakpoints
+from .openai_responses import BREAKPOINT, cache_options, cache_written, check_breakpoints
 from ._common import (left_out, DONE, document_payloads, payloads, openai_models_request, parse_data_list, Endpoint, Protocol, check_response_format, data_uri, documents, dumps,
                       inclusive_usage, parse_data_uri, request_headers, samplers,
                       to_int, unsupported)
@@ -322,20 +322,6 @@ def map_usage(raw: Any) -> Dict[str, Any]:
     buckets = inclusive_usage(raw.get("prompt_tokens"), raw.get("completion_tokens"), cached, thoughts,
                               raw.get("total_tokens"))
     return cache_written(buckets, prompt_details.get("cache_write_tokens"))
-
-
-def cache_written(buckets: Dict[str, Any], written: Any) -> Any:
-    """OpenAI's ``cache_write_tokens`` (Chat ``prompt_tokens_details``, Responses ``input_tokens_details``;
-    billed above the input price from the GPT-5.6 family on): part of the prompt bucket, carried as
-    ``Usage.cache_write`` (no TTL split: the model's only write price).  A count above the prompt bucket
-    it is part of is not believed (left out)."""
-    from ..stream import usage_count, with_cache_write
-
-    count = usage_count(written)
-    prompt = buckets.get("prompt_tokens")
-    if not count or prompt is None or count > prompt:
-        return buckets
-    return with_cache_write(buckets, count)
 
 
 def parse_stream(events: Iterable[SSEEvent], client: str = "openai-chat", tool_id_prefix: Any = None) -> Iterator[Any]:

@@ -587,6 +587,20 @@ def _split_parts(text: str, lengths: Any) -> List[str]:
 # -- response -----------------------------------------------------------------------------------
 
 
+def cache_written(buckets: Dict[str, Any], written: Any) -> Any:
+    """OpenAI's ``cache_write_tokens`` (Chat ``prompt_tokens_details``, Responses ``input_tokens_details``;
+    billed above the input price from the GPT-5.6 family on): part of the prompt bucket, carried as
+    ``Usage.cache_write`` (no TTL split: the model's only write price).  A count above the prompt bucket
+    it is part of is not believed (left out)."""
+    from ..stream import usage_count, with_cache_write
+
+    count = usage_count(written)
+    prompt = buckets.get("prompt_tokens")
+    if not count or prompt is None or count > prompt:
+        return buckets
+    return with_cache_write(buckets, count)
+
+
 def map_usage(raw: Any) -> Dict[str, Any]:
     """Responses usage -> the four exclusive buckets."""
     raw = raw if isinstance(raw, dict) else {}
@@ -594,8 +608,6 @@ def map_usage(raw: Any) -> Dict[str, Any]:
     input_details = input_details if isinstance(input_details, dict) else {}
     output_details = raw.get("output_tokens_details")
     output_details = output_details if isinstance(output_details, dict) else {}
-    from .openai_chat import cache_written
-
     buckets = inclusive_usage(raw.get("input_tokens"), raw.get("output_tokens"), input_details.get("cached_tokens"),
                               output_details.get("reasoning_tokens"), raw.get("total_tokens"))
     return cache_written(buckets, input_details.get("cache_write_tokens"))
