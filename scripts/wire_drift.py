@@ -71,6 +71,16 @@ def fields(model: Any, prefix: str = "") -> Set[str]:
     return {prefix + name for name in model.model_fields}
 
 
+def nested(model: Any, *names: str) -> Set[str]:
+    """``name.member`` for the members of a pydantic model's nested (Optional) model fields ``names``."""
+    out = set()  # type: Set[str]
+    for name in names:
+        for inner in typing.get_args(model.model_fields[name].annotation) or (model.model_fields[name].annotation,):
+            if hasattr(inner, "model_fields"):
+                out |= fields(inner, name + ".")
+    return out
+
+
 def camel(name: str) -> str:
     head, *rest = name.split("_")
     return head + "".join(part[:1].upper() + part[1:] for part in rest)
@@ -132,7 +142,8 @@ def _anthropic() -> Dict[str, Set[str]]:
         client.close()
     return {
         "request": params(create.MessageCreateParamsBase),
-        "usage": fields(t.Usage) | fields(t.MessageDeltaUsage),
+        "usage": fields(t.Usage) | fields(t.MessageDeltaUsage) | nested(t.Usage, "cache_creation", "output_tokens_details",
+                                                                         "server_tool_use"),
         "finish": literals(t.StopReason),
         "events": literals(t.RawMessageStreamEvent),
         "items": {"block:" + s for s in literals(t.ContentBlock)} | {"delta:" + s for s in literals(t.RawContentBlockDelta)},
@@ -200,7 +211,8 @@ def _bedrock() -> Dict[str, Set[str]]:
     request |= {"inferenceConfig." + n for n in stream.input_shape.members["inferenceConfig"].members}
     return {
         "request": request,
-        "usage": set(model.shape_for("TokenUsage").members),
+        "usage": set(model.shape_for("TokenUsage").members)
+        | {"cacheDetails." + n for n in model.shape_for("TokenUsage").members["cacheDetails"].member.members},
         "finish": set(model.shape_for("StopReason").enum),
         "events": set(stream.output_shape.members["stream"].members),
         "items": {"block:" + n for n in model.shape_for("ContentBlock").members}
@@ -369,9 +381,12 @@ TABLES = {
         },
         "usage": {
             "mapped": "input_tokens output_tokens cache_read_input_tokens cache_creation_input_tokens cache_creation "
-                      "speed",
+                      "cache_creation.ephemeral_5m_input_tokens cache_creation.ephemeral_1h_input_tokens speed",
             "ignored": {
-                "server tool call counts: billed per call, not per token (no bucket in Usage)": "server_tool_use",
+                "server tool call counts: billed per call, not per token (no bucket in Usage)":
+                    "server_tool_use server_tool_use.web_search_requests server_tool_use.web_fetch_requests",
+                "thinking's share of output_tokens: not split out yet (the thoughts bucket stays empty on this wire; "
+                "the total is billed as output either way)": "output_tokens_details.thinking_tokens",
                 "echoes of the request": "service_tier inference_geo",
                 "a breakdown of output_tokens (thinking is inside it, as the API bills)": "output_tokens_details",
             },
@@ -552,7 +567,8 @@ TABLES = {
             },
         },
         "usage": {
-            "mapped": "inputTokens outputTokens totalTokens cacheReadInputTokens cacheWriteInputTokens cacheDetails",
+            "mapped": "inputTokens outputTokens totalTokens cacheReadInputTokens cacheWriteInputTokens cacheDetails "
+                      "cacheDetails.ttl cacheDetails.inputTokens",
             "ignored": {},
         },
         "finish": {
