@@ -427,3 +427,35 @@ def test_a_second_function_call_on_a_step_index_whose_call_has_not_stopped_is_a_
     with pytest.raises(StreamProtocolError, match=r"a second function_call step on step index 0 before the first "
                                                   r"\(a\) stopped"):
         list(gemini_interactions.parse_stream(iter(events), "gemini-interactions"))
+
+
+def test_request_bodies_fit_google_genais_request_types():
+    """Every body shape above is a google-genai 3.6.1 CreateModelInteractionParam, strictly (tests/sdk_types.py:
+    no key the TypedDict does not name, every value of its type): the golden config, Gemini 4's xhigh, media and
+    tool results, a replayed tool round trip, background, stateful chaining."""
+    pytest.importorskip("google.genai")
+    from google.genai._gaos.types.interactions import createmodelinteraction
+    from sdk_types import conforms
+
+    schema = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
+    tool = {"name": "get_weather", "description": "Weather now", "parameters": {
+        "type": "object", "properties": {"city": {"type": "string"}}}}
+    answer = _tool_turn()
+    results = {"role": "user", "content_items": [{"type": "tool_result", "text": "18C", "tool_call_id": "fc_paris_1"},
+                                                 {"type": "tool_result", "text": "22C", "tool_call_id": "fc_tokyo_2"}]}
+    bodies = [
+        build([user("hi")], {"system_prompt": "Be brief.", "max_tokens": 256, "temperature": 0.2, "top_p": 0.9,
+                             "stop": ["END"], "seed": 7, "thinking_level": "medium", "thinking_summary": True,
+                             "tools": [tool], "tool_choice": ["get_weather"], "fast_mode": True,
+                             "response_format": {"type": "json_schema", "name": "n", "schema": schema}}).body,
+        build([user("hi")], {"thinking_level": "xhigh", "tool_choice": "required", "tools": [tool]},
+              model="gemini-4-neon").body,
+        build([user("hi")], {"response_format": {"type": "json_object"}, "background": True}).body,
+        build([user("look", {"type": "image_url", "image_url": "https://example.com/cat.png"},
+                    {"type": "inline_data", "data": b"\x00\x01", "mime_type": "audio/wav"})]).body,
+        build([user("Weather in Paris and Tokyo?"), answer, results]).body,
+        build([user("w?"), gi.stored_answer(_tool_turn()), results], stateful=True).body,
+    ]
+    assert bodies[-1]["previous_interaction_id"] == "v1_ChdpbnRlcmFjdGlvbi10b29sLTAwMg"
+    for body in bodies:
+        assert conforms(body, createmodelinteraction.CreateModelInteractionParam) is None, body
