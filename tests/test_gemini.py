@@ -811,3 +811,19 @@ def test_end_to_end_forced_client_type():
     request = responses.calls[0].request
     assert "x-goog-api-key" not in request.headers
     assert json.loads(request.body)["generationConfig"] == {"thinkingConfig": {"thinkingLevel": "LOW"}}
+
+
+@pytest.mark.parametrize("model,level", [("gemini-4-neon", "max"), ("gemini-4-hydrogen", "xhigh"), ("gemini-4-argon", "none"),
+                                         ("gemini-3-flash-preview", "none"), ("gemini-2.5-pro", "xhigh")])
+def test_generation_config_is_google_genais(model, level):
+    """The generationConfig sent is a google-genai 3.6.1 GenerationConfig (its camelCase aliases, no unknown field)
+    whose thinkingLevel is one of its ThinkingLevel values (an unknown value would only warn there: made an error)."""
+    types = pytest.importorskip("google.genai.types")
+    import warnings
+
+    body = build(model, [user("x")], {"thinking_level": level, "max_tokens": 100, "stop": ["END"]}).body
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        config = types.GenerationConfig.model_validate(body["generationConfig"])
+    assert config.max_output_tokens == 100 and config.stop_sequences == ["END"]
+    assert config.thinking_config is not None
