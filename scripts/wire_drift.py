@@ -679,7 +679,8 @@ def sdk_version(dist: str) -> Optional[str]:
 
 
 def compare(wires: Iterable[str], root: str = ROOT) -> Dict[str, Any]:
-    report = {"sdks": {}, "pinned": PINNED, "wires": {}, "unknown": 0, "gone": 0, "missing": []}  # type: Dict[str, Any]
+    report = {"sdks": {}, "pinned": PINNED, "wires": {}, "unknown": 0, "gone": 0, "missing": [],
+              "relocated": []}  # type: Dict[str, Any]
     for wire in wires:
         dist, collect = WIRES[wire]
         report["sdks"][dist] = sdk_version(dist)
@@ -687,6 +688,11 @@ def compare(wires: Iterable[str], root: str = ROOT) -> Dict[str, Any]:
             known = collect()
         except ImportError as exc:
             report["missing"].append("{} ({}: {})".format(wire, dist, exc))
+            continue
+        except (AttributeError, KeyError, TypeError) as exc:  # a type or module this script reads was moved
+            report["relocated"].append("{} ({} {}: {}: {})".format(wire, dist, report["sdks"][dist],
+                                                                   type(exc).__name__, exc))
+            report["unknown"] += 1
             continue
         sent = set(mapped(wire, "request"))
         flagged = known.get("deprecated", set()) & sent  # request fields sent that the SDK deprecates
@@ -739,6 +745,9 @@ def render(report: Mapping[str, Any]) -> str:
     for entry in report["missing"]:
         lines.append("")
         lines.append("not compared: " + entry)
+    for entry in report["relocated"]:
+        lines.append("")
+        lines.append("not compared, the SDK's types moved (update the collector): " + entry)
     lines.append("")
     moved = report["unknown"] + report["gone"]
     lines.append("{} unknown, {} gone: {}".format(report["unknown"], report["gone"],

@@ -207,3 +207,15 @@ def test_a_field_sent_that_the_sdk_deprecates_is_reported(monkeypatch, capsys):
     assert "    - generation_config.top_p   (accepted as deprecated: the SDK no longer deprecates it, or it is not " \
            "sent)" in out
     assert out.splitlines()[-1] == "1 unknown, 1 gone: the wire moved"
+
+
+def test_an_sdk_whose_types_moved_is_a_moved_wire_not_a_traceback(monkeypatch, capsys):
+    def renamed():
+        raise AttributeError("module 'anthropic.types' has no attribute 'RawMessageStreamEvent'")
+
+    monkeypatch.setitem(drift.WIRES, "anthropic", ("anthropic", renamed))
+    assert drift.main(["--wire", "anthropic"]) == 1
+    out = capsys.readouterr().out
+    assert "not compared, the SDK's types moved (update the collector): anthropic (anthropic " in out
+    assert "AttributeError: module 'anthropic.types' has no attribute 'RawMessageStreamEvent')" in out
+    assert out.splitlines()[-1] == "1 unknown, 0 gone: the wire moved"
