@@ -62,10 +62,10 @@ Stream
   opened with ``willContinue``, then ``partialArgs`` with a JSON path each, then a part
   without ``willContinue``) are rewritten into JSON text fragments as they arrive.
 - finishReason STOP -> stop (tool_call when calls were made), MAX_TOKENS and CONTINUATION (a Gemini 4
-  long-decode hop; its continuationToken is not sent back) -> length, anything else -> unknown.  A stream is complete when a chunk with a finishReason
-  arrived and the body ended cleanly.  Chunks without candidates (heartbeats, usage
-  only) are skipped; an ``error`` object raises UpstreamError; a blocked prompt
-  (``promptFeedback.blockReason``) raises UpstreamError with the reason as error_type.
+  long-decode hop; its continuationToken is not sent back) -> length, anything else -> unknown.  A
+  stream is complete when a chunk with a finishReason arrived and the body ended cleanly.  Chunks
+  without candidates (heartbeats, usage only) are skipped; an ``error`` object raises UpstreamError;
+  a blocked prompt (``promptFeedback.blockReason``) raises UpstreamError with the reason as error_type.
 - usage: cached = cachedContentTokenCount, prompt = promptTokenCount - cached +
   toolUsePromptTokenCount, thoughts = thoughtsTokenCount, response =
   candidatesTokenCount.  Each chunk's ``usageMetadata`` is a snapshot of the turn so far, not

@@ -11,7 +11,8 @@ Request
 -------
 - ``POST {base_url}/v1/interactions`` (the GA version, the one google-genai sends to; a base_url that
   names a version, ``.../v1beta`` included, gets ``/interactions``), the key in ``x-goog-api-key``,
-  ``Api-Revision: 2026-05-20`` (the steps schema's revision, pinned), body ``{"model", "input": [steps], "stream": true, "store": false}``.
+  ``Api-Revision: 2026-05-20`` (the steps schema's revision, pinned), body ``{"model", "input":
+  [steps], "stream": true, "store": false}``.
 - Stateless calls send the whole history as steps with ``store: false`` (nothing is kept
   server-side).  Stateful calls (``streaming_response_stateful``) send ``store: true`` and,
   once the last answer carries its ``fidelity["interaction_id"]`` marked ``"stored": True`` (the client
@@ -26,14 +27,15 @@ Request
   kept on a text or call part becomes a ``thought`` step right before it.  Unsigned thinking
   (another provider's) is not sent, as on generateContent.
 - ``system_prompt`` -> ``system_instruction``; tools -> ``{"type": "function", name,
-  description, parameters}`` (a strict tool is refused: the function tool has no strict mode); ``generation_config``: ``max_output_tokens``, ``temperature``,
-  ``top_p``, ``stop_sequences`` (up to 5), ``seed``, ``thinking_level`` (clamped per model as
-  generateContent does, lower case), ``thinking_summaries`` (``auto`` / ``none`` from
-  thinking_summary), ``tool_choice`` (auto / any / none, or ``{"allowed_tools": {"mode": "any",
-  "tools": [names]}}``).  response_format -> ``response_format: {"type": "text", "mime_type":
-  "application/json", "schema": ...}`` (no top-level ``response_mime_type``: removed with the steps schema);
-  ``fast_mode`` -> ``service_tier: "priority"``; ``background`` -> ``background: true`` (with
-  ``store: true``, which it needs: the interaction is kept server-side).
+  description, parameters}`` (a strict tool is refused: the function tool has no strict mode);
+  ``generation_config``: ``max_output_tokens``, ``temperature``, ``top_p``, ``stop_sequences`` (up
+  to 5), ``seed``, ``thinking_level`` (clamped per model as generateContent does, lower case),
+  ``thinking_summaries`` (``auto`` / ``none`` from thinking_summary), ``tool_choice`` (auto / any /
+  none, or ``{"allowed_tools": {"mode": "any", "tools": [names]}}``).  response_format ->
+  ``response_format: {"type": "text", "mime_type": "application/json", "schema": ...}`` (no top-level
+  ``response_mime_type``: removed with the steps schema); ``fast_mode`` -> ``service_tier:
+  "priority"``; ``background`` -> ``background: true`` (with ``store: true``, which it needs: the
+  interaction is kept server-side).
 
 Stream
 ------
@@ -48,10 +50,10 @@ terminal marker: status and usage), ``error``; then ``[DONE]``.
   ``arguments_delta`` JSON text).  Server-side tool steps (search, code execution, ...) are skipped.
 - ``interaction.completed`` status: completed -> stop (tool_call when calls were made),
   requires_action -> tool_call, incomplete / requires_continuation / budget_exceeded -> length,
-  failed -> UpstreamError (its ``error``, or the first of a whole Interaction's ``errors``), anything else
-  (cancelled) -> unknown.  The interaction id is kept as an empty
-  thinking item carrying ``fidelity["interaction_id"]`` (what a stateful call chains on; shown as
-  nothing, and another dialect leaves it out: ``agenthub.foreign`` knows the mark).
+  failed -> UpstreamError (its ``error``, or the first of a whole Interaction's ``errors``), anything
+  else (cancelled) -> unknown.  The interaction id is kept as an empty thinking item carrying
+  ``fidelity["interaction_id"]`` (what a stateful call chains on; shown as nothing, and another
+  dialect leaves it out: ``agenthub.foreign`` knows the mark).
 - usage (``interaction.usage``, else the last ``total_usage``): cached = total_cached_tokens,
   prompt = total_input_tokens - cached + total_tool_use_tokens, thoughts = total_thought_tokens,
   response = total_output_tokens (as generateContent's buckets).
