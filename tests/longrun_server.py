@@ -2,8 +2,8 @@
 
 - OpenAI Responses: ``POST /v1/responses`` (``stream: true``), ``GET /v1/responses/{id}?stream=true
   &starting_after=N`` (the events after sequence number N), ``POST /v1/responses/{id}/cancel``.
-- Gemini Interactions: ``POST /v1beta/interactions``, ``GET /v1beta/interactions/{id}?stream=true
-  &last_event_id=E`` (the events after E), ``POST /v1beta/interactions/{id}/cancel``.
+- Gemini Interactions: ``POST /v1/interactions``, ``GET /v1/interactions/{id}?stream=true
+  &last_event_id=E`` (the events after E), ``POST /v1/interactions/{id}/cancel``.
 - Anthropic Messages: ``POST /v1/messages`` plays its script (no resume: the compaction tests).
 
 Each created response plays a script: a list of SSE event bytes (one ``event:``/``data:`` block each).

@@ -178,7 +178,7 @@ def test_interactions_cut_at_every_event_boundary_and_random_offsets():
             assert texts_of(out) == TEXTS, cut
             assert [r["method"] for r in mine] == ["POST", "GET"], cut
             whole = [n for n, end in enumerate(ends) if end <= cut]
-            assert mine[1]["path"] == "/v1beta/interactions/v1_bg"
+            assert mine[1]["path"] == "/v1/interactions/v1_bg"
             assert mine[1]["query"] == {"stream": "true", "last_event_id": "evt_{:03d}".format(whole[-1] + 1)}, cut
         assert mine[0]["body"]["background"] is True and mine[0]["body"]["store"] is True
 
@@ -195,7 +195,7 @@ def test_interactions_abort_cancels():
                     stream.abort()
         gate.set()
         assert wait_for(lambda: script.cancelled)
-        assert [r["path"] for r in server.requests][-1] == "/v1beta/interactions/v1_ab/cancel"
+        assert [r["path"] for r in server.requests][-1] == "/v1/interactions/v1_ab/cancel"
 
 
 def test_chat_background_flag_resumes_a_cut_answer(capsys):

@@ -290,6 +290,19 @@ def test_thinking_only_turn_is_an_empty_response():
     assert info.value.finish_reason == "length"
 
 
+def test_a_long_decode_hop_is_a_cut_answer():
+    """Gemini 4's long decode (google-genai 3.6.1's FinishReason.CONTINUATION, Candidate.continuation_token): a hop
+    that stopped at the per-request cap with budget left ends the answer at length (the token is not sent back)."""
+    body = (b'data: {"candidates": [{"content": {"parts": [{"text": "part one"}], "role": "model"}}]}\n\n'
+            b'data: {"candidates": [{"content": {"parts": [{"text": ", cut"}], "role": "model"}, '
+            b'"finishReason": "CONTINUATION", "continuationToken": "Ct0k"}], '
+            b'"usageMetadata": {"promptTokenCount": 4, "candidatesTokenCount": 65536}}\n\n')
+    events = parse(body)
+    assert [i["text"] for e in events for i in e["content_items"] if i["type"] == "text"] == ["part one", ", cut"]
+    assert events[-1]["finish_reason"] == "length"
+    assert events[-1]["usage_metadata"]["response_tokens"] == 65536
+
+
 def test_candidate_without_parts_and_malformed_payloads():
     body = (b'data: {"candidates": [{"content": {"role": "model"}, "finishReason": "MAX_TOKENS"}]}\n\n')
     with pytest.raises(EmptyResponseError):
@@ -431,6 +444,18 @@ def test_vertex_quirk_asks_for_streamed_arguments():
     ("gemini-2.5-pro", "xhigh", {"thinkingBudget": 32768}),
     ("gemini-2.0-flash", "high", None),
     ("gemini-2.5-flash-image", "high", None),
+    # Gemini 4 (google-genai 3.6.1 names XHIGH): Neon and Hydrogen take it, Argon and Carbon top out at HIGH;
+    # none takes MINIMAL
+    ("gemini-4-neon", "xhigh", {"thinkingLevel": "XHIGH"}),
+    ("gemini-4-neon", "max", {"thinkingLevel": "XHIGH"}),
+    ("gemini-4-hydrogen", "xhigh", {"thinkingLevel": "XHIGH"}),
+    ("gemini-4-neon", "none", {"thinkingLevel": "LOW"}),
+    ("gemini-4-argon", "xhigh", {"thinkingLevel": "HIGH"}),
+    ("gemini-4-argon", "none", {"thinkingLevel": "LOW"}),
+    ("gemini-4-argon", "medium", {"thinkingLevel": "MEDIUM"}),
+    ("gemini-4-carbon", "max", {"thinkingLevel": "HIGH"}),
+    ("gemini-3.1-pro-preview", "max", {"thinkingLevel": "HIGH"}),
+    ("gemini-3.5-flash", "xhigh", {"thinkingLevel": "HIGH"}),
 ])
 def test_thinking_level_is_clamped_per_model(model, level, thinking):
     body = build(model, [user("x")], {"thinking_level": level}).body
@@ -786,3 +811,19 @@ def test_end_to_end_forced_client_type():
     request = responses.calls[0].request
     assert "x-goog-api-key" not in request.headers
     assert json.loads(request.body)["generationConfig"] == {"thinkingConfig": {"thinkingLevel": "LOW"}}
+
+
+@pytest.mark.parametrize("model,level", [("gemini-4-neon", "max"), ("gemini-4-hydrogen", "xhigh"), ("gemini-4-argon", "none"),
+                                         ("gemini-3-flash-preview", "none"), ("gemini-2.5-pro", "xhigh")])
+def test_generation_config_is_google_genais(model, level):
+    """The generationConfig sent is a google-genai 3.6.1 GenerationConfig (its camelCase aliases, no unknown field)
+    whose thinkingLevel is one of its ThinkingLevel values (an unknown value would only warn there: made an error)."""
+    types = pytest.importorskip("google.genai.types")
+    import warnings
+
+    body = build(model, [user("x")], {"thinking_level": level, "max_tokens": 100, "stop": ["END"]}).body
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        config = types.GenerationConfig.model_validate(body["generationConfig"])
+    assert config.max_output_tokens == 100 and config.stop_sequences == ["END"]
+    assert config.thinking_config is not None

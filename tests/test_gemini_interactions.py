@@ -15,7 +15,7 @@ from conftest import every_split, run_parser, sent, strip_ids
 
 FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "gemini_interactions")
 BASE = "https://generativelanguage.googleapis.com"
-URL = BASE + "/v1beta/interactions"
+URL = BASE + "/v1/interactions"
 HEADERS = {"Content-Type": "application/json", "Accept": "text/event-stream", "x-goog-api-key": "test-key",
            "Api-Revision": "2026-05-20"}
 SIG = gi.SIGNATURE
@@ -157,6 +157,20 @@ def test_failed_interaction_raises_upstream_error():
     assert "backend died" in str(info.value)
 
 
+def test_a_failed_whole_interaction_raises_its_first_error():
+    """The GA Interaction carries ``errors: [{code, message}]`` (google-genai 3.6.1's Interaction.errors)."""
+    doc = {"id": "v1_bad", "status": "failed", "steps": [], "errors": [
+        {"code": "RESOURCE_EXHAUSTED", "message": "quota for gemini-4-neon"}, {"code": "X", "message": "second"}]}
+    from agenthub.stream import drive
+
+    with pytest.raises(UpstreamError) as info:
+        list(drive(gi.parse_document(doc, "gemini-interactions"), "gemini-interactions"))
+    assert "quota for gemini-4-neon" in str(info.value) and "second" not in str(info.value)
+    with pytest.raises(UpstreamError) as info:
+        parse([_completed("failed", {"errors": [{"code": "INTERNAL", "message": "backend died"}]})])
+    assert "backend died" in str(info.value)
+
+
 def test_whole_interaction_document():
     doc = {"id": "v1_doc", "status": "requires_action", "steps": [
         {"type": "user_input", "content": [{"type": "text", "text": "weather?"}]},
@@ -189,14 +203,15 @@ def test_golden_basic_request_is_stateless():
 
 def test_versioned_base_url():
     request = build([user("x")], base="http://127.0.0.1:9/v1beta")
-    assert request.url == "http://127.0.0.1:9/v1beta/interactions"
+    assert request.url == "http://127.0.0.1:9/v1beta/interactions"  # a base URL naming a version keeps it
+    assert build([user("x")], base="http://127.0.0.1:9/v1/").url == "http://127.0.0.1:9/v1/interactions"
     where = endpoint("http://127.0.0.1:9")
     resume = sent(gi.resume_request(where, "v1_a/b", "evt_07"), where)
     assert (resume.method, resume.url) == (
-        "GET", "http://127.0.0.1:9/v1beta/interactions/v1_a%2Fb?stream=true&last_event_id=evt_07")
+        "GET", "http://127.0.0.1:9/v1/interactions/v1_a%2Fb?stream=true&last_event_id=evt_07")
     assert resume.headers["x-goog-api-key"] == "test-key" and "Content-Type" not in resume.headers
     cancel = sent(gi.cancel_request(where, "v1_a"), where)
-    assert (cancel.method, cancel.url) == ("POST", "http://127.0.0.1:9/v1beta/interactions/v1_a/cancel")
+    assert (cancel.method, cancel.url) == ("POST", "http://127.0.0.1:9/v1/interactions/v1_a/cancel")
     versioned = endpoint("http://127.0.0.1:9/v1beta")
     assert sent(gi.resume_request(versioned, "v1_a", None), versioned).url == \
         "http://127.0.0.1:9/v1beta/interactions/v1_a?stream=true"
@@ -221,15 +236,37 @@ def test_golden_config_mapping():
         "generation_config": {"max_output_tokens": 256, "temperature": 0.2, "top_p": 0.9, "stop_sequences": ["END"],
                               "seed": 7, "thinking_level": "medium", "thinking_summaries": "auto",
                               "tool_choice": {"allowed_tools": {"mode": "any", "tools": ["get_weather"]}}},
-        "response_mime_type": "application/json",
         "response_format": {"type": "text", "mime_type": "application/json", "schema": schema},
         "service_tier": "priority",
     }
 
 
+def test_a_structured_answer_sends_no_field_google_genai_deprecates():
+    """The May 2026 revision folded response_mime_type into the polymorphic response_format: the body is a
+    CreateModelInteraction of google-genai 3.6.1 with no deprecated field set but the samplers the caller asked
+    for (temperature and top_p, deprecated on the Interactions API, are still sent when given)."""
+    interactions = pytest.importorskip("google.genai._gaos.types.interactions")
+    schema = {"type": "object", "properties": {"n": {"type": "integer"}}}
+    for config in ({"response_format": {"type": "json_schema", "name": "n", "schema": schema}},
+                   {"response_format": {"type": "json_object"}}, {"temperature": 0.2, "top_p": 0.9}):
+        body = build([user("hi")], config).body
+        request = interactions.CreateModelInteraction.model_validate(body)
+        used = {name for name in request.model_fields_set if type(request).model_fields[name].deprecated}
+        if request.generation_config is not None:
+            generation = request.generation_config
+            used |= {"generation_config." + name for name in generation.model_fields_set
+                     if type(generation).model_fields[name].deprecated}
+        assert used == ({"generation_config.temperature", "generation_config.top_p"} if "temperature" in config
+                        else set()), config
+        assert "response_mime_type" not in body
+
+
 @pytest.mark.parametrize("model,level,wire", [
     ("gemini-3.5-flash", "none", "minimal"), ("gemini-3.8-flash", "none", "low"), ("gemini-3.8-flash", "xhigh", "high"),
     ("gemini-3-pro-preview", "medium", "high"), ("gemini-2.5-flash", "low", "low"), ("gemini-3.8-flash", "max", "high"),
+    # Gemini 4: generation_config.thinking_level "xhigh" (google-genai 3.6.1's Literal) on Neon and Hydrogen only
+    ("gemini-4-neon", "xhigh", "xhigh"), ("gemini-4-hydrogen", "max", "xhigh"), ("gemini-4-argon", "xhigh", "high"),
+    ("gemini-4-neon", "none", "low"), ("gemini-2.5-pro", "xhigh", "high"), ("gemini-2.5-flash", "max", "high"),
 ])
 def test_thinking_level_is_clamped_like_generate_content(model, level, wire):
     assert build([user("x")], {"thinking_level": level}, model=model).body["generation_config"] == {
@@ -240,6 +277,17 @@ def test_thinking_level_is_clamped_like_generate_content(model, level, wire):
 def test_tool_choice(choice, wire):
     config = {"tools": [{"name": "f"}], "tool_choice": choice}
     assert build([user("x")], config).body["generation_config"] == {"tool_choice": wire}
+
+
+def test_a_strict_tool_is_refused_as_on_generate_content():
+    """google-genai 3.6.1's Interactions Function (name, description, parameters, ...) has no strict flag: a strict
+    tool was sent without it (the schema silently not enforced); now it is refused before sending."""
+    tool = {"name": "f", "parameters": {"type": "object", "properties": {}}}
+    with pytest.raises(UnsupportedParameterError) as info:
+        build([user("x")], {"tools": [dict(tool, strict=True)]})
+    assert info.value.parameter == "tools" and "no strict mode" in str(info.value)
+    assert build([user("x")], {"tools": [dict(tool, strict=False)]}).body["tools"] == [
+        {"type": "function", "name": "f", "parameters": {"type": "object", "properties": {}}}]
 
 
 def test_json_object_and_refused_keys():
@@ -379,3 +427,35 @@ def test_a_second_function_call_on_a_step_index_whose_call_has_not_stopped_is_a_
     with pytest.raises(StreamProtocolError, match=r"a second function_call step on step index 0 before the first "
                                                   r"\(a\) stopped"):
         list(gemini_interactions.parse_stream(iter(events), "gemini-interactions"))
+
+
+def test_request_bodies_fit_google_genais_request_types():
+    """Every body shape above is a google-genai 3.6.1 CreateModelInteractionParam, strictly (tests/sdk_types.py:
+    no key the TypedDict does not name, every value of its type): the golden config, Gemini 4's xhigh, media and
+    tool results, a replayed tool round trip, background, stateful chaining."""
+    pytest.importorskip("google.genai")
+    from google.genai._gaos.types.interactions import createmodelinteraction
+    from sdk_types import conforms
+
+    schema = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
+    tool = {"name": "get_weather", "description": "Weather now", "parameters": {
+        "type": "object", "properties": {"city": {"type": "string"}}}}
+    answer = _tool_turn()
+    results = {"role": "user", "content_items": [{"type": "tool_result", "text": "18C", "tool_call_id": "fc_paris_1"},
+                                                 {"type": "tool_result", "text": "22C", "tool_call_id": "fc_tokyo_2"}]}
+    bodies = [
+        build([user("hi")], {"system_prompt": "Be brief.", "max_tokens": 256, "temperature": 0.2, "top_p": 0.9,
+                             "stop": ["END"], "seed": 7, "thinking_level": "medium", "thinking_summary": True,
+                             "tools": [tool], "tool_choice": ["get_weather"], "fast_mode": True,
+                             "response_format": {"type": "json_schema", "name": "n", "schema": schema}}).body,
+        build([user("hi")], {"thinking_level": "xhigh", "tool_choice": "required", "tools": [tool]},
+              model="gemini-4-neon").body,
+        build([user("hi")], {"response_format": {"type": "json_object"}, "background": True}).body,
+        build([user("look", {"type": "image_url", "image_url": "https://example.com/cat.png"},
+                    {"type": "inline_data", "data": b"\x00\x01", "mime_type": "audio/wav"})]).body,
+        build([user("Weather in Paris and Tokyo?"), answer, results]).body,
+        build([user("w?"), gi.stored_answer(_tool_turn()), results], stateful=True).body,
+    ]
+    assert bodies[-1]["previous_interaction_id"] == "v1_ChdpbnRlcmFjdGlvbi10b29sLTAwMg"
+    for body in bodies:
+        assert conforms(body, createmodelinteraction.CreateModelInteractionParam) is None, body

@@ -6,7 +6,7 @@
   ``Authorization: Bearer <key>`` when its registry row says ``"auth": "bearer"``;
 - ``GEMINI``: ``x-goog-api-key: <key>`` (never in the URL); a base URL that already names an API
   version (``.../v1beta``, ``https://aiplatform.googleapis.com/v1/publishers/google``) takes the
-  dialect's path without its ``/v1beta``;
+  dialect's path without its ``/v1beta`` (generateContent) or ``/v1`` (Interactions);
 - ``AGENTHUB``: ``Authorization: Bearer <server key>`` at an ``agenthub serve`` root (a trailing
   ``/v1`` of the base URL is taken as the same server).
 
@@ -65,12 +65,14 @@ def _anthropic_authorise(method: str, url: str, headers: Dict[str, str], data: O
 
 
 _VERSIONED_BASE = re.compile(r"/v\d+(alpha|beta)?\d*(/|$)")
+_DIALECT_VERSION = re.compile(r"/v1(beta)?(?=/)")
 
 
 def _gemini_url(endpoint: Any, path: str) -> str:
     base = endpoint.base_url.rstrip("/")
-    if path.startswith("/v1beta/") and _VERSIONED_BASE.search(urlsplit(base).path):
-        path = path[len("/v1beta"):]
+    version = _DIALECT_VERSION.match(path)
+    if version is not None and _VERSIONED_BASE.search(urlsplit(base).path):
+        path = path[version.end():]
     return base + path
 
 

@@ -18,9 +18,10 @@ Request
   ``parameters``).  tool_choice -> ``functionCallingConfig`` (auto -> AUTO,
   required -> ANY, none -> NONE, a list of names -> ANY + ``allowedFunctionNames``).
 - thinking_level -> ``thinkingConfig``, clamped per model to what it accepts (never
-  an error): Gemini 3 models take ``thinkingLevel`` (the nearest supported level,
-  ties round up), Gemini 2.5 models a ``thinkingBudget``; thinking_summary ->
-  ``includeThoughts``.
+  an error): Gemini 3 and 4 models take ``thinkingLevel`` (the nearest supported level,
+  ties round up; xhigh and max -> ``XHIGH`` on Gemini 4 Neon and Hydrogen, the only models
+  taking it, else the nearest; Gemini 4 takes no ``MINIMAL``: none -> ``LOW``), Gemini 2.5
+  models a ``thinkingBudget``; thinking_summary -> ``includeThoughts``.
 - images: data URIs -> ``inlineData``; any other URL (http(s), gs://) -> ``fileData``
   with ``fileUri`` (MIME type guessed from the extension when it can be).  The URL is
   never fetched here: the server reads it (public or signed URLs), or refuses it.
@@ -60,11 +61,11 @@ Stream
   tool-call machine serialises the arguments).  Vertex streamed arguments (a call
   opened with ``willContinue``, then ``partialArgs`` with a JSON path each, then a part
   without ``willContinue``) are rewritten into JSON text fragments as they arrive.
-- finishReason STOP -> stop (tool_call when calls were made), MAX_TOKENS -> length,
-  anything else -> unknown.  A stream is complete when a chunk with a finishReason
-  arrived and the body ended cleanly.  Chunks without candidates (heartbeats, usage
-  only) are skipped; an ``error`` object raises UpstreamError; a blocked prompt
-  (``promptFeedback.blockReason``) raises UpstreamError with the reason as error_type.
+- finishReason STOP -> stop (tool_call when calls were made), MAX_TOKENS and CONTINUATION (a Gemini 4
+  long-decode hop; its continuationToken is not sent back) -> length, anything else -> unknown.  A
+  stream is complete when a chunk with a finishReason arrived and the body ended cleanly.  Chunks
+  without candidates (heartbeats, usage only) are skipped; an ``error`` object raises UpstreamError;
+  a blocked prompt (``promptFeedback.blockReason``) raises UpstreamError with the reason as error_type.
 - usage: cached = cachedContentTokenCount, prompt = promptTokenCount - cached +
   toolUsePromptTokenCount, thoughts = thoughtsTokenCount, response =
   candidatesTokenCount.  Each chunk's ``usageMetadata`` is a snapshot of the turn so far, not
@@ -114,8 +115,10 @@ __all__ = [
 
 logger = logging.getLogger("agenthub")
 
-#: Gemini finishReason -> UniEvent finish_reason; anything else (SAFETY, RECITATION, ...) is "unknown"
-FINISH_REASONS = {"STOP": "stop", "MAX_TOKENS": "length"}
+#: Gemini finishReason -> UniEvent finish_reason; anything else (SAFETY, RECITATION, ...) is "unknown".
+#: CONTINUATION: a long-decode hop of Gemini 4 stopped at the per-request cap (maxOutputTokens above 65,536)
+#: with budget left; agenthub does not send its continuationToken back, so the answer is cut: length.
+FINISH_REASONS = {"STOP": "stop", "MAX_TOKENS": "length", "CONTINUATION": "length"}
 #: fidelity key of a thought signature (base64 text, passed back as it came)
 SIGNATURE = "thought_signature"
 #: fidelity key marking a tool_call_id made up by the library (the server sent none)
@@ -124,13 +127,16 @@ SYNTHETIC_ID = "synthetic_id"
 PLACEHOLDER_SIGNATURE = "skip_thought_signature_validator"
 
 _LEVELS = ("minimal", "low", "medium", "high")
+#: every thinkingLevel the API names, lightest first (google-genai 3.6.1's ThinkingLevel: XHIGH joined with
+#: Gemini 4); the order levels are clamped along
+_SCALE = _LEVELS + ("xhigh",)
 _TARGET = {
     ThinkingLevel.NONE: "minimal",
     ThinkingLevel.LOW: "low",
     ThinkingLevel.MEDIUM: "medium",
     ThinkingLevel.HIGH: "high",
-    ThinkingLevel.XHIGH: "high",
-    ThinkingLevel.MAX: "high",
+    ThinkingLevel.XHIGH: "xhigh",
+    ThinkingLevel.MAX: "xhigh",
 }
 _BUDGET_25_FLASH = {"none": 0, "low": 1024, "medium": 8192, "high": 24576, "xhigh": 24576, "max": 24576}
 _BUDGET_25_PRO = {"none": 128, "low": 1024, "medium": 8192, "high": 32768, "xhigh": 32768, "max": 32768}
@@ -154,6 +160,9 @@ THINKING = (
     (re.compile(r"gemini-2\.5-pro"), _BUDGET_25_PRO),
     (re.compile(r"gemini-2\.5"), _BUDGET_25_FLASH),
     (re.compile(r"-image"), ("minimal", "high")),
+    # Gemini 4: no MINIMAL; XHIGH on Neon and Hydrogen only (Argon, Carbon: low / medium / high)
+    (re.compile(r"gemini-4-(neon|hydrogen)"), ("low", "medium", "high", "xhigh")),
+    (re.compile(r"gemini-4"), ("low", "medium", "high")),
     (re.compile(r"gemini-3-pro"), ("low", "high")),
     (re.compile(r"gemini-3\.[78]"), ("low", "medium", "high")),
     (re.compile(r"-pro"), ("low", "medium", "high")),
@@ -325,7 +334,7 @@ def _thinking_rule(model: str) -> Any:
 
 
 def _clamp(target: str, supported: Tuple[str, ...]) -> str:
-    return nearest(target, supported, _LEVELS)
+    return nearest(target, supported, _SCALE)
 
 
 def takes_thinking(model: str) -> bool:
@@ -341,7 +350,7 @@ def thinking_level(model: str, level: Any) -> Optional[str]:
     if rule is None or level is None:
         return None
     target = _TARGET[ThinkingLevel(level)]
-    return target if isinstance(rule, dict) else _clamp(target, rule)
+    return _clamp(target, _LEVELS if isinstance(rule, dict) else rule)
 
 
 def thinking_config(model: str, level: Optional[ThinkingLevel], summary: Optional[bool]) -> Optional[Dict[str, Any]]:

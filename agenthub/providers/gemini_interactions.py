@@ -1,4 +1,4 @@
-"""Google Gemini's Interactions API (``POST /v1beta/interactions``), streamed.
+"""Google Gemini's Interactions API (``POST /v1/interactions``, GA since June 2026), streamed.
 
 ``build_request`` and ``parse_stream`` are pure.  The items and their fidelity are the
 gemini (generateContent) dialect's, so a conversation moves between the two: a thought
@@ -9,9 +9,10 @@ https://ai.google.dev/gemini-api/docs/interactions/streaming).
 
 Request
 -------
-- ``POST {base_url}/v1beta/interactions`` (a base_url that names a version gets
-  ``/interactions``), the key in ``x-goog-api-key``, ``Api-Revision: 2026-05-20`` (the revision
-  google-genai sends), body ``{"model", "input": [steps], "stream": true, "store": false}``.
+- ``POST {base_url}/v1/interactions`` (the GA version, the one google-genai sends to; a base_url that
+  names a version, ``.../v1beta`` included, gets ``/interactions``), the key in ``x-goog-api-key``,
+  ``Api-Revision: 2026-05-20`` (the steps schema's revision, pinned), body ``{"model", "input":
+  [steps], "stream": true, "store": false}``.
 - Stateless calls send the whole history as steps with ``store: false`` (nothing is kept
   server-side).  Stateful calls (``streaming_response_stateful``) send ``store: true`` and,
   once the last answer carries its ``fidelity["interaction_id"]`` marked ``"stored": True`` (the client
@@ -26,14 +27,15 @@ Request
   kept on a text or call part becomes a ``thought`` step right before it.  Unsigned thinking
   (another provider's) is not sent, as on generateContent.
 - ``system_prompt`` -> ``system_instruction``; tools -> ``{"type": "function", name,
-  description, parameters}``; ``generation_config``: ``max_output_tokens``, ``temperature``,
-  ``top_p``, ``stop_sequences`` (up to 5), ``seed``, ``thinking_level`` (clamped per model as
-  generateContent does, lower case), ``thinking_summaries`` (``auto`` / ``none`` from
-  thinking_summary), ``tool_choice`` (auto / any / none, or ``{"allowed_tools": {"mode": "any",
-  "tools": [names]}}``).  response_format -> ``response_mime_type: "application/json"`` and
-  ``response_format: {"type": "text", "mime_type": "application/json", "schema": ...}``;
-  ``fast_mode`` -> ``service_tier: "priority"``; ``background`` -> ``background: true`` (with
-  ``store: true``, which it needs: the interaction is kept server-side).
+  description, parameters}`` (a strict tool is refused: the function tool has no strict mode);
+  ``generation_config``: ``max_output_tokens``, ``temperature``, ``top_p``, ``stop_sequences`` (up
+  to 5), ``seed``, ``thinking_level`` (clamped per model as generateContent does, lower case),
+  ``thinking_summaries`` (``auto`` / ``none`` from thinking_summary), ``tool_choice`` (auto / any /
+  none, or ``{"allowed_tools": {"mode": "any", "tools": [names]}}``).  response_format ->
+  ``response_format: {"type": "text", "mime_type": "application/json", "schema": ...}`` (no top-level
+  ``response_mime_type``: removed with the steps schema); ``fast_mode`` -> ``service_tier:
+  "priority"``; ``background`` -> ``background: true`` (with ``store: true``, which it needs: the
+  interaction is kept server-side).
 
 Stream
 ------
@@ -48,9 +50,10 @@ terminal marker: status and usage), ``error``; then ``[DONE]``.
   ``arguments_delta`` JSON text).  Server-side tool steps (search, code execution, ...) are skipped.
 - ``interaction.completed`` status: completed -> stop (tool_call when calls were made),
   requires_action -> tool_call, incomplete / requires_continuation / budget_exceeded -> length,
-  failed -> UpstreamError, anything else -> unknown.  The interaction id is kept as an empty
-  thinking item carrying ``fidelity["interaction_id"]`` (what a stateful call chains on; shown as
-  nothing, and another dialect leaves it out: ``agenthub.foreign`` knows the mark).
+  failed -> UpstreamError (its ``error``, or the first of a whole Interaction's ``errors``), anything
+  else (cancelled) -> unknown.  The interaction id is kept as an empty thinking item carrying
+  ``fidelity["interaction_id"]`` (what a stateful call chains on; shown as nothing, and another
+  dialect leaves it out: ``agenthub.foreign`` knows the mark).
 - usage (``interaction.usage``, else the last ``total_usage``): cached = total_cached_tokens,
   prompt = total_input_tokens - cached + total_tool_use_tokens, thoughts = total_thought_tokens,
   response = total_output_tokens (as generateContent's buckets).
@@ -84,6 +87,7 @@ __all__ = [
     "cancel_request",
     "FINISH_STATUS",
     "API_REVISION",
+    "API_VERSION",
     "INTERACTION_ID",
 ]
 
@@ -93,7 +97,12 @@ SIGNATURE = gemini.SIGNATURE
 SYNTHETIC_ID = gemini.SYNTHETIC_ID
 #: fidelity key of the id of the interaction an answer came from (what previous_interaction_id names)
 INTERACTION_ID = "interaction_id"
-#: the API revision google-genai sends (``Api-Revision``; google/genai/_gaos/_hooks/google_genai_auth.py)
+#: the API version of the path: the Interactions API is GA in v1 (June 2026), where google-genai sends it
+API_VERSION = "v1"
+#: the API revision (``Api-Revision``) of the steps schema: google-genai's GOOGLE_GENAI_API_REVISION
+#: (google/genai/_gaos/_hooks/google_genai_auth.py; its REST calls send none since the legacy schema was removed
+#: on 8 June 2026, its Live calls send it).  Pinned here so a later default revision cannot change the schema
+#: under the parser.
 API_REVISION = "2026-05-20"
 #: interaction status at ``interaction.completed`` -> finish_reason (failed raises; others: unknown)
 FINISH_STATUS = {
@@ -112,9 +121,9 @@ _MEDIA_KINDS = ("image", "audio", "video")
 
 
 def interactions_url(endpoint: Endpoint, tail: str = "") -> str:
-    """The path ``/v1beta/interactions{tail}`` (the gemini host joins the base URL, and drops ``/v1beta``
-    after a base URL that names a version)."""
-    return "/v1beta/interactions" + tail
+    """The path ``/v1/interactions{tail}`` (the gemini host joins the base URL, and drops ``/v1`` after a
+    base URL that names a version)."""
+    return "/" + API_VERSION + "/interactions" + tail
 
 
 def _headers(endpoint: Endpoint, accept: str = "text/event-stream") -> Dict[str, str]:
@@ -317,6 +326,9 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
     if config.get("system_prompt"):
         body["system_instruction"] = config["system_prompt"]
     if config.get("tools"):
+        if any(tool.get("strict") for tool in config["tools"]):  # google-genai 3.6.1's Function has no strict
+            raise unsupported(client, "tools", "strict cannot be sent: an Interactions function tool has no strict "
+                                               "mode")
         tools = []  # type: List[Dict[str, Any]]
         for tool in config["tools"]:
             out = {"type": "function", "name": tool["name"]}  # type: Dict[str, Any]
@@ -353,7 +365,8 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
         body["generation_config"] = generation
     response_format = check_response_format(client, config, quirks.get("response_formats"))
     if response_format is not None:
-        body["response_mime_type"] = "application/json"
+        # the polymorphic response_format carries the MIME type: the revision of May 2026 removed the top-level
+        # response_mime_type (google-genai 3.6.1 marks it deprecated)
         wanted = {"type": "text", "mime_type": "application/json"}  # type: Dict[str, Any]
         if response_format["type"] == "json_schema":
             wanted["schema"] = response_format["schema"]
@@ -371,7 +384,7 @@ ordered_cursors = False
 
 
 def resume_request(endpoint: Endpoint, resource_id: str, cursor: Optional[str]) -> HttpRequest:
-    """``GET /v1beta/interactions/{id}?stream=true&last_event_id=<the last event's event_id>``: the
+    """``GET /v1/interactions/{id}?stream=true&last_event_id=<the last event's event_id>``: the
     stream again from the event after ``cursor`` (from its start when None)."""
     url = interactions_url(endpoint, "/" + resource_segment(resource_id, endpoint.client_type)) + "?stream=true"
     if cursor:
@@ -382,7 +395,7 @@ def resume_request(endpoint: Endpoint, resource_id: str, cursor: Optional[str]) 
 
 
 def cancel_request(endpoint: Endpoint, resource_id: str) -> HttpRequest:
-    """``POST /v1beta/interactions/{id}/cancel`` (a background interaction stops server-side)."""
+    """``POST /v1/interactions/{id}/cancel`` (a background interaction stops server-side)."""
     return HttpRequest("POST", interactions_url(endpoint, "/" + resource_segment(resource_id, endpoint.client_type)
                                                 + "/cancel"),
                        _headers(endpoint, "application/json"), {}, stream=False)
@@ -637,7 +650,7 @@ def _completed(state: _State, payload: Dict[str, Any]) -> Any:
     status = interaction.get("status")
     state.resource = interaction.get("id") or state.resource
     if status == "failed":
-        raise upstream_error(state.client, {"error": interaction.get("error") or {"message": "the interaction failed"}})
+        raise upstream_error(state.client, {"error": _failure(interaction)})
     items = []  # type: List[Any]
     for call in list(state.calls.values()):  # calls whose step.stop never came
         items.extend(_end_call(state.tools, call))
@@ -654,6 +667,16 @@ def _completed(state: _State, payload: Dict[str, Any]) -> Any:
                            response_id=state.resource, model=interaction.get("model")))
     state.done = True
     return items
+
+
+def _failure(interaction: Dict[str, Any]) -> Any:
+    """What a failed interaction says went wrong: its ``error``, else the first of its ``errors`` (the GA
+    Interaction's list of ``{code, message}``), else a sentence."""
+    error = interaction.get("error")
+    if not error:
+        errors = interaction.get("errors")
+        error = errors[0] if type(errors) is list and errors else None
+    return error or {"message": "the interaction failed"}
 
 
 def _error(state: _State, payload: Any) -> Any:
@@ -720,7 +743,7 @@ def parse_document(payload: Any, client: str = "gemini-interactions", tool_id_pr
             continue  # the input, echoed
         pairs.append(("message", {"event_type": "step.start", "index": index, "step": step}))
         pairs.append(("message", {"event_type": "step.stop", "index": index}))
-    completed = {key: payload[key] for key in ("id", "status", "usage", "error") if key in payload}
+    completed = {key: payload[key] for key in ("id", "status", "usage", "error", "errors") if key in payload}
     pairs.append(("message", {"event_type": "interaction.completed", "interaction": completed}))
     return _parse(pairs, client, tool_id_prefix)
 

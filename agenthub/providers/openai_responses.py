@@ -612,7 +612,6 @@ def map_usage(raw: Any) -> Dict[str, Any]:
     input_details = input_details if isinstance(input_details, dict) else {}
     output_details = raw.get("output_tokens_details")
     output_details = output_details if isinstance(output_details, dict) else {}
-
     buckets = inclusive_usage(raw.get("input_tokens"), raw.get("output_tokens"), input_details.get("cached_tokens"),
                               output_details.get("reasoning_tokens"), raw.get("total_tokens"))
     return cache_written(buckets, input_details.get("cache_write_tokens"))
