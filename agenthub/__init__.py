@@ -17,6 +17,8 @@ from .errors import (
     BudgetExceededError,
     ConfigError,
     EmptyResponseError,
+    OutputRefusedError,
+    OutputValidationError,
     RateLimitError,
     ServerError,
     StreamError,
@@ -125,6 +127,10 @@ __all__ = [
     "ResponseCache",
     "tool",
     "RunResult",
+    # typed output (issue 40)
+    "Parsed",
+    "OutputValidationError",
+    "OutputRefusedError",
     "__version__",
 ]
 
@@ -132,9 +138,10 @@ if TYPE_CHECKING:  # the agent wing, imported when first asked for (``import age
     from . import mcp, telemetry
     from .agent.runner import RunResult
     from .agent.tools import tool
+    from .output.parse import Parsed
 
 #: names whose modules load on first use: name -> module
-_LAZY = {"tool": ".agent.tools", "RunResult": ".agent.runner"}
+_LAZY = {"tool": ".agent.tools", "RunResult": ".agent.runner", "Parsed": ".output.parse"}
 
 
 #: submodules read as attributes of the package without importing them first (``agenthub.telemetry.instrument()``)

@@ -80,17 +80,19 @@ def add_chat_arguments(chat: argparse.ArgumentParser) -> None:
                       help="answer a request sent before from this response cache (a directory, sqlite:///path or "
                            "redis://host:port/db), and store new answers there")
     chat.add_argument("--otel", action="store_true",
-                      help="OpenTelemetry GenAI spans and metrics (the extra .[otel]; the SDK from opentelemetry-instrument, "
-                           "else from the OTEL_* variables: OTLP by default, console, none)")
+                      help="OpenTelemetry GenAI spans and metrics, run under opentelemetry-instrument (the extra .[otel]): "
+                           "opentelemetry-instrument agenthub chat MODEL PROMPT --otel; its SDK reads the OTEL_* "
+                           "variables")
     chat.add_argument("--background", action="store_true",
                       help="OpenAI Responses / Gemini Interactions: run the answer server-side and resume it after "
                            "a broken connection (the response is stored by the provider)")
     chat.add_argument("--tool", action="append", default=[], metavar="MODULE:FUNCTION",
                       help="a Python function the model may call (module:function or path/to/file.py:function); "
                            "repeatable. Each call is shown and asked for (y/n/edit) unless --yes")
-    chat.add_argument("--mcp", action="append", default=[], metavar="URL_OR_COMMAND",
+    chat.add_argument("--mcp", action="append", default=[], metavar="[NAME=]URL_OR_COMMAND",
                       help="an MCP server whose tools the model may call: a URL (Streamable HTTP) or the command "
-                           "that starts it (one quoted string); repeatable. Calls are asked for as with --tool")
+                           "that starts it (one quoted string); repeatable. NAME= prefixes its tools (NAME__tool: "
+                           "two servers offering one tool name). Calls are asked for as with --tool")
     chat.add_argument("--max-turns", type=int, default=10, metavar="N",
                       help="with --tool/--mcp: model turns at most (default 10)")
     chat.add_argument("--yes", action="store_true", help="with --tool/--mcp: run every call without asking")

@@ -13,7 +13,8 @@ from typing import Any, Iterable, List, Mapping, Optional
 from urllib.parse import urlsplit, urlunsplit
 
 __all__ = ["PUBLIC_HEADERS", "is_public_header", "secret_values", "redact_headers", "redact_url", "url_secrets",
-           "scrub_text", "body_secrets", "redact_mcp_servers"]
+           "scrub_text", "body_secrets", "redact_mcp_servers", "url_query_secrets", "redact_url_query",
+           "SECRET_ENV_NAME", "env_secrets", "scrub_free_text", "text_secrets"]
 
 #: request headers whose values are not credentials (all others are treated as secret)
 PUBLIC_HEADERS = frozenset((
@@ -112,6 +113,35 @@ def scrub_text(text: str, secrets: Iterable[str]) -> str:
     return text
 
 
+def url_query_secrets(url: Any) -> List[str]:
+    """The credentials a URL carries: its query's values (a hosted MCP server's ``?token=``, a gateway's
+    ``?key=``) and its ``user:password@``: each to scrub, as a header's value is."""
+    if not isinstance(url, str):
+        return []
+    try:
+        query = urlsplit(url).query
+    except ValueError:
+        return []
+    from urllib.parse import parse_qsl
+
+    values = [value for _, value in parse_qsl(query, keep_blank_values=True)]
+    values.extend(piece.split("=", 1)[1] for piece in query.split("&") if "=" in piece)  # (as sent: encoded)
+    return sorted(set(secret_values(None, values)) | set(url_secrets(url)), key=len, reverse=True)
+
+
+def redact_url_query(url: Any) -> Any:
+    """``url`` safe to show: ``user:password@`` as ``***@`` and every query value as ``***``."""
+    url = redact_url(url)
+    if not isinstance(url, str) or "?" not in url:
+        return url
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return url.split("?", 1)[0] + "?***"
+    query = "&".join(piece.split("=", 1)[0] + ("=***" if "=" in piece else "") for piece in parts.query.split("&"))
+    return urlunsplit((parts.scheme, parts.netloc, parts.path, query, parts.fragment))
+
+
 def body_secrets(body: Any) -> List[str]:
     """The credentials a request body carries for the MCP servers a provider connects to (config["mcp_servers"]):
     the header values of OpenAI Responses' ``mcp`` tools (and their ``authorization``), the
@@ -128,21 +158,83 @@ def body_secrets(body: Any) -> List[str]:
     if not isinstance(body, Mapping):
         return []
     found = []  # type: List[Any]
+    urls = []  # type: List[Any]  # (a token in a server URL's query, as hosted MCP servers hand them out)
     for tool in body.get("tools") or ():
         if isinstance(tool, Mapping) and tool.get("type") == "mcp":
             headers = tool.get("headers")
             found.extend(headers.values() if isinstance(headers, Mapping) else ())
             found.append(tool.get("authorization"))
+            urls.append(tool.get("server_url"))
     for server in body.get("mcp_servers") or ():
         if isinstance(server, Mapping):
             found.append(server.get("authorization_token"))
-    return secret_values(None, [value for value in found if isinstance(value, str)])
+            urls.append(server.get("url"))
+    return sorted(set(secret_values(None, [value for value in found if isinstance(value, str)]))
+                  | {secret for url in urls for secret in url_query_secrets(url)}, key=len, reverse=True)
 
 
 def redact_mcp_servers(servers: Any) -> Any:
-    """config["mcp_servers"] safe to show (a trace): every header value ``***``."""
+    """config["mcp_servers"] safe to show (a trace): every header value ``***``, the URL's query values and
+    ``user:password@`` too."""
     if not isinstance(servers, (list, tuple)):
         return servers
-    return [dict(server, headers={name: "***" for name in server["headers"]})
-            if isinstance(server, Mapping) and isinstance(server.get("headers"), Mapping) else server
-            for server in servers]
+    shown = [dict(server, headers={name: "***" for name in server["headers"]})
+             if isinstance(server, Mapping) and isinstance(server.get("headers"), Mapping) else server
+             for server in servers]
+    return [dict(server, url=redact_url_query(server["url"]))
+            if isinstance(server, Mapping) and isinstance(server.get("url"), str) else server for server in shown]
+
+
+#: an environment variable whose value is a secret by its name (``OPENAI_API_KEY``, ``GITHUB_PAT``,
+#: ``DB_PASSWORD``, ``AWS_SESSION_TOKEN``, ``GOOGLE_APPLICATION_CREDENTIALS``, ``SLACK_BOT_AUTH``, ...)
+SECRET_ENV_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|_PAT|AUTH|CREDENTIALS?|COOKIE)$")
+#: a value that carries a credential whatever its name: a URL with ``user:password@`` (``DATABASE_URL``,
+#: ``AGENTHUB_STORE=redis://:pw@...``) or a token query parameter
+_URL_USERINFO = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://([^/\s@]*)@")
+_QUERY_TOKEN = re.compile(r"[?&;]((?:[A-Za-z0-9_.-]*(?:key|token|secret|password|passwd|pwd|sig|signature|auth|"
+                          r"credential|session)[A-Za-z0-9_.-]*))=([^&#\s\"'<>]+)", re.IGNORECASE)
+
+
+def env_secrets(environ: Optional[Mapping[str, str]] = None) -> List[str]:
+    """The values of the environment (``os.environ`` unless given) that are secrets: those of variables named
+    like a secret (SECRET_ENV_NAME), and the credentials inside any value (URL ``user:password@``, token
+    query parameters); each at least MIN_SECRET characters, longest first."""
+    if environ is None:
+        import os
+
+        environ = os.environ
+    found = []  # type: List[str]
+    for name, value in environ.items():
+        if not isinstance(value, str):
+            continue
+        if SECRET_ENV_NAME.search(name.upper()):
+            found.append(value)
+        if "@" in value or "=" in value:
+            found.extend(text_secrets(value))
+    unique = {s for s in found if len(s) >= MIN_SECRET}
+    return sorted(unique, key=len, reverse=True)
+
+
+def text_secrets(text: str) -> List[str]:
+    """The credentials written into ``text`` itself: the password (and user:password) of each
+    ``scheme://user:password@`` and each token query parameter's value."""
+    found = []  # type: List[str]
+    for match in _URL_USERINFO.finditer(text):
+        userinfo = match.group(1)
+        found.append(userinfo)
+        if ":" in userinfo:
+            found.append(userinfo.split(":", 1)[1])
+    for match in _QUERY_TOKEN.finditer(text):
+        found.append(match.group(2))
+    return [s for s in found if s]
+
+
+def scrub_free_text(text: str, secrets: Iterable[str] = ()) -> str:
+    """``text`` (an exception's message, a tool's error) safe to show or send: each of ``secrets`` (a
+    client's credential values, say), the environment's secrets (env_secrets) and the credentials written
+    in the text itself (a URL's ``user:password@``, a token query parameter) replaced by ``***``."""
+    values = [s for s in secrets if isinstance(s, str) and len(s) >= MIN_SECRET]
+    values += env_secrets()
+    if "@" in text or "=" in text:
+        values += [s for s in text_secrets(text) if len(s) >= 3]  # a URL's own password, however short
+    return scrub_text(text, sorted(set(values), key=len, reverse=True))

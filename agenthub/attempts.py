@@ -130,10 +130,16 @@ class Attempt(object):
     ``first_event_ms`` (created_at of the first event), ``started_ms`` (when the call or route
     started, Unix ms), ``route`` ({"model", "client_type", "host"} this attempt goes to; on the call:
     the route that answered), ``server`` ((host, port) the request connects to), ``response_id``
-    (a background response's id once known; else None), ``cache`` (None, or "hit" when a hook
+    (the answer's id: a background response's once known, else the stop event's ``response_id`` where the
+    wire carries one; else None), ``provider`` (``gen_ai.provider.name`` of the route: the registry row or
+    client-type row the caller chose, ``agenthub.registry.provider_name``; None where no client set it),
+    ``response_model`` (the model the server said answered, where the wire carries it; else None),
+    ``cache`` (None, or "hit" when a hook
     answered the call), ``error`` (this attempt's failure, scrubbed; on_done / on_call_end: the
     call's, None when it succeeded or was closed), ``resuming`` (a background response's id when this
-    attempt is the GET that resumes its stream after a cut; None otherwise).
+    attempt is the GET that resumes its stream after a cut; None otherwise), ``routes_left`` (on the
+    call: how many failover routes come after the one being tried; 0 on the last route, or with no
+    fallbacks: a rate limiter's pause of this endpoint sends a call that has somewhere else to go there).
     May change: ``request`` (the plan the next attempt encodes: an ``HttpRequest`` whose ``.url`` is
     the path and ``.body`` the JSON body, before the host adds URL and credential; before_attempt may
     swap it), ``retry`` and ``delay`` (on_error: whether and after how many seconds to try again),
@@ -144,13 +150,14 @@ class Attempt(object):
     __slots__ = ("kind", "client_type", "model", "messages", "config", "request", "number", "sent", "status",
                  "headers", "delivered", "usage", "error", "retry", "delay", "watch", "resuming",
                  "call", "route", "server", "finish_reason", "first_event_ms", "started_ms", "response_id", "cache",
-                 "answer", "attempts")
+                 "answer", "attempts", "routes_left", "provider", "response_model")
 
     def __init__(self, kind: str, client_type: str, model: str, request: Any,
                  messages: Optional[List[Any]] = None, config: Optional[Mapping[str, Any]] = None,
                  call: Optional["Attempt"] = None, route: Optional[Dict[str, Any]] = None,
-                 server: Optional[Tuple[str, int]] = None) -> None:
+                 server: Optional[Tuple[str, int]] = None, provider: Optional[str] = None) -> None:
         self.kind = kind
+        self.provider = provider
         self.client_type = client_type
         self.model = model
         self.messages = messages
@@ -174,9 +181,11 @@ class Attempt(object):
         self.first_event_ms = None  # type: Optional[int]
         self.started_ms = int(time.time() * 1000)
         self.response_id = None  # type: Optional[str]
+        self.response_model = None  # type: Optional[str]
         self.cache = None  # type: Optional[str]
         self.answer = None  # type: Optional[Iterable[Any]]
         self.attempts = 0
+        self.routes_left = 0
 
     def wait(self, seconds: float) -> bool:
         """Sleep ``seconds`` (a rate limiter's pause); False when the call was aborted or ran out of time."""
@@ -193,6 +202,9 @@ class AttemptHook(object):
 
     #: True: ``on_event`` is called for every event of the calls this hook sees (costs per event)
     wants_events = False
+    #: the name of the attribute holding what this hook acts for (a budget, a limiter), or None: two hooks of
+    #: one class for the same object are one (a fallback's own hooks merged with the call's run it once)
+    shares = None  # type: Optional[str]
 
     def on_call_start(self, call: Attempt) -> None:
         """Once per logical call, before any route or attempt; may set ``call.answer`` (see the module)."""
@@ -325,6 +337,7 @@ def answered(call: Attempt, events: Iterable[Any]) -> Iterator[Any]:
         if event.get("event_type") == "stop":
             call.usage = event.get("usage_metadata")
             call.finish_reason = event.get("finish_reason")
+            _answer_facts(call, call, event)
         yield event
 
 
@@ -363,11 +376,8 @@ def run_attempts(call: Attempt, watch: Any, *, encode: Callable[[Any], Any], con
     stream = call.kind == "stream"
     total = getattr(timeout, "total", None)
     timer = None
-    if deadline is None and total is not None:
-        deadline = time.monotonic() + total
-        timer = threading.Timer(total, watch.stop, ("deadline",))
-        timer.daemon = True
-        timer.start()
+    if deadline is None:
+        deadline, timer = start_deadline(watch, total)
     call.watch = watch
     owner = call.call  # the logical call (this object unless a failover route runs it)
     delivered = 0  # events handed to the caller in this call
@@ -381,8 +391,13 @@ def run_attempts(call: Attempt, watch: Any, *, encode: Callable[[Any], Any], con
         if watch.reason is not None:
             raise _stopped(client, watch, total)
         owner.attempts += 1
-        for hook in hooks:
-            hook.before_attempt(call)
+        try:
+            for hook in hooks:
+                hook.before_attempt(call)
+        except AgentHubError as exc:
+            if exc.__dict__.get("_agenthub_paused"):  # a route a limiter's pause holds: left at once, nothing begun
+                owner.attempts -= 1
+            raise
         limits = _limits(timeout, deadline)
         if limits is None:
             raise _stopped(client, watch, total, "deadline")
@@ -569,14 +584,38 @@ def run_attempts(call: Attempt, watch: Any, *, encode: Callable[[Any], Any], con
                 end_call(call, hooks)
 
 
+def start_deadline(watch: Any, total: Optional[float]) -> Tuple[Optional[float], Any]:
+    """A call's one deadline: (its ``time.monotonic()`` moment, a started timer that stops ``watch`` then:
+    cancel it when the call ends); (None, None) when ``total`` is None."""
+    if total is None:
+        return None, None
+    timer = threading.Timer(total, watch.stop, ("deadline",))
+    timer.daemon = True
+    timer.start()
+    return time.monotonic() + total, timer
+
+
 def _stopped_at(call: Attempt, owner: Attempt, output: Any, debug: bool, client: str, delivered: int,
                 started: float) -> None:
     """The stop event passed: the call's usage and finish reason (once per call, never per event)."""
     owner.usage = call.usage = output["usage_metadata"]
     owner.finish_reason = call.finish_reason = output["finish_reason"]
+    _answer_facts(call, owner, output)
     if debug:
         logger.debug("stream finished: %s, %d events, finish_reason=%s, usage=%s, %.0f ms", client, delivered,
                      output["finish_reason"], output["usage_metadata"], (time.monotonic() - started) * 1000)
+
+
+def _answer_facts(call: Attempt, owner: Attempt, stop: Any) -> None:
+    """The answer's id and model, where the stop event carries them (``agenthub.stream.StopEvent``)."""
+    response_id = getattr(stop, "response_id", None)
+    if response_id and not owner.response_id:  # a background response's id, known earlier, stays
+        owner.response_id = response_id
+        if not call.response_id:
+            call.response_id = response_id
+    model = getattr(stop, "response_model", None)
+    if model:
+        owner.response_model = call.response_model = model
 
 
 def _is_transport(error: BaseException) -> bool:
@@ -617,16 +656,6 @@ def _limits(timeout: Any, deadline: Optional[float]) -> Optional[Tuple[Optional[
 
 #: what marks the errors the loop itself raises for an abort or the deadline (no server can send it)
 _STOP = object()
-
-
-def is_stop(error: BaseException) -> bool:
-    """Was ``error`` raised by the loop itself for an abort, the deadline or a fork?"""
-    return error.__dict__.get("_agenthub_stop") is _STOP
-
-
-def stopped(client: str, control: Any, total: Optional[float], reason: Optional[str] = None) -> AgentHubError:
-    """The error of a call stopped by ``control`` (a Watch): aborted, out of time, or in a forked child."""
-    return _stopped(client, control, total, reason)
 
 
 def _stopped(client: str, control: Any, total: Optional[float], reason: Optional[str] = None) -> AgentHubError:

@@ -19,7 +19,7 @@ and count their whole worst case).  None: this process only, as always.  See doc
 
 import threading
 import uuid
-from typing import Any, Dict, Mapping, Optional, Union
+from typing import Any, Dict, List, Mapping, Optional, Union
 
 from .attempts import AttemptHook
 from .errors import BudgetExceededError, ConfigError
@@ -46,22 +46,33 @@ def worst_case_usd(model: str, input_tokens: int, max_output_tokens: int, *, tie
     """The most a request can cost at list price: all input billed the dearest way it may be (plain,
     or written to the prompt cache where the model prices writes: 5-minute writes unless
     ``prompt_caching`` is ``disable``, 1-hour ones too when it is ``enhance``) and
-    ``max_output_tokens`` of output.  None when the model has no price."""
-    from .catalog import cost
+    ``max_output_tokens`` of output, at the dearest tier it may be billed at (with no ``tier``, on a
+    model priced by the time of day: its standard prices and each time-of-day tier's, since the
+    window may change while the request runs).  None when the model has no price."""
+    from .catalog import _find, cost, timed_tiers
 
     usage = {"prompt_tokens": input_tokens, "cached_tokens": 0, "thoughts_tokens": 0,
              "response_tokens": max_output_tokens}
-    plain = cost(model, usage, tier=tier, batch=batch)
-    if plain is None:
-        return None
-    candidates = [plain]
+    tiers = [tier]  # type: List[Optional[str]]
+    if tier is None and not batch:
+        row = _find(model, None)
+        tiers = ["standard"]
+        tiers.extend(timed_tiers(row) if row is not None else ())
     caching = _caching(prompt_caching)
     durations = {"disable": (), "enable": ("5m",), "enhance": ("5m", "1h")}[caching]
-    if input_tokens:
-        for writes in ({duration: input_tokens} for duration in durations):
-            price = cost(model, usage, tier=tier, batch=batch, cache_writes=writes)
-            if price is not None:
-                candidates.append(price)
+    candidates = []
+    for name in tiers:
+        plain = cost(model, usage, tier=name, batch=batch, cache_writes=0)
+        if plain is None:
+            if name == tiers[0]:
+                return None
+            continue
+        candidates.append(plain)
+        if input_tokens:
+            for writes in ({duration: input_tokens} for duration in durations):
+                price = cost(model, usage, tier=name, batch=batch, cache_writes=writes)
+                if price is not None:
+                    candidates.append(price)
     return max(candidates)
 
 
@@ -112,15 +123,19 @@ class Budget(object):
         return self.store.budget_totals(self.key)[2]
 
     def reserve(self, model: str, input_tokens: int, max_output_tokens: int, *, tier: Optional[str] = None,
-                batch: bool = False, prompt_caching: Any = None) -> "Reservation":
+                batch: bool = False, prompt_caching: Any = None, at: Any = None) -> "Reservation":
         """Hold the worst case of one request (``worst_case_usd``), or raise BudgetExceededError
-        (nothing is held then).
+        (nothing is held then).  ``at``: when the request is sent (Unix seconds or a datetime; None: now),
+        the time its settlement prices it at on a model priced by the time of day.
 
         ConfigError for a model without a price (unless ``allow_unpriced``) or bad counts.
         """
         for name, value in (("input_tokens", input_tokens), ("max_output_tokens", max_output_tokens)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise ConfigError("{} must be a non-negative int (got {!r})".format(name, value))
+        from .catalog import _clock, _seconds
+
+        sent = _clock() if at is None else _seconds(at)
         needed = worst_case_usd(model, input_tokens, max_output_tokens, tier=tier, batch=batch,
                                 prompt_caching=prompt_caching)
         if needed is None:
@@ -129,7 +144,7 @@ class Budget(object):
                     "model {!r} has no list price in the catalog{}: a budget cannot bound what it costs; pass "
                     "Budget(max_usd, allow_unpriced=True) to let it run uncounted".format(
                         model, " for tier {!r}".format(tier) if tier else " for batch" if batch else ""))
-            return Reservation(self, model, 0.0, tier, batch, priced=False)
+            return Reservation(self, model, 0.0, tier, batch, priced=False, at=sent)
         hold_id = uuid.uuid4().hex
         ok, held = self.store.budget_hold(self.key, self.max_usd, needed, hold_id,
                                           None if self._leases is None else self._leases.lease)
@@ -141,7 +156,7 @@ class Budget(object):
                 spent_usd=held, limit_usd=self.max_usd, needed_usd=needed)
         if self._leases is not None:
             self._leases.add(hold_id)
-        reservation = Reservation(self, model, needed, tier, batch, priced=True)
+        reservation = Reservation(self, model, needed, tier, batch, priced=True, at=sent)
         reservation.hold_id = hold_id
         return reservation
 
@@ -194,8 +209,9 @@ class Reservation(object):
     """The hold of one request on a Budget: ``settle`` it with the turn's usage, or ``release`` it."""
 
     def __init__(self, budget: Budget, model: str, needed_usd: float, tier: Optional[str], batch: bool,
-                 priced: bool) -> None:
+                 priced: bool, at: Optional[float] = None) -> None:
         self.budget = budget
+        self.at = at  # when the request was sent (Unix seconds): the time-of-day tier its turn is priced at
         self.model = model
         self.needed_usd = needed_usd
         self.tier = tier
@@ -214,7 +230,9 @@ class Reservation(object):
 
     def settle(self, usage: Optional[Mapping[str, Any]], *,
                cache_writes: Union[None, int, Mapping[str, int]] = None) -> float:
-        """Replace the hold by the turn's actual cost (-> USD counted).  A turn whose usage cannot be
+        """Replace the hold by the turn's actual cost (-> USD counted): ``agenthub.cost`` of the usage (the
+        cache writes it carries from the wire included, unless ``cache_writes`` says them) at the tier in
+        force when the request was sent.  A turn whose usage cannot be
         priced counts its whole hold: no usage, no count in any bucket, a bucket that is not a token count
         (negative, not an int, absurdly large), no input counted (a request always sends some), or a
         bucket without a price."""
@@ -227,7 +245,8 @@ class Reservation(object):
             price = None
             if _counted_input(usage):
                 try:
-                    price = cost(self.model, usage, tier=self.tier, batch=self.batch, cache_writes=cache_writes)
+                    price = cost(self.model, usage, tier=self.tier, batch=self.batch, cache_writes=cache_writes,
+                                 at=self.at)
                 except ConfigError:
                     price = None
             actual = self.needed_usd if price is None else price
@@ -245,6 +264,8 @@ class Reservation(object):
 class BudgetHook(AttemptHook):
     """An attempt-loop hook (``agenthub.attempts.AttemptHook``): reserve before the first attempt of a
     stream, settle when the call ends.  Retries of the same call share its one hold."""
+
+    shares = "budget"  # (agenthub.failover.merge_hooks: one BudgetHook per budget in a call)
 
     def __init__(self, budget: Budget, embeddings: bool = False) -> None:
         self.budget = budget
@@ -274,10 +295,12 @@ class BudgetHook(AttemptHook):
                 raise ConfigError("{}: a budget needs a bound on the output: set config max_tokens (the catalog "
                                   "knows no output limit for {!r})".format(attempt.client_type, attempt.model))
         inputs = estimate_tokens(attempt.messages or (), config)
+        started = getattr(getattr(attempt, "call", None), "started_ms", None)
         try:
             hold = self.budget.reserve(attempt.model, inputs, int(limit),
                                        tier="fast" if config.get("fast_mode") else None,
-                                       prompt_caching=config.get("prompt_caching"))
+                                       prompt_caching=config.get("prompt_caching"),
+                                       at=started / 1000.0 if isinstance(started, int) else None)
         except BudgetExceededError as exc:
             if not from_catalog:
                 raise

@@ -11,15 +11,20 @@ or machines (``redis://``).
         client.response(messages)
 
 The key is a SHA-256 of the request as it goes on the wire: the wire dialect, the endpoint it goes to
-(scheme, host, port and base path of the client's base URL; a cache given as a plain ``hooks=`` entry
-knows only the route's host), the URL path and the JSON body (canonical: keys sorted).  Headers are never part of it (so
-neither the credential nor any per-request id is): two API keys share an entry, two hosts never do,
-and anything that changes the body (a config key, a tool, a thinking signature in the history)
-misses.  Only a complete stream is stored (it ended with its stop event and passes
-``agenthub.check_stream``), and only when the route that answered is the one the key names (a
-failover's fallback answer is not stored under the primary's key).  Entries hold the events alone
-(no header, no credential), compressed, under the key; they live ``ttl`` seconds (None: until
-evicted) and the oldest go first while the store holds more than ``max_bytes``.
+(scheme, host, port and base path of the client's base URL, its query hashed; a cache registered for the
+whole process knows only the route's host), the URL path, the request's headers but the credential and
+per-request ids (``default_headers``, ``extra_headers``: a tenant header splits the key) and the JSON body
+(canonical: keys sorted).  The credential is left out, so two API keys share an entry, unless the body
+names server-side state of one account (``STATE_FIELDS``: ``previous_response_id``, a file, a vector store,
+...): such a request is keyed with a hash of the client's credential too.  Two hosts never share, and
+anything that changes the body (a config key, a tool, a thinking signature in the history) misses.  Only a
+complete stream is stored (start, deltas, a stop with its usage, in order; up to ``CHECK_WHOLE_BYTES`` it is
+checked whole by ``agenthub.check_stream``), and only when the route that answered is the one the key names
+(a failover's fallback answer is not stored under the primary's key).  Events are compressed as they come,
+and an answer past ``max_bytes`` compressed stops being recorded.  Entries hold the events alone (no
+header, no credential), compressed, under the key; they live ``ttl`` seconds (None: until evicted) and the
+oldest go first while the store holds more than ``max_bytes``.  A directory made for the cache is 0700 and
+its file 0600; one another user owns or others can write is refused (ConfigError).
 
 A hit answers the call before anything is sent (the C1 seam's ``on_call_start`` sets ``call.answer``):
 no route is tried, so no budget or limiter is charged or waited for, and a budget that could not afford
@@ -38,7 +43,7 @@ import logging
 import threading
 import time
 import zlib
-from typing import Any, Dict, Iterator, List, Optional
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from .attempts import AttemptHook
@@ -46,7 +51,7 @@ from .errors import AgentHubError, ConfigError
 from .stores import open_store
 from .stream import check_stream
 
-__all__ = ["ResponseCache", "request_key", "ENTRY_VERSION"]
+__all__ = ["ResponseCache", "request_key", "ENTRY_VERSION", "STATE_FIELDS"]
 
 logger = logging.getLogger("agenthub.cache")
 
@@ -74,43 +79,171 @@ def _path(url: Any) -> str:
 
 
 def _endpoint(base_url: Any) -> str:
-    """scheme://host:port/base-path of a base URL (no user, password, query or fragment)."""
+    """scheme://host:port/base-path of a base URL, and its query hashed (it may hold a key, and a ``?key=``
+    there may name a tenant); never its user or password."""
     from .hosts.trust import url_origin
 
     origin = url_origin(base_url)
     if origin is None:
         return ""
     try:
-        path = urlsplit(str(base_url)).path
+        parts = urlsplit(str(base_url))
+        path, query = parts.path, parts.query
     except ValueError:
-        path = ""
-    return "{}://{}:{}{}".format(origin[0], origin[1], origin[2], path.rstrip("/"))
+        path, query = "", ""
+    shown = "{}://{}:{}{}".format(origin[0], origin[1], origin[2], path.rstrip("/"))
+    if query:
+        shown += "?#" + hashlib.sha256(query.encode("utf-8", "surrogatepass")).hexdigest()
+    return shown
 
 
-def request_key(client_type: str, endpoint: str, request: Any) -> Optional[str]:
-    """The cache key of a planned request (``HttpRequest``: ``.url`` path, ``.body``) to ``endpoint`` (the
-    client's scheme://host:port/base-path, or the route's host): a SHA-256 hex of the canonical wire
-    request; None when the body is not JSON-able (such a call is never cached)."""
+#: request headers that change from one request to the next without changing the answer (never keyed)
+_VOLATILE_HEADERS = frozenset(("traceparent", "tracestate", "baggage", "x-request-id", "x-client-request-id",
+                               "idempotency-key", "content-length"))
+#: the credential headers: two keys of one account share an entry (unless the body names server-side state)
+_CREDENTIAL_HEADERS = frozenset(("authorization", "proxy-authorization", "x-api-key", "api-key", "x-goog-api-key",
+                                 "cookie"))
+#: body fields that name state kept by the provider for one account (a stored response, a conversation, a file,
+#: a vector store, a container, a cached context): a request naming one is keyed with the credential too
+STATE_FIELDS = frozenset(("previous_response_id", "conversation", "conversation_id", "file_id", "file_ids",
+                          "vector_store_ids", "container", "cached_content", "cachedContent", "file_uri", "fileUri"))
+
+
+def _names_state(value: Any, depth: int = 0) -> bool:
+    """Whether a request body names server-side state (``STATE_FIELDS``, at any depth)."""
+    if depth > 64:
+        return True  # (deeper than any real request: keyed with the credential, to be safe)
+    if isinstance(value, dict):
+        return any((k in STATE_FIELDS and v not in (None, "", [], {})) or _names_state(v, depth + 1)
+                   for k, v in value.items())
+    if isinstance(value, list):
+        return any(_names_state(v, depth + 1) for v in value)
+    return False
+
+
+def _headers(request: Any) -> List[List[str]]:
+    """The planned request's headers that may change the answer (a tenant's ``x-tenant`` from
+    ``default_headers`` or ``extra_headers``, ``anthropic-beta``): lower-cased and sorted; credentials and
+    per-request ids left out."""
+    out = []
+    for name, value in dict(getattr(request, "headers", None) or {}).items():
+        low = str(name).strip().lower()
+        if low not in _VOLATILE_HEADERS and low not in _CREDENTIAL_HEADERS:
+            out.append([low, str(value)])
+    return sorted(out)
+
+
+def request_key(client_type: str, endpoint: str, request: Any,
+                credentials: Optional[Callable[[], Iterable[Any]]] = None) -> Optional[str]:
+    """The cache key of a planned request (``HttpRequest``: ``.url`` path, ``.headers``, ``.body``) to
+    ``endpoint`` (the client's scheme://host:port/base-path and hashed query, or the route's host): a SHA-256
+    hex of the canonical wire request (its headers but the credential and per-request ids; the body).  A body
+    that names server-side state (``STATE_FIELDS``: ``previous_response_id``, a file, a vector store...) is
+    keyed with a hash of the client's credential (``credentials()``) too; None without one (such a call is
+    never cached), and None when the body is not JSON-able."""
     body = getattr(request, "body", None)
+    account = None  # type: Optional[str]
+    if _names_state(body):
+        values = sorted(str(v) for v in (credentials() if credentials is not None else ()) if v)
+        if not values:
+            return None
+        account = hashlib.sha256("\x00".join(values).encode("utf-8", "surrogatepass")).hexdigest()
     try:
         canonical = json.dumps(
             {"v": ENTRY_VERSION, "dialect": client_type, "endpoint": str(endpoint or "").lower(),
-             "method": getattr(request, "method", "POST"), "path": _path(getattr(request, "url", "")), "body": body},
+             "method": getattr(request, "method", "POST"), "path": _path(getattr(request, "url", "")),
+             "headers": _headers(request), "account": account, "body": body},
             sort_keys=True, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
     except (TypeError, ValueError):
         return None
     return hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-class _Recording(object):
-    __slots__ = ("key", "route", "events", "size", "broken")
+#: a recording is checked whole with ``check_stream`` up to this much JSON (its events kept as text until then);
+#: past it the shape is checked as the events come (start first, deltas of one item, the stop last with its
+#: usage and finish reason): the events come from agenthub's own stream driver, which keeps the grammar
+CHECK_WHOLE_BYTES = 4 * 1024 * 1024
 
-    def __init__(self, key: str, route: Optional[Dict[str, Any]]) -> None:
+
+class _Recording(object):
+    """One answer being recorded: its events compressed as they come (an entry's payload, written in order),
+    bounded by ``max_bytes`` of compressed output."""
+
+    __slots__ = ("key", "route", "lines", "size", "broken", "packer", "packed", "packed_size", "count", "last",
+                 "limit")
+
+    def __init__(self, key: str, route: Optional[Dict[str, Any]], limit: int) -> None:
         self.key = key
         self.route = route
-        self.events = []  # type: List[str]
+        self.lines = []  # type: Optional[List[str]]  # (None past CHECK_WHOLE_BYTES)
         self.size = 0
         self.broken = False
+        self.packer = zlib.compressobj(6)
+        head = json.dumps({"key": key, "stored_at": int(time.time() * 1000)}, ensure_ascii=False,
+                          separators=(",", ":"))
+        self.packed = []  # type: List[bytes]
+        self.packed_size = 0
+        self._pack((head[:-1] + ',"events":[').encode("utf-8", "surrogatepass"))
+        self.count = 0
+        self.last = None  # type: Optional[Dict[str, Any]]
+        self.limit = limit
+
+    def add(self, event: Any) -> None:
+        if not isinstance(event, dict) or not _shape_ok(event, self.count, self.last):
+            self.broken = True
+            return
+        try:
+            line = json.dumps(event, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        except (TypeError, ValueError):
+            self.broken = True
+            return
+        self.size += len(line)
+        if self.lines is not None:
+            if self.size <= CHECK_WHOLE_BYTES:
+                self.lines.append(line)
+            else:
+                self.lines = None
+        self._pack((("," if self.count else "") + line).encode("utf-8", "surrogatepass"))
+        self.count += 1
+        self.last = {"event_type": event.get("event_type"), "usage": event.get("usage_metadata"),
+                     "finish": event.get("finish_reason")}
+        if self.packed_size > self.limit:
+            self.broken = True  # past the cache's bound: never stored, so recording stops here
+            self.packed, self.lines = [], None
+
+    def _pack(self, data: bytes) -> None:
+        chunk = self.packer.compress(data)
+        if chunk:
+            self.packed.append(chunk)
+            self.packed_size += len(chunk)
+
+    def entry(self) -> Optional[bytes]:
+        """The entry (magic + compressed payload) of a complete recording; None when it is not one."""
+        last = self.last
+        if self.broken or self.count < 2 or last is None or last["event_type"] != "stop" \
+                or not isinstance(last["usage"], dict) or last["finish"] is None:
+            return None
+        if self.lines is not None:
+            try:
+                check_stream([json.loads(line) for line in self.lines])
+            except (AgentHubError, ValueError):
+                return None
+        packed = self.packed + [self.packer.compress(b"]}"), self.packer.flush()]
+        self.packed, self.lines = [], None
+        return _MAGIC + b"".join(packed)
+
+
+def _shape_ok(event: Dict[str, Any], position: int, last: Optional[Dict[str, Any]]) -> bool:
+    """The stream's shape, one event at a time: a start first, then deltas of one item, a stop last."""
+    kind = event.get("event_type")
+    if position == 0:
+        return kind == "start"
+    if last is not None and last["event_type"] == "stop":
+        return False  # nothing after the stop
+    if kind == "delta":
+        items = event.get("content_items")
+        return isinstance(items, list) and len(items) == 1
+    return kind == "stop"
 
 
 class ResponseCache(AttemptHook):
@@ -157,30 +290,34 @@ class ResponseCache(AttemptHook):
         finally:
             _bypass.reset(token)
 
-    def hook_for(self, base_url: str) -> AttemptHook:
-        """The hook ``AutoLLMClient(..., cache=self)`` adds: this cache, keyed with the client's endpoint
-        (scheme, host, port and base path of ``base_url``; never its user, password or query)."""
-        return _ClientCache(self, _endpoint(base_url))
+    def hook_for(self, base_url: str, credentials: Optional[Callable[[], Iterable[Any]]] = None) -> AttemptHook:
+        """The hook ``AutoLLMClient(..., cache=self)`` (or ``hooks=[self]``) adds: this cache, keyed with the
+        client's endpoint (scheme, host, port and base path of ``base_url``, its query hashed; never its user or
+        password).  ``credentials``: the client's ``credential_values`` (hashed into the key of a request that
+        names server-side state; without it such a request is never cached)."""
+        return _ClientCache(self, _endpoint(base_url), credentials)
 
     # -- the hook --------------------------------------------------------------------------------------------
     def on_call_start(self, call: Any) -> None:
         self._start(call, None)
 
-    def _start(self, call: Any, endpoint: Optional[str]) -> None:
+    def _start(self, call: Any, endpoint: Optional[str],
+               credentials: Optional[Callable[[], Iterable[Any]]] = None) -> None:
         if call.kind != "stream" or getattr(call, "answer", None) is not None or _bypass.get():
             return
         request = getattr(call, "request", None)
         if request is None or getattr(request, "stream", True) is False:
             return
         route = getattr(call, "route", None) or {}
-        key = request_key(route.get("client_type") or call.client_type, endpoint or route.get("host") or "", request)
+        key = request_key(route.get("client_type") or call.client_type, endpoint or route.get("host") or "", request,
+                          credentials)
         if key is None:
             return
         events = self._load(key)
         if events is None:
             with self._lock:
                 self.misses += 1
-                self._recording[id(call)] = _Recording(key, dict(call.route) if call.route else None)
+                self._recording[id(call)] = _Recording(key, dict(call.route) if call.route else None, self.max_bytes)
             return
         with self._lock:
             self.hits += 1
@@ -195,17 +332,7 @@ class ResponseCache(AttemptHook):
         recording = self._recording.get(id(call))
         if recording is None or recording.broken:
             return
-        try:
-            line = json.dumps(event, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-        except (TypeError, ValueError):
-            recording.broken = True
-            return
-        recording.size += len(line)
-        if recording.size > self.max_bytes * 4:  # (compression rarely beats 4:1 on events)
-            recording.broken = True
-            recording.events = []
-            return
-        recording.events.append(line)
+        recording.add(event)
 
     def on_call_end(self, call: Any) -> None:
         with self._lock:
@@ -216,15 +343,9 @@ class ResponseCache(AttemptHook):
         if recording.route is not None and any(answered.get(k) != recording.route.get(k)
                                                for k in ("model", "client_type", "host")):
             return  # a fallback answered: not the answer of the request the key names
-        try:
-            events = [json.loads(line) for line in recording.events]
-        except ValueError:
-            return
-        if not _complete(events):
+        entry = recording.entry()
+        if entry is None:
             return  # closed early, cut, or not a valid stream: never stored
-        payload = json.dumps({"key": recording.key, "events": events, "stored_at": int(time.time() * 1000)},
-                             ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass")
-        entry = _MAGIC + zlib.compress(payload, 6)
         try:
             self.store.cache_put(recording.key, entry, self.ttl, self.max_bytes)
         except AgentHubError as exc:
@@ -260,12 +381,14 @@ class _ClientCache(AttemptHook):
 
     wants_events = True
 
-    def __init__(self, cache: ResponseCache, endpoint: str) -> None:
+    def __init__(self, cache: ResponseCache, endpoint: str,
+                 credentials: Optional[Callable[[], Iterable[Any]]] = None) -> None:
         self.cache = cache
         self.endpoint = endpoint
+        self.credentials = credentials
 
     def on_call_start(self, call: Any) -> None:
-        self.cache._start(call, self.endpoint)
+        self.cache._start(call, self.endpoint, self.credentials)
 
     def on_event(self, call: Any, event: Any) -> None:
         self.cache.on_event(call, event)
@@ -290,17 +413,6 @@ def _decode(raw: bytes, key: str) -> Optional[List[Dict[str, Any]]]:
             or events[0].get("event_type") != "start" or events[-1].get("event_type") != "stop":
         return None
     return events
-
-
-def _complete(events: List[Any]) -> bool:
-    """A whole stream: a start, its deltas and a stop (the stop event last), valid by ``check_stream``."""
-    if len(events) < 2 or not isinstance(events[-1], dict) or events[-1].get("event_type") != "stop":
-        return False
-    try:
-        check_stream(events)
-    except AgentHubError:
-        return False
-    return True
 
 
 def _replay(events: List[Dict[str, Any]]) -> Iterator[Dict[str, Any]]:

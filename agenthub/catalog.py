@@ -8,21 +8,29 @@ records its date, the source versions and their licences (``catalog_info()``).
 
 Prices are USD per 1M tokens.  ``cost`` reads the usage buckets of a turn (``UsageMetadata``):
 ``prompt_tokens`` (input not read from the cache; cache writes are part of it), ``cached_tokens``
-(cache reads), ``thoughts_tokens`` and ``response_tokens`` (both billed as output).
+(cache reads), ``thoughts_tokens`` and ``response_tokens`` (both billed as output), and the cache
+writes the wire reported beside them (``stream.Usage.cache_write`` / ``cache_write_1h``).  A model
+priced by the time of day (a ``peak`` / ``off_peak`` tier with ``utc_windows``) is priced at the tier
+in force when the request was sent.
 """
 
 import copy
+import datetime
 import json
 import os
 import re
 import threading
-from typing import Any, Dict, List, Mapping, Optional, TypedDict, Union
+import time
+from typing import Any, Dict, List, Mapping, Optional, Tuple, TypedDict, Union
 
 from .errors import ConfigError
 from .stream import usage_count
 
 __all__ = ["CatalogModel", "Prices", "LongContextPrices", "list_supported_models", "find_model", "cost",
            "catalog_info", "PROVIDERS", "TIERS"]
+
+#: the clock that says which time-of-day tier is in force when ``cost`` is not told when a request was sent
+_clock = time.time
 
 #: catalog provider -> the registry vendor whose row routes its models
 PROVIDERS = {"openai": "OpenAI", "anthropic": "Anthropic", "google": "Google", "bedrock": "Amazon Bedrock",
@@ -265,27 +273,91 @@ def price_set(row: Mapping[str, Any], tier: Optional[str] = None, batch: bool = 
     return (row.get("tiers") or {}).get(tier)
 
 
+def _seconds(at: Any) -> float:
+    """``at`` (Unix seconds, or a datetime: naive ones are UTC) as Unix seconds."""
+    if isinstance(at, datetime.datetime):
+        if at.tzinfo is None:
+            at = at.replace(tzinfo=datetime.timezone.utc)
+        return at.timestamp()
+    if isinstance(at, bool) or not isinstance(at, (int, float)) or at != at or at in (float("inf"), float("-inf")):
+        raise ConfigError("at must be the time the request was sent: Unix seconds or a datetime (got {!r})".format(at))
+    return float(at)
+
+
+def _window_minutes(window: Any) -> Optional[Tuple[int, int]]:
+    """``"01:00-04:00 UTC"`` -> (60, 240) minutes of the UTC day; None when it is not such a window."""
+    found = re.match(r"^\s*(\d{1,2}):(\d{2})\s*-\s*(\d{1,2}):(\d{2})\s*(?:UTC)?\s*$", window) \
+        if isinstance(window, str) else None
+    if found is None:
+        return None
+    h1, m1, h2, m2 = (int(g) for g in found.groups())
+    return h1 * 60 + m1, h2 * 60 + m2
+
+
+def timed_tiers(row: Mapping[str, Any]) -> List[str]:
+    """The tiers of ``row`` priced by the time of day (those with ``utc_windows``): the ones a request sent
+    with no ``tier`` may be billed at."""
+    return [name for name, prices in sorted((row.get("tiers") or {}).items())
+            if isinstance(prices, Mapping) and prices.get("utc_windows")]
+
+
+def tier_at(row: Mapping[str, Any], at: Any = None) -> Optional[str]:
+    """The time-of-day tier of ``row`` in force at ``at`` (Unix seconds or a datetime; None: now), or None
+    (the standard prices)."""
+    seconds = _clock() if at is None else _seconds(at)
+    minute = int(seconds // 60) % (24 * 60)
+    for name in timed_tiers(row):
+        for window in row["tiers"][name]["utc_windows"]:
+            span = _window_minutes(window)
+            if span is None:
+                continue
+            begin, end = span
+            if (begin <= minute < end) if begin <= end else (minute >= begin or minute < end):  # (over midnight)
+                return name
+    return None
+
+
+def usage_writes(usage: Any) -> Optional[Dict[str, int]]:
+    """The cache writes a usage carries from the wire (``stream.Usage``), by TTL: ``{"5m": n, "1h": m}``
+    (writes without a TTL count as 5-minute ones: the model's 5-minute or only write price); None when it
+    carries none."""
+    written = usage_count(getattr(usage, "cache_write", None))
+    if not written:
+        return None
+    hour = usage_count(getattr(usage, "cache_write_1h", None)) or 0
+    hour = min(hour, written)
+    return {"5m": written - hour, "1h": hour}
+
+
 def cost(model: str, usage: Optional[Mapping[str, Any]], *, tier: Optional[str] = None, batch: bool = False,
-         cache_writes: Union[None, int, Mapping[str, int]] = None) -> Optional[float]:
+         cache_writes: Union[None, int, Mapping[str, int]] = None, at: Any = None) -> Optional[float]:
     """USD a turn cost at list price, from the catalog; None when the price is unknown (never a guess).
 
     ``usage``: a UsageMetadata mapping (None buckets count as zero; a usage with no count at all, or a
     bucket that is not a token count (negative, not an int, above ``stream.MAX_USAGE_TOKENS``) is unknown).  ``tier``: ``priority``, ``flex``,
-    ``fast``, ``peak`` / ``off_peak`` (time-of-day pricing), or None for the standard prices.
+    ``fast``, ``peak`` / ``off_peak`` (time-of-day pricing), ``standard``, or None: the standard prices,
+    or on a model priced by the time of day the tier in force at ``at`` (when the request was sent: Unix
+    seconds or a datetime; None: now).
     ``batch=True``: the batch-API prices.  ``cache_writes``: how many of ``prompt_tokens`` were
     written to the prompt cache, an int (billed at the 5-minute write price) or ``{"5m": n, "1h": m}``;
-    a price set without a write price bills writes at its input price (providers without a write
+    when not given, the writes the usage carries from the wire (an answer's ``usage_metadata``:
+    ``stream.Usage.cache_write``, split by ``cache_write_1h`` where the wire gives the TTL; writes without
+    a TTL at the 5-minute or the model's only write price).
+    A price set without a write price bills writes at its input price (providers without a write
     surcharge).  Long-context prices apply to the whole request when its input (prompt + cached
     tokens) is above the model's threshold.  None when the model is unknown, has no price for the
     tier asked, or a bucket holding tokens has no price.
     """
     writes = _writes(cache_writes)
     price_set({}, tier, batch)  # a bad tier is an error whatever the model
+    seconds = None if at is None else _seconds(at)  # a bad time too
     if not isinstance(usage, Mapping):
         return None
     row = _find(model, None)
     if row is None:
         return None
+    if tier is None and not batch:
+        tier = tier_at(row, seconds)
     prices = price_set(row, tier, batch)
     if not prices:
         return None
@@ -297,8 +369,13 @@ def cost(model: str, usage: Optional[Mapping[str, Any]], *, tier: Optional[str] 
         output = _count(usage, "thoughts_tokens") + _count(usage, "response_tokens")
     except _Unknown:
         return None
+    carried = cache_writes is None
+    if carried:
+        writes = usage_writes(usage) or writes
     written = writes["5m"] + writes["1h"]
     if written > prompt:
+        if carried:  # the wire's counts disagree with each other: unknown, never a guess
+            return None
         raise ConfigError("cache_writes ({}) exceed the prompt_tokens ({}) they are part of".format(written, prompt))
     total_input = prompt + cached
     for level in reversed(prices.get("long_context") or ()):
@@ -321,6 +398,19 @@ def cost(model: str, usage: Optional[Mapping[str, Any]], *, tier: Optional[str] 
             return None
         total += tokens * price
     return total / 1e6
+
+
+def call_cost(model: str, usage: Optional[Mapping[str, Any]], call: Any = None,
+              route: Optional[Mapping[str, Any]] = None) -> Optional[float]:
+    """What one answered call cost, as every agenthub path counts it (job rows, runs, the chat log, the
+    serve metrics): 0.0 for an answer replayed from a response cache (``call.cache`` or the route's
+    ``cache`` is ``"hit"``: nothing was paid), else ``cost`` of its usage (the wire's cache writes
+    included) at the tier in force when the call started (``call.started_ms``; now when unknown)."""
+    if getattr(call, "cache", None) == "hit" or (isinstance(route, Mapping) and route.get("cache") == "hit"):
+        return 0.0
+    started = getattr(call, "started_ms", None)
+    at = started / 1000.0 if isinstance(started, (int, float)) and not isinstance(started, bool) else None
+    return cost(model, usage, at=at)
 
 
 def _no_write_price(prices: Mapping[str, Any]) -> Optional[float]:

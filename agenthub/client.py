@@ -44,7 +44,7 @@ import sys
 import threading
 import time
 from typing import (TYPE_CHECKING, Any, Callable, Dict, Generator, Iterable, Iterator, List, Mapping, Optional, Sequence,
-                    Tuple, Union)
+                    Tuple, Type, TypeVar, Union, overload)
 
 from . import attempts as attempt_loop, hosts, registry
 from ._log import log_from_env
@@ -55,7 +55,7 @@ from .answers import starts_stream
 from ._redact import redact_url, secret_values, url_secrets
 from ._redact import body_secrets
 from .breaker import settings as breaker_settings
-from .hosts.trust import circuit_host, route_host, url_server  # the one host rule: which host a request connects to
+from .hosts.trust import circuit_host, route_host, url_host, url_server  # the one host rule: which host a request connects to
 from .errors import (AgentHubError, ConfigError, RateLimitError, StreamProtocolError, TransportError,
                      UnsupportedOperationError, UnsupportedParameterError, UpstreamError, safe_url, set_field)
 from .foreign import for_dialect
@@ -63,7 +63,8 @@ from .providers._common import Endpoint, apply_extras
 from .sse import DEFAULT_MAX_LINE_BYTES
 from .stream import Collector, collect, drive, now_ms
 from .types import AssistantMessage, Message, ToolCallItem, UniConfig, UniEvent, UniMessage
-from .validate import check_config, check_header_name, check_header_value, check_message, check_messages
+from .validate import (check_anthropic_version, check_config, check_header_name, check_header_value, check_message,
+                       check_messages)
 
 __all__ = ["AutoLLMClient", "ResponseStream", "Timeout"]
 
@@ -90,11 +91,14 @@ def _protocol(client_type: str, embeddings: bool = False) -> Any:
 # -- the stream handle ----------------------------------------------------------------------------
 
 
+_T = TypeVar("_T")
+
 if TYPE_CHECKING:  # what type checkers see: a generator of UniEvents (at runtime the plain ABC, no typing machinery)
     from .agent.runner import Run
     from .budget import Budget
     from .cache import ResponseCache
     from .limiter import RateLimiter
+    from .output.parse import ParseStream, Parsed
 
     _EventGenerator = Generator[UniEvent, Any, None]
 else:
@@ -176,7 +180,8 @@ class AutoLLMClient(object):
     instance (starting another while one is open raises ConfigError; close or finish
     the first), and ``set_history``/``clear_history`` raise ConfigError while one is open.
     ``get_history`` returns a copy and is safe from any thread.  Use one instance per
-    conversation (per agent thread) for stateful calls.
+    conversation (per agent thread) for stateful calls.  ``anthropic_version`` pins the Anthropic API
+    version of a Claude route ("2023-06-01"; default: 2026-10-21 where offered, see docs/providers.md).
     """
 
     def __init__(
@@ -197,7 +202,8 @@ class AutoLLMClient(object):
         budget: Optional["Budget"] = None,
         limiter: Optional["RateLimiter"] = None,
         hooks: Optional[Sequence[AttemptHook]] = None,
-        cache: Optional["ResponseCache"] = None
+        cache: Optional["ResponseCache"] = None,
+        anthropic_version: Optional[str] = None
     ) -> None:
         if not isinstance(max_retries, int) or isinstance(max_retries, bool) or max_retries < 0:
             raise ConfigError("max_retries must be an int >= 0")
@@ -211,6 +217,9 @@ class AutoLLMClient(object):
             check_header_name(name, "default_headers key {!r}".format(name[:60]))
             check_header_value(value, "default_headers[{!r}]".format(name))
         kind, url, key, quirks = registry.resolve(model, client_type, base_url, api_key)
+        if anthropic_version is not None:  # the Anthropic API version pinned (docs/providers.md)
+            quirks = dict(quirks, anthropic_version=check_anthropic_version(anthropic_version, kind,
+                                                                            hosts.client_type(kind).dialect))
         if isinstance(key, str):
             check_header_value(key, "the API key" if api_key is not None else "the API key (from the environment)")
         self._key_origin = (client_type, api_key is not None)  # for the words of a 401: where the key came from
@@ -221,6 +230,10 @@ class AutoLLMClient(object):
         self._protocol = _protocol(kind, bool(quirks.get("embeddings")))
         self._host = hosts.client_type(kind).host  # where the request goes, how it is authorised
         self._endpoint = Endpoint(kind, url, key, default_headers, quirks, model)
+        #: gen_ai.provider.name of this route: the registry row the caller chose (a preset at any base_url, the
+        #: model's row at its vendor's hosts), else the vendor of a known host, else the client-type row's
+        self._provider = registry.provider_name(kind, url_host(url), registry.chosen_route(model, client_type,
+                                                                                         base_url))
         #: a Timeout (connect, read = idle gap between bytes, optional total deadline)
         self.timeout = Timeout.of(timeout)
         #: retries before the first event reached the caller; 0 disables
@@ -257,12 +270,21 @@ class AutoLLMClient(object):
 
             if not isinstance(cache, ResponseCache):
                 raise ConfigError("cache must be an agenthub.ResponseCache (got {})".format(type(cache).__name__))
-            self._hooks.append(cache.hook_for(self._endpoint.base_url))
+            self._hooks.append(cache.hook_for(self._endpoint.base_url, self.credential_values))
+        self._tool_hooks = []  # type: List[Any]  # hooks with ToolHook methods only (agenthub.agent.hooks): runs'
         for hook in _sequence(hooks, "hooks"):  # the caller's, after the budget's and the limiter's
             if not callable(getattr(hook, "before_attempt", None)):
-                raise ConfigError("each hooks entry must be an agenthub.attempts.AttemptHook (got {})".format(
-                    type(hook).__name__))
-            self._hooks.append(hook)
+                from .agent.hooks import is_tool_hook
+
+                if is_tool_hook(hook):
+                    self._tool_hooks.append(hook)
+                    continue
+                raise ConfigError("each hooks entry must be an agenthub.attempts.AttemptHook or an "
+                                  "agenthub.agent.ToolHook (got {})".format(type(hook).__name__))
+            from .cache import ResponseCache as _Cache  # (a cache given as a hook is keyed as cache= keys it)
+
+            self._hooks.append(hook.hook_for(self._endpoint.base_url, self.credential_values)
+                               if isinstance(hook, _Cache) else hook)
         #: which endpoint answered the latest turn that started: {"model", "client_type", "host"} (None before)
         self.last_route = None  # type: Optional[Dict[str, Any]]
         self._fallbacks = [self._fallback_client(entry) for entry in _sequence(fallbacks, "fallbacks")]
@@ -288,6 +310,7 @@ class AutoLLMClient(object):
         self._busy = threading.Lock()
         self._session_lock = threading.Lock()
         self.__dict__.setdefault("_hooks", [])
+        self.__dict__.setdefault("_provider", None)  # a client pickled before it had one
         self._protocol = _protocol(self.client_type, bool(self._endpoint.quirks.get("embeddings")))
         self._host = hosts.client_type(self.client_type).host
         self._endpoint.model = self.model
@@ -303,6 +326,13 @@ class AutoLLMClient(object):
         return self._endpoint.base_url
 
     @property
+    def endpoint(self) -> Endpoint:
+        """Where and how this client sends (an ``agenthub.providers._common.Endpoint``: base URL, key, default
+        headers, the route's quirks): what the batch engines send their own calls with.  It holds the key:
+        never log it (its repr hides it)."""
+        return self._endpoint
+
+    @property
     def protocol(self) -> Any:
         """The wire dialect's record (``agenthub.providers._common.Protocol``) this client speaks."""
         return self._protocol
@@ -310,8 +340,11 @@ class AutoLLMClient(object):
     def plan(self, messages: Sequence[Message], config: Optional[UniConfig] = None) -> Any:
         """The request plan (an ``HttpRequest``: path and body, no credential) a turn would send (the batch
         engines put it in their files); checked as ``streaming_response`` checks its input."""
+        return self._plan(messages, check_config(config))
+
+    def _plan(self, messages: Sequence[Message], cfg: Dict[str, Any]) -> Any:
+        """``plan`` with ``cfg`` already checked (``check_config``'s result: checked once per call)."""
         check_messages(messages)
-        cfg = check_config(config)
         return apply_extras(self._build(list(messages), cfg), cfg)
 
     # -- history ---------------------------------------------------------------------------
@@ -320,6 +353,13 @@ class AutoLLMClient(object):
 
     def set_history(self, history: Sequence[Message]) -> None:
         check_messages(history) if history else None
+        self._check_idle("set_history")
+        self._history = list(history)
+        self._version += 1
+
+    def _put_history(self, history: Sequence[Message]) -> None:
+        """``set_history`` for the tool runner, unchecked: ``history`` is this history with the runner's own
+        (checked) results message added or taken off again, so each turn does not check it all over."""
         self._check_idle("set_history")
         self._history = list(history)
         self._version += 1
@@ -351,7 +391,7 @@ class AutoLLMClient(object):
         the request goes out when iteration starts.
         """
         cfg = check_config(config)
-        return self._open(self.plan(messages, cfg), cfg, list(messages), None)
+        return self._open(self._plan(messages, cfg), cfg, list(messages), None)
 
     def streaming_response_stateful(self, message: UniMessage, config: Optional[UniConfig] = None) -> ResponseStream:
         """Stream one turn after this instance's history; on success, history gains ``message`` and the answer."""
@@ -408,18 +448,64 @@ class AutoLLMClient(object):
 
     def run(self, messages: Sequence[Message], config: Optional[UniConfig] = None, *, tools: Sequence[Any],
             max_turns: int = 10, parallel: int = 4, approve: Optional[Callable[[ToolCallItem], Any]] = None,
-            decisions: Optional[Mapping[str, Any]] = None) -> "Run":
-        """The tool loop run for you: turns and tool calls until done (agenthub.agent.runner; docs/tools.md)."""
+            decisions: Optional[Mapping[str, Any]] = None, hooks: Optional[Sequence[Any]] = None) -> "Run":
+        """The tool loop run for you: turns and tool calls until done (agenthub.agent.runner; docs/tools.md).
+        ``hooks``: ToolHooks of this run (agenthub.agent.ToolHook), after this client's."""
         from .agent.runner import Run
-        return Run(self, messages, config, tools, max_turns, parallel, approve, decisions)
+        return Run(self, messages, config, tools, max_turns, parallel, approve, decisions, hooks=hooks,
+                   **self._run_hooks(config))
 
     def run_stateful(self, message: Optional[UniMessage], config: Optional[UniConfig] = None, *,
                      tools: Sequence[Any], max_turns: int = 10, parallel: int = 4,
                      approve: Optional[Callable[[ToolCallItem], Any]] = None,
-                     decisions: Optional[Mapping[str, Any]] = None) -> "Run":
-        """``run`` on and into this instance's history (each turn appended as it completes)."""
+                     decisions: Optional[Mapping[str, Any]] = None, hooks: Optional[Sequence[Any]] = None) -> "Run":
+        """``run`` on and into this instance's history (each turn appended as it completes, each turn's tool
+        results as soon as its calls ran)."""
         from .agent.runner import Run
-        return Run(self, None, config, tools, max_turns, parallel, approve, decisions, True, message)
+        return Run(self, None, config, tools, max_turns, parallel, approve, decisions, True, message, hooks=hooks,
+                   **self._run_hooks(config))
+
+    def _run_hooks(self, config: Any) -> Dict[str, Any]:
+        """What a run takes from this client: its hooks (those with ToolHook methods apply to runs), the
+        process-wide ones, and the trace writer of ``config["trace_id"]`` (the run's one writer)."""
+        trace = None
+        if isinstance(config, Mapping) and config.get("trace_id") is not None:
+            from .tracer import RunTrace
+
+            trace = RunTrace(config["trace_id"])
+        return {"client_hooks": list(attempt_loop.hooks_for(self._hooks)) + list(self.__dict__.get("_tool_hooks", ())),
+                "trace": trace}
+
+    @overload
+    def parse(self, messages: Sequence[Message], output: Type[_T], config: Optional[UniConfig] = None, *,
+              retries: int = 2) -> "Parsed[_T]": ...
+
+    @overload
+    def parse(self, messages: Sequence[Message], output: Any, config: Optional[UniConfig] = None, *,
+              retries: int = 2) -> "Parsed[Any]": ...
+
+    def parse(self, messages: Sequence[Message], output: Any, config: Optional[UniConfig] = None, *,
+              retries: int = 2) -> "Parsed[Any]":
+        """Typed output: the answer as an instance of ``output`` (a dataclass, TypedDict, NamedTuple, Enum,
+        Literal, list, union, pydantic model or JSON Schema dict), validated, re-asked at most ``retries``
+        times when it does not hold (agenthub.output; docs/typed-output.md)."""
+        from .output.parse import parse
+        return parse(self, messages, output, config, retries=retries)
+
+    @overload
+    def streaming_parse(self, messages: Sequence[Message], output: Type[_T], config: Optional[UniConfig] = None, *,
+                        retries: int = 2) -> "ParseStream[_T]": ...
+
+    @overload
+    def streaming_parse(self, messages: Sequence[Message], output: Any, config: Optional[UniConfig] = None, *,
+                        retries: int = 2) -> "ParseStream[Any]": ...
+
+    def streaming_parse(self, messages: Sequence[Message], output: Any, config: Optional[UniConfig] = None, *,
+                        retries: int = 2) -> "ParseStream[Any]":
+        """``parse`` streamed: iterating yields the partial value as it grows (plain dicts and lists; a re-ask
+        starts a new one, ``stream.attempt`` says which); ``.result()`` the ``Parsed``."""
+        from .output.parse import streaming_parse
+        return streaming_parse(self, messages, output, config, retries=retries)
 
     def embed(self, texts: Sequence[str], config: Optional[UniConfig] = None) -> List[List[float]]:
         """One vector per text, in input order, from an embedding model (``embedding_config`` sets the
@@ -480,7 +566,7 @@ class AutoLLMClient(object):
         if not isinstance(estimate, bool):
             raise ConfigError("estimate must be True or False")
         cfg = check_config(config)
-        plan = self.plan(messages, cfg)
+        plan = self._plan(messages, cfg)
         row = hosts.client_type(self.client_type)
         record = row.protocol()
         count = record.count  # the dialect's, where it has a count endpoint
@@ -500,7 +586,7 @@ class AutoLLMClient(object):
     def _fetch(self, record: Any, request: Any) -> Any:
         """One JSON document for ``request``: the attempt loop (timeouts, retries, scrubbing, hooks)
         around one document instead of a stream."""
-        documents = self._run(Attempt("document", self.client_type, self.model, request, route=self._route(), server=url_server(self._endpoint.base_url)), _transport().Watch(), record,
+        documents = self._run(Attempt("document", self.client_type, self.model, request, route=self._route(), server=url_server(self._endpoint.base_url), provider=self._provider), _transport().Watch(), record,
                               lambda body: (body.document,))
         try:
             return next(documents)
@@ -547,9 +633,10 @@ class AutoLLMClient(object):
             trace_paths(config["trace_id"])  # a trace_id escaping the cache dir is refused before anything is sent
             if config["trace_id"]:
                 stored = self._protocol.stored_answer if stateful else None
-                hooks = list(hooks) + [TraceHook(self.__dict__.setdefault("_trace_routes", {}), stored)]
+                hooks = list(hooks) + [TraceHook(stored)]
         watch = _transport().Watch()
-        call = Attempt("stream", self.client_type, self.model, request, messages, config, route=self._route(), server=url_server(self._endpoint.base_url))
+        call = Attempt("stream", self.client_type, self.model, request, messages, config, route=self._route(),
+                       server=url_server(self._endpoint.base_url), provider=self._provider)
         events = self._attempts(call, watch, hooks)
         if stateful is not None:
             events = self._stateful(call, events, stateful, self._version)
@@ -708,7 +795,8 @@ class AutoLLMClient(object):
         config = {key: value for key, value in (call.config or {}).items()
                   if key not in ("extra_headers", "extra_body")}
         return Attempt("stream", self.client_type, self.model, apply_extras(self._build(messages, config), config),
-                       messages, config, call=call, route=self._route(), server=url_server(self._endpoint.base_url))
+                       messages, config, call=call, route=self._route(), server=url_server(self._endpoint.base_url),
+                       provider=self._provider)
 
     def credential_values(self) -> List[str]:
         """What this client's requests carry as credentials, never to be shown (a log, a trace, an error):

@@ -33,7 +33,7 @@ Messages never contain an API key, a whole request body or an inline image.
 
 import json
 import re
-from typing import Any, Dict, Mapping, Optional, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Tuple
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 __all__ = [
@@ -51,6 +51,8 @@ __all__ = [
     "ToolCallArgumentParseError",
     "EmptyResponseError",
     "BudgetExceededError",
+    "OutputValidationError",
+    "OutputRefusedError",
     "upstream_error",
     "preview",
     "error_to_json",
@@ -588,3 +590,29 @@ def set_field(error: AgentHubError, name: str, value: Any) -> None:
     setattr(error, name, value)
     error._fields[name] = value
 
+
+
+class OutputValidationError(AgentHubError):
+    """Typed output (``client.parse``): the answer did not validate as the output type, and the re-asks ran
+    out.  ``candidate_text`` / ``candidate_json``: the last answer (its JSON None when it was not JSON);
+    ``problems``: each attempt's problems (``path: what``); ``attempts``; ``usage_metadata`` and
+    ``cost_usd``: every attempt's, summed."""
+
+    candidate_text: Optional[str]
+    candidate_json: Any
+    problems: List[List[str]]
+    attempts: int
+    usage_metadata: Optional[Mapping[str, Any]]
+    cost_usd: Optional[float]
+
+
+class OutputRefusedError(AgentHubError):
+    """Typed output: the model refused (a refusal item, or a turn that ended for a reason other than its
+    answer, with no JSON); never re-asked.  ``refusal``: what it said; ``finish_reason``; ``attempts``;
+    ``usage_metadata`` and ``cost_usd`` as OutputValidationError's."""
+
+    refusal: str
+    finish_reason: Optional[str]
+    attempts: int
+    usage_metadata: Optional[Mapping[str, Any]]
+    cost_usd: Optional[float]

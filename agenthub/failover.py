@@ -17,11 +17,9 @@ to run the call's attempts there), built by ``AutoLLMClient``.
 """
 
 import logging
-import threading
-import time
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
-from .attempts import Attempt, AttemptHook, answered, end_call, start_call
+from .attempts import Attempt, AttemptHook, answered, end_call, start_call, start_deadline
 from .breaker import breaker_for
 from .errors import AgentHubError, ServerError, StreamProtocolError, TransportError, UpstreamError
 
@@ -49,8 +47,9 @@ class Route(object):
 
 def merge_hooks(first: Sequence[AttemptHook], then: Sequence[AttemptHook]) -> List[AttemptHook]:
     """``first`` (the call's hooks), then those of ``then`` (a fallback client's own) that do not repeat
-    one of them: the same object, or a hook of the same kind on the same budget or limiter (a fallback
-    named by model shares its primary's budget: one hold per attempt, never two)."""
+    one of them: the same object, or a hook of the same class acting for the same object (its ``shares``
+    attribute: a BudgetHook's budget, a LimiterHook's limiter; a fallback named by model shares its
+    primary's budget: one hold per attempt, never two)."""
     keys = set(_hook_key(hook) for hook in first)
     merged = list(first)
     for hook in then:
@@ -62,11 +61,9 @@ def merge_hooks(first: Sequence[AttemptHook], then: Sequence[AttemptHook]) -> Li
 
 
 def _hook_key(hook: Any) -> Any:
-    for name in ("budget", "limiter"):
-        shared = hook.__dict__.get(name) if hasattr(hook, "__dict__") else None
-        if shared is not None:
-            return (type(hook), name, id(shared))
-    return id(hook)
+    name = getattr(hook, "shares", None)  # (AttemptHook.shares: the attribute naming what it acts for)
+    shared = getattr(hook, name, None) if isinstance(name, str) else None
+    return id(hook) if shared is None else (type(hook), name, id(shared))
 
 
 def unwell(error: BaseException) -> bool:
@@ -88,12 +85,7 @@ def run_routes(call: Attempt, watch: Any, routes: Sequence[Route], *, hooks: Seq
     ``hooks``: the call's (``on_call_start`` / ``on_call_end`` run once, here); ``breaker``: the
     circuit settings (None: no circuit breaker); ``total``: the call's deadline in seconds (one for all
     routes); ``answered_by(info)``: told which route answered, at its first event."""
-    deadline = timer = None
-    if total is not None:
-        deadline = time.monotonic() + total
-        timer = threading.Timer(total, watch.stop, ("deadline",))
-        timer.daemon = True
-        timer.start()
+    deadline, timer = start_deadline(watch, total)
     last_error = None  # type: Optional[AgentHubError]
     final = None  # type: Optional[AgentHubError]
     try:
@@ -103,8 +95,9 @@ def run_routes(call: Attempt, watch: Any, routes: Sequence[Route], *, hooks: Seq
                 answered_by(call.route)  # the client's last_route says so too
             yield from answered(call, answer)
             return
-        for route in routes:
+        for index, route in enumerate(routes):
             info = route.info
+            call.routes_left = len(routes) - index - 1
             gate = breaker_for(*route.circuit) if breaker is not None else None
             if gate is not None and not gate.allow(breaker["cooldown"]):
                 logger.info("agenthub fallback: %s (%s, %s) skipped: its circuit is open", info["model"],
@@ -126,7 +119,7 @@ def run_routes(call: Attempt, watch: Any, routes: Sequence[Route], *, hooks: Seq
                     yield event
                 return
             except AgentHubError as exc:
-                if gate is not None and not started and unwell(exc):
+                if gate is not None and not started and unwell(exc) and not exc.__dict__.get("_agenthub_paused"):
                     gate.failure(breaker["failures"])
                     verdict = True
                 if started or watch.reason is not None or not falls_over(exc):

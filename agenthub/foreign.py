@@ -21,13 +21,15 @@ sends it again):
    openai-chat server's long id is marked ``issued_id``) goes back to that protocol as it came.
 4. Nothing else changes: order (each tool_result still follows its call), text, tool arguments, media.
 
-The marks are data (``MARKS`` below); a dialect that writes a new fidelity key on a thinking item adds it here.
+The marks, what each dialect reads and its tool_call id rule are facts of its record in the dialect index
+(``agenthub.providers.DIALECTS``: ``marks``, ``reads``, ``call_ids``); ``MARKS`` and ``READS`` below are read from it.
 """
 
 import hashlib
 import logging
-import re
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+
+from .providers import ALL_FAMILIES, ANY_ID, DIALECTS
 
 __all__ = ["MARKS", "READS", "family_of", "for_dialect", "FOREIGN_THINKING"]
 
@@ -37,39 +39,20 @@ logger = logging.getLogger("agenthub")
 FOREIGN_THINKING = ("drop", "text")
 
 #: fidelity keys that mark a thinking / inline_thinking / compaction item as one protocol family's, checked
-#: in this order (the first family with a mark wins: a Responses reasoning item may also carry "signature")
-MARKS = (
-    ("openai-responses", ("channel", "encrypted_content")),
-    ("gemini", ("thought_signature",)),
-    ("gemini-interactions", ("interaction_id",)),  # the empty thinking item naming an answer's interaction
-    ("openai-chat", ("reasoning_field", "reasoning_details", "thinking_blocks", "issued_id")),
-    ("bedrock", ("redacted_content", "bedrock_block")),
-    ("anthropic", ("redacted_data", "server_block")),
-    ("claude", ("signature",)),  # a Claude thinking signature: Anthropic's API and Bedrock's Claude both read it
-)
+#: in this order (the first family with a mark wins): every dialect's own families (``Dialect.marks`` in the
+#: index ``agenthub.providers.DIALECTS``), then the families several dialects share (``claude``'s signature:
+#: a Responses reasoning item may also carry "signature")
+MARKS = tuple([mark for record in DIALECTS.values() for mark in record.marks if mark[0] == record.name]
+              + [mark for record in DIALECTS.values() for mark in record.marks if mark[0] != record.name])
 
-#: dialect -> the families whose marked items it reads (a dialect not listed reads only unmarked items)
-READS = {
-    "openai-responses": ("openai-responses",),
-    "gemini": ("gemini",),
-    "gemini-interactions": ("gemini", "gemini-interactions"),
-    "openai-chat": ("openai-chat",),
-    "anthropic": ("anthropic", "claude"),
-    "bedrock": ("bedrock", "claude"),
-    "agenthub": tuple(family for family, _ in MARKS),  # agenthub serve passes items through to its own upstream
-}
-
-#: dialect -> (pattern a tool_call id must match, longest id accepted)
-_IDS = {
-    "anthropic": (re.compile(r"[A-Za-z0-9_-]+\Z"), None),
-    "bedrock": (re.compile(r"[A-Za-z0-9_-]+\Z"), 64),
-    "openai-chat": (None, 40),
-}
+#: dialect -> the families whose marked items it reads (``Dialect.reads``)
+READS = {name: tuple(family for family, _ in MARKS) if record.reads == ALL_FAMILIES else record.reads
+         for name, record in DIALECTS.items()}
 
 _CONVERTED = ("thinking", "inline_thinking", "compaction")
 
 #: a compaction item's ``fidelity["format"]`` (providers._common.COMPACTION_FORMAT) -> its family
-_COMPACTION_FAMILIES = {"openai": "openai-responses", "anthropic": "anthropic"}
+_COMPACTION_FAMILIES = {record.compaction: name for name, record in DIALECTS.items() if record.compaction}
 
 
 def family_of(item: Mapping[str, Any]) -> Optional[str]:
@@ -89,11 +72,8 @@ def family_of(item: Mapping[str, Any]) -> Optional[str]:
 
 
 def _id_for(dialect: str, tool_call_id: str) -> str:
-    rule = _IDS.get(dialect)
-    if rule is None or not isinstance(tool_call_id, str):
-        return tool_call_id
-    pattern, longest = rule
-    if (pattern is None or pattern.match(tool_call_id)) and (longest is None or len(tool_call_id) <= longest):
+    record = DIALECTS.get(dialect)
+    if record is None or not isinstance(tool_call_id, str) or record.call_id_ok(tool_call_id):
         return tool_call_id
     return "call_" + hashlib.sha256(tool_call_id.encode("utf-8", "surrogatepass")).hexdigest()[:24]
 
@@ -107,7 +87,7 @@ def for_dialect(messages: Sequence[Mapping[str, Any]], dialect: str,
     reads = READS.get(dialect, ())
     changed = {}  # type: Dict[str, int]
     own = set()  # ids of tool calls the target's protocol issued: never rewritten for it (call and result)
-    if dialect in _IDS:
+    if dialect in DIALECTS and DIALECTS[dialect].call_ids != ANY_ID:
         for message in messages:
             for item in message.get("content_items") or ():
                 if item.get("type") == "tool_call" and item.get("fidelity") and family_of(item) in reads \

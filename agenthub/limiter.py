@@ -446,13 +446,17 @@ class LimiterHook(AttemptHook):
 
     ``before_attempt``: each attempt (retries and a background stream's resuming GETs included) takes its
     turn, waiting with ``attempt.wait`` so an abort or the deadline still ends the call, and waits while a
-    pause holds its endpoint (``endpoint_key``); a stream's tokens are estimated from its messages and
-    config.  ``after_response`` / ``on_error``: the rate-limit headers of the answer (an error answer's
+    pause holds its endpoint (``endpoint_key``), except a call's first attempt on a route that has a fallback
+    after it (``attempt.call.routes_left``): that one fails at once, nothing sent (a RateLimitError that
+    counts nothing against the circuit), and the call goes to its fallback; a stream's tokens are estimated
+    from its messages and config.  ``after_response`` / ``on_error``: the rate-limit headers of the answer (an error answer's
     too) and a 429's Retry-After pause every user's requests to that endpoint (a failover route to
     another endpoint goes at once).  ``on_done``: the stop event's usage corrects the estimate.
     ``acquire=False`` takes no turn, only waits out its endpoint's pauses and observes (the bulk runner
     takes the turns itself, so that Ctrl-C can stop rows that were not sent yet).
     """
+
+    shares = "limiter"  # (agenthub.failover.merge_hooks: one LimiterHook per limiter in a call)
 
     def __init__(self, limiter: RateLimiter, acquire: bool = True) -> None:
         if not isinstance(limiter, RateLimiter):
@@ -482,6 +486,10 @@ class LimiterHook(AttemptHook):
 
     def before_attempt(self, attempt: Any) -> None:
         key = self._key(attempt)
+        if not getattr(attempt, "number", 0) and getattr(getattr(attempt, "call", None), "routes_left", 0):
+            held = self.limiter.paused_for(key)  # a call that has a fallback does not wait out this endpoint's pause
+            if held > 0:
+                raise _paused(attempt, held)
         if not self.acquire:
             ticket, wait = Ticket(0, self.limiter._clock()), self.limiter.paused_for(key)
         else:
@@ -508,6 +516,9 @@ class LimiterHook(AttemptHook):
             self.limiter.observe(attempt.headers, attempt.status, key=key)
 
     def on_error(self, attempt: Any, error: Any) -> None:
+        if error.__dict__.get("_agenthub_paused"):  # this hook's own skip: no new pause, no retry on this route
+            attempt.retry = False
+            return
         key = self._key(attempt, learn=True)
         status = attempt.status if attempt.status is not None else getattr(error, "status", None)
         rate_limited = status == 429 or type(error).__name__ == "RateLimitError"
@@ -519,6 +530,21 @@ class LimiterHook(AttemptHook):
             ticket = self._tickets.pop(id(attempt), None)
             self._keys.pop(id(attempt), None)
         self.limiter.settle(ticket, attempt.usage)
+
+
+def _paused(attempt: Any, held: float) -> Any:
+    """The failure of a call's first attempt on an endpoint a pause holds, when a fallback route follows: a
+    RateLimitError (nothing was sent) that moves the call on at once and counts nothing against the circuit."""
+    from .errors import RateLimitError
+
+    client = getattr(attempt, "client_type", None) or ""
+    error = RateLimitError("{}: {} is paused for {:.1f} s more (a 429's Retry-After, or its rate-limit headers said "
+                           "nothing is left): nothing was sent, the call goes to its fallback".format(
+                               client, getattr(attempt, "model", None), held),
+                           client=client, status=None, error_type="rate_limit_paused", retry_after=held,
+                           retryable=True, hint="the rate limiter's pause of this endpoint ends in {:.1f} s".format(held))
+    error.__dict__["_agenthub_paused"] = True  # not a field: kept out of pickles and the server's error fields
+    return error
 
 
 def has_hook(client: Any, limiter: RateLimiter) -> bool:

@@ -43,6 +43,9 @@ __all__ = [
     "list_models",
     "is_loopback",
     "clamp_level",
+    "chosen_route",
+    "provider_name",
+    "PROVIDER_HOSTS",
 ]
 
 #: drop-in names kept from AgentHub
@@ -88,6 +91,17 @@ _JSON_MODE_ONLY = ("text", "json_object")
 _VISION = (("text", "image"), ("text",))
 
 
+class _Undeclared(str):
+    """The ``provider`` of a Route that declares none: reads as no provider (falsy)."""
+
+    def __bool__(self) -> bool:
+        return False
+
+
+#: a Route built without ``provider=`` (read as None; tests/test_registry.py refuses it in ROUTES)
+_UNDECLARED = _Undeclared("")
+
+
 class Route(object):
     """One registry row: where a family of models lives and how its server differs.
 
@@ -99,10 +113,15 @@ class Route(object):
     ``presets``: client_type names that pick this row whatever the model name.
     ``modalities``: (input, output) for UIs.  ``examples``: model names it serves.
     ``label``: the pattern in words, for people (``"deepseek-*"``).
+    ``provider``: the vendor's ``gen_ai.provider.name`` (OpenTelemetry's well-known value: ``deepseek``,
+    ``moonshot_ai``, ...), said of every call this row serves (picked by its preset, or by the model name
+    at the vendor's own hosts) and of a Chat Completions client at those hosts; None: the vendor has no
+    well-known value, the client-type row's is said (``openai`` for Chat Completions).  Every row of
+    ``ROUTES`` declares it.
     """
 
     __slots__ = ("pattern", "client_type", "base_url", "key_env", "vendor", "base_url_env", "quirks", "modalities",
-                 "examples", "presets", "hosts", "label", "_regex")
+                 "examples", "presets", "hosts", "label", "provider", "_regex")
 
     def __init__(
         self,
@@ -118,8 +137,11 @@ class Route(object):
         presets: Tuple[str, ...] = (),
         hosts: Tuple[str, ...] = (),
         label: Optional[str] = None,
+        provider: Any = _UNDECLARED,
     ) -> None:
         self.pattern = pattern
+        #: _UNDECLARED (a row of your own that names none) reads as None; the shipped rows each declare it
+        self.provider = provider  # type: Optional[str]
         self.client_type = client_type
         self.base_url = base_url
         self.key_env = tuple(key_env)
@@ -138,7 +160,10 @@ class Route(object):
 
     def own_host(self, url: str) -> bool:
         """True when ``url`` points at this vendor's own servers."""
-        host = _hostname(url)
+        return self.own_host_name(_hostname(url))
+
+    def own_host_name(self, host: str) -> bool:
+        """True when ``host`` (a host name, lowercase) is one of this vendor's own servers."""
         return bool(host) and (host == _hostname(self.base_url) or host in self.hosts)
 
     def __repr__(self) -> str:
@@ -174,18 +199,18 @@ ROUTES = [
            # OpenRouter's efforts stop at xhigh: max rides it
            "thinking": {level: {"reasoning": {"effort": level}} for level in LEVELS if level != "max"}},
           _VISION, ("deepseek/deepseek-v4-flash", "moonshotai/kimi-k2.6", "anthropic/claude-sonnet-4.6"),
-          presets=("openrouter",), label="vendor/model"),
+          presets=("openrouter",), label="vendor/model", provider=None),
     # -- OpenAI ------------------------------------------------------------------------------------
     Route(r"text-embedding-(?!00\d)", "openai-chat", "https://api.openai.com/v1", ("OPENAI_API_KEY",), "OpenAI",
           "OPENAI_BASE_URL", {"embeddings": True}, (("text",), ("embedding",)),
-          ("text-embedding-3-small", "text-embedding-3-large"), label="text-embedding-*"),
+          ("text-embedding-3-small", "text-embedding-3-large"), label="text-embedding-*", provider="openai"),
     Route(r"(?:gpt-|chatgpt-|codex-|o[134](?:$|-))", "openai-responses", "https://api.openai.com/v1",
           ("OPENAI_API_KEY",), "OpenAI", "OPENAI_BASE_URL", {}, _VISION, ("gpt-5.5", "gpt-5.6-terra", "o4-mini"),
-          label="gpt-*, o1*, o3*, o4*, codex-*"),
+          label="gpt-*, o1*, o3*, o4*, codex-*", provider="openai"),
     # -- Anthropic ---------------------------------------------------------------------------------
     Route(r"claude-", "anthropic", "https://api.anthropic.com", ("ANTHROPIC_API_KEY",), "Anthropic",
           "ANTHROPIC_BASE_URL", {}, _VISION, ("claude-sonnet-4-6", "claude-opus-4-8", "claude-sonnet-5"),
-          label="claude-*"),
+          label="claude-*", provider="anthropic"),
     # -- Amazon Bedrock (Converse stream, SigV4): model ids and inference profiles -----------------
     # (inference-profile ARNs and names outside these vendors need client_type="bedrock"; the
     # endpoint's region comes from AWS_REGION / the profile, credentials per agenthub.aws)
@@ -195,21 +220,21 @@ ROUTES = [
           "Amazon Bedrock", "AWS_ENDPOINT_URL_BEDROCK_RUNTIME", {}, _VISION,
           ("us.anthropic.claude-sonnet-4-5-20250929-v1:0", "global.anthropic.claude-opus-4-5-20251101-v1:0",
            "amazon.nova-pro-v1:0", "meta.llama3-3-70b-instruct-v1:0", "mistral.mistral-large-2407-v1:0"),
-          label="anthropic.*, amazon.*, meta.*, ..."),
+          label="anthropic.*, amazon.*, meta.*, ...", provider="aws.bedrock"),
     # -- Google ------------------------------------------------------------------------------------
     Route(r"(?:gemini-embedding|gemini-[^/]*-embedding|text-embedding-00\d|embedding-00\d)", "gemini",
           "https://generativelanguage.googleapis.com", ("GEMINI_API_KEY", "GOOGLE_API_KEY"), "Google",
           "GEMINI_BASE_URL", {"embeddings": True}, (("text",), ("embedding",)),
-          ("gemini-embedding-001", "gemini-embedding-2"), label="gemini-*embedding*"),
+          ("gemini-embedding-001", "gemini-embedding-2"), label="gemini-*embedding*", provider="gcp.gemini"),
     Route(r"gemini-.*-tts", "gemini", "https://generativelanguage.googleapis.com", ("GEMINI_API_KEY", "GOOGLE_API_KEY"),
           "Google", "GEMINI_BASE_URL", {"tts": True}, (("text",), ("audio",)), ("gemini-3.1-flash-tts-preview",),
-          label="gemini-*-tts*"),
+          label="gemini-*-tts*", provider="gcp.gemini"),
     Route(r"gemini-.*-image", "gemini", "https://generativelanguage.googleapis.com",
           ("GEMINI_API_KEY", "GOOGLE_API_KEY"), "Google", "GEMINI_BASE_URL", {"image_output": True},
-          (("text", "image"), ("text", "image")), ("gemini-3.1-flash-image",), label="gemini-*-image*"),
+          (("text", "image"), ("text", "image")), ("gemini-3.1-flash-image",), label="gemini-*-image*", provider="gcp.gemini"),
     Route(r"gemini-", "gemini", "https://generativelanguage.googleapis.com", ("GEMINI_API_KEY", "GOOGLE_API_KEY"),
           "Google", "GEMINI_BASE_URL", {}, (("text", "image", "audio", "video"), ("text",)),
-          ("gemini-3.5-flash", "gemini-3.5-flash-lite"), label="gemini-*"),
+          ("gemini-3.5-flash", "gemini-3.5-flash-lite"), label="gemini-*", provider="gcp.gemini"),
     # -- Chat Completions vendors ------------------------------------------------------------------
     Route(r"deepseek-.*vision", "openai-chat", "https://api.deepseek.com", ("DEEPSEEK_API_KEY",), "DeepSeek",
           "DEEPSEEK_BASE_URL",
@@ -219,7 +244,7 @@ ROUTES = [
            "thinking": dict(_effort("reasoning_effort", {"low": "low", "high": "high", "xhigh": "max"},
                                     {"thinking": {"type": "enabled"}}),
                             none={"thinking": {"type": "disabled"}})},
-          _VISION, ("deepseek-v4-flash-vision-exp",), label="deepseek-*vision*"),
+          _VISION, ("deepseek-v4-flash-vision-exp",), label="deepseek-*vision*", provider="deepseek"),
     Route(r"deepseek-", "openai-chat", "https://api.deepseek.com", ("DEEPSEEK_API_KEY",), "DeepSeek",
           "DEEPSEEK_BASE_URL",
           {"reasoning_field": "reasoning_content", "echo_reasoning_on_tool_turns": True, "images": False,
@@ -229,70 +254,70 @@ ROUTES = [
            "thinking": dict(_effort("reasoning_effort", {"low": "low", "high": "high", "xhigh": "max"},
                                     {"thinking": {"type": "enabled"}}),
                             none={"thinking": {"type": "disabled"}})},
-          _TEXT, ("deepseek-v4-flash", "deepseek-v4-pro", "deepseek-chat"), presets=("deepseek",), label="deepseek-*"),
+          _TEXT, ("deepseek-v4-flash", "deepseek-v4-pro", "deepseek-chat"), presets=("deepseek",), label="deepseek-*", provider="deepseek"),
     Route(r"glm-5\.3", "openai-chat", "https://api.z.ai/api/paas/v4", ("ZAI_API_KEY",), "Z.AI", "ZAI_BASE_URL",
           {"reasoning_field": "reasoning_content", "max_tokens_field": "max_tokens", "tool_choice": ("auto",),
            "tool_stream": True, "fast_mode": False, "response_formats": _JSON_MODE_ONLY,
            # thinking cannot be switched off: none rides the lightest effort
            "thinking": _effort("reasoning_effort", {"low": "low", "high": "high", "xhigh": "max"},
                                {"thinking": {"type": "enabled"}})},
-          _TEXT, ("glm-5.3",), hosts=("open.bigmodel.cn",), label="glm-5.3*"),
+          _TEXT, ("glm-5.3",), hosts=("open.bigmodel.cn",), label="glm-5.3*", provider=None),
     Route(r"glm-", "openai-chat", "https://api.z.ai/api/paas/v4", ("ZAI_API_KEY",), "Z.AI", "ZAI_BASE_URL",
           {"reasoning_field": "reasoning_content", "max_tokens_field": "max_tokens", "tool_choice": ("auto",),
            "tool_stream": True, "fast_mode": False, "response_formats": _JSON_MODE_ONLY,
            "thinking": _ON_OFF},
-          _TEXT, ("glm-5.1", "glm-4.7"), presets=("zai",), hosts=("open.bigmodel.cn",), label="glm-*"),
+          _TEXT, ("glm-5.1", "glm-4.7"), presets=("zai",), hosts=("open.bigmodel.cn",), label="glm-*", provider=None),
     Route(r"kimi-k3", "openai-chat", "https://api.moonshot.ai/v1", ("MOONSHOT_API_KEY",), "Moonshot",
           "MOONSHOT_BASE_URL",
           {"reasoning_field": "reasoning_content", "echo_reasoning_on_tool_turns": True,
            "tool_choice": ("auto", "none"), "fast_mode": False, "response_formats": _JSON_MODE_ONLY,
            # always thinks: efforts low/high/max
            "thinking": _effort("reasoning_effort", {"low": "low", "high": "high", "xhigh": "max"})},
-          _VISION, ("kimi-k3",), hosts=("api.moonshot.cn",), label="kimi-k3*"),
+          _VISION, ("kimi-k3",), hosts=("api.moonshot.cn",), label="kimi-k3*", provider="moonshot_ai"),
     Route(r"kimi-", "openai-chat", "https://api.moonshot.ai/v1", ("MOONSHOT_API_KEY",), "Moonshot",
           "MOONSHOT_BASE_URL",
           {"reasoning_field": "reasoning_content", "echo_reasoning_on_tool_turns": True,
            "tool_choice": ("auto", "none"), "fast_mode": False, "response_formats": _JSON_MODE_ONLY,
            "thinking": _ON_OFF},
           _VISION, ("kimi-k2.6", "kimi-k2.5"), presets=("moonshot",), hosts=("api.moonshot.cn",),
-          label="kimi-*"),
+          label="kimi-*", provider="moonshot_ai"),
     Route(r"moonshot-v1", "openai-chat", "https://api.moonshot.ai/v1", ("MOONSHOT_API_KEY",), "Moonshot",
           "MOONSHOT_BASE_URL", {"tool_choice": ("auto", "none"), "fast_mode": False,
                                   "response_formats": _JSON_MODE_ONLY}, _TEXT, ("moonshot-v1-32k",),
-          hosts=("api.moonshot.cn",), label="moonshot-v1*"),
+          hosts=("api.moonshot.cn",), label="moonshot-v1*", provider="moonshot_ai"),
     Route(r"(?:qwen|qwq)", "openai-chat", "https://dashscope-intl.aliyuncs.com/compatible-mode/v1",
           ("DASHSCOPE_API_KEY",), "Alibaba Cloud (DashScope)", "DASHSCOPE_BASE_URL",
           {"reasoning_field": "reasoning_content", "max_tokens_field": "max_tokens", "tool_choice": ("auto", "none"),
            "fast_mode": False, "thinking": dict(_same({"enable_thinking": True}, "low", "medium", "high", "xhigh"),
                             none={"enable_thinking": False})},
           _VISION, ("qwen3-max", "qwen-plus", "qwen3-vl-plus"), presets=("dashscope",),
-          hosts=("dashscope.aliyuncs.com",), label="qwen*, qwq*"),
+          hosts=("dashscope.aliyuncs.com",), label="qwen*, qwq*", provider=None),
     Route(r"minimax-", "openai-chat", "https://api.minimax.io/v1", ("MINIMAX_API_KEY",), "MiniMax", "MINIMAX_BASE_URL",
           {"tool_choice": ("auto", "none"), "thinking": {}}, _VISION, ("MiniMax-M3", "MiniMax-M2.7"), presets=("minimax",),
-          hosts=("api.minimaxi.com",), label="minimax-*"),
+          hosts=("api.minimaxi.com",), label="minimax-*", provider=None),
     # -- local servers: client_type picks them, any model name -------------------------------------
     Route(None, "openai-chat", "http://127.0.0.1:8000/v1", ("VLLM_API_KEY",), "vLLM", None,
           {"reasoning_field": "reasoning_content", "thinking": _TEMPLATE_SWITCH, "fast_mode": False}, _VISION, ("Qwen/Qwen3-8B",),
-          presets=("vllm",)),
+          presets=("vllm",), provider=None),
     Route(None, "openai-chat", "http://127.0.0.1:11434/v1", (), "Ollama", None,
           {"reasoning_field": "reasoning", "max_tokens_field": "max_tokens", "fast_mode": False,
            "thinking": {level: {"reasoning_effort": level} for level in ("none", "low", "medium", "high")}},
-          _VISION, ("qwen3:8b", "gpt-oss:20b"), presets=("ollama",)),
+          _VISION, ("qwen3:8b", "gpt-oss:20b"), presets=("ollama",), provider=None),
     Route(None, "openai-chat", "http://127.0.0.1:1234/v1", (), "LM Studio", None,
           {"reasoning_field": "reasoning_content", "max_tokens_field": "max_tokens", "fast_mode": False}, _VISION,
-          ("qwen/qwen3-8b",), presets=("lmstudio", "lm-studio")),
+          ("qwen/qwen3-8b",), presets=("lmstudio", "lm-studio"), provider=None),
     Route(None, "openai-chat", "http://127.0.0.1:8080/v1", ("LLAMA_API_KEY",), "llama.cpp", None,
           {"reasoning_field": "reasoning_content", "max_tokens_field": "max_tokens", "thinking": _TEMPLATE_SWITCH,
            "fast_mode": False},
-          _VISION, ("local",), presets=("llama.cpp", "llamacpp", "llama-cpp")),
+          _VISION, ("local",), presets=("llama.cpp", "llamacpp", "llama-cpp"), provider=None),
     # -- Anthropic-compatible gateways: client_type picks them; they read the key as a bearer token ----
     Route(None, "anthropic", "https://api.z.ai/api/anthropic", ("ZAI_API_KEY",), "Z.AI (Anthropic API)", None,
-          {"auth": "bearer"}, _TEXT, ("glm-5.1",), presets=("zai-anthropic",)),
+          {"auth": "bearer"}, _TEXT, ("glm-5.1",), presets=("zai-anthropic",), provider=None),
     Route(None, "anthropic", "https://openrouter.ai/api", ("OPENROUTER_API_KEY",), "OpenRouter (Anthropic API)", None,
-          {"auth": "bearer"}, _VISION, ("anthropic/claude-sonnet-4.6",), presets=("openrouter-anthropic",)),
+          {"auth": "bearer"}, _VISION, ("anthropic/claude-sonnet-4.6",), presets=("openrouter-anthropic",), provider=None),
     # -- another agenthub: `agenthub serve`, the model being an id of its models table -------------
     Route(None, "agenthub", "http://127.0.0.1:8787", ("AGENTHUB_SERVER_KEY",), "agenthub serve",
-          "AGENTHUB_SERVER_URL", {}, _VISION, ("fast",), presets=("agenthub",)),
+          "AGENTHUB_SERVER_URL", {}, _VISION, ("fast",), presets=("agenthub",), provider=None),
 ]
 
 
@@ -311,6 +336,65 @@ def route_for(model: str) -> Optional[Route]:
         if route.matches(model):
             return route
     return None
+
+
+#: OpenAI-compatible vendors with a well-known ``gen_ai.provider.name`` and no row here yet, known by their
+#: host (and its subdomains) alone; a vendor that gets a Route declares its ``provider`` there instead
+PROVIDER_HOSTS = (
+    ("api.groq.com", "groq"),
+    ("api.mistral.ai", "mistral_ai"),
+    ("api.x.ai", "x_ai"),
+    ("api.perplexity.ai", "perplexity"),
+    ("api.cohere.com", "cohere"),
+    ("api.cohere.ai", "cohere"),
+)
+
+
+def _under(host: str, names: Sequence[str]) -> bool:
+    return any(host == name or host.endswith("." + name) for name in names)
+
+
+def chosen_route(model: str, client_type: Optional[str] = None, base_url: Optional[str] = None) -> Optional[Route]:
+    """The registry row whose vendor facts a client of (``model``, ``client_type``, ``base_url``) carries, as
+    ``resolve`` picks it: the preset ``client_type`` names (at any base_url), else the row the model name
+    picks for that protocol at the vendor's own endpoint (no ``base_url``, or one of its hosts); None: no row."""
+    table = presets()
+    by_name = route_for(model) if isinstance(model, str) else None
+    if client_type is not None and client_type in table:
+        chosen = table[client_type]
+        if by_name is not None and by_name.vendor == chosen.vendor and by_name.client_type == chosen.client_type:
+            return by_name
+        return chosen
+    kind = ALIASES.get(client_type, client_type) if client_type is not None else None
+    if by_name is None or (kind is not None and by_name.client_type != kind):
+        return None
+    if base_url is not None and not by_name.own_host(base_url):
+        return None
+    return by_name
+
+
+def provider_name(client_type: str, host: str = "", route: Optional[Route] = None) -> str:
+    """``gen_ai.provider.name`` of a client: the chosen registry row's vendor (``route``, from
+    ``chosen_route``), else, for a dialect other vendors speak (Chat Completions, Responses), the vendor whose
+    own host ``host`` is (a Route's, a client-type row's ``provider_hosts``, ``PROVIDER_HOSTS``), else the
+    client-type row's ``provider``.  An unknown client type: its own name."""
+    if route is not None and route.provider:
+        return route.provider
+    row = hosts.CLIENT_TYPES.get(client_type)
+    if row is None:
+        return client_type
+    host = (host or "").lower()
+    if host and not is_loopback("http://" + host) and row.facts.provider_by_host:
+        for candidate in ROUTES:
+            if candidate.provider and candidate.own_host_name(host):
+                return candidate.provider
+        for other in hosts.CLIENT_TYPES.values():
+            if other.provider and _under(host, other.provider_hosts):
+                return other.provider
+        for name, value in PROVIDER_HOSTS:
+            if _under(host, (name,)):
+                return value
+    return row.provider or row.name
 
 
 def clamp_level(level: str, supported: Sequence[str]) -> str:

@@ -19,8 +19,9 @@ wait ``resume_delay(n)`` (doubling from RESUME_BACKOFF_BASE up to RESUME_BACKOFF
 caller's ``sleep`` (the client's abortable wait).  Giving up leaves the response running: the error
 names its id (the client cancels only what its caller stopped: abort, or closing the stream).
 
-What is dropped as already passed on: with numbered cursors (Responses' ``sequence_number``) an event
-at or before the last one; with opaque cursors (Interactions' ``event_id``) any event whose id was
+What is dropped as already passed on, at the start of a resumed connection (until its first new event:
+within a connection nothing is dropped, so two deltas sharing a sequence number both reach the caller):
+with numbered cursors (Responses' ``sequence_number``) an event at or before the last one; with opaque cursors (Interactions' ``event_id``) any event whose id was
 passed on before (a server that replays from the start on resume repeats nothing); and events with
 no cursor at all, on a connection asked for from the start (no cursor was ever seen), by their index:
 the first ``passed`` of them are the ones the caller has.
@@ -106,6 +107,7 @@ class Resumable(object):
         frames = self._frames
         stalls = 0
         skip = 0  # events of this connection already passed on (a replay from the start without cursors)
+        replaying = False  # a resumed connection before its first new event: what it replays is dropped
         while True:
             progressed = False
             error = None  # type: Optional[BaseException]
@@ -127,9 +129,11 @@ class Resumable(object):
                         if cursor is None:
                             continue  # replayed from the start, by its index: the caller has it already
                         skip = 0  # cursors from here on: they say what is new
-                    if cursor is not None and (cursor in self._seen if not self._ordered else
-                                               self.cursor is not None and cursor <= self.cursor):
+                    if replaying and cursor is not None and (cursor in self._seen if not self._ordered else
+                                                             self.cursor is not None and cursor <= self.cursor):
                         continue  # replayed: the caller has it already
+                    replaying = False  # (past the replay, a connection's events are its own: two deltas that
+                    # share a sequence number, or a number that goes back, are both passed on, never dropped)
                     if resource and self.resource_id is None:
                         self.resource_id = resource
                     progressed = True
@@ -164,6 +168,7 @@ class Resumable(object):
             if delay and self._sleep is not None:
                 self._sleep(delay)  # (a stop meanwhile: the reconnect raises it)
             skip = self.passed if self.cursor is None else 0  # asked from the start: the first ones are replays
+            replaying = True
             try:
                 frames = self._reconnect(self.resource_id, self.cursor)
             except Exception as exc:

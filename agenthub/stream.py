@@ -17,7 +17,8 @@ from .types import FINISH_REASONS as _FINISH_REASONS, USAGE_KEYS as _USAGE_KEYS
 from .types import AssistantMessage, UniEvent, UniMessage, UsageMetadata
 
 __all__ = ["StreamEnd", "drive", "now_ms", "collect", "Collector", "check_stream", "empty_usage", "Fold",
-           "item_problem", "usage_count", "checked_usage", "MAX_USAGE_TOKENS", "Usage", "with_cache_write"]
+           "item_problem", "usage_count", "checked_usage", "MAX_USAGE_TOKENS", "Usage", "with_cache_write",
+           "StopEvent"]
 
 #: the most tokens one usage bucket of one answer may report (ten times the largest context window of any
 #: model): a larger count is a server's mistake (bytes, a running total, garbage) and reads as unknown
@@ -77,30 +78,37 @@ def checked_usage(usage: Any, client: str = "") -> UsageMetadata:
                 text if len(text) < 40 else text[:40] + "...")
             return empty_usage()
         out[key] = count  # type: ignore[literal-required]
-    written = getattr(usage, "cache_write", None)  # the wire's cache-write count rides along (Usage)
-    return out if written is None else with_cache_write(out, written)
+    written = getattr(usage, "cache_write", None)  # the wire's cache-write counts ride along (Usage)
+    return out if written is None else with_cache_write(out, written, getattr(usage, "cache_write_1h", None))
 
 
 class Usage(dict):
     """The four buckets, a plain dict to every reader (the data model is unchanged: equal to the dict of
-    the same four keys, serialised as one), with one attribute beside them: ``cache_write``, the input
-    tokens the provider reported writing to its prompt cache (Anthropic ``cache_creation_input_tokens``,
-    Bedrock ``cacheWriteInputTokens``), already counted in ``prompt_tokens``.  Telemetry reads it."""
+    the same four keys, serialised as one), with two attributes beside them (agenthub additions):
+    ``cache_write``, the input tokens the provider reported writing to its prompt cache (Anthropic
+    ``cache_creation_input_tokens``, Bedrock ``cacheWriteInputTokens``, OpenAI ``cache_write_tokens``),
+    already counted in ``prompt_tokens``; and ``cache_write_1h``, how many of them were written with the
+    1-hour TTL where the wire splits them by TTL (Anthropic ``cache_creation.ephemeral_1h_input_tokens``,
+    Bedrock ``cacheDetails``), None where it does not (the writes are then priced at the model's 5-minute
+    or only write price).  ``agenthub.cost`` and telemetry read them."""
 
-    __slots__ = ("cache_write",)
+    __slots__ = ("cache_write", "cache_write_1h")
 
-    def __reduce__(self) -> Any:  # pickles (every protocol) and copies keep the count
-        return (with_cache_write, (dict(self), self.cache_write))
+    def __reduce__(self) -> Any:  # pickles (every protocol) and copies keep the counts
+        return (with_cache_write, (dict(self), self.cache_write, getattr(self, "cache_write_1h", None)))
 
 
-def with_cache_write(buckets: Any, written: Any) -> Any:
-    """``buckets`` carrying the wire's cache-write count (``Usage.cache_write``); as they are when the
-    provider reported none (or no token count)."""
+def with_cache_write(buckets: Any, written: Any, written_1h: Any = None) -> Any:
+    """``buckets`` carrying the wire's cache-write count (``Usage.cache_write``) and, where the wire gives
+    it, the part written with the 1-hour TTL (``Usage.cache_write_1h``, at most the count); as they are
+    when the provider reported no write (or no token count)."""
     written = usage_count(written)
     if written is None:
         return buckets
     out = Usage(buckets)
     out.cache_write = written
+    hour = usage_count(written_1h)
+    out.cache_write_1h = hour if hour is not None and hour <= written else None
     return out
 
 
@@ -110,15 +118,19 @@ class StreamEnd(object):
     ``replayable``: the turn carried something the next request must send back even
     though it holds no text, tool call or media (an Anthropic server-tool block a
     ``pause_turn`` stops on): such a turn is not an EmptyResponseError.
+    ``response_id`` / ``model``: the answer's id and the model the server said answered, where the wire
+    carries them (None: it did not); they ride on the stop event (``StopEvent``), outside the data model.
     """
 
-    __slots__ = ("usage", "finish_reason", "replayable")
+    __slots__ = ("usage", "finish_reason", "replayable", "response_id", "model")
 
     def __init__(self, usage: Optional[UsageMetadata] = None, finish_reason: Optional[str] = None,
-                 replayable: bool = False) -> None:
+                 replayable: bool = False, response_id: Any = None, model: Any = None) -> None:
         self.usage = usage
         self.finish_reason = finish_reason
         self.replayable = replayable
+        self.response_id = response_id if isinstance(response_id, str) and response_id else None
+        self.model = model if isinstance(model, str) and model else None
 
     def __repr__(self) -> str:
         return "StreamEnd(usage={!r}, finish_reason={!r})".format(self.usage, self.finish_reason)
@@ -127,6 +139,25 @@ class StreamEnd(object):
 #: every delta event's fields but its item and time (``drive`` copies it per event)
 _DELTA = {"role": "assistant", "event_type": "delta", "content_items": None, "usage_metadata": None,
           "finish_reason": None, "created_at": 0}  # type: Dict[str, Any]
+
+
+class StopEvent(dict):
+    """The stop event ``drive`` yields: a plain dict to every reader (equal to the dict of the same keys,
+    serialised as one; a copy or a pickle is a plain dict), with two attributes beside its keys, read by
+    the attempt loop (``Attempt.response_id``, ``Attempt.response_model``): ``response_id``, the answer's
+    id, and ``response_model``, the model the server said answered (None where the wire said none)."""
+
+    __slots__ = ("response_id", "response_model")
+
+    def __reduce__(self) -> Any:
+        return (dict, (dict(self),))
+
+
+def _stop_event(stamp: Optional[List[int]], usage: Any, finish: Any, end: "StreamEnd") -> UniEvent:
+    event = StopEvent(_event("stop", [], stamp, usage, finish))
+    event.response_id = end.response_id
+    event.response_model = end.model
+    return event  # type: ignore[return-value]
 
 
 def _event(event_type: str, items: List[Any], stamp: Optional[List[int]], usage: Any = None,
@@ -246,7 +277,7 @@ def drive(parts: Iterable[Any], client: str = "", stamp: Optional[List[int]] = N
         )
     if not started:  # pragma: no cover - a substantive turn has items
         yield _event("start", [], stamp)
-    yield _event("stop", [], stamp, usage, finish)
+    yield _stop_event(stamp, usage, finish, end)
 
 
 # -- collect ------------------------------------------------------------------------------------

@@ -47,7 +47,9 @@ R5  A ``seed`` (arguments that came with the announcement, e.g. an Anthropic
 R6  A call closes when the protocol says so (``close``), when a new call starts
     and its arguments already form a complete JSON object, or at ``finish``.
     Empty arguments are ``{}``.  Malformed, truncated or non-object JSON raises
-    ToolCallArgumentParseError.  After a call closed, whitespace or an identical
+    ToolCallArgumentParseError, and so do NaN, Infinity, a number beyond a float's
+    range (``1e400``) and a string with a lone surrogate (``"\\ud800"``): no
+    request could carry them back.  After a call closed, whitespace or an identical
     re-send for it is ignored; anything else raises ToolCallArgumentParseError.
 R7  A call with no id by the time it is announced gets a unique synthetic one.
     A call that never got a name is a StreamProtocolError if arguments came for
@@ -71,6 +73,31 @@ _MISSING_IDS = frozenset(["", "null", "None", "undefined"])
 #: result.  The runner sets it only around a stream's first step (where the parser and its assembler are made)
 broken_calls = contextvars.ContextVar("agenthub_broken_calls", default=None)  # type: contextvars.ContextVar[Optional[Dict[str, Any]]]
 _loads = json.loads
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError("{} is not a JSON number".format(name))
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if value in (float("inf"), float("-inf")):
+        raise ValueError("{} is beyond a float's range".format(text if len(text) <= 24 else text[:21] + "..."))
+    return value
+
+
+#: how a call's complete arguments are read: NaN, Infinity and numbers beyond a float's range are refused
+#: (JSON has none of them: the next request could not carry them back)
+_strict_loads = json.JSONDecoder(parse_constant=_no_constant, parse_float=_finite).decode
+
+
+def _lone_surrogate(value: Any) -> bool:
+    """Does ``value`` (parsed JSON) hold a string with a lone surrogate (``"\\ud800"``: no UTF-8 for it)?"""
+    try:
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
 def _complete_object(text: str) -> Optional[Dict[str, Any]]:
     """The object ``text`` holds if it is one whole JSON object, else None."""
     stripped = text.strip()
@@ -432,7 +459,7 @@ class ToolCallAssembler(object):
         else:
             error = None
             try:
-                arguments = _loads(raw)
+                arguments = _strict_loads(raw)
             except ValueError as exc:
                 error = self._parse_error(call, raw, "is not valid JSON ({})".format(exc))
             except RecursionError:
@@ -442,6 +469,8 @@ class ToolCallAssembler(object):
                     error = self._parse_error(call, raw, "is not a JSON object")
                 elif too_deep(arguments):
                     error = self._parse_error(call, raw, "nests deeper than {} levels".format(MAX_DEPTH))
+                elif _lone_surrogate(arguments):
+                    error = self._parse_error(call, raw, "hold a lone surrogate (a string no UTF-8 can carry)")
             if error is not None:
                 caught = self.caught
                 if caught is None:

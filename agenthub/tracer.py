@@ -30,8 +30,8 @@ Tool calls: a run of the tool runner (``client.run(..., config={"trace_id": ...}
 ``"tool_calls"``: one row per call it answered, ``{"tool_call_id", "name", "seconds", "is_error",
 "turn"}`` (``seconds``: how long the tool ran, 0.0 for a call answered without running it (denied,
 unknown, invalid arguments); ``turn``: the index in ``history`` of the user message holding its
-result).  The runner writes them with the turn that executed them (``add_tool_calls``, right after
-the calls return), and each later turn's write keeps them.  A row never holds arguments or the
+result).  The run's one trace writer (``RunTrace``, a hook of the run) holds them in memory and writes
+them with the turn that executed them, right after the calls return; each later turn's write keeps them.  A row never holds arguments or the
 result: those are in ``history`` already.  Traces without ``"tool_calls"`` (older files, calls
 without the runner) load and render as before.
 
@@ -63,7 +63,7 @@ _SECRET_CONFIG = ("extra_headers",)
 TOOL_CALL_FIELDS = ("tool_call_id", "name", "seconds", "is_error", "turn")
 
 __all__ = ["cache_dir", "trace_paths", "save_trace", "load_trace", "list_traces", "to_jsonable", "from_jsonable",
-           "render_text", "TraceHook", "add_tool_calls"]
+           "render_text", "TraceHook", "RunTrace"]
 
 logger = logging.getLogger("agenthub")
 
@@ -235,34 +235,39 @@ def _rows_for(document: Optional[Mapping[str, Any]], history: Sequence[Mapping[s
     return kept
 
 
-def add_tool_calls(trace_id: str, model: str, history: Sequence[Mapping[str, Any]], config: Mapping[str, Any],
-                   tool_calls: Sequence[Mapping[str, Any]], root: Optional[str] = None) -> Dict[str, str]:
-    """Write the trace ``trace_id`` again with ``history`` (which now ends with the message holding the
-    results of ``tool_calls``) and the rows ``{"tool_call_id", "name", "seconds", "is_error"}`` of those
-    calls (``turn`` defaults to the last message of ``history``).  What an earlier write of the same
-    conversation holds (which route answered each turn, earlier calls' rows) is kept.  The tool runner
-    calls this once per turn whose calls it answered; it raises as ``save_trace`` does."""
-    paths = trace_paths(trace_id, root)
-    previous = _previous(paths["json"], history)
-    rows = _rows_for(previous, history)
-    added = [_tool_call_row(dict(row, turn=row.get("turn", len(history) - 1))) for row in tool_calls]
-    fresh = {(row["turn"], row["tool_call_id"]) for row in added}
-    rows = [row for row in rows if (row["turn"], row["tool_call_id"]) not in fresh] + added
-    routes = previous.get("routes") if previous is not None and isinstance(previous.get("routes"), list) else None
-    return save_trace(trace_id, model, history, config, root, routes=routes, tool_calls=rows)
+def _continued(json_path: str, history: Sequence[Mapping[str, Any]]) -> Any:
+    """(routes, rows) of an earlier write of this same conversation at ``json_path`` (its history a prefix of
+    ``history``): what a new writer of the trace carries on.  Read once by each writer when it starts (a
+    plain call, a tool run), never to merge what another writer wrote meanwhile."""
+    previous = _previous(json_path, history)
+    if previous is None:
+        return [], []
+    before = len(previous["history"])
+    routes = [dict(route) for route in previous.get("routes") or () if isinstance(route, dict)
+              and isinstance(route.get("turn"), int) and not isinstance(route.get("turn"), bool)
+              and 0 <= route["turn"] < before] if isinstance(previous.get("routes"), list) else []
+    return routes, _rows_for(previous, history[:before])
+
+
+def _write_logged(trace_id: str, model: str, history: Sequence[Mapping[str, Any]], config: Mapping[str, Any],
+                  routes: Sequence[Mapping[str, Any]], rows: Sequence[Mapping[str, Any]], who: str) -> None:
+    try:
+        save_trace(trace_id, model, history, config, routes=routes, tool_calls=rows)
+    except Exception as exc:  # disk full, permissions, a folder removed meanwhile, an unwritable value
+        logger.error("%s: the trace %r was not written (%s: %s); %s", who, trace_id, type(exc).__name__, exc,
+                     "the run goes on" if who == "tool run" else "the answer stands")
 
 
 class TraceHook(AttemptHook):
-    """The attempt-loop hook of a call with ``config["trace_id"]`` (one per call): the answer is folded as
-    its events pass and the trace written when the stop event passes, before the caller gets it (a
-    caller may stop iterating there).  ``routes``: the client's record of which endpoint answered each
-    turn of each trace_id (the call's answering route, whatever other threads do); ``stored``: how a
-    stateful answer is kept (the dialect's ``stored_answer``), or None."""
+    """The attempt-loop hook of a call with ``config["trace_id"]`` (one per call; a tool run's turns go
+    without it: the run's ``RunTrace`` writes its trace): the answer is folded as its events pass and the
+    trace written when the stop event passes, before the caller gets it (a caller may stop iterating
+    there).  An earlier write of the same conversation is carried on (which route answered each turn, the
+    tool runner's rows); ``stored``: how a stateful answer is kept (the dialect's ``stored_answer``), or None."""
 
     wants_events = True
 
-    def __init__(self, routes: Dict[str, List[Dict[str, Any]]], stored: Any = None) -> None:
-        self.routes = routes
+    def __init__(self, stored: Any = None) -> None:
         self.stored = stored
         self.folding = None  # type: Any
 
@@ -282,19 +287,61 @@ class TraceHook(AttemptHook):
             answer = self.stored(answer)
         config = call.config or {}
         history = list(call.messages or []) + [answer]
-        turns = self.routes.setdefault(config["trace_id"], [])
-        if call.route is not None:  # which endpoint answered each turn (failover never hides it)
-            turns.append(dict(call.route, turn=len(history) - 1))
         try:
-            rows = None  # the tool runner's rows of earlier turns of this conversation, kept
-            if any(item.get("type") == "tool_result"
-                   for message in history for item in message.get("content_items") or ()):
-                path = trace_paths(config["trace_id"])["json"]
-                rows = _rows_for(_previous(path, history), history)
-            save_trace(config["trace_id"], call.model, history, config, routes=turns, tool_calls=rows)
-        except Exception as exc:  # disk full, permissions, a folder removed meanwhile, an unwritable value
-            logger.error("%s: the trace %r was not written (%s: %s); the answer stands", call.client_type,
-                         config["trace_id"], type(exc).__name__, exc)
+            routes, rows = _continued(trace_paths(config["trace_id"])["json"], history[:-1])
+        except Exception:  # (the write below says what is wrong)
+            routes, rows = [], []
+        if call.route is not None:  # which endpoint answered each turn (failover never hides it)
+            routes.append(dict(call.route, turn=len(history) - 1))
+        _write_logged(config["trace_id"], call.model, history, config, routes, rows, call.client_type)
+
+
+class RunTrace(object):
+    """The one writer of a tool run's trace (``client.run(..., config={"trace_id": ...})``), a ToolHook by its
+    methods (agenthub.agent.hooks): it holds the routes and the tool rows in memory and writes the trace once
+    per model turn (at its stop event) and once per turn's results (with their rows), the run's turns going
+    without ``trace_id`` (no second writer).  A trace that earlier wrote this conversation (the run this one
+    resumes) is carried on: read once, when the run starts."""
+
+    writes_trace = True
+
+    def __init__(self, trace_id: str) -> None:
+        trace_paths(trace_id)  # a trace_id escaping the cache dir is refused before anything is sent
+        self.trace_id = trace_id
+        self.routes = []  # type: List[Dict[str, Any]]
+        self.rows = []  # type: List[Dict[str, Any]]
+        self._turn_rows = []  # type: List[Dict[str, Any]]
+
+    def on_run_start(self, run: Any) -> None:
+        try:
+            self.routes, self.rows = _continued(trace_paths(self.trace_id)["json"], run.history())
+        except Exception:
+            self.routes, self.rows = [], []
+
+    def on_turn(self, run: Any, message: Any) -> None:
+        history = run.history()
+        if run.route is not None:
+            self.routes.append(dict(run.route, turn=len(history) - 1))
+        self._write(run, history)
+
+    def after_call(self, call: Any, result: Any, seconds: float) -> None:
+        self._turn_rows.append({"tool_call_id": call["tool_call_id"], "name": call["name"], "seconds": seconds,
+                                "is_error": bool(result.get("is_error"))})
+
+    def on_results(self, run: Any, message: Any) -> None:
+        history = run.history()
+        rows, self._turn_rows = self._turn_rows, []
+        if not rows:
+            return
+        fresh = {row["tool_call_id"] for row in rows}
+        turn = len(history) - 1
+        self.rows = [row for row in self.rows if not (row["turn"] == turn and row["tool_call_id"] in fresh)]
+        self.rows.extend(_tool_call_row(dict(row, turn=turn)) for row in rows)
+        self._write(run, history)
+
+    def _write(self, run: Any, history: Sequence[Mapping[str, Any]]) -> None:
+        _write_logged(self.trace_id, getattr(run.client, "model", ""), history, run.config, self.routes, self.rows,
+                      "tool run")
 
 
 def load_trace(path: str) -> Dict[str, Any]:

@@ -186,7 +186,13 @@ class UsageMetadata(TypedDict):
     response_tokens: Optional[int]
 
 
-class _Fidelity(TypedDict, total=False):
+class _CacheMark(TypedDict, total=False):
+    #: agenthub: a prompt-cache breakpoint right after this item (Anthropic cache_control, Bedrock cachePoint,
+    #: OpenAI prompt_cache_breakpoint; docs/calls.md, "Cache breakpoints")
+    cache_breakpoint: bool
+
+
+class _Fidelity(_CacheMark, total=False):
     fidelity: Dict[str, Any]  # opaque wire data: pass back unchanged
 
 
@@ -195,7 +201,7 @@ class TextItem(_Fidelity):
     text: str
 
 
-class ImageUrlItem(TypedDict):
+class ImageUrlItem(_CacheMark):
     type: Literal["image_url"]
     image_url: str  # http(s) URL or data: URI
 
@@ -240,6 +246,7 @@ class _ToolResultBase(TypedDict):
 class ToolResultItem(_ToolResultBase, total=False):
     images: List[str]  # image URLs or data: URIs
     is_error: bool  # the tool failed (Anthropic is_error, Bedrock status "error", Gemini response {"error": ...})
+    cache_breakpoint: bool  # agenthub: a prompt-cache breakpoint after this result (see _CacheMark)
 
 
 class EmbeddingItem(TypedDict):
@@ -279,6 +286,7 @@ class UniMessage(_UniMessageBase, total=False):
     usage_metadata: Optional[UsageMetadata]
     finish_reason: Optional[FinishReason]
     created_at: int  # Unix milliseconds
+    cache_breakpoint: bool  # agenthub: a prompt-cache breakpoint after the message's last item
 
 
 class _AssistantMessageBase(TypedDict):
@@ -294,6 +302,7 @@ class AssistantMessage(_AssistantMessageBase, total=False):
     never reached their stop event, a list cut short, leaves both None: check_stream such a list.)"""
 
     created_at: int  # Unix milliseconds
+    cache_breakpoint: bool  # agenthub: a prompt-cache breakpoint after the message's last item
 
 
 #: any message the library takes back: one you built (UniMessage) or one collect() gave you

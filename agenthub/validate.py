@@ -20,7 +20,8 @@ from .errors import ConfigError
 from .types import FINISH_REASONS, MAX_DEPTH, PromptCaching, ThinkingLevel
 
 __all__ = ["check_config", "check_messages", "check_message", "check_json", "check_header_value", "check_header_name",
-           "check_mcp_servers", "CONFIG_KEYS", "ASPECT_RATIOS", "IMAGE_SIZES", "RESPONSE_FORMATS"]
+           "check_mcp_servers", "check_anthropic_version", "ANTHROPIC_VERSIONS",
+           "cache_marks", "count_marks", "CACHE_BREAKPOINT", "CONFIG_KEYS", "ASPECT_RATIOS", "IMAGE_SIZES", "RESPONSE_FORMATS"]
 
 CONFIG_KEYS = (
     "max_tokens", "temperature", "tools", "thinking_summary", "thinking_level", "tool_choice", "system_prompt",
@@ -31,6 +32,8 @@ CONFIG_KEYS = (
     "foreign_thinking", "mcp_servers",
 )
 RESPONSE_FORMATS = ("text", "json_object", "json_schema")
+#: the Anthropic API versions a client may pin (providers.anthropic.ANTHROPIC_VERSIONS: newest first)
+ANTHROPIC_VERSIONS = ("2026-10-21", "2023-06-01")
 _SCHEMA_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")  # an RFC 9110 token
 ASPECT_RATIOS = ("1:1", "2:3", "3:2", "3:4", "4:3", "9:16", "16:9", "21:9")
@@ -464,6 +467,41 @@ def _copy(value: Any) -> Any:
     return value
 
 
+#: agenthub's prompt-cache breakpoint mark, on a content item or on a message (= on its last item)
+CACHE_BREAKPOINT = "cache_breakpoint"
+
+
+def cache_marks(message: Mapping[str, Any]) -> List[bool]:
+    """Per content item of ``message``: whether a cache breakpoint follows it (its own mark, or the
+    message's mark on its last item)."""
+    items = message["content_items"]
+    marks = [item.get(CACHE_BREAKPOINT) is True for item in items]
+    if message.get(CACHE_BREAKPOINT) is True and marks:
+        marks[-1] = True
+    return marks
+
+
+def count_marks(messages: Sequence[Mapping[str, Any]]) -> int:
+    """The cache breakpoints marked in ``messages``."""
+    return sum(sum(cache_marks(message)) for message in messages)
+
+
+def check_anthropic_version(value: Any, client_type: str, dialect: str) -> str:
+    """``AutoLLMClient(..., anthropic_version=...)``: one of ``ANTHROPIC_VERSIONS``, on a client type whose
+    ``dialect`` is Anthropic Messages (anthropic, azure-anthropic, vertex-anthropic, and registry rows of that
+    dialect); ConfigError otherwise."""
+    if not isinstance(value, str) or value not in ANTHROPIC_VERSIONS:
+        raise ConfigError("anthropic_version must be one of {} (got {})".format(
+            ", ".join(repr(v) for v in ANTHROPIC_VERSIONS), _short(value)))
+    if dialect != "anthropic":
+        why = "Bedrock Converse carries no Anthropic API version" if dialect == "bedrock" else \
+            "it speaks {}".format(dialect)
+        raise ConfigError("anthropic_version applies to Claude over the Anthropic Messages API (client types "
+                          "anthropic, azure-anthropic, vertex-anthropic), not to client type {!r}: {}".format(
+                              client_type, why))
+    return value
+
+
 def check_message(message: Any, where: str = "message") -> None:
     if not isinstance(message, Mapping):
         raise ConfigError("{} must be a dict (UniMessage), got {}".format(where, type(message).__name__))
@@ -475,6 +513,12 @@ def check_message(message: Any, where: str = "message") -> None:
     items = message.get("content_items")
     if not isinstance(items, (list, tuple)):
         raise ConfigError("{}['content_items'] must be a list".format(where))
+    mark = message.get(CACHE_BREAKPOINT)
+    if mark is not None and not isinstance(mark, bool):
+        raise ConfigError("{}[{!r}] must be a bool (True: a prompt-cache breakpoint after its last item), got "
+                          "{}".format(where, CACHE_BREAKPOINT, type(mark).__name__))
+    if mark and not items:
+        raise ConfigError("{}[{!r}] marks a message with no content items".format(where, CACHE_BREAKPOINT))
     for i, item in enumerate(items):
         at = "{}['content_items'][{}]".format(where, i)
         if not isinstance(item, Mapping):
@@ -500,6 +544,10 @@ def check_message(message: Any, where: str = "message") -> None:
         if kind == "tool_result" and "is_error" in item and not isinstance(item["is_error"], bool):
             raise ConfigError("{}: tool_result 'is_error' must be a bool (True or False), got {}".format(
                 at, type(item["is_error"]).__name__))
+        if CACHE_BREAKPOINT in item and item[CACHE_BREAKPOINT] is not None and not isinstance(
+                item[CACHE_BREAKPOINT], bool):
+            raise ConfigError("{}[{!r}] must be a bool (True: a prompt-cache breakpoint after this item), got "
+                              "{}".format(at, CACHE_BREAKPOINT, type(item[CACHE_BREAKPOINT]).__name__))
         if "fidelity" in item and item["fidelity"] is not None and not isinstance(item["fidelity"], Mapping):
             raise ConfigError("{}: fidelity must be a dict (pass it back as you got it)".format(at))
         for name, value in item.items():

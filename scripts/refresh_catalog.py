@@ -22,7 +22,9 @@ Sources, both MIT-licensed (their notices are copied into the snapshot):
   page), for models agenthub routes that neither source has.  This script prints every override
   a source now covers, so it can be deleted.  Its ``batch_discounts`` are each provider's documented
   batch discount (dated, with the page that says it): a priced model the sources give no batch price
-  gets its standard prices times that factor.
+  gets its standard prices times that factor.  Its ``cache_write_checks`` are the vendors' documented
+  prompt-cache write prices (multiples of the input price, dated, with their pages): every price set of
+  every model a check covers must carry them, or the script stops and says which.
 
 A model is kept when agenthub routes its name to that provider's registry row (so
 ``agenthub.cost(name, usage)`` finds it through ``route_for``), which is every model of every
@@ -406,6 +408,42 @@ def apply_overrides(rows, overrides):
     return covered
 
 
+def _price_sets(row):
+    """(label, price set) of every price set of a row: standard, batch, tiers, and their long-context levels."""
+    sets = [("prices", row.get("prices")), ("batch", row.get("batch"))]
+    sets += [("tiers." + name, prices) for name, prices in sorted((row.get("tiers") or {}).items())]
+    for label, prices in list(sets):
+        for level in (prices or {}).get("long_context") or ():
+            sets.append(("{} above {}".format(label, level["above_input_tokens"]), level))
+    return [(label, prices) for label, prices in sets if prices]
+
+
+def check_cache_writes(rows, checks):
+    """The vendors' documented cache-write prices (``cache_write_checks``: each a dated rule with its page:
+    the models it covers, a regular expression, and the write prices as multiples of the input price) held
+    against the generated rows; -> the problems (a row whose write price is missing or other)."""
+    problems = []
+    for check in checks:
+        pattern = re.compile(check["models"])
+        matched = [row for row in rows if row["provider"] == check["provider"] and pattern.search(row["id"])]
+        if not matched:
+            problems.append("{}: no {} model matches {}".format(check["source"], check["provider"], check["models"]))
+        for row in matched:
+            for label, prices in _price_sets(row):
+                if prices.get("input") is None:
+                    continue
+                for key in ("cache_write_5m", "cache_write_1h"):
+                    factor = check.get(key)
+                    if factor is None:
+                        continue
+                    want = Decimal(str(prices["input"])) * Decimal(str(factor))
+                    have = prices.get(key)
+                    if have is None or abs(Decimal(str(have)) - want) > Decimal("0.000001"):
+                        problems.append("{}/{} {}: {} is {}, {} says {} x input = {}".format(
+                            row["provider"], row["id"], label, key, have, check["source"], factor, float(want)))
+    return problems
+
+
 def _licence(dist):
     from importlib import metadata
 
@@ -425,6 +463,10 @@ def snapshot(day):
     rows, provider_info = build(day)
     covered = apply_overrides(rows, overrides)
     apply_batch_discounts(rows, discounts)
+    problems = check_cache_writes(rows, hand_kept.get("cache_write_checks") or [])
+    if problems:
+        raise SystemExit("the sources disagree with the vendors' cache-write prices (scripts/catalog_overrides.json, "
+                         "cache_write_checks):\n  " + "\n  ".join(problems))
     order = [p[0] for p in PROVIDERS]
     rows.sort(key=lambda r: (order.index(r["provider"]), r["id"].lower()))
     about = {

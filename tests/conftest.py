@@ -120,3 +120,56 @@ def sent(plan, endpoint):
 def _private_agenthub_home(tmp_path_factory, monkeypatch):
     """The CLI's conversation log goes to a folder of the test's own, never the user's data directory."""
     monkeypatch.setenv("AGENTHUB_HOME", str(tmp_path_factory.mktemp("agenthub-home")))
+
+
+@pytest.fixture
+def fresh_breakers():
+    """Every circuit breaker closed before the test and after it (the failover tests' ``pytestmark``)."""
+    from agenthub import breaker
+
+    breaker.reset()
+    yield
+    breaker.reset()
+
+
+@pytest.fixture(params=["sqlite", "redis"])
+def store_url(request, tmp_path):
+    """A shared store's URL: a SQLite file in the test's folder, then a local redis-server (skipped when it
+    or the redis package is missing)."""
+    if request.param == "sqlite":
+        yield "sqlite:///" + str(tmp_path / "state.db")
+        return
+    from store_support import REDIS_SERVER, RedisServer
+
+    if REDIS_SERVER is None:
+        pytest.skip("redis-server is not installed")
+    pytest.importorskip("redis")
+    with RedisServer() as server:
+        yield server.url
+
+
+# -- the CLI tests' local Chat Completions server (test_cli_habits.py, test_cli_papercuts.py) -------------------
+
+
+def chat_answer(text):
+    """An sse_server Answer: a Chat Completions stream of ``text`` with usage (3 in, 1 out)."""
+    from sse_server import Answer
+
+    chunks = [{"choices": [{"index": 0, "delta": {"content": text}, "finish_reason": None}]},
+              {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]},
+              {"choices": [], "usage": {"prompt_tokens": 3, "completion_tokens": 1}}]
+    return Answer(["".join("data: " + json.dumps(c) + "\n\n" for c in chunks).encode() + b"data: [DONE]\n\n"])
+
+
+@pytest.fixture
+def server():
+    """A running sse_server.SSEServer (its ``answers`` queue, its ``requests``)."""
+    from sse_server import SSEServer
+
+    with SSEServer() as running:
+        yield running
+
+
+def local(server):
+    """The CLI options that point a command at ``server``."""
+    return ["--client-type", "openai-chat", "--base-url", server.url + "/v1"]

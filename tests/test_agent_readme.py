@@ -32,8 +32,8 @@ def _run(code, answers):
 WEATHER = [responses_calls([("call_1", "get_weather", '{"city": "Paris"}')]), responses_text("Sunny in Paris.")]
 
 
-def test_the_section_has_four_blocks():
-    assert len(_blocks()) == 4
+def test_the_section_has_six_blocks():
+    assert len(_blocks()) == 6
 
 
 def test_the_runner_block():
@@ -45,7 +45,7 @@ def test_the_runner_block():
         "type": "function", "name": "get_weather", "description": "Current weather in a city.",
         "parameters": {"type": "object", "properties": {
             "city": {"type": "string", "description": "The city's name."},
-            "unit": {"enum": ["c", "f"], "type": "string", "description": "Celsius or Fahrenheit."}},
+            "unit": {"enum": ["c", "f"], "type": "string", "description": "Celsius or Fahrenheit.", "default": "c"}},
             "required": ["city"]}, "strict": False}]
 
 
@@ -68,8 +68,28 @@ def test_the_approval_block():
 
 def test_the_parallel_block():
     calls = responses_calls([("c1", "fetch", '{"url": "a.com"}'), ("c2", "fetch", '{"url": "b.com"}')])
-    out, requests = _run(_blocks()[3], [calls, responses_text("Both are pages.")])
+    out, requests = _run(_blocks()[4], [calls, responses_text("Both are pages.")])
     assert out == "fetch False\nfetch False\n"
     assert requests[1]["body"]["input"][-2:] == [
         {"type": "function_call_output", "call_id": "c1", "output": "<html>a.com</html>"},
         {"type": "function_call_output", "call_id": "c2", "output": "<html>b.com</html>"}]
+
+
+def test_the_digest_block():
+    """A decision keyed by call_digest runs the call the user saw."""
+    call = responses_calls([("call_d", "delete_file", '{"path": "old.log"}')])
+    out, requests = _run(_blocks()[3], [call, responses_text("Deleted.")])
+    assert out == "done\n"
+    assert requests[1]["body"]["input"][-1] == {"type": "function_call_output", "call_id": "call_d",
+                                               "output": "deleted old.log"}
+
+
+def test_the_hooks_block():
+    calls = responses_calls([("c1", "get_weather", '{"city": "Paris"}'), ("c2", "delete_file", '{"path": "x"}')])
+    out, requests = _run(_blocks()[5], [calls, responses_text("Sunny.")])
+    lines = out.splitlines()
+    assert lines[0] == "running get_weather {'city': 'Paris'}"
+    assert re.fullmatch(r"get_weather took \d+\.\d{3} s", lines[1]) and lines[2:] == [
+        "delete_file took 0.000 s (failed)", "run ended: done 2 turns"]
+    assert requests[1]["body"]["input"][-1] == {"type": "function_call_output", "call_id": "c2",
+                                               "output": "unknown tool 'delete_file'; the tools are: get_weather"}

@@ -469,8 +469,10 @@ def test_run_stateful_grows_the_history_turn_by_turn():
         result = client.run_stateful(USER, tools=[get_weather]).result()
         history = client.get_history()
     assert [m["role"] for m in history] == ["user", "assistant", "user", "assistant"]
-    assert history[2]["content_items"] == result.messages[2]["content_items"]
-    assert [m["role"] for m in result.messages] == ["user", "assistant", "user", "assistant"]
+    assert history[2]["content_items"] == result.messages[1]["content_items"]
+    # one rule for run and run_stateful: result.messages holds what the run added, never the caller's message
+    assert [m["role"] for m in result.messages] == ["assistant", "user", "assistant"]
+    assert [m["content_items"] for m in result.messages] == [m["content_items"] for m in history[1:]]
     assert server.requests[1]["body"]["messages"][-1] == {"role": "tool", "tool_call_id": "c1",
                                                           "content": "18 C, sunny"}
 
@@ -674,10 +676,12 @@ def test_run_stateful_a_new_question_answers_the_open_calls_in_the_same_message(
         result = client.run_stateful(question, tools=[delete_file], decisions={"c1": "not now"}).result()
         sent = server.requests[1]["body"]["messages"][2:]
     assert result.stop == "done"
-    assert result.messages[0] == {"role": "user", "content_items": [
-        {"type": "tool_result", "tool_call_id": "c1", "text": "denied: not now", "is_error": True},
-        {"type": "text", "text": "Never mind."}]}
+    assert result.messages[0] == {"role": "user", "content_items": [  # the run's results, not the caller's text
+        {"type": "tool_result", "tool_call_id": "c1", "text": "denied: not now", "is_error": True}]}
     assert [m["role"] for m in client.get_history()] == ["user", "assistant", "user", "assistant"]
+    assert client.get_history()[2]["content_items"] == [  # one user turn: results, then the text
+        {"type": "tool_result", "tool_call_id": "c1", "text": "denied: not now", "is_error": True},
+        {"type": "text", "text": "Never mind."}]
     assert sent == [{"role": "tool", "tool_call_id": "c1", "content": "denied: not now"},
                     {"role": "user", "content": "Never mind."}]
 

@@ -2,8 +2,9 @@
 Runs on every supported Python (3.8 included: typing.get_type_hints, no typing_extensions)."""
 
 import enum
+import sys
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, FrozenSet, List, Mapping, Optional, Sequence, Tuple, Union
 
 import pytest
 
@@ -57,6 +58,7 @@ def measure(city: str, days: int, unit: Unit = Unit.C, mode: Literal["fast", "ex
 
 
 def test_the_schema_of_every_supported_hint():
+    # every parameter with a default carries it as JSON, as the SDKs' generators write it (issue 37 C3)
     point = {"type": "object", "properties": {"x": {"type": "integer"}, "y": {"type": "integer"}},
              "required": ["x", "y"]}
     assert measure.schema == {
@@ -65,26 +67,27 @@ def test_the_schema_of_every_supported_hint():
         "parameters": {"type": "object", "properties": {
             "city": {"type": "string", "description": "The city's name."},
             "days": {"type": "integer", "description": "How many days, counted from today."},
-            "unit": {"enum": ["c", "f"], "type": "string", "description": "Celsius or Fahrenheit."},
-            "mode": {"enum": ["fast", "exact"], "type": "string"},
+            "unit": {"enum": ["c", "f"], "type": "string", "description": "Celsius or Fahrenheit.", "default": "c"},
+            "mode": {"enum": ["fast", "exact"], "type": "string", "default": "fast"},
             "box": {"anyOf": [{"type": "object", "properties": {
                 "width": {"type": "number"},
                 "corners": {"type": "array", "items": point},
-                "label": {"anyOf": [{"type": "string"}, {"type": "null"}]},
+                "label": {"anyOf": [{"type": "string"}, {"type": "null"}], "default": None},
                 "tags": {"type": "object", "additionalProperties": {"type": "integer"}}},
-                "required": ["width", "corners"]}, {"type": "null"}]},
+                "required": ["width", "corners"]}, {"type": "null"}], "default": None},
             "pairs": {"type": "array", "items": {"type": "array", "prefixItems": [{"type": "integer"}, {"type": "string"}],
-                                                  "minItems": 2, "maxItems": 2}},
+                                                  "minItems": 2, "maxItems": 2}, "default": []},
             "extra": measure.schema["parameters"]["properties"]["extra"],  # Optional on 3.8-3.10 (implicit)
-            "flags": {"type": "array", "items": {"type": "boolean"}},
-            "either": {"anyOf": [{"type": "integer"}, {"type": "string"}]},
-            "tags": {"anyOf": [{"type": "object", "properties": {"color": {"type": "string"}}}, {"type": "null"}]},
-            "nothing": {"type": "null"},
-            "ratio": {"type": "number"}},
+            "flags": {"type": "array", "items": {"type": "boolean"}, "default": []},
+            "either": {"anyOf": [{"type": "integer"}, {"type": "string"}], "default": 0},
+            "tags": {"anyOf": [{"type": "object", "properties": {"color": {"type": "string"}}}, {"type": "null"}],
+                     "default": None},
+            "nothing": {"type": "null", "default": None},
+            "ratio": {"type": "number", "default": 1.0}},
             "required": ["city", "days"]}}
     assert measure.schema["parameters"]["properties"]["extra"] in (
-        {"type": "object", "additionalProperties": {}},
-        {"anyOf": [{"type": "object", "additionalProperties": {}}, {"type": "null"}]})
+        {"type": "object", "additionalProperties": {}, "default": None},
+        {"anyOf": [{"type": "object", "additionalProperties": {}}, {"type": "null"}], "default": None})
 
 
 def test_the_tool_stays_callable_and_arguments_are_converted():
@@ -218,10 +221,222 @@ def test_a_partial_and_a_callable_object():
 
     three_days = tool(functools.partial(forecast, days=3), name="forecast3")
     assert three_days.schema == {"name": "forecast3", "description": "Forecast for a city.", "parameters": {
-        "type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}}, "required": ["city"]}}
+        "type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer", "default": 3}},
+        "required": ["city"]}}
     assert three_days.run({"city": "Oslo"}) == "Oslo 3"
     assert tool(Clock(), name="clock").schema["parameters"] == {
         "type": "object", "properties": {"zone": {"type": "string"}}, "required": ["zone"]}
     with pytest.raises(ConfigError) as info:
         tool(functools.partial(forecast))
     assert "has no name: tool(fn, name=...)" in str(info.value)
+
+
+# -- issue 37 C3: ``X | None``, Annotated metadata, defaults (differential.md D2) --------------------------------
+
+needs_310 = pytest.mark.skipif(sys.version_info < (3, 10), reason="X | None is evaluated from 3.10")
+needs_39 = pytest.mark.skipif(sys.version_info < (3, 9), reason="typing.Annotated is 3.9+")
+
+
+def _normalized(schema):
+    """pydantic's schema as @tool writes it: $refs inlined, no titles, no additionalProperties on the root."""
+    from agenthub.typeschema import inline_refs
+
+    def strip(value):
+        if isinstance(value, list):
+            return [strip(v) for v in value]
+        if isinstance(value, dict):
+            return {k: strip(v) for k, v in value.items() if k != "title"}
+        return value
+    out = strip(inline_refs(schema))
+    out.pop("additionalProperties", None)
+    return out
+
+
+def _pydantic_parameters(fn):
+    pydantic = pytest.importorskip("pydantic")
+    return _normalized(pydantic.TypeAdapter(fn).json_schema())
+
+
+@needs_310
+def test_x_or_none_hints_have_a_schema_and_are_checked():
+    namespace = {}
+    exec("def pick(n: int | None = None, xs: list[int] | None = None, m: dict[str, float] = {}, ys: list[int] = [],"
+         " s: str | int = 'a') -> str:\n    return repr((n, xs, m, ys, s))", namespace)
+    pick = tool(namespace["pick"])
+    assert pick.schema["parameters"] == {"type": "object", "properties": {
+        "n": {"anyOf": [{"type": "integer"}, {"type": "null"}], "default": None},
+        "xs": {"anyOf": [{"type": "array", "items": {"type": "integer"}}, {"type": "null"}], "default": None},
+        "m": {"type": "object", "additionalProperties": {"type": "number"}, "default": {}},
+        "ys": {"type": "array", "items": {"type": "integer"}, "default": []},
+        "s": {"anyOf": [{"type": "string"}, {"type": "integer"}], "default": "a"}}}
+    assert pick.run({"n": 2.0, "xs": [1], "m": {"a": 1}, "ys": [], "s": 3}) == repr((2, [1], {"a": 1.0}, [], 3))
+    assert pick.run({"n": None, "xs": None}) == repr((None, None, {}, [], "a"))
+    with pytest.raises(ValueError) as info:
+        pick.convert({"n": "2", "xs": [1, "x"], "m": {"a": True}})
+    assert str(info.value) == ("n must be an integer, got a string; xs[1] must be an integer, got a string; "
+                               "m['a'] must be a number, got a boolean")
+    assert pick.schema["parameters"] == _pydantic_parameters(namespace["pick"])
+
+
+@needs_39
+def test_annotated_descriptions_and_bounds_reach_the_schema_and_the_check():
+    pydantic = pytest.importorskip("pydantic")
+    from typing import Annotated
+
+    def rate(n: Annotated[int, pydantic.Field(ge=1, le=10, description="How many stars.")] = 5,
+             code: Annotated[str, pydantic.Field(min_length=2, max_length=3, pattern="^[A-Z]+$")] = "EU",
+             note: Annotated[Optional[str], "A note for the shop."] = None,
+             tags: Annotated[List[str], pydantic.Field(max_length=2)] = (),
+             step: Annotated[float, pydantic.Field(gt=0, lt=1, multiple_of=0.25)] = 0.5) -> str:
+        """Rate the shop.
+
+        Args:
+            n: Ignored: the Annotated text wins.
+            step: The step.
+        """
+        return repr((n, code, note, tags, step))
+
+    rated = tool(rate)
+    assert rated.schema["parameters"] == {"type": "object", "properties": {
+        "n": {"type": "integer", "minimum": 1, "maximum": 10, "description": "How many stars.", "default": 5},
+        "code": {"type": "string", "minLength": 2, "maxLength": 3, "pattern": "^[A-Z]+$", "default": "EU"},
+        "note": {"anyOf": [{"type": "string"}, {"type": "null"}], "description": "A note for the shop.",
+                 "default": None},
+        "tags": {"type": "array", "items": {"type": "string"}, "maxItems": 2, "default": []},
+        "step": {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1, "multipleOf": 0.25,
+                 "description": "The step.", "default": 0.5}}}
+    expected = _pydantic_parameters(rate)
+    expected["properties"]["step"]["description"] = "The step."  # pydantic reads no docstring
+    expected["properties"]["note"]["description"] = "A note for the shop."  # nor a str in Annotated
+    assert rated.schema["parameters"] == expected
+    assert rated.run({"n": 10, "code": "ABC", "tags": ["a"], "step": 0.75}) == repr((10, "ABC", None, ["a"], 0.75))
+    with pytest.raises(ValueError) as info:
+        rated.convert({"n": 0})
+    assert str(info.value) == "n must be >= 1, got 0"
+    with pytest.raises(ValueError) as info:
+        rated.convert({"n": 11, "code": "a", "tags": ["a", "b", "c"], "step": 0.3})
+    assert str(info.value) == ("n must be <= 10, got 11; code must be at least 2 characters, got 'a'; "
+                               "tags must be at most 2 items, got ['a', 'b', 'c']; step must be a multiple of 0.25, "
+                               "got 0.3")
+    with pytest.raises(ValueError) as info:
+        rated.convert({"code": "abc", "step": 1})
+    assert str(info.value) == "code must be a string matching \"^[A-Z]+$\", got 'abc'; step must be < 1, got 1"
+
+
+@needs_39
+def test_annotated_types_objects_and_plain_objects_with_the_attributes():
+    from typing import Annotated
+
+    class Ge(object):
+        def __init__(self, ge):
+            self.ge = ge
+
+    class Doc(object):
+        description = "Days ahead."
+
+    def plan(days: Annotated[int, Ge(0), Doc()]) -> int:
+        return days
+
+    planned = tool(plan)
+    assert planned.schema["parameters"]["properties"]["days"] == {"type": "integer", "minimum": 0,
+                                                                  "description": "Days ahead."}
+    with pytest.raises(ValueError) as info:
+        planned.convert({"days": -1})
+    assert str(info.value) == "days must be >= 0, got -1"
+    annotated_types = pytest.importorskip("annotated_types")
+
+    def between(x: Annotated[float, annotated_types.Interval(ge=1, lt=2)]) -> float:
+        return x
+
+    assert tool(between).schema["parameters"]["properties"]["x"] == {"type": "number", "minimum": 1,
+                                                                     "exclusiveMaximum": 2}
+
+
+def test_a_default_json_cannot_hold_is_left_out_of_the_schema():
+    marker = object()
+
+    def f(a: Any = marker, b: float = float("nan"), c: Tuple[int, int] = (1, 2), u: Unit = Unit.F) -> None:
+        pass
+
+    assert tool(f).schema["parameters"]["properties"] == {
+        "a": {}, "b": {"type": "number"},
+        "c": {"type": "array", "prefixItems": [{"type": "integer"}, {"type": "integer"}], "minItems": 2,
+              "maxItems": 2, "default": [1, 2]},
+        "u": {"enum": ["c", "f"], "type": "string", "default": "f"}}
+
+
+def test_a_wide_function_matches_pydantic():
+    """Nested hints of every kind against pydantic's TypeAdapter (the oracle; skipped without it)."""
+    pytest.importorskip("pydantic")
+    te = pytest.importorskip("typing_extensions")  # pydantic takes typing.TypedDict from 3.12 only
+
+    class Corner(te.TypedDict):
+        x: int
+        y: te.NotRequired[int]
+
+    @dataclass
+    class Frame:
+        width: float
+        corners: List[Corner]
+        label: Optional[str] = None
+        tags: Dict[str, int] = field(default_factory=dict)
+
+    def wide(city: str, unit: Unit = Unit.C, mode: Literal["fast", "exact"] = "fast", frame: Optional[Frame] = None,
+             pairs: Sequence[Tuple[int, str]] = (), flags: Tuple[bool, ...] = (), either: Union[int, str] = 0,
+             names: FrozenSet[str] = frozenset(), ratio: float = 1.0, anything: Any = None) -> None:
+        pass
+
+    assert tool(wide).schema["parameters"] == _pydantic_parameters(wide)
+
+
+def test_docstring_sections_mixed_and_keyword_titles():
+    doc = """Summary.
+
+    Parameters
+    ----------
+    a : int
+        First.
+
+    Other Parameters
+    ----------------
+    b
+        Second,
+        longer.
+
+    Returns
+    -------
+    int
+    """
+    assert parse_docstring(doc) == ("Summary.", {"a": "First.", "b": "Second, longer."})
+    google = """Summary.
+
+    Keyword Args:
+        **extra: Extra options.
+        c (str):
+            Third, on its own line.
+    Raises:
+        ValueError: never.
+    """
+    assert parse_docstring(google) == ("Summary.", {"extra": "Extra options.", "c": "Third, on its own line."})
+
+
+def test_every_problem_is_reported_and_a_constructors_own_error_propagates():
+    @dataclass
+    class Seat:
+        row: int
+
+        def __post_init__(self):
+            if self.row > 40:
+                raise RuntimeError("row {} does not exist".format(self.row))
+
+    def book(seat: Seat, n: int, name: str = "") -> str:
+        return "{} {} {}".format(seat, n, name)
+
+    booked = tool(book)
+    with pytest.raises(ValueError) as info:
+        booked.convert({"seat": {"row": "1", "col": 2}, "n": None, "name": 3})
+    assert str(info.value) == ("seat has no field 'col'; seat.row must be an integer, got a string; n must be an "
+                               "integer, got null; name must be a string, got an integer")
+    with pytest.raises(RuntimeError) as raised:  # the runner words it with error_text (secrets scrubbed)
+        booked.convert({"seat": {"row": 41}, "n": 1})
+    assert str(raised.value) == "row 41 does not exist"

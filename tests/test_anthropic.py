@@ -466,7 +466,7 @@ def test_golden_minimal_request_and_headers():
     assert req.url == "https://api.anthropic.com/v1/messages"
     assert req.stream is True
     assert dict(req.headers) == {"Content-Type": "application/json", "Accept": "text/event-stream",
-                                 "anthropic-version": "2023-06-01", "x-api-key": KEY}
+                                 "anthropic-version": "2026-10-21", "Authorization": "Bearer " + KEY}
     assert req.body == {
         "model": "claude-sonnet-4-5", "max_tokens": 32000,
         "messages": [{"role": "user", "content": [{"type": "text", "text": "Hello"}]}],
@@ -481,7 +481,11 @@ def test_golden_trailing_slash_extra_headers_no_key():
     assert "x-api-key" not in req.headers and req.headers["x-gateway"] == "1"
 
 
-def test_golden_full_config():
+#: the first-party API with API version 2023-06-01 pinned (AutoLLMClient(..., anthropic_version="2023-06-01"))
+LEGACY = {"first_party": True, "anthropic_version": "2023-06-01"}
+
+
+def test_golden_full_config():  # (temperature: 2023-06-01 pinned; 2026-10-21 removed it)
     config = {
         "system_prompt": "You are terse.", "max_tokens": 2048, "temperature": 0.3,
         "tools": [{"name": "get_weather", "description": "Weather for a city.",
@@ -489,7 +493,7 @@ def test_golden_full_config():
                   {"name": "noop"}],
         "tool_choice": "auto", "prompt_caching": PromptCaching.ENHANCE,
     }
-    assert body("claude-sonnet-4-5", [user("Hi")], config) == {
+    assert body("claude-sonnet-4-5", [user("Hi")], config, endpoint(quirks=LEGACY)) == {
         "model": "claude-sonnet-4-5", "max_tokens": 2048, "system": "You are terse.",
         "messages": [{"role": "user", "content": [{"type": "text", "text": "Hi"}]}],
         "tools": [{"name": "get_weather", "description": "Weather for a city.",
@@ -660,16 +664,17 @@ def test_thinking_summary_display(model, level, summary, thinking):
     assert rule_body(model, level, summary)[0] == thinking
 
 
-def test_temperature_rules():
-    assert body("claude-sonnet-4-5", config={"temperature": 0.2})["temperature"] == 0.2
-    assert body("claude-sonnet-4-5", config={"temperature": 1, "thinking_level": "high"})["temperature"] == 1
+def test_temperature_rules():  # under 2023-06-01 (pinned): the per-model rules
+    ep = endpoint(quirks=LEGACY)
+    assert body("claude-sonnet-4-5", config={"temperature": 0.2}, ep=ep)["temperature"] == 0.2
+    assert body("claude-sonnet-4-5", config={"temperature": 1, "thinking_level": "high"}, ep=ep)["temperature"] == 1
     with pytest.raises(UnsupportedParameterError) as info:
-        body("claude-sonnet-4-5", config={"temperature": 0.2, "thinking_level": "high"})
+        body("claude-sonnet-4-5", config={"temperature": 0.2, "thinking_level": "high"}, ep=ep)
     assert info.value.parameter == "temperature"
-    assert body("claude-sonnet-4-5", config={"temperature": 0.2, "thinking_level": "none"})["temperature"] == 0.2
+    assert body("claude-sonnet-4-5", config={"temperature": 0.2, "thinking_level": "none"}, ep=ep)["temperature"] == 0.2
     with pytest.raises(UnsupportedParameterError):
-        body("claude-opus-4-7", config={"temperature": 0.5})
-    assert "temperature" not in body("claude-opus-4-7", config={"temperature": 1.0})
+        body("claude-opus-4-7", config={"temperature": 0.5}, ep=ep)
+    assert "temperature" not in body("claude-opus-4-7", config={"temperature": 1.0}, ep=ep)
 
 
 @pytest.mark.parametrize("key,value", [

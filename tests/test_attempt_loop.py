@@ -272,3 +272,65 @@ def test_a_registered_hook_runs_on_every_client_after_the_clients_own(server):
     assert order == [("start", "own"), ("start", "process"), ("before", "own"), ("before", "process"),
                      ("end", "own", None), ("end", "process", None),
                      ("start", "process"), ("before", "process"), ("end", "process", None)]
+
+
+def test_a_calls_config_is_checked_once(monkeypatch):
+    """Issue 36 item 5: streaming_response and count_tokens check the config once (``plan`` checks its own)."""
+    import agenthub.client as client_module
+
+    seen = []
+    real = client_module.check_config
+
+    def counting(config):
+        seen.append(config)
+        return real(config)
+
+    monkeypatch.setattr(client_module, "check_config", counting)
+    client = AutoLLMClient("test-model", client_type="openai-chat", base_url="http://127.0.0.1:9/v1", api_key="k")
+    config = {"max_tokens": 8}
+    client.streaming_response([USER], config).close()
+    assert seen == [config]
+    del seen[:]
+    client.count_tokens([USER], config, estimate=True)
+    assert seen == [config]
+    del seen[:]
+    client.plan([USER], config)
+    assert seen == [config]
+
+
+def test_the_deadline_timer_is_built_in_one_place():
+    """Issue 36 item 5: the attempt loop and the route loop share ``attempts.start_deadline``."""
+    from agenthub.attempts import start_deadline
+
+    sources = {}
+    for name in ("attempts.py", "failover.py"):
+        with open(os.path.join(HERE, os.pardir, "agenthub", name), encoding="utf-8") as f:
+            sources[name] = f.read()
+    assert sources["attempts.py"].count("threading.Timer(") == 1 and "threading.Timer(" not in sources["failover.py"]
+
+    class Watch(object):
+        reason = None
+
+        def stop(self, reason):
+            self.reason = reason
+
+    assert start_deadline(Watch(), None) == (None, None)
+    watch = Watch()
+    deadline, timer = start_deadline(watch, 0.01)
+    timer.join(5)
+    assert watch.reason == "deadline" and deadline is not None
+
+
+def test_the_batch_wire_runs_the_attempt_loop_without_the_client():
+    """Issue 36 item 5: jobs/backends/_wire.py takes Timeout from agenthub.attempts (not the client), and its
+    attempt loop's plan is the request builder each attempt calls (no unused argument)."""
+    with open(os.path.join(HERE, os.pardir, "agenthub", "jobs", "backends", "_wire.py"), encoding="utf-8") as f:
+        source = f.read()
+    assert "from ...client" not in source and "lambda planned" not in source
+
+
+def test_the_dead_stop_helpers_are_gone():
+    """Issue 36 item 5: attempts.is_stop and attempts.stopped had no caller."""
+    import agenthub.attempts as attempts
+
+    assert not hasattr(attempts, "is_stop") and not hasattr(attempts, "stopped")

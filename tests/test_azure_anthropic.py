@@ -60,7 +60,7 @@ def test_request_golden_with_a_key():
     plan, sent = encoded(config={"max_tokens": 64})
     assert sent.url == ROOT + "/v1/messages"
     assert dict(sent.headers) == {"Content-Type": "application/json", "Accept": "text/event-stream",
-                                  "anthropic-version": "2023-06-01", "x-api-key": KEY, "api-key": KEY}
+                                  "anthropic-version": "2026-10-21", "x-api-key": KEY, "api-key": KEY}
     assert "x-api-key" not in plan.headers and "api-key" not in plan.headers  # only the host adds it
     assert json.loads(sent.data) == {
         "model": MODEL, "max_tokens": 64, "messages": [{"role": "user", "content": [
@@ -133,7 +133,7 @@ def test_end_to_end_against_a_local_server():
     [request] = server.requests
     assert request["path"] == "/anthropic/v1/messages"
     headers = {k.lower(): v for k, v in request["headers"].items()}
-    assert (headers["x-api-key"], headers["api-key"], headers["anthropic-version"]) == (KEY, KEY, "2023-06-01")
+    assert (headers["x-api-key"], headers["api-key"], headers["anthropic-version"]) == (KEY, KEY, "2026-10-21")
     assert "authorization" not in headers
 
 
@@ -165,12 +165,9 @@ def test_the_official_sdk_sends_what_agenthub_sends():
         headers = {k.lower(): v for k, v in request["headers"].items()}
         return {name: headers.get(name) for name in ("x-api-key", "api-key", "authorization", "anthropic-version")}
 
-    # the version header's value is the anthropic dialect's (2023-06-01; the SDK sends its own newer date)
-    assert credential(mine)["anthropic-version"] == "2023-06-01" and credential(theirs)["anthropic-version"]
-    for request in server.requests:
-        request["headers"] = {k: v for k, v in request["headers"].items() if k.lower() != "anthropic-version"}
+    # the same version (2026-10-21, the SDK's since its 2.0.0) and the same credential headers
     assert credential(mine) == credential(theirs) == {"x-api-key": KEY, "api-key": KEY, "authorization": None,
-                                                      "anthropic-version": None}
+                                                      "anthropic-version": "2026-10-21"}
     assert credential(mine_entra) == credential(theirs_entra) == {
-        "x-api-key": None, "api-key": None, "authorization": "Bearer entra-tok", "anthropic-version": None}
+        "x-api-key": None, "api-key": None, "authorization": "Bearer entra-tok", "anthropic-version": "2026-10-21"}
     assert {k: v for k, v in mine["body"].items() if k != "cache_control"} == theirs["body"]

@@ -77,11 +77,25 @@ def test_a_line_above_the_limit_is_a_bad_line_not_kept_and_the_next_lines_still_
     chunks = [b'{"a": 1}\n{"big": "', b"x" * 40, b"x" * 40, b'"}\n{"b": 2}\n', b'{"tail": "' + b"y" * 90]
     assert _lines(chunks, limit=64) == [{"a": 1}, "anthropic: line 2 of the batch results is longer than 64 bytes",
                                         {"b": 2}, "anthropic: line 4 of the batch results is longer than 64 bytes"]
-    # a line that never ends is read past in bounded memory: one BadLine, nothing kept
-    wire, body = _wire(iter([b'{"a": 1}\n'] + [b"z" * 1000] * 2000), limit=4096)
+    # a long line is read past in bounded memory: one BadLine, nothing kept, the next line comes
+    wire, body = _wire(iter([b'{"a": 1}\n'] + [b"z" * 1000] * 60 + [b'\n{"b": 2}\n']), limit=4096)
     items = list(wire.lines("http://127.0.0.1:9/r"))
     assert [i if not isinstance(i, BadLine) else i.reason for i in items] == [
-        {"a": 1}, "anthropic: line 2 of the batch results is longer than 4096 bytes"]
+        {"a": 1}, "anthropic: line 2 of the batch results is longer than 4096 bytes", {"b": 2}]
+
+
+def test_a_results_line_that_never_ends_stops_the_download():
+    """Round 3's B04: an endless line was read past forever (bounded memory, no bound in time). Past 16 times
+    the line limit the download stops, with a BadLine saying so, and the body is closed."""
+    import itertools
+
+    endless = itertools.islice(itertools.repeat(b"z" * 1000), 5000)  # (finite: before the fix it read all 5 MB)
+    wire, body = _wire(itertools.chain([b'{"a": 1}\n{"x": "'], endless), limit=4096)
+    items = list(wire.lines("http://127.0.0.1:9/r"))
+    assert [i if not isinstance(i, BadLine) else i.reason for i in items] == [
+        {"a": 1}, "anthropic: line 2 of the batch results goes on past 65536 bytes: the download stopped there, the "
+                  "rest of the results was not read"]
+    assert body.closed and body.read <= 70  # 64 KiB and a little more read, never the endless rest
 
 
 # -- result keys (B05) -----------------------------------------------------------------------------------------
@@ -249,3 +263,55 @@ def test_fetch_refuses_an_input_whose_submitted_rows_changed_and_takes_one_that_
     summary = B.load(job.state_path).fetch(str(tmp_path / "out.jsonl"))
     assert summary.done == 3
     assert {r["model"] for r in read_output(str(tmp_path / "out.jsonl"))} == {"gpt-4.1-mini"}
+
+
+# -- round 3's B08: the base64 of a base URL's user:password in what the batch commands print and write ------------
+
+
+def test_an_echoed_credential_is_starred_in_results_lines_and_json_answers():
+    """A server echoing ``Authorization: Basic base64(user:password)`` (what requests sends for a base URL's
+    ``user:password@``) or the key: the results rows (``batch output``) and the JSON answers (``submit`` /
+    ``status``: a batch's errors) hold ``***``."""
+    import base64
+
+    password = "pw-ADV3-in-base-url-K8j7H6"
+    basic = base64.b64encode(("user:" + password).encode()).decode()
+    wire = Wire("openai-chat", Endpoint("openai-chat", "http://user:{}@127.0.0.1:9/v1".format(password),
+                                        "sk-echoed-key-0123456789"))
+    echo = "you sent Basic {} and Bearer sk-echoed-key-0123456789 ({})".format(basic, password)
+    line = json.dumps({"custom_id": "r1", "response": {"status_code": 401, "body": {"error": {"message": echo}}}})
+    wire.raw = lambda *args, **kwargs: _Body([line.encode() + b"\n", line.encode()])
+    rows = list(wire.lines("http://127.0.0.1:9/r"))
+    assert [row["response"]["body"]["error"]["message"] for row in rows] == ["you sent Basic *** and *** (***)"] * 2
+    deep = {"errors": {"data": [{"code": "x", "message": echo, echo: [echo]}]}}
+    for _ in range(3000):  # a deep answer: walked without recursion
+        deep = {"next": deep}
+    wire._retry = lambda *args, **kwargs: deep
+    answer = wire.json("GET", "http://127.0.0.1:9/v1/batches/b")
+    for _ in range(3000):
+        answer = answer["next"]
+    assert answer == {"errors": {"data": [{"code": "x", "message": "you sent Basic *** and *** (***)",
+                                           "you sent Basic *** and *** (***)": [
+                                               "you sent Basic *** and *** (***)"]}]}}
+
+
+def test_a_gateway_speaking_a_vendors_protocol_has_no_batch_engine_of_that_vendor(tmp_path, monkeypatch):
+    """The engine's vendor is the client-type row's provider; a route of another vendor (its Route.provider)
+    is refused before anything is sent, whichever engine (issue 36 item 1: no table of vendor names)."""
+    from agenthub.errors import ConfigError
+    from agenthub.jobs import batch as B
+
+    monkeypatch.setenv("ZAI_API_KEY", "zai-test-key")
+    monkeypatch.setenv("OPENROUTER_API_KEY", "or-test-key")
+    rows = [{"id": "zai", "model": "glm-5.1", "client_type": "zai-anthropic", "messages": [
+                {"role": "user", "content_items": [{"type": "text", "text": "x"}]}], "config": {"max_tokens": 5}},
+            {"id": "or", "model": "anthropic/claude-sonnet-4.6", "messages": [
+                {"role": "user", "content_items": [{"type": "text", "text": "x"}]}]}]
+    path = tmp_path / "in.jsonl"
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    with pytest.raises(ConfigError) as info:
+        B.submit(str(path), backend="auto")
+    text = str(info.value)
+    assert "https://api.z.ai/api/anthropic, which is not Anthropic's own endpoint: no anthropic batch engine" in text
+    assert "https://openrouter.ai/api/v1, which is not OpenAI's own endpoint: no openai batch engine" in text
+    assert "zai-test-key" not in text and "or-test-key" not in text

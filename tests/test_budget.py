@@ -309,18 +309,21 @@ def test_a_fallback_named_by_model_shares_the_budget(monkeypatch):
     assert merge_hooks(client.hooks, fallback.hooks) == list(client.hooks)
 
 
-def test_a_bulk_job_under_one_budget_stops_sending_at_the_limit(tmp_path):
+def test_a_bulk_job_under_one_budget_stops_sending_at_the_limit(tmp_path, monkeypatch):
     """jobs.run's clients share one Budget through client_factory: the rows that could exceed it are error
-    rows (BudgetExceededError) and never reach the server.  deepseek-v4-flash (standard, off-peak): 0.15 in,
-    0.6 out; a row "rN" holds 6 estimated input tokens + 16 output, costs 10 in + 5 out (the server's usage)."""
+    rows (BudgetExceededError) and never reach the server.  deepseek-v4-flash at 12:00 UTC (standard,
+    off-peak): 0.15 in, 0.6 out, held at its peak tier (0.3 / 1.2: the dearest it may be billed at); a row "rN"
+    holds 6 estimated input tokens + 16 output, costs 10 in + 5 out (the server's usage)."""
     from agenthub import jobs
     from agenthub.jobs import read_output
 
     from jobs_server import JobServer
+    from money_clock import fix_clock
 
-    budget = Budget(20e-6)
-    hold, actual = (6 * 0.15 + 16 * 0.6) / 1e6, (10 * 0.15 + 5 * 0.6) / 1e6
-    assert 2 * actual + hold < 20e-6 < 3 * actual + hold
+    fix_clock(monkeypatch, "12:00")
+    budget = Budget(32e-6)
+    hold, actual = (6 * 0.3 + 16 * 1.2) / 1e6, (10 * 0.15 + 5 * 0.6) / 1e6
+    assert 2 * actual + hold < 32e-6 < 3 * actual + hold
 
     def factory(model, client_type, base_url):
         return AutoLLMClient(model, client_type=client_type, base_url=base_url, max_retries=0, budget=budget)

@@ -412,7 +412,20 @@ def _genai_prices(model, usage, writes, batch=False):
     return float(result.total_price)
 
 
-def test_the_cost_of_every_recorded_fixture_with_usage_is_the_hand_computed_one():
+def _standard_hours(monkeypatch):
+    """The catalog's clock set to a moment outside every model's time-of-day windows (the hand prices are the
+    standard ones; the peak tiers have tests of their own in test_time_prices.py)."""
+    import agenthub.catalog
+    windows = [w for row in agenthub.catalog.list_supported_models()
+               for tier in (row.get("tiers") or {}).values() for w in tier.get("utc_windows", ())]
+    day = datetime.date.fromisoformat(catalog_info()["date"])
+    when = next(datetime.datetime(day.year, day.month, day.day, hour, 45, tzinfo=datetime.timezone.utc)
+                for hour in range(24) if not any(_inside(hour * 60 + 45, w) for w in windows))
+    monkeypatch.setattr(agenthub.catalog, "_clock", lambda: when.timestamp())
+
+
+def test_the_cost_of_every_recorded_fixture_with_usage_is_the_hand_computed_one(monkeypatch):
+    _standard_hours(monkeypatch)
     checked, unpriced, verified = [], [], 0
     for path in _fixtures():
         kind = _kind(path)
@@ -528,3 +541,39 @@ def test_the_refresh_script_reports_overrides_the_sources_now_cover():
         "mistral.missing-v1:0", ["overrides"], "2026-12-01", "read by hand")
     assert script._same_model("us.anthropic.claude-sonnet-4-5-20250929-v1:0") == "claude-sonnet-4-5-20250929"
     assert script._same_model("anthropic/claude-sonnet-4.6:beta") == "claude-sonnet-4-6"
+
+
+def test_the_vendors_cache_write_prices_hold_on_every_model_they_cover():
+    """Issue 38 item 1: the GPT-5.6 family (and on) carries OpenAI's write price (1.25x input), the Claude
+    models Anthropic's (5 minutes 1.25x, 1 hour 2x), in every price set (long context, tiers, batch): the
+    refresh script holds the snapshot against the dated rules of scripts/catalog_overrides.json."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("refresh_catalog", os.path.join(ROOT, "scripts", "refresh_catalog.py"))
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    with open(os.path.join(ROOT, "scripts", "catalog_overrides.json"), encoding="utf-8") as handle:
+        checks = json.load(handle)["cache_write_checks"]
+    assert all(check["taken"] and check["source"].startswith("https://") for check in checks)
+    rows = list_supported_models()
+    assert script.check_cache_writes(rows, checks) == []
+    covered = [row["id"] for row in rows if row["provider"] == "openai" and row["id"].startswith("gpt-5.6-")]
+    assert {"gpt-5.6-sol", "gpt-5.6-terra", "gpt-5.6-luna"} <= set(covered)
+    terra = find_model("gpt-5.6-terra")
+    assert (terra["prices"]["input"], terra["prices"]["cache_write_5m"]) == (2, 2.5)
+    assert terra["prices"]["long_context"][0]["cache_write_5m"] == 5
+    wrong = [dict(row, prices=dict(row["prices"], cache_write_5m=row["prices"]["input"]))
+             if row["id"] == "gpt-5.6-sol" else row for row in rows]
+    assert script.check_cache_writes(wrong, checks) == [
+        "openai/gpt-5.6-sol prices: cache_write_5m is 4, https://developers.openai.com/api/docs/guides/prompt-caching "
+        "says 1.25 x input = 5.0"]
+
+
+def test_the_newest_models_the_registry_routes_are_in_agenthub_models(capsys):
+    from agenthub.__main__ import main
+
+    assert main(["models", "--json"]) == 0
+    ids = {row["id"] for row in json.loads(capsys.readouterr().out)}
+    for model in ("gpt-5.6-sol", "gpt-5.6-terra", "gpt-5.6-luna", "gpt-6.2-sol", "claude-opus-4-8", "claude-sonnet-5",
+                  "gemini-3.5-flash", "gemini-4-neon"):
+        assert model in ids, model

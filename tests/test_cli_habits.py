@@ -19,21 +19,7 @@ from sse_server import Answer, SSEServer
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def chat_answer(text):
-    chunks = [{"choices": [{"index": 0, "delta": {"content": text}, "finish_reason": None}]},
-              {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]},
-              {"choices": [], "usage": {"prompt_tokens": 3, "completion_tokens": 1}}]
-    return Answer(["".join("data: " + json.dumps(c) + "\n\n" for c in chunks).encode() + b"data: [DONE]\n\n"])
-
-
-@pytest.fixture
-def server():
-    with SSEServer() as running:
-        yield running
-
-
-def local(server):
-    return ["--client-type", "openai-chat", "--base-url", server.url + "/v1"]
+from conftest import chat_answer, local, server  # noqa: F401  (server: the fixture)
 
 
 def test_options_may_follow_the_prompt_and_s_is_system(server, capsys):

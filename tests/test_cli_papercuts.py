@@ -10,24 +10,9 @@ from agenthub.__main__ import main
 from agenthub.apps.chat import cli_terms
 from agenthub.catalog import list_supported_models
 from agenthub.registry import list_models
-from sse_server import Answer, SSEServer
 
 
-def chat_answer(text):
-    chunks = [{"choices": [{"index": 0, "delta": {"content": text}, "finish_reason": None}]},
-              {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]},
-              {"choices": [], "usage": {"prompt_tokens": 3, "completion_tokens": 1}}]
-    return Answer(["".join("data: " + json.dumps(c) + "\n\n" for c in chunks).encode() + b"data: [DONE]\n\n"])
-
-
-@pytest.fixture
-def server():
-    with SSEServer() as running:
-        yield running
-
-
-def local(server):
-    return ["--client-type", "openai-chat", "--base-url", server.url + "/v1"]
+from conftest import chat_answer, local, server  # noqa: F401  (server: the fixture)
 
 
 def test_chat_output_writes_the_answer_to_a_file(server, tmp_path, capsys):

@@ -41,6 +41,9 @@ TOOLS = [{"name": "get_weather", "parameters": {"type": "object", "properties": 
 CHAT = Endpoint("openai-chat", "https://api.example.com/v1", "sk-test")
 RESPONSES = Endpoint("openai-responses", "https://api.openai.com/v1", "sk-test")
 ANTHROPIC = Endpoint("anthropic", "https://api.anthropic.com", "sk-ant-test", quirks={"first_party": True})
+#: the first-party API with 2023-06-01 pinned (AutoLLMClient(..., anthropic_version="2023-06-01")): sampling allowed
+ANTHROPIC_2023 = Endpoint("anthropic", "https://api.anthropic.com", "sk-ant-test",
+                          quirks={"first_party": True, "anthropic_version": "2023-06-01"})
 GEMINI = Endpoint("gemini", "https://generativelanguage.googleapis.com", "gm-test")
 
 
@@ -273,8 +276,8 @@ def test_responses_max_is_the_models_top_effort(model, effort):
 # -- Anthropic --------------------------------------------------------------------------------------
 
 
-def test_anthropic_golden_every_new_key():
-    request = plan(anthropic, ANTHROPIC, "claude-sonnet-4-5", {
+def test_anthropic_golden_every_new_key():  # top_p: 2023-06-01 pinned (the key then goes as x-api-key)
+    request = plan(anthropic, ANTHROPIC_2023, "claude-sonnet-4-5", {
         "max_tokens": 50, "response_format": JSON_SCHEMA, "top_p": 0.9, "stop": ["END", "\n\nObservation:"],
         "extra_body": {"metadata": {"user_id": "u-1"}, "cache_control": None}})
     assert request.body == {
@@ -311,13 +314,14 @@ def test_anthropic_structured_output_beside_an_effort():
     ("claude-opus-4-8", {"fast_mode": True}, "fast_mode"),  # removed from Opus 4.8 (2026-11-30)
     ("claude-sonnet-5", {"fast_mode": True}, "fast_mode"),
 ])
-def test_anthropic_refusals(model, config, parameter):
-    refused(anthropic, ANTHROPIC, model, config, parameter)
+def test_anthropic_refusals(model, config, parameter):  # the per-model rules of 2023-06-01 (pinned)
+    refused(anthropic, ANTHROPIC_2023, model, config, parameter)
 
 
-def test_anthropic_sampling_that_is_accepted():
-    assert plan(anthropic, ANTHROPIC, "claude-sonnet-4-5", {"top_p": 0.96, "thinking_level": "high"}).body["top_p"] == 0.96
-    body = plan(anthropic, ANTHROPIC, "claude-3-5-haiku-latest", {"top_p": 0.5, "temperature": 0.3}).body
+def test_anthropic_sampling_that_is_accepted():  # under 2023-06-01 (pinned)
+    assert plan(anthropic, ANTHROPIC_2023, "claude-sonnet-4-5", {"top_p": 0.96, "thinking_level": "high"}
+                ).body["top_p"] == 0.96
+    body = plan(anthropic, ANTHROPIC_2023, "claude-3-5-haiku-latest", {"top_p": 0.5, "temperature": 0.3}).body
     assert (body["top_p"], body["temperature"]) == (0.5, 0.3)
     assert plan(anthropic, ANTHROPIC, "claude-opus-4-1", {"response_format": JSON_SCHEMA}).body["output_config"] == {
         "format": {"type": "json_schema", "schema": SCHEMA}}

@@ -211,8 +211,11 @@ def test_vertex_counts_gemini_and_claude(fake, monkeypatch):
     assert counted["body"] == {key: sent[key] for key in ("contents", "systemInstruction", "tools")}
     assert "generationConfig" in sent and counted["headers"]["authorization"] == "Bearer ya29.t"
 
-    claude = AutoLLMClient("claude-sonnet-4-6", api_key="ya29.t", base_url=base, client_type="vertex", max_retries=0)
+    # (CONFIG has a temperature: 2023-06-01 pinned, which Vertex AI names vertex-2023-10-16 in the body)
+    claude = AutoLLMClient("claude-sonnet-4-6", api_key="ya29.t", base_url=base, client_type="vertex", max_retries=0,
+                           anthropic_version="2023-06-01")
     stream, counted = _sent_and_counted(claude, fake)
+    assert stream["body"]["anthropic_version"] == "vertex-2023-10-16" and stream["body"]["temperature"] == 0.2
     assert stream["path"].endswith("/publishers/anthropic/models/claude-sonnet-4-6:streamRawPredict")
     assert counted["path"] == "/v1/projects/vtx-proj-123/locations/us-east5/publishers/anthropic/models/count-tokens:rawPredict"
     sent = stream["body"]

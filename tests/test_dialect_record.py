@@ -225,3 +225,204 @@ def test_a_whole_interaction_is_read_without_writing_sse_text_again(monkeypatch)
         {"type": "model_output", "content": [{"type": "text", "text": "hi"}]}]}
     parts = list(gi.parse_document(doc, "gemini-interactions"))
     assert parts[0] == {"type": "text", "text": "hi"} and parts[-1].finish_reason == "stop"
+
+
+# -- one place per provider: the dialect index and the client-type rows declare every per-provider fact ----------
+
+from agenthub import hosts, registry  # noqa: E402
+from agenthub.providers import ALL_FAMILIES, ANY_ID, DIALECTS, Dialect  # noqa: E402
+
+#: what each Dialect field may hold
+OPERATIONS = ("chat", "generate_content")
+BATCH_APIS = ("chat", "responses", "messages", "generate")
+
+
+def undeclared(rows=None, dialects=None, routes=None):
+    """Every per-provider fact a row, a dialect or a registry route leaves undeclared, in words."""
+    import re as _re
+
+    rows = hosts.CLIENT_TYPES if rows is None else rows
+    dialects = DIALECTS if dialects is None else dialects
+    routes = registry.ROUTES if routes is None else routes
+    problems = []
+    for name, record in dialects.items():
+        if record.operation not in OPERATIONS:
+            problems.append("{}: operation {!r}".format(name, record.operation))
+        if not isinstance(record.provider_by_host, bool):
+            problems.append("{}: provider_by_host".format(name))
+        pattern, words = record.tool_names
+        _re.compile(pattern)
+        if not words:
+            problems.append("{}: tool_names in words".format(name))
+        if not (isinstance(record.call_ids, tuple) and len(record.call_ids) == 2):
+            problems.append("{}: call_ids".format(name))
+        families = {family for d in dialects.values() for family, _ in d.marks}
+        if record.reads != ALL_FAMILIES and not set(record.reads) <= families:
+            problems.append("{}: reads a family nobody marks".format(name))
+        if record.batch_api not in BATCH_APIS + (None,):
+            problems.append("{}: batch_api {!r}".format(name, record.batch_api))
+    for name, row in rows.items():
+        if not isinstance(row.provider, str) or not row.provider:
+            problems.append("client_type {}: no provider".format(name))
+        if row.dialect not in dialects:
+            problems.append("client_type {}: dialect {!r} is not in the index".format(name, row.dialect))
+    for route in routes:
+        if type(route.provider).__name__ == "_Undeclared":
+            problems.append("route {!r}: no provider (None says: the client-type row's)".format(route.label))
+    return problems
+
+
+def test_every_row_dialect_and_route_declares_its_facts():
+    assert undeclared() == []
+
+
+def test_a_row_or_route_without_its_facts_is_caught():
+    from agenthub.hosts import ClientType
+    from agenthub.registry import Route
+
+    rows = dict(hosts.CLIENT_TYPES, acme=ClientType("acme", "openai-chat", "openai"))
+    routes = registry.ROUTES + [Route(None, "openai-chat", "https://api.acme.example/v1", (), "Acme",
+                                      presets=("acme",))]
+    assert undeclared(rows=rows, routes=routes) == [
+        "client_type acme: no provider", "route '': no provider (None says: the client-type row's)"]
+    with pytest.raises(TypeError):  # a Dialect takes every field by name, none has a default
+        Dialect("acme", "acme", operation="chat")  # type: ignore[call-arg]
+
+
+def test_the_index_agrees_with_the_modules_records():
+    for name, record in DIALECTS.items():
+        assert providers.PROTOCOLS[name] == record.module
+        assert providers.protocol(name).compaction_format == record.compaction
+
+
+def test_the_index_is_read_without_importing_a_dialect_module():
+    import os
+    import subprocess
+    import sys
+
+    code = ("import sys\nfrom agenthub import providers, foreign\nfrom agenthub.telemetry import operation_name\n"
+            "operation_name('vertex')\n"
+            "print(sorted(m for m in sys.modules if m.startswith('agenthub.providers.') and m != "
+            "'agenthub.providers._common'))\n")
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                          env=dict(os.environ, PYTHONPATH=root))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
+
+
+# the facts as the old tables held them (foreign.MARKS / READS / _IDS, jobs/batch._API, backends.BY_CLIENT_TYPE,
+# telemetry._BY_CLIENT_TYPE): the move changed no answer, but for the drift it fixed (vertex-anthropic's names)
+
+def test_the_marks_and_reads_are_the_old_tables():
+    from agenthub import foreign
+
+    assert dict(foreign.MARKS) == {
+        "openai-responses": ("channel", "encrypted_content"), "gemini": ("thought_signature",),
+        "gemini-interactions": ("interaction_id",),
+        "openai-chat": ("reasoning_field", "reasoning_details", "thinking_blocks", "issued_id"),
+        "bedrock": ("redacted_content", "bedrock_block"), "anthropic": ("redacted_data", "server_block"),
+        "claude": ("signature",)}
+    assert foreign.MARKS[-1] == ("claude", ("signature",))  # a shared family is checked after every own one
+    assert foreign.READS == {
+        "openai-responses": ("openai-responses",), "gemini": ("gemini",),
+        "gemini-interactions": ("gemini", "gemini-interactions"), "openai-chat": ("openai-chat",),
+        "anthropic": ("anthropic", "claude"), "bedrock": ("bedrock", "claude"),
+        "agenthub": tuple(family for family, _ in foreign.MARKS)}
+    assert foreign.family_of({"type": "thinking", "fidelity": {"encrypted_content": "e", "signature": "s"}}) \
+        == "openai-responses"
+
+
+@pytest.mark.parametrize("dialect, long_id, kept", [
+    ("anthropic", "call.1", False), ("anthropic", "x" * 200, True), ("bedrock", "x" * 65, False),
+    ("bedrock", "x" * 64, True), ("openai-chat", "x" * 41, False), ("openai-chat", "a.b:c" * 8, True),
+    ("openai-responses", "x.y" * 100, True), ("gemini", "any id at all", True), ("agenthub", "x" * 300, True)])
+def test_the_call_id_rules_are_the_old_ones(dialect, long_id, kept):
+    from agenthub import foreign
+
+    message = {"role": "assistant", "content_items": [
+        {"type": "tool_call", "tool_call_id": long_id, "name": "f", "arguments": "{}"}]}
+    out, changed = foreign.for_dialect([message], dialect)
+    assert (out[0]["content_items"][0]["tool_call_id"] == long_id) is kept
+    assert changed == ({} if kept else {"ids_rewritten": 1})
+
+
+def test_the_batch_engines_are_derived_from_dialect_and_host():
+    from agenthub.jobs import backends
+
+    assert backends.BY_CLIENT_TYPE == {"openai-chat": "openai", "openai-responses": "openai", "azure": "azure",
+                                       "azure-responses": "azure", "anthropic": "anthropic", "gemini": "gemini"}
+    apis = {name: row.facts.batch_api for name, row in hosts.CLIENT_TYPES.items() if name in backends.BY_CLIENT_TYPE}
+    assert apis == {"openai-chat": "chat", "azure": "chat", "openai-responses": "responses",
+                    "azure-responses": "responses", "anthropic": "messages", "gemini": "generate"}
+    assert backends.for_client_type("azure-anthropic") is None  # the azure engine takes no Messages rows
+    assert backends.for_client_type("vertex-anthropic") is None and backends.for_client_type("nope") is None
+
+
+def test_the_provider_of_every_row_is_the_old_one():
+    assert {name: row.provider for name, row in hosts.CLIENT_TYPES.items()} == {
+        "openai-chat": "openai", "openai-responses": "openai", "anthropic": "anthropic", "gemini": "gcp.gemini",
+        "gemini-interactions": "gcp.gemini", "azure": "azure.ai.openai", "azure-responses": "azure.ai.openai",
+        "azure-anthropic": "anthropic", "vertex": "gcp.vertex_ai", "vertex-anthropic": "gcp.vertex_ai",
+        "bedrock": "aws.bedrock", "agenthub": "agenthub"}
+
+
+class _Client(object):
+    def __init__(self, client_type, model="m"):
+        self.client_type = client_type
+        self.model = model
+
+
+@pytest.mark.parametrize("row", sorted(hosts.CLIENT_TYPES))
+def test_every_row_takes_its_dialects_tool_name_rule(row):
+    from agenthub.agent.runner import wire_name_problem
+
+    longest = {"anthropic": 128}.get(hosts.CLIENT_TYPES[row].dialect, 64)
+    assert wire_name_problem(_Client(row), "t" * longest) is None
+    assert wire_name_problem(_Client(row), "t" * (longest + 1)) == "{} tool names are {}".format(
+        row, hosts.CLIENT_TYPES[row].facts.tool_names[1])
+
+
+def test_vertex_anthropic_takes_anthropics_128_character_names():
+    """The drift: vertex-anthropic (the anthropic dialect) got OpenAI's 64-character rule."""
+    from agenthub import AutoLLMClient
+    from agenthub.agent.runner import wire_name_problem
+
+    name = "n" * 100
+    assert wire_name_problem(_Client("vertex-anthropic", "claude-sonnet-4-6"), name) is None
+    assert wire_name_problem(_Client("anthropic"), name) is None
+    assert wire_name_problem(_Client("azure-anthropic"), name) is None
+    assert wire_name_problem(_Client("vertex", "gemini-3.5-flash"), name) is not None
+    client = AutoLLMClient("claude-sonnet-4-6", api_key="k", base_url="http://127.0.0.1:9/v1", client_type="anthropic")
+    assert wire_name_problem(client, name) is None
+
+
+def test_a_client_type_without_a_row_has_no_silent_tool_name_rule():
+    from agenthub.agent.runner import wire_name_problem
+    from agenthub.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="names no wire dialect"):
+        wire_name_problem(_Client("acme"), "f")
+
+
+# -- the answer's id and model ride on the StreamEnd of every dialect whose wire carries them (issue 37 C4) ---------
+
+
+def test_gemini_interactions_says_its_interaction_id_and_model():
+    import json as _json
+
+    from agenthub.providers import gemini_interactions
+    from agenthub.sse import SSEEvent
+    from agenthub.stream import StreamEnd
+
+    def ev(kind, body):
+        return SSEEvent(_json.dumps(dict(body, event_type=kind)), kind)
+
+    events = [ev("interaction.created", {"interaction": {"id": "v1_x", "status": "in_progress"}}),
+              ev("step.start", {"index": 0, "step": {"type": "text", "text": "hi"}}),
+              ev("step.stop", {"index": 0}),
+              ev("interaction.completed", {"interaction": {"id": "v1_x", "status": "completed",
+                                                           "model": "gemini-3.5-flash"}})]
+    (end,) = [part for part in gemini_interactions.parse_stream(iter(events), "gemini-interactions")
+              if isinstance(part, StreamEnd)]
+    assert (end.response_id, end.model) == ("v1_x", "gemini-3.5-flash")

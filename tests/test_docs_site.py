@@ -93,7 +93,8 @@ def test_every_page_is_in_the_navigation_and_the_reference_is_generated():
         assert " " + page[len("docs/"):] + "\n" in config, page + " is not in mkdocs.yml's nav"
     api = read("docs/api.md")
     modules = re.findall(r"^::: (\S+)$", api, re.M)
-    assert {"agenthub", "agenthub.attempts", "agenthub.agent", "agenthub.mcp", "agenthub.jobs"} <= set(modules)
+    assert {"agenthub", "agenthub.attempts", "agenthub.agent", "agenthub.mcp", "agenthub.telemetry",
+            "agenthub.jobs"} <= set(modules)
 
 
 @pytest.mark.skipif(not (_have("mkdocs") and _have("mkdocstrings_handlers.python")),
@@ -109,7 +110,9 @@ def test_the_site_builds_strict(tmp_path):
     api = (site / "api" / "index.html").read_text(encoding="utf-8")
     # the reference is read from the code: names, their docstrings and their signatures
     for anchor in ("agenthub.AutoLLMClient", "agenthub.AutoLLMClient.streaming_response", "agenthub.attempts.AttemptHook",
-                   "agenthub.attempts.AttemptHook.on_call_start", "agenthub.mcp.connect", "agenthub.jobs.run"):
+                   "agenthub.attempts.AttemptHook.on_call_start", "agenthub.mcp.connect", "agenthub.jobs.run",
+                   "agenthub.telemetry.instrument", "agenthub.telemetry.is_instrumented", "agenthub.telemetry.tool_span",
+                   "agenthub.telemetry.OpenTelemetryInstrumentor"):
         assert 'id="{}"'.format(anchor) in api, anchor
     # offline: the pages load nothing from elsewhere
     for page in site.rglob("*.html"):

@@ -52,11 +52,7 @@ FIRST_DELTA = {
 FALLBACK_EVENTS_TEXT = "ok"
 
 
-@pytest.fixture(autouse=True)
-def fresh_breakers():
-    breaker.reset()
-    yield
-    breaker.reset()
+pytestmark = pytest.mark.usefixtures("fresh_breakers")  # (conftest: every circuit closed before and after)
 
 
 @pytest.fixture
@@ -417,3 +413,36 @@ def test_the_trace_records_which_endpoint_answered_each_turn(primary, backup, tm
         {"model": "m", "client_type": "openai-chat", "host": "127.0.0.1:{}".format(primary.port), "turn": 1},
         {"model": "backup-model", "client_type": "openai-chat", "host": "127.0.0.1:{}".format(backup.port), "turn": 3}]
     assert "sk-" not in json.dumps(document)
+
+
+def test_merge_hooks_reads_what_a_hook_shares_not_attribute_names():
+    """Issue 36 item 5: ``merge_hooks`` keeps one hook per (class, shared object) a hook names with its
+    ``shares`` attribute (BudgetHook: its budget, LimiterHook: its limiter), and no longer guesses from
+    attributes called "budget" or "limiter"."""
+    from agenthub import Budget, RateLimiter
+    from agenthub.attempts import AttemptHook
+    from agenthub.budget import BudgetHook
+    from agenthub.failover import merge_hooks
+    from agenthub.limiter import LimiterHook
+
+    budget, limiter, other = Budget(1), RateLimiter(), RateLimiter()
+    first = [BudgetHook(budget), LimiterHook(limiter)]
+    assert merge_hooks(first, [BudgetHook(budget), LimiterHook(limiter)]) == first
+    then = [LimiterHook(other)]
+    assert merge_hooks(first, then) == first + then
+
+    class Audit(AttemptHook):  # a user's hook that happens to keep a budget: not one of the budget's holders
+        def __init__(self, budget):
+            self.budget = budget
+
+    class Tenant(AttemptHook):  # a user's hook acting for a shared object, said with ``shares``
+        shares = "account"
+
+        def __init__(self, account):
+            self.account = account
+
+    audits = [Audit(budget), Audit(budget)]
+    assert merge_hooks(audits[:1], audits[1:]) == audits
+    account = object()
+    tenants = [Tenant(account), Tenant(account)]
+    assert merge_hooks(tenants[:1], tenants[1:]) == tenants[:1]

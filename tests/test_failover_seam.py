@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from agenthub import AutoLLMClient, breaker
+from agenthub import AutoLLMClient
 from agenthub.attempts import AttemptHook
 from agenthub.errors import TransportError
 from faultserver import FaultServer, chat_stream, error_body, send, sleep, status, tiny_session
@@ -18,11 +18,7 @@ USER = {"role": "user", "content_items": [{"type": "text", "text": "Hi"}]}
 UNAVAILABLE = [status(503, JSON, framing="length"), send(error_body("unavailable"))]
 
 
-@pytest.fixture(autouse=True)
-def fresh_breakers():
-    breaker.reset()
-    yield
-    breaker.reset()
+pytestmark = pytest.mark.usefixtures("fresh_breakers")  # (conftest: every circuit closed before and after)
 
 
 @pytest.fixture

@@ -93,3 +93,21 @@ def test_ctrl_c_exits_130_and_the_rerun_finishes(tmp_path):
         assert 0 < first < 20 and sum(server.counts.values()) == first
         assert main(["batch", "run", src, "-o", out, "--workers", "4", "--no-progress"]) == 0
         assert set(server.counts.values()) == {1} and len(read_output(out)) == 20
+
+
+def test_the_positive_number_option_type_is_written_once():
+    """Issue 36 item 5: ``jobs`` and ``batch`` options share one positive-number type."""
+    import argparse
+
+    import pytest
+
+    from agenthub.jobs import batch_cli, cli
+
+    assert cli._positive is batch_cli.positive
+    assert batch_cli.positive(int)("3") == 3 and batch_cli._seconds("0.5") == 0.5
+    for bad, words in (("0", "must be > 0"), ("-1", "must be > 0"), ("x", "'x' is not a number"), ("nan", "must be > 0")):
+        with pytest.raises(argparse.ArgumentTypeError) as error:
+            batch_cli.positive(float)(bad)
+        assert words in str(error.value)
+    with pytest.raises(argparse.ArgumentTypeError, match="is not a number of seconds"):
+        batch_cli._seconds("soon")

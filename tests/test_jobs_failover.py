@@ -3,21 +3,18 @@ fallback; each output row keeps its own model, and JobSummary.routes says which 
 
 import json
 import os
+import threading
 
 import pytest
 
-from agenthub import AutoLLMClient, breaker, jobs
+from agenthub import AutoLLMClient, jobs
 from agenthub.errors import ConfigError
 from faultserver import FaultServer, error_body, status, send
 
 JSON = {"Content-Type": "application/json"}
 
 
-@pytest.fixture(autouse=True)
-def fresh_breakers():
-    breaker.reset()
-    yield
-    breaker.reset()
+pytestmark = pytest.mark.usefixtures("fresh_breakers")  # (conftest: every circuit closed before and after)
 
 
 def _job(path, primary_url, count):
@@ -128,3 +125,32 @@ def test_a_row_answered_by_the_fallback_is_priced_as_the_model_that_answered(tmp
                             "host": "127.0.0.1:{}".format(backup.port)}
     assert row["cost_usd"] == cost("deepseek-v4-flash", row["usage_metadata"])
     assert row["cost_usd"] != cost("claude-sonnet-4-6", row["usage_metadata"])
+
+
+def test_rows_starting_during_the_primarys_pause_go_to_the_fallback_at_once(tmp_path):
+    """Issue 37 B9 (differential D3): the primary's 429 says Retry-After: 60; the rows that start while that
+    pause holds it go to the fallback at once, nothing sent to the primary (before: each waited the 60 s)."""
+    busy = [status(429, dict(JSON, **{"Retry-After": "60"}), framing="length"), send(error_body("rate limited"))]
+    rows = 4
+    with FaultServer(default=busy) as primary, FaultServer() as backup:
+        _job(tmp_path / "in.jsonl", primary.url, rows)
+        backup_client = AutoLLMClient("backup-model", client_type="openai-chat", base_url=backup.url + "/v1",
+                                      api_key="sk-backup-0002", max_retries=0)
+        result = {}
+
+        def run():
+            result["summary"] = jobs.run(str(tmp_path / "in.jsonl"), str(tmp_path / "out.jsonl"), workers=1,
+                                         progress=False, fallbacks=[backup_client], max_retries=0)
+
+        worker = threading.Thread(target=run, daemon=True)
+        worker.start()
+        worker.join(40)  # generous against the noise, far below the 60 s pause each waited out before
+        assert not worker.is_alive(), "a row waited out the primary's pause"
+        primary_posts = [r for r in primary.requests if r.method == "POST"]
+    summary = result["summary"]
+    assert (summary.done, summary.failed) == (rows, 0)
+    assert len(primary_posts) == 1
+    out = sorted(jobs.read_output(str(tmp_path / "out.jsonl")), key=lambda row: row["id"])
+    # the first row's call sent twice (the primary's 429, the backup); the others once: the skip sent nothing
+    assert [row["attempts"] for row in out] == [2, 1, 1, 1]
+    assert all(row["route"]["model"] == "backup-model" for row in out)

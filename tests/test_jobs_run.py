@@ -487,3 +487,32 @@ def test_a_second_run_on_the_same_output_is_refused_while_the_first_runs(tmp_pat
         assert stdout.decode().strip() == "6"
         assert all(count == 1 for count in server.counts.values()) and len(server.counts) == 6
         assert jobs.run(src, out, progress=False).skipped == 6  # the lock is free again once a run ends
+        assert not os.path.exists(out + ".lock")  # and its file is gone (issue 37 D: it was left behind)
+
+
+def test_the_output_lock_is_removed_when_its_run_ends_and_a_stale_open_tries_again(tmp_path):
+    """A run removes <output>.lock (while it still holds it) when it ends; a run that locked the file the path
+    no longer names takes the path's new file instead, so two runs never both hold the output."""
+    import fcntl
+
+    from agenthub.jobs.jobfile import OutputLock
+
+    out = str(tmp_path / "out.jsonl")
+    first = OutputLock(out)
+    assert os.path.exists(out + ".lock")
+    with pytest.raises(ConfigError):
+        OutputLock(out)
+    first.release()
+    assert not os.path.exists(out + ".lock")
+    # the race: a file opened (and locked) just after its holder removed it is not the lock any more
+    stale = os.open(out + ".lock", os.O_RDWR | os.O_CREAT, 0o600)
+    os.unlink(out + ".lock")
+    fcntl.flock(stale, fcntl.LOCK_EX | fcntl.LOCK_NB)  # someone holds the stale file: it locks nothing now
+    try:
+        second = OutputLock(out)
+        with pytest.raises(ConfigError):
+            OutputLock(out)  # the new file is held
+        second.release()
+    finally:
+        os.close(stale)
+    assert not os.path.exists(out + ".lock")

@@ -246,6 +246,38 @@ def test_the_hook_pauses_the_answering_endpoint_and_a_failover_route_goes_at_onc
     runner_side.before_attempt(_Attempt(8002))
 
 
+def test_a_calls_first_attempt_on_a_paused_endpoint_with_a_fallback_after_it_leaves_at_once():
+    """Issue 37 B9: a call that has a route after this one (``call.routes_left``) does not wait out this
+    endpoint's pause: a RateLimitError at once, nothing booked, no new pause, not retried on this route."""
+    from agenthub.errors import RateLimitError
+
+    clock = Clock()
+    limiter = _limiter(clock)
+    hook = LimiterHook(limiter)
+    limiter.pause(60.0, A)
+    first = _Attempt(8001)
+    first.number, first.call = 0, _Attempt(8001)
+    first.call.routes_left = 1
+    with pytest.raises(RateLimitError) as skipped:
+        hook.before_attempt(first)
+    assert first.waits == [] and limiter.requests == 0  # no wait, no slot booked
+    error = skipped.value
+    assert (error.status, error.error_type, error.retryable, error.retry_after) == (None, "rate_limit_paused", True, 60.0)
+    first.retry, first.delay = True, 60.0
+    hook.on_error(first, error)
+    assert first.retry is False and limiter.pauses == 1 and limiter.paused_for(A) == 60.0  # the pause is not renewed
+    first.call.routes_left = 0  # the last route (or no fallback): the pause holds it as before
+    with pytest.raises(agenthub.TransportError):
+        hook.before_attempt(first)
+    assert first.waits == [60.0]
+    retry = _Attempt(8001)
+    retry.number, retry.call = 1, first.call
+    first.call.routes_left = 1  # a retry on this route (after its own 429's wait) waits as before
+    with pytest.raises(agenthub.TransportError):
+        hook.before_attempt(retry)
+    assert retry.waits == [60.0]
+
+
 @pytest.mark.parametrize("headers", [{"Retry-After": "inf"}, {"Retry-After": "1e309"}, {"Retry-After": "nan"},
                                      {"retry-after-ms": "inf"}])
 def test_a_retry_after_that_is_not_a_finite_number_is_no_figure(headers):

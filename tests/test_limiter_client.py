@@ -176,3 +176,55 @@ def test_the_endpoint_key_is_the_circuits():
     assert endpoint_key(Sent()) == ("openai-chat", ("gateway.example", 8443), "m")
     Sent.server = ("10.0.0.1", 443)
     assert endpoint_key(Sent()) == ("openai-chat", ("10.0.0.1", 443), "m")
+
+
+# -- issue 37 B9 (differential D3): a call that starts while its primary is paused goes to its fallback at once ---
+
+
+def test_a_call_starting_during_its_primarys_pause_goes_to_the_fallback_at_once():
+    agenthub.breaker.reset()
+    limiter = RateLimiter()
+    # no total deadline: before the fix the second call waited out the whole 60 s pause (the bound below is
+    # generous against it and says only "did not wait the pause")
+    with SSEServer() as primary, SSEServer() as healthy:
+        primary.answers.append(_busy())
+        fallback = AutoLLMClient("m", client_type="openai-chat", api_key="k", base_url=healthy.url, max_retries=0,
+                                 limiter=limiter)
+        first = AutoLLMClient("m", client_type="openai-chat", api_key="k", base_url=primary.url, max_retries=0,
+                              limiter=limiter, fallbacks=[fallback])
+        healthy.answers.append(_ok())
+        first.response(USER)  # the primary's 429 (Retry-After: 60) pauses it; the fallback answers
+        # a client that retries: the skip is not retried on the paused endpoint either
+        client = AutoLLMClient("m", client_type="openai-chat", api_key="k", base_url=primary.url, max_retries=2,
+                               limiter=limiter, fallbacks=[fallback])
+        healthy.answers.append(_ok())
+        result = {}
+
+        def second():
+            stream = client.streaming_response(USER)
+            result["stream"] = stream
+            result["answer"] = agenthub.collect(stream)
+
+        worker = threading.Thread(target=second, daemon=True)
+        worker.start()
+        worker.join(30)
+        if worker.is_alive():
+            result["stream"].abort()
+            worker.join(10)
+        answer = result.get("answer")
+        port = int(primary.url.split(":")[2].split("/")[0])
+        primary_posts, healthy_posts = len(primary.requests), len(healthy.requests)
+        # a client of the paused endpoint with no fallback is still held by the pause: it waits (here until
+        # its deadline), nothing sent
+        alone = AutoLLMClient("m", client_type="openai-chat", api_key="k", base_url=primary.url, max_retries=0,
+                              limiter=limiter, timeout=agenthub.Timeout(connect=5, read=5, total=0.5))
+        with pytest.raises(agenthub.errors.TransportError) as held:
+            alone.response(USER)
+        assert len(primary.requests) == 1
+    assert answer is not None and answer["content_items"][0]["text"] == "from the fallback"
+    assert (primary_posts, healthy_posts) == (1, 2)  # the second call sent nothing to the paused primary
+    assert client.last_route["host"] == "127.0.0.1:{}".format(int(healthy.url.split(":")[2].split("/")[0]))
+    assert held.value.deadline is True
+    assert limiter.paused_for(("openai-chat", ("127.0.0.1", port), "m")) > 50  # the pause still holds the primary
+    # the skip is no failure of the primary's circuit: only its one 429 counted
+    assert agenthub.breaker.breaker_for("openai-chat", "127.0.0.1:{}".format(port), "m").failures == 1

@@ -11,7 +11,6 @@ import sys
 import pytest
 
 from jobs_server import JobServer
-from store_support import REDIS_SERVER, RedisServer
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -37,18 +36,6 @@ def _run(code, server, **env):
 
 def test_every_python_block_is_tested():
     assert len(_blocks("python")) == 4
-
-
-@pytest.fixture(params=["sqlite", "redis"])
-def store_url(request, tmp_path):
-    if request.param == "sqlite":
-        yield "sqlite:///" + str(tmp_path / "state.db")
-    else:
-        if REDIS_SERVER is None:
-            pytest.skip("redis-server is not installed")
-        pytest.importorskip("redis")
-        with RedisServer() as server:
-            yield server.url
 
 
 def test_the_shared_limiter_and_budget_block(store_url):

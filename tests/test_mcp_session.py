@@ -213,7 +213,9 @@ def _validator(version):
     jsonschema = pytest.importorskip("jsonschema")
     schema = _schema(version)
     if schema is None:
-        pytest.skip("the MCP specification repository is not at AGENTHUB_MCP_SPEC ({})".format(SPEC))
+        pytest.skip("the MCP specification's schema is absent: set AGENTHUB_MCP_SPEC to a clone of "
+                    "github.com/modelcontextprotocol/modelcontextprotocol (a work tree or its git directory){}".format(
+                        " (it is {!r})".format(SPEC) if "AGENTHUB_MCP_SPEC" in os.environ else ""))
     defs_key = "$defs" if "$defs" in schema else "definitions"
     defs = schema[defs_key]
     response = "JSONRPCResultResponse" if "JSONRPCResultResponse" in defs else "JSONRPCResponse"

@@ -32,6 +32,8 @@ EXPECTED_ALL = {
     "tool", "RunResult",
     # typed helpers (issue 29 C3)
     "user", "text",
+    # typed output (issue 40)
+    "Parsed", "OutputValidationError", "OutputRefusedError",
 }
 
 
@@ -39,6 +41,15 @@ def test_all_is_pinned_and_every_name_exists():
     assert set(agenthub.__all__) == EXPECTED_ALL
     for name in agenthub.__all__:
         assert hasattr(agenthub, name), name
+
+
+def test_the_agent_wings_names_are_pinned():
+    import agenthub.agent
+
+    # ToolHook: the seam around a run and its tool calls (issue 36 item 2); call_digest: what a decision covers
+    assert set(agenthub.agent.__all__) == {"Tool", "tool", "Run", "RunResult", "ToolHook", "call_digest"}
+    for name in agenthub.agent.__all__:
+        assert hasattr(agenthub.agent, name), name
 
 
 def test_error_tree_matches_api_md():
@@ -132,7 +143,7 @@ ONLY_IN = {
     "urllib3": "transport.py",
     "google": "hosts/gcp.py",          # google-auth, agenthub[vertex]
     "ray": "ray.py",                   # Ray Data, agenthub[ray]
-    "opentelemetry": "telemetry.py",   # agenthub[otel]
+    "opentelemetry": "telemetry/hook.py",   # agenthub[otel]
     "redis": "stores/redis.py",        # the redis store (shared state)
 }
 
@@ -159,7 +170,7 @@ def test_only_transport_imports_requests_and_nothing_outside_stdlib():
 
 
 @pytest.mark.parametrize("file, probe, expected", [
-    ("client.py", "import opentelemetry.trace\n", "client.py imports opentelemetry.trace (only telemetry.py may)"),
+    ("client.py", "import opentelemetry.trace\n", "client.py imports opentelemetry.trace (only telemetry/hook.py may)"),
     ("limiter.py", "import redis\n", "limiter.py imports redis (only stores/redis.py may)"),
     ("stream.py", "import requests\n", "stream.py imports requests (only transport.py may)"),
     ("ray.py", "from google.auth import default\n", "ray.py imports google.auth (only hosts/gcp.py may)"),
@@ -181,14 +192,14 @@ def test_subprocess_is_stdlib_on_every_python():
 #: is checked for circles only: give it a floor).  providers/* is the wire dialects, hosts/* where a
 #: request goes and how it is authorised.
 LAYERS = [
-    {"types", "errors", "_redact", "_log", "_forks"},
-    {"sse", "eventstream", "toolcalls", "stream", "validate", "media", "answers", "estimate", "foreign", "resume",
+    {"types", "errors", "_redact", "_log", "_forks", "typeschema"},
+    {"sse", "eventstream", "toolcalls", "stream", "validate", "media", "answers", "estimate", "resume",
      "messages"},
-    {"providers"},
+    {"providers", "foreign"},  # foreign reads the dialect index (marks, reads, tool_call id rules)
     {"hosts", "aws", "gcp"},
-    {"registry", "transport", "tracer", "catalog", "budget", "limiter", "attempts", "breaker", "telemetry",
+    {"registry", "transport", "tracer", "catalog", "budget", "limiter", "attempts", "breaker", "telemetry",  # telemetry/: names < hook < spans
      "stores", "cache", "background"},
-    {"client", "failover", "testing", "agent"},  # agent: client.run imports agent.runner (which takes the client
+    {"client", "failover", "testing", "agent", "output"},  # agent: client.run imports agent.runner (which takes the client
     #                                               duck-typed and imports nothing above floor 4)
     {"server", "playground", "viewer", "_dom", "demo", "__main__", "apps", "", "jobs", "ray", "mcp"},
 ]

@@ -132,3 +132,20 @@ def test_ids_that_would_leave_their_segment_make_no_request(rid):
             with pytest.raises(StreamProtocolError, match="no usable id"):
                 make()
     assert openai_responses.resume_request(endpoint, "resp_.x", None).url == "/responses/resp_.x?stream=true"
+
+
+def test_two_deltas_sharing_a_sequence_number_on_one_connection_both_pass():
+    """Round 3's R02 (c): a server that numbers two different deltas alike (no cut): both reach the parser (the
+    second was dropped as a replay: its text lost without an error); a resumed connection's replay is still
+    dropped, and only that."""
+    def delta(seq, text):
+        return SSEEvent('{"type":"response.output_text.delta","sequence_number":%d,"delta":"%s"}' % (seq, text),
+                        "response.output_text.delta")
+
+    first = [event(0, "response.created", "resp_1"), delta(1, "a"), delta(2, "b"), delta(2, "c"), delta(4, "d")]
+    again = [delta(2, "c"), delta(4, "d"), delta(5, "e"), delta(5, "f"), event(7, "response.completed")]
+    resumable = Resumable(broken(first, TransportError("reset")), openai_responses.frame_cursor,
+                          lambda rid, cursor: iter(again), True)
+    texts = [f.data.split('"delta":"')[1][0] for f in resumable if '"delta"' in f.data]
+    assert texts == ["a", "b", "c", "d", "e", "f"]
+    assert resumable.complete

@@ -9,7 +9,7 @@ import json
 import pytest
 import requests
 
-from agenthub import AutoLLMClient, breaker
+from agenthub import AutoLLMClient
 from agenthub.apps.server import load_config, make_app
 from agenthub.errors import ConfigError
 from faultserver import chat_stream
@@ -24,11 +24,7 @@ OVERLOADED = Route(json.dumps({"type": "error", "error": {"type": "overloaded_er
                    .encode("utf-8"), status=529, headers={"Content-Type": "application/json"})
 
 
-@pytest.fixture(autouse=True)
-def fresh_breakers():
-    breaker.reset()
-    yield
-    breaker.reset()
+pytestmark = pytest.mark.usefixtures("fresh_breakers")  # (conftest: every circuit closed before and after)
 
 
 @pytest.fixture

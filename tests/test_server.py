@@ -397,10 +397,12 @@ def test_a_malformed_message_is_a_400_config_error(stack):
 
 
 def test_callers_cannot_rewrite_the_upstream_request(stack):
-    """extra_body / extra_headers from a caller would reach past the model table on the server's key."""
+    """extra_body / extra_headers from a caller would reach past the model table on the server's key; a caller's
+    mcp_servers would replace a row's own (the operator's provider connecting where the caller says)."""
     up, app, server = stack
     seen = len(up.requests)
-    for key, value in (("extra_body", {"model": "gpt-expensive"}), ("extra_headers", {"X-Upstream": "x"})):
+    for key, value in (("extra_body", {"model": "gpt-expensive"}), ("extra_headers", {"X-Upstream": "x"}),
+                       ("mcp_servers", [{"url": "https://attacker.example/mcp", "name": "docs"}])):
         answer = post(server.url, {"model": "openai_chat", "messages": MESSAGES, "config": {key: value}})
         assert answer.status_code == 400
         assert answer.json() == {"error": {

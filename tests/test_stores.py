@@ -279,28 +279,16 @@ def _spawn():
     return multiprocessing.get_context("spawn")
 
 
-@pytest.fixture(params=["sqlite", "redis"])
-def shared_url(request, tmp_path):
-    if request.param == "sqlite":
-        yield "sqlite:///" + str(tmp_path / "shared.db")
-    else:
-        if REDIS_SERVER is None:
-            pytest.skip("redis-server is not installed")
-        pytest.importorskip("redis")
-        with RedisServer() as server:
-            yield server.url
-
-
-def test_a_killed_holder_s_hold_expires_and_counts_its_worst_case(shared_url, tmp_path):
+def test_a_killed_holder_s_hold_expires_and_counts_its_worst_case(store_url, tmp_path):
     ready = str(tmp_path / "ready")
-    child = _spawn().Process(target=hold_and_wait, args=(shared_url, ready, 1.0))
+    child = _spawn().Process(target=hold_and_wait, args=(store_url, ready, 1.0))
     child.start()
     try:
         deadline = time.monotonic() + 60
         while not os.path.exists(ready):
             assert time.monotonic() < deadline and child.is_alive()
             time.sleep(0.02)
-        budget = Budget(1.0, store=shared_url, key="killed")
+        budget = Budget(1.0, store=store_url, key="killed")
         held = budget.reserved_usd
         assert held > 0 and budget.spent_usd == 0.0
         os.kill(child.pid, signal.SIGKILL)
@@ -317,12 +305,12 @@ def test_a_killed_holder_s_hold_expires_and_counts_its_worst_case(shared_url, tm
 
 
 @pytest.mark.parametrize("processes", [1, 8])
-def test_processes_sharing_a_limiter_use_the_rpm_without_429s(shared_url, processes):
+def test_processes_sharing_a_limiter_use_the_rpm_without_429s(store_url, processes):
     rpm = 1200  # 20 a second, enforced by the server as a token bucket of one second's worth
     total = 80
     with JobServer(rpm=rpm) as server:
         start_at = time.time() + 0.5 + 0.3 * processes  # every process imported and connected by then
-        children = [_spawn().Process(target=pace_worker, args=(shared_url, server.base_url, rpm, total // processes,
+        children = [_spawn().Process(target=pace_worker, args=(store_url, server.base_url, rpm, total // processes,
                                                                 "p{}".format(n), start_at))
                     for n in range(processes)]
         for child in children:
@@ -338,7 +326,7 @@ def test_processes_sharing_a_limiter_use_the_rpm_without_429s(shared_url, proces
 
 
 @pytest.mark.parametrize("max_tokens", [16, 1])
-def test_eight_processes_sharing_a_budget_never_spend_more_than_it(shared_url, max_tokens):
+def test_eight_processes_sharing_a_budget_never_spend_more_than_it(store_url, max_tokens):
     """The bound: spent <= max_usd + what the requests in flight cost beyond their holds.  With
     max_tokens 16 every answer (10 tokens in, 5 out) costs less than its hold: never above max_usd.
     With max_tokens 1 each answer costs more than its hold (5 tokens out against 1 held): the sum may
@@ -352,7 +340,7 @@ def test_eight_processes_sharing_a_budget_never_spend_more_than_it(shared_url, m
     max_usd = one_answer * 40  # about 40 answers, far fewer than 8 processes would send unbounded
     queue = _spawn().Queue()
     with JobServer() as server:
-        children = [_spawn().Process(target=budget_worker, args=(shared_url, server.base_url, max_usd,
+        children = [_spawn().Process(target=budget_worker, args=(store_url, server.base_url, max_usd,
                                                                   "b{}".format(n), queue, max_tokens))
                     for n in range(8)]
         for child in children:
@@ -361,7 +349,7 @@ def test_eight_processes_sharing_a_budget_never_spend_more_than_it(shared_url, m
         for child in children:
             child.join(30)
         sent = sum(server.counts.values())
-    budget = Budget(max_usd, store=shared_url, key="spend")
+    budget = Budget(max_usd, store=store_url, key="spend")
     assert all(refused for _, _, refused in results)  # every process was stopped by the shared account
     answered = sum(n for _, n, _ in results)
     assert answered == sent == budget.requests  # a refused request was never sent
@@ -469,11 +457,11 @@ def test_importing_agenthub_and_its_stores_does_not_import_redis():
     assert subprocess.check_output([sys.executable, "-c", code]).decode().strip() == "False"
 
 
-def test_pauses_are_shared_per_endpoint_and_a_held_request_takes_a_new_slot(shared_url):
+def test_pauses_are_shared_per_endpoint_and_a_held_request_takes_a_new_slot(store_url):
     one = ("openai-chat", ("h1", 443), "m")
     two = ("openai-chat", ("h2", 443), "m")
-    a = RateLimiter(rpm=600, store=shared_url, key="endpoints")  # two processes' limiters, one store
-    b = RateLimiter(rpm=600, store=shared_url, key="endpoints")
+    a = RateLimiter(rpm=600, store=store_url, key="endpoints")  # two processes' limiters, one store
+    b = RateLimiter(rpm=600, store=store_url, key="endpoints")
     a.pause(5.0, one)  # a 429 of endpoint one, seen by a
     assert 4.9 < b.paused_for(one) <= 5.0 and b.paused_for(two) == 0.0
     assert 4.9 < b.paused_for() <= 5.0  # without a key: the longest pause of any endpoint

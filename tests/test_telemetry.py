@@ -225,7 +225,11 @@ def test_attribute_names_equal_the_semantic_conventions_package():
     assert unknown == set(), "names the package does not carry: {}".format(sorted(unknown))
     # the provider names agenthub emits are well-known values (moonshot_ai is newer than v1.41: the genai repo's)
     known = {member.value for member in semconv.GenAiProviderNameValues} | {"moonshot_ai"}
-    emitted = set(telemetry._BY_CLIENT_TYPE.values()) - {"agenthub"} | {v for _, v in telemetry._OPENAI_HOSTS}
+    from agenthub import hosts, registry
+
+    emitted = ({row.provider for row in hosts.CLIENT_TYPES.values()} - {"agenthub"}
+               | {route.provider for route in registry.ROUTES if route.provider}
+               | {value for _, value in registry.PROVIDER_HOSTS})
     assert emitted <= known, emitted - known
 
 
@@ -651,12 +655,90 @@ def test_chat_stream_end_to_end(otel):
         "gen_ai.operation.name": "chat", "gen_ai.provider.name": "openai", "gen_ai.request.model": "gpt-tel",
         "server.address": "127.0.0.1", "server.port": port, "gen_ai.request.stream": True,
         "gen_ai.request.max_tokens": 64, "gen_ai.request.temperature": 0.5,
-        "gen_ai.response.model": "gpt-tel", "agenthub.route.model": "gpt-tel",
+        "gen_ai.response.model": "gpt-tel-2026-01-01", "gen_ai.response.id": "chatcmpl-tel1",
+        "agenthub.route.model": "gpt-tel",
         "agenthub.route.client_type": "openai-chat", "agenthub.route.host": "127.0.0.1:{}".format(port),
         "agenthub.attempts": 1,
         "gen_ai.response.finish_reasons": ("stop",), "gen_ai.usage.input_tokens": 1200,
         "gen_ai.usage.output_tokens": 300, "gen_ai.usage.cache_read.input_tokens": 1024,
         "gen_ai.usage.reasoning.output_tokens": 120}
+
+
+@needs_call_hooks
+@pytest.mark.parametrize("client_type, model, expected", [
+    ("deepseek", "my-distilled-model", "deepseek"),   # a preset says its vendor at any host (here 127.0.0.1)
+    ("moonshot", "kimi-k2.6", "moonshot_ai"),
+    ("vllm", "Qwen/Qwen3-8B", "openai"),              # a vendor with no well-known value: the client type's
+    ("openai-chat", "deepseek-v4-flash", "openai"),   # a model name off its vendor's hosts: a gateway's answer
+])
+def test_the_provider_is_the_row_the_caller_chose(otel, client_type, model, expected):
+    otel.start()
+    _agenthub_call(client_type, model, "/v1", _read(FIXTURES, "chat_cached.sse"))
+    (span,) = otel.exporter.get_finished_spans()
+    assert span.attributes["gen_ai.provider.name"] == expected
+    (point,) = metrics_of(otel.reader)["gen_ai.client.operation.duration"]
+    assert point[0]["gen_ai.provider.name"] == expected
+
+
+@needs_call_hooks
+def test_a_fallback_reports_the_provider_its_own_row_chose(otel):
+    from agenthub import AutoLLMClient
+    from sse_server import Answer, SSEServer
+
+    otel.start()
+    with SSEServer() as down, SSEServer() as up:
+        down.answers.append(Answer([b'{"error": {"message": "overloaded"}}'], status=503,
+                                   headers={"Content-Type": "application/json"}))
+        up.answers.append(Answer([_read(FIXTURES, "chat_cached.sse")]))
+        backup = AutoLLMClient("my-model", api_key="k2", base_url=up.url + "/v1", client_type="deepseek",
+                               max_retries=0)
+        client = AutoLLMClient("gpt-tel", api_key="k1", base_url=down.url + "/v1", client_type="openai-chat",
+                               max_retries=0, fallbacks=[backup])
+        list(client.streaming_response(ASK))
+    (span,) = otel.exporter.get_finished_spans()
+    assert span.attributes["gen_ai.provider.name"] == "deepseek"
+    assert span.attributes["agenthub.route.model"] == "my-model"
+
+
+@needs_call_hooks
+@pytest.mark.parametrize("client_type, model, base, path, response_id, response_model", [
+    ("openai-chat", "gpt-tel", "/v1", (FIXTURES, "chat_cached.sse"), "chatcmpl-tel1", "gpt-tel-2026-01-01"),
+    ("openai-responses", "gpt-tel", "/v1", (FIXTURES, "responses_cached.sse"), "resp_tel1", "gpt-tel-2026-01-01"),
+    ("anthropic", "claude-x", "", (FIXTURES, "anthropic_cache_write.sse"), "msg_tel_03", "claude-sonnet-4-6"),
+    ("gemini", "gemini-x", "", (RECORDINGS, "gemini", "weather_answer.sse"), "demo-gemini-turn-2",
+     "gemini-3.5-flash"),
+])
+def test_the_response_id_and_model_are_the_servers(otel, client_type, model, base, path, response_id,
+                                                    response_model):
+    """gen_ai.response.id on every stream that carries one; gen_ai.response.model the model the server said
+    answered (the requested name is an alias here), the route's only where the server says none."""
+    otel.start()
+    events, _ = _agenthub_call(client_type, model, base, _read(*path))
+    (span,) = otel.exporter.get_finished_spans()
+    assert (span.attributes["gen_ai.response.id"], span.attributes["gen_ai.response.model"]) == (
+        response_id, response_model)
+    assert span.attributes["gen_ai.request.model"] == span.attributes["agenthub.route.model"] == model
+    (point,) = metrics_of(otel.reader)["gen_ai.client.operation.duration"]
+    assert point[0]["gen_ai.response.model"] == response_model
+    stop = events[-1]
+    assert type(stop) is not dict and stop == dict(stop)  # the stop event: a plain dict to every reader
+    assert (stop.response_id, stop.response_model) == (response_id, response_model)
+    assert "response_id" not in stop and json.loads(json.dumps(stop)) == dict(stop)
+
+
+@needs_call_hooks
+def test_a_stream_without_an_id_says_the_routes_model_and_no_id(otel):
+    import pickle
+
+    from agenthub import stream
+
+    stop = list(stream.drive([{"type": "text", "text": "hi"}, stream.StreamEnd(None, "stop")]))[-1]
+    assert isinstance(stop, stream.StopEvent) and (stop.response_id, stop.response_model) == (None, None)
+    assert type(pickle.loads(pickle.dumps(stop))) is dict  # a copy is a plain dict
+    otel.start()
+    drive(fake_call())  # the hooks as the loop runs them: a call whose stop event said no id nor model
+    (span,) = otel.exporter.get_finished_spans()
+    assert span.attributes["gen_ai.response.model"] == "gpt-test" and "gen_ai.response.id" not in span.attributes
 
 
 @needs_call_hooks
@@ -729,11 +811,9 @@ ONLY_AGENTHUB = {
 }
 #: attributes only the reference emits: the Chat stream's id is not handed to agenthub's attempt loop (it reports
 #: gen_ai.response.id where the loop learns one: a background response)
-ONLY_REFERENCE = {"gen_ai.response.id"}
+ONLY_REFERENCE = set()  # type: set  # gen_ai.response.id and .model: both now say what the server named
 #: attributes both emit with values that differ by design (see docs/telemetry.md)
-DIFFERENT = {
-    "gen_ai.response.model",  # the reference: the model the server named; agenthub: the route that answered
-}
+DIFFERENT = set()  # type: set
 
 
 def _reference_chat(data):
@@ -799,44 +879,76 @@ def test_differential_against_opentelemetry_instrumentation_openai_v2(otel, name
 # -- agenthub chat --otel ----------------------------------------------------------------------------------------------
 
 
-@needs_call_hooks
-def test_chat_otel_exports_the_call_span_from_the_command_line():
+def instrument_command(tmp_path):
+    """(the opentelemetry-instrument command, a directory for PYTHONPATH holding agenthub's entry point as
+    setup.cfg declares it, in a dist-info of its own: agenthub itself is not installed here); skips
+    without opentelemetry-instrument and opentelemetry-distro (what configures its SDK)."""
     _sdk()  # skips without the SDK
+    import importlib.util
+
+    command = os.path.join(os.path.dirname(sys.executable), "opentelemetry-instrument")
+    if not os.path.exists(command) or importlib.util.find_spec("opentelemetry.distro") is None:
+        pytest.skip("opentelemetry-instrument with opentelemetry-distro (what configures its SDK) is not installed")
+    info = tmp_path / "entry" / "agenthub_entry-0.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: agenthub-entry\nVersion: 0\n")
+    with open(os.path.join(ROOT, "setup.cfg")) as handle:
+        declared = handle.read().split("opentelemetry_instrumentor =", 1)[1].splitlines()[1].strip()
+    (info / "entry_points.txt").write_text("[opentelemetry_instrumentor]\n{}\n".format(declared))
+    return command, str(tmp_path / "entry")
+
+
+@needs_call_hooks
+def test_chat_otel_exports_the_call_span_under_opentelemetry_instrument(tmp_path):
+    command, entry = instrument_command(tmp_path)
     from sse_server import Answer, SSEServer
 
     with SSEServer() as server:
         server.answers.append(Answer([_read(FIXTURES, "chat_cached.sse")]))
-        env = dict(os.environ, PYTHONPATH=ROOT, OTEL_TRACES_EXPORTER="console", OTEL_METRICS_EXPORTER="none",
-                   OTEL_SERVICE_NAME="cli-test", AGENTHUB_LOG_PROMPTS="0", TEL_KEY="sk-cli-secret-key")
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join([ROOT, entry]), OTEL_TRACES_EXPORTER="console",
+                   OTEL_METRICS_EXPORTER="none", OTEL_LOGS_EXPORTER="none", OTEL_SERVICE_NAME="cli-test",
+                   AGENTHUB_LOG_PROMPTS="0", TEL_KEY="sk-cli-secret-key")
         env.pop(telemetry.CAPTURE_ENV, None)
-        done = subprocess.run([sys.executable, "-m", "agenthub", "chat", "gpt-tel", PROMPT, "--otel", "--no-log",
-                               "--client-type", "openai-chat", "--base-url", server.url + "/v1",
+        done = subprocess.run([command, sys.executable, "-m", "agenthub", "chat", "gpt-tel", PROMPT, "--otel",
+                               "--no-log", "--client-type", "openai-chat", "--base-url", server.url + "/v1",
                                "--api-key-env", "TEL_KEY"], capture_output=True, text=True, env=env, timeout=60)
     assert done.returncode == 0, done.stderr
     assert "Telemetry answer in five pieces." in done.stdout
-    start = done.stderr.index("{")
-    span = json.JSONDecoder().raw_decode(done.stderr[start:])[0]
+    start = done.stdout.index("{")  # the console exporter writes to stdout, after the answer
+    span = json.JSONDecoder().raw_decode(done.stdout[start:])[0]
     assert span["name"] == "chat gpt-tel" and span["kind"] == "SpanKind.CLIENT"
     assert span["attributes"]["gen_ai.usage.input_tokens"] == 1200
     assert span["resource"]["attributes"]["service.name"] == "cli-test"
-    assert PROMPT not in done.stderr and "sk-cli-secret-key" not in done.stderr
+    assert PROMPT not in done.stdout + done.stderr and "sk-cli-secret-key" not in done.stdout + done.stderr
 
 
-def test_chat_otel_without_the_sdk_says_what_to_install(monkeypatch):
+def test_chat_otel_without_opentelemetry_instrument_says_how_to_run_it_and_sends_nothing():
     pytest.importorskip("opentelemetry.trace", reason="the OpenTelemetry API is not installed")
-    import builtins
+    from sse_server import Answer, SSEServer
 
-    real = builtins.__import__
+    with SSEServer() as server:
+        server.answers.append(Answer([_read(FIXTURES, "chat_cached.sse")]))
+        env = dict(os.environ, PYTHONPATH=ROOT, AGENTHUB_LOG_PROMPTS="0", TEL_KEY="sk-cli-secret-key",
+                   OTEL_TRACES_EXPORTER="console")  # the variables alone no longer set an SDK up
+        done = subprocess.run([sys.executable, "-m", "agenthub", "chat", "gpt-tel", PROMPT, "--otel", "--no-log",
+                               "--client-type", "openai-chat", "--base-url", server.url + "/v1",
+                               "--api-key-env", "TEL_KEY"], capture_output=True, text=True, env=env, timeout=60)
+        sent = list(server.requests)
+    assert done.returncode != 0
+    assert telemetry.hook.RUN_UNDER in done.stderr
+    assert "opentelemetry-instrument agenthub chat MODEL PROMPT --otel" in done.stderr
+    assert sent == [] and done.stdout == ""
 
-    def no_sdk(name, *args, **kwargs):
-        if name.startswith("opentelemetry.sdk"):
-            raise ImportError(name)
-        return real(name, *args, **kwargs)
 
-    monkeypatch.setattr(builtins, "__import__", no_sdk)
+def test_start_from_environment_without_an_sdk_raises_and_leaves_nothing_instrumented(monkeypatch):
+    pytest.importorskip("opentelemetry.trace", reason="the OpenTelemetry API is not installed")
+    from opentelemetry import trace
+
+    if type(trace.get_tracer_provider()).__name__ not in ("ProxyTracerProvider", "NoOpTracerProvider"):
+        pytest.skip("a global tracer provider was set in this process")
     with pytest.raises(ConfigError) as caught:
         telemetry.start_from_environment()
-    assert "pip install opentelemetry-sdk opentelemetry-exporter-otlp" in str(caught.value)
+    assert str(caught.value) == telemetry.hook.RUN_UNDER
     assert telemetry.is_instrumented() is False
 
 
@@ -907,12 +1019,12 @@ def test_a_failure_inside_telemetry_never_breaks_the_call(otel, monkeypatch):
     def broken(*args):
         raise RuntimeError("telemetry bug")
 
-    monkeypatch.setattr(telemetry, "_request_attributes", broken)
+    monkeypatch.setattr(telemetry.hook, "_request_attributes", broken)
     drive(fake_call())  # nothing raised
     monkeypatch.undo()
     otel.start(capture_content=True)
-    monkeypatch.setattr(telemetry, "_content_attributes", broken)
-    monkeypatch.setattr(telemetry, "_record_usage", broken)
+    monkeypatch.setattr(telemetry.hook, "_content_attributes", broken)
+    monkeypatch.setattr(telemetry.hook, "_record_usage", broken)
     drive(fake_call())
     ended = otel.exporter.get_finished_spans()
     assert ended[-1].attributes["gen_ai.usage.input_tokens"] == 100  # the span ended, with what was recorded
@@ -1007,7 +1119,7 @@ def _runner_wired():
         from agenthub.agent import runner
     except ImportError:
         return False
-    return "tool_span" in inspect.getsource(runner)
+    return "around_call" in inspect.getsource(runner)  # the runner's ToolHook seam (telemetry's spans hook onto it)
 
 
 @needs_call_hooks
@@ -1137,19 +1249,7 @@ def test_latest_content_drops_finish_reason_from_output_messages(otel, monkeypat
 
 @needs_call_hooks
 def test_opentelemetry_instrument_turns_agenthub_on_through_its_entry_point(tmp_path):
-    _sdk()  # skips without the SDK
-    import importlib.util
-
-    command = os.path.join(os.path.dirname(sys.executable), "opentelemetry-instrument")
-    if not os.path.exists(command) or importlib.util.find_spec("opentelemetry.distro") is None:
-        pytest.skip("opentelemetry-instrument with opentelemetry-distro (what configures its SDK) is not installed")
-    # the entry point as setup.cfg declares it, in a dist-info of its own (agenthub itself is not installed here)
-    info = tmp_path / "agenthub_entry-0.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: agenthub-entry\nVersion: 0\n")
-    with open(os.path.join(ROOT, "setup.cfg")) as handle:
-        declared = handle.read().split("opentelemetry_instrumentor =", 1)[1].splitlines()[1].strip()
-    (info / "entry_points.txt").write_text("[opentelemetry_instrumentor]\n{}\n".format(declared))
+    command, entry = instrument_command(tmp_path)
     code = ("import agenthub\n"
             "client = agenthub.AutoLLMClient('gpt-tel', api_key='k', base_url={url!r}, client_type='openai-chat')\n"
             "print(agenthub.collect(client.streaming_response({ask!r}))['finish_reason'])\n")
@@ -1157,7 +1257,7 @@ def test_opentelemetry_instrument_turns_agenthub_on_through_its_entry_point(tmp_
 
     with SSEServer() as server:
         server.answers.append(Answer([_read(FIXTURES, "chat_cached.sse")]))
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join([ROOT, str(tmp_path)]), OTEL_TRACES_EXPORTER="console",
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join([ROOT, entry]), OTEL_TRACES_EXPORTER="console",
                    OTEL_METRICS_EXPORTER="none", OTEL_LOGS_EXPORTER="none", OTEL_SERVICE_NAME="zero-code")
         done = subprocess.run([command, sys.executable, "-c", code.format(url=server.url + "/v1", ask=ASK)],
                               capture_output=True, text=True, env=env, timeout=60)
@@ -1167,3 +1267,80 @@ def test_opentelemetry_instrument_turns_agenthub_on_through_its_entry_point(tmp_
     span = json.JSONDecoder().raw_decode(done.stdout[start:])[0]
     assert span["name"] == "chat gpt-tel" and span["attributes"]["gen_ai.usage.input_tokens"] == 1200
     assert span["resource"]["attributes"]["service.name"] == "zero-code"
+
+
+# -- telemetry never breaks the work: a span processor that raises (issue 37 B8, O04) ---------------------------------
+
+
+class _Raising(object):
+    """A SpanProcessor whose every hook raises (a broken exporter called synchronously)."""
+
+    def __init__(self):
+        self.calls = 0
+
+    def on_start(self, span, parent_context=None):
+        self.calls += 1
+        raise RuntimeError("processor on_start broke")
+
+    def on_end(self, span):
+        self.calls += 1
+        raise RuntimeError("processor on_end broke")
+
+    def shutdown(self):
+        pass
+
+    def force_flush(self, timeout_millis=30000):
+        return True
+
+
+@needs_call_hooks
+@pytest.mark.skipif(not _runner_wired(), reason="the tool runner is not wired to telemetry in this tree")
+def test_a_raising_span_processor_breaks_no_tool_run(otel):
+    from agenthub import AutoLLMClient
+    from sse_server import Answer, SSEServer
+
+    raising = _Raising()
+    otel.tracer_provider.add_span_processor(raising)
+    otel.start()
+
+    def get_weather(city: str) -> str:
+        """The weather in a city."""
+        return "18 C in " + city
+
+    with SSEServer() as server:
+        server.answers.extend([Answer([_read(FIXTURES, "chat_tool.sse")]), Answer([_read(FIXTURES, "chat_cached.sse")])])
+        client = AutoLLMClient("gpt-tel", api_key="k", base_url=server.url + "/v1", client_type="openai-chat",
+                               max_retries=0)
+        result = client.run(ASK, tools=[get_weather]).result()
+    assert result.stop == "done" and result.turns == 2
+    assert result.messages[1]["content_items"][0]["text"] == "18 C in Paris"
+    assert raising.calls > 0  # it was called, and raised, at every span
+
+
+@pytest.mark.skipif(not _mcp_wired(), reason="the MCP client is not wired to telemetry in this tree")
+def test_a_raising_span_processor_breaks_no_mcp_call(otel):
+    from agenthub import mcp
+    from mcp_support import FAKE_HTTP, Subprocess
+
+    raising = _Raising()
+    otel.tracer_provider.add_span_processor(raising)
+    otel.start()
+    fake = Subprocess([FAKE_HTTP, "modern"])
+    try:
+        with telemetry.agent_span("caller"):
+            with mcp.connect(fake.url, timeout=10) as server:
+                assert server.call_tool("echo", {"text": "hi"})["text"] == "hi"
+    finally:
+        fake.stop()
+    assert raising.calls > 0
+
+
+def test_a_span_that_cannot_start_is_the_noop_handle(otel, caplog):
+    raising = _Raising()
+    otel.tracer_provider.add_span_processor(raising)
+    otel.start()
+    with caplog.at_level("DEBUG", logger="agenthub"):
+        handles = [telemetry.agent_span("a"), telemetry.tool_span("t", "c1"), telemetry.mcp_span("tools/list"),
+                   telemetry.workflow_span("w")]
+    assert all(handle is telemetry._NOOP for handle in handles)
+    assert "was not started" in caplog.text

@@ -63,10 +63,14 @@ def test_the_python_setup_exports_to_an_otlp_collector():
     assert b"Hello" not in traces and b"sk-readme-otel" not in b"".join(r["body"] for r in exports)
 
 
-def test_the_command_line_exports_to_the_hosted_backend():
+def test_the_command_line_exports_to_the_hosted_backend(tmp_path):
     _needs_exporter()
+    from test_telemetry import instrument_command
+
+    instrument, entry = instrument_command(tmp_path)
     (script,) = re.findall(r"```bash\n(.*?)```", _section(), re.S)
-    env = dict(os.environ, PYTHONPATH=ROOT, OPENAI_API_KEY="sk-readme-otel-0002", AGENTHUB_LOG_PROMPTS="0")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([ROOT, entry]), OPENAI_API_KEY="sk-readme-otel-0002",
+               AGENTHUB_LOG_PROMPTS="0", OTEL_LOGS_EXPORTER="none")
     env.pop("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", None)
     command = None
     with SSEServer() as provider, Collector() as collector:
@@ -79,9 +83,9 @@ def test_the_command_line_exports_to_the_hosted_backend():
                 env[name] = collector.url if name == "OTEL_EXPORTER_OTLP_ENDPOINT" else value
             else:
                 command = words
-        assert command[0] == "agenthub"
-        done = subprocess.run([sys.executable, "-m", "agenthub"] + command[1:], env=env, capture_output=True,
-                              text=True, timeout=60)
+        assert command[:2] == ["opentelemetry-instrument", "agenthub"]
+        done = subprocess.run([instrument, sys.executable, "-m", "agenthub"] + command[2:], env=env,
+                              capture_output=True, text=True, timeout=60)
         exports = list(collector.requests)
     assert done.returncode == 0, done.stderr
     assert "Responses telemetry answer." in done.stdout

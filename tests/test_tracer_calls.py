@@ -21,7 +21,7 @@ from sse_server import Answer, SSEServer
 from agenthub import AutoLLMClient, UpstreamError, tool
 from agenthub.__main__ import main
 from agenthub.apps.viewer import page
-from agenthub.tracer import add_tool_calls, load_trace, render_text, save_trace, trace_paths
+from agenthub.tracer import RunTrace, load_trace, render_text, save_trace, trace_paths
 
 KEY = "sk-test-tracecalls-0001"
 USER = {"role": "user", "content_items": [{"type": "text", "text": "Weather in Paris and Rome?"}]}
@@ -249,24 +249,53 @@ def test_trace_show_prints_the_durations(tmp_path, capsys):
     assert read(paths["txt"]) == plain_text(" (0.012 s)", "error, 1.500 s")
 
 
-def test_add_tool_calls_keeps_this_conversations_rows_and_drops_another_ones(tmp_path):
-    root = str(tmp_path)
+class FakeRun(object):
+    """What RunTrace reads of a run."""
+
+    def __init__(self, history, route=None):
+        self.conversation = list(history)
+        self.route = route
+        self.config = {"trace_id": "t"}
+        self.client = type("C", (), {"model": "m"})()
+
+    def history(self):
+        return list(self.conversation)
+
+
+def test_the_run_trace_carries_on_this_conversations_rows_and_drops_another_ones(cache):
+    """The one writer of a run holds its rows and routes in memory; what an earlier run of the same
+    conversation wrote is read once, when the run starts; another conversation's is not kept."""
     first = HISTORY[:2] + [{"role": "user", "content_items": [HISTORY[2]["content_items"][0]]}]
-    save_trace("t", "m", HISTORY[:2], {}, root=root, routes=[{"model": "m", "turn": 1}])
-    add_tool_calls("t", "m", first, {}, [{k: v for k, v in TIMED[0].items() if k != "turn"}], root=root)
-    document = json.loads(read(trace_paths("t", root)["json"]))
+    save_trace("t", "m", HISTORY[:2], {}, routes=[{"model": "m", "turn": 1}])
+    writer = RunTrace("t")
+    run = FakeRun(HISTORY[:2])
+    writer.on_run_start(run)
+    writer.after_call(HISTORY[1]["content_items"][0], HISTORY[2]["content_items"][0], 0.0123)
+    run.conversation = first
+    writer.on_results(run, first[-1])
+    document = json.loads(read(trace_paths("t")["json"]))
     assert (document["tool_calls"], document["routes"]) == ([TIMED[0]], [{"model": "m", "turn": 1}])
-    # a later turn of the same conversation keeps the earlier rows and adds its own
-    later = first + [{"role": "assistant", "content_items": [
-        {"type": "tool_call", "name": "get_weather", "arguments": {}, "tool_call_id": "call_3"}]},
-        {"role": "user", "content_items": [{"type": "tool_result", "tool_call_id": "call_3", "text": "?"}]}]
+    # a later run of the same conversation keeps the earlier rows and adds its own
+    call = {"type": "tool_call", "name": "get_weather", "arguments": {}, "tool_call_id": "call_3"}
+    later = first + [{"role": "assistant", "content_items": [call]},
+                     {"role": "user", "content_items": [{"type": "tool_result", "tool_call_id": "call_3", "text": "?"}]}]
+    writer = RunTrace("t")
+    run = FakeRun(later[:-1])
+    writer.on_run_start(run)
+    writer.after_call(call, later[-1]["content_items"][0], 0.5)
+    run.conversation = later
+    writer.on_results(run, later[-1])
     row = {"tool_call_id": "call_3", "name": "get_weather", "seconds": 0.5, "is_error": False}
-    add_tool_calls("t", "m", later, {}, [row], root=root)
-    assert json.loads(read(trace_paths("t", root)["json"]))["tool_calls"] == [TIMED[0], dict(row, turn=4)]
+    assert json.loads(read(trace_paths("t")["json"]))["tool_calls"] == [TIMED[0], dict(row, turn=4)]
     # another conversation under the same trace_id (a rerun): none of the old rows or routes stay
     other = [{"role": "user", "content_items": [{"type": "text", "text": "Another question"}]}] + later[1:]
-    add_tool_calls("t", "m", other, {}, [row], root=root)
-    document = json.loads(read(trace_paths("t", root)["json"]))
+    writer = RunTrace("t")
+    run = FakeRun(other[:-1])
+    writer.on_run_start(run)
+    writer.after_call(call, later[-1]["content_items"][0], 0.5)
+    run.conversation = other
+    writer.on_results(run, other[-1])
+    document = json.loads(read(trace_paths("t")["json"]))
     assert document["tool_calls"] == [dict(row, turn=4)] and "routes" not in document
 
 

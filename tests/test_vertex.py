@@ -5,7 +5,7 @@ Wire facts pinned here (Vertex AI REST reference, Anthropic's Vertex client, goo
 resource prefix ``/v1/projects/{project}/locations/{location}``; Gemini at
 ``/publishers/google/models/{model}:streamGenerateContent?alt=sse``; Claude at
 ``/publishers/anthropic/models/{model}:streamRawPredict`` with ``anthropic_version:
-"vertex-2023-10-16"`` in the body and no ``model``; hosts ``{location}-aiplatform.googleapis.com``,
+"2026-10-21"`` in the body (``"vertex-2023-10-16"`` under a pinned 2023-06-01) and no ``model``; hosts ``{location}-aiplatform.googleapis.com``,
 ``aiplatform.googleapis.com`` for ``global``, ``aiplatform.{us,eu}.rep.googleapis.com``; the token
 as ``Authorization: Bearer``.  The service-account flow is google-auth's own (the JWT-bearer grant,
 RS256 over the assertion) against a token endpoint on 127.0.0.1 that checks the signature with the
@@ -175,7 +175,7 @@ def test_claude_request_golden():
     body = json.loads(sent.data)
     assert list(body)[0] == "anthropic_version"
     assert body == {
-        "anthropic_version": "vertex-2023-10-16", "max_tokens": 64, "system": "Be brief.",
+        "anthropic_version": "2026-10-21", "max_tokens": 64, "system": "Be brief.",
         "messages": [{"role": "user", "content": [{"type": "text", "text": "Weather in Paris?"}]}],
         "tools": [{"name": "get_weather", "description": "Current weather.", "input_schema": TOOLS[0]["parameters"]}],
         "stream": True}
@@ -458,7 +458,7 @@ def test_end_to_end_through_the_service_account_flow(service_account, model, tur
     assert len(service_account.grants) == 1  # one token for the three requests
     replay = server.requests[1]["body"]
     if model.startswith("claude"):
-        assert all(r["body"]["anthropic_version"] == "vertex-2023-10-16" and "model" not in r["body"]
+        assert all(r["body"]["anthropic_version"] == "2026-10-21" and "model" not in r["body"]
                    for r in server.requests)
         assert "anthropic-version" not in {k.lower() for k in server.requests[0]["headers"]}
         assistant, tool = replay["messages"][1], replay["messages"][2]

@@ -1,10 +1,12 @@
-"""The agent wing: tools from Python functions (``tools``) and the tool loop run for you (``runner``).
+"""The agent wing: tools from Python functions (``tools``), the tool loop run for you (``runner``) and the
+hooks around a run and its tool calls (``hooks``).
 
 It composes the public client (``AutoLLMClient.streaming_response``), as ``agenthub.jobs`` does;
 ``client.run`` and ``client.run_stateful`` are thin methods delegating to ``runner``.
 """
 
-from .runner import Run, RunResult
+from .hooks import ToolHook
+from .runner import Run, RunResult, call_digest
 from .tools import Tool, tool
 
-__all__ = ["Tool", "tool", "Run", "RunResult"]
+__all__ = ["Tool", "tool", "Run", "RunResult", "ToolHook", "call_digest"]

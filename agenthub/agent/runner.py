@@ -12,80 +12,82 @@ Rules (issue 30's Decisions):
 - A turn without tool calls ends the run: ``stop == "done"``.
 - ``max_turns`` model turns: the run stops after that turn, its calls are not run and come back in
   ``pending`` (``stop == "max_turns"``); nothing more is sent.
-- A call that needs a decision nobody gave (a tool with ``requires_approval`` and no ``approve``, or a plain
-  ToolSchema with no executor) stops the run before any call of that turn runs: ``stop == "approval"``,
-  ``pending`` holds those calls.  ``client.run(messages + result.messages, ..., decisions={id: ...})``
+- A call that needs a decision nobody gave (a tool with ``requires_approval`` and no ``approve``, a plain
+  ToolSchema with no executor, any call of a turn that finished otherwise than ``tool_call``/``stop``) stops
+  the run before any call of that turn runs: ``stop == "approval"``, ``pending`` holds those calls (the
+  turn's others run on resume).  ``client.run(messages + result.messages, ..., decisions={id: ...})``
   resumes it (the open calls are read back from the messages alone: a new process will do); a plain
   ToolSchema's result is a ``tool_result`` message the caller appends before resuming (or a decision of
   ``False`` / a reason denies it).
 - ``approve(call)``, when given, is asked for every call (in call order, in the calling thread) ->
   ``True`` (run it), ``False`` or a reason (denied: an error result), ``{"arguments": {...}}`` (run with
-  these).  ``decisions`` take the same values, by tool_call_id.
+  these).  ``decisions`` take the same values, by tool_call_id or by ``call_digest(call)`` (which binds the
+  name and arguments too); a decision covers one of the calls the run resumes, once.  A model turn with two
+  calls under one id runs none (StreamProtocolError).
+- Hooks (agenthub.agent.hooks.ToolHook) see the run and each call; the tracer's rows and telemetry's spans
+  are hooks: the runner calls neither.
 - A tool that raises, times out, is unknown, gets arguments its hints refuse, or whose streamed arguments
-  do not parse, gives a ``tool_result`` with ``"is_error": True`` and a short message (exception type and
-  text, no traceback); the loop goes on and the model decides.
+  do not parse (NaN, Infinity, 1e400, a lone surrogate included), gives a ``tool_result`` with
+  ``"is_error": True`` and a short message (exception type and text, no traceback, credentials scrubbed);
+  the loop goes on and the model decides.  KeyboardInterrupt and SystemExit propagate to the run's thread.
 - A turn's calls run concurrently, at most ``parallel`` at a time, each on a thread of its own (daemon);
   their results go back in ONE user message, in call order.  A tool's ``timeout``: the runner stops waiting
   and reports the timeout; Python cannot stop a thread, so the function runs on until it returns, its
-  result is dropped, its slot is given to the next call, and being a daemon thread it does not hold up the
-  interpreter's exit.
+  result is dropped, its slot is held until it returns (the calls beyond get an error result when every
+  slot is so held), and being a daemon thread it does not hold up the interpreter's exit.
+- ``run.abort()`` (or ``close()`` from another thread) ends the run with ``stop == "aborted"``.
+- ``run_stateful`` puts a turn's results into the client's history as soon as the calls ran; a run whose
+  next request failed resumes by sending them.
 - A model call's error (UpstreamError, BudgetExceededError, ...) raises as streaming_response raises it;
   ``run.messages`` still holds every completed turn and result message.
 """
 
+import functools
+import collections
 import json
-import logging
-import os
 import re
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Set, Tuple
 
-from ..catalog import cost
-from ..errors import AgentHubError, ConfigError
+from ..catalog import call_cost
+from .._redact import scrub_free_text
+from ..errors import AgentHubError, ConfigError, StreamProtocolError, UnsupportedParameterError
 from ..stream import Collector, now_ms
-from ..telemetry import activate, agent_span, tool_span  # spans of the run and its tools (no-ops uninstrumented)
 from ..toolcalls import broken_calls
 from ..types import USAGE_KEYS, AssistantMessage, Message, ToolCallItem, UniEvent, UsageMetadata
 from ..validate import check_config, check_messages
+from .hooks import TOOL_HOOK_METHODS, tool_hooks
 from .tools import Tool
 
-__all__ = ["Run", "RunResult", "wire_name_problem"]
+__all__ = ["Run", "RunResult", "wire_name_problem", "call_digest"]
 
-STOPS = ("done", "max_turns", "approval")
 #: the longest error text a tool_result carries (the exception's text is cut there)
 MAX_ERROR_CHARS = 500
 
-#: tool-name rules per wire (looked up 2026-12): Anthropic ``^[a-zA-Z0-9_-]{1,128}$``; Bedrock Converse
-#: toolSpec names ``[a-zA-Z0-9_-]{1,64}``; Gemini FunctionDeclaration: starts with a letter or an underscore,
-#: then letters, digits, underscores, dots, colons or dashes, at most 64; OpenAI (and the Chat Completions
-#: servers that follow it) ``^[a-zA-Z0-9_-]{1,64}$``
-_ANTHROPIC = (re.compile(r"^[a-zA-Z0-9_-]{1,128}$"), "letters, digits, '_' or '-', at most 128")
-_BEDROCK = (re.compile(r"^[a-zA-Z0-9_-]{1,64}$"), "letters, digits, '_' or '-', at most 64")
-_GEMINI = (re.compile(r"^[a-zA-Z_][a-zA-Z0-9_.:-]{0,63}$"),
-           "a letter or '_' first, then letters, digits, '_', '.', ':' or '-', at most 64")
-_OPENAI = (re.compile(r"^[a-zA-Z0-9_-]{1,64}$"), "letters, digits, '_' or '-', at most 64")
+def _name_rule(client: Any) -> Any:
+    """The dialect record (``agenthub.providers.Dialect``) whose ``tool_names`` rule ``client``'s wire takes:
+    its client-type row's dialect (``vertex-anthropic`` is the anthropic dialect: Anthropic's 128-character
+    rule, as ``anthropic`` and ``azure-anthropic``).  A client whose type names no row: a ConfigError."""
+    from .. import hosts, providers
 
-
-def _name_rule(client: Any) -> Tuple[Any, str]:
     kind = getattr(client, "client_type", "") or ""
-    model = getattr(client, "model", "") or ""
-    if kind in ("anthropic", "azure-anthropic") or (kind == "vertex" and model.startswith("claude")):
-        return _ANTHROPIC
-    if kind == "bedrock":
-        return _BEDROCK
-    if kind.startswith("gemini") or kind == "vertex":
-        return _GEMINI
-    return _OPENAI
+    row = hosts.CLIENT_TYPES.get(kind)
+    if row is not None:
+        return row.facts
+    name = getattr(getattr(client, "protocol", None), "name", None)
+    if isinstance(name, str) and name in providers.DIALECTS:
+        return providers.dialect(name)
+    raise ConfigError("client_type {!r} names no wire dialect: its tool-name rule is unknown".format(kind))
 
 
 def wire_name_problem(client: Any, name: str) -> Optional[str]:
     """Why ``name`` is no tool name ``client``'s wire takes (None: it is fine)."""
-    pattern, words = _name_rule(client)
-    if pattern.match(name):
+    record = _name_rule(client)
+    if record.tool_name_ok(name):
         return None
-    return "{} tool names are {}".format(getattr(client, "client_type", "this wire"), words)
+    return "{} tool names are {}".format(getattr(client, "client_type", "this wire"), record.tool_names[1])
 
 
 def _wire_safe(name: str) -> str:
@@ -101,9 +103,9 @@ def _wire_safe(name: str) -> str:
 
 @dataclass
 class RunResult:
-    """How a run ended.  ``stop``: "done" | "max_turns" | "approval"; ``final``: the last assistant message
-    (None when no turn ran); ``messages``: every new message (JSON-ready but for inline bytes); ``pending``:
-    the calls waiting for a decision or a result; ``turns``: model turns; ``usage_metadata``: the turns'
+    """How a run ended.  ``stop``: "done" | "max_turns" | "approval" | "aborted"; ``final``: the last assistant
+    message (None when no turn ran); ``messages``: every message the run added, never the caller's own
+    (JSON-ready but for inline bytes); ``pending``: the calls waiting for a decision or a result; ``turns``: model turns; ``usage_metadata``: the turns'
     buckets summed (a bucket is None only when every turn had None); ``cost_usd``: ``agenthub.cost`` of
     each turn summed (None when a turn is unpriced)."""
 
@@ -214,19 +216,11 @@ def _check_decision(value: Any, where: str) -> None:
 
 # -- results ----------------------------------------------------------------------------------------------------
 
-_SECRET_ENV = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|CREDENTIALS?)$")
-
-
-def _secrets() -> List[str]:
-    return [value for name, value in os.environ.items() if _SECRET_ENV.search(name.upper()) and len(value) >= 8]
-
-
-def error_text(exc: BaseException) -> str:
-    """``Type: text``, one paragraph, at most MAX_ERROR_CHARS, secrets from the environment scrubbed."""
-    text = str(exc).strip()
-    for secret in _secrets():
-        if secret in text:
-            text = text.replace(secret, "***")
+def error_text(exc: BaseException, secrets: Sequence[str] = ()) -> str:
+    """``Type: text``, one paragraph, at most MAX_ERROR_CHARS, with ``secrets`` (the client's credential
+    values), the environment's secrets and the credentials written in the text (a URL's ``user:password@``,
+    a token query parameter) scrubbed (agenthub._redact.scrub_free_text)."""
+    text = scrub_free_text(str(exc).strip(), secrets)
     text = " ".join(text.split())
     if len(text) > MAX_ERROR_CHARS:
         text = text[:MAX_ERROR_CHARS - 3] + "..."
@@ -291,6 +285,11 @@ def _error(call_id: str, text: str) -> Dict[str, Any]:
     return {"type": "tool_result", "tool_call_id": call_id, "text": text, "is_error": True}
 
 
+def _answered(call: Mapping[str, Any], answer: Any) -> Dict[str, Any]:
+    """A call answered without running: ``answer`` an error text, or the result item itself."""
+    return _error(call["tool_call_id"], answer) if isinstance(answer, str) else answer  # type: ignore[no-any-return]
+
+
 def _result_event(item: Dict[str, Any]) -> UniEvent:
     return {"role": "user", "event_type": "delta", "content_items": [item],  # type: ignore[list-item]
             "usage_metadata": None, "finish_reason": None, "created_at": now_ms()}
@@ -299,7 +298,65 @@ def _result_event(item: Dict[str, Any]) -> UniEvent:
 # -- the run ----------------------------------------------------------------------------------------------------
 
 def _calls(message: Mapping[str, Any]) -> List[Dict[str, Any]]:
-    return [item for item in message.get("content_items") or () if item.get("type") == "tool_call"]
+    """The calls of an assistant message: its tool_call items, and the approval requests of the MCP servers
+    a provider calls itself (OpenAI Responses' ``mcp_approval_request``, kept in a text item's fidelity) as
+    tool_call items (see _approval_call)."""
+    out = []
+    for item in message.get("content_items") or ():
+        kind = item.get("type")
+        if kind == "tool_call":
+            out.append(item)
+        elif kind == "text" and item.get("fidelity"):
+            request = item["fidelity"].get("server_item") if isinstance(item["fidelity"], Mapping) else None
+            if isinstance(request, Mapping) and request.get("type") == APPROVAL_REQUEST \
+                    and isinstance(request.get("id"), str) and request["id"]:
+                out.append(_approval_call(request))
+    return out
+
+
+#: a provider's MCP server asking for approval before it runs one of its tools (OpenAI Responses)
+APPROVAL_REQUEST = "mcp_approval_request"
+
+
+def _approval_call(request: Mapping[str, Any]) -> Dict[str, Any]:
+    """An ``mcp_approval_request`` as a tool_call item: ``name`` the server's tool, ``arguments`` its (parsed)
+    arguments, ``tool_call_id`` the request's id, ``fidelity`` ``{"server_item": request}``.  It needs a
+    decision as a requires_approval tool's call does; its answer is an ``mcp_approval_response``."""
+    try:
+        arguments = json.loads(request.get("arguments") or "{}")
+    except ValueError:
+        arguments = None
+    if not isinstance(arguments, dict):
+        arguments = {"arguments": request.get("arguments")}
+    return {"type": "tool_call", "name": str(request.get("name") or "?"), "arguments": arguments,
+            "tool_call_id": request["id"], "fidelity": {"server_item": dict(request)}}
+
+
+def _is_approval(call: Mapping[str, Any]) -> bool:
+    fidelity = call.get("fidelity")
+    request = fidelity.get("server_item") if isinstance(fidelity, Mapping) else None
+    return isinstance(request, Mapping) and request.get("type") == APPROVAL_REQUEST
+
+
+def _approval_answer(call: Mapping[str, Any], decision: Any) -> Dict[str, Any]:
+    """The tool_result answering an approval request: ``approved`` or ``denied: ...``, carrying the
+    ``mcp_approval_response`` the provider gets (fidelity ``server_item``)."""
+    approve = decision is True
+    reason = None  # type: Optional[str]
+    if isinstance(decision, str):
+        reason = decision
+    elif isinstance(decision, Mapping):  # the server runs its own tool: its arguments cannot be changed here
+        reason = "the arguments of an MCP server's own call cannot be changed"
+    response = {"type": "mcp_approval_response", "approval_request_id": call["tool_call_id"],
+                "approve": approve}  # type: Dict[str, Any]
+    if reason:
+        response["reason"] = reason
+    item = {"type": "tool_result", "tool_call_id": call["tool_call_id"],
+            "text": "approved" if approve else "denied: {}".format(reason or "the user did not allow this call"),
+            "fidelity": {"server_item": response}}  # type: Dict[str, Any]
+    if not approve:
+        item["is_error"] = True
+    return item
 
 
 def _open_calls(messages: Sequence[Mapping[str, Any]]) -> Tuple[Optional[int], List[Dict[str, Any]]]:
@@ -357,14 +414,95 @@ def joined_results(messages: List[Any]) -> List[Any]:
     return out
 
 
+def call_digest(call: Mapping[str, Any]) -> str:
+    """What a decision keyed by digest covers: ``"sha256:"`` and the hex SHA-256 of the call's
+    ``[tool_call_id, name, arguments]`` as canonical JSON (sorted keys, no spaces, ASCII).
+    ``decisions={call_digest(call): True for call in result.pending}`` runs exactly the calls shown: a resume
+    whose call under that id has another name or other arguments stops for approval again."""
+    import hashlib
+
+    body = json.dumps([call.get("tool_call_id"), call.get("name"), call.get("arguments")], sort_keys=True,
+                      separators=(",", ":"), ensure_ascii=True, default=_json_default)
+    return "sha256:" + hashlib.sha256(body.encode("utf-8")).hexdigest()
+
+
+#: the calls this process handed back in ``pending`` (tool_call_id -> the digests shown under it), so that a
+#: decision keyed by tool_call_id covers only the call that was shown when a resume in this process comes with
+#: a state changed since (other arguments, another tool under the id): that call asks again.  Bounded (the
+#: oldest ids go first); a resume in another process has only the saved messages: key by ``call_digest`` there
+_SHOWN = collections.OrderedDict()  # type: collections.OrderedDict
+_SHOWN_MAX = 10000
+_SHOWN_LOCK = threading.Lock()
+
+
+def _remember_shown(calls: Sequence[Mapping[str, Any]]) -> None:
+    with _SHOWN_LOCK:
+        for call in calls:
+            call_id = call.get("tool_call_id")
+            if not isinstance(call_id, str):
+                continue
+            digests = _SHOWN.pop(call_id, set())
+            digests.add(call_digest(call))
+            _SHOWN[call_id] = digests
+            while len(_SHOWN) > _SHOWN_MAX:
+                _SHOWN.popitem(last=False)
+
+
+def _shown_otherwise(call: Mapping[str, Any]) -> bool:
+    """Whether this process showed a call under ``call``'s id that was not this call (its decision by id does
+    not cover it)."""
+    with _SHOWN_LOCK:
+        digests = _SHOWN.get(call.get("tool_call_id"))
+    return digests is not None and call_digest(call) not in digests
+
+
+#: the finish reasons after which a turn's calls run as asked; after any other (``length``: cut short,
+#: ``unknown``: a refusal, a content filter) each call needs a decision, as a requires_approval tool's does
+_FINISHED = (None, "stop", "tool_call")
+#: what a tool result's images become on a model that takes no image input
+IMAGES_LEFT_OUT = "[{} image{} left out: this model takes no image input]"
+
+
+def _repeated(calls: Sequence[Mapping[str, Any]]) -> List[str]:
+    seen = set()  # type: Set[str]
+    repeated = []  # type: List[str]
+    for call in calls:
+        if call["tool_call_id"] in seen and call["tool_call_id"] not in repeated:
+            repeated.append(call["tool_call_id"])
+        seen.add(call["tool_call_id"])
+    return repeated
+
+
+def _drop_images(message: Mapping[str, Any]) -> bool:
+    """Each tool_result of ``message`` with images: the images replaced by a note in its text (in place)."""
+    changed = False
+    for item in message.get("content_items") or ():
+        if item.get("type") == "tool_result" and item.get("images"):
+            count = len(item.pop("images"))
+            note = IMAGES_LEFT_OUT.format(count, "" if count == 1 else "s")
+            item["text"] = "{} {}".format(item["text"], note) if item.get("text") else note
+            changed = True
+    return changed
+
+
+def _waiting_results(history: Sequence[Mapping[str, Any]]) -> bool:
+    """Does ``history`` end with a turn's results that were never sent (a run whose next request failed)?"""
+    return len(history) >= 2 and _results_only(history[-1]) and history[-2].get("role") == "assistant" \
+        and bool(_calls(history[-2]))
+
+
 class Run(object):
     """One run of the tool loop (``client.run`` / ``client.run_stateful``): iterate it for the events,
-    ``result()`` for the outcome.  ``messages``: the new messages so far, valid after an exception too."""
+    ``result()`` for the outcome, ``abort()`` from any thread to stop it.  ``messages``: the new messages so
+    far, valid after an exception too.  Read by hooks (agenthub.agent.hooks): ``client``, ``config``,
+    ``stateful``, ``turns``, ``stop``, ``route`` (which endpoint answered the latest turn), ``calls``,
+    ``history()``, ``tool_kind(name)``."""
 
     def __init__(self, client: Any, messages: Optional[Sequence[Message]], config: Any, tools: Any,
                  max_turns: int = 10, parallel: int = 4, approve: Optional[Callable[[ToolCallItem], Any]] = None,
                  decisions: Optional[Mapping[str, Any]] = None, stateful: bool = False,
-                 message: Optional[Message] = None) -> None:
+                 message: Optional[Message] = None, hooks: Any = None, client_hooks: Sequence[Any] = (),
+                 trace: Any = None) -> None:
         if isinstance(max_turns, bool) or not isinstance(max_turns, int) or max_turns < 1:
             raise ConfigError("max_turns must be an int >= 1")
         if isinstance(parallel, bool) or not isinstance(parallel, int) or parallel < 1:
@@ -372,8 +510,11 @@ class Run(object):
         if approve is not None and not callable(approve):
             raise ConfigError("approve must be a callable (call) -> True | False | reason | {'arguments': ...}")
         if decisions is not None and not isinstance(decisions, Mapping):
-            raise ConfigError("decisions must map tool_call_id to a decision")
+            raise ConfigError("decisions must map tool_call_id (or call_digest(call)) to a decision")
         for key, value in (decisions or {}).items():
+            if not isinstance(key, str):
+                raise ConfigError("decisions are keyed by tool_call_id or call_digest(call), strings (got {})".format(
+                    type(key).__name__))
             _check_decision(value, "decisions[{!r}]".format(key))
         if config is not None and not isinstance(config, Mapping):
             raise ConfigError("config must be a dict (UniConfig)")
@@ -387,6 +528,13 @@ class Run(object):
             cfg["tools"] = schemas
         check_config(cfg)
         self._config = cfg
+        self._hooks = tool_hooks(client_hooks, hooks) + ([trace] if trace is not None else [])
+        self._methods = {name: [getattr(hook, name) for hook in self._hooks if callable(getattr(hook, name, None))]
+                         for name in TOOL_HOOK_METHODS}
+        # the run's trace writer writes config["trace_id"]: the turns go without it (one writer per trace)
+        self._send_config = {k: v for k, v in cfg.items() if k != "trace_id"} if trace is not None else cfg
+        credentials = getattr(client, "credential_values", None)
+        self._credentials = list(credentials()) if callable(credentials) else []  # type: List[str]
         self._max_turns = max_turns
         self._parallel = parallel
         self._approve = approve
@@ -395,18 +543,27 @@ class Run(object):
         self.messages = []  # type: List[Message]
         #: one row per call the runner answered: {"tool_call_id", "name", "seconds", "is_error"}
         self.calls = []  # type: List[Dict[str, Any]]
-        self._turn_calls = []  # type: List[Dict[str, Any]]  # this turn's rows (written to the trace)
+        #: which endpoint answered the latest turn ({"model", "client_type", "host"}), None before one did
+        self.route = None  # type: Optional[Dict[str, Any]]
         self._turns = 0
         self._usage = [None, None, None, None]  # type: List[Optional[int]]
         self._cost = 0.0  # type: Optional[float]
-        self._priced = []  # type: List[Tuple[str, Any]]  # (model that answered, usage) per turn
+        self._priced = []  # type: List[Tuple[str, Any, Any, Any]]  # (model that answered, usage, call, route) per turn
         self._priced_upto = 0
         self._stop = None  # type: Optional[str]
         self._pending = []  # type: List[ToolCallItem]
         self._final = None  # type: Optional[AssistantMessage]
         self._events = None  # type: Optional[Iterator[UniEvent]]
-        self._span = None  # type: Any  # the run's invoke_agent span (agenthub.telemetry), once iterated
+        self._reader = None  # type: Optional[int]  # the thread that started reading the run
         self._first = None  # type: Any
+        self._lock = threading.Lock()  # abort() against the loop: the open stream, the wait to wake
+        self._aborted = False
+        self._stream = None  # type: Any  # the model stream being read
+        self._wake = None  # type: Any  # the condition a wait for tool threads waits on
+        self._abandoned = []  # type: List[threading.Thread]  # threads of calls that timed out, still running
+        self._next = None  # type: Any  # stateful: the message the next request sends (last in history)
+        self._restore = None  # type: Optional[List[Any]]  # stateful: the history while a turn sends its last message
+        self._committed = False
         if stateful:
             if message is not None:
                 check_messages([message])
@@ -416,57 +573,146 @@ class Run(object):
             self._sent = []  # type: List[Any]
             seen = before + ([message] if message is not None else [])
             self._resume_at, self._open = _open_calls(seen)
-            self._order = [c["tool_call_id"] for c in _calls(seen[self._resume_at])] if self._open else []
             self._tail = [message] if message is not None else []  # type: List[Any]
-            if not self._open:
+            if not self._open and _waiting_results(before):
+                # results a run committed and never got answered (its next request failed): sent now, with
+                # the new message if one came; no call runs again
+                order = [c["tool_call_id"] for c in _calls(before[-2])]
+                self._next = _join([], [before[-1]] + self._tail, order) if self._tail else before[-1]
+                self._committed = True
+            elif not self._open:
                 if message is None:
                     raise ConfigError("run_stateful needs a message (nothing is waiting for a decision)")
-                self._first = client.streaming_response_stateful(message, self._config)  # checked now
+                self._first = client.streaming_response_stateful(message, self._send_config)  # checked now
         else:
             if messages is None or isinstance(messages, (str, bytes, Mapping)):
                 raise ConfigError("run takes a list of messages")
             messages = joined_results(list(messages))
             check_messages(messages)
             self._resume_at, self._open = _open_calls(messages)
-            self._order = [c["tool_call_id"] for c in _calls(messages[self._resume_at])] if self._open else []
             if self._open:
                 self._tail = messages[self._resume_at + 1:]  # type: ignore[operator]
                 self._sent = messages[:self._resume_at + 1]  # type: ignore[operator]
-                # the next request built now, with empty results in place: what the wire refuses is a
-                # ConfigError before any tool runs or anything is sent (the stream is never started)
-                placeholders = [{"type": "tool_result", "tool_call_id": c["tool_call_id"], "text": ""}
-                                for c in self._open]
-                client.streaming_response(self._sent + [_join(placeholders, self._tail, self._order)],
-                                          self._config).close()
             else:
                 self._tail = []
                 self._sent = messages
                 # built now: a config or schema the wire refuses is a ConfigError before anything is sent
-                self._first = client.streaming_response(messages, self._config)
+                self._first = client.streaming_response(messages, self._send_config)
+        resumed = None  # type: Any  # the assistant turn whose calls this run resumes
+        if self._open and self._resume_at is not None:
+            resumed = seen[self._resume_at] if stateful else messages[self._resume_at]  # type: ignore[index]
+        self._order = [c["tool_call_id"] for c in _calls(resumed)] if resumed is not None else []
+        self._resumed_well = resumed is None or resumed.get("finish_reason") in _FINISHED
+        if self._open:
+            repeated = _repeated(self._open)
+            if repeated:
+                raise ConfigError("the calls to resume share a tool_call_id ({}): a decision could not tell them "
+                                  "apart".format(", ".join(repeated)))
+        if self._decisions:
+            covered = {c["tool_call_id"] for c in self._open} | {call_digest(c) for c in self._open}
+            # (a digest that matches no call is no error: its call changed since; that call asks again)
+            stray = sorted(key for key in self._decisions if key not in covered and not key.startswith("sha256:"))
+            if stray:
+                raise ConfigError("decisions for calls this run does not resume (a decision covers one of the calls "
+                                  "waiting when the run starts): {}".format(", ".join(repr(k) for k in stray)))
+        if self._open and not stateful:
+            # the next request built now, with empty results in place: what the wire refuses is a ConfigError
+            # before any tool runs or anything is sent (the stream is never started)
+            placeholders = [{"type": "tool_result", "tool_call_id": c["tool_call_id"], "text": ""} for c in self._open]
+            client.streaming_response(self._sent + [_join(placeholders, self._tail, self._order)],
+                                      self._send_config).close()
+
+    # -- what hooks read ----------------------------------------------------------------------------------------
+    @property
+    def client(self) -> Any:
+        return self._client
+
+    @property
+    def config(self) -> Dict[str, Any]:
+        """The run's config as given (``trace_id`` included), with the tools' schemas."""
+        return self._config
+
+    @property
+    def stateful(self) -> bool:
+        return self._stateful
+
+    @property
+    def turns(self) -> int:
+        return self._turns
+
+    @property
+    def stop(self) -> Optional[str]:
+        """How the run ended ("done", "max_turns", "approval", "aborted"); None while it goes on."""
+        return self._stop
+
+    def history(self) -> List[Any]:
+        """The whole conversation so far as the next request sends it (stateless: the messages given and the
+        new ones; stateful: the client's history)."""
+        if not self._stateful:
+            return list(self._sent)
+        return list(self._restore) if self._restore is not None else list(self._client.get_history())
+
+    def tool_kind(self, name: str) -> Optional[str]:
+        """"tool" (a Python function), "provider" (a tool provider's, an MCP server's), "schema" (a plain
+        ToolSchema) or None (no such tool) for the tool named ``name`` on the wire."""
+        entry = self._entries.get(name)
+        return entry.kind if entry is not None else None
 
     # -- reading ------------------------------------------------------------------------------------------------
     def __iter__(self) -> Iterator[UniEvent]:
         if self._events is None:
-            self._span = agent_span("")
-            self._events = self._run() if self._span is None or not self._span.recording else self._spanned()
+            self._reader = threading.get_ident()
+            self._events = self._hooked() if self._hooks else self._run()
         return self._events
 
-    def _spanned(self) -> Iterator[UniEvent]:
-        """The run under its span: ended when the run ends, error.type when it raised."""
+    def _hooked(self) -> Iterator[UniEvent]:
+        """The run between its hooks' on_run_start and on_run_end."""
+        for method in self._methods["on_run_start"]:
+            method(self)
+        error = None  # type: Optional[BaseException]
         try:
             yield from self._run()
-        except Exception as exc:
-            self._span.end(exc)
+        except GeneratorExit:
+            raise
+        except BaseException as exc:
+            error = exc
             raise
         finally:
-            self._span.end()
+            for method in self._methods["on_run_end"]:
+                method(self, error)
+
+    def _wrapped(self, name: str, args: Tuple[Any, ...], proceed: Callable[[], Any]) -> Any:
+        """``proceed()`` inside each hook's ``name`` method (the first hook outermost)."""
+        for method in reversed(self._methods[name]):
+            proceed = functools.partial(method, *args, proceed)
+        return proceed()
 
     def close(self) -> None:
-        """Stop the run where it is (an open model stream is released; running tools run on)."""
+        """Stop the run where it is (an open model stream is released; running tools run on).  From another
+        thread while the run is being read, this is ``abort()``."""
         if self._events is not None:
+            if getattr(self._events, "gi_running", False) or threading.get_ident() != self._reader:
+                self.abort()  # (another thread reads the run: it ends there)
+                return
             self._events.close()  # type: ignore[attr-defined]
         elif self._first is not None:
             self._first.close()
+
+    def abort(self) -> None:
+        """Stop the run from any thread: a model stream being read is aborted, a wait for tool threads ends
+        at once, and the reading thread's run ends with ``stop == "aborted"`` (``pending``: the calls of the
+        turn that got no result; results that came are kept).  A tool running in the reading thread itself
+        (a lone call without a timeout, or ``parallel=1``) cannot be stopped: the run ends when it returns.
+        Threads of tools still running are left to finish (see docs/tools.md)."""
+        with self._lock:
+            self._aborted = True
+            stream = self._stream
+            wake = self._wake
+        if stream is not None:
+            stream.abort()
+        if wake is not None:
+            with wake:
+                wake.notify_all()
 
     def __enter__(self) -> "Run":
         return self
@@ -490,93 +736,142 @@ class Run(object):
     # -- the loop -----------------------------------------------------------------------------------------------
     def _run(self) -> Iterator[UniEvent]:
         if self._open:
-            results = yield from self._answer(self._open)
+            results = yield from self._answer(self._open, resumed=True, finished=self._resumed_well)
             if results is None:
                 return
-            joined = _join(results, self._tail, self._order)  # the turn's results in one message, call order
-            if self._stateful:
-                self._next = joined
-                self.messages.append(joined)
-            else:
-                self.messages.append({"role": "user", "content_items": results})
-                self._sent.append(joined)
-            self._trace(joined)
-        elif self._stateful and self._tail:
-            self.messages.append(self._tail[0])
-        client = self._client
-        config = self._config
+            self._add_results(results, self._tail)
+        stateful = self._stateful
         while True:
             stream = self._first
             self._first = None
+            if self._aborted:
+                if stream is not None:
+                    stream.close()
+                self._stop = "aborted"
+                return
             if stream is None:
-                if self._stateful:
-                    stream = client.streaming_response_stateful(self._next, config)
-                else:
-                    stream = client.streaming_response(self._sent, config)
+                stream = self._open_next()
+            with self._lock:
+                self._stream = stream
+            if self._aborted:  # (abort() came before the stream was there to abort)
+                stream.abort()
             caught = {}  # type: Dict[str, Any]
-            folding = None if self._stateful else Collector()  # stateful: the client folds it into history
-            fold = folding.add if folding is not None else None
+            folding = None if stateful else Collector()  # stateful: the client folds it into history
+            answer = None
             try:
                 # the catch for unparseable arguments is read by the turn's parser when it is made: in the
                 # first step (retries and failover happen before the first event, inside that step too)
                 token = broken_calls.set(caught)
                 try:
-                    with activate(self._span):  # the turn's call span starts here: a child of the run's
+                    if self._methods["around_request"]:
+                        first = self._wrapped("around_request", (self,), lambda: next(stream, None))
+                    else:
                         first = next(stream, None)
                 finally:
                     broken_calls.reset(token)
                 if first is not None:
-                    if fold is not None:
-                        fold(first)
+                    if folding is not None:
+                        folding.add(first)
+                    if first["event_type"] == "stop":
+                        answer = self._turn_done(folding, stream)
                     yield first
-                    if fold is not None:
-                        for event in stream:
-                            fold(event)
-                            yield event
-                    else:
-                        yield from stream
+                    for event in stream:
+                        if folding is not None:
+                            folding.add(event)
+                        if event["event_type"] == "stop":
+                            answer = self._turn_done(folding, stream)
+                        yield event
+            except Exception:
+                if not self._aborted:
+                    raise
+                self._stop = "aborted"  # the stream ended with TransportError(aborted=True): abort() did it
+                return
             finally:
+                with self._lock:
+                    self._stream = None
                 stream.close()
-            answer = folding.message() if folding is not None else client.get_history()[-1]
-            self._count(answer, stream)
-            self.messages.append(answer)
-            if not self._stateful:
-                self._sent.append(answer)  # the runner's own list (streaming_response copied what it sent)
-            self._final = answer
+                if self._restore is not None:  # the turn did not commit: its results go back into history
+                    self._put_history(self._restore)
+                    self._restore = None
+            if answer is None:  # (a stream that ended without a stop event)
+                answer = self._turn_done(folding, stream)
             calls = _calls(answer)
             if not calls:
                 self._stop = "done"
                 return
+            repeated = _repeated(calls)
+            if repeated:  # their results could not be told apart, nor a decision be given for one of them
+                raise StreamProtocolError("the model's turn has several tool calls with the id {}: none of them "
+                                          "was run".format(", ".join(repeated)),
+                                          client=getattr(self._client, "client_type", ""))
             if self._turns >= self._max_turns:
                 self._stop = "max_turns"
                 self._pending = calls  # type: ignore[assignment]
+                _remember_shown(calls)
                 return
-            results = yield from self._answer(calls, caught)
+            results = yield from self._answer(calls, caught, finished=answer.get("finish_reason") in _FINISHED)
             if results is None:
                 return
-            message = {"role": "user", "content_items": results}  # type: Dict[str, Any]
-            self.messages.append(message)
-            if self._stateful:
-                self._next = message
-            else:
-                self._sent.append(message)
-            self._trace(message)
+            self._add_results(results, [])
 
-    def _trace(self, results: Dict[str, Any]) -> None:
-        """With ``config["trace_id"]``: the trace written again now, ending with the turn's ``results`` message
-        and a row per call answered (its duration, whether it failed).  A trace that cannot be written is
-        logged, as the tracer's hook does: the run goes on."""
-        trace_id = self._config.get("trace_id")
-        if not trace_id or not self._turn_calls:
-            return
-        from ..tracer import add_tool_calls  # only runs with a trace_id import the tracer
+    def _turn_done(self, folding: Any, stream: Any) -> Dict[str, Any]:
+        """The turn's answer, taken in (at its stop event, before the caller gets it)."""
+        answer = folding.message() if folding is not None else self._client.get_history()[-1]
+        self._restore = None  # the client committed the turn (and its message)
+        self._count(answer, stream)
+        self.messages.append(answer)
+        if not self._stateful:
+            self._sent.append(answer)  # the runner's own list (streaming_response copied what it sent)
+        self._final = answer
+        for method in self._methods["on_turn"]:
+            method(self, answer)
+        return answer  # type: ignore[no-any-return]
 
-        history = list(self._client.get_history()) + [results] if self._stateful else list(self._sent)
-        try:
-            add_tool_calls(trace_id, getattr(self._client, "model", ""), history, self._config, self._turn_calls)
-        except Exception as exc:  # disk full, permissions, a folder removed meanwhile
-            logging.getLogger("agenthub").error("the trace %r was not written with the tool calls (%s: %s); the run "
-                                                "goes on", trace_id, type(exc).__name__, exc)
+    def _add_results(self, results: List[Dict[str, Any]], tail: Sequence[Mapping[str, Any]]) -> None:
+        """A turn's results in: ``run.messages`` gains them (never the caller's own messages), the
+        conversation the message that goes next (with ``tail``, the caller's messages after the turn, joined
+        in); stateful, the client's history gains it now (sent as the next request's message)."""
+        own = {"role": "user", "content_items": results}  # type: Dict[str, Any]
+        joined = _join(results, tail, self._order) if tail else own
+        self.messages.append(own)  # type: ignore[arg-type]
+        if self._stateful:
+            check_messages([joined])
+            self._put_history(list(self._client.get_history()) + [joined])
+            self._next = joined
+            self._committed = True
+        else:
+            self._sent.append(joined)
+        for method in self._methods["on_results"]:
+            method(self, joined)
+
+    def _put_history(self, history: List[Any]) -> None:
+        """The client's history set to ``history`` (its own with the runner's checked results message added or
+        taken off: the client's unchecked ``_put_history`` when it has one)."""
+        put = getattr(self._client, "_put_history", None)
+        (put if callable(put) else self._client.set_history)(history)
+
+    def _open_next(self) -> Any:
+        """The next turn's stream (built: what the wire refuses raises here, before anything is sent).  A model
+        that takes no image input gets the results' images as a note (IMAGES_LEFT_OUT) instead."""
+        client = self._client
+        for again in (False, True):
+            try:
+                if not self._stateful:
+                    return client.streaming_response(self._sent, self._send_config)
+                history = list(client.get_history())
+                self._put_history(history[:-1])  # the results were committed; the turn sends them as its message
+                try:
+                    stream = client.streaming_response_stateful(self._next, self._send_config)
+                except BaseException:
+                    self._put_history(history)
+                    raise
+                self._restore = history
+                return stream
+            except UnsupportedParameterError as exc:
+                message = self._sent[-1] if not self._stateful else self._next
+                if again or getattr(exc, "parameter", None) != "image input" or not _drop_images(message):
+                    raise
+        raise AssertionError("unreachable")  # pragma: no cover
 
     def _count(self, answer: Mapping[str, Any], stream: Any) -> None:
         self._turns += 1
@@ -586,15 +881,18 @@ class Run(object):
             if value is not None:
                 self._usage[n] = (self._usage[n] or 0) + value
         route = getattr(stream, "route", None) or getattr(self._client, "last_route", None) or {}
-        self._priced.append((route.get("model") or getattr(self._client, "model", ""), usage))
+        self.route = route or None
+        call = getattr(stream, "_call", None)  # its cache mark and start time: a hit costs 0.0, a turn its tier's
+        self._priced.append((route.get("model") or getattr(self._client, "model", ""), usage, call, route))
 
     @property
     def cost_usd(self) -> Optional[float]:
-        """USD so far: ``agenthub.cost`` of each turn (with the model that answered it), summed; None when a
-        turn is unpriced or none ran.  Reckoned when asked (a catalog look-up per turn, kept off the loop)."""
+        """USD so far: ``agenthub.cost`` of each turn (with the model that answered it, its cache writes, at
+        the tier in force when it was sent; 0.0 for a turn replayed from the ResponseCache), summed; None
+        when a turn is unpriced or none ran.  Reckoned when asked (a catalog look-up per turn, kept off the loop)."""
         total = 0.0
-        for model, usage in self._priced[self._priced_upto:]:
-            price = cost(model, usage) if usage else None
+        for model, usage, call, route in self._priced[self._priced_upto:]:
+            price = call_cost(model, usage, call, route) if usage else None
             if price is None:
                 self._cost = None
                 break
@@ -605,32 +903,62 @@ class Run(object):
         return self._cost if self._turns else None
 
     # -- one turn's calls ---------------------------------------------------------------------------------------
-    def _answer(self, calls: List[Dict[str, Any]], caught: Optional[Mapping[str, Any]] = None) -> Any:
+    def _decided(self, call: Mapping[str, Any]) -> Any:
+        """The first decision a hook's before_call gives for ``call`` (None: none does)."""
+        for method in self._methods["before_call"]:
+            decision = method(dict(call))
+            if decision is not None:
+                _check_decision(decision, "a hook's before_call answer for {}".format(call["tool_call_id"]))
+                return decision
+        return None
+
+    def _answer(self, calls: List[Dict[str, Any]], caught: Optional[Mapping[str, Any]] = None,
+                resumed: bool = False, finished: bool = True) -> Any:
         """Generator: the result events of ``calls`` (in call order); returns the result items, or None
-        when the run stops for a decision (nothing of the turn ran)."""
+        when the run stops (for a decision: nothing of the turn ran; aborted: what came is kept).
+        ``resumed``: these are the calls the run was resumed with (``decisions`` apply to them, once);
+        ``finished``: their turn ended with tool_call or stop (else each call needs a decision)."""
         caught = caught or {}
+        decisions = self._decisions if resumed else {}
+        self._decisions = {}  # a decision covers the calls the run resumed with, once
         plans = []  # type: List[Any]  # per call: ("error", text) | ("ask", entry) | ("decided", entry, decision)
         pending = []
         for call in calls:
             call_id = call["tool_call_id"]
             error = caught.get(call_id)
-            entry = self._entries.get(call["name"])
+            approval = _is_approval(call)  # (never a local tool, whatever its name)
+            entry = None if approval else self._entries.get(call["name"])
             if error is not None:
                 plans.append(("error", "{}; raw arguments ({} chars): {}".format(
-                    error_text(error), error.raw_arguments_length, error.raw_arguments_preview)))
-            elif entry is None:
+                    error_text(error, self._credentials), error.raw_arguments_length,
+                    error.raw_arguments_preview)))
+                continue
+            if entry is None and not approval:
                 plans.append(("error", "unknown tool {!r}; the tools are: {}".format(
                     call["name"], ", ".join(sorted(self._entries)) or "none")))
+                continue
+            decision = self._decided(call) if self._methods["before_call"] else None
+            if decision is None and decisions:
+                decision = decisions.get(call_digest(call))
+                if decision is None and not _shown_otherwise(call):
+                    decision = decisions.get(call_id)
+            if approval:  # a provider's MCP server asks: decided, asked (approve), or the run stops for it
+                if decision is not None:
+                    plans.append(("answer", _approval_answer(call, decision)))
+                elif self._approve is None:
+                    pending.append(call)
+                    plans.append(None)
+                else:
+                    plans.append(("ask", None))
             elif entry.kind == "schema":
-                decision = self._decisions.get(call_id)
                 if decision is False or isinstance(decision, str):  # a denial needs no executor
                     plans.append(("decided", entry, decision))
                 else:  # no function here: the caller answers it with a tool_result message
                     pending.append(call)
                     plans.append(None)
-            elif call_id in self._decisions:
-                plans.append(("decided", entry, self._decisions[call_id]))
-            elif self._approve is None and entry.requires_approval:
+            elif decision is not None:
+                plans.append(("decided", entry, decision))
+            elif self._approve is None and (entry.requires_approval or not finished):
                 pending.append(call)
                 plans.append(None)
             else:
@@ -638,11 +966,12 @@ class Run(object):
         if pending:
             self._stop = "approval"
             self._pending = pending  # type: ignore[assignment]
+            _remember_shown(pending)
             return None
-        tasks = []  # type: List[Any]  # (index, call, entry, arguments) or (index, call, None, error text)
+        tasks = []  # type: List[Any]  # (index, call, entry, arguments, as decided) or (index, call, None, error text, None)
         for index, (call, plan) in enumerate(zip(calls, plans)):
-            if plan[0] == "error":
-                tasks.append((index, call, None, plan[1]))
+            if plan[0] in ("error", "answer"):  # (an error text, or the whole result item)
+                tasks.append((index, call, None, plan[1], None))
                 continue
             entry = plan[1]
             if plan[0] == "ask":
@@ -650,77 +979,123 @@ class Run(object):
                 _check_decision(decision, "approve()'s answer for {}".format(call["tool_call_id"]))
             else:
                 decision = plan[2]
+            if entry is None:  # an MCP server's approval request, asked of approve
+                tasks.append((index, call, None, _approval_answer(call, decision), None))
+                continue
             if decision is True:
                 arguments = call["arguments"]
             elif decision is False:
-                tasks.append((index, call, None, "denied: the user did not allow this call"))
+                tasks.append((index, call, None, "denied: the user did not allow this call", None))
                 continue
             elif isinstance(decision, str):
-                tasks.append((index, call, None, "denied: {}".format(decision)))
+                tasks.append((index, call, None, "denied: {}".format(decision), None))
                 continue
             else:
                 arguments = dict(decision["arguments"])
+            shown = arguments
             if entry.kind == "tool":
                 try:
                     arguments = entry.tool.convert(arguments)
                 except ValueError as exc:
-                    tasks.append((index, call, None, "invalid arguments for {}: {}".format(entry.name, exc)))
+                    tasks.append((index, call, None, "invalid arguments for {}: {}".format(entry.name, exc), None))
                     continue
                 except Exception as exc:  # a hint's own constructor (a dataclass __post_init__, say) refused
                     tasks.append((index, call, None, "invalid arguments for {}: {}".format(
-                        entry.name, error_text(exc))))
+                        entry.name, error_text(exc, self._credentials)), None))
                     continue
-            tasks.append((index, call, entry, arguments))
+            tasks.append((index, call, entry, arguments, shown))
         results = [None] * len(calls)  # type: List[Any]
-        self._turn_calls = []
+        after = self._methods["after_call"]
         for index, item, seconds in self._execute(tasks):
             results[index] = item
             call = calls[index]
-            row = {"tool_call_id": call["tool_call_id"], "name": call["name"], "seconds": seconds,
-                   "is_error": bool(item.get("is_error"))}
-            self.calls.append(row)
-            self._turn_calls.append(row)
+            self.calls.append({"tool_call_id": call["tool_call_id"], "name": call["name"], "seconds": seconds,
+                               "is_error": bool(item.get("is_error"))})
+            for method in after:
+                method(dict(call), item, seconds)
             yield _result_event(item)
+        if self._aborted and any(item is None for item in results):
+            if any(item is not None for item in results):
+                self._add_results([item for item in results if item is not None], [])
+            self._stop = "aborted"
+            self._pending = [call for call, item in zip(calls, results) if item is None]  # type: ignore[misc]
+            return None
         return results
 
     def _execute(self, tasks: List[Any]) -> Iterator[Tuple[int, Dict[str, Any], float]]:
-        """(index, result item, seconds) in call order; the calls run on up to ``parallel`` threads."""
+        """(index, result item, seconds) in call order; the calls run on up to ``parallel`` threads, threads
+        of timed-out calls that still run counted among them.  Ends early when the run is aborted."""
         runnable = [t for t in tasks if t[2] is not None]
-        inline = len(runnable) <= 1 and not any(t[2].timeout for t in runnable) or \
-            self._parallel == 1 and not any(t[2].timeout for t in runnable)
+        inline = (len(runnable) <= 1 or self._parallel == 1) and not any(t[2].timeout for t in runnable)
         if inline:
-            for index, call, entry, arguments in tasks:
+            for index, call, entry, arguments, shown in tasks:
+                if self._aborted:
+                    return
                 if entry is None:
-                    yield index, _error(call["tool_call_id"], arguments), 0.0
+                    yield index, _answered(call, arguments), 0.0
                     continue
                 started = time.monotonic()
-                item = self._invoke(call, entry, arguments)
+                item = self._invoke(call, entry, arguments, shown)
                 yield index, item, time.monotonic() - started
             return
         cond = threading.Condition()
-        done = {}  # type: Dict[int, Tuple[Dict[str, Any], float]]
-        decided = {}  # type: Dict[int, Tuple[Dict[str, Any], float]]
-        for index, call, entry, arguments in tasks:
+        with self._lock:
+            self._wake = cond
+        try:
+            yield from self._threaded(tasks, runnable, cond)
+        finally:
+            with self._lock:
+                self._wake = None
+
+    def _threaded(self, tasks: List[Any], runnable: List[Any], cond: Any) -> Iterator[Tuple[int, Dict[str, Any], float]]:
+        done = {}  # type: Dict[int, Tuple[Any, Optional[BaseException], float]]
+        decided = {}  # type: Dict[int, Tuple[Any, Optional[BaseException], float]]
+        for index, call, entry, arguments, _ in tasks:
             if entry is None:
-                decided[index] = (_error(call["tool_call_id"], arguments), 0.0)
+                decided[index] = (_answered(call, arguments), None, 0.0)
         queue = list(runnable)
-        running = {}  # type: Dict[int, Tuple[float, Optional[float], Dict[str, Any]]]
+        running = {}  # type: Dict[int, Tuple[float, Optional[float], Dict[str, Any], threading.Thread]]
         order = [t[0] for t in tasks]
         position = 0
 
-        def work(index: int, call: Dict[str, Any], entry: _Entry, arguments: Any) -> None:
+        def work(index: int, call: Dict[str, Any], entry: _Entry, arguments: Any, shown: Any) -> None:
             started = time.monotonic()
-            item = self._invoke(call, entry, arguments)
-            with cond:
-                done[index] = (item, time.monotonic() - started)
-                cond.notify_all()
+            item, raised = None, None  # type: Any, Optional[BaseException]
+            try:
+                item = self._invoke(call, entry, arguments, shown)
+            except BaseException as exc:  # KeyboardInterrupt, SystemExit: raised again in the run's thread
+                raised = exc
+            finally:
+                with cond:
+                    done[index] = (item, raised, time.monotonic() - started)
+                    cond.notify_all()
 
         while position < len(order):
-            while queue and len(running) < self._parallel:
-                index, call, entry, arguments = queue.pop(0)
-                running[index] = (time.monotonic(), entry.timeout, call)
-                threading.Thread(target=work, args=(index, call, entry, arguments), daemon=True,
-                                 name="agenthub-tool-{}".format(call["name"])[:60]).start()
+            if self._aborted:  # what came is given (out of call order), the threads still running are left
+                with cond:
+                    for index in list(running):
+                        if index in done:
+                            decided[index] = done.pop(index)
+                            del running[index]
+                self._abandoned.extend(thread for _, _, _, thread in running.values())
+                for index in sorted(decided):
+                    item, raised, seconds = decided[index]
+                    if raised is None:
+                        yield index, item, seconds
+                return
+            self._abandoned = [thread for thread in self._abandoned if thread.is_alive()]
+            while queue and len(running) + len(self._abandoned) < self._parallel:
+                index, call, entry, arguments, shown = queue.pop(0)
+                thread = threading.Thread(target=work, args=(index, call, entry, arguments, shown), daemon=True,
+                                          name="agenthub-tool-{}".format(call["name"])[:60])
+                running[index] = (time.monotonic(), entry.timeout, call, thread)
+                thread.start()
+            if queue and not running:  # every slot is held by a timed-out call's thread that still runs
+                for index, call, entry, _, _ in queue:
+                    decided[index] = (_error(call["tool_call_id"], "no thread free: {} earlier call(s) of this run "
+                                             "timed out and still run (parallel={})".format(
+                                                 len(self._abandoned), self._parallel)), None, 0.0)
+                queue = []
             with cond:
                 now = time.monotonic()
                 wait = None  # type: Optional[float]
@@ -729,37 +1104,50 @@ class Run(object):
                         decided[index] = done.pop(index)
                         del running[index]
                         continue
-                    started, timeout, call = running[index]
+                    started, timeout, call, thread = running[index]
                     if timeout is not None:
                         left = started + timeout - now
                         if left <= 0:
                             decided[index] = (_error(call["tool_call_id"], "TimeoutError: {} did not return within "
-                                                     "{:g} s".format(call["name"], timeout)), timeout)
-                            del running[index]  # its thread runs on; its slot goes to the next call
+                                                     "{:g} s".format(call["name"], timeout)), None, timeout)
+                            del running[index]  # its thread runs on, holding its slot until it returns
+                            self._abandoned.append(thread)
                         else:
                             wait = left if wait is None else min(wait, left)
-                if order[position] not in decided and not (queue and len(running) < self._parallel):
+                if order[position] not in decided and not self._aborted and not (
+                        queue and len(running) + len(self._abandoned) < self._parallel):
+                    if queue and self._abandoned:  # a slot frees when an abandoned thread ends: look again soon
+                        wait = 0.05 if wait is None else min(wait, 0.05)
                     cond.wait(wait)
                     continue
             while position < len(order) and order[position] in decided:
                 index = order[position]
-                item, seconds = decided.pop(index)
+                item, raised, seconds = decided.pop(index)
                 position += 1
+                if raised is not None:
+                    raise raised
                 yield index, item, seconds
 
-    def _invoke(self, call: Dict[str, Any], entry: _Entry, arguments: Any) -> Dict[str, Any]:
+    def _invoke(self, call: Dict[str, Any], entry: _Entry, arguments: Any, shown: Any) -> Dict[str, Any]:
+        """The tool's result item (an error result when it raised: KeyboardInterrupt and SystemExit alone
+        propagate); run inside the hooks' around_call."""
         call_id = call["tool_call_id"]
-        with tool_span(call["name"], call_id, "extension" if entry.kind == "provider" else "function",
-                       parent=self._span) as span:
-            span.set_arguments(arguments)
-            try:
-                if entry.kind == "provider":
-                    value = entry.provider.call_tool(entry.original, arguments)
-                else:
-                    value = entry.tool.fn(**arguments)
-                item = result_item(value, call_id)
-            except Exception as exc:
-                span.set_error(exc)
-                return _error(call_id, error_text(exc))
-            span.set_result(item)
+
+        def proceed() -> Dict[str, Any]:
+            if entry.kind == "provider":
+                value = entry.provider.call_tool(entry.original, arguments)
+            else:
+                value = entry.tool.fn(**arguments)
+            item = result_item(value, call_id)
+            if item.get("is_error"):  # a provider's (an MCP server's) error text: scrubbed as an exception's
+                item["text"] = scrub_free_text(item["text"], self._credentials)
             return item
+
+        try:
+            if self._methods["around_call"]:
+                return self._wrapped("around_call", (self, dict(call, arguments=shown)), proceed)  # type: ignore[no-any-return]
+            return proceed()
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except BaseException as exc:  # an Exception, asyncio.CancelledError, ...: the model hears of it
+            return _error(call_id, error_text(exc, self._credentials))

@@ -10,7 +10,7 @@ import signal
 import sys
 from typing import Any, Dict, List, Optional, TextIO
 
-from .terminal import Printer
+from .terminal import Printer, _dollars, safe
 
 __all__ = ["run", "cli_terms", "LATEST"]
 
@@ -21,7 +21,8 @@ LATEST = "\x00latest"
 def run(args: Any, out: TextIO, err: Optional[TextIO] = None, stdin: Optional[TextIO] = None) -> int:
     if not getattr(args, "otel", False):
         return _run(args, out, err, stdin)
-    from ..telemetry import start_from_environment  # --otel: GenAI spans and metrics (the extra .[otel])
+    # --otel: GenAI spans and metrics with the SDK opentelemetry-instrument configured (else a ConfigError saying so)
+    from ..telemetry import start_from_environment
 
     stop = start_from_environment()
     try:
@@ -84,7 +85,7 @@ class _Logged(object):
         if not self.on:
             return
         try:
-            from ..catalog import cost
+            from ..catalog import call_cost
 
             log = self.log()
             if self.conversation is None:
@@ -93,8 +94,10 @@ class _Logged(object):
                 self.conversation = log.start(self.args.model, self.client.client_type,
                                               url_host(self.client.base_url), self.args.system)
             # the model that answered (a --fallback one, after a failover) is logged and priced
-            answered = (getattr(self.client, "last_route", None) or {}).get("model") or self.args.model
-            log.add_turn(self.conversation, answered, message, answer, cost(answered, answer.get("usage_metadata")))
+            route = getattr(self.client, "last_route", None) or {}
+            answered = route.get("model") or self.args.model
+            log.add_turn(self.conversation, answered, message, answer,
+                         call_cost(answered, answer.get("usage_metadata"), None, route))  # (a cache hit: 0.0)
         except Exception as exc:  # a full disk or a locked file: the answer stands
             sys.stderr.write("agenthub: the conversation log was not written ({}: {}); --no-log turns it "
                              "off\n".format(type(exc).__name__, exc))
@@ -340,7 +343,8 @@ def _turns(client: Any, args: Any, config: Dict[str, Any], history: List[Any], m
     from ..tracer import to_jsonable
 
     tools = _tools(args)
-    approve = (lambda call: True) if args.yes else _asker(stdin, err)
+    edited = {}  # type: Dict[str, Any]  # tool_call_id -> the arguments the user edited it to (what ran)
+    approve = (lambda call: True) if args.yes else _asker(stdin, err, edited)
     run = client.run(history + [message], config, tools=tools, max_turns=args.max_turns, approve=approve)
     printer = Printer(out, err=err, model=args.model)
     calls = {}  # type: Dict[str, Any]
@@ -353,19 +357,23 @@ def _turns(client: Any, args: Any, config: Dict[str, Any], history: List[Any], m
                 item = event["content_items"][0]
                 call = calls.get(item["tool_call_id"]) or {}
                 row = next((r for r in run.calls if r["tool_call_id"] == item["tool_call_id"]), {})
-                printer.line("[tool {}({}) -> {}{} ({:.2f} s)]".format(
-                    call.get("name", "?"), json.dumps(call.get("arguments", {}), ensure_ascii=False),
-                    "error: " if item.get("is_error") else "", _clip(item["text"]), row.get("seconds", 0.0)))
+                arguments = edited.get(item["tool_call_id"], call.get("arguments", {}))
+                printer.line(safe("[tool {}({}) -> {}{} ({:.2f} s)]".format(
+                    call.get("name", "?"), json.dumps(arguments, ensure_ascii=False),
+                    "error: " if item.get("is_error") else "", _clip(item["text"]), row.get("seconds", 0.0))))
             else:
                 printer.event(event)
             for item in event["content_items"]:
                 if item["type"] == "tool_call":
                     calls[item["tool_call_id"]] = item
+                    edited.pop(item["tool_call_id"], None)  # (an id an earlier turn used: its edit is not this call's)
     finally:
         run.close()
     result = run.result()
     if result.stop == "max_turns":
         printer.line("[stopped after --max-turns {}: {} call(s) not run]".format(args.max_turns, len(result.pending)))
+    if not args.json:
+        printer.line(_run_total(result))
     turns = []
     asked = message
     for new in result.messages:
@@ -376,6 +384,15 @@ def _turns(client: Any, args: Any, config: Dict[str, Any], history: List[Any], m
     return turns
 
 
+def _run_total(result: Any) -> str:
+    """The tool run's last line: its turns, its tool calls and what they cost together (each turn's usage
+    line says its own)."""
+    cost = result.cost_usd
+    return "[run: {} turn{}, {} tool call{}, total cost {}]".format(
+        result.turns, "" if result.turns == 1 else "s", len(result.calls), "" if len(result.calls) == 1 else "s",
+        "unknown (a turn is unpriced)" if cost is None else "${}".format(_dollars(cost)))
+
+
 def _clip(text: str, limit: int = 200) -> str:
     text = " ".join(text.split())
     return text if len(text) <= limit else text[:limit - 3] + "..."
@@ -383,7 +400,8 @@ def _clip(text: str, limit: int = 200) -> str:
 
 def _tools(args: Any) -> List[Any]:
     """``--tool module:function`` / ``--tool path/to/file.py:function``: the functions, loaded once; and
-    ``--mcp URL_OR_COMMAND``: the MCP servers, connected once (closed when the chat ends)."""
+    ``--mcp [NAME=]URL_OR_COMMAND``: the MCP servers, connected once (closed when the chat ends); a NAME
+    prefixes its tools (``NAME__tool``), so two servers offering one tool name can both be used."""
     loaded = getattr(args, "_loaded_tools", None)
     if loaded is None:
         loaded = [_load_tool(spec) for spec in args.tool]
@@ -393,10 +411,52 @@ def _tools(args: Any) -> List[Any]:
 
             servers = args._mcp_servers = []  # type: List[Any]
             for spec in args.mcp:
-                servers.append(mcp.connect(target_of([spec]), timeout=args.timeout))
+                name, target = _mcp_spec(spec)
+                servers.append(mcp.connect(target_of([target]), name=name, timeout=args.timeout))
+            _check_tool_names(args.tool, loaded, args.mcp, servers)
             loaded.extend(servers)
         args._loaded_tools = loaded
     return loaded
+
+
+#: ``--mcp NAME=TARGET``: a name (letters, digits, _ and -; a letter first) before the first "="
+_MCP_NAME = re.compile(r"^([A-Za-z][A-Za-z0-9_-]{0,39})=(?!=)(.+)$", re.S)
+
+
+def _mcp_spec(spec: str) -> Any:
+    """``--mcp`` as (name or None, target): ``time=uvx mcp-server-time`` names the server ``time``; a URL or
+    a command without that form is the target as it is."""
+    from ..errors import ConfigError
+
+    match = _MCP_NAME.match(spec)
+    if match is None or spec.startswith(("http://", "https://")):
+        return None, spec
+    name, target = match.group(1), match.group(2).strip()
+    if not target:
+        raise ConfigError("--mcp {}=: name a server after the '=' (a URL or the command that starts it)".format(name))
+    return name, target
+
+
+def _check_tool_names(tool_specs: List[str], tools: List[Any], mcp_specs: List[str], servers: List[Any]) -> None:
+    """Two tools of one name (two ``--mcp`` servers, or a server and a ``--tool``) named by the options
+    that brought them, with the way out: ``--mcp NAME=...`` prefixes a server's tools."""
+    from ..errors import ConfigError
+
+    owners = {}  # type: Dict[str, str]  # tool name -> the option that brought it
+    for spec, function in zip(tool_specs, tools):
+        owners[getattr(function, "name", spec)] = "--tool {}".format(spec)
+    for spec, server in zip(mcp_specs, servers):
+        prefix = getattr(server, "name", None)
+        for listed in server.list_tools() or ():
+            original = listed.get("name") if isinstance(listed, dict) else None
+            if not isinstance(original, str):
+                continue  # (the runner refuses it in its own words)
+            name = "{}__{}".format(prefix, original) if prefix else original
+            if name in owners:
+                raise ConfigError(safe("two tools are named {!r}: one from {} and one from --mcp {!r}; name a "
+                                       "server to prefix its tools ({}__...): --mcp NAME={}".format(
+                                           name, owners[name], spec, original, spec)))
+            owners[name] = "--mcp {!r}".format(spec)
 
 
 def _load_tool(spec: str) -> Any:
@@ -434,12 +494,20 @@ def _load_tool(spec: str) -> Any:
     return tool(value)
 
 
-def _asker(stdin: TextIO, err: TextIO) -> Any:
-    """approve() at the terminal: each call shown, y (run), n (deny) or e (edit the arguments as JSON)."""
+#: a run of spaces this long in a call's arguments is shown as ``<N spaces>`` at the prompt (200 KB of spaces
+#: would push the rest of an argument, its real part, off the screen)
+_LONG_SPACES = re.compile(" {32,}")
+
+
+def _asker(stdin: TextIO, err: TextIO, edited: Optional[Dict[str, Any]] = None) -> Any:
+    """approve() at the terminal: each call shown (controls escaped: ``terminal.safe``; a long run of spaces
+    counted), y (run), n (deny) or e (edit the arguments as JSON; ``edited`` keeps them by call id, for the
+    result line)."""
     def ask(call: Any) -> Any:
         while True:
-            err.write("[tool {}({})] run it? [y/n/e] ".format(call["name"], json.dumps(call["arguments"],
-                                                                                    ensure_ascii=False)))
+            shown = _LONG_SPACES.sub(lambda run: "<{} spaces>".format(len(run.group())),
+                                     json.dumps(call["arguments"], ensure_ascii=False))
+            err.write(safe("[tool {}({})] run it? [y/n/e] ".format(call["name"], shown)))
             err.flush()
             answer = stdin.readline()
             if not answer:
@@ -458,6 +526,8 @@ def _asker(stdin: TextIO, err: TextIO) -> Any:
                 except ValueError:
                     arguments = None
                 if isinstance(arguments, dict):
+                    if edited is not None:
+                        edited[call["tool_call_id"]] = arguments
                     return {"arguments": arguments}
                 err.write("[not a JSON object]\n")
     return ask

@@ -79,8 +79,10 @@ class Metrics(object):
         with self._lock:
             self._rows[model_id].open -= 1
 
-    def answer(self, model_id: str, model: str, usage: Optional[Mapping[str, Any]]) -> None:
-        """An answer's stop event carried ``usage``: its tokens and (where the catalog prices ``model``) cost."""
+    def answer(self, model_id: str, model: str, usage: Optional[Mapping[str, Any]], call: Any = None) -> None:
+        """An answer's stop event carried ``usage``: its tokens and (where the catalog prices ``model``) cost,
+        as every agenthub path prices a call (``catalog.call_cost``: the wire's cache writes, the tier in force
+        when ``call`` started; 0.0 for a ResponseCache hit)."""
         if not isinstance(usage, Mapping):
             return
         counts = {}  # type: Dict[str, int]
@@ -91,9 +93,9 @@ class Metrics(object):
         price = None  # type: Optional[float]
         if counts:
             try:
-                from ..catalog import cost
+                from ..catalog import call_cost
 
-                price = cost(model, usage)
+                price = call_cost(model, usage, call, getattr(call, "route", None))
             except Exception:  # noqa: BLE001 - a price is never worth failing a stream for
                 price = None
         with self._lock:

@@ -38,8 +38,10 @@ Endpoints (the wire contract; docs/serve.md):
   Content-Length that is not digits, nesting too deep), 401 (AuthenticationError: missing or
   wrong server key), 403 (a cross-site request), 404 (unknown model or path), 405, 408 (the
   body stopped arriving), 411 (no Content-Length), 413 (body over ``max_body_bytes``), 415 (a
-  POST that is not ``application/json``), 503 (ServerError: ``max_concurrent_streams`` streams
-  are open; ``Retry-After``), and the upstream's status for an UpstreamError (502/504 for a
+  POST that is not ``application/json``), 402 (BudgetExceededError: the row's budget refused; its
+  fields), 503 (ServerError: ``max_concurrent_streams`` streams are open; ``Retry-After``), 503
+  (StoreError: the row's shared store cannot answer; retryable ones get ``Retry-After``), and the
+  upstream's status for an UpstreamError (502/504 for a
   TransportError, whose message says what failed but not the upstream's address; 502 for a
   StreamError).
 - ``GET /``: the playground page (open; its own Content-Security-Policy).
@@ -72,8 +74,8 @@ import threading
 import time
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Tuple
 
-from ..errors import (AgentHubError, AuthenticationError, ConfigError, ServerError, StreamError, TransportError,
-                     UnsupportedParameterError, UpstreamError, error_to_json)
+from ..errors import (AgentHubError, AuthenticationError, BudgetExceededError, ConfigError, ServerError, StreamError,
+                     TransportError, UnsupportedParameterError, UpstreamError, error_to_json)
 from ..hosts.trust import authority_host, authority_parts, is_loopback_host, split_authority
 from ..types import from_jsonable, json_default  # the one {"__bytes__"} codec
 from ..telemetry import continue_trace  # an incoming traceparent continues in the upstream call (a no-op uninstrumented)
@@ -96,8 +98,9 @@ DEFAULT_WRITE_TIMEOUT_SECONDS = 30.0
 TIMEOUT_KEYS = ("header_timeout_seconds", "body_timeout_seconds", "write_timeout_seconds")
 CONFIG_KEYS = ("models", "api_keys", "allowed_hosts", "max_body_bytes", "max_concurrent_streams",
                "keepalive_seconds") + TIMEOUT_KEYS
-#: config keys a caller of the server may not send: they would rewrite the upstream request itself
-PASSTHROUGH_KEYS = ("extra_body", "extra_headers")
+#: config keys a caller of the server may not send: they would rewrite the upstream request itself, or (mcp_servers)
+#: make the operator's provider connect where the caller says, replacing a row's own servers
+PASSTHROUGH_KEYS = ("extra_body", "extra_headers", "mcp_servers")
 MODEL_KEYS = ("id", "model", "client_type", "base_url", "api_key", "default_config", "max_retries", "timeout",
               "fallbacks", "limiter", "budget")
 #: what a row's "limiter" / "budget" object may hold (RateLimiter / Budget arguments)
@@ -353,7 +356,17 @@ def _encode_event(event: Any) -> bytes:
     return b"data: " + _dumps(event).encode("ascii") + b"\n\n"
 
 
+#: seconds a caller is told to wait (Retry-After) when the server's shared store cannot be reached
+STORE_RETRY_AFTER_SECONDS = 5
+
+
 def _status_of(error: BaseException) -> int:
+    from ..stores import StoreError
+
+    if isinstance(error, BudgetExceededError):
+        return 402  # the row's budget cannot afford the request: nothing was sent (not a rate limit to retry)
+    if isinstance(error, StoreError):
+        return 503  # the shared limiter's or budget's store cannot answer: nothing was sent
     if isinstance(error, UpstreamError):
         status = getattr(error, "status", None)
         return status if isinstance(status, int) and 400 <= status <= 599 else 502
@@ -600,6 +613,8 @@ class AgentHubApp(object):
         body = self._error_bytes(error)
         extra = list(headers)
         retry_after = getattr(error, "retry_after", None)
+        if status == 503 and retry_after is None and getattr(error, "retryable", False):
+            retry_after = STORE_RETRY_AFTER_SECONDS  # (a StoreError: the store unreachable for now)
         if isinstance(retry_after, (int, float)) and not isinstance(retry_after, bool) and 0 <= retry_after < 1e6:
             extra.append(("Retry-After", str(int(math.ceil(retry_after)))))
         start_response(_status_line(status), [("Content-Type", "application/json"), ("Content-Length", str(len(body))),
@@ -694,7 +709,7 @@ class AgentHubApp(object):
                 "the server is at its limit of {} concurrent streams".format(self.max_concurrent_streams),
                 client="agenthub", status=503, error_type="overloaded", retry_after=1.0, retryable=True))
         self.metrics.opened(model_id)
-        pump = _Pump(self, stream, model_id, on_end=self._ended(model), trace=continue_trace(environ))
+        pump = _Pump(self, stream, model_id, on_end=self._ended(model, stream), trace=continue_trace(environ))
         try:
             pump.start()
         except BaseException:
@@ -720,7 +735,7 @@ class AgentHubApp(object):
         self.metrics.closed(model_id)
         self._slots.release()
 
-    def _ended(self, model: "_Model") -> Callable[[Any, Optional[BaseException]], None]:
+    def _ended(self, model: "_Model", stream: Any = None) -> Callable[[Any, Optional[BaseException]], None]:
         """What the pump reports when the upstream is done: the answer's usage (metrics), or the error."""
         upstream_model = model.client.model
 
@@ -728,7 +743,8 @@ class AgentHubApp(object):
             if error is not None:
                 self.metrics.error(model.id, error)
             elif isinstance(last, dict) and last.get("event_type") == "stop":
-                self.metrics.answer(model.id, upstream_model, last.get("usage_metadata"))
+                self.metrics.answer(model.id, upstream_model, last.get("usage_metadata"),
+                                    getattr(stream, "_call", None))  # (priced as the call: its start, a cache hit)
 
         return ended
 
@@ -1067,6 +1083,9 @@ def serve(config: Any, host: str = "127.0.0.1", port: int = DEFAULT_PORT) -> Tup
     class Server(socketserver.ThreadingMixIn, WSGIServer):
         daemon_threads = True
         allow_reuse_address = True
+        # the listen backlog (socketserver's default is 5: a burst of clients got connection resets): at least
+        # as many as may stream at once
+        request_queue_size = max(128, app.max_concurrent_streams)
         address_family = socket.AF_INET6 if ":" in host else socket.AF_INET
 
         def server_bind(self) -> None:

@@ -6,7 +6,7 @@ import os
 import re
 from typing import Any, List, Mapping, Optional, TextIO
 
-__all__ = ["Printer", "usage_line", "model_line", "print_models", "printable", "is_terminal"]
+__all__ = ["Printer", "usage_line", "model_line", "print_models", "printable", "safe", "is_terminal"]
 
 #: C0 controls but tab and newline, DEL, and the C1 controls (ESC [ / OSC 52 / CSI as one byte ...)
 _CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
@@ -23,6 +23,23 @@ def printable(text: str) -> str:
     """``text`` with every control character but tab and newline shown as ``^[``, ``^?`` or ``<9B>``: model
     output written to a terminal cannot move the cursor, retitle the window or set the clipboard (OSC 52)."""
     return _CONTROLS.sub(_shown, text) if _CONTROLS.search(text) else text
+
+
+#: what ``safe`` shows escaped besides: the bidirectional embeddings, overrides and isolates (U+202A-U+202E,
+#: U+2066-U+2069), which reorder what the reader sees ("Trojan Source")
+_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def _shown_safe(match: Any) -> str:
+    code = ord(match.group())
+    return "<U+{:04X}>".format(code) if code > 0xff else _shown(match)
+
+
+def safe(text: str) -> str:
+    """``printable`` and the bidirectional controls shown as ``<U+202E>``: what the command line writes of
+    a tool's description, its arguments or its result (a server's or a model's words) can neither drive
+    the terminal (a screen clear, concealed text, OSC 52 to the clipboard) nor reorder itself."""
+    return _UNSAFE.sub(_shown_safe, text) if _UNSAFE.search(text) else text
 
 
 def is_terminal(stream: Any) -> bool:
@@ -170,7 +187,7 @@ class Printer(object):
                 self.mode = "text"
             self.out.write(self._out_clean(item["text"]))
         elif kind == "tool_call":
-            self.line(self._style("36", self._err_clean("[tool call] {}({}) id={}".format(
+            self.line(self._style("36", safe("[tool call] {}({}) id={}".format(
                 item.get("name"), json.dumps(item.get("arguments"), ensure_ascii=False), item.get("tool_call_id")))))
         elif kind in ("inline_data", "inline_thinking"):
             self.line(self._err_clean("[{} {}, {} bytes]".format(

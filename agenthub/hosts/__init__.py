@@ -14,7 +14,10 @@ and ``encode``, called by the client before every attempt::
 A client type is one ``ClientType`` row of ``CLIENT_TYPES``: its dialect, its host and the dialect
 quirks the route needs (Claude on Vertex AI is the anthropic dialect with the version in the body and
 no model; Claude on Microsoft Foundry is the anthropic dialect at the azure host).  A new route for
-an existing dialect is one row here, plus at most a URL rule in its host.
+an existing dialect is one row here, plus at most a URL rule in its host.  The row also says what
+telemetry calls its provider (``provider``, ``provider_hosts``); what the dialect itself implies (its
+operation name, tool-name rule, opaque marks, batch API) is its record in ``agenthub.providers.DIALECTS``
+(``row.facts``).
 
 Layering: this wing sits above ``agenthub.providers`` (it names dialects by module, imported on
 first use) and below the client and the registry; no provider imports it.
@@ -96,15 +99,24 @@ class ClientType(object):
     route answers the dialect's model list (``AutoLLMClient.list_models``); ``embeddings``: it serves the
     dialect's embedding models; ``count_tokens``: False where the host documents no token-count endpoint
     for the dialect, or the name of the host's own count form (``"vertex"``), handed to the dialect's
-    ``count_request`` (``AutoLLMClient.count_tokens``)."""
+    ``count_request`` (``AutoLLMClient.count_tokens``).  ``provider``: the route's ``gen_ai.provider.name``
+    (OpenTelemetry's well-known value: ``openai``, ``anthropic``, ``gcp.gemini``, ``gcp.vertex_ai``,
+    ``azure.ai.openai``, ``aws.bedrock``; every row of ``CLIENT_TYPES`` declares it; None on a row of your
+    own: the client type's name); a registry row the caller chose (``client_type="deepseek"``) names its
+    vendor over it.  ``provider_hosts``: host names (and their subdomains) at which a dialect other
+    vendors speak (``Dialect.provider_by_host``: Chat Completions at ``*.openai.azure.com``) is this
+    row's provider."""
 
     __slots__ = ("name", "dialect", "host_name", "quirks", "lists_models", "embeddings", "count_tokens", "_key_env",
-                 "_base_url_env")
+                 "_base_url_env", "provider", "provider_hosts")
 
     def __init__(self, name: str, dialect: str, host_name: str, quirks: Optional[Mapping[str, Any]] = None,
                  lists_models: bool = True, embeddings: bool = True, key_env: Optional[Sequence[str]] = None,
-                 base_url_env: Optional[str] = None, count_tokens: Any = True) -> None:
+                 base_url_env: Optional[str] = None, count_tokens: Any = True, *, provider: Optional[str] = None,
+                 provider_hosts: Sequence[str] = ()) -> None:
         self.name = name
+        self.provider = provider
+        self.provider_hosts = tuple(provider_hosts)
         self.dialect = dialect
         self.host_name = host_name
         self.quirks = dict(quirks or {})
@@ -127,6 +139,14 @@ class ClientType(object):
     def host(self) -> Host:
         return host(self.host_name)
 
+    @property
+    def facts(self) -> Any:
+        """The dialect's index record (``agenthub.providers.Dialect``: its operation name, tool-name rule,
+        marks, batch API), read without importing the dialect's module."""
+        from .. import providers
+
+        return providers.dialect(self.dialect)
+
     def protocol(self, embeddings: bool = False) -> Any:
         """The dialect's record (its embeddings record for embedding models; None: it has none)."""
         from .. import providers
@@ -139,34 +159,39 @@ class ClientType(object):
         return "ClientType({!r}: {} at {})".format(self.name, self.dialect, self.host_name)
 
 
-#: the Anthropic version Claude on Vertex AI takes in the body (hosts.vertex.ANTHROPIC_VERSION)
+#: the name Claude on Vertex AI gives Anthropic API version 2023-06-01 in the body (hosts.vertex.ANTHROPIC_VERSION;
+#: sent when that version is pinned: under 2026-10-21 the body carries "2026-10-21")
 VERTEX_ANTHROPIC_VERSION = "vertex-2023-10-16"
 
 #: client_type -> its row.  The dialect is a key of agenthub.providers.PROTOCOLS; the host one of HOSTS.
 CLIENT_TYPES = {row.name: row for row in [
-    ClientType("openai-chat", "openai-chat", "openai"),
-    ClientType("openai-responses", "openai-responses", "openai"),
-    ClientType("anthropic", "anthropic", "anthropic"),
-    ClientType("gemini", "gemini", "gemini"),
+    ClientType("openai-chat", "openai-chat", "openai", provider="openai"),
+    ClientType("openai-responses", "openai-responses", "openai", provider="openai"),
+    ClientType("anthropic", "anthropic", "anthropic", provider="anthropic"),
+    ClientType("gemini", "gemini", "gemini", provider="gcp.gemini",
+               provider_hosts=("generativelanguage.googleapis.com",)),
     # Gemini's Interactions API (also GEMINI_API=interactions): its own dialect at Gemini's first-party host
-    ClientType("gemini-interactions", "gemini-interactions", "gemini", embeddings=False),
-    ClientType("azure", "openai-chat", "azure", embeddings=False),
-    ClientType("azure-responses", "openai-responses", "azure", embeddings=False, count_tokens=False),
+    ClientType("gemini-interactions", "gemini-interactions", "gemini", embeddings=False, provider="gcp.gemini"),
+    ClientType("azure", "openai-chat", "azure", embeddings=False, provider="azure.ai.openai",
+               provider_hosts=("openai.azure.com",)),
+    ClientType("azure-responses", "openai-responses", "azure", embeddings=False, count_tokens=False,
+               provider="azure.ai.openai"),
     # Claude on Microsoft Foundry: Anthropic Messages at https://{resource}.services.ai.azure.com/anthropic (the
     # models run on Anthropic's own infrastructure: thinking goes back only with its signature, as there)
     ClientType("azure-anthropic", "anthropic", "azure", {"replay_unsigned_thinking": False}, lists_models=False,
                count_tokens=False,
-               key_env=("ANTHROPIC_FOUNDRY_API_KEY",), base_url_env="ANTHROPIC_FOUNDRY_BASE_URL"),
+               key_env=("ANTHROPIC_FOUNDRY_API_KEY",), base_url_env="ANTHROPIC_FOUNDRY_BASE_URL", provider="anthropic"),
     # Gemini on Vertex AI: its responseSchema takes additionalProperties (the Gemini API refuses it)
     ClientType("vertex", "gemini", "vertex", {"schema_additional_properties": True}, lists_models=False,
-               embeddings=False, count_tokens="vertex"),
+               embeddings=False, count_tokens="vertex", provider="gcp.vertex_ai",
+               provider_hosts=("aiplatform.googleapis.com",)),
     # Claude on Vertex AI (client_type="vertex" picks it for claude-* models): the version in the body,
     # no model in it (it is in the URL), no top-level automatic cache_control
     ClientType("vertex-anthropic", "anthropic", "vertex",
                {"version_in_body": VERTEX_ANTHROPIC_VERSION, "model_in_body": False, "automatic_caching": False},
-               lists_models=False),
-    ClientType("bedrock", "bedrock", "aws"),
-    ClientType("agenthub", "agenthub", "agenthub"),
+               lists_models=False, provider="gcp.vertex_ai"),
+    ClientType("bedrock", "bedrock", "aws", provider="aws.bedrock"),
+    ClientType("agenthub", "agenthub", "agenthub", provider="agenthub"),
 ]}
 
 #: host name -> (module under agenthub.hosts, attribute): imported on first use

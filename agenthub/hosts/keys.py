@@ -1,8 +1,9 @@
 """The key hosts: a base URL, the variables its key is read from, and the header the key travels in.
 
 - ``OPENAI``: ``Authorization: Bearer <key>`` (OpenAI and every OpenAI-compatible server);
-- ``ANTHROPIC``: ``x-api-key: <key>``, or ``Authorization: Bearer <key>`` at a gateway whose registry
-  row says ``"auth": "bearer"`` (never at api.anthropic.com);
+- ``ANTHROPIC``: at api.anthropic.com ``Authorization: Bearer <key>`` under API version 2026-10-21 (the
+  default there) and ``x-api-key: <key>`` under a pinned 2023-06-01; at a gateway ``x-api-key: <key>``, or
+  ``Authorization: Bearer <key>`` when its registry row says ``"auth": "bearer"``;
 - ``GEMINI``: ``x-goog-api-key: <key>`` (never in the URL); a base URL that already names an API
   version (``.../v1beta``, ``https://aiplatform.googleapis.com/v1/publishers/google``) takes the
   dialect's path without its ``/v1beta``;
@@ -37,11 +38,30 @@ def key_header(header: str, prefix: str = "", pick: Optional[Callable[[Any], Any
     return authorise
 
 
-def _anthropic_header(endpoint: Any) -> Any:
-    """x-api-key; Authorization: Bearer for gateways whose row says so (they read only that)."""
-    if endpoint.quirks.get("auth") == "bearer" and not host_is(endpoint.base_url, ("api.anthropic.com",)):
-        return "Authorization", "Bearer "
-    return "x-api-key", ""
+#: the first Anthropic API version whose requests carry the key as ``Authorization: Bearer`` (as the official
+#: SDKs send it since their majors of that date; providers.anthropic.ANTHROPIC_VERSION)
+BEARER_ANTHROPIC_VERSION = "2026-10-21"
+_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+
+
+def _anthropic_authorise(method: str, url: str, headers: Dict[str, str], data: Optional[bytes],
+                         endpoint: Any) -> Dict[str, str]:
+    """The key as the request's Anthropic version and the host expect: ``Authorization: Bearer`` at the
+    first-party API under 2026-10-21 (the version the dialect put in ``anthropic-version``) and at gateways
+    whose row says ``"auth": "bearer"``; ``x-api-key`` otherwise (the first-party API under 2023-06-01, the
+    other gateways).  A credential header the caller set is left as it is."""
+    key = endpoint.api_key
+    if not isinstance(key, str) or not key or has_header(headers, "authorization") or has_header(headers, "x-api-key"):
+        return headers
+    version = next((value for name, value in headers.items() if name.lower() == "anthropic-version"), "")
+    first_party = host_is(endpoint.base_url, ("api.anthropic.com",))
+    if first_party and _DATE.match(version) and version >= BEARER_ANTHROPIC_VERSION:
+        headers["Authorization"] = "Bearer " + key
+    elif endpoint.quirks.get("auth") == "bearer" and not first_party:
+        headers["Authorization"] = "Bearer " + key
+    else:
+        headers["x-api-key"] = key
+    return headers
 
 
 _VERSIONED_BASE = re.compile(r"/v\d+(alpha|beta)?\d*(/|$)")
@@ -67,7 +87,7 @@ def _agenthub_url(endpoint: Any, path: str) -> str:
 _BEARER = key_header("Authorization", "Bearer ")
 
 OPENAI = Host("openai", _BEARER, "https://api.openai.com/v1", ("OPENAI_API_KEY",), "OPENAI_BASE_URL")
-ANTHROPIC = Host("anthropic", key_header("x-api-key", pick=_anthropic_header), "https://api.anthropic.com",
+ANTHROPIC = Host("anthropic", _anthropic_authorise, "https://api.anthropic.com",
                  ("ANTHROPIC_API_KEY",), "ANTHROPIC_BASE_URL", quirk_keys=("auth",),
                  own_quirks={"first_party": True})  # api.anthropic.com: the betas it offers, signed thinking only
 GEMINI = Host("gemini", key_header("x-goog-api-key"), "https://generativelanguage.googleapis.com",

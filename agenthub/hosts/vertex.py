@@ -8,7 +8,8 @@ row's quirks: the version in the body, no model in it); what differs is the URL 
     {root}/v1/projects/{project}/locations/{location}
         /publishers/google/models/{model}:streamGenerateContent?alt=sse      (Gemini)
         /publishers/anthropic/models/{model}:streamRawPredict                (Claude: the body
-            carries ``anthropic_version: "vertex-2023-10-16"`` and no ``model``)
+            carries ``anthropic_version: "2026-10-21"``, or ``"vertex-2023-10-16"`` when 2023-06-01 is
+            pinned, and no ``model``)
 
 ``root`` is ``VERTEX_BASE_URL`` or ``base_url`` when given (a host root, as google-genai's
 ``base_url``), else the location's own host: ``https://{location}-aiplatform.googleapis.com``,

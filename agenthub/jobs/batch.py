@@ -27,7 +27,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
-from .. import registry
+from .. import hosts, registry
 from .._redact import redact_url
 from ..errors import AgentHubError, ConfigError, upstream_error
 from ..stream import Collector, drive
@@ -46,10 +46,6 @@ STATE_VERSION = 1
 _MAX_SHOWN = 20
 #: the client's limit on one SSE line does not apply to a whole document; the transport caps documents
 _MAX_LINE = 1 << 30
-
-#: the row's API by client_type (embeddings rows: "embeddings")
-_API = {"openai-chat": "chat", "azure": "chat", "openai-responses": "responses", "azure-responses": "responses",
-        "anthropic": "messages", "gemini": "generate"}
 
 
 def batch_cost(model: str, usage: Any) -> Optional[float]:
@@ -266,17 +262,13 @@ def _client_for(row: JobRow, cache: Dict[Tuple[Any, ...], Any]) -> Any:
     return client
 
 
-#: the vendor whose own endpoint runs each engine (a row routed to another vendor's server that speaks the
-#: same protocol, DeepSeek's Chat Completions say, has no batch engine there)
-_VENDOR = {"openai": "OpenAI", "anthropic": "Anthropic", "gemini": "Google"}
-
-
 def _vendor_endpoint(row: JobRow, name: str, client: Any) -> bool:
-    """True when the row reaches ``name``'s own vendor: its route (by client_type preset, else by model
-    name) is that vendor's, or no route applies (the protocol's default endpoint, which is the vendor's).
-    A row with its own ``base_url`` is taken at its word."""
-    vendor = _VENDOR.get(name)
-    if vendor is None or row.base_url is not None:
+    """True when the row reaches the engine's own vendor: its registry route (by client_type preset, else by
+    model name) names the vendor of the client-type row (``Route.provider`` == ``ClientType.provider``: a
+    row routed to another vendor's server that speaks the same protocol, DeepSeek's Chat Completions say,
+    has no batch engine there), or no route applies (the protocol's default endpoint, which is the
+    vendor's).  A row with its own ``base_url`` is taken at its word."""
+    if row.base_url is not None:
         return True
     route = registry.presets().get(row.client_type) if row.client_type else None
     if route is None:
@@ -284,7 +276,13 @@ def _vendor_endpoint(row: JobRow, name: str, client: Any) -> bool:
         if route is not None and route.client_type != client.client_type:
             route = None
     # no route: the protocol's own default endpoint (or where its environment variable moved it)
-    return route is None or route.vendor == vendor
+    return route is None or route.provider == hosts.client_type(client.client_type).provider
+
+
+def _vendor_name(client: Any) -> str:
+    """The vendor of the client-type row, in words (its registry rows' ``vendor``: "OpenAI")."""
+    provider = hosts.client_type(client.client_type).provider
+    return next((route.vendor for route in registry.ROUTES if route.provider == provider), str(provider))
 
 
 def _plan_row(row: JobRow, choice: str, cache: Dict[Tuple[Any, ...], Any]) -> _Planned:
@@ -292,17 +290,17 @@ def _plan_row(row: JobRow, choice: str, cache: Dict[Tuple[Any, ...], Any]) -> _P
     kind = client.client_type
     name = _backends.for_client_type(kind)
     if name is None:
-        raise ConfigError("client_type {!r} has no batch engine here (openai-chat, openai-responses, azure, "
-                          "azure-responses, anthropic and gemini have)".format(kind))
+        raise ConfigError("client_type {!r} has no batch engine here ({} have)".format(
+            kind, ", ".join(sorted(_backends.BY_CLIENT_TYPE))))
     if choice != "auto" and _backends.FAMILY[name] != choice:
         raise ConfigError("{!r} routes to {} ({}), not to the {} backend (backend='auto' sends each row to its "
                           "own provider)".format(row.model, _backends.FAMILY[name], kind, choice))
     if not _vendor_endpoint(row, name, client):
         raise ConfigError("{!r} routes to {}, which is not {}'s own endpoint: no {} batch engine there (a row "
                           "with its own base_url is taken at its word)".format(
-                              row.model, redact_url(client.base_url), _VENDOR[name], name))
+                              row.model, redact_url(client.base_url), _vendor_name(client), name))
     embeddings = client.protocol.name.endswith("-embeddings")  # the client of an embedding model
-    api = "embeddings" if embeddings else _API[kind]
+    api = "embeddings" if embeddings else hosts.client_type(kind).facts.batch_api  # the row's dialect's
     why = _backends.backend(name).why_not(api)
     if why:
         raise ConfigError(why)
@@ -597,7 +595,7 @@ class BatchJob(object):
         key = (client.client_type, client.base_url)
         wire = self._wires.get(key)
         if wire is None:
-            wire = self._wires[key] = Wire(client.client_type, client._endpoint, self._session)
+            wire = self._wires[key] = Wire(client.client_type, client.endpoint, self._session)
         return wire
 
     def _input_rows(self) -> Dict[str, JobRow]:

@@ -23,7 +23,7 @@ submit says so; a bad row, an unknown model, a missing key: all listed); 2 bad u
 import argparse
 import json
 import sys
-from typing import Callable, Dict, Tuple
+from typing import Any, Callable, Dict, Tuple
 
 __all__ = ["ACTIONS", "EXIT_FAILED_ROWS", "EXIT_NOT_ENDED", "EXIT_NO_RESULT"]
 
@@ -36,14 +36,20 @@ def _err(text: str) -> None:
     print(text, file=sys.stderr)
 
 
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError("{!r} is not a number of seconds".format(text)) from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError("must be > 0 (got {})".format(text))
-    return value
+def positive(kind: Callable[[str], Any], what: str = "a number") -> Callable[[str], Any]:
+    """An argparse ``type=``: ``kind(text)`` (int or float), refused unless > 0 (``batch`` and ``jobs`` options)."""
+    def parse(text: str) -> Any:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError("{!r} is not {}".format(text, what)) from None
+        if not value > 0:
+            raise argparse.ArgumentTypeError("must be > 0 (got {})".format(text))
+        return value
+    return parse
+
+
+_seconds = positive(float, "a number of seconds")
 
 
 def _add_submit(parser: argparse.ArgumentParser) -> None:

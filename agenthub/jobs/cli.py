@@ -17,22 +17,12 @@ import argparse
 import sys
 from typing import Any, Callable, Dict, Tuple
 
+from .batch_cli import positive as _positive  # the positive-number option type (written once)
+
 __all__ = ["add_parser", "main", "ACTIONS", "EXIT_FAILED_ROWS"]
 
 #: ``batch run`` finished, but some rows have error rows
 EXIT_FAILED_ROWS = 3
-
-
-def _positive(kind: Callable[[str], Any]) -> Callable[[str], Any]:
-    def parse(text: str) -> Any:
-        try:
-            value = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError("{!r} is not a number".format(text)) from None
-        if not value > 0:
-            raise argparse.ArgumentTypeError("must be > 0 (got {})".format(text))
-        return value
-    return parse
 
 
 def _add_run(parser: argparse.ArgumentParser) -> None:

@@ -439,8 +439,9 @@ def dumps_row(row: Mapping[str, Any]) -> bytes:
 class OutputLock(object):
     """An exclusive lock on ``<output>.lock`` (``fcntl.flock``) while one run writes an output file: a
     second run on the same output is refused at once (it would send every row again and write each twice).
-    Where ``fcntl`` is missing (Windows) nothing is locked.  The lock file is left in place (removing it
-    would race with a run that opened it)."""
+    Where ``fcntl`` is missing (Windows) nothing is locked.  The lock file is removed when the run ends:
+    removed while still locked, and a run that locks a file the path no longer names (it opened the file
+    just before its holder removed it) tries again on the path's new file, so two runs never both hold it."""
 
     def __init__(self, output_path: str) -> None:
         self.path = output_path + ".lock"
@@ -449,20 +450,36 @@ class OutputLock(object):
             import fcntl
         except ImportError:  # pragma: no cover - not POSIX
             return
-        try:
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
-        except OSError as exc:
-            raise ConfigError("cannot create the lock file {}: {}".format(self.path, exc.strerror or exc)) from None
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
+        for _ in range(100):  # (each round: a holder removed the file between our open and our lock)
+            try:
+                fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+            except OSError as exc:
+                raise ConfigError("cannot create the lock file {}: {}".format(self.path, exc.strerror or exc)) \
+                    from None
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                os.close(fd)
+                raise ConfigError("another run is writing {} (it holds {}): wait for it to end, or write another "
+                                  "output file".format(output_path, self.path)) from None
+            try:
+                named = os.stat(self.path)
+                held = os.fstat(fd)
+                current = (named.st_dev, named.st_ino) == (held.st_dev, held.st_ino)
+            except OSError:
+                current = False
+            if current:
+                self._fd = fd
+                return
             os.close(fd)
-            raise ConfigError("another run is writing {} (it holds {}): wait for it to end, or write another "
-                              "output file".format(output_path, self.path)) from None
-        self._fd = fd
+        raise ConfigError("cannot lock {}: its lock file {} keeps being replaced".format(output_path, self.path))
 
     def release(self) -> None:
         if self._fd is not None:
+            try:
+                os.unlink(self.path)  # (while locked: a run waiting on this file sees it is gone and tries anew)
+            except OSError:
+                pass
             os.close(self._fd)  # (closing the descriptor releases the flock)
             self._fd = None
 

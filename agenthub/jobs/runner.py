@@ -37,7 +37,7 @@ from ..attempts import Attempt, register, unregister
 from ..client import AutoLLMClient
 from ..errors import AgentHubError, BudgetExceededError, ConfigError, TransportError
 from ..limiter import LimiterHook, RateLimiter, endpoint_key, estimate_tokens, has_hook  # noqa: F401  (jobs.runner.estimate_tokens)
-from ..catalog import cost
+from ..catalog import call_cost
 from ..stream import collect
 from ..telemetry import child_span, workflow_span  # a span per job and per row (no-ops uninstrumented)
 from ..types import USAGE_KEYS
@@ -61,7 +61,8 @@ ANNOUNCE_WAIT = 3.0
 class JobSummary:
     """What one ``run`` did.  ``done``: rows answered now; ``failed``: error rows written now (invalid
     lines included); ``skipped``: rows that already had a row in the output; ``tokens`` and
-    ``cost_usd``: of this run's answers (``unpriced`` rows had no price, so cost_usd leaves them out)."""
+    ``cost_usd``: of this run's answers (``unpriced`` rows had no price, so cost_usd leaves them out; a row
+    answered from the ResponseCache costs 0.0: ``cache_hits`` counts them, and the row says ``"cache": "hit"``)."""
 
     done: int = 0
     failed: int = 0
@@ -72,6 +73,8 @@ class JobSummary:
     total: int = 0
     unpriced: int = 0
     interrupted: bool = False
+    #: answered rows replayed from the ResponseCache (``cache=``): they cost 0.0
+    cache_hits: int = 0
     #: answered rows per endpoint, ``"model (client_type, host)"`` -> rows (with ``fallbacks=``: which route answered)
     routes: Dict[str, int] = field(default_factory=dict)
 
@@ -322,6 +325,8 @@ class Job(object):
             if out["error"] is None:
                 summary.done += 1
                 summary.tokens += row_tokens(out["usage_metadata"])
+                if out.get("cache") == "hit":
+                    summary.cache_hits += 1
                 if out["cost_usd"] is None:
                     summary.unpriced += 1
                 else:
@@ -384,10 +389,13 @@ class Job(object):
             with self.count_lock:
                 self.summary.routes[name] = self.summary.routes.get(name, 0) + 1
         out = output_row(row, message=message, usage_metadata=usage, finish_reason=message.get("finish_reason"),
-                         cost_usd=cost(model, usage), error=None, attempts=call.attempts if call is not None else 1,
+                         cost_usd=call_cost(model, usage, call, route), error=None,
+                         attempts=call.attempts if call is not None else 1,
                          backend=self.backend)
         if route and getattr(client, "fallbacks", ()):  # who answered, when it may be another endpoint
             out["route"] = dict(route)
+        if (call is not None and call.cache == "hit") or (route and route.get("cache") == "hit"):
+            out["cache"] = "hit"  # answered from the ResponseCache: nothing was paid for it (cost_usd 0.0)
         return out
 
     def abort_all(self) -> None:

@@ -2,7 +2,12 @@
 
 Request
 -------
-- ``anthropic-version: 2023-06-01``; the body always streams.
+- ``anthropic-version``: ``api_version(endpoint)``, 2026-10-21 on the routes that take it (the first-party
+  API, Foundry, Vertex AI, whose body carries it as ``anthropic_version``, 2023-06-01 there being
+  ``vertex-2023-10-16``), 2023-06-01 at gateways and when pinned (quirk ``anthropic_version``, from
+  ``AutoLLMClient(..., anthropic_version=...)``).  Under 2026-10-21 ``temperature``, ``top_p`` and ``top_k``
+  (``extra_body`` included) and a document in an assistant turn raise UnsupportedParameterError naming the
+  pin.  The body always streams.
 - ``max_tokens`` is required upstream: unset, it is the model row's ``max_tokens`` (``THINKING_RULES``:
   32000 for current Claude models, their own limit for Claude 3.x, 8192 for other models behind an
   Anthropic-compatible gateway).  An endpoint quirk ``thinking_rule`` (a dict) overrides row fields.
@@ -15,12 +20,15 @@ Request
   budget thinking is ``display: "omitted"`` (its thinking is shown summarized by default).
   A thinking budget with tools on the first-party API adds the interleaved-thinking beta header (Claude 4
   models think between tool calls only with it; adaptive thinking does so unasked).
-- ``temperature``: models that removed sampling parameters (Claude 4.7 and later) accept only 1 (then
+- ``temperature`` (under 2023-06-01): models that removed sampling parameters (Claude 4.7 and later) accept only 1 (then
   omitted) and raise UnsupportedParameterError otherwise; models that still take it reject anything but
   1 while thinking is on, so that combination raises too (never a silent override).
 - ``tool_choice``: auto -> auto, required -> any, none -> none, one name -> tool, more -> error.  Forcing
   a tool is incompatible with thinking upstream: a forced choice turns thinking off when the caller did
   not ask for a level and the model can stop thinking; otherwise it raises UnsupportedParameterError.
+- ``cache_breakpoint`` on an item or a message (its last item) -> ``cache_control`` on that block (ENHANCE:
+  ``"ttl": "1h"``); at most ``MAX_BREAKPOINTS`` (4) a request, the automatic one counted; a mark on thinking or
+  on an item that sends no block raises.
 - ``prompt_caching``: ENABLE (the default) -> top-level ``cache_control: {"type": "ephemeral"}``
   (automatic caching), ENHANCE -> the same with ``"ttl": "1h"``, DISABLE -> nothing.  An endpoint whose
   quirks set ``automatic_caching: False`` (a gateway that rejects the field) gets nothing for ENABLE and
@@ -37,8 +45,8 @@ Request
   ``require_approval``, raise UnsupportedParameterError) and one ``{"type": "mcp_toolset", "mcp_server_name"}``
   tool per server after the function tools (``allowed_tools`` -> ``default_config: {"enabled": false}`` and
   ``configs: {name: {"enabled": true}}``).  Not on hosts that put the version in the body (Vertex AI, Bedrock).
-- The key and the URL are the host's (``agenthub.hosts``: ``x-api-key``, or ``Authorization: Bearer``
-  at gateways whose row says ``auth: "bearer"``).  Quirks ``version_in_body`` (the version as the
+- The key and the URL are the host's (``agenthub.hosts``: ``Authorization: Bearer`` at api.anthropic.com
+  under 2026-10-21, else ``x-api-key``, or ``Authorization: Bearer`` at gateways whose row says ``auth: "bearer"``).  Quirks ``version_in_body`` (the version as the
   body's first field, ``anthropic_version``, and no ``anthropic-version`` header) and ``model_in_body:
   False`` (the host puts the model in the URL) are Claude on Vertex AI's (and Bedrock InvokeModel's).
   The first-party API is the quirk ``first_party``, which the anthropic host sets on its own servers
@@ -85,6 +93,7 @@ from ..sse import SSEEvent
 from ..stream import Fold, StreamEnd
 from ..toolcalls import ToolCallAssembler
 from ..types import HttpRequest, PromptCaching, ThinkingLevel
+from ..validate import cache_marks, count_marks
 from ._common import (COMPACTION_FORMAT, Count, left_out, DONE, payloads, parse_data_list, Endpoint, Protocol, check_response_format, documents, dumps, get_request,
                       nearest, parse_data_uri, request_headers, stop_sequences, to_int, unsupported,
                       usage, with_cache_write)
@@ -101,6 +110,9 @@ __all__ = [
     "FINISH_REASONS",
     "THINKING_RULES",
     "ANTHROPIC_VERSION",
+    "LEGACY_ANTHROPIC_VERSION",
+    "ANTHROPIC_VERSIONS",
+    "api_version",
     "INTERLEAVED_THINKING_BETA",
     "FAST_MODE_BETA",
     "FAST_MODE_MODELS",
@@ -109,7 +121,16 @@ __all__ = [
 
 logger = logging.getLogger("agenthub")
 
-ANTHROPIC_VERSION = "2023-06-01"
+#: the Anthropic API version sent where the route takes it: the first-party API, Claude on Microsoft Foundry
+#: and on Vertex AI (the official SDKs send it since their majors of 2026-10-21)
+ANTHROPIC_VERSION = "2026-10-21"
+#: the version before it: sent to Anthropic-compatible gateways (whose rows may set the quirk
+#: ``anthropic_version``) and when the caller pins it (``AutoLLMClient(..., anthropic_version=...)``)
+LEGACY_ANTHROPIC_VERSION = "2023-06-01"
+#: the versions agenthub knows the rules of (newest first)
+ANTHROPIC_VERSIONS = (ANTHROPIC_VERSION, LEGACY_ANTHROPIC_VERSION)
+#: the request fields 2026-10-21 removed (a 400 even at their default values)
+REMOVED_SAMPLING = ("temperature", "top_p", "top_k")
 #: lets Claude 4 models with a thinking budget think between tool calls (adaptive thinking does it unasked)
 INTERLEAVED_THINKING_BETA = "interleaved-thinking-2025-05-14"
 #: max_tokens sent when the caller sets none (rows may lower it to the model's own output limit)
@@ -143,6 +164,8 @@ MCP_CLIENT_BETA = "mcp-client-2025-11-20"
 FAST_MODE_MODELS = re.compile(r"claude-(?:opus-5(?:-5)?|fable-5-[2-9]|fable-(?:[6-9]|\d\d))(?![0-9])")
 #: models that take temperature or top_p, never both (Claude 4.5 / 4.6)
 ONE_SAMPLER = re.compile(r"claude-(?:opus|sonnet|haiku)-4-[56](?![0-9])")
+#: cache breakpoints (cache_control) a request takes, the automatic top-level one included
+MAX_BREAKPOINTS = 4
 #: the smallest top_p accepted while thinking runs
 MIN_TOP_P_THINKING = 0.95
 
@@ -217,6 +240,45 @@ def _clamp_effort(wanted: str, accepted: Tuple[str, ...]) -> str:
 
 # -- request ---------------------------------------------------------------------------------------------
 
+_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+#: what every refusal of the new version's rules says about the old one
+PIN_HINT = "or pin the previous version with AutoLLMClient(..., anthropic_version={!r})".format(LEGACY_ANTHROPIC_VERSION)
+
+
+def api_version(endpoint: Endpoint) -> str:
+    """The Anthropic API version a request to ``endpoint`` is built for: the caller's pin (the quirk
+    ``anthropic_version``, set by ``AutoLLMClient(..., anthropic_version=...)`` or a registry row, else an
+    ``anthropic-version`` the caller put in ``default_headers``), else ``ANTHROPIC_VERSION`` on the routes
+    that take it (the first-party API, Microsoft Foundry, Vertex AI) and ``LEGACY_ANTHROPIC_VERSION`` at
+    Anthropic-compatible gateways."""
+    pinned = endpoint.quirks.get("anthropic_version")
+    if pinned:
+        return str(pinned)
+    for key, value in endpoint.headers.items():
+        if key.lower() == "anthropic-version" and value:
+            return value
+    quirks = endpoint.quirks
+    if quirks.get("first_party") or quirks.get("foundry") or quirks.get("version_in_body"):
+        return ANTHROPIC_VERSION
+    return LEGACY_ANTHROPIC_VERSION
+
+
+def removed_sampling(version: Optional[str]) -> bool:
+    """True when ``version`` is 2026-10-21 or later: temperature, top_p and top_k are refused."""
+    return version is not None and bool(_DATE.match(version)) and version >= ANTHROPIC_VERSION
+
+
+def _check_removed(client: str, version: str, config: Mapping[str, Any]) -> None:
+    """The fields 2026-10-21 removed, asked for in ``config`` or its ``extra_body``: an error before sending
+    that says how to pin the old version (never a silent drop)."""
+    extra = config.get("extra_body") or {}
+    for key in REMOVED_SAMPLING:
+        for where, holder in ((key, config), ("extra_body[{!r}]".format(key), extra)):
+            if key in holder:
+                raise unsupported(client, where, "cannot be sent under Anthropic API version {}, which removed "
+                                                  "temperature, top_p and top_k (a 400 even at their default "
+                                                  "values): leave it out, {}".format(version, PIN_HINT))
+
 
 def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, Any]], config: Mapping[str, Any]) -> HttpRequest:
     client = endpoint.client_type
@@ -228,16 +290,37 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
         if key in config:
             raise unsupported(client, key, "is not available over the Anthropic Messages API (model {!r})".format(model))
     max_tokens = config.get("max_tokens") or rule["max_tokens"]
+    version = api_version(endpoint)
+    for key, value in (config.get("extra_headers") or {}).items():
+        if key.lower() == "anthropic-version" and value:
+            version = value  # this request's own pin (extra_headers win over the plan's headers)
+    new_rules = removed_sampling(version)
+    if new_rules:
+        _check_removed(client, version, config)
     body = {}  # type: Dict[str, Any]
-    version_in_body = quirks.get("version_in_body")  # Claude on Vertex AI (and Bedrock InvokeModel)
+    version_in_body = quirks.get("version_in_body")  # Claude on Vertex AI: the old version under its own name
     if version_in_body:
-        body["anthropic_version"] = version_in_body
+        body["anthropic_version"] = version_in_body if version == LEGACY_ANTHROPIC_VERSION else version
     if quirks.get("model_in_body", True):  # False: the host puts the model in the URL
         body["model"] = model
     body["max_tokens"] = max_tokens
     if config.get("system_prompt"):
         body["system"] = config["system_prompt"]
-    body["messages"] = _messages(endpoint, messages)
+    caching = config.get("prompt_caching", PromptCaching.ENABLE)
+    automatic = quirks.get("automatic_caching", True) and caching != PromptCaching.DISABLE
+    marks = count_marks(messages)
+    if marks and marks + (1 if automatic else 0) > MAX_BREAKPOINTS:
+        raise unsupported(client, "cache_breakpoint", "is set on {} items; the Anthropic API takes at most {} cache "
+                                                      "breakpoints a request{}".format(
+                                                          marks, MAX_BREAKPOINTS, " and the automatic one of "
+                                                          "prompt_caching {} takes one: remove some, or set "
+                                                          "prompt_caching DISABLE to place {} of your own".format(
+                                                              caching.name, MAX_BREAKPOINTS) if automatic
+                                                          else ": remove some"))
+    mark = {"type": "ephemeral"}  # type: Dict[str, Any]
+    if caching == PromptCaching.ENHANCE:
+        mark["ttl"] = "1h"
+    body["messages"] = _messages(endpoint, messages, version if new_rules else None, mark)
     if config.get("tools"):
         body["tools"] = [_tool(tool) for tool in config["tools"]]
         if any(tool.get("strict") for tool in config["tools"]) and not rule.get("structured", True):
@@ -292,17 +375,17 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
                                                    "Opus 5, Opus 5.5, Fable 5.2 and later, on the Anthropic API)".format(model))
         body["speed"] = "fast"
 
-    caching = config.get("prompt_caching", PromptCaching.ENABLE)
     if quirks.get("automatic_caching", True):
         if caching == PromptCaching.ENABLE:
             body["cache_control"] = {"type": "ephemeral"}
         elif caching == PromptCaching.ENHANCE:
             body["cache_control"] = {"type": "ephemeral", "ttl": "1h"}
-    elif caching == PromptCaching.ENHANCE:
-        raise unsupported(client, "prompt_caching", "ENHANCE needs automatic caching, which this endpoint does not take")
+    elif caching == PromptCaching.ENHANCE and not marks:
+        raise unsupported(client, "prompt_caching", "ENHANCE needs automatic caching, which this endpoint does not take "
+                                                    "(mark cache breakpoints on items: they take the 1 h TTL)")
     body["stream"] = True
 
-    headers = request_headers(endpoint, **({} if version_in_body else {"anthropic-version": ANTHROPIC_VERSION}))
+    headers = request_headers(endpoint, **({} if version_in_body else {"anthropic-version": version}))
     interleaved = quirks.get("interleaved_thinking")
     if interleaved is None:  # a beta of the first-party API; gateways may refuse beta names they do not know
         interleaved = first_party
@@ -480,26 +563,63 @@ def _url_block(endpoint: Endpoint, url: str) -> Dict[str, Any]:
     return {"type": kind, "source": {"type": "url", "url": url}}
 
 
-def _messages(endpoint: Endpoint, messages: List[Mapping[str, Any]]) -> List[Dict[str, Any]]:
+def _messages(endpoint: Endpoint, messages: List[Mapping[str, Any]], new_version: Optional[str] = None,
+              mark: Optional[Mapping[str, Any]] = None) -> List[Dict[str, Any]]:
+    """``new_version``: the version when it is 2026-10-21 or later (a document in an assistant turn is refused);
+    ``mark``: the ``cache_control`` of an item marked ``cache_breakpoint``."""
     unsigned = endpoint.quirks.get("replay_unsigned_thinking")
     if unsigned is None:  # the first-party API rejects thinking without its signature
         unsigned = not endpoint.quirks.get("first_party")
     out = []  # type: List[Dict[str, Any]]
-    for message in messages:
+    for index, message in enumerate(messages):
         if message["role"] == "assistant":
-            content = _assistant(message, unsigned)
+            if new_version:
+                _no_document(endpoint.client_type, new_version, message, index)
+            content = _assistant(message, unsigned, index, mark, endpoint.client_type)
         else:
-            content = _user(endpoint, message)
+            content = _user(endpoint, message, index, mark)
         if content:  # the API refuses empty turns; consecutive same-role turns are joined upstream
             out.append({"role": message["role"], "content": content})
     return out
 
 
-def _user(endpoint: Endpoint, message: Mapping[str, Any]) -> List[Dict[str, Any]]:
-    results = []  # type: List[Dict[str, Any]]  # tool results go first in a user turn
-    blocks = []  # type: List[Dict[str, Any]]
+def _no_document(client: str, version: str, message: Mapping[str, Any], index: int) -> None:
+    """2026-10-21 refuses a document block placed directly in an assistant turn (a 400): a PDF item there
+    (which the old version took) or a replayed server block of type document is refused before sending."""
     for item in message["content_items"]:
         kind = item["type"]
+        pdf = (kind == "inline_data" and item["mime_type"] == "application/pdf") or (
+            kind == "image_url" and _url_kind(item["image_url"]) == "document")
+        block = (item.get("fidelity") or {}).get("server_block")
+        if pdf or (isinstance(block, dict) and block.get("type") == "document"):
+            raise unsupported(client, "messages", "hold a document (PDF) in assistant turn messages[{}], which "
+                                                  "Anthropic API version {} refuses: send the document in a user "
+                                                  "message, {}".format(index, version, PIN_HINT))
+
+
+def _url_kind(url: str) -> str:
+    parsed = parse_data_uri(url)
+    if parsed is not None:
+        return "document" if parsed[0] == "application/pdf" else "image"
+    return "document" if url.lower().split("?", 1)[0].endswith(".pdf") else "image"
+
+
+def _cache_control(client: str, block: Optional[Dict[str, Any]], mark: Mapping[str, Any], where: str) -> None:
+    """The cache breakpoint of a marked item on the block it became (the item sent nothing: an error)."""
+    if block is None or block.get("type") in ("thinking", "redacted_thinking"):
+        raise unsupported(client, "cache_breakpoint", "is set on {}, which sends no block the Anthropic API can "
+                                                      "mark (mark another item)".format(where))
+    block["cache_control"] = dict(mark)
+
+
+def _user(endpoint: Endpoint, message: Mapping[str, Any], index: int = 0,
+          mark: Optional[Mapping[str, Any]] = None) -> List[Dict[str, Any]]:
+    results = []  # type: List[Dict[str, Any]]  # tool results go first in a user turn
+    blocks = []  # type: List[Dict[str, Any]]
+    marks = cache_marks(message)
+    for position, item in enumerate(message["content_items"]):
+        kind = item["type"]
+        before = (len(results), len(blocks))
         if kind == "text":
             if item["text"]:
                 blocks.append({"type": "text", "text": item["text"]})
@@ -521,14 +641,26 @@ def _user(endpoint: Endpoint, message: Mapping[str, Any]) -> List[Dict[str, Any]
             results.append(result)
         else:  # pragma: no cover - validate.check_message keeps other items out of user messages
             left_out(kind, 'the Anthropic API', "user")
+        if marks[position]:
+            made = results if len(results) > before[0] else blocks if len(blocks) > before[1] else None
+            _cache_control(endpoint.client_type, made[-1] if made else None, mark or {"type": "ephemeral"},
+                           "messages[{}]['content_items'][{}] (an empty {})".format(index, position, kind))
     return results + blocks
 
 
-def _assistant(message: Mapping[str, Any], unsigned: bool) -> List[Dict[str, Any]]:
+def _assistant(message: Mapping[str, Any], unsigned: bool, index: int = 0,
+               mark: Optional[Mapping[str, Any]] = None, client: str = "anthropic") -> List[Dict[str, Any]]:
     blocks = []  # type: List[Dict[str, Any]]
-    for item in message["content_items"]:
+    marks = cache_marks(message)
+    for position, item in enumerate(message["content_items"]):
         kind = item["type"]
         fidelity = item.get("fidelity") or {}
+        if marks[position] and kind not in ("text", "tool_call"):
+            raise unsupported(client, "cache_breakpoint", "is set on messages[{}]['content_items'][{}], a {} item: "
+                                                               "the Anthropic API caches up to text, tool calls and "
+                                                               "user blocks, not {} (mark another item)".format(
+                                                                   index, position, kind, kind))
+        before = len(blocks)
         if kind == "text" or kind == "thinking":
             text = item[kind]
             if "redacted_data" in fidelity:
@@ -562,6 +694,9 @@ def _assistant(message: Mapping[str, Any], unsigned: bool) -> List[Dict[str, Any
                 logger.warning("a compaction item without its block is left out")
         else:
             left_out(kind, 'the Anthropic API')
+        if marks[position]:
+            _cache_control(client, blocks[-1] if len(blocks) > before else None, mark or {"type": "ephemeral"},
+                           "messages[{}]['content_items'][{}] (an empty {})".format(index, position, kind))
     return blocks
 
 
@@ -597,10 +732,16 @@ def map_usage(raw: Mapping[str, Any]) -> Dict[str, Any]:
             if extra_cached or cached is not None:
                 cached = (cached or 0) + extra_cached
             response = (response or 0) + extra_response
-    return with_cache_write(usage(cached, prompt, None, response), written)
+    hour = None  # the 1-hour part of the writes, where the wire splits them by TTL (``cache_creation``)
+    split = raw.get("cache_creation")
+    if type(split) is dict:
+        five, hour = to_int(split.get("ephemeral_5m_input_tokens")), to_int(split.get("ephemeral_1h_input_tokens"))
+        if hour is not None and (written is None or (five or 0) + hour != written):
+            hour = None  # the split does not add up to the count it splits: the writes count as 5-minute ones
+    return with_cache_write(usage(cached, prompt, None, response), written, hour)
 
 
-_INPUT_KEYS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+_INPUT_KEYS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "cache_creation")
 
 
 def _merge_usage(into: Dict[str, Any], raw: Any) -> None:
@@ -616,7 +757,7 @@ def _merge_usage(into: Dict[str, Any], raw: Any) -> None:
     if type(raw) is not dict:
         return
     inputs = [(key, raw.get(key)) for key in _INPUT_KEYS]
-    snapshot = any(value for _, value in inputs if type(value) is not bool)
+    snapshot = any(value for key, value in inputs if type(value) is not bool and key != "cache_creation")
     for key, value in inputs:
         if value is not None and (snapshot or into.get(key) is None):
             into[key] = value
@@ -651,7 +792,7 @@ class _Block(object):
 class _State(object):
     """A stream's blocks, assemblers and what the terminal events said (what the handlers share)."""
 
-    __slots__ = ("client", "tools", "servers", "blocks", "fold", "replayable", "usage", "finish", "done")
+    __slots__ = ("client", "tools", "servers", "blocks", "fold", "replayable", "usage", "finish", "done", "message")
 
     def __init__(self, client: str, tool_id_prefix: Any) -> None:
         self.client = client
@@ -663,6 +804,7 @@ class _State(object):
         self.usage = {}  # type: Dict[str, Any]
         self.finish = None  # type: Optional[str]
         self.done = False  # message_stop arrived
+        self.message = None  # type: Any  # message_start's message: the answer's id and model
 
 
 def parse_stream(events: Iterable[SSEEvent], client: str = "anthropic", tool_id_prefix: Any = None) -> Iterator[Any]:
@@ -773,6 +915,7 @@ def _message_start(state: _State, payload: Dict[str, Any]) -> Any:
     message = payload.get("message")
     if type(message) is not dict:
         return ()
+    state.message = message
     _merge_usage(state.usage, message.get("usage"))
     items = []  # type: List[Dict[str, Any]]
     content = message.get("content")
@@ -877,7 +1020,9 @@ def _parse(pairs: Iterable[Any], client: str = "anthropic", tool_id_prefix: Any 
         yield from _close_block(blocks[index], index, state)
     yield from state.tools.finish()
     raw_usage = state.usage
-    yield StreamEnd(map_usage(raw_usage) if raw_usage else None, state.finish, state.replayable)
+    message = state.message or {}
+    yield StreamEnd(map_usage(raw_usage) if raw_usage else None, state.finish, state.replayable,
+                    message.get("id"), message.get("model"))
 
 
 def parse_document(payload: Any, client: str = "anthropic", tool_id_prefix: Any = None) -> Iterator[Any]:
@@ -1030,7 +1175,7 @@ def models_request(endpoint: Endpoint, page_token: Optional[str] = None) -> Http
     path = "/v1/models?limit={}".format(MODELS_PAGE_SIZE)
     if page_token:
         path += "&after_id=" + quote(page_token, safe="")
-    return get_request(endpoint, path, **{"anthropic-version": ANTHROPIC_VERSION})
+    return get_request(endpoint, path, **{"anthropic-version": api_version(endpoint)})
 
 
 # -- token counting (agenthub.providers.counting) ---------------------------------------------------
@@ -1057,7 +1202,7 @@ def count_request(plan: HttpRequest, model: str, quirks: Mapping[str, Any], form
 
 PROTOCOL = Protocol(
     "anthropic", __name__, build_request, parse_stream, parse_document=parse_document, parse_payloads=_parse,
-    quirk_keys=("automatic_caching", "fast_mode", "first_party", "interleaved_thinking", "model_in_body", "replay_unsigned_thinking",
+    quirk_keys=("anthropic_version", "automatic_caching", "fast_mode", "first_party", "foundry", "interleaved_thinking", "model_in_body", "replay_unsigned_thinking",
                 "response_formats", "thinking_rule", "version_in_body"),
     demo=("claude-sonnet-4-6", "Anthropic Messages"), models_request=models_request, parse_models=parse_data_list,
     accepts=("compaction", "mcp_servers"), count=Count(count_request, COUNT_FIELD), compaction_format="anthropic",

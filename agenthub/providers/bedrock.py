@@ -35,7 +35,9 @@ Request
 - ``prompt_caching`` as ``cachePoint`` blocks after the system prompt, after the tools (Claude) and at the
   end of the last message, on models with prompt caching (Claude 3.5 Haiku, 3.7 Sonnet and Claude 4 and later;
   Amazon Nova): ENABLE (the default) -> ``{"type": "default"}``, ENHANCE -> ``"ttl": "1h"`` (raises on
-  other models), DISABLE -> none.
+  other models), DISABLE -> none.  An item or message marked ``cache_breakpoint`` -> a cachePoint right after
+  its block (the marks replace the automatic one at the end of the messages); more than 4 cache points in all,
+  or a mark for a model without caching, raises.
 
 Stream
 ------
@@ -80,6 +82,7 @@ from ..sse import json_loads
 from ..stream import Fold, StreamEnd
 from ..toolcalls import ToolCallAssembler
 from ..types import HttpRequest, PromptCaching
+from ..validate import cache_marks, count_marks
 from . import anthropic
 from ._common import (left_out, Count, Endpoint, Protocol, check_response_format, dumps, encode_path_segment, model_list_page,
                       parse_data_uri, samplers, to_int, unsupported, usage,
@@ -115,6 +118,11 @@ EXCEPTIONS = {
     "serviceUnavailableException": (ServerError, 503, True),
     "serviceUnavailable": (ServerError, 503, True),
 }
+
+#: cachePoint blocks a request takes (Claude, Nova), the automatic ones included
+MAX_CACHE_POINTS = 4
+#: the private key a block made from a marked item carries until its cachePoint is placed after it
+_MARKED = "__cache_breakpoint__"
 
 _GEO = ("us", "eu", "apac", "global", "jp", "au", "ca", "us-gov", "uk", "in", "sa", "me", "af", "mx")
 _IMAGE_FORMATS = {"image/png": "png", "image/jpeg": "jpeg", "image/jpg": "jpeg", "image/gif": "gif",
@@ -216,9 +224,18 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
     elif caching == PromptCaching.ENABLE and _caching(model):
         cache = {"cachePoint": {"type": "default"}}
 
+    marks = count_marks(messages)
+    if marks and not _caching(model):
+        raise unsupported(client, "cache_breakpoint", "cannot be sent to {!r}: it has no prompt caching on Bedrock "
+                                                      "(Claude 3.5 Haiku, 3.7 Sonnet, Claude 4 and later, Amazon Nova "
+                                                      "have it; remove the marks)".format(model))
     body = {}  # type: Dict[str, Any]
     wire, tool_names = _messages(client, messages)
-    if cache is not None and wire:
+    if marks:  # the caller's breakpoints replace the automatic one at the end of the messages
+        point = {"type": "default", "ttl": "1h"} if caching == PromptCaching.ENHANCE else {"type": "default"}
+        for turn in wire:
+            turn["content"] = _place_cache_points(turn["content"], point)
+    elif cache is not None and wire:
         wire[-1]["content"].append(dict(cache))
     body["messages"] = wire
     if config.get("system_prompt"):
@@ -289,6 +306,18 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
                                         for name in tool_names]}
     if extra:
         body["additionalModelRequestFields"] = extra
+    if marks:
+        points = sum(1 for part in (body.get("system") or []) + (body.get("toolConfig") or {}).get("tools", [])
+                     + [b for turn in wire for b in turn["content"]] if "cachePoint" in part)
+        if points > MAX_CACHE_POINTS:
+            raise unsupported(client, "cache_breakpoint", "is set on {} items; Bedrock takes at most {} cache points a "
+                                                          "request and prompt_caching {} adds {} (after the system "
+                                                          "prompt and the tools): remove some, or set prompt_caching "
+                                                          "DISABLE to place {} of your own".format(
+                                                              marks, MAX_CACHE_POINTS, caching.name, points - marks,
+                                                              MAX_CACHE_POINTS) if points > marks else
+                              "is set on {} items; Bedrock takes at most {} cache points a request: remove some".format(
+                                  marks, MAX_CACHE_POINTS))
 
     headers = {"Content-Type": "application/json", "Accept": CONTENT_TYPE}
     headers.update(endpoint.headers)
@@ -349,7 +378,7 @@ def _messages(client: str, messages: List[Mapping[str, Any]]) -> Tuple[List[Dict
     for message in messages:
         role = message["role"]
         if role == "assistant":
-            content = _assistant(message, names)
+            content = _assistant(message, names, client)
         else:
             content = _user(client, message, documents)
             if any("toolResult" in block for block in content) and not names:
@@ -370,11 +399,32 @@ def _messages(client: str, messages: List[Mapping[str, Any]]) -> Tuple[List[Dict
     return out, names
 
 
+def _place_cache_points(content: List[Dict[str, Any]], point: Mapping[str, Any]) -> List[Dict[str, Any]]:
+    """``content`` with a ``cachePoint`` after each block made from a marked item (its private mark removed)."""
+    out = []  # type: List[Dict[str, Any]]
+    for block in content:
+        marked = block.pop(_MARKED, False)
+        out.append(block)
+        if marked:
+            out.append({"cachePoint": dict(point)})
+    return out
+
+
+def _mark(client: str, made: List[Dict[str, Any]], before: int, where: str) -> None:
+    """Mark the last block a marked item made (none made, or a reasoning block: an error)."""
+    if len(made) <= before or "reasoningContent" in made[-1]:
+        raise unsupported(client, "cache_breakpoint", "is set on {}, which sends no block Bedrock can put a cache "
+                                                      "point after (mark another item)".format(where))
+    made[-1][_MARKED] = True
+
+
 def _user(client: str, message: Mapping[str, Any], documents: List[int]) -> List[Dict[str, Any]]:
     results = []  # type: List[Dict[str, Any]]
     blocks = []  # type: List[Dict[str, Any]]
-    for item in message["content_items"]:
+    marks = cache_marks(message)
+    for position, item in enumerate(message["content_items"]):
         kind = item["type"]
+        before = (len(results), len(blocks))
         if kind == "text":
             if item["text"]:
                 blocks.append({"text": item["text"]})
@@ -394,14 +444,19 @@ def _user(client: str, message: Mapping[str, Any], documents: List[int]) -> List
             results.append({"toolResult": result})
         else:  # pragma: no cover - validate.check_message keeps other items out of user messages
             left_out(kind, 'Bedrock Converse', "user")
+        if marks[position]:
+            made, start = (results, before[0]) if len(results) > before[0] else (blocks, before[1])
+            _mark(client, made, start, "a user {} item".format(kind))
     return results + blocks
 
 
-def _assistant(message: Mapping[str, Any], names: List[str]) -> List[Dict[str, Any]]:
+def _assistant(message: Mapping[str, Any], names: List[str], client: str = "bedrock") -> List[Dict[str, Any]]:
     blocks = []  # type: List[Dict[str, Any]]
-    for item in message["content_items"]:
+    marks = cache_marks(message)
+    for position, item in enumerate(message["content_items"]):
         kind = item["type"]
         fidelity = item.get("fidelity") or {}
+        before = len(blocks)
         if kind == "text" or kind == "thinking":
             text = item[kind]
             if "redacted_content" in fidelity:
@@ -423,6 +478,8 @@ def _assistant(message: Mapping[str, Any], names: List[str]) -> List[Dict[str, A
                                        "input": item["arguments"]}})
         else:
             left_out(kind, 'Bedrock Converse')
+        if marks[position]:
+            _mark(client, blocks, before, "an assistant {} item".format(kind))
     return blocks
 
 
@@ -443,7 +500,17 @@ def map_usage(raw: Mapping[str, Any]) -> Any:
     prompt = inputs
     if write:
         prompt = (prompt or 0) + write
-    return with_cache_write(usage(read, prompt, None, output), write)
+    hour = None  # the 1-hour part of the writes: ``cacheDetails`` [{"ttl": "1h" | "5m", "inputTokens": n}]
+    details = raw.get("cacheDetails")
+    if type(details) is list and write:
+        by_ttl = {}  # type: Dict[str, int]
+        for entry in details:
+            count = to_int(entry.get("inputTokens")) if type(entry) is dict else None
+            if count is not None and entry.get("ttl") in ("5m", "1h"):
+                by_ttl[entry["ttl"]] = by_ttl.get(entry["ttl"], 0) + count
+        if by_ttl and sum(by_ttl.values()) == write:  # a split that adds up to the count it splits
+            hour = by_ttl.get("1h", 0)
+    return with_cache_write(usage(read, prompt, None, output), write, hour)
 
 
 def _loads(payload: bytes, or_text: bool = False) -> Any:

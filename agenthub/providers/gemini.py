@@ -86,6 +86,7 @@ from ..sse import SSEEvent
 from ..stream import StreamEnd
 from ..toolcalls import ToolCallAssembler
 from ..types import HttpRequest, PromptCaching, ThinkingLevel
+from ..validate import count_marks
 from ._common import (Count, DONE, document_payloads, payloads, Endpoint, Protocol, check_response_format, documents, get_request,
                       model_list_page, nearest, parse_data_uri, request_headers, samplers, to_int, unsupported,
                       usage)
@@ -556,6 +557,9 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
     caching = config.get("prompt_caching")
     if caching is not None and caching != PromptCaching.ENABLE:
         raise unsupported(client, "prompt_caching", "can only be ENABLE: Gemini caches prompts by itself")
+    if count_marks(messages):
+        raise unsupported(client, "cache_breakpoint", "cannot be sent: Gemini has no cache breakpoints (it caches "
+                                                      "prompt prefixes by itself; remove the marks)")
     if "embedding_config" in config:
         raise unsupported(client, "embedding_config", "applies to embedding models only (not {!r})".format(model))
     tts = bool(quirks.get("tts")) or "tts_config" in config
@@ -979,6 +983,7 @@ def _parse(pairs: Iterable[Any], client: str = "gemini", tool_id_prefix: Any = N
     fragment = tools.fragment
     encode_string = _encode_string
     raw_usage = {}  # type: Dict[str, Any]
+    answer = {}  # type: Dict[str, Any]
     finish = None  # type: Optional[str]
     for event, chunk in pairs:
         if event == "error":
@@ -995,6 +1000,7 @@ def _parse(pairs: Iterable[Any], client: str = "gemini", tool_id_prefix: Any = N
         meta = chunk.get("usageMetadata")
         if meta and type(meta) is dict and ("promptTokenCount" in meta or _counts(meta)):
             raw_usage = meta  # a snapshot of the whole turn so far: a count it lacks no longer holds
+            answer = chunk  # the answer's responseId and modelVersion (on every chunk; the counting one suffices)
         candidates = chunk.get("candidates")
         if not candidates:
             error = _error_chunk(client, chunk)
@@ -1055,7 +1061,8 @@ def _parse(pairs: Iterable[Any], client: str = "gemini", tool_id_prefix: Any = N
     if finish is None:
         return  # cut before its terminal marker: the driver raises StreamProtocolError
     yield from tools.finish()
-    yield StreamEnd(map_usage(raw_usage) if raw_usage else None, finish)
+    yield StreamEnd(map_usage(raw_usage) if raw_usage else None, finish, response_id=answer.get("responseId"),
+                    model=answer.get("modelVersion"))
 
 
 # -- the endpoint's model list ------------------------------------------------------------------

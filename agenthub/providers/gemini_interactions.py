@@ -69,6 +69,7 @@ from ..sse import SSEEvent
 from ..stream import StreamEnd
 from ..toolcalls import ToolCallAssembler
 from ..types import HttpRequest, PromptCaching, ThinkingLevel
+from ..validate import count_marks
 from . import gemini
 from ._common import (DONE, Endpoint, Protocol, Resume, payloads, check_response_format, parse_data_uri, request_headers,
                       stop_sequences, to_int, unsupported, usage)
@@ -297,6 +298,9 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
     caching = config.get("prompt_caching")
     if caching is not None and caching != PromptCaching.ENABLE:
         raise unsupported(client, "prompt_caching", "can only be ENABLE: Gemini caches prompts by itself")
+    if count_marks(messages):
+        raise unsupported(client, "cache_breakpoint", "cannot be sent: the Gemini Interactions API has no cache breakpoints (it caches "
+                                                      "prompt prefixes by itself; remove the marks)")
     for key in ("embedding_config", "tts_config", "image_config"):
         if key in config:
             raise unsupported(client, key, "is not available on the Interactions API here")
@@ -646,7 +650,8 @@ def _completed(state: _State, payload: Dict[str, Any]) -> Any:
         finish = "tool_call"
     if state.resource:
         items.append({"type": "thinking", "thinking": "", "fidelity": {INTERACTION_ID: state.resource}})
-    items.append(StreamEnd(map_usage(state.raw_usage) if state.raw_usage else None, finish))
+    items.append(StreamEnd(map_usage(state.raw_usage) if state.raw_usage else None, finish,
+                           response_id=state.resource, model=interaction.get("model")))
     state.done = True
     return items
 

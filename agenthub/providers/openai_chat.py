@@ -23,7 +23,12 @@ Vendor differences are data, read from ``endpoint.quirks`` (a registry row):
 
 Config keys beyond the seed: ``response_format`` -> ``response_format`` (``json_schema: {name,
 schema, strict}``), ``top_p``, ``stop`` (up to ``STOP_LIMIT``), ``seed``, ``fast_mode`` ->
-``service_tier: "priority"``.
+``service_tier: "priority"``.  ``prompt_caching``: ENABLE only, except on GPT-5.6 and later
+(``openai_responses.cache_options``), where DISABLE -> ``prompt_cache_options: {"mode": "explicit"}`` and
+ENHANCE raises (Chat Completions takes only the 30m TTL), and on GPT-4.1 / GPT-5 to 5.5, where ENHANCE ->
+``prompt_cache_retention: "24h"``; an item or message marked ``cache_breakpoint`` ->
+``prompt_cache_breakpoint: {"mode": "explicit"}`` on its part (a marked tool result's content goes as text
+parts), refused on earlier models and on assistant items.
 
 Fidelity it records (and replays): ``reasoning_field`` on thinking (``reasoning_content``,
 ``reasoning``, ``both`` when a chunk carried the same text in both, ``content`` for thinking
@@ -34,6 +39,7 @@ replayed).
 """
 
 import logging
+import re
 from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional
 
 from ..errors import upstream_error
@@ -41,6 +47,8 @@ from ..sse import SSEEvent
 from ..stream import StreamEnd
 from ..toolcalls import ToolCallAssembler
 from ..types import HttpRequest, PromptCaching
+from ..validate import cache_marks
+from .openai_responses import BREAKPOINT, cache_options, cache_written, check_breakpoints
 from ._common import (left_out, DONE, document_payloads, payloads, openai_models_request, parse_data_list, Endpoint, Protocol, check_response_format, data_uri, documents, dumps,
                       inclusive_usage, parse_data_uri, request_headers, samplers,
                       to_int, unsupported)
@@ -67,6 +75,8 @@ _CARRIED = ("reasoning_details", "thinking_blocks")
 #: config key -> its Chat Completions field (max_tokens: the row's ``max_tokens_field``)
 _SAMPLERS = {"max_tokens": "max_completion_tokens", "temperature": "temperature", "top_p": "top_p", "stop": "stop",
              "seed": "seed"}
+#: models before GPT-5.6 that take ``prompt_cache_retention: "24h"`` (prompt_caching ENHANCE) over Chat Completions
+_RETENTION = re.compile(r"gpt-(?:4\.1|5)(?![0-9])")
 _AUDIO_FORMATS = {"audio/wav": "wav", "audio/x-wav": "wav", "audio/wave": "wav", "audio/mpeg": "mp3", "audio/mp3": "mp3"}
 
 
@@ -77,6 +87,7 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
     client = endpoint.client_type
     refuse_mcp_servers(client, config)
     quirks = endpoint.quirks
+    check_breakpoints(client, model, messages, "Chat Completions")
     body = {"model": model, "messages": _messages(endpoint, messages, config)}  # type: Dict[str, Any]
     body["stream"] = True
     if quirks.get("stream_usage", True):
@@ -107,7 +118,16 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
         raise unsupported(client, "thinking_summary", "False cannot be sent over Chat Completions: it has no field "
                                                       "to hide the reasoning a server streams")
     caching = config.get("prompt_caching")
-    if caching is not None and caching != PromptCaching.ENABLE:
+    if cache_options(model):  # GPT-5.6 and later: prompt_cache_options (its ttl is 30m only on Chat Completions)
+        if caching == PromptCaching.ENHANCE:
+            raise unsupported(client, "prompt_caching", "ENHANCE cannot be sent to {!r} over Chat Completions: its "
+                                                        "prompt_cache_options take only the 30m TTL, the default (use "
+                                                        "ENABLE, or the Responses API, whose ENHANCE is 12h)".format(model))
+        if caching == PromptCaching.DISABLE:
+            body["prompt_cache_options"] = {"mode": "explicit"}  # no implicit breakpoint: only marked ones cache
+    elif caching == PromptCaching.ENHANCE and _RETENTION.match(model.lower().rsplit("/", 1)[-1]):
+        body["prompt_cache_retention"] = "24h"  # OpenAI's extended retention (GPT-4.1, GPT-5 to 5.5)
+    elif caching is not None and caching != PromptCaching.ENABLE:
         raise unsupported(client, "prompt_caching", "can only be ENABLE: the server caches prompts by itself")
     for key in ("image_config", "tts_config", "embedding_config"):
         if key in config:
@@ -175,8 +195,13 @@ def _messages(endpoint: Endpoint, messages: List[Mapping[str, Any]], config: Map
     if config.get("system_prompt"):
         out.append({"role": "system", "content": config["system_prompt"]})
     echo_reasoning = False
-    for message in messages:
+    for index, message in enumerate(messages):
         if message["role"] == "assistant":
+            if any(cache_marks(message)):
+                raise unsupported(endpoint.client_type, "cache_breakpoint", "is set on assistant messages[{}]: OpenAI "
+                                                                            "takes breakpoints on input content (user "
+                                                                            "text, images, files, tool results): mark "
+                                                                            "the user item after it".format(index))
             wire, used_reasoning = _assistant(endpoint, message, echo_reasoning)
             echo_reasoning = echo_reasoning or used_reasoning
             out.append(wire)
@@ -189,7 +214,8 @@ def _user(endpoint: Endpoint, message: Mapping[str, Any]) -> List[Dict[str, Any]
     tool_messages = []  # type: List[Dict[str, Any]]
     tool_images = []  # type: List[Dict[str, Any]]
     parts = []  # type: List[Dict[str, Any]]
-    for item in message["content_items"]:
+    marks = cache_marks(message)
+    for position, item in enumerate(message["content_items"]):
         kind = item["type"]
         if kind == "text":
             parts.append({"type": "text", "text": item["text"]})
@@ -198,15 +224,21 @@ def _user(endpoint: Endpoint, message: Mapping[str, Any]) -> List[Dict[str, Any]
         elif kind == "inline_data":
             parts.append(_media_part(endpoint, item["mime_type"], bytes(item["data"])))
         elif kind == "tool_result":
-            tool_messages.append({"role": "tool", "tool_call_id": item["tool_call_id"], "content": item["text"]})
+            content = item["text"]  # type: Any
+            if marks[position]:  # a breakpoint rides a content part: the content as a list of text parts
+                content = [{"type": "text", "text": item["text"], "prompt_cache_breakpoint": dict(BREAKPOINT)}]
+            tool_messages.append({"role": "tool", "tool_call_id": item["tool_call_id"], "content": content})
             for url in item.get("images") or ():
                 tool_images.append(_image_part(endpoint, url))
+            continue
         else:  # pragma: no cover - validate.check_message keeps other items out of user messages
             left_out(kind, 'Chat Completions', "user")
+        if marks[position]:
+            parts[-1]["prompt_cache_breakpoint"] = dict(BREAKPOINT)
     out = list(tool_messages)
     parts = tool_images + parts
     if parts:
-        if all(p["type"] == "text" for p in parts) and len(parts) == 1:
+        if all(p["type"] == "text" and "prompt_cache_breakpoint" not in p for p in parts) and len(parts) == 1:
             out.append({"role": "user", "content": parts[0]["text"]})
         else:
             out.append({"role": "user", "content": parts})
@@ -287,8 +319,9 @@ def map_usage(raw: Any) -> Dict[str, Any]:
     thoughts = completion_details.get("reasoning_tokens")
     if thoughts is None:
         thoughts = raw.get("reasoning_tokens")
-    return inclusive_usage(raw.get("prompt_tokens"), raw.get("completion_tokens"), cached, thoughts,
-                           raw.get("total_tokens"))
+    buckets = inclusive_usage(raw.get("prompt_tokens"), raw.get("completion_tokens"), cached, thoughts,
+                              raw.get("total_tokens"))
+    return cache_written(buckets, prompt_details.get("cache_write_tokens"))
 
 
 def parse_stream(events: Iterable[SSEEvent], client: str = "openai-chat", tool_id_prefix: Any = None) -> Iterator[Any]:
@@ -308,7 +341,8 @@ def parse_stream(events: Iterable[SSEEvent], client: str = "openai-chat", tool_i
 class _State(object):
     """One stream's tool calls, the reasoning carriers not yet handed out, and what the terminal chunk said."""
 
-    __slots__ = ("client", "tools", "details", "blocks", "pending", "thought", "usage", "timings", "finish")
+    __slots__ = ("client", "tools", "details", "blocks", "pending", "thought", "usage", "timings", "finish",
+                 "answer")
 
     def __init__(self, client: str, tool_id_prefix: Any) -> None:
         self.client = client
@@ -322,6 +356,7 @@ class _State(object):
         self.usage = None  # type: Any
         self.timings = None  # type: Any  # llama.cpp server: token counts on the last chunk
         self.finish = None  # type: Optional[str]
+        self.answer = None  # type: Any  # the chunk that finished or counted the answer: its id and model
 
     def carrier(self) -> Dict[str, Any]:
         """The reasoning carrier, handed out now (the reasoning ended on the wire)."""
@@ -443,6 +478,7 @@ def _parse(pairs: Iterable[Any], client: str = "openai-chat", tool_id_prefix: An
         choices = chunk.get("choices")
         if chunk.get("usage"):
             state.usage = chunk["usage"]
+            state.answer = chunk
         if not choices:
             _quiet(state, chunk)
             continue
@@ -489,6 +525,7 @@ def _parse(pairs: Iterable[Any], client: str = "openai-chat", tool_id_prefix: An
             # Open tool calls are not closed here but at the end: some servers put a finish_reason
             # on every chunk (gateways in front of Gemini), or send a call's last metadata after it.
             state.finish = FINISH_REASONS.get(reason, "unknown")
+            state.answer = chunk
             if state.usage is None:
                 state.usage = _x_groq_usage(chunk)
             if "timings" in chunk:
@@ -505,7 +542,8 @@ def _parse(pairs: Iterable[Any], client: str = "openai-chat", tool_id_prefix: An
     timings = state.timings
     if timings and type(timings) is dict:
         usage = _with_timings(usage, raw_usage, timings)
-    yield StreamEnd(usage, state.finish)
+    answer = state.answer if type(state.answer) is dict else {}
+    yield StreamEnd(usage, state.finish, response_id=answer.get("id"), model=answer.get("model"))
 
 
 def parse_document(payload: Any, client: str = "openai-chat", tool_id_prefix: Any = None) -> Iterator[Any]:

@@ -23,7 +23,11 @@ Request (every turn is self-contained: nothing is stored server-side)
   model offers; ``concise`` is not available everywhere).  For models outside the table
   it is sent only together with an effort (some gateways read an effort-less
   ``reasoning`` object as "reasoning off").
-- prompt_caching ENHANCE -> ``prompt_cache_retention: "24h"``; DISABLE cannot be honoured.
+- prompt_caching: GPT-5.6 and later (``cache_options``) -> ``prompt_cache_options`` (ENHANCE ``ttl: "12h"``,
+  DISABLE ``mode: "explicit"``: only marked breakpoints cache); earlier models: ENHANCE ->
+  ``prompt_cache_retention: "24h"``, DISABLE cannot be honoured (never both fields).  An item or message marked
+  ``cache_breakpoint`` -> ``prompt_cache_breakpoint: {"mode": "explicit"}`` on its input part (a marked tool
+  result's output goes as a list of parts); on an earlier model, on an assistant item or past 80 marks it raises.
 - response_format -> ``text.format`` (``{"type": "json_schema", name, schema, strict}`` or
   ``{"type": "json_object"}``); ``top_p``; ``fast_mode`` -> ``service_tier: "priority"``; ``stop`` and
   ``seed`` raise (the API has neither).  Sampling parameters (``check_sampling``): GPT-5, the
@@ -106,7 +110,8 @@ Stream -> content items
   ``response.failed`` and ``error`` events -> UpstreamError with the provider's
   type/code/message; keepalives and unknown events are ignored; the event type is read
   from the data (``event:`` lines are optional); a trailing ``[DONE]`` is fine.
-- Usage: cached = ``input_tokens_details.cached_tokens``, prompt = input - cached,
+- Usage: cached = ``input_tokens_details.cached_tokens``, prompt = input - cached (its
+  ``cache_write_tokens`` ride along as ``Usage.cache_write``),
   thoughts = ``output_tokens_details.reasoning_tokens``, response = output - thoughts.
 """
 
@@ -122,12 +127,14 @@ from ..sse import SSEEvent
 from ..stream import StreamEnd
 from ..toolcalls import ToolCallAssembler
 from ..types import HttpRequest, PromptCaching, ThinkingLevel
+from ..validate import cache_marks, count_marks
 from ._common import (COMPACTION_FORMAT, Count, Resume, after_compaction, left_out, DONE, payloads, openai_models_request, parse_data_list, Endpoint, Protocol, check_response_format, data_uri, documents, dumps,
                       inclusive_usage, nearest, parse_data_uri, request_headers,
                       unsupported)
 
 __all__ = ["build_request", "parse_stream", "map_usage", "model_profile", "clamp_effort", "check_sampling",
-           "text_format", "EFFORTS", "parse_document"]
+           "text_format", "EFFORTS", "parse_document", "cache_options", "check_breakpoints", "BREAKPOINT",
+           "CACHE_OPTIONS_MODELS"]
 
 logger = logging.getLogger("agenthub")
 
@@ -155,6 +162,37 @@ _EFFORT_ROWS = tuple((re.compile(pattern), efforts) for pattern, efforts in EFFO
 #: reasoning models that take temperature / top_p at effort none (GPT-5.2 and later; not codex, pro or chat)
 _SAMPLING_AT_NONE = re.compile(r"gpt-(5\.([2-9]|\d{2,})|[6-9]|\d{2,})(?!.*-(codex|pro|chat))")
 _MISSING = object()
+#: models that take ``prompt_cache_options`` and ``prompt_cache_breakpoint`` (GPT-5.6 and later); earlier ones
+#: take ``prompt_cache_retention`` (the server refuses the two together)
+CACHE_OPTIONS_MODELS = re.compile(r"gpt-(5\.([6-9]|\d{2,})|[6-9]|\d{2,})(?![0-9])")
+#: the breakpoint a marked content part carries
+BREAKPOINT = {"mode": "explicit"}
+
+
+def cache_options(model: str) -> bool:
+    """True for a model that takes ``prompt_cache_options`` and explicit breakpoints (GPT-5.6 and later)."""
+    return CACHE_OPTIONS_MODELS.match(model.lower().rsplit("/", 1)[-1]) is not None
+
+
+#: the breakpoints of a conversation OpenAI considers when matching (it writes the latest four a request)
+MAX_BREAKPOINTS = 80
+
+
+def check_breakpoints(client: str, model: str, messages: List[Mapping[str, Any]], wire: str) -> bool:
+    """True when ``messages`` mark cache breakpoints; a mark for a model without them, or more marks than
+    OpenAI considers, is an error."""
+    marks = count_marks(messages)
+    if not marks:
+        return False
+    if marks > MAX_BREAKPOINTS:
+        raise unsupported(client, "cache_breakpoint", "is set on {} items; OpenAI considers at most the latest {} "
+                                                      "breakpoints of a conversation: remove the older marks".format(
+                                                          marks, MAX_BREAKPOINTS))
+    if not cache_options(model):
+        raise unsupported(client, "cache_breakpoint", "cannot be sent to {!r}: explicit cache breakpoints "
+                                                      "(prompt_cache_breakpoint) are GPT-5.6's and later models' on "
+                                                      "{} (remove the marks)".format(model, wire))
+    return True
 
 _DOCUMENTS = {"application/pdf": "document.pdf"}
 
@@ -242,6 +280,7 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
     if config.get("compaction"):  # server-side compaction past a token threshold (the documented entry)
         body["context_management"] = [{"type": "compaction", "compact_threshold": config["compaction"]["threshold"]}]
     # the latest compaction item stands for everything before it: that is not sent again
+    check_breakpoints(client, model, messages, "the Responses API")
     body["input"] = _input(endpoint, after_compaction(list(messages), "openai"))
     body["stream"] = True
     if config.get("background"):
@@ -277,10 +316,19 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
     if reasoning:
         body["reasoning"] = reasoning
     caching = config.get("prompt_caching")
-    if caching == PromptCaching.ENHANCE:
+    if cache_options(model):  # GPT-5.6 and later: prompt_cache_options (never prompt_cache_retention beside it)
+        options = {}  # type: Dict[str, Any]
+        if caching == PromptCaching.DISABLE:
+            options["mode"] = "explicit"  # no implicit breakpoint: only the marked ones are cached
+        elif caching == PromptCaching.ENHANCE:
+            options["ttl"] = "12h"  # the longest minimum lifetime Responses offers (the default is 30m)
+        if options:
+            body["prompt_cache_options"] = options
+    elif caching == PromptCaching.ENHANCE:
         body["prompt_cache_retention"] = "24h"
     elif caching is not None and caching != PromptCaching.ENABLE:
-        raise unsupported(client, "prompt_caching", "cannot be disabled: the server caches prompts by itself")
+        raise unsupported(client, "prompt_caching", "cannot be disabled: the server caches prompts by itself (GPT-5.6 "
+                                                    "and later can: prompt_cache_options mode explicit)")
     for key in ("image_config", "tts_config", "embedding_config"):
         if key in config:
             raise unsupported(client, key, "is not available over the Responses API for model {!r}".format(model))
@@ -353,8 +401,13 @@ def _media(client: str, mime_type: str, data: bytes) -> Dict[str, Any]:
 def _input(endpoint: Endpoint, messages: List[Mapping[str, Any]]) -> List[Dict[str, Any]]:
     out = []  # type: List[Dict[str, Any]]
     custom = set()  # type: set  # call ids of custom tool calls: their results go back as custom_tool_call_output
-    for message in messages:
+    for index, message in enumerate(messages):
         if message["role"] == "assistant":
+            if any(cache_marks(message)):
+                raise unsupported(endpoint.client_type, "cache_breakpoint", "is set on assistant messages[{}]: OpenAI "
+                                                                            "takes breakpoints on input content (user "
+                                                                            "text, images, files, tool results): mark "
+                                                                            "the user item after it".format(index))
             _assistant(message, out, custom)
         else:
             _user(endpoint.client_type, message, out, custom)
@@ -364,7 +417,8 @@ def _input(endpoint: Endpoint, messages: List[Mapping[str, Any]]) -> List[Dict[s
 def _user(client: str, message: Mapping[str, Any], out: List[Dict[str, Any]], custom: Any = ()) -> None:
     parts = []  # type: List[Dict[str, Any]]
     wrote = False
-    for item in message["content_items"]:
+    marks = cache_marks(message)
+    for position, item in enumerate(message["content_items"]):
         kind = item["type"]
         if kind == "text":
             parts.append({"type": "input_text", "text": item["text"]})
@@ -376,11 +430,22 @@ def _user(client: str, message: Mapping[str, Any], out: List[Dict[str, Any]], cu
             if parts:
                 out.append({"type": "message", "role": "user", "content": parts})
                 parts = []
-            kind = "custom_tool_call_output" if item["tool_call_id"] in custom else "function_call_output"
-            out.append({"type": kind, "call_id": item["tool_call_id"], "output": _tool_output(item)})
+            answer = (item.get("fidelity") or {}).get(SERVER_ITEM)
+            if isinstance(answer, dict) and answer.get("type") == "mcp_approval_response":
+                out.append(dict(answer))  # the decision on a provider's MCP approval request (the tool runner's)
+            else:
+                kind = "custom_tool_call_output" if item["tool_call_id"] in custom else "function_call_output"
+                output = _tool_output(item)
+                if marks[position]:  # a breakpoint rides a content part: the output as a list of parts
+                    output = [{"type": "input_text", "text": output}] if isinstance(output, str) else output
+                    output[-1]["prompt_cache_breakpoint"] = dict(BREAKPOINT)
+                out.append({"type": kind, "call_id": item["tool_call_id"], "output": output})
             wrote = True
+            continue
         else:  # pragma: no cover - validate.check_message keeps other items out of user messages
             left_out(kind, 'the Responses API', "user")
+        if marks[position]:
+            parts[-1]["prompt_cache_breakpoint"] = dict(BREAKPOINT)
     if parts or not wrote:
         out.append({"type": "message", "role": "user", "content": parts or [{"type": "input_text", "text": ""}]})
 
@@ -526,6 +591,20 @@ def _split_parts(text: str, lengths: Any) -> List[str]:
 # -- response -----------------------------------------------------------------------------------
 
 
+def cache_written(buckets: Dict[str, Any], written: Any) -> Any:
+    """OpenAI's ``cache_write_tokens`` (Chat ``prompt_tokens_details``, Responses ``input_tokens_details``;
+    billed above the input price from the GPT-5.6 family on): part of the prompt bucket, carried as
+    ``Usage.cache_write`` (no TTL split: the model's only write price).  A count above the prompt bucket
+    it is part of is not believed (left out)."""
+    from ..stream import usage_count, with_cache_write
+
+    count = usage_count(written)
+    prompt = buckets.get("prompt_tokens")
+    if not count or prompt is None or count > prompt:
+        return buckets
+    return with_cache_write(buckets, count)
+
+
 def map_usage(raw: Any) -> Dict[str, Any]:
     """Responses usage -> the four exclusive buckets."""
     raw = raw if isinstance(raw, dict) else {}
@@ -533,8 +612,10 @@ def map_usage(raw: Any) -> Dict[str, Any]:
     input_details = input_details if isinstance(input_details, dict) else {}
     output_details = raw.get("output_tokens_details")
     output_details = output_details if isinstance(output_details, dict) else {}
-    return inclusive_usage(raw.get("input_tokens"), raw.get("output_tokens"), input_details.get("cached_tokens"),
-                           output_details.get("reasoning_tokens"), raw.get("total_tokens"))
+
+    buckets = inclusive_usage(raw.get("input_tokens"), raw.get("output_tokens"), input_details.get("cached_tokens"),
+                              output_details.get("reasoning_tokens"), raw.get("total_tokens"))
+    return cache_written(buckets, input_details.get("cache_write_tokens"))
 
 
 class _Reasoning(object):
@@ -1215,7 +1296,8 @@ class _Parser(object):
         else:  # cancelled, or a status we do not know
             finish = "unknown"
         raw_usage = response.get("usage")
-        yield StreamEnd(map_usage(raw_usage) if isinstance(raw_usage, dict) else None, finish, bool(self.served))
+        yield StreamEnd(map_usage(raw_usage) if isinstance(raw_usage, dict) else None, finish, bool(self.served),
+                        response.get("id"), response.get("model"))
 
     def _match(self, output: List[Dict[str, Any]]) -> List[Any]:
         """The streamed slot of each final output item, or None for items that never streamed: by id

@@ -11,16 +11,26 @@
 ``open_store(spec)`` turns a URL (or a Store, or None) into a Store.  See docs/many-workers.md.
 """
 
+import importlib
 import os
 import time
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Dict, Optional, Tuple
 
 from .._redact import redact_url
 from ..errors import ConfigError
+from .files import make_folder
 from .base import LEASE_SECONDS, SCHEMA_VERSION, Store, StoreError, check_key
 from .memory import MemoryStore
 
 __all__ = ["Store", "StoreError", "MemoryStore", "open_store", "check_key", "LEASE_SECONDS", "SCHEMA_VERSION"]
+
+#: a shared store URL's scheme -> (module, class) that opens it from the URL (the module is imported only
+#: when such a store is opened)
+SCHEMES = {
+    "sqlite": (".sqlite", "SQLiteStore"),
+    "redis": (".redis", "RedisStore"),
+    "rediss": (".redis", "RedisStore"),
+}  # type: Dict[str, Tuple[str, str]]
 
 
 def open_store(spec: Any, *, clock: Optional[Callable[[], float]] = None, directory: bool = False) -> Store:
@@ -39,14 +49,10 @@ def open_store(spec: Any, *, clock: Optional[Callable[[], float]] = None, direct
         raise ConfigError("store must be None, a store URL (sqlite:///path, redis://host:port/db) or an "
                           "agenthub.stores.Store (got {})".format(type(spec).__name__ if not isinstance(spec, str)
                                                                    else "an empty string"))
-    if spec.startswith("sqlite:"):
-        from .sqlite import SQLiteStore
-
-        return SQLiteStore(spec)
-    if spec.startswith(("redis:", "rediss:")):
-        from .redis import RedisStore
-
-        return RedisStore(spec)
+    scheme = spec.split(":", 1)[0] if ":" in spec else ""
+    if scheme in SCHEMES:
+        module, name = SCHEMES[scheme]
+        return getattr(importlib.import_module(module, __name__), name)(spec)  # type: ignore[no-any-return]
     if spec == "memory:" or spec == "memory://":
         return MemoryStore(clock=clock or time.monotonic)
     if directory and "://" not in spec:
@@ -55,12 +61,8 @@ def open_store(spec: Any, *, clock: Optional[Callable[[], float]] = None, direct
         path = os.path.abspath(os.path.expanduser(spec))
         if os.path.exists(path) and not os.path.isdir(path):
             raise ConfigError("the cache directory {!r} is a file".format(spec[:200]))
-        try:
-            os.makedirs(path, exist_ok=True)
-        except OSError as exc:
-            raise ConfigError("cannot create the cache directory {!r}: {}".format(spec[:200], exc.strerror))
+        make_folder(path, spec[:200])  # (0700 when made here; refused when another user's or writable by others)
         return SQLiteStore("sqlite:///" + os.path.join(path, "agenthub-cache.sqlite3"))
-    scheme = spec.split(":", 1)[0] if ":" in spec else None
     raise ConfigError("store {!r}: not a store URL (sqlite:///relative/path, sqlite:////absolute/path, "
                       "redis://host:port/db or rediss://...){}".format(
                           redact_url(spec)[:80],

@@ -16,6 +16,7 @@ functions of a row and the time); ``RedisStore`` runs the same steps as Lua scri
 """
 
 import math
+import os
 import re
 import threading
 from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
@@ -44,6 +45,17 @@ class StoreError(AgentHubError):
     def __init__(self, message: str, *, retryable: bool = False) -> None:
         super(StoreError, self).__init__(message)
         self.retryable = retryable
+
+
+def _register() -> None:
+    """StoreError by its name in the error JSON (``agenthub serve`` answers it so, and a client of the server
+    reads it back as a StoreError)."""
+    from .. import errors
+
+    errors._CLASSES.setdefault(StoreError.__name__, StoreError)
+
+
+_register()
 
 
 def check_key(key: Any, default: str = "default") -> str:
@@ -314,46 +326,86 @@ class StateStore(Store):
         return self._update("budget", key, step)
 
 
+class _Leases(object):
+    """The one lease-renewing thread of this process, for every Renewer (every budget, every store).  It runs
+    while holds are live, renews each Renewer's holds every third of its lease, and lingers one such period
+    after the last hold ends (a steady flow of holds reuses one thread instead of starting one per hold)."""
+
+    def __init__(self) -> None:
+        self.cond = threading.Condition()
+        self.renewers = set()  # type: set
+        self.thread = None  # type: Optional[threading.Thread]
+        self.pid = None  # type: Optional[int]
+
+    def wake(self, renewer: "Renewer") -> None:
+        """(called with ``cond`` held) make sure the thread runs and renews ``renewer``'s holds in time."""
+        if self.pid != os.getpid():  # a forked child: the parent's thread and holds are not its own
+            self.pid, self.renewers, self.thread = os.getpid(), set(), None
+        self.renewers.add(renewer)
+        if self.thread is None or not self.thread.is_alive():
+            self.thread = threading.Thread(target=self._run, name="agenthub-lease", daemon=True)
+            self.thread.start()
+        else:
+            self.cond.notify_all()
+
+    def _run(self) -> None:
+        idle = False
+        period = LEASE_SECONDS / 3.0
+        while True:
+            with self.cond:
+                live = [r for r in self.renewers if r._ids]
+                if not live:
+                    if idle:
+                        self.thread = None
+                        self.renewers = set()
+                        return
+                    idle = True  # linger one period for the next hold
+                else:
+                    idle = False
+                    period = min(r.lease for r in live) / 3.0
+                self.cond.wait(period)
+                work = [(r, list(r._ids)) for r in self.renewers if r._ids]
+            for renewer, ids in work:
+                try:
+                    renewer.store.budget_renew(renewer.key, ids, renewer.lease)
+                except AgentHubError:
+                    pass  # unreachable for now: the next round tries again (past the lease, the holds count)
+
+
+    def reset(self) -> None:
+        """In a forked child: a fresh condition (another thread may have held this one at the fork), no thread."""
+        self.cond = threading.Condition()
+        self.pid, self.renewers, self.thread = os.getpid(), set(), None
+
+
+_LEASES = _Leases()
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_LEASES.reset)
+
+
 class Renewer(object):
-    """Renews the leases of one holder's budget holds every ``lease / 3`` seconds from one daemon thread,
-    which runs only while holds are live (it ends when the last one is settled or released)."""
+    """Keeps one budget's holds (on ``store`` under ``key``) alive: their leases are renewed every
+    ``lease / 3`` seconds by the process's one lease thread, which runs only while holds are live (and one
+    period after)."""
 
     def __init__(self, store: Store, key: str, lease: float = LEASE_SECONDS) -> None:
         self.store = store
         self.key = key
         self.lease = lease
-        self._cond = threading.Condition()
         self._ids = set()  # type: set
-        self._thread = None  # type: Optional[threading.Thread]
         self._pid = None  # type: Optional[int]
 
-    def add(self, hold_id: str) -> None:
-        import os
+    @property
+    def _thread(self) -> Optional[threading.Thread]:
+        return _LEASES.thread
 
-        with self._cond:
-            if self._pid != os.getpid():  # a forked child: the parent's holds and thread are not its own
-                self._pid, self._ids, self._thread = os.getpid(), set(), None
+    def add(self, hold_id: str) -> None:
+        with _LEASES.cond:
+            if self._pid != os.getpid():  # a forked child: the parent's holds are not its own
+                self._pid, self._ids = os.getpid(), set()
             self._ids.add(hold_id)
-            if self._thread is None or not self._thread.is_alive():
-                self._thread = threading.Thread(target=self._run, name="agenthub-lease", daemon=True)
-                self._thread.start()
+            _LEASES.wake(self)
 
     def discard(self, hold_id: str) -> None:
-        with self._cond:
+        with _LEASES.cond:
             self._ids.discard(hold_id)
-            if not self._ids:
-                self._cond.notify_all()
-
-    def _run(self) -> None:
-        while True:
-            with self._cond:
-                if not self._ids:
-                    self._thread = None
-                    return
-                self._cond.wait(self.lease / 3.0)
-                ids = list(self._ids)
-            if ids:
-                try:
-                    self.store.budget_renew(self.key, ids, self.lease)
-                except AgentHubError:
-                    pass  # unreachable for now: the next round tries again (past the lease, the holds count)

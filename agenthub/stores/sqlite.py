@@ -19,6 +19,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from ..errors import ConfigError
 from .base import SCHEMA_VERSION, StateStore, StoreError
+from .files import check_folder, make_file
 from .journal import JOURNAL_LEASE, MAX_ENTRY, JournalRows, lost_lease
 
 __all__ = ["SQLiteStore", "sqlite_path"]
@@ -60,6 +61,8 @@ class SQLiteStore(JournalRows, StateStore):
             raise ConfigError("store {!r}: the folder {!r} does not exist".format(url[:120], folder[:200]))
         if os.path.isdir(self.path):
             raise ConfigError("store {!r}: {!r} is a folder, not a file".format(url[:120], self.path[:200]))
+        check_folder(folder, url[:120])
+        make_file(self.path, url[:120])
         self.timeout = float(timeout)
         self._local = threading.local()
         self._lock = threading.Lock()

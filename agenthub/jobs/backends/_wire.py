@@ -6,7 +6,8 @@ The key travels as the endpoint's host sends it (``agenthub.hosts``: ``Authoriza
 ``api-key`` or an Entra token for Azure, ``x-api-key`` for Anthropic, ``x-goog-api-key`` for
 Gemini), authorised per call, so a token provider is asked afresh every time.  URLs are absolute
 (``url(path)`` is the host's own URL rule for the paths it knows).  Errors are scrubbed of every
-header value sent.
+header value sent, and so are the JSON answers (``json``) and the results lines (``lines``): a server that
+echoes the key, or the ``Basic`` base64 of a base URL's ``user:password@``, echoes ``***``.
 """
 
 import json
@@ -15,7 +16,7 @@ import random
 from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Tuple
 
 from ... import hosts, transport
-from ...attempts import RETRY_AFTER_CAP, Attempt, AttemptHook, run_attempts
+from ...attempts import RETRY_AFTER_CAP, Attempt, AttemptHook, Timeout, run_attempts
 from ..._redact import secret_values, url_secrets
 from ...errors import AgentHubError, UpstreamError
 from ...providers._common import Endpoint
@@ -25,6 +26,9 @@ from ...types import HttpRequest
 __all__ = ["Wire", "BadLine", "join", "multipart", "same_origin", "RETRY_AFTER_CAP"]
 
 log = logging.getLogger("agenthub")
+
+#: a results line longer than the line limit is read past up to this many times the limit, then the download stops
+SKIP_FACTOR = 16
 
 #: (connect, read) seconds for batch management calls and downloads
 TIMEOUT = (10.0, 300.0)
@@ -80,8 +84,9 @@ class Wire(object):
             return transport.open_stream(self.session, sent, limits, self.client_type, watch=watch,
                                          error_from_body=self._record.error_from_body)
 
-        return self._retry(lambda: self._request(method, url, body, data, headers), connect,
-                           lambda answer: (answer.document,), safe)
+        document = self._retry(lambda: self._request(method, url, body, data, headers), connect,
+                               lambda answer: (answer.document,), safe)
+        return _scrubbed(document, self._secrets())
 
     def raw(self, method: str, url: str, body: Any = None, data: Optional[bytes] = None,
             headers: Optional[Mapping[str, str]] = None, accept: str = "*/*",
@@ -100,12 +105,16 @@ class Wire(object):
         """A JSON Lines download, one decoded object per line as the bytes arrive (memory: one line, at most
         ``max_line_bytes``).  The unfinished line is kept as its pieces and only each new piece is searched
         (linear in a line's size); a line longer than ``max_line_bytes`` is a BadLine (its bytes are read
-        past, not kept), and the lines after it still come through."""
+        past, not kept), and the lines after it still come through, unless it goes on past
+        ``SKIP_FACTOR`` times the limit: then the download stops there (a line that never ends is not read
+        forever), with a BadLine that says the rest was not read."""
         body = self.raw("GET", url, headers=headers)
+        secrets = [secret.encode("utf-8") for secret in self._secrets()]  # an echoed credential is *** in the rows
         limit = self.max_line_bytes
         pending = []  # type: List[bytes]  # the unfinished line's pieces (none holds a newline)
         size = 0
         skipping = False  # inside a line above the limit
+        skipped = 0  # bytes of that line read past
         number = 0
         try:
             for chunk in body:
@@ -120,24 +129,32 @@ class Wire(object):
                         item = _too_long(number, limit, self.client_type)
                     else:
                         pending.append(chunk[start:end])
-                        item = _decode_line(b"".join(pending), number, self.client_type)
+                        item = _decode_line(_clean(b"".join(pending), secrets), number, self.client_type)
                     pending, size = [], 0
                     if item is not None:
                         yield item
                     start = end + 1
                     end = chunk.find(b"\n", start)
-                if skipping or start >= len(chunk):
+                if skipping:
+                    skipped += len(chunk) - start
+                    if skipped > SKIP_FACTOR * limit:  # no end in sight: stop reading (bounded in time too)
+                        yield BadLine("{}: line {} of the batch results goes on past {} bytes: the download "
+                                      "stopped there, the rest of the results was not read".format(
+                                          self.client_type, number + 1, SKIP_FACTOR * limit))
+                        return
+                    continue
+                if start >= len(chunk):
                     continue
                 size += len(chunk) - start
                 if size > limit:
-                    skipping, pending, size = True, [], 0
+                    skipping, pending, skipped, size = True, [], size, 0
                 else:
                     pending.append(chunk[start:] if start else chunk)
             number += 1
             if skipping:
                 yield _too_long(number, limit, self.client_type)
             else:
-                item = _decode_line(b"".join(pending), number, self.client_type)
+                item = _decode_line(_clean(b"".join(pending), secrets), number, self.client_type)
                 if item is not None:
                     yield item
         finally:
@@ -148,11 +165,9 @@ class Wire(object):
         token is good for that send only): a failure is retried when the server
         said it is transient, or when it failed on the way and the call is safe to repeat
         (``connection_safe``); the answer ``read`` gives."""
-        from ...client import Timeout
-
         watch = transport.Watch()
-        call = Attempt("document", self.client_type, "", None)
-        answers = run_attempts(call, watch, encode=lambda planned: request(),
+        call = Attempt("document", self.client_type, "", request)  # the plan is the builder: each attempt builds anew
+        answers = run_attempts(call, watch, encode=lambda build: build(),
                                connect=lambda sent, limits: connect(sent, limits, watch), read=read,
                                hooks=[_Transient(connection_safe)], max_retries=self.max_retries,
                                timeout=Timeout.of(self.timeout), secrets=lambda sent, config: self._secrets())
@@ -221,6 +236,51 @@ class BadLine(object):
 
     def __init__(self, reason: str) -> None:
         self.reason = reason
+
+
+def _clean(raw: bytes, secrets: List[bytes]) -> bytes:
+    """A results line with every credential in ``secrets`` (longest first) as ``***``."""
+    for secret in secrets:
+        if secret in raw:
+            raw = raw.replace(secret, b"***")
+    return raw
+
+
+def _scrubbed(document: Any, secrets: List[str]) -> Any:
+    """A JSON answer (freshly parsed: changed in place) with every credential in ``secrets`` as ``***`` in its
+    strings, keys and values (walked without recursion: a deep answer is no RecursionError)."""
+    if not secrets:
+        return document
+
+    def clean(text: str) -> str:
+        for secret in secrets:
+            if secret in text:
+                text = text.replace(secret, "***")
+        return text
+
+    if isinstance(document, str):
+        return clean(document)
+    stack = [document]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, list):
+            for index, item in enumerate(node):
+                if isinstance(item, str):
+                    node[index] = clean(item)
+                elif isinstance(item, (list, dict)):
+                    stack.append(item)
+        elif isinstance(node, dict):
+            for key in list(node):
+                item = node[key]
+                if isinstance(item, str):
+                    item = clean(item)
+                elif isinstance(item, (list, dict)):
+                    stack.append(item)
+                new_key = clean(key) if isinstance(key, str) else key
+                if new_key != key:
+                    del node[key]
+                node[new_key] = item
+    return document
 
 
 def _too_long(number: int, limit: int, client: str) -> "BadLine":

@@ -1,0 +1,203 @@
+"""Typed output: ``client.parse(messages, output)`` and ``client.streaming_parse(...)``.
+
+The loop (issue 40): the type is compiled once (``agenthub.typeschema``) into a JSON Schema and a
+converter; the schema goes out as ``config["response_format"]`` (each dialect maps it to its wire, so a
+failover to another provider rebuilds it for the fallback's wire), or, where the endpoint takes no JSON
+Schema, as a forced tool (Anthropic models without structured outputs) or as ``json_object`` plus the
+schema in the system prompt (compatible servers in JSON mode), or the schema in the system prompt alone.
+The answer's JSON is found (prose or a Markdown fence around it is allowed), converted and checked; an
+answer that does not validate goes back as the assistant turn it was, with the problems as the next user
+turn, at most ``retries`` times.  Transport errors are the attempt loop's (retries, failover), never a
+re-ask; a refusal is ``OutputRefusedError``, never re-asked; when the re-asks run out,
+``OutputValidationError`` carries the last candidate, every attempt's problems and their usage.
+"""
+
+from dataclasses import dataclass, field
+from typing import Any, Generic, Iterator, List, Optional, Sequence, Tuple, TypeVar
+
+from ..catalog import cost
+from ..errors import ConfigError, OutputRefusedError, OutputValidationError
+from ..stream import Collector
+from ..types import USAGE_KEYS, AssistantMessage, Message, UniConfig, UsageMetadata
+from .partial import PartialJSON, find_json
+from .shape import shape
+
+__all__ = ["Parsed", "ParseStream", "parse", "streaming_parse", "find_json", "MAX_ANSWER_CHARS"]
+
+T = TypeVar("T")
+
+#: the longest answer text read for a value (characters); past it the attempt fails as too large
+MAX_ANSWER_CHARS = 16 * 1024 * 1024
+#: the most re-asks one call may ask for
+MAX_RETRIES = 10
+#: the name the schema goes out under (response_format's ``name``, the forced tool's name)
+SCHEMA_NAME = "output"
+
+
+@dataclass
+class Parsed(Generic[T]):
+    """What ``client.parse`` returns: ``value`` (an instance of the output type), ``message`` (the final
+    assistant message, fidelity kept, to go on with the conversation), ``attempts`` (1 + the re-asks),
+    ``usage_metadata`` and ``cost_usd`` summed over every attempt (``cost_usd`` None when a turn is
+    unpriced), ``json`` the validated JSON the value was made from (what a job row holds), and
+    ``messages`` the re-ask turns sent after the caller's messages (empty when the first answer held)."""
+
+    value: T
+    message: AssistantMessage
+    attempts: int
+    usage_metadata: UsageMetadata
+    cost_usd: Optional[float]
+    json: Any = None
+    messages: List[Message] = field(default_factory=list)
+
+
+class ParseStream(Generic[T]):
+    """What ``client.streaming_parse`` returns.  Iterating yields the partial value as it grows (plain
+    dicts and lists: agenthub.output.partial says what it holds); a re-ask starts a new partial value,
+    a new object, and ``attempt`` (1-based) says which attempt the value belongs to.  ``result()`` reads
+    to the end and returns ``Parsed`` (or raises ``OutputValidationError`` / ``OutputRefusedError`` /
+    what the call raised).  ``events()`` yields the raw UniEvents instead, for callers who show text."""
+
+    def __init__(self, client: Any, messages: Sequence[Message], output: Any, config: Optional[UniConfig],
+                 retries: int) -> None:
+        if not isinstance(retries, int) or isinstance(retries, bool) or not 0 <= retries <= MAX_RETRIES:
+            raise ConfigError("retries must be an int from 0 to {} (got {!r})".format(MAX_RETRIES, retries))
+        self._client = client
+        self._retries = retries
+        self._messages = list(messages)
+        self._config = dict(config or {})
+        for key in ("response_format",):
+            if key in self._config:
+                raise ConfigError("config['{}'] is set by parse() from the output type: leave it out".format(key))
+        self._shaped = shape(client, self._messages, output, self._config)
+        self.attempt = 0
+        self._result = None  # type: Optional[Parsed[T]]
+        self._error = None  # type: Optional[BaseException]
+        self._gen = self._run()
+        self._values = None  # type: Optional[Iterator[Any]]
+
+    # iteration: the partial values
+    def __iter__(self) -> Iterator[Any]:
+        for kind, payload in self._gen:
+            if kind == "value":
+                yield payload
+
+    def events(self) -> Iterator[Any]:
+        """The UniEvents of every attempt, as they come (a ``stop`` event ends each attempt)."""
+        for kind, payload in self._gen:
+            if kind == "event":
+                yield payload
+
+    def result(self) -> "Parsed[T]":
+        for _ in self._gen:
+            pass
+        if self._error is not None:
+            raise self._error
+        assert self._result is not None
+        return self._result
+
+    def close(self) -> None:
+        self._gen.close()
+
+    def __enter__(self) -> "ParseStream[T]":
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self.close()
+
+    # the loop
+    def _run(self) -> Iterator[Tuple[str, Any]]:
+        shaped = self._shaped
+        sent = list(self._messages)
+        extra = []  # type: List[Message]
+        usage = [None] * len(USAGE_KEYS)  # type: List[Optional[int]]
+        total = 0.0  # type: Optional[float]
+        problems_seen = []  # type: List[List[str]]
+        last_text = ""
+        last_json = None  # type: Any
+        retries_left = self._retries
+        while True:
+            self.attempt += 1
+            collector = Collector()
+            partial = PartialJSON()
+            changes = -1
+            stream = self._client.streaming_response(sent + extra, shaped.config)
+            chars = 0
+            too_big = False
+            for event in stream:
+                collector.add(event)
+                yield ("event", event)
+                piece = shaped.piece(event)
+                if piece:
+                    chars += len(piece)
+                    if chars > MAX_ANSWER_CHARS:
+                        too_big = True
+                        stream.close()
+                        break
+                    partial.feed(piece)
+                    if partial.changes != changes and partial.value is not None:
+                        changes = partial.changes
+                        inner = shaped.inner(partial.value)
+                        if inner is not None:
+                            yield ("value", inner)
+            message = collector.message()
+            turn_usage = message.get("usage_metadata") or {}
+            for n, key in enumerate(USAGE_KEYS):
+                value = turn_usage.get(key)
+                if value is not None:
+                    usage[n] = (usage[n] or 0) + value
+            route = getattr(stream, "route", None) or {}
+            price = cost(route.get("model") or getattr(self._client, "model", ""), turn_usage) if turn_usage else None
+            total = None if (price is None or total is None) else total + price
+            summed = dict(zip(USAGE_KEYS, usage))  # type: Any
+            if too_big:
+                self._error = OutputValidationError(
+                    "the answer passed {} characters: not read as a value".format(MAX_ANSWER_CHARS),
+                    candidate_text=None, candidate_json=None, problems=problems_seen + [["the answer is too large"]],
+                    attempts=self.attempt, usage_metadata=summed, cost_usd=total)
+                return
+            refusal = shaped.refusal(message)
+            if refusal is not None:
+                self._error = OutputRefusedError(
+                    "the model refused to answer with the output type: {}".format(refusal[:500]),
+                    refusal=refusal, finish_reason=message.get("finish_reason"), attempts=self.attempt,
+                    usage_metadata=summed, cost_usd=total)
+                return
+            last_text = shaped.text(message)
+            data, why = find_json(last_text)
+            value = kept = None  # type: Any
+            if why is not None:
+                problems = [why]
+                last_json = None
+            else:
+                last_json = data
+                value, problems, kept = shaped.convert(data)
+            if not problems:
+                self._result = Parsed(value=value, message=message, attempts=self.attempt, usage_metadata=summed,
+                                      cost_usd=total, json=kept, messages=extra)
+                return
+            problems_seen.append(problems)
+            if message.get("finish_reason") == "length":
+                problems_seen[-1] = problems + ["the answer was cut at the output limit: set a larger max_tokens"]
+                retries_left = 0
+            if retries_left <= 0:
+                self._error = OutputValidationError(
+                    "the answer did not validate as {} after {} attempt(s): {}".format(
+                        shaped.label, self.attempt, "; ".join(problems_seen[-1][:5])),
+                    candidate_text=last_text, candidate_json=last_json, problems=problems_seen,
+                    attempts=self.attempt, usage_metadata=summed, cost_usd=total)
+                return
+            retries_left -= 1
+            extra = extra + [shaped.replay(message), shaped.reask(problems, message)]
+
+
+def streaming_parse(client: Any, messages: Sequence[Message], output: Any, config: Optional[UniConfig] = None, *,
+                    retries: int = 2) -> ParseStream[Any]:
+    """``client.streaming_parse``: see ParseStream."""
+    return ParseStream(client, messages, output, config, retries)
+
+
+def parse(client: Any, messages: Sequence[Message], output: Any, config: Optional[UniConfig] = None, *,
+          retries: int = 2) -> Parsed[Any]:
+    """``client.parse``: ``streaming_parse(...).result()``."""
+    return streaming_parse(client, messages, output, config, retries=retries).result()

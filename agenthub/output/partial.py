@@ -1,0 +1,317 @@
+"""An incremental JSON reader for typed output streamed as text: feed it the text deltas as they come,
+read ``value`` after each: the JSON so far, as plain dicts and lists.
+
+What ``value`` holds (the rule ``client.streaming_parse`` documents):
+
+- an object holds the members whose value is complete (a string once its closing quote came, a number
+  once something followed it, ``true``/``false``/``null`` once spelt out); an object or an array being
+  written is there as far as it goes, nested to any depth;
+- an array holds its complete elements, and the one being written when it is an object or an array;
+- text before the JSON (prose, a Markdown fence) is skipped: the value starts at the first ``{`` or ``[``.
+
+The work is linear in the text: every character is looked at once (a string is scanned in place, its
+pieces kept until it closes), and the value is built in place, never re-parsed.  ``value`` is the same
+object as it grows: copy it (``copy.deepcopy``) to keep a snapshot.  What is not JSON (a stray character,
+a second document) ends the reading: ``error`` says where, ``value`` keeps what was read; the answer's
+full text is still validated at the end (this reader only shows progress).
+"""
+
+import json
+import re
+from typing import Any, List, Optional, Tuple
+
+__all__ = ["PartialJSON", "find_json"]
+
+_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
+_NUMBERISH = re.compile(r"[-+0-9.eE]+")
+_STRING_STOP = re.compile(r'["\\]')
+_SPACE = re.compile(r"[ \t\n\r]*")
+_LITERALS = {"t": ("true", True), "f": ("false", False), "n": ("null", None)}
+_SIMPLE_ESCAPES = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
+_START = re.compile(r"[\[{]")
+_HEX = re.compile(r"[0-9a-fA-F]*$")
+_HEX4 = re.compile(r"[0-9a-fA-F]{4}$")
+
+
+def _could_be_escape(tail: str) -> bool:
+    """Whether ``tail`` (fewer than 6 characters) may still grow into a ``\\uXXXX`` escape."""
+    return tail in ("", "\\") or (tail[:2] == "\\u" and bool(_HEX.match(tail[2:])))
+
+# what a frame waits for
+_KEY, _COLON, _VALUE, _COMMA = range(4)
+
+
+class _Frame(object):
+    __slots__ = ("container", "is_object", "state", "key")
+
+    def __init__(self, container: Any, is_object: bool) -> None:
+        self.container = container
+        self.is_object = is_object
+        self.state = _KEY if is_object else _VALUE
+        self.key = None  # type: Optional[str]
+
+
+class PartialJSON(object):
+    """``feed(text)`` the deltas; ``value`` is the JSON so far (None before the first ``{`` or ``[``);
+    ``done`` once the top-level value closed; ``error`` a message once the text stopped being JSON."""
+
+    __slots__ = ("value", "done", "error", "changes", "_text", "_pos", "_stack", "_started", "_string", "_in_key",
+                 "_max_depth", "_seen")
+
+    def __init__(self, max_depth: int = 512) -> None:
+        self.value = None  # type: Any
+        self.done = False
+        self.error = None  # type: Optional[str]
+        self.changes = 0  # counts what was added to ``value`` (a member, an element, a container)
+        self._text = ""
+        self._pos = 0
+        self._stack = []  # type: List[_Frame]
+        self._started = False
+        self._string = None  # type: Optional[List[str]]  # the pieces of a string being read
+        self._in_key = False
+        self._max_depth = max_depth
+        self._seen = 0  # characters consumed before self._text (for error positions)
+
+    def feed(self, text: str) -> Any:
+        """Read ``text`` (the next delta); returns ``value``."""
+        if self.done or self.error is not None or not text:
+            return self.value
+        # keep only the unread tail: a token cut by the delta boundary is at most a few characters long
+        # (a string's read pieces are kept apart), so this stays linear
+        self._seen += self._pos
+        self._text = self._text[self._pos:] + text if self._pos < len(self._text) else text
+        self._pos = 0
+        try:
+            self._run()
+        except _Stop as stop:
+            self.error = "{} at character {}".format(stop.args[0], self._seen + self._pos)
+        return self.value
+
+    # -- the reader --------------------------------------------------------------------------------------
+    def _run(self) -> None:
+        text = self._text
+        if not self._started:
+            found = _START.search(text, self._pos)
+            if found is None:
+                self._pos = len(text)
+                return
+            self._pos = found.start()
+            self._started = True
+        while self._pos < len(text) and not self.done:
+            if self._string is not None:
+                if not self._read_string():
+                    return
+                continue
+            self._pos = _SPACE.match(text, self._pos).end()
+            if self._pos >= len(text):
+                return
+            if not self._step(text[self._pos]):
+                return
+
+    def _step(self, char: str) -> bool:
+        """One token at ``self._pos``; False when it needs more text."""
+        frame = self._stack[-1] if self._stack else None
+        state = frame.state if frame is not None else _VALUE
+        if state == _VALUE:
+            if char == "]" and frame is not None and not frame.is_object and not frame.container:
+                return self._close(frame, "]")
+            return self._value(char)
+        if state == _KEY:
+            if char == "}" and not frame.container and frame.key is None:  # type: ignore[union-attr]
+                return self._close(frame, "}")  # type: ignore[arg-type]
+            if char != '"':
+                raise _Stop("expected a member name")
+            self._pos += 1
+            self._string = []
+            self._in_key = True
+            return True
+        if state == _COLON:
+            if char != ":":
+                raise _Stop("expected ':'")
+            self._pos += 1
+            frame.state = _VALUE  # type: ignore[union-attr]
+            return True
+        # _COMMA
+        if char == ",":
+            self._pos += 1
+            frame.state = _KEY if frame.is_object else _VALUE  # type: ignore[union-attr]
+            return True
+        return self._close(frame, "}" if frame.is_object else "]")  # type: ignore[union-attr,arg-type]
+
+    def _close(self, frame: _Frame, closer: str) -> bool:
+        if self._text[self._pos] != closer:
+            raise _Stop("expected ',' or {!r}".format(closer))
+        self._pos += 1
+        self._stack.pop()
+        self._finished(None, attach=False)
+        return True
+
+    def _value(self, char: str) -> bool:
+        text = self._text
+        if char == "{" or char == "[":
+            if len(self._stack) >= self._max_depth:
+                raise _Stop("nested deeper than {}".format(self._max_depth))
+            container = {} if char == "{" else []  # type: Any
+            self._attach(container)
+            self._stack.append(_Frame(container, char == "{"))
+            self._pos += 1
+            return True
+        if char == '"':
+            self._pos += 1
+            self._string = []
+            self._in_key = False
+            return True
+        literal = _LITERALS.get(char)
+        if literal is not None:
+            word, value = literal
+            piece = text[self._pos:self._pos + len(word)]
+            if len(piece) < len(word):
+                if not word.startswith(piece):
+                    raise _Stop("not JSON")
+                return False
+            if piece != word:
+                raise _Stop("not JSON")
+            self._pos += len(word)
+            self._finished(value)
+            return True
+        run = _NUMBERISH.match(text, self._pos)
+        if run is None or run.end() == self._pos:
+            raise _Stop("not JSON")
+        if run.end() >= len(text):
+            return False  # a number is complete only once something follows it
+        token = run.group()
+        if _NUMBER.fullmatch(token) is None:
+            raise _Stop("not a JSON number")
+        self._pos = run.end()
+        number = float(token) if ("." in token or "e" in token or "E" in token) else int(token)
+        self._finished(number)
+        return True
+
+    def _read_string(self) -> bool:
+        text = self._text
+        pieces = self._string
+        assert pieces is not None
+        while True:
+            found = _STRING_STOP.search(text, self._pos)
+            if found is None:
+                pieces.append(text[self._pos:])
+                self._pos = len(text)
+                return False
+            at = found.start()
+            if at > self._pos:
+                pieces.append(text[self._pos:at])
+            if text[at] == '"':
+                self._pos = at + 1
+                value = "".join(pieces)
+                self._string = None
+                if self._in_key:
+                    frame = self._stack[-1]
+                    frame.key = value
+                    frame.state = _COLON
+                else:
+                    self._finished(value)
+                return True
+            # an escape: needs its whole sequence (a surrogate pair: two)
+            self._pos = at
+            if at + 1 >= len(text):
+                return False
+            kind = text[at + 1]
+            simple = _SIMPLE_ESCAPES.get(kind)
+            if simple is not None:
+                pieces.append(simple)
+                self._pos = at + 2
+                continue
+            if kind != "u":
+                raise _Stop("bad escape")
+            hexa = text[at + 2:at + 6]
+            if len(hexa) < 4:
+                if not _HEX.match(hexa):
+                    raise _Stop("bad escape")
+                return False
+            if not _HEX4.match(hexa):
+                raise _Stop("bad escape")
+            code = int(hexa, 16)
+            if 0xD800 <= code <= 0xDBFF:
+                tail = text[at + 6:at + 12]
+                if len(tail) < 6 and _could_be_escape(tail):
+                    return False
+                if tail[:2] == "\\u" and _HEX4.match(tail[2:6]):
+                    low = int(tail[2:6], 16)
+                    if 0xDC00 <= low <= 0xDFFF:
+                        pieces.append(chr(0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00)))
+                        self._pos = at + 12
+                        continue
+            pieces.append(chr(code))  # a lone surrogate stays one, as json.loads keeps it
+            self._pos = at + 6
+
+    def _attach(self, value: Any) -> None:
+        self.changes += 1
+        if not self._stack:
+            if self.value is not None:
+                raise _Stop("a second value")
+            self.value = value
+            return
+        frame = self._stack[-1]
+        if frame.is_object:
+            frame.container[frame.key] = value
+            frame.key = None
+        else:
+            frame.container.append(value)
+        frame.state = _COMMA
+
+    def _finished(self, value: Any, attach: bool = True) -> None:
+        if attach:
+            if not self._stack:
+                self.changes += 1
+                self.value = value
+                self.done = True
+                return
+            self._attach(value)
+            return
+        if not self._stack:
+            self.done = True
+
+
+class _Stop(Exception):
+    pass
+
+
+def find_json(text: str) -> Tuple[Any, Optional[str]]:
+    """The JSON document in an answer's text: the whole text, else the first ``{``/``[`` from which a
+    document parses (prose or a Markdown fence around it); ``(value, None)`` or ``(None, why)``."""
+    decoder = json.JSONDecoder(parse_constant=_no_constant)
+    stripped = text.strip()
+    try:
+        return decoder.decode(stripped), None
+    except (ValueError, _NotJSON):
+        pass
+    start = 0
+    tries = 0
+    while tries < 64:
+        at = _next_open(text, start)
+        if at < 0:
+            break
+        tries += 1
+        try:
+            value, _end = decoder.raw_decode(text, at)
+            return value, None
+        except (ValueError, _NotJSON):
+            start = at + 1
+    if not stripped:
+        return None, "the answer is empty"
+    return None, "the answer is not JSON (it begins {!r})".format(stripped[:80])
+
+
+def _next_open(text: str, start: int) -> int:
+    brace = text.find("{", start)
+    bracket = text.find("[", start)
+    found = [i for i in (brace, bracket) if i >= 0]
+    return min(found) if found else -1
+
+
+class _NotJSON(ValueError):
+    pass
+
+
+def _no_constant(name: str) -> Any:
+    raise _NotJSON("{} is not JSON".format(name))

@@ -1,0 +1,271 @@
+"""How an output type goes out on the routed wire, and how its answer comes back (typed output).
+
+``shape(client, messages, output, config)`` compiles the type once and picks the first way the endpoint
+takes, checked by building the request (``client.plan``: nothing is sent):
+
+==============  =======================================================================================
+``schema``      ``response_format: json_schema`` (strict form): OpenAI Chat/Responses/Azure structured
+                outputs, Anthropic ``output_config.format``, Bedrock ``outputConfig.textFormat``, Gemini
+                ``responseJsonSchema`` (or its OpenAPI subset): native on every wire that has it
+``tool``        a forced tool whose parameters are the schema (Anthropic models without structured
+                outputs, and other endpoints that refuse ``json_schema`` but take a forced tool)
+``json_object`` JSON mode plus the schema in the system prompt (compatible servers in JSON mode only)
+``prompt``      the schema in the system prompt alone (endpoints with neither)
+==============  =======================================================================================
+
+The strict form (what OpenAI's strict mode asks, and what every other wire takes): every object lists
+all its properties in ``required`` and has ``additionalProperties: false``; a property that was optional
+becomes nullable, and a ``null`` the model sends for it is read back as "left out" (its default applies).
+A value that is not an object (a list, a number, an Enum, a union) goes out wrapped as
+``{"value": ...}`` (the wires take an object at the top) and is unwrapped before it is converted.
+"""
+
+import copy
+import json
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+
+from ..errors import ConfigError, UnsupportedParameterError
+from ..typeschema import ConversionError, compile as compile_type
+from ..types import Message
+from .partial import find_json
+
+__all__ = ["Shaped", "shape", "strict_schema"]
+
+SCHEMA_NAME = "output"
+_WRAP = "value"
+
+
+def _label(output: Any) -> str:
+    if isinstance(output, Mapping):
+        return "the JSON Schema {!r}".format(output.get("title") or "given")
+    return getattr(output, "__name__", None) or repr(output)
+
+
+def strict_schema(schema: Mapping[str, Any]) -> Tuple[Dict[str, Any], Dict[int, List[str]]]:
+    """The strict form of ``schema`` (a copy) and, per object schema (keyed by ``id`` of the copy's
+    node), the properties made nullable by it."""
+    out = copy.deepcopy(dict(schema))
+    added = {}  # type: Dict[int, List[str]]
+
+    def walk(node: Any) -> None:
+        if isinstance(node, list):
+            for child in node:
+                walk(child)
+            return
+        if not isinstance(node, dict):
+            return
+        node.pop("default", None)  # strict mode takes no defaults: a left-out value comes back as null
+        props = node.get("properties")
+        if isinstance(props, dict) and (node.get("type") == "object" or "type" not in node):
+            required = set(node.get("required") or ())
+            made = []
+            for name, sub in props.items():
+                if name not in required and isinstance(sub, dict) and not _nullable(sub):
+                    props[name] = {"anyOf": [sub, {"type": "null"}]} if "type" not in sub or "$ref" in sub \
+                        else _with_null(sub)
+                    made.append(name)
+                elif name not in required and isinstance(sub, dict):
+                    made.append(name)
+            node["required"] = list(props)
+            node["additionalProperties"] = False
+            if made:
+                added[id(node)] = made
+        for key, child in node.items():
+            if key in ("properties", "$defs", "definitions"):
+                if isinstance(child, dict):
+                    for sub in child.values():
+                        walk(sub)
+            elif isinstance(child, (dict, list)):
+                walk(child)
+
+    walk(out)
+    return out, added
+
+
+def _nullable(schema: Mapping[str, Any]) -> bool:
+    kind = schema.get("type")
+    if kind == "null" or (isinstance(kind, list) and "null" in kind):
+        return True
+    return any(isinstance(s, dict) and _nullable(s) for s in (schema.get("anyOf") or schema.get("oneOf") or ()))
+
+
+def _with_null(schema: Mapping[str, Any]) -> Dict[str, Any]:
+    out = dict(schema)
+    kind = out["type"]
+    out["type"] = (list(kind) if isinstance(kind, list) else [kind]) + ["null"]
+    if "enum" in out:
+        out["enum"] = list(out["enum"]) + [None]
+    return out
+
+
+def _drop_added_nulls(data: Any, schema: Mapping[str, Any], defs: Mapping[str, Any], depth: int = 0) -> Any:
+    """``data`` with each ``null`` the strict form allowed for an optional property left out."""
+    if depth > 200 or not isinstance(schema, Mapping):
+        return data
+    ref = schema.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/$defs/"):
+        target = defs.get(ref[len("#/$defs/"):])
+        return _drop_added_nulls(data, target, defs, depth + 1) if target is not None else data
+    if isinstance(data, dict):
+        props = schema.get("properties")
+        if isinstance(props, dict):
+            required = set(schema.get("required") or ())
+            out = {}
+            for key, value in data.items():
+                sub = props.get(key)
+                if value is None and key not in required and isinstance(sub, Mapping) and not _nullable(sub):
+                    continue
+                out[key] = _drop_added_nulls(value, sub, defs, depth + 1) if isinstance(sub, Mapping) else value
+            return out
+        for branch in schema.get("anyOf") or schema.get("oneOf") or ():
+            if isinstance(branch, Mapping) and (branch.get("type") == "object" or "properties" in branch
+                                                or "$ref" in branch):
+                return _drop_added_nulls(data, branch, defs, depth + 1)
+        extra = schema.get("additionalProperties")
+        if isinstance(extra, Mapping):
+            return {k: _drop_added_nulls(v, extra, defs, depth + 1) for k, v in data.items()}
+        return data
+    if isinstance(data, list):
+        items = schema.get("items")
+        if isinstance(items, Mapping):
+            return [_drop_added_nulls(v, items, defs, depth + 1) for v in data]
+        for branch in schema.get("anyOf") or ():
+            if isinstance(branch, Mapping) and branch.get("type") == "array":
+                return _drop_added_nulls(data, branch, defs, depth + 1)
+    return data
+
+
+def _is_object(schema: Mapping[str, Any]) -> bool:
+    return schema.get("type") == "object" and isinstance(schema.get("properties"), dict)
+
+
+class Shaped(object):
+    """The output type as it goes out on one endpoint (see the module docstring)."""
+
+    def __init__(self, compiled: Any, mode: str, config: Dict[str, Any], wrapped: bool,
+                 original: Dict[str, Any]) -> None:
+        self.compiled = compiled
+        self.mode = mode
+        self.config = config
+        self.wrapped = wrapped
+        self._original = original  # the schema as compiled (wrapped when it is), not the strict form
+        self.label = _label(compiled.type)
+
+    # what streams in
+    def piece(self, event: Mapping[str, Any]) -> str:
+        items = event.get("content_items")
+        if not items:
+            return ""
+        if self.mode == "tool":
+            return "".join(item.get("arguments") or "" for item in items
+                           if item.get("type") == "partial_tool_call" and isinstance(item.get("arguments"), str))
+        return "".join(item.get("text") or "" for item in items
+                       if item.get("type") == "text" and not (item.get("fidelity") or {}).get("refusal"))
+
+    def inner(self, value: Any) -> Any:
+        if not self.wrapped:
+            return value
+        return value.get(_WRAP) if isinstance(value, dict) else None
+
+    # what the whole answer says
+    def refusal(self, message: Mapping[str, Any]) -> Optional[str]:
+        refused = [item.get("text") or "" for item in message.get("content_items") or ()
+                   if item.get("type") == "text" and (item.get("fidelity") or {}).get("refusal")]
+        if refused:
+            return "".join(refused) or "(no reason given)"
+        if message.get("finish_reason") == "unknown":
+            text = self.text(message)
+            if find_json(text)[1] is not None:
+                return text.strip() or "(the answer ended without a value; finish_reason unknown)"
+        return None
+
+    def text(self, message: Mapping[str, Any]) -> str:
+        items = message.get("content_items") or ()
+        if self.mode == "tool":
+            for item in items:
+                if item.get("type") == "tool_call" and item.get("name") == SCHEMA_NAME:
+                    return json.dumps(item.get("arguments"), ensure_ascii=False)
+            return ""
+        return "".join(item.get("text") or "" for item in items
+                       if item.get("type") == "text" and not (item.get("fidelity") or {}).get("refusal"))
+
+    def convert(self, data: Any) -> Tuple[Any, List[str], Any]:
+        """(the typed value, [], its JSON) of the answer's JSON, or (None, the problems (``path: what``), None)."""
+        original = self._original
+        defs = original.get("$defs") or {}
+        if self.mode in ("schema", "tool"):
+            data = _drop_added_nulls(data, original, defs)
+        if self.wrapped:
+            if not isinstance(data, dict) or _WRAP not in data:
+                return None, ["the answer must be an object {{\"{}\": ...}}".format(_WRAP)], None
+            extra = sorted(set(data) - {_WRAP})
+            if extra:
+                return None, ["unexpected member(s) {}".format(", ".join(extra))], None
+            data = data[_WRAP]
+        try:
+            return self.compiled.convert(data), [], data
+        except ConversionError as exc:
+            return None, exc.lines or [str(exc)], None
+
+    # what goes back when it did not hold
+    def replay(self, message: Mapping[str, Any]) -> Message:
+        return {"role": "assistant", "content_items": list(message.get("content_items") or ())}  # type: ignore[return-value]
+
+    def reask(self, problems: Sequence[str], message: Mapping[str, Any]) -> Message:
+        listed = "\n".join("- " + p for p in problems[:50])
+        text = ("The answer did not match the required JSON Schema:\n{}\nAnswer again with the corrected value "
+                "only.".format(listed))
+        if self.mode == "tool":
+            for item in message.get("content_items") or ():
+                if item.get("type") == "tool_call" and item.get("name") == SCHEMA_NAME:
+                    return {"role": "user", "content_items": [  # type: ignore[return-value]
+                        {"type": "tool_result", "tool_call_id": item.get("tool_call_id"), "text": text,
+                         "is_error": True}]}
+        return {"role": "user", "content_items": [{"type": "text", "text": text}]}  # type: ignore[return-value]
+
+
+def _instructions(schema: Mapping[str, Any]) -> str:
+    return ("Answer with a single JSON value that matches this JSON Schema, and nothing else:\n"
+            + json.dumps(schema, ensure_ascii=False, sort_keys=True))
+
+
+def _with_system(config: Dict[str, Any], text: str) -> Dict[str, Any]:
+    out = dict(config)
+    prompt = out.get("system_prompt")
+    out["system_prompt"] = (prompt + "\n\n" + text) if prompt else text
+    return out
+
+
+def shape(client: Any, messages: Sequence[Message], output: Any, config: Mapping[str, Any]) -> Shaped:
+    """The first way ``output`` goes out that the client's endpoint takes (see the module docstring)."""
+    compiled = compile_type(output)
+    schema = dict(compiled.schema)
+    wrapped = not _is_object(schema)
+    if wrapped:
+        defs = schema.pop("$defs", None)
+        schema = {"type": "object", "properties": {_WRAP: schema}, "required": [_WRAP],
+                  "additionalProperties": False}
+        if defs:
+            schema["$defs"] = defs
+    strict, _ = strict_schema(schema)
+    base = dict(config)
+    tries = []  # type: List[Tuple[str, Dict[str, Any]]]
+    tries.append(("schema", dict(base, response_format={"type": "json_schema", "name": SCHEMA_NAME,
+                                                          "schema": strict, "strict": True})))
+    if not base.get("tools"):
+        tries.append(("tool", dict(base, tools=[{"name": SCHEMA_NAME, "parameters": strict,
+                                                "description": "Answer with the requested value."}],
+                                   tool_choice=[SCHEMA_NAME])))
+    tries.append(("json_object", dict(_with_system(base, _instructions(schema)),
+                                      response_format={"type": "json_object"})))
+    tries.append(("prompt", _with_system(base, _instructions(schema))))
+    refused = []  # type: List[str]
+    for mode, candidate in tries:
+        try:
+            client.plan(messages, candidate)
+        except UnsupportedParameterError as exc:
+            refused.append("{}: {}".format(mode, exc))
+            continue
+        return Shaped(compiled, mode, candidate, wrapped, schema)
+    raise ConfigError("{}: no way to ask for {} here ({})".format(
+        getattr(client, "client_type", "?"), _label(output), "; ".join(refused)))

@@ -1,0 +1,16 @@
+local now = clock()
+local out = {}
+local all = redis.call('HGETALL', KEYS[1])
+for i = 1, #all, 2 do
+  local name = all[i]
+  if name == 'p' or string.sub(name, 1, 2) == 'e:' then
+    local untl = num(all[i + 1], 'limiter')
+    if untl > now then
+      if name == 'p' then table.insert(out, '') else table.insert(out, string.sub(name, 3)) end
+      table.insert(out, fmt(untl - now))
+    elseif name ~= 'p' then
+      redis.call('HDEL', KEYS[1], name)
+    end
+  end
+end
+return out

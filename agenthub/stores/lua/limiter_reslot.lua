@@ -1,0 +1,5 @@
+local now = clock()
+local r, t, p = limiter(now)
+local at = math.max(now, r)
+keep(now, at + 60 / tonumber(ARGV[1]), t, p)
+return fmt(at - now)

@@ -1,0 +1,203 @@
+"""A decision covers exactly the pending call it was given for (issue 37 A1; adversarial4 T07, T08).
+
+- a decision applies to the calls the run was resumed with, once: a later turn's call under the same id
+  (servers that number calls per answer) asks again;
+- two calls of one turn sharing an id: none runs (StreamProtocolError from a model turn, ConfigError from a
+  saved state);
+- keyed by ``call_digest(call)``, a decision binds the id, the name and the arguments: a saved state edited
+  after the decision stops for approval again;
+- a decision for a call the run does not resume is a ConfigError.
+Also (issue 37 D): the calls of a turn that did not finish with tool_call or stop need a decision."""
+
+import copy
+import json
+
+import pytest
+from agent_streams import chat_calls, chat_text
+from sse_server import Answer, SSEServer
+
+from agenthub import AutoLLMClient, ConfigError, StreamProtocolError, tool
+from agenthub.agent import call_digest, runner
+
+USER = {"role": "user", "content_items": [{"type": "text", "text": "Delete old.log"}]}
+ran = []
+
+
+@tool(requires_approval=True)
+def delete_file(path: str) -> str:
+    """Delete a file."""
+    ran.append(("delete_file", path))
+    return "deleted " + path
+
+
+@tool(requires_approval=True)
+def wipe_disk(device: str) -> str:
+    """Wipe a disk."""
+    ran.append(("wipe_disk", device))
+    return "wiped " + device
+
+
+TOOLS = [delete_file, wipe_disk]
+
+
+@pytest.fixture(autouse=True)
+def clean():
+    ran.clear()
+    runner._SHOWN.clear()  # what this process showed in pending (each test starts with nothing shown)
+
+
+def client_for(server):
+    return AutoLLMClient("gpt-4o-mini", api_key="sk-test-decide-0001", base_url=server.url + "/v1",
+                         client_type="openai-chat", max_retries=0)
+
+
+def stopped_for_approval(server):
+    server.answers.append(Answer([chat_calls([("call_0", "delete_file", '{"path": "old.log"}')])]))
+    first = client_for(server).run([USER], tools=TOOLS).result()
+    assert first.stop == "approval" and ran == []
+    return first
+
+
+def test_a_decision_does_not_cover_a_later_turns_call_with_the_same_id():
+    """T08 (a): the server numbers calls per answer; the approval of call_0 = old.log is not one of
+    call_0 = /home/user in the next turn."""
+    with SSEServer() as server:
+        first = stopped_for_approval(server)
+        server.answers += [Answer([chat_calls([("call_0", "delete_file", '{"path": "/home/user"}')])])]
+        second = client_for(server).run([USER] + first.messages, tools=TOOLS, decisions={"call_0": True}).result()
+    assert ran == [("delete_file", "old.log")]
+    assert second.stop == "approval" and [c["arguments"] for c in second.pending] == [{"path": "/home/user"}]
+
+
+def test_run_stateful_a_decision_does_not_cover_a_later_turns_call_with_the_same_id():
+    with SSEServer() as server:
+        server.answers += [Answer([chat_calls([("call_0", "delete_file", '{"path": "old.log"}')])]),
+                           Answer([chat_calls([("call_0", "delete_file", '{"path": "/home/user"}')])])]
+        client = client_for(server)
+        assert client.run_stateful(USER, tools=TOOLS).result().stop == "approval"
+        second = client.run_stateful(None, tools=TOOLS, decisions={"call_0": True}).result()
+    assert ran == [("delete_file", "old.log")]
+    assert second.stop == "approval" and [c["arguments"] for c in second.pending] == [{"path": "/home/user"}]
+
+
+def test_two_calls_of_one_turn_with_one_id_run_neither():
+    """T08 (b): their results could not be told apart, nor a decision given for one of them."""
+    chunks = [{"id": "c1", "choices": [{"index": 0, "delta": {"tool_calls": [
+        {"index": n, "id": "dup", "type": "function", "function": {"name": "delete_file", "arguments": args}}]},
+        "finish_reason": None}]} for n, args in enumerate(['{"path": "old.log"}', '{"path": "/etc"}'])]
+    chunks.append({"id": "c1", "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]})
+    body = b"".join(b"data: " + json.dumps(c).encode() + b"\n\n" for c in chunks) + b"data: [DONE]\n\n"
+    with SSEServer() as server:
+        server.answers += [Answer([body])]
+        run = client_for(server).run([USER], tools=TOOLS, approve=lambda call: True)
+        with pytest.raises(StreamProtocolError) as caught:
+            run.result()
+    assert str(caught.value) == "the model's turn has several tool calls with the id dup: none of them was run"
+    assert ran == [] and [m["role"] for m in run.messages] == ["assistant"]
+
+
+def tampered(first, change):
+    state = json.loads(json.dumps([USER] + first.messages))
+    change(state[-1]["content_items"])
+    return state
+
+
+def edit_arguments(items):
+    items[-1]["arguments"] = {"path": "/home/user/thesis.tex"}
+
+
+def second_call_same_id(items):
+    items.append(dict(copy.deepcopy(items[-1]), arguments={"path": "/home/user/.ssh/id_ed25519"}))
+
+
+def moved_to_another_tool(items):
+    items[-1]["name"], items[-1]["arguments"] = "wipe_disk", {"device": "/dev/sda"}
+
+
+@pytest.mark.parametrize("change", [edit_arguments, moved_to_another_tool])
+def test_a_digest_decision_does_not_run_a_call_edited_after_it(change):
+    """T07: the user approved delete_file("old.log") by its digest; the saved state was edited before the
+    resume: the run stops for approval again, showing the call as it now is, and nothing runs."""
+    with SSEServer() as server:
+        first = stopped_for_approval(server)
+        decisions = {call_digest(call): True for call in first.pending}
+        state = tampered(first, change)
+        result = client_for(server).run(state, tools=TOOLS, decisions=decisions).result()
+        assert len(server.requests) == 1  # nothing was sent
+    assert ran == [] and result.stop == "approval"
+    assert result.pending == [state[-1]["content_items"][-1]]
+
+
+def test_a_saved_state_with_two_calls_under_one_id_is_refused():
+    with SSEServer() as server:
+        first = stopped_for_approval(server)
+        state = tampered(first, second_call_same_id)
+        for decisions in ({"call_0": True}, {call_digest(first.pending[0]): True}):
+            with pytest.raises(ConfigError, match=r"the calls to resume share a tool_call_id \(call_0\)"):
+                client_for(server).run(state, tools=TOOLS, decisions=decisions)
+    assert ran == []
+
+
+def test_a_digest_decision_runs_the_call_it_was_given_for_once():
+    with SSEServer() as server:
+        first = stopped_for_approval(server)
+        server.answers += [Answer([chat_text("Done.")])]
+        decisions = {call_digest(call): True for call in first.pending}
+        result = client_for(server).run(json.loads(json.dumps([USER] + first.messages)), tools=TOOLS,
+                                        decisions=decisions).result()
+    assert result.stop == "done" and ran == [("delete_file", "old.log")]
+    assert call_digest(first.pending[0]) == call_digest(
+        {"tool_call_id": "call_0", "name": "delete_file", "arguments": {"path": "old.log"}})
+    assert call_digest(first.pending[0]).startswith("sha256:") and len(call_digest(first.pending[0])) == 71
+
+
+def test_a_decision_for_a_call_the_run_does_not_resume_is_refused():
+    with SSEServer() as server:
+        first = stopped_for_approval(server)
+        with pytest.raises(ConfigError, match=r"decisions for calls this run does not resume .*'call_a'"):
+            client_for(server).run([USER] + first.messages, tools=TOOLS, decisions={"call_a": True})
+    assert ran == []
+
+
+def test_the_calls_of_a_turn_cut_short_are_not_run_without_a_decision():
+    """Issue 37 D: a turn that ended otherwise than with tool_call or stop (here: length) does not run its
+    calls as asked: they wait in pending (with approve=, approve is asked)."""
+    @tool
+    def read_file(path: str) -> str:
+        """Read a file."""
+        ran.append(("read_file", path))
+        return "contents"
+
+    cut = chat_calls([("c1", "read_file", '{"path": "a.txt"}')]).replace(b'"finish_reason": "tool_calls"',
+                                                                           b'"finish_reason": "length"')
+    with SSEServer() as server:
+        server.answers += [Answer([cut]), Answer([cut]), Answer([chat_text("ok")])]
+        stopped = client_for(server).run([USER], tools=[read_file]).result()
+        asked = []
+        done = client_for(server).run([USER], tools=[read_file], approve=lambda c: asked.append(c) or True).result()
+    assert stopped.final["finish_reason"] == "length"
+    assert stopped.stop == "approval" and [c["tool_call_id"] for c in stopped.pending] == ["c1"]
+    assert done.stop == "done" and [c["tool_call_id"] for c in asked] == ["c1"]
+    assert ran == [("read_file", "a.txt")]
+
+
+@pytest.mark.parametrize("change", [edit_arguments, moved_to_another_tool])
+def test_a_decision_by_id_covers_only_the_call_this_process_showed(change):
+    """T07 as the harness writes it: decisions keyed by tool_call_id, the saved state edited after the user
+    saw the pending call: in the process that showed it, the edited call stops for approval again."""
+    with SSEServer() as server:
+        first = stopped_for_approval(server)
+        state = tampered(first, change)
+        result = client_for(server).run(state, tools=TOOLS, decisions={"call_0": True}).result()
+        assert len(server.requests) == 1  # nothing was sent
+    assert ran == [] and result.stop == "approval"
+    assert result.pending == [state[-1]["content_items"][-1]]
+
+
+def test_a_decision_by_id_runs_the_call_this_process_showed():
+    with SSEServer() as server:
+        first = stopped_for_approval(server)
+        server.answers += [Answer([chat_text("Done.")])]
+        result = client_for(server).run(json.loads(json.dumps([USER] + first.messages)), tools=TOOLS,
+                                        decisions={"call_0": True}).result()
+    assert result.stop == "done" and ran == [("delete_file", "old.log")]

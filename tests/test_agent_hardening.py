@@ -1,0 +1,331 @@
+"""The tool runner under what breaks runs (issue 37 A2, A6, B1, B5, B6, B7; adversarial4 T01, T03, T04, T05,
+T11, T12): exact results and request bodies; every wait has a deadline, no thread is left behind."""
+
+import json
+import threading
+import time
+
+import pytest
+from agent_streams import chat_calls, chat_text
+from sse_server import Answer, SSEServer
+
+from agenthub import AutoLLMClient, ServerError, tool
+
+KEY = "sk-test-hardening-0001"
+USER = {"role": "user", "content_items": [{"type": "text", "text": "Go."}]}
+DOWN = Answer([b'{"error": {"message": "overloaded", "type": "server_error"}}'], status=503,
+              headers={"Content-Type": "application/json"})
+TWO = [("c1", "slow", "{}"), ("c2", "fast", "{}")]
+
+
+def client_for(server, model="gpt-4o-mini", **kwargs):
+    kwargs.setdefault("client_type", "openai-chat")
+    return AutoLLMClient(model, api_key=KEY, base_url=server.url + "/v1", max_retries=0, **kwargs)
+
+
+def tool_results(request):
+    return [m for m in request["body"]["messages"] if m["role"] == "tool"]
+
+
+def in_thread(target, seconds=30):
+    """Run ``target`` on a thread; (its return value or exception, whether it ended within ``seconds``)."""
+    out = {}
+
+    def run():
+        try:
+            out["value"] = target()
+        except BaseException as exc:  # noqa: B902 - what the run raised is the answer
+            out["error"] = exc
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    return out, not thread.is_alive()
+
+
+# -- B6 (T01): arguments JSON cannot carry back ------------------------------------------------------------------
+
+@tool
+def scale(factor: float, label: str = "") -> str:
+    """Scale by a factor."""
+    return "scaled {} {}".format(factor, label)
+
+
+@pytest.mark.parametrize("arguments, why", [
+    ('{"factor": NaN}', "NaN is not a JSON number"),
+    ('{"factor": Infinity}', "Infinity is not a JSON number"),
+    ('{"factor": -Infinity}', "-Infinity is not a JSON number"),
+    ('{"factor": 1e400}', "1e400 is beyond a float's range"),
+])
+def test_nan_infinity_and_huge_numbers_are_unparseable_arguments_and_the_run_goes_on(arguments, why):
+    with SSEServer() as server:
+        server.answers += [Answer([chat_calls([("c1", "scale", arguments)])]), Answer([chat_text("ok")])]
+        result = client_for(server).run([USER], tools=[scale]).result()
+        sent = tool_results(server.requests[1])
+    text = ("ToolCallArgumentParseError: arguments of tool call 'scale' (c1) is not valid JSON ({}); raw "
+            "arguments ({} chars): {}".format(why, len(arguments), arguments))
+    assert result.stop == "done"
+    assert result.messages[1] == {"role": "user", "content_items": [
+        {"type": "tool_result", "tool_call_id": "c1", "text": text, "is_error": True}]}
+    assert sent == [{"role": "tool", "tool_call_id": "c1", "content": text}]
+
+
+def test_a_lone_surrogate_is_unparseable_arguments_and_the_run_goes_on():
+    arguments = '{"factor": 1.5, "label": "\\ud800"}'
+    with SSEServer() as server:
+        server.answers += [Answer([chat_calls([("c1", "scale", arguments)])]), Answer([chat_text("ok")])]
+        result = client_for(server).run([USER], tools=[scale]).result()
+    assert result.stop == "done"
+    assert result.messages[1]["content_items"] == [{
+        "type": "tool_result", "tool_call_id": "c1", "is_error": True,
+        "text": "ToolCallArgumentParseError: arguments of tool call 'scale' (c1) hold a lone surrogate (a string no "
+                "UTF-8 can carry); raw arguments ({} chars): {}".format(len(arguments), arguments)}]
+
+
+# -- A2 (T12): results kept in the history as soon as the calls ran --------------------------------------------
+
+def test_run_stateful_keeps_the_results_when_the_next_request_fails_and_the_resume_runs_no_call_again():
+    charged = []
+
+    @tool
+    def charge_card(amount: int) -> str:
+        """Charge the card."""
+        charged.append(amount)
+        return "charged {}".format(amount)
+
+    with SSEServer() as server:
+        server.answers += [Answer([chat_calls([("c1", "charge_card", '{"amount": 5}')])]), DOWN,
+                           Answer([chat_text("Charged.")])]
+        client = client_for(server)
+        run = client.run_stateful(USER, tools=[charge_card])
+        with pytest.raises(ServerError):
+            run.result()
+        assert [m["role"] for m in client.get_history()] == ["user", "assistant", "user"]
+        assert client.get_history()[2]["content_items"] == [
+            {"type": "tool_result", "tool_call_id": "c1", "text": "charged 5"}]
+        result = client.run_stateful(None, tools=[charge_card]).result()
+        third = server.requests[2]["body"]["messages"]
+    assert charged == [5]
+    assert result.stop == "done" and [m["role"] for m in result.messages] == ["assistant"]
+    assert third[-1] == {"role": "tool", "tool_call_id": "c1", "content": "charged 5"}
+    assert [m["role"] for m in client.get_history()] == ["user", "assistant", "user", "assistant"]
+
+
+def test_run_stateful_resumed_with_a_new_message_sends_the_kept_results_with_it():
+    with SSEServer() as server:
+        server.answers += [Answer([chat_calls([("c1", "scale", '{"factor": 2}')])]), DOWN, Answer([chat_text("ok")])]
+        client = client_for(server)
+        with pytest.raises(ServerError):
+            client.run_stateful(USER, tools=[scale]).result()
+        more = {"role": "user", "content_items": [{"type": "text", "text": "And then?"}]}
+        client.run_stateful(more, tools=[scale]).result()
+        third = server.requests[2]["body"]["messages"]
+    assert third[-2:] == [{"role": "tool", "tool_call_id": "c1", "content": "scaled 2.0 "},
+                          {"role": "user", "content": "And then?"}]
+    assert [m["role"] for m in client.get_history()] == ["user", "assistant", "user", "assistant"]
+
+
+# -- A6 (T03): what an error text may not carry --------------------------------------------------------------
+
+def test_a_tools_error_text_is_scrubbed_of_the_clients_key_url_passwords_tokens_and_env_secrets(monkeypatch,
+                                                                                                 tmp_path):
+    monkeypatch.setenv("AGENTHUB_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("DATABASE_URL", "postgres://app:db-pass-0042@db.internal/app")
+    monkeypatch.setenv("GITHUB_PAT", "ghp_secretvalue0042")
+
+    @tool
+    def leak() -> str:
+        """Fail loudly."""
+        raise RuntimeError("key {} at https://u:pw0042@host/x?token=tok-0042&page=2 db db-pass-0042 pat "
+                           "ghp_secretvalue0042".format(KEY))
+
+    with SSEServer() as server:
+        server.answers += [Answer([chat_calls([("c1", "leak", "{}")])]), Answer([chat_text("ok")])]
+        result = client_for(server).run([USER], {"trace_id": "scrub"}, tools=[leak]).result()
+        sent = json.dumps(server.requests[1]["body"])
+    text = "RuntimeError: key *** at https://***@host/x?token=***&page=2 db *** pat ***"
+    assert result.messages[1]["content_items"] == [
+        {"type": "tool_result", "tool_call_id": "c1", "text": text, "is_error": True}]
+    with open(str(tmp_path / "scrub.json"), encoding="utf-8") as handle:
+        trace = handle.read()
+    for secret in (KEY, "pw0042", "tok-0042", "db-pass-0042", "ghp_secretvalue0042"):
+        assert secret not in sent and secret not in trace
+
+
+def test_a_providers_error_result_is_scrubbed_too():
+    class Server(object):
+        def list_tools(self):
+            return [{"name": "remote", "parameters": {"type": "object"}}]
+
+        def call_tool(self, name, arguments):
+            return {"type": "tool_result", "text": "denied for key " + KEY, "is_error": True}
+
+    with SSEServer() as server:
+        server.answers += [Answer([chat_calls([("c1", "remote", "{}")])]), Answer([chat_text("ok")])]
+        result = client_for(server).run([USER], tools=[Server()]).result()
+    assert result.messages[1]["content_items"] == [
+        {"type": "tool_result", "tool_call_id": "c1", "text": "denied for key ***", "is_error": True}]
+
+
+# -- B1 (T11): a tool ending in a BaseException on a worker thread ------------------------------------------------
+
+def base_exception_tools(exc):
+    @tool
+    def slow() -> str:
+        """Raise."""
+        raise exc
+
+    @tool
+    def fast() -> str:
+        """Answer."""
+        return "fine"
+
+    return [slow, fast]
+
+
+def test_a_cancelled_error_on_a_worker_thread_is_an_error_result():
+    import asyncio
+
+    with SSEServer() as server:
+        server.answers += [Answer([chat_calls(TWO)]), Answer([chat_text("ok")])]
+        out, ended = in_thread(lambda: client_for(server).run(
+            [USER], tools=base_exception_tools(asyncio.CancelledError("gone")), parallel=2).result())
+    assert ended, "the run waited for ever"
+    assert out["value"].messages[1]["content_items"] == [
+        {"type": "tool_result", "tool_call_id": "c1", "text": "CancelledError: gone", "is_error": True},
+        {"type": "tool_result", "tool_call_id": "c2", "text": "fine"}]
+
+
+@pytest.mark.parametrize("exc", [KeyboardInterrupt(), SystemExit(2)])
+def test_keyboard_interrupt_and_system_exit_on_a_worker_thread_raise_in_the_runs_thread(exc):
+    with SSEServer() as server:
+        server.answers += [Answer([chat_calls(TWO)]), Answer([chat_text("ok")])]
+        out, ended = in_thread(lambda: client_for(server).run(
+            [USER], tools=base_exception_tools(exc), parallel=2).result())
+    assert ended, "the run waited for ever"
+    assert out["error"] is exc
+
+
+# -- B5 (T04, T05): abort, close from another thread, bounded threads ------------------------------------------
+
+def hanging_tools(release, started):
+    @tool
+    def slow() -> str:
+        """Hang until released."""
+        started.set()
+        release.wait(30)
+        return "late"
+
+    @tool
+    def fast() -> str:
+        """Answer."""
+        return "fine"
+
+    return [slow, fast]
+
+
+@pytest.mark.parametrize("how", ["abort", "close"])
+def test_abort_or_close_from_another_thread_ends_a_run_waiting_for_a_hanging_tool(how):
+    release, started = threading.Event(), threading.Event()
+    try:
+        with SSEServer() as server:
+            server.answers += [Answer([chat_calls(TWO)])]
+            run = client_for(server).run([USER], tools=hanging_tools(release, started), parallel=2)
+            stopper = threading.Thread(target=lambda: started.wait(30) and (
+                time.sleep(0.05), getattr(run, how)()))  # the run is waiting by then, or soon: either way it ends
+            stopper.start()
+            out, ended = in_thread(run.result)
+            stopper.join(30)
+            assert len(server.requests) == 1
+    finally:
+        release.set()
+        for thread in threading.enumerate():
+            if thread.name.startswith("agenthub-tool-"):
+                thread.join(30)
+    assert ended, "the run was not stopped"
+    result = out["value"]
+    assert result.stop == "aborted" and [c["tool_call_id"] for c in result.pending] == ["c1"]
+    assert result.messages[1]["content_items"] == [{"type": "tool_result", "tool_call_id": "c2", "text": "fine"}]
+
+
+def test_abort_before_reading_ends_the_run_before_anything_is_sent():
+    with SSEServer() as server:
+        server.answers += [Answer([chat_text("ok")])]
+        run = client_for(server).run([USER], tools=[scale])
+        run.abort()
+        result = run.result()
+        assert server.requests == []
+    assert result.stop == "aborted" and result.messages == [] and result.turns == 0
+
+
+def test_timed_out_calls_threads_hold_their_slots_and_the_calls_beyond_get_an_error_result():
+    release = threading.Event()
+
+    @tool(timeout=0.05)
+    def stuck(n: int) -> str:
+        """Hang."""
+        release.wait(30)
+        return "late"
+
+    calls = [("c{}".format(n), "stuck", '{{"n": {}}}'.format(n)) for n in range(6)]
+    def tool_threads():
+        return [t for t in threading.enumerate() if t.name.startswith("agenthub-tool-")]
+
+    try:
+        with SSEServer() as server:
+            server.answers += [Answer([chat_calls(calls)]), Answer([chat_text("ok")])]
+            result = client_for(server).run([USER], tools=[stuck], parallel=2).result()
+            alive = len(tool_threads())
+    finally:
+        release.set()
+    texts = [item["text"] for item in result.messages[1]["content_items"]]
+    assert texts[:2] == ["TimeoutError: stuck did not return within 0.05 s"] * 2
+    assert texts[2:] == ["no thread free: 2 earlier call(s) of this run timed out and still run (parallel=2)"] * 4
+    assert alive == 2  # 400 timeouts would leave 2 as well, not 400
+    for thread in tool_threads():
+        thread.join(30)
+    assert tool_threads() == []
+
+
+# -- B7: images on a model that takes none ------------------------------------------------------------------------
+
+PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 16
+
+
+def test_a_tool_results_images_become_a_note_on_a_model_that_takes_no_images(monkeypatch):
+    @tool
+    def snapshot() -> bytes:
+        """A screenshot."""
+        return PNG
+
+    with SSEServer() as server:
+        server.answers += [Answer([chat_calls([("c1", "snapshot", "{}")])]), Answer([chat_text("ok")])]
+        monkeypatch.setenv("DEEPSEEK_BASE_URL", server.url + "/v1")  # (the row's quirks: images False)
+        client = AutoLLMClient("deepseek-chat", api_key=KEY, max_retries=0)
+        result = client.run([USER], tools=[snapshot]).result()
+        sent = tool_results(server.requests[1])
+    note = "[1 image left out: this model takes no image input]"
+    assert result.stop == "done"
+    assert result.messages[1]["content_items"] == [{"type": "tool_result", "tool_call_id": "c1", "text": note}]
+    assert sent == [{"role": "tool", "tool_call_id": "c1", "content": note}]
+
+
+def test_abort_while_a_model_stream_is_read_ends_the_run_at_once():
+    body = chat_text("Hello there.")
+    first, rest = body.split(b"\n\n", 1)
+    gate = threading.Event()
+    try:
+        with SSEServer() as server:
+            server.answers += [Answer([first + b"\n\n", rest], gate=gate)]
+            run = client_for(server).run([USER], tools=[scale])
+            events = iter(run)
+            assert next(events)["event_type"] in ("start", "delta")
+            stopper = threading.Thread(target=run.abort)
+            stopper.start()
+            out, ended = in_thread(lambda: list(events))
+            stopper.join(30)
+    finally:
+        gate.set()
+    assert ended and all(e["event_type"] != "stop" for e in out["value"])
+    result = run.result()
+    assert result.stop == "aborted" and result.turns == 0 and result.messages == []

@@ -1,0 +1,222 @@
+"""The seam of the tool runner (issue 36 item 2): ``agenthub.agent.ToolHook`` around a run and each tool call,
+given per run (``client.run(..., hooks=[...])``) or on the client (``AutoLLMClient(hooks=[...])``); the
+tracer's rows and telemetry's spans hang on it, and a traced run has one trace writer.
+
+Exact calls to the hooks, in order; no timed assertions."""
+
+import json
+import threading
+
+import pytest
+from agent_streams import chat_calls, chat_text
+from sse_server import Answer, SSEServer
+
+from agenthub import AutoLLMClient, ConfigError, tool
+from agenthub.agent import ToolHook
+from agenthub.attempts import AttemptHook
+
+USER = {"role": "user", "content_items": [{"type": "text", "text": "Weather in Paris and Rome?"}]}
+TWO = [("c1", "get_weather", '{"city": "Paris"}'), ("c2", "get_weather", '{"city": "Rome"}')]
+
+
+@tool
+def get_weather(city: str) -> str:
+    """Current weather in a city."""
+    return {"Paris": "18 C", "Rome": "24 C"}.get(city, "unknown")
+
+
+def client_for(server, **kwargs):
+    return AutoLLMClient("gpt-4o-mini", api_key="sk-test-hooks-0001", base_url=server.url + "/v1",
+                         client_type="openai-chat", max_retries=0, **kwargs)
+
+
+class Recorder(ToolHook):
+    """Every call to it, as (method, what it got); ``decide``: before_call's answers by tool_call_id."""
+
+    def __init__(self, decide=None):
+        self.seen = []
+        self.decide = decide or {}
+        self.threads = set()
+
+    def on_run_start(self, run):
+        self.seen.append(("on_run_start", run.turns))
+
+    def around_request(self, run, proceed):
+        self.seen.append(("around_request", run.turns))
+        return proceed()
+
+    def on_turn(self, run, message):
+        self.seen.append(("on_turn", [i["type"] for i in message["content_items"]]))
+
+    def before_call(self, call):
+        self.seen.append(("before_call", call["tool_call_id"], call["arguments"]))
+        return self.decide.get(call["tool_call_id"])
+
+    def around_call(self, run, call, proceed):
+        self.threads.add(threading.get_ident())
+        item = proceed()
+        self.seen.append(("around_call", call["tool_call_id"], call["arguments"], item["text"]))
+        return item
+
+    def after_call(self, call, result, seconds):
+        assert isinstance(seconds, float) and seconds >= 0
+        self.seen.append(("after_call", call["tool_call_id"], result["text"], bool(result.get("is_error"))))
+
+    def on_results(self, run, message):
+        self.seen.append(("on_results", [i["tool_call_id"] for i in message["content_items"]]))
+
+    def on_run_end(self, run, error):
+        self.seen.append(("on_run_end", run.stop, type(error).__name__ if error else None))
+
+
+def test_a_runs_hooks_see_each_turn_and_call_in_order_and_may_deny_or_change_arguments():
+    hook = Recorder(decide={"c1": {"arguments": {"city": "Rome"}}, "c2": "not Rome"})
+    with SSEServer() as server:
+        server.answers += [Answer([chat_calls(TWO)]), Answer([chat_text("ok")])]
+        result = client_for(server).run([USER], tools=[get_weather], hooks=[hook], parallel=1).result()
+    assert result.stop == "done"
+    assert hook.seen == [
+        ("on_run_start", 0),
+        ("around_request", 0),
+        ("on_turn", ["tool_call", "tool_call"]),
+        ("before_call", "c1", {"city": "Paris"}),
+        ("before_call", "c2", {"city": "Rome"}),
+        ("around_call", "c1", {"city": "Rome"}, "24 C"),  # the arguments the hook gave
+        ("after_call", "c1", "24 C", False),
+        ("after_call", "c2", "denied: not Rome", True),  # denied: never ran (no around_call)
+        ("on_results", ["c1", "c2"]),
+        ("around_request", 1),
+        ("on_turn", ["text"]),
+        ("on_run_end", "done", None),
+    ]
+
+
+def test_around_call_runs_in_the_thread_that_runs_the_tool_and_after_call_in_the_runs():
+    hook = Recorder()
+    after = []
+    hook.after_call = lambda call, result, seconds: after.append(threading.get_ident())
+    with SSEServer() as server:
+        server.answers += [Answer([chat_calls(TWO)]), Answer([chat_text("ok")])]
+        client_for(server).run([USER], tools=[get_weather], hooks=[hook], parallel=2).result()
+    assert threading.get_ident() not in hook.threads and len(hook.threads) >= 1
+    assert after == [threading.get_ident()] * 2
+
+
+def test_a_clients_hooks_apply_to_its_runs_and_one_object_may_be_both_kinds():
+    class Both(AttemptHook, ToolHook):
+        def __init__(self):
+            self.calls, self.tools = 0, []
+
+        def on_call_start(self, call):
+            self.calls += 1
+
+        def after_call(self, call, result, seconds):
+            self.tools.append(call["tool_call_id"])
+
+    both, only_tools = Both(), Recorder()
+    with SSEServer() as server:
+        server.answers += [Answer([chat_calls(TWO)]), Answer([chat_text("ok")])]
+        client = client_for(server, hooks=[both, only_tools])
+        assert client.hooks == (both,)  # a ToolHook alone is no attempt-loop hook
+        client.run([USER], tools=[get_weather]).result()
+    assert both.calls == 2 and both.tools == ["c1", "c2"]
+    assert [s[0] for s in only_tools.seen].count("after_call") == 2
+
+
+def test_a_hook_that_is_neither_kind_is_refused():
+    with pytest.raises(ConfigError, match="ToolHook"):
+        AutoLLMClient("gpt-4o-mini", api_key="k", client_type="openai-chat", hooks=[object()])
+    client = AutoLLMClient("gpt-4o-mini", api_key="k", client_type="openai-chat", base_url="http://127.0.0.1:9/v1")
+    with pytest.raises(ConfigError, match="ToolHook"):
+        client.run([USER], tools=[get_weather], hooks=[object()])
+    with pytest.raises(ConfigError, match="hooks must be a list"):
+        client.run([USER], tools=[get_weather], hooks=Recorder())
+
+
+def test_on_run_end_gets_the_error_a_model_call_raised():
+    hook = Recorder()
+    with SSEServer() as server:
+        server.answers += [Answer([chat_calls(TWO)]),
+                           Answer([b'{"error": {"message": "overloaded"}}'], status=503,
+                                  headers={"Content-Type": "application/json"})]
+        run = client_for(server).run([USER], tools=[get_weather], hooks=[hook])
+        with pytest.raises(Exception):
+            run.result()
+    assert hook.seen[-1] == ("on_run_end", None, "ServerError")
+
+
+def test_a_traced_run_has_one_writer_and_reads_its_trace_file_once(tmp_path, monkeypatch):
+    """No second writer: the run's turns go without trace_id (the client's per-call TraceHook does not
+    write), the run's RunTrace writes once per turn and once per turn's results, and reads the file only
+    when it starts (to carry on an earlier run of the same conversation)."""
+    monkeypatch.setenv("AGENTHUB_CACHE_DIR", str(tmp_path))
+    from agenthub import tracer
+
+    writes, reads = [], []
+    save, previous = tracer.save_trace, tracer._previous
+    monkeypatch.setattr(tracer, "save_trace", lambda *a, **k: writes.append(len(a[2])) or save(*a, **k))
+    monkeypatch.setattr(tracer, "_previous", lambda *a: reads.append(1) or previous(*a))
+    with SSEServer() as server:
+        server.answers += [Answer([chat_calls(TWO)]), Answer([chat_calls(TWO)]), Answer([chat_text("ok")])]
+        client_for(server).run([USER], {"trace_id": "one/writer"}, tools=[get_weather]).result()
+        sent = [r["body"] for r in server.requests]
+    assert writes == [2, 3, 4, 5, 6]  # turn, results, turn, results, turn: each write the history so far
+    assert reads == [1]
+    assert all("trace_id" not in json.dumps(body) for body in sent)
+    with open(str(tmp_path / "one" / "writer.json"), encoding="utf-8") as handle:
+        document = json.load(handle)
+    assert document["config"]["trace_id"] == "one/writer"
+    assert [(r["tool_call_id"], r["turn"]) for r in document["tool_calls"]] == [("c1", 2), ("c2", 2), ("c1", 4),
+                                                                                ("c2", 4)]
+    assert [r["turn"] for r in document["routes"]] == [1, 3, 5]
+
+
+def test_public_names():
+    import agenthub.agent
+
+    assert set(agenthub.agent.__all__) == {"Tool", "tool", "Run", "RunResult", "ToolHook", "call_digest"}
+    from agenthub.agent.hooks import TOOL_HOOK_METHODS
+
+    assert TOOL_HOOK_METHODS == ("on_run_start", "around_request", "on_turn", "before_call", "around_call",
+                                 "after_call", "on_results", "on_run_end")
+    assert all(callable(getattr(ToolHook, name)) for name in TOOL_HOOK_METHODS)
+
+
+def test_telemetrys_spans_hang_on_the_seam_from_whichever_thread_runs_the_tool():
+    """execute_tool is a child of invoke_agent on worker threads too, and a span made inside the tool (an
+    MCP request's) nests under its execute_tool, so under the run; the turns' call spans are the run's."""
+    pytest.importorskip("opentelemetry.sdk.trace")
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from agenthub import telemetry
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+
+    @tool
+    def lookup(city: str) -> str:
+        """Look up a city."""
+        with telemetry.mcp_span("tools/call", target="lookup"):
+            return city
+
+    telemetry.instrument(provider)
+    try:
+        with SSEServer() as server:
+            server.answers += [Answer([chat_calls([("c1", "lookup", '{"city": "Paris"}'),
+                                                   ("c2", "lookup", '{"city": "Rome"}')])]),
+                               Answer([chat_text("ok")])]
+            client_for(server).run([USER], tools=[lookup], parallel=2).result()
+    finally:
+        telemetry.uninstrument()
+        provider.shutdown()
+    spans = exporter.get_finished_spans()
+    (run,) = [s for s in spans if s.name == "invoke_agent"]
+    tools = [s for s in spans if s.name == "execute_tool lookup"]
+    calls = [s for s in spans if s.name.startswith("chat ")]
+    mcp = [s for s in spans if s.name.startswith("tools/call")]
+    assert len(tools) == 2 and all(t.parent.span_id == run.context.span_id for t in tools)
+    assert len(calls) == 2 and all(c.parent.span_id == run.context.span_id for c in calls)
+    assert len(mcp) == 2 and {m.parent.span_id for m in mcp} == {t.context.span_id for t in tools}

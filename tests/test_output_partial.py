@@ -1,0 +1,138 @@
+"""The incremental JSON reader behind streamed typed output (issue 40, item 5): every split of a document
+gives the document; what it shows on the way is always a part of the final value; not-JSON stops it with
+a position; linear work (measured in bench/typed_output.py, not timed here)."""
+
+import copy
+import json
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from agenthub.output.partial import PartialJSON
+from agenthub.output.parse import find_json
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-10 ** 12, 10 ** 12)
+    | st.floats(allow_nan=False, allow_infinity=False, width=64) | st.text(max_size=12),
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=6), children, max_size=4),
+    max_leaves=25)
+CONTAINER = st.one_of(st.lists(JSON, max_size=4), st.dictionaries(st.text(max_size=6), JSON, max_size=4))
+
+
+def _part_of(partial, final):
+    """``partial`` is what the reader may show of ``final``: complete members and elements equal the
+    final ones; the last one of a container may be a container still being written."""
+    if isinstance(final, dict):
+        assert isinstance(partial, dict)
+        keys = list(partial)
+        assert keys == list(final)[:len(keys)]
+        for n, key in enumerate(keys):
+            if n == len(keys) - 1 and isinstance(final[key], (dict, list)):
+                _part_of(partial[key], final[key])
+            else:
+                assert partial[key] == final[key]
+    elif isinstance(final, list):
+        assert isinstance(partial, list)
+        assert len(partial) <= len(final)
+        for n, value in enumerate(partial):
+            if n == len(partial) - 1 and isinstance(final[n], (dict, list)):
+                _part_of(value, final[n])
+            else:
+                assert value == final[n]
+    else:
+        assert partial == final
+
+
+@settings(max_examples=300, deadline=None)
+@given(CONTAINER, st.booleans(), st.data())
+def test_every_split_reads_the_document_and_shows_only_parts_of_it(document, ascii_only, data):
+    text = json.dumps(document, ensure_ascii=ascii_only, indent=data.draw(st.sampled_from([None, 1])))
+    cuts = sorted(data.draw(st.lists(st.integers(0, len(text)), max_size=12)))
+    reader = PartialJSON()
+    start = 0
+    for cut in cuts + [len(text)]:
+        reader.feed(text[start:cut])
+        start = cut
+        assert reader.error is None
+        if reader.value is not None:
+            _part_of(copy.deepcopy(reader.value), json.loads(text))
+    assert reader.done
+    assert reader.value == json.loads(text)
+
+
+def test_what_it_shows_as_an_object_streams_in():
+    text = '{"name": "Ann", "tags": ["a", "b"], "address": {"city": "Rome", "zip": "00100"}, "age": 31}'
+    seen = []
+    reader = PartialJSON()
+    for char in text:
+        reader.feed(char)
+        if not seen or seen[-1] != reader.value:
+            seen.append(copy.deepcopy(reader.value))
+    assert seen == [
+        {},
+        {"name": "Ann"},
+        {"name": "Ann", "tags": []},
+        {"name": "Ann", "tags": ["a"]},
+        {"name": "Ann", "tags": ["a", "b"]},
+        {"name": "Ann", "tags": ["a", "b"], "address": {}},
+        {"name": "Ann", "tags": ["a", "b"], "address": {"city": "Rome"}},
+        {"name": "Ann", "tags": ["a", "b"], "address": {"city": "Rome", "zip": "00100"}},
+        {"name": "Ann", "tags": ["a", "b"], "address": {"city": "Rome", "zip": "00100"}, "age": 31},
+    ]
+    assert reader.done
+
+
+def test_prose_and_a_fence_before_the_json_are_skipped():
+    reader = PartialJSON()
+    for piece in ["Sure! Here it is:\n```js", "on\n{\"a\": [1, 2", "]}\n```\nAnything else?"]:
+        reader.feed(piece)
+    assert reader.value == {"a": [1, 2]} and reader.done and reader.error is None
+
+
+def test_escapes_and_surrogate_pairs_cut_anywhere():
+    text = json.dumps({"s": "\u00e9 \U0001F600 \"q\" \\ \n end"}, ensure_ascii=True)
+    for cut in range(len(text) + 1):
+        reader = PartialJSON()
+        reader.feed(text[:cut])
+        reader.feed(text[cut:])
+        assert reader.value == {"s": "\u00e9 \U0001F600 \"q\" \\ \n end"}, cut
+
+
+@pytest.mark.parametrize("text, error, value", [
+    ('{"a" 1}', "expected ':' at character 5", {}),
+    ('{"a": 1,}', "expected a member name at character 8", {"a": 1}),
+    ('[1, ]', "not JSON at character 4", [1]),
+    ('{"a": tru }', "not JSON at character 6", {}),
+    ('{"a": 01}', "not a JSON number at character 6", {}),
+    ('{"a": "\\x"}', "bad escape at character 7", {}),
+])
+def test_what_is_not_json_stops_the_reading_with_its_position(text, error, value):
+    reader = PartialJSON()
+    reader.feed(text)
+    reader.feed(" ")
+    assert (reader.error, reader.value, reader.done) == (error, value, False)
+
+
+def test_a_second_document_after_the_first_is_not_read():
+    reader = PartialJSON()
+    reader.feed('{"a": 1} {"b": 2}')
+    assert (reader.value, reader.done, reader.error) == ({"a": 1}, True, None)
+
+
+def test_nesting_is_bounded():
+    reader = PartialJSON(max_depth=10)
+    reader.feed("[" * 11)
+    assert reader.error == "nested deeper than 10 at character 10"
+
+
+@pytest.mark.parametrize("text, value, why", [
+    ('{"a": 1}', {"a": 1}, None),
+    ('Here you go:\n```json\n{"a": [1, 2]}\n```', {"a": [1, 2]}, None),
+    ('I think [the answer] is {"a": 2} indeed', {"a": 2}, None),
+    ('{"a": NaN}', None, "the answer is not JSON (it begins '{\"a\": NaN}')"),
+    ('   ', None, "the answer is empty"),
+    ('no json here', None, "the answer is not JSON (it begins 'no json here')"),
+])
+def test_find_json_finds_the_document_in_an_answer(text, value, why):
+    assert find_json(text) == (value, why)

@@ -1,0 +1,150 @@
+"""Issue 37 A4: a model the catalog prices by the time of day (DeepSeek's peak windows) is priced at the tier
+in force when the request was sent, and a Budget holds at the dearest tier it could be billed at.  Issue 37
+A8 (part): an answer replayed from the ResponseCache costs 0 on every path and says it was a hit.
+Every test runs on a fixed clock (``money_clock``)."""
+
+import json
+
+import pytest
+
+from agent_streams import _sse
+from money_clock import fix_clock, utc
+from server_support import Route, Upstream
+
+from agenthub import AutoLLMClient, Budget, BudgetExceededError, ResponseCache, cost, jobs
+from agenthub.budget import worst_case_usd
+from agenthub.catalog import tier_at
+from agenthub.jobs import read_output
+
+MESSAGES = [{"role": "user", "content_items": [{"type": "text", "text": "Name three rivers."}]}]
+MODEL = "deepseek-v4-flash"  # standard (off-peak) 0.15 in / 0.6 out; peak 0.3 / 1.2 in 01:00-04:00 and 06:00-10:00 UTC
+USAGE = {"cached_tokens": 0, "prompt_tokens": 1000, "thoughts_tokens": 0, "response_tokens": 500}
+OFF_PEAK, PEAK = (1000 * 0.15 + 500 * 0.6) / 1e6, (1000 * 0.3 + 500 * 1.2) / 1e6
+
+
+def chat_turn(prompt=1000, completion=500):
+    chunks = [{"id": "c1", "choices": [{"index": 0, "delta": {"content": "Nile, Amazon, Rhine."}, "finish_reason": None}]},
+              {"id": "c1", "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]},
+              {"id": "c1", "choices": [], "usage": {"prompt_tokens": prompt, "completion_tokens": completion}}]
+    return _sse(chunks) + b"data: [DONE]\n\n"
+
+
+@pytest.fixture()
+def upstream():
+    with Upstream() as up:
+        up.routes["ds"] = Route(chat_turn())
+        yield up
+
+
+def client(up, **kwargs):
+    return AutoLLMClient(MODEL, client_type="openai-chat", base_url=up.url + "/ds/v1", api_key="sk-test-0123456789",
+                         max_retries=0, **kwargs)
+
+
+def test_cost_takes_the_tier_in_force_when_the_request_was_sent(monkeypatch):
+    assert cost(MODEL, USAGE, at=utc("02:41")) == pytest.approx(PEAK)
+    assert cost(MODEL, USAGE, at=utc("04:00")) == pytest.approx(OFF_PEAK)  # a window's end is outside it
+    assert cost(MODEL, USAGE, at=utc("06:00")) == pytest.approx(PEAK)
+    assert cost(MODEL, USAGE, at=utc("12:00")) == pytest.approx(OFF_PEAK)
+    import datetime
+    assert cost(MODEL, USAGE, at=datetime.datetime(2026, 12, 7, 2, 41)) == pytest.approx(PEAK)  # naive: UTC
+    # an explicit tier says which prices, whatever the time
+    assert cost(MODEL, USAGE, tier="standard", at=utc("02:41")) == pytest.approx(OFF_PEAK)
+    assert cost(MODEL, USAGE, tier="peak", at=utc("12:00")) == pytest.approx(PEAK)
+    # no at: now, by the catalog's clock
+    fix_clock(monkeypatch, "02:41")
+    assert cost(MODEL, USAGE) == pytest.approx(PEAK)
+    fix_clock(monkeypatch, "23:59")
+    assert cost(MODEL, USAGE) == pytest.approx(OFF_PEAK)
+    # a model without time-of-day prices is the same at any hour
+    assert cost("gpt-4.1-mini", USAGE, at=utc("02:41")) == cost("gpt-4.1-mini", USAGE, at=utc("12:00"))
+    from agenthub.errors import ConfigError
+    for bad in ("02:41", True, float("nan")):
+        with pytest.raises(ConfigError):
+            cost(MODEL, USAGE, at=bad)
+
+
+def test_a_window_over_midnight():
+    row = {"tiers": {"off_peak": {"input": 1, "utc_windows": ["22:00-02:00 UTC"]}}}
+    assert [tier_at(row, utc(t)) for t in ("21:59", "22:00", "23:30", "01:59", "02:00")] == [
+        None, "off_peak", "off_peak", "off_peak", None]
+
+
+def test_a_budget_holds_at_the_dearest_tier_and_settles_at_the_one_in_force(monkeypatch, upstream):
+    """The newcomer's repro (newcomer.md A4): at 02:41 UTC a Budget counted the off-window price, half the bill."""
+    fix_clock(monkeypatch, "12:00")
+    assert worst_case_usd(MODEL, 1000, 500) == pytest.approx(PEAK)  # off-peak now, but the window may open
+    assert worst_case_usd(MODEL, 1000, 500, tier="standard") == pytest.approx(OFF_PEAK)
+    for hhmm, price in (("02:41", PEAK), ("12:00", OFF_PEAK)):
+        fix_clock(monkeypatch, hhmm)
+        budget = Budget(1.0)
+        client(upstream, budget=budget).response(MESSAGES, {"max_tokens": 600})
+        assert budget.spent_usd == pytest.approx(price) and budget.reserved_usd == 0.0
+    # a limit the off-peak hold fits and the peak hold does not: refused before anything is sent, at any hour
+    fix_clock(monkeypatch, "12:00")
+    sent = len(upstream.requests)
+    budget = Budget(worst_case_usd(MODEL, 10, 600, tier="standard") * 1.5)
+    with pytest.raises(BudgetExceededError):
+        client(upstream, budget=budget).response(MESSAGES, {"max_tokens": 600})
+    assert len(upstream.requests) == sent and budget.spent_usd == 0.0
+
+
+def test_job_rows_and_runs_take_the_tier_in_force(monkeypatch, upstream, tmp_path):
+    fix_clock(monkeypatch, "02:41")
+    rows = tmp_path / "in.jsonl"
+    rows.write_text(json.dumps({"id": "r1", "model": MODEL, "messages": MESSAGES}) + "\n")
+    summary = jobs.run(str(rows), str(tmp_path / "out.jsonl"), workers=1, progress=False,
+                       client_factory=lambda *route: client(upstream))
+    assert read_output(str(tmp_path / "out.jsonl"))[0]["cost_usd"] == pytest.approx(PEAK)
+    assert summary.cost_usd == pytest.approx(PEAK)
+    assert client(upstream).run(MESSAGES, tools=[]).result().cost_usd == pytest.approx(PEAK)
+
+
+def test_a_response_cache_hit_costs_nothing_on_every_path(monkeypatch, upstream, tmp_path):
+    """adversarial4 S02: a run answered wholly from the cache said $0.0024, job rows 0.0012 each."""
+    fix_clock(monkeypatch, "12:00")
+    cache = ResponseCache(str(tmp_path / "cache"))
+    try:
+        first = client(upstream, cache=cache).run(MESSAGES, tools=[]).result()
+        assert first.cost_usd == pytest.approx(OFF_PEAK)
+        sent = len(upstream.requests)
+        again = client(upstream, cache=cache).run(MESSAGES, tools=[]).result()
+        assert len(upstream.requests) == sent  # answered from the cache
+        assert again.cost_usd == 0.0
+
+        rows = tmp_path / "in.jsonl"
+        rows.write_text("".join(json.dumps({"id": "r{}".format(n), "model": MODEL, "messages": MESSAGES}) + "\n"
+                                for n in range(3)))
+        for name in ("out1.jsonl", "out2.jsonl"):
+            summary = jobs.run(str(rows), str(tmp_path / name), workers=1, progress=False,
+                               client_factory=lambda *route: client(upstream, cache=cache))
+        out = read_output(str(tmp_path / "out2.jsonl"))
+        assert [(row["cost_usd"], row.get("cache")) for row in out] == [(0.0, "hit")] * 3
+        assert (summary.done, summary.cost_usd, summary.cache_hits, summary.unpriced) == (3, 0.0, 3, 0)
+
+        from agenthub.apps import chat
+
+        logged = []
+
+        class FakeLog(object):
+            def start(self, *args):
+                return "conversation-1"
+
+            def add_turn(self, conversation, answered, message, answer, cost_usd):
+                logged.append(cost_usd)
+
+        class Args(object):
+            model, system, no_log = MODEL, None, False
+
+        monkeypatch.setenv("AGENTHUB_LOG_PROMPTS", "1")
+        chatting = client(upstream, cache=cache)
+        turn = chat._Logged(Args(), chatting)
+        turn.log = lambda: FakeLog()
+        turn.turn(MESSAGES[0], chatting.response(MESSAGES))
+        assert logged == [0.0]
+        # a Budget is not charged for a hit either (as before)
+        budget = Budget(1.0)
+        client(upstream, cache=cache, budget=budget).response(MESSAGES)
+        assert budget.spent_usd == 0.0
+    finally:
+        cache.close()
