@@ -127,3 +127,43 @@ def test_a_killed_owners_lease_lapses_and_another_process_takes_the_run_over(tmp
             child.kill()
             child.wait(10)
         child.stdout.close()
+
+
+def test_redis_keeps_journals_as_the_python_stores_do():
+    """The same rules on a real redis-server (its clock: short leases and ttls, waited out)."""
+    from store_support import REDIS_SERVER, RedisServer
+
+    if REDIS_SERVER is None:
+        pytest.skip("redis-server is not installed")
+    pytest.importorskip("redis")
+    from agenthub.stores.redis import RedisStore
+
+    with RedisServer() as server:
+        store = RedisStore(server.url)
+        try:
+            assert store.journal_claim("run-1", "w1", lease=0.5) is None
+            for n in range(3):
+                store.journal_append("run-1", "w1", n, json.dumps({"n": n}))
+            assert store.journal_entries("run-1") == ['{"n": 0}', '{"n": 1}', '{"n": 2}']
+            assert store.journal_entries("run-1", start=2) == ['{"n": 2}']
+            with pytest.raises(StoreError, match="entry 1 written where entry 3 is next"):
+                store.journal_append("run-1", "w1", 1, "{}")
+            left = store.journal_claim("run-1", "w2", lease=30)
+            assert left is not None and 0 < left <= 0.5
+            time.sleep(0.6)  # w1 stops renewing: its lease lapses
+            assert store.journal_claim("run-1", "w2", lease=30) is None
+            with pytest.raises(StoreError, match="this worker no longer holds its lease .another worker holds it now"):
+                store.journal_append("run-1", "w1", 3, "{}")
+            store.journal_append("run-1", "w2", 3, "{}")
+            store.journal_release("run-1", "w2")
+            assert store.journal_claim("run-1", "w3", lease=30) is None
+            assert [(r["run_id"], r["entries"], r["owned"]) for r in store.journal_runs()] == [("run-1", 4, True)]
+            store.journal_claim("run-2", "w1", lease=30, ttl=0.5)
+            store.journal_append("run-2", "w1", 0, "x", ttl=0.5)
+            time.sleep(0.7)
+            assert store.journal_entries("run-2") == []
+            assert [r["run_id"] for r in store.journal_runs()] == ["run-1"]
+            assert store.journal_forget("run-1") is True
+            assert store.journal_forget("run-1") is False and store.journal_runs() == []
+        finally:
+            store.close()

@@ -33,9 +33,9 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 from ..errors import AgentHubError, ConfigError
 from ..stores import open_store
 from ..stores.base import StoreError
-from ..stores.journal import JOURNAL_LEASE
 
-__all__ = ["Journal", "JournalError", "RunLockedError", "FORMAT", "fingerprint", "idempotency_key"]
+__all__ = ["Journal", "JournalError", "RunLockedError", "RunJournal", "FORMAT", "fingerprint", "idempotency_key",
+           "replay_events"]
 
 #: the format of the entries this agenthub writes and reads (a journal of another format is refused)
 FORMAT = 1
@@ -121,7 +121,7 @@ class Journal(object):
     """A run's journal: ``open`` claims the run and reads what was journaled; ``write`` adds an entry;
     ``close`` releases the run (a finished run's journal stays until its ``ttl`` or ``forget``)."""
 
-    def __init__(self, store: Any, run_id: str, *, ttl: Optional[float] = None, lease: float = JOURNAL_LEASE,
+    def __init__(self, store: Any, run_id: str, *, ttl: Optional[float] = None, lease: Optional[float] = None,
                  wait: Optional[float] = None) -> None:
         if not isinstance(run_id, str) or not run_id or len(run_id) > 200 or not run_id.isprintable():
             raise ConfigError("run_id must be 1 to 200 printable characters (got {!r})".format(
@@ -135,7 +135,9 @@ class Journal(object):
             raise ConfigError("{!r} keeps no journal (MemoryStore, SQLiteStore and RedisStore do)".format(self.store))
         self.run_id = run_id
         self.ttl = None if ttl is None else float(ttl)
-        self.lease = float(lease)
+        from ..stores import journal as rows
+
+        self.lease = float(lease if lease is not None else rows.JOURNAL_LEASE)  # (read now: a test may shorten it)
         self.wait = wait
         self.owner = uuid.uuid4().hex
         self._next = 0
@@ -181,6 +183,11 @@ class Journal(object):
                     entry = json.loads(text)
                 except (TypeError, ValueError):
                     entry = None
+                if n == 0 and isinstance(entry, dict) and entry.get("k") == "header" and entry.get("format") != FORMAT:
+                    raise JournalError("the journal of run {!r} was written in format {!r} (agenthub {}); this "
+                                       "agenthub reads format {}: refusing it".format(
+                                           self.run_id, entry.get("format"), entry.get("agenthub"), FORMAT),
+                                       run_id=self.run_id, reason="format")
                 if not isinstance(entry, dict) or not isinstance(entry.get("k"), str):
                     raise JournalError("the journal of run {!r}: entry {} is corrupt: refusing to replay it".format(
                         self.run_id, n), run_id=self.run_id, reason="corrupt")
@@ -256,3 +263,79 @@ class Replay(object):
                 self.results[(entry["turn"], entry["id"])] = dict(entry)
             elif kind == "done":
                 self.done = dict(entry)
+
+
+def replay_events(message: Mapping[str, Any]) -> List[Dict[str, Any]]:
+    """The events of a journaled turn, rebuilt from its message: a start, one delta per item (a tool call
+    announced with its whole arguments first), a stop with the
+    turn's usage and finish reason; each marked ``"replayed": True`` (a valid stream: ``check_stream``)."""
+    from ..stream import now_ms
+    from ..types import USAGE_KEYS
+
+    created = now_ms()
+    usage = message.get("usage_metadata") or {}
+
+    def event(kind: str, items: List[Any], usage: Any = None, finish: Any = None) -> Dict[str, Any]:
+        return {"role": "assistant", "event_type": kind, "content_items": items, "usage_metadata": usage,
+                "finish_reason": finish, "created_at": created, "replayed": True}
+
+    events = [event("start", [])]
+    for item in message.get("content_items") or ():
+        if item.get("type") == "tool_call":  # announced with its arguments, then whole (the stream grammar)
+            events.append(event("delta", [{"type": "partial_tool_call", "name": item["name"],
+                                           "tool_call_id": item["tool_call_id"],
+                                           "arguments": json.dumps(item.get("arguments"), ensure_ascii=False)}]))
+        events.append(event("delta", [dict(item)]))
+    events.append(event("stop", [], {key: usage.get(key) for key in USAGE_KEYS}, message.get("finish_reason")))
+    return events
+
+
+class RunJournal(object):
+    """The runner's one seam to a run's journal (agenthub.agent.runner reads and writes it through this):
+    what was journaled (``turn``, ``result``, ``interrupted``) and what goes in (``request``, ``answered``,
+    ``started``, ``finished``, ``done``)."""
+
+    def __init__(self, store: Any, run_id: str, print_: str, *, ttl: Optional[float] = None,
+                 wait: Optional[float] = None) -> None:
+        self.journal = Journal(store, run_id, ttl=ttl, wait=wait)
+        self.run_id = run_id
+        self.replay = Replay(self.journal.open(print_))
+        #: what the run took from the journal instead of doing it again: turns and tool results
+        self.replayed_turns = 0
+        self.replayed_results = 0
+
+    # what was journaled
+    def turn(self, number: int) -> Optional[Dict[str, Any]]:
+        return self.replay.turns[number] if number < len(self.replay.turns) else None
+
+    def result(self, turn: int, call_id: str) -> Optional[Dict[str, Any]]:
+        entry = self.replay.results.get((turn, call_id))
+        return dict(entry["item"]) if entry is not None else None
+
+    def interrupted(self, turn: int, call_id: str) -> bool:
+        return (turn, call_id) in self.replay.started and (turn, call_id) not in self.replay.results
+
+    def interrupted_ids(self) -> List[str]:
+        return [call_id for key, call_id in [(k, k[1]) for k in self.replay.started] if key not in self.replay.results]
+
+    # what goes in
+    def request(self, turn: int) -> None:
+        self.journal.write("request", turn=turn)
+
+    def answered(self, turn: int, message: Mapping[str, Any], cost: Optional[float],
+                 route: Optional[Mapping[str, Any]]) -> None:
+        self.journal.write("turn", turn=turn, message=dict(message), cost=cost, route=dict(route or {}))
+
+    def started(self, turn: int, call: Mapping[str, Any]) -> None:
+        self.journal.write("call", turn=turn, id=call["tool_call_id"], name=call.get("name"),
+                           digest=arguments_digest(call.get("arguments")))
+
+    def finished(self, turn: int, call_id: str, item: Mapping[str, Any], seconds: float) -> None:
+        self.replay.results[(turn, call_id)] = {"item": dict(item)}
+        self.journal.write("result", turn=turn, id=call_id, item=dict(item), seconds=round(seconds, 6))
+
+    def done(self, stop: Optional[str], pending: Sequence[Mapping[str, Any]]) -> None:
+        self.journal.write("done", stop=stop, pending=[c.get("tool_call_id") for c in pending])
+
+    def close(self) -> None:
+        self.journal.close()
