@@ -315,3 +315,16 @@ def test_current_call_outside_a_tool_is_none_and_keys_are_stable_without_a_journ
         server.answers += [Answer([answer]) for answer in SCRIPT]
         client_for(server).run([USER], tools=TOOLS).result()
     assert [r[0] for r in ran] == ["look_up", "pay"] and len({r[2] for r in ran}) == 2
+
+
+def test_run_stateful_resumes_into_a_new_clients_history(tmp_path):
+    journal = "sqlite:///" + str(tmp_path / "runs.db")
+    with SSEServer() as server:
+        server.answers += [Answer([answer]) for answer in SCRIPT]
+        first_client = client_for(server)
+        first = first_client.run_stateful(USER, tools=TOOLS, journal=journal, run_id="trip-s").result()
+        fresh = client_for(server)  # another process would start with an empty history too
+        again = fresh.run_stateful(USER, tools=TOOLS, journal=journal, run_id="trip-s").result()
+    assert len(server.requests) == 3 and [r[0] for r in ran] == ["look_up", "pay"]
+    assert (first.stop, again.stop, again.replayed_turns, again.replayed_results) == ("done", "done", 3, 2)
+    assert plain(fresh.get_history()) == plain(first_client.get_history())
