@@ -6,7 +6,9 @@ It composes the public client (``AutoLLMClient.streaming_response``), as ``agent
 """
 
 from .hooks import ToolHook
-from .runner import Run, RunResult, call_digest
+from .journal import JournalError, RunLockedError
+from .runner import CallContext, Run, RunResult, call_digest, current_call
 from .tools import Tool, tool
 
-__all__ = ["Tool", "tool", "Run", "RunResult", "ToolHook", "call_digest"]
+__all__ = ["Tool", "tool", "Run", "RunResult", "ToolHook", "call_digest", "current_call", "CallContext", "JournalError",
+           "RunLockedError"]

@@ -44,7 +44,9 @@ Rules (issue 30's Decisions):
 
 import functools
 import collections
+import contextvars
 import json
+import os
 import re
 import threading
 import time
@@ -61,7 +63,7 @@ from ..validate import check_config, check_messages
 from .hooks import TOOL_HOOK_METHODS, tool_hooks
 from .tools import Tool
 
-__all__ = ["Run", "RunResult", "wire_name_problem", "call_digest"]
+__all__ = ["Run", "RunResult", "wire_name_problem", "call_digest", "current_call", "CallContext"]
 
 #: the longest error text a tool_result carries (the exception's text is cut there)
 MAX_ERROR_CHARS = 500
@@ -117,6 +119,13 @@ class RunResult:
     usage_metadata: UsageMetadata
     cost_usd: Optional[float]
     calls: List[Dict[str, Any]] = field(default_factory=list)  # {tool_call_id, name, seconds, is_error}
+    #: a journaled run (agenthub's addition, docs/tools.md "Runs that survive a crash"): its run_id, how many
+    #: turns and tool results it took from its journal instead of doing them again, and the ids of the
+    #: calls in ``pending`` because a crash interrupted them (a tool declared idempotent=False)
+    run_id: Optional[str] = None
+    replayed_turns: int = 0
+    replayed_results: int = 0
+    interrupted: List[str] = field(default_factory=list)
 
 
 # -- tool sources -----------------------------------------------------------------------------------------------
@@ -414,6 +423,33 @@ def joined_results(messages: List[Any]) -> List[Any]:
     return out
 
 
+@dataclass(frozen=True)
+class CallContext:
+    """The tool call being run (``agenthub.agent.current_call()`` inside a tool): ``tool_call_id``, ``name``,
+    ``arguments`` (as the model or the decision gave them), ``run_id`` (a journaled run's, else None) and
+    ``idempotency_key``: the same for this call before and after a crash and a resume (a journaled run), so an
+    external action (a payment API's idempotency key) can be made safe to repeat."""
+
+    tool_call_id: str
+    name: str
+    arguments: Any
+    run_id: Optional[str]
+    idempotency_key: str
+
+
+_CURRENT = contextvars.ContextVar("agenthub_current_call", default=None)  # type: contextvars.ContextVar[Any]
+
+
+def _idempotency_key(salt: str, turn: int, call_id: str) -> str:
+    from .journal import idempotency_key
+    return idempotency_key(salt, turn, call_id)
+
+
+def current_call() -> Optional[CallContext]:
+    """The tool call being run in this thread (inside a tool's function), None elsewhere."""
+    return _CURRENT.get()  # type: ignore[no-any-return]
+
+
 def call_digest(call: Mapping[str, Any]) -> str:
     """What a decision keyed by digest covers: ``"sha256:"`` and the hex SHA-256 of the call's
     ``[tool_call_id, name, arguments]`` as canonical JSON (sorted keys, no spaces, ASCII).
@@ -502,7 +538,8 @@ class Run(object):
                  max_turns: int = 10, parallel: int = 4, approve: Optional[Callable[[ToolCallItem], Any]] = None,
                  decisions: Optional[Mapping[str, Any]] = None, stateful: bool = False,
                  message: Optional[Message] = None, hooks: Any = None, client_hooks: Sequence[Any] = (),
-                 trace: Any = None) -> None:
+                 trace: Any = None, journal: Any = None, run_id: Optional[str] = None,
+                 journal_ttl: Optional[float] = None, journal_wait: Optional[float] = None) -> None:
         if isinstance(max_turns, bool) or not isinstance(max_turns, int) or max_turns < 1:
             raise ConfigError("max_turns must be an int >= 1")
         if isinstance(parallel, bool) or not isinstance(parallel, int) or parallel < 1:
@@ -520,6 +557,8 @@ class Run(object):
             raise ConfigError("config must be a dict (UniConfig)")
         if config and config.get("tools"):
             raise ConfigError("pass the tools as run(..., tools=[...]), not in config['tools']")
+        if (journal is None) != (run_id is None):
+            raise ConfigError("a journaled run takes both journal= (a store) and run_id= (its name)")
         self._client = client
         self._stateful = stateful
         schemas, self._entries = resolve_tools(client, tools)
@@ -608,19 +647,42 @@ class Run(object):
             if repeated:
                 raise ConfigError("the calls to resume share a tool_call_id ({}): a decision could not tell them "
                                   "apart".format(", ".join(repeated)))
+        self._journal = None  # type: Any  # a journaled run's seam (agenthub.agent.journal.RunJournal)
+        self._message_unsent = bool(stateful and self._first is not None)  # stateful: the first turn's message
+        self._turn_keys = {}  # type: Dict[str, int]  # tool_call_id -> the turn it came in (idempotency keys)
+        self._replayed_cost = 0.0  # type: Optional[float]  # what the turns taken from the journal cost
+        self._interrupted = []  # type: List[str]
+        self._key_salt = run_id or os.urandom(8).hex()  # what idempotency keys are made from
+        if journal is not None:
+            self._open_journal(journal, run_id, journal_ttl, journal_wait,  # type: ignore[arg-type]
+                               (seen if stateful else messages))  # type: ignore[possibly-undefined]
         if self._decisions:
             covered = {c["tool_call_id"] for c in self._open} | {call_digest(c) for c in self._open}
+            if self._journal is not None:
+                covered |= set(self._journal.interrupted_ids())
             # (a digest that matches no call is no error: its call changed since; that call asks again)
             stray = sorted(key for key in self._decisions if key not in covered and not key.startswith("sha256:"))
             if stray:
                 raise ConfigError("decisions for calls this run does not resume (a decision covers one of the calls "
                                   "waiting when the run starts): {}".format(", ".join(repr(k) for k in stray)))
+        if self._journal is not None and self._journal.turn(0) is not None and self._first is not None:
+            self._first.close()  # the first turn is in the journal: nothing is sent for it
+            self._first = None
         if self._open and not stateful:
             # the next request built now, with empty results in place: what the wire refuses is a ConfigError
             # before any tool runs or anything is sent (the stream is never started)
             placeholders = [{"type": "tool_result", "tool_call_id": c["tool_call_id"], "text": ""} for c in self._open]
             client.streaming_response(self._sent + [_join(placeholders, self._tail, self._order)],
                                       self._send_config).close()
+
+    def _open_journal(self, store: Any, run_id: str, ttl: Optional[float], wait: Optional[float],
+                      messages: Sequence[Any]) -> None:
+        from .journal import RunJournal, fingerprint
+
+        tools = self._config.get("tools") or []
+        kept = {k: v for k, v in self._config.items() if k != "tools"}
+        print_ = fingerprint(getattr(self._client, "model", ""), list(messages), list(tools), kept)
+        self._journal = RunJournal(store, run_id, print_, ttl=ttl, wait=wait)
 
     # -- what hooks read ----------------------------------------------------------------------------------------
     @property
@@ -726,8 +788,13 @@ class Run(object):
             pass
         if self._stop is None:
             raise ConfigError("the run ended without a result (it was closed, or a model call raised)")
+        journal = self._journal
         return RunResult(self._stop, self._final, list(self.messages), list(self._pending), self._turns,
-                         self.usage_metadata, self.cost_usd, list(self.calls))
+                         self.usage_metadata, self.cost_usd, list(self.calls),
+                         run_id=journal.run_id if journal is not None else None,
+                         replayed_turns=journal.replayed_turns if journal is not None else 0,
+                         replayed_results=journal.replayed_results if journal is not None else 0,
+                         interrupted=list(self._interrupted))
 
     @property
     def usage_metadata(self) -> UsageMetadata:
@@ -735,6 +802,18 @@ class Run(object):
 
     # -- the loop -----------------------------------------------------------------------------------------------
     def _run(self) -> Iterator[UniEvent]:
+        journal = self._journal
+        if journal is None:
+            yield from self._loop()
+            return
+        try:
+            yield from self._loop()
+            if self._stop is not None:
+                journal.done(self._stop, self._pending)
+        finally:
+            journal.close()
+
+    def _loop(self) -> Iterator[UniEvent]:
         if self._open:
             results = yield from self._answer(self._open, resumed=True, finished=self._resumed_well)
             if results is None:
@@ -749,52 +828,18 @@ class Run(object):
                     stream.close()
                 self._stop = "aborted"
                 return
-            if stream is None:
-                stream = self._open_next()
-            with self._lock:
-                self._stream = stream
-            if self._aborted:  # (abort() came before the stream was there to abort)
-                stream.abort()
             caught = {}  # type: Dict[str, Any]
-            folding = None if stateful else Collector()  # stateful: the client folds it into history
-            answer = None
-            try:
-                # the catch for unparseable arguments is read by the turn's parser when it is made: in the
-                # first step (retries and failover happen before the first event, inside that step too)
-                token = broken_calls.set(caught)
-                try:
-                    if self._methods["around_request"]:
-                        first = self._wrapped("around_request", (self,), lambda: next(stream, None))
-                    else:
-                        first = next(stream, None)
-                finally:
-                    broken_calls.reset(token)
-                if first is not None:
-                    if folding is not None:
-                        folding.add(first)
-                    if first["event_type"] == "stop":
-                        answer = self._turn_done(folding, stream)
-                    yield first
-                    for event in stream:
-                        if folding is not None:
-                            folding.add(event)
-                        if event["event_type"] == "stop":
-                            answer = self._turn_done(folding, stream)
-                        yield event
-            except Exception:
-                if not self._aborted:
-                    raise
-                self._stop = "aborted"  # the stream ended with TransportError(aborted=True): abort() did it
-                return
-            finally:
-                with self._lock:
-                    self._stream = None
-                stream.close()
-                if self._restore is not None:  # the turn did not commit: its results go back into history
-                    self._put_history(self._restore)
-                    self._restore = None
-            if answer is None:  # (a stream that ended without a stop event)
-                answer = self._turn_done(folding, stream)
+            kept = self._journal.turn(self._turns) if self._journal is not None else None
+            if kept is not None:  # this turn is in the journal: its events again, nothing sent
+                if stream is not None:
+                    stream.close()
+                answer = yield from self._replay_turn(kept)
+            else:
+                if self._journal is not None:
+                    self._journal.request(self._turns)
+                answer = yield from self._live_turn(stream, caught)
+                if answer is None:
+                    return
             calls = _calls(answer)
             if not calls:
                 self._stop = "done"
@@ -814,11 +859,97 @@ class Run(object):
                 return
             self._add_results(results, [])
 
+    def _live_turn(self, stream: Any, caught: Dict[str, Any]) -> Any:
+        """Generator: a turn sent and read (its events yielded); returns its answer, or None when the run
+        stopped there (aborted)."""
+        stateful = self._stateful
+        if stream is None:
+            stream = self._open_next()
+        with self._lock:
+            self._stream = stream
+        if self._aborted:  # (abort() came before the stream was there to abort)
+            stream.abort()
+        folding = None if stateful else Collector()  # stateful: the client folds it into history
+        answer = None
+        try:
+            # the catch for unparseable arguments is read by the turn's parser when it is made: in the
+            # first step (retries and failover happen before the first event, inside that step too)
+            token = broken_calls.set(caught)
+            try:
+                if self._methods["around_request"]:
+                    first = self._wrapped("around_request", (self,), lambda: next(stream, None))
+                else:
+                    first = next(stream, None)
+            finally:
+                broken_calls.reset(token)
+            if first is not None:
+                if folding is not None:
+                    folding.add(first)
+                if first["event_type"] == "stop":
+                    answer = self._turn_done(folding, stream)
+                yield first
+                for event in stream:
+                    if folding is not None:
+                        folding.add(event)
+                    if event["event_type"] == "stop":
+                        answer = self._turn_done(folding, stream)
+                    yield event
+        except Exception:
+            if not self._aborted:
+                raise
+            self._stop = "aborted"  # the stream ended with TransportError(aborted=True): abort() did it
+            return
+        finally:
+            with self._lock:
+                self._stream = None
+            stream.close()
+            if self._restore is not None:  # the turn did not commit: its results go back into history
+                self._put_history(self._restore)
+                self._restore = None
+        if answer is None:  # (a stream that ended without a stop event)
+            answer = self._turn_done(folding, stream)
+        return answer
+
+    def _replay_turn(self, kept: Mapping[str, Any]) -> Any:
+        """Generator: a journaled turn's events again (marked replayed); returns its answer, taken in as a live
+        turn's is, but neither sent nor charged again, and heard by no hook (they count live work)."""
+        from .journal import replay_events
+
+        answer = dict(kept["message"])
+        for event in replay_events(answer):
+            yield event  # type: ignore[misc]
+        self._turns += 1
+        usage = answer.get("usage_metadata") or {}
+        for n, key in enumerate(USAGE_KEYS):
+            value = usage.get(key)
+            if value is not None:
+                self._usage[n] = (self._usage[n] or 0) + value
+        cost = kept.get("cost")
+        self._replayed_cost = None if cost is None or self._replayed_cost is None else self._replayed_cost + cost
+        self.route = dict(kept.get("route") or {}) or None
+        self._journal.replayed_turns += 1
+        self.messages.append(answer)  # type: ignore[arg-type]
+        if self._stateful:
+            history = list(self._client.get_history())
+            # the first turn sends the caller's message; later ones the results message, in history already
+            sent = [self._tail[0]] if self._message_unsent else []
+            self._message_unsent = False
+            self._put_history(history + sent + [answer])
+        else:
+            self._sent.append(answer)
+        self._final = answer  # type: ignore[assignment]
+        return answer
+
     def _turn_done(self, folding: Any, stream: Any) -> Dict[str, Any]:
         """The turn's answer, taken in (at its stop event, before the caller gets it)."""
         answer = folding.message() if folding is not None else self._client.get_history()[-1]
         self._restore = None  # the client committed the turn (and its message)
+        self._message_unsent = False
         self._count(answer, stream)
+        if self._journal is not None:
+            model, usage, call, route = self._priced[-1]
+            cost = call_cost(model, usage, call, route) if usage else None
+            self._journal.answered(self._turns - 1, answer, cost, route)
         self.messages.append(answer)
         if not self._stateful:
             self._sent.append(answer)  # the runner's own list (streaming_response copied what it sent)
@@ -900,7 +1031,11 @@ class Run(object):
         if self._cost is not None:
             self._cost += total
         self._priced_upto = len(self._priced)
-        return self._cost if self._turns else None
+        if not self._turns:
+            return None
+        if self._cost is None or self._replayed_cost is None:
+            return None
+        return self._cost + self._replayed_cost
 
     # -- one turn's calls ---------------------------------------------------------------------------------------
     def _decided(self, call: Mapping[str, Any]) -> Any:
@@ -919,12 +1054,37 @@ class Run(object):
         ``resumed``: these are the calls the run was resumed with (``decisions`` apply to them, once);
         ``finished``: their turn ended with tool_call or stop (else each call needs a decision)."""
         caught = caught or {}
+        journal = self._journal
+        turn = self._turns - 1  # (the turn these calls came in: the journal's number for it)
+        if journal is not None and any(journal.interrupted(turn, c["tool_call_id"]) for c in calls):
+            resumed = True  # a decision may be for a call a crash interrupted, in a turn taken from the journal
         decisions = self._decisions if resumed else {}
-        self._decisions = {}  # a decision covers the calls the run resumed with, once
+        if resumed:
+            self._decisions = {}  # a decision covers the calls the run resumed with, once
         plans = []  # type: List[Any]  # per call: ("error", text) | ("ask", entry) | ("decided", entry, decision)
         pending = []
+        interrupted = []  # type: List[str]
         for call in calls:
             call_id = call["tool_call_id"]
+            if journal is not None:
+                item = journal.result(turn, call_id)
+                if item is not None:  # it ran before the crash: its result again, it does not run again
+                    plans.append(("kept", item))
+                    continue
+                if journal.interrupted(turn, call_id):
+                    entry = self._entries.get(call["name"])
+                    decision = decisions.get(call_digest(call), decisions.get(call_id))
+                    if entry is not None and entry.kind == "tool" and not entry.tool.idempotent:
+                        if decision is None:  # at most once: the user decides whether it runs again
+                            pending.append(call)
+                            interrupted.append(call_id)
+                            plans.append(None)
+                            continue
+                        plans.append(("decided", entry, decision))
+                        continue
+                    if entry is not None and entry.kind != "schema":  # at least once: it was going to run
+                        plans.append(("decided", entry, decision if decision is not None else True))
+                        continue
             error = caught.get(call_id)
             approval = _is_approval(call)  # (never a local tool, whatever its name)
             entry = None if approval else self._entries.get(call["name"])
@@ -966,12 +1126,16 @@ class Run(object):
         if pending:
             self._stop = "approval"
             self._pending = pending  # type: ignore[assignment]
+            self._interrupted = interrupted
             _remember_shown(pending)
             return None
         tasks = []  # type: List[Any]  # (index, call, entry, arguments, as decided) or (index, call, None, error text, None)
+        kept = set()
         for index, (call, plan) in enumerate(zip(calls, plans)):
-            if plan[0] in ("error", "answer"):  # (an error text, or the whole result item)
+            if plan[0] in ("error", "answer", "kept"):  # (an error text, or the whole result item)
                 tasks.append((index, call, None, plan[1], None))
+                if plan[0] == "kept":
+                    kept.add(index)
                 continue
             entry = plan[1]
             if plan[0] == "ask":
@@ -1006,9 +1170,22 @@ class Run(object):
             tasks.append((index, call, entry, arguments, shown))
         results = [None] * len(calls)  # type: List[Any]
         after = self._methods["after_call"]
+        if journal is not None:
+            for task in tasks:
+                if task[2] is not None:  # it runs: journaled as started first (a crash before its result shows)
+                    journal.started(turn, task[1])
+        self._turn_keys = {call["tool_call_id"]: turn for call in calls}
         for index, item, seconds in self._execute(tasks):
             results[index] = item
             call = calls[index]
+            if index in kept:
+                journal.replayed_results += 1
+                event = _result_event(item)
+                event["replayed"] = True  # type: ignore[typeddict-unknown-key]
+                yield event
+                continue
+            if journal is not None:
+                journal.finished(turn, call["tool_call_id"], item, seconds)
             self.calls.append({"tool_call_id": call["tool_call_id"], "name": call["name"], "seconds": seconds,
                                "is_error": bool(item.get("is_error"))})
             for method in after:
@@ -1134,10 +1311,17 @@ class Run(object):
         call_id = call["tool_call_id"]
 
         def proceed() -> Dict[str, Any]:
-            if entry.kind == "provider":
-                value = entry.provider.call_tool(entry.original, arguments)
-            else:
-                value = entry.tool.fn(**arguments)
+            turn = self._turn_keys.get(call_id, self._turns - 1)
+            context = CallContext(call_id, call["name"], shown, self._journal.run_id if self._journal else None,
+                                  _idempotency_key(self._key_salt, turn, call_id))
+            token = _CURRENT.set(context)
+            try:
+                if entry.kind == "provider":
+                    value = entry.provider.call_tool(entry.original, arguments)
+                else:
+                    value = entry.tool.fn(**arguments)
+            finally:
+                _CURRENT.reset(token)
             item = result_item(value, call_id)
             if item.get("is_error"):  # a provider's (an MCP server's) error text: scrubbed as an exception's
                 item["text"] = scrub_free_text(item["text"], self._credentials)

@@ -171,8 +171,13 @@ class Tool(object):
     """
 
     def __init__(self, fn: Callable[..., Any], name: Optional[str] = None, description: Optional[str] = None,
-                 requires_approval: bool = False, timeout: Optional[float] = None) -> None:
+                 requires_approval: bool = False, timeout: Optional[float] = None, idempotent: bool = True) -> None:
         _check_options(fn, name, timeout)
+        if not isinstance(idempotent, bool):
+            raise ConfigError("idempotent must be True or False (got {!r})".format(idempotent))
+        #: whether running it twice does no harm: a journaled run (docs/tools.md, "Runs that survive a crash")
+        #: runs a call interrupted by a crash again when True, and hands it back as pending when False
+        self.idempotent = idempotent
         self.fn = fn
         self.name = name or getattr(fn, "__name__", "")  # type: str
         if not self.name or self.name == "<lambda>":
@@ -282,21 +287,24 @@ class Tool(object):
 
 @overload
 def tool(fn: Callable[..., Any], name: Optional[str] = None, description: Optional[str] = None,
-         requires_approval: bool = False, timeout: Optional[float] = None) -> Tool: ...
+         requires_approval: bool = False, timeout: Optional[float] = None, idempotent: bool = True) -> Tool: ...
 
 
 @overload
 def tool(fn: None = None, name: Optional[str] = None, description: Optional[str] = None,
-         requires_approval: bool = False, timeout: Optional[float] = None) -> Callable[[Callable[..., Any]], Tool]: ...
+         requires_approval: bool = False, timeout: Optional[float] = None,
+         idempotent: bool = True) -> Callable[[Callable[..., Any]], Tool]: ...
 
 
 def tool(fn: Optional[Callable[..., Any]] = None, name: Optional[str] = None, description: Optional[str] = None,
-         requires_approval: bool = False, timeout: Optional[float] = None) -> Any:
+         requires_approval: bool = False, timeout: Optional[float] = None, idempotent: bool = True) -> Any:
     """A Tool from a function: ``@tool``, ``@tool(requires_approval=True)`` or ``tool(fn, name=...)``.
 
     ``timeout``: seconds the runner waits for one call before it reports a timeout to the model (the
     function's thread is not stopped: Python cannot stop a thread; it runs on and its result is dropped).
+    ``idempotent=False``: a side effect that must not happen twice (a payment): in a journaled run, a call
+    of it that a crash interrupted is handed back as pending instead of being run again.
     """
     if fn is None:
-        return lambda f: Tool(f, name, description, requires_approval, timeout)
-    return Tool(fn, name, description, requires_approval, timeout)
+        return lambda f: Tool(f, name, description, requires_approval, timeout, idempotent)
+    return Tool(fn, name, description, requires_approval, timeout, idempotent)

@@ -3,14 +3,15 @@
 import collections
 import threading
 import time
-from typing import Any, Callable, Dict, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from .._forks import renew_lock_after_fork
 from .base import StateStore
+from .journal import JournalRows
 
 __all__ = ["MemoryStore"]
 
-class MemoryStore(StateStore):
+class MemoryStore(JournalRows, StateStore):
     """Rows in a dict behind one lock.  ``clock`` is the limiter's (tests drive time by hand).  Budget
     holds never expire here (they live and die with the process that holds them)."""
 
@@ -72,3 +73,8 @@ class MemoryStore(StateStore):
             old = self._cache.pop(key, None)
             if old is not None:
                 self._cache_bytes -= len(old[0])
+
+    # the journal (durable runs): its rows are ("journal", run_id) rows; a run lives as long as the process
+    def _journal_rows(self) -> List[Tuple[str, Dict[str, Any]]]:
+        with self._lock:
+            return [(key, row) for (kind, key), row in self._rows.items() if kind == "journal"]

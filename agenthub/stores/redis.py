@@ -45,7 +45,8 @@ SCHEMA_KEY = "agenthub:schema"
 EPOCH_KEY = PREFIX + "epoch"
 #: the Lua scripts (package data: ``agenthub/stores/lua/NAME.lua``, each run after ``lib.lua``)
 SCRIPT_NAMES = ("limiter_reserve", "limiter_adjust", "limiter_pause", "limiter_pauses", "limiter_reslot",
-                "budget_hold", "budget_finish", "budget_renew", "budget_charge", "budget_totals", "cache_put")
+                "budget_hold", "budget_finish", "budget_renew", "budget_charge", "budget_totals", "cache_put",
+                "journal_claim", "journal_append", "journal_release")
 
 
 def lua_source(name: str) -> str:
@@ -269,3 +270,55 @@ class RedisStore(Store):
 
     def cache_delete(self, key: str) -> None:
         self._call(self._client.delete, PREFIX + "cache:" + key)
+
+    # -- the journal (durable runs): a hash (lease, count, last write) and a list of entries per run -----------
+    def _journal_keys(self, run_id: str) -> List[str]:
+        return [PREFIX + "journal:" + run_id, PREFIX + "journal:" + run_id + ":entries"]
+
+    def journal_claim(self, run_id: str, owner: str, lease: float = 30.0, ttl: Optional[float] = None) -> Optional[float]:
+        left = self._run("journal_claim", self._journal_keys(run_id), [owner, repr(float(lease)),
+                                                                       "" if ttl is None else repr(float(ttl))])
+        return None if left is None else self._f(left)
+
+    def journal_append(self, run_id: str, owner: str, seq: int, entry: str, ttl: Optional[float] = None) -> None:
+        from .journal import MAX_ENTRY, lost_lease
+
+        if len(entry) > MAX_ENTRY:
+            raise StoreError("the journal of run {!r}: an entry of {} characters (the bound is {})".format(
+                run_id, len(entry), MAX_ENTRY))
+        kind, value = self._run("journal_append", self._journal_keys(run_id) + [PREFIX + "journals"],
+                                [owner, int(seq), entry, "" if ttl is None else repr(float(ttl)), run_id])
+        kind = kind.decode() if isinstance(kind, bytes) else kind
+        if kind == "lost":
+            raise lost_lease(run_id, "another" if int(value) else None)
+        if kind == "seq":
+            raise StoreError("the journal of run {!r}: entry {} written where entry {} is next (two writers?): "
+                             "refusing it".format(run_id, seq, int(value)))
+
+    def journal_entries(self, run_id: str, start: int = 0) -> List[str]:
+        rows = self._read(self._client.lrange, self._journal_keys(run_id)[1], int(start), -1)
+        return [row.decode("utf-8") if isinstance(row, bytes) else row for row in rows or ()]
+
+    def journal_release(self, run_id: str, owner: str) -> None:
+        self._run("journal_release", self._journal_keys(run_id)[:1], [owner])
+
+    def journal_forget(self, run_id: str) -> bool:
+        removed = self._call(self._client.delete, *self._journal_keys(run_id))
+        self._call(self._client.zrem, PREFIX + "journals", run_id)
+        return bool(removed)
+
+    def journal_runs(self) -> List[Dict[str, Any]]:
+        seconds, micros = self._read(self._client.time)
+        now = self._f(seconds) + self._f(micros) / 1e6
+        out = []
+        for member in self._read(self._client.zrange, PREFIX + "journals", 0, -1) or ():
+            run_id = member.decode("utf-8") if isinstance(member, bytes) else member
+            meta = self._read(self._client.hmget, self._journal_keys(run_id)[0], "owner", "until", "updated", "entries")
+            if meta[3] is None:  # expired (or forgotten elsewhere): out of the index too
+                self._call(self._client.zrem, PREFIX + "journals", run_id)
+                continue
+            entries = int(meta[3])
+            if entries:
+                out.append({"run_id": run_id, "entries": entries, "age": max(0.0, now - self._f(meta[2])),
+                            "owned": meta[0] is not None and self._f(meta[1] or 0) > now})
+        return sorted(out, key=lambda r: r["run_id"])

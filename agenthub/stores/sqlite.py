@@ -20,6 +20,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 from ..errors import ConfigError
 from .base import SCHEMA_VERSION, StateStore, StoreError
 from .files import check_folder, make_file
+from .journal import JOURNAL_LEASE, MAX_ENTRY, JournalRows, lost_lease
 
 __all__ = ["SQLiteStore", "sqlite_path"]
 
@@ -30,6 +31,11 @@ _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS agenthub_cache (key TEXT PRIMARY KEY, value BLOB NOT NULL, size INTEGER NOT NULL, "
     "expires REAL, stored REAL NOT NULL)",
     "CREATE INDEX IF NOT EXISTS agenthub_cache_stored ON agenthub_cache (stored)",
+    # the journal of durable runs: one row per run (its lease and expiry), one per entry
+    "CREATE TABLE IF NOT EXISTS agenthub_journal_runs (run_id TEXT PRIMARY KEY, owner TEXT, until REAL NOT NULL, "
+    "updated REAL NOT NULL, expires REAL, entries INTEGER NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS agenthub_journal (run_id TEXT NOT NULL, seq INTEGER NOT NULL, entry TEXT NOT NULL, "
+    "PRIMARY KEY (run_id, seq))",
 )
 
 
@@ -45,7 +51,7 @@ def sqlite_path(url: str) -> str:
     return path
 
 
-class SQLiteStore(StateStore):
+class SQLiteStore(JournalRows, StateStore):
     def __init__(self, url: str, timeout: float = 30.0) -> None:
         self.path = sqlite_path(url)
         self.url = url
@@ -226,3 +232,80 @@ class SQLiteStore(StateStore):
 
     def cache_delete(self, key: str) -> None:
         self._transaction(lambda conn, now: conn.execute("DELETE FROM agenthub_cache WHERE key = ?", (key,)))
+
+    # -- the journal (durable runs): entries in a table of their own (an append writes one row) -------------
+    def _journal_run(self, conn: sqlite3.Connection, run_id: str, now: float) -> Optional[Tuple[Any, ...]]:
+        row = conn.execute("SELECT owner, until, updated, expires, entries FROM agenthub_journal_runs "
+                           "WHERE run_id = ?", (run_id,)).fetchone()
+        if row is not None and row[3] is not None and row[3] <= now:
+            conn.execute("DELETE FROM agenthub_journal WHERE run_id = ?", (run_id,))
+            conn.execute("DELETE FROM agenthub_journal_runs WHERE run_id = ?", (run_id,))
+            return None
+        return tuple(row) if row is not None else None
+
+    def journal_claim(self, run_id: str, owner: str, lease: float = JOURNAL_LEASE,
+                      ttl: Optional[float] = None) -> Optional[float]:
+        def work(conn: sqlite3.Connection, now: float) -> Optional[float]:
+            row = self._journal_run(conn, run_id, now)
+            if row is None:
+                conn.execute("INSERT INTO agenthub_journal_runs (run_id, owner, until, updated, expires, entries) "
+                             "VALUES (?, ?, ?, ?, ?, 0)", (run_id, owner, now + lease, now,
+                                                           None if ttl is None else now + ttl))
+                return None
+            if row[0] is not None and row[0] != owner and row[1] > now:
+                return float(row[1] - now)
+            conn.execute("UPDATE agenthub_journal_runs SET owner = ?, until = ? WHERE run_id = ?",
+                         (owner, now + lease, run_id))
+            return None
+
+        return self._transaction(work)  # type: ignore[no-any-return]
+
+    def journal_append(self, run_id: str, owner: str, seq: int, entry: str, ttl: Optional[float] = None) -> None:
+        if len(entry) > MAX_ENTRY:
+            raise StoreError("the journal of run {!r}: an entry of {} characters (the bound is {})".format(
+                run_id, len(entry), MAX_ENTRY))
+
+        def work(conn: sqlite3.Connection, now: float) -> None:
+            row = self._journal_run(conn, run_id, now)
+            if row is None or row[0] != owner or row[1] <= now:
+                raise lost_lease(run_id, row[0] if row is not None and row[1] > now else None)
+            if seq != row[4]:
+                raise StoreError("the journal of run {!r}: entry {} written where entry {} is next (two writers?): "
+                                 "refusing it".format(run_id, seq, row[4]))
+            conn.execute("INSERT INTO agenthub_journal (run_id, seq, entry) VALUES (?, ?, ?)", (run_id, seq, entry))
+            conn.execute("UPDATE agenthub_journal_runs SET updated = ?, expires = ?, entries = ? WHERE run_id = ?",
+                         (now, None if ttl is None else now + ttl, seq + 1, run_id))
+
+        self._transaction(work)
+
+    def journal_entries(self, run_id: str, start: int = 0) -> List[str]:
+        def work(conn: sqlite3.Connection, now: float) -> List[str]:
+            row = conn.execute("SELECT expires FROM agenthub_journal_runs WHERE run_id = ?", (run_id,)).fetchone()
+            if row is None or (row[0] is not None and row[0] <= now):
+                return []
+            return [r[0] for r in conn.execute("SELECT entry FROM agenthub_journal WHERE run_id = ? AND seq >= ? "
+                                                "ORDER BY seq", (run_id, start))]
+
+        return self._transaction(work, immediate=False)  # type: ignore[no-any-return]
+
+    def journal_release(self, run_id: str, owner: str) -> None:
+        self._transaction(lambda conn, now: conn.execute(
+            "UPDATE agenthub_journal_runs SET owner = NULL, until = 0 WHERE run_id = ? AND owner = ?", (run_id, owner)))
+
+    def journal_forget(self, run_id: str) -> bool:
+        def work(conn: sqlite3.Connection, now: float) -> bool:
+            row = self._journal_run(conn, run_id, now)
+            conn.execute("DELETE FROM agenthub_journal WHERE run_id = ?", (run_id,))
+            conn.execute("DELETE FROM agenthub_journal_runs WHERE run_id = ?", (run_id,))
+            return row is not None and row[4] > 0
+
+        return self._transaction(work)  # type: ignore[no-any-return]
+
+    def journal_runs(self) -> List[Dict[str, Any]]:
+        def work(conn: sqlite3.Connection, now: float) -> List[Dict[str, Any]]:
+            rows = conn.execute("SELECT run_id, owner, until, updated, entries FROM agenthub_journal_runs "
+                                "WHERE entries > 0 AND (expires IS NULL OR expires > ?) ORDER BY run_id", (now,))
+            return [{"run_id": r[0], "entries": r[4], "age": max(0.0, now - r[3]),
+                     "owned": r[1] is not None and r[2] > now} for r in rows]
+
+        return self._transaction(work, immediate=False)  # type: ignore[no-any-return]

@@ -1,0 +1,341 @@
+"""Runs that survive a crash: the journal a run writes as it goes, and what a resumed run reads back.
+
+``client.run(messages, ..., journal=STORE, run_id="ticket-42")`` (STORE: a store URL as
+``RateLimiter(store=)`` takes, or a store object) writes, on the store's journal rows
+(agenthub.stores.journal), in order:
+
+- ``header``: the journal's format, agenthub's version and the run's fingerprint (a digest of the
+  messages, the tool schemas, the model and the config; no value of it is kept);
+- ``request``: a model request is going out (turn n), and, for a background turn, its response id once
+  known (``attach``), so a resumed run re-attaches to it instead of paying for it again;
+- ``turn``: the turn as the run keeps it: the assistant message (fidelity kept), usage, cost, the route
+  that answered;
+- ``call``: a tool call is starting (its id, name, the digest of its arguments); ``result``: its result
+  item and how long it took;
+- ``done``: the run ended (its stop and pending calls).
+
+Calling the same thing again with the same ``run_id`` resumes: the journaled turns and results are
+replayed (their events yielded again with ``"replayed": True``; nothing is sent for them), then the run
+goes on live.  A call journaled as started and not finished is run again when its tool is idempotent
+(the default: at least once) and handed back as pending (``stop == "approval"``) when it was declared
+``@tool(idempotent=False)`` (at most once).  The journal keeps what the run keeps, never headers, keys or
+the raw HTTP bodies; replayed events are rebuilt from the journaled message (one delta per item).
+"""
+
+import hashlib
+import json
+import os
+import threading
+import uuid
+import weakref
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+
+from ..errors import AgentHubError, ConfigError
+from ..stores import open_store
+from ..stores.base import StoreError
+
+__all__ = ["Journal", "JournalError", "RunLockedError", "RunJournal", "FORMAT", "fingerprint", "idempotency_key",
+           "replay_events"]
+
+#: the format of the entries this agenthub writes and reads (a journal of another format is refused)
+FORMAT = 1
+#: the config keys that never reach the fingerprint (secrets, or what does not change the run)
+_UNFINGERPRINTED = ("extra_headers", "trace_id")
+
+
+class JournalError(AgentHubError):
+    """A run's journal that cannot be used: written by another format, for another run (other messages,
+    tools or model under the same ``run_id``), or holding a corrupt entry.  ``run_id``, ``reason``."""
+
+    run_id: str
+    reason: str
+
+
+class RunLockedError(JournalError):
+    """Another live worker owns the run (its lease is held): ``retry_after`` seconds until it lapses if
+    that worker stopped.  Pass ``journal_wait=`` seconds to wait for it instead."""
+
+    retry_after: float
+
+
+def _canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True, default=repr)
+
+
+def fingerprint(model: str, messages: Sequence[Any], tools: Sequence[Any], config: Mapping[str, Any]) -> str:
+    """The digest a journal's header holds: the run is "the same run" when this is equal."""
+    kept = {k: v for k, v in config.items() if k not in _UNFINGERPRINTED and k != "tools"}
+    return hashlib.sha256(_canonical([FORMAT, model, list(messages), list(tools), kept]).encode()).hexdigest()
+
+
+def idempotency_key(run_id: str, turn: int, tool_call_id: str) -> str:
+    """The key a tool call keeps across crashes and resumes (agenthub.agent.current_call().idempotency_key)."""
+    return hashlib.sha256("{}\x00{}\x00{}".format(run_id, turn, tool_call_id).encode()).hexdigest()[:32]
+
+
+def arguments_digest(arguments: Any) -> str:
+    return hashlib.sha256(_canonical(arguments).encode()).hexdigest()[:32]
+
+
+class _Renewer(object):
+    """One daemon thread per process renews the leases of the runs it owns, every third of their lease."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._journals = weakref.WeakSet()  # type: Any
+        self._thread = None  # type: Optional[threading.Thread]
+        self._pid = os.getpid()
+
+    def add(self, journal: "Journal") -> None:
+        with self._cond:
+            if self._pid != os.getpid():
+                self._pid, self._journals, self._thread = os.getpid(), weakref.WeakSet(), None
+            self._journals.add(journal)
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._run, name="agenthub-journal-lease", daemon=True)
+                self._thread.start()
+            self._cond.notify_all()
+
+    def discard(self, journal: "Journal") -> None:
+        with self._cond:
+            self._journals.discard(journal)
+            self._cond.notify_all()
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                journals = list(self._journals)
+                if not journals:
+                    self._thread = None
+                    return
+                self._cond.wait(min(j.lease for j in journals) / 3.0)
+                journals = list(self._journals)
+            for journal in journals:
+                journal.renew()
+
+
+_RENEWER = _Renewer()
+
+
+class Journal(object):
+    """A run's journal: ``open`` claims the run and reads what was journaled; ``write`` adds an entry;
+    ``close`` releases the run (a finished run's journal stays until its ``ttl`` or ``forget``)."""
+
+    def __init__(self, store: Any, run_id: str, *, ttl: Optional[float] = None, lease: Optional[float] = None,
+                 wait: Optional[float] = None) -> None:
+        if not isinstance(run_id, str) or not run_id or len(run_id) > 200 or not run_id.isprintable():
+            raise ConfigError("run_id must be 1 to 200 printable characters (got {!r})".format(
+                run_id if not isinstance(run_id, str) else run_id[:60]))
+        if ttl is not None and (isinstance(ttl, bool) or not isinstance(ttl, (int, float)) or not ttl > 0):
+            raise ConfigError("journal ttl must be a number of seconds > 0 (or None: kept until forgotten)")
+        if wait is not None and (isinstance(wait, bool) or not isinstance(wait, (int, float)) or wait < 0):
+            raise ConfigError("journal_wait must be a number of seconds >= 0")
+        self.store = open_store(store)
+        if not hasattr(self.store, "journal_append"):
+            raise ConfigError("{!r} keeps no journal (MemoryStore, SQLiteStore and RedisStore do)".format(self.store))
+        self.run_id = run_id
+        self.ttl = None if ttl is None else float(ttl)
+        from ..stores import journal as rows
+
+        self.lease = float(lease if lease is not None else rows.JOURNAL_LEASE)  # (read now: a test may shorten it)
+        self.wait = wait
+        self.owner = uuid.uuid4().hex
+        self._next = 0
+        self._lock = threading.Lock()
+        self._lost = None  # type: Optional[BaseException]
+        self._open = False
+
+    # -- claiming -----------------------------------------------------------------------------------------
+    def _claim(self) -> None:
+        import time
+
+        deadline = None if self.wait is None else time.monotonic() + self.wait
+        while True:
+            left = self.store.journal_claim(self.run_id, self.owner, self.lease, self.ttl)
+            if left is None:
+                return
+            if deadline is None or time.monotonic() + min(left, 0.5) > deadline + 0.5:
+                raise RunLockedError(
+                    "run {!r} is owned by another live worker (its lease has {:.1f} s left): it goes on there; "
+                    "pass journal_wait=SECONDS to wait for it".format(self.run_id, left),
+                    run_id=self.run_id, reason="locked", retry_after=round(left, 3))
+            time.sleep(max(0.05, min(left, 0.5, max(0.0, deadline - time.monotonic()))))
+
+    def renew(self) -> None:
+        try:
+            left = self.store.journal_claim(self.run_id, self.owner, self.lease, self.ttl)
+        except AgentHubError:  # the store is away for now: the next round tries again (a lapsed lease
+            return  # shows at the next write: the fence refuses it)
+        if left is not None:
+            self._lost = StoreError("the journal of run {!r}: another worker took the run over".format(self.run_id))
+
+    def open(self, print_: str) -> List[Dict[str, Any]]:
+        """Claim the run and return its journaled entries after the header (empty for a new run, whose
+        header is written now).  JournalError for a journal of another format or run, or a corrupt entry."""
+        self._claim()
+        self._open = True
+        _RENEWER.add(self)
+        try:
+            raw = self.store.journal_entries(self.run_id)
+            entries = []  # type: List[Dict[str, Any]]
+            for n, text in enumerate(raw):
+                try:
+                    entry = json.loads(text)
+                except (TypeError, ValueError):
+                    entry = None
+                if n == 0 and isinstance(entry, dict) and entry.get("k") == "header" and entry.get("format") != FORMAT:
+                    raise JournalError("the journal of run {!r} was written in format {!r} (agenthub {}); this "
+                                       "agenthub reads format {}: refusing it".format(
+                                           self.run_id, entry.get("format"), entry.get("agenthub"), FORMAT),
+                                       run_id=self.run_id, reason="format")
+                if not isinstance(entry, dict) or not isinstance(entry.get("k"), str):
+                    raise JournalError("the journal of run {!r}: entry {} is corrupt: refusing to replay it".format(
+                        self.run_id, n), run_id=self.run_id, reason="corrupt")
+                entries.append(entry)
+            self._next = len(entries)
+            if not entries:
+                self.write("header", format=FORMAT, fingerprint=print_, agenthub=_version())
+                return []
+            header = entries[0]
+            if header.get("k") != "header" or header.get("format") != FORMAT:
+                raise JournalError("the journal of run {!r} was written in format {!r} (agenthub {}); this agenthub "
+                                   "reads format {}: refusing it".format(self.run_id, header.get("format"),
+                                                                         header.get("agenthub"), FORMAT),
+                                   run_id=self.run_id, reason="format")
+            if header.get("fingerprint") != print_:
+                raise JournalError("the journal of run {!r} belongs to another run (other messages, tools, model or "
+                                   "config under the same run_id): a different run is refused, not merged; use "
+                                   "another run_id or forget this one".format(self.run_id),
+                                   run_id=self.run_id, reason="mismatch")
+            return entries[1:]
+        except BaseException:
+            self.close()
+            raise
+
+    # -- writing ------------------------------------------------------------------------------------------
+    def write(self, kind: str, **fields: Any) -> None:
+        if self._lost is not None:
+            raise self._lost
+        entry = dict(fields, k=kind)
+        text = json.dumps(entry, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+        with self._lock:
+            self.store.journal_append(self.run_id, self.owner, self._next, text, self.ttl)
+            self._next += 1
+
+    def close(self) -> None:
+        if not self._open:
+            return
+        self._open = False
+        _RENEWER.discard(self)
+        try:
+            self.store.journal_release(self.run_id, self.owner)
+        except AgentHubError:
+            pass  # the lease lapses by itself
+
+
+def _version() -> str:
+    from .. import __version__
+    return __version__
+
+
+class Replay(object):
+    """What a resumed run reads from its journal entries: the turns, the calls started and their results,
+    the request in flight, and whether the run had ended."""
+
+    def __init__(self, entries: Sequence[Mapping[str, Any]]) -> None:
+        self.turns = []  # type: List[Dict[str, Any]]
+        self.started = {}  # type: Dict[Tuple[int, str], Dict[str, Any]]
+        self.results = {}  # type: Dict[Tuple[int, str], Dict[str, Any]]
+        self.in_flight = None  # type: Optional[Dict[str, Any]]
+        self.done = None  # type: Optional[Dict[str, Any]]
+        for entry in entries:
+            kind = entry["k"]
+            if kind == "request":
+                self.in_flight = dict(entry)
+            elif kind == "attach" and self.in_flight is not None:
+                self.in_flight["attach"] = entry.get("id")
+            elif kind == "turn":
+                self.turns.append(dict(entry))
+                self.in_flight = None
+            elif kind == "call":
+                self.started[(entry["turn"], entry["id"])] = dict(entry)
+            elif kind == "result":
+                self.results[(entry["turn"], entry["id"])] = dict(entry)
+            elif kind == "done":
+                self.done = dict(entry)
+
+
+def replay_events(message: Mapping[str, Any]) -> List[Dict[str, Any]]:
+    """The events of a journaled turn, rebuilt from its message: a start, one delta per item (a tool call
+    announced with its whole arguments first), a stop with the
+    turn's usage and finish reason; each marked ``"replayed": True`` (a valid stream: ``check_stream``)."""
+    from ..stream import now_ms
+    from ..types import USAGE_KEYS
+
+    created = now_ms()
+    usage = message.get("usage_metadata") or {}
+
+    def event(kind: str, items: List[Any], usage: Any = None, finish: Any = None) -> Dict[str, Any]:
+        return {"role": "assistant", "event_type": kind, "content_items": items, "usage_metadata": usage,
+                "finish_reason": finish, "created_at": created, "replayed": True}
+
+    events = [event("start", [])]
+    for item in message.get("content_items") or ():
+        if item.get("type") == "tool_call":  # announced with its arguments, then whole (the stream grammar)
+            events.append(event("delta", [{"type": "partial_tool_call", "name": item["name"],
+                                           "tool_call_id": item["tool_call_id"],
+                                           "arguments": json.dumps(item.get("arguments"), ensure_ascii=False)}]))
+        events.append(event("delta", [dict(item)]))
+    events.append(event("stop", [], {key: usage.get(key) for key in USAGE_KEYS}, message.get("finish_reason")))
+    return events
+
+
+class RunJournal(object):
+    """The runner's one seam to a run's journal (agenthub.agent.runner reads and writes it through this):
+    what was journaled (``turn``, ``result``, ``interrupted``) and what goes in (``request``, ``answered``,
+    ``started``, ``finished``, ``done``)."""
+
+    def __init__(self, store: Any, run_id: str, print_: str, *, ttl: Optional[float] = None,
+                 wait: Optional[float] = None) -> None:
+        self.journal = Journal(store, run_id, ttl=ttl, wait=wait)
+        self.run_id = run_id
+        self.replay = Replay(self.journal.open(print_))
+        #: what the run took from the journal instead of doing it again: turns and tool results
+        self.replayed_turns = 0
+        self.replayed_results = 0
+
+    # what was journaled
+    def turn(self, number: int) -> Optional[Dict[str, Any]]:
+        return self.replay.turns[number] if number < len(self.replay.turns) else None
+
+    def result(self, turn: int, call_id: str) -> Optional[Dict[str, Any]]:
+        entry = self.replay.results.get((turn, call_id))
+        return dict(entry["item"]) if entry is not None else None
+
+    def interrupted(self, turn: int, call_id: str) -> bool:
+        return (turn, call_id) in self.replay.started and (turn, call_id) not in self.replay.results
+
+    def interrupted_ids(self) -> List[str]:
+        return [call_id for key, call_id in [(k, k[1]) for k in self.replay.started] if key not in self.replay.results]
+
+    # what goes in
+    def request(self, turn: int) -> None:
+        self.journal.write("request", turn=turn)
+
+    def answered(self, turn: int, message: Mapping[str, Any], cost: Optional[float],
+                 route: Optional[Mapping[str, Any]]) -> None:
+        self.journal.write("turn", turn=turn, message=dict(message), cost=cost, route=dict(route or {}))
+
+    def started(self, turn: int, call: Mapping[str, Any]) -> None:
+        self.journal.write("call", turn=turn, id=call["tool_call_id"], name=call.get("name"),
+                           digest=arguments_digest(call.get("arguments")))
+
+    def finished(self, turn: int, call_id: str, item: Mapping[str, Any], seconds: float) -> None:
+        self.replay.results[(turn, call_id)] = {"item": dict(item)}
+        self.journal.write("result", turn=turn, id=call_id, item=dict(item), seconds=round(seconds, 6))
+
+    def done(self, stop: Optional[str], pending: Sequence[Mapping[str, Any]]) -> None:
+        self.journal.write("done", stop=stop, pending=[c.get("tool_call_id") for c in pending])
+
+    def close(self) -> None:
+        self.journal.close()

@@ -1,0 +1,330 @@
+"""Runs that survive a crash (issue 39): a journaled run killed with SIGKILL in a real process at a tool, at a
+model request and at a side effect, resumed in another process with the same run_id against the same local
+server that counts requests: no completed turn is sent (paid) twice, an idempotent tool interrupted runs again
+with the same idempotency key, a non-idempotent one comes back pending (at most once), the transcript equals
+an uninterrupted run's.  Also: one owner at a time, a finished run's result again at once, refusals of another
+run under the same id, another format, a corrupt entry; no key in the journal."""
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from agent_streams import chat_calls, chat_text
+from sse_server import Answer, SSEServer
+
+from agenthub import AutoLLMClient, ConfigError, tool
+from agenthub.agent import JournalError, RunLockedError, current_call
+from agenthub.stores import MemoryStore, StoreError
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+KEY = "sk-test-journal-key-0001"
+USER = {"role": "user", "content_items": [{"type": "text", "text": "Book the trip."}]}
+
+#: the child: a journaled run whose tools print what they do; HANG=<tool> makes that tool wait to be killed
+CHILD = textwrap.dedent("""
+    import os, sys, time
+    sys.path.insert(0, sys.argv[1])
+    import agenthub.stores.journal as rows
+    rows.JOURNAL_LEASE = 1.0  # a killed owner's lease lapses in a second here
+    from agenthub import AutoLLMClient, tool
+    from agenthub.agent import current_call
+
+    def say(*words):
+        print(*words, flush=True)
+
+    @tool
+    def look_up(city: str) -> str:
+        \"\"\"Look a city up.\"\"\"
+        say("look_up", city, current_call().idempotency_key)
+        if os.environ.get("HANG") == "look_up":
+            time.sleep(60)
+        return city + ": open"
+
+    @tool(idempotent=False)
+    def pay(amount: int) -> str:
+        \"\"\"Pay.\"\"\"
+        say("pay", amount, current_call().idempotency_key)
+        if os.environ.get("HANG") == "pay":
+            time.sleep(60)
+        return "paid"
+
+    client = AutoLLMClient("gpt-4o-mini", api_key=os.environ["KEY"], base_url=os.environ["URL"] + "/v1",
+                           client_type="openai-chat", max_retries=0)
+    user = {"role": "user", "content_items": [{"type": "text", "text": "Book the trip."}]}
+    result = client.run([user], tools=[look_up, pay], journal=os.environ["JOURNAL"], run_id="trip-1").result()
+    say("stop", result.stop, result.turns)
+""")
+
+
+@tool
+def look_up(city: str) -> str:
+    """Look a city up."""
+    ran.append(("look_up", city, current_call().idempotency_key))
+    return city + ": open"
+
+
+@tool(idempotent=False)
+def pay(amount: int) -> str:
+    """Pay."""
+    ran.append(("pay", amount, current_call().idempotency_key))
+    return "paid"
+
+
+ran = []
+TOOLS = [look_up, pay]
+SCRIPT = [chat_calls([("c1", "look_up", '{"city": "Rome"}')]), chat_calls([("c2", "pay", '{"amount": 30}')]),
+          chat_text("Booked.")]
+
+
+@pytest.fixture(autouse=True)
+def clean():
+    ran.clear()
+
+
+def client_for(server):
+    return AutoLLMClient("gpt-4o-mini", api_key=KEY, base_url=server.url + "/v1", client_type="openai-chat",
+                         max_retries=0)
+
+
+def child_until(server, journal, hang, marker):
+    """Start the child; read its lines until one starts with ``marker``; kill it with SIGKILL there."""
+    env = dict(os.environ, KEY=KEY, URL=server.url, JOURNAL=journal, HANG=hang, PYTHONPATH=ROOT)
+    child = subprocess.Popen([sys.executable, "-c", CHILD, ROOT], stdout=subprocess.PIPE, env=env)
+    lines = []
+    try:
+        while True:
+            line = child.stdout.readline().decode()
+            assert line, "the child ended before {!r}: {}".format(marker, lines)
+            lines.append(line.split())
+            if line.startswith(marker):
+                break
+        child.send_signal(signal.SIGKILL)
+        child.wait(10)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait(10)
+        child.stdout.close()
+    return lines
+
+
+def plain(messages):
+    return [{k: v for k, v in m.items() if k != "created_at"} for m in messages]
+
+
+def bodies(server):
+    return [request["body"]["messages"] for request in server.requests]
+
+
+def uninterrupted():
+    with SSEServer() as server:
+        server.answers += [Answer([answer]) for answer in SCRIPT]
+        result = client_for(server).run([USER], tools=TOOLS).result()
+    ran.clear()
+    return result, bodies(server)
+
+
+def test_killed_at_an_idempotent_tool_the_resume_runs_it_again_and_pays_no_turn_twice(store_url):
+    journal = store_url  # SQLite, then a real redis-server
+    clean_result, clean_bodies = uninterrupted()
+    with SSEServer() as server:
+        server.answers += [Answer([answer]) for answer in SCRIPT]
+        lines = child_until(server, journal, "look_up", "look_up")
+        assert len(server.requests) == 1  # the first turn was paid for once, by the killed process
+        result = client_for(server).run([USER], tools=TOOLS, journal=journal, run_id="trip-1",
+                                        journal_wait=10).result()  # (the killed owner's lease lapses first)
+    assert result.stop == "done" and result.turns == 3
+    assert (result.replayed_turns, result.replayed_results) == (1, 0)
+    assert len(server.requests) == 3  # turns 2 and 3 live; turn 1 never again
+    assert bodies(server) == clean_bodies
+    # at least once: the interrupted look_up ran again here, under the key it had in the killed process
+    assert ran[0] == ("look_up", "Rome", lines[-1][2])
+    assert [r[0] for r in ran] == ["look_up", "pay"]
+    assert plain(result.messages) == plain(clean_result.messages)
+
+
+def test_killed_in_a_side_effect_the_resume_hands_it_back_pending_and_runs_it_at_most_once(store_url):
+    journal = store_url
+    with SSEServer() as server:
+        server.answers += [Answer([answer]) for answer in SCRIPT]
+        child_until(server, journal, "pay", "pay")
+        assert len(server.requests) == 2
+        client = client_for(server)
+        first = client.run([USER], tools=TOOLS, journal=journal, run_id="trip-1", journal_wait=10).result()
+        assert (first.stop, first.interrupted, [c["tool_call_id"] for c in first.pending]) == ("approval", ["c2"],
+                                                                                               ["c2"])
+        assert ran == [] and len(server.requests) == 2  # nothing ran, nothing was sent
+        # the user checked the payment went through: deny running it again; the run goes on
+        second = client.run([USER], tools=TOOLS, journal=journal, run_id="trip-1",
+                            decisions={"c2": "it went through before the crash"}).result()
+    assert second.stop == "done" and ran == []
+    assert len(server.requests) == 3
+    assert server.requests[2]["body"]["messages"][-1] == {
+        "role": "tool", "tool_call_id": "c2", "content": "denied: it went through before the crash"}
+
+
+def test_killed_while_the_model_answers_the_request_is_sent_again(tmp_path):
+    journal = "sqlite:///" + str(tmp_path / "runs.db")
+    with SSEServer() as server:
+        hold = Answer([b"data: " + json.dumps({"id": "x", "choices": [{"index": 0, "delta": {"content": "Bo"},
+                                                                       "finish_reason": None}]}).encode() + b"\n\n",
+                       b""], pause=30)  # the second turn's answer never completes: the child is killed in it
+        server.answers += [Answer([SCRIPT[0]]), hold]
+        lines = child_until(server, journal, "", "look_up")
+        # (killed right after look_up printed: its result may or may not be journaled; either way:)
+        server.answers[:] = [Answer([SCRIPT[1]]), Answer([SCRIPT[2]])]
+        result = client_for(server).run([USER], tools=TOOLS, journal=journal, run_id="trip-1",
+                                        journal_wait=10).result()
+    assert result.stop == "done" and result.replayed_turns == 1
+    assert [r[0] for r in ran] in (["pay"], ["look_up", "pay"])
+    assert lines[0][0] == "look_up"
+
+
+def test_a_finished_run_gives_its_result_again_at_once(tmp_path):
+    journal = "sqlite:///" + str(tmp_path / "runs.db")
+    with SSEServer() as server:
+        server.answers += [Answer([answer]) for answer in SCRIPT]
+        client = client_for(server)
+        first = client.run([USER], tools=TOOLS, journal=journal, run_id="trip-1").result()
+        events = list(client.run([USER], tools=TOOLS, journal=journal, run_id="trip-1"))
+        again = client.run([USER], tools=TOOLS, journal=journal, run_id="trip-1").result()
+    assert len(server.requests) == 3 and [r[0] for r in ran] == ["look_up", "pay"]
+    assert (again.stop, again.turns, plain(again.messages), again.usage_metadata) == (
+        first.stop, first.turns, plain(first.messages), first.usage_metadata)
+    assert again.cost_usd == first.cost_usd  # the run's whole cost, across every process it ran in
+    assert (again.replayed_turns, again.replayed_results) == (3, 2)
+    assert all(event.get("replayed") is True for event in events)
+    from agenthub import check_stream
+    starts = [n for n, e in enumerate(events) if e["role"] == "assistant" and e["event_type"] == "start"]
+    for start, end in zip(starts, starts[1:] + [len(events)]):
+        check_stream([e for e in events[start:end] if e["role"] == "assistant"])
+
+
+def test_a_live_owner_keeps_the_run_and_a_killed_owners_run_passes_to_the_next(tmp_path):
+    journal = "sqlite:///" + str(tmp_path / "runs.db")
+    env = None
+    with SSEServer() as server:
+        server.answers += [Answer([answer]) for answer in SCRIPT]
+        env = dict(os.environ, KEY=KEY, URL=server.url, JOURNAL=journal, HANG="look_up", PYTHONPATH=ROOT)
+        child = subprocess.Popen([sys.executable, "-c", CHILD, ROOT], stdout=subprocess.PIPE, env=env)
+        try:
+            assert child.stdout.readline().startswith(b"look_up")
+            with pytest.raises(RunLockedError) as caught:
+                client_for(server).run([USER], tools=TOOLS, journal=journal, run_id="trip-1")
+            assert caught.value.reason == "locked" and 0 < caught.value.retry_after <= 1.0
+            child.send_signal(signal.SIGKILL)
+            child.wait(10)
+            result = client_for(server).run([USER], tools=TOOLS, journal=journal, run_id="trip-1",
+                                            journal_wait=10).result()
+        finally:
+            if child.poll() is None:
+                child.kill()
+                child.wait(10)
+            child.stdout.close()
+    assert result.stop == "done"
+
+
+def test_another_run_under_the_same_id_is_refused_not_merged(tmp_path):
+    journal = "sqlite:///" + str(tmp_path / "runs.db")
+    with SSEServer() as server:
+        server.answers += [Answer([answer]) for answer in SCRIPT]
+        client_for(server).run([USER], tools=TOOLS, journal=journal, run_id="trip-1").result()
+        other = {"role": "user", "content_items": [{"type": "text", "text": "Book another trip."}]}
+        with pytest.raises(JournalError) as caught:
+            client_for(server).run([other], tools=TOOLS, journal=journal, run_id="trip-1")
+        assert caught.value.reason == "mismatch"
+        with pytest.raises(JournalError) as caught:
+            client_for(server).run([USER], tools=[look_up], journal=journal, run_id="trip-1")
+        assert caught.value.reason == "mismatch"
+    assert len(server.requests) == 3
+
+
+def test_a_corrupt_entry_or_another_format_is_refused(tmp_path):
+    path = tmp_path / "runs.db"
+    journal = "sqlite:///" + str(path)
+    with SSEServer() as server:
+        server.answers += [Answer([answer]) for answer in SCRIPT]
+        client_for(server).run([USER], tools=TOOLS, journal=journal, run_id="trip-1").result()
+        with sqlite3.connect(str(path)) as conn:
+            conn.execute("UPDATE agenthub_journal SET entry = '{not json' WHERE run_id = 'trip-1' AND seq = 2")
+        with pytest.raises(JournalError, match="entry 2 is corrupt: refusing to replay it"):
+            client_for(server).run([USER], tools=TOOLS, journal=journal, run_id="trip-1")
+        with sqlite3.connect(str(path)) as conn:
+            conn.execute("UPDATE agenthub_journal SET entry = '{\"k\": \"header\", \"format\": 99}' "
+                         "WHERE run_id = 'trip-1' AND seq = 0")
+        conn.close()
+        with pytest.raises(JournalError) as caught:
+            client_for(server).run([USER], tools=TOOLS, journal=journal, run_id="trip-1")
+        assert caught.value.reason == "format"
+    assert len(server.requests) == 3
+
+
+def test_no_key_reaches_the_journal(tmp_path):
+    path = tmp_path / "runs.db"
+    with SSEServer() as server:
+        server.answers += [Answer([answer]) for answer in SCRIPT]
+        client_for(server).run([USER], {"extra_headers": {"X-Tenant-Token": "tenant-secret-0123456789"}},
+                               tools=TOOLS, journal="sqlite:///" + str(path), run_id="trip-1").result()
+    data = path.read_bytes() + b"".join(p.read_bytes() for p in tmp_path.iterdir() if p.name != "runs.db")
+    assert KEY.encode() not in data and b"tenant-secret-0123456789" not in data
+
+
+class _GoingAway(MemoryStore):
+    def __init__(self, after):
+        MemoryStore.__init__(self)
+        self.after = after
+
+    def journal_append(self, run_id, owner, seq, entry, ttl=None):
+        if seq >= self.after:
+            raise StoreError("the store went away")
+        MemoryStore.journal_append(self, run_id, owner, seq, entry, ttl)
+
+
+def test_a_journal_that_goes_away_fails_the_run_with_a_typed_error_and_keeps_what_was_done():
+    store = _GoingAway(after=4)  # header, request, turn, call: the tool's result cannot be written
+    with SSEServer() as server:
+        server.answers += [Answer([answer]) for answer in SCRIPT]
+        run = client_for(server).run([USER], tools=TOOLS, journal=store, run_id="trip-1")
+        with pytest.raises(StoreError, match="the store went away"):
+            run.result()
+    assert [json.loads(e)["k"] for e in store.journal_entries("trip-1")] == ["header", "request", "turn", "call"]
+
+
+def test_bad_journal_arguments_are_refused_before_anything_is_sent(tmp_path):
+    with SSEServer() as server:
+        client = client_for(server)
+        with pytest.raises(ConfigError, match="both journal= .* and run_id="):
+            client.run([USER], tools=TOOLS, run_id="x")
+        with pytest.raises(ConfigError, match="run_id must be 1 to 200 printable characters"):
+            client.run([USER], tools=TOOLS, journal=MemoryStore(), run_id="")
+        with pytest.raises(ConfigError, match="journal ttl must be a number of seconds"):
+            client.run([USER], tools=TOOLS, journal=MemoryStore(), run_id="x", journal_ttl=0)
+    assert server.requests == []
+
+
+def test_current_call_outside_a_tool_is_none_and_keys_are_stable_without_a_journal():
+    assert current_call() is None
+    with SSEServer() as server:
+        server.answers += [Answer([answer]) for answer in SCRIPT]
+        client_for(server).run([USER], tools=TOOLS).result()
+    assert [r[0] for r in ran] == ["look_up", "pay"] and len({r[2] for r in ran}) == 2
+
+
+def test_run_stateful_resumes_into_a_new_clients_history(tmp_path):
+    journal = "sqlite:///" + str(tmp_path / "runs.db")
+    with SSEServer() as server:
+        server.answers += [Answer([answer]) for answer in SCRIPT]
+        first_client = client_for(server)
+        first = first_client.run_stateful(USER, tools=TOOLS, journal=journal, run_id="trip-s").result()
+        fresh = client_for(server)  # another process would start with an empty history too
+        again = fresh.run_stateful(USER, tools=TOOLS, journal=journal, run_id="trip-s").result()
+    assert len(server.requests) == 3 and [r[0] for r in ran] == ["look_up", "pay"]
+    assert (first.stop, again.stop, again.replayed_turns, again.replayed_results) == ("done", "done", 3, 2)
+    assert plain(fresh.get_history()) == plain(first_client.get_history())

@@ -1,0 +1,169 @@
+"""Journal rows (issue 39): the third kind of row on the stores agenthub has, one owner at a time.
+
+Memory and SQLite here; the lease is fenced (a worker that lost the run can no longer write), entries
+are numbered with no gap, a run expires ttl after its last write, and a killed owner's lease lapses so
+another process takes the run over (a real process, killed with SIGKILL)."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from agenthub.stores import MemoryStore, StoreError
+from agenthub.stores.sqlite import SQLiteStore
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+
+
+class Clock(object):
+    def __init__(self):
+        self.now = 1000.0
+
+    def __call__(self):
+        return self.now
+
+
+@pytest.fixture(params=["memory", "sqlite"])
+def store_and_clock(request, tmp_path, monkeypatch):
+    clock = Clock()
+    if request.param == "memory":
+        yield MemoryStore(clock=clock), clock
+        return
+    import agenthub.stores.sqlite as sqlite_module
+    monkeypatch.setattr(sqlite_module.time, "time", clock)
+    store = SQLiteStore("sqlite:///" + str(tmp_path / "runs.db"))
+    yield store, clock
+    store.close()
+
+
+def test_entries_are_numbered_written_once_and_read_in_order(store_and_clock):
+    store, clock = store_and_clock
+    assert store.journal_claim("run-1", "w1", lease=30) is None
+    for n in range(3):
+        store.journal_append("run-1", "w1", n, json.dumps({"n": n}))
+    assert store.journal_entries("run-1") == ['{"n": 0}', '{"n": 1}', '{"n": 2}']
+    assert store.journal_entries("run-1", start=2) == ['{"n": 2}']
+    with pytest.raises(StoreError) as caught:
+        store.journal_append("run-1", "w1", 1, "{}")
+    assert str(caught.value) == ("the journal of run 'run-1': entry 1 written where entry 3 is next (two writers?): "
+                                 "refusing it")
+    assert store.journal_entries("other") == []
+
+
+def test_one_owner_at_a_time_and_a_lapsed_lease_passes_to_the_next(store_and_clock):
+    store, clock = store_and_clock
+    assert store.journal_claim("run-1", "w1", lease=30) is None
+    store.journal_append("run-1", "w1", 0, "{}")
+    assert store.journal_claim("run-1", "w2", lease=30) == 30.0
+    clock.now += 10
+    assert store.journal_claim("run-1", "w1", lease=30) is None  # renewed by its holder
+    clock.now += 25
+    assert store.journal_claim("run-1", "w2", lease=30) == 5.0
+    clock.now += 5
+    assert store.journal_claim("run-1", "w2", lease=30) is None  # w1 stopped renewing: w2 takes it over
+    with pytest.raises(StoreError) as caught:
+        store.journal_append("run-1", "w1", 1, "{}")  # the fence: w1 lost the run
+    assert "this worker no longer holds its lease (another worker holds it now)" in str(caught.value)
+    store.journal_append("run-1", "w2", 1, "{}")
+    store.journal_release("run-1", "w2")
+    assert store.journal_claim("run-1", "w3", lease=30) is None
+
+
+def test_a_run_expires_ttl_after_its_last_write_and_forget_drops_it(store_and_clock):
+    store, clock = store_and_clock
+    store.journal_claim("run-1", "w1", lease=30, ttl=100)
+    store.journal_append("run-1", "w1", 0, "a", ttl=100)
+    store.journal_claim("run-2", "w1", lease=30, ttl=100)
+    store.journal_append("run-2", "w1", 0, "b", ttl=100)
+    clock.now += 60
+    assert store.journal_claim("run-2", "w1", lease=30, ttl=100) is None  # the owner renews as it goes
+    store.journal_append("run-2", "w1", 1, "c", ttl=100)
+    assert [(r["run_id"], r["entries"], r["age"], r["owned"]) for r in store.journal_runs()] == [
+        ("run-1", 1, 60.0, False), ("run-2", 2, 0.0, True)]
+    clock.now += 50
+    assert store.journal_entries("run-1") == []
+    assert [r["run_id"] for r in store.journal_runs()] == ["run-2"]
+    assert store.journal_forget("run-2") is True
+    assert store.journal_forget("run-2") is False
+    assert store.journal_runs() == []
+
+
+CHILD = r"""
+import sys, time
+sys.path.insert(0, sys.argv[2])
+from agenthub.stores.sqlite import SQLiteStore
+store = SQLiteStore(sys.argv[1])
+assert store.journal_claim("run-k", "child", lease=1.0) is None
+store.journal_append("run-k", "child", 0, '{"kind": "header"}')
+print("claimed", flush=True)
+time.sleep(60)
+"""
+
+
+def test_a_killed_owners_lease_lapses_and_another_process_takes_the_run_over(tmp_path):
+    url = "sqlite:///" + str(tmp_path / "runs.db")
+    child = subprocess.Popen([sys.executable, "-c", CHILD, url, ROOT], stdout=subprocess.PIPE)
+    try:
+        assert child.stdout.readline() == b"claimed\n"
+        store = SQLiteStore(url)
+        wait = store.journal_claim("run-k", "parent", lease=30)
+        assert wait is not None and 0 < wait <= 1.0
+        child.send_signal(signal.SIGKILL)
+        child.wait(10)
+        deadline = time.time() + 10
+        while store.journal_claim("run-k", "parent", lease=30) is not None:
+            assert time.time() < deadline, "the killed owner's lease never lapsed"
+            time.sleep(0.05)
+        assert store.journal_entries("run-k") == ['{"kind": "header"}']
+        store.journal_append("run-k", "parent", 1, "{}")
+        store.close()
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait(10)
+        child.stdout.close()
+
+
+def test_redis_keeps_journals_as_the_python_stores_do():
+    """The same rules on a real redis-server (its clock: short leases and ttls, waited out)."""
+    from store_support import REDIS_SERVER, RedisServer
+
+    if REDIS_SERVER is None:
+        pytest.skip("redis-server is not installed")
+    pytest.importorskip("redis")
+    from agenthub.stores.redis import RedisStore
+
+    with RedisServer() as server:
+        store = RedisStore(server.url)
+        try:
+            assert store.journal_claim("run-1", "w1", lease=0.5) is None
+            for n in range(3):
+                store.journal_append("run-1", "w1", n, json.dumps({"n": n}))
+            assert store.journal_entries("run-1") == ['{"n": 0}', '{"n": 1}', '{"n": 2}']
+            assert store.journal_entries("run-1", start=2) == ['{"n": 2}']
+            with pytest.raises(StoreError, match="entry 1 written where entry 3 is next"):
+                store.journal_append("run-1", "w1", 1, "{}")
+            left = store.journal_claim("run-1", "w2", lease=30)
+            assert left is not None and 0 < left <= 0.5
+            time.sleep(0.6)  # w1 stops renewing: its lease lapses
+            assert store.journal_claim("run-1", "w2", lease=30) is None
+            with pytest.raises(StoreError, match="this worker no longer holds its lease .another worker holds it now"):
+                store.journal_append("run-1", "w1", 3, "{}")
+            store.journal_append("run-1", "w2", 3, "{}")
+            store.journal_release("run-1", "w2")
+            assert store.journal_claim("run-1", "w3", lease=30) is None
+            assert [(r["run_id"], r["entries"], r["owned"]) for r in store.journal_runs()] == [("run-1", 4, True)]
+            store.journal_claim("run-2", "w1", lease=30, ttl=0.5)
+            store.journal_append("run-2", "w1", 0, "x", ttl=0.5)
+            time.sleep(0.7)
+            assert store.journal_entries("run-2") == []
+            assert [r["run_id"] for r in store.journal_runs()] == ["run-1"]
+            assert store.journal_forget("run-1") is True
+            assert store.journal_forget("run-1") is False and store.journal_runs() == []
+        finally:
+            store.close()
