@@ -47,7 +47,8 @@ def test_the_agent_wings_names_are_pinned():
     import agenthub.agent
 
     # ToolHook: the seam around a run and its tool calls (issue 36 item 2); call_digest: what a decision covers
-    assert set(agenthub.agent.__all__) == {"Tool", "tool", "Run", "RunResult", "ToolHook", "call_digest"}
+    assert set(agenthub.agent.__all__) == {"Tool", "tool", "Run", "RunResult", "ToolHook", "call_digest",
+                                          "current_call", "CallContext", "JournalError", "RunLockedError"}
     for name in agenthub.agent.__all__:
         assert hasattr(agenthub.agent, name), name
 

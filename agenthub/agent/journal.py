@@ -234,8 +234,9 @@ class Journal(object):
 
 
 def _version() -> str:
-    from .. import __version__
-    return __version__
+    import sys  # (the package's version, read without an import upwards)
+
+    return str(getattr(sys.modules.get("agenthub"), "__version__", "?"))
 
 
 class Replay(object):
