@@ -10,7 +10,9 @@ shape (``json.loads`` output, built once, not timed).  Each side converts every 
 CPU per object (``time.process_time``, min of the rounds) is printed with the ratio.  pydantic's validator is
 compiled Rust (pydantic-core); agenthub's is pure Python: the ratio says what the pure core costs, not a
 target.  A second table does the same for a plain JSON Schema (agenthub's subset checker beside
-``jsonschema``'s Draft 2020-12 validator) where jsonschema is installed.  Not part of the test suite.
+``jsonschema``'s Draft 2020-12 validator) where jsonschema is installed.  A third measures the streamed
+value's reader (``agenthub.output.partial``) on a 1 MB and a 2 MB answer in 20,000 deltas (linear: double the
+answer, double the time) beside re-reading the buffer at every delta.  Not part of the test suite.
 """
 
 import argparse
@@ -96,6 +98,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--objects", type=int, default=1000)
     parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--deltas", type=int, default=20000)
     args = parser.parse_args()
     wide = build_type()
     rows = build_data(args.objects)
@@ -131,7 +134,64 @@ def main() -> int:
     ours = cpu_per_object(plain.convert, rows, args.rounds)
     print("{:<44} {:>12.1f} {:>8.2f}".format("jsonschema Draft202012Validator.is_valid", theirs * 1e6, 1.0))
     print("{:<44} {:>12.1f} {:>8.2f}".format("agenthub.typeschema (a schema dict)", ours * 1e6, ours / theirs))
+    streaming(args.deltas)
     return 0
+
+
+def _answer(chars: int) -> str:
+    """A JSON answer of about ``chars`` characters: a list of small invoice lines (strings with escapes too)."""
+    items = []
+    size = 0
+    n = 0
+    while size < chars:
+        row = {"id": n, "name": "item \"{}\" \u00e9".format(n), "price": n * 1.25, "tags": ["a", "b"], "ok": n % 2 == 0}
+        items.append(row)
+        size += len(json.dumps(row)) + 2
+        n += 1
+    return json.dumps({"items": items})
+
+
+def _pieces(text: str, deltas: int) -> List[str]:
+    step = max(1, len(text) // deltas)
+    return [text[i:i + step] for i in range(0, len(text), step)]
+
+
+def streaming(deltas: int) -> None:
+    """The streamed value's reader (agenthub.output.partial) on a 1 MB and a 2 MB answer in ``deltas`` deltas,
+    beside re-parsing the buffer at every delta (what peers do; measured on a sample of deltas and scaled:
+    doing it whole takes minutes)."""
+    from agenthub.output.partial import PartialJSON
+
+    print()
+    print("streamed typed output: the JSON so far after every delta ({} deltas), CPU".format(deltas))
+    print("{:<10} {:>14} {:>16} {:>10}".format("answer", "partial (s)", "re-parse (s)*", "ratio"))
+    for size in (1_000_000, 2_000_000):
+        text = _answer(size)
+        pieces = _pieces(text, deltas)
+        best = None
+        for _ in range(3):
+            start = time.process_time()
+            reader = PartialJSON()
+            for piece in pieces:
+                reader.feed(piece)
+            spent = time.process_time() - start
+            best = spent if best is None else min(best, spent)
+        assert reader.done and reader.value == json.loads(text)
+        # re-parse per delta: a tolerant parse of the buffer so far (the closing brackets added), sampled
+        sample = max(1, len(pieces) // 200)
+        start = time.process_time()
+        buffer = ""
+        timed = 0
+        for n, piece in enumerate(pieces):
+            buffer += piece
+            if n % sample == 0:
+                PartialJSON().feed(buffer)  # the same reader from scratch: what a re-parse per delta costs at least
+                timed += 1
+        reparse = (time.process_time() - start) * len(pieces) / timed
+        print("{:<10} {:>14.3f} {:>16.1f} {:>10.4f}".format("{:.1f} MB".format(len(text) / 1e6), best, reparse,
+                                                           best / reparse))
+    print("* re-parse: the buffer read again from its start at every delta (sampled every {}th delta, scaled)".format(
+        sample))
 
 
 if __name__ == "__main__":
