@@ -200,8 +200,10 @@ def test_cost_of_a_compacted_claude_turn_is_the_sum_of_its_iterations():
     def one(entry):
         return cost("claude-opus-4-8", {"cached_tokens": entry["cache_read_input_tokens"],
                                           "prompt_tokens": entry["input_tokens"] + entry["cache_creation_input_tokens"],
-                                          "thoughts_tokens": None, "response_tokens": entry["output_tokens"]})
+                                          "thoughts_tokens": None, "response_tokens": entry["output_tokens"]},
+                    cache_writes=entry["cache_creation_input_tokens"])  # (writes billed at their write price)
 
+    assert buckets.cache_write == 1000  # the usage carries the write count: cost() prices it (issue 38)
     assert cost("claude-opus-4-8", buckets) == pytest.approx(one(compaction_pass) + one(message_pass))
     assert collect(events)["content_items"][0]["type"] == "compaction"
 
