@@ -302,6 +302,39 @@ def test_run_stateful_whose_reask_failed_leaves_the_history_at_the_invalid_answe
     assert run.messages[-1] == reask_message()
 
 
+def test_run_stateful_at_max_turns_resumes_by_sending_the_reask():
+    with SSEServer() as server:
+        server.answers += [Answer([chat_text(INVALID)]), Answer([chat_text(VALID)])]
+        client = client_for(server)
+        stopped = client.run_stateful(USER, tools=[get_weather], output=Report, max_turns=1).result()
+        assert [m["role"] for m in client.get_history()] == ["user", "assistant"]
+        assert stopped.stop == "max_turns" and stopped.messages[-1] == reask_message()
+        resumed = client.run_stateful(stopped.messages[-1], tools=[get_weather], output=Report).result()
+    assert resumed.stop == "done" and resumed.output == Report(city="Paris", celsius=18)
+    assert server.requests[1]["body"]["messages"][-2:] == REASK_WIRE["openai-chat"]
+    assert [m["role"] for m in client.get_history()] == ["user", "assistant", "user", "assistant"]
+
+
+def plain(messages):
+    return [{k: v for k, v in m.items() if k != "created_at"} for m in messages]
+
+
+def test_a_journaled_stateful_run_replays_its_reask_into_a_new_clients_history():
+    store = MemoryStore()
+    with SSEServer() as server:
+        server.answers += [Answer([chat_calls(CALL)]), Answer([chat_text(INVALID)]), Answer([chat_text(VALID)])]
+        first_client = client_for(server)
+        first = first_client.run_stateful(USER, tools=[get_weather], output=Report, journal=store,
+                                          run_id="w-s").result()
+        fresh = client_for(server)  # another process would start with an empty history too
+        again = fresh.run_stateful(USER, tools=[get_weather], output=Report, journal=store, run_id="w-s").result()
+    assert len(server.requests) == 3
+    assert (first.stop, again.stop, again.replayed_turns) == ("done", "done", 3)
+    assert again.output == first.output == Report(city="Paris", celsius=18)
+    assert plain(fresh.get_history()) == plain(first_client.get_history())
+    assert plain(fresh.get_history())[4] == reask_message()
+
+
 def test_a_journaled_run_replays_its_reask_and_goes_on_live():
     store = MemoryStore()
     with SSEServer() as server:
