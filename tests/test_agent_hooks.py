@@ -174,7 +174,8 @@ def test_a_traced_run_has_one_writer_and_reads_its_trace_file_once(tmp_path, mon
 def test_public_names():
     import agenthub.agent
 
-    assert set(agenthub.agent.__all__) == {"Tool", "tool", "Run", "RunResult", "ToolHook", "call_digest"}
+    assert set(agenthub.agent.__all__) == {"Tool", "tool", "Run", "RunResult", "ToolHook", "call_digest",
+                                          "current_call", "CallContext", "JournalError", "RunLockedError"}
     from agenthub.agent.hooks import TOOL_HOOK_METHODS
 
     assert TOOL_HOOK_METHODS == ("on_run_start", "around_request", "on_turn", "before_call", "around_call",

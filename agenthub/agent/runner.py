@@ -40,6 +40,16 @@ Rules (issue 30's Decisions):
   next request failed resumes by sending them.
 - A model call's error (UpstreamError, BudgetExceededError, ...) raises as streaming_response raises it;
   ``run.messages`` still holds every completed turn and result message.
+- ``output=TYPE`` (typed output, issue 40; docs/typed-output.md "In a tool run"): every turn goes out with
+  the type's schema as ``client.parse`` shapes it for the wire (agenthub.output.shape), beside the tools,
+  never as the forced tool (an endpoint without structured outputs gets it in the system prompt).  A turn
+  without calls is the candidate answer, judged as ``parse`` judges one (agenthub.output.parse.judge): it
+  holds -> ``stop == "done"``, ``RunResult.output`` / ``output_json``; it does not -> it stays in the
+  conversation and the problems go as the next user turn (one user event, ``run.messages`` gains it), at most
+  ``output_retries`` times, each re-ask a model turn counted toward ``max_turns`` (a re-ask that would pass it
+  ends the run with ``stop == "max_turns"``, the re-ask in ``messages``, unsent); the re-asks used up raise
+  ``OutputValidationError``, a refusal ``OutputRefusedError``, as a model call's error raises (``run.messages``
+  kept).  A journaled run's replayed answer is judged the same way again (nothing sent).
 """
 
 import functools
@@ -56,6 +66,8 @@ from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Seque
 from ..catalog import call_cost
 from .._redact import scrub_free_text
 from ..errors import AgentHubError, ConfigError, StreamProtocolError, UnsupportedParameterError
+from ..output.parse import MAX_RETRIES as MAX_OUTPUT_RETRIES, judge
+from ..output.shape import shape
 from ..stream import Collector, now_ms
 from ..toolcalls import broken_calls
 from ..types import USAGE_KEYS, AssistantMessage, Message, ToolCallItem, UniEvent, UsageMetadata
@@ -109,7 +121,9 @@ class RunResult:
     message (None when no turn ran); ``messages``: every message the run added, never the caller's own
     (JSON-ready but for inline bytes); ``pending``: the calls waiting for a decision or a result; ``turns``: model turns; ``usage_metadata``: the turns'
     buckets summed (a bucket is None only when every turn had None); ``cost_usd``: ``agenthub.cost`` of
-    each turn summed (None when a turn is unpriced)."""
+    each turn summed (None when a turn is unpriced).  ``output`` / ``output_json``: a run with ``output=TYPE``
+    that ended "done": the final answer as an instance of the type and the validated JSON it was made from
+    (agenthub's addition; None otherwise)."""
 
     stop: str
     final: Optional[AssistantMessage]
@@ -126,6 +140,9 @@ class RunResult:
     replayed_turns: int = 0
     replayed_results: int = 0
     interrupted: List[str] = field(default_factory=list)
+    #: typed output (agenthub's addition, docs/typed-output.md "In a tool run")
+    output: Any = None
+    output_json: Any = None
 
 
 # -- tool sources -----------------------------------------------------------------------------------------------
@@ -539,7 +556,8 @@ class Run(object):
                  decisions: Optional[Mapping[str, Any]] = None, stateful: bool = False,
                  message: Optional[Message] = None, hooks: Any = None, client_hooks: Sequence[Any] = (),
                  trace: Any = None, journal: Any = None, run_id: Optional[str] = None,
-                 journal_ttl: Optional[float] = None, journal_wait: Optional[float] = None) -> None:
+                 journal_ttl: Optional[float] = None, journal_wait: Optional[float] = None, output: Any = None,
+                 output_retries: int = 2) -> None:
         if isinstance(max_turns, bool) or not isinstance(max_turns, int) or max_turns < 1:
             raise ConfigError("max_turns must be an int >= 1")
         if isinstance(parallel, bool) or not isinstance(parallel, int) or parallel < 1:
@@ -557,6 +575,12 @@ class Run(object):
             raise ConfigError("config must be a dict (UniConfig)")
         if config and config.get("tools"):
             raise ConfigError("pass the tools as run(..., tools=[...]), not in config['tools']")
+        if isinstance(output_retries, bool) or not isinstance(output_retries, int) \
+                or not 0 <= output_retries <= MAX_OUTPUT_RETRIES:
+            raise ConfigError("output_retries must be an int from 0 to {} (got {!r})".format(
+                MAX_OUTPUT_RETRIES, output_retries))
+        if output is not None and config and "response_format" in config:
+            raise ConfigError("config['response_format'] is set by run(output=...) from the output type: leave it out")
         if (journal is None) != (run_id is None):
             raise ConfigError("a journaled run takes both journal= (a store) and run_id= (its name)")
         self._client = client
@@ -566,7 +590,19 @@ class Run(object):
         if schemas:
             cfg["tools"] = schemas
         check_config(cfg)
+        self._shaped = None  # type: Any  # typed output: how the type goes out on this wire (agenthub.output.shape)
+        if output is not None:
+            # checked by building a request (nothing is sent) with a message of its own: the config decides
+            probe = [{"role": "user", "content_items": [{"type": "text", "text": "?"}]}]  # type: Any
+            self._shaped = shape(client, probe, output, cfg, forced_tool=False)
+            cfg = dict(self._shaped.config)
         self._config = cfg
+        self._output_retries = output_retries
+        self._output = None  # type: Any
+        self._output_json = None  # type: Any
+        self._problems = []  # type: List[List[str]]  # each judged answer's problems (what an error carries)
+        self._answers = 0  # answers judged (the attempt an error names)
+        self._reask_unsent = False  # stateful: the next turn sends the re-ask in self._next (not in history yet)
         self._hooks = tool_hooks(client_hooks, hooks) + ([trace] if trace is not None else [])
         self._methods = {name: [getattr(hook, name) for hook in self._hooks if callable(getattr(hook, name, None))]
                          for name in TOOL_HOOK_METHODS}
@@ -794,7 +830,7 @@ class Run(object):
                          run_id=journal.run_id if journal is not None else None,
                          replayed_turns=journal.replayed_turns if journal is not None else 0,
                          replayed_results=journal.replayed_results if journal is not None else 0,
-                         interrupted=list(self._interrupted))
+                         interrupted=list(self._interrupted), output=self._output, output_json=self._output_json)
 
     @property
     def usage_metadata(self) -> UsageMetadata:
@@ -842,8 +878,18 @@ class Run(object):
                     return
             calls = _calls(answer)
             if not calls:
-                self._stop = "done"
-                return
+                if self._shaped is None:
+                    self._stop = "done"
+                    return
+                reask = self._judge(answer)
+                if reask is None:
+                    self._stop = "done"
+                    return
+                yield self._add_reask(reask, replayed=kept is not None)
+                if self._turns >= self._max_turns:  # the re-ask would be a turn past max_turns: not sent
+                    self._stop = "max_turns"
+                    return
+                continue
             repeated = _repeated(calls)
             if repeated:  # their results could not be told apart, nor a decision be given for one of them
                 raise StreamProtocolError("the model's turn has several tool calls with the id {}: none of them "
@@ -932,8 +978,9 @@ class Run(object):
         if self._stateful:
             history = list(self._client.get_history())
             # the first turn sends the caller's message; later ones the results message, in history already
-            sent = [self._tail[0]] if self._message_unsent else []
+            sent = [self._tail[0]] if self._message_unsent else ([self._next] if self._reask_unsent else [])
             self._message_unsent = False
+            self._reask_unsent = False
             self._put_history(history + sent + [answer])
         else:
             self._sent.append(answer)
@@ -945,6 +992,7 @@ class Run(object):
         answer = folding.message() if folding is not None else self._client.get_history()[-1]
         self._restore = None  # the client committed the turn (and its message)
         self._message_unsent = False
+        self._reask_unsent = False
         self._count(answer, stream)
         if self._journal is not None:
             model, usage, call, route = self._priced[-1]
@@ -975,6 +1023,36 @@ class Run(object):
         for method in self._methods["on_results"]:
             method(self, joined)
 
+    def _judge(self, answer: Mapping[str, Any]) -> Optional[Message]:
+        """Typed output: the run's answer (a turn without calls) judged as ``parse`` judges one.  None: it
+        held (``self._output`` set); else the re-ask user message.  A refusal, or the re-asks used up, raise
+        (OutputRefusedError, OutputValidationError)."""
+        self._answers += 1
+        retries_left = self._output_retries - (self._answers - 1)
+        verdict = judge(self._shaped, answer, self._answers, retries_left, self._problems, self.usage_metadata,
+                        self.cost_usd)
+        if verdict.error is not None:
+            raise verdict.error
+        if verdict.problems is None:
+            self._output, self._output_json = verdict.value, verdict.json
+            return None
+        return verdict.turns[-1]  # (the assistant turn it was is in the conversation already)
+
+    def _add_reask(self, reask: Message, replayed: bool = False) -> UniEvent:
+        """The re-ask in: ``run.messages`` and the conversation gain it (stateful: the next turn sends it, as
+        a user message, into history with its answer); returns its event (one user delta)."""
+        self.messages.append(reask)
+        if self._stateful:
+            self._next = reask
+            self._reask_unsent = True
+        else:
+            self._sent.append(reask)
+        event = {"role": "user", "event_type": "delta", "content_items": list(reask["content_items"]),
+                 "usage_metadata": None, "finish_reason": None, "created_at": now_ms()}  # type: Any
+        if replayed:
+            event["replayed"] = True
+        return event  # type: ignore[no-any-return]
+
     def _put_history(self, history: List[Any]) -> None:
         """The client's history set to ``history`` (its own with the runner's checked results message added or
         taken off: the client's unchecked ``_put_history`` when it has one)."""
@@ -989,6 +1067,8 @@ class Run(object):
             try:
                 if not self._stateful:
                     return client.streaming_response(self._sent, self._send_config)
+                if self._reask_unsent:  # a re-ask goes as the next user message (history gains it with the answer)
+                    return client.streaming_response_stateful(self._next, self._send_config)
                 history = list(client.get_history())
                 self._put_history(history[:-1])  # the results were committed; the turn sends them as its message
                 try:

@@ -8,7 +8,8 @@ takes, checked by building the request (``client.plan``: nothing is sent):
                 outputs, Anthropic ``output_config.format``, Bedrock ``outputConfig.textFormat``, Gemini
                 ``responseJsonSchema`` (or its OpenAPI subset): native on every wire that has it
 ``tool``        a forced tool whose parameters are the schema (Anthropic models without structured
-                outputs, and other endpoints that refuse ``json_schema`` but take a forced tool)
+                outputs, and other endpoints that refuse ``json_schema`` but take a forced tool); never
+                in a tool run (``client.run(..., output=)``) nor beside tools of the caller's
 ``json_object`` JSON mode plus the schema in the system prompt (compatible servers in JSON mode only)
 ``prompt``      the schema in the system prompt alone (endpoints with neither)
 ==============  =======================================================================================
@@ -236,8 +237,11 @@ def _with_system(config: Dict[str, Any], text: str) -> Dict[str, Any]:
     return out
 
 
-def shape(client: Any, messages: Sequence[Message], output: Any, config: Mapping[str, Any]) -> Shaped:
-    """The first way ``output`` goes out that the client's endpoint takes (see the module docstring)."""
+def shape(client: Any, messages: Sequence[Message], output: Any, config: Mapping[str, Any], *,
+          forced_tool: bool = True) -> Shaped:
+    """The first way ``output`` goes out that the client's endpoint takes (see the module docstring).
+    ``forced_tool=False``: never the forced tool (the tool runner: a forced tool would leave the model no
+    other call, and an answer there is a call of a tool the run does not have)."""
     compiled = compile_type(output)
     schema = dict(compiled.schema)
     wrapped = not _is_object(schema)
@@ -252,7 +256,7 @@ def shape(client: Any, messages: Sequence[Message], output: Any, config: Mapping
     tries = []  # type: List[Tuple[str, Dict[str, Any]]]
     tries.append(("schema", dict(base, response_format={"type": "json_schema", "name": SCHEMA_NAME,
                                                           "schema": strict, "strict": True})))
-    if not base.get("tools"):
+    if forced_tool and not base.get("tools"):
         tries.append(("tool", dict(base, tools=[{"name": SCHEMA_NAME, "parameters": strict,
                                                 "description": "Answer with the requested value."}],
                                    tool_choice=[SCHEMA_NAME])))
