@@ -1,10 +1,11 @@
 """A server built with the official ``mcp`` SDK (test-only oracle, Python >= 3.10).
 
     python tests/mcp_official_server.py stdio
-    python tests/mcp_official_server.py http MODE PORT_FILE     MODE: stateful | json | stateless | grow
+    python tests/mcp_official_server.py http MODE PORT_FILE     MODE: stateful | json | stateless | grow | stateless-grow
 
 ``grow`` is ``stateful`` with one more tool, ``grow``: it adds a tool named ``grown`` and sends
-notifications/tools/list_changed outside any request (on the listening stream of the handshake era).
+notifications/tools/list_changed outside any request (on the listening stream of the handshake era);
+``stateless-grow`` is ``stateless`` with ``grow`` (its notification reaches no client: there is no session).
 
 Its tools cover what a tool result can hold: text parts, structured content alone, an image, a
 resource link, an error result, progress notifications before the result; plus a resource, a
@@ -100,9 +101,9 @@ def main() -> None:
         app.run("stdio")
         return
     mode, port_file = sys.argv[2], sys.argv[3]
-    if mode == "grow":
+    if mode in ("grow", "stateless-grow"):
         add_grow()
-        mode = "stateful"
+        mode = "stateful" if mode == "grow" else "stateless"
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]

@@ -198,7 +198,7 @@ def test_two_mcp_servers_with_one_tool_name_are_named_apart(tmp_path):
     assert done.returncode != 0
     assert "two tools are named 'echo': one from --mcp {!r} and one from --mcp {!r}".format(command, command) \
         in done.stderr
-    assert "--mcp NAME=" in done.stderr
+    assert "name a server to prefix its tools (NAME__echo): --mcp NAME={}".format(command) in done.stderr
     with SSEServer() as server:
         server.answers += [Answer([chat_calls([("c1", "second__echo", '{"text": "hi"}')])]), Answer([chat_text("ok")])]
         done = chat(server, ["first=" + command, "second=" + command])

@@ -115,3 +115,19 @@ def test_official_server_list_changed_reaches_the_handle_in_the_handshake_era():
                 time.sleep(0.05)
     finally:
         server.stop()
+
+
+def test_official_stateless_server_in_the_handshake_era_lists_tools_afresh():
+    # a stateless server gives no session: its GET stream is nobody's, list_changed never reaches the
+    # handle, so the list is not cached (differential.md D4: it stayed stale for good, refresh=True aside)
+    server = Subprocess([OFFICIAL, "http", "stateless-grow"], wait=60)
+    try:
+        mcp.forget_eras()
+        with mcp.connect(server.url, timeout=30, protocol="2025-11-25") as handle:
+            assert handle.protocol_version == "2025-11-25"
+            assert "grown" not in [tool["name"] for tool in handle.list_tools()]
+            assert handle.call_tool("grow", {})["text"] == "grown"
+            assert "grown" in [tool["name"] for tool in handle.list_tools()]
+            assert not handle._channel.hears_changes
+    finally:
+        server.stop()

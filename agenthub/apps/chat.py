@@ -513,7 +513,7 @@ def _check_tool_names(tool_specs: List[str], tools: List[Any], mcp_specs: List[s
             name = "{}__{}".format(prefix, original) if prefix else original
             if name in owners:
                 raise ConfigError(safe("two tools are named {!r}: one from {} and one from --mcp {!r}; name a "
-                                       "server to prefix its tools ({}__...): --mcp NAME={}".format(
+                                       "server to prefix its tools (NAME__{}): --mcp NAME={}".format(
                                            name, owners[name], spec, original, spec)))
             owners[name] = "--mcp {!r}".format(spec)
 

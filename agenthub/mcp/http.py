@@ -352,6 +352,14 @@ class HttpChannel(Channel):
         if self._handlers is None:
             return
         kept = {k: v for k, v in headers.items() if k.lower() not in ("content-type", "accept")}
+        if not any(k.lower() == "mcp-session-id" for k in kept):
+            # no session (a stateless server): a GET stream is tied to no client, nothing for this handle
+            # comes on it, so there is nothing to hear and the lists are not cached
+            with self._lock:
+                old, self._listener = self._listener, None
+            if old is not None:
+                old.stop()
+            return
         url, user = self.url, dict(self.headers)  # (not self: the listener must not keep the channel alive)
         listener = _Listener(self._session, lambda extra: _http_request(url, user, "GET", dict(kept, **extra), None),
                              self.timeout, self.label, self._handlers)
