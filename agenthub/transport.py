@@ -382,6 +382,11 @@ def _is_timeout(exc: BaseException) -> bool:
     return False
 
 
+def _KEEP_AUTH(prepared: Any) -> Any:
+    """requests' auth hook that keeps the request's own Authorization (no Basic auth from the URL)."""
+    return prepared
+
+
 def _send(session: requests.Session, request: HttpRequest, timeout: Limits, client: str, stream: bool,
           watch: Any):
     data = request.content()  # the exact bytes the protocol encoded (and may have signed)
@@ -391,10 +396,13 @@ def _send(session: requests.Session, request: HttpRequest, timeout: Limits, clie
     _local.watch = watch
     response = None
     failure = None  # type: Optional[Tuple[TransportError, Optional[BaseException]]]
+    # a base URL's user:password@ never replaces the Authorization the request carries (requests would build
+    # Basic auth from it over the key's Bearer): with one, the userinfo is not sent at all
+    auth = _KEEP_AUTH if any(name.lower() == "authorization" for name in headers) else None
     try:
         response = session.request(
             request.method, request.url, headers=headers, data=data, timeout=timeout,
-            stream=stream, allow_redirects=False,
+            stream=stream, allow_redirects=False, auth=auth,
         )
     except AgentHubError:
         raise

@@ -113,3 +113,18 @@ def test_the_redaction_rules():
                                             "bedrock/aws4_request, Signature=abcdef0123456789"})
     assert "cookie-secret-value-99" in found and "AKIAEXAMPLE123" in found and "abcdef0123456789" in found
     assert "text/event-stream" not in found and "short" not in found
+
+
+def test_a_base_urls_user_and_password_never_replace_the_keys_authorization():
+    """Round 3's B08: requests built ``Authorization: Basic`` from the base URL's user:password@ over the key's
+    Bearer, so the key was never sent and nothing said so; the key's Authorization goes, the userinfo does not."""
+    from sse_server import Answer, SSEServer
+    from agent_streams import chat_text
+
+    with SSEServer() as server:
+        server.answers.append(Answer([chat_text("ok")]))
+        base = server.url.replace("http://", "http://alice:hunter2-password-x@") + "/v1"
+        client = AutoLLMClient("m", api_key=KEY, base_url=base, client_type="openai-chat", max_retries=0)
+        list(client.streaming_response(USER))
+    headers = {k.lower(): v for k, v in server.requests[0]["headers"].items()}
+    assert headers["authorization"] == "Bearer " + KEY
