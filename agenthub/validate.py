@@ -19,7 +19,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 from .errors import ConfigError
 from .types import FINISH_REASONS, MAX_DEPTH, PromptCaching, ThinkingLevel
 
-__all__ = ["check_config", "check_messages", "check_message", "check_json", "check_header_value", "check_header_name",
+__all__ = ["check_config", "check_messages", "check_message", "CheckedMessages", "check_json", "check_header_value", "check_header_name",
            "check_mcp_servers", "check_anthropic_version", "ANTHROPIC_VERSIONS",
            "cache_marks", "count_marks", "CACHE_BREAKPOINT", "CONFIG_KEYS", "ASPECT_RATIOS", "IMAGE_SIZES", "RESPONSE_FORMATS"]
 
@@ -560,13 +560,74 @@ def check_message(message: Any, where: str = "message") -> None:
         raise ConfigError("{}['finish_reason'] is not a FinishReason".format(where))
 
 
-def check_messages(messages: Any) -> None:
+def check_messages(messages: Any, checked: Optional["CheckedMessages"] = None) -> None:
+    """ConfigError naming the first bad message; with ``checked``, a message that object passed on the
+    previous call and that is unchanged since (see ``CheckedMessages``) is not checked again."""
     if not isinstance(messages, Sequence) or isinstance(messages, (str, bytes)):
         raise ConfigError("messages must be a list of UniMessage dicts")
     if not messages:
         raise ConfigError("messages is empty: send at least one user message")
+    if checked is not None:
+        checked.check(messages)
+        return
     for i, message in enumerate(messages):
         check_message(message, "messages[{}]".format(i))
+
+
+def _snapshot(value: Any) -> Any:
+    """A copy of ``value``'s containers (dicts, lists, tuples) holding the very same leaves: compared with
+    ``==`` to the original, every unchanged leaf matches by identity (C speed), and a container or leaf
+    changed in place no longer matches."""
+    kind = type(value)
+    if kind in _LEAVES:
+        return value
+    if kind is dict or isinstance(value, Mapping):
+        return {k: _snapshot(v) for k, v in value.items()}
+    if kind is tuple or isinstance(value, tuple):
+        return tuple(_snapshot(v) for v in value)
+    if kind is list or isinstance(value, list):
+        return [_snapshot(v) for v in value]
+    return value  # an immutable leaf, a bytearray (only its type is checked), or a value the check refused
+
+
+_LEAVES = frozenset((str, int, float, bool, bytes, type(None)))
+
+
+class CheckedMessages(object):
+    """The messages the previous ``check`` passed, so a caller passing the same history again (the tool
+    runner, a hand-written loop appending to its list) pays the check once per new message, not once per
+    message per call: the cost of a run stays linear in its turns.
+
+    A message is taken as checked when it is the same dict object as one passed on the previous call and
+    compares equal (``==``) to a copy of its containers taken when it was checked: a message, an item or
+    the arguments changed in place since, or a container replaced, no longer compare equal and are checked
+    again.  (One change goes unseen: a value replaced by an equal value of another type, ``Decimal(2)`` for
+    ``2``; what JSON cannot encode still fails when the body is encoded.)  Only plain ``dict`` messages are
+    remembered, and only those of the last call (nothing older is kept alive); the object is safe to share
+    between threads (a thread's call at worst checks again what another's replaced)."""
+
+    __slots__ = ("_seen",)
+
+    def __init__(self) -> None:
+        self._seen = {}  # type: Dict[int, Tuple[Any, Any]]  # id(message) -> (message, snapshot)
+
+    def check(self, messages: Sequence[Any]) -> None:
+        seen = self._seen
+        now = {}  # type: Dict[int, Tuple[Any, Any]]
+        for i, message in enumerate(messages):
+            if type(message) is not dict:
+                check_message(message, "messages[{}]".format(i))
+                continue
+            key = id(message)
+            entry = seen.get(key)
+            if entry is None or entry[0] is not message or entry[1] != message:
+                check_message(message, "messages[{}]".format(i))
+                entry = (message, _snapshot(message))
+            now[key] = entry
+        self._seen = now
+
+    def clear(self) -> None:
+        self._seen = {}
 
 
 # -- OpenAI-shaped input: say what the agenthub shape is -----------------------------------------------
