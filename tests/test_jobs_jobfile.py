@@ -190,3 +190,20 @@ def test_read_jobs_leaves_no_temporary_file_behind(tmp_path, monkeypatch):
     assert len(os.listdir(str(scratch))) == 1  # the open index's folder
     job.ids.close()
     assert os.listdir(str(scratch)) == []
+
+
+def test_mark_done_many_marks_in_one_go_and_counts_each_id_once():
+    from agenthub.jobs.jobfile import IdIndex
+
+    index = IdIndex()
+    try:
+        for number, rid in enumerate(["a", "b", "c"], 1):
+            index.add(rid, number, 0)
+        index.seal()
+        assert index.mark_done_many(["a", "a", None, 7, "zz", "c"]) == 2
+        assert index.mark_done_many([]) == 0
+        assert index.mark_done_many(["a", "b"]) == 1
+        assert [index.is_done(r) for r in "abc"] == [True, True, True]
+        assert index.mark_done("b") is False
+    finally:
+        index.close()

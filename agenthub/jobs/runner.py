@@ -41,7 +41,7 @@ from ..catalog import call_cost
 from ..stream import collect
 from ..telemetry import child_span, workflow_span  # a span per job and per row (no-ops uninstrumented)
 from ..types import USAGE_KEYS
-from .jobfile import JobFile, JobRow, OutputWriter, error_row, iter_rows, mark_finished, output_row, read_jobs
+from .jobfile import JobFile, JobRow, OutputWriter, error_row, iter_rows, mark_finished, output_row, read_jobs, rows_from
 from .jobfile import OutputLock, file_mentions
 
 __all__ = ["run", "JobSummary", "build_clients", "row_tokens"]
@@ -596,7 +596,9 @@ def _run_live(job: JobFile, input_path: str, output_path: str, workers: int, lim
             if ids.mark_done(row["id"]):  # an invalid line is never sent (iter_rows below does not check again)
                 writer.write(dict(row))
                 summary.failed += 1
-        todo = (row for row in iter_rows(input_path, check=False) if not ids.is_done(row.id))
+        # the lines before the first one still to do (a resumed run's finished half) are read past, not decoded
+        first = min((lines[0] for lines in routes.values() if lines), default=1)
+        todo = (row for row in rows_from(input_path, first, check=False) if not ids.is_done(row.id))
         state = Job(todo, clients, writer, limiter, summary, show, max_retries,
                      per_thread=client_factory if fallbacks is not None else None)
         count = min(workers, max(1, sum(counts.values())))
