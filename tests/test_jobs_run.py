@@ -536,3 +536,24 @@ def test_a_resumed_run_reads_past_its_finished_lines_without_decoding_them(tmp_p
         assert made == [3, 4, 5, 6]  # line 4 (r3, done) is decoded and passed over, lines 1-2 are not
         assert sorted(server.counts.items()) == [(t, 1) for t in "abcdef"]
     assert sorted(_by_id(out)) == ["r0", "r1", "r2", "r3", "r4", "r5"]
+
+
+def test_rows_after_the_last_finished_one_are_not_looked_up(tmp_path, monkeypatch):
+    """Issue 41 item 6: a fresh run looks up no row in the id index; a resumed one only those up to the
+    last finished line."""
+    from agenthub.jobs.jobfile import IdIndex
+
+    looked = []
+    real = IdIndex.is_done
+    monkeypatch.setattr(IdIndex, "is_done", lambda self, rid: (looked.append(rid), real(self, rid))[1])
+    with JobServer() as server:
+        rows = _rows(server, ["a", "b", "c", "d", "e", "f"])
+        src = _write(tmp_path / "in.jsonl", rows[:2] + [rows[3]])
+        out = str(tmp_path / "out.jsonl")
+        jobs.run(src, out, progress=False)
+        assert looked == []
+        _write(tmp_path / "in.jsonl", rows)
+        summary = jobs.run(src, out, progress=False)
+        assert (summary.done, summary.skipped) == (3, 3)
+        assert looked == ["r2", "r3"]
+        assert sorted(server.counts.items()) == [(t, 1) for t in "abcdef"]

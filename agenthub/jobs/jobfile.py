@@ -389,6 +389,12 @@ class IdIndex(object):
                 db.execute("COMMIT")
             return db.total_changes - before
 
+    def last_done(self) -> int:
+        """The last line whose id is marked done (0: none): a row below none of them needs no ``is_done``."""
+        with self._lock:
+            found = self._db.execute("SELECT max(line) FROM ids WHERE done = 1").fetchone()
+        return found[0] if found and found[0] is not None else 0
+
     def is_done(self, rid: str) -> bool:
         with self._lock:
             found = self._db.execute("SELECT done FROM ids WHERE id = ?", (rid,)).fetchone()

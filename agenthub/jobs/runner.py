@@ -597,8 +597,11 @@ def _run_live(job: JobFile, input_path: str, output_path: str, workers: int, lim
                 writer.write(dict(row))
                 summary.failed += 1
         # the lines before the first one still to do (a resumed run's finished half) are read past, not decoded
+        # and the rows after the last one done are not looked up (a fresh run looks up none)
         first = min((lines[0] for lines in routes.values() if lines), default=1)
-        todo = (row for row in rows_from(input_path, first, check=False) if not ids.is_done(row.id))
+        last = ids.last_done()
+        todo = (row for row in rows_from(input_path, first, check=False)
+                if row.line > last or not ids.is_done(row.id))
         state = Job(todo, clients, writer, limiter, summary, show, max_retries,
                      per_thread=client_factory if fallbacks is not None else None)
         count = min(workers, max(1, sum(counts.values())))
