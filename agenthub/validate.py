@@ -580,7 +580,7 @@ def _snapshot(value: Any) -> Any:
     changed in place no longer matches."""
     kind = type(value)
     if kind in _LEAVES:
-        return value
+        return _Number(value) if kind is int or kind is float else value
     if kind is dict or isinstance(value, Mapping):
         return {k: _snapshot(v) for k, v in value.items()}
     if kind is tuple or isinstance(value, tuple):
@@ -593,6 +593,23 @@ def _snapshot(value: Any) -> Any:
 _LEAVES = frozenset((str, int, float, bool, bytes, type(None)))
 
 
+class _Number(object):
+    """A number in a snapshot: equal only to a number of the same type (``2 == Decimal(2) == 2.0`` would
+    hide a value replaced by one the check refuses)."""
+
+    __slots__ = ("value",)
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def __eq__(self, other: Any) -> bool:
+        return type(other) is type(self.value) and other == self.value
+
+    def __ne__(self, other: Any) -> bool:
+        return not self.__eq__(other)
+
+
 class CheckedMessages(object):
     """The messages the previous ``check`` passed, so a caller passing the same history again (the tool
     runner, a hand-written loop appending to its list) pays the check once per new message, not once per
@@ -601,10 +618,10 @@ class CheckedMessages(object):
     A message is taken as checked when it is the same dict object as one passed on the previous call and
     compares equal (``==``) to a copy of its containers taken when it was checked: a message, an item or
     the arguments changed in place since, or a container replaced, no longer compare equal and are checked
-    again.  (One change goes unseen: a value replaced by an equal value of another type, ``Decimal(2)`` for
-    ``2``; what JSON cannot encode still fails when the body is encoded.)  Only plain ``dict`` messages are
-    remembered, and only those of the last call (nothing older is kept alive); the object is safe to share
-    between threads (a thread's call at worst checks again what another's replaced)."""
+    again (a number replaced by an equal one of another type, ``Decimal(2)`` for ``2``, too).  Only plain
+    ``dict`` messages are remembered, and only those of the last call (nothing older is kept alive); the
+    object is safe to share between threads (a thread's call at worst checks again what another's
+    replaced)."""
 
     __slots__ = ("_seen",)
 

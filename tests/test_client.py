@@ -320,6 +320,10 @@ def test_a_history_passed_again_is_checked_once_per_new_message(monkeypatch):
     (lambda m: m[2]["content_items"].append({"type": "thinking", "thinking": "x"}), r"messages\[2\].*assistant"),
     (lambda m: m[4].update(role="system"), r"messages\[4\]\['role'\]"),
     (lambda m: m[1]["content_items"][1].update(arguments=({"a": 1},)), r"messages\[1\].*arguments"),
+    (lambda m: m[1]["content_items"][1]["arguments"]["a"].__setitem__(0, __import__("decimal").Decimal(1)),
+     r"messages\[1\].*Decimal"),
+    (lambda m: m[3]["content_items"][1]["arguments"]["a"].__setitem__(1, __import__("fractions").Fraction(2)),
+     r"messages\[3\].*Fraction"),
 ])
 def test_a_message_changed_in_place_after_it_was_checked_is_checked_again(change, match):
     client = AutoLLMClient("m", api_key="k", client_type="openai-chat", base_url="http://127.0.0.1:9/v1")
