@@ -12,6 +12,9 @@ alternating, ROUNDS each; medians, the load average beside them.
 2. Throughput: ``jobs.run(workers=8)`` on a TP_ROWS-row file against a plain 8-thread pool calling
    ``client.response()`` (bench/jobs.py's baseline), in the same worker process, alternating: rows per
    second and CPU per row (``time.process_time``), ratio runner / pool.  Target: rows/s >= 0.95x the pool's.
+3. Overhead (``--only overhead``; no network, so the shared machine's load moves it little): the same two
+   loops on a 5,000-row file with a stub client (``streaming_response`` yields two canned events at once), CPU
+   per row of each: what the runner adds per row beyond the pool's own work.
 """
 
 import argparse
@@ -122,6 +125,60 @@ def _throughput(src, folder, base_url, reps):
     print(json.dumps(res))
 
 
+def _overhead(src, rows, reps):
+    from concurrent.futures import ThreadPoolExecutor
+
+    from agenthub import jobs
+    from agenthub.stream import collect
+    from agenthub.tracer import to_jsonable
+
+    events = [{"role": "assistant", "event_type": "delta", "content_items": [{"type": "text", "text": "echo"}],
+               "usage_metadata": None, "finish_reason": None, "created_at": 1},
+              {"role": "assistant", "event_type": "stop", "content_items": [], "finish_reason": "stop",
+               "usage_metadata": {"prompt_tokens": 10, "response_tokens": 5, "cached_tokens": None,
+                                  "thoughts_tokens": None}, "created_at": 2}]
+
+    class Stub(object):
+        model = MODEL
+        fallbacks = ()
+        hooks = ()
+
+        def streaming_response(self, messages, config=None):
+            return iter([dict(e) for e in events])
+
+        def response(self, messages, config=None):
+            return collect(self.streaming_response(messages, config))
+
+    folder = os.path.dirname(src)
+
+    def runner():
+        out = os.path.join(folder, "ov-runner.jsonl")
+        jobs.run(src, out, workers=8, progress=False, client_factory=lambda *route: Stub())
+        os.unlink(out)
+
+    def pool():
+        client = Stub()
+        with open(src) as f:
+            lines = [json.loads(line) for line in f]
+
+        def one(row):
+            return {"id": row["id"], "message": client.response(row["messages"], row["config"]), "error": None}
+
+        with open(os.path.join(folder, "ov-pool.jsonl"), "w") as f, ThreadPoolExecutor(8) as workers:
+            for result in workers.map(one, lines):
+                f.write(json.dumps(to_jsonable(result)) + "\n")
+                f.flush()
+
+    res = {"runner": [], "pool": []}
+    for n in range(reps + 1):
+        for name, fn in ((("pool", pool), ("runner", runner)) if n % 2 == 0 else (("runner", runner), ("pool", pool))):
+            c0 = time.process_time()
+            fn()
+            if n:
+                res[name].append((time.process_time() - c0) / rows * 1e6)
+    print(json.dumps({k: statistics.median(v) for k, v in res.items()}))
+
+
 def _worker(tree, args):
     env = dict(os.environ, PYTHONPATH=tree)
     out = subprocess.run([sys.executable, __file__] + args, env=env, stdout=subprocess.PIPE, check=True, timeout=900)
@@ -139,11 +196,14 @@ def main():
     parser.add_argument("--only", default="resume,throughput")
     parser.add_argument("--first", nargs=2, help=argparse.SUPPRESS)
     parser.add_argument("--tp", nargs=4, help=argparse.SUPPRESS)
+    parser.add_argument("--ov", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.first:
         return _first_request(*args.first)
     if args.tp:
         return _throughput(args.tp[0], args.tp[1], args.tp[2], int(args.tp[3]))
+    if args.ov:
+        return _overhead(args.ov[0], int(args.ov[1]), int(args.ov[2]))
     trees = {"before": ab.tree_at(args.before), "after": ab.ROOT}
     folder = tempfile.mkdtemp(prefix="agenthub-bench-jobs-")
     server = subprocess.Popen([sys.executable, "-c", _SERVE, os.path.join(ab.ROOT, "tests")],
@@ -175,6 +235,22 @@ def main():
                 resume, fresh = statistics.median(first[side, "resume"]), statistics.median(first[side, "fresh"])
                 print("   {:<7} resume {:7.1f} ms   fresh {:7.1f} ms   resume / fresh {:.2f}x".format(
                     side, resume, fresh, resume / fresh))
+        if "overhead" in args.only:
+            src = os.path.join(folder, "ov.jsonl")
+            _write_job(src, 5000, base_url)
+            ov = {"before": [], "after": []}
+            loads = []
+            for r in range(args.rounds):
+                for side in (("before", "after") if r % 2 == 0 else ("after", "before")):
+                    loads.append(ab.load())
+                    ov[side].append(_worker(trees[side], ["--ov", src, "5000", "3"]))
+            print("3. 5,000 rows, stub client (no network): CPU per row, medians of {} processes x 3 runs, "
+                  "{}".format(args.rounds, ab.loads_text(loads)))
+            for side in ("before", "after"):
+                runner = statistics.median(r["runner"] for r in ov[side])
+                pool = statistics.median(r["pool"] for r in ov[side])
+                print("   {:<7} runner {:5.1f} us/row   pool {:5.1f} us/row   runner adds {:5.1f} us/row".format(
+                    side, runner, pool, runner - pool))
         if "throughput" in args.only:
             src = os.path.join(folder, "tp.jsonl")
             _write_job(src, args.tp_rows, base_url)

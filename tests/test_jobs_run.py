@@ -530,7 +530,8 @@ def test_a_resumed_run_reads_past_its_finished_lines_without_decoding_them(tmp_p
         _write(tmp_path / "in.jsonl", rows)
         made = []
         real = jobfile._fast_row
-        monkeypatch.setattr(jobfile, "_fast_row", lambda obj, number: (made.append(number), real(obj, number))[1])
+        monkeypatch.setattr(jobfile, "_fast_row",
+                            lambda obj, number, *more: (made.append(number), real(obj, number, *more))[1])
         summary = jobs.run(src, out, progress=False)
         assert (summary.done, summary.skipped) == (3, 3)
         assert made == [3, 4, 5, 6]  # line 4 (r3, done) is decoded and passed over, lines 1-2 are not

@@ -269,20 +269,25 @@ def rows_from(path: str, first_line: int, *, check: bool = True) -> Iterator[Job
                 if check:
                     yield parse_line(obj, number)
                     continue
-                row = _fast_row(obj, number)
+                row = _fast_row(obj, number, b"__bytes__" not in raw)
             except (UnicodeDecodeError, ValueError):  # ConfigError is a ValueError
                 continue
             if row is not None:
                 yield row
 
 
-def _fast_row(obj: Any, number: int) -> Optional[JobRow]:
-    """A JobRow from a line ``read_jobs`` found valid (None for one it did not: the shape tells)."""
+def _fast_row(obj: Any, number: int, plain: bool = False) -> Optional[JobRow]:
+    """A JobRow from a line ``read_jobs`` found valid (None for one it did not: the shape tells).  ``plain``:
+    the line holds no ``__bytes__``, so its freshly decoded values are the row's as they are."""
     if not isinstance(obj, dict) or not isinstance(obj.get("id"), str) or not isinstance(obj.get("model"), str) \
             or not isinstance(obj.get("messages"), list) or not obj["id"] or not obj["model"] \
             or not _usable_id(obj["id"]):
         return None
     config = obj.get("config")
+    if plain:
+        return JobRow(id=obj["id"], model=obj["model"], messages=obj["messages"],
+                      config=config if isinstance(config, dict) else {},
+                      client_type=obj.get("client_type"), base_url=obj.get("base_url"), line=number)
     return JobRow(id=obj["id"], model=obj["model"], messages=from_jsonable(obj["messages"]),
                   config=from_jsonable(config) if isinstance(config, dict) else {},
                   client_type=obj.get("client_type"), base_url=obj.get("base_url"), line=number)
