@@ -171,7 +171,7 @@ def main():
     print("CPU per turn (ms), median of {} rounds x {} conversations, {}".format(
         args.rounds, args.convs, ab.loads_text(loads)))
     print("{:<14}".format("loop") + "".join("{:>8}".format("t" + str(t)) for t in shown) +
-          "{:>12}{:>16}".format("t50/t5", "us/earlier turn"))
+          "{:>12}{:>16}".format("t{}/t5".format(args.turns), "us/earlier turn"))
     for loop in ("hand", "run"):
         for side in ("before", "after"):
             per_turn = [statistics.median(v) for v in zip(*[res[loop] for res in results[side]])]
