@@ -179,8 +179,12 @@ def _overhead(src, rows, reps):
     print(json.dumps({k: statistics.median(v) for k, v in res.items()}))
 
 
-def _worker(tree, args):
+def _worker(tree, args, tmp=None):
+    """``args`` run with ``tree``'s library; ``tmp``: the worker's TMPDIR (a --first worker ends with os._exit,
+    its id index's temporary folder is left there, and removed with the bench's folder)."""
     env = dict(os.environ, PYTHONPATH=tree)
+    if tmp is not None:
+        env["TMPDIR"] = tmp
     out = subprocess.run([sys.executable, __file__] + args, env=env, stdout=subprocess.PIPE, check=True, timeout=900)
     return json.loads(out.stdout.decode().strip().splitlines()[-1])
 
@@ -228,7 +232,9 @@ def main():
                         if kind == "resume":
                             shutil.copy(half, out)
                         loads.append(ab.load())
-                        first[side, kind].append(_worker(trees[side], ["--first", src, out])["first_ms"])
+                        tmp = os.path.join(folder, "tmp")
+                        os.makedirs(tmp, exist_ok=True)
+                        first[side, kind].append(_worker(trees[side], ["--first", src, out], tmp)["first_ms"])
             print("1. {:,}-row job, first half done: ms from jobs.run to its first request, median of {} "
                   "processes each, {}".format(args.rows, args.rounds, ab.loads_text(loads)))
             for side in ("before", "after"):
