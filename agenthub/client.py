@@ -63,8 +63,8 @@ from .providers._common import Endpoint, apply_extras
 from .sse import DEFAULT_MAX_LINE_BYTES
 from .stream import Collector, collect, drive, now_ms
 from .types import AssistantMessage, Message, ToolCallItem, UniConfig, UniEvent, UniMessage
-from .validate import (check_anthropic_version, check_config, check_header_name, check_header_value, check_message,
-                       check_messages)
+from .validate import (CheckedMessages, check_anthropic_version, check_config, check_header_name, check_header_value,
+                       check_message, check_messages)
 
 __all__ = ["AutoLLMClient", "ResponseStream", "Timeout"]
 
@@ -244,6 +244,8 @@ class AutoLLMClient(object):
         self._pid = os.getpid()  # the process the session's pools belong to (a forked child renews them)
         self._locks_pid = self._pid  # the process the locks below belong to (see _fresh_locks)
         self._history = []  # type: List[UniMessage]
+        # the messages the last stateless call checked: a history passed again is checked once per new message
+        self._checked = CheckedMessages()
         self._version = 0  # bumped at every history change
         self._busy = threading.Lock()  # held while a stateful stream is open
         self._session_lock = threading.Lock()
@@ -299,7 +301,7 @@ class AutoLLMClient(object):
     # pickling (process pools, Ray, Spark): the session (sockets), locks and module are rebuilt where it lands
     def __getstate__(self) -> Dict[str, Any]:
         state = self.__dict__.copy()
-        for name in ("_session", "_busy", "_session_lock", "_protocol", "_host"):
+        for name in ("_session", "_busy", "_session_lock", "_protocol", "_host", "_checked"):
             state.pop(name, None)
         return state
 
@@ -309,6 +311,7 @@ class AutoLLMClient(object):
         self._pid = self._locks_pid = os.getpid()
         self._busy = threading.Lock()
         self._session_lock = threading.Lock()
+        self._checked = CheckedMessages()
         self.__dict__.setdefault("_hooks", [])
         self.__dict__.setdefault("_provider", None)  # a client pickled before it had one
         self._protocol = _protocol(self.client_type, bool(self._endpoint.quirks.get("embeddings")))
@@ -344,7 +347,7 @@ class AutoLLMClient(object):
 
     def _plan(self, messages: Sequence[Message], cfg: Dict[str, Any]) -> Any:
         """``plan`` with ``cfg`` already checked (``check_config``'s result: checked once per call)."""
-        check_messages(messages)
+        check_messages(messages, self._checked)
         return apply_extras(self._build(list(messages), cfg), cfg)
 
     # -- history ---------------------------------------------------------------------------

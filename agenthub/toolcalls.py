@@ -20,7 +20,9 @@ Rules
 R1  A fragment is ``(index, id, name, arguments)``; each may be missing.  An index
     given as text (``"0"``) is a number; ids ``""``, ``"null"`` and ``"None"`` are
     missing; ``arguments: null`` is ``""``; arguments sent as a JSON value instead
-    of text are serialised.
+    of text are serialised (a whole object, as Gemini sends, is also kept as it came:
+    when it is the call's only arguments, the complete call carries it without
+    parsing the text again; the checks of R6 still apply).
 R2  Which call a fragment belongs to:
       index given      -> the call in that slot; a different id, or a different name,
                           on an occupied slot starts a new call (servers that put every
@@ -91,6 +93,15 @@ def _finite(text: str) -> float:
 _strict_loads = json.JSONDecoder(parse_constant=_no_constant, parse_float=_finite).decode
 
 
+def _lone_surrogate_text(text: str) -> bool:
+    """Does ``text`` (arguments that came parsed, as their ``ensure_ascii=False`` text) hold a lone surrogate?"""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
 def _lone_surrogate(value: Any) -> bool:
     """Does ``value`` (parsed JSON) hold a string with a lone surrogate (``"\\ud800"``: no UTF-8 for it)?"""
     try:
@@ -98,6 +109,39 @@ def _lone_surrogate(value: Any) -> bool:
     except UnicodeEncodeError:
         return True
     return False
+
+
+_PLAIN = (str, int, float, bool, type(None))
+
+
+def _plain(value: Dict[str, Any]) -> bool:
+    """``value`` is what parsing its JSON text would give back: dicts with str keys, lists, str, int,
+    float, bool and None only (no tuple, no subclass), nested less than MAX_DEPTH deep."""
+    level = [value]  # type: List[Any]
+    depth = 0
+    while level:
+        if depth >= MAX_DEPTH:
+            return False
+        inner = []  # type: List[Any]
+        for node in level:
+            if type(node) is dict:
+                for key in node:
+                    if type(key) is not str:
+                        return False
+                children = node.values()
+            else:
+                children = node
+            for child in children:
+                kind = type(child)
+                if kind is dict or kind is list:
+                    inner.append(child)
+                elif kind not in _PLAIN:
+                    return False
+        level = inner
+        depth += 1
+    return True
+
+
 def _complete_object(text: str) -> Optional[Dict[str, Any]]:
     """The object ``text`` holds if it is one whole JSON object, else None."""
     stripped = text.strip()
@@ -116,7 +160,7 @@ def _extends(new: Dict[str, Any], old: Dict[str, Any]) -> bool:
 
 class _Call(object):
     __slots__ = (
-        "index", "id", "name", "parts", "length", "emitted", "held", "seed", "fidelity",
+        "index", "id", "name", "parts", "length", "emitted", "held", "parsed", "seed", "fidelity",
         "announced", "done", "closed",
     )
 
@@ -128,6 +172,7 @@ class _Call(object):
         self.length = 0  # total characters in parts
         self.emitted = 0  # how many of parts went out as fragments
         self.held = None  # type: Optional[str]  # a complete first object, held back (R4)
+        self.parsed = None  # type: Optional[Dict[str, Any]]  # the held object as it came, when it came parsed (R1)
         self.seed = None  # type: Optional[str]
         self.fidelity = None  # type: Optional[Dict[str, Any]]
         self.announced = False
@@ -228,10 +273,17 @@ class ToolCallAssembler(object):
                 tool_call_id = None
         if name is not None and (not isinstance(name, str) or not name):
             name = None
+        parsed = None
         if arguments is None:
             arguments = ""
         elif not isinstance(arguments, str):
-            arguments = json.dumps(arguments, ensure_ascii=False)
+            if type(arguments) is dict and _plain(arguments):
+                try:  # (NaN and Infinity: the text, parsed as any text is)
+                    parsed, arguments = arguments, json.dumps(arguments, ensure_ascii=False, allow_nan=False)
+                except ValueError:
+                    parsed = None
+            if parsed is None:
+                arguments = json.dumps(arguments, ensure_ascii=False)
 
         # R2: route
         call = None  # type: Optional[_Call]
@@ -277,7 +329,9 @@ class ToolCallAssembler(object):
         if arguments:
             if call.held is not None:
                 obj = _complete_object(arguments)
-                if obj is not None and _extends(obj, _loads(call.held)):
+                held = call.parsed if call.parsed is not None else _loads(call.held)
+                call.parsed = None
+                if obj is not None and _extends(obj, held):
                     call.held = arguments
                     arguments = ""
                 else:
@@ -285,7 +339,11 @@ class ToolCallAssembler(object):
                     call.length = len(call.held)
                     call.held = None
             elif call.length == 0:
-                if _complete_object(arguments) is not None:
+                if parsed is not None:  # a whole object that came parsed: held as it is (R4)
+                    call.held = arguments
+                    call.parsed = parsed
+                    arguments = ""
+                elif _complete_object(arguments) is not None:
                     call.held = arguments
                     arguments = ""
             elif len(arguments) >= call.length and arguments.startswith(call.text()):
@@ -454,12 +512,13 @@ class ToolCallAssembler(object):
         raw = "".join(call.parts)
         call.parts = [raw]  # the fragments went out already: free them before parsing (peak memory)
         call.emitted = 1
+        parsed, call.parsed = call.parsed, None  # (set: raw is its text, and nothing came after it)
         if not raw.strip():
             arguments = {}  # type: Any
         else:
             error = None
             try:
-                arguments = _strict_loads(raw)
+                arguments = parsed if parsed is not None else _strict_loads(raw)
             except ValueError as exc:
                 error = self._parse_error(call, raw, "is not valid JSON ({})".format(exc))
             except RecursionError:
@@ -469,7 +528,7 @@ class ToolCallAssembler(object):
                     error = self._parse_error(call, raw, "is not a JSON object")
                 elif too_deep(arguments):
                     error = self._parse_error(call, raw, "nests deeper than {} levels".format(MAX_DEPTH))
-                elif _lone_surrogate(arguments):
+                elif _lone_surrogate_text(raw) if parsed is not None else _lone_surrogate(arguments):
                     error = self._parse_error(call, raw, "hold a lone surrogate (a string no UTF-8 can carry)")
             if error is not None:
                 caught = self.caught

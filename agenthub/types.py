@@ -383,6 +383,13 @@ def json_default(value: Any) -> Any:
 
 def to_jsonable(value: Any) -> Any:
     """A JSON-ready copy: bytes -> ``{"__bytes__": base64}``, str enums -> their value, tuples -> lists."""
+    kind = type(value)
+    if kind is str or kind is int or kind is float or kind is bool or value is None:  # most values: as they are
+        return value
+    if kind is dict:
+        return {str(k): to_jsonable(v) for k, v in value.items()}
+    if kind is list:
+        return [to_jsonable(v) for v in value]
     if isinstance(value, (bytes, bytearray, memoryview)):
         return _b64(value)
     if isinstance(value, Mapping):

@@ -14,12 +14,13 @@ can carry.
 
 import math
 import re
+from collections.abc import Mapping as _Mapping  # (isinstance: typing.Mapping adds two Python calls a check)
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from .errors import ConfigError
 from .types import FINISH_REASONS, MAX_DEPTH, PromptCaching, ThinkingLevel
 
-__all__ = ["check_config", "check_messages", "check_message", "check_json", "check_header_value", "check_header_name",
+__all__ = ["check_config", "check_messages", "check_message", "CheckedMessages", "check_json", "check_header_value", "check_header_name",
            "check_mcp_servers", "check_anthropic_version", "ANTHROPIC_VERSIONS",
            "cache_marks", "count_marks", "CACHE_BREAKPOINT", "CONFIG_KEYS", "ASPECT_RATIOS", "IMAGE_SIZES", "RESPONSE_FORMATS"]
 
@@ -92,7 +93,7 @@ def check_json(value: Any, where: str, allow_bytes: bool = False) -> None:
             continue
         elif depth >= MAX_DEPTH:
             raise ConfigError("{} nests deeper than {} levels".format(where, MAX_DEPTH))
-        elif isinstance(value, Mapping):
+        elif isinstance(value, _Mapping):
             for key, inner in value.items():
                 if not isinstance(key, str):
                     raise ConfigError("{} has a key of type {} ({}): JSON object keys are strings".format(
@@ -160,7 +161,7 @@ def check_config(config: Optional[Mapping[str, Any]]) -> Dict[str, Any]:
     in the table's order; anything wrong is a ConfigError naming the key, before anything is sent."""
     if config is None:
         return {}
-    if not isinstance(config, Mapping):
+    if not isinstance(config, _Mapping):
         raise ConfigError("config must be a dict (UniConfig), got {}".format(type(config).__name__))
     unknown = sorted(str(k) for k in config if k not in CONFIG_KEYS)
     if unknown:
@@ -216,14 +217,14 @@ def _tools(key: str, value: Any, config: Dict[str, Any]) -> Any:
     tool_names = []  # type: List[str]
     for i, tool in enumerate(tools):
         _openai_tool(tool, i)
-        if not isinstance(tool, Mapping) or not isinstance(tool.get("name"), str) or not tool.get("name"):
+        if not isinstance(tool, _Mapping) or not isinstance(tool.get("name"), str) or not tool.get("name"):
             raise ConfigError("config['tools'][{}] needs a non-empty 'name'".format(i))
         extra = sorted(set(tool) - {"name", "description", "parameters", "strict"})
         if extra:
             raise ConfigError("config['tools'][{}] has unknown key(s) {}".format(i, extra))
         if "description" in tool and tool["description"] is not None and not isinstance(tool["description"], str):
             raise ConfigError("config['tools'][{}]['description'] must be a str".format(i))
-        if "parameters" in tool and tool["parameters"] is not None and not isinstance(tool["parameters"], Mapping):
+        if "parameters" in tool and tool["parameters"] is not None and not isinstance(tool["parameters"], _Mapping):
             raise ConfigError("config['tools'][{}]['parameters'] must be a JSON Schema object".format(i))
         if "strict" in tool and not isinstance(tool["strict"], bool):
             raise ConfigError("config['tools'][{}]['strict'] must be a bool".format(i))
@@ -250,7 +251,7 @@ def _tool_choice(key: str, value: Any, config: Dict[str, Any]) -> Any:
 
 
 def _image_config(key: str, value: Any, config: Dict[str, Any]) -> Any:
-    if not isinstance(value, Mapping) or set(value) - {"aspect_ratio", "image_size"}:
+    if not isinstance(value, _Mapping) or set(value) - {"aspect_ratio", "image_size"}:
         raise _bad(key, "a dict with aspect_ratio and/or image_size", value)
     if "aspect_ratio" in value and value["aspect_ratio"] not in ASPECT_RATIOS:
         raise ConfigError("image_config['aspect_ratio'] must be one of {}".format(", ".join(ASPECT_RATIOS)))
@@ -264,7 +265,7 @@ def _tts_config(key: str, value: Any, config: Dict[str, Any]) -> Any:
         raise _bad(key, "a non-empty list of {'voice': ..., 'speaker': ...}", value)
     speakers = list(value)
     for i, speaker in enumerate(speakers):
-        if not isinstance(speaker, Mapping) or not isinstance(speaker.get("voice"), str) or not speaker["voice"]:
+        if not isinstance(speaker, _Mapping) or not isinstance(speaker.get("voice"), str) or not speaker["voice"]:
             raise ConfigError("tts_config[{}] needs a non-empty 'voice'".format(i))
         if set(speaker) - {"voice", "speaker"}:
             raise ConfigError("tts_config[{}] has unknown key(s) {}".format(i, sorted(set(speaker) - {"voice", "speaker"})))
@@ -274,7 +275,7 @@ def _tts_config(key: str, value: Any, config: Dict[str, Any]) -> Any:
 
 
 def _embedding_config(key: str, value: Any, config: Dict[str, Any]) -> Any:
-    if not isinstance(value, Mapping) or set(value) - {"dimensions"}:
+    if not isinstance(value, _Mapping) or set(value) - {"dimensions"}:
         raise _bad(key, "a dict with 'dimensions'", value)
     if "dimensions" in value and (not _is_int(value["dimensions"]) or value["dimensions"] <= 0):
         raise ConfigError("embedding_config['dimensions'] must be a positive int")
@@ -289,20 +290,20 @@ def _stop(key: str, value: Any, config: Dict[str, Any]) -> Any:
 
 
 def _compaction(key: str, value: Any, config: Dict[str, Any]) -> Any:
-    if not isinstance(value, Mapping) or set(value) != {"threshold"} \
+    if not isinstance(value, _Mapping) or set(value) != {"threshold"} \
             or not _is_int(value["threshold"]) or value["threshold"] < 1:
         raise ConfigError("config['compaction'] must be {'threshold': <input tokens, an int >= 1>}")
     return {"threshold": value["threshold"]}
 
 
 def _extra_body(key: str, value: Any, config: Dict[str, Any]) -> Any:
-    if not isinstance(value, Mapping) or not all(isinstance(k, str) for k in value):
+    if not isinstance(value, _Mapping) or not all(isinstance(k, str) for k in value):
         raise ConfigError("config['extra_body'] must be a dict with str keys (it is merged into the JSON body)")
     return _copy(value)
 
 
 def _extra_headers(key: str, value: Any, config: Dict[str, Any]) -> Any:
-    if not isinstance(value, Mapping):
+    if not isinstance(value, _Mapping):
         raise ConfigError("config['extra_headers'] must be a dict of header name -> str value")
     for name, header in value.items():
         if not isinstance(name, str) or not _HEADER_NAME.fullmatch(name):
@@ -361,7 +362,7 @@ def check_mcp_servers(value: Any) -> List[Dict[str, Any]]:
     names = set()  # type: set
     for i, server in enumerate(value):
         at = "{}[{}]".format(where, i)
-        if not isinstance(server, Mapping):
+        if not isinstance(server, _Mapping):
             raise ConfigError("{} must be a dict with 'url' and 'name' (got {})".format(at, type(server).__name__))
         extra = sorted(str(k) for k in server if k not in MCP_SERVER_KEYS)
         if extra:
@@ -382,7 +383,7 @@ def check_mcp_servers(value: Any) -> List[Dict[str, Any]]:
         entry = {"url": url, "name": name}  # type: Dict[str, Any]
         headers = server.get("headers")
         if headers is not None:
-            if not isinstance(headers, Mapping):
+            if not isinstance(headers, _Mapping):
                 raise ConfigError("{}['headers'] must be a dict of header name -> str value".format(at))
             for key, text in headers.items():
                 check_header_name(key, "{}['headers'] key {}".format(at, _short(key)))
@@ -407,12 +408,12 @@ def _mcp_approval(value: Any, at: str) -> Any:
     where a filter may also say ``"read_only": bool``)."""
     if isinstance(value, str) and value in _MCP_APPROVALS:
         return value
-    ok = isinstance(value, Mapping) and value and not set(value) - set(_MCP_APPROVALS)
+    ok = isinstance(value, _Mapping) and value and not set(value) - set(_MCP_APPROVALS)
     for key in _MCP_APPROVALS if ok else ():
         rule = value.get(key)
         if rule is None:
             continue
-        if not isinstance(rule, Mapping) or set(rule) - {"tool_names", "read_only"} \
+        if not isinstance(rule, _Mapping) or set(rule) - {"tool_names", "read_only"} \
                 or ("read_only" in rule and not isinstance(rule["read_only"], bool)) \
                 or ("tool_names" in rule and (not isinstance(rule["tool_names"], (list, tuple))
                                               or not all(isinstance(t, str) and t for t in rule["tool_names"]))):
@@ -426,7 +427,7 @@ def _mcp_approval(value: Any, at: str) -> Any:
 
 def _response_format(value: Any) -> Dict[str, Any]:
     """-> a normalised copy: {"type"} or {"type": "json_schema", "name", "schema", "strict"[, "description"]}."""
-    if not isinstance(value, Mapping) or value.get("type") not in RESPONSE_FORMATS:
+    if not isinstance(value, _Mapping) or value.get("type") not in RESPONSE_FORMATS:
         raise ConfigError("config['response_format'] must be {{'type': 'text'}}, {{'type': 'json_object'}} or "
                           "{{'type': 'json_schema', 'name': ..., 'schema': {{...}}}} (got {})".format(_short(value)))
     kind = value["type"]
@@ -444,7 +445,7 @@ def _response_format(value: Any) -> Dict[str, Any]:
         raise ConfigError("config['response_format']['name'] must be a-z, A-Z, 0-9, _ and - only, at most 64 "
                           "characters (got {})".format(_short(name)))
     schema = value.get("schema")
-    if not isinstance(schema, Mapping):
+    if not isinstance(schema, _Mapping):
         raise ConfigError("config['response_format']['schema'] must be a JSON Schema dict (got {})".format(
             type(schema).__name__))
     strict = value.get("strict", True)
@@ -460,7 +461,7 @@ def _response_format(value: Any) -> Dict[str, Any]:
 
 def _copy(value: Any) -> Any:
     """A deep copy of JSON-like data (dicts and lists), so later merging never touches the caller's objects."""
-    if isinstance(value, Mapping):
+    if isinstance(value, _Mapping):
         return {k: _copy(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [_copy(v) for v in value]
@@ -503,7 +504,7 @@ def check_anthropic_version(value: Any, client_type: str, dialect: str) -> str:
 
 
 def check_message(message: Any, where: str = "message") -> None:
-    if not isinstance(message, Mapping):
+    if not isinstance(message, _Mapping):
         raise ConfigError("{} must be a dict (UniMessage), got {}".format(where, type(message).__name__))
     _openai_message(message, where)
     role = message.get("role")
@@ -521,7 +522,7 @@ def check_message(message: Any, where: str = "message") -> None:
         raise ConfigError("{}[{!r}] marks a message with no content items".format(where, CACHE_BREAKPOINT))
     for i, item in enumerate(items):
         at = "{}['content_items'][{}]".format(where, i)
-        if not isinstance(item, Mapping):
+        if not isinstance(item, _Mapping):
             raise ConfigError("{} must be a dict".format(at))
         kind = item.get("type")
         spec = _ITEMS.get(kind)  # type: ignore[arg-type]
@@ -548,7 +549,7 @@ def check_message(message: Any, where: str = "message") -> None:
                 item[CACHE_BREAKPOINT], bool):
             raise ConfigError("{}[{!r}] must be a bool (True: a prompt-cache breakpoint after this item), got "
                               "{}".format(at, CACHE_BREAKPOINT, type(item[CACHE_BREAKPOINT]).__name__))
-        if "fidelity" in item and item["fidelity"] is not None and not isinstance(item["fidelity"], Mapping):
+        if "fidelity" in item and item["fidelity"] is not None and not isinstance(item["fidelity"], _Mapping):
             raise ConfigError("{}: fidelity must be a dict (pass it back as you got it)".format(at))
         for name, value in item.items():
             if name in ("arguments", "fidelity", "images"):
@@ -560,13 +561,91 @@ def check_message(message: Any, where: str = "message") -> None:
         raise ConfigError("{}['finish_reason'] is not a FinishReason".format(where))
 
 
-def check_messages(messages: Any) -> None:
+def check_messages(messages: Any, checked: Optional["CheckedMessages"] = None) -> None:
+    """ConfigError naming the first bad message; with ``checked``, a message that object passed on the
+    previous call and that is unchanged since (see ``CheckedMessages``) is not checked again."""
     if not isinstance(messages, Sequence) or isinstance(messages, (str, bytes)):
         raise ConfigError("messages must be a list of UniMessage dicts")
     if not messages:
         raise ConfigError("messages is empty: send at least one user message")
+    if checked is not None:
+        checked.check(messages)
+        return
     for i, message in enumerate(messages):
         check_message(message, "messages[{}]".format(i))
+
+
+def _snapshot(value: Any) -> Any:
+    """A copy of ``value``'s containers (dicts, lists, tuples) holding the very same leaves: compared with
+    ``==`` to the original, every unchanged leaf matches by identity (C speed), and a container or leaf
+    changed in place no longer matches."""
+    kind = type(value)
+    if kind in _LEAVES:
+        return _Number(value) if kind is int or kind is float else value
+    if kind is dict or isinstance(value, _Mapping):
+        return {k: _snapshot(v) for k, v in value.items()}
+    if kind is tuple or isinstance(value, tuple):
+        return tuple(_snapshot(v) for v in value)
+    if kind is list or isinstance(value, list):
+        return [_snapshot(v) for v in value]
+    return value  # an immutable leaf, a bytearray (only its type is checked), or a value the check refused
+
+
+_LEAVES = frozenset((str, int, float, bool, bytes, type(None)))
+
+
+class _Number(object):
+    """A number in a snapshot: equal only to a number of the same type (``2 == Decimal(2) == 2.0`` would
+    hide a value replaced by one the check refuses)."""
+
+    __slots__ = ("value",)
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def __eq__(self, other: Any) -> bool:
+        return type(other) is type(self.value) and other == self.value
+
+    def __ne__(self, other: Any) -> bool:
+        return not self.__eq__(other)
+
+
+class CheckedMessages(object):
+    """The messages the previous ``check`` passed, so a caller passing the same history again (the tool
+    runner, a hand-written loop appending to its list) pays the check once per new message, not once per
+    message per call: the cost of a run stays linear in its turns.
+
+    A message is taken as checked when it is the same dict object as one passed on the previous call and
+    compares equal (``==``) to a copy of its containers taken when it was checked: a message, an item or
+    the arguments changed in place since, or a container replaced, no longer compare equal and are checked
+    again (a number replaced by an equal one of another type, ``Decimal(2)`` for ``2``, too).  Only plain
+    ``dict`` messages are remembered, and only those of the last call (nothing older is kept alive); the
+    object is safe to share between threads (a thread's call at worst checks again what another's
+    replaced)."""
+
+    __slots__ = ("_seen",)
+
+    def __init__(self) -> None:
+        self._seen = {}  # type: Dict[int, Tuple[Any, Any]]  # id(message) -> (message, snapshot)
+
+    def check(self, messages: Sequence[Any]) -> None:
+        seen = self._seen
+        now = {}  # type: Dict[int, Tuple[Any, Any]]
+        for i, message in enumerate(messages):
+            if type(message) is not dict:
+                check_message(message, "messages[{}]".format(i))
+                continue
+            key = id(message)
+            entry = seen.get(key)
+            if entry is None or entry[0] is not message or entry[1] != message:
+                check_message(message, "messages[{}]".format(i))
+                entry = (message, _snapshot(message))
+            now[key] = entry
+        self._seen = now
+
+    def clear(self) -> None:
+        self._seen = {}
 
 
 # -- OpenAI-shaped input: say what the agenthub shape is -----------------------------------------------
@@ -594,15 +673,15 @@ def _openai_message(message: Mapping[str, Any], where: str) -> None:
         items.append({"type": "text", "text": _clip(content)})
     elif isinstance(content, list):
         for part in content:
-            if isinstance(part, Mapping) and part.get("type") == "text":
+            if isinstance(part, _Mapping) and part.get("type") == "text":
                 items.append({"type": "text", "text": _clip(str(part.get("text", "")))})
-            elif isinstance(part, Mapping) and part.get("type") == "image_url":
+            elif isinstance(part, _Mapping) and part.get("type") == "image_url":
                 url = part.get("image_url")
-                url = url.get("url") if isinstance(url, Mapping) else url
+                url = url.get("url") if isinstance(url, _Mapping) else url
                 items.append({"type": "image_url", "image_url": url if isinstance(url, str) else "..."})
     for call in message.get("tool_calls") or ():
-        function = call.get("function") if isinstance(call, Mapping) else None
-        if isinstance(function, Mapping):
+        function = call.get("function") if isinstance(call, _Mapping) else None
+        if isinstance(function, _Mapping):
             items.append({"type": "tool_call", "name": function.get("name", "..."), "arguments": {"...": "..."},
                           "tool_call_id": call.get("id", "...")})
     shape = {"role": role if role in ("user", "assistant") else "user",
@@ -613,7 +692,7 @@ def _openai_message(message: Mapping[str, Any], where: str) -> None:
 
 def _openai_tool(tool: Any, index: int) -> None:
     """A Chat Completions tool ({"type": "function", "function": {...}}): show the agenthub ToolSchema."""
-    if not isinstance(tool, Mapping) or "name" in tool or not isinstance(tool.get("function"), Mapping):
+    if not isinstance(tool, _Mapping) or "name" in tool or not isinstance(tool.get("function"), Mapping):
         return
     function = tool["function"]
     shape = {"name": function.get("name", "..."), "description": "..." if "description" in function else None,
@@ -629,7 +708,7 @@ def _clip(text: str) -> str:
 
 def _text_of(content: Any) -> Any:
     if isinstance(content, list):
-        return "".join(p.get("text", "") for p in content if isinstance(p, Mapping) and p.get("type") == "text")
+        return "".join(p.get("text", "") for p in content if isinstance(p, _Mapping) and p.get("type") == "text")
     return content
 
 

@@ -276,3 +276,74 @@ def test_tls_failures_are_transport_errors_that_are_not_retried(server):
     assert str(info.value).endswith("/v1/chat/completions failed: TLS failed: the server did not answer TLS (an "
                                     "http:// server behind an https:// URL?)")
     assert isinstance(info.value.__cause__, requests.exceptions.SSLError)
+
+
+# -- issue 41 item 1: a history passed again is checked once per new message ----------------------------------
+
+
+def _history(turns):
+    messages = [{"role": "user", "content_items": [{"type": "text", "text": "go"}]}]
+    for t in range(turns):
+        messages.append({"role": "assistant", "content_items": [
+            {"type": "text", "text": "turn {}".format(t)},
+            {"type": "tool_call", "name": "add", "arguments": {"a": [1, 2]}, "tool_call_id": "c{}".format(t)}]})
+        messages.append({"role": "user", "content_items": [
+            {"type": "tool_result", "tool_call_id": "c{}".format(t), "text": "3"}]})
+    return messages
+
+
+def test_a_history_passed_again_is_checked_once_per_new_message(monkeypatch):
+    import agenthub.validate as validate
+
+    checked = []
+    real = validate.check_message
+    monkeypatch.setattr(validate, "check_message", lambda message, where="message": (checked.append(where),
+                                                                                         real(message, where))[1])
+    client = AutoLLMClient("m", api_key="k", client_type="openai-chat", base_url="http://127.0.0.1:9/v1")
+    messages = _history(3)
+    client.plan(messages)
+    assert len(checked) == 7
+    del checked[:]
+    messages.append({"role": "assistant", "content_items": [{"type": "text", "text": "done"}]})
+    messages.append({"role": "user", "content_items": [{"type": "text", "text": "more"}]})
+    client.streaming_response(messages).close()
+    assert checked == ["messages[7]", "messages[8]"]
+    del checked[:]
+    client.plan(list(messages))  # a copy of the list holds the same message objects
+    assert checked == []
+
+
+@pytest.mark.parametrize("change, match", [
+    (lambda m: m[1]["content_items"][1]["arguments"].update(a=float("nan")), r"messages\[1\].*NaN"),
+    (lambda m: m[1]["content_items"][1]["arguments"]["a"].append({1, 2}), r"messages\[1\].*set"),
+    (lambda m: m[2]["content_items"][0].update(text="\ud83d"), r"messages\[2\].*lone surrogate"),
+    (lambda m: m[2]["content_items"].append({"type": "thinking", "thinking": "x"}), r"messages\[2\].*assistant"),
+    (lambda m: m[4].update(role="system"), r"messages\[4\]\['role'\]"),
+    (lambda m: m[1]["content_items"][1].update(arguments=({"a": 1},)), r"messages\[1\].*arguments"),
+    (lambda m: m[1]["content_items"][1]["arguments"]["a"].__setitem__(0, __import__("decimal").Decimal(1)),
+     r"messages\[1\].*Decimal"),
+    (lambda m: m[3]["content_items"][1]["arguments"]["a"].__setitem__(1, __import__("fractions").Fraction(2)),
+     r"messages\[3\].*Fraction"),
+])
+def test_a_message_changed_in_place_after_it_was_checked_is_checked_again(change, match):
+    client = AutoLLMClient("m", api_key="k", client_type="openai-chat", base_url="http://127.0.0.1:9/v1")
+    messages = _history(2)
+    client.plan(messages)
+    client.plan(messages)
+    change(messages)
+    with pytest.raises(ConfigError, match=match):
+        client.plan(messages)
+    with pytest.raises(ConfigError, match=match):  # and stays refused
+        client.streaming_response(messages)
+
+
+def test_a_client_pickled_after_checking_a_history_checks_afresh():
+    import pickle
+
+    client = AutoLLMClient("m", api_key="k", client_type="openai-chat", base_url="http://127.0.0.1:9/v1")
+    messages = _history(1)
+    client.plan(messages)
+    copy = pickle.loads(pickle.dumps(client))
+    messages[1]["content_items"][0]["text"] = "\ud83d"
+    with pytest.raises(ConfigError, match="lone surrogate"):
+        copy.plan(messages)

@@ -190,3 +190,34 @@ def test_read_jobs_leaves_no_temporary_file_behind(tmp_path, monkeypatch):
     assert len(os.listdir(str(scratch))) == 1  # the open index's folder
     job.ids.close()
     assert os.listdir(str(scratch)) == []
+
+
+def test_mark_done_many_marks_in_one_go_and_counts_each_id_once():
+    from agenthub.jobs.jobfile import IdIndex
+
+    index = IdIndex()
+    try:
+        for number, rid in enumerate(["a", "b", "c"], 1):
+            index.add(rid, number, 0)
+        index.seal()
+        assert index.mark_done_many(["a", "a", None, 7, "zz", "c"]) == 2
+        assert index.mark_done_many([]) == 0
+        assert index.mark_done_many(["a", "b"]) == 1
+        assert [index.is_done(r) for r in "abc"] == [True, True, True]
+        assert index.mark_done("b") is False
+    finally:
+        index.close()
+
+
+def test_rows_read_lazily_decode_bytes_only_where_a_line_holds_them(tmp_path):
+    """Issue 41 item 6: a line without ``__bytes__`` is taken as decoded; one with them still gets bytes back."""
+    from agenthub.jobs import iter_rows
+
+    png = b"\x89PNG\r\n\x1a\n\x00\xff"
+    image = {"role": "user", "content_items": [
+        {"type": "inline_data", "data": {"__bytes__": base64.b64encode(png).decode()}, "mime_type": "image/png"}]}
+    path = _write(tmp_path, [_line("img", messages=[image]), _line("txt")])
+    rows = list(iter_rows(path, check=False))
+    assert rows[0].messages[0]["content_items"][0]["data"] == png
+    assert rows[1].messages == read_jobs(path).rows[1].messages
+    assert [r.id for r in rows] == ["img", "txt"] and [r.line for r in rows] == [1, 2]

@@ -516,3 +516,45 @@ def test_the_output_lock_is_removed_when_its_run_ends_and_a_stale_open_tries_aga
     finally:
         os.close(stale)
     assert not os.path.exists(out + ".lock")
+
+
+def test_a_resumed_run_reads_past_its_finished_lines_without_decoding_them(tmp_path, monkeypatch):
+    """Issue 41 item 6: the lines before the first one still to do are not turned into rows again."""
+    from agenthub.jobs import jobfile
+
+    with JobServer() as server:
+        rows = _rows(server, ["a", "b", "c", "d", "e", "f"])
+        src = _write(tmp_path / "in.jsonl", rows[:2] + [rows[3]])
+        out = str(tmp_path / "out.jsonl")
+        jobs.run(src, out, progress=False)  # r0, r1 and r3 are done: r2 (line 3) is the first left
+        _write(tmp_path / "in.jsonl", rows)
+        made = []
+        real = jobfile._fast_row
+        monkeypatch.setattr(jobfile, "_fast_row",
+                            lambda obj, number, *more: (made.append(number), real(obj, number, *more))[1])
+        summary = jobs.run(src, out, progress=False)
+        assert (summary.done, summary.skipped) == (3, 3)
+        assert made == [3, 4, 5, 6]  # line 4 (r3, done) is decoded and passed over, lines 1-2 are not
+        assert sorted(server.counts.items()) == [(t, 1) for t in "abcdef"]
+    assert sorted(_by_id(out)) == ["r0", "r1", "r2", "r3", "r4", "r5"]
+
+
+def test_rows_after_the_last_finished_one_are_not_looked_up(tmp_path, monkeypatch):
+    """Issue 41 item 6: a fresh run looks up no row in the id index; a resumed one only those up to the
+    last finished line."""
+    from agenthub.jobs.jobfile import IdIndex
+
+    looked = []
+    real = IdIndex.is_done
+    monkeypatch.setattr(IdIndex, "is_done", lambda self, rid: (looked.append(rid), real(self, rid))[1])
+    with JobServer() as server:
+        rows = _rows(server, ["a", "b", "c", "d", "e", "f"])
+        src = _write(tmp_path / "in.jsonl", rows[:2] + [rows[3]])
+        out = str(tmp_path / "out.jsonl")
+        jobs.run(src, out, progress=False)
+        assert looked == []
+        _write(tmp_path / "in.jsonl", rows)
+        summary = jobs.run(src, out, progress=False)
+        assert (summary.done, summary.skipped) == (3, 3)
+        assert looked == ["r2", "r3"]
+        assert sorted(server.counts.items()) == [(t, 1) for t in "abcdef"]

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from agenthub.errors import StreamProtocolError, ToolCallArgumentParseError
-from agenthub.toolcalls import ToolCallAssembler
+from agenthub.toolcalls import MAX_DEPTH, ToolCallAssembler
 
 
 def announce(name, call_id, arguments=""):
@@ -251,3 +251,56 @@ def test_large_arguments_are_linear_and_exact():
     assert items[-1]["arguments"] == payload
     assert "".join(i["arguments"] for i in items[:-1]) == text
     assert machine.completed == 1
+
+
+# -- issue 41 item 5: whole arguments that arrive parsed are not parsed again -------------------------------
+
+
+def test_whole_arguments_that_arrive_parsed_are_not_parsed_again(monkeypatch):
+    import agenthub.toolcalls as toolcalls
+
+    parses = []
+    real = toolcalls._loads
+    monkeypatch.setattr(toolcalls, "_loads", lambda text: (parses.append(len(text)), real(text))[1])
+    args = {"path": "a.txt", "content": "h\u00e9llo \"x\"\n" * 1000, "n": [1, 2.5, None, True, {"k": []}]}
+    asm = ToolCallAssembler("gemini", id_prefix="p_")
+    items = asm.feed(0, "c1", "write", args) + asm.close(index=0)
+    text = json.dumps(args, ensure_ascii=False)
+    assert items == [
+        {"type": "partial_tool_call", "name": "write", "arguments": "", "tool_call_id": "c1"},
+        {"type": "partial_tool_call", "name": "", "arguments": text, "tool_call_id": ""},
+        {"type": "tool_call", "name": "write", "arguments": args, "tool_call_id": "c1"},
+    ]
+    assert parses == []
+
+
+@pytest.mark.parametrize("args, expected", [
+    ({"t": (1, 2)}, {"t": [1, 2]}),  # not what JSON gives back: serialised and parsed, as before
+    ({"n": float("inf")}, {"n": float("inf")}),  # the text ("Infinity") decides, as for any text
+    ({"k": 1}, {"k": 1}),
+])
+def test_whole_arguments_not_plain_json_go_through_their_text(args, expected):
+    asm = ToolCallAssembler("gemini", id_prefix="p_")
+    items = asm.feed(0, "c1", "f", args) + asm.close(index=0)
+    assert items[1]["arguments"] == json.dumps(args, ensure_ascii=False)
+    assert items[-1]["arguments"] == expected
+    assert type(items[-1]["arguments"]["t" if "t" in expected else next(iter(expected))]) is type(
+        next(iter(expected.values())))
+
+
+def test_whole_arguments_too_deep_are_refused_as_before():
+    deep = {}  # type: dict
+    node = deep
+    for _ in range(MAX_DEPTH + 2):
+        node["a"] = {}
+        node = node["a"]
+    asm = ToolCallAssembler("gemini", id_prefix="p_")
+    with pytest.raises(ToolCallArgumentParseError, match="deeper"):
+        asm.feed(0, "c1", "f", deep) + asm.close(index=0)
+
+
+def test_whole_arguments_then_a_larger_object_replace_it():
+    asm = ToolCallAssembler("gemini", id_prefix="p_")
+    items = asm.feed(0, "c1", "f", {"a": 1}) + asm.feed(0, "c1", "f", {"a": 1, "b": 2}) + asm.close(index=0)
+    assert items[-1]["arguments"] == {"a": 1, "b": 2}
+    assert "".join(i["arguments"] for i in items[:-1]) == '{"a": 1, "b": 2}'

@@ -279,29 +279,40 @@ def iter_rows(path: str, *, check: bool = True) -> Iterator[JobRow]:
     """The valid rows of a job file, read lazily (check it with ``read_jobs`` first: invalid and blank
     lines are passed over here without a word).  ``check=False`` skips checking each row again (the
     file was checked by ``read_jobs`` a moment ago; the client checks messages and config anyway)."""
+    yield from rows_from(path, 1, check=check)
+
+
+def rows_from(path: str, first_line: int, *, check: bool = True) -> Iterator[JobRow]:
+    """``iter_rows`` from line ``first_line`` on: the lines before it are read past, not decoded (a resumed
+    run starts at the first line still to do)."""
     with open(path, "rb") as handle:
         for number, raw in _bounded_lines(handle):
-            if raw is None or not raw.strip():
+            if number < first_line or raw is None or not raw.strip():
                 continue
             try:
                 obj = json.loads(raw.decode("utf-8"))
                 if check:
                     yield parse_line(obj, number)
                     continue
-                row = _fast_row(obj, number)
+                row = _fast_row(obj, number, b"__bytes__" not in raw)
             except (UnicodeDecodeError, ValueError):  # ConfigError is a ValueError
                 continue
             if row is not None:
                 yield row
 
 
-def _fast_row(obj: Any, number: int) -> Optional[JobRow]:
-    """A JobRow from a line ``read_jobs`` found valid (None for one it did not: the shape tells)."""
+def _fast_row(obj: Any, number: int, plain: bool = False) -> Optional[JobRow]:
+    """A JobRow from a line ``read_jobs`` found valid (None for one it did not: the shape tells).  ``plain``:
+    the line holds no ``__bytes__``, so its freshly decoded values are the row's as they are."""
     if not isinstance(obj, dict) or not isinstance(obj.get("id"), str) or not isinstance(obj.get("model"), str) \
             or not isinstance(obj.get("messages"), list) or not obj["id"] or not obj["model"] \
             or not _usable_id(obj["id"]):
         return None
     config = obj.get("config")
+    if plain:
+        return JobRow(id=obj["id"], model=obj["model"], messages=obj["messages"],
+                      config=config if isinstance(config, dict) else {},
+                      client_type=obj.get("client_type"), base_url=obj.get("base_url"), line=number)
     return JobRow(id=obj["id"], model=obj["model"], messages=from_jsonable(obj["messages"]),
                   config=from_jsonable(config) if isinstance(config, dict) else {},
                   client_type=obj.get("client_type"), base_url=obj.get("base_url"), line=number,
@@ -393,6 +404,27 @@ class IdIndex(object):
             return False
         with self._lock:
             return bool(self._db.execute("UPDATE ids SET done = 1 WHERE id = ? AND done = 0", (rid,)).rowcount)
+
+    def mark_done_many(self, rids: Iterable[Any]) -> int:
+        """``mark_done`` for each of ``rids``, in one transaction: how many were marked."""
+        rows = [(rid,) for rid in rids if isinstance(rid, str)]
+        if not rows:
+            return 0
+        with self._lock:
+            db = self._db
+            before = db.total_changes
+            db.execute("BEGIN")
+            try:
+                db.executemany("UPDATE ids SET done = 1 WHERE id = ? AND done = 0", rows)
+            finally:
+                db.execute("COMMIT")
+            return db.total_changes - before
+
+    def last_done(self) -> int:
+        """The last line whose id is marked done (0: none): a row below none of them needs no ``is_done``."""
+        with self._lock:
+            found = self._db.execute("SELECT max(line) FROM ids WHERE done = 1").fetchone()
+        return found[0] if found and found[0] is not None else 0
 
     def is_done(self, rid: str) -> bool:
         with self._lock:
@@ -598,12 +630,18 @@ def mark_finished(output_path: str, index: "IdIndex", *, retry_failed: bool = Fa
     marked = [0]
     if not os.path.exists(output_path):
         return 0
+    batch = []  # type: List[Any]  # ids marked a thousand at a time, in one transaction (memory stays flat)
 
     def visit(_: int, obj: Optional[Dict[str, Any]]) -> None:
-        if obj is not None and (obj.get("error") is None or not retry_failed) and index.mark_done(obj.get("id")):
-            marked[0] += 1
+        if obj is not None and (obj.get("error") is None or not retry_failed):
+            batch.append(obj.get("id"))
+            if len(batch) >= 1000:
+                marked[0] += index.mark_done_many(batch)
+                del batch[:]
 
-    _truncate_torn(output_path, _scan(output_path, visit))
+    good = _scan(output_path, visit)
+    marked[0] += index.mark_done_many(batch)
+    _truncate_torn(output_path, good)
     return marked[0]
 
 

@@ -43,7 +43,8 @@ from ..stream import collect
 from ..telemetry import child_span, workflow_span  # a span per job and per row (no-ops uninstrumented)
 from ..output.parse import ParseStream, Parsed
 from ..types import USAGE_KEYS, to_jsonable
-from .jobfile import JobFile, JobRow, OutputWriter, error_row, iter_rows, mark_finished, output_row, read_jobs
+from .jobfile import (JobFile, JobRow, OutputWriter, error_row, iter_rows, mark_finished, output_row, read_jobs,
+                      rows_from)
 from .jobfile import OutputLock, file_mentions
 
 __all__ = ["run", "JobSummary", "build_clients", "row_tokens"]
@@ -745,7 +746,12 @@ def _run_live(job: JobFile, input_path: str, output_path: str, workers: int, lim
             if ids.mark_done(row["id"]):  # an invalid line is never sent (iter_rows below does not check again)
                 writer.write(dict(row))
                 summary.failed += 1
-        todo = (row for row in iter_rows(input_path, check=False) if not ids.is_done(row.id))
+        # the lines before the first one still to do (a resumed run's finished half) are read past, not decoded
+        # and the rows after the last one done are not looked up (a fresh run looks up none)
+        first = min((lines[0] for lines in routes.values() if lines), default=1)
+        last = ids.last_done()
+        todo = (row for row in rows_from(input_path, first, check=False)
+                if row.line > last or not ids.is_done(row.id))
         state = Job(todo, clients, writer, limiter, summary, show, max_retries,
                      per_thread=client_factory if fallbacks is not None else None)
         state.output = output

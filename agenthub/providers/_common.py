@@ -315,9 +315,27 @@ def encode_path_segment(value: str) -> str:
     return quote(value.encode("utf-8"), safe="-_.~")
 
 
+def _compact_encoder() -> Callable[[Any], str]:
+    """``json.dumps(value, ensure_ascii=False, separators=(",", ":"))``, the same text, with the encoder made
+    once (``json.dumps`` with arguments builds a JSONEncoder per call: a few microseconds, paid per tool call
+    of the history on every turn).  No cycle check: what reaches it was checked by validate (depth-bounded)."""
+    try:
+        from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
+    except ImportError:  # pragma: no cover - every CPython has them
+        c_make_encoder = None
+    if c_make_encoder is None or encode_basestring is None:  # pragma: no cover - PyPy and friends
+        return json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+    chunks = c_make_encoder(None, json.JSONEncoder().default, encode_basestring, None, ":", ",", False, False, True)
+    join = "".join
+    return lambda value: join(chunks(value, 0))
+
+
+_compact = _compact_encoder()
+
+
 def dumps(value: Any) -> str:
     """Compact JSON text, non-ASCII kept as is (CJK arguments stay readable)."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return _compact(value)
 
 
 _DATA_URI = re.compile(r"^data:([^;,]*)((?:;[^;,]*)*),(.*)$", re.S)

@@ -1,0 +1,290 @@
+"""A resumed job's start and the runner's throughput (issue 41, item 6), before and after, in one run.
+
+    python bench/jobs_resume.py [--before 49d9831] [--rows 20000] [--rounds 5] [--tp-rows 4000]
+
+The server is tests/jobs_server.py in its own process (TCP_NODELAY set, so no answer waits on a delayed ACK).
+Each measurement is a fresh worker process running the library as it was at ``--before`` or as it is here,
+alternating, ROUNDS each; medians, the load average beside them.
+
+1. Resume: a ROWS-row job file whose output already holds its first half (written with ``output_row``, as a
+   run killed by ``kill -9`` at half way leaves it) against the same file with an empty output: the time
+   from the ``jobs.run`` call to its first request.  Target: resume <= 1.2x the fresh start.
+2. Throughput: ``jobs.run(workers=8)`` on a TP_ROWS-row file against a plain 8-thread pool calling
+   ``client.response()`` (bench/jobs.py's baseline), in the same worker process, alternating: rows per
+   second and CPU per row (``time.process_time``), ratio runner / pool.  Target: rows/s >= 0.95x the pool's.
+3. Overhead (``--only overhead``; no network, so the shared machine's load moves it little): the same two
+   loops on a 5,000-row file with a stub client (``streaming_response`` yields two canned events at once), CPU
+   per row of each: what the runner adds per row beyond the pool's own work.
+"""
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+MODEL = "deepseek-v4-flash"
+
+_SERVE = """
+import sys
+sys.path.insert(0, sys.argv[1])
+import jobs_server
+jobs_server._Handler.disable_nagle_algorithm = True
+with jobs_server.JobServer() as server:
+    print(server.base_url, flush=True)
+    sys.stdin.read()
+"""
+
+
+def _write_job(path, rows, base_url):
+    with open(path, "w") as f:
+        for i in range(rows):
+            f.write(json.dumps({"id": "r{}".format(i), "model": MODEL, "client_type": "openai-chat",
+                                "base_url": base_url, "config": {"max_tokens": 16},
+                                "messages": [{"role": "user", "content_items": [
+                                    {"type": "text", "text": "row {} of the bench".format(i)}]}]}) + "\n")
+
+
+def _write_half(path, rows):
+    from agenthub.jobs.jobfile import JobRow, dumps_row, output_row
+
+    with open(path, "wb") as f:
+        for i in range(rows // 2):
+            row = JobRow(id="r{}".format(i), model=MODEL, messages=[], line=i + 1)
+            f.write(dumps_row(output_row(row, message={"role": "assistant", "content_items": [
+                {"type": "text", "text": "echo: row {} of the bench".format(i)}], "finish_reason": "stop"},
+                usage_metadata={"prompt_tokens": 10, "response_tokens": 5}, finish_reason="stop",
+                cost_usd=1e-06, error=None, attempts=1, backend="live")))
+
+
+def _first_request(src, out):
+    """ms from the jobs.run call to its first request; the process ends there (os._exit)."""
+    import requests.adapters
+
+    from agenthub import jobs
+
+    import threading
+
+    once = threading.Lock()
+    started = time.perf_counter()
+
+    def send(*args, **kwargs):
+        at = time.perf_counter()
+        if once.acquire(False):
+            os.write(1, (json.dumps({"first_ms": (at - started) * 1e3}) + "\n").encode())
+            os._exit(0)
+        time.sleep(60)
+
+    requests.adapters.HTTPAdapter.send = send
+    jobs.run(src, out, workers=8, progress=False)
+
+
+def _throughput(src, folder, base_url, reps):
+    from concurrent.futures import ThreadPoolExecutor
+
+    from agenthub import AutoLLMClient, jobs
+    from agenthub.errors import AgentHubError
+    from agenthub.tracer import to_jsonable
+
+    def pool(out):
+        client = AutoLLMClient(MODEL, client_type="openai-chat", base_url=base_url)
+        with open(src) as f:
+            rows = [json.loads(line) for line in f]
+
+        def one(row):
+            try:
+                return {"id": row["id"], "message": client.response(row["messages"], row["config"]), "error": None}
+            except AgentHubError as exc:
+                return {"id": row["id"], "message": None, "error": str(exc)}
+
+        with open(out, "w") as f, ThreadPoolExecutor(8) as workers:
+            for result in workers.map(one, rows):
+                f.write(json.dumps(to_jsonable(result)) + "\n")
+                f.flush()
+
+    def runner(out):
+        summary = jobs.run(src, out, workers=8, progress=False)
+        assert summary.done == summary.total, summary
+
+    res = {"pool": [], "runner": []}
+    for n in range(reps + 1):
+        for name, fn in ((("pool", pool), ("runner", runner)) if n % 2 == 0 else (("runner", runner), ("pool", pool))):
+            out = os.path.join(folder, "tp-{}-{}.jsonl".format(name, n))
+            c0, w0 = time.process_time(), time.monotonic()
+            fn(out)
+            c1, w1 = time.process_time(), time.monotonic()
+            os.unlink(out)
+            if n:
+                res[name].append((w1 - w0, c1 - c0))
+    print(json.dumps(res))
+
+
+def _overhead(src, rows, reps):
+    from concurrent.futures import ThreadPoolExecutor
+
+    from agenthub import jobs
+    from agenthub.stream import collect
+    from agenthub.tracer import to_jsonable
+
+    events = [{"role": "assistant", "event_type": "delta", "content_items": [{"type": "text", "text": "echo"}],
+               "usage_metadata": None, "finish_reason": None, "created_at": 1},
+              {"role": "assistant", "event_type": "stop", "content_items": [], "finish_reason": "stop",
+               "usage_metadata": {"prompt_tokens": 10, "response_tokens": 5, "cached_tokens": None,
+                                  "thoughts_tokens": None}, "created_at": 2}]
+
+    class Stub(object):
+        model = MODEL
+        fallbacks = ()
+        hooks = ()
+
+        def streaming_response(self, messages, config=None):
+            return iter([dict(e) for e in events])
+
+        def response(self, messages, config=None):
+            return collect(self.streaming_response(messages, config))
+
+    folder = os.path.dirname(src)
+
+    def runner():
+        out = os.path.join(folder, "ov-runner.jsonl")
+        jobs.run(src, out, workers=8, progress=False, client_factory=lambda *route: Stub())
+        os.unlink(out)
+
+    def pool():
+        client = Stub()
+        with open(src) as f:
+            lines = [json.loads(line) for line in f]
+
+        def one(row):
+            return {"id": row["id"], "message": client.response(row["messages"], row["config"]), "error": None}
+
+        with open(os.path.join(folder, "ov-pool.jsonl"), "w") as f, ThreadPoolExecutor(8) as workers:
+            for result in workers.map(one, lines):
+                f.write(json.dumps(to_jsonable(result)) + "\n")
+                f.flush()
+
+    res = {"runner": [], "pool": []}
+    for n in range(reps + 1):
+        for name, fn in ((("pool", pool), ("runner", runner)) if n % 2 == 0 else (("runner", runner), ("pool", pool))):
+            c0 = time.process_time()
+            fn()
+            if n:
+                res[name].append((time.process_time() - c0) / rows * 1e6)
+    print(json.dumps({k: statistics.median(v) for k, v in res.items()}))
+
+
+def _worker(tree, args, tmp=None):
+    """``args`` run with ``tree``'s library; ``tmp``: the worker's TMPDIR (a --first worker ends with os._exit,
+    its id index's temporary folder is left there, and removed with the bench's folder)."""
+    env = dict(os.environ, PYTHONPATH=tree)
+    if tmp is not None:
+        env["TMPDIR"] = tmp
+    out = subprocess.run([sys.executable, __file__] + args, env=env, stdout=subprocess.PIPE, check=True, timeout=900)
+    return json.loads(out.stdout.decode().strip().splitlines()[-1])
+
+
+def main():
+    import ab
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--before", default="49d9831")
+    parser.add_argument("--rows", type=int, default=20000)
+    parser.add_argument("--tp-rows", type=int, default=4000)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--only", default="resume,throughput")
+    parser.add_argument("--first", nargs=2, help=argparse.SUPPRESS)
+    parser.add_argument("--tp", nargs=4, help=argparse.SUPPRESS)
+    parser.add_argument("--ov", nargs=3, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.first:
+        return _first_request(*args.first)
+    if args.tp:
+        return _throughput(args.tp[0], args.tp[1], args.tp[2], int(args.tp[3]))
+    if args.ov:
+        return _overhead(args.ov[0], int(args.ov[1]), int(args.ov[2]))
+    trees = {"before": ab.tree_at(args.before), "after": ab.ROOT}
+    folder = tempfile.mkdtemp(prefix="agenthub-bench-jobs-")
+    server = subprocess.Popen([sys.executable, "-c", _SERVE, os.path.join(ab.ROOT, "tests")],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        base_url = server.stdout.readline().strip()
+        if "resume" in args.only:
+            src = os.path.join(folder, "job.jsonl")
+            _write_job(src, args.rows, base_url)
+            half = os.path.join(folder, "half.jsonl")
+            sys.path.insert(0, ab.ROOT)
+            _write_half(half, args.rows)
+            first = {(s, k): [] for s in trees for k in ("resume", "fresh")}
+            loads = []
+            for r in range(args.rounds):
+                sides = ("before", "after") if r % 2 == 0 else ("after", "before")
+                for side in sides:
+                    for kind in (("resume", "fresh") if r % 2 == 0 else ("fresh", "resume")):
+                        out = os.path.join(folder, "out.jsonl")
+                        if os.path.exists(out):
+                            os.unlink(out)
+                        if kind == "resume":
+                            shutil.copy(half, out)
+                        loads.append(ab.load())
+                        tmp = os.path.join(folder, "tmp")
+                        os.makedirs(tmp, exist_ok=True)
+                        first[side, kind].append(_worker(trees[side], ["--first", src, out], tmp)["first_ms"])
+            print("1. {:,}-row job, first half done: ms from jobs.run to its first request, median of {} "
+                  "processes each, {}".format(args.rows, args.rounds, ab.loads_text(loads)))
+            for side in ("before", "after"):
+                resume, fresh = statistics.median(first[side, "resume"]), statistics.median(first[side, "fresh"])
+                print("   {:<7} resume {:7.1f} ms   fresh {:7.1f} ms   resume / fresh {:.2f}x".format(
+                    side, resume, fresh, resume / fresh))
+        if "overhead" in args.only:
+            src = os.path.join(folder, "ov.jsonl")
+            _write_job(src, 5000, base_url)
+            ov = {"before": [], "after": []}
+            loads = []
+            for r in range(args.rounds):
+                for side in (("before", "after") if r % 2 == 0 else ("after", "before")):
+                    loads.append(ab.load())
+                    ov[side].append(_worker(trees[side], ["--ov", src, "5000", "3"]))
+            print("3. 5,000 rows, stub client (no network): CPU per row, medians of {} processes x 3 runs, "
+                  "{}".format(args.rounds, ab.loads_text(loads)))
+            for side in ("before", "after"):
+                runner = statistics.median(r["runner"] for r in ov[side])
+                pool = statistics.median(r["pool"] for r in ov[side])
+                print("   {:<7} runner {:5.1f} us/row   pool {:5.1f} us/row   runner adds {:5.1f} us/row".format(
+                    side, runner, pool, runner - pool))
+        if "throughput" in args.only:
+            src = os.path.join(folder, "tp.jsonl")
+            _write_job(src, args.tp_rows, base_url)
+            tp = {"before": [], "after": []}
+            loads = []
+            for r in range(args.rounds):
+                for side in (("before", "after") if r % 2 == 0 else ("after", "before")):
+                    loads.append(ab.load())
+                    tp[side].append(_worker(trees[side], ["--tp", src, folder, base_url, "1"]))
+            print("2. {:,} rows, jobs.run(workers=8) against a plain 8-thread pool, medians of {} processes, "
+                  "{}".format(args.tp_rows, args.rounds, ab.loads_text(loads)))
+            for side in ("before", "after"):
+                runs = tp[side]
+                rate = {k: statistics.median(args.tp_rows / w for res in runs for w, _ in res[k])
+                        for k in ("pool", "runner")}
+                cpu = {k: statistics.median(c / args.tp_rows * 1e6 for res in runs for _, c in res[k])
+                       for k in ("pool", "runner")}
+                paired = statistics.median((args.tp_rows / rw) / (args.tp_rows / pw) for res in runs
+                                           for (rw, _), (pw, _) in zip(res["runner"], res["pool"]))
+                print("   {:<7} runner {:6.0f} rows/s {:5.0f} us/row   pool {:6.0f} rows/s {:5.0f} us/row   "
+                      "rows/s {:.2f}x (paired {:.2f}x)   CPU/row {:.2f}x".format(
+                          side, rate["runner"], cpu["runner"], rate["pool"], cpu["pool"],
+                          rate["runner"] / rate["pool"], paired, cpu["runner"] / cpu["pool"]))
+    finally:
+        server.stdin.close()
+        server.wait(30)
+        shutil.rmtree(folder, True)
+
+
+if __name__ == "__main__":
+    main()
