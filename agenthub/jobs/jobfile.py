@@ -309,14 +309,17 @@ def _fast_row(obj: Any, number: int, plain: bool = False) -> Optional[JobRow]:
             or not _usable_id(obj["id"]):
         return None
     config = obj.get("config")
+    schema = obj.get("output_schema")
+    schema = schema if isinstance(schema, dict) else None
     if plain:
         return JobRow(id=obj["id"], model=obj["model"], messages=obj["messages"],
                       config=config if isinstance(config, dict) else {},
-                      client_type=obj.get("client_type"), base_url=obj.get("base_url"), line=number)
+                      client_type=obj.get("client_type"), base_url=obj.get("base_url"), line=number,
+                      output_schema=schema)
     return JobRow(id=obj["id"], model=obj["model"], messages=from_jsonable(obj["messages"]),
                   config=from_jsonable(config) if isinstance(config, dict) else {},
                   client_type=obj.get("client_type"), base_url=obj.get("base_url"), line=number,
-                  output_schema=obj.get("output_schema") if isinstance(obj.get("output_schema"), dict) else None)
+                  output_schema=schema)
 
 
 def _lines(problems: Iterable[str]) -> List[int]:
