@@ -965,11 +965,7 @@ class Run(object):
         for event in replay_events(answer):
             yield event  # type: ignore[misc]
         self._turns += 1
-        usage = answer.get("usage_metadata") or {}
-        for n, key in enumerate(USAGE_KEYS):
-            value = usage.get(key)
-            if value is not None:
-                self._usage[n] = (self._usage[n] or 0) + value
+        self._add_usage(answer.get("usage_metadata") or {})
         cost = kept.get("cost")
         self._replayed_cost = None if cost is None or self._replayed_cost is None else self._replayed_cost + cost
         self.route = dict(kept.get("route") or {}) or None
@@ -1084,13 +1080,16 @@ class Run(object):
                     raise
         raise AssertionError("unreachable")  # pragma: no cover
 
-    def _count(self, answer: Mapping[str, Any], stream: Any) -> None:
-        self._turns += 1
-        usage = answer.get("usage_metadata") or {}
+    def _add_usage(self, usage: Mapping[str, Any]) -> None:
         for n, key in enumerate(USAGE_KEYS):
             value = usage.get(key)
             if value is not None:
                 self._usage[n] = (self._usage[n] or 0) + value
+
+    def _count(self, answer: Mapping[str, Any], stream: Any) -> None:
+        self._turns += 1
+        usage = answer.get("usage_metadata") or {}
+        self._add_usage(usage)
         route = getattr(stream, "route", None) or getattr(self._client, "last_route", None) or {}
         self.route = route or None
         call = getattr(stream, "_call", None)  # its cache mark and start time: a hit costs 0.0, a turn its tier's
