@@ -1181,3 +1181,21 @@ def recording_session(cassette: Any, session: Optional[requests.Session] = None)
     session.mount("https://", adapter)
     session.mount("http://", adapter)
     return session
+
+
+def pin_environment(session: requests.Session, url: str) -> None:
+    """Read what the environment says for requests to ``url`` once, into ``session``, instead of on every
+    request (requests re-reads it per request when ``trust_env``: the proxy variables and ``no_proxy``,
+    walked over the whole of ``os.environ`` twice, the CA bundle variables and ~/.netrc).  For a session
+    whose requests all go to ``url`` (an MCP server's endpoint): the same proxies, CA bundle and netrc
+    credentials, as the environment was when the session began."""
+    if not session.trust_env:
+        return
+    settings = session.merge_environment_settings(url, {}, None, None, None)
+    auth = requests.utils.get_netrc_auth(url) if session.auth is None else None
+    session.trust_env = False
+    session.proxies = dict(settings.get("proxies") or {})
+    if settings.get("verify") not in (None, True):
+        session.verify = settings["verify"]
+    if auth:
+        session.auth = auth

@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+import contextvars
 import threading
 
 import pytest
@@ -401,7 +402,8 @@ def test_tool_providers_prefix_rename_and_clash():
         names = [t["name"] for t in server.requests[0]["body"]["tools"]]
     assert names == ["fs__read", "fs__fail", "fs__list_all", "get_weather"]  # "list.all" renamed for the wire
     assert files.listed == 1  # listed once per run
-    assert files.called == [("read", {"path": "a.txt"}), ("fail", {}), ("list.all", {})]  # and back
+    assert sorted(files.called, key=lambda c: c[0]) == [  # and back (the calls ran at once: any order)
+        ("fail", {}), ("list.all", {}), ("read", {"path": "a.txt"})]
     assert result.messages[1]["content_items"] == [
         {"type": "tool_result", "tool_call_id": "c1", "text": "contents of a.txt"},
         {"type": "tool_result", "tool_call_id": "c2", "text": "no such file", "is_error": True},
@@ -535,6 +537,31 @@ def test_tool_results_as_json_and_images():
          "images": ["data:image/png;base64,iVBORw0KGgoAAAAAAAAAAA=="]},
         {"type": "tool_result", "tool_call_id": "c3", "text": "3.5"},
         {"type": "tool_result", "tool_call_id": "c4", "text": "plain"}]
+
+
+def test_a_runs_tool_threads_serve_every_turn_and_end_with_the_run():
+    """Issue 41, item 2: a turn's calls go to the run's pool (threads kept between turns), not a new thread per
+    call; when the run ends its threads end (idle ones at once), and each call still sees a fresh context."""
+    seen = []
+    marker = contextvars.ContextVar("marker", default=None)
+
+    @tool
+    def where(city: str) -> str:
+        """Where it ran."""
+        seen.append((threading.current_thread(), marker.get()))
+        marker.set(city)  # a later call on the same thread must not see it
+        return city
+
+    calls = [("c1", "where", '{"city": "Paris"}'), ("c2", "where", '{"city": "Rome"}')]
+    before = set(threading.enumerate())
+    with SSEServer() as server:
+        server.answers += [Answer([chat_calls(calls)]), Answer([chat_calls(calls)]), Answer([chat_calls(calls)]),
+                           Answer([chat_text("ok")])]
+        result = client_for(server).run([USER], tools=[where]).result()
+    assert result.stop == "done" and len(seen) == 6
+    assert len({thread for thread, _ in seen}) <= 3  # was 6: one thread per call
+    assert [value for _, value in seen] == [None] * 6
+    assert [t for t in threading.enumerate() if t not in before and t.name.startswith("agenthub-tool")] == []
 
 
 def test_no_thread_is_left_behind_after_a_run():

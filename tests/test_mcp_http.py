@@ -338,3 +338,55 @@ def test_the_faults_leave_threads_fds_and_processes_where_they_were(servers):
     # (agenthub.transport's TransportError chains it as the cause): freed by the collector, not leaked
     gc.collect()
     assert leaked(before) == []
+
+
+# -- issue 41 item 3: what a call costs ----------------------------------------------------------------------------
+
+def test_calls_start_no_thread_each(servers, monkeypatch):
+    """A step's deadline is kept by one shared thread, not a threading.Timer per call (a thread each)."""
+    started = []
+    real = threading.Thread.start
+
+    def start(self):
+        started.append(self.name)
+        return real(self)
+
+    with mcp.connect(servers("modern").url, timeout=10) as server:
+        server.call_tool("echo", {"text": "warm"})
+        monkeypatch.setattr(threading.Thread, "start", start)
+        for n in range(20):
+            assert server.call_tool("echo", {"text": str(n)})["text"] == str(n)
+    monkeypatch.undo()
+    assert len(started) <= 1, started  # was 20 (one Timer a call); at most the deadlines' thread, started again
+
+
+def test_the_proxy_environment_is_read_once_per_connection_and_still_obeyed(servers, monkeypatch):
+    import requests.sessions
+
+    looked = []
+    real = requests.sessions.get_environ_proxies
+    monkeypatch.setattr(requests.sessions, "get_environ_proxies", lambda *a, **k: looked.append(a) or real(*a, **k))
+    for name in ("NO_PROXY", "no_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    url = servers("modern").url
+    with mcp.connect(url, timeout=10) as server:
+        for n in range(10):
+            server.call_tool("echo", {"text": str(n)})
+    assert len(looked) <= 1  # was one per request
+    monkeypatch.setenv("HTTP_PROXY", "http://127.0.0.1:9")  # nothing listens there: the proxy is used, and fails
+    with pytest.raises(TransportError):
+        mcp.connect(url, timeout=10).close()
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+    with mcp.connect(url, timeout=10) as server:
+        assert server.call_tool("echo", {"text": "direct"})["text"] == "direct"
+
+
+def test_a_deadline_ends_a_call_left_unanswered_and_the_deadlines_thread_ends(servers):
+    before = snapshot()
+    with mcp.connect(servers("modern").url, timeout=10) as server:
+        started = time.monotonic()
+        with pytest.raises(TransportError) as info:
+            server.call_tool("hang", {}, timeout=0.5)
+        assert time.monotonic() - started < 5
+    assert info.value.timeout is True
+    assert leaked(before) == []  # the deadlines' thread ends once no step waits

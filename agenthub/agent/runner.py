@@ -30,8 +30,9 @@ Rules (issue 30's Decisions):
   do not parse (NaN, Infinity, 1e400, a lone surrogate included), gives a ``tool_result`` with
   ``"is_error": True`` and a short message (exception type and text, no traceback, credentials scrubbed);
   the loop goes on and the model decides.  KeyboardInterrupt and SystemExit propagate to the run's thread.
-- A turn's calls run concurrently, at most ``parallel`` at a time, each on a thread of its own (daemon);
-  their results go back in ONE user message, in call order.  A tool's ``timeout``: the runner stops waiting
+- A turn's calls run concurrently, at most ``parallel`` at a time, on the run's pool of daemon threads (kept
+  between turns, ended with the run; a lone call without a timeout runs in the run's thread); their results go
+  back in ONE user message, in call order.  A tool's ``timeout``: the runner stops waiting
   and reports the timeout; Python cannot stop a thread, so the function runs on until it returns, its
   result is dropped, its slot is held until it returns (the calls beyond get an error result when every
   slot is so held), and being a daemon thread it does not hold up the interpreter's exit.
@@ -57,6 +58,7 @@ import collections
 import contextvars
 import json
 import os
+import queue as _queue
 import re
 import threading
 import time
@@ -544,6 +546,78 @@ def _waiting_results(history: Sequence[Mapping[str, Any]]) -> bool:
         and bool(_calls(history[-2]))
 
 
+class _Ticket(object):
+    """One call handed to a pool thread: ``running`` until the call returns (a timed-out call's slot is
+    held while it runs)."""
+    __slots__ = ("running",)
+
+    def __init__(self) -> None:
+        self.running = True
+
+
+_IDLE_SECONDS = 2.0  # a run's pool thread with nothing to do for this long ends (a run left unread)
+
+
+class _Pool(object):
+    """A run's tool threads (daemons), made as a turn needs them and kept between turns: a free thread takes
+    the next call; one idle for ``_IDLE_SECONDS`` ends, and ``close()`` (the run's end) ends the idle ones
+    at once and the busy ones when their call returns.  How many calls run at once is the run's bound
+    (``parallel``, timed-out calls still running counted), kept by the run, not here."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._idle = []  # type: List[Tuple[Any, threading.Thread]]  # (mailbox, thread) of free threads, last freed last
+        self._closed = False
+
+    def submit(self, fn: Callable[[], Any], report: Callable[[Any], None], name: str) -> None:
+        """``report(fn())`` on a free thread, or a new one; the thread is free again before ``report`` runs (a
+        run that hands out the next call on the report finds it free: a pool never has more threads than calls
+        running at once)."""
+        with self._lock:
+            if self._idle:
+                mailbox, thread = self._idle.pop()
+                thread.name = name
+                mailbox.put((fn, report))
+                return
+        thread = threading.Thread(target=self._serve, args=((fn, report),), name=name, daemon=True)
+        thread.start()
+
+    def _serve(self, job: Any) -> None:
+        mailbox = _queue.SimpleQueue()  # type: Any
+        me = threading.current_thread()
+        while True:
+            fn, report = job
+            value = contextvars.Context().run(fn)  # each call in a context of its own, as on a new thread
+            with self._lock:
+                closed = self._closed
+                if not closed:
+                    me.name = "agenthub-tool-idle"
+                    self._idle.append((mailbox, me))
+            report(value)
+            if closed:
+                return
+            try:
+                job = mailbox.get(timeout=_IDLE_SECONDS)
+            except _queue.Empty:
+                with self._lock:
+                    if (mailbox, me) in self._idle:  # nobody handed it a call meanwhile
+                        self._idle.remove((mailbox, me))
+                        return
+                job = mailbox.get()  # handed one while its wait ended: it is in the mailbox already
+            if job is None:  # closed
+                return
+
+    def close(self) -> None:
+        """Idle threads end now (joined: none is left when the run has ended); busy ones when their call returns."""
+        with self._lock:
+            self._closed = True
+            idle, self._idle = self._idle, []
+        for mailbox, _ in idle:
+            mailbox.put(None)
+        for _, thread in idle:
+            thread.join(5.0)
+
+
 class Run(object):
     """One run of the tool loop (``client.run`` / ``client.run_stateful``): iterate it for the events,
     ``result()`` for the outcome, ``abort()`` from any thread to stop it.  ``messages``: the new messages so
@@ -634,8 +708,9 @@ class Run(object):
         self._lock = threading.Lock()  # abort() against the loop: the open stream, the wait to wake
         self._aborted = False
         self._stream = None  # type: Any  # the model stream being read
-        self._wake = None  # type: Any  # the condition a wait for tool threads waits on
-        self._abandoned = []  # type: List[threading.Thread]  # threads of calls that timed out, still running
+        self._wake = None  # type: Any  # the queue a wait for tool threads reads (abort() puts None)
+        self._abandoned = []  # type: List[_Ticket]  # calls that timed out (or were left by abort), still running
+        self._pool = None  # type: Optional[_Pool]  # the run's tool threads, made at the first turn that needs them
         self._next = None  # type: Any  # stateful: the message the next request sends (last in history)
         self._restore = None  # type: Optional[List[Any]]  # stateful: the history while a turn sends its last message
         self._committed = False
@@ -809,8 +884,7 @@ class Run(object):
         if stream is not None:
             stream.abort()
         if wake is not None:
-            with wake:
-                wake.notify_all()
+            wake.put(None)
 
     def __enter__(self) -> "Run":
         return self
@@ -839,15 +913,19 @@ class Run(object):
     # -- the loop -----------------------------------------------------------------------------------------------
     def _run(self) -> Iterator[UniEvent]:
         journal = self._journal
-        if journal is None:
-            yield from self._loop()
-            return
         try:
-            yield from self._loop()
-            if self._stop is not None:
-                journal.done(self._stop, self._pending)
+            if journal is None:
+                yield from self._loop()
+                return
+            try:
+                yield from self._loop()
+                if self._stop is not None:
+                    journal.done(self._stop, self._pending)
+            finally:
+                journal.close()
         finally:
-            journal.close()
+            if self._pool is not None:  # the run's tool threads end with it (idle ones now, busy ones on return)
+                self._pool.close()
 
     def _loop(self) -> Iterator[UniEvent]:
         if self._open:
@@ -1279,11 +1357,11 @@ class Run(object):
         return results
 
     def _execute(self, tasks: List[Any]) -> Iterator[Tuple[int, Dict[str, Any], float]]:
-        """(index, result item, seconds) in call order; the calls run on up to ``parallel`` threads, threads
-        of timed-out calls that still run counted among them.  Ends early when the run is aborted."""
+        """(index, result item, seconds) in call order; the calls run on up to ``parallel`` threads of the run's
+        pool, calls that timed out and still run counted among them.  Ends early when the run is aborted."""
         runnable = [t for t in tasks if t[2] is not None]
         inline = (len(runnable) <= 1 or self._parallel == 1) and not any(t[2].timeout for t in runnable)
-        if inline:
+        if inline:  # no thread: one call (or parallel=1) and no timeout to keep
             for index, call, entry, arguments, shown in tasks:
                 if self._aborted:
                     return
@@ -1294,87 +1372,97 @@ class Run(object):
                 item = self._invoke(call, entry, arguments, shown)
                 yield index, item, time.monotonic() - started
             return
-        cond = threading.Condition()
+        results = _queue.SimpleQueue()  # type: Any  # (index, item, raised, seconds) from the threads; None: abort
         with self._lock:
-            self._wake = cond
+            self._wake = results
         try:
-            yield from self._threaded(tasks, runnable, cond)
+            yield from self._threaded(tasks, runnable, results)
         finally:
             with self._lock:
                 self._wake = None
 
-    def _threaded(self, tasks: List[Any], runnable: List[Any], cond: Any) -> Iterator[Tuple[int, Dict[str, Any], float]]:
-        done = {}  # type: Dict[int, Tuple[Any, Optional[BaseException], float]]
+    def _threaded(self, tasks: List[Any], runnable: List[Any], results: Any) -> Iterator[Tuple[int, Dict[str, Any], float]]:
         decided = {}  # type: Dict[int, Tuple[Any, Optional[BaseException], float]]
         for index, call, entry, arguments, _ in tasks:
             if entry is None:
                 decided[index] = (_answered(call, arguments), None, 0.0)
-        queue = list(runnable)
-        running = {}  # type: Dict[int, Tuple[float, Optional[float], Dict[str, Any], threading.Thread]]
+        queue = collections.deque(runnable)
+        running = {}  # type: Dict[int, Tuple[float, Optional[float], Dict[str, Any], _Ticket]]
         order = [t[0] for t in tasks]
         position = 0
+        pool = self._pool
+        if pool is None:
+            pool = self._pool = _Pool()
 
-        def work(index: int, call: Dict[str, Any], entry: _Entry, arguments: Any, shown: Any) -> None:
+        def work(index: int, call: Dict[str, Any], entry: _Entry, arguments: Any, shown: Any) -> Any:
             started = time.monotonic()
             item, raised = None, None  # type: Any, Optional[BaseException]
             try:
                 item = self._invoke(call, entry, arguments, shown)
             except BaseException as exc:  # KeyboardInterrupt, SystemExit: raised again in the run's thread
                 raised = exc
-            finally:
-                with cond:
-                    done[index] = (item, raised, time.monotonic() - started)
-                    cond.notify_all()
+            return index, item, raised, time.monotonic() - started
+
+        def reporter(ticket: _Ticket) -> Callable[[Any], None]:
+            def report(value: Any) -> None:
+                ticket.running = False  # (a timed-out call's slot frees here)
+                results.put(value)
+            return report
+
+        def take(got: Any) -> None:
+            if got is not None and got[0] in running:  # (None: abort() woke the wait)
+                decided[got[0]] = got[1:]
+                del running[got[0]]
 
         while position < len(order):
-            if self._aborted:  # what came is given (out of call order), the threads still running are left
-                with cond:
-                    for index in list(running):
-                        if index in done:
-                            decided[index] = done.pop(index)
-                            del running[index]
-                self._abandoned.extend(thread for _, _, _, thread in running.values())
+            if self._aborted:  # what came is given (out of call order), the calls still running are left
+                while True:
+                    try:
+                        take(results.get_nowait())
+                    except _queue.Empty:
+                        break
+                self._abandoned.extend(ticket for _, _, _, ticket in running.values())
                 for index in sorted(decided):
                     item, raised, seconds = decided[index]
                     if raised is None:
                         yield index, item, seconds
                 return
-            self._abandoned = [thread for thread in self._abandoned if thread.is_alive()]
+            if self._abandoned:
+                self._abandoned = [ticket for ticket in self._abandoned if ticket.running]
             while queue and len(running) + len(self._abandoned) < self._parallel:
-                index, call, entry, arguments, shown = queue.pop(0)
-                thread = threading.Thread(target=work, args=(index, call, entry, arguments, shown), daemon=True,
-                                          name="agenthub-tool-{}".format(call["name"])[:60])
-                running[index] = (time.monotonic(), entry.timeout, call, thread)
-                thread.start()
-            if queue and not running:  # every slot is held by a timed-out call's thread that still runs
+                index, call, entry, arguments, shown = queue.popleft()
+                ticket = _Ticket()
+                running[index] = (time.monotonic(), entry.timeout, call, ticket)
+                pool.submit(functools.partial(work, index, call, entry, arguments, shown), reporter(ticket),
+                            "agenthub-tool-{}".format(call["name"])[:60])
+            if queue and not running:  # every slot is held by a timed-out call that still runs
                 for index, call, entry, _, _ in queue:
                     decided[index] = (_error(call["tool_call_id"], "no thread free: {} earlier call(s) of this run "
                                              "timed out and still run (parallel={})".format(
                                                  len(self._abandoned), self._parallel)), None, 0.0)
-                queue = []
-            with cond:
-                now = time.monotonic()
+                queue.clear()
+            if order[position] not in decided:
                 wait = None  # type: Optional[float]
+                now = time.monotonic()
                 for index in list(running):
-                    if index in done:
-                        decided[index] = done.pop(index)
-                        del running[index]
-                        continue
-                    started, timeout, call, thread = running[index]
+                    started, timeout, call, ticket = running[index]
                     if timeout is not None:
                         left = started + timeout - now
                         if left <= 0:
                             decided[index] = (_error(call["tool_call_id"], "TimeoutError: {} did not return within "
                                                      "{:g} s".format(call["name"], timeout)), None, timeout)
                             del running[index]  # its thread runs on, holding its slot until it returns
-                            self._abandoned.append(thread)
+                            self._abandoned.append(ticket)
                         else:
                             wait = left if wait is None else min(wait, left)
-                if order[position] not in decided and not self._aborted and not (
+                if order[position] not in decided and not (
                         queue and len(running) + len(self._abandoned) < self._parallel):
-                    if queue and self._abandoned:  # a slot frees when an abandoned thread ends: look again soon
+                    if queue and self._abandoned:  # a slot frees when an abandoned call returns: look again soon
                         wait = 0.05 if wait is None else min(wait, 0.05)
-                    cond.wait(wait)
+                    try:
+                        take(results.get(True, wait) if wait is None or wait > 0 else results.get_nowait())
+                    except _queue.Empty:
+                        pass
                     continue
             while position < len(order) and order[position] in decided:
                 index = order[position]

@@ -20,7 +20,9 @@ Credentials: the caller's headers go on requests to the MCP endpoint only (that 
 redirect: redirects are not followed), and their values are scrubbed from every error.
 """
 
+import heapq
 import json
+import os
 import threading
 import time
 import weakref
@@ -119,9 +121,91 @@ class _Frame(object):
         self.data = bool(event.id or message is not None)
 
 
+class _Deadlines(object):
+    """The deadlines of every step in flight in this process, kept by one thread (a step used to start a
+    ``threading.Timer`` of its own: a thread per call): at a step's deadline its watch is stopped
+    ("deadline").  The thread starts with the first deadline and ends once none has been waiting for
+    ``IDLE`` seconds; in a forked child it starts again (the parent's thread is not there)."""
+
+    IDLE = 1.0  # seconds with no step in flight before the thread ends
+    TICK = 0.5  # the longest the thread sleeps at once (so it notices it is idle)
+
+    def __init__(self) -> None:
+        self._reset()
+
+    def _reset(self) -> None:
+        self._cond = threading.Condition(threading.Lock())
+        self._heap = []  # type: List[Tuple[float, int, List[Any]]]  # (when, seq, [watch or None: cancelled])
+        self._seq = 0
+        self._cancelled = 0  # cancelled entries still in the heap
+        self._thread = None  # type: Optional[threading.Thread]
+        self._wake_at = 0.0  # when the thread wakes next (it is told of an earlier deadline)
+
+    def add(self, when: float, watch: Any) -> List[Any]:
+        entry = [watch]  # type: List[Any]
+        with self._cond:
+            self._seq += 1
+            heapq.heappush(self._heap, (when, self._seq, entry))
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._serve, name="agenthub-mcp-deadlines", daemon=True)
+                self._wake_at = when
+                self._thread.start()
+            elif when < self._wake_at:
+                self._wake_at = when
+                self._cond.notify()
+        return entry
+
+    def cancel(self, entry: Optional[List[Any]]) -> None:
+        if entry is None or entry[0] is None:
+            return
+        with self._cond:
+            if entry[0] is None:
+                return
+            entry[0] = None
+            self._cancelled += 1
+            if self._cancelled == len(self._heap):
+                del self._heap[:]
+                self._cancelled = 0
+            elif self._cancelled > 64 and self._cancelled * 2 > len(self._heap):
+                self._heap = [item for item in self._heap if item[2][0] is not None]
+                heapq.heapify(self._heap)
+                self._cancelled = 0
+
+    def _serve(self) -> None:
+        me = threading.current_thread()
+        with self._cond:
+            idle_since = None  # type: Optional[float]
+            while self._thread is me:
+                now = time.monotonic()
+                heap = self._heap
+                while heap and (heap[0][2][0] is None or heap[0][0] <= now):
+                    _, _, entry = heapq.heappop(heap)
+                    watch = entry[0]
+                    if watch is None:
+                        self._cancelled -= 1
+                        continue
+                    entry[0] = None
+                    watch.stop("deadline")  # (no lock of ours taken there: it shuts the step's socket down)
+                if heap:
+                    idle_since = None
+                    self._wake_at = min(heap[0][0], now + self.TICK)
+                else:
+                    idle_since = now if idle_since is None else idle_since
+                    if now - idle_since >= self.IDLE:
+                        self._thread = None
+                        return
+                    self._wake_at = now + min(self.TICK, self.IDLE - (now - idle_since))
+                self._cond.wait(max(0.0, self._wake_at - now))
+
+
+_DEADLINES = _Deadlines()
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_DEADLINES._reset)
+
+
 class _Step(object):
-    """MCP's own loop for one step: a Watch the channel's ``abort()`` stops, a timer that stops it at the
-    deadline, and the opening of requests on the retry policy (a POST once, a GET ``retries`` more times)."""
+    """MCP's own loop for one step: a Watch the channel's ``abort()`` stops, a deadline (``_DEADLINES``) that
+    stops it, and the opening of requests on the retry policy (a POST once, a GET ``retries`` more times)."""
 
     def __init__(self, channel: "HttpChannel", timeout: float) -> None:
         self.channel = channel
@@ -129,16 +213,15 @@ class _Step(object):
         self.deadline = time.monotonic() + timeout
         self.watch = _transport.Watch()
         self.status = None  # type: Optional[int]
-        self._timer = threading.Timer(timeout, self.watch.stop, ("deadline",))
-        self._timer.daemon = True
+        self._entry = None  # type: Any  # its place in _DEADLINES
 
     def __enter__(self) -> "_Step":
         self.channel._enter(self.watch)
-        self._timer.start()
+        self._entry = _DEADLINES.add(self.deadline, self.watch)
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        self._timer.cancel()
+        _DEADLINES.cancel(self._entry)
         self.channel._leave(self.watch)
 
     def left(self) -> float:
@@ -306,6 +389,7 @@ class HttpChannel(Channel):
         self.timeout = timeout
         self.label = name or redact_url(url.split("?", 1)[0])
         self._session = _transport.new_session()
+        _transport.pin_environment(self._session, self.url)  # (not looked up again per request)
         self._lock = threading.Lock()
         self._watches = set()  # type: Set[Any]
         self._closed = False

@@ -518,8 +518,14 @@ class StdioChannel(Channel):
         if pending is None:
             raise self._failure()
         try:
-            self._write(message, deadline)
+            # queued, and the answer awaited at once (one wait, not one for the writer and one for the reader)
+            written = self._queue(message)
             if not pending.event.wait(max(0.0, deadline - time.monotonic())):
+                if not written.is_set():  # not even written by the deadline: as _write, the server is ended
+                    state.end(TransportError(
+                        "{}: the server did not read its stdin within the timeout; it was ended".format(self.label),
+                        client=self.label, retryable=False, timeout=True))
+                    raise self._failure()
                 with state.lock:
                     since = state.writing_since
                 if since is not None and time.monotonic() - since >= timeout:  # the writer is stuck: ended

@@ -1,0 +1,172 @@
+"""The tool runner with several calls a turn (issue 41, item 2): ``client.run`` (default ``parallel=4``, and
+``parallel=1``) beside the hand-written loop, at 1, 10 and 50 model turns.
+
+    python bench/agent_turns.py                     # the agenthub importable from this checkout
+    python bench/agent_turns.py --tree /path/to/checkout   # another checkout's agenthub (a before/after)
+
+Each turn but the last streams one text delta and three complete tool calls (``add``, ``upper``, ``count``:
+trivial ``@tool`` functions); the last turn is text only.  The server is Chat Completions SSE in a separate
+process (its CPU is not counted; TCP_NODELAY, so no delayed-ACK stall).  The hand loop: ``streaming_response``
+on a message list, the answer folded with ``Collector``, the calls made inline in order, one user message of
+results.  Both ways are checked to give the same conversation first.  The loops alternate with a rotating
+start, REPS runs each per length; CPU (``time.process_time``: every thread of this process), median; the ratio
+is median/median, the load average printed beside it.  Target: ``run`` <= 1.05x the hand loop at every length.
+"""
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CALLS = (("add", {"a": 2, "b": 3}), ("upper", {"text": "hello"}), ("count", {"items": ["x", "y", "z"]}))
+
+
+def _event(delta, finish=None):
+    return {"id": "c", "object": "chat.completion.chunk", "model": "bench",
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+
+
+def _answer(turn, last):
+    events = [_event({"role": "assistant", "content": ""}), _event({"content": "turn {} ".format(turn)})]
+    if not last:
+        events += [_event({"tool_calls": [{"index": n, "id": "t{}_{}".format(turn, n), "type": "function",
+                                           "function": {"name": name, "arguments": json.dumps(args)}}]})
+                   for n, (name, args) in enumerate(CALLS)]
+    events.append(_event({}, "stop" if last else "tool_calls"))
+    events.append({"id": "c", "choices": [], "usage": {"prompt_tokens": 10, "completion_tokens": 5}})
+    return b"".join(b"data: %s\n\n" % json.dumps(e).encode() for e in events) + b"data: [DONE]\n\n"
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True
+
+    def do_POST(self):  # noqa: N802
+        request = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        turns = int(self.path.strip("/").split("/")[0])
+        done = sum(1 for m in request["messages"] if m["role"] == "assistant")
+        payload = _answer(done, done >= turns - 1)
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+    def log_message(self, *args):
+        pass
+
+
+def add(a: int, b: int) -> int:
+    """Add."""
+    return a + b
+
+
+def upper(text: str) -> str:
+    """Upper-case."""
+    return text.upper()
+
+
+def count(items: list) -> int:  # type: ignore[type-arg]
+    """Count."""
+    return len(items)
+
+
+def _user():
+    return [{"role": "user", "content_items": [{"type": "text", "text": "go"}]}]
+
+
+def hand(client, turns, schemas):
+    from agenthub.stream import Collector
+
+    functions = {"add": add, "upper": upper, "count": count}
+    messages = _user()
+    for _ in range(turns):
+        folding, calls = Collector(), []
+        for event in client.streaming_response(messages, config={"tools": schemas}):
+            folding.add(event)
+            calls += [i for i in event["content_items"] if i["type"] == "tool_call"]
+        messages.append(folding.message())
+        if not calls:
+            break
+        results = []
+        for call in calls:
+            value = functions[call["name"]](**call["arguments"])
+            results.append({"type": "tool_result", "tool_call_id": call["tool_call_id"],
+                            "text": value if isinstance(value, str) else json.dumps(value)})
+        messages.append({"role": "user", "content_items": results})
+    assert sum(1 for m in messages if m["role"] == "assistant") == turns
+    return messages
+
+
+def runner(client, turns, tools, parallel):
+    result = client.run(_user(), tools=tools, max_turns=turns + 1, parallel=parallel).result()
+    assert result.stop == "done" and result.turns == turns, (result.stop, result.turns)
+    return _user() + result.messages
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--turns", default="1,10,50")
+    parser.add_argument("--reps", type=int, default=15)
+    parser.add_argument("--tree", help="import agenthub from this checkout (default: the one holding bench/)")
+    parser.add_argument("--serve", action="store_true")
+    args = parser.parse_args(argv)
+    if args.serve:
+        server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+        print(server.server_address[1], flush=True)
+        server.serve_forever()
+        return 0
+    sys.path.insert(0, os.path.abspath(args.tree) if args.tree else os.path.dirname(HERE))
+    import agenthub
+    from agenthub import AutoLLMClient, tool
+
+    tools = [tool(add), tool(upper), tool(count)]
+    schemas = [t.schema for t in tools]
+    proc = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--serve"], stdout=subprocess.PIPE)
+    try:
+        port = int(proc.stdout.readline())
+
+        def client(turns):
+            return AutoLLMClient("bench", api_key="k", client_type="openai-chat", max_retries=0,
+                                 base_url="http://127.0.0.1:{}/{}/v1".format(port, turns))
+
+        def same(messages):
+            return json.dumps([{k: v for k, v in m.items() if k != "created_at"} for m in messages], sort_keys=True)
+
+        assert same(hand(client(3), 3, schemas)) == same(runner(client(3), 3, tools, 4)), "not the same conversation"
+        loops = {"hand": lambda c, n: hand(c, n, schemas), "run": lambda c, n: runner(c, n, tools, 4),
+                 "run(parallel=1)": lambda c, n: runner(c, n, tools, 1)}
+        names = list(loops)
+        print("Python {}, agenthub from {}".format(sys.version.split()[0], os.path.dirname(agenthub.__file__)))
+        print("| turns | hand CPU/turn | run CPU/turn | run / hand | run(parallel=1) CPU/turn | p1 / hand | load |")
+        print("|---:|---:|---:|---:|---:|---:|---:|")
+        worst = 0.0
+        for turns in [int(x) for x in args.turns.split(",")]:
+            c = client(turns)
+            for name in names:
+                loops[name](c, turns)  # warm
+            cpu = {name: [] for name in names}  # type: dict
+            for rep in range(args.reps):
+                for name in names[rep % 3:] + names[:rep % 3]:
+                    started = time.process_time()
+                    loops[name](c, turns)
+                    cpu[name].append(time.process_time() - started)
+            med = {name: statistics.median(values) * 1000 / turns for name, values in cpu.items()}
+            ratio, ratio1 = med["run"] / med["hand"], med["run(parallel=1)"] / med["hand"]
+            worst = max(worst, ratio)
+            print("| {} | {:.3f} ms | {:.3f} ms | {:.3f}x | {:.3f} ms | {:.3f}x | {:.2f} |".format(
+                turns, med["hand"], med["run"], ratio, med["run(parallel=1)"], ratio1, os.getloadavg()[0]))
+        print("worst run / hand: {:.3f}x (target <= 1.05x)".format(worst))
+        return 0 if worst <= 1.05 else 1
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
