@@ -14,7 +14,7 @@ words) is written with its control characters shown, not obeyed (``terminal.safe
 
 import argparse
 import json
-from typing import Any, Callable, Dict, List, Mapping, Optional, TextIO
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, TextIO
 
 from ..errors import ConfigError
 
@@ -98,7 +98,7 @@ def _clip(text: str, limit: int = 120) -> str:
     return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
-def summary(entries: List[Mapping[str, Any]]) -> Dict[str, Any]:
+def summary(entries: Sequence[Mapping[str, Any]]) -> Dict[str, Any]:
     """A run's journal entries summarised: ``turns`` (one row a turn: its number, text, tool calls, usage,
     cost, model), ``calls`` (started, with their result when journaled), ``in_flight`` (a request sent and
     not answered), ``done`` (the run's stop and pending ids, or None), ``cost`` (None when a turn is unpriced),
