@@ -200,3 +200,25 @@ def test_the_journal_flags_are_refused_where_they_mean_nothing(tmp_path):
     assert bad.returncode == 1 and "s3cret" not in bad.stderr + bad.stdout
     assert _cli(["runs", "list"], env).returncode == 2  # --journal is required
     assert _cli(["runs"], env).returncode == 2
+
+
+def test_forget_refuses_a_run_a_live_worker_owns_unless_forced(tmp_path, capsys):
+    journal = "sqlite:///" + str(tmp_path / "runs.db")
+    store = open_store(journal)
+    assert store.journal_claim("live-1", "worker", 300.0, None) is None  # a live lease
+    store.journal_append("live-1", "worker", 0, json.dumps({"k": "header", "format": 1, "fingerprint": "f"}), None)
+    try:
+        assert main(["runs", "list", "--journal", journal, "--json"]) == 0
+        (row,) = json.loads(capsys.readouterr().out)
+        assert (row["run_id"], row["entries"], row["owned"]) == ("live-1", 1, True)
+        assert main(["runs", "forget", "live-1", "--journal", journal]) == 1
+        assert capsys.readouterr().err == (
+            "error: ConfigError: run 'live-1' is owned by a live worker now: forgetting it would make that worker's "
+            "next write fail; --force forgets it anyway\n")
+        assert main(["runs", "resume", "live-1", "--journal", journal]) == 0
+        assert capsys.readouterr().out.startswith("run live-1 is owned: a worker's lease holds it")
+        assert main(["runs", "forget", "live-1", "--journal", journal, "--force"]) == 0
+        assert capsys.readouterr().out == "forgot run live-1\n"
+        assert store.journal_runs() == []
+    finally:
+        store.close()
