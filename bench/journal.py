@@ -9,7 +9,8 @@
    on four wires (openai-chat, openai-responses, anthropic, gemini; streams of tests/agent_streams.py) in a
    child process journaled on SQLite, killed with SIGKILL at a random moment (seeded), started again with the
    same run_id until it ends.  An interrupted ``pay`` comes back pending (RunResult.interrupted): the child
-   decides it (True: the tool sees its idempotency key in its ledger and does not pay again).  Counted:
+   decides it (True: the tool sees its idempotency key in its ledger and does not pay again).  Each tool takes
+   20 ms here, so that kills land inside tools as well as in model requests.  Counted:
    completed turns billed twice (a request for a turn the journal already holds: the local server, a process
    of its own, checks the journal when each request comes: must be 0), requests re-sent for a turn that was in
    flight at the kill (allowed, documented), ``pay`` entered again without a decision (0), paid twice (0), the
@@ -47,6 +48,8 @@ MODELS = {"openai-chat": "gpt-4o-mini", "openai-responses": "gpt-5.5", "anthropi
           "gemini": "gemini-2.5-flash"}
 TURNS = 10
 MARK = "RESULT-MARK"
+#: how long each tool takes in the fault matrix (so that kills land inside tools too, not only in requests)
+TOOL_SECONDS = 0.0
 
 
 # -- the server (a process of its own: its CPU is not the client's) -------------------------------------------
@@ -161,12 +164,14 @@ def make_tools(ledger):
     def look_up(n: int) -> str:
         """Look something up."""
         write("enter look_up " + current_call().idempotency_key)
+        time.sleep(TOOL_SECONDS)
         return "{} look_up {}".format(MARK, n)
 
     @tool
     def check(n: int) -> str:
         """Check something."""
         write("enter check " + current_call().idempotency_key)
+        time.sleep(TOOL_SECONDS)
         return "{} check {}".format(MARK, n)
 
     @tool(idempotent=False)
@@ -174,6 +179,7 @@ def make_tools(ledger):
         """Pay (not safe to repeat: the idempotency key keeps it once)."""
         key = current_call().idempotency_key
         write("enter pay " + key)
+        time.sleep(TOOL_SECONDS)  # (a kill here: entered, not paid; a kill after the effect: paid, no result)
         if ledger is not None and ("effect pay " + key) in open(ledger).read().split("\n"):
             return "{} pay {}".format(MARK, n)  # paid before the crash: the key says so, not paid again
         write("effect pay " + key)
@@ -204,7 +210,9 @@ def run_once(wire, url, run, journal=None, ledger=None, deltas=0, decide=None, m
 def child(wire, url, run, journal, ledger):
     import agenthub.stores.journal as rows
 
+    global TOOL_SECONDS
     rows.JOURNAL_LEASE = 1.0  # a killed child's lease lapses in a second (30 s by default)
+    TOOL_SECONDS = 0.02
     result = run_once(wire, url, run, journal, ledger)
     while result.interrupted:  # pay was interrupted: decided here (the tool keeps it once by its key)
         for call_id in result.interrupted:
