@@ -17,6 +17,7 @@
     agenthub batch submit|status|fetch|cancel   a job file on the providers' batch engines (agenthub.jobs.batch_cli)
     agenthub mcp tools TARGET...           an MCP server's tools (TARGET: a URL, or the command of a stdio server)
     agenthub mcp call TARGET... TOOL JSON  call one of them; exit status 1 when the tool reports an error
+    agenthub runs list|show|resume|forget --journal STORE   journaled runs (agenthub.apps.runs_cli)
 
 Exit status: 0 done, 1 an agenthub error (printed on stderr, never with a key), 2 bad
 usage, 130 interrupted; ``batch run`` also 3: finished, some rows have error rows (the
@@ -98,6 +99,16 @@ def add_chat_arguments(chat: argparse.ArgumentParser) -> None:
     chat.add_argument("--max-turns", type=int, default=10, metavar="N",
                       help="with --tool/--mcp: model turns at most (default 10)")
     chat.add_argument("--yes", action="store_true", help="with --tool/--mcp: run every call without asking")
+    chat.add_argument("--journal", metavar="STORE",
+                      help="with --tool/--mcp and --run-id: journal the tool run in STORE (sqlite:///path, "
+                           "redis://host:port/db) as it goes; the same command again resumes it after a crash "
+                           "(see agenthub runs)")
+    chat.add_argument("--run-id", metavar="ID", help="with --journal: the run's name in the journal")
+    chat.add_argument("--journal-ttl", type=float, metavar="SECONDS",
+                      help="with --journal: forget the run's journal SECONDS after its last write (default: kept "
+                           "until `agenthub runs forget`)")
+    chat.add_argument("--journal-wait", type=float, metavar="SECONDS",
+                      help="with --journal: wait up to SECONDS for a live worker that owns the run (default: refused)")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -163,13 +174,16 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", type=int, default=8787, help="0 picks a free port (default 8787)")
     from .jobs.cli import add_parser as add_batch
     from .apps.mcp_cli import add_parser as add_mcp
+    from .apps.runs_cli import add_parser as add_runs
 
     add_batch(sub)
     add_mcp(sub)
+    runs = add_runs(sub)
     _SUBPARSERS.clear()
     _SUBPARSERS.update(sub.choices)
     _NESTED.clear()
-    _NESTED.update(trace=("trace_command", trace_sub.choices), logs=("logs_command", logs_sub.choices))
+    _NESTED.update(trace=("trace_command", trace_sub.choices), logs=("logs_command", logs_sub.choices),
+                   runs=("runs_command", runs.choices))
     return parser
 
 
@@ -386,7 +400,17 @@ def _mcp(args: Any) -> int:
     return run(args, sys.stdout)
 
 
-COMMANDS = {"demo": _demo, "models": _models, "chat": _chat, "serve": _serve, "logs": _logs, "mcp": _mcp}  # type: Dict[str, Callable[[Any], int]]
+def _runs(args: Any) -> int:
+    from .apps.runs_cli import run
+
+    if not args.runs_command:
+        _SUBPARSERS["runs"].print_help()
+        return 2
+    return run(args, sys.stdout)
+
+
+COMMANDS = {"demo": _demo, "models": _models, "chat": _chat, "serve": _serve, "logs": _logs, "mcp": _mcp,
+            "runs": _runs}  # type: Dict[str, Callable[[Any], int]]
 TRACE_COMMANDS = {"view": _trace_view, "show": _trace_show}  # type: Dict[str, Callable[[Any], int]]
 
 

@@ -41,6 +41,7 @@ def _run(args: Any, out: TextIO, err: Optional[TextIO] = None, stdin: Optional[T
     args.output_schema = _schema(args.schema) if getattr(args, "schema", None) else None
     if args.output_schema is not None and (getattr(args, "tool", None) or getattr(args, "mcp", None)):
         raise ConfigError("--schema answers one turn with a value: it does not go with --tool or --mcp")
+    _check_journal(args, stdin)
     history = []  # type: List[Any]
     logged = _Logged(args, client)
     try:
@@ -61,6 +62,25 @@ def _run(args: Any, out: TextIO, err: Optional[TextIO] = None, stdin: Optional[T
         logged.close()
         for server in getattr(args, "_mcp_servers", ()):
             server.close()
+
+
+def _check_journal(args: Any, stdin: TextIO) -> None:
+    """``--journal STORE --run-id ID`` journal a one-prompt tool run (``client.run(journal=, run_id=)``)."""
+    from ..errors import ConfigError
+
+    journal, run_id = getattr(args, "journal", None), getattr(args, "run_id", None)
+    if journal is None and run_id is None:
+        for flag in ("journal_ttl", "journal_wait"):
+            if getattr(args, flag, None) is not None:
+                raise ConfigError("--{} goes with --journal STORE --run-id ID".format(flag.replace("_", "-")))
+        return
+    if journal is None or run_id is None:
+        raise ConfigError("a journaled run takes both --journal STORE and --run-id ID")
+    if not getattr(args, "tool", None) and not getattr(args, "mcp", None):
+        raise ConfigError("--journal journals a tool run: it goes with --tool or --mcp")
+    if args.prompt is None and _isatty(stdin):
+        raise ConfigError("--journal journals one prompt's tool run: pass the prompt (the interactive chat is not "
+                          "journaled)")
 
 
 class _Logged(object):
@@ -399,17 +419,56 @@ def _turns(client: Any, args: Any, config: Dict[str, Any], history: List[Any], m
     if not getattr(args, "tool", None) and not getattr(args, "mcp", None):
         answer = _turn(client, args, config, history, message, out, err)
         return [(message, answer)] if answer is not None else []
-    from ..tracer import to_jsonable
-
     tools = _tools(args)
     edited = {}  # type: Dict[str, Any]  # tool_call_id -> the arguments the user edited it to (what ran)
     approve = (lambda call: True) if args.yes else _asker(stdin, err, edited)
-    run = client.run(history + [message], config, tools=tools, max_turns=args.max_turns, approve=approve)
+    journaled = {}  # type: Dict[str, Any]
+    if getattr(args, "journal", None) is not None:
+        journaled = dict(journal=args.journal, run_id=args.run_id, journal_ttl=args.journal_ttl,
+                         journal_wait=args.journal_wait)
     printer = Printer(out, err=err, model=args.model)
+    decisions = None  # type: Optional[Dict[str, Any]]
+    while True:
+        result = _tool_run(client, args, config, history + [message], tools, approve, decisions, journaled, edited,
+                           printer, out)
+        if result.stop == "max_turns":
+            printer.line("[stopped after --max-turns {}: {} call(s) not run]".format(args.max_turns,
+                                                                                    len(result.pending)))
+        if not result.interrupted:
+            break
+        # a crash interrupted a call of a tool declared idempotent=False: it may have run; it runs again only
+        # when the user says so (at the prompt; --yes never reruns it)
+        printer.line(safe("[interrupted by a crash, not run again (@tool(idempotent=False)): {}: it may have run "
+                          "once]".format(", ".join(result.interrupted))))
+        if args.yes:
+            printer.line("[run the command again without --yes to decide]")
+            break
+        decisions = {c["tool_call_id"]: approve(c) for c in result.pending if c["tool_call_id"] in result.interrupted}
+    if not args.json:
+        printer.line(_run_total(result))
+    turns = []
+    asked = message
+    for new in result.messages:
+        if new["role"] == "assistant":
+            turns.append((asked, new))
+        else:
+            asked = new
+    return turns
+
+
+def _tool_run(client: Any, args: Any, config: Dict[str, Any], messages: List[Any], tools: List[Any], approve: Any,
+              decisions: Any, journaled: Dict[str, Any], edited: Dict[str, Any], printer: Any, out: TextIO) -> Any:
+    """One ``client.run`` of the tool loop, its events printed (each call with its arguments, result, time)."""
+    from ..tracer import to_jsonable
+
+    run = client.run(messages, config, tools=tools, max_turns=args.max_turns, approve=approve, decisions=decisions,
+                     **journaled)
     calls = {}  # type: Dict[str, Any]
     try:
         for event in run:
-            if args.json:
+            if decisions is not None and event.get("replayed"):  # (shown in the run before the decision)
+                pass
+            elif args.json:
                 out.write(json.dumps(to_jsonable(event), ensure_ascii=False) + "\n")
                 out.flush()
             elif event["role"] == "user":
@@ -428,19 +487,7 @@ def _turns(client: Any, args: Any, config: Dict[str, Any], history: List[Any], m
                     edited.pop(item["tool_call_id"], None)  # (an id an earlier turn used: its edit is not this call's)
     finally:
         run.close()
-    result = run.result()
-    if result.stop == "max_turns":
-        printer.line("[stopped after --max-turns {}: {} call(s) not run]".format(args.max_turns, len(result.pending)))
-    if not args.json:
-        printer.line(_run_total(result))
-    turns = []
-    asked = message
-    for new in result.messages:
-        if new["role"] == "assistant":
-            turns.append((asked, new))
-        else:
-            asked = new
-    return turns
+    return run.result()
 
 
 def _run_total(result: Any) -> str:
@@ -449,7 +496,11 @@ def _run_total(result: Any) -> str:
     cost = result.cost_usd
     return "[run: {} turn{}, {} tool call{}, total cost {}]".format(
         result.turns, "" if result.turns == 1 else "s", len(result.calls), "" if len(result.calls) == 1 else "s",
-        "unknown (a turn is unpriced)" if cost is None else "${}".format(_dollars(cost)))
+        "unknown (a turn is unpriced)" if cost is None else "${}".format(_dollars(cost))) + (
+        "" if not getattr(result, "run_id", None) else
+        " [journaled run {}: {} turn{} and {} tool result{} taken from the journal]".format(
+            safe(result.run_id), result.replayed_turns, "" if result.replayed_turns == 1 else "s",
+            result.replayed_results, "" if result.replayed_results == 1 else "s"))
 
 
 def _clip(text: str, limit: int = 200) -> str:

@@ -1,0 +1,458 @@
+"""Runs that survive a crash (issue 39, Measure): a fault matrix of kill -9, the resume latency, the journal's cost.
+
+    python bench/journal.py                 # all three; a table on stdout; exit 1 when a target is missed
+    python bench/journal.py --kills 40      # a shorter fault matrix
+    python bench/journal.py --only matrix|resume|overhead
+
+1. Fault matrix: a 10-turn run (9 turns of 3 tool calls each: ``look_up`` and ``check``, idempotent, and
+   ``pay``, ``@tool(idempotent=False)``, whose side effect is kept by its idempotency key; then a text turn)
+   on four wires (openai-chat, openai-responses, anthropic, gemini; streams of tests/agent_streams.py) in a
+   child process journaled on SQLite, killed with SIGKILL at a random moment (seeded), started again with the
+   same run_id until it ends.  An interrupted ``pay`` comes back pending (RunResult.interrupted): the child
+   decides it (True: the tool sees its idempotency key in its ledger and does not pay again).  Each tool takes
+   20 ms here, so that kills land inside tools as well as in model requests.  Counted:
+   completed turns billed twice (a request for a turn the journal already holds: the local server, a process
+   of its own, checks the journal when each request comes: must be 0), requests re-sent for a turn that was in
+   flight at the kill (allowed, documented), ``pay`` entered again without a decision (0), paid twice (0), the
+   final transcript against an uninterrupted run's (equal, ``created_at`` aside).
+2. Resume latency: a journal of 10 turns (30 tool results) whose 11th request failed; ``client.run`` again,
+   the time from the call to the server receiving the first live request (same clock), SQLite.  Target < 50 ms.
+3. Overhead: the same 10-turn run with and without a journal (SQLite; Redis when redis-server is installed),
+   alternating, 7 runs each, CPU (``time.process_time``, every thread) and wall, min; turns of 200 text deltas
+   and 3 tool calls (as bench/agent.py), and small turns (3 tool calls, no text).  Target: CPU <= 1.05x.
+"""
+
+import argparse
+import json
+import os
+import random
+import re
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.join(ROOT, "tests"))
+
+from agent_streams import BASES, BUILDERS  # noqa: E402
+
+WIRES = ("openai-chat", "openai-responses", "anthropic", "gemini")
+MODELS = {"openai-chat": "gpt-4o-mini", "openai-responses": "gpt-5.5", "anthropic": "claude-sonnet-4-6",
+          "gemini": "gemini-2.5-flash"}
+TURNS = 10
+MARK = "RESULT-MARK"
+#: how long each tool takes in the fault matrix (so that kills land inside tools too, not only in requests)
+TOOL_SECONDS = 0.0
+
+
+# -- the server (a process of its own: its CPU is not the client's) -------------------------------------------
+def _answer(wire, turn, text_deltas, last=TURNS - 1):
+    calls_of, text_of = BUILDERS[wire]
+    if turn >= last:
+        return text_of("done after {} turns".format(TURNS))
+    calls = [("call_{}_{}".format(turn, n), name, json.dumps({"n": turn}))
+             for n, name in enumerate(("look_up", "check", "pay"))]
+    if not text_deltas or wire != "openai-chat":
+        return calls_of(calls)
+    chunks = [{"id": "c", "choices": [{"index": 0, "delta": {"content": "word{} ".format(i)}, "finish_reason": None}]}
+              for i in range(text_deltas)]
+    text = "".join("data: {}\n\n".format(json.dumps(c)) for c in chunks).encode()
+    return text + calls_of(calls)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def do_POST(self):  # noqa: N802
+        raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        owner = self.server.owner
+        if self.path.startswith("/stats"):
+            with owner.lock:
+                body = json.dumps(owner.stats).encode()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+            return
+        arrived = time.perf_counter()
+        found = re.search(rb"RUN=([A-Za-z0-9_-]+)", raw)
+        run = found.group(1).decode() if found else "?"
+        turn = raw.count(MARK.encode()) // 3
+        wire = "gemini" if "Content" in self.path else "anthropic" if self.path.endswith("/messages") else \
+            "openai-responses" if self.path.endswith("/responses") else "openai-chat"
+        fail = run.startswith("fail") and turn >= TURNS  # (resume latency: the 11th request fails)
+        twice = False
+        if owner.journal and not fail:
+            entries = [json.loads(e) for e in owner.journal.journal_entries(run)]
+            twice = any(e.get("k") == "turn" and e.get("turn") == turn for e in entries)
+        with owner.lock:
+            stats = owner.stats.setdefault(run, {"requests": {}, "billed_twice": 0, "first": None})
+            stats["requests"][str(turn)] = stats["requests"].get(str(turn), 0) + 1
+            stats["billed_twice"] += int(twice)
+            stats["first"] = stats["first"] or arrived
+            stats["last"] = arrived
+        if fail:
+            self.send_response(500)
+            self.send_header("Content-Length", "2")
+            self.end_headers()
+            self.wfile.write(b"{}")
+            return
+        deltas = int(self.headers.get("X-Deltas") or 0)
+        body = _answer(wire, turn, deltas, last=99 if run.startswith("fail") else TURNS - 1)
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+def serve(journal_url):
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+    server.daemon_threads = True
+    server.handle_error = lambda request, address: None  # (a killed child's connection: reset, nothing to say)
+    server.owner = argparse.Namespace(lock=threading.Lock(), stats={}, journal=None)
+    if journal_url:
+        from agenthub.stores import open_store
+
+        server.owner.journal = open_store(journal_url)
+    return server
+
+
+class Server(object):
+    """The server in a subprocess: ``url``, ``stats()``."""
+
+    def __init__(self, journal_url=""):
+        self.process = subprocess.Popen([sys.executable, __file__, "serve", journal_url], stdout=subprocess.PIPE)
+        self.url = self.process.stdout.readline().decode().strip()
+
+    def stats(self):
+        import requests
+
+        return requests.post(self.url + "/stats", data=b"", timeout=30).json()
+
+    def close(self):
+        self.process.terminate()
+        self.process.wait(10)
+        self.process.stdout.close()
+
+
+# -- the run (in the child, and in this process for the resume and overhead measurements) --------------------
+def make_tools(ledger):
+    from agenthub import tool
+    from agenthub.agent import current_call
+
+    def write(line):
+        if ledger is None:
+            return
+        fd = os.open(ledger, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        try:
+            os.write(fd, (line + "\n").encode())
+        finally:
+            os.close(fd)
+
+    @tool
+    def look_up(n: int) -> str:
+        """Look something up."""
+        write("enter look_up " + current_call().idempotency_key)
+        time.sleep(TOOL_SECONDS)
+        return "{} look_up {}".format(MARK, n)
+
+    @tool
+    def check(n: int) -> str:
+        """Check something."""
+        write("enter check " + current_call().idempotency_key)
+        time.sleep(TOOL_SECONDS)
+        return "{} check {}".format(MARK, n)
+
+    @tool(idempotent=False)
+    def pay(n: int) -> str:
+        """Pay (not safe to repeat: the idempotency key keeps it once)."""
+        key = current_call().idempotency_key
+        write("enter pay " + key)
+        time.sleep(TOOL_SECONDS)  # (a kill here: entered, not paid; a kill after the effect: paid, no result)
+        if ledger is not None and ("effect pay " + key) in open(ledger).read().split("\n"):
+            return "{} pay {}".format(MARK, n)  # paid before the crash: the key says so, not paid again
+        write("effect pay " + key)
+        return "{} pay {}".format(MARK, n)
+
+    return [look_up, check, pay]
+
+
+def client_for(wire, url, deltas=0):
+    from agenthub import AutoLLMClient
+
+    return AutoLLMClient(MODELS[wire], api_key="k-bench-journal", base_url=url + BASES[wire], client_type=wire,
+                         max_retries=0)
+
+
+def user(run):
+    return [{"role": "user", "content_items": [{"type": "text", "text": "Do the ten things. RUN={}".format(run)}]}]
+
+
+def run_once(wire, url, run, journal=None, ledger=None, deltas=0, decide=None, max_turns=TURNS):
+    client = client_for(wire, url, deltas)
+    tools = make_tools(ledger)
+    kwargs = dict(journal=journal, run_id=run, journal_wait=60) if journal else {}
+    config = {"extra_headers": {"X-Deltas": str(deltas)}} if deltas else None
+    return client.run(user(run), config, tools=tools, max_turns=max_turns, decisions=decide, **kwargs).result()
+
+
+def child(wire, url, run, journal, ledger):
+    import agenthub.stores.journal as rows
+
+    global TOOL_SECONDS
+    rows.JOURNAL_LEASE = 1.0  # a killed child's lease lapses in a second (30 s by default)
+    TOOL_SECONDS = 0.02
+    result = run_once(wire, url, run, journal, ledger)
+    while result.interrupted:  # pay was interrupted: decided here (the tool keeps it once by its key)
+        for call_id in result.interrupted:
+            with open(ledger, "a") as handle:
+                handle.write("decide {}\n".format(call_id))
+        result = run_once(wire, url, run, journal, ledger, decide={c: True for c in result.interrupted})
+    print(json.dumps({"stop": result.stop, "turns": result.turns, "messages": plain(result.messages),
+                      "replayed_turns": result.replayed_turns}), flush=True)
+
+
+def plain(messages):
+    def strip(value):
+        if isinstance(value, dict):
+            return {k: strip(v) for k, v in value.items() if k != "created_at"}
+        if isinstance(value, list):
+            return [strip(v) for v in value]
+        return value
+
+    return strip(messages)
+
+
+# -- 1. the fault matrix ---------------------------------------------------------------------------------------
+def matrix(kills_wanted, seed, folder):
+    rng = random.Random(seed)
+    url_db = "sqlite:///" + os.path.join(folder, "matrix.db")
+    server = Server(url_db)
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    rows = {}
+    try:
+        clean = {}
+        spans = {}
+        for wire in WIRES:
+            started = time.monotonic()
+            done = subprocess.run([sys.executable, __file__, "child", wire, server.url, "clean-" + wire.replace("-", ""),
+                                   url_db, os.path.join(folder, "clean-" + wire)], env=env, capture_output=True,
+                                  timeout=300)
+            assert done.returncode == 0, done.stderr.decode()
+            spans[wire] = time.monotonic() - started
+            clean[wire] = json.loads(done.stdout)["messages"]
+        started = time.monotonic()  # the child's start-up (imports): a kill before it ends finds nothing journaled
+        subprocess.run([sys.executable, __file__, "imports"], env=env, check=True, timeout=60)
+        startup = time.monotonic() - started
+        kills = 0
+        number = 0
+        where = {}
+        while kills < kills_wanted:
+            for wire in WIRES:
+                if kills >= kills_wanted:
+                    break
+                number += 1
+                run = "r{}{}".format(number, wire.replace("-", ""))
+                ledger = os.path.join(folder, run + ".ledger")
+                row = rows.setdefault(wire, {"runs": 0, "kills": 0, "starts": 0, "equal": 0, "resent": 0,
+                                             "billed_twice": 0, "pay_reentered": 0, "paid_twice": 0, "failed": 0})
+                row["runs"] += 1
+                while True:
+                    row["starts"] += 1
+                    process = subprocess.Popen([sys.executable, __file__, "child", wire, server.url, run, url_db,
+                                                ledger], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                    delay = rng.uniform(startup * 0.9, spans[wire] * 1.05)
+                    try:
+                        out, err = process.communicate(timeout=delay)
+                    except subprocess.TimeoutExpired:
+                        process.send_signal(signal.SIGKILL)
+                        process.communicate(timeout=30)
+                        kills += 1
+                        row["kills"] += 1
+                        last = _last_entry(url_db, run)
+                        where[last] = where.get(last, 0) + 1
+                        continue
+                    if process.returncode != 0:
+                        row["failed"] += 1
+                        print("  {} {}: the child failed: {}".format(wire, run, err.decode()[-500:]), file=sys.stderr)
+                        break
+                    ended = json.loads(out)
+                    row["equal"] += int(ended["messages"] == clean[wire] and ended["stop"] == "done")
+                    break
+                lines = open(ledger).read().split("\n") if os.path.exists(ledger) else []
+                from agenthub.agent.journal import idempotency_key
+
+                allowed = {}  # idempotency key -> how often pay may be entered: once, and once a decision
+                for line in lines:
+                    if line.startswith("decide "):
+                        call_id = line.split()[1]
+                        key = idempotency_key(run, int(call_id.split("_")[1]), call_id)
+                        allowed[key] = allowed.get(key, 1) + 1
+                entered, effects = {}, {}
+                for line in lines:
+                    words = line.split()
+                    if words[:2] == ["enter", "pay"]:
+                        entered[words[2]] = entered.get(words[2], 0) + 1
+                    if words[:2] == ["effect", "pay"]:
+                        effects[words[2]] = effects.get(words[2], 0) + 1
+                row["paid_twice"] += sum(1 for n in effects.values() if n > 1)
+                row["pay_reentered"] += sum(max(0, n - allowed.get(key, 1)) for key, n in entered.items())
+        stats = server.stats()
+        for wire, row in rows.items():
+            for run, seen in stats.items():
+                if run.endswith(wire.replace("-", "")) and run.startswith("r"):
+                    row["billed_twice"] += seen["billed_twice"]
+                    row["resent"] += sum(n - 1 for n in seen["requests"].values())
+        return rows, kills, where
+    finally:
+        server.close()
+
+
+def _last_entry(url, run):
+    from agenthub.stores import open_store
+
+    store = open_store(url)
+    try:
+        entries = store.journal_entries(run)
+        return json.loads(entries[-1])["k"] if entries else "(none: killed before the header)"
+    finally:
+        store.close()
+
+
+# -- 2. resume latency -----------------------------------------------------------------------------------------
+def resume_latency(folder, repeats=15):
+    from agenthub.errors import AgentHubError
+
+    url_db = "sqlite:///" + os.path.join(folder, "resume.db")
+    server = Server()
+    try:
+        try:
+            run_once("openai-chat", server.url, "fail1", url_db, max_turns=TURNS + 1)
+        except AgentHubError:
+            pass
+        times = []
+        for _ in range(repeats):
+            before = server.stats()["fail1"]["last"]
+            started = time.perf_counter()
+            try:
+                run_once("openai-chat", server.url, "fail1", url_db, max_turns=TURNS + 1)
+            except AgentHubError:
+                pass
+            after = server.stats()["fail1"]["last"]
+            assert after != before
+            times.append((after - started) * 1000)
+        return times
+    finally:
+        server.close()
+
+
+# -- 3. overhead -----------------------------------------------------------------------------------------------
+def overhead(folder, deltas, stores, repeats=7):
+    server = Server()
+    try:
+        results = {}
+        for index, (name, url) in enumerate(stores):
+            plain_cpu, plain_wall, kept_cpu, kept_wall = [], [], [], []
+            for n in range(repeats):
+                for journaled in (False, True):
+                    run = "o{}-{}-{}-{}".format(index, deltas, n, int(journaled))
+                    cpu, wall = time.process_time(), time.perf_counter()
+                    result = run_once("openai-chat", server.url, run, url if journaled else None, deltas=deltas)
+                    cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+                    assert result.stop == "done" and result.turns == TURNS, result.stop
+                    (kept_cpu if journaled else plain_cpu).append(cpu)
+                    (kept_wall if journaled else plain_wall).append(wall)
+            results[name] = (min(plain_cpu), min(kept_cpu), min(plain_wall), min(kept_wall))
+        return results
+    finally:
+        server.close()
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--kills", type=int, default=200)
+    parser.add_argument("--seed", type=int, default=39)
+    parser.add_argument("--only", default="matrix,resume,overhead")
+    args = parser.parse_args()
+    missed = []
+    with tempfile.TemporaryDirectory() as folder:
+        if "matrix" in args.only:
+            started = time.monotonic()
+            rows, kills, where = matrix(args.kills, args.seed, folder)
+            print("fault matrix: {} kills (SIGKILL, seed {}) in {:.0f} s".format(kills, args.seed,
+                                                                                 time.monotonic() - started))
+            print("| wire | runs | kills | starts | billed twice | re-sent in flight | pay entered unasked | paid twice "
+                  "| transcript equal | failed |")
+            print("|---|---|---|---|---|---|---|---|---|---|")
+            for wire in WIRES:
+                r = rows.get(wire)
+                if r is None:
+                    continue
+                print("| {} | {runs} | {kills} | {starts} | {billed_twice} | {resent} | {pay_reentered} | {paid_twice} "
+                      "| {equal}/{runs} | {failed} |".format(wire, **r))
+                if r["billed_twice"] or r["pay_reentered"] or r["paid_twice"] or r["equal"] != r["runs"] or r["failed"]:
+                    missed.append("matrix " + wire)
+            print("the journal's last entry at each kill: " + ", ".join(
+                "{} {}".format(k, v) for k, v in sorted(where.items(), key=lambda kv: -kv[1])))
+        if "resume" in args.only:
+            times = resume_latency(folder)
+            print("resume to the first live request (SQLite, 10 turns, 30 results journaled): min {:.1f} ms, median "
+                  "{:.1f} ms, max {:.1f} ms (target < 50 ms)".format(min(times), statistics.median(times), max(times)))
+            if statistics.median(times) >= 50:
+                missed.append("resume")
+        if "overhead" in args.only:
+            from agenthub.stores import open_store
+
+            opened = open_store("sqlite:///" + os.path.join(folder, "overhead-object.db"))
+            stores = [("SQLite (URL: a store opened per run)", "sqlite:///" + os.path.join(folder, "overhead.db")),
+                      ("SQLite (one store object)", opened)]
+            redis = None
+            from store_support import REDIS_SERVER, RedisServer
+
+            if REDIS_SERVER:
+                redis = RedisServer().start()
+                stores.append(("Redis (URL)", redis.url))
+                stores.append(("Redis (one store object)", open_store(redis.url)))
+            try:
+                print("| store | turns | CPU without | CPU with journal | ratio | per turn | wall without | wall with |")
+                print("|---|---|---|---|---|---|---|---|")
+                for deltas, label in ((200, "200 text deltas + 3 calls"), (0, "3 calls, no text")):
+                    for name, (pc, kc, pw, kw) in overhead(folder, deltas, stores).items():
+                        print("| {} | {} | {:.1f} ms | {:.1f} ms | {:.3f}x | +{:.2f} ms | {:.1f} ms | {:.1f} ms |".format(
+                            name, label, pc * 1000, kc * 1000, kc / pc, (kc - pc) * 1000 / TURNS, pw * 1000, kw * 1000))
+                        if kc / pc > 1.05:
+                            missed.append("overhead {} {}".format(name, label))
+            finally:
+                for _, store in stores:
+                    if not isinstance(store, str):
+                        store.close()
+                if redis is not None:
+                    redis.close()
+    if missed:
+        print("missed: " + ", ".join(missed))
+    return 1 if missed else 0
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["serve"]:
+        running = serve(sys.argv[2])
+        print("http://127.0.0.1:{}".format(running.server_address[1]), flush=True)
+        running.serve_forever()
+    elif sys.argv[1:2] == ["imports"]:
+        from agenthub import AutoLLMClient, tool  # noqa: F401  (what a child imports before its run)
+        import agenthub.stores.sqlite  # noqa: F401
+    elif sys.argv[1:2] == ["child"]:
+        child(*sys.argv[2:7])
+    else:
+        sys.exit(main())
