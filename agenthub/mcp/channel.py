@@ -27,6 +27,7 @@ Methods (every wait bounded by the ``timeout`` given, or the channel's own):
 ``carries_headers`` is false ignores them.
 """
 
+import weakref
 from typing import Any, Callable, Dict, Optional, Tuple
 
 from ..errors import AgentHubError
@@ -122,3 +123,18 @@ class Channel(object):
 
     def close(self, grace: Optional[float] = None) -> None:
         pass
+
+
+def weak_handler(method: Callable[[Message], None]) -> Callable[[Message], None]:
+    """``method`` held weakly (a thread of the channel must not keep the handle alive)."""
+    try:
+        ref = weakref.WeakMethod(method)  # type: Any
+    except TypeError:  # a plain function
+        return method
+
+    def call(message: Message) -> None:
+        target = ref()
+        if target is not None:
+            target(message)
+
+    return call

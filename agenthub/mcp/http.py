@@ -38,7 +38,7 @@ from ..resume import RESUMED, Resumable, resume_delay
 from ..sse import iter_events
 from ..types import HttpRequest
 from . import jsonrpc
-from .channel import Answer, Channel, modern_refusal
+from .channel import Answer, Channel, modern_refusal, weak_handler
 from .jsonrpc import MCPError, Message
 
 __all__ = ["HttpChannel", "MAX_MESSAGE_BYTES", "MAX_ANSWER_BYTES"]
@@ -423,7 +423,7 @@ class HttpChannel(Channel):
         return getattr(error, "status", None) in (400, 404, 405) and self.legacy_sse(timeout)
 
     def set_handlers(self, on_request: Callable[[Message], None], on_notification: Callable[[Message], None]) -> None:
-        self._handlers = (_weak(on_request), _weak(on_notification))
+        self._handlers = (weak_handler(on_request), weak_handler(on_notification))
 
     @property
     def hears_changes(self) -> bool:  # type: ignore[override]
@@ -638,18 +638,3 @@ def _http_request(url: str, user: Dict[str, str], method: str, headers: Dict[str
             del merged[key]  # the protocol's own headers win over a caller's same-named one
     merged.update(headers)
     return HttpRequest(method, url, headers=merged, body=None, data=body)
-
-
-def _weak(method: Callable[[Message], None]) -> Callable[[Message], None]:
-    """``method`` held weakly (a thread of the channel must not keep the handle alive)."""
-    try:
-        ref = weakref.WeakMethod(method)  # type: Any
-    except TypeError:  # a plain function
-        return method
-
-    def call(message: Message) -> None:
-        target = ref()
-        if target is not None:
-            target(message)
-
-    return call

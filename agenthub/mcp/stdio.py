@@ -37,7 +37,7 @@ from typing import Any, Callable, Deque, Dict, List, Optional, Tuple
 from ..attempts import scrub
 from ..errors import AgentHubError, ConfigError, StreamProtocolError, TransportError, preview
 from . import jsonrpc
-from .channel import Answer, Channel, modern_refusal
+from .channel import Answer, Channel, modern_refusal, weak_handler
 from .jsonrpc import MCPError, Message
 
 __all__ = ["StdioChannel", "STDERR_KEEP", "MAX_LINE_BYTES", "PROBE_TIMEOUT", "SAFE_ENV", "MAX_QUEUED_BYTES"]
@@ -434,8 +434,8 @@ class StdioChannel(Channel):
     # handlers for what the server sends unasked
     def set_handlers(self, on_request: Callable[[Message], None], on_notification: Callable[[Message], None]) -> None:
         # weakly: the reader thread holds the state, and must not keep the handle (and so the channel) alive
-        self._state.on_request = _weak(on_request)
-        self._state.on_notification = _weak(on_notification)
+        self._state.on_request = weak_handler(on_request)
+        self._state.on_notification = weak_handler(on_notification)
 
     @property
     def stderr_tail(self) -> str:
@@ -572,17 +572,3 @@ class StdioChannel(Channel):
             _shutdown(self._state, grace)
             return
         self._finalizer()
-
-
-def _weak(method: Callable[[Message], None]) -> Callable[[Message], None]:
-    try:
-        ref = weakref.WeakMethod(method)  # type: Any
-    except TypeError:  # a plain function
-        return method
-
-    def call(message: Message) -> None:
-        target = ref()
-        if target is not None:
-            target(message)
-
-    return call
