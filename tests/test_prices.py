@@ -21,7 +21,12 @@ def test_cost_is_each_bucket_times_its_price():
     # (01:00-04:00 and 06:00-10:00 UTC) and the standard price the off-peak half
     assert agenthub.cost("deepseek-v4-pro", USAGE, tier="peak") == pytest.approx(
         (2000 * 1.32 + 1000 * 0.044 + 800 * 3.96) / 1e6)
-    assert agenthub.cost("deepseek-v4-pro", USAGE) == pytest.approx((2000 * 0.66 + 1000 * 0.022 + 800 * 1.98) / 1e6)
+    from money_clock import utc  # (no tier: the tier in force when the turn was sent, here a fixed moment)
+
+    assert agenthub.cost("deepseek-v4-pro", USAGE, at=utc("12:00")) == pytest.approx(
+        (2000 * 0.66 + 1000 * 0.022 + 800 * 1.98) / 1e6)
+    assert agenthub.cost("deepseek-v4-pro", USAGE, at=utc("07:00")) == pytest.approx(
+        (2000 * 1.32 + 1000 * 0.044 + 800 * 3.96) / 1e6)
     assert agenthub.cost("gpt-5.5", {"cached_tokens": None, "prompt_tokens": 10, "thoughts_tokens": None,
                                      "response_tokens": 0}) == pytest.approx(10 * 5 / 1e6)
 

@@ -276,7 +276,6 @@ def test_whole_arguments_that_arrive_parsed_are_not_parsed_again(monkeypatch):
 
 @pytest.mark.parametrize("args, expected", [
     ({"t": (1, 2)}, {"t": [1, 2]}),  # not what JSON gives back: serialised and parsed, as before
-    ({"n": float("inf")}, {"n": float("inf")}),  # the text ("Infinity") decides, as for any text
     ({"k": 1}, {"k": 1}),
 ])
 def test_whole_arguments_not_plain_json_go_through_their_text(args, expected):
@@ -286,6 +285,18 @@ def test_whole_arguments_not_plain_json_go_through_their_text(args, expected):
     assert items[-1]["arguments"] == expected
     assert type(items[-1]["arguments"]["t" if "t" in expected else next(iter(expected))]) is type(
         next(iter(expected.values())))
+
+
+def test_whole_arguments_holding_infinity_are_refused_as_their_text_is():
+    """Infinity has no JSON: arguments that came parsed with it go through their text ("Infinity"), which the
+    strict reading refuses (the runner's unparseable-arguments error result, issue 37 B6)."""
+    from agenthub.errors import ToolCallArgumentParseError
+
+    asm = ToolCallAssembler("gemini", id_prefix="p_")
+    assert asm.feed(0, "c1", "f", {"n": float("inf")}) == [
+        {"type": "partial_tool_call", "name": "f", "arguments": "", "tool_call_id": "c1"}]
+    with pytest.raises(ToolCallArgumentParseError, match="Infinity is not a JSON number"):
+        asm.close(index=0)
 
 
 def test_whole_arguments_too_deep_are_refused_as_before():
