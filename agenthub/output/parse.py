@@ -15,7 +15,7 @@ re-ask; a refusal is ``OutputRefusedError``, never re-asked; when the re-asks ru
 from dataclasses import dataclass, field
 from typing import Any, Generic, Iterator, List, Optional, Sequence, Tuple, TypeVar
 
-from ..catalog import cost
+from ..catalog import call_cost
 from ..errors import ConfigError, OutputRefusedError, OutputValidationError
 from ..stream import Collector
 from ..types import USAGE_KEYS, AssistantMessage, Message, UniConfig, UsageMetadata
@@ -145,7 +145,8 @@ class ParseStream(Generic[T]):
                 if value is not None:
                     usage[n] = (usage[n] or 0) + value
             route = getattr(stream, "route", None) or {}
-            price = cost(route.get("model") or getattr(self._client, "model", ""), turn_usage) if turn_usage else None
+            model = route.get("model") or getattr(self._client, "model", "")
+            price = call_cost(model, turn_usage, getattr(stream, "_call", None), route) if turn_usage else None
             total = None if (price is None or total is None) else total + price
             summed = dict(zip(USAGE_KEYS, usage))  # type: Any
             if too_big:
