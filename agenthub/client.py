@@ -218,8 +218,9 @@ class AutoLLMClient(object):
             check_header_value(value, "default_headers[{!r}]".format(name))
         kind, url, key, quirks = registry.resolve(model, client_type, base_url, api_key)
         if anthropic_version is not None:  # the Anthropic API version pinned (docs/providers.md)
-            quirks = dict(quirks, anthropic_version=check_anthropic_version(anthropic_version, kind,
-                                                                            hosts.client_type(kind).dialect))
+            quirks = dict(quirks, anthropic_version=check_anthropic_version(
+                anthropic_version, kind, hosts.client_type(kind).dialect,
+                [row.name for row in hosts.all_client_types() if row.dialect == "anthropic"]))
         if isinstance(key, str):
             check_header_value(key, "the API key" if api_key is not None else "the API key (from the environment)")
         self._key_origin = (client_type, api_key is not None)  # for the words of a 401: where the key came from

@@ -487,19 +487,17 @@ def count_marks(messages: Sequence[Mapping[str, Any]]) -> int:
     return sum(sum(cache_marks(message)) for message in messages)
 
 
-def check_anthropic_version(value: Any, client_type: str, dialect: str) -> str:
+def check_anthropic_version(value: Any, client_type: str, dialect: str, speakers: Sequence[str]) -> str:
     """``AutoLLMClient(..., anthropic_version=...)``: one of ``ANTHROPIC_VERSIONS``, on a client type whose
-    ``dialect`` is Anthropic Messages (anthropic, azure-anthropic, vertex-anthropic, and registry rows of that
-    dialect); ConfigError otherwise."""
+    ``dialect`` is Anthropic Messages (``speakers``: the client types of that dialect, named in the error;
+    registry rows of it pass too); ConfigError otherwise."""
     if not isinstance(value, str) or value not in ANTHROPIC_VERSIONS:
         raise ConfigError("anthropic_version must be one of {} (got {})".format(
             ", ".join(repr(v) for v in ANTHROPIC_VERSIONS), _short(value)))
     if dialect != "anthropic":
-        why = "Bedrock Converse carries no Anthropic API version" if dialect == "bedrock" else \
-            "it speaks {}".format(dialect)
-        raise ConfigError("anthropic_version applies to Claude over the Anthropic Messages API (client types "
-                          "anthropic, azure-anthropic, vertex-anthropic), not to client type {!r}: {}".format(
-                              client_type, why))
+        raise ConfigError("anthropic_version applies to Claude over the Anthropic Messages API (client types {}), "
+                          "not to client type {!r}: its {} dialect carries no Anthropic API version".format(
+                              ", ".join(speakers), client_type, dialect))
     return value
 
 

@@ -206,8 +206,8 @@ def test_bedrock_converse_keeps_the_per_model_rules(monkeypatch):
         AutoLLMClient("us.anthropic.claude-opus-4-7", client_type="bedrock", anthropic_version="2023-06-01")
     assert str(error.value) == (
         "anthropic_version applies to Claude over the Anthropic Messages API (client types anthropic, "
-        "azure-anthropic, vertex-anthropic), not to client type 'bedrock': Bedrock Converse carries no Anthropic "
-        "API version")
+        "azure-anthropic, vertex-anthropic), not to client type 'bedrock': its bedrock dialect carries no "
+        "Anthropic API version")
 
 
 @pytest.mark.parametrize("value", ["2024-01-01", "latest", 20261021])
@@ -220,7 +220,8 @@ def test_an_unknown_version_is_a_config_error(value):
 def test_a_pin_on_another_protocol_is_a_config_error():
     with pytest.raises(ConfigError) as info:
         AutoLLMClient("gpt-5.5", api_key="sk-test", client_type="openai-responses", anthropic_version="2023-06-01")
-    assert str(info.value).endswith("not to client type 'openai-responses': it speaks openai-responses")
+    assert str(info.value).endswith(
+        "not to client type 'openai-responses': its openai-responses dialect carries no Anthropic API version")
 
 
 def _stream():
