@@ -281,6 +281,34 @@ def test_abort_from_another_thread(servers):
     assert not thread.is_alive() and len(errors) == 1 and errors[0].aborted is True
 
 
+def test_close_cancels_a_legacy_call_in_flight_by_notification(servers):
+    """2025-11-25 "Cancellation": a dropped connection is no cancellation; close() says it, before the DELETE."""
+    fake = servers("legacy")
+    server = mcp.connect(fake.url, timeout=30)
+    start = len(log(fake))
+    errors = []
+
+    def call():
+        try:
+            server.call_tool("hang", {})
+        except TransportError as error:
+            errors.append(error)
+
+    thread = threading.Thread(target=call)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while len(log(fake)) == start and time.monotonic() < deadline:
+        time.sleep(0.02)
+    server.close()
+    thread.join(10)
+    assert not thread.is_alive() and len(errors) == 1 and errors[0].aborted is True
+    seen = log(fake)[start:]
+    assert [r["method"] for r in seen] == ["POST", "POST", "DELETE"]
+    assert seen[1]["body"] == {"jsonrpc": "2.0", "method": "notifications/cancelled",
+                               "params": {"requestId": seen[0]["body"]["id"],
+                                          "reason": "the client closed the connection"}}
+
+
 # -- credentials --------------------------------------------------------------------------------------
 
 def test_headers_go_to_the_endpoint_and_never_into_an_error(servers):

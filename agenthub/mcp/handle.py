@@ -10,7 +10,7 @@ import json
 import sys
 import threading
 import time
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple, Union
 
 from ..errors import AgentHubError, ConfigError, StreamProtocolError, TransportError, UnsupportedOperationError, \
     UpstreamError
@@ -33,6 +33,8 @@ MAX_LIST_BYTES = 32 * 1024 * 1024
 #: tools a server may offer through ``list_tools`` unless ``connect(max_tools=...)`` says otherwise (each goes
 #: into every request of a run; most providers refuse more than 128)
 MAX_TOOLS = 1000
+#: seconds close() spends, in all, telling a handshake-era HTTP server which requests it ended
+CANCEL_SECONDS = 2.0
 
 #: the era learnt per HTTP origin ((scheme, host, port) -> "modern" | "legacy"): 2026-07-28 basic/versioning
 #: "clients SHOULD cache the result for the lifetime of the ... origin (HTTP)"
@@ -72,6 +74,7 @@ class Server(object):
         self._probe = None  # type: Any  # the id of the last server/discover sent
         self._until = time.monotonic() + timeout  # type: Optional[float]  # the start-up's deadline, in all
         self._hurry = False
+        self._inflight = set()  # type: Set[Any]  # ids of requests awaiting their answer (close() cancels them)
         channel.set_handlers(self._on_request, self._on_notification)
         try:
             self._start()
@@ -276,6 +279,8 @@ class Server(object):
             sent = session.headers(message)
             if headers:
                 sent.update(headers)
+            with self._lock:
+                self._inflight.add(ident)
             try:
                 answer = channel.exchange(message, sent, timeout, self._on_message,
                                           resumable=channel.resumable and session.era == "legacy")
@@ -321,6 +326,9 @@ class Server(object):
                             self._initialize()
                     continue
                 raise
+            finally:
+                with self._lock:
+                    self._inflight.discard(ident)
         raise StreamProtocolError("{}: {} could not be sent".format(self._channel.label, method),
                                   client=self._channel.label)  # pragma: no cover
 
@@ -459,11 +467,30 @@ class Server(object):
             if self._closed:
                 return
             self._closed = True
+            inflight = sorted(self._inflight, key=str)
         channel = self._channel
         channel.abort()  # the calls in flight end now (a TransportError with aborted), whatever the server does
         if not self._hurry:
+            self._cancel_all(inflight)
             channel.ends_session(self._session.end_headers())
         channel.close(0.1 if self._hurry else None)
+
+    def _cancel_all(self, idents: Sequence[Any]) -> None:
+        """Say ``notifications/cancelled`` for the requests close() ended (handshake-era HTTP: a dropped
+        connection is no cancellation), within CANCEL_SECONDS in all; best effort."""
+        session = self._session
+        if not idents or session.era != "legacy" or not self._channel.cancels_on_timeout:
+            return
+        deadline = time.monotonic() + CANCEL_SECONDS
+        for ident in idents:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            notice = session.cancel_notification(ident, "the client closed the connection")
+            try:
+                self._channel.post(notice, session.headers(notice), left)
+            except AgentHubError:
+                break
 
     def __enter__(self) -> "Server":
         return self
