@@ -7,6 +7,7 @@ that failed, is sent again with a warning and a ``detach`` entry; a run without 
 request again, as before.  Real processes killed with SIGKILL; local fakes that count requests
 (tests/longrun_server.py)."""
 
+import io
 import json
 import logging
 import os
@@ -21,7 +22,9 @@ import pytest
 
 from longrun_server import LongrunServer, interactions_events, responses_events
 
-from agenthub import AutoLLMClient, Budget, tool
+from agenthub import AutoLLMClient, Budget, ResponseCache, tool
+from agenthub.__main__ import main
+from agenthub.errors import UpstreamError
 from agenthub.stores import MemoryStore, StoreError, open_store
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -174,7 +177,7 @@ def kill_once_attached(server, wire, journal):
 
 
 @pytest.mark.parametrize("wire", sorted(WIRES))
-def test_killed_with_the_response_in_flight_the_resume_re_attaches_by_id_and_pays_once(tmp_path, wire):
+def test_killed_with_the_response_in_flight_the_resume_re_attaches_by_id_and_pays_once(tmp_path, wire, monkeypatch):
     journal = "sqlite:///" + str(tmp_path / "runs.db")
     clean, clean_bodies = uninterrupted(wire)
     release = threading.Event()
@@ -185,6 +188,11 @@ def test_killed_with_the_response_in_flight_the_resume_re_attaches_by_id_and_pay
         finally:
             release.set()
         assert len(posts(server, wire)) == 1 and gets(server) == []  # the first turn was sent once, by the child
+        told = io.StringIO()
+        monkeypatch.setattr(sys, "stdout", told)
+        assert main(["runs", "show", "bg-1", "--journal", journal]) == 0
+        assert main(["runs", "resume", "bg-1", "--journal", journal, "--json"]) == 0
+        monkeypatch.undo()
         budget = Budget(1.0)
         result = client_for(server, wire, budget=budget).run([USER], dict(CONFIG), tools=[look_up], journal=journal,
                                                               run_id="bg-1", journal_wait=10).result()
@@ -209,6 +217,12 @@ def test_killed_with_the_response_in_flight_the_resume_re_attaches_by_id_and_pay
     assert budget.requests == 2 and budget.spent_usd == pytest.approx(result.cost_usd)
     assert kinds(open_store(journal), "bg-1") == ["header", "request", "attach", "turn", "call", "result",
                                                   "request", "attach", "turn", "done"]
+    # agenthub runs show / resume say the turn in flight is re-attached, not sent again
+    lines = told.getvalue().splitlines()
+    assert "turn 1: request sent as background response res_turn1, no answer journaled (a resume re-attaches to it " \
+           "by its id: not sent again)" in lines
+    facts = json.loads(lines[-1])
+    assert (facts["in_flight"], facts["attached"]) == (0, "res_turn1")  # (its state: "owned" until the lease lapses)
 
 
 def test_the_re_attached_turns_events_are_live_and_a_valid_stream(tmp_path):
@@ -370,3 +384,36 @@ def test_run_stateful_re_attaches_into_a_new_clients_history():
     assert history[0]["content_items"] == USER["content_items"]
     assert history == plain(clean.get_history())
     assert [r["body"] for r in sent] == clean_bodies  # the second turn as an uninterrupted run sends it
+
+
+def test_a_failure_mid_turn_journals_detach_so_the_resume_sends_the_turn_again():
+    wire = "openai-responses"
+    with LongrunServer() as server:
+        events = responses_call("res_turn1")
+        failed = {"type": "response.failed", "sequence_number": 4, "response": {
+            "id": "res_turn1", "object": "response", "status": "failed",
+            "error": {"code": "server_error", "message": "the model failed"}}}
+        server.add("res_turn1", events[:4] + [_sse("response.failed", failed)])
+        server.add("res_again", responses_call("res_again"))
+        server.add("res_turn2", responses_events("res_turn2", ["The museum ", "is open."]))
+        store = MemoryStore()
+        client = client_for(server, wire)
+        with pytest.raises(UpstreamError, match="the model failed"):
+            client.run([USER], dict(CONFIG), tools=[look_up], journal=store, run_id="bg-5").result()
+        assert kinds(store, "bg-5") == ["header", "request", "attach", "detach"]
+        result = client.run([USER], dict(CONFIG), tools=[look_up], journal=store, run_id="bg-5").result()
+        assert len(posts(server, wire)) == 3 and gets(server) == []  # sent again, not re-attached to what failed
+    assert result.stop == "done" and result.turns == 2
+
+
+def test_a_re_attach_is_never_answered_from_a_response_cache():
+    wire = "openai-responses"
+    with LongrunServer() as server:
+        server.created["res_turn1"] = server.add("res_turn1", responses_call("res_turn1"))  # (started elsewhere)
+        cache = ResponseCache(MemoryStore())
+        client = client_for(server, wire, cache=cache)
+        first = list(client._reattach("res_turn1", dict(CONFIG), messages=[USER]))
+        again = list(client._reattach("res_turn1", dict(CONFIG), messages=[USER]))
+        assert gets(server) == [("/v1/responses/res_turn1", {"stream": "true"})] * 2 and posts(server, wire) == []
+    assert [e["event_type"] for e in first] == [e["event_type"] for e in again]
+    assert (cache.hits, cache.misses) == (0, 0)
