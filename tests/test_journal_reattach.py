@@ -417,3 +417,28 @@ def test_a_re_attach_is_never_answered_from_a_response_cache():
         assert gets(server) == [("/v1/responses/res_turn1", {"stream": "true"})] * 2 and posts(server, wire) == []
     assert [e["event_type"] for e in first] == [e["event_type"] for e in again]
     assert (cache.hits, cache.misses) == (0, 0)
+
+
+class _Documents(LongrunServer):
+    """A server whose GET of a finished response answers the whole Response object (one JSON document)."""
+
+    def respond(self, handler, raw):
+        if handler.command == "GET" and "res_turn1" in handler.path:
+            with self.lock:
+                self.requests.append({"method": "GET", "path": handler.path.split("?")[0],
+                                      "query": {"stream": "true"}, "body": None, "headers": dict(handler.headers)})
+            final = json.loads(self.created["res_turn1"].events[-1].split(b"data: ", 1)[1])["response"]
+            return self._json(handler, 200, final)
+        return LongrunServer.respond(self, handler, raw)
+
+
+def test_a_finished_response_answered_as_one_document_gives_its_whole_output():
+    wire = "openai-responses"
+    clean, _ = uninterrupted(wire)
+    with _Documents() as server:
+        script(server, wire)
+        store = stopped_after_the_first_answer(server, wire)
+        result = client_for(server, wire).run([USER], dict(CONFIG), tools=[look_up], journal=store,
+                                              run_id="bg-3").result()
+        assert len(posts(server, wire)) == 2 and len(gets(server)) == 1
+    assert plain(result.messages) == plain(clean.messages) and result.cost_usd == clean.cost_usd
