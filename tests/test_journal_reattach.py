@@ -126,7 +126,7 @@ def uninterrupted(wire):
 
 # -- a real process killed with the response's id journaled and its answer not in ---------------------------------
 CHILD = textwrap.dedent("""
-    import os, sys
+    import json, os, sys
     sys.path.insert(0, sys.argv[1])
     import agenthub.stores.journal as rows
     rows.JOURNAL_LEASE = 1.0  # a killed owner's lease lapses in a second here
@@ -141,23 +141,30 @@ CHILD = textwrap.dedent("""
     client = AutoLLMClient(model, api_key=os.environ["KEY"], base_url=os.environ["URL"] + path, client_type=wire,
                            max_retries=0)
     user = {"role": "user", "content_items": [{"type": "text", "text": "What is open in Rome?"}]}
-    client.run([user], {"background": True, "max_tokens": 200}, tools=[look_up], journal=os.environ["JOURNAL"],
+    client.run([user], json.loads(os.environ["CONFIG"]), tools=[look_up], journal=os.environ["JOURNAL"],
                run_id="bg-1").result()
     print("finished", flush=True)  # (never reached: killed in the first turn)
 """)
 
 
-def kill_once_attached(server, wire, journal):
+def kill_once_attached(server, wire, journal, config=CONFIG):
     """Run the child; SIGKILL it once its journal holds the first turn's response id (the server holds
-    that response's stream after its first events, so the turn cannot have completed)."""
+    that response's stream after its first events, so the turn cannot have completed); without
+    ``background``, once the first request is journaled and has reached the server."""
     model, path, _ = WIRES[wire]
     env = dict(os.environ, KEY=KEY, URL=server.url, JOURNAL=journal, WIRE=wire, MODEL=model, BASE_PATH=path,
-               PYTHONPATH=ROOT)
+               PYTHONPATH=ROOT, CONFIG=json.dumps(config))
     store = open_store(journal)
     child = subprocess.Popen([sys.executable, "-c", CHILD, ROOT], stdout=subprocess.PIPE, env=env)
+
+    def ready():
+        if config.get("background"):
+            return "attach" in kinds(store, "bg-1")
+        return "request" in kinds(store, "bg-1") and len(posts(server, wire)) == 1
+
     try:
         deadline = time.monotonic() + 30
-        while "attach" not in kinds(store, "bg-1"):
+        while not ready():
             assert child.poll() is None, "the child ended first"
             assert time.monotonic() < deadline, "no attach entry came"
             time.sleep(0.02)
@@ -223,6 +230,38 @@ def test_killed_with_the_response_in_flight_the_resume_re_attaches_by_id_and_pay
            "by its id: not sent again)" in lines
     facts = json.loads(lines[-1])
     assert (facts["in_flight"], facts["attached"]) == (0, "res_turn1")  # (its state: "owned" until the lease lapses)
+
+
+@pytest.mark.parametrize("background", [True, False])
+def test_killed_with_the_response_in_flight_and_gone_or_not_background_the_resume_sends_it_again_once(
+        tmp_path, caplog, background):
+    wire = "openai-responses"
+    config = dict(CONFIG, background=background)
+    journal = "sqlite:///" + str(tmp_path / "runs.db")
+    release = threading.Event()
+    with LongrunServer() as server:
+        server.add("res_turn1", responses_call("res_turn1"), hold=(2, release))
+        server.add("res_again", responses_call("res_again"))
+        server.add("res_turn2", responses_events("res_turn2", ["The museum ", "is open."]))
+        try:
+            entries = kill_once_attached(server, wire, journal, config)
+        finally:
+            release.set()
+        del server.created["res_turn1"]  # expired meanwhile: its GET answers 404
+        with caplog.at_level(logging.WARNING, logger="agenthub"):
+            result = client_for(server, wire).run([USER], dict(config), tools=[look_up], journal=journal,
+                                                  run_id="bg-1", journal_wait=10).result()
+        sent = posts(server, wire)
+        got = gets(server)
+    assert [e["k"] for e in entries] == ["header", "request"] + (["attach"] if background else [])
+    assert result.stop == "done" and result.turns == 2
+    assert len(sent) == 3 and sent[0]["body"] == sent[1]["body"]  # the first turn sent again, once
+    warned = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    if background:
+        assert got == [("/v1/responses/res_turn1", {"stream": "true"})]  # tried by id first: gone
+        assert len(warned) == 1 and "res_turn1 is not re-attached: the server no longer has it (HTTP 404)" in warned[0]
+    else:
+        assert got == [] and warned == []  # nothing to re-attach to: sent again, as before
 
 
 def test_the_re_attached_turns_events_are_live_and_a_valid_stream(tmp_path):
