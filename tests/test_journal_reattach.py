@@ -481,3 +481,23 @@ def test_a_finished_response_answered_as_one_document_gives_its_whole_output():
                                               run_id="bg-3").result()
         assert len(posts(server, wire)) == 2 and len(gets(server)) == 1
     assert plain(result.messages) == plain(clean.messages) and result.cost_usd == clean.cost_usd
+
+
+def test_a_journaled_id_that_would_leave_its_url_segment_is_never_asked_for():
+    wire = "openai-responses"
+    with LongrunServer() as server:
+        script(server, wire)
+        server.add("res_again", responses_call("res_again"))
+        server.scripts.append(server.scripts.pop(1))
+        store = stopped_after_the_first_answer(server, wire)
+        route = json.loads(store.journal_entries("bg-3")[2])["route"]
+        assert store.journal_claim("bg-3", "editor", 30.0) is None  # (someone wrote another id into the journal)
+        store.journal_append("bg-3", "editor", 3, json.dumps({"k": "attach", "turn": 0, "id": "..", "wire": wire,
+                                                               "route": route}))
+        store.journal_release("bg-3", "editor")
+        result = client_for(server, wire).run([USER], dict(CONFIG), tools=[look_up], journal=store,
+                                              run_id="bg-3").result()
+        assert gets(server) == [] and len(posts(server, wire)) == 3
+    assert result.stop == "done"
+    entries = [json.loads(e) for e in store.journal_entries("bg-3")]
+    assert entries[4] == {"k": "detach", "turn": 0, "id": "..", "reason": "it cannot be asked for (StreamProtocolError)"}
