@@ -137,7 +137,8 @@ class Attempt(object):
     ``cache`` (None, or "hit" when a hook
     answered the call), ``error`` (this attempt's failure, scrubbed; on_done / on_call_end: the
     call's, None when it succeeded or was closed), ``resuming`` (a background response's id when this
-    attempt is the GET that resumes its stream after a cut; None otherwise), ``routes_left`` (on the
+    attempt is the GET that resumes its stream after a cut, or re-attaches to it: a journaled run resumed
+    after a crash, ``AutoLLMClient._reattach``; None otherwise), ``routes_left`` (on the
     call: how many failover routes come after the one being tried; 0 on the last route, or with no
     fallbacks: a rate limiter's pause of this endpoint sends a call that has somewhere else to go there).
     May change: ``request`` (the plan the next attempt encodes: an ``HttpRequest`` whose ``.url`` is

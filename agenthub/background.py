@@ -5,8 +5,15 @@ loop's next attempt (its hooks, retries, deadline, abort, scrubbing; after the f
 the loop's abortable ``sleep``); a response whose stream the caller ended before it completed (abort,
 close) is cancelled server-side, one an error ended (resuming gave up, say) is left running and its id
 logged: what the caller did not stop is never cancelled.  ``agenthub.resume`` stays pure:
-this is the glue between it, a dialect's resume functions and the loop."""
+this is the glue between it, a dialect's resume functions and the loop.
 
+A response's id is told as soon as its stream names it (``known``; and ``ID_WATCH``, a callable the
+reading thread set: a journaled tool run writes the id down there, before any output comes, so a run
+resumed after a crash re-attaches to the response instead of paying for it again).  ``resource_id``:
+the stream read is a re-attach to that response (a GET from its start, ``agenthub.client``): a cut is
+resumed by id even before the replay names it again."""
+
+import contextvars
 import logging
 from typing import Any, Callable, Iterator, List, Optional, Tuple
 
@@ -14,17 +21,25 @@ from .errors import AgentHubError, UnsupportedParameterError
 from .resume import RESUMED, Resumable
 from .stream import drive, now_ms
 
-__all__ = ["events", "resume_of"]
+__all__ = ["events", "resume_of", "ID_WATCH"]
 
 logger = logging.getLogger("agenthub")
+
+#: set by a reader (the tool runner of a journaled run, around the first step of a turn's stream): called
+#: ``(resource_id, attempt)`` once a background stream names its response or interaction (the attempt:
+#: the one on the route that created it); None: nobody asks
+ID_WATCH = contextvars.ContextVar("agenthub_background_id_watch", default=None)  # type: contextvars.ContextVar[Any]
 
 
 def events(protocol: Any, endpoint: Any, client: str, max_line_bytes: int,
            run: Callable[[Callable[..., Iterator[Any]]], Iterator[Any]],
-           cancel: Callable[[Any, str], None], sleep: Optional[Callable[[float], Any]] = None) -> Iterator[Any]:
+           cancel: Callable[[Any, str], None], sleep: Optional[Callable[[float], Any]] = None,
+           known: Optional[Callable[[str], None]] = None, resource_id: Optional[str] = None) -> Iterator[Any]:
     """The events of a background response: ``run(read)`` is the attempt loop with ``resumes=True``
     around ``read(body, reopen)``; ``cancel(request, resource_id)`` sends a cancel (never raises);
-    ``sleep(seconds)`` waits between reconnects (the loop's abortable wait)."""
+    ``sleep(seconds)`` waits between reconnects (the loop's abortable wait); ``known(resource_id)`` is
+    told the response's id once, as soon as the stream names it; ``resource_id``: the stream is a
+    re-attach to that response (its id known from the start)."""
     resume = resume_of(protocol)
     resumables = []  # type: List[Any]  # one per attempt
     opened = []  # type: List[Any]  # the bodies of the reconnects, closed when the call ends
@@ -32,7 +47,7 @@ def events(protocol: Any, endpoint: Any, client: str, max_line_bytes: int,
     def read(body: Any, reopen: Callable[[str, Any, Any], Any]) -> Iterator[Any]:
         stamp = [now_ms()]  # the time the bytes being parsed were read, across the reconnects too
         parts, resumable = _parts(protocol, resume, endpoint, client, max_line_bytes, body, reopen, opened, stamp,
-                                  sleep)
+                                  sleep, known, resource_id)
         resumables.append(resumable)
         return _marked(drive(parts, client, stamp), resumable)
 
@@ -68,12 +83,13 @@ def _abandoned(resume: Any, endpoint: Any, client: str, resource_id: str, failed
 
 def _parts(protocol: Any, resume: Any, endpoint: Any, client: str, max_line_bytes: int, body: Any,
            reopen: Callable[[str, Any, Any], Any], opened: List[Any], stamp: List[int],
-           sleep: Optional[Callable[[float], Any]] = None) -> Tuple[Iterator[Any], Any]:
+           sleep: Optional[Callable[[float], Any]] = None, known: Optional[Callable[[str], None]] = None,
+           resource_id: Optional[str] = None) -> Tuple[Iterator[Any], Any]:
     """The parts of a background stream whose connections resume after a cut, and its Resumable: each
     reconnect is the attempt loop's next attempt (``reopen``: the GET that resumes it), read by the same
-    parser."""
-    if body.open(False):  # one JSON document: complete by nature, nothing to resume
-        return protocol.read(body, client, max_line_bytes, stamp=stamp), None
+    parser.  ``known`` is told the id as soon as a frame names it (``resource_id``: known already)."""
+    if body.open(False):  # one JSON document: complete by nature, nothing to resume (a finished
+        return protocol.read(body, client, max_line_bytes, stamp=stamp), None  # response re-attached, say)
 
     def reconnect(resource_id: str, cursor: Any) -> Iterator[Any]:
         resumed = reopen(resource_id, resume.request(endpoint, resource_id, cursor), resumable.error)
@@ -85,7 +101,26 @@ def _parts(protocol: Any, resume: Any, endpoint: Any, client: str, max_line_byte
     frames = protocol.framing(body.iter_chunks(stamp), max_line_bytes)
     resumable = Resumable(frames, resume.frame_cursor, reconnect, ordered=resume.ordered, client=client,
                           sleep=sleep)
-    return protocol.parse_stream(iter(resumable), client), resumable
+    if resource_id:
+        resumable.resource_id = resource_id  # a re-attach: a cut before the replay names it is resumed too
+    if known is None:
+        return protocol.parse_stream(iter(resumable), client), resumable
+    return protocol.parse_stream(_told(resumable, known), client), resumable
+
+
+def _told(resumable: Any, known: Callable[[str], None]) -> Iterator[Any]:
+    """``resumable``'s frames; ``known(id)`` called once, when the frame that names the id comes (before
+    the parser reads it: the id is told before any output of the response)."""
+    frames = iter(resumable)
+    for sse in frames:
+        if resumable.resource_id:
+            known(resumable.resource_id)
+            yield sse
+            break
+        yield sse
+    else:
+        return
+    yield from frames
 
 
 def _marked(events: Iterator[Any], resumable: Any) -> Iterator[Any]:

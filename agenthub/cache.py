@@ -305,6 +305,8 @@ class ResponseCache(AttemptHook):
                credentials: Optional[Callable[[], Iterable[Any]]] = None) -> None:
         if call.kind != "stream" or getattr(call, "answer", None) is not None or _bypass.get():
             return
+        if getattr(call, "resuming", None):  # a GET re-attaching to a background response: never cached
+            return
         request = getattr(call, "request", None)
         if request is None or getattr(request, "stream", True) is False:
             return

@@ -640,8 +640,37 @@ class AutoLLMClient(object):
                                "retries more by itself (now {})".format(attempts, "" if attempts == 1 else "s", when,
                                                                        self.max_retries))
 
+    def _reattach(self, resource_id: str, config: Optional[UniConfig] = None,
+                  messages: Optional[Sequence[Message]] = None, message: Optional[UniMessage] = None) -> ResponseStream:
+        """A turn this client's endpoint started as a background response (or interaction) ``resource_id``,
+        read again from its start by the GET that streams it (``attempt.resuming`` is its id from the first
+        attempt: the attempt loop's hooks, retries and deadline, a cut resumed by id; never a POST, never
+        another route): how a journaled run resumed after a crash takes the turn that was in flight without
+        paying for it again (agenthub.agent.runner).  ``messages``: the turn's conversation (stateless), or
+        ``message``: a stateful turn's next message (history gains it and the answer, as
+        ``streaming_response_stateful``).  A ConfigError when ``config`` is not a background one or this
+        protocol has no background streams; a StreamProtocolError for an id that is no usable URL segment."""
+        cfg = check_config(config)
+        resume = self._protocol.resume
+        if not cfg.get("background") or resume is None:
+            raise ConfigError("{}: only a background response (config['background'] on a protocol that keeps it) "
+                              "can be re-attached by its id".format(self.client_type))
+        request = resume.request(self._endpoint, resource_id, None)
+        if message is None:
+            sent = list(messages or ())  # type: List[Any]
+            check_messages(sent, self._checked)
+            return self._open(request, cfg, sent, None, reattach=resource_id)
+        check_message(message)
+        if message["role"] != "user":
+            raise ConfigError("a stateful turn takes the next user message")
+        self._check_idle("streaming_response_stateful")
+        if "created_at" not in message:
+            message = dict(message)  # type: ignore[assignment]
+            message["created_at"] = int(time.time() * 1000)
+        return self._open(request, cfg, self._history + [message], message, reattach=resource_id)
+
     def _open(self, request: Any, config: Dict[str, Any], messages: List[UniMessage],
-              stateful: Optional[UniMessage]) -> ResponseStream:
+              stateful: Optional[UniMessage], reattach: Optional[str] = None) -> ResponseStream:
         hooks = attempt_loop.hooks_for(self._hooks)
         if "trace_id" in config:
             from .tracer import TraceHook, trace_paths
@@ -653,7 +682,12 @@ class AutoLLMClient(object):
         watch = _transport().Watch()
         call = Attempt("stream", self.client_type, self.model, request, messages, config, route=self._route(),
                        server=url_server(self._endpoint.base_url), provider=self._provider)
-        events = self._attempts(call, watch, hooks)
+        if reattach is None:
+            events = self._attempts(call, watch, hooks)
+        else:  # the GET of a response this endpoint keeps: on this endpoint only (no failover), the first
+            call.resuming = reattach  # attempt a resume (a limiter takes no new tokens for it; a budget
+            self.last_route = call.route  # charges the call once, from the usage the stream brings)
+            events = self._attempts_here(call, watch, hooks)
         if stateful is not None:
             events = self._stateful(call, events, stateful, self._version)
         if hooks and attempt_loop.wants_events(hooks):  # a hook reads every event: only then a pass per event
@@ -730,8 +764,20 @@ class AutoLLMClient(object):
             return self._run(call, watch, self._protocol, read, resumes=True, hooks=hooks, deadline=deadline,
                              whole_call=whole_call)
 
+        def known(resource_id: str) -> None:
+            """The stream named its response: the attempt and its call know the id at once (before any
+            output), and so does a reader watching for it (``background.ID_WATCH``: a journaled run)."""
+            owner = call.call
+            if not call.response_id:
+                call.response_id = resource_id
+            if not owner.response_id:
+                owner.response_id = resource_id
+            told = background.ID_WATCH.get()
+            if told is not None:
+                told(resource_id, call)
+
         return background.events(self._protocol, self._endpoint, self.client_type, self.max_line_bytes, run,
-                                 self._cancel, watch.sleep)
+                                 self._cancel, watch.sleep, known, call.resuming)
 
     def _cancel(self, request: Any, resource_id: str) -> None:
         """Cancel a background response server-side (its stream ended before it did: abort, close, error).

@@ -7,7 +7,9 @@
 - ``header``: the journal's format, agenthub's version and the run's fingerprint (a digest of the
   messages, the tool schemas, the model and the config; no value of it is kept);
 - ``request``: a model request is going out (turn n), and, for a background turn, its response id once
-  known (``attach``), so a resumed run re-attaches to it instead of paying for it again;
+  known (``attach``: the id, the wire and the route, never a URL), so a resumed run re-attaches to it
+  instead of paying for it again; ``detach``: that id could not be re-attached (gone, failed, another
+  route): the request is sent again;
 - ``turn``: the turn as the run keeps it: the assistant message (fidelity kept), usage, cost, the route
   that answered;
 - ``call``: a tool call is starting (its id, name, the digest of its arguments); ``result``: its result
@@ -255,6 +257,10 @@ class Replay(object):
                 self.in_flight = dict(entry)
             elif kind == "attach" and self.in_flight is not None:
                 self.in_flight["attach"] = entry.get("id")
+                self.in_flight["attached"] = dict(entry)
+            elif kind == "detach" and self.in_flight is not None:
+                self.in_flight.pop("attach", None)
+                self.in_flight.pop("attached", None)
             elif kind == "turn":
                 self.turns.append(dict(entry))
                 self.in_flight = None
@@ -293,8 +299,8 @@ def replay_events(message: Mapping[str, Any]) -> List[Dict[str, Any]]:
 
 class RunJournal(object):
     """The runner's one seam to a run's journal (agenthub.agent.runner reads and writes it through this):
-    what was journaled (``turn``, ``result``, ``interrupted``) and what goes in (``request``, ``answered``,
-    ``started``, ``finished``, ``done``)."""
+    what was journaled (``turn``, ``result``, ``interrupted``, ``attachment``) and what goes in (``request``,
+    ``attached``, ``detached``, ``answered``, ``started``, ``finished``, ``done``)."""
 
     def __init__(self, store: Any, run_id: str, print_: str, *, ttl: Optional[float] = None,
                  wait: Optional[float] = None) -> None:
@@ -334,6 +340,33 @@ class RunJournal(object):
     def finished(self, turn: int, call_id: str, item: Mapping[str, Any], seconds: float) -> None:
         self.replay.results[(turn, call_id)] = {"item": dict(item)}
         self.journal.write("result", turn=turn, id=call_id, item=dict(item), seconds=round(seconds, 6))
+
+    def attachment(self, turn: int) -> Optional[Dict[str, Any]]:
+        """The ``attach`` entry of turn ``turn``'s request when it was in flight with a background response's
+        id (no answer journaled for it): ``id``, ``wire``, ``route``; else None."""
+        flight = self.replay.in_flight
+        if flight is None or flight.get("turn") != turn or not isinstance(flight.get("attach"), str):
+            return None
+        entry = flight.get("attached")
+        return dict(entry) if isinstance(entry, dict) else {"id": flight["attach"]}
+
+    def attached(self, turn: int, resource_id: str, wire: str, route: Optional[Mapping[str, Any]]) -> None:
+        """Turn ``turn``'s request is the background response (or interaction) ``resource_id`` on ``wire``
+        at ``route`` (model, client type, host: never a URL or a query)."""
+        kept = {k: route.get(k) for k in ("model", "client_type", "host")} if route else {}
+        self.journal.write("attach", turn=turn, id=resource_id, wire=wire, route=kept)
+        if self.replay.in_flight is None or self.replay.in_flight.get("turn") != turn:
+            self.replay.in_flight = {"k": "request", "turn": turn}
+        self.replay.in_flight["attach"] = resource_id
+        self.replay.in_flight["attached"] = {"k": "attach", "turn": turn, "id": resource_id, "wire": wire,
+                                             "route": kept}
+
+    def detached(self, turn: int, resource_id: str, reason: str) -> None:
+        """The journaled response of turn ``turn`` cannot be re-attached (``reason``): it is sent again."""
+        self.journal.write("detach", turn=turn, id=resource_id, reason=reason)
+        if self.replay.in_flight is not None:
+            self.replay.in_flight.pop("attach", None)
+            self.replay.in_flight.pop("attached", None)
 
     def done(self, stop: Optional[str], pending: Sequence[Mapping[str, Any]]) -> None:
         self.journal.write("done", stop=stop, pending=[c.get("tool_call_id") for c in pending])

@@ -57,6 +57,7 @@ import functools
 import collections
 import contextvars
 import json
+import logging
 import os
 import queue as _queue
 import re
@@ -67,7 +68,8 @@ from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Seque
 
 from ..catalog import call_cost
 from .._redact import scrub_free_text
-from ..errors import AgentHubError, ConfigError, StreamProtocolError, UnsupportedParameterError
+from ..errors import (AgentHubError, ConfigError, EmptyResponseError, StreamProtocolError, UnsupportedParameterError,
+                      UpstreamError)
 from ..output.parse import MAX_RETRIES as MAX_OUTPUT_RETRIES, judge
 from ..output.shape import shape
 from ..stream import Collector, now_ms
@@ -618,6 +620,33 @@ class _Pool(object):
             thread.join(5.0)
 
 
+_logger = logging.getLogger("agenthub")
+
+
+def _reattach_stateless(client: Any, resource_id: str, messages: Any, config: Any) -> Any:
+    return client._reattach(resource_id, config, messages=messages)
+
+
+def _reattach_stateful(client: Any, resource_id: str, message: Any, config: Any) -> Any:
+    return client._reattach(resource_id, config, message=message)
+
+
+def _gone(error: BaseException, stream: Any) -> Optional[str]:
+    """Why a re-attach to a journaled background response failed before its first event such that the turn
+    is sent again (None: it is not: an outage, a key refused, the run's error as any turn's): the server
+    no longer has the response (404, 410: expired, deleted), or the response itself failed or was cancelled
+    (its stream, answered 200, reported an error or ended without any output)."""
+    call = getattr(stream, "_call", None)
+    status = getattr(call, "status", None)
+    if isinstance(error, UpstreamError) and status in (404, 410):
+        return "the server no longer has it (HTTP {})".format(status)
+    if status == 200 and isinstance(error, EmptyResponseError):
+        return "it ended without any output (cancelled)"
+    if status == 200 and isinstance(error, UpstreamError):
+        return "it failed ({})".format(getattr(error, "error_type", None) or type(error).__name__)
+    return None
+
+
 class Run(object):
     """One run of the tool loop (``client.run`` / ``client.run_stateful``): iterate it for the events,
     ``result()`` for the outcome, ``abort()`` from any thread to stop it.  ``messages``: the new messages so
@@ -763,6 +792,7 @@ class Run(object):
         self._turn_keys = {}  # type: Dict[str, int]  # tool_call_id -> the turn it came in (idempotency keys)
         self._replayed_cost = 0.0  # type: Optional[float]  # what the turns taken from the journal cost
         self._interrupted = []  # type: List[str]
+        self._attached_id = None  # type: Optional[str]  # the live turn's background response id, journaled
         self._key_salt = run_id or os.urandom(8).hex()  # what idempotency keys are made from
         if journal is not None:
             self._open_journal(journal, run_id, journal_ttl, journal_wait,  # type: ignore[arg-type]
@@ -949,9 +979,14 @@ class Run(object):
                     stream.close()
                 answer = yield from self._replay_turn(kept)
             else:
+                attach = None  # type: Optional[Mapping[str, Any]]
                 if self._journal is not None:
-                    self._journal.request(self._turns)
-                answer = yield from self._live_turn(stream, caught)
+                    attach = self._journal.attachment(self._turns)
+                    if attach is not None:  # the request in flight at the crash is a background response:
+                        stream, attach = self._reattached(stream, attach)  # re-attached by its id, not paid again
+                    if attach is None:
+                        self._journal.request(self._turns)
+                answer = yield from self._live_turn(stream, caught, attach)
                 if answer is None:
                     return
             calls = _calls(answer)
@@ -983,9 +1018,10 @@ class Run(object):
                 return
             self._add_results(results, [])
 
-    def _live_turn(self, stream: Any, caught: Dict[str, Any]) -> Any:
+    def _live_turn(self, stream: Any, caught: Dict[str, Any], attach: Optional[Mapping[str, Any]] = None) -> Any:
         """Generator: a turn sent and read (its events yielded); returns its answer, or None when the run
-        stopped there (aborted)."""
+        stopped there (aborted).  ``attach``: the stream re-attaches to the journaled background response of
+        this turn (``_reattached``); one that is gone is sent again instead (``_detach``)."""
         stateful = self._stateful
         if stream is None:
             stream = self._open_next()
@@ -995,17 +1031,35 @@ class Run(object):
             stream.abort()
         folding = None if stateful else Collector()  # stateful: the client folds it into history
         answer = None
+        watching = None  # type: Any
+        if self._journal is not None and self._config.get("background"):
+            from ..background import ID_WATCH
+
+            self._attached_id = attach["id"] if attach is not None else None
+            watching = (ID_WATCH, ID_WATCH.set(functools.partial(self._id_known, self._turns)))
         try:
             # the catch for unparseable arguments is read by the turn's parser when it is made: in the
-            # first step (retries and failover happen before the first event, inside that step too)
+            # first step (retries and failover happen before the first event, inside that step too); a
+            # background response's id comes in that step too (its stream names it before any output)
             token = broken_calls.set(caught)
             try:
-                if self._methods["around_request"]:
-                    first = self._wrapped("around_request", (self,), lambda: next(stream, None))
-                else:
-                    first = next(stream, None)
+                while True:
+                    try:
+                        if self._methods["around_request"]:
+                            first = self._wrapped("around_request", (self,), lambda: next(stream, None))
+                        else:
+                            first = next(stream, None)
+                        break
+                    except AgentHubError as exc:
+                        reason = _gone(exc, stream) if attach is not None and not self._aborted else None
+                        if reason is None:
+                            raise
+                        stream = self._detach(stream, attach, reason)  # type: ignore[arg-type]
+                        attach = None
             finally:
                 broken_calls.reset(token)
+                if watching is not None:
+                    watching[0].reset(watching[1])
             if first is not None:
                 if folding is not None:
                     folding.add(first)
@@ -1018,8 +1072,10 @@ class Run(object):
                     if event["event_type"] == "stop":
                         answer = self._turn_done(folding, stream)
                     yield event
-        except Exception:
+        except Exception as exc:
             if not self._aborted:
+                if self._attached_id is not None and answer is None and isinstance(exc, AgentHubError):
+                    self._failed_response(exc, stream)
                 raise
             self._stop = "aborted"  # the stream ended with TransportError(aborted=True): abort() did it
             return
@@ -1033,6 +1089,77 @@ class Run(object):
         if answer is None:  # (a stream that ended without a stop event)
             answer = self._turn_done(folding, stream)
         return answer
+
+    def _reattached(self, stream: Any, attach: Mapping[str, Any]) -> Tuple[Any, Optional[Mapping[str, Any]]]:
+        """The turn whose request was in flight at the crash as the background response ``attach["id"]``:
+        its stream again by id (a GET from its start: nothing is sent or paid again), replacing ``stream``
+        (the turn's unsent POST, closed); (stream, None) after a warning and a ``detach`` entry when it
+        cannot be (the response came from another route, or this client cannot re-attach): sent again."""
+        client = self._client
+        resource_id = attach.get("id")
+        route = attach.get("route") or {}
+        own = client._route() if callable(getattr(client, "_route", None)) else {}
+        reason = None
+        if not callable(getattr(client, "_reattach", None)):
+            reason = "this client cannot re-attach to a background response"
+        elif route and any(route.get(k) != own.get(k) for k in ("model", "client_type", "host")):
+            reason = "it was started on another route ({} at {})".format(route.get("model"), route.get("host"))
+        else:
+            try:
+                opened = self._open_next(resource_id)
+            except AgentHubError as exc:
+                reason = "it cannot be asked for ({})".format(type(exc).__name__)
+        if reason is not None:
+            self._detach(None, attach, reason)
+            return stream, None
+        if stream is not None:
+            stream.close()  # (never started: nothing was sent for it)
+        _logger.info("run %r: turn %d re-attaches to background response %s (it was in flight when the run "
+                     "stopped): not sent again", self._journal.run_id, self._turns, resource_id)
+        return opened, attach
+
+    def _detach(self, stream: Any, attach: Mapping[str, Any], reason: str) -> Any:
+        """The journaled background response of this turn cannot be re-attached (``reason``): a warning, a
+        ``detach`` entry, and (with ``stream``, the re-attach that failed before its first event) the turn
+        sent again: its new stream, journaled as a request going out."""
+        _logger.warning("run %r: turn %d: background response %s is not re-attached: %s; the request is sent "
+                        "again", self._journal.run_id, self._turns, attach.get("id"), reason)
+        self._journal.detached(self._turns, str(attach.get("id")), reason)
+        if stream is None:
+            return None
+        stream.close()
+        if self._restore is not None:  # stateful: the history as before the re-attach was opened
+            self._put_history(self._restore)
+            self._restore = None
+        self._attached_id = None
+        self._journal.request(self._turns)
+        stream = self._open_next()
+        with self._lock:
+            self._stream = stream
+        if self._aborted:
+            stream.abort()
+        return stream
+
+    def _failed_response(self, error: AgentHubError, stream: Any) -> None:
+        """A journaled background response that failed (or is gone) mid-turn: a ``detach`` entry, so that
+        a resume sends the turn again instead of re-attaching to what fails again (the run's error stands;
+        a journal that cannot be written now does not hide it)."""
+        reason = _gone(error, stream)
+        if reason is None or self._journal is None:
+            return
+        try:
+            self._journal.detached(self._turns, str(self._attached_id), reason)
+        except AgentHubError:
+            pass
+        self._attached_id = None
+
+    def _id_known(self, turn: int, resource_id: str, attempt: Any) -> None:
+        """``background.ID_WATCH``: the turn's background response is ``resource_id`` (journaled once: a
+        re-attach naming the id it re-attached to writes nothing)."""
+        if resource_id == self._attached_id or self._journal is None:
+            return
+        self._attached_id = resource_id
+        self._journal.attached(turn, resource_id, getattr(attempt, "client_type", ""), getattr(attempt, "route", None))
 
     def _replay_turn(self, kept: Mapping[str, Any]) -> Any:
         """Generator: a journaled turn's events again (marked replayed); returns its answer, taken in as a live
@@ -1133,20 +1260,28 @@ class Run(object):
         put = getattr(self._client, "_put_history", None)
         (put if callable(put) else self._client.set_history)(history)
 
-    def _open_next(self) -> Any:
+    def _open_next(self, attach: Optional[str] = None) -> Any:
         """The next turn's stream (built: what the wire refuses raises here, before anything is sent).  A model
-        that takes no image input gets the results' images as a note (IMAGES_LEFT_OUT) instead."""
+        that takes no image input gets the results' images as a note (IMAGES_LEFT_OUT) instead.  ``attach``:
+        the turn is the background response of that id, re-attached (``client._reattach``), not sent."""
         client = self._client
+        if attach is None:
+            stateless, stateful = client.streaming_response, client.streaming_response_stateful
+        else:
+            stateless = functools.partial(_reattach_stateless, client, attach)
+            stateful = functools.partial(_reattach_stateful, client, attach)
         for again in (False, True):
             try:
                 if not self._stateful:
-                    return client.streaming_response(self._sent, self._send_config)
+                    return stateless(self._sent, self._send_config)
+                if self._message_unsent:  # the first turn's message (its stream is built in __init__ unless
+                    return stateful(self._tail[0], self._send_config)  # it is re-attached or sent again)
                 if self._reask_unsent:  # a re-ask goes as the next user message (history gains it with the answer)
-                    return client.streaming_response_stateful(self._next, self._send_config)
+                    return stateful(self._next, self._send_config)
                 history = list(client.get_history())
                 self._put_history(history[:-1])  # the results were committed; the turn sends them as its message
                 try:
-                    stream = client.streaming_response_stateful(self._next, self._send_config)
+                    stream = stateful(self._next, self._send_config)
                 except BaseException:
                     self._put_history(history)
                     raise

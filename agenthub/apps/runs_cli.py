@@ -101,7 +101,7 @@ def _clip(text: str, limit: int = 120) -> str:
 def summary(entries: Sequence[Mapping[str, Any]]) -> Dict[str, Any]:
     """A run's journal entries summarised: ``turns`` (one row a turn: its number, text, tool calls, usage,
     cost, model), ``calls`` (started, with their result when journaled), ``in_flight`` (a request sent and
-    not answered), ``done`` (the run's stop and pending ids, or None), ``cost`` (None when a turn is unpriced),
+    not answered), ``attached`` (that request's background response id, which a resume re-attaches to), ``done`` (the run's stop and pending ids, or None), ``cost`` (None when a turn is unpriced),
     ``usage`` (summed), ``header``."""
     from ..types import USAGE_KEYS
 
@@ -109,6 +109,7 @@ def summary(entries: Sequence[Mapping[str, Any]]) -> Dict[str, Any]:
     turns = []  # type: List[Dict[str, Any]]
     calls = {}  # type: Dict[Any, Dict[str, Any]]
     in_flight = None  # type: Optional[int]
+    attached = None  # type: Optional[str]  # the in-flight request's background response id (re-attached)
     done = None  # type: Optional[Dict[str, Any]]
     cost = 0.0  # type: Optional[float]
     usage = dict.fromkeys(USAGE_KEYS)  # type: Dict[str, Any]
@@ -117,8 +118,13 @@ def summary(entries: Sequence[Mapping[str, Any]]) -> Dict[str, Any]:
         kind = entry.get("k")
         if kind == "request":
             in_flight = entry.get("turn")
+            attached = None
+        elif kind == "attach" and in_flight is not None:
+            attached = str(entry.get("id"))
+        elif kind == "detach":
+            attached = None
         elif kind == "turn":
-            in_flight = None
+            in_flight = attached = None
             message = entry.get("message") or {}
             used = message.get("usage_metadata") or {}
             for key in USAGE_KEYS:
@@ -142,7 +148,7 @@ def summary(entries: Sequence[Mapping[str, Any]]) -> Dict[str, Any]:
         elif kind == "done":
             done = {"stop": entry.get("stop"), "pending": list(entry.get("pending") or ())}
     return {"header": {k: v for k, v in header.items() if k != "k"}, "turns": turns, "calls": list(calls.values()),
-            "in_flight": in_flight, "done": done, "cost": cost if turns else None, "usage": usage, "corrupt": corrupt}
+            "in_flight": in_flight, "attached": attached, "done": done, "cost": cost if turns else None, "usage": usage, "corrupt": corrupt}
 
 
 def _show(out: TextIO, run_id: str, entries: List[Dict[str, Any]]) -> None:
@@ -174,7 +180,10 @@ def _show(out: TextIO, run_id: str, entries: List[Dict[str, Any]]) -> None:
                 state = "{}{} ({:.2f} s)".format("error: " if row["result"]["is_error"] else "",
                                                  repr(_clip(row["result"]["text"], 80)), row["result"]["seconds"] or 0.0)
             out.write(shown("  [tool {}({}) -> {}]".format(call["name"], arguments, state)) + "\n")
-    if facts["in_flight"] is not None:
+    if facts["in_flight"] is not None and facts["attached"] is not None:
+        out.write(shown("turn {}: request sent as background response {}, no answer journaled (a resume re-attaches "
+                        "to it by its id: not sent again)".format(facts["in_flight"] + 1, facts["attached"])) + "\n")
+    elif facts["in_flight"] is not None:
         out.write("turn {}: request sent, no answer journaled (a resume sends it again)\n".format(facts["in_flight"] + 1))
     for n in facts["corrupt"]:
         out.write("entry {}: corrupt (a resume refuses this journal: JournalError)\n".format(n))
@@ -199,7 +208,7 @@ def _resume(out: TextIO, run_id: str, entries: List[Dict[str, Any]], owned: bool
         out.write(json.dumps({"run_id": run_id, "state": state, "turns": len(facts["turns"]),
                               "results": len(facts["calls"]) - len(interrupted),
                               "interrupted": [c["id"] for c in interrupted], "in_flight": facts["in_flight"],
-                              "done": facts["done"]}) + "\n")
+                              "attached": facts["attached"], "done": facts["done"]}) + "\n")
         return
     shown = _shown_for(out)
     lines = []
@@ -216,7 +225,10 @@ def _resume(out: TextIO, run_id: str, entries: List[Dict[str, Any]], owned: bool
         what = "run {} did not end: a resume replays {} turn{} and {} tool result{} (nothing sent for them)".format(
             run_id, len(facts["turns"]), "" if len(facts["turns"]) == 1 else "s", len(facts["calls"]) - len(interrupted),
             "" if len(facts["calls"]) - len(interrupted) == 1 else "s")
-        if facts["in_flight"] is not None:
+        if facts["in_flight"] is not None and facts["attached"] is not None:
+            what += ", re-attaches turn {} to background response {} (not sent again)".format(
+                facts["in_flight"] + 1, facts["attached"])
+        elif facts["in_flight"] is not None:
             what += ", sends turn {}'s request again".format(facts["in_flight"] + 1)
         if interrupted:
             what += "; interrupted call{} {}: run again if idempotent, else handed back pending " \
