@@ -34,6 +34,8 @@ __all__ = ["SSEEvent", "SSEDecoder", "iter_events", "iter_event_data", "json_loa
 
 #: a ``retry`` field of more digits than this (more than ~115 days in milliseconds) is ignored
 _MAX_RETRY_DIGITS = 10
+#: no unfinished line held before a chunk (SSEDecoder._lines' head)
+_NONE = []  # type: List[bytes]
 #: Lines longer than this are refused (a 1 MB tool-call argument fits in one line many times over).
 DEFAULT_MAX_LINE_BYTES = 64 * 1024 * 1024
 
@@ -110,27 +112,27 @@ class SSEDecoder(object):
             if self._pending_len > self.max_line_bytes:
                 raise StreamProtocolError("an SSE line exceeds {} bytes".format(self.max_line_bytes))
             return []
-        # The unfinished line held from before joins the chunk's first line only: a chunk is never
-        # copied whole (a 64 KiB copy per piece of a burst cost more than framing the piece: the copies
-        # are fresh memory the allocator keeps handing back to the system)
-        head = b""
-        if self._pending:
-            head = self._pending[0] if len(self._pending) == 1 else b"".join(self._pending)
+        # The unfinished line held from before joins the chunk's first line only (_lines: its pieces and
+        # its end joined in one copy): a chunk is never copied whole (a 64 KiB copy per piece of a burst cost
+        # more than framing the piece: the copies are fresh memory the allocator keeps handing back to the system)
+        head = self._pending
+        head_len = self._pending_len
+        if head:
             self._pending = []
             self._pending_len = 0
         events = []  # type: List[Any]
         # (CRLF bodies, Gemini's, stay with _lines: splitting them at their blank lines, or framing them
         # on LF first, scans their long lines more often than splitlines does, and costs more.  The CR
         # test comes first: memchr stops at the first line end, a search for LF LF would scan it all.)
-        if 13 not in chunk and len(head) + len(chunk) <= self.max_line_bytes:
+        if 13 not in chunk and head_len + len(chunk) <= self.max_line_bytes:
             first = chunk.find(b"\n\n")
             if first >= 0 and chunk.find(b"\n\n", first + 2) >= 0:
-                self._burst(head, chunk, events)
+                self._burst(head, head_len, chunk, events)
                 return events
-        self._lines(head, chunk, events)
+        self._lines(head, head_len, chunk, events)
         return events
 
-    def _burst(self, head: bytes, chunk: bytes, events: List[Any]) -> None:
+    def _burst(self, head: List[bytes], head_len: int, chunk: bytes, events: List[Any]) -> None:
         """``_lines`` for a chunk of many events (a burst: a whole answer in one write), with no CR and
         within the line limit: split at the blank lines, each event of the two shapes servers send
         (``data: <payload>``, ``event: <name>`` then ``data: <payload>``) taken whole; anything else, and
@@ -138,7 +140,7 @@ class SSEDecoder(object):
         ``_lines``.  The same events, state and errors as ``_lines`` over the whole chunk."""
         blocks = chunk.split(b"\n\n")  # at least three: the caller saw two blank-line boundaries
         tail = blocks.pop()
-        self._lines(head, blocks[0] + b"\n\n", events)  # ends with the blank line that dispatches
+        self._lines(head, head_len, blocks[0] + b"\n\n", events)  # ends with the blank line that dispatches
         pairs = self._pairs
         last_id = self._last_id
         plain = self._retry is None  # (a retry read in an event without data waits for the next event)
@@ -165,21 +167,35 @@ class SSEDecoder(object):
                         else:
                             append((name, data) if pairs else SSEEvent(data, name, last_id))
                             continue
-            self._lines(b"", block + b"\n\n", events)
+            self._lines(_NONE, 0, block + b"\n\n", events)
             last_id = self._last_id
             plain = self._retry is None
-        self._lines(b"", tail, events)
+        self._lines(_NONE, 0, tail, events)
 
-    def _lines(self, head: bytes, chunk: bytes, events: List[Any]) -> None:
-        """The lines of ``head + chunk`` (``head``: the unfinished line held before, no line end in it;
-        given only with a chunk that has one): complete ones interpreted, their events appended to
-        ``events``; an unfinished last line is held for the next chunk."""
+    def _lines(self, head: List[bytes], head_len: int, chunk: bytes, events: List[Any]) -> None:
+        """The lines of ``head + chunk`` (``head``: the pieces of the unfinished line held before, ``head_len``
+        bytes with no line end in them; given only with a chunk that has one): complete ones interpreted,
+        their events appended to ``events``; an unfinished last line is held for the next chunk."""
         if not chunk:
             return
         lines = chunk.splitlines()  # bytes.splitlines splits on exactly LF, CR and CRLF
-        if head:
-            lines[0] = head + lines[0]
         line_limit = self.max_line_bytes
+        if head:
+            head.append(lines[0])
+            line = b"".join(head)
+            del head[:]  # (the pieces go before the line is decoded)
+            if line[:5] == b"data:" and len(line) <= line_limit:
+                # the data of a line held over reads (one longer than a read: a whole tool call's arguments)
+                # decoded from the joined bytes as they are: a slice of them would be one more copy
+                try:
+                    self._data.append(str(memoryview(line)[6 if line[5:6] == b" " else 5:], "utf-8"))
+                except UnicodeDecodeError as exc:
+                    raise StreamProtocolError("the stream is not valid UTF-8: {}".format(exc)) from None
+                del lines[0]
+                if head_len + len(chunk) > line_limit and len(self._data) > 1:
+                    self._check_event_size()  # (as the loop below checks after each line)
+            else:
+                lines[0] = line
         last = chunk[-1]
         tail = None
         if last == 10:
@@ -188,7 +204,7 @@ class SSEDecoder(object):
             self._skip_lf = True  # a LF starting the next chunk ends this line, not another one
         else:
             tail = lines.pop()  # held once the complete lines before it are read
-        if len(head) + len(chunk) > line_limit:
+        if head_len + len(chunk) > line_limit:
             # only then can a line, or an event's data, be too long: each checked in order, as they
             # would be had the chunk come in pieces
             for line in lines:

@@ -60,6 +60,7 @@ R7  A call with no id by the time it is announced gets a unique synthetic one.
 
 import contextvars
 import json
+import sys
 import uuid
 from typing import Any, Dict, List, Optional
 
@@ -93,8 +94,31 @@ def _finite(text: str) -> float:
 _strict_loads = json.JSONDecoder(parse_constant=_no_constant, parse_float=_finite).decode
 
 
+def _one_byte_overhead() -> int:
+    """What a str of one byte a character takes beyond its length on this interpreter, or 0 if unknown.
+
+    CPython keeps a str whose characters are all below 256 at one byte each (PEP 393): such a str, made
+    whole (compact), takes ``sizeof(its header) + 1 + len`` bytes; one of two or four bytes a character (the
+    only kinds that can hold a surrogate), or one with other storage, takes more than that, whatever its length."""
+    if sys.implementation.name != "cpython":
+        return 0
+    overhead = "".join(["\xe9", "\xe9"]).__sizeof__() - 2
+    latin, wide, widest = "".join(["\xe9"] * 5), "".join(["\u0100"] * 5), "".join(["\U00010000"] * 5)
+    if latin.__sizeof__() == overhead + 5 and wide.__sizeof__() > overhead + 5 < widest.__sizeof__():
+        return overhead
+    return 0  # pragma: no cover - a layout this check does not know
+
+
+_ONE_BYTE = _one_byte_overhead()
+
+
 def _lone_surrogate_text(text: str) -> bool:
-    """Does ``text`` (arguments that came parsed, as their ``ensure_ascii=False`` text) hold a lone surrogate?"""
+    """Does ``text`` hold a lone surrogate (``"\\ud800"``: a code point no UTF-8 can carry)?  Text stored at one
+    byte a character holds none, and that is known without reading it (ASCII; on CPython, below 256: its size
+    says so); any other text is encoded as UTF-8, which refuses a surrogate.  (No copy for the first kind: a
+    megabyte's fresh copy costs more than the encoding, in the allocator, than its bytes do.)"""
+    if text.isascii() or (_ONE_BYTE and text.__sizeof__() == _ONE_BYTE + len(text)):
+        return False
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
@@ -102,8 +126,12 @@ def _lone_surrogate_text(text: str) -> bool:
     return False
 
 
-def _lone_surrogate(value: Any) -> bool:
-    """Does ``value`` (parsed JSON) hold a string with a lone surrogate (``"\\ud800"``: no UTF-8 for it)?"""
+def _lone_surrogate(value: Any, raw: str) -> bool:
+    """Does ``value`` (``raw`` parsed) hold a string with a lone surrogate?  Without a ``\\u`` escape in ``raw``,
+    every character of its strings is one of ``raw``'s (the other escapes stand for ASCII): ``raw`` is read
+    (``_lone_surrogate_text``); else ``value``'s own text is."""
+    if "\\u" not in raw:
+        return _lone_surrogate_text(raw)
     try:
         json.dumps(value, ensure_ascii=False).encode("utf-8")
     except UnicodeEncodeError:
@@ -112,6 +140,10 @@ def _lone_surrogate(value: Any) -> bool:
 
 
 _PLAIN = (str, int, float, bool, type(None))
+#: the text of whole arguments that came parsed (R1): ``json.dumps(value, ensure_ascii=False, allow_nan=False)``
+#: with its encoder made once, and no check for cycles: only a ``_plain`` value comes here, a tree (its walk
+#: stops at MAX_DEPTH)
+_parsed_text = json.JSONEncoder(ensure_ascii=False, check_circular=False, allow_nan=False).encode
 
 
 def _plain(value: Dict[str, Any]) -> bool:
@@ -279,7 +311,7 @@ class ToolCallAssembler(object):
         elif not isinstance(arguments, str):
             if type(arguments) is dict and _plain(arguments):
                 try:  # (NaN and Infinity: the text, parsed as any text is)
-                    parsed, arguments = arguments, json.dumps(arguments, ensure_ascii=False, allow_nan=False)
+                    parsed, arguments = arguments, _parsed_text(arguments)
                 except ValueError:
                     parsed = None
             if parsed is None:
@@ -526,9 +558,9 @@ class ToolCallAssembler(object):
             else:
                 if not isinstance(arguments, dict):
                     error = self._parse_error(call, raw, "is not a JSON object")
-                elif too_deep(arguments):
+                elif parsed is None and too_deep(arguments):  # (parsed: _plain saw it shallower)
                     error = self._parse_error(call, raw, "nests deeper than {} levels".format(MAX_DEPTH))
-                elif _lone_surrogate_text(raw) if parsed is not None else _lone_surrogate(arguments):
+                elif _lone_surrogate_text(raw) if parsed is not None else _lone_surrogate(arguments, raw):
                     error = self._parse_error(call, raw, "hold a lone surrogate (a string no UTF-8 can carry)")
             if error is not None:
                 caught = self.caught

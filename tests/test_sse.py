@@ -230,3 +230,33 @@ def test_a_multi_line_event_over_the_limit_is_refused_inside_a_large_chunk():
         decode([body], max_line_bytes=16)
     with pytest.raises(StreamProtocolError, match="an SSE event exceeds 16 bytes"):
         decode([body[i:i + 1] for i in range(len(body))], max_line_bytes=16)
+
+
+def _peak(work):
+    """What ``work()`` allocated at most at once, in bytes (tracemalloc), and its result."""
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        result = work()
+        return tracemalloc.get_traced_memory()[1], result
+    finally:
+        tracemalloc.stop()
+
+
+def test_a_line_held_over_many_reads_is_joined_once_and_decoded_from_the_join():
+    """A line longer than a read (a whole tool call's arguments in one event, issue 41 item 5) arrives in pieces:
+    at its end the pieces and the end are joined once and its data decoded from that join, with no other copy
+    (it was joined, joined again with its end, sliced, then decoded: four copies alive at once)."""
+    for unit in (b"x\\n", b"x\\n\xc3\xa9"):  # (ASCII, and not: UTF-8's decoder takes more memory for the latter)
+        line = b'data: {"a": "' + unit * (1000000 // len(unit)) + b'"}'
+        body = line + b"\r\n\r\n"
+        pieces = [body[i:i + 65536] for i in range(0, len(body), 65536)]
+        decoder = SSEDecoder(pairs=True)
+        for piece in pieces[:-1]:
+            assert decoder.feed(piece) == []
+        peak, events = _peak(lambda: decoder.feed(pieces[-1]))
+        data = line[6:]
+        decoding, text = _peak(lambda: data.decode("utf-8"))
+        assert events == [("message", text)]
+        assert peak < len(line) + decoding + 100000, (unit, peak / len(line), decoding / len(line))

@@ -315,3 +315,54 @@ def test_whole_arguments_then_a_larger_object_replace_it():
     items = asm.feed(0, "c1", "f", {"a": 1}) + asm.feed(0, "c1", "f", {"a": 1, "b": 2}) + asm.close(index=0)
     assert items[-1]["arguments"] == {"a": 1, "b": 2}
     assert "".join(i["arguments"] for i in items[:-1]) == '{"a": 1, "b": 2}'
+
+
+# -- the strict reading of a lone surrogate, on both paths, without serialising the value again (issue 41 item 5) -
+
+_KINDS = ["plain ascii", "caf\u00e9 \"x\"\n", "\u4e2d\u6587", "\U0001f600 emoji"]  # one, one, two, four bytes a character
+
+
+@pytest.mark.parametrize("kind", _KINDS)
+@pytest.mark.parametrize("how", ["parsed", "escaped", "raw"])
+def test_a_lone_surrogate_is_refused_whatever_else_the_arguments_hold(kind, how):
+    """Parsed arguments (Gemini), text with a ``\\ud800`` escape, text holding the code point itself: each
+    refused, beside text of every storage kind; the same arguments without it pass, a pair escaped too."""
+    if how == "parsed":
+        bad, good = {"k": kind, "s": "\ud800" + kind}, {"k": kind, "s": kind}
+    elif how == "escaped":
+        bad = json.dumps({"k": kind}, ensure_ascii=False)[:-1] + ', "s": "\\ud800"}'
+        good = json.dumps({"k": kind}, ensure_ascii=False)[:-1] + ', "s": "\\ud83d\\ude00 \\u00e9"}'
+    else:
+        bad = json.dumps({"k": kind, "s": kind + "\udc80"}, ensure_ascii=False)
+        good = json.dumps({"k": kind, "s": kind}, ensure_ascii=False)
+    asm = ToolCallAssembler("gemini", id_prefix="p_")
+    asm.feed(0, "c1", "f", bad)
+    with pytest.raises(ToolCallArgumentParseError, match="lone surrogate"):
+        asm.close(index=0)
+    asm = ToolCallAssembler("gemini", id_prefix="p_")
+    items = asm.feed(0, "c1", "f", good) + asm.close(index=0)
+    expected = good if how == "parsed" else json.loads(good)
+    assert items[-1] == call("f", "c1", expected)
+    if how == "escaped":
+        assert expected["s"] == "\U0001f600 \u00e9"
+
+
+def test_the_strict_reading_serialises_no_value_again(monkeypatch):
+    """Arguments that came parsed are made text once (the fragment's, as json.dumps makes it: the same text),
+    and arguments that came as text without a ``\\u`` escape are checked for a lone surrogate in that text,
+    not in their value serialised again."""
+    import agenthub.toolcalls as toolcalls
+
+    dumped = []
+    real = json.dumps
+    monkeypatch.setattr(toolcalls.json, "dumps", lambda value, **kw: (dumped.append(value), real(value, **kw))[1])
+    args = {"path": "a.txt", "content": "h\u00e9llo \"x\"\n" * 100, "n": [1, 2.5, None, True, {"k": []}]}
+    asm = ToolCallAssembler("gemini", id_prefix="p_")
+    items = asm.feed(0, "c1", "write", args) + asm.close(index=0)
+    text = real(args, ensure_ascii=False)
+    asm = ToolCallAssembler("openai", id_prefix="p_")
+    streamed = asm.feed(0, "c2", "write", "") + asm.feed(0, None, None, text[:50]) + asm.feed(0, None, None, text[50:])
+    streamed += asm.finish()
+    assert dumped == []
+    assert items == [announce("write", "c1"), frag(text), call("write", "c1", args)]
+    assert streamed == [announce("write", "c2"), frag(text[:50]), frag(text[50:]), call("write", "c2", args)]
