@@ -3,6 +3,7 @@
     python bench/journal.py                 # all three; a table on stdout; exit 1 when a target is missed
     python bench/journal.py --kills 40      # a shorter fault matrix
     python bench/journal.py --only matrix|resume|overhead
+    python bench/journal.py --only overhead --before main   # the overhead before and after, in one run
 
 1. Fault matrix: a 10-turn run (9 turns of 3 tool calls each: ``look_up`` and ``check``, idempotent, and
    ``pay``, ``@tool(idempotent=False)``, whose side effect is kept by its idempotency key; then a text turn)
@@ -358,17 +359,18 @@ def resume_latency(folder, repeats=15):
 
 
 # -- 3. overhead -----------------------------------------------------------------------------------------------
-def overhead(folder, deltas, stores, repeats=7):
-    server = Server()
+def overhead(folder, deltas, stores, repeats=7, url=None):
+    server = Server() if url is None else None
+    url = url or server.url
     try:
         results = {}
-        for index, (name, url) in enumerate(stores):
+        for index, (name, store) in enumerate(stores):
             plain_cpu, plain_wall, kept_cpu, kept_wall = [], [], [], []
             for n in range(repeats):
                 for journaled in (False, True):
-                    run = "o{}-{}-{}-{}".format(index, deltas, n, int(journaled))
+                    run = "o{}-{}-{}-{}-{}".format(index, deltas, n, int(journaled), os.getpid())
                     cpu, wall = time.process_time(), time.perf_counter()
-                    result = run_once("openai-chat", server.url, run, url if journaled else None, deltas=deltas)
+                    result = run_once("openai-chat", url, run, store if journaled else None, deltas=deltas)
                     cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
                     assert result.stop == "done" and result.turns == TURNS, result.stop
                     (kept_cpu if journaled else plain_cpu).append(cpu)
@@ -376,7 +378,68 @@ def overhead(folder, deltas, stores, repeats=7):
             results[name] = (min(plain_cpu), min(kept_cpu), min(plain_wall), min(kept_wall))
         return results
     finally:
+        if server is not None:
+            server.close()
+
+
+def _stores(folder, redis_url):
+    """The overhead's stores: SQLite and Redis, each as a URL (a store opened per run) and as one object."""
+    from agenthub.stores import open_store
+
+    tag = str(os.getpid())
+    stores = [("SQLite (URL: a store opened per run)", "sqlite:///" + os.path.join(folder, "overhead-" + tag + ".db")),
+              ("SQLite (one store object)", open_store("sqlite:///" + os.path.join(folder, "object-" + tag + ".db")))]
+    if redis_url:
+        stores.append(("Redis (URL)", redis_url))
+        stores.append(("Redis (one store object)", open_store(redis_url)))
+    return stores
+
+
+def overhead_worker(url, folder, redis_url, deltas, repeats):
+    """One side of ``--before``: this process's library (the tree first on its path), every store; JSON out."""
+    stores = _stores(folder, redis_url)
+    try:
+        print(json.dumps(overhead(folder, int(deltas), stores, int(repeats), url=url)))
+    finally:
+        for _, store in stores:
+            if not isinstance(store, str):
+                store.close()
+
+
+def overhead_ab(folder, before, rounds, repeats):
+    """The overhead before (``agenthub/`` at ``before``) and after (this tree), each in fresh worker processes,
+    alternating, ``rounds`` each; medians of each side's minima, the load average beside them."""
+    import ab
+    from store_support import REDIS_SERVER, RedisServer
+
+    trees = {"before": ab.tree_at(before), "after": ROOT}
+    server = Server()
+    redis = RedisServer().start() if REDIS_SERVER else None
+    print("overhead, before ({}) and after, {} rounds x {} runs each, fresh worker processes, alternating".format(
+        before, rounds, repeats))
+    print("| store | turns | side | CPU without | CPU with journal | ratio | per turn | load |")
+    print("|---|---|---|---|---|---|---|---|")
+    try:
+        for deltas, label in ((200, "200 text deltas + 3 calls"), (0, "3 calls, no text")):
+            got = {"before": [], "after": []}
+            loads = []
+            for n in range(rounds):
+                for side in (("before", "after") if n % 2 == 0 else ("after", "before")):
+                    loads.append(ab.load())
+                    got[side].append(ab.run_worker(trees[side], __file__, [
+                        "overhead-worker", server.url, folder, redis.url if redis else "", str(deltas), str(repeats)]))
+            for name in got["after"][0]:
+                for side in ("before", "after"):
+                    plain_cpu = statistics.median(r[name][0] for r in got[side])
+                    kept_cpu = statistics.median(r[name][1] for r in got[side])
+                    ratio = statistics.median(r[name][1] / r[name][0] for r in got[side])
+                    print("| {} | {} | {} | {:.1f} ms | {:.1f} ms | {:.3f}x | +{:.2f} ms | {} |".format(
+                        name, label, side, plain_cpu * 1000, kept_cpu * 1000, ratio,
+                        (kept_cpu - plain_cpu) * 1000 / TURNS, ab.loads_text(loads)))
+    finally:
         server.close()
+        if redis is not None:
+            redis.close()
 
 
 def main():
@@ -384,6 +447,9 @@ def main():
     parser.add_argument("--kills", type=int, default=200)
     parser.add_argument("--seed", type=int, default=39)
     parser.add_argument("--only", default="matrix,resume,overhead")
+    parser.add_argument("--before", default=None, help="the overhead before (agenthub/ at this git revision) "
+                        "and after, in fresh worker processes, alternating")
+    parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
     missed = []
     with tempfile.TemporaryDirectory() as folder:
@@ -411,7 +477,9 @@ def main():
                   "{:.1f} ms, max {:.1f} ms (target < 50 ms)".format(min(times), statistics.median(times), max(times)))
             if statistics.median(times) >= 50:
                 missed.append("resume")
-        if "overhead" in args.only:
+        if "overhead" in args.only and args.before:
+            overhead_ab(folder, args.before, args.rounds, 5)
+        elif "overhead" in args.only:
             from agenthub.stores import open_store
 
             opened = open_store("sqlite:///" + os.path.join(folder, "overhead-object.db"))
@@ -454,5 +522,8 @@ if __name__ == "__main__":
         import agenthub.stores.sqlite  # noqa: F401
     elif sys.argv[1:2] == ["child"]:
         child(*sys.argv[2:7])
+    elif sys.argv[1:2] == ["overhead-worker"]:
+        sys.path.insert(0, os.environ["PYTHONPATH"].split(os.pathsep)[0])  # (the tree measured, before this one)
+        overhead_worker(*sys.argv[2:7])
     else:
         sys.exit(main())

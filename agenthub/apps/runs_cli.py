@@ -167,7 +167,7 @@ def _show(out: TextIO, run_id: str, entries: List[Dict[str, Any]]) -> None:
             row = results.get((turn["turn"], call["id"]))
             arguments = _clip(json.dumps(call["arguments"], ensure_ascii=False), 80)
             if row is None:
-                state = "not started"
+                state = "no result journaled: runs on resume"
             elif row["result"] is None:
                 state = "interrupted: started, no result journaled"
             else:
@@ -219,9 +219,15 @@ def _resume(out: TextIO, run_id: str, entries: List[Dict[str, Any]], owned: bool
         if facts["in_flight"] is not None:
             what += ", sends turn {}'s request again".format(facts["in_flight"] + 1)
         if interrupted:
-            what += "; interrupted call{} {}: run again if idempotent, else handed back pending " \
+            what += "; interrupted call{} {} (@tool(idempotent=False), started): handed back pending " \
                     "(RunResult.interrupted)".format("" if len(interrupted) == 1 else "s",
                                                      ", ".join(str(c["id"]) for c in interrupted))
+        started = {(c["turn"], c["id"]) for c in facts["calls"]}
+        unanswered = [c["id"] for t in facts["turns"][-1:] for c in t["calls"] if (t["turn"], c["id"]) not in started]
+        if unanswered and facts["done"] is None:
+            what += "; call{} {} with no result journaled: run{} (again, if it ran: at least once)".format(
+                "" if len(unanswered) == 1 else "s", ", ".join(str(i) for i in unanswered),
+                "s" if len(unanswered) == 1 else "")
     lines.append(what)
     what = "\n".join(lines)
     out.write(shown(what) + "\n")
