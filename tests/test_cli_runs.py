@@ -222,3 +222,31 @@ def test_forget_refuses_a_run_a_live_worker_owns_unless_forced(tmp_path, capsys)
         assert store.journal_runs() == []
     finally:
         store.close()
+
+
+def test_a_resumed_journaled_chat_logs_each_turn_once_in_the_same_conversation(tmp_path, capsys):
+    """The conversation log holds a journaled chat run once: a resume (here: the same command once the run
+    ended, its result at once, nothing sent) continues the run's conversation with the turns not logged yet,
+    it does not log the replayed ones again as a new conversation."""
+    from agenthub.apps.conversations import Log
+
+    journal = "sqlite:///" + str(tmp_path / "runs.db")
+    with SSEServer() as server:
+        server.answers += [Answer([chat_calls([("c1", "look_up", '{"city": "Rome"}')])]),
+                           Answer([chat_text("Rome is open.")])]
+        argv = [a for a in _chat(server, tmp_path, journal, "--yes") if a != "--no-log"]
+        os.environ["MARKS"] = str(tmp_path / "marks")
+        try:
+            assert main(argv) == 0
+            assert main(argv) == 0  # the run ended: its result again, from the journal
+        finally:
+            del os.environ["MARKS"]
+        assert len(server.requests) == 2
+    assert capsys.readouterr().out == "Rome is open.\nRome is open.\n"
+    with Log() as log:
+        listed = log.list()
+        assert [row["turns"] for row in listed] == [2]
+        assert listed[0]["first_prompt"] == "Book the trip."
+        history = log.history(listed[0]["id"])
+        assert [m["role"] for m in history] == ["user", "assistant", "user", "assistant"]
+        assert history[2]["content_items"][0]["type"] == "tool_result"
