@@ -20,7 +20,9 @@
    the time from the call to the server receiving the first live request (same clock), SQLite.  Target < 50 ms.
 3. Overhead: the same 10-turn run with and without a journal (SQLite; Redis when redis-server is installed),
    alternating, 7 runs each, CPU (``time.process_time``, every thread) and wall, min; turns of 200 text deltas
-   and 3 tool calls (as bench/agent.py), and small turns (3 tool calls, no text).  Target: CPU <= 1.05x.
+   and 3 tool calls (as bench/agent.py), small turns (3 tool calls, no text), and small turns whose 3 tools are
+   all idempotent (``pay`` declared idempotent: no call is journaled as started).  Target: CPU <= 1.05x.
+   ``--before REV``: the same, before (``agenthub/`` at REV) and after, in fresh worker processes, alternating.
 """
 
 import argparse
@@ -148,7 +150,7 @@ class Server(object):
 
 
 # -- the run (in the child, and in this process for the resume and overhead measurements) --------------------
-def make_tools(ledger):
+def make_tools(ledger, all_idempotent=False):
     from agenthub import tool
     from agenthub.agent import current_call
 
@@ -175,7 +177,7 @@ def make_tools(ledger):
         time.sleep(TOOL_SECONDS)
         return "{} check {}".format(MARK, n)
 
-    @tool(idempotent=False)
+    @tool(idempotent=all_idempotent)
     def pay(n: int) -> str:
         """Pay (not safe to repeat: the idempotency key keeps it once)."""
         key = current_call().idempotency_key
@@ -200,9 +202,10 @@ def user(run):
     return [{"role": "user", "content_items": [{"type": "text", "text": "Do the ten things. RUN={}".format(run)}]}]
 
 
-def run_once(wire, url, run, journal=None, ledger=None, deltas=0, decide=None, max_turns=TURNS):
+def run_once(wire, url, run, journal=None, ledger=None, deltas=0, decide=None, max_turns=TURNS,
+             all_idempotent=False):
     client = client_for(wire, url, deltas)
-    tools = make_tools(ledger)
+    tools = make_tools(ledger, all_idempotent)
     kwargs = dict(journal=journal, run_id=run, journal_wait=60) if journal else {}
     config = {"extra_headers": {"X-Deltas": str(deltas)}} if deltas else None
     return client.run(user(run), config, tools=tools, max_turns=max_turns, decisions=decide, **kwargs).result()
@@ -359,7 +362,7 @@ def resume_latency(folder, repeats=15):
 
 
 # -- 3. overhead -----------------------------------------------------------------------------------------------
-def overhead(folder, deltas, stores, repeats=7, url=None):
+def overhead(folder, deltas, stores, repeats=7, url=None, all_idempotent=False):
     server = Server() if url is None else None
     url = url or server.url
     try:
@@ -370,7 +373,8 @@ def overhead(folder, deltas, stores, repeats=7, url=None):
                 for journaled in (False, True):
                     run = "o{}-{}-{}-{}-{}".format(index, deltas, n, int(journaled), os.getpid())
                     cpu, wall = time.process_time(), time.perf_counter()
-                    result = run_once("openai-chat", url, run, store if journaled else None, deltas=deltas)
+                    result = run_once("openai-chat", url, run, store if journaled else None, deltas=deltas,
+                                      all_idempotent=all_idempotent)
                     cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
                     assert result.stop == "done" and result.turns == TURNS, result.stop
                     (kept_cpu if journaled else plain_cpu).append(cpu)
@@ -380,6 +384,11 @@ def overhead(folder, deltas, stores, repeats=7, url=None):
     finally:
         if server is not None:
             server.close()
+
+
+#: the overhead's turns: (text deltas, label, every tool idempotent)
+CASES = ((200, "200 text deltas + 3 calls", False), (0, "3 calls, no text", False),
+         (0, "3 idempotent calls, no text", True))
 
 
 def _stores(folder, redis_url):
@@ -395,11 +404,12 @@ def _stores(folder, redis_url):
     return stores
 
 
-def overhead_worker(url, folder, redis_url, deltas, repeats):
+def overhead_worker(url, folder, redis_url, deltas, repeats, all_idempotent="0"):
     """One side of ``--before``: this process's library (the tree first on its path), every store; JSON out."""
     stores = _stores(folder, redis_url)
     try:
-        print(json.dumps(overhead(folder, int(deltas), stores, int(repeats), url=url)))
+        print(json.dumps(overhead(folder, int(deltas), stores, int(repeats), url=url,
+                                  all_idempotent=all_idempotent == "1")))
     finally:
         for _, store in stores:
             if not isinstance(store, str):
@@ -420,14 +430,15 @@ def overhead_ab(folder, before, rounds, repeats):
     print("| store | turns | side | CPU without | CPU with journal | ratio | per turn | load |")
     print("|---|---|---|---|---|---|---|---|")
     try:
-        for deltas, label in ((200, "200 text deltas + 3 calls"), (0, "3 calls, no text")):
+        for deltas, label, idempotent in CASES:
             got = {"before": [], "after": []}
             loads = []
             for n in range(rounds):
                 for side in (("before", "after") if n % 2 == 0 else ("after", "before")):
                     loads.append(ab.load())
                     got[side].append(ab.run_worker(trees[side], __file__, [
-                        "overhead-worker", server.url, folder, redis.url if redis else "", str(deltas), str(repeats)]))
+                        "overhead-worker", server.url, folder, redis.url if redis else "", str(deltas), str(repeats),
+                        str(int(idempotent))]))
             for name in got["after"][0]:
                 for side in ("before", "after"):
                     plain_cpu = statistics.median(r[name][0] for r in got[side])
@@ -495,8 +506,8 @@ def main():
             try:
                 print("| store | turns | CPU without | CPU with journal | ratio | per turn | wall without | wall with |")
                 print("|---|---|---|---|---|---|---|---|")
-                for deltas, label in ((200, "200 text deltas + 3 calls"), (0, "3 calls, no text")):
-                    for name, (pc, kc, pw, kw) in overhead(folder, deltas, stores).items():
+                for deltas, label, idempotent in CASES:
+                    for name, (pc, kc, pw, kw) in overhead(folder, deltas, stores, all_idempotent=idempotent).items():
                         print("| {} | {} | {:.1f} ms | {:.1f} ms | {:.3f}x | +{:.2f} ms | {:.1f} ms | {:.1f} ms |".format(
                             name, label, pc * 1000, kc * 1000, kc / pc, (kc - pc) * 1000 / TURNS, pw * 1000, kw * 1000))
                         if kc / pc > 1.05:
@@ -524,6 +535,6 @@ if __name__ == "__main__":
         child(*sys.argv[2:7])
     elif sys.argv[1:2] == ["overhead-worker"]:
         sys.path.insert(0, os.environ["PYTHONPATH"].split(os.pathsep)[0])  # (the tree measured, before this one)
-        overhead_worker(*sys.argv[2:7])
+        overhead_worker(*sys.argv[2:8])
     else:
         sys.exit(main())
