@@ -3,6 +3,7 @@
     python bench/journal.py                 # all three; a table on stdout; exit 1 when a target is missed
     python bench/journal.py --kills 40      # a shorter fault matrix
     python bench/journal.py --only matrix|resume|overhead
+    python bench/journal.py --only overhead --before main   # the overhead before and after, in one run
 
 1. Fault matrix: a 10-turn run (9 turns of 3 tool calls each: ``look_up`` and ``check``, idempotent, and
    ``pay``, ``@tool(idempotent=False)``, whose side effect is kept by its idempotency key; then a text turn)
@@ -19,7 +20,9 @@
    the time from the call to the server receiving the first live request (same clock), SQLite.  Target < 50 ms.
 3. Overhead: the same 10-turn run with and without a journal (SQLite; Redis when redis-server is installed),
    alternating, 7 runs each, CPU (``time.process_time``, every thread) and wall, min; turns of 200 text deltas
-   and 3 tool calls (as bench/agent.py), and small turns (3 tool calls, no text).  Target: CPU <= 1.05x.
+   and 3 tool calls (as bench/agent.py), small turns (3 tool calls, no text), and small turns whose 3 tools are
+   all idempotent (``pay`` declared idempotent: no call is journaled as started).  Target: CPU <= 1.05x.
+   ``--before REV``: the same, before (``agenthub/`` at REV) and after, in fresh worker processes, alternating.
 """
 
 import argparse
@@ -147,7 +150,7 @@ class Server(object):
 
 
 # -- the run (in the child, and in this process for the resume and overhead measurements) --------------------
-def make_tools(ledger):
+def make_tools(ledger, all_idempotent=False):
     from agenthub import tool
     from agenthub.agent import current_call
 
@@ -174,7 +177,7 @@ def make_tools(ledger):
         time.sleep(TOOL_SECONDS)
         return "{} check {}".format(MARK, n)
 
-    @tool(idempotent=False)
+    @tool(idempotent=all_idempotent)
     def pay(n: int) -> str:
         """Pay (not safe to repeat: the idempotency key keeps it once)."""
         key = current_call().idempotency_key
@@ -199,9 +202,10 @@ def user(run):
     return [{"role": "user", "content_items": [{"type": "text", "text": "Do the ten things. RUN={}".format(run)}]}]
 
 
-def run_once(wire, url, run, journal=None, ledger=None, deltas=0, decide=None, max_turns=TURNS):
+def run_once(wire, url, run, journal=None, ledger=None, deltas=0, decide=None, max_turns=TURNS,
+             all_idempotent=False):
     client = client_for(wire, url, deltas)
-    tools = make_tools(ledger)
+    tools = make_tools(ledger, all_idempotent)
     kwargs = dict(journal=journal, run_id=run, journal_wait=60) if journal else {}
     config = {"extra_headers": {"X-Deltas": str(deltas)}} if deltas else None
     return client.run(user(run), config, tools=tools, max_turns=max_turns, decisions=decide, **kwargs).result()
@@ -358,17 +362,19 @@ def resume_latency(folder, repeats=15):
 
 
 # -- 3. overhead -----------------------------------------------------------------------------------------------
-def overhead(folder, deltas, stores, repeats=7):
-    server = Server()
+def overhead(folder, deltas, stores, repeats=7, url=None, all_idempotent=False):
+    server = Server() if url is None else None
+    url = url or server.url
     try:
         results = {}
-        for index, (name, url) in enumerate(stores):
+        for index, (name, store) in enumerate(stores):
             plain_cpu, plain_wall, kept_cpu, kept_wall = [], [], [], []
             for n in range(repeats):
                 for journaled in (False, True):
-                    run = "o{}-{}-{}-{}".format(index, deltas, n, int(journaled))
+                    run = "o{}-{}-{}-{}-{}".format(index, deltas, n, int(journaled), os.getpid())
                     cpu, wall = time.process_time(), time.perf_counter()
-                    result = run_once("openai-chat", server.url, run, url if journaled else None, deltas=deltas)
+                    result = run_once("openai-chat", url, run, store if journaled else None, deltas=deltas,
+                                      all_idempotent=all_idempotent)
                     cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
                     assert result.stop == "done" and result.turns == TURNS, result.stop
                     (kept_cpu if journaled else plain_cpu).append(cpu)
@@ -376,7 +382,75 @@ def overhead(folder, deltas, stores, repeats=7):
             results[name] = (min(plain_cpu), min(kept_cpu), min(plain_wall), min(kept_wall))
         return results
     finally:
+        if server is not None:
+            server.close()
+
+
+#: the overhead's turns: (text deltas, label, every tool idempotent)
+CASES = ((200, "200 text deltas + 3 calls", False), (0, "3 calls, no text", False),
+         (0, "3 idempotent calls, no text", True))
+
+
+def _stores(folder, redis_url):
+    """The overhead's stores: SQLite and Redis, each as a URL (a store opened per run) and as one object."""
+    from agenthub.stores import open_store
+
+    tag = str(os.getpid())
+    stores = [("SQLite (URL: a store opened per run)", "sqlite:///" + os.path.join(folder, "overhead-" + tag + ".db")),
+              ("SQLite (one store object)", open_store("sqlite:///" + os.path.join(folder, "object-" + tag + ".db")))]
+    if redis_url:
+        stores.append(("Redis (URL)", redis_url))
+        stores.append(("Redis (one store object)", open_store(redis_url)))
+    return stores
+
+
+def overhead_worker(url, folder, redis_url, deltas, repeats, all_idempotent="0"):
+    """One side of ``--before``: this process's library (the tree first on its path), every store; JSON out."""
+    stores = _stores(folder, redis_url)
+    try:
+        print(json.dumps(overhead(folder, int(deltas), stores, int(repeats), url=url,
+                                  all_idempotent=all_idempotent == "1")))
+    finally:
+        for _, store in stores:
+            if not isinstance(store, str):
+                store.close()
+
+
+def overhead_ab(folder, before, rounds, repeats):
+    """The overhead before (``agenthub/`` at ``before``) and after (this tree), each in fresh worker processes,
+    alternating, ``rounds`` each; medians of each side's minima, the load average beside them."""
+    import ab
+    from store_support import REDIS_SERVER, RedisServer
+
+    trees = {"before": ab.tree_at(before), "after": ROOT}
+    server = Server()
+    redis = RedisServer().start() if REDIS_SERVER else None
+    print("overhead, before ({}) and after, {} rounds x {} runs each, fresh worker processes, alternating".format(
+        before, rounds, repeats))
+    print("| store | turns | side | CPU without | CPU with journal | ratio | per turn | load |")
+    print("|---|---|---|---|---|---|---|---|")
+    try:
+        for deltas, label, idempotent in CASES:
+            got = {"before": [], "after": []}
+            loads = []
+            for n in range(rounds):
+                for side in (("before", "after") if n % 2 == 0 else ("after", "before")):
+                    loads.append(ab.load())
+                    got[side].append(ab.run_worker(trees[side], __file__, [
+                        "overhead-worker", server.url, folder, redis.url if redis else "", str(deltas), str(repeats),
+                        str(int(idempotent))]))
+            for name in got["after"][0]:
+                for side in ("before", "after"):
+                    plain_cpu = statistics.median(r[name][0] for r in got[side])
+                    kept_cpu = statistics.median(r[name][1] for r in got[side])
+                    ratio = statistics.median(r[name][1] / r[name][0] for r in got[side])
+                    print("| {} | {} | {} | {:.1f} ms | {:.1f} ms | {:.3f}x | +{:.2f} ms | {} |".format(
+                        name, label, side, plain_cpu * 1000, kept_cpu * 1000, ratio,
+                        (kept_cpu - plain_cpu) * 1000 / TURNS, ab.loads_text(loads)))
+    finally:
         server.close()
+        if redis is not None:
+            redis.close()
 
 
 def main():
@@ -384,6 +458,9 @@ def main():
     parser.add_argument("--kills", type=int, default=200)
     parser.add_argument("--seed", type=int, default=39)
     parser.add_argument("--only", default="matrix,resume,overhead")
+    parser.add_argument("--before", default=None, help="the overhead before (agenthub/ at this git revision) "
+                        "and after, in fresh worker processes, alternating")
+    parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
     missed = []
     with tempfile.TemporaryDirectory() as folder:
@@ -411,7 +488,9 @@ def main():
                   "{:.1f} ms, max {:.1f} ms (target < 50 ms)".format(min(times), statistics.median(times), max(times)))
             if statistics.median(times) >= 50:
                 missed.append("resume")
-        if "overhead" in args.only:
+        if "overhead" in args.only and args.before:
+            overhead_ab(folder, args.before, args.rounds, 5)
+        elif "overhead" in args.only:
             from agenthub.stores import open_store
 
             opened = open_store("sqlite:///" + os.path.join(folder, "overhead-object.db"))
@@ -427,8 +506,8 @@ def main():
             try:
                 print("| store | turns | CPU without | CPU with journal | ratio | per turn | wall without | wall with |")
                 print("|---|---|---|---|---|---|---|---|")
-                for deltas, label in ((200, "200 text deltas + 3 calls"), (0, "3 calls, no text")):
-                    for name, (pc, kc, pw, kw) in overhead(folder, deltas, stores).items():
+                for deltas, label, idempotent in CASES:
+                    for name, (pc, kc, pw, kw) in overhead(folder, deltas, stores, all_idempotent=idempotent).items():
                         print("| {} | {} | {:.1f} ms | {:.1f} ms | {:.3f}x | +{:.2f} ms | {:.1f} ms | {:.1f} ms |".format(
                             name, label, pc * 1000, kc * 1000, kc / pc, (kc - pc) * 1000 / TURNS, pw * 1000, kw * 1000))
                         if kc / pc > 1.05:
@@ -454,5 +533,8 @@ if __name__ == "__main__":
         import agenthub.stores.sqlite  # noqa: F401
     elif sys.argv[1:2] == ["child"]:
         child(*sys.argv[2:7])
+    elif sys.argv[1:2] == ["overhead-worker"]:
+        sys.path.insert(0, os.environ["PYTHONPATH"].split(os.pathsep)[0])  # (the tree measured, before this one)
+        overhead_worker(*sys.argv[2:8])
     else:
         sys.exit(main())

@@ -94,11 +94,11 @@ def test_a_chat_tool_run_killed_at_a_tool_resumes_with_the_same_command_and_pays
         _killed_at(argv, _env(tmp_path, HANG="look_up"), marks, "look_up")
         assert len(server.requests) == 1
         listed = _cli(["runs", "list", "--journal", journal], _env(tmp_path))
-        assert listed.returncode == 0 and listed.stdout.startswith("trip-1  4 entries  ")  # header request turn call
+        assert listed.returncode == 0 and listed.stdout.startswith("trip-1  2 entries  ")  # header turn (look_up: idempotent, no entry)
         resumed = _cli(["runs", "resume", "trip-1", "--journal", journal], _env(tmp_path))
         assert resumed.stdout.splitlines()[-4] == (
-            "run trip-1 did not end: a resume replays 1 turn and 0 tool results (nothing sent for them); interrupted "
-            "call c1: run again if idempotent, else handed back pending (RunResult.interrupted)")
+            "run trip-1 did not end: a resume replays 1 turn and 0 tool results (nothing sent for them); call c1 "
+            "with no result journaled: runs (again, if it ran: at least once)")
         again = _cli(argv + ["--journal-wait", "10"], _env(tmp_path))
         assert again.returncode == 0, again.stderr
         assert len(server.requests) == 2  # the first turn came from the journal: sent once in all
@@ -110,7 +110,7 @@ def test_a_chat_tool_run_killed_at_a_tool_resumes_with_the_same_command_and_pays
     shown = _cli(["runs", "show", "trip-1", "--journal", journal], _env(tmp_path))
     assert shown.returncode == 0, shown.stderr
     assert shown.stdout.splitlines() == [
-        "run trip-1: 9 entries (journal format 1, written by agenthub {})".format(
+        "run trip-1: 5 entries (journal format 1, written by agenthub {})".format(
             __import__("agenthub").__version__),
         "turn 1 (demo-model): 1 tool call",
         "  [done: tool_call] tokens: prompt 10, cached ?, thinking ?, response 5",
@@ -123,7 +123,7 @@ def test_a_chat_tool_run_killed_at_a_tool_resumes_with_the_same_command_and_pays
     assert shown.stdout.splitlines()[3].startswith('  [tool look_up({"city": "Rome"}) -> \'Rome: open\' (')
     raw = [json.loads(line) for line in _cli(["runs", "show", "trip-1", "--journal", journal, "--json"],
                                              _env(tmp_path)).stdout.splitlines()]
-    assert [e["k"] for e in raw] == ["header", "request", "turn", "call", "call", "result", "request", "turn", "done"]
+    assert [e["k"] for e in raw] == ["header", "turn", "result", "turn", "done"]
     ended = _cli(["runs", "resume", "trip-1", "--journal", journal], _env(tmp_path))
     assert ended.stdout.splitlines()[0] == ("run trip-1 ended (done): started again, it returns its result at once, "
                                             "nothing sent")
@@ -222,3 +222,31 @@ def test_forget_refuses_a_run_a_live_worker_owns_unless_forced(tmp_path, capsys)
         assert store.journal_runs() == []
     finally:
         store.close()
+
+
+def test_a_resumed_journaled_chat_logs_each_turn_once_in_the_same_conversation(tmp_path, capsys):
+    """The conversation log holds a journaled chat run once: a resume (here: the same command once the run
+    ended, its result at once, nothing sent) continues the run's conversation with the turns not logged yet,
+    it does not log the replayed ones again as a new conversation."""
+    from agenthub.apps.conversations import Log
+
+    journal = "sqlite:///" + str(tmp_path / "runs.db")
+    with SSEServer() as server:
+        server.answers += [Answer([chat_calls([("c1", "look_up", '{"city": "Rome"}')])]),
+                           Answer([chat_text("Rome is open.")])]
+        argv = [a for a in _chat(server, tmp_path, journal, "--yes") if a != "--no-log"]
+        os.environ["MARKS"] = str(tmp_path / "marks")
+        try:
+            assert main(argv) == 0
+            assert main(argv) == 0  # the run ended: its result again, from the journal
+        finally:
+            del os.environ["MARKS"]
+        assert len(server.requests) == 2
+    assert capsys.readouterr().out == "Rome is open.\nRome is open.\n"
+    with Log() as log:
+        listed = log.list()
+        assert [row["turns"] for row in listed] == [2]
+        assert listed[0]["first_prompt"] == "Book the trip."
+        history = log.history(listed[0]["id"])
+        assert [m["role"] for m in history] == ["user", "assistant", "user", "assistant"]
+        assert history[2]["content_items"][0]["type"] == "tool_result"

@@ -150,7 +150,8 @@ CHILD = textwrap.dedent("""
 def kill_once_attached(server, wire, journal, config=CONFIG):
     """Run the child; SIGKILL it once its journal holds the first turn's response id (the server holds
     that response's stream after its first events, so the turn cannot have completed); without
-    ``background``, once the first request is journaled and has reached the server."""
+    ``background``, once the first request has reached the server (a plain request in flight is not
+    journaled: it is sent again on resume)."""
     model, path, _ = WIRES[wire]
     env = dict(os.environ, KEY=KEY, URL=server.url, JOURNAL=journal, WIRE=wire, MODEL=model, BASE_PATH=path,
                PYTHONPATH=ROOT, CONFIG=json.dumps(config))
@@ -160,7 +161,7 @@ def kill_once_attached(server, wire, journal, config=CONFIG):
     def ready():
         if config.get("background"):
             return "attach" in kinds(store, "bg-1")
-        return "request" in kinds(store, "bg-1") and len(posts(server, wire)) == 1
+        return len(posts(server, wire)) == 1
 
     try:
         deadline = time.monotonic() + 30
@@ -208,9 +209,9 @@ def test_killed_with_the_response_in_flight_the_resume_re_attaches_by_id_and_pay
         cancels = [r for r in server.requests if r["path"].endswith("/cancel")]
     model, path, kind = WIRES[wire]
     # the journal held the id (no URL, no key), and no answer for the turn
-    assert [e["k"] for e in entries] == ["header", "request", "attach"]
+    assert [e["k"] for e in entries] == ["header", "attach"]
     host = server.url.split("//")[1]
-    assert entries[2] == {"k": "attach", "turn": 0, "id": "res_turn1", "wire": wire,
+    assert entries[1] == {"k": "attach", "turn": 0, "id": "res_turn1", "wire": wire,
                           "route": {"model": model, "client_type": wire, "host": host}}
     # the resume: no POST for the first turn, one GET of it by id from its start; the second turn live
     assert len(sent) == 2 and cancels == []
@@ -222,8 +223,8 @@ def test_killed_with_the_response_in_flight_the_resume_re_attaches_by_id_and_pay
     assert result.cost_usd == clean.cost_usd and result.cost_usd > 0  # counted once
     # the budget of the resuming process: the re-attached turn charged once (it was never settled), and the next
     assert budget.requests == 2 and budget.spent_usd == pytest.approx(result.cost_usd)
-    assert kinds(open_store(journal), "bg-1") == ["header", "request", "attach", "turn", "call", "result",
-                                                  "request", "attach", "turn", "done"]
+    assert kinds(open_store(journal), "bg-1") == ["header", "attach", "turn", "result", "attach", "turn",
+                                                  "done"]
     # agenthub runs show / resume say the turn in flight is re-attached, not sent again
     lines = told.getvalue().splitlines()
     assert "turn 1: request sent as background response res_turn1, no answer journaled (a resume re-attaches to it " \
@@ -253,7 +254,7 @@ def test_killed_with_the_response_in_flight_and_gone_or_not_background_the_resum
                                                   run_id="bg-1", journal_wait=10).result()
         sent = posts(server, wire)
         got = gets(server)
-    assert [e["k"] for e in entries] == ["header", "request"] + (["attach"] if background else [])
+    assert [e["k"] for e in entries] == (["header", "attach"] if background else [])
     assert result.stop == "done" and result.turns == 2
     assert len(sent) == 3 and sent[0]["body"] == sent[1]["body"]  # the first turn sent again, once
     warned = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
@@ -289,10 +290,10 @@ class _Failing(MemoryStore):
         MemoryStore.__init__(self)
         self.failing = set(failing)
 
-    def journal_append(self, run_id, owner, seq, entry, ttl=None):
-        if json.loads(entry)["k"] in self.failing:
-            raise StoreError("the store went away")
-        MemoryStore.journal_append(self, run_id, owner, seq, entry, ttl)
+    def journal_append_many(self, run_id, owner, seq, entries, ttl=None):
+        if any(json.loads(entry)["k"] in self.failing for entry in entries):
+            raise StoreError("the store went away")  # (one write: all of it or none)
+        MemoryStore.journal_append_many(self, run_id, owner, seq, entries, ttl)
 
 
 def stopped_after_the_first_answer(server, wire, run_id="bg-3"):
@@ -301,7 +302,7 @@ def stopped_after_the_first_answer(server, wire, run_id="bg-3"):
     store = _Failing({"turn"})
     with pytest.raises(StoreError, match="the store went away"):
         client_for(server, wire).run([USER], dict(CONFIG), tools=[look_up], journal=store, run_id=run_id).result()
-    assert kinds(store, run_id) == ["header", "request", "attach"]
+    assert kinds(store, run_id) == ["header", "attach"]
     store.failing = set()
     return store
 
@@ -340,10 +341,10 @@ def test_a_response_the_server_no_longer_has_is_sent_again_once_with_a_warning(c
     assert warned == ["run 'bg-3': turn 0: background response res_turn1 is not re-attached: the server no longer "
                       "has it (HTTP 404); the request is sent again"]
     entries = [json.loads(e) for e in store.journal_entries("bg-3")]
-    assert entries[3] == {"k": "detach", "turn": 0, "id": "res_turn1", "reason": "the server no longer has it (HTTP 404)"}
-    assert [e["k"] for e in entries] == ["header", "request", "attach", "detach", "request", "attach", "turn", "call",
-                                         "result", "request", "attach", "turn", "done"]
-    assert entries[5]["id"] == "res_again"
+    assert entries[2] == {"k": "detach", "turn": 0, "id": "res_turn1", "reason": "the server no longer has it (HTTP 404)"}
+    assert [e["k"] for e in entries] == ["header", "attach", "detach", "attach", "turn", "result", "attach",
+                                         "turn", "done"]
+    assert entries[3]["id"] == "res_again"
 
 
 def test_a_response_that_failed_is_sent_again():
@@ -363,7 +364,7 @@ def test_a_response_that_failed_is_sent_again():
         assert len(posts(server, wire)) == 3 and len(gets(server)) == 1
     assert plain(result.messages) == plain(clean.messages)
     entries = [json.loads(e) for e in store.journal_entries("bg-3")]
-    assert entries[3]["k"] == "detach" and entries[3]["reason"].startswith("it failed")
+    assert entries[2]["k"] == "detach" and entries[2]["reason"].startswith("it failed")
 
 
 def test_a_run_without_background_sends_the_request_in_flight_again():
@@ -376,7 +377,7 @@ def test_a_run_without_background_sends_the_request_in_flight_again():
         client = client_for(server, wire)
         with pytest.raises(StoreError):
             client.run([USER], {"max_tokens": 200}, tools=[look_up], journal=store, run_id="bg-4").result()
-        assert kinds(store, "bg-4") == ["header", "request"]  # no id journaled: nothing to re-attach to
+        assert kinds(store, "bg-4") == []  # no id journaled: nothing to re-attach to
         store.failing = set()
         result = client.run([USER], {"max_tokens": 200}, tools=[look_up], journal=store, run_id="bg-4").result()
         assert len(posts(server, wire)) == 3 and gets(server) == []
@@ -396,7 +397,7 @@ def test_a_response_started_on_another_route_is_sent_again():
         assert len(posts(server, wire)) == 3 and gets(server) == []
     assert result.stop == "done"
     entries = [json.loads(e) for e in store.journal_entries("bg-3")]
-    assert entries[3]["k"] == "detach" and entries[3]["reason"].startswith("it was started on another route")
+    assert entries[2]["k"] == "detach" and entries[2]["reason"].startswith("it was started on another route")
 
 
 def test_run_stateful_re_attaches_into_a_new_clients_history():
@@ -439,7 +440,7 @@ def test_a_failure_mid_turn_journals_detach_so_the_resume_sends_the_turn_again()
         client = client_for(server, wire)
         with pytest.raises(UpstreamError, match="the model failed"):
             client.run([USER], dict(CONFIG), tools=[look_up], journal=store, run_id="bg-5").result()
-        assert kinds(store, "bg-5") == ["header", "request", "attach", "detach"]
+        assert kinds(store, "bg-5") == ["header", "attach", "detach"]
         result = client.run([USER], dict(CONFIG), tools=[look_up], journal=store, run_id="bg-5").result()
         assert len(posts(server, wire)) == 3 and gets(server) == []  # sent again, not re-attached to what failed
     assert result.stop == "done" and result.turns == 2
@@ -490,9 +491,9 @@ def test_a_journaled_id_that_would_leave_its_url_segment_is_never_asked_for():
         server.add("res_again", responses_call("res_again"))
         server.scripts.append(server.scripts.pop(1))
         store = stopped_after_the_first_answer(server, wire)
-        route = json.loads(store.journal_entries("bg-3")[2])["route"]
+        route = json.loads(store.journal_entries("bg-3")[1])["route"]
         assert store.journal_claim("bg-3", "editor", 30.0) is None  # (someone wrote another id into the journal)
-        store.journal_append("bg-3", "editor", 3, json.dumps({"k": "attach", "turn": 0, "id": "..", "wire": wire,
+        store.journal_append("bg-3", "editor", 2, json.dumps({"k": "attach", "turn": 0, "id": "..", "wire": wire,
                                                                "route": route}))
         store.journal_release("bg-3", "editor")
         result = client_for(server, wire).run([USER], dict(CONFIG), tools=[look_up], journal=store,
@@ -500,4 +501,4 @@ def test_a_journaled_id_that_would_leave_its_url_segment_is_never_asked_for():
         assert gets(server) == [] and len(posts(server, wire)) == 3
     assert result.stop == "done"
     entries = [json.loads(e) for e in store.journal_entries("bg-3")]
-    assert entries[4] == {"k": "detach", "turn": 0, "id": "..", "reason": "it cannot be asked for (StreamProtocolError)"}
+    assert entries[3] == {"k": "detach", "turn": 0, "id": "..", "reason": "it cannot be asked for (StreamProtocolError)"}

@@ -281,20 +281,21 @@ class _GoingAway(MemoryStore):
         MemoryStore.__init__(self)
         self.after = after
 
-    def journal_append(self, run_id, owner, seq, entry, ttl=None):
-        if seq >= self.after:
+    def journal_append_many(self, run_id, owner, seq, entries, ttl=None):
+        if seq + len(entries) > self.after:
             raise StoreError("the store went away")
-        MemoryStore.journal_append(self, run_id, owner, seq, entry, ttl)
+        MemoryStore.journal_append_many(self, run_id, owner, seq, entries, ttl)
 
 
 def test_a_journal_that_goes_away_fails_the_run_with_a_typed_error_and_keeps_what_was_done():
-    store = _GoingAway(after=4)  # header, request, turn, call: the tool's result cannot be written
+    store = _GoingAway(after=4)  # header, turn 1, look_up's result, turn 2: pay's start cannot be written
     with SSEServer() as server:
         server.answers += [Answer([answer]) for answer in SCRIPT]
         run = client_for(server).run([USER], tools=TOOLS, journal=store, run_id="trip-1")
         with pytest.raises(StoreError, match="the store went away"):
             run.result()
-    assert [json.loads(e)["k"] for e in store.journal_entries("trip-1")] == ["header", "request", "turn", "call"]
+    assert [json.loads(e)["k"] for e in store.journal_entries("trip-1")] == ["header", "turn", "result", "turn"]
+    assert [r[0] for r in ran] == ["look_up"]  # pay, not journaled as started, never ran (at most once)
 
 
 def test_bad_journal_arguments_are_refused_before_anything_is_sent(tmp_path):
@@ -328,3 +329,52 @@ def test_run_stateful_resumes_into_a_new_clients_history(tmp_path):
     assert len(server.requests) == 3 and [r[0] for r in ran] == ["look_up", "pay"]
     assert (first.stop, again.stop, again.replayed_turns, again.replayed_results) == ("done", "done", 3, 2)
     assert plain(fresh.get_history()) == plain(first_client.get_history())
+
+
+class _Counting(MemoryStore):
+    def __init__(self):
+        MemoryStore.__init__(self)
+        self.writes = []
+
+    def journal_append_many(self, run_id, owner, seq, entries, ttl=None):
+        self.writes.append([json.loads(e)["k"] for e in entries])
+        MemoryStore.journal_append_many(self, run_id, owner, seq, entries, ttl)
+
+
+def test_a_turn_is_stored_at_once_a_side_effect_before_it_starts_and_as_it_ends_the_rest_with_the_next_write():
+    """What must be durable is, when it must be (the turn at its end; a non-idempotent call before it starts,
+    its result as it ends); an idempotent call's result goes with the next write, at the latest before the
+    next request: 6 store writes for this run, not one an entry (12)."""
+    store = _Counting()
+    seen = []
+
+    def stored():
+        return [(e["k"], e.get("id")) for e in map(json.loads, store.journal_entries("trip-w"))]
+
+    @tool
+    def note(city: str) -> str:
+        """Note a city."""
+        seen.append(("note", city, stored()))
+        return city
+
+    @tool(idempotent=False)
+    def charge(amount: int) -> str:
+        """Charge."""
+        seen.append(("charge", amount, stored()))
+        return "charged"
+
+    with SSEServer() as server:
+        server.answers += [Answer([chat_calls([("c1", "note", '{"city": "Rome"}'), ("c2", "charge", '{"amount": 3}'),
+                                               ("c3", "note", '{"city": "Oslo"}')])]),
+                           Answer([chat_text("Done.")])]
+        result = client_for(server).run([USER], tools=[note, charge], journal=store, run_id="trip-w",
+                                        parallel=1).result()  # (one call at a time: what each one sees is fixed)
+    assert result.stop == "done"
+    assert seen == [
+        ("note", "Rome", [("header", None), ("turn", None), ("call", "c2")]),
+        ("charge", 3, [("header", None), ("turn", None), ("call", "c2")]),  # stored before it started
+        ("note", "Oslo", [("header", None), ("turn", None), ("call", "c2"), ("result", "c1"), ("result", "c2")]),
+    ]
+    assert store.writes == [["header", "turn"], ["call"], ["result", "result"], ["result"], ["turn"], ["done"]]
+    again = client_for(server).run([USER], tools=[note, charge], journal=store, run_id="trip-w", parallel=1).result()
+    assert (again.replayed_turns, again.replayed_results, plain(again.messages)) == (2, 3, plain(result.messages))

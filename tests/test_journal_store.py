@@ -167,3 +167,27 @@ def test_redis_keeps_journals_as_the_python_stores_do():
             assert store.journal_forget("run-1") is False and store.journal_runs() == []
         finally:
             store.close()
+
+
+@pytest.mark.parametrize("store_url", ["sqlite", "redis"], indirect=True)
+def test_several_entries_go_in_one_write_all_or_none_under_the_same_fence(store_url):
+    """journal_append_many: the entries numbered on from seq in one step; refused whole (nothing written) by
+    the fence (another owner, a lapsed lease, a number not next), as one entry is."""
+    from agenthub.stores import open_store
+
+    for store in (MemoryStore(), open_store(store_url)):
+        try:
+            assert store.journal_claim("run-m", "w1", lease=30) is None
+            store.journal_append_many("run-m", "w1", 0, ["a", "b"])
+            store.journal_append_many("run-m", "w1", 2, [])  # (nothing to write: no write)
+            store.journal_append("run-m", "w1", 2, "c")
+            store.journal_append_many("run-m", "w1", 3, ["d", "e", "f"])
+            assert store.journal_entries("run-m") == ["a", "b", "c", "d", "e", "f"]
+            with pytest.raises(StoreError, match="entry 5 written where entry 6 is next"):
+                store.journal_append_many("run-m", "w1", 5, ["x", "y"])
+            with pytest.raises(StoreError, match="no longer holds its lease"):
+                store.journal_append_many("run-m", "w2", 6, ["x", "y"])
+            assert store.journal_entries("run-m") == ["a", "b", "c", "d", "e", "f"]
+            assert [(r["run_id"], r["entries"]) for r in store.journal_runs()] == [("run-m", 6)]
+        finally:
+            store.close()

@@ -6,15 +6,21 @@
 
 - ``header``: the journal's format, agenthub's version and the run's fingerprint (a digest of the
   messages, the tool schemas, the model and the config; no value of it is kept);
-- ``request``: a model request is going out (turn n), and, for a background turn, its response id once
-  known (``attach``: the id, the wire and the route, never a URL), so a resumed run re-attaches to it
-  instead of paying for it again; ``detach``: that id could not be re-attached (gone, failed, another
-  route): the request is sent again;
 - ``turn``: the turn as the run keeps it: the assistant message (fidelity kept), usage, cost, the route
-  that answered;
-- ``call``: a tool call is starting (its id, name, the digest of its arguments); ``result``: its result
-  item and how long it took;
+  that answered; stored when its stream completes, before the run goes on;
+- ``call``: a call of an ``@tool(idempotent=False)`` tool is starting (its id, name, the digest of its
+  arguments), stored before it starts; ``result``: a call's result item and how long it took, stored as
+  soon as the call ends for such a tool, with the next store write for any other (at the latest before
+  the next model request: a crash before that runs it again, at least once);
+- ``attach``: the model request in flight (turn n) is a background response (or Gemini interaction): its
+  id, the wire and the route (never a URL), stored as soon as the stream names it, so a resumed run
+  re-attaches to it instead of paying for it again; ``detach``: that id could not be re-attached (gone,
+  failed, another route): the request is sent again.  A plain request in flight is sent again on resume
+  and needs no entry (the ``request`` entries of journals written before are still read);
 - ``done``: the run ended (its stop and pending calls).
+
+Entries due at the same moment go in one store write (one transaction, one Lua call): about two writes a
+turn, three when it calls a tool that must not run twice.
 
 Calling the same thing again with the same ``run_id`` resumes: the journaled turns and results are
 replayed (their events yielded again with ``"replayed": True``; nothing is sent for them), then the run
@@ -30,7 +36,7 @@ import os
 import threading
 import uuid
 import weakref
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Set, Tuple
 
 from ..errors import AgentHubError, ConfigError
 from ..stores import open_store
@@ -58,6 +64,10 @@ class RunLockedError(JournalError):
     that worker stopped.  Pass ``journal_wait=`` seconds to wait for it instead."""
 
     retry_after: float
+
+
+#: the entries' encoder (built once: json.dumps with options builds one a call)
+_ENCODE = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode
 
 
 def _canonical(value: Any) -> str:
@@ -120,8 +130,9 @@ _RENEWER = _Renewer()
 
 
 class Journal(object):
-    """A run's journal: ``open`` claims the run and reads what was journaled; ``write`` adds an entry;
-    ``close`` releases the run (a finished run's journal stays until its ``ttl`` or ``forget``)."""
+    """A run's journal: ``open`` claims the run and reads what was journaled; ``write`` stores an entry (with
+    those ``add`` kept for the next write, in one store write); ``flush`` stores what ``add`` kept; ``close``
+    stores it and releases the run (a finished run's journal stays until its ``ttl`` or ``forget``)."""
 
     def __init__(self, store: Any, run_id: str, *, ttl: Optional[float] = None, lease: Optional[float] = None,
                  wait: Optional[float] = None) -> None:
@@ -143,6 +154,7 @@ class Journal(object):
         self.wait = wait
         self.owner = uuid.uuid4().hex
         self._next = 0
+        self._kept = []  # type: List[str]  # entries added, stored with the next write
         self._lock = threading.Lock()
         self._lost = None  # type: Optional[BaseException]
         self._open = False
@@ -195,8 +207,8 @@ class Journal(object):
                         self.run_id, n), run_id=self.run_id, reason="corrupt")
                 entries.append(entry)
             self._next = len(entries)
-            if not entries:
-                self.write("header", format=FORMAT, fingerprint=print_, agenthub=_version())
+            if not entries:  # (stored with the run's first write: a run killed before it has nothing to resume)
+                self.add("header", format=FORMAT, fingerprint=print_, agenthub=_version())
                 return []
             header = entries[0]
             if header.get("k") != "header" or header.get("format") != FORMAT:
@@ -215,20 +227,44 @@ class Journal(object):
             raise
 
     # -- writing ------------------------------------------------------------------------------------------
+    def add(self, kind: str, **fields: Any) -> None:
+        """Keep an entry for the next store write (``write``, ``flush`` or ``close``): not stored yet."""
+        fields["k"] = kind
+        text = _ENCODE(fields)
+        with self._lock:
+            self._kept.append(text)
+
     def write(self, kind: str, **fields: Any) -> None:
+        """Store an entry now, after those kept by ``add`` (one store write)."""
+        self.add(kind, **fields)
+        self.flush()
+
+    def flush(self) -> None:
+        """Store the entries kept by ``add`` (one store write; nothing when there are none)."""
         if self._lost is not None:
             raise self._lost
-        entry = dict(fields, k=kind)
-        text = json.dumps(entry, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
         with self._lock:
-            self.store.journal_append(self.run_id, self.owner, self._next, text, self.ttl)
-            self._next += 1
+            if not self._kept:
+                return
+            if len(self._kept) == 1 or not hasattr(self.store, "journal_append_many"):
+                while self._kept:  # (one entry; or a store that takes one entry a call)
+                    self.store.journal_append(self.run_id, self.owner, self._next, self._kept[0], self.ttl)
+                    self._next += 1
+                    del self._kept[0]
+                return
+            self.store.journal_append_many(self.run_id, self.owner, self._next, self._kept, self.ttl)
+            self._next += len(self._kept)
+            self._kept = []
 
     def close(self) -> None:
         if not self._open:
             return
         self._open = False
         _RENEWER.discard(self)
+        try:
+            self.flush()  # (what was kept: a run that raised keeps what it did)
+        except AgentHubError:
+            pass  # (the lease lost, the store away: the run's error says so already)
         try:
             self.store.journal_release(self.run_id, self.owner)
         except AgentHubError:
@@ -255,7 +291,8 @@ class Replay(object):
             kind = entry["k"]
             if kind == "request":
                 self.in_flight = dict(entry)
-            elif kind == "attach" and self.in_flight is not None:
+            elif kind == "attach":  # a background response's id for the request in flight, once known
+                self.in_flight = dict(self.in_flight or {"k": "request", "turn": entry.get("turn")})
                 self.in_flight["attach"] = entry.get("id")
                 self.in_flight["attached"] = dict(entry)
             elif kind == "detach" and self.in_flight is not None:
@@ -300,7 +337,10 @@ def replay_events(message: Mapping[str, Any]) -> List[Dict[str, Any]]:
 class RunJournal(object):
     """The runner's one seam to a run's journal (agenthub.agent.runner reads and writes it through this):
     what was journaled (``turn``, ``result``, ``interrupted``, ``attachment``) and what goes in (``request``,
-    ``attached``, ``detached``, ``answered``, ``started``, ``finished``, ``done``)."""
+    ``attached``, ``detached``, ``answered``, ``starting``, ``finished``, ``done``).  What must
+    be stored before the run goes on is stored at once (a turn, a non-idempotent call before it starts and
+    its result as it ends, a background response's id); the results of other calls go with the next store
+    write (``request`` stores them before the next model request)."""
 
     def __init__(self, store: Any, run_id: str, print_: str, *, ttl: Optional[float] = None,
                  wait: Optional[float] = None) -> None:
@@ -310,6 +350,8 @@ class RunJournal(object):
         #: what the run took from the journal instead of doing it again: turns and tool results
         self.replayed_turns = 0
         self.replayed_results = 0
+        self._at_most_once = set()  # type: Set[Tuple[int, str]]  # (turn, call id): results stored as they end
+        self._results_kept = False  # (results kept for the next write: stored before the next request)
 
     # what was journaled
     def turn(self, number: int) -> Optional[Dict[str, Any]]:
@@ -327,19 +369,41 @@ class RunJournal(object):
 
     # what goes in
     def request(self, turn: int) -> None:
-        self.journal.write("request", turn=turn)
+        """A model request (turn ``turn``) is about to go out: the results kept are stored first (a request in
+        flight needs no entry: a resume sends it again; the header waits for the turn)."""
+        if self._results_kept:
+            self._results_kept = False
+            self.journal.flush()
 
     def answered(self, turn: int, message: Mapping[str, Any], cost: Optional[float],
                  route: Optional[Mapping[str, Any]]) -> None:
         self.journal.write("turn", turn=turn, message=dict(message), cost=cost, route=dict(route or {}))
 
+    def starting(self, turn: int, calls: Sequence[Tuple[Mapping[str, Any], bool]]) -> None:
+        """The calls about to run, each with whether it must run at most once (``@tool(idempotent=False)``):
+        those are stored as started now, in one write, before any runs (the others need no entry: a call with
+        no result journaled runs again on resume)."""
+        once = [call for call, at_most_once in calls if at_most_once]
+        if not once:
+            return
+        for call in once:
+            self._at_most_once.add((turn, call["tool_call_id"]))
+            self.journal.add("call", turn=turn, id=call["tool_call_id"], name=call.get("name"),
+                             digest=arguments_digest(call.get("arguments")))
+        self.journal.flush()
+
     def started(self, turn: int, call: Mapping[str, Any]) -> None:
-        self.journal.write("call", turn=turn, id=call["tool_call_id"], name=call.get("name"),
-                           digest=arguments_digest(call.get("arguments")))
+        """One call about to run that must run at most once (``starting`` with one call)."""
+        self.starting(turn, [(call, True)])
 
     def finished(self, turn: int, call_id: str, item: Mapping[str, Any], seconds: float) -> None:
         self.replay.results[(turn, call_id)] = {"item": dict(item)}
-        self.journal.write("result", turn=turn, id=call_id, item=dict(item), seconds=round(seconds, 6))
+        self.journal.add("result", turn=turn, id=call_id, item=dict(item), seconds=round(seconds, 6))
+        if (turn, call_id) in self._at_most_once:  # its result stored as it ends (with those kept before it)
+            self._at_most_once.discard((turn, call_id))
+            self.journal.flush()
+        else:
+            self._results_kept = True
 
     def attachment(self, turn: int) -> Optional[Dict[str, Any]]:
         """The ``attach`` entry of turn ``turn``'s request when it was in flight with a background response's

@@ -1462,10 +1462,9 @@ class Run(object):
             tasks.append((index, call, entry, arguments, shown))
         results = [None] * len(calls)  # type: List[Any]
         after = self._methods["after_call"]
-        if journal is not None:
-            for task in tasks:
-                if task[2] is not None:  # it runs: journaled as started first (a crash before its result shows)
-                    journal.started(turn, task[1])
+        if journal is not None:  # those that must run at most once: journaled as started first, in one write
+            journal.starting(turn, [(task[1], task[2].kind == "tool" and not task[2].tool.idempotent)
+                                    for task in tasks if task[2] is not None])
         self._turn_keys = {call["tool_call_id"]: turn for call in calls}
         for index, item, seconds in self._execute(tasks):
             results[index] = item

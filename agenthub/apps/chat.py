@@ -96,6 +96,15 @@ class _Logged(object):
         self.on = enabled(getattr(args, "no_log", False))
         self.conversation = None  # type: Optional[str]
         self._log = None  # type: Any
+        # a journaled run (--journal STORE --run-id ID) is one conversation of the log, whichever process ran
+        # it: its id made from the run's, the turns a resume replays that were logged already not logged again
+        self._run_conversation = None  # type: Optional[str]
+        self._logged_before = 0
+        if getattr(args, "journal", None) is not None and getattr(args, "run_id", None) is not None:
+            import hashlib
+
+            self._run_conversation = "c_" + hashlib.sha256("journaled run\x00{}\x00{}".format(
+                args.journal, args.run_id).encode("utf-8", "surrogatepass")).hexdigest()[:20]
 
     def log(self) -> Any:
         if self._log is None:
@@ -111,11 +120,19 @@ class _Logged(object):
             from ..catalog import call_cost
 
             log = self.log()
+            if self.conversation is None and self._run_conversation is not None:
+                row = log.conversation(self._run_conversation)
+                if row is not None:  # logged by an earlier process of the run: continued, its turns not again
+                    self.conversation, self._logged_before = self._run_conversation, row["turns"]
             if self.conversation is None:
                 from ..hosts.trust import url_host
 
                 self.conversation = log.start(self.args.model, self.client.client_type,
-                                              url_host(self.client.base_url), self.args.system)
+                                              url_host(self.client.base_url), self.args.system,
+                                              conversation=self._run_conversation)
+            if self._logged_before > 0:
+                self._logged_before -= 1
+                return
             # the model that answered (a --fallback one, after a failover) is logged and priced
             route = getattr(self.client, "last_route", None) or {}
             answered = route.get("model") or self.args.model

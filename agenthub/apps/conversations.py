@@ -150,9 +150,9 @@ class Log(object):
 
     @_guarded
     def start(self, model: str, client_type: Optional[str] = None, host: Optional[str] = None,
-              system: Optional[str] = None) -> str:
-        """A new conversation; returns its id."""
-        conversation = "c_" + uuid.uuid4().hex[:20]
+              system: Optional[str] = None, conversation: Optional[str] = None) -> str:
+        """A new conversation (``conversation``: its id, when the caller makes one); returns its id."""
+        conversation = conversation or "c_" + uuid.uuid4().hex[:20]
         now = self._tick()
         with self._db:
             self._db.execute("INSERT INTO conversations VALUES (?, ?, ?, ?, ?, ?, ?)",

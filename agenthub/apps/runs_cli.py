@@ -100,9 +100,10 @@ def _clip(text: str, limit: int = 120) -> str:
 
 def summary(entries: Sequence[Mapping[str, Any]]) -> Dict[str, Any]:
     """A run's journal entries summarised: ``turns`` (one row a turn: its number, text, tool calls, usage,
-    cost, model), ``calls`` (started, with their result when journaled), ``in_flight`` (a request sent and
-    not answered), ``attached`` (that request's background response id, which a resume re-attaches to), ``done`` (the run's stop and pending ids, or None), ``cost`` (None when a turn is unpriced),
-    ``usage`` (summed), ``header``."""
+    cost, model), ``calls`` (started, with their result when journaled), ``in_flight`` (the turn of a
+    background request sent and not answered: a plain one is not journaled), ``attached`` (its response id,
+    which a resume re-attaches to; None once detached: sent again), ``done`` (the run's stop and pending ids,
+    or None), ``cost`` (None when a turn is unpriced), ``usage`` (summed), ``header``."""
     from ..types import USAGE_KEYS
 
     header = entries[0] if entries and entries[0].get("k") == "header" else {}
@@ -119,8 +120,8 @@ def summary(entries: Sequence[Mapping[str, Any]]) -> Dict[str, Any]:
         if kind == "request":
             in_flight = entry.get("turn")
             attached = None
-        elif kind == "attach" and in_flight is not None:
-            attached = str(entry.get("id"))
+        elif kind == "attach":
+            in_flight, attached = entry.get("turn"), str(entry.get("id"))
         elif kind == "detach":
             attached = None
         elif kind == "turn":
@@ -173,7 +174,7 @@ def _show(out: TextIO, run_id: str, entries: List[Dict[str, Any]]) -> None:
             row = results.get((turn["turn"], call["id"]))
             arguments = _clip(json.dumps(call["arguments"], ensure_ascii=False), 80)
             if row is None:
-                state = "not started"
+                state = "no result journaled: runs on resume"
             elif row["result"] is None:
                 state = "interrupted: started, no result journaled"
             else:
@@ -231,9 +232,15 @@ def _resume(out: TextIO, run_id: str, entries: List[Dict[str, Any]], owned: bool
         elif facts["in_flight"] is not None:
             what += ", sends turn {}'s request again".format(facts["in_flight"] + 1)
         if interrupted:
-            what += "; interrupted call{} {}: run again if idempotent, else handed back pending " \
+            what += "; interrupted call{} {} (@tool(idempotent=False), started): handed back pending " \
                     "(RunResult.interrupted)".format("" if len(interrupted) == 1 else "s",
                                                      ", ".join(str(c["id"]) for c in interrupted))
+        started = {(c["turn"], c["id"]) for c in facts["calls"]}
+        unanswered = [c["id"] for t in facts["turns"][-1:] for c in t["calls"] if (t["turn"], c["id"]) not in started]
+        if unanswered and facts["done"] is None:
+            what += "; call{} {} with no result journaled: run{} (again, if it ran: at least once)".format(
+                "" if len(unanswered) == 1 else "s", ", ".join(str(i) for i in unanswered),
+                "s" if len(unanswered) == 1 else "")
     lines.append(what)
     what = "\n".join(lines)
     out.write(shown(what) + "\n")

@@ -3,20 +3,20 @@
 A run's journal is a numbered list of entries (JSON text, written once, never changed) under its
 ``run_id``, and a lease: the run has one owner at a time.  ``journal_claim`` takes the lease when it is
 free or expired (a killed owner stops renewing it) and renews it for its holder; ``journal_append`` writes
-the next entry only while the writer holds the lease and only as the next number (a fence: a worker
+the next entry (``journal_append_many`` the next few, in one step: all or none) only while the writer holds the lease and only as the next number (a fence: a worker
 that lost the run to another can no longer write into it); a run is forgotten ``ttl`` seconds after its
 last write, or at once with ``journal_forget``.
 
 ``MemoryStore`` and ``SQLiteStore`` run the steps below (``SQLiteStore`` keeps entries in a table of
-their own, so an append writes one entry, not the whole run); ``RedisStore`` runs the same steps as Lua
+their own, so an append writes its entries, not the whole run); ``RedisStore`` runs the same steps as Lua
 on the server.  Times are the store's clock, as for the other rows.
 """
 
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from .base import StoreError
 
-__all__ = ["JournalRows", "JOURNAL_LEASE", "MAX_ENTRY", "claim_step", "append_step", "lost_lease"]
+__all__ = ["JournalRows", "JOURNAL_LEASE", "MAX_ENTRY", "claim_step", "append_step", "lost_lease", "check_entries"]
 
 #: how long a run's lease lives without renewal (its owner renews it every third of that)
 JOURNAL_LEASE = 30.0
@@ -28,6 +28,15 @@ def lost_lease(run_id: str, owner: Optional[str]) -> StoreError:
     held = "another worker holds it now" if owner else "it lapsed: renewed too late"
     return StoreError("the journal of run {!r}: this worker no longer holds its lease ({}); nothing more is "
                       "written here".format(run_id, held))
+
+
+def check_entries(run_id: str, entries: Sequence[str]) -> bool:
+    """Whether there is anything to append (False for none); StoreError for an entry past MAX_ENTRY."""
+    for entry in entries:
+        if len(entry) > MAX_ENTRY:
+            raise StoreError("the journal of run {!r}: an entry of {} characters (the bound is {})".format(
+                run_id, len(entry), MAX_ENTRY))
+    return bool(entries)
 
 
 def claim_step(row: Dict[str, Any], now: float, owner: str, lease: float,
@@ -44,7 +53,7 @@ def claim_step(row: Dict[str, Any], now: float, owner: str, lease: float,
     return row, None
 
 
-def append_step(row: Dict[str, Any], now: float, run_id: str, owner: str, seq: int, entry: str,
+def append_step(row: Dict[str, Any], now: float, run_id: str, owner: str, seq: int, entries: Sequence[str],
                 ttl: Optional[float]) -> Tuple[Dict[str, Any], None]:
     if not row or row.get("owner") != owner or row.get("until", 0.0) <= now:
         raise lost_lease(run_id, row.get("owner") if row and row.get("until", 0.0) > now else None)
@@ -52,7 +61,7 @@ def append_step(row: Dict[str, Any], now: float, run_id: str, owner: str, seq: i
         raise StoreError("the journal of run {!r}: entry {} written where entry {} is next (two writers?): "
                          "refusing it".format(run_id, seq, len(row["entries"])))
     row = dict(row)
-    row["entries"] = row["entries"] + [entry]
+    row["entries"] = row["entries"] + list(entries)
     row["updated"] = now
     row["expires"] = None if ttl is None else now + ttl
     return row, None
@@ -77,11 +86,18 @@ class JournalRows(object):
         return self._update("journal", run_id, step)  # type: ignore[attr-defined, no-any-return]
 
     def journal_append(self, run_id: str, owner: str, seq: int, entry: str, ttl: Optional[float] = None) -> None:
-        if len(entry) > MAX_ENTRY:
-            raise StoreError("the journal of run {!r}: an entry of {} characters (the bound is {})".format(
-                run_id, len(entry), MAX_ENTRY))
+        """Write ``entry`` as entry number ``seq`` of the run, only while ``owner`` holds its lease and only when
+        ``seq`` is next (StoreError otherwise: the fence)."""
+        self.journal_append_many(run_id, owner, seq, [entry], ttl)
+
+    def journal_append_many(self, run_id: str, owner: str, seq: int, entries: Sequence[str],
+                            ttl: Optional[float] = None) -> None:
+        """``journal_append`` of several entries at once (numbers ``seq``, ``seq + 1``...): all are written, in
+        one step (one transaction, one Lua call), or none is."""
+        if not check_entries(run_id, entries):
+            return
         self._update("journal", run_id,  # type: ignore[attr-defined]
-                     lambda row, now: append_step(row, now, run_id, owner, seq, entry, ttl))
+                     lambda row, now: append_step(row, now, run_id, owner, seq, entries, ttl))
 
     def journal_entries(self, run_id: str, start: int = 0) -> List[str]:
         def step(row: Dict[str, Any], now: float) -> Tuple[Dict[str, Any], List[str]]:

@@ -25,7 +25,7 @@ import logging
 import pkgutil
 import secrets
 import time
-from typing import Any, Dict, Iterable, List, Optional, Tuple
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 from urllib.parse import parse_qsl, urlsplit
 
 from .._redact import redact_url
@@ -281,13 +281,16 @@ class RedisStore(Store):
         return None if left is None else self._f(left)
 
     def journal_append(self, run_id: str, owner: str, seq: int, entry: str, ttl: Optional[float] = None) -> None:
-        from .journal import MAX_ENTRY, lost_lease
+        self.journal_append_many(run_id, owner, seq, [entry], ttl)
 
-        if len(entry) > MAX_ENTRY:
-            raise StoreError("the journal of run {!r}: an entry of {} characters (the bound is {})".format(
-                run_id, len(entry), MAX_ENTRY))
+    def journal_append_many(self, run_id: str, owner: str, seq: int, entries: Sequence[str],
+                            ttl: Optional[float] = None) -> None:
+        from .journal import check_entries, lost_lease
+
+        if not check_entries(run_id, entries):
+            return
         kind, value = self._run("journal_append", self._journal_keys(run_id) + [PREFIX + "journals"],
-                                [owner, int(seq), entry, "" if ttl is None else repr(float(ttl)), run_id])
+                                [owner, int(seq), "" if ttl is None else repr(float(ttl)), run_id] + list(entries))
         kind = kind.decode() if isinstance(kind, bytes) else kind
         if kind == "lost":
             raise lost_lease(run_id, "another" if int(value) else None)

@@ -15,12 +15,12 @@ import os
 import sqlite3
 import threading
 import time
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from ..errors import ConfigError
 from .base import SCHEMA_VERSION, StateStore, StoreError
 from .files import check_folder, make_file
-from .journal import JOURNAL_LEASE, MAX_ENTRY, JournalRows, lost_lease
+from .journal import JOURNAL_LEASE, JournalRows, check_entries, lost_lease
 
 __all__ = ["SQLiteStore", "sqlite_path"]
 
@@ -233,7 +233,7 @@ class SQLiteStore(JournalRows, StateStore):
     def cache_delete(self, key: str) -> None:
         self._transaction(lambda conn, now: conn.execute("DELETE FROM agenthub_cache WHERE key = ?", (key,)))
 
-    # -- the journal (durable runs): entries in a table of their own (an append writes one row) -------------
+    # -- the journal (durable runs): entries in a table of their own (an append writes its rows) -------------
     def _journal_run(self, conn: sqlite3.Connection, run_id: str, now: float) -> Optional[Tuple[Any, ...]]:
         row = conn.execute("SELECT owner, until, updated, expires, entries FROM agenthub_journal_runs "
                            "WHERE run_id = ?", (run_id,)).fetchone()
@@ -261,20 +261,32 @@ class SQLiteStore(JournalRows, StateStore):
         return self._transaction(work)  # type: ignore[no-any-return]
 
     def journal_append(self, run_id: str, owner: str, seq: int, entry: str, ttl: Optional[float] = None) -> None:
-        if len(entry) > MAX_ENTRY:
-            raise StoreError("the journal of run {!r}: an entry of {} characters (the bound is {})".format(
-                run_id, len(entry), MAX_ENTRY))
+        self.journal_append_many(run_id, owner, seq, [entry], ttl)
+
+    def journal_append_many(self, run_id: str, owner: str, seq: int, entries: Sequence[str],
+                            ttl: Optional[float] = None) -> None:
+        if not check_entries(run_id, entries):
+            return
+        count = len(entries)
 
         def work(conn: sqlite3.Connection, now: float) -> None:
-            row = self._journal_run(conn, run_id, now)
-            if row is None or row[0] != owner or row[1] <= now:
-                raise lost_lease(run_id, row[0] if row is not None and row[1] > now else None)
-            if seq != row[4]:
+            # the fence in the update itself (the holder's live lease, the next number, not expired): one
+            # statement when it holds; when it does not, the row says why
+            if conn.execute("UPDATE agenthub_journal_runs SET updated = ?, expires = ?, entries = ? WHERE run_id = ? "
+                            "AND owner = ? AND until > ? AND entries = ? AND (expires IS NULL OR expires > ?)",
+                            (now, None if ttl is None else now + ttl, seq + count, run_id, owner, now, seq,
+                             now)).rowcount != 1:
+                row = self._journal_run(conn, run_id, now)
+                if row is None or row[0] != owner or row[1] <= now:
+                    raise lost_lease(run_id, row[0] if row is not None and row[1] > now else None)
                 raise StoreError("the journal of run {!r}: entry {} written where entry {} is next (two writers?): "
                                  "refusing it".format(run_id, seq, row[4]))
-            conn.execute("INSERT INTO agenthub_journal (run_id, seq, entry) VALUES (?, ?, ?)", (run_id, seq, entry))
-            conn.execute("UPDATE agenthub_journal_runs SET updated = ?, expires = ?, entries = ? WHERE run_id = ?",
-                         (now, None if ttl is None else now + ttl, seq + 1, run_id))
+            if count == 1:
+                conn.execute("INSERT INTO agenthub_journal (run_id, seq, entry) VALUES (?, ?, ?)",
+                             (run_id, seq, entries[0]))
+            else:
+                conn.executemany("INSERT INTO agenthub_journal (run_id, seq, entry) VALUES (?, ?, ?)",
+                                 [(run_id, seq + n, entry) for n, entry in enumerate(entries)])
 
         self._transaction(work)
 
