@@ -31,7 +31,9 @@ TARGET = 1.5
 
 _WORKER = r'''
 import json, resource, sys
+import agenthub
 from agenthub import AutoLLMClient
+print(agenthub.__file__, flush=True)
 messages = [{"role": "user", "content_items": [{"type": "text", "text": "Write the file."}]}]
 clients = {}
 for line in sys.stdin:
@@ -67,11 +69,17 @@ class Side(object):
 
     def __init__(self, tree, config_path):
         env = dict(os.environ, PYTHONPATH=tree)
+        # (run in the tree: ``-m`` and ``-c`` put the working directory first on the path)
         self.server = subprocess.Popen([sys.executable, "-m", "agenthub", "serve", "--config", config_path,
-                                        "--port", "0"], stdout=subprocess.PIPE, universal_newlines=True, env=env)
+                                        "--port", "0"], stdout=subprocess.PIPE, universal_newlines=True, env=env,
+                                       cwd=tree)
         self.url = self.server.stdout.readline().strip()
         self.client = subprocess.Popen([sys.executable, "-c", _WORKER], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                       universal_newlines=True, env=env)
+                                       universal_newlines=True, env=env, cwd=tree)
+
+        where = self.client.stdout.readline().strip()
+        if not where.startswith(os.path.realpath(tree)) and not where.startswith(tree):
+            raise SystemExit("the client imported {}, not the tree {}".format(where, tree))
 
     def drain(self, mode, url, model, protocol):
         self.client.stdin.write(json.dumps([mode, url, model, protocol]) + "\n")

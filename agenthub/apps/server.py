@@ -847,7 +847,12 @@ class _Pump(object):
             for event in self.stream:
                 if items and event["event_type"] == "delta" and len(event) == 6 and event["usage_metadata"] is None \
                         and event["finish_reason"] is None and len(event["content_items"]) == 1:
-                    piece = _piece(event["content_items"][0])
+                    item = event["content_items"][0]
+                    text = item.get("text") if item.__class__ is dict and len(item) == 2 else None
+                    if text.__class__ is str and item["type"] == "text":  # (the text piece of _piece, inline)
+                        piece = text  # type: Any
+                    else:
+                        piece = _piece(item)
                     if piece is not None:
                         self.put_bytes += len(piece if piece.__class__ is str else piece[0]) + 16
                         put(piece)
@@ -919,8 +924,8 @@ class _Body(object):
     a keep-alive comment after ``keepalive_seconds`` of silence, ``[DONE]`` or an error event last.
 
     While the upstream outpaces the client (the last write carried more than one event), the writer
-    waits ``GATHER_SECONDS`` before taking what queued up: a burst goes out in a few writes instead of
-    one per event, and the pump is not interrupted by a writer woken for every event.  A stream whose
+    writes at most once per ``GATHER_SECONDS``, what queued up meanwhile: a burst goes out in a few
+    writes instead of one per event, and the pump is not interrupted by a writer woken for every event.  A stream whose
     events come one at a time (a model writing) is written as each arrives."""
 
     def __init__(self, app: AgentHubApp, pump: _Pump, first: Any) -> None:
@@ -930,6 +935,7 @@ class _Body(object):
         self._done = False
         self._closed = False
         self._busy = False  # the last write carried more than one event
+        self._written = 0.0  # when it was made (time.monotonic())
         self._get = pump.queue.get
         self._empty = pump.queue.empty
 
@@ -944,13 +950,15 @@ class _Body(object):
         elif self._done:
             raise StopIteration
         else:
+            if self._busy:  # more are on the way: let them queue up (at most one write per GATHER_SECONDS)
+                wait = self._written + GATHER_SECONDS - time.monotonic()
+                if wait > 0:
+                    time.sleep(wait)
             try:
                 item = self._get(True, self._app.keepalive_seconds)
             except queue.Empty:
                 self._busy = False
                 return KEEPALIVE
-            if self._busy and self._empty():
-                time.sleep(GATHER_SECONDS)  # more are on the way: let them queue up
         if item.__class__ is bytes and self._empty():
             self._pump.taken_bytes += len(item)
             self._busy = False
@@ -995,6 +1003,7 @@ class _Body(object):
             parts.append(b"data: " + _dumps(batch).encode("ascii") + b"\n\n")
         self._pump.taken_bytes += taken
         self._busy = count > 1
+        self._written = time.monotonic()
         return b"".join(parts)
 
     def close(self) -> None:
