@@ -1082,3 +1082,27 @@ def test_items_frames_are_read_and_bad_ones_refused():
                 b'["a"', b'[{"type":"tool_call","name":"f","arguments":' + b'[' * 200 + b']' * 200 + b',"tool_call_id":"c"}]'):
         with pytest.raises(StreamProtocolError):
             list(drive(parse_stream(iter_events([b"data: " + bad + b"\n\n" + stop])), "agenthub"))
+
+
+def test_an_event_that_comes_alone_is_written_at_once_on_the_items_wire(stack):
+    """The writer gathers a burst, never the events before a pause of the upstream: what came is read by the
+    client while the upstream is still silent (a generous bound: the gathering is a couple of milliseconds)."""
+    up = stack[0]
+    body = _recording("openai_chat", "weather_answer.sse")
+    up.routes["paused"] = Route(body, parts=2, pause=1.0)
+    app = make_app({"models": [{"id": "paused", "model": "m", "client_type": "openai-chat",
+                                "base_url": up.url + "/paused/v1", "max_retries": 0}], "keepalive_seconds": 30})
+    want, _ = outcome(direct(up.url, "openai_chat", route="paused"))
+    first_part = [e for e in strip_ids(want) if e["event_type"] == "delta"][:1]
+    with Builtin(app) as server:
+        started = time.monotonic()
+        events = via(server.url, "paused").streaming_response(MESSAGES)
+        got = []
+        for event in events:
+            got.append(event)
+            if event["event_type"] == "delta":
+                break
+        assert time.monotonic() - started < 0.8  # before the upstream's pause ended
+        assert strip_ids(got[1:]) == first_part
+        got.extend(events)
+    assert strip_ids(got) == strip_ids(want)

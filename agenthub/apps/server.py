@@ -366,24 +366,6 @@ def _encode_event(event: Any) -> bytes:
     return b"data: " + _dumps(event).encode("ascii") + b"\n\n"
 
 
-def _piece(item: Any) -> Any:
-    """What the items wire sends for a delta event's one ``item``: a text piece as its text (a JSON
-    string), an argument fragment without name and id (a call's second fragment on) as ``[arguments]``;
-    None for any other item (sent as the whole event).  Its size in the queue: its string's length + 16."""
-    if item.__class__ is dict:
-        size = len(item)
-        if size == 2:
-            text = item.get("text")
-            if text.__class__ is str and item.get("type") == "text":
-                return text
-        elif size == 4 and item.get("type") == "partial_tool_call" and item.get("name") == "" \
-                and item.get("tool_call_id") == "":
-            arguments = item.get("arguments")
-            if arguments.__class__ is str and item["name"].__class__ is str and item["tool_call_id"].__class__ is str:
-                return [arguments]
-    return None
-
-
 #: seconds a caller is told to wait (Retry-After) when the server's shared store cannot be reached
 STORE_RETRY_AFTER_SECONDS = 5
 
@@ -795,7 +777,7 @@ class _Pump(object):
     marker or the error that ended the stream.  With ``items`` (the client asked for the items wire),
     a delta event of one text piece is queued as its text (a str) and one of an argument fragment
     without name and id as ``[arguments]``, not encoded: the writer encodes each run of them as one
-    JSON array (``_piece``).
+    JSON array.
     """
 
     def __init__(self, app: AgentHubApp, stream: Any, model_id: str,
@@ -847,14 +829,27 @@ class _Pump(object):
             for event in self.stream:
                 if items and event["event_type"] == "delta" and len(event) == 6 and event["usage_metadata"] is None \
                         and event["finish_reason"] is None and len(event["content_items"]) == 1:
+                    # the items wire's pieces: a text piece as its text (a JSON string), an argument fragment
+                    # without name and id (a call's second fragment on) as [arguments]; its size in the queue:
+                    # the string's length + 16.  Any other item goes as the whole event.
                     item = event["content_items"][0]
-                    text = item.get("text") if item.__class__ is dict and len(item) == 2 else None
-                    if text.__class__ is str and item["type"] == "text":  # (the text piece of _piece, inline)
-                        piece = text  # type: Any
-                    else:
-                        piece = _piece(item)
+                    piece = None  # type: Any
+                    if item.__class__ is dict:
+                        size = len(item)
+                        if size == 2:
+                            text = item.get("text")
+                            if text.__class__ is str and item["type"] == "text":
+                                piece = text
+                                size = len(text) + 16
+                        elif size == 4:
+                            text = item.get("arguments")
+                            if text.__class__ is str and item["type"] == "partial_tool_call" and item["name"] == "" \
+                                    and item["tool_call_id"] == "" and item["name"].__class__ is str \
+                                    and item["tool_call_id"].__class__ is str:
+                                piece = [text]
+                                size = len(text) + 16
                     if piece is not None:
-                        self.put_bytes += len(piece if piece.__class__ is str else piece[0]) + 16
+                        self.put_bytes += size
                         put(piece)
                         count += 1
                         if qsize() > limit or self.put_bytes - self.taken_bytes > byte_limit:
@@ -971,7 +966,7 @@ class _Body(object):
         while True:
             count += 1
             kind = item.__class__
-            if kind is str or kind is list:  # a piece of the items wire (_piece): its size as the pump counted it
+            if kind is str or kind is list:  # a piece of the items wire: its size as the pump counted it
                 batch.append(item)
                 size = len(item if kind is str else item[0]) + 16
                 taken += size
