@@ -1078,8 +1078,9 @@ def test_items_frames_are_read_and_bad_ones_refused():
                           {"type": "inline_data", "mime_type": "image/png", "data": b"\x00\x01"}]
     events = list(drive(parse_stream(iter_events([body])), "agenthub"))
     assert [e["event_type"] for e in events] == ["start"] + ["delta"] * 5 + ["stop"]
-    for bad in (b"[1]", b'[["a","b"]]', b"[[1]]", b'[{"type":"nope"}]', b'[{"type":"text","text":1}]', b"[",
-                b'["a"', b'[{"type":"tool_call","name":"f","arguments":' + b'[' * 200 + b']' * 200 + b',"tool_call_id":"c"}]'):
+    deep = b'[{"type":"tool_call","name":"f","arguments":' + b"[" * 200 + b"]" * 200 + b',"tool_call_id":"c"}]'
+    for bad in (b"[1]", b'[["a","b"]]', b"[[1]]", b'[{"type":"nope"}]', b'[{"type":"text","text":1}]', b"[", b'["a"',
+                deep):
         with pytest.raises(StreamProtocolError):
             list(drive(parse_stream(iter_events([b"data: " + bad + b"\n\n" + stop])), "agenthub"))
 

@@ -121,8 +121,8 @@ DONE = b"data: [DONE]\n\n"
 WIRE_HEADER = "HTTP_X_AGENTHUB_WIRE"
 #: estimated bytes of an items frame past which it is sent and the next one begun
 MAX_BATCH_BYTES = 1 << 16
-#: seconds the writer waits for more events before writing, while the upstream outpaces it (the last write
-#: carried more than one event): one write (and one wake-up of the writer) per burst, not per event
+#: while the upstream outpaces the client (the last write carried more than one event), the writer writes at
+#: most once per this many seconds: a burst goes out in a few writes, not one per event (``_Body``)
 GATHER_SECONDS = 0.002
 _VARIABLE = re.compile(r"^\$([A-Za-z_][A-Za-z0-9_]*)$")
 _TOO_DEEP = ConfigError("the request body is nested too deeply")
@@ -920,8 +920,8 @@ class _Body(object):
 
     While the upstream outpaces the client (the last write carried more than one event), the writer
     writes at most once per ``GATHER_SECONDS``, what queued up meanwhile: a burst goes out in a few
-    writes instead of one per event, and the pump is not interrupted by a writer woken for every event.  A stream whose
-    events come one at a time (a model writing) is written as each arrives."""
+    writes instead of one per event, and the pump is not interrupted by a writer woken for every
+    event.  A stream whose events come one at a time (a model writing) is written as each arrives."""
 
     def __init__(self, app: AgentHubApp, pump: _Pump, first: Any) -> None:
         self._app = app

@@ -6,9 +6,9 @@ request is ``POST /v1/stream`` at the server (``agenthub.hosts.keys``) with ``{"
 (bytes as ``{"__bytes__": "<base64>"}``) and ``X-AgentHub-Wire: items``; the answer is one
 ``data: <UniEvent>`` per event, or with the items wire each run of plain deltas as one
 ``data: [<piece>, ...]`` frame (a string: a text piece; ``["<args>"]``: an argument fragment without
-name and id; an object: a content item, checked as any).  The events are the server's own, so the parser hands their content
-items to the shared driver as they came and the stop event's usage and finish
-reason as the StreamEnd: the driver rebuilds start and stop, and the caller sees
+name and id; an object: a content item, checked as any).  The events are the server's own, so the
+parser hands their content items to the shared driver as they came and the stop event's usage and
+finish reason as the StreamEnd: the driver rebuilds start and stop, and the caller sees
 the events a direct client would have produced (``created_at`` aside).
 
 Errors come back as they were raised on the server: an ``event: error`` frame (after
