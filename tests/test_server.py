@@ -847,9 +847,10 @@ def test_client_type_agenthub_routes_by_its_preset():
     assert request.headers["Authorization"] == "Bearer " + "k" * 12
 
 
-def test_a_slow_client_holds_back_the_upstream(monkeypatch):
+@pytest.mark.parametrize("items", [False, True])
+def test_a_slow_client_holds_back_the_upstream(monkeypatch, items):
     """Frames waiting for the writer are bounded: past the limit the upstream is not read until the writer
-    catches up, and every event still arrives, in order."""
+    catches up, and every event still arrives, in order (pieces of the items wire count as frames)."""
     import agenthub.apps.server as server_module
 
     monkeypatch.setattr(server_module, "MAX_QUEUED_FRAMES", 50)
@@ -875,7 +876,7 @@ def test_a_slow_client_holds_back_the_upstream(monkeypatch):
         def _stream_closed(self):
             pass
 
-    pump = server_module._Pump(App(), Stream(), "m")
+    pump = server_module._Pump(App(), Stream(), "m", items=items)
     pump.start()
     time.sleep(0.3)
     assert 50 < len(produced) <= 52 and pump.queue.qsize() <= 51  # the reader waits for room
@@ -886,7 +887,8 @@ def test_a_slow_client_holds_back_the_upstream(monkeypatch):
             break
         frames.append(item)
     pump.thread.join(5)
-    assert [json.loads(f[6:])["content_items"][0]["text"] for f in frames] == [str(n) for n in range(400)]
+    texts = frames if items else [json.loads(f[6:])["content_items"][0]["text"] for f in frames]
+    assert texts == [str(n) for n in range(400)]
 
 
 def test_agenthub_serve_logs_an_upstream_failure_without_agenthub_log(tmp_path):
