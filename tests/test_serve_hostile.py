@@ -176,14 +176,15 @@ def test_json_with_parameters_is_json(site):
 # -- A3: a client that stops reading -------------------------------------------------------------------------
 
 
-def _environ(body=BODY):
-    return {"REQUEST_METHOD": "POST", "PATH_INFO": "/v1/stream", "HTTP_HOST": "127.0.0.1",
-            "CONTENT_TYPE": "application/json", "CONTENT_LENGTH": str(len(body)), "wsgi.input": io.BytesIO(body)}
+def _environ(body=BODY, **extra):
+    return dict({"REQUEST_METHOD": "POST", "PATH_INFO": "/v1/stream", "HTTP_HOST": "127.0.0.1",
+                 "CONTENT_TYPE": "application/json", "CONTENT_LENGTH": str(len(body)), "wsgi.input": io.BytesIO(body)},
+                **extra)
 
 
-def _call(app, body=BODY):
+def _call(app, body=BODY, **extra):
     statuses = []
-    result = app(_environ(body), lambda status, headers, exc_info=None: statuses.append(status))
+    result = app(_environ(body, **extra), lambda status, headers, exc_info=None: statuses.append(status))
     return statuses[0], result
 
 
@@ -211,11 +212,13 @@ def test_a_stream_keeps_its_slot_until_its_response_is_closed(upstream):
     body.close()
 
 
-def test_the_frames_waiting_for_a_slow_client_are_bounded_in_bytes(upstream):
-    """64 events of 64 KB each: the server reads the upstream only while less than MAX_QUEUED_BYTES wait."""
+@pytest.mark.parametrize("items", [False, True])
+def test_the_frames_waiting_for_a_slow_client_are_bounded_in_bytes(upstream, items):
+    """64 events of 64 KB each: the server reads the upstream only while less than MAX_QUEUED_BYTES wait (on
+    the items wire too, whose pieces are queued unencoded)."""
     upstream.routes["chat"] = Route(chat_sse(64, 65536))
     app = app_for(upstream)
-    status, body = _call(app)
+    status, body = _call(app, **({"HTTP_X_AGENTHUB_WIRE": "items"} if items else {}))
     assert status == "200 OK"
     pump = body._pump
     assert _wait(lambda: pump.put_bytes > server_module.MAX_QUEUED_BYTES)
@@ -224,7 +227,11 @@ def test_the_frames_waiting_for_a_slow_client_are_bounded_in_bytes(upstream):
     assert app.open_streams == 1  # still reading the upstream: waiting for room
     frames = b"".join(body)  # the client reads again: everything arrives
     body.close()
-    assert frames.count(b'"type":"text"') == 64 and frames.endswith(b"data: [DONE]\n\n")
+    if items:
+        pieces = [p for f in frames.split(b"\n\n") if f.startswith(b"data: [\"") for p in json.loads(f[6:])]
+        assert [len(p) for p in pieces if p] == [65536] * 64 and frames.endswith(b"data: [DONE]\n\n")
+    else:
+        assert frames.count(b'"type":"text"') == 64 and frames.endswith(b"data: [DONE]\n\n")
     assert _wait(lambda: app.open_streams == 0)
 
 

@@ -847,9 +847,10 @@ def test_client_type_agenthub_routes_by_its_preset():
     assert request.headers["Authorization"] == "Bearer " + "k" * 12
 
 
-def test_a_slow_client_holds_back_the_upstream(monkeypatch):
+@pytest.mark.parametrize("items", [False, True])
+def test_a_slow_client_holds_back_the_upstream(monkeypatch, items):
     """Frames waiting for the writer are bounded: past the limit the upstream is not read until the writer
-    catches up, and every event still arrives, in order."""
+    catches up, and every event still arrives, in order (pieces of the items wire count as frames)."""
     import agenthub.apps.server as server_module
 
     monkeypatch.setattr(server_module, "MAX_QUEUED_FRAMES", 50)
@@ -875,7 +876,7 @@ def test_a_slow_client_holds_back_the_upstream(monkeypatch):
         def _stream_closed(self):
             pass
 
-    pump = server_module._Pump(App(), Stream(), "m")
+    pump = server_module._Pump(App(), Stream(), "m", items=items)
     pump.start()
     time.sleep(0.3)
     assert 50 < len(produced) <= 52 and pump.queue.qsize() <= 51  # the reader waits for room
@@ -886,7 +887,8 @@ def test_a_slow_client_holds_back_the_upstream(monkeypatch):
             break
         frames.append(item)
     pump.thread.join(5)
-    assert [json.loads(f[6:])["content_items"][0]["text"] for f in frames] == [str(n) for n in range(400)]
+    texts = frames if items else [json.loads(f[6:])["content_items"][0]["text"] for f in frames]
+    assert texts == [str(n) for n in range(400)]
 
 
 def test_agenthub_serve_logs_an_upstream_failure_without_agenthub_log(tmp_path):
@@ -922,3 +924,188 @@ def test_agenthub_serve_logs_an_upstream_failure_without_agenthub_log(tmp_path):
     assert len(lines) == 1, err
     assert " WARNING agenthub serve: model fast: TransportError (answered 502) after 0 events: openai-chat: " in lines[0]
     assert "127.0.0.1:{}".format(dead) in lines[0]
+
+
+# -- the items wire (issue 41 item 4): runs of plain deltas as one frame of pieces -------------------------------
+
+
+def _read_items_wire(content):
+    """The events of an items-wire body (created_at left out): a piece stands for the delta it was."""
+    events = []
+    for frame in content.split(b"\n\n"):
+        if not frame or frame == b"data: [DONE]":
+            continue
+        assert frame.startswith(b"data: ") and frame.count(b"\n") == 0, frame[:80]
+        data = json.loads(frame[6:])
+        if type(data) is dict:
+            events.append({k: v for k, v in data.items() if k != "created_at"})
+            continue
+        for piece in data:
+            if type(piece) is str:
+                item = {"type": "text", "text": piece}
+            elif type(piece) is list:
+                item = {"type": "partial_tool_call", "name": "", "arguments": piece[0], "tool_call_id": ""}
+            else:
+                item = piece
+            events.append({"role": "assistant", "event_type": "delta", "content_items": [item],
+                           "usage_metadata": None, "finish_reason": None})
+    return events
+
+
+@pytest.mark.parametrize("name", ["weather_tool_call.sse", "weather_answer.sse"])
+def test_the_items_wire_carries_the_same_events(stack, name):
+    """X-AgentHub-Wire: items folds each run of plain deltas into `data: [<piece>, ...]`; read back, they are
+    the events of the one-event-per-frame wire (created_at aside), and without the header nothing changed."""
+    up, app, server = stack
+    up.routes["openai_chat"] = Route(_recording("openai_chat", name))
+    want, _ = outcome(direct(up.url, "openai_chat"))
+    answer = post(server.url, {"model": "openai_chat", "messages": MESSAGES}, headers={"X-AgentHub-Wire": "items"})
+    assert answer.status_code == 200 and answer.content.endswith(b"data: [DONE]\n\n")
+    assert b"\ndata: [" in answer.content.replace(b"data: [DONE]", b"")  # pieces travelled as pieces
+    assert _read_items_wire(answer.content) == strip_ids(want)
+    plain = post(server.url, {"model": "openai_chat", "messages": MESSAGES})
+    assert b"data: [" not in plain.content.replace(b"data: [DONE]", b"")
+
+
+def test_the_agenthub_client_asks_for_the_items_wire():
+    from agenthub.providers import agenthub_server
+    from agenthub.providers._common import Endpoint
+
+    endpoint = Endpoint("agenthub", "http://127.0.0.1:1", None, {})
+    request = agenthub_server.build_request(endpoint, "m", MESSAGES, {})
+    assert request.headers == {"Content-Type": "application/json", "Accept": "text/event-stream",
+                               "X-AgentHub-Wire": "items"}
+
+
+class _App(object):
+    keepalive_seconds = 5.0
+
+    def _stream_opened(self):
+        pass
+
+    def _stream_closed(self):
+        pass
+
+    def _release(self, model_id):
+        pass
+
+    def _error_bytes(self, error):
+        return b'{"error":"x"}'
+
+
+def _delta(item, created_at=1):
+    return {"role": "assistant", "event_type": "delta", "content_items": [item], "usage_metadata": None,
+            "finish_reason": None, "created_at": created_at}
+
+
+def test_the_pump_queues_pieces_and_encodes_every_other_event():
+    import agenthub.apps.server as server_module
+
+    start = {"role": "assistant", "event_type": "start", "content_items": [], "usage_metadata": None,
+             "finish_reason": None, "created_at": 1}
+    named = {"type": "partial_tool_call", "name": "f", "arguments": "", "tool_call_id": "c1"}
+    bare = {"type": "partial_tool_call", "name": "", "arguments": '{"a"', "tool_call_id": ""}
+    carried = {"type": "text", "text": "x", "fidelity": {"k": 1}}
+    events = [start, _delta({"type": "text", "text": "Hé"}), _delta(named), _delta(bare), _delta(carried),
+              dict(_delta({"type": "text", "text": "u"}), usage_metadata={"prompt_tokens": 1})]
+
+    class Stream(object):
+        def __iter__(self):
+            return iter(events)
+
+        def close(self):
+            pass
+
+        def abort(self):
+            pass
+
+    pump = server_module._Pump(_App(), Stream(), "m", items=True)
+    pump.start()
+    pump.thread.join(5)
+    queued = []
+    while not pump.queue.empty():
+        queued.append(pump.queue.get())
+    encode = server_module._encode_event
+    assert queued == [encode(start), "Hé", encode(events[2]), ['{"a"'], encode(events[4]), encode(events[5]),
+                      server_module._END]
+    assert pump.put_bytes == sum(len(q) for q in queued[:-1] if type(q) is bytes) + (2 + 16) + (4 + 16)
+
+
+def test_the_writer_folds_queued_pieces_into_items_frames(monkeypatch):
+    import queue
+
+    import agenthub.apps.server as server_module
+
+    class Pump(object):
+        model_id = "m"
+        taken_bytes = 0
+
+        def __init__(self):
+            self.queue = queue.SimpleQueue()
+
+        def stop(self):
+            pass
+
+    def body(items):
+        pump = Pump()
+        for item in items:
+            pump.queue.put(item)
+        return pump, b"".join(server_module._Body(_App(), pump, pump.queue.get()))
+
+    frame = b'data: {"k":1}\n\n'
+    pump, out = body([frame, "a", "\u00e9\n", ['{"x":'], frame, "b", server_module._END])
+    assert out == (frame + b'data: ["a","\\u00e9\\n",["{\\"x\\":"]]\n\n' + frame + b'data: ["b"]\n\n'
+                   + b"data: [DONE]\n\n")
+    assert pump.taken_bytes == 2 * len(frame) + (1 + 16) + (2 + 16) + (5 + 16) + (1 + 16)
+    pump, out = body(["a", ValueError("boom")])  # an error ends the run of pieces, then the body
+    assert out == b'data: ["a"]\n\nevent: error\ndata: {"error":"x"}\n\n'
+    monkeypatch.setattr(server_module, "MAX_BATCH_BYTES", 40)  # a run past the size: several frames
+    pump, out = body(["x" * 20, "y" * 20, "z", server_module._END])
+    assert out == b'data: ["' + b"x" * 20 + b'","' + b"y" * 20 + b'"]\n\ndata: ["z"]\n\ndata: [DONE]\n\n'
+
+
+def test_items_frames_are_read_and_bad_ones_refused():
+    from agenthub.providers.agenthub_server import parse_stream
+    from agenthub.sse import iter_events
+    from agenthub.stream import drive
+
+    stop = (b'data: {"role":"assistant","event_type":"stop","content_items":[],"usage_metadata":null,'
+            b'"finish_reason":"stop","created_at":1}\n\n')
+    body = (b'data: ["Hel","lo \\u00e9",["{\\"a\\""],{"type":"thinking","thinking":"t"},'
+            b'{"type":"inline_data","mime_type":"image/png","data":{"__bytes__":"AAE="}}]\n\n' + stop)
+    parts = list(parse_stream(iter_events([body])))
+    assert parts[:-1] == [{"type": "text", "text": "Hel"}, {"type": "text", "text": "lo \u00e9"},
+                          {"type": "partial_tool_call", "name": "", "arguments": '{"a"', "tool_call_id": ""},
+                          {"type": "thinking", "thinking": "t"},
+                          {"type": "inline_data", "mime_type": "image/png", "data": b"\x00\x01"}]
+    events = list(drive(parse_stream(iter_events([body])), "agenthub"))
+    assert [e["event_type"] for e in events] == ["start"] + ["delta"] * 5 + ["stop"]
+    deep = b'[{"type":"tool_call","name":"f","arguments":' + b"[" * 200 + b"]" * 200 + b',"tool_call_id":"c"}]'
+    for bad in (b"[1]", b'[["a","b"]]', b"[[1]]", b'[{"type":"nope"}]', b'[{"type":"text","text":1}]', b"[", b'["a"',
+                deep):
+        with pytest.raises(StreamProtocolError):
+            list(drive(parse_stream(iter_events([b"data: " + bad + b"\n\n" + stop])), "agenthub"))
+
+
+def test_an_event_that_comes_alone_is_written_at_once_on_the_items_wire(stack):
+    """The writer gathers a burst, never the events before a pause of the upstream: what came is read by the
+    client while the upstream is still silent (a generous bound: the gathering is a couple of milliseconds)."""
+    up = stack[0]
+    body = _recording("openai_chat", "weather_answer.sse")
+    up.routes["paused"] = Route(body, parts=2, pause=1.0)
+    app = make_app({"models": [{"id": "paused", "model": "m", "client_type": "openai-chat",
+                                "base_url": up.url + "/paused/v1", "max_retries": 0}], "keepalive_seconds": 30})
+    want, _ = outcome(direct(up.url, "openai_chat", route="paused"))
+    first_part = [e for e in strip_ids(want) if e["event_type"] == "delta"][:1]
+    with Builtin(app) as server:
+        started = time.monotonic()
+        events = via(server.url, "paused").streaming_response(MESSAGES)
+        got = []
+        for event in events:
+            got.append(event)
+            if event["event_type"] == "delta":
+                break
+        assert time.monotonic() - started < 0.8  # before the upstream's pause ended
+        assert strip_ids(got[1:]) == first_part
+        got.extend(events)
+    assert strip_ids(got) == strip_ids(want)

@@ -32,7 +32,9 @@ Endpoints (the wire contract; docs/serve.md):
   ``{"__bytes__": "<base64>"}``): ``text/event-stream``, one ``data: <UniEvent JSON>`` per
   event as the library produced it, ``: keep-alive`` comments while the upstream is silent,
   ``data: [DONE]`` at the end.  An error after the first event is an ``event: error`` frame
-  with the error JSON, and the body ends.
+  with the error JSON, and the body ends.  With ``X-AgentHub-Wire: items`` (the agenthub client sends it),
+  each run of plain deltas is one ``data: [<piece>, ...]`` frame (a string: a text piece; ``["<args>"]``:
+  an argument fragment without name and id; an object: a content item), every other event as before.
 - Errors before the stream: ``{"error": {"type": <AgentHubError subclass name>, "message",
   <its fields>}}`` with 400 (ConfigError: malformed message or config, bad Host header, a
   Content-Length that is not digits, nesting too deep), 401 (AuthenticationError: missing or
@@ -114,6 +116,14 @@ MAX_QUEUED_BYTES = 1 << 20
 WRITER_STALL_SECONDS = 300.0
 KEEPALIVE = b": keep-alive\n\n"
 DONE = b"data: [DONE]\n\n"
+#: the request header by which a client asks for delta events as batches of their content items (the
+#: ``client_type="agenthub"`` client sends it; docs/serve.md, "The items wire")
+WIRE_HEADER = "HTTP_X_AGENTHUB_WIRE"
+#: estimated bytes of an items frame past which it is sent and the next one begun
+MAX_BATCH_BYTES = 1 << 16
+#: while the upstream outpaces the client (the last write carried more than one event), the writer writes at
+#: most once per this many seconds: a burst goes out in a few writes, not one per event (``_Body``)
+GATHER_SECONDS = 0.002
 _VARIABLE = re.compile(r"^\$([A-Za-z_][A-Za-z0-9_]*)$")
 _TOO_DEEP = ConfigError("the request body is nested too deeply")
 _DIGITS = re.compile(r"[0-9]{1,18}\Z")
@@ -709,7 +719,9 @@ class AgentHubApp(object):
                 "the server is at its limit of {} concurrent streams".format(self.max_concurrent_streams),
                 client="agenthub", status=503, error_type="overloaded", retry_after=1.0, retryable=True))
         self.metrics.opened(model_id)
-        pump = _Pump(self, stream, model_id, on_end=self._ended(model, stream), trace=continue_trace(environ))
+        items = environ is not None and (environ.get(WIRE_HEADER) or "").strip().lower() == "items"
+        pump = _Pump(self, stream, model_id, on_end=self._ended(model, stream), trace=continue_trace(environ),
+                     items=items)
         try:
             pump.start()
         except BaseException:
@@ -762,12 +774,17 @@ class _Pump(object):
     """Reads one upstream stream in a thread of its own; the events, encoded, go to ``queue``.
 
     The queue then holds bytes (one ``data:`` frame per event), and last either the end
-    marker or the error that ended the stream.
+    marker or the error that ended the stream.  With ``items`` (the client asked for the items wire),
+    a delta event of one text piece is queued as its text (a str) and one of an argument fragment
+    without name and id as ``[arguments]``, not encoded: the writer encodes each run of them as one
+    JSON array.
     """
 
     def __init__(self, app: AgentHubApp, stream: Any, model_id: str,
-                 on_end: Optional[Callable[[Any, Optional[BaseException]], None]] = None, trace: Any = None) -> None:
+                 on_end: Optional[Callable[[Any, Optional[BaseException]], None]] = None, trace: Any = None,
+                 items: bool = False) -> None:
         self.app = app
+        self.items = items  # the items wire: a plain delta's text piece or argument fragment goes to the writer
         self.trace = trace  # the incoming request's trace context, current while the stream is read (telemetry)
         self.stream = stream
         self.model_id = model_id
@@ -807,8 +824,37 @@ class _Pump(object):
         limit = MAX_QUEUED_FRAMES
         byte_limit = MAX_QUEUED_BYTES
         event = error = None  # type: Any
+        items = self.items
         try:
             for event in self.stream:
+                if items and event["event_type"] == "delta" and len(event) == 6 and event["usage_metadata"] is None \
+                        and event["finish_reason"] is None and len(event["content_items"]) == 1:
+                    # the items wire's pieces: a text piece as its text (a JSON string), an argument fragment
+                    # without name and id (a call's second fragment on) as [arguments]; its size in the queue:
+                    # the string's length + 16.  Any other item goes as the whole event.
+                    item = event["content_items"][0]
+                    piece = None  # type: Any
+                    if item.__class__ is dict:
+                        size = len(item)
+                        if size == 2:
+                            text = item.get("text")
+                            if text.__class__ is str and item["type"] == "text":
+                                piece = text
+                                size = len(text) + 16
+                        elif size == 4:
+                            text = item.get("arguments")
+                            if text.__class__ is str and item["type"] == "partial_tool_call" and item["name"] == "" \
+                                    and item["tool_call_id"] == "" and item["name"].__class__ is str \
+                                    and item["tool_call_id"].__class__ is str:
+                                piece = [text]
+                                size = len(text) + 16
+                    if piece is not None:
+                        self.put_bytes += size
+                        put(piece)
+                        count += 1
+                        if qsize() > limit or self.put_bytes - self.taken_bytes > byte_limit:
+                            self._wait_for_room()
+                        continue
                 frame = encode(event)
                 self.put_bytes += len(frame)
                 put(frame)
@@ -870,7 +916,12 @@ class _Pump(object):
 
 class _Body(object):
     """The response iterable: encoded events as they come (several at once when they queued up),
-    a keep-alive comment after ``keepalive_seconds`` of silence, ``[DONE]`` or an error event last."""
+    a keep-alive comment after ``keepalive_seconds`` of silence, ``[DONE]`` or an error event last.
+
+    While the upstream outpaces the client (the last write carried more than one event), the writer
+    writes at most once per ``GATHER_SECONDS``, what queued up meanwhile: a burst goes out in a few
+    writes instead of one per event, and the pump is not interrupted by a writer woken for every
+    event.  A stream whose events come one at a time (a model writing) is written as each arrives."""
 
     def __init__(self, app: AgentHubApp, pump: _Pump, first: Any) -> None:
         self._app = app
@@ -878,11 +929,10 @@ class _Body(object):
         self._first = first
         self._done = False
         self._closed = False
+        self._busy = False  # the last write carried more than one event
+        self._written = 0.0  # when it was made (time.monotonic())
         self._get = pump.queue.get
         self._empty = pump.queue.empty
-        self._keepalive = app.keepalive_seconds
-        if first.__class__ is bytes and first is not KEEPALIVE:
-            pump.taken_bytes += len(first)
 
     def __iter__(self) -> "_Body":
         return self
@@ -895,30 +945,60 @@ class _Body(object):
         elif self._done:
             raise StopIteration
         else:
+            if self._busy:  # more are on the way: let them queue up (at most one write per GATHER_SECONDS)
+                wait = self._written + GATHER_SECONDS - time.monotonic()
+                if wait > 0:
+                    time.sleep(wait)
             try:
-                item = self._get(True, self._keepalive)
+                item = self._get(True, self._app.keepalive_seconds)
             except queue.Empty:
+                self._busy = False
                 return KEEPALIVE
         if item.__class__ is bytes and self._empty():
             self._pump.taken_bytes += len(item)
+            self._busy = False
             return item  # one event: no join
-        parts = []
+        parts = []  # type: List[bytes]
+        batch = []  # type: List[Any]  # the items of the items frame under way
+        batch_bytes = taken = count = 0
         get = self._get
+        empty = self._empty
         while True:
-            if item.__class__ is bytes:
-                self._pump.taken_bytes += len(item)
-                parts.append(item)
-            elif item is _END:
-                parts.append(DONE)
-                self._done = True
-                break
+            count += 1
+            kind = item.__class__
+            if kind is str or kind is list:  # a piece of the items wire: its size as the pump counted it
+                batch.append(item)
+                size = len(item if kind is str else item[0]) + 16
+                taken += size
+                batch_bytes += size
+                if batch_bytes > MAX_BATCH_BYTES:
+                    parts.append(b"data: " + _dumps(batch).encode("ascii") + b"\n\n")
+                    batch = []
+                    batch_bytes = 0
             else:
-                parts.append(b"event: error\ndata: " + self._app._error_bytes(item) + b"\n\n")
-                self._done = True
-                break
-            if self._empty():
+                if batch:
+                    parts.append(b"data: " + _dumps(batch).encode("ascii") + b"\n\n")
+                    batch = []
+                    batch_bytes = 0
+                if kind is bytes:
+                    taken += len(item)
+                    parts.append(item)
+                elif item is _END:
+                    parts.append(DONE)
+                    self._done = True
+                    break
+                else:
+                    parts.append(b"event: error\ndata: " + self._app._error_bytes(item) + b"\n\n")
+                    self._done = True
+                    break
+            if empty():
                 break
             item = get()
+        if batch:
+            parts.append(b"data: " + _dumps(batch).encode("ascii") + b"\n\n")
+        self._pump.taken_bytes += taken
+        self._busy = count > 1
+        self._written = time.monotonic()
         return b"".join(parts)
 
     def close(self) -> None:

@@ -3,10 +3,12 @@
 ``AutoLLMClient("fast", client_type="agenthub", base_url="http://127.0.0.1:8787",
 api_key=<a server key>)``: ``model`` is an id of the server's models table.  The
 request is ``POST /v1/stream`` at the server (``agenthub.hosts.keys``) with ``{"model", "messages", "config"}``
-(bytes as ``{"__bytes__": "<base64>"}``); the answer is one ``data: <UniEvent>``
-per event.  The events are the server's own, so the parser hands their content
-items to the shared driver as they came and the stop event's usage and finish
-reason as the StreamEnd: the driver rebuilds start and stop, and the caller sees
+(bytes as ``{"__bytes__": "<base64>"}``) and ``X-AgentHub-Wire: items``; the answer is one
+``data: <UniEvent>`` per event, or with the items wire each run of plain deltas as one
+``data: [<piece>, ...]`` frame (a string: a text piece; ``["<args>"]``: an argument fragment without
+name and id; an object: a content item, checked as any).  The events are the server's own, so the
+parser hands their content items to the shared driver as they came and the stop event's usage and
+finish reason as the StreamEnd: the driver rebuilds start and stop, and the caller sees
 the events a direct client would have produced (``created_at`` aside).
 
 Errors come back as they were raised on the server: an ``event: error`` frame (after
@@ -30,7 +32,9 @@ from ._common import refuse_mcp_servers
 __all__ = ["build_request", "parse_stream", "framing", "STREAM_PATH", "PROTOCOL"]
 
 STREAM_PATH = "/v1/stream"
-
+#: the request header asking the server for the items wire: runs of plain delta events as one
+#: ``data: [<content item>, ...]`` frame (docs/serve.md)
+WIRE_HEADER = "X-AgentHub-Wire"
 
 
 
@@ -43,7 +47,8 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
                                                          "upstream request itself (set it in the model's default_config)")
     body_config = {k: v for k, v in config.items() if k != "trace_id"}  # a trace is written here, not there
     body = {"model": model, "messages": _jsonable(list(messages)), "config": _jsonable(body_config)}
-    return HttpRequest("POST", STREAM_PATH, request_headers(endpoint), body, output_limit=("config", "max_tokens"))
+    headers = request_headers(endpoint, **{WIRE_HEADER: "items"})  # (a server that predates it sends whole events)
+    return HttpRequest("POST", STREAM_PATH, headers, body, output_limit=("config", "max_tokens"))
 
 
 def framing(chunks: Iterable[bytes], max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -> Iterator[Any]:
@@ -128,6 +133,22 @@ def parse_stream(events: Iterable[SSEEvent], client: str = "agenthub", tool_id_p
         else:
             data = frame.data
             name = frame.event
+        if data[:1] == "[" and name == "message" and data != "[DONE]":
+            # the items wire: a run of delta events, each one content item (the driver makes the events)
+            batch = loads(data)  # (a bad one: ValueError, which the driver reports as a StreamProtocolError)
+            if batch.__class__ is not list:
+                raise _malformed(client, "an items frame that is not a JSON array")
+            if '"__bytes__"' in data:
+                batch = _restore(batch)
+            for item in batch:
+                kind = item.__class__
+                if kind is str:  # a text piece
+                    yield {"type": "text", "text": item}
+                elif kind is list and len(item) == 1 and item[0].__class__ is str:  # an argument fragment
+                    yield {"type": "partial_tool_call", "name": "", "arguments": item[0], "tool_call_id": ""}
+                else:  # any other content item, as it is in an event
+                    yield _checked(item, client)
+            continue
         if data.startswith(head) and name == "message":
             # the common case: only the item is decoded (the rest of the frame is the fixed delta frame;
             # created_at is the driver's to set).  Anything else takes the general path below.
