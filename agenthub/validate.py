@@ -670,6 +670,8 @@ class CheckedMessages(object):
             check_message(message, "messages[{}]".format(i))
             snaps.append(_snapshot(message) if type(message) is dict else _UNSEEN)
         self._last = (messages, snaps)
+        if same < len(last):  # a message of the last call changed or is gone: what the steps kept is dropped
+            self.stash = {}   # (a step that did not finish since may have kept what an older call made)
         return same
 
     def clear(self) -> None:

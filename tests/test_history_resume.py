@@ -10,6 +10,7 @@ import pytest
 
 from agenthub import AutoLLMClient
 from agenthub.attempts import AttemptHook
+from agenthub.errors import UnsupportedParameterError
 
 WIRES = ("openai-chat", "openai-responses", "anthropic", "gemini")
 TOOLS = [{"name": "add", "description": "Add.", "parameters": {"type": "object", "properties": {}}}]
@@ -215,6 +216,22 @@ def test_a_hook_changing_the_body_in_place_is_sent_as_changed():
             list(stream)  # nothing listens on port 9: the hook ran, the request was encoded
     plan = client.plan(messages)
     assert plan.body["messages"][-1]["content"] == "0"  # the hook's change is not kept for the next call
+
+
+@pytest.mark.parametrize("wire", WIRES)
+def test_a_call_that_failed_after_the_check_leaves_nothing_stale(wire):
+    client = _client(wire)
+    messages = _history(2)
+    _same_as_whole(client, messages)
+    messages[2]["content_items"][0]["text"] = "changed"  # checked by the next call, which then fails
+    with pytest.raises(UnsupportedParameterError):
+        client.plan(messages, {"background": True} if wire != "openai-responses" else {"image_config": {}})
+    _same_as_whole(client, messages)
+    messages[1]["content_items"][0]["text"] = "again"
+    with pytest.raises(UnsupportedParameterError):
+        client.plan(messages, {"anthropic": {"seed": 1}, "gemini": {"tools": [dict(TOOLS[0], strict=True)]}}.get(
+            wire, {"tts_config": [{"voice": "Kore"}]}))  # refused after the messages were converted
+    _same_as_whole(client, messages)
 
 
 def test_what_is_kept_is_the_last_call_only():
