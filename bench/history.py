@@ -12,8 +12,9 @@ the answer folded with ``Collector``, the tools called inline, one user message 
 turn's stop event to the next (the previous turn's tools, building and sending the request, reading the
 stream).  Each round runs the library as it was at ``--before`` and as it is in this checkout, each in a fresh
 process, in alternating order; per round the median per turn index over CONVS conversations, then the median
-over rounds.  Printed: the CPU of turns 1, 5, 10, 20, 30, 40, 50, the ratio turn 50 / turn 5 (target <= 1.1x)
-and the slope per earlier turn, before and after side by side, with the load average.
+over rounds.  Printed per wire and loop: the CPU of turns 1, 5, 10, 20, 30, 40, 50, the ratio turn 50 / turn 5
+(target <= 1.1x), the median of the last five turns over that of turns 3-7 (steadier) and the slope per earlier
+turn, before and after side by side, with the load average.
 """
 
 import argparse
@@ -311,15 +312,18 @@ def main():
     print("CPU per turn (ms), median of {} rounds x {} conversations, {}".format(
         args.rounds, args.convs, ab.loads_text(loads)))
     print("{:<30}".format("wire, loop") + "".join("{:>8}".format("t" + str(t)) for t in shown) +
-          "{:>12}{:>16}".format("t{}/t5".format(args.turns), "us/earlier turn"))
+          "{:>12}{:>16}{:>16}".format("t{}/t5".format(args.turns), "last5/t3-7", "us/earlier turn"))
     for wire in wires:
         for loop in ("hand", "run"):
             for side in ("before", "after"):
                 per_turn = [statistics.median(v) for v in zip(*[res[loop] for res in results[wire, side]])]
                 ratio = per_turn[args.turns - 1] / per_turn[4] if args.turns >= 5 else float("nan")
+                # the median of the last five turns over the median of turns 3-7: steadier than one turn each
+                wide = statistics.median(per_turn[-5:]) / statistics.median(per_turn[2:7]) \
+                    if args.turns >= 10 else float("nan")
                 print("{:<30}".format("{} {} {}".format(wire, loop, side)) +
                       "".join("{:>8.3f}".format(per_turn[t - 1]) for t in shown) +
-                      "{:>11.2f}x{:>16.1f}".format(ratio, _slope(per_turn[1:]) * 1e3))
+                      "{:>11.2f}x{:>15.2f}x{:>16.1f}".format(ratio, wide, _slope(per_turn[1:]) * 1e3))
 
 
 if __name__ == "__main__":

@@ -535,10 +535,19 @@ class Encoded(object):
         texts = self.texts
         if None in texts:
             texts = [_compact(item) if text is None else text for item, text in zip(items, texts)]
-        parts = []
+        parts = []  # type: List[str]
         for key, value in body.items():
-            parts.append(_compact(key) + ":" + ("[" + ",".join(texts) + "]" if value is items else _compact(value)))
-        return ("{" + ",".join(parts) + "}").encode("utf-8")
+            parts.append("," if parts else "{")
+            parts.append(_compact(key))
+            if value is items:
+                parts.append(":[")
+                parts.append(",".join(texts))
+                parts.append("]")
+            else:
+                parts.append(":")
+                parts.append(_compact(value))
+        parts.append("}" if parts else "{}")
+        return "".join(parts).encode("utf-8")
 
 
 def dumps(value: Any) -> str:

@@ -93,7 +93,7 @@ from ..sse import SSEEvent
 from ..stream import Fold, StreamEnd
 from ..toolcalls import ToolCallAssembler
 from ..types import HttpRequest, PromptCaching, ThinkingLevel
-from ..validate import cache_marks, count_marks
+from ..validate import cache_marks
 from ._common import NOTES, Encoded, Prior, Resumed, keep, marks_resumed, noting, start
 from ._common import (COMPACTION_FORMAT, Count, left_out, DONE, payloads, parse_data_list, Endpoint, Protocol, check_response_format, documents, dumps, get_request,
                       nearest, parse_data_uri, request_headers, stop_sequences, to_int, unsupported,

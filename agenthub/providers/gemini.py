@@ -87,7 +87,6 @@ from ..sse import SSEEvent
 from ..stream import StreamEnd
 from ..toolcalls import ToolCallAssembler
 from ..types import HttpRequest, PromptCaching, ThinkingLevel
-from ..validate import count_marks
 from ._common import NOTES, Encoded, Prior, Resumed, keep, marks_resumed, noting, start
 from ._common import (Count, DONE, document_payloads, payloads, Endpoint, Protocol, check_response_format, documents, get_request,
                       model_list_page, nearest, parse_data_uri, request_headers, samplers, to_int, unsupported,
