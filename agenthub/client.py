@@ -58,8 +58,8 @@ from .breaker import settings as breaker_settings
 from .hosts.trust import circuit_host, route_host, url_host, url_server  # the one host rule: which host a request connects to
 from .errors import (AgentHubError, ConfigError, RateLimitError, StreamProtocolError, TransportError,
                      UnsupportedOperationError, UnsupportedParameterError, UpstreamError, safe_url, set_field)
-from .foreign import for_dialect
-from .providers._common import Endpoint, apply_extras
+from .foreign import for_dialect, for_dialect_resumed
+from .providers._common import Endpoint, Prior, apply_extras
 from .sse import DEFAULT_MAX_LINE_BYTES
 from .stream import Collector, collect, drive, now_ms
 from .types import AssistantMessage, Message, ToolCallItem, UniConfig, UniEvent, UniMessage
@@ -348,8 +348,9 @@ class AutoLLMClient(object):
 
     def _plan(self, messages: Sequence[Message], cfg: Dict[str, Any]) -> Any:
         """``plan`` with ``cfg`` already checked (``check_config``'s result: checked once per call)."""
-        check_messages(messages, self._checked)
-        return apply_extras(self._build(list(messages), cfg), cfg)
+        checked = self._checked
+        same = check_messages(messages, checked)
+        return apply_extras(self._build(list(messages), cfg, prior=Prior(checked.stash, same or 0)), cfg)
 
     # -- history ---------------------------------------------------------------------------
     def get_history(self) -> List[Message]:
@@ -411,12 +412,15 @@ class AutoLLMClient(object):
         request = apply_extras(self._build(messages, cfg, stateful=True), cfg)
         return self._open(request, cfg, messages, message)
 
-    def _build(self, messages: List[UniMessage], config: Dict[str, Any], stateful: bool = False) -> Any:
+    def _build(self, messages: List[UniMessage], config: Dict[str, Any], stateful: bool = False,
+               prior: Optional[Prior] = None) -> Any:
         """The protocol's request plan; a value it cannot use (a fidelity changed after it came back,
         say) is a ConfigError, never a bare TypeError.  ``stateful``: a stateful call, told to a
         protocol that chains turns server-side (its record has ``chains_turns`` set).  The
         config keys only some protocols read (``LONGRUN_KEYS``) are refused by the others, and compaction
-        items this protocol cannot read are left out with a warning (``agenthub.foreign``)."""
+        items this protocol cannot read are left out with a warning (``agenthub.foreign``).  ``prior``: what this
+        client's previous stateless call kept, to start from where the history is that call's (a dialect that
+        takes it: ``build_request.takes_prior``)."""
         record = self._protocol
         build = record.build_request
         for key in LONGRUN_KEYS:
@@ -429,10 +433,16 @@ class AutoLLMClient(object):
         else:
             foreign_thinking = "drop"
         # another protocol's opaque items are converted on the way out (agenthub.foreign); history is untouched
-        messages = for_dialect(messages, self._dialect, foreign_thinking)[0]  # type: ignore[assignment]
+        if prior is not None and getattr(build, "takes_prior", False):
+            messages = for_dialect_resumed(messages, self._dialect, foreign_thinking, prior)  # type: ignore[assignment]
+        else:
+            prior = None
+            messages = for_dialect(messages, self._dialect, foreign_thinking)[0]  # type: ignore[assignment]
         try:
             if stateful and record.chains_turns:
                 return build(self._endpoint, self.model, messages, config, stateful=True)
+            if prior is not None:
+                return build(self._endpoint, self.model, messages, config, prior=prior)
             return build(self._endpoint, self.model, messages, config)
         except AgentHubError:
             raise

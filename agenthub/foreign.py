@@ -27,11 +27,12 @@ The marks, what each dialect reads and its tool_call id rule are facts of its re
 
 import hashlib
 import logging
+from operator import is_ as _is
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from .providers import ALL_FAMILIES, ANY_ID, DIALECTS
 
-__all__ = ["MARKS", "READS", "family_of", "for_dialect", "FOREIGN_THINKING"]
+__all__ = ["MARKS", "READS", "family_of", "for_dialect", "for_dialect_resumed", "FOREIGN_THINKING"]
 
 logger = logging.getLogger("agenthub")
 
@@ -86,14 +87,58 @@ def for_dialect(messages: Sequence[Mapping[str, Any]], dialect: str,
     message is a new dict with a new ``content_items`` list, so the caller's history is never touched."""
     reads = READS.get(dialect, ())
     changed = {}  # type: Dict[str, int]
-    own = set()  # ids of tool calls the target's protocol issued: never rewritten for it (call and result)
-    if dialect in DIALECTS and DIALECTS[dialect].call_ids != ANY_ID:
-        for message in messages:
-            for item in message.get("content_items") or ():
-                if item.get("type") == "tool_call" and item.get("fidelity") and family_of(item) in reads \
-                        and isinstance(item.get("tool_call_id"), str):
-                    own.add(item["tool_call_id"])
+    own = _own(messages, reads) if dialect in DIALECTS and DIALECTS[dialect].call_ids != ANY_ID else set()
     out = []  # type: List[Mapping[str, Any]]
+    _convert(messages, dialect, reads, own, foreign_thinking, changed, out, set())
+    return out, changed
+
+
+def for_dialect_resumed(messages: Sequence[Mapping[str, Any]], dialect: str, foreign_thinking: str,
+                        prior: Any) -> List[Mapping[str, Any]]:
+    """``for_dialect(messages, dialect, foreign_thinking)[0]``, the head of ``messages`` that is the client's
+    previous call's history, unchanged (``prior``: a ``providers._common.Prior``), taken as that call converted
+    it, unless a tool call the new messages hold makes one of its ids read otherwise; ``prior.head`` is set to
+    how many leading messages of the result are that call's (the dialect starts from them)."""
+    reads = READS.get(dialect, ())
+    checks_own = dialect in DIALECTS and DIALECTS[dialect].call_ids != ANY_ID
+    context = (dialect, foreign_thinking)
+    stash = prior.stash.get("foreign")
+    start = 0
+    if stash is not None:
+        old_context, old_inputs, old_out, own, rewritable = stash
+        count = len(old_inputs)
+        if count <= prior.same and count <= len(messages) and old_context == context \
+                and all(map(_is, messages, old_inputs)):
+            new_own = _own(messages[count:], reads) if checks_own else set()
+            if not (new_own & rewritable):  # no id of the head reads otherwise now
+                start, own, out, rewritable = count, own | new_own, list(old_out), set(rewritable)
+    if not start:
+        own = _own(messages, reads) if checks_own else set()
+        out, rewritable = [], set()
+    prior.head = len(out)
+    changed = {}  # type: Dict[str, int]
+    _convert(messages[start:], dialect, reads, own, foreign_thinking, changed, out, rewritable)
+    if "compaction_dropped" in changed:  # a warning: it comes on every call, as it did
+        prior.stash.pop("foreign", None)
+    else:
+        prior.stash["foreign"] = (context, list(messages), list(out), frozenset(own), frozenset(rewritable))
+    return out
+
+
+def _own(messages: Sequence[Mapping[str, Any]], reads: Sequence[str]) -> set:
+    """The ids of tool calls the target's protocol issued: never rewritten for it (call and result)."""
+    own = set()
+    for message in messages:
+        for item in message.get("content_items") or ():
+            if item.get("type") == "tool_call" and item.get("fidelity") and family_of(item) in reads \
+                    and isinstance(item.get("tool_call_id"), str):
+                own.add(item["tool_call_id"])
+    return own
+
+
+def _convert(messages: Sequence[Mapping[str, Any]], dialect: str, reads: Sequence[str], own: Any,
+             foreign_thinking: str, changed: Dict[str, int], out: List[Mapping[str, Any]], rewritable: set) -> None:
+    """``messages`` converted onto ``out``; ``rewritable`` gains every id the dialect would rewrite."""
     for message in messages:
         items = message.get("content_items") or []
         new_items = None  # type: Optional[List[Any]]
@@ -116,7 +161,10 @@ def for_dialect(messages: Sequence[Mapping[str, Any]], dialect: str,
                                            (item.get("fidelity") or {}).get("format") or "another protocol")
             elif kind in ("tool_call", "tool_result"):
                 old_id = item.get("tool_call_id")
-                new_id = old_id if old_id in own else _id_for(dialect, old_id)
+                rewritten = _id_for(dialect, old_id)
+                if rewritten != old_id:
+                    rewritable.add(old_id)
+                new_id = old_id if old_id in own else rewritten
                 if new_id != item.get("tool_call_id"):
                     replacement = dict(item, tool_call_id=new_id)
                     changed["ids_rewritten"] = changed.get("ids_rewritten", 0) + 1
@@ -132,4 +180,3 @@ def for_dialect(messages: Sequence[Mapping[str, Any]], dialect: str,
             copy = dict(message)
             copy["content_items"] = new_items
             out.append(copy)
-    return out, changed

@@ -328,7 +328,9 @@ class HttpRequest:
     one JSON document (False, e.g. embeddings).  ``output_limit``: where ``body`` keeps
     the output limit the request asks for, a path of keys the dialect wrote it under
     (``("max_tokens",)``, ``("generationConfig", "maxOutputTokens")``; () for none): ``max_output``
-    reads it there, so an ``extra_body`` that changed it is seen too.
+    reads it there, so an ``extra_body`` that changed it is seen too.  ``encoded``: the JSON text of the
+    body's history list made when the body was planned (most of it kept from the client's previous call):
+    ``content`` splices it in when that list is unchanged, the same bytes as encoding it whole.
     """
 
     method: str
@@ -338,6 +340,8 @@ class HttpRequest:
     stream: bool = True
     data: Optional[bytes] = field(default=None, repr=False)
     output_limit: Tuple[str, ...] = field(default=(), repr=False)
+    #: the JSON text of the body's message list made beforehand (``providers._common.Encoded``), or None
+    encoded: Any = field(default=None, repr=False, compare=False)
 
     @property
     def max_output(self) -> Optional[int]:
@@ -357,6 +361,10 @@ class HttpRequest:
             return self.data
         if self.body is None:
             return None
+        if self.encoded is not None:
+            data = self.encoded.content(self.body)
+            if data is not None:
+                return data
         return json.dumps(self.body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
 

@@ -14,6 +14,7 @@ can carry.
 
 import math
 import re
+from operator import is_ as _is
 from collections.abc import Mapping as _Mapping  # (isinstance: typing.Mapping adds two Python calls a check)
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
@@ -559,18 +560,19 @@ def check_message(message: Any, where: str = "message") -> None:
         raise ConfigError("{}['finish_reason'] is not a FinishReason".format(where))
 
 
-def check_messages(messages: Any, checked: Optional["CheckedMessages"] = None) -> None:
+def check_messages(messages: Any, checked: Optional["CheckedMessages"] = None) -> Optional[int]:
     """ConfigError naming the first bad message; with ``checked``, a message that object passed on the
-    previous call and that is unchanged since (see ``CheckedMessages``) is not checked again."""
+    previous call and that is unchanged since (see ``CheckedMessages``) is not checked again, and the
+    result is how many leading messages are the previous call's, unchanged (None without ``checked``)."""
     if not isinstance(messages, Sequence) or isinstance(messages, (str, bytes)):
         raise ConfigError("messages must be a list of UniMessage dicts")
     if not messages:
         raise ConfigError("messages is empty: send at least one user message")
     if checked is not None:
-        checked.check(messages)
-        return
+        return checked.check(messages)
     for i, message in enumerate(messages):
         check_message(message, "messages[{}]".format(i))
+    return None
 
 
 def _snapshot(value: Any) -> Any:
@@ -579,7 +581,7 @@ def _snapshot(value: Any) -> Any:
     changed in place no longer matches."""
     kind = type(value)
     if kind in _LEAVES:
-        return _Number(value) if kind is int or kind is float else value
+        return _Number(value) if kind is int or kind is float or kind is bool else value
     if kind is dict or isinstance(value, _Mapping):
         return {k: _snapshot(v) for k, v in value.items()}
     if kind is tuple or isinstance(value, tuple):
@@ -620,30 +622,75 @@ class CheckedMessages(object):
     again (a number replaced by an equal one of another type, ``Decimal(2)`` for ``2``, too).  Only plain
     ``dict`` messages are remembered, and only those of the last call (nothing older is kept alive); the
     object is safe to share between threads (a thread's call at worst checks again what another's
-    replaced)."""
+    replaced).
 
-    __slots__ = ("_seen",)
+    A history passed again with messages appended (the usual loop) is recognised as a whole: the previous
+    call's messages as its head, the very same objects, compared to their copies in one ``==``; ``check``
+    returns how many leading messages are the previous call's, unchanged, and ``stash`` holds what the
+    steps that turn the history into a request body kept of the last call (``providers._common.Prior``:
+    they start from it where their input is that same head)."""
+
+    __slots__ = ("_last", "stash")
 
     def __init__(self) -> None:
-        self._seen = {}  # type: Dict[int, Tuple[Any, Any]]  # id(message) -> (message, snapshot)
+        self._last = ([], [])  # type: Tuple[List[Any], List[Any]]  # (messages, their snapshots) of the last call
+        #: step name -> what that step kept of the last call (providers._common.Prior)
+        self.stash = {}  # type: Dict[str, Any]
 
-    def check(self, messages: Sequence[Any]) -> None:
-        seen = self._seen
-        now = {}  # type: Dict[int, Tuple[Any, Any]]
-        for i, message in enumerate(messages):
-            if type(message) is not dict:
-                check_message(message, "messages[{}]".format(i))
-                continue
-            key = id(message)
-            entry = seen.get(key)
-            if entry is None or entry[0] is not message or entry[1] != message:
-                check_message(message, "messages[{}]".format(i))
-                entry = (message, _snapshot(message))
-            now[key] = entry
-        self._seen = now
+    def check(self, messages: Sequence[Any]) -> int:
+        """Check what is new in ``messages``; how many leading messages are the previous call's, unchanged."""
+        last, snaps = self._last
+        count = len(last)
+        messages = list(messages)
+        if count and len(messages) >= count and all(map(_is, messages, last)) and messages[:count] == snaps:
+            same = count  # the previous call's history as the head: one comparison for all of it
+            snaps = list(snaps)
+        else:
+            same = 0
+            seen = {id(message): (message, snap) for message, snap in zip(last, snaps) if snap is not _UNSEEN}
+            snaps = []
+            leading = True
+            for i, message in enumerate(messages):
+                entry = seen.get(id(message)) if type(message) is dict else None
+                if entry is None or entry[0] is not message or entry[1] != message:
+                    check_message(message, "messages[{}]".format(i))
+                    leading = False
+                    snaps.append(_snapshot(message) if type(message) is dict else _UNSEEN)
+                else:
+                    if leading and i < count and last[i] is message:
+                        same = i + 1
+                    else:
+                        leading = False
+                    snaps.append(entry[1])
+            count = len(messages)
+        for i in range(count, len(messages)):
+            message = messages[i]
+            check_message(message, "messages[{}]".format(i))
+            snaps.append(_snapshot(message) if type(message) is dict else _UNSEEN)
+        self._last = (messages, snaps)
+        if same < len(last):  # a message of the last call changed or is gone: what the steps kept is dropped
+            self.stash = {}   # (a step that did not finish since may have kept what an older call made)
+        return same
 
     def clear(self) -> None:
-        self._seen = {}
+        self._last = ([], [])
+        self.stash = {}
+
+
+class _Unseen(object):
+    """The snapshot of a message that is not a plain dict: equal to nothing (checked on every call)."""
+
+    __slots__ = ()
+    __hash__ = None  # type: ignore[assignment]
+
+    def __eq__(self, other: Any) -> bool:
+        return False
+
+    def __ne__(self, other: Any) -> bool:
+        return True
+
+
+_UNSEEN = _Unseen()
 
 
 # -- OpenAI-shaped input: say what the agenthub shape is -----------------------------------------------

@@ -8,6 +8,7 @@ import dataclasses
 import json
 import logging
 import re
+from operator import is_ as _is  # (C speed over a whole history)
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 from ..answers import error_from_body as _error_from_body
@@ -333,6 +334,222 @@ def _compact_encoder() -> Callable[[Any], str]:
 _compact = _compact_encoder()
 
 
+# -- a history sent again: the request body built from where the last call's left off ----------------------
+#
+# A loop sends its history again with a turn appended, so each step that turns the messages into the request
+# body (agenthub.foreign's conversion, each dialect's message -> wire item mapping, the body's JSON) starts
+# from what it made of the same head on the client's previous call, when that head is the very same message
+# objects, unchanged (validate.CheckedMessages proved it, comparing them to copies taken when checked), and
+# what else the step reads (the endpoint's quirks, the model, the config keys it reads: its ``context``) is
+# equal.  What a step kept (``CheckedMessages.stash``, one entry per step: the last call's only) is the wire
+# items it made, a copy of their containers and their JSON text: the items are taken again only when they
+# still equal that copy (nothing changed them through a request body), and the JSON text of each is spliced
+# into the body's bytes by ``HttpRequest.content`` (the same bytes ``json.dumps`` makes), when the body's
+# list is still those items, unchanged.  A step whose conversion logged anything keeps nothing (its log
+# lines come on every call, as they did).
+
+#: how many log calls the dialects' message conversions made (``noting``): a conversion that logged keeps nothing
+NOTES = [0]
+
+
+class _Noting(object):
+    """A logger that counts the records asked of it (``NOTES``), whatever its level lets through."""
+
+    __slots__ = ("logger",)
+
+    def __init__(self, logger: logging.Logger) -> None:
+        self.logger = logger
+
+    def debug(self, *args: Any, **kwargs: Any) -> None:
+        NOTES[0] += 1
+        self.logger.debug(*args, **kwargs)
+
+    def info(self, *args: Any, **kwargs: Any) -> None:
+        NOTES[0] += 1
+        self.logger.info(*args, **kwargs)
+
+    def warning(self, *args: Any, **kwargs: Any) -> None:
+        NOTES[0] += 1
+        self.logger.warning(*args, **kwargs)
+
+    def error(self, *args: Any, **kwargs: Any) -> None:
+        NOTES[0] += 1
+        self.logger.error(*args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.logger, name)
+
+
+def noting(logger: logging.Logger) -> Any:
+    """``logger`` with its calls counted in ``NOTES`` (the dialects' module logger)."""
+    return _Noting(logger)
+
+
+class Prior(object):
+    """One call's view of what the client's previous call kept (``stash``: ``CheckedMessages.stash``) and
+    how many leading messages of this call's history are that call's, unchanged (``same``)."""
+
+    __slots__ = ("stash", "same", "head")
+
+    def __init__(self, stash: Dict[str, Any], same: int) -> None:
+        self.stash = stash
+        self.same = same
+        #: how many leading messages the dialect is given are the previous call's, as it was given them
+        #: (set by ``foreign.for_dialect_resumed``)
+        self.head = 0
+
+
+class Resumed(object):
+    """A step's output list as it is built: the wire items, a copy of each (``snapshot``) and its JSON text
+    (None: made at send time), the items taken from the last call first."""
+
+    __slots__ = ("items", "snaps", "texts", "state", "count")
+
+    def __init__(self, items: List[Any], snaps: List[Any], texts: List[Any], state: Any, count: int) -> None:
+        self.items = items
+        self.snaps = snaps
+        self.texts = texts
+        self.state = state  # what the step carries from one message to the next, after the head
+        self.count = count  # how many input messages the head covers
+
+
+def resume(prior: Optional[Prior], name: str, context: Any, inputs: Sequence[Any], same: int) -> Optional[Resumed]:
+    """Step ``name``'s output for the head of ``inputs`` it converted on the previous call, when that head is
+    the same objects and within the first ``same`` (proven unchanged), its ``context`` equal, and its items
+    unchanged; else None (convert everything)."""
+    if prior is None:
+        return None
+    stash = prior.stash.get(name)
+    if stash is None:
+        return None
+    old_context, old_inputs, items, snaps, texts, state = stash
+    count = len(old_inputs)
+    if count > same or count > len(inputs) or not all(map(_is, inputs, old_inputs)) or old_context != context \
+            or items != snaps:
+        return None
+    return Resumed(list(items), list(snaps), list(texts), state, count)
+
+
+def keep(prior: Optional[Prior], name: str, context: Any, inputs: Sequence[Any], out: Resumed, noted: int) -> None:
+    """Stash step ``name``'s output for ``inputs`` (nothing when a conversion logged since ``noted``)."""
+    if prior is None:
+        return
+    if NOTES[0] != noted:
+        prior.stash.pop(name, None)
+        return
+    items, snaps, texts = out.items, out.snaps, out.texts
+    for item in items[len(snaps):]:
+        snaps.append(wire_snapshot(item))
+        try:
+            texts.append(_compact(item))
+        except (TypeError, ValueError, OverflowError, RecursionError):
+            texts.append(None)
+    prior.stash[name] = (context, list(inputs), list(items), snaps, texts, out.state)
+
+
+def start(prior: Optional[Prior], name: str, context: Any, inputs: Sequence[Any], same: int,
+          state: Any) -> Resumed:
+    """``resume``'s output, or an empty one holding ``state`` (a copy is the caller's to make)."""
+    found = resume(prior, name, context, inputs, same)
+    return found if found is not None else Resumed([], [], [], state, 0)
+
+
+def marks_resumed(prior: Optional[Prior], messages: Sequence[Mapping[str, Any]]) -> int:
+    """``validate.count_marks(messages)``, the previous call's count taken for the head it counted."""
+    from ..validate import count_marks
+
+    if prior is None:
+        return count_marks(messages)
+    stash = prior.stash.get("marks")
+    count = 0
+    if stash is not None and len(stash[0]) <= prior.head and all(map(_is, messages, stash[0])):
+        count = len(stash[0])
+        total = stash[1] + count_marks(messages[count:])
+    else:
+        total = count_marks(messages)
+    prior.stash["marks"] = (list(messages), total)
+    return total
+
+
+def wire_snapshot(value: Any) -> Any:
+    """A copy of ``value``'s containers holding the same leaves, numbers and booleans compared by type too."""
+    kind = type(value)
+    if kind is str or value is None:
+        return value
+    if kind is dict:
+        return {k: wire_snapshot(v) for k, v in value.items()}
+    if kind is list:
+        return [wire_snapshot(v) for v in value]
+    if kind is int or kind is float or kind is bool:
+        return _Typed(value)
+    if kind is tuple:
+        return tuple(wire_snapshot(v) for v in value)
+    return _Never()  # anything else: never taken as unchanged
+
+
+class _Typed(object):
+    """A number or boolean in a snapshot: equal only to one of the same type (``1 == True == 1.0``)."""
+
+    __slots__ = ("value",)
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def __eq__(self, other: Any) -> bool:
+        return type(other) is type(self.value) and other == self.value
+
+    def __ne__(self, other: Any) -> bool:
+        return not self.__eq__(other)
+
+
+class _Never(object):
+    __slots__ = ()
+    __hash__ = None  # type: ignore[assignment]
+
+    def __eq__(self, other: Any) -> bool:
+        return False
+
+    def __ne__(self, other: Any) -> bool:
+        return True
+
+
+class Encoded(object):
+    """The JSON text of the items of ``body[key]`` (``Resumed``): ``HttpRequest.content`` splices it in."""
+
+    __slots__ = ("key", "items", "snaps", "texts")
+
+    def __init__(self, key: str, out: Resumed) -> None:
+        self.key = key
+        self.items = out.items
+        self.snaps = out.snaps
+        self.texts = out.texts
+
+    def content(self, body: Any) -> Optional[bytes]:
+        """``body`` as compact UTF-8 JSON, the texts spliced in; None when ``body[key]`` is no longer the
+        items they were made of (another list, an item changed or added since): then it is encoded whole."""
+        items = self.items
+        if type(body) is not dict or body.get(self.key) is not items or len(items) != len(self.texts) \
+                or items != self.snaps or not all(type(key) is str for key in body):
+            return None
+        texts = self.texts
+        if None in texts:
+            texts = [_compact(item) if text is None else text for item, text in zip(items, texts)]
+        parts = []  # type: List[str]
+        for key, value in body.items():
+            parts.append("," if parts else "{")
+            parts.append(_compact(key))
+            if value is items:
+                parts.append(":[")
+                parts.append(",".join(texts))
+                parts.append("]")
+            else:
+                parts.append(":")
+                parts.append(_compact(value))
+        parts.append("}" if parts else "{}")
+        return "".join(parts).encode("utf-8")
+
+
 def dumps(value: Any) -> str:
     """Compact JSON text, non-ASCII kept as is (CJK arguments stay readable)."""
     return _compact(value)
@@ -394,6 +611,8 @@ def after_compaction(messages: List[Mapping[str, Any]], wire_format: str) -> Lis
     return messages
 
 
+_LOGGER = noting(logging.getLogger("agenthub"))
+
 #: assistant items no wire replays (another protocol's media, Gemini's inline thinking): left out with a warning
 UNREPLAYED = ("inline_data", "image_url", "inline_thinking")
 
@@ -403,8 +622,7 @@ def left_out(kind: str, wire: str, role: str = "assistant") -> None:
     inline thinking are left out with a warning; any other kind raises ConfigError (validate.check_message
     keeps such items out, so that is unreachable from the client)."""
     if role == "assistant" and kind in UNREPLAYED:
-        logging.getLogger("agenthub").warning("an assistant %s item cannot be replayed over %s; it is left out",
-                                              kind, wire)
+        _LOGGER.warning("an assistant %s item cannot be replayed over %s; it is left out", kind, wire)
         return
     raise ConfigError("a {} item cannot be sent in {} {} message".format(kind, "an" if role == "assistant" else "a", role))
 

@@ -93,7 +93,8 @@ from ..sse import SSEEvent
 from ..stream import Fold, StreamEnd
 from ..toolcalls import ToolCallAssembler
 from ..types import HttpRequest, PromptCaching, ThinkingLevel
-from ..validate import cache_marks, count_marks
+from ..validate import cache_marks
+from ._common import NOTES, Encoded, Prior, Resumed, keep, marks_resumed, noting, start
 from ._common import (COMPACTION_FORMAT, Count, left_out, DONE, payloads, parse_data_list, Endpoint, Protocol, check_response_format, documents, dumps, get_request,
                       nearest, parse_data_uri, request_headers, stop_sequences, to_int, unsupported,
                       usage, with_cache_write)
@@ -119,7 +120,7 @@ __all__ = [
     "DEFAULT_MAX_TOKENS",
 ]
 
-logger = logging.getLogger("agenthub")
+logger = noting(logging.getLogger("agenthub"))
 
 #: the Anthropic API version sent where the route takes it: the first-party API, Claude on Microsoft Foundry
 #: and on Vertex AI (the official SDKs send it since their majors of 2026-10-21)
@@ -280,7 +281,10 @@ def _check_removed(client: str, version: str, config: Mapping[str, Any]) -> None
                                                   "values): leave it out, {}".format(version, PIN_HINT))
 
 
-def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, Any]], config: Mapping[str, Any]) -> HttpRequest:
+def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, Any]], config: Mapping[str, Any],
+                  prior: Optional[Prior] = None) -> HttpRequest:
+    """``prior``: what the client's previous call kept (``providers._common.Prior``): the messages it converted
+    are taken as they were, where they are the head of these, unchanged."""
     client = endpoint.client_type
     quirks = endpoint.quirks
     rule = thinking_rule(model)
@@ -308,7 +312,7 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
         body["system"] = config["system_prompt"]
     caching = config.get("prompt_caching", PromptCaching.ENABLE)
     automatic = quirks.get("automatic_caching", True) and caching != PromptCaching.DISABLE
-    marks = count_marks(messages)
+    marks = marks_resumed(prior, messages)
     if marks and marks + (1 if automatic else 0) > MAX_BREAKPOINTS:
         raise unsupported(client, "cache_breakpoint", "is set on {} items; the Anthropic API takes at most {} cache "
                                                       "breakpoints a request{}".format(
@@ -320,7 +324,8 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
     mark = {"type": "ephemeral"}  # type: Dict[str, Any]
     if caching == PromptCaching.ENHANCE:
         mark["ttl"] = "1h"
-    body["messages"] = _messages(endpoint, messages, version if new_rules else None, mark)
+    wire = _wire_messages(endpoint, messages, version if new_rules else None, mark, prior)
+    body["messages"] = wire.items
     if config.get("tools"):
         body["tools"] = [_tool(tool) for tool in config["tools"]]
         if any(tool.get("strict") for tool in config["tools"]) and not rule.get("structured", True):
@@ -403,7 +408,11 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
         body["context_management"] = {"edits": [
             {"type": COMPACTION_EDIT, "trigger": {"type": "input_tokens", "value": threshold}}]}
         _add_beta(headers, COMPACTION_BETA)
-    return HttpRequest("POST", "/v1/messages", headers, body, output_limit=("max_tokens",))
+    return HttpRequest("POST", "/v1/messages", headers, body, output_limit=("max_tokens",),
+                       encoded=Encoded("messages", wire) if prior is not None else None)
+
+
+build_request.takes_prior = True  # type: ignore[attr-defined]
 
 
 def claude_request_rules(client: str, model: str, rule: Mapping[str, Any], config: Mapping[str, Any], max_tokens: int,
@@ -567,11 +576,22 @@ def _messages(endpoint: Endpoint, messages: List[Mapping[str, Any]], new_version
               mark: Optional[Mapping[str, Any]] = None) -> List[Dict[str, Any]]:
     """``new_version``: the version when it is 2026-10-21 or later (a document in an assistant turn is refused);
     ``mark``: the ``cache_control`` of an item marked ``cache_breakpoint``."""
+    return _wire_messages(endpoint, messages, new_version, mark, None).items
+
+
+def _wire_messages(endpoint: Endpoint, messages: List[Mapping[str, Any]], new_version: Optional[str],
+                   mark: Optional[Mapping[str, Any]], prior: Optional[Prior]) -> Resumed:
+    """``_messages``, from the previous call's where ``prior`` allows (a message's mapping reads the message,
+    the client type, whether unsigned thinking is replayed, the version and the breakpoint's mark)."""
     unsigned = endpoint.quirks.get("replay_unsigned_thinking")
     if unsigned is None:  # the first-party API rejects thinking without its signature
         unsigned = not endpoint.quirks.get("first_party")
-    out = []  # type: List[Dict[str, Any]]
-    for index, message in enumerate(messages):
+    context = (endpoint.client_type, unsigned, new_version, dict(mark) if mark is not None else None)
+    noted = NOTES[0]
+    made = start(prior, "anthropic", context, messages, prior.head if prior is not None else 0, None)
+    out = made.items
+    for index in range(made.count, len(messages)):
+        message = messages[index]
         if message["role"] == "assistant":
             if new_version:
                 _no_document(endpoint.client_type, new_version, message, index)
@@ -580,7 +600,8 @@ def _messages(endpoint: Endpoint, messages: List[Mapping[str, Any]], new_version
             content = _user(endpoint, message, index, mark)
         if content:  # the API refuses empty turns; consecutive same-role turns are joined upstream
             out.append({"role": message["role"], "content": content})
-    return out
+    keep(prior, "anthropic", context, messages, made, noted)
+    return made
 
 
 def _no_document(client: str, version: str, message: Mapping[str, Any], index: int) -> None:

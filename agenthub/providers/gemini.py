@@ -87,7 +87,7 @@ from ..sse import SSEEvent
 from ..stream import StreamEnd
 from ..toolcalls import ToolCallAssembler
 from ..types import HttpRequest, PromptCaching, ThinkingLevel
-from ..validate import count_marks
+from ._common import NOTES, Encoded, Prior, Resumed, keep, marks_resumed, noting, start
 from ._common import (Count, DONE, document_payloads, payloads, Endpoint, Protocol, check_response_format, documents, get_request,
                       model_list_page, nearest, parse_data_uri, request_headers, samplers, to_int, unsupported,
                       usage)
@@ -113,7 +113,7 @@ __all__ = [
     "SYNTHETIC_ID",
 ]
 
-logger = logging.getLogger("agenthub")
+logger = noting(logging.getLogger("agenthub"))
 
 #: Gemini finishReason -> UniEvent finish_reason; anything else (SAFETY, RECITATION, ...) is "unknown".
 #: CONTINUATION: a long-decode hop of Gemini 4 stopped at the per-request cap (maxOutputTokens above 65,536)
@@ -514,17 +514,38 @@ def _user_contents(client: str, message: Mapping[str, Any], calls: Mapping[str, 
 
 
 def _contents(client: str, model: str, messages: List[Mapping[str, Any]]) -> List[Dict[str, Any]]:
-    calls = _calls_in(messages)
+    return _wire_contents(client, model, messages, None).items
+
+
+def _wire_contents(client: str, model: str, messages: List[Mapping[str, Any]], prior: Optional[Prior]) -> Resumed:
+    """``_contents``, from the previous call's where ``prior`` allows: a function response reads the name and
+    id of its call anywhere in the history, so the head is taken only when no new call reuses one of its ids."""
     placeholder = SIGNATURE_REQUIRED.search(_model_path(model).lower()) is not None
-    out = []  # type: List[Dict[str, Any]]
-    for message in messages:
+    context = (client, placeholder)
+    noted = NOTES[0]
+    made = start(prior, "gemini", context, messages, prior.head if prior is not None else 0, None)
+    calls = {}  # type: Dict[str, Tuple[str, Optional[str]]]
+    if made.count:
+        new = _calls_in(messages[made.count:])
+        if any(call_id in made.state for call_id in new):  # a new call takes an id the head's responses read
+            made = start(None, "gemini", context, messages, 0, None)
+        else:
+            calls = dict(made.state)
+            calls.update(new)
+    if not made.count:
+        calls = _calls_in(messages)
+    out = made.items
+    for index in range(made.count, len(messages)):
+        message = messages[index]
         if message["role"] == "assistant":
             parts = _assistant_parts(client, message, placeholder)
             if parts:
                 out.append({"role": "model", "parts": parts})
         else:
             out.extend(_user_contents(client, message, calls))
-    return out
+    made.state = calls
+    keep(prior, "gemini", context, messages, made, noted)
+    return made
 
 
 def _speech_config(client: str, speakers: List[Mapping[str, Any]]) -> Dict[str, Any]:
@@ -559,14 +580,16 @@ def _tts_contents(client: str, messages: List[Mapping[str, Any]]) -> List[Dict[s
 
 
 def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, Any]],
-                  config: Mapping[str, Any]) -> HttpRequest:
+                  config: Mapping[str, Any], prior: Optional[Prior] = None) -> HttpRequest:
+    """``prior``: what the client's previous call kept (``providers._common.Prior``): the messages it converted
+    are taken as they were, where they are the head of these, unchanged."""
     client = endpoint.client_type
     refuse_mcp_servers(client, config)
     quirks = endpoint.quirks
     caching = config.get("prompt_caching")
     if caching is not None and caching != PromptCaching.ENABLE:
         raise unsupported(client, "prompt_caching", "can only be ENABLE: Gemini caches prompts by itself")
-    if count_marks(messages):
+    if marks_resumed(prior, messages):
         raise unsupported(client, "cache_breakpoint", "cannot be sent: Gemini has no cache breakpoints (it caches "
                                                       "prompt prefixes by itself; remove the marks)")
     if "embedding_config" in config:
@@ -600,7 +623,8 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
         return HttpRequest("POST", request_path(model, "streamGenerateContent?alt=sse"),
                            _headers(endpoint, "text/event-stream"), body, output_limit=OUTPUT_LIMIT)
 
-    body = {"contents": _contents(client, model, messages)}
+    wire = _wire_contents(client, model, messages, prior)
+    body = {"contents": wire.items}
     if config.get("system_prompt"):
         body["systemInstruction"] = {"parts": [{"text": config["system_prompt"]}]}
     if config.get("tools"):
@@ -637,7 +661,11 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
     if service_tier:
         body["serviceTier"] = service_tier
     return HttpRequest("POST", request_path(model, "streamGenerateContent?alt=sse"),
-                       _headers(endpoint, "text/event-stream"), body, output_limit=OUTPUT_LIMIT)
+                       _headers(endpoint, "text/event-stream"), body, output_limit=OUTPUT_LIMIT,
+                       encoded=Encoded("contents", wire) if prior is not None else None)
+
+
+build_request.takes_prior = True  # type: ignore[attr-defined]
 
 
 # -- response -----------------------------------------------------------------------------------

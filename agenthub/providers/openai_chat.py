@@ -53,11 +53,12 @@ from ._common import (left_out, DONE, document_payloads, payloads, openai_models
                       inclusive_usage, parse_data_uri, request_headers, samplers,
                       to_int, unsupported)
 from ._common import refuse_mcp_servers
+from ._common import NOTES, Encoded, Prior, Resumed, keep, marks_resumed, noting, start
 
 __all__ = ["build_request", "parse_stream", "map_usage", "chat_response_format", "FINISH_REASONS", "STOP_LIMIT",
            "parse_document"]
 
-logger = logging.getLogger("agenthub")
+logger = noting(logging.getLogger("agenthub"))
 
 #: Chat finish_reason -> UniEvent finish_reason; anything else (content_filter, ...) is "unknown".
 #: TGI says ``eos_token`` / ``stop_sequence`` where OpenAI says ``stop``; relays that pass an
@@ -83,12 +84,16 @@ _AUDIO_FORMATS = {"audio/wav": "wav", "audio/x-wav": "wav", "audio/wave": "wav",
 # -- request ------------------------------------------------------------------------------------
 
 
-def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, Any]], config: Mapping[str, Any]) -> HttpRequest:
+def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, Any]], config: Mapping[str, Any],
+                  prior: Optional[Prior] = None) -> HttpRequest:
+    """``prior``: what the client's previous call kept (``providers._common.Prior``): the messages it converted
+    are taken as they were, where they are the head of these, unchanged."""
     client = endpoint.client_type
     refuse_mcp_servers(client, config)
     quirks = endpoint.quirks
-    check_breakpoints(client, model, messages, "Chat Completions")
-    body = {"model": model, "messages": _messages(endpoint, messages, config)}  # type: Dict[str, Any]
+    check_breakpoints(client, model, messages, "Chat Completions", marks_resumed(prior, messages))
+    wire = _wire_messages(endpoint, messages, config, prior)
+    body = {"model": model, "messages": wire.items}  # type: Dict[str, Any]
     body["stream"] = True
     if quirks.get("stream_usage", True):
         body["stream_options"] = {"include_usage": True}
@@ -132,7 +137,11 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
     for key in ("image_config", "tts_config", "embedding_config"):
         if key in config:
             raise unsupported(client, key, "is not available over Chat Completions for model {!r}".format(model))
-    return HttpRequest("POST", "/chat/completions", request_headers(endpoint), body, output_limit=(limit_field,))
+    return HttpRequest("POST", "/chat/completions", request_headers(endpoint), body, output_limit=(limit_field,),
+                       encoded=Encoded("messages", wire) if prior is not None else None)
+
+
+build_request.takes_prior = True  # type: ignore[attr-defined]
 
 
 def chat_response_format(response_format: Mapping[str, Any]) -> Dict[str, Any]:
@@ -191,11 +200,24 @@ def _media_part(endpoint: Endpoint, mime_type: str, data: bytes) -> Dict[str, An
 
 
 def _messages(endpoint: Endpoint, messages: List[Mapping[str, Any]], config: Mapping[str, Any]) -> List[Dict[str, Any]]:
-    out = []  # type: List[Dict[str, Any]]
-    if config.get("system_prompt"):
+    return _wire_messages(endpoint, messages, config, None).items
+
+
+def _wire_messages(endpoint: Endpoint, messages: List[Mapping[str, Any]], config: Mapping[str, Any],
+                   prior: Optional[Prior]) -> Resumed:
+    """The wire messages, from the previous call's where ``prior`` allows (what a message's mapping reads:
+    the endpoint's quirks below, the system prompt, whether reasoning was sent before it)."""
+    quirks = endpoint.quirks
+    context = (endpoint.client_type, quirks.get("images"), quirks.get("reasoning_field"),
+               quirks.get("echo_reasoning_on_tool_turns"), config.get("system_prompt"))
+    noted = NOTES[0]
+    made = start(prior, "openai-chat", context, messages, prior.head if prior is not None else 0, False)
+    out = made.items
+    if not made.count and config.get("system_prompt"):
         out.append({"role": "system", "content": config["system_prompt"]})
-    echo_reasoning = False
-    for index, message in enumerate(messages):
+    echo_reasoning = made.state
+    for index in range(made.count, len(messages)):
+        message = messages[index]
         if message["role"] == "assistant":
             if any(cache_marks(message)):
                 raise unsupported(endpoint.client_type, "cache_breakpoint", "is set on assistant messages[{}]: OpenAI "
@@ -207,7 +229,9 @@ def _messages(endpoint: Endpoint, messages: List[Mapping[str, Any]], config: Map
             out.append(wire)
         else:
             out.extend(_user(endpoint, message))
-    return out
+    made.state = echo_reasoning
+    keep(prior, "openai-chat", context, messages, made, noted)
+    return made
 
 
 def _user(endpoint: Endpoint, message: Mapping[str, Any]) -> List[Dict[str, Any]]:

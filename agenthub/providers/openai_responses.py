@@ -119,7 +119,7 @@ import base64
 import json
 import logging
 import re
-from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Tuple
+from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 from ..errors import EmptyResponseError, upstream_error
 from ..resume import resource_segment
@@ -128,6 +128,7 @@ from ..stream import StreamEnd
 from ..toolcalls import ToolCallAssembler
 from ..types import HttpRequest, PromptCaching, ThinkingLevel
 from ..validate import cache_marks, count_marks
+from ._common import NOTES, Encoded, Prior, Resumed, keep, marks_resumed, noting, start
 from ._common import (COMPACTION_FORMAT, Count, Resume, after_compaction, left_out, DONE, payloads, openai_models_request, parse_data_list, Endpoint, Protocol, check_response_format, data_uri, documents, dumps,
                       inclusive_usage, nearest, parse_data_uri, request_headers,
                       unsupported)
@@ -136,7 +137,7 @@ __all__ = ["build_request", "parse_stream", "map_usage", "model_profile", "clamp
            "text_format", "EFFORTS", "parse_document", "cache_options", "check_breakpoints", "BREAKPOINT",
            "CACHE_OPTIONS_MODELS"]
 
-logger = logging.getLogger("agenthub")
+logger = noting(logging.getLogger("agenthub"))
 
 #: wire efforts, lightest first ("max" only where a model lists it: ThinkingLevel.MAX rides the top effort)
 EFFORT_SCALE = ("none", "minimal", "low", "medium", "high", "xhigh", "max")
@@ -178,10 +179,12 @@ def cache_options(model: str) -> bool:
 MAX_BREAKPOINTS = 80
 
 
-def check_breakpoints(client: str, model: str, messages: List[Mapping[str, Any]], wire: str) -> bool:
+def check_breakpoints(client: str, model: str, messages: List[Mapping[str, Any]], wire: str,
+                      marks: Optional[int] = None) -> bool:
     """True when ``messages`` mark cache breakpoints; a mark for a model without them, or more marks than
-    OpenAI considers, is an error."""
-    marks = count_marks(messages)
+    OpenAI considers, is an error.  ``marks``: their count, when already known."""
+    if marks is None:
+        marks = count_marks(messages)
     if not marks:
         return False
     if marks > MAX_BREAKPOINTS:
@@ -270,7 +273,10 @@ def text_format(response_format: Mapping[str, Any]) -> Dict[str, Any]:
 # -- request ------------------------------------------------------------------------------------
 
 
-def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, Any]], config: Mapping[str, Any]) -> HttpRequest:
+def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, Any]], config: Mapping[str, Any],
+                  prior: Optional[Prior] = None) -> HttpRequest:
+    """``prior``: what the client's previous call kept (``providers._common.Prior``): the messages it converted
+    are taken as they were, where they are the head of these, unchanged (none after a compaction item)."""
     client = endpoint.client_type
     quirks = endpoint.quirks
     reasons, efforts, known = model_profile(model, quirks)
@@ -280,8 +286,9 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
     if config.get("compaction"):  # server-side compaction past a token threshold (the documented entry)
         body["context_management"] = [{"type": "compaction", "compact_threshold": config["compaction"]["threshold"]}]
     # the latest compaction item stands for everything before it: that is not sent again
-    check_breakpoints(client, model, messages, "the Responses API")
-    body["input"] = _input(endpoint, after_compaction(list(messages), "openai"))
+    check_breakpoints(client, model, messages, "the Responses API", marks_resumed(prior, messages))
+    wire = _wire_input(endpoint, messages, prior)
+    body["input"] = wire.items
     body["stream"] = True
     if config.get("background"):
         body["background"] = True  # run server-side; resumable after a cut (agenthub.resume)
@@ -332,7 +339,11 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
     for key in ("image_config", "tts_config", "embedding_config"):
         if key in config:
             raise unsupported(client, key, "is not available over the Responses API for model {!r}".format(model))
-    return HttpRequest("POST", "/responses", request_headers(endpoint), body, output_limit=("max_output_tokens",))
+    return HttpRequest("POST", "/responses", request_headers(endpoint), body, output_limit=("max_output_tokens",),
+                       encoded=Encoded("input", wire) if prior is not None else None)
+
+
+build_request.takes_prior = True  # type: ignore[attr-defined]
 
 
 def _encrypted(client: str, config: Mapping[str, Any], quirks: Mapping[str, Any], reasons: bool, known: bool) -> bool:
@@ -399,9 +410,38 @@ def _media(client: str, mime_type: str, data: bytes) -> Dict[str, Any]:
 
 
 def _input(endpoint: Endpoint, messages: List[Mapping[str, Any]]) -> List[Dict[str, Any]]:
-    out = []  # type: List[Dict[str, Any]]
-    custom = set()  # type: set  # call ids of custom tool calls: their results go back as custom_tool_call_output
-    for index, message in enumerate(messages):
+    return _wire_input(endpoint, messages, None, False).items
+
+
+def _compacted(messages: Sequence[Mapping[str, Any]]) -> bool:
+    """Whether ``messages`` hold an OpenAI compaction item (``after_compaction`` then drops what is before it)."""
+    for message in messages:
+        if message["role"] == "assistant":
+            for item in message["content_items"]:
+                if item["type"] == "compaction" and (item.get("fidelity") or {}).get(COMPACTION_FORMAT) == "openai":
+                    return True
+    return False
+
+
+def _wire_input(endpoint: Endpoint, messages: List[Mapping[str, Any]], prior: Optional[Prior],
+                compaction: bool = True) -> Resumed:
+    """The input items of ``messages`` (from their latest compaction item on, with ``compaction``), from the
+    previous call's where ``prior`` allows.  The previous call's head was converted without a compaction item
+    in it (a history holding one is converted whole), so only the new messages are looked through."""
+    if compaction:
+        stash = prior.stash.get("openai-responses") if prior is not None else None
+        head = len(stash[1]) if stash is not None and len(stash[1]) <= prior.head else 0  # type: ignore[union-attr]
+        if prior is None or _compacted(messages[head:]):
+            prior = None
+            messages = after_compaction(list(messages), "openai")
+    context = endpoint.client_type
+    noted = NOTES[0]
+    made = start(prior, "openai-responses", context, messages, prior.head if prior is not None else 0, None)
+    out = made.items
+    # call ids of custom tool calls: their results go back as custom_tool_call_output
+    custom = set(made.state or ())  # type: set
+    for index in range(made.count, len(messages)):
+        message = messages[index]
         if message["role"] == "assistant":
             if any(cache_marks(message)):
                 raise unsupported(endpoint.client_type, "cache_breakpoint", "is set on assistant messages[{}]: OpenAI "
@@ -411,7 +451,9 @@ def _input(endpoint: Endpoint, messages: List[Mapping[str, Any]]) -> List[Dict[s
             _assistant(message, out, custom)
         else:
             _user(endpoint.client_type, message, out, custom)
-    return out
+    made.state = frozenset(custom)
+    keep(prior, "openai-responses", context, messages, made, noted)
+    return made
 
 
 def _user(client: str, message: Mapping[str, Any], out: List[Dict[str, Any]], custom: Any = ()) -> None:
