@@ -168,7 +168,7 @@ def test_one_turn_of_each_wire_costs_the_same_through_every_path(wire, tmp_path,
     logged = []
 
     class FakeLog(object):
-        def start(self, *args):
+        def start(self, *args, **kwargs):
             return "conversation-1"
 
         def add_turn(self, conversation, answered, message, answer, cost_usd):

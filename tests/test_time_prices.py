@@ -127,7 +127,7 @@ def test_a_response_cache_hit_costs_nothing_on_every_path(monkeypatch, upstream,
         logged = []
 
         class FakeLog(object):
-            def start(self, *args):
+            def start(self, *args, **kwargs):
                 return "conversation-1"
 
             def add_turn(self, conversation, answered, message, answer, cost_usd):
