@@ -556,6 +556,10 @@ class _Ticket(object):
 
 
 _IDLE_SECONDS = 2.0  # a run's pool thread with nothing to do for this long ends (a run left unread)
+#: a turn's calls without a timeout start one after another on one pool thread; the calls it has not started
+#: when this long has passed go to threads of their own (so calls that take time still run at once)
+_SPREAD_SECONDS = 0.002
+_BATCH_NOTE = (-1,)  # what that thread reports (its results are in the turn's ``done``)
 
 
 class _Pool(object):
@@ -663,7 +667,7 @@ class Run(object):
         cfg = dict(config or {})
         if schemas:
             cfg["tools"] = schemas
-        check_config(cfg)
+        checked = check_config(cfg)  # (checked once a run: the turns go out with it, see below)
         self._shaped = None  # type: Any  # typed output: how the type goes out on this wire (agenthub.output.shape)
         if output is not None:
             # checked by building a request (nothing is sent) with a message of its own: the config decides
@@ -682,6 +686,18 @@ class Run(object):
                          for name in TOOL_HOOK_METHODS}
         # the run's trace writer writes config["trace_id"]: the turns go without it (one writer per trace)
         self._send_config = {k: v for k, v in cfg.items() if k != "trace_id"} if trace is not None else cfg
+        # the client's streams taking the config as check_config left it: not checked again every turn
+        makers = getattr(client, "_checked_streams", None)
+        makers = makers() if callable(makers) else None
+        if makers is None:  # (a client that streams its own way: its public methods, which check it each time)
+            self._open_stream, self._open_stateful = client.streaming_response, client.streaming_response_stateful
+            self._send = self._send_config  # type: Dict[str, Any]
+        else:
+            self._open_stream, self._open_stateful = makers
+            if self._shaped is not None:
+                self._send = check_config(self._send_config)
+            else:
+                self._send = {k: v for k, v in checked.items() if k != "trace_id"} if trace is not None else checked
         credentials = getattr(client, "credential_values", None)
         self._credentials = list(credentials()) if callable(credentials) else []  # type: List[str]
         self._max_turns = max_turns
@@ -733,7 +749,7 @@ class Run(object):
             elif not self._open:
                 if message is None:
                     raise ConfigError("run_stateful needs a message (nothing is waiting for a decision)")
-                self._first = client.streaming_response_stateful(message, self._send_config)  # checked now
+                self._first = self._open_stateful(message, dict(self._send))  # checked now
         else:
             if messages is None or isinstance(messages, (str, bytes, Mapping)):
                 raise ConfigError("run takes a list of messages")
@@ -747,7 +763,7 @@ class Run(object):
                 self._tail = []
                 self._sent = messages
                 # built now: a config or schema the wire refuses is a ConfigError before anything is sent
-                self._first = client.streaming_response(messages, self._send_config)
+                self._first = self._open_stream(messages, dict(self._send))
         resumed = None  # type: Any  # the assistant turn whose calls this run resumes
         if self._open and self._resume_at is not None:
             resumed = seen[self._resume_at] if stateful else messages[self._resume_at]  # type: ignore[index]
@@ -783,8 +799,7 @@ class Run(object):
             # the next request built now, with empty results in place: what the wire refuses is a ConfigError
             # before any tool runs or anything is sent (the stream is never started)
             placeholders = [{"type": "tool_result", "tool_call_id": c["tool_call_id"], "text": ""} for c in self._open]
-            client.streaming_response(self._sent + [_join(placeholders, self._tail, self._order)],
-                                      self._send_config).close()
+            self._open_stream(self._sent + [_join(placeholders, self._tail, self._order)], dict(self._send)).close()
 
     def _open_journal(self, store: Any, run_id: str, ttl: Optional[float], wait: Optional[float],
                       messages: Sequence[Any]) -> None:
@@ -1140,13 +1155,13 @@ class Run(object):
         for again in (False, True):
             try:
                 if not self._stateful:
-                    return client.streaming_response(self._sent, self._send_config)
+                    return self._open_stream(self._sent, dict(self._send))
                 if self._reask_unsent:  # a re-ask goes as the next user message (history gains it with the answer)
-                    return client.streaming_response_stateful(self._next, self._send_config)
+                    return self._open_stateful(self._next, dict(self._send))
                 history = list(client.get_history())
                 self._put_history(history[:-1])  # the results were committed; the turn sends them as its message
                 try:
-                    stream = client.streaming_response_stateful(self._next, self._send_config)
+                    stream = self._open_stateful(self._next, dict(self._send))
                 except BaseException:
                     self._put_history(history)
                     raise
@@ -1386,13 +1401,21 @@ class Run(object):
         for index, call, entry, arguments, _ in tasks:
             if entry is None:
                 decided[index] = (_answered(call, arguments), None, 0.0)
-        queue = collections.deque(runnable)
+        queue = collections.deque()  # type: Any  # calls waiting for a thread of their own
         running = {}  # type: Dict[int, Tuple[float, Optional[float], Dict[str, Any], _Ticket]]
         order = [t[0] for t in tasks]
         position = 0
         pool = self._pool
         if pool is None:
             pool = self._pool = _Pool()
+        if self._abandoned:
+            self._abandoned = [ticket for ticket in self._abandoned if ticket.running]
+        # calls without a timeout start one after another on one pool thread (one hand-off a turn, not one a call);
+        # those it has not started when _SPREAD_SECONDS have passed go to threads of their own
+        shared = collections.deque()  # type: Any  # what that thread starts next (popped at either end, atomically)
+        done = {}  # type: Dict[int, Tuple[Any, Optional[BaseException], float]]  # its results so far
+        batch = None  # type: Optional[_Ticket]
+        spread_at = 0.0
 
         def work(index: int, call: Dict[str, Any], entry: _Entry, arguments: Any, shown: Any) -> Any:
             started = time.monotonic()
@@ -1403,6 +1426,19 @@ class Run(object):
                 raised = exc
             return index, item, raised, time.monotonic() - started
 
+        def drain() -> Any:
+            me = threading.current_thread()
+            while True:
+                try:
+                    index, call, entry, arguments, shown = shared.popleft()
+                except IndexError:
+                    return _BATCH_NOTE
+                me.name = "agenthub-tool-{}".format(call["name"])[:60]
+                got = contextvars.Context().run(work, index, call, entry, arguments, shown)  # a context per call
+                done[index] = got[1:]
+                if got[2] is not None or got[3] >= _SPREAD_SECONDS:
+                    results.put(_BATCH_NOTE)  # the run's thread hears of a call that took time (or raised) now
+
         def reporter(ticket: _Ticket) -> Callable[[Any], None]:
             def report(value: Any) -> None:
                 ticket.running = False  # (a timed-out call's slot frees here)
@@ -1410,67 +1446,98 @@ class Run(object):
             return report
 
         def take(got: Any) -> None:
-            if got is not None and got[0] in running:  # (None: abort() woke the wait)
+            if got is not None and got[0] in running:  # (None: abort() woke the wait; _BATCH_NOTE: see done)
                 decided[got[0]] = got[1:]
                 del running[got[0]]
 
-        while position < len(order):
-            if self._aborted:  # what came is given (out of call order), the calls still running are left
-                while True:
-                    try:
-                        take(results.get_nowait())
-                    except _queue.Empty:
-                        break
-                self._abandoned.extend(ticket for _, _, _, ticket in running.values())
-                for index in sorted(decided):
-                    item, raised, seconds = decided[index]
-                    if raised is None:
-                        yield index, item, seconds
-                return
-            if self._abandoned:
-                self._abandoned = [ticket for ticket in self._abandoned if ticket.running]
-            while queue and len(running) + len(self._abandoned) < self._parallel:
-                index, call, entry, arguments, shown = queue.popleft()
-                ticket = _Ticket()
-                running[index] = (time.monotonic(), entry.timeout, call, ticket)
-                pool.submit(functools.partial(work, index, call, entry, arguments, shown), reporter(ticket),
-                            "agenthub-tool-{}".format(call["name"])[:60])
-            if queue and not running:  # every slot is held by a timed-out call that still runs
-                for index, call, entry, _, _ in queue:
-                    decided[index] = (_error(call["tool_call_id"], "no thread free: {} earlier call(s) of this run "
-                                             "timed out and still run (parallel={})".format(
-                                                 len(self._abandoned), self._parallel)), None, 0.0)
-                queue.clear()
-            if order[position] not in decided:
-                wait = None  # type: Optional[float]
-                now = time.monotonic()
-                for index in list(running):
-                    started, timeout, call, ticket = running[index]
-                    if timeout is not None:
-                        left = started + timeout - now
-                        if left <= 0:
-                            decided[index] = (_error(call["tool_call_id"], "TimeoutError: {} did not return within "
-                                                     "{:g} s".format(call["name"], timeout)), None, timeout)
-                            del running[index]  # its thread runs on, holding its slot until it returns
-                            self._abandoned.append(ticket)
-                        else:
+        if len(runnable) > 1 and len(self._abandoned) < self._parallel and not any(t[2].timeout for t in runnable):
+            shared.extend(runnable)
+            batch = _Ticket()
+            spread_at = time.monotonic() + _SPREAD_SECONDS
+            pool.submit(drain, reporter(batch), "agenthub-tool-{}".format(runnable[0][1]["name"])[:60])
+        else:
+            queue.extend(runnable)
+        try:
+            while position < len(order):
+                if done:
+                    for index in list(done):
+                        decided[index] = done.pop(index)
+                if self._aborted:  # what came is given (out of call order), the calls still running are left
+                    shared.clear()  # (the calls not started yet do not start)
+                    while True:
+                        try:
+                            take(results.get_nowait())
+                        except _queue.Empty:
+                            break
+                    for index in list(done):
+                        decided[index] = done.pop(index)
+                    self._abandoned.extend(ticket for _, _, _, ticket in running.values())
+                    if batch is not None and batch.running:
+                        self._abandoned.append(batch)
+                    for index in sorted(decided):
+                        item, raised, seconds = decided[index]
+                        if raised is None:
+                            yield index, item, seconds
+                    return
+                if self._abandoned:
+                    self._abandoned = [ticket for ticket in self._abandoned if ticket.running]
+                held = len(running) + len(self._abandoned) + (batch is not None and batch.running)
+                if shared and held < self._parallel and time.monotonic() >= spread_at:
+                    spread = []  # calls the batch thread has not started: to threads of their own, as slots allow
+                    for _ in range(self._parallel - held):
+                        try:
+                            spread.append(shared.pop())
+                        except IndexError:
+                            break
+                    queue.extend(reversed(spread))
+                while queue and held < self._parallel:
+                    index, call, entry, arguments, shown = queue.popleft()
+                    ticket = _Ticket()
+                    running[index] = (time.monotonic(), entry.timeout, call, ticket)
+                    held += 1
+                    pool.submit(functools.partial(work, index, call, entry, arguments, shown), reporter(ticket),
+                                "agenthub-tool-{}".format(call["name"])[:60])
+                if queue and not running and not (batch is not None and batch.running):
+                    # every slot is held by a timed-out call that still runs
+                    for index, call, entry, _, _ in queue:
+                        decided[index] = (_error(call["tool_call_id"], "no thread free: {} earlier call(s) of this run "
+                                                 "timed out and still run (parallel={})".format(
+                                                     len(self._abandoned), self._parallel)), None, 0.0)
+                    queue.clear()
+                if order[position] not in decided:
+                    wait = None  # type: Optional[float]
+                    now = time.monotonic()
+                    for index in list(running):
+                        started, timeout, call, ticket = running[index]
+                        if timeout is not None:
+                            left = started + timeout - now
+                            if left <= 0:
+                                decided[index] = (_error(call["tool_call_id"], "TimeoutError: {} did not return "
+                                                         "within {:g} s".format(call["name"], timeout)), None, timeout)
+                                del running[index]  # its thread runs on, holding its slot until it returns
+                                self._abandoned.append(ticket)
+                            else:
+                                wait = left if wait is None else min(wait, left)
+                    if order[position] not in decided and not (queue and held < self._parallel):
+                        if queue and self._abandoned:  # a slot frees when an abandoned call returns: look again soon
+                            wait = 0.05 if wait is None else min(wait, 0.05)
+                        if shared and held < self._parallel:  # calls not started yet: spread them when it is time
+                            left = max(spread_at - now, 0.0)
                             wait = left if wait is None else min(wait, left)
-                if order[position] not in decided and not (
-                        queue and len(running) + len(self._abandoned) < self._parallel):
-                    if queue and self._abandoned:  # a slot frees when an abandoned call returns: look again soon
-                        wait = 0.05 if wait is None else min(wait, 0.05)
-                    try:
-                        take(results.get(True, wait) if wait is None or wait > 0 else results.get_nowait())
-                    except _queue.Empty:
-                        pass
-                    continue
-            while position < len(order) and order[position] in decided:
-                index = order[position]
-                item, raised, seconds = decided.pop(index)
-                position += 1
-                if raised is not None:
-                    raise raised
-                yield index, item, seconds
+                        try:
+                            take(results.get(True, wait) if wait is None or wait > 0 else results.get_nowait())
+                        except _queue.Empty:
+                            pass
+                        continue
+                while position < len(order) and order[position] in decided:
+                    index = order[position]
+                    item, raised, seconds = decided.pop(index)
+                    position += 1
+                    if raised is not None:
+                        raise raised
+                    yield index, item, seconds
+        finally:
+            shared.clear()  # the run goes no further here (raised, closed, aborted): calls not started do not start
 
     def _invoke(self, call: Dict[str, Any], entry: _Entry, arguments: Any, shown: Any) -> Dict[str, Any]:
         """The tool's result item (an error result when it raised: KeyboardInterrupt and SystemExit alone
