@@ -55,6 +55,7 @@ Rules (issue 30's Decisions):
 
 import functools
 import collections
+from collections.abc import Mapping as _Mapping  # (isinstance through typing.Mapping costs a detour a call)
 import contextvars
 import json
 import os
@@ -86,16 +87,23 @@ def _name_rule(client: Any) -> Any:
     """The dialect record (``agenthub.providers.Dialect``) whose ``tool_names`` rule ``client``'s wire takes:
     its client-type row's dialect (``vertex-anthropic`` is the anthropic dialect: Anthropic's 128-character
     rule, as ``anthropic`` and ``azure-anthropic``).  A client whose type names no row: a ConfigError."""
+    kind = getattr(client, "client_type", "") or ""
+    record = _NAME_RULES.get(kind)
+    if record is not None:
+        return record
     from .. import hosts, providers
 
-    kind = getattr(client, "client_type", "") or ""
     row = hosts.CLIENT_TYPES.get(kind)
     if row is not None:
-        return row.facts
+        record = _NAME_RULES[kind] = row.facts  # (the client-type rows are fixed: their records kept)
+        return record
     name = getattr(getattr(client, "protocol", None), "name", None)
     if isinstance(name, str) and name in providers.DIALECTS:
         return providers.dialect(name)
     raise ConfigError("client_type {!r} names no wire dialect: its tool-name rule is unknown".format(kind))
+
+
+_NAME_RULES = {}  # type: Dict[str, Any]  # client_type -> its row's dialect record
 
 
 def wire_name_problem(client: Any, name: str) -> Optional[str]:
@@ -280,10 +288,16 @@ def _json_default(value: Any) -> Any:
     return str(value)
 
 
+#: json.dumps(value, ensure_ascii=False, default=_json_default), its encoder made once
+_RESULT_JSON = json.JSONEncoder(ensure_ascii=False, default=_json_default)
+
+
 def result_item(value: Any, call_id: str) -> Dict[str, Any]:
     """A tool's return value as a tool_result item: str as is; bytes of an image as its images; a
     provider's result item as it came; anything else as JSON."""
-    if isinstance(value, Mapping) and value.get("type") == "tool_result":
+    if type(value) is str:
+        return {"type": "tool_result", "tool_call_id": call_id, "text": value}
+    if isinstance(value, _Mapping) and value.get("type") == "tool_result":
         item = {"type": "tool_result", "tool_call_id": call_id, "text": str(value.get("text") or "")}
         if value.get("images"):
             item["images"] = list(value["images"])
@@ -305,8 +319,7 @@ def result_item(value: Any, call_id: str) -> Dict[str, Any]:
         except UnicodeDecodeError:
             return {"type": "tool_result", "tool_call_id": call_id,
                     "text": "({} bytes of binary data)".format(len(data))}
-    return {"type": "tool_result", "tool_call_id": call_id,
-            "text": json.dumps(value, ensure_ascii=False, default=_json_default)}
+    return {"type": "tool_result", "tool_call_id": call_id, "text": _RESULT_JSON.encode(value)}
 
 
 def _error(call_id: str, text: str) -> Dict[str, Any]:
@@ -362,7 +375,9 @@ def _approval_call(request: Mapping[str, Any]) -> Dict[str, Any]:
 
 def _is_approval(call: Mapping[str, Any]) -> bool:
     fidelity = call.get("fidelity")
-    request = fidelity.get("server_item") if isinstance(fidelity, Mapping) else None
+    if not fidelity:
+        return False
+    request = fidelity.get("server_item") if isinstance(fidelity, _Mapping) else None
     return isinstance(request, Mapping) and request.get("type") == APPROVAL_REQUEST
 
 
@@ -464,9 +479,31 @@ def _idempotency_key(salt: str, turn: int, call_id: str) -> str:
     return idempotency_key(salt, turn, call_id)
 
 
+class _Current(object):
+    """What ``current_call()`` makes its CallContext of, when a tool asks (most never do: no key is made for them)."""
+    __slots__ = ("run", "call_id", "name", "shown", "turn", "made")
+
+    def __init__(self, run: "Run", call_id: str, name: str, shown: Any, turn: int) -> None:
+        self.run = run
+        self.call_id = call_id
+        self.name = name
+        self.shown = shown
+        self.turn = turn
+        self.made = None  # type: Optional[CallContext]
+
+    def context(self) -> CallContext:
+        if self.made is None:
+            run = self.run
+            journal = run._journal
+            self.made = CallContext(self.call_id, self.name, self.shown, journal.run_id if journal else None,
+                                    _idempotency_key(run._key_salt, self.turn, self.call_id))
+        return self.made
+
+
 def current_call() -> Optional[CallContext]:
     """The tool call being run in this thread (inside a tool's function), None elsewhere."""
-    return _CURRENT.get()  # type: ignore[no-any-return]
+    current = _CURRENT.get()
+    return current.context() if current is not None else None
 
 
 def call_digest(call: Mapping[str, Any]) -> str:
@@ -622,6 +659,9 @@ class _Pool(object):
             thread.join(5.0)
 
 
+_NO_METHODS = {name: () for name in TOOL_HOOK_METHODS}  # type: Dict[str, Any]  # a run without hooks: none to call
+
+
 class Run(object):
     """One run of the tool loop (``client.run`` / ``client.run_stateful``): iterate it for the events,
     ``result()`` for the outcome, ``abort()`` from any thread to stop it.  ``messages``: the new messages so
@@ -683,17 +723,19 @@ class Run(object):
         self._reask_unsent = False  # stateful: the next turn sends the re-ask in self._next (not in history yet)
         self._hooks = tool_hooks(client_hooks, hooks) + ([trace] if trace is not None else [])
         self._methods = {name: [getattr(hook, name) for hook in self._hooks if callable(getattr(hook, name, None))]
-                         for name in TOOL_HOOK_METHODS}
+                         for name in TOOL_HOOK_METHODS} if self._hooks else _NO_METHODS
         # the run's trace writer writes config["trace_id"]: the turns go without it (one writer per trace)
         self._send_config = {k: v for k, v in cfg.items() if k != "trace_id"} if trace is not None else cfg
         # the client's streams taking the config as check_config left it: not checked again every turn
         makers = getattr(client, "_checked_streams", None)
         makers = makers() if callable(makers) else None
+        check_history = check_messages  # type: Callable[[Any], None]
         if makers is None:  # (a client that streams its own way: its public methods, which check it each time)
             self._open_stream, self._open_stateful = client.streaming_response, client.streaming_response_stateful
             self._send = self._send_config  # type: Dict[str, Any]
         else:
-            self._open_stream, self._open_stateful = makers
+            # (the messages checked as its next request checks them: that request does not check them again)
+            self._open_stream, self._open_stateful, check_history = makers
             if self._shaped is not None:
                 self._send = check_config(self._send_config)
             else:
@@ -754,7 +796,7 @@ class Run(object):
             if messages is None or isinstance(messages, (str, bytes, Mapping)):
                 raise ConfigError("run takes a list of messages")
             messages = joined_results(list(messages))
-            check_messages(messages)
+            check_history(messages)
             self._resume_at, self._open = _open_calls(messages)
             if self._open:
                 self._tail = messages[self._resume_at + 1:]  # type: ignore[operator]
@@ -1311,8 +1353,11 @@ class Run(object):
                 continue
             entry = plan[1]
             if plan[0] == "ask":
-                decision = self._approve(dict(call)) if self._approve is not None else True  # type: ignore
-                _check_decision(decision, "approve()'s answer for {}".format(call["tool_call_id"]))
+                if self._approve is None:
+                    decision = True
+                else:
+                    decision = self._approve(dict(call))  # type: ignore
+                    _check_decision(decision, "approve()'s answer for {}".format(call["tool_call_id"]))
             else:
                 decision = plan[2]
             if entry is None:  # an MCP server's approval request, asked of approve
@@ -1542,30 +1587,28 @@ class Run(object):
     def _invoke(self, call: Dict[str, Any], entry: _Entry, arguments: Any, shown: Any) -> Dict[str, Any]:
         """The tool's result item (an error result when it raised: KeyboardInterrupt and SystemExit alone
         propagate); run inside the hooks' around_call."""
-        call_id = call["tool_call_id"]
-
-        def proceed() -> Dict[str, Any]:
-            turn = self._turn_keys.get(call_id, self._turns - 1)
-            context = CallContext(call_id, call["name"], shown, self._journal.run_id if self._journal else None,
-                                  _idempotency_key(self._key_salt, turn, call_id))
-            token = _CURRENT.set(context)
-            try:
-                if entry.kind == "provider":
-                    value = entry.provider.call_tool(entry.original, arguments)
-                else:
-                    value = entry.tool.fn(**arguments)
-            finally:
-                _CURRENT.reset(token)
-            item = result_item(value, call_id)
-            if item.get("is_error"):  # a provider's (an MCP server's) error text: scrubbed as an exception's
-                item["text"] = scrub_free_text(item["text"], self._credentials)
-            return item
-
         try:
             if self._methods["around_call"]:
-                return self._wrapped("around_call", (self, dict(call, arguments=shown)), proceed)  # type: ignore[no-any-return]
-            return proceed()
+                return self._wrapped("around_call", (self, dict(call, arguments=shown)),  # type: ignore[no-any-return]
+                                     functools.partial(self._proceed, call, entry, arguments, shown))
+            return self._proceed(call, entry, arguments, shown)
         except (KeyboardInterrupt, SystemExit):
             raise
         except BaseException as exc:  # an Exception, asyncio.CancelledError, ...: the model hears of it
-            return _error(call_id, error_text(exc, self._credentials))
+            return _error(call["tool_call_id"], error_text(exc, self._credentials))
+
+    def _proceed(self, call: Dict[str, Any], entry: _Entry, arguments: Any, shown: Any) -> Dict[str, Any]:
+        """The tool itself: its result item (what it raised propagates)."""
+        call_id = call["tool_call_id"]
+        token = _CURRENT.set(_Current(self, call_id, call["name"], shown, self._turn_keys.get(call_id, self._turns - 1)))
+        try:
+            if entry.kind == "provider":
+                value = entry.provider.call_tool(entry.original, arguments)
+            else:
+                value = entry.tool.fn(**arguments)
+        finally:
+            _CURRENT.reset(token)
+        item = result_item(value, call_id)
+        if item.get("is_error"):  # a provider's (an MCP server's) error text: scrubbed as an exception's
+            item["text"] = scrub_free_text(item["text"], self._credentials)
+        return item
