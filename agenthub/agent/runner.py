@@ -31,8 +31,9 @@ Rules (issue 30's Decisions):
   ``"is_error": True`` and a short message (exception type and text, no traceback, credentials scrubbed);
   the loop goes on and the model decides.  KeyboardInterrupt and SystemExit propagate to the run's thread.
 - A turn's calls run concurrently, at most ``parallel`` at a time, on the run's pool of daemon threads (kept
-  between turns, ended with the run; a lone call without a timeout runs in the run's thread); their results go
-  back in ONE user message, in call order.  A tool's ``timeout``: the runner stops waiting
+  between turns, ended with the run; a lone call without a timeout runs in the run's thread; calls without a
+  timeout start one after another on one pool thread, those it has not started after 2 ms on threads of their
+  own); their results go back in ONE user message, in call order.  A tool's ``timeout``: the runner stops waiting
   and reports the timeout; Python cannot stop a thread, so the function runs on until it returns, its
   result is dropped, its slot is held until it returns (the calls beyond get an error result when every
   slot is so held), and being a daemon thread it does not hold up the interpreter's exit.
@@ -185,7 +186,7 @@ def _is_provider(value: Any) -> bool:
 def resolve_tools(client: Any, tools: Any) -> Tuple[List[Dict[str, Any]], Dict[str, _Entry]]:
     """(the ToolSchemas to send, {wire name: entry}); a bad tool, a name the wire refuses or a clash is a
     ConfigError.  Providers are listed here, once."""
-    if tools is None or isinstance(tools, (str, bytes, Mapping)) or not isinstance(tools, (list, tuple)):
+    if tools is None or isinstance(tools, (str, bytes, _Mapping)) or not isinstance(tools, (list, tuple)):
         raise ConfigError("tools must be a list of @tool functions, ToolSchemas and tool providers")
     schemas = []  # type: List[Dict[str, Any]]
     entries = {}  # type: Dict[str, _Entry]
@@ -210,7 +211,7 @@ def resolve_tools(client: Any, tools: Any) -> Tuple[List[Dict[str, Any]], Dict[s
             label = "provider {!r}".format(prefix) if prefix else "provider {}".format(type(value).__name__)
             listed = value.list_tools()
             for schema in listed or ():
-                if not isinstance(schema, Mapping) or not isinstance(schema.get("name"), str) or not schema["name"]:
+                if not isinstance(schema, _Mapping) or not isinstance(schema.get("name"), str) or not schema["name"]:
                     raise ConfigError("{} listed a tool without a name".format(label))
                 original = schema["name"]
                 name = "{}__{}".format(prefix, original) if prefix else original
@@ -218,7 +219,7 @@ def resolve_tools(client: Any, tools: Any) -> Tuple[List[Dict[str, Any]], Dict[s
                     name = _wire_safe(name)  # renamed here, and back when the model calls it
                 add(_Entry(name, "provider", provider=value, original=original,
                            source="{}'s tool {!r}".format(label, original)), schema)
-        elif isinstance(value, Mapping):
+        elif isinstance(value, _Mapping):
             name = value.get("name")
             if not isinstance(name, str) or not name:
                 raise ConfigError("tools[{}] needs a non-empty 'name'".format(i))
@@ -244,7 +245,7 @@ def _check_name(client: Any, name: str, what: str) -> None:
 def _check_decision(value: Any, where: str) -> None:
     if isinstance(value, (bool, str)):
         return
-    if isinstance(value, Mapping) and set(value) == {"arguments"} and isinstance(value["arguments"], Mapping):
+    if isinstance(value, _Mapping) and set(value) == {"arguments"} and isinstance(value["arguments"], _Mapping):
         return
     raise ConfigError("{} must be True, False, a reason (str) or {{'arguments': {{...}}}} (got {})".format(
         where, type(value).__name__))
@@ -348,8 +349,8 @@ def _calls(message: Mapping[str, Any]) -> List[Dict[str, Any]]:
         if kind == "tool_call":
             out.append(item)
         elif kind == "text" and item.get("fidelity"):
-            request = item["fidelity"].get("server_item") if isinstance(item["fidelity"], Mapping) else None
-            if isinstance(request, Mapping) and request.get("type") == APPROVAL_REQUEST \
+            request = item["fidelity"].get("server_item") if isinstance(item["fidelity"], _Mapping) else None
+            if isinstance(request, _Mapping) and request.get("type") == APPROVAL_REQUEST \
                     and isinstance(request.get("id"), str) and request["id"]:
                 out.append(_approval_call(request))
     return out
@@ -378,7 +379,7 @@ def _is_approval(call: Mapping[str, Any]) -> bool:
     if not fidelity:
         return False
     request = fidelity.get("server_item") if isinstance(fidelity, _Mapping) else None
-    return isinstance(request, Mapping) and request.get("type") == APPROVAL_REQUEST
+    return isinstance(request, _Mapping) and request.get("type") == APPROVAL_REQUEST
 
 
 def _approval_answer(call: Mapping[str, Any], decision: Any) -> Dict[str, Any]:
@@ -388,7 +389,7 @@ def _approval_answer(call: Mapping[str, Any], decision: Any) -> Dict[str, Any]:
     reason = None  # type: Optional[str]
     if isinstance(decision, str):
         reason = decision
-    elif isinstance(decision, Mapping):  # the server runs its own tool: its arguments cannot be changed here
+    elif isinstance(decision, _Mapping):  # the server runs its own tool: its arguments cannot be changed here
         reason = "the arguments of an MCP server's own call cannot be changed"
     response = {"type": "mcp_approval_response", "approval_request_id": call["tool_call_id"],
                 "approve": approve}  # type: Dict[str, Any]
@@ -682,14 +683,14 @@ class Run(object):
             raise ConfigError("parallel must be an int >= 1 (1: one call at a time)")
         if approve is not None and not callable(approve):
             raise ConfigError("approve must be a callable (call) -> True | False | reason | {'arguments': ...}")
-        if decisions is not None and not isinstance(decisions, Mapping):
+        if decisions is not None and not isinstance(decisions, _Mapping):
             raise ConfigError("decisions must map tool_call_id (or call_digest(call)) to a decision")
         for key, value in (decisions or {}).items():
             if not isinstance(key, str):
                 raise ConfigError("decisions are keyed by tool_call_id or call_digest(call), strings (got {})".format(
                     type(key).__name__))
             _check_decision(value, "decisions[{!r}]".format(key))
-        if config is not None and not isinstance(config, Mapping):
+        if config is not None and not isinstance(config, _Mapping):
             raise ConfigError("config must be a dict (UniConfig)")
         if config and config.get("tools"):
             raise ConfigError("pass the tools as run(..., tools=[...]), not in config['tools']")
@@ -740,8 +741,7 @@ class Run(object):
                 self._send = check_config(self._send_config)
             else:
                 self._send = {k: v for k, v in checked.items() if k != "trace_id"} if trace is not None else checked
-        credentials = getattr(client, "credential_values", None)
-        self._credentials = list(credentials()) if callable(credentials) else []  # type: List[str]
+        self._credential_values = None  # type: Optional[List[str]]  # read when an error text is scrubbed
         self._max_turns = max_turns
         self._parallel = parallel
         self._approve = approve
@@ -793,7 +793,7 @@ class Run(object):
                     raise ConfigError("run_stateful needs a message (nothing is waiting for a decision)")
                 self._first = self._open_stateful(message, dict(self._send))  # checked now
         else:
-            if messages is None or isinstance(messages, (str, bytes, Mapping)):
+            if messages is None or isinstance(messages, (str, bytes, _Mapping)):
                 raise ConfigError("run takes a list of messages")
             messages = joined_results(list(messages))
             check_history(messages)
@@ -851,6 +851,15 @@ class Run(object):
         kept = {k: v for k, v in self._config.items() if k != "tools"}
         print_ = fingerprint(getattr(self._client, "model", ""), list(messages), list(tools), kept)
         self._journal = RunJournal(store, run_id, print_, ttl=ttl, wait=wait)
+
+    @property
+    def _credentials(self) -> List[str]:
+        """The client's credential values (what error texts are scrubbed of), read the first time one is."""
+        values = self._credential_values
+        if values is None:
+            credentials = getattr(self._client, "credential_values", None)
+            values = self._credential_values = list(credentials()) if callable(credentials) else []
+        return values
 
     # -- what hooks read ----------------------------------------------------------------------------------------
     @property
