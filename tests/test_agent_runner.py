@@ -247,6 +247,33 @@ def test_a_subclass_with_its_own_streaming_response_is_called_every_turn():
     assert turns == [1, 3]
 
 
+def test_current_call_in_a_run_without_a_journal():
+    """current_call() is made when a tool asks (issue 41 item 2: no key is made for a call that does not): the
+    call's id, name and arguments, no run_id, a key of its own per call, the same object asked twice."""
+    from agenthub.agent import CallContext, current_call
+
+    seen = {}
+
+    @tool
+    def where(city: str) -> str:
+        """Where."""
+        first, again = current_call(), current_call()
+        assert first is again
+        seen[city] = first
+        return city
+
+    with SSEServer() as server:
+        server.answers += [Answer([chat_calls([("call_1", "where", '{"city": "Paris"}'),
+                                               ("call_2", "where", '{"city": "Rome"}')])]), Answer([chat_text("ok")])]
+        client_for(server).run([USER], tools=[where]).result()
+    paris, rome = seen["Paris"], seen["Rome"]
+    assert isinstance(paris, CallContext) and current_call() is None
+    assert (paris.tool_call_id, paris.name, paris.arguments, paris.run_id) == ("call_1", "where", {"city": "Paris"},
+                                                                                None)
+    assert (rome.tool_call_id, rome.arguments) == ("call_2", {"city": "Rome"})
+    assert len(paris.idempotency_key) == 32 and paris.idempotency_key != rome.idempotency_key
+
+
 def test_parallel_one_runs_the_calls_one_by_one_in_the_calling_thread():
     seen = []
 

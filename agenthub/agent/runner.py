@@ -496,8 +496,9 @@ class _Current(object):
         if self.made is None:
             run = self.run
             journal = run._journal
+            salt = run._key_salt or run.__dict__.setdefault("_random_salt", os.urandom(8).hex())  # (one a run)
             self.made = CallContext(self.call_id, self.name, self.shown, journal.run_id if journal else None,
-                                    _idempotency_key(run._key_salt, self.turn, self.call_id))
+                                    _idempotency_key(salt, self.turn, self.call_id))
         return self.made
 
 
@@ -821,7 +822,7 @@ class Run(object):
         self._turn_keys = {}  # type: Dict[str, int]  # tool_call_id -> the turn it came in (idempotency keys)
         self._replayed_cost = 0.0  # type: Optional[float]  # what the turns taken from the journal cost
         self._interrupted = []  # type: List[str]
-        self._key_salt = run_id or os.urandom(8).hex()  # what idempotency keys are made from
+        self._key_salt = run_id  # what idempotency keys are made from (None: a random one, made when first asked)
         if journal is not None:
             self._open_journal(journal, run_id, journal_ttl, journal_wait,  # type: ignore[arg-type]
                                (seen if stateful else messages))  # type: ignore[possibly-undefined]
