@@ -32,8 +32,8 @@ Rules (issue 30's Decisions):
   the loop goes on and the model decides.  KeyboardInterrupt and SystemExit propagate to the run's thread.
 - A turn's calls run concurrently, at most ``parallel`` at a time, on the run's pool of daemon threads (kept
   between turns, ended with the run; a lone call without a timeout runs in the run's thread; calls without a
-  timeout start one after another on one pool thread, those it has not started after 2 ms on threads of their
-  own); their results go back in ONE user message, in call order.  A tool's ``timeout``: the runner stops waiting
+  timeout start one after another on one pool thread; once a call there has run 2 ms, the calls it has not
+  started go to threads of their own); their results go back in ONE user message, in call order.  A tool's ``timeout``: the runner stops waiting
   and reports the timeout; Python cannot stop a thread, so the function runs on until it returns, its
   result is dropped, its slot is held until it returns (the calls beyond get an error result when every
   slot is so held), and being a daemon thread it does not hold up the interpreter's exit.
@@ -595,8 +595,8 @@ class _Ticket(object):
 
 
 _IDLE_SECONDS = 2.0  # a run's pool thread with nothing to do for this long ends (a run left unread)
-#: a turn's calls without a timeout start one after another on one pool thread; the calls it has not started
-#: when this long has passed go to threads of their own (so calls that take time still run at once)
+#: a turn's calls without a timeout start one after another on one pool thread; once a call there has run this
+#: long, the calls it has not started go to threads of their own (so calls that take time still run at once)
 _SPREAD_SECONDS = 0.002
 _BATCH_NOTE = (-1,)  # what that thread reports (its results are in the turn's ``done``)
 
@@ -1466,11 +1466,12 @@ class Run(object):
         if self._abandoned:
             self._abandoned = [ticket for ticket in self._abandoned if ticket.running]
         # calls without a timeout start one after another on one pool thread (one hand-off a turn, not one a call);
-        # those it has not started when _SPREAD_SECONDS have passed go to threads of their own
+        # when one of them has run for _SPREAD_SECONDS, those it has not started go to threads of their own
         shared = collections.deque()  # type: Any  # what that thread starts next (popped at either end, atomically)
         done = {}  # type: Dict[int, Tuple[Any, Optional[BaseException], float]]  # its results so far
         batch = None  # type: Optional[_Ticket]
-        spread_at = 0.0
+        in_call = [0.0]  # when that thread's call began (0.0: between calls, or not started: a late thread is no
+        #                  reason to spread)
 
         def work(index: int, call: Dict[str, Any], entry: _Entry, arguments: Any, shown: Any) -> Any:
             started = time.monotonic()
@@ -1489,7 +1490,9 @@ class Run(object):
                 except IndexError:
                     return _BATCH_NOTE
                 me.name = "agenthub-tool-{}".format(call["name"])[:60]
+                in_call[0] = time.monotonic()
                 got = contextvars.Context().run(work, index, call, entry, arguments, shown)  # a context per call
+                in_call[0] = 0.0
                 done[index] = got[1:]
                 if got[2] is not None or got[3] >= _SPREAD_SECONDS:
                     results.put(_BATCH_NOTE)  # the run's thread hears of a call that took time (or raised) now
@@ -1508,11 +1511,15 @@ class Run(object):
         if len(runnable) > 1 and len(self._abandoned) < self._parallel and not any(t[2].timeout for t in runnable):
             shared.extend(runnable)
             batch = _Ticket()
-            spread_at = time.monotonic() + _SPREAD_SECONDS
-            pool.submit(drain, reporter(batch), "agenthub-tool-{}".format(runnable[0][1]["name"])[:60])
         else:
             queue.extend(runnable)
         try:
+            if batch is not None:  # handed over as the wait begins: the thread finds the run's thread waiting
+                pool.submit(drain, reporter(batch), "agenthub-tool-{}".format(runnable[0][1]["name"])[:60])
+                try:
+                    take(results.get(True, _SPREAD_SECONDS))  # (mostly the thread's one report)
+                except _queue.Empty:
+                    pass
             while position < len(order):
                 if done:
                     for index in list(done):
@@ -1537,7 +1544,8 @@ class Run(object):
                 if self._abandoned:
                     self._abandoned = [ticket for ticket in self._abandoned if ticket.running]
                 held = len(running) + len(self._abandoned) + (batch is not None and batch.running)
-                if shared and held < self._parallel and time.monotonic() >= spread_at:
+                began = in_call[0]
+                if shared and held < self._parallel and began and time.monotonic() - began >= _SPREAD_SECONDS:
                     spread = []  # calls the batch thread has not started: to threads of their own, as slots allow
                     for _ in range(self._parallel - held):
                         try:
@@ -1577,7 +1585,8 @@ class Run(object):
                         if queue and self._abandoned:  # a slot frees when an abandoned call returns: look again soon
                             wait = 0.05 if wait is None else min(wait, 0.05)
                         if shared and held < self._parallel:  # calls not started yet: spread them when it is time
-                            left = max(spread_at - now, 0.0)
+                            began = in_call[0]
+                            left = max(began + _SPREAD_SECONDS - now, 0.0) if began else _SPREAD_SECONDS
                             wait = left if wait is None else min(wait, left)
                         try:
                             take(results.get(True, wait) if wait is None or wait > 0 else results.get_nowait())
