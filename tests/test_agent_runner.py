@@ -274,6 +274,32 @@ def test_current_call_in_a_run_without_a_journal():
     assert len(paris.idempotency_key) == 32 and paris.idempotency_key != rome.idempotency_key
 
 
+def test_a_run_keeps_no_turns_request_and_history_for_its_cost():
+    """Issue 41, item 2: what a turn is priced with (its cache mark, when it started) is kept, not the turn's
+    Attempt, which holds the whole request and history (a run of N turns kept N of them: O(N^2) objects)."""
+    import gc
+    import types
+
+    from agenthub.attempts import Attempt
+
+    with SSEServer() as server:
+        server.answers += [Answer([chat_calls(TWO_CALLS)]), Answer([chat_calls(TWO_CALLS)]), Answer([chat_text("ok")])]
+        client = client_for(server)
+        run = client.run([USER], tools=[get_weather])
+        result = run.result()
+    assert result.turns == 3 and result.cost_usd is not None
+    seen, stack, found = set(), [run], []
+    while stack:
+        obj = stack.pop()
+        if id(obj) in seen or obj is client or isinstance(obj, (type, types.ModuleType, types.FunctionType)):
+            continue
+        seen.add(id(obj))
+        if isinstance(obj, Attempt):
+            found.append(obj)
+        stack.extend(gc.get_referents(obj))
+    assert found == []
+
+
 def test_parallel_one_runs_the_calls_one_by_one_in_the_calling_thread():
     seen = []
 

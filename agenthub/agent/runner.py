@@ -585,6 +585,16 @@ def _waiting_results(history: Sequence[Mapping[str, Any]]) -> bool:
         and bool(_calls(history[-2]))
 
 
+class _Paid(object):
+    """What ``call_cost`` reads of a turn's Attempt: its cache mark and when it started.  A run keeps this for each
+    turn, not the Attempt, which holds the turn's whole request and history (a run of N turns kept N of them)."""
+    __slots__ = ("cache", "started_ms")
+
+    def __init__(self, call: Any) -> None:
+        self.cache = getattr(call, "cache", None)
+        self.started_ms = getattr(call, "started_ms", None)
+
+
 class _Ticket(object):
     """One call handed to a pool thread: ``running`` until the call returns (a timed-out call's slot is
     held while it runs)."""
@@ -1238,6 +1248,7 @@ class Run(object):
         route = getattr(stream, "route", None) or getattr(self._client, "last_route", None) or {}
         self.route = route or None
         call = getattr(stream, "_call", None)  # its cache mark and start time: a hit costs 0.0, a turn its tier's
+        call = _Paid(call) if call is not None else None  # (not the Attempt: it holds the turn's request and history)
         self._priced.append((route.get("model") or getattr(self._client, "model", ""), usage, call, route))
 
     @property
