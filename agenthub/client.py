@@ -347,7 +347,7 @@ class AutoLLMClient(object):
 
     def _plan(self, messages: Sequence[Message], cfg: Dict[str, Any]) -> Any:
         """``plan`` with ``cfg`` already checked (``check_config``'s result: checked once per call)."""
-        self._check_messages(messages)
+        check_messages(messages, self._checked)
         return apply_extras(self._build(list(messages), cfg), cfg)
 
     # -- history ---------------------------------------------------------------------------
@@ -403,21 +403,15 @@ class AutoLLMClient(object):
             raise ConfigError("streaming_response_stateful takes the next user message")
         return self._stateful_checked(message, check_config(config))
 
-    def _checked_streams(self) -> Optional[Tuple[Callable[..., ResponseStream], Callable[..., ResponseStream],
-                                                 Callable[[Sequence[Message]], None]]]:
+    def _checked_streams(self) -> Optional[Tuple[Callable[..., ResponseStream], Callable[..., ResponseStream]]]:
         """For the tool runner, which checks its config once a run: ``streaming_response`` and
         ``streaming_response_stateful`` taking a config ``check_config`` already checked (the messages are
-        checked as ever), and the messages' check ``streaming_response`` makes (what it passed is not checked
-        again by the next request).  None where a subclass streams its own way (the runner calls the public
-        methods)."""
+        checked as ever).  None where a subclass streams its own way (the runner calls the public methods)."""
         cls = type(self)
         if cls.streaming_response is not AutoLLMClient.streaming_response \
                 or cls.streaming_response_stateful is not AutoLLMClient.streaming_response_stateful:
             return None
-        return self._stateless_checked, self._stateful_message_checked, self._check_messages
-
-    def _check_messages(self, messages: Sequence[Message]) -> None:
-        check_messages(messages, self._checked)
+        return self._stateless_checked, self._stateful_message_checked
 
     def _stateless_checked(self, messages: Sequence[Message], cfg: Dict[str, Any]) -> ResponseStream:
         return self._open(self._plan(messages, cfg), cfg, list(messages), None)

@@ -741,13 +741,11 @@ class Run(object):
         # the client's streams taking the config as check_config left it: not checked again every turn
         makers = getattr(client, "_checked_streams", None)
         makers = makers() if callable(makers) else None
-        check_history = check_messages  # type: Callable[[Any], None]
         if makers is None:  # (a client that streams its own way: its public methods, which check it each time)
             self._open_stream, self._open_stateful = client.streaming_response, client.streaming_response_stateful
             self._send = self._send_config  # type: Dict[str, Any]
         else:
-            # (the messages checked as its next request checks them: that request does not check them again)
-            self._open_stream, self._open_stateful, check_history = makers
+            self._open_stream, self._open_stateful = makers
             if self._shaped is not None:
                 self._send = check_config(self._send_config)
             else:
@@ -807,7 +805,7 @@ class Run(object):
             if messages is None or isinstance(messages, (str, bytes, _Mapping)):
                 raise ConfigError("run takes a list of messages")
             messages = joined_results(list(messages))
-            check_history(messages)
+            check_messages(messages)
             self._resume_at, self._open = _open_calls(messages)
             if self._open:
                 self._tail = messages[self._resume_at + 1:]  # type: ignore[operator]
