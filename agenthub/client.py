@@ -403,7 +403,28 @@ class AutoLLMClient(object):
         check_message(message)
         if message["role"] != "user":
             raise ConfigError("streaming_response_stateful takes the next user message")
-        cfg = check_config(config)
+        return self._stateful_checked(message, check_config(config))
+
+    def _checked_streams(self) -> Optional[Tuple[Callable[..., ResponseStream], Callable[..., ResponseStream]]]:
+        """For the tool runner, which checks its config once a run: ``streaming_response`` and
+        ``streaming_response_stateful`` taking a config ``check_config`` already checked (the messages are
+        checked as ever).  None where a subclass streams its own way (the runner calls the public methods)."""
+        cls = type(self)
+        if cls.streaming_response is not AutoLLMClient.streaming_response \
+                or cls.streaming_response_stateful is not AutoLLMClient.streaming_response_stateful:
+            return None
+        return self._stateless_checked, self._stateful_message_checked
+
+    def _stateless_checked(self, messages: Sequence[Message], cfg: Dict[str, Any]) -> ResponseStream:
+        return self._open(self._plan(messages, cfg), cfg, list(messages), None)
+
+    def _stateful_message_checked(self, message: UniMessage, cfg: Dict[str, Any]) -> ResponseStream:
+        check_message(message)
+        if message["role"] != "user":
+            raise ConfigError("streaming_response_stateful takes the next user message")
+        return self._stateful_checked(message, cfg)
+
+    def _stateful_checked(self, message: UniMessage, cfg: Dict[str, Any]) -> ResponseStream:
         self._check_idle("streaming_response_stateful")
         if "created_at" not in message:
             message = dict(message)  # type: ignore[assignment]

@@ -2,7 +2,8 @@
 ``parallel=1``) beside the hand-written loop, at 1, 10 and 50 model turns.
 
     python bench/agent_turns.py                     # the agenthub importable from this checkout
-    python bench/agent_turns.py --tree /path/to/checkout   # another checkout's agenthub (a before/after)
+    python bench/agent_turns.py --tree /path/to/checkout   # another checkout's agenthub
+    python bench/agent_turns.py --before main --rounds 5   # before (git archive of REV) and after, in one run
 
 Each turn but the last streams one text delta and three complete tool calls (``add``, ``upper``, ``count``:
 trivial ``@tool`` functions); the last turn is text only.  The server is Chat Completions SSE in a separate
@@ -11,6 +12,8 @@ on a message list, the answer folded with ``Collector``, the calls made inline i
 results.  Both ways are checked to give the same conversation first.  The loops alternate with a rotating
 start, REPS runs each per length; CPU (``time.process_time``: every thread of this process), median; the ratio
 is median/median, the load average printed beside it.  Target: ``run`` <= 1.05x the hand loop at every length.
+``--before REV``: ROUNDS rounds, each running this script as a worker on the library at REV (``bench/ab.py``) and
+on this checkout's, in fresh processes in alternating order; the medians per loop and length over the rounds.
 """
 
 import argparse
@@ -115,7 +118,12 @@ def main(argv=None):
     parser.add_argument("--reps", type=int, default=15)
     parser.add_argument("--tree", help="import agenthub from this checkout (default: the one holding bench/)")
     parser.add_argument("--serve", action="store_true")
+    parser.add_argument("--before", help="a git revision: before (at REV) and after (this checkout) in one run")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--json", action="store_true", help="(worker) print the medians as one JSON line")
     args = parser.parse_args(argv)
+    if args.before:
+        return _before_after(args)
     if args.serve:
         server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
         print(server.server_address[1], flush=True)
@@ -142,10 +150,12 @@ def main(argv=None):
         loops = {"hand": lambda c, n: hand(c, n, schemas), "run": lambda c, n: runner(c, n, tools, 4),
                  "run(parallel=1)": lambda c, n: runner(c, n, tools, 1)}
         names = list(loops)
-        print("Python {}, agenthub from {}".format(sys.version.split()[0], os.path.dirname(agenthub.__file__)))
-        print("| turns | hand CPU/turn | run CPU/turn | run / hand | run(parallel=1) CPU/turn | p1 / hand | load |")
-        print("|---:|---:|---:|---:|---:|---:|---:|")
+        if not args.json:
+            print("Python {}, agenthub from {}".format(sys.version.split()[0], os.path.dirname(agenthub.__file__)))
+            print("| turns | hand CPU/turn | run CPU/turn | run / hand | run(parallel=1) CPU/turn | p1 / hand | load |")
+            print("|---:|---:|---:|---:|---:|---:|---:|")
         worst = 0.0
+        out = {}  # type: dict
         for turns in [int(x) for x in args.turns.split(",")]:
             c = client(turns)
             for name in names:
@@ -159,13 +169,53 @@ def main(argv=None):
             med = {name: statistics.median(values) * 1000 / turns for name, values in cpu.items()}
             ratio, ratio1 = med["run"] / med["hand"], med["run(parallel=1)"] / med["hand"]
             worst = max(worst, ratio)
+            out[str(turns)] = dict(med, load=os.getloadavg()[0])
+            if args.json:
+                continue
             print("| {} | {:.3f} ms | {:.3f} ms | {:.3f}x | {:.3f} ms | {:.3f}x | {:.2f} |".format(
                 turns, med["hand"], med["run"], ratio, med["run(parallel=1)"], ratio1, os.getloadavg()[0]))
+        if args.json:
+            print(json.dumps(out))
+            return 0
         print("worst run / hand: {:.3f}x (target <= 1.05x)".format(worst))
         return 0 if worst <= 1.05 else 1
     finally:
         proc.kill()
         proc.wait()
+
+
+def _before_after(args):
+    sys.path.insert(0, HERE)
+    import ab
+
+    trees = {"before": ab.tree_at(args.before), "after": ab.ROOT}
+    rounds = {"before": [], "after": []}  # type: dict
+    loads = []
+    for n in range(args.rounds):
+        for side in (["before", "after"] if n % 2 == 0 else ["after", "before"]):
+            loads.append(ab.load())
+            rounds[side].append(ab.run_worker(trees[side], os.path.abspath(__file__), [
+                "--json", "--tree", trees[side], "--turns", args.turns, "--reps", str(args.reps)]))
+    print("Python {}; before = {}, after = this checkout; {} rounds x {} runs per loop and length; {}".format(
+        sys.version.split()[0], args.before, args.rounds, args.reps, ab.loads_text(loads)))
+    print("| turns | hand, before | run, before | run / hand, before | hand, after | run, after | run / hand, after "
+          "| parallel=1 / hand, before | parallel=1 / hand, after | run / hand paired, before | paired, after |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    worst = 0.0
+    for turns in args.turns.split(","):
+        med = {side: {name: statistics.median(r[turns][name] for r in rounds[side])
+                      for name in ("hand", "run", "run(parallel=1)")} for side in rounds}
+        ratio = {side: med[side]["run"] / med[side]["hand"] for side in med}
+        ratio1 = {side: med[side]["run(parallel=1)"] / med[side]["hand"] for side in med}
+        # paired: each worker's own run / hand (the same process, the same moment), the median over the rounds
+        paired = {side: statistics.median(r[turns]["run"] / r[turns]["hand"] for r in rounds[side]) for side in rounds}
+        worst = max(worst, ratio["after"])
+        print("| {} | {:.3f} ms | {:.3f} ms | {:.3f}x | {:.3f} ms | {:.3f} ms | {:.3f}x | {:.3f}x | {:.3f}x | {:.3f}x "
+              "| {:.3f}x |".format(turns, med["before"]["hand"], med["before"]["run"], ratio["before"],
+                                   med["after"]["hand"], med["after"]["run"], ratio["after"], ratio1["before"],
+                                   ratio1["after"], paired["before"], paired["after"]))
+    print("worst run / hand after: {:.3f}x (target <= 1.05x)".format(worst))
+    return 0
 
 
 if __name__ == "__main__":

@@ -160,6 +160,146 @@ def test_results_go_back_in_call_order_when_the_calls_finish_in_reverse():
     assert [m["tool_call_id"] for m in server.requests[1]["body"]["messages"][2:]] == ["c1", "c2"]
 
 
+def test_a_turns_calls_run_at_once_with_the_default_parallel():
+    """Issue 41, item 2: the calls of a turn start on one pool thread one after another and go to threads of
+    their own when they take time: four calls that each wait for all four (a barrier) still all return."""
+    barrier = threading.Barrier(4, timeout=30)  # a safety net against a hang, not a timing assertion
+
+    @tool
+    def meet(n: int) -> str:
+        """Wait for the others."""
+        barrier.wait()
+        return "met {}".format(n)
+
+    calls = [("c{}".format(n), "meet", '{{"n": {}}}'.format(n)) for n in range(4)]
+    with SSEServer() as server:
+        server.answers += [Answer([chat_calls(calls)]), Answer([chat_text("ok")])]
+        result = client_for(server).run([USER], tools=[meet]).result()
+    assert [item["text"] for item in result.messages[1]["content_items"]] == ["met 0", "met 1", "met 2", "met 3"]
+    assert not barrier.broken
+
+
+def test_no_more_calls_run_at_once_than_parallel():
+    lock = threading.Lock()
+    now, most = [0], [0]
+    pair = threading.Barrier(2, timeout=30)
+
+    @tool
+    def step(n: int) -> str:
+        """Count the calls running at once."""
+        with lock:
+            now[0] += 1
+            most[0] = max(most[0], now[0])
+        pair.wait()  # two at a time meet here: the run must let two run at once, and no third
+        with lock:
+            now[0] -= 1
+        return str(n)
+
+    calls = [("c{}".format(n), "step", '{{"n": {}}}'.format(n)) for n in range(6)]
+    with SSEServer() as server:
+        server.answers += [Answer([chat_calls(calls)]), Answer([chat_text("ok")])]
+        result = client_for(server).run([USER], tools=[step], parallel=2).result()
+    assert [item["text"] for item in result.messages[1]["content_items"]] == [str(n) for n in range(6)]
+    assert most[0] == 2 and not pair.broken
+
+
+def test_the_config_is_checked_once_a_run_and_sent_as_checked(monkeypatch):
+    """Issue 41, item 2: the run checks its config (with the tools' schemas) once; its turns go out with the
+    config as checked, each request the same as before."""
+    import agenthub.agent.runner as runner_module
+    import agenthub.client as client_module
+
+    counted = []
+
+    def counting(check):
+        def wrapped(config):
+            counted.append(check.__module__)
+            return check(config)
+        return wrapped
+
+    monkeypatch.setattr(client_module, "check_config", counting(client_module.check_config))
+    monkeypatch.setattr(runner_module, "check_config", counting(runner_module.check_config))
+    config = {"temperature": 0.5, "max_tokens": 100}
+    with SSEServer() as server:
+        server.answers += [Answer([chat_calls(TWO_CALLS)]), Answer([chat_calls(TWO_CALLS)]), Answer([chat_text("ok")])]
+        result = client_for(server).run([USER], config, tools=[get_weather]).result()
+        bodies = [request["body"] for request in server.requests]
+    assert result.stop == "done" and result.turns == 3
+    assert len(counted) == 1  # was 4: the run's own check, then one per turn
+    for body in bodies:
+        assert (body["temperature"], body["max_completion_tokens"], [t["function"]["name"] for t in body["tools"]]) == (
+            0.5, 100, ["get_weather"])  # (max_tokens goes out as max_completion_tokens)
+
+
+def test_a_subclass_with_its_own_streaming_response_is_called_every_turn():
+    turns = []
+
+    class Counting(AutoLLMClient):
+        def streaming_response(self, messages, config=None):
+            turns.append(len(messages))
+            return super(Counting, self).streaming_response(messages, config)
+
+    with SSEServer() as server:
+        server.answers += [Answer([chat_calls(TWO_CALLS)]), Answer([chat_text("ok")])]
+        client = Counting(MODELS["openai-chat"], api_key="sk-test-runner-0001", base_url=server.url + "/v1",
+                          client_type="openai-chat", max_retries=0)
+        assert client.run([USER], tools=[get_weather]).result().stop == "done"
+    assert turns == [1, 3]
+
+
+def test_current_call_in_a_run_without_a_journal():
+    """current_call() is made when a tool asks (issue 41 item 2: no key is made for a call that does not): the
+    call's id, name and arguments, no run_id, a key of its own per call, the same object asked twice."""
+    from agenthub.agent import CallContext, current_call
+
+    seen = {}
+
+    @tool
+    def where(city: str) -> str:
+        """Where."""
+        first, again = current_call(), current_call()
+        assert first is again
+        seen[city] = first
+        return city
+
+    with SSEServer() as server:
+        server.answers += [Answer([chat_calls([("call_1", "where", '{"city": "Paris"}'),
+                                               ("call_2", "where", '{"city": "Rome"}')])]), Answer([chat_text("ok")])]
+        client_for(server).run([USER], tools=[where]).result()
+    paris, rome = seen["Paris"], seen["Rome"]
+    assert isinstance(paris, CallContext) and current_call() is None
+    assert (paris.tool_call_id, paris.name, paris.arguments, paris.run_id) == ("call_1", "where", {"city": "Paris"},
+                                                                                None)
+    assert (rome.tool_call_id, rome.arguments) == ("call_2", {"city": "Rome"})
+    assert len(paris.idempotency_key) == 32 and paris.idempotency_key != rome.idempotency_key
+
+
+def test_a_run_keeps_no_turns_request_and_history_for_its_cost():
+    """Issue 41, item 2: what a turn is priced with (its cache mark, when it started) is kept, not the turn's
+    Attempt, which holds the whole request and history (a run of N turns kept N of them: O(N^2) objects)."""
+    import gc
+    import types
+
+    from agenthub.attempts import Attempt
+
+    with SSEServer() as server:
+        server.answers += [Answer([chat_calls(TWO_CALLS)]), Answer([chat_calls(TWO_CALLS)]), Answer([chat_text("ok")])]
+        client = client_for(server)
+        run = client.run([USER], tools=[get_weather])
+        result = run.result()
+    assert result.turns == 3 and result.cost_usd is not None
+    seen, stack, found = set(), [run], []
+    while stack:
+        obj = stack.pop()
+        if id(obj) in seen or obj is client or isinstance(obj, (type, types.ModuleType, types.FunctionType)):
+            continue
+        seen.add(id(obj))
+        if isinstance(obj, Attempt):
+            found.append(obj)
+        stack.extend(gc.get_referents(obj))
+    assert found == []
+
+
 def test_parallel_one_runs_the_calls_one_by_one_in_the_calling_thread():
     seen = []
 

@@ -31,8 +31,9 @@ Rules (issue 30's Decisions):
   ``"is_error": True`` and a short message (exception type and text, no traceback, credentials scrubbed);
   the loop goes on and the model decides.  KeyboardInterrupt and SystemExit propagate to the run's thread.
 - A turn's calls run concurrently, at most ``parallel`` at a time, on the run's pool of daemon threads (kept
-  between turns, ended with the run; a lone call without a timeout runs in the run's thread); their results go
-  back in ONE user message, in call order.  A tool's ``timeout``: the runner stops waiting
+  between turns, ended with the run; a lone call without a timeout runs in the run's thread; calls without a
+  timeout start one after another on one pool thread; once a call there has run 2 ms, the calls it has not
+  started go to threads of their own); their results go back in ONE user message, in call order.  A tool's ``timeout``: the runner stops waiting
   and reports the timeout; Python cannot stop a thread, so the function runs on until it returns, its
   result is dropped, its slot is held until it returns (the calls beyond get an error result when every
   slot is so held), and being a daemon thread it does not hold up the interpreter's exit.
@@ -55,6 +56,7 @@ Rules (issue 30's Decisions):
 
 import functools
 import collections
+from collections.abc import Mapping as _Mapping  # (isinstance through typing.Mapping costs a detour a call)
 import contextvars
 import json
 import logging
@@ -88,16 +90,23 @@ def _name_rule(client: Any) -> Any:
     """The dialect record (``agenthub.providers.Dialect``) whose ``tool_names`` rule ``client``'s wire takes:
     its client-type row's dialect (``vertex-anthropic`` is the anthropic dialect: Anthropic's 128-character
     rule, as ``anthropic`` and ``azure-anthropic``).  A client whose type names no row: a ConfigError."""
+    kind = getattr(client, "client_type", "") or ""
+    record = _NAME_RULES.get(kind)
+    if record is not None:
+        return record
     from .. import hosts, providers
 
-    kind = getattr(client, "client_type", "") or ""
     row = hosts.CLIENT_TYPES.get(kind)
     if row is not None:
-        return row.facts
+        record = _NAME_RULES[kind] = row.facts  # (the client-type rows are fixed: their records kept)
+        return record
     name = getattr(getattr(client, "protocol", None), "name", None)
     if isinstance(name, str) and name in providers.DIALECTS:
         return providers.dialect(name)
     raise ConfigError("client_type {!r} names no wire dialect: its tool-name rule is unknown".format(kind))
+
+
+_NAME_RULES = {}  # type: Dict[str, Any]  # client_type -> its row's dialect record
 
 
 def wire_name_problem(client: Any, name: str) -> Optional[str]:
@@ -179,7 +188,7 @@ def _is_provider(value: Any) -> bool:
 def resolve_tools(client: Any, tools: Any) -> Tuple[List[Dict[str, Any]], Dict[str, _Entry]]:
     """(the ToolSchemas to send, {wire name: entry}); a bad tool, a name the wire refuses or a clash is a
     ConfigError.  Providers are listed here, once."""
-    if tools is None or isinstance(tools, (str, bytes, Mapping)) or not isinstance(tools, (list, tuple)):
+    if tools is None or isinstance(tools, (str, bytes, _Mapping)) or not isinstance(tools, (list, tuple)):
         raise ConfigError("tools must be a list of @tool functions, ToolSchemas and tool providers")
     schemas = []  # type: List[Dict[str, Any]]
     entries = {}  # type: Dict[str, _Entry]
@@ -204,7 +213,7 @@ def resolve_tools(client: Any, tools: Any) -> Tuple[List[Dict[str, Any]], Dict[s
             label = "provider {!r}".format(prefix) if prefix else "provider {}".format(type(value).__name__)
             listed = value.list_tools()
             for schema in listed or ():
-                if not isinstance(schema, Mapping) or not isinstance(schema.get("name"), str) or not schema["name"]:
+                if not isinstance(schema, _Mapping) or not isinstance(schema.get("name"), str) or not schema["name"]:
                     raise ConfigError("{} listed a tool without a name".format(label))
                 original = schema["name"]
                 name = "{}__{}".format(prefix, original) if prefix else original
@@ -212,7 +221,7 @@ def resolve_tools(client: Any, tools: Any) -> Tuple[List[Dict[str, Any]], Dict[s
                     name = _wire_safe(name)  # renamed here, and back when the model calls it
                 add(_Entry(name, "provider", provider=value, original=original,
                            source="{}'s tool {!r}".format(label, original)), schema)
-        elif isinstance(value, Mapping):
+        elif isinstance(value, _Mapping):
             name = value.get("name")
             if not isinstance(name, str) or not name:
                 raise ConfigError("tools[{}] needs a non-empty 'name'".format(i))
@@ -238,7 +247,7 @@ def _check_name(client: Any, name: str, what: str) -> None:
 def _check_decision(value: Any, where: str) -> None:
     if isinstance(value, (bool, str)):
         return
-    if isinstance(value, Mapping) and set(value) == {"arguments"} and isinstance(value["arguments"], Mapping):
+    if isinstance(value, _Mapping) and set(value) == {"arguments"} and isinstance(value["arguments"], _Mapping):
         return
     raise ConfigError("{} must be True, False, a reason (str) or {{'arguments': {{...}}}} (got {})".format(
         where, type(value).__name__))
@@ -282,10 +291,16 @@ def _json_default(value: Any) -> Any:
     return str(value)
 
 
+#: json.dumps(value, ensure_ascii=False, default=_json_default), its encoder made once
+_RESULT_JSON = json.JSONEncoder(ensure_ascii=False, default=_json_default)
+
+
 def result_item(value: Any, call_id: str) -> Dict[str, Any]:
     """A tool's return value as a tool_result item: str as is; bytes of an image as its images; a
     provider's result item as it came; anything else as JSON."""
-    if isinstance(value, Mapping) and value.get("type") == "tool_result":
+    if type(value) is str:
+        return {"type": "tool_result", "tool_call_id": call_id, "text": value}
+    if isinstance(value, _Mapping) and value.get("type") == "tool_result":
         item = {"type": "tool_result", "tool_call_id": call_id, "text": str(value.get("text") or "")}
         if value.get("images"):
             item["images"] = list(value["images"])
@@ -307,8 +322,7 @@ def result_item(value: Any, call_id: str) -> Dict[str, Any]:
         except UnicodeDecodeError:
             return {"type": "tool_result", "tool_call_id": call_id,
                     "text": "({} bytes of binary data)".format(len(data))}
-    return {"type": "tool_result", "tool_call_id": call_id,
-            "text": json.dumps(value, ensure_ascii=False, default=_json_default)}
+    return {"type": "tool_result", "tool_call_id": call_id, "text": _RESULT_JSON.encode(value)}
 
 
 def _error(call_id: str, text: str) -> Dict[str, Any]:
@@ -337,8 +351,8 @@ def _calls(message: Mapping[str, Any]) -> List[Dict[str, Any]]:
         if kind == "tool_call":
             out.append(item)
         elif kind == "text" and item.get("fidelity"):
-            request = item["fidelity"].get("server_item") if isinstance(item["fidelity"], Mapping) else None
-            if isinstance(request, Mapping) and request.get("type") == APPROVAL_REQUEST \
+            request = item["fidelity"].get("server_item") if isinstance(item["fidelity"], _Mapping) else None
+            if isinstance(request, _Mapping) and request.get("type") == APPROVAL_REQUEST \
                     and isinstance(request.get("id"), str) and request["id"]:
                 out.append(_approval_call(request))
     return out
@@ -364,8 +378,10 @@ def _approval_call(request: Mapping[str, Any]) -> Dict[str, Any]:
 
 def _is_approval(call: Mapping[str, Any]) -> bool:
     fidelity = call.get("fidelity")
-    request = fidelity.get("server_item") if isinstance(fidelity, Mapping) else None
-    return isinstance(request, Mapping) and request.get("type") == APPROVAL_REQUEST
+    if not fidelity:
+        return False
+    request = fidelity.get("server_item") if isinstance(fidelity, _Mapping) else None
+    return isinstance(request, _Mapping) and request.get("type") == APPROVAL_REQUEST
 
 
 def _approval_answer(call: Mapping[str, Any], decision: Any) -> Dict[str, Any]:
@@ -375,7 +391,7 @@ def _approval_answer(call: Mapping[str, Any], decision: Any) -> Dict[str, Any]:
     reason = None  # type: Optional[str]
     if isinstance(decision, str):
         reason = decision
-    elif isinstance(decision, Mapping):  # the server runs its own tool: its arguments cannot be changed here
+    elif isinstance(decision, _Mapping):  # the server runs its own tool: its arguments cannot be changed here
         reason = "the arguments of an MCP server's own call cannot be changed"
     response = {"type": "mcp_approval_response", "approval_request_id": call["tool_call_id"],
                 "approve": approve}  # type: Dict[str, Any]
@@ -466,9 +482,32 @@ def _idempotency_key(salt: str, turn: int, call_id: str) -> str:
     return idempotency_key(salt, turn, call_id)
 
 
+class _Current(object):
+    """What ``current_call()`` makes its CallContext of, when a tool asks (most never do: no key is made for them)."""
+    __slots__ = ("run", "call_id", "name", "shown", "turn", "made")
+
+    def __init__(self, run: "Run", call_id: str, name: str, shown: Any, turn: int) -> None:
+        self.run = run
+        self.call_id = call_id
+        self.name = name
+        self.shown = shown
+        self.turn = turn
+        self.made = None  # type: Optional[CallContext]
+
+    def context(self) -> CallContext:
+        if self.made is None:
+            run = self.run
+            journal = run._journal
+            salt = run._key_salt or run.__dict__.setdefault("_random_salt", os.urandom(8).hex())  # (one a run)
+            self.made = CallContext(self.call_id, self.name, self.shown, journal.run_id if journal else None,
+                                    _idempotency_key(salt, self.turn, self.call_id))
+        return self.made
+
+
 def current_call() -> Optional[CallContext]:
     """The tool call being run in this thread (inside a tool's function), None elsewhere."""
-    return _CURRENT.get()  # type: ignore[no-any-return]
+    current = _CURRENT.get()
+    return current.context() if current is not None else None
 
 
 def call_digest(call: Mapping[str, Any]) -> str:
@@ -548,6 +587,16 @@ def _waiting_results(history: Sequence[Mapping[str, Any]]) -> bool:
         and bool(_calls(history[-2]))
 
 
+class _Paid(object):
+    """What ``call_cost`` reads of a turn's Attempt: its cache mark and when it started.  A run keeps this for each
+    turn, not the Attempt, which holds the turn's whole request and history (a run of N turns kept N of them)."""
+    __slots__ = ("cache", "started_ms")
+
+    def __init__(self, call: Any) -> None:
+        self.cache = getattr(call, "cache", None)
+        self.started_ms = getattr(call, "started_ms", None)
+
+
 class _Ticket(object):
     """One call handed to a pool thread: ``running`` until the call returns (a timed-out call's slot is
     held while it runs)."""
@@ -558,6 +607,10 @@ class _Ticket(object):
 
 
 _IDLE_SECONDS = 2.0  # a run's pool thread with nothing to do for this long ends (a run left unread)
+#: a turn's calls without a timeout start one after another on one pool thread; once a call there has run this
+#: long, the calls it has not started go to threads of their own (so calls that take time still run at once)
+_SPREAD_SECONDS = 0.002
+_BATCH_NOTE = (-1,)  # what that thread reports (its results are in the turn's ``done``)
 
 
 class _Pool(object):
@@ -647,6 +700,9 @@ def _gone(error: BaseException, stream: Any) -> Optional[str]:
     return None
 
 
+_NO_METHODS = {name: () for name in TOOL_HOOK_METHODS}  # type: Dict[str, Any]  # a run without hooks: none to call
+
+
 class Run(object):
     """One run of the tool loop (``client.run`` / ``client.run_stateful``): iterate it for the events,
     ``result()`` for the outcome, ``abort()`` from any thread to stop it.  ``messages``: the new messages so
@@ -667,14 +723,14 @@ class Run(object):
             raise ConfigError("parallel must be an int >= 1 (1: one call at a time)")
         if approve is not None and not callable(approve):
             raise ConfigError("approve must be a callable (call) -> True | False | reason | {'arguments': ...}")
-        if decisions is not None and not isinstance(decisions, Mapping):
+        if decisions is not None and not isinstance(decisions, _Mapping):
             raise ConfigError("decisions must map tool_call_id (or call_digest(call)) to a decision")
         for key, value in (decisions or {}).items():
             if not isinstance(key, str):
                 raise ConfigError("decisions are keyed by tool_call_id or call_digest(call), strings (got {})".format(
                     type(key).__name__))
             _check_decision(value, "decisions[{!r}]".format(key))
-        if config is not None and not isinstance(config, Mapping):
+        if config is not None and not isinstance(config, _Mapping):
             raise ConfigError("config must be a dict (UniConfig)")
         if config and config.get("tools"):
             raise ConfigError("pass the tools as run(..., tools=[...]), not in config['tools']")
@@ -692,7 +748,7 @@ class Run(object):
         cfg = dict(config or {})
         if schemas:
             cfg["tools"] = schemas
-        check_config(cfg)
+        checked = check_config(cfg)  # (checked once a run: the turns go out with it, see below)
         self._shaped = None  # type: Any  # typed output: how the type goes out on this wire (agenthub.output.shape)
         if output is not None:
             # checked by building a request (nothing is sent) with a message of its own: the config decides
@@ -708,11 +764,22 @@ class Run(object):
         self._reask_unsent = False  # stateful: the next turn sends the re-ask in self._next (not in history yet)
         self._hooks = tool_hooks(client_hooks, hooks) + ([trace] if trace is not None else [])
         self._methods = {name: [getattr(hook, name) for hook in self._hooks if callable(getattr(hook, name, None))]
-                         for name in TOOL_HOOK_METHODS}
+                         for name in TOOL_HOOK_METHODS} if self._hooks else _NO_METHODS
         # the run's trace writer writes config["trace_id"]: the turns go without it (one writer per trace)
         self._send_config = {k: v for k, v in cfg.items() if k != "trace_id"} if trace is not None else cfg
-        credentials = getattr(client, "credential_values", None)
-        self._credentials = list(credentials()) if callable(credentials) else []  # type: List[str]
+        # the client's streams taking the config as check_config left it: not checked again every turn
+        makers = getattr(client, "_checked_streams", None)
+        makers = makers() if callable(makers) else None
+        if makers is None:  # (a client that streams its own way: its public methods, which check it each time)
+            self._open_stream, self._open_stateful = client.streaming_response, client.streaming_response_stateful
+            self._send = self._send_config  # type: Dict[str, Any]
+        else:
+            self._open_stream, self._open_stateful = makers
+            if self._shaped is not None:
+                self._send = check_config(self._send_config)
+            else:
+                self._send = {k: v for k, v in checked.items() if k != "trace_id"} if trace is not None else checked
+        self._credential_values = None  # type: Optional[List[str]]  # read when an error text is scrubbed
         self._max_turns = max_turns
         self._parallel = parallel
         self._approve = approve
@@ -762,9 +829,9 @@ class Run(object):
             elif not self._open:
                 if message is None:
                     raise ConfigError("run_stateful needs a message (nothing is waiting for a decision)")
-                self._first = client.streaming_response_stateful(message, self._send_config)  # checked now
+                self._first = self._open_stateful(message, dict(self._send))  # checked now
         else:
-            if messages is None or isinstance(messages, (str, bytes, Mapping)):
+            if messages is None or isinstance(messages, (str, bytes, _Mapping)):
                 raise ConfigError("run takes a list of messages")
             messages = joined_results(list(messages))
             check_messages(messages)
@@ -776,7 +843,7 @@ class Run(object):
                 self._tail = []
                 self._sent = messages
                 # built now: a config or schema the wire refuses is a ConfigError before anything is sent
-                self._first = client.streaming_response(messages, self._send_config)
+                self._first = self._open_stream(messages, dict(self._send))
         resumed = None  # type: Any  # the assistant turn whose calls this run resumes
         if self._open and self._resume_at is not None:
             resumed = seen[self._resume_at] if stateful else messages[self._resume_at]  # type: ignore[index]
@@ -793,7 +860,7 @@ class Run(object):
         self._replayed_cost = 0.0  # type: Optional[float]  # what the turns taken from the journal cost
         self._interrupted = []  # type: List[str]
         self._attached_id = None  # type: Optional[str]  # the live turn's background response id, journaled
-        self._key_salt = run_id or os.urandom(8).hex()  # what idempotency keys are made from
+        self._key_salt = run_id  # what idempotency keys are made from (None: a random one, made when first asked)
         if journal is not None:
             self._open_journal(journal, run_id, journal_ttl, journal_wait,  # type: ignore[arg-type]
                                (seen if stateful else messages))  # type: ignore[possibly-undefined]
@@ -813,8 +880,7 @@ class Run(object):
             # the next request built now, with empty results in place: what the wire refuses is a ConfigError
             # before any tool runs or anything is sent (the stream is never started)
             placeholders = [{"type": "tool_result", "tool_call_id": c["tool_call_id"], "text": ""} for c in self._open]
-            client.streaming_response(self._sent + [_join(placeholders, self._tail, self._order)],
-                                      self._send_config).close()
+            self._open_stream(self._sent + [_join(placeholders, self._tail, self._order)], dict(self._send)).close()
 
     def _open_journal(self, store: Any, run_id: str, ttl: Optional[float], wait: Optional[float],
                       messages: Sequence[Any]) -> None:
@@ -824,6 +890,15 @@ class Run(object):
         kept = {k: v for k, v in self._config.items() if k != "tools"}
         print_ = fingerprint(getattr(self._client, "model", ""), list(messages), list(tools), kept)
         self._journal = RunJournal(store, run_id, print_, ttl=ttl, wait=wait)
+
+    @property
+    def _credentials(self) -> List[str]:
+        """The client's credential values (what error texts are scrubbed of), read the first time one is."""
+        values = self._credential_values
+        if values is None:
+            credentials = getattr(self._client, "credential_values", None)
+            values = self._credential_values = list(credentials()) if callable(credentials) else []
+        return values
 
     # -- what hooks read ----------------------------------------------------------------------------------------
     @property
@@ -1265,23 +1340,24 @@ class Run(object):
         that takes no image input gets the results' images as a note (IMAGES_LEFT_OUT) instead.  ``attach``:
         the turn is the background response of that id, re-attached (``client._reattach``), not sent."""
         client = self._client
-        if attach is None:
-            stateless, stateful = client.streaming_response, client.streaming_response_stateful
+        if attach is None:  # (the config checked once a run: the client's makers that take it checked)
+            stateless, stateful, config = self._open_stream, self._open_stateful, self._send
         else:
             stateless = functools.partial(_reattach_stateless, client, attach)
             stateful = functools.partial(_reattach_stateful, client, attach)
+            config = self._send_config
         for again in (False, True):
             try:
                 if not self._stateful:
-                    return stateless(self._sent, self._send_config)
+                    return stateless(self._sent, dict(config))
                 if self._message_unsent:  # the first turn's message (its stream is built in __init__ unless
-                    return stateful(self._tail[0], self._send_config)  # it is re-attached or sent again)
+                    return stateful(self._tail[0], dict(config))  # it is re-attached or sent again)
                 if self._reask_unsent:  # a re-ask goes as the next user message (history gains it with the answer)
-                    return stateful(self._next, self._send_config)
+                    return stateful(self._next, dict(config))
                 history = list(client.get_history())
                 self._put_history(history[:-1])  # the results were committed; the turn sends them as its message
                 try:
-                    stream = stateful(self._next, self._send_config)
+                    stream = stateful(self._next, dict(config))
                 except BaseException:
                     self._put_history(history)
                     raise
@@ -1306,6 +1382,7 @@ class Run(object):
         route = getattr(stream, "route", None) or getattr(self._client, "last_route", None) or {}
         self.route = route or None
         call = getattr(stream, "_call", None)  # its cache mark and start time: a hit costs 0.0, a turn its tier's
+        call = _Paid(call) if call is not None else None  # (not the Attempt: it holds the turn's request and history)
         self._priced.append((route.get("model") or getattr(self._client, "model", ""), usage, call, route))
 
     @property
@@ -1431,8 +1508,11 @@ class Run(object):
                 continue
             entry = plan[1]
             if plan[0] == "ask":
-                decision = self._approve(dict(call)) if self._approve is not None else True  # type: ignore
-                _check_decision(decision, "approve()'s answer for {}".format(call["tool_call_id"]))
+                if self._approve is None:
+                    decision = True
+                else:
+                    decision = self._approve(dict(call))  # type: ignore
+                    _check_decision(decision, "approve()'s answer for {}".format(call["tool_call_id"]))
             else:
                 decision = plan[2]
             if entry is None:  # an MCP server's approval request, asked of approve
@@ -1520,13 +1600,22 @@ class Run(object):
         for index, call, entry, arguments, _ in tasks:
             if entry is None:
                 decided[index] = (_answered(call, arguments), None, 0.0)
-        queue = collections.deque(runnable)
+        queue = collections.deque()  # type: Any  # calls waiting for a thread of their own
         running = {}  # type: Dict[int, Tuple[float, Optional[float], Dict[str, Any], _Ticket]]
         order = [t[0] for t in tasks]
         position = 0
         pool = self._pool
         if pool is None:
             pool = self._pool = _Pool()
+        if self._abandoned:
+            self._abandoned = [ticket for ticket in self._abandoned if ticket.running]
+        # calls without a timeout start one after another on one pool thread (one hand-off a turn, not one a call);
+        # when one of them has run for _SPREAD_SECONDS, those it has not started go to threads of their own
+        shared = collections.deque()  # type: Any  # what that thread starts next (popped at either end, atomically)
+        done = {}  # type: Dict[int, Tuple[Any, Optional[BaseException], float]]  # its results so far
+        batch = None  # type: Optional[_Ticket]
+        in_call = [0.0]  # when that thread's call began (0.0: between calls, or not started: a late thread is no
+        #                  reason to spread)
 
         def work(index: int, call: Dict[str, Any], entry: _Entry, arguments: Any, shown: Any) -> Any:
             started = time.monotonic()
@@ -1537,6 +1626,21 @@ class Run(object):
                 raised = exc
             return index, item, raised, time.monotonic() - started
 
+        def drain() -> Any:
+            me = threading.current_thread()
+            while True:
+                try:
+                    index, call, entry, arguments, shown = shared.popleft()
+                except IndexError:
+                    return _BATCH_NOTE
+                me.name = "agenthub-tool-{}".format(call["name"])[:60]
+                in_call[0] = time.monotonic()
+                got = contextvars.Context().run(work, index, call, entry, arguments, shown)  # a context per call
+                in_call[0] = 0.0
+                done[index] = got[1:]
+                if got[2] is not None or got[3] >= _SPREAD_SECONDS:
+                    results.put(_BATCH_NOTE)  # the run's thread hears of a call that took time (or raised) now
+
         def reporter(ticket: _Ticket) -> Callable[[Any], None]:
             def report(value: Any) -> None:
                 ticket.running = False  # (a timed-out call's slot frees here)
@@ -1544,95 +1648,130 @@ class Run(object):
             return report
 
         def take(got: Any) -> None:
-            if got is not None and got[0] in running:  # (None: abort() woke the wait)
+            if got is not None and got[0] in running:  # (None: abort() woke the wait; _BATCH_NOTE: see done)
                 decided[got[0]] = got[1:]
                 del running[got[0]]
 
-        while position < len(order):
-            if self._aborted:  # what came is given (out of call order), the calls still running are left
-                while True:
-                    try:
-                        take(results.get_nowait())
-                    except _queue.Empty:
-                        break
-                self._abandoned.extend(ticket for _, _, _, ticket in running.values())
-                for index in sorted(decided):
-                    item, raised, seconds = decided[index]
-                    if raised is None:
-                        yield index, item, seconds
-                return
-            if self._abandoned:
-                self._abandoned = [ticket for ticket in self._abandoned if ticket.running]
-            while queue and len(running) + len(self._abandoned) < self._parallel:
-                index, call, entry, arguments, shown = queue.popleft()
-                ticket = _Ticket()
-                running[index] = (time.monotonic(), entry.timeout, call, ticket)
-                pool.submit(functools.partial(work, index, call, entry, arguments, shown), reporter(ticket),
-                            "agenthub-tool-{}".format(call["name"])[:60])
-            if queue and not running:  # every slot is held by a timed-out call that still runs
-                for index, call, entry, _, _ in queue:
-                    decided[index] = (_error(call["tool_call_id"], "no thread free: {} earlier call(s) of this run "
-                                             "timed out and still run (parallel={})".format(
-                                                 len(self._abandoned), self._parallel)), None, 0.0)
-                queue.clear()
-            if order[position] not in decided:
-                wait = None  # type: Optional[float]
-                now = time.monotonic()
-                for index in list(running):
-                    started, timeout, call, ticket = running[index]
-                    if timeout is not None:
-                        left = started + timeout - now
-                        if left <= 0:
-                            decided[index] = (_error(call["tool_call_id"], "TimeoutError: {} did not return within "
-                                                     "{:g} s".format(call["name"], timeout)), None, timeout)
-                            del running[index]  # its thread runs on, holding its slot until it returns
-                            self._abandoned.append(ticket)
-                        else:
+        if len(runnable) > 1 and len(self._abandoned) < self._parallel and not any(t[2].timeout for t in runnable):
+            shared.extend(runnable)
+            batch = _Ticket()
+        else:
+            queue.extend(runnable)
+        try:
+            if batch is not None:  # handed over as the wait begins: the thread finds the run's thread waiting
+                pool.submit(drain, reporter(batch), "agenthub-tool-{}".format(runnable[0][1]["name"])[:60])
+                try:
+                    take(results.get(True, _SPREAD_SECONDS))  # (mostly the thread's one report)
+                except _queue.Empty:
+                    pass
+            while position < len(order):
+                if done:
+                    for index in list(done):
+                        decided[index] = done.pop(index)
+                if self._aborted:  # what came is given (out of call order), the calls still running are left
+                    shared.clear()  # (the calls not started yet do not start)
+                    while True:
+                        try:
+                            take(results.get_nowait())
+                        except _queue.Empty:
+                            break
+                    for index in list(done):
+                        decided[index] = done.pop(index)
+                    self._abandoned.extend(ticket for _, _, _, ticket in running.values())
+                    if batch is not None and batch.running:
+                        self._abandoned.append(batch)
+                    for index in sorted(decided):
+                        item, raised, seconds = decided[index]
+                        if raised is None:
+                            yield index, item, seconds
+                    return
+                if self._abandoned:
+                    self._abandoned = [ticket for ticket in self._abandoned if ticket.running]
+                held = len(running) + len(self._abandoned) + (batch is not None and batch.running)
+                began = in_call[0]
+                if shared and held < self._parallel and began and time.monotonic() - began >= _SPREAD_SECONDS:
+                    spread = []  # calls the batch thread has not started: to threads of their own, as slots allow
+                    for _ in range(self._parallel - held):
+                        try:
+                            spread.append(shared.pop())
+                        except IndexError:
+                            break
+                    queue.extend(reversed(spread))
+                while queue and held < self._parallel:
+                    index, call, entry, arguments, shown = queue.popleft()
+                    ticket = _Ticket()
+                    running[index] = (time.monotonic(), entry.timeout, call, ticket)
+                    held += 1
+                    pool.submit(functools.partial(work, index, call, entry, arguments, shown), reporter(ticket),
+                                "agenthub-tool-{}".format(call["name"])[:60])
+                if queue and not running and not (batch is not None and batch.running):
+                    # every slot is held by a timed-out call that still runs
+                    for index, call, entry, _, _ in queue:
+                        decided[index] = (_error(call["tool_call_id"], "no thread free: {} earlier call(s) of this run "
+                                                 "timed out and still run (parallel={})".format(
+                                                     len(self._abandoned), self._parallel)), None, 0.0)
+                    queue.clear()
+                if order[position] not in decided:
+                    wait = None  # type: Optional[float]
+                    now = time.monotonic()
+                    for index in list(running):
+                        started, timeout, call, ticket = running[index]
+                        if timeout is not None:
+                            left = started + timeout - now
+                            if left <= 0:
+                                decided[index] = (_error(call["tool_call_id"], "TimeoutError: {} did not return "
+                                                         "within {:g} s".format(call["name"], timeout)), None, timeout)
+                                del running[index]  # its thread runs on, holding its slot until it returns
+                                self._abandoned.append(ticket)
+                            else:
+                                wait = left if wait is None else min(wait, left)
+                    if order[position] not in decided and not (queue and held < self._parallel):
+                        if queue and self._abandoned:  # a slot frees when an abandoned call returns: look again soon
+                            wait = 0.05 if wait is None else min(wait, 0.05)
+                        if shared and held < self._parallel:  # calls not started yet: spread them when it is time
+                            began = in_call[0]
+                            left = max(began + _SPREAD_SECONDS - now, 0.0) if began else _SPREAD_SECONDS
                             wait = left if wait is None else min(wait, left)
-                if order[position] not in decided and not (
-                        queue and len(running) + len(self._abandoned) < self._parallel):
-                    if queue and self._abandoned:  # a slot frees when an abandoned call returns: look again soon
-                        wait = 0.05 if wait is None else min(wait, 0.05)
-                    try:
-                        take(results.get(True, wait) if wait is None or wait > 0 else results.get_nowait())
-                    except _queue.Empty:
-                        pass
-                    continue
-            while position < len(order) and order[position] in decided:
-                index = order[position]
-                item, raised, seconds = decided.pop(index)
-                position += 1
-                if raised is not None:
-                    raise raised
-                yield index, item, seconds
+                        try:
+                            take(results.get(True, wait) if wait is None or wait > 0 else results.get_nowait())
+                        except _queue.Empty:
+                            pass
+                        continue
+                while position < len(order) and order[position] in decided:
+                    index = order[position]
+                    item, raised, seconds = decided.pop(index)
+                    position += 1
+                    if raised is not None:
+                        raise raised
+                    yield index, item, seconds
+        finally:
+            shared.clear()  # the run goes no further here (raised, closed, aborted): calls not started do not start
 
     def _invoke(self, call: Dict[str, Any], entry: _Entry, arguments: Any, shown: Any) -> Dict[str, Any]:
         """The tool's result item (an error result when it raised: KeyboardInterrupt and SystemExit alone
         propagate); run inside the hooks' around_call."""
-        call_id = call["tool_call_id"]
-
-        def proceed() -> Dict[str, Any]:
-            turn = self._turn_keys.get(call_id, self._turns - 1)
-            context = CallContext(call_id, call["name"], shown, self._journal.run_id if self._journal else None,
-                                  _idempotency_key(self._key_salt, turn, call_id))
-            token = _CURRENT.set(context)
-            try:
-                if entry.kind == "provider":
-                    value = entry.provider.call_tool(entry.original, arguments)
-                else:
-                    value = entry.tool.fn(**arguments)
-            finally:
-                _CURRENT.reset(token)
-            item = result_item(value, call_id)
-            if item.get("is_error"):  # a provider's (an MCP server's) error text: scrubbed as an exception's
-                item["text"] = scrub_free_text(item["text"], self._credentials)
-            return item
-
         try:
             if self._methods["around_call"]:
-                return self._wrapped("around_call", (self, dict(call, arguments=shown)), proceed)  # type: ignore[no-any-return]
-            return proceed()
+                return self._wrapped("around_call", (self, dict(call, arguments=shown)),  # type: ignore[no-any-return]
+                                     functools.partial(self._proceed, call, entry, arguments, shown))
+            return self._proceed(call, entry, arguments, shown)
         except (KeyboardInterrupt, SystemExit):
             raise
         except BaseException as exc:  # an Exception, asyncio.CancelledError, ...: the model hears of it
-            return _error(call_id, error_text(exc, self._credentials))
+            return _error(call["tool_call_id"], error_text(exc, self._credentials))
+
+    def _proceed(self, call: Dict[str, Any], entry: _Entry, arguments: Any, shown: Any) -> Dict[str, Any]:
+        """The tool itself: its result item (what it raised propagates)."""
+        call_id = call["tool_call_id"]
+        token = _CURRENT.set(_Current(self, call_id, call["name"], shown, self._turn_keys.get(call_id, self._turns - 1)))
+        try:
+            if entry.kind == "provider":
+                value = entry.provider.call_tool(entry.original, arguments)
+            else:
+                value = entry.tool.fn(**arguments)
+        finally:
+            _CURRENT.reset(token)
+        item = result_item(value, call_id)
+        if item.get("is_error"):  # a provider's (an MCP server's) error text: scrubbed as an exception's
+            item["text"] = scrub_free_text(item["text"], self._credentials)
+        return item

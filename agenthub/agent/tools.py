@@ -21,6 +21,7 @@ dataclass parameter its instance, a Tuple a tuple.
 
 import inspect
 import re
+from collections.abc import Mapping as _Mapping  # (isinstance through typing.Mapping costs a detour)
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple, TypeVar, overload
 
 from ..errors import ConfigError
@@ -259,7 +260,7 @@ class Tool(object):
 
     def convert(self, arguments: Mapping[str, Any]) -> Dict[str, Any]:
         """The model's arguments checked and converted for the function; a ValueError says what is wrong."""
-        if not isinstance(arguments, Mapping):
+        if not isinstance(arguments, _Mapping):
             raise ValueError("the arguments must be an object")
         missing = [name for name in self._required if name not in arguments]
         if missing:
