@@ -99,6 +99,20 @@ class JournalRows(object):
         self._update("journal", run_id,  # type: ignore[attr-defined]
                      lambda row, now: append_step(row, now, run_id, owner, seq, entries, ttl))
 
+    def journal_open(self, run_id: str, owner: str, lease: float = JOURNAL_LEASE,
+                     ttl: Optional[float] = None) -> Tuple[Optional[float], List[str]]:
+        """``journal_claim`` and, when ``owner`` holds the lease, ``journal_entries`` (SQLiteStore and RedisStore:
+        in one store call): (None, the entries) or (the seconds the current owner's lease has left, [])."""
+        left = self.journal_claim(run_id, owner, lease, ttl)
+        return (left, []) if left is not None else (None, self.journal_entries(run_id))
+
+    def journal_finish(self, run_id: str, owner: str, seq: int, entries: Sequence[str],
+                       ttl: Optional[float] = None) -> None:
+        """``journal_append_many`` (the fence, all or none) then ``journal_release`` (SQLiteStore and RedisStore:
+        in one store call; the lease is let go only when the entries were written)."""
+        self.journal_append_many(run_id, owner, seq, entries, ttl)
+        self.journal_release(run_id, owner)
+
     def journal_entries(self, run_id: str, start: int = 0) -> List[str]:
         def step(row: Dict[str, Any], now: float) -> Tuple[Dict[str, Any], List[str]]:
             if not row or _expired(row, now):
