@@ -364,15 +364,42 @@ def resume_latency(folder, repeats=15):
 
 
 # -- 3. overhead -----------------------------------------------------------------------------------------------
+#: the journal's calls a run makes once (its claim and read, its end), the others being a turn's
+_FIXED_CALLS = ("__init__", "done", "close")
+
+
+def _journal_clock():
+    """CPU spent inside the runner's journal seam (``RunJournal``'s calls, this thread), by call: a dict the
+    wrapped methods add to (so that the overhead splits into a run's fixed part and its turns' part)."""
+    from agenthub.agent import journal as seam
+
+    spent = {}
+    for name, method in list(vars(seam.RunJournal).items()):
+        if not callable(method) or (name.startswith("_") and name != "__init__"):
+            continue
+
+        def timed(*args, _method=method, _name=name, **kwargs):
+            started = time.thread_time()
+            try:
+                return _method(*args, **kwargs)
+            finally:
+                spent[_name] = spent.get(_name, 0.0) + time.thread_time() - started
+
+        setattr(seam.RunJournal, name, timed)
+    return spent
+
+
 def overhead(folder, deltas, stores, repeats=7, url=None, all_idempotent=False, turns=TURNS):
     server = Server() if url is None else None
     url = url or server.url
+    spent = _journal_clock()
     try:
         results = {}
         for index, (name, store) in enumerate(stores):
-            plain_cpu, plain_wall, kept_cpu, kept_wall = [], [], [], []
+            plain_cpu, plain_wall, kept_cpu, kept_wall, fixed, turnwork = [], [], [], [], [], []
             for n in range(repeats):
                 for journaled in (False, True):
+                    spent.clear()
                     run = "o{}-{}-{}-{}-{}-{}".format(index, deltas, turns, n, int(journaled), os.getpid())
                     cpu, wall = time.process_time(), time.perf_counter()
                     result = run_once("openai-chat", url, run, store if journaled else None, deltas=deltas,
@@ -381,7 +408,11 @@ def overhead(folder, deltas, stores, repeats=7, url=None, all_idempotent=False, 
                     assert result.stop == "done" and result.turns == turns, result.stop
                     (kept_cpu if journaled else plain_cpu).append(cpu)
                     (kept_wall if journaled else plain_wall).append(wall)
-            results[name] = (min(plain_cpu), min(kept_cpu), min(plain_wall), min(kept_wall))
+                    if journaled:
+                        fixed.append(sum(v for k, v in spent.items() if k in _FIXED_CALLS))
+                        turnwork.append(sum(v for k, v in spent.items() if k not in _FIXED_CALLS))
+            results[name] = (min(plain_cpu), min(kept_cpu), min(plain_wall), min(kept_wall),
+                             statistics.median(fixed), statistics.median(turnwork))
         return results
     finally:
         if server is not None:
@@ -436,6 +467,7 @@ def overhead_ab(folder, before, rounds, repeats):
     print("| store | turns | side | CPU without | CPU with journal | ratio | per turn | load |")
     print("|---|---|---|---|---|---|---|---|")
     added = {}  # (store, side, label, turns) -> the journal's CPU a run (median of the rounds' minima), ms
+    inside = {}  # (store, side, label, turns) -> CPU inside the journal's calls a run: (fixed ones, the turns'), ms
     try:
         for deltas, label, idempotent, turns in AB_CASES:
             got = {"before": [], "after": []}
@@ -452,6 +484,8 @@ def overhead_ab(folder, before, rounds, repeats):
                     kept_cpu = statistics.median(r[name][1] for r in got[side])
                     ratio = statistics.median(r[name][1] / r[name][0] for r in got[side])
                     added[name, side, label, turns] = (kept_cpu - plain_cpu) * 1000
+                    inside[name, side, label, turns] = (statistics.median(r[name][4] for r in got[side]) * 1000,
+                                                        statistics.median(r[name][5] for r in got[side]) * 1000)
                     print("| {} | {} x {} | {} | {:.1f} ms | {:.1f} ms | {:.3f}x | +{:.2f} ms | {} |".format(
                         name, turns, label, side, plain_cpu * 1000, kept_cpu * 1000, ratio,
                         (kept_cpu - plain_cpu) * 1000 / turns, ab.loads_text(loads)), flush=True)
@@ -460,14 +494,18 @@ def overhead_ab(folder, before, rounds, repeats):
             print()
             print("the journal's CPU split (runs of 2 and {} turns of the same turn): marginal a turn = (run of {} - run "
                   "of 2) / {}, fixed a run = run of 2 - 2 x marginal".format(TURNS, TURNS, TURNS - 2))
-            print("| store | turns | side | run of 2 | run of {} | fixed a run | marginal a turn |".format(TURNS))
-            print("|---|---|---|---|---|---|---|")
+            print("and measured inside the journal's calls (CPU of the calling thread, median of the runs): its claim, "
+                  "read and end (fixed) and the rest over the {} turns (a turn)".format(TURNS))
+            print("| store | turns | side | run of 2 | run of {} | fixed a run | marginal a turn | inside: fixed a run "
+                  "| inside: a turn |".format(TURNS))
+            print("|---|---|---|---|---|---|---|---|---|")
             for name, label in split:
                 for side in ("before", "after"):
                     short, long_ = added[name, side, label, 2], added[name, side, label, TURNS]
                     marginal = (long_ - short) / (TURNS - 2)
-                    print("| {} | {} | {} | +{:.2f} ms | +{:.2f} ms | {:.2f} ms | {:.3f} ms |".format(
-                        name, label, side, short, long_, short - 2 * marginal, marginal))
+                    fixed_in, turns_in = inside[name, side, label, TURNS]
+                    print("| {} | {} | {} | +{:.2f} ms | +{:.2f} ms | {:.2f} ms | {:.3f} ms | {:.2f} ms | {:.3f} ms |".format(
+                        name, label, side, short, long_, short - 2 * marginal, marginal, fixed_in, turns_in / TURNS))
     finally:
         server.close()
         if redis is not None:
@@ -528,7 +566,8 @@ def main():
                 print("| store | turns | CPU without | CPU with journal | ratio | per turn | wall without | wall with |")
                 print("|---|---|---|---|---|---|---|---|")
                 for deltas, label, idempotent in CASES:
-                    for name, (pc, kc, pw, kw) in overhead(folder, deltas, stores, all_idempotent=idempotent).items():
+                    for name, (pc, kc, pw, kw, _, _) in overhead(folder, deltas, stores,
+                                                                 all_idempotent=idempotent).items():
                         print("| {} | {} | {:.1f} ms | {:.1f} ms | {:.3f}x | +{:.2f} ms | {:.1f} ms | {:.1f} ms |".format(
                             name, label, pc * 1000, kc * 1000, kc / pc, (kc - pc) * 1000 / TURNS, pw * 1000, kw * 1000))
                         if kc / pc > 1.05:
