@@ -219,3 +219,21 @@ def test_the_claim_with_the_read_and_the_last_write_with_the_release_are_one_sto
             assert [(r["run_id"], r["entries"]) for r in store.journal_runs()] == [("run-o", 4)]
         finally:
             store.close()
+
+
+def test_a_long_kept_sqlite_store_closes_the_connections_of_threads_that_ended(tmp_path):
+    """A store kept for the process (a journal's store URL) used from a thread a run: one connection a live
+    thread, not one for every thread that ever used it."""
+    import threading
+
+    store = SQLiteStore("sqlite:///" + str(tmp_path / "runs.db"))
+    try:
+        for n in range(12):
+            worker = threading.Thread(target=store.journal_claim, args=("run-{}".format(n), "w", 30.0))
+            worker.start()
+            worker.join(10)
+        store.journal_claim("run-main", "w", 30.0)
+        assert len(store._connections) <= 2  # (this thread's and at most the last worker's)
+        assert [r["run_id"] for r in store.journal_runs()] == []  # (claimed, nothing written: not listed)
+    finally:
+        store.close()

@@ -255,6 +255,8 @@ class Journal(object):
             time.sleep(max(0.05, min(left, 0.5, max(0.0, deadline - time.monotonic()))))
 
     def renew(self) -> None:
+        if not self._open:  # (closed since the lease thread picked it: its lease is let go, not taken again)
+            return
         try:
             left = self.store.journal_claim(self.run_id, self.owner, self.lease, self.ttl)
         except AgentHubError:  # the store is away for now: the next round tries again (a lapsed lease

@@ -66,7 +66,7 @@ class SQLiteStore(JournalRows, StateStore):
         self.timeout = float(timeout)
         self._local = threading.local()
         self._lock = threading.Lock()
-        self._connections = []  # type: List[sqlite3.Connection]
+        self._connections = []  # type: List[Tuple[threading.Thread, sqlite3.Connection]]  # (its thread, it)
         self._pid = os.getpid()
         self._setup()
 
@@ -105,8 +105,16 @@ class SQLiteStore(JournalRows, StateStore):
                     opened.close()
                 raise StoreError("store {!r} is not a usable SQLite database ({}): refusing it".format(self._shown, exc))
             self._local.conn = conn
-            with self._lock:
-                self._connections.append(conn)
+            with self._lock:  # (the connections of threads that ended are closed: a store kept for long, used
+                # from a thread a request or a run, holds one connection a live thread, not one a thread ever)
+                ended = [c for t, c in self._connections if not t.is_alive()]
+                self._connections = [(t, c) for t, c in self._connections if t.is_alive()]
+                self._connections.append((threading.current_thread(), conn))
+            for old in ended:
+                try:
+                    old.close()
+                except sqlite3.Error:
+                    pass
         return conn
 
     def close(self) -> None:
@@ -115,7 +123,7 @@ class SQLiteStore(JournalRows, StateStore):
             connections, self._connections = self._connections, []
             self._local = threading.local()
         if os.getpid() == self._pid:
-            for conn in connections:
+            for _, conn in connections:
                 try:
                     conn.close()
                 except sqlite3.Error:
