@@ -240,13 +240,15 @@ class Journal(object):
         deadline = None if self.wait is None else time.monotonic() + self.wait
         opens = getattr(self.store, "journal_open", None)
         while True:
+            raw = None  # type: Optional[List[str]]
             if opens is not None:
                 left, raw = opens(self.run_id, self.owner, self.lease, self.ttl)
             else:
                 left = self.store.journal_claim(self.run_id, self.owner, self.lease, self.ttl)
-                raw = None
             if left is None:
-                return raw if raw is not None else self.store.journal_entries(self.run_id)
+                if raw is None:
+                    raw = self.store.journal_entries(self.run_id)
+                return list(raw)
             if deadline is None or time.monotonic() + min(left, 0.5) > deadline + 0.5:
                 raise RunLockedError(
                     "run {!r} is owned by another live worker (its lease has {:.1f} s left): it goes on there; "
