@@ -5,7 +5,9 @@ A run's journal is a numbered list of entries (JSON text, written once, never ch
 free or expired (a killed owner stops renewing it) and renews it for its holder; ``journal_append`` writes
 the next entry (``journal_append_many`` the next few, in one step: all or none) only while the writer holds the lease and only as the next number (a fence: a worker
 that lost the run to another can no longer write into it); a run is forgotten ``ttl`` seconds after its
-last write, or at once with ``journal_forget``.
+last write, or at once with ``journal_forget``.  ``journal_open`` is the claim with the read of the entries and
+``journal_finish`` the last entries with the release: one store call each on SQLite and Redis (a run's start
+and end), the same steps one after the other here.
 
 ``MemoryStore`` and ``SQLiteStore`` run the steps below (``SQLiteStore`` keeps entries in a table of
 their own, so an append writes its entries, not the whole run); ``RedisStore`` runs the same steps as Lua
