@@ -108,7 +108,8 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.write(b"{}")
             return
         deltas = int(self.headers.get("X-Deltas") or 0)
-        body = _answer(wire, turn, deltas, last=99 if run.startswith("fail") else TURNS - 1)
+        turns = int(self.headers.get("X-Turns") or TURNS)  # (the overhead's short runs: fewer turns)
+        body = _answer(wire, turn, deltas, last=99 if run.startswith("fail") else turns - 1)
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Content-Length", str(len(body)))
@@ -203,11 +204,12 @@ def user(run):
 
 
 def run_once(wire, url, run, journal=None, ledger=None, deltas=0, decide=None, max_turns=TURNS,
-             all_idempotent=False):
+             all_idempotent=False, turns=TURNS):
     client = client_for(wire, url, deltas)
     tools = make_tools(ledger, all_idempotent)
     kwargs = dict(journal=journal, run_id=run, journal_wait=60) if journal else {}
-    config = {"extra_headers": {"X-Deltas": str(deltas)}} if deltas else None
+    headers = dict({"X-Deltas": str(deltas)} if deltas else {}, **({"X-Turns": str(turns)} if turns != TURNS else {}))
+    config = {"extra_headers": headers} if headers else None
     return client.run(user(run), config, tools=tools, max_turns=max_turns, decisions=decide, **kwargs).result()
 
 
@@ -362,24 +364,55 @@ def resume_latency(folder, repeats=15):
 
 
 # -- 3. overhead -----------------------------------------------------------------------------------------------
-def overhead(folder, deltas, stores, repeats=7, url=None, all_idempotent=False):
+#: the journal's calls a run makes once (its claim and read, its end), the others being a turn's
+_FIXED_CALLS = ("__init__", "done", "close")
+
+
+def _journal_clock():
+    """CPU spent inside the runner's journal seam (``RunJournal``'s calls, this thread), by call: a dict the
+    wrapped methods add to (so that the overhead splits into a run's fixed part and its turns' part)."""
+    from agenthub.agent import journal as seam
+
+    spent = {}
+    for name, method in list(vars(seam.RunJournal).items()):
+        if not callable(method) or (name.startswith("_") and name != "__init__"):
+            continue
+
+        def timed(*args, _method=method, _name=name, **kwargs):
+            started = time.thread_time()
+            try:
+                return _method(*args, **kwargs)
+            finally:
+                spent[_name] = spent.get(_name, 0.0) + time.thread_time() - started
+
+        setattr(seam.RunJournal, name, timed)
+    return spent
+
+
+def overhead(folder, deltas, stores, repeats=7, url=None, all_idempotent=False, turns=TURNS):
     server = Server() if url is None else None
     url = url or server.url
+    spent = _journal_clock()
     try:
         results = {}
         for index, (name, store) in enumerate(stores):
-            plain_cpu, plain_wall, kept_cpu, kept_wall = [], [], [], []
+            plain_cpu, plain_wall, kept_cpu, kept_wall, fixed, turnwork = [], [], [], [], [], []
             for n in range(repeats):
                 for journaled in (False, True):
-                    run = "o{}-{}-{}-{}-{}".format(index, deltas, n, int(journaled), os.getpid())
+                    spent.clear()
+                    run = "o{}-{}-{}-{}-{}-{}".format(index, deltas, turns, n, int(journaled), os.getpid())
                     cpu, wall = time.process_time(), time.perf_counter()
                     result = run_once("openai-chat", url, run, store if journaled else None, deltas=deltas,
-                                      all_idempotent=all_idempotent)
+                                      all_idempotent=all_idempotent, turns=turns)
                     cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
-                    assert result.stop == "done" and result.turns == TURNS, result.stop
+                    assert result.stop == "done" and result.turns == turns, result.stop
                     (kept_cpu if journaled else plain_cpu).append(cpu)
                     (kept_wall if journaled else plain_wall).append(wall)
-            results[name] = (min(plain_cpu), min(kept_cpu), min(plain_wall), min(kept_wall))
+                    if journaled:
+                        fixed.append(sum(v for k, v in spent.items() if k in _FIXED_CALLS))
+                        turnwork.append(sum(v for k, v in spent.items() if k not in _FIXED_CALLS))
+            results[name] = (min(plain_cpu), min(kept_cpu), min(plain_wall), min(kept_wall),
+                             statistics.median(fixed), statistics.median(turnwork))
         return results
     finally:
         if server is not None:
@@ -389,6 +422,10 @@ def overhead(folder, deltas, stores, repeats=7, url=None, all_idempotent=False):
 #: the overhead's turns: (text deltas, label, every tool idempotent)
 CASES = ((200, "200 text deltas + 3 calls", False), (0, "3 calls, no text", False),
          (0, "3 idempotent calls, no text", True))
+#: ``--before``'s cases: (text deltas, label, every tool idempotent, turns a run); the runs of 2 and 10 turns of
+#: the same turn split the overhead into a fixed part a run and a marginal part a turn
+AB_CASES = ((200, "200 text deltas + 3 calls", False, TURNS), (0, "3 calls, no text", False, TURNS),
+            (0, "3 calls, no text", False, 2))
 
 
 def _stores(folder, redis_url):
@@ -404,12 +441,12 @@ def _stores(folder, redis_url):
     return stores
 
 
-def overhead_worker(url, folder, redis_url, deltas, repeats, all_idempotent="0"):
+def overhead_worker(url, folder, redis_url, deltas, repeats, all_idempotent="0", turns=str(TURNS)):
     """One side of ``--before``: this process's library (the tree first on its path), every store; JSON out."""
     stores = _stores(folder, redis_url)
     try:
         print(json.dumps(overhead(folder, int(deltas), stores, int(repeats), url=url,
-                                  all_idempotent=all_idempotent == "1")))
+                                  all_idempotent=all_idempotent == "1", turns=int(turns))))
     finally:
         for _, store in stores:
             if not isinstance(store, str):
@@ -429,8 +466,10 @@ def overhead_ab(folder, before, rounds, repeats):
         before, rounds, repeats))
     print("| store | turns | side | CPU without | CPU with journal | ratio | per turn | load |")
     print("|---|---|---|---|---|---|---|---|")
+    added = {}  # (store, side, label, turns) -> the journal's CPU a run (median of the rounds' minima), ms
+    inside = {}  # (store, side, label, turns) -> CPU inside the journal's calls a run: (fixed ones, the turns'), ms
     try:
-        for deltas, label, idempotent in CASES:
+        for deltas, label, idempotent, turns in AB_CASES:
             got = {"before": [], "after": []}
             loads = []
             for n in range(rounds):
@@ -438,15 +477,35 @@ def overhead_ab(folder, before, rounds, repeats):
                     loads.append(ab.load())
                     got[side].append(ab.run_worker(trees[side], __file__, [
                         "overhead-worker", server.url, folder, redis.url if redis else "", str(deltas), str(repeats),
-                        str(int(idempotent))]))
+                        str(int(idempotent)), str(turns)]))
             for name in got["after"][0]:
                 for side in ("before", "after"):
                     plain_cpu = statistics.median(r[name][0] for r in got[side])
                     kept_cpu = statistics.median(r[name][1] for r in got[side])
                     ratio = statistics.median(r[name][1] / r[name][0] for r in got[side])
-                    print("| {} | {} | {} | {:.1f} ms | {:.1f} ms | {:.3f}x | +{:.2f} ms | {} |".format(
-                        name, label, side, plain_cpu * 1000, kept_cpu * 1000, ratio,
-                        (kept_cpu - plain_cpu) * 1000 / TURNS, ab.loads_text(loads)))
+                    added[name, side, label, turns] = (kept_cpu - plain_cpu) * 1000
+                    inside[name, side, label, turns] = (statistics.median(r[name][4] for r in got[side]) * 1000,
+                                                        statistics.median(r[name][5] for r in got[side]) * 1000)
+                    print("| {} | {} x {} | {} | {:.1f} ms | {:.1f} ms | {:.3f}x | +{:.2f} ms | {} |".format(
+                        name, turns, label, side, plain_cpu * 1000, kept_cpu * 1000, ratio,
+                        (kept_cpu - plain_cpu) * 1000 / turns, ab.loads_text(loads)), flush=True)
+        split = sorted({(n, label) for n, _, label, turns in added if turns == 2 and (n, "after", label, TURNS) in added})
+        if split:
+            print()
+            print("the journal's CPU split (runs of 2 and {} turns of the same turn): marginal a turn = (run of {} - run "
+                  "of 2) / {}, fixed a run = run of 2 - 2 x marginal".format(TURNS, TURNS, TURNS - 2))
+            print("and measured inside the journal's calls (CPU of the calling thread, median of the runs): its claim, "
+                  "read and end (fixed) and the rest over the {} turns (a turn)".format(TURNS))
+            print("| store | turns | side | run of 2 | run of {} | fixed a run | marginal a turn | inside: fixed a run "
+                  "| inside: a turn |".format(TURNS))
+            print("|---|---|---|---|---|---|---|---|---|")
+            for name, label in split:
+                for side in ("before", "after"):
+                    short, long_ = added[name, side, label, 2], added[name, side, label, TURNS]
+                    marginal = (long_ - short) / (TURNS - 2)
+                    fixed_in, turns_in = inside[name, side, label, TURNS]
+                    print("| {} | {} | {} | +{:.2f} ms | +{:.2f} ms | {:.2f} ms | {:.3f} ms | {:.2f} ms | {:.3f} ms |".format(
+                        name, label, side, short, long_, short - 2 * marginal, marginal, fixed_in, turns_in / TURNS))
     finally:
         server.close()
         if redis is not None:
@@ -507,7 +566,8 @@ def main():
                 print("| store | turns | CPU without | CPU with journal | ratio | per turn | wall without | wall with |")
                 print("|---|---|---|---|---|---|---|---|")
                 for deltas, label, idempotent in CASES:
-                    for name, (pc, kc, pw, kw) in overhead(folder, deltas, stores, all_idempotent=idempotent).items():
+                    for name, (pc, kc, pw, kw, _, _) in overhead(folder, deltas, stores,
+                                                                 all_idempotent=idempotent).items():
                         print("| {} | {} | {:.1f} ms | {:.1f} ms | {:.3f}x | +{:.2f} ms | {:.1f} ms | {:.1f} ms |".format(
                             name, label, pc * 1000, kc * 1000, kc / pc, (kc - pc) * 1000 / TURNS, pw * 1000, kw * 1000))
                         if kc / pc > 1.05:
@@ -535,6 +595,6 @@ if __name__ == "__main__":
         child(*sys.argv[2:7])
     elif sys.argv[1:2] == ["overhead-worker"]:
         sys.path.insert(0, os.environ["PYTHONPATH"].split(os.pathsep)[0])  # (the tree measured, before this one)
-        overhead_worker(*sys.argv[2:8])
+        overhead_worker(*sys.argv[2:9])
     else:
         sys.exit(main())

@@ -378,3 +378,63 @@ def test_a_turn_is_stored_at_once_a_side_effect_before_it_starts_and_as_it_ends_
     assert store.writes == [["header", "turn"], ["call"], ["result", "result"], ["result"], ["turn"], ["done"]]
     again = client_for(server).run([USER], tools=[note, charge], journal=store, run_id="trip-w", parallel=1).result()
     assert (again.replayed_turns, again.replayed_results, plain(again.messages)) == (2, 3, plain(result.messages))
+
+
+def test_runs_one_after_another_reuse_the_store_of_their_url_and_the_lease_thread(tmp_path, monkeypatch):
+    """A store URL is opened once a process (not once a run), an SQLite file removed since is opened anew, a
+    forked child opens its own; the lease thread of one run serves the next."""
+    import agenthub.agent.journal as journal_module
+
+    opened = []
+    real = journal_module.open_store
+    monkeypatch.setattr(journal_module, "open_store", lambda spec: opened.append(spec) or real(spec))
+    url = "sqlite:///" + str(tmp_path / "runs.db")
+    with SSEServer() as server:
+        server.answers += [Answer([chat_text("one")]), Answer([chat_text("two")]), Answer([chat_text("three")])]
+        client = client_for(server)
+        assert client.run([USER], tools=TOOLS, journal=url, run_id="r-1").result().stop == "done"
+        thread = journal_module._RENEWER._thread
+        assert thread is not None and thread.is_alive()  # (lingering for the next run)
+        assert client.run([USER], tools=TOOLS, journal=url, run_id="r-2").result().stop == "done"
+        assert journal_module._RENEWER._thread is thread and opened == [url]
+        for name in os.listdir(str(tmp_path)):
+            os.remove(str(tmp_path / name))
+        assert client.run([USER], tools=TOOLS, journal=url, run_id="r-3").result().stop == "done"
+    assert opened == [url, url]  # the file was removed: opened anew, the run journaled in the new file
+    assert [r["run_id"] for r in real(url).journal_runs()] == ["r-3"]
+    store = journal_module._open(url)
+    reader, writer = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: its own store, never its parent's connection
+        try:
+            os.write(writer, b"own" if journal_module._open(url) is not store and len(opened) == 3 else b"shared")
+        finally:
+            os._exit(0)
+    os.close(writer)
+    try:
+        assert os.read(reader, 10) == b"own"
+    finally:
+        os.close(reader)
+        os.waitpid(pid, 0)
+
+
+def test_a_run_keeps_its_lease_past_its_length_and_the_lease_thread_ends_after_the_last_run(monkeypatch):
+    import time
+
+    import agenthub.agent.journal as journal_module
+    from agenthub.agent.journal import Journal
+
+    monkeypatch.setattr(journal_module, "JOURNAL_LEASE", 0.3)  # (the thread lingers a third of it)
+    store = MemoryStore()
+    journal = Journal(store, "long-1", lease=0.3)
+    journal.open("print")
+    try:
+        time.sleep(0.8)  # more than twice its lease: renewed every 0.1 s
+        assert store.journal_claim("long-1", "another", 0.3) is not None
+    finally:
+        journal.close()
+    assert store.journal_claim("long-1", "another", 0.3) is None  # let go at close
+    deadline = time.monotonic() + 10
+    while journal_module._RENEWER._thread is not None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert journal_module._RENEWER._thread is None

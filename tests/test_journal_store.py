@@ -191,3 +191,49 @@ def test_several_entries_go_in_one_write_all_or_none_under_the_same_fence(store_
             assert [(r["run_id"], r["entries"]) for r in store.journal_runs()] == [("run-m", 6)]
         finally:
             store.close()
+
+
+@pytest.mark.parametrize("store_url", ["sqlite", "redis"], indirect=True)
+def test_the_claim_with_the_read_and_the_last_write_with_the_release_are_one_store_call_each(store_url):
+    """journal_open: the claim and, when it holds, the entries; journal_finish: the last entries (the same fence,
+    all or none) and the lease let go, the lease kept when the fence refuses."""
+    from agenthub.stores import open_store
+
+    for store in (MemoryStore(), open_store(store_url)):
+        try:
+            assert store.journal_open("run-o", "w1", 30.0) == (None, [])
+            store.journal_append_many("run-o", "w1", 0, ["a", "b"])
+            assert store.journal_open("run-o", "w1", 30.0) == (None, ["a", "b"])  # (renewed by its holder)
+            left, entries = store.journal_open("run-o", "w2", 30.0)
+            assert left is not None and 0 < left <= 30.0 and entries == []
+            with pytest.raises(StoreError, match="no longer holds its lease"):
+                store.journal_finish("run-o", "w2", 2, ["x"])
+            with pytest.raises(StoreError, match="entry 1 written where entry 2 is next"):
+                store.journal_finish("run-o", "w1", 1, ["x"])
+            assert store.journal_claim("run-o", "w2", 30.0) is not None  # refused: w1 holds the run still
+            store.journal_finish("run-o", "w1", 2, ["c", "d"])
+            assert store.journal_entries("run-o") == ["a", "b", "c", "d"]
+            assert store.journal_open("run-o", "w2", 30.0) == (None, ["a", "b", "c", "d"])  # let go: w2 takes it
+            store.journal_finish("run-o", "w2", 4, [])  # (nothing to write: the lease let go all the same)
+            assert store.journal_claim("run-o", "w3", 30.0) is None
+            assert [(r["run_id"], r["entries"]) for r in store.journal_runs()] == [("run-o", 4)]
+        finally:
+            store.close()
+
+
+def test_a_long_kept_sqlite_store_closes_the_connections_of_threads_that_ended(tmp_path):
+    """A store kept for the process (a journal's store URL) used from a thread a run: one connection a live
+    thread, not one for every thread that ever used it."""
+    import threading
+
+    store = SQLiteStore("sqlite:///" + str(tmp_path / "runs.db"))
+    try:
+        for n in range(12):
+            worker = threading.Thread(target=store.journal_claim, args=("run-{}".format(n), "w", 30.0))
+            worker.start()
+            worker.join(10)
+        store.journal_claim("run-main", "w", 30.0)
+        assert len(store._connections) <= 2  # (this thread's and at most the last worker's)
+        assert [r["run_id"] for r in store.journal_runs()] == []  # (claimed, nothing written: not listed)
+    finally:
+        store.close()

@@ -30,10 +30,12 @@ goes on live.  A call journaled as started and not finished is run again when it
 the raw HTTP bodies; replayed events are rebuilt from the journaled message (one delta per item).
 """
 
+import collections
 import hashlib
 import json
 import os
 import threading
+import time
 import uuid
 import weakref
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Set, Tuple
@@ -41,6 +43,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Set, Tuple
 from ..errors import AgentHubError, ConfigError
 from ..stores import open_store
 from ..stores.base import StoreError
+from ..stores.journal import JOURNAL_LEASE
 
 __all__ = ["Journal", "JournalError", "RunLockedError", "RunJournal", "FORMAT", "fingerprint", "idempotency_key",
            "replay_events"]
@@ -90,43 +93,114 @@ def arguments_digest(arguments: Any) -> str:
 
 
 class _Renewer(object):
-    """One daemon thread per process renews the leases of the runs it owns, every third of their lease."""
+    """One daemon thread per process renews the leases of the runs it owns, each every third of its lease
+    from its claim.  It lingers one such period after the last run ends (runs one after another reuse one
+    thread instead of starting one a run)."""
 
     def __init__(self) -> None:
         self._cond = threading.Condition()
-        self._journals = weakref.WeakSet()  # type: Any
+        self._journals = weakref.WeakKeyDictionary()  # type: Any  # journal -> when it is renewed next (monotonic)
         self._thread = None  # type: Optional[threading.Thread]
         self._pid = os.getpid()
+        self._until = 0.0  # (the thread sleeps until then: a run due earlier wakes it)
 
     def add(self, journal: "Journal") -> None:
+        due = time.monotonic() + journal.lease / 3.0
         with self._cond:
             if self._pid != os.getpid():
-                self._pid, self._journals, self._thread = os.getpid(), weakref.WeakSet(), None
-            self._journals.add(journal)
+                self._pid, self._journals, self._thread = os.getpid(), weakref.WeakKeyDictionary(), None
+            self._journals[journal] = due
             if self._thread is None or not self._thread.is_alive():
+                self._until = due
                 self._thread = threading.Thread(target=self._run, name="agenthub-journal-lease", daemon=True)
                 self._thread.start()
-            self._cond.notify_all()
+            elif due < self._until:
+                self._cond.notify_all()
 
     def discard(self, journal: "Journal") -> None:
         with self._cond:
-            self._journals.discard(journal)
-            self._cond.notify_all()
+            self._journals.pop(journal, None)
 
     def _run(self) -> None:
+        idle = False
         while True:
             with self._cond:
-                journals = list(self._journals)
-                if not journals:
-                    self._thread = None
-                    return
-                self._cond.wait(min(j.lease for j in journals) / 3.0)
-                journals = list(self._journals)
-            for journal in journals:
+                now = time.monotonic()
+                if not self._journals:
+                    if idle:
+                        self._thread = None
+                        return
+                    idle = True  # linger one period for the next run
+                    self._until = now + JOURNAL_LEASE / 3.0
+                else:
+                    idle = False
+                    self._until = min(self._journals.values())
+                if self._until > now:
+                    self._cond.wait(self._until - now)
+                now = time.monotonic()
+                due = [j for j, at in list(self._journals.items()) if at <= now]
+                for journal in due:
+                    self._journals[journal] = now + journal.lease / 3.0
+            for journal in due:
                 journal.renew()
+
+    def reset(self) -> None:
+        """In a forked child: a fresh condition (a thread of the parent may have held it), no thread, no runs."""
+        self._cond = threading.Condition()
+        self._pid, self._journals, self._thread = os.getpid(), weakref.WeakKeyDictionary(), None
 
 
 _RENEWER = _Renewer()
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_RENEWER.reset)
+
+#: the stores this process opened from a URL for journals, by (process, URL): a run reuses the store (its
+#: connection, its schema check, its scripts) instead of opening one a run; a forked child opens its own
+_STORES = collections.OrderedDict()  # type: collections.OrderedDict[Tuple[int, str], Tuple[Any, Any]]
+_STORES_LOCK = threading.Lock()
+_STORES_KEPT = 8
+
+
+def _after_fork() -> None:
+    global _STORES_LOCK
+    _STORES_LOCK = threading.Lock()  # (a thread of the parent may have held it at the fork)
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork)
+
+
+def _open(spec: Any) -> Any:
+    """``open_store(spec)``, the store of an SQLite or Redis URL kept for the next run of this process (an SQLite
+    file removed or replaced since is opened anew)."""
+    if not isinstance(spec, str) or spec.split(":", 1)[0] not in ("sqlite", "redis", "rediss"):
+        return open_store(spec)
+    key = (os.getpid(), spec)
+    with _STORES_LOCK:
+        kept = _STORES.get(key)
+        if kept is not None:
+            _STORES.move_to_end(key)
+    if kept is not None and kept[1] == _file_id(kept[0]):
+        return kept[0]
+    store = open_store(spec)
+    with _STORES_LOCK:
+        _STORES[key] = (store, _file_id(store))
+        _STORES.move_to_end(key)
+        while len(_STORES) > _STORES_KEPT:  # (an older one is closed when no run uses it any more)
+            _STORES.popitem(last=False)
+    return store
+
+
+def _file_id(store: Any) -> Any:
+    """An SQLite store's file (device, inode), None when it is gone; None for other stores."""
+    path = getattr(store, "path", None)
+    if not isinstance(path, str):
+        return None
+    try:
+        found = os.stat(path)
+    except OSError:
+        return None
+    return (found.st_dev, found.st_ino)
 
 
 class Journal(object):
@@ -143,7 +217,7 @@ class Journal(object):
             raise ConfigError("journal ttl must be a number of seconds > 0 (or None: kept until forgotten)")
         if wait is not None and (isinstance(wait, bool) or not isinstance(wait, (int, float)) or wait < 0):
             raise ConfigError("journal_wait must be a number of seconds >= 0")
-        self.store = open_store(store)
+        self.store = _open(store)
         if not hasattr(self.store, "journal_append"):
             raise ConfigError("{!r} keeps no journal (MemoryStore, SQLiteStore and RedisStore do)".format(self.store))
         self.run_id = run_id
@@ -160,14 +234,21 @@ class Journal(object):
         self._open = False
 
     # -- claiming -----------------------------------------------------------------------------------------
-    def _claim(self) -> None:
-        import time
-
+    def _claim(self) -> List[str]:
+        """Take the run's lease (waiting up to ``wait`` for a live owner's) and read its entries: one store call
+        (``journal_open``) where the store has it."""
         deadline = None if self.wait is None else time.monotonic() + self.wait
+        opens = getattr(self.store, "journal_open", None)
         while True:
-            left = self.store.journal_claim(self.run_id, self.owner, self.lease, self.ttl)
+            raw = None  # type: Optional[List[str]]
+            if opens is not None:
+                left, raw = opens(self.run_id, self.owner, self.lease, self.ttl)
+            else:
+                left = self.store.journal_claim(self.run_id, self.owner, self.lease, self.ttl)
             if left is None:
-                return
+                if raw is None:
+                    raw = self.store.journal_entries(self.run_id)
+                return list(raw)
             if deadline is None or time.monotonic() + min(left, 0.5) > deadline + 0.5:
                 raise RunLockedError(
                     "run {!r} is owned by another live worker (its lease has {:.1f} s left): it goes on there; "
@@ -176,6 +257,8 @@ class Journal(object):
             time.sleep(max(0.05, min(left, 0.5, max(0.0, deadline - time.monotonic()))))
 
     def renew(self) -> None:
+        if not self._open:  # (closed since the lease thread picked it: its lease is let go, not taken again)
+            return
         try:
             left = self.store.journal_claim(self.run_id, self.owner, self.lease, self.ttl)
         except AgentHubError:  # the store is away for now: the next round tries again (a lapsed lease
@@ -186,11 +269,10 @@ class Journal(object):
     def open(self, print_: str) -> List[Dict[str, Any]]:
         """Claim the run and return its journaled entries after the header (empty for a new run, whose
         header is written now).  JournalError for a journal of another format or run, or a corrupt entry."""
-        self._claim()
+        raw = self._claim()
         self._open = True
         _RENEWER.add(self)
         try:
-            raw = self.store.journal_entries(self.run_id)
             entries = []  # type: List[Dict[str, Any]]
             for n, text in enumerate(raw):
                 try:
@@ -255,6 +337,32 @@ class Journal(object):
             self.store.journal_append_many(self.run_id, self.owner, self._next, self._kept, self.ttl)
             self._next += len(self._kept)
             self._kept = []
+
+    def finish(self, kind: str, **fields: Any) -> None:
+        """Store a last entry (after those kept by ``add``) and release the run: one store write
+        (``journal_finish``) where the store has it.  A write refused or failed raises (the lease is let go
+        anyway, or lapses)."""
+        self.add(kind, **fields)
+        finish = getattr(self.store, "journal_finish", None)
+        if finish is None or not self._open:
+            self.flush()
+            self.close()
+            return
+        self._open = False
+        _RENEWER.discard(self)
+        try:
+            if self._lost is not None:
+                raise self._lost
+            with self._lock:
+                finish(self.run_id, self.owner, self._next, self._kept, self.ttl)
+                self._next += len(self._kept)
+                self._kept = []
+        except BaseException:
+            try:
+                self.store.journal_release(self.run_id, self.owner)
+            except AgentHubError:
+                pass  # the lease lapses by itself
+            raise
 
     def close(self) -> None:
         if not self._open:
@@ -433,7 +541,8 @@ class RunJournal(object):
             self.replay.in_flight.pop("attached", None)
 
     def done(self, stop: Optional[str], pending: Sequence[Mapping[str, Any]]) -> None:
-        self.journal.write("done", stop=stop, pending=[c.get("tool_call_id") for c in pending])
+        """The run ended: its ``done`` entry (with what was kept) stored and the run released, in one write."""
+        self.journal.finish("done", stop=stop, pending=[c.get("tool_call_id") for c in pending])
 
     def close(self) -> None:
         self.journal.close()

@@ -5,7 +5,9 @@ A run's journal is a numbered list of entries (JSON text, written once, never ch
 free or expired (a killed owner stops renewing it) and renews it for its holder; ``journal_append`` writes
 the next entry (``journal_append_many`` the next few, in one step: all or none) only while the writer holds the lease and only as the next number (a fence: a worker
 that lost the run to another can no longer write into it); a run is forgotten ``ttl`` seconds after its
-last write, or at once with ``journal_forget``.
+last write, or at once with ``journal_forget``.  ``journal_open`` is the claim with the read of the entries and
+``journal_finish`` the last entries with the release: one store call each on SQLite and Redis (a run's start
+and end), the same steps one after the other here.
 
 ``MemoryStore`` and ``SQLiteStore`` run the steps below (``SQLiteStore`` keeps entries in a table of
 their own, so an append writes its entries, not the whole run); ``RedisStore`` runs the same steps as Lua
@@ -98,6 +100,20 @@ class JournalRows(object):
             return
         self._update("journal", run_id,  # type: ignore[attr-defined]
                      lambda row, now: append_step(row, now, run_id, owner, seq, entries, ttl))
+
+    def journal_open(self, run_id: str, owner: str, lease: float = JOURNAL_LEASE,
+                     ttl: Optional[float] = None) -> Tuple[Optional[float], List[str]]:
+        """``journal_claim`` and, when ``owner`` holds the lease, ``journal_entries`` (SQLiteStore and RedisStore:
+        in one store call): (None, the entries) or (the seconds the current owner's lease has left, [])."""
+        left = self.journal_claim(run_id, owner, lease, ttl)
+        return (left, []) if left is not None else (None, self.journal_entries(run_id))
+
+    def journal_finish(self, run_id: str, owner: str, seq: int, entries: Sequence[str],
+                       ttl: Optional[float] = None) -> None:
+        """``journal_append_many`` (the fence, all or none) then ``journal_release`` (SQLiteStore and RedisStore:
+        in one store call; the lease is let go only when the entries were written)."""
+        self.journal_append_many(run_id, owner, seq, entries, ttl)
+        self.journal_release(run_id, owner)
 
     def journal_entries(self, run_id: str, start: int = 0) -> List[str]:
         def step(row: Dict[str, Any], now: float) -> Tuple[Dict[str, Any], List[str]]:

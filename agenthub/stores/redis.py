@@ -46,7 +46,7 @@ EPOCH_KEY = PREFIX + "epoch"
 #: the Lua scripts (package data: ``agenthub/stores/lua/NAME.lua``, each run after ``lib.lua``)
 SCRIPT_NAMES = ("limiter_reserve", "limiter_adjust", "limiter_pause", "limiter_pauses", "limiter_reslot",
                 "budget_hold", "budget_finish", "budget_renew", "budget_charge", "budget_totals", "cache_put",
-                "journal_claim", "journal_append", "journal_release")
+                "journal_claim", "journal_open", "journal_append", "journal_release")
 
 
 def lua_source(name: str) -> str:
@@ -280,17 +280,38 @@ class RedisStore(Store):
                                                                        "" if ttl is None else repr(float(ttl))])
         return None if left is None else self._f(left)
 
+    def journal_open(self, run_id: str, owner: str, lease: float = 30.0,
+                     ttl: Optional[float] = None) -> Tuple[Optional[float], List[str]]:
+        """The claim and, when it holds, the entries: one Lua call."""
+        out = self._run("journal_open", self._journal_keys(run_id), [owner, repr(float(lease)),
+                                                                      "" if ttl is None else repr(float(ttl))])
+        if out[0] in (b"locked", "locked"):
+            return self._f(out[1]), []
+        return None, [row.decode("utf-8") if isinstance(row, bytes) else row for row in out[1:]]
+
     def journal_append(self, run_id: str, owner: str, seq: int, entry: str, ttl: Optional[float] = None) -> None:
         self.journal_append_many(run_id, owner, seq, [entry], ttl)
 
     def journal_append_many(self, run_id: str, owner: str, seq: int, entries: Sequence[str],
                             ttl: Optional[float] = None) -> None:
+        self._append(run_id, owner, seq, entries, ttl, False)
+
+    def journal_finish(self, run_id: str, owner: str, seq: int, entries: Sequence[str],
+                       ttl: Optional[float] = None) -> None:
+        """The last entries and the lease let go: one Lua call (nothing let go when the fence refuses)."""
+        self._append(run_id, owner, seq, entries, ttl, True)
+
+    def _append(self, run_id: str, owner: str, seq: int, entries: Sequence[str], ttl: Optional[float],
+                release: bool) -> None:
         from .journal import check_entries, lost_lease
 
         if not check_entries(run_id, entries):
+            if release:
+                self.journal_release(run_id, owner)
             return
         kind, value = self._run("journal_append", self._journal_keys(run_id) + [PREFIX + "journals"],
-                                [owner, int(seq), "" if ttl is None else repr(float(ttl)), run_id] + list(entries))
+                                [owner, int(seq), "" if ttl is None else repr(float(ttl)), run_id,
+                                 "1" if release else ""] + list(entries))
         kind = kind.decode() if isinstance(kind, bytes) else kind
         if kind == "lost":
             raise lost_lease(run_id, "another" if int(value) else None)

@@ -66,7 +66,7 @@ class SQLiteStore(JournalRows, StateStore):
         self.timeout = float(timeout)
         self._local = threading.local()
         self._lock = threading.Lock()
-        self._connections = []  # type: List[sqlite3.Connection]
+        self._connections = []  # type: List[Tuple[threading.Thread, sqlite3.Connection]]  # (its thread, it)
         self._pid = os.getpid()
         self._setup()
 
@@ -105,8 +105,16 @@ class SQLiteStore(JournalRows, StateStore):
                     opened.close()
                 raise StoreError("store {!r} is not a usable SQLite database ({}): refusing it".format(self._shown, exc))
             self._local.conn = conn
-            with self._lock:
-                self._connections.append(conn)
+            with self._lock:  # (the connections of threads that ended are closed: a store kept for long, used
+                # from a thread a request or a run, holds one connection a live thread, not one a thread ever)
+                ended = [c for t, c in self._connections if not t.is_alive()]
+                self._connections = [(t, c) for t, c in self._connections if t.is_alive()]
+                self._connections.append((threading.current_thread(), conn))
+            for old in ended:
+                try:
+                    old.close()
+                except sqlite3.Error:
+                    pass
         return conn
 
     def close(self) -> None:
@@ -115,7 +123,7 @@ class SQLiteStore(JournalRows, StateStore):
             connections, self._connections = self._connections, []
             self._local = threading.local()
         if os.getpid() == self._pid:
-            for conn in connections:
+            for _, conn in connections:
                 try:
                     conn.close()
                 except sqlite3.Error:
@@ -243,20 +251,35 @@ class SQLiteStore(JournalRows, StateStore):
             return None
         return tuple(row) if row is not None else None
 
+    @staticmethod
+    def _claim(conn: sqlite3.Connection, row: Optional[Tuple[Any, ...]], run_id: str, owner: str, lease: float,
+               ttl: Optional[float], now: float) -> Optional[float]:
+        if row is None:
+            conn.execute("INSERT INTO agenthub_journal_runs (run_id, owner, until, updated, expires, entries) "
+                         "VALUES (?, ?, ?, ?, ?, 0)", (run_id, owner, now + lease, now, None if ttl is None else now + ttl))
+            return None
+        if row[0] is not None and row[0] != owner and row[1] > now:
+            return float(row[1] - now)
+        conn.execute("UPDATE agenthub_journal_runs SET owner = ?, until = ? WHERE run_id = ?", (owner, now + lease, run_id))
+        return None
+
     def journal_claim(self, run_id: str, owner: str, lease: float = JOURNAL_LEASE,
                       ttl: Optional[float] = None) -> Optional[float]:
-        def work(conn: sqlite3.Connection, now: float) -> Optional[float]:
+        return self._transaction(  # type: ignore[no-any-return]
+            lambda conn, now: self._claim(conn, self._journal_run(conn, run_id, now), run_id, owner, lease, ttl, now))
+
+    def journal_open(self, run_id: str, owner: str, lease: float = JOURNAL_LEASE,
+                     ttl: Optional[float] = None) -> Tuple[Optional[float], List[str]]:
+        """The claim and, when it holds, the entries: one transaction."""
+        def work(conn: sqlite3.Connection, now: float) -> Tuple[Optional[float], List[str]]:
             row = self._journal_run(conn, run_id, now)
-            if row is None:
-                conn.execute("INSERT INTO agenthub_journal_runs (run_id, owner, until, updated, expires, entries) "
-                             "VALUES (?, ?, ?, ?, ?, 0)", (run_id, owner, now + lease, now,
-                                                           None if ttl is None else now + ttl))
-                return None
-            if row[0] is not None and row[0] != owner and row[1] > now:
-                return float(row[1] - now)
-            conn.execute("UPDATE agenthub_journal_runs SET owner = ?, until = ? WHERE run_id = ?",
-                         (owner, now + lease, run_id))
-            return None
+            left = self._claim(conn, row, run_id, owner, lease, ttl, now)
+            if left is not None:
+                return left, []
+            if row is None or not row[4]:
+                return None, []
+            return None, [r[0] for r in conn.execute("SELECT entry FROM agenthub_journal WHERE run_id = ? ORDER BY seq",
+                                                      (run_id,))]
 
         return self._transaction(work)  # type: ignore[no-any-return]
 
@@ -265,30 +288,40 @@ class SQLiteStore(JournalRows, StateStore):
 
     def journal_append_many(self, run_id: str, owner: str, seq: int, entries: Sequence[str],
                             ttl: Optional[float] = None) -> None:
+        if check_entries(run_id, entries):
+            self._transaction(lambda conn, now: self._append(conn, now, run_id, owner, seq, entries, ttl, False))
+
+    def journal_finish(self, run_id: str, owner: str, seq: int, entries: Sequence[str],
+                       ttl: Optional[float] = None) -> None:
+        """The last entries and the lease let go: one transaction (nothing let go when the fence refuses)."""
         if not check_entries(run_id, entries):
+            self.journal_release(run_id, owner)
             return
+        self._transaction(lambda conn, now: self._append(conn, now, run_id, owner, seq, entries, ttl, True))
+
+    _APPEND = ("UPDATE agenthub_journal_runs SET updated = ?, expires = ?, entries = ? WHERE run_id = ? AND owner = ? "
+               "AND until > ? AND entries = ? AND (expires IS NULL OR expires > ?)")
+    _APPEND_RELEASE = ("UPDATE agenthub_journal_runs SET updated = ?, expires = ?, entries = ?, owner = NULL, until = 0 "
+                       "WHERE run_id = ? AND owner = ? AND until > ? AND entries = ? AND (expires IS NULL OR expires > ?)")
+
+    def _append(self, conn: sqlite3.Connection, now: float, run_id: str, owner: str, seq: int, entries: Sequence[str],
+                ttl: Optional[float], release: bool) -> None:
+        # the fence in the update itself (the holder's live lease, the next number, not expired): one statement
+        # when it holds; when it does not, the row says why
         count = len(entries)
-
-        def work(conn: sqlite3.Connection, now: float) -> None:
-            # the fence in the update itself (the holder's live lease, the next number, not expired): one
-            # statement when it holds; when it does not, the row says why
-            if conn.execute("UPDATE agenthub_journal_runs SET updated = ?, expires = ?, entries = ? WHERE run_id = ? "
-                            "AND owner = ? AND until > ? AND entries = ? AND (expires IS NULL OR expires > ?)",
-                            (now, None if ttl is None else now + ttl, seq + count, run_id, owner, now, seq,
-                             now)).rowcount != 1:
-                row = self._journal_run(conn, run_id, now)
-                if row is None or row[0] != owner or row[1] <= now:
-                    raise lost_lease(run_id, row[0] if row is not None and row[1] > now else None)
-                raise StoreError("the journal of run {!r}: entry {} written where entry {} is next (two writers?): "
-                                 "refusing it".format(run_id, seq, row[4]))
-            if count == 1:
-                conn.execute("INSERT INTO agenthub_journal (run_id, seq, entry) VALUES (?, ?, ?)",
-                             (run_id, seq, entries[0]))
-            else:
-                conn.executemany("INSERT INTO agenthub_journal (run_id, seq, entry) VALUES (?, ?, ?)",
-                                 [(run_id, seq + n, entry) for n, entry in enumerate(entries)])
-
-        self._transaction(work)
+        if conn.execute(self._APPEND_RELEASE if release else self._APPEND,
+                        (now, None if ttl is None else now + ttl, seq + count, run_id, owner, now, seq,
+                         now)).rowcount != 1:
+            row = self._journal_run(conn, run_id, now)
+            if row is None or row[0] != owner or row[1] <= now:
+                raise lost_lease(run_id, row[0] if row is not None and row[1] > now else None)
+            raise StoreError("the journal of run {!r}: entry {} written where entry {} is next (two writers?): "
+                             "refusing it".format(run_id, seq, row[4]))
+        if count == 1:
+            conn.execute("INSERT INTO agenthub_journal (run_id, seq, entry) VALUES (?, ?, ?)", (run_id, seq, entries[0]))
+        else:
+            conn.executemany("INSERT INTO agenthub_journal (run_id, seq, entry) VALUES (?, ?, ?)",
+                             [(run_id, seq + n, entry) for n, entry in enumerate(entries)])
 
     def journal_entries(self, run_id: str, start: int = 0) -> List[str]:
         def work(conn: sqlite3.Connection, now: float) -> List[str]:

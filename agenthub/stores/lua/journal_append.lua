@@ -1,6 +1,6 @@
 -- the journal of a durable run: its next entries (one or more, in order, at once), only from the lease's
--- holder and only from the next number (KEYS: meta, entries, index; ARGV: owner, seq, ttl or '', run_id,
--- entry, entry...)
+-- holder and only from the next number; with release '1', the lease let go with them (KEYS: meta, entries,
+-- index; ARGV: owner, seq, ttl or '', run_id, release '1' or '', entry, entry...)
 local now = clock()
 local m = redis.call('HMGET', KEYS[1], 'owner', 'until', 'entries')
 local untl = num(m[2], 'journal') or 0
@@ -10,11 +10,16 @@ if m[1] ~= ARGV[1] or untl <= now then
 end
 local n = num(m[3], 'journal') or 0
 if tonumber(ARGV[2]) ~= n then return {'seq', n} end
-local count = #ARGV - 4
-for i = 5, #ARGV, 1000 do
+local count = #ARGV - 5
+for i = 6, #ARGV, 1000 do
   redis.call('RPUSH', KEYS[2], unpack(ARGV, i, math.min(i + 999, #ARGV)))
 end
-redis.call('HSET', KEYS[1], 'entries', n + count, 'updated', fmt(now))
+if ARGV[5] == '1' then
+  redis.call('HDEL', KEYS[1], 'owner')
+  redis.call('HSET', KEYS[1], 'entries', n + count, 'updated', fmt(now), 'until', 0)
+else
+  redis.call('HSET', KEYS[1], 'entries', n + count, 'updated', fmt(now))
+end
 redis.call('ZADD', KEYS[3], now, ARGV[4])
 if ARGV[3] ~= '' then
   local ms = math.ceil(tonumber(ARGV[3]) * 1000)
