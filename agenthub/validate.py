@@ -581,7 +581,7 @@ def _snapshot(value: Any) -> Any:
     changed in place no longer matches."""
     kind = type(value)
     if kind in _LEAVES:
-        return _Number(value) if kind is int or kind is float or kind is bool else value
+        return SameType(value) if kind is int or kind is float or kind is bool else value
     if kind is dict or isinstance(value, _Mapping):
         return {k: _snapshot(v) for k, v in value.items()}
     if kind is tuple or isinstance(value, tuple):
@@ -594,9 +594,9 @@ def _snapshot(value: Any) -> Any:
 _LEAVES = frozenset((str, int, float, bool, bytes, type(None)))
 
 
-class _Number(object):
-    """A number in a snapshot: equal only to a number of the same type (``2 == Decimal(2) == 2.0`` would
-    hide a value replaced by one the check refuses)."""
+class SameType(object):
+    """A number (or boolean) in a snapshot: equal only to one of the same type (``2 == Decimal(2) == 2.0 ==
+    True`` would hide a value replaced by one the check refuses; the dialects' kept wire items use it too)."""
 
     __slots__ = ("value",)
     __hash__ = None  # type: ignore[assignment]
@@ -677,8 +677,9 @@ class CheckedMessages(object):
         self.stash = {}
 
 
-class _Unseen(object):
-    """The snapshot of a message that is not a plain dict: equal to nothing (checked on every call)."""
+class Unseen(object):
+    """A snapshot of what cannot be copied (a message that is not a plain dict; a wire item's leaf of another
+    type): equal to nothing, so it is checked (converted) on every call."""
 
     __slots__ = ()
     __hash__ = None  # type: ignore[assignment]
@@ -690,7 +691,7 @@ class _Unseen(object):
         return True
 
 
-_UNSEEN = _Unseen()
+_UNSEEN = Unseen()
 
 
 # -- OpenAI-shaped input: say what the agenthub shape is -----------------------------------------------

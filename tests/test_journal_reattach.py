@@ -307,6 +307,15 @@ def stopped_after_the_first_answer(server, wire, run_id="bg-3"):
     return store
 
 
+def stopped_with_another_answer_next(server, wire):
+    """``stopped_after_the_first_answer`` with the first turn answered again by a new response (res_again)
+    when it is sent again."""
+    script(server, wire)
+    server.add("res_again", responses_call("res_again"))
+    server.scripts.append(server.scripts.pop(1))
+    return stopped_after_the_first_answer(server, wire)
+
+
 @pytest.mark.parametrize("wire", sorted(WIRES))
 def test_a_finished_response_found_on_re_attach_gives_its_whole_output(wire):
     clean, _ = uninterrupted(wire)
@@ -351,10 +360,7 @@ def test_a_response_that_failed_is_sent_again():
     wire = "openai-responses"
     clean, _ = uninterrupted(wire)
     with LongrunServer() as server:
-        script(server, wire)
-        server.add("res_again", responses_call("res_again"))
-        server.scripts.append(server.scripts.pop(1))
-        store = stopped_after_the_first_answer(server, wire)
+        store = stopped_with_another_answer_next(server, wire)
         failed = {"type": "response.failed", "sequence_number": 2, "response": {
             "id": "res_turn1", "object": "response", "status": "failed",
             "error": {"code": "server_error", "message": "the model failed"}}}
@@ -387,10 +393,7 @@ def test_a_run_without_background_sends_the_request_in_flight_again():
 def test_a_response_started_on_another_route_is_sent_again():
     wire = "openai-responses"
     with LongrunServer() as server:
-        script(server, wire)
-        server.add("res_again", responses_call("res_again"))
-        server.scripts.append(server.scripts.pop(1))
-        store = stopped_after_the_first_answer(server, wire)
+        store = stopped_with_another_answer_next(server, wire)
         other = AutoLLMClient("gpt-5.5", api_key=KEY, base_url="http://localhost:{}/v1".format(
             server.url.rsplit(":", 1)[1]), client_type=wire, max_retries=0)  # the same server by another host name
         result = other.run([USER], dict(CONFIG), tools=[look_up], journal=store, run_id="bg-3").result()
@@ -487,10 +490,7 @@ def test_a_finished_response_answered_as_one_document_gives_its_whole_output():
 def test_a_journaled_id_that_would_leave_its_url_segment_is_never_asked_for():
     wire = "openai-responses"
     with LongrunServer() as server:
-        script(server, wire)
-        server.add("res_again", responses_call("res_again"))
-        server.scripts.append(server.scripts.pop(1))
-        store = stopped_after_the_first_answer(server, wire)
+        store = stopped_with_another_answer_next(server, wire)
         route = json.loads(store.journal_entries("bg-3")[1])["route"]
         assert store.journal_claim("bg-3", "editor", 30.0) is None  # (someone wrote another id into the journal)
         store.journal_append("bg-3", "editor", 2, json.dumps({"k": "attach", "turn": 0, "id": "..", "wire": wire,

@@ -263,8 +263,8 @@ def test_502_with_an_html_page_is_a_server_error(servers):
     assert info.value.status == 502 and "502 Bad Gateway" in str(info.value)
 
 
-def test_abort_from_another_thread(servers):
-    server = mcp.connect(servers("modern").url, timeout=30)
+def hanging_call(server):
+    """A thread calling the fake's ``hang`` tool, started, and the list its TransportError goes to."""
     errors = []
 
     def call():
@@ -275,6 +275,12 @@ def test_abort_from_another_thread(servers):
 
     thread = threading.Thread(target=call)
     thread.start()
+    return thread, errors
+
+
+def test_abort_from_another_thread(servers):
+    server = mcp.connect(servers("modern").url, timeout=30)
+    thread, errors = hanging_call(server)
     time.sleep(0.3)
     server.close()
     thread.join(10)
@@ -286,16 +292,7 @@ def test_close_cancels_a_legacy_call_in_flight_by_notification(servers):
     fake = servers("legacy")
     server = mcp.connect(fake.url, timeout=30)
     start = len(log(fake))
-    errors = []
-
-    def call():
-        try:
-            server.call_tool("hang", {})
-        except TransportError as error:
-            errors.append(error)
-
-    thread = threading.Thread(target=call)
-    thread.start()
+    thread, errors = hanging_call(server)
     deadline = time.monotonic() + 10
     while len(log(fake)) == start and time.monotonic() < deadline:
         time.sleep(0.02)

@@ -16,6 +16,7 @@ from ..errors import ConfigError, StreamProtocolError, UnsupportedParameterError
 from ..sse import iter_event_data, iter_events, json_loads, scan_once
 from ..stream import Usage, now_ms, with_cache_write  # noqa: F401  (the dialects import them from here)
 from ..types import HttpRequest
+from ..validate import SameType, Unseen, count_marks
 
 __all__ = [
     "Protocol",
@@ -456,8 +457,6 @@ def start(prior: Optional[Prior], name: str, context: Any, inputs: Sequence[Any]
 
 def marks_resumed(prior: Optional[Prior], messages: Sequence[Mapping[str, Any]]) -> int:
     """``validate.count_marks(messages)``, the previous call's count taken for the head it counted."""
-    from ..validate import count_marks
-
     if prior is None:
         return count_marks(messages)
     stash = prior.stash.get("marks")
@@ -481,37 +480,13 @@ def wire_snapshot(value: Any) -> Any:
     if kind is list:
         return [wire_snapshot(v) for v in value]
     if kind is int or kind is float or kind is bool:
-        return _Typed(value)
+        return SameType(value)
     if kind is tuple:
         return tuple(wire_snapshot(v) for v in value)
-    return _Never()  # anything else: never taken as unchanged
+    return _UNSEEN  # anything else: never taken as unchanged
 
 
-class _Typed(object):
-    """A number or boolean in a snapshot: equal only to one of the same type (``1 == True == 1.0``)."""
-
-    __slots__ = ("value",)
-    __hash__ = None  # type: ignore[assignment]
-
-    def __init__(self, value: Any) -> None:
-        self.value = value
-
-    def __eq__(self, other: Any) -> bool:
-        return type(other) is type(self.value) and other == self.value
-
-    def __ne__(self, other: Any) -> bool:
-        return not self.__eq__(other)
-
-
-class _Never(object):
-    __slots__ = ()
-    __hash__ = None  # type: ignore[assignment]
-
-    def __eq__(self, other: Any) -> bool:
-        return False
-
-    def __ne__(self, other: Any) -> bool:
-        return True
+_UNSEEN = Unseen()
 
 
 class Encoded(object):
