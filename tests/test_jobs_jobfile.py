@@ -221,3 +221,22 @@ def test_rows_read_lazily_decode_bytes_only_where_a_line_holds_them(tmp_path):
     assert rows[0].messages[0]["content_items"][0]["data"] == png
     assert rows[1].messages == read_jobs(path).rows[1].messages
     assert [r.id for r in rows] == ["img", "txt"] and [r.line for r in rows] == [1, 2]
+
+
+def test_bytes_spelled_with_an_escape_are_bytes_in_the_checked_and_the_lazy_rows(tmp_path):
+    """Issue 41 item 6: a line is taken as decoded only when nothing in it can spell ``__bytes__``; a key
+    written with a ``\\u`` escape (``"\\u005f_bytes__"``) is the same key to JSON, so its value is bytes both
+    in the check and in the row sent (it was a dict in the lazy row: the word is not in the line's bytes)."""
+    from agenthub.jobs import iter_rows
+
+    png = b"\x89PNG\r\n\x1a\n\x00\xff"
+    image = {"role": "user", "content_items": [
+        {"type": "inline_data", "data": {"__bytes__": base64.b64encode(png).decode()}, "mime_type": "image/png"}]}
+    line = json.dumps(dict(_line("img"), messages=[image])).replace('"__bytes__"', '"\\u005f_bytes__"')
+    assert "__bytes__" not in line
+    path = str(tmp_path / "escaped.jsonl")
+    with open(path, "w") as f:
+        f.write(line + "\n")
+    assert read_jobs(path).rows[0].messages[0]["content_items"][0]["data"] == png
+    for check in (True, False):
+        assert next(iter_rows(path, check=check)).messages[0]["content_items"][0]["data"] == png

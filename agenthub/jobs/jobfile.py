@@ -19,12 +19,12 @@ out its error is an ``OutputValidationError`` with ``"problems"`` (each attempt'
 (an ``api_key`` field is refused), and error messages are the library's own, already scrubbed.
 """
 
-import datetime
 import json
 import logging
 import os
 import tempfile
 import threading
+import time
 import weakref
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Set, Tuple
@@ -94,10 +94,27 @@ class JobFile:
 
 def parse_line(obj: Any, line: int) -> JobRow:
     """A JobRow from one decoded input line; ConfigError (without the line number) when it is not valid."""
+    rid, model, messages, config, schema = _checked(obj, False)
+    return JobRow(id=rid, model=model, messages=messages, config=config, client_type=obj.get("client_type"),
+                  base_url=obj.get("base_url"), line=line, output_schema=schema)
+
+
+_INPUT_KEYS = frozenset(INPUT_KEYS)
+
+
+def _plain(raw: bytes) -> bool:
+    """Whether a line's decoded values hold no ``{"__bytes__": ...}``: the word is not in it, nor a ``\\u``
+    escape that could spell it (so ``from_jsonable`` would give them back unchanged)."""
+    return b"__bytes__" not in raw and b"\\u" not in raw
+
+
+def _checked(obj: Any, plain: bool) -> Tuple[str, str, Any, Dict[str, Any], Any]:
+    """``parse_line``'s checks: (id, model, messages, config, output_schema), bytes decoded unless ``plain``
+    (``_plain``: the decoded values are the row's as they are)."""
     if not isinstance(obj, dict):
         raise ConfigError("a job line must be a JSON object, got {}".format(type(obj).__name__))
-    unknown = sorted(str(k) for k in obj if k not in INPUT_KEYS)
-    if unknown:
+    if not _INPUT_KEYS.issuperset(obj):
+        unknown = sorted(str(k) for k in obj if k not in INPUT_KEYS)
         hint = " (keys come from the environment, never from a job file)" if any(
             "key" in k.lower() for k in unknown) else ""
         raise ConfigError("unknown key(s) {}; a job line has {}{}".format(unknown, ", ".join(INPUT_KEYS), hint))
@@ -112,17 +129,22 @@ def parse_line(obj: Any, line: int) -> JobRow:
     for name in ("client_type", "base_url"):
         if obj.get(name) is not None and (not isinstance(obj[name], str) or not obj[name]):
             raise ConfigError("{!r} must be a non-empty string when given".format(name))
-    messages = from_jsonable(obj.get("messages"))
+    messages = obj.get("messages")
+    if not plain:
+        messages = from_jsonable(messages)
     check_messages(messages)
-    config = from_jsonable(obj.get("config") if obj.get("config") is not None else {})
+    config = obj.get("config")
+    if config is None:
+        config = {}
+    elif not plain:
+        config = from_jsonable(config)
     check_config(config)
     schema = obj.get("output_schema")
     if schema is not None:
         check_output_schema(schema)
         if config.get("response_format") is not None:
             raise ConfigError("'output_schema' and config['response_format'] both shape the answer: give one")
-    return JobRow(id=rid, model=model, messages=messages, config=config, client_type=obj.get("client_type"),
-                  base_url=obj.get("base_url"), line=line, output_schema=schema)
+    return rid, model, messages, config, schema
 
 
 def check_output_schema(schema: Any) -> None:
@@ -229,14 +251,15 @@ def read_jobs(path: str, *, skip_invalid: bool = False, keep_rows: bool = True) 
                     error = ConfigError(reason)
                 else:
                     error = None
-            row = None  # type: Optional[JobRow]
+            key = None  # type: Optional[Tuple[str, Optional[str], Optional[str]]]  # the route: a valid line
             if error is None:
                 try:
-                    row = parse_line(obj, number)
+                    rid, model, messages, config, schema = _checked(obj, _plain(raw))  # type: ignore[arg-type]
                 except ConfigError as exc:
                     error = exc
+                else:
+                    key = (model, obj.get("client_type"), obj.get("base_url"))
             rid = obj.get("id") if isinstance(obj, dict) else None
-            key = None if row is None else (row.model, row.client_type, row.base_url)
             if _usable_id(rid):
                 route = None
                 if key is not None:
@@ -245,13 +268,14 @@ def read_jobs(path: str, *, skip_invalid: bool = False, keep_rows: bool = True) 
                 if first is not None:
                     problems.append("line {}: duplicate id {!r} (first on line {})".format(number, rid[:80], first))
                     continue
-            if row is not None and key is not None:
+            if key is not None:
                 count += 1
                 lines = routes.setdefault(key, [])
                 if len(lines) < 6:
                     lines.append(number)
                 if keep_rows:
-                    rows.append(row)
+                    rows.append(JobRow(id=rid, model=key[0], messages=messages, config=config, client_type=key[1],
+                                       base_url=key[2], line=number, output_schema=schema))
                 continue
             if skip_invalid:
                 stub = JobRow(id=_invalid_id(obj, number), model=_model_of(obj), messages=[], line=number)
@@ -294,7 +318,7 @@ def rows_from(path: str, first_line: int, *, check: bool = True) -> Iterator[Job
                 if check:
                     yield parse_line(obj, number)
                     continue
-                row = _fast_row(obj, number, b"__bytes__" not in raw)
+                row = _fast_row(obj, number, _plain(raw))
             except (UnicodeDecodeError, ValueError):  # ConfigError is a ValueError
                 continue
             if row is not None:
@@ -450,8 +474,18 @@ class IdIndex(object):
 # -- output rows -----------------------------------------------------------------------------------
 
 
+_second = (None, "")  # type: Tuple[Optional[int], str]  # (a Unix second, its "YYYY-MM-DDTHH:MM:SS" in UTC)
+
+
 def _now() -> str:
-    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    """Now in UTC, ``YYYY-MM-DDTHH:MM:SS.ffffffZ`` (the date and time formatted once a second)."""
+    global _second
+    now = time.time()
+    whole = int(now // 1)
+    second = _second
+    if second[0] != whole:
+        second = _second = (whole, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(whole)))
+    return "{}.{:06d}Z".format(second[1], min(999999, int((now - whole) * 1e6)))
 
 
 def output_row(row: JobRow, *, message: Any, usage_metadata: Any, finish_reason: Any, cost_usd: Optional[float],
