@@ -273,6 +273,8 @@ class RateLimiter(object):
         """(under the lock) When the pauses holding a request to ``key`` end: the every-endpoint pause, and
         that endpoint's own (expired ones are dropped)."""
         end = self._paused_until
+        if not self._paused:
+            return end
         for pause_key, until in list(self._paused.items()):
             if until < now - MAX_PAUSE:  # (kept a while after it ended: a slot it covered is still booked)
                 del self._paused[pause_key]
@@ -451,6 +453,8 @@ class RateLimiter(object):
         end; 0 when none holds.  Without a key: the longest pause of any endpoint (what to tell a user)."""
         if self._shared is not None:
             return self._shared.paused_for(key, any_endpoint=key is None)
+        if not self._paused and self._paused_until <= self._clock():  # no pause at all (read without the lock: a
+            return 0.0  # pause coming in at this moment is one that came just after the question)
         with self._lock:
             now = self._clock()
             end = self._pause_end(key, now)

@@ -231,16 +231,45 @@ def read_jobs(path: str, *, skip_invalid: bool = False, keep_rows: bool = True) 
     count = 0
     routes = {}  # type: Dict[Tuple[str, Optional[str], Optional[str]], List[int]]
     route_ids = {}  # type: Dict[Tuple[str, Optional[str], Optional[str]], int]
+    # the lines read and checked, not yet settled: their ids go into the index a batch at a time (one statement),
+    # then each line is taken in order, as if its id had been added alone
+    pending = []  # type: List[Tuple[int, Any, Optional[ConfigError], Optional[str], Optional[int]]]
+
+    def settle() -> None:
+        nonlocal count
+        added = [(entry[3], entry[0], entry[4]) for entry in pending if entry[3] is not None]
+        firsts = iter(seen.add_many(added))
+        for number, what, error, rid, route in pending:  # what: the route (valid) or (id, model) for its error row
+            if rid is not None:
+                first = next(firsts)
+                if first is not None:
+                    problems.append("line {}: duplicate id {!r} (first on line {})".format(number, rid[:80], first))
+                    continue
+            if error is None:
+                count += 1
+                lines = routes.setdefault(what, [])
+                if len(lines) < 6:
+                    lines.append(number)
+                continue
+            if skip_invalid:
+                stub = JobRow(id=what[0], model=what[1], messages=[], line=number)
+                invalid.append((number, error_row(stub, ConfigError("line {}: {}".format(number, error)),
+                                                  attempts=0, backend="none")))
+            else:
+                problems.append("line {}: {}".format(number, error))
+        del pending[:]
+
     try:
         handle = open(path, "rb")
     except OSError as exc:
+        seen.close()
         raise ConfigError("cannot read the job file {}: {}".format(path, exc.strerror or exc)) from None
     with handle:
         for number, raw in _bounded_lines(handle):
             obj = None  # type: Any
             if raw is None:
                 error = ConfigError("longer than {} bytes".format(MAX_JOB_LINE_BYTES))  # type: Optional[ConfigError]
-            elif not raw.strip():
+            elif raw.isspace():  # (a blank line: not copied to be stripped)
                 continue
             else:
                 try:
@@ -251,38 +280,26 @@ def read_jobs(path: str, *, skip_invalid: bool = False, keep_rows: bool = True) 
                     error = ConfigError(reason)
                 else:
                     error = None
-            key = None  # type: Optional[Tuple[str, Optional[str], Optional[str]]]  # the route: a valid line
+            route = None  # type: Optional[int]
+            what = None  # type: Any
             if error is None:
                 try:
-                    rid, model, messages, config, schema = _checked(obj, _plain(raw))  # type: ignore[arg-type]
+                    _, model, messages, config, schema = _checked(obj, _plain(raw))  # type: ignore[arg-type]
                 except ConfigError as exc:
                     error = exc
                 else:
-                    key = (model, obj.get("client_type"), obj.get("base_url"))
-            rid = obj.get("id") if isinstance(obj, dict) else None
-            if _usable_id(rid):
-                route = None
-                if key is not None:
+                    what = key = (model, obj.get("client_type"), obj.get("base_url"))
                     route = route_ids.setdefault(key, len(route_ids))
-                first = seen.add(rid, number, route)  # one statement per line: the id, its line and route
-                if first is not None:
-                    problems.append("line {}: duplicate id {!r} (first on line {})".format(number, rid[:80], first))
-                    continue
-            if key is not None:
-                count += 1
-                lines = routes.setdefault(key, [])
-                if len(lines) < 6:
-                    lines.append(number)
-                if keep_rows:
-                    rows.append(JobRow(id=rid, model=key[0], messages=messages, config=config, client_type=key[1],
-                                       base_url=key[2], line=number, output_schema=schema))
-                continue
-            if skip_invalid:
-                stub = JobRow(id=_invalid_id(obj, number), model=_model_of(obj), messages=[], line=number)
-                invalid.append((number, error_row(stub, ConfigError("line {}: {}".format(number, error)),
-                                                  attempts=0, backend="none")))
-            else:
-                problems.append("line {}: {}".format(number, error))
+                    if keep_rows:  # (a duplicate id fails the whole file: then the rows kept are not used)
+                        rows.append(JobRow(id=obj["id"], model=model, messages=messages, config=config,
+                                           client_type=key[1], base_url=key[2], line=number, output_schema=schema))
+            rid = obj.get("id") if isinstance(obj, dict) else None
+            if error is not None:  # (only what its error row needs is kept: the line itself may be huge)
+                what = (_invalid_id(obj, number), _model_of(obj)) if skip_invalid else None
+            pending.append((number, what, error, rid if _usable_id(rid) else None, route))
+            if len(pending) >= 512:
+                settle()
+        settle()
     duplicates = [p for p in problems if "duplicate id" in p]
     if problems:
         seen.close()
@@ -311,7 +328,7 @@ def rows_from(path: str, first_line: int, *, check: bool = True) -> Iterator[Job
     run starts at the first line still to do)."""
     with open(path, "rb") as handle:
         for number, raw in _bounded_lines(handle):
-            if number < first_line or raw is None or not raw.strip():
+            if number < first_line or raw is None or raw.isspace():
                 continue
             try:
                 obj = json.loads(raw.decode("utf-8"))
@@ -398,6 +415,20 @@ class IdIndex(object):
                 self._count += 1
                 return None
             return self._db.execute("SELECT line FROM ids WHERE id = ?", (rid,)).fetchone()[0]
+
+    def add_many(self, entries: List[Tuple[str, int, Optional[int]]]) -> List[Optional[int]]:
+        """``add`` for each ``(id, line, route)`` of ``entries``, in order, in one statement: for each, None when
+        it was new, else the line its id was first recorded on (read back only when one was not new)."""
+        with self._lock:
+            db = self._db
+            before = db.total_changes
+            db.executemany("INSERT OR IGNORE INTO ids (id, line, route) VALUES (?, ?, ?)", entries)
+            added = db.total_changes - before
+            self._count += added
+            if added == len(entries):
+                return [None] * len(entries)
+            firsts = [db.execute("SELECT line FROM ids WHERE id = ?", (rid,)).fetchone()[0] for rid, _, _ in entries]
+        return [None if first == line else first for first, (_, line, _) in zip(firsts, entries)]
 
     def seal(self) -> None:
         """End the bulk load (one transaction) and index the routes."""
