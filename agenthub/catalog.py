@@ -296,7 +296,7 @@ def price_set(row: Mapping[str, Any], tier: Optional[str] = None, batch: bool = 
 def _seconds(at: Any) -> float:
     """``at`` (Unix seconds, or a datetime: naive ones are UTC) as Unix seconds."""
     if type(at) is float and -_INF < at < _INF:  # the usual case (a call's start): a finite float
-        return at
+        return at  # type: ignore[no-any-return]
     if isinstance(at, datetime.datetime):
         if at.tzinfo is None:
             at = at.replace(tzinfo=datetime.timezone.utc)
@@ -405,7 +405,7 @@ def cost(model: str, usage: Optional[Mapping[str, Any]], *, tier: Optional[str] 
     prices = price_set(row, tier, batch)
     if not prices:
         return None
-    counts = [usage.get(key) for key in _BUCKETS]
+    counts = [usage.get(key) for key in _BUCKETS]  # type: List[Any]
     if counts[0] is None and counts[1] is None and counts[2] is None and counts[3] is None:
         return None  # no count at all (a server that sent no usage): unknown, not free
     for n, value in enumerate(counts):

@@ -181,7 +181,7 @@ _check_index = None  # type: Any  # (CHECKS, key -> its row's position): the key
 
 def _check_table() -> Tuple[Any, Dict[str, int]]:
     global _check_index
-    index = _check_index
+    index = _check_index  # type: Tuple[Any, Dict[str, int]]
     if index is None or index[0] is not CHECKS:
         index = _check_index = (CHECKS, {key: n for n, (key, _) in enumerate(CHECKS)})
     return index

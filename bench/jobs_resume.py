@@ -148,7 +148,6 @@ def _throughput(src, folder, base_url, reps, first):
 ABLATIONS = {
     "hooks": "the job's attempt hook (limiter pauses, Ctrl-C, the call's attempts)",
     "check": "the up-front check of each line (messages, config, keys)",
-    "index": "the id index (SQLite) of the up-front check",
     "price": "each row's price (catalog.call_cost)",
     "stamp": "each row's finished_at",
 }
@@ -163,8 +162,6 @@ def _ablate(names):
         elif name == "check":
             jobfile._checked = lambda obj, plain: (obj["id"], obj["model"], obj["messages"], obj.get("config") or {},
                                                    None)
-        elif name == "index":
-            jobfile.IdIndex.add = lambda self, rid, line, route=None: None
         elif name == "price":
             runner.call_cost = lambda *args: 0.0
         elif name == "stamp":
@@ -267,6 +264,7 @@ def main():
     parser.add_argument("--tp-rows", type=int, default=4000)
     parser.add_argument("--tp-reps", type=int, default=3)
     parser.add_argument("--ir-rows", type=int, default=600)
+    parser.add_argument("--ablations", default=",".join(ABLATIONS), help="part 4: the parts priced (default: all)")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--only", default="resume,throughput")
     parser.add_argument("--first", nargs=2, help=argparse.SUPPRESS)
@@ -378,6 +376,8 @@ def main():
             runner = found["after"]["runner"]
             print("   what the runner adds, by part (after; each taken out in turn):")
             for name, what in ABLATIONS.items():
+                if name not in args.ablations.split(","):
+                    continue
                 less = per_row(trees["after"], "runner", name)
                 print("     {:<6} {:7,.0f} a row  ({})".format(name, runner - less, what), flush=True)
     finally:
