@@ -24,7 +24,7 @@ import time
 from typing import Any, Dict, List, Mapping, Optional, Tuple, TypedDict, Union
 
 from .errors import ConfigError
-from .stream import usage_count
+from .stream import MAX_USAGE_TOKENS, usage_count
 
 __all__ = ["CatalogModel", "Prices", "LongContextPrices", "list_supported_models", "find_model", "cost",
            "catalog_info", "PROVIDERS", "TIERS"]
@@ -39,7 +39,9 @@ PROVIDERS = {"openai": "OpenAI", "anthropic": "Anthropic", "google": "Google", "
 #: the ``tier=`` values a row's ``tiers`` may have
 TIERS = ("priority", "flex", "fast", "peak", "off_peak")
 _KEYS = ("input", "cached_input", "cache_write_5m", "cache_write_1h", "output")
-_BUCKETS = ("prompt_tokens", "cached_tokens", "thoughts_tokens", "response_tokens")
+_BUCKETS = ("prompt_tokens", "cached_tokens", "thoughts_tokens", "response_tokens")  # (``cost`` reads them in this order)
+_NO_WRITES = {"5m": 0, "1h": 0}  # (read only)
+_INF = float("inf")
 
 
 class LongContextPrices(TypedDict):
@@ -189,9 +191,41 @@ def _provider_for(model: str) -> Optional[str]:
     return None
 
 
+#: (model, provider) -> the catalog row ``_find`` found (None: none), for one snapshot and one registry: a name
+#: is matched once, not on every priced call (``_found_for``: the snapshot, ``registry.ROUTES`` and its length it
+#: holds for; cleared when either changes, or when it holds ``_FOUND_MAX`` names)
+_found = {}  # type: Dict[Tuple[str, Optional[str]], Optional[Dict[str, Any]]]
+_found_for = None  # type: Any
+_FOUND_MAX = 1024
+_registry = None  # type: Any  # agenthub.registry, imported on first use (it imports the providers)
+
+
 def _find(model: str, provider: Optional[str]) -> Optional[Dict[str, Any]]:
+    global _found_for, _registry
     if not isinstance(model, str) or not model:
         return None
+    if _registry is None:
+        from . import registry
+
+        _registry = registry
+    data, routes = _data if _data is not None else _load(), _registry.ROUTES
+    stamp = _found_for
+    if stamp is None or stamp[0] is not data or stamp[1] is not routes or stamp[2] != len(routes):
+        _found.clear()
+        _found_for = (data, routes, len(routes))
+    key = (model, provider)
+    try:
+        return _found[key]
+    except KeyError:
+        pass
+    row = _find_row(model, provider)
+    if len(_found) >= _FOUND_MAX:
+        _found.clear()
+    _found[key] = row
+    return row
+
+
+def _find_row(model: str, provider: Optional[str]) -> Optional[Dict[str, Any]]:
     provider = provider or _provider_for(model)
     entry = _load()["index"].get(provider) if provider else None
     if entry is None:
@@ -220,20 +254,6 @@ def find_model(model: str, provider: Optional[str] = None) -> Optional[CatalogMo
         raise ConfigError("unknown catalog provider {!r}; providers: {}".format(provider, ", ".join(PROVIDERS)))
     row = _find(model, provider)
     return None if row is None else _public(row)
-
-
-class _Unknown(Exception):
-    """A usage bucket that is not a token count: the turn's price is unknown."""
-
-
-def _count(usage: Mapping[str, Any], key: str) -> int:
-    value = usage.get(key)
-    if value is None:
-        return 0
-    count = usage_count(value)
-    if count is None:  # negative, not a number, absurdly large: never priced as 0 (nor as anything)
-        raise _Unknown(key)
-    return count
 
 
 def _writes(cache_writes: Any) -> Dict[str, int]:
@@ -275,6 +295,8 @@ def price_set(row: Mapping[str, Any], tier: Optional[str] = None, batch: bool = 
 
 def _seconds(at: Any) -> float:
     """``at`` (Unix seconds, or a datetime: naive ones are UTC) as Unix seconds."""
+    if type(at) is float and -_INF < at < _INF:  # the usual case (a call's start): a finite float
+        return at  # type: ignore[no-any-return]
     if isinstance(at, datetime.datetime):
         if at.tzinfo is None:
             at = at.replace(tzinfo=datetime.timezone.utc)
@@ -286,12 +308,38 @@ def _seconds(at: Any) -> float:
 
 def _window_minutes(window: Any) -> Optional[Tuple[int, int]]:
     """``"01:00-04:00 UTC"`` -> (60, 240) minutes of the UTC day; None when it is not such a window."""
-    found = re.match(r"^\s*(\d{1,2}):(\d{2})\s*-\s*(\d{1,2}):(\d{2})\s*(?:UTC)?\s*$", window) \
-        if isinstance(window, str) else None
+    found = _WINDOW.match(window) if isinstance(window, str) else None
     if found is None:
         return None
     h1, m1, h2, m2 = (int(g) for g in found.groups())
     return h1 * 60 + m1, h2 * 60 + m2
+
+
+_WINDOW = re.compile(r"^\s*(\d{1,2}):(\d{2})\s*-\s*(\d{1,2}):(\d{2})\s*(?:UTC)?\s*$")
+#: id(catalog row) -> (the row, its timed tiers with their windows in minutes): a row of the snapshot is read
+#: once (only ``cost`` fills it, with rows of the snapshot, which never change)
+_spans = {}  # type: Dict[int, Tuple[Mapping[str, Any], List[Tuple[str, List[Tuple[int, int]]]]]]
+
+
+def _timed_spans(row: Mapping[str, Any]) -> List[Tuple[str, List[Tuple[int, int]]]]:
+    found = _spans.get(id(row))
+    if found is not None and found[0] is row:
+        return found[1]
+    spans = [(name, [span for span in map(_window_minutes, row["tiers"][name]["utc_windows"]) if span is not None])
+             for name in timed_tiers(row)]
+    if len(_spans) >= _FOUND_MAX:
+        _spans.clear()
+    _spans[id(row)] = (row, spans)
+    return spans
+
+
+def _tier_in(spans: List[Tuple[str, List[Tuple[int, int]]]], seconds: float) -> Optional[str]:
+    minute = int(seconds // 60) % (24 * 60)
+    for name, windows in spans:
+        for begin, end in windows:
+            if (begin <= minute < end) if begin <= end else (minute >= begin or minute < end):  # (over midnight)
+                return name
+    return None
 
 
 def timed_tiers(row: Mapping[str, Any]) -> List[str]:
@@ -305,16 +353,8 @@ def tier_at(row: Mapping[str, Any], at: Any = None) -> Optional[str]:
     """The time-of-day tier of ``row`` in force at ``at`` (Unix seconds or a datetime; None: now), or None
     (the standard prices)."""
     seconds = _clock() if at is None else _seconds(at)
-    minute = int(seconds // 60) % (24 * 60)
-    for name in timed_tiers(row):
-        for window in row["tiers"][name]["utc_windows"]:
-            span = _window_minutes(window)
-            if span is None:
-                continue
-            begin, end = span
-            if (begin <= minute < end) if begin <= end else (minute >= begin or minute < end):  # (over midnight)
-                return name
-    return None
+    return _tier_in([(name, [span for span in map(_window_minutes, row["tiers"][name]["utc_windows"])
+                             if span is not None]) for name in timed_tiers(row)], seconds)
 
 
 def usage_writes(usage: Any) -> Optional[Dict[str, int]]:
@@ -348,28 +388,35 @@ def cost(model: str, usage: Optional[Mapping[str, Any]], *, tier: Optional[str] 
     tokens) is above the model's threshold.  None when the model is unknown, has no price for the
     tier asked, or a bucket holding tokens has no price.
     """
-    writes = _writes(cache_writes)
-    price_set({}, tier, batch)  # a bad tier is an error whatever the model
+    carried = cache_writes is None
+    writes = _NO_WRITES if carried else _writes(cache_writes)
+    if tier is not None or batch:
+        price_set({}, tier, batch)  # a bad tier is an error whatever the model
     seconds = None if at is None else _seconds(at)  # a bad time too
-    if not isinstance(usage, Mapping):
+    if type(usage) is not dict and not isinstance(usage, Mapping):
         return None
     row = _find(model, None)
     if row is None:
         return None
     if tier is None and not batch:
-        tier = tier_at(row, seconds)
+        spans = _timed_spans(row)
+        if spans:
+            tier = _tier_in(spans, _clock() if seconds is None else seconds)
     prices = price_set(row, tier, batch)
     if not prices:
         return None
-    if all(usage.get(key) is None for key in _BUCKETS):
+    counts = [usage.get(key) for key in _BUCKETS]  # type: List[Any]
+    if counts[0] is None and counts[1] is None and counts[2] is None and counts[3] is None:
         return None  # no count at all (a server that sent no usage): unknown, not free
-    try:
-        prompt = _count(usage, "prompt_tokens")
-        cached = _count(usage, "cached_tokens")
-        output = _count(usage, "thoughts_tokens") + _count(usage, "response_tokens")
-    except _Unknown:
-        return None
-    carried = cache_writes is None
+    for n, value in enumerate(counts):
+        if value is None:
+            counts[n] = 0
+        elif type(value) is not int or value < 0 or value > MAX_USAGE_TOKENS:  # (usage_count's fast case aside)
+            value = usage_count(value)
+            if value is None:  # negative, not a number, absurdly large: never priced as 0 (nor as anything)
+                return None
+            counts[n] = value
+    prompt, cached, output = counts[0], counts[1], counts[2] + counts[3]
     if carried:
         writes = usage_writes(usage) or writes
     written = writes["5m"] + writes["1h"]
@@ -406,7 +453,8 @@ def call_cost(model: str, usage: Optional[Mapping[str, Any]], call: Any = None,
     serve metrics): 0.0 for an answer replayed from a response cache (``call.cache`` or the route's
     ``cache`` is ``"hit"``: nothing was paid), else ``cost`` of its usage (the wire's cache writes
     included) at the tier in force when the call started (``call.started_ms``; now when unknown)."""
-    if getattr(call, "cache", None) == "hit" or (isinstance(route, Mapping) and route.get("cache") == "hit"):
+    if getattr(call, "cache", None) == "hit" or (route is not None and isinstance(route, Mapping)
+                                                 and route.get("cache") == "hit"):
         return 0.0
     started = getattr(call, "started_ms", None)
     at = started / 1000.0 if isinstance(started, (int, float)) and not isinstance(started, bool) else None

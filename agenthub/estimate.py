@@ -31,7 +31,7 @@ TOOL_TOKENS = 8
 
 def text_tokens(text: str) -> int:
     """UTF-8 bytes / 3, rounded up."""
-    return int(math.ceil(len(text.encode("utf-8", "surrogatepass")) / 3.0)) if text else 0
+    return (len(text.encode("utf-8", "surrogatepass")) + 2) // 3 if text else 0
 
 
 def _json_tokens(value: Any) -> int:
@@ -88,9 +88,9 @@ def estimate_tokens(messages: Iterable[Mapping[str, Any]], config: Optional[Mapp
     total = 0
     for message in messages or ():
         total += MESSAGE_TOKENS
-        items = message.get("content_items") if isinstance(message, Mapping) else None
+        items = message.get("content_items") if type(message) is dict or isinstance(message, Mapping) else None
         for item in items or ():
-            if isinstance(item, Mapping):
+            if type(item) is dict or isinstance(item, Mapping):
                 total += _item_tokens(item)
     system = config.get("system_prompt")
     if isinstance(system, str):

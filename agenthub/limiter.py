@@ -142,21 +142,34 @@ _HEADERS = (
 )
 
 
-def _lower(headers: Any) -> Mapping[str, str]:
+def _lower(headers: Any, having: Optional[str] = None) -> Mapping[str, str]:
+    """``headers`` (a mapping or a list of pairs, str or bytes) with lowercase names; ``having``: only the
+    names that hold it."""
     if headers is None:
         return {}
-    try:
-        items = headers.items()
-    except AttributeError:
-        items = headers  # a list of pairs
+    lower_items = getattr(headers, "lower_items", None)  # requests' CaseInsensitiveDict: its names, lowercase
+    if callable(lower_items):
+        items = lower_items()
+    else:
+        try:
+            items = headers.items()
+        except AttributeError:
+            items = headers  # a list of pairs
     out = {}
     for name, value in items:
-        if isinstance(name, (bytes, bytearray)):
-            name = bytes(name).decode("latin-1")
-        if isinstance(value, (bytes, bytearray)):
-            value = bytes(value).decode("latin-1")
-        if isinstance(name, str) and isinstance(value, str):
-            out[name.lower()] = value
+        if type(name) is not str:
+            if isinstance(name, (bytes, bytearray)):
+                name = bytes(name).decode("latin-1")
+            elif not isinstance(name, str):
+                continue
+        if type(value) is not str:
+            if isinstance(value, (bytes, bytearray)):
+                value = bytes(value).decode("latin-1")
+            elif not isinstance(value, str):
+                continue
+        name = name.lower()
+        if having is None or having in name:
+            out[name] = value
     return out
 
 
@@ -260,6 +273,8 @@ class RateLimiter(object):
         """(under the lock) When the pauses holding a request to ``key`` end: the every-endpoint pause, and
         that endpoint's own (expired ones are dropped)."""
         end = self._paused_until
+        if not self._paused:
+            return end
         for pause_key, until in list(self._paused.items()):
             if until < now - MAX_PAUSE:  # (kept a while after it ended: a slot it covered is still booked)
                 del self._paused[pause_key]
@@ -399,7 +414,12 @@ class RateLimiter(object):
 
         A ``remaining`` of 0 holds everyone back until its ``reset``; a 429 with no usable reset and no
         Retry-After pauses for one request interval (at least a second)."""
-        h = _lower(headers)
+        if status != 429 and retry_after is None:  # only the rate-limit headers are read (all say "ratelimit")
+            h = _lower(headers, "ratelimit")
+            if not h:
+                return
+        else:
+            h = _lower(headers)
         waits = []
         for remaining_name, reset_name, _what, form in _HEADERS:
             remaining = h.get(remaining_name)
@@ -433,6 +453,8 @@ class RateLimiter(object):
         end; 0 when none holds.  Without a key: the longest pause of any endpoint (what to tell a user)."""
         if self._shared is not None:
             return self._shared.paused_for(key, any_endpoint=key is None)
+        if not self._paused and self._paused_until <= self._clock():  # no pause at all (read without the lock: a
+            return 0.0  # pause coming in at this moment is one that came just after the question)
         with self._lock:
             now = self._clock()
             end = self._pause_end(key, now)
@@ -476,13 +498,13 @@ class LimiterHook(AttemptHook):
 
     def _key(self, attempt: Any, learn: bool = False) -> Key:
         key = endpoint_key(attempt)
-        with self._lock:
-            if key[1] is not None:
-                if learn:
+        if key[1] is not None:
+            if learn:
+                with self._lock:
                     self._keys[id(attempt)] = key
-            else:
-                key = self._keys.get(id(attempt), key)
-        return key
+            return key
+        with self._lock:
+            return self._keys.get(id(attempt), key)
 
     def before_attempt(self, attempt: Any) -> None:
         key = self._key(attempt)
@@ -491,7 +513,10 @@ class LimiterHook(AttemptHook):
             if held > 0:
                 raise _paused(attempt, held)
         if not self.acquire:
-            ticket, wait = Ticket(0, self.limiter._clock()), self.limiter.paused_for(key)
+            wait = self.limiter.paused_for(key)
+            if wait <= 0 and self.limiter._shared is None:
+                return  # no pause holds it (and there is no turn to take)
+            ticket = Ticket(0, self.limiter._clock())
         else:
             resuming = getattr(attempt, "resuming", None)  # the GET resuming a background stream: no new tokens
             tokens = 0

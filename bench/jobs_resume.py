@@ -10,11 +10,19 @@ alternating, ROUNDS each; medians, the load average beside them.
    run killed by ``kill -9`` at half way leaves it) against the same file with an empty output: the time
    from the ``jobs.run`` call to its first request.  Target: resume <= 1.2x the fresh start.
 2. Throughput: ``jobs.run(workers=8)`` on a TP_ROWS-row file against a plain 8-thread pool calling
-   ``client.response()`` (bench/jobs.py's baseline), in the same worker process, alternating: rows per
-   second and CPU per row (``time.process_time``), ratio runner / pool.  Target: rows/s >= 0.95x the pool's.
+   ``client.response()`` (bench/jobs.py's baseline; the same client as the runner builds: same model, client
+   type, base URL and ``max_retries``), in the same worker process: a warm-up pair, then TP_REPS pairs, the
+   order alternating within each process and between processes.  Rows per second and CPU per row
+   (``time.process_time``) of each side (medians), and the median of the paired ratios (the runner's run
+   against the pool's run beside it: the load of that moment moves both).  Target: rows/s >= 0.95x the pool's.
 3. Overhead (``--only overhead``; no network, so the shared machine's load moves it little): the same two
    loops on a 5,000-row file with a stub client (``streaming_response`` yields two canned events at once), CPU
    per row of each: what the runner adds per row beyond the pool's own work.
+4. Instructions (``--only instructions``; needs valgrind): part 2's two loops (8 threads, the local server in
+   its own process, not counted) under ``valgrind --tool=cachegrind``, at 100 and IR_ROWS rows: instructions
+   per row are the slope between the two (the start-up left out), which the machine's load does not move.
+   For the tree here it also prices each part of what the runner adds per row, by taking that part out
+   (``--ablate``: a stub in its place) and counting again.
 """
 
 import argparse
@@ -85,7 +93,8 @@ def _first_request(src, out):
     jobs.run(src, out, workers=8, progress=False)
 
 
-def _throughput(src, folder, base_url, reps):
+def _loops(src, base_url, workers=8):
+    """(pool, runner): each ``fn(out)`` runs the job file at ``src`` once, writing ``out``."""
     from concurrent.futures import ThreadPoolExecutor
 
     from agenthub import AutoLLMClient, jobs
@@ -93,7 +102,7 @@ def _throughput(src, folder, base_url, reps):
     from agenthub.tracer import to_jsonable
 
     def pool(out):
-        client = AutoLLMClient(MODEL, client_type="openai-chat", base_url=base_url)
+        client = AutoLLMClient(MODEL, client_type="openai-chat", base_url=base_url, max_retries=2)  # the runner's
         with open(src) as f:
             rows = [json.loads(line) for line in f]
 
@@ -103,18 +112,28 @@ def _throughput(src, folder, base_url, reps):
             except AgentHubError as exc:
                 return {"id": row["id"], "message": None, "error": str(exc)}
 
-        with open(out, "w") as f, ThreadPoolExecutor(8) as workers:
-            for result in workers.map(one, rows):
+        with open(out, "w") as f, ThreadPoolExecutor(workers) as threads:
+            for result in threads.map(one, rows):
                 f.write(json.dumps(to_jsonable(result)) + "\n")
                 f.flush()
 
     def runner(out):
-        summary = jobs.run(src, out, workers=8, progress=False)
+        summary = jobs.run(src, out, workers=workers, progress=False)
         assert summary.done == summary.total, summary
 
+    return pool, runner
+
+
+def _throughput(src, folder, base_url, reps, first):
+    """A warm-up pair, then ``reps`` pairs (the order alternating, ``first`` the side of the first pair):
+    {"pool": [(wall s, CPU s), ...], "runner": [...]}, pair by pair."""
+    pool, runner = _loops(src, base_url)
+    sides = [("pool", pool), ("runner", runner)]
+    if first == "runner":
+        sides.reverse()
     res = {"pool": [], "runner": []}
     for n in range(reps + 1):
-        for name, fn in ((("pool", pool), ("runner", runner)) if n % 2 == 0 else (("runner", runner), ("pool", pool))):
+        for name, fn in (sides if n % 2 == 0 else sides[::-1]):
             out = os.path.join(folder, "tp-{}-{}.jsonl".format(name, n))
             c0, w0 = time.process_time(), time.monotonic()
             fn(out)
@@ -123,6 +142,53 @@ def _throughput(src, folder, base_url, reps):
             if n:
                 res[name].append((w1 - w0, c1 - c0))
     print(json.dumps(res))
+
+
+#: --ablate NAME: what takes a part of the runner's per-row work out (a stub in its place), for part 4
+ABLATIONS = {
+    "hooks": "the job's attempt hook (limiter pauses, Ctrl-C, the call's attempts)",
+    "check": "the up-front check of each line (messages, config, keys)",
+    "price": "each row's price (catalog.call_cost)",
+    "stamp": "each row's finished_at",
+}
+
+
+def _ablate(names):
+    from agenthub.jobs import jobfile, runner
+
+    for name in names:
+        if name == "hooks":
+            runner.register = lambda hook: None
+        elif name == "check":
+            jobfile._checked = lambda obj, plain: (obj["id"], obj["model"], obj["messages"], obj.get("config") or {},
+                                                   None)
+        elif name == "price":
+            runner.call_cost = lambda *args: 0.0
+        elif name == "stamp":
+            jobfile._now = lambda: "2026-12-06T00:00:00.000000Z"
+
+
+def _one_loop(side, src, base_url, ablate):
+    """One run of one side in this process (part 4's measured process)."""
+    if ablate:
+        _ablate(ablate.split(","))
+    pool, runner = _loops(src, base_url)
+    out = src + ".out"
+    (pool if side == "pool" else runner)(out)
+    os.unlink(out)
+    print("{}")
+
+
+def _instructions(tree, side, src, base_url, ablate=""):
+    """Instructions (valgrind) of a worker process running ``side`` once on ``src``."""
+    import re
+
+    env = dict(os.environ, PYTHONPATH=tree)
+    run = subprocess.run(["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null",
+                          sys.executable, __file__, "--loop", side, src, base_url, ablate],
+                         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=True, timeout=1800)
+    found = re.search(r"I\s+refs:\s+([\d,]+)", run.stderr.decode())
+    return int(found.group(1).replace(",", ""))
 
 
 def _overhead(src, rows, reps):
@@ -196,16 +262,22 @@ def main():
     parser.add_argument("--before", default="49d9831")
     parser.add_argument("--rows", type=int, default=20000)
     parser.add_argument("--tp-rows", type=int, default=4000)
+    parser.add_argument("--tp-reps", type=int, default=3)
+    parser.add_argument("--ir-rows", type=int, default=600)
+    parser.add_argument("--ablations", default=",".join(ABLATIONS), help="part 4: the parts priced (default: all)")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--only", default="resume,throughput")
     parser.add_argument("--first", nargs=2, help=argparse.SUPPRESS)
-    parser.add_argument("--tp", nargs=4, help=argparse.SUPPRESS)
+    parser.add_argument("--tp", nargs=5, help=argparse.SUPPRESS)
+    parser.add_argument("--loop", nargs=4, help=argparse.SUPPRESS)
     parser.add_argument("--ov", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.first:
         return _first_request(*args.first)
     if args.tp:
-        return _throughput(args.tp[0], args.tp[1], args.tp[2], int(args.tp[3]))
+        return _throughput(args.tp[0], args.tp[1], args.tp[2], int(args.tp[3]), args.tp[4])
+    if args.loop:
+        return _one_loop(*args.loop)
     if args.ov:
         return _overhead(args.ov[0], int(args.ov[1]), int(args.ov[2]))
     trees = {"before": ab.tree_at(args.before), "after": ab.ROOT}
@@ -261,25 +333,53 @@ def main():
             src = os.path.join(folder, "tp.jsonl")
             _write_job(src, args.tp_rows, base_url)
             tp = {"before": [], "after": []}
-            loads = []
+            loads = {"before": [], "after": []}
             for r in range(args.rounds):
                 for side in (("before", "after") if r % 2 == 0 else ("after", "before")):
-                    loads.append(ab.load())
-                    tp[side].append(_worker(trees[side], ["--tp", src, folder, base_url, "1"]))
-            print("2. {:,} rows, jobs.run(workers=8) against a plain 8-thread pool, medians of {} processes, "
-                  "{}".format(args.tp_rows, args.rounds, ab.loads_text(loads)))
+                    loads[side].append(ab.load())
+                    tp[side].append(_worker(trees[side], ["--tp", src, folder, base_url, str(args.tp_reps),
+                                                          "pool" if r % 2 == 0 else "runner"]))
+            print("2. {:,} rows, jobs.run(workers=8) against a plain 8-thread pool (same client), {} processes a side "
+                  "x {} pairs, medians".format(args.tp_rows, args.rounds, args.tp_reps))
             for side in ("before", "after"):
                 runs = tp[side]
                 rate = {k: statistics.median(args.tp_rows / w for res in runs for w, _ in res[k])
                         for k in ("pool", "runner")}
                 cpu = {k: statistics.median(c / args.tp_rows * 1e6 for res in runs for _, c in res[k])
                        for k in ("pool", "runner")}
-                paired = statistics.median((args.tp_rows / rw) / (args.tp_rows / pw) for res in runs
-                                           for (rw, _), (pw, _) in zip(res["runner"], res["pool"]))
+                paired = statistics.median(pw / rw for res in runs for (rw, _), (pw, _) in zip(res["runner"], res["pool"]))
+                paired_cpu = statistics.median(rc / pc for res in runs for (_, rc), (_, pc) in zip(res["runner"],
+                                                                                                   res["pool"]))
                 print("   {:<7} runner {:6.0f} rows/s {:5.0f} us/row   pool {:6.0f} rows/s {:5.0f} us/row   "
-                      "rows/s {:.2f}x (paired {:.2f}x)   CPU/row {:.2f}x".format(
-                          side, rate["runner"], cpu["runner"], rate["pool"], cpu["pool"],
-                          rate["runner"] / rate["pool"], paired, cpu["runner"] / cpu["pool"]))
+                      "rows/s {:.2f}x (paired {:.2f}x)   CPU/row {:.2f}x (paired {:.2f}x)   {}".format(
+                          side, rate["runner"], cpu["runner"], rate["pool"], cpu["pool"], rate["runner"] / rate["pool"],
+                          paired, cpu["runner"] / cpu["pool"], paired_cpu, ab.loads_text(loads[side])))
+        if "instructions" in args.only:
+            small = 100
+            files = {}
+            for rows in (small, args.ir_rows):
+                files[rows] = os.path.join(folder, "ir-{}.jsonl".format(rows))
+                _write_job(files[rows], rows, base_url)
+
+            def per_row(tree, side, ablate=""):
+                big = _instructions(tree, side, files[args.ir_rows], base_url, ablate)
+                return (big - _instructions(tree, side, files[small], base_url, ablate)) / (args.ir_rows - small)
+
+            print("4. instructions per row (valgrind, the slope from {} to {} rows), jobs.run(workers=8) against the "
+                  "8-thread pool".format(small, args.ir_rows))
+            found = {}
+            for side in ("before", "after"):
+                found[side] = {k: per_row(trees[side], k) for k in ("pool", "runner")}
+                pool, runner = found[side]["pool"], found[side]["runner"]
+                print("   {:<7} runner {:9,.0f}   pool {:9,.0f}   runner / pool {:.3f}x   the runner adds {:7,.0f} a row"
+                      .format(side, runner, pool, runner / pool, runner - pool), flush=True)
+            runner = found["after"]["runner"]
+            print("   what the runner adds, by part (after; each taken out in turn):")
+            for name, what in ABLATIONS.items():
+                if name not in args.ablations.split(","):
+                    continue
+                less = per_row(trees["after"], "runner", name)
+                print("     {:<6} {:7,.0f} a row  ({})".format(name, runner - less, what), flush=True)
     finally:
         server.stdin.close()
         server.wait(30)

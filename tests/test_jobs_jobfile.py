@@ -221,3 +221,52 @@ def test_rows_read_lazily_decode_bytes_only_where_a_line_holds_them(tmp_path):
     assert rows[0].messages[0]["content_items"][0]["data"] == png
     assert rows[1].messages == read_jobs(path).rows[1].messages
     assert [r.id for r in rows] == ["img", "txt"] and [r.line for r in rows] == [1, 2]
+
+
+def test_bytes_spelled_with_an_escape_are_bytes_in_the_checked_and_the_lazy_rows(tmp_path):
+    """Issue 41 item 6: a line is taken as decoded only when nothing in it can spell ``__bytes__``; a key
+    written with a ``\\u`` escape (``"\\u005f_bytes__"``) is the same key to JSON, so its value is bytes both
+    in the check and in the row sent (it was a dict in the lazy row: the word is not in the line's bytes)."""
+    from agenthub.jobs import iter_rows
+
+    png = b"\x89PNG\r\n\x1a\n\x00\xff"
+    image = {"role": "user", "content_items": [
+        {"type": "inline_data", "data": {"__bytes__": base64.b64encode(png).decode()}, "mime_type": "image/png"}]}
+    line = json.dumps(dict(_line("img"), messages=[image])).replace('"__bytes__"', '"\\u005f_bytes__"')
+    assert "__bytes__" not in line
+    path = str(tmp_path / "escaped.jsonl")
+    with open(path, "w") as f:
+        f.write(line + "\n")
+    assert read_jobs(path).rows[0].messages[0]["content_items"][0]["data"] == png
+    for check in (True, False):
+        assert next(iter_rows(path, check=check)).messages[0]["content_items"][0]["data"] == png
+
+
+def test_problems_are_named_in_line_order_whatever_batch_their_ids_went_in_with(tmp_path):
+    """Issue 41 item 6: the ids of the up-front check go into the index a batch at a time; the problems are
+    still each line's own, in line order: a duplicate in the same batch or an earlier one, an invalid line
+    whose id is a duplicate (named once, as a duplicate), an invalid line."""
+    lines = [_line("r{}".format(n)) for n in range(1, 1201)]
+    lines[519] = _line("r3", model=5)  # line 520: invalid, and its id is line 3's
+    lines[529] = _line("x530", model=5)  # line 530: invalid
+    lines[599] = _line("r10")  # line 600: line 10's id, an earlier batch
+    lines[1099] = _line("r1099")  # line 1100: line 1099's id, the same batch
+    path = _write(tmp_path, lines)
+    with pytest.raises(ConfigError) as info:
+        read_jobs(path)
+    assert str(info.value).split("\n")[1:5] == [
+        "  line 520: duplicate id 'r3' (first on line 3)",
+        "  line 530: 'model' must be a non-empty string (got int)",
+        "  line 600: duplicate id 'r10' (first on line 10)",
+        "  line 1100: duplicate id 'r1099' (first on line 1099)"]
+    assert info.value.lines == [520, 530, 600, 1100]
+    with pytest.raises(ConfigError) as skipping:
+        read_jobs(path, skip_invalid=True)
+    assert "line 530" not in str(skipping.value) and skipping.value.lines == [520, 600, 1100]
+    del lines[1099], lines[599], lines[519]
+    job = read_jobs(_write(tmp_path, lines, "ok.jsonl"), skip_invalid=True, keep_rows=False)
+    try:
+        assert (job.count, [n for n, _ in job.invalid], len(job.ids)) == (1196, [529], 1197)
+        assert job.invalid[0][1]["id"] == "x530" and job.ids["x530"] == 529 and job.ids["r1200"] == 1197
+    finally:
+        job.ids.close()

@@ -19,12 +19,12 @@ out its error is an ``OutputValidationError`` with ``"problems"`` (each attempt'
 (an ``api_key`` field is refused), and error messages are the library's own, already scrubbed.
 """
 
-import datetime
 import json
 import logging
 import os
 import tempfile
 import threading
+import time
 import weakref
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Set, Tuple
@@ -94,10 +94,27 @@ class JobFile:
 
 def parse_line(obj: Any, line: int) -> JobRow:
     """A JobRow from one decoded input line; ConfigError (without the line number) when it is not valid."""
+    rid, model, messages, config, schema = _checked(obj, False)
+    return JobRow(id=rid, model=model, messages=messages, config=config, client_type=obj.get("client_type"),
+                  base_url=obj.get("base_url"), line=line, output_schema=schema)
+
+
+_INPUT_KEYS = frozenset(INPUT_KEYS)
+
+
+def _plain(raw: bytes) -> bool:
+    """Whether a line's decoded values hold no ``{"__bytes__": ...}``: the word is not in it, nor a ``\\u``
+    escape that could spell it (so ``from_jsonable`` would give them back unchanged)."""
+    return b"__bytes__" not in raw and b"\\u" not in raw
+
+
+def _checked(obj: Any, plain: bool) -> Tuple[str, str, Any, Dict[str, Any], Any]:
+    """``parse_line``'s checks: (id, model, messages, config, output_schema), bytes decoded unless ``plain``
+    (``_plain``: the decoded values are the row's as they are)."""
     if not isinstance(obj, dict):
         raise ConfigError("a job line must be a JSON object, got {}".format(type(obj).__name__))
-    unknown = sorted(str(k) for k in obj if k not in INPUT_KEYS)
-    if unknown:
+    if not _INPUT_KEYS.issuperset(obj):
+        unknown = sorted(str(k) for k in obj if k not in INPUT_KEYS)
         hint = " (keys come from the environment, never from a job file)" if any(
             "key" in k.lower() for k in unknown) else ""
         raise ConfigError("unknown key(s) {}; a job line has {}{}".format(unknown, ", ".join(INPUT_KEYS), hint))
@@ -112,17 +129,22 @@ def parse_line(obj: Any, line: int) -> JobRow:
     for name in ("client_type", "base_url"):
         if obj.get(name) is not None and (not isinstance(obj[name], str) or not obj[name]):
             raise ConfigError("{!r} must be a non-empty string when given".format(name))
-    messages = from_jsonable(obj.get("messages"))
+    messages = obj.get("messages")
+    if not plain:
+        messages = from_jsonable(messages)
     check_messages(messages)
-    config = from_jsonable(obj.get("config") if obj.get("config") is not None else {})
+    config = obj.get("config")
+    if config is None:
+        config = {}
+    elif not plain:
+        config = from_jsonable(config)
     check_config(config)
     schema = obj.get("output_schema")
     if schema is not None:
         check_output_schema(schema)
         if config.get("response_format") is not None:
             raise ConfigError("'output_schema' and config['response_format'] both shape the answer: give one")
-    return JobRow(id=rid, model=model, messages=messages, config=config, client_type=obj.get("client_type"),
-                  base_url=obj.get("base_url"), line=line, output_schema=schema)
+    return rid, model, messages, config, schema
 
 
 def check_output_schema(schema: Any) -> None:
@@ -209,16 +231,45 @@ def read_jobs(path: str, *, skip_invalid: bool = False, keep_rows: bool = True) 
     count = 0
     routes = {}  # type: Dict[Tuple[str, Optional[str], Optional[str]], List[int]]
     route_ids = {}  # type: Dict[Tuple[str, Optional[str], Optional[str]], int]
+    # the lines read and checked, not yet settled: their ids go into the index a batch at a time (one statement),
+    # then each line is taken in order, as if its id had been added alone
+    pending = []  # type: List[Tuple[int, Any, Optional[ConfigError], Optional[str], Optional[int]]]
+
+    def settle() -> None:
+        nonlocal count
+        added = [(entry[3], entry[0], entry[4]) for entry in pending if entry[3] is not None]
+        firsts = iter(seen.add_many(added))
+        for number, what, error, rid, route in pending:  # what: the route (valid) or (id, model) for its error row
+            if rid is not None:
+                first = next(firsts)
+                if first is not None:
+                    problems.append("line {}: duplicate id {!r} (first on line {})".format(number, rid[:80], first))
+                    continue
+            if error is None:
+                count += 1
+                lines = routes.setdefault(what, [])
+                if len(lines) < 6:
+                    lines.append(number)
+                continue
+            if skip_invalid:
+                stub = JobRow(id=what[0], model=what[1], messages=[], line=number)
+                invalid.append((number, error_row(stub, ConfigError("line {}: {}".format(number, error)),
+                                                  attempts=0, backend="none")))
+            else:
+                problems.append("line {}: {}".format(number, error))
+        del pending[:]
+
     try:
         handle = open(path, "rb")
     except OSError as exc:
+        seen.close()
         raise ConfigError("cannot read the job file {}: {}".format(path, exc.strerror or exc)) from None
     with handle:
         for number, raw in _bounded_lines(handle):
             obj = None  # type: Any
             if raw is None:
                 error = ConfigError("longer than {} bytes".format(MAX_JOB_LINE_BYTES))  # type: Optional[ConfigError]
-            elif not raw.strip():
+            elif raw.isspace():  # (a blank line: not copied to be stripped)
                 continue
             else:
                 try:
@@ -229,36 +280,26 @@ def read_jobs(path: str, *, skip_invalid: bool = False, keep_rows: bool = True) 
                     error = ConfigError(reason)
                 else:
                     error = None
-            row = None  # type: Optional[JobRow]
+            route = None  # type: Optional[int]
+            what = None  # type: Any
             if error is None:
                 try:
-                    row = parse_line(obj, number)
+                    _, model, messages, config, schema = _checked(obj, _plain(raw))  # type: ignore[arg-type]
                 except ConfigError as exc:
                     error = exc
-            rid = obj.get("id") if isinstance(obj, dict) else None
-            key = None if row is None else (row.model, row.client_type, row.base_url)
-            if _usable_id(rid):
-                route = None
-                if key is not None:
+                else:
+                    what = key = (model, obj.get("client_type"), obj.get("base_url"))
                     route = route_ids.setdefault(key, len(route_ids))
-                first = seen.add(rid, number, route)  # one statement per line: the id, its line and route
-                if first is not None:
-                    problems.append("line {}: duplicate id {!r} (first on line {})".format(number, rid[:80], first))
-                    continue
-            if row is not None and key is not None:
-                count += 1
-                lines = routes.setdefault(key, [])
-                if len(lines) < 6:
-                    lines.append(number)
-                if keep_rows:
-                    rows.append(row)
-                continue
-            if skip_invalid:
-                stub = JobRow(id=_invalid_id(obj, number), model=_model_of(obj), messages=[], line=number)
-                invalid.append((number, error_row(stub, ConfigError("line {}: {}".format(number, error)),
-                                                  attempts=0, backend="none")))
-            else:
-                problems.append("line {}: {}".format(number, error))
+                    if keep_rows:  # (a duplicate id fails the whole file: then the rows kept are not used)
+                        rows.append(JobRow(id=obj["id"], model=model, messages=messages, config=config,
+                                           client_type=key[1], base_url=key[2], line=number, output_schema=schema))
+            rid = obj.get("id") if isinstance(obj, dict) else None
+            if error is not None:  # (only what its error row needs is kept: the line itself may be huge)
+                what = (_invalid_id(obj, number), _model_of(obj)) if skip_invalid else None
+            pending.append((number, what, error, rid if _usable_id(rid) else None, route))
+            if len(pending) >= 512:
+                settle()
+        settle()
     duplicates = [p for p in problems if "duplicate id" in p]
     if problems:
         seen.close()
@@ -287,14 +328,14 @@ def rows_from(path: str, first_line: int, *, check: bool = True) -> Iterator[Job
     run starts at the first line still to do)."""
     with open(path, "rb") as handle:
         for number, raw in _bounded_lines(handle):
-            if number < first_line or raw is None or not raw.strip():
+            if number < first_line or raw is None or raw.isspace():
                 continue
             try:
                 obj = json.loads(raw.decode("utf-8"))
                 if check:
                     yield parse_line(obj, number)
                     continue
-                row = _fast_row(obj, number, b"__bytes__" not in raw)
+                row = _fast_row(obj, number, _plain(raw))
             except (UnicodeDecodeError, ValueError):  # ConfigError is a ValueError
                 continue
             if row is not None:
@@ -375,6 +416,20 @@ class IdIndex(object):
                 return None
             return self._db.execute("SELECT line FROM ids WHERE id = ?", (rid,)).fetchone()[0]
 
+    def add_many(self, entries: List[Tuple[str, int, Optional[int]]]) -> List[Optional[int]]:
+        """``add`` for each ``(id, line, route)`` of ``entries``, in order, in one statement: for each, None when
+        it was new, else the line its id was first recorded on (read back only when one was not new)."""
+        with self._lock:
+            db = self._db
+            before = db.total_changes
+            db.executemany("INSERT OR IGNORE INTO ids (id, line, route) VALUES (?, ?, ?)", entries)
+            added = db.total_changes - before
+            self._count += added
+            if added == len(entries):
+                return [None] * len(entries)
+            firsts = [db.execute("SELECT line FROM ids WHERE id = ?", (rid,)).fetchone()[0] for rid, _, _ in entries]
+        return [None if first == line else first for first, (_, line, _) in zip(firsts, entries)]
+
     def seal(self) -> None:
         """End the bulk load (one transaction) and index the routes."""
         with self._lock:
@@ -450,8 +505,18 @@ class IdIndex(object):
 # -- output rows -----------------------------------------------------------------------------------
 
 
+_second = (None, "")  # type: Tuple[Optional[int], str]  # (a Unix second, its "YYYY-MM-DDTHH:MM:SS" in UTC)
+
+
 def _now() -> str:
-    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    """Now in UTC, ``YYYY-MM-DDTHH:MM:SS.ffffffZ`` (the date and time formatted once a second)."""
+    global _second
+    now = time.time()
+    whole = int(now // 1)
+    second = _second
+    if second[0] != whole:
+        second = _second = (whole, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(whole)))
+    return "{}.{:06d}Z".format(second[1], min(999999, int((now - whole) * 1e6)))
 
 
 def output_row(row: JobRow, *, message: Any, usage_metadata: Any, finish_reason: Any, cost_usd: Optional[float],

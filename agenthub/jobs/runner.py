@@ -260,7 +260,10 @@ class Job(object):
 
     def __init__(self, rows: Any, clients: Dict[Route, Any], writer: OutputWriter, limiter: RateLimiter,
                  summary: JobSummary, progress: Progress, max_retries: int, backend: str = "live",
-                 per_thread: Optional[Callable[..., Any]] = None) -> None:
+                 per_thread: Optional[Callable[..., Any]] = None, pauses_only: bool = False) -> None:
+        #: the limiter is the run's own, without rpm or tpm: a turn would book nothing (every slot is "now") and
+        #: its counts are seen by no one, so an attempt only waits out the pauses (a 429's, exhausted headers')
+        self.pauses_only = pauses_only
         self.rows = rows
         self.clients = clients
         self.writer = writer
@@ -526,7 +529,7 @@ class _RowHook(LimiterHook):
     (its attempts and the route that answered)."""
 
     def __init__(self, job: "Job") -> None:
-        super().__init__(job.limiter)
+        super().__init__(job.limiter, acquire=not job.pauses_only)
         self.job = job
 
     def _pace(self) -> Optional[bool]:
@@ -684,7 +687,8 @@ def run(input_path: str, output_path: str, *, workers: int = 8, rpm: Optional[fl
         if output is not None:
             _no_response_format(input_path)
         return _run_live(job, input_path, output_path, workers, limiter or RateLimiter(rpm, tpm), retry_failed,
-                         progress, client_factory, max_retries, grace, fallbacks, started, output, output_retries)
+                         progress, client_factory, max_retries, grace, fallbacks, started, output, output_retries,
+                         pauses_only=limiter is None and rpm is None and tpm is None)
     finally:
         job.ids.close()  # the id index's temporary file
         lock.release()
@@ -731,7 +735,7 @@ def resume(job: JobFile, output_path: str, retry_failed: bool) -> Tuple[int, Dic
 def _run_live(job: JobFile, input_path: str, output_path: str, workers: int, limiter: RateLimiter,
               retry_failed: bool, progress: Any, client_factory: Optional[Callable[..., Any]], max_retries: int,
               grace: float, fallbacks: Optional[Sequence[Any]], started: float, output: Any = None,
-              output_retries: int = 2) -> JobSummary:
+              output_retries: int = 2, pauses_only: bool = False) -> JobSummary:
     skipped, routes, counts = resume(job, output_path, retry_failed)
     embedding = _embedding_lines(input_path, routes) if routes else {}
     clients = build_clients(routes, client_factory or functools.partial(default_client, max_retries=max_retries),
@@ -753,7 +757,7 @@ def _run_live(job: JobFile, input_path: str, output_path: str, workers: int, lim
         todo = (row for row in rows_from(input_path, first, check=False)
                 if row.line > last or not ids.is_done(row.id))
         state = Job(todo, clients, writer, limiter, summary, show, max_retries,
-                     per_thread=client_factory if fallbacks is not None else None)
+                    per_thread=client_factory if fallbacks is not None else None, pauses_only=pauses_only)
         state.output = output
         state.output_retries = output_retries
         count = min(workers, max(1, sum(counts.values())))
