@@ -217,7 +217,7 @@ def test_killed_with_the_response_in_flight_the_resume_re_attaches_by_id_and_pay
     assert len(sent) == 2 and cancels == []
     assert got == [(kind + "/res_turn1", {"stream": "true"})]
     assert [r["body"] for r in sent] == clean_bodies  # the same requests as an uninterrupted run's
-    assert result.stop == "done" and result.turns == 2 and result.replayed_turns == 0
+    assert (result.stop, result.turns, result.replayed_turns, result.reattached_turns) == ("done", 2, 0, 1)
     assert plain(result.messages) == plain(clean.messages)
     assert result.usage_metadata == clean.usage_metadata
     assert result.cost_usd == clean.cost_usd and result.cost_usd > 0  # counted once
@@ -255,7 +255,7 @@ def test_killed_with_the_response_in_flight_and_gone_or_not_background_the_resum
         sent = posts(server, wire)
         got = gets(server)
     assert [e["k"] for e in entries] == (["header", "attach"] if background else [])
-    assert result.stop == "done" and result.turns == 2
+    assert result.stop == "done" and result.turns == 2 and result.reattached_turns == 0
     assert len(sent) == 3 and sent[0]["body"] == sent[1]["body"]  # the first turn sent again, once
     warned = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     if background:
@@ -387,7 +387,7 @@ def test_a_run_without_background_sends_the_request_in_flight_again():
         store.failing = set()
         result = client.run([USER], {"max_tokens": 200}, tools=[look_up], journal=store, run_id="bg-4").result()
         assert len(posts(server, wire)) == 3 and gets(server) == []
-    assert result.stop == "done" and result.turns == 2
+    assert result.stop == "done" and result.turns == 2 and result.reattached_turns == 0
 
 
 def test_a_response_started_on_another_route_is_sent_again():
@@ -421,7 +421,7 @@ def test_run_stateful_re_attaches_into_a_new_clients_history():
         result = fresh.run_stateful(USER, dict(CONFIG), tools=[look_up], journal=store, run_id="bg-s").result()
         sent = posts(server, wire)
         assert len(sent) == 2 and len(gets(server)) == 1
-    assert result.stop == "done" and result.turns == 2 and result.replayed_turns == 0
+    assert (result.stop, result.turns, result.replayed_turns, result.reattached_turns) == ("done", 2, 0, 1)
     history = plain(fresh.get_history())
     assert [m["role"] for m in history] == ["user", "assistant", "user", "assistant"]
     assert history[0]["content_items"] == USER["content_items"]
@@ -446,7 +446,7 @@ def test_a_failure_mid_turn_journals_detach_so_the_resume_sends_the_turn_again()
         assert kinds(store, "bg-5") == ["header", "attach", "detach"]
         result = client.run([USER], dict(CONFIG), tools=[look_up], journal=store, run_id="bg-5").result()
         assert len(posts(server, wire)) == 3 and gets(server) == []  # sent again, not re-attached to what failed
-    assert result.stop == "done" and result.turns == 2
+    assert result.stop == "done" and result.turns == 2 and result.reattached_turns == 0
 
 
 def test_a_re_attach_is_never_answered_from_a_response_cache():

@@ -458,6 +458,8 @@ class RunJournal(object):
         #: what the run took from the journal instead of doing it again: turns and tool results
         self.replayed_turns = 0
         self.replayed_results = 0
+        #: turns read again by a background response's journaled id (live, not sent again)
+        self.reattached_turns = 0
         self._at_most_once = set()  # type: Set[Tuple[int, str]]  # (turn, call id): results stored as they end
         self._results_kept = False  # (results kept for the next write: stored before the next request)
 

@@ -156,6 +156,9 @@ class RunResult:
     #: typed output (agenthub's addition, docs/typed-output.md "In a tool run")
     output: Any = None
     output_json: Any = None
+    #: a journaled run's turns read again by their background response's id after a crash (not sent again:
+    #: docs/tools.md "The model request in flight"); live turns, counted in ``turns`` too
+    reattached_turns: int = 0
 
 
 # -- tool sources -----------------------------------------------------------------------------------------------
@@ -1009,7 +1012,8 @@ class Run(object):
                          run_id=journal.run_id if journal is not None else None,
                          replayed_turns=journal.replayed_turns if journal is not None else 0,
                          replayed_results=journal.replayed_results if journal is not None else 0,
-                         interrupted=list(self._interrupted), output=self._output, output_json=self._output_json)
+                         interrupted=list(self._interrupted), output=self._output, output_json=self._output_json,
+                         reattached_turns=journal.reattached_turns if journal is not None else 0)
 
     @property
     def usage_metadata(self) -> UsageMetadata:
@@ -1147,6 +1151,8 @@ class Run(object):
                     if event["event_type"] == "stop":
                         answer = self._turn_done(folding, stream)
                     yield event
+            if attach is not None and answer is not None:  # the turn came by its journaled id, not sent again
+                self._journal.reattached_turns += 1
         except Exception as exc:
             if not self._aborted:
                 if self._attached_id is not None and answer is None and isinstance(exc, AgentHubError):
