@@ -361,21 +361,21 @@ class _Noting(object):
     def __init__(self, logger: logging.Logger) -> None:
         self.logger = logger
 
-    def debug(self, *args: Any, **kwargs: Any) -> None:
+    def _log(self, level: int, *args: Any, **kwargs: Any) -> None:
         NOTES[0] += 1
-        self.logger.debug(*args, **kwargs)
+        self.logger.log(level, *args, **kwargs)
+
+    def debug(self, *args: Any, **kwargs: Any) -> None:
+        self._log(logging.DEBUG, *args, **kwargs)
 
     def info(self, *args: Any, **kwargs: Any) -> None:
-        NOTES[0] += 1
-        self.logger.info(*args, **kwargs)
+        self._log(logging.INFO, *args, **kwargs)
 
     def warning(self, *args: Any, **kwargs: Any) -> None:
-        NOTES[0] += 1
-        self.logger.warning(*args, **kwargs)
+        self._log(logging.WARNING, *args, **kwargs)
 
     def error(self, *args: Any, **kwargs: Any) -> None:
-        NOTES[0] += 1
-        self.logger.error(*args, **kwargs)
+        self._log(logging.ERROR, *args, **kwargs)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.logger, name)
