@@ -732,7 +732,8 @@ def test_save_wav_from_bytes_items_and_events(tmp_path):
 def test_save_inline_data_picks_an_extension(tmp_path):
     png = {"type": "inline_data", "data": b"\x89PNG\r\n\x1a\n", "mime_type": "image/png"}
     path = save_inline_data(png, tmp_path / "picture")
-    assert path.endswith(".png") and open(path, "rb").read() == png["data"]
+    with open(path, "rb") as saved:
+        assert path.endswith(".png") and saved.read() == png["data"]
     audio = {"type": "inline_data", "data": b"\x00\x00" * 4, "mime_type": "audio/L16;codec=pcm;rate=24000"}
     path = save_inline_data(audio, tmp_path / "voice")
     assert path.endswith(".wav")
