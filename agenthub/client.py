@@ -672,25 +672,31 @@ class AutoLLMClient(object):
                                                                        self.max_retries))
 
     def _reattach(self, resource_id: str, config: Optional[UniConfig] = None,
-                  messages: Optional[Sequence[Message]] = None, message: Optional[UniMessage] = None) -> ResponseStream:
-        """A turn this client's endpoint started as a background response (or interaction) ``resource_id``,
-        read again from its start by the GET that streams it (``attempt.resuming`` is its id from the first
-        attempt: the attempt loop's hooks, retries and deadline, a cut resumed by id; never a POST, never
-        another route): how a journaled run resumed after a crash takes the turn that was in flight without
-        paying for it again (agenthub.agent.runner).  ``messages``: the turn's conversation (stateless), or
-        ``message``: a stateful turn's next message (history gains it and the answer, as
-        ``streaming_response_stateful``).  A ConfigError when ``config`` is not a background one or this
-        protocol has no background streams; a StreamProtocolError for an id that is no usable URL segment."""
+                  messages: Optional[Sequence[Message]] = None, message: Optional[UniMessage] = None,
+                  route: Optional[Mapping[str, Any]] = None) -> ResponseStream:
+        """A turn this client's endpoint (or, ``route`` naming one, the fallback that answered it) started as a
+        background response (or interaction) ``resource_id``, read again from its start by the GET that
+        streams it (``attempt.resuming`` is its id from the first attempt: the attempt loop's hooks, retries
+        and deadline, a cut resumed by id; never a POST, never another route): how a journaled run resumed
+        after a crash takes the turn that was in flight without paying for it again (agenthub.agent.runner).
+        ``messages``: the turn's conversation (stateless), or ``message``: a stateful turn's next message
+        (history gains it and the answer, as ``streaming_response_stateful``).  A ConfigError when ``config``
+        is not a background one, this protocol has no background streams, or ``route`` is none of this
+        client's; a StreamProtocolError for an id that is no usable URL segment."""
         cfg = check_config(config)
-        resume = self._protocol.resume
+        entry = self._route_entry(route)
+        if entry is None:
+            raise ConfigError("{}: the background response was started on a route that is neither this client "
+                              "nor one of its fallbacks".format(self.client_type))
+        resume = entry._protocol.resume
         if not cfg.get("background") or resume is None:
             raise ConfigError("{}: only a background response (config['background'] on a protocol that keeps it) "
-                              "can be re-attached by its id".format(self.client_type))
-        request = resume.request(self._endpoint, resource_id, None)
+                              "can be re-attached by its id".format(entry.client_type))
+        request = resume.request(entry._endpoint, resource_id, None)
         if message is None:
             sent = list(messages or ())  # type: List[Any]
             check_messages(sent, self._checked)
-            return self._open(request, cfg, sent, None, reattach=resource_id)
+            return self._open(request, cfg, sent, None, reattach=resource_id, entry=entry)
         check_message(message)
         if message["role"] != "user":
             raise ConfigError("a stateful turn takes the next user message")
@@ -698,10 +704,22 @@ class AutoLLMClient(object):
         if "created_at" not in message:
             message = dict(message)  # type: ignore[assignment]
             message["created_at"] = int(time.time() * 1000)
-        return self._open(request, cfg, self._history + [message], message, reattach=resource_id)
+        return self._open(request, cfg, self._history + [message], message, reattach=resource_id, entry=entry)
+
+    def _route_entry(self, route: Optional[Mapping[str, Any]]) -> Optional["AutoLLMClient"]:
+        """The client (this one, or one of its fallbacks) whose route (model, client type, host) is ``route``;
+        this client for no route; None when none is."""
+        if not route:
+            return self
+        for entry in [self] + self._fallbacks:
+            own = entry._route()
+            if all(route.get(key) == own.get(key) for key in ("model", "client_type", "host")):
+                return entry
+        return None
 
     def _open(self, request: Any, config: Dict[str, Any], messages: List[UniMessage],
-              stateful: Optional[UniMessage], reattach: Optional[str] = None) -> ResponseStream:
+              stateful: Optional[UniMessage], reattach: Optional[str] = None,
+              entry: Optional["AutoLLMClient"] = None) -> ResponseStream:
         hooks = attempt_loop.hooks_for(self._hooks)
         if "trace_id" in config:
             from .tracer import TraceHook, trace_paths
@@ -711,14 +729,20 @@ class AutoLLMClient(object):
                 stored = self._protocol.stored_answer if stateful else None
                 hooks = list(hooks) + [TraceHook(stored)]
         watch = _transport().Watch()
-        call = Attempt("stream", self.client_type, self.model, request, messages, config, route=self._route(),
-                       server=url_server(self._endpoint.base_url), provider=self._provider)
+        if entry is None or entry is self:
+            entry = self
+        else:  # a fallback's background response: its endpoint, model and own hooks; the call's config without
+            config = {key: value for key, value in config.items()  # what belongs to the primary's endpoint
+                      if key not in ("extra_headers", "extra_body")}
+            hooks = merge_hooks(hooks, entry._hooks)
+        call = Attempt("stream", entry.client_type, entry.model, request, messages, config, route=entry._route(),
+                       server=url_server(entry._endpoint.base_url), provider=entry._provider)
         if reattach is None:
             events = self._attempts(call, watch, hooks)
-        else:  # the GET of a response this endpoint keeps: on this endpoint only (no failover), the first
-            call.resuming = reattach  # attempt a resume (a limiter takes no new tokens for it; a budget
-            self.last_route = call.route  # charges the call once, from the usage the stream brings)
-            events = self._attempts_here(call, watch, hooks)
+        else:  # the GET of a response the endpoint that started it keeps: on that endpoint only (no failover),
+            call.resuming = reattach  # the first attempt a resume (a limiter takes no new tokens for it; a
+            self.last_route = call.route  # budget charges the call once, from the usage the stream brings)
+            events = entry._attempts_here(call, watch, hooks)
         if stateful is not None:
             events = self._stateful(call, events, stateful, self._version)
         if hooks and attempt_loop.wants_events(hooks):  # a hook reads every event: only then a pass per event

@@ -403,6 +403,41 @@ def test_a_response_started_on_another_route_is_sent_again():
     assert entries[2]["k"] == "detach" and entries[2]["reason"].startswith("it was started on another route")
 
 
+def _dead_url():
+    """A 127.0.0.1 URL nothing listens on (a port bound, then closed): a connection there is refused."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    return "http://127.0.0.1:{}/v1".format(port)
+
+
+@pytest.mark.parametrize("wire", sorted(WIRES))
+def test_a_response_a_fallback_started_is_re_attached_on_that_fallback(wire):
+    clean, _ = uninterrupted(wire)
+    model, path, resource = WIRES[wire]
+    with LongrunServer() as server:
+        script(server, wire)
+
+        def primary():  # refused at once: every turn moves to the fallback, which starts the response
+            return AutoLLMClient("other-model", api_key=KEY, base_url=_dead_url(), client_type=wire, max_retries=0,
+                                 fallbacks=[client_for(server, wire)])
+
+        store = _Failing({"turn"})
+        with pytest.raises(StoreError):
+            primary().run([USER], dict(CONFIG), tools=[look_up], journal=store, run_id="bg-f").result()
+        attach = [json.loads(e) for e in store.journal_entries("bg-f")][1]
+        assert attach["k"] == "attach" and attach["route"]["model"] == model
+        store.failing = set()
+        result = primary().run([USER], dict(CONFIG), tools=[look_up], journal=store, run_id="bg-f").result()
+        assert len(posts(server, wire)) == 2  # the first turn once (before the failure), the second once
+        assert gets(server) == [(resource + "/res_turn1", {"stream": "true"})]
+    assert (result.stop, result.turns, result.reattached_turns) == ("done", 2, 1)
+    assert plain(result.messages) == plain(clean.messages) and result.cost_usd == clean.cost_usd
+    assert "detach" not in kinds(store, "bg-f")
+
+
 def test_run_stateful_re_attaches_into_a_new_clients_history():
     wire = "openai-responses"
     with LongrunServer() as server:

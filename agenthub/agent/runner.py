@@ -679,12 +679,12 @@ class _Pool(object):
 _logger = logging.getLogger("agenthub")
 
 
-def _reattach_stateless(client: Any, resource_id: str, messages: Any, config: Any) -> Any:
-    return client._reattach(resource_id, config, messages=messages)
+def _reattach_stateless(client: Any, resource_id: str, route: Any, messages: Any, config: Any) -> Any:
+    return client._reattach(resource_id, config, messages=messages, route=route)
 
 
-def _reattach_stateful(client: Any, resource_id: str, message: Any, config: Any) -> Any:
-    return client._reattach(resource_id, config, message=message)
+def _reattach_stateful(client: Any, resource_id: str, route: Any, message: Any, config: Any) -> Any:
+    return client._reattach(resource_id, config, message=message, route=route)
 
 
 def _gone(error: BaseException, stream: Any) -> Optional[str]:
@@ -1179,15 +1179,15 @@ class Run(object):
         client = self._client
         resource_id = attach.get("id")
         route = attach.get("route") or {}
-        own = client._route() if callable(getattr(client, "_route", None)) else {}
         reason = None
         if not callable(getattr(client, "_reattach", None)):
             reason = "this client cannot re-attach to a background response"
-        elif route and any(route.get(k) != own.get(k) for k in ("model", "client_type", "host")):
+        elif route and (not callable(getattr(client, "_route_entry", None))
+                        or client._route_entry(route) is None):  # (this client or the fallback that answered it)
             reason = "it was started on another route ({} at {})".format(route.get("model"), route.get("host"))
         else:
             try:
-                opened = self._open_next(resource_id)
+                opened = self._open_next(resource_id, route)
             except AgentHubError as exc:
                 reason = "it cannot be asked for ({})".format(type(exc).__name__)
         if reason is not None:
@@ -1341,16 +1341,17 @@ class Run(object):
         put = getattr(self._client, "_put_history", None)
         (put if callable(put) else self._client.set_history)(history)
 
-    def _open_next(self, attach: Optional[str] = None) -> Any:
+    def _open_next(self, attach: Optional[str] = None, route: Optional[Mapping[str, Any]] = None) -> Any:
         """The next turn's stream (built: what the wire refuses raises here, before anything is sent).  A model
         that takes no image input gets the results' images as a note (IMAGES_LEFT_OUT) instead.  ``attach``:
-        the turn is the background response of that id, re-attached (``client._reattach``), not sent."""
+        the turn is the background response of that id, re-attached (``client._reattach``) on ``route`` (the
+        client's own or a fallback's), not sent."""
         client = self._client
         if attach is None:  # (the config checked once a run: the client's makers that take it checked)
             stateless, stateful, config = self._open_stream, self._open_stateful, self._send
         else:
-            stateless = functools.partial(_reattach_stateless, client, attach)
-            stateful = functools.partial(_reattach_stateful, client, attach)
+            stateless = functools.partial(_reattach_stateless, client, attach, route)
+            stateful = functools.partial(_reattach_stateful, client, attach, route)
             config = self._send_config
         for again in (False, True):
             try:
