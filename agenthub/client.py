@@ -516,7 +516,7 @@ class AutoLLMClient(object):
         """What a run takes from this client: its hooks (those with ToolHook methods apply to runs), the
         process-wide ones, and the trace writer of ``config["trace_id"]`` (the run's one writer)."""
         trace = None
-        if isinstance(config, Mapping) and config.get("trace_id") is not None:
+        if config is not None and isinstance(config, Mapping) and config.get("trace_id") is not None:
             from .tracer import RunTrace
 
             trace = RunTrace(config["trace_id"])

@@ -590,6 +590,23 @@ def test_bad_input_is_refused_before_anything_is_sent():
         assert server.requests == []
 
 
+@pytest.mark.parametrize("messages, words", [
+    ([1, 2], "messages[0] must be a dict (UniMessage), got int"),  # was an AttributeError
+    ([], "messages is empty: send at least one user message"),
+    ([{"role": "user", "content_items": "x"}], "messages[0]['content_items'] must be a list"),
+    ([USER, {"role": "assistant", "content_items": [{"type": "tool_call", "tool_call_id": "c1", "name": "get_weather"}]}],
+     "messages[1]['content_items'][0] (tool_call) needs 'arguments' of type dict"),
+    ([USER, {"role": "assistant", "content_items": [{"type": "tool_call", "tool_call_id": "c1", "name": "get_weather",
+                                                     "arguments": {}}], "finish_reason": "bogus"}],
+     "messages[1]['finish_reason'] is not a FinishReason"),
+])
+def test_malformed_messages_are_a_config_error_naming_the_message(messages, words):
+    client = AutoLLMClient("gpt-4o-mini", api_key="k", base_url="http://127.0.0.1:9/v1", client_type="openai-chat")
+    with pytest.raises(ConfigError) as info:
+        client.run(messages, tools=[get_weather])
+    assert str(info.value).startswith(words), str(info.value)
+
+
 def test_a_failed_turn_raises_and_run_messages_keeps_what_was_done():
     with SSEServer() as server:
         server.answers += [Answer([chat_calls([("c1", "get_weather", '{"city": "Paris"}')])]),

@@ -164,7 +164,7 @@ class RunResult:
 # -- tool sources -----------------------------------------------------------------------------------------------
 
 class _Entry(object):
-    __slots__ = ("name", "kind", "tool", "provider", "original", "source")
+    __slots__ = ("name", "kind", "tool", "provider", "original", "source", "thread")
 
     def __init__(self, name: str, kind: str, tool: Any = None, provider: Any = None, original: str = "",
                  source: str = "") -> None:
@@ -173,7 +173,8 @@ class _Entry(object):
         self.tool = tool
         self.provider = provider
         self.original = original or name  # the provider's own name for it
-        self.source = source  # words for errors
+        self.source = source  # words for errors, a template: "{!r}" is the original name (made when one is raised)
+        self.thread = "agenthub-tool-{}".format(name)[:60]  # the name of a thread running it
 
     @property
     def requires_approval(self) -> bool:
@@ -201,16 +202,20 @@ def resolve_tools(client: Any, tools: Any) -> Tuple[List[Dict[str, Any]], Dict[s
         if other is not None:
             hint = " (give a provider a name= for a prefix)" if "provider" in (other.kind, entry.kind) else ""
             raise ConfigError("two tools are named {!r}: {} and {}{}".format(
-                entry.name, other.source, entry.source, hint))
+                entry.name, other.source.format(other.original), entry.source.format(entry.original), hint))
         entries[entry.name] = entry
         out = dict(schema)
         out["name"] = entry.name
         schemas.append(out)
 
+    rule = None  # the wire's tool-name rule (looked up at the first tool)
     for i, value in enumerate(tools):
         if isinstance(value, Tool):
-            _check_name(client, value.name, "tool {!r}".format(value.name))
-            add(_Entry(value.name, "tool", tool=value, source="tool {!r}".format(value.name)), value.schema)
+            if rule is None:
+                rule = _name_rule(client)
+            if not rule.tool_name_ok(value.name):
+                _check_name(client, value.name, "tool {!r}")  # (raises)
+            add(_Entry(value.name, "tool", tool=value, source="tool {!r}"), value.schema)
         elif _is_provider(value):
             prefix = getattr(value, "name", None)
             label = "provider {!r}".format(prefix) if prefix else "provider {}".format(type(value).__name__)
@@ -223,17 +228,17 @@ def resolve_tools(client: Any, tools: Any) -> Tuple[List[Dict[str, Any]], Dict[s
                 if wire_name_problem(client, name):
                     name = _wire_safe(name)  # renamed here, and back when the model calls it
                 add(_Entry(name, "provider", provider=value, original=original,
-                           source="{}'s tool {!r}".format(label, original)), schema)
+                           source=label.replace("{", "{{").replace("}", "}}") + "'s tool {!r}"), schema)
         elif isinstance(value, _Mapping):
             name = value.get("name")
             if not isinstance(name, str) or not name:
                 raise ConfigError("tools[{}] needs a non-empty 'name'".format(i))
-            _check_name(client, name, "tools[{}] ({!r})".format(i, name))
-            add(_Entry(name, "schema", source="the ToolSchema {!r}".format(name)), value)
+            _check_name(client, name, "tools[" + str(i) + "] ({!r})")
+            add(_Entry(name, "schema", source="the ToolSchema {!r}"), value)
         elif callable(value):
             wrapped = Tool(value)
-            _check_name(client, wrapped.name, "tool {!r}".format(wrapped.name))
-            add(_Entry(wrapped.name, "tool", tool=wrapped, source="function {!r}".format(wrapped.name)),
+            _check_name(client, wrapped.name, "tool {!r}")
+            add(_Entry(wrapped.name, "tool", tool=wrapped, source="function {!r}"),
                 wrapped.schema)
         else:
             raise ConfigError("tools[{}] is a {}: give a @tool function, a ToolSchema or a tool provider (an "
@@ -242,9 +247,10 @@ def resolve_tools(client: Any, tools: Any) -> Tuple[List[Dict[str, Any]], Dict[s
 
 
 def _check_name(client: Any, name: str, what: str) -> None:
+    """``what``: the words for the tool, a template ("{!r}" is its name), made when the name is refused."""
     problem = wire_name_problem(client, name)
     if problem:
-        raise ConfigError("{}: {!r} is not a valid tool name here ({})".format(what, name, problem))
+        raise ConfigError("{}: {!r} is not a valid tool name here ({})".format(what.format(name), name, problem))
 
 
 def _check_decision(value: Any, where: str) -> None:
@@ -836,10 +842,23 @@ class Run(object):
         else:
             if messages is None or isinstance(messages, (str, bytes, _Mapping)):
                 raise ConfigError("run takes a list of messages")
-            messages = joined_results(list(messages))
-            check_messages(messages)
-            self._resume_at, self._open = _open_calls(messages)
+            try:
+                messages = joined_results(list(messages))
+            except Exception:
+                check_messages(messages)  # a malformed message: its ConfigError (not an AttributeError)
+                raise
+            # the client's own stream, built below when no call is open, checks the messages: not twice
+            checked_later = makers is not None
+            if not checked_later:
+                check_messages(messages)
+            try:
+                self._resume_at, self._open = _open_calls(messages)
+            except Exception:
+                check_messages(messages)  # a malformed message: its ConfigError
+                raise
             if self._open:
+                if checked_later:
+                    check_messages(messages)
                 self._tail = messages[self._resume_at + 1:]  # type: ignore[operator]
                 self._sent = messages[:self._resume_at + 1]  # type: ignore[operator]
             else:
@@ -1624,7 +1643,8 @@ class Run(object):
         in_call = [0.0]  # when that thread's call began (0.0: between calls, or not started: a late thread is no
         #                  reason to spread)
 
-        def work(index: int, call: Dict[str, Any], entry: _Entry, arguments: Any, shown: Any) -> Any:
+        # (the nested functions carry type comments: annotations would be evaluated each turn)
+        def work(index, call, entry, arguments, shown):  # type: (int, Dict[str, Any], _Entry, Any, Any) -> Any
             started = time.monotonic()
             item, raised = None, None  # type: Any, Optional[BaseException]
             try:
@@ -1633,14 +1653,16 @@ class Run(object):
                 raised = exc
             return index, item, raised, time.monotonic() - started
 
-        def drain() -> Any:
+        def drain():  # type: () -> Any
             me = threading.current_thread()
+            named = runnable[0][2].thread  # (the name the thread was handed the batch with)
             while True:
                 try:
                     index, call, entry, arguments, shown = shared.popleft()
                 except IndexError:
                     return _BATCH_NOTE
-                me.name = "agenthub-tool-{}".format(call["name"])[:60]
+                if entry.thread is not named:
+                    named = me.name = entry.thread
                 in_call[0] = time.monotonic()
                 got = contextvars.Context().run(work, index, call, entry, arguments, shown)  # a context per call
                 in_call[0] = 0.0
@@ -1648,13 +1670,13 @@ class Run(object):
                 if got[2] is not None or got[3] >= _SPREAD_SECONDS:
                     results.put(_BATCH_NOTE)  # the run's thread hears of a call that took time (or raised) now
 
-        def reporter(ticket: _Ticket) -> Callable[[Any], None]:
-            def report(value: Any) -> None:
+        def reporter(ticket):  # type: (_Ticket) -> Callable[[Any], None]
+            def report(value):  # type: (Any) -> None
                 ticket.running = False  # (a timed-out call's slot frees here)
                 results.put(value)
             return report
 
-        def take(got: Any) -> None:
+        def take(got):  # type: (Any) -> None
             if got is not None and got[0] in running:  # (None: abort() woke the wait; _BATCH_NOTE: see done)
                 decided[got[0]] = got[1:]
                 del running[got[0]]
@@ -1666,11 +1688,19 @@ class Run(object):
             queue.extend(runnable)
         try:
             if batch is not None:  # handed over as the wait begins: the thread finds the run's thread waiting
-                pool.submit(drain, reporter(batch), "agenthub-tool-{}".format(runnable[0][1]["name"])[:60])
+                pool.submit(drain, reporter(batch), runnable[0][2].thread)
                 try:
                     take(results.get(True, _SPREAD_SECONDS))  # (mostly the thread's one report)
                 except _queue.Empty:
                     pass
+                if len(done) == len(runnable) and not self._aborted:  # the batch ran (the common case): in order
+                    decided.update(done)
+                    for index in order:
+                        item, raised, seconds = decided[index]
+                        if raised is not None:
+                            raise raised
+                        yield index, item, seconds
+                    return
             while position < len(order):
                 if done:
                     for index in list(done):
@@ -1710,7 +1740,7 @@ class Run(object):
                     running[index] = (time.monotonic(), entry.timeout, call, ticket)
                     held += 1
                     pool.submit(functools.partial(work, index, call, entry, arguments, shown), reporter(ticket),
-                                "agenthub-tool-{}".format(call["name"])[:60])
+                                entry.thread)
                 if queue and not running and not (batch is not None and batch.running):
                     # every slot is held by a timed-out call that still runs
                     for index, call, entry, _, _ in queue:
