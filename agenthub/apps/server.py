@@ -408,8 +408,13 @@ def _run_frame(letter: bytes, pieces: List[str]) -> bytes:
     frame is one line), ESC s between two.  Text no UTF-8 can carry (a lone surrogate) goes in an items
     frame instead (JSON escapes carry it)."""
     text = _SEPARATOR.join(pieces)
-    if text.count(_ESC) >= len(pieces) or "\n" in text or "\r" in text:  # (more ESC than the separators)
+    if text.count(_ESC) >= len(pieces):  # more ESC than the separators: a piece holds one (rare), each escaped
         text = _SEPARATOR.join([_escaped(piece) for piece in pieces])
+    else:  # (LF and CR escaped in the whole: a separator holds neither)
+        if "\n" in text:
+            text = text.replace("\n", "\x1bn")
+        if "\r" in text:
+            text = text.replace("\r", "\x1br")
     try:
         data = text.encode("utf-8")
     except UnicodeEncodeError:

@@ -228,11 +228,14 @@ def _run(data: str, client: str) -> Tuple[str, List[str]]:
     if letter != "t" and letter != "a":
         raise _malformed(client, "a runs frame of an unknown kind")
     text = data[2:]
-    pieces = text.split("\x1bs")
-    if text.count("\x1b") >= len(pieces):  # escapes besides the separators
-        pieces = [piece.replace("\x1bn", "\n").replace("\x1br", "\r").replace("\x1be", "\x1b") if "\x1b" in piece
-                  else piece for piece in pieces]
-    return letter, pieces
+    if "\x1be" in text:  # a piece holds an ESC (rare): each piece is read back by itself
+        return letter, [piece.replace("\x1bn", "\n").replace("\x1br", "\r").replace("\x1be", "\x1b")
+                        if "\x1b" in piece else piece for piece in text.split("\x1bs")]
+    if "\x1bn" in text:  # (LF and CR read back in the whole: no separator comes of it)
+        text = text.replace("\x1bn", "\n")
+    if "\x1br" in text:
+        text = text.replace("\x1br", "\r")
+    return letter, text.split("\x1bs")
 
 
 def _filled(item: Any, call: Optional[List[str]], client: str) -> Tuple[Any, Optional[List[str]]]:
