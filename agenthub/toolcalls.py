@@ -94,6 +94,21 @@ def _finite(text: str) -> float:
 _strict_loads = json.JSONDecoder(parse_constant=_no_constant, parse_float=_finite).decode
 
 
+def read_arguments(text: str) -> Dict[str, Any]:
+    """A complete call's arguments read from their whole text as a call is closed (R6: blank is ``{}``; NaN,
+    Infinity and numbers beyond a float's range refused; an object nested less than MAX_DEPTH deep), for a
+    reader that got the fragments and only the word that they make the call (an agenthub server's runs wire:
+    ``agenthub.providers.agenthub_server``).  Raises ValueError (or RecursionError) for anything else."""
+    if not text.strip():
+        return {}
+    value = _strict_loads(text)
+    if type(value) is not dict:
+        raise ValueError("the arguments are not a JSON object")
+    if too_deep(value):
+        raise ValueError("the arguments nest deeper than {} levels".format(MAX_DEPTH))
+    return value
+
+
 def _one_byte_overhead() -> int:
     """What a str of one byte a character takes beyond its length on this interpreter, or 0 if unknown.
 

@@ -8,7 +8,7 @@ call in 20,000 fragments per protocol, one HTTP chunk per event.  Two ``agenthub
 side, one with the library as it was at ``--before`` (``ab.tree_at``), one with this checkout; each has its own
 client process (``client_type="agenthub"``, and the direct client for the same stream), with the same tree
 first on its path.  Per rep, in alternating order, each side streams every scenario directly and then through
-its server: the client's CPU (``getrusage`` in the client process) and the server's (utime + stime from
+its server: the client's CPU (``getrusage`` in the client process; the events of its first stream each way compared) and the server's (utime + stime from
 ``/proc/<pid>/stat``, all threads, 10 ms ticks).  Printed per protocol and stream: the median direct CPU, the
 medians of client and server through the server as ratios to it, and their sum (target <= 1.5x), before and
 after side by side, with the load average.
@@ -30,12 +30,13 @@ SCENARIOS = (("text", "text-20000"), ("tool", "tool-1048576-20000"))
 TARGET = 1.5
 
 _WORKER = r'''
-import json, resource, sys
+import hashlib, json, re, resource, sys
 import agenthub
 from agenthub import AutoLLMClient
 print(agenthub.__file__, flush=True)
 messages = [{"role": "user", "content_items": [{"type": "text", "text": "Write the file."}]}]
 clients = {}
+digests = {}
 for line in sys.stdin:
     mode, url, model, protocol = json.loads(line)
     key = (mode, url, model)
@@ -46,14 +47,17 @@ for line in sys.stdin:
         else:
             client = AutoLLMClient("bench-model", client_type=protocol, api_key="k", base_url=url, max_retries=0)
         clients[key] = client
-        for _ in client.streaming_response(messages):  # warm: the connection, the imports
-            pass
+        # warm (the connection, the imports), and what came: the events without created_at, made-up ids unified
+        events = [{k: v for k, v in e.items() if k != "created_at"} for e in client.streaming_response(messages)]
+        text = re.sub(r"call_[0-9a-f]{12}_(\d+)", r"call_generated_\1", json.dumps(events, default=repr))
+        digests[key] = hashlib.sha256(text.encode()).hexdigest()
     before = resource.getrusage(resource.RUSAGE_SELF)
     count = 0
     for _ in client.streaming_response(messages):
         count += 1
     after = resource.getrusage(resource.RUSAGE_SELF)
-    print(json.dumps([after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime, count]), flush=True)
+    print(json.dumps([after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime, count, digests[key]]),
+          flush=True)
 '''
 
 
@@ -127,9 +131,14 @@ def main():
                 for row in rows:
                     loads.append(ab.load())
                     cell = samples[(side, row["id"])]
-                    cell["direct"].append(run.drain("direct", row["base_url"], row["id"], row["client_type"])[0])
+                    direct = run.drain("direct", row["base_url"], row["id"], row["client_type"])
+                    cell["direct"].append(direct[0])
                     start = process_cpu(run.server.pid)
-                    cell["client"].append(run.drain("via", run.url, row["id"], row["client_type"])[0])
+                    via = run.drain("via", run.url, row["id"], row["client_type"])
+                    cell["client"].append(via[0])
+                    if via[2] != direct[2]:
+                        raise SystemExit("{} {}: the events through the server are not the direct client's".format(
+                            side, row["id"]))
                     time.sleep(0.05)  # the server's threads are done with the stream
                     cell["server"].append(process_cpu(run.server.pid) - start)
             print("rep {} done ({})".format(rep + 1, ab.loads_text(loads[-len(rows) * 2:])), file=sys.stderr,

@@ -967,14 +967,16 @@ def test_the_items_wire_carries_the_same_events(stack, name):
     assert b"data: [" not in plain.content.replace(b"data: [DONE]", b"")
 
 
-def test_the_agenthub_client_asks_for_the_items_wire():
+def test_the_agenthub_client_asks_for_the_runs_wire():
+    """(It asked for the items wire before the runs wire; a server that knows only that one, or none, answers
+    with whole events.)"""
     from agenthub.providers import agenthub_server
     from agenthub.providers._common import Endpoint
 
     endpoint = Endpoint("agenthub", "http://127.0.0.1:1", None, {})
     request = agenthub_server.build_request(endpoint, "m", MESSAGES, {})
     assert request.headers == {"Content-Type": "application/json", "Accept": "text/event-stream",
-                               "X-AgentHub-Wire": "items"}
+                               "X-AgentHub-Wire": "runs"}
 
 
 class _App(object):

@@ -35,6 +35,9 @@ Endpoints (the wire contract; docs/serve.md):
   with the error JSON, and the body ends.  With ``X-AgentHub-Wire: items`` (the agenthub client sends it),
   each run of plain deltas is one ``data: [<piece>, ...]`` frame (a string: a text piece; ``["<args>"]``:
   an argument fragment without name and id; an object: a content item), every other event as before.
+  With ``X-AgentHub-Wire: runs`` (the agenthub client sends it now), each run of text pieces, and each of
+  argument fragments, is one ``data: ~<t|a><piece>ESC s<piece>...`` frame (``_run_frame``), and a call's complete
+  ``tool_call`` goes with ``"arguments": null`` when they are its fragments parsed (``_without_arguments``).
 - Errors before the stream: ``{"error": {"type": <AgentHubError subclass name>, "message",
   <its fields>}}`` with 400 (ConfigError: malformed message or config, bad Host header, a
   Content-Length that is not digits, nesting too deep), 401 (AuthenticationError: missing or
@@ -116,8 +119,8 @@ MAX_QUEUED_BYTES = 1 << 20
 WRITER_STALL_SECONDS = 300.0
 KEEPALIVE = b": keep-alive\n\n"
 DONE = b"data: [DONE]\n\n"
-#: the request header by which a client asks for delta events as batches of their content items (the
-#: ``client_type="agenthub"`` client sends it; docs/serve.md, "The items wire")
+#: the request header by which a client asks for delta events as batches of their content items (``items``) or
+#: as runs of raw text (``runs``: the ``client_type="agenthub"`` client sends it; docs/serve.md, "The runs wire")
 WIRE_HEADER = "HTTP_X_AGENTHUB_WIRE"
 #: estimated bytes of an items frame past which it is sent and the next one begun
 MAX_BATCH_BYTES = 1 << 16
@@ -364,6 +367,60 @@ def _encode_event(event: Any) -> bytes:
                         "ascii")
             return b"".join((_DELTA_HEAD, _dumps(item).encode("ascii"), _DELTA_TAIL, b"%d}\n\n" % created))
     return b"data: " + _dumps(event).encode("ascii") + b"\n\n"
+
+
+def _without_arguments(event: Any, announced: Any) -> Tuple[Any, Any]:
+    """The runs wire, for a delta of one item that is not a piece: (the event to send, the call now open).
+    A call's announcement opens it; its complete ``tool_call`` goes with ``"arguments": null`` when they are a
+    non-empty object: by grammar rule 5 (``stream.check_stream``) they are the parse of the fragments the
+    client got (an empty one, or one a runner's catch put in place of arguments that did not parse, goes as it is)."""
+    item = event["content_items"][0]
+    if item.__class__ is not dict:
+        return event, announced
+    kind = item.get("type")
+    if kind == "partial_tool_call":
+        if item.get("name"):
+            return event, (item.get("name"), item.get("tool_call_id"))
+        return event, announced
+    if kind != "tool_call":
+        return event, announced
+    arguments = item.get("arguments")
+    if announced is None or arguments.__class__ is not dict or not arguments \
+            or (item.get("name"), item.get("tool_call_id")) != announced:
+        return event, None
+    sent = dict(event)
+    sent["content_items"] = [dict(item, arguments=None)]
+    return sent, None
+
+
+#: the runs wire (``_run_frame``): ESC, LF and CR in a piece as ESC + one letter, the pieces apart by ESC s
+_ESC = "\x1b"
+_SEPARATOR = "\x1bs"
+
+
+def _escaped(piece: str) -> str:
+    return piece.replace(_ESC, "\x1be").replace("\n", "\x1bn").replace("\r", "\x1br")
+
+
+def _run_frame(letter: bytes, pieces: List[str]) -> bytes:
+    """A runs frame: ``data: ~<letter><piece>ESC s<piece>...`` with ``letter`` ``t`` (text pieces) or ``a``
+    (argument fragments), the pieces as UTF-8, each with its ESC, LF and CR written ESC e, ESC n, ESC r (a
+    frame is one line), ESC s between two.  Text no UTF-8 can carry (a lone surrogate) goes in an items
+    frame instead (JSON escapes carry it)."""
+    text = _SEPARATOR.join(pieces)
+    if text.count(_ESC) >= len(pieces):  # more ESC than the separators: a piece holds one (rare), each escaped
+        text = _SEPARATOR.join([_escaped(piece) for piece in pieces])
+    else:  # (LF and CR escaped in the whole: a separator holds neither)
+        if "\n" in text:
+            text = text.replace("\n", "\x1bn")
+        if "\r" in text:
+            text = text.replace("\r", "\x1br")
+    try:
+        data = text.encode("utf-8")
+    except UnicodeEncodeError:
+        batch = pieces if letter == b"t" else [[piece] for piece in pieces]  # type: Any
+        return b"data: " + _dumps(batch).encode("ascii") + b"\n\n"
+    return b"".join((b"data: ~", letter, data, b"\n\n"))
 
 
 #: seconds a caller is told to wait (Retry-After) when the server's shared store cannot be reached
@@ -719,9 +776,9 @@ class AgentHubApp(object):
                 "the server is at its limit of {} concurrent streams".format(self.max_concurrent_streams),
                 client="agenthub", status=503, error_type="overloaded", retry_after=1.0, retryable=True))
         self.metrics.opened(model_id)
-        items = environ is not None and (environ.get(WIRE_HEADER) or "").strip().lower() == "items"
+        wire = (environ.get(WIRE_HEADER) or "").strip().lower() if environ is not None else ""
         pump = _Pump(self, stream, model_id, on_end=self._ended(model, stream), trace=continue_trace(environ),
-                     items=items)
+                     items=wire in ("items", "runs"), runs=wire == "runs")
         try:
             pump.start()
         except BaseException:
@@ -777,13 +834,17 @@ class _Pump(object):
     marker or the error that ended the stream.  With ``items`` (the client asked for the items wire),
     a delta event of one text piece is queued as its text (a str) and one of an argument fragment
     without name and id as ``[arguments]``, not encoded: the writer encodes each run of them as one
-    JSON array.
+    JSON array.  With ``runs`` too (the runs wire), the writer writes each run of text pieces, and each of
+    argument fragments, as one runs frame (``_run_frame``), and a call's complete ``tool_call`` whose
+    arguments are the parse of the fragments sent before it (grammar rule 5) goes with ``"arguments": null``:
+    the client parses the fragments it has.
     """
 
     def __init__(self, app: AgentHubApp, stream: Any, model_id: str,
                  on_end: Optional[Callable[[Any, Optional[BaseException]], None]] = None, trace: Any = None,
-                 items: bool = False) -> None:
+                 items: bool = False, runs: bool = False) -> None:
         self.app = app
+        self.runs = runs and items  # the runs wire (an extension of the items wire)
         self.items = items  # the items wire: a plain delta's text piece or argument fragment goes to the writer
         self.trace = trace  # the incoming request's trace context, current while the stream is read (telemetry)
         self.stream = stream
@@ -825,6 +886,8 @@ class _Pump(object):
         byte_limit = MAX_QUEUED_BYTES
         event = error = None  # type: Any
         items = self.items
+        runs = self.runs
+        announced = None  # type: Any  # the runs wire: (name, id) of the call whose fragments went out
         try:
             for event in self.stream:
                 if items and event["event_type"] == "delta" and len(event) == 6 and event["usage_metadata"] is None \
@@ -855,6 +918,8 @@ class _Pump(object):
                         if qsize() > limit or self.put_bytes - self.taken_bytes > byte_limit:
                             self._wait_for_room()
                         continue
+                if runs and event["event_type"] == "delta" and len(event["content_items"]) == 1:
+                    event, announced = _without_arguments(event, announced)
                 frame = encode(event)
                 self.put_bytes += len(frame)
                 put(frame)
@@ -933,6 +998,7 @@ class _Body(object):
         self._written = 0.0  # when it was made (time.monotonic())
         self._get = pump.queue.get
         self._empty = pump.queue.empty
+        self._runs_wire = getattr(pump, "runs", False)
 
     def __iter__(self) -> "_Body":
         return self
@@ -963,6 +1029,8 @@ class _Body(object):
         batch_bytes = taken = count = 0
         get = self._get
         empty = self._empty
+        if self._runs_wire:
+            return self._runs(item)
         while True:
             count += 1
             kind = item.__class__
@@ -996,6 +1064,60 @@ class _Body(object):
             item = get()
         if batch:
             parts.append(b"data: " + _dumps(batch).encode("ascii") + b"\n\n")
+        self._pump.taken_bytes += taken
+        self._busy = count > 1
+        self._written = time.monotonic()
+        return b"".join(parts)
+
+    def _runs(self, item: Any) -> bytes:
+        """``__next__`` on the runs wire: each run of text pieces, and each of argument fragments, as one
+        runs frame (``_run_frame``); the rest as on the items wire."""
+        parts = []  # type: List[bytes]
+        run = []  # type: List[str]  # the pieces of the runs frame under way
+        run_kind = None  # type: Any  # str (text pieces) or list (argument fragments)
+        run_bytes = taken = count = 0
+        get = self._get
+        empty = self._empty
+        while True:
+            count += 1
+            kind = item.__class__
+            if kind is str or kind is list:  # a piece: its size as the pump counted it
+                if kind is not run_kind:
+                    if run:
+                        parts.append(_run_frame(b"t" if run_kind is str else b"a", run))
+                        run = []
+                        run_bytes = 0
+                    run_kind = kind
+                piece = item if kind is str else item[0]
+                run.append(piece)
+                size = len(piece) + 16
+                taken += size
+                run_bytes += size
+                if run_bytes > MAX_BATCH_BYTES:
+                    parts.append(_run_frame(b"t" if kind is str else b"a", run))
+                    run = []
+                    run_bytes = 0
+            else:
+                if run:
+                    parts.append(_run_frame(b"t" if run_kind is str else b"a", run))
+                    run = []
+                    run_bytes = 0
+                if kind is bytes:
+                    taken += len(item)
+                    parts.append(item)
+                elif item is _END:
+                    parts.append(DONE)
+                    self._done = True
+                    break
+                else:
+                    parts.append(b"event: error\ndata: " + self._app._error_bytes(item) + b"\n\n")
+                    self._done = True
+                    break
+            if empty():
+                break
+            item = get()
+        if run:
+            parts.append(_run_frame(b"t" if run_kind is str else b"a", run))
         self._pump.taken_bytes += taken
         self._busy = count > 1
         self._written = time.monotonic()

@@ -3,10 +3,13 @@
 ``AutoLLMClient("fast", client_type="agenthub", base_url="http://127.0.0.1:8787",
 api_key=<a server key>)``: ``model`` is an id of the server's models table.  The
 request is ``POST /v1/stream`` at the server (``agenthub.hosts.keys``) with ``{"model", "messages", "config"}``
-(bytes as ``{"__bytes__": "<base64>"}``) and ``X-AgentHub-Wire: items``; the answer is one
+(bytes as ``{"__bytes__": "<base64>"}``) and ``X-AgentHub-Wire: runs``; the answer is one
 ``data: <UniEvent>`` per event, or with the items wire each run of plain deltas as one
 ``data: [<piece>, ...]`` frame (a string: a text piece; ``["<args>"]``: an argument fragment without
-name and id; an object: a content item, checked as any).  The events are the server's own, so the
+name and id; an object: a content item, checked as any), or with the runs wire each run of text pieces,
+and each of argument fragments, as one ``data: ~<t|a><piece>ESC s<piece>...`` frame (the pieces' text
+as it is, but for three escapes: see ``_run``), and a call's ``tool_call`` as ``"arguments": null`` when they are its
+fragments' text parsed (``toolcalls.read_arguments``, as a call is closed).  The events are the server's own, so the
 parser hands their content items to the shared driver as they came and the stop event's usage and
 finish reason as the StreamEnd: the driver rebuilds start and stop, and the caller sees
 the events a direct client would have produced (``created_at`` aside).
@@ -24,6 +27,7 @@ from ..answers import decode_body, error_from_body as _error_from_body
 from ..errors import AgentHubError, StreamProtocolError, error_from_json
 from ..sse import DEFAULT_MAX_LINE_BYTES, SSEDecoder, SSEEvent
 from ..stream import StreamEnd, item_problem
+from ..toolcalls import read_arguments
 from ..types import FINISH_REASONS, MAX_DEPTH, USAGE_KEYS, HttpRequest, from_jsonable as _restore, too_deep
 from ..types import to_jsonable as _jsonable
 from ._common import Endpoint, Protocol, documents, get_request, parse_data_list, request_headers, unsupported
@@ -32,9 +36,10 @@ from ._common import refuse_mcp_servers
 __all__ = ["build_request", "parse_stream", "framing", "STREAM_PATH", "PROTOCOL"]
 
 STREAM_PATH = "/v1/stream"
-#: the request header asking the server for the items wire: runs of plain delta events as one
-#: ``data: [<content item>, ...]`` frame (docs/serve.md)
+#: the request header asking the server for the runs wire (docs/serve.md): runs of text pieces and of argument
+#: fragments as one frame each, a call's parsed arguments not sent again (``items``: the items wire, older)
 WIRE_HEADER = "X-AgentHub-Wire"
+WIRE = "runs"
 
 
 
@@ -47,7 +52,7 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
                                                          "upstream request itself (set it in the model's default_config)")
     body_config = {k: v for k, v in config.items() if k != "trace_id"}  # a trace is written here, not there
     body = {"model": model, "messages": _jsonable(list(messages)), "config": _jsonable(body_config)}
-    headers = request_headers(endpoint, **{WIRE_HEADER: "items"})  # (a server that predates it sends whole events)
+    headers = request_headers(endpoint, **{WIRE_HEADER: WIRE})  # (a server that predates it sends whole events)
     return HttpRequest("POST", STREAM_PATH, headers, body, output_limit=("config", "max_tokens"))
 
 
@@ -126,6 +131,7 @@ def parse_stream(events: Iterable[SSEEvent], client: str = "agenthub", tool_id_p
     loads = json.loads
     scan = _scan
     head, tail, start = _DELTA_HEAD, _DELTA_TAIL, _HEAD_LEN
+    call = None  # type: Optional[List[str]]  # the argument text of the call under way, as it came
     for frame in events:
         if frame.__class__ is str:  # a plain data frame (see framing)
             data = frame
@@ -133,6 +139,17 @@ def parse_stream(events: Iterable[SSEEvent], client: str = "agenthub", tool_id_p
         else:
             data = frame.data
             name = frame.event
+        if data[:1] == "~" and name == "message":  # the runs wire: a run of text pieces or argument fragments
+            letter, pieces = _run(data, client)
+            if letter == "t":
+                for piece in pieces:
+                    yield {"type": "text", "text": piece}
+            else:
+                if call is not None:
+                    call.extend(pieces)
+                for piece in pieces:
+                    yield {"type": "partial_tool_call", "name": "", "arguments": piece, "tool_call_id": ""}
+            continue
         if data[:1] == "[" and name == "message" and data != "[DONE]":
             # the items wire: a run of delta events, each one content item (the driver makes the events)
             batch = loads(data)  # (a bad one: ValueError, which the driver reports as a StreamProtocolError)
@@ -145,8 +162,11 @@ def parse_stream(events: Iterable[SSEEvent], client: str = "agenthub", tool_id_p
                 if kind is str:  # a text piece
                     yield {"type": "text", "text": item}
                 elif kind is list and len(item) == 1 and item[0].__class__ is str:  # an argument fragment
+                    if call is not None:
+                        call.append(item[0])
                     yield {"type": "partial_tool_call", "name": "", "arguments": item[0], "tool_call_id": ""}
                 else:  # any other content item, as it is in an event
+                    item, call = _filled(item, call, client)
                     yield _checked(item, client)
             continue
         if data.startswith(head) and name == "message":
@@ -166,9 +186,14 @@ def parse_stream(events: Iterable[SSEEvent], client: str = "agenthub", tool_id_p
                         continue
                 elif size == 4 and item.get("type") == "partial_tool_call" and item.get("arguments").__class__ is str \
                         and item.get("name").__class__ is str and item.get("tool_call_id").__class__ is str:
+                    if item["name"]:
+                        call = [item["arguments"]]
+                    elif call is not None:
+                        call.append(item["arguments"])
                     yield item
                     continue
-                yield _checked(_restore(item) if '"__bytes__"' in data else item, client)
+                item, call = _filled(_restore(item) if '"__bytes__"' in data else item, call, client)
+                yield _checked(item, client)
                 continue
         if name == "error":
             try:
@@ -188,20 +213,67 @@ def parse_stream(events: Iterable[SSEEvent], client: str = "agenthub", tool_id_p
         if '"__bytes__"' in data:
             event = _restore(event)
         items, end = _parts(event, client)
-        yield from items
+        for item in items:
+            item, call = _filled(item, call, client)
+            yield _checked(item, client)
         if end is not None:
             yield end
             return
 
 
+def _run(data: str, client: str) -> Tuple[str, List[str]]:
+    """A runs frame ``~<t|a><piece>ESC s<piece>...`` -> (its letter, its pieces with ESC e / ESC n / ESC r read
+    back as ESC, LF, CR).  (Every ESC begins a pair, so no separator is found across two.)"""
+    letter = data[1:2]
+    if letter != "t" and letter != "a":
+        raise _malformed(client, "a runs frame of an unknown kind")
+    text = data[2:]
+    if "\x1be" in text:  # a piece holds an ESC (rare): each piece is read back by itself
+        return letter, [piece.replace("\x1bn", "\n").replace("\x1br", "\r").replace("\x1be", "\x1b")
+                        if "\x1b" in piece else piece for piece in text.split("\x1bs")]
+    if "\x1bn" in text:  # (LF and CR read back in the whole: no separator comes of it)
+        text = text.replace("\x1bn", "\n")
+    if "\x1br" in text:
+        text = text.replace("\x1br", "\r")
+    return letter, text.split("\x1bs")
+
+
+def _filled(item: Any, call: Optional[List[str]], client: str) -> Tuple[Any, Optional[List[str]]]:
+    """An item of an event or an items frame, and the argument text of the call under way -> the item (a
+    ``tool_call`` sent with ``"arguments": null``: its fragments' text parsed, as a call is closed) and that
+    text now (an announcement begins it, a fragment adds to it, a complete call ends it)."""
+    if item.__class__ is not dict:
+        return item, call
+    kind = item.get("type")
+    if kind == "partial_tool_call":
+        arguments = item.get("arguments")
+        if arguments.__class__ is str:
+            if item.get("name"):
+                return item, [arguments]
+            if call is not None:
+                call.append(arguments)
+        return item, call
+    if kind != "tool_call":
+        return item, call
+    if "arguments" in item and item["arguments"] is None:
+        if call is None:
+            raise _malformed(client, "a tool_call without arguments for no call under way")
+        try:
+            item["arguments"] = read_arguments("".join(call))
+        except (ValueError, RecursionError) as exc:
+            raise _malformed(client, "a tool_call whose fragments are no arguments ({})".format(str(exc)[:200]))
+    return item, None
+
+
 def _parts(event: Any, client: str) -> Tuple[List[Any], Optional[StreamEnd]]:
-    """One decoded event of the server -> (its content items, the StreamEnd a stop event stands for)."""
+    """One decoded event of the server -> (its content items, not checked yet, the StreamEnd a stop event stands
+    for)."""
     kind = event.get("event_type") if type(event) is dict else None
     if kind == "delta":
         items = event.get("content_items")
         if type(items) is not list:
             raise _malformed(client, "a delta event without a content_items list")
-        return [_checked(item, client) for item in items], None
+        return items, None
     if kind == "stop":
         # the server's driver already judged the turn (an empty one never gets here): replayable
         finish = event.get("finish_reason")
@@ -244,7 +316,8 @@ def parse_document(payload: Any, client: str = "agenthub", tool_id_prefix: Any =
     """A JSON answer of events (a list of them, or one) -> the same parts their stream gives."""
     for event in documents(payload):
         items, end = _parts(_restore(event), client)
-        yield from items
+        for item in items:
+            yield _checked(item, client)
         if end is not None:
             yield end
             return

@@ -1,0 +1,159 @@
+"""``agenthub serve``'s cost in instructions (valgrind), client plus server against the direct client (issue 41,
+item 4): what the machine's load does not move.
+
+    python bench/serve_ir.py [--before main] [--protocols openai-chat,anthropic] [--streams text,tool]
+
+The upstream is bench/server.py (its own process, not counted), the streams of bench/serve_ab.py.  Per tree
+(``--before``'s library and this checkout's) and per protocol and stream, three processes run under
+``valgrind --tool=cachegrind``, each once with one stream and once with three (after a warm-up stream): the
+direct client; ``agenthub serve`` (a server driven by a client outside valgrind); the agenthub client reading
+through a server outside valgrind.  A stream's instructions are half the difference of the two counts (start-up
+and warm-up left out).  Printed: the direct client's instructions, and client, server and their sum as ratios
+to it (target <= 1.5x).
+"""
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+SCENARIOS = {"text": "text-20000", "tool": "tool-1048576-20000"}
+MESSAGES = [{"role": "user", "content_items": [{"type": "text", "text": "Write the file."}]}]
+
+
+def _client(mode, url, model, protocol, count):
+    from agenthub import AutoLLMClient
+
+    if mode == "via":
+        client = AutoLLMClient(model, client_type="agenthub", base_url=url)
+    else:
+        client = AutoLLMClient("bench-model", client_type=protocol, api_key="k", base_url=url, max_retries=0)
+    for _ in range(count + 1):  # (the first: the connection, the imports)
+        for _ in client.streaming_response(MESSAGES):
+            pass
+
+
+def _server(config_path):
+    """Serve until stdin closes (then shut down cleanly: valgrind prints its count at exit)."""
+    import threading
+
+    from agenthub.apps.server import serve
+
+    with open(config_path) as handle:
+        config = json.load(handle)
+    server, url = serve(config, port=0)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05})
+    thread.start()
+    print(url, flush=True)
+    sys.stdin.read()
+    server.shutdown()
+    thread.join()
+    server.server_close()
+
+
+def _count(stderr):
+    found = re.search(r"I\s+refs:\s+([\d,]+)", stderr)
+    if found is None:
+        raise SystemExit("no instruction count:\n" + stderr[-2000:])
+    return int(found.group(1).replace(",", ""))
+
+
+def _valgrind(tree, args, stdin=None):
+    return subprocess.Popen(["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null",
+                             sys.executable, __file__] + args, env=dict(os.environ, PYTHONPATH=tree), cwd=tree,
+                            stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
+
+
+def client_ir(tree, mode, url, model, protocol, count):
+    run = _valgrind(tree, ["--worker", "client", mode, url, model, protocol, str(count)])
+    out, err = run.communicate(timeout=3600)
+    if run.returncode:
+        raise SystemExit(err[-3000:])
+    return _count(err)
+
+
+def server_ir(tree, config_path, model, count):
+    run = _valgrind(tree, ["--worker", "server", config_path], stdin=subprocess.PIPE)
+    url = run.stdout.readline().strip()
+    try:
+        _client_plain(tree, url, model, count)
+    finally:
+        run.stdin.close()
+    err = run.stderr.read()
+    run.wait(600)
+    return _count(err)
+
+
+def _client_plain(tree, url, model, count):
+    subprocess.run([sys.executable, __file__, "--worker", "client", "via", url, model, "-", str(count)],
+                   env=dict(os.environ, PYTHONPATH=tree), cwd=tree, check=True, timeout=3600)
+
+
+def main():
+    if len(sys.argv) > 2 and sys.argv[1] == "--worker":
+        if sys.argv[2] == "client":
+            mode, url, model, protocol, count = sys.argv[3:8]
+            return _client(mode, url, model, protocol, int(count))
+        return _server(sys.argv[3])
+    import ab
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--before", default="main")
+    parser.add_argument("--protocols", default="openai-chat,openai-responses,anthropic,gemini")
+    parser.add_argument("--streams", default="text,tool")
+    parser.add_argument("--sides", default="before,after")
+    args = parser.parse_args()
+    upstream = subprocess.Popen([sys.executable, os.path.join(HERE, "server.py")], stdout=subprocess.PIPE)
+    try:
+        port = int(upstream.stdout.readline().split()[1])
+        rows = []
+        for protocol in args.protocols.split(","):
+            for label in args.streams.split(","):
+                rows.append({"id": "{}-{}".format(protocol, label), "model": "bench-model", "client_type": protocol,
+                             "api_key": "k", "max_retries": 0,
+                             "base_url": "http://127.0.0.1:{}/chunked/{}/{}".format(port, SCENARIOS[label], protocol)})
+        folder = tempfile.mkdtemp(prefix="agenthub-bench-serve-ir-")
+        config_path = os.path.join(folder, "server.json")
+        with open(config_path, "w", encoding="utf-8") as handle:
+            json.dump({"models": rows, "max_concurrent_streams": 16}, handle)
+        trees = {"before": ab.tree_at(args.before), "after": ab.ROOT}
+        sides = args.sides.split(",")
+        print("| protocol | stream | side | direct (M instr.) | client | server | client + server |")
+        print("| --- | --- | --- | ---: | ---: | ---: | ---: |", flush=True)
+        for row in rows:
+            for side in sides:
+                tree = trees[side]
+                # a plain server of this tree for the client's count
+                plain = subprocess.Popen([sys.executable, __file__, "--worker", "server", config_path],
+                                         env=dict(os.environ, PYTHONPATH=tree), cwd=tree, stdin=subprocess.PIPE,
+                                         stdout=subprocess.PIPE, universal_newlines=True)
+                try:
+                    url = plain.stdout.readline().strip()
+
+                    def per_stream(measure):
+                        return (measure(3) - measure(1)) / 2.0
+
+                    direct = per_stream(lambda n: client_ir(tree, "direct", row["base_url"], row["id"],
+                                                            row["client_type"], n))
+                    client = per_stream(lambda n: client_ir(tree, "via", url, row["id"], row["client_type"], n))
+                finally:
+                    plain.stdin.close()
+                    plain.wait(60)
+                server = per_stream(lambda n: server_ir(tree, config_path, row["id"], n))
+                protocol, _, label = row["id"].rpartition("-")
+                print("| {} | {} | {} | {:.1f} | {:.3f}x | {:.3f}x | {:.3f}x |".format(
+                    protocol, label, side, direct / 1e6, client / direct, server / direct, (client + server) / direct),
+                    flush=True)
+    finally:
+        upstream.kill()
+        upstream.wait()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,386 @@
+"""agenthub serve's runs wire (``X-AgentHub-Wire: runs``, issue 41 item 4): runs of text pieces and of argument
+fragments as one ``data: ~<t|a><piece>ESC s<piece>...`` frame each, a complete call's parsed arguments not sent again
+(``"arguments": null``); the agenthub client's events equal the direct client's, and the other wires are as
+they were."""
+
+import json
+import queue
+import re
+
+import pytest
+import requests
+
+from agenthub import AutoLLMClient
+from agenthub.apps import server as server_module
+from agenthub.apps.server import make_app
+from agenthub.errors import AgentHubError, StreamProtocolError
+from agenthub.providers.agenthub_server import parse_stream
+from agenthub.sse import iter_events
+from agenthub.stream import StreamEnd, drive
+from conftest import strip_ids
+from server_support import Builtin, Route, Upstream
+
+MESSAGES = [{"role": "user", "content_items": [{"type": "text", "text": "Write the file."}]}]
+PROTOCOLS = ("openai-chat", "openai-responses", "anthropic", "gemini")
+ESC = "\x1b"
+_GENERATED_ID = re.compile(r"call_[0-9a-f]{12}_(\d+)")
+
+
+def same_ids(events):
+    """Events without created_at, the tool-call ids a parser made up (a random prefix per stream) unified."""
+    return json.loads(_GENERATED_ID.sub(r"call_generated_\1", json.dumps(strip_ids(events))))
+
+
+class _App(object):
+    keepalive_seconds = 5.0
+
+    def _stream_opened(self):
+        pass
+
+    def _stream_closed(self):
+        pass
+
+    def _release(self, model_id):
+        pass
+
+    def _error_bytes(self, error):
+        return b'{"error":"x"}'
+
+
+class _Pump(object):
+    model_id = "m"
+    taken_bytes = 0
+    runs = True
+
+    def __init__(self):
+        self.queue = queue.SimpleQueue()
+
+    def stop(self):
+        pass
+
+
+def _body(items, runs=True):
+    pump = _Pump()
+    pump.runs = runs
+    for item in items:
+        pump.queue.put(item)
+    return pump, b"".join(server_module._Body(_App(), pump, pump.queue.get()))
+
+
+def _delta(item, created_at=1):
+    return {"role": "assistant", "event_type": "delta", "content_items": [item], "usage_metadata": None,
+            "finish_reason": None, "created_at": created_at}
+
+
+STOP = (b'data: {"role":"assistant","event_type":"stop","content_items":[],"usage_metadata":null,'
+        b'"finish_reason":"tool_call","created_at":1}\n\n')
+
+
+# -- the frames, pure ------------------------------------------------------------------------------------------
+
+
+def test_the_writer_writes_runs_frames():
+    frame = b'data: {"k":1}\n\n'
+    pump, out = _body([frame, "a", "\u00e9\n", ['{"x":'], ['"y\\n"}'], frame, "b" + ESC, "\r", server_module._END])
+    assert out == (frame + b"data: ~ta\x1bs\xc3\xa9\x1bn\n\n" + b'data: ~a{"x":\x1bs"y\\n"}\n\n' + frame
+                   + b"data: ~tb\x1be\x1bs\x1br\n\n" + b"data: [DONE]\n\n")
+    assert pump.taken_bytes == 2 * len(frame) + (1 + 16) + (2 + 16) + (5 + 16) + (6 + 16) + (2 + 16) + (1 + 16)
+    pump, out = _body(["", "", ValueError("boom")])  # empty pieces keep their place; an error ends the body
+    assert out == b'data: ~t\x1bs\n\nevent: error\ndata: {"error":"x"}\n\n'
+    # text no UTF-8 can carry (a lone surrogate): that run goes as an items frame, JSON escapes and all
+    pump, out = _body(["a", "\ud83d", ["b"], server_module._END])
+    assert out == b'data: ["a","\\ud83d"]\n\ndata: ~ab\n\ndata: [DONE]\n\n'
+    pump, out = _body([["\ud800"], server_module._END])
+    assert out == b'data: [["\\ud800"]]\n\ndata: [DONE]\n\n'
+
+
+def test_any_pieces_come_back_as_they_went():
+    """Pieces made of the escapes' own letters, ESC, LF and CR in every order: a runs frame reads back as them."""
+    import random
+
+    from agenthub.providers.agenthub_server import _run
+
+    rng = random.Random(41)
+    alphabet = [ESC, "s", "e", "n", "r", "\n", "\r", "a", "\u00e9", ESC + "s", "\\"]
+    for _ in range(2000):
+        pieces = ["".join(rng.choice(alphabet) for _ in range(rng.randrange(4))) for _ in range(rng.randrange(1, 5))]
+        for letter in (b"t", b"a"):
+            frame = server_module._run_frame(letter, pieces)
+            assert frame.startswith(b"data: ~" + letter) and frame.endswith(b"\n\n")
+            assert frame.count(b"\n") == 2 and b"\r" not in frame
+            assert _run(frame[6:-2].decode("utf-8"), "agenthub") == (letter.decode(), pieces)
+
+
+def test_a_long_run_is_cut_into_frames(monkeypatch):
+    monkeypatch.setattr(server_module, "MAX_BATCH_BYTES", 40)
+    pump, out = _body([["x" * 20], ["y" * 20], ["z"], server_module._END])
+    assert out == b"data: ~a" + b"x" * 20 + b"\x1bs" + b"y" * 20 + b"\n\ndata: ~az\n\ndata: [DONE]\n\n"
+
+
+def test_the_items_wire_writer_is_unchanged():
+    """A pump of the items wire (runs False): the same JSON frame of pieces as before the runs wire."""
+    frame = b'data: {"k":1}\n\n'
+    pump, out = _body([frame, "a", "\u00e9\n", ['{"x":'], frame, "b", server_module._END], runs=False)
+    assert out == (frame + b'data: ["a","\\u00e9\\n",["{\\"x\\":"]]\n\n' + frame + b'data: ["b"]\n\n'
+                   + b"data: [DONE]\n\n")
+
+
+def _pumped(events, items=True, runs=True):
+    class Stream(object):
+        def __iter__(self):
+            return iter(events)
+
+        def close(self):
+            pass
+
+        def abort(self):
+            pass
+
+    pump = server_module._Pump(_App(), Stream(), "m", items=items, runs=runs)
+    pump.start()
+    pump.thread.join(5)
+    queued = []
+    while not pump.queue.empty():
+        queued.append(pump.queue.get())
+    return queued
+
+
+def test_the_pump_sends_a_complete_call_without_the_arguments_the_client_has():
+    encode = server_module._encode_event
+    announce = _delta({"type": "partial_tool_call", "name": "f", "arguments": "", "tool_call_id": "c1"})
+    fragment = _delta({"type": "partial_tool_call", "name": "", "arguments": '{"a": 1}', "tool_call_id": ""})
+    done = _delta({"type": "tool_call", "name": "f", "arguments": {"a": 1}, "tool_call_id": "c1",
+                   "fidelity": {"k": "v"}})
+    queued = _pumped([announce, fragment, done])
+    assert queued == [encode(announce), ['{"a": 1}'],
+                      b'data: {"role":"assistant","event_type":"delta","content_items":[{"type":"tool_call","name":"f",'
+                      b'"arguments":null,"tool_call_id":"c1","fidelity":{"k":"v"}}],"usage_metadata":null,'
+                      b'"finish_reason":null,"created_at":1}\n\n', server_module._END]
+    assert done["content_items"][0]["arguments"] == {"a": 1}  # the library's event is left as it was
+    # sent whole: empty arguments, another call than the one announced, a call never announced, other wires
+    empty = _delta({"type": "tool_call", "name": "f", "arguments": {}, "tool_call_id": "c1"})
+    other = _delta({"type": "tool_call", "name": "f", "arguments": {"a": 1}, "tool_call_id": "c2"})
+    assert _pumped([announce, empty])[1] == encode(empty)
+    assert _pumped([announce, fragment, other])[2] == encode(other)
+    assert _pumped([done])[0] == encode(done)
+    assert _pumped([announce, fragment, done], runs=False)[2] == encode(done)
+    assert _pumped([announce, fragment, done], items=False, runs=True)[1:3] == [encode(fragment), encode(done)]
+
+
+def _parts(body):
+    return list(parse_stream(iter_events([body])))
+
+
+def test_runs_frames_are_read():
+    body = (b"data: ~tHel\x1bs\x1bs\x1bnlo\xc3\xa9\x1br\x1be\n\n"
+            b'data: {"role":"assistant","event_type":"delta","content_items":[{"type":"partial_tool_call","name":"f",'
+            b'"arguments":"{\\"a\\": ","tool_call_id":"c1"}],"usage_metadata":null,"finish_reason":null,'
+            b'"created_at":1}\n\n'
+            b'data: ~a[1\x1bs\x1bn\x1bs]\n\n'
+            b'data: ["",["}"]]\n\n'
+            b'data: {"role":"assistant","event_type":"delta","content_items":[{"type":"tool_call","name":"f",'
+            b'"arguments":null,"tool_call_id":"c1"}],"usage_metadata":null,"finish_reason":null,"created_at":1}\n\n'
+            + STOP)
+    parts = _parts(body)
+    assert parts[:-1] == [
+        {"type": "text", "text": "Hel"}, {"type": "text", "text": ""}, {"type": "text", "text": "\nlo\u00e9\r" + ESC},
+        {"type": "partial_tool_call", "name": "f", "arguments": '{"a": ', "tool_call_id": "c1"},
+        {"type": "partial_tool_call", "name": "", "arguments": "[1", "tool_call_id": ""},
+        {"type": "partial_tool_call", "name": "", "arguments": "\n", "tool_call_id": ""},
+        {"type": "partial_tool_call", "name": "", "arguments": "]", "tool_call_id": ""},
+        {"type": "text", "text": ""},
+        {"type": "partial_tool_call", "name": "", "arguments": "}", "tool_call_id": ""},
+        {"type": "tool_call", "name": "f", "arguments": {"a": [1]}, "tool_call_id": "c1"}]
+    assert isinstance(parts[-1], StreamEnd) and parts[-1].finish_reason == "tool_call"
+    assert list(parts[-2]) == ["type", "name", "arguments", "tool_call_id"]  # the key order of every item
+    events = list(drive(parse_stream(iter_events([body])), "agenthub"))
+    assert [e["event_type"] for e in events] == ["start"] + ["delta"] * 10 + ["stop"]
+
+
+def _announce(arguments='{"a": '):
+    return ('data: {"role":"assistant","event_type":"delta","content_items":[{"type":"partial_tool_call","name":"f",'
+            '"arguments":' + json.dumps(arguments) + ',"tool_call_id":"c1"}],"usage_metadata":null,'
+            '"finish_reason":null,"created_at":1}\n\n').encode()
+
+
+_NULL_CALL = (b'data: {"role":"assistant","event_type":"delta","content_items":[{"type":"tool_call","name":"f",'
+              b'"arguments":null,"tool_call_id":"c1"}],"usage_metadata":null,"finish_reason":null,"created_at":1}\n\n')
+
+
+@pytest.mark.parametrize("bad", [
+    b"data: ~xa\n\n", b"data: ~\n\n", b"data: ~Ta\n\n",
+    _NULL_CALL,  # no call under way
+    _announce() + b"data: ~aNaN}\n\n" + _NULL_CALL,  # fragments that are no arguments
+    _announce('{"a": NaN}') + _NULL_CALL,
+    _announce("[1]") + _NULL_CALL,
+    _announce("") + b"data: ~a[1\n\n" + _NULL_CALL,
+    _announce('{"a": ' + "[" * 200 + "]" * 200 + "}") + _NULL_CALL,  # deeper than the depth rule
+    _announce('{"a": ' + "[" * 5000 + "]" * 5000 + "}") + _NULL_CALL,  # deeper than the interpreter goes
+])
+def test_bad_runs_frames_are_refused(bad):
+    with pytest.raises(StreamProtocolError):
+        list(drive(parse_stream(iter_events([bad + STOP])), "agenthub"))
+
+
+def test_a_complete_call_with_its_arguments_ends_the_call_under_way():
+    """A call sent whole (the other wires, or empty arguments) is read as it came; a later null is refused."""
+    whole = (b'data: {"role":"assistant","event_type":"delta","content_items":[{"type":"tool_call","name":"f",'
+             b'"arguments":{"a":2},"tool_call_id":"c1"}],"usage_metadata":null,"finish_reason":null,'
+             b'"created_at":1}\n\n')
+    parts = _parts(_announce() + b"data: ~a1\n\n" + whole + STOP)
+    assert parts[-2]["arguments"] == {"a": 2}
+    with pytest.raises(StreamProtocolError):
+        _parts(_announce() + b"data: ~a1}\n\n" + whole + _NULL_CALL + STOP)
+
+
+# -- through a server: the agenthub client's events are the direct client's ---------------------------------------
+
+
+def _arguments():
+    """Arguments as a coding agent sends them: escapes, non-ASCII, a lone-surrogate-free astral character,
+    whitespace with LF and CR between tokens."""
+    line = 'def handler(event):  # "quoted" \\ back\tslash, caf\u00e9 \u6771\u4eac \U0001f600\n    return {"ok": True}\n'
+    value = {"path": "src/m.py", "content": line * 60, "mode": 420, "ratio": -0.5, "flags": [True, None, 1e-7]}
+    return json.dumps(value, ensure_ascii=False).replace(', "mode"', ',\r\n  "mode"').replace("{", "{\n ", 1)
+
+
+def _split(text, n):
+    return [text[len(text) * i // n:len(text) * (i + 1) // n] for i in range(n)]
+
+
+def _sse(payload, event=None):
+    head = "event: {}\n".format(event) if event else ""
+    return (head + "data: " + json.dumps(payload, separators=(",", ":")) + "\n\n").encode("utf-8")
+
+
+def _tool_stream(protocol, arguments, n):
+    pieces = _split(arguments, n)
+    if protocol == "openai-chat":
+        base = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": "m"}
+        out = [_sse(dict(base, choices=[{"index": 0, "delta": {"role": "assistant", "content": "Writing.\n"},
+                                         "finish_reason": None}]))]
+        out.append(_sse(dict(base, choices=[{"index": 0, "delta": {"tool_calls": [
+            {"index": 0, "id": "call_1", "type": "function", "function": {"name": "write_file", "arguments": ""}}]},
+            "finish_reason": None}])))
+        for piece in pieces:
+            out.append(_sse(dict(base, choices=[{"index": 0, "delta": {"tool_calls": [
+                {"index": 0, "function": {"arguments": piece}}]}, "finish_reason": None}])))
+        out.append(_sse(dict(base, choices=[{"index": 0, "delta": {}, "finish_reason": "tool_calls"}])))
+        out.append(_sse(dict(base, choices=[], usage={"prompt_tokens": 9, "completion_tokens": n,
+                                                      "total_tokens": 9 + n})))
+        return b"".join(out) + b"data: [DONE]\n\n"
+    if protocol == "openai-responses":
+        response = {"id": "resp_1", "object": "response", "created_at": 1, "model": "m", "status": "in_progress",
+                    "output": []}
+        item = {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "write_file", "arguments": "",
+                "status": "in_progress"}
+        done = dict(item, arguments=arguments, status="completed")
+        out = [_sse({"type": "response.created", "response": response}, "response.created"),
+               _sse({"type": "response.output_item.added", "output_index": 0, "item": item},
+                    "response.output_item.added")]
+        for piece in pieces:
+            out.append(_sse({"type": "response.function_call_arguments.delta", "item_id": "fc_1", "output_index": 0,
+                             "delta": piece}, "response.function_call_arguments.delta"))
+        out.append(_sse({"type": "response.function_call_arguments.done", "item_id": "fc_1", "output_index": 0,
+                         "arguments": arguments}, "response.function_call_arguments.done"))
+        out.append(_sse({"type": "response.output_item.done", "output_index": 0, "item": done},
+                        "response.output_item.done"))
+        out.append(_sse({"type": "response.completed", "response": dict(
+            response, status="completed", output=[done],
+            usage={"input_tokens": 9, "output_tokens": n, "total_tokens": 9 + n})}, "response.completed"))
+        return b"".join(out)
+    if protocol == "anthropic":
+        out = [_sse({"type": "message_start", "message": {"id": "msg_1", "type": "message", "role": "assistant",
+                                                          "content": [], "model": "m", "stop_reason": None,
+                                                          "usage": {"input_tokens": 9, "output_tokens": 1}}},
+                    "message_start"),
+               _sse({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+                    "content_block_start"),
+               _sse({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Writing."}},
+                    "content_block_delta"),
+               _sse({"type": "content_block_stop", "index": 0}, "content_block_stop"),
+               _sse({"type": "content_block_start", "index": 1, "content_block": {
+                   "type": "tool_use", "id": "toolu_1", "name": "write_file", "input": {}}}, "content_block_start")]
+        for piece in pieces:
+            out.append(_sse({"type": "content_block_delta", "index": 1, "delta": {
+                "type": "input_json_delta", "partial_json": piece}}, "content_block_delta"))
+        out.append(_sse({"type": "content_block_stop", "index": 1}, "content_block_stop"))
+        out.append(_sse({"type": "message_delta", "delta": {"stop_reason": "tool_use"},
+                         "usage": {"output_tokens": n}}, "message_delta"))
+        out.append(_sse({"type": "message_stop"}, "message_stop"))
+        return b"".join(out)
+    # gemini: the arguments as one object (kept as it came), then text
+    usage = {"promptTokenCount": 9, "candidatesTokenCount": n, "totalTokenCount": 9 + n}
+    return (_sse({"candidates": [{"content": {"role": "model", "parts": [{"text": "Writing.\n"}]}, "index": 0}]})
+            + _sse({"candidates": [{"content": {"role": "model", "parts": [
+                {"functionCall": {"name": "write_file", "args": json.loads(arguments)}}]}, "index": 0,
+                "finishReason": "STOP"}], "usageMetadata": usage}))
+
+
+def _base(url, protocol):
+    return url + "/" + protocol + ("/v1" if protocol.startswith("openai") else "")
+
+
+@pytest.fixture(scope="module")
+def upstream():
+    with Upstream() as up:
+        app = make_app({"models": [{"id": protocol, "model": "m", "client_type": protocol,
+                                    "base_url": _base(up.url, protocol), "api_key": "k", "max_retries": 0}
+                                   for protocol in PROTOCOLS]})
+        with Builtin(app) as server:
+            yield up, server
+
+
+def _events(client):
+    events = []
+    try:
+        for event in client.streaming_response(MESSAGES):
+            events.append(event)
+    except AgentHubError as exc:
+        return events, exc
+    return events, None
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_tool_streams_through_the_runs_wire_equal_the_direct_client(upstream, protocol):
+    up, server = upstream
+    arguments = _arguments()
+    up.routes[protocol] = Route(_tool_stream(protocol, arguments, 300), parts=7)
+    want, error = _events(AutoLLMClient("m", client_type=protocol, base_url=_base(up.url, protocol), api_key="k",
+                                        max_retries=0))
+    assert error is None and want[-1]["finish_reason"] == "tool_call"
+    calls = [i for e in want for i in e["content_items"] if i["type"] == "tool_call"]
+    assert calls and calls[0]["arguments"] == json.loads(arguments)
+    got, error = _events(AutoLLMClient(protocol, client_type="agenthub", base_url=server.url, max_retries=0))
+    assert error is None
+    assert same_ids(got) == same_ids(want)
+    assert [list(i) for e in got for i in e["content_items"]] == [list(i) for e in want for i in e["content_items"]]
+    # what travelled: the runs wire's frames (the fragments of the streamed protocols as runs), the call's
+    # arguments once; the items wire and the plain wire as they were
+    body = requests.post(server.url + "/v1/stream", json={"model": protocol, "messages": MESSAGES},
+                         headers={"X-AgentHub-Wire": "runs"}, timeout=30).content
+    assert b'"arguments":null' in body
+    if protocol != "gemini":
+        assert b"\ndata: ~a" in body
+    for wire in ("items", None):
+        headers = {"X-AgentHub-Wire": wire} if wire else {}
+        other = requests.post(server.url + "/v1/stream", json={"model": protocol, "messages": MESSAGES},
+                              headers=headers, timeout=30).content
+        assert b"data: ~" not in other and b'"arguments":null' not in other
+        assert (b"\ndata: [" in other.replace(b"data: [DONE]", b"")) == (wire == "items")
+
+
+def test_text_with_line_breaks_and_escapes_through_the_runs_wire(upstream):
+    up, server = upstream
+    base = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": "m"}
+    pieces = ["a\n", "\r\n", ESC + "n", "\x00", "caf\u00e9", "\U0001f600", "\\", '"', ""] * 20
+    body = b"".join(_sse(dict(base, choices=[{"index": 0, "delta": {"content": p}, "finish_reason": None}]))
+                    for p in pieces)
+    body += _sse(dict(base, choices=[{"index": 0, "delta": {}, "finish_reason": "stop"}])) + b"data: [DONE]\n\n"
+    up.routes["openai-chat"] = Route(body, parts=3)
+    want, error = _events(AutoLLMClient("m", client_type="openai-chat", base_url=_base(up.url, "openai-chat"),
+                                        api_key="k", max_retries=0))
+    assert error is None
+    got, error = _events(AutoLLMClient("openai-chat", client_type="agenthub", base_url=server.url, max_retries=0))
+    assert error is None and strip_ids(got) == strip_ids(want)
+    assert "".join(i["text"] for e in got for i in e["content_items"]) == "".join(pieces)
