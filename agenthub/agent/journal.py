@@ -69,8 +69,38 @@ class RunLockedError(JournalError):
     retry_after: float
 
 
-#: the entries' encoder (built once: json.dumps with options builds one a call)
-_ENCODE = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode
+def _encoder(ensure_ascii: bool, allow_nan: bool, sort_keys: bool, default: Any = None) -> Any:
+    """``JSONEncoder(separators=(",", ":"), ...).encode`` made once, for a turn's entries: the C encoder itself
+    where this Python has it (``JSONEncoder.encode`` makes one a call, ``json.dumps`` with options an encoder
+    too), the same text.  Without a cycle check (the entries are JSON data: a structure that refers to
+    itself is found by the Python encoder, which then says so as before)."""
+    python = json.JSONEncoder(separators=(",", ":"), ensure_ascii=ensure_ascii, allow_nan=allow_nan,
+                              sort_keys=sort_keys, default=default)
+    make = getattr(json.encoder, "c_make_encoder", None)
+    quote = json.encoder.encode_basestring_ascii if ensure_ascii else json.encoder.encode_basestring
+    try:
+        chunks = make(None, python.default, quote, None, ":", ",", sort_keys, False, allow_nan) if make else None
+    except TypeError:  # (another Python's signature: the encoder a call)
+        chunks = None
+    if chunks is None:
+        return python.encode
+    join = "".join
+
+    def encode(value: Any) -> str:
+        if type(value) is not dict:
+            return python.encode(value)
+        try:
+            return join(chunks(value, 0))
+        except RecursionError:  # (a structure that refers to itself: the Python encoder's ValueError)
+            return python.encode(value)
+
+    return encode
+
+
+#: the entries' encoder (built once)
+_ENCODE = _encoder(ensure_ascii=False, allow_nan=False, sort_keys=False)
+#: a call's arguments as ``_canonical`` writes them (built once)
+_CANONICAL = _encoder(ensure_ascii=True, allow_nan=True, sort_keys=True, default=repr)
 
 
 def _canonical(value: Any) -> str:
@@ -89,7 +119,8 @@ def idempotency_key(run_id: str, turn: int, tool_call_id: str) -> str:
 
 
 def arguments_digest(arguments: Any) -> str:
-    return hashlib.sha256(_canonical(arguments).encode()).hexdigest()[:32]
+    return hashlib.sha256((_CANONICAL(arguments) if type(arguments) is dict else _canonical(arguments)).encode()
+                          ).hexdigest()[:32]
 
 
 class _Renewer(object):
@@ -462,6 +493,8 @@ class RunJournal(object):
         self.reattached_turns = 0
         self._at_most_once = set()  # type: Set[Tuple[int, str]]  # (turn, call id): results stored as they end
         self._results_kept = False  # (results kept for the next write: stored before the next request)
+        #: the turns whose calls the journal holds a start or a result of
+        self._journaled_calls = {key[0] for key in self.replay.started} | {key[0] for key in self.replay.results}
 
     # what was journaled
     def turn(self, number: int) -> Optional[Dict[str, Any]]:
@@ -470,6 +503,11 @@ class RunJournal(object):
     def result(self, turn: int, call_id: str) -> Optional[Dict[str, Any]]:
         entry = self.replay.results.get((turn, call_id))
         return dict(entry["item"]) if entry is not None else None
+
+    def replaying(self, turn: int) -> bool:
+        """Whether the journal holds a call or a result of turn ``turn`` (else ``result`` and ``interrupted``
+        say None and False for each of its calls: a live turn's are not asked one by one)."""
+        return turn in self._journaled_calls
 
     def interrupted(self, turn: int, call_id: str) -> bool:
         return (turn, call_id) in self.replay.started and (turn, call_id) not in self.replay.results
@@ -507,8 +545,9 @@ class RunJournal(object):
         self.starting(turn, [(call, True)])
 
     def finished(self, turn: int, call_id: str, item: Mapping[str, Any], seconds: float) -> None:
-        self.replay.results[(turn, call_id)] = {"item": dict(item)}
-        self.journal.add("result", turn=turn, id=call_id, item=dict(item), seconds=round(seconds, 6))
+        kept = dict(item)
+        self.replay.results[(turn, call_id)] = {"item": kept}
+        self.journal.add("result", turn=turn, id=call_id, item=kept, seconds=round(seconds, 6))
         if (turn, call_id) in self._at_most_once:  # its result stored as it ends (with those kept before it)
             self._at_most_once.discard((turn, call_id))
             self.journal.flush()
