@@ -263,6 +263,7 @@ class Journal(object):
         self._lock = threading.Lock()
         self._lost = None  # type: Optional[BaseException]
         self._open = False
+        self._append_many = getattr(self.store, "journal_append_many", None)  # (one store call a write)
 
     # -- claiming -----------------------------------------------------------------------------------------
     def _claim(self) -> List[str]:
@@ -359,13 +360,14 @@ class Journal(object):
         with self._lock:
             if not self._kept:
                 return
-            if len(self._kept) == 1 or not hasattr(self.store, "journal_append_many"):
-                while self._kept:  # (one entry; or a store that takes one entry a call)
+            many = self._append_many
+            if many is None:
+                while self._kept:  # (a store that takes one entry a call)
                     self.store.journal_append(self.run_id, self.owner, self._next, self._kept[0], self.ttl)
                     self._next += 1
                     del self._kept[0]
                 return
-            self.store.journal_append_many(self.run_id, self.owner, self._next, self._kept, self.ttl)
+            many(self.run_id, self.owner, self._next, self._kept, self.ttl)
             self._next += len(self._kept)
             self._kept = []
 
