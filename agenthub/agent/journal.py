@@ -99,6 +99,38 @@ def _encoder(ensure_ascii: bool, allow_nan: bool, sort_keys: bool, default: Any 
 
 #: the entries' encoder (built once)
 _ENCODE = _encoder(ensure_ascii=False, allow_nan=False, sort_keys=False)
+_QUOTE = json.encoder.encode_basestring  # (a string as _ENCODE writes it)
+_FINITE = (float("-inf"), float("inf"))
+
+
+def _number(value: Any) -> Optional[str]:
+    """A float or None as _ENCODE writes it; None for anything else (then _ENCODE writes the entry, or says why not)."""
+    if value is None:
+        return "null"
+    if type(value) is float and _FINITE[0] < value < _FINITE[1]:
+        return repr(value)
+    return None
+
+
+def _turn_text(turn: int, message: Dict[str, Any], cost: Any, route: Dict[str, Any]) -> str:
+    """The ``turn`` entry: ``_ENCODE({"turn", "message", "cost", "route", "k": "turn"})``, the same text, the
+    fields around the message written as they always are."""
+    cost_text = _number(cost)
+    if type(turn) is not int or cost_text is None:
+        return _ENCODE({"turn": turn, "message": message, "cost": cost, "route": route, "k": "turn"})
+    return '{"turn":%d,"message":%s,"cost":%s,"route":%s,"k":"turn"}' % (turn, _ENCODE(message), cost_text,
+                                                                         _ENCODE(route))
+
+
+def _result_text(turn: int, call_id: str, item: Dict[str, Any], seconds: float) -> str:
+    """The ``result`` entry: ``_ENCODE({"turn", "id", "item", "seconds", "k": "result"})``, the same text."""
+    seconds_text = _number(seconds)
+    if type(turn) is not int or type(call_id) is not str or seconds_text is None or seconds is None:
+        return _ENCODE({"turn": turn, "id": call_id, "item": item, "seconds": seconds, "k": "result"})
+    return '{"turn":%d,"id":%s,"item":%s,"seconds":%s,"k":"result"}' % (turn, _QUOTE(call_id), _ENCODE(item),
+                                                                       seconds_text)
+
+
 #: a call's arguments as ``_canonical`` writes them (built once)
 _CANONICAL = _encoder(ensure_ascii=True, allow_nan=True, sort_keys=True, default=repr)
 
@@ -344,7 +376,10 @@ class Journal(object):
     def add(self, kind: str, **fields: Any) -> None:
         """Keep an entry for the next store write (``write``, ``flush`` or ``close``): not stored yet."""
         fields["k"] = kind
-        text = _ENCODE(fields)
+        self.keep(_ENCODE(fields))
+
+    def keep(self, text: str) -> None:
+        """``add`` of an entry written already (its JSON text)."""
         with self._lock:
             self._kept.append(text)
 
@@ -527,7 +562,8 @@ class RunJournal(object):
 
     def answered(self, turn: int, message: Mapping[str, Any], cost: Optional[float],
                  route: Optional[Mapping[str, Any]]) -> None:
-        self.journal.write("turn", turn=turn, message=dict(message), cost=cost, route=dict(route or {}))
+        self.journal.keep(_turn_text(turn, dict(message), cost, dict(route or {})))
+        self.journal.flush()
 
     def starting(self, turn: int, calls: Sequence[Tuple[Mapping[str, Any], bool]]) -> None:
         """The calls about to run, each with whether it must run at most once (``@tool(idempotent=False)``):
@@ -549,7 +585,7 @@ class RunJournal(object):
     def finished(self, turn: int, call_id: str, item: Mapping[str, Any], seconds: float) -> None:
         kept = dict(item)
         self.replay.results[(turn, call_id)] = {"item": kept}
-        self.journal.add("result", turn=turn, id=call_id, item=kept, seconds=round(seconds, 6))
+        self.journal.keep(_result_text(turn, call_id, kept, round(seconds, 6)))
         if (turn, call_id) in self._at_most_once:  # its result stored as it ends (with those kept before it)
             self._at_most_once.discard((turn, call_id))
             self.journal.flush()
