@@ -438,3 +438,62 @@ def test_a_run_keeps_its_lease_past_its_length_and_the_lease_thread_ends_after_t
     while journal_module._RENEWER._thread is not None and time.monotonic() < deadline:
         time.sleep(0.05)
     assert journal_module._RENEWER._thread is None
+
+
+#: the entries' encoder of the journals written before (a journal's text stays what it was)
+_WRITTEN_BEFORE = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode
+
+
+def test_a_journaled_turn_is_priced_once_and_its_entries_are_the_text_they_were(monkeypatch):
+    """The turn's cost the journal keeps is the one the run counts (reckoned once a turn, not again by
+    cost_usd); the entries are the same JSON text as before (compact, non-ASCII kept), so journals written
+    before replay as they did; a call's digest is the canonical JSON's."""
+    import decimal
+    import hashlib
+
+    import agenthub.agent.runner as runner
+    from agenthub.agent import journal as seam
+
+    priced = []
+    real = runner.call_cost
+
+    def counting(*args, **kwargs):
+        priced.append(args[0])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(runner, "call_cost", counting)
+    store = MemoryStore()
+    script = [chat_calls([("c1", "look_up", '{"city": "Zürich \\u2028 \\"q\\""}'), ("c2", "pay", '{"amount": 30}')]),
+              chat_text("Booked in Zürich.")]
+    with SSEServer() as server:
+        server.answers += [Answer([answer]) for answer in script]
+        plain_run = client_for(server).run([USER], tools=TOOLS).result()
+        ran.clear()
+        server.answers += [Answer([answer]) for answer in script]
+        del priced[:]
+        result = client_for(server).run([USER], tools=TOOLS, journal=store, run_id="trip-p").result()
+    assert priced == ["gpt-4o-mini", "gpt-4o-mini"]  # (one a turn: cost_usd took the journal's)
+    assert result.cost_usd == plain_run.cost_usd and result.cost_usd is not None
+    texts = store.journal_entries("trip-p")
+    entries = [json.loads(text) for text in texts]
+    assert [e["k"] for e in entries] == ["header", "turn", "call", "result", "result", "turn", "done"]
+    assert [text == _WRITTEN_BEFORE(entry) for text, entry in zip(texts, entries)] == [True] * 7
+    assert "Zürich" in texts[1] and sum(e.get("cost") or 0 for e in entries) == result.cost_usd
+    canonical = json.dumps({"amount": 30}, sort_keys=True, separators=(",", ":"), ensure_ascii=True, default=repr)
+    assert entries[2]["digest"] == hashlib.sha256(canonical.encode()).hexdigest()[:32]
+    again = client_for(server).run([USER], tools=TOOLS, journal=store, run_id="trip-p").result()
+    assert (again.replayed_turns, plain(again.messages), again.cost_usd) == (2, plain(result.messages),
+                                                                              result.cost_usd)
+    for value in ({"b": [1, 2.5, None, True], "a": {"é": "\u2028", "z": float("inf")}}, {"x": decimal.Decimal("1.5")},
+                  [1, "two"], "three", {}):
+        text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True, default=repr)
+        assert seam.arguments_digest(value) == hashlib.sha256(text.encode()).hexdigest()[:32]
+    cyclic = {}
+    cyclic["self"] = cyclic
+    with pytest.raises(ValueError, match="Circular reference"):
+        seam._ENCODE(cyclic)
+    with pytest.raises(ValueError, match="Out of range float"):
+        seam._ENCODE({"x": float("nan")})
+    with pytest.raises(TypeError, match="not JSON serializable"):
+        seam._ENCODE({"x": object()})
+    assert seam._ENCODE({"x": cyclic["self"] is cyclic}) == '{"x":true}'  # (usable after the errors)

@@ -237,3 +237,58 @@ def test_a_long_kept_sqlite_store_closes_the_connections_of_threads_that_ended(t
         assert [r["run_id"] for r in store.journal_runs()] == []  # (claimed, nothing written: not listed)
     finally:
         store.close()
+
+
+def test_redis_appends_go_on_a_connection_of_their_thread_and_the_clients_way_when_it_fails():
+    """A journal append (a run's writes) is one EVALSHA on a connection of the writing thread's own, not checked
+    out of the client's pool; when that connection was closed by the server, or the server lost its scripts,
+    the append goes the client's way (reconnect, NOSCRIPT reload) and is written once; the script's refusals
+    read the same; connections of ended threads and, at close, all of them are closed."""
+    import threading
+
+    from store_support import REDIS_SERVER, RedisServer
+
+    if REDIS_SERVER is None:
+        pytest.skip("redis-server is not installed")
+    redis = pytest.importorskip("redis")
+    from agenthub.stores.redis import RedisStore
+
+    def clients(server):
+        with redis.Redis.from_url(server.url) as probe:
+            return sorted(c["name"] for c in probe.client_list() if c.get("cmd") != "client|list")
+
+    with RedisServer() as server:
+        store = RedisStore(server.url)
+        try:
+            assert store.journal_claim("run-c", "w1", lease=30) is None
+            store.journal_append("run-c", "w1", 0, "a")  # (the first: NOSCRIPT, the client's way loads the script)
+            pool = store._client.connection_pool
+            checked_out = []
+            real = pool.get_connection
+            pool.get_connection = lambda *a, **k: checked_out.append(1) or real(*a, **k)
+            store.journal_append_many("run-c", "w1", 1, ["b", "c"])
+            assert checked_out == []  # (the pool was not asked)
+            with redis.Redis.from_url(server.url) as admin:
+                admin.client_kill_filter(_type="normal", skipme=True)  # the server drops every connection
+                store.journal_append("run-c", "w1", 3, "d")
+                admin.script_flush()  # the server forgets its scripts
+                store.journal_append("run-c", "w1", 4, "e")
+                assert admin.lrange("agenthub:1:journal:run-c:entries", 0, -1) == [b"a", b"b", b"c", b"d", b"e"]
+                with pytest.raises(StoreError, match="entry 4 written where entry 5 is next"):
+                    store.journal_append("run-c", "w1", 4, "x")
+                with pytest.raises(StoreError, match="no longer holds its lease .another worker holds it now"):
+                    store.journal_append("run-c", "w2", 5, "x")
+                admin.hset("agenthub:1:journal:run-c", "entries", "many")
+                with pytest.raises(StoreError, match="the journal row is corrupt: refusing it"):
+                    store.journal_append("run-c", "w1", 5, "x")
+                admin.hset("agenthub:1:journal:run-c", "entries", "5")
+            pool.get_connection = real
+            for n in range(3):
+                worker = threading.Thread(target=store.journal_append, args=("run-c", "w1", 5 + n, "t"))
+                worker.start()
+                worker.join(10)
+            assert len(store._own) == 2  # (this thread's and the last worker's: those of threads that ended closed)
+            assert store.journal_entries("run-c")[5:] == ["t", "t", "t"]
+        finally:
+            store.close()
+        assert store._own == [] and len(clients(server)) == 0

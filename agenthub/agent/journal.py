@@ -69,8 +69,70 @@ class RunLockedError(JournalError):
     retry_after: float
 
 
-#: the entries' encoder (built once: json.dumps with options builds one a call)
-_ENCODE = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode
+def _encoder(ensure_ascii: bool, allow_nan: bool, sort_keys: bool, default: Any = None) -> Any:
+    """``JSONEncoder(separators=(",", ":"), ...).encode`` made once, for a turn's entries: the C encoder itself
+    where this Python has it (``JSONEncoder.encode`` makes one a call, ``json.dumps`` with options an encoder
+    too), the same text.  Without a cycle check (the entries are JSON data: a structure that refers to
+    itself is found by the Python encoder, which then says so as before)."""
+    python = json.JSONEncoder(separators=(",", ":"), ensure_ascii=ensure_ascii, allow_nan=allow_nan,
+                              sort_keys=sort_keys, default=default)
+    make = getattr(json.encoder, "c_make_encoder", None)
+    quote = json.encoder.encode_basestring_ascii if ensure_ascii else json.encoder.encode_basestring
+    try:
+        chunks = make(None, python.default, quote, None, ":", ",", sort_keys, False, allow_nan) if make else None
+    except TypeError:  # (another Python's signature: the encoder a call)
+        chunks = None
+    if chunks is None:
+        return python.encode
+    join = "".join
+
+    def encode(value: Any) -> str:
+        if type(value) is not dict:
+            return python.encode(value)
+        try:
+            return join(chunks(value, 0))
+        except RecursionError:  # (a structure that refers to itself: the Python encoder's ValueError)
+            return python.encode(value)
+
+    return encode
+
+
+#: the entries' encoder (built once)
+_ENCODE = _encoder(ensure_ascii=False, allow_nan=False, sort_keys=False)
+_QUOTE = json.encoder.encode_basestring  # (a string as _ENCODE writes it)
+_FINITE = (float("-inf"), float("inf"))
+
+
+def _number(value: Any) -> Optional[str]:
+    """A float or None as _ENCODE writes it; None for anything else (then _ENCODE writes the entry, or says why not)."""
+    if value is None:
+        return "null"
+    if type(value) is float and _FINITE[0] < value < _FINITE[1]:
+        return repr(value)
+    return None
+
+
+def _turn_text(turn: int, message: Dict[str, Any], cost: Any, route: Dict[str, Any]) -> str:
+    """The ``turn`` entry: ``_ENCODE({"turn", "message", "cost", "route", "k": "turn"})``, the same text, the
+    fields around the message written as they always are."""
+    cost_text = _number(cost)
+    if type(turn) is not int or cost_text is None:
+        return _ENCODE({"turn": turn, "message": message, "cost": cost, "route": route, "k": "turn"})
+    return '{"turn":%d,"message":%s,"cost":%s,"route":%s,"k":"turn"}' % (turn, _ENCODE(message), cost_text,
+                                                                         _ENCODE(route))
+
+
+def _result_text(turn: int, call_id: str, item: Dict[str, Any], seconds: float) -> str:
+    """The ``result`` entry: ``_ENCODE({"turn", "id", "item", "seconds", "k": "result"})``, the same text."""
+    seconds_text = _number(seconds)
+    if type(turn) is not int or type(call_id) is not str or seconds_text is None or seconds is None:
+        return _ENCODE({"turn": turn, "id": call_id, "item": item, "seconds": seconds, "k": "result"})
+    return '{"turn":%d,"id":%s,"item":%s,"seconds":%s,"k":"result"}' % (turn, _QUOTE(call_id), _ENCODE(item),
+                                                                       seconds_text)
+
+
+#: a call's arguments as ``_canonical`` writes them (built once)
+_CANONICAL = _encoder(ensure_ascii=True, allow_nan=True, sort_keys=True, default=repr)
 
 
 def _canonical(value: Any) -> str:
@@ -89,7 +151,8 @@ def idempotency_key(run_id: str, turn: int, tool_call_id: str) -> str:
 
 
 def arguments_digest(arguments: Any) -> str:
-    return hashlib.sha256(_canonical(arguments).encode()).hexdigest()[:32]
+    return hashlib.sha256((_CANONICAL(arguments) if type(arguments) is dict else _canonical(arguments)).encode()
+                          ).hexdigest()[:32]
 
 
 class _Renewer(object):
@@ -232,6 +295,7 @@ class Journal(object):
         self._lock = threading.Lock()
         self._lost = None  # type: Optional[BaseException]
         self._open = False
+        self._append_many = getattr(self.store, "journal_append_many", None)  # (one store call a write)
 
     # -- claiming -----------------------------------------------------------------------------------------
     def _claim(self) -> List[str]:
@@ -312,7 +376,10 @@ class Journal(object):
     def add(self, kind: str, **fields: Any) -> None:
         """Keep an entry for the next store write (``write``, ``flush`` or ``close``): not stored yet."""
         fields["k"] = kind
-        text = _ENCODE(fields)
+        self.keep(_ENCODE(fields))
+
+    def keep(self, text: str) -> None:
+        """``add`` of an entry written already (its JSON text)."""
         with self._lock:
             self._kept.append(text)
 
@@ -328,13 +395,14 @@ class Journal(object):
         with self._lock:
             if not self._kept:
                 return
-            if len(self._kept) == 1 or not hasattr(self.store, "journal_append_many"):
-                while self._kept:  # (one entry; or a store that takes one entry a call)
+            many = self._append_many
+            if many is None:
+                while self._kept:  # (a store that takes one entry a call)
                     self.store.journal_append(self.run_id, self.owner, self._next, self._kept[0], self.ttl)
                     self._next += 1
                     del self._kept[0]
                 return
-            self.store.journal_append_many(self.run_id, self.owner, self._next, self._kept, self.ttl)
+            many(self.run_id, self.owner, self._next, self._kept, self.ttl)
             self._next += len(self._kept)
             self._kept = []
 
@@ -462,6 +530,8 @@ class RunJournal(object):
         self.reattached_turns = 0
         self._at_most_once = set()  # type: Set[Tuple[int, str]]  # (turn, call id): results stored as they end
         self._results_kept = False  # (results kept for the next write: stored before the next request)
+        #: the turns whose calls the journal holds a start or a result of
+        self._journaled_calls = {key[0] for key in self.replay.started} | {key[0] for key in self.replay.results}
 
     # what was journaled
     def turn(self, number: int) -> Optional[Dict[str, Any]]:
@@ -470,6 +540,11 @@ class RunJournal(object):
     def result(self, turn: int, call_id: str) -> Optional[Dict[str, Any]]:
         entry = self.replay.results.get((turn, call_id))
         return dict(entry["item"]) if entry is not None else None
+
+    def replaying(self, turn: int) -> bool:
+        """Whether the journal holds a call or a result of turn ``turn`` (else ``result`` and ``interrupted``
+        say None and False for each of its calls: a live turn's are not asked one by one)."""
+        return turn in self._journaled_calls
 
     def interrupted(self, turn: int, call_id: str) -> bool:
         return (turn, call_id) in self.replay.started and (turn, call_id) not in self.replay.results
@@ -487,7 +562,8 @@ class RunJournal(object):
 
     def answered(self, turn: int, message: Mapping[str, Any], cost: Optional[float],
                  route: Optional[Mapping[str, Any]]) -> None:
-        self.journal.write("turn", turn=turn, message=dict(message), cost=cost, route=dict(route or {}))
+        self.journal.keep(_turn_text(turn, dict(message), cost, dict(route or {})))
+        self.journal.flush()
 
     def starting(self, turn: int, calls: Sequence[Tuple[Mapping[str, Any], bool]]) -> None:
         """The calls about to run, each with whether it must run at most once (``@tool(idempotent=False)``):
@@ -507,8 +583,9 @@ class RunJournal(object):
         self.starting(turn, [(call, True)])
 
     def finished(self, turn: int, call_id: str, item: Mapping[str, Any], seconds: float) -> None:
-        self.replay.results[(turn, call_id)] = {"item": dict(item)}
-        self.journal.add("result", turn=turn, id=call_id, item=dict(item), seconds=round(seconds, 6))
+        kept = dict(item)
+        self.replay.results[(turn, call_id)] = {"item": kept}
+        self.journal.keep(_result_text(turn, call_id, kept, round(seconds, 6)))
         if (turn, call_id) in self._at_most_once:  # its result stored as it ends (with those kept before it)
             self._at_most_once.discard((turn, call_id))
             self.journal.flush()

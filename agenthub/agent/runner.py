@@ -1296,9 +1296,7 @@ class Run(object):
         self._reask_unsent = False
         self._count(answer, stream)
         if self._journal is not None:
-            model, usage, call, route = self._priced[-1]
-            cost = call_cost(model, usage, call, route) if usage else None
-            self._journal.answered(self._turns - 1, answer, cost, route)
+            self._journal.answered(self._turns - 1, answer, self._turn_cost(), self._priced[-1][3])
         self.messages.append(answer)
         if not self._stateful:
             self._sent.append(answer)  # the runner's own list (streaming_response copied what it sent)
@@ -1411,6 +1409,19 @@ class Run(object):
         call = _Paid(call) if call is not None else None  # (not the Attempt: it holds the turn's request and history)
         self._priced.append((route.get("model") or getattr(self._client, "model", ""), usage, call, route))
 
+    def _turn_cost(self) -> Optional[float]:
+        """What the latest turn cost (None: unpriced), reckoned now (a journaled turn keeps it); taken into
+        the run's cost as ``cost_usd`` takes it, which then does not reckon it again."""
+        model, usage, call, route = self._priced[-1]
+        price = call_cost(model, usage, call, route) if usage else None
+        if self._priced_upto == len(self._priced) - 1:  # (the turns before it reckoned already)
+            if price is None:
+                self._cost = None
+            elif self._cost is not None:
+                self._cost += price
+            self._priced_upto += 1
+        return price
+
     @property
     def cost_usd(self) -> Optional[float]:
         """USD so far: ``agenthub.cost`` of each turn (with the model that answered it, its cache writes, at
@@ -1449,9 +1460,10 @@ class Run(object):
         ``resumed``: these are the calls the run was resumed with (``decisions`` apply to them, once);
         ``finished``: their turn ended with tool_call or stop (else each call needs a decision)."""
         caught = caught or {}
-        journal = self._journal
         turn = self._turns - 1  # (the turn these calls came in: the journal's number for it)
-        if journal is not None and any(journal.interrupted(turn, c["tool_call_id"]) for c in calls):
+        journal = self._journal
+        replaying = journal is not None and journal.replaying(turn)  # (the journal holds calls of this turn)
+        if replaying and any(journal.interrupted(turn, c["tool_call_id"]) for c in calls):
             resumed = True  # a decision may be for a call a crash interrupted, in a turn taken from the journal
         decisions = self._decisions if resumed else {}
         if resumed:
@@ -1461,7 +1473,7 @@ class Run(object):
         interrupted = []  # type: List[str]
         for call in calls:
             call_id = call["tool_call_id"]
-            if journal is not None:
+            if replaying:
                 item = journal.result(turn, call_id)
                 if item is not None:  # it ran before the crash: its result again, it does not run again
                     plans.append(("kept", item))

@@ -22,8 +22,10 @@ scripts are package data: ``agenthub/stores/lua/*.lua`` (each run after ``lib.lu
 """
 
 import logging
+import os
 import pkgutil
 import secrets
+import threading
 import time
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 from urllib.parse import parse_qsl, urlsplit
@@ -103,6 +105,7 @@ class RedisStore(Store):
         self._redis_errors = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError)
         self._response_error = redis.exceptions.ResponseError
         self._error = redis.exceptions.RedisError
+        self._no_script = redis.exceptions.NoScriptError
         try:
             self._client = client if client is not None else redis.Redis.from_url(base, socket_timeout=self.timeout,
                                                 socket_connect_timeout=self.timeout, decode_responses=False)
@@ -112,6 +115,13 @@ class RedisStore(Store):
         self._scripts = {name: self._client.register_script(lib + lua_source(name)) for name in SCRIPT_NAMES}
         self._epoch = b""
         self._checked = False
+        # the journal's appends (a run's writes, two or three a turn) go on a connection of this thread's own,
+        # made from the client's pool settings (client= given: through the client); see _run_own
+        self._own_pool = getattr(self._client, "connection_pool", None) if client is None else None
+        self._own_local = threading.local()
+        self._own_lock = threading.Lock()
+        self._own = []  # type: List[Tuple[threading.Thread, Any]]  # (its thread, the connection)
+        self._own_pid = os.getpid()
         self._setup()
 
     def __repr__(self) -> str:
@@ -124,10 +134,64 @@ class RedisStore(Store):
         self.__init__(state["url"])  # type: ignore[misc]
 
     def close(self) -> None:
+        with self._own_lock:
+            own, self._own = self._own, []
+            self._own_local = threading.local()
+        for _, connection in own:
+            self._drop(connection)
         try:
             self._client.close()
         except Exception:  # noqa: BLE001 - closing never raises
             pass
+
+    @staticmethod
+    def _drop(connection: Any) -> None:
+        try:
+            connection.disconnect()  # (redis-py only closes, never shuts down, a socket another process made)
+        except Exception:  # noqa: BLE001 - closing never raises
+            pass
+
+    def _own_connection(self) -> Any:
+        """This thread's own connection (connected on first use), made as the client's pool makes one; the
+        connections of threads that ended are closed when another is made (as SQLiteStore's)."""
+        if os.getpid() != self._own_pid:  # a forked child: the parent's connections are not ours to use
+            with self._own_lock:
+                self._own_pid, self._own, self._own_local = os.getpid(), [], threading.local()
+        connection = getattr(self._own_local, "connection", None)
+        if connection is None:
+            pool = self._own_pool
+            connection = pool.connection_class(**pool.connection_kwargs)  # type: ignore[union-attr]
+            self._own_local.connection = connection
+            with self._own_lock:
+                ended = [c for t, c in self._own if not t.is_alive()]
+                self._own = [(t, c) for t, c in self._own if t.is_alive()]
+                self._own.append((threading.current_thread(), connection))
+            for old in ended:
+                self._drop(old)
+        return connection
+
+    def _run_own(self, name: str, keys: List[str], args: List[Any]) -> Any:
+        """``_run`` of a journal append on this thread's own connection: one EVALSHA written and its reply read,
+        without the pool's check-out and release (a lock, a poll of the socket, its bookkeeping) and the client's
+        retry wrapper.  When that connection fails (the server closed it while idle, restarted, or lost its
+        scripts: NOSCRIPT), the append goes the client's way instead (its reconnect, its retries, ``?wait=``),
+        as any command did before; the script's own errors (the fence's answers are replies, not errors) are
+        read as ``_run`` reads them."""
+        if self._own_pool is None:
+            return self._run(name, keys, args)
+        script = self._scripts[name]
+        try:
+            connection = self._own_connection()
+            connection.send_packed_command(connection.pack_command("EVALSHA", script.sha, len(keys), *(keys + args)),
+                                           check_health=False)
+            return connection.read_response()
+        except self._no_script:
+            pass  # (the client's way loads it again)
+        except self._response_error as exc:
+            raise self._refused(exc)
+        except self._redis_errors:
+            pass  # (redis-py closed the connection: it connects again on its next use)
+        return self._run(name, keys, args)
 
     def _call(self, what: Any, *args: Any, **kwargs: Any) -> Any:
         return self._attempt(False, what, *args, **kwargs)
@@ -149,21 +213,25 @@ class RedisStore(Store):
                                                     "it could not be read" if reading else "nothing was sent"),
                                  retryable=True)
             except self._response_error as exc:
-                text = str(exc)
-                if "AGENTHUB_CORRUPT" in text:
-                    detail = text.split("AGENTHUB_CORRUPT", 1)[1].split("script:", 1)[0].strip(" .")
-                    raise StoreError("store {!r}: {}: refusing it".format(self._shown, detail[:200]))
-                if "AGENTHUB_LOST" in text:
-                    detail = text.split("AGENTHUB_LOST", 1)[1].split("script:", 1)[0].strip(" .")
-                    raise StoreError(
-                        "store {!r}: {}: refusing to start the budget again from $0. A budget needs a Redis that "
-                        "keeps its rows (persistence, maxmemory-policy noeviction, or a database apart from the "
-                        "response cache); a store opened anew starts from what the server holds now".format(
-                            self._shown, detail[:200]))
-                raise StoreError("store {!r} refused the operation ({}): a key holds data agenthub did not "
-                                 "write?".format(self._shown, text[:160]))
+                raise self._refused(exc)
             except self._error as exc:
                 raise StoreError("store {!r}: {}".format(self._shown, type(exc).__name__))
+
+    def _refused(self, exc: BaseException) -> StoreError:
+        """The StoreError of an error reply (a script's AGENTHUB_ error, or a key of another type)."""
+        text = str(exc)
+        if "AGENTHUB_CORRUPT" in text:
+            detail = text.split("AGENTHUB_CORRUPT", 1)[1].split("script:", 1)[0].strip(" .")
+            return StoreError("store {!r}: {}: refusing it".format(self._shown, detail[:200]))
+        if "AGENTHUB_LOST" in text:
+            detail = text.split("AGENTHUB_LOST", 1)[1].split("script:", 1)[0].strip(" .")
+            return StoreError(
+                "store {!r}: {}: refusing to start the budget again from $0. A budget needs a Redis that "
+                "keeps its rows (persistence, maxmemory-policy noeviction, or a database apart from the "
+                "response cache); a store opened anew starts from what the server holds now".format(
+                    self._shown, detail[:200]))
+        return StoreError("store {!r} refused the operation ({}): a key holds data agenthub did not "
+                          "write?".format(self._shown, text[:160]))
 
     def _run(self, name: str, keys: List[str], args: List[Any], reading: bool = False) -> Any:
         return self._attempt(reading, self._scripts[name], keys=keys, args=args)
@@ -309,9 +377,9 @@ class RedisStore(Store):
             if release:
                 self.journal_release(run_id, owner)
             return
-        kind, value = self._run("journal_append", self._journal_keys(run_id) + [PREFIX + "journals"],
-                                [owner, int(seq), "" if ttl is None else repr(float(ttl)), run_id,
-                                 "1" if release else ""] + list(entries))
+        kind, value = self._run_own("journal_append", self._journal_keys(run_id) + [PREFIX + "journals"],
+                                    [owner, int(seq), "" if ttl is None else repr(float(ttl)), run_id,
+                                     "1" if release else ""] + list(entries))
         kind = kind.decode() if isinstance(kind, bytes) else kind
         if kind == "lost":
             raise lost_lease(run_id, "another" if int(value) else None)
