@@ -14,7 +14,7 @@ import pytest
 
 from agenthub import jobs
 from agenthub.errors import ConfigError
-from agenthub.jobs import finished_ids, read_output
+from agenthub.jobs import finished_ids, read_output, runner
 
 from jobs_server import JobServer
 
@@ -518,6 +518,37 @@ def test_the_output_lock_is_removed_when_its_run_ends_and_a_stale_open_tries_aga
     assert not os.path.exists(out + ".lock")
 
 
+def test_the_rows_of_a_job_files_first_lines_are_decoded_once_the_lines_after_them_read_from_their_offset(
+        tmp_path, monkeypatch):
+    """Issue 41 item 6: the up-front check keeps the rows of the first HEAD_BYTES of lines (memory stays flat
+    past them), the run takes those as they are and reads the lines after them again, starting at their
+    offset; blank and invalid lines in the head are passed over; a resumed run's finished rows are not sent."""
+    from agenthub.jobs import jobfile
+
+    with JobServer() as server:
+        rows = _rows(server, ["a", "b", "c", "d", "e", "f"])
+        text = [json.dumps(r) for r in rows]
+        lines = text[:2] + ["", "{not json"] + text[2:]  # the head: lines 1-5 (a blank and an invalid one among them)
+        path = tmp_path / "in.jsonl"
+        path.write_text("\n".join(lines) + "\n")
+        monkeypatch.setattr(runner, "HEAD_BYTES", sum(len(line) + 1 for line in lines[:5]))
+        made = []
+        real = jobfile._fast_row
+        monkeypatch.setattr(jobfile, "_fast_row",
+                            lambda obj, number, *more: (made.append(number), real(obj, number, *more))[1])
+        out = str(tmp_path / "out.jsonl")
+        summary = jobs.run(str(path), out, progress=False, skip_invalid=True)
+        assert (summary.done, summary.failed, summary.skipped) == (6, 1, 0)
+        assert made == [6, 7, 8]  # lines 1-5 were the head's: not decoded again
+        assert sorted(server.counts.items()) == [(t, 1) for t in "abcdef"]
+        rerun = jobs.run(str(path), out, progress=False, skip_invalid=True)
+        assert (rerun.done, rerun.failed, rerun.skipped) == (0, 0, 7)
+        assert sorted(server.counts.items()) == [(t, 1) for t in "abcdef"]
+    by_id = _by_id(out)
+    assert sorted(by_id) == ["line-4", "r0", "r1", "r2", "r3", "r4", "r5"]
+    assert by_id["r4"]["message"]["content_items"][0]["text"].endswith("e")
+
+
 def test_a_resumed_run_reads_past_its_finished_lines_without_decoding_them(tmp_path, monkeypatch):
     """Issue 41 item 6: the lines before the first one still to do are not turned into rows again."""
     from agenthub.jobs import jobfile
@@ -532,6 +563,7 @@ def test_a_resumed_run_reads_past_its_finished_lines_without_decoding_them(tmp_p
         real = jobfile._fast_row
         monkeypatch.setattr(jobfile, "_fast_row",
                             lambda obj, number, *more: (made.append(number), real(obj, number, *more))[1])
+        monkeypatch.setattr(runner, "HEAD_BYTES", 0)  # (no head kept: every row is read again)
         summary = jobs.run(src, out, progress=False)
         assert (summary.done, summary.skipped) == (3, 3)
         assert made == [3, 4, 5, 6]  # line 4 (r3, done) is decoded and passed over, lines 1-2 are not
