@@ -590,3 +590,73 @@ def test_rows_after_the_last_finished_one_are_not_looked_up(tmp_path, monkeypatc
         assert (summary.done, summary.skipped) == (3, 3)
         assert looked == ["r2", "r3"]
         assert sorted(server.counts.items()) == [(t, 1) for t in "abcdef"]
+
+
+def test_the_jobs_hook_with_only_pauses_to_wait_out_reads_what_can_pause_and_skips_the_rest():
+    """Issue 41 item 6: the run's own limiter (no rpm/tpm) only waits out pauses, so the job's hook passes an
+    attempt on when no pause holds any endpoint, and reads an answer's head only when it has rate-limit headers;
+    an exhausted one still pauses the endpoint, and the next attempt there waits it out."""
+    import requests.structures
+
+    from agenthub import RateLimiter
+    from agenthub.attempts import Attempt
+    from agenthub.jobs.runner import Job, JobSummary, Progress
+
+    limiter = RateLimiter()
+    job = Job(iter(()), {}, None, limiter, JobSummary(), Progress(False, 0, 0), 0, pauses_only=True)
+    hook = job.row_hook
+    job.local.pace = True
+    attempt = Attempt("stream", "openai-chat", "deepseek-v4-flash", None, server=("127.0.0.1", 9))
+    hook.before_attempt(attempt)  # nothing holds it
+    attempt.status, attempt.headers = 200, requests.structures.CaseInsensitiveDict({"Content-Type": "text/event-stream"})
+    hook.after_response(attempt)
+    assert limiter.paused_for() == 0 and hook._keys == {}
+    hook.on_done(attempt)
+    attempt.headers = requests.structures.CaseInsensitiveDict({"X-RateLimit-Remaining-Requests": "0",
+                                                               "X-RateLimit-Reset-Requests": "30s"})
+    hook.after_response(attempt)
+    assert 25 < limiter.paused_for(("openai-chat", ("127.0.0.1", 9), "deepseek-v4-flash")) <= 30
+    assert limiter.paused_for(("openai-chat", ("127.0.0.2", 9), "deepseek-v4-flash")) == 0
+    hook.on_done(attempt)
+    assert hook._keys == {}
+    waited = []
+    nxt = Attempt("stream", "openai-chat", "deepseek-v4-flash", None, server=("127.0.0.1", 9))
+    hook.pause = lambda attempt, seconds: waited.append(seconds) or False  # (stopped at once: not sent)
+    with pytest.raises(Exception):
+        hook.before_attempt(nxt)
+    assert len(waited) == 1 and 25 < waited[0] <= 30
+
+
+def test_a_head_rows_messages_and_config_are_checked_once_a_run_and_sent_as_before(tmp_path, monkeypatch):
+    """Issue 41 item 6: the up-front check passes each row's messages and each distinct flat config; the rows of
+    the head reach the runner's AutoLLMClients without a second check of either (the rows after the head have
+    their messages checked again by the client: they were read again), and the requests are the same."""
+    from agenthub import validate
+    from agenthub.jobs import jobfile
+
+    counts = {"message": 0, "config": 0}
+    real_message, real_config = validate.check_message, validate.check_config
+
+    def check_message(*args, **kwargs):
+        counts["message"] += 1
+        return real_message(*args, **kwargs)
+
+    def check_config(*args, **kwargs):
+        counts["config"] += 1
+        return real_config(*args, **kwargs)
+
+    monkeypatch.setattr(validate, "check_message", check_message)
+    for module in (jobfile, runner):
+        monkeypatch.setattr(module, "check_config", check_config)
+    with JobServer() as server:
+        rows = _rows(server, ["a", "b", "c", "d"])
+        rows[3]["config"] = {"max_tokens": 17}
+        src = _write(tmp_path / "in.jsonl", rows)
+        monkeypatch.setattr(runner, "HEAD_BYTES", sum(len(json.dumps(r)) + 1 for r in rows[:3]))
+        summary = jobs.run(src, str(tmp_path / "out.jsonl"), progress=False, workers=1)
+        assert summary.done == 4
+        # up front: 4 messages, 2 configs; the run: 2 configs (one each), line 4's message (after the head)
+        assert counts == {"message": 5, "config": 4}
+        assert sorted(server.counts.items()) == [(t, 1) for t in "abcd"]
+    by_id = _by_id(str(tmp_path / "out.jsonl"))
+    assert [by_id["r{}".format(i)]["message"]["content_items"][0]["text"][-1] for i in range(4)] == list("abcd")

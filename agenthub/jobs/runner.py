@@ -260,6 +260,7 @@ class Job(object):
     job_span = None  # type: Any  # the job's telemetry span (agenthub.telemetry): each row's span is its child
     output = None  # type: Any  # run(output=...): the output type of the rows without their own output_schema
     output_retries = 2  # the re-asks of a typed row (client.parse's ``retries``)
+    head_line = 0  # the last line of the job file's head (``JobFile.head``): its rows come as the check left them
 
     def __init__(self, rows: Any, clients: Dict[Route, Any], writer: OutputWriter, limiter: RateLimiter,
                  summary: JobSummary, progress: Progress, max_retries: int, backend: str = "live",
@@ -289,6 +290,7 @@ class Job(object):
         self.all_left = threading.Event()
         self.checked_streams = {}  # type: Dict[int, Tuple[Any, Any]]  # id(client) -> (client, _checked_streams())
         self.configs = {}  # type: Dict[Any, Dict[str, Any]]  # _config_key -> check_config's copy (read only)
+        self.paces = {}  # type: Dict[int, Tuple[Any, bool]]  # id(client) -> (client, not has_hook(client, limiter))
 
     def take(self) -> Optional[JobRow]:
         if self.stop_new.is_set():
@@ -372,7 +374,10 @@ class Job(object):
             register(self.row_hook)
             self.registered = True
         local = self.local
-        local.pace = not has_hook(client, self.limiter)  # a client reporting to this limiter paces itself
+        pace = self.paces.get(id(client))
+        if pace is None:
+            pace = self.paces[id(client)] = (client, not has_hook(client, self.limiter))
+        local.pace = pace[1]  # a client reporting to this limiter paces itself
         local.call = None
         local.row_id = row.id
         me = threading.get_ident()
@@ -435,11 +440,14 @@ class Job(object):
     def stream(self, client: Any, row: JobRow) -> Any:
         """``client.streaming_response(row.messages, row.config)``; for an AutoLLMClient streaming its own way, its
         config checked once per distinct flat config of the run (``check_config`` is a function of the values:
-        ``jobfile._config_key``), as the tool runner does it once per run (``_checked_streams``)."""
+        ``jobfile._config_key``), as the tool runner does it once per run (``_checked_streams``), and a head row's
+        messages not checked again (``_stateless_prechecked``)."""
         streams = self.checked_streams.get(id(client))
         if streams is None:
             found = getattr(client, "_checked_streams", None)
-            streams = self.checked_streams[id(client)] = (client, found() if callable(found) else None)
+            found = found() if callable(found) else None
+            streams = self.checked_streams[id(client)] = (
+                client, found and (found[0], getattr(client, "_stateless_prechecked", found[0])))
         if streams[1] is None:
             return client.streaming_response(row.messages, row.config)
         key = _config_key(row.config)
@@ -450,7 +458,9 @@ class Job(object):
                 if len(self.configs) >= 256:  # (memory stays flat, whatever the file)
                     self.configs.clear()
                 self.configs[key] = cfg
-        return streams[1][0](row.messages, cfg)
+        # a row of the head (read once: its messages are the very ones the up-front check passed, never handed out
+        # before) is not checked again
+        return streams[1][1 if row.line <= self.head_line else 0](row.messages, cfg)
 
     def typed_row(self, row: JobRow, client: Any, typed: "_TypedRow", parsed: Parsed[Any]) -> Dict[str, Any]:
         """The output row of a typed row that held: the final message, ``value`` (its JSON), the usage and
@@ -584,8 +594,10 @@ class _RowHook(LimiterHook):
         job = self.job
         if job.stop_hard.is_set() or job.stop_new.is_set():  # stopping: no new send (a rerun sends the row)
             raise _unsent()
-        if pace:
+        if pace and (self.acquire or self.limiter._shared is not None or self.limiter.paused_for() > 0):
             super().before_attempt(attempt)
+        # else: only pauses to wait out, and none holds any endpoint: nothing to wait for (nor, with a fallback
+        # route after this one, to move on from)
 
     def after_response(self, attempt: Attempt) -> None:
         if self._pace():
@@ -613,8 +625,8 @@ class _RowHook(LimiterHook):
                                       attempt.number + 1)
 
     def on_done(self, attempt: Attempt) -> None:
-        if self._pace():
-            super().on_done(attempt)
+        if self._pace() and (self.acquire or self._keys or self._tickets):
+            super().on_done(attempt)  # (only pauses to wait out: no ticket is taken, and no key was learned)
 
 
 def _known_server(attempt: Any) -> bool:
@@ -806,6 +818,7 @@ def _run_live(job: JobFile, input_path: str, output_path: str, workers: int, lim
         state = Job(todo, clients, writer, limiter, summary, show, max_retries,
                     per_thread=client_factory if fallbacks is not None else None, pauses_only=pauses_only)
         state.output = output
+        state.head_line = job.head_end[1]
         state.output_retries = output_retries
         count = min(workers, max(1, sum(counts.values())))
         state.job_span = workflow_span("agenthub.jobs", {"agenthub.job.rows": summary.total})
