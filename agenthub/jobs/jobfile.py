@@ -609,9 +609,13 @@ def error_row(row: JobRow, exc: BaseException, *, attempts: int, backend: str) -
                       error=error_of(exc), attempts=attempts, backend=backend)
 
 
+#: the output lines' encoder (``json.dumps`` with these options builds one per call)
+_ROW_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
 def dumps_row(row: Mapping[str, Any]) -> bytes:
     """One output line, newline included."""
-    return (json.dumps(row, ensure_ascii=False, separators=(",", ":"), allow_nan=False) + "\n").encode("utf-8")
+    return (_ROW_ENCODER.encode(row) + "\n").encode("utf-8")
 
 
 # -- the output file -------------------------------------------------------------------------------
