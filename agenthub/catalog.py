@@ -506,9 +506,7 @@ def call_cost(model: str, usage: Optional[Mapping[str, Any]], call: Any = None,
             route, Mapping)) and route.get("cache") == "hit"):
         return 0.0
     started = getattr(call, "started_ms", None)
-    kind = type(started)
-    at = started / 1000.0 if kind is int or kind is float or (
-        isinstance(started, (int, float)) and not isinstance(started, bool)) else None
+    at = started / 1000.0 if isinstance(started, (int, float)) and not isinstance(started, bool) else None
     if type(usage) is dict and (at is None or -_INF < at < _INF):  # (``cost``'s usual case, without its steps)
         return _standard_cost(model, usage, at)
     return cost(model, usage, at=at)

@@ -424,8 +424,8 @@ class AutoLLMClient(object):
         client keeps of its last call is let go, as a check of new messages lets it go (none is the last call's)."""
         checked = self._checked
         checked.clear()
-        return self._open(apply_extras(self._build(list(messages), cfg, prior=Prior(checked.stash, 0)), cfg), cfg,
-                          list(messages), None)
+        return self._open(apply_extras(self._build(list(messages), cfg, prior=Prior(checked.stash, 0)),  # type: ignore[arg-type]
+                                       cfg), cfg, list(messages), None)  # type: ignore[arg-type]
 
     def _stateful_message_checked(self, message: UniMessage, cfg: Dict[str, Any]) -> ResponseStream:
         check_message(message)

@@ -336,9 +336,9 @@ def read_jobs(path: str, *, skip_invalid: bool = False, keep_rows: bool = True, 
                     what = key = (model, obj.get("client_type"), obj.get("base_url"))
                     route = route_ids.setdefault(key, len(route_ids))
                     if keep_rows or keep:  # (a duplicate id fails the whole file: then the rows kept are not used)
-                        row = JobRow(id=obj["id"], model=model, messages=messages, config=config,
-                                     client_type=key[1], base_url=key[2], line=number, output_schema=schema)
-                        (rows if keep_rows else head).append(row)
+                        kept = JobRow(id=obj["id"], model=model, messages=messages, config=config,
+                                      client_type=key[1], base_url=key[2], line=number, output_schema=schema)
+                        (rows if keep_rows else head).append(kept)
             rid = obj.get("id") if isinstance(obj, dict) else None
             if error is not None:  # (only what its error row needs is kept: the line itself may be huge)
                 what = (_invalid_id(obj, number), _model_of(obj)) if skip_invalid else None
