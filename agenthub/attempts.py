@@ -294,12 +294,17 @@ def scrub(error: AgentHubError, secrets: List[str]) -> None:
 
 def hooks_for(hooks: Sequence[AttemptHook]) -> Sequence[AttemptHook]:
     """``hooks`` (a client's), then the process-wide ones (one empty-tuple check when there are none)."""
-    return list(hooks) + list(_registered) if _registered else hooks
+    if not _registered:
+        return hooks
+    return _registered if not hooks else list(hooks) + list(_registered)
 
 
 def wants_events(hooks: Sequence[AttemptHook]) -> bool:
     """Does some hook ask for ``on_event``?"""
-    return any(getattr(hook, "wants_events", False) for hook in hooks)
+    for hook in hooks:
+        if getattr(hook, "wants_events", False):
+            return True
+    return False
 
 
 def with_events(call: Attempt, hooks: Sequence[AttemptHook], events: Iterator[Any]) -> Iterator[Any]:

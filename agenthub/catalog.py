@@ -388,6 +388,9 @@ def cost(model: str, usage: Optional[Mapping[str, Any]], *, tier: Optional[str] 
     tokens) is above the model's threshold.  None when the model is unknown, has no price for the
     tier asked, or a bucket holding tokens has no price.
     """
+    if cache_writes is None and tier is None and not batch and type(usage) is dict and (
+            at is None or (type(at) is float and -_INF < at < _INF)):
+        return _standard_cost(model, usage, at)  # the usual call: the same figure, fewer steps
     carried = cache_writes is None
     writes = _NO_WRITES if carried else _writes(cache_writes)
     if tier is not None or batch:
@@ -447,17 +450,65 @@ def cost(model: str, usage: Optional[Mapping[str, Any]], *, tier: Optional[str] 
     return total / 1e6
 
 
+def _standard_cost(model: str, usage: Dict[str, Any], at: Optional[float]) -> Optional[float]:
+    """``cost(model, usage, at=at)`` for a plain dict usage (it carries no cache writes), no tier or batch asked
+    and ``at`` None or a finite float: the same steps in the same order, so the same figure."""
+    row = _find(model, None)
+    if row is None:
+        return None
+    spans = _timed_spans(row)
+    tier = _tier_in(spans, _clock() if at is None else at) if spans else None
+    prices = row.get("prices") if tier is None else (row.get("tiers") or {}).get(tier)
+    if not prices:
+        return None
+    get = usage.get
+    prompt, cached, thoughts, response = (get("prompt_tokens"), get("cached_tokens"), get("thoughts_tokens"),
+                                          get("response_tokens"))
+    if prompt is None and cached is None and thoughts is None and response is None:
+        return None  # no count at all (a server that sent no usage): unknown, not free
+    counts = []  # type: List[int]
+    for value in (prompt, cached, thoughts, response):
+        if value is None:
+            counts.append(0)
+        elif type(value) is not int or value < 0 or value > MAX_USAGE_TOKENS:
+            value = usage_count(value)
+            if value is None:
+                return None
+            counts.append(value)
+        else:
+            counts.append(value)
+    prompt, cached, output = counts[0], counts[1], counts[2] + counts[3]
+    total_input = prompt + cached
+    long_context = prices.get("long_context")
+    if long_context:
+        for level in reversed(long_context):
+            if total_input > level["above_input_tokens"]:
+                prices = level
+                break
+    total = 0.0
+    for tokens, name in ((prompt, "input"), (cached, "cached_input"), (output, "output")):
+        if not tokens:
+            continue
+        price = prices.get(name)
+        if price is None:
+            return None
+        total += tokens * price
+    return total / 1e6
+
+
 def call_cost(model: str, usage: Optional[Mapping[str, Any]], call: Any = None,
               route: Optional[Mapping[str, Any]] = None) -> Optional[float]:
     """What one answered call cost, as every agenthub path counts it (job rows, runs, the chat log, the
     serve metrics): 0.0 for an answer replayed from a response cache (``call.cache`` or the route's
     ``cache`` is ``"hit"``: nothing was paid), else ``cost`` of its usage (the wire's cache writes
     included) at the tier in force when the call started (``call.started_ms``; now when unknown)."""
-    if getattr(call, "cache", None) == "hit" or (route is not None and isinstance(route, Mapping)
-                                                 and route.get("cache") == "hit"):
+    if getattr(call, "cache", None) == "hit" or (route is not None and (type(route) is dict or isinstance(
+            route, Mapping)) and route.get("cache") == "hit"):
         return 0.0
     started = getattr(call, "started_ms", None)
     at = started / 1000.0 if isinstance(started, (int, float)) and not isinstance(started, bool) else None
+    if type(usage) is dict and (at is None or -_INF < at < _INF):  # (``cost``'s usual case, without its steps)
+        return _standard_cost(model, usage, at)
     return cost(model, usage, at=at)
 
 

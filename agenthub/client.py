@@ -418,6 +418,15 @@ class AutoLLMClient(object):
     def _stateless_checked(self, messages: Sequence[Message], cfg: Dict[str, Any]) -> ResponseStream:
         return self._open(self._plan(messages, cfg), cfg, list(messages), None)
 
+    def _stateless_prechecked(self, messages: Sequence[Message], cfg: Dict[str, Any]) -> ResponseStream:
+        """``_stateless_checked`` for messages the caller checked (``check_messages``) and has not changed since
+        (the job runner's rows, checked with the whole file before anything was sent): not checked again.  What the
+        client keeps of its last call is let go, as a check of new messages lets it go (none is the last call's)."""
+        checked = self._checked
+        checked.clear()
+        return self._open(apply_extras(self._build(list(messages), cfg, prior=Prior(checked.stash, 0)),  # type: ignore[arg-type]
+                                       cfg), cfg, list(messages), None)  # type: ignore[arg-type]
+
     def _stateful_message_checked(self, message: UniMessage, cfg: Dict[str, Any]) -> ResponseStream:
         check_message(message)
         if message["role"] != "user":

@@ -160,8 +160,8 @@ def _ablate(names):
         if name == "hooks":
             runner.register = lambda hook: None
         elif name == "check":
-            jobfile._checked = lambda obj, plain: (obj["id"], obj["model"], obj["messages"], obj.get("config") or {},
-                                                   None)
+            jobfile._checked = lambda obj, plain, passed=None: (obj["id"], obj["model"], obj["messages"],
+                                                                obj.get("config") or {}, None)
         elif name == "price":
             runner.call_cost = lambda *args: 0.0
         elif name == "stamp":

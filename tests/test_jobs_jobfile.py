@@ -270,3 +270,24 @@ def test_problems_are_named_in_line_order_whatever_batch_their_ids_went_in_with(
         assert job.invalid[0][1]["id"] == "x530" and job.ids["x530"] == 529 and job.ids["r1200"] == 1197
     finally:
         job.ids.close()
+
+
+def test_a_config_equal_to_one_that_passed_is_checked_again_unless_its_values_have_the_same_types(tmp_path,
+                                                                                               monkeypatch):
+    """Issue 41 item 6: the up-front check passes each distinct flat config once; 16, 16.0 and True are equal in
+    Python but not the same config (only 16 is a max_tokens), so each is checked; a config holding a list is
+    checked on every line."""
+    from agenthub.jobs import jobfile
+
+    checked = []
+    real = jobfile.check_config
+    monkeypatch.setattr(jobfile, "check_config", lambda config: (checked.append(dict(config)), real(config))[1])
+    msg = [{"role": "user", "content_items": [{"type": "text", "text": "hi"}]}]
+    configs = [{"max_tokens": 16}, {"max_tokens": 16}, {"max_tokens": 16.0}, {"max_tokens": True},
+               {"stop": ["x"]}, {"stop": ["x"]}, {"max_tokens": 16, "temperature": 0.5}, {"max_tokens": 16}]
+    lines = [json.dumps({"id": "r{}".format(i), "model": "m", "messages": msg, "config": c})
+             for i, c in enumerate(configs)]
+    job = read_jobs(_write(tmp_path, lines), skip_invalid=True, keep_rows=False)
+    assert [c for c in checked] == [configs[i] for i in (0, 2, 3, 4, 5, 6)]
+    assert sorted(n for n, _ in job.invalid) == [3, 4]  # 16.0 and True refused, though equal to 16
+    assert "max_tokens" in job.invalid[0][1]["error"]["message"]

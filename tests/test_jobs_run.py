@@ -14,7 +14,7 @@ import pytest
 
 from agenthub import jobs
 from agenthub.errors import ConfigError
-from agenthub.jobs import finished_ids, read_output
+from agenthub.jobs import finished_ids, read_output, runner
 
 from jobs_server import JobServer
 
@@ -518,6 +518,37 @@ def test_the_output_lock_is_removed_when_its_run_ends_and_a_stale_open_tries_aga
     assert not os.path.exists(out + ".lock")
 
 
+def test_the_rows_of_a_job_files_first_lines_are_decoded_once_the_lines_after_them_read_from_their_offset(
+        tmp_path, monkeypatch):
+    """Issue 41 item 6: the up-front check keeps the rows of the first HEAD_BYTES of lines (memory stays flat
+    past them), the run takes those as they are and reads the lines after them again, starting at their
+    offset; blank and invalid lines in the head are passed over; a resumed run's finished rows are not sent."""
+    from agenthub.jobs import jobfile
+
+    with JobServer() as server:
+        rows = _rows(server, ["a", "b", "c", "d", "e", "f"])
+        text = [json.dumps(r) for r in rows]
+        lines = text[:2] + ["", "{not json"] + text[2:]  # the head: lines 1-5 (a blank and an invalid one among them)
+        path = tmp_path / "in.jsonl"
+        path.write_text("\n".join(lines) + "\n")
+        monkeypatch.setattr(runner, "HEAD_BYTES", sum(len(line) + 1 for line in lines[:5]))
+        made = []
+        real = jobfile._fast_row
+        monkeypatch.setattr(jobfile, "_fast_row",
+                            lambda obj, number, *more: (made.append(number), real(obj, number, *more))[1])
+        out = str(tmp_path / "out.jsonl")
+        summary = jobs.run(str(path), out, progress=False, skip_invalid=True)
+        assert (summary.done, summary.failed, summary.skipped) == (6, 1, 0)
+        assert made == [6, 7, 8]  # lines 1-5 were the head's: not decoded again
+        assert sorted(server.counts.items()) == [(t, 1) for t in "abcdef"]
+        rerun = jobs.run(str(path), out, progress=False, skip_invalid=True)
+        assert (rerun.done, rerun.failed, rerun.skipped) == (0, 0, 7)
+        assert sorted(server.counts.items()) == [(t, 1) for t in "abcdef"]
+    by_id = _by_id(out)
+    assert sorted(by_id) == ["line-4", "r0", "r1", "r2", "r3", "r4", "r5"]
+    assert by_id["r4"]["message"]["content_items"][0]["text"].endswith("e")
+
+
 def test_a_resumed_run_reads_past_its_finished_lines_without_decoding_them(tmp_path, monkeypatch):
     """Issue 41 item 6: the lines before the first one still to do are not turned into rows again."""
     from agenthub.jobs import jobfile
@@ -532,6 +563,7 @@ def test_a_resumed_run_reads_past_its_finished_lines_without_decoding_them(tmp_p
         real = jobfile._fast_row
         monkeypatch.setattr(jobfile, "_fast_row",
                             lambda obj, number, *more: (made.append(number), real(obj, number, *more))[1])
+        monkeypatch.setattr(runner, "HEAD_BYTES", 0)  # (no head kept: every row is read again)
         summary = jobs.run(src, out, progress=False)
         assert (summary.done, summary.skipped) == (3, 3)
         assert made == [3, 4, 5, 6]  # line 4 (r3, done) is decoded and passed over, lines 1-2 are not
@@ -558,3 +590,73 @@ def test_rows_after_the_last_finished_one_are_not_looked_up(tmp_path, monkeypatc
         assert (summary.done, summary.skipped) == (3, 3)
         assert looked == ["r2", "r3"]
         assert sorted(server.counts.items()) == [(t, 1) for t in "abcdef"]
+
+
+def test_the_jobs_hook_with_only_pauses_to_wait_out_reads_what_can_pause_and_skips_the_rest():
+    """Issue 41 item 6: the run's own limiter (no rpm/tpm) only waits out pauses, so the job's hook passes an
+    attempt on when no pause holds any endpoint, and reads an answer's head only when it has rate-limit headers;
+    an exhausted one still pauses the endpoint, and the next attempt there waits it out."""
+    import requests.structures
+
+    from agenthub import RateLimiter
+    from agenthub.attempts import Attempt
+    from agenthub.jobs.runner import Job, JobSummary, Progress
+
+    limiter = RateLimiter()
+    job = Job(iter(()), {}, None, limiter, JobSummary(), Progress(False, 0, 0), 0, pauses_only=True)
+    hook = job.row_hook
+    job.local.pace = True
+    attempt = Attempt("stream", "openai-chat", "deepseek-v4-flash", None, server=("127.0.0.1", 9))
+    hook.before_attempt(attempt)  # nothing holds it
+    attempt.status, attempt.headers = 200, requests.structures.CaseInsensitiveDict({"Content-Type": "text/event-stream"})
+    hook.after_response(attempt)
+    assert limiter.paused_for() == 0 and hook._keys == {}
+    hook.on_done(attempt)
+    attempt.headers = requests.structures.CaseInsensitiveDict({"X-RateLimit-Remaining-Requests": "0",
+                                                               "X-RateLimit-Reset-Requests": "30s"})
+    hook.after_response(attempt)
+    assert 25 < limiter.paused_for(("openai-chat", ("127.0.0.1", 9), "deepseek-v4-flash")) <= 30
+    assert limiter.paused_for(("openai-chat", ("127.0.0.2", 9), "deepseek-v4-flash")) == 0
+    hook.on_done(attempt)
+    assert hook._keys == {}
+    waited = []
+    nxt = Attempt("stream", "openai-chat", "deepseek-v4-flash", None, server=("127.0.0.1", 9))
+    hook.pause = lambda attempt, seconds: waited.append(seconds) or False  # (stopped at once: not sent)
+    with pytest.raises(Exception):
+        hook.before_attempt(nxt)
+    assert len(waited) == 1 and 25 < waited[0] <= 30
+
+
+def test_a_head_rows_messages_and_config_are_checked_once_a_run_and_sent_as_before(tmp_path, monkeypatch):
+    """Issue 41 item 6: the up-front check passes each row's messages and each distinct flat config; the rows of
+    the head reach the runner's AutoLLMClients without a second check of either (the rows after the head have
+    their messages checked again by the client: they were read again), and the requests are the same."""
+    from agenthub import validate
+    from agenthub.jobs import jobfile
+
+    counts = {"message": 0, "config": 0}
+    real_message, real_config = validate.check_message, validate.check_config
+
+    def check_message(*args, **kwargs):
+        counts["message"] += 1
+        return real_message(*args, **kwargs)
+
+    def check_config(*args, **kwargs):
+        counts["config"] += 1
+        return real_config(*args, **kwargs)
+
+    monkeypatch.setattr(validate, "check_message", check_message)
+    for module in (jobfile, runner):
+        monkeypatch.setattr(module, "check_config", check_config)
+    with JobServer() as server:
+        rows = _rows(server, ["a", "b", "c", "d"])
+        rows[3]["config"] = {"max_tokens": 17}
+        src = _write(tmp_path / "in.jsonl", rows)
+        monkeypatch.setattr(runner, "HEAD_BYTES", sum(len(json.dumps(r)) + 1 for r in rows[:3]))
+        summary = jobs.run(src, str(tmp_path / "out.jsonl"), progress=False, workers=1)
+        assert summary.done == 4
+        # up front: 4 messages, 2 configs; the run: 2 configs (one each), line 4's message (after the head)
+        assert counts == {"message": 5, "config": 4}
+        assert sorted(server.counts.items()) == [(t, 1) for t in "abcd"]
+    by_id = _by_id(str(tmp_path / "out.jsonl"))
+    assert [by_id["r{}".format(i)]["message"]["content_items"][0]["text"][-1] for i in range(4)] == list("abcd")

@@ -79,3 +79,33 @@ def test_agenthub_models_shows_limits_and_prices(capsys):
             "text -> text; reasoning, tools, json_schema") in out
     assert model_line({"id": "x", "context_window": None, "max_output": 1500, "prices": None}) == (
         "x: context ?, output 1500; $? in / ? cached / ? write / ? out; ? -> ?")
+
+
+def test_the_usual_cost_call_gives_the_figure_of_the_general_steps():
+    """Issue 41 item 6: ``cost`` and ``call_cost`` price a plain-dict usage with no tier, batch or cache writes
+    asked in fewer steps (``catalog._standard_cost``): the same figure, to the last bit, as the general steps
+    (taken here by asking for 0 cache writes), across the catalog's priced models, buckets good and bad, long
+    contexts and times of day."""
+    import random
+
+    from agenthub import catalog
+    from agenthub.attempts import Attempt
+
+    names = [example for row in list_models() for example in row["examples"]] + [
+        "deepseek-v4-flash", "deepseek-v4-pro", "gpt-5.5", "claude-sonnet-5", "no-such-model"]
+    values = [None, 0, 1, 7, 1000, 300000, 10 ** 12, -1, 2.0, 2.5, True, "3", float("nan")]
+    rnd = random.Random(41)
+    priced = 0
+    for name in names:
+        for _ in range(20):
+            usage = {key: rnd.choice(values) for key in ("prompt_tokens", "cached_tokens", "thoughts_tokens",
+                                                         "response_tokens")}
+            at = 1.7e9 + rnd.random() * 86400
+            fast = agenthub.cost(name, usage, at=at)
+            assert repr(fast) == repr(agenthub.cost(name, usage, at=at, cache_writes=0)), (name, usage, at)
+            call = Attempt("stream", "openai-chat", name, None)
+            call.started_ms = int(at * 1000)
+            assert repr(catalog.call_cost(name, usage, call)) == repr(
+                agenthub.cost(name, usage, at=call.started_ms / 1000.0, cache_writes=0))
+            priced += fast is not None
+    assert priced > 20

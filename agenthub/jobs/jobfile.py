@@ -87,6 +87,10 @@ class JobFile:
     ids: Any = None
     #: the routes in the order they were met (an IdIndex stores a route as its position here)
     route_keys: List[Tuple[str, Optional[str], Optional[str]]] = field(default_factory=list)
+    #: read with ``keep_head``: the valid rows of the file's first lines, as checked (their bytes at most
+    #: ``keep_head``), and where the lines after them start: (byte offset, the number of the last line kept)
+    head: List[JobRow] = field(default_factory=list)
+    head_end: Tuple[int, int] = (0, 0)
 
     def __len__(self) -> int:
         return self.count + len(self.invalid)
@@ -108,9 +112,10 @@ def _plain(raw: bytes) -> bool:
     return b"__bytes__" not in raw and b"\\u" not in raw
 
 
-def _checked(obj: Any, plain: bool) -> Tuple[str, str, Any, Dict[str, Any], Any]:
+def _checked(obj: Any, plain: bool, passed: Optional[Set[Any]] = None) -> Tuple[str, str, Any, Dict[str, Any], Any]:
     """``parse_line``'s checks: (id, model, messages, config, output_schema), bytes decoded unless ``plain``
-    (``_plain``: the decoded values are the row's as they are)."""
+    (``_plain``: the decoded values are the row's as they are).  ``passed``: the configs of flat values that
+    passed ``check_config`` on earlier lines of this read (``_config_key``): an equal one is not checked again."""
     if not isinstance(obj, dict):
         raise ConfigError("a job line must be a JSON object, got {}".format(type(obj).__name__))
     if not _INPUT_KEYS.issuperset(obj):
@@ -138,13 +143,40 @@ def _checked(obj: Any, plain: bool) -> Tuple[str, str, Any, Dict[str, Any], Any]
         config = {}
     elif not plain:
         config = from_jsonable(config)
-    check_config(config)
+    key = _config_key(config) if passed is not None else None
+    if passed is None or key is None:
+        check_config(config)
+    elif key not in passed:
+        check_config(config)
+        if len(passed) >= 256:  # (memory stays flat, whatever the file)
+            passed.clear()
+        passed.add(key)
     schema = obj.get("output_schema")
     if schema is not None:
         check_output_schema(schema)
         if config.get("response_format") is not None:
             raise ConfigError("'output_schema' and config['response_format'] both shape the answer: give one")
     return rid, model, messages, config, schema
+
+
+def _config_key(config: Any) -> Any:
+    """A config whose values are all flat (str, int, float, bool, None, as a job line decodes them) as a hashable
+    key telling each value's type too (``1``, ``1.0`` and ``True`` differ), so ``check_config``, a function of
+    the values alone, passes an equal one as it passed this one; None for any other config (checked each time)."""
+    if type(config) is not dict:
+        return None
+    values = tuple(config.values())
+    types = tuple(map(type, values))
+    if not _FLAT.issuperset(types):
+        return None
+    if str in types:
+        for value in values:
+            if type(value) is str and len(value) > 4096:  # (a long prompt is not kept)
+                return None
+    return tuple(config), values, types
+
+
+_FLAT = frozenset((str, int, float, bool, type(None)))
 
 
 def check_output_schema(schema: Any) -> None:
@@ -184,11 +216,10 @@ MAX_JOB_LINE_BYTES = 64 * 1024 * 1024
 _READ_PIECE = 1 << 20
 
 
-def _bounded_lines(handle: Any) -> Iterator[Tuple[int, Optional[bytes]]]:
-    """(line number, the line's bytes) for each line of ``handle``; None for a line above
-    MAX_JOB_LINE_BYTES (read past in pieces, never kept)."""
+def _bounded_lines(handle: Any, number: int = 0) -> Iterator[Tuple[int, Optional[bytes]]]:
+    """(line number, the line's bytes) for each line of ``handle`` (``number``: the lines before its position);
+    None for a line above MAX_JOB_LINE_BYTES (read past in pieces, never kept)."""
     limit = MAX_JOB_LINE_BYTES
-    number = 0
     while True:
         raw = handle.readline(limit + 1)
         if not raw:
@@ -215,14 +246,16 @@ def file_mentions(path: str, word: bytes) -> bool:
     return False
 
 
-def read_jobs(path: str, *, skip_invalid: bool = False, keep_rows: bool = True) -> JobFile:
+def read_jobs(path: str, *, skip_invalid: bool = False, keep_rows: bool = True, keep_head: int = 0) -> JobFile:
     """Read and check a whole job file before anything is sent.
 
     Every problem is listed in one ConfigError (line numbers 1-based): a duplicate id names both
     lines (always refused), an invalid line says why (refused unless ``skip_invalid``; then it
     becomes an error row in ``JobFile.invalid``, id ``line-N`` when it has no usable id).
     Blank lines are skipped.  ``keep_rows=False`` checks the file without keeping its rows (memory
-    stays flat in their number: ``iter_rows`` reads them again, lazily).
+    stays flat in their number: ``iter_rows`` reads them again, lazily); ``keep_head``: with it, the rows of
+    the first lines up to that many bytes are kept as checked (``JobFile.head``: ``rows_from(..., start=
+    JobFile.head_end)`` reads the lines after them), so a small job file is decoded once.
     """
     rows = []  # type: List[JobRow]
     invalid = []  # type: List[Tuple[int, Dict[str, Any]]]
@@ -234,6 +267,10 @@ def read_jobs(path: str, *, skip_invalid: bool = False, keep_rows: bool = True) 
     # the lines read and checked, not yet settled: their ids go into the index a batch at a time (one statement),
     # then each line is taken in order, as if its id had been added alone
     pending = []  # type: List[Tuple[int, Any, Optional[ConfigError], Optional[str], Optional[int]]]
+    passed = set()  # type: Set[Any]  # the flat configs that passed (rows of one job mostly share theirs)
+    head = []  # type: List[JobRow]
+    head_bytes = 0  # the bytes of the lines read while the head is kept (-1: no longer kept)
+    head_end = (0, 0)
 
     def settle() -> None:
         nonlocal count
@@ -267,6 +304,14 @@ def read_jobs(path: str, *, skip_invalid: bool = False, keep_rows: bool = True) 
     with handle:
         for number, raw in _bounded_lines(handle):
             obj = None  # type: Any
+            keep = False
+            if head_bytes >= 0:
+                if raw is not None and head_bytes + len(raw) <= keep_head:
+                    head_bytes += len(raw)
+                    head_end = (head_bytes, number)
+                    keep = True
+                else:
+                    head_bytes = -1  # (the head ends at the first line that does not fit)
             if raw is None:
                 error = ConfigError("longer than {} bytes".format(MAX_JOB_LINE_BYTES))  # type: Optional[ConfigError]
             elif raw.isspace():  # (a blank line: not copied to be stripped)
@@ -284,15 +329,16 @@ def read_jobs(path: str, *, skip_invalid: bool = False, keep_rows: bool = True) 
             what = None  # type: Any
             if error is None:
                 try:
-                    _, model, messages, config, schema = _checked(obj, _plain(raw))  # type: ignore[arg-type]
+                    _, model, messages, config, schema = _checked(obj, _plain(raw), passed)  # type: ignore[arg-type]
                 except ConfigError as exc:
                     error = exc
                 else:
                     what = key = (model, obj.get("client_type"), obj.get("base_url"))
                     route = route_ids.setdefault(key, len(route_ids))
-                    if keep_rows:  # (a duplicate id fails the whole file: then the rows kept are not used)
-                        rows.append(JobRow(id=obj["id"], model=model, messages=messages, config=config,
-                                           client_type=key[1], base_url=key[2], line=number, output_schema=schema))
+                    if keep_rows or keep:  # (a duplicate id fails the whole file: then the rows kept are not used)
+                        kept = JobRow(id=obj["id"], model=model, messages=messages, config=config,
+                                      client_type=key[1], base_url=key[2], line=number, output_schema=schema)
+                        (rows if keep_rows else head).append(kept)
             rid = obj.get("id") if isinstance(obj, dict) else None
             if error is not None:  # (only what its error row needs is kept: the line itself may be huge)
                 what = (_invalid_id(obj, number), _model_of(obj)) if skip_invalid else None
@@ -313,7 +359,7 @@ def read_jobs(path: str, *, skip_invalid: bool = False, keep_rows: bool = True) 
         seen.add(row["id"], number)  # "line-N" ids (a usable id was added above)
     seen.seal()
     return JobFile(rows=rows, invalid=invalid, path=path, count=count, routes=routes, ids=seen,
-                   route_keys=list(route_ids))
+                   route_keys=list(route_ids), head=head, head_end=head_end)
 
 
 def iter_rows(path: str, *, check: bool = True) -> Iterator[JobRow]:
@@ -323,11 +369,14 @@ def iter_rows(path: str, *, check: bool = True) -> Iterator[JobRow]:
     yield from rows_from(path, 1, check=check)
 
 
-def rows_from(path: str, first_line: int, *, check: bool = True) -> Iterator[JobRow]:
+def rows_from(path: str, first_line: int, *, check: bool = True, start: Tuple[int, int] = (0, 0)) -> Iterator[JobRow]:
     """``iter_rows`` from line ``first_line`` on: the lines before it are read past, not decoded (a resumed
-    run starts at the first line still to do)."""
+    run starts at the first line still to do).  ``start``: (byte offset, its line's number less one) where
+    reading begins (``JobFile.head_end``: the lines before it are the head's)."""
     with open(path, "rb") as handle:
-        for number, raw in _bounded_lines(handle):
+        if start[0]:
+            handle.seek(start[0])
+        for number, raw in _bounded_lines(handle, start[1]):
             if number < first_line or raw is None or raw.isspace():
                 continue
             try:
@@ -560,9 +609,13 @@ def error_row(row: JobRow, exc: BaseException, *, attempts: int, backend: str) -
                       error=error_of(exc), attempts=attempts, backend=backend)
 
 
+#: the output lines' encoder (``json.dumps`` with these options builds one per call)
+_ROW_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
 def dumps_row(row: Mapping[str, Any]) -> bytes:
     """One output line, newline included."""
-    return (json.dumps(row, ensure_ascii=False, separators=(",", ":"), allow_nan=False) + "\n").encode("utf-8")
+    return (_ROW_ENCODER.encode(row) + "\n").encode("utf-8")
 
 
 # -- the output file -------------------------------------------------------------------------------

@@ -31,7 +31,7 @@ import sys
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 from ..attempts import Attempt, register, unregister
 from ..client import AutoLLMClient
@@ -43,8 +43,9 @@ from ..stream import collect
 from ..telemetry import child_span, workflow_span  # a span per job and per row (no-ops uninstrumented)
 from ..output.parse import ParseStream, Parsed
 from ..types import USAGE_KEYS, to_jsonable
-from .jobfile import (JobFile, JobRow, OutputWriter, error_row, iter_rows, mark_finished, output_row, read_jobs,
-                      rows_from)
+from ..validate import check_config
+from .jobfile import (JobFile, JobRow, OutputWriter, _config_key, error_row, iter_rows, mark_finished, output_row,
+                      read_jobs, rows_from)
 from .jobfile import OutputLock, file_mentions
 
 __all__ = ["run", "JobSummary", "build_clients", "row_tokens"]
@@ -56,6 +57,8 @@ ENGINES = {"ray": "agenthub.ray"}
 PLAIN_INTERVAL = 10.0
 #: seconds between redraws of the progress line on a terminal
 TTY_INTERVAL = 0.25
+#: the bytes of a job file's first lines whose rows the up-front check keeps for the run (read once, not twice)
+HEAD_BYTES = 2 << 20
 #: a wait before a retry at least this long (a 429's Retry-After pause, a long backoff) is announced
 ANNOUNCE_WAIT = 3.0
 
@@ -257,6 +260,7 @@ class Job(object):
     job_span = None  # type: Any  # the job's telemetry span (agenthub.telemetry): each row's span is its child
     output = None  # type: Any  # run(output=...): the output type of the rows without their own output_schema
     output_retries = 2  # the re-asks of a typed row (client.parse's ``retries``)
+    head_line = 0  # the last line of the job file's head (``JobFile.head``): its rows come as the check left them
 
     def __init__(self, rows: Any, clients: Dict[Route, Any], writer: OutputWriter, limiter: RateLimiter,
                  summary: JobSummary, progress: Progress, max_retries: int, backend: str = "live",
@@ -284,6 +288,9 @@ class Job(object):
         self.registered = False  # the row hook is registered at the first row, unregistered when the run ends
         self.running = 0  # workers started and not yet left (``_drive`` sets it before starting them)
         self.all_left = threading.Event()
+        self.checked_streams = {}  # type: Dict[int, Tuple[Any, Any]]  # id(client) -> (client, _checked_streams())
+        self.configs = {}  # type: Dict[Any, Dict[str, Any]]  # _config_key -> check_config's copy (read only)
+        self.paces = {}  # type: Dict[int, Tuple[Any, bool]]  # id(client) -> (client, not has_hook(client, limiter))
 
     def take(self) -> Optional[JobRow]:
         if self.stop_new.is_set():
@@ -367,7 +374,10 @@ class Job(object):
             register(self.row_hook)
             self.registered = True
         local = self.local
-        local.pace = not has_hook(client, self.limiter)  # a client reporting to this limiter paces itself
+        pace = self.paces.get(id(client))
+        if pace is None:
+            pace = self.paces[id(client)] = (client, not has_hook(client, self.limiter))
+        local.pace = pace[1]  # a client reporting to this limiter paces itself
         local.call = None
         local.row_id = row.id
         me = threading.get_ident()
@@ -379,7 +389,7 @@ class Job(object):
                 parsed = ParseStream(typed, row.messages, output, row.config, self.output_retries).result()
                 typed.close_call()
                 return self.typed_row(row, client, typed, parsed)
-            stream = client.streaming_response(row.messages, row.config)
+            stream = self.stream(client, row)
             self.inflight[me] = stream
             if self.stop_hard.is_set():
                 return None
@@ -426,6 +436,31 @@ class Job(object):
         if (call is not None and call.cache == "hit") or (route and route.get("cache") == "hit"):
             out["cache"] = "hit"  # answered from the ResponseCache: nothing was paid for it (cost_usd 0.0)
         return out
+
+    def stream(self, client: Any, row: JobRow) -> Any:
+        """``client.streaming_response(row.messages, row.config)``; for an AutoLLMClient streaming its own way, its
+        config checked once per distinct flat config of the run (``check_config`` is a function of the values:
+        ``jobfile._config_key``), as the tool runner does it once per run (``_checked_streams``), and a head row's
+        messages not checked again (``_stateless_prechecked``)."""
+        streams = self.checked_streams.get(id(client))
+        if streams is None:
+            found = getattr(client, "_checked_streams", None)
+            found = found() if callable(found) else None
+            streams = self.checked_streams[id(client)] = (
+                client, found and (found[0], getattr(client, "_stateless_prechecked", found[0])))
+        if streams[1] is None:
+            return client.streaming_response(row.messages, row.config)
+        key = _config_key(row.config)
+        cfg = self.configs.get(key) if key is not None else None
+        if cfg is None:
+            cfg = check_config(row.config)
+            if key is not None:
+                if len(self.configs) >= 256:  # (memory stays flat, whatever the file)
+                    self.configs.clear()
+                self.configs[key] = cfg
+        # a row of the head (read once: its messages are the very ones the up-front check passed, never handed out
+        # before) is not checked again
+        return streams[1][1 if row.line <= self.head_line else 0](row.messages, cfg)
 
     def typed_row(self, row: JobRow, client: Any, typed: "_TypedRow", parsed: Parsed[Any]) -> Dict[str, Any]:
         """The output row of a typed row that held: the final message, ``value`` (its JSON), the usage and
@@ -559,12 +594,18 @@ class _RowHook(LimiterHook):
         job = self.job
         if job.stop_hard.is_set() or job.stop_new.is_set():  # stopping: no new send (a rerun sends the row)
             raise _unsent()
-        if pace:
+        if pace and (self.acquire or self.limiter._shared is not None or self.limiter.paused_for() > 0):
             super().before_attempt(attempt)
+        # else: only pauses to wait out, and none holds any endpoint: nothing to wait for (nor, with a fallback
+        # route after this one, to move on from)
 
     def after_response(self, attempt: Attempt) -> None:
         if self._pace():
-            super().after_response(attempt)
+            if self.acquire or _known_server(attempt) is False or _rate_headers(attempt.headers):
+                super().after_response(attempt)
+            # else: with only pauses to wait out (the run's own limiter), an answer without rate-limit headers to
+            # an endpoint known by its server has nothing for the limiter (observe reads only those headers; the
+            # endpoint's key is the server's, so nothing is learned for a retry)
 
     def on_error(self, attempt: Attempt, error: Any) -> None:
         pace = self._pace()
@@ -584,8 +625,26 @@ class _RowHook(LimiterHook):
                                       attempt.number + 1)
 
     def on_done(self, attempt: Attempt) -> None:
-        if self._pace():
-            super().on_done(attempt)
+        if self._pace() and (self.acquire or self._keys or self._tickets):
+            super().on_done(attempt)  # (only pauses to wait out: no ticket is taken, and no key was learned)
+
+
+def _known_server(attempt: Any) -> bool:
+    """Whether the attempt's endpoint key comes from its ``server`` (``limiter.endpoint_key``)."""
+    server = attempt.server
+    return type(server) is tuple and len(server) == 2
+
+
+def _rate_headers(headers: Any) -> bool:
+    """Whether an answer's headers may hold rate-limit ones (their names all hold "ratelimit"): requests' names
+    are read in their lowercase store without a copy; any other mapping is taken as holding some."""
+    store = getattr(headers, "_store", None)
+    if not isinstance(store, dict):  # (requests' CaseInsensitiveDict: an OrderedDict, lowercase name -> pair)
+        return bool(headers)
+    for name in store:
+        if "ratelimit" in name:
+            return True
+    return False
 
 
 def _unsent() -> TransportError:
@@ -673,7 +732,8 @@ def run(input_path: str, output_path: str, *, workers: int = 8, rpm: Optional[fl
         raise ConfigError("the output file must not be the input file")
     lock = OutputLock(output_path)  # a second run on this output is refused (issue 29 D1)
     try:
-        job = read_jobs(input_path, skip_invalid=skip_invalid, keep_rows=False)
+        job = read_jobs(input_path, skip_invalid=skip_invalid, keep_rows=False,
+                        keep_head=HEAD_BYTES if engine != "ray" else 0)
     except BaseException:
         lock.release()
         raise
@@ -754,11 +814,11 @@ def _run_live(job: JobFile, input_path: str, output_path: str, workers: int, lim
         # and the rows after the last one done are not looked up (a fresh run looks up none)
         first = min((lines[0] for lines in routes.values() if lines), default=1)
         last = ids.last_done()
-        todo = (row for row in rows_from(input_path, first, check=False)
-                if row.line > last or not ids.is_done(row.id))
+        todo = (row for row in _rows(job, input_path, first) if row.line > last or not ids.is_done(row.id))
         state = Job(todo, clients, writer, limiter, summary, show, max_retries,
                     per_thread=client_factory if fallbacks is not None else None, pauses_only=pauses_only)
         state.output = output
+        state.head_line = job.head_end[1]
         state.output_retries = output_retries
         count = min(workers, max(1, sum(counts.values())))
         state.job_span = workflow_span("agenthub.jobs", {"agenthub.job.rows": summary.total})
@@ -775,6 +835,17 @@ def _run_live(job: JobFile, input_path: str, output_path: str, workers: int, lim
         summary.wall_s = time.monotonic() - started
     show.end(summary)
     return summary
+
+
+def _rows(job: JobFile, input_path: str, first: int) -> Iterator[JobRow]:
+    """The rows from line ``first`` on: the head read up front (each let go as it is taken), then the lines after it."""
+    head = job.head
+    head.reverse()
+    while head:
+        row = head.pop()
+        if row.line >= first:
+            yield row
+    yield from rows_from(input_path, first, check=False, start=job.head_end)
 
 
 def own_client(fallbacks: Optional[List[Any]], budget: Any, model: str, client_type: Optional[str],
