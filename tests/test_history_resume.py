@@ -254,3 +254,76 @@ def test_what_is_kept_is_the_last_call_only():
         id(i["arguments"]) for m in first for i in m["content_items"] if "arguments" in i}
     assert not first_objects & kept
     assert {id(m) for m in second} <= kept
+
+
+# -- stateful calls: the client's own history, built from the previous stateful call's ------------------------
+
+
+def _stateful_request(client, history, message, config=None):
+    """The request a stateful call on ``history`` with ``message`` builds (nothing is sent)."""
+    client.set_history(history)
+    stream = client.streaming_response_stateful(message, dict(config or {"tools": TOOLS, "max_tokens": 100}))
+    request = stream._call.request
+    stream.close()
+    return request
+
+
+def _next_message(t):
+    return {"role": "user", "content_items": [{"type": "text", "text": "next {}".format(t)}], "created_at": t}
+
+
+STATEFUL_WIRES = WIRES + ("gemini-interactions",)
+
+
+@pytest.mark.parametrize("wire", STATEFUL_WIRES)
+def test_a_stateful_call_converts_only_what_is_new(wire, monkeypatch):
+    from agenthub import foreign
+
+    converted = []
+    convert = foreign._convert
+
+    def counting(messages, *args):
+        converted.append(len(messages))
+        return convert(messages, *args)
+
+    monkeypatch.setattr(foreign, "_convert", counting)
+    client = _client(wire)
+    history = _history(3)
+    for t in range(3):
+        message = _next_message(t)
+        _stateful_request(client, history, message)
+        history = history + [message] + _turn(10 + t)[:1]  # (the call's message and an answer, as history keeps)
+    assert converted == [8, 2, 2]  # a whole conversion converted 8, 10 and 12
+
+
+@pytest.mark.parametrize("wire", STATEFUL_WIRES)
+def test_each_stateful_call_is_the_body_and_bytes_of_a_whole_conversion(wire):
+    model = "gpt-5.6" if wire.startswith("openai") else "m"
+    client = _client(wire, model)
+    history = _history(3)
+    for n, edit in enumerate([None] + _edits()):
+        if edit is not None:
+            edit(history)
+        if wire.startswith("gemini") and "cache_breakpoint" in json.dumps(history):
+            continue  # refused on Gemini
+        message = _next_message(n)
+        request = _stateful_request(client, history, message)
+        whole = _stateful_request(_client(wire, model), copy.deepcopy(history), copy.deepcopy(message))
+        assert request.body == whole.body
+        assert request.content() == whole.content() == json.dumps(
+            whole.body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        history.append(message)
+
+
+def test_interactions_results_name_their_calls_latest_first_from_the_history():
+    from agenthub.providers import gemini_interactions
+
+    history = _history(3)  # calls call_0..call_2, all named "add"
+    history[3]["content_items"][1]["name"] = "mul"  # call_1 is "mul" ...
+    history += _turn(1)  # ... and later "add" again under the same id
+    history[-2]["content_items"][1]["name"] = "sub"
+    results = [{"role": "user", "content_items": [
+        {"type": "tool_result", "tool_call_id": i, "text": "r"} for i in ("call_0", "call_1", "call_2")]}]
+    steps = gemini_interactions.input_steps("gemini-interactions", results, history)
+    assert [s["name"] for s in steps] == ["add", "sub", "add"]
+    assert steps == gemini_interactions.input_steps("gemini-interactions", history + results)[-3:]

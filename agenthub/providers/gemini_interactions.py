@@ -72,11 +72,10 @@ from ..sse import SSEEvent
 from ..stream import StreamEnd
 from ..toolcalls import ToolCallAssembler
 from ..types import HttpRequest, PromptCaching, ThinkingLevel
-from ..validate import count_marks
 from . import gemini
 from ._common import (DONE, Endpoint, Protocol, Resume, payloads, check_response_format, parse_data_uri, request_headers,
                       stop_sequences, to_int, unsupported, usage)
-from ._common import refuse_mcp_servers
+from ._common import Prior, marks_resumed, refuse_mcp_servers
 
 __all__ = [
     "build_request",
@@ -249,8 +248,18 @@ def _user_steps(client: str, message: Mapping[str, Any], calls: Mapping[str, Tup
 
 def input_steps(client: str, messages: List[Mapping[str, Any]],
                 history: Optional[List[Mapping[str, Any]]] = None) -> List[Dict[str, Any]]:
-    """The ``input`` steps of ``messages`` (tool names looked up in ``history`` + ``messages``)."""
-    calls = gemini.calls_in(list(history or []) + list(messages))
+    """The ``input`` steps of ``messages`` (tool names looked up in ``history`` + ``messages``: the history read
+    from its end only as far as the results ``messages`` hold need, a call's latest occurrence winning)."""
+    calls = gemini.calls_in(list(messages))
+    wanted = {item["tool_call_id"] for message in messages if message["role"] != "assistant"
+              for item in message["content_items"] if item["type"] == "tool_result"} - set(calls)
+    for index in range(len(history or ()) - 1, -1, -1):
+        if not wanted:
+            break
+        for call_id, call in gemini.calls_in([history[index]]).items():  # type: ignore[index]
+            if call_id in wanted:
+                calls[call_id] = call
+                wanted.discard(call_id)
     steps = []  # type: List[Dict[str, Any]]
     for message in messages:
         if message["role"] == "assistant":
@@ -300,14 +309,17 @@ def _chain(messages: List[Mapping[str, Any]]) -> Tuple[Optional[str], int]:
 
 
 def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, Any]],
-                  config: Mapping[str, Any], stateful: bool = False) -> HttpRequest:
+                  config: Mapping[str, Any], stateful: bool = False, prior: Optional[Prior] = None) -> HttpRequest:
+    """``prior``: what the client's previous call kept (``providers._common.Prior``): the marks of the history's
+    head, counted then, are not counted again (a stateful call sends only what follows the interaction it
+    chains on; the history before it is read only for the names of the calls its results answer)."""
     client = endpoint.client_type
     refuse_mcp_servers(client, config)
     quirks = endpoint.quirks
     caching = config.get("prompt_caching")
     if caching is not None and caching != PromptCaching.ENABLE:
         raise unsupported(client, "prompt_caching", "can only be ENABLE: Gemini caches prompts by itself")
-    if count_marks(messages):
+    if marks_resumed(prior, messages):
         raise unsupported(client, "cache_breakpoint", "cannot be sent: the Gemini Interactions API has no cache breakpoints (it caches "
                                                       "prompt prefixes by itself; remove the marks)")
     for key in ("embedding_config", "tts_config", "image_config"):
@@ -315,7 +327,7 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
             raise unsupported(client, key, "is not available on the Interactions API here")
     body = {"model": model}  # type: Dict[str, Any]
     previous, first = _chain(messages) if stateful else (None, 0)
-    body["input"] = input_steps(client, list(messages[first:]), list(messages[:first]))
+    body["input"] = input_steps(client, list(messages[first:]), messages[:first])
     if previous:
         body["previous_interaction_id"] = previous
     body["stream"] = True
@@ -377,6 +389,9 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
         body["service_tier"] = "priority"
     return HttpRequest("POST", interactions_url(endpoint), _headers(endpoint), body,
                        output_limit=("generation_config", "max_output_tokens"))
+
+
+build_request.takes_prior = True  # type: ignore[attr-defined]
 
 
 #: background streams resume after a cut (agenthub.resume): are cursors numbers, in order?
