@@ -458,7 +458,9 @@ def main():
 
         server, port = _serve()
         try:
-            jobs = [(w, loop, side) for w in wires for loop in LOOPS for side in ("before", "after")]
+            # the bare loop sends the same bodies whichever library made them: counted once (after)
+            jobs = [(w, loop, side) for w in wires for loop in LOOPS for side in ("before", "after")
+                    if loop != "bare" or side == "after"]
             with ThreadPoolExecutor(args.jobs) as pool:
                 found = dict(zip(jobs, pool.map(lambda job: _instructions(
                     trees[job[2]], port, args.turns, job[0], job[1], args.keep), jobs)))
@@ -472,7 +474,7 @@ def main():
             for side in ("before", "after"):
                 bare = None
                 for loop in LOOPS:
-                    per = found[wire, loop, side]
+                    per = found[wire, loop, "after" if loop == "bare" else side]
                     per = [per[1]] + per[1:]  # (turn 1 shown as turn 2: only t2..t50 are read)
                     got = _row("{} {} {}".format(wire, loop, side), per, args.turns, bare, scale=1e-6)
                     bare = got if loop == "bare" else bare
