@@ -1,9 +1,14 @@
 """A run's cost per turn against its history (issue 41, item 1), before and after, in one run.
 
-    python bench/history.py [--before 49d9831] [--turns 50] [--rounds 5] [--convs 3] [--wire all]
-    python bench/history.py --profile 25 [--wire gemini]      # cProfile of turn 5 and turn 50, this checkout
+    python bench/history.py [--before main] [--turns 50] [--rounds 5] [--convs 3] [--wire all]
+    python bench/history.py --instructions [--only '*/stateful/*'] [--keep DIR]   # callgrind, each turn
+    python bench/history.py --profile 25 [--wire gemini] [--loop run]   # cProfile of turn 5 and turn 50, this checkout
 
-A local server for each wire (openai-chat, openai-responses, anthropic, gemini; a separate process: its CPU
+Four loops per wire: ``bare`` (the floor: the bodies the library plans, made beforehand, each sent as
+``json.dumps`` bytes through a bare ``requests`` session, the stream's lines parsed with ``json.loads``), the hand
+loop, ``client.run`` and ``client.run_stateful``; each row shows its growth over the bare loop's too ("/bare").
+
+A local server for each wire (openai-chat, openai-responses, anthropic, gemini, gemini-interactions; a separate process: its CPU
 is not counted) answers each request at once with one text delta and three complete tool calls in that
 wire's stream, and text only on the last turn.  A conversation of TURNS
 model turns is run two ways: the hand loop on a message list (``streaming_response(messages, {"tools": ...})``,
@@ -18,6 +23,7 @@ turn, before and after side by side, with the load average.
 """
 
 import argparse
+import fnmatch
 import json
 import os
 import socket
@@ -347,10 +353,9 @@ def _ir_worker(port, turns, wire, which):
     """One conversation of loop WHICH after a warm-up one, ``os.getppid()`` at every model turn's stop: run under
     callgrind with ``--dump-before=os_getppid*``, each turn's instructions land in a dump of their own."""
     loops, at_stop = _loops(port, turns, wire)
-    loop = loops[which]
-    loop()  # warm-up
+    _loops(port, 5, wire)[0][which]()  # warm-up: a short conversation (a client of its own)
     at_stop[0] = lambda turn: os.getppid()
-    loop()
+    loops[which]()
 
 
 def _instructions(tree, port, turns, wire, which, keep=None):
@@ -426,6 +431,8 @@ def main():
     parser.add_argument("--loop", default="hand", choices=LOOPS, help="the loop --profile profiles")
     parser.add_argument("--instructions", action="store_true", help="instructions per turn (valgrind callgrind, "
                         "one conversation per wire, loop and side; load-independent) instead of CPU time")
+    parser.add_argument("--only", default="*", help="--instructions: the rows to count, comma-separated "
+                        "wire/loop/side patterns (fnmatch), e.g. '*/hand/after,*/stateful/*'")
     parser.add_argument("--jobs", type=int, default=2, help="--instructions: valgrind processes at once")
     parser.add_argument("--keep", metavar="DIR", help="--instructions: keep turn 5's and the last turn's callgrind "
                         "dumps there (callgrind_annotate them to see what grows)")
@@ -460,7 +467,8 @@ def main():
         try:
             # the bare loop sends the same bodies whichever library made them: counted once (after)
             jobs = [(w, loop, side) for w in wires for loop in LOOPS for side in ("before", "after")
-                    if loop != "bare" or side == "after"]
+                    if (loop != "bare" or side == "after") and any(
+                        fnmatch.fnmatch("{}/{}/{}".format(w, loop, side), pattern) for pattern in args.only.split(","))]
             with ThreadPoolExecutor(args.jobs) as pool:
                 found = dict(zip(jobs, pool.map(lambda job: _instructions(
                     trees[job[2]], port, args.turns, job[0], job[1], args.keep), jobs)))
@@ -474,7 +482,9 @@ def main():
             for side in ("before", "after"):
                 bare = None
                 for loop in LOOPS:
-                    per = found[wire, loop, "after" if loop == "bare" else side]
+                    per = found.get((wire, loop, "after" if loop == "bare" else side))
+                    if per is None:
+                        continue
                     per = [per[1]] + per[1:]  # (turn 1 shown as turn 2: only t2..t50 are read)
                     got = _row("{} {} {}".format(wire, loop, side), per, args.turns, bare, scale=1e-6)
                     bare = got if loop == "bare" else bare
