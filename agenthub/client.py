@@ -247,6 +247,9 @@ class AutoLLMClient(object):
         self._history = []  # type: List[UniMessage]
         # the messages the last stateless call checked: a history passed again is checked once per new message
         self._checked = CheckedMessages()
+        # the history the last stateful call sent (not checked again: it was as it came in), so that call's
+        # request is built from the previous one's where the history is that call's, unchanged
+        self._checked_history = CheckedMessages()
         self._version = 0  # bumped at every history change
         self._busy = threading.Lock()  # held while a stateful stream is open
         self._session_lock = threading.Lock()
@@ -302,7 +305,7 @@ class AutoLLMClient(object):
     # pickling (process pools, Ray, Spark): the session (sockets), locks and module are rebuilt where it lands
     def __getstate__(self) -> Dict[str, Any]:
         state = self.__dict__.copy()
-        for name in ("_session", "_busy", "_session_lock", "_protocol", "_host", "_checked"):
+        for name in ("_session", "_busy", "_session_lock", "_protocol", "_host", "_checked", "_checked_history"):
             state.pop(name, None)
         return state
 
@@ -313,6 +316,7 @@ class AutoLLMClient(object):
         self._busy = threading.Lock()
         self._session_lock = threading.Lock()
         self._checked = CheckedMessages()
+        self._checked_history = CheckedMessages()
         self.__dict__.setdefault("_hooks", [])
         self.__dict__.setdefault("_provider", None)  # a client pickled before it had one
         self._protocol = _protocol(self.client_type, bool(self._endpoint.quirks.get("embeddings")))
@@ -439,7 +443,9 @@ class AutoLLMClient(object):
             message = dict(message)  # type: ignore[assignment]
             message["created_at"] = int(time.time() * 1000)
         messages = self._history + [message]
-        request = apply_extras(self._build(messages, cfg, stateful=True), cfg)
+        kept = self._checked_history  # (the history's head as the previous stateful call sent it, unchanged)
+        prior = Prior(kept.stash, kept.check(messages, verify=False))
+        request = apply_extras(self._build(messages, cfg, stateful=True, prior=prior), cfg)
         return self._open(request, cfg, messages, message)
 
     def _build(self, messages: List[UniMessage], config: Dict[str, Any], stateful: bool = False,
@@ -470,6 +476,8 @@ class AutoLLMClient(object):
             messages = for_dialect(messages, self._dialect, foreign_thinking)[0]  # type: ignore[assignment]
         try:
             if stateful and record.chains_turns:
+                if prior is not None:
+                    return build(self._endpoint, self.model, messages, config, stateful=True, prior=prior)
                 return build(self._endpoint, self.model, messages, config, stateful=True)
             if prior is not None:
                 return build(self._endpoint, self.model, messages, config, prior=prior)

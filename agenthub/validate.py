@@ -610,6 +610,10 @@ def _snapshot(value: Any) -> Any:
 _LEAVES = frozenset((str, int, float, bool, bytes, type(None)))
 
 
+def _no_check(message: Any, where: str) -> None:
+    """``CheckedMessages.check(verify=False)``'s check: none."""
+
+
 class SameType(object):
     """A number (or boolean) in a snapshot: equal only to one of the same type (``2 == Decimal(2) == 2.0 ==
     True`` would hide a value replaced by one the check refuses; the dialects' kept wire items use it too)."""
@@ -653,8 +657,11 @@ class CheckedMessages(object):
         #: step name -> what that step kept of the last call (providers._common.Prior)
         self.stash = {}  # type: Dict[str, Any]
 
-    def check(self, messages: Sequence[Any]) -> int:
-        """Check what is new in ``messages``; how many leading messages are the previous call's, unchanged."""
+    def check(self, messages: Sequence[Any], verify: bool = True) -> int:
+        """Check what is new in ``messages``; how many leading messages are the previous call's, unchanged.
+        ``verify=False``: only that count and the snapshots, nothing checked (a client's own history, whose
+        messages were checked as they came in: ``streaming_response_stateful``)."""
+        check = check_message if verify else _no_check
         last, snaps = self._last
         count = len(last)
         messages = list(messages)
@@ -669,7 +676,7 @@ class CheckedMessages(object):
             for i, message in enumerate(messages):
                 entry = seen.get(id(message)) if type(message) is dict else None
                 if entry is None or entry[0] is not message or entry[1] != message:
-                    check_message(message, "messages[{}]".format(i))
+                    check(message, "messages[{}]".format(i))
                     leading = False
                     snaps.append(_snapshot(message) if type(message) is dict else _UNSEEN)
                 else:
@@ -681,7 +688,7 @@ class CheckedMessages(object):
             count = len(messages)
         for i in range(count, len(messages)):
             message = messages[i]
-            check_message(message, "messages[{}]".format(i))
+            check(message, "messages[{}]".format(i))
             snaps.append(_snapshot(message) if type(message) is dict else _UNSEEN)
         self._last = (messages, snaps)
         if same < len(last):  # a message of the last call changed or is gone: what the steps kept is dropped

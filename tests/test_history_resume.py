@@ -13,6 +13,7 @@ from agenthub.attempts import AttemptHook
 from agenthub.errors import UnsupportedParameterError
 
 WIRES = ("openai-chat", "openai-responses", "anthropic", "gemini")
+ALL_WIRES = WIRES + ("gemini-interactions",)  # (Interactions: the stateless body too, from the previous call's)
 TOOLS = [{"name": "add", "description": "Add.", "parameters": {"type": "object", "properties": {}}}]
 
 
@@ -91,7 +92,7 @@ def _edits():
             replace_message, truncate, append, insert_front, append, mark, append, unmark, result_error, append]
 
 
-@pytest.mark.parametrize("wire", WIRES)
+@pytest.mark.parametrize("wire", ALL_WIRES)
 def test_each_call_is_the_body_and_bytes_of_a_whole_conversion(wire):
     client = _client(wire, "gpt-5.6" if wire.startswith("openai") else "m")  # (a model that takes breakpoints)
     messages = _history(3)
@@ -99,13 +100,13 @@ def test_each_call_is_the_body_and_bytes_of_a_whole_conversion(wire):
     _same_as_whole(client, messages)
     for edit in _edits():
         edit(messages)
-        if wire == "gemini" and "cache_breakpoint" in json.dumps(messages):
+        if wire.startswith("gemini") and "cache_breakpoint" in json.dumps(messages):
             continue  # refused on Gemini (its own test)
         _same_as_whole(client, messages)
         _same_as_whole(client, list(messages))  # the same messages in another list
 
 
-@pytest.mark.parametrize("wire", WIRES)
+@pytest.mark.parametrize("wire", ALL_WIRES)
 def test_the_config_and_model_a_conversion_reads_are_part_of_what_is_kept(wire):
     client = _client(wire, "gemini-3-pro-preview" if wire == "gemini" else "m")
     messages = _history(2)
@@ -124,7 +125,7 @@ def test_the_config_and_model_a_conversion_reads_are_part_of_what_is_kept(wire):
     _same_as_whole(client, messages)
 
 
-@pytest.mark.parametrize("wire", WIRES)
+@pytest.mark.parametrize("wire", ALL_WIRES)
 def test_ids_the_dialect_rewrites_and_calls_named_again(wire):
     client = _client(wire)
     messages = _history(1)
@@ -181,13 +182,13 @@ def test_a_message_changed_in_place_between_calls_is_converted_again():
     assert body["messages"][2] == {"role": "tool", "tool_call_id": "call_0", "content": "changed"}
 
 
-@pytest.mark.parametrize("wire", WIRES)
+@pytest.mark.parametrize("wire", ALL_WIRES)
 def test_a_body_changed_through_a_request_is_sent_as_changed_and_not_kept(wire):
     client = _client(wire)
     messages = _history(2)
     client.plan(messages)
     plan = client.plan(messages)
-    key = next(k for k in ("messages", "input", "contents") if k in plan.body)
+    key = next(k for k in ("messages", "contents", "input") if k in plan.body)
     plan.body[key][1]["changed"] = True  # a hook may change the planned body in place
     assert b'"changed":true' in plan.content()
     assert plan.content() == json.dumps(plan.body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
@@ -254,3 +255,95 @@ def test_what_is_kept_is_the_last_call_only():
         id(i["arguments"]) for m in first for i in m["content_items"] if "arguments" in i}
     assert not first_objects & kept
     assert {id(m) for m in second} <= kept
+
+
+# -- stateful calls: the client's own history, built from the previous stateful call's ------------------------
+
+
+def _stateful_request(client, history, message, config=None):
+    """The request a stateful call on ``history`` with ``message`` builds (nothing is sent)."""
+    client.set_history(history)
+    stream = client.streaming_response_stateful(message, dict(config or {"tools": TOOLS, "max_tokens": 100}))
+    request = stream._call.request
+    stream.close()
+    return request
+
+
+def _next_message(t):
+    return {"role": "user", "content_items": [{"type": "text", "text": "next {}".format(t)}], "created_at": t}
+
+
+@pytest.mark.parametrize("wire", ALL_WIRES)
+def test_a_stateful_call_converts_only_what_is_new(wire, monkeypatch):
+    from agenthub import foreign
+
+    converted = []
+    convert = foreign._convert
+
+    def counting(messages, *args):
+        converted.append(len(messages))
+        return convert(messages, *args)
+
+    monkeypatch.setattr(foreign, "_convert", counting)
+    client = _client(wire)
+    history = _history(3)
+    for t in range(3):
+        message = _next_message(t)
+        _stateful_request(client, history, message)
+        history = history + [message] + _turn(10 + t)[:1]  # (the call's message and an answer, as history keeps)
+    assert converted == [8, 2, 2]  # a whole conversion converted 8, 10 and 12
+
+
+@pytest.mark.parametrize("wire", ALL_WIRES)
+def test_each_stateful_call_is_the_body_and_bytes_of_a_whole_conversion(wire):
+    model = "gpt-5.6" if wire.startswith("openai") else "m"
+    client = _client(wire, model)
+    history = _history(3)
+    for n, edit in enumerate([None] + _edits()):
+        if edit is not None:
+            edit(history)
+        if wire.startswith("gemini") and "cache_breakpoint" in json.dumps(history):
+            continue  # refused on Gemini
+        message = _next_message(n)
+        request = _stateful_request(client, history, message)
+        whole = _stateful_request(_client(wire, model), copy.deepcopy(history), copy.deepcopy(message))
+        assert request.body == whole.body
+        assert request.content() == whole.content() == json.dumps(
+            whole.body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        history.append(message)
+
+
+def test_interactions_results_name_their_calls_latest_first_from_the_history():
+    from agenthub.providers import gemini_interactions
+
+    history = _history(3)  # calls call_0..call_2, all named "add"
+    history[3]["content_items"][1]["name"] = "mul"  # call_1 is "mul" ...
+    history += _turn(1)  # ... and later "add" again under the same id
+    history[-2]["content_items"][1]["name"] = "sub"
+    results = [{"role": "user", "content_items": [
+        {"type": "tool_result", "tool_call_id": i, "text": "r"} for i in ("call_0", "call_1", "call_2")]}]
+    steps = gemini_interactions.input_steps("gemini-interactions", results, history)
+    assert [s["name"] for s in steps] == ["add", "sub", "add"]
+    assert steps == gemini_interactions.input_steps("gemini-interactions", history + results)[-3:]
+
+
+def test_an_interactions_call_converts_only_what_is_new(monkeypatch):
+    from agenthub import foreign
+    from agenthub.providers import gemini_interactions
+
+    converted = []
+    for module, name in ((gemini_interactions, "_assistant_steps"), (gemini_interactions, "_user_steps"),
+                         (foreign, "_convert")):
+        def counting(*args, _step=getattr(module, name), _name=name):
+            converted.append(_name if _name != "_convert" else len(args[0]))
+            return _step(*args)
+
+        monkeypatch.setattr(module, name, counting)
+    client = _client("gemini-interactions")
+    messages = _history(2)
+    client.plan(messages)
+    assert converted == [5, "_user_steps"] + ["_assistant_steps", "_user_steps"] * 2
+    del converted[:]
+    messages += _turn(2)
+    _same_as_whole(client, messages)
+    assert converted[:3] == [2, "_assistant_steps", "_user_steps"]  # then the whole conversion it is compared to

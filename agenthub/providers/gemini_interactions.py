@@ -72,11 +72,10 @@ from ..sse import SSEEvent
 from ..stream import StreamEnd
 from ..toolcalls import ToolCallAssembler
 from ..types import HttpRequest, PromptCaching, ThinkingLevel
-from ..validate import count_marks
 from . import gemini
 from ._common import (DONE, Endpoint, Protocol, Resume, payloads, check_response_format, parse_data_uri, request_headers,
                       stop_sequences, to_int, unsupported, usage)
-from ._common import refuse_mcp_servers
+from ._common import NOTES, Encoded, Prior, Resumed, keep, marks_resumed, noting, refuse_mcp_servers, start
 
 __all__ = [
     "build_request",
@@ -91,7 +90,7 @@ __all__ = [
     "INTERACTION_ID",
 ]
 
-logger = logging.getLogger("agenthub")
+logger = noting(logging.getLogger("agenthub"))  # (a conversion that logged is not kept: providers._common.keep)
 
 SIGNATURE = gemini.SIGNATURE
 SYNTHETIC_ID = gemini.SYNTHETIC_ID
@@ -249,8 +248,18 @@ def _user_steps(client: str, message: Mapping[str, Any], calls: Mapping[str, Tup
 
 def input_steps(client: str, messages: List[Mapping[str, Any]],
                 history: Optional[List[Mapping[str, Any]]] = None) -> List[Dict[str, Any]]:
-    """The ``input`` steps of ``messages`` (tool names looked up in ``history`` + ``messages``)."""
-    calls = gemini.calls_in(list(history or []) + list(messages))
+    """The ``input`` steps of ``messages`` (tool names looked up in ``history`` + ``messages``: the history read
+    from its end only as far as the results ``messages`` hold need, a call's latest occurrence winning)."""
+    calls = gemini.calls_in(list(messages))
+    wanted = {item["tool_call_id"] for message in messages if message["role"] != "assistant"
+              for item in message["content_items"] if item["type"] == "tool_result"} - set(calls)
+    for index in range(len(history or ()) - 1, -1, -1):
+        if not wanted:
+            break
+        for call_id, call in gemini.calls_in([history[index]]).items():  # type: ignore[index]
+            if call_id in wanted:
+                calls[call_id] = call
+                wanted.discard(call_id)
     steps = []  # type: List[Dict[str, Any]]
     for message in messages:
         if message["role"] == "assistant":
@@ -258,6 +267,35 @@ def input_steps(client: str, messages: List[Mapping[str, Any]],
         else:
             steps.extend(_user_steps(client, message, calls))
     return steps
+
+
+def _wire_input(client: str, messages: List[Mapping[str, Any]], prior: Optional[Prior]) -> Resumed:
+    """``input_steps(client, messages)``, from the previous call's where ``prior`` allows (as the gemini dialect's
+    contents: a function result reads the name of its call anywhere in the history, so the head is taken only
+    when no new call reuses one of its ids)."""
+    noted = NOTES[0]
+    context = (client,)
+    made = start(prior, "interactions", context, messages, prior.head if prior is not None else 0, None)
+    calls = {}  # type: Dict[str, Tuple[str, Optional[str]]]
+    if made.count:
+        new = gemini.calls_in(messages[made.count:])
+        if any(call_id in made.state for call_id in new):  # a new call takes an id the head's results read
+            made = start(None, "interactions", context, messages, 0, None)
+        else:
+            calls = dict(made.state)
+            calls.update(new)
+    if not made.count:
+        calls = gemini.calls_in(messages)
+    out = made.items
+    for index in range(made.count, len(messages)):
+        message = messages[index]
+        if message["role"] == "assistant":
+            out.extend(_assistant_steps(client, message))
+        else:
+            out.extend(_user_steps(client, message, calls))
+    made.state = calls
+    keep(prior, "interactions", context, messages, made, noted)
+    return made
 
 
 def interaction_id(message: Mapping[str, Any]) -> Optional[str]:
@@ -300,14 +338,18 @@ def _chain(messages: List[Mapping[str, Any]]) -> Tuple[Optional[str], int]:
 
 
 def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, Any]],
-                  config: Mapping[str, Any], stateful: bool = False) -> HttpRequest:
+                  config: Mapping[str, Any], stateful: bool = False, prior: Optional[Prior] = None) -> HttpRequest:
+    """``prior``: what the client's previous call kept (``providers._common.Prior``): the steps of the messages
+    it converted are taken as they were, where they are the head of these, unchanged, and their marks not
+    counted again.  A stateful call chained on a stored interaction sends only what follows it (the history
+    before it is read only for the names of the calls its results answer)."""
     client = endpoint.client_type
     refuse_mcp_servers(client, config)
     quirks = endpoint.quirks
     caching = config.get("prompt_caching")
     if caching is not None and caching != PromptCaching.ENABLE:
         raise unsupported(client, "prompt_caching", "can only be ENABLE: Gemini caches prompts by itself")
-    if count_marks(messages):
+    if marks_resumed(prior, messages):
         raise unsupported(client, "cache_breakpoint", "cannot be sent: the Gemini Interactions API has no cache breakpoints (it caches "
                                                       "prompt prefixes by itself; remove the marks)")
     for key in ("embedding_config", "tts_config", "image_config"):
@@ -315,7 +357,12 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
             raise unsupported(client, key, "is not available on the Interactions API here")
     body = {"model": model}  # type: Dict[str, Any]
     previous, first = _chain(messages) if stateful else (None, 0)
-    body["input"] = input_steps(client, list(messages[first:]), list(messages[:first]))
+    wire = None  # type: Optional[Resumed]
+    if first:  # chained: only what follows the interaction it names
+        body["input"] = input_steps(client, list(messages[first:]), messages[:first])
+    else:  # the whole history, from the previous call's where it is that call's, unchanged
+        wire = _wire_input(client, messages, prior)
+        body["input"] = wire.items
     if previous:
         body["previous_interaction_id"] = previous
     body["stream"] = True
@@ -376,7 +423,11 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
             raise unsupported(client, "fast_mode", "is not offered at this endpoint (no priority tier)")
         body["service_tier"] = "priority"
     return HttpRequest("POST", interactions_url(endpoint), _headers(endpoint), body,
-                       output_limit=("generation_config", "max_output_tokens"))
+                       output_limit=("generation_config", "max_output_tokens"),
+                       encoded=Encoded("input", wire) if wire is not None and prior is not None else None)
+
+
+build_request.takes_prior = True  # type: ignore[attr-defined]
 
 
 #: background streams resume after a cut (agenthub.resume): are cursors numbers, in order?
