@@ -19,6 +19,7 @@ from agenthub.sse import iter_events
 from agenthub.stream import StreamEnd, drive
 from conftest import strip_ids
 from server_support import Builtin, Route, Upstream
+from test_server import _App  # (a body's app: what _Body asks of it)
 
 MESSAGES = [{"role": "user", "content_items": [{"type": "text", "text": "Write the file."}]}]
 PROTOCOLS = ("openai-chat", "openai-responses", "anthropic", "gemini")
@@ -29,22 +30,6 @@ _GENERATED_ID = re.compile(r"call_[0-9a-f]{12}_(\d+)")
 def same_ids(events):
     """Events without created_at, the tool-call ids a parser made up (a random prefix per stream) unified."""
     return json.loads(_GENERATED_ID.sub(r"call_generated_\1", json.dumps(strip_ids(events))))
-
-
-class _App(object):
-    keepalive_seconds = 5.0
-
-    def _stream_opened(self):
-        pass
-
-    def _stream_closed(self):
-        pass
-
-    def _release(self, model_id):
-        pass
-
-    def _error_bytes(self, error):
-        return b'{"error":"x"}'
 
 
 class _Pump(object):

@@ -1048,16 +1048,8 @@ class _Body(object):
                     parts.append(b"data: " + _dumps(batch).encode("ascii") + b"\n\n")
                     batch = []
                     batch_bytes = 0
-                if kind is bytes:
-                    taken += len(item)
-                    parts.append(item)
-                elif item is _END:
-                    parts.append(DONE)
-                    self._done = True
-                    break
-                else:
-                    parts.append(b"event: error\ndata: " + self._app._error_bytes(item) + b"\n\n")
-                    self._done = True
+                taken += self._other(item, parts)
+                if self._done:
                     break
             if empty():
                 break
@@ -1068,6 +1060,16 @@ class _Body(object):
         self._busy = count > 1
         self._written = time.monotonic()
         return b"".join(parts)
+
+    def _other(self, item: Any, parts: List[bytes]) -> int:
+        """An item that is no piece into ``parts``: a frame's bytes (their size returned, as the pump counted
+        them), or the end or an error (the body is done after it)."""
+        if item.__class__ is bytes:
+            parts.append(item)
+            return len(item)
+        parts.append(DONE if item is _END else b"event: error\ndata: " + self._app._error_bytes(item) + b"\n\n")
+        self._done = True
+        return 0
 
     def _runs(self, item: Any) -> bytes:
         """``__next__`` on the runs wire: each run of text pieces, and each of argument fragments, as one
@@ -1102,16 +1104,8 @@ class _Body(object):
                     parts.append(_run_frame(b"t" if run_kind is str else b"a", run))
                     run = []
                     run_bytes = 0
-                if kind is bytes:
-                    taken += len(item)
-                    parts.append(item)
-                elif item is _END:
-                    parts.append(DONE)
-                    self._done = True
-                    break
-                else:
-                    parts.append(b"event: error\ndata: " + self._app._error_bytes(item) + b"\n\n")
-                    self._done = True
+                taken += self._other(item, parts)
+                if self._done:
                     break
             if empty():
                 break

@@ -405,6 +405,22 @@ def calls_in(messages: List[Mapping[str, Any]]) -> Dict[str, Tuple[str, Optional
     return _calls_in(messages)
 
 
+def started_with_calls(prior: Optional[Prior], wire: str, context: Any, messages: List[Mapping[str, Any]]
+                       ) -> Tuple[Resumed, Dict[str, Tuple[str, Optional[str]]]]:
+    """``wire``'s message mapping started from ``prior`` (``_common.start``) and every call of the history
+    (``calls_in``): the head's as the previous call kept them, then the new messages'.  A new call that takes
+    an id the head's results read starts the mapping over (a result reads its call's name anywhere)."""
+    made = start(prior, wire, context, messages, prior.head if prior is not None else 0, None)
+    if made.count:
+        new = _calls_in(messages[made.count:])
+        if not any(call_id in made.state for call_id in new):
+            calls = dict(made.state)
+            calls.update(new)
+            return made, calls
+        made = start(None, wire, context, messages, 0, None)
+    return made, _calls_in(messages)
+
+
 def _calls_in(messages: List[Mapping[str, Any]]) -> Dict[str, Tuple[str, Optional[str]]]:
     """tool_call_id -> (name, the id to send or None) for every call in the history."""
     calls = {}  # type: Dict[str, Tuple[str, Optional[str]]]
@@ -523,17 +539,7 @@ def _wire_contents(client: str, model: str, messages: List[Mapping[str, Any]], p
     placeholder = SIGNATURE_REQUIRED.search(_model_path(model).lower()) is not None
     context = (client, placeholder)
     noted = NOTES[0]
-    made = start(prior, "gemini", context, messages, prior.head if prior is not None else 0, None)
-    calls = {}  # type: Dict[str, Tuple[str, Optional[str]]]
-    if made.count:
-        new = _calls_in(messages[made.count:])
-        if any(call_id in made.state for call_id in new):  # a new call takes an id the head's responses read
-            made = start(None, "gemini", context, messages, 0, None)
-        else:
-            calls = dict(made.state)
-            calls.update(new)
-    if not made.count:
-        calls = _calls_in(messages)
+    made, calls = started_with_calls(prior, "gemini", context, messages)
     out = made.items
     for index in range(made.count, len(messages)):
         message = messages[index]

@@ -75,7 +75,7 @@ from ..types import HttpRequest, PromptCaching, ThinkingLevel
 from . import gemini
 from ._common import (DONE, Endpoint, Protocol, Resume, payloads, check_response_format, parse_data_uri, request_headers,
                       stop_sequences, to_int, unsupported, usage)
-from ._common import NOTES, Encoded, Prior, Resumed, keep, marks_resumed, noting, refuse_mcp_servers, start
+from ._common import NOTES, Encoded, Prior, Resumed, keep, marks_resumed, noting, refuse_mcp_servers
 
 __all__ = [
     "build_request",
@@ -275,17 +275,7 @@ def _wire_input(client: str, messages: List[Mapping[str, Any]], prior: Optional[
     when no new call reuses one of its ids)."""
     noted = NOTES[0]
     context = (client,)
-    made = start(prior, "interactions", context, messages, prior.head if prior is not None else 0, None)
-    calls = {}  # type: Dict[str, Tuple[str, Optional[str]]]
-    if made.count:
-        new = gemini.calls_in(messages[made.count:])
-        if any(call_id in made.state for call_id in new):  # a new call takes an id the head's results read
-            made = start(None, "interactions", context, messages, 0, None)
-        else:
-            calls = dict(made.state)
-            calls.update(new)
-    if not made.count:
-        calls = gemini.calls_in(messages)
+    made, calls = gemini.started_with_calls(prior, "interactions", context, messages)
     out = made.items
     for index in range(made.count, len(messages)):
         message = messages[index]
