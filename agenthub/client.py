@@ -444,7 +444,7 @@ class AutoLLMClient(object):
             message["created_at"] = int(time.time() * 1000)
         messages = self._history + [message]
         kept = self._checked_history  # (the history's head as the previous stateful call sent it, unchanged)
-        prior = Prior(kept.stash, kept.check(messages, verify=False))
+        prior = Prior(kept.stash, kept.check(messages, validating=False))
         request = apply_extras(self._build(messages, cfg, stateful=True, prior=prior), cfg)
         return self._open(request, cfg, messages, message)
 

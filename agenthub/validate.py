@@ -611,7 +611,7 @@ _LEAVES = frozenset((str, int, float, bool, bytes, type(None)))
 
 
 def _no_check(message: Any, where: str) -> None:
-    """``CheckedMessages.check(verify=False)``'s check: none."""
+    """``CheckedMessages.check(validating=False)``'s check: none."""
 
 
 class SameType(object):
@@ -657,11 +657,11 @@ class CheckedMessages(object):
         #: step name -> what that step kept of the last call (providers._common.Prior)
         self.stash = {}  # type: Dict[str, Any]
 
-    def check(self, messages: Sequence[Any], verify: bool = True) -> int:
+    def check(self, messages: Sequence[Any], validating: bool = True) -> int:
         """Check what is new in ``messages``; how many leading messages are the previous call's, unchanged.
-        ``verify=False``: only that count and the snapshots, nothing checked (a client's own history, whose
+        ``validating=False``: only that count and the snapshots, nothing checked (a client's own history, whose
         messages were checked as they came in: ``streaming_response_stateful``)."""
-        check = check_message if verify else _no_check
+        check = check_message if validating else _no_check
         last, snaps = self._last
         count = len(last)
         messages = list(messages)

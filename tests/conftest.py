@@ -3,6 +3,7 @@
 import json
 import os
 import random
+import signal
 import sys
 
 import pytest
@@ -10,6 +11,12 @@ import pytest
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
+
+# The Ctrl-C tests (in this process, and in the child processes it starts, which inherit an ignored SIGINT)
+# need SIGINT delivered: a suite started in the background by a shell without job control (`cmd &`, nohup)
+# begins with SIGINT ignored, so Python installed no KeyboardInterrupt handler; it gets Python's default here.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 #: ../shared/wire beside the checkout (other people's recordings: read, never copied)
 WIRE_DIR = os.path.normpath(os.path.join(ROOT, "..", "shared", "wire"))
