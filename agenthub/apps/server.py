@@ -1024,42 +1024,62 @@ class _Body(object):
             self._pump.taken_bytes += len(item)
             self._busy = False
             return item  # one event: no join
+        return self._gather(item)
+
+    def _gather(self, item: Any) -> bytes:
+        """The items queued by now (``item`` first) as one write: on the items wire each run of pieces as one
+        ``data: [piece, ...]`` frame; on the runs wire each run of text pieces, and each of argument fragments,
+        as one runs frame (``_run_frame``); a frame's bytes as they are; the end or an error last."""
+        runs = self._runs_wire
         parts = []  # type: List[bytes]
-        batch = []  # type: List[Any]  # the items of the items frame under way
-        batch_bytes = taken = count = 0
+        group = []  # type: List[Any]  # the pieces of the frame under way
+        group_kind = None  # type: Any  # runs wire: str (text pieces) or list (argument fragments); else str
+        group_bytes = taken = count = 0
         get = self._get
         empty = self._empty
-        if self._runs_wire:
-            return self._runs(item)
         while True:
             count += 1
             kind = item.__class__
-            if kind is str or kind is list:  # a piece of the items wire: its size as the pump counted it
-                batch.append(item)
-                size = len(item if kind is str else item[0]) + 16
+            if kind is str or kind is list:  # a piece: its size as the pump counted it
+                piece = item if kind is str else item[0]
+                key = kind if runs else str  # (the items wire holds both kinds in one frame)
+                if key is not group_kind:
+                    if group:
+                        parts.append(self._frame(group_kind, group))
+                        group = []
+                        group_bytes = 0
+                    group_kind = key
+                group.append(piece if runs else item)
+                size = len(piece) + 16
                 taken += size
-                batch_bytes += size
-                if batch_bytes > MAX_BATCH_BYTES:
-                    parts.append(b"data: " + _dumps(batch).encode("ascii") + b"\n\n")
-                    batch = []
-                    batch_bytes = 0
+                group_bytes += size
+                if group_bytes > MAX_BATCH_BYTES:
+                    parts.append(self._frame(group_kind, group))
+                    group = []
+                    group_bytes = 0
             else:
-                if batch:
-                    parts.append(b"data: " + _dumps(batch).encode("ascii") + b"\n\n")
-                    batch = []
-                    batch_bytes = 0
+                if group:
+                    parts.append(self._frame(group_kind, group))
+                    group = []
+                    group_bytes = 0
                 taken += self._other(item, parts)
                 if self._done:
                     break
             if empty():
                 break
             item = get()
-        if batch:
-            parts.append(b"data: " + _dumps(batch).encode("ascii") + b"\n\n")
+        if group:
+            parts.append(self._frame(group_kind, group))
         self._pump.taken_bytes += taken
         self._busy = count > 1
         self._written = time.monotonic()
         return b"".join(parts)
+
+    def _frame(self, kind: Any, group: List[Any]) -> bytes:
+        """One frame of a run of pieces: a runs frame (runs wire), else an items frame."""
+        if self._runs_wire:
+            return _run_frame(b"t" if kind is str else b"a", group)
+        return b"data: " + _dumps(group).encode("ascii") + b"\n\n"
 
     def _other(self, item: Any, parts: List[bytes]) -> int:
         """An item that is no piece into ``parts``: a frame's bytes (their size returned, as the pump counted
@@ -1070,52 +1090,6 @@ class _Body(object):
         parts.append(DONE if item is _END else b"event: error\ndata: " + self._app._error_bytes(item) + b"\n\n")
         self._done = True
         return 0
-
-    def _runs(self, item: Any) -> bytes:
-        """``__next__`` on the runs wire: each run of text pieces, and each of argument fragments, as one
-        runs frame (``_run_frame``); the rest as on the items wire."""
-        parts = []  # type: List[bytes]
-        run = []  # type: List[str]  # the pieces of the runs frame under way
-        run_kind = None  # type: Any  # str (text pieces) or list (argument fragments)
-        run_bytes = taken = count = 0
-        get = self._get
-        empty = self._empty
-        while True:
-            count += 1
-            kind = item.__class__
-            if kind is str or kind is list:  # a piece: its size as the pump counted it
-                if kind is not run_kind:
-                    if run:
-                        parts.append(_run_frame(b"t" if run_kind is str else b"a", run))
-                        run = []
-                        run_bytes = 0
-                    run_kind = kind
-                piece = item if kind is str else item[0]
-                run.append(piece)
-                size = len(piece) + 16
-                taken += size
-                run_bytes += size
-                if run_bytes > MAX_BATCH_BYTES:
-                    parts.append(_run_frame(b"t" if kind is str else b"a", run))
-                    run = []
-                    run_bytes = 0
-            else:
-                if run:
-                    parts.append(_run_frame(b"t" if run_kind is str else b"a", run))
-                    run = []
-                    run_bytes = 0
-                taken += self._other(item, parts)
-                if self._done:
-                    break
-            if empty():
-                break
-            item = get()
-        if run:
-            parts.append(_run_frame(b"t" if run_kind is str else b"a", run))
-        self._pump.taken_bytes += taken
-        self._busy = count > 1
-        self._written = time.monotonic()
-        return b"".join(parts)
 
     def close(self) -> None:
         """The WSGI server is done with the response (sent, or the client went away): the upstream is
