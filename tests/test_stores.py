@@ -23,6 +23,13 @@ from store_support import REDIS_SERVER, RedisServer, budget_worker, free_port, h
 needs_redis_server = pytest.mark.skipif(REDIS_SERVER is None, reason="redis-server is not installed")
 
 
+def _counted_down(value, full, since):
+    """A wait the store counts down on a wall clock: `full` when asked at `since`, less the time gone by
+    since then (a loaded machine only shortens it; a wrong row would be off by a whole slot or pause)."""
+    gone = time.monotonic() - since
+    return full - gone - 0.02 < value <= full
+
+
 def _fake_redis_store():
     fakeredis = pytest.importorskip("fakeredis")
     pytest.importorskip("lupa")  # fakeredis runs Lua scripts with it
@@ -55,25 +62,28 @@ def redis_server():
 # -- the interface, on every implementation ------------------------------------------------------------
 
 def test_the_limiter_rows_pace_and_keys_never_mix(store):
+    first = time.monotonic()
     assert store.limiter_reserve("a", 600, None, 0) == 0.0
     second = store.limiter_reserve("a", 600, None, 0)
-    assert 0.09 < second <= 0.1  # the next slot is one interval (60/600 s) after the first
+    assert _counted_down(second, 0.1, first)  # the next slot is one interval (60/600 s) after the first
     assert store.limiter_reserve("b", 600, None, 0) == 0.0  # another key: its own pace
+    paused = time.monotonic()
     assert store.limiter_pause("a", 5.0) is True
     assert store.limiter_pause("a", 1.0) is False  # a shorter pause does not shorten the one in force
     assert store.limiter_pause("a", 2.0, '["openai-chat",["h",1],"m"]') is True  # one endpoint's own pause
     pauses = store.limiter_pauses("a")
-    assert sorted(pauses) == ["", '["openai-chat",["h",1],"m"]'] and 4.9 < pauses[""] <= 5.0
+    assert sorted(pauses) == ["", '["openai-chat",["h",1],"m"]'] and _counted_down(pauses[""], 5.0, paused)
     assert store.limiter_pauses("b") == {}
-    assert 0.09 < store.limiter_reserve("a", 600, None, 0) <= 0.2  # a pause does not hold the queue
-    assert 0.19 < store.limiter_reslot("a", 600) <= 0.3  # a held request's new slot: behind those booked
+    assert _counted_down(store.limiter_reserve("a", 600, None, 0), 0.2, first)  # a pause does not hold the queue
+    assert _counted_down(store.limiter_reslot("a", 600), 0.3, first)  # a held request's new slot: behind those booked
 
 
 def test_tokens_hold_the_next_request_back_and_a_settlement_moves_the_pace(store):
+    first = time.monotonic()
     assert store.limiter_reserve("t", None, 6000, 100) == 0.0  # 100 tokens at 6000/min: the next waits 1 s
-    assert 0.95 < store.limiter_reserve("t", None, 6000, 0) <= 1.0
+    assert _counted_down(store.limiter_reserve("t", None, 6000, 0), 1.0, first)
     store.limiter_adjust("t", 2.0)  # the answer used 200 tokens more than held
-    assert 2.9 < store.limiter_reserve("t", None, 6000, 0) <= 3.0
+    assert _counted_down(store.limiter_reserve("t", None, 6000, 0), 3.0, first)
 
 
 def test_budget_holds_are_checked_and_counted_atomically(store):
@@ -250,8 +260,9 @@ def test_a_pickled_limiter_or_budget_on_a_shared_store_draws_from_the_same_accou
     copy = pickle.loads(pickle.dumps(limiter))
     assert (copy.rpm, copy.key, copy.store.url) == (60.0, "team", url)
     assert limiter.share(4) is limiter  # every share draws from the one shared pace
+    first = time.monotonic()
     limiter.reserve()
-    assert 0.9 < copy.reserve()[1] <= 1.0  # the copy's next slot comes after the original's
+    assert _counted_down(copy.reserve()[1], 1.0, first)  # the copy's next slot comes after the original's
     budget = Budget(1.0, store=url, key="team")
     budget.charge(0.5)
     again = pickle.loads(pickle.dumps(budget))
@@ -369,8 +380,9 @@ def test_a_real_redis_runs_the_same_scripts_and_refuses_corrupt_rows(redis_serve
 
     store = open_store(redis_server.url)
     try:
+        first = time.monotonic()
         assert store.limiter_reserve("real", 600, None, 0) == 0.0
-        assert 0.09 < store.limiter_reserve("real", 600, None, 0) <= 0.1
+        assert _counted_down(store.limiter_reserve("real", 600, None, 0), 0.1, first)
         assert store.budget_hold("real", 1.0, 0.4, "h", 30) == (True, 0.0)
         store.budget_finish("real", "h", 0.4, 0.1)
         assert store.budget_totals("real") == (pytest.approx(0.1), 0.0, 1)
@@ -462,18 +474,20 @@ def test_pauses_are_shared_per_endpoint_and_a_held_request_takes_a_new_slot(stor
     two = ("openai-chat", ("h2", 443), "m")
     a = RateLimiter(rpm=600, store=store_url, key="endpoints")  # two processes' limiters, one store
     b = RateLimiter(rpm=600, store=store_url, key="endpoints")
+    paused = time.monotonic()
     a.pause(5.0, one)  # a 429 of endpoint one, seen by a
-    assert 4.9 < b.paused_for(one) <= 5.0 and b.paused_for(two) == 0.0
-    assert 4.9 < b.paused_for() <= 5.0  # without a key: the longest pause of any endpoint
-    assert b.paused_for(("openai-chat", None, "m")) > 4.9  # an unknown host matches any
+    assert _counted_down(b.paused_for(one), 5.0, paused) and b.paused_for(two) == 0.0
+    assert _counted_down(b.paused_for(), 5.0, paused)  # without a key: the longest pause of any endpoint
+    assert _counted_down(b.paused_for(("openai-chat", None, "m")), 5.0, paused)  # an unknown host matches any
     assert b.reserve(0, two)[1] < 0.2  # the other endpoint goes: a pause does not hold the queue
-    assert b.reserve(0, one)[1] > 4.9
+    assert b.reserve(0, one)[1] > 5.0 - (time.monotonic() - paused) - 0.02  # held past the pause
+    paused = time.monotonic()
     a.pause(0.3)  # every endpoint
-    assert 0.2 < b.paused_for(two) <= 0.3
+    assert _counted_down(b.paused_for(two), 0.3, paused)
     ticket, wait = b.reserve(0, two)
     booked = ticket.at
     slept = []
     assert b.wait_turn(ticket, wait, two, lambda s: slept.append(s) or time.sleep(s) or True)
-    assert 0.2 < slept[0] <= 0.31  # held by the pause ...
+    assert _counted_down(slept[0], 0.31, paused)  # held by the pause ...
     assert ticket.at > booked  # ... past its slot: then a new slot, after the pause
     assert b.pauses == 0 and a.pauses == 2
