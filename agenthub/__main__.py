@@ -72,6 +72,9 @@ def add_chat_arguments(chat: argparse.ArgumentParser) -> None:
     chat.add_argument("--client-type", help="protocol or preset (openai-chat, anthropic, vllm, ollama, ...)")
     chat.add_argument("--base-url", help="endpoint URL; a non-loopback one needs --api-key-env")
     chat.add_argument("--api-key-env", metavar="NAME", help="read the key from the environment variable NAME")
+    chat.add_argument("--anthropic-version", metavar="VERSION",
+                      help="Claude over the Anthropic Messages API: pin its API version (2026-10-21, the default, or "
+                           "2023-06-01, which still takes temperature, top_p and top_k)")
     chat.add_argument("--fallback", action="append", default=[], metavar="MODEL",
                       help="a model to answer when MODEL's provider fails before answering; repeatable, tried in order")
     chat.add_argument("--trace-id", help="save the conversation as a trace (under $AGENTHUB_CACHE_DIR)")

@@ -208,3 +208,28 @@ def test_after_a_failover_chat_names_prices_and_logs_the_model_that_answered(mon
     with sqlite3.connect(os.path.join(os.environ["AGENTHUB_HOME"], "logs.db")) as db:
         model, cost_usd = db.execute("SELECT model, cost_usd FROM turns ORDER BY rowid DESC LIMIT 1").fetchone()
     assert (model, cost_usd) == ("deepseek-v4-flash", cost("deepseek-v4-flash", usage))
+
+
+def test_anthropic_version_pins_the_api_version_and_the_error_says_the_flag(server, capsys):
+    from agent_streams import anthropic_text
+    from sse_server import Answer
+
+    claude = ["--client-type", "anthropic", "--base-url", server.url]  # a gateway: 2023-06-01 unless pinned
+    newest = ["--anthropic-version", "2026-10-21"]
+    assert main(["chat", "claude-sonnet-4-6", "hi", "--temperature", "0.5"] + newest + claude) == 1
+    err = capsys.readouterr().err
+    assert "pin the previous version with --anthropic-version 2023-06-01" in err and "AutoLLMClient" not in err
+    assert server.requests == []  # refused before anything is sent
+    server.answers.extend([Answer([anthropic_text("fine")]), Answer([anthropic_text("again")])])
+    assert main(["chat", "claude-sonnet-4-6", "hi"] + newest + claude) == 0
+    assert main(["chat", "claude-sonnet-4-6", "hi", "--temperature", "0.5", "--anthropic-version", "2023-06-01"]
+                + claude) == 0
+    assert [(r["headers"]["anthropic-version"], r["body"].get("temperature")) for r in server.requests] == [
+        ("2026-10-21", None), ("2023-06-01", 0.5)]
+    assert capsys.readouterr().out == "fine\nagain\n"
+    assert main(["chat", "claude-sonnet-4-6", "hi", "--anthropic-version", "2024-01-01"] + claude) == 1
+    err = capsys.readouterr().err
+    assert err.count("--anthropic-version must be one of '2026-10-21', '2023-06-01' (got '2024-01-01')") == 1
+    assert main(["chat", "m", "hi", "--anthropic-version", "2023-06-01"] + local(server)) == 1
+    assert "--anthropic-version applies to Claude over the Anthropic Messages API" in capsys.readouterr().err
+    assert len(server.requests) == 2

@@ -246,6 +246,8 @@ def _chat_client(args: Any, err: Optional[TextIO] = None) -> Any:
         from ..budget import Budget
 
         options["budget"] = Budget(args.budget)
+    if getattr(args, "anthropic_version", None) is not None:
+        options["anthropic_version"] = args.anthropic_version
     if getattr(args, "fallback", None):
         options["fallbacks"] = list(args.fallback)
     if getattr(args, "cache", None):  # answers replayed from (and stored in) a ResponseCache
@@ -869,6 +871,8 @@ _CLI_TERMS = (
     (re.compile(r"\bpass api_key="), "pass --api-key-env NAME (the variable holding the key)"),
     (re.compile(r"\bapi_key is required with base_url\b"), "--api-key-env NAME is required with --base-url"),
     (re.compile(r"\bbase_url=(?=['\"])"), "base_url "),  # try base_url='...' -> try --base-url '...'
+    (re.compile(r"AutoLLMClient\(\.\.\., anthropic_version='([^']*)'\)"), r"--anthropic-version \1"),
+    (re.compile(r"\banthropic_version (?=must be one of|applies to)"), "--anthropic-version "),
     (re.compile(r"\bapi_key\b=?"), "--api-key-env"),
     (re.compile(r"\bclient_type\b=?"), "--client-type"),
     (re.compile(r"\bbase_url\b=?"), "--base-url"),
