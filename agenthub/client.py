@@ -510,10 +510,10 @@ class AutoLLMClient(object):
         last write (None: until forgotten), ``journal_wait`` seconds to wait for a live owner to let go.
         ``output``: a type (as ``parse`` takes) the final answer must be: ``RunResult.output``, re-asked at most
         ``output_retries`` times in the same loop (docs/typed-output.md, "In a tool run")."""
-        from .agent.runner import Run
-        return Run(self, messages, config, tools, max_turns, parallel, approve, decisions, hooks=hooks,
-                   journal=journal, run_id=run_id, journal_ttl=journal_ttl, journal_wait=journal_wait,
-                   output=output, output_retries=output_retries, **self._run_hooks(config))
+        return (_RUN or _run_class())(
+            self, messages, config, tools, max_turns, parallel, approve, decisions, hooks=hooks, journal=journal,
+            run_id=run_id, journal_ttl=journal_ttl, journal_wait=journal_wait, output=output,
+            output_retries=output_retries, **self._run_hooks(config))
 
     def run_stateful(self, message: Optional[UniMessage], config: Optional[UniConfig] = None, *,
                      tools: Sequence[Any], max_turns: int = 10, parallel: int = 4,
@@ -524,10 +524,10 @@ class AutoLLMClient(object):
         """``run`` on and into this instance's history (each turn appended as it completes, each turn's tool
         results as soon as its calls ran, a re-ask with its answer); ``journal``/``run_id``, ``output`` and
         ``output_retries`` as ``run``'s."""
-        from .agent.runner import Run
-        return Run(self, None, config, tools, max_turns, parallel, approve, decisions, True, message, hooks=hooks,
-                   journal=journal, run_id=run_id, journal_ttl=journal_ttl, journal_wait=journal_wait,
-                   output=output, output_retries=output_retries, **self._run_hooks(config))
+        return (_RUN or _run_class())(
+            self, None, config, tools, max_turns, parallel, approve, decisions, True, message, hooks=hooks,
+            journal=journal, run_id=run_id, journal_ttl=journal_ttl, journal_wait=journal_wait, output=output,
+            output_retries=output_retries, **self._run_hooks(config))
 
     def _run_hooks(self, config: Any) -> Dict[str, Any]:
         """What a run takes from this client: its hooks (those with ToolHook methods apply to runs), the
@@ -995,6 +995,17 @@ def _missing_v1(client_type: str, base_url: str) -> Optional[str]:
         return None
     return ("the base_url has no /v1 (OpenAI-compatible servers answer at /v1/chat/completions and "
             "/v1/responses): try base_url='{}/v1'".format(redact_url(base_url.rstrip("/"))))
+
+
+_RUN = None  # type: Optional[Type[Run]]  # agenthub.agent.runner.Run, imported at the first run (not looked up a run)
+
+
+def _run_class() -> "Type[Run]":
+    global _RUN
+    from .agent.runner import Run
+
+    _RUN = Run
+    return Run
 
 
 def _transport() -> Any:

@@ -11,7 +11,8 @@ process (its CPU is not counted; TCP_NODELAY, so no delayed-ACK stall).  The han
 on a message list, the answer folded with ``Collector``, the calls made inline in order, one user message of
 results.  Both ways are checked to give the same conversation first.  The loops alternate with a rotating
 start, REPS runs each per length; CPU (``time.process_time``: every thread of this process), median; the ratio
-is median/median, the load average printed beside it.  Target: ``run`` <= 1.05x the hand loop at every length.
+is median/median, the load average printed beside it; the context switches a turn (``getrusage``, voluntary +
+involuntary, every thread of this process) beside them.  Target: ``run`` <= 1.05x the hand loop at every length.
 ``--before REV``: ROUNDS rounds, each running this script as a worker on the library at REV (``bench/ab.py``) and
 on this checkout's, in fresh processes in alternating order; the medians per loop and length over the rounds.
 """
@@ -19,6 +20,7 @@ on this checkout's, in fresh processes in alternating order; the medians per loo
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -77,6 +79,16 @@ def upper(text: str) -> str:
 def count(items: list) -> int:  # type: ignore[type-arg]
     """Count."""
     return len(items)
+
+
+def _own_switches():
+    """(voluntary, involuntary) context switches of the calling thread so far (Linux: /proc/thread-self), or (0, 0)."""
+    try:
+        with open("/proc/thread-self/status") as status:
+            lines = [line.split() for line in status if line.endswith("ctxt_switches\n") or "ctxt_switches:" in line]
+        return int(lines[0][1]), int(lines[1][1])
+    except (OSError, IndexError, ValueError):
+        return 0, 0
 
 
 def _user():
@@ -161,19 +173,29 @@ def main(argv=None):
             for name in names:
                 loops[name](c, turns)  # warm
             cpu = {name: [] for name in names}  # type: dict
+            switches = {name: [0, 0, 0, 0] for name in names}  # type: dict  # voluntary, involuntary (the whole
+            #                                                   process), the same of the reading thread alone
             for rep in range(args.reps):
                 for name in names[rep % 3:] + names[:rep % 3]:
+                    before, own = resource.getrusage(resource.RUSAGE_SELF), _own_switches()
                     started = time.process_time()
                     loops[name](c, turns)
                     cpu[name].append(time.process_time() - started)
+                    after, own_after = resource.getrusage(resource.RUSAGE_SELF), _own_switches()
+                    for n, moved in enumerate((after.ru_nvcsw - before.ru_nvcsw, after.ru_nivcsw - before.ru_nivcsw,
+                                               own_after[0] - own[0], own_after[1] - own[1])):
+                        switches[name][n] += moved
             med = {name: statistics.median(values) * 1000 / turns for name, values in cpu.items()}
             ratio, ratio1 = med["run"] / med["hand"], med["run(parallel=1)"] / med["hand"]
             worst = max(worst, ratio)
-            out[str(turns)] = dict(med, load=os.getloadavg()[0])
+            out[str(turns)] = dict(med, load=os.getloadavg()[0],
+                                   switches={name: [n / args.reps / turns for n in pair] for name, pair in switches.items()})
             if args.json:
                 continue
             print("| {} | {:.3f} ms | {:.3f} ms | {:.3f}x | {:.3f} ms | {:.3f}x | {:.2f} |".format(
                 turns, med["hand"], med["run"], ratio, med["run(parallel=1)"], ratio1, os.getloadavg()[0]))
+            print("  context switches a turn, voluntary + involuntary, the process (the reading thread's): " + ", ".join(
+                "{} {:.2f} + {:.2f} ({:.2f} + {:.2f})".format(name, *out[str(turns)]["switches"][name]) for name in names))
         if args.json:
             print(json.dumps(out))
             return 0
@@ -214,6 +236,18 @@ def _before_after(args):
               "| {:.3f}x |".format(turns, med["before"]["hand"], med["before"]["run"], ratio["before"],
                                    med["after"]["hand"], med["after"]["run"], ratio["after"], ratio1["before"],
                                    ratio1["after"], paired["before"], paired["after"]))
+    print("Context switches a turn, voluntary + involuntary (getrusage: the whole process; in brackets the reading "
+          "thread's own, /proc/thread-self), median over the rounds:")
+    print("| turns | hand, before | run, before | hand, after | run, after |")
+    print("|---:|---:|---:|---:|---:|")
+    for turns in args.turns.split(","):
+        cells = []
+        for side in ("before", "after"):
+            for name in ("hand", "run"):
+                got = [r[turns]["switches"][name] for r in rounds[side] if "switches" in r[turns]]
+                cells.append("{:.2f} + {:.2f} ({:.2f} + {:.2f})".format(
+                    *(statistics.median(g[n] for g in got) for n in range(4))) if got else "-")
+        print("| {} | {} |".format(turns, " | ".join(cells)))
     print("worst run / hand after: {:.3f}x (target <= 1.05x)".format(worst))
     return 0
 

@@ -572,6 +572,30 @@ def test_a_tool_name_the_wire_refuses_is_a_config_error_before_anything_is_sent(
     client_for(server, "gemini").run([USER], tools=[tool(get_weather.fn, name="get.weather")]).close()
 
 
+def test_one_tool_object_is_checked_for_each_wire_it_goes_to_and_again_when_renamed():
+    # a Tool keeps the entry a run made for it (with the wire rule it was checked by): another wire checks it
+    # again, and so does a new name
+    long_name = tool(get_weather.fn, name="x" * 100)  # fine for anthropic (128), not for openai-chat (64)
+    with SSEServer() as server:
+        client_for(server, "anthropic").run([USER], tools=[long_name]).close()
+        with pytest.raises(ConfigError) as info:
+            client_for(server, "openai-chat").run([USER], tools=[long_name])
+        assert "is not a valid tool name here" in str(info.value)
+        client_for(server, "anthropic").run([USER], tools=[long_name]).close()  # still fine there
+        renamed = tool(get_weather.fn)
+        client_for(server, "openai-chat").run([USER], tools=[renamed]).close()
+        renamed.name = "get weather"
+        with pytest.raises(ConfigError) as info:
+            client_for(server, "openai-chat").run([USER], tools=[renamed])
+        assert str(info.value).startswith("tool 'get weather': 'get weather' is not a valid tool name here")
+        renamed.name = "weather_now"
+        run = client_for(server, "openai-chat").run([USER], tools=[renamed])
+        assert run.tool_kind("weather_now") == "tool" and run.tool_kind("get_weather") is None
+        assert [schema["name"] for schema in run.config["tools"]] == ["weather_now"]
+        run.close()
+        assert server.requests == []
+
+
 def test_bad_input_is_refused_before_anything_is_sent():
     with SSEServer() as server:
         client = client_for(server)

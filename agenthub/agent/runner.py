@@ -192,12 +192,13 @@ def _is_provider(value: Any) -> bool:
 def resolve_tools(client: Any, tools: Any) -> Tuple[List[Dict[str, Any]], Dict[str, _Entry]]:
     """(the ToolSchemas to send, {wire name: entry}); a bad tool, a name the wire refuses or a clash is a
     ConfigError.  Providers are listed here, once."""
-    if tools is None or isinstance(tools, (str, bytes, _Mapping)) or not isinstance(tools, (list, tuple)):
+    if type(tools) is not list and (tools is None or isinstance(tools, (str, bytes, _Mapping))
+                                    or not isinstance(tools, (list, tuple))):
         raise ConfigError("tools must be a list of @tool functions, ToolSchemas and tool providers")
     schemas = []  # type: List[Dict[str, Any]]
     entries = {}  # type: Dict[str, _Entry]
 
-    def add(entry: _Entry, schema: Mapping[str, Any]) -> None:
+    def add(entry, schema):  # type: (_Entry, Mapping[str, Any]) -> None  # (annotations: evaluated each run)
         other = entries.get(entry.name)
         if other is not None:
             hint = " (give a provider a name= for a prefix)" if "provider" in (other.kind, entry.kind) else ""
@@ -213,9 +214,22 @@ def resolve_tools(client: Any, tools: Any) -> Tuple[List[Dict[str, Any]], Dict[s
         if isinstance(value, Tool):
             if rule is None:
                 rule = _name_rule(client)
-            if not rule.tool_name_ok(value.name):
-                _check_name(client, value.name, "tool {!r}")  # (raises)
-            add(_Entry(value.name, "tool", tool=value, source="tool {!r}"), value.schema)
+            # the tool's entry, kept on it for the rule it was checked by (a run after the first on a wire
+            # neither checks its name again nor makes its entry: an _Entry never changes)
+            kept = value.__dict__.get("_runner_entry")
+            if kept is not None and kept[0] is rule and kept[1].name == value.name:
+                entry = kept[1]
+            else:
+                if not rule.tool_name_ok(value.name):
+                    _check_name(client, value.name, "tool {!r}")  # (raises)
+                entry = _Entry(value.name, "tool", tool=value, source="tool {!r}")
+                value.__dict__["_runner_entry"] = (rule, entry)
+            if entry.name in entries:
+                add(entry, value.schema)  # (raises: two tools of one name)
+            entries[entry.name] = entry  # (add's steps, without a call a tool)
+            out = dict(value.schema)
+            out["name"] = entry.name
+            schemas.append(out)
         elif _is_provider(value):
             prefix = getattr(value, "name", None)
             label = "provider {!r}".format(prefix) if prefix else "provider {}".format(type(value).__name__)
@@ -719,6 +733,35 @@ class Run(object):
     ``stateful``, ``turns``, ``stop``, ``route`` (which endpoint answered the latest turn), ``calls``,
     ``history()``, ``tool_kind(name)``."""
 
+    # what a run starts with, as class attributes (an instance gets its own when it changes one): fewer
+    # assignments a run
+    _shaped = None  # type: Any  # typed output: how the type goes out on this wire (agenthub.output.shape)
+    _output = None  # type: Any
+    _output_json = None  # type: Any
+    _answers = 0  # answers judged (the attempt an error names)
+    _reask_unsent = False  # stateful: the next turn sends the re-ask in self._next (not in history yet)
+    _credential_values = None  # type: Optional[List[str]]  # read when an error text is scrubbed
+    #: which endpoint answered the latest turn ({"model", "client_type", "host"}), None before one did
+    route = None  # type: Optional[Dict[str, Any]]
+    _turns = 0
+    _cost = 0.0  # type: Optional[float]
+    _priced_upto = 0
+    _stop = None  # type: Optional[str]
+    _final = None  # type: Optional[AssistantMessage]
+    _events = None  # type: Optional[Iterator[UniEvent]]
+    _reader = None  # type: Optional[int]  # the thread that started reading the run
+    _first = None  # type: Any
+    _aborted = False
+    _stream = None  # type: Any  # the model stream being read
+    _wake = None  # type: Any  # the queue a wait for tool threads reads (abort() puts None)
+    _pool = None  # type: Optional[_Pool]  # the run's tool threads, made at the first turn that needs them
+    _next = None  # type: Any  # stateful: the message the next request sends (last in history)
+    _restore = None  # type: Optional[List[Any]]  # stateful: the history while a turn sends its last message
+    _committed = False
+    _journal = None  # type: Any  # a journaled run's seam (agenthub.agent.journal.RunJournal)
+    _replayed_cost = 0.0  # type: Optional[float]  # what the turns taken from the journal cost
+    _attached_id = None  # type: Optional[str]  # the live turn's background response id, journaled
+
     def __init__(self, client: Any, messages: Optional[Sequence[Message]], config: Any, tools: Any,
                  max_turns: int = 10, parallel: int = 4, approve: Optional[Callable[[ToolCallItem], Any]] = None,
                  decisions: Optional[Mapping[str, Any]] = None, stateful: bool = False,
@@ -758,7 +801,6 @@ class Run(object):
         if schemas:
             cfg["tools"] = schemas
         checked = check_config(cfg)  # (checked once a run: the turns go out with it, see below)
-        self._shaped = None  # type: Any  # typed output: how the type goes out on this wire (agenthub.output.shape)
         if output is not None:
             # checked by building a request (nothing is sent) with a message of its own: the config decides
             probe = [{"role": "user", "content_items": [{"type": "text", "text": "?"}]}]  # type: Any
@@ -766,11 +808,7 @@ class Run(object):
             cfg = dict(self._shaped.config)
         self._config = cfg
         self._output_retries = output_retries
-        self._output = None  # type: Any
-        self._output_json = None  # type: Any
         self._problems = []  # type: List[List[str]]  # each judged answer's problems (what an error carries)
-        self._answers = 0  # answers judged (the attempt an error names)
-        self._reask_unsent = False  # stateful: the next turn sends the re-ask in self._next (not in history yet)
         self._hooks = tool_hooks(client_hooks, hooks) + ([trace] if trace is not None else [])
         self._methods = {name: [getattr(hook, name) for hook in self._hooks if callable(getattr(hook, name, None))]
                          for name in TOOL_HOOK_METHODS} if self._hooks else _NO_METHODS
@@ -788,7 +826,6 @@ class Run(object):
                 self._send = check_config(self._send_config)
             else:
                 self._send = {k: v for k, v in checked.items() if k != "trace_id"} if trace is not None else checked
-        self._credential_values = None  # type: Optional[List[str]]  # read when an error text is scrubbed
         self._max_turns = max_turns
         self._parallel = parallel
         self._approve = approve
@@ -797,28 +834,11 @@ class Run(object):
         self.messages = []  # type: List[Message]
         #: one row per call the runner answered: {"tool_call_id", "name", "seconds", "is_error"}
         self.calls = []  # type: List[Dict[str, Any]]
-        #: which endpoint answered the latest turn ({"model", "client_type", "host"}), None before one did
-        self.route = None  # type: Optional[Dict[str, Any]]
-        self._turns = 0
         self._usage = [None, None, None, None]  # type: List[Optional[int]]
-        self._cost = 0.0  # type: Optional[float]
         self._priced = []  # type: List[Tuple[str, Any, Any, Any]]  # (model that answered, usage, call, route) per turn
-        self._priced_upto = 0
-        self._stop = None  # type: Optional[str]
         self._pending = []  # type: List[ToolCallItem]
-        self._final = None  # type: Optional[AssistantMessage]
-        self._events = None  # type: Optional[Iterator[UniEvent]]
-        self._reader = None  # type: Optional[int]  # the thread that started reading the run
-        self._first = None  # type: Any
         self._lock = threading.Lock()  # abort() against the loop: the open stream, the wait to wake
-        self._aborted = False
-        self._stream = None  # type: Any  # the model stream being read
-        self._wake = None  # type: Any  # the queue a wait for tool threads reads (abort() puts None)
         self._abandoned = []  # type: List[_Ticket]  # calls that timed out (or were left by abort), still running
-        self._pool = None  # type: Optional[_Pool]  # the run's tool threads, made at the first turn that needs them
-        self._next = None  # type: Any  # stateful: the message the next request sends (last in history)
-        self._restore = None  # type: Optional[List[Any]]  # stateful: the history while a turn sends its last message
-        self._committed = False
         if stateful:
             if message is not None:
                 check_messages([message])
@@ -840,7 +860,7 @@ class Run(object):
                     raise ConfigError("run_stateful needs a message (nothing is waiting for a decision)")
                 self._first = self._open_stateful(message, dict(self._send))  # checked now
         else:
-            if messages is None or isinstance(messages, (str, bytes, _Mapping)):
+            if type(messages) is not list and (messages is None or isinstance(messages, (str, bytes, _Mapping))):
                 raise ConfigError("run takes a list of messages")
             try:
                 messages = joined_results(list(messages))
@@ -876,12 +896,9 @@ class Run(object):
             if repeated:
                 raise ConfigError("the calls to resume share a tool_call_id ({}): a decision could not tell them "
                                   "apart".format(", ".join(repeated)))
-        self._journal = None  # type: Any  # a journaled run's seam (agenthub.agent.journal.RunJournal)
         self._message_unsent = bool(stateful and self._first is not None)  # stateful: the first turn's message
         self._turn_keys = {}  # type: Dict[str, int]  # tool_call_id -> the turn it came in (idempotency keys)
-        self._replayed_cost = 0.0  # type: Optional[float]  # what the turns taken from the journal cost
         self._interrupted = []  # type: List[str]
-        self._attached_id = None  # type: Optional[str]  # the live turn's background response id, journaled
         self._key_salt = run_id  # what idempotency keys are made from (None: a random one, made when first asked)
         if journal is not None:
             self._open_journal(journal, run_id, journal_ttl, journal_wait,  # type: ignore[arg-type]
@@ -1394,10 +1411,13 @@ class Run(object):
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _add_usage(self, usage: Mapping[str, Any]) -> None:
+        if not usage:
+            return
+        summed = self._usage
         for n, key in enumerate(USAGE_KEYS):
             value = usage.get(key)
             if value is not None:
-                self._usage[n] = (self._usage[n] or 0) + value
+                summed[n] = (summed[n] or 0) + value
 
     def _count(self, answer: Mapping[str, Any], stream: Any) -> None:
         self._turns += 1
