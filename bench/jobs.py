@@ -3,10 +3,13 @@
     python bench/jobs.py            # about a minute and a half
     python bench/jobs.py --quick    # smaller: a smoke run
 
-1. CPU per row: ``agenthub.jobs.run`` against a plain ``concurrent.futures`` pool calling
+1. CPU per row and rows per second: ``agenthub.jobs.run`` against a plain ``concurrent.futures`` pool calling
    ``client.response()`` (reading the same job file with ``json.loads``, writing one JSON line per
    answer), both with 8 threads, on the same local server (tests/jobs_server.py, another process: only
-   this process's CPU is counted, ``time.process_time``).  Runs alternate; the ratio of medians.
+   this process's CPU is counted, ``time.process_time``).  Runs alternate (the order turns each round); the
+   ratio of medians, the paired ratio of rows per second (the median of each round's own), the load average.
+   ``--only-cpu [--rounds N]`` runs this part alone.  Before/after in one run: bench/jobs_resume.py
+   ``--only throughput --before REV`` (the same two loops, a worker process per tree, alternating).
 2. Memory in the number of rows: the peak RSS growth of ``jobs.run`` over 10k and 100k-row jobs (a fresh
    process each), the client replaced by an in-process stub (no network: the runner's own keeping).
 3. Pacing: a server enforcing an RPM as a token bucket (one second's worth at most); the runner with
@@ -39,7 +42,9 @@ START, END = "<!-- bench/jobs.py -->", "<!-- /bench/jobs.py -->"
 _SERVE = """
 import sys, time
 sys.path.insert(0, sys.argv[1])
+import jobs_server
 from jobs_server import JobServer
+jobs_server._Handler.disable_nagle_algorithm = True  # TCP_NODELAY: no answer waits on a delayed ACK
 rpm = float(sys.argv[2]) or None
 with JobServer(rpm=rpm) as server:
     print(server.base_url, flush=True)
@@ -95,15 +100,19 @@ def plain_pool(src, out, base_url, workers=8, client=None):
 
 
 def cpu_per_row(folder, rows, repeats):
+    """Part 1: a warm-up round, then ``repeats`` rounds of one run a side, the order alternating each round;
+    CPU per row and rows per second of each run, the load average before each run."""
     server = Server()
     try:
         src = os.path.join(folder, "cpu.jsonl")
         write_job(src, rows, server.base_url)
         times = {"pool": [], "runner": []}
         walls = {"pool": [], "runner": []}
+        loads = []
         for n in range(repeats + 1):
-            for name in ("pool", "runner"):
+            for name in (("pool", "runner") if n % 2 == 0 else ("runner", "pool")):
                 out = os.path.join(folder, "cpu-{}-{}.jsonl".format(name, n))
+                load = os.getloadavg()[0]
                 c0, w0 = time.process_time(), time.monotonic()
                 if name == "pool":
                     plain_pool(src, out, server.base_url)
@@ -114,14 +123,20 @@ def cpu_per_row(folder, rows, repeats):
                 if n:  # the first round warms up (imports, connection pools)
                     times[name].append((c1 - c0) / rows * 1e6)
                     walls[name].append(w1 - w0)
+                    loads.append(load)
                 os.unlink(out)
     finally:
         server.close()
     pool, runner = statistics.median(times["pool"]), statistics.median(times["runner"])
+    rate = {k: statistics.median(rows / w for w in walls[k]) for k in walls}
     return {"rows": rows, "repeats": repeats, "pool_us": pool, "runner_us": runner, "ratio": runner / pool,
             "pool_min": min(times["pool"]), "runner_min": min(times["runner"]),
             "ratio_min": min(times["runner"]) / min(times["pool"]),
-            "pool_wall": statistics.median(walls["pool"]), "runner_wall": statistics.median(walls["runner"])}
+            "pool_wall": statistics.median(walls["pool"]), "runner_wall": statistics.median(walls["runner"]),
+            "pool_rate": rate["pool"], "runner_rate": rate["runner"], "rate_ratio": rate["runner"] / rate["pool"],
+            # each round's runner against the pool's run beside it (the load of that moment moves both)
+            "rate_paired": statistics.median(p / r for p, r in zip(walls["pool"], walls["runner"])),
+            "load_min": min(loads), "load_max": max(loads), "load_median": statistics.median(loads)}
 
 
 class _StubClient(object):
@@ -217,7 +232,11 @@ def markdown(cpu, mem, pace, rpm):
               "|---|---|---|---|---|---|",
               "| openai-chat, streamed | {:.0f} / {:.0f} | {:.0f} / {:.0f} | **{:.2f}x** (target <= 1.2x) | {:.2f}x | {:.2f} / {:.2f} |".format(
                   cpu["pool_us"], cpu["pool_min"], cpu["runner_us"], cpu["runner_min"], cpu["ratio"],
-                  cpu["ratio_min"], cpu["pool_wall"], cpu["runner_wall"]), ""]
+                  cpu["ratio_min"], cpu["pool_wall"], cpu["runner_wall"]), "",
+              "Rows per second (medians): pool {:.0f}, runner {:.0f}: **{:.2f}x** (paired, each round's runner against "
+              "the pool's run beside it: {:.2f}x; target >= 0.95x), load {:.1f}-{:.1f} (median {:.1f}).".format(
+                  cpu["pool_rate"], cpu["runner_rate"], cpu["rate_ratio"], cpu["rate_paired"], cpu["load_min"],
+                  cpu["load_max"], cpu["load_median"]), ""]
     lines += ["### Memory in the number of rows (peak RSS growth over the interpreter's, a fresh process per "
               "size; the client a stub, no network)", "",
               "| rows | input MB | RSS before MB | peak growth MB (run) | peak growth MB (rerun, all skipped) | wall s |",
@@ -245,13 +264,20 @@ def main():
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--out", default=os.path.join(HERE, "RESULTS.md"))
     parser.add_argument("--memory-child", nargs=2, metavar=("ROWS", "FOLDER"), help=argparse.SUPPRESS)
+    parser.add_argument("--only-cpu", action="store_true", help="part 1 only (printed, RESULTS.md left alone)")
+    parser.add_argument("--rounds", type=int, default=None, help="part 1's rounds after the warm-up (default 3)")
     args = parser.parse_args()
     if args.memory_child:
         return _memory_child(int(args.memory_child[0]), args.memory_child[1])
     rpm = 1800
     with tempfile.TemporaryDirectory(prefix="agenthub-bench-jobs-") as folder:
-        cpu = cpu_per_row(folder, 300 if args.quick else 1500, 1 if args.quick else 3)
+        cpu = cpu_per_row(folder, 300 if args.quick else 1500, args.rounds or (1 if args.quick else 3))
         print("cpu", json.dumps(cpu))
+        print("rows/s: pool {:.0f}, runner {:.0f}: {:.3f}x (paired {:.3f}x), load {:.1f}-{:.1f} (median {:.1f})".format(
+            cpu["pool_rate"], cpu["runner_rate"], cpu["rate_ratio"], cpu["rate_paired"], cpu["load_min"],
+            cpu["load_max"], cpu["load_median"]), flush=True)
+        if args.only_cpu:
+            return
         mem = memory(folder, (1000, 10000) if args.quick else (10000, 100000))
         print("memory", json.dumps(mem))
         pace = pacing(folder, rpm, 3 if args.quick else 8)

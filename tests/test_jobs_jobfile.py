@@ -150,6 +150,48 @@ def test_writer_alone_cuts_a_torn_tail_without_reading_the_file(tmp_path):
     assert open(path, "rb").read() == b""
 
 
+def _ok_row(rid):
+    return output_row(JobRow(id=rid, model="m", messages=[], line=1), message=None, usage_metadata=None,
+                      finish_reason="stop", cost_usd=None, error=None, attempts=1, backend="live")
+
+
+def test_a_row_being_written_holds_up_no_other_threads_row(tmp_path, monkeypatch):
+    """The writer holds no lock across a row's write (a worker waiting for the GIL after its write would hold up
+    every other worker's row): while one thread's write of "a" is stopped in the call, "b" is written; a close
+    meanwhile waits for that write, and a write after it is refused."""
+    import threading
+
+    from agenthub.jobs import jobfile
+
+    path = str(tmp_path / "out.jsonl")
+    entered, release = threading.Event(), threading.Event()
+    real = os.write
+
+    def write(fd, data):
+        if b'"id":"a"' in data and not entered.is_set():
+            entered.set()
+            release.wait(30)
+        return real(fd, data)
+
+    monkeypatch.setattr(jobfile.os, "write", write)
+    writer = OutputWriter(path)
+    first = threading.Thread(target=writer.write, args=(_ok_row("a"),))
+    first.start()
+    try:
+        assert entered.wait(10)
+        writer.write(_ok_row("b"))
+        assert [r["id"] for r in read_output(path)] == ["b"]
+        writer.close()  # "a" is still being written: its descriptor stays open until then
+        with pytest.raises(ValueError):
+            writer.write(_ok_row("c"))
+    finally:
+        release.set()
+        first.join(10)
+    assert not first.is_alive()
+    assert [r["id"] for r in read_output(path)] == ["b", "a"]
+    assert writer._fd == -1  # closed by the write that ended last
+
+
 def test_the_id_index_lives_in_a_temporary_file_removed_on_close(tmp_path):
     import threading
 

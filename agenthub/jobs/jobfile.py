@@ -767,7 +767,10 @@ def mark_finished(output_path: str, index: "IdIndex", *, retry_failed: bool = Fa
 
 
 class OutputWriter(object):
-    """Appends output rows to ``path``: one ``write`` and a flush per row, under a lock (any thread).
+    """Appends output rows to ``path`` from any thread: each row's whole line in one ``write(2)`` to the file opened
+    with ``O_APPEND`` (unbuffered: the line is in the file when ``write`` returns), which the system appends whole
+    at the file's end, so no lock is held across the call (a thread waiting for the GIL after its write would hold
+    up every other row's write behind it); a short write (a full disk) is finished by further writes.
 
     With ``retry_failed=True`` the error rows of ``retry_ids`` (all error rows when None) are removed
     first, by writing the kept lines to a temporary file beside it and renaming it over the output
@@ -801,7 +804,11 @@ class OutputWriter(object):
             drop = {start for start, rid in errors if rid not in good_ids}
             if drop:
                 self._rewrite(path, drop)
-        self._handle = open(path, "ab")
+        self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_BINARY", 0)
+                           | getattr(os, "O_CLOEXEC", 0), 0o666)  # (the mode open() gives, less the umask)
+        self._closer = weakref.finalize(self, os.close, self._fd)  # (closed once: by ``close`` or when collected)
+        self._writing = 0  # the writes under way (``close`` closes the descriptor once none is)
+        self._closing = False
 
     @staticmethod
     def _rewrite(path: str, drop: Set[int]) -> None:
@@ -828,14 +835,33 @@ class OutputWriter(object):
 
     def write(self, row: Mapping[str, Any]) -> None:
         data = dumps_row(row)
-        with self._lock:
-            self._handle.write(data)
-            self._handle.flush()
+        with self._lock:  # (held for no call that lets go of the GIL)
+            if self._closing:
+                raise ValueError("write to a closed OutputWriter")
+            self._writing += 1
+        try:
+            done = os.write(self._fd, data)
+            while done < len(data):  # (a regular file's write is short only when the disk is full: the next fails)
+                more = os.write(self._fd, data[done:])
+                if more <= 0:
+                    raise OSError("the output file took no more bytes")
+                done += more
+        finally:
+            with self._lock:
+                self._writing -= 1
+                if self._closing and not self._writing:
+                    self._close()
 
     def close(self) -> None:
         with self._lock:
-            if not self._handle.closed:
-                self._handle.close()
+            if not self._closing:
+                self._closing = True
+                if not self._writing:  # (else the last write under way closes it)
+                    self._close()
+
+    def _close(self) -> None:
+        self._fd = -1
+        self._closer()
 
     def __enter__(self) -> "OutputWriter":
         return self
