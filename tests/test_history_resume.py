@@ -347,3 +347,104 @@ def test_an_interactions_call_converts_only_what_is_new(monkeypatch):
     messages += _turn(2)
     _same_as_whole(client, messages)
     assert converted[:3] == [2, "_assistant_steps", "_user_steps"]  # then the whole conversion it is compared to
+
+
+# -- the comparisons with what the previous call checked and kept: no Python call per earlier message -----------
+
+
+def _python_calls(action):
+    """How many Python functions ``action()`` calls (C functions not counted)."""
+    import sys
+
+    calls = [0]
+
+    def profile(frame, event, arg):
+        if event == "call":
+            calls[0] += 1
+
+    sys.setprofile(profile)
+    try:
+        action()
+    finally:
+        sys.setprofile(None)
+    return calls[0]
+
+
+@pytest.mark.parametrize("wire", ALL_WIRES)
+def test_a_call_on_a_longer_history_makes_no_more_python_calls(wire):
+    """The history checked and the wire items kept are compared with their snapshots at C speed: a number
+    (the arguments' ints, floats and booleans) costs no Python call however many turns hold one."""
+    def calls_after(turns):
+        client = _client(wire)
+        messages = _history(turns)
+        client.plan(messages)
+        messages += _turn(turns)
+        client.plan(messages)
+        messages += _turn(turns + 1)
+        plan = client.plan(messages)
+        plan.content()  # (the body's bytes: the kept wire items against their snapshots again)
+        messages += _turn(turns + 2)
+        return _python_calls(lambda: client.plan(messages).content())
+
+    assert calls_after(30) == calls_after(3)
+
+
+def _with_number_retyped(value):
+    """A deep copy of ``value`` whose first number is one of another type, equal to it (``==``), and whether
+    there was one."""
+    if type(value) is bool:
+        return int(value), True
+    if type(value) is int:
+        return float(value), True
+    if type(value) is float and value.is_integer():
+        return int(value), True
+    if isinstance(value, dict):
+        out, done = {}, False
+        for key, item in value.items():
+            out[key], found = (item, False) if done else _with_number_retyped(item)
+            done = done or found
+        return out, done
+    if isinstance(value, list):
+        out, done = [], False
+        for item in value:
+            made, found = (item, False) if done else _with_number_retyped(item)
+            out.append(made)
+            done = done or found
+        return out, done
+    return value, False
+
+
+@pytest.mark.parametrize("wire", ALL_WIRES)
+def test_a_container_replaced_by_an_equal_one_with_a_number_of_another_type_is_converted_again(wire):
+    client = _client(wire)
+    messages = _history(3)
+    _same_as_whole(client, messages)
+    _same_as_whole(client, messages)
+    call = messages[3]["content_items"][1]
+    call["arguments"] = dict(call["arguments"], a=float(call["arguments"]["a"]))  # a new dict, == the old one
+    _same_as_whole(client, messages)
+    messages[1]["content_items"] = [dict(item) for item in messages[1]["content_items"]]
+    messages[1]["content_items"][1]["arguments"] = {"a": False, "b": [1.5, 1, None]}  # == {"a": 0, "b": [1.5, True, ...
+    _same_as_whole(client, messages)
+    messages[5] = dict(messages[5], content_items=[dict(item) for item in messages[5]["content_items"]])  # a new one
+    messages[5]["content_items"][1]["arguments"] = {"a": 2.0, "b": [1.5, True, None]}
+    _same_as_whole(client, messages)
+
+
+@pytest.mark.parametrize("wire", ALL_WIRES)
+def test_a_body_item_replaced_by_an_equal_one_with_a_number_of_another_type_is_sent_as_replaced(wire):
+    client = _client(wire)
+    messages = _history(3)
+    client.plan(messages)
+    plan = client.plan(messages)
+    key = next(k for k in ("messages", "contents", "input") if k in plan.body)
+    index, item = next((i, made) for i, (made, found) in enumerate(
+        _with_number_retyped(item) for item in plan.body[key]) if found) if any(
+        _with_number_retyped(item)[1] for item in plan.body[key]) else (None, None)
+    if index is None:
+        pytest.skip("this wire's items hold no number (the arguments go as a JSON string)")
+    assert item == plan.body[key][index]  # equal, but a number is of another type
+    plan.body[key][index] = item  # a hook may replace an item of the planned body
+    assert plan.content() == json.dumps(plan.body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    again = _same_as_whole(client, messages)
+    assert again.body[key][index] != item or json.dumps(again.body[key][index]) != json.dumps(item)

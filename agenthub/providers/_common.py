@@ -16,7 +16,7 @@ from ..errors import ConfigError, StreamProtocolError, UnsupportedParameterError
 from ..sse import iter_event_data, iter_events, json_loads, scan_once
 from ..stream import Usage, now_ms, with_cache_write  # noqa: F401  (the dialects import them from here)
 from ..types import HttpRequest
-from ..validate import SameType, Unseen, count_marks
+from ..validate import Snaps, Unseen, count_marks
 
 __all__ = [
     "Protocol",
@@ -406,7 +406,7 @@ class Resumed(object):
 
     __slots__ = ("items", "snaps", "texts", "state", "count")
 
-    def __init__(self, items: List[Any], snaps: List[Any], texts: List[Any], state: Any, count: int) -> None:
+    def __init__(self, items: List[Any], snaps: Snaps, texts: List[Any], state: Any, count: int) -> None:
         self.items = items
         self.snaps = snaps
         self.texts = texts
@@ -426,9 +426,9 @@ def resume(prior: Optional[Prior], name: str, context: Any, inputs: Sequence[Any
     old_context, old_inputs, items, snaps, texts, state = stash
     count = len(old_inputs)
     if count > same or count > len(inputs) or not all(map(_is, inputs, old_inputs)) or old_context != context \
-            or items != snaps:
+            or not snaps.matches(items):
         return None
-    return Resumed(list(items), list(snaps), list(texts), state, count)
+    return Resumed(list(items), snaps.head(len(items)), list(texts), state, count)
 
 
 def keep(prior: Optional[Prior], name: str, context: Any, inputs: Sequence[Any], out: Resumed, noted: int) -> None:
@@ -439,8 +439,8 @@ def keep(prior: Optional[Prior], name: str, context: Any, inputs: Sequence[Any],
         prior.stash.pop(name, None)
         return
     items, snaps, texts = out.items, out.snaps, out.texts
-    for item in items[len(snaps):]:
-        snaps.append(wire_snapshot(item))
+    for item in items[len(snaps.roots):]:
+        snaps.add(item, wire_copy)
         try:
             texts.append(_compact(item))
         except (TypeError, ValueError, OverflowError, RecursionError):
@@ -452,7 +452,7 @@ def start(prior: Optional[Prior], name: str, context: Any, inputs: Sequence[Any]
           state: Any) -> Resumed:
     """``resume``'s output, or an empty one holding ``state`` (a copy is the caller's to make)."""
     found = resume(prior, name, context, inputs, same)
-    return found if found is not None else Resumed([], [], [], state, 0)
+    return found if found is not None else Resumed([], Snaps(), [], state, 0)
 
 
 def marks_resumed(prior: Optional[Prior], messages: Sequence[Mapping[str, Any]]) -> int:
@@ -470,20 +470,34 @@ def marks_resumed(prior: Optional[Prior], messages: Sequence[Mapping[str, Any]])
     return total
 
 
-def wire_snapshot(value: Any) -> Any:
-    """A copy of ``value``'s containers holding the same leaves, numbers and booleans compared by type too."""
+def wire_copy(value: Any, places: Snaps) -> Tuple[Any, bool]:
+    """``validate.message_copy`` for a wire item: a copy of its containers holding the same leaves, the places
+    of its numbers in ``places``; a leaf of any other type is never taken as unchanged."""
     kind = type(value)
     if kind is str or value is None:
-        return value
-    if kind is dict:
-        return {k: wire_snapshot(v) for k, v in value.items()}
-    if kind is list:
-        return [wire_snapshot(v) for v in value]
+        return value, False
     if kind is int or kind is float or kind is bool:
-        return SameType(value)
-    if kind is tuple:
-        return tuple(wire_snapshot(v) for v in value)
-    return _UNSEEN  # anything else: never taken as unchanged
+        return value, True
+    if kind is dict:
+        out = {}
+        held = False
+        for key, item in value.items():
+            out[key], has = wire_copy(item, places)
+            if has:
+                places.pin(value, key, item)
+                held = True
+        return out, held
+    if kind is list or kind is tuple:
+        made = []
+        held = False
+        for index, item in enumerate(value):
+            copied, has = wire_copy(item, places)
+            made.append(copied)
+            if has:
+                places.pin(value, index, item)
+                held = True
+        return (made if kind is list else tuple(made)), held
+    return _UNSEEN, False  # anything else: never taken as unchanged
 
 
 _UNSEEN = Unseen()
@@ -505,7 +519,7 @@ class Encoded(object):
         items they were made of (another list, an item changed or added since): then it is encoded whole."""
         items = self.items
         if type(body) is not dict or body.get(self.key) is not items or len(items) != len(self.texts) \
-                or items != self.snaps or not all(type(key) is str for key in body):
+                or not self.snaps.matches(items) or not all(type(key) is str for key in body):
             return None
         texts = self.texts
         if None in texts:
