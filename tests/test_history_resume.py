@@ -448,3 +448,98 @@ def test_a_body_item_replaced_by_an_equal_one_with_a_number_of_another_type_is_s
     assert plan.content() == json.dumps(plan.body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
     again = _same_as_whole(client, messages)
     assert again.body[key][index] != item or json.dumps(again.body[key][index]) != json.dumps(item)
+
+
+# -- a body the library alone sees: its kept items are not compared again by the next call ----------------------
+
+
+def _sent(client, messages, config=None):
+    """The request of a streamed call (nothing listens on port 9: it is encoded, then the connection fails)."""
+    stream = client.streaming_response(messages, dict(config or {"tools": TOOLS, "max_tokens": 100}))
+    with pytest.raises(Exception):
+        list(stream)
+    return stream._call.request
+
+
+def _counting_matches(monkeypatch):
+    from agenthub import validate
+
+    counted = []
+    real = validate.Snaps.matches
+
+    def matches(self, values):
+        counted.append(len(values))
+        return real(self, values)
+
+    monkeypatch.setattr(validate.Snaps, "matches", matches)
+    return counted
+
+
+class _Keeper(AttemptHook):
+    """A hook that keeps each request it sees (a hook may hold the body after the send)."""
+
+    def __init__(self):
+        self.requests = []
+
+    def before_attempt(self, attempt):
+        self.requests.append(attempt.request)
+
+
+@pytest.mark.parametrize("wire", ALL_WIRES)
+def test_items_sent_unchanged_by_the_library_alone_are_not_compared_again(wire, monkeypatch):
+    counted = _counting_matches(monkeypatch)
+    client = AutoLLMClient("m", api_key="k", client_type=wire, base_url="http://127.0.0.1:9/v1", max_retries=0)
+    messages = _history(3)
+    _sent(client, messages)
+    messages += _turn(3)
+    del counted[:]
+    request = _sent(client, messages)
+    key = next(k for k in ("messages", "contents", "input") if k in request.body)
+    # the messages against their snapshots, then the body's items at the send: not the kept items before reuse
+    assert counted == [len(_history(3)), len(request.body[key])]
+    hooked = AutoLLMClient("m", api_key="k", client_type=wire, base_url="http://127.0.0.1:9/v1", max_retries=0,
+                           hooks=[_Keeper()])
+    _sent(hooked, messages)
+    messages += _turn(4)
+    del counted[:]
+    _sent(hooked, messages)
+    assert len(counted) == 3  # a hook saw the body: the kept items are compared before they are reused
+
+
+@pytest.mark.parametrize("wire", ALL_WIRES)
+def test_a_body_a_hook_changed_after_the_send_is_not_reused(wire):
+    keeper = _Keeper()
+    client = AutoLLMClient("m", api_key="k", client_type=wire, base_url="http://127.0.0.1:9/v1", max_retries=0,
+                           hooks=[keeper])
+    messages = _history(3)
+    _sent(client, messages)
+    messages += _turn(3)
+    _sent(client, messages)
+    body = keeper.requests[-1].body
+    key = next(k for k in ("messages", "contents", "input") if k in body)
+    body[key][1]["changed"] = True  # after the send
+    messages += _turn(4)
+    request = _sent(client, messages)
+    whole = _client(wire).plan(copy.deepcopy(messages), {"tools": TOOLS, "max_tokens": 100})
+    assert request.body == whole.body and request.content() == whole.content()
+
+
+@pytest.mark.parametrize("wire", ALL_WIRES)
+def test_a_message_changed_after_a_call_the_library_alone_saw_is_converted_again(wire):
+    client = AutoLLMClient("m", api_key="k", client_type=wire, base_url="http://127.0.0.1:9/v1", max_retries=0)
+    messages = _history(3)
+    _sent(client, messages)
+    messages += _turn(3)
+    _sent(client, messages)
+    messages[3]["content_items"][1]["arguments"]["a"] = 2.0  # (what a wire item may share with its message)
+    messages[3]["content_items"][1]["arguments"]["b"].append("x")
+    messages += _turn(4)
+    request = _sent(client, messages)
+    whole = _client(wire).plan(copy.deepcopy(messages), {"tools": TOOLS, "max_tokens": 100})
+    assert request.body == whole.body and request.content() == whole.content()
+    stream = client.streaming_response(messages, {"tools": TOOLS, "max_tokens": 100})
+    messages[5]["content_items"][1]["arguments"]["b"].append("y")  # changed before the send: sent as changed
+    with pytest.raises(Exception):
+        list(stream)
+    assert stream._call.sent.content() == json.dumps(stream._call.request.body, ensure_ascii=False,
+                                                    separators=(",", ":")).encode("utf-8")

@@ -402,9 +402,10 @@ class Prior(object):
 
 class Resumed(object):
     """A step's output list as it is built: the wire items, a copy of each (``snapshot``) and its JSON text
-    (None: made at send time), the items taken from the last call first."""
+    (None: made at send time), the items taken from the last call first; ``seal``: set by ``keep``, shared with
+    what it stashed (``Encoded.seal``)."""
 
-    __slots__ = ("items", "snaps", "texts", "state", "count")
+    __slots__ = ("items", "snaps", "texts", "state", "count", "seal")
 
     def __init__(self, items: List[Any], snaps: Snaps, texts: List[Any], state: Any, count: int) -> None:
         self.items = items
@@ -412,21 +413,25 @@ class Resumed(object):
         self.texts = texts
         self.state = state  # what the step carries from one message to the next, after the head
         self.count = count  # how many input messages the head covers
+        self.seal = None  # type: Optional[Dict[str, bool]]
 
 
 def resume(prior: Optional[Prior], name: str, context: Any, inputs: Sequence[Any], same: int) -> Optional[Resumed]:
     """Step ``name``'s output for the head of ``inputs`` it converted on the previous call, when that head is
     the same objects and within the first ``same`` (proven unchanged), its ``context`` equal, and its items
-    unchanged; else None (convert everything)."""
+    unchanged (compared with their snapshots, unless the body that held them was sent through the library
+    alone and they were found unchanged then: ``Encoded``); else None (convert everything)."""
     if prior is None:
         return None
     stash = prior.stash.get(name)
     if stash is None:
         return None
-    old_context, old_inputs, items, snaps, texts, state = stash
+    old_context, old_inputs, items, snaps, texts, state, seal = stash
     count = len(old_inputs)
-    if count > same or count > len(inputs) or not all(map(_is, inputs, old_inputs)) or old_context != context \
-            or not snaps.matches(items):
+    if count > same or count > len(inputs) or not all(map(_is, inputs, old_inputs)) or old_context != context:
+        return None
+    # (taken once: a second call resuming from the same stash compares; dict.pop is one step for threads)
+    if seal.pop("sent", None) is not True and not snaps.matches(items):
         return None
     return Resumed(list(items), snaps.head(len(items)), list(texts), state, count)
 
@@ -445,7 +450,8 @@ def keep(prior: Optional[Prior], name: str, context: Any, inputs: Sequence[Any],
             texts.append(_compact(item))
         except (TypeError, ValueError, OverflowError, RecursionError):
             texts.append(None)
-    prior.stash[name] = (context, list(inputs), list(items), snaps, texts, out.state)
+    out.seal = seal = {}  # type: Dict[str, bool]
+    prior.stash[name] = (context, list(inputs), list(items), snaps, texts, out.state, seal)
 
 
 def start(prior: Optional[Prior], name: str, context: Any, inputs: Sequence[Any], same: int,
@@ -504,15 +510,29 @@ _UNSEEN = Unseen()
 
 
 class Encoded(object):
-    """The JSON text of the items of ``body[key]`` (``Resumed``): ``HttpRequest.content`` splices it in."""
+    """The JSON text of the items of ``body[key]`` (``Resumed``): ``HttpRequest.content`` splices it in.
 
-    __slots__ = ("key", "items", "snaps", "texts")
+    ``private``: the client sends the body with no hook on the call (``AutoLLMClient._open``): the body and the
+    items it holds are seen by the library alone (never by a hook, never returned as ``plan`` returns its
+    request).  The items are compared with their snapshots when the body is encoded (a message changed since
+    the call began may share an object with them); found unchanged there, the next call that starts from them
+    (``resume``) does not compare them again: after the send only what they share with the messages can
+    change, and a message changed since is seen by the check (``validate.CheckedMessages``), which then lets
+    the kept items go."""
+
+    __slots__ = ("key", "items", "snaps", "texts", "_seal", "_private")
 
     def __init__(self, key: str, out: Resumed) -> None:
         self.key = key
         self.items = out.items
         self.snaps = out.snaps
         self.texts = out.texts
+        self._seal = out.seal if out.seal is not None else {}  # type: Dict[str, bool]
+        self._private = False
+
+    def private(self) -> None:
+        """The body goes to its send through the library alone (see the class)."""
+        self._private = True
 
     def content(self, body: Any) -> Optional[bytes]:
         """``body`` as compact UTF-8 JSON, the texts spliced in; None when ``body[key]`` is no longer the
@@ -521,6 +541,8 @@ class Encoded(object):
         if type(body) is not dict or body.get(self.key) is not items or len(items) != len(self.texts) \
                 or not self.snaps.matches(items) or not all(type(key) is str for key in body):
             return None
+        if self._private:
+            self._seal.setdefault("sent", True)  # (found unchanged as sent: the next call need not compare)
         texts = self.texts
         if None in texts:
             texts = [_compact(item) if text is None else text for item, text in zip(items, texts)]
