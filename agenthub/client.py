@@ -745,6 +745,8 @@ class AutoLLMClient(object):
             if config["trace_id"]:
                 stored = self._protocol.stored_answer if stateful else None
                 hooks = list(hooks) + [TraceHook(stored)]
+        if not hooks and not self._fallbacks and reattach is None and getattr(request, "encoded", None) is not None:
+            request.encoded.private()  # (seen by the library alone: providers._common.Encoded)
         watch = _transport().Watch()
         if entry is None or entry is self:
             entry = self

@@ -14,7 +14,7 @@ can carry.
 
 import math
 import re
-from operator import is_ as _is
+from operator import getitem as _getitem, is_ as _is
 from collections.abc import Mapping as _Mapping  # (isinstance: typing.Mapping adds two Python calls a check)
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
@@ -591,20 +591,39 @@ def check_messages(messages: Any, checked: Optional["CheckedMessages"] = None) -
     return None
 
 
-def _snapshot(value: Any) -> Any:
-    """A copy of ``value``'s containers (dicts, lists, tuples) holding the very same leaves: compared with
-    ``==`` to the original, every unchanged leaf matches by identity (C speed), and a container or leaf
-    changed in place no longer matches."""
+def message_copy(value: Any, places: "Snaps") -> Tuple[Any, bool]:
+    """A copy of ``value``'s containers (dicts, lists, tuples) holding the very same leaves, and whether
+    ``value`` is or holds a number: each number, and each container on the way to one, is written in
+    ``places`` (its container, its key, the object) so a number replaced by an equal one of another type
+    (``2.0``, ``True`` or ``Decimal(2)`` for ``2``), in place or in a container replaced by an equal one, is
+    seen by identity where ``==`` to the copy would take it as unchanged."""
     kind = type(value)
+    if kind is str or value is None:
+        return value, False
+    if kind is int or kind is float or kind is bool:
+        return value, True
     if kind in _LEAVES:
-        return SameType(value) if kind is int or kind is float or kind is bool else value
+        return value, False
     if kind is dict or isinstance(value, _Mapping):
-        return {k: _snapshot(v) for k, v in value.items()}
-    if kind is tuple or isinstance(value, tuple):
-        return tuple(_snapshot(v) for v in value)
-    if kind is list or isinstance(value, list):
-        return [_snapshot(v) for v in value]
-    return value  # an immutable leaf, a bytearray (only its type is checked), or a value the check refused
+        out = {}
+        held = False
+        for key, item in value.items():
+            out[key], has = message_copy(item, places)
+            if has:
+                places.pin(value, key, item)
+                held = True
+        return out, held
+    if kind is tuple or isinstance(value, (tuple, list)):
+        made = []
+        held = False
+        for index, item in enumerate(value):
+            copied, has = message_copy(item, places)
+            made.append(copied)
+            if has:
+                places.pin(value, index, item)
+                held = True
+        return (tuple(made) if kind is tuple or isinstance(value, tuple) else made), held
+    return value, False  # an immutable leaf, a bytearray (only its type is checked), or a value the check refused
 
 
 _LEAVES = frozenset((str, int, float, bool, bytes, type(None)))
@@ -614,21 +633,78 @@ def _no_check(message: Any, where: str) -> None:
     """``CheckedMessages.check(validating=False)``'s check: none."""
 
 
-class SameType(object):
-    """A number (or boolean) in a snapshot: equal only to one of the same type (``2 == Decimal(2) == 2.0 ==
-    True`` would hide a value replaced by one the check refuses; the dialects' kept wire items use it too)."""
+class Snaps(object):
+    """Snapshots of a list's values, compared with it at C speed: a copy of each value's containers holding the
+    same leaves (one ``==`` for all: an unchanged leaf matches by identity), and the places of the numbers
+    (container, key, the number; the containers on the way to one likewise) read again and compared by
+    identity (``2 == 2.0 == True`` would hide a number replaced by an equal one of another type, which the
+    check may refuse and which is written otherwise in JSON).  ``add`` takes a value whose copy is made with
+    ``copy`` (a message: ``message_copy``; a wire item: ``providers._common.wire_copy``), or ``None`` for one
+    never taken as unchanged."""
 
-    __slots__ = ("value",)
-    __hash__ = None  # type: ignore[assignment]
+    __slots__ = ("roots", "copies", "parents", "keys", "values", "ends")
 
-    def __init__(self, value: Any) -> None:
-        self.value = value
+    def __init__(self) -> None:
+        self.roots = []  # type: List[Any]
+        self.copies = []  # type: List[Any]
+        self.parents = []  # type: List[Any]
+        self.keys = []  # type: List[Any]
+        self.values = []  # type: List[Any]
+        self.ends = []  # type: List[int]  # per value: len(parents) after its places
 
-    def __eq__(self, other: Any) -> bool:
-        return type(other) is type(self.value) and other == self.value
+    def pin(self, parent: Any, key: Any, value: Any) -> None:
+        self.parents.append(parent)
+        self.keys.append(key)
+        self.values.append(value)
 
-    def __ne__(self, other: Any) -> bool:
-        return not self.__eq__(other)
+    def add(self, value: Any, copy: Optional[Callable[[Any, "Snaps"], Tuple[Any, bool]]]) -> None:
+        self.roots.append(value)
+        if copy is None:
+            self.copies.append(_UNSEEN)
+        else:
+            self.copies.append(copy(value, self)[0])
+        self.ends.append(len(self.parents))
+
+    def head(self, count: int) -> "Snaps":
+        """A new ``Snaps`` of the first ``count`` values."""
+        out = Snaps()
+        end = self.ends[count - 1] if count else 0
+        out.roots, out.copies, out.ends = self.roots[:count], self.copies[:count], self.ends[:count]
+        out.parents, out.keys, out.values = self.parents[:end], self.keys[:end], self.values[:end]
+        return out
+
+    def take(self, other: "Snaps", index: int) -> None:
+        """Add ``other``'s snapshot of its value at ``index``."""
+        start = other.ends[index - 1] if index else 0
+        end = other.ends[index]
+        self.roots.append(other.roots[index])
+        self.copies.append(other.copies[index])
+        self.parents += other.parents[start:end]
+        self.keys += other.keys[start:end]
+        self.values += other.values[start:end]
+        self.ends.append(len(self.parents))
+
+    def unchanged(self, index: int, value: Any) -> bool:
+        """``value`` is the value at ``index``, unchanged since its snapshot."""
+        if value is not self.roots[index] or value != self.copies[index]:
+            return False
+        start = self.ends[index - 1] if index else 0
+        end = self.ends[index]
+        return _pinned(self.parents[start:end], self.keys[start:end], self.values[start:end])
+
+    def matches(self, values: Sequence[Any]) -> bool:
+        """``values`` are these values, the same objects, each unchanged since its snapshot."""
+        roots = self.roots
+        return len(values) == len(roots) and all(map(_is, values, roots)) and values == self.copies \
+            and _pinned(self.parents, self.keys, self.values)
+
+
+def _pinned(parents: Sequence[Any], keys: Sequence[Any], values: Sequence[Any]) -> bool:
+    """Each container still holds the same object at its key (C speed: no Python call per place)."""
+    try:
+        return all(map(_is, map(_getitem, parents, keys), values))
+    except Exception:  # (a key gone, a list cut short, a Mapping whose look-up fails)
+        return False
 
 
 class CheckedMessages(object):
@@ -639,7 +715,8 @@ class CheckedMessages(object):
     A message is taken as checked when it is the same dict object as one passed on the previous call and
     compares equal (``==``) to a copy of its containers taken when it was checked: a message, an item or
     the arguments changed in place since, or a container replaced, no longer compare equal and are checked
-    again (a number replaced by an equal one of another type, ``Decimal(2)`` for ``2``, too).  Only plain
+    again (a number replaced by an equal one of another type, ``Decimal(2)`` for ``2``, too: the places of
+    the numbers are read again and compared by identity, ``Snaps``).  Only plain
     ``dict`` messages are remembered, and only those of the last call (nothing older is kept alive); the
     object is safe to share between threads (a thread's call at worst checks again what another's
     replaced).
@@ -653,7 +730,7 @@ class CheckedMessages(object):
     __slots__ = ("_last", "stash")
 
     def __init__(self) -> None:
-        self._last = ([], [])  # type: Tuple[List[Any], List[Any]]  # (messages, their snapshots) of the last call
+        self._last = ([], Snaps())  # type: Tuple[List[Any], Snaps]  # (messages, their snapshots) of the last call
         #: step name -> what that step kept of the last call (providers._common.Prior)
         self.stash = {}  # type: Dict[str, Any]
 
@@ -665,38 +742,39 @@ class CheckedMessages(object):
         last, snaps = self._last
         count = len(last)
         messages = list(messages)
-        if count and len(messages) >= count and all(map(_is, messages, last)) and messages[:count] == snaps:
+        if count and len(messages) >= count and snaps.matches(messages[:count]):
             same = count  # the previous call's history as the head: one comparison for all of it
-            snaps = list(snaps)
+            made = snaps.head(count)
         else:
             same = 0
-            seen = {id(message): (message, snap) for message, snap in zip(last, snaps) if snap is not _UNSEEN}
-            snaps = []
+            seen = {id(message): (message, index) for index, message in enumerate(last)
+                    if snaps.copies[index] is not _UNSEEN}
+            made = Snaps()
             leading = True
             for i, message in enumerate(messages):
                 entry = seen.get(id(message)) if type(message) is dict else None
-                if entry is None or entry[0] is not message or entry[1] != message:
+                if entry is None or entry[0] is not message or not snaps.unchanged(entry[1], message):
                     check(message, "messages[{}]".format(i))
                     leading = False
-                    snaps.append(_snapshot(message) if type(message) is dict else _UNSEEN)
+                    made.add(message, message_copy if type(message) is dict else None)
                 else:
                     if leading and i < count and last[i] is message:
                         same = i + 1
                     else:
                         leading = False
-                    snaps.append(entry[1])
+                    made.take(snaps, entry[1])
             count = len(messages)
         for i in range(count, len(messages)):
             message = messages[i]
             check(message, "messages[{}]".format(i))
-            snaps.append(_snapshot(message) if type(message) is dict else _UNSEEN)
-        self._last = (messages, snaps)
+            made.add(message, message_copy if type(message) is dict else None)
+        self._last = (messages, made)
         if same < len(last):  # a message of the last call changed or is gone: what the steps kept is dropped
             self.stash = {}   # (a step that did not finish since may have kept what an older call made)
         return same
 
     def clear(self) -> None:
-        self._last = ([], [])
+        self._last = ([], Snaps())
         self.stash = {}
 
 

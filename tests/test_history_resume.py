@@ -347,3 +347,199 @@ def test_an_interactions_call_converts_only_what_is_new(monkeypatch):
     messages += _turn(2)
     _same_as_whole(client, messages)
     assert converted[:3] == [2, "_assistant_steps", "_user_steps"]  # then the whole conversion it is compared to
+
+
+# -- the comparisons with what the previous call checked and kept: no Python call per earlier message -----------
+
+
+def _python_calls(action):
+    """How many Python functions ``action()`` calls (C functions not counted)."""
+    import sys
+
+    calls = [0]
+
+    def profile(frame, event, arg):
+        if event == "call":
+            calls[0] += 1
+
+    sys.setprofile(profile)
+    try:
+        action()
+    finally:
+        sys.setprofile(None)
+    return calls[0]
+
+
+@pytest.mark.parametrize("wire", ALL_WIRES)
+def test_a_call_on_a_longer_history_makes_no_more_python_calls(wire):
+    """The history checked and the wire items kept are compared with their snapshots at C speed: a number
+    (the arguments' ints, floats and booleans) costs no Python call however many turns hold one."""
+    def calls_after(turns):
+        client = _client(wire)
+        messages = _history(turns)
+        client.plan(messages)
+        messages += _turn(turns)
+        client.plan(messages)
+        messages += _turn(turns + 1)
+        plan = client.plan(messages)
+        plan.content()  # (the body's bytes: the kept wire items against their snapshots again)
+        messages += _turn(turns + 2)
+        return _python_calls(lambda: client.plan(messages).content())
+
+    assert calls_after(30) == calls_after(3)
+
+
+def _with_number_retyped(value):
+    """A deep copy of ``value`` whose first number is one of another type, equal to it (``==``), and whether
+    there was one."""
+    if type(value) is bool:
+        return int(value), True
+    if type(value) is int:
+        return float(value), True
+    if type(value) is float and value.is_integer():
+        return int(value), True
+    if isinstance(value, dict):
+        out, done = {}, False
+        for key, item in value.items():
+            out[key], found = (item, False) if done else _with_number_retyped(item)
+            done = done or found
+        return out, done
+    if isinstance(value, list):
+        out, done = [], False
+        for item in value:
+            made, found = (item, False) if done else _with_number_retyped(item)
+            out.append(made)
+            done = done or found
+        return out, done
+    return value, False
+
+
+@pytest.mark.parametrize("wire", ALL_WIRES)
+def test_a_container_replaced_by_an_equal_one_with_a_number_of_another_type_is_converted_again(wire):
+    client = _client(wire)
+    messages = _history(3)
+    _same_as_whole(client, messages)
+    _same_as_whole(client, messages)
+    call = messages[3]["content_items"][1]
+    call["arguments"] = dict(call["arguments"], a=float(call["arguments"]["a"]))  # a new dict, == the old one
+    _same_as_whole(client, messages)
+    messages[1]["content_items"] = [dict(item) for item in messages[1]["content_items"]]
+    messages[1]["content_items"][1]["arguments"] = {"a": False, "b": [1.5, 1, None]}  # == {"a": 0, "b": [1.5, True, ...
+    _same_as_whole(client, messages)
+    messages[5] = dict(messages[5], content_items=[dict(item) for item in messages[5]["content_items"]])  # a new one
+    messages[5]["content_items"][1]["arguments"] = {"a": 2.0, "b": [1.5, True, None]}
+    _same_as_whole(client, messages)
+
+
+@pytest.mark.parametrize("wire", ALL_WIRES)
+def test_a_body_item_replaced_by_an_equal_one_with_a_number_of_another_type_is_sent_as_replaced(wire):
+    client = _client(wire)
+    messages = _history(3)
+    client.plan(messages)
+    plan = client.plan(messages)
+    key = next(k for k in ("messages", "contents", "input") if k in plan.body)
+    index, item = next((i, made) for i, (made, found) in enumerate(
+        _with_number_retyped(item) for item in plan.body[key]) if found) if any(
+        _with_number_retyped(item)[1] for item in plan.body[key]) else (None, None)
+    if index is None:
+        pytest.skip("this wire's items hold no number (the arguments go as a JSON string)")
+    assert item == plan.body[key][index]  # equal, but a number is of another type
+    plan.body[key][index] = item  # a hook may replace an item of the planned body
+    assert plan.content() == json.dumps(plan.body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    again = _same_as_whole(client, messages)
+    assert again.body[key][index] != item or json.dumps(again.body[key][index]) != json.dumps(item)
+
+
+# -- a body the library alone sees: its kept items are not compared again by the next call ----------------------
+
+
+def _sent(client, messages, config=None):
+    """The request of a streamed call (nothing listens on port 9: it is encoded, then the connection fails)."""
+    stream = client.streaming_response(messages, dict(config or {"tools": TOOLS, "max_tokens": 100}))
+    with pytest.raises(Exception):
+        list(stream)
+    return stream._call.request
+
+
+def _counting_matches(monkeypatch):
+    from agenthub import validate
+
+    counted = []
+    real = validate.Snaps.matches
+
+    def matches(self, values):
+        counted.append(len(values))
+        return real(self, values)
+
+    monkeypatch.setattr(validate.Snaps, "matches", matches)
+    return counted
+
+
+class _Keeper(AttemptHook):
+    """A hook that keeps each request it sees (a hook may hold the body after the send)."""
+
+    def __init__(self):
+        self.requests = []
+
+    def before_attempt(self, attempt):
+        self.requests.append(attempt.request)
+
+
+@pytest.mark.parametrize("wire", ALL_WIRES)
+def test_items_sent_unchanged_by_the_library_alone_are_not_compared_again(wire, monkeypatch):
+    counted = _counting_matches(monkeypatch)
+    client = AutoLLMClient("m", api_key="k", client_type=wire, base_url="http://127.0.0.1:9/v1", max_retries=0)
+    messages = _history(3)
+    _sent(client, messages)
+    messages += _turn(3)
+    del counted[:]
+    request = _sent(client, messages)
+    key = next(k for k in ("messages", "contents", "input") if k in request.body)
+    # the messages against their snapshots, then the body's items at the send: not the kept items before reuse
+    assert counted == [len(_history(3)), len(request.body[key])]
+    hooked = AutoLLMClient("m", api_key="k", client_type=wire, base_url="http://127.0.0.1:9/v1", max_retries=0,
+                           hooks=[_Keeper()])
+    _sent(hooked, messages)
+    messages += _turn(4)
+    del counted[:]
+    _sent(hooked, messages)
+    assert len(counted) == 3  # a hook saw the body: the kept items are compared before they are reused
+
+
+@pytest.mark.parametrize("wire", ALL_WIRES)
+def test_a_body_a_hook_changed_after_the_send_is_not_reused(wire):
+    keeper = _Keeper()
+    client = AutoLLMClient("m", api_key="k", client_type=wire, base_url="http://127.0.0.1:9/v1", max_retries=0,
+                           hooks=[keeper])
+    messages = _history(3)
+    _sent(client, messages)
+    messages += _turn(3)
+    _sent(client, messages)
+    body = keeper.requests[-1].body
+    key = next(k for k in ("messages", "contents", "input") if k in body)
+    body[key][1]["changed"] = True  # after the send
+    messages += _turn(4)
+    request = _sent(client, messages)
+    whole = _client(wire).plan(copy.deepcopy(messages), {"tools": TOOLS, "max_tokens": 100})
+    assert request.body == whole.body and request.content() == whole.content()
+
+
+@pytest.mark.parametrize("wire", ALL_WIRES)
+def test_a_message_changed_after_a_call_the_library_alone_saw_is_converted_again(wire):
+    client = AutoLLMClient("m", api_key="k", client_type=wire, base_url="http://127.0.0.1:9/v1", max_retries=0)
+    messages = _history(3)
+    _sent(client, messages)
+    messages += _turn(3)
+    _sent(client, messages)
+    messages[3]["content_items"][1]["arguments"]["a"] = 2.0  # (what a wire item may share with its message)
+    messages[3]["content_items"][1]["arguments"]["b"].append("x")
+    messages += _turn(4)
+    request = _sent(client, messages)
+    whole = _client(wire).plan(copy.deepcopy(messages), {"tools": TOOLS, "max_tokens": 100})
+    assert request.body == whole.body and request.content() == whole.content()
+    stream = client.streaming_response(messages, {"tools": TOOLS, "max_tokens": 100})
+    messages[5]["content_items"][1]["arguments"]["b"].append("y")  # changed before the send: sent as changed
+    with pytest.raises(Exception):
+        list(stream)
+    assert stream._call.sent.content() == json.dumps(stream._call.request.body, ensure_ascii=False,
+                                                    separators=(",", ":")).encode("utf-8")

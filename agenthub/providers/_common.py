@@ -16,7 +16,7 @@ from ..errors import ConfigError, StreamProtocolError, UnsupportedParameterError
 from ..sse import iter_event_data, iter_events, json_loads, scan_once
 from ..stream import Usage, now_ms, with_cache_write  # noqa: F401  (the dialects import them from here)
 from ..types import HttpRequest
-from ..validate import SameType, Unseen, count_marks
+from ..validate import Snaps, Unseen, count_marks
 
 __all__ = [
     "Protocol",
@@ -402,33 +402,38 @@ class Prior(object):
 
 class Resumed(object):
     """A step's output list as it is built: the wire items, a copy of each (``snapshot``) and its JSON text
-    (None: made at send time), the items taken from the last call first."""
+    (None: made at send time), the items taken from the last call first; ``seal``: set by ``keep``, shared with
+    what it stashed (``Encoded.seal``)."""
 
-    __slots__ = ("items", "snaps", "texts", "state", "count")
+    __slots__ = ("items", "snaps", "texts", "state", "count", "seal")
 
-    def __init__(self, items: List[Any], snaps: List[Any], texts: List[Any], state: Any, count: int) -> None:
+    def __init__(self, items: List[Any], snaps: Snaps, texts: List[Any], state: Any, count: int) -> None:
         self.items = items
         self.snaps = snaps
         self.texts = texts
         self.state = state  # what the step carries from one message to the next, after the head
         self.count = count  # how many input messages the head covers
+        self.seal = None  # type: Optional[Dict[str, bool]]
 
 
 def resume(prior: Optional[Prior], name: str, context: Any, inputs: Sequence[Any], same: int) -> Optional[Resumed]:
     """Step ``name``'s output for the head of ``inputs`` it converted on the previous call, when that head is
     the same objects and within the first ``same`` (proven unchanged), its ``context`` equal, and its items
-    unchanged; else None (convert everything)."""
+    unchanged (compared with their snapshots, unless the body that held them was sent through the library
+    alone and they were found unchanged then: ``Encoded``); else None (convert everything)."""
     if prior is None:
         return None
     stash = prior.stash.get(name)
     if stash is None:
         return None
-    old_context, old_inputs, items, snaps, texts, state = stash
+    old_context, old_inputs, items, snaps, texts, state, seal = stash
     count = len(old_inputs)
-    if count > same or count > len(inputs) or not all(map(_is, inputs, old_inputs)) or old_context != context \
-            or items != snaps:
+    if count > same or count > len(inputs) or not all(map(_is, inputs, old_inputs)) or old_context != context:
         return None
-    return Resumed(list(items), list(snaps), list(texts), state, count)
+    # (taken once: a second call resuming from the same stash compares; dict.pop is one step for threads)
+    if seal.pop("sent", None) is not True and not snaps.matches(items):
+        return None
+    return Resumed(list(items), snaps.head(len(items)), list(texts), state, count)
 
 
 def keep(prior: Optional[Prior], name: str, context: Any, inputs: Sequence[Any], out: Resumed, noted: int) -> None:
@@ -439,20 +444,21 @@ def keep(prior: Optional[Prior], name: str, context: Any, inputs: Sequence[Any],
         prior.stash.pop(name, None)
         return
     items, snaps, texts = out.items, out.snaps, out.texts
-    for item in items[len(snaps):]:
-        snaps.append(wire_snapshot(item))
+    for item in items[len(snaps.roots):]:
+        snaps.add(item, wire_copy)
         try:
             texts.append(_compact(item))
         except (TypeError, ValueError, OverflowError, RecursionError):
             texts.append(None)
-    prior.stash[name] = (context, list(inputs), list(items), snaps, texts, out.state)
+    out.seal = seal = {}  # type: Dict[str, bool]
+    prior.stash[name] = (context, list(inputs), list(items), snaps, texts, out.state, seal)
 
 
 def start(prior: Optional[Prior], name: str, context: Any, inputs: Sequence[Any], same: int,
           state: Any) -> Resumed:
     """``resume``'s output, or an empty one holding ``state`` (a copy is the caller's to make)."""
     found = resume(prior, name, context, inputs, same)
-    return found if found is not None else Resumed([], [], [], state, 0)
+    return found if found is not None else Resumed([], Snaps(), [], state, 0)
 
 
 def marks_resumed(prior: Optional[Prior], messages: Sequence[Mapping[str, Any]]) -> int:
@@ -470,43 +476,73 @@ def marks_resumed(prior: Optional[Prior], messages: Sequence[Mapping[str, Any]])
     return total
 
 
-def wire_snapshot(value: Any) -> Any:
-    """A copy of ``value``'s containers holding the same leaves, numbers and booleans compared by type too."""
+def wire_copy(value: Any, places: Snaps) -> Tuple[Any, bool]:
+    """``validate.message_copy`` for a wire item: a copy of its containers holding the same leaves, the places
+    of its numbers in ``places``; a leaf of any other type is never taken as unchanged."""
     kind = type(value)
     if kind is str or value is None:
-        return value
-    if kind is dict:
-        return {k: wire_snapshot(v) for k, v in value.items()}
-    if kind is list:
-        return [wire_snapshot(v) for v in value]
+        return value, False
     if kind is int or kind is float or kind is bool:
-        return SameType(value)
-    if kind is tuple:
-        return tuple(wire_snapshot(v) for v in value)
-    return _UNSEEN  # anything else: never taken as unchanged
+        return value, True
+    if kind is dict:
+        out = {}
+        held = False
+        for key, item in value.items():
+            out[key], has = wire_copy(item, places)
+            if has:
+                places.pin(value, key, item)
+                held = True
+        return out, held
+    if kind is list or kind is tuple:
+        made = []
+        held = False
+        for index, item in enumerate(value):
+            copied, has = wire_copy(item, places)
+            made.append(copied)
+            if has:
+                places.pin(value, index, item)
+                held = True
+        return (made if kind is list else tuple(made)), held
+    return _UNSEEN, False  # anything else: never taken as unchanged
 
 
 _UNSEEN = Unseen()
 
 
 class Encoded(object):
-    """The JSON text of the items of ``body[key]`` (``Resumed``): ``HttpRequest.content`` splices it in."""
+    """The JSON text of the items of ``body[key]`` (``Resumed``): ``HttpRequest.content`` splices it in.
 
-    __slots__ = ("key", "items", "snaps", "texts")
+    ``private``: the client sends the body with no hook on the call (``AutoLLMClient._open``): the body and the
+    items it holds are seen by the library alone (never by a hook, never returned as ``plan`` returns its
+    request).  The items are compared with their snapshots when the body is encoded (a message changed since
+    the call began may share an object with them); found unchanged there, the next call that starts from them
+    (``resume``) does not compare them again: after the send only what they share with the messages can
+    change, and a message changed since is seen by the check (``validate.CheckedMessages``), which then lets
+    the kept items go."""
+
+    __slots__ = ("key", "items", "snaps", "texts", "_seal", "_private")
 
     def __init__(self, key: str, out: Resumed) -> None:
         self.key = key
         self.items = out.items
         self.snaps = out.snaps
         self.texts = out.texts
+        self._seal = out.seal if out.seal is not None else {}  # type: Dict[str, bool]
+        self._private = False
+
+    def private(self) -> None:
+        """The body goes to its send through the library alone (see the class)."""
+        self._private = True
 
     def content(self, body: Any) -> Optional[bytes]:
         """``body`` as compact UTF-8 JSON, the texts spliced in; None when ``body[key]`` is no longer the
         items they were made of (another list, an item changed or added since): then it is encoded whole."""
         items = self.items
         if type(body) is not dict or body.get(self.key) is not items or len(items) != len(self.texts) \
-                or items != self.snaps or not all(type(key) is str for key in body):
+                or not self.snaps.matches(items) or not all(type(key) is str for key in body):
             return None
+        if self._private:
+            self._seal.setdefault("sent", True)  # (found unchanged as sent: the next call need not compare)
         texts = self.texts
         if None in texts:
             texts = [_compact(item) if text is None else text for item, text in zip(items, texts)]
