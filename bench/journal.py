@@ -24,6 +24,10 @@
    and 3 tool calls (as bench/agent.py), small turns (3 tool calls, no text), and small turns whose 3 tools are
    all idempotent (``pay`` declared idempotent: no call is journaled as started).  Target: CPU <= 1.05x.
    ``--before REV``: the same, before (``agenthub/`` at REV) and after, in fresh worker processes, alternating.
+4. Instructions (``--only instructions``; needs valgrind): runs of 4 and 12 turns (3 tool calls, no text) after a
+   warm-up run, without a journal, on SQLite and on Redis, under callgrind (the local servers outside it): a
+   turn's instructions are the slope between the two runs (load-independent), the journal's part a turn the
+   difference to the run without one.  ``--before REV`` adds REV's rows; ``--keep DIR`` keeps the dumps.
 """
 
 import argparse

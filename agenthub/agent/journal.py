@@ -38,7 +38,7 @@ import threading
 import time
 import uuid
 import weakref
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Set, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Set, Tuple
 
 from ..errors import AgentHubError, ConfigError
 from ..stores import open_store
@@ -98,7 +98,7 @@ def _encoder(ensure_ascii: bool, allow_nan: bool, sort_keys: bool, default: Any 
 
 
 #: the entries' encoder (built once)
-_ENCODE = _encoder(ensure_ascii=False, allow_nan=False, sort_keys=False)
+_ENCODE = _encoder(ensure_ascii=False, allow_nan=False, sort_keys=False)  # type: Callable[[Any], str]
 _QUOTE = json.encoder.encode_basestring  # (a string as _ENCODE writes it)
 _FINITE = (float("-inf"), float("inf"))
 
@@ -545,7 +545,8 @@ class RunJournal(object):
         self._results_kept = False  # (results kept for the next write: stored before the next request)
         #: the turns whose calls the journal holds a start or a result of
         self._journaled_calls = {key[0] for key in self.replay.started} | {key[0] for key in self.replay.results}
-        self._route = ((), "{}")  # (the last turn's route as items, its text): a run's turns mostly share one route
+        # (the last turn's route as items, its text): a run's turns mostly share one route
+        self._route = ((), "{}")  # type: Tuple[Tuple[Tuple[str, Any], ...], str]
 
     # what was journaled
     def turn(self, number: int) -> Optional[Dict[str, Any]]:

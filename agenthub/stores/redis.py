@@ -280,7 +280,7 @@ class RedisStore(Store):
             connection = None
             try:
                 connection = self._own_connection()
-                sock = getattr(connection, "_sock", False)
+                sock = getattr(connection, "_sock", False)  # type: Any
                 if sock is None:
                     connection.connect()
                     sock = getattr(connection, "_sock", False)
