@@ -4,6 +4,7 @@
     python bench/journal.py --kills 40      # a shorter fault matrix
     python bench/journal.py --only matrix|resume|overhead
     python bench/journal.py --only overhead --before main   # the overhead before and after, in one run
+    python bench/journal.py --only instructions [--before main] [--keep DIR]   # valgrind: instructions a turn
 
 1. Fault matrix: a 10-turn run (9 turns of 3 tool calls each: ``look_up`` and ``check``, idempotent, and
    ``pay``, ``@tool(idempotent=False)``, whose side effect is kept by its idempotency key; then a text turn)
@@ -23,6 +24,10 @@
    and 3 tool calls (as bench/agent.py), small turns (3 tool calls, no text), and small turns whose 3 tools are
    all idempotent (``pay`` declared idempotent: no call is journaled as started).  Target: CPU <= 1.05x.
    ``--before REV``: the same, before (``agenthub/`` at REV) and after, in fresh worker processes, alternating.
+4. Instructions (``--only instructions``; needs valgrind): runs of 4 and 12 turns (3 tool calls, no text) after a
+   warm-up run, without a journal, on SQLite and on Redis, under callgrind (the local servers outside it): a
+   turn's instructions are the slope between the two runs (load-independent), the journal's part a turn the
+   difference to the run without one.  ``--before REV`` adds REV's rows; ``--keep DIR`` keeps the dumps.
 """
 
 import argparse
@@ -539,6 +544,87 @@ def overhead_ab(folder, before, rounds, repeats):
             redis.close()
 
 
+# -- 4. instructions a turn (valgrind) -------------------------------------------------------------------------
+#: the instructions' runs: SHORT and LONG turns (3 calls, no text, then a text turn); a turn's count is the slope
+IR_SHORT, IR_LONG = 4, 12
+
+
+def ir_worker(url, store):
+    """A warm-up run, then runs of IR_SHORT and IR_LONG turns (3 calls, no text) journaled on ``store`` ("" for
+    none), ``os.getppid()`` before and after each: under callgrind with ``--dump-before=os_getppid*`` each run's
+    instructions (everything the client does for it: its turns, its result, its journal's claim and end) land in
+    a dump of their own."""
+    import uuid
+
+    tag = uuid.uuid4().hex[:8]
+    run_once("openai-chat", url, "warm-" + tag, store or None, turns=IR_SHORT, max_turns=IR_SHORT)
+    for turns in (IR_SHORT, IR_LONG):
+        os.getppid()
+        result = run_once("openai-chat", url, "ir{}-{}".format(turns, tag), store or None, turns=turns,
+                          max_turns=turns)
+        assert result.stop == "done" and result.turns == turns, result.stop
+    os.getppid()
+
+
+def instructions(tree, url, store, keep=None):
+    """(instructions a turn, instructions a run besides its turns) of ``ir_worker``'s runs, the library at
+    ``tree``: the slope between the runs of IR_SHORT and IR_LONG turns, and the rest of the short run."""
+    import shutil
+
+    where = tempfile.mkdtemp(prefix="journal-ir-")
+    try:
+        out = os.path.join(where, "cg.out")
+        env = dict(os.environ, PYTHONPATH=tree, PYTHONHASHSEED="0")
+        subprocess.run(["valgrind", "--tool=callgrind", "--dump-before=os_getppid*", "--callgrind-out-file=" + out,
+                        sys.executable, __file__, "ir-worker", url, store],
+                       env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=1800)
+        runs = []
+        for n in (2, 3):  # (dump 1: the start-up and the warm-up run)
+            with open("{}.{}".format(out, n)) as f:
+                runs.append(next(int(line.split()[1]) for line in f if line.startswith("totals:")))
+        if keep:
+            os.makedirs(keep, exist_ok=True)
+            name = "{}-{}".format(os.path.basename(tree.rstrip("/")), store.split(":", 1)[0] or "none")
+            shutil.copy("{}.3".format(out), os.path.join(keep, name + ".cg"))
+        turn = (runs[1] - runs[0]) / (IR_LONG - IR_SHORT)
+        return turn, runs[0] - IR_SHORT * turn
+    finally:
+        shutil.rmtree(where, True)
+
+
+def instructions_table(folder, before, keep=None):
+    """Instructions a turn without a journal, on SQLite and on Redis, this tree (and ``before``'s): medians."""
+    import ab
+    from store_support import REDIS_SERVER, RedisServer
+
+    trees = [("after", ROOT)] + ([("before", ab.tree_at(before))] if before else [])
+    server = Server()
+    redis = RedisServer().start() if REDIS_SERVER else None
+    try:
+        print("instructions (valgrind callgrind) a turn (3 tool calls, no text: the slope between runs of {} and {} "
+              "turns) and a run besides its turns".format(IR_SHORT, IR_LONG))
+        print("| side | store | a turn | the journal's part a turn | share of a plain turn | a run besides its turns "
+              "| the journal's part a run |")
+        print("|---|---|---|---|---|---|---|")
+        for side, tree in trees:
+            stores = [("none", ""), ("SQLite", "sqlite:///" + os.path.join(folder, "ir-{}.db".format(side)))]
+            if redis is not None:
+                stores.append(("Redis", redis.url))
+            plain = None
+            for name, store in stores:
+                turn, fixed = instructions(tree, server.url, store, keep=keep)
+                if plain is None:
+                    plain = (turn, fixed)
+                print("| {} | {} | {:.0f}K | {} | {} | {:.0f}K | {} |".format(
+                    side, name, turn / 1e3, "" if name == "none" else "+{:.0f}K".format((turn - plain[0]) / 1e3),
+                    "" if name == "none" else "{:.1f}%".format((turn - plain[0]) * 100 / plain[0]), fixed / 1e3,
+                    "" if name == "none" else "+{:.0f}K".format((fixed - plain[1]) / 1e3)), flush=True)
+    finally:
+        server.close()
+        if redis is not None:
+            redis.close()
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--kills", type=int, default=200)
@@ -547,6 +633,8 @@ def main():
     parser.add_argument("--before", default=None, help="the overhead before (agenthub/ at this git revision) "
                         "and after, in fresh worker processes, alternating")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--keep", metavar="DIR", help="--only instructions: keep a turn's callgrind dump of each "
+                        "store and side there (callgrind_annotate it)")
     args = parser.parse_args()
     missed = []
     with tempfile.TemporaryDirectory() as folder:
@@ -574,6 +662,8 @@ def main():
                   "{:.1f} ms, max {:.1f} ms (target < 50 ms)".format(min(times), statistics.median(times), max(times)))
             if statistics.median(times) >= 50:
                 missed.append("resume")
+        if "instructions" in args.only:
+            instructions_table(folder, args.before, args.keep)
         if "overhead" in args.only and args.before:
             overhead_ab(folder, args.before, args.rounds, 5)
         elif "overhead" in args.only:
@@ -620,6 +710,9 @@ if __name__ == "__main__":
         import agenthub.stores.sqlite  # noqa: F401
     elif sys.argv[1:2] == ["child"]:
         child(*sys.argv[2:7])
+    elif sys.argv[1:2] == ["ir-worker"]:
+        sys.path.insert(0, os.environ["PYTHONPATH"].split(os.pathsep)[0])  # (the tree measured, before this one)
+        ir_worker(*sys.argv[2:4])
     elif sys.argv[1:2] == ["overhead-worker"]:
         sys.path.insert(0, os.environ["PYTHONPATH"].split(os.pathsep)[0])  # (the tree measured, before this one)
         overhead_worker(*sys.argv[2:9])

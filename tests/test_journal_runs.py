@@ -503,3 +503,22 @@ def test_a_journaled_turn_is_priced_once_and_its_entries_are_the_text_they_were(
     with pytest.raises(TypeError, match="not JSON serializable"):
         seam._ENCODE({"x": object()})
     assert seam._ENCODE({"x": cyclic["self"] is cyclic}) == '{"x":true}'  # (usable after the errors)
+
+
+def test_a_call_entry_and_a_route_kept_from_the_last_turn_are_the_text_they_were():
+    """The ``call`` entry written around its fields, and a turn's route taken from the last turn's when it is the
+    same (same keys, same order, same text values): the text the whole entry encoded gives, whatever the values."""
+    from agenthub.agent import journal as seam
+
+    for turn, call_id, name in [(1, "c1", "pay"), (2, "c\u2028\"x", "é"), (3, "c", None), (True, "c", "n"), (4, 5, "n")]:
+        digest = seam.arguments_digest({"n": turn})
+        assert seam._call_text(turn, call_id, name, digest) == _WRITTEN_BEFORE(
+            {"turn": turn, "id": call_id, "name": name, "digest": digest, "k": "call"})
+    journal = seam.RunJournal.__new__(seam.RunJournal)  # (its route memory alone)
+    journal._route = ((), "{}")
+    same = {"model": "m", "client_type": "openai-chat", "host": "127.0.0.1:1"}
+    for route in [None, {}, same, dict(same), {"client_type": "openai-chat", "model": "m", "host": "127.0.0.1:1"},
+                  dict(same, host=None), dict(same, host=None), {"model": 1}, {"model": True}, {"model": 1.0}, same]:
+        for cost in (0.5, None, "x"):
+            assert seam._turn_text(1, {"role": "assistant"}, cost, journal._route_text(route)) == _WRITTEN_BEFORE(
+                {"turn": 1, "message": {"role": "assistant"}, "cost": cost, "route": dict(route or {}), "k": "turn"})

@@ -292,3 +292,66 @@ def test_redis_appends_go_on_a_connection_of_their_thread_and_the_clients_way_wh
         finally:
             store.close()
         assert store._own == [] and len(clients(server)) == 0
+
+
+def test_redis_append_replies_are_read_whole_across_reads_and_refused_when_out_of_step():
+    """The journal append's reply, read by the store from its own connection's socket: whole however the bytes
+    arrive (one at a time here), integers and bulk strings as redis-py gives them (bytes), nils, errors with
+    redis-py's text (its "ERR " dropped); a closed socket or a second reply behind it: an error (the connection is
+    then dropped and the append goes the client's way)."""
+    pytest.importorskip("redis")
+    from agenthub.stores.redis import _ErrorReply, _read_reply
+
+    class Trickle(object):
+        def __init__(self, data):
+            self.data = data
+
+        def recv(self, size):
+            head, self.data = self.data[:1], self.data[1:]
+            return head
+
+    assert _read_reply(Trickle(b"*2\r\n$2\r\nok\r\n:12\r\n")) == [b"ok", 12]
+    assert _read_reply(Trickle(b"*3\r\n$-1\r\n*-1\r\n$0\r\n\r\n")) == [None, None, b""]
+    error = _read_reply(Trickle(b"-ERR AGENTHUB_CORRUPT the journal row is corrupt\r\n"))
+    assert isinstance(error, _ErrorReply) and error == "AGENTHUB_CORRUPT the journal row is corrupt"
+    assert _read_reply(Trickle(b"-NOSCRIPT No matching script.\r\n")).startswith("NOSCRIPT")
+    with pytest.raises(OSError):
+        _read_reply(Trickle(b"*2\r\n$2\r\nok"))  # (closed mid-reply)
+    with pytest.raises(ValueError):
+        _read_reply(Trickle(b"?\r\n"))
+
+    class Whole(object):
+        def recv(self, size):
+            return b":1\r\n:2\r\n"
+
+    with pytest.raises(ValueError):
+        _read_reply(Whole())  # (a second reply behind it: out of step)
+
+
+def test_redis_appends_are_packed_by_the_store_not_by_redis_py():
+    """A journal append on the thread's own connection is packed by the store (the pieces a run repeats packed
+    once), not by redis-py's pack_command, and its entries arrive as they were (non-ASCII, large)."""
+    from store_support import REDIS_SERVER, RedisServer
+
+    if REDIS_SERVER is None:
+        pytest.skip("redis-server is not installed")
+    pytest.importorskip("redis")
+    from agenthub.stores.redis import RedisStore
+
+    with RedisServer() as server:
+        store = RedisStore(server.url)
+        try:
+            assert store.journal_claim("run-p", "w1", lease=30) is None
+            store.journal_append("run-p", "w1", 0, "a")  # (the first: NOSCRIPT, the client's way loads the script)
+            connection = store._own_connection()
+            packed = []
+            real = connection.pack_command
+            connection.pack_command = lambda *args: packed.append(args) or real(*args)
+            big = "Zürich \u2028 " * 100000
+            store.journal_append_many("run-p", "w1", 1, ["b", big])
+            store.journal_finish("run-p", "w1", 3, ["c"])
+            assert packed == []
+            assert store.journal_entries("run-p") == ["a", "b", big, "c"]
+            assert store.journal_claim("run-p", "w2", lease=30) is None  # (let go by the finish)
+        finally:
+            store.close()

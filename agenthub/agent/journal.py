@@ -38,7 +38,7 @@ import threading
 import time
 import uuid
 import weakref
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Set, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Set, Tuple
 
 from ..errors import AgentHubError, ConfigError
 from ..stores import open_store
@@ -98,7 +98,7 @@ def _encoder(ensure_ascii: bool, allow_nan: bool, sort_keys: bool, default: Any 
 
 
 #: the entries' encoder (built once)
-_ENCODE = _encoder(ensure_ascii=False, allow_nan=False, sort_keys=False)
+_ENCODE = _encoder(ensure_ascii=False, allow_nan=False, sort_keys=False)  # type: Callable[[Any], str]
 _QUOTE = json.encoder.encode_basestring  # (a string as _ENCODE writes it)
 _FINITE = (float("-inf"), float("inf"))
 
@@ -112,14 +112,20 @@ def _number(value: Any) -> Optional[str]:
     return None
 
 
-def _turn_text(turn: int, message: Dict[str, Any], cost: Any, route: Dict[str, Any]) -> str:
+class _Text(str):
+    """JSON text written already (a route ``_turn_text`` takes as it is)."""
+
+
+def _turn_text(turn: int, message: Dict[str, Any], cost: Any, route: Any) -> str:
     """The ``turn`` entry: ``_ENCODE({"turn", "message", "cost", "route", "k": "turn"})``, the same text, the
-    fields around the message written as they always are."""
+    fields around the message written as they always are (``route``: a dict, or its ``_Text``)."""
     cost_text = _number(cost)
     if type(turn) is not int or cost_text is None:
+        if type(route) is _Text:
+            route = json.loads(route)
         return _ENCODE({"turn": turn, "message": message, "cost": cost, "route": route, "k": "turn"})
-    return '{"turn":%d,"message":%s,"cost":%s,"route":%s,"k":"turn"}' % (turn, _ENCODE(message), cost_text,
-                                                                         _ENCODE(route))
+    return '{"turn":%d,"message":%s,"cost":%s,"route":%s,"k":"turn"}' % (
+        turn, _ENCODE(message), cost_text, route if type(route) is _Text else _ENCODE(route))
 
 
 def _result_text(turn: int, call_id: str, item: Dict[str, Any], seconds: float) -> str:
@@ -129,6 +135,13 @@ def _result_text(turn: int, call_id: str, item: Dict[str, Any], seconds: float) 
         return _ENCODE({"turn": turn, "id": call_id, "item": item, "seconds": seconds, "k": "result"})
     return '{"turn":%d,"id":%s,"item":%s,"seconds":%s,"k":"result"}' % (turn, _QUOTE(call_id), _ENCODE(item),
                                                                        seconds_text)
+
+
+def _call_text(turn: int, call_id: Any, name: Any, digest: str) -> str:
+    """The ``call`` entry: ``_ENCODE({"turn", "id", "name", "digest", "k": "call"})``, the same text."""
+    if type(turn) is not int or type(call_id) is not str or type(name) is not str:
+        return _ENCODE({"turn": turn, "id": call_id, "name": name, "digest": digest, "k": "call"})
+    return '{"turn":%d,"id":%s,"name":%s,"digest":"%s","k":"call"}' % (turn, _QUOTE(call_id), _QUOTE(name), digest)
 
 
 #: a call's arguments as ``_canonical`` writes them (built once)
@@ -532,6 +545,8 @@ class RunJournal(object):
         self._results_kept = False  # (results kept for the next write: stored before the next request)
         #: the turns whose calls the journal holds a start or a result of
         self._journaled_calls = {key[0] for key in self.replay.started} | {key[0] for key in self.replay.results}
+        # (the last turn's route as items, its text): a run's turns mostly share one route
+        self._route = ((), "{}")  # type: Tuple[Tuple[Tuple[str, Any], ...], str]
 
     # what was journaled
     def turn(self, number: int) -> Optional[Dict[str, Any]]:
@@ -562,8 +577,20 @@ class RunJournal(object):
 
     def answered(self, turn: int, message: Mapping[str, Any], cost: Optional[float],
                  route: Optional[Mapping[str, Any]]) -> None:
-        self.journal.keep(_turn_text(turn, dict(message), cost, dict(route or {})))
+        self.journal.keep(_turn_text(turn, message if type(message) is dict else dict(message), cost,
+                                     self._route_text(route)))
         self.journal.flush()
+
+    def _route_text(self, route: Optional[Mapping[str, Any]]) -> Any:
+        """The route's JSON text (``_turn_text`` writes it as it is): the last turn's again when the route has the
+        same keys in the same order with the same text values (the same text), else encoded (a dict)."""
+        items = tuple(route.items()) if route else ()
+        if items == self._route[0]:
+            return _Text(self._route[1])
+        kept = dict(items)
+        if all(type(value) is str for _, value in items):
+            self._route = (items, _ENCODE(kept))
+        return kept
 
     def starting(self, turn: int, calls: Sequence[Tuple[Mapping[str, Any], bool]]) -> None:
         """The calls about to run, each with whether it must run at most once (``@tool(idempotent=False)``):
@@ -574,8 +601,8 @@ class RunJournal(object):
             return
         for call in once:
             self._at_most_once.add((turn, call["tool_call_id"]))
-            self.journal.add("call", turn=turn, id=call["tool_call_id"], name=call.get("name"),
-                             digest=arguments_digest(call.get("arguments")))
+            self.journal.keep(_call_text(turn, call["tool_call_id"], call.get("name"),
+                                         arguments_digest(call.get("arguments"))))
         self.journal.flush()
 
     def started(self, turn: int, call: Mapping[str, Any]) -> None:

@@ -33,6 +33,7 @@ from urllib.parse import parse_qsl, urlsplit
 from .._redact import redact_url
 from ..errors import ConfigError
 from .base import SCHEMA_VERSION, Store, StoreError
+from .journal import check_entries, lost_lease
 
 __all__ = ["RedisStore", "parse_redis_url", "lua_source"]
 
@@ -57,6 +58,66 @@ def lua_source(name: str) -> str:
     if data is None:  # pragma: no cover - a loader without get_data
         raise ConfigError("agenthub's Lua script {!r} is missing from the installed package".format(name))
     return data.decode("utf-8")
+
+
+class _ErrorReply(str):
+    """An error reply (RESP ``-``) read by ``_read_reply``: its text."""
+
+
+def _read_reply(sock: Any) -> Any:
+    """One RESP2 reply read from ``sock`` (a command's: nothing may follow it): bulk strings as bytes, integers as
+    int, a nil as None, an error as ``_ErrorReply``; OSError when the socket closed, ValueError when the bytes
+    are no reply or more than one."""
+    data = sock.recv(65536)
+    while True:
+        if not data:
+            raise OSError("the server closed the connection")
+        try:
+            value, end = _parse_reply(data, 0)
+        except IndexError:  # (not all of it yet)
+            more = sock.recv(65536)
+            if not more:
+                raise OSError("the server closed the connection")
+            data += more
+            continue
+        if end != len(data):
+            raise ValueError("more than one reply")
+        return value
+
+
+def _parse_reply(data: bytes, at: int) -> Tuple[Any, int]:
+    """The RESP2 value at ``data[at:]`` and where it ends; IndexError when it is not all there."""
+    end = data.find(b"\r\n", at)
+    if end < 0:
+        raise IndexError(at)
+    kind, line, at = data[at], data[at + 1:end], end + 2
+    if kind == 42:  # * an array
+        count = int(line)
+        if count < 0:
+            return None, at
+        items = []
+        for _ in range(count):
+            value, at = _parse_reply(data, at)
+            items.append(value)
+        return items, at
+    if kind == 36:  # $ a bulk string
+        size = int(line)
+        if size < 0:
+            return None, at
+        if len(data) < at + size + 2:
+            raise IndexError(at)
+        if data[at + size:at + size + 2] != b"\r\n":
+            raise ValueError("a bulk string of another length")
+        return data[at:at + size], at + size + 2
+    if kind == 58:  # : an integer
+        return int(line), at
+    if kind == 43:  # + a simple string
+        return line, at
+    if kind == 45:  # - an error (its code "ERR " dropped, as redis-py drops it)
+        text = line.decode("utf-8", "replace")
+        return _ErrorReply(text[4:] if text.startswith("ERR ") else text), at
+    raise ValueError("not a RESP2 reply")
+
 
 def parse_redis_url(url: str) -> Tuple[str, float, float]:
     """(the URL for redis-py without agenthub's options, socket timeout, wait); ConfigError when malformed."""
@@ -122,6 +183,7 @@ class RedisStore(Store):
         self._own_lock = threading.Lock()
         self._own = []  # type: List[Tuple[threading.Thread, Any]]  # (its thread, the connection)
         self._own_pid = os.getpid()
+        self._own_pieces = {}  # type: Dict[Tuple[str, str], Tuple[bytes, bytes, bytes]]  # (run_id, owner) -> packed
         self._setup()
 
     def __repr__(self) -> str:
@@ -193,6 +255,72 @@ class RedisStore(Store):
             pass  # (redis-py closed the connection: it connects again on its next use)
         return self._run(name, keys, args)
 
+    def _append_own(self, run_id: str, owner: str, seq: int, entries: Sequence[str], ttl: Optional[float],
+                    release: bool) -> Any:
+        """The ``journal_append`` script's reply to the append of ``entries``: one EVALSHA packed here (the pieces
+        a run repeats packed once) and written on this thread's own connection's socket, its reply read from it
+        (RESP2, as redis-py reads it: bulk strings as bytes, integers as int); ``_run_own`` where that socket is
+        not at hand (a redis-py that keeps it elsewhere) and, as before, the client's way when the connection fails
+        (closed, timed out, a reply out of step: dropped and connected again on the next use) or the server lost
+        the script (NOSCRIPT)."""
+        pieces = self._own_pieces.get((run_id, owner))
+        if pieces is None:
+            pieces = self._append_pieces(run_id, owner)
+        head, tail, tail_release = pieces
+        number = str(seq).encode()
+        ttl_text = b"" if ttl is None else repr(float(ttl)).encode()
+        packed = [b"*%d\r\n" % (11 + len(entries)), head, b"$%d\r\n%s\r\n$%d\r\n%s\r\n" % (
+            len(number), number, len(ttl_text), ttl_text), tail_release if release else tail]
+        for entry in entries:
+            data = entry.encode("utf-8")
+            packed.append(b"$%d\r\n" % len(data))
+            packed.append(data)
+            packed.append(b"\r\n")
+        if self._own_pool is not None:
+            connection = None
+            try:
+                connection = self._own_connection()
+                sock = getattr(connection, "_sock", False)  # type: Any
+                if sock is None:
+                    connection.connect()
+                    sock = getattr(connection, "_sock", False)
+                if sock is not False and sock is not None:
+                    sock.sendall(b"".join(packed))
+                    reply = _read_reply(sock)
+                    if not isinstance(reply, _ErrorReply):
+                        return reply
+                    if not reply.startswith("NOSCRIPT"):
+                        raise self._refused(reply)
+                    connection = None  # (the server lost its scripts: the client's way loads it again)
+            except (OSError, ValueError, IndexError, self._error):
+                if connection is not None:
+                    self._drop(connection)  # (out of step or closed: connected again on the next use)
+                    connection = None
+            else:
+                if connection is not None:  # (a redis-py without the socket at hand: its own calls)
+                    return self._run_own("journal_append", self._journal_keys(run_id) + [PREFIX + "journals"],
+                                         [owner, int(seq), "" if ttl is None else repr(float(ttl)), run_id,
+                                          "1" if release else ""] + list(entries))
+        return self._run("journal_append", self._journal_keys(run_id) + [PREFIX + "journals"],
+                         [owner, int(seq), "" if ttl is None else repr(float(ttl)), run_id,
+                          "1" if release else ""] + list(entries))
+
+    def _append_pieces(self, run_id: str, owner: str) -> Tuple[bytes, bytes, bytes]:
+        """The packed pieces of a run's appends that do not change from one to the next: EVALSHA, the script's
+        sha, the keys and the owner (``head``); the run_id and the release flag (``tail``, ``tail_release``)."""
+        def bulk(value: str) -> bytes:
+            data = value.encode("utf-8")
+            return b"$%d\r\n%s\r\n" % (len(data), data)
+
+        keys = self._journal_keys(run_id) + [PREFIX + "journals"]
+        head = b"".join([bulk("EVALSHA"), bulk(self._scripts["journal_append"].sha), bulk("3")] +
+                        [bulk(k) for k in keys] + [bulk(owner)])
+        pieces = (head, bulk(run_id) + bulk(""), bulk(run_id) + bulk("1"))
+        if len(self._own_pieces) >= 64:
+            self._own_pieces.clear()
+        self._own_pieces[(run_id, owner)] = pieces
+        return pieces
+
     def _call(self, what: Any, *args: Any, **kwargs: Any) -> Any:
         return self._attempt(False, what, *args, **kwargs)
 
@@ -217,7 +345,7 @@ class RedisStore(Store):
             except self._error as exc:
                 raise StoreError("store {!r}: {}".format(self._shown, type(exc).__name__))
 
-    def _refused(self, exc: BaseException) -> StoreError:
+    def _refused(self, exc: Any) -> StoreError:
         """The StoreError of an error reply (a script's AGENTHUB_ error, or a key of another type)."""
         text = str(exc)
         if "AGENTHUB_CORRUPT" in text:
@@ -371,15 +499,13 @@ class RedisStore(Store):
 
     def _append(self, run_id: str, owner: str, seq: int, entries: Sequence[str], ttl: Optional[float],
                 release: bool) -> None:
-        from .journal import check_entries, lost_lease
-
         if not check_entries(run_id, entries):
             if release:
                 self.journal_release(run_id, owner)
             return
-        kind, value = self._run_own("journal_append", self._journal_keys(run_id) + [PREFIX + "journals"],
-                                    [owner, int(seq), "" if ttl is None else repr(float(ttl)), run_id,
-                                     "1" if release else ""] + list(entries))
+        kind, value = self._append_own(run_id, owner, seq, entries, ttl, release)
+        if kind == b"ok":
+            return
         kind = kind.decode() if isinstance(kind, bytes) else kind
         if kind == "lost":
             raise lost_lease(run_id, "another" if int(value) else None)
