@@ -312,6 +312,7 @@ def test_redis_append_replies_are_read_whole_across_reads_and_refused_when_out_o
 
     assert _read_reply(Trickle(b"*2\r\n$2\r\nok\r\n:12\r\n")) == [b"ok", 12]
     assert _read_reply(Trickle(b"*3\r\n$-1\r\n*-1\r\n$0\r\n\r\n")) == [None, None, b""]
+    assert _read_reply(Trickle(b"*2\r\n_\r\n:0\r\n")) == [None, 0]  # (RESP3's null: redis-py 8 says HELLO 3)
     error = _read_reply(Trickle(b"-ERR AGENTHUB_CORRUPT the journal row is corrupt\r\n"))
     assert isinstance(error, _ErrorReply) and error == "AGENTHUB_CORRUPT the journal row is corrupt"
     assert _read_reply(Trickle(b"-NOSCRIPT No matching script.\r\n")).startswith("NOSCRIPT")

@@ -65,8 +65,8 @@ class _ErrorReply(str):
 
 
 def _read_reply(sock: Any) -> Any:
-    """One RESP2 reply read from ``sock`` (a command's: nothing may follow it): bulk strings as bytes, integers as
-    int, a nil as None, an error as ``_ErrorReply``; OSError when the socket closed, ValueError when the bytes
+    """One RESP2 reply (or RESP3 of the same kinds) read from ``sock`` (a command's: nothing may follow it): bulk
+    strings as bytes, integers as int, a nil as None, an error as ``_ErrorReply``; OSError when the socket closed, ValueError when the bytes
     are no reply or more than one."""
     data = sock.recv(65536)
     while True:
@@ -113,6 +113,8 @@ def _parse_reply(data: bytes, at: int) -> Tuple[Any, int]:
         return int(line), at
     if kind == 43:  # + a simple string
         return line, at
+    if kind == 95:  # _ RESP3's null (redis-py 8 says HELLO 3 by default: the script's replies read the same)
+        return None, at
     if kind == 45:  # - an error (its code "ERR " dropped, as redis-py drops it)
         text = line.decode("utf-8", "replace")
         return _ErrorReply(text[4:] if text.startswith("ERR ") else text), at
