@@ -66,8 +66,8 @@ class _ErrorReply(str):
 
 def _read_reply(sock: Any) -> Any:
     """One RESP2 reply (or RESP3 of the same kinds) read from ``sock`` (a command's: nothing may follow it): bulk
-    strings as bytes, integers as int, a nil as None, an error as ``_ErrorReply``; OSError when the socket closed, ValueError when the bytes
-    are no reply or more than one."""
+    strings as bytes, integers as int, a nil as None, an error as ``_ErrorReply``; OSError when the socket closed,
+    ValueError when the bytes are no reply or more than one."""
     data = sock.recv(65536)
     while True:
         if not data:
