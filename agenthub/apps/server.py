@@ -994,12 +994,15 @@ class _Pump(object):
         announced = None  # type: Any  # the runs wire: (name, id) of the call whose fragments went out
         try:
             for event in self.stream:
-                if items and event["event_type"] == "delta" and len(event) == 6 and event["usage_metadata"] is None \
-                        and event["finish_reason"] is None and len(event["content_items"]) == 1:
+                if items and event["event_type"] == "delta" and event["usage_metadata"] is None \
+                        and event["finish_reason"] is None and len(event) == 6:
                     # the items wire's pieces: a text piece as its text (a JSON string), an argument fragment
                     # without name and id (a call's second fragment on) as [arguments]; its size in the queue:
                     # the string's length + 16.  Any other item goes as the whole event.
-                    item = event["content_items"][0]
+                    try:
+                        (item,) = event["content_items"]  # (one item; cheaper than len() and [0])
+                    except (TypeError, ValueError):
+                        item = None
                     piece = None  # type: Any
                     if item.__class__ is dict:
                         size = len(item)
