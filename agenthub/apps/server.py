@@ -61,7 +61,7 @@ Upstream keys never reach a response, a log line or an error: errors are scrubbe
 Each stream is read from the upstream by a thread of its own, which hands the encoded events
 to the thread writing the response (``_Queue``: the writer takes all that queued up at once); that is what
 lets the writer send keep-alive comments while the upstream is silent.  What was read goes out at the latest
-``GATHER_SECONDS`` after the write before it, whether or not the upstream sends more (no piece waits for the
+``GATHER_SECONDS`` after the write before it is done, whether or not the upstream sends more (no piece waits for the
 next one).  When the client goes away the WSGI server closes the response
 (PEP 3333 ``close()``): the upstream stream is aborted, which releases its connection at once.
 ``max_concurrent_streams`` is per process (a gunicorn worker is one); a stream's slot is free when its
