@@ -6,6 +6,7 @@ they were."""
 import json
 import queue
 import re
+import threading
 
 import pytest
 import requests
@@ -38,7 +39,7 @@ class _Pump(object):
     runs = True
 
     def __init__(self):
-        self.queue = queue.SimpleQueue()
+        self.queue = server_module._Queue()  # (the pump's queue: the writer takes it whole)
 
     def stop(self):
         pass
@@ -369,3 +370,143 @@ def test_text_with_line_breaks_and_escapes_through_the_runs_wire(upstream):
     got, error = _events(AutoLLMClient("openai-chat", client_type="agenthub", base_url=server.url, max_retries=0))
     assert error is None and strip_ids(got) == strip_ids(want)
     assert "".join(i["text"] for e in got for i in e["content_items"]) == "".join(pieces)
+
+
+# -- the writer takes the queue whole (issue 41 item 4: the serve path's CPU) ---------------------------------
+
+
+def _item_by_item(batch):
+    """What ``_Body._gather`` (the writer's loop over each item) makes of ``batch`` on the runs wire."""
+    pump = _Pump()
+    body = server_module._Body(_App(), pump, None)
+    return body._gather(list(batch)), pump.taken_bytes
+
+
+def test_a_batch_of_one_run_is_one_frame_with_the_bytes_of_the_item_by_item_writer(monkeypatch):
+    """``_one_run`` (a batch that is all text pieces, or all argument fragments, joined in C): the bytes and the
+    counted size of the writer that goes item by item, for pieces with ESC, LF, CR, empty ones and lone surrogates;
+    a batch of mixed kinds, one holding a frame, the end or an error, or one over MAX_BATCH_BYTES: None."""
+    import random
+
+    rng = random.Random(414)
+    alphabet = [ESC, "s", "n", "\n", "\r", "\u00e9", "\U0001f600", '"', "\\", "x" * 7, ""]
+    for _ in range(500):
+        pieces = ["".join(rng.choice(alphabet) for _ in range(rng.randrange(5))) for _ in range(rng.randrange(1, 9))]
+        if rng.random() < 0.1:
+            pieces[rng.randrange(len(pieces))] += "\ud83d"  # no UTF-8 carries it: the items frame instead
+        for batch in (pieces, [[piece] for piece in pieces]):
+            frame, taken = server_module._one_run(batch)
+            assert (frame, taken) == _item_by_item(batch)
+    frame = b'data: {"k":1}\n\n'
+    for mixed in (["a", ["b"]], [["a"], "b"], ["a", frame], [["a"], frame], ["a", server_module._END],
+                  [["a"], ValueError("boom")], [frame, frame]):
+        assert server_module._one_run(mixed) is None
+    monkeypatch.setattr(server_module, "MAX_BATCH_BYTES", 40)
+    assert server_module._one_run(["x" * 4, "y" * 4]) == (b"data: ~txxxx\x1bsyyyy\n\n", 40)  # (at the limit)
+    assert server_module._one_run(["x" * 4, "y" * 5]) is None  # over it: cut where the loop cuts
+    assert server_module._one_run([["x" * 20], ["y"]]) is None
+
+
+def test_the_queue_hands_over_everything_in_order_across_threads():
+    """``_Queue``: a writer waiting wakes at the put that finds it waiting; ``take`` returns what queued, in order,
+    each item once, while the other thread keeps putting; ``wait`` says False when nothing came in time."""
+    import threading
+
+    hand_off = server_module._Queue()
+    assert hand_off.wait(0.01) is False and not hand_off.waiting
+    total = 20000
+    done = threading.Event()
+
+    def pump():
+        for n in range(total):
+            hand_off.put(n)
+        done.set()
+
+    taken = []
+    thread = threading.Thread(target=pump)
+    thread.start()
+    try:
+        while len(taken) < total:
+            assert hand_off.wait(30), "a put did not wake the writer"
+            taken.extend(hand_off.take())
+    finally:
+        thread.join(30)
+    assert taken == list(range(total)) and hand_off.take() == [] and done.is_set()
+    hand_off.put("a")
+    hand_off.put("b")
+    assert (hand_off.qsize(), hand_off.empty(), hand_off.get(), hand_off.get(timeout=1)) == (2, False, "a", "b")
+    with pytest.raises(queue.Empty):
+        hand_off.get(timeout=0.01)
+
+
+class _GatedUpstream(Upstream):
+    """Sends the stream's head and first text piece, then nothing until ``gate`` is set (at most 60 s), then the
+    rest; ``released`` is set once the rest is on its way."""
+
+    def __init__(self, first, rest):
+        Upstream.__init__(self)
+        self.first = first
+        self.rest = rest
+        self.gate = threading.Event()
+        self.released = threading.Event()
+
+    def respond(self, handler, raw):
+        handler.send_response(200)
+        handler.send_header("Content-Type", "text/event-stream")
+        handler.send_header("Transfer-Encoding", "chunked")
+        handler.end_headers()
+        try:
+            handler.wfile.write(b"%x\r\n%s\r\n" % (len(self.first), self.first))
+            handler.wfile.flush()
+            self.gate.wait(60)
+            self.released.set()
+            handler.wfile.write(b"%x\r\n%s\r\n0\r\n\r\n" % (len(self.rest), self.rest))
+            handler.wfile.flush()
+        except OSError:
+            handler.close_connection = True
+
+
+@pytest.mark.parametrize("wire", ["runs", "items", None])
+def test_a_piece_goes_out_while_the_upstream_sends_nothing_more(wire):
+    """The writer's rule: what the pump queued goes out at the latest GATHER_SECONDS after the write before it,
+    whatever the upstream does next; a piece is never held for the pieces after it.  The upstream here sends
+    the first piece and then waits for the client to have it (the client, seeing it, lets the upstream go on):
+    a server that held the piece until more came would make the client see it only after the upstream went on."""
+    base = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": "m"}
+
+    def chunk(delta, finish=None):
+        return _sse(dict(base, choices=[{"index": 0, "delta": delta, "finish_reason": finish}]))
+
+    first = chunk({"role": "assistant", "content": ""}) + chunk({"content": "Hello"})
+    rest = chunk({"content": ", world"}) + chunk({}, "stop") + b"data: [DONE]\n\n"
+    with _GatedUpstream(first, rest) as up:
+        app = make_app({"models": [{"id": "m", "model": "m", "client_type": "openai-chat", "api_key": "k",
+                                    "base_url": up.url + "/v1", "max_retries": 0}]})
+        with Builtin(app) as server:
+            seen = []
+            held = []  # whether the upstream went on before the client had the first piece
+            if wire == "runs":
+                stream = AutoLLMClient("m", client_type="agenthub", base_url=server.url, max_retries=0)\
+                    .streaming_response(MESSAGES)
+                for event in stream:
+                    texts = [i["text"] for i in event["content_items"] if i["type"] == "text" and i["text"]]
+                    if texts and not held:
+                        held.append(up.released.is_set())  # (the upstream is still held: False)
+                        up.gate.set()
+                    seen.extend(texts)
+            else:
+                headers = {"X-AgentHub-Wire": wire} if wire else {}
+                with requests.post(server.url + "/v1/stream", json={"model": "m", "messages": MESSAGES},
+                                   headers=headers, stream=True, timeout=90) as answer:
+                    for line in answer.iter_lines():
+                        if b"Hello" in line and not held:
+                            held.append(up.released.is_set())
+                            up.gate.set()
+                        if line.startswith(b"data: ") and line != b"data: [DONE]":
+                            seen.append(line)
+            up.gate.set()
+    assert held == [False]
+    if wire == "runs":
+        assert seen == ["Hello", ", world"]
+    else:
+        assert b"Hello" in seen[1] and b", world" in seen[2] and len(seen) == 4

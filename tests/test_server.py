@@ -1034,8 +1034,6 @@ def test_the_pump_queues_pieces_and_encodes_every_other_event():
 
 
 def test_the_writer_folds_queued_pieces_into_items_frames(monkeypatch):
-    import queue
-
     import agenthub.apps.server as server_module
 
     class Pump(object):
@@ -1043,7 +1041,7 @@ def test_the_writer_folds_queued_pieces_into_items_frames(monkeypatch):
         taken_bytes = 0
 
         def __init__(self):
-            self.queue = queue.SimpleQueue()
+            self.queue = server_module._Queue()  # (the pump's queue: the writer takes it whole)
 
         def stop(self):
             pass

@@ -59,8 +59,10 @@ own, or ``Sec-Fetch-Site: cross-site``) is refused, so a web page cannot spend t
 Upstream keys never reach a response, a log line or an error: errors are scrubbed of them.
 
 Each stream is read from the upstream by a thread of its own, which hands the encoded events
-to the thread writing the response; that is what lets the writer send keep-alive comments
-while the upstream is silent.  When the client goes away the WSGI server closes the response
+to the thread writing the response (``_Queue``: the writer takes all that queued up at once); that is what
+lets the writer send keep-alive comments while the upstream is silent.  What was read goes out at the latest
+``GATHER_SECONDS`` after the write before it is done, whether or not the upstream sends more (no piece waits for the
+next one).  When the client goes away the WSGI server closes the response
 (PEP 3333 ``close()``): the upstream stream is aborted, which releases its connection at once.
 ``max_concurrent_streams`` is per process (a gunicorn worker is one); a stream's slot is free when its
 response is closed, and at most ``MAX_QUEUED_BYTES`` of a stream wait for a slow client.
@@ -71,6 +73,7 @@ import http
 import json
 import logging
 import math
+import operator
 import os
 import queue
 import re
@@ -402,12 +405,13 @@ def _escaped(piece: str) -> str:
     return piece.replace(_ESC, "\x1be").replace("\n", "\x1bn").replace("\r", "\x1br")
 
 
-def _run_frame(letter: bytes, pieces: List[str]) -> bytes:
+def _run_frame(letter: bytes, pieces: List[str], text: Optional[str] = None) -> bytes:
     """A runs frame: ``data: ~<letter><piece>ESC s<piece>...`` with ``letter`` ``t`` (text pieces) or ``a``
     (argument fragments), the pieces as UTF-8, each with its ESC, LF and CR written ESC e, ESC n, ESC r (a
     frame is one line), ESC s between two.  Text no UTF-8 can carry (a lone surrogate) goes in an items
-    frame instead (JSON escapes carry it)."""
-    text = _SEPARATOR.join(pieces)
+    frame instead (JSON escapes carry it).  ``text``: the pieces joined by ESC s, when the caller has it."""
+    if text is None:
+        text = _SEPARATOR.join(pieces)
     if text.count(_ESC) >= len(pieces):  # more ESC than the separators: a piece holds one (rare), each escaped
         text = _SEPARATOR.join([_escaped(piece) for piece in pieces])
     else:  # (LF and CR escaped in the whole: a separator holds neither)
@@ -422,6 +426,37 @@ def _run_frame(letter: bytes, pieces: List[str]) -> bytes:
         return b"data: " + _dumps(batch).encode("ascii") + b"\n\n"
     return b"".join((b"data: ~", letter, data, b"\n\n"))
 
+
+_first_of = operator.itemgetter(0)
+
+
+def _one_run(batch: List[Any]) -> Optional[Tuple[bytes, int]]:
+    """The runs wire: ``batch`` (what the writer took from the queue) as one runs frame and the size the pump
+    counted for it, when it is one run: every item a text piece (a str), or every item an argument fragment
+    (``[arguments]``), in all at most ``MAX_BATCH_BYTES`` as counted; else None (``_Body._gather`` then goes item
+    by item).  The same bytes as ``_gather`` makes of such a batch, with the pieces looked at in C (a join, a map)
+    instead of one turn of a Python loop each."""
+    count = len(batch)
+    try:
+        text = _SEPARATOR.join(batch)  # a TypeError at the first item that is no str
+        letter = b"t"
+        pieces = batch
+    except TypeError:
+        if batch[0].__class__ is not list or set(map(type, batch)) != _LISTS:
+            return None
+        pieces = list(map(_first_of, batch))
+        try:
+            text = _SEPARATOR.join(pieces)
+        except TypeError:  # pragma: no cover - the pump puts [str]
+            return None
+        letter = b"a"
+    size = len(text) - 2 * (count - 1) + 16 * count  # (each piece's length + 16, as the pump counted it)
+    if size > MAX_BATCH_BYTES:
+        return None  # (cut into frames where _gather cuts)
+    return _run_frame(letter, pieces, text), size
+
+
+_LISTS = {list}
 
 #: seconds a caller is told to wait (Retry-After) when the server's shared store cannot be reached
 STORE_RETRY_AFTER_SECONDS = 5
@@ -827,6 +862,73 @@ class AgentHubApp(object):
             self._open -= 1
 
 
+class _Queue(object):
+    """The pump's hand-off to the writer (one thread puts, one takes): ``queue.SimpleQueue``'s ``put``, ``get``,
+    ``empty`` and ``qsize``, over a plain list the writer takes whole (``take``: what queued up, in one slice, not
+    one ``get`` per piece).  A writer with nothing to take waits (``wait``) with ``waiting`` set; the put that
+    finds it set wakes it.  The pump appends to ``items`` itself (``put`` inlined: the append, then ``wake`` if
+    ``waiting``).  Each list operation is atomic under the GIL and the pump only appends, so a slice taken and
+    deleted from the front loses nothing the pump adds meanwhile."""
+
+    __slots__ = ("items", "waiting", "_bell")
+
+    def __init__(self) -> None:
+        self.items = []  # type: List[Any]
+        self.waiting = False  # the writer waits for a put (set by it, cleared by the put that wakes it)
+        self._bell = queue.SimpleQueue()  # type: Any  # one token per wake (a stale one: one spurious look)
+
+    def put(self, item: Any) -> None:
+        self.items.append(item)
+        if self.waiting:
+            self.wake()
+
+    def wake(self) -> None:
+        self.waiting = False
+        self._bell.put(None)
+
+    def wait(self, timeout: float) -> bool:
+        """Whether an item is queued, waiting for one at most ``timeout`` seconds."""
+        items = self.items
+        if items:
+            return True
+        deadline = time.monotonic() + timeout
+        while True:
+            self.waiting = True
+            if items:  # (put before the flag was set: it did not ring)
+                self.waiting = False
+                return True
+            left = deadline - time.monotonic()
+            if left <= 0:
+                self.waiting = False
+                return bool(items)
+            try:
+                self._bell.get(True, left)
+            except queue.Empty:
+                pass
+            if items:
+                self.waiting = False
+                return True
+
+    def take(self) -> List[Any]:
+        """Every item queued by now, in order, removed from the queue."""
+        items = self.items
+        count = len(items)
+        taken = items[:count]
+        del items[:count]
+        return taken
+
+    def get(self, block: bool = True, timeout: Optional[float] = None) -> Any:
+        if not self.items and (not block or not self.wait(1e9 if timeout is None else timeout)):
+            raise queue.Empty
+        return self.items.pop(0)
+
+    def empty(self) -> bool:
+        return not self.items
+
+    def qsize(self) -> int:
+        return len(self.items)
+
+
 class _Pump(object):
     """Reads one upstream stream in a thread of its own; the events, encoded, go to ``queue``.
 
@@ -850,7 +952,7 @@ class _Pump(object):
         self.stream = stream
         self.model_id = model_id
         self.on_end = on_end  # (the last event, the error that ended the stream or None), once
-        self.queue = queue.SimpleQueue()  # type: Any
+        self.queue = _Queue()
         self.events = 0
         self.stopped = False
         self.put_bytes = 0  # written by the pump's thread only
@@ -876,12 +978,14 @@ class _Pump(object):
         return self._read()
 
     def _read(self) -> None:
-        put = self.queue.put
+        hand_off = self.queue
+        put = hand_off.put
+        queued = hand_off.items
+        append = queued.append  # (a piece: put inlined, see _Queue)
         encode = _encode_event
         started = time.monotonic()
         outcome = "done"
         count = 0
-        qsize = self.queue.qsize
         limit = MAX_QUEUED_FRAMES
         byte_limit = MAX_QUEUED_BYTES
         event = error = None  # type: Any
@@ -890,12 +994,15 @@ class _Pump(object):
         announced = None  # type: Any  # the runs wire: (name, id) of the call whose fragments went out
         try:
             for event in self.stream:
-                if items and event["event_type"] == "delta" and len(event) == 6 and event["usage_metadata"] is None \
-                        and event["finish_reason"] is None and len(event["content_items"]) == 1:
+                if items and event["event_type"] == "delta" and event["usage_metadata"] is None \
+                        and event["finish_reason"] is None and len(event) == 6:
                     # the items wire's pieces: a text piece as its text (a JSON string), an argument fragment
                     # without name and id (a call's second fragment on) as [arguments]; its size in the queue:
                     # the string's length + 16.  Any other item goes as the whole event.
-                    item = event["content_items"][0]
+                    try:
+                        (item,) = event["content_items"]  # (one item; cheaper than len() and [0])
+                    except (TypeError, ValueError):
+                        item = None
                     piece = None  # type: Any
                     if item.__class__ is dict:
                         size = len(item)
@@ -913,9 +1020,11 @@ class _Pump(object):
                                 size = len(text) + 16
                     if piece is not None:
                         self.put_bytes += size
-                        put(piece)
+                        append(piece)
+                        if hand_off.waiting:
+                            hand_off.wake()
                         count += 1
-                        if qsize() > limit or self.put_bytes - self.taken_bytes > byte_limit:
+                        if len(queued) > limit or self.put_bytes - self.taken_bytes > byte_limit:
                             self._wait_for_room()
                         continue
                 if runs and event["event_type"] == "delta" and len(event["content_items"]) == 1:
@@ -924,7 +1033,7 @@ class _Pump(object):
                 self.put_bytes += len(frame)
                 put(frame)
                 count += 1
-                if qsize() > limit or self.put_bytes - self.taken_bytes > byte_limit:
+                if len(queued) > limit or self.put_bytes - self.taken_bytes > byte_limit:
                     self._wait_for_room()
             put(_END)
         except AgentHubError as exc:
@@ -996,8 +1105,8 @@ class _Body(object):
         self._closed = False
         self._busy = False  # the last write carried more than one event
         self._written = 0.0  # when it was made (time.monotonic())
-        self._get = pump.queue.get
-        self._empty = pump.queue.empty
+        self._take = pump.queue.take
+        self._wait = pump.queue.wait
         self._runs_wire = getattr(pump, "runs", False)
 
     def __iter__(self) -> "_Body":
@@ -1008,6 +1117,8 @@ class _Body(object):
             item, self._first = self._first, None
             if item is KEEPALIVE:
                 return item
+            batch = self._take()
+            batch.insert(0, item)
         elif self._done:
             raise StopIteration
         else:
@@ -1015,30 +1126,37 @@ class _Body(object):
                 wait = self._written + GATHER_SECONDS - time.monotonic()
                 if wait > 0:
                     time.sleep(wait)
-            try:
-                item = self._get(True, self._app.keepalive_seconds)
-            except queue.Empty:
-                self._busy = False
-                return KEEPALIVE
-        if item.__class__ is bytes and self._empty():
+            batch = self._take()
+            if not batch:
+                if not self._wait(self._app.keepalive_seconds):
+                    self._busy = False
+                    return KEEPALIVE
+                batch = self._take()
+        if len(batch) == 1 and batch[0].__class__ is bytes:
+            item = batch[0]
             self._pump.taken_bytes += len(item)
             self._busy = False
             return item  # one event: no join
-        return self._gather(item)
+        if self._runs_wire:
+            run = _one_run(batch)
+            if run is not None:  # (nearly every write of a long answer: its pieces since the last)
+                frame, taken = run
+                self._pump.taken_bytes += taken
+                self._busy = len(batch) > 1
+                self._written = time.monotonic()
+                return frame
+        return self._gather(batch)
 
-    def _gather(self, item: Any) -> bytes:
-        """The items queued by now (``item`` first) as one write: on the items wire each run of pieces as one
+    def _gather(self, batch: List[Any]) -> bytes:
+        """The items queued by now (``batch``) as one write: on the items wire each run of pieces as one
         ``data: [piece, ...]`` frame; on the runs wire each run of text pieces, and each of argument fragments,
         as one runs frame (``_run_frame``); a frame's bytes as they are; the end or an error last."""
         runs = self._runs_wire
         parts = []  # type: List[bytes]
         group = []  # type: List[Any]  # the pieces of the frame under way
         group_kind = None  # type: Any  # runs wire: str (text pieces) or list (argument fragments); else str
-        group_bytes = taken = count = 0
-        get = self._get
-        empty = self._empty
-        while True:
-            count += 1
+        group_bytes = taken = 0
+        for item in batch:
             kind = item.__class__
             if kind is str or kind is list:  # a piece: its size as the pump counted it
                 piece = item if kind is str else item[0]
@@ -1065,13 +1183,10 @@ class _Body(object):
                 taken += self._other(item, parts)
                 if self._done:
                     break
-            if empty():
-                break
-            item = get()
         if group:
             parts.append(self._frame(group_kind, group))
         self._pump.taken_bytes += taken
-        self._busy = count > 1
+        self._busy = len(batch) > 1
         self._written = time.monotonic()
         return b"".join(parts)
 
