@@ -918,7 +918,7 @@ class _Queue(object):
         return taken
 
     def get(self, block: bool = True, timeout: Optional[float] = None) -> Any:
-        if not self.items and (not block or not self.wait(1e9 if timeout is None else timeout)):
+        if not self.items and (not block or not self.wait(threading.TIMEOUT_MAX if timeout is None else timeout)):
             raise queue.Empty
         return self.items.pop(0)
 
