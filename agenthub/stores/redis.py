@@ -278,8 +278,8 @@ class RedisStore(Store):
             packed.append(b"$%d\r\n" % len(data))
             packed.append(data)
             packed.append(b"\r\n")
+        connection = None
         if self._own_pool is not None:
-            connection = None
             try:
                 connection = self._own_connection()
                 sock = getattr(connection, "_sock", False)  # type: Any
@@ -298,14 +298,12 @@ class RedisStore(Store):
                 if connection is not None:
                     self._drop(connection)  # (out of step or closed: connected again on the next use)
                     connection = None
-            else:
-                if connection is not None:  # (a redis-py without the socket at hand: its own calls)
-                    return self._run_own("journal_append", self._journal_keys(run_id) + [PREFIX + "journals"],
-                                         [owner, int(seq), "" if ttl is None else repr(float(ttl)), run_id,
-                                          "1" if release else ""] + list(entries))
-        return self._run("journal_append", self._journal_keys(run_id) + [PREFIX + "journals"],
-                         [owner, int(seq), "" if ttl is None else repr(float(ttl)), run_id,
-                          "1" if release else ""] + list(entries))
+        keys = self._journal_keys(run_id) + [PREFIX + "journals"]
+        args = [owner, int(seq), "" if ttl is None else repr(float(ttl)), run_id,
+                "1" if release else ""] + list(entries)  # type: List[Any]
+        if connection is not None:  # (a redis-py without the socket at hand: its own calls)
+            return self._run_own("journal_append", keys, args)
+        return self._run("journal_append", keys, args)
 
     def _append_pieces(self, run_id: str, owner: str) -> Tuple[bytes, bytes, bytes]:
         """The packed pieces of a run's appends that do not change from one to the next: EVALSHA, the script's

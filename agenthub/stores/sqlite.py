@@ -135,8 +135,10 @@ class SQLiteStore(JournalRows, StateStore):
         except Exception:  # noqa: BLE001 - interpreter shutdown
             pass
 
-    def _transaction(self, work: Callable[[sqlite3.Connection, float], Any], immediate: bool = True) -> Any:
-        conn = self._connection()
+    def _transaction(self, work: Callable[[Any, float], Any], immediate: bool = True, conn: Any = None) -> Any:
+        """``work(conn, now)`` in one transaction (``conn``: this thread's connection, or a cursor on it)."""
+        if conn is None:
+            conn = self._connection()
         try:
             conn.execute("BEGIN IMMEDIATE" if immediate else "BEGIN")
             try:
@@ -315,22 +317,9 @@ class SQLiteStore(JournalRows, StateStore):
 
     def _append_now(self, run_id: str, owner: str, seq: int, entries: Sequence[str], ttl: Optional[float],
                     release: bool) -> None:
-        """``_transaction`` of ``_append`` on this thread's cursor (a run's writes: the same statements in the same
-        ``BEGIN IMMEDIATE`` transaction, with fewer objects made a write)."""
-        cursor = self._cursor()
-        try:
-            cursor.execute("BEGIN IMMEDIATE")
-            try:
-                self._append(cursor, time.time(), run_id, owner, seq, entries, ttl, release)
-                cursor.execute("COMMIT")
-            except BaseException:
-                try:
-                    cursor.execute("ROLLBACK")
-                except sqlite3.Error:
-                    pass
-                raise
-        except sqlite3.DatabaseError as exc:
-            raise self._failed(exc)
+        """``_append`` in its transaction on this thread's cursor (a run's writes: no cursor made a statement)."""
+        self._transaction(lambda cursor, now: self._append(cursor, now, run_id, owner, seq, entries, ttl, release),
+                          conn=self._cursor())
 
     _APPEND = ("UPDATE agenthub_journal_runs SET updated = ?, expires = ?, entries = ? WHERE run_id = ? AND owner = ? "
                "AND until > ? AND entries = ? AND (expires IS NULL OR expires > ?)")
