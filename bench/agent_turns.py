@@ -15,6 +15,10 @@ is median/median, the load average printed beside it; the context switches a tur
 involuntary, every thread of this process) beside them.  Target: ``run`` <= 1.05x the hand loop at every length.
 ``--before REV``: ROUNDS rounds, each running this script as a worker on the library at REV (``bench/ab.py``) and
 on this checkout's, in fresh processes in alternating order; the medians per loop and length over the rounds.
+``--in-process [--gap S]``: no server (a requests adapter answers with the same bytes after sleeping S seconds,
+standing for the socket's wait); beside the medians, the median over the reps of ``run`` minus ``run(parallel=1)``
+in the same rep: what handing a turn's calls to the pool costs, per turn (run it under ``taskset -c 0`` to see that
+cost with both threads on one core).
 """
 
 import argparse
@@ -133,9 +137,13 @@ def main(argv=None):
     parser.add_argument("--before", help="a git revision: before (at REV) and after (this checkout) in one run")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--json", action="store_true", help="(worker) print the medians as one JSON line")
+    parser.add_argument("--in-process", action="store_true", help="no server: a requests adapter answers")
+    parser.add_argument("--gap", type=float, default=0.0003, help="(--in-process) seconds each answer waits")
     args = parser.parse_args(argv)
     if args.before:
         return _before_after(args)
+    if args.in_process:
+        return _in_process(args)
     if args.serve:
         server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
         print(server.server_address[1], flush=True)
@@ -204,6 +212,65 @@ def main(argv=None):
     finally:
         proc.kill()
         proc.wait()
+
+
+def _in_process(args):
+    sys.path.insert(0, os.path.abspath(args.tree) if args.tree else os.path.dirname(HERE))
+    import io
+
+    import requests
+    from urllib3.response import HTTPResponse
+
+    from agenthub import AutoLLMClient, tool
+
+    class Answers(requests.adapters.BaseAdapter):
+        def send(self, request, **kwargs):
+            turns = int(request.url.split("/")[3])
+            done = sum(1 for m in json.loads(request.body)["messages"] if m["role"] == "assistant")
+            payload = _answer(done, done >= turns - 1)
+            if args.gap:
+                time.sleep(args.gap)
+            response = requests.Response()
+            response.status_code, response.url, response.request = 200, request.url, request
+            response.headers["Content-Type"] = "text/event-stream"
+            response.raw = HTTPResponse(body=io.BytesIO(payload), preload_content=False, status=200)
+            return response
+
+        def close(self):
+            pass
+
+    session = requests.Session()
+    session.mount("http://", Answers())
+    tools = [tool(add), tool(upper), tool(count)]
+    schemas = [t.schema for t in tools]
+    print("| turns | hand CPU/turn | run CPU/turn | run(parallel=1) CPU/turn | run - parallel=1, paired | switches a turn: "
+          "run, parallel=1 | load |")
+    print("|---:|---:|---:|---:|---:|---|---:|")
+    for turns in [int(x) for x in args.turns.split(",")]:
+        client = AutoLLMClient("bench", api_key="k", client_type="openai-chat", max_retries=0, session=session,
+                               base_url="http://127.0.0.1:1/{}/v1".format(turns))
+        loops = {"hand": lambda: hand(client, turns, schemas), "run": lambda: runner(client, turns, tools, 4),
+                 "p1": lambda: runner(client, turns, tools, 1)}
+        names = list(loops)
+        for name in names:
+            loops[name]()  # warm
+        cpu = {name: [] for name in names}  # type: dict
+        switches = {name: [0, 0] for name in names}  # type: dict
+        for rep in range(args.reps):
+            for name in names[rep % 3:] + names[:rep % 3]:
+                before, started = resource.getrusage(resource.RUSAGE_SELF), time.process_time()
+                loops[name]()
+                cpu[name].append(time.process_time() - started)
+                after = resource.getrusage(resource.RUSAGE_SELF)
+                switches[name][0] += after.ru_nvcsw - before.ru_nvcsw
+                switches[name][1] += after.ru_nivcsw - before.ru_nivcsw
+        med = {name: statistics.median(values) * 1e6 / turns for name, values in cpu.items()}
+        paired = statistics.median(a - b for a, b in zip(cpu["run"], cpu["p1"])) * 1e6 / turns
+        print("| {} | {:.1f} us | {:.1f} us | {:.1f} us | {:+.1f} us | {} | {:.2f} |".format(
+            turns, med["hand"], med["run"], med["p1"], paired, ", ".join(
+                "{:.2f} + {:.2f}".format(*(n / args.reps / turns for n in switches[name])) for name in ("run", "p1")),
+            os.getloadavg()[0]))
+    return 0
 
 
 def _before_after(args):
