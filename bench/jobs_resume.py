@@ -294,6 +294,7 @@ def main():
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--before", default="49d9831")
+    parser.add_argument("--after", default=None, help="a revision to measure as 'after' (default: this checkout)")
     parser.add_argument("--rows", type=int, default=20000)
     parser.add_argument("--tp-rows", type=int, default=4000)
     parser.add_argument("--tp-reps", type=int, default=3)
@@ -318,7 +319,7 @@ def main():
         return _overhead(args.ov[0], int(args.ov[1]), int(args.ov[2]))
     if args.st:
         return _start(args.st[0], args.st[1], args.st[2], int(args.st[3]), args.st[4])
-    trees = {"before": ab.tree_at(args.before), "after": ab.ROOT}
+    trees = {"before": ab.tree_at(args.before), "after": ab.tree_at(args.after) if args.after else ab.ROOT}
     folder = tempfile.mkdtemp(prefix="agenthub-bench-jobs-")
     server = subprocess.Popen([sys.executable, "-c", _SERVE, os.path.join(ab.ROOT, "tests")],
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
