@@ -16,6 +16,7 @@ import math
 import re
 from operator import getitem as _getitem, is_ as _is
 from collections.abc import Mapping as _Mapping  # (isinstance: typing.Mapping adds two Python calls a check)
+from collections.abc import Sequence as _Sequence  # (likewise)
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from .errors import ConfigError
@@ -580,15 +581,19 @@ def check_messages(messages: Any, checked: Optional["CheckedMessages"] = None) -
     """ConfigError naming the first bad message; with ``checked``, a message that object passed on the
     previous call and that is unchanged since (see ``CheckedMessages``) is not checked again, and the
     result is how many leading messages are the previous call's, unchanged (None without ``checked``)."""
-    if not isinstance(messages, Sequence) or isinstance(messages, (str, bytes)):
+    if type(messages) is not list and (not isinstance(messages, _Sequence) or isinstance(messages, (str, bytes))):
         raise ConfigError("messages must be a list of UniMessage dicts")
     if not messages:
         raise ConfigError("messages is empty: send at least one user message")
     if checked is not None:
         return checked.check(messages)
     for i, message in enumerate(messages):
-        check_message(message, "messages[{}]".format(i))
+        check_message(message, _MESSAGE_AT[i] if i < 32 else "messages[{}]".format(i))
     return None
+
+
+#: the names of the first messages' places, made once
+_MESSAGE_AT = tuple("messages[{}]".format(i) for i in range(32))
 
 
 def message_copy(value: Any, places: "Snaps") -> Tuple[Any, bool]:

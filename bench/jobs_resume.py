@@ -23,6 +23,10 @@ alternating, ROUNDS each; medians, the load average beside them.
    per row are the slope between the two (the start-up left out), which the machine's load does not move.
    For the tree here it also prices each part of what the runner adds per row, by taking that part out
    (``--ablate``: a stub in its place) and counting again.
+5. Start (``--only start``): the ms from the call to its first request, ``jobs.run(workers=8)`` (the up-front check
+   of the whole file, the id index, the clients, the output) against the plain pool (reading the file with
+   ``json.loads``, then sending at once), on a START_ROWS-row file, in the same worker process after a warm-up
+   run of each (imports done): ``--tp-reps`` pairs a process, the order alternating; medians, the load.
 """
 
 import argparse
@@ -144,6 +148,36 @@ def _throughput(src, folder, base_url, reps, first):
     print(json.dumps(res))
 
 
+def _start(src, folder, base_url, reps, first):
+    """A warm-up pair, then ``reps`` pairs: {"pool": [ms from the call to its first request, ...], "runner": [...]}."""
+    import requests.adapters
+
+    pool, runner = _loops(src, base_url)
+    real = requests.adapters.HTTPAdapter.send
+    seen = []
+
+    def send(self, *args, **kwargs):
+        if not seen:
+            seen.append(time.perf_counter())
+        return real(self, *args, **kwargs)
+
+    requests.adapters.HTTPAdapter.send = send
+    sides = [("pool", pool), ("runner", runner)]
+    if first == "runner":
+        sides.reverse()
+    res = {"pool": [], "runner": []}
+    for n in range(reps + 1):
+        for name, fn in (sides if n % 2 == 0 else sides[::-1]):
+            out = os.path.join(folder, "st-{}-{}.jsonl".format(name, n))
+            del seen[:]
+            started = time.perf_counter()
+            fn(out)
+            os.unlink(out)
+            if n:
+                res[name].append((seen[0] - started) * 1e3)
+    print(json.dumps(res))
+
+
 #: --ablate NAME: what takes a part of the runner's per-row work out (a stub in its place), for part 4
 ABLATIONS = {
     "hooks": "the job's attempt hook (limiter pauses, Ctrl-C, the call's attempts)",
@@ -260,10 +294,12 @@ def main():
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--before", default="49d9831")
+    parser.add_argument("--after", default=None, help="a revision to measure as 'after' (default: this checkout)")
     parser.add_argument("--rows", type=int, default=20000)
     parser.add_argument("--tp-rows", type=int, default=4000)
     parser.add_argument("--tp-reps", type=int, default=3)
     parser.add_argument("--ir-rows", type=int, default=600)
+    parser.add_argument("--start-rows", type=int, default=2000)
     parser.add_argument("--ablations", default=",".join(ABLATIONS), help="part 4: the parts priced (default: all)")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--only", default="resume,throughput")
@@ -271,6 +307,7 @@ def main():
     parser.add_argument("--tp", nargs=5, help=argparse.SUPPRESS)
     parser.add_argument("--loop", nargs=4, help=argparse.SUPPRESS)
     parser.add_argument("--ov", nargs=3, help=argparse.SUPPRESS)
+    parser.add_argument("--st", nargs=5, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.first:
         return _first_request(*args.first)
@@ -280,7 +317,9 @@ def main():
         return _one_loop(*args.loop)
     if args.ov:
         return _overhead(args.ov[0], int(args.ov[1]), int(args.ov[2]))
-    trees = {"before": ab.tree_at(args.before), "after": ab.ROOT}
+    if args.st:
+        return _start(args.st[0], args.st[1], args.st[2], int(args.st[3]), args.st[4])
+    trees = {"before": ab.tree_at(args.before), "after": ab.tree_at(args.after) if args.after else ab.ROOT}
     folder = tempfile.mkdtemp(prefix="agenthub-bench-jobs-")
     server = subprocess.Popen([sys.executable, "-c", _SERVE, os.path.join(ab.ROOT, "tests")],
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
@@ -354,6 +393,24 @@ def main():
                       "rows/s {:.2f}x (paired {:.2f}x)   CPU/row {:.2f}x (paired {:.2f}x)   {}".format(
                           side, rate["runner"], cpu["runner"], rate["pool"], cpu["pool"], rate["runner"] / rate["pool"],
                           paired, cpu["runner"] / cpu["pool"], paired_cpu, ab.loads_text(loads[side])))
+        if "start" in args.only:
+            src = os.path.join(folder, "st.jsonl")
+            _write_job(src, args.start_rows, base_url)
+            st = {"before": [], "after": []}
+            loads = {"before": [], "after": []}
+            for r in range(args.rounds):
+                for side in (("before", "after") if r % 2 == 0 else ("after", "before")):
+                    loads[side].append(ab.load())
+                    st[side].append(_worker(trees[side], ["--st", src, folder, base_url, str(args.tp_reps),
+                                                          "pool" if r % 2 == 0 else "runner"]))
+            print("5. {:,} rows: ms from the call to its first request, jobs.run(workers=8) against the plain pool, "
+                  "warm (a warm-up pair first), {} processes a side x {} pairs, medians".format(
+                      args.start_rows, args.rounds, args.tp_reps))
+            for side in ("before", "after"):
+                ms = {k: statistics.median(v for res in st[side] for v in res[k]) for k in ("pool", "runner")}
+                paired = statistics.median(r / p for res in st[side] for r, p in zip(res["runner"], res["pool"]))
+                print("   {:<7} runner {:6.1f} ms   pool {:6.1f} ms   runner / pool {:.2f}x (paired {:.2f}x)   {}".format(
+                    side, ms["runner"], ms["pool"], ms["runner"] / ms["pool"], paired, ab.loads_text(loads[side])))
         if "instructions" in args.only:
             small = 100
             files = {}

@@ -333,3 +333,27 @@ def test_a_config_equal_to_one_that_passed_is_checked_again_unless_its_values_ha
     assert [c for c in checked] == [configs[i] for i in (0, 2, 3, 4, 5, 6)]
     assert sorted(n for n, _ in job.invalid) == [3, 4]  # 16.0 and True refused, though equal to 16
     assert "max_tokens" in job.invalid[0][1]["error"]["message"]
+
+
+def test_each_message_is_named_by_its_place_and_messages_must_be_a_list(tmp_path):
+    """Issue 41 item 6 (validate.check_messages: a list taken as a Sequence without typing's isinstance, the first
+    32 places named from names made once): the place of a bad message is named as before, past the names made once
+    too; a tuple of messages still passes, a string or a dict still does not."""
+    from agenthub.validate import check_messages
+
+    bad = {"role": "system", "content_items": []}
+    lines = [_line("a", messages=[USER, bad]), _line("b", messages=[USER] * 40 + [bad]), _line("c", messages="hi"),
+             _line("d", messages={"role": "user"}), _line("e", messages=[])]
+    with pytest.raises(ConfigError) as info:
+        read_jobs(_write(tmp_path, lines))
+    assert str(info.value).split("\n")[1:6] == [
+        "  line 1: messages[1]['role'] must be 'user' or 'assistant' (got 'system'); the system prompt goes in "
+        "config['system_prompt']",
+        "  line 2: messages[40]['role'] must be 'user' or 'assistant' (got 'system'); the system prompt goes in "
+        "config['system_prompt']",
+        "  line 3: messages must be a list of UniMessage dicts",
+        "  line 4: messages must be a list of UniMessage dicts",
+        "  line 5: messages is empty: send at least one user message"]
+    assert check_messages((USER, USER)) is None
+    with pytest.raises(ConfigError, match="messages must be a list"):
+        check_messages(b"hi")

@@ -660,3 +660,46 @@ def test_a_head_rows_messages_and_config_are_checked_once_a_run_and_sent_as_befo
         assert sorted(server.counts.items()) == [(t, 1) for t in "abcd"]
     by_id = _by_id(str(tmp_path / "out.jsonl"))
     assert [by_id["r{}".format(i)]["message"]["content_items"][0]["text"][-1] for i in range(4)] == list("abcd")
+
+
+@pytest.mark.parametrize("last", ["bad message", "bad config", "duplicate id", "lone surrogate id"])
+def test_a_bad_last_row_past_the_head_and_the_first_batches_is_refused_before_any_request(tmp_path, monkeypatch,
+                                                                                          last):
+    """Issue 41 item 6 (the up-front check made cheaper: ids settled a batch at a time with a fast path when none
+    is a duplicate, an ASCII id not encoded to be checked): a bad row anywhere, here the last of 1,200 lines (past
+    the head and two batches of 512 ids), still refuses the whole job before anything is sent, with the same
+    typed error and fields; the good rows, ASCII ids or not, run as before."""
+    with JobServer() as server:
+        rows = _rows(server, ["t{}".format(n) for n in range(1200)])
+        rows[7]["id"] = "r\u00e9-7"  # a valid id that is not ASCII
+        rows[8]["messages"] = [_user("a \\ backslash, a \"quote\" and \u00e9")]  # escapes but no \u spelling
+        bad = dict(rows[-1])
+        if last == "bad message":
+            bad["messages"] = [{"role": "system", "content_items": [{"type": "text", "text": "x"}]}]
+            reason = "messages[0]['role'] must be 'user' or 'assistant' (got 'system')"
+        elif last == "bad config":
+            bad["config"] = {"max_tokens": "many"}
+            reason = "config['max_tokens'] must be a positive int"
+        elif last == "duplicate id":
+            bad["id"] = "r0"
+            reason = "duplicate id 'r0' (first on line 1)"
+        else:
+            bad["id"] = "\ud800x"
+            reason = "'id' is not valid Unicode (it holds a lone surrogate)"
+        src = _write(tmp_path / "in.jsonl", rows[:-1] + [bad])
+        monkeypatch.setattr(runner, "HEAD_BYTES", 50 * 1024)  # the head ends near line 200
+        out = str(tmp_path / "out.jsonl")
+        with pytest.raises(ConfigError) as info:
+            jobs.run(src, out, progress=False)
+        assert not server.counts and not os.path.exists(out)
+        assert info.value.lines == [1200]
+        assert str(info.value).split("\n")[1].startswith("  line 1200: " + reason)
+        if last == "duplicate id":
+            return
+        summary = jobs.run(src, out, progress=False, skip_invalid=True)
+        assert (summary.done, summary.failed) == (1199, 1)
+        assert sum(server.counts.values()) == 1199 and server.counts["a \\ backslash, a \"quote\" and \u00e9"] == 1
+    by_id = _by_id(out)
+    assert len(by_id) == 1200 and by_id["r\u00e9-7"]["error"] is None
+    assert by_id["r8"]["message"]["content_items"][0]["text"] == "echo: a \\ backslash, a \"quote\" and \u00e9"
+    assert by_id["line-1200" if last == "lone surrogate id" else "r1199"]["error"]["type"] == "ConfigError"

@@ -109,7 +109,7 @@ _INPUT_KEYS = frozenset(INPUT_KEYS)
 def _plain(raw: bytes) -> bool:
     """Whether a line's decoded values hold no ``{"__bytes__": ...}``: the word is not in it, nor a ``\\u``
     escape that could spell it (so ``from_jsonable`` would give them back unchanged)."""
-    return b"__bytes__" not in raw and b"\\u" not in raw
+    return b"__bytes__" not in raw and (b"\\" not in raw or b"\\u" not in raw)  # (a lone byte is found fastest)
 
 
 def _checked(obj: Any, plain: bool, passed: Optional[Set[Any]] = None) -> Tuple[str, str, Any, Dict[str, Any], Any]:
@@ -123,34 +123,41 @@ def _checked(obj: Any, plain: bool, passed: Optional[Set[Any]] = None) -> Tuple[
         hint = " (keys come from the environment, never from a job file)" if any(
             "key" in k.lower() for k in unknown) else ""
         raise ConfigError("unknown key(s) {}; a job line has {}{}".format(unknown, ", ".join(INPUT_KEYS), hint))
-    rid = obj.get("id")
+    get = obj.get
+    rid = get("id")
     if not isinstance(rid, str) or not rid:
         raise ConfigError("'id' must be a non-empty string (got {})".format(_kind(rid)))
-    if not _usable_id(rid):
+    if not rid.isascii() and not _usable_id(rid):  # (an ASCII id is valid Unicode: no copy encoded to tell)
         raise ConfigError("'id' is not valid Unicode (it holds a lone surrogate)")
-    model = obj.get("model")
+    model = get("model")
     if not isinstance(model, str) or not model:
         raise ConfigError("'model' must be a non-empty string (got {})".format(_kind(model)))
-    for name in ("client_type", "base_url"):
-        if obj.get(name) is not None and (not isinstance(obj[name], str) or not obj[name]):
-            raise ConfigError("{!r} must be a non-empty string when given".format(name))
-    messages = obj.get("messages")
+    value = get("client_type")
+    if value is not None and (not isinstance(value, str) or not value):
+        raise ConfigError("'client_type' must be a non-empty string when given")
+    value = get("base_url")
+    if value is not None and (not isinstance(value, str) or not value):
+        raise ConfigError("'base_url' must be a non-empty string when given")
+    messages = get("messages")
     if not plain:
         messages = from_jsonable(messages)
     check_messages(messages)
-    config = obj.get("config")
+    config = get("config")
     if config is None:
         config = {}
     elif not plain:
         config = from_jsonable(config)
-    key = _config_key(config) if passed is not None else None
-    if passed is None or key is None:
+    if passed is None:
         check_config(config)
-    elif key not in passed:
-        check_config(config)
-        if len(passed) >= 256:  # (memory stays flat, whatever the file)
-            passed.clear()
-        passed.add(key)
+    else:
+        key = _config_key(config)
+        if key is None:
+            check_config(config)
+        elif key not in passed:
+            check_config(config)
+            if len(passed) >= 256:  # (memory stays flat, whatever the file)
+                passed.clear()
+            passed.add(key)
     schema = obj.get("output_schema")
     if schema is not None:
         check_output_schema(schema)
@@ -267,18 +274,41 @@ def read_jobs(path: str, *, skip_invalid: bool = False, keep_rows: bool = True, 
     # the lines read and checked, not yet settled: their ids go into the index a batch at a time (one statement),
     # then each line is taken in order, as if its id had been added alone
     pending = []  # type: List[Tuple[int, Any, Optional[ConfigError], Optional[str], Optional[int]]]
+    adds = []  # type: List[Tuple[Any, int, Optional[int]]]  # (id, line, route) of the pending lines with a usable id
     passed = set()  # type: Set[Any]  # the flat configs that passed (rows of one job mostly share theirs)
     head = []  # type: List[JobRow]
     head_bytes = 0  # the bytes of the lines read while the head is kept (-1: no longer kept)
     head_end = (0, 0)
 
+    def refuse(number: int, what: Any, error: ConfigError) -> None:
+        if skip_invalid:
+            stub = JobRow(id=what[0], model=what[1], messages=[], line=number)
+            invalid.append((number, error_row(stub, ConfigError("line {}: {}".format(number, error)),
+                                              attempts=0, backend="none")))
+        else:
+            problems.append("line {}: {}".format(number, error))
+
     def settle() -> None:
         nonlocal count
-        added = [(entry[3], entry[0], entry[4]) for entry in pending if entry[3] is not None]
-        firsts = iter(seen.add_many(added))
+        firsts = seen.add_many(adds)
+        if not any(firsts):  # (no id seen before: each line is as it was read)
+            for number, what, error, rid, route in pending:
+                if error is None:
+                    count += 1
+                    lines = routes.get(what)
+                    if lines is None:
+                        routes[what] = [number]
+                    elif len(lines) < 6:
+                        lines.append(number)
+                else:
+                    refuse(number, what, error)
+            del pending[:]
+            del adds[:]
+            return
+        found = iter(firsts)
         for number, what, error, rid, route in pending:  # what: the route (valid) or (id, model) for its error row
             if rid is not None:
-                first = next(firsts)
+                first = next(found)
                 if first is not None:
                     problems.append("line {}: duplicate id {!r} (first on line {})".format(number, rid[:80], first))
                     continue
@@ -288,12 +318,8 @@ def read_jobs(path: str, *, skip_invalid: bool = False, keep_rows: bool = True, 
                 if len(lines) < 6:
                     lines.append(number)
                 continue
-            if skip_invalid:
-                stub = JobRow(id=what[0], model=what[1], messages=[], line=number)
-                invalid.append((number, error_row(stub, ConfigError("line {}: {}".format(number, error)),
-                                                  attempts=0, backend="none")))
-            else:
-                problems.append("line {}: {}".format(number, error))
+            refuse(number, what, error)
+        del adds[:]
         del pending[:]
 
     try:
@@ -325,24 +351,27 @@ def read_jobs(path: str, *, skip_invalid: bool = False, keep_rows: bool = True, 
                     error = ConfigError(reason)
                 else:
                     error = None
-            route = None  # type: Optional[int]
-            what = None  # type: Any
             if error is None:
                 try:
-                    _, model, messages, config, schema = _checked(obj, _plain(raw), passed)  # type: ignore[arg-type]
+                    rid, model, messages, config, schema = _checked(obj, _plain(raw), passed)  # type: ignore[arg-type]
                 except ConfigError as exc:
                     error = exc
                 else:
-                    what = key = (model, obj.get("client_type"), obj.get("base_url"))
+                    key = (model, obj.get("client_type"), obj.get("base_url"))
                     route = route_ids.setdefault(key, len(route_ids))
                     if keep_rows or keep:  # (a duplicate id fails the whole file: then the rows kept are not used)
-                        kept = JobRow(id=obj["id"], model=model, messages=messages, config=config,
-                                      client_type=key[1], base_url=key[2], line=number, output_schema=schema)
-                        (rows if keep_rows else head).append(kept)
-            rid = obj.get("id") if isinstance(obj, dict) else None
+                        (rows if keep_rows else head).append(JobRow(rid, model, messages, config, key[1], key[2],
+                                                                    number, schema))
+                    pending.append((number, key, None, rid, route))
+                    adds.append((rid, number, route))
             if error is not None:  # (only what its error row needs is kept: the line itself may be huge)
+                given = obj.get("id") if isinstance(obj, dict) else None
                 what = (_invalid_id(obj, number), _model_of(obj)) if skip_invalid else None
-            pending.append((number, what, error, rid if _usable_id(rid) else None, route))
+                if _usable_id(given):
+                    pending.append((number, what, error, given, None))
+                    adds.append((given, number, None))
+                else:
+                    pending.append((number, what, error, None, None))
             if len(pending) >= 512:
                 settle()
         settle()
