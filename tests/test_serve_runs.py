@@ -439,6 +439,50 @@ def test_the_queue_hands_over_everything_in_order_across_threads():
         hand_off.get(timeout=0.01)
 
 
+def test_the_writer_writes_at_most_once_per_gather_seconds_whatever_the_pump_does(monkeypatch):
+    """Issue 41 item 4: the writer writes at most once per GATHER_SECONDS, also when the pieces come one at a time
+    (before, a write that carried one piece let the next one go out at once: a write, and a wake of the writer
+    and of the client, per piece).  A pump that puts a piece after a pause longer than GATHER_SECONDS, then
+    another a millisecond later, and so on, and a burst at the end: each write is at least GATHER_SECONDS after the
+    one before it (a sleep never ends early; the load can only make the gaps longer), every piece arrives, in
+    order, as runs frames."""
+    import time
+
+    monkeypatch.setattr(server_module, "GATHER_SECONDS", 0.02)
+    pump = _Pump()
+    pieces = ["p{}\n".format(n) for n in range(60)]
+
+    def put():
+        for n, piece in enumerate(pieces):
+            if n < 20:  # pairs: the first after a pause (written at once), the second 1 ms after it
+                time.sleep(0.05 if n % 2 == 0 else 0.001)
+            elif n < 40:
+                time.sleep(0.001)
+            pump.queue.put(piece)
+        pump.queue.put(server_module._END)
+
+    thread = threading.Thread(target=put)
+    body = server_module._Body(_App(), pump, b"data: {}\n\n")
+    writes = []
+    thread.start()
+    try:
+        for frame in body:
+            writes.append((time.monotonic(), frame))
+    finally:
+        thread.join(30)
+    gaps = [b[0] - a[0] for a, b in zip(writes, writes[1:])]
+    assert gaps and min(gaps) >= 0.02 * 0.9, gaps
+    assert len(writes) <= 1 + (writes[-1][0] - writes[0][0]) / (0.02 * 0.9)
+    frames = [frame for _, frame in writes]
+    assert frames[-1].endswith(b"data: [DONE]\n\n")
+    got = []
+    for frame in frames:
+        for line in frame.split(b"\n\n"):
+            if line.startswith(b"data: ~t"):
+                got.extend(line[8:].decode().replace("\x1bn", "\n").split("\x1bs"))
+    assert got == pieces
+
+
 class _GatedUpstream(Upstream):
     """Sends the stream's head and first text piece, then nothing until ``gate`` is set (at most 60 s), then the
     rest; ``released`` is set once the rest is on its way."""

@@ -127,8 +127,8 @@ DONE = b"data: [DONE]\n\n"
 WIRE_HEADER = "HTTP_X_AGENTHUB_WIRE"
 #: estimated bytes of an items frame past which it is sent and the next one begun
 MAX_BATCH_BYTES = 1 << 16
-#: while the upstream outpaces the client (the last write carried more than one event), the writer writes at
-#: most once per this many seconds: a burst goes out in a few writes, not one per event (``_Body``)
+#: the writer writes at most once per this many seconds, what queued up since the last write: a burst goes out in
+#: a few writes, not one per event; what comes after a longer silence goes out at once (``_Body``)
 GATHER_SECONDS = 0.002
 _VARIABLE = re.compile(r"^\$([A-Za-z_][A-Za-z0-9_]*)$")
 _TOO_DEEP = ConfigError("the request body is nested too deeply")
@@ -412,7 +412,8 @@ def _run_frame(letter: bytes, pieces: List[str], text: Optional[str] = None) -> 
     frame instead (JSON escapes carry it).  ``text``: the pieces joined by ESC s, when the caller has it."""
     if text is None:
         text = _SEPARATOR.join(pieces)
-    if text.count(_ESC) >= len(pieces):  # more ESC than the separators: a piece holds one (rare), each escaped
+    if _ESC in (text if len(pieces) == 1 else "".join(pieces)):  # a piece holds an ESC (rare): each escaped
+        # (the pieces joined without separators: a search for one character, far cheaper than counting them)
         text = _SEPARATOR.join([_escaped(piece) for piece in pieces])
     else:  # (LF and CR escaped in the whole: a separator holds neither)
         if "\n" in text:
@@ -992,6 +993,11 @@ class _Pump(object):
         items = self.items
         runs = self.runs
         announced = None  # type: Any  # the runs wire: (name, id) of the call whose fragments went out
+        put_bytes = 0  # (self.put_bytes, kept here: set there before a wait for room and at the end)
+        # the queue is looked at only once ``count`` passes ``frame_room`` or ``put_bytes`` passes ``byte_room``:
+        # till then it cannot hold more than ``limit`` items (one put per count) or ``byte_limit`` bytes not taken
+        frame_room = limit
+        byte_room = byte_limit
         try:
             for event in self.stream:
                 if items and event["event_type"] == "delta" and event["usage_metadata"] is None \
@@ -1010,31 +1016,28 @@ class _Pump(object):
                             text = item.get("text")
                             if text.__class__ is str and item["type"] == "text":
                                 piece = text
-                                size = len(text) + 16
                         elif size == 4:
                             text = item.get("arguments")
                             if text.__class__ is str and item["type"] == "partial_tool_call" and item["name"] == "" \
-                                    and item["tool_call_id"] == "" and item["name"].__class__ is str \
-                                    and item["tool_call_id"].__class__ is str:
+                                    and item["tool_call_id"] == "":
                                 piece = [text]
-                                size = len(text) + 16
                     if piece is not None:
-                        self.put_bytes += size
+                        put_bytes += len(text) + 16
                         append(piece)
                         if hand_off.waiting:
                             hand_off.wake()
                         count += 1
-                        if len(queued) > limit or self.put_bytes - self.taken_bytes > byte_limit:
-                            self._wait_for_room()
+                        if count > frame_room or put_bytes > byte_room:
+                            frame_room, byte_room = self._room(count, put_bytes)
                         continue
                 if runs and event["event_type"] == "delta" and len(event["content_items"]) == 1:
                     event, announced = _without_arguments(event, announced)
                 frame = encode(event)
-                self.put_bytes += len(frame)
+                put_bytes += len(frame)
                 put(frame)
                 count += 1
-                if len(queued) > limit or self.put_bytes - self.taken_bytes > byte_limit:
-                    self._wait_for_room()
+                if count > frame_room or put_bytes > byte_room:
+                    frame_room, byte_room = self._room(count, put_bytes)
             put(_END)
         except AgentHubError as exc:
             outcome = "client gone" if self.stopped else type(exc).__name__
@@ -1053,6 +1056,7 @@ class _Pump(object):
             put(exc)
         finally:
             self.events = count
+            self.put_bytes = put_bytes
             try:
                 self.stream.close()
             except Exception:  # pragma: no cover - closing is best effort
@@ -1065,6 +1069,16 @@ class _Pump(object):
                     logger.exception("agenthub serve: counting the stream of model %r failed", self.model_id)
             logger.info("agenthub serve: model=%s events=%d outcome=%s seconds=%.3f", self.model_id, count, outcome,
                         time.monotonic() - started)
+
+    def _room(self, count: int, put_bytes: int) -> Tuple[int, int]:
+        """The pump's look at the queue (``_read``), ``count`` items put and ``put_bytes`` bytes so far: a wait for
+        room if more than ``MAX_QUEUED_FRAMES`` items or ``MAX_QUEUED_BYTES`` bytes wait for the writer; then the
+        count and the bytes the pump may reach before it looks again (the writer only ever takes meanwhile)."""
+        self.put_bytes = put_bytes
+        queued = self.queue.items
+        if len(queued) > MAX_QUEUED_FRAMES or put_bytes - self.taken_bytes > MAX_QUEUED_BYTES:
+            self._wait_for_room()
+        return count + MAX_QUEUED_FRAMES - len(queued), self.taken_bytes + MAX_QUEUED_BYTES
 
     def _wait_for_room(self) -> None:
         """A client slower than the upstream: stop reading the upstream (TCP pushes back on it) until
@@ -1092,10 +1106,11 @@ class _Body(object):
     """The response iterable: encoded events as they come (several at once when they queued up),
     a keep-alive comment after ``keepalive_seconds`` of silence, ``[DONE]`` or an error event last.
 
-    While the upstream outpaces the client (the last write carried more than one event), the writer
-    writes at most once per ``GATHER_SECONDS``, what queued up meanwhile: a burst goes out in a few
-    writes instead of one per event, and the pump is not interrupted by a writer woken for every
-    event.  A stream whose events come one at a time (a model writing) is written as each arrives."""
+    The writer writes at most once per ``GATHER_SECONDS``: what the pump queues within that time of the last
+    write goes out with the next one, at that time; what comes after a longer silence goes out at once.  So a
+    burst goes out in a few writes instead of one per event (and the pump is not interrupted by a writer woken
+    for every event), and a stream whose events come one at a time (a model writing) is written as each
+    arrives."""
 
     def __init__(self, app: AgentHubApp, pump: _Pump, first: Any) -> None:
         self._app = app
@@ -1103,8 +1118,8 @@ class _Body(object):
         self._first = first
         self._done = False
         self._closed = False
-        self._busy = False  # the last write carried more than one event
-        self._written = 0.0  # when it was made (time.monotonic())
+        self._written = 0.0  # when the last write was made (time.monotonic())
+        self._queued = pump.queue.items  # (the pump's list: taken from in place, never replaced)
         self._take = pump.queue.take
         self._wait = pump.queue.wait
         self._runs_wire = getattr(pump, "runs", False)
@@ -1122,27 +1137,23 @@ class _Body(object):
         elif self._done:
             raise StopIteration
         else:
-            if self._busy:  # more are on the way: let them queue up (at most one write per GATHER_SECONDS)
-                wait = self._written + GATHER_SECONDS - time.monotonic()
-                if wait > 0:
-                    time.sleep(wait)
+            if not self._queued and not self._wait(self._app.keepalive_seconds):
+                return KEEPALIVE
+            # at most one write per GATHER_SECONDS: what queues up until then goes with this one
+            wait = self._written + GATHER_SECONDS - time.monotonic()
+            if wait > 0:
+                time.sleep(wait)
             batch = self._take()
-            if not batch:
-                if not self._wait(self._app.keepalive_seconds):
-                    self._busy = False
-                    return KEEPALIVE
-                batch = self._take()
         if len(batch) == 1 and batch[0].__class__ is bytes:
             item = batch[0]
             self._pump.taken_bytes += len(item)
-            self._busy = False
+            self._written = time.monotonic()
             return item  # one event: no join
         if self._runs_wire:
             run = _one_run(batch)
             if run is not None:  # (nearly every write of a long answer: its pieces since the last)
                 frame, taken = run
                 self._pump.taken_bytes += taken
-                self._busy = len(batch) > 1
                 self._written = time.monotonic()
                 return frame
         return self._gather(batch)
@@ -1186,7 +1197,6 @@ class _Body(object):
         if group:
             parts.append(self._frame(group_kind, group))
         self._pump.taken_bytes += taken
-        self._busy = len(batch) > 1
         self._written = time.monotonic()
         return b"".join(parts)
 
