@@ -430,17 +430,23 @@ def _run_frame(letter: bytes, pieces: List[str], text: Optional[str] = None) -> 
 
 _first_of = operator.itemgetter(0)
 
+#: the pump's markers in its queue (items and runs wires): the plain str pieces after ``_ARG_PIECES`` are argument
+#: fragments, those after ``_TEXT_PIECES`` (and before any marker) text pieces.  A marker is queued with the first
+#: piece of the other kind, in one ``extend`` (the writer never takes it alone); no piece is wrapped.
+_TEXT_PIECES = object()
+_ARG_PIECES = object()
 
-def _one_run(batch: List[Any]) -> Optional[Tuple[bytes, int]]:
+
+def _one_run(batch: List[Any], mode: Any = _TEXT_PIECES) -> Optional[Tuple[bytes, int]]:
     """The runs wire: ``batch`` (what the writer took from the queue) as one runs frame and the size the pump
     counted for it, when it is one run: every item a text piece (a str), or every item an argument fragment
-    (``[arguments]``), in all at most ``MAX_BATCH_BYTES`` as counted; else None (``_Body._gather`` then goes item
-    by item).  The same bytes as ``_gather`` makes of such a batch, with the pieces looked at in C (a join, a map)
+    (``[arguments]``; or a str when ``mode``, the kind the last marker said, is ``_ARG_PIECES``), in all at most
+    ``MAX_BATCH_BYTES`` as counted; else None (``_Body._gather`` then goes item by item).  The same bytes as ``_gather`` makes of such a batch, with the pieces looked at in C (a join, a map)
     instead of one turn of a Python loop each."""
     count = len(batch)
     try:
         text = _SEPARATOR.join(batch)  # a TypeError at the first item that is no str
-        letter = b"t"
+        letter = b"a" if mode is _ARG_PIECES else b"t"
         pieces = batch
     except TypeError:
         if batch[0].__class__ is not list or set(map(type, batch)) != _LISTS:
@@ -936,8 +942,8 @@ class _Pump(object):
     The queue then holds bytes (one ``data:`` frame per event), and last either the end
     marker or the error that ended the stream.  With ``items`` (the client asked for the items wire),
     a delta event of one text piece is queued as its text (a str) and one of an argument fragment
-    without name and id as ``[arguments]``, not encoded: the writer encodes each run of them as one
-    JSON array.  With ``runs`` too (the runs wire), the writer writes each run of text pieces, and each of
+    without name and id as its arguments (a str after the marker ``_ARG_PIECES``; ``_TEXT_PIECES`` before
+    text pieces again), not encoded: the writer encodes each run of them as one JSON array.  With ``runs`` too (the runs wire), the writer writes each run of text pieces, and each of
     argument fragments, as one runs frame (``_run_frame``), and a call's complete ``tool_call`` whose
     arguments are the parse of the fragments sent before it (grammar rule 5) goes with ``"arguments": null``:
     the client parses the fragments it has.
@@ -983,6 +989,8 @@ class _Pump(object):
         put = hand_off.put
         queued = hand_off.items
         append = queued.append  # (a piece: put inlined, see _Queue)
+        extend = queued.extend
+        mode = _TEXT_PIECES  # the kind of the pieces queued last (a marker goes with the first of the other kind)
         encode = _encode_event
         started = time.monotonic()
         outcome = "done"
@@ -1009,21 +1017,26 @@ class _Pump(object):
                         (item,) = event["content_items"]  # (one item; cheaper than len() and [0])
                     except (TypeError, ValueError):
                         item = None
-                    piece = None  # type: Any
+                    piece = None  # type: Any  # the kind of piece the event is (_TEXT_PIECES, _ARG_PIECES), if one
                     if item.__class__ is dict:
                         size = len(item)
                         if size == 2:
                             text = item.get("text")
                             if text.__class__ is str and item["type"] == "text":
-                                piece = text
+                                piece = _TEXT_PIECES
                         elif size == 4:
                             text = item.get("arguments")
                             if text.__class__ is str and item["type"] == "partial_tool_call" and item["name"] == "" \
                                     and item["tool_call_id"] == "":
-                                piece = [text]
+                                piece = _ARG_PIECES
                     if piece is not None:
                         put_bytes += len(text) + 16
-                        append(piece)
+                        if piece is mode:
+                            append(text)
+                        else:  # the other kind: its marker and the piece in one extend
+                            mode = piece
+                            extend((piece, text))
+                            frame_room -= 1  # (two items for one count)
                         if hand_off.waiting:
                             hand_off.wake()
                         count += 1
@@ -1123,6 +1136,7 @@ class _Body(object):
         self._take = pump.queue.take
         self._wait = pump.queue.wait
         self._runs_wire = getattr(pump, "runs", False)
+        self._mode = _TEXT_PIECES  # the kind of the plain str pieces the pump queues now (its last marker)
 
     def __iter__(self) -> "_Body":
         return self
@@ -1150,7 +1164,7 @@ class _Body(object):
             self._written = time.monotonic()
             return item  # one event: no join
         if self._runs_wire:
-            run = _one_run(batch)
+            run = _one_run(batch, self._mode)
             if run is not None:  # (nearly every write of a long answer: its pieces since the last)
                 frame, taken = run
                 self._pump.taken_bytes += taken
@@ -1163,6 +1177,7 @@ class _Body(object):
         ``data: [piece, ...]`` frame; on the runs wire each run of text pieces, and each of argument fragments,
         as one runs frame (``_run_frame``); a frame's bytes as they are; the end or an error last."""
         runs = self._runs_wire
+        mode = self._mode
         parts = []  # type: List[bytes]
         group = []  # type: List[Any]  # the pieces of the frame under way
         group_kind = None  # type: Any  # runs wire: str (text pieces) or list (argument fragments); else str
@@ -1170,7 +1185,13 @@ class _Body(object):
         for item in batch:
             kind = item.__class__
             if kind is str or kind is list:  # a piece: its size as the pump counted it
-                piece = item if kind is str else item[0]
+                if kind is str:
+                    piece = item
+                    if mode is _ARG_PIECES:
+                        kind = list
+                        item = [piece]
+                else:
+                    piece = item[0]
                 key = kind if runs else str  # (the items wire holds both kinds in one frame)
                 if key is not group_kind:
                     if group:
@@ -1186,6 +1207,8 @@ class _Body(object):
                     parts.append(self._frame(group_kind, group))
                     group = []
                     group_bytes = 0
+            elif item is _TEXT_PIECES or item is _ARG_PIECES:
+                mode = item  # (the pieces after it are of its kind)
             else:
                 if group:
                     parts.append(self._frame(group_kind, group))
@@ -1196,6 +1219,7 @@ class _Body(object):
                     break
         if group:
             parts.append(self._frame(group_kind, group))
+        self._mode = mode
         self._pump.taken_bytes += taken
         self._written = time.monotonic()
         return b"".join(parts)
