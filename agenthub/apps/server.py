@@ -441,8 +441,9 @@ def _one_run(batch: List[Any], mode: Any = _TEXT_PIECES) -> Optional[Tuple[bytes
     """The runs wire: ``batch`` (what the writer took from the queue) as one runs frame and the size the pump
     counted for it, when it is one run: every item a text piece (a str), or every item an argument fragment
     (``[arguments]``; or a str when ``mode``, the kind the last marker said, is ``_ARG_PIECES``), in all at most
-    ``MAX_BATCH_BYTES`` as counted; else None (``_Body._gather`` then goes item by item).  The same bytes as ``_gather`` makes of such a batch, with the pieces looked at in C (a join, a map)
-    instead of one turn of a Python loop each."""
+    ``MAX_BATCH_BYTES`` as counted; else None (``_Body._gather`` then goes item by item).  The same bytes as
+    ``_gather`` makes of such a batch, with the pieces looked at in C (a join) instead of one turn of a Python loop
+    each."""
     count = len(batch)
     try:
         text = _SEPARATOR.join(batch)  # a TypeError at the first item that is no str
@@ -943,10 +944,10 @@ class _Pump(object):
     marker or the error that ended the stream.  With ``items`` (the client asked for the items wire),
     a delta event of one text piece is queued as its text (a str) and one of an argument fragment
     without name and id as its arguments (a str after the marker ``_ARG_PIECES``; ``_TEXT_PIECES`` before
-    text pieces again), not encoded: the writer encodes each run of them as one JSON array.  With ``runs`` too (the runs wire), the writer writes each run of text pieces, and each of
-    argument fragments, as one runs frame (``_run_frame``), and a call's complete ``tool_call`` whose
-    arguments are the parse of the fragments sent before it (grammar rule 5) goes with ``"arguments": null``:
-    the client parses the fragments it has.
+    text pieces again), not encoded: the writer encodes each run of them as one JSON array.  With ``runs`` too
+    (the runs wire), the writer writes each run of text pieces, and each of argument fragments, as one runs frame
+    (``_run_frame``), and a call's complete ``tool_call`` whose arguments are the parse of the fragments sent
+    before it (grammar rule 5) goes with ``"arguments": null``: the client parses the fragments it has.
     """
 
     def __init__(self, app: AgentHubApp, stream: Any, model_id: str,
