@@ -10,6 +10,10 @@ direct client; ``agenthub serve`` (a server driven by a client outside valgrind)
 through a server outside valgrind.  A stream's instructions are half the difference of the two counts (start-up
 and warm-up left out).  Printed: the direct client's instructions, and client, server and their sum as ratios
 to it (target <= 1.5x).
+
+``--toggle``: quicker, one count per process instead of two: ``valgrind --tool=callgrind --instr-atstart=no``,
+instrumentation switched on (``callgrind_control -i on``) after the warm-up stream and off after one stream
+(the server's by the client driving it from outside valgrind).
 """
 
 import argparse
@@ -34,9 +38,16 @@ def _client(mode, url, model, protocol, count):
         client = AutoLLMClient(model, client_type="agenthub", base_url=url)
     else:
         client = AutoLLMClient("bench-model", client_type=protocol, api_key="k", base_url=url, max_retries=0)
-    for _ in range(count + 1):  # (the first: the connection, the imports)
+    toggle = os.environ.get("SERVE_IR_TOGGLE")  # (--toggle: the pid whose callgrind counts the streams after the first)
+    for n in range(count + 1):  # (the first: the connection, the imports)
+        if toggle and n == 1:
+            subprocess.run(["callgrind_control", "-i", "on", toggle], stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL, check=True)
         for _ in client.streaming_response(MESSAGES):
             pass
+    if toggle:
+        subprocess.run(["callgrind_control", "-i", "off", toggle], stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL, check=True)
 
 
 def _server(config_path):
@@ -58,16 +69,24 @@ def _server(config_path):
 
 
 def _count(stderr):
-    found = re.search(r"I\s+refs:\s+([\d,]+)", stderr)
+    found = re.search(r"(?:I\s+refs|Collected)\s*:\s+([\d,]+)", stderr)
     if found is None:
         raise SystemExit("no instruction count:\n" + stderr[-2000:])
     return int(found.group(1).replace(",", ""))
 
 
+TOGGLE = False  # --toggle
+
+
 def _valgrind(tree, args, stdin=None):
-    return subprocess.Popen(["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null",
-                             sys.executable, __file__] + args, env=dict(os.environ, PYTHONPATH=tree), cwd=tree,
-                            stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
+    if TOGGLE:
+        tool = ["valgrind", "--tool=callgrind", "--instr-atstart=no", "--callgrind-out-file=/dev/null"]
+        env = dict(os.environ, PYTHONPATH=tree, SERVE_IR_TOGGLE="self")
+    else:
+        tool = ["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null"]
+        env = dict(os.environ, PYTHONPATH=tree)
+    return subprocess.Popen(tool + [sys.executable, __file__] + args, env=env, cwd=tree, stdin=stdin,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
 
 
 def client_ir(tree, mode, url, model, protocol, count):
@@ -82,7 +101,7 @@ def server_ir(tree, config_path, model, count):
     run = _valgrind(tree, ["--worker", "server", config_path], stdin=subprocess.PIPE)
     url = run.stdout.readline().strip()
     try:
-        _client_plain(tree, url, model, count)
+        _client_plain(tree, url, model, count, str(run.pid) if TOGGLE else None)
     finally:
         run.stdin.close()
     err = run.stderr.read()
@@ -90,13 +109,19 @@ def server_ir(tree, config_path, model, count):
     return _count(err)
 
 
-def _client_plain(tree, url, model, count):
+def _client_plain(tree, url, model, count, toggle=None):
+    env = dict(os.environ, PYTHONPATH=tree)
+    env.pop("SERVE_IR_TOGGLE", None)
+    if toggle:
+        env["SERVE_IR_TOGGLE"] = toggle
     subprocess.run([sys.executable, __file__, "--worker", "client", "via", url, model, "-", str(count)],
-                   env=dict(os.environ, PYTHONPATH=tree), cwd=tree, check=True, timeout=3600)
+                   env=env, cwd=tree, check=True, timeout=3600)
 
 
 def main():
     if len(sys.argv) > 2 and sys.argv[1] == "--worker":
+        if os.environ.get("SERVE_IR_TOGGLE") == "self":
+            os.environ["SERVE_IR_TOGGLE"] = str(os.getpid())
         if sys.argv[2] == "client":
             mode, url, model, protocol, count = sys.argv[3:8]
             return _client(mode, url, model, protocol, int(count))
@@ -108,7 +133,10 @@ def main():
     parser.add_argument("--protocols", default="openai-chat,openai-responses,anthropic,gemini")
     parser.add_argument("--streams", default="text,tool")
     parser.add_argument("--sides", default="before,after")
+    parser.add_argument("--toggle", action="store_true", help="callgrind, one stream counted after a warm-up")
     args = parser.parse_args()
+    global TOGGLE
+    TOGGLE = args.toggle
     upstream = subprocess.Popen([sys.executable, os.path.join(HERE, "server.py")], stdout=subprocess.PIPE)
     try:
         port = int(upstream.stdout.readline().split()[1])
@@ -137,6 +165,8 @@ def main():
                     url = plain.stdout.readline().strip()
 
                     def per_stream(measure):
+                        if TOGGLE:
+                            return float(measure(1))
                         return (measure(3) - measure(1)) / 2.0
 
                     direct = per_stream(lambda n: client_ir(tree, "direct", row["base_url"], row["id"],

@@ -138,7 +138,7 @@ def test_the_pump_sends_a_complete_call_without_the_arguments_the_client_has():
     done = _delta({"type": "tool_call", "name": "f", "arguments": {"a": 1}, "tool_call_id": "c1",
                    "fidelity": {"k": "v"}})
     queued = _pumped([announce, fragment, done])
-    assert queued == [encode(announce), ['{"a": 1}'],
+    assert queued == [encode(announce), server_module._ARG_PIECES, '{"a": 1}',
                       b'data: {"role":"assistant","event_type":"delta","content_items":[{"type":"tool_call","name":"f",'
                       b'"arguments":null,"tool_call_id":"c1","fidelity":{"k":"v"}}],"usage_metadata":null,'
                       b'"finish_reason":null,"created_at":1}\n\n', server_module._END]
@@ -147,9 +147,9 @@ def test_the_pump_sends_a_complete_call_without_the_arguments_the_client_has():
     empty = _delta({"type": "tool_call", "name": "f", "arguments": {}, "tool_call_id": "c1"})
     other = _delta({"type": "tool_call", "name": "f", "arguments": {"a": 1}, "tool_call_id": "c2"})
     assert _pumped([announce, empty])[1] == encode(empty)
-    assert _pumped([announce, fragment, other])[2] == encode(other)
+    assert _pumped([announce, fragment, other])[3] == encode(other)
     assert _pumped([done])[0] == encode(done)
-    assert _pumped([announce, fragment, done], runs=False)[2] == encode(done)
+    assert _pumped([announce, fragment, done], runs=False)[3] == encode(done)
     assert _pumped([announce, fragment, done], items=False, runs=True)[1:3] == [encode(fragment), encode(done)]
 
 
@@ -407,6 +407,62 @@ def test_a_batch_of_one_run_is_one_frame_with_the_bytes_of_the_item_by_item_writ
     assert server_module._one_run([["x" * 20], ["y"]]) is None
 
 
+def test_pieces_of_both_kinds_queued_with_markers_make_the_bytes_of_wrapped_fragments():
+    """Issue 41 item 4: the pump queues an argument fragment as its bare str after the marker ``_ARG_PIECES`` (and
+    ``_TEXT_PIECES`` before text pieces again), not wrapped in a list of its own.  Random runs of text pieces and
+    fragments (ESC, LF, CR, empty ones, non-ASCII), read by the real pump and taken by the writer in random
+    batches, on the runs and the items wire: the same bytes, and the same counted size, as the writer makes of
+    the same batches with each fragment wrapped (``[arguments]``, as the pump queued them before)."""
+    import random
+
+    rng = random.Random(4142)
+    alphabet = [ESC, "s", "n", "\n", "\r", "\u00e9", '"', "x" * 5, ""]
+    for _ in range(150):
+        events = []
+        for _ in range(rng.randrange(1, 14)):
+            piece = "".join(rng.choice(alphabet) for _ in range(rng.randrange(4)))
+            if rng.random() < 0.5:
+                events.append(_delta({"type": "text", "text": piece}))
+            else:
+                events.append(_delta({"type": "partial_tool_call", "name": "", "arguments": piece,
+                                      "tool_call_id": ""}))
+        for runs in (True, False):
+            queued = _pumped(events, runs=runs)
+            assert not any(item.__class__ is list for item in queued)
+            # (never between a marker and its piece: the pump queues the two in one extend, taken both or neither)
+            places = [n for n in range(1, len(queued)) if queued[n - 1] is not server_module._TEXT_PIECES
+                      and queued[n - 1] is not server_module._ARG_PIECES]
+            cuts = sorted(rng.sample(places, min(len(places), rng.randrange(4))))
+            batches = [queued[a:b] for a, b in zip([0] + cuts, cuts + [len(queued)])]
+            sides = []
+            for wrapped in (False, True):
+                pump = _Pump()
+                pump.runs = runs
+                body = server_module._Body(_App(), pump, None)
+                mode = server_module._TEXT_PIECES
+                out = []
+                for batch in batches:
+                    if wrapped:  # the batch as the pump queued it before: no markers, each fragment in a list
+                        old = []
+                        for item in batch:
+                            if item is server_module._TEXT_PIECES or item is server_module._ARG_PIECES:
+                                mode = item
+                            elif item.__class__ is str and mode is server_module._ARG_PIECES:
+                                old.append([item])
+                            else:
+                                old.append(item)
+                        batch = old
+                    run = server_module._one_run(batch, body._mode) if runs else None
+                    if run is None:
+                        out.append(body._gather(list(batch)))
+                    else:
+                        out.append(run[0])
+                        pump.taken_bytes += run[1]
+                sides.append((out, pump.taken_bytes))
+            assert sides[0] == sides[1]
+            assert sides[0][0][-1].endswith(b"data: [DONE]\n\n")
+
+
 def test_the_queue_hands_over_everything_in_order_across_threads():
     """``_Queue``: a writer waiting wakes at the put that finds it waiting; ``take`` returns what queued, in order,
     each item once, while the other thread keeps putting; ``wait`` says False when nothing came in time."""
@@ -437,6 +493,50 @@ def test_the_queue_hands_over_everything_in_order_across_threads():
     assert (hand_off.qsize(), hand_off.empty(), hand_off.get(), hand_off.get(timeout=1)) == (2, False, "a", "b")
     with pytest.raises(queue.Empty):
         hand_off.get(timeout=0.01)
+
+
+def test_the_writer_writes_at_most_once_per_gather_seconds_whatever_the_pump_does(monkeypatch):
+    """Issue 41 item 4: the writer writes at most once per GATHER_SECONDS, also when the pieces come one at a time
+    (before, a write that carried one piece let the next one go out at once: a write, and a wake of the writer
+    and of the client, per piece).  A pump that puts a piece after a pause longer than GATHER_SECONDS, then
+    another a millisecond later, and so on, and a burst at the end: each write is at least GATHER_SECONDS after the
+    one before it (a sleep never ends early; the load can only make the gaps longer), every piece arrives, in
+    order, as runs frames."""
+    import time
+
+    monkeypatch.setattr(server_module, "GATHER_SECONDS", 0.02)
+    pump = _Pump()
+    pieces = ["p{}\n".format(n) for n in range(60)]
+
+    def put():
+        for n, piece in enumerate(pieces):
+            if n < 20:  # pairs: the first after a pause (written at once), the second 1 ms after it
+                time.sleep(0.05 if n % 2 == 0 else 0.001)
+            elif n < 40:
+                time.sleep(0.001)
+            pump.queue.put(piece)
+        pump.queue.put(server_module._END)
+
+    thread = threading.Thread(target=put)
+    body = server_module._Body(_App(), pump, b"data: {}\n\n")
+    writes = []
+    thread.start()
+    try:
+        for frame in body:
+            writes.append((time.monotonic(), frame))
+    finally:
+        thread.join(30)
+    gaps = [b[0] - a[0] for a, b in zip(writes, writes[1:])]
+    assert gaps and min(gaps) >= 0.02 * 0.9, gaps
+    assert len(writes) <= 1 + (writes[-1][0] - writes[0][0]) / (0.02 * 0.9)
+    frames = [frame for _, frame in writes]
+    assert frames[-1].endswith(b"data: [DONE]\n\n")
+    got = []
+    for frame in frames:
+        for line in frame.split(b"\n\n"):
+            if line.startswith(b"data: ~t"):
+                got.extend(line[8:].decode().replace("\x1bn", "\n").split("\x1bs"))
+    assert got == pieces
 
 
 class _GatedUpstream(Upstream):

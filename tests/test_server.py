@@ -1028,8 +1028,8 @@ def test_the_pump_queues_pieces_and_encodes_every_other_event():
     while not pump.queue.empty():
         queued.append(pump.queue.get())
     encode = server_module._encode_event
-    assert queued == [encode(start), "Hé", encode(events[2]), ['{"a"'], encode(events[4]), encode(events[5]),
-                      server_module._END]
+    assert queued == [encode(start), "Hé", encode(events[2]), server_module._ARG_PIECES, '{"a"', encode(events[4]),
+                      encode(events[5]), server_module._END]
     assert pump.put_bytes == sum(len(q) for q in queued[:-1] if type(q) is bytes) + (2 + 16) + (4 + 16)
 
 

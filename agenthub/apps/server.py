@@ -127,8 +127,8 @@ DONE = b"data: [DONE]\n\n"
 WIRE_HEADER = "HTTP_X_AGENTHUB_WIRE"
 #: estimated bytes of an items frame past which it is sent and the next one begun
 MAX_BATCH_BYTES = 1 << 16
-#: while the upstream outpaces the client (the last write carried more than one event), the writer writes at
-#: most once per this many seconds: a burst goes out in a few writes, not one per event (``_Body``)
+#: the writer writes at most once per this many seconds, what queued up since the last write: a burst goes out in
+#: a few writes, not one per event; what comes after a longer silence goes out at once (``_Body``)
 GATHER_SECONDS = 0.002
 _VARIABLE = re.compile(r"^\$([A-Za-z_][A-Za-z0-9_]*)$")
 _TOO_DEEP = ConfigError("the request body is nested too deeply")
@@ -412,7 +412,8 @@ def _run_frame(letter: bytes, pieces: List[str], text: Optional[str] = None) -> 
     frame instead (JSON escapes carry it).  ``text``: the pieces joined by ESC s, when the caller has it."""
     if text is None:
         text = _SEPARATOR.join(pieces)
-    if text.count(_ESC) >= len(pieces):  # more ESC than the separators: a piece holds one (rare), each escaped
+    if _ESC in (text if len(pieces) == 1 else "".join(pieces)):  # a piece holds an ESC (rare): each escaped
+        # (the pieces joined without separators: a search for one character, far cheaper than counting them)
         text = _SEPARATOR.join([_escaped(piece) for piece in pieces])
     else:  # (LF and CR escaped in the whole: a separator holds neither)
         if "\n" in text:
@@ -429,17 +430,24 @@ def _run_frame(letter: bytes, pieces: List[str], text: Optional[str] = None) -> 
 
 _first_of = operator.itemgetter(0)
 
+#: the pump's markers in its queue (items and runs wires): the plain str pieces after ``_ARG_PIECES`` are argument
+#: fragments, those after ``_TEXT_PIECES`` (and before any marker) text pieces.  A marker is queued with the first
+#: piece of the other kind, in one ``extend`` (the writer never takes it alone); no piece is wrapped.
+_TEXT_PIECES = object()
+_ARG_PIECES = object()
 
-def _one_run(batch: List[Any]) -> Optional[Tuple[bytes, int]]:
+
+def _one_run(batch: List[Any], mode: Any = _TEXT_PIECES) -> Optional[Tuple[bytes, int]]:
     """The runs wire: ``batch`` (what the writer took from the queue) as one runs frame and the size the pump
     counted for it, when it is one run: every item a text piece (a str), or every item an argument fragment
-    (``[arguments]``), in all at most ``MAX_BATCH_BYTES`` as counted; else None (``_Body._gather`` then goes item
-    by item).  The same bytes as ``_gather`` makes of such a batch, with the pieces looked at in C (a join, a map)
-    instead of one turn of a Python loop each."""
+    (``[arguments]``; or a str when ``mode``, the kind the last marker said, is ``_ARG_PIECES``), in all at most
+    ``MAX_BATCH_BYTES`` as counted; else None (``_Body._gather`` then goes item by item).  The same bytes as
+    ``_gather`` makes of such a batch, with the pieces looked at in C (a join) instead of one turn of a Python loop
+    each."""
     count = len(batch)
     try:
         text = _SEPARATOR.join(batch)  # a TypeError at the first item that is no str
-        letter = b"t"
+        letter = b"a" if mode is _ARG_PIECES else b"t"
         pieces = batch
     except TypeError:
         if batch[0].__class__ is not list or set(map(type, batch)) != _LISTS:
@@ -935,11 +943,11 @@ class _Pump(object):
     The queue then holds bytes (one ``data:`` frame per event), and last either the end
     marker or the error that ended the stream.  With ``items`` (the client asked for the items wire),
     a delta event of one text piece is queued as its text (a str) and one of an argument fragment
-    without name and id as ``[arguments]``, not encoded: the writer encodes each run of them as one
-    JSON array.  With ``runs`` too (the runs wire), the writer writes each run of text pieces, and each of
-    argument fragments, as one runs frame (``_run_frame``), and a call's complete ``tool_call`` whose
-    arguments are the parse of the fragments sent before it (grammar rule 5) goes with ``"arguments": null``:
-    the client parses the fragments it has.
+    without name and id as its arguments (a str after the marker ``_ARG_PIECES``; ``_TEXT_PIECES`` before
+    text pieces again), not encoded: the writer encodes each run of them as one JSON array.  With ``runs`` too
+    (the runs wire), the writer writes each run of text pieces, and each of argument fragments, as one runs frame
+    (``_run_frame``), and a call's complete ``tool_call`` whose arguments are the parse of the fragments sent
+    before it (grammar rule 5) goes with ``"arguments": null``: the client parses the fragments it has.
     """
 
     def __init__(self, app: AgentHubApp, stream: Any, model_id: str,
@@ -982,6 +990,8 @@ class _Pump(object):
         put = hand_off.put
         queued = hand_off.items
         append = queued.append  # (a piece: put inlined, see _Queue)
+        extend = queued.extend
+        mode = _TEXT_PIECES  # the kind of the pieces queued last (a marker goes with the first of the other kind)
         encode = _encode_event
         started = time.monotonic()
         outcome = "done"
@@ -992,6 +1002,11 @@ class _Pump(object):
         items = self.items
         runs = self.runs
         announced = None  # type: Any  # the runs wire: (name, id) of the call whose fragments went out
+        put_bytes = 0  # (self.put_bytes, kept here: set there before a wait for room and at the end)
+        # the queue is looked at only once ``count`` passes ``frame_room`` or ``put_bytes`` passes ``byte_room``:
+        # till then it cannot hold more than ``limit`` items (one put per count) or ``byte_limit`` bytes not taken
+        frame_room = limit
+        byte_room = byte_limit
         try:
             for event in self.stream:
                 if items and event["event_type"] == "delta" and event["usage_metadata"] is None \
@@ -1003,38 +1018,40 @@ class _Pump(object):
                         (item,) = event["content_items"]  # (one item; cheaper than len() and [0])
                     except (TypeError, ValueError):
                         item = None
-                    piece = None  # type: Any
+                    piece = None  # type: Any  # the kind of piece the event is (_TEXT_PIECES, _ARG_PIECES), if one
                     if item.__class__ is dict:
                         size = len(item)
                         if size == 2:
                             text = item.get("text")
                             if text.__class__ is str and item["type"] == "text":
-                                piece = text
-                                size = len(text) + 16
+                                piece = _TEXT_PIECES
                         elif size == 4:
                             text = item.get("arguments")
                             if text.__class__ is str and item["type"] == "partial_tool_call" and item["name"] == "" \
-                                    and item["tool_call_id"] == "" and item["name"].__class__ is str \
-                                    and item["tool_call_id"].__class__ is str:
-                                piece = [text]
-                                size = len(text) + 16
+                                    and item["tool_call_id"] == "":
+                                piece = _ARG_PIECES
                     if piece is not None:
-                        self.put_bytes += size
-                        append(piece)
+                        put_bytes += len(text) + 16
+                        if piece is mode:
+                            append(text)
+                        else:  # the other kind: its marker and the piece in one extend
+                            mode = piece
+                            extend((piece, text))
+                            frame_room -= 1  # (two items for one count)
                         if hand_off.waiting:
                             hand_off.wake()
                         count += 1
-                        if len(queued) > limit or self.put_bytes - self.taken_bytes > byte_limit:
-                            self._wait_for_room()
+                        if count > frame_room or put_bytes > byte_room:
+                            frame_room, byte_room = self._room(count, put_bytes)
                         continue
                 if runs and event["event_type"] == "delta" and len(event["content_items"]) == 1:
                     event, announced = _without_arguments(event, announced)
                 frame = encode(event)
-                self.put_bytes += len(frame)
+                put_bytes += len(frame)
                 put(frame)
                 count += 1
-                if len(queued) > limit or self.put_bytes - self.taken_bytes > byte_limit:
-                    self._wait_for_room()
+                if count > frame_room or put_bytes > byte_room:
+                    frame_room, byte_room = self._room(count, put_bytes)
             put(_END)
         except AgentHubError as exc:
             outcome = "client gone" if self.stopped else type(exc).__name__
@@ -1053,6 +1070,7 @@ class _Pump(object):
             put(exc)
         finally:
             self.events = count
+            self.put_bytes = put_bytes
             try:
                 self.stream.close()
             except Exception:  # pragma: no cover - closing is best effort
@@ -1065,6 +1083,16 @@ class _Pump(object):
                     logger.exception("agenthub serve: counting the stream of model %r failed", self.model_id)
             logger.info("agenthub serve: model=%s events=%d outcome=%s seconds=%.3f", self.model_id, count, outcome,
                         time.monotonic() - started)
+
+    def _room(self, count: int, put_bytes: int) -> Tuple[int, int]:
+        """The pump's look at the queue (``_read``), ``count`` items put and ``put_bytes`` bytes so far: a wait for
+        room if more than ``MAX_QUEUED_FRAMES`` items or ``MAX_QUEUED_BYTES`` bytes wait for the writer; then the
+        count and the bytes the pump may reach before it looks again (the writer only ever takes meanwhile)."""
+        self.put_bytes = put_bytes
+        queued = self.queue.items
+        if len(queued) > MAX_QUEUED_FRAMES or put_bytes - self.taken_bytes > MAX_QUEUED_BYTES:
+            self._wait_for_room()
+        return count + MAX_QUEUED_FRAMES - len(queued), self.taken_bytes + MAX_QUEUED_BYTES
 
     def _wait_for_room(self) -> None:
         """A client slower than the upstream: stop reading the upstream (TCP pushes back on it) until
@@ -1092,10 +1120,11 @@ class _Body(object):
     """The response iterable: encoded events as they come (several at once when they queued up),
     a keep-alive comment after ``keepalive_seconds`` of silence, ``[DONE]`` or an error event last.
 
-    While the upstream outpaces the client (the last write carried more than one event), the writer
-    writes at most once per ``GATHER_SECONDS``, what queued up meanwhile: a burst goes out in a few
-    writes instead of one per event, and the pump is not interrupted by a writer woken for every
-    event.  A stream whose events come one at a time (a model writing) is written as each arrives."""
+    The writer writes at most once per ``GATHER_SECONDS``: what the pump queues within that time of the last
+    write goes out with the next one, at that time; what comes after a longer silence goes out at once.  So a
+    burst goes out in a few writes instead of one per event (and the pump is not interrupted by a writer woken
+    for every event), and a stream whose events come one at a time (a model writing) is written as each
+    arrives."""
 
     def __init__(self, app: AgentHubApp, pump: _Pump, first: Any) -> None:
         self._app = app
@@ -1103,11 +1132,12 @@ class _Body(object):
         self._first = first
         self._done = False
         self._closed = False
-        self._busy = False  # the last write carried more than one event
-        self._written = 0.0  # when it was made (time.monotonic())
+        self._written = 0.0  # when the last write was made (time.monotonic())
+        self._queued = pump.queue.items  # (the pump's list: taken from in place, never replaced)
         self._take = pump.queue.take
         self._wait = pump.queue.wait
         self._runs_wire = getattr(pump, "runs", False)
+        self._mode = _TEXT_PIECES  # the kind of the plain str pieces the pump queues now (its last marker)
 
     def __iter__(self) -> "_Body":
         return self
@@ -1122,27 +1152,23 @@ class _Body(object):
         elif self._done:
             raise StopIteration
         else:
-            if self._busy:  # more are on the way: let them queue up (at most one write per GATHER_SECONDS)
-                wait = self._written + GATHER_SECONDS - time.monotonic()
-                if wait > 0:
-                    time.sleep(wait)
+            if not self._queued and not self._wait(self._app.keepalive_seconds):
+                return KEEPALIVE
+            # at most one write per GATHER_SECONDS: what queues up until then goes with this one
+            wait = self._written + GATHER_SECONDS - time.monotonic()
+            if wait > 0:
+                time.sleep(wait)
             batch = self._take()
-            if not batch:
-                if not self._wait(self._app.keepalive_seconds):
-                    self._busy = False
-                    return KEEPALIVE
-                batch = self._take()
         if len(batch) == 1 and batch[0].__class__ is bytes:
             item = batch[0]
             self._pump.taken_bytes += len(item)
-            self._busy = False
+            self._written = time.monotonic()
             return item  # one event: no join
         if self._runs_wire:
-            run = _one_run(batch)
+            run = _one_run(batch, self._mode)
             if run is not None:  # (nearly every write of a long answer: its pieces since the last)
                 frame, taken = run
                 self._pump.taken_bytes += taken
-                self._busy = len(batch) > 1
                 self._written = time.monotonic()
                 return frame
         return self._gather(batch)
@@ -1152,6 +1178,7 @@ class _Body(object):
         ``data: [piece, ...]`` frame; on the runs wire each run of text pieces, and each of argument fragments,
         as one runs frame (``_run_frame``); a frame's bytes as they are; the end or an error last."""
         runs = self._runs_wire
+        mode = self._mode
         parts = []  # type: List[bytes]
         group = []  # type: List[Any]  # the pieces of the frame under way
         group_kind = None  # type: Any  # runs wire: str (text pieces) or list (argument fragments); else str
@@ -1159,7 +1186,13 @@ class _Body(object):
         for item in batch:
             kind = item.__class__
             if kind is str or kind is list:  # a piece: its size as the pump counted it
-                piece = item if kind is str else item[0]
+                if kind is str:
+                    piece = item
+                    if mode is _ARG_PIECES:
+                        kind = list
+                        item = [piece]
+                else:
+                    piece = item[0]
                 key = kind if runs else str  # (the items wire holds both kinds in one frame)
                 if key is not group_kind:
                     if group:
@@ -1175,6 +1208,8 @@ class _Body(object):
                     parts.append(self._frame(group_kind, group))
                     group = []
                     group_bytes = 0
+            elif item is _TEXT_PIECES or item is _ARG_PIECES:
+                mode = item  # (the pieces after it are of its kind)
             else:
                 if group:
                     parts.append(self._frame(group_kind, group))
@@ -1185,8 +1220,8 @@ class _Body(object):
                     break
         if group:
             parts.append(self._frame(group_kind, group))
+        self._mode = mode
         self._pump.taken_bytes += taken
-        self._busy = len(batch) > 1
         self._written = time.monotonic()
         return b"".join(parts)
 

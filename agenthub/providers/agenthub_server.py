@@ -228,6 +228,10 @@ def _run(data: str, client: str) -> Tuple[str, List[str]]:
     if letter != "t" and letter != "a":
         raise _malformed(client, "a runs frame of an unknown kind")
     text = data[2:]
+    if letter == "a":  # argument fragments (JSON, which seldom holds a raw LF, CR or ESC): no escape, no search for one
+        pieces = text.split("\x1bs")
+        if "\x1b" not in (text if len(pieces) == 1 else "".join(pieces)):  # (one character: a fast search)
+            return letter, pieces
     if "\x1be" in text:  # a piece holds an ESC (rare): each piece is read back by itself
         return letter, [piece.replace("\x1bn", "\n").replace("\x1br", "\r").replace("\x1be", "\x1b")
                         if "\x1b" in piece else piece for piece in text.split("\x1bs")]
