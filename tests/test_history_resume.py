@@ -353,7 +353,9 @@ def test_an_interactions_call_converts_only_what_is_new(monkeypatch):
 
 
 def _python_calls(action):
-    """How many Python functions ``action()`` calls (C functions not counted)."""
+    """How many Python functions ``action()`` calls (C functions not counted), the garbage collector held off
+    meanwhile (a collection it happened to run would count the finalizers of others' garbage)."""
+    import gc
     import sys
 
     calls = [0]
@@ -362,11 +364,16 @@ def _python_calls(action):
         if event == "call":
             calls[0] += 1
 
+    gc.collect()
+    enabled = gc.isenabled()
+    gc.disable()
     sys.setprofile(profile)
     try:
         action()
     finally:
         sys.setprofile(None)
+        if enabled:
+            gc.enable()
     return calls[0]
 
 

@@ -98,7 +98,9 @@ def test_close_from_another_thread_does_not_wait_on_a_stuck_write():
     thread.join(30)
     assert not thread.is_alive()
     assert isinstance(box["error"], TransportError) and box["error"].aborted is True
-    assert box["at"] <= closed  # the call ended before close() returned
+    # the call ended by close(), not by a timeout: its thread notes the time when it next runs, which on a loaded
+    # machine can be a while after close() returned (the call has no timeout of its own short of connect's 30 s)
+    assert box["at"] - closed < 10.0
     assert leaked(before) == []
 
 
