@@ -328,6 +328,21 @@ def test_redis_append_replies_are_read_whole_across_reads_and_refused_when_out_o
     with pytest.raises(ValueError):
         _read_reply(Whole())  # (a second reply behind it: out of step)
 
+    class Once(object):  # (a reply read whole in one recv: an append's that wrote is read without the parser)
+        def __init__(self, data):
+            self.data = data
+
+        def recv(self, size):
+            data, self.data = self.data, b""
+            return data
+
+    assert _read_reply(Once(b"*2\r\n$2\r\nok\r\n:12\r\n")) == [b"ok", 12]
+    assert _read_reply(Once(b"*2\r\n$2\r\nok\r\n:0\r\n")) == [b"ok", 0]
+    assert _read_reply(Once(b"*2\r\n$3\r\nseq\r\n:4\r\n")) == [b"seq", 4]
+    for behind in (b"*2\r\n$2\r\nok\r\n:12\r\n:1\r\n", b"*2\r\n$2\r\nok\r\n:1\r\n+OK\r\n", b"*2\r\n$2\r\nok\r\n:\r\n"):
+        with pytest.raises(ValueError):
+            _read_reply(Once(behind))  # (out of step, or no number: as the parser says)
+
 
 def test_redis_appends_are_packed_by_the_store_not_by_redis_py():
     """A journal append on the thread's own connection is packed by the store (the pieces a run repeats packed
