@@ -5,6 +5,7 @@
     python bench/journal.py --only matrix|resume|overhead
     python bench/journal.py --only overhead --before main   # the overhead before and after, in one run
     python bench/journal.py --only instructions [--before main] [--keep DIR]   # valgrind: instructions a turn
+    python bench/journal.py --only seam [--before main]   # valgrind: the journal's seam alone, a turn
 
 1. Fault matrix: a 10-turn run (9 turns of 3 tool calls each: ``look_up`` and ``check``, idempotent, and
    ``pay``, ``@tool(idempotent=False)``, whose side effect is kept by its idempotency key; then a text turn)
@@ -28,6 +29,12 @@
    warm-up run, without a journal, on SQLite and on Redis, under callgrind (the local servers outside it): a
    turn's instructions are the slope between the two runs (load-independent), the journal's part a turn the
    difference to the run without one.  ``--before REV`` adds REV's rows; ``--keep DIR`` keeps the dumps.
+5. The seam alone (``--only seam``; needs valgrind): ``RunJournal`` driven with the calls a real run makes on it in
+   one turn (captured from one: ``request``, ``answered``, ``starting``, 3 ``finished``, ``pay``'s last), 12 turns
+   after 3 warm-up ones, on a store that keeps nothing (the entries' text and the bookkeeping), SQLite and Redis;
+   the median turn, the marker's own count taken off.  No threads, sockets of the run or waits: the same count
+   from run to run (the whole client's slope in 4. moves by up to 120K a turn between runs), so a cut of a few
+   thousand instructions shows.  ``--before REV`` adds REV's row.
 """
 
 import argparse
@@ -625,6 +632,145 @@ def instructions_table(folder, before, keep=None):
             redis.close()
 
 
+# -- 5. the journal's seam alone, a turn's calls (valgrind; deterministic) -------------------------------------
+#: the seam's turns measured (after SEAM_WARM warm-up turns): a turn's count is their median
+SEAM_WARM, SEAM_TURNS = 3, 12
+
+
+def _capture(url):
+    """The calls a real run (openai-chat, 3 tool calls a turn) makes on its ``RunJournal`` in its second turn:
+    [(method, args, kwargs)], the arguments as they were (copied)."""
+    import copy
+
+    from agenthub.agent import journal as seam
+    from agenthub.stores import MemoryStore
+
+    calls = []
+    originals = {}
+    for name in ("request", "answered", "starting", "started", "finished"):
+        originals[name] = method = getattr(seam.RunJournal, name)
+
+        def recording(self, *args, _method=method, _name=name, **kwargs):
+            calls.append((_name, copy.deepcopy(args), copy.deepcopy(kwargs)))
+            return _method(self, *args, **kwargs)
+
+        setattr(seam.RunJournal, name, recording)
+    try:
+        run_once("openai-chat", url, "seam-capture", MemoryStore(), turns=3, max_turns=3)
+    finally:
+        for name, method in originals.items():
+            setattr(seam.RunJournal, name, method)
+    turn = [c for c in calls if c[1] and c[1][0] == 1]
+    # (the order as the runner makes them: request, answered, starting, then the results as the calls end; here
+    # in a fixed order: look_up, check, pay, so that pay's result goes with the two kept, as in a run)
+    finished = sorted((c for c in turn if c[0] == "finished"), key=lambda c: c[1][1] == "call_1_2")
+    return [c for c in turn if c[0] != "finished"] + finished
+
+
+class _Nowhere(object):
+    """A store that takes journal writes and keeps nothing (the seam's own cost: the entries' text, the rest)."""
+
+    @staticmethod
+    def make():
+        from agenthub.stores import MemoryStore
+
+        class Nowhere(MemoryStore):
+            def journal_open(self, *args, **kwargs):
+                return None, []
+
+            def journal_append_many(self, *args, **kwargs):
+                pass
+
+            def journal_append(self, *args, **kwargs):
+                pass
+
+            def journal_finish(self, *args, **kwargs):
+                pass
+
+            def journal_release(self, *args, **kwargs):
+                pass
+
+            def journal_claim(self, *args, **kwargs):
+                return None
+
+        return Nowhere()
+
+
+def seam_worker(url, store):
+    """``RunJournal`` on ``store`` ("" for one that keeps nothing) driven with a real turn's calls (``_capture``),
+    SEAM_WARM turns, then SEAM_TURNS turns with ``os.getppid()`` before and after each (their dumps), then an
+    empty pair (the marker's own cost)."""
+    import uuid
+
+    from agenthub.agent.journal import RunJournal
+
+    calls = _capture(url)
+    journal = RunJournal(store or _Nowhere.make(), "seam-" + uuid.uuid4().hex[:8], "print")
+
+    def turn(number):
+        for name, args, kwargs in calls:
+            getattr(journal, name)(number, *args[1:], **kwargs)
+
+    for number in range(SEAM_WARM):
+        turn(number)
+    for number in range(SEAM_WARM, SEAM_WARM + SEAM_TURNS):
+        os.getppid()
+        turn(number)
+    os.getppid()
+    os.getppid()
+    journal.done("done", [])
+
+
+def seam(tree, url, store):
+    """Instructions of the seam a turn (the median of SEAM_TURNS, the marker's cost taken off), the library at
+    ``tree``."""
+    import shutil
+
+    where = tempfile.mkdtemp(prefix="journal-seam-")
+    try:
+        out = os.path.join(where, "cg.out")
+        env = dict(os.environ, PYTHONPATH=tree, PYTHONHASHSEED="0")
+        subprocess.run(["valgrind", "--tool=callgrind", "--dump-before=os_getppid*", "--callgrind-out-file=" + out,
+                        sys.executable, __file__, "seam-worker", url, store],
+                       env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=1800)
+        totals = []
+        for n in range(2, SEAM_TURNS + 3):  # (dump 1: the start-up, the capture and the warm-up turns)
+            with open("{}.{}".format(out, n)) as f:
+                totals.append(next(int(line.split()[1]) for line in f if line.startswith("totals:")))
+        marker = totals.pop()
+        return statistics.median(totals) - marker
+    finally:
+        shutil.rmtree(where, True)
+
+
+def seam_table(folder, before):
+    """The seam's instructions a turn on a store that keeps nothing, SQLite and Redis, this tree (and ``before``'s)."""
+    import ab
+    from store_support import REDIS_SERVER, RedisServer
+
+    trees = [("after", ROOT)] + ([("before", ab.tree_at(before))] if before else [])
+    server = Server()
+    redis = RedisServer().start() if REDIS_SERVER else None
+    try:
+        print("instructions (valgrind callgrind) of the journal's seam a turn (RunJournal driven with a real turn's "
+              "calls: request, answered, starting, 3 finished; median of {} turns)".format(SEAM_TURNS))
+        names = ["a store that keeps nothing", "SQLite"] + (["Redis"] if redis is not None else [])
+        columns = ["side"] + names + ["{}: the store's part".format(name) for name in names[1:]]
+        print("| " + " | ".join(columns) + " |")
+        print("|" + "---|" * len(columns))
+        for side, tree in trees:
+            stores = ["", "sqlite:///" + os.path.join(folder, "seam-{}.db".format(side))]
+            if redis is not None:
+                stores.append(redis.url)
+            counts = [seam(tree, server.url, store) for store in stores]
+            print("| {} | {} | {} |".format(side, " | ".join("{:.1f}K".format(c / 1e3) for c in counts), " | ".join(
+                "+{:.1f}K".format((c - counts[0]) / 1e3) for c in counts[1:])), flush=True)
+    finally:
+        server.close()
+        if redis is not None:
+            redis.close()
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--kills", type=int, default=200)
@@ -664,6 +810,8 @@ def main():
                 missed.append("resume")
         if "instructions" in args.only:
             instructions_table(folder, args.before, args.keep)
+        if "seam" in args.only:
+            seam_table(folder, args.before)
         if "overhead" in args.only and args.before:
             overhead_ab(folder, args.before, args.rounds, 5)
         elif "overhead" in args.only:
@@ -710,6 +858,9 @@ if __name__ == "__main__":
         import agenthub.stores.sqlite  # noqa: F401
     elif sys.argv[1:2] == ["child"]:
         child(*sys.argv[2:7])
+    elif sys.argv[1:2] == ["seam-worker"]:
+        sys.path.insert(0, os.environ["PYTHONPATH"].split(os.pathsep)[0])  # (the tree measured, before this one)
+        seam_worker(*sys.argv[2:4])
     elif sys.argv[1:2] == ["ir-worker"]:
         sys.path.insert(0, os.environ["PYTHONPATH"].split(os.pathsep)[0])  # (the tree measured, before this one)
         ir_worker(*sys.argv[2:4])

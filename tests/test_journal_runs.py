@@ -522,3 +522,35 @@ def test_a_call_entry_and_a_route_kept_from_the_last_turn_are_the_text_they_were
         for cost in (0.5, None, "x"):
             assert seam._turn_text(1, {"role": "assistant"}, cost, journal._route_text(route)) == _WRITTEN_BEFORE(
                 {"turn": 1, "message": {"role": "assistant"}, "cost": cost, "route": dict(route or {}), "k": "turn"})
+
+
+def test_a_result_entry_is_the_text_it_was_whatever_its_item():
+    """The ``result`` entry written around a text result's values (``{"type": "tool_result", "tool_call_id",
+    "text"}`` of strings, in that order) and around any other item: the text the whole entry encoded gives."""
+    from agenthub.agent import journal as seam
+
+    class Text(str):
+        pass
+
+    items = [{"type": "tool_result", "tool_call_id": "c1", "text": "done"},
+             {"type": "tool_result", "tool_call_id": "other", "text": "é \u2028 \"quoted\" \\ \n\t\x00"},
+             {"type": "tool_result", "tool_call_id": "c1", "text": Text("sub")},
+             {"type": Text("tool_result"), "tool_call_id": "c1", "text": "t"},
+             {"type": "tool_result", "tool_call_id": 7, "text": "t"},
+             {"type": "tool_result", "tool_call_id": "c1", "text": None},
+             {"type": "tool_result", "tool_call_id": "c1", "text": "t", "is_error": True},
+             {"tool_call_id": "c1", "type": "tool_result", "text": "t"},
+             {"type": "tool_call", "tool_call_id": "c1", "text": "t"},
+             {"type": "tool_result", "tool_call_id": "c1"},
+             {"type": "tool_result", "tool_call_id": "c1", "content": [{"type": "text", "text": "t"}]}]
+    for item in items:
+        for turn, call_id, seconds in [(1, "c1", 0.25), (2, "c\u2028\"x", 8.2e-05), (3, "c1", None), (True, "c1", 1.0),
+                                       (4, 5, 0.5), (5, "c1", float("inf"))]:
+            entry = {"turn": turn, "id": call_id, "item": item, "seconds": seconds, "k": "result"}
+            try:
+                expected = _WRITTEN_BEFORE(entry)
+            except ValueError:
+                with pytest.raises(ValueError):
+                    seam._result_text(turn, call_id, item, seconds)
+                continue
+            assert seam._result_text(turn, call_id, item, seconds) == expected

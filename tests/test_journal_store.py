@@ -328,6 +328,21 @@ def test_redis_append_replies_are_read_whole_across_reads_and_refused_when_out_o
     with pytest.raises(ValueError):
         _read_reply(Whole())  # (a second reply behind it: out of step)
 
+    class Once(object):  # (a reply read whole in one recv: an append's that wrote is read without the parser)
+        def __init__(self, data):
+            self.data = data
+
+        def recv(self, size):
+            data, self.data = self.data, b""
+            return data
+
+    assert _read_reply(Once(b"*2\r\n$2\r\nok\r\n:12\r\n")) == [b"ok", 12]
+    assert _read_reply(Once(b"*2\r\n$2\r\nok\r\n:0\r\n")) == [b"ok", 0]
+    assert _read_reply(Once(b"*2\r\n$3\r\nseq\r\n:4\r\n")) == [b"seq", 4]
+    for behind in (b"*2\r\n$2\r\nok\r\n:12\r\n:1\r\n", b"*2\r\n$2\r\nok\r\n:1\r\n+OK\r\n", b"*2\r\n$2\r\nok\r\n:\r\n"):
+        with pytest.raises(ValueError):
+            _read_reply(Once(behind))  # (out of step, or no number: as the parser says)
+
 
 def test_redis_appends_are_packed_by_the_store_not_by_redis_py():
     """A journal append on the thread's own connection is packed by the store (the pieces a run repeats packed
@@ -356,3 +371,120 @@ def test_redis_appends_are_packed_by_the_store_not_by_redis_py():
             assert store.journal_claim("run-p", "w2", lease=30) is None  # (let go by the finish)
         finally:
             store.close()
+
+
+#: the journal's tables as the stores of agenthub 2026-12-06 (before the one-statement write) made them
+_EARLIER_SCHEMA = (
+    "CREATE TABLE agenthub_meta (name TEXT PRIMARY KEY, value TEXT NOT NULL)",
+    "CREATE TABLE agenthub_rows (kind TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL, PRIMARY KEY (kind, key))",
+    "CREATE TABLE agenthub_cache (key TEXT PRIMARY KEY, value BLOB NOT NULL, size INTEGER NOT NULL, expires REAL, "
+    "stored REAL NOT NULL)",
+    "CREATE INDEX agenthub_cache_stored ON agenthub_cache (stored)",
+    "CREATE TABLE agenthub_journal_runs (run_id TEXT PRIMARY KEY, owner TEXT, until REAL NOT NULL, "
+    "updated REAL NOT NULL, expires REAL, entries INTEGER NOT NULL)",
+    "CREATE TABLE agenthub_journal (run_id TEXT NOT NULL, seq INTEGER NOT NULL, entry TEXT NOT NULL, "
+    "PRIMARY KEY (run_id, seq))",
+    "INSERT INTO agenthub_meta (name, value) VALUES ('schema', '1')",
+)
+
+
+def test_an_sqlite_journal_write_is_one_statement_with_the_same_fence_and_rows(tmp_path):
+    """A write (not the run's last) is one INSERT into the journal's view, whose trigger checks the fence, updates
+    the run's row and inserts the entries (no BEGIN, UPDATE, INSERT, COMMIT of four); the rows are what the
+    transaction wrote; a fence that fails says why as before; many entries, a ttl, the release: the same rows."""
+    import sqlite3
+
+    store = SQLiteStore("sqlite:///" + str(tmp_path / "runs.db"))
+    try:
+        assert store.journal_claim("run-1", "w1", 30.0, ttl=100.0) is None
+        seen = []
+        store._connection().set_trace_callback(seen.append)
+        store.journal_append_many("run-1", "w1", 0, ["a"], ttl=100.0)
+        store.journal_append_many("run-1", "w1", 1, ["b", "c", "d"], ttl=100.0)
+        store._connection().set_trace_callback(None)
+        statements = {s for s in seen if not s.startswith("--")}  # (3.8 traces the trigger's as comments)
+        assert statements and all(s.startswith("INSERT INTO agenthub_journal_append1 ") for s in statements)
+        with pytest.raises(StoreError, match=r"entry 3 written where entry 4 is next \(two writers\?\)"):
+            store.journal_append_many("run-1", "w1", 3, ["x"], ttl=100.0)
+        with pytest.raises(StoreError, match=r"no longer holds its lease \(another worker holds it now\)"):
+            store.journal_append_many("run-1", "w2", 4, ["x", "y"], ttl=100.0)
+        many = ["e{}".format(n) for n in range(40)]  # (more than one statement takes: the transaction)
+        store.journal_append_many("run-1", "w1", 4, many)
+        store.journal_finish("run-1", "w1", 44, ["z"])
+        assert store.journal_entries("run-1") == ["a", "b", "c", "d"] + many + ["z"]
+        raw = sqlite3.connect(store.path)
+        try:
+            owner, until, updated, expires, entries = raw.execute(
+                "SELECT owner, until, updated, expires, entries FROM agenthub_journal_runs").fetchone()
+            assert (owner, until, expires, entries) == (None, 0, None, 45)
+            assert [r[0] for r in raw.execute("SELECT seq FROM agenthub_journal ORDER BY seq")] == list(range(45))
+        finally:
+            raw.close()
+    finally:
+        store.close()
+
+
+def test_an_sqlite_file_of_an_earlier_agenthub_opens_resumes_and_takes_writes(tmp_path):
+    """A store file made before the journal's view (its tables only, a run journaled there) still opens (no new
+    schema version), its run resumes, the writes go through the view added at the open; the earlier writes (a
+    transaction of the update and the insert) still work on it, as an earlier agenthub sharing it makes them."""
+    import sqlite3
+
+    path = str(tmp_path / "earlier.db")
+    raw = sqlite3.connect(path, isolation_level=None)
+    try:
+        raw.execute("PRAGMA journal_mode = WAL")
+        for statement in _EARLIER_SCHEMA:
+            raw.execute(statement)
+        raw.execute("INSERT INTO agenthub_journal_runs VALUES ('run-e', NULL, 0, 1.0, NULL, 2)")
+        raw.execute("INSERT INTO agenthub_journal VALUES ('run-e', 0, '{\"k\":\"header\"}'), ('run-e', 1, 'one')")
+        assert raw.execute("SELECT count(*) FROM sqlite_master WHERE name = 'agenthub_journal_append1'").fetchone() \
+            == (0,)
+    finally:
+        raw.close()
+    store = SQLiteStore("sqlite:///" + path)
+    try:
+        assert store.journal_open("run-e", "w1", 30.0) == (None, ['{"k":"header"}', "one"])
+        store.journal_append_many("run-e", "w1", 2, ["two", "three"])
+        # an earlier agenthub's write: the fenced update and the insert in one transaction
+        store._transaction(lambda conn, now: store._append(conn, now, "run-e", "w1", 4, ["four"], None, False))
+        store.journal_append_many("run-e", "w1", 5, ["five"])
+        assert store.journal_entries("run-e") == ['{"k":"header"}', "one", "two", "three", "four", "five"]
+        assert [(r["run_id"], r["entries"]) for r in store.journal_runs()] == [("run-e", 6)]
+    finally:
+        store.close()
+    raw = sqlite3.connect(path)
+    try:
+        assert sorted(raw.execute("SELECT type, name FROM sqlite_master WHERE name = 'agenthub_journal_append1'")) \
+            == [("trigger", "agenthub_journal_append1"), ("view", "agenthub_journal_append1")]
+        assert raw.execute("SELECT value FROM agenthub_meta WHERE name = 'schema'").fetchone() == ("1",)
+    finally:
+        raw.close()
+
+
+def test_an_sqlite_journal_write_waits_for_another_writer_as_the_transaction_did(tmp_path):
+    """The one statement takes the write lock first and waits for it (the busy timeout), as BEGIN IMMEDIATE did:
+    a write while another connection holds the lock goes through when it is let go, not refused."""
+    import sqlite3
+    import threading
+
+    store = SQLiteStore("sqlite:///" + str(tmp_path / "runs.db"))
+    holder = sqlite3.connect(store.path, isolation_level=None, check_same_thread=False)
+    try:
+        assert store.journal_claim("run-w", "w1", 30.0) is None
+        store.journal_append_many("run-w", "w1", 0, ["a"])
+        assert store.journal_entries("run-w") == ["a"]  # (this thread's connection has read the file)
+        holder.execute("BEGIN IMMEDIATE")
+        holder.execute("UPDATE agenthub_journal_runs SET updated = updated + 1")  # (a commit the reader has not seen)
+        done = []
+        writer = threading.Thread(target=lambda: done.append(store.journal_append_many("run-w", "w1", 1, ["b"])))
+        writer.start()
+        writer.join(0.3)
+        assert writer.is_alive() and not done  # waiting for the lock
+        holder.execute("COMMIT")
+        writer.join(30)
+        assert done == [None]
+        assert store.journal_entries("run-w") == ["a", "b"]
+    finally:
+        holder.close()
+        store.close()

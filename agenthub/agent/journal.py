@@ -128,13 +128,24 @@ def _turn_text(turn: int, message: Dict[str, Any], cost: Any, route: Any) -> str
         turn, _ENCODE(message), cost_text, route if type(route) is _Text else _ENCODE(route))
 
 
+#: the keys of a tool's text result, in the order a run makes it (``_result_text`` writes it around its values)
+_TEXT_RESULT = ["type", "tool_call_id", "text"]
+
+
 def _result_text(turn: int, call_id: str, item: Dict[str, Any], seconds: float) -> str:
-    """The ``result`` entry: ``_ENCODE({"turn", "id", "item", "seconds", "k": "result"})``, the same text."""
+    """The ``result`` entry: ``_ENCODE({"turn", "id", "item", "seconds", "k": "result"})``, the same text (a text
+    result, ``{"type": "tool_result", "tool_call_id", "text"}`` of strings in this order, written around them)."""
     seconds_text = _number(seconds)
     if type(turn) is not int or type(call_id) is not str or seconds_text is None or seconds is None:
         return _ENCODE({"turn": turn, "id": call_id, "item": item, "seconds": seconds, "k": "result"})
-    return '{"turn":%d,"id":%s,"item":%s,"seconds":%s,"k":"result"}' % (turn, _QUOTE(call_id), _ENCODE(item),
-                                                                       seconds_text)
+    quoted = _QUOTE(call_id)
+    if type(item) is dict and len(item) == 3 and list(item) == _TEXT_RESULT:
+        kind, result_id, text = item.values()
+        if type(kind) is str and kind == "tool_result" and type(result_id) is str and type(text) is str:
+            return ('{"turn":%d,"id":%s,"item":{"type":"tool_result","tool_call_id":%s,"text":%s},"seconds":%s,'
+                    '"k":"result"}' % (turn, quoted, quoted if result_id == call_id else _QUOTE(result_id),
+                                       _QUOTE(text), seconds_text))
+    return '{"turn":%d,"id":%s,"item":%s,"seconds":%s,"k":"result"}' % (turn, quoted, _ENCODE(item), seconds_text)
 
 
 def _call_text(turn: int, call_id: Any, name: Any, digest: str) -> str:

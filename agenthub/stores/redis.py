@@ -64,11 +64,17 @@ class _ErrorReply(str):
     """An error reply (RESP ``-``) read by ``_read_reply``: its text."""
 
 
+#: the start of the journal append's reply when it wrote (``{'ok', the next number}``)
+_OK_REPLY = b"*2\r\n$2\r\nok\r\n:"
+
+
 def _read_reply(sock: Any) -> Any:
     """One RESP2 reply (or RESP3 of the same kinds) read from ``sock`` (a command's: nothing may follow it): bulk
     strings as bytes, integers as int, a nil as None, an error as ``_ErrorReply``; OSError when the socket closed,
     ValueError when the bytes are no reply or more than one."""
     data = sock.recv(65536)
+    if data[:13] == _OK_REPLY and data[-2:] == b"\r\n" and data[13:-2].isdigit():
+        return [b"ok", int(data[13:-2])]  # (an append's reply, whole: what _parse_reply makes of it)
     while True:
         if not data:
             raise OSError("the server closed the connection")

@@ -3,7 +3,9 @@
 ``sqlite:///relative/path`` is a path relative to the working directory, ``sqlite:////absolute/path``
 an absolute one (the convention SQLAlchemy uses: what follows ``sqlite:///`` is the path).  The file is
 created when missing (its folder must exist).  Each read-modify-write is one ``BEGIN IMMEDIATE``
-transaction (the write lock is taken first, so two writers never both read the old row), the journal
+transaction (the write lock is taken first, so two writers never both read the old row; a durable run's
+journal write is one INSERT into a view whose trigger makes the same checks and updates: an implicit
+transaction that takes the write lock first the same way), the journal
 is WAL with ``synchronous = NORMAL`` (readers never wait for a writer; no fsync per update: a power
 loss may drop the last updates, a crashed process never does), and a writer waits up to ``timeout`` seconds (30) for the lock
 before a retryable StoreError.  Times are this machine's wall clock (``time.time``), which every process
@@ -24,6 +26,9 @@ from .journal import JOURNAL_LEASE, JournalRows, check_entries, lost_lease
 
 __all__ = ["SQLiteStore", "sqlite_path"]
 
+#: the most entries one statement writes (more: the transaction of ``_append``)
+_MOST = 8
+
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS agenthub_meta (name TEXT PRIMARY KEY, value TEXT NOT NULL)",
     "CREATE TABLE IF NOT EXISTS agenthub_rows (kind TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL, "
@@ -36,7 +41,26 @@ _SCHEMA = (
     "updated REAL NOT NULL, expires REAL, entries INTEGER NOT NULL)",
     "CREATE TABLE IF NOT EXISTS agenthub_journal (run_id TEXT NOT NULL, seq INTEGER NOT NULL, entry TEXT NOT NULL, "
     "PRIMARY KEY (run_id, seq))",
+    # a journal write in one statement (``SQLiteStore._append_now``): an INSERT of one row (up to _MOST entries,
+    # ``count`` of them given) into this view (no rows of its own) runs its trigger: the fenced update of the run's
+    # row (the holder's live lease, the next number, not expired) as ``_APPEND``, the fence failed (``_FENCE``)
+    # when no row was updated, the entries inserted as numbers ``seq``, ``seq + 1``...  Added to a file of an
+    # earlier agenthub when it opens (its tables as they were, so no new schema version; an earlier agenthub that
+    # shares the file ignores them and writes as it did)
+    "CREATE VIEW IF NOT EXISTS agenthub_journal_append1 AS SELECT NULL AS run_id, NULL AS owner, NULL AS seq, "
+    "NULL AS now, NULL AS expires, NULL AS count, " + ", ".join("NULL AS e{}".format(n) for n in range(_MOST)) +
+    " WHERE 0",
+    "CREATE TRIGGER IF NOT EXISTS agenthub_journal_append1 INSTEAD OF INSERT ON agenthub_journal_append1 BEGIN "
+    "UPDATE agenthub_journal_runs SET updated = NEW.now, expires = NEW.expires, entries = NEW.seq + NEW.count "
+    "WHERE run_id = NEW.run_id AND owner = NEW.owner AND until > NEW.now AND entries = NEW.seq "
+    "AND (expires IS NULL OR expires > NEW.now); "
+    "SELECT RAISE(ABORT, 'agenthub journal fence') WHERE changes() != 1; "
+    "INSERT INTO agenthub_journal (run_id, seq, entry) SELECT NEW.run_id, NEW.seq, NEW.e0" + "".join(
+        " UNION ALL SELECT NEW.run_id, NEW.seq + {0}, NEW.e{0} WHERE NEW.count > {0}".format(n)
+        for n in range(1, _MOST)) + "; END",
 )
+#: the trigger's error when the fence does not hold (then the transaction of ``_append`` says why)
+_FENCE = "agenthub journal fence"
 
 
 def sqlite_path(url: str) -> str:
@@ -49,6 +73,19 @@ def sqlite_path(url: str) -> str:
     if not path or path.endswith("/") or "\x00" in path:
         raise ConfigError("store {!r}: names no file".format(url[:120]))
     return path
+
+
+def _one(count: int, ttl: bool) -> str:
+    """The statement that writes ``count`` entries through the view (parameters: run_id, owner, seq, now, the
+    expiry when ``ttl``, then the entries; no expiry, no entry: a NULL in the text, not a None bound)."""
+    first = 6 if ttl else 5
+    return "INSERT INTO agenthub_journal_append1 VALUES (?1, ?2, ?3, ?4, {}, {}, {})".format(
+        "?5" if ttl else "NULL", count,
+        ", ".join("?{}".format(first + n) if n < count else "NULL" for n in range(_MOST)))
+
+
+_ONE = [""] + [_one(n, False) for n in range(1, _MOST + 1)]
+_ONE_TTL = [""] + [_one(n, True) for n in range(1, _MOST + 1)]
 
 
 class SQLiteStore(JournalRows, StateStore):
@@ -317,9 +354,27 @@ class SQLiteStore(JournalRows, StateStore):
 
     def _append_now(self, run_id: str, owner: str, seq: int, entries: Sequence[str], ttl: Optional[float],
                     release: bool) -> None:
-        """``_append`` in its transaction on this thread's cursor (a run's writes: no cursor made a statement)."""
+        """The entries written with their fence, on this thread's cursor: one INSERT into the view whose trigger
+        checks the fence, updates the run's row and inserts each entry (an implicit transaction that takes the
+        write lock first, waiting for it as ``BEGIN IMMEDIATE`` does: all or none); when the fence does not hold,
+        a release, or many entries, ``_append`` in its transaction (which says why the fence failed)."""
+        cursor = self._cursor()
+        count = len(entries)
+        if not release and count <= _MOST:
+            now = time.time()
+            try:
+                if ttl is None:
+                    cursor.execute(_ONE[count], (run_id, owner, seq, now, *entries))
+                else:
+                    cursor.execute(_ONE_TTL[count], (run_id, owner, seq, now, now + ttl, *entries))
+                return
+            except sqlite3.IntegrityError as exc:
+                if str(exc) != _FENCE:
+                    raise self._failed(exc)
+            except sqlite3.DatabaseError as exc:
+                raise self._failed(exc)
         self._transaction(lambda cursor, now: self._append(cursor, now, run_id, owner, seq, entries, ttl, release),
-                          conn=self._cursor())
+                          conn=cursor)
 
     _APPEND = ("UPDATE agenthub_journal_runs SET updated = ?, expires = ?, entries = ? WHERE run_id = ? AND owner = ? "
                "AND until > ? AND entries = ? AND (expires IS NULL OR expires > ?)")
