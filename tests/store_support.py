@@ -70,16 +70,31 @@ def _user(text):
     return [{"role": "user", "content_items": [{"type": "text", "text": text}]}]
 
 
-def pace_worker(store, base_url, rpm, count, name, start_at):
-    """``count`` requests through a client whose limiter shares ``store``; starts at wall time ``start_at``."""
+def pace_worker(store, base_url, rpm, count, name, start_at, queue=None):
+    """``count`` requests through a client whose limiter shares ``store``; starts at wall time ``start_at``.
+    With ``queue``: puts (name, the seconds the limiter told it to wait in all, the seconds from start_at to its
+    last answer, the wall times the limiter gave it: each reservation's time plus its wait)."""
     from agenthub import AutoLLMClient, RateLimiter
 
     limiter = RateLimiter(rpm=rpm, store=store, key="pace")
+    waited = [0.0]
+    given = []
+    reserve = limiter.reserve
+
+    def counted(*args, **kwargs):
+        ticket, wait = reserve(*args, **kwargs)
+        waited[0] += max(0.0, wait)
+        given.append(time.time() + max(0.0, wait))
+        return ticket, wait
+
+    limiter.reserve = counted
     client = AutoLLMClient("deepseek-v4-flash", client_type="openai-chat", base_url=base_url, api_key="k",
                            limiter=limiter, max_retries=5)
     time.sleep(max(0.0, start_at - time.time()))
     for i in range(count):
         client.response(_user("{}-{}".format(name, i)))
+    if queue is not None:
+        queue.put((name, waited[0], time.time() - start_at, given))
 
 
 def budget_worker(store, base_url, max_usd, name, queue, max_tokens=16):

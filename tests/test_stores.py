@@ -319,13 +319,15 @@ def test_a_killed_holder_s_hold_expires_and_counts_its_worst_case(store_url, tmp
 def test_processes_sharing_a_limiter_use_the_rpm_without_429s(store_url, processes):
     rpm = 1200  # 20 a second, enforced by the server as a token bucket of one second's worth
     total = 80
+    queue = _spawn().Queue()
     with JobServer(rpm=rpm) as server:
         start_at = time.time() + 0.5 + 0.3 * processes  # every process imported and connected by then
         children = [_spawn().Process(target=pace_worker, args=(store_url, server.base_url, rpm, total // processes,
-                                                                "p{}".format(n), start_at))
+                                                                "p{}".format(n), start_at, queue))
                     for n in range(processes)]
         for child in children:
             child.start()
+        results = [queue.get(timeout=120) for _ in children]
         for child in children:
             child.join(90)
         assert [child.exitcode for child in children] == [0] * processes
@@ -333,7 +335,16 @@ def test_processes_sharing_a_limiter_use_the_rpm_without_429s(store_url, process
         late_429 = [t for t, status in server.statuses if status == 429 and t - ok[0] > 1.0]
     assert len(ok) == total
     used = (len(ok) - 1) / (ok[-1] - ok[0]) * 60
-    assert late_429 == [] and used >= 0.85 * rpm, (used, len(late_429))
+    waited = sum(result[1] for result in results)
+    took = sum(result[2] for result in results)
+    given = sorted(at for result in results for at in result[3])
+    paced = (len(given) - 1) / (given[-1] - given[0]) * 60  # the rate of the times the limiter gave
+    assert late_429 == [], (used, len(late_429))
+    # the rpm used: the requests went at 85% of it at least.  On a machine too loaded for the processes to keep
+    # to it (a sleep that ends late, a process slow to ask), the limiter's own part: the times it gave were at
+    # 85% of the rpm at least, or it was not what held them back (it had them wait under 15% of their time).  A
+    # limiter that paces slower than the rpm fails all three (it has them wait over 90% of their time).
+    assert used >= 0.85 * rpm or paced >= 0.85 * rpm or waited <= 0.15 * took, (used, paced, waited, took)
 
 
 @pytest.mark.parametrize("max_tokens", [16, 1])
