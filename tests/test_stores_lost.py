@@ -135,10 +135,12 @@ def test_one_lease_thread_serves_a_flow_of_holds_and_ends_after(server, monkeypa
 
     import agenthub.budget
 
-    monkeypatch.setattr(agenthub.budget, "LEASE_SECONDS", 0.6)
+    # (a lease of 3 s renewed each second: a loaded machine that stalls the renewer past 0.6 s lost the kept hold,
+    # and a second renewer then rightly started)
+    monkeypatch.setattr(agenthub.budget, "LEASE_SECONDS", 3.0)
     budgets = [Budget(1.0, store=server.url, key="flow-{}".format(i)) for i in range(2)]
     seen = set()
-    # one hold kept through the flow, so the renewer has work all along (between two holds it lingers only 0.2 s
+    # one hold kept through the flow, so the renewer has work all along (between two holds it lingers only 1 s
     # here, which a loaded machine can pass: then a new renewer would rightly start)
     kept = budgets[1].reserve("deepseek-v4-flash", 100, 10)
     for i in range(20):
@@ -148,7 +150,7 @@ def test_one_lease_thread_serves_a_flow_of_holds_and_ends_after(server, monkeypa
     kept.release()
     assert len(seen) == 1  # one renewer for the process, not a thread per hold (nor per budget)
     for thread in [t for t in threading.enumerate() if t.name == "agenthub-lease"]:
-        thread.join(10)  # it lingers one renewal period (0.2 s here), then ends
+        thread.join(10)  # it lingers one renewal period (1 s here), then ends
     assert not [t for t in threading.enumerate() if t.name == "agenthub-lease"]
     for budget in budgets:
         budget.store.close()
