@@ -1,6 +1,7 @@
 """agenthub.mcp over stdio against a fake server subprocess: both eras, the faults, nothing left behind."""
 
 import sys
+import time
 import threading
 
 import pytest
@@ -18,6 +19,10 @@ def test_modern_server_is_spoken_to_without_initialize():
         assert server.list_tools() == [{"name": "echo", "description": "list #1",
                                         "parameters": {"type": "object"}}]
         assert server.call_tool("echo", {"text": "hi"}) == {"type": "tool_result", "text": "hi"}
+        # (stderr is read by a thread of its own, beside the answers: on a loaded machine it can come after them)
+        deadline = time.monotonic() + 10
+        while "fake server starting" not in server.stderr and time.monotonic() < deadline:
+            time.sleep(0.01)
         assert "fake server starting" in server.stderr
     assert leaked(before) == []
 
