@@ -128,9 +128,10 @@ def _loops(src, base_url, workers=8):
     return pool, runner
 
 
-def _throughput(src, folder, base_url, reps, first):
-    """A warm-up pair, then ``reps`` pairs (the order alternating, ``first`` the side of the first pair):
-    {"pool": [(wall s, CPU s), ...], "runner": [...]}, pair by pair."""
+def _alternate(src, folder, base_url, reps, first, tag, measure):
+    """A warm-up pair of the plain pool and the runner, then ``reps`` pairs (the order alternating, ``first`` the
+    side of the first pair), each run writing its output to a file of its own: prints {"pool": [measure(run, output
+    path), ...], "runner": [...]}, pair by pair."""
     pool, runner = _loops(src, base_url)
     sides = [("pool", pool), ("runner", runner)]
     if first == "runner":
@@ -138,21 +139,29 @@ def _throughput(src, folder, base_url, reps, first):
     res = {"pool": [], "runner": []}
     for n in range(reps + 1):
         for name, fn in (sides if n % 2 == 0 else sides[::-1]):
-            out = os.path.join(folder, "tp-{}-{}.jsonl".format(name, n))
-            c0, w0 = time.process_time(), time.monotonic()
-            fn(out)
-            c1, w1 = time.process_time(), time.monotonic()
+            out = os.path.join(folder, "{}-{}-{}.jsonl".format(tag, name, n))
+            value = measure(fn, out)
             os.unlink(out)
             if n:
-                res[name].append((w1 - w0, c1 - c0))
+                res[name].append(value)
     print(json.dumps(res))
 
 
+def _throughput(src, folder, base_url, reps, first):
+    """{"pool": [(wall s, CPU s), ...], "runner": [...]}, pair by pair (``_alternate``)."""
+    def timed(fn, out):
+        c0, w0 = time.process_time(), time.monotonic()
+        fn(out)
+        c1, w1 = time.process_time(), time.monotonic()
+        return w1 - w0, c1 - c0
+
+    _alternate(src, folder, base_url, reps, first, "tp", timed)
+
+
 def _start(src, folder, base_url, reps, first):
-    """A warm-up pair, then ``reps`` pairs: {"pool": [ms from the call to its first request, ...], "runner": [...]}."""
+    """{"pool": [ms from the call to its first request, ...], "runner": [...]}, pair by pair (``_alternate``)."""
     import requests.adapters
 
-    pool, runner = _loops(src, base_url)
     real = requests.adapters.HTTPAdapter.send
     seen = []
 
@@ -162,20 +171,14 @@ def _start(src, folder, base_url, reps, first):
         return real(self, *args, **kwargs)
 
     requests.adapters.HTTPAdapter.send = send
-    sides = [("pool", pool), ("runner", runner)]
-    if first == "runner":
-        sides.reverse()
-    res = {"pool": [], "runner": []}
-    for n in range(reps + 1):
-        for name, fn in (sides if n % 2 == 0 else sides[::-1]):
-            out = os.path.join(folder, "st-{}-{}.jsonl".format(name, n))
-            del seen[:]
-            started = time.perf_counter()
-            fn(out)
-            os.unlink(out)
-            if n:
-                res[name].append((seen[0] - started) * 1e3)
-    print(json.dumps(res))
+
+    def first_request(fn, out):
+        del seen[:]
+        started = time.perf_counter()
+        fn(out)
+        return (seen[0] - started) * 1e3
+
+    _alternate(src, folder, base_url, reps, first, "st", first_request)
 
 
 #: --ablate NAME: what takes a part of the runner's per-row work out (a stub in its place), for part 4
@@ -289,6 +292,21 @@ def _worker(tree, args, tmp=None):
     return json.loads(out.stdout.decode().strip().splitlines()[-1])
 
 
+def _paired(trees, rounds, args):
+    """``args`` run by worker processes of both sides (``trees``: "before", "after"), alternating which goes first
+    and, round by round, which loop (the plain pool, the runner) the worker starts with: ({side: results},
+    {side: the load before each})."""
+    import ab
+
+    results = {"before": [], "after": []}
+    loads = {"before": [], "after": []}
+    for r in range(rounds):
+        for side in (("before", "after") if r % 2 == 0 else ("after", "before")):
+            loads[side].append(ab.load())
+            results[side].append(_worker(trees[side], args + ["pool" if r % 2 == 0 else "runner"]))
+    return results, loads
+
+
 def main():
     import ab
 
@@ -371,13 +389,7 @@ def main():
         if "throughput" in args.only:
             src = os.path.join(folder, "tp.jsonl")
             _write_job(src, args.tp_rows, base_url)
-            tp = {"before": [], "after": []}
-            loads = {"before": [], "after": []}
-            for r in range(args.rounds):
-                for side in (("before", "after") if r % 2 == 0 else ("after", "before")):
-                    loads[side].append(ab.load())
-                    tp[side].append(_worker(trees[side], ["--tp", src, folder, base_url, str(args.tp_reps),
-                                                          "pool" if r % 2 == 0 else "runner"]))
+            tp, loads = _paired(trees, args.rounds, ["--tp", src, folder, base_url, str(args.tp_reps)])
             print("2. {:,} rows, jobs.run(workers=8) against a plain 8-thread pool (same client), {} processes a side "
                   "x {} pairs, medians".format(args.tp_rows, args.rounds, args.tp_reps))
             for side in ("before", "after"):
@@ -396,13 +408,7 @@ def main():
         if "start" in args.only:
             src = os.path.join(folder, "st.jsonl")
             _write_job(src, args.start_rows, base_url)
-            st = {"before": [], "after": []}
-            loads = {"before": [], "after": []}
-            for r in range(args.rounds):
-                for side in (("before", "after") if r % 2 == 0 else ("after", "before")):
-                    loads[side].append(ab.load())
-                    st[side].append(_worker(trees[side], ["--st", src, folder, base_url, str(args.tp_reps),
-                                                          "pool" if r % 2 == 0 else "runner"]))
+            st, loads = _paired(trees, args.rounds, ["--st", src, folder, base_url, str(args.tp_reps)])
             print("5. {:,} rows: ms from the call to its first request, jobs.run(workers=8) against the plain pool, "
                   "warm (a warm-up pair first), {} processes a side x {} pairs, medians".format(
                       args.start_rows, args.rounds, args.tp_reps))

@@ -573,6 +573,20 @@ def ir_worker(url, store):
     os.getppid()
 
 
+def _callgrind_totals(tree, worker, url, store, out, dumps):
+    """This script's ``worker`` (``ir-worker``, ``seam-worker``) under callgrind, the library at ``tree``, a dump
+    at each ``os.getppid`` it calls (its marker): the total instructions of the dumps numbered ``dumps``."""
+    env = dict(os.environ, PYTHONPATH=tree, PYTHONHASHSEED="0")
+    subprocess.run(["valgrind", "--tool=callgrind", "--dump-before=os_getppid*", "--callgrind-out-file=" + out,
+                    sys.executable, __file__, worker, url, store],
+                   env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=1800)
+    totals = []
+    for n in dumps:
+        with open("{}.{}".format(out, n)) as f:
+            totals.append(next(int(line.split()[1]) for line in f if line.startswith("totals:")))
+    return totals
+
+
 def instructions(tree, url, store, keep=None):
     """(instructions a turn, instructions a run besides its turns) of ``ir_worker``'s runs, the library at
     ``tree``: the slope between the runs of IR_SHORT and IR_LONG turns, and the rest of the short run."""
@@ -581,14 +595,7 @@ def instructions(tree, url, store, keep=None):
     where = tempfile.mkdtemp(prefix="journal-ir-")
     try:
         out = os.path.join(where, "cg.out")
-        env = dict(os.environ, PYTHONPATH=tree, PYTHONHASHSEED="0")
-        subprocess.run(["valgrind", "--tool=callgrind", "--dump-before=os_getppid*", "--callgrind-out-file=" + out,
-                        sys.executable, __file__, "ir-worker", url, store],
-                       env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=1800)
-        runs = []
-        for n in (2, 3):  # (dump 1: the start-up and the warm-up run)
-            with open("{}.{}".format(out, n)) as f:
-                runs.append(next(int(line.split()[1]) for line in f if line.startswith("totals:")))
+        runs = _callgrind_totals(tree, "ir-worker", url, store, out, (2, 3))  # (dump 1: the start-up, the warm-up)
         if keep:
             os.makedirs(keep, exist_ok=True)
             name = "{}-{}".format(os.path.basename(tree.rstrip("/")), store.split(":", 1)[0] or "none")
@@ -728,15 +735,9 @@ def seam(tree, url, store):
 
     where = tempfile.mkdtemp(prefix="journal-seam-")
     try:
-        out = os.path.join(where, "cg.out")
-        env = dict(os.environ, PYTHONPATH=tree, PYTHONHASHSEED="0")
-        subprocess.run(["valgrind", "--tool=callgrind", "--dump-before=os_getppid*", "--callgrind-out-file=" + out,
-                        sys.executable, __file__, "seam-worker", url, store],
-                       env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=1800)
-        totals = []
-        for n in range(2, SEAM_TURNS + 3):  # (dump 1: the start-up, the capture and the warm-up turns)
-            with open("{}.{}".format(out, n)) as f:
-                totals.append(next(int(line.split()[1]) for line in f if line.startswith("totals:")))
+        # (dump 1: the start-up, the capture and the warm-up turns)
+        totals = _callgrind_totals(tree, "seam-worker", url, store, os.path.join(where, "cg.out"),
+                                   range(2, SEAM_TURNS + 3))
         marker = totals.pop()
         return statistics.median(totals) - marker
     finally:
