@@ -27,6 +27,12 @@ def _fast(monkeypatch):
                         else (None if retry_after > 60 else retry_after))
 
 
+
+def _read(path, mode="r"):
+    """The whole file at ``path`` (closed after: no handle left to the garbage collector)."""
+    with open(path, mode) as handle:
+        return handle.read()
+
 def _user(text):
     return {"role": "user", "content_items": [{"type": "text", "text": text}]}
 
@@ -88,7 +94,7 @@ def test_a_torn_last_line_is_cut_and_its_row_sent_again(tmp_path):
         src = _write(tmp_path / "in.jsonl", _rows(server, ["a", "b", "c"]))
         out = str(tmp_path / "out.jsonl")
         jobs.run(src, out, progress=False)
-        lines = open(out, "rb").read().splitlines(True)
+        lines = _read(out, "rb").splitlines(True)
         torn_id = json.loads(lines[-1])["id"]
         with open(out, "wb") as f:
             f.write(b"".join(lines[:-1]) + lines[-1][:25])
@@ -97,7 +103,7 @@ def test_a_torn_last_line_is_cut_and_its_row_sent_again(tmp_path):
         text = {"r0": "a", "r1": "b", "r2": "c"}[torn_id]
         assert server.counts[text] == 2 and sum(server.counts.values()) == 4
     assert sorted(_by_id(out)) == ["r0", "r1", "r2"]
-    assert all(line.endswith(b"\n") for line in open(out, "rb").read().splitlines(True))
+    assert all(line.endswith(b"\n") for line in _read(out, "rb").splitlines(True))
 
 
 def test_a_failing_row_gets_an_error_row_and_retry_failed_replaces_it(tmp_path):
@@ -214,7 +220,7 @@ def test_progress_callable_plain_lines_and_no_key_anywhere(tmp_path, monkeypatch
     assert err.startswith("agenthub.jobs: 3/3 rows, 1 failed, 2 skipped") or "agenthub.jobs: 3/3 rows" in err
     bad = _by_id(out)["k2"]
     assert bad["error"]["status"] == 401 and "bad key" in bad["error"]["message"]
-    for text in (open(out).read(), open(src).read(), err, json.dumps(seen)):
+    for text in (_read(out), _read(src), err, json.dumps(seen)):
         assert secret not in text and secret[8:20] not in text  # ... and nowhere else
 
 
@@ -402,7 +408,7 @@ def test_a_user_password_base_url_never_reaches_output_rows_in_any_spelling(tmp_
         assert [auth for _, _, auth in server.log] == ["Basic " + basic]  # what requests did send
     row = _by_id(out)["b0"]
     assert row["error"]["status"] == 401 and row["error"]["message"].startswith("bad key ")
-    text = open(out).read()
+    text = _read(out)
     assert basic not in text and password not in text and basic[:12] not in text
 
 
