@@ -27,7 +27,6 @@ def _fast(monkeypatch):
                         else (None if retry_after > 60 else retry_after))
 
 
-
 def _read(path, mode="r"):
     """The whole file at ``path`` (closed after: no handle left to the garbage collector)."""
     with open(path, mode) as handle:
