@@ -32,6 +32,7 @@ def _read(path, mode="r"):
     with open(path, mode) as handle:
         return handle.read()
 
+
 def _user(text):
     return {"role": "user", "content_items": [{"type": "text", "text": text}]}
 
