@@ -1202,6 +1202,39 @@ def test_mcp_requests_are_spans_and_carry_the_trace_context_in_meta(otel, era, v
                                                                      int(span.context.trace_flags))
 
 
+@needs_call_hooks
+@pytest.mark.skipif(not (_mcp_wired() and _runner_wired()), reason="the MCP client or the tool runner is not wired "
+                                                                   "to telemetry in this tree")
+def test_a_run_built_and_iterated_in_a_callers_span_holds_its_tools_list_span_too(otel):
+    """docs/telemetry.md: a run lists its MCP handle's tools when it is built, before its invoke_agent span starts
+    (at the first iteration); inside a span of the caller's both nest under that span, in one trace."""
+    from agenthub import AutoLLMClient, mcp
+    from mcp_support import FAKE_HTTP, Subprocess
+    from sse_server import Answer, SSEServer
+
+    otel.start()
+    fake = Subprocess([FAKE_HTTP, "modern"])
+    try:
+        with SSEServer() as server, mcp.connect(fake.url, timeout=10) as handle:
+            server.answers.append(Answer([_read(FIXTURES, "chat_cached.sse")]))
+            client = AutoLLMClient("gpt-tel", api_key="k", base_url=server.url + "/v1", client_type="openai-chat",
+                                   max_retries=0)
+            with telemetry.agent_span("caller") as caller:
+                run = client.run(ASK, tools=[handle])
+                listed = [s.name for s in otel.exporter.get_finished_spans()]
+                result = run.result()
+    finally:
+        fake.stop()
+    assert result.stop == "done"
+    assert "tools/list" in listed and "invoke_agent" not in listed  # listed when built, before the run's span
+    spans = otel.exporter.get_finished_spans()
+    listings = [s for s in spans if s.name == "tools/list"]  # (one a page: the fake's list has two)
+    (agent,) = [s for s in spans if s.name == "invoke_agent"]
+    assert len(listings) == 2 and all(s.parent.span_id == caller.span.context.span_id for s in listings)
+    assert agent.parent.span_id == caller.span.context.span_id
+    assert {s.context.trace_id for s in listings + [agent]} == {caller.span.context.trace_id}
+
+
 def test_an_sdk_configured_globally_after_instrument_is_used():
     _sdk()  # skips without the SDK
     code = r"""
