@@ -488,3 +488,33 @@ def test_an_sqlite_journal_write_waits_for_another_writer_as_the_transaction_did
     finally:
         holder.close()
         store.close()
+
+
+def test_an_sqlite_journal_write_refused_by_its_fence_says_why_before_its_entries_are_bound(tmp_path):
+    """The one statement binds the entries before its trigger checks the fence; the transaction checked the fence
+    first.  An entry SQLite cannot take (a lone surrogate: not UTF-8; a list) with a fence that does not hold (the
+    wrong number, another worker's lease, a run forgotten): the fence's StoreError as before, not the entry's
+    error; with the fence held, the entry's error as before, nothing written, the connection usable after."""
+    import sqlite3
+
+    store = SQLiteStore("sqlite:///" + str(tmp_path / "runs.db"))
+    try:
+        assert store.journal_claim("run-s", "w1", 30.0) is None
+        store.journal_append_many("run-s", "w1", 0, ["a"])
+        assert store.journal_claim("run-o", "w2", 30.0) is None
+        for bad in (["\ud800"], ["b", "x\udfff"], [["a"]]):
+            with pytest.raises(StoreError, match=r"entry 0 written where entry 1 is next \(two writers\?\)"):
+                store.journal_append_many("run-s", "w1", 0, bad)
+            with pytest.raises(StoreError, match=r"no longer holds its lease \(another worker holds it now\)"):
+                store.journal_append_many("run-o", "w1", 0, bad)
+            with pytest.raises(StoreError, match=r"no longer holds its lease \(it lapsed: renewed too late\)"):
+                store.journal_append_many("run-gone", "w1", 0, bad)
+        with pytest.raises(UnicodeEncodeError):
+            store.journal_append_many("run-s", "w1", 1, ["b", "x\udfff"])
+        with pytest.raises((StoreError, sqlite3.Error)):  # (as the transaction says it: this Python's words)
+            store.journal_append_many("run-s", "w1", 1, [["a"]])
+        assert not store._connection().in_transaction
+        store.journal_append_many("run-s", "w1", 1, ["b"])
+        assert store.journal_entries("run-s") == ["a", "b"]
+    finally:
+        store.close()
