@@ -594,3 +594,35 @@ def test_a_result_entry_is_the_text_it_was_for_odd_texts_ids_numbers_and_keys():
                         seam._result_text(turn, call_id, item, seconds)
                     continue
                 assert seam._result_text(turn, call_id, item, seconds) == expected, entry
+
+
+@tool
+def echo_raw(city: str) -> str:
+    """Echo a city with what its bytes decoded to (a lone surrogate where they were not UTF-8)."""
+    ran.append(("echo_raw", city))
+    return city + (" \udcff" if city == "Rome" else " \ud83d\ude00")
+
+
+def test_a_tool_result_with_a_lone_surrogate_fails_the_run_as_it_does_without_a_journal(store_url):
+    """A tool's text holding a lone surrogate (bytes decoded with surrogateescape): a run journaled on SQLite or
+    Redis (which keep UTF-8) stores the result with the surrogate escaped (JSON reads it back the same) and fails
+    at the next request with the ConfigError a run without a journal (or journaled in memory) gets, not an untyped
+    UnicodeEncodeError from the store; the resumed run replays the result and fails the same, sending nothing.
+    Two lone surrogates side by side (which JSON's escapes would read back as one character): a JournalError."""
+    script = [chat_calls([("c1", "echo_raw", '{"city": "Rome"}')]), chat_text("Done.")]
+    errors = []
+    for journal in (None, MemoryStore(), store_url, store_url):
+        with SSEServer() as server:
+            server.answers += [Answer([answer]) for answer in script]
+            kwargs = {} if journal is None else {"journal": journal, "run_id": "raw-1"}
+            with pytest.raises(ConfigError) as info:
+                client_for(server).run([USER], tools=[echo_raw], **kwargs).result()
+            errors.append((str(info.value), len(server.requests)))
+    assert "lone surrogate" in errors[0][0]
+    assert errors == [errors[0]] * 3 + [(errors[0][0], 0)]  # (resumed: the result replayed, nothing sent)
+    assert ran == [("echo_raw", "Rome")] * 3
+    with SSEServer() as server:
+        server.answers += [Answer([chat_calls([("c1", "echo_raw", '{"city": "Oslo"}')])])]
+        with pytest.raises(JournalError) as info:
+            client_for(server).run([USER], tools=[echo_raw], journal=store_url, run_id="raw-2").result()
+    assert info.value.reason == "entry" and info.value.run_id == "raw-2"
