@@ -615,3 +615,53 @@ def test_an_sqlite_journal_write_in_one_statement_is_the_transaction_s_write_in_
     finally:
         raw.close()
         store.close()
+
+
+#: a process that holds the SQLite file's write lock (BEGIN IMMEDIATE, a row updated) until told to let it go
+HOLDER = """
+import sqlite3, sys
+conn = sqlite3.connect(sys.argv[1], isolation_level=None)
+conn.execute("BEGIN IMMEDIATE")
+conn.execute("UPDATE agenthub_journal_runs SET updated = updated + 1")
+print("held", flush=True)
+sys.stdin.readline()
+conn.execute("COMMIT")
+conn.close()
+"""
+
+
+def test_an_sqlite_journal_write_past_the_busy_timeout_is_the_transaction_s_retryable_error(tmp_path):
+    """Another process holds the write lock past the store's busy timeout: the one statement's write (a fence that
+    holds, one that does not) and the transaction's (the release, many entries) each wait out the timeout and give
+    the same retryable StoreError, with nothing written and no transaction left open; once the lock is let go the
+    writes go through."""
+    store = SQLiteStore("sqlite:///" + str(tmp_path / "runs.db"), timeout=0.3)
+    holder = None
+    try:
+        assert store.journal_claim("run-b", "w1", 60.0) is None
+        store.journal_append_many("run-b", "w1", 0, ["a"])
+        holder = subprocess.Popen([sys.executable, "-c", HOLDER, store.path], stdin=subprocess.PIPE,
+                                  stdout=subprocess.PIPE)
+        assert holder.stdout.readline() == b"held\n"
+        said = set()
+        for seq, entries, finish in [(1, ["b"], False), (7, ["b"], False), (1, ["b"] * 9, False), (1, ["b"], True)]:
+            with pytest.raises(StoreError) as info:
+                (store.journal_finish if finish else store.journal_append_many)("run-b", "w1", seq, entries)
+            assert info.value.retryable is True
+            said.add(str(info.value))
+            assert not store._connection().in_transaction
+        assert said == {"store {!r}: still busy after 0.3 s: database is locked".format(store.url[:120])}
+        holder.stdin.write(b"\n")
+        holder.stdin.flush()
+        assert holder.wait(30) == 0
+        store.journal_append_many("run-b", "w1", 1, ["b"])
+        store.journal_finish("run-b", "w1", 2, ["c"])
+        assert store.journal_entries("run-b") == ["a", "b", "c"]
+    finally:
+        if holder is not None:
+            if holder.poll() is None:
+                holder.kill()
+                holder.wait(10)
+            holder.stdin.close()
+            holder.stdout.close()
+        store.close()
