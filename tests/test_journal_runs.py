@@ -554,3 +554,75 @@ def test_a_result_entry_is_the_text_it_was_whatever_its_item():
                     seam._result_text(turn, call_id, item, seconds)
                 continue
             assert seam._result_text(turn, call_id, item, seconds) == expected
+
+
+def test_a_result_entry_is_the_text_it_was_for_odd_texts_ids_numbers_and_keys():
+    """The text result's template against the whole entry encoded, on what the first test does not try: lone
+    surrogates and control characters in the text and the ids, an id equal to the call's or not, extra or other
+    keys (``is_error`` after ``text``, a key of a str subclass, a dict subclass), and seconds that are -0.0, tiny,
+    huge, negative, an int, NaN or infinite (the encoder's ValueError, as before), turns of int subclasses."""
+    from agenthub.agent import journal as seam
+
+    class Text(str):
+        pass
+
+    class Item(dict):
+        pass
+
+    class Turn(int):
+        pass
+
+    texts = ["", "\ud800", "a\udfffb", "\x00\x01\x1f\x7f\x80\x9f", "\u2028\u2029\ufeff", "\U0001F600", "\\\"/"]
+    ids = ["c1", "", "\udc80", "c\x00\n"]
+    items = []
+    for text in texts:
+        for result_id in ids:
+            items += [{"type": "tool_result", "tool_call_id": result_id, "text": text},
+                      {"type": "tool_result", "tool_call_id": result_id, "text": text, "is_error": True},
+                      Item(type="tool_result", tool_call_id=result_id, text=text),
+                      {Text("type"): "tool_result", "tool_call_id": result_id, "text": text}]
+    numbers = [-0.0, 5e-324, 1e308, -1.5, 1e16, 3, float("nan"), float("-inf")]
+    for item in items:
+        for call_id in ids:
+            for turn, seconds in [(1, numbers[len(call_id) % 8]), (Turn(2), 0.5), (0, numbers[len(item) % 8]),
+                                  (3, numbers[(len(item["text"]) + len(call_id)) % 8])]:
+                entry = {"turn": turn, "id": call_id, "item": item, "seconds": seconds, "k": "result"}
+                try:
+                    expected = _WRITTEN_BEFORE(entry)
+                except ValueError:
+                    with pytest.raises(ValueError):
+                        seam._result_text(turn, call_id, item, seconds)
+                    continue
+                assert seam._result_text(turn, call_id, item, seconds) == expected, entry
+
+
+@tool
+def echo_raw(city: str) -> str:
+    """Echo a city with what its bytes decoded to (a lone surrogate where they were not UTF-8)."""
+    ran.append(("echo_raw", city))
+    return city + (" \udcff" if city == "Rome" else " \ud83d\ude00")
+
+
+def test_a_tool_result_with_a_lone_surrogate_fails_the_run_as_it_does_without_a_journal(store_url):
+    """A tool's text holding a lone surrogate (bytes decoded with surrogateescape): a run journaled on SQLite or
+    Redis (which keep UTF-8) stores the result with the surrogate escaped (JSON reads it back the same) and fails
+    at the next request with the ConfigError a run without a journal (or journaled in memory) gets, not an untyped
+    UnicodeEncodeError from the store; the resumed run replays the result and fails the same, sending nothing.
+    Two lone surrogates side by side (which JSON's escapes would read back as one character): a JournalError."""
+    script = [chat_calls([("c1", "echo_raw", '{"city": "Rome"}')]), chat_text("Done.")]
+    errors = []
+    for journal in (None, MemoryStore(), store_url, store_url):
+        with SSEServer() as server:
+            server.answers += [Answer([answer]) for answer in script]
+            kwargs = {} if journal is None else {"journal": journal, "run_id": "raw-1"}
+            with pytest.raises(ConfigError) as info:
+                client_for(server).run([USER], tools=[echo_raw], **kwargs).result()
+            errors.append((str(info.value), len(server.requests)))
+    assert "lone surrogate" in errors[0][0]
+    assert errors == [errors[0]] * 3 + [(errors[0][0], 0)]  # (resumed: the result replayed, nothing sent)
+    assert ran == [("echo_raw", "Rome")] * 3
+    with SSEServer() as server:
+        server.answers += [Answer([chat_calls([("c1", "echo_raw", '{"city": "Oslo"}')])])]
+        with pytest.raises(JournalError) as info:
+            client_for(server).run([USER], tools=[echo_raw], journal=store_url, run_id="raw-2").result()
+    assert info.value.reason == "entry" and info.value.run_id == "raw-2"

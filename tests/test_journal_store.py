@@ -488,3 +488,180 @@ def test_an_sqlite_journal_write_waits_for_another_writer_as_the_transaction_did
     finally:
         holder.close()
         store.close()
+
+
+def test_an_sqlite_journal_write_refused_by_its_fence_says_why_before_its_entries_are_bound(tmp_path):
+    """The one statement binds the entries before its trigger checks the fence; the transaction checked the fence
+    first.  An entry SQLite cannot take (a lone surrogate: not UTF-8; a list) with a fence that does not hold (the
+    wrong number, another worker's lease, a run forgotten): the fence's StoreError as before, not the entry's
+    error; with the fence held, the entry's error as before, nothing written, the connection usable after."""
+    import sqlite3
+
+    store = SQLiteStore("sqlite:///" + str(tmp_path / "runs.db"))
+    try:
+        assert store.journal_claim("run-s", "w1", 30.0) is None
+        store.journal_append_many("run-s", "w1", 0, ["a"])
+        assert store.journal_claim("run-o", "w2", 30.0) is None
+        for bad in (["\ud800"], ["b", "x\udfff"], [["a"]]):
+            with pytest.raises(StoreError, match=r"entry 0 written where entry 1 is next \(two writers\?\)"):
+                store.journal_append_many("run-s", "w1", 0, bad)
+            with pytest.raises(StoreError, match=r"no longer holds its lease \(another worker holds it now\)"):
+                store.journal_append_many("run-o", "w1", 0, bad)
+            with pytest.raises(StoreError, match=r"no longer holds its lease \(it lapsed: renewed too late\)"):
+                store.journal_append_many("run-gone", "w1", 0, bad)
+        with pytest.raises(UnicodeEncodeError):
+            store.journal_append_many("run-s", "w1", 1, ["b", "x\udfff"])
+        with pytest.raises((StoreError, sqlite3.Error)):  # (as the transaction says it: this Python's words)
+            store.journal_append_many("run-s", "w1", 1, [["a"]])
+        assert not store._connection().in_transaction
+        store.journal_append_many("run-s", "w1", 1, ["b"])
+        assert store.journal_entries("run-s") == ["a", "b"]
+    finally:
+        store.close()
+
+
+def test_redis_an_append_reply_read_at_once_is_what_the_parser_reads_of_it():
+    """``_read_reply``'s fast path (an append's ``*2 $2 ok :N`` read whole in one recv) against the parser on the
+    same bytes (a first read of one byte never takes it): the same value or the same error for replies like it but
+    not it (a negative, an empty or odd number, more behind it, one cut short, another kind), whole or split."""
+    from agenthub.stores.redis import _read_reply
+
+    class Pieces(object):
+        def __init__(self, pieces):
+            self.pieces = list(pieces)
+
+        def recv(self, size):
+            return self.pieces.pop(0) if self.pieces else b""  # (then: the server closed the connection)
+
+    def outcome(pieces):
+        try:
+            return "value", _read_reply(Pieces(pieces))
+        except (OSError, ValueError) as exc:
+            return type(exc).__name__, str(exc)
+
+    ok = b"*2\r\n$2\r\nok\r\n:"
+    replies = [ok + b"12\r\n", ok + b"0\r\n", ok + b"007\r\n", ok + b"-1\r\n", ok + b"1_2\r\n", ok + b" 12\r\n",
+               ok + b"\r\n", ok + b"12", ok + b"12\r", ok + b"12\n", ok + b"1\r\n2\r\n", ok + b"12\r\n\r\n",
+               ok + b"12\r\n:1\r\n", ok + b"12\r\n+OK\r\n", ok + b"12\r\n" + ok + b"13\r\n", ok + b"\xd9\xa3\r\n",
+               ok + b"9" * 40 + b"\r\n", b"*2\r\n$2\r\nOK\r\n:12\r\n", b"*2\r\n$2\r\nok\r\n$2\r\n12\r\n",
+               b"*3\r\n$2\r\nok\r\n:1\r\n:2\r\n", b">2\r\n$2\r\nok\r\n:1\r\n", b"-ERR fence\r\n", b"*2\r\n_\r\n:1\r\n"]
+    for data in replies:
+        parsed = outcome([data[:1], data[1:]])
+        assert outcome([data]) == parsed, data
+        for cut in range(2, len(data)):  # (what the first read has is all either reads of a reply it completes)
+            assert outcome([data[:cut], data[cut:]]) == outcome([data[:1], data[1:cut], data[cut:]]), (data, cut)
+    assert outcome([ok + b"12\r\n"]) == ("value", [b"ok", 12])
+
+
+def test_an_sqlite_journal_write_in_one_statement_is_the_transaction_s_write_in_every_state(tmp_path):
+    """The one statement (``_append_now``) against the transaction it replaced (``_append`` in ``_transaction``) on
+    the same run states: held, lapsed, another worker's, released, forgotten, expired, a number behind or ahead;
+    one to nine entries (more than the statement takes: the transaction), a ttl or none, a NUL in the text: the
+    same error (type and words) and the same rows, the connection out of any transaction after."""
+    import sqlite3
+
+    store = SQLiteStore("sqlite:///" + str(tmp_path / "runs.db"))
+    raw = sqlite3.connect(store.path, isolation_level=None)
+
+    def state(run_id, kind):
+        assert store.journal_claim(run_id, "w2" if kind == "other" else "w1", 30.0, ttl=50.0) is None
+        store.journal_append_many(run_id, "w2" if kind == "other" else "w1", 0, ["a", "b"])
+        if kind == "lapsed":
+            raw.execute("UPDATE agenthub_journal_runs SET until = 1 WHERE run_id = ?", (run_id,))
+        elif kind == "released":
+            store.journal_release(run_id, "w1")
+        elif kind == "forgotten":
+            store.journal_forget(run_id)
+        elif kind == "expired":
+            raw.execute("UPDATE agenthub_journal_runs SET expires = 2 WHERE run_id = ?", (run_id,))
+
+    def rows(run_id):
+        run = raw.execute("SELECT owner, until > 0, expires IS NULL, entries FROM agenthub_journal_runs "
+                          "WHERE run_id = ?", (run_id,)).fetchall()
+        return run, raw.execute("SELECT seq, entry FROM agenthub_journal WHERE run_id = ? ORDER BY seq",
+                                (run_id,)).fetchall()
+
+    def one(run_id, seq, entries, ttl):
+        store._append_now(run_id, "w1", seq, entries, ttl, False)
+
+    def transaction(run_id, seq, entries, ttl):
+        store._transaction(lambda conn, now: store._append(conn, now, run_id, "w1", seq, entries, ttl, False))
+
+    def outcome(write, run_id, seq, entries, ttl):
+        try:
+            write(run_id, seq, entries, ttl)
+            said = None
+        except StoreError as exc:
+            said = str(exc).replace(run_id, "RUN")
+        assert not store._connection().in_transaction
+        return said, rows(run_id)
+
+    try:
+        number = 0
+        for kind in ("held", "lapsed", "other", "released", "forgotten", "expired"):
+            for seq in (2, 1, 3):
+                for count in (1, 2, 8, 9):
+                    for ttl in (None, 40.0):
+                        entries = ["e{}\x00{}".format(n, kind) for n in range(count)]
+                        number += 1
+                        results = []
+                        for write in (one, transaction):
+                            run_id = "run-{}-{}".format(number, write.__name__)
+                            state(run_id, kind)
+                            results.append(outcome(write, run_id, seq, entries, ttl))
+                        assert results[0] == results[1], (kind, seq, count, ttl)
+                        if kind == "held" and seq == 2:
+                            assert results[0][0] is None and results[0][1][1][2:] == list(enumerate(entries, 2))
+    finally:
+        raw.close()
+        store.close()
+
+
+#: a process that holds the SQLite file's write lock (BEGIN IMMEDIATE, a row updated) until told to let it go
+HOLDER = """
+import sqlite3, sys
+conn = sqlite3.connect(sys.argv[1], isolation_level=None)
+conn.execute("BEGIN IMMEDIATE")
+conn.execute("UPDATE agenthub_journal_runs SET updated = updated + 1")
+print("held", flush=True)
+sys.stdin.readline()
+conn.execute("COMMIT")
+conn.close()
+"""
+
+
+def test_an_sqlite_journal_write_past_the_busy_timeout_is_the_transaction_s_retryable_error(tmp_path):
+    """Another process holds the write lock past the store's busy timeout: the one statement's write (a fence that
+    holds, one that does not) and the transaction's (the release, many entries) each wait out the timeout and give
+    the same retryable StoreError, with nothing written and no transaction left open; once the lock is let go the
+    writes go through."""
+    store = SQLiteStore("sqlite:///" + str(tmp_path / "runs.db"), timeout=0.3)
+    holder = None
+    try:
+        assert store.journal_claim("run-b", "w1", 60.0) is None
+        store.journal_append_many("run-b", "w1", 0, ["a"])
+        holder = subprocess.Popen([sys.executable, "-c", HOLDER, store.path], stdin=subprocess.PIPE,
+                                  stdout=subprocess.PIPE)
+        assert holder.stdout.readline() == b"held\n"
+        said = set()
+        for seq, entries, finish in [(1, ["b"], False), (7, ["b"], False), (1, ["b"] * 9, False), (1, ["b"], True)]:
+            with pytest.raises(StoreError) as info:
+                (store.journal_finish if finish else store.journal_append_many)("run-b", "w1", seq, entries)
+            assert info.value.retryable is True
+            said.add(str(info.value))
+            assert not store._connection().in_transaction
+        assert said == {"store {!r}: still busy after 0.3 s: database is locked".format(store.url[:120])}
+        holder.stdin.write(b"\n")
+        holder.stdin.flush()
+        assert holder.wait(30) == 0
+        store.journal_append_many("run-b", "w1", 1, ["b"])
+        store.journal_finish("run-b", "w1", 2, ["c"])
+        assert store.journal_entries("run-b") == ["a", "b", "c"]
+    finally:
+        if holder is not None:
+            if holder.poll() is None:
+                holder.kill()
+                holder.wait(10)
+            holder.stdin.close()
+            holder.stdout.close()
+        store.close()

@@ -34,6 +34,7 @@ import collections
 import hashlib
 import json
 import os
+import re
 import threading
 import time
 import uuid
@@ -110,6 +111,26 @@ def _number(value: Any) -> Optional[str]:
     if type(value) is float and _FINITE[0] < value < _FINITE[1]:
         return repr(value)
     return None
+
+
+#: a surrogate code point (UTF-8 has none), and a high one with a low one after it (JSON's escapes of them read
+#: back as one character)
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_PAIRED = re.compile("[\ud800-\udbff][\udc00-\udfff]")
+
+
+def _storable(run_id: str, texts: List[str]) -> List[str]:
+    """The entries with each lone surrogate written as its JSON escape (``\\udcff``): text a store that keeps
+    UTF-8 takes, the same values read back (raw, a surrogate can only be in an entry's strings, never in an
+    escape).  Two side by side would read back as another character: a JournalError (``reason="entry"``)."""
+    kept = []
+    for text in texts:
+        if _PAIRED.search(text):
+            raise JournalError("the journal of run {!r}: an entry holds two lone surrogates side by side, which no "
+                               "store that keeps UTF-8 can hold apart: refusing to journal it".format(run_id),
+                               run_id=run_id, reason="entry")
+        kept.append(_SURROGATE.sub(lambda found: "\\u{:04x}".format(ord(found.group())), text))
+    return kept
 
 
 class _Text(str):
@@ -420,15 +441,27 @@ class Journal(object):
             if not self._kept:
                 return
             many = self._append_many
-            if many is None:
-                while self._kept:  # (a store that takes one entry a call)
-                    self.store.journal_append(self.run_id, self.owner, self._next, self._kept[0], self.ttl)
-                    self._next += 1
-                    del self._kept[0]
+            if many is None:  # (a store that takes one entry a call)
+                try:
+                    self._store_each()
+                except UnicodeEncodeError:  # (as below)
+                    self._kept = _storable(self.run_id, self._kept)
+                    self._store_each()
                 return
-            many(self.run_id, self.owner, self._next, self._kept, self.ttl)
+            try:
+                many(self.run_id, self.owner, self._next, self._kept, self.ttl)
+            except UnicodeEncodeError:  # (a store that keeps UTF-8, an entry with a lone surrogate: escaped)
+                self._kept = _storable(self.run_id, self._kept)
+                many(self.run_id, self.owner, self._next, self._kept, self.ttl)
             self._next += len(self._kept)
             self._kept = []
+
+    def _store_each(self) -> None:
+        """The kept entries stored one a call (a store without ``journal_append_many``)."""
+        while self._kept:
+            self.store.journal_append(self.run_id, self.owner, self._next, self._kept[0], self.ttl)
+            self._next += 1
+            del self._kept[0]
 
     def finish(self, kind: str, **fields: Any) -> None:
         """Store a last entry (after those kept by ``add``) and release the run: one store write
@@ -446,7 +479,11 @@ class Journal(object):
             if self._lost is not None:
                 raise self._lost
             with self._lock:
-                finish(self.run_id, self.owner, self._next, self._kept, self.ttl)
+                try:
+                    finish(self.run_id, self.owner, self._next, self._kept, self.ttl)
+                except UnicodeEncodeError:  # (as in flush)
+                    self._kept = _storable(self.run_id, self._kept)
+                    finish(self.run_id, self.owner, self._next, self._kept, self.ttl)
                 self._next += len(self._kept)
                 self._kept = []
         except BaseException:

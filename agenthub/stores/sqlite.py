@@ -371,6 +371,8 @@ class SQLiteStore(JournalRows, StateStore):
             except sqlite3.IntegrityError as exc:
                 if str(exc) != _FENCE:
                     raise self._failed(exc)
+            except (UnicodeEncodeError, OverflowError, sqlite3.InterfaceError, sqlite3.ProgrammingError):
+                pass  # (a value not bound, before the fence was checked: the transaction checks it first, as before)
             except sqlite3.DatabaseError as exc:
                 raise self._failed(exc)
         self._transaction(lambda cursor, now: self._append(cursor, now, run_id, owner, seq, entries, ttl, release),
