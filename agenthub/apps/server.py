@@ -995,9 +995,9 @@ class _Pump(object):
             for event in self.stream:
                 if items and event["event_type"] == "delta" and event["usage_metadata"] is None \
                         and event["finish_reason"] is None and len(event) == 6:
-                    # the items wire's pieces: a text piece as its text (a JSON string), an argument fragment
-                    # without name and id (a call's second fragment on) as [arguments]; its size in the queue:
-                    # the string's length + 16.  Any other item goes as the whole event.
+                    # the items wire's pieces: a text piece as its text, an argument fragment without name and id
+                    # (a call's second fragment on) as its arguments, each a bare str after its kind's marker; its
+                    # size in the queue: the string's length + 16.  Any other item goes as the whole event.
                     try:
                         (item,) = event["content_items"]  # (one item; cheaper than len() and [0])
                     except (TypeError, ValueError):
