@@ -14,7 +14,7 @@ import requests
 from agenthub import AutoLLMClient
 from agenthub.apps import server as server_module
 from agenthub.apps.server import make_app
-from agenthub.errors import AgentHubError, StreamProtocolError
+from agenthub.errors import AgentHubError, ConfigError, StreamProtocolError
 from agenthub.providers.agenthub_server import parse_stream
 from agenthub.sse import iter_events
 from agenthub.stream import StreamEnd, drive
@@ -25,6 +25,9 @@ from test_server import _App  # (a body's app: what _Body asks of it)
 MESSAGES = [{"role": "user", "content_items": [{"type": "text", "text": "Write the file."}]}]
 PROTOCOLS = ("openai-chat", "openai-responses", "anthropic", "gemini")
 ESC = "\x1b"
+#: the pump's markers: the str pieces after ARGS are argument fragments, those after TEXT (or before any) text
+ARGS = server_module._ARG_PIECES
+TEXT = server_module._TEXT_PIECES
 _GENERATED_ID = re.compile(r"call_[0-9a-f]{12}_(\d+)")
 
 
@@ -67,16 +70,17 @@ STOP = (b'data: {"role":"assistant","event_type":"stop","content_items":[],"usag
 
 def test_the_writer_writes_runs_frames():
     frame = b'data: {"k":1}\n\n'
-    pump, out = _body([frame, "a", "\u00e9\n", ['{"x":'], ['"y\\n"}'], frame, "b" + ESC, "\r", server_module._END])
+    pump, out = _body([frame, "a", "\u00e9\n", ARGS, '{"x":', '"y\\n"}', frame, TEXT, "b" + ESC, "\r",
+                       server_module._END])
     assert out == (frame + b"data: ~ta\x1bs\xc3\xa9\x1bn\n\n" + b'data: ~a{"x":\x1bs"y\\n"}\n\n' + frame
                    + b"data: ~tb\x1be\x1bs\x1br\n\n" + b"data: [DONE]\n\n")
     assert pump.taken_bytes == 2 * len(frame) + (1 + 16) + (2 + 16) + (5 + 16) + (6 + 16) + (2 + 16) + (1 + 16)
     pump, out = _body(["", "", ValueError("boom")])  # empty pieces keep their place; an error ends the body
     assert out == b'data: ~t\x1bs\n\nevent: error\ndata: {"error":"x"}\n\n'
     # text no UTF-8 can carry (a lone surrogate): that run goes as an items frame, JSON escapes and all
-    pump, out = _body(["a", "\ud83d", ["b"], server_module._END])
+    pump, out = _body(["a", "\ud83d", ARGS, "b", server_module._END])
     assert out == b'data: ["a","\\ud83d"]\n\ndata: ~ab\n\ndata: [DONE]\n\n'
-    pump, out = _body([["\ud800"], server_module._END])
+    pump, out = _body([ARGS, "\ud800", server_module._END])
     assert out == b'data: [["\\ud800"]]\n\ndata: [DONE]\n\n'
 
 
@@ -99,22 +103,26 @@ def test_any_pieces_come_back_as_they_went():
 
 def test_a_long_run_is_cut_into_frames(monkeypatch):
     monkeypatch.setattr(server_module, "MAX_BATCH_BYTES", 40)
-    pump, out = _body([["x" * 20], ["y" * 20], ["z"], server_module._END])
+    pump, out = _body([ARGS, "x" * 20, "y" * 20, "z", server_module._END])
     assert out == b"data: ~a" + b"x" * 20 + b"\x1bs" + b"y" * 20 + b"\n\ndata: ~az\n\ndata: [DONE]\n\n"
 
 
 def test_the_items_wire_writer_is_unchanged():
     """A pump of the items wire (runs False): the same JSON frame of pieces as before the runs wire."""
     frame = b'data: {"k":1}\n\n'
-    pump, out = _body([frame, "a", "\u00e9\n", ['{"x":'], frame, "b", server_module._END], runs=False)
+    pump, out = _body([frame, "a", "\u00e9\n", ARGS, '{"x":', frame, TEXT, "b", server_module._END], runs=False)
     assert out == (frame + b'data: ["a","\\u00e9\\n",["{\\"x\\":"]]\n\n' + frame + b'data: ["b"]\n\n'
                    + b"data: [DONE]\n\n")
 
 
-def _pumped(events, items=True, runs=True):
+def _pumped(events, items=True, runs=True, error=None):
+    """What the real pump queues for ``events`` (and ``error`` raised after them, if given)."""
     class Stream(object):
         def __iter__(self):
-            return iter(events)
+            for event in events:
+                yield event
+            if error is not None:
+                raise error
 
         def close(self):
             pass
@@ -373,94 +381,199 @@ def test_text_with_line_breaks_and_escapes_through_the_runs_wire(upstream):
 
 
 # -- the writer takes the queue whole (issue 41 item 4: the serve path's CPU) ---------------------------------
+#
+# The oracle below is the wire as docs/serve.md and ``_run_frame``'s docstring describe it, written out here
+# without the server's code: per write (what the writer took at once), each run of pieces as frames of at most
+# MAX_BATCH_BYTES as the pump counts them (a piece: its length + 16; the frame that passes the limit ends with
+# the piece that passed it); a frame's bytes as they are; the end or an error last.
+
+_ESCAPES = {ESC: ESC + "e", "\n": ESC + "n", "\r": ESC + "r"}
+_DONE = b"data: [DONE]\n\n"
+_ERROR = b'event: error\ndata: {"error":"x"}\n\n'  # (what the test app's _error_bytes says)
 
 
-def _item_by_item(batch):
-    """What ``_Body._gather`` (the writer's loop over each item) makes of ``batch`` on the runs wire."""
-    pump = _Pump()
-    body = server_module._Body(_App(), pump, None)
-    return body._gather(list(batch)), pump.taken_bytes
+def _items_frame(run):
+    """The items wire's frame of ``run`` ((kind, piece) pairs): a JSON array, a text piece as a string, an
+    argument fragment as ``["<arguments>"]``, non-ASCII (and a lone surrogate) as JSON escapes."""
+    return (b"data: " + json.dumps([piece if kind == "t" else [piece] for kind, piece in run],
+                                   separators=(",", ":")).encode("ascii") + b"\n\n")
 
 
-def test_a_batch_of_one_run_is_one_frame_with_the_bytes_of_the_item_by_item_writer(monkeypatch):
-    """``_one_run`` (a batch that is all text pieces, or all argument fragments, joined in C): the bytes and the
-    counted size of the writer that goes item by item, for pieces with ESC, LF, CR, empty ones and lone surrogates;
-    a batch of mixed kinds, one holding a frame, the end or an error, or one over MAX_BATCH_BYTES: None."""
+def _wire_frame(run, runs):
+    """The frame of ``run``, a run of pieces of one kind on the runs wire (any kinds on the items wire)."""
+    if not runs or any(0xD800 <= ord(c) <= 0xDFFF for _, piece in run for c in piece):
+        return _items_frame(run)  # (a lone surrogate: no UTF-8 carries it)
+    text = (ESC + "s").join("".join(_ESCAPES.get(c, c) for c in piece) for _, piece in run)
+    return b"data: ~" + run[0][0].encode("ascii") + text.encode("utf-8") + b"\n\n"
+
+
+def _expected_writes(batches, runs, limit):
+    """The writes, and the bytes the writer counts as taken, for ``batches``: each a list of ("t", text piece),
+    ("a", argument fragment), ("frame", bytes), ("end", None) or ("error", None)."""
+    writes = []
+    taken = 0
+    for batch in batches:
+        parts = []
+        run = []
+        size = 0
+        for what, value in batch:
+            if what in ("t", "a"):
+                if run and runs and run[-1][0] != what:
+                    parts.append(_wire_frame(run, runs))
+                    run, size = [], 0
+                run.append((what, value))
+                size += len(value) + 16
+                taken += len(value) + 16
+                if size > limit:
+                    parts.append(_wire_frame(run, runs))
+                    run, size = [], 0
+                continue
+            if run:
+                parts.append(_wire_frame(run, runs))
+                run, size = [], 0
+            if what == "frame":
+                parts.append(value)
+                taken += len(value)
+            else:
+                parts.append(_DONE if what == "end" else _ERROR)
+        if run:
+            parts.append(_wire_frame(run, runs))
+        writes.append(b"".join(parts))
+    return writes, taken
+
+
+def _queue_of(events, error):
+    """What the pump queues for ``events`` (docs of ``_Pump``): a plain delta's text piece or argument fragment as
+    its str, the marker of its kind (``_ARG_PIECES`` / ``_TEXT_PIECES``) before the first of each kind change (text
+    before any marker), any other event as its frame; the end or the error last.  Per event, its items."""
+    per_event = []
+    mode = "t"
+    for what, value, _ in events:
+        if what in ("t", "a"):
+            if what != mode:
+                mode = what
+                per_event.append([server_module._ARG_PIECES if what == "a" else server_module._TEXT_PIECES, value])
+            else:
+                per_event.append([value])
+        else:
+            per_event.append([value])
+    per_event.append([server_module._END if error is None else error])
+    return per_event
+
+
+def _random_events(rng, long_pieces):
+    """Runs of text pieces and argument fragments (ESC, LF, CR, the escapes' letters, non-ASCII, astral, empty,
+    now and then a lone surrogate or, with ``long_pieces``, tens of kilobytes), between other events."""
+    alphabet = [ESC, "s", "e", "n", "r", "\n", "\r", "\u00e9", "\U0001f600", '"', "\\", "x" * 5, ""]
+    events = []  # (kind, piece or frame, the event)
+    kind = rng.choice("ta")
+    for _ in range(rng.randrange(1, 30)):
+        roll = rng.random()
+        if roll < 0.08:  # an event that is no piece: its frame, as the pump encodes it (compact JSON, ASCII)
+            item = rng.choice([{"type": "thinking", "thinking": "t\u00e9\n" + ESC},
+                               {"type": "partial_tool_call", "name": "f", "arguments": "", "tool_call_id": "c1"}])
+            event = _delta(item)
+            events.append(("frame", ("data: " + json.dumps(event, separators=(",", ":")) + "\n\n").encode(), event))
+            continue
+        if roll < 0.3:
+            kind = "a" if kind == "t" else "t"
+        piece = "".join(rng.choice(alphabet) for _ in range(rng.randrange(5)))
+        if rng.random() < 0.05:
+            piece += rng.choice(["\ud83d", "\udc00"])  # no UTF-8 carries it
+        if long_pieces and rng.random() < 0.3:
+            piece += "y" * rng.randrange(20000, 40000)
+        if kind == "t":
+            event = _delta({"type": "text", "text": piece})
+        else:
+            event = _delta({"type": "partial_tool_call", "name": "", "arguments": piece, "tool_call_id": ""})
+        events.append((kind, piece, event))
+    return events
+
+
+def test_random_runs_read_by_the_pump_and_written_in_random_batches_are_the_documented_frames(monkeypatch):
+    """Issue 41 item 4: random runs of text pieces and argument fragments, between other events, read by the real
+    pump (which queues a fragment as its bare str after a marker) and taken by the real writer (``_Body``) in random
+    batches, on the runs and the items wire, with MAX_BATCH_BYTES small (runs cut often) and as it is (pieces of
+    tens of kilobytes): each write is the frames the wire's description makes of that batch, the bytes counted as
+    taken are the pump's count, and every path of the writer is exercised (a batch of one run, cut runs, runs
+    frames with escapes, items frames for a lone surrogate, frames, the end, an error)."""
+    import random
+
+    monkeypatch.setattr(server_module, "GATHER_SECONDS", 0.0)  # (no pause between the writes of a test)
+    rng = random.Random(41446)
+    seen = {"one run": 0, "several runs": 0, "cut": 0, "escaped": 0, "surrogate": 0, "error": 0, "frame": 0}
+    for case in range(300):
+        long_pieces = case % 10 == 0
+        limit = server_module.MAX_BATCH_BYTES if long_pieces else rng.choice([40, 64, 100, 400])
+        monkeypatch.setattr(server_module, "MAX_BATCH_BYTES", limit)
+        events = _random_events(rng, long_pieces)
+        error = ConfigError("boom") if rng.random() < 0.2 else None
+        for runs in (True, False):
+            per_event = _queue_of(events, error)
+            queued = _pumped([event for _, _, event in events], runs=runs, error=error)
+            assert queued == [item for items in per_event for item in items]
+            # batches cut between events (a marker and its piece are one extend: taken both or neither)
+            cuts = sorted(rng.sample(range(1, len(per_event)), min(len(per_event) - 1, rng.randrange(6))))
+            spans = list(zip([0] + cuts, cuts + [len(per_event)]))
+            described = [(what, value) for what, value, _ in events] + [("end" if error is None else "error", None)]
+            want, want_taken = _expected_writes([described[a:b] for a, b in spans], runs, limit)
+            pump = _Pump()
+            pump.runs = runs
+            body = server_module._Body(_App(), pump, None)
+            got = []
+            for a, b in spans:
+                pump.queue.items.extend(item for items in per_event[a:b] for item in items)
+                got.append(next(body))
+            assert not pump.queue.items
+            with pytest.raises(StopIteration):
+                next(body)
+            assert got == want
+            assert pump.taken_bytes == want_taken
+            for a, b in spans:
+                kinds = [what for what, _ in described[a:b]]
+                taken = [item for items in per_event[a:b] for item in items]
+                if len(set(kinds)) == 1 and kinds[0] in "ta":
+                    if sum(len(v) + 16 for _, v in described[a:b]) > limit:
+                        seen["cut"] += 1
+                    elif all(item.__class__ is str for item in taken):  # (no marker: _one_run's batch)
+                        seen["one run"] += 1
+                elif any(x != y and {x, y} == {"t", "a"} for x, y in zip(kinds, kinds[1:])):
+                    seen["several runs"] += 1
+            joined = b"".join(got)
+            seen["escaped"] += runs and b"\x1be" in joined and b"\x1bn" in joined and b"\x1br" in joined
+            seen["surrogate"] += b'\\ud83d' in joined or b'\\udc00' in joined
+            seen["error"] += joined.endswith(_ERROR)
+            seen["frame"] += b'"content_items"' in joined
+    assert all(count >= 10 for count in seen.values()), seen
+
+
+def test_a_batch_of_one_run_is_one_frame_in_c(monkeypatch):
+    """``_one_run`` (a batch that is all plain str pieces of the kind the last marker said, joined in C): the
+    documented frame of the pieces and the size the pump counted, for pieces with ESC, LF, CR, empty ones,
+    non-ASCII and lone surrogates, both kinds; a batch holding a marker, a frame, the end or an error, or one over
+    MAX_BATCH_BYTES: None (the writer then goes item by item)."""
     import random
 
     rng = random.Random(414)
     alphabet = [ESC, "s", "n", "\n", "\r", "\u00e9", "\U0001f600", '"', "\\", "x" * 7, ""]
+    arguments = ARGS
     for _ in range(500):
         pieces = ["".join(rng.choice(alphabet) for _ in range(rng.randrange(5))) for _ in range(rng.randrange(1, 9))]
         if rng.random() < 0.1:
             pieces[rng.randrange(len(pieces))] += "\ud83d"  # no UTF-8 carries it: the items frame instead
-        for batch in (pieces, [[piece] for piece in pieces]):
-            frame, taken = server_module._one_run(batch)
-            assert (frame, taken) == _item_by_item(batch)
+        for kind, mode in (("t", server_module._TEXT_PIECES), ("a", arguments)):
+            want = _wire_frame([(kind, piece) for piece in pieces], True)
+            assert server_module._one_run(list(pieces), mode) == (want, sum(len(p) + 16 for p in pieces))
+        assert server_module._one_run(list(pieces)) == server_module._one_run(pieces, server_module._TEXT_PIECES)
     frame = b'data: {"k":1}\n\n'
-    for mixed in (["a", ["b"]], [["a"], "b"], ["a", frame], [["a"], frame], ["a", server_module._END],
-                  [["a"], ValueError("boom")], [frame, frame]):
-        assert server_module._one_run(mixed) is None
+    for mixed in ([arguments, "b"], ["a", arguments, "b"], ["a", server_module._TEXT_PIECES, "b"], ["a", frame],
+                  [frame, "a"], ["a", server_module._END], ["a", ValueError("boom")], [frame, frame]):
+        assert server_module._one_run(mixed) is None and server_module._one_run(mixed, arguments) is None
     monkeypatch.setattr(server_module, "MAX_BATCH_BYTES", 40)
     assert server_module._one_run(["x" * 4, "y" * 4]) == (b"data: ~txxxx\x1bsyyyy\n\n", 40)  # (at the limit)
+    assert server_module._one_run(["x" * 4, "y" * 4], arguments) == (b"data: ~axxxx\x1bsyyyy\n\n", 40)
     assert server_module._one_run(["x" * 4, "y" * 5]) is None  # over it: cut where the loop cuts
-    assert server_module._one_run([["x" * 20], ["y"]]) is None
-
-
-def test_pieces_of_both_kinds_queued_with_markers_make_the_bytes_of_wrapped_fragments():
-    """Issue 41 item 4: the pump queues an argument fragment as its bare str after the marker ``_ARG_PIECES`` (and
-    ``_TEXT_PIECES`` before text pieces again), not wrapped in a list of its own.  Random runs of text pieces and
-    fragments (ESC, LF, CR, empty ones, non-ASCII), read by the real pump and taken by the writer in random
-    batches, on the runs and the items wire: the same bytes, and the same counted size, as the writer makes of
-    the same batches with each fragment wrapped (``[arguments]``, as the pump queued them before)."""
-    import random
-
-    rng = random.Random(4142)
-    alphabet = [ESC, "s", "n", "\n", "\r", "\u00e9", '"', "x" * 5, ""]
-    for _ in range(150):
-        events = []
-        for _ in range(rng.randrange(1, 14)):
-            piece = "".join(rng.choice(alphabet) for _ in range(rng.randrange(4)))
-            if rng.random() < 0.5:
-                events.append(_delta({"type": "text", "text": piece}))
-            else:
-                events.append(_delta({"type": "partial_tool_call", "name": "", "arguments": piece,
-                                      "tool_call_id": ""}))
-        for runs in (True, False):
-            queued = _pumped(events, runs=runs)
-            assert not any(item.__class__ is list for item in queued)
-            # (never between a marker and its piece: the pump queues the two in one extend, taken both or neither)
-            places = [n for n in range(1, len(queued)) if queued[n - 1] is not server_module._TEXT_PIECES
-                      and queued[n - 1] is not server_module._ARG_PIECES]
-            cuts = sorted(rng.sample(places, min(len(places), rng.randrange(4))))
-            batches = [queued[a:b] for a, b in zip([0] + cuts, cuts + [len(queued)])]
-            sides = []
-            for wrapped in (False, True):
-                pump = _Pump()
-                pump.runs = runs
-                body = server_module._Body(_App(), pump, None)
-                mode = server_module._TEXT_PIECES
-                out = []
-                for batch in batches:
-                    if wrapped:  # the batch as the pump queued it before: no markers, each fragment in a list
-                        old = []
-                        for item in batch:
-                            if item is server_module._TEXT_PIECES or item is server_module._ARG_PIECES:
-                                mode = item
-                            elif item.__class__ is str and mode is server_module._ARG_PIECES:
-                                old.append([item])
-                            else:
-                                old.append(item)
-                        batch = old
-                    run = server_module._one_run(batch, body._mode) if runs else None
-                    if run is None:
-                        out.append(body._gather(list(batch)))
-                    else:
-                        out.append(run[0])
-                        pump.taken_bytes += run[1]
-                sides.append((out, pump.taken_bytes))
-            assert sides[0] == sides[1]
-            assert sides[0][0][-1].endswith(b"data: [DONE]\n\n")
+    assert server_module._one_run(["x" * 25], arguments) is None
 
 
 def test_the_queue_hands_over_everything_in_order_across_threads():

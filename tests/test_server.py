@@ -1053,7 +1053,8 @@ def test_the_writer_folds_queued_pieces_into_items_frames(monkeypatch):
         return pump, b"".join(server_module._Body(_App(), pump, pump.queue.get()))
 
     frame = b'data: {"k":1}\n\n'
-    pump, out = body([frame, "a", "\u00e9\n", ['{"x":'], frame, "b", server_module._END])
+    arguments, text = server_module._ARG_PIECES, server_module._TEXT_PIECES  # (the pump's markers)
+    pump, out = body([frame, "a", "\u00e9\n", arguments, '{"x":', frame, text, "b", server_module._END])
     assert out == (frame + b'data: ["a","\\u00e9\\n",["{\\"x\\":"]]\n\n' + frame + b'data: ["b"]\n\n'
                    + b"data: [DONE]\n\n")
     assert pump.taken_bytes == 2 * len(frame) + (1 + 16) + (2 + 16) + (5 + 16) + (1 + 16)

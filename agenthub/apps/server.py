@@ -73,7 +73,6 @@ import http
 import json
 import logging
 import math
-import operator
 import os
 import queue
 import re
@@ -428,8 +427,6 @@ def _run_frame(letter: bytes, pieces: List[str], text: Optional[str] = None) -> 
     return b"".join((b"data: ~", letter, data, b"\n\n"))
 
 
-_first_of = operator.itemgetter(0)
-
 #: the pump's markers in its queue (items and runs wires): the plain str pieces after ``_ARG_PIECES`` are argument
 #: fragments, those after ``_TEXT_PIECES`` (and before any marker) text pieces.  A marker is queued with the first
 #: piece of the other kind, in one ``extend`` (the writer never takes it alone); no piece is wrapped.
@@ -439,32 +436,19 @@ _ARG_PIECES = object()
 
 def _one_run(batch: List[Any], mode: Any = _TEXT_PIECES) -> Optional[Tuple[bytes, int]]:
     """The runs wire: ``batch`` (what the writer took from the queue) as one runs frame and the size the pump
-    counted for it, when it is one run: every item a text piece (a str), or every item an argument fragment
-    (``[arguments]``; or a str when ``mode``, the kind the last marker said, is ``_ARG_PIECES``), in all at most
-    ``MAX_BATCH_BYTES`` as counted; else None (``_Body._gather`` then goes item by item).  The same bytes as
-    ``_gather`` makes of such a batch, with the pieces looked at in C (a join) instead of one turn of a Python loop
-    each."""
-    count = len(batch)
+    counted for it, when it is one run: every item a piece (a str) of the kind ``mode`` (the last marker) says, in
+    all at most ``MAX_BATCH_BYTES`` as counted; else None (a marker, a frame, the end or an error in it, or a run
+    to cut: ``_Body._gather`` then goes item by item).  The same bytes as ``_gather`` makes of such a batch, with
+    the pieces looked at in C (a join) instead of one turn of a Python loop each."""
     try:
         text = _SEPARATOR.join(batch)  # a TypeError at the first item that is no str
-        letter = b"a" if mode is _ARG_PIECES else b"t"
-        pieces = batch
     except TypeError:
-        if batch[0].__class__ is not list or set(map(type, batch)) != _LISTS:
-            return None
-        pieces = list(map(_first_of, batch))
-        try:
-            text = _SEPARATOR.join(pieces)
-        except TypeError:  # pragma: no cover - the pump puts [str]
-            return None
-        letter = b"a"
-    size = len(text) - 2 * (count - 1) + 16 * count  # (each piece's length + 16, as the pump counted it)
+        return None
+    size = len(text) + 14 * len(batch) + 2  # (each piece's length + 16, as the pump counted it: the text less ESC s)
     if size > MAX_BATCH_BYTES:
         return None  # (cut into frames where _gather cuts)
-    return _run_frame(letter, pieces, text), size
+    return _run_frame(b"a" if mode is _ARG_PIECES else b"t", batch, text), size
 
-
-_LISTS = {list}
 
 #: seconds a caller is told to wait (Retry-After) when the server's shared store cannot be reached
 STORE_RETRY_AFTER_SECONDS = 5
@@ -1011,9 +995,9 @@ class _Pump(object):
             for event in self.stream:
                 if items and event["event_type"] == "delta" and event["usage_metadata"] is None \
                         and event["finish_reason"] is None and len(event) == 6:
-                    # the items wire's pieces: a text piece as its text (a JSON string), an argument fragment
-                    # without name and id (a call's second fragment on) as [arguments]; its size in the queue:
-                    # the string's length + 16.  Any other item goes as the whole event.
+                    # the items wire's pieces: a text piece as its text, an argument fragment without name and id
+                    # (a call's second fragment on) as its arguments, each a bare str after its kind's marker; its
+                    # size in the queue: the string's length + 16.  Any other item goes as the whole event.
                     try:
                         (item,) = event["content_items"]  # (one item; cheaper than len() and [0])
                     except (TypeError, ValueError):
@@ -1178,57 +1162,49 @@ class _Body(object):
         ``data: [piece, ...]`` frame; on the runs wire each run of text pieces, and each of argument fragments,
         as one runs frame (``_run_frame``); a frame's bytes as they are; the end or an error last."""
         runs = self._runs_wire
-        mode = self._mode
+        mode = self._mode  # the kind of the str pieces (the last marker): on the runs wire, of the group's too
+        wrap = not runs and mode is _ARG_PIECES  # the items wire's fragment: ["<arguments>"]
         parts = []  # type: List[bytes]
         group = []  # type: List[Any]  # the pieces of the frame under way
-        group_kind = None  # type: Any  # runs wire: str (text pieces) or list (argument fragments); else str
         group_bytes = taken = 0
         for item in batch:
-            kind = item.__class__
-            if kind is str or kind is list:  # a piece: its size as the pump counted it
-                if kind is str:
-                    piece = item
-                    if mode is _ARG_PIECES:
-                        kind = list
-                        item = [piece]
-                else:
-                    piece = item[0]
-                key = kind if runs else str  # (the items wire holds both kinds in one frame)
-                if key is not group_kind:
-                    if group:
-                        parts.append(self._frame(group_kind, group))
-                        group = []
-                        group_bytes = 0
-                    group_kind = key
-                group.append(piece if runs else item)
-                size = len(piece) + 16
+            if item.__class__ is str:  # a piece: its size as the pump counted it
+                group.append([item] if wrap else item)
+                size = len(item) + 16
                 taken += size
                 group_bytes += size
                 if group_bytes > MAX_BATCH_BYTES:
-                    parts.append(self._frame(group_kind, group))
+                    parts.append(self._frame(mode, group))
                     group = []
                     group_bytes = 0
-            elif item is _TEXT_PIECES or item is _ARG_PIECES:
-                mode = item  # (the pieces after it are of its kind)
+            elif item is _TEXT_PIECES or item is _ARG_PIECES:  # the pieces after it are of its kind
+                if runs:
+                    if group and item is not mode:  # (a runs frame holds one kind; an items frame both)
+                        parts.append(self._frame(mode, group))
+                        group = []
+                        group_bytes = 0
+                else:
+                    wrap = item is _ARG_PIECES
+                mode = item
             else:
                 if group:
-                    parts.append(self._frame(group_kind, group))
+                    parts.append(self._frame(mode, group))
                     group = []
                     group_bytes = 0
                 taken += self._other(item, parts)
                 if self._done:
                     break
         if group:
-            parts.append(self._frame(group_kind, group))
+            parts.append(self._frame(mode, group))
         self._mode = mode
         self._pump.taken_bytes += taken
         self._written = time.monotonic()
         return b"".join(parts)
 
-    def _frame(self, kind: Any, group: List[Any]) -> bytes:
-        """One frame of a run of pieces: a runs frame (runs wire), else an items frame."""
+    def _frame(self, mode: Any, group: List[Any]) -> bytes:
+        """One frame of a run of pieces: a runs frame of the kind ``mode`` says (runs wire), else an items frame."""
         if self._runs_wire:
-            return _run_frame(b"t" if kind is str else b"a", group)
+            return _run_frame(b"a" if mode is _ARG_PIECES else b"t", group)
         return b"data: " + _dumps(group).encode("ascii") + b"\n\n"
 
     def _other(self, item: Any, parts: List[bytes]) -> int:
