@@ -527,8 +527,6 @@ def test_a_call_entry_and_a_route_kept_from_the_last_turn_are_the_text_they_were
 def test_a_result_entry_is_the_text_it_was_whatever_its_item():
     """The ``result`` entry written around a text result's values (``{"type": "tool_result", "tool_call_id",
     "text"}`` of strings, in that order) and around any other item: the text the whole entry encoded gives."""
-    from agenthub.agent import journal as seam
-
     class Text(str):
         pass
 
@@ -546,14 +544,21 @@ def test_a_result_entry_is_the_text_it_was_whatever_its_item():
     for item in items:
         for turn, call_id, seconds in [(1, "c1", 0.25), (2, "c\u2028\"x", 8.2e-05), (3, "c1", None), (True, "c1", 1.0),
                                        (4, 5, 0.5), (5, "c1", float("inf"))]:
-            entry = {"turn": turn, "id": call_id, "item": item, "seconds": seconds, "k": "result"}
-            try:
-                expected = _WRITTEN_BEFORE(entry)
-            except ValueError:
-                with pytest.raises(ValueError):
-                    seam._result_text(turn, call_id, item, seconds)
-                continue
-            assert seam._result_text(turn, call_id, item, seconds) == expected
+            _same_result_text(turn, call_id, item, seconds)
+
+
+def _same_result_text(turn, call_id, item, seconds):
+    """The text result's template gives the whole entry's encoding (or the encoder's ValueError)."""
+    from agenthub.agent import journal as seam
+
+    entry = {"turn": turn, "id": call_id, "item": item, "seconds": seconds, "k": "result"}
+    try:
+        expected = _WRITTEN_BEFORE(entry)
+    except ValueError:
+        with pytest.raises(ValueError):
+            seam._result_text(turn, call_id, item, seconds)
+        return
+    assert seam._result_text(turn, call_id, item, seconds) == expected, entry
 
 
 def test_a_result_entry_is_the_text_it_was_for_odd_texts_ids_numbers_and_keys():
@@ -561,8 +566,6 @@ def test_a_result_entry_is_the_text_it_was_for_odd_texts_ids_numbers_and_keys():
     surrogates and control characters in the text and the ids, an id equal to the call's or not, extra or other
     keys (``is_error`` after ``text``, a key of a str subclass, a dict subclass), and seconds that are -0.0, tiny,
     huge, negative, an int, NaN or infinite (the encoder's ValueError, as before), turns of int subclasses."""
-    from agenthub.agent import journal as seam
-
     class Text(str):
         pass
 
@@ -586,14 +589,7 @@ def test_a_result_entry_is_the_text_it_was_for_odd_texts_ids_numbers_and_keys():
         for call_id in ids:
             for turn, seconds in [(1, numbers[len(call_id) % 8]), (Turn(2), 0.5), (0, numbers[len(item) % 8]),
                                   (3, numbers[(len(item["text"]) + len(call_id)) % 8])]:
-                entry = {"turn": turn, "id": call_id, "item": item, "seconds": seconds, "k": "result"}
-                try:
-                    expected = _WRITTEN_BEFORE(entry)
-                except ValueError:
-                    with pytest.raises(ValueError):
-                        seam._result_text(turn, call_id, item, seconds)
-                    continue
-                assert seam._result_text(turn, call_id, item, seconds) == expected, entry
+                _same_result_text(turn, call_id, item, seconds)
 
 
 @tool
