@@ -527,6 +527,7 @@ def test_a_call_entry_and_a_route_kept_from_the_last_turn_are_the_text_they_were
 def test_a_result_entry_is_the_text_it_was_whatever_its_item():
     """The ``result`` entry written around a text result's values (``{"type": "tool_result", "tool_call_id",
     "text"}`` of strings, in that order) and around any other item: the text the whole entry encoded gives."""
+
     class Text(str):
         pass
 
@@ -566,6 +567,7 @@ def test_a_result_entry_is_the_text_it_was_for_odd_texts_ids_numbers_and_keys():
     surrogates and control characters in the text and the ids, an id equal to the call's or not, extra or other
     keys (``is_error`` after ``text``, a key of a str subclass, a dict subclass), and seconds that are -0.0, tiny,
     huge, negative, an int, NaN or infinite (the encoder's ValueError, as before), turns of int subclasses."""
+
     class Text(str):
         pass
 
