@@ -26,6 +26,7 @@ test and what it left, or ``strict``: the test errors in its teardown, naming wh
 Without ``/proc`` (macOS, Windows) only threads are checked.
 """
 
+import contextlib
 import gc
 import os
 import subprocess
@@ -84,19 +85,30 @@ def _mp_singletons():
     return pids, fds
 
 
-def _kept_store_files():
-    """The files of the SQLite stores agenthub's journal keeps open for the next run of this process, by URL
-    (agenthub/agent/journal.py ``_open``: a bounded cache, ``_STORES_KEPT`` stores, the oldest closed first)."""
+def _kept_stores():
+    """(files, fd numbers) of the stores agenthub's journal keeps open for the next run of this process, by URL
+    (agenthub/agent/journal.py ``_open``: a bounded cache of ``_STORES_KEPT`` stores, the oldest closed first):
+    an SQLite store's file (and its -wal, -shm, -journal), a Redis store's pooled connections."""
     journal = sys.modules.get("agenthub.agent.journal")
     kept = getattr(journal, "_STORES", None)
+    files, fds = set(), set()
     if not kept:
-        return ()
-    files = set()
+        return files, fds
     for store, _ in list(kept.values()):
         path = getattr(store, "path", None)
         if isinstance(path, str):
             files.update((path, path + "-wal", path + "-shm", path + "-journal"))
-    return files
+        pool = getattr(getattr(store, "_client", None), "connection_pool", None)
+        connections = [c for _, c in list(getattr(store, "_own", ()))]
+        connections += list(getattr(pool, "_available_connections", ()))
+        connections += list(getattr(pool, "_in_use_connections", ()))
+        for connection in connections:
+            sock = getattr(connection, "_sock", None)
+            try:
+                fds.add(sock.fileno())
+            except (AttributeError, OSError):
+                continue
+    return files, fds
 
 
 # -- snapshots --------------------------------------------------------------------------------------------------
@@ -167,9 +179,9 @@ def _fds():
             continue
         out.add((int(name), target))
     if out:
-        files = _kept_store_files()
-        if files:
-            out = {(fd, target) for fd, target in out if target not in files}
+        files, numbers = _kept_stores()
+        if files or numbers:
+            out = {(fd, target) for fd, target in out if target not in files and fd not in numbers}
     return out
 
 
@@ -247,6 +259,16 @@ class LeakGuard(object):
         yield
         self.fixtures[id(fixturedef)] = (fixturedef.argname, fixturedef.scope, self._snap() - before)
 
+    def _adopt(self, fixturedef, new):
+        entry = self.fixtures.get(id(fixturedef))
+        if entry is None:
+            self.fixtures[id(fixturedef)] = (fixturedef.argname, fixturedef.scope, new)
+            return
+        owned = entry[2]
+        owned.threads |= new.threads
+        owned.children.update(new.children)
+        owned.fds |= new.fds
+
     @pytest.hookimpl(hookwrapper=True)
     def pytest_fixture_post_finalizer(self, fixturedef, request):
         yield
@@ -279,7 +301,7 @@ class LeakGuard(object):
                 handle.write("{}\t{}\n".format(item.nodeid, " | ".join(text for _, text in found)))
         strict = [text for kind, text in found if (self.fd_mode if kind == "fd" else self.mode) == "strict"]
         if strict:
-            raise LeakError("left behind after teardown:\n  " + "\n  ".join(strict))
+            pytest.fail("leakguard: left behind after teardown:\n  " + "\n  ".join(strict), pytrace=False)
 
     def _pending(self, before):
         """[(kind, object, text)] new since ``before`` and not owned by a live broader-scope fixture, plus what
@@ -374,8 +396,23 @@ except TypeError:  # pragma: no cover - pytest 7 with pluggy < 1.2
         LeakGuard.pytest_runtest_teardown)
 
 
-class LeakError(AssertionError):
-    """What a test left behind (threads, child processes, file descriptors)."""
+_GUARD = []  # the registered LeakGuard, once configured
+
+
+@contextlib.contextmanager
+def owned_by(request):
+    """What starts inside this block belongs to the broader-scope fixture of ``request`` (its ``request``),
+    as what its setup started does: for a fixture that starts things lazily, a factory that starts a server
+    the first time a test asks for it.  Not blamed on that test; still checked once the fixture is finalized."""
+    guard = _GUARD[0] if _GUARD else None
+    if guard is None:
+        yield
+        return
+    before = guard._snap()
+    try:
+        yield
+    finally:
+        guard._adopt(request._fixturedef, guard._snap() - before)
 
 
 def pytest_configure(config):
@@ -383,4 +420,6 @@ def pytest_configure(config):
     fd_mode = _mode("AGENTHUB_LEAKS_FDS", "off" if mode == "off" else "report")
     if mode == "off" and fd_mode == "off":
         return
-    config.pluginmanager.register(LeakGuard(mode, fd_mode), "agenthub-leakguard")
+    guard = LeakGuard(mode, fd_mode)
+    config.pluginmanager.register(guard, "agenthub-leakguard")
+    _GUARD[:] = [guard]

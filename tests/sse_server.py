@@ -10,7 +10,6 @@ the three servers built on it.
 import json
 import socket
 import threading
-import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
@@ -42,8 +41,9 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         try:
             for n, chunk in enumerate(chunks):
-                if pause and (n or pause_first):
-                    time.sleep(pause)
+                if pause and (n or pause_first) and self.server.closing.wait(pause):
+                    self.close_connection = True  # the server closed meanwhile: this answer ends here, and its thread
+                    return False
                 self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk) if chunked else chunk)
                 self.wfile.flush()
                 if n == 0 and gate is not None:
@@ -62,6 +62,10 @@ class _Handler(BaseHTTPRequestHandler):
 class _HTTPServer(ThreadingHTTPServer):
     daemon_threads = True
     nodelay = False
+
+    def __init__(self, *args, **kwargs):
+        ThreadingHTTPServer.__init__(self, *args, **kwargs)
+        self.closing = threading.Event()  # set when the server closes: a paused answer stops waiting
 
     def get_request(self):
         conn, address = ThreadingHTTPServer.get_request(self)
@@ -99,6 +103,7 @@ class LocalServer(object):
         return self
 
     def __exit__(self, *exc):
+        self._server.closing.set()
         self._server.shutdown()
         self._server.server_close()
 
