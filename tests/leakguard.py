@@ -149,25 +149,38 @@ def _children_of(pid):
 
 
 def _children():
-    """{(pid, start time): state} of this process's descendants (children, theirs, ...)."""
+    """{(pid, start time): (state, the parent's key or None for a child of this process)} of this process's
+    descendants (children, theirs, ...)."""
     if not _PROC:
         return {}
     out = {}
     allowed = _mp_singletons()[0]
-    wanted = [pid for pid in _children_of(os.getpid()) if pid not in allowed]
+    wanted = [(pid, None) for pid in _children_of(os.getpid()) if pid not in allowed]
     seen = set()
     while wanted:
-        pid = wanted.pop()
+        pid, parent = wanted.pop()
         if pid in seen:
             continue
         seen.add(pid)
         stat = _stat(pid)
         if stat is None:
             continue
-        out[(pid, stat[1])] = stat[0]
+        key = (pid, stat[1])
+        out[key] = (stat[0], parent)
         if stat[0] != "Z":
-            wanted.extend(_children_of(pid))
+            wanted.extend((child, key) for child in _children_of(pid))
     return out
+
+
+def _descends(key, ancestors, children):
+    """Whether the process ``key`` is in ``ancestors`` or descends from one (``children``: a _children map)."""
+    seen = 0
+    while key is not None and seen < 64:
+        if key in ancestors:
+            return True
+        key = children.get(key, (None, None))[1]
+        seen += 1
+    return False
 
 
 def _fds():
@@ -224,6 +237,26 @@ def _describe_thread(thread):
     if target is not None:
         where = " running {}.{}".format(getattr(target, "__module__", "?"), getattr(target, "__qualname__", "?"))
     return "thread {!r}{}{}".format(thread.name, " (daemon)" if thread.daemon else "", where)
+
+
+def _describe_fd(fd, target):
+    """``fd -> target``, a TCP socket's ends added (from /proc/net/tcp, tcp6)."""
+    text = "fd {} -> {}".format(fd, target)
+    if not target.startswith("socket:["):
+        return text
+    inode = target[8:-1]
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(table) as handle:
+                rows = handle.read().splitlines()[1:]
+        except OSError:
+            continue
+        for row in rows:
+            fields = row.split()
+            if len(fields) > 9 and fields[9] == inode:
+                ports = [int(end.rsplit(":", 1)[1], 16) for end in fields[1:3]]
+                return text + " (tcp port {} to port {})".format(*ports)
+    return text
 
 
 def _describe_child(key, state):
@@ -323,22 +356,23 @@ class LeakGuard(object):
         for _, _, owned in self.fixtures.values():
             new.threads -= owned.threads
             new.fds -= owned.fds
-            for key in owned.children:
-                new.children.pop(key, None)
+            if owned.children:  # the fixture's processes, and what they started since (a browser's renderers)
+                for key in [k for k in new.children if _descends(k, owned.children, now.children)]:
+                    del new.children[key]
         out = []
         if self.mode != "off":
             out.extend(("thread", t, _describe_thread(t)) for t in new.threads)
-            out.extend(("child", k, _describe_child(k, s)) for k, s in new.children.items())
+            out.extend(("child", k, _describe_child(k, s[0])) for k, s in new.children.items())
         if self.fd_mode != "off":
-            out.extend(("fd", f, "fd {} -> {}".format(*f)) for f in sorted(new.fds))
+            out.extend(("fd", f, _describe_fd(*f)) for f in sorted(new.fds))
         for name, scope, owned in self.finalized:
             label = " (left by {}-scoped fixture {!r})".format(scope, name)
             if self.mode != "off":
                 out.extend(("thread", t, _describe_thread(t) + label) for t in owned.threads & now.threads)
-                out.extend(("child", k, _describe_child(k, now.children[k]) + label)
+                out.extend(("child", k, _describe_child(k, now.children[k][0]) + label)
                            for k in owned.children if k in now.children)
             if self.fd_mode != "off":
-                out.extend(("fd", f, "fd {} -> {}".format(*f) + label) for f in sorted(owned.fds & now.fds))
+                out.extend(("fd", f, _describe_fd(*f) + label) for f in sorted(owned.fds & now.fds))
         return out
 
     def _leftovers(self, before):

@@ -17,6 +17,7 @@ import json
 import os
 import re
 import shutil
+import socket
 import struct
 import tempfile
 import threading
@@ -95,6 +96,32 @@ class _UpstreamHandler(BaseHTTPRequestHandler):
         pass
 
 
+def _accepted(server):
+    """The connections ``server`` accepts from now on (a list it fills)."""
+    connections = []
+    accept = server.get_request
+
+    def get_request():
+        conn, address = accept()
+        connections.append(conn)
+        return conn, address
+
+    server.get_request = get_request
+    return connections
+
+
+def _close(server, connections):
+    """Stop ``server`` and end its connections: a client that keeps its own open (the browser, the app's pooled
+    connection to the upstream) would keep their handler threads waiting for its next request."""
+    server.shutdown()
+    server.server_close()
+    for conn in connections:
+        try:
+            conn.shutdown(socket.SHUT_RDWR)
+        except OSError:  # closed already
+            pass
+
+
 class _QuietServer(ThreadingHTTPServer):
     daemon_threads = True
 
@@ -108,14 +135,14 @@ class Upstream(object):
         self._server.replies = []
         self._server.requests = []
         self.url = "http://127.0.0.1:{}/v1".format(self._server.server_address[1])
+        self._connections = _accepted(self._server)
         threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
 
     replies = property(lambda self: self._server.replies)
     requests = property(lambda self: self._server.requests)
 
     def close(self):
-        self._server.shutdown()
-        self._server.server_close()
+        _close(self._server, self._connections)
 
 
 def chunk(delta=None, finish=None, usage=None):
@@ -175,11 +202,11 @@ class Site(object):
         self._server.set_app(self.app)
         self.url = self.url.rstrip("/") + "/"
         self.upstream = upstream
+        self._connections = _accepted(self._server)
         threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
 
     def close(self):
-        self._server.shutdown()
-        self._server.server_close()
+        _close(self._server, self._connections)
 
 
 def app_config(upstream, **extra):
@@ -262,8 +289,11 @@ def page(browser, site):
     browser.site = site
     browser.allow = ()  # console messages a test expects (an HTTP error status it provoked)
     yield browser
-    assert bad_entries(console(browser), browser.allow) == []
-    browser.execute_script("sessionStorage.clear()")
+    try:
+        assert bad_entries(console(browser), browser.allow) == []
+        browser.execute_script("sessionStorage.clear()")
+    finally:
+        browser.site = None  # (the module's browser outlives the test's site, its app and their connections)
 
 
 def open_page(driver, url):
