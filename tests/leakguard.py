@@ -231,11 +231,25 @@ class Snapshot(object):
         return new
 
 
+def _owner(thread):
+    """The object whose method ``thread`` runs (a socketserver server's serve_forever or process_request_thread),
+    or None."""
+    return getattr(getattr(thread, "_target", None), "__self__", None)
+
+
 def _describe_thread(thread):
     target = getattr(thread, "_target", None)
     where = ""
     if target is not None:
         where = " running {}.{}".format(getattr(target, "__module__", "?"), getattr(target, "__qualname__", "?"))
+    frame = sys._current_frames().get(thread.ident)
+    stack = []
+    while frame is not None and len(stack) < 3:  # where it waits: its innermost frames
+        stack.append("{}:{} {}".format(os.path.basename(frame.f_code.co_filename), frame.f_lineno,
+                                       frame.f_code.co_name))
+        frame = frame.f_back
+    if stack:
+        where += ", waiting in " + " < ".join(stack)
     return "thread {!r}{}{}".format(thread.name, " (daemon)" if thread.daemon else "", where)
 
 
@@ -355,6 +369,11 @@ class LeakGuard(object):
         new = now - before
         for _, _, owned in self.fixtures.values():
             new.threads -= owned.threads
+            servers = {id(_owner(t)) for t in owned.threads} - {id(None)}
+            if servers and new.threads:  # a thread the fixture's server started for a connection is the fixture's
+                served = {t for t in new.threads if id(_owner(t)) in servers}
+                owned.threads |= served
+                new.threads -= served
             new.fds -= owned.fds
             if owned.children:  # the fixture's processes, and what they started since (a browser's renderers)
                 for key in [k for k in new.children if _descends(k, owned.children, now.children)]:

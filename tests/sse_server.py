@@ -59,6 +59,32 @@ class _Handler(BaseHTTPRequestHandler):
         return True
 
 
+def track_connections(server):
+    """The connections ``server`` (a socketserver server) accepts from now on: a list it fills."""
+    connections = []
+    accept = server.get_request
+
+    def get_request():
+        conn, address = accept()
+        connections.append(conn)
+        return conn, address
+
+    server.get_request = get_request
+    return connections
+
+
+def close_server(server, connections):
+    """Stop ``server`` and end its ``connections``: a client that keeps its own open (a pool's keep-alive
+    connection, a browser's) would keep their handler threads waiting for its next request."""
+    server.shutdown()
+    server.server_close()
+    for conn in connections:
+        try:
+            conn.shutdown(socket.SHUT_RDWR)
+        except OSError:  # closed already
+            pass
+
+
 class _HTTPServer(ThreadingHTTPServer):
     daemon_threads = True
     nodelay = False
@@ -66,6 +92,7 @@ class _HTTPServer(ThreadingHTTPServer):
     def __init__(self, *args, **kwargs):
         ThreadingHTTPServer.__init__(self, *args, **kwargs)
         self.closing = threading.Event()  # set when the server closes: a paused answer stops waiting
+        self.connections = track_connections(self)  # ended when the server closes
 
     def get_request(self):
         conn, address = ThreadingHTTPServer.get_request(self)
@@ -104,8 +131,7 @@ class LocalServer(object):
 
     def __exit__(self, *exc):
         self._server.closing.set()
-        self._server.shutdown()
-        self._server.server_close()
+        close_server(self._server, self._server.connections)
 
 
 def json_or_raw(raw):

@@ -17,7 +17,6 @@ import json
 import os
 import re
 import shutil
-import socket
 import struct
 import tempfile
 import threading
@@ -32,6 +31,7 @@ from agenthub import AutoLLMClient, collect, playground
 from agenthub.tracer import from_jsonable, list_traces, load_trace, to_jsonable
 from agenthub.server import make_app, serve
 from agenthub.validate import check_messages
+from sse_server import close_server, track_connections
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMEDRIVER = "/usr/bin/chromedriver"
@@ -96,32 +96,6 @@ class _UpstreamHandler(BaseHTTPRequestHandler):
         pass
 
 
-def _accepted(server):
-    """The connections ``server`` accepts from now on (a list it fills)."""
-    connections = []
-    accept = server.get_request
-
-    def get_request():
-        conn, address = accept()
-        connections.append(conn)
-        return conn, address
-
-    server.get_request = get_request
-    return connections
-
-
-def _close(server, connections):
-    """Stop ``server`` and end its connections: a client that keeps its own open (the browser, the app's pooled
-    connection to the upstream) would keep their handler threads waiting for its next request."""
-    server.shutdown()
-    server.server_close()
-    for conn in connections:
-        try:
-            conn.shutdown(socket.SHUT_RDWR)
-        except OSError:  # closed already
-            pass
-
-
 class _QuietServer(ThreadingHTTPServer):
     daemon_threads = True
 
@@ -135,14 +109,14 @@ class Upstream(object):
         self._server.replies = []
         self._server.requests = []
         self.url = "http://127.0.0.1:{}/v1".format(self._server.server_address[1])
-        self._connections = _accepted(self._server)
+        self._connections = track_connections(self._server)
         threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
 
     replies = property(lambda self: self._server.replies)
     requests = property(lambda self: self._server.requests)
 
     def close(self):
-        _close(self._server, self._connections)
+        close_server(self._server, self._connections)
 
 
 def chunk(delta=None, finish=None, usage=None):
@@ -202,11 +176,11 @@ class Site(object):
         self._server.set_app(self.app)
         self.url = self.url.rstrip("/") + "/"
         self.upstream = upstream
-        self._connections = _accepted(self._server)
+        self._connections = track_connections(self._server)
         threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
 
     def close(self):
-        _close(self._server, self._connections)
+        close_server(self._server, self._connections)
 
 
 def app_config(upstream, **extra):
