@@ -92,15 +92,20 @@ def _mp_singletons():
 
 
 def _kept_stores():
-    """(files, fd numbers) of the stores agenthub's journal keeps open for the next run of this process, by URL
-    (agenthub/agent/journal.py ``_open``: a bounded cache of ``_STORES_KEPT`` stores, the oldest closed first):
-    an SQLite store's file (and its -wal, -shm, -journal), a Redis store's pooled connections."""
-    journal = sys.modules.get("agenthub.agent.journal")
-    kept = getattr(journal, "_STORES", None)
+    """(files, fd numbers) of the stores agenthub keeps open by design: the journal's, kept by URL for the next
+    run of this process (agenthub/agent/journal.py ``_open``: a bounded cache of ``_STORES_KEPT`` stores, the
+    oldest closed first), and those of the idle renewers the store lease thread keeps until it ends (agenthub/
+    stores/base.py ``_Leases``: one period after the last hold).  An SQLite store's file (and its -wal, -shm,
+    -journal), a Redis store's pooled connections."""
+    stores = []
+    kept = getattr(sys.modules.get("agenthub.agent.journal"), "_STORES", None)
+    if kept:
+        stores.extend(store for store, _ in list(kept.values()))
+    leases = getattr(sys.modules.get("agenthub.stores.base"), "_LEASES", None)
+    if leases is not None and leases.renewers:
+        stores.extend(getattr(r, "store", None) for r in list(leases.renewers) if not r._ids)
     files, fds = set(), set()
-    if not kept:
-        return files, fds
-    for store, _ in list(kept.values()):
+    for store in stores:
         path = getattr(store, "path", None)
         if isinstance(path, str):
             files.update((path, path + "-wal", path + "-shm", path + "-journal"))
@@ -235,6 +240,15 @@ def _owner(thread):
     """The object whose method ``thread`` runs (a socketserver server's serve_forever or process_request_thread),
     or None."""
     return getattr(getattr(thread, "_target", None), "__self__", None)
+
+
+def _connection_fd(thread):
+    """The fd of the connection a socketserver handler thread serves (its first argument), or None."""
+    args = getattr(thread, "_args", None)
+    try:
+        return args[0].fileno()
+    except (TypeError, IndexError, AttributeError, OSError):
+        return None
 
 
 def _describe_thread(thread):
@@ -374,6 +388,9 @@ class LeakGuard(object):
                 served = {t for t in new.threads if id(_owner(t)) in servers}
                 owned.threads |= served
                 new.threads -= served
+            if servers and new.fds:  # and so is that connection
+                numbers = {_connection_fd(t) for t in owned.threads if t.is_alive()}
+                new.fds = {f for f in new.fds if f[0] not in numbers}
             new.fds -= owned.fds
             if owned.children:  # the fixture's processes, and what they started since (a browser's renderers)
                 for key in [k for k in new.children if _descends(k, owned.children, now.children)]:
