@@ -25,7 +25,7 @@ it one) are reaped, not reported: no Popen owns them, so no one else would.
 Mode per kind, from the environment (``off``; ``report``: a summary at the end of the session listing each test
 and what it left; ``strict``: the test errors in its teardown with a message naming what was left):
 
-- ``AGENTHUB_LEAKS``: threads and child processes (default ``report``);
+- ``AGENTHUB_LEAKS``: threads and child processes (default ``strict``);
 - ``AGENTHUB_LEAKS_FDS``: file descriptors (default ``report``, or ``off`` when ``AGENTHUB_LEAKS=off``).
 
 ``AGENTHUB_LEAKS_LOG=path`` also appends each finding to that file, one line per test.  Without ``/proc``
@@ -507,7 +507,7 @@ def owned_by(request):
 
 
 def pytest_configure(config):
-    mode = _mode("AGENTHUB_LEAKS", "report")
+    mode = _mode("AGENTHUB_LEAKS", "strict")
     fd_mode = _mode("AGENTHUB_LEAKS_FDS", "off" if mode == "off" else "report")
     if mode == "off" and fd_mode == "off":
         return
