@@ -420,7 +420,11 @@ class LeakGuard(object):
         try:
             return self._wait(before)
         finally:
-            self.waited += time.perf_counter() - start
+            took = time.perf_counter() - start
+            self.waited += took
+            if self.log:
+                with open(self.log, "a") as handle:
+                    handle.write("(waited {:.3f} s for: {})\n".format(took, " | ".join(t for _, _, t in pending)))
 
     def _wait(self, before):
         gc.collect()
