@@ -57,7 +57,7 @@ def _mode(name, default):
 # -- allowlist: process-wide objects, bounded by design (each with why) -----------------------------------------
 
 def _allowed_thread(thread):
-    """A thread that is no test's leak: agenthub's two process-wide lease renewers while they idle.  Each is one
+    """A thread that is no test's leak: agenthub's process-wide lease renewers while they idle.  Each is one
     thread per process that lingers one renewal period (10 s, a third of a 30 s lease) after its last run or
     hold ends, so that the next one reuses it (by design: agenthub/agent/journal.py _Renewer, agenthub/stores/
     base.py _Leases).  Only while idle: a renewer that still renews a run or a hold a test left open is a leak."""
@@ -70,6 +70,11 @@ def _allowed_thread(thread):
         base = sys.modules.get("agenthub.stores.base")
         leases = getattr(base, "_LEASES", None)
         return leases is not None and leases.thread is thread and not any(r._ids for r in list(leases.renewers))
+    if name == "agenthub-mcp-deadlines":  # likewise the MCP HTTP deadline keeper: it ends 1 s (IDLE) after the
+        http = sys.modules.get("agenthub.mcp.http")  # last step's deadline is cancelled or passed
+        deadlines = getattr(http, "_DEADLINES", None)
+        return deadlines is not None and deadlines._thread is thread and all(
+            entry[2][0] is None for entry in list(deadlines._heap))
     return False
 
 
@@ -314,6 +319,7 @@ class LeakGuard(object):
         self.reaped = 0           # adopted orphans reaped (see _reap_adopted)
         self.spent = 0.0          # seconds in the checks, all told
         self.waited = 0.0         # of which waiting for leftovers to go (tests in ``slow``)
+        self.current = None       # the test being checked
 
     def _snap(self):
         return Snapshot(fds=self.fd_mode != "off")
@@ -363,6 +369,7 @@ class LeakGuard(object):
         if before is None:
             return
         start = time.perf_counter()
+        self.current = item.nodeid
         found = self._leftovers(before)
         self.spent += time.perf_counter() - start
         self.finalized = []
@@ -424,7 +431,8 @@ class LeakGuard(object):
             self.waited += took
             if self.log:
                 with open(self.log, "a") as handle:
-                    handle.write("(waited {:.3f} s for: {})\n".format(took, " | ".join(t for _, _, t in pending)))
+                    handle.write("(waited {:.3f} s in {} for: {})\n".format(took, self.current, " | ".join(
+                        t for _, _, t in pending)))
 
     def _wait(self, before):
         gc.collect()

@@ -10,6 +10,7 @@ the three servers built on it.
 import json
 import socket
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
@@ -47,7 +48,10 @@ class _Handler(BaseHTTPRequestHandler):
                 self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk) if chunked else chunk)
                 self.wfile.flush()
                 if n == 0 and gate is not None:
-                    gate.wait(5)
+                    deadline = time.monotonic() + 5
+                    while not self.server.closing.is_set() and time.monotonic() < deadline:  # (ends if it closes)
+                        if gate.wait(min(0.05, max(0.0, deadline - time.monotonic()))):
+                            break
             if not chunked:
                 self.close_connection = True
             elif end:
