@@ -16,6 +16,8 @@ import time
 from collections import Counter
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+from sse_server import close_server, track_connections
+
 
 def _text_of(body):
     messages = body.get("messages") or []
@@ -140,6 +142,7 @@ class JobServer(object):
         self._tokens = self.burst
         self._at = time.monotonic()
         self._httpd = _Server(("127.0.0.1", 0), _Handler)
+        self._connections = track_connections(self._httpd)  # (ended when it closes)
         self._httpd.owner = self
         self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
 
@@ -164,6 +167,5 @@ class JobServer(object):
         return self
 
     def __exit__(self, *exc):
-        self._httpd.shutdown()
-        self._httpd.server_close()
+        close_server(self._httpd, self._connections)
         self._thread.join(5)
