@@ -90,10 +90,10 @@ class _Handler(BaseHTTPRequestHandler):
                                                           "type": "requests", "code": "rate_limit_exceeded"}}).encode(),
                               headers={"Retry-After": "{:.3f}".format(limited), "x-ratelimit-remaining-requests": "0",
                                        "x-ratelimit-reset-requests": "{:.0f}ms".format(limited * 1000)})
-        if key.startswith("sleep:"):
-            time.sleep(min(5.0, float(key.split(":", 1)[1].split()[0])))
+        if key.startswith("sleep:"):  # (a closed server's waits end at once: its threads with them)
+            server.closing.wait(min(5.0, float(key.split(":", 1)[1].split()[0])))
         elif server.delay:
-            time.sleep(server.delay)
+            server.closing.wait(server.delay)
         if key in server.broken:
             server.statuses.append((now, 503))
             return self._send(503, b'{"error": {"message": "overloaded", "type": "server_error"}}')
@@ -134,6 +134,7 @@ class JobServer(object):
         self.log = []
         self.statuses = []
         self.lock = threading.Lock()
+        self.closing = threading.Event()  # set when the server closes
         self.delay = delay
         self.broken = set()  # prompt texts answered 503 while they are here
         self.headers = dict(headers or {})
@@ -167,5 +168,6 @@ class JobServer(object):
         return self
 
     def __exit__(self, *exc):
+        self.closing.set()
         close_server(self._httpd, self._connections)
         self._thread.join(5)

@@ -461,8 +461,10 @@ class LeakGuard(object):
         if not zombies:
             return 0
         owned = set()
+        types = _popen_types()
         for obj in gc.get_objects():
-            if isinstance(obj, _popen_types()):
+            # (one not waited yet: a waited one's pid may be another process's by now)
+            if isinstance(obj, types) and getattr(obj, "returncode", 0) is None:
                 owned.add(getattr(obj, "pid", None))
         reaped = 0
         for pid in zombies:
