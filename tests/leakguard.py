@@ -15,8 +15,9 @@ called leaked the collector runs (garbage awaiting the collector is not a leak).
 Fixtures of broader scope than a function (class, module, package, session: a local server started by the
 first test that uses it) are not blamed on that test: what appears during such a fixture's setup, or inside
 ``with leakguard.owned_by(request):`` in a fixture that starts things lazily, belongs to the fixture until it
-is finalized; what is still there after its finalizer is reported against the fixture (in the teardown of the
-test that finalized it).
+is finalized, and so are the threads (and their connections) its servers start later for their clients and the
+processes its processes start; what is still there after its finalizer is reported against the fixture (in the
+teardown of the test that finalized it).
 
 Allowed, narrowly (see ``_allowed_thread``, ``_mp_singletons``, ``_kept_stores``): what is process-wide and
 bounded by design.  The zombies of orphans this process adopted as a child subreaper (tests/mcp_support.py makes
@@ -30,8 +31,8 @@ and what it left; ``strict``: the test errors in its teardown with a message nam
   not reached yet, sockets of pools and SQLite connections, each one a full collection to tell apart, and a
   client's pooled connection to a fixture's server cannot be told from the test's own; ``report`` lists them).
 
-``AGENTHUB_LEAKS_LOG=path`` also appends each finding to that file, one line per test.  Without ``/proc``
-(macOS, Windows) only threads are checked.
+``AGENTHUB_LEAKS_LOG=path`` also appends each finding to that file, one line per test, and each wait (how long,
+in which test, for what).  Without ``/proc`` (macOS, Windows) only threads are checked.
 """
 
 import contextlib
