@@ -7,7 +7,8 @@ Loaded from ``tests/conftest.py``.  Per test, a snapshot is taken before setup a
   start time (a reused pid is a new child); a child that exited but was never waited (a zombie) is a leak too;
 - file descriptors: ``/proc/self/fd`` entries new after the test (fd number and what it points to).
 
-What a test leaves is waited for, bounded (``WAIT`` seconds in all, polled; only when something is left: a clean
+What a test leaves is waited for, bounded (``WAIT``, 10 s in all, polled; ``AGENTHUB_LEAKS_WAIT`` sets another;
+only when something is left: a clean
 test pays two snapshots, ~0.1 ms), since some things end a moment after their owner is closed (a server's
 handler thread once its client's connection is closed, a child once it has read its EOF).  Before anything is
 called leaked the collector runs (garbage awaiting the collector is not a leak).
@@ -45,7 +46,8 @@ import time
 
 import pytest
 
-WAIT = 10.0  #: seconds a test's leftovers are given to go, in all, before they are called leaked
+#: seconds a test's leftovers are given to go, in all, before they are called leaked (AGENTHUB_LEAKS_WAIT)
+WAIT = float(os.environ.get("AGENTHUB_LEAKS_WAIT") or 10.0)
 _PROC = os.path.isdir("/proc/self/task") and os.path.isdir("/proc/self/fd")
 _MODES = ("off", "report", "strict")
 
