@@ -8,10 +8,9 @@ Loaded from ``tests/conftest.py``.  Per test, a snapshot is taken before setup a
 - file descriptors: ``/proc/self/fd`` entries new after the test (fd number and what it points to).
 
 What a test leaves is waited for, bounded (``WAIT``, 10 s in all, polled; ``AGENTHUB_LEAKS_WAIT`` sets another;
-only when something is left: a clean
-test pays two snapshots, ~0.1 ms), since some things end a moment after their owner is closed (a server's
-handler thread once its client's connection is closed, a child once it has read its EOF).  Before anything is
-called leaked the collector runs (garbage awaiting the collector is not a leak).
+only when something is left: a clean test pays two snapshots, ~0.1 ms), since some things end a moment after
+their owner is closed (a server's handler thread once its client's connection is closed, a child once it has
+read its EOF).  Before anything is called leaked the collector runs (garbage awaiting it is not a leak).
 
 Fixtures of broader scope than a function (class, module, package, session: a local server started by the
 first test that uses it) are not blamed on that test: what appears during such a fixture's setup, or inside
