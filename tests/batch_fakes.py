@@ -33,6 +33,8 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, unquote, urlsplit
 
+from sse_server import close_server, track_connections
+
 KEYS = {"openai": "sk-openai-test", "azure": "az-key-test", "anthropic": "sk-ant-test", "gemini": "g-key-test"}
 
 
@@ -159,6 +161,7 @@ class BatchFake(object):
         self.uploads = {}  # gemini upload session id -> {"display_name", "data", "mime"}
         self._ids = itertools.count(1)
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+        self._connections = track_connections(self.server)  # (ended when it closes)
         self.server.daemon_threads = True
         self.server.fake = self
         self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
@@ -169,8 +172,7 @@ class BatchFake(object):
         return "http://127.0.0.1:{}".format(self.server.server_address[1])
 
     def close(self):
-        self.server.shutdown()
-        self.server.server_close()
+        close_server(self.server, self._connections)
         self.thread.join(5)
 
     def __enter__(self):

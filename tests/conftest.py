@@ -12,6 +12,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 
+# No test leaves a thread, a child process or a file descriptor behind (tests/leakguard.py; AGENTHUB_LEAKS).
+from leakguard import pytest_configure  # noqa: E402,F401  (a hook: pytest calls it from this conftest)
+
 # The Ctrl-C tests (in this process, and in the child processes it starts, which inherit an ignored SIGINT)
 # need SIGINT delivered: a suite started in the background by a shell without job control (`cmd &`, nohup)
 # begins with SIGINT ignored, so Python installed no KeyboardInterrupt handler; it gets Python's default here.

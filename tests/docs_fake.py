@@ -17,6 +17,8 @@ import os
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+from sse_server import close_server, track_connections
+
 RECORDINGS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "agenthub", "recordings")
 MODELS = ("gpt-5.5", "claude-sonnet-4-6", "gemini-3.5-flash")
 
@@ -164,6 +166,7 @@ class DocsFake(object):
         self.requests = []
         self.unknown = []
         self._server = _Server(("127.0.0.1", 0), _Handler)
+        self._connections = track_connections(self._server)  # (ended when it closes)
         self._server.owner = self
         self.port = self._server.server_address[1]
         self.url = "http://127.0.0.1:{}".format(self.port)
@@ -175,8 +178,7 @@ class DocsFake(object):
         return self
 
     def close(self):
-        self._server.shutdown()
-        self._server.server_close()
+        close_server(self._server, self._connections)
         self._thread.join(10)
 
     def __exit__(self, *exc):

@@ -177,6 +177,10 @@ class FaultServer(object):
         except OSError:
             pass
         for sock in list(self._open):
+            try:  # (a shutdown wakes a thread reading it; a close alone may not)
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
             try:
                 sock.close()
             except OSError:
@@ -302,9 +306,11 @@ class FaultServer(object):
             elif kind == "trickle":
                 for i in range(len(step[1])):
                     self._body(sock, step[1][i:i + 1], framing)
-                    time.sleep(step[2])
+                    if self._stop.wait(step[2]):  # the server stopped: the connection ends, and its thread
+                        raise _Dropped()
             elif kind == "sleep":
-                time.sleep(step[1])
+                if self._stop.wait(step[1]):
+                    raise _Dropped()
             elif kind == "hang":
                 self._hang(sock, step[1], number)
                 return False

@@ -16,6 +16,8 @@ import time
 from collections import Counter
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+from sse_server import close_server, track_connections
+
 
 def _text_of(body):
     messages = body.get("messages") or []
@@ -88,10 +90,10 @@ class _Handler(BaseHTTPRequestHandler):
                                                           "type": "requests", "code": "rate_limit_exceeded"}}).encode(),
                               headers={"Retry-After": "{:.3f}".format(limited), "x-ratelimit-remaining-requests": "0",
                                        "x-ratelimit-reset-requests": "{:.0f}ms".format(limited * 1000)})
-        if key.startswith("sleep:"):
-            time.sleep(min(5.0, float(key.split(":", 1)[1].split()[0])))
+        if key.startswith("sleep:"):  # (a closed server's waits end at once: its threads with them)
+            server.closing.wait(min(5.0, float(key.split(":", 1)[1].split()[0])))
         elif server.delay:
-            time.sleep(server.delay)
+            server.closing.wait(server.delay)
         if key in server.broken:
             server.statuses.append((now, 503))
             return self._send(503, b'{"error": {"message": "overloaded", "type": "server_error"}}')
@@ -132,6 +134,7 @@ class JobServer(object):
         self.log = []
         self.statuses = []
         self.lock = threading.Lock()
+        self.closing = threading.Event()  # set when the server closes
         self.delay = delay
         self.broken = set()  # prompt texts answered 503 while they are here
         self.headers = dict(headers or {})
@@ -140,6 +143,7 @@ class JobServer(object):
         self._tokens = self.burst
         self._at = time.monotonic()
         self._httpd = _Server(("127.0.0.1", 0), _Handler)
+        self._connections = track_connections(self._httpd)  # (ended when it closes)
         self._httpd.owner = self
         self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
 
@@ -164,6 +168,6 @@ class JobServer(object):
         return self
 
     def __exit__(self, *exc):
-        self._httpd.shutdown()
-        self._httpd.server_close()
+        self.closing.set()
+        close_server(self._httpd, self._connections)
         self._thread.join(5)

@@ -11,7 +11,7 @@ import sys
 import threading
 import time
 
-from sse_server import LocalServer, json_or_raw
+from sse_server import LocalServer, close_server, json_or_raw, track_connections
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -108,6 +108,7 @@ class Builtin(object):
 
         self.app = app
         self.server, self.url = serve(app, "127.0.0.1", 0)
+        self._connections = track_connections(self.server)
         self._thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05},
                                         daemon=True)
 
@@ -116,8 +117,7 @@ class Builtin(object):
         return self
 
     def __exit__(self, *exc):
-        self.server.shutdown()
-        self.server.server_close()
+        close_server(self.server, self._connections)
 
 
 def free_port():

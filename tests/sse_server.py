@@ -42,12 +42,16 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         try:
             for n, chunk in enumerate(chunks):
-                if pause and (n or pause_first):
-                    time.sleep(pause)
+                if pause and (n or pause_first) and self.server.closing.wait(pause):
+                    self.close_connection = True  # the server closed meanwhile: this answer ends here, and its thread
+                    return False
                 self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk) if chunked else chunk)
                 self.wfile.flush()
                 if n == 0 and gate is not None:
-                    gate.wait(5)
+                    deadline = time.monotonic() + 5
+                    while not self.server.closing.is_set() and time.monotonic() < deadline:  # (ends if it closes)
+                        if gate.wait(min(0.05, max(0.0, deadline - time.monotonic()))):
+                            break
             if not chunked:
                 self.close_connection = True
             elif end:
@@ -59,9 +63,40 @@ class _Handler(BaseHTTPRequestHandler):
         return True
 
 
+def track_connections(server):
+    """The connections ``server`` (a socketserver server) accepts from now on: a list it fills."""
+    connections = []
+    accept = server.get_request
+
+    def get_request():
+        conn, address = accept()
+        connections.append(conn)
+        return conn, address
+
+    server.get_request = get_request
+    return connections
+
+
+def close_server(server, connections):
+    """Stop ``server`` and end its ``connections``: a client that keeps its own open (a pool's keep-alive
+    connection, a browser's) would keep their handler threads waiting for its next request."""
+    server.shutdown()
+    server.server_close()
+    for conn in connections:
+        try:
+            conn.shutdown(socket.SHUT_RDWR)
+        except OSError:  # closed already
+            pass
+
+
 class _HTTPServer(ThreadingHTTPServer):
     daemon_threads = True
     nodelay = False
+
+    def __init__(self, *args, **kwargs):
+        ThreadingHTTPServer.__init__(self, *args, **kwargs)
+        self.closing = threading.Event()  # set when the server closes: a paused answer stops waiting
+        self.connections = track_connections(self)  # ended when the server closes
 
     def get_request(self):
         conn, address = ThreadingHTTPServer.get_request(self)
@@ -99,8 +134,8 @@ class LocalServer(object):
         return self
 
     def __exit__(self, *exc):
-        self._server.shutdown()
-        self._server.server_close()
+        self._server.closing.set()
+        close_server(self._server, self._server.connections)
 
 
 def json_or_raw(raw):

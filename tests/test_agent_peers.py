@@ -158,9 +158,19 @@ def test_the_same_request_sequence_as_openai_agents_runner():
             Answer([completion({"role": "assistant", "content": "ok"}, "stop")], headers=headers)]
         set_tracing_disabled(True)
         set_default_openai_api("chat_completions")
-        set_default_openai_client(AsyncOpenAI(base_url=server.url + "/v1", api_key="k-agents-peer", max_retries=0))
+        sdk_client = AsyncOpenAI(base_url=server.url + "/v1", api_key="k-agents-peer", max_retries=0)
+        set_default_openai_client(sdk_client)
         agent = Agent(name="peer", tools=[function_tool(get_weather), function_tool(boom)], model="gpt-4o-mini")
-        assert Runner.run_sync(agent, QUESTION).final_output == "ok"
+        try:
+            assert Runner.run_sync(agent, QUESTION).final_output == "ok"
+        finally:  # run_sync ran on this thread's default loop and left it open: its client, executor and loop closed
+            import asyncio
+
+            loop = asyncio.get_event_loop_policy().get_event_loop()
+            loop.run_until_complete(sdk_client.close())
+            loop.run_until_complete(loop.shutdown_default_executor())
+            loop.close()
+            asyncio.set_event_loop(None)
         sdk = [r["body"] for r in server.requests]
     with SSEServer() as server:
         server.answers += [Answer([chat_calls(CALLS)]), Answer([chat_text("ok")])]

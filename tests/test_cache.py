@@ -8,6 +8,7 @@ import time
 import zlib
 
 import pytest
+import requests
 
 from agenthub import AutoLLMClient, Budget, BudgetExceededError, ConfigError, RateLimiter, ResponseCache, check_stream
 from agenthub.stores import MemoryStore
@@ -52,8 +53,10 @@ def cache(request, tmp_path):
 
 
 def test_a_hit_replays_the_stream_and_sends_nothing(cache):
-    with JobServer() as server:
-        client = _client(server, cache)
+    # the test's own session, closed at the end: with fakeredis, lupa's Lua runtime (not seen by the collector)
+    # keeps a traceback that reaches this client, whose pooled connection then kept the server's thread alive
+    with JobServer() as server, requests.Session() as session:
+        client = _client(server, cache, session=session)
         first = list(client.streaming_response(_user("cached"), {"max_tokens": 8}))
         route = {"model": "deepseek-v4-flash", "client_type": "openai-chat", "host": client.last_route["host"]}
         assert client.last_route == route and client.last_route["host"].startswith("127.0.0.1")

@@ -23,6 +23,7 @@ import pytest
 
 from agenthub import AutoLLMClient, ConfigError, StreamProtocolError, UnsupportedOperationError, UpstreamError
 from agenthub.budget import estimate_tokens
+from sse_server import close_server, track_connections
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 16
 MESSAGES = [
@@ -84,6 +85,7 @@ class _Handler(BaseHTTPRequestHandler):
 class FakeCounter(object):
     def __enter__(self):
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+        self._connections = track_connections(self.httpd)  # (ended when it closes)
         self.httpd.daemon_threads = True
         self.httpd.requests = []
         self.httpd.lock = threading.Lock()
@@ -97,8 +99,7 @@ class FakeCounter(object):
         return self.httpd.requests
 
     def __exit__(self, *exc):
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        close_server(self.httpd, self._connections)
         self.thread.join(5)
 
 

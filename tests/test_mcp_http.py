@@ -14,18 +14,20 @@ from agenthub import mcp
 from agenthub.errors import ConfigError, ServerError, StreamProtocolError, TransportError, UnsupportedOperationError
 from agenthub.mcp import InputRequiredError, MCPError
 
+import leakguard
 from mcp_support import Subprocess, leaked, snapshot
 
 SECRET = "Bearer sk-test-0123456789abcdef"
 
 
 @pytest.fixture(scope="module")
-def servers():
+def servers(request):
     started = {}
 
     def get(era):
         if era not in started:
-            started[era] = Subprocess([__import__("mcp_support").FAKE_HTTP, era])
+            with leakguard.owned_by(request):  # the module's server, whichever test asks for it first
+                started[era] = Subprocess([__import__("mcp_support").FAKE_HTTP, era])
         return started[era]
 
     yield get

@@ -12,16 +12,18 @@ import pytest
 from agenthub import mcp
 from agenthub.errors import StreamProtocolError, UpstreamError
 
+import leakguard
 from mcp_support import FAKE_HTTP, Subprocess, leaked, snapshot
 
 
 @pytest.fixture(scope="module")
-def servers():
+def servers(request):
     started = {}
 
     def get(era):
         if era not in started:
-            started[era] = Subprocess([FAKE_HTTP, era])
+            with leakguard.owned_by(request):  # the module's server, whichever test asks for it first
+                started[era] = Subprocess([FAKE_HTTP, era])
         return started[era]
 
     yield get

@@ -31,6 +31,7 @@ from agenthub import AutoLLMClient, collect, playground
 from agenthub.tracer import from_jsonable, list_traces, load_trace, to_jsonable
 from agenthub.server import make_app, serve
 from agenthub.validate import check_messages
+from sse_server import close_server, track_connections
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMEDRIVER = "/usr/bin/chromedriver"
@@ -108,14 +109,14 @@ class Upstream(object):
         self._server.replies = []
         self._server.requests = []
         self.url = "http://127.0.0.1:{}/v1".format(self._server.server_address[1])
+        self._connections = track_connections(self._server)
         threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
 
     replies = property(lambda self: self._server.replies)
     requests = property(lambda self: self._server.requests)
 
     def close(self):
-        self._server.shutdown()
-        self._server.server_close()
+        close_server(self._server, self._connections)
 
 
 def chunk(delta=None, finish=None, usage=None):
@@ -175,11 +176,11 @@ class Site(object):
         self._server.set_app(self.app)
         self.url = self.url.rstrip("/") + "/"
         self.upstream = upstream
+        self._connections = track_connections(self._server)
         threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
 
     def close(self):
-        self._server.shutdown()
-        self._server.server_close()
+        close_server(self._server, self._connections)
 
 
 def app_config(upstream, **extra):
@@ -262,8 +263,11 @@ def page(browser, site):
     browser.site = site
     browser.allow = ()  # console messages a test expects (an HTTP error status it provoked)
     yield browser
-    assert bad_entries(console(browser), browser.allow) == []
-    browser.execute_script("sessionStorage.clear()")
+    try:
+        assert bad_entries(console(browser), browser.allow) == []
+        browser.execute_script("sessionStorage.clear()")
+    finally:
+        browser.site = None  # (the module's browser outlives the test's site, its app and their connections)
 
 
 def open_page(driver, url):
@@ -564,6 +568,7 @@ def test_export_writes_a_trace_the_tracer_and_the_viewer_open(page, upstream, tm
     assert [(t["trace_id"], t["model"], t["messages"]) for t in listed] == [("playground/" + name[:-5], "fake", 2)]
 
     server, url = viewer.serve_in_thread(str(tmp_path / "traces"))
+    connections = track_connections(server)  # (the browser keeps its connections: they end with the viewer)
     try:
         page.get(viewer.trace_url(url, listed[0]["trace_id"]))
         wait(page, lambda d: "A dot." in d.find_element(By.ID, "main").text, "the viewer's page")
@@ -572,8 +577,7 @@ def test_export_writes_a_trace_the_tracer_and_the_viewer_open(page, upstream, tm
         console(page)  # the viewer's own page is not under test here
         page.allow = ("/favicon.ico",)  # the viewer's page asks for one, after the drain above
     finally:
-        server.shutdown()
-        server.server_close()
+        close_server(server, connections)
 
     # Open trace: the conversation comes back as it was exported, and the next turn sends it
     open_page(page, page.site.url)

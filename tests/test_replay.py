@@ -10,6 +10,7 @@ import pytest
 from agenthub import AutoLLMClient, ConfigError, RateLimitError, StreamProtocolError, check_stream
 from agenthub.testing import (Cassette, Interaction, ReplayMismatchError, cassette_session, clean_url,
                               record_session, replay_session)
+from sse_server import close_server, track_connections
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 RECORDINGS = os.path.join(os.path.dirname(HERE), "agenthub", "recordings", "openai_chat")
@@ -51,13 +52,13 @@ class _Upstream(object):
                 pass
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._connections = track_connections(self.server)  # (ended when it closes)
         self.server.daemon_threads = True
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
         self.base_url = "http://127.0.0.1:{}/v1".format(self.server.server_address[1])
 
     def close(self):
-        self.server.shutdown()
-        self.server.server_close()
+        close_server(self.server, self._connections)
 
 
 @pytest.fixture

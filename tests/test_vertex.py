@@ -33,7 +33,7 @@ from agenthub.registry import resolve
 from agenthub.stream import check_stream
 from agenthub.validate import check_config
 from conftest import run_parser, splits, strip_ids, summarize
-from sse_server import Answer, SSEServer
+from sse_server import Answer, SSEServer, close_server, track_connections
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PROJECT = "vtx-proj-123"
@@ -317,6 +317,7 @@ class TokenEndpoint(object):
                 pass
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._connections = track_connections(self.server)  # (ended when it closes)
         self.server.daemon_threads = True
         self.url = "http://127.0.0.1:{}/token".format(self.server.server_address[1])
         threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
@@ -341,8 +342,7 @@ class TokenEndpoint(object):
                      "token_type": "Bearer"}
 
     def close(self):
-        self.server.shutdown()
-        self.server.server_close()
+        close_server(self.server, self._connections)
 
 
 @pytest.fixture(scope="module")
