@@ -28,7 +28,13 @@ _GENERATED_ID = re.compile(r"call_[0-9a-f]{12}_(\d+)")
 
 
 def process_cpu(pid):
-    """utime + stime of process ``pid`` (all its threads, dead ones included), in seconds."""
+    """The CPU time of process ``pid`` (all its threads, dead ones included), in seconds: read from its process
+    CPU clock (Linux: clock id ``(~pid << 3) | 2``, nanoseconds), else utime + stime from /proc (whole clock
+    ticks, 10 ms: +-10 ms on each reading, +-7% on a 150 ms stream)."""
+    try:
+        return time.clock_gettime(((~pid) << 3) | 2)
+    except (AttributeError, OSError, OverflowError):
+        pass
     with open("/proc/{}/stat".format(pid)) as handle:
         fields = handle.read().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / float(_TICK)

@@ -8,8 +8,9 @@ call in 20,000 fragments per protocol, one HTTP chunk per event.  Two ``agenthub
 side, one with the library as it was at ``--before`` (``ab.tree_at``), one with this checkout; each has its own
 client process (``client_type="agenthub"``, and the direct client for the same stream), with the same tree
 first on its path.  Per rep, in alternating order, each side streams every scenario directly and then through
-its server: the client's CPU (``getrusage`` in the client process; the events of its first stream each way compared) and the server's (utime + stime from
-``/proc/<pid>/stat``, all threads, 10 ms ticks).  Printed per protocol and stream: the median direct CPU, the
+its server: the client's CPU (``getrusage`` in the client process; the events of its first stream each way
+compared) and the server's (``serve.process_cpu``: its process CPU clock, all threads, in nanoseconds; /proc's
+10 ms ticks where there is none).  Printed per protocol and stream: the median direct CPU, the
 medians of client and server through the server as ratios to it, and their sum (target <= 1.5x), before and
 after side by side, with the load average.
 """
@@ -61,13 +62,6 @@ for line in sys.stdin:
 '''
 
 
-def process_cpu(pid):
-    """utime + stime of process ``pid`` (all its threads, ended ones included), in seconds."""
-    with open("/proc/{}/stat".format(pid)) as handle:
-        fields = handle.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / float(os.sysconf("SC_CLK_TCK"))
-
-
 class Side(object):
     """One tree: its server and its client process."""
 
@@ -99,6 +93,7 @@ class Side(object):
 
 def main():
     import ab
+    import serve
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--before", default="main")
@@ -133,14 +128,14 @@ def main():
                     cell = samples[(side, row["id"])]
                     direct = run.drain("direct", row["base_url"], row["id"], row["client_type"])
                     cell["direct"].append(direct[0])
-                    start = process_cpu(run.server.pid)
+                    start = serve.process_cpu(run.server.pid)
                     via = run.drain("via", run.url, row["id"], row["client_type"])
                     cell["client"].append(via[0])
                     if via[2] != direct[2]:
                         raise SystemExit("{} {}: the events through the server are not the direct client's".format(
                             side, row["id"]))
                     time.sleep(0.05)  # the server's threads are done with the stream
-                    cell["server"].append(process_cpu(run.server.pid) - start)
+                    cell["server"].append(serve.process_cpu(run.server.pid) - start)
             print("rep {} done ({})".format(rep + 1, ab.loads_text(loads[-len(rows) * 2:])), file=sys.stderr,
                   flush=True)
         print("`agenthub serve`: client + server CPU through the server as a ratio to the direct client's, "
