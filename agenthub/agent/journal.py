@@ -442,22 +442,24 @@ class Journal(object):
                 return
             many = self._append_many
             if many is None:  # (a store that takes one entry a call)
-                try:
-                    self._store_each()
-                except UnicodeEncodeError:  # (as below)
-                    self._kept = _storable(self.run_id, self._kept)
-                    self._store_each()
+                self._store(self._store_each)
                 return
-            try:
-                many(self.run_id, self.owner, self._next, self._kept, self.ttl)
-            except UnicodeEncodeError:  # (a store that keeps UTF-8, an entry with a lone surrogate: escaped)
-                self._kept = _storable(self.run_id, self._kept)
-                many(self.run_id, self.owner, self._next, self._kept, self.ttl)
+            self._store(many)
             self._next += len(self._kept)
             self._kept = []
 
-    def _store_each(self) -> None:
-        """The kept entries stored one a call (a store without ``journal_append_many``)."""
+    def _store(self, write: Any) -> None:
+        """``write(run_id, owner, next number, the kept entries, ttl)``, again with each lone surrogate escaped
+        when a store that keeps UTF-8 refused one (``_storable``)."""
+        try:
+            write(self.run_id, self.owner, self._next, self._kept, self.ttl)
+        except UnicodeEncodeError:
+            self._kept = _storable(self.run_id, self._kept)
+            write(self.run_id, self.owner, self._next, self._kept, self.ttl)
+
+    def _store_each(self, *_: Any) -> None:
+        """The kept entries stored one a call (a store without ``journal_append_many``); ``_store``'s arguments are
+        this journal's own, read here as each entry moves them on."""
         while self._kept:
             self.store.journal_append(self.run_id, self.owner, self._next, self._kept[0], self.ttl)
             self._next += 1
@@ -479,11 +481,7 @@ class Journal(object):
             if self._lost is not None:
                 raise self._lost
             with self._lock:
-                try:
-                    finish(self.run_id, self.owner, self._next, self._kept, self.ttl)
-                except UnicodeEncodeError:  # (as in flush)
-                    self._kept = _storable(self.run_id, self._kept)
-                    finish(self.run_id, self.owner, self._next, self._kept, self.ttl)
+                self._store(finish)
                 self._next += len(self._kept)
                 self._kept = []
         except BaseException:
