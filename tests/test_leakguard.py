@@ -71,13 +71,19 @@ def test_a_clean_test():
 '''
 
 
+def _without_leak_settings(environ):
+    """The environment without the guard's own settings: the suite may run with them set (say
+    ``AGENTHUB_LEAKS_FDS=report``), and each case here sets the ones it is about."""
+    return {key: value for key, value in environ.items() if not key.startswith("AGENTHUB_LEAKS")}
+
+
 def _run(tmp_path, **env):
     (tmp_path / "conftest.py").write_text("import sys\nsys.path.insert(0, {!r})\nfrom leakguard import pytest_configure"
                                           "  # noqa: F401\n".format(HERE))
     (tmp_path / "test_cases.py").write_text(CASES)
     run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_cases.py"],
                          cwd=str(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=120,
-                         env=dict(os.environ, AGENTHUB_LEAKS_WAIT="1", **env))
+                         env=dict(_without_leak_settings(os.environ), AGENTHUB_LEAKS_WAIT="1", **env))
     return run.returncode, run.stdout.decode("utf-8", "replace")
 
 
