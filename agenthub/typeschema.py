@@ -17,8 +17,11 @@ it; agenthub never imports pydantic), and a plain JSON Schema dict (the value is
 A type with no schema (``object``, a callable, a class, a recursive type where ``$ref`` is not allowed) is a
 ConfigError naming the field.
 
-Conversion is strict where JSON is: ``True`` is not an int; an int is a float; a float that is a whole
-number is an int; a str is never a number.  An object's missing required fields and unknown fields are
+Conversion is strict where JSON is: ``True`` is not an int; an int is a float (one past a float's range is a
+problem); a float that is a whole number is an int (a ``Literal``'s or an Enum's number too: ``1.0`` is
+``Literal[1]``); a str is never a number.  ``typing_extensions``' forms (``NotRequired``, ``Required``,
+``ReadOnly``, ``Literal``) are read as typing's.  A value nested deeper than Python's stack is a problem
+(``nested too deeply to check``), never a RecursionError.  An object's missing required fields and unknown fields are
 problems (a field with a default may be left out: the constructor fills it in).  A union takes the first
 option whose JSON type the value has, then the first that fits.
 
@@ -56,8 +59,20 @@ __all__ = ["compile", "Compiled", "ConversionError", "inline_refs", "to_json", "
 _NONE = type(None)
 _BAD = object()  # what a converter returns after recording a problem
 _UNION_TYPE = getattr(__import__("types"), "UnionType", None)  # ``X | Y`` (3.10+)
-_QUALIFIERS = tuple(q for q in (getattr(typing, n, None) for n in ("Required", "NotRequired", "ReadOnly", "Final"))
-                    if q is not None)
+_QUALIFIER_NAMES = ("Required", "NotRequired", "ReadOnly", "Final")
+
+
+def _forms(names: Sequence[str]) -> Tuple[Any, ...]:
+    """typing's special forms of these names, and typing_extensions' when the caller imported it (its own on
+    older Pythons: ``typing_extensions.NotRequired`` on 3.8, ``ReadOnly`` before 3.13, ``Literal`` on 3.8)."""
+    modules = [typing, sys.modules.get("typing_extensions")]
+    found = []  # type: List[Any]
+    for module in modules:
+        for name in names:
+            form = getattr(module, name, None) if module is not None else None
+            if form is not None and form not in found:
+                found.append(form)
+    return tuple(found)
 
 
 class ConversionError(AgentHubError, ValueError):
@@ -265,8 +280,25 @@ def _choices(json_values: Sequence[Any], results: Sequence[Any]) -> _Node:
         try:
             return table[(type(value), value)]
         except (KeyError, TypeError):
-            return ctx.add(path, ctx.voice.one_of(json_values, value))
+            pass
+        twin = _number_twin(value)  # 1.0 is the JSON number 1 (and 2 is 2.0), as an int field reads it
+        if twin is not None and (type(twin), twin) in table:
+            return table[(type(twin), twin)]
+        return ctx.add(path, ctx.voice.one_of(json_values, value))
     return _Node(_enum_schema(json_values), convert)
+
+
+def _number_twin(value: Any) -> Any:
+    """The same JSON number as the other Python type (``1.0`` for ``1``, ``1`` for ``1.0``), or None."""
+    if type(value) is float and value.is_integer():
+        return int(value)
+    if type(value) is int:
+        try:
+            twin = float(value)
+        except OverflowError:
+            return None
+        return twin if twin == value else None  # (exact: 2**53 + 1 is no float)
+    return None
 
 
 def _primitive(schema: Dict[str, Any], expected: str, exact: Tuple[type, ...], accept: Callable[[Any], Any]) -> _Node:
@@ -285,7 +317,12 @@ def _as_int(value: Any) -> Any:
 
 
 def _as_float(value: Any) -> Any:
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else _BAD
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return _BAD
+    try:
+        return float(value)
+    except OverflowError:  # an int past a float's range (JSON's 1 and 400 zeros)
+        return _BAD
 
 
 def _as(kind: type) -> Callable[[Any], Any]:
@@ -593,6 +630,8 @@ def _build_sequence(comp: _Compiler, tp: Any) -> _Node:
     args = typing.get_args(tp)
     if origin is tuple and args and not (len(args) == 2 and args[1] is Ellipsis):
         return _fixed_tuple(comp, [a for a in args if a != ()])
+    if origin is tuple and tp is not typing.Tuple and getattr(tp, "__args__", None) == ():
+        return _fixed_tuple(comp, [])  # ``Tuple[()]`` on 3.11+ (its args are empty, as bare ``Tuple``'s)
     item = comp.node(args[0]) if args else _build_any(comp, Any)
     schema = {"type": "array", "items": item.schema} if args else {"type": "array"}  # type: Dict[str, Any]
     make = _SEQUENCES[origin]
@@ -737,7 +776,7 @@ def _is_annotated(tp: Any) -> bool:
 
 _TABLE = [
     (_is_annotated, _build_annotated),
-    (lambda tp: _QUALIFIERS and typing.get_origin(tp) in _QUALIFIERS, _build_qualifier),
+    (lambda tp: typing.get_origin(tp) in _forms(_QUALIFIER_NAMES), _build_qualifier),
     (lambda tp: tp is Any, _build_any),
     (lambda tp: hasattr(tp, "__supertype__"), lambda comp, tp: comp.node(tp.__supertype__)),  # NewType
     (lambda tp: tp is None, lambda comp, tp: _PRIMITIVES[_NONE]()),
@@ -748,7 +787,7 @@ _TABLE = [
     (lambda tp: isinstance(tp, type) and dataclasses.is_dataclass(tp), _build_dataclass),
     (_is_typeddict, _build_typeddict),
     (_is_namedtuple, _build_namedtuple),
-    (lambda tp: typing.get_origin(tp) is typing.Literal, _build_literal),
+    (lambda tp: typing.get_origin(tp) in _forms(("Literal",)), _build_literal),
     (lambda tp: typing.get_origin(tp) is typing.Union or (_UNION_TYPE is not None and isinstance(tp, _UNION_TYPE)),
      _build_union),
     (lambda tp: _hashable(_origin(tp)) and _origin(tp) in _SEQUENCES, _build_sequence),
@@ -1103,7 +1142,12 @@ class Compiled(object):
         if style not in _VOICES:
             raise ConfigError("style must be 'typed' or 'tool', got {!r}".format(style))
         ctx = _Ctx(_VOICES[style], where)
-        out = self._convert(value, None, ctx)
+        try:
+            out = self._convert(value, None, ctx)
+        except RecursionError:  # a value nested deeper than Python's stack (a recursive type's answer)
+            ctx = _Ctx(_VOICES[style], where)
+            ctx.add(None, "nested too deeply to check")
+            out = _BAD
         if out is _BAD:
             raise ConversionError(ctx.problems, ctx.lines)
         return out

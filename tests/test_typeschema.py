@@ -449,3 +449,101 @@ def test_a_type_used_twice_gives_two_schemas():
     schema = compile(Tuple[Item, Item], refs=False).schema
     assert schema["prefixItems"][0] == schema["prefixItems"][1] == ITEM
     assert schema["prefixItems"][0] is not schema["prefixItems"][1]
+
+
+# -- the seventh session's review (typed7): answers that once escaped as OverflowError / RecursionError ------
+
+def test_an_int_past_a_floats_range_is_a_problem_not_an_overflow():
+    """JSON's 1 and 400 zeros is an int no float holds: a float field refuses it as any other misfit."""
+    huge = "1" + "0" * 56 + "..."
+    with pytest.raises(ConversionError) as info:
+        compile(float).convert(10 ** 400)
+    assert info.value.problems == [("", "expected a number, got " + huge)]
+    with pytest.raises(ConversionError) as info:
+        compile(List[Item]).convert([{"name": "pen", "price": 10 ** 400}])
+    assert info.value.problems == [("[0].price", "expected a number, got " + huge)]
+    assert compile(Union[int, float]).convert(10 ** 400) == 10 ** 400  # (an int: it is one)
+
+
+def _nested(depth, leaf, wrap):
+    value = leaf
+    for _ in range(depth):
+        value = wrap(value)
+    return value
+
+
+@pytest.mark.parametrize("tp, value", [
+    (Tree, _nested(5000, {"value": 1}, lambda inner: {"value": 1, "children": [inner]})),
+    ({"type": "array", "items": {"$ref": "#"}}, _nested(5000, [], lambda inner: [inner])),
+    ({"type": "array", "uniqueItems": True}, [_nested(5000, [], lambda inner: [inner])] * 2),
+])
+def test_a_value_nested_deeper_than_the_stack_is_a_problem(tp, value):
+    compiled = compile(tp)
+    with pytest.raises(ConversionError) as info:
+        compiled.convert(value, where="answer")
+    assert (info.value.problems, info.value.lines) == ([("answer", "nested too deeply to check")],
+                                                        ["answer: nested too deeply to check"])
+    with pytest.raises(ConversionError) as info:
+        compiled.convert(value, where="tree", style="tool")
+    assert info.value.lines == ["tree nested too deeply to check"]
+
+
+@pytest.mark.parametrize("tp, value, out", [
+    (Literal[1, 2.5], 1.0, 1), (Literal[2.0, "x"], 2, 2.0), (Size, 2.0, Size.L), (Literal[1, True], True, True),
+    (Literal[1, True], 1.0, 1), (Literal[9007199254740992.0], 9007199254740992, 9007199254740992.0),
+])
+def test_a_literal_or_enum_number_is_the_json_number(tp, value, out):
+    """1.0 is the JSON number 1 (an int field takes it, and so does the emitted schema's ``enum``): a Literal
+    or an IntEnum member reads it too; True is still no 1."""
+    got = compile(tp).convert(value)
+    assert got == out and type(got) is type(out)
+
+
+@pytest.mark.parametrize("tp, value", [
+    (Literal[1, 2], True), (Literal[1], 1.5), (Literal[9007199254740992.0], 9007199254740993), (Size, "1"),
+    (Literal[False, "no"], 0.0),
+])
+def test_a_literal_still_refuses_what_is_another_value(tp, value):
+    with pytest.raises(ConversionError):
+        compile(tp).convert(value)
+
+
+def test_typing_extensions_qualifiers_and_literal_on_every_python():
+    """typing_extensions' own NotRequired / Required / ReadOnly / Literal (3.8 has none of the first three in
+    typing, ReadOnly is typing's only from 3.13): read as typing's are."""
+    te = pytest.importorskip("typing_extensions")
+
+    class Pet(te.TypedDict):
+        name: te.ReadOnly[str]
+        kind: te.Literal["cat", "dog"]
+        age: te.NotRequired[int]
+
+    class Tag(te.TypedDict, total=False):
+        label: te.Required[str]
+        color: str
+
+    compiled = compile(List[Union[Pet, Tag]], refs=False)
+    assert compiled.schema == {"type": "array", "items": {"anyOf": [
+        {"type": "object", "properties": {"name": {"type": "string"},
+                                          "kind": {"enum": ["cat", "dog"], "type": "string"},
+                                          "age": {"type": "integer"}}, "required": ["name", "kind"]},
+        {"type": "object", "properties": {"label": {"type": "string"}, "color": {"type": "string"}},
+         "required": ["label"]}]}}
+    assert compiled.convert([{"name": "Rex", "kind": "dog"}, {"label": "x"}]) == [
+        {"name": "Rex", "kind": "dog"}, {"label": "x"}]
+    with pytest.raises(ConversionError) as info:
+        compile(Pet).convert({"name": "Rex", "kind": "cow"})
+    assert info.value.problems == [("kind", 'expected one of "cat", "dog", got "cow"')]
+
+
+def test_the_empty_tuple_takes_no_items_on_every_python():
+    """``Tuple[()]`` has no args on 3.11+ (as bare ``Tuple``): it is still the empty tuple, not any array."""
+    kinds = [Tuple[()]] + ([tuple[()]] if sys.version_info >= (3, 9) else [])  # type: ignore[misc]
+    for tp in kinds:
+        compiled = compile(tp)
+        assert compiled.schema == {"type": "array", "maxItems": 0}
+        assert compiled.convert([]) == ()
+        with pytest.raises(ConversionError) as info:
+            compiled.convert([1, 2])
+        assert info.value.problems == [("", "expected 0 items, got 2")]
+    assert compile(Tuple).convert([1, "a"]) == (1, "a")
