@@ -9,6 +9,7 @@ import dataclasses
 import enum
 import json
 import pickle
+import sys
 from typing import List, Optional
 
 import pytest
@@ -254,3 +255,35 @@ def test_strict_form_makes_optional_members_nullable_and_required():
     assert strict == {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": ["string", "null"]}},
                       "required": ["a", "b"], "additionalProperties": False}
     assert list(added.values()) == [["b"]]
+
+
+_HUGE = "1" + "0" * 400
+_LONG = "7" * 5000
+_INT_LIMIT = bool(getattr(sys, "get_int_max_str_digits", lambda: 0)())
+
+
+@pytest.mark.parametrize("answer, problem", [
+    ('{"number": "F-1", "items": [{"name": "pen", "price": ' + _HUGE + '}], "kind": "goods"}',
+     "items[0].price: expected a number, got " + _HUGE[:57] + "..."),
+    ('{"number": "F-1", "items": [{"name": "pen", "price": 1e400}], "kind": "goods"}',
+     "the answer is not JSON (it begins '{\"number\": \"F-1\", \"items\": [{\"name\": \"pen\", \"price\": 1e400}], "
+     "\"kind\": \"goods\"}')"),
+    ('{"number": "F-1", "items": [], "kind": "goods", "note": ' + _LONG + '}',
+     "the answer is not JSON (it begins {!r})".format('{"number": "F-1", "items": [], "kind": "goods", "note": '
+                                                      + _LONG[:24])
+     if _INT_LIMIT else "note: expected a string, got " + _LONG[:57] + "..."),
+    ("[" * 100000 + "]" * 100000, "the answer's JSON is nested too deeply to read"),
+], ids=["int-past-float", "1e400", "int-past-digits", "deep"])
+def test_an_answer_past_pythons_bounds_is_asked_again_never_an_untyped_error(answer, problem):
+    """A float field's int past a float's range (was OverflowError), 1e400 (was inf in the value), an int of
+    more digits than Python reads (was ValueError out of the streamed reader), nesting past the decoder's
+    stack (was RecursionError): each is a problem the model is told, and the next answer holds."""
+    with SSEServer() as server:
+        server.answers += [Answer([chat_text(answer)]), Answer([chat_text(json.dumps(GOOD))])]
+        stream = client_for(server, "openai-chat").streaming_parse([USER], Invoice)
+        attempts = [stream.attempt for _ in stream]
+        parsed = stream.result()
+    assert (parsed.value, parsed.attempts, attempts[-1]) == (VALUE, 2, 2)
+    assert parsed.messages[1] == {"role": "user", "content_items": [{"type": "text", "text": (
+        "The answer did not match the required JSON Schema:\n- " + problem
+        + "\nAnswer again with the corrected value only.")}]}
