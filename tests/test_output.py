@@ -287,3 +287,24 @@ def test_an_answer_past_pythons_bounds_is_asked_again_never_an_untyped_error(ans
     assert parsed.messages[1] == {"role": "user", "content_items": [{"type": "text", "text": (
         "The answer did not match the required JSON Schema:\n- " + problem
         + "\nAnswer again with the corrected value only.")}]}
+
+
+def test_strict_form_reaches_an_optional_object_made_nullable():
+    """An optional inline object (a JSON Schema type, a job row's ``output_schema``) becomes
+    ``["object", "null"]``: its own members are still all required and closed (they were left as they were,
+    which OpenAI's strict mode refuses)."""
+    address = {"type": "object", "properties": {"city": {"type": "string"}, "zip": {"type": "string"}},
+               "required": ["city"]}
+    schema = {"type": "object", "properties": {"address": address,
+                                               "owner": dict(address, type=["object", "null"])}}
+    strict, _ = strict_schema(schema)
+    closed = {"properties": {"city": {"type": "string"}, "zip": {"type": ["string", "null"]}},
+              "required": ["city", "zip"], "additionalProperties": False}
+    assert strict == {"type": "object", "properties": {"address": dict(closed, type=["object", "null"]),
+                                                       "owner": dict(closed, type=["object", "null"])},
+                      "required": ["address", "owner"], "additionalProperties": False}
+    with SSEServer() as server:
+        server.answers += [Answer([chat_text('{"address": {"city": "Oslo", "zip": null}, "owner": null}')])]
+        parsed = client_for(server, "openai-chat").parse([USER], schema)
+    assert parsed.value == {"address": {"city": "Oslo"}, "owner": None}
+    assert server.requests[0]["body"]["response_format"]["json_schema"]["schema"] == strict

@@ -57,7 +57,9 @@ def strict_schema(schema: Mapping[str, Any]) -> Tuple[Dict[str, Any], Dict[int, 
             return
         node.pop("default", None)  # strict mode takes no defaults: a left-out value comes back as null
         props = node.get("properties")
-        if isinstance(props, dict) and (node.get("type") == "object" or "type" not in node):
+        kind = node.get("type", "object")
+        if isinstance(props, dict) and (kind == "object" or isinstance(kind, list) and "object" in kind):
+            # (``["object", "null"]`` too: an optional object this walk made nullable, or the caller's own)
             required = set(node.get("required") or ())
             made = []
             for name, sub in props.items():
