@@ -10,7 +10,7 @@ import enum
 import json
 import pickle
 import sys
-from typing import List, Optional
+from typing import Any, Dict, List, Optional
 
 import pytest
 
@@ -308,3 +308,38 @@ def test_strict_form_reaches_an_optional_object_made_nullable():
         parsed = client_for(server, "openai-chat").parse([USER], schema)
     assert parsed.value == {"address": {"city": "Oslo"}, "owner": None}
     assert server.requests[0]["body"]["response_format"]["json_schema"]["schema"] == strict
+
+
+@dataclasses.dataclass
+class Tagged:
+    name: str
+    tags: Dict[str, int] = dataclasses.field(default_factory=dict)
+
+
+@pytest.mark.parametrize("output, answer, value", [
+    (Dict[str, float], {"value": {"a": 1, "b": 2.5}}, {"a": 1.0, "b": 2.5}),
+    (Tagged, {"name": "x", "tags": {"k": 3}}, Tagged("x", {"k": 3})),
+    (Optional[Tagged], {"value": None}, None),
+    (List[Any], {"value": [1, "a"]}, [1, "a"]),
+    (list, {"value": [{}]}, [{}]),
+])
+def test_a_type_strict_mode_cannot_hold_goes_out_not_strict(output, answer, value):
+    """An open map (``Dict[str, X]``), ``Any`` or a bare ``list`` has no strict form (OpenAI answers 400
+    "additionalProperties ... must be false"): the schema goes with ``strict: false``, the answer validated."""
+    with SSEServer() as server:
+        server.answers += [Answer([chat_text(json.dumps(answer))]), Answer([responses_text(json.dumps(answer))])]
+        chat = client_for(server, "openai-chat").parse([USER], output)
+        responses = client_for(server, "openai-responses").parse([USER], output)
+    assert chat.value == responses.value == value
+    first, second = (r["body"] for r in server.requests)
+    assert (first["response_format"]["json_schema"]["strict"], second["text"]["format"]["strict"]) == (False, False)
+    assert first["response_format"]["json_schema"]["schema"] == second["text"]["format"]["schema"]
+
+
+def test_strict_holds_for_closed_types():
+    for output in (Invoice, List[Item], Optional[Invoice], Kind, int):
+        with SSEServer() as server:
+            server.answers += [Answer([chat_text("{}")])]
+            with pytest.raises(OutputValidationError):
+                client_for(server, "openai-chat").parse([USER], output, retries=0)
+        assert server.requests[0]["body"]["response_format"]["json_schema"]["strict"] is True

@@ -30,7 +30,7 @@ from ..typeschema import ConversionError, compile as compile_type
 from ..types import Message
 from .partial import find_json
 
-__all__ = ["Shaped", "shape", "strict_schema"]
+__all__ = ["Shaped", "shape", "strict_schema", "strict_holds"]
 
 SCHEMA_NAME = "output"
 _WRAP = "value"
@@ -83,6 +83,33 @@ def strict_schema(schema: Mapping[str, Any]) -> Tuple[Dict[str, Any], Dict[int, 
 
     walk(out)
     return out, added
+
+
+def strict_holds(schema: Any) -> bool:
+    """Whether a strict form (``strict_schema``'s) is one OpenAI's strict mode takes: no open map (an object
+    whose ``additionalProperties`` is not false: ``Dict[str, X]``), no schema that names no type (``Any``),
+    no array without ``items`` (a bare ``list``).  When it does not, the schema goes out with ``strict: false``
+    (a 400 otherwise): the model is guided by it, and the answer is validated and re-asked all the same."""
+    if isinstance(schema, list):
+        return all(strict_holds(child) for child in schema)
+    if not isinstance(schema, dict):
+        return schema is not True
+    kind = schema.get("type")
+    kinds = kind if isinstance(kind, list) else [kind]
+    if not any(k in schema for k in ("type", "anyOf", "oneOf", "allOf", "$ref", "enum", "const")):
+        return False
+    if "object" in kinds and schema.get("additionalProperties") is not False:
+        return False
+    if "array" in kinds and "items" not in schema and "prefixItems" not in schema:
+        return False
+    for key, child in schema.items():
+        if key in ("properties", "$defs", "definitions"):
+            if isinstance(child, dict) and not all(strict_holds(sub) for sub in child.values()):
+                return False
+        elif key in ("items", "anyOf", "oneOf", "allOf", "prefixItems", "additionalProperties", "not"):
+            if child is not False and not strict_holds(child):
+                return False
+    return True
 
 
 def _nullable(schema: Mapping[str, Any]) -> bool:
@@ -257,7 +284,7 @@ def shape(client: Any, messages: Sequence[Message], output: Any, config: Mapping
     base = dict(config)
     tries = []  # type: List[Tuple[str, Dict[str, Any]]]
     tries.append(("schema", dict(base, response_format={"type": "json_schema", "name": SCHEMA_NAME,
-                                                          "schema": strict, "strict": True})))
+                                                          "schema": strict, "strict": strict_holds(strict)})))
     if forced_tool and not base.get("tools"):
         tries.append(("tool", dict(base, tools=[{"name": SCHEMA_NAME, "parameters": strict,
                                                 "description": "Answer with the requested value."}],
