@@ -147,10 +147,13 @@ def _drop_added_nulls(data: Any, schema: Mapping[str, Any], defs: Mapping[str, A
                     continue
                 out[key] = _drop_added_nulls(value, sub, defs, depth + 1) if isinstance(sub, Mapping) else value
             return out
-        for branch in schema.get("anyOf") or schema.get("oneOf") or ():
-            if isinstance(branch, Mapping) and (branch.get("type") == "object" or "properties" in branch
-                                                or "$ref" in branch):
-                return _drop_added_nulls(data, branch, defs, depth + 1)
+        branches = [branch for branch in schema.get("anyOf") or schema.get("oneOf") or ()
+                    if isinstance(branch, Mapping) and (branch.get("type") == "object" or "properties" in branch
+                                                        or "$ref" in branch)]
+        # the branch the answer is (``Union[Cat, Dog]``: a dog's null ``bark`` is Dog's to leave out), else the first
+        if branches:
+            chosen = next((branch for branch in branches if _fits(data, branch, defs)), branches[0])
+            return _drop_added_nulls(data, chosen, defs, depth + 1)
         extra = schema.get("additionalProperties")
         if isinstance(extra, Mapping):
             return {k: _drop_added_nulls(v, extra, defs, depth + 1) for k, v in data.items()}
@@ -163,6 +166,48 @@ def _drop_added_nulls(data: Any, schema: Mapping[str, Any], defs: Mapping[str, A
             if isinstance(branch, Mapping) and branch.get("type") == "array":
                 return _drop_added_nulls(data, branch, defs, depth + 1)
     return data
+
+
+_JSON_TYPES = {"string": (str,), "integer": (int, float), "number": (int, float), "boolean": (bool,),
+               "array": (list,), "object": (dict,), "null": (type(None),)}
+
+
+def _resolved(schema: Mapping[str, Any], defs: Mapping[str, Any]) -> Any:
+    ref = schema.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/$defs/"):
+        return defs.get(ref[len("#/$defs/"):], schema)
+    return schema
+
+
+def _same(a: Any, b: Any) -> bool:
+    return a == b and (type(a) is bool) == (type(b) is bool)
+
+
+def _fits(data: Mapping[str, Any], branch: Mapping[str, Any], defs: Mapping[str, Any]) -> bool:
+    """Whether an object could be this union branch, by a shallow look: its members all the branch's, the
+    branch's required ones there, each member's JSON type, ``const`` and ``enum`` (a discriminator) as said."""
+    branch = _resolved(branch, defs)
+    props = branch.get("properties") if isinstance(branch, Mapping) else None
+    if not isinstance(props, Mapping) or any(key not in props for key in data) \
+            or any(key not in data for key in branch.get("required") or ()):
+        return False
+    for key, value in data.items():
+        sub = props[key]
+        if value is None or not isinstance(sub, Mapping):
+            continue
+        sub = _resolved(sub, defs)
+        if not isinstance(sub, Mapping):
+            continue
+        if "const" in sub and not _same(sub["const"], value):
+            return False
+        if isinstance(sub.get("enum"), list) and not any(_same(option, value) for option in sub["enum"]):
+            return False
+        kind = sub.get("type")
+        kinds = kind if isinstance(kind, list) else [kind] if isinstance(kind, str) else None
+        if kinds and not any(isinstance(value, _JSON_TYPES.get(k, object)) and
+                             (k in ("boolean", "null") or not isinstance(value, bool)) for k in kinds):
+            return False
+    return True
 
 
 def _is_object(schema: Mapping[str, Any]) -> bool:
