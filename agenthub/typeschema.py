@@ -9,9 +9,9 @@ parameter's schema and argument check from it.
 Types (nested in any combination): ``str``, ``int``, ``float``, ``bool``, ``None``, ``Any`` (any JSON value),
 ``Enum`` subclasses, ``Literal``, ``Optional``/``Union`` (and ``X | None``), ``List``/``Sequence``/``Set``/
 ``Tuple`` (and the builtins, fixed tuples too), ``Dict``/``Mapping`` with ``str`` keys, ``TypedDict`` (its
-required keys), dataclasses, ``NamedTuple`` (an object of its fields), ``Annotated`` (a ``str`` or an object's
-``description`` becomes the description; ``ge``/``gt``/``le``/``lt``/``min_length``/``max_length``/``pattern``/
-``multiple_of`` read duck-typed from the metadata, from pydantic's ``Field(...)`` or ``annotated_types``), a
+required keys), dataclasses (their ``InitVar``s too), ``NamedTuple`` (an object of its fields), ``Annotated``
+(a ``str`` or an object's ``description`` becomes the description; ``ge``/``gt``/``le``/``lt``/
+``min_length``/``max_length``/``pattern``/``multiple_of`` read duck-typed from the metadata, from pydantic's ``Field(...)`` or ``annotated_types``), a
 pydantic model (v2 ``model_json_schema``/``model_validate``, v1 ``schema``/``parse_obj``; pydantic validates
 it; agenthub never imports pydantic), and a plain JSON Schema dict (the value is then the validated JSON).
 A type with no schema (``object``, a callable, a class, a recursive type where ``$ref`` is not allowed) is a
@@ -497,12 +497,18 @@ def _build_dataclass(comp: _Compiler, tp: Any) -> _Node:
     def body() -> _Node:
         hints = type_hints(tp)
         specs = []
-        for f in dataclasses.fields(tp):
+        fields = set(f.name for f in dataclasses.fields(tp))
+        for f in getattr(tp, "__dataclass_fields__", {}).values():  # (in order: fields and InitVars)
+            hint = hints.get(f.name, Any)
+            if isinstance(hint, dataclasses.InitVar):  # a constructor argument too (__post_init__'s)
+                hint = getattr(hint, "type", Any)
+            elif f.name not in fields:  # a ClassVar
+                continue
             if not f.init:
                 continue
             default = f.default if f.default is not dataclasses.MISSING else _MISSING
             needed = f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING  # type: ignore
-            specs.append((f.name, hints.get(f.name, Any), needed, default))
+            specs.append((f.name, hint, needed, default))
         return comp.fields(tp, specs, lambda data: tp(**data))
     return comp.named(tp, body)
 
