@@ -909,11 +909,18 @@ def _all_checks(checks: Sequence[Check], typed: bool) -> Convert:
     return convert
 
 
+def _shape_of(spec: Any, where: str, kind: Any, words: str) -> None:
+    """A keyword's value must be of ``kind`` (the schema's own structure: a ConfigError when it is not)."""
+    if not isinstance(spec, kind):
+        raise _Unsupported("{}: must be {}, got {}".format(where, words, _jshort(spec)))
+
+
 def _kw_type(comp: Any, spec: Any, schema: Mapping[str, Any], where: str) -> Check:
+    _shape_of(spec, where, (str, list), "a type name or a list of them")
     names = list(spec) if isinstance(spec, list) else [spec]
     if schema.get("nullable") is True and "null" not in names:
         names.append("null")
-    bad = [n for n in names if n not in _TYPE_TESTS]
+    bad = [n for n in names if not isinstance(n, str) or n not in _TYPE_TESTS]
     if bad:
         raise _Unsupported("{}: unknown type {!r}".format(where, bad[0]))
     tests = [_TYPE_TESTS[n] for n in names]
@@ -929,6 +936,8 @@ def _kw_nullable(comp: Any, spec: Any, schema: Mapping[str, Any], where: str) ->
 
 
 def _kw_enum(comp: Any, spec: Any, schema: Mapping[str, Any], where: str) -> Check:
+    if where.endswith(".enum"):
+        _shape_of(spec, where, list, "an array")
     options = list(spec) if isinstance(spec, list) else [spec]
 
     def check(value: Any, path: Any, ctx: _Ctx) -> bool:
@@ -949,6 +958,7 @@ def _kw_ref(comp: Any, spec: Any, schema: Mapping[str, Any], where: str) -> Chec
 
 
 def _kw_properties(comp: Any, spec: Any, schema: Mapping[str, Any], where: str) -> Check:
+    _shape_of(spec, where, Mapping, "an object of schemas")
     nodes = {k: comp.node(s, "{}.{}".format(where, k)) for k, s in spec.items()}
 
     def check(value: Any, path: Any, ctx: _Ctx) -> bool:
@@ -979,6 +989,9 @@ def _kw_additional(comp: Any, spec: Any, schema: Mapping[str, Any], where: str) 
 
 
 def _kw_required(comp: Any, spec: Any, schema: Mapping[str, Any], where: str) -> Check:
+    _shape_of(spec, where, list, "an array of names")
+    if not all(isinstance(name, str) for name in spec):
+        raise _Unsupported("{}: must be an array of names, got {}".format(where, _jshort(spec)))
     names = list(spec)
 
     def check(value: Any, path: Any, ctx: _Ctx) -> bool:
@@ -1003,6 +1016,7 @@ def _kw_items(comp: Any, spec: Any, schema: Mapping[str, Any], where: str) -> Ch
 
 
 def _kw_prefix(comp: Any, spec: Any, schema: Mapping[str, Any], where: str) -> Check:
+    _shape_of(spec, where, list, "an array of schemas")
     nodes = [comp.node(s, "{}[{}]".format(where, i)) for i, s in enumerate(spec)]
 
     def check(value: Any, path: Any, ctx: _Ctx) -> bool:
@@ -1013,6 +1027,9 @@ def _kw_prefix(comp: Any, spec: Any, schema: Mapping[str, Any], where: str) -> C
 
 
 def _kw_any_of(comp: Any, spec: Any, schema: Mapping[str, Any], where: str) -> Check:
+    _shape_of(spec, where, list, "an array of schemas")
+    if not spec:
+        raise _Unsupported("{}: must list at least one schema".format(where))
     nodes = [comp.node(s, "{}[{}]".format(where, i)) for i, s in enumerate(spec)]
     one = where.endswith("oneOf")
 
@@ -1037,6 +1054,9 @@ def _kw_any_of(comp: Any, spec: Any, schema: Mapping[str, Any], where: str) -> C
 
 
 def _kw_all_of(comp: Any, spec: Any, schema: Mapping[str, Any], where: str) -> Check:
+    _shape_of(spec, where, list, "an array of schemas")
+    if not spec:
+        raise _Unsupported("{}: must list at least one schema".format(where))
     nodes = [comp.node(s, "{}[{}]".format(where, i)) for i, s in enumerate(spec)]
     return lambda v, p, c: all([n.convert(v, p, c) is not _BAD for n in nodes])
 
@@ -1055,8 +1075,10 @@ def _kw_not(comp: Any, spec: Any, schema: Mapping[str, Any], where: str) -> Chec
 def _bound(test: Callable[[Any, Any], bool], words: str, guard: Callable[[Any], bool],
            measure: Callable[[Any], Any] = lambda v: v) -> Callable[..., Check]:
     def keyword(comp: Any, spec: Any, schema: Mapping[str, Any], where: str) -> Check:
-        if isinstance(spec, bool) or not isinstance(spec, (int, float)):
+        if isinstance(spec, bool) or not isinstance(spec, (int, float)) or not math.isfinite(spec):
             raise _Unsupported("{}: must be a number, got {!r}".format(where, spec))
+        if test is _multiple and spec <= 0:
+            raise _Unsupported("{}: must be greater than 0, got {!r}".format(where, spec))
         rule = words.format(spec)
 
         def check(value: Any, path: Any, ctx: _Ctx) -> bool:

@@ -367,6 +367,21 @@ def test_a_recursive_json_schema():
     ({"pattern": "("}, "schema.pattern: the pattern '(' does not compile (missing ), unterminated subpattern at "
                        "position 0)"),
     ({"minimum": "1"}, "schema.minimum: must be a number, got '1'"),
+    # a keyword's value of the wrong shape: a ConfigError, before anything is sent (they were AttributeError,
+    # TypeError, or, for multipleOf 0, a ZeroDivisionError when the answer came)
+    ({"type": "object", "properties": "x"}, 'schema.properties: must be an object of schemas, got "x"'),
+    ({"required": "ab"}, 'schema.required: must be an array of names, got "ab"'),
+    ({"required": [1]}, "schema.required: must be an array of names, got [1]"),
+    ({"required": 5}, "schema.required: must be an array of names, got 5"),
+    ({"allOf": 3}, "schema.allOf: must be an array of schemas, got 3"),
+    ({"anyOf": {"type": "string"}}, 'schema.anyOf: must be an array of schemas, got {"type": "string"}'),
+    ({"oneOf": []}, "schema.oneOf: must list at least one schema"),
+    ({"prefixItems": {"type": "string"}}, 'schema.prefixItems: must be an array of schemas, got {"type": "string"}'),
+    ({"type": {"x": 1}}, 'schema.type: must be a type name or a list of them, got {"x": 1}'),
+    ({"type": ["string", 5]}, "schema.type: unknown type 5"),
+    ({"enum": 5}, "schema.enum: must be an array, got 5"),
+    ({"type": "integer", "multipleOf": 0}, "schema.multipleOf: must be greater than 0, got 0"),
+    ({"maximum": float("inf")}, "schema.maximum: must be a number, got inf"),
 ])
 def test_a_json_schema_outside_the_subset_is_a_config_error(schema, words):
     with pytest.raises(ConfigError) as info:
