@@ -273,11 +273,14 @@ _INT_LIMIT = bool(getattr(sys, "get_int_max_str_digits", lambda: 0)())
                                                       + _LONG[:24])
      if _INT_LIMIT else "note: expected a string, got " + _LONG[:57] + "..."),
     ("[" * 100000 + "]" * 100000, "the answer's JSON is nested too deeply to read"),
-], ids=["int-past-float", "1e400", "int-past-digits", "deep"])
+    ('{"number": "F-\\ud800", "items": [], "kind": "goods"}',
+     "the answer's JSON holds a string that is not valid Unicode (a lone surrogate)"),
+], ids=["int-past-float", "1e400", "int-past-digits", "deep", "lone-surrogate"])
 def test_an_answer_past_pythons_bounds_is_asked_again_never_an_untyped_error(answer, problem):
     """A float field's int past a float's range (was OverflowError), 1e400 (was inf in the value), an int of
     more digits than Python reads (was ValueError out of the streamed reader), nesting past the decoder's
-    stack (was RecursionError): each is a problem the model is told, and the next answer holds."""
+    stack (was RecursionError), a lone surrogate (was in the value: a job's output row could not be written):
+    each is a problem the model is told, and the next answer holds."""
     with SSEServer() as server:
         server.answers += [Answer([chat_text(answer)]), Answer([chat_text(json.dumps(GOOD))])]
         stream = client_for(server, "openai-chat").streaming_parse([USER], Invoice)

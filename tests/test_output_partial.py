@@ -139,6 +139,11 @@ def test_nesting_is_bounded():
     ('{"s": "}{", "x": NaN} then {"ok": 1}', {"ok": 1}, None),
     ('Not {"a": \'x\'} but {"a": 1}', {"a": 1}, None),
     ('[Result: {"a": 1}]', {"a": 1}, None),
+    # a lone surrogate (JSON's escape lets it through): no valid Unicode, refused as pydantic refuses it
+    ('{"a": "\\ud800"}', None, "the answer's JSON holds a string that is not valid Unicode (a lone surrogate)"),
+    ('Sure: {"\\udc00": 1}', None, "the answer's JSON holds a string that is not valid Unicode (a lone surrogate)"),
+    ('{"a": "\ud800"}', None, "the answer's JSON holds a string that is not valid Unicode (a lone surrogate)"),
+    ('{"a": "\\ud83d\\ude00", "b": "\\\\ud800"}', {"a": "\U0001F600", "b": "\\ud800"}, None),
 ])
 def test_find_json_finds_the_document_in_an_answer(text, value, why):
     assert find_json(text) == (value, why)

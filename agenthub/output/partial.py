@@ -307,7 +307,7 @@ def find_json(text: str) -> Tuple[Any, Optional[str]]:
     stripped = text.strip()
     deep = False
     try:
-        return decoder.decode(stripped), None
+        return _unicode(decoder.decode(stripped), text)
     except (ValueError, _NotJSON):
         pass
     except RecursionError:  # nested deeper than the decoder's stack
@@ -321,7 +321,7 @@ def find_json(text: str) -> Tuple[Any, Optional[str]]:
         tries += 1
         try:
             value, _end = decoder.raw_decode(text, at)
-            return value, None
+            return _unicode(value, text)
         except (ValueError, _NotJSON):
             start = _past(text, at)
         except RecursionError:
@@ -355,6 +355,21 @@ def _past(text: str, at: int) -> int:
             if depth == 0:
                 return token.end()
     return at + 1
+
+
+_SURROGATE_ESCAPE = re.compile("\\\\u[dD][89a-fA-F]|[\ud800-\udfff]")  # (an escape, or one already read)
+
+
+def _unicode(value: Any, text: str) -> Tuple[Any, Optional[str]]:
+    """``(value, None)``, or ``(None, why)`` when a string in it is not valid Unicode: a lone surrogate, which
+    JSON's ``\\ud800`` lets through (pydantic refuses it as no JSON; a job's output row could not hold it)."""
+    if _SURROGATE_ESCAPE.search(text) is None:
+        return value, None
+    try:
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return None, "the answer's JSON holds a string that is not valid Unicode (a lone surrogate)"
+    return value, None
 
 
 def _next_open(text: str, start: int) -> int:
