@@ -370,3 +370,25 @@ def test_a_union_branchs_left_out_members_are_that_branchs():
         parsed = client_for(server, "openai-chat").parse([USER], List[Union[Cat, Dog]])
     assert parsed.value == [Cat("cat"), Dog("dog"), Cat("cat", 3)]
     assert (parsed.attempts, parsed.json) == (1, [{"kind": "cat"}, {"kind": "dog"}, {"kind": "cat", "lives": 3}])
+
+
+def test_result_after_the_error_was_seen_raises_it_again():
+    """A call's error seen while iterating (a cut stream) is raised again by ``result()`` (it was a bare
+    AssertionError, and None under ``python -O``); ``result()`` after ``close()`` is a ConfigError."""
+    cut = _sse([{"id": "c", "choices": [{"index": 0, "delta": {"content": '{"number": "F-1", '},
+                                         "finish_reason": None}]}])
+    with SSEServer() as server:
+        server.answers += [Answer([cut])]
+        stream = client_for(server, "openai-chat").streaming_parse([USER], Invoice)
+        with pytest.raises(agenthub.StreamProtocolError) as first:
+            for _ in stream:
+                pass
+        with pytest.raises(agenthub.StreamProtocolError) as again:
+            stream.result()
+    assert again.value is first.value and type(first.value) is agenthub.StreamProtocolError
+    with SSEServer() as server:
+        server.answers += [Answer([chat_text(json.dumps(GOOD))])]
+        stream = client_for(server, "openai-chat").streaming_parse([USER], Invoice)
+        stream.close()
+        with pytest.raises(ConfigError, match=r"^the parse ended without a result \(it was closed before its end\)$"):
+            stream.result()
