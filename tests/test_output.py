@@ -392,3 +392,14 @@ def test_result_after_the_error_was_seen_raises_it_again():
         stream.close()
         with pytest.raises(ConfigError, match=r"^the parse ended without a result \(it was closed before its end\)$"):
             stream.result()
+
+
+def test_strict_form_leaves_json_values_as_they_are():
+    """``const``, ``enum`` and ``examples`` hold JSON data, not schemas: an object there keeps its keys (its
+    ``default`` was dropped, a ``properties`` member was made "strict")."""
+    setting = {"default": 1, "properties": {"x": 2}}
+    schema = {"type": "object", "properties": {"s": {"const": setting, "examples": [setting]},
+                                               "t": {"enum": [setting, None]}}, "required": ["s", "t"]}
+    strict, _ = strict_schema(schema)
+    assert strict["properties"] == {"s": {"const": setting, "examples": [setting]}, "t": {"enum": [setting, None]}}
+    assert setting == {"default": 1, "properties": {"x": 2}}

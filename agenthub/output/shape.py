@@ -78,11 +78,15 @@ def strict_schema(schema: Mapping[str, Any]) -> Tuple[Dict[str, Any], Dict[int, 
                 if isinstance(child, dict):
                     for sub in child.values():
                         walk(sub)
-            elif isinstance(child, (dict, list)):
+            elif isinstance(child, (dict, list)) and key not in _VALUES:
                 walk(child)
 
     walk(out)
     return out, added
+
+
+#: keywords whose value is JSON data, not a schema: never shaped (a ``const`` object keeps its own keys)
+_VALUES = frozenset(["enum", "const", "examples", "default"])
 
 
 def strict_holds(schema: Any) -> bool:
