@@ -403,3 +403,38 @@ def test_strict_form_leaves_json_values_as_they_are():
     strict, _ = strict_schema(schema)
     assert strict["properties"] == {"s": {"const": setting, "examples": [setting]}, "t": {"enum": [setting, None]}}
     assert setting == {"default": 1, "properties": {"x": 2}}
+
+
+def test_a_json_schema_with_definitions_or_a_root_ref_reads_its_nulls_as_left_out():
+    """``#/definitions/X`` (draft 7: zod-to-json-schema, pydantic v1) and ``#`` are followed as ``#/$defs/X``
+    is: the null strict mode asked for a left-out member of theirs is "left out" (it was a problem, every
+    time: strict mode sends it again)."""
+    tree = {"type": "object", "properties": {"name": {"type": "string"}, "kid": {"$ref": "#"},
+                                             "size": {"$ref": "#/definitions/Size"}}, "required": ["name"],
+            "definitions": {"Size": {"type": "object", "properties": {"cm": {"type": "number"},
+                                                                      "note": {"type": "string"}},
+                                     "required": ["cm"]}}}
+    answer = {"name": "a", "kid": {"name": "b", "kid": None, "size": {"cm": 2, "note": None}},
+              "size": None}
+    with SSEServer() as server:
+        server.answers += [Answer([chat_text(json.dumps(answer))])]
+        parsed = client_for(server, "openai-chat").parse([USER], tree)
+    assert (parsed.value, parsed.attempts) == ({"name": "a", "kid": {"name": "b", "size": {"cm": 2}}}, 1)
+
+
+def test_a_json_schema_that_is_no_object_keeps_its_root_ref_and_definitions_when_wrapped():
+    """Wrapped as {"value": ...}, a schema's ``#`` would name the wrapper and its ``definitions`` would sit
+    under ``value``: the schema goes to $defs (``#`` names it there) and ``definitions`` stays at the root."""
+    nested = {"type": "array", "items": {"anyOf": [{"type": "integer"}, {"$ref": "#"}, {"$ref": "#/definitions/O"}]},
+              "definitions": {"O": {"type": "object", "properties": {"k": {"type": "string"}}}}}
+    with SSEServer() as server:
+        server.answers += [Answer([chat_text(json.dumps({"value": [1, [2, [3]], {"k": None}]}))])]
+        parsed = client_for(server, "openai-chat").parse([USER], nested)
+    assert parsed.value == [1, [2, [3]], {}]
+    assert server.requests[0]["body"]["response_format"]["json_schema"]["schema"] == {
+        "type": "object", "properties": {"value": {"$ref": "#/$defs/value"}}, "required": ["value"],
+        "additionalProperties": False,
+        "definitions": {"O": {"type": "object", "properties": {"k": {"type": ["string", "null"]}}, "required": ["k"],
+                              "additionalProperties": False}},
+        "$defs": {"value": {"type": "array", "items": {"anyOf": [
+            {"type": "integer"}, {"$ref": "#/$defs/value"}, {"$ref": "#/definitions/O"}]}}}}

@@ -132,13 +132,45 @@ def _with_null(schema: Mapping[str, Any]) -> Dict[str, Any]:
     return out
 
 
+def _has_root_ref(schema: Any) -> bool:
+    if isinstance(schema, list):
+        return any(_has_root_ref(child) for child in schema)
+    if not isinstance(schema, Mapping):
+        return False
+    return schema.get("$ref") == "#" or any(_has_root_ref(child) for key, child in schema.items()
+                                            if key not in _VALUES)
+
+
+def _root_refs(schema: Any, target: str) -> Any:
+    """A copy of ``schema`` with each ``{"$ref": "#"}`` naming ``target`` instead."""
+    if isinstance(schema, list):
+        return [_root_refs(child, target) for child in schema]
+    if not isinstance(schema, Mapping):
+        return schema
+    out = {key: child if key in _VALUES else _root_refs(child, target) for key, child in schema.items()}
+    if out.get("$ref") == "#":
+        out["$ref"] = target
+    return out
+
+
+def _definitions(schema: Mapping[str, Any]) -> Dict[str, Any]:
+    """What a local ``$ref`` may name: ``#`` (the root), ``#/$defs/X`` and ``#/definitions/X``."""
+    out = {"#": schema}  # type: Dict[str, Any]
+    for key in ("definitions", "$defs"):
+        found = schema.get(key)
+        if isinstance(found, Mapping):
+            out.update(("#/{}/{}".format(key, name), sub) for name, sub in found.items())
+    return out
+
+
 def _drop_added_nulls(data: Any, schema: Mapping[str, Any], defs: Mapping[str, Any], depth: int = 0) -> Any:
-    """``data`` with each ``null`` the strict form allowed for an optional property left out."""
+    """``data`` with each ``null`` the strict form allowed for an optional property left out (``defs``:
+    ``_definitions`` of the root)."""
     if depth > 200 or not isinstance(schema, Mapping):
         return data
     ref = schema.get("$ref")
-    if isinstance(ref, str) and ref.startswith("#/$defs/"):
-        target = defs.get(ref[len("#/$defs/"):])
+    if isinstance(ref, str):
+        target = defs.get(ref)
         return _drop_added_nulls(data, target, defs, depth + 1) if target is not None else data
     if isinstance(data, dict):
         props = schema.get("properties")
@@ -178,9 +210,7 @@ _JSON_TYPES = {"string": (str,), "integer": (int, float), "number": (int, float)
 
 def _resolved(schema: Mapping[str, Any], defs: Mapping[str, Any]) -> Any:
     ref = schema.get("$ref")
-    if isinstance(ref, str) and ref.startswith("#/$defs/"):
-        return defs.get(ref[len("#/$defs/"):], schema)
-    return schema
+    return defs.get(ref, schema) if isinstance(ref, str) else schema
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -271,9 +301,8 @@ class Shaped(object):
     def convert(self, data: Any) -> Tuple[Any, List[str], Any]:
         """(the typed value, [], its JSON) of the answer's JSON, or (None, the problems (``path: what``), None)."""
         original = self._original
-        defs = original.get("$defs") or {}
         if self.mode in ("schema", "tool"):
-            data = _drop_added_nulls(data, original, defs)
+            data = _drop_added_nulls(data, original, _definitions(original))
         if self.wrapped:
             if not isinstance(data, dict) or _WRAP not in data:
                 return None, ["the answer must be an object {{\"{}\": ...}}".format(_WRAP)], None
@@ -324,9 +353,20 @@ def shape(client: Any, messages: Sequence[Message], output: Any, config: Mapping
     schema = dict(compiled.schema)
     wrapped = not _is_object(schema)
     if wrapped:
+        # the definitions stay at the root; a "#" (the caller's root, now inside the wrapper) names it in $defs
         defs = schema.pop("$defs", None)
-        schema = {"type": "object", "properties": {_WRAP: schema}, "required": [_WRAP],
+        older = schema.pop("definitions", None)
+        inner = schema  # type: Any
+        if _has_root_ref(schema):
+            defs = dict(defs or {})
+            name = next(n for n in ("value", "value_", "value__") + tuple("value{}".format(i) for i in range(99))
+                        if n not in defs)
+            defs[name] = _root_refs(schema, "#/$defs/" + name)
+            inner = {"$ref": "#/$defs/" + name}
+        schema = {"type": "object", "properties": {_WRAP: inner}, "required": [_WRAP],
                   "additionalProperties": False}
+        if older:
+            schema["definitions"] = older
         if defs:
             schema["$defs"] = defs
     strict, _ = strict_schema(schema)
