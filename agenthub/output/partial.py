@@ -314,6 +314,7 @@ def find_json(text: str) -> Tuple[Any, Optional[str]]:
         deep = True
     start = 0
     tries = 0
+    budget = [_SCAN_BUDGET]
     while tries < 64:
         at = _next_open(text, start)
         if at < 0:
@@ -323,10 +324,10 @@ def find_json(text: str) -> Tuple[Any, Optional[str]]:
             value, _end = decoder.raw_decode(text, at)
             return _unicode(value, text)
         except (ValueError, _NotJSON):
-            start = _past(text, at)
+            start = _past(text, at, budget)
         except RecursionError:
             deep = True
-            start = _past(text, at)
+            start = _past(text, at, budget)
     if not stripped:
         return None, "the answer is empty"
     if deep:
@@ -339,14 +340,22 @@ _JSON_START = re.compile(r'\{\s*["}]|\[\s*(?:["{\[\]0-9-]|true\b|false\b|null\b)
 _BRACKET_OR_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]')
 
 
-def _past(text: str, at: int) -> int:
+#: how many brackets and strings one answer's search may step over looking for where a document closes
+_SCAN_BUDGET = 200000
+
+
+def _past(text: str, at: int, budget: List[int]) -> int:
     """Where to look for a document after the one at ``at`` did not parse: past its closing bracket when
     it begins as JSON and closes (a member inside it, ``{"b": 1}`` in ``{"a": NaN, "b": 1}``, is no document
-    of the answer's: it would be read as the answer), else the next character."""
+    of the answer's: it would be read as the answer), else the next character.  ``budget`` (brackets and
+    strings left to step over, shared by the answer's search) keeps a huge broken answer's search short."""
     if _JSON_START.match(text, at) is None:
         return at + 1
     depth = 0
     for token in _BRACKET_OR_STRING.finditer(text, at):
+        budget[0] -= 1
+        if budget[0] < 0:
+            break
         kind = token.group()
         if kind in ("{", "["):
             depth += 1
