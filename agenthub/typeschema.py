@@ -9,16 +9,19 @@ parameter's schema and argument check from it.
 Types (nested in any combination): ``str``, ``int``, ``float``, ``bool``, ``None``, ``Any`` (any JSON value),
 ``Enum`` subclasses, ``Literal``, ``Optional``/``Union`` (and ``X | None``), ``List``/``Sequence``/``Set``/
 ``Tuple`` (and the builtins, fixed tuples too), ``Dict``/``Mapping`` with ``str`` keys, ``TypedDict`` (its
-required keys), dataclasses, ``NamedTuple`` (an object of its fields), ``Annotated`` (a ``str`` or an object's
-``description`` becomes the description; ``ge``/``gt``/``le``/``lt``/``min_length``/``max_length``/``pattern``/
-``multiple_of`` read duck-typed from the metadata, from pydantic's ``Field(...)`` or ``annotated_types``), a
+required keys), dataclasses (their ``InitVar``s too), ``NamedTuple`` (an object of its fields), ``Annotated``
+(a ``str`` or an object's ``description`` becomes the description; ``ge``/``gt``/``le``/``lt``/
+``min_length``/``max_length``/``pattern``/``multiple_of`` read duck-typed from the metadata, from pydantic's ``Field(...)`` or ``annotated_types``), a
 pydantic model (v2 ``model_json_schema``/``model_validate``, v1 ``schema``/``parse_obj``; pydantic validates
 it; agenthub never imports pydantic), and a plain JSON Schema dict (the value is then the validated JSON).
 A type with no schema (``object``, a callable, a class, a recursive type where ``$ref`` is not allowed) is a
 ConfigError naming the field.
 
-Conversion is strict where JSON is: ``True`` is not an int; an int is a float; a float that is a whole
-number is an int; a str is never a number.  An object's missing required fields and unknown fields are
+Conversion is strict where JSON is: ``True`` is not an int; an int is a float (one past a float's range is a
+problem); a float that is a whole number is an int (a ``Literal``'s or an Enum's number too: ``1.0`` is
+``Literal[1]``); a str is never a number.  ``typing_extensions``' forms (``NotRequired``, ``Required``,
+``ReadOnly``, ``Literal``) are read as typing's.  A value nested deeper than Python's stack is a problem
+(``nested too deeply to check``), never a RecursionError.  An object's missing required fields and unknown fields are
 problems (a field with a default may be left out: the constructor fills it in).  A union takes the first
 option whose JSON type the value has, then the first that fits.
 
@@ -56,8 +59,20 @@ __all__ = ["compile", "Compiled", "ConversionError", "inline_refs", "to_json", "
 _NONE = type(None)
 _BAD = object()  # what a converter returns after recording a problem
 _UNION_TYPE = getattr(__import__("types"), "UnionType", None)  # ``X | Y`` (3.10+)
-_QUALIFIERS = tuple(q for q in (getattr(typing, n, None) for n in ("Required", "NotRequired", "ReadOnly", "Final"))
-                    if q is not None)
+_QUALIFIER_NAMES = ("Required", "NotRequired", "ReadOnly", "Final")
+
+
+def _forms(names: Sequence[str]) -> Tuple[Any, ...]:
+    """typing's special forms of these names, and typing_extensions' when the caller imported it (its own on
+    older Pythons: ``typing_extensions.NotRequired`` on 3.8, ``ReadOnly`` before 3.13, ``Literal`` on 3.8)."""
+    modules = [typing, sys.modules.get("typing_extensions")]
+    found = []  # type: List[Any]
+    for module in modules:
+        for name in names:
+            form = getattr(module, name, None) if module is not None else None
+            if form is not None and form not in found:
+                found.append(form)
+    return tuple(found)
 
 
 class ConversionError(AgentHubError, ValueError):
@@ -265,8 +280,25 @@ def _choices(json_values: Sequence[Any], results: Sequence[Any]) -> _Node:
         try:
             return table[(type(value), value)]
         except (KeyError, TypeError):
-            return ctx.add(path, ctx.voice.one_of(json_values, value))
+            pass
+        twin = _number_twin(value)  # 1.0 is the JSON number 1 (and 2 is 2.0), as an int field reads it
+        if twin is not None and (type(twin), twin) in table:
+            return table[(type(twin), twin)]
+        return ctx.add(path, ctx.voice.one_of(json_values, value))
     return _Node(_enum_schema(json_values), convert)
+
+
+def _number_twin(value: Any) -> Any:
+    """The same JSON number as the other Python type (``1.0`` for ``1``, ``1`` for ``1.0``), or None."""
+    if type(value) is float and value.is_integer():
+        return int(value)
+    if type(value) is int:
+        try:
+            twin = float(value)
+        except OverflowError:
+            return None
+        return twin if twin == value else None  # (exact: 2**53 + 1 is no float)
+    return None
 
 
 def _primitive(schema: Dict[str, Any], expected: str, exact: Tuple[type, ...], accept: Callable[[Any], Any]) -> _Node:
@@ -285,7 +317,12 @@ def _as_int(value: Any) -> Any:
 
 
 def _as_float(value: Any) -> Any:
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else _BAD
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return _BAD
+    try:
+        return float(value)
+    except OverflowError:  # an int past a float's range (JSON's 1 and 400 zeros)
+        return _BAD
 
 
 def _as(kind: type) -> Callable[[Any], Any]:
@@ -460,12 +497,18 @@ def _build_dataclass(comp: _Compiler, tp: Any) -> _Node:
     def body() -> _Node:
         hints = type_hints(tp)
         specs = []
-        for f in dataclasses.fields(tp):
+        fields = set(f.name for f in dataclasses.fields(tp))
+        for f in getattr(tp, "__dataclass_fields__", {}).values():  # (in order: fields and InitVars)
+            hint = hints.get(f.name, Any)
+            if isinstance(hint, dataclasses.InitVar):  # a constructor argument too (__post_init__'s)
+                hint = getattr(hint, "type", Any)
+            elif f.name not in fields:  # a ClassVar
+                continue
             if not f.init:
                 continue
             default = f.default if f.default is not dataclasses.MISSING else _MISSING
             needed = f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING  # type: ignore
-            specs.append((f.name, hints.get(f.name, Any), needed, default))
+            specs.append((f.name, hint, needed, default))
         return comp.fields(tp, specs, lambda data: tp(**data))
     return comp.named(tp, body)
 
@@ -593,6 +636,8 @@ def _build_sequence(comp: _Compiler, tp: Any) -> _Node:
     args = typing.get_args(tp)
     if origin is tuple and args and not (len(args) == 2 and args[1] is Ellipsis):
         return _fixed_tuple(comp, [a for a in args if a != ()])
+    if origin is tuple and tp is not typing.Tuple and getattr(tp, "__args__", None) == ():
+        return _fixed_tuple(comp, [])  # ``Tuple[()]`` on 3.11+ (its args are empty, as bare ``Tuple``'s)
     item = comp.node(args[0]) if args else _build_any(comp, Any)
     schema = {"type": "array", "items": item.schema} if args else {"type": "array"}  # type: Dict[str, Any]
     make = _SEQUENCES[origin]
@@ -737,7 +782,7 @@ def _is_annotated(tp: Any) -> bool:
 
 _TABLE = [
     (_is_annotated, _build_annotated),
-    (lambda tp: _QUALIFIERS and typing.get_origin(tp) in _QUALIFIERS, _build_qualifier),
+    (lambda tp: typing.get_origin(tp) in _forms(_QUALIFIER_NAMES), _build_qualifier),
     (lambda tp: tp is Any, _build_any),
     (lambda tp: hasattr(tp, "__supertype__"), lambda comp, tp: comp.node(tp.__supertype__)),  # NewType
     (lambda tp: tp is None, lambda comp, tp: _PRIMITIVES[_NONE]()),
@@ -748,7 +793,7 @@ _TABLE = [
     (lambda tp: isinstance(tp, type) and dataclasses.is_dataclass(tp), _build_dataclass),
     (_is_typeddict, _build_typeddict),
     (_is_namedtuple, _build_namedtuple),
-    (lambda tp: typing.get_origin(tp) is typing.Literal, _build_literal),
+    (lambda tp: typing.get_origin(tp) in _forms(("Literal",)), _build_literal),
     (lambda tp: typing.get_origin(tp) is typing.Union or (_UNION_TYPE is not None and isinstance(tp, _UNION_TYPE)),
      _build_union),
     (lambda tp: _hashable(_origin(tp)) and _origin(tp) in _SEQUENCES, _build_sequence),
@@ -864,11 +909,18 @@ def _all_checks(checks: Sequence[Check], typed: bool) -> Convert:
     return convert
 
 
+def _shape_of(spec: Any, where: str, kind: Any, words: str) -> None:
+    """A keyword's value must be of ``kind`` (the schema's own structure: a ConfigError when it is not)."""
+    if not isinstance(spec, kind):
+        raise _Unsupported("{}: must be {}, got {}".format(where, words, _jshort(spec)))
+
+
 def _kw_type(comp: Any, spec: Any, schema: Mapping[str, Any], where: str) -> Check:
+    _shape_of(spec, where, (str, list), "a type name or a list of them")
     names = list(spec) if isinstance(spec, list) else [spec]
     if schema.get("nullable") is True and "null" not in names:
         names.append("null")
-    bad = [n for n in names if n not in _TYPE_TESTS]
+    bad = [n for n in names if not isinstance(n, str) or n not in _TYPE_TESTS]
     if bad:
         raise _Unsupported("{}: unknown type {!r}".format(where, bad[0]))
     tests = [_TYPE_TESTS[n] for n in names]
@@ -884,6 +936,8 @@ def _kw_nullable(comp: Any, spec: Any, schema: Mapping[str, Any], where: str) ->
 
 
 def _kw_enum(comp: Any, spec: Any, schema: Mapping[str, Any], where: str) -> Check:
+    if where.endswith(".enum"):
+        _shape_of(spec, where, list, "an array")
     options = list(spec) if isinstance(spec, list) else [spec]
 
     def check(value: Any, path: Any, ctx: _Ctx) -> bool:
@@ -904,6 +958,7 @@ def _kw_ref(comp: Any, spec: Any, schema: Mapping[str, Any], where: str) -> Chec
 
 
 def _kw_properties(comp: Any, spec: Any, schema: Mapping[str, Any], where: str) -> Check:
+    _shape_of(spec, where, Mapping, "an object of schemas")
     nodes = {k: comp.node(s, "{}.{}".format(where, k)) for k, s in spec.items()}
 
     def check(value: Any, path: Any, ctx: _Ctx) -> bool:
@@ -934,6 +989,9 @@ def _kw_additional(comp: Any, spec: Any, schema: Mapping[str, Any], where: str) 
 
 
 def _kw_required(comp: Any, spec: Any, schema: Mapping[str, Any], where: str) -> Check:
+    _shape_of(spec, where, list, "an array of names")
+    if not all(isinstance(name, str) for name in spec):
+        raise _Unsupported("{}: must be an array of names, got {}".format(where, _jshort(spec)))
     names = list(spec)
 
     def check(value: Any, path: Any, ctx: _Ctx) -> bool:
@@ -958,6 +1016,7 @@ def _kw_items(comp: Any, spec: Any, schema: Mapping[str, Any], where: str) -> Ch
 
 
 def _kw_prefix(comp: Any, spec: Any, schema: Mapping[str, Any], where: str) -> Check:
+    _shape_of(spec, where, list, "an array of schemas")
     nodes = [comp.node(s, "{}[{}]".format(where, i)) for i, s in enumerate(spec)]
 
     def check(value: Any, path: Any, ctx: _Ctx) -> bool:
@@ -968,6 +1027,9 @@ def _kw_prefix(comp: Any, spec: Any, schema: Mapping[str, Any], where: str) -> C
 
 
 def _kw_any_of(comp: Any, spec: Any, schema: Mapping[str, Any], where: str) -> Check:
+    _shape_of(spec, where, list, "an array of schemas")
+    if not spec:
+        raise _Unsupported("{}: must list at least one schema".format(where))
     nodes = [comp.node(s, "{}[{}]".format(where, i)) for i, s in enumerate(spec)]
     one = where.endswith("oneOf")
 
@@ -992,6 +1054,9 @@ def _kw_any_of(comp: Any, spec: Any, schema: Mapping[str, Any], where: str) -> C
 
 
 def _kw_all_of(comp: Any, spec: Any, schema: Mapping[str, Any], where: str) -> Check:
+    _shape_of(spec, where, list, "an array of schemas")
+    if not spec:
+        raise _Unsupported("{}: must list at least one schema".format(where))
     nodes = [comp.node(s, "{}[{}]".format(where, i)) for i, s in enumerate(spec)]
     return lambda v, p, c: all([n.convert(v, p, c) is not _BAD for n in nodes])
 
@@ -1010,8 +1075,10 @@ def _kw_not(comp: Any, spec: Any, schema: Mapping[str, Any], where: str) -> Chec
 def _bound(test: Callable[[Any, Any], bool], words: str, guard: Callable[[Any], bool],
            measure: Callable[[Any], Any] = lambda v: v) -> Callable[..., Check]:
     def keyword(comp: Any, spec: Any, schema: Mapping[str, Any], where: str) -> Check:
-        if isinstance(spec, bool) or not isinstance(spec, (int, float)):
+        if isinstance(spec, bool) or not isinstance(spec, (int, float)) or not math.isfinite(spec):
             raise _Unsupported("{}: must be a number, got {!r}".format(where, spec))
+        if test is _multiple and spec <= 0:
+            raise _Unsupported("{}: must be greater than 0, got {!r}".format(where, spec))
         rule = words.format(spec)
 
         def check(value: Any, path: Any, ctx: _Ctx) -> bool:
@@ -1103,7 +1170,12 @@ class Compiled(object):
         if style not in _VOICES:
             raise ConfigError("style must be 'typed' or 'tool', got {!r}".format(style))
         ctx = _Ctx(_VOICES[style], where)
-        out = self._convert(value, None, ctx)
+        try:
+            out = self._convert(value, None, ctx)
+        except RecursionError:  # a value nested deeper than Python's stack (a recursive type's answer)
+            ctx = _Ctx(_VOICES[style], where)
+            ctx.add(None, "nested too deeply to check")
+            out = _BAD
         if out is _BAD:
             raise ConversionError(ctx.problems, ctx.lines)
         return out

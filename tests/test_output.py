@@ -9,7 +9,8 @@ import dataclasses
 import enum
 import json
 import pickle
-from typing import List, Optional
+import sys
+from typing import Any, Dict, List, Literal, Optional, Union
 
 import pytest
 
@@ -254,3 +255,186 @@ def test_strict_form_makes_optional_members_nullable_and_required():
     assert strict == {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": ["string", "null"]}},
                       "required": ["a", "b"], "additionalProperties": False}
     assert list(added.values()) == [["b"]]
+
+
+_HUGE = "1" + "0" * 400
+_LONG = "7" * 5000
+_INT_LIMIT = bool(getattr(sys, "get_int_max_str_digits", lambda: 0)())
+
+
+@pytest.mark.parametrize("answer, problem", [
+    ('{"number": "F-1", "items": [{"name": "pen", "price": ' + _HUGE + '}], "kind": "goods"}',
+     "items[0].price: expected a number, got " + _HUGE[:57] + "..."),
+    ('{"number": "F-1", "items": [{"name": "pen", "price": 1e400}], "kind": "goods"}',
+     "the answer is not JSON (it begins '{\"number\": \"F-1\", \"items\": [{\"name\": \"pen\", \"price\": 1e400}], "
+     "\"kind\": \"goods\"}')"),
+    ('{"number": "F-1", "items": [], "kind": "goods", "note": ' + _LONG + '}',
+     "the answer is not JSON (it begins {!r})".format('{"number": "F-1", "items": [], "kind": "goods", "note": '
+                                                      + _LONG[:24])
+     if _INT_LIMIT else "note: expected a string, got " + _LONG[:57] + "..."),
+    ("[" * 100000 + "]" * 100000, "the answer's JSON is nested too deeply to read"),
+    ('{"number": "F-\\ud800", "items": [], "kind": "goods"}',
+     "the answer's JSON holds a string that is not valid Unicode (a lone surrogate)"),
+], ids=["int-past-float", "1e400", "int-past-digits", "deep", "lone-surrogate"])
+def test_an_answer_past_pythons_bounds_is_asked_again_never_an_untyped_error(answer, problem):
+    """A float field's int past a float's range (was OverflowError), 1e400 (was inf in the value), an int of
+    more digits than Python reads (was ValueError out of the streamed reader), nesting past the decoder's
+    stack (was RecursionError), a lone surrogate (was in the value: a job's output row could not be written):
+    each is a problem the model is told, and the next answer holds."""
+    with SSEServer() as server:
+        server.answers += [Answer([chat_text(answer)]), Answer([chat_text(json.dumps(GOOD))])]
+        stream = client_for(server, "openai-chat").streaming_parse([USER], Invoice)
+        attempts = [stream.attempt for _ in stream]
+        parsed = stream.result()
+    assert (parsed.value, parsed.attempts, attempts[-1]) == (VALUE, 2, 2)
+    assert parsed.messages[1] == {"role": "user", "content_items": [{"type": "text", "text": (
+        "The answer did not match the required JSON Schema:\n- " + problem
+        + "\nAnswer again with the corrected value only.")}]}
+
+
+def test_strict_form_reaches_an_optional_object_made_nullable():
+    """An optional inline object (a JSON Schema type, a job row's ``output_schema``) becomes
+    ``["object", "null"]``: its own members are still all required and closed (they were left as they were,
+    which OpenAI's strict mode refuses)."""
+    address = {"type": "object", "properties": {"city": {"type": "string"}, "zip": {"type": "string"}},
+               "required": ["city"]}
+    schema = {"type": "object", "properties": {"address": address,
+                                               "owner": dict(address, type=["object", "null"])}}
+    strict, _ = strict_schema(schema)
+    closed = {"properties": {"city": {"type": "string"}, "zip": {"type": ["string", "null"]}},
+              "required": ["city", "zip"], "additionalProperties": False}
+    assert strict == {"type": "object", "properties": {"address": dict(closed, type=["object", "null"]),
+                                                       "owner": dict(closed, type=["object", "null"])},
+                      "required": ["address", "owner"], "additionalProperties": False}
+    with SSEServer() as server:
+        server.answers += [Answer([chat_text('{"address": {"city": "Oslo", "zip": null}, "owner": null}')])]
+        parsed = client_for(server, "openai-chat").parse([USER], schema)
+    assert parsed.value == {"address": {"city": "Oslo"}, "owner": None}
+    assert server.requests[0]["body"]["response_format"]["json_schema"]["schema"] == strict
+
+
+@dataclasses.dataclass
+class Tagged:
+    name: str
+    tags: Dict[str, int] = dataclasses.field(default_factory=dict)
+
+
+@pytest.mark.parametrize("output, answer, value", [
+    (Dict[str, float], {"value": {"a": 1, "b": 2.5}}, {"a": 1.0, "b": 2.5}),
+    (Tagged, {"name": "x", "tags": {"k": 3}}, Tagged("x", {"k": 3})),
+    (Optional[Tagged], {"value": None}, None),
+    (List[Any], {"value": [1, "a"]}, [1, "a"]),
+    (list, {"value": [{}]}, [{}]),
+])
+def test_a_type_strict_mode_cannot_hold_goes_out_not_strict(output, answer, value):
+    """An open map (``Dict[str, X]``), ``Any`` or a bare ``list`` has no strict form (OpenAI answers 400
+    "additionalProperties ... must be false"): the schema goes with ``strict: false``, the answer validated."""
+    with SSEServer() as server:
+        server.answers += [Answer([chat_text(json.dumps(answer))]), Answer([responses_text(json.dumps(answer))])]
+        chat = client_for(server, "openai-chat").parse([USER], output)
+        responses = client_for(server, "openai-responses").parse([USER], output)
+    assert chat.value == responses.value == value
+    first, second = (r["body"] for r in server.requests)
+    assert (first["response_format"]["json_schema"]["strict"], second["text"]["format"]["strict"]) == (False, False)
+    assert first["response_format"]["json_schema"]["schema"] == second["text"]["format"]["schema"]
+
+
+def test_strict_holds_for_closed_types():
+    for output in (Invoice, List[Item], Optional[Invoice], Kind, int):
+        with SSEServer() as server:
+            server.answers += [Answer([chat_text("{}")])]
+            with pytest.raises(OutputValidationError):
+                client_for(server, "openai-chat").parse([USER], output, retries=0)
+        assert server.requests[0]["body"]["response_format"]["json_schema"]["strict"] is True
+
+
+@dataclasses.dataclass
+class Cat:
+    kind: Literal["cat"]
+    lives: int = 9
+
+
+@dataclasses.dataclass
+class Dog:
+    kind: Literal["dog"]
+    bark: str = "woof"
+
+
+def test_a_union_branchs_left_out_members_are_that_branchs():
+    """Strict mode makes the model send every member, a null for one left out: in a union of dataclasses the
+    null is left out by the branch the answer is (it was the first branch's reading: Dog's ``bark: null``
+    was Dog's problem, and the answer was re-asked until the re-asks ran out)."""
+    answer = {"value": [{"kind": "cat", "lives": None}, {"kind": "dog", "bark": None}, {"kind": "cat", "lives": 3}]}
+    with SSEServer() as server:
+        server.answers += [Answer([chat_text(json.dumps(answer))])]
+        parsed = client_for(server, "openai-chat").parse([USER], List[Union[Cat, Dog]])
+    assert parsed.value == [Cat("cat"), Dog("dog"), Cat("cat", 3)]
+    assert (parsed.attempts, parsed.json) == (1, [{"kind": "cat"}, {"kind": "dog"}, {"kind": "cat", "lives": 3}])
+
+
+def test_result_after_the_error_was_seen_raises_it_again():
+    """A call's error seen while iterating (a cut stream) is raised again by ``result()`` (it was a bare
+    AssertionError, and None under ``python -O``); ``result()`` after ``close()`` is a ConfigError."""
+    cut = _sse([{"id": "c", "choices": [{"index": 0, "delta": {"content": '{"number": "F-1", '},
+                                         "finish_reason": None}]}])
+    with SSEServer() as server:
+        server.answers += [Answer([cut])]
+        stream = client_for(server, "openai-chat").streaming_parse([USER], Invoice)
+        with pytest.raises(agenthub.StreamProtocolError) as first:
+            for _ in stream:
+                pass
+        with pytest.raises(agenthub.StreamProtocolError) as again:
+            stream.result()
+    assert again.value is first.value and type(first.value) is agenthub.StreamProtocolError
+    with SSEServer() as server:
+        server.answers += [Answer([chat_text(json.dumps(GOOD))])]
+        stream = client_for(server, "openai-chat").streaming_parse([USER], Invoice)
+        stream.close()
+        with pytest.raises(ConfigError, match=r"^the parse ended without a result \(it was closed before its end\)$"):
+            stream.result()
+
+
+def test_strict_form_leaves_json_values_as_they_are():
+    """``const``, ``enum`` and ``examples`` hold JSON data, not schemas: an object there keeps its keys (its
+    ``default`` was dropped, a ``properties`` member was made "strict")."""
+    setting = {"default": 1, "properties": {"x": 2}}
+    schema = {"type": "object", "properties": {"s": {"const": setting, "examples": [setting]},
+                                               "t": {"enum": [setting, None]}}, "required": ["s", "t"]}
+    strict, _ = strict_schema(schema)
+    assert strict["properties"] == {"s": {"const": setting, "examples": [setting]}, "t": {"enum": [setting, None]}}
+    assert setting == {"default": 1, "properties": {"x": 2}}
+
+
+def test_a_json_schema_with_definitions_or_a_root_ref_reads_its_nulls_as_left_out():
+    """``#/definitions/X`` (draft 7: zod-to-json-schema, pydantic v1) and ``#`` are followed as ``#/$defs/X``
+    is: the null strict mode asked for a left-out member of theirs is "left out" (it was a problem, every
+    time: strict mode sends it again)."""
+    tree = {"type": "object", "properties": {"name": {"type": "string"}, "kid": {"$ref": "#"},
+                                             "size": {"$ref": "#/definitions/Size"}}, "required": ["name"],
+            "definitions": {"Size": {"type": "object", "properties": {"cm": {"type": "number"},
+                                                                      "note": {"type": "string"}},
+                                     "required": ["cm"]}}}
+    answer = {"name": "a", "kid": {"name": "b", "kid": None, "size": {"cm": 2, "note": None}},
+              "size": None}
+    with SSEServer() as server:
+        server.answers += [Answer([chat_text(json.dumps(answer))])]
+        parsed = client_for(server, "openai-chat").parse([USER], tree)
+    assert (parsed.value, parsed.attempts) == ({"name": "a", "kid": {"name": "b", "size": {"cm": 2}}}, 1)
+
+
+def test_a_json_schema_that_is_no_object_keeps_its_root_ref_and_definitions_when_wrapped():
+    """Wrapped as {"value": ...}, a schema's ``#`` would name the wrapper and its ``definitions`` would sit
+    under ``value``: the schema goes to $defs (``#`` names it there) and ``definitions`` stays at the root."""
+    nested = {"type": "array", "items": {"anyOf": [{"type": "integer"}, {"$ref": "#"}, {"$ref": "#/definitions/O"}]},
+              "definitions": {"O": {"type": "object", "properties": {"k": {"type": "string"}}}}}
+    with SSEServer() as server:
+        server.answers += [Answer([chat_text(json.dumps({"value": [1, [2, [3]], {"k": None}]}))])]
+        parsed = client_for(server, "openai-chat").parse([USER], nested)
+    assert parsed.value == [1, [2, [3]], {}]
+    assert server.requests[0]["body"]["response_format"]["json_schema"]["schema"] == {
+        "type": "object", "properties": {"value": {"$ref": "#/$defs/value"}}, "required": ["value"],
+        "additionalProperties": False,
+        "definitions": {"O": {"type": "object", "properties": {"k": {"type": ["string", "null"]}}, "required": ["k"],
+                              "additionalProperties": False}},
+        "$defs": {"value": {"type": "array", "items": {"anyOf": [
+            {"type": "integer"}, {"$ref": "#/$defs/value"}, {"$ref": "#/definitions/O"}]}}}}

@@ -4,6 +4,7 @@ a position; linear work (measured in bench/typed_output.py, not timed here)."""
 
 import copy
 import json
+import sys
 
 import pytest
 from hypothesis import given, settings
@@ -133,6 +134,80 @@ def test_nesting_is_bounded():
     ('{"a": NaN}', None, "the answer is not JSON (it begins '{\"a\": NaN}')"),
     ('   ', None, "the answer is empty"),
     ('no json here', None, "the answer is not JSON (it begins 'no json here')"),
+    # a document that begins as JSON and closes but does not parse: no member inside it is read as the answer
+    ('{"a": NaN, "b": {"c": 1}}', None, "the answer is not JSON (it begins '{\"a\": NaN, \"b\": {\"c\": 1}}')"),
+    ('{"s": "}{", "x": NaN} then {"ok": 1}', {"ok": 1}, None),
+    ('Not {"a": \'x\'} but {"a": 1}', {"a": 1}, None),
+    ('[Result: {"a": 1}]', {"a": 1}, None),
+    # a lone surrogate (JSON's escape lets it through): no valid Unicode, refused as pydantic refuses it
+    ('{"a": "\\ud800"}', None, "the answer's JSON holds a string that is not valid Unicode (a lone surrogate)"),
+    ('Sure: {"\\udc00": 1}', None, "the answer's JSON holds a string that is not valid Unicode (a lone surrogate)"),
+    ('{"a": "\ud800"}', None, "the answer's JSON holds a string that is not valid Unicode (a lone surrogate)"),
+    ('{"a": "\\ud83d\\ude00", "b": "\\\\ud800"}', {"a": "\U0001F600", "b": "\\ud800"}, None),
 ])
 def test_find_json_finds_the_document_in_an_answer(text, value, why):
     assert find_json(text) == (value, why)
+
+
+def test_a_long_number_is_read_in_linear_time():
+    """A model that writes 0.333... to its output limit: the number's read pieces are kept apart (as a
+    string's), so the unread tail stays a few characters and the reading linear (it was quadratic: 80,000
+    deltas of "3333" took 34 s)."""
+    reader = PartialJSON()
+    reader.feed('{"x": 0.')
+    longest = 0
+    for _ in range(20000):
+        reader.feed("3333")
+        longest = max(longest, len(reader._text) - reader._pos)
+    assert (reader.value, longest) == ({}, 0)
+    reader.feed(', "y": -12')
+    reader.feed("5e-1}")
+    assert (reader.value, reader.done, reader.error) == ({"x": float("0." + "3" * 80000), "y": -125e-1}, True, None)
+
+
+@pytest.mark.parametrize("deltas, value", [
+    (['{"n": 1', '2', '3', '4}'], {"n": 1234}),
+    (['{"n": -', '0.5', 'e', '+', '2, "m": 1', '}'], {"n": -50.0, "m": 1}),
+    (['{"n": 1', '2', '.', '}'], {}),
+    (['[1', '0', ', 2', '0', ']'], [10, 20]),
+])
+def test_a_number_cut_anywhere_is_read_whole(deltas, value):
+    reader = PartialJSON()
+    for delta in deltas:
+        reader.feed(delta)
+    assert reader.value == value
+
+
+def test_a_number_too_long_for_an_int_stops_the_reading():
+    """More digits than Python reads into an int (4300 from 3.11, and patched 3.8): the reader stops as it
+    does on anything that is not JSON (it raised ValueError out of streaming_parse)."""
+    reader = PartialJSON()
+    reader.feed('{"a": 1, "b": ' + "7" * 5000)
+    reader.feed("}")
+    if hasattr(sys, "get_int_max_str_digits") and sys.get_int_max_str_digits():
+        assert (reader.value, reader.error) == ({"a": 1}, "a number too long to read at character 14")
+    else:  # pragma: no cover - a Python without the limit reads it
+        assert (reader.value, reader.error) == ({"a": 1, "b": int("7" * 5000)}, None)
+
+
+def test_find_json_bounds_what_it_reads():
+    """Nesting past the decoder's stack and a number past a float's range (1e400: infinity, which no JSON
+    value nor output row holds) are answers that are not read as values, never RecursionError or inf."""
+    assert find_json("[" * 100000 + "]" * 100000) == (None, "the answer's JSON is nested too deeply to read")
+    assert find_json("Sure: " + "{\"a\": " * 50000 + "1" + "}" * 50000) == (
+        None, "the answer's JSON is nested too deeply to read")
+    assert find_json('{"a": 1e400}') == (None, "the answer is not JSON (it begins '{\"a\": 1e400}')")
+    assert find_json('{"a": -1e400}') == (None, "the answer is not JSON (it begins '{\"a\": -1e400}')")
+    assert find_json('{"a": 1e308, "b": 1' + "0" * 400 + '}') == ({"a": 1e308, "b": 10 ** 400}, None)
+
+
+def test_find_json_on_a_huge_broken_answer_is_quick():
+    """Looking for where each broken document closes is bounded for the whole answer (unbounded, each of
+    the 64 tries scanned to the end: this answer took about 10 s, 8 MB took 88 s)."""
+    import time
+
+    started = time.perf_counter()
+    assert find_json('{"a": NaN, "b": [' * 60000) == (
+        None, "the answer is not JSON (it begins {!r})".format(('{"a": NaN, "b": [' * 5)[:80]))
+    assert find_json('{"a": "' + "x" * 1000000 + '", "b": NaN} then {"ok": 1}') == ({"ok": 1}, None)
+    assert time.perf_counter() - started < 3

@@ -92,8 +92,9 @@ class ParseStream(Generic[T]):
         for _ in self._gen:
             pass
         if self._error is not None:
-            raise self._error
-        assert self._result is not None
+            raise self._error  # (again, when the caller already saw it while iterating)
+        if self._result is None:
+            raise ConfigError("the parse ended without a result (it was closed before its end)")
         return self._result
 
     def close(self) -> None:
@@ -107,6 +108,13 @@ class ParseStream(Generic[T]):
 
     # the loop
     def _run(self) -> Iterator[Tuple[str, Any]]:
+        try:
+            yield from self._attempts()
+        except Exception as exc:  # a call's error (kept: result() raises it again, as it raises the others)
+            self._error = exc
+            raise
+
+    def _attempts(self) -> Iterator[Tuple[str, Any]]:
         shaped = self._shaped
         sent = list(self._messages)
         extra = []  # type: List[Message]

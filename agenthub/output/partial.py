@@ -17,6 +17,7 @@ full text is still validated at the end (this reader only shows progress).
 """
 
 import json
+import math
 import re
 from typing import Any, List, Optional, Tuple
 
@@ -56,7 +57,7 @@ class PartialJSON(object):
     ``done`` once the top-level value closed; ``error`` a message once the text stopped being JSON."""
 
     __slots__ = ("value", "done", "error", "changes", "_text", "_pos", "_stack", "_started", "_string", "_in_key",
-                 "_max_depth", "_seen")
+                 "_max_depth", "_seen", "_number")
 
     def __init__(self, max_depth: int = 512) -> None:
         self.value = None  # type: Any
@@ -68,6 +69,7 @@ class PartialJSON(object):
         self._stack = []  # type: List[_Frame]
         self._started = False
         self._string = None  # type: Optional[List[str]]  # the pieces of a string being read
+        self._number = None  # type: Optional[List[str]]  # the pieces of a number being read (as a string's)
         self._in_key = False
         self._max_depth = max_depth
         self._seen = 0  # characters consumed before self._text (for error positions)
@@ -84,7 +86,8 @@ class PartialJSON(object):
         try:
             self._run()
         except _Stop as stop:
-            self.error = "{} at character {}".format(stop.args[0], self._seen + self._pos)
+            at = stop.args[1] if len(stop.args) > 1 else self._seen + self._pos
+            self.error = "{} at character {}".format(stop.args[0], at)
         return self.value
 
     # -- the reader --------------------------------------------------------------------------------------
@@ -100,6 +103,10 @@ class PartialJSON(object):
         while self._pos < len(text) and not self.done:
             if self._string is not None:
                 if not self._read_string():
+                    return
+                continue
+            if self._number is not None:
+                if not self._read_number():
                     return
                 continue
             self._pos = _SPACE.match(text, self._pos).end()
@@ -177,13 +184,30 @@ class PartialJSON(object):
         run = _NUMBERISH.match(text, self._pos)
         if run is None or run.end() == self._pos:
             raise _Stop("not JSON")
-        if run.end() >= len(text):
-            return False  # a number is complete only once something follows it
-        token = run.group()
+        self._number = []
+        return self._read_number()
+
+    def _read_number(self) -> bool:
+        """A number complete only once something follows it: its pieces are kept until then (a long one,
+        0.333... to the output limit, stays linear)."""
+        text = self._text
+        pieces = self._number
+        assert pieces is not None
+        run = _NUMBERISH.match(text, self._pos)
+        end = run.end() if run is not None else self._pos
+        pieces.append(text[self._pos:end])
+        self._pos = end
+        if end >= len(text):
+            return False
+        token = "".join(pieces)
+        self._number = None
+        start = self._seen + self._pos - len(token)  # (where the number began: what an error names)
         if _NUMBER.fullmatch(token) is None:
-            raise _Stop("not a JSON number")
-        self._pos = run.end()
-        number = float(token) if ("." in token or "e" in token or "E" in token) else int(token)
+            raise _Stop("not a JSON number", start)
+        try:
+            number = float(token) if ("." in token or "e" in token or "E" in token) else int(token)
+        except ValueError:  # more digits than Python reads into an int (4300 on 3.11+): json.loads refuses it too
+            raise _Stop("a number too long to read", start) from None
         self._finished(number)
         return True
 
@@ -279,14 +303,18 @@ class _Stop(Exception):
 def find_json(text: str) -> Tuple[Any, Optional[str]]:
     """The JSON document in an answer's text: the whole text, else the first ``{``/``[`` from which a
     document parses (prose or a Markdown fence around it); ``(value, None)`` or ``(None, why)``."""
-    decoder = json.JSONDecoder(parse_constant=_no_constant)
+    decoder = json.JSONDecoder(parse_constant=_no_constant, parse_float=_finite_float)
     stripped = text.strip()
+    deep = False
     try:
-        return decoder.decode(stripped), None
+        return _unicode(decoder.decode(stripped), text)
     except (ValueError, _NotJSON):
         pass
+    except RecursionError:  # nested deeper than the decoder's stack
+        deep = True
     start = 0
     tries = 0
+    budget = [_SCAN_BUDGET]
     while tries < 64:
         at = _next_open(text, start)
         if at < 0:
@@ -294,12 +322,63 @@ def find_json(text: str) -> Tuple[Any, Optional[str]]:
         tries += 1
         try:
             value, _end = decoder.raw_decode(text, at)
-            return value, None
+            return _unicode(value, text)
         except (ValueError, _NotJSON):
-            start = at + 1
+            start = _past(text, at, budget)
+        except RecursionError:
+            deep = True
+            start = _past(text, at, budget)
     if not stripped:
         return None, "the answer is empty"
+    if deep:
+        return None, "the answer's JSON is nested too deeply to read"
     return None, "the answer is not JSON (it begins {!r})".format(stripped[:80])
+
+
+#: a ``{`` or ``[`` that begins as JSON does (not ``[the answer]`` in prose)
+_JSON_START = re.compile(r'\{\s*["}]|\[\s*(?:["{\[\]0-9-]|true\b|false\b|null\b)')
+_BRACKET_OR_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]')
+
+
+#: how many brackets and strings one answer's search may step over looking for where a document closes
+_SCAN_BUDGET = 200000
+
+
+def _past(text: str, at: int, budget: List[int]) -> int:
+    """Where to look for a document after the one at ``at`` did not parse: past its closing bracket when
+    it begins as JSON and closes (a member inside it, ``{"b": 1}`` in ``{"a": NaN, "b": 1}``, is no document
+    of the answer's: it would be read as the answer), else the next character.  ``budget`` (brackets and
+    strings left to step over, shared by the answer's search) keeps a huge broken answer's search short."""
+    if _JSON_START.match(text, at) is None:
+        return at + 1
+    depth = 0
+    for token in _BRACKET_OR_STRING.finditer(text, at):
+        budget[0] -= 1
+        if budget[0] < 0:
+            break
+        kind = token.group()
+        if kind in ("{", "["):
+            depth += 1
+        elif kind in ("}", "]"):
+            depth -= 1
+            if depth == 0:
+                return token.end()
+    return at + 1
+
+
+_SURROGATE_ESCAPE = re.compile("\\\\u[dD][89a-fA-F]|[\ud800-\udfff]")  # (an escape, or one already read)
+
+
+def _unicode(value: Any, text: str) -> Tuple[Any, Optional[str]]:
+    """``(value, None)``, or ``(None, why)`` when a string in it is not valid Unicode: a lone surrogate, which
+    JSON's ``\\ud800`` lets through (pydantic refuses it as no JSON; a job's output row could not hold it)."""
+    if _SURROGATE_ESCAPE.search(text) is None:
+        return value, None
+    try:
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return None, "the answer's JSON holds a string that is not valid Unicode (a lone surrogate)"
+    return value, None
 
 
 def _next_open(text: str, start: int) -> int:
@@ -315,3 +394,12 @@ class _NotJSON(ValueError):
 
 def _no_constant(name: str) -> Any:
     raise _NotJSON("{} is not JSON".format(name))
+
+
+def _finite_float(token: str) -> float:
+    """A JSON number read as a float, refused past a float's range (``1e400`` would be infinity: no JSON
+    value, and no output row could hold it)."""
+    value = float(token)
+    if math.isinf(value):
+        raise _NotJSON("{} is past a float's range".format(token[:40]))
+    return value

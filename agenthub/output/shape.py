@@ -30,7 +30,7 @@ from ..typeschema import ConversionError, compile as compile_type
 from ..types import Message
 from .partial import find_json
 
-__all__ = ["Shaped", "shape", "strict_schema"]
+__all__ = ["Shaped", "shape", "strict_schema", "strict_holds"]
 
 SCHEMA_NAME = "output"
 _WRAP = "value"
@@ -57,7 +57,9 @@ def strict_schema(schema: Mapping[str, Any]) -> Tuple[Dict[str, Any], Dict[int, 
             return
         node.pop("default", None)  # strict mode takes no defaults: a left-out value comes back as null
         props = node.get("properties")
-        if isinstance(props, dict) and (node.get("type") == "object" or "type" not in node):
+        kind = node.get("type", "object")
+        if isinstance(props, dict) and (kind == "object" or isinstance(kind, list) and "object" in kind):
+            # (``["object", "null"]`` too: an optional object this walk made nullable, or the caller's own)
             required = set(node.get("required") or ())
             made = []
             for name, sub in props.items():
@@ -76,11 +78,42 @@ def strict_schema(schema: Mapping[str, Any]) -> Tuple[Dict[str, Any], Dict[int, 
                 if isinstance(child, dict):
                     for sub in child.values():
                         walk(sub)
-            elif isinstance(child, (dict, list)):
+            elif isinstance(child, (dict, list)) and key not in _VALUES:
                 walk(child)
 
     walk(out)
     return out, added
+
+
+#: keywords whose value is JSON data, not a schema: never shaped (a ``const`` object keeps its own keys)
+_VALUES = frozenset(["enum", "const", "examples", "default"])
+
+
+def strict_holds(schema: Any) -> bool:
+    """Whether a strict form (``strict_schema``'s) is one OpenAI's strict mode takes: no open map (an object
+    whose ``additionalProperties`` is not false: ``Dict[str, X]``), no schema that names no type (``Any``),
+    no array without ``items`` (a bare ``list``).  When it does not, the schema goes out with ``strict: false``
+    (a 400 otherwise): the model is guided by it, and the answer is validated and re-asked all the same."""
+    if isinstance(schema, list):
+        return all(strict_holds(child) for child in schema)
+    if not isinstance(schema, dict):
+        return schema is not True
+    kind = schema.get("type")
+    kinds = kind if isinstance(kind, list) else [kind]
+    if not any(k in schema for k in ("type", "anyOf", "oneOf", "allOf", "$ref", "enum", "const")):
+        return False
+    if "object" in kinds and schema.get("additionalProperties") is not False:
+        return False
+    if "array" in kinds and "items" not in schema and "prefixItems" not in schema:
+        return False
+    for key, child in schema.items():
+        if key in ("properties", "$defs", "definitions"):
+            if isinstance(child, dict) and not all(strict_holds(sub) for sub in child.values()):
+                return False
+        elif key in ("items", "anyOf", "oneOf", "allOf", "prefixItems", "additionalProperties", "not"):
+            if child is not False and not strict_holds(child):
+                return False
+    return True
 
 
 def _nullable(schema: Mapping[str, Any]) -> bool:
@@ -99,13 +132,45 @@ def _with_null(schema: Mapping[str, Any]) -> Dict[str, Any]:
     return out
 
 
+def _has_root_ref(schema: Any) -> bool:
+    if isinstance(schema, list):
+        return any(_has_root_ref(child) for child in schema)
+    if not isinstance(schema, Mapping):
+        return False
+    return schema.get("$ref") == "#" or any(_has_root_ref(child) for key, child in schema.items()
+                                            if key not in _VALUES)
+
+
+def _root_refs(schema: Any, target: str) -> Any:
+    """A copy of ``schema`` with each ``{"$ref": "#"}`` naming ``target`` instead."""
+    if isinstance(schema, list):
+        return [_root_refs(child, target) for child in schema]
+    if not isinstance(schema, Mapping):
+        return schema
+    out = {key: child if key in _VALUES else _root_refs(child, target) for key, child in schema.items()}
+    if out.get("$ref") == "#":
+        out["$ref"] = target
+    return out
+
+
+def _definitions(schema: Mapping[str, Any]) -> Dict[str, Any]:
+    """What a local ``$ref`` may name: ``#`` (the root), ``#/$defs/X`` and ``#/definitions/X``."""
+    out = {"#": schema}  # type: Dict[str, Any]
+    for key in ("definitions", "$defs"):
+        found = schema.get(key)
+        if isinstance(found, Mapping):
+            out.update(("#/{}/{}".format(key, name), sub) for name, sub in found.items())
+    return out
+
+
 def _drop_added_nulls(data: Any, schema: Mapping[str, Any], defs: Mapping[str, Any], depth: int = 0) -> Any:
-    """``data`` with each ``null`` the strict form allowed for an optional property left out."""
+    """``data`` with each ``null`` the strict form allowed for an optional property left out (``defs``:
+    ``_definitions`` of the root)."""
     if depth > 200 or not isinstance(schema, Mapping):
         return data
     ref = schema.get("$ref")
-    if isinstance(ref, str) and ref.startswith("#/$defs/"):
-        target = defs.get(ref[len("#/$defs/"):])
+    if isinstance(ref, str):
+        target = defs.get(ref)
         return _drop_added_nulls(data, target, defs, depth + 1) if target is not None else data
     if isinstance(data, dict):
         props = schema.get("properties")
@@ -118,10 +183,13 @@ def _drop_added_nulls(data: Any, schema: Mapping[str, Any], defs: Mapping[str, A
                     continue
                 out[key] = _drop_added_nulls(value, sub, defs, depth + 1) if isinstance(sub, Mapping) else value
             return out
-        for branch in schema.get("anyOf") or schema.get("oneOf") or ():
-            if isinstance(branch, Mapping) and (branch.get("type") == "object" or "properties" in branch
-                                                or "$ref" in branch):
-                return _drop_added_nulls(data, branch, defs, depth + 1)
+        branches = [branch for branch in schema.get("anyOf") or schema.get("oneOf") or ()
+                    if isinstance(branch, Mapping) and (branch.get("type") == "object" or "properties" in branch
+                                                        or "$ref" in branch)]
+        # the branch the answer is (``Union[Cat, Dog]``: a dog's null ``bark`` is Dog's to leave out), else the first
+        if branches:
+            chosen = next((branch for branch in branches if _fits(data, branch, defs)), branches[0])
+            return _drop_added_nulls(data, chosen, defs, depth + 1)
         extra = schema.get("additionalProperties")
         if isinstance(extra, Mapping):
             return {k: _drop_added_nulls(v, extra, defs, depth + 1) for k, v in data.items()}
@@ -134,6 +202,46 @@ def _drop_added_nulls(data: Any, schema: Mapping[str, Any], defs: Mapping[str, A
             if isinstance(branch, Mapping) and branch.get("type") == "array":
                 return _drop_added_nulls(data, branch, defs, depth + 1)
     return data
+
+
+_JSON_TYPES = {"string": (str,), "integer": (int, float), "number": (int, float), "boolean": (bool,),
+               "array": (list,), "object": (dict,), "null": (type(None),)}
+
+
+def _resolved(schema: Mapping[str, Any], defs: Mapping[str, Any]) -> Any:
+    ref = schema.get("$ref")
+    return defs.get(ref, schema) if isinstance(ref, str) else schema
+
+
+def _same(a: Any, b: Any) -> bool:
+    return a == b and (type(a) is bool) == (type(b) is bool)
+
+
+def _fits(data: Mapping[str, Any], branch: Mapping[str, Any], defs: Mapping[str, Any]) -> bool:
+    """Whether an object could be this union branch, by a shallow look: its members all the branch's, the
+    branch's required ones there, each member's JSON type, ``const`` and ``enum`` (a discriminator) as said."""
+    branch = _resolved(branch, defs)
+    props = branch.get("properties") if isinstance(branch, Mapping) else None
+    if not isinstance(props, Mapping) or any(key not in props for key in data) \
+            or any(key not in data for key in branch.get("required") or ()):
+        return False
+    for key, value in data.items():
+        sub = props[key]
+        if value is None or not isinstance(sub, Mapping):
+            continue
+        sub = _resolved(sub, defs)
+        if not isinstance(sub, Mapping):
+            continue
+        if "const" in sub and not _same(sub["const"], value):
+            return False
+        if isinstance(sub.get("enum"), list) and not any(_same(option, value) for option in sub["enum"]):
+            return False
+        kind = sub.get("type")
+        kinds = kind if isinstance(kind, list) else [kind] if isinstance(kind, str) else None
+        if kinds and not any(isinstance(value, _JSON_TYPES.get(k, object)) and
+                             (k in ("boolean", "null") or not isinstance(value, bool)) for k in kinds):
+            return False
+    return True
 
 
 def _is_object(schema: Mapping[str, Any]) -> bool:
@@ -193,9 +301,8 @@ class Shaped(object):
     def convert(self, data: Any) -> Tuple[Any, List[str], Any]:
         """(the typed value, [], its JSON) of the answer's JSON, or (None, the problems (``path: what``), None)."""
         original = self._original
-        defs = original.get("$defs") or {}
         if self.mode in ("schema", "tool"):
-            data = _drop_added_nulls(data, original, defs)
+            data = _drop_added_nulls(data, original, _definitions(original))
         if self.wrapped:
             if not isinstance(data, dict) or _WRAP not in data:
                 return None, ["the answer must be an object {{\"{}\": ...}}".format(_WRAP)], None
@@ -246,16 +353,27 @@ def shape(client: Any, messages: Sequence[Message], output: Any, config: Mapping
     schema = dict(compiled.schema)
     wrapped = not _is_object(schema)
     if wrapped:
+        # the definitions stay at the root; a "#" (the caller's root, now inside the wrapper) names it in $defs
         defs = schema.pop("$defs", None)
-        schema = {"type": "object", "properties": {_WRAP: schema}, "required": [_WRAP],
+        older = schema.pop("definitions", None)
+        inner = schema  # type: Any
+        if _has_root_ref(schema):
+            defs = dict(defs or {})
+            name = next(n for n in ("value", "value_", "value__") + tuple("value{}".format(i) for i in range(99))
+                        if n not in defs)
+            defs[name] = _root_refs(schema, "#/$defs/" + name)
+            inner = {"$ref": "#/$defs/" + name}
+        schema = {"type": "object", "properties": {_WRAP: inner}, "required": [_WRAP],
                   "additionalProperties": False}
+        if older:
+            schema["definitions"] = older
         if defs:
             schema["$defs"] = defs
     strict, _ = strict_schema(schema)
     base = dict(config)
     tries = []  # type: List[Tuple[str, Dict[str, Any]]]
     tries.append(("schema", dict(base, response_format={"type": "json_schema", "name": SCHEMA_NAME,
-                                                          "schema": strict, "strict": True})))
+                                                          "schema": strict, "strict": strict_holds(strict)})))
     if forced_tool and not base.get("tools"):
         tries.append(("tool", dict(base, tools=[{"name": SCHEMA_NAME, "parameters": strict,
                                                 "description": "Answer with the requested value."}],
