@@ -34,8 +34,10 @@ Request
   quirks set ``automatic_caching: False`` (a gateway that rejects the field) gets nothing for ENABLE and
   an UnsupportedParameterError for ENHANCE.
 - ``response_format`` json_schema -> ``output_config.format: {"type": "json_schema", "schema"}`` (beside
-  ``output_config.effort``; generally available, no beta header); json_object raises (no schema-less
-  JSON mode), as do models without structured outputs (rule ``structured``).  ``top_p`` (refused where
+  ``output_config.effort``; generally available, no beta header), the schema cut to the subset structured
+  outputs take (``structured_schema``: a bound it cannot say moves into the description; a recursive schema
+  or an open map raises); json_object raises (no schema-less JSON mode), as do models without structured
+  outputs (rule ``structured``).  ``top_p`` (refused where
   sampling was removed, below 0.95 while thinking, beside temperature on Claude 4.5 / 4.6);
   ``stop`` -> ``stop_sequences``; ``seed`` raises; ``fast_mode`` -> ``speed: "fast"`` + the
   ``fast-mode-2026-02-01`` beta on ``FAST_MODE_MODELS`` on the first-party API (quirk ``fast_mode``
@@ -118,6 +120,8 @@ __all__ = [
     "FAST_MODE_BETA",
     "FAST_MODE_MODELS",
     "DEFAULT_MAX_TOKENS",
+    "STRUCTURED_FORMATS",
+    "structured_schema",
 ]
 
 logger = noting(logging.getLogger("agenthub"))
@@ -367,8 +371,8 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
         if not rule.get("structured", True):
             raise unsupported(client, "response_format", "json_schema needs structured outputs, which {!r} does not "
                                                          "have".format(model))
-        body["output_config"] = dict(body.get("output_config") or {},
-                                     format={"type": "json_schema", "schema": response_format["schema"]})
+        body["output_config"] = dict(body.get("output_config") or {}, format={
+            "type": "json_schema", "schema": structured_schema(client, response_format["schema"])})
     first_party = bool(quirks.get("first_party"))  # the host's own servers (hosts.Host.own_quirks), not a gateway
     fast = bool(config.get("fast_mode"))
     if fast:
@@ -512,6 +516,159 @@ def _tool(tool: Mapping[str, Any]) -> Dict[str, Any]:
     out["input_schema"] = tool.get("parameters") or {"type": "object", "properties": {}}
     if tool.get("strict"):
         out["strict"] = True  # (structured outputs: the input is held to input_schema)
+    return out
+
+
+# -- JSON Schema -> the subset Anthropic's structured outputs take (output_config.format).  The documented
+# -- limits (https://platform.claude.com/docs/en/build-with-claude/structured-outputs, "JSON Schema
+# -- limitations"): basic types, enum and const of primitive values, anyOf, allOf (not beside a $ref), local
+# -- $ref / $defs / definitions, default, required, additionalProperties false on every object, ten string
+# -- formats, minItems 0 or 1; no recursive schema, no numeric, string-length or other array bounds, no other
+# -- additionalProperties: a 400 otherwise.  A bound the subset cannot say moves into the description (the
+# -- model still reads it) and the answer is validated against the whole schema client-side; what cannot be
+# -- said at all is an UnsupportedParameterError before sending (typed output then takes its next way).
+
+#: the string formats structured outputs take
+STRUCTURED_FORMATS = frozenset(["date-time", "time", "date", "duration", "email", "hostname", "uri", "ipv4", "ipv6",
+                                "uuid"])
+#: keywords the subset takes as they are (the ones that hold schemas are converted in turn)
+_STRUCTURED_KEEP = frozenset(["type", "description", "title", "default", "required", "enum", "const", "properties",
+                              "additionalProperties", "items", "anyOf", "allOf", "$ref", "$defs", "definitions"])
+#: keywords that only name or annotate the schema document: left out, nothing is lost
+_STRUCTURED_DROP = frozenset(["$schema", "$id", "$comment", "$anchor"])
+_PRIMITIVE = (str, int, float, bool, type(None))
+
+
+def structured_schema(client: str, schema: Mapping[str, Any]) -> Dict[str, Any]:
+    """``schema`` as Anthropic's structured outputs take it (a copy; see the comment above).  A keyword outside
+    the subset (``minimum``, ``maxLength``, ``pattern``, ``maxItems``, a format it does not know, ``minItems``
+    above 1, ``oneOf`` beside ``anyOf``, ...) is written into the node's ``description`` as JSON and left out;
+    ``oneOf`` becomes ``anyOf``.  A recursive schema, an object whose ``additionalProperties`` is not false (an
+    open map), an ``enum``/``const`` with an object or array value, a ``$ref`` that is not local and an
+    ``allOf`` of more than one schema with a ``$ref`` in it raise UnsupportedParameterError."""
+    defs = {}  # type: Dict[str, Any]
+    for key in ("$defs", "definitions"):
+        found = schema.get(key)
+        if isinstance(found, Mapping):
+            defs.update(("#/{}/{}".format(key, name), sub) for name, sub in found.items())
+    _no_cycle(client, schema, defs)
+    return _structured(client, schema, "schema")
+
+
+def _structured_error(client: str, where: str, why: str) -> Exception:
+    return unsupported(client, "response_format", "schema: {} {}: Anthropic's structured outputs take a subset of "
+                                                  "JSON Schema".format(where, why))
+
+
+def _refs(node: Any) -> Iterator[Any]:
+    """Every ``$ref`` value in the schema ``node`` (not in its $defs: those are followed by name; what is under
+    enum, const, default and examples is data)."""
+    if isinstance(node, list):
+        for child in node:
+            for ref in _refs(child):
+                yield ref
+    elif isinstance(node, Mapping):
+        if "$ref" in node:
+            yield node["$ref"]
+        for key, child in node.items():
+            if key in ("properties", "patternProperties", "dependentSchemas") and isinstance(child, Mapping):
+                for ref in _refs(list(child.values())):
+                    yield ref
+            elif key not in ("$ref", "$defs", "definitions", "enum", "const", "default", "examples"):
+                for ref in _refs(child):
+                    yield ref
+
+
+def _no_cycle(client: str, root: Mapping[str, Any], defs: Mapping[str, Any]) -> None:
+    """Raise when a ``$ref`` reached from the root comes back to a schema it is inside of."""
+    state = {}  # type: Dict[str, int]  # 1: being walked, 2: done
+
+    def walk(name: str, node: Any, depth: int) -> None:
+        for ref in _refs(node):
+            if ref == "#" or state.get(ref) == 1 or depth > 500:
+                raise _structured_error(client, "schema", "refers to {!r} from inside it: a recursive schema "
+                                                          "cannot be sent".format(ref if ref != "#" else name))
+            if ref in defs and ref not in state:
+                state[ref] = 1
+                walk(ref, defs[ref], depth + 1)
+                state[ref] = 2
+
+    walk("#", root, 0)
+    for name, node in defs.items():  # (one no $ref reaches is sent all the same)
+        if name not in state:
+            state[name] = 1
+            walk(name, node, 1)
+            state[name] = 2
+
+
+def _structured(client: str, schema: Any, where: str) -> Dict[str, Any]:
+    if not isinstance(schema, Mapping):
+        raise _structured_error(client, where, "is {!r}: a schema must be an object".format(schema))
+    node = dict(schema)
+    all_of = node.get("allOf")
+    if isinstance(all_of, list) and any(isinstance(arm, Mapping) and "$ref" in arm for arm in all_of):
+        if len(all_of) != 1 or "$ref" in node:
+            raise _structured_error(client, where + "['allOf']", "has a $ref beside other schemas")
+        del node["allOf"]
+        node = dict(all_of[0], **node)  # (an allOf of one $ref: that $ref, its siblings kept)
+    if "oneOf" in node and "anyOf" not in node:
+        node["anyOf"] = node.pop("oneOf")  # (looser: the answer is still checked against oneOf)
+    kind = node.get("type")
+    kinds = kind if isinstance(kind, list) else [kind]
+    out = {}  # type: Dict[str, Any]
+    moved = {}  # type: Dict[str, Any]
+    for key, value in node.items():
+        at = "{}[{!r}]".format(where, key)
+        if key in _STRUCTURED_DROP:
+            continue
+        if key == "format":
+            if value in STRUCTURED_FORMATS and "string" in kinds:
+                out[key] = value
+            else:
+                moved[key] = value
+        elif key == "minItems":
+            if value in (0, 1) and not isinstance(value, bool):
+                out[key] = value
+            else:
+                moved[key] = value
+        elif key not in _STRUCTURED_KEEP:
+            moved[key] = value
+        elif key == "$ref":
+            if not isinstance(value, str) or not value.startswith(("#/$defs/", "#/definitions/")):
+                raise _structured_error(client, at, "is {!r}: only a local $ref under $defs is taken".format(value))
+            out[key] = value
+        elif key in ("properties", "$defs", "definitions"):
+            if not isinstance(value, Mapping):
+                raise _structured_error(client, at, "is not an object")
+            out[key] = {name: _structured(client, sub, "{}[{!r}]".format(at, name)) for name, sub in value.items()}
+        elif key in ("anyOf", "allOf"):
+            if not isinstance(value, list):
+                raise _structured_error(client, at, "is not a list")
+            out[key] = [_structured(client, arm, "{}[{}]".format(at, i)) for i, arm in enumerate(value)]
+        elif key == "items":
+            out[key] = _structured(client, value, at)
+        elif key == "additionalProperties":
+            if value is not False:
+                raise _structured_error(client, at, "is {}: only false is taken (an open map cannot be "
+                                                    "sent)".format(dumps(value)))
+            out[key] = False
+        elif key == "enum":
+            if not isinstance(value, list) or not all(isinstance(v, _PRIMITIVE) for v in value):
+                raise _structured_error(client, at, "has a value that is not a string, number, boolean or null")
+            out[key] = list(value)
+        elif key == "const":
+            if not isinstance(value, _PRIMITIVE):
+                raise _structured_error(client, at, "is not a string, number, boolean or null")
+            out[key] = value
+        else:
+            out[key] = value
+    if "object" in kinds and out.get("additionalProperties") is not False:
+        raise _structured_error(client, where, "is an object without additionalProperties false (an open map "
+                                               "cannot be sent)")
+    if moved:
+        said = dumps(moved)
+        text = out.get("description")
+        out["description"] = "{}\n\n{}".format(text, said) if isinstance(text, str) and text else said
     return out
 
 
