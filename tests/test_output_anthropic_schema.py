@@ -285,3 +285,73 @@ def test_the_official_sdk_moves_the_same_keywords_out_of_the_schema():
         ours = structured_schema("anthropic", strict)
         theirs = transform(strict)
         assert _shape(ours) == _shape(theirs), output
+
+
+# -- the complexity limits: 16 properties with a union type, 24 left out of required, per request -------------
+
+def optional_fields(count: int) -> Any:
+    return dataclasses.make_dataclass("Wide{}".format(count), [("f{}".format(i), Optional[int], None)
+                                                               for i in range(count)])
+
+
+@pytest.mark.parametrize("count, mode", [(16, "schema"), (17, "tool")])
+def test_past_sixteen_optional_fields_a_type_goes_to_claude_as_a_forced_tool(count, mode):
+    wide = optional_fields(count)
+    answer = json.dumps({"f0": 1})
+    with SSEServer() as server:
+        server.answers += [Answer([anthropic_calls([("toolu_1", "output", answer)]) if mode == "tool"
+                                   else anthropic_text(answer)])]
+        client = AutoLLMClient("claude-sonnet-4-6", api_key="sk-test-output-0001", base_url=server.url,
+                               client_type="anthropic", max_retries=0)
+        parsed = client.parse([USER], wide)
+    body = server.requests[0]["body"]
+    assert parsed.value == wide(f0=1)
+    union = {"anyOf": [{"type": "integer"}, {"type": "null"}]}
+    schema = {"type": "object", "properties": {"f{}".format(i): union for i in range(count)},
+              "required": ["f{}".format(i) for i in range(count)], "additionalProperties": False}
+    if mode == "schema":
+        assert body["output_config"] == {"format": {"type": "json_schema", "schema": schema}}
+        assert "tools" not in body
+    else:
+        assert "output_config" not in body
+        assert body["tools"] == [{"name": "output", "description": "Answer with the requested value.",
+                                  "input_schema": schema}]
+
+
+def test_the_limits_count_the_strict_tools_of_the_request_and_each_definition_once():
+    from agenthub.providers.anthropic import structured_limits
+
+    item = {"type": "object", "properties": {"a": {"anyOf": [{"type": "string"}, {"type": "null"}]},
+                                             "b": {"type": "string"}}, "required": ["a", "b"]}
+    output = {"type": "object", "properties": {"x": {"$ref": "#/$defs/I"}, "y": {"$ref": "#/$defs/I"}},
+              "required": ["x", "y"], "$defs": {"I": item}}
+    tool = {"type": "object", "properties": {"t{}".format(i): {"type": ["string", "null"]} for i in range(15)},
+            "required": []}
+    structured_limits("anthropic", [output, tool])  # 16 unions (I once), 15 optional
+    loose = {"type": "object", "properties": {"o{}".format(i): {"type": "integer"} for i in range(10)}}
+    with pytest.raises(UnsupportedParameterError) as caught:
+        structured_limits("anthropic", [output, tool, loose])
+    assert str(caught.value) == ("anthropic: response_format schema: 25 properties left out of required across "
+                                 "the request's strict schemas: Anthropic's structured outputs take at most 24")
+    tool["properties"]["t15"] = {"anyOf": [{"type": "integer"}, {"type": "null"}]}
+    with pytest.raises(UnsupportedParameterError) as caught:
+        structured_limits("anthropic", [output, tool])
+    assert str(caught.value) == (
+        "anthropic: response_format schema: 17 properties with a union type (anyOf or a type list: each optional "
+        "field of typed output is one) across the request's strict schemas: Anthropic's structured outputs take "
+        "at most 16")
+
+
+def test_a_strict_tool_beside_the_output_schema_counts_toward_the_limits():
+    with SSEServer() as server:
+        client = AutoLLMClient("claude-sonnet-4-6", api_key="sk-test-output-0001", base_url=server.url,
+                               client_type="anthropic", max_retries=0)
+        tools = [{"name": "look", "strict": True, "parameters": {
+            "type": "object", "properties": {"q": {"type": ["string", "null"]}}, "required": ["q"],
+            "additionalProperties": False}}]
+        config = {"tools": tools, "response_format": {"type": "json_schema", "name": "output",
+                                                      "schema": sent_schema(optional_fields(16))}}
+        with pytest.raises(UnsupportedParameterError) as caught:
+            client.plan([USER], config)
+    assert "17 properties with a union type" in str(caught.value)
+    assert server.requests == []

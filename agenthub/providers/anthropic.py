@@ -121,7 +121,9 @@ __all__ = [
     "FAST_MODE_MODELS",
     "DEFAULT_MAX_TOKENS",
     "STRUCTURED_FORMATS",
+    "STRUCTURED_LIMITS",
     "structured_schema",
+    "structured_limits",
 ]
 
 logger = noting(logging.getLogger("agenthub"))
@@ -371,8 +373,10 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
         if not rule.get("structured", True):
             raise unsupported(client, "response_format", "json_schema needs structured outputs, which {!r} does not "
                                                          "have".format(model))
-        body["output_config"] = dict(body.get("output_config") or {}, format={
-            "type": "json_schema", "schema": structured_schema(client, response_format["schema"])})
+        schema = structured_schema(client, response_format["schema"])
+        structured_limits(client, [schema] + [tool["input_schema"] for tool in body.get("tools") or ()
+                                              if tool.get("strict")])
+        body["output_config"] = dict(body.get("output_config") or {}, format={"type": "json_schema", "schema": schema})
     first_party = bool(quirks.get("first_party"))  # the host's own servers (hosts.Host.own_quirks), not a gateway
     fast = bool(config.get("fast_mode"))
     if fast:
@@ -537,6 +541,10 @@ _STRUCTURED_KEEP = frozenset(["type", "description", "title", "default", "requir
 #: keywords that only name or annotate the schema document: left out, nothing is lost
 _STRUCTURED_DROP = frozenset(["$schema", "$id", "$comment", "$anchor"])
 _PRIMITIVE = (str, int, float, bool, type(None))
+#: what the strict schemas of one request (output_config.format and the strict tools) may hold at most, by the
+#: same page's "Schema complexity limits": properties left out of ``required``, properties whose schema is an
+#: anyOf or a list of types (typed output's strict form makes each optional field one: ``["string", "null"]``)
+STRUCTURED_LIMITS = {"optional": 24, "union": 16}
 
 
 def structured_schema(client: str, schema: Mapping[str, Any]) -> Dict[str, Any]:
@@ -553,6 +561,48 @@ def structured_schema(client: str, schema: Mapping[str, Any]) -> Dict[str, Any]:
             defs.update(("#/{}/{}".format(key, name), sub) for name, sub in found.items())
     _no_cycle(client, schema, defs)
     return _structured(client, schema, "schema")
+
+
+def structured_limits(client: str, schemas: Iterable[Any]) -> None:
+    """Raise UnsupportedParameterError when the strict ``schemas`` of one request are past
+    ``STRUCTURED_LIMITS`` (a 400 upstream).  A schema under $defs is counted once, however many $refs name it:
+    only a request surely past a limit is refused."""
+    optional = union = 0
+    for schema in schemas:
+        for required, sub in _parameters(schema):
+            optional += not required
+            union += isinstance(sub, Mapping) and ("anyOf" in sub or isinstance(sub.get("type"), list))
+    for name, count in (("optional", optional), ("union", union)):
+        if count > STRUCTURED_LIMITS[name]:
+            raise unsupported(client, "response_format", "schema: {} {} across the request's strict schemas: "
+                                                         "Anthropic's structured outputs take at most {}".format(
+                                                             count, "properties left out of required"
+                                                             if name == "optional" else "properties with a union "
+                                                             "type (anyOf or a type list: each optional field of "
+                                                             "typed output is one)", STRUCTURED_LIMITS[name]))
+
+
+def _parameters(node: Any) -> Iterator[Tuple[bool, Any]]:
+    """(listed in required, schema) of every property in the schema ``node``, $defs included."""
+    if isinstance(node, list):
+        for child in node:
+            for found in _parameters(child):
+                yield found
+    elif isinstance(node, Mapping):
+        props = node.get("properties")
+        required = node.get("required") or ()
+        for key, child in node.items():
+            if key == "properties" and isinstance(props, Mapping):
+                for name, sub in props.items():
+                    yield name in required, sub
+                    for found in _parameters(sub):
+                        yield found
+            elif key in ("$defs", "definitions") and isinstance(child, Mapping):
+                for found in _parameters(list(child.values())):
+                    yield found
+            elif key not in ("enum", "const", "default", "examples"):
+                for found in _parameters(child):
+                    yield found
 
 
 def _structured_error(client: str, where: str, why: str) -> Exception:
