@@ -195,6 +195,10 @@ class Tree:
     ({"type": "object", "properties": {"a": {"allOf": [{"$ref": "#/$defs/P"}, {"type": "object"}]}},
       "additionalProperties": False, "$defs": {"P": {"type": "integer"}}},
      "schema['properties']['a']['allOf'] has a $ref beside other schemas"),
+    ({"type": "object", "properties": {"x": {}}, "required": ["x"], "additionalProperties": False},
+     "schema['properties']['x'] names no type (Any, or only keywords the subset lacks)"),
+    ({"type": "object", "properties": {"x": {"not": {"type": "null"}}}, "additionalProperties": False},
+     "schema['properties']['x'] names no type (Any, or only keywords the subset lacks)"),
 ])
 def test_what_the_subset_cannot_say_is_refused_before_sending(schema, words):
     with pytest.raises(UnsupportedParameterError) as caught:

@@ -553,7 +553,8 @@ def structured_schema(client: str, schema: Mapping[str, Any]) -> Dict[str, Any]:
     above 1, ``oneOf`` beside ``anyOf``, ...) is written into the node's ``description`` as JSON and left out;
     ``oneOf`` becomes ``anyOf``.  A recursive schema, an object whose ``additionalProperties`` is not false (an
     open map), an ``enum``/``const`` with an object or array value, a ``$ref`` that is not local and an
-    ``allOf`` of more than one schema with a ``$ref`` in it raise UnsupportedParameterError."""
+    ``allOf`` of more than one schema with a ``$ref`` in it and a schema that names no type (``Any``) raise
+    UnsupportedParameterError."""
     defs = {}  # type: Dict[str, Any]
     for key in ("$defs", "definitions"):
         found = schema.get(key)
@@ -712,6 +713,9 @@ def _structured(client: str, schema: Any, where: str) -> Dict[str, Any]:
             out[key] = value
         else:
             out[key] = value
+    if not any(key in out for key in ("type", "anyOf", "allOf", "$ref", "enum", "const")):
+        # (the official SDK's transform_schema refuses such a schema too)
+        raise _structured_error(client, where, "names no type (Any, or only keywords the subset lacks)")
     if "object" in kinds and out.get("additionalProperties") is not False:
         raise _structured_error(client, where, "is an object without additionalProperties false (an open map "
                                                "cannot be sent)")
