@@ -35,9 +35,9 @@ Request
   an UnsupportedParameterError for ENHANCE.
 - ``response_format`` json_schema -> ``output_config.format: {"type": "json_schema", "schema"}`` (beside
   ``output_config.effort``; generally available, no beta header), the schema cut to the subset structured
-  outputs take (``structured_schema``: a bound it cannot say moves into the description; a recursive schema
-  or an open map raises); json_object raises (no schema-less JSON mode), as do models without structured
-  outputs (rule ``structured``).  ``top_p`` (refused where
+  outputs take (``structured_schema``: a bound it cannot say moves into the description; a recursive schema,
+  an open map, ``Any`` and a request past ``STRUCTURED_LIMITS`` raise); json_object raises (no schema-less
+  JSON mode), as do models without structured outputs (rule ``structured``).  ``top_p`` (refused where
   sampling was removed, below 0.95 while thinking, beside temperature on Claude 4.5 / 4.6);
   ``stop`` -> ``stop_sequences``; ``seed`` raises; ``fast_mode`` -> ``speed: "fast"`` + the
   ``fast-mode-2026-02-01`` beta on ``FAST_MODE_MODELS`` on the first-party API (quirk ``fast_mode``
