@@ -359,3 +359,22 @@ def test_a_strict_tool_beside_the_output_schema_counts_toward_the_limits():
             client.plan([USER], config)
     assert "17 properties with a union type" in str(caught.value)
     assert server.requests == []
+
+
+def test_claude_on_bedrock_gets_the_same_schema_and_other_models_there_the_whole_one():
+    environ = {"AWS_BEARER_TOKEN_BEDROCK": "ABSKbedrock-api-key-0004", "AWS_REGION": "us-east-1"}
+    claude = encoded("bedrock", "anthropic.claude-sonnet-4-6", Order, dict(environ))
+    structure = claude["outputConfig"]["textFormat"]["structure"]["jsonSchema"]
+    assert canonical(json.loads(structure["schema"])) == canonical(ORDER_SENT)
+    llama = encoded("bedrock", "meta.llama3-3-70b-instruct-v1:0", Order, dict(environ))
+    whole = json.loads(llama["outputConfig"]["textFormat"]["structure"]["jsonSchema"]["schema"])
+    assert canonical(whole) == canonical(sent_schema(Order))
+    assert whole["properties"]["email"] == {"type": "string", "pattern": ".+@.+"}
+
+
+def test_a_recursive_type_is_refused_for_claude_on_bedrock_before_sending():
+    environ = {"AWS_BEARER_TOKEN_BEDROCK": "ABSKbedrock-api-key-0004", "AWS_REGION": "us-east-1"}
+    with pytest.raises(UnsupportedParameterError) as caught:
+        encoded("bedrock", "anthropic.claude-sonnet-4-6", Tree, dict(environ))
+    assert caught.value.parameter == "response_format"
+    assert "a recursive schema cannot be sent" in str(caught.value)  # (so typed output takes the forced tool)

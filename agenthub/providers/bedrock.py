@@ -17,7 +17,7 @@ Request
   reasoning from ``fidelity``: ``reasoningText {text, signature}`` and ``redactedContent`` byte-exact.
 - ``system`` from ``system_prompt``; ``inferenceConfig``: ``maxTokens``, ``temperature``, ``topP``,
   ``stopSequences`` (from ``top_p`` / ``stop``); ``response_format`` json_schema -> ``outputConfig.textFormat``
-  (the schema as JSON text; json_object raises); ``fast_mode`` -> ``serviceTier: {type: priority}``; ``seed``
+  (the schema as JSON text, cut for Claude as ``anthropic.structured_schema`` cuts it; json_object raises); ``fast_mode`` -> ``serviceTier: {type: priority}``; ``seed``
   raises (Converse has none).
 - ``toolConfig``: ``toolSpec`` per tool (``inputSchema.json``); ``toolChoice`` auto -> ``auto``, required
   -> ``any``, one name -> ``tool``; Converse has no "none": it sends no tools (and raises when the history
@@ -274,7 +274,12 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
         body["inferenceConfig"] = inference
     wanted = check_response_format(client, config, None, ("text", "json_schema"))
     if wanted is not None:
-        schema = {"schema": dumps(wanted["schema"])}  # type: Dict[str, Any]
+        structure = wanted["schema"]
+        if claude is not None:  # Claude's structured outputs here take what they take on Anthropic's API
+            structure = anthropic.structured_schema(client, structure)
+            anthropic.structured_limits(client, [structure] + [tool.get("parameters") for tool in config.get("tools")
+                                                               or () if tool.get("strict")])
+        schema = {"schema": dumps(structure)}  # type: Dict[str, Any]
         if wanted.get("name"):
             schema["name"] = wanted["name"]
         if wanted.get("description"):
