@@ -522,7 +522,11 @@ class Replay(object):
         self.results = {}  # type: Dict[Tuple[int, str], Dict[str, Any]]
         self.in_flight = None  # type: Optional[Dict[str, Any]]
         self.done = None  # type: Optional[Dict[str, Any]]
-        for entry in entries:
+        #: where each call's latest start is (turn, call id) -> entry number, and where a run that stopped for
+        #: approval last handed a call back pending (call id -> entry number)
+        self.started_at = {}  # type: Dict[Tuple[int, str], int]
+        self.handed_back = {}  # type: Dict[str, int]
+        for number, entry in enumerate(entries):
             kind = entry["k"]
             if kind == "request":
                 self.in_flight = dict(entry)
@@ -538,10 +542,15 @@ class Replay(object):
                 self.in_flight = None
             elif kind == "call":
                 self.started[(entry["turn"], entry["id"])] = dict(entry)
+                self.started_at[(entry["turn"], entry["id"])] = number
             elif kind == "result":
                 self.results[(entry["turn"], entry["id"])] = dict(entry)
             elif kind == "done":
                 self.done = dict(entry)
+                if entry.get("stop") == "approval" and isinstance(entry.get("pending"), list):
+                    for call_id in entry["pending"]:
+                        if isinstance(call_id, str):
+                            self.handed_back[call_id] = number
 
 
 def replay_events(message: Mapping[str, Any]) -> List[Dict[str, Any]]:
@@ -609,6 +618,13 @@ class RunJournal(object):
 
     def interrupted(self, turn: int, call_id: str) -> bool:
         return (turn, call_id) in self.replay.started and (turn, call_id) not in self.replay.results
+
+    def handed_back(self, turn: int, call_id: str) -> bool:
+        """Whether a run handed this interrupted call back (``stop == "approval"``, the call in ``pending``) after
+        its latest start: a decision given now is about running it again.  A call started again on a decision
+        and interrupted again has not been handed back since (the decision was for the start before)."""
+        shown = self.replay.handed_back.get(call_id)
+        return shown is not None and shown > self.replay.started_at.get((turn, call_id), -1)
 
     def interrupted_ids(self) -> List[str]:
         return [call_id for key, call_id in [(k, k[1]) for k in self.replay.started] if key not in self.replay.results]

@@ -1502,7 +1502,9 @@ class Run(object):
                     entry = self._entries.get(call["name"])
                     decision = decisions.get(call_digest(call), decisions.get(call_id))
                     if entry is not None and entry.kind == "tool" and not entry.tool.idempotent:
-                        if decision is None:  # at most once: the user decides whether it runs again
+                        if decision is None or not journal.handed_back(turn, call_id):
+                            # at most once: the user decides whether it runs again, once shown that it was
+                            # interrupted (a decision given before, the approval it started on, is not that)
                             pending.append(call)
                             interrupted.append(call_id)
                             plans.append(None)

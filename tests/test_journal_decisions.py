@@ -1,0 +1,146 @@
+"""Approvals and decisions in journaled runs (docs/tools.md, "Approval" and "At least once, at most once").
+
+- A decision runs an approved ``@tool(idempotent=False)`` call once: when the process running it is killed
+  mid-call, the same command again (the same ``decisions=``, the same ``run_id``) does not run it a second
+  time; the resume hands it back as interrupted, and only a decision given after that runs it again (once)."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+from agent_streams import chat_calls, chat_text
+from sse_server import Answer, SSEServer
+
+from agenthub import AutoLLMClient, ConfigError, tool
+from agenthub.agent import call_digest, runner
+from agenthub.stores import MemoryStore
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+KEY = "sk-test-journal-decide-0001"
+USER = {"role": "user", "content_items": [{"type": "text", "text": "Pay the invoice."}]}
+CALL = chat_calls([("c1", "pay", '{"amount": 30}')])
+
+#: the child: the approved call resumed with a journal; pay prints, then waits to be killed
+CHILD = textwrap.dedent("""
+    import json, os, sys, time
+    sys.path.insert(0, sys.argv[1])
+    import agenthub.stores.journal as rows
+    rows.JOURNAL_LEASE = 1.0  # a killed owner's lease lapses in a second here
+    from agenthub import AutoLLMClient, tool
+
+    @tool(requires_approval=True, idempotent=False)
+    def pay(amount: int) -> str:
+        \"\"\"Pay.\"\"\"
+        print("pay", amount, flush=True)
+        time.sleep(60)
+        return "paid"
+
+    client = AutoLLMClient("gpt-4o-mini", api_key=os.environ["KEY"], base_url=os.environ["URL"] + "/v1",
+                           client_type="openai-chat", max_retries=0)
+    client.run(json.loads(os.environ["MESSAGES"]), tools=[pay], decisions=json.loads(os.environ["DECISIONS"]),
+               journal=os.environ["JOURNAL"], run_id="pay-1").result()
+""")
+
+ran = []
+crash = []
+
+
+@tool(requires_approval=True, idempotent=False)
+def pay(amount: int) -> str:
+    """Pay."""
+    ran.append(amount)
+    if crash:
+        crash.pop()
+        raise SystemExit("the process dies here")
+    return "paid"
+
+
+@pytest.fixture(autouse=True)
+def clean():
+    ran.clear()
+    del crash[:]
+    runner._SHOWN.clear()
+
+
+def client_for(server):
+    return AutoLLMClient("gpt-4o-mini", api_key=KEY, base_url=server.url + "/v1", client_type="openai-chat",
+                         max_retries=0)
+
+
+def approval_stop(server):
+    """The run stopped for pay(30)'s approval (no journal): the saved state to resume."""
+    server.answers.append(Answer([CALL]))
+    first = client_for(server).run([USER], tools=[pay]).result()
+    assert (first.stop, [c["tool_call_id"] for c in first.pending], ran) == ("approval", ["c1"], [])
+    return json.loads(json.dumps([USER] + first.messages)), first.pending[0]
+
+
+def killed_in_pay(server, journal, messages, decisions):
+    env = dict(os.environ, KEY=KEY, URL=server.url, JOURNAL=journal, MESSAGES=json.dumps(messages),
+               DECISIONS=json.dumps(decisions), PYTHONPATH=ROOT)
+    child = subprocess.Popen([sys.executable, "-c", CHILD, ROOT], stdout=subprocess.PIPE, env=env)
+    try:
+        line = child.stdout.readline().decode()
+        assert line == "pay 30\n", line
+        child.send_signal(signal.SIGKILL)
+        assert child.wait(10) == -signal.SIGKILL
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait(10)
+        child.stdout.close()
+
+
+@pytest.mark.parametrize("by", ["id", "digest"])
+def test_an_approved_side_effect_killed_mid_call_is_not_run_again_by_the_same_decisions(store_url, by):
+    journal = store_url  # SQLite, then a real redis-server
+    with SSEServer() as server:
+        messages, shown = approval_stop(server)
+        decisions = {"c1": True} if by == "id" else {call_digest(shown): True}
+        killed_in_pay(server, journal, messages, decisions)  # pay(30) started there: the child printed it
+        assert len(server.requests) == 1
+        client = client_for(server)
+        # the supervisor runs the same command again: the approval was for the run that died in pay
+        again = client.run(messages, tools=[pay], decisions=decisions, journal=journal, run_id="pay-1",
+                           journal_wait=10).result()
+        assert (again.stop, again.interrupted, again.pending) == ("approval", ["c1"], [shown])
+        assert ran == [] and len(server.requests) == 1  # not run, nothing sent
+        # shown as interrupted, the user checked: it did not go through; run it again, once
+        server.answers.append(Answer([chat_text("Paid.")]))
+        done = client.run(messages, tools=[pay], decisions=decisions, journal=journal, run_id="pay-1").result()
+        assert (done.stop, ran) == ("done", [30])
+        # the same command once more: the finished run's result, nothing run or sent
+        last = client.run(messages, tools=[pay], decisions=decisions, journal=journal, run_id="pay-1").result()
+    assert (last.stop, ran, len(server.requests)) == ("done", [30], 2)
+    assert server.requests[1]["body"]["messages"][-1] == {"role": "tool", "tool_call_id": "c1", "content": "paid"}
+
+
+def test_a_decision_given_after_the_interruption_covers_one_more_start_only():
+    store = MemoryStore()
+    with SSEServer() as server:
+        messages, _ = approval_stop(server)
+        client = client_for(server)
+        crash.append(1)
+        with pytest.raises(SystemExit):
+            client.run(messages, tools=[pay], decisions={"c1": True}, journal=store, run_id="pay-1").result()
+        shown = client.run(messages, tools=[pay], decisions={"c1": True}, journal=store, run_id="pay-1").result()
+        assert (shown.stop, shown.interrupted, ran) == ("approval", ["c1"], [30])
+        crash.append(1)  # run again on the decision given after it was shown, and killed in it again
+        with pytest.raises(SystemExit):
+            client.run(messages, tools=[pay], decisions={"c1": True}, journal=store, run_id="pay-1").result()
+        assert ran == [30, 30]
+        again = client.run(messages, tools=[pay], decisions={"c1": True}, journal=store, run_id="pay-1").result()
+        assert (again.stop, again.interrupted, ran) == ("approval", ["c1"], [30, 30])
+        denied = client.run(messages, tools=[pay], decisions={"c1": "it went through"}, journal=store,
+                            run_id="pay-1")
+        server.answers.append(Answer([chat_text("Fine.")]))
+        assert denied.result().stop == "done"
+    assert ran == [30, 30] and len(server.requests) == 2
+    assert server.requests[1]["body"]["messages"][-1] == {"role": "tool", "tool_call_id": "c1",
+                                                          "content": "denied: it went through"}
