@@ -2,7 +2,9 @@
 
 - A decision runs an approved ``@tool(idempotent=False)`` call once: when the process running it is killed
   mid-call, the same command again (the same ``decisions=``, the same ``run_id``) does not run it a second
-  time; the resume hands it back as interrupted, and only a decision given after that runs it again (once)."""
+  time; the resume hands it back as interrupted, and only a decision given after that runs it again (once).
+- A run refused while it is set up (a decision for a call it does not resume) lets its journal's claim go at
+  once: the corrected call right after is not locked out for the lease's 30 s, and nothing is journaled."""
 
 import json
 import os
@@ -144,3 +146,28 @@ def test_a_decision_given_after_the_interruption_covers_one_more_start_only():
     assert ran == [30, 30] and len(server.requests) == 2
     assert server.requests[1]["body"]["messages"][-1] == {"role": "tool", "tool_call_id": "c1",
                                                           "content": "denied: it went through"}
+
+
+def test_a_run_refused_while_it_is_set_up_lets_its_claim_go_and_journals_nothing(store_url):
+    journal = store_url
+    with SSEServer() as server:
+        messages, _ = approval_stop(server)
+        client = client_for(server)
+        with pytest.raises(ConfigError, match=r"decisions for calls this run does not resume .*'c9'"):
+            client.run(messages, tools=[pay], decisions={"c9": True}, journal=journal, run_id="pay-1")
+        server.answers.append(Answer([chat_text("Paid.")]))
+        started = time.monotonic()
+        result = client.run(messages, tools=[pay], decisions={"c1": True}, journal=journal, run_id="pay-1").result()
+        assert time.monotonic() - started < 5  # (not RunLockedError, nor a wait for the lease)
+    assert (result.stop, ran, len(server.requests)) == ("done", [30], 2)
+    assert result.replayed_results == 0
+
+
+def test_a_new_run_refused_while_it_is_set_up_leaves_no_journal():
+    store = MemoryStore()
+    with SSEServer() as server:
+        messages, _ = approval_stop(server)
+        with pytest.raises(ConfigError, match="decisions for calls this run does not resume"):
+            client_for(server).run(messages, tools=[pay], decisions={"c9": True}, journal=store, run_id="pay-1")
+    assert store.journal_entries("pay-1") == []
+    assert len(server.requests) == 1

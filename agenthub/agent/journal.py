@@ -626,6 +626,13 @@ class RunJournal(object):
         shown = self.replay.handed_back.get(call_id)
         return shown is not None and shown > self.replay.started_at.get((turn, call_id), -1)
 
+    def discard(self) -> None:
+        """The run never started (refused while it was being set up): the claim let go, nothing stored (a new
+        run's header neither)."""
+        with self.journal._lock:
+            self.journal._kept = []
+        self.journal.close()
+
     def interrupted_ids(self) -> List[str]:
         return [call_id for key, call_id in [(k, k[1]) for k in self.replay.started] if key not in self.replay.results]
 

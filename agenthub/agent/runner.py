@@ -903,6 +903,16 @@ class Run(object):
         if journal is not None:
             self._open_journal(journal, run_id, journal_ttl, journal_wait,  # type: ignore[arg-type]
                                (seen if stateful else messages))  # type: ignore[possibly-undefined]
+        try:
+            self._check_start(stateful)
+        except BaseException:
+            if self._journal is not None:  # refused before it started: its claim let go now (not left to lapse)
+                self._journal.discard()
+            raise
+
+    def _check_start(self, stateful: bool) -> None:
+        """What a run checks once its journal is open, before anything is sent: the decisions (each for a call
+        the run resumes), and the next request built (what the wire refuses is a ConfigError now)."""
         if self._decisions:
             covered = {c["tool_call_id"] for c in self._open} | {call_digest(c) for c in self._open}
             if self._journal is not None:
