@@ -6,7 +6,10 @@
   saved state);
 - keyed by ``call_digest(call)``, a decision binds the id, the name and the arguments: a saved state edited
   after the decision stops for approval again;
-- a decision for a call the run does not resume is a ConfigError.
+- a decision for a call the run does not resume is a ConfigError;
+- in one process, an ``@tool(idempotent=False)`` call a saved state's resume ran is not run again by another
+  resume of that state (the same ``decisions=`` again after the next request failed, ``run`` after
+  ``run_stateful``): it is handed back pending and interrupted, and runs only on a decision given after that.
 Also (issue 37 D): the calls of a turn that did not finish with tool_call or stop need a decision."""
 
 import copy
@@ -16,7 +19,7 @@ import pytest
 from agent_streams import chat_calls, chat_text
 from sse_server import Answer, SSEServer
 
-from agenthub import AutoLLMClient, ConfigError, StreamProtocolError, tool
+from agenthub import AutoLLMClient, ConfigError, StreamProtocolError, UpstreamError, tool
 from agenthub.agent import call_digest, runner
 
 USER = {"role": "user", "content_items": [{"type": "text", "text": "Delete old.log"}]}
@@ -44,6 +47,7 @@ TOOLS = [delete_file, wipe_disk]
 def clean():
     ran.clear()
     runner._SHOWN.clear()  # what this process showed in pending (each test starts with nothing shown)
+    runner._RAN.clear()  # the side effects this process ran from a saved state
 
 
 def client_for(server):
@@ -201,3 +205,61 @@ def test_a_decision_by_id_runs_the_call_this_process_showed():
         result = client_for(server).run(json.loads(json.dumps([USER] + first.messages)), tools=TOOLS,
                                         decisions={"call_0": True}).result()
     assert result.stop == "done" and ran == [("delete_file", "old.log")]
+
+
+@tool(requires_approval=True, idempotent=False)
+def pay(amount: int) -> str:
+    """Pay."""
+    ran.append(("pay", amount))
+    return "paid"
+
+
+def test_the_same_decisions_again_after_the_next_request_failed_do_not_run_a_side_effect_twice():
+    with SSEServer() as server:
+        server.answers += [Answer([chat_calls([("c1", "pay", '{"amount": 30}')])]), Answer([b"busy"], status=503)]
+        client = client_for(server)
+        first = client.run([USER], tools=[pay]).result()
+        saved = json.loads(json.dumps([USER] + first.messages))
+        decisions = {"c1": True}
+        with pytest.raises(UpstreamError):
+            client.run(saved, tools=[pay], decisions=decisions).result()  # pay ran; the next request failed
+        assert ran == [("pay", 30)] and len(server.requests) == 2
+        again = client.run(saved, tools=[pay], decisions=decisions).result()  # a retry of the whole resume
+        assert (again.stop, again.interrupted, again.pending) == ("approval", ["c1"], first.pending)
+        assert ran == [("pay", 30)] and len(server.requests) == 2  # not run, nothing sent
+        server.answers.append(Answer([chat_text("Paid.")]))
+        told = client.run(saved, tools=[pay], decisions={"c1": "it went through"}).result()
+    assert told.stop == "done" and ran == [("pay", 30)]
+    assert server.requests[2]["body"]["messages"][-1] == {"role": "tool", "tool_call_id": "c1",
+                                                          "content": "denied: it went through"}
+
+
+def test_run_after_run_stateful_on_the_same_state_does_not_run_a_side_effect_twice():
+    with SSEServer() as server:
+        server.answers += [Answer([chat_calls([("c1", "pay", '{"amount": 30}')])]), Answer([chat_text("Paid.")]),
+                           Answer([chat_text("Paid.")])]
+        client = client_for(server)
+        assert client.run_stateful(USER, tools=[pay]).result().stop == "approval"
+        saved = json.loads(json.dumps(client.get_history()))
+        assert client.run_stateful(None, tools=[pay], decisions={"c1": True}).result().stop == "done"
+        again = client_for(server).run(saved, tools=[pay], decisions={"c1": True}).result()
+        assert (again.stop, again.interrupted, [c["tool_call_id"] for c in again.pending]) == ("approval", ["c1"],
+                                                                                               ["c1"])
+        assert ran == [("pay", 30)] and len(server.requests) == 2
+        # shown again, decided again (the user wants a second payment): it runs, once more
+        last = client_for(server).run(saved, tools=[pay], decisions={"c1": True}).result()
+    assert last.stop == "done" and ran == [("pay", 30), ("pay", 30)] and len(server.requests) == 3
+
+
+def test_a_side_effect_of_a_saved_state_runs_again_from_another_conversation():
+    """The memory is of this conversation's call: the same call (id, name, arguments) after another question
+    is another call."""
+    other = {"role": "user", "content_items": [{"type": "text", "text": "Pay the other invoice."}]}
+    with SSEServer() as server:
+        server.answers += [Answer([chat_calls([("c1", "pay", '{"amount": 30}')])]),
+                           Answer([chat_calls([("c1", "pay", '{"amount": 30}')])]),
+                           Answer([chat_text("Paid.")]), Answer([chat_text("Paid.")])]
+        client = client_for(server)
+        states = [[question] + client.run([question], tools=[pay]).result().messages for question in (USER, other)]
+        results = [client.run(state, tools=[pay], decisions={"c1": True}).result() for state in states]
+    assert [r.stop for r in results] == ["done", "done"] and ran == [("pay", 30), ("pay", 30)]

@@ -68,6 +68,7 @@ def clean():
     ran.clear()
     del crash[:]
     runner._SHOWN.clear()
+    runner._RAN.clear()
 
 
 def client_for(server):

@@ -575,6 +575,29 @@ def _shown_otherwise(call: Mapping[str, Any]) -> bool:
     return digests is not None and call_digest(call) not in digests
 
 
+#: the calls of an ``@tool(idempotent=False)`` tool this process ran as a saved state's waiting calls (a resumed
+#: run's), keyed by the conversation up to their turn and the call's digest: a later run resuming the same state
+#: with the call still waiting (the same ``decisions=`` again, ``run`` after ``run_stateful``, a retry of the
+#: whole resume) hands it back pending, as a journal's interrupted call, instead of running it twice; handed
+#: back, the key goes (a decision given after that runs it once more).  Bounded (the oldest go first); across
+#: processes only a journal holds at most once
+_RAN = collections.OrderedDict()  # type: collections.OrderedDict
+_RAN_MAX = 10000
+
+
+def _conversation_key(messages: Sequence[Mapping[str, Any]]) -> str:
+    """A digest of a conversation as saved (each message without its ``created_at``)."""
+    import hashlib
+
+    kept = [{k: v for k, v in m.items() if k != "created_at"} for m in messages]
+    body = json.dumps(kept, sort_keys=True, separators=(",", ":"), ensure_ascii=True, default=_json_default)
+    return hashlib.sha256(body.encode("utf-8")).hexdigest()
+
+
+def _ran_keys(conversation: str, calls: Sequence[Mapping[str, Any]]) -> List[str]:
+    return [conversation + call_digest(call) for call in calls]
+
+
 #: the finish reasons after which a turn's calls run as asked; after any other (``length``: cut short,
 #: ``unknown``: a refusal, a content filter) each call needs a decision, as a requires_approval tool's does
 _FINISHED = (None, "stop", "tool_call")
@@ -889,6 +912,8 @@ class Run(object):
         resumed = None  # type: Any  # the assistant turn whose calls this run resumes
         if self._open and self._resume_at is not None:
             resumed = seen[self._resume_at] if stateful else messages[self._resume_at]  # type: ignore[index]
+            #: the saved conversation up to the turn whose calls this run resumes (what _RAN keys are made of)
+            self._resumed_from = (seen if stateful else messages)[:self._resume_at + 1]  # type: ignore[index]
         self._order = [c["tool_call_id"] for c in _calls(resumed)] if resumed is not None else []
         self._resumed_well = resumed is None or resumed.get("finish_reason") in _FINISHED
         if self._open:
@@ -1137,6 +1162,7 @@ class Run(object):
                 self._stop = "max_turns"
                 self._pending = calls  # type: ignore[assignment]
                 _remember_shown(calls)
+                self._handed_back(calls, {})
                 return
             results = yield from self._answer(calls, caught, finished=answer.get("finish_reason") in _FINISHED)
             if results is None:
@@ -1483,6 +1509,23 @@ class Run(object):
                 return decision
         return None
 
+    def _handed_back(self, calls: Sequence[Mapping[str, Any]], ran: Mapping[str, str]) -> None:
+        """``calls`` are handed back pending: those this process ran from the same conversation before (_RAN) may
+        run on the decision given after this, once (``ran``: their keys, made already for a resumed run's own)."""
+        if not _RAN:
+            return
+        once = [c for c in calls if self._at_most_once(c)]
+        if not once:
+            return
+        if any(c["tool_call_id"] not in ran for c in once):
+            ran = dict(zip((c["tool_call_id"] for c in once), _ran_keys(_conversation_key(self.history()), once)))
+        for call in once:
+            _RAN.pop(ran.get(call["tool_call_id"]), None)
+
+    def _at_most_once(self, call: Mapping[str, Any]) -> bool:
+        entry = self._entries.get(call.get("name"))
+        return entry is not None and entry.kind == "tool" and not entry.tool.idempotent and not _is_approval(call)
+
     def _answer(self, calls: List[Dict[str, Any]], caught: Optional[Mapping[str, Any]] = None,
                 resumed: bool = False, finished: bool = True) -> Any:
         """Generator: the result events of ``calls`` (in call order); returns the result items, or None
@@ -1501,6 +1544,12 @@ class Run(object):
         plans = []  # type: List[Any]  # per call: ("error", text) | ("ask", entry) | ("decided", entry, decision)
         pending = []
         interrupted = []  # type: List[str]
+        ran = {}  # type: Dict[str, str]  # a saved state's waiting call of a tool that must run once -> its _RAN key
+        if calls is self._open:
+            once = [c for c in calls if self._at_most_once(c)]
+            if once:
+                conversation = _conversation_key(self._resumed_from)
+                ran = {c["tool_call_id"]: key for c, key in zip(once, _ran_keys(conversation, once))}
         for call in calls:
             call_id = call["tool_call_id"]
             if replaying:
@@ -1524,6 +1573,11 @@ class Run(object):
                     if entry is not None and entry.kind != "schema":  # at least once: it was going to run
                         plans.append(("decided", entry, decision if decision is not None else True))
                         continue
+            if call_id in ran and ran[call_id] in _RAN:  # this process ran it from this state already: at most once
+                pending.append(call)
+                interrupted.append(call_id)
+                plans.append(None)
+                continue
             error = caught.get(call_id)
             approval = _is_approval(call)  # (never a local tool, whatever its name)
             entry = None if approval else self._entries.get(call["name"])
@@ -1567,6 +1621,7 @@ class Run(object):
             self._pending = pending  # type: ignore[assignment]
             self._interrupted = interrupted
             _remember_shown(pending)
+            self._handed_back(pending, ran)
             return None
         tasks = []  # type: List[Any]  # (index, call, entry, arguments, as decided) or (index, call, None, error text, None)
         kept = set()
@@ -1612,6 +1667,11 @@ class Run(object):
             tasks.append((index, call, entry, arguments, shown))
         results = [None] * len(calls)  # type: List[Any]
         after = self._methods["after_call"]
+        for task in tasks:  # a saved state's waiting calls that must run once: remembered as run before they start
+            if task[2] is not None and task[1]["tool_call_id"] in ran:
+                _RAN[ran[task[1]["tool_call_id"]]] = True
+                while len(_RAN) > _RAN_MAX:
+                    _RAN.popitem(last=False)
         if journal is not None:  # those that must run at most once: journaled as started first, in one write
             journal.starting(turn, [(task[1], task[2].kind == "tool" and not task[2].tool.idempotent)
                                     for task in tasks if task[2] is not None])
