@@ -172,3 +172,55 @@ def test_a_new_run_refused_while_it_is_set_up_leaves_no_journal():
             client_for(server).run(messages, tools=[pay], decisions={"c9": True}, journal=store, run_id="pay-1")
     assert store.journal_entries("pay-1") == []
     assert len(server.requests) == 1
+
+
+@tool(requires_approval=True)
+def delete_file(path: str) -> str:
+    """Delete a file."""
+    ran.append(path)
+    return "deleted " + path
+
+
+def test_a_journaled_run_stopped_for_approval_takes_the_decisions_under_its_run_id(store_url):
+    """The same call again with decisions= resumes it (its journal replayed, nothing sent again); the decided
+    call runs once, and the same command once more gives the run's result, nothing run or sent."""
+    journal = store_url
+    with SSEServer() as server:
+        server.answers += [Answer([chat_calls([("c1", "delete_file", '{"path": "old.log"}')])]),
+                           Answer([chat_text("Deleted.")])]
+        client = client_for(server)
+        first = client.run([USER], tools=[delete_file], journal=journal, run_id="del-1").result()
+        assert (first.stop, [c["tool_call_id"] for c in first.pending], ran) == ("approval", ["c1"], [])
+        with pytest.raises(ConfigError, match=r"decisions for calls this run does not resume .*'c2'"):
+            client.run([USER], tools=[delete_file], journal=journal, run_id="del-1", decisions={"c2": True})
+        second = client.run([USER], tools=[delete_file], journal=journal, run_id="del-1",
+                            decisions={"c1": True}).result()
+        assert (second.stop, second.turns, second.replayed_turns, ran) == ("done", 2, 1, ["old.log"])
+        again = client.run([USER], tools=[delete_file], journal=journal, run_id="del-1",
+                           decisions={"c1": True}).result()
+    assert (again.stop, again.replayed_turns, again.replayed_results, ran) == ("done", 2, 1, ["old.log"])
+    assert len(server.requests) == 2
+    assert server.requests[1]["body"]["messages"][-1] == {"role": "tool", "tool_call_id": "c1",
+                                                          "content": "deleted old.log"}
+
+
+def test_a_journaled_approval_binds_the_decision_to_the_turn_it_stopped_on():
+    """A saved state's waiting call decided and run, then the next turn stops for approval under the same id
+    (a server numbering calls per answer): the decisions of the resume are for that turn's call only."""
+    store = MemoryStore()
+    with SSEServer() as server:
+        server.answers += [Answer([chat_calls([("call_0", "delete_file", '{"path": "old.log"}')])]),
+                           Answer([chat_calls([("call_0", "delete_file", '{"path": "/home/user"}')])]),
+                           Answer([chat_text("Done.")])]
+        client = client_for(server)
+        first = client.run([USER], tools=[delete_file]).result()
+        saved = json.loads(json.dumps([USER] + first.messages))
+        second = client.run(saved, tools=[delete_file], decisions={"call_0": True}, journal=store,
+                            run_id="del-2").result()
+        assert (second.stop, [c["arguments"] for c in second.pending], ran) == ("approval", [{"path": "/home/user"}],
+                                                                                ["old.log"])
+        third = client.run(saved, tools=[delete_file], decisions={"call_0": "not my home"}, journal=store,
+                           run_id="del-2").result()
+    assert (third.stop, third.replayed_turns, third.replayed_results, ran) == ("done", 1, 1, ["old.log"])
+    assert server.requests[2]["body"]["messages"][-1] == {"role": "tool", "tool_call_id": "call_0",
+                                                          "content": "denied: not my home"}

@@ -526,8 +526,13 @@ class Replay(object):
         #: approval last handed a call back pending (call id -> entry number)
         self.started_at = {}  # type: Dict[Tuple[int, str], int]
         self.handed_back = {}  # type: Dict[str, int]
+        #: the run's last stop, when it stopped for approval and went no further: (the turn whose calls wait,
+        #: their ids)
+        self.awaiting = None  # type: Optional[Tuple[int, List[str]]]
         for number, entry in enumerate(entries):
             kind = entry["k"]
+            if kind in ("turn", "call", "result"):
+                self.awaiting = None
             if kind == "request":
                 self.in_flight = dict(entry)
             elif kind == "attach":  # a background response's id for the request in flight, once known
@@ -547,10 +552,12 @@ class Replay(object):
                 self.results[(entry["turn"], entry["id"])] = dict(entry)
             elif kind == "done":
                 self.done = dict(entry)
+                self.awaiting = None
                 if entry.get("stop") == "approval" and isinstance(entry.get("pending"), list):
                     for call_id in entry["pending"]:
                         if isinstance(call_id, str):
                             self.handed_back[call_id] = number
+                    self.awaiting = (len(self.turns) - 1, [i for i in entry["pending"] if isinstance(i, str)])
 
 
 def replay_events(message: Mapping[str, Any]) -> List[Dict[str, Any]]:
@@ -625,6 +632,15 @@ class RunJournal(object):
         and interrupted again has not been handed back since (the decision was for the start before)."""
         shown = self.replay.handed_back.get(call_id)
         return shown is not None and shown > self.replay.started_at.get((turn, call_id), -1)
+
+    def awaiting(self, turn: Optional[int] = None) -> List[str]:
+        """The ids of the calls the run stopped for approval on, when that is where it stopped (its last entry
+        but the ``done``): they take ``decisions`` under the run's ``run_id``.  ``turn``: only if they are that
+        turn's."""
+        awaiting = self.replay.awaiting
+        if awaiting is None or (turn is not None and awaiting[0] != turn):
+            return []
+        return list(awaiting[1])
 
     def discard(self) -> None:
         """The run never started (refused while it was being set up): the claim let go, nothing stored (a new

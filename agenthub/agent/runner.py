@@ -940,8 +940,8 @@ class Run(object):
         the run resumes), and the next request built (what the wire refuses is a ConfigError now)."""
         if self._decisions:
             covered = {c["tool_call_id"] for c in self._open} | {call_digest(c) for c in self._open}
-            if self._journal is not None:
-                covered |= set(self._journal.interrupted_ids())
+            if self._journal is not None:  # a crash's interrupted calls, and those the run stopped for approval on
+                covered |= set(self._journal.interrupted_ids()) | set(self._journal.replay.handed_back)
             # (a digest that matches no call is no error: its call changed since; that call asks again)
             stray = sorted(key for key in self._decisions if key not in covered and not key.startswith("sha256:"))
             if stray:
@@ -1536,7 +1536,10 @@ class Run(object):
         turn = self._turns - 1  # (the turn these calls came in: the journal's number for it)
         journal = self._journal
         replaying = journal is not None and journal.replaying(turn)  # (the journal holds calls of this turn)
-        if replaying and any(journal.interrupted(turn, c["tool_call_id"]) for c in calls):
+        if journal is not None and self._decisions and journal.awaiting():
+            # the journaled run stopped for approval (its last entry): the decisions are for that turn's calls
+            resumed = bool(journal.awaiting(turn))
+        elif replaying and any(journal.interrupted(turn, c["tool_call_id"]) for c in calls):
             resumed = True  # a decision may be for a call a crash interrupted, in a turn taken from the journal
         decisions = self._decisions if resumed else {}
         if resumed:
