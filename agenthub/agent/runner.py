@@ -1519,8 +1519,9 @@ class Run(object):
             return
         if any(c["tool_call_id"] not in ran for c in once):
             ran = dict(zip((c["tool_call_id"] for c in once), _ran_keys(_conversation_key(self.history()), once)))
-        for call in once:
-            _RAN.pop(ran.get(call["tool_call_id"]), None)
+        with _SHOWN_LOCK:
+            for call in once:
+                _RAN.pop(ran.get(call["tool_call_id"]), None)
 
     def _at_most_once(self, call: Mapping[str, Any]) -> bool:
         entry = self._entries.get(call.get("name"))
@@ -1670,9 +1671,11 @@ class Run(object):
             tasks.append((index, call, entry, arguments, shown))
         results = [None] * len(calls)  # type: List[Any]
         after = self._methods["after_call"]
-        for task in tasks:  # a saved state's waiting calls that must run once: remembered as run before they start
-            if task[2] is not None and task[1]["tool_call_id"] in ran:
-                _RAN[ran[task[1]["tool_call_id"]]] = True
+        if ran:  # a saved state's waiting calls that must run once: remembered as run before they start
+            with _SHOWN_LOCK:
+                for task in tasks:
+                    if task[2] is not None and task[1]["tool_call_id"] in ran:
+                        _RAN[ran[task[1]["tool_call_id"]]] = True
                 while len(_RAN) > _RAN_MAX:
                     _RAN.popitem(last=False)
         if journal is not None:  # those that must run at most once: journaled as started first, in one write
