@@ -163,6 +163,22 @@ def test_a_decision_for_a_call_the_run_does_not_resume_is_refused():
     assert ran == []
 
 
+def test_a_digest_decision_when_no_call_waits_is_refused_before_anything_is_sent():
+    """A digest that matches no waiting call is let go when calls wait (its call changed: it asks again);
+    with none waiting, it is for a call the run does not resume."""
+    decisions = {call_digest({"tool_call_id": "call_0", "name": "delete_file", "arguments": {"path": "old.log"}}): True}
+    with SSEServer() as server:
+        client = client_for(server)
+        for start in (lambda: client.run([USER], tools=TOOLS, decisions=decisions),
+                      lambda: client.run_stateful(USER, tools=TOOLS, decisions=decisions)):
+            with pytest.raises(ConfigError) as caught:
+                start()
+            assert str(caught.value) == ("decisions for calls this run does not resume (a decision covers one of the "
+                                         "calls waiting when the run starts): {!r}".format(list(decisions)[0]))
+        assert server.requests == [] and client.get_history() == []
+    assert ran == []
+
+
 def test_the_calls_of_a_turn_cut_short_are_not_run_without_a_decision():
     """Issue 37 D: a turn that ended otherwise than with tool_call or stop (here: length) does not run its
     calls as asked: they wait in pending (with approve=, approve is asked)."""

@@ -942,8 +942,10 @@ class Run(object):
             covered = {c["tool_call_id"] for c in self._open} | {call_digest(c) for c in self._open}
             if self._journal is not None:  # a crash's interrupted calls, and those the run stopped for approval on
                 covered |= set(self._journal.interrupted_ids()) | set(self._journal.replay.handed_back)
-            # (a digest that matches no call is no error: its call changed since; that call asks again)
-            stray = sorted(key for key in self._decisions if key not in covered and not key.startswith("sha256:"))
+            # (a digest that matches no call is no error: its call changed since; that call asks again; but with
+            # no call waiting at all, every decision is for a call the run does not resume)
+            stray = sorted(key for key in self._decisions
+                           if key not in covered and not (covered and key.startswith("sha256:")))
             if stray:
                 raise ConfigError("decisions for calls this run does not resume (a decision covers one of the calls "
                                   "waiting when the run starts): {}".format(", ".join(repr(k) for k in stray)))
