@@ -36,8 +36,9 @@ Per call (``call`` is the ``tool_call`` item as ``approve`` gets it: ``name``, `
   answered (ran, denied, refused, timed out): ``result`` is the ``tool_result`` item (``is_error`` True on a
   failure), ``seconds`` how long the tool ran (0.0 when it did not run).
 
-A hook's exception propagates as ``approve``'s does (``around_call``'s becomes the call's error result);
-the tracer's and telemetry's own hooks never raise (what fails in them is logged).
+A hook's exception propagates as ``approve``'s does (``around_call``'s becomes the call's error result;
+``after_call``'s once the turn's calls that ran are in the run's messages, history and journal, and no
+more start); the tracer's and telemetry's own hooks never raise (what fails in them is logged).
 """
 
 from typing import Any, Callable, List, Optional, Sequence

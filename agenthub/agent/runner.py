@@ -775,6 +775,7 @@ class Run(object):
     _reader = None  # type: Optional[int]  # the thread that started reading the run
     _first = None  # type: Any
     _aborted = False
+    _halting = False  # an after_call hook raised: the turn's calls that ran are taken in, no more start
     _stream = None  # type: Any  # the model stream being read
     _wake = None  # type: Any  # the queue a wait for tool threads reads (abort() puts None)
     _pool = None  # type: Optional[_Pool]  # the run's tool threads, made at the first turn that needs them
@@ -1360,7 +1361,7 @@ class Run(object):
             method(self, answer)
         return answer  # type: ignore[no-any-return]
 
-    def _add_results(self, results: List[Dict[str, Any]], tail: Sequence[Mapping[str, Any]]) -> None:
+    def _add_results(self, results: List[Dict[str, Any]], tail: Sequence[Mapping[str, Any]], hooks: bool = True) -> None:
         """A turn's results in: ``run.messages`` gains them (never the caller's own messages), the
         conversation the message that goes next (with ``tail``, the caller's messages after the turn, joined
         in); stateful, the client's history gains it now (sent as the next request's message)."""
@@ -1374,8 +1375,9 @@ class Run(object):
             self._committed = True
         else:
             self._sent.append(joined)
-        for method in self._methods["on_results"]:
-            method(self, joined)
+        if hooks:
+            for method in self._methods["on_results"]:
+                method(self, joined)
 
     def _judge(self, answer: Mapping[str, Any]) -> Optional[Message]:
         """Typed output: the run's answer (a turn without calls) judged as ``parse`` judges one.  None: it
@@ -1684,6 +1686,7 @@ class Run(object):
             journal.starting(turn, [(task[1], task[2].kind == "tool" and not task[2].tool.idempotent)
                                     for task in tasks if task[2] is not None])
         self._turn_keys = {call["tool_call_id"]: turn for call in calls}
+        hook_error = None  # type: Any  # (an after_call hook's exception: raised when the turn's results are in)
         for index, item, seconds in self._execute(tasks):
             results[index] = item
             call = calls[index]
@@ -1697,9 +1700,24 @@ class Run(object):
                 journal.finished(turn, call["tool_call_id"], item, seconds)
             self.calls.append({"tool_call_id": call["tool_call_id"], "name": call["name"], "seconds": seconds,
                                "is_error": bool(item.get("is_error"))})
-            for method in after:
-                method(dict(call), item, seconds)
+            if self._halting:  # a hook raised: the results that came are kept, quietly
+                continue
+            try:
+                for method in after:
+                    method(dict(call), item, seconds)
+            except Exception as exc:
+                # raised once the calls that ran are in (journal, messages, history): no call that ran is lost,
+                # none starts (the calls not started do not start, those still running are left, as on abort)
+                self._halting = True
+                hook_error = exc
+                continue
             yield _result_event(item)
+        if hook_error is not None:
+            self._halting = False
+            got = [item for item in results if item is not None]
+            if got:
+                self._add_results(got, self._tail if calls is self._open else [], hooks=False)
+            raise hook_error
         if self._aborted and any(item is None for item in results):
             if any(item is not None for item in results):
                 self._add_results([item for item in results if item is not None], [])
@@ -1715,7 +1733,7 @@ class Run(object):
         inline = (len(runnable) <= 1 or self._parallel == 1) and not any(t[2].timeout for t in runnable)
         if inline:  # no thread: one call (or parallel=1) and no timeout to keep
             for index, call, entry, arguments, shown in tasks:
-                if self._aborted:
+                if self._aborted or self._halting:
                     return
                 if entry is None:
                     yield index, _answered(call, arguments), 0.0
@@ -1805,7 +1823,7 @@ class Run(object):
                     take(results.get(True, _SPREAD_SECONDS))  # (mostly the thread's one report)
                 except _queue.Empty:
                     pass
-                if len(done) == len(runnable) and not self._aborted:  # the batch ran (the common case): in order
+                if len(done) == len(runnable) and not (self._aborted or self._halting):  # the batch ran (the common case): in order
                     decided.update(done)
                     for index in order:
                         item, raised, seconds = decided[index]
@@ -1817,7 +1835,7 @@ class Run(object):
                 if done:
                     for index in list(done):
                         decided[index] = done.pop(index)
-                if self._aborted:  # what came is given (out of call order), the calls still running are left
+                if self._aborted or self._halting:  # what came is given (out of call order), those running are left
                     shared.clear()  # (the calls not started yet do not start)
                     while True:
                         try:
