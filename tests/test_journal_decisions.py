@@ -224,3 +224,34 @@ def test_a_journaled_approval_binds_the_decision_to_the_turn_it_stopped_on():
     assert (third.stop, third.replayed_turns, third.replayed_results, ran) == ("done", 1, 1, ["old.log"])
     assert server.requests[2]["body"]["messages"][-1] == {"role": "tool", "tool_call_id": "call_0",
                                                           "content": "denied: not my home"}
+
+
+@pytest.mark.parametrize("how", ["close", "with"])
+def test_a_journaled_run_closed_before_it_is_read_lets_its_claim_go_and_journals_nothing(how):
+    store = MemoryStore()
+    with SSEServer() as server:
+        server.answers.append(Answer([chat_text("Paid.")]))
+        client = client_for(server)
+        run = client.run([USER], tools=[pay], journal=store, run_id="pay-1")
+        if how == "close":
+            run.close()
+        else:
+            with pytest.raises(KeyError):
+                with run:
+                    raise KeyError("the caller's own error, before reading the run")
+        assert store.journal_entries("pay-1") == []
+        with pytest.raises(ConfigError) as caught:
+            run.result()  # (a closed run has no result: not an empty turn, journaled as the answer)
+        assert str(caught.value) == "the run ended without a result (it was closed, or a model call raised)"
+        result = client.run([USER], tools=[pay], journal=store, run_id="pay-1").result()  # not RunLockedError
+    assert (result.stop, result.turns, result.replayed_turns, len(server.requests)) == ("done", 1, 0, 1)
+    assert result.final["content_items"] == [{"type": "text", "text": "Paid."}]
+
+
+def test_a_run_closed_before_it_is_read_has_no_result():
+    with SSEServer() as server:
+        run = client_for(server).run([USER], tools=[pay])
+        run.close()
+        with pytest.raises(ConfigError, match=r"the run ended without a result \(it was closed"):
+            run.result()
+    assert server.requests == []

@@ -1044,14 +1044,21 @@ class Run(object):
 
     def close(self) -> None:
         """Stop the run where it is (an open model stream is released; running tools run on).  From another
-        thread while the run is being read, this is ``abort()``."""
+        thread while the run is being read, this is ``abort()``.  A run never read ends here: nothing is sent,
+        its journal's claim is let go, and ``result()`` raises ConfigError."""
         if self._events is not None:
             if getattr(self._events, "gi_running", False) or threading.get_ident() != self._reader:
                 self.abort()  # (another thread reads the run: it ends there)
                 return
             self._events.close()  # type: ignore[attr-defined]
-        elif self._first is not None:
+            return
+        # never read: nothing ran or was sent; it ends here (its journal's claim let go now, nothing journaled;
+        # result() says it was closed)
+        self._events = iter(())
+        if self._first is not None:
             self._first.close()
+        if self._journal is not None:
+            self._journal.discard()
 
     def abort(self) -> None:
         """Stop the run from any thread: a model stream being read is aborted, a wait for tool threads ends
