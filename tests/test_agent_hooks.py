@@ -349,3 +349,50 @@ def test_an_after_call_hook_that_raises_in_a_threaded_turn_journals_the_side_eff
         resumed = client.run([USER], tools=tools, journal=store, run_id="trip").result()
     assert (resumed.stop, resumed.interrupted, resumed.replayed_results) == ("done", [], 2)
     assert ran_calls == [("book", "Rome"), ("look_up", "Rome")] and len(server.requests) == 2
+
+
+@pytest.mark.parametrize("journaled", [False, True])
+def test_a_run_closed_by_its_reader_mid_results_keeps_the_results_of_the_calls_that_ran(journaled):
+    """close() after the first result event: book, which ran meanwhile, is in run.messages (and the journal),
+    as after abort(): the resume runs neither call again."""
+    import time
+    from agenthub.stores import MemoryStore
+
+    booked_too = threading.Event()
+
+    @tool(name="look_up", timeout=30)
+    def slow_look_up(city: str) -> str:
+        """Look a city up."""
+        assert booked_too.wait(30)
+        time.sleep(0.3)  # (book's thread hands its result over meanwhile)
+        ran_calls.append(("look_up", city))
+        return city + ": open"
+
+    @tool(name="book", idempotent=False)
+    def booking(city: str) -> str:
+        """Book (not safe to repeat)."""
+        ran_calls.append(("book", city))
+        booked_too.set()
+        return "booked " + city
+
+    del ran_calls[:]
+    tools = [slow_look_up, booking]
+    kwargs = {"journal": MemoryStore(), "run_id": "trip"} if journaled else {}
+    with SSEServer() as server:
+        server.answers += [Answer([chat_calls(BOTH)]), Answer([chat_text("Booked.")])]
+        client = client_for(server)
+        run = client.run([USER], tools=tools, **kwargs)
+        seen = []
+        for event in run:
+            seen.append(event)
+            if event["role"] == "user":
+                break
+        run.close()
+        assert [i["tool_call_id"] for i in seen[-1]["content_items"]] == ["c1"]
+        assert [(i["tool_call_id"], i["text"]) for i in run.messages[-1]["content_items"]] == [
+            ("c1", "Rome: open"), ("c2", "booked Rome")]
+        resumed = client.run([USER], tools=tools, **kwargs) if journaled else \
+            client.run([USER] + run.messages, tools=tools)
+        result = resumed.result()
+    assert (result.stop, result.interrupted, result.replayed_results) == ("done", [], 2 if journaled else 0)
+    assert ran_calls == [("book", "Rome"), ("look_up", "Rome")] and len(server.requests) == 2

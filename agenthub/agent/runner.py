@@ -1693,7 +1693,9 @@ class Run(object):
             journal.starting(turn, [(task[1], task[2].kind == "tool" and not task[2].tool.idempotent)
                                     for task in tasks if task[2] is not None])
         self._turn_keys = {call["tool_call_id"]: turn for call in calls}
-        hook_error = None  # type: Any  # (an after_call hook's exception: raised when the turn's results are in)
+        #: an after_call hook's exception, or the GeneratorExit of the run closed by its reader: raised when the
+        #: turn's calls that ran are in
+        hook_error = None  # type: Any
         for index, item, seconds in self._execute(tasks):
             results[index] = item
             call = calls[index]
@@ -1701,7 +1703,12 @@ class Run(object):
                 journal.replayed_results += 1
                 event = _result_event(item)
                 event["replayed"] = True  # type: ignore[typeddict-unknown-key]
-                yield event
+                if not self._halting:
+                    try:
+                        yield event
+                    except GeneratorExit as exc:  # closed while read: as a hook's exception, below
+                        self._halting = True
+                        hook_error = exc
                 continue
             if journal is not None:
                 journal.finished(turn, call["tool_call_id"], item, seconds)
@@ -1718,7 +1725,11 @@ class Run(object):
                 self._halting = True
                 hook_error = exc
                 continue
-            yield _result_event(item)
+            try:
+                yield _result_event(item)
+            except GeneratorExit as exc:  # the run closed by its reader: the calls that ran are kept the same way
+                self._halting = True
+                hook_error = exc
         if hook_error is not None:
             self._halting = False
             got = [item for item in results if item is not None]
