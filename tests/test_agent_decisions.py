@@ -279,3 +279,52 @@ def test_a_side_effect_of_a_saved_state_runs_again_from_another_conversation():
         states = [[question] + client.run([question], tools=[pay]).result().messages for question in (USER, other)]
         results = [client.run(state, tools=[pay], decisions={"c1": True}).result() for state in states]
     assert [r.stop for r in results] == ["done", "done"] and ran == [("pay", 30), ("pay", 30)]
+
+
+@tool(idempotent=False)
+def send_report(to: str = "everyone@corp.example") -> str:
+    """Send the report."""
+    ran.append(("send_report", to))
+    return "sent to " + to
+
+
+CUT = [("c1", "send_report", '{"to": "boss@corp.exam'), ("c2", "delete_file", '{"path": "old.log"}')]
+CUT_ERROR = ("ToolCallArgumentParseError: arguments of tool call 'send_report' (c1) is not valid JSON (Unterminated "
+             "string starting at: line 1 column 8 (char 7)); raw arguments (22 chars): {\"to\": \"boss@corp.exam")
+
+
+@pytest.mark.parametrize("stateful", [False, True])
+def test_a_call_whose_arguments_did_not_parse_is_answered_when_the_turn_stops_for_approval(stateful):
+    """The message holds {} as its arguments: a resume from it ran send_report() with its default (the report
+    to everyone) where the live turn answered an error.  It is answered as the run stops, in one results message
+    with the decided call's result on resume."""
+    with SSEServer() as server:
+        server.answers += [Answer([chat_calls(CUT)]), Answer([chat_text("Done.")])]
+        client = client_for(server)
+        first = client.run_stateful(USER, tools=[send_report, delete_file]) if stateful else \
+            client.run([USER], tools=[send_report, delete_file])
+        events = list(first)
+        first = first.result()
+        assert (first.stop, [c["tool_call_id"] for c in first.pending]) == ("approval", ["c2"])
+        assert first.messages[-1] == {"role": "user", "content_items": [
+            {"type": "tool_result", "tool_call_id": "c1", "text": CUT_ERROR, "is_error": True}]}
+        assert events[-1]["content_items"] == first.messages[-1]["content_items"]  # (its result event)
+        assert [(c["tool_call_id"], c["is_error"]) for c in first.calls] == [("c1", True)]
+        second = client.run_stateful(None, tools=[send_report, delete_file], decisions={"c2": True}) if stateful \
+            else client.run(json.loads(json.dumps([USER] + first.messages)), tools=[send_report, delete_file],
+                            decisions={"c2": True})
+        assert second.result().stop == "done"
+    assert ran == [("delete_file", "old.log")]
+    assert [m for m in server.requests[1]["body"]["messages"] if m["role"] == "tool"] == [
+        {"role": "tool", "tool_call_id": "c1", "content": CUT_ERROR},
+        {"role": "tool", "tool_call_id": "c2", "content": "deleted old.log"}]
+
+
+def test_a_call_whose_arguments_did_not_parse_is_answered_not_handed_back_at_max_turns():
+    with SSEServer() as server:
+        server.answers += [Answer([chat_calls(CUT)])]
+        result = client_for(server).run([USER], tools=[send_report, delete_file], max_turns=1).result()
+    assert (result.stop, [c["tool_call_id"] for c in result.pending]) == ("max_turns", ["c2"])
+    assert result.messages[-1]["content_items"] == [
+        {"type": "tool_result", "tool_call_id": "c1", "text": CUT_ERROR, "is_error": True}]
+    assert ran == []

@@ -255,3 +255,76 @@ def test_a_run_closed_before_it_is_read_has_no_result():
         with pytest.raises(ConfigError, match=r"the run ended without a result \(it was closed"):
             run.result()
     assert server.requests == []
+
+
+#: the child: a turn with a call whose arguments were cut (send_report, all defaults) and a look_up that hangs
+CUT_CHILD = textwrap.dedent("""
+    import os, sys, time
+    sys.path.insert(0, sys.argv[1])
+    import agenthub.stores.journal as rows
+    rows.JOURNAL_LEASE = 1.0
+    from agenthub import AutoLLMClient, tool
+
+    @tool(idempotent=False)
+    def send_report(to: str = "everyone@corp.example") -> str:
+        \"\"\"Send the report.\"\"\"
+        print("send_report", to, flush=True)
+        return "sent"
+
+    @tool
+    def look_up(city: str) -> str:
+        \"\"\"Look a city up.\"\"\"
+        print("look_up", city, flush=True)
+        time.sleep(60)
+        return city + ": open"
+
+    client = AutoLLMClient("gpt-4o-mini", api_key=os.environ["KEY"], base_url=os.environ["URL"] + "/v1",
+                           client_type="openai-chat", max_retries=0)
+    user = {"role": "user", "content_items": [{"type": "text", "text": "Pay the invoice."}]}
+    client.run([user], tools=[send_report, look_up], journal=os.environ["JOURNAL"], run_id="cut-1").result()
+""")
+
+
+def test_a_call_whose_arguments_did_not_parse_is_not_run_with_none_after_a_crash(store_url):
+    """Killed while the turn's other call runs: the resume does not run send_report() with its defaults (the
+    message holds {} for the call whose arguments were cut): its error result was journaled with the turn."""
+    journal = store_url
+
+    @tool(idempotent=False)
+    def send_report(to: str = "everyone@corp.example") -> str:
+        """Send the report."""
+        ran.append(("send_report", to))
+        return "sent"
+
+    @tool
+    def look_up(city: str) -> str:
+        """Look a city up."""
+        ran.append(("look_up", city))
+        return city + ": open"
+
+    error = ("ToolCallArgumentParseError: arguments of tool call 'send_report' (c1) is not valid JSON (Unterminated "
+             "string starting at: line 1 column 8 (char 7)); raw arguments (22 chars): {\"to\": \"boss@corp.exam")
+    with SSEServer() as server:
+        server.answers += [Answer([chat_calls([("c1", "send_report", '{"to": "boss@corp.exam'),
+                                               ("c2", "look_up", '{"city": "Rome"}')])]),
+                           Answer([chat_text("Done.")])]
+        env = dict(os.environ, KEY=KEY, URL=server.url, JOURNAL=journal, PYTHONPATH=ROOT)
+        child = subprocess.Popen([sys.executable, "-c", CUT_CHILD, ROOT], stdout=subprocess.PIPE, env=env)
+        try:
+            assert child.stdout.readline().decode() == "look_up Rome\n"
+            child.send_signal(signal.SIGKILL)
+            assert child.wait(10) == -signal.SIGKILL
+            assert child.stdout.read() == b""
+        finally:
+            if child.poll() is None:
+                child.kill()
+                child.wait(10)
+            child.stdout.close()
+        user = {"role": "user", "content_items": [{"type": "text", "text": "Pay the invoice."}]}
+        result = client_for(server).run([user], tools=[send_report, look_up], journal=journal, run_id="cut-1",
+                                        journal_wait=10).result()
+    assert ran == [("look_up", "Rome")]  # the idempotent call again (at least once); send_report never
+    assert (result.stop, result.replayed_turns, result.replayed_results) == ("done", 1, 1)
+    assert [m for m in server.requests[1]["body"]["messages"] if m["role"] == "tool"] == [
+        {"role": "tool", "tool_call_id": "c1", "content": error},
+        {"role": "tool", "tool_call_id": "c2", "content": "Rome: open"}]

@@ -604,6 +604,8 @@ class RunJournal(object):
         #: turns read again by a background response's journaled id (live, not sent again)
         self.reattached_turns = 0
         self._at_most_once = set()  # type: Set[Tuple[int, str]]  # (turn, call id): results stored as they end
+        #: (turn, call id): results stored with their turn (calls whose arguments did not parse): not again
+        self.early = set()  # type: Set[Tuple[int, str]]
         self._results_kept = False  # (results kept for the next write: stored before the next request)
         #: the turns whose calls the journal holds a start or a result of
         self._journaled_calls = {key[0] for key in self.replay.started} | {key[0] for key in self.replay.results}
@@ -661,9 +663,16 @@ class RunJournal(object):
             self.journal.flush()
 
     def answered(self, turn: int, message: Mapping[str, Any], cost: Optional[float],
-                 route: Optional[Mapping[str, Any]]) -> None:
+                 route: Optional[Mapping[str, Any]], results: Sequence[Tuple[str, Mapping[str, Any]]] = ()) -> None:
+        """The turn stored now; ``results``: (call id, result item) of its calls answered with it (those whose
+        arguments did not parse), in the same write."""
         self.journal.keep(_turn_text(turn, message if type(message) is dict else dict(message), cost,
                                      self._route_text(route)))
+        for call_id, item in results:
+            kept = dict(item)
+            self.replay.results[(turn, call_id)] = {"item": kept}
+            self.early.add((turn, call_id))
+            self.journal.keep(_result_text(turn, call_id, kept, 0.0))
         self.journal.flush()
 
     def _route_text(self, route: Optional[Mapping[str, Any]]) -> Any:
@@ -695,6 +704,8 @@ class RunJournal(object):
         self.starting(turn, [(call, True)])
 
     def finished(self, turn: int, call_id: str, item: Mapping[str, Any], seconds: float) -> None:
+        if (turn, call_id) in self.early:  # stored with its turn already
+            return
         kept = dict(item)
         self.replay.results[(turn, call_id)] = {"item": kept}
         self.journal.keep(_result_text(turn, call_id, kept, round(seconds, 6)))

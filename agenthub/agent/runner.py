@@ -1169,6 +1169,9 @@ class Run(object):
                                           "was run".format(", ".join(repeated)),
                                           client=getattr(self._client, "client_type", ""))
             if self._turns >= self._max_turns:
+                if caught:  # (calls whose arguments did not parse: answered, not handed back with {} as arguments)
+                    yield from self._answer_broken(calls, caught, self._turns - 1)
+                    calls = [call for call in calls if call["tool_call_id"] not in caught]
                 self._stop = "max_turns"
                 self._pending = calls  # type: ignore[assignment]
                 _remember_shown(calls)
@@ -1225,13 +1228,13 @@ class Run(object):
                 if folding is not None:
                     folding.add(first)
                 if first["event_type"] == "stop":
-                    answer = self._turn_done(folding, stream)
+                    answer = self._turn_done(folding, stream, caught)
                 yield first
                 for event in stream:
                     if folding is not None:
                         folding.add(event)
                     if event["event_type"] == "stop":
-                        answer = self._turn_done(folding, stream)
+                        answer = self._turn_done(folding, stream, caught)
                     yield event
             if attach is not None and answer is not None:  # the turn came by its journaled id, not sent again
                 self._journal.reattached_turns += 1
@@ -1250,7 +1253,7 @@ class Run(object):
                 self._put_history(self._restore)
                 self._restore = None
         if answer is None:  # (a stream that ended without a stop event)
-            answer = self._turn_done(folding, stream)
+            answer = self._turn_done(folding, stream, caught)
         return answer
 
     def _reattached(self, stream: Any, attach: Mapping[str, Any]) -> Tuple[Any, Optional[Mapping[str, Any]]]:
@@ -1351,15 +1354,19 @@ class Run(object):
         self._final = answer  # type: ignore[assignment]
         return answer
 
-    def _turn_done(self, folding: Any, stream: Any) -> Dict[str, Any]:
-        """The turn's answer, taken in (at its stop event, before the caller gets it)."""
+    def _turn_done(self, folding: Any, stream: Any, caught: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
+        """The turn's answer, taken in (at its stop event, before the caller gets it).  A journaled turn with calls
+        whose arguments did not parse (``caught``) is stored with their error results: the message says ``{}``
+        for them, and a resume must not run them with that."""
         answer = folding.message() if folding is not None else self._client.get_history()[-1]
         self._restore = None  # the client committed the turn (and its message)
         self._message_unsent = False
         self._reask_unsent = False
         self._count(answer, stream)
         if self._journal is not None:
-            self._journal.answered(self._turns - 1, answer, self._turn_cost(), self._priced[-1][3])
+            broken = [(call_id, _error(call_id, self._broken_text(error))) for call_id, error in caught.items()] \
+                if caught else []
+            self._journal.answered(self._turns - 1, answer, self._turn_cost(), self._priced[-1][3], broken)
         self.messages.append(answer)
         if not self._stateful:
             self._sent.append(answer)  # the runner's own list (streaming_response copied what it sent)
@@ -1376,8 +1383,12 @@ class Run(object):
         joined = _join(results, tail, self._order) if tail else own
         self.messages.append(own)  # type: ignore[arg-type]
         if self._stateful:
+            history = list(self._client.get_history())
+            if len(history) >= 2 and _results_only(history[-1]) and history[-2].get("role") == "assistant":
+                # the turn's calls answered when it stopped (their arguments did not parse): one message for all
+                joined = _join(results, [history.pop()] + list(tail), self._order)
             check_messages([joined])
-            self._put_history(list(self._client.get_history()) + [joined])
+            self._put_history(history + [joined])
             self._next = joined
             self._committed = True
         else:
@@ -1534,6 +1545,33 @@ class Run(object):
             for call in once:
                 _RAN.pop(ran.get(call["tool_call_id"]), None)
 
+    def _answer_broken(self, calls: List[Dict[str, Any]], caught: Mapping[str, Any], turn: int) -> Iterator[UniEvent]:
+        """Generator: the calls of a turn that stops here (for a decision, at max_turns) whose arguments did not
+        parse, answered with their error results (events, hooks' after_call, the journal, ``messages``, the
+        history) as a turn that goes on answers them: the message holds ``{}`` as their arguments, and a resume
+        from it must not run them with that."""
+        items = []
+        for call in calls:
+            error = caught.get(call["tool_call_id"])
+            if error is None:
+                continue
+            item = _error(call["tool_call_id"], self._broken_text(error))
+            if self._journal is not None:
+                self._journal.finished(turn, call["tool_call_id"], item, 0.0)
+            self.calls.append({"tool_call_id": call["tool_call_id"], "name": call["name"], "seconds": 0.0,
+                               "is_error": True})
+            for method in self._methods["after_call"]:
+                method(dict(call), item, 0.0)
+            items.append(item)
+            yield _result_event(item)
+        if items:
+            self._add_results(items, [])
+
+    def _broken_text(self, error: Any) -> str:
+        """The error result's text for a call whose arguments did not parse (a ToolCallArgumentParseError)."""
+        return "{}; raw arguments ({} chars): {}".format(error_text(error, self._credentials),
+                                                          error.raw_arguments_length, error.raw_arguments_preview)
+
     def _at_most_once(self, call: Mapping[str, Any]) -> bool:
         entry = self._entries.get(call.get("name"))
         return entry is not None and entry.kind == "tool" and not entry.tool.idempotent and not _is_approval(call)
@@ -1597,9 +1635,7 @@ class Run(object):
             approval = _is_approval(call)  # (never a local tool, whatever its name)
             entry = None if approval else self._entries.get(call["name"])
             if error is not None:
-                plans.append(("error", "{}; raw arguments ({} chars): {}".format(
-                    error_text(error, self._credentials), error.raw_arguments_length,
-                    error.raw_arguments_preview)))
+                plans.append(("error", self._broken_text(error)))
                 continue
             if entry is None and not approval:
                 plans.append(("error", "unknown tool {!r}; the tools are: {}".format(
@@ -1632,6 +1668,8 @@ class Run(object):
             else:
                 plans.append(("ask", entry))
         if pending:
+            if caught:  # answered now: a saved state says {} for their arguments, and must not run them with that
+                yield from self._answer_broken(calls, caught, turn)
             self._stop = "approval"
             self._pending = pending  # type: ignore[assignment]
             self._interrupted = interrupted
