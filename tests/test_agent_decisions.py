@@ -328,3 +328,36 @@ def test_a_call_whose_arguments_did_not_parse_is_answered_not_handed_back_at_max
     assert result.messages[-1]["content_items"] == [
         {"type": "tool_result", "tool_call_id": "c1", "text": CUT_ERROR, "is_error": True}]
     assert ran == []
+
+
+def test_a_call_whose_arguments_did_not_parse_is_answered_when_the_run_is_aborted_in_its_turn():
+    """abort() while the turn's first call runs (one at a time): the cut call after it gets its error result,
+    not a place in pending with {} as its arguments."""
+    import threading
+
+    started, release = threading.Event(), threading.Event()
+
+    @tool(name="look_up")
+    def look_up(city: str) -> str:
+        """Look a city up."""
+        started.set()
+        assert release.wait(30)
+        ran.append(("look_up", city))
+        return city + ": open"
+
+    calls = [("c0", "look_up", '{"city": "Rome"}')] + CUT
+    with SSEServer() as server:
+        server.answers += [Answer([chat_calls(calls)])]
+        run = client_for(server).run([USER], tools=[look_up, send_report, delete_file], parallel=1,
+                                     approve=lambda call: True)
+        reader = threading.Thread(target=run.result)
+        reader.start()
+        assert started.wait(30)
+        run.abort()
+        release.set()
+        reader.join(30)
+        result = run.result()
+    assert result.stop == "aborted" and ran == [("look_up", "Rome")]
+    assert [c["tool_call_id"] for c in result.pending] == ["c2"]
+    assert [(i["tool_call_id"], i.get("is_error", False)) for i in result.messages[-1]["content_items"]] == [
+        ("c0", False), ("c1", True)]

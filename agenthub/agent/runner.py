@@ -1768,6 +1768,17 @@ class Run(object):
             except GeneratorExit as exc:  # the run closed by its reader: the calls that ran are kept the same way
                 self._halting = True
                 hook_error = exc
+        if (hook_error is not None or self._aborted) and caught and any(item is None for item in results):
+            # the run ends in this turn: its calls whose arguments did not parse are answered too (the message
+            # holds {} as their arguments, which a resume from it must not run them with)
+            for index, call in enumerate(calls):
+                error = caught.get(call["tool_call_id"])
+                if results[index] is None and error is not None:
+                    results[index] = _error(call["tool_call_id"], self._broken_text(error))
+                    if journal is not None:
+                        journal.finished(turn, call["tool_call_id"], results[index], 0.0)
+                    self.calls.append({"tool_call_id": call["tool_call_id"], "name": call["name"], "seconds": 0.0,
+                                       "is_error": True})
         if hook_error is not None:
             self._halting = False
             got = [item for item in results if item is not None]
