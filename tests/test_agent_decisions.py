@@ -361,3 +361,46 @@ def test_a_call_whose_arguments_did_not_parse_is_answered_when_the_run_is_aborte
     assert [c["tool_call_id"] for c in result.pending] == ["c2"]
     assert [(i["tool_call_id"], i.get("is_error", False)) for i in result.messages[-1]["content_items"]] == [
         ("c0", False), ("c1", True)]
+
+
+def test_two_threads_resuming_one_state_with_one_decision_run_the_side_effect_once():
+    """A double submit of one approval (two requests of a server, two threads): the first resume takes the call
+    as it plans it, so the second, planned meanwhile, hands it back instead of running it too."""
+    import threading
+
+    from agenthub.agent import ToolHook
+
+    @tool
+    def note(text: str) -> str:
+        """Note something."""
+        ran.append(("note", text))
+        return "noted"
+
+    planning, second_done = threading.Event(), threading.Event()
+
+    class Slow(ToolHook):  # holds the first resume between its two calls' planning
+        def before_call(self, call):
+            if call["tool_call_id"] == "c2":
+                planning.set()
+                assert second_done.wait(30)
+            return None
+
+    tools = [pay, note]
+    with SSEServer() as server:
+        server.answers += [Answer([chat_calls([("c1", "pay", '{"amount": 30}'), ("c2", "note", '{"text": "x"}')])]),
+                           Answer([chat_text("Paid.")])]
+        first = client_for(server).run([USER], tools=tools).result()
+        saved = json.loads(json.dumps([USER] + first.messages))
+        outcome = {}
+        one = threading.Thread(target=lambda: outcome.setdefault("one", client_for(server).run(
+            saved, tools=tools, decisions={"c1": True}, hooks=[Slow()]).result()))
+        one.start()
+        try:
+            assert planning.wait(30)
+            two = client_for(server).run(saved, tools=tools, decisions={"c1": True}).result()
+        finally:
+            second_done.set()
+            one.join(30)
+    assert (two.stop, two.interrupted) == ("approval", ["c1"])
+    assert outcome["one"].stop == "done"
+    assert sorted(ran) == [("note", "x"), ("pay", 30)] and len(server.requests) == 2

@@ -1531,9 +1531,14 @@ class Run(object):
                 return decision
         return None
 
-    def _handed_back(self, calls: Sequence[Mapping[str, Any]], ran: Mapping[str, str]) -> None:
+    def _handed_back(self, calls: Sequence[Mapping[str, Any]], ran: Mapping[str, str], claimed: Sequence[str] = ()) -> None:
         """``calls`` are handed back pending: those this process ran from the same conversation before (_RAN) may
-        run on the decision given after this, once (``ran``: their keys, made already for a resumed run's own)."""
+        run on the decision given after this, once (``ran``: their keys, made already for a resumed run's own;
+        ``claimed``: the keys this run took for calls that now do not run, let go)."""
+        if claimed:
+            with _SHOWN_LOCK:
+                for key in claimed:
+                    _RAN.pop(key, None)
         if not _RAN:
             return
         once = [c for c in calls if self._at_most_once(c)]
@@ -1598,6 +1603,7 @@ class Run(object):
         pending = []
         interrupted = []  # type: List[str]
         ran = {}  # type: Dict[str, str]  # a saved state's waiting call of a tool that must run once -> its _RAN key
+        claimed = []  # type: List[str]  # the _RAN keys this run took (let go again for the calls that do not run)
         if calls is self._open:
             once = [c for c in calls if self._at_most_once(c)]
             if once:
@@ -1626,11 +1632,19 @@ class Run(object):
                     if entry is not None and entry.kind != "schema":  # at least once: it was going to run
                         plans.append(("decided", entry, decision if decision is not None else True))
                         continue
-            if call_id in ran and ran[call_id] in _RAN:  # this process ran it from this state already: at most once
-                pending.append(call)
-                interrupted.append(call_id)
-                plans.append(None)
-                continue
+            if call_id in ran:  # claimed now (another thread resuming the same state finds it taken), or taken
+                with _SHOWN_LOCK:
+                    taken = ran[call_id] in _RAN
+                    if not taken:
+                        _RAN[ran[call_id]] = True
+                        claimed.append(ran[call_id])
+                        while len(_RAN) > _RAN_MAX:
+                            _RAN.popitem(last=False)
+                if taken:  # this process ran it from this state already: at most once
+                    pending.append(call)
+                    interrupted.append(call_id)
+                    plans.append(None)
+                    continue
             error = caught.get(call_id)
             approval = _is_approval(call)  # (never a local tool, whatever its name)
             entry = None if approval else self._entries.get(call["name"])
@@ -1674,7 +1688,7 @@ class Run(object):
             self._pending = pending  # type: ignore[assignment]
             self._interrupted = interrupted
             _remember_shown(pending)
-            self._handed_back(pending, ran)
+            self._handed_back(pending, ran, claimed)
             return None
         tasks = []  # type: List[Any]  # (index, call, entry, arguments, as decided) or (index, call, None, error text, None)
         kept = set()
@@ -1720,13 +1734,13 @@ class Run(object):
             tasks.append((index, call, entry, arguments, shown))
         results = [None] * len(calls)  # type: List[Any]
         after = self._methods["after_call"]
-        if ran:  # a saved state's waiting calls that must run once: remembered as run before they start
+        if claimed:  # a saved state's waiting calls that must run once: those that do not run are let go
+            running = {ran[task[1]["tool_call_id"]] for task in tasks
+                       if task[2] is not None and task[1]["tool_call_id"] in ran}
             with _SHOWN_LOCK:
-                for task in tasks:
-                    if task[2] is not None and task[1]["tool_call_id"] in ran:
-                        _RAN[ran[task[1]["tool_call_id"]]] = True
-                while len(_RAN) > _RAN_MAX:
-                    _RAN.popitem(last=False)
+                for key in claimed:
+                    if key not in running:
+                        _RAN.pop(key, None)
         if journal is not None:  # those that must run at most once: journaled as started first, in one write
             journal.starting(turn, [(task[1], task[2].kind == "tool" and not task[2].tool.idempotent)
                                     for task in tasks if task[2] is not None])
