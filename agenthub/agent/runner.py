@@ -581,7 +581,7 @@ def _shown_otherwise(call: Mapping[str, Any]) -> bool:
 #: whole resume) hands it back pending, as a journal's interrupted call, instead of running it twice; handed
 #: back, the key goes (a decision given after that runs it once more).  Bounded (the oldest go first); across
 #: processes only a journal holds at most once
-_RAN = collections.OrderedDict()  # type: collections.OrderedDict
+_RAN = collections.OrderedDict()  # type: collections.OrderedDict[str, bool]
 _RAN_MAX = 10000
 
 
@@ -1375,7 +1375,8 @@ class Run(object):
             method(self, answer)
         return answer  # type: ignore[no-any-return]
 
-    def _add_results(self, results: List[Dict[str, Any]], tail: Sequence[Mapping[str, Any]], hooks: bool = True) -> None:
+    def _add_results(self, results: List[Dict[str, Any]], tail: Sequence[Mapping[str, Any]],
+                     hooks: bool = True) -> None:
         """A turn's results in: ``run.messages`` gains them (never the caller's own messages), the
         conversation the message that goes next (with ``tail``, the caller's messages after the turn, joined
         in); stateful, the client's history gains it now (sent as the next request's message)."""
@@ -1531,7 +1532,8 @@ class Run(object):
                 return decision
         return None
 
-    def _handed_back(self, calls: Sequence[Mapping[str, Any]], ran: Mapping[str, str], claimed: Sequence[str] = ()) -> None:
+    def _handed_back(self, calls: Sequence[Mapping[str, Any]], ran: Mapping[str, str],
+                     claimed: Sequence[str] = ()) -> None:
         """``calls`` are handed back pending: those this process ran from the same conversation before (_RAN) may
         run on the decision given after this, once (``ran``: their keys, made already for a resumed run's own;
         ``claimed``: the keys this run took for calls that now do not run, let go)."""
@@ -1548,7 +1550,7 @@ class Run(object):
             ran = dict(zip((c["tool_call_id"] for c in once), _ran_keys(_conversation_key(self.history()), once)))
         with _SHOWN_LOCK:
             for call in once:
-                _RAN.pop(ran.get(call["tool_call_id"]), None)
+                _RAN.pop(ran.get(call["tool_call_id"], ""), None)
 
     def _answer_broken(self, calls: List[Dict[str, Any]], caught: Mapping[str, Any], turn: int) -> Iterator[UniEvent]:
         """Generator: the calls of a turn that stops here (for a decision, at max_turns) whose arguments did not
@@ -1578,7 +1580,7 @@ class Run(object):
                                                           error.raw_arguments_length, error.raw_arguments_preview)
 
     def _at_most_once(self, call: Mapping[str, Any]) -> bool:
-        entry = self._entries.get(call.get("name"))
+        entry = self._entries.get(str(call.get("name")))
         return entry is not None and entry.kind == "tool" and not entry.tool.idempotent and not _is_approval(call)
 
     def _answer(self, calls: List[Dict[str, Any]], caught: Optional[Mapping[str, Any]] = None,
@@ -1609,141 +1611,149 @@ class Run(object):
             if once:
                 conversation = _conversation_key(self._resumed_from)
                 ran = {c["tool_call_id"]: key for c, key in zip(once, _ran_keys(conversation, once))}
-        for call in calls:
-            call_id = call["tool_call_id"]
-            if replaying:
-                item = journal.result(turn, call_id)
-                if item is not None:  # it ran before the crash: its result again, it does not run again
-                    plans.append(("kept", item))
-                    continue
-                if journal.interrupted(turn, call_id):
-                    entry = self._entries.get(call["name"])
-                    decision = decisions.get(call_digest(call), decisions.get(call_id))
-                    if entry is not None and entry.kind == "tool" and not entry.tool.idempotent:
-                        if decision is None or not journal.handed_back(turn, call_id):
-                            # at most once: the user decides whether it runs again, once shown that it was
-                            # interrupted (a decision given before, the approval it started on, is not that)
-                            pending.append(call)
-                            interrupted.append(call_id)
-                            plans.append(None)
+        try:
+            for call in calls:
+                call_id = call["tool_call_id"]
+                if replaying:
+                    item = journal.result(turn, call_id)
+                    if item is not None:  # it ran before the crash: its result again, it does not run again
+                        plans.append(("kept", item))
+                        continue
+                    if journal.interrupted(turn, call_id):
+                        entry = self._entries.get(call["name"])
+                        decision = decisions.get(call_digest(call), decisions.get(call_id))
+                        if entry is not None and entry.kind == "tool" and not entry.tool.idempotent:
+                            if decision is None or not journal.handed_back(turn, call_id):
+                                # at most once: the user decides whether it runs again, once shown that it was
+                                # interrupted (a decision given before, the approval it started on, is not that)
+                                pending.append(call)
+                                interrupted.append(call_id)
+                                plans.append(None)
+                                continue
+                            plans.append(("decided", entry, decision))
                             continue
+                        if entry is not None and entry.kind != "schema":  # at least once: it was going to run
+                            plans.append(("decided", entry, decision if decision is not None else True))
+                            continue
+                if call_id in ran:  # claimed now (another thread resuming the same state finds it taken), or taken
+                    with _SHOWN_LOCK:
+                        taken = ran[call_id] in _RAN
+                        if not taken:
+                            _RAN[ran[call_id]] = True
+                            claimed.append(ran[call_id])
+                            while len(_RAN) > _RAN_MAX:
+                                _RAN.popitem(last=False)
+                    if taken:  # this process ran it from this state already: at most once
+                        pending.append(call)
+                        interrupted.append(call_id)
+                        plans.append(None)
+                        continue
+                error = caught.get(call_id)
+                approval = _is_approval(call)  # (never a local tool, whatever its name)
+                entry = None if approval else self._entries.get(call["name"])
+                if error is not None:
+                    plans.append(("error", self._broken_text(error)))
+                    continue
+                if entry is None and not approval:
+                    plans.append(("error", "unknown tool {!r}; the tools are: {}".format(
+                        call["name"], ", ".join(sorted(self._entries)) or "none")))
+                    continue
+                decision = self._decided(call) if self._methods["before_call"] else None
+                if decision is None and decisions:
+                    decision = decisions.get(call_digest(call))
+                    if decision is None and not _shown_otherwise(call):
+                        decision = decisions.get(call_id)
+                if approval:  # a provider's MCP server asks: decided, asked (approve), or the run stops for it
+                    if decision is not None:
+                        plans.append(("answer", _approval_answer(call, decision)))
+                    elif self._approve is None:
+                        pending.append(call)
+                        plans.append(None)
+                    else:
+                        plans.append(("ask", None))
+                elif entry.kind == "schema":
+                    if decision is False or isinstance(decision, str):  # a denial needs no executor
                         plans.append(("decided", entry, decision))
-                        continue
-                    if entry is not None and entry.kind != "schema":  # at least once: it was going to run
-                        plans.append(("decided", entry, decision if decision is not None else True))
-                        continue
-            if call_id in ran:  # claimed now (another thread resuming the same state finds it taken), or taken
-                with _SHOWN_LOCK:
-                    taken = ran[call_id] in _RAN
-                    if not taken:
-                        _RAN[ran[call_id]] = True
-                        claimed.append(ran[call_id])
-                        while len(_RAN) > _RAN_MAX:
-                            _RAN.popitem(last=False)
-                if taken:  # this process ran it from this state already: at most once
-                    pending.append(call)
-                    interrupted.append(call_id)
-                    plans.append(None)
-                    continue
-            error = caught.get(call_id)
-            approval = _is_approval(call)  # (never a local tool, whatever its name)
-            entry = None if approval else self._entries.get(call["name"])
-            if error is not None:
-                plans.append(("error", self._broken_text(error)))
-                continue
-            if entry is None and not approval:
-                plans.append(("error", "unknown tool {!r}; the tools are: {}".format(
-                    call["name"], ", ".join(sorted(self._entries)) or "none")))
-                continue
-            decision = self._decided(call) if self._methods["before_call"] else None
-            if decision is None and decisions:
-                decision = decisions.get(call_digest(call))
-                if decision is None and not _shown_otherwise(call):
-                    decision = decisions.get(call_id)
-            if approval:  # a provider's MCP server asks: decided, asked (approve), or the run stops for it
-                if decision is not None:
-                    plans.append(("answer", _approval_answer(call, decision)))
-                elif self._approve is None:
-                    pending.append(call)
-                    plans.append(None)
-                else:
-                    plans.append(("ask", None))
-            elif entry.kind == "schema":
-                if decision is False or isinstance(decision, str):  # a denial needs no executor
+                    else:  # no function here: the caller answers it with a tool_result message
+                        pending.append(call)
+                        plans.append(None)
+                elif decision is not None:
                     plans.append(("decided", entry, decision))
-                else:  # no function here: the caller answers it with a tool_result message
+                elif self._approve is None and (entry.requires_approval or not finished):
                     pending.append(call)
                     plans.append(None)
-            elif decision is not None:
-                plans.append(("decided", entry, decision))
-            elif self._approve is None and (entry.requires_approval or not finished):
-                pending.append(call)
-                plans.append(None)
-            else:
-                plans.append(("ask", entry))
-        if pending:
-            if caught:  # answered now: a saved state says {} for their arguments, and must not run them with that
-                yield from self._answer_broken(calls, caught, turn)
-            self._stop = "approval"
-            self._pending = pending  # type: ignore[assignment]
-            self._interrupted = interrupted
-            _remember_shown(pending)
-            self._handed_back(pending, ran, claimed)
-            return None
-        tasks = []  # type: List[Any]  # (index, call, entry, arguments, as decided) or (index, call, None, error text, None)
-        kept = set()
-        for index, (call, plan) in enumerate(zip(calls, plans)):
-            if plan[0] in ("error", "answer", "kept"):  # (an error text, or the whole result item)
-                tasks.append((index, call, None, plan[1], None))
-                if plan[0] == "kept":
-                    kept.add(index)
-                continue
-            entry = plan[1]
-            if plan[0] == "ask":
-                if self._approve is None:
-                    decision = True
                 else:
-                    decision = self._approve(dict(call))  # type: ignore
-                    _check_decision(decision, "approve()'s answer for {}".format(call["tool_call_id"]))
-            else:
-                decision = plan[2]
-            if entry is None:  # an MCP server's approval request, asked of approve
-                tasks.append((index, call, None, _approval_answer(call, decision), None))
-                continue
-            if decision is True:
-                arguments = call["arguments"]
-            elif decision is False:
-                tasks.append((index, call, None, "denied: the user did not allow this call", None))
-                continue
-            elif isinstance(decision, str):
-                tasks.append((index, call, None, "denied: {}".format(decision), None))
-                continue
-            else:
-                arguments = dict(decision["arguments"])
-            shown = arguments
-            if entry.kind == "tool":
-                try:
-                    arguments = entry.tool.convert(arguments)
-                except ValueError as exc:
-                    tasks.append((index, call, None, "invalid arguments for {}: {}".format(entry.name, exc), None))
+                    plans.append(("ask", entry))
+            if pending:
+                if caught:  # answered now: a saved state says {} for their arguments, and must not run them with that
+                    yield from self._answer_broken(calls, caught, turn)
+                self._stop = "approval"
+                self._pending = pending  # type: ignore[assignment]
+                self._interrupted = interrupted
+                _remember_shown(pending)
+                self._handed_back(pending, ran, claimed)
+                return None
+            #: (index, call, entry, arguments, as decided) or (index, call, None, error text, None)
+            tasks = []  # type: List[Any]
+            kept = set()
+            for index, (call, plan) in enumerate(zip(calls, plans)):
+                if plan[0] in ("error", "answer", "kept"):  # (an error text, or the whole result item)
+                    tasks.append((index, call, None, plan[1], None))
+                    if plan[0] == "kept":
+                        kept.add(index)
                     continue
-                except Exception as exc:  # a hint's own constructor (a dataclass __post_init__, say) refused
-                    tasks.append((index, call, None, "invalid arguments for {}: {}".format(
-                        entry.name, error_text(exc, self._credentials)), None))
+                entry = plan[1]
+                if plan[0] == "ask":
+                    if self._approve is None:
+                        decision = True
+                    else:
+                        decision = self._approve(dict(call))  # type: ignore
+                        _check_decision(decision, "approve()'s answer for {}".format(call["tool_call_id"]))
+                else:
+                    decision = plan[2]
+                if entry is None:  # an MCP server's approval request, asked of approve
+                    tasks.append((index, call, None, _approval_answer(call, decision), None))
                     continue
-            tasks.append((index, call, entry, arguments, shown))
-        results = [None] * len(calls)  # type: List[Any]
-        after = self._methods["after_call"]
-        if claimed:  # a saved state's waiting calls that must run once: those that do not run are let go
-            running = {ran[task[1]["tool_call_id"]] for task in tasks
-                       if task[2] is not None and task[1]["tool_call_id"] in ran}
-            with _SHOWN_LOCK:
-                for key in claimed:
-                    if key not in running:
+                if decision is True:
+                    arguments = call["arguments"]
+                elif decision is False:
+                    tasks.append((index, call, None, "denied: the user did not allow this call", None))
+                    continue
+                elif isinstance(decision, str):
+                    tasks.append((index, call, None, "denied: {}".format(decision), None))
+                    continue
+                else:
+                    arguments = dict(decision["arguments"])
+                shown = arguments
+                if entry.kind == "tool":
+                    try:
+                        arguments = entry.tool.convert(arguments)
+                    except ValueError as exc:
+                        tasks.append((index, call, None, "invalid arguments for {}: {}".format(entry.name, exc), None))
+                        continue
+                    except Exception as exc:  # a hint's own constructor (a dataclass __post_init__, say) refused
+                        tasks.append((index, call, None, "invalid arguments for {}: {}".format(
+                            entry.name, error_text(exc, self._credentials)), None))
+                        continue
+                tasks.append((index, call, entry, arguments, shown))
+            results = [None] * len(calls)  # type: List[Any]
+            after = self._methods["after_call"]
+            if claimed:  # a saved state's waiting calls that must run once: those that do not run are let go
+                running = {ran[task[1]["tool_call_id"]] for task in tasks
+                           if task[2] is not None and task[1]["tool_call_id"] in ran}
+                with _SHOWN_LOCK:
+                    for key in claimed:
+                        if key not in running:
+                            _RAN.pop(key, None)
+            if journal is not None:  # those that must run at most once: journaled as started first, in one write
+                journal.starting(turn, [(task[1], task[2].kind == "tool" and not task[2].tool.idempotent)
+                                        for task in tasks if task[2] is not None])
+        except BaseException:  # (nothing of the turn ran: the calls this run took are let go)
+            if claimed:
+                with _SHOWN_LOCK:
+                    for key in claimed:
                         _RAN.pop(key, None)
-        if journal is not None:  # those that must run at most once: journaled as started first, in one write
-            journal.starting(turn, [(task[1], task[2].kind == "tool" and not task[2].tool.idempotent)
-                                    for task in tasks if task[2] is not None])
+            raise
         self._turn_keys = {call["tool_call_id"]: turn for call in calls}
         #: an after_call hook's exception, or the GeneratorExit of the run closed by its reader: raised when the
         #: turn's calls that ran are in
