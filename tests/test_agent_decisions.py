@@ -404,3 +404,27 @@ def test_two_threads_resuming_one_state_with_one_decision_run_the_side_effect_on
     assert (two.stop, two.interrupted) == ("approval", ["c1"])
     assert outcome["one"].stop == "done"
     assert sorted(ran) == [("note", "x"), ("pay", 30)] and len(server.requests) == 2
+
+
+def test_a_resume_that_raises_before_its_calls_run_leaves_no_side_effect_taken():
+    @tool
+    def note(text: str) -> str:
+        """Note something."""
+        ran.append(("note", text))
+        return "noted"
+
+    def broken_approve(call):
+        raise LookupError("the approval service is down")
+
+    tools = [pay, note]
+    with SSEServer() as server:
+        server.answers += [Answer([chat_calls([("c1", "pay", '{"amount": 30}'), ("c2", "note", '{"text": "x"}')])]),
+                           Answer([chat_text("Paid.")])]
+        first = client_for(server).run([USER], tools=tools).result()
+        saved = json.loads(json.dumps([USER] + first.messages))
+        with pytest.raises(LookupError):
+            client_for(server).run(saved, tools=tools, decisions={"c1": True}, approve=broken_approve).result()
+        assert ran == []
+        again = client_for(server).run(saved, tools=tools, decisions={"c1": True}).result()
+    assert (again.stop, again.interrupted) == ("done", [])  # not handed back: it never ran
+    assert sorted(ran) == [("note", "x"), ("pay", 30)]
