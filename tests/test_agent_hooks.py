@@ -396,3 +396,41 @@ def test_a_run_closed_by_its_reader_mid_results_keeps_the_results_of_the_calls_t
         result = resumed.result()
     assert (result.stop, result.interrupted, result.replayed_results) == ("done", [], 2 if journaled else 0)
     assert ran_calls == [("book", "Rome"), ("look_up", "Rome")] and len(server.requests) == 2
+
+
+def test_an_around_call_hook_that_retries_does_not_run_a_side_effect_twice():
+    """A generic retry hook: proceed() again after a failure.  An idempotent tool runs again; one declared
+    idempotent=False does not: the second proceed() raises, and that is the call's error result."""
+    attempts = []
+
+    @tool(name="flaky_look_up")
+    def flaky_look_up(city: str) -> str:
+        """Look a city up."""
+        attempts.append(("look_up", city))
+        if len(attempts) == 1:
+            raise TimeoutError("slow upstream")
+        return city + ": open"
+
+    @tool(name="flaky_book", idempotent=False)
+    def flaky_book(city: str) -> str:
+        """Book (not safe to repeat)."""
+        attempts.append(("book", city))
+        raise TimeoutError("the booking API did not answer (it may have booked)")
+
+    class Retry(ToolHook):
+        def around_call(self, run, call, proceed):
+            try:
+                return proceed()
+            except TimeoutError:
+                return proceed()
+
+    calls = [("c1", "flaky_look_up", '{"city": "Rome"}'), ("c2", "flaky_book", '{"city": "Rome"}')]
+    with SSEServer() as server:
+        server.answers += [Answer([chat_calls(calls)]), Answer([chat_text("Done.")])]
+        result = client_for(server).run([USER], tools=[flaky_look_up, flaky_book], hooks=[Retry()],
+                                        parallel=1).result()
+    assert attempts == [("look_up", "Rome"), ("look_up", "Rome"), ("book", "Rome")]
+    assert [(i["tool_call_id"], i["text"], i.get("is_error", False)) for i in result.messages[1]["content_items"]] == [
+        ("c1", "Rome: open", False),
+        ("c2", "ConfigError: tool 'flaky_book' is declared idempotent=False: an around_call hook may proceed() once "
+               "(it ran already)", True)]

@@ -633,6 +633,21 @@ def _waiting_results(history: Sequence[Mapping[str, Any]]) -> bool:
         and bool(_calls(history[-2]))
 
 
+def _once(proceed: Callable[[], Any], name: str) -> Callable[[], Any]:
+    """``proceed`` of an ``@tool(idempotent=False)`` call, for the hooks' around_call: a second call of it (a
+    hook that retries) is refused, the tool does not run twice."""
+    done = []  # type: List[bool]
+
+    def once() -> Any:
+        if done:
+            raise ConfigError("tool {!r} is declared idempotent=False: an around_call hook may proceed() once "
+                              "(it ran already)".format(name))
+        done.append(True)
+        return proceed()
+
+    return once
+
+
 class _Paid(object):
     """What ``call_cost`` reads of a turn's Attempt: its cache mark and when it started.  A run keeps this for each
     turn, not the Attempt, which holds the turn's whole request and history (a run of N turns kept N of them)."""
@@ -2010,8 +2025,11 @@ class Run(object):
         propagate); run inside the hooks' around_call."""
         try:
             if self._methods["around_call"]:
+                proceed = functools.partial(self._proceed, call, entry, arguments, shown)
+                if entry.kind == "tool" and not entry.tool.idempotent:
+                    proceed = _once(proceed, entry.name)
                 return self._wrapped("around_call", (self, dict(call, arguments=shown)),  # type: ignore[no-any-return]
-                                     functools.partial(self._proceed, call, entry, arguments, shown))
+                                     proceed)
             return self._proceed(call, entry, arguments, shown)
         except (KeyboardInterrupt, SystemExit):
             raise
