@@ -3,8 +3,12 @@
 - A decision runs an approved ``@tool(idempotent=False)`` call once: when the process running it is killed
   mid-call, the same command again (the same ``decisions=``, the same ``run_id``) does not run it a second
   time; the resume hands it back as interrupted, and only a decision given after that runs it again (once).
-- A run refused while it is set up (a decision for a call it does not resume) lets its journal's claim go at
-  once: the corrected call right after is not locked out for the lease's 30 s, and nothing is journaled."""
+- A run refused while it is set up (a decision for a call it does not resume), or closed before it is read,
+  lets its journal's claim go at once: the corrected call right after is not locked out for the lease's 30 s,
+  and nothing is journaled (a closed run has no result, not an empty turn stored as the answer).
+- A journaled run stopped for approval takes ``decisions=`` under its ``run_id``, for the turn it stopped on.
+- A call whose streamed arguments did not parse (``{}`` in the message) has its error result journaled with
+  its turn: a SIGKILLed run's resume does not run the tool with its defaults."""
 
 import json
 import os
