@@ -6,7 +6,10 @@
   saved state);
 - keyed by ``call_digest(call)``, a decision binds the id, the name and the arguments: a saved state edited
   after the decision stops for approval again;
-- a decision for a call the run does not resume is a ConfigError.
+- a decision for a call the run does not resume is a ConfigError;
+- in one process, an ``@tool(idempotent=False)`` call a saved state's resume ran is not run again by another
+  resume of that state (the same ``decisions=`` again after the next request failed, ``run`` after
+  ``run_stateful``): it is handed back pending and interrupted, and runs only on a decision given after that.
 Also (issue 37 D): the calls of a turn that did not finish with tool_call or stop need a decision."""
 
 import copy
@@ -16,7 +19,7 @@ import pytest
 from agent_streams import chat_calls, chat_text
 from sse_server import Answer, SSEServer
 
-from agenthub import AutoLLMClient, ConfigError, StreamProtocolError, tool
+from agenthub import AutoLLMClient, ConfigError, StreamProtocolError, UpstreamError, tool
 from agenthub.agent import call_digest, runner
 
 USER = {"role": "user", "content_items": [{"type": "text", "text": "Delete old.log"}]}
@@ -44,6 +47,7 @@ TOOLS = [delete_file, wipe_disk]
 def clean():
     ran.clear()
     runner._SHOWN.clear()  # what this process showed in pending (each test starts with nothing shown)
+    runner._RAN.clear()  # the side effects this process ran from a saved state
 
 
 def client_for(server):
@@ -159,6 +163,22 @@ def test_a_decision_for_a_call_the_run_does_not_resume_is_refused():
     assert ran == []
 
 
+def test_a_digest_decision_when_no_call_waits_is_refused_before_anything_is_sent():
+    """A digest that matches no waiting call is let go when calls wait (its call changed: it asks again);
+    with none waiting, it is for a call the run does not resume."""
+    decisions = {call_digest({"tool_call_id": "call_0", "name": "delete_file", "arguments": {"path": "old.log"}}): True}
+    with SSEServer() as server:
+        client = client_for(server)
+        for start in (lambda: client.run([USER], tools=TOOLS, decisions=decisions),
+                      lambda: client.run_stateful(USER, tools=TOOLS, decisions=decisions)):
+            with pytest.raises(ConfigError) as caught:
+                start()
+            assert str(caught.value) == ("decisions for calls this run does not resume (a decision covers one of the "
+                                         "calls waiting when the run starts): {!r}".format(list(decisions)[0]))
+        assert server.requests == [] and client.get_history() == []
+    assert ran == []
+
+
 def test_the_calls_of_a_turn_cut_short_are_not_run_without_a_decision():
     """Issue 37 D: a turn that ended otherwise than with tool_call or stop (here: length) does not run its
     calls as asked: they wait in pending (with approve=, approve is asked)."""
@@ -201,3 +221,210 @@ def test_a_decision_by_id_runs_the_call_this_process_showed():
         result = client_for(server).run(json.loads(json.dumps([USER] + first.messages)), tools=TOOLS,
                                         decisions={"call_0": True}).result()
     assert result.stop == "done" and ran == [("delete_file", "old.log")]
+
+
+@tool(requires_approval=True, idempotent=False)
+def pay(amount: int) -> str:
+    """Pay."""
+    ran.append(("pay", amount))
+    return "paid"
+
+
+def test_the_same_decisions_again_after_the_next_request_failed_do_not_run_a_side_effect_twice():
+    with SSEServer() as server:
+        server.answers += [Answer([chat_calls([("c1", "pay", '{"amount": 30}')])]), Answer([b"busy"], status=503)]
+        client = client_for(server)
+        first = client.run([USER], tools=[pay]).result()
+        saved = json.loads(json.dumps([USER] + first.messages))
+        decisions = {"c1": True}
+        with pytest.raises(UpstreamError):
+            client.run(saved, tools=[pay], decisions=decisions).result()  # pay ran; the next request failed
+        assert ran == [("pay", 30)] and len(server.requests) == 2
+        again = client.run(saved, tools=[pay], decisions=decisions).result()  # a retry of the whole resume
+        assert (again.stop, again.interrupted, again.pending) == ("approval", ["c1"], first.pending)
+        assert ran == [("pay", 30)] and len(server.requests) == 2  # not run, nothing sent
+        server.answers.append(Answer([chat_text("Paid.")]))
+        told = client.run(saved, tools=[pay], decisions={"c1": "it went through"}).result()
+    assert told.stop == "done" and ran == [("pay", 30)]
+    assert server.requests[2]["body"]["messages"][-1] == {"role": "tool", "tool_call_id": "c1",
+                                                          "content": "denied: it went through"}
+
+
+def test_run_after_run_stateful_on_the_same_state_does_not_run_a_side_effect_twice():
+    with SSEServer() as server:
+        server.answers += [Answer([chat_calls([("c1", "pay", '{"amount": 30}')])]), Answer([chat_text("Paid.")]),
+                           Answer([chat_text("Paid.")])]
+        client = client_for(server)
+        assert client.run_stateful(USER, tools=[pay]).result().stop == "approval"
+        saved = json.loads(json.dumps(client.get_history()))
+        assert client.run_stateful(None, tools=[pay], decisions={"c1": True}).result().stop == "done"
+        again = client_for(server).run(saved, tools=[pay], decisions={"c1": True}).result()
+        assert (again.stop, again.interrupted, [c["tool_call_id"] for c in again.pending]) == ("approval", ["c1"],
+                                                                                               ["c1"])
+        assert ran == [("pay", 30)] and len(server.requests) == 2
+        # shown again, decided again (the user wants a second payment): it runs, once more
+        last = client_for(server).run(saved, tools=[pay], decisions={"c1": True}).result()
+    assert last.stop == "done" and ran == [("pay", 30), ("pay", 30)] and len(server.requests) == 3
+
+
+def test_a_side_effect_of_a_saved_state_runs_again_from_another_conversation():
+    """The memory is of this conversation's call: the same call (id, name, arguments) after another question
+    is another call."""
+    other = {"role": "user", "content_items": [{"type": "text", "text": "Pay the other invoice."}]}
+    with SSEServer() as server:
+        server.answers += [Answer([chat_calls([("c1", "pay", '{"amount": 30}')])]),
+                           Answer([chat_calls([("c1", "pay", '{"amount": 30}')])]),
+                           Answer([chat_text("Paid.")]), Answer([chat_text("Paid.")])]
+        client = client_for(server)
+        states = [[question] + client.run([question], tools=[pay]).result().messages for question in (USER, other)]
+        results = [client.run(state, tools=[pay], decisions={"c1": True}).result() for state in states]
+    assert [r.stop for r in results] == ["done", "done"] and ran == [("pay", 30), ("pay", 30)]
+
+
+@tool(idempotent=False)
+def send_report(to: str = "everyone@corp.example") -> str:
+    """Send the report."""
+    ran.append(("send_report", to))
+    return "sent to " + to
+
+
+CUT = [("c1", "send_report", '{"to": "boss@corp.exam'), ("c2", "delete_file", '{"path": "old.log"}')]
+CUT_ERROR = ("ToolCallArgumentParseError: arguments of tool call 'send_report' (c1) is not valid JSON (Unterminated "
+             "string starting at: line 1 column 8 (char 7)); raw arguments (22 chars): {\"to\": \"boss@corp.exam")
+
+
+@pytest.mark.parametrize("stateful", [False, True])
+def test_a_call_whose_arguments_did_not_parse_is_answered_when_the_turn_stops_for_approval(stateful):
+    """The message holds {} as its arguments: a resume from it ran send_report() with its default (the report
+    to everyone) where the live turn answered an error.  It is answered as the run stops, in one results message
+    with the decided call's result on resume."""
+    with SSEServer() as server:
+        server.answers += [Answer([chat_calls(CUT)]), Answer([chat_text("Done.")])]
+        client = client_for(server)
+        first = client.run_stateful(USER, tools=[send_report, delete_file]) if stateful else \
+            client.run([USER], tools=[send_report, delete_file])
+        events = list(first)
+        first = first.result()
+        assert (first.stop, [c["tool_call_id"] for c in first.pending]) == ("approval", ["c2"])
+        assert first.messages[-1] == {"role": "user", "content_items": [
+            {"type": "tool_result", "tool_call_id": "c1", "text": CUT_ERROR, "is_error": True}]}
+        assert events[-1]["content_items"] == first.messages[-1]["content_items"]  # (its result event)
+        assert [(c["tool_call_id"], c["is_error"]) for c in first.calls] == [("c1", True)]
+        second = client.run_stateful(None, tools=[send_report, delete_file], decisions={"c2": True}) if stateful \
+            else client.run(json.loads(json.dumps([USER] + first.messages)), tools=[send_report, delete_file],
+                            decisions={"c2": True})
+        assert second.result().stop == "done"
+    assert ran == [("delete_file", "old.log")]
+    assert [m for m in server.requests[1]["body"]["messages"] if m["role"] == "tool"] == [
+        {"role": "tool", "tool_call_id": "c1", "content": CUT_ERROR},
+        {"role": "tool", "tool_call_id": "c2", "content": "deleted old.log"}]
+
+
+def test_a_call_whose_arguments_did_not_parse_is_answered_not_handed_back_at_max_turns():
+    with SSEServer() as server:
+        server.answers += [Answer([chat_calls(CUT)])]
+        result = client_for(server).run([USER], tools=[send_report, delete_file], max_turns=1).result()
+    assert (result.stop, [c["tool_call_id"] for c in result.pending]) == ("max_turns", ["c2"])
+    assert result.messages[-1]["content_items"] == [
+        {"type": "tool_result", "tool_call_id": "c1", "text": CUT_ERROR, "is_error": True}]
+    assert ran == []
+
+
+def test_a_call_whose_arguments_did_not_parse_is_answered_when_the_run_is_aborted_in_its_turn():
+    """abort() while the turn's first call runs (one at a time): the cut call after it gets its error result,
+    not a place in pending with {} as its arguments."""
+    import threading
+
+    started, release = threading.Event(), threading.Event()
+
+    @tool(name="look_up")
+    def look_up(city: str) -> str:
+        """Look a city up."""
+        started.set()
+        assert release.wait(30)
+        ran.append(("look_up", city))
+        return city + ": open"
+
+    calls = [("c0", "look_up", '{"city": "Rome"}')] + CUT
+    with SSEServer() as server:
+        server.answers += [Answer([chat_calls(calls)])]
+        run = client_for(server).run([USER], tools=[look_up, send_report, delete_file], parallel=1,
+                                     approve=lambda call: True)
+        reader = threading.Thread(target=run.result)
+        reader.start()
+        assert started.wait(30)
+        run.abort()
+        release.set()
+        reader.join(30)
+        result = run.result()
+    assert result.stop == "aborted" and ran == [("look_up", "Rome")]
+    assert [c["tool_call_id"] for c in result.pending] == ["c2"]
+    assert [(i["tool_call_id"], i.get("is_error", False)) for i in result.messages[-1]["content_items"]] == [
+        ("c0", False), ("c1", True)]
+
+
+def test_two_threads_resuming_one_state_with_one_decision_run_the_side_effect_once():
+    """A double submit of one approval (two requests of a server, two threads): the first resume takes the call
+    as it plans it, so the second, planned meanwhile, hands it back instead of running it too."""
+    import threading
+
+    from agenthub.agent import ToolHook
+
+    @tool
+    def note(text: str) -> str:
+        """Note something."""
+        ran.append(("note", text))
+        return "noted"
+
+    planning, second_done = threading.Event(), threading.Event()
+
+    class Slow(ToolHook):  # holds the first resume between its two calls' planning
+        def before_call(self, call):
+            if call["tool_call_id"] == "c2":
+                planning.set()
+                assert second_done.wait(30)
+            return None
+
+    tools = [pay, note]
+    with SSEServer() as server:
+        server.answers += [Answer([chat_calls([("c1", "pay", '{"amount": 30}'), ("c2", "note", '{"text": "x"}')])]),
+                           Answer([chat_text("Paid.")])]
+        first = client_for(server).run([USER], tools=tools).result()
+        saved = json.loads(json.dumps([USER] + first.messages))
+        outcome = {}
+        one = threading.Thread(target=lambda: outcome.setdefault("one", client_for(server).run(
+            saved, tools=tools, decisions={"c1": True}, hooks=[Slow()]).result()))
+        one.start()
+        try:
+            assert planning.wait(30)
+            two = client_for(server).run(saved, tools=tools, decisions={"c1": True}).result()
+        finally:
+            second_done.set()
+            one.join(30)
+    assert (two.stop, two.interrupted) == ("approval", ["c1"])
+    assert outcome["one"].stop == "done"
+    assert sorted(ran) == [("note", "x"), ("pay", 30)] and len(server.requests) == 2
+
+
+def test_a_resume_that_raises_before_its_calls_run_leaves_no_side_effect_taken():
+    @tool
+    def note(text: str) -> str:
+        """Note something."""
+        ran.append(("note", text))
+        return "noted"
+
+    def broken_approve(call):
+        raise LookupError("the approval service is down")
+
+    tools = [pay, note]
+    with SSEServer() as server:
+        server.answers += [Answer([chat_calls([("c1", "pay", '{"amount": 30}'), ("c2", "note", '{"text": "x"}')])]),
+                           Answer([chat_text("Paid.")])]
+        first = client_for(server).run([USER], tools=tools).result()
+        saved = json.loads(json.dumps([USER] + first.messages))
+        with pytest.raises(LookupError):
+            client_for(server).run(saved, tools=tools, decisions={"c1": True}, approve=broken_approve).result()
+        assert ran == []
+        again = client_for(server).run(saved, tools=tools, decisions={"c1": True}).result()
+    assert (again.stop, again.interrupted) == ("done", [])  # not handed back: it never ran
+    assert sorted(ran) == [("note", "x"), ("pay", 30)]

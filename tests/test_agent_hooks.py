@@ -221,3 +221,216 @@ def test_telemetrys_spans_hang_on_the_seam_from_whichever_thread_runs_the_tool()
     assert len(tools) == 2 and all(t.parent.span_id == run.context.span_id for t in tools)
     assert len(calls) == 2 and all(c.parent.span_id == run.context.span_id for c in calls)
     assert len(mcp) == 2 and {m.parent.span_id for m in mcp} == {t.context.span_id for t in tools}
+
+
+class _FailsAfter(ToolHook):
+    """after_call raises for ``call_id`` (``after``: once that event is set, and the call that set it has
+    handed its result over); records what the hooks heard."""
+
+    def __init__(self, call_id, after=None):
+        self.call_id = call_id
+        self.after = after
+        self.heard = []
+
+    def after_call(self, call, result, seconds):
+        import time
+
+        self.heard.append(("after_call", call["tool_call_id"]))
+        if call["tool_call_id"] == self.call_id:
+            if self.after is not None:
+                assert self.after.wait(30)
+                time.sleep(0.3)  # (its thread hands its result over meanwhile)
+            raise RuntimeError("the audit log is down")
+
+    def on_results(self, run, message):
+        self.heard.append(("on_results",))
+
+
+ran_calls = []
+booked = threading.Event()
+
+
+@tool
+def look_up(city: str) -> str:
+    """Look a city up."""
+    ran_calls.append(("look_up", city))
+    return city + ": open"
+
+
+@tool(idempotent=False)
+def book(city: str) -> str:
+    """Book (not safe to repeat)."""
+    ran_calls.append(("book", city))
+    booked.set()
+    return "booked " + city
+
+
+BOTH = [("c1", "look_up", '{"city": "Rome"}'), ("c2", "book", '{"city": "Rome"}')]
+
+
+@pytest.mark.parametrize("stateful", [False, True])
+def test_an_after_call_hook_that_raises_keeps_the_results_of_the_calls_that_ran(stateful):
+    """A hook's exception still ends the run, once the turn's calls that ran are in run.messages (and the
+    client's history): the documented resume sends their results and runs neither again."""
+    del ran_calls[:]
+    booked.clear()
+    hook = _FailsAfter("c1", after=booked)  # (book has run when c1's hook raises)
+    with SSEServer() as server:
+        server.answers += [Answer([chat_calls(BOTH)]), Answer([chat_text("Booked.")])]
+        client = client_for(server)
+        run = client.run_stateful(USER, tools=[look_up, book], hooks=[hook]) if stateful else \
+            client.run([USER], tools=[look_up, book], hooks=[hook])
+        with pytest.raises(RuntimeError, match="the audit log is down"):
+            run.result()
+        assert sorted(ran_calls) == [("book", "Rome"), ("look_up", "Rome")]
+        assert hook.heard == [("after_call", "c1")]  # no hook heard of anything after
+        results = [(i["tool_call_id"], i["text"]) for i in run.messages[-1]["content_items"]]
+        assert [m["role"] for m in run.messages] == ["assistant", "user"]
+        assert sorted(results) == [("c1", "Rome: open"), ("c2", "booked Rome")]
+        resumed = client.run_stateful(None, tools=[look_up, book]) if stateful else \
+            client.run([USER] + run.messages, tools=[look_up, book])
+        assert resumed.result().stop == "done"
+    assert len(ran_calls) == 2 and len(server.requests) == 2
+    assert [(m["tool_call_id"], m["content"]) for m in server.requests[1]["body"]["messages"]
+            if m["role"] == "tool"] == [("c1", "Rome: open"), ("c2", "booked Rome")]
+
+
+def test_an_after_call_hook_that_raises_starts_no_more_calls_and_the_journal_keeps_those_that_ran():
+    from agenthub.stores import MemoryStore
+
+    del ran_calls[:]
+    store = MemoryStore()
+    with SSEServer() as server:
+        server.answers += [Answer([chat_calls(BOTH)]), Answer([chat_text("Booked.")])]
+        client = client_for(server)
+        run = client.run([USER], tools=[look_up, book], hooks=[_FailsAfter("c1")], parallel=1, journal=store,
+                         run_id="trip")
+        with pytest.raises(RuntimeError, match="the audit log is down"):
+            run.result()
+        assert ran_calls == [("look_up", "Rome")]  # one at a time: book never started
+        assert [(i["tool_call_id"], i["text"]) for i in run.messages[-1]["content_items"]] == [("c1", "Rome: open")]
+        resumed = client.run([USER], tools=[look_up, book], journal=store, run_id="trip").result()
+    # book was journaled as starting with the turn (at most once): handed back, not run
+    assert (resumed.stop, resumed.interrupted, resumed.replayed_results) == ("approval", ["c2"], 0)
+    assert ran_calls == [("look_up", "Rome")] and len(server.requests) == 1
+
+
+def test_an_after_call_hook_that_raises_in_a_threaded_turn_journals_the_side_effect_that_ran():
+    """book (c2) returns while look_up (c1) still runs; c1's hook raises: book's result, in before the run
+    reads it in call order, is journaled, not lost (the resume would hand book back as interrupted)."""
+    import time
+    from agenthub.stores import MemoryStore
+
+    booked = threading.Event()
+
+    @tool(name="look_up", timeout=30)  # (a timeout: each call on a thread of its own)
+    def slow_look_up(city: str) -> str:
+        """Look a city up."""
+        assert booked.wait(30)
+        time.sleep(0.3)  # (book's thread hands its result over meanwhile)
+        ran_calls.append(("look_up", city))
+        return city + ": open"
+
+    @tool(name="book", idempotent=False)
+    def booking(city: str) -> str:
+        """Book (not safe to repeat)."""
+        ran_calls.append(("book", city))
+        booked.set()
+        return "booked " + city
+
+    del ran_calls[:]
+    store = MemoryStore()
+    tools = [slow_look_up, booking]
+    with SSEServer() as server:
+        server.answers += [Answer([chat_calls(BOTH)]), Answer([chat_text("Booked.")])]
+        client = client_for(server)
+        with pytest.raises(RuntimeError, match="the audit log is down"):
+            client.run([USER], tools=tools, hooks=[_FailsAfter("c1")], journal=store, run_id="trip").result()
+        resumed = client.run([USER], tools=tools, journal=store, run_id="trip").result()
+    assert (resumed.stop, resumed.interrupted, resumed.replayed_results) == ("done", [], 2)
+    assert ran_calls == [("book", "Rome"), ("look_up", "Rome")] and len(server.requests) == 2
+
+
+@pytest.mark.parametrize("journaled", [False, True])
+def test_a_run_closed_by_its_reader_mid_results_keeps_the_results_of_the_calls_that_ran(journaled):
+    """close() after the first result event: book, which ran meanwhile, is in run.messages (and the journal),
+    as after abort(): the resume runs neither call again."""
+    import time
+    from agenthub.stores import MemoryStore
+
+    booked_too = threading.Event()
+
+    @tool(name="look_up", timeout=30)
+    def slow_look_up(city: str) -> str:
+        """Look a city up."""
+        assert booked_too.wait(30)
+        time.sleep(0.3)  # (book's thread hands its result over meanwhile)
+        ran_calls.append(("look_up", city))
+        return city + ": open"
+
+    @tool(name="book", idempotent=False)
+    def booking(city: str) -> str:
+        """Book (not safe to repeat)."""
+        ran_calls.append(("book", city))
+        booked_too.set()
+        return "booked " + city
+
+    del ran_calls[:]
+    tools = [slow_look_up, booking]
+    kwargs = {"journal": MemoryStore(), "run_id": "trip"} if journaled else {}
+    with SSEServer() as server:
+        server.answers += [Answer([chat_calls(BOTH)]), Answer([chat_text("Booked.")])]
+        client = client_for(server)
+        run = client.run([USER], tools=tools, **kwargs)
+        seen = []
+        for event in run:
+            seen.append(event)
+            if event["role"] == "user":
+                break
+        run.close()
+        assert [i["tool_call_id"] for i in seen[-1]["content_items"]] == ["c1"]
+        assert [(i["tool_call_id"], i["text"]) for i in run.messages[-1]["content_items"]] == [
+            ("c1", "Rome: open"), ("c2", "booked Rome")]
+        resumed = client.run([USER], tools=tools, **kwargs) if journaled else \
+            client.run([USER] + run.messages, tools=tools)
+        result = resumed.result()
+    assert (result.stop, result.interrupted, result.replayed_results) == ("done", [], 2 if journaled else 0)
+    assert ran_calls == [("book", "Rome"), ("look_up", "Rome")] and len(server.requests) == 2
+
+
+def test_an_around_call_hook_that_retries_does_not_run_a_side_effect_twice():
+    """A generic retry hook: proceed() again after a failure.  An idempotent tool runs again; one declared
+    idempotent=False does not: the second proceed() raises, and that is the call's error result."""
+    attempts = []
+
+    @tool(name="flaky_look_up")
+    def flaky_look_up(city: str) -> str:
+        """Look a city up."""
+        attempts.append(("look_up", city))
+        if len(attempts) == 1:
+            raise TimeoutError("slow upstream")
+        return city + ": open"
+
+    @tool(name="flaky_book", idempotent=False)
+    def flaky_book(city: str) -> str:
+        """Book (not safe to repeat)."""
+        attempts.append(("book", city))
+        raise TimeoutError("the booking API did not answer (it may have booked)")
+
+    class Retry(ToolHook):
+        def around_call(self, run, call, proceed):
+            try:
+                return proceed()
+            except TimeoutError:
+                return proceed()
+
+    calls = [("c1", "flaky_look_up", '{"city": "Rome"}'), ("c2", "flaky_book", '{"city": "Rome"}')]
+    with SSEServer() as server:
+        server.answers += [Answer([chat_calls(calls)]), Answer([chat_text("Done.")])]
+        result = client_for(server).run([USER], tools=[flaky_look_up, flaky_book], hooks=[Retry()],
+                                        parallel=1).result()
+    assert attempts == [("look_up", "Rome"), ("look_up", "Rome"), ("book", "Rome")]
+    assert [(i["tool_call_id"], i["text"], i.get("is_error", False)) for i in result.messages[1]["content_items"]] == [
+        ("c1", "Rome: open", False),
+        ("c2", "ConfigError: tool 'flaky_book' is declared idempotent=False: an around_call hook may proceed() once "
+               "(it ran already)", True)]

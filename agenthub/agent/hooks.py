@@ -30,14 +30,16 @@ Per call (``call`` is the ``tool_call`` item as ``approve`` gets it: ``name``, `
 - ``around_call(run, call, proceed)``: in the thread that runs the tool, around the tool itself
   (``call["arguments"]`` are those it runs with); ``proceed()`` runs it and returns the ``tool_result``
   item, or raises what the tool raised (the runner turns that into the error result afterwards); return
-  what ``proceed()`` returns.  Telemetry opens the ``execute_tool`` span here, so what the tool does (an
+  what ``proceed()`` returns.  An ``@tool(idempotent=False)`` call's ``proceed()`` runs it once: a second
+  call (a hook that retries) raises ConfigError.  Telemetry opens the ``execute_tool`` span here, so what the tool does (an
   MCP request) nests under it.
 - ``after_call(call, result, seconds)``: in the run's thread, in call order, once per call the runner
   answered (ran, denied, refused, timed out): ``result`` is the ``tool_result`` item (``is_error`` True on a
   failure), ``seconds`` how long the tool ran (0.0 when it did not run).
 
-A hook's exception propagates as ``approve``'s does (``around_call``'s becomes the call's error result);
-the tracer's and telemetry's own hooks never raise (what fails in them is logged).
+A hook's exception propagates as ``approve``'s does (``around_call``'s becomes the call's error result;
+``after_call``'s once the turn's calls that ran are in the run's messages, history and journal, and no
+more start); the tracer's and telemetry's own hooks never raise (what fails in them is logged).
 """
 
 from typing import Any, Callable, List, Optional, Sequence

@@ -522,8 +522,17 @@ class Replay(object):
         self.results = {}  # type: Dict[Tuple[int, str], Dict[str, Any]]
         self.in_flight = None  # type: Optional[Dict[str, Any]]
         self.done = None  # type: Optional[Dict[str, Any]]
-        for entry in entries:
+        #: where each call's latest start is (turn, call id) -> entry number, and where a run that stopped for
+        #: approval last handed a call back pending (call id -> entry number)
+        self.started_at = {}  # type: Dict[Tuple[int, str], int]
+        self.handed_back = {}  # type: Dict[str, int]
+        #: the run's last stop, when it stopped for approval and went no further: (the turn whose calls wait,
+        #: their ids)
+        self.awaiting = None  # type: Optional[Tuple[int, List[str]]]
+        for number, entry in enumerate(entries):
             kind = entry["k"]
+            if kind in ("turn", "call", "result"):
+                self.awaiting = None
             if kind == "request":
                 self.in_flight = dict(entry)
             elif kind == "attach":  # a background response's id for the request in flight, once known
@@ -538,10 +547,17 @@ class Replay(object):
                 self.in_flight = None
             elif kind == "call":
                 self.started[(entry["turn"], entry["id"])] = dict(entry)
+                self.started_at[(entry["turn"], entry["id"])] = number
             elif kind == "result":
                 self.results[(entry["turn"], entry["id"])] = dict(entry)
             elif kind == "done":
                 self.done = dict(entry)
+                self.awaiting = None
+                if entry.get("stop") == "approval" and isinstance(entry.get("pending"), list):
+                    for call_id in entry["pending"]:
+                        if isinstance(call_id, str):
+                            self.handed_back[call_id] = number
+                    self.awaiting = (len(self.turns) - 1, [i for i in entry["pending"] if isinstance(i, str)])
 
 
 def replay_events(message: Mapping[str, Any]) -> List[Dict[str, Any]]:
@@ -588,6 +604,8 @@ class RunJournal(object):
         #: turns read again by a background response's journaled id (live, not sent again)
         self.reattached_turns = 0
         self._at_most_once = set()  # type: Set[Tuple[int, str]]  # (turn, call id): results stored as they end
+        #: (turn, call id): results stored with their turn (calls whose arguments did not parse): not again
+        self.early = set()  # type: Set[Tuple[int, str]]
         self._results_kept = False  # (results kept for the next write: stored before the next request)
         #: the turns whose calls the journal holds a start or a result of
         self._journaled_calls = {key[0] for key in self.replay.started} | {key[0] for key in self.replay.results}
@@ -610,6 +628,29 @@ class RunJournal(object):
     def interrupted(self, turn: int, call_id: str) -> bool:
         return (turn, call_id) in self.replay.started and (turn, call_id) not in self.replay.results
 
+    def handed_back(self, turn: int, call_id: str) -> bool:
+        """Whether a run handed this interrupted call back (``stop == "approval"``, the call in ``pending``) after
+        its latest start: a decision given now is about running it again.  A call started again on a decision
+        and interrupted again has not been handed back since (the decision was for the start before)."""
+        shown = self.replay.handed_back.get(call_id)
+        return shown is not None and shown > self.replay.started_at.get((turn, call_id), -1)
+
+    def awaiting(self, turn: Optional[int] = None) -> List[str]:
+        """The ids of the calls the run stopped for approval on, when that is where it stopped (its last entry
+        but the ``done``): they take ``decisions`` under the run's ``run_id``.  ``turn``: only if they are that
+        turn's."""
+        awaiting = self.replay.awaiting
+        if awaiting is None or (turn is not None and awaiting[0] != turn):
+            return []
+        return list(awaiting[1])
+
+    def discard(self) -> None:
+        """The run never started (refused while it was being set up): the claim let go, nothing stored (a new
+        run's header neither)."""
+        with self.journal._lock:
+            self.journal._kept = []
+        self.journal.close()
+
     def interrupted_ids(self) -> List[str]:
         return [call_id for key, call_id in [(k, k[1]) for k in self.replay.started] if key not in self.replay.results]
 
@@ -622,9 +663,16 @@ class RunJournal(object):
             self.journal.flush()
 
     def answered(self, turn: int, message: Mapping[str, Any], cost: Optional[float],
-                 route: Optional[Mapping[str, Any]]) -> None:
+                 route: Optional[Mapping[str, Any]], results: Sequence[Tuple[str, Mapping[str, Any]]] = ()) -> None:
+        """The turn stored now; ``results``: (call id, result item) of its calls answered with it (those whose
+        arguments did not parse), in the same write."""
         self.journal.keep(_turn_text(turn, message if type(message) is dict else dict(message), cost,
                                      self._route_text(route)))
+        for call_id, item in results:
+            kept = dict(item)
+            self.replay.results[(turn, call_id)] = {"item": kept}
+            self.early.add((turn, call_id))
+            self.journal.keep(_result_text(turn, call_id, kept, 0.0))
         self.journal.flush()
 
     def _route_text(self, route: Optional[Mapping[str, Any]]) -> Any:
@@ -656,6 +704,8 @@ class RunJournal(object):
         self.starting(turn, [(call, True)])
 
     def finished(self, turn: int, call_id: str, item: Mapping[str, Any], seconds: float) -> None:
+        if (turn, call_id) in self.early:  # stored with its turn already
+            return
         kept = dict(item)
         self.replay.results[(turn, call_id)] = {"item": kept}
         self.journal.keep(_result_text(turn, call_id, kept, round(seconds, 6)))

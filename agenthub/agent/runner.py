@@ -575,6 +575,29 @@ def _shown_otherwise(call: Mapping[str, Any]) -> bool:
     return digests is not None and call_digest(call) not in digests
 
 
+#: the calls of an ``@tool(idempotent=False)`` tool this process ran as a saved state's waiting calls (a resumed
+#: run's), keyed by the conversation up to their turn and the call's digest: a later run resuming the same state
+#: with the call still waiting (the same ``decisions=`` again, ``run`` after ``run_stateful``, a retry of the
+#: whole resume) hands it back pending, as a journal's interrupted call, instead of running it twice; handed
+#: back, the key goes (a decision given after that runs it once more).  Bounded (the oldest go first); across
+#: processes only a journal holds at most once
+_RAN = collections.OrderedDict()  # type: collections.OrderedDict[str, bool]
+_RAN_MAX = 10000
+
+
+def _conversation_key(messages: Sequence[Mapping[str, Any]]) -> str:
+    """A digest of a conversation as saved (each message without its ``created_at``)."""
+    import hashlib
+
+    kept = [{k: v for k, v in m.items() if k != "created_at"} for m in messages]
+    body = json.dumps(kept, sort_keys=True, separators=(",", ":"), ensure_ascii=True, default=_json_default)
+    return hashlib.sha256(body.encode("utf-8")).hexdigest()
+
+
+def _ran_keys(conversation: str, calls: Sequence[Mapping[str, Any]]) -> List[str]:
+    return [conversation + call_digest(call) for call in calls]
+
+
 #: the finish reasons after which a turn's calls run as asked; after any other (``length``: cut short,
 #: ``unknown``: a refusal, a content filter) each call needs a decision, as a requires_approval tool's does
 _FINISHED = (None, "stop", "tool_call")
@@ -608,6 +631,21 @@ def _waiting_results(history: Sequence[Mapping[str, Any]]) -> bool:
     """Does ``history`` end with a turn's results that were never sent (a run whose next request failed)?"""
     return len(history) >= 2 and _results_only(history[-1]) and history[-2].get("role") == "assistant" \
         and bool(_calls(history[-2]))
+
+
+def _once(proceed: Callable[[], Any], name: str) -> Callable[[], Any]:
+    """``proceed`` of an ``@tool(idempotent=False)`` call, for the hooks' around_call: a second call of it (a
+    hook that retries) is refused, the tool does not run twice."""
+    done = []  # type: List[bool]
+
+    def once() -> Any:
+        if done:
+            raise ConfigError("tool {!r} is declared idempotent=False: an around_call hook may proceed() once "
+                              "(it ran already)".format(name))
+        done.append(True)
+        return proceed()
+
+    return once
 
 
 class _Paid(object):
@@ -752,6 +790,7 @@ class Run(object):
     _reader = None  # type: Optional[int]  # the thread that started reading the run
     _first = None  # type: Any
     _aborted = False
+    _halting = False  # an after_call hook raised: the turn's calls that ran are taken in, no more start
     _stream = None  # type: Any  # the model stream being read
     _wake = None  # type: Any  # the queue a wait for tool threads reads (abort() puts None)
     _pool = None  # type: Optional[_Pool]  # the run's tool threads, made at the first turn that needs them
@@ -889,6 +928,8 @@ class Run(object):
         resumed = None  # type: Any  # the assistant turn whose calls this run resumes
         if self._open and self._resume_at is not None:
             resumed = seen[self._resume_at] if stateful else messages[self._resume_at]  # type: ignore[index]
+            #: the saved conversation up to the turn whose calls this run resumes (what _RAN keys are made of)
+            self._resumed_from = (seen if stateful else messages)[:self._resume_at + 1]  # type: ignore[index]
         self._order = [c["tool_call_id"] for c in _calls(resumed)] if resumed is not None else []
         self._resumed_well = resumed is None or resumed.get("finish_reason") in _FINISHED
         if self._open:
@@ -903,12 +944,24 @@ class Run(object):
         if journal is not None:
             self._open_journal(journal, run_id, journal_ttl, journal_wait,  # type: ignore[arg-type]
                                (seen if stateful else messages))  # type: ignore[possibly-undefined]
+        try:
+            self._check_start(stateful)
+        except BaseException:
+            if self._journal is not None:  # refused before it started: its claim let go now (not left to lapse)
+                self._journal.discard()
+            raise
+
+    def _check_start(self, stateful: bool) -> None:
+        """What a run checks once its journal is open, before anything is sent: the decisions (each for a call
+        the run resumes), and the next request built (what the wire refuses is a ConfigError now)."""
         if self._decisions:
             covered = {c["tool_call_id"] for c in self._open} | {call_digest(c) for c in self._open}
-            if self._journal is not None:
-                covered |= set(self._journal.interrupted_ids())
-            # (a digest that matches no call is no error: its call changed since; that call asks again)
-            stray = sorted(key for key in self._decisions if key not in covered and not key.startswith("sha256:"))
+            if self._journal is not None:  # a crash's interrupted calls, and those the run stopped for approval on
+                covered |= set(self._journal.interrupted_ids()) | set(self._journal.replay.handed_back)
+            # (a digest that matches no call is no error: its call changed since; that call asks again; but with
+            # no call waiting at all, every decision is for a call the run does not resume)
+            stray = sorted(key for key in self._decisions
+                           if key not in covered and not (covered and key.startswith("sha256:")))
             if stray:
                 raise ConfigError("decisions for calls this run does not resume (a decision covers one of the calls "
                                   "waiting when the run starts): {}".format(", ".join(repr(k) for k in stray)))
@@ -1006,14 +1059,21 @@ class Run(object):
 
     def close(self) -> None:
         """Stop the run where it is (an open model stream is released; running tools run on).  From another
-        thread while the run is being read, this is ``abort()``."""
+        thread while the run is being read, this is ``abort()``.  A run never read ends here: nothing is sent,
+        its journal's claim is let go, and ``result()`` raises ConfigError."""
         if self._events is not None:
             if getattr(self._events, "gi_running", False) or threading.get_ident() != self._reader:
                 self.abort()  # (another thread reads the run: it ends there)
                 return
             self._events.close()  # type: ignore[attr-defined]
-        elif self._first is not None:
+            return
+        # never read: nothing ran or was sent; it ends here (its journal's claim let go now, nothing journaled;
+        # result() says it was closed)
+        self._events = iter(())
+        if self._first is not None:
             self._first.close()
+        if self._journal is not None:
+            self._journal.discard()
 
     def abort(self) -> None:
         """Stop the run from any thread: a model stream being read is aborted, a wait for tool threads ends
@@ -1124,9 +1184,13 @@ class Run(object):
                                           "was run".format(", ".join(repeated)),
                                           client=getattr(self._client, "client_type", ""))
             if self._turns >= self._max_turns:
+                if caught:  # (calls whose arguments did not parse: answered, not handed back with {} as arguments)
+                    yield from self._answer_broken(calls, caught, self._turns - 1)
+                    calls = [call for call in calls if call["tool_call_id"] not in caught]
                 self._stop = "max_turns"
                 self._pending = calls  # type: ignore[assignment]
                 _remember_shown(calls)
+                self._handed_back(calls, {})
                 return
             results = yield from self._answer(calls, caught, finished=answer.get("finish_reason") in _FINISHED)
             if results is None:
@@ -1179,13 +1243,13 @@ class Run(object):
                 if folding is not None:
                     folding.add(first)
                 if first["event_type"] == "stop":
-                    answer = self._turn_done(folding, stream)
+                    answer = self._turn_done(folding, stream, caught)
                 yield first
                 for event in stream:
                     if folding is not None:
                         folding.add(event)
                     if event["event_type"] == "stop":
-                        answer = self._turn_done(folding, stream)
+                        answer = self._turn_done(folding, stream, caught)
                     yield event
             if attach is not None and answer is not None:  # the turn came by its journaled id, not sent again
                 self._journal.reattached_turns += 1
@@ -1204,7 +1268,7 @@ class Run(object):
                 self._put_history(self._restore)
                 self._restore = None
         if answer is None:  # (a stream that ended without a stop event)
-            answer = self._turn_done(folding, stream)
+            answer = self._turn_done(folding, stream, caught)
         return answer
 
     def _reattached(self, stream: Any, attach: Mapping[str, Any]) -> Tuple[Any, Optional[Mapping[str, Any]]]:
@@ -1305,15 +1369,19 @@ class Run(object):
         self._final = answer  # type: ignore[assignment]
         return answer
 
-    def _turn_done(self, folding: Any, stream: Any) -> Dict[str, Any]:
-        """The turn's answer, taken in (at its stop event, before the caller gets it)."""
+    def _turn_done(self, folding: Any, stream: Any, caught: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
+        """The turn's answer, taken in (at its stop event, before the caller gets it).  A journaled turn with calls
+        whose arguments did not parse (``caught``) is stored with their error results: the message says ``{}``
+        for them, and a resume must not run them with that."""
         answer = folding.message() if folding is not None else self._client.get_history()[-1]
         self._restore = None  # the client committed the turn (and its message)
         self._message_unsent = False
         self._reask_unsent = False
         self._count(answer, stream)
         if self._journal is not None:
-            self._journal.answered(self._turns - 1, answer, self._turn_cost(), self._priced[-1][3])
+            broken = [(call_id, _error(call_id, self._broken_text(error))) for call_id, error in caught.items()] \
+                if caught else []
+            self._journal.answered(self._turns - 1, answer, self._turn_cost(), self._priced[-1][3], broken)
         self.messages.append(answer)
         if not self._stateful:
             self._sent.append(answer)  # the runner's own list (streaming_response copied what it sent)
@@ -1322,7 +1390,8 @@ class Run(object):
             method(self, answer)
         return answer  # type: ignore[no-any-return]
 
-    def _add_results(self, results: List[Dict[str, Any]], tail: Sequence[Mapping[str, Any]]) -> None:
+    def _add_results(self, results: List[Dict[str, Any]], tail: Sequence[Mapping[str, Any]],
+                     hooks: bool = True) -> None:
         """A turn's results in: ``run.messages`` gains them (never the caller's own messages), the
         conversation the message that goes next (with ``tail``, the caller's messages after the turn, joined
         in); stateful, the client's history gains it now (sent as the next request's message)."""
@@ -1330,14 +1399,19 @@ class Run(object):
         joined = _join(results, tail, self._order) if tail else own
         self.messages.append(own)  # type: ignore[arg-type]
         if self._stateful:
+            history = list(self._client.get_history())
+            if len(history) >= 2 and _results_only(history[-1]) and history[-2].get("role") == "assistant":
+                # the turn's calls answered when it stopped (their arguments did not parse): one message for all
+                joined = _join(results, [history.pop()] + list(tail), self._order)
             check_messages([joined])
-            self._put_history(list(self._client.get_history()) + [joined])
+            self._put_history(history + [joined])
             self._next = joined
             self._committed = True
         else:
             self._sent.append(joined)
-        for method in self._methods["on_results"]:
-            method(self, joined)
+        if hooks:
+            for method in self._methods["on_results"]:
+                method(self, joined)
 
     def _judge(self, answer: Mapping[str, Any]) -> Optional[Message]:
         """Typed output: the run's answer (a turn without calls) judged as ``parse`` judges one.  None: it
@@ -1473,6 +1547,57 @@ class Run(object):
                 return decision
         return None
 
+    def _handed_back(self, calls: Sequence[Mapping[str, Any]], ran: Mapping[str, str],
+                     claimed: Sequence[str] = ()) -> None:
+        """``calls`` are handed back pending: those this process ran from the same conversation before (_RAN) may
+        run on the decision given after this, once (``ran``: their keys, made already for a resumed run's own;
+        ``claimed``: the keys this run took for calls that now do not run, let go)."""
+        if claimed:
+            with _SHOWN_LOCK:
+                for key in claimed:
+                    _RAN.pop(key, None)
+        if not _RAN:
+            return
+        once = [c for c in calls if self._at_most_once(c)]
+        if not once:
+            return
+        if any(c["tool_call_id"] not in ran for c in once):
+            ran = dict(zip((c["tool_call_id"] for c in once), _ran_keys(_conversation_key(self.history()), once)))
+        with _SHOWN_LOCK:
+            for call in once:
+                _RAN.pop(ran.get(call["tool_call_id"], ""), None)
+
+    def _answer_broken(self, calls: List[Dict[str, Any]], caught: Mapping[str, Any], turn: int) -> Iterator[UniEvent]:
+        """Generator: the calls of a turn that stops here (for a decision, at max_turns) whose arguments did not
+        parse, answered with their error results (events, hooks' after_call, the journal, ``messages``, the
+        history) as a turn that goes on answers them: the message holds ``{}`` as their arguments, and a resume
+        from it must not run them with that."""
+        items = []
+        for call in calls:
+            error = caught.get(call["tool_call_id"])
+            if error is None:
+                continue
+            item = _error(call["tool_call_id"], self._broken_text(error))
+            if self._journal is not None:
+                self._journal.finished(turn, call["tool_call_id"], item, 0.0)
+            self.calls.append({"tool_call_id": call["tool_call_id"], "name": call["name"], "seconds": 0.0,
+                               "is_error": True})
+            for method in self._methods["after_call"]:
+                method(dict(call), item, 0.0)
+            items.append(item)
+            yield _result_event(item)
+        if items:
+            self._add_results(items, [])
+
+    def _broken_text(self, error: Any) -> str:
+        """The error result's text for a call whose arguments did not parse (a ToolCallArgumentParseError)."""
+        return "{}; raw arguments ({} chars): {}".format(error_text(error, self._credentials),
+                                                          error.raw_arguments_length, error.raw_arguments_preview)
+
+    def _at_most_once(self, call: Mapping[str, Any]) -> bool:
+        entry = self._entries.get(str(call.get("name")))
+        return entry is not None and entry.kind == "tool" and not entry.tool.idempotent and not _is_approval(call)
+
     def _answer(self, calls: List[Dict[str, Any]], caught: Optional[Mapping[str, Any]] = None,
                 resumed: bool = False, finished: bool = True) -> Any:
         """Generator: the result events of ``calls`` (in call order); returns the result items, or None
@@ -1483,7 +1608,10 @@ class Run(object):
         turn = self._turns - 1  # (the turn these calls came in: the journal's number for it)
         journal = self._journal
         replaying = journal is not None and journal.replaying(turn)  # (the journal holds calls of this turn)
-        if replaying and any(journal.interrupted(turn, c["tool_call_id"]) for c in calls):
+        if journal is not None and self._decisions and journal.awaiting():
+            # the journaled run stopped for approval (its last entry): the decisions are for that turn's calls
+            resumed = bool(journal.awaiting(turn))
+        elif replaying and any(journal.interrupted(turn, c["tool_call_id"]) for c in calls):
             resumed = True  # a decision may be for a call a crash interrupted, in a turn taken from the journal
         decisions = self._decisions if resumed else {}
         if resumed:
@@ -1491,119 +1619,160 @@ class Run(object):
         plans = []  # type: List[Any]  # per call: ("error", text) | ("ask", entry) | ("decided", entry, decision)
         pending = []
         interrupted = []  # type: List[str]
-        for call in calls:
-            call_id = call["tool_call_id"]
-            if replaying:
-                item = journal.result(turn, call_id)
-                if item is not None:  # it ran before the crash: its result again, it does not run again
-                    plans.append(("kept", item))
-                    continue
-                if journal.interrupted(turn, call_id):
-                    entry = self._entries.get(call["name"])
-                    decision = decisions.get(call_digest(call), decisions.get(call_id))
-                    if entry is not None and entry.kind == "tool" and not entry.tool.idempotent:
-                        if decision is None:  # at most once: the user decides whether it runs again
-                            pending.append(call)
-                            interrupted.append(call_id)
-                            plans.append(None)
+        ran = {}  # type: Dict[str, str]  # a saved state's waiting call of a tool that must run once -> its _RAN key
+        claimed = []  # type: List[str]  # the _RAN keys this run took (let go again for the calls that do not run)
+        if calls is self._open:
+            once = [c for c in calls if self._at_most_once(c)]
+            if once:
+                conversation = _conversation_key(self._resumed_from)
+                ran = {c["tool_call_id"]: key for c, key in zip(once, _ran_keys(conversation, once))}
+        try:
+            for call in calls:
+                call_id = call["tool_call_id"]
+                if replaying:
+                    item = journal.result(turn, call_id)
+                    if item is not None:  # it ran before the crash: its result again, it does not run again
+                        plans.append(("kept", item))
+                        continue
+                    if journal.interrupted(turn, call_id):
+                        entry = self._entries.get(call["name"])
+                        decision = decisions.get(call_digest(call), decisions.get(call_id))
+                        if entry is not None and entry.kind == "tool" and not entry.tool.idempotent:
+                            if decision is None or not journal.handed_back(turn, call_id):
+                                # at most once: the user decides whether it runs again, once shown that it was
+                                # interrupted (a decision given before, the approval it started on, is not that)
+                                pending.append(call)
+                                interrupted.append(call_id)
+                                plans.append(None)
+                                continue
+                            plans.append(("decided", entry, decision))
                             continue
+                        if entry is not None and entry.kind != "schema":  # at least once: it was going to run
+                            plans.append(("decided", entry, decision if decision is not None else True))
+                            continue
+                if call_id in ran:  # claimed now (another thread resuming the same state finds it taken), or taken
+                    with _SHOWN_LOCK:
+                        taken = ran[call_id] in _RAN
+                        if not taken:
+                            _RAN[ran[call_id]] = True
+                            claimed.append(ran[call_id])
+                            while len(_RAN) > _RAN_MAX:
+                                _RAN.popitem(last=False)
+                    if taken:  # this process ran it from this state already: at most once
+                        pending.append(call)
+                        interrupted.append(call_id)
+                        plans.append(None)
+                        continue
+                error = caught.get(call_id)
+                approval = _is_approval(call)  # (never a local tool, whatever its name)
+                entry = None if approval else self._entries.get(call["name"])
+                if error is not None:
+                    plans.append(("error", self._broken_text(error)))
+                    continue
+                if entry is None and not approval:
+                    plans.append(("error", "unknown tool {!r}; the tools are: {}".format(
+                        call["name"], ", ".join(sorted(self._entries)) or "none")))
+                    continue
+                decision = self._decided(call) if self._methods["before_call"] else None
+                if decision is None and decisions:
+                    decision = decisions.get(call_digest(call))
+                    if decision is None and not _shown_otherwise(call):
+                        decision = decisions.get(call_id)
+                if approval:  # a provider's MCP server asks: decided, asked (approve), or the run stops for it
+                    if decision is not None:
+                        plans.append(("answer", _approval_answer(call, decision)))
+                    elif self._approve is None:
+                        pending.append(call)
+                        plans.append(None)
+                    else:
+                        plans.append(("ask", None))
+                elif entry.kind == "schema":
+                    if decision is False or isinstance(decision, str):  # a denial needs no executor
                         plans.append(("decided", entry, decision))
-                        continue
-                    if entry is not None and entry.kind != "schema":  # at least once: it was going to run
-                        plans.append(("decided", entry, decision if decision is not None else True))
-                        continue
-            error = caught.get(call_id)
-            approval = _is_approval(call)  # (never a local tool, whatever its name)
-            entry = None if approval else self._entries.get(call["name"])
-            if error is not None:
-                plans.append(("error", "{}; raw arguments ({} chars): {}".format(
-                    error_text(error, self._credentials), error.raw_arguments_length,
-                    error.raw_arguments_preview)))
-                continue
-            if entry is None and not approval:
-                plans.append(("error", "unknown tool {!r}; the tools are: {}".format(
-                    call["name"], ", ".join(sorted(self._entries)) or "none")))
-                continue
-            decision = self._decided(call) if self._methods["before_call"] else None
-            if decision is None and decisions:
-                decision = decisions.get(call_digest(call))
-                if decision is None and not _shown_otherwise(call):
-                    decision = decisions.get(call_id)
-            if approval:  # a provider's MCP server asks: decided, asked (approve), or the run stops for it
-                if decision is not None:
-                    plans.append(("answer", _approval_answer(call, decision)))
-                elif self._approve is None:
-                    pending.append(call)
-                    plans.append(None)
-                else:
-                    plans.append(("ask", None))
-            elif entry.kind == "schema":
-                if decision is False or isinstance(decision, str):  # a denial needs no executor
+                    else:  # no function here: the caller answers it with a tool_result message
+                        pending.append(call)
+                        plans.append(None)
+                elif decision is not None:
                     plans.append(("decided", entry, decision))
-                else:  # no function here: the caller answers it with a tool_result message
+                elif self._approve is None and (entry.requires_approval or not finished):
                     pending.append(call)
                     plans.append(None)
-            elif decision is not None:
-                plans.append(("decided", entry, decision))
-            elif self._approve is None and (entry.requires_approval or not finished):
-                pending.append(call)
-                plans.append(None)
-            else:
-                plans.append(("ask", entry))
-        if pending:
-            self._stop = "approval"
-            self._pending = pending  # type: ignore[assignment]
-            self._interrupted = interrupted
-            _remember_shown(pending)
-            return None
-        tasks = []  # type: List[Any]  # (index, call, entry, arguments, as decided) or (index, call, None, error text, None)
-        kept = set()
-        for index, (call, plan) in enumerate(zip(calls, plans)):
-            if plan[0] in ("error", "answer", "kept"):  # (an error text, or the whole result item)
-                tasks.append((index, call, None, plan[1], None))
-                if plan[0] == "kept":
-                    kept.add(index)
-                continue
-            entry = plan[1]
-            if plan[0] == "ask":
-                if self._approve is None:
-                    decision = True
                 else:
-                    decision = self._approve(dict(call))  # type: ignore
-                    _check_decision(decision, "approve()'s answer for {}".format(call["tool_call_id"]))
-            else:
-                decision = plan[2]
-            if entry is None:  # an MCP server's approval request, asked of approve
-                tasks.append((index, call, None, _approval_answer(call, decision), None))
-                continue
-            if decision is True:
-                arguments = call["arguments"]
-            elif decision is False:
-                tasks.append((index, call, None, "denied: the user did not allow this call", None))
-                continue
-            elif isinstance(decision, str):
-                tasks.append((index, call, None, "denied: {}".format(decision), None))
-                continue
-            else:
-                arguments = dict(decision["arguments"])
-            shown = arguments
-            if entry.kind == "tool":
-                try:
-                    arguments = entry.tool.convert(arguments)
-                except ValueError as exc:
-                    tasks.append((index, call, None, "invalid arguments for {}: {}".format(entry.name, exc), None))
+                    plans.append(("ask", entry))
+            if pending:
+                if caught:  # answered now: a saved state says {} for their arguments, and must not run them with that
+                    yield from self._answer_broken(calls, caught, turn)
+                self._stop = "approval"
+                self._pending = pending  # type: ignore[assignment]
+                self._interrupted = interrupted
+                _remember_shown(pending)
+                self._handed_back(pending, ran, claimed)
+                return None
+            #: (index, call, entry, arguments, as decided) or (index, call, None, error text, None)
+            tasks = []  # type: List[Any]
+            kept = set()
+            for index, (call, plan) in enumerate(zip(calls, plans)):
+                if plan[0] in ("error", "answer", "kept"):  # (an error text, or the whole result item)
+                    tasks.append((index, call, None, plan[1], None))
+                    if plan[0] == "kept":
+                        kept.add(index)
                     continue
-                except Exception as exc:  # a hint's own constructor (a dataclass __post_init__, say) refused
-                    tasks.append((index, call, None, "invalid arguments for {}: {}".format(
-                        entry.name, error_text(exc, self._credentials)), None))
+                entry = plan[1]
+                if plan[0] == "ask":
+                    if self._approve is None:
+                        decision = True
+                    else:
+                        decision = self._approve(dict(call))  # type: ignore
+                        _check_decision(decision, "approve()'s answer for {}".format(call["tool_call_id"]))
+                else:
+                    decision = plan[2]
+                if entry is None:  # an MCP server's approval request, asked of approve
+                    tasks.append((index, call, None, _approval_answer(call, decision), None))
                     continue
-            tasks.append((index, call, entry, arguments, shown))
-        results = [None] * len(calls)  # type: List[Any]
-        after = self._methods["after_call"]
-        if journal is not None:  # those that must run at most once: journaled as started first, in one write
-            journal.starting(turn, [(task[1], task[2].kind == "tool" and not task[2].tool.idempotent)
-                                    for task in tasks if task[2] is not None])
+                if decision is True:
+                    arguments = call["arguments"]
+                elif decision is False:
+                    tasks.append((index, call, None, "denied: the user did not allow this call", None))
+                    continue
+                elif isinstance(decision, str):
+                    tasks.append((index, call, None, "denied: {}".format(decision), None))
+                    continue
+                else:
+                    arguments = dict(decision["arguments"])
+                shown = arguments
+                if entry.kind == "tool":
+                    try:
+                        arguments = entry.tool.convert(arguments)
+                    except ValueError as exc:
+                        tasks.append((index, call, None, "invalid arguments for {}: {}".format(entry.name, exc), None))
+                        continue
+                    except Exception as exc:  # a hint's own constructor (a dataclass __post_init__, say) refused
+                        tasks.append((index, call, None, "invalid arguments for {}: {}".format(
+                            entry.name, error_text(exc, self._credentials)), None))
+                        continue
+                tasks.append((index, call, entry, arguments, shown))
+            results = [None] * len(calls)  # type: List[Any]
+            after = self._methods["after_call"]
+            if claimed:  # a saved state's waiting calls that must run once: those that do not run are let go
+                running = {ran[task[1]["tool_call_id"]] for task in tasks
+                           if task[2] is not None and task[1]["tool_call_id"] in ran}
+                with _SHOWN_LOCK:
+                    for key in claimed:
+                        if key not in running:
+                            _RAN.pop(key, None)
+            if journal is not None:  # those that must run at most once: journaled as started first, in one write
+                journal.starting(turn, [(task[1], task[2].kind == "tool" and not task[2].tool.idempotent)
+                                        for task in tasks if task[2] is not None])
+        except BaseException:  # (nothing of the turn ran: the calls this run took are let go)
+            if claimed:
+                with _SHOWN_LOCK:
+                    for key in claimed:
+                        _RAN.pop(key, None)
+            raise
         self._turn_keys = {call["tool_call_id"]: turn for call in calls}
+        #: an after_call hook's exception, or the GeneratorExit of the run closed by its reader: raised when the
+        #: turn's calls that ran are in
+        hook_error = None  # type: Any
         for index, item, seconds in self._execute(tasks):
             results[index] = item
             call = calls[index]
@@ -1611,15 +1780,50 @@ class Run(object):
                 journal.replayed_results += 1
                 event = _result_event(item)
                 event["replayed"] = True  # type: ignore[typeddict-unknown-key]
-                yield event
+                if not self._halting:
+                    try:
+                        yield event
+                    except GeneratorExit as exc:  # closed while read: as a hook's exception, below
+                        self._halting = True
+                        hook_error = exc
                 continue
             if journal is not None:
                 journal.finished(turn, call["tool_call_id"], item, seconds)
             self.calls.append({"tool_call_id": call["tool_call_id"], "name": call["name"], "seconds": seconds,
                                "is_error": bool(item.get("is_error"))})
-            for method in after:
-                method(dict(call), item, seconds)
-            yield _result_event(item)
+            if self._halting:  # a hook raised: the results that came are kept, quietly
+                continue
+            try:
+                for method in after:
+                    method(dict(call), item, seconds)
+            except Exception as exc:
+                # raised once the calls that ran are in (journal, messages, history): no call that ran is lost,
+                # none starts (the calls not started do not start, those still running are left, as on abort)
+                self._halting = True
+                hook_error = exc
+                continue
+            try:
+                yield _result_event(item)
+            except GeneratorExit as exc:  # the run closed by its reader: the calls that ran are kept the same way
+                self._halting = True
+                hook_error = exc
+        if (hook_error is not None or self._aborted) and caught and any(item is None for item in results):
+            # the run ends in this turn: its calls whose arguments did not parse are answered too (the message
+            # holds {} as their arguments, which a resume from it must not run them with)
+            for index, call in enumerate(calls):
+                error = caught.get(call["tool_call_id"])
+                if results[index] is None and error is not None:
+                    results[index] = _error(call["tool_call_id"], self._broken_text(error))
+                    if journal is not None:
+                        journal.finished(turn, call["tool_call_id"], results[index], 0.0)
+                    self.calls.append({"tool_call_id": call["tool_call_id"], "name": call["name"], "seconds": 0.0,
+                                       "is_error": True})
+        if hook_error is not None:
+            self._halting = False
+            got = [item for item in results if item is not None]
+            if got:
+                self._add_results(got, self._tail if calls is self._open else [], hooks=False)
+            raise hook_error
         if self._aborted and any(item is None for item in results):
             if any(item is not None for item in results):
                 self._add_results([item for item in results if item is not None], [])
@@ -1635,7 +1839,7 @@ class Run(object):
         inline = (len(runnable) <= 1 or self._parallel == 1) and not any(t[2].timeout for t in runnable)
         if inline:  # no thread: one call (or parallel=1) and no timeout to keep
             for index, call, entry, arguments, shown in tasks:
-                if self._aborted:
+                if self._aborted or self._halting:
                     return
                 if entry is None:
                     yield index, _answered(call, arguments), 0.0
@@ -1725,7 +1929,7 @@ class Run(object):
                     take(results.get(True, _SPREAD_SECONDS))  # (mostly the thread's one report)
                 except _queue.Empty:
                     pass
-                if len(done) == len(runnable) and not self._aborted:  # the batch ran (the common case): in order
+                if len(done) == len(runnable) and not (self._aborted or self._halting):  # the batch ran (the common case): in order
                     decided.update(done)
                     for index in order:
                         item, raised, seconds = decided[index]
@@ -1737,7 +1941,7 @@ class Run(object):
                 if done:
                     for index in list(done):
                         decided[index] = done.pop(index)
-                if self._aborted:  # what came is given (out of call order), the calls still running are left
+                if self._aborted or self._halting:  # what came is given (out of call order), those running are left
                     shared.clear()  # (the calls not started yet do not start)
                     while True:
                         try:
@@ -1821,8 +2025,11 @@ class Run(object):
         propagate); run inside the hooks' around_call."""
         try:
             if self._methods["around_call"]:
+                proceed = functools.partial(self._proceed, call, entry, arguments, shown)
+                if entry.kind == "tool" and not entry.tool.idempotent:
+                    proceed = _once(proceed, entry.name)
                 return self._wrapped("around_call", (self, dict(call, arguments=shown)),  # type: ignore[no-any-return]
-                                     functools.partial(self._proceed, call, entry, arguments, shown))
+                                     proceed)
             return self._proceed(call, entry, arguments, shown)
         except (KeyboardInterrupt, SystemExit):
             raise

@@ -1,0 +1,334 @@
+"""Approvals and decisions in journaled runs (docs/tools.md, "Approval" and "At least once, at most once").
+
+- A decision runs an approved ``@tool(idempotent=False)`` call once: when the process running it is killed
+  mid-call, the same command again (the same ``decisions=``, the same ``run_id``) does not run it a second
+  time; the resume hands it back as interrupted, and only a decision given after that runs it again (once).
+- A run refused while it is set up (a decision for a call it does not resume), or closed before it is read,
+  lets its journal's claim go at once: the corrected call right after is not locked out for the lease's 30 s,
+  and nothing is journaled (a closed run has no result, not an empty turn stored as the answer).
+- A journaled run stopped for approval takes ``decisions=`` under its ``run_id``, for the turn it stopped on.
+- A call whose streamed arguments did not parse (``{}`` in the message) has its error result journaled with
+  its turn: a SIGKILLed run's resume does not run the tool with its defaults."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+from agent_streams import chat_calls, chat_text
+from sse_server import Answer, SSEServer
+
+from agenthub import AutoLLMClient, ConfigError, tool
+from agenthub.agent import call_digest, runner
+from agenthub.stores import MemoryStore
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+KEY = "sk-test-journal-decide-0001"
+USER = {"role": "user", "content_items": [{"type": "text", "text": "Pay the invoice."}]}
+CALL = chat_calls([("c1", "pay", '{"amount": 30}')])
+
+#: the child: the approved call resumed with a journal; pay prints, then waits to be killed
+CHILD = textwrap.dedent("""
+    import json, os, sys, time
+    sys.path.insert(0, sys.argv[1])
+    import agenthub.stores.journal as rows
+    rows.JOURNAL_LEASE = 1.0  # a killed owner's lease lapses in a second here
+    from agenthub import AutoLLMClient, tool
+
+    @tool(requires_approval=True, idempotent=False)
+    def pay(amount: int) -> str:
+        \"\"\"Pay.\"\"\"
+        print("pay", amount, flush=True)
+        time.sleep(60)
+        return "paid"
+
+    client = AutoLLMClient("gpt-4o-mini", api_key=os.environ["KEY"], base_url=os.environ["URL"] + "/v1",
+                           client_type="openai-chat", max_retries=0)
+    client.run(json.loads(os.environ["MESSAGES"]), tools=[pay], decisions=json.loads(os.environ["DECISIONS"]),
+               journal=os.environ["JOURNAL"], run_id="pay-1").result()
+""")
+
+ran = []
+crash = []
+
+
+@tool(requires_approval=True, idempotent=False)
+def pay(amount: int) -> str:
+    """Pay."""
+    ran.append(amount)
+    if crash:
+        crash.pop()
+        raise SystemExit("the process dies here")
+    return "paid"
+
+
+@pytest.fixture(autouse=True)
+def clean():
+    ran.clear()
+    del crash[:]
+    runner._SHOWN.clear()
+    runner._RAN.clear()
+
+
+def client_for(server):
+    return AutoLLMClient("gpt-4o-mini", api_key=KEY, base_url=server.url + "/v1", client_type="openai-chat",
+                         max_retries=0)
+
+
+def approval_stop(server):
+    """The run stopped for pay(30)'s approval (no journal): the saved state to resume."""
+    server.answers.append(Answer([CALL]))
+    first = client_for(server).run([USER], tools=[pay]).result()
+    assert (first.stop, [c["tool_call_id"] for c in first.pending], ran) == ("approval", ["c1"], [])
+    return json.loads(json.dumps([USER] + first.messages)), first.pending[0]
+
+
+def killed_in_pay(server, journal, messages, decisions):
+    env = dict(os.environ, KEY=KEY, URL=server.url, JOURNAL=journal, MESSAGES=json.dumps(messages),
+               DECISIONS=json.dumps(decisions), PYTHONPATH=ROOT)
+    child = subprocess.Popen([sys.executable, "-c", CHILD, ROOT], stdout=subprocess.PIPE, env=env)
+    try:
+        line = child.stdout.readline().decode()
+        assert line == "pay 30\n", line
+        child.send_signal(signal.SIGKILL)
+        assert child.wait(10) == -signal.SIGKILL
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait(10)
+        child.stdout.close()
+
+
+@pytest.mark.parametrize("by", ["id", "digest"])
+def test_an_approved_side_effect_killed_mid_call_is_not_run_again_by_the_same_decisions(store_url, by):
+    journal = store_url  # SQLite, then a real redis-server
+    with SSEServer() as server:
+        messages, shown = approval_stop(server)
+        decisions = {"c1": True} if by == "id" else {call_digest(shown): True}
+        killed_in_pay(server, journal, messages, decisions)  # pay(30) started there: the child printed it
+        assert len(server.requests) == 1
+        client = client_for(server)
+        # the supervisor runs the same command again: the approval was for the run that died in pay
+        again = client.run(messages, tools=[pay], decisions=decisions, journal=journal, run_id="pay-1",
+                           journal_wait=10).result()
+        assert (again.stop, again.interrupted, again.pending) == ("approval", ["c1"], [shown])
+        assert ran == [] and len(server.requests) == 1  # not run, nothing sent
+        # shown as interrupted, the user checked: it did not go through; run it again, once
+        server.answers.append(Answer([chat_text("Paid.")]))
+        done = client.run(messages, tools=[pay], decisions=decisions, journal=journal, run_id="pay-1").result()
+        assert (done.stop, ran) == ("done", [30])
+        # the same command once more: the finished run's result, nothing run or sent
+        last = client.run(messages, tools=[pay], decisions=decisions, journal=journal, run_id="pay-1").result()
+    assert (last.stop, ran, len(server.requests)) == ("done", [30], 2)
+    assert server.requests[1]["body"]["messages"][-1] == {"role": "tool", "tool_call_id": "c1", "content": "paid"}
+
+
+def test_a_decision_given_after_the_interruption_covers_one_more_start_only():
+    store = MemoryStore()
+    with SSEServer() as server:
+        messages, _ = approval_stop(server)
+        client = client_for(server)
+        crash.append(1)
+        with pytest.raises(SystemExit):
+            client.run(messages, tools=[pay], decisions={"c1": True}, journal=store, run_id="pay-1").result()
+        shown = client.run(messages, tools=[pay], decisions={"c1": True}, journal=store, run_id="pay-1").result()
+        assert (shown.stop, shown.interrupted, ran) == ("approval", ["c1"], [30])
+        crash.append(1)  # run again on the decision given after it was shown, and killed in it again
+        with pytest.raises(SystemExit):
+            client.run(messages, tools=[pay], decisions={"c1": True}, journal=store, run_id="pay-1").result()
+        assert ran == [30, 30]
+        again = client.run(messages, tools=[pay], decisions={"c1": True}, journal=store, run_id="pay-1").result()
+        assert (again.stop, again.interrupted, ran) == ("approval", ["c1"], [30, 30])
+        denied = client.run(messages, tools=[pay], decisions={"c1": "it went through"}, journal=store,
+                            run_id="pay-1")
+        server.answers.append(Answer([chat_text("Fine.")]))
+        assert denied.result().stop == "done"
+    assert ran == [30, 30] and len(server.requests) == 2
+    assert server.requests[1]["body"]["messages"][-1] == {"role": "tool", "tool_call_id": "c1",
+                                                          "content": "denied: it went through"}
+
+
+def test_a_run_refused_while_it_is_set_up_lets_its_claim_go_and_journals_nothing(store_url):
+    journal = store_url
+    with SSEServer() as server:
+        messages, _ = approval_stop(server)
+        client = client_for(server)
+        with pytest.raises(ConfigError, match=r"decisions for calls this run does not resume .*'c9'"):
+            client.run(messages, tools=[pay], decisions={"c9": True}, journal=journal, run_id="pay-1")
+        server.answers.append(Answer([chat_text("Paid.")]))
+        started = time.monotonic()
+        result = client.run(messages, tools=[pay], decisions={"c1": True}, journal=journal, run_id="pay-1").result()
+        assert time.monotonic() - started < 5  # (not RunLockedError, nor a wait for the lease)
+    assert (result.stop, ran, len(server.requests)) == ("done", [30], 2)
+    assert result.replayed_results == 0
+
+
+def test_a_new_run_refused_while_it_is_set_up_leaves_no_journal():
+    store = MemoryStore()
+    with SSEServer() as server:
+        messages, _ = approval_stop(server)
+        with pytest.raises(ConfigError, match="decisions for calls this run does not resume"):
+            client_for(server).run(messages, tools=[pay], decisions={"c9": True}, journal=store, run_id="pay-1")
+    assert store.journal_entries("pay-1") == []
+    assert len(server.requests) == 1
+
+
+@tool(requires_approval=True)
+def delete_file(path: str) -> str:
+    """Delete a file."""
+    ran.append(path)
+    return "deleted " + path
+
+
+def test_a_journaled_run_stopped_for_approval_takes_the_decisions_under_its_run_id(store_url):
+    """The same call again with decisions= resumes it (its journal replayed, nothing sent again); the decided
+    call runs once, and the same command once more gives the run's result, nothing run or sent."""
+    journal = store_url
+    with SSEServer() as server:
+        server.answers += [Answer([chat_calls([("c1", "delete_file", '{"path": "old.log"}')])]),
+                           Answer([chat_text("Deleted.")])]
+        client = client_for(server)
+        first = client.run([USER], tools=[delete_file], journal=journal, run_id="del-1").result()
+        assert (first.stop, [c["tool_call_id"] for c in first.pending], ran) == ("approval", ["c1"], [])
+        with pytest.raises(ConfigError, match=r"decisions for calls this run does not resume .*'c2'"):
+            client.run([USER], tools=[delete_file], journal=journal, run_id="del-1", decisions={"c2": True})
+        second = client.run([USER], tools=[delete_file], journal=journal, run_id="del-1",
+                            decisions={"c1": True}).result()
+        assert (second.stop, second.turns, second.replayed_turns, ran) == ("done", 2, 1, ["old.log"])
+        again = client.run([USER], tools=[delete_file], journal=journal, run_id="del-1",
+                           decisions={"c1": True}).result()
+    assert (again.stop, again.replayed_turns, again.replayed_results, ran) == ("done", 2, 1, ["old.log"])
+    assert len(server.requests) == 2
+    assert server.requests[1]["body"]["messages"][-1] == {"role": "tool", "tool_call_id": "c1",
+                                                          "content": "deleted old.log"}
+
+
+def test_a_journaled_approval_binds_the_decision_to_the_turn_it_stopped_on():
+    """A saved state's waiting call decided and run, then the next turn stops for approval under the same id
+    (a server numbering calls per answer): the decisions of the resume are for that turn's call only."""
+    store = MemoryStore()
+    with SSEServer() as server:
+        server.answers += [Answer([chat_calls([("call_0", "delete_file", '{"path": "old.log"}')])]),
+                           Answer([chat_calls([("call_0", "delete_file", '{"path": "/home/user"}')])]),
+                           Answer([chat_text("Done.")])]
+        client = client_for(server)
+        first = client.run([USER], tools=[delete_file]).result()
+        saved = json.loads(json.dumps([USER] + first.messages))
+        second = client.run(saved, tools=[delete_file], decisions={"call_0": True}, journal=store,
+                            run_id="del-2").result()
+        assert (second.stop, [c["arguments"] for c in second.pending], ran) == ("approval", [{"path": "/home/user"}],
+                                                                                ["old.log"])
+        third = client.run(saved, tools=[delete_file], decisions={"call_0": "not my home"}, journal=store,
+                           run_id="del-2").result()
+    assert (third.stop, third.replayed_turns, third.replayed_results, ran) == ("done", 1, 1, ["old.log"])
+    assert server.requests[2]["body"]["messages"][-1] == {"role": "tool", "tool_call_id": "call_0",
+                                                          "content": "denied: not my home"}
+
+
+@pytest.mark.parametrize("how", ["close", "with"])
+def test_a_journaled_run_closed_before_it_is_read_lets_its_claim_go_and_journals_nothing(how):
+    store = MemoryStore()
+    with SSEServer() as server:
+        server.answers.append(Answer([chat_text("Paid.")]))
+        client = client_for(server)
+        run = client.run([USER], tools=[pay], journal=store, run_id="pay-1")
+        if how == "close":
+            run.close()
+        else:
+            with pytest.raises(KeyError):
+                with run:
+                    raise KeyError("the caller's own error, before reading the run")
+        assert store.journal_entries("pay-1") == []
+        with pytest.raises(ConfigError) as caught:
+            run.result()  # (a closed run has no result: not an empty turn, journaled as the answer)
+        assert str(caught.value) == "the run ended without a result (it was closed, or a model call raised)"
+        result = client.run([USER], tools=[pay], journal=store, run_id="pay-1").result()  # not RunLockedError
+    assert (result.stop, result.turns, result.replayed_turns, len(server.requests)) == ("done", 1, 0, 1)
+    assert result.final["content_items"] == [{"type": "text", "text": "Paid."}]
+
+
+def test_a_run_closed_before_it_is_read_has_no_result():
+    with SSEServer() as server:
+        run = client_for(server).run([USER], tools=[pay])
+        run.close()
+        with pytest.raises(ConfigError, match=r"the run ended without a result \(it was closed"):
+            run.result()
+    assert server.requests == []
+
+
+#: the child: a turn with a call whose arguments were cut (send_report, all defaults) and a look_up that hangs
+CUT_CHILD = textwrap.dedent("""
+    import os, sys, time
+    sys.path.insert(0, sys.argv[1])
+    import agenthub.stores.journal as rows
+    rows.JOURNAL_LEASE = 1.0
+    from agenthub import AutoLLMClient, tool
+
+    @tool(idempotent=False)
+    def send_report(to: str = "everyone@corp.example") -> str:
+        \"\"\"Send the report.\"\"\"
+        print("send_report", to, flush=True)
+        return "sent"
+
+    @tool
+    def look_up(city: str) -> str:
+        \"\"\"Look a city up.\"\"\"
+        print("look_up", city, flush=True)
+        time.sleep(60)
+        return city + ": open"
+
+    client = AutoLLMClient("gpt-4o-mini", api_key=os.environ["KEY"], base_url=os.environ["URL"] + "/v1",
+                           client_type="openai-chat", max_retries=0)
+    user = {"role": "user", "content_items": [{"type": "text", "text": "Pay the invoice."}]}
+    client.run([user], tools=[send_report, look_up], journal=os.environ["JOURNAL"], run_id="cut-1").result()
+""")
+
+
+def test_a_call_whose_arguments_did_not_parse_is_not_run_with_none_after_a_crash(store_url):
+    """Killed while the turn's other call runs: the resume does not run send_report() with its defaults (the
+    message holds {} for the call whose arguments were cut): its error result was journaled with the turn."""
+    journal = store_url
+
+    @tool(idempotent=False)
+    def send_report(to: str = "everyone@corp.example") -> str:
+        """Send the report."""
+        ran.append(("send_report", to))
+        return "sent"
+
+    @tool
+    def look_up(city: str) -> str:
+        """Look a city up."""
+        ran.append(("look_up", city))
+        return city + ": open"
+
+    error = ("ToolCallArgumentParseError: arguments of tool call 'send_report' (c1) is not valid JSON (Unterminated "
+             "string starting at: line 1 column 8 (char 7)); raw arguments (22 chars): {\"to\": \"boss@corp.exam")
+    with SSEServer() as server:
+        server.answers += [Answer([chat_calls([("c1", "send_report", '{"to": "boss@corp.exam'),
+                                               ("c2", "look_up", '{"city": "Rome"}')])]),
+                           Answer([chat_text("Done.")])]
+        env = dict(os.environ, KEY=KEY, URL=server.url, JOURNAL=journal, PYTHONPATH=ROOT)
+        child = subprocess.Popen([sys.executable, "-c", CUT_CHILD, ROOT], stdout=subprocess.PIPE, env=env)
+        try:
+            assert child.stdout.readline().decode() == "look_up Rome\n"
+            child.send_signal(signal.SIGKILL)
+            assert child.wait(10) == -signal.SIGKILL
+            assert child.stdout.read() == b""
+        finally:
+            if child.poll() is None:
+                child.kill()
+                child.wait(10)
+            child.stdout.close()
+        user = {"role": "user", "content_items": [{"type": "text", "text": "Pay the invoice."}]}
+        result = client_for(server).run([user], tools=[send_report, look_up], journal=journal, run_id="cut-1",
+                                        journal_wait=10).result()
+    assert ran == [("look_up", "Rome")]  # the idempotent call again (at least once); send_report never
+    assert (result.stop, result.replayed_turns, result.replayed_results) == ("done", 1, 1)
+    assert [m for m in server.requests[1]["body"]["messages"] if m["role"] == "tool"] == [
+        {"role": "tool", "tool_call_id": "c1", "content": error},
+        {"role": "tool", "tool_call_id": "c2", "content": "Rome: open"}]
