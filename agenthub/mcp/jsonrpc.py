@@ -111,8 +111,13 @@ def error_response(id: Any, code: int, message: str, data: Any = None) -> Dict[s
 
 
 def encode(message: Dict[str, Any]) -> bytes:
-    """One message as compact UTF-8 JSON (a newline inside a string is escaped: one message, one line)."""
-    return json.dumps(message, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8")
+    """One message as compact UTF-8 JSON (a newline inside a string is escaped: one message, one line).  A
+    lone surrogate (a model's arguments, a server's method echoed in a refusal) has no UTF-8: then the
+    whole message is ASCII JSON, the surrogate as its ``\\ud800`` escape, as JSON allows."""
+    try:
+        return json.dumps(message, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(message, ensure_ascii=True, separators=(",", ":"), allow_nan=False).encode("ascii")
 
 
 def _valid_id(value: Any) -> bool:

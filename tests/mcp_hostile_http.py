@@ -1,0 +1,130 @@
+"""A hostile Streamable HTTP MCP server for the tests (stdlib only, any Python): run as a subprocess,
+
+    python tests/mcp_hostile_http.py GET_MODE PORT_FILE      GET_MODE: refuse | stall
+
+Handshake era (2025-06-18) with sessions: ``server/discover`` is a plain 400 (the client falls back),
+``initialize`` gives an ``Mcp-Session-Id``, a notification or a response is 202, a DELETE 200.
+GET (the listening stream): ``refuse`` answers 405; ``stall`` takes the request and never sends a head.
+
+tools/call by name:
+
+- ``ask_surrogate``: an SSE answer whose first event is a request from the server whose method holds a lone
+  surrogate (``"\\ud800"`` in its JSON), then the result once the client's answer to it has come.
+- ``ask_stall``: an SSE answer whose first event is a ``ping`` request; the client's POST of the answer to it
+  is read and never answered (no head), and the stream sends nothing more.
+- ``echo``: the text back (JSON).
+
+``GET /log`` gives the messages POSTed (their JSON bodies, as text).
+"""
+
+import json
+import os
+import sys
+import threading
+import time
+import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+GET_MODE = sys.argv[1] if len(sys.argv) > 1 else "refuse"
+LOG = []
+LOCK = threading.Lock()
+ANSWERED = threading.Event()  # the client answered the server's request
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):
+        pass
+
+    def _send(self, status, body=b"", ctype=None, headers=None):
+        self.send_response(status)
+        if ctype:
+            self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(body)))
+        for key, value in (headers or {}).items():
+            self.send_header(key, value)
+        self.end_headers()
+        if body:
+            self.wfile.write(body)
+
+    def _json(self, doc, headers=None):
+        self._send(200, json.dumps(doc).encode(), "application/json", headers)
+
+    def _sse_start(self):
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.close_connection = True
+
+    def _event(self, text):
+        self.wfile.write(b"data: " + text.encode() + b"\n\n")
+        self.wfile.flush()
+
+    def do_GET(self):
+        if self.path == "/log":
+            with LOCK:
+                return self._send(200, json.dumps(LOG).encode(), "application/json")
+        if GET_MODE == "stall":
+            time.sleep(60)  # the head never comes
+            return
+        self._send(405)
+
+    def do_DELETE(self):
+        self._send(200)
+
+    def do_POST(self):
+        raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        text = raw.decode("utf-8", "replace")
+        with LOCK:
+            LOG.append(text)
+        msg = json.loads(raw)
+        method, ident = msg.get("method"), msg.get("id")
+        if method == "server/discover":
+            return self._send(400, b"Bad Request", "text/plain")
+        if method == "initialize":
+            return self._json({"jsonrpc": "2.0", "id": ident, "result": {
+                "protocolVersion": "2025-06-18", "capabilities": {"tools": {}},
+                "serverInfo": {"name": "hostile", "version": "1"}}}, {"Mcp-Session-Id": uuid.uuid4().hex})
+        if method is None:  # a response to the server's own request
+            if ident == "s-stall":
+                time.sleep(60)  # read, never answered
+                return
+            ANSWERED.set()
+            return self._send(202)
+        if ident is None:
+            return self._send(202)
+        if method != "tools/call":
+            return self._json({"jsonrpc": "2.0", "id": ident, "error": {"code": -32601, "message": "no"}})
+        name = (msg.get("params") or {}).get("name")
+        args = (msg.get("params") or {}).get("arguments") or {}
+        if name == "ask_surrogate":
+            ANSWERED.clear()
+            self._sse_start()
+            self._event('{"jsonrpc": "2.0", "id": "s-1", "method": "sampling/createMessage\\ud800"}')
+            ANSWERED.wait(10)
+            self._event(json.dumps({"jsonrpc": "2.0", "id": ident, "result": {
+                "content": [{"type": "text", "text": "answered" if ANSWERED.is_set() else "no answer"}]}}))
+            return
+        if name == "ask_stall":
+            self._sse_start()
+            self._event(json.dumps({"jsonrpc": "2.0", "id": "s-stall", "method": "ping"}))
+            time.sleep(60)
+            return
+        return self._json({"jsonrpc": "2.0", "id": ident, "result": {
+            "content": [{"type": "text", "text": args.get("text", "")}]}})
+
+
+def main():
+    port_file = sys.argv[2]
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    with open(port_file + ".tmp", "w") as handle:
+        handle.write(str(server.server_address[1]))
+    os.replace(port_file + ".tmp", port_file)
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    main()
