@@ -191,8 +191,11 @@ class Server(object):
         session.era = "legacy"
         session.session_id = None
         ident, message = session.initialize_request()
+        budget = self._budget()
+        deadline = time.monotonic() + budget
         try:
-            answer = self._channel.exchange(message, session.headers(message), self._budget(), self._on_message)
+            answer = self._channel.exchange(message, session.headers(message), budget,
+                                            lambda message: self._on_message(message, deadline))
         except AgentHubError as error:
             self._refuse_http_sse(error)
             raise
@@ -218,16 +221,24 @@ class Server(object):
                     self._channel.label), client=self._channel.label, operation="HTTP+SSE") from None
 
     # -- what the server sends unasked ----------------------------------------------------------------
-    def _on_message(self, message: Message) -> None:
+    def _on_message(self, message: Message, deadline: Optional[float] = None) -> None:
+        """A message the server sent within an exchange whose call ends at ``deadline`` (monotonic seconds)."""
         if message.kind == "request":
-            self._on_request(message)
+            self._on_request(message, deadline)
         else:
             self._on_notification(message)
 
-    def _on_request(self, message: Message) -> None:
+    def _on_request(self, message: Message, deadline: Optional[float] = None) -> None:
+        """Answer the server's own request; within a call, by the call's deadline (its answer is a POST of
+        its own on HTTP, which must not hold the call past its timeout)."""
         reply = self._session.answer(message)
+        timeout = self.timeout
+        if deadline is not None:
+            timeout = min(timeout, deadline - time.monotonic())
+            if timeout <= 0:
+                return
         try:
-            self._channel.post(reply, self._session.headers(reply), self.timeout)
+            self._channel.post(reply, self._session.headers(reply), timeout)
         except AgentHubError:
             pass  # the server's own request: its failure is not the caller's
 
@@ -281,8 +292,9 @@ class Server(object):
                 sent.update(headers)
             with self._lock:
                 self._inflight.add(ident)
+            deadline = time.monotonic() + timeout
             try:
-                answer = channel.exchange(message, sent, timeout, self._on_message,
+                answer = channel.exchange(message, sent, timeout, lambda message: self._on_message(message, deadline),
                                           resumable=channel.resumable and session.era == "legacy")
                 return session.outcome(method, answer.message, answer.status)
             except TransportError as error:
