@@ -4,7 +4,9 @@ arguments; each a typed error or an answer within the call's own timeout, nothin
 
 import json
 import os
+import signal
 import sys
+import threading
 import time
 import urllib.request
 
@@ -17,6 +19,7 @@ import leakguard
 from mcp_support import HERE, Subprocess, leaked, snapshot, stdio_command
 
 HOSTILE_HTTP = os.path.join(HERE, "mcp_hostile_http.py")
+posix = pytest.mark.skipif(sys.platform == "win32", reason="POSIX process groups and /proc")
 
 
 @pytest.fixture(scope="module")
@@ -62,7 +65,7 @@ def test_a_server_request_whose_method_holds_a_lone_surrogate_is_refused_and_the
     assert leaked(before) == []
 
 
-@pytest.mark.skipif(sys.platform == "win32", reason="the fake stdio server's shell-free command is POSIX-tested")
+@posix
 def test_a_lone_surrogate_in_the_arguments_is_sent_escaped_not_a_unicode_error():
     before = snapshot()
     with mcp.connect(stdio_command("modern"), timeout=10) as server:
@@ -85,4 +88,103 @@ def test_the_answer_to_a_server_request_never_taken_does_not_outlast_the_calls_t
     assert info.value.timeout is True and info.value.aborted is False
     assert "no response within the timeout of 2 s (in all)" in str(info.value)
     assert 1.9 <= elapsed < 5.0  # the connection's 30 s before
+    assert leaked(before) == []
+
+
+# -- stdio: pipes, ids, the server's own requests -----------------------------------------------------------------
+
+HOSTILE_STDIO = os.path.join(HERE, "mcp_hostile_stdio.py")
+
+
+def hostile_stdio(fault):
+    return [sys.executable, HOSTILE_STDIO, fault]
+
+
+def _threads_of(pid):
+    return sorted(t.name for t in threading.enumerate() if t.name.endswith("-{}".format(pid)))
+
+
+@posix
+def test_close_returns_at_once_though_a_process_outside_the_group_keeps_the_pipes_open():
+    before = snapshot()
+    server = mcp.connect(hostile_stdio("setsid-child"), timeout=8)
+    try:
+        assert server.call_tool("echo", {"text": "hi"})["text"] == "hi"
+        pid = server._channel.pid
+        deadline = time.monotonic() + 5
+        while "child " not in server.stderr and time.monotonic() < deadline:
+            time.sleep(0.02)
+        child = int(server.stderr.split("child ", 1)[1].split()[0])
+        started = time.monotonic()
+        server.close()
+        elapsed = time.monotonic() - started
+        # the readers were blocked on pipes the child keeps open: close() waited 2 s for each, then left them
+        assert _threads_of(pid) == []
+        assert elapsed < 1.5
+    finally:
+        server.close()
+        try:
+            os.kill(child, signal.SIGKILL)  # in a session of its own: not the server's group, not close()'s to end
+        except (NameError, OSError):
+            pass
+    assert leaked(before) == []
+
+
+@posix
+def test_the_servers_own_requests_are_refused_but_ping_is_answered():
+    before = snapshot()
+    with mcp.connect(hostile_stdio("ask"), timeout=10) as server:
+        answers = json.loads(server.call_tool("echo", {})["text"])
+    # agenthub declares no client capabilities: sampling, roots and elicitation are "method not found"
+    assert answers == [
+        {"jsonrpc": "2.0", "id": "srv-0", "error": {"code": -32601,
+                                                    "message": "agenthub does not offer sampling/createMessage"}},
+        {"jsonrpc": "2.0", "id": "srv-1", "error": {"code": -32601, "message": "agenthub does not offer roots/list"}},
+        {"jsonrpc": "2.0", "id": "srv-2", "error": {"code": -32601,
+                                                    "message": "agenthub does not offer elicitation/create"}},
+        {"jsonrpc": "2.0", "id": "srv-3", "result": {}}]
+    assert leaked(before) == []
+
+
+@posix
+@pytest.mark.parametrize("fault", ["other-id", "null-id-error"])
+def test_an_answer_for_no_pending_call_is_a_timeout_within_the_calls_deadline(fault):
+    before = snapshot()
+    with mcp.connect(hostile_stdio(fault), timeout=10) as server:
+        started = time.monotonic()
+        with pytest.raises(TransportError) as info:
+            server.call_tool("echo", {"text": "hi"}, timeout=1)
+        elapsed = time.monotonic() - started
+    assert info.value.timeout is True and "no answer to tools/call within 1 s" in str(info.value)
+    assert 0.9 <= elapsed < 3.0
+    assert leaked(before) == []
+
+
+@posix
+def test_a_server_that_closes_stdout_and_lingers_fails_the_call_and_is_killed_on_close():
+    before = snapshot()
+    server = mcp.connect(hostile_stdio("close-stdout"), timeout=8)  # it ignores SIGTERM
+    started = time.monotonic()
+    with pytest.raises(TransportError) as info:
+        server.call_tool("echo", {"text": "hi"}, timeout=6)
+    assert time.monotonic() - started < 4.0  # the reader's 2 s wait for an exit status, not the call's 6 s
+    assert info.value.exit_code is None and info.value.timeout is False
+    assert "closed its stdout before answering" in str(info.value)
+    started = time.monotonic()
+    server.close()
+    assert time.monotonic() - started < 6.0  # two graces of 2 s, then SIGKILL
+    assert leaked(before) == []
+
+
+@posix
+def test_bytes_that_are_not_utf8_on_stdout_are_a_protocol_error():
+    from agenthub.errors import StreamProtocolError
+
+    before = snapshot()
+    with mcp.connect(hostile_stdio("bad-bytes"), timeout=8) as server:
+        with pytest.raises(StreamProtocolError) as info:
+            server.call_tool("echo", {"text": "hi"})
+        assert "not a JSON-RPC message on stdout" in str(info.value) and "garbage" in str(info.value)
+        with pytest.raises(StreamProtocolError):  # the connection is broken for every later call
+            server.call_tool("echo", {"text": "again"})
     assert leaked(before) == []

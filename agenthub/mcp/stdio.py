@@ -26,6 +26,7 @@ garbage collector or at interpreter exit (a ``weakref.finalize``), whichever com
 
 import collections
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -108,6 +109,12 @@ class _State(object):
         self.wake = threading.Condition(self.lock)
         self.writing_since = None  # type: Optional[float]
         self.writer_done = False
+        # the readers wait on their pipe and on this one, which the shutdown writes to: a pipe that a process
+        # outside the server's group keeps open (one it spawned in a session of its own) never ends, and a
+        # read blocked on it would outlive close() (POSIX with poll; elsewhere a plain blocking read)
+        self.stop_pipe = None  # type: Optional[Tuple[int, int]]
+        if _POSIX and hasattr(select, "poll"):
+            self.stop_pipe = os.pipe()
 
     def log_tail(self) -> str:
         with self.lock:
@@ -142,12 +149,32 @@ class _State(object):
         self.signal(getattr(signal, "SIGKILL", signal.SIGTERM))
 
 
+def _reads(state: _State, fd: int) -> Callable[[], Optional[bytes]]:
+    """The reads of pipe ``fd``: a chunk, b"" at its end, None once the shutdown said stop (``stop_pipe``)."""
+    if state.stop_pipe is None:
+        return lambda: os.read(fd, _READ)
+    stop = state.stop_pipe[0]
+    poller = select.poll()
+    poller.register(fd, select.POLLIN)
+    poller.register(stop, select.POLLIN)
+
+    def read() -> Optional[bytes]:
+        ready = {number for number, _ in poller.poll()}
+        if stop in ready:
+            return None
+        return os.read(fd, _READ)
+
+    return read
+
+
 def _read_stdout(state: _State) -> None:
-    fd = state.process.stdout.fileno()
+    read = _reads(state, state.process.stdout.fileno())
     buffer = bytearray()
     try:
         while True:
-            chunk = os.read(fd, _READ)
+            chunk = read()
+            if chunk is None:
+                return  # the shutdown is under way
             if not chunk:
                 if buffer.strip():
                     if not _line(state, bytes(buffer)):
@@ -244,10 +271,10 @@ def _dispatch(state: _State, message: Message) -> None:
 
 
 def _read_stderr(state: _State) -> None:
-    stream = state.process.stderr
     try:
+        read = _reads(state, state.process.stderr.fileno())
         while True:
-            chunk = stream.read1(65536) if hasattr(stream, "read1") else stream.read(65536)
+            chunk = read()
             if not chunk:
                 break
             with state.lock:
@@ -318,6 +345,11 @@ def _shutdown(state: _State, grace: Optional[float] = None) -> None:
             break
     else:  # pragma: no cover - a process that survives SIGKILL
         process.wait()
+    if state.stop_pipe is not None:  # the readers stop now, even on a pipe a process outside the group keeps open
+        try:
+            os.write(state.stop_pipe[1], b"x")
+        except OSError:  # pragma: no cover - a pipe of one byte is not full
+            pass
     current = threading.current_thread()
     for thread in state.threads:
         if thread is not current:
@@ -328,6 +360,13 @@ def _shutdown(state: _State, grace: Optional[float] = None) -> None:
                 stream.close()
         except (OSError, ValueError):
             pass
+    if state.stop_pipe is not None:
+        for fd in state.stop_pipe:
+            try:
+                os.close(fd)
+            except OSError:  # pragma: no cover
+                pass
+        state.stop_pipe = None
     state.fail(TransportError("{}: the MCP connection is closed".format(state.label), client=state.label,
                               retryable=False, aborted=True))
 
