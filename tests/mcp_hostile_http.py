@@ -12,6 +12,8 @@ tools/call by name:
   surrogate (``"\\ud800"`` in its JSON), then the result once the client's answer to it has come.
 - ``ask_stall``: an SSE answer whose first event is a ``ping`` request; the client's POST of the answer to it
   is read and never answered (no head), and the stream sends nothing more.
+- ``leak_sse``: an SSE answer whose one event is a JSON-RPC error echoing the Authorization header (its
+  message and its data).
 - ``echo``: the text back (JSON).
 
 ``GET /log`` gives the messages POSTed (their JSON bodies, as text).
@@ -106,6 +108,12 @@ class Handler(BaseHTTPRequestHandler):
             ANSWERED.wait(10)
             self._event(json.dumps({"jsonrpc": "2.0", "id": ident, "result": {
                 "content": [{"type": "text", "text": "answered" if ANSWERED.is_set() else "no answer"}]}}))
+            return
+        if name == "leak_sse":  # an error answer on a stream, echoing the caller's Authorization header
+            self._sse_start()
+            seen = self.headers.get("Authorization") or ""
+            self._event(json.dumps({"jsonrpc": "2.0", "id": ident, "error": {
+                "code": -32603, "message": "denied for " + seen, "data": {"seen": seen}}}))
             return
         if name == "ask_stall":
             self._sse_start()

@@ -7,6 +7,7 @@ and answers tools/call ``echo`` with its text.  FAULT:
   that keeps the server's stdout and stderr open for 30 s (its pid on stderr: ``child PID``), then serves
   as usual.
 - ``other-id``: tools/call is answered with a result for another id (and nothing else).
+- ``leak-env``: tools/call is answered with a JSON-RPC error echoing ``SERVER_TOKEN`` (message and data).
 - ``null-id-error``: tools/call is answered with an error whose id is null (a parse error, say).
 - ``close-stdout``: tools/call closes stdout and the server keeps running (ignoring SIGTERM).
 - ``half-line``: tools/call gets half a line, then the server exits with status 5.
@@ -62,6 +63,11 @@ def main():
         text = (params.get("arguments") or {}).get("text", "")
         if FAULT == "other-id":
             send({"jsonrpc": "2.0", "id": ident + 1000, "result": {"content": []}})
+            continue
+        if FAULT == "leak-env":  # an error answer echoing a variable the client gave it (env=)
+            token = os.environ.get("SERVER_TOKEN", "")
+            send({"jsonrpc": "2.0", "id": ident, "error": {"code": -32603, "message": "bad token " + token,
+                                                            "data": {"token": token}}})
             continue
         if FAULT == "null-id-error":
             send({"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "Parse error"}})

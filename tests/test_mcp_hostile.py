@@ -188,3 +188,33 @@ def test_bytes_that_are_not_utf8_on_stdout_are_a_protocol_error():
         with pytest.raises(StreamProtocolError):  # the connection is broken for every later call
             server.call_tool("echo", {"text": "again"})
     assert leaked(before) == []
+
+
+# -- credentials echoed in an error answer ------------------------------------------------------------------------
+
+def test_an_error_answer_on_a_stream_echoing_the_authorization_header_is_scrubbed(hostile):
+    from agenthub.mcp import MCPError
+
+    fake = hostile()
+    before = snapshot()
+    with mcp.connect(fake.url, timeout=10, headers={"Authorization": "Bearer sk-test-0123456789abcdef"}) as server:
+        with pytest.raises(MCPError) as info:
+            server.call_tool("leak_sse", {})  # a JSON answer's error was scrubbed; one on an SSE stream was not
+    assert info.value.code == -32603 and info.value.method == "tools/call" and info.value.status == 200
+    assert info.value.message == "denied for ***" and info.value.data == {"seen": "***"}
+    assert "sk-test-0123456789abcdef" not in str(info.value) + repr(info.value.__dict__) + repr(info.value.args)
+    assert leaked(before) == []
+
+
+@posix
+def test_an_error_answer_echoing_an_env_value_is_scrubbed():
+    from agenthub.mcp import MCPError
+
+    before = snapshot()
+    with mcp.connect(hostile_stdio("leak-env"), timeout=10, env={"SERVER_TOKEN": "tok-0123456789abcdef"}) as server:
+        with pytest.raises(MCPError) as info:
+            server.call_tool("echo", {})
+    assert info.value.code == -32603 and info.value.method == "tools/call" and info.value.status is None
+    assert info.value.message == "bad token ***" and info.value.data == {"token": "***"}
+    assert "tok-0123456789abcdef" not in str(info.value) + repr(info.value.__dict__) + repr(info.value.args)
+    assert leaked(before) == []

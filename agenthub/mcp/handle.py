@@ -17,7 +17,7 @@ from ..errors import AgentHubError, ConfigError, StreamProtocolError, TransportE
 from ..telemetry import inject_meta, mcp_span  # a CLIENT span per request, its trace context in _meta (no-ops uninstrumented)
 from . import jsonrpc, results
 from .jsonrpc import MCPError, Message
-from .channel import CHANNELS, Channel
+from .channel import CHANNELS, Channel, scrub
 from .session import FALL_BACK, MODERN_VERSIONS, TRY_AGAIN, Session, param_header_values, param_headers
 
 __all__ = ["connect", "Server", "DEFAULT_TIMEOUT", "forget_eras"]
@@ -78,9 +78,10 @@ class Server(object):
         channel.set_handlers(self._on_request, self._on_notification)
         try:
             self._start()
-        except BaseException:
+        except BaseException as error:
             self._hurry = True  # a failed start-up: the server is not waited for
             self.close()
+            scrub(error, channel.secrets)  # an error answer may echo a credential
             raise
         self._until = None
 
@@ -271,8 +272,10 @@ class Server(object):
                 params = dict(params or {}, _meta=inject_meta((params or {}).get("_meta")))
             try:
                 result = self._request(method, params, timeout, headers)
-            except MCPError as error:
-                span.set_error(str(error.code))
+            except AgentHubError as error:
+                scrub(error, channel.secrets)  # an error answer (read here, not by the channel) may echo a credential
+                if isinstance(error, MCPError):
+                    span.set_error(str(error.code))
                 raise
             if method == "tools/call" and isinstance(result, dict) and result.get("isError") is True:
                 span.set_error("tool_error")

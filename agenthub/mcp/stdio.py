@@ -35,10 +35,9 @@ import time
 import weakref
 from typing import Any, Callable, Deque, Dict, List, Optional, Tuple
 
-from ..attempts import scrub
 from ..errors import AgentHubError, ConfigError, StreamProtocolError, TransportError, preview
 from . import jsonrpc
-from .channel import Answer, Channel, modern_refusal, weak_handler
+from .channel import Answer, Channel, modern_refusal, scrub, weak_handler
 from .jsonrpc import MCPError, Message
 
 __all__ = ["StdioChannel", "STDERR_KEEP", "MAX_LINE_BYTES", "PROBE_TIMEOUT", "SAFE_ENV", "MAX_QUEUED_BYTES"]
@@ -529,10 +528,14 @@ class StdioChannel(Channel):
     def post(self, message: Dict[str, Any], headers: Any = None, timeout: Optional[float] = None) -> None:
         """Send a notification or a response.  From the reader thread (an answer to the server's own
         request) it is queued without waiting: the reader never blocks on the server's stdin."""
-        if threading.current_thread() is self._state.threads[0]:
-            self._queue(message)
-            return
-        self._write(message, time.monotonic() + (self.timeout if timeout is None else timeout))
+        try:
+            if threading.current_thread() is self._state.threads[0]:
+                self._queue(message)
+                return
+            self._write(message, time.monotonic() + (self.timeout if timeout is None else timeout))
+        except AgentHubError as error:
+            scrub(error, self.secrets)  # (the end of the server's log, in an error that it exited)
+            raise
 
     def exchange(self, message: Dict[str, Any], headers: Any = None, timeout: Optional[float] = None,
                  on_message: Optional[Callable[[Message], None]] = None, resumable: bool = False) -> Answer:
