@@ -8,6 +8,7 @@ and answers tools/call ``echo`` with its text.  FAULT:
   as usual.
 - ``other-id``: tools/call is answered with a result for another id (and nothing else).
 - ``leak-env``: tools/call is answered with a JSON-RPC error echoing ``SERVER_TOKEN`` (message and data).
+- ``list-token``: tools/call first sends a progress notification whose ``progressToken`` is a list, then answers.
 - ``null-id-error``: tools/call is answered with an error whose id is null (a parse error, say).
 - ``close-stdout``: tools/call closes stdout and the server keeps running (ignoring SIGTERM).
 - ``half-line``: tools/call gets half a line, then the server exits with status 5.
@@ -69,6 +70,9 @@ def main():
             send({"jsonrpc": "2.0", "id": ident, "error": {"code": -32603, "message": "bad token " + token,
                                                             "data": {"token": token}}})
             continue
+        if FAULT == "list-token":  # a progress notification whose token is a list (no valid token), then the answer
+            send({"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": [ident],
+                                                                                  "progress": 1}})
         if FAULT == "null-id-error":
             send({"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "Parse error"}})
             continue

@@ -218,3 +218,19 @@ def test_an_error_answer_echoing_an_env_value_is_scrubbed():
     assert info.value.message == "bad token ***" and info.value.data == {"token": "***"}
     assert "tok-0123456789abcdef" not in str(info.value) + repr(info.value.__dict__) + repr(info.value.args)
     assert leaked(before) == []
+
+
+@posix
+def test_a_progress_token_that_is_no_valid_id_does_not_kill_the_reader(monkeypatch):
+    died = []
+    monkeypatch.setattr(threading, "excepthook", died.append)
+    before = snapshot()
+    with mcp.connect(hostile_stdio("list-token"), timeout=10) as server:
+        started = time.monotonic()
+        # the token [id] was looked up among the calls in flight: a TypeError (unhashable) ended the stdout
+        # reader, and this call (and every later one) waited for its timeout though the server had answered
+        assert server.call_tool("echo", {"text": "hi"}, timeout=5) == {"type": "tool_result", "text": "hi"}
+        assert server.call_tool("echo", {"text": "again"}, timeout=5)["text"] == "again"
+        assert time.monotonic() - started < 2.0
+    assert died == []
+    assert leaked(before) == []

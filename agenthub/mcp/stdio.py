@@ -253,7 +253,7 @@ def _dispatch(state: _State, message: Message) -> None:
         related = None
         params = message.params if isinstance(message.params, dict) else {}
         token = params.get("progressToken")
-        if token is not None:
+        if isinstance(token, (str, int)):  # a token is a string or a number (a list, say, is no key to look up)
             with state.lock:
                 related = state.pending.get(token)
             if related is not None and related.on_message is not None:
