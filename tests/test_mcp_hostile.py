@@ -234,3 +234,18 @@ def test_a_progress_token_that_is_no_valid_id_does_not_kill_the_reader(monkeypat
         assert time.monotonic() - started < 2.0
     assert died == []
     assert leaked(before) == []
+
+
+@posix
+def test_a_server_that_exits_in_the_middle_of_a_message_says_its_exit_status():
+    before = snapshot()
+    with mcp.connect(hostile_stdio("half-line"), timeout=10) as server:
+        started = time.monotonic()
+        with pytest.raises(TransportError) as info:
+            server.call_tool("echo", {"text": "hi"})
+        assert time.monotonic() - started < 3.0
+    # it was a StreamProtocolError advising that "a log belongs on stderr", the exit status lost
+    assert info.value.exit_code == 5 and info.value.timeout is False
+    assert str(info.value) == ("python: the server process exited with status 5 in the middle of a message "
+                               "(its last 63 bytes were no complete line)")
+    assert leaked(before) == []

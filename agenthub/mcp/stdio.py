@@ -169,6 +169,7 @@ def _reads(state: _State, fd: int) -> Callable[[], Optional[bytes]]:
 def _read_stdout(state: _State) -> None:
     read = _reads(state, state.process.stdout.fileno())
     buffer = bytearray()
+    cut = 0  # bytes of a last line that is no message (the server ended in the middle of one)
     try:
         while True:
             chunk = read()
@@ -176,8 +177,12 @@ def _read_stdout(state: _State) -> None:
                 return  # the shutdown is under way
             if not chunk:
                 if buffer.strip():
-                    if not _line(state, bytes(buffer)):
-                        return
+                    try:  # a last message without its newline is still one
+                        message = jsonrpc.decode(bytes(buffer), state.label)
+                    except StreamProtocolError:
+                        cut = len(buffer)
+                    else:
+                        _dispatch(state, message)
                 break
             searched = len(buffer)
             buffer += chunk
@@ -206,9 +211,10 @@ def _read_stdout(state: _State) -> None:
         # the log thread sees the end of stderr at about the same time: give it a moment for the last words
         state.threads[1].join(0.5)
         tail = state.log_tail()
-        state.fail(TransportError("{}: the server process {} before answering{}".format(
+        state.fail(TransportError("{}: the server process {} {}{}".format(
             state.label, "exited with status {}".format(code) if code is not None else "closed its stdout",
-            "; its log ends with: " + preview(tail[-1000:], 1000) if tail else ""),
+            "in the middle of a message (its last {} bytes were no complete line)".format(cut) if cut
+            else "before answering", "; its log ends with: " + preview(tail[-1000:], 1000) if tail else ""),
             client=state.label, retryable=False, exit_code=code))
 
 
