@@ -115,6 +115,91 @@ class Handler(BaseHTTPRequestHandler):
             self._event(json.dumps({"jsonrpc": "2.0", "id": ident, "error": {
                 "code": -32603, "message": "denied for " + seen, "data": {"seen": seen}}}))
             return
+        if name == "bad_utf8_json":
+            body = b'{"jsonrpc": "2.0", "id": ' + str(ident).encode() + b', "result": {"content": [{"type": "text", ' \
+                b'"text": "a\xff\xfeb"}]}}'
+            return self._send(200, body, "application/json")
+        if name == "bad_utf8_sse":
+            self._sse_start()
+            self.wfile.write(b'data: {"jsonrpc": "2.0", "id": ' + str(ident).encode() + b', "result": {"content": '
+                             b'[{"type": "text", "text": "a\xff\xfeb"}]}}\n\n')
+            return
+        if name == "comments":  # an SSE answer of comments only, forever
+            self._sse_start()
+            try:
+                for _ in range(1200):
+                    self.wfile.write(b": ping\n\n")
+                    self.wfile.flush()
+                    time.sleep(0.05)
+            except OSError:
+                pass
+            return
+        if name == "trickle":  # a JSON answer one byte at a time, never done
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", "100000")
+            self.end_headers()
+            try:
+                for _ in range(100000):
+                    self.wfile.write(b" ")
+                    self.wfile.flush()
+                    time.sleep(0.05)
+            except OSError:
+                pass
+            return
+        if name == "cut_json":  # fewer bytes than its Content-Length, then the connection closes
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", "1000")
+            self.send_header("Connection", "close")
+            self.end_headers()
+            self.wfile.write(b'{"jsonrpc": "2.0", "id": ')
+            self.close_connection = True
+            return
+        if name == "html200":
+            return self._send(200, b"<html><body>Welcome</body></html>", "text/html")
+        if name == "many_headers":
+            self.send_response(200)
+            for number in range(150):
+                self.send_header("X-H{}".format(number), "v")
+            body = json.dumps({"jsonrpc": "2.0", "id": ident, "result": {"content": []}}).encode()
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+            return
+        if name == "long_header":
+            self.send_response(200)
+            self.send_header("X-Long", "v" * 100000)
+            body = json.dumps({"jsonrpc": "2.0", "id": ident, "result": {"content": []}}).encode()
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+            return
+        if name == "not_jsonrpc":
+            return self._json({"hello": "world"})
+        if name == "batch":
+            return self._json([{"jsonrpc": "2.0", "id": ident, "result": {"content": [{"type": "text", "text": "b"}]}}])
+        if name == "other_id_sse":
+            self._sse_start()
+            self._event(json.dumps({"jsonrpc": "2.0", "id": 999999, "result": {"content": []}}))
+            return
+        if name == "long_line_sse":  # an SSE data line of 20 MB that never ends
+            self._sse_start()
+            try:
+                self.wfile.write(b"data: ")
+                for _ in range(20):
+                    self.wfile.write(b"x" * (1024 * 1024))
+                time.sleep(30)
+            except OSError:
+                pass
+            return
+        if name == "int_digits":  # an id of 5000 digits
+            return self._send(200, b'{"jsonrpc": "2.0", "id": ' + b"1" * 5000 + b', "result": {}}', "application/json")
+        if name == "deep":  # a result nested 100,000 deep
+            return self._send(200, b'{"jsonrpc": "2.0", "id": ' + str(ident).encode() + b', "result": {"a": '
+                              + b"[" * 100000 + b"]" * 100000 + b"}}", "application/json")
         if name == "ask_stall":
             self._sse_start()
             self._event(json.dumps({"jsonrpc": "2.0", "id": "s-stall", "method": "ping"}))

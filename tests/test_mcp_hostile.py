@@ -19,6 +19,7 @@ import leakguard
 from mcp_support import HERE, Subprocess, leaked, snapshot, stdio_command
 
 HOSTILE_HTTP = os.path.join(HERE, "mcp_hostile_http.py")
+URLLIB3_1 = __import__("urllib3").__version__.startswith("1.")
 posix = pytest.mark.skipif(sys.platform == "win32", reason="POSIX process groups and /proc")
 
 
@@ -249,3 +250,45 @@ def test_a_server_that_exits_in_the_middle_of_a_message_says_its_exit_status():
     assert str(info.value) == ("python: the server process exited with status 5 in the middle of a message "
                                "(its last 63 bytes were no complete line)")
     assert leaked(before) == []
+
+
+# -- HTTP answers that are broken on the wire: each a typed error within the call's timeout --------------------
+
+@pytest.mark.parametrize("tool,kind,words", [
+    ("bad_utf8_sse", "StreamProtocolError", "not valid UTF-8"),
+    ("comments", "TransportError", "no response within the timeout of 1 s (in all)"),
+    ("trickle", "TransportError", "no response within the timeout of 1 s (in all)"),
+    # urllib3 1.x does not enforce Content-Length: the short body is read as bad JSON
+    ("cut_json", "StreamProtocolError" if URLLIB3_1 else "TransportError",
+     "neither a stream nor JSON" if URLLIB3_1 else "the connection broke in the middle of the answer"),
+    ("html200", "StreamProtocolError", "got an HTML page"),
+    ("many_headers", "TransportError", "the connection failed"),
+    ("long_header", "TransportError", "the connection failed"),
+    ("not_jsonrpc", "StreamProtocolError", "not JSON-RPC 2.0"),
+    ("batch", "StreamProtocolError", "not JSON-RPC 2.0"),
+    ("other_id_sse", "StreamProtocolError", "the stream answered request '999999'"),
+    ("long_line_sse", "StreamProtocolError", "exceeds 16777216 bytes"),
+    ("int_digits", "StreamProtocolError", "neither a stream nor JSON"),
+    ("deep", "StreamProtocolError", "neither a stream nor JSON"),
+])
+def test_a_broken_answer_is_a_typed_error_within_the_calls_timeout_and_the_next_call_works(hostile, tool, kind,
+                                                                                            words):
+    from agenthub import errors
+
+    fake = hostile()
+    mcp.connect(fake.url, timeout=10).close()  # what a first connection sets up for the process is not this test's
+    before = snapshot()
+    with mcp.connect(fake.url, timeout=10) as server:
+        started = time.monotonic()
+        with pytest.raises(getattr(errors, kind)) as info:
+            server.call_tool(tool, {}, timeout=1)
+        assert time.monotonic() - started < 2.5
+        assert words in str(info.value)
+        del info  # its traceback holds the broken connection until collected
+        assert server.call_tool("echo", {"text": "still"}, timeout=5)["text"] == "still"
+    assert leaked(before) == []
+
+
+def test_bytes_that_are_not_utf8_in_a_json_answer_become_replacement_characters(hostile):
+    with mcp.connect(hostile().url, timeout=10) as server:
+        assert server.call_tool("bad_utf8_json", {}) == {"type": "tool_result", "text": "a\ufffd\ufffdb"}
