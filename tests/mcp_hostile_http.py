@@ -3,7 +3,8 @@
     python tests/mcp_hostile_http.py GET_MODE PORT_FILE      GET_MODE: refuse | stall
 
 Handshake era (2025-06-18) with sessions: ``server/discover`` is a plain 400 (the client falls back),
-``initialize`` gives an ``Mcp-Session-Id``, a notification or a response is 202, a DELETE 200.
+``initialize`` gives an ``Mcp-Session-Id``, a notification or a response is 202 (but for
+``notifications/cancelled``: read, never answered), a DELETE 200.
 GET (the listening stream): ``refuse`` answers 405; ``stall`` takes the request and never sends a head.
 
 tools/call by name:
@@ -14,6 +15,7 @@ tools/call by name:
   is read and never answered (no head), and the stream sends nothing more.
 - ``leak_sse``: an SSE answer whose one event is a JSON-RPC error echoing the Authorization header (its
   message and its data).
+- ``hang``: never answered.
 - ``echo``: the text back (JSON).
 
 ``GET /log`` gives the messages POSTed (their JSON bodies, as text).
@@ -95,6 +97,9 @@ class Handler(BaseHTTPRequestHandler):
                 return
             ANSWERED.set()
             return self._send(202)
+        if method == "notifications/cancelled":
+            time.sleep(60)  # read, never answered
+            return
         if ident is None:
             return self._send(202)
         if method != "tools/call":
@@ -200,6 +205,9 @@ class Handler(BaseHTTPRequestHandler):
         if name == "deep":  # a result nested 100,000 deep
             return self._send(200, b'{"jsonrpc": "2.0", "id": ' + str(ident).encode() + b', "result": {"a": '
                               + b"[" * 100000 + b"]" * 100000 + b"}}", "application/json")
+        if name == "hang":
+            time.sleep(60)
+            return
         if name == "ask_stall":
             self._sse_start()
             self._event(json.dumps({"jsonrpc": "2.0", "id": "s-stall", "method": "ping"}))

@@ -292,3 +292,33 @@ def test_a_broken_answer_is_a_typed_error_within_the_calls_timeout_and_the_next_
 def test_bytes_that_are_not_utf8_in_a_json_answer_become_replacement_characters(hostile):
     with mcp.connect(hostile().url, timeout=10) as server:
         assert server.call_tool("bad_utf8_json", {}) == {"type": "tool_result", "text": "a\ufffd\ufffdb"}
+
+
+def test_a_timed_out_calls_cancellation_does_not_outlast_the_calls_timeout(hostile):
+    fake = hostile()
+    before = snapshot()
+    server = mcp.connect(fake.url, timeout=10)
+    try:
+        start = len(posted(fake))
+        started = time.monotonic()
+        with pytest.raises(TransportError) as info:
+            server.call_tool("hang", {}, timeout=2)  # and the server never answers the POST of its cancellation
+        elapsed = time.monotonic() - started
+        assert info.value.timeout is True and "no response within the timeout of 2 s (in all)" in str(info.value)
+        del info
+        assert 1.9 <= elapsed < 3.0  # the cancellation's POST took up to 5 s more, in the caller's thread
+        # the cancellation is still said (2025-11-25 "Cancellation": a dropped connection is none)
+        call = [doc for doc in posted(fake)[start:] if (doc.get("params") or {}).get("name") == "hang"][-1]
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:
+            cancels = [doc for doc in posted(fake)[start:] if doc.get("method") == "notifications/cancelled"]
+            if cancels:
+                break
+            time.sleep(0.05)
+        assert cancels == [{"jsonrpc": "2.0", "method": "notifications/cancelled",
+                            "params": {"requestId": call["id"], "reason": "timeout"}}]
+    finally:
+        started = time.monotonic()
+        server.close()
+        assert time.monotonic() - started < 4.0  # its cancellation said once more, 2 s at most, then the DELETE
+    assert leaked(before) == []

@@ -253,6 +253,9 @@ def test_a_legacy_call_that_times_out_is_cancelled_by_notification(servers):
         start = len(log(fake))
         with pytest.raises(TransportError):
             server.call_tool("hang", {}, timeout=0.5)
+        deadline = time.monotonic() + 5  # said on a thread of its own: the call's time is up
+        while len(log(fake)) < start + 2 and time.monotonic() < deadline:
+            time.sleep(0.02)
         seen = [r["body"] for r in log(fake)[start:]]
     assert seen[1] == {"jsonrpc": "2.0", "method": "notifications/cancelled",
                        "params": {"requestId": seen[0]["id"], "reason": "timeout"}}

@@ -75,6 +75,7 @@ class Server(object):
         self._until = time.monotonic() + timeout  # type: Optional[float]  # the start-up's deadline, in all
         self._hurry = False
         self._inflight = set()  # type: Set[Any]  # ids of requests awaiting their answer (close() cancels them)
+        self._cancelling = set()  # type: Set[Any]  # ids of timed-out requests whose cancellation is being sent
         channel.set_handlers(self._on_request, self._on_notification)
         try:
             self._start()
@@ -303,11 +304,7 @@ class Server(object):
             except TransportError as error:
                 if error.timeout and session.era == "legacy" and channel.cancels_on_timeout:
                     # 2025-11-25 "Cancellation": a dropped connection is not a cancellation; say it
-                    notice = session.cancel_notification(ident, "timeout")
-                    try:
-                        channel.post(notice, session.headers(notice), min(timeout, 5.0))
-                    except AgentHubError:
-                        pass
+                    self._cancel_later(ident, min(timeout, 5.0))
                 raise
             except (MCPError, UpstreamError) as error:
                 status = getattr(error, "status", None)
@@ -346,6 +343,27 @@ class Server(object):
                     self._inflight.discard(ident)
         raise StreamProtocolError("{}: {} could not be sent".format(self._channel.label, method),
                                   client=self._channel.label)  # pragma: no cover
+
+    def _cancel_later(self, ident: Any, timeout: float) -> None:
+        """Say ``notifications/cancelled`` for request ``ident`` whose call timed out, on a thread of its own (the
+        caller's time is up: a server slow to take the POST must not hold the call past its timeout); close()
+        says it again for one not said by then.  The thread holds no reference to the handle."""
+        session, channel, lock, cancelling = self._session, self._channel, self._lock, self._cancelling
+        notice = session.cancel_notification(ident, "timeout")
+        headers = session.headers(notice)
+
+        def post() -> None:
+            try:
+                channel.post(notice, headers, timeout)
+            except AgentHubError:
+                pass
+            finally:
+                with lock:
+                    cancelling.discard(ident)
+
+        with lock:
+            cancelling.add(ident)
+        threading.Thread(target=post, name="agenthub-mcp-cancel", daemon=True).start()
 
     def _pages(self, method: str, key: str, params: Optional[Dict[str, Any]] = None) -> Tuple[List[Any], Any]:
         items = []  # type: List[Any]
@@ -482,7 +500,7 @@ class Server(object):
             if self._closed:
                 return
             self._closed = True
-            inflight = sorted(self._inflight, key=str)
+            inflight = sorted(self._inflight | self._cancelling, key=str)  # (a cancellation under way: said again)
         channel = self._channel
         channel.abort()  # the calls in flight end now (a TransportError with aborted), whatever the server does
         if not self._hurry:
