@@ -1,11 +1,12 @@
 """A hostile Streamable HTTP MCP server for the tests (stdlib only, any Python): run as a subprocess,
 
-    python tests/mcp_hostile_http.py GET_MODE PORT_FILE      GET_MODE: refuse | stall
+    python tests/mcp_hostile_http.py GET_MODE PORT_FILE      GET_MODE: refuse | stall | ask
 
 Handshake era (2025-06-18) with sessions: ``server/discover`` is a plain 400 (the client falls back),
 ``initialize`` gives an ``Mcp-Session-Id``, a notification or a response is 202 (but for
 ``notifications/cancelled``: read, never answered), a DELETE 200.
-GET (the listening stream): ``refuse`` answers 405; ``stall`` takes the request and never sends a head.
+GET (the listening stream): ``refuse`` answers 405; ``stall`` takes the request and never sends a head; ``ask``
+sends a ``ping`` request (whose answer's POST is never answered), then comments.
 
 tools/call by name:
 
@@ -16,6 +17,7 @@ tools/call by name:
 - ``leak_sse``: an SSE answer whose one event is a JSON-RPC error echoing the Authorization header (its
   message and its data).
 - ``hang``: never answered.
+- ``redirect``: a 307 to ``/elsewhere`` on this server.
 - ``echo``: the text back (JSON).
 
 ``GET /log`` gives the messages POSTed (their JSON bodies, as text).
@@ -72,6 +74,17 @@ class Handler(BaseHTTPRequestHandler):
                 return self._send(200, json.dumps(LOG).encode(), "application/json")
         if GET_MODE == "stall":
             time.sleep(60)  # the head never comes
+            return
+        if GET_MODE == "ask":  # a ping whose answer's POST is never answered, then comments
+            self._sse_start()
+            try:
+                self._event(json.dumps({"jsonrpc": "2.0", "id": "s-stall", "method": "ping"}))
+                for _ in range(600):
+                    self.wfile.write(b": keep-alive\n\n")
+                    self.wfile.flush()
+                    time.sleep(0.1)
+            except OSError:
+                pass
             return
         self._send(405)
 
@@ -205,6 +218,9 @@ class Handler(BaseHTTPRequestHandler):
         if name == "deep":  # a result nested 100,000 deep
             return self._send(200, b'{"jsonrpc": "2.0", "id": ' + str(ident).encode() + b', "result": {"a": '
                               + b"[" * 100000 + b"]" * 100000 + b"}}", "application/json")
+        if name == "redirect":  # to another path of this server (a request there is logged)
+            return self._send(307, b"", None, {"Location": "http://127.0.0.1:{}/elsewhere".format(
+                self.server.server_address[1])})
         if name == "hang":
             time.sleep(60)
             return

@@ -322,3 +322,32 @@ def test_a_timed_out_calls_cancellation_does_not_outlast_the_calls_timeout(hosti
         server.close()
         assert time.monotonic() - started < 4.0  # its cancellation said once more, 2 s at most, then the DELETE
     assert leaked(before) == []
+
+
+@pytest.mark.parametrize("mode", ["ask", "stall"])
+def test_close_ends_a_listening_stream_stuck_on_its_head_or_on_the_answer_to_a_servers_ping(hostile, mode):
+    fake = hostile(mode)
+    before = snapshot()
+    server = mcp.connect(fake.url, timeout=10)
+    deadline = time.monotonic() + 5
+    while mode == "ask" and time.monotonic() < deadline and not any(
+            doc.get("id") == "s-stall" and "result" in doc for doc in posted(fake)):
+        time.sleep(0.05)  # the listener answered the ping: its POST now waits for a head that never comes
+    assert server.call_tool("echo", {"text": "x"}, timeout=5)["text"] == "x"
+    started = time.monotonic()
+    server.close()
+    assert time.monotonic() - started < 1.0
+    assert leaked(before) == []
+
+
+def test_a_redirect_is_not_followed_and_the_headers_stay_home(hostile):
+    from agenthub.errors import UpstreamError
+
+    fake = hostile()
+    start = len(posted(fake))
+    with mcp.connect(fake.url, timeout=10, headers={"Authorization": "Bearer sk-test-0123456789abcdef"}) as server:
+        with pytest.raises(UpstreamError) as info:
+            server.call_tool("redirect", {})
+    assert info.value.status == 307 and str(info.value).startswith("HTTP 307 Temporary Redirect")
+    assert [doc.get("method") for doc in posted(fake)[start:]] == ["server/discover", "initialize",
+                                                                   "notifications/initialized", "tools/call"]

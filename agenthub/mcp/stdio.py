@@ -167,10 +167,10 @@ def _reads(state: _State, fd: int) -> Callable[[], Optional[bytes]]:
 
 
 def _read_stdout(state: _State) -> None:
-    read = _reads(state, state.process.stdout.fileno())
     buffer = bytearray()
     cut = 0  # bytes of a last line that is no message (the server ended in the middle of one)
     try:
+        read = _reads(state, state.process.stdout.fileno())
         while True:
             chunk = read()
             if chunk is None:
