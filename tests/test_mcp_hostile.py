@@ -351,3 +351,20 @@ def test_a_redirect_is_not_followed_and_the_headers_stay_home(hostile):
     assert info.value.status == 307 and str(info.value).startswith("HTTP 307 Temporary Redirect")
     assert [doc.get("method") for doc in posted(fake)[start:]] == ["server/discover", "initialize",
                                                                    "notifications/initialized", "tools/call"]
+
+
+@posix
+def test_arguments_json_cannot_carry_are_a_config_error_and_the_connection_stays_usable():
+    import datetime
+
+    from agenthub.errors import ConfigError
+
+    with mcp.connect(stdio_command("modern"), timeout=10) as server:
+        with pytest.raises(ConfigError) as info:  # json.loads reads NaN from a model's arguments: a ValueError
+            server.call_tool("echo", {"n": float("nan")})
+        assert str(info.value) == ("tools/call cannot be sent as JSON: Out of range float values are not JSON "
+                                   "compliant")
+        with pytest.raises(ConfigError) as info:  # a TypeError
+            server.call_tool("echo", {"day": datetime.date(2026, 12, 6)})
+        assert str(info.value) == "tools/call cannot be sent as JSON: Object of type date is not JSON serializable"
+        assert server.call_tool("echo", {"text": "ok"})["text"] == "ok"
