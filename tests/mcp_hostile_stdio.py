@@ -1,11 +1,12 @@
 """A hostile MCP server on stdio for the tests (stdlib only): ``python tests/mcp_hostile_stdio.py FAULT``.
 
 It speaks the handshake era (2025-06-18; anything before ``initialize`` is refused, so the client falls back)
-and answers tools/call ``echo`` with its text.  FAULT:
+and answers tools/call ``echo`` with its text; tools/call ``deaf`` stops reading stdin (it sleeps a minute).  FAULT:
 
 - ``setsid-child``: at start it spawns a process in a session of its own (outside the server's process group)
   that keeps the server's stdout and stderr open for 30 s (its pid on stderr: ``child PID``), then serves
   as usual.
+- ``setsid-stdin``: as ``setsid-child``, but the process holds the server's stdin (and reads nothing from it).
 - ``other-id``: tools/call is answered with a result for another id (and nothing else).
 - ``leak-env``: tools/call is answered with a JSON-RPC error echoing ``SERVER_TOKEN`` (message and data).
 - ``list-token``: tools/call first sends a progress notification whose ``progressToken`` is a list, then answers.
@@ -38,6 +39,11 @@ def main():
                                  stdin=subprocess.DEVNULL)  # stdout and stderr inherited
         sys.stderr.write("child {}\n".format(child.pid))
         sys.stderr.flush()
+    if FAULT == "setsid-stdin":  # a process in a session of its own that holds the server's stdin and reads nothing
+        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"], start_new_session=True,
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # stdin inherited
+        sys.stderr.write("child {}\n".format(child.pid))
+        sys.stderr.flush()
     if FAULT == "close-stdout":
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
     initialized = False
@@ -62,6 +68,8 @@ def main():
             send({"jsonrpc": "2.0", "id": ident, "error": {"code": -32601, "message": "Method not found"}})
             continue
         text = (params.get("arguments") or {}).get("text", "")
+        if (params.get("name")) == "deaf":  # reads nothing more
+            time.sleep(60)
         if FAULT == "other-id":
             send({"jsonrpc": "2.0", "id": ident + 1000, "result": {"content": []}})
             continue

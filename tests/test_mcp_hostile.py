@@ -368,3 +368,37 @@ def test_arguments_json_cannot_carry_are_a_config_error_and_the_connection_stays
             server.call_tool("echo", {"day": datetime.date(2026, 12, 6)})
         assert str(info.value) == "tools/call cannot be sent as JSON: Object of type date is not JSON serializable"
         assert server.call_tool("echo", {"text": "ok"})["text"] == "ok"
+
+
+@posix
+def test_close_ends_a_write_stuck_on_a_pipe_that_a_process_outside_the_group_holds():
+    before = snapshot()
+    server = mcp.connect(hostile_stdio("setsid-stdin"), timeout=8)
+    child = None
+    try:
+        deadline = time.monotonic() + 5
+        while "child " not in server.stderr and time.monotonic() < deadline:
+            time.sleep(0.02)
+        child = int(server.stderr.split("child ", 1)[1].split()[0])
+        pid = server._channel.pid
+        with pytest.raises(TransportError):
+            server.call_tool("deaf", {}, timeout=0.5)  # it reads nothing from now on
+        with pytest.raises(TransportError) as info:  # the write fills the pipe and blocks
+            server.call_tool("echo", {"text": "x" * (2 * 1024 * 1024)}, timeout=1)
+        assert info.value.timeout is True and "did not read its stdin" in str(info.value)
+        del info
+        started = time.monotonic()
+        server.close()
+        elapsed = time.monotonic() - started
+        # the server was killed, but the child keeps the pipe's read end: the write stayed blocked, close()
+        # waited 2 s for the writer and left it
+        assert _threads_of(pid) == []
+        assert elapsed < 1.5
+    finally:
+        server.close()
+        if child is not None:
+            try:
+                os.kill(child, signal.SIGKILL)
+            except OSError:
+                pass
+    assert leaked(before) == []

@@ -21,7 +21,9 @@ Shutdown (2026-07-28 transports/stdio "Shutdown"): the calls in flight fail at o
 stdin, wait, SIGTERM, wait, SIGKILL, to the server's whole process group on POSIX (it is started in a
 session of its own, so what it spawned goes too); each wait is ``SHUTDOWN_GRACE`` at most and a
 quarter of the channel's timeout.  The threads are joined and the pipes closed, by ``close()``, by the
-garbage collector or at interpreter exit (a ``weakref.finalize``), whichever comes first.
+garbage collector or at interpreter exit (a ``weakref.finalize``), whichever comes first.  On POSIX the
+threads wait on their pipe and on a stop pipe the shutdown writes to, so a pipe that a process outside the
+group keeps open (one the server spawned in a session of its own) holds no thread past ``close()``.
 """
 
 import collections
@@ -290,10 +292,35 @@ def _read_stderr(state: _State) -> None:
         pass
 
 
+def _writes(state: _State, fd: int) -> Callable[[memoryview], Optional[int]]:
+    """The writes to pipe ``fd``: the bytes written, None once the shutdown said stop (``stop_pipe``: then the
+    pipe is non-blocking and waited on with it, so a write that a process outside the group blocks ends)."""
+    if state.stop_pipe is None:
+        return lambda view: os.write(fd, view)
+    stop = state.stop_pipe[0]
+    os.set_blocking(fd, False)
+    poller = select.poll()
+    poller.register(fd, select.POLLOUT)
+    poller.register(stop, select.POLLIN)
+
+    def write(view: memoryview) -> Optional[int]:
+        while True:
+            try:
+                return os.write(fd, view)
+            except BlockingIOError:  # the pipe is full: wait for room, or for the shutdown
+                if stop in {number for number, _ in poller.poll()}:
+                    return None
+
+    return write
+
+
 def _write_queue(state: _State) -> None:
     """The writer thread: the queued messages to stdin, in order, whole (a blocked write holds no lock)."""
-    fd = state.process.stdin.fileno()
-    while True:
+    try:
+        write = _writes(state, state.process.stdin.fileno())
+    except (OSError, ValueError):  # pragma: no cover - stdin closed before the thread ran
+        write = None
+    while write is not None:
         with state.lock:
             while not state.queue and not state.closing and state.failure is None:
                 state.wake.wait()
@@ -304,7 +331,10 @@ def _write_queue(state: _State) -> None:
         try:
             view = memoryview(data)
             while view:
-                view = view[os.write(fd, view):]
+                count = write(view)
+                if count is None:
+                    raise OSError("the shutdown stopped the write")
+                view = view[count:]
         except (OSError, ValueError):
             written.set()
             break  # the child's stdin is gone: the reader sees the end of the child and says why
