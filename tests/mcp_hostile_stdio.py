@@ -1,7 +1,7 @@
 """A hostile MCP server on stdio for the tests (stdlib only): ``python tests/mcp_hostile_stdio.py FAULT``.
 
 It speaks the handshake era (2025-06-18; anything before ``initialize`` is refused, so the client falls back)
-and answers tools/call ``echo`` with its text; tools/call ``deaf`` stops reading stdin (it sleeps a minute).  FAULT:
+and answers tools/call ``echo`` with its text; tools/call ``deaf`` stops reading stdin (it sleeps a minute); ``shut`` closes stdin, answers, and sleeps a minute.  FAULT:
 
 - ``setsid-child``: at start it spawns a process in a session of its own (outside the server's process group)
   that keeps the server's stdout and stderr open for 30 s (its pid on stderr: ``child PID``), then serves
@@ -69,6 +69,10 @@ def main():
             continue
         text = (params.get("arguments") or {}).get("text", "")
         if (params.get("name")) == "deaf":  # reads nothing more
+            time.sleep(60)
+        if (params.get("name")) == "shut":  # closes its stdin, answers, and keeps running
+            os.close(0)
+            send({"jsonrpc": "2.0", "id": ident, "result": {"content": [{"type": "text", "text": "shut"}]}})
             time.sleep(60)
         if FAULT == "other-id":
             send({"jsonrpc": "2.0", "id": ident + 1000, "result": {"content": []}})

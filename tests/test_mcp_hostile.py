@@ -402,3 +402,22 @@ def test_close_ends_a_write_stuck_on_a_pipe_that_a_process_outside_the_group_hol
             except OSError:
                 pass
     assert leaked(before) == []
+
+
+@posix
+def test_a_server_that_closed_its_stdin_and_lingers_fails_the_next_call_at_once():
+    before = snapshot()
+    with mcp.connect(hostile_stdio(""), timeout=20) as server:
+        assert server.call_tool("shut", {})["text"] == "shut"
+        started = time.monotonic()
+        with pytest.raises(TransportError) as info:
+            server.call_tool("echo", {"text": "hi"})
+        # each call waited for its 20 s, then the server was ended as one that does not read its stdin; now the
+        # writer gives a server that exits 3 s to do so (the reader then says why), and this one does not
+        assert time.monotonic() - started < 6.0
+        assert str(info.value) == "python: the server closed its stdin (it reads no more requests)"
+        assert info.value.timeout is False and info.value.exit_code is None
+        with pytest.raises(TransportError):
+            server.call_tool("echo", {"text": "again"})
+        del info
+    assert leaked(before) == []

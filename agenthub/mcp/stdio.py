@@ -320,6 +320,7 @@ def _write_queue(state: _State) -> None:
         write = _writes(state, state.process.stdin.fileno())
     except (OSError, ValueError):  # pragma: no cover - stdin closed before the thread ran
         write = None
+    broken = False  # the server closed its stdin
     while write is not None:
         with state.lock:
             while not state.queue and not state.closing and state.failure is None:
@@ -335,8 +336,9 @@ def _write_queue(state: _State) -> None:
                 if count is None:
                     raise OSError("the shutdown stopped the write")
                 view = view[count:]
-        except (OSError, ValueError):
+        except (OSError, ValueError) as exc:
             written.set()
+            broken = isinstance(exc, BrokenPipeError)
             break  # the child's stdin is gone: the reader sees the end of the child and says why
         finally:
             with state.lock:
@@ -349,6 +351,12 @@ def _write_queue(state: _State) -> None:
         state.queue.clear()
     for _, written in left:
         written.set()
+    if broken and not state.closing:
+        try:  # a server that exits: the reader says so, with its status and its log
+            state.process.wait(SHUTDOWN_GRACE + 1.0)
+        except subprocess.TimeoutExpired:  # one that runs on with its stdin closed would leave each call to time out
+            state.fail(TransportError("{}: the server closed its stdin (it reads no more requests)".format(
+                state.label), client=state.label, retryable=False, exit_code=None))
 
 
 def _shutdown(state: _State, grace: Optional[float] = None) -> None:
