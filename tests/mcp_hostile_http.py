@@ -17,6 +17,7 @@ tools/call by name:
 - ``leak_sse``: an SSE answer whose one event is a JSON-RPC error echoing the Authorization header (its
   message and its data).
 - ``hang``: never answered.
+- ``gone``: a 404 (the session is gone), and the next ``initialize`` is never answered.
 - ``redirect``: a 307 to ``/elsewhere`` on this server.
 - ``echo``: the text back (JSON).
 
@@ -35,6 +36,7 @@ GET_MODE = sys.argv[1] if len(sys.argv) > 1 else "refuse"
 LOG = []
 LOCK = threading.Lock()
 ANSWERED = threading.Event()  # the client answered the server's request
+STALL_INIT = threading.Event()  # the next initialize is never answered
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -101,6 +103,10 @@ class Handler(BaseHTTPRequestHandler):
         if method == "server/discover":
             return self._send(400, b"Bad Request", "text/plain")
         if method == "initialize":
+            if STALL_INIT.is_set():  # once, after a ``gone``
+                STALL_INIT.clear()
+                time.sleep(60)
+                return
             return self._json({"jsonrpc": "2.0", "id": ident, "result": {
                 "protocolVersion": "2025-06-18", "capabilities": {"tools": {}},
                 "serverInfo": {"name": "hostile", "version": "1"}}}, {"Mcp-Session-Id": uuid.uuid4().hex})
@@ -221,6 +227,9 @@ class Handler(BaseHTTPRequestHandler):
         if name == "redirect":  # to another path of this server (a request there is logged)
             return self._send(307, b"", None, {"Location": "http://127.0.0.1:{}/elsewhere".format(
                 self.server.server_address[1])})
+        if name == "gone":  # the session is gone (404), and the initialize that follows is never answered
+            STALL_INIT.set()
+            return self._send(404, b"session not found", "text/plain")
         if name == "hang":
             time.sleep(60)
             return

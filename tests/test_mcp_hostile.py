@@ -421,3 +421,42 @@ def test_a_server_that_closed_its_stdin_and_lingers_fails_the_next_call_at_once(
             server.call_tool("echo", {"text": "again"})
         del info
     assert leaked(before) == []
+
+
+def test_a_call_whose_session_is_gone_starts_a_new_one_within_the_calls_timeout(hostile):
+    fake = hostile()
+    before = snapshot()
+    with mcp.connect(fake.url, timeout=20) as server:
+        started = time.monotonic()
+        with pytest.raises(TransportError) as info:
+            server.call_tool("gone", {}, timeout=2)  # a 404; the initialize that follows is never answered
+        elapsed = time.monotonic() - started
+        assert info.value.timeout is True
+        del info
+    assert 1.9 <= elapsed < 3.5  # the new session's initialize had the connection's 20 s of its own
+    assert leaked(before) == []
+
+
+def test_close_from_another_thread_ends_a_call_that_is_starting_a_new_session_at_once(hostile):
+    fake = hostile()
+    before = snapshot()
+    server = mcp.connect(fake.url, timeout=20)
+    box = {}
+
+    def call():
+        try:
+            server.call_tool("gone", {}, timeout=15)  # a 404; the initialize that follows is never answered
+        except Exception as error:  # noqa: B902 - handed to the test
+            box["error"] = error
+
+    thread = threading.Thread(target=call)
+    thread.start()
+    time.sleep(0.5)
+    started = time.monotonic()
+    server.close()  # it waited for the handle's lock, which the new session's initialize held
+    elapsed = time.monotonic() - started
+    thread.join(20)
+    assert elapsed < 3.0
+    assert isinstance(box["error"], TransportError) and box["error"].aborted is True
+    del box
+    assert leaked(before) == []

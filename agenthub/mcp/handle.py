@@ -67,6 +67,7 @@ class Server(object):
         self._session = session
         self._origin = channel.origin if origin is None else origin
         self._lock = threading.RLock()
+        self._renewing = threading.Lock()  # one new session at a time (not self._lock: close() must not wait on it)
         self._generation = 0  # bumped at each (re)initialisation
         self._closed = False
         self._lists = {}  # type: Dict[str, Tuple[Optional[float], Any]]  # what -> (fresh until, value)
@@ -86,14 +87,19 @@ class Server(object):
             raise
         self._until = None
 
-    def _budget(self) -> float:
-        """Seconds for the next step: during the start-up what is left of its deadline, else ``timeout``."""
-        if self._until is None:
+    def _budget(self, until: Optional[float] = None) -> float:
+        """Seconds for the next step: what is left of ``until`` (a call's deadline) or of the start-up's, else
+        ``timeout``."""
+        starting = until is None
+        if starting:
+            until = self._until
+        if until is None:
             return self.timeout
-        left = self._until - time.monotonic()
+        left = until - time.monotonic()
         if left <= 0:
-            raise TransportError("{}: the server did not start within {:g} s".format(
-                self._channel.label, self.timeout), client=self._channel.label, timeout=True, retryable=False)
+            raise TransportError("{}: the server did not start within {:g} s".format(self._channel.label, self.timeout)
+                                 if starting else "{}: no answer within the call's timeout (in all)".format(
+                                     self._channel.label), client=self._channel.label, timeout=True, retryable=False)
         return left
 
     # -- what was agreed -----------------------------------------------------------------------------
@@ -188,12 +194,13 @@ class Server(object):
         raise StreamProtocolError("{}: no protocol version agreed".format(self._channel.label),
                                   client=self._channel.label)  # pragma: no cover
 
-    def _initialize(self) -> None:
+    def _initialize(self, until: Optional[float] = None) -> None:
+        """The handshake (``until``: the deadline of the call that starts a new session, else the start-up's)."""
         session = self._session
         session.era = "legacy"
         session.session_id = None
         ident, message = session.initialize_request()
-        budget = self._budget()
+        budget = self._budget(until)
         deadline = time.monotonic() + budget
         try:
             answer = self._channel.exchange(message, session.headers(message), budget,
@@ -205,7 +212,7 @@ class Server(object):
         if answer.headers is not None:
             session.take_session_id(answer.headers.get("mcp-session-id"))
         notice = session.accept_initialize(result)
-        self._channel.post(notice, session.headers(notice), self._budget())
+        self._channel.post(notice, session.headers(notice), self._budget(until))
         self._generation += 1
         self._channel.started(session.headers(jsonrpc.notification("notifications/initialized")))
 
@@ -287,8 +294,11 @@ class Server(object):
         session = self._session
         channel = self._channel
         timeout = self.timeout if timeout is None else timeout
+        until = time.monotonic() + timeout  # the call's deadline, over its retries (a new session, a relist) too
         renewed = False
-        for _ in range(4):
+        for attempt in range(4):
+            if attempt:
+                timeout = self._budget(until)
             generation = self._generation
             ident, message = session.request(method, params)
             sent = session.headers(message)
@@ -314,16 +324,16 @@ class Server(object):
                     if said == TRY_AGAIN:
                         continue
                     if said == FALL_BACK:
-                        with self._lock:
+                        with self._renewing:
                             if self._generation == generation:
-                                self._initialize()
+                                self._initialize(until)
                         continue
                     raise
                 if isinstance(error, MCPError) and error.code == jsonrpc.HEADER_MISMATCH and method == "tools/call" \
                         and not renewed and session.era == "modern":
                     # 2026-07-28 "Client Behavior": the tool's x-mcp-header marks may have changed; list, retry once
                     renewed = True
-                    self.list_tools(refresh=True)
+                    self._tools(True, until)
                     name = str((params or {}).get("name"))
                     with self._lock:
                         marks = self._marks.get(name)
@@ -332,10 +342,10 @@ class Server(object):
                 if status == 404 and session.era == "legacy" and "MCP-Session-Id" in sent and not renewed:
                     # 2025-11-25 "Session Management" 4: the session ended; start a new one, once
                     renewed = True
-                    with self._lock:
+                    with self._renewing:
                         if self._generation == generation:
                             session.lost_session()
-                            self._initialize()
+                            self._initialize(until)
                     continue
                 raise
             finally:
@@ -365,7 +375,8 @@ class Server(object):
             cancelling.add(ident)
         threading.Thread(target=post, name="agenthub-mcp-cancel", daemon=True).start()
 
-    def _pages(self, method: str, key: str, params: Optional[Dict[str, Any]] = None) -> Tuple[List[Any], Any]:
+    def _pages(self, method: str, key: str, params: Optional[Dict[str, Any]] = None,
+               until: Optional[float] = None) -> Tuple[List[Any], Any]:
         items = []  # type: List[Any]
         cursor = None
         seen = set()
@@ -375,7 +386,7 @@ class Server(object):
             page_params = dict(params or {})
             if cursor is not None:
                 page_params["cursor"] = cursor
-            result = self.request(method, page_params or None)
+            result = self.request(method, page_params or None, None if until is None else self._budget(until))
             page = result.get(key)
             if not isinstance(page, list):
                 raise StreamProtocolError("{}: {} answered without a {} list".format(
@@ -400,14 +411,14 @@ class Server(object):
         raise StreamProtocolError("{}: {} gave more than {} pages".format(self._channel.label, method, MAX_PAGES),
                                   client=self._channel.label)
 
-    def _listed(self, what: str, method: str, key: str, refresh: bool) -> List[Any]:
+    def _listed(self, what: str, method: str, key: str, refresh: bool, until: Optional[float] = None) -> List[Any]:
         with self._lock:
             cached = self._lists.get(what)
         if cached is not None and not refresh:
             until, value = cached
             if until is None or time.monotonic() < until:
                 return list(value)
-        items, ttl = self._pages(method, key)
+        items, ttl = self._pages(method, key, until=until)
         # caching (2026-07-28 server/utilities/caching): fresh for ttlMs when the server gives it (0: not
         # cached); without one (a handshake-era server), until a list_changed notification or refresh=True,
         # when the channel hears them
@@ -421,7 +432,10 @@ class Server(object):
     # -- tools ---------------------------------------------------------------------------------------
     def list_tools(self, refresh: bool = False) -> List[Dict[str, Any]]:
         """The server's tools as ToolSchemas ({"name", "description", "parameters"}), every page."""
-        raw = self._listed("tools", "tools/list", "tools", refresh)
+        return self._tools(refresh)
+
+    def _tools(self, refresh: bool, until: Optional[float] = None) -> List[Dict[str, Any]]:
+        raw = self._listed("tools", "tools/list", "tools", refresh, until)
         label = self._channel.label
         if self.max_tools is not None and len(raw) > self.max_tools:
             raise ConfigError("MCP server {} offers {} tools, more than max_tools={} (each goes into every request "
