@@ -284,6 +284,8 @@ def test_a_broken_answer_is_a_typed_error_within_the_calls_timeout_and_the_next_
             server.call_tool(tool, {}, timeout=1)
         assert time.monotonic() - started < 2.5
         assert words in str(info.value)
+        # which server: an SSE stream's own errors (not UTF-8, a line too long) named none
+        assert str(info.value).startswith(fake.url + ": ") and info.value.client == fake.url
         del info  # its traceback holds the broken connection until collected
         assert server.call_tool("echo", {"text": "still"}, timeout=5)["text"] == "still"
     assert leaked(before) == []

@@ -234,10 +234,12 @@ def test_result_for_another_id(servers):
 
 
 def test_a_100_mb_answer_is_refused_bounded(servers):
-    with mcp.connect(servers("modern").url, timeout=30) as server:
+    fake = servers("modern")
+    with mcp.connect(fake.url, timeout=30) as server:
         with pytest.raises(StreamProtocolError) as info:
             server.call_tool("huge", {})
-    assert str(info.value) == "an SSE line exceeds 16777216 bytes"  # MAX_MESSAGE_BYTES: read no further
+    # MAX_MESSAGE_BYTES: read no further
+    assert str(info.value) == fake.url + ": an SSE line exceeds 16777216 bytes" and info.value.client == fake.url
 
 
 def test_never_answering_times_out(servers):

@@ -523,7 +523,16 @@ class HttpChannel(Channel):
         """The events of one connection, decoded (the server's ``retry`` kept in ``retry[0]``, capped)."""
         events = iter_events(self._chunks(step, body), MAX_MESSAGE_BYTES)
         try:
-            for event in events:
+            while True:
+                try:
+                    event = next(events)
+                except StopIteration:
+                    return
+                except StreamProtocolError as error:  # the decoder's own (not UTF-8, a line too long): say which server
+                    if error.__dict__.get("client"):
+                        raise
+                    raise StreamProtocolError("{}: {}".format(self.label, error), client=self.label,
+                                              retryable=bool(error.__dict__.get("retryable"))) from None
                 if event.retry is not None:
                     retry[0] = min(event.retry, MAX_RETRY_MS)
                 message = jsonrpc.decode(event.data, self.label) if event.data.strip() else None
