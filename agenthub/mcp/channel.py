@@ -27,14 +27,17 @@ Methods (every wait bounded by the ``timeout`` given, or the channel's own):
 ``carries_headers`` is false ignores them.
 """
 
+import json
 import weakref
-from typing import Any, Callable, Dict, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
+from .._redact import scrub_text
+from ..attempts import scrub as _scrub
 from ..errors import AgentHubError
 from . import jsonrpc
 from .jsonrpc import MCPError, Message
 
-__all__ = ["Channel", "Answer", "CHANNELS", "modern_refusal"]
+__all__ = ["Channel", "Answer", "CHANNELS", "modern_refusal", "scrub"]
 
 #: the channel classes ``connect`` tries, in order: (module, class name) inside agenthub.mcp (imported on use:
 #: the HTTP channel imports requests)
@@ -51,6 +54,27 @@ class Answer(object):
         self.message = message
         self.status = status
         self.headers = headers
+
+
+def scrub(error: BaseException, secrets: Sequence[str]) -> None:
+    """Replace each secret in the error's message and text fields with ``***`` (``attempts.scrub``), and in
+    what the server attached as it sent it (a JSON-RPC error's ``data``, an InputRequiredError's requests)."""
+    if not secrets or not isinstance(error, AgentHubError):
+        return
+    secrets = list(secrets)
+    _scrub(error, secrets)
+    fields = getattr(error, "_fields", None)
+    if isinstance(fields, dict):
+        for name, value in list(fields.items()):
+            if isinstance(value, (dict, list)):
+                text = json.dumps(value, ensure_ascii=False, default=str)
+                clean = scrub_text(text, secrets)
+                if clean != text:
+                    try:
+                        fields[name] = json.loads(clean)
+                    except ValueError:
+                        fields[name] = None
+                    setattr(error, name, fields[name])
 
 
 def modern_refusal(error: BaseException) -> bool:
@@ -79,6 +103,9 @@ class Channel(object):
     extra_versions = ()  # type: Tuple[str, ...]
     #: the server's notifications reach the handle (list_changed): a list without ``ttlMs`` may be cached
     hears_changes = True
+    #: the caller's credentials (header values, ``env=`` values): kept out of every error, including the
+    #: error answers the handle reads (a server may echo them)
+    secrets = ()  # type: Sequence[str]
     #: telemetry: the server's URL (``server.address``) and the network transport ("pipe")
     span_server = None  # type: Optional[str]
     span_transport = None  # type: Optional[str]

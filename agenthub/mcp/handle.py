@@ -17,7 +17,7 @@ from ..errors import AgentHubError, ConfigError, StreamProtocolError, TransportE
 from ..telemetry import inject_meta, mcp_span  # a CLIENT span per request, its trace context in _meta (no-ops uninstrumented)
 from . import jsonrpc, results
 from .jsonrpc import MCPError, Message
-from .channel import CHANNELS, Channel
+from .channel import CHANNELS, Channel, scrub
 from .session import FALL_BACK, MODERN_VERSIONS, TRY_AGAIN, Session, param_header_values, param_headers
 
 __all__ = ["connect", "Server", "DEFAULT_TIMEOUT", "forget_eras"]
@@ -67,6 +67,7 @@ class Server(object):
         self._session = session
         self._origin = channel.origin if origin is None else origin
         self._lock = threading.RLock()
+        self._renewing = threading.Lock()  # one new session at a time (not self._lock: close() must not wait on it)
         self._generation = 0  # bumped at each (re)initialisation
         self._closed = False
         self._lists = {}  # type: Dict[str, Tuple[Optional[float], Any]]  # what -> (fresh until, value)
@@ -75,23 +76,30 @@ class Server(object):
         self._until = time.monotonic() + timeout  # type: Optional[float]  # the start-up's deadline, in all
         self._hurry = False
         self._inflight = set()  # type: Set[Any]  # ids of requests awaiting their answer (close() cancels them)
+        self._cancelling = set()  # type: Set[Any]  # ids of timed-out requests whose cancellation is being sent
         channel.set_handlers(self._on_request, self._on_notification)
         try:
             self._start()
-        except BaseException:
+        except BaseException as error:
             self._hurry = True  # a failed start-up: the server is not waited for
             self.close()
+            scrub(error, channel.secrets)  # an error answer may echo a credential
             raise
         self._until = None
 
-    def _budget(self) -> float:
-        """Seconds for the next step: during the start-up what is left of its deadline, else ``timeout``."""
-        if self._until is None:
+    def _budget(self, until: Optional[float] = None) -> float:
+        """Seconds for the next step: what is left of ``until`` (a call's deadline) or of the start-up's, else
+        ``timeout``."""
+        starting = until is None
+        if starting:
+            until = self._until
+        if until is None:
             return self.timeout
-        left = self._until - time.monotonic()
+        left = until - time.monotonic()
         if left <= 0:
-            raise TransportError("{}: the server did not start within {:g} s".format(
-                self._channel.label, self.timeout), client=self._channel.label, timeout=True, retryable=False)
+            raise TransportError("{}: the server did not start within {:g} s".format(self._channel.label, self.timeout)
+                                 if starting else "{}: no answer within the call's timeout (in all)".format(
+                                     self._channel.label), client=self._channel.label, timeout=True, retryable=False)
         return left
 
     # -- what was agreed -----------------------------------------------------------------------------
@@ -186,13 +194,17 @@ class Server(object):
         raise StreamProtocolError("{}: no protocol version agreed".format(self._channel.label),
                                   client=self._channel.label)  # pragma: no cover
 
-    def _initialize(self) -> None:
+    def _initialize(self, until: Optional[float] = None) -> None:
+        """The handshake (``until``: the deadline of the call that starts a new session, else the start-up's)."""
         session = self._session
         session.era = "legacy"
         session.session_id = None
         ident, message = session.initialize_request()
+        budget = self._budget(until)
+        deadline = time.monotonic() + budget
         try:
-            answer = self._channel.exchange(message, session.headers(message), self._budget(), self._on_message)
+            answer = self._channel.exchange(message, session.headers(message), budget,
+                                            lambda message: self._on_message(message, deadline))
         except AgentHubError as error:
             self._refuse_http_sse(error)
             raise
@@ -200,7 +212,7 @@ class Server(object):
         if answer.headers is not None:
             session.take_session_id(answer.headers.get("mcp-session-id"))
         notice = session.accept_initialize(result)
-        self._channel.post(notice, session.headers(notice), self._budget())
+        self._channel.post(notice, session.headers(notice), self._budget(until))
         self._generation += 1
         self._channel.started(session.headers(jsonrpc.notification("notifications/initialized")))
 
@@ -218,16 +230,24 @@ class Server(object):
                     self._channel.label), client=self._channel.label, operation="HTTP+SSE") from None
 
     # -- what the server sends unasked ----------------------------------------------------------------
-    def _on_message(self, message: Message) -> None:
+    def _on_message(self, message: Message, deadline: Optional[float] = None) -> None:
+        """A message the server sent within an exchange whose call ends at ``deadline`` (monotonic seconds)."""
         if message.kind == "request":
-            self._on_request(message)
+            self._on_request(message, deadline)
         else:
             self._on_notification(message)
 
-    def _on_request(self, message: Message) -> None:
+    def _on_request(self, message: Message, deadline: Optional[float] = None) -> None:
+        """Answer the server's own request; within a call, by the call's deadline (its answer is a POST of
+        its own on HTTP, which must not hold the call past its timeout)."""
         reply = self._session.answer(message)
+        timeout = self.timeout
+        if deadline is not None:
+            timeout = min(timeout, deadline - time.monotonic())
+            if timeout <= 0:
+                return
         try:
-            self._channel.post(reply, self._session.headers(reply), self.timeout)
+            self._channel.post(reply, self._session.headers(reply), timeout)
         except AgentHubError:
             pass  # the server's own request: its failure is not the caller's
 
@@ -260,8 +280,10 @@ class Server(object):
                 params = dict(params or {}, _meta=inject_meta((params or {}).get("_meta")))
             try:
                 result = self._request(method, params, timeout, headers)
-            except MCPError as error:
-                span.set_error(str(error.code))
+            except AgentHubError as error:
+                scrub(error, channel.secrets)  # an error answer (read here, not by the channel) may echo a credential
+                if isinstance(error, MCPError):
+                    span.set_error(str(error.code))
                 raise
             if method == "tools/call" and isinstance(result, dict) and result.get("isError") is True:
                 span.set_error("tool_error")
@@ -272,8 +294,11 @@ class Server(object):
         session = self._session
         channel = self._channel
         timeout = self.timeout if timeout is None else timeout
+        until = time.monotonic() + timeout  # the call's deadline, over its retries (a new session, a relist) too
         renewed = False
-        for _ in range(4):
+        for attempt in range(4):
+            if attempt:
+                timeout = self._budget(until)
             generation = self._generation
             ident, message = session.request(method, params)
             sent = session.headers(message)
@@ -281,18 +306,15 @@ class Server(object):
                 sent.update(headers)
             with self._lock:
                 self._inflight.add(ident)
+            deadline = time.monotonic() + timeout
             try:
-                answer = channel.exchange(message, sent, timeout, self._on_message,
+                answer = channel.exchange(message, sent, timeout, lambda message: self._on_message(message, deadline),
                                           resumable=channel.resumable and session.era == "legacy")
                 return session.outcome(method, answer.message, answer.status)
             except TransportError as error:
                 if error.timeout and session.era == "legacy" and channel.cancels_on_timeout:
                     # 2025-11-25 "Cancellation": a dropped connection is not a cancellation; say it
-                    notice = session.cancel_notification(ident, "timeout")
-                    try:
-                        channel.post(notice, session.headers(notice), min(timeout, 5.0))
-                    except AgentHubError:
-                        pass
+                    self._cancel_later(ident, min(timeout, 5.0))
                 raise
             except (MCPError, UpstreamError) as error:
                 status = getattr(error, "status", None)
@@ -302,16 +324,16 @@ class Server(object):
                     if said == TRY_AGAIN:
                         continue
                     if said == FALL_BACK:
-                        with self._lock:
+                        with self._renewing:
                             if self._generation == generation:
-                                self._initialize()
+                                self._initialize(until)
                         continue
                     raise
                 if isinstance(error, MCPError) and error.code == jsonrpc.HEADER_MISMATCH and method == "tools/call" \
                         and not renewed and session.era == "modern":
                     # 2026-07-28 "Client Behavior": the tool's x-mcp-header marks may have changed; list, retry once
                     renewed = True
-                    self.list_tools(refresh=True)
+                    self._tools(True, until)
                     name = str((params or {}).get("name"))
                     with self._lock:
                         marks = self._marks.get(name)
@@ -320,10 +342,10 @@ class Server(object):
                 if status == 404 and session.era == "legacy" and "MCP-Session-Id" in sent and not renewed:
                     # 2025-11-25 "Session Management" 4: the session ended; start a new one, once
                     renewed = True
-                    with self._lock:
+                    with self._renewing:
                         if self._generation == generation:
                             session.lost_session()
-                            self._initialize()
+                            self._initialize(until)
                     continue
                 raise
             finally:
@@ -332,7 +354,29 @@ class Server(object):
         raise StreamProtocolError("{}: {} could not be sent".format(self._channel.label, method),
                                   client=self._channel.label)  # pragma: no cover
 
-    def _pages(self, method: str, key: str, params: Optional[Dict[str, Any]] = None) -> Tuple[List[Any], Any]:
+    def _cancel_later(self, ident: Any, timeout: float) -> None:
+        """Say ``notifications/cancelled`` for request ``ident`` whose call timed out, on a thread of its own (the
+        caller's time is up: a server slow to take the POST must not hold the call past its timeout); close()
+        says it again for one not said by then.  The thread holds no reference to the handle."""
+        session, channel, lock, cancelling = self._session, self._channel, self._lock, self._cancelling
+        notice = session.cancel_notification(ident, "timeout")
+        headers = session.headers(notice)
+
+        def post() -> None:
+            try:
+                channel.post(notice, headers, timeout)
+            except AgentHubError:
+                pass
+            finally:
+                with lock:
+                    cancelling.discard(ident)
+
+        with lock:
+            cancelling.add(ident)
+        threading.Thread(target=post, name="agenthub-mcp-cancel", daemon=True).start()
+
+    def _pages(self, method: str, key: str, params: Optional[Dict[str, Any]] = None,
+               until: Optional[float] = None) -> Tuple[List[Any], Any]:
         items = []  # type: List[Any]
         cursor = None
         seen = set()
@@ -342,7 +386,7 @@ class Server(object):
             page_params = dict(params or {})
             if cursor is not None:
                 page_params["cursor"] = cursor
-            result = self.request(method, page_params or None)
+            result = self.request(method, page_params or None, None if until is None else self._budget(until))
             page = result.get(key)
             if not isinstance(page, list):
                 raise StreamProtocolError("{}: {} answered without a {} list".format(
@@ -367,14 +411,14 @@ class Server(object):
         raise StreamProtocolError("{}: {} gave more than {} pages".format(self._channel.label, method, MAX_PAGES),
                                   client=self._channel.label)
 
-    def _listed(self, what: str, method: str, key: str, refresh: bool) -> List[Any]:
+    def _listed(self, what: str, method: str, key: str, refresh: bool, until: Optional[float] = None) -> List[Any]:
         with self._lock:
             cached = self._lists.get(what)
         if cached is not None and not refresh:
             until, value = cached
             if until is None or time.monotonic() < until:
                 return list(value)
-        items, ttl = self._pages(method, key)
+        items, ttl = self._pages(method, key, until=until)
         # caching (2026-07-28 server/utilities/caching): fresh for ttlMs when the server gives it (0: not
         # cached); without one (a handshake-era server), until a list_changed notification or refresh=True,
         # when the channel hears them
@@ -388,7 +432,10 @@ class Server(object):
     # -- tools ---------------------------------------------------------------------------------------
     def list_tools(self, refresh: bool = False) -> List[Dict[str, Any]]:
         """The server's tools as ToolSchemas ({"name", "description", "parameters"}), every page."""
-        raw = self._listed("tools", "tools/list", "tools", refresh)
+        return self._tools(refresh)
+
+    def _tools(self, refresh: bool, until: Optional[float] = None) -> List[Dict[str, Any]]:
+        raw = self._listed("tools", "tools/list", "tools", refresh, until)
         label = self._channel.label
         if self.max_tools is not None and len(raw) > self.max_tools:
             raise ConfigError("MCP server {} offers {} tools, more than max_tools={} (each goes into every request "
@@ -467,7 +514,7 @@ class Server(object):
             if self._closed:
                 return
             self._closed = True
-            inflight = sorted(self._inflight, key=str)
+            inflight = sorted(self._inflight | self._cancelling, key=str)  # (a cancellation under way: said again)
         channel = self._channel
         channel.abort()  # the calls in flight end now (a TransportError with aborted), whatever the server does
         if not self._hurry:

@@ -29,16 +29,16 @@ import weakref
 from typing import Any, Callable, Dict, Iterator, List, Optional, Set, Tuple
 
 from .. import transport as _transport
-from .._redact import redact_url, scrub_text, secret_values, url_secrets
+from .._redact import redact_url, secret_values, url_secrets
 from ..answers import error_from_body as _default_error_from_body, starts_stream
-from ..attempts import backoff, scrub as _scrub
+from ..attempts import backoff
 from ..errors import AgentHubError, ConfigError, StreamProtocolError, TransportError, UpstreamError, preview
 from ..hosts.trust import check_base_url, url_origin
 from ..resume import RESUMED, Resumable, resume_delay
 from ..sse import iter_events
 from ..types import HttpRequest
 from . import jsonrpc
-from .channel import Answer, Channel, modern_refusal, weak_handler
+from .channel import Answer, Channel, modern_refusal, scrub, weak_handler
 from .jsonrpc import MCPError, Message
 
 __all__ = ["HttpChannel", "MAX_MESSAGE_BYTES", "MAX_ANSWER_BYTES"]
@@ -75,26 +75,6 @@ def _error_from_body(status: Optional[int], headers: Any, payload: Any, client: 
     if isinstance(doc, dict) and doc.get("jsonrpc") == "2.0" and isinstance(doc.get("error"), dict):
         return jsonrpc.error_from_object(doc["error"], status=status, server=client or None)
     return _default_error_from_body(status, headers or {}, payload, client)
-
-
-def scrub(error: BaseException, secrets: List[str]) -> None:
-    """Replace each secret in the error's message and text fields with ``***`` (``attempts.scrub``),
-    and in a JSON-RPC error's ``data`` too."""
-    if not secrets or not isinstance(error, AgentHubError):
-        return
-    _scrub(error, secrets)
-    fields = getattr(error, "_fields", None)
-    if isinstance(fields, dict):
-        for name, value in list(fields.items()):
-            if isinstance(value, (dict, list)) and name == "data":  # a JSON-RPC error's data, as the server sent it
-                text = json.dumps(value, ensure_ascii=False)
-                clean = scrub_text(text, secrets)
-                if clean != text:
-                    try:
-                        fields[name] = json.loads(clean)
-                    except ValueError:
-                        fields[name] = None
-                    setattr(error, name, fields[name])
 
 
 def _stopped(label: str, watch: Any, timeout: float, reason: Optional[str] = None) -> TransportError:
@@ -543,7 +523,16 @@ class HttpChannel(Channel):
         """The events of one connection, decoded (the server's ``retry`` kept in ``retry[0]``, capped)."""
         events = iter_events(self._chunks(step, body), MAX_MESSAGE_BYTES)
         try:
-            for event in events:
+            while True:
+                try:
+                    event = next(events)
+                except StopIteration:
+                    return
+                except StreamProtocolError as error:  # the decoder's own (not UTF-8, a line too long): say which server
+                    if error.__dict__.get("client"):
+                        raise
+                    raise StreamProtocolError("{}: {}".format(self.label, error), client=self.label,
+                                              retryable=bool(error.__dict__.get("retryable"))) from None
                 if event.retry is not None:
                     retry[0] = min(event.retry, MAX_RETRY_MS)
                 message = jsonrpc.decode(event.data, self.label) if event.data.strip() else None

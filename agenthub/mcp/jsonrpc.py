@@ -9,7 +9,7 @@ An error object becomes an ``MCPError`` (``.code``, ``.message``, ``.data``).
 import json
 from typing import Any, Dict, Optional
 
-from ..errors import AgentHubError, StreamProtocolError, preview
+from ..errors import AgentHubError, ConfigError, StreamProtocolError, preview
 
 __all__ = ["MCPError", "InputRequiredError", "Message", "encode", "decode", "request", "notification",
            "result", "error_response", "error_from_object",
@@ -111,8 +111,17 @@ def error_response(id: Any, code: int, message: str, data: Any = None) -> Dict[s
 
 
 def encode(message: Dict[str, Any]) -> bytes:
-    """One message as compact UTF-8 JSON (a newline inside a string is escaped: one message, one line)."""
-    return json.dumps(message, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8")
+    """One message as compact UTF-8 JSON (a newline inside a string is escaped: one message, one line).  A
+    lone surrogate (a model's arguments, a server's method echoed in a refusal) has no UTF-8: then the
+    whole message is ASCII JSON, the surrogate as its ``\\ud800`` escape, as JSON allows.  A value JSON
+    cannot carry (NaN, an object) is a ConfigError."""
+    try:
+        try:
+            return json.dumps(message, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8")
+        except UnicodeEncodeError:
+            return json.dumps(message, ensure_ascii=True, separators=(",", ":"), allow_nan=False).encode("ascii")
+    except (ValueError, TypeError) as exc:  # NaN (which json.loads reads from a model's arguments), a date, ...
+        raise ConfigError("{} cannot be sent as JSON: {}".format(message.get("method") or "a response", exc)) from None
 
 
 def _valid_id(value: Any) -> bool:

@@ -21,11 +21,14 @@ Shutdown (2026-07-28 transports/stdio "Shutdown"): the calls in flight fail at o
 stdin, wait, SIGTERM, wait, SIGKILL, to the server's whole process group on POSIX (it is started in a
 session of its own, so what it spawned goes too); each wait is ``SHUTDOWN_GRACE`` at most and a
 quarter of the channel's timeout.  The threads are joined and the pipes closed, by ``close()``, by the
-garbage collector or at interpreter exit (a ``weakref.finalize``), whichever comes first.
+garbage collector or at interpreter exit (a ``weakref.finalize``), whichever comes first.  On POSIX the
+threads wait on their pipe and on a stop pipe the shutdown writes to, so a pipe that a process outside the
+group keeps open (one the server spawned in a session of its own) holds no thread past ``close()``.
 """
 
 import collections
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -34,10 +37,9 @@ import time
 import weakref
 from typing import Any, Callable, Deque, Dict, List, Optional, Tuple
 
-from ..attempts import scrub
 from ..errors import AgentHubError, ConfigError, StreamProtocolError, TransportError, preview
 from . import jsonrpc
-from .channel import Answer, Channel, modern_refusal, weak_handler
+from .channel import Answer, Channel, modern_refusal, scrub, weak_handler
 from .jsonrpc import MCPError, Message
 
 __all__ = ["StdioChannel", "STDERR_KEEP", "MAX_LINE_BYTES", "PROBE_TIMEOUT", "SAFE_ENV", "MAX_QUEUED_BYTES"]
@@ -108,6 +110,12 @@ class _State(object):
         self.wake = threading.Condition(self.lock)
         self.writing_since = None  # type: Optional[float]
         self.writer_done = False
+        # the readers wait on their pipe and on this one, which the shutdown writes to: a pipe that a process
+        # outside the server's group keeps open (one it spawned in a session of its own) never ends, and a
+        # read blocked on it would outlive close() (POSIX with poll; elsewhere a plain blocking read)
+        self.stop_pipe = None  # type: Optional[Tuple[int, int]]
+        if _POSIX and hasattr(select, "poll"):
+            self.stop_pipe = os.pipe()
 
     def log_tail(self) -> str:
         with self.lock:
@@ -142,16 +150,41 @@ class _State(object):
         self.signal(getattr(signal, "SIGKILL", signal.SIGTERM))
 
 
+def _reads(state: _State, fd: int) -> Callable[[], Optional[bytes]]:
+    """The reads of pipe ``fd``: a chunk, b"" at its end, None once the shutdown said stop (``stop_pipe``)."""
+    if state.stop_pipe is None:
+        return lambda: os.read(fd, _READ)
+    stop = state.stop_pipe[0]
+    poller = select.poll()
+    poller.register(fd, select.POLLIN)
+    poller.register(stop, select.POLLIN)
+
+    def read() -> Optional[bytes]:
+        ready = {number for number, _ in poller.poll()}
+        if stop in ready:
+            return None
+        return os.read(fd, _READ)
+
+    return read
+
+
 def _read_stdout(state: _State) -> None:
-    fd = state.process.stdout.fileno()
     buffer = bytearray()
+    cut = 0  # bytes of a last line that is no message (the server ended in the middle of one)
     try:
+        read = _reads(state, state.process.stdout.fileno())
         while True:
-            chunk = os.read(fd, _READ)
+            chunk = read()
+            if chunk is None:
+                return  # the shutdown is under way
             if not chunk:
                 if buffer.strip():
-                    if not _line(state, bytes(buffer)):
-                        return
+                    try:  # a last message without its newline is still one
+                        message = jsonrpc.decode(bytes(buffer), state.label)
+                    except StreamProtocolError:
+                        cut = len(buffer)
+                    else:
+                        _dispatch(state, message)
                 break
             searched = len(buffer)
             buffer += chunk
@@ -180,9 +213,10 @@ def _read_stdout(state: _State) -> None:
         # the log thread sees the end of stderr at about the same time: give it a moment for the last words
         state.threads[1].join(0.5)
         tail = state.log_tail()
-        state.fail(TransportError("{}: the server process {} before answering{}".format(
+        state.fail(TransportError("{}: the server process {} {}{}".format(
             state.label, "exited with status {}".format(code) if code is not None else "closed its stdout",
-            "; its log ends with: " + preview(tail[-1000:], 1000) if tail else ""),
+            "in the middle of a message (its last {} bytes were no complete line)".format(cut) if cut
+            else "before answering", "; its log ends with: " + preview(tail[-1000:], 1000) if tail else ""),
             client=state.label, retryable=False, exit_code=code))
 
 
@@ -227,7 +261,7 @@ def _dispatch(state: _State, message: Message) -> None:
         related = None
         params = message.params if isinstance(message.params, dict) else {}
         token = params.get("progressToken")
-        if token is not None:
+        if isinstance(token, (str, int)):  # a token is a string or a number (a list, say, is no key to look up)
             with state.lock:
                 related = state.pending.get(token)
             if related is not None and related.on_message is not None:
@@ -244,10 +278,10 @@ def _dispatch(state: _State, message: Message) -> None:
 
 
 def _read_stderr(state: _State) -> None:
-    stream = state.process.stderr
     try:
+        read = _reads(state, state.process.stderr.fileno())
         while True:
-            chunk = stream.read1(65536) if hasattr(stream, "read1") else stream.read(65536)
+            chunk = read()
             if not chunk:
                 break
             with state.lock:
@@ -258,10 +292,36 @@ def _read_stderr(state: _State) -> None:
         pass
 
 
+def _writes(state: _State, fd: int) -> Callable[[memoryview], Optional[int]]:
+    """The writes to pipe ``fd``: the bytes written, None once the shutdown said stop (``stop_pipe``: then the
+    pipe is non-blocking and waited on with it, so a write that a process outside the group blocks ends)."""
+    if state.stop_pipe is None:
+        return lambda view: os.write(fd, view)
+    stop = state.stop_pipe[0]
+    os.set_blocking(fd, False)
+    poller = select.poll()
+    poller.register(fd, select.POLLOUT)
+    poller.register(stop, select.POLLIN)
+
+    def write(view: memoryview) -> Optional[int]:
+        while True:
+            try:
+                return os.write(fd, view)
+            except BlockingIOError:  # the pipe is full: wait for room, or for the shutdown
+                if stop in {number for number, _ in poller.poll()}:
+                    return None
+
+    return write
+
+
 def _write_queue(state: _State) -> None:
     """The writer thread: the queued messages to stdin, in order, whole (a blocked write holds no lock)."""
-    fd = state.process.stdin.fileno()
-    while True:
+    try:
+        write = _writes(state, state.process.stdin.fileno())
+    except (OSError, ValueError):  # pragma: no cover - stdin closed before the thread ran
+        write = None
+    broken = False  # the server closed its stdin
+    while write is not None:
         with state.lock:
             while not state.queue and not state.closing and state.failure is None:
                 state.wake.wait()
@@ -272,9 +332,13 @@ def _write_queue(state: _State) -> None:
         try:
             view = memoryview(data)
             while view:
-                view = view[os.write(fd, view):]
-        except (OSError, ValueError):
+                count = write(view)
+                if count is None:
+                    raise OSError("the shutdown stopped the write")
+                view = view[count:]
+        except (OSError, ValueError) as exc:
             written.set()
+            broken = isinstance(exc, BrokenPipeError)
             break  # the child's stdin is gone: the reader sees the end of the child and says why
         finally:
             with state.lock:
@@ -287,6 +351,12 @@ def _write_queue(state: _State) -> None:
         state.queue.clear()
     for _, written in left:
         written.set()
+    if broken and not state.closing:
+        try:  # a server that exits: the reader says so, with its status and its log
+            state.process.wait(SHUTDOWN_GRACE + 1.0)
+        except subprocess.TimeoutExpired:  # one that runs on with its stdin closed would leave each call to time out
+            state.fail(TransportError("{}: the server closed its stdin (it reads no more requests)".format(
+                state.label), client=state.label, retryable=False, exit_code=None))
 
 
 def _shutdown(state: _State, grace: Optional[float] = None) -> None:
@@ -318,6 +388,11 @@ def _shutdown(state: _State, grace: Optional[float] = None) -> None:
             break
     else:  # pragma: no cover - a process that survives SIGKILL
         process.wait()
+    if state.stop_pipe is not None:  # the readers stop now, even on a pipe a process outside the group keeps open
+        try:
+            os.write(state.stop_pipe[1], b"x")
+        except OSError:  # pragma: no cover - a pipe of one byte is not full
+            pass
     current = threading.current_thread()
     for thread in state.threads:
         if thread is not current:
@@ -328,6 +403,13 @@ def _shutdown(state: _State, grace: Optional[float] = None) -> None:
                 stream.close()
         except (OSError, ValueError):
             pass
+    if state.stop_pipe is not None:
+        for fd in state.stop_pipe:
+            try:
+                os.close(fd)
+            except OSError:  # pragma: no cover
+                pass
+        state.stop_pipe = None
     state.fail(TransportError("{}: the MCP connection is closed".format(state.label), client=state.label,
                               retryable=False, aborted=True))
 
@@ -490,10 +572,14 @@ class StdioChannel(Channel):
     def post(self, message: Dict[str, Any], headers: Any = None, timeout: Optional[float] = None) -> None:
         """Send a notification or a response.  From the reader thread (an answer to the server's own
         request) it is queued without waiting: the reader never blocks on the server's stdin."""
-        if threading.current_thread() is self._state.threads[0]:
-            self._queue(message)
-            return
-        self._write(message, time.monotonic() + (self.timeout if timeout is None else timeout))
+        try:
+            if threading.current_thread() is self._state.threads[0]:
+                self._queue(message)
+                return
+            self._write(message, time.monotonic() + (self.timeout if timeout is None else timeout))
+        except AgentHubError as error:
+            scrub(error, self.secrets)  # (the end of the server's log, in an error that it exited)
+            raise
 
     def exchange(self, message: Dict[str, Any], headers: Any = None, timeout: Optional[float] = None,
                  on_message: Optional[Callable[[Message], None]] = None, resumable: bool = False) -> Answer:
