@@ -9,6 +9,7 @@ what a cut stream, an empty turn and a malformed payload become.
 
 import json
 import logging
+import re
 import time
 from typing import Any, Dict, Iterable, Iterator, List, Optional
 
@@ -18,7 +19,7 @@ from .types import AssistantMessage, UniEvent, UniMessage, UsageMetadata
 
 __all__ = ["StreamEnd", "drive", "now_ms", "collect", "Collector", "check_stream", "empty_usage", "Fold",
            "item_problem", "usage_count", "checked_usage", "MAX_USAGE_TOKENS", "Usage", "with_cache_write",
-           "StopEvent"]
+           "StopEvent", "whole_text", "surrogates_escaped", "text_is_utf8"]
 
 #: the most tokens one usage bucket of one answer may report (ten times the largest context window of any
 #: model): a larger count is a server's mistake (bytes, a running total, garbage) and reads as unknown
@@ -323,8 +324,50 @@ class _Pieces(object):
 
     def value(self) -> str:
         if not self.done and len(self.pending) == 1:
-            return self.pending[0]
-        return "".join(self.done + self.pending)
+            return whole_text(self.pending[0])
+        return whole_text("".join(self.done + self.pending))
+
+
+def whole_text(text: str) -> str:
+    """``text`` as UTF-8 can carry it: each high surrogate followed by a low one (the two UTF-16 halves of
+    one character, which a gateway slicing strings by UTF-16 index sends in two deltas: ``"\\ud83d"``, then
+    ``"\\ude00"``) joined into that character, and each half left without a partner replaced by U+FFFD
+    (with a warning).  What the collected message holds of a text or thinking item: the events keep each
+    delta's text as the server sent it."""
+    if text_is_utf8(text):
+        return text
+    whole = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+    lone = whole.count("\ufffd") - text.count("\ufffd")
+    if lone:
+        logging.getLogger("agenthub").warning(
+            "the answer's text held %d lone surrogate(s) (half of a UTF-16 pair, without its other half): each "
+            "is U+FFFD in the collected message", lone)
+    return whole
+
+
+#: a surrogate code point (UTF-8 has none)
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def surrogates_escaped(json_text: str) -> str:
+    """JSON text (``json.dumps(..., ensure_ascii=False)``) with each surrogate code point written as its escape
+    (``\\ud83d``): text UTF-8 carries, which ``json.loads`` reads back as the same strings (a high and a low one
+    side by side read back as the character they are the halves of).  A surrogate can only be in a string of
+    such text, where its escape means it."""
+    if text_is_utf8(json_text):
+        return json_text
+    return _SURROGATE.sub(lambda found: "\\u{:04x}".format(ord(found.group())), json_text)
+
+
+def text_is_utf8(text: str) -> bool:
+    """Can UTF-8 carry ``text`` (it holds no lone surrogate)?"""
+    if text.isascii():
+        return True
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 _JOIN = 256
