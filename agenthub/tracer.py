@@ -51,6 +51,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence
 from ._redact import redact_mcp_servers
 from .attempts import AttemptHook
 from .errors import ConfigError
+from .stream import surrogates_escaped
 from .types import USAGE_KEYS, from_jsonable, to_jsonable  # the one {"__bytes__"} codec (tracer.to_jsonable stays importable)
 
 #: the longest trace_id accepted, and the longest part between two slashes (file names stay under NAME_MAX)
@@ -189,7 +190,7 @@ def save_trace(trace_id: str, model: str, history: Sequence[Mapping[str, Any]], 
         document["routes"] = [dict(route) for route in routes]
     if rows:  # each call the tool runner answered: how long it ran, whether it failed (turn: its result's message)
         document["tool_calls"] = rows
-    _write(paths["json"], json.dumps(document, ensure_ascii=False, indent=2) + "\n")
+    _write(paths["json"], surrogates_escaped(json.dumps(document, ensure_ascii=False, indent=2)) + "\n")
     _write(paths["txt"], render_text(history, cfg, rows))
     return paths
 
@@ -387,7 +388,7 @@ def _write(path: str, text: str) -> None:
     folder, name = os.path.split(path)
     fd, tmp = tempfile.mkstemp(prefix="." + name[:40] + ".", suffix=".tmp", dir=folder)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        with os.fdopen(fd, "w", encoding="utf-8", errors="backslashreplace") as handle:  # (the .txt: \\ud83d)
             handle.write(text)
         os.replace(tmp, path)
     except BaseException:

@@ -2,17 +2,27 @@
 deltas by a gateway that slices strings by UTF-16 index, or a half with no partner.  The events keep what each
 delta said; the collected message holds the character (or U+FFFD for a lone half); every writer survives."""
 
+import io
 import json
 import logging
+import os
+import subprocess
+import sys
 
 import pytest
 
 from agenthub import AutoLLMClient, collect, jobs
+from agenthub.apps.conversations import Log
+from agenthub.apps.terminal import Printer
+from agenthub.apps.viewer import page
 from agenthub.jobs import read_output
+from agenthub.jobs.batch import _write_state
 from agenthub.jobs.jobfile import dumps_row
 from agenthub.stream import whole_text
+from agenthub.tracer import load_trace, save_trace
 from sse_server import Answer, SSEServer
 
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 USER = {"role": "user", "content_items": [{"type": "text", "text": "Hi"}]}
 
 
@@ -141,3 +151,93 @@ def test_a_job_whose_answer_and_error_hold_lone_surrogates_writes_every_row(tmp_
     with open(out, "rb") as handle:
         data = handle.read()
     assert b'"text":"A\xf0\x9f\x98\x80\xef\xbf\xbd"' in data and b'"message":"no \\ud83d here (' in data
+
+
+def _strict_utf8():
+    return io.TextIOWrapper(io.BytesIO(), encoding="utf-8", errors="strict", newline="")
+
+
+def _delta(kind, text):
+    return {"role": "assistant", "event_type": "delta", "content_items": [{"type": kind, kind: text}],
+            "usage_metadata": None, "finish_reason": None, "created_at": 1}
+
+
+def test_the_printer_writes_the_character_and_u_fffd_for_a_lone_half_to_a_strict_utf8_stream():
+    out, err = _strict_utf8(), _strict_utf8()
+    printer = Printer(out, err=err, color=False)
+    for kind, text in [("text", "A"), ("text", "\ud83d"), ("text", "\ude00B\ud83d"), ("thinking", "\ud83e"),
+                       ("thinking", "\udd14?\ude00"), ("text", "x\ud83d")]:
+        printer.event(_delta(kind, text))
+    printer.break_line()
+    assert out.buffer.getvalue() == "A\U0001F600B\ufffd\nx\ufffd\n".encode("utf-8")
+    assert err.buffer.getvalue() == "[thinking] \U0001F914?\ufffd\n".encode("utf-8")
+
+
+def _cli(server, *extra):
+    env = {k: v for k, v in os.environ.items() if not k.endswith(("_API_KEY", "_BASE_URL"))}
+    env.update(PYTHONPATH=ROOT, NO_PROXY="*", PYTHONIOENCODING="utf-8", OPENAI_API_KEY="sk-local")
+    return subprocess.run([sys.executable, "-m", "agenthub", "chat", "m", "--client-type", "openai-chat",
+                           "--base-url", server.url + "/v1", "hello"] + list(extra),
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=ROOT, timeout=60)
+
+
+def test_agenthub_chat_prints_the_character_and_json_events_as_sent():
+    """Before: ``error: UnicodeEncodeError`` after "A", exit 1, the rest of the answer lost."""
+    with SSEServer() as server:
+        server.answers.append(Answer([chat_body("A", "\ud83d", "\ude00", "B", "\ud83d")]))
+        server.answers.append(Answer([chat_body("\ud83d", "\ude00")]))
+        shown = _cli(server)
+        as_json = _cli(server, "--json")
+    assert (shown.returncode, shown.stdout) == (0, "A\U0001F600B\ufffd\n".encode("utf-8")), shown.stderr
+    assert as_json.returncode == 0, as_json.stderr
+    lines = as_json.stdout.splitlines()
+    assert [json.loads(line)["content_items"] for line in lines[1:3]] == [[{"type": "text", "text": "\ud83d"}],
+                                                                         [{"type": "text", "text": "\ude00"}]]
+    assert b'"text": "\\ud83d"' in lines[1] and b'"text": "\\ude00"' in lines[2]
+
+
+def test_the_conversation_log_keeps_a_lone_surrogate_it_cannot_store_raw():
+    log = Log()
+    try:
+        conversation = log.start("m", "openai-chat", "127.0.0.1", None)
+        answer = {"role": "assistant", "content_items": [{"type": "text", "text": "ok", "fidelity": {"sig": "s\ud83d"}}],
+                  "usage_metadata": None, "finish_reason": "stop"}
+        log.add_turn(conversation, "m", USER, answer, None)
+        assert log.history(conversation) == [USER, answer]
+    finally:
+        log.close()
+
+
+def test_a_trace_with_a_lone_surrogate_is_written_and_reads_back_the_same(tmp_path):
+    tool = {"role": "user", "content_items": [{"type": "tool_result", "text": "bytes \udcff", "tool_call_id": "c1"}]}
+    paths = save_trace("t1", "m", [USER, tool], {}, root=str(tmp_path))
+    assert load_trace(paths["json"])["history"] == [USER, tool]
+    with open(paths["json"], "rb") as handle:
+        assert b'"text": "bytes \\udcff"' in handle.read()
+    with open(paths["txt"], "rb") as handle:
+        assert b"bytes \\udcff" in handle.read()
+
+
+def test_the_viewer_page_embeds_a_lone_surrogate_as_its_escape():
+    data = page({"history": [{"role": "user", "content_items": [{"type": "text", "text": "b \udcff"}]}]})
+    assert b'"text": "b \\udcff"' in data
+
+
+def test_a_batch_state_file_keeps_a_lone_surrogate_as_its_escape(tmp_path):
+    path = str(tmp_path / "state.json")
+    _write_state(path, {"last": {"message": "odd \ud83d"}})
+    with open(path, "rb") as handle:
+        assert handle.read() == b'{\n "last": {\n  "message": "odd \\ud83d"\n }\n}\n'
+    with open(path, encoding="utf-8") as handle:
+        assert json.load(handle) == {"last": {"message": "odd \ud83d"}}
+
+
+def test_ray_columns_carry_a_lone_surrogate_as_its_escape():
+    """Arrow keeps strings as UTF-8 (``pyarrow.array(["\\ud83d"])`` raises): the JSON columns escape it."""
+    from agenthub.ray import columns_of, to_row
+
+    row = {"id": "r1", "message": None, "error": {"type": "UpstreamError", "message": "no \ud83d here"}}
+    columns = columns_of([row])
+    assert columns["error"] == ['{"type": "UpstreamError", "message": "no \\ud83d here"}']
+    columns["error"][0].encode("utf-8")
+    assert to_row({key: values[0] for key, values in columns.items()})["error"] == row["error"]
