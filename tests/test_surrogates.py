@@ -241,3 +241,36 @@ def test_ray_columns_carry_a_lone_surrogate_as_its_escape():
     assert columns["error"] == ['{"type": "UpstreamError", "message": "no \\ud83d here"}']
     columns["error"][0].encode("utf-8")
     assert to_row({key: values[0] for key, values in columns.items()})["error"] == row["error"]
+
+
+def _text_then_call(*texts):
+    """A Chat Completions turn: ``texts`` as deltas, then a call of ``where`` (c1)."""
+    chunks = [{"choices": [{"index": 0, "delta": {"content": t}, "finish_reason": None}]} for t in texts]
+    chunks += [{"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "id": "c1", "type": "function",
+                                                                   "function": {"name": "where", "arguments": "{}"}}]},
+                             "finish_reason": None}]},
+               {"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}]
+    return "".join("data: " + json.dumps(c) + "\n\n" for c in chunks).encode() + b"data: [DONE]\n\n"
+
+
+def test_a_journaled_tool_run_keeps_the_character_and_sends_it_back(tmp_path):
+    """Before: the run's assistant message held the two halves: journaled on SQLite it was a JournalError
+    ("two lone surrogates side by side"), and without a journal the next turn was a ConfigError."""
+    from agenthub import tool
+
+    @tool
+    def where() -> str:
+        """Where we are."""
+        return "Paris"
+
+    for journal in ("sqlite:///" + str(tmp_path / "state.db"), None):
+        with SSEServer() as server:
+            server.answers.append(Answer([_text_then_call("On it ", "\ud83d", "\ude00")]))
+            server.answers.append(Answer([chat_body("Paris ", "\ud83c", "\uddeb\ud83c", "\uddf7")]))
+            client = AutoLLMClient("m", client_type="openai-chat", base_url=server.url + "/v1", api_key="k")
+            kwargs = {} if journal is None else {"journal": journal, "run_id": "emoji-1"}
+            result = client.run([USER], tools=[where], **kwargs).result()
+            sent = server.requests[1]["body"]["messages"][1]
+        assert result.messages[0]["content_items"][0] == {"type": "text", "text": "On it \U0001F600"}
+        assert result.final["content_items"] == [{"type": "text", "text": "Paris \U0001F1EB\U0001F1F7"}]
+        assert sent["content"] == "On it \U0001F600"
