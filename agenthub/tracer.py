@@ -51,7 +51,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence
 from ._redact import redact_mcp_servers
 from .attempts import AttemptHook
 from .errors import ConfigError
-from .stream import surrogates_escaped
+from .stream import surrogates_escaped, text_is_utf8
 from .types import USAGE_KEYS, from_jsonable, to_jsonable  # the one {"__bytes__"} codec (tracer.to_jsonable stays importable)
 
 #: the longest trace_id accepted, and the longest part between two slashes (file names stay under NAME_MAX)
@@ -388,7 +388,7 @@ def _write(path: str, text: str) -> None:
     folder, name = os.path.split(path)
     fd, tmp = tempfile.mkstemp(prefix="." + name[:40] + ".", suffix=".tmp", dir=folder)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", errors="backslashreplace") as handle:  # (the .txt: \\ud83d)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
         os.replace(tmp, path)
     except BaseException:
@@ -476,4 +476,5 @@ def render_text(history: Sequence[Mapping[str, Any]], config: Mapping[str, Any],
     if counted:
         lines.append("")
         lines.append("Total usage: " + ", ".join("{}={}".format(k, totals.get(k)) for k in USAGE_KEYS))
-    return "\n".join(lines) + "\n"
+    text = "\n".join(lines) + "\n"  # a lone surrogate (a tool's text, a server's fidelity) shown as \\udcff
+    return text if text_is_utf8(text) else text.encode("utf-8", "backslashreplace").decode("utf-8")

@@ -218,6 +218,19 @@ def test_a_trace_with_a_lone_surrogate_is_written_and_reads_back_the_same(tmp_pa
         assert b"bytes \\udcff" in handle.read()
 
 
+def test_agenthub_trace_show_prints_a_lone_surrogate_as_its_escape(tmp_path, capsys):
+    """Before: ``error: UnicodeEncodeError``, exit 1 (a strict UTF-8 stdout)."""
+    from agenthub.__main__ import main
+
+    tool = {"role": "user", "content_items": [{"type": "tool_result", "text": "bytes \udcff", "tool_call_id": "c1"}]}
+    paths = save_trace("t1", "m", [USER, tool], {}, root=str(tmp_path))
+    assert main(["trace", "show", paths["json"]]) == 0
+    shown = capsys.readouterr().out
+    assert "bytes \\udcff" in shown
+    with open(paths["txt"], encoding="utf-8") as handle:
+        assert handle.read() == shown
+
+
 def test_the_viewer_page_embeds_a_lone_surrogate_as_its_escape():
     data = page({"history": [{"role": "user", "content_items": [{"type": "text", "text": "b \udcff"}]}]})
     assert b'"text": "b \\udcff"' in data
