@@ -15,11 +15,11 @@ from typing import Any, Dict, Iterable, Iterator, List, Optional
 
 from .errors import AgentHubError, EmptyResponseError, StreamProtocolError
 from .types import FINISH_REASONS as _FINISH_REASONS, USAGE_KEYS as _USAGE_KEYS
-from .types import AssistantMessage, UniEvent, UniMessage, UsageMetadata
+from .types import AssistantMessage, UniEvent, UniMessage, UsageMetadata, paired_halves
 
 __all__ = ["StreamEnd", "drive", "now_ms", "collect", "Collector", "check_stream", "empty_usage", "Fold",
            "item_problem", "usage_count", "checked_usage", "MAX_USAGE_TOKENS", "Usage", "with_cache_write",
-           "StopEvent", "whole_text", "surrogates_escaped", "text_is_utf8"]
+           "StopEvent", "whole_text", "surrogates_escaped", "text_is_utf8", "paired_halves"]
 
 #: the most tokens one usage bucket of one answer may report (ten times the largest context window of any
 #: model): a larger count is a server's mistake (bytes, a running total, garbage) and reads as unknown
@@ -633,9 +633,20 @@ def check_stream(events: Iterable[UniEvent]) -> None:
                 streamed = json.loads(joined) if joined.strip() else {}
             except ValueError:
                 streamed = None
-            if streamed != item["arguments"]:
+            if streamed != item["arguments"] and not _halves_joined(joined, item["arguments"]):
                 fail(position, "rule 5: the argument fragments concatenate to the complete arguments")
             open_call = None
             tool_calls += 1
         elif open_call is not None:
             fail(position, "rule 5: a tool call's events are contiguous")
+
+
+def _halves_joined(joined: str, arguments: Any) -> bool:
+    """Do the fragments concatenate to ``arguments`` once a character's two UTF-16 halves sent in two fragments
+    are joined (``paired_halves``, what the tool-call machine does)?"""
+    if text_is_utf8(joined):
+        return False
+    try:
+        return json.loads(paired_halves(joined)) == arguments
+    except ValueError:
+        return False

@@ -11,8 +11,9 @@ import sys
 
 import pytest
 
-from agenthub import AutoLLMClient, collect, jobs
+from agenthub import AutoLLMClient, check_stream, collect, jobs
 from agenthub.apps.conversations import Log
+from agenthub.errors import ToolCallArgumentParseError
 from agenthub.apps.terminal import Printer
 from agenthub.apps.viewer import page
 from agenthub.jobs import read_output
@@ -287,3 +288,65 @@ def test_a_journaled_tool_run_keeps_the_character_and_sends_it_back(tmp_path):
         assert result.messages[0]["content_items"][0] == {"type": "text", "text": "On it \U0001F600"}
         assert result.final["content_items"] == [{"type": "text", "text": "Paris \U0001F1EB\U0001F1F7"}]
         assert sent["content"] == "On it \U0001F600"
+
+
+# -- tool-call arguments -------------------------------------------------------------------------------------------
+
+SAY = {"name": "say", "description": "Say it.", "parameters": {"type": "object", "properties": {"text": {"type": "string"}}}}
+
+
+def chat_call_body(*fragments):
+    chunks = [{"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "id": "c1", "type": "function",
+                                                                  "function": {"name": "say", "arguments": ""}}]},
+                            "finish_reason": None}]}]
+    chunks += [{"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "function": {"arguments": f}}]},
+                             "finish_reason": None}]} for f in fragments]
+    chunks += [{"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}]
+    return "".join("data: " + json.dumps(c) + "\n\n" for c in chunks).encode() + b"data: [DONE]\n\n"
+
+
+def anthropic_call_body(*fragments):
+    events = [("message_start", {"type": "message_start", "message": {
+                  "id": "msg_1", "type": "message", "role": "assistant", "model": "claude-x", "content": [],
+                  "usage": {"input_tokens": 3, "output_tokens": 0}}}),
+              ("content_block_start", {"type": "content_block_start", "index": 0, "content_block": {
+                  "type": "tool_use", "id": "c1", "name": "say", "input": {}}})]
+    events += [("content_block_delta", {"type": "content_block_delta", "index": 0,
+                                        "delta": {"type": "input_json_delta", "partial_json": f}}) for f in fragments]
+    events += [("content_block_stop", {"type": "content_block_stop", "index": 0}),
+               ("message_delta", {"type": "message_delta", "delta": {"stop_reason": "tool_use"},
+                                  "usage": {"output_tokens": 2}}),
+               ("message_stop", {"type": "message_stop"})]
+    return "".join("event: {}\ndata: {}\n\n".format(name, json.dumps(data)) for name, data in events).encode()
+
+
+CALL_WIRES = {"openai-chat": (chat_call_body, "/v1"), "anthropic": (anthropic_call_body, "")}
+
+
+@pytest.mark.parametrize("wire", sorted(CALL_WIRES))
+def test_a_character_split_between_two_argument_fragments_is_that_character(wire):
+    """Before: ToolCallArgumentParseError ("hold a lone surrogate") for arguments that are fine."""
+    body, path = CALL_WIRES[wire]
+    with SSEServer() as server:
+        server.answers.append(Answer([body('{"text": "hi \ud83d', '\ude00"}')]))
+        client = AutoLLMClient("m", client_type=wire, base_url=server.url + path, api_key="k")
+        events = list(client.streaming_response([USER], {"tools": [SAY]}))
+    check_stream(events)
+    fragments = [e["content_items"][0]["arguments"] for e in events
+                 if e["content_items"] and e["content_items"][0]["type"] == "partial_tool_call"]
+    assert "".join(fragments) == '{"text": "hi \ud83d\ude00"}'  # each fragment: what the server sent
+    assert collect(events)["content_items"] == [
+        {"type": "tool_call", "name": "say", "arguments": {"text": "hi \U0001F600"}, "tool_call_id": "c1"}]
+
+
+@pytest.mark.parametrize("wire", sorted(CALL_WIRES))
+def test_a_half_alone_in_arguments_is_still_refused(wire):
+    body, path = CALL_WIRES[wire]
+    with SSEServer() as server:
+        server.answers.append(Answer([body('{"text": "hi \ud83d', '!"}')]))
+        client = AutoLLMClient("m", client_type=wire, base_url=server.url + path, api_key="k")
+        with pytest.raises(ToolCallArgumentParseError) as info:
+            list(client.streaming_response([USER], {"tools": [SAY]}))
+    assert str(info.value).startswith("arguments of tool call 'say' (c1) hold a lone surrogate (a string no UTF-8 can "
+                                      "carry)")
+    assert (info.value.tool_name, info.value.tool_call_id) == ("say", "c1")
