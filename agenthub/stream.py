@@ -296,7 +296,9 @@ def collect(events: Iterable[UniEvent]) -> AssistantMessage:
     fidelity starts a new item.  Fidelity is kept as it came.  Empty text or
     thinking with no fidelity is dropped; partial tool calls are dropped (the
     complete tool_call follows them).  Usage, finish reason and created_at come
-    from the stop event.
+    from the stop event.  A merged text is ``whole_text`` of its deltas joined: a
+    character's UTF-16 halves sent in two deltas are that character, a half
+    alone is U+FFFD (the events keep what each delta said).
     """
     collector = Collector()
     add = collector.add
