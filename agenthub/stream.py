@@ -19,7 +19,8 @@ from .types import AssistantMessage, UniEvent, UniMessage, UsageMetadata, paired
 
 __all__ = ["StreamEnd", "drive", "now_ms", "collect", "Collector", "check_stream", "empty_usage", "Fold",
            "item_problem", "usage_count", "checked_usage", "MAX_USAGE_TOKENS", "Usage", "with_cache_write",
-           "StopEvent", "whole_text", "surrogates_escaped", "text_is_utf8", "paired_halves"]
+           "StopEvent", "whole_text", "surrogates_escaped", "text_is_utf8", "paired_halves",
+           "surrogates_shown"]
 
 #: the most tokens one usage bucket of one answer may report (ten times the largest context window of any
 #: model): a larger count is a server's mistake (bytes, a running total, garbage) and reads as unknown
@@ -359,6 +360,12 @@ def surrogates_escaped(json_text: str) -> str:
     if text_is_utf8(json_text):
         return json_text
     return _SURROGATE.sub(lambda found: "\\u{:04x}".format(ord(found.group())), json_text)
+
+
+def surrogates_shown(text: str) -> str:
+    """``text`` for a reader, with each lone surrogate written as ``\\ud83d`` (UTF-8 carries it; a strict UTF-8
+    stdout refuses the surrogate itself)."""
+    return text if text_is_utf8(text) else text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def text_is_utf8(text: str) -> bool:

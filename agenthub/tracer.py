@@ -51,7 +51,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence
 from ._redact import redact_mcp_servers
 from .attempts import AttemptHook
 from .errors import ConfigError
-from .stream import surrogates_escaped, text_is_utf8
+from .stream import surrogates_escaped, surrogates_shown
 from .types import USAGE_KEYS, from_jsonable, to_jsonable  # the one {"__bytes__"} codec (tracer.to_jsonable stays importable)
 
 #: the longest trace_id accepted, and the longest part between two slashes (file names stay under NAME_MAX)
@@ -476,5 +476,4 @@ def render_text(history: Sequence[Mapping[str, Any]], config: Mapping[str, Any],
     if counted:
         lines.append("")
         lines.append("Total usage: " + ", ".join("{}={}".format(k, totals.get(k)) for k in USAGE_KEYS))
-    text = "\n".join(lines) + "\n"  # a lone surrogate (a tool's text, a server's fidelity) shown as \\udcff
-    return text if text_is_utf8(text) else text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return surrogates_shown("\n".join(lines) + "\n")  # a lone surrogate (a tool's text, a fidelity) as \udcff

@@ -350,3 +350,20 @@ def test_a_half_alone_in_arguments_is_still_refused(wire):
     assert str(info.value).startswith("arguments of tool call 'say' (c1) hold a lone surrogate (a string no UTF-8 can "
                                       "carry)")
     assert (info.value.tool_name, info.value.tool_call_id) == ("say", "c1")
+
+
+def test_batch_status_shows_an_engines_error_with_a_lone_surrogate(monkeypatch, capsys):
+    """Before: UnicodeEncodeError on a strict UTF-8 stdout, for ``--json`` and for the summary."""
+    from agenthub.__main__ import main
+    from agenthub.jobs import batch
+
+    status = batch.BatchStatus("ended", 1, [batch.BatchInfo("openai", "m", "chat", 1, "batch_1", "failed", "failed",
+                                                            {}, ["line 1: bad \ud83d"])])
+    monkeypatch.setattr(batch, "load", lambda path, **kwargs: type("Job", (), {"status": lambda self: status})())
+    assert main(["batch", "status", "state.json", "--json"]) == 0
+    out = capsys.readouterr()[0]
+    assert '"errors": ["line 1: bad \\ud83d"]' in out
+    assert json.loads(out)["batches"][0]["errors"] == ["line 1: bad \ud83d"]
+    assert main(["batch", "status", "state.json"]) == 0
+    assert capsys.readouterr()[0] == ("ended: 1 row(s) in 1 batch(es)\n"
+                                      "  openai m batch_1 (1 rows): failed; line 1: bad \\ud83d\n")
