@@ -38,6 +38,7 @@ from .errors import ConfigError
 from .jobs.jobfile import OUTPUT_KEYS, JobFile, JobRow, OutputWriter, error_row, iter_rows, parse_line
 from .jobs.runner import JobSummary, Job, Progress, build_clients, default_client, resume, row_tokens
 from .limiter import RateLimiter
+from .stream import surrogates_escaped
 
 __all__ = ["Predictor", "run_job", "to_row", "JSON_COLUMNS"]
 
@@ -151,7 +152,8 @@ def columns_of(rows: List[Dict[str, Any]]) -> Dict[str, List[Any]]:
     for row in rows:
         for key in OUTPUT_KEYS:
             value = row.get(key)
-            out[key].append(json.dumps(value, ensure_ascii=False, allow_nan=False) if key in JSON_COLUMNS else value)
+            out[key].append(surrogates_escaped(json.dumps(value, ensure_ascii=False, allow_nan=False))
+                            if key in JSON_COLUMNS else value)  # (Arrow strings are UTF-8: a server's "\ud83d" escaped)
     return out
 
 

@@ -9,16 +9,18 @@ what a cut stream, an empty turn and a malformed payload become.
 
 import json
 import logging
+import re
 import time
 from typing import Any, Dict, Iterable, Iterator, List, Optional
 
 from .errors import AgentHubError, EmptyResponseError, StreamProtocolError
 from .types import FINISH_REASONS as _FINISH_REASONS, USAGE_KEYS as _USAGE_KEYS
-from .types import AssistantMessage, UniEvent, UniMessage, UsageMetadata
+from .types import AssistantMessage, UniEvent, UniMessage, UsageMetadata, paired_halves
 
 __all__ = ["StreamEnd", "drive", "now_ms", "collect", "Collector", "check_stream", "empty_usage", "Fold",
            "item_problem", "usage_count", "checked_usage", "MAX_USAGE_TOKENS", "Usage", "with_cache_write",
-           "StopEvent"]
+           "StopEvent", "whole_text", "surrogates_escaped", "text_is_utf8", "paired_halves",
+           "surrogates_shown"]
 
 #: the most tokens one usage bucket of one answer may report (ten times the largest context window of any
 #: model): a larger count is a server's mistake (bytes, a running total, garbage) and reads as unknown
@@ -295,7 +297,9 @@ def collect(events: Iterable[UniEvent]) -> AssistantMessage:
     fidelity starts a new item.  Fidelity is kept as it came.  Empty text or
     thinking with no fidelity is dropped; partial tool calls are dropped (the
     complete tool_call follows them).  Usage, finish reason and created_at come
-    from the stop event.
+    from the stop event.  A merged text is ``whole_text`` of its deltas joined: a
+    character's UTF-16 halves sent in two deltas are that character, a half
+    alone is U+FFFD (the events keep what each delta said).
     """
     collector = Collector()
     add = collector.add
@@ -323,8 +327,56 @@ class _Pieces(object):
 
     def value(self) -> str:
         if not self.done and len(self.pending) == 1:
-            return self.pending[0]
-        return "".join(self.done + self.pending)
+            return whole_text(self.pending[0])
+        return whole_text("".join(self.done + self.pending))
+
+
+def whole_text(text: str) -> str:
+    """``text`` as UTF-8 can carry it: each high surrogate followed by a low one (the two UTF-16 halves of
+    one character, which a gateway slicing strings by UTF-16 index sends in two deltas: ``"\\ud83d"``, then
+    ``"\\ude00"``) joined into that character, and each half left without a partner replaced by U+FFFD
+    (with a warning).  What the collected message holds of a text or thinking item: the events keep each
+    delta's text as the server sent it."""
+    if text_is_utf8(text):
+        return text
+    whole = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+    lone = whole.count("\ufffd") - text.count("\ufffd")
+    if lone:
+        logging.getLogger("agenthub").warning(
+            "the answer's text held %d lone surrogate(s) (half of a UTF-16 pair, without its other half): each "
+            "is U+FFFD in the collected message", lone)
+    return whole
+
+
+#: a surrogate code point (UTF-8 has none)
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def surrogates_escaped(json_text: str) -> str:
+    """JSON text (``json.dumps(..., ensure_ascii=False)``) with each surrogate code point written as its escape
+    (``\\ud83d``): text UTF-8 carries, which ``json.loads`` reads back as the same strings (a high and a low one
+    side by side read back as the character they are the halves of).  A surrogate can only be in a string of
+    such text, where its escape means it."""
+    if text_is_utf8(json_text):
+        return json_text
+    return _SURROGATE.sub(lambda found: "\\u{:04x}".format(ord(found.group())), json_text)
+
+
+def surrogates_shown(text: str) -> str:
+    """``text`` for a reader, with each lone surrogate written as ``\\ud83d`` (UTF-8 carries it; a strict UTF-8
+    stdout refuses the surrogate itself)."""
+    return text if text_is_utf8(text) else text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def text_is_utf8(text: str) -> bool:
+    """Can UTF-8 carry ``text`` (it holds no lone surrogate)?"""
+    if text.isascii():
+        return True
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 _JOIN = 256
@@ -590,9 +642,20 @@ def check_stream(events: Iterable[UniEvent]) -> None:
                 streamed = json.loads(joined) if joined.strip() else {}
             except ValueError:
                 streamed = None
-            if streamed != item["arguments"]:
+            if streamed != item["arguments"] and not _halves_joined(joined, item["arguments"]):
                 fail(position, "rule 5: the argument fragments concatenate to the complete arguments")
             open_call = None
             tool_calls += 1
         elif open_call is not None:
             fail(position, "rule 5: a tool call's events are contiguous")
+
+
+def _halves_joined(joined: str, arguments: Any) -> bool:
+    """Do the fragments concatenate to ``arguments`` once a character's two UTF-16 halves sent in two fragments
+    are joined (``paired_halves``, what the tool-call machine does)?"""
+    if text_is_utf8(joined):
+        return False
+    try:
+        return json.loads(paired_halves(joined)) == arguments
+    except ValueError:
+        return False

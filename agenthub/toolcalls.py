@@ -65,7 +65,7 @@ import uuid
 from typing import Any, Dict, List, Optional
 
 from .errors import StreamProtocolError, ToolCallArgumentParseError, preview
-from .types import MAX_DEPTH, too_deep  # one depth rule for model output and caller input
+from .types import MAX_DEPTH, paired_halves, too_deep  # one depth rule for model output and caller input
 
 __all__ = ["ToolCallAssembler", "MAX_DEPTH", "too_deep"]
 
@@ -576,7 +576,12 @@ class ToolCallAssembler(object):
                 elif parsed is None and too_deep(arguments):  # (parsed: _plain saw it shallower)
                     error = self._parse_error(call, raw, "nests deeper than {} levels".format(MAX_DEPTH))
                 elif _lone_surrogate_text(raw) if parsed is not None else _lone_surrogate(arguments, raw):
-                    error = self._parse_error(call, raw, "hold a lone surrogate (a string no UTF-8 can carry)")
+                    # a character's two UTF-16 halves in two fragments (a gateway that slices by UTF-16 index)
+                    # are that character; a half alone is refused
+                    whole = paired_halves(raw) if parsed is None else raw
+                    arguments = _strict_loads(whole) if whole != raw else arguments
+                    if whole == raw or _lone_surrogate(arguments, whole):
+                        error = self._parse_error(call, raw, "hold a lone surrogate (a string no UTF-8 can carry)")
             if error is not None:
                 caught = self.caught
                 if caught is None:

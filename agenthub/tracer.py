@@ -51,6 +51,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence
 from ._redact import redact_mcp_servers
 from .attempts import AttemptHook
 from .errors import ConfigError
+from .stream import surrogates_escaped, surrogates_shown
 from .types import USAGE_KEYS, from_jsonable, to_jsonable  # the one {"__bytes__"} codec (tracer.to_jsonable stays importable)
 
 #: the longest trace_id accepted, and the longest part between two slashes (file names stay under NAME_MAX)
@@ -189,7 +190,7 @@ def save_trace(trace_id: str, model: str, history: Sequence[Mapping[str, Any]], 
         document["routes"] = [dict(route) for route in routes]
     if rows:  # each call the tool runner answered: how long it ran, whether it failed (turn: its result's message)
         document["tool_calls"] = rows
-    _write(paths["json"], json.dumps(document, ensure_ascii=False, indent=2) + "\n")
+    _write(paths["json"], surrogates_escaped(json.dumps(document, ensure_ascii=False, indent=2)) + "\n")
     _write(paths["txt"], render_text(history, cfg, rows))
     return paths
 
@@ -475,4 +476,4 @@ def render_text(history: Sequence[Mapping[str, Any]], config: Mapping[str, Any],
     if counted:
         lines.append("")
         lines.append("Total usage: " + ", ".join("{}={}".format(k, totals.get(k)) for k in USAGE_KEYS))
-    return "\n".join(lines) + "\n"
+    return surrogates_shown("\n".join(lines) + "\n")  # a lone surrogate (a tool's text, a fidelity) as \udcff

@@ -9,6 +9,7 @@ Written for Python 3.8: ``total=False`` bases instead of ``NotRequired``,
 """
 
 import json
+import re
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
@@ -426,6 +427,17 @@ def from_jsonable(value: Any, strict: bool = False) -> Any:
 #: how deep a JSON value may nest: arguments from a model deeper than this are refused here, as the same
 #: arguments sent back on the next turn are refused by validate (one rule, both ways)
 MAX_DEPTH = 128
+
+
+#: a high surrogate, then a low one: the two UTF-16 halves of one character
+_HALVES = re.compile("[\ud800-\udbff][\udc00-\udfff]")
+
+
+def paired_halves(text: str) -> str:
+    """``text`` with each high surrogate followed by a low one joined into the character they are the halves
+    of; a lone half stays as it is (``whole_text`` without the U+FFFD).  The text of tool-call arguments
+    whose fragments split a character between them (``"{\\"a\\": \\"\\ud83d"``, then ``"\\ude00\\"}"``)."""
+    return _HALVES.sub(lambda found: found.group().encode("utf-16-le", "surrogatepass").decode("utf-16-le"), text)
 
 
 def too_deep(value: Any, limit: int = MAX_DEPTH) -> bool:

@@ -10,6 +10,7 @@ import signal
 import sys
 from typing import Any, Dict, List, Optional, TextIO
 
+from ..stream import surrogates_escaped
 from .terminal import Printer, _dollars, safe
 
 __all__ = ["run", "cli_terms", "LATEST", "concise_schema"]
@@ -488,7 +489,7 @@ def _tool_run(client: Any, args: Any, config: Dict[str, Any], messages: List[Any
             if decisions is not None and event.get("replayed"):  # (shown in the run before the decision)
                 pass
             elif args.json:
-                out.write(json.dumps(to_jsonable(event), ensure_ascii=False) + "\n")
+                out.write(surrogates_escaped(json.dumps(to_jsonable(event), ensure_ascii=False)) + "\n")
                 out.flush()
             elif event["role"] == "user":
                 item = event["content_items"][0]
@@ -684,7 +685,7 @@ def _turn(client: Any, args: Any, config: Dict[str, Any], history: List[Any], me
                         printer.line("[fallback: {} answered]".format(answered))
             events.append(event)
             if args.json:
-                out.write(json.dumps(to_jsonable(event), ensure_ascii=False) + "\n")
+                out.write(surrogates_escaped(json.dumps(to_jsonable(event), ensure_ascii=False)) + "\n")
                 out.flush()
             else:
                 printer.event(event)

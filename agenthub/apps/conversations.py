@@ -72,7 +72,9 @@ def enabled(no_log: bool = False, environ: Optional[Mapping[str, str]] = None) -
 def _dumps(value: Any) -> str:
     from ..types import to_jsonable
 
-    return json.dumps(to_jsonable(value), ensure_ascii=False, separators=(",", ":"))
+    from ..stream import surrogates_escaped
+
+    return surrogates_escaped(json.dumps(to_jsonable(value), ensure_ascii=False, separators=(",", ":")))
 
 
 def _loads(text: Optional[str]) -> Any:

@@ -6,6 +6,8 @@ import os
 import re
 from typing import Any, List, Mapping, Optional, TextIO
 
+from ..stream import text_is_utf8
+
 __all__ = ["Printer", "usage_line", "model_line", "print_models", "printable", "safe", "is_terminal"]
 
 #: C0 controls but tab and newline, DEL, and the C1 controls (ESC [ / OSC 52 / CSI as one byte ...)
@@ -128,14 +130,26 @@ class Printer(object):
         self._out_clean = printable if is_terminal(self.out) else _raw
         self._err_clean = printable if is_terminal(self.err) else _raw
         self.mode = None  # type: Optional[str]  # "text", "thinking" or None (at the start of a line)
+        self._held = ""  # the high half of a UTF-16 pair that ended the last text or thinking item, until the next
 
     def _style(self, code: str, text: str) -> str:
         return "\x1b[{}m{}\x1b[0m".format(code, text) if self.color else text
 
     def _line_end(self) -> None:
         if self.mode is not None:
-            (self.out if self.mode == "text" else self.err).write("\n")
+            (self.out if self.mode == "text" else self.err).write(("\ufffd" if self._held else "") + "\n")
+            self._held = ""
             self.mode = None
+
+    def _whole(self, text: str) -> str:
+        """A text or thinking delta as it can be written: an emoji's UTF-16 halves sent in two deltas (a gateway
+        that slices by UTF-16 index) written as the character (the high half waits for the next delta), a half
+        without its partner as U+FFFD (what ``collect`` makes of them: a strict UTF-8 stdout refuses them)."""
+        text = self._held + text
+        self._held = ""
+        if text and "\ud800" <= text[-1] <= "\udbff":
+            self._held, text = text[-1], text[:-1]
+        return text if text_is_utf8(text) else text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
 
     def break_line(self) -> None:
         """End the line in progress (before something else writes to the terminal: a log record)."""
@@ -176,7 +190,7 @@ class Printer(object):
                 self.out.flush()
                 self.err.write(self.indent + self._style("2", "[thinking] "))
                 self.mode = "thinking"
-            self.err.write(self._style("2", self._err_clean(item["thinking"])))
+            self.err.write(self._style("2", self._err_clean(self._whole(item["thinking"]))))
         elif kind == "text":
             if not item.get("text"):
                 return
@@ -185,7 +199,7 @@ class Printer(object):
                 self.err.flush()
                 self.out.write(self.indent + self.text_prefix)
                 self.mode = "text"
-            self.out.write(self._out_clean(item["text"]))
+            self.out.write(self._out_clean(self._whole(item["text"])))
         elif kind == "tool_call":
             self.line(self._style("36", safe("[tool call] {}({}) id={}".format(
                 item.get("name"), json.dumps(item.get("arguments"), ensure_ascii=False), item.get("tool_call_id")))))

@@ -37,6 +37,7 @@ from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit
 
 from ..errors import ConfigError
 from ..hosts.trust import authority_parts, is_loopback_host
+from ..stream import surrogates_escaped
 from ..tracer import list_traces, trace_paths
 from ._dom import build, csp_source
 
@@ -54,7 +55,7 @@ CSP = ("default-src 'none'; script-src {}; style-src {}; img-src data: http: htt
 
 def page(data: Dict[str, Any]) -> bytes:
     """The viewer page with ``data`` embedded (safe inside a script element)."""
-    text = json.dumps(data, ensure_ascii=False)
+    text = surrogates_escaped(json.dumps(data, ensure_ascii=False))
     text = text.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
     text = text.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
     return PAGE.replace("__DATA__", text).encode("utf-8")

@@ -30,7 +30,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 from .. import hosts, registry
 from .._redact import redact_url
 from ..errors import AgentHubError, ConfigError, upstream_error
-from ..stream import Collector, drive
+from ..stream import Collector, drive, surrogates_escaped, surrogates_shown
 from ..validate import check_config
 from . import backends as _backends
 from .backends import TERMINAL, dumps_entry
@@ -202,7 +202,7 @@ def _write_state(path: str, state: Mapping[str, Any]) -> None:
     fd, tmp = tempfile.mkstemp(prefix=".agenthub-", suffix=".batch.tmp", dir=folder)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as out:
-            json.dump(state, out, ensure_ascii=False, indent=1)
+            out.write(surrogates_escaped(json.dumps(state, ensure_ascii=False, indent=1)))  # (a server's "\ud83d")
             out.write("\n")
             out.flush()
             os.fsync(out.fileno())
@@ -631,7 +631,7 @@ class BatchStatus(object):
             lines.append("  {} {} {} ({} rows): {}{}{}".format(
                 info.backend, info.model, info.remote_id or "(not created)", info.rows, info.status or info.state,
                 " [{}]".format(counts) if counts else "", "; " + "; ".join(info.errors) if info.errors else ""))
-        return "\n".join(lines)
+        return surrogates_shown("\n".join(lines))  # (an engine's error text may hold a lone surrogate: \ud83d)
 
 
 @dataclass

@@ -90,8 +90,10 @@ def _status(args: argparse.Namespace) -> int:
 
     status = load(args.state).status()
     if args.json:
-        print(json.dumps({"state": status.state, "rows": status.rows, "done": status.done,
-                          "batches": [asdict(b) for b in status.batches]}, ensure_ascii=False))
+        from ..stream import surrogates_escaped
+
+        print(surrogates_escaped(json.dumps({"state": status.state, "rows": status.rows, "done": status.done,
+                                             "batches": [asdict(b) for b in status.batches]}, ensure_ascii=False)))
     else:
         print(status.summary())
     return 0 if status.done else EXIT_NOT_ENDED

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Set, Tuple
 
 from ..errors import AgentHubError, ConfigError, OutputValidationError
+from ..stream import surrogates_escaped
 from ..types import from_jsonable, to_jsonable  # the {"__bytes__"} codec
 from ..validate import check_config, check_messages
 
@@ -643,8 +644,14 @@ _ROW_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow
 
 
 def dumps_row(row: Mapping[str, Any]) -> bytes:
-    """One output line, newline included."""
-    return (_ROW_ENCODER.encode(row) + "\n").encode("utf-8")
+    """One output line, newline included: UTF-8, with each lone surrogate a string holds (a server's JSON may
+    send one: ``"\\ud83d"``) written as its JSON escape, which ``json.loads`` reads back as the same string
+    (two side by side, a high one then a low one, read back as the one character they are halves of)."""
+    text = _ROW_ENCODER.encode(row) + "\n"
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        return surrogates_escaped(text).encode("utf-8")
 
 
 # -- the output file -------------------------------------------------------------------------------
