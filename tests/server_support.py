@@ -11,7 +11,7 @@ import sys
 import threading
 import time
 
-from sse_server import LocalServer, close_server, json_or_raw, track_connections
+from sse_server import LocalServer, close_server, close_upstream, json_or_raw, track_connections
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -118,6 +118,7 @@ class Builtin(object):
 
     def __exit__(self, *exc):
         close_server(self.server, self._connections)
+        close_upstream(self.app)
 
 
 def free_port():

@@ -168,3 +168,13 @@ class SSEServer(LocalServer):
         self.requests.append({"path": handler.path, "headers": dict(handler.headers), "body": json_or_raw(raw)})
         answer = self.answers.pop(0) if self.answers else Answer([b"data: [DONE]\n\n"])
         handler.send(answer.status, answer.headers, answer.chunks, answer.chunked, answer.pause, gate=answer.gate)
+
+
+def close_upstream(app):
+    """Close the keep-alive connections an AgentHubApp's clients pooled to their upstreams.  A test's app is let
+    go only once pytest drops the fixture's value, after the leak guard has looked: closed here, on purpose."""
+    for model in app.models.values():
+        for client in (model.client,) + tuple(model.client.fallbacks):
+            session = client.__dict__.get("_session")
+            if session is not None:
+                session.close()

@@ -78,6 +78,7 @@ def test_fallbacks_are_checked_before_anything_is_sent(tmp_path):
     assert not (tmp_path / "out.jsonl").exists() or (tmp_path / "out.jsonl").read_text() == ""
 
 
+@pytest.mark.fds_kept("Ray's runtime")
 def test_on_ray_every_rows_client_gets_the_fallbacks_too(tmp_path):
     ray = pytest.importorskip("ray")  # run with /work/venv/312ray/bin/python
     pytest.importorskip("ray.data")

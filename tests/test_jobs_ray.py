@@ -17,6 +17,9 @@ from jobs_server import JobServer  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
+# Ray's runtime keeps its connections, event fds and log files for the process, past ray.shutdown()
+pytestmark = pytest.mark.fds_kept("Ray's runtime")
+
 
 @pytest.fixture(scope="module")
 def local_ray():

@@ -68,6 +68,23 @@ def test_a_thread_that_ends_a_moment_later_is_waited_for():
 
 def test_a_clean_test():
     subprocess.Popen(["true"]).wait()
+
+
+def test_a_file_left():
+    kept.append(open(__file__))
+
+
+def test_a_file_only_a_cycle_holds_is_garbage_not_a_leak():
+    import gc
+    cycle = {"file": open(__file__)}
+    cycle["self"] = cycle
+    gc.collect()  # (survived: in the oldest generation, which only a full collection reaches)
+    del cycle
+
+
+@pytest.mark.fds_kept("a runtime's, by design")
+def test_a_file_kept_by_a_marked_test():
+    kept.append(open(__file__))
 '''
 
 
@@ -91,11 +108,14 @@ def _run(tmp_path, **env):
 def test_strict_errors_the_tests_that_left_something_naming_it(tmp_path):
     code, out = _run(tmp_path, AGENTHUB_LEAKS="strict")
     assert code == 1, out
-    assert "6 passed, 3 errors" in out
+    assert "9 passed, 4 errors" in out
     errors = sorted(line for line in out.splitlines() if line.startswith("ERROR "))
     assert [line.split(" - ")[0] for line in errors] == [
         "ERROR test_cases.py::test_a_child_left", "ERROR test_cases.py::test_a_child_never_waited",
-        "ERROR test_cases.py::test_a_thread_left"]
+        "ERROR test_cases.py::test_a_file_left", "ERROR test_cases.py::test_a_thread_left"]
+    left = out.split("ERROR at teardown of test_a_file_left")[1].splitlines()
+    assert left[1:3] == ["leakguard: left behind after teardown:", left[2]] and left[2].startswith("  fd ")
+    assert left[2].endswith("/test_cases.py"), left[2]
     assert "leakguard: left behind after teardown:\n  thread 'leaky' (daemon) running threading.Event.wait" in out
     assert "  child process " in out and " sleep 30\n" in out
     assert "(exited, never waited)" in out
@@ -104,15 +124,16 @@ def test_strict_errors_the_tests_that_left_something_naming_it(tmp_path):
 
 @pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="the child process checks read /proc")
 def test_report_lists_them_at_the_end_and_fails_nothing(tmp_path):
-    code, out = _run(tmp_path, AGENTHUB_LEAKS="report")
+    code, out = _run(tmp_path, AGENTHUB_LEAKS="report", AGENTHUB_LEAKS_FDS="report")
     assert code == 0, out
-    assert "6 passed in" in out
-    summary = out.split("leakguard: 3 tests left something behind")[1]
+    assert "9 passed in" in out
+    summary = out.split("leakguard: 5 tests left something behind")[1]
     assert [line for line in summary.splitlines() if line.startswith("test_cases.py::")] == [
         "test_cases.py::test_a_thread_left", "test_cases.py::test_a_child_left",
-        "test_cases.py::test_a_child_never_waited"]
+        "test_cases.py::test_a_child_never_waited", "test_cases.py::test_a_file_left",
+        "test_cases.py::test_a_file_kept_by_a_marked_test"]
 
 
 def test_off_checks_nothing(tmp_path):
-    code, out = _run(tmp_path, AGENTHUB_LEAKS="off")
-    assert code == 0 and "6 passed in" in out and "leakguard" not in out, out
+    code, out = _run(tmp_path, AGENTHUB_LEAKS="off", AGENTHUB_LEAKS_FDS="off")
+    assert code == 0 and "9 passed in" in out and "leakguard" not in out, out

@@ -31,7 +31,7 @@ from agenthub import AutoLLMClient, collect, playground
 from agenthub.tracer import from_jsonable, list_traces, load_trace, to_jsonable
 from agenthub.server import make_app, serve
 from agenthub.validate import check_messages
-from sse_server import close_server, track_connections
+from sse_server import close_server, close_upstream, track_connections
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMEDRIVER = "/usr/bin/chromedriver"
@@ -172,6 +172,7 @@ class Site(object):
 
     def __init__(self, app, upstream, wrap=None):
         self._server, self.url = serve(app, "127.0.0.1", 0)
+        self.agenthub_app = app
         self.app = Recorder(wrap(app) if wrap else app)
         self._server.set_app(self.app)
         self.url = self.url.rstrip("/") + "/"
@@ -181,6 +182,7 @@ class Site(object):
 
     def close(self):
         close_server(self._server, self._connections)
+        close_upstream(self.agenthub_app)
 
 
 def app_config(upstream, **extra):
