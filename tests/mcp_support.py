@@ -128,3 +128,31 @@ def leaked(before, wait=5.0):
         if not found or time.monotonic() > deadline:
             return found
         time.sleep(0.05)
+
+
+def lazy_servers(request, script, default=None):
+    """A module fixture's body: ``get(mode)`` starts ``script mode`` (a fake or hostile HTTP server) the first time
+    a test asks for that mode (``default`` when it names none), as the fixture's own (``leakguard.owned_by``), and the fixture stops them all at
+    its end.  ``yield from lazy_servers(request, FAKE_HTTP)``."""
+    import leakguard
+
+    started = {}
+
+    def get(mode=default):
+        if mode not in started:
+            with leakguard.owned_by(request):  # the module's server, whichever test asks for it first
+                started[mode] = Subprocess([script, mode])
+        return started[mode]
+
+    yield get
+    for server in started.values():
+        server.stop()
+
+
+def fresh_eras():
+    """An autouse fixture's body: what the MCP client learned of servers' eras forgotten before and after."""
+    from agenthub import mcp
+
+    mcp.forget_eras()
+    yield
+    mcp.forget_eras()

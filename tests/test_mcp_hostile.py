@@ -15,8 +15,8 @@ import pytest
 from agenthub import mcp
 from agenthub.errors import TransportError
 
-import leakguard
-from mcp_support import HERE, Subprocess, leaked, snapshot, stdio_command
+import mcp_support
+from mcp_support import HERE, leaked, snapshot, stdio_command
 
 HOSTILE_HTTP = os.path.join(HERE, "mcp_hostile_http.py")
 URLLIB3_1 = __import__("urllib3").__version__.startswith("1.")
@@ -25,24 +25,12 @@ posix = pytest.mark.skipif(sys.platform == "win32", reason="POSIX process groups
 
 @pytest.fixture(scope="module")
 def hostile(request):
-    started = {}
-
-    def get(mode="refuse"):
-        if mode not in started:
-            with leakguard.owned_by(request):  # the module's server, whichever test asks for it first
-                started[mode] = Subprocess([HOSTILE_HTTP, mode])
-        return started[mode]
-
-    yield get
-    for server in started.values():
-        server.stop()
+    yield from mcp_support.lazy_servers(request, HOSTILE_HTTP, default="refuse")
 
 
 @pytest.fixture(autouse=True)
 def fresh_eras():
-    mcp.forget_eras()
-    yield
-    mcp.forget_eras()
+    yield from mcp_support.fresh_eras()
 
 
 def posted(server):

@@ -14,32 +14,20 @@ from agenthub import mcp
 from agenthub.errors import ConfigError, ServerError, StreamProtocolError, TransportError, UnsupportedOperationError
 from agenthub.mcp import InputRequiredError, MCPError
 
-import leakguard
-from mcp_support import Subprocess, leaked, snapshot
+import mcp_support
+from mcp_support import leaked, snapshot
 
 SECRET = "Bearer sk-test-0123456789abcdef"
 
 
 @pytest.fixture(scope="module")
 def servers(request):
-    started = {}
-
-    def get(era):
-        if era not in started:
-            with leakguard.owned_by(request):  # the module's server, whichever test asks for it first
-                started[era] = Subprocess([__import__("mcp_support").FAKE_HTTP, era])
-        return started[era]
-
-    yield get
-    for server in started.values():
-        server.stop()
+    yield from mcp_support.lazy_servers(request, mcp_support.FAKE_HTTP)
 
 
 @pytest.fixture(autouse=True)
 def fresh_eras():
-    mcp.forget_eras()
-    yield
-    mcp.forget_eras()
+    yield from mcp_support.fresh_eras()
 
 
 def log(server, listening=False):

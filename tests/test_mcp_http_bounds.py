@@ -12,30 +12,18 @@ import pytest
 from agenthub import mcp
 from agenthub.errors import StreamProtocolError, UpstreamError
 
-import leakguard
-from mcp_support import FAKE_HTTP, Subprocess, leaked, snapshot
+import mcp_support
+from mcp_support import FAKE_HTTP, leaked, snapshot
 
 
 @pytest.fixture(scope="module")
 def servers(request):
-    started = {}
-
-    def get(era):
-        if era not in started:
-            with leakguard.owned_by(request):  # the module's server, whichever test asks for it first
-                started[era] = Subprocess([FAKE_HTTP, era])
-        return started[era]
-
-    yield get
-    for server in started.values():
-        server.stop()
+    yield from mcp_support.lazy_servers(request, FAKE_HTTP)
 
 
 @pytest.fixture(autouse=True)
 def fresh_eras():
-    mcp.forget_eras()
-    yield
-    mcp.forget_eras()
+    yield from mcp_support.fresh_eras()
 
 
 def log(server):
