@@ -164,10 +164,10 @@ class RunResult:
 # -- tool sources -----------------------------------------------------------------------------------------------
 
 class _Entry(object):
-    __slots__ = ("name", "kind", "tool", "provider", "original", "source", "thread")
+    __slots__ = ("name", "kind", "tool", "provider", "original", "source", "thread", "_idempotent")
 
     def __init__(self, name: str, kind: str, tool: Any = None, provider: Any = None, original: str = "",
-                 source: str = "") -> None:
+                 source: str = "", idempotent: bool = True) -> None:
         self.name = name  # on the wire
         self.kind = kind  # "tool" | "schema" | "provider"
         self.tool = tool
@@ -175,6 +175,13 @@ class _Entry(object):
         self.original = original or name  # the provider's own name for it
         self.source = source  # words for errors, a template: "{!r}" is the original name (made when one is raised)
         self.thread = "agenthub-tool-{}".format(name)[:60]  # the name of a thread running it
+        self._idempotent = idempotent  # a provider's tool: what its idempotent(original) said (resolve_tools)
+
+    @property
+    def idempotent(self) -> bool:
+        """False for a tool that must run at most once in a journaled run: an ``@tool(idempotent=False)``, or
+        a provider's tool its ``idempotent(name)`` called non-idempotent (an MCP server's annotations)."""
+        return self.tool.idempotent if self.kind == "tool" else self._idempotent
 
     @property
     def requires_approval(self) -> bool:
@@ -187,6 +194,22 @@ class _Entry(object):
 
 def _is_provider(value: Any) -> bool:
     return callable(getattr(value, "list_tools", None)) and callable(getattr(value, "call_tool", None))
+
+
+def _provider_idempotent(provider: Any, original: str, label: str) -> bool:
+    """Whether a provider's tool may run again after a crash: its ``idempotent(name)`` when it has one (an
+    MCP server handle: False only for a tool its server declared non-idempotent), else True (at least once)."""
+    ask = getattr(provider, "idempotent", None)
+    if not callable(ask):
+        return True
+    try:
+        answer = ask(original)
+    except Exception as exc:
+        raise ConfigError("{}'s idempotent({!r}) raised {}".format(label, original, type(exc).__name__))
+    if not isinstance(answer, bool):
+        raise ConfigError("{}'s idempotent({!r}) gave a {}, not a bool".format(label, original,
+                                                                            type(answer).__name__))
+    return answer
 
 
 def resolve_tools(client: Any, tools: Any) -> Tuple[List[Dict[str, Any]], Dict[str, _Entry]]:
@@ -242,7 +265,8 @@ def resolve_tools(client: Any, tools: Any) -> Tuple[List[Dict[str, Any]], Dict[s
                 if wire_name_problem(client, name):
                     name = _wire_safe(name)  # renamed here, and back when the model calls it
                 add(_Entry(name, "provider", provider=value, original=original,
-                           source=label.replace("{", "{{").replace("}", "}}") + "'s tool {!r}"), schema)
+                           source=label.replace("{", "{{").replace("}", "}}") + "'s tool {!r}",
+                           idempotent=_provider_idempotent(value, original, label)), schema)
         elif isinstance(value, _Mapping):
             name = value.get("name")
             if not isinstance(name, str) or not name:
@@ -633,15 +657,15 @@ def _waiting_results(history: Sequence[Mapping[str, Any]]) -> bool:
         and bool(_calls(history[-2]))
 
 
-def _once(proceed: Callable[[], Any], name: str) -> Callable[[], Any]:
-    """``proceed`` of an ``@tool(idempotent=False)`` call, for the hooks' around_call: a second call of it (a
-    hook that retries) is refused, the tool does not run twice."""
+def _once(proceed: Callable[[], Any], name: str, tool: bool = True) -> Callable[[], Any]:
+    """``proceed`` of an ``@tool(idempotent=False)`` call (or a provider's tool declared non-idempotent), for the
+    hooks' around_call: a second call of it (a hook that retries) is refused, the tool does not run twice."""
     done = []  # type: List[bool]
 
     def once() -> Any:
         if done:
-            raise ConfigError("tool {!r} is declared idempotent=False: an around_call hook may proceed() once "
-                              "(it ran already)".format(name))
+            raise ConfigError("tool {!r} is declared {}: an around_call hook may proceed() once "
+                              "(it ran already)".format(name, "idempotent=False" if tool else "non-idempotent"))
         done.append(True)
         return proceed()
 
@@ -1596,7 +1620,7 @@ class Run(object):
 
     def _at_most_once(self, call: Mapping[str, Any]) -> bool:
         entry = self._entries.get(str(call.get("name")))
-        return entry is not None and entry.kind == "tool" and not entry.tool.idempotent and not _is_approval(call)
+        return entry is not None and not entry.idempotent and not _is_approval(call)
 
     def _answer(self, calls: List[Dict[str, Any]], caught: Optional[Mapping[str, Any]] = None,
                 resumed: bool = False, finished: bool = True) -> Any:
@@ -1637,7 +1661,7 @@ class Run(object):
                     if journal.interrupted(turn, call_id):
                         entry = self._entries.get(call["name"])
                         decision = decisions.get(call_digest(call), decisions.get(call_id))
-                        if entry is not None and entry.kind == "tool" and not entry.tool.idempotent:
+                        if entry is not None and not entry.idempotent:
                             if decision is None or not journal.handed_back(turn, call_id):
                                 # at most once: the user decides whether it runs again, once shown that it was
                                 # interrupted (a decision given before, the approval it started on, is not that)
@@ -1761,7 +1785,7 @@ class Run(object):
                         if key not in running:
                             _RAN.pop(key, None)
             if journal is not None:  # those that must run at most once: journaled as started first, in one write
-                journal.starting(turn, [(task[1], task[2].kind == "tool" and not task[2].tool.idempotent)
+                journal.starting(turn, [(task[1], not task[2].idempotent)
                                         for task in tasks if task[2] is not None])
         except BaseException:  # (nothing of the turn ran: the calls this run took are let go)
             if claimed:
@@ -2026,8 +2050,8 @@ class Run(object):
         try:
             if self._methods["around_call"]:
                 proceed = functools.partial(self._proceed, call, entry, arguments, shown)
-                if entry.kind == "tool" and not entry.tool.idempotent:
-                    proceed = _once(proceed, entry.name)
+                if not entry.idempotent:
+                    proceed = _once(proceed, entry.name, entry.kind == "tool")
                 return self._wrapped("around_call", (self, dict(call, arguments=shown)),  # type: ignore[no-any-return]
                                      proceed)
             return self._proceed(call, entry, arguments, shown)

@@ -72,6 +72,7 @@ class Server(object):
         self._closed = False
         self._lists = {}  # type: Dict[str, Tuple[Optional[float], Any]]  # what -> (fresh until, value)
         self._marks = {}  # type: Dict[str, Any]  # tool name -> x-mcp-header marks
+        self._annotations = {}  # type: Dict[str, Dict[str, Any]]  # tool name -> its annotations (a dict)
         self._probe = None  # type: Any  # the id of the last server/discover sent
         self._until = time.monotonic() + timeout  # type: Optional[float]  # the start-up's deadline, in all
         self._hurry = False
@@ -443,6 +444,7 @@ class Server(object):
                               "allow more".format(self.name or label, len(raw), self.max_tools))
         tools = []
         marks = {}
+        annotations = {}
         for tool in raw:
             schema = results.tool_schema(tool, label)
             if self._channel.carries_headers and self._session.era == "modern":
@@ -453,9 +455,25 @@ class Server(object):
                 if found:
                     marks[schema["name"]] = found
             tools.append(schema)
+            if isinstance(tool.get("annotations"), dict):  # kept here, never sent to a model provider
+                annotations[schema["name"]] = tool["annotations"]
         with self._lock:
             self._marks = marks
+            self._annotations = annotations
         return tools
+
+    def idempotent(self, name: str) -> bool:
+        """Whether the tool ``name`` (as listed last) may run again after a crash in a journaled run: False only
+        when the server declared it non-idempotent in its annotations (readOnlyHint not true, and
+        idempotentHint false or destructiveHint true, each given explicitly as a bool); True otherwise, a tool
+        without annotations too (at least once).  The runner asks this once per run (docs/mcp.md)."""
+        with self._lock:
+            hints = self._annotations.get(name)
+        if hints is None:
+            return True
+        if hints.get("readOnlyHint") is True:
+            return True
+        return not (hints.get("idempotentHint") is False or hints.get("destructiveHint") is True)
 
     def call_tool(self, name: str, arguments: Optional[Dict[str, Any]] = None,
                   timeout: Optional[float] = None) -> Dict[str, Any]:
