@@ -121,7 +121,9 @@ def encode(message: Dict[str, Any]) -> bytes:
         except UnicodeEncodeError:
             return json.dumps(message, ensure_ascii=True, separators=(",", ":"), allow_nan=False).encode("ascii")
     except (ValueError, TypeError) as exc:  # NaN (which json.loads reads from a model's arguments), a date, ...
-        raise ConfigError("{} cannot be sent as JSON: {}".format(message.get("method") or "a response", exc)) from None
+        # (the words for NaN are agenthub's: Python's differ from version to version)
+        why = "it holds a number JSON cannot carry (NaN or Infinity)" if "float" in str(exc) else str(exc)
+        raise ConfigError("{} cannot be sent as JSON: {}".format(message.get("method") or "a response", why)) from None
 
 
 def _valid_id(value: Any) -> bool:
