@@ -226,3 +226,19 @@ def test_bad_arguments_to_call_tool_are_config_errors():
             server.call_tool("", {})
         with pytest.raises(ConfigError):
             server.get_prompt("p", {"n": 1})
+
+
+@pytest.mark.parametrize("timeout", ["5", True, 0, -1.0, float("nan"), float("inf")])
+def test_a_requests_own_timeout_that_is_no_positive_number_is_refused_before_anything_is_sent(timeout):
+    with mcp.connect(stdio_command("modern"), timeout=10) as server:
+        sent = []
+        exchange = server._channel.exchange
+        server._channel.exchange = lambda *args, **kwargs: sent.append(args) or exchange(*args, **kwargs)
+        for call in (lambda: server.request("tools/list", timeout=timeout),
+                     lambda: server.call_tool("echo", {"text": "hi"}, timeout=timeout)):
+            with pytest.raises(ConfigError) as caught:
+                call()
+            assert str(caught.value) == "timeout must be a positive number of seconds (got {!r})".format(timeout)
+        assert sent == []
+        assert server.call_tool("echo", {"text": "hi"}, timeout=5)["text"] == "hi"
+        assert len(sent) == 1

@@ -270,6 +270,8 @@ class Server(object):
         door: the methods below are built on it."""
         if not isinstance(method, str) or not method:
             raise ConfigError("method must be a non-empty string")
+        if timeout is not None:
+            timeout = _seconds(timeout)
         self._check_open()
         session = self._session
         channel = self._channel
@@ -564,6 +566,15 @@ class Server(object):
         self.close()
 
 
+def _seconds(timeout: Any) -> float:
+    """A timeout given to ``connect`` or to one request: a positive, finite number of seconds, else a ConfigError
+    (before anything is sent)."""
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0 \
+            or timeout == float("inf"):
+        raise ConfigError("timeout must be a positive number of seconds (got {!r})".format(timeout))
+    return float(timeout)
+
+
 def connect(target: Union[str, Sequence[str]], *, name: Optional[str] = None,
             headers: Optional[Dict[str, str]] = None, env: Optional[Dict[str, str]] = None,
             cwd: Optional[str] = None, timeout: Optional[float] = None, protocol: str = "auto",
@@ -582,12 +593,7 @@ def connect(target: Union[str, Sequence[str]], *, name: Optional[str] = None,
 
     if name is not None and (not isinstance(name, str) or not name):
         raise ConfigError("name must be a non-empty string or None")
-    if timeout is None:
-        timeout = DEFAULT_TIMEOUT
-    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0 \
-            or timeout == float("inf"):
-        raise ConfigError("timeout must be a positive number of seconds (got {!r})".format(timeout))
-    timeout = float(timeout)
+    timeout = _seconds(DEFAULT_TIMEOUT if timeout is None else timeout)
     if max_tools is not None and (isinstance(max_tools, bool) or not isinstance(max_tools, int) or max_tools < 1):
         raise ConfigError("max_tools must be a positive int or None (got {!r})".format(max_tools))
     options = {"headers": headers, "env": env, "cwd": cwd, "inherit_env": inherit_env}
