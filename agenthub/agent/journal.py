@@ -45,6 +45,7 @@ from ..errors import AgentHubError, ConfigError
 from ..stores import open_store
 from ..stores.base import StoreError
 from ..stores.journal import JOURNAL_LEASE
+from ..stream import surrogates_escaped
 
 __all__ = ["Journal", "JournalError", "RunLockedError", "RunJournal", "FORMAT", "fingerprint", "idempotency_key",
            "replay_events"]
@@ -113,9 +114,8 @@ def _number(value: Any) -> Optional[str]:
     return None
 
 
-#: a surrogate code point (UTF-8 has none), and a high one with a low one after it (JSON's escapes of them read
+#: a high surrogate with a low one after it (JSON's escapes of them, which ``surrogates_escaped`` writes, read
 #: back as one character)
-_SURROGATE = re.compile("[\ud800-\udfff]")
 _PAIRED = re.compile("[\ud800-\udbff][\udc00-\udfff]")
 
 
@@ -129,7 +129,7 @@ def _storable(run_id: str, texts: List[str]) -> List[str]:
             raise JournalError("the journal of run {!r}: an entry holds two lone surrogates side by side, which no "
                                "store that keeps UTF-8 can hold apart: refusing to journal it".format(run_id),
                                run_id=run_id, reason="entry")
-        kept.append(_SURROGATE.sub(lambda found: "\\u{:04x}".format(ord(found.group())), text))
+        kept.append(surrogates_escaped(text))
     return kept
 
 
