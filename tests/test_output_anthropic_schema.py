@@ -119,12 +119,19 @@ def test_an_answer_past_a_bound_left_out_of_the_sent_schema_is_refused_here_and_
     assert canonical(reask["output_config"]["format"]["schema"]) == canonical(ORDER_SENT)
 
 
-def encoded(kind: str, model: str, output: Any, environ: Dict[str, str]) -> Dict[str, Any]:
+def encoded(kind: str, model: str, output: Any, environ: Dict[str, str],
+            tools: Optional[List[Dict[str, Any]]] = None) -> Dict[str, Any]:
+    """The JSON body a ``kind`` endpoint's plan sends: typed output's schema for ``output`` (None: none), and
+    ``tools``."""
     found, url, key, quirks = resolve(model, kind, None, environ.pop("api_key", None), environ=environ)
     row = hosts.client_type(found)
     endpoint = Endpoint(found, url, key, None, quirks, model)
-    config = {"max_tokens": 64, "response_format": {"type": "json_schema", "name": "output",
-                                                    "schema": sent_schema(output), "strict": True}}
+    config = {"max_tokens": 64}  # type: Dict[str, Any]
+    if output is not None:
+        config["response_format"] = {"type": "json_schema", "name": "output", "schema": sent_schema(output),
+                                     "strict": True}
+    if tools:
+        config["tools"] = tools
     plan = row.protocol().build_request(endpoint, model, [USER], check_config(config))
     return json.loads(row.host.encode(plan, endpoint).data)
 
@@ -378,3 +385,163 @@ def test_a_recursive_type_is_refused_for_claude_on_bedrock_before_sending():
         encoded("bedrock", "anthropic.claude-sonnet-4-6", Tree, dict(environ))
     assert caught.value.parameter == "response_format"
     assert "a recursive schema cannot be sent" in str(caught.value)  # (so typed output takes the forced tool)
+
+
+# -- strict tools: their input_schema is held to the same subset on every Claude route, and the runner holds the
+# -- model's arguments to the whole schema (the bounds left the wire) ------------------------------------------
+
+ORDER_TOOL = {"name": "order", "description": "Place an order.", "strict": True, "parameters": sent_schema(Order)}
+#: a tool that is not strict: its schema goes as it is, bounds and all
+NOTE_TOOL = {"name": "note", "parameters": {"type": "object", "required": ["text"],
+                                            "properties": {"text": {"type": "string", "maxLength": 9}}}}
+BEDROCK = {"AWS_BEARER_TOKEN_BEDROCK": "ABSKbedrock-api-key-0004", "AWS_REGION": "us-east-1"}
+CLAUDE_ROUTES = [
+    ("anthropic", "claude-sonnet-4-6", {"api_key": "sk-test-output-0001"}),
+    ("vertex", "claude-sonnet-4-6", {"GOOGLE_CLOUD_PROJECT": "vtx-proj-123", "api_key": "ya29.static-token"}),
+    ("azure-anthropic", "claude-sonnet-4-6", {"ANTHROPIC_FOUNDRY_RESOURCE": "res-1",
+                                              "ANTHROPIC_FOUNDRY_API_KEY": "foundry-key-0001"}),
+    ("bedrock", "anthropic.claude-sonnet-4-6", BEDROCK),
+]
+
+
+def sent_tools(kind: str, body: Dict[str, Any]) -> List[Dict[str, Any]]:
+    """The tools of a body in the Messages API's words (Bedrock's toolSpecs read back; its cache point left out)."""
+    if kind != "bedrock":
+        return body["tools"]
+    return [dict({k: v for k, v in spec["toolSpec"].items() if k != "inputSchema"},
+                 input_schema=spec["toolSpec"]["inputSchema"]["json"])
+            for spec in body["toolConfig"]["tools"] if "toolSpec" in spec]
+
+
+@pytest.mark.parametrize("kind, model, environ", CLAUDE_ROUTES)
+def test_a_strict_tools_schema_goes_to_claude_cut_to_the_subset_on_every_route(kind, model, environ):
+    body = encoded(kind, model, None, dict(environ), tools=[ORDER_TOOL, NOTE_TOOL])
+    assert canonical(sent_tools(kind, body)) == canonical([
+        {"name": "order", "description": "Place an order.", "input_schema": ORDER_SENT, "strict": True},
+        {"name": "note", "input_schema": NOTE_TOOL["parameters"]}])
+    assert ORDER_TOOL["parameters"]["properties"]["email"] == {"type": "string", "pattern": ".+@.+"}  # (a copy)
+
+
+def test_a_strict_tool_goes_whole_to_the_other_models_on_bedrock():
+    body = encoded("bedrock", "meta.llama3-3-70b-instruct-v1:0", None, dict(BEDROCK), tools=[ORDER_TOOL])
+    assert body["toolConfig"]["tools"] == [{"toolSpec": {
+        "name": "order", "description": "Place an order.", "inputSchema": {"json": sent_schema(Order)},
+        "strict": True}}]
+
+
+OPEN_MAP = {"type": "object", "properties": {"counts": {"type": "object", "additionalProperties": {"type": "integer"}}},
+            "required": ["counts"], "additionalProperties": False}
+
+
+@pytest.mark.parametrize("kind, model, environ", [CLAUDE_ROUTES[0], CLAUDE_ROUTES[3]])
+@pytest.mark.parametrize("parameters, words", [
+    (sent_schema(Tree), "input_schema refers to '#/$defs/Tree' from inside it: a recursive schema cannot be sent"),
+    (OPEN_MAP, "input_schema['properties']['counts']['additionalProperties'] is {\"type\":\"integer\"}: only false "
+               "is taken (an open map cannot be sent)"),
+    ({"type": "object", "properties": {"q": {"type": "string"}}},
+     "input_schema is an object without additionalProperties false (an open map cannot be sent)"),
+])
+def test_a_strict_tool_the_subset_cannot_say_is_refused_naming_it_before_sending(kind, model, environ, parameters,
+                                                                                 words):
+    tool = {"name": "walk", "strict": True, "parameters": parameters}
+    with pytest.raises(UnsupportedParameterError) as caught:
+        encoded(kind, model, None, dict(environ), tools=[NOTE_TOOL, tool])
+    assert str(caught.value) == ("{}: tools strict tool 'walk': {}: Anthropic's structured outputs take a subset of "
+                                 "JSON Schema".format(kind, words))
+    assert caught.value.parameter == "tools"
+    assert encoded(kind, model, None, dict(environ), tools=[dict(tool, strict=False)])  # not strict: sent as it is
+
+
+@pytest.mark.parametrize("kind, model, environ", [CLAUDE_ROUTES[0], CLAUDE_ROUTES[3]])
+def test_strict_tools_alone_are_held_to_the_complexity_limits(kind, model, environ):
+    union = {"type": "object", "properties": {"f{}".format(i): {"type": ["integer", "null"]} for i in range(9)},
+             "required": ["f{}".format(i) for i in range(9)], "additionalProperties": False}
+    tools = [{"name": "a", "strict": True, "parameters": union}, {"name": "b", "strict": True, "parameters": union}]
+    with pytest.raises(UnsupportedParameterError) as caught:
+        encoded(kind, model, None, dict(environ), tools=tools)
+    assert str(caught.value) == (
+        "{}: tools 18 properties with a union type (anyOf or a type list: each optional field of typed output is "
+        "one) across the request's strict schemas: Anthropic's structured outputs take at most 16".format(kind))
+    assert caught.value.parameter == "tools"
+    assert encoded(kind, model, None, dict(environ), tools=tools[:1])  # 9: taken
+
+
+def test_the_official_sdk_cuts_a_strict_tools_schema_the_same_way():
+    anthropic = pytest.importorskip("anthropic")
+    transform = getattr(anthropic, "transform_schema", None)
+    if transform is None:
+        pytest.skip("this anthropic SDK has no transform_schema")
+    for output in _oracle_cases():
+        tool = {"name": "t", "strict": True, "parameters": sent_schema(output)}
+        ours = encoded("anthropic", "claude-sonnet-4-6", None, {"api_key": "sk-test-output-0001"}, tools=[tool])
+        assert _shape(ours["tools"][0]["input_schema"]) == _shape(transform(sent_schema(output))), output
+
+
+def test_the_runner_holds_a_strict_tools_arguments_to_the_whole_schema_the_wire_left_out():
+    bad = {"lines": [{"sku": "pen", "qty": 0}], "email": "nobody", "discount": None}
+    with SSEServer() as server:
+        server.answers += [Answer([anthropic_calls([("toolu_1", "order", json.dumps(bad))])]),
+                           Answer([anthropic_calls([("toolu_2", "order", json.dumps(GOOD))])])]
+        client = AutoLLMClient("claude-sonnet-4-6", api_key="sk-test-output-0001", base_url=server.url,
+                               client_type="anthropic", max_retries=0)
+        result = client.run([USER], tools=[ORDER_TOOL]).result()
+        second = server.requests[1]["body"]
+    assert canonical(server.requests[0]["body"]["tools"]) == canonical([
+        {"name": "order", "description": "Place an order.", "input_schema": ORDER_SENT, "strict": True}])
+    assert second["messages"][-1] == {"role": "user", "content": [{
+        "type": "tool_result", "tool_use_id": "toolu_1", "is_error": True, "content": (
+            "invalid arguments for order: lines[0].sku must be a string matching \"^[A-Z]+$\", got 'pen'; "
+            "lines[0].qty must be >= 1, got 0; lines must be at least 2 items, got [{'sku': 'pen', 'qty': 0}]; "
+            "email must be a string matching \".+@.+\", got 'nobody'")}]}
+    assert result.stop == "approval"  # the good call: handed back for the caller to run (a plain ToolSchema)
+    assert [(c["tool_call_id"], c["arguments"]) for c in result.pending] == [("toolu_2", GOOD)]
+
+
+class Orders(object):
+    """A tool provider whose one tool is strict."""
+
+    def __init__(self) -> None:
+        self.called = []  # type: List[Any]
+
+    def list_tools(self) -> List[Dict[str, Any]]:
+        return [ORDER_TOOL]
+
+    def call_tool(self, name: str, arguments: Dict[str, Any]) -> Dict[str, Any]:
+        self.called.append(arguments)
+        return {"type": "tool_result", "text": "placed"}
+
+
+def test_a_providers_strict_tool_is_not_called_with_arguments_past_its_schema():
+    bad = dict(GOOD, discount=1.5)
+    provider = Orders()
+    with SSEServer() as server:
+        server.answers += [Answer([anthropic_calls([("toolu_1", "order", json.dumps(bad)),
+                                                    ("toolu_2", "order", json.dumps(GOOD))])]),
+                           Answer([anthropic_text("Done.")])]
+        client = AutoLLMClient("claude-sonnet-4-6", api_key="sk-test-output-0001", base_url=server.url,
+                               client_type="anthropic", max_retries=0)
+        result = client.run([USER], tools=[provider]).result()
+        second = server.requests[1]["body"]
+    assert provider.called == [GOOD]
+    assert second["messages"][-1]["content"] == [
+        {"type": "tool_result", "tool_use_id": "toolu_1", "is_error": True,
+         "content": "invalid arguments for order: discount fits none of the allowed types (discount must be < 1, "
+                    "got 1.5; discount must be null)"},
+        {"type": "tool_result", "tool_use_id": "toolu_2", "content": "placed"}]
+    assert result.stop == "done"
+
+
+def test_a_strict_tool_whose_schema_agenthub_cannot_check_is_a_config_error_before_sending():
+    tool = {"name": "find", "strict": True, "parameters": {
+        "type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"], "additionalProperties": False,
+        "patternProperties": {"^x": {"type": "string"}}}}
+    with SSEServer() as server:
+        client = AutoLLMClient("claude-sonnet-4-6", api_key="sk-test-output-0001", base_url=server.url,
+                               client_type="anthropic", max_retries=0)
+        with pytest.raises(agenthub.ConfigError) as caught:
+            client.run([USER], tools=[tool]).result()
+        assert server.requests == []
+    assert str(caught.value) == (
+        "the ToolSchema 'find' is strict, and its parameters cannot be checked here (schema: the schema keyword "
+        "'patternProperties' is outside the subset agenthub checks): leave strict out, or keep to the keywords "
+        "agenthub checks (agenthub.typeschema)")

@@ -77,6 +77,7 @@ from ..output.shape import shape
 from ..stream import Collector, now_ms
 from ..toolcalls import broken_calls
 from ..types import USAGE_KEYS, AssistantMessage, Message, ToolCallItem, UniEvent, UsageMetadata
+from ..typeschema import Compiled, compile as compile_type
 from ..validate import check_config, check_messages
 from .hooks import TOOL_HOOK_METHODS, tool_hooks
 from .tools import Tool
@@ -164,7 +165,7 @@ class RunResult:
 # -- tool sources -----------------------------------------------------------------------------------------------
 
 class _Entry(object):
-    __slots__ = ("name", "kind", "tool", "provider", "original", "source", "thread", "_idempotent")
+    __slots__ = ("name", "kind", "tool", "provider", "original", "source", "thread", "_idempotent", "check")
 
     def __init__(self, name: str, kind: str, tool: Any = None, provider: Any = None, original: str = "",
                  source: str = "", idempotent: bool = True) -> None:
@@ -176,6 +177,9 @@ class _Entry(object):
         self.source = source  # words for errors, a template: "{!r}" is the original name (made when one is raised)
         self.thread = "agenthub-tool-{}".format(name)[:60]  # the name of a thread running it
         self._idempotent = idempotent  # a provider's tool: what its idempotent(original) said (resolve_tools)
+        #: a strict ToolSchema's (or a provider's strict tool's) parameters compiled: its calls' arguments are held
+        #: to the whole schema here (set by resolve_tools)
+        self.check = None  # type: Optional[Compiled]
 
     @property
     def idempotent(self) -> bool:
@@ -222,6 +226,7 @@ def resolve_tools(client: Any, tools: Any) -> Tuple[List[Dict[str, Any]], Dict[s
     entries = {}  # type: Dict[str, _Entry]
 
     def add(entry, schema):  # type: (_Entry, Mapping[str, Any]) -> None  # (annotations: evaluated each run)
+        entry.check = _strict_check(entry, schema)
         other = entries.get(entry.name)
         if other is not None:
             hint = " (give a provider a name= for a prefix)" if "provider" in (other.kind, entry.kind) else ""
@@ -282,6 +287,21 @@ def resolve_tools(client: Any, tools: Any) -> Tuple[List[Dict[str, Any]], Dict[s
             raise ConfigError("tools[{}] is a {}: give a @tool function, a ToolSchema or a tool provider (an "
                               "object with list_tools and call_tool)".format(i, type(value).__name__))
     return schemas, entries
+
+
+def _strict_check(entry: _Entry, schema: Mapping[str, Any]) -> Optional[Compiled]:
+    """A strict tool's parameters compiled, so its calls' arguments are held to the whole schema before anything
+    runs or is handed back (a wire may send less of it: Claude's structured outputs leave bounds, patterns and
+    lengths to the description); None for a tool that is not strict.  A schema agenthub cannot check is a
+    ConfigError naming the tool."""
+    if schema.get("strict") is not True:
+        return None
+    try:
+        return compile_type(schema.get("parameters") or {"type": "object", "properties": {}})
+    except ConfigError as exc:
+        raise ConfigError("{} is strict, and its parameters cannot be checked here ({}): leave strict out, or keep "
+                          "to the keywords agenthub checks (agenthub.typeschema)".format(
+                              entry.source.format(entry.original), exc)) from None
 
 
 def _check_name(client: Any, name: str, what: str) -> None:
@@ -1697,6 +1717,12 @@ class Run(object):
                     plans.append(("error", "unknown tool {!r}; the tools are: {}".format(
                         call["name"], ", ".join(sorted(self._entries)) or "none")))
                     continue
+                if entry is not None and entry.check is not None:  # a strict tool: held to its whole schema
+                    try:
+                        entry.check.convert(call["arguments"], style="tool")
+                    except ValueError as exc:
+                        plans.append(("error", "invalid arguments for {}: {}".format(entry.name, exc)))
+                        continue
                 decision = self._decided(call) if self._methods["before_call"] else None
                 if decision is None and decisions:
                     decision = decisions.get(call_digest(call))

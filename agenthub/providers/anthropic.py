@@ -36,7 +36,9 @@ Request
 - ``response_format`` json_schema -> ``output_config.format: {"type": "json_schema", "schema"}`` (beside
   ``output_config.effort``; generally available, no beta header), the schema cut to the subset structured
   outputs take (``structured_schema``: a bound it cannot say moves into the description; a recursive schema,
-  an open map, ``Any`` and a request past ``STRUCTURED_LIMITS`` raise); json_object raises (no schema-less
+  an open map, ``Any`` and a request past ``STRUCTURED_LIMITS`` raise; a strict tool's ``input_schema`` is cut
+  the same way, ``strict_tool_schema``, what it cannot say raising of ``tools`` naming the tool, the runner
+  checking its calls against the whole schema); json_object raises (no schema-less
   JSON mode), as do models without structured outputs (rule ``structured``).  ``top_p`` (refused where
   sampling was removed, below 0.95 while thinking, beside temperature on Claude 4.5 / 4.6);
   ``stop`` -> ``stop_sequences``; ``seed`` raises; ``fast_mode`` -> ``speed: "fast"`` + the
@@ -124,6 +126,7 @@ __all__ = [
     "STRUCTURED_LIMITS",
     "structured_schema",
     "structured_limits",
+    "strict_tool_schema",
 ]
 
 logger = noting(logging.getLogger("agenthub"))
@@ -333,10 +336,10 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
     wire = _wire_messages(endpoint, messages, version if new_rules else None, mark, prior)
     body["messages"] = wire.items
     if config.get("tools"):
-        body["tools"] = [_tool(tool) for tool in config["tools"]]
         if any(tool.get("strict") for tool in config["tools"]) and not rule.get("structured", True):
             raise unsupported(client, "tools", "strict tools need structured outputs, which {!r} does not "
                                                "have".format(model))
+        body["tools"] = [_tool(client, tool) for tool in config["tools"]]
     servers = config.get("mcp_servers")
     if servers:
         if version_in_body:
@@ -369,13 +372,15 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
     if "seed" in config:
         raise unsupported(client, "seed", "cannot be sent: the Anthropic Messages API has no seed")
     response_format = check_response_format(client, config, quirks.get("response_formats"), ("text", "json_schema"))
+    strict = [tool["input_schema"] for tool in body.get("tools") or () if tool.get("strict")]
+    if response_format is None and strict:
+        structured_limits(client, strict, "tools")
     if response_format is not None:
         if not rule.get("structured", True):
             raise unsupported(client, "response_format", "json_schema needs structured outputs, which {!r} does not "
                                                          "have".format(model))
         schema = structured_schema(client, response_format["schema"])
-        structured_limits(client, [schema] + [tool["input_schema"] for tool in body.get("tools") or ()
-                                              if tool.get("strict")])
+        structured_limits(client, [schema] + strict)
         body["output_config"] = dict(body.get("output_config") or {}, format={"type": "json_schema", "schema": schema})
     first_party = bool(quirks.get("first_party"))  # the host's own servers (hosts.Host.own_quirks), not a gateway
     fast = bool(config.get("fast_mode"))
@@ -513,14 +518,24 @@ def thinking_fields(rule: Mapping[str, Any], level: Any, summary: Optional[bool]
     return thinking, None, True
 
 
-def _tool(tool: Mapping[str, Any]) -> Dict[str, Any]:
+def _tool(client: str, tool: Mapping[str, Any]) -> Dict[str, Any]:
     out = {"name": tool["name"]}  # type: Dict[str, Any]
     if tool.get("description"):
         out["description"] = tool["description"]
-    out["input_schema"] = tool.get("parameters") or {"type": "object", "properties": {}}
+    out["input_schema"] = strict_tool_schema(client, tool) if tool.get("strict") else (
+        tool.get("parameters") or {"type": "object", "properties": {}})
     if tool.get("strict"):
         out["strict"] = True  # (structured outputs: the input is held to input_schema)
     return out
+
+
+def strict_tool_schema(client: str, tool: Mapping[str, Any]) -> Dict[str, Any]:
+    """A strict tool's ``parameters`` cut to the subset structured outputs take, as ``structured_schema`` cuts
+    a response schema (what it cannot say at all raises UnsupportedParameterError of ``tools`` naming the tool).
+    The bounds that leave the wire are the runner's to check: it holds a strict tool's arguments to the whole
+    schema before anything runs (agenthub.agent.runner)."""
+    return structured_schema(client, tool.get("parameters") or {"type": "object", "properties": {},
+                                                                "additionalProperties": False}, tool["name"])
 
 
 # -- JSON Schema -> the subset Anthropic's structured outputs take (output_config.format).  The documented
@@ -547,25 +562,28 @@ _PRIMITIVE = (str, int, float, bool, type(None))
 STRUCTURED_LIMITS = {"optional": 24, "union": 16}
 
 
-def structured_schema(client: str, schema: Mapping[str, Any]) -> Dict[str, Any]:
+def structured_schema(client: str, schema: Mapping[str, Any], tool: Optional[str] = None) -> Dict[str, Any]:
     """``schema`` as Anthropic's structured outputs take it (a copy; see the comment above).  A keyword outside
     the subset (``minimum``, ``maxLength``, ``pattern``, ``maxItems``, a format it does not know, ``minItems``
     above 1, ``oneOf`` beside ``anyOf``, ...) is written into the node's ``description`` as JSON and left out;
     ``oneOf`` becomes ``anyOf``.  A recursive schema, an object whose ``additionalProperties`` is not false (an
     open map), an ``enum``/``const`` with an object or array value, a ``$ref`` that is not local and an
     ``allOf`` of more than one schema with a ``$ref`` in it and a schema that names no type (``Any``) raise
-    UnsupportedParameterError."""
+    UnsupportedParameterError: of ``response_format``, or of ``tools`` naming the strict tool ``tool`` whose
+    ``input_schema`` this is."""
+    say = ("response_format", "schema: ", "schema") if tool is None else (
+        "tools", "strict tool {!r}: ".format(tool), "input_schema")  # (the parameter, whose, the root's name)
     defs = {}  # type: Dict[str, Any]
     for key in ("$defs", "definitions"):
         found = schema.get(key)
         if isinstance(found, Mapping):
             defs.update(("#/{}/{}".format(key, name), sub) for name, sub in found.items())
-    _no_cycle(client, schema, defs)
-    return _structured(client, schema, "schema")
+    _no_cycle(client, schema, defs, say)
+    return _structured(client, schema, say[2], say)
 
 
-def structured_limits(client: str, schemas: Iterable[Any]) -> None:
-    """Raise UnsupportedParameterError when the strict ``schemas`` of one request are past
+def structured_limits(client: str, schemas: Iterable[Any], parameter: str = "response_format") -> None:
+    """Raise UnsupportedParameterError (of ``parameter``) when the strict ``schemas`` of one request are past
     ``STRUCTURED_LIMITS`` (a 400 upstream).  A schema under $defs is counted once, however many $refs name it:
     only a request surely past a limit is refused."""
     optional = union = 0
@@ -575,8 +593,9 @@ def structured_limits(client: str, schemas: Iterable[Any]) -> None:
             union += isinstance(sub, Mapping) and ("anyOf" in sub or isinstance(sub.get("type"), list))
     for name, count in (("optional", optional), ("union", union)):
         if count > STRUCTURED_LIMITS[name]:
-            raise unsupported(client, "response_format", "schema: {} {} across the request's strict schemas: "
-                                                         "Anthropic's structured outputs take at most {}".format(
+            raise unsupported(client, parameter, "{}{} {} across the request's strict schemas: Anthropic's "
+                                                 "structured outputs take at most {}".format(
+                                                     "schema: " if parameter == "response_format" else "",
                                                              count, "properties left out of required"
                                                              if name == "optional" else "properties with a union "
                                                              "type (anyOf or a type list: each optional field of "
@@ -606,9 +625,9 @@ def _parameters(node: Any) -> Iterator[Tuple[bool, Any]]:
                     yield found
 
 
-def _structured_error(client: str, where: str, why: str) -> Exception:
-    return unsupported(client, "response_format", "schema: {} {}: Anthropic's structured outputs take a subset of "
-                                                  "JSON Schema".format(where, why))
+def _structured_error(client: str, where: str, why: str, say: Tuple[str, str, str]) -> Exception:
+    return unsupported(client, say[0], "{}{} {}: Anthropic's structured outputs take a subset of JSON "
+                                       "Schema".format(say[1], where, why))
 
 
 def _refs(node: Any) -> Iterator[Any]:
@@ -630,15 +649,15 @@ def _refs(node: Any) -> Iterator[Any]:
                     yield ref
 
 
-def _no_cycle(client: str, root: Mapping[str, Any], defs: Mapping[str, Any]) -> None:
+def _no_cycle(client: str, root: Mapping[str, Any], defs: Mapping[str, Any], say: Tuple[str, str, str]) -> None:
     """Raise when a ``$ref`` reached from the root comes back to a schema it is inside of."""
     state = {}  # type: Dict[str, int]  # 1: being walked, 2: done
 
     def walk(name: str, node: Any, depth: int) -> None:
         for ref in _refs(node):
             if ref == "#" or state.get(ref) == 1 or depth > 500:
-                raise _structured_error(client, "schema", "refers to {!r} from inside it: a recursive schema "
-                                                          "cannot be sent".format(ref if ref != "#" else name))
+                raise _structured_error(client, say[2], "refers to {!r} from inside it: a recursive schema cannot "
+                                                        "be sent".format(ref if ref != "#" else name), say)
             if ref in defs and ref not in state:
                 state[ref] = 1
                 walk(ref, defs[ref], depth + 1)
@@ -652,14 +671,14 @@ def _no_cycle(client: str, root: Mapping[str, Any], defs: Mapping[str, Any]) -> 
             state[name] = 2
 
 
-def _structured(client: str, schema: Any, where: str) -> Dict[str, Any]:
+def _structured(client: str, schema: Any, where: str, say: Tuple[str, str, str]) -> Dict[str, Any]:
     if not isinstance(schema, Mapping):
-        raise _structured_error(client, where, "is {!r}: a schema must be an object".format(schema))
+        raise _structured_error(client, where, "is {!r}: a schema must be an object".format(schema), say)
     node = dict(schema)
     all_of = node.get("allOf")
     if isinstance(all_of, list) and any(isinstance(arm, Mapping) and "$ref" in arm for arm in all_of):
         if len(all_of) != 1 or "$ref" in node:
-            raise _structured_error(client, where + "['allOf']", "has a $ref beside other schemas")
+            raise _structured_error(client, where + "['allOf']", "has a $ref beside other schemas", say)
         del node["allOf"]
         node = dict(all_of[0], **node)  # (an allOf of one $ref: that $ref, its siblings kept)
     if "oneOf" in node and "anyOf" not in node:
@@ -686,39 +705,40 @@ def _structured(client: str, schema: Any, where: str) -> Dict[str, Any]:
             moved[key] = value
         elif key == "$ref":
             if not isinstance(value, str) or not value.startswith(("#/$defs/", "#/definitions/")):
-                raise _structured_error(client, at, "is {!r}: only a local $ref under $defs is taken".format(value))
+                raise _structured_error(client, at, "is {!r}: only a local $ref under $defs is taken".format(value),
+                                        say)
             out[key] = value
         elif key in ("properties", "$defs", "definitions"):
             if not isinstance(value, Mapping):
-                raise _structured_error(client, at, "is not an object")
-            out[key] = {name: _structured(client, sub, "{}[{!r}]".format(at, name)) for name, sub in value.items()}
+                raise _structured_error(client, at, "is not an object", say)
+            out[key] = {name: _structured(client, sub, "{}[{!r}]".format(at, name), say) for name, sub in value.items()}
         elif key in ("anyOf", "allOf"):
             if not isinstance(value, list):
-                raise _structured_error(client, at, "is not a list")
-            out[key] = [_structured(client, arm, "{}[{}]".format(at, i)) for i, arm in enumerate(value)]
+                raise _structured_error(client, at, "is not a list", say)
+            out[key] = [_structured(client, arm, "{}[{}]".format(at, i), say) for i, arm in enumerate(value)]
         elif key == "items":
-            out[key] = _structured(client, value, at)
+            out[key] = _structured(client, value, at, say)
         elif key == "additionalProperties":
             if value is not False:
                 raise _structured_error(client, at, "is {}: only false is taken (an open map cannot be "
-                                                    "sent)".format(dumps(value)))
+                                                    "sent)".format(dumps(value)), say)
             out[key] = False
         elif key == "enum":
             if not isinstance(value, list) or not all(isinstance(v, _PRIMITIVE) for v in value):
-                raise _structured_error(client, at, "has a value that is not a string, number, boolean or null")
+                raise _structured_error(client, at, "has a value that is not a string, number, boolean or null", say)
             out[key] = list(value)
         elif key == "const":
             if not isinstance(value, _PRIMITIVE):
-                raise _structured_error(client, at, "is not a string, number, boolean or null")
+                raise _structured_error(client, at, "is not a string, number, boolean or null", say)
             out[key] = value
         else:
             out[key] = value
     if not any(key in out for key in ("type", "anyOf", "allOf", "$ref", "enum", "const")):
         # (the official SDK's transform_schema refuses such a schema too)
-        raise _structured_error(client, where, "names no type (Any, or only keywords the subset lacks)")
+        raise _structured_error(client, where, "names no type (Any, or only keywords the subset lacks)", say)
     if "object" in kinds and out.get("additionalProperties") is not False:
         raise _structured_error(client, where, "is an object without additionalProperties false (an open map "
-                                               "cannot be sent)")
+                                               "cannot be sent)", say)
     if moved:
         said = dumps(moved)
         text = out.get("description")

@@ -19,7 +19,8 @@ Request
   ``stopSequences`` (from ``top_p`` / ``stop``); ``response_format`` json_schema -> ``outputConfig.textFormat``
   (the schema as JSON text, cut for Claude as ``anthropic.structured_schema`` cuts it; json_object raises); ``fast_mode`` -> ``serviceTier: {type: priority}``; ``seed``
   raises (Converse has none).
-- ``toolConfig``: ``toolSpec`` per tool (``inputSchema.json``); ``toolChoice`` auto -> ``auto``, required
+- ``toolConfig``: ``toolSpec`` per tool (``inputSchema.json``: a strict tool's cut for Claude as
+  ``anthropic.strict_tool_schema`` cuts it); ``toolChoice`` auto -> ``auto``, required
   -> ``any``, one name -> ``tool``; Converse has no "none": it sends no tools (and raises when the history
   holds tool blocks, which need a toolConfig).  A history with tool blocks and no tools in this turn gets
   a toolConfig naming the tools used (Bedrock refuses tool blocks without one).
@@ -277,8 +278,8 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
         structure = wanted["schema"]
         if claude is not None:  # Claude's structured outputs here take what they take on Anthropic's API
             structure = anthropic.structured_schema(client, structure)
-            anthropic.structured_limits(client, [structure] + [tool.get("parameters") for tool in config.get("tools")
-                                                               or () if tool.get("strict")])
+            anthropic.structured_limits(client, [structure] + [anthropic.strict_tool_schema(client, tool) for tool
+                                                               in config.get("tools") or () if tool.get("strict")])
         schema = {"schema": dumps(structure)}  # type: Dict[str, Any]
         if wanted.get("name"):
             schema["name"] = wanted["name"]
@@ -295,7 +296,10 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
                                                      "the history (it has no 'none'; use 'auto')")
         tools = []
     if tools:
-        specs = [_tool(tool) for tool in tools]  # type: List[Dict[str, Any]]
+        specs = [_tool(client, tool, claude is not None) for tool in tools]  # type: List[Dict[str, Any]]
+        strict = [spec["toolSpec"]["inputSchema"]["json"] for spec in specs if spec["toolSpec"].get("strict")]
+        if claude is not None and strict and wanted is None:
+            anthropic.structured_limits(client, strict, "tools")
         if cache is not None and claude is not None:  # Nova caches the system prompt and messages, not tools
             specs.append(dict(cache))
         tool_config = {"tools": specs}  # type: Dict[str, Any]
@@ -330,11 +334,14 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
                        output_limit=("inferenceConfig", "maxTokens"))
 
 
-def _tool(tool: Mapping[str, Any]) -> Dict[str, Any]:
+def _tool(client: str, tool: Mapping[str, Any], claude: bool) -> Dict[str, Any]:
     spec = {"name": tool["name"]}  # type: Dict[str, Any]
     if tool.get("description"):
         spec["description"] = tool["description"]
-    spec["inputSchema"] = {"json": tool.get("parameters") or {"type": "object", "properties": {}}}
+    if claude and tool.get("strict"):  # Claude's structured outputs here take what they take on Anthropic's API
+        spec["inputSchema"] = {"json": anthropic.strict_tool_schema(client, tool)}
+    else:
+        spec["inputSchema"] = {"json": tool.get("parameters") or {"type": "object", "properties": {}}}
     if tool.get("strict"):
         spec["strict"] = True  # ToolSpecification.strict (botocore's bedrock-runtime model)
     return {"toolSpec": spec}
