@@ -119,19 +119,16 @@ def test_an_answer_past_a_bound_left_out_of_the_sent_schema_is_refused_here_and_
     assert canonical(reask["output_config"]["format"]["schema"]) == canonical(ORDER_SENT)
 
 
-def encoded(kind: str, model: str, output: Any, environ: Dict[str, str],
-            tools: Optional[List[Dict[str, Any]]] = None) -> Dict[str, Any]:
-    """The JSON body a ``kind`` endpoint's plan sends: typed output's schema for ``output`` (None: none), and
-    ``tools``."""
+def encoded(kind: str, model: str, output: Any, environ: Dict[str, str], **more: Any) -> Dict[str, Any]:
+    """The JSON body a ``kind`` endpoint's plan sends (nothing is sent): typed output's schema for ``output``
+    (None: none) and the ``more`` config (``tools=[...]``)."""
     found, url, key, quirks = resolve(model, kind, None, environ.pop("api_key", None), environ=environ)
     row = hosts.client_type(found)
     endpoint = Endpoint(found, url, key, None, quirks, model)
-    config = {"max_tokens": 64}  # type: Dict[str, Any]
+    config = dict({"max_tokens": 64}, **more)  # type: Dict[str, Any]
     if output is not None:
         config["response_format"] = {"type": "json_schema", "name": "output", "schema": sent_schema(output),
                                      "strict": True}
-    if tools:
-        config["tools"] = tools
     plan = row.protocol().build_request(endpoint, model, [USER], check_config(config))
     return json.loads(row.host.encode(plan, endpoint).data)
 

@@ -30,7 +30,7 @@ from ..typeschema import ConversionError, compile as compile_type
 from ..types import Message
 from .partial import find_json
 
-__all__ = ["Shaped", "shape", "strict_schema", "strict_holds"]
+__all__ = ["Shaped", "shape", "strict_schema", "strict_holds", "strict_refused"]
 
 SCHEMA_NAME = "output"
 _WRAP = "value"
@@ -89,31 +89,94 @@ def strict_schema(schema: Mapping[str, Any]) -> Tuple[Dict[str, Any], Dict[int, 
 _VALUES = frozenset(["enum", "const", "examples", "default"])
 
 
+# -- OpenAI's strict mode, as documented: "Structured model outputs", "Supported schemas"
+# -- (https://platform.openai.com/docs/guides/structured-outputs#supported-schemas, read 2026-12): the types
+# -- string, number, boolean, integer, object, array, enum and anyOf; for strings ``pattern`` and ``format`` (the
+# -- nine formats below), for numbers ``multipleOf``, ``maximum``, ``exclusiveMaximum``, ``minimum``,
+# -- ``exclusiveMinimum``, for arrays ``minItems`` and ``maxItems``; definitions (``$defs`` / ``$ref``, recursion
+# -- included); ``additionalProperties: false`` on every object and every property in ``required``; the root an
+# -- object, not anyOf.  "Not yet supported": the composition keywords ``allOf``, ``not``, ``dependentRequired``,
+# -- ``dependentSchemas``, ``if``, ``then``, ``else`` (and, for fine-tuned models only, ``minLength``,
+# -- ``maxLength``, ``pattern``, ``format``, ``minimum``, ``maximum``, ``multipleOf``, ``patternProperties``,
+# -- ``minItems``, ``maxItems``: so the base models take ``minLength`` and ``maxLength``).  Anything else
+# -- (``oneOf``, ``uniqueItems``, ``prefixItems``, ``minProperties``, OpenAPI's ``nullable``, ...) is not
+# -- promised: such a keyword is "not permitted", a 400 ("'uniqueItems' is not permitted").
+
+#: the keywords OpenAI's strict mode documents (besides annotations, ``OPENAI_STRICT_NOTES``)
+OPENAI_STRICT_KEYWORDS = frozenset([
+    "type", "properties", "required", "additionalProperties", "items", "anyOf", "enum", "const", "$ref", "$defs",
+    "definitions", "pattern", "format", "multipleOf", "maximum", "exclusiveMaximum", "minimum", "exclusiveMinimum",
+    "minItems", "maxItems", "minLength", "maxLength"])
+#: annotations: they only describe (OpenAI reads the descriptions)
+OPENAI_STRICT_NOTES = frozenset(["description", "title", "examples", "$comment", "$schema", "$id"])
+#: the string formats OpenAI's strict mode takes
+OPENAI_STRICT_FORMATS = frozenset(["date-time", "time", "date", "duration", "email", "hostname", "ipv4", "ipv6",
+                                   "uuid"])
+#: the keywords OpenAI documents as "not yet supported" in strict mode: a strict schema of the caller's own with
+#: one of them is an UnsupportedParameterError on OpenAI's and Azure OpenAI's endpoints (``strict_refused``)
+OPENAI_STRICT_UNSUPPORTED = frozenset(["allOf", "not", "dependentRequired", "dependentSchemas", "if", "then",
+                                       "else"])
+
+
 def strict_holds(schema: Any) -> bool:
     """Whether a strict form (``strict_schema``'s) is one OpenAI's strict mode takes: no open map (an object
     whose ``additionalProperties`` is not false: ``Dict[str, X]``), no schema that names no type (``Any``),
-    no array without ``items`` (a bare ``list``).  When it does not, the schema goes out with ``strict: false``
-    (a 400 otherwise): the model is guided by it, and the answer is validated and re-asked all the same."""
+    no array without ``items`` (a bare ``list``, a fixed ``Tuple``'s ``prefixItems``), only the keywords and
+    formats its "Supported schemas" name (not a ``Set``'s ``uniqueItems``, ``oneOf``, ``allOf``, ``not``, ...).
+    When it does not, the schema goes out with ``strict: false`` (a 400 otherwise): the model is guided by it,
+    and the answer is validated and re-asked all the same."""
     if isinstance(schema, list):
         return all(strict_holds(child) for child in schema)
     if not isinstance(schema, dict):
         return schema is not True
     kind = schema.get("type")
     kinds = kind if isinstance(kind, list) else [kind]
-    if not any(k in schema for k in ("type", "anyOf", "oneOf", "allOf", "$ref", "enum", "const")):
+    if not any(k in schema for k in ("type", "anyOf", "$ref", "enum", "const")):
         return False
     if "object" in kinds and schema.get("additionalProperties") is not False:
         return False
-    if "array" in kinds and "items" not in schema and "prefixItems" not in schema:
+    if "array" in kinds and "items" not in schema:
+        return False
+    if "format" in schema and schema["format"] not in OPENAI_STRICT_FORMATS:
         return False
     for key, child in schema.items():
         if key in ("properties", "$defs", "definitions"):
             if isinstance(child, dict) and not all(strict_holds(sub) for sub in child.values()):
                 return False
-        elif key in ("items", "anyOf", "oneOf", "allOf", "prefixItems", "additionalProperties", "not"):
+        elif key in ("items", "anyOf", "additionalProperties"):
             if child is not False and not strict_holds(child):
                 return False
+        elif key not in OPENAI_STRICT_KEYWORDS and key not in OPENAI_STRICT_NOTES:
+            return False
     return True
+
+
+def strict_refused(schema: Any, where: str = "schema") -> Optional[str]:
+    """Where ``schema`` holds a keyword OpenAI documents as not supported in strict mode
+    (``OPENAI_STRICT_UNSUPPORTED``), as ``schema['properties']['a']['allOf']``; None when it holds none."""
+    if isinstance(schema, list):
+        for i, child in enumerate(schema):
+            found = strict_refused(child, "{}[{}]".format(where, i))
+            if found:
+                return found
+        return None
+    if not isinstance(schema, Mapping):
+        return None
+    for key, child in schema.items():
+        at = "{}[{!r}]".format(where, key)
+        if key in OPENAI_STRICT_UNSUPPORTED:
+            return at
+        if key in ("properties", "$defs", "definitions", "patternProperties") \
+                and isinstance(child, Mapping):
+            for name, sub in child.items():
+                found = strict_refused(sub, "{}[{!r}]".format(at, name))
+                if found:
+                    return found
+        elif key not in _VALUES:
+            found = strict_refused(child, at)
+            if found:
+                return found
+    return None
 
 
 def _nullable(schema: Mapping[str, Any]) -> bool:

@@ -48,7 +48,7 @@ from ..stream import StreamEnd
 from ..toolcalls import ToolCallAssembler
 from ..types import HttpRequest, PromptCaching
 from ..validate import cache_marks
-from .openai_responses import BREAKPOINT, cache_options, cache_written, check_breakpoints
+from .openai_responses import BREAKPOINT, cache_options, cache_written, check_breakpoints, check_strict
 from ._common import (left_out, DONE, document_payloads, payloads, openai_models_request, parse_data_list, Endpoint, Protocol, check_response_format, data_uri, documents, dumps,
                       inclusive_usage, parse_data_uri, request_headers, samplers,
                       to_int, unsupported)
@@ -100,6 +100,7 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
     limit_field = quirks.get("max_tokens_field", "max_completion_tokens")
     body.update(samplers(client, config, dict(_SAMPLERS, max_tokens=limit_field), STOP_LIMIT))
     response_format = check_response_format(client, config, quirks.get("response_formats"))
+    check_strict(endpoint, config, response_format)
     if response_format is not None:
         body["response_format"] = chat_response_format(response_format)
     if config.get("fast_mode"):

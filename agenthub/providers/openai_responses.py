@@ -122,6 +122,8 @@ import re
 from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 from ..errors import EmptyResponseError, upstream_error
+from ..hosts.trust import host_is
+from ..output.shape import OPENAI_STRICT_UNSUPPORTED, strict_refused
 from ..resume import resource_segment
 from ..sse import SSEEvent
 from ..stream import StreamEnd
@@ -309,6 +311,7 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
         if key in config:
             raise unsupported(client, key, "cannot be sent: the Responses API {}".format(why))
     response_format = check_response_format(client, config, quirks.get("response_formats"))
+    check_strict(endpoint, config, response_format)
     if response_format is not None:
         body["text"] = {"format": text_format(response_format)}
     if config.get("fast_mode"):
@@ -370,6 +373,27 @@ def _reasoning(config: Mapping[str, Any], reasons: bool, efforts: Optional[Tuple
     if config.get("thinking_summary") and out.get("effort") != "none" and (known or "effort" in out):
         out["summary"] = "auto"
     return out
+
+
+def check_strict(endpoint: Endpoint, config: Mapping[str, Any],
+                 response_format: Optional[Mapping[str, Any]]) -> None:
+    """On OpenAI's API and Azure OpenAI, a strict schema of the caller's own (a strict ``response_format``, a
+    strict tool's ``parameters``) holding a keyword OpenAI documents as not supported in strict mode
+    (``agenthub.output.shape.OPENAI_STRICT_UNSUPPORTED``) raises UnsupportedParameterError before sending (a
+    400 there).  A compatible server speaking the dialect has a subset of its own: its schemas go as they are."""
+    if not (endpoint.client_type in ("azure", "azure-responses") or host_is(endpoint.base_url, ("api.openai.com",))):
+        return
+    client = endpoint.client_type
+    why = ("is not supported in OpenAI's strict mode ({} are not): send it with strict False (the answer is then not "
+           "held to the schema), or without the keyword".format(", ".join(sorted(OPENAI_STRICT_UNSUPPORTED))))
+    if response_format is not None and response_format.get("strict"):
+        at = strict_refused(response_format["schema"])
+        if at:
+            raise unsupported(client, "response_format", "{} {}".format(at, why))
+    for tool in config.get("tools") or ():
+        at = strict_refused(tool.get("parameters") or {}, "parameters") if tool.get("strict") else None
+        if at:
+            raise unsupported(client, "tools", "strict tool {!r}: {} {}".format(tool["name"], at, why))
 
 
 def _tool(tool: Mapping[str, Any]) -> Dict[str, Any]:
