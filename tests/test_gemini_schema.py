@@ -134,3 +134,26 @@ def test_the_client_refuses_before_anything_is_sent():
             client.response([USER], {"response_format": {"type": "json_schema", "name": "o", "strict": True,
                                                          "schema": {"oneOf": [{"type": "string"}]}}})
         assert server.requests == []
+
+
+def test_a_keyword_gemini_ignores_stays_in_the_schema_and_typed_output_checks_the_answer_against_it():
+    """Gemini's "JSON schema support" (https://ai.google.dev/gemini-api/docs/structured-output, "Limitations"):
+    "The model ignores unsupported properties" (its list: type, title, description, properties, required,
+    additionalProperties, enum, format, minimum, maximum, items, prefixItems, minItems, maxItems).  So a
+    ``pattern`` or ``minLength`` goes in ``responseJsonSchema`` as it is (no 400), the model may not hold it,
+    and typed output holds the answer to it here: refused and asked again."""
+    from agent_streams import gemini_text
+
+    schema = {"type": "object", "properties": {"code": {"type": "string", "pattern": "^[A-Z]{3}$", "minLength": 3}},
+              "required": ["code"], "additionalProperties": False}
+    with SSEServer() as server:
+        server.answers += [Answer([gemini_text('{"code": "ab"}')]), Answer([gemini_text('{"code": "ABC"}')])]
+        client = AutoLLMClient("gemini-2.5-flash", client_type="gemini", base_url=server.url, api_key="gm-test",
+                               max_retries=0)
+        parsed = client.parse([USER], schema, retries=1)
+    assert parsed.value == {"code": "ABC"}
+    assert [r["body"]["generationConfig"]["responseJsonSchema"] for r in server.requests] == [schema, schema]
+    assert server.requests[1]["body"]["contents"][-1] == {"role": "user", "parts": [{"text": (
+        "The answer did not match the required JSON Schema:\n- code: expected a string matching \"^[A-Z]{3}$\", "
+        "got \"ab\"\n- code: expected at least 3 characters, got \"ab\"\nAnswer again with the corrected value "
+        "only.")}]}
