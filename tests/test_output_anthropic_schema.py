@@ -283,11 +283,17 @@ def _oracle_cases() -> List[Any]:
     return [Order, Line, Item, Invoice]
 
 
-def test_the_official_sdk_moves_the_same_keywords_out_of_the_schema():
+def sdk_transform() -> Any:
+    """The official SDK's ``transform_schema`` (the test is skipped without it)."""
     anthropic = pytest.importorskip("anthropic")
     transform = getattr(anthropic, "transform_schema", None)
     if transform is None:
         pytest.skip("this anthropic SDK has no transform_schema")
+    return transform
+
+
+def test_the_official_sdk_moves_the_same_keywords_out_of_the_schema():
+    transform = sdk_transform()
     for output in _oracle_cases():
         strict = sent_schema(output)
         ours = structured_schema("anthropic", strict)
@@ -464,10 +470,7 @@ def test_strict_tools_alone_are_held_to_the_complexity_limits(kind, model, envir
 
 
 def test_the_official_sdk_cuts_a_strict_tools_schema_the_same_way():
-    anthropic = pytest.importorskip("anthropic")
-    transform = getattr(anthropic, "transform_schema", None)
-    if transform is None:
-        pytest.skip("this anthropic SDK has no transform_schema")
+    transform = sdk_transform()
     for output in _oracle_cases():
         tool = {"name": "t", "strict": True, "parameters": sent_schema(output)}
         ours = encoded("anthropic", "claude-sonnet-4-6", None, {"api_key": "sk-test-output-0001"}, tools=[tool])
