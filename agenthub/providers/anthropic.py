@@ -593,13 +593,12 @@ def structured_limits(client: str, schemas: Iterable[Any], parameter: str = "res
             union += isinstance(sub, Mapping) and ("anyOf" in sub or isinstance(sub.get("type"), list))
     for name, count in (("optional", optional), ("union", union)):
         if count > STRUCTURED_LIMITS[name]:
+            what = "properties left out of required" if name == "optional" else (
+                "properties with a union type (anyOf or a type list: each optional field of typed output is one)")
             raise unsupported(client, parameter, "{}{} {} across the request's strict schemas: Anthropic's "
                                                  "structured outputs take at most {}".format(
-                                                     "schema: " if parameter == "response_format" else "",
-                                                             count, "properties left out of required"
-                                                             if name == "optional" else "properties with a union "
-                                                             "type (anyOf or a type list: each optional field of "
-                                                             "typed output is one)", STRUCTURED_LIMITS[name]))
+                                                     "schema: " if parameter == "response_format" else "", count,
+                                                     what, STRUCTURED_LIMITS[name]))
 
 
 def _parameters(node: Any) -> Iterator[Tuple[bool, Any]]:

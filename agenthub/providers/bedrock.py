@@ -278,8 +278,9 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
         structure = wanted["schema"]
         if claude is not None:  # Claude's structured outputs here take what they take on Anthropic's API
             structure = anthropic.structured_schema(client, structure)
-            anthropic.structured_limits(client, [structure] + [anthropic.strict_tool_schema(client, tool) for tool
-                                                               in config.get("tools") or () if tool.get("strict")])
+            sent = config.get("tools") or () if choice != "none" else ()  # (none: no tools go)
+            anthropic.structured_limits(client, [structure] + [anthropic.strict_tool_schema(client, tool)
+                                                               for tool in sent if tool.get("strict")])
         schema = {"schema": dumps(structure)}  # type: Dict[str, Any]
         if wanted.get("name"):
             schema["name"] = wanted["name"]
