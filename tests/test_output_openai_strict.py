@@ -4,9 +4,10 @@ OpenAI, "Structured model outputs", "Supported schemas" (https://platform.openai
 #supported-schemas; the same list in Azure OpenAI's "Structured outputs" page), as read in December 2026 and pinned
 in ``DOCUMENTED`` below.  Typed output's strict form holding anything else (a ``Set``'s ``uniqueItems``, a fixed
 ``Tuple``'s ``prefixItems``, ``oneOf``, ``allOf``, a format outside the nine) goes with ``strict: false``, its answer
-validated here and re-asked; a strict schema of the caller's own with a keyword the page calls "not yet supported"
-is an UnsupportedParameterError before sending on OpenAI's API and Azure OpenAI (a compatible server gets it as it
-is).  Exact bodies and errors."""
+validated here and re-asked; a strict schema of the caller's own that the page says strict mode refuses (a keyword
+it calls "not yet supported", an object without ``additionalProperties: false``, a property left out of
+``required``, a root that is no object) is an UnsupportedParameterError before sending on OpenAI's API and Azure
+OpenAI (a compatible server gets it as it is).  Exact bodies and errors."""
 
 import dataclasses
 import json
@@ -142,27 +143,53 @@ ROUTES = [OPENAI, ("openai-responses", "gpt-5.5", {"api_key": KEY}),
                                 "AZURE_OPENAI_API_KEY": "azure-key-0001"})]
 ALL_OF = {"type": "object", "properties": {"n": {"allOf": [{"type": "integer"}, {"minimum": 1}]}}, "required": ["n"],
           "additionalProperties": False}
-WHY = ("is not supported in OpenAI's strict mode (allOf, dependentRequired, dependentSchemas, else, if, not, then "
-       "are not): send it with strict False (the answer is then not held to the schema), or without the keyword")
+FIX = ": send it with strict False (the answer is then not held to the schema), or change the schema"
+
+
+@pytest.mark.parametrize("schema, problem", [
+    (ALL_OF, "['properties']['n']['allOf'] is not supported in strict mode (allOf, dependentRequired, "
+             "dependentSchemas, else, if, not, then are not)"),
+    ({"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]},
+     " is an object without additionalProperties false (strict mode needs it on every object)"),
+    ({"type": "object", "properties": {"n": {"type": "integer"}, "m": {"type": "string"}, "o": {"type": "string"}},
+      "required": ["m"], "additionalProperties": False},
+     "['required'] leaves out 'n', 'o' (strict mode needs every property required: make it nullable instead)"),
+    ({"type": "object", "properties": {"p": {"type": "array", "items": {"type": "object", "properties": {}}}},
+      "required": ["p"], "additionalProperties": False},
+     "['properties']['p']['items'] is an object without additionalProperties false (strict mode needs it on every "
+     "object)"),
+])
+@pytest.mark.parametrize("kind, model, environ", ROUTES)
+def test_a_strict_schema_of_yours_openai_documents_it_refuses_is_refused_before_sending(kind, model, environ, schema,
+                                                                                       problem):
+    with pytest.raises(UnsupportedParameterError) as caught:
+        encoded(kind, model, None, dict(environ),
+                response_format={"type": "json_schema", "name": "n", "schema": schema})  # (strict: True unsaid)
+    assert str(caught.value) == "{}: response_format schema{}{}".format(kind, problem, FIX)
+    assert caught.value.parameter == "response_format"
+    tool = {"name": "count", "strict": True, "parameters": schema}
+    with pytest.raises(UnsupportedParameterError) as caught:
+        encoded(kind, model, None, dict(environ), tools=[tool])
+    assert str(caught.value) == "{}: tools strict tool 'count': parameters{}{}".format(kind, problem, FIX)
+    assert caught.value.parameter == "tools"
+    body = encoded(kind, model, None, dict(environ), tools=[dict(tool, strict=False)],
+                   response_format={"type": "json_schema", "name": "n", "schema": schema, "strict": False})
+    assert canonical(body).get("tools")  # not strict: sent as it is
 
 
 @pytest.mark.parametrize("kind, model, environ", ROUTES)
-def test_a_strict_schema_of_yours_with_a_keyword_openai_does_not_support_is_refused_before_sending(kind, model,
-                                                                                                  environ):
-    with pytest.raises(UnsupportedParameterError) as caught:
-        encoded(kind, model, None, dict(environ),
-                response_format={"type": "json_schema", "name": "n", "schema": ALL_OF})  # (strict: True unsaid)
-    assert str(caught.value) == "{}: response_format schema['properties']['n']['allOf'] {}".format(kind, WHY)
-    assert caught.value.parameter == "response_format"
-    tool = {"name": "count", "strict": True, "parameters": ALL_OF}
-    with pytest.raises(UnsupportedParameterError) as caught:
-        encoded(kind, model, None, dict(environ), tools=[tool])
-    assert str(caught.value) == "{}: tools strict tool 'count': parameters['properties']['n']['allOf'] {}".format(
-        kind, WHY)
-    assert caught.value.parameter == "tools"
-    body = encoded(kind, model, None, dict(environ), tools=[dict(tool, strict=False)],
-                   response_format={"type": "json_schema", "name": "n", "schema": ALL_OF, "strict": False})
-    assert canonical(body).get("tools")  # not strict: sent as it is
+def test_a_strict_response_format_of_yours_must_be_an_object_at_its_root(kind, model, environ):
+    for schema in ({"type": "array", "items": {"type": "integer"}},
+                   {"anyOf": [{"type": "integer"}, {"type": "string"}]}):
+        with pytest.raises(UnsupportedParameterError) as caught:
+            encoded(kind, model, None, dict(environ),
+                    response_format={"type": "json_schema", "name": "n", "schema": schema, "strict": True})
+        assert str(caught.value) == ("{}: response_format schema is not an object at its root (strict mode takes an "
+                                     "object there, not an array or an anyOf){}".format(kind, FIX))
+    with pytest.raises(UnsupportedParameterError) as caught:  # a strict tool without parameters: its {} is open
+        encoded(kind, model, None, dict(environ), tools=[{"name": "ping", "strict": True}])
+    assert str(caught.value) == ("{}: tools strict tool 'ping': parameters is an object without additionalProperties "
+                                 "false (strict mode needs it on every object){}".format(kind, FIX))
 
 
 def test_a_compatible_server_gets_your_strict_schema_as_it_is():

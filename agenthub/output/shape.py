@@ -113,7 +113,8 @@ OPENAI_STRICT_NOTES = frozenset(["description", "title", "examples", "$comment",
 OPENAI_STRICT_FORMATS = frozenset(["date-time", "time", "date", "duration", "email", "hostname", "ipv4", "ipv6",
                                    "uuid"])
 #: the keywords OpenAI documents as "not yet supported" in strict mode: a strict schema of the caller's own with
-#: one of them is an UnsupportedParameterError on OpenAI's and Azure OpenAI's endpoints (``strict_refused``)
+#: one of them (or without the closed, all-required objects strict mode needs) is an UnsupportedParameterError on
+#: OpenAI's and Azure OpenAI's endpoints (``strict_refused``)
 OPENAI_STRICT_UNSUPPORTED = frozenset(["allOf", "not", "dependentRequired", "dependentSchemas", "if", "then",
                                        "else"])
 
@@ -151,29 +152,46 @@ def strict_holds(schema: Any) -> bool:
     return True
 
 
-def strict_refused(schema: Any, where: str = "schema") -> Optional[str]:
-    """Where ``schema`` holds a keyword OpenAI documents as not supported in strict mode
-    (``OPENAI_STRICT_UNSUPPORTED``), as ``schema['properties']['a']['allOf']``; None when it holds none."""
+def strict_refused(schema: Any, root: str = "schema") -> Optional[str]:
+    """What OpenAI documents its strict mode refuses in ``schema`` (the first found, in words naming where):
+    a keyword of ``OPENAI_STRICT_UNSUPPORTED``, an object without ``additionalProperties: false``, a property
+    left out of ``required``, a root that is not an object.  None when it holds none of them."""
+    if not isinstance(schema, Mapping) or schema.get("type") != "object":
+        return "{} is not an object at its root (strict mode takes an object there, not an array or an anyOf)".format(
+            root)
+    return _refused(schema, root)
+
+
+def _refused(schema: Any, where: str) -> Optional[str]:
     if isinstance(schema, list):
         for i, child in enumerate(schema):
-            found = strict_refused(child, "{}[{}]".format(where, i))
+            found = _refused(child, "{}[{}]".format(where, i))
             if found:
                 return found
         return None
     if not isinstance(schema, Mapping):
         return None
+    kind = schema.get("type")
+    if kind == "object" or isinstance(kind, list) and "object" in kind:
+        if schema.get("additionalProperties") is not False:
+            return "{} is an object without additionalProperties false (strict mode needs it on every object)".format(
+                where)
+        missing = [name for name in schema.get("properties") or () if name not in (schema.get("required") or ())]
+        if missing:
+            return "{}['required'] leaves out {} (strict mode needs every property required: make it nullable " \
+                   "instead)".format(where, ", ".join(repr(name) for name in missing))
     for key, child in schema.items():
         at = "{}[{!r}]".format(where, key)
         if key in OPENAI_STRICT_UNSUPPORTED:
-            return at
-        if key in ("properties", "$defs", "definitions", "patternProperties") \
-                and isinstance(child, Mapping):
+            return "{} is not supported in strict mode ({} are not)".format(
+                at, ", ".join(sorted(OPENAI_STRICT_UNSUPPORTED)))
+        if key in ("properties", "$defs", "definitions", "patternProperties") and isinstance(child, Mapping):
             for name, sub in child.items():
-                found = strict_refused(sub, "{}[{!r}]".format(at, name))
+                found = _refused(sub, "{}[{!r}]".format(at, name))
                 if found:
                     return found
         elif key not in _VALUES:
-            found = strict_refused(child, at)
+            found = _refused(child, at)
             if found:
                 return found
     return None

@@ -123,7 +123,7 @@ from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Seque
 
 from ..errors import EmptyResponseError, upstream_error
 from ..hosts.trust import host_is
-from ..output.shape import OPENAI_STRICT_UNSUPPORTED, strict_refused
+from ..output.shape import strict_refused
 from ..resume import resource_segment
 from ..sse import SSEEvent
 from ..stream import StreamEnd
@@ -377,23 +377,24 @@ def _reasoning(config: Mapping[str, Any], reasons: bool, efforts: Optional[Tuple
 
 def check_strict(endpoint: Endpoint, config: Mapping[str, Any],
                  response_format: Optional[Mapping[str, Any]]) -> None:
-    """On OpenAI's API and Azure OpenAI, a strict schema of the caller's own (a strict ``response_format``, a
-    strict tool's ``parameters``) holding a keyword OpenAI documents as not supported in strict mode
-    (``agenthub.output.shape.OPENAI_STRICT_UNSUPPORTED``) raises UnsupportedParameterError before sending (a
-    400 there).  A compatible server speaking the dialect has a subset of its own: its schemas go as they are."""
+    """On OpenAI's API and Azure OpenAI, a strict schema of the caller's own (a ``response_format`` whose
+    ``strict`` is true, the default, or a strict tool's ``parameters``) that OpenAI documents its strict mode
+    refuses (``agenthub.output.shape.strict_refused``: a keyword it does not support, an open object, a property
+    left out of ``required``) raises UnsupportedParameterError before sending (a 400 there).  A compatible
+    server speaking the dialect has a subset of its own: its schemas go as they are."""
     if not (endpoint.client_type in ("azure", "azure-responses") or host_is(endpoint.base_url, ("api.openai.com",))):
         return
     client = endpoint.client_type
-    why = ("is not supported in OpenAI's strict mode ({} are not): send it with strict False (the answer is then not "
-           "held to the schema), or without the keyword".format(", ".join(sorted(OPENAI_STRICT_UNSUPPORTED))))
+    fix = ": send it with strict False (the answer is then not held to the schema), or change the schema"
     if response_format is not None and response_format.get("strict"):
-        at = strict_refused(response_format["schema"])
-        if at:
-            raise unsupported(client, "response_format", "{} {}".format(at, why))
+        problem = strict_refused(response_format["schema"])
+        if problem:
+            raise unsupported(client, "response_format", problem + fix)
     for tool in config.get("tools") or ():
-        at = strict_refused(tool.get("parameters") or {}, "parameters") if tool.get("strict") else None
-        if at:
-            raise unsupported(client, "tools", "strict tool {!r}: {} {}".format(tool["name"], at, why))
+        problem = strict_refused(tool.get("parameters") or {"type": "object", "properties": {}},
+                                 "parameters") if tool.get("strict") else None
+        if problem:
+            raise unsupported(client, "tools", "strict tool {!r}: {}{}".format(tool["name"], problem, fix))
 
 
 def _tool(tool: Mapping[str, Any]) -> Dict[str, Any]:
