@@ -295,10 +295,12 @@ class BudgetHook(AttemptHook):
                 raise ConfigError("{}: a budget needs a bound on the output: set config max_tokens (the catalog "
                                   "knows no output limit for {!r})".format(attempt.client_type, attempt.model))
         inputs = estimate_tokens(attempt.messages or (), config)
+        from .catalog import fast_tier
+
         started = getattr(getattr(attempt, "call", None), "started_ms", None)
         try:
             hold = self.budget.reserve(attempt.model, inputs, int(limit),
-                                       tier="fast" if config.get("fast_mode") else None,
+                                       tier=fast_tier(attempt.model) if config.get("fast_mode") else None,
                                        prompt_caching=config.get("prompt_caching"),
                                        at=started / 1000.0 if isinstance(started, int) else None)
         except BudgetExceededError as exc:

@@ -496,20 +496,40 @@ def _standard_cost(model: str, usage: Dict[str, Any], at: Optional[float]) -> Op
     return total / 1e6
 
 
+def fast_tier(model: str) -> str:
+    """The tier a ``fast_mode`` request to ``model`` is billed at: ``fast`` where its catalog row prices one
+    (Anthropic's fast mode, OpenAI's), else ``priority`` where it prices that (``service_tier`` /
+    ``serviceTier: "priority"``: Gemini), else ``fast`` (no price: unknown)."""
+    row = _find(model, None)
+    tiers = (row.get("tiers") or {}) if row is not None else {}
+    return "priority" if "fast" not in tiers and "priority" in tiers else "fast"
+
+
+def call_tier(model: str, call: Any) -> Optional[str]:
+    """The tier ``call`` (an Attempt, or what a run keeps of one) asked for: ``fast_tier(model)`` when its
+    config has ``fast_mode``; None (the standard prices, or the time-of-day tier in force) otherwise."""
+    config = getattr(call, "config", None)
+    if config and isinstance(config, Mapping) and config.get("fast_mode"):
+        return fast_tier(model)
+    return None
+
+
 def call_cost(model: str, usage: Optional[Mapping[str, Any]], call: Any = None,
               route: Optional[Mapping[str, Any]] = None) -> Optional[float]:
     """What one answered call cost, as every agenthub path counts it (job rows, runs, the chat log, the
-    serve metrics): 0.0 for an answer replayed from a response cache (``call.cache`` or the route's
-    ``cache`` is ``"hit"``: nothing was paid), else ``cost`` of its usage (the wire's cache writes
-    included) at the tier in force when the call started (``call.started_ms``; now when unknown)."""
+    serve metrics, a Budget's settlement): 0.0 for an answer replayed from a response cache (``call.cache``
+    or the route's ``cache`` is ``"hit"``: nothing was paid), else ``cost`` of its usage (the wire's cache
+    writes included) at the tier the call asked for (``call_tier``: ``fast_mode``), else at the tier in force
+    when the call started (``call.started_ms``; now when unknown)."""
     if getattr(call, "cache", None) == "hit" or (route is not None and (type(route) is dict or isinstance(
             route, Mapping)) and route.get("cache") == "hit"):
         return 0.0
     started = getattr(call, "started_ms", None)
     at = started / 1000.0 if isinstance(started, (int, float)) and not isinstance(started, bool) else None
-    if type(usage) is dict and (at is None or -_INF < at < _INF):  # (``cost``'s usual case, without its steps)
+    tier = call_tier(model, call)
+    if tier is None and type(usage) is dict and (at is None or -_INF < at < _INF):  # (``cost``'s usual case)
         return _standard_cost(model, usage, at)
-    return cost(model, usage, at=at)
+    return cost(model, usage, tier=tier, at=at)
 
 
 def _no_write_price(prices: Mapping[str, Any]) -> Optional[float]:
