@@ -395,6 +395,19 @@ def _without_arguments(event: Any, announced: Any) -> Tuple[Any, Any]:
     return sent, None
 
 
+def _with_writes(event: Any) -> Any:
+    """The items and runs wires (the agenthub client's), for a stop event: its usage_metadata with the prompt-cache
+    writes the upstream reported beside the four buckets (``stream.Usage.cache_write`` and ``cache_write_1h``, as
+    ``"cache_write"`` and ``"cache_write_1h"``), so the client prices the turn as this server does (writes cost
+    more than input); as it is when there are none (and for every other client: the data model's four buckets)."""
+    usage = event.get("usage_metadata")
+    written = getattr(usage, "cache_write", None)
+    if written is None:
+        return event
+    return dict(event, usage_metadata=dict(usage, cache_write=written,
+                                           cache_write_1h=getattr(usage, "cache_write_1h", None)))
+
+
 #: the runs wire (``_run_frame``): ESC, LF and CR in a piece as ESC + one letter, the pieces apart by ESC s
 _ESC = "\x1b"
 _SEPARATOR = "\x1bs"
@@ -1030,7 +1043,8 @@ class _Pump(object):
                         continue
                 if runs and event["event_type"] == "delta" and len(event["content_items"]) == 1:
                     event, announced = _without_arguments(event, announced)
-                frame = encode(event)
+                # (a stop event is sent with its cache writes; the event itself stays as it is: the metrics read it)
+                frame = encode(_with_writes(event) if items and event["event_type"] == "stop" else event)
                 put_bytes += len(frame)
                 put(frame)
                 count += 1
