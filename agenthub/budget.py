@@ -24,7 +24,6 @@ from typing import Any, Dict, List, Mapping, Optional, Union
 from .attempts import AttemptHook
 from .errors import BudgetExceededError, ConfigError
 from .estimate import IMAGE_TOKENS, MEDIA_TOKENS, estimate_tokens  # the local estimate (written once there)
-from .stream import usage_count
 from .stores import LEASE_SECONDS, check_key, open_store
 from .stores.base import Renewer
 from ._forks import renew_lock_after_fork
@@ -198,13 +197,6 @@ def _reopen(max_usd: float, allow_unpriced: bool, store: Any, key: str) -> Budge
     return Budget(max_usd, allow_unpriced, store=store, key=key)
 
 
-def _counted_input(usage: Any) -> bool:
-    """Whether ``usage`` counts some input (a request's prompt is never empty: 0 or nothing is unknown)."""
-    if not isinstance(usage, Mapping):
-        return False
-    return any((usage_count(usage.get(key)) or 0) > 0 for key in ("prompt_tokens", "cached_tokens"))
-
-
 class Reservation(object):
     """The hold of one request on a Budget: ``settle`` it with the turn's usage, or ``release`` it."""
 
@@ -240,10 +232,10 @@ class Reservation(object):
             return 0.0
         actual = 0.0
         if self.priced:
-            from .catalog import cost
+            from .catalog import cost, counted_input
 
             price = None
-            if _counted_input(usage):
+            if counted_input(usage):
                 try:
                     price = cost(self.model, usage, tier=self.tier, batch=self.batch, cache_writes=cache_writes,
                                  at=self.at)

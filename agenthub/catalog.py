@@ -514,16 +514,27 @@ def call_tier(model: str, call: Any) -> Optional[str]:
     return None
 
 
+def counted_input(usage: Any) -> bool:
+    """Whether an answer's ``usage`` counts some input: a request's prompt is never empty, so an answer whose
+    usage counts none (no usage, zeros, counts a server sent negative) says nothing to price it by."""
+    if type(usage) is not dict and not isinstance(usage, Mapping):
+        return False
+    return any((usage_count(usage.get(key)) or 0) > 0 for key in ("prompt_tokens", "cached_tokens"))
+
+
 def call_cost(model: str, usage: Optional[Mapping[str, Any]], call: Any = None,
               route: Optional[Mapping[str, Any]] = None) -> Optional[float]:
-    """What one answered call cost, as every agenthub path counts it (job rows, runs, the chat log, the
-    serve metrics, a Budget's settlement): 0.0 for an answer replayed from a response cache (``call.cache``
-    or the route's ``cache`` is ``"hit"``: nothing was paid), else ``cost`` of its usage (the wire's cache
-    writes included) at the tier the call asked for (``call_tier``: ``fast_mode``), else at the tier in force
-    when the call started (``call.started_ms``; now when unknown)."""
+    """What one answered call cost, as every agenthub path counts it (job rows, runs, typed answers, the chat
+    log, the serve metrics; a Budget settles at the same figure): 0.0 for an answer replayed from a response
+    cache (``call.cache`` or the route's ``cache`` is ``"hit"``: nothing was paid); None (unknown, never free)
+    when its usage counts no input (``counted_input``: a Budget counts its whole hold); else ``cost`` of its
+    usage (the wire's cache writes included) at the tier the call asked for (``call_tier``: ``fast_mode``),
+    else at the tier in force when the call started (``call.started_ms``; now when unknown)."""
     if getattr(call, "cache", None) == "hit" or (route is not None and (type(route) is dict or isinstance(
             route, Mapping)) and route.get("cache") == "hit"):
         return 0.0
+    if not counted_input(usage):
+        return None  # an answer that counts no input: unknown (a Budget settles it at its whole hold)
     started = getattr(call, "started_ms", None)
     at = started / 1000.0 if isinstance(started, (int, float)) and not isinstance(started, bool) else None
     tier = call_tier(model, call)
