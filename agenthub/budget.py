@@ -223,7 +223,8 @@ class Reservation(object):
     def settle(self, usage: Optional[Mapping[str, Any]], *,
                cache_writes: Union[None, int, Mapping[str, int]] = None) -> float:
         """Replace the hold by the turn's actual cost (-> USD counted): ``agenthub.cost`` of the usage (the
-        cache writes it carries from the wire included, unless ``cache_writes`` says them) at the tier in
+        cache writes it carries from the wire included, unless ``cache_writes`` says them) at the tier the
+        answer says served it (``stream.Usage.service_tier``), else the tier held for, else the tier in
         force when the request was sent.  A turn whose usage cannot be
         priced counts its whole hold: no usage, no count in any bucket, a bucket that is not a token count
         (negative, not an int, absurdly large), no input counted (a request always sends some), or a
@@ -237,8 +238,10 @@ class Reservation(object):
             price = None
             if counted_input(usage):
                 try:
-                    price = cost(self.model, usage, tier=self.tier, batch=self.batch, cache_writes=cache_writes,
-                                 at=self.at)
+                    # (the tier the answer says served it, where it says one, over the tier asked)
+                    said = not self.batch and getattr(usage, "service_tier", None) is not None
+                    price = cost(self.model, usage, tier=None if said else self.tier, batch=self.batch,
+                                 cache_writes=cache_writes, at=self.at)
                 except ConfigError:
                     price = None
             actual = self.needed_usd if price is None else price

@@ -375,7 +375,8 @@ def cost(model: str, usage: Optional[Mapping[str, Any]], *, tier: Optional[str] 
 
     ``usage``: a UsageMetadata mapping (None buckets count as zero; a usage with no count at all, or a
     bucket that is not a token count (negative, not an int, above ``stream.MAX_USAGE_TOKENS``) is unknown).  ``tier``: ``priority``, ``flex``,
-    ``fast``, ``peak`` / ``off_peak`` (time-of-day pricing), ``standard``, or None: the standard prices,
+    ``fast``, ``peak`` / ``off_peak`` (time-of-day pricing), ``standard``, or None: the tier the answer says
+    served it (``stream.Usage.service_tier``: OpenAI's ``service_tier``), else the standard prices,
     or on a model priced by the time of day the tier in force at ``at`` (when the request was sent: Unix
     seconds or a datetime; None: now).
     ``batch=True``: the batch-API prices.  ``cache_writes``: how many of ``prompt_tokens`` were
@@ -402,9 +403,13 @@ def cost(model: str, usage: Optional[Mapping[str, Any]], *, tier: Optional[str] 
     if row is None:
         return None
     if tier is None and not batch:
-        spans = _timed_spans(row)
-        if spans:
-            tier = _tier_in(spans, _clock() if seconds is None else seconds)
+        said = getattr(usage, "service_tier", None)  # the tier the answer says served it (Usage.service_tier)
+        if said is not None and said != "standard":
+            tier = said
+        else:
+            spans = _timed_spans(row)
+            if spans:
+                tier = _tier_in(spans, _clock() if seconds is None else seconds)
     prices = price_set(row, tier, batch)
     if not prices:
         return None
@@ -537,7 +542,9 @@ def call_cost(model: str, usage: Optional[Mapping[str, Any]], call: Any = None,
         return None  # an answer that counts no input: unknown (a Budget settles it at its whole hold)
     started = getattr(call, "started_ms", None)
     at = started / 1000.0 if isinstance(started, (int, float)) and not isinstance(started, bool) else None
-    tier = call_tier(model, call)
+    # the tier the call asked for, unless its answer says the tier that served it (a request asking priority may
+    # be served, and billed, at the standard tier; a project's default tier may be priority)
+    tier = call_tier(model, call) if getattr(usage, "service_tier", None) is None else None
     if tier is None and type(usage) is dict and (at is None or -_INF < at < _INF):  # (``cost``'s usual case)
         return _standard_cost(model, usage, at)
     return cost(model, usage, tier=tier, at=at)

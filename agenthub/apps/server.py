@@ -396,16 +396,16 @@ def _without_arguments(event: Any, announced: Any) -> Tuple[Any, Any]:
 
 
 def _with_writes(event: Any) -> Any:
-    """The items and runs wires (the agenthub client's), for a stop event: its usage_metadata with the prompt-cache
-    writes the upstream reported beside the four buckets (``stream.Usage.cache_write`` and ``cache_write_1h``, as
-    ``"cache_write"`` and ``"cache_write_1h"``), so the client prices the turn as this server does (writes cost
-    more than input); as it is when there are none (and for every other client: the data model's four buckets)."""
+    """The items and runs wires (the agenthub client's), for a stop event: its usage_metadata with what the
+    upstream reported beside the four buckets, the prompt-cache writes (``stream.Usage.cache_write`` and
+    ``cache_write_1h``) and the service tier that served it (``Usage.service_tier``), under those names, so the
+    client prices the turn as this server does; as it is when there are none (and for every other client: the
+    data model's four buckets)."""
     usage = event.get("usage_metadata")
-    written = getattr(usage, "cache_write", None)
-    if written is None:
+    extra = {name: getattr(usage, name, None) for name in ("cache_write", "cache_write_1h", "service_tier")}
+    if extra["cache_write"] is None and extra["service_tier"] is None:
         return event
-    return dict(event, usage_metadata=dict(usage, cache_write=written,
-                                           cache_write_1h=getattr(usage, "cache_write_1h", None)))
+    return dict(event, usage_metadata=dict(usage, **extra))
 
 
 #: the runs wire (``_run_frame``): ESC, LF and CR in a piece as ESC + one letter, the pieces apart by ESC s
