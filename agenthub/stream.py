@@ -100,6 +100,9 @@ class Usage(dict):
     ``agenthub.cost`` and telemetry read them."""
 
     __slots__ = ("cache_write", "cache_write_1h", "service_tier")
+    cache_write: Optional[int]
+    cache_write_1h: Optional[int]
+    service_tier: Optional[str]
 
     def __reduce__(self) -> Any:  # pickles (every protocol) and copies keep the counts
         return (_usage, (dict(self), getattr(self, "cache_write", None), getattr(self, "cache_write_1h", None),

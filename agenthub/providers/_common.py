@@ -695,7 +695,8 @@ def _count(value: Any) -> Any:
     return value
 
 
-def to_int(value: Any) -> Optional[int]:
+def to_int(value: Any) -> Any:
+    """``_count``: an int, None, or ``_NOT_A_COUNT``."""
     return _count(value)
 
 
