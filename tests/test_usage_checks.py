@@ -174,3 +174,29 @@ def test_usage_that_cannot_be_counted_is_unknown_on_every_path(usage, tmp_path, 
     assert result.cost_usd is None
     assert read_output(str(tmp_path / "out.jsonl"))[0]["cost_usd"] is None
     assert (summary.unpriced, summary.cost_usd) == (1, 0.0)
+
+
+@pytest.mark.parametrize("module, raw", [
+    ("openai_chat", {"prompt_tokens": 12, "completion_tokens": -3}),
+    ("openai_chat", {"prompt_tokens": 12, "completion_tokens": 3, "prompt_tokens_details": {"cached_tokens": "5"}}),
+    ("openai_responses", {"input_tokens": 12, "output_tokens": 3, "input_tokens_details": {"cached_tokens": 40}}),
+    ("anthropic", {"input_tokens": -12, "cache_creation_input_tokens": 20, "output_tokens": 3}),
+    ("anthropic", {"input_tokens": 12, "output_tokens": True}),
+    ("gemini", {"promptTokenCount": 12, "cachedContentTokenCount": 40, "candidatesTokenCount": 3}),
+    ("gemini", {"promptTokenCount": 12, "candidatesTokenCount": 3, "thoughtsTokenCount": 2.5}),
+    ("gemini_interactions", {"total_input_tokens": 10, "total_cached_tokens": 40, "total_output_tokens": 5}),
+    ("gemini_interactions", {"total_input_tokens": "x", "total_output_tokens": 5}),
+    ("bedrock", {"inputTokens": 12, "outputTokens": -1, "totalTokens": 11}),
+])
+def test_a_count_a_server_sent_that_is_none_makes_the_usage_unknown_on_every_wire(module, raw, caplog):
+    """Each protocol's usage mapping hands a count that is no token count on to the driver's check (the whole usage
+    unknown, with a warning): it was read as 0 (a negative count, more cached than input tokens) or as absent (a
+    string, a bool, a fraction), and the turn was priced without it."""
+    import importlib
+
+    from agenthub.stream import empty_usage
+
+    mapped = importlib.import_module("agenthub.providers." + module).map_usage(raw)
+    with caplog.at_level(logging.WARNING, logger="agenthub"):
+        assert checked_usage(mapped, module) == empty_usage()
+    assert "is not a token count: its usage is unknown" in caplog.text
