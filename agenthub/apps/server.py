@@ -395,7 +395,7 @@ def _without_arguments(event: Any, announced: Any) -> Tuple[Any, Any]:
     return sent, None
 
 
-def _with_writes(event: Any) -> Any:
+def _with_usage_extras(event: Any) -> Any:
     """The items and runs wires (the agenthub client's), for a stop event: its usage_metadata with what the
     upstream reported beside the four buckets, the prompt-cache writes (``stream.Usage.cache_write`` and
     ``cache_write_1h``) and the service tier that served it (``Usage.service_tier``), under those names, so the
@@ -1046,7 +1046,7 @@ class _Pump(object):
                 if runs and event["event_type"] == "delta" and len(event["content_items"]) == 1:
                     event, announced = _without_arguments(event, announced)
                 # (a stop event is sent with its cache writes; the event itself stays as it is: the metrics read it)
-                frame = encode(_with_writes(event) if items and event["event_type"] == "stop" else event)
+                frame = encode(_with_usage_extras(event) if items and event["event_type"] == "stop" else event)
                 put_bytes += len(frame)
                 put(frame)
                 count += 1
