@@ -524,7 +524,10 @@ def counted_input(usage: Any) -> bool:
     usage counts none (no usage, zeros, counts a server sent negative) says nothing to price it by."""
     if type(usage) is not dict and not isinstance(usage, Mapping):
         return False
-    return any((usage_count(usage.get(key)) or 0) > 0 for key in ("prompt_tokens", "cached_tokens"))
+    prompt, cached = usage.get("prompt_tokens"), usage.get("cached_tokens")
+    if type(prompt) is int and 0 < prompt <= MAX_USAGE_TOKENS:
+        return True  # (the usual case, without usage_count's steps)
+    return (usage_count(prompt) or 0) > 0 or (usage_count(cached) or 0) > 0
 
 
 def call_cost(model: str, usage: Optional[Mapping[str, Any]], call: Any = None,
