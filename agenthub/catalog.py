@@ -514,7 +514,7 @@ def call_tier(model: str, call: Any) -> Optional[str]:
     """The tier ``call`` (an Attempt, or what a run keeps of one) asked for: ``fast_tier(model)`` when its
     config has ``fast_mode``; None (the standard prices, or the time-of-day tier in force) otherwise."""
     config = getattr(call, "config", None)
-    if config and isinstance(config, Mapping) and config.get("fast_mode"):
+    if config and (type(config) is dict or isinstance(config, Mapping)) and config.get("fast_mode"):
         return fast_tier(model)
     return None
 
@@ -541,15 +541,17 @@ def call_cost(model: str, usage: Optional[Mapping[str, Any]], call: Any = None,
     if getattr(call, "cache", None) == "hit" or (route is not None and (type(route) is dict or isinstance(
             route, Mapping)) and route.get("cache") == "hit"):
         return 0.0
-    if not counted_input(usage):
+    plain = type(usage) is dict  # (a plain dict: no cache writes nor service tier ride on it)
+    prompt = usage.get("prompt_tokens") if plain else None  # type: ignore[union-attr]
+    if not (type(prompt) is int and 0 < prompt <= MAX_USAGE_TOKENS) and not counted_input(usage):
         return None  # an answer that counts no input: unknown (a Budget settles it at its whole hold)
     started = getattr(call, "started_ms", None)
     at = started / 1000.0 if isinstance(started, (int, float)) and not isinstance(started, bool) else None
     # the tier the call asked for, unless its answer says the tier that served it (a request asking priority may
     # be served, and billed, at the standard tier; a project's default tier may be priority)
-    tier = call_tier(model, call) if getattr(usage, "service_tier", None) is None else None
-    if tier is None and type(usage) is dict and (at is None or -_INF < at < _INF):  # (``cost``'s usual case)
-        return _standard_cost(model, usage, at)
+    tier = call_tier(model, call) if plain or getattr(usage, "service_tier", None) is None else None
+    if tier is None and plain and (at is None or -_INF < at < _INF):  # (``cost``'s usual case, without its steps)
+        return _standard_cost(model, usage, at)  # type: ignore[arg-type]
     return cost(model, usage, tier=tier, at=at)
 
 

@@ -854,7 +854,7 @@ class AgentHubApp(object):
             elif isinstance(last, dict) and last.get("event_type") == "stop":
                 call = getattr(stream, "_call", None)  # (priced as the call: its start, a cache hit, its tier)
                 route = getattr(call, "route", None)  # priced as the model that answered (a fallback row's, say)
-                answered = route.get("model") if isinstance(route, dict) and route.get("model") else upstream_model
+                answered = str(route["model"]) if isinstance(route, dict) and route.get("model") else upstream_model
                 self.metrics.answer(model.id, answered, last.get("usage_metadata"), call)
 
         return ended
