@@ -24,7 +24,6 @@ from typing import Any, Dict, List, Mapping, Optional, Union
 from .attempts import AttemptHook
 from .errors import BudgetExceededError, ConfigError
 from .estimate import IMAGE_TOKENS, MEDIA_TOKENS, estimate_tokens  # the local estimate (written once there)
-from .stream import usage_count
 from .stores import LEASE_SECONDS, check_key, open_store
 from .stores.base import Renewer
 from ._forks import renew_lock_after_fork
@@ -198,13 +197,6 @@ def _reopen(max_usd: float, allow_unpriced: bool, store: Any, key: str) -> Budge
     return Budget(max_usd, allow_unpriced, store=store, key=key)
 
 
-def _counted_input(usage: Any) -> bool:
-    """Whether ``usage`` counts some input (a request's prompt is never empty: 0 or nothing is unknown)."""
-    if not isinstance(usage, Mapping):
-        return False
-    return any((usage_count(usage.get(key)) or 0) > 0 for key in ("prompt_tokens", "cached_tokens"))
-
-
 class Reservation(object):
     """The hold of one request on a Budget: ``settle`` it with the turn's usage, or ``release`` it."""
 
@@ -231,7 +223,8 @@ class Reservation(object):
     def settle(self, usage: Optional[Mapping[str, Any]], *,
                cache_writes: Union[None, int, Mapping[str, int]] = None) -> float:
         """Replace the hold by the turn's actual cost (-> USD counted): ``agenthub.cost`` of the usage (the
-        cache writes it carries from the wire included, unless ``cache_writes`` says them) at the tier in
+        cache writes it carries from the wire included, unless ``cache_writes`` says them) at the tier the
+        answer says served it (``stream.Usage.service_tier``), else the tier held for, else the tier in
         force when the request was sent.  A turn whose usage cannot be
         priced counts its whole hold: no usage, no count in any bucket, a bucket that is not a token count
         (negative, not an int, absurdly large), no input counted (a request always sends some), or a
@@ -240,13 +233,15 @@ class Reservation(object):
             return 0.0
         actual = 0.0
         if self.priced:
-            from .catalog import cost
+            from .catalog import cost, counted_input
 
             price = None
-            if _counted_input(usage):
+            if counted_input(usage):
                 try:
-                    price = cost(self.model, usage, tier=self.tier, batch=self.batch, cache_writes=cache_writes,
-                                 at=self.at)
+                    # (the tier the answer says served it, where it says one, over the tier asked)
+                    said = not self.batch and getattr(usage, "service_tier", None) is not None
+                    price = cost(self.model, usage, tier=None if said else self.tier, batch=self.batch,
+                                 cache_writes=cache_writes, at=self.at)
                 except ConfigError:
                     price = None
             actual = self.needed_usd if price is None else price
@@ -295,10 +290,12 @@ class BudgetHook(AttemptHook):
                 raise ConfigError("{}: a budget needs a bound on the output: set config max_tokens (the catalog "
                                   "knows no output limit for {!r})".format(attempt.client_type, attempt.model))
         inputs = estimate_tokens(attempt.messages or (), config)
+        from .catalog import fast_tier
+
         started = getattr(getattr(attempt, "call", None), "started_ms", None)
         try:
             hold = self.budget.reserve(attempt.model, inputs, int(limit),
-                                       tier="fast" if config.get("fast_mode") else None,
+                                       tier=fast_tier(attempt.model) if config.get("fast_mode") else None,
                                        prompt_caching=config.get("prompt_caching"),
                                        at=started / 1000.0 if isinstance(started, int) else None)
         except BudgetExceededError as exc:

@@ -375,7 +375,8 @@ def cost(model: str, usage: Optional[Mapping[str, Any]], *, tier: Optional[str] 
 
     ``usage``: a UsageMetadata mapping (None buckets count as zero; a usage with no count at all, or a
     bucket that is not a token count (negative, not an int, above ``stream.MAX_USAGE_TOKENS``) is unknown).  ``tier``: ``priority``, ``flex``,
-    ``fast``, ``peak`` / ``off_peak`` (time-of-day pricing), ``standard``, or None: the standard prices,
+    ``fast``, ``peak`` / ``off_peak`` (time-of-day pricing), ``standard``, or None: the tier the answer says
+    served it (``stream.Usage.service_tier``: OpenAI's ``service_tier``), else the standard prices,
     or on a model priced by the time of day the tier in force at ``at`` (when the request was sent: Unix
     seconds or a datetime; None: now).
     ``batch=True``: the batch-API prices.  ``cache_writes``: how many of ``prompt_tokens`` were
@@ -402,9 +403,13 @@ def cost(model: str, usage: Optional[Mapping[str, Any]], *, tier: Optional[str] 
     if row is None:
         return None
     if tier is None and not batch:
-        spans = _timed_spans(row)
-        if spans:
-            tier = _tier_in(spans, _clock() if seconds is None else seconds)
+        said = getattr(usage, "service_tier", None)  # the tier the answer says served it (Usage.service_tier)
+        if said is not None and said != "standard":
+            tier = said
+        else:
+            spans = _timed_spans(row)
+            if spans:
+                tier = _tier_in(spans, _clock() if seconds is None else seconds)
     prices = price_set(row, tier, batch)
     if not prices:
         return None
@@ -496,20 +501,58 @@ def _standard_cost(model: str, usage: Dict[str, Any], at: Optional[float]) -> Op
     return total / 1e6
 
 
+def fast_tier(model: str) -> str:
+    """The tier a ``fast_mode`` request to ``model`` is billed at: ``fast`` where its catalog row prices one
+    (Anthropic's fast mode, OpenAI's), else ``priority`` where it prices that (``service_tier`` /
+    ``serviceTier: "priority"``: Gemini), else ``fast`` (no price: unknown)."""
+    row = _find(model, None)
+    tiers = (row.get("tiers") or {}) if row is not None else {}
+    return "priority" if "fast" not in tiers and "priority" in tiers else "fast"
+
+
+def call_tier(model: str, call: Any) -> Optional[str]:
+    """The tier ``call`` (an Attempt, or what a run keeps of one) asked for: ``fast_tier(model)`` when its
+    config has ``fast_mode``; None (the standard prices, or the time-of-day tier in force) otherwise."""
+    config = getattr(call, "config", None)
+    if config and (type(config) is dict or isinstance(config, Mapping)) and config.get("fast_mode"):
+        return fast_tier(model)
+    return None
+
+
+def counted_input(usage: Any) -> bool:
+    """Whether an answer's ``usage`` counts some input: a request's prompt is never empty, so an answer whose
+    usage counts none (no usage, zeros, counts a server sent negative) says nothing to price it by."""
+    if type(usage) is not dict and not isinstance(usage, Mapping):
+        return False
+    prompt, cached = usage.get("prompt_tokens"), usage.get("cached_tokens")
+    if type(prompt) is int and 0 < prompt <= MAX_USAGE_TOKENS:
+        return True  # (the usual case, without usage_count's steps)
+    return (usage_count(prompt) or 0) > 0 or (usage_count(cached) or 0) > 0
+
+
 def call_cost(model: str, usage: Optional[Mapping[str, Any]], call: Any = None,
               route: Optional[Mapping[str, Any]] = None) -> Optional[float]:
-    """What one answered call cost, as every agenthub path counts it (job rows, runs, the chat log, the
-    serve metrics): 0.0 for an answer replayed from a response cache (``call.cache`` or the route's
-    ``cache`` is ``"hit"``: nothing was paid), else ``cost`` of its usage (the wire's cache writes
-    included) at the tier in force when the call started (``call.started_ms``; now when unknown)."""
+    """What one answered call cost, as every agenthub path counts it (job rows, runs, typed answers, the chat
+    log, the serve metrics; a Budget settles at the same figure): 0.0 for an answer replayed from a response
+    cache (``call.cache`` or the route's ``cache`` is ``"hit"``: nothing was paid); None (unknown, never free)
+    when its usage counts no input (``counted_input``: a Budget counts its whole hold); else ``cost`` of its
+    usage (the wire's cache writes included) at the tier the call asked for (``call_tier``: ``fast_mode``),
+    else at the tier in force when the call started (``call.started_ms``; now when unknown)."""
     if getattr(call, "cache", None) == "hit" or (route is not None and (type(route) is dict or isinstance(
             route, Mapping)) and route.get("cache") == "hit"):
         return 0.0
+    plain = type(usage) is dict  # (a plain dict: no cache writes nor service tier ride on it)
+    prompt = usage.get("prompt_tokens") if plain else None  # type: ignore[union-attr]
+    if not (type(prompt) is int and 0 < prompt <= MAX_USAGE_TOKENS) and not counted_input(usage):
+        return None  # an answer that counts no input: unknown (a Budget settles it at its whole hold)
     started = getattr(call, "started_ms", None)
     at = started / 1000.0 if isinstance(started, (int, float)) and not isinstance(started, bool) else None
-    if type(usage) is dict and (at is None or -_INF < at < _INF):  # (``cost``'s usual case, without its steps)
-        return _standard_cost(model, usage, at)
-    return cost(model, usage, at=at)
+    # the tier the call asked for, unless its answer says the tier that served it (a request asking priority may
+    # be served, and billed, at the standard tier; a project's default tier may be priority)
+    tier = call_tier(model, call) if plain or getattr(usage, "service_tier", None) is None else None
+    if tier is None and plain and (at is None or -_INF < at < _INF):  # (``cost``'s usual case, without its steps)
+        return _standard_cost(model, usage, at)  # type: ignore[arg-type]
+    return cost(model, usage, tier=tier, at=at)
 
 
 def _no_write_price(prices: Mapping[str, Any]) -> Optional[float]:

@@ -71,7 +71,7 @@ def _item_tokens(item: Mapping[str, Any]) -> int:
         return text_tokens(item.get("text") or "") + sum(
             _url_tokens(image) if isinstance(image, str) else IMAGE_TOKENS for image in item.get("images") or ())
     if kind == "image_url":
-        url = item.get("url")
+        url = item.get("image_url")  # (the data model's field: a URL or a data: URI)
         return _url_tokens(url) if isinstance(url, str) else IMAGE_TOKENS
     if kind == "inline_data":
         data = item.get("data")

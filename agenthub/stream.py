@@ -80,8 +80,11 @@ def checked_usage(usage: Any, client: str = "") -> UsageMetadata:
                 text if len(text) < 40 else text[:40] + "...")
             return empty_usage()
         out[key] = count  # type: ignore[literal-required]
-    written = getattr(usage, "cache_write", None)  # the wire's cache-write counts ride along (Usage)
-    return out if written is None else with_cache_write(out, written, getattr(usage, "cache_write_1h", None))
+    written = getattr(usage, "cache_write", None)  # the wire's cache-write counts and service tier ride along (Usage)
+    if written is not None:
+        out = with_cache_write(out, written, getattr(usage, "cache_write_1h", None))
+    tier = getattr(usage, "service_tier", None)
+    return out if tier is None else with_service_tier(out, tier)
 
 
 class Usage(dict):
@@ -92,12 +95,26 @@ class Usage(dict):
     already counted in ``prompt_tokens``; and ``cache_write_1h``, how many of them were written with the
     1-hour TTL where the wire splits them by TTL (Anthropic ``cache_creation.ephemeral_1h_input_tokens``,
     Bedrock ``cacheDetails``), None where it does not (the writes are then priced at the model's 5-minute
-    or only write price).  ``agenthub.cost`` and telemetry read them."""
+    or only write price); and ``service_tier``, the tier the answer says it was billed at (OpenAI's
+    ``service_tier``: ``"standard"``, ``"priority"`` or ``"flex"``), None where it says none of them.
+    ``agenthub.cost`` and telemetry read them."""
 
-    __slots__ = ("cache_write", "cache_write_1h")
+    __slots__ = ("cache_write", "cache_write_1h", "service_tier")
+    cache_write: Optional[int]
+    cache_write_1h: Optional[int]
+    service_tier: Optional[str]
 
     def __reduce__(self) -> Any:  # pickles (every protocol) and copies keep the counts
-        return (with_cache_write, (dict(self), self.cache_write, getattr(self, "cache_write_1h", None)))
+        return (_usage, (dict(self), getattr(self, "cache_write", None), getattr(self, "cache_write_1h", None),
+                         getattr(self, "service_tier", None)))
+
+
+def _usage(buckets: Any, written: Optional[int], written_1h: Optional[int], tier: Optional[str]) -> "Usage":
+    out = Usage(buckets)
+    out.cache_write = written
+    out.cache_write_1h = written_1h
+    out.service_tier = tier
+    return out
 
 
 def with_cache_write(buckets: Any, written: Any, written_1h: Any = None) -> Any:
@@ -107,11 +124,23 @@ def with_cache_write(buckets: Any, written: Any, written_1h: Any = None) -> Any:
     written = usage_count(written)
     if written is None:
         return buckets
-    out = Usage(buckets)
-    out.cache_write = written
     hour = usage_count(written_1h)
-    out.cache_write_1h = hour if hour is not None and hour <= written else None
-    return out
+    return _usage(buckets, written, hour if hour is not None and hour <= written else None,
+                  getattr(buckets, "service_tier", None))
+
+
+#: a wire's service tier -> the catalog tier the answer is billed at (``standard``: the standard prices); OpenAI's
+#: ``service_tier`` says the tier that served the request (``auto`` and ``scale`` say no list price: left out)
+SERVICE_TIERS = {"default": "standard", "standard": "standard", "priority": "priority", "flex": "flex"}
+
+
+def with_service_tier(buckets: Any, said: Any) -> Any:
+    """``buckets`` carrying the service tier the answer says it was billed at (``Usage.service_tier``, one of
+    ``SERVICE_TIERS``' values); as they are when it says none of them (or there is no usage)."""
+    tier = SERVICE_TIERS.get(said) if isinstance(said, str) else None
+    if tier is None or not isinstance(buckets, dict):
+        return buckets
+    return _usage(buckets, getattr(buckets, "cache_write", None), getattr(buckets, "cache_write_1h", None), tier)
 
 
 class StreamEnd(object):

@@ -21,8 +21,23 @@ from leakguard import pytest_configure  # noqa: E402,F401  (a hook: pytest calls
 if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
+def _wire_dir():
+    """../shared/wire beside the checkout; in a git worktree (its .git a file naming <main>/.git/worktrees/<name>),
+    beside the main checkout when not beside the worktree."""
+    beside = os.path.normpath(os.path.join(ROOT, "..", "shared", "wire"))
+    marker = os.path.join(ROOT, ".git")
+    if os.path.isdir(beside) or not os.path.isfile(marker):
+        return beside
+    with open(marker, encoding="utf-8") as handle:
+        line = handle.read().strip()
+    if not line.startswith("gitdir:"):
+        return beside
+    main = os.path.dirname(os.path.dirname(os.path.dirname(os.path.normpath(line[len("gitdir:"):].strip()))))
+    return os.path.normpath(os.path.join(main, "..", "shared", "wire"))
+
+
 #: ../shared/wire beside the checkout (other people's recordings: read, never copied)
-WIRE_DIR = os.path.normpath(os.path.join(ROOT, "..", "shared", "wire"))
+WIRE_DIR = _wire_dir()
 
 
 def wire_streams(protocol):

@@ -651,3 +651,14 @@ def test_gemini_rows_whose_answers_could_outgrow_the_operation_go_through_a_file
     assert len(fake.calls("POST", "/upload/v1beta/files")) == 2  # 2 x (4096 + 8 x 20000) may not: a file
     assert job.wait(interval=0.01, timeout=10).done
     assert job.fetch(str(tmp_path / "out.jsonl")).done == 2
+
+
+def test_a_batch_answer_whose_usage_counts_no_input_is_unpriced_as_a_live_one():
+    """One rule for every path (catalog.counted_input): a live answer whose usage counts no input is unpriced; a
+    batch answer's was priced at its output alone."""
+    from agenthub.catalog import call_cost
+
+    for usage in ({"prompt_tokens": 0, "cached_tokens": None, "thoughts_tokens": None, "response_tokens": 7},
+                  {"prompt_tokens": None, "cached_tokens": None, "thoughts_tokens": None, "response_tokens": 7}):
+        assert call_cost("claude-sonnet-4-6", usage) is None
+        assert B.batch_cost("claude-sonnet-4-6", usage) is None

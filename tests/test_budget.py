@@ -369,11 +369,30 @@ def test_a_document_is_estimated_from_its_size(mime_type, size, tokens):
     import base64
 
     uri = "data:{};base64,{}".format(mime_type, base64.b64encode(b"%" * size).decode("ascii"))
-    as_url = [{"role": "user", "content_items": [{"type": "image_url", "url": uri}]}]
+    as_url = [{"role": "user", "content_items": [{"type": "image_url", "image_url": uri}]}]
     assert estimate_tokens(as_url) == 4 + tokens
     result = [{"role": "user", "content_items": [{"type": "tool_result", "tool_call_id": "c", "text": "",
                                                   "images": [uri, "https://example.com/a.png"]}]}]
     assert estimate_tokens(result) == 4 + tokens + IMAGE_TOKENS
+
+
+def test_a_document_sent_as_an_image_url_data_uri_is_held_at_its_size():
+    """An ``image_url`` item's URL is its ``image_url`` field (the data model): a 2 MB PDF sent as a data: URI was
+    held as one image (1600 tokens: $0.0075 on claude-sonnet-4-6), so a $1 budget sent it (about $3.75 of input)."""
+    import base64
+
+    uri = "data:application/pdf;base64," + base64.b64encode(b"%" * 2000000).decode("ascii")
+    pdf = [{"role": "user", "content_items": [{"type": "image_url", "image_url": uri},
+                                              {"type": "text", "text": "Summarise it."}]}]
+    assert estimate_tokens(pdf) == 4 + 1000000 + 5
+    budget = Budget(1.0)
+    with SSEServer() as server:
+        server.answers.append(_answer())
+        with pytest.raises(BudgetExceededError) as caught:
+            list(_claude(server, budget).streaming_response(pdf, {"max_tokens": 1000}))
+        assert server.requests == []
+    assert caught.value.needed_usd == pytest.approx((1000009 * 3.75 + 1000 * 15) / 1e6)
+    assert (budget.spent_usd, budget.reserved_usd) == (0.0, 0.0)
 
 
 def test_a_refusal_for_the_catalogs_output_limit_says_to_set_max_tokens(capsys):

@@ -282,3 +282,25 @@ def test_a_hit_on_a_client_with_fallbacks_names_the_hit_as_its_last_route(tmp_pa
         list(stream)
         assert dict(server.counts) == {"cached": 1} and not other.counts
     assert stream.route["cache"] == "hit" and client.last_route == stream.route
+
+
+def test_the_cli_chat_prices_a_cache_hit_at_nothing(tmp_path, capsys, monkeypatch):
+    """The usage line of a turn answered from the cache says what was paid for it, nothing, as the chat log, the
+    Budget and runs count it (it said the list price of the usage again: $0.000005); with --tool too."""
+    from agenthub.__main__ import main
+    from money_clock import fix_clock
+
+    fix_clock(monkeypatch, "12:00")  # (deepseek prices by the time of day)
+
+    tools = tmp_path / "cli_tools.py"
+    tools.write_text('def noop() -> str:\n    """Do nothing."""\n    return "ok"\n')
+    with JobServer() as server:
+        args = ["chat", "deepseek-v4-flash", "hello cli", "--client-type", "openai-chat", "--base-url", server.base_url,
+                "--max-tokens", "8", "--no-log", "--cache", str(tmp_path / "answers")]
+        for extra in ([], ["--tool", str(tools) + ":noop", "--yes"]):
+            assert main(args + extra) == 0
+            assert main(args + extra) == 0
+        assert server.counts["hello cli"] == 2  # once without tools, once with: the other runs were hits
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("[done: ")]
+    paid = "[done: stop] tokens: prompt 10, cached ?, thinking ?, response 5, cost $0.000005"
+    assert lines == [paid, "[done: stop] tokens: prompt 10, cached ?, thinking ?, response 5, cost $0.00"] * 2

@@ -278,3 +278,32 @@ def test_carried_writes_above_the_prompt_bucket_make_the_price_unknown():
     usage = with_cache_write({"cached_tokens": 0, "prompt_tokens": 10, "thoughts_tokens": None,
                               "response_tokens": 5}, 300)
     assert cost("claude-sonnet-4-6", usage) is None
+
+
+def test_a_client_of_serve_prices_the_cache_writes_the_server_priced(monkeypatch):
+    """A turn answered through ``agenthub serve`` (client_type="agenthub") keeps the upstream's cache writes: the
+    client's Budget and run price it as serve's metrics do (they said $0.3015: writes billed as input), and a
+    client that asks for no agenthub wire (curl, the playground) still gets the data model's four buckets."""
+    fix_clock(monkeypatch, "12:00")
+    billed = (60000 * 3.75 + 40000 * 6 + 100 * 15) / 1e6  # claude-sonnet-4-6: 5-minute 3.75, 1-hour 6, output 15
+    with Upstream() as up:
+        up.routes["anthropic"] = Route(anthropic_turn(five=60000, hour=40000))
+        row = {"id": "claude-sonnet-4-6", "model": "claude-sonnet-4-6", "client_type": "anthropic",
+               "base_url": up.url + "/anthropic", "api_key": "sk-test-0123456789", "max_retries": 0}
+        from agenthub.apps.server import make_app
+
+        with Builtin(make_app({"models": [row], "api_keys": [KEY]})) as site:
+            budget = Budget(5.0)
+            via = AutoLLMClient("claude-sonnet-4-6", client_type="agenthub", base_url=site.url, api_key=KEY,
+                                max_retries=0, budget=budget)
+            usage = via.response(MESSAGES, {"max_tokens": 200})["usage_metadata"]
+            assert (usage.cache_write, usage.cache_write_1h) == (100000, 40000)
+            paths = {"cost": cost("claude-sonnet-4-6", usage), "budget": budget.spent_usd,
+                     "run": via.run(MESSAGES, {"max_tokens": 200}, tools=[]).result().cost_usd}
+            raw = requests.post(site.url + "/v1/stream", headers={"Authorization": "Bearer " + KEY},
+                                json={"model": "claude-sonnet-4-6", "messages": MESSAGES,
+                                      "config": {"max_tokens": 200}}, timeout=10).text
+    stop = [json.loads(line[6:]) for line in raw.splitlines() if line.startswith("data: {")][-1]
+    assert stop["usage_metadata"] == {"cached_tokens": 0, "prompt_tokens": 100000, "thoughts_tokens": None,
+                                      "response_tokens": 100}
+    assert {path: round(price, 9) for path, price in paths.items()} == {path: round(billed, 9) for path in paths}

@@ -12,7 +12,7 @@ import requests
 from agenthub import AutoLLMClient
 from agenthub.apps.server import load_config, make_app
 from agenthub.errors import ConfigError
-from faultserver import chat_stream
+from faultserver import chat_chunk, chat_stream
 from server_support import Builtin, Route, Upstream
 
 KEY = "server-key-0123456789"
@@ -146,3 +146,21 @@ def test_a_rows_default_extra_headers_go_to_its_own_endpoint_only(upstreams):
     (answered,) = second.requests
     assert "gw-SECRET-for-claude" not in json.dumps(answered["headers"])
     assert answered["headers"].get("X-Chat-Gateway") == "chat-own-header"
+
+
+def test_the_metrics_price_a_failed_over_answer_as_the_model_that_answered(upstreams):
+    """Every path prices an answer as the model that answered it; serve's /v1/metrics priced a fallback row's
+    answer (gpt-4o: $0.26) as the primary row's model (claude-sonnet-4-6: $0.315)."""
+    first, second = upstreams
+    first.routes["ant"] = OVERLOADED
+    second.routes["chat"] = Route(chat_chunk("from the fallback") + chat_chunk(finish="stop") + chat_chunk(
+        usage={"prompt_tokens": 100000, "completion_tokens": 1000, "total_tokens": 101000}) + b"data: [DONE]\n\n")
+    config = {"models": [rows(first, second)[0], dict(rows(first, second)[1], model="gpt-4o")], "api_keys": [KEY]}
+    with Builtin(make_app(config, environ={})) as server:
+        events = stream(server.url, "claude")
+        text = requests.get(server.url + "/v1/metrics", headers={"Authorization": "Bearer " + KEY}, timeout=5).text
+    assert events[-1]["usage_metadata"]["prompt_tokens"] == 100000 and second.requests[0]["body"]["model"] == "gpt-4o"
+    # gpt-4o: input 2.5, output 10 per 1M (https://platform.openai.com/docs/pricing)
+    assert [line for line in text.splitlines() if line.startswith("agenthub_cost_usd_total")] == [
+        'agenthub_cost_usd_total{model="claude"} ' + repr((100000 * 2.5 + 1000 * 10) / 1e6),
+        'agenthub_cost_usd_total{model="chat"} 0.0']

@@ -139,3 +139,64 @@ def test_a_bulk_job_with_absurd_usage_writes_every_row(tmp_path):
     rows = read_output(out)
     assert summary.done == 3 and summary.unpriced == 3 and len(rows) == 3
     assert all(row["error"] is None and row["cost_usd"] is None for row in rows)
+
+
+UNCOUNTABLE = [b'{"prompt_tokens": -5, "completion_tokens": -5}', b'{"prompt_tokens": 12, "completion_tokens": -3000}',
+               b'{"prompt_tokens": 12, "completion_tokens": "3000"}', b'{"prompt_tokens": 12, "completion_tokens": true}',
+               b'{"prompt_tokens": 12, "completion_tokens": 7, "prompt_tokens_details": {"cached_tokens": 500}}',
+               b'{"prompt_tokens": 0, "completion_tokens": 7}', b'{"prompt_tokens": null, "completion_tokens": 7}']
+
+
+@pytest.mark.parametrize("usage", UNCOUNTABLE)
+def test_usage_that_cannot_be_counted_is_unknown_on_every_path(usage, tmp_path, caplog):
+    """A count that is none (negative, a string, a bool, more cached than prompt tokens) makes the answer's usage
+    unknown, as ``checked_usage`` says, and an answer that counts no input is unknown on every path: the Budget
+    charges its whole hold, a run's cost_usd and a job row's are None (the row unpriced).  They were read as 0 or
+    as absent: a run and a job row priced the turn at 0.0 or at its output alone while the Budget charged the
+    hold."""
+    with SSEServer() as server:
+        server.answers.extend([_chat(usage) for _ in range(3)])
+        budget = Budget(1.0)
+        with caplog.at_level(logging.WARNING, logger="agenthub"):
+            message = _client(server, budget=budget).response(HI, {"max_tokens": 1000})
+        result = _client(server).run(HI, {"max_tokens": 1000}, tools=[]).result()
+        src = tmp_path / "in.jsonl"
+        src.write_text(json.dumps({"id": "r", "model": "gpt-4.1-mini", "messages": HI,
+                                   "config": {"max_tokens": 1000}}) + "\n")
+        summary = jobs.run(str(src), str(tmp_path / "out.jsonl"), workers=1, progress=False,
+                           client_factory=lambda *route: _client(server))
+    counted = message["usage_metadata"]
+    if counted["response_tokens"] != 7:  # a count that is none: the whole usage is unknown, with a warning
+        assert counted == {"cached_tokens": None, "prompt_tokens": None, "thoughts_tokens": None,
+                           "response_tokens": None}
+        assert "is not a token count: its usage is unknown" in caplog.text
+    assert (budget.spent_usd, budget.reserved_usd) == (pytest.approx(HOLD), 0.0)
+    assert result.cost_usd is None
+    assert read_output(str(tmp_path / "out.jsonl"))[0]["cost_usd"] is None
+    assert (summary.unpriced, summary.cost_usd) == (1, 0.0)
+
+
+@pytest.mark.parametrize("module, raw", [
+    ("openai_chat", {"prompt_tokens": 12, "completion_tokens": -3}),
+    ("openai_chat", {"prompt_tokens": 12, "completion_tokens": 3, "prompt_tokens_details": {"cached_tokens": "5"}}),
+    ("openai_responses", {"input_tokens": 12, "output_tokens": 3, "input_tokens_details": {"cached_tokens": 40}}),
+    ("anthropic", {"input_tokens": -12, "cache_creation_input_tokens": 20, "output_tokens": 3}),
+    ("anthropic", {"input_tokens": 12, "output_tokens": True}),
+    ("gemini", {"promptTokenCount": 12, "cachedContentTokenCount": 40, "candidatesTokenCount": 3}),
+    ("gemini", {"promptTokenCount": 12, "candidatesTokenCount": 3, "thoughtsTokenCount": 2.5}),
+    ("gemini_interactions", {"total_input_tokens": 10, "total_cached_tokens": 40, "total_output_tokens": 5}),
+    ("gemini_interactions", {"total_input_tokens": "x", "total_output_tokens": 5}),
+    ("bedrock", {"inputTokens": 12, "outputTokens": -1, "totalTokens": 11}),
+])
+def test_a_count_a_server_sent_that_is_none_makes_the_usage_unknown_on_every_wire(module, raw, caplog):
+    """Each protocol's usage mapping hands a count that is no token count on to the driver's check (the whole usage
+    unknown, with a warning): it was read as 0 (a negative count, more cached than input tokens) or as absent (a
+    string, a bool, a fraction), and the turn was priced without it."""
+    import importlib
+
+    from agenthub.stream import empty_usage
+
+    mapped = importlib.import_module("agenthub.providers." + module).map_usage(raw)
+    with caplog.at_level(logging.WARNING, logger="agenthub"):
+        assert checked_usage(mapped, module) == empty_usage()
+    assert "is not a token count: its usage is unknown" in caplog.text

@@ -693,13 +693,19 @@ def _once(proceed: Callable[[], Any], name: str, tool: bool = True) -> Callable[
 
 
 class _Paid(object):
-    """What ``call_cost`` reads of a turn's Attempt: its cache mark and when it started.  A run keeps this for each
-    turn, not the Attempt, which holds the turn's whole request and history (a run of N turns kept N of them)."""
-    __slots__ = ("cache", "started_ms")
+    """What ``call_cost`` reads of a turn's Attempt: its cache mark, when it started and the tier it asked for
+    (``config`` holds ``fast_mode`` alone).  A run keeps this for each turn, not the Attempt, which holds the
+    turn's whole request and history (a run of N turns kept N of them)."""
+    __slots__ = ("cache", "started_ms", "config")
 
     def __init__(self, call: Any) -> None:
         self.cache = getattr(call, "cache", None)
         self.started_ms = getattr(call, "started_ms", None)
+        config = getattr(call, "config", None)
+        self.config = _FAST if config and config.get("fast_mode") else None
+
+
+_FAST = {"fast_mode": True}  # (read only)
 
 
 class _Ticket(object):

@@ -500,6 +500,9 @@ def _tool_run(client: Any, args: Any, config: Dict[str, Any], messages: List[Any
                     call.get("name", "?"), json.dumps(arguments, ensure_ascii=False),
                     "error: " if item.get("is_error") else "", _clip(item["text"]), row.get("seconds", 0.0))))
             else:
+                if event["event_type"] == "stop":  # the turn's route (taken in at its stop): priced as it answered
+                    printer.route = run.route
+                    printer.model = (run.route or {}).get("model") or args.model
                 printer.event(event)
             for item in event["content_items"]:
                 if item["type"] == "tool_call":
@@ -678,6 +681,7 @@ def _turn(client: Any, args: Any, config: Dict[str, Any], history: List[Any], me
     try:
         for event in stream:
             if not events:  # the first event: which route answers (after a failover, priced and named as it)
+                printer.call, printer.route = getattr(stream, "_call", None), stream.route  # (a cache hit: 0)
                 answered = (stream.route or {}).get("model")
                 if answered and answered != args.model:
                     printer.model = answered

@@ -395,6 +395,19 @@ def _without_arguments(event: Any, announced: Any) -> Tuple[Any, Any]:
     return sent, None
 
 
+def _with_usage_extras(event: Any) -> Any:
+    """The items and runs wires (the agenthub client's), for a stop event: its usage_metadata with what the
+    upstream reported beside the four buckets, the prompt-cache writes (``stream.Usage.cache_write`` and
+    ``cache_write_1h``) and the service tier that served it (``Usage.service_tier``), under those names, so the
+    client prices the turn as this server does; as it is when there are none (and for every other client: the
+    data model's four buckets)."""
+    usage = event.get("usage_metadata")
+    extra = {name: getattr(usage, name, None) for name in ("cache_write", "cache_write_1h", "service_tier")}
+    if extra["cache_write"] is None and extra["service_tier"] is None:
+        return event
+    return dict(event, usage_metadata=dict(usage, **extra))
+
+
 #: the runs wire (``_run_frame``): ESC, LF and CR in a piece as ESC + one letter, the pieces apart by ESC s
 _ESC = "\x1b"
 _SEPARATOR = "\x1bs"
@@ -839,8 +852,10 @@ class AgentHubApp(object):
             if error is not None:
                 self.metrics.error(model.id, error)
             elif isinstance(last, dict) and last.get("event_type") == "stop":
-                self.metrics.answer(model.id, upstream_model, last.get("usage_metadata"),
-                                    getattr(stream, "_call", None))  # (priced as the call: its start, a cache hit)
+                call = getattr(stream, "_call", None)  # (priced as the call: its start, a cache hit, its tier)
+                route = getattr(call, "route", None)  # priced as the model that answered (a fallback row's, say)
+                answered = str(route["model"]) if isinstance(route, dict) and route.get("model") else upstream_model
+                self.metrics.answer(model.id, answered, last.get("usage_metadata"), call)
 
         return ended
 
@@ -1030,7 +1045,8 @@ class _Pump(object):
                         continue
                 if runs and event["event_type"] == "delta" and len(event["content_items"]) == 1:
                     event, announced = _without_arguments(event, announced)
-                frame = encode(event)
+                # (a stop event is sent with its cache writes; the event itself stays as it is: the metrics read it)
+                frame = encode(_with_usage_extras(event) if items and event["event_type"] == "stop" else event)
                 put_bytes += len(frame)
                 put(frame)
                 count += 1

@@ -113,7 +113,9 @@ class Printer(object):
 
     With ``err``, only the answer text goes to ``out``: thinking, tool calls, media
     summaries and the usage line go to ``err`` (``agenthub chat``: stdout is the answer,
-    ready for a pipe).  ``model`` prices each turn (``agenthub.cost``) on the usage line.
+    ready for a pipe).  ``model`` prices each turn on the usage line as every agenthub path prices it
+    (``catalog.call_cost``), with ``call`` (the turn's Attempt: its start, a cache hit, its tier) and ``route``
+    (the route that answered: a cache hit costs 0) where the caller knows them.
     """
 
     def __init__(self, out: TextIO, text_prefix: str = "", indent: str = "", color: Optional[bool] = None,
@@ -123,6 +125,8 @@ class Printer(object):
         self.text_prefix = text_prefix
         self.indent = indent
         self.model = model
+        self.call = None  # type: Any
+        self.route = None  # type: Any
         if color is None:
             color = bool(getattr(self.err, "isatty", lambda: False)()) and not os.environ.get("NO_COLOR")
         self.color = color
@@ -172,9 +176,9 @@ class Printer(object):
             usage = event.get("usage_metadata")
             price = None
             if self.model is not None:
-                from ..catalog import cost
+                from ..catalog import call_cost
 
-                price = cost(self.model, usage)
+                price = call_cost(self.model, usage, self.call, self.route)
             self.line(self._style("2", usage_line(event.get("finish_reason"), usage, price)))
         self.out.flush()
         if self.err is not self.out:

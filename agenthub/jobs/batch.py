@@ -50,10 +50,11 @@ _MAX_LINE = 1 << 30
 
 def batch_cost(model: str, usage: Any) -> Optional[float]:
     """USD at the batch price: the catalog's batch-API prices (``agenthub.cost(..., batch=True)``); None
-    where the catalog has none for the model (never a guess)."""
-    from ..catalog import cost
+    where the catalog has none for the model, or the usage counts no input (``catalog.counted_input``: as a live
+    answer's is unknown), never a guess."""
+    from ..catalog import cost, counted_input
 
-    return cost(model, usage, batch=True)
+    return cost(model, usage, batch=True) if counted_input(usage) else None
 
 
 # -- rows, results ------------------------------------------------------------------------------------

@@ -653,7 +653,7 @@ def refuse_mcp_servers(client: str, config: Mapping[str, Any]) -> None:
 
 
 def usage(cached: Optional[int], prompt: Optional[int], thoughts: Optional[int], response: Optional[int]) -> Dict[str, Optional[int]]:
-    """The four buckets, each a non-negative int or None."""
+    """The four buckets, each a non-negative int, None, or NaN for a count that is none (``_count``)."""
     return {
         "cached_tokens": _count(cached),
         "prompt_tokens": _count(prompt),
@@ -666,8 +666,8 @@ def inclusive_usage(prompt: Any, output: Any, cached: Any, thoughts: Any, total:
     """OpenAI-style counts (prompt includes cached, output includes reasoning) -> the buckets.
 
     Where ``total == prompt + output + thoughts`` the server's output count already
-    excluded reasoning (xAI, some gateways): it is the response count as sent.  The
-    buckets are never negative.
+    excluded reasoning (xAI, some gateways): it is the response count as sent.  A bucket that
+    would be negative (more cached than prompt tokens) is no count either (NaN: the usage is unknown).
     """
     prompt, output, cached, thoughts, total = (_count(v) for v in (prompt, output, cached, thoughts, total))
     response = output
@@ -675,20 +675,28 @@ def inclusive_usage(prompt: Any, output: Any, cached: Any, thoughts: Any, total:
         excludes = total is not None and prompt is not None and total == prompt + output + thoughts
         if not excludes and output >= thoughts:
             response = output - thoughts
-    return usage(cached, None if prompt is None else prompt - (cached or 0), thoughts, response)
+    return usage(cached, None if prompt is None else _count(prompt - (cached or 0)), thoughts, response)
 
 
-def _count(value: Any) -> Optional[int]:
-    if value is None or isinstance(value, bool):
+#: what a count the server sent that is no token count (negative, a string, a bool, a fraction) becomes: NaN stays
+#: NaN through the usage arithmetic, so the bucket it reaches is refused by the stream driver (``checked_usage``:
+#: the whole usage unknown, with a warning) instead of being read as 0 or as absent (an answer priced as free)
+_NOT_A_COUNT = float("nan")
+
+
+def _count(value: Any) -> Any:
+    """A server's count as the usage arithmetic takes it: an int, None (absent), or ``_NOT_A_COUNT``."""
+    if value is None:
         return None
     if isinstance(value, float) and value.is_integer():
         value = int(value)
-    if not isinstance(value, int):
-        return None
-    return max(0, value)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        return _NOT_A_COUNT
+    return value
 
 
-def to_int(value: Any) -> Optional[int]:
+def to_int(value: Any) -> Any:
+    """``_count``: an int, None, or ``_NOT_A_COUNT``."""
     return _count(value)
 
 

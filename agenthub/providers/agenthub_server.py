@@ -26,7 +26,7 @@ from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Tuple
 from ..answers import decode_body, error_from_body as _error_from_body
 from ..errors import AgentHubError, StreamProtocolError, error_from_json
 from ..sse import DEFAULT_MAX_LINE_BYTES, SSEDecoder, SSEEvent
-from ..stream import StreamEnd, item_problem
+from ..stream import StreamEnd, item_problem, with_cache_write, with_service_tier
 from ..toolcalls import read_arguments
 from ..types import FINISH_REASONS, MAX_DEPTH, USAGE_KEYS, HttpRequest, from_jsonable as _restore, too_deep
 from ..types import to_jsonable as _jsonable
@@ -307,13 +307,18 @@ def _checked(item: Any, client: str) -> Any:
 
 
 def _usage(usage: Any, client: str) -> Any:
-    """The stop event's usage_metadata: None, or the four buckets, each a non-negative int or None."""
+    """The stop event's usage_metadata: None, or the four buckets, each a non-negative int or None, carrying the
+    prompt-cache writes and the service tier the server reported beside them (``cache_write``, ``cache_write_1h``,
+    ``service_tier``: ``stream.Usage``)."""
     if usage is None:
         return None
     if type(usage) is not dict or any(
             usage.get(key) is not None and (type(usage.get(key)) is not int or usage[key] < 0) for key in USAGE_KEYS):
         raise _malformed(client, "a stop event whose usage_metadata is not four token counts")
-    return {key: usage.get(key) for key in USAGE_KEYS}
+    buckets = {key: usage.get(key) for key in USAGE_KEYS}
+    if usage.get("cache_write") is not None:
+        buckets = with_cache_write(buckets, usage["cache_write"], usage.get("cache_write_1h"))
+    return with_service_tier(buckets, usage.get("service_tier"))
 
 
 def parse_document(payload: Any, client: str = "agenthub", tool_id_prefix: Any = None) -> Iterator[Any]:

@@ -468,7 +468,7 @@ def map_usage(raw: Mapping[str, Any]) -> Dict[str, Optional[int]]:
     prompt = to_int(raw.get("total_input_tokens"))
     tool_use = to_int(raw.get("total_tool_use_tokens"))
     if prompt is not None:
-        prompt = max(0, prompt - (cached or 0)) + (tool_use or 0)
+        prompt = to_int(prompt - (cached or 0)) + (tool_use or 0)  # (more cached than input: no count, as to_int's)
     elif tool_use is not None:
         prompt = tool_use
     return usage(cached, prompt, to_int(raw.get("total_thought_tokens")), to_int(raw.get("total_output_tokens")))

@@ -44,7 +44,7 @@ from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional
 
 from ..errors import upstream_error
 from ..sse import SSEEvent
-from ..stream import StreamEnd
+from ..stream import StreamEnd, with_service_tier
 from ..toolcalls import ToolCallAssembler
 from ..types import HttpRequest, PromptCaching
 from ..validate import cache_marks
@@ -568,6 +568,8 @@ def _parse(pairs: Iterable[Any], client: str = "openai-chat", tool_id_prefix: An
     if timings and type(timings) is dict:
         usage = _with_timings(usage, raw_usage, timings)
     answer = state.answer if type(state.answer) is dict else {}
+    if usage is not None and "service_tier" in answer:  # the tier that served it (OpenAI): the one it is billed at
+        usage = with_service_tier(usage, answer["service_tier"])
     yield StreamEnd(usage, state.finish, response_id=answer.get("id"), model=answer.get("model"))
 
 

@@ -126,7 +126,7 @@ from ..hosts.trust import host_is
 from ..output.shape import strict_refused
 from ..resume import resource_segment
 from ..sse import SSEEvent
-from ..stream import StreamEnd
+from ..stream import StreamEnd, with_service_tier
 from ..toolcalls import ToolCallAssembler
 from ..types import HttpRequest, PromptCaching, ThinkingLevel
 from ..validate import cache_marks, count_marks
@@ -1362,8 +1362,10 @@ class _Parser(object):
         else:  # cancelled, or a status we do not know
             finish = "unknown"
         raw_usage = response.get("usage")
-        yield StreamEnd(map_usage(raw_usage) if isinstance(raw_usage, dict) else None, finish, bool(self.served),
-                        response.get("id"), response.get("model"))
+        usage = map_usage(raw_usage) if isinstance(raw_usage, dict) else None
+        if usage is not None and "service_tier" in response:  # the tier that served it: the one it is billed at
+            usage = with_service_tier(usage, response["service_tier"])
+        yield StreamEnd(usage, finish, bool(self.served), response.get("id"), response.get("model"))
 
     def _match(self, output: List[Dict[str, Any]]) -> List[Any]:
         """The streamed slot of each final output item, or None for items that never streamed: by id
