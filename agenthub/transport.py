@@ -41,7 +41,7 @@ import requests
 import requests.adapters
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
-from ._redact import redact_url, secret_values, url_secrets
+from ._redact import redact_url, request_url_secrets, secret_values
 from ._redact import body_secrets
 from .answers import body_text, error_from_body as _default_error_from_body, is_html, page_text
 from .errors import AgentHubError, StreamProtocolError, TransportError, preview
@@ -268,7 +268,7 @@ def _safe_cause(exc: BaseException, request: HttpRequest) -> Optional[BaseExcept
     (a header value or the URL's user:password) or is a preparation failure, whose message may."""
     if _unsent(exc):
         return None
-    secrets = secret_values(request.headers) + url_secrets(request.url)
+    secrets = secret_values(request.headers) + request_url_secrets(request.url)
     seen = 0
     current = exc  # type: Optional[BaseException]
     while current is not None and seen < 8:
@@ -1153,7 +1153,7 @@ class RecordingAdapter(requests.adapters.HTTPAdapter):
                                                       cert=cert, proxies=proxies)
         # every header value but the public ones (content type, user agent, ...) is a secret: a
         # gateway's own auth header, a cookie, whatever the caller added
-        secrets = secret_values(request.headers) + url_secrets(request.url) + body_secrets(request.body)
+        secrets = secret_values(request.headers) + request_url_secrets(request.url) + body_secrets(request.body)
         method, url, body = request.method, request.url, request.body
         status, headers = response.status_code, dict(response.headers)
 

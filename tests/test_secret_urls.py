@@ -1,0 +1,159 @@
+"""A credential written into a URL the caller gives (an MCP server's ``?token=``, a gateway base URL's ``?key=``
+or ``user:password@``) never shows: not in an error (its message, fields, chained causes: the whole traceback),
+a repr, a job's refusal or a batch state file."""
+
+import json
+import os
+import socket
+import traceback
+
+import pytest
+
+from agenthub import AutoLLMClient, ConfigError, TransportError, UpstreamError, mcp
+from agenthub.jobs.runner import build_clients
+
+from faultserver import FaultServer, send, status
+
+TOKEN = "qtok-url-secret-Q7w6E5r4"
+PASSWORD = "pw-url-secret-Z1x2C3v4"
+USER = [{"role": "user", "content_items": [{"type": "text", "text": "hi"}]}]
+
+
+def _traceback(error):
+    """Everything a traceback of ``error`` prints (its causes and contexts too), and its fields."""
+    text = "".join(traceback.format_exception(type(error), error, error.__traceback__))
+    return text + repr(error) + repr(error.args) + "".join(repr(v) for v in vars(error).values())
+
+
+def _refused_port():
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    sock.close()  # nothing listens there now: a connection is refused
+    return port
+
+
+def _echo_path(request):
+    """A server whose 401 repeats the request's path and query (as many error pages do)."""
+    body = json.dumps({"error": {"message": "invalid credentials at " + request.path,
+                                 "type": "authentication_error"}}).encode()
+    return [status(401, {"Content-Type": "application/json"}, framing="length"), send(body)]
+
+
+def test_an_mcp_url_token_echoed_by_the_server_is_scrubbed():
+    with FaultServer(default=_echo_path) as server:
+        with pytest.raises(UpstreamError) as caught:
+            mcp.connect(server.url + "/mcp?token=" + TOKEN, timeout=10)
+        assert server.requests[0].path == "/mcp?token=" + TOKEN  # sent, as given
+    assert str(caught.value).startswith("invalid credentials at /mcp?token=*** (")
+    assert TOKEN not in _traceback(caught.value)
+
+
+def test_an_mcp_url_token_is_not_in_a_connection_failure_traceback():
+    with pytest.raises(TransportError) as caught:
+        mcp.connect("http://127.0.0.1:{}/mcp?token={}".format(_refused_port(), TOKEN), timeout=10)
+    assert "connection refused" in str(caught.value)
+    assert TOKEN not in _traceback(caught.value)
+
+
+def test_a_base_url_query_key_is_not_in_reprs_or_tracebacks():
+    client = AutoLLMClient("m", api_key="sk-header-key-0123456789", client_type="openai-chat", max_retries=0,
+                           base_url="http://127.0.0.1:{}/v1?key={}".format(_refused_port(), TOKEN))
+    assert repr(client).endswith("/v1?key=***')") and TOKEN not in repr(client)
+    assert TOKEN not in repr(client.endpoint)
+    assert TOKEN in client.credential_values()  # (what tool errors and serve's answers are scrubbed of)
+    with pytest.raises(TransportError) as caught:
+        list(client.streaming_response(USER))
+    assert TOKEN not in _traceback(caught.value)
+
+
+def test_a_base_url_query_key_echoed_by_the_server_is_scrubbed():
+    with FaultServer(default=_echo_path) as server:
+        client = AutoLLMClient("m", api_key="sk-header-key-0123456789", client_type="openai-chat", max_retries=0,
+                               base_url=server.url + "/v1?key=" + TOKEN)
+        with pytest.raises(UpstreamError) as caught:
+            list(client.streaming_response(USER))
+    assert "invalid credentials at /v1?key=***" in str(caught.value)
+    assert TOKEN not in _traceback(caught.value)
+
+
+@pytest.mark.parametrize("url", [
+    "htps://alice:{}@gw.example/v1",  # a scheme typo
+    "https:/alice:{}@gw.example/v1",  # one slash
+    "https:// alice:{}@gw.example/v1",  # a space
+    "ftp://gw.example/v1?key={}",
+])
+def test_a_refused_base_url_is_named_without_its_credentials(url):
+    with pytest.raises(ConfigError) as caught:
+        AutoLLMClient("m", api_key="sk-header-key-0123456789", client_type="openai-chat",
+                      base_url=url.format(PASSWORD))
+    assert str(caught.value).startswith("base_url must be an http(s) URL (got ")
+    assert PASSWORD not in _traceback(caught.value)
+
+
+def test_a_job_route_that_cannot_be_built_is_named_without_its_credentials(monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    routes = {("gpt-4o", "openai-chat", "https://alice:{}@gw.example/v1".format(PASSWORD)): [1],
+              ("gpt-4o", "openai-chat", "https://gw.example/v1?key={}".format(TOKEN)): [2]}
+    with pytest.raises(ConfigError) as caught:
+        build_clients(routes)
+    text = str(caught.value)
+    assert "base_url=https://***@gw.example/v1) (line 1)" in text
+    assert "base_url=https://gw.example/v1?key=***) (line 2)" in text
+    assert PASSWORD not in _traceback(caught.value) and TOKEN not in _traceback(caught.value)
+
+
+def test_a_batch_state_file_holds_no_base_url_query_key(tmp_path, monkeypatch):
+    from agenthub import AgentHubError
+    from agenthub.jobs import batch as B
+
+    from batch_fakes import BatchFake
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-not-the-fakes-key-0123")
+    path = tmp_path / "in.jsonl"
+    with BatchFake() as server:
+        path.write_text(json.dumps({"id": "r1", "model": "gpt-5.4-mini", "client_type": "openai-chat",
+                                    "base_url": server.url + "/v1?key=" + TOKEN, "messages": USER}) + "\n")
+        with pytest.raises(AgentHubError) as caught:
+            B.submit(str(path), backend="auto")
+    assert TOKEN not in _traceback(caught.value)
+    state = json.loads((tmp_path / "in.jsonl.batch.json").read_text())
+    assert [(b["base_url"], b["row_base_url"]) for b in state["batches"]] == [
+        (server.url + "/v1?key=***", server.url + "/v1?key=***")]
+
+
+def test_batch_results_lines_are_scrubbed_of_a_base_url_query_key():
+    from agenthub.jobs.backends._wire import Wire
+    from agenthub.providers._common import Endpoint
+
+    class Body(object):
+        def __iter__(self):
+            yield json.dumps({"custom_id": "r1", "error": {"message": "bad key " + TOKEN}}).encode() + b"\n"
+
+        def close(self):
+            pass
+
+    wire = Wire("openai-chat", Endpoint("openai-chat", "http://127.0.0.1:9/v1?key=" + TOKEN, "sk-0123456789abc"))
+    wire.raw = lambda *args, **kwargs: Body()
+    assert list(wire.lines("http://127.0.0.1:9/r")) == [{"custom_id": "r1", "error": {"message": "bad key ***"}}]
+
+
+def test_a_recording_holds_no_url_query_credential(tmp_path):
+    """The recorded URL leaves a ``key=`` out (testing.clean_url); a body that echoes it holds ``***`` too."""
+    from agenthub.testing import record_session
+
+    folder = str(tmp_path / "cassette")
+    session = record_session(folder)
+    try:
+        with FaultServer(default=_echo_path) as server:
+            client = AutoLLMClient("m", api_key="sk-header-key-0123456789", client_type="openai-chat", max_retries=0,
+                                   base_url=server.url + "/v1?key=" + TOKEN, session=session)
+            with pytest.raises(UpstreamError):
+                list(client.streaming_response(USER))
+    finally:
+        session.close()
+    with open(os.path.join(folder, "001.json"), encoding="utf-8") as handle:
+        assert json.load(handle)["request"]["url"] == server.url + "/v1"
+    with open(os.path.join(folder, "001.body.json"), encoding="utf-8") as handle:
+        assert json.load(handle) == {"error": {"message": "invalid credentials at /v1?key=***",
+                                               "type": "authentication_error"}}
