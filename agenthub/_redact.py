@@ -75,13 +75,14 @@ def url_secrets(url: Any) -> List[str]:
         return []
     if parts is None or "@" not in parts.netloc:
         return []
-    userinfo = parts.netloc.rsplit("@", 1)[0]
-    pieces = [userinfo] + userinfo.split(":", 1)
-    # requests sends them as ``Authorization: Basic base64(user:password)`` (unquoted, latin-1): a server
-    # that echoes that header echoes the credential in this spelling too
     from base64 import b64encode
     from urllib.parse import unquote
 
+    userinfo = parts.netloc.rsplit("@", 1)[0]
+    # as written, and decoded (``p%40ss`` is sent as ``p@ss``: a server may echo the password it decoded)
+    pieces = [userinfo] + userinfo.split(":", 1) + [unquote(piece) for piece in userinfo.split(":", 1)]
+    # requests sends them as ``Authorization: Basic base64(user:password)`` (unquoted, latin-1): a server
+    # that echoes that header echoes the credential in this spelling too
     for raw in {userinfo, unquote(userinfo)}:
         if ":" not in raw:
             raw += ":"

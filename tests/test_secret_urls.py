@@ -157,3 +157,24 @@ def test_a_recording_holds_no_url_query_credential(tmp_path):
     with open(os.path.join(folder, "001.body.json"), encoding="utf-8") as handle:
         assert json.load(handle) == {"error": {"message": "invalid credentials at /v1?key=***",
                                                "type": "authentication_error"}}
+
+
+def test_a_percent_encoded_base_url_password_the_server_decoded_and_echoed_is_scrubbed():
+    """``user:p%40ss@``: requests sends ``Basic base64(user:p@ss)``; a gateway echoing the password it decoded
+    echoes ``p@ss``, the spelling the URL does not hold."""
+    import base64
+
+    def echo_basic(request):
+        basic = request.headers.get("authorization", "").split(" ", 1)[-1]
+        body = json.dumps({"error": {"message": "wrong password " + base64.b64decode(basic).decode().split(":")[1],
+                                     "type": "authentication_error"}}).encode()
+        return [status(401, {"Content-Type": "application/json"}, framing="length"), send(body)]
+
+    with FaultServer(default=echo_basic) as server:
+        client = AutoLLMClient("claude-x", api_key="sk-ant-header-key-0123", client_type="anthropic", max_retries=0,
+                               base_url=server.url.replace("://", "://user:p%40ss-" + PASSWORD + "@"))
+        with pytest.raises(UpstreamError) as caught:
+            list(client.streaming_response(USER))
+        assert server.requests[0].headers["x-api-key"] == "sk-ant-header-key-0123"
+    assert str(caught.value).startswith("wrong password ***; ")
+    assert PASSWORD not in _traceback(caught.value)
