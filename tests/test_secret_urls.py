@@ -83,11 +83,12 @@ def test_a_base_url_query_key_echoed_by_the_server_is_scrubbed():
     "https:// alice:{}@gw.example/v1",  # a space
     "ftp://gw.example/v1?key={}",
 ])
-def test_a_refused_base_url_is_named_without_its_credentials(url):
+@pytest.mark.parametrize("client_type", ["openai-chat", "azure"])
+def test_a_refused_base_url_is_named_without_its_credentials(url, client_type):
     with pytest.raises(ConfigError) as caught:
-        AutoLLMClient("m", api_key="sk-header-key-0123456789", client_type="openai-chat",
+        AutoLLMClient("m", api_key="sk-header-key-0123456789", client_type=client_type,
                       base_url=url.format(PASSWORD))
-    assert str(caught.value).startswith("base_url must be an http(s) URL (got ")
+    assert str(caught.value).startswith("base_url must be an http(s) URL ")
     assert PASSWORD not in _traceback(caught.value)
 
 
