@@ -179,3 +179,27 @@ def test_a_percent_encoded_base_url_password_the_server_decoded_and_echoed_is_sc
         assert server.requests[0].headers["x-api-key"] == "sk-ant-header-key-0123"
     assert str(caught.value).startswith("wrong password ***; ")
     assert PASSWORD not in _traceback(caught.value)
+
+
+def _echo_key(request):
+    body = json.dumps({"error": {"message": "invalid key " + request.headers.get("authorization", ""),
+                                 "type": "invalid_request_error"}}).encode()
+    return [status(400, {"Content-Type": "application/json"}, framing="length"), send(body)]
+
+
+def test_an_abort_that_wins_over_an_echoing_error_chains_it_scrubbed():
+    """The caller aborts just as an error answer that echoes the key was read: the TransportError 'aborted'
+    chains that answer's error, scrubbed as the error itself would have been."""
+    key = "sk-echoed-on-abort-0123456789"
+    with FaultServer(default=_echo_key) as server:
+        client = AutoLLMClient("m", api_key=key, base_url=server.url + "/v1", client_type="openai-chat",
+                               max_retries=0)
+        explain, streams = client._explain, []
+        client._explain = lambda exc, request: (explain(exc, request), streams[0].abort())  # (the abort arrives)
+        streams.append(client.streaming_response(USER))
+        with pytest.raises(TransportError) as caught:
+            list(streams[0])
+    assert caught.value.aborted is True
+    cause = caught.value.__cause__
+    assert isinstance(cause, UpstreamError) and str(cause).startswith("invalid key *** (")
+    assert key not in _traceback(caught.value)
