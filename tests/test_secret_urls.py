@@ -203,3 +203,57 @@ def test_an_abort_that_wins_over_an_echoing_error_chains_it_scrubbed():
     cause = caught.value.__cause__
     assert isinstance(cause, UpstreamError) and str(cause).startswith("invalid key *** (")
     assert key not in _traceback(caught.value)
+
+
+def test_an_mcp_abort_that_wins_over_an_echoing_error_chains_it_scrubbed(monkeypatch):
+    """As above for an MCP server: the error answer (echoing the URL's token and the caller's header) read as
+    the caller aborts is the 'aborted' error's cause, scrubbed."""
+    from agenthub.mcp import http as mcp_http
+
+    opened = mcp_http._transport.open_stream
+
+    def open_stream(*args, **kwargs):
+        body = opened(*args, **kwargs)
+        body_open = body.open
+
+        def open_then_abort(*more):
+            try:
+                return body_open(*more)
+            except UpstreamError:
+                kwargs["watch"].stop("abort")  # (the caller's abort arrives as the error answer was read)
+                raise
+
+        body.open = open_then_abort
+        return body
+
+    monkeypatch.setattr(mcp_http._transport, "open_stream", open_stream)
+    header = "hdr-url-secret-M3n4B5v6"
+
+    def echo(request):
+        body = json.dumps({"error": {"message": "refused {} {}".format(request.path, request.headers.get("x-team")),
+                                     "type": "authentication_error"}}).encode()
+        return [status(401, {"Content-Type": "application/json"}, framing="length"), send(body)]
+
+    with FaultServer(default=echo) as server:
+        with pytest.raises(TransportError) as caught:
+            mcp.connect(server.url + "/mcp?token=" + TOKEN, headers={"X-Team": header}, timeout=10)
+    assert caught.value.aborted is True
+    assert str(caught.value.__cause__).startswith("refused /mcp?token=*** *** (")
+    text = _traceback(caught.value)
+    assert TOKEN not in text and header not in text
+
+
+def test_a_stdio_server_given_the_whole_environment_is_scrubbed_of_its_secrets(monkeypatch):
+    """inherit_env=True hands the server every variable: one whose log prints a key (or a URL's password) before
+    it exits is shown with ``***`` in the error, as env= values are."""
+    import sys
+
+    monkeypatch.setenv("S8_API_KEY", "sk-env-secret-in-stderr-12345")
+    monkeypatch.setenv("S8_DATABASE", "postgres://app:" + PASSWORD + "@db.example/x")
+    code = ("import os, sys; sys.stderr.write('boot failed: key=' + os.environ['S8_API_KEY'] + ' db='"
+            " + os.environ['S8_DATABASE'] + '\\n'); sys.exit(3)")
+    with pytest.raises(TransportError) as caught:
+        mcp.connect([sys.executable, "-c", code], timeout=30, inherit_env=True)
+    assert str(caught.value).endswith("its log ends with: boot failed: key=*** db=postgres://***@db.example/x")
+    text = _traceback(caught.value)
+    assert "sk-env-secret-in-stderr-12345" not in text and PASSWORD not in text

@@ -241,7 +241,9 @@ class _Step(object):
 
     def settle(self, error: AgentHubError) -> AgentHubError:
         """The error to raise for ``error``: the abort or the deadline when either came (they win over
-        what the cut made the transport say), scrubbed of the channel's secrets."""
+        what the cut made the transport say), scrubbed of the channel's secrets (and so is ``error``, then
+        its cause)."""
+        scrub(error, self.channel.secrets)
         if not error.__dict__.get("_mcp_stop") and (
                 self.watch.reason is not None or (isinstance(error, TransportError) and self.left() <= 0)):
             stop = _stopped(self.channel.label, self.watch, self.timeout,
