@@ -41,7 +41,7 @@ import requests
 import requests.adapters
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
-from ._redact import redact_url, request_url_secrets, secret_values
+from ._redact import redact_url, request_url_secrets, scrub_free_text, secret_values, url_secrets
 from ._redact import body_secrets
 from .answers import body_text, error_from_body as _default_error_from_body, is_html, page_text
 from .errors import AgentHubError, StreamProtocolError, TransportError, preview
@@ -359,7 +359,8 @@ def _why(exc: BaseException, what: str) -> str:
         return "the server closed the connection without answering"
     if any(isinstance(e, (requests.exceptions.InvalidURL, requests.exceptions.InvalidSchema,
                           requests.exceptions.MissingSchema)) for e in chain):
-        return "the URL is not one requests can send to ({})".format(preview(str(exc), 120))
+        # (requests names the URL it could not parse: a proxy's from the environment too, password and all)
+        return "the URL is not one requests can send to ({})".format(preview(scrub_free_text(str(exc)), 120))
     if "incompleteread" in words or "connection broken" in words or "invalidchunklength" in words:
         return "the connection broke in the middle of the answer"
     if any(isinstance(e, (BrokenPipeError, OSError)) and getattr(e, "strerror", None) for e in chain):
@@ -1199,3 +1200,17 @@ def pin_environment(session: requests.Session, url: str) -> None:
         session.verify = settings["verify"]
     if auth:
         session.auth = auth
+
+
+#: the variables requests reads a proxy from (any case)
+_PROXY_ENV = ("http_proxy", "https_proxy", "all_proxy")
+
+
+def proxy_secrets(session: Any) -> List[str]:
+    """The credentials of the proxies ``session`` may send through (its ``proxies``, and the environment's
+    when it trusts it): each ``user:password@`` and the ``Proxy-Authorization: Basic`` value requests makes
+    of it, which a proxy's error page may echo."""
+    proxies = [value for value in (getattr(session, "proxies", None) or {}).values() if isinstance(value, str)]
+    if getattr(session, "trust_env", False):
+        proxies.extend(value for name, value in os.environ.items() if name.lower() in _PROXY_ENV)
+    return sorted({secret for proxy in proxies for secret in url_secrets(proxy)}, key=len, reverse=True)

@@ -257,3 +257,39 @@ def test_a_stdio_server_given_the_whole_environment_is_scrubbed_of_its_secrets(m
     assert str(caught.value).endswith("its log ends with: boot failed: key=*** db=postgres://***@db.example/x")
     text = _traceback(caught.value)
     assert "sk-env-secret-in-stderr-12345" not in text and PASSWORD not in text
+
+
+def _proxy_env(monkeypatch, proxy):
+    for name in ("NO_PROXY", "no_proxy", "HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy", "http_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HTTP_PROXY", proxy)
+
+
+def test_a_proxy_echoing_its_credentials_is_scrubbed(monkeypatch):
+    """An http:// request through a proxy of the environment carries ``Proxy-Authorization: Basic
+    base64(user:password)``; a proxy whose error page repeats it shows ``***``."""
+    def echo(request):
+        body = "proxy refused {} for {}".format(request.headers.get("proxy-authorization"), request.path).encode()
+        return [status(407, {"Content-Type": "text/plain"}, framing="length"), send(body)]
+
+    with FaultServer(default=echo) as proxy:
+        _proxy_env(monkeypatch, proxy.url.replace("://", "://user:" + PASSWORD + "@"))
+        client = AutoLLMClient("m", api_key="sk-header-key-0123456789", client_type="openai-chat", max_retries=0,
+                               base_url="http://api.example.com/v1")
+        with pytest.raises(UpstreamError) as caught:
+            list(client.streaming_response(USER))
+        assert proxy.requests[0].path == "http://api.example.com/v1/chat/completions"  # (it went to the proxy)
+    assert str(caught.value).startswith("proxy refused Basic *** for http://api.example.com/v1/chat/completions")
+    assert PASSWORD not in _traceback(caught.value)
+    assert "dXNlcjpwdy11cmwtc2VjcmV0LVoxeDJDM3Y0" not in _traceback(caught.value)  # base64 of user:PASSWORD
+
+
+def test_a_malformed_proxy_url_is_named_without_its_password(monkeypatch):
+    _proxy_env(monkeypatch, "http://user:{}@127.0.0.1:99999".format(PASSWORD))  # a port out of range
+    client = AutoLLMClient("m", api_key="sk-header-key-0123456789", client_type="openai-chat", max_retries=0,
+                           base_url="http://api.example.com/v1")
+    with pytest.raises(TransportError) as caught:
+        list(client.streaming_response(USER))
+    assert str(caught.value) == ("openai-chat: POST http://api.example.com/v1/chat/completions failed: the URL is "
+                                 "not one requests can send to (Failed to parse: http://***@127.0.0.1:99999)")
+    assert PASSWORD not in _traceback(caught.value)
