@@ -293,3 +293,20 @@ def test_a_malformed_proxy_url_is_named_without_its_password(monkeypatch):
     assert str(caught.value) == ("openai-chat: POST http://api.example.com/v1/chat/completions failed: the URL is "
                                  "not one requests can send to (Failed to parse: http://***@127.0.0.1:99999)")
     assert PASSWORD not in _traceback(caught.value)
+
+
+def test_the_sent_request_a_hook_sees_shows_no_url_credential():
+    from agenthub.attempts import AttemptHook
+
+    seen = []
+
+    class Hook(AttemptHook):
+        def on_error(self, call, error):
+            seen.append(repr(call.sent))
+
+    port = _refused_port()
+    client = AutoLLMClient("m", api_key="sk-header-key-0123456789", client_type="openai-chat", max_retries=0,
+                           hooks=[Hook()], base_url="http://alice:{}@127.0.0.1:{}/v1?key={}".format(PASSWORD, port, TOKEN))
+    with pytest.raises(TransportError):
+        list(client.streaming_response(USER))
+    assert seen == ["HttpRequest(method='POST', url='http://127.0.0.1:{}/v1', stream=True)".format(port)]
