@@ -25,6 +25,7 @@ Redirects are not followed: a provider API never redirects a POST, and following
 one would carry the key's headers to wherever the redirect points.
 """
 
+import base64
 import itertools
 import json
 import os
@@ -1206,11 +1207,24 @@ def pin_environment(session: requests.Session, url: str) -> None:
 _PROXY_ENV = ("http_proxy", "https_proxy", "all_proxy")
 
 
-def proxy_secrets(session: Any) -> List[str]:
-    """The credentials of the proxies ``session`` may send through (its ``proxies``, and the environment's
-    when it trusts it): each ``user:password@`` and the ``Proxy-Authorization: Basic`` value requests makes
-    of it, which a proxy's error page may echo."""
+def session_secrets(session: Any) -> List[str]:
+    """What requests adds from ``session`` to every request, never to be shown (a server or a proxy may echo
+    it in an error page): its headers' values but the public ones', its ``auth`` (user:password and the
+    ``Basic`` value made of it), and the credentials of the proxies it may send through (its ``proxies``,
+    and the environment's when it trusts it: each ``user:password@`` and its ``Proxy-Authorization``)."""
+    found = secret_values(getattr(session, "headers", None) or {})
+    auth = getattr(session, "auth", None)
+    pair = auth if isinstance(auth, tuple) else (getattr(auth, "username", None), getattr(auth, "password", None))
+    if len(pair) == 2 and all(isinstance(part, (str, bytes)) for part in pair):
+        user, password = (part.decode("latin-1") if isinstance(part, bytes) else part for part in pair)
+        found.extend(secret_values(None, [password, "{}:{}".format(user, password)]))
+        try:  # requests' Basic value (latin-1, as it encodes a str)
+            found.extend(secret_values(None, [base64.b64encode("{}:{}".format(user, password).encode("latin-1"))
+                                              .decode("ascii")]))
+        except UnicodeEncodeError:
+            pass
     proxies = [value for value in (getattr(session, "proxies", None) or {}).values() if isinstance(value, str)]
     if getattr(session, "trust_env", False):
         proxies.extend(value for name, value in os.environ.items() if name.lower() in _PROXY_ENV)
-    return sorted({secret for proxy in proxies for secret in url_secrets(proxy)}, key=len, reverse=True)
+    found.extend(secret for proxy in proxies for secret in url_secrets(proxy))
+    return sorted(set(found), key=len, reverse=True)

@@ -310,3 +310,31 @@ def test_the_sent_request_a_hook_sees_shows_no_url_credential():
     with pytest.raises(TransportError):
         list(client.streaming_response(USER))
     assert seen == ["HttpRequest(method='POST', url='http://127.0.0.1:{}/v1', stream=True)".format(port)]
+
+
+def test_the_headers_and_auth_of_a_callers_session_are_scrubbed():
+    """``session=`` with headers of its own (a gateway's key) and ``auth``: requests adds both to every request;
+    a server echoing the request's headers shows ``***`` for them, as for default_headers."""
+    import requests
+
+    def echo(request):
+        body = json.dumps({"error": {"message": "gateway {} {}".format(request.headers.get("x-gateway-key"),
+                                                                        request.headers.get("authorization")),
+                                     "type": "invalid_request_error"}}).encode()
+        return [status(400, {"Content-Type": "application/json"}, framing="length"), send(body)]
+
+    session = requests.Session()
+    session.headers["X-Gateway-Key"] = "gw-session-secret-123456"
+    session.auth = ("bob", PASSWORD)
+    try:
+        with FaultServer(default=echo) as server:  # (x-api-key at a gateway: requests sends the session's Basic auth)
+            client = AutoLLMClient("claude-x", api_key="sk-ant-0123456789abc", client_type="anthropic",
+                                   base_url=server.url, session=session, max_retries=0)
+            with pytest.raises(UpstreamError) as caught:
+                list(client.streaming_response(USER))
+    finally:
+        session.close()
+    assert str(caught.value).startswith("gateway *** Basic *** (")
+    text = _traceback(caught.value)
+    assert "gw-session-secret-123456" not in text and PASSWORD not in text
+    assert "Ym9iOnB3LXVybC1zZWNyZXQtWjF4MkMzdjQ=" not in text  # base64 of bob:PASSWORD

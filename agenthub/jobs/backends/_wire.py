@@ -189,6 +189,7 @@ class Wire(object):
             headers = {}
         secrets = secret_values(headers, extra)
         secrets.extend(url_query_secrets(self.endpoint.base_url))
+        secrets.extend(transport.session_secrets(self.session))  # a caller's session: its headers, auth, proxies
         return sorted(set(s for s in secrets if s), key=len, reverse=True)
 
 
