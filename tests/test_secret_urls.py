@@ -338,3 +338,22 @@ def test_the_headers_and_auth_of_a_callers_session_are_scrubbed():
     text = _traceback(caught.value)
     assert "gw-session-secret-123456" not in text and PASSWORD not in text
     assert "Ym9iOnB3LXVybC1zZWNyZXQtWjF4MkMzdjQ=" not in text  # base64 of bob:PASSWORD
+
+
+def test_agenthub_chat_names_a_clashing_mcp_server_without_its_credentials(monkeypatch):
+    from agenthub.apps.chat import _check_tool_names
+
+    class Server(object):
+        name = None
+
+        def list_tools(self):
+            return [{"name": "search"}]
+
+    monkeypatch.setenv("S8_GITHUB_TOKEN", "ghp-env-secret-0123456789")
+    specs = ["https://one.example/mcp?token=" + TOKEN, "npx -y server-github --token ghp-env-secret-0123456789"]
+    with pytest.raises(ConfigError) as caught:
+        _check_tool_names([], [], specs, [Server(), Server()])
+    assert str(caught.value) == (
+        "two tools are named 'search': one from --mcp 'https://one.example/mcp?token=***' and one from --mcp "
+        "'npx -y server-github --token ***'; name a server to prefix its tools (NAME__search): --mcp "
+        "NAME=npx -y server-github --token ***")
