@@ -357,3 +357,18 @@ def test_agenthub_chat_names_a_clashing_mcp_server_without_its_credentials(monke
         "two tools are named 'search': one from --mcp 'https://one.example/mcp?token=***' and one from --mcp "
         "'npx -y server-github --token ***'; name a server to prefix its tools (NAME__search): --mcp "
         "NAME=npx -y server-github --token ***")
+
+
+@pytest.mark.parametrize("spec", [
+    "redis:/:{}@localhost:6379",  # one slash
+    "redis:{}@localhost",
+    "redis //:{}@localhost",  # not a scheme
+    "sqlite://:{}@host/x",  # a host in an SQLite URL
+])
+def test_a_malformed_store_url_is_named_without_its_password(spec):
+    from agenthub.stores import open_store
+
+    with pytest.raises(ConfigError) as caught:
+        open_store(spec.format(PASSWORD))
+    assert str(caught.value).startswith("store '") and "***@" in str(caught.value)
+    assert PASSWORD not in _traceback(caught.value)
