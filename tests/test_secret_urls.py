@@ -372,3 +372,17 @@ def test_a_malformed_store_url_is_named_without_its_password(spec):
         open_store(spec.format(PASSWORD))
     assert str(caught.value).startswith("store '") and "***@" in str(caught.value)
     assert PASSWORD not in _traceback(caught.value)
+
+
+@pytest.mark.parametrize("as_json", [False, True])
+def test_agenthub_models_shows_an_endpoint_variable_without_its_credentials(as_json):
+    import io
+
+    from agenthub.apps.terminal import print_models
+
+    out = io.StringIO()
+    print_models(out, as_json=as_json, routes=True,
+                 environ={"OPENAI_BASE_URL": "https://alice:{}@gw.example/v1?key={}".format(PASSWORD, TOKEN)})
+    text = out.getvalue()
+    assert "https://***@gw.example/v1?key=***" in text
+    assert PASSWORD not in text and TOKEN not in text
