@@ -386,3 +386,24 @@ def test_agenthub_models_shows_an_endpoint_variable_without_its_credentials(as_j
     text = out.getvalue()
     assert "https://***@gw.example/v1?key=***" in text
     assert PASSWORD not in text and TOKEN not in text
+
+
+def test_an_mcp_servers_own_credential_in_its_tool_result_never_reaches_the_model():
+    """A stdio server given a token in env= whose tool answers with its environment: the model gets the result
+    with the token as ``***`` (the result stays a result), and so do the run's messages."""
+    from agent_streams import chat_calls, chat_text
+    from mcp_support import stdio_command
+    from sse_server import Answer, SSEServer
+
+    env = {"FAKE_TOKEN": TOKEN, "FAKE_ANNOTATIONS": json.dumps({"env": {}})}  # (lists a tool "env")
+    with mcp.connect(stdio_command("modern", "annotated"), timeout=30, env=env) as tools, SSEServer() as server:
+        server.answers += [Answer([chat_calls([("call_1", "env", "{}")])]), Answer([chat_text("Done.")])]
+        client = AutoLLMClient("gpt-4o-mini", api_key="sk-test-mcp-runner-0001", base_url=server.url + "/v1",
+                               client_type="openai-chat", max_retries=0)
+        result = client.run([{"role": "user", "content_items": [{"type": "text", "text": "env?"}]}],
+                            tools=[tools]).result()
+        assert TOKEN in json.loads(tools.call_tool("env", {})["text"]).values()  # (the server does answer it)
+        sent = json.dumps(server.requests[1]["body"])
+    item = result.messages[1]["content_items"][0]
+    assert "is_error" not in item and json.loads(item["text"])["FAKE_TOKEN"] == "***"
+    assert TOKEN not in sent and TOKEN not in json.dumps(result.messages)
