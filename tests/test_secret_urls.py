@@ -306,7 +306,8 @@ def test_the_sent_request_a_hook_sees_shows_no_url_credential():
 
     port = _refused_port()
     client = AutoLLMClient("m", api_key="sk-header-key-0123456789", client_type="openai-chat", max_retries=0,
-                           hooks=[Hook()], base_url="http://alice:{}@127.0.0.1:{}/v1?key={}".format(PASSWORD, port, TOKEN))
+                           hooks=[Hook()],
+                           base_url="http://alice:{}@127.0.0.1:{}/v1?key={}".format(PASSWORD, port, TOKEN))
     with pytest.raises(TransportError):
         list(client.streaming_response(USER))
     assert seen == ["HttpRequest(method='POST', url='http://127.0.0.1:{}/v1', stream=True)".format(port)]
@@ -327,7 +328,8 @@ def test_the_headers_and_auth_of_a_callers_session_are_scrubbed():
     session.headers["X-Gateway-Key"] = "gw-session-secret-123456"
     session.auth = ("bob", PASSWORD)
     try:
-        with FaultServer(default=echo) as server:  # (x-api-key at a gateway: requests sends the session's Basic auth)
+        # (x-api-key at a gateway: requests sends the session's Basic auth)
+        with FaultServer(default=echo) as server:
             client = AutoLLMClient("claude-x", api_key="sk-ant-0123456789abc", client_type="anthropic",
                                    base_url=server.url, session=session, max_retries=0)
             with pytest.raises(UpstreamError) as caught:

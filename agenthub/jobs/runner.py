@@ -100,8 +100,8 @@ def row_tokens(usage: Any) -> int:
 
 def _route_name(route: Route) -> str:
     model, client_type, base_url = route
-    extra = ", ".join("{}={}".format(k, v) for k, v in (("client_type", client_type), ("base_url", shown_url(base_url)))
-                      if v)
+    named = (("client_type", client_type), ("base_url", shown_url(base_url)))  # (never its user:password, ?key=)
+    extra = ", ".join("{}={}".format(k, v) for k, v in named if v)
     return repr(model) + (" ({})".format(extra) if extra else "")
 
 
