@@ -14,7 +14,8 @@ from urllib.parse import urlsplit, urlunsplit
 
 __all__ = ["PUBLIC_HEADERS", "is_public_header", "secret_values", "redact_headers", "redact_url", "url_secrets",
            "scrub_text", "body_secrets", "redact_mcp_servers", "url_query_secrets", "redact_url_query",
-           "SECRET_ENV_NAME", "env_secrets", "scrub_free_text", "text_secrets"]
+           "SECRET_ENV_NAME", "env_secrets", "scrub_free_text", "text_secrets", "shown_url",
+           "request_url_secrets"]
 
 #: request headers whose values are not credentials (all others are treated as secret)
 PUBLIC_HEADERS = frozenset((
@@ -74,13 +75,14 @@ def url_secrets(url: Any) -> List[str]:
         return []
     if parts is None or "@" not in parts.netloc:
         return []
-    userinfo = parts.netloc.rsplit("@", 1)[0]
-    pieces = [userinfo] + userinfo.split(":", 1)
-    # requests sends them as ``Authorization: Basic base64(user:password)`` (unquoted, latin-1): a server
-    # that echoes that header echoes the credential in this spelling too
     from base64 import b64encode
     from urllib.parse import unquote
 
+    userinfo = parts.netloc.rsplit("@", 1)[0]
+    # as written, and decoded (``p%40ss`` is sent as ``p@ss``: a server may echo the password it decoded)
+    pieces = [userinfo] + userinfo.split(":", 1) + [unquote(piece) for piece in userinfo.split(":", 1)]
+    # requests sends them as ``Authorization: Basic base64(user:password)`` (unquoted, latin-1): a server
+    # that echoes that header echoes the credential in this spelling too
     for raw in {userinfo, unquote(userinfo)}:
         if ":" not in raw:
             raw += ":"
@@ -129,6 +131,15 @@ def url_query_secrets(url: Any) -> List[str]:
     return sorted(set(secret_values(None, values)) | set(url_secrets(url)), key=len, reverse=True)
 
 
+def request_url_secrets(url: Any) -> List[str]:
+    """The credentials a request's URL carries: its ``user:password@`` and the values of its query parameters
+    named like one (``key=``, ``token=``, ``sig=``, ...; not an ``api-version=`` the host added)."""
+    found = url_secrets(url)
+    if isinstance(url, str) and "=" in url:
+        found += [s for s in text_secrets(url) if len(s) >= MIN_SECRET]
+    return sorted(set(found), key=len, reverse=True)
+
+
 def redact_url_query(url: Any) -> Any:
     """``url`` safe to show: ``user:password@`` as ``***@`` and every query value as ``***``."""
     url = redact_url(url)
@@ -140,6 +151,26 @@ def redact_url_query(url: Any) -> Any:
         return url.split("?", 1)[0] + "?***"
     query = "&".join(piece.split("=", 1)[0] + ("=***" if "=" in piece else "") for piece in parts.query.split("&"))
     return urlunsplit((parts.scheme, parts.netloc, parts.path, query, parts.fragment))
+
+
+#: what may be a ``user:password@`` in a string that is not a well-formed URL (``https:/u:p@h``, ``htps://...``)
+_LOOSE_USERINFO = re.compile(r"[^/@\s]*@")
+
+
+def shown_url(url: Any) -> Any:
+    """A URL the caller gave (a base URL, a job row's) as an error or a repr may show it: ``user:password@``
+    as ``***@`` and every query value as ``***``; in a string that does not parse as a URL (the very reason
+    an error names it), whatever stands before an ``@`` too."""
+    shown = redact_url_query(url)
+    if not isinstance(shown, str) or "@" not in shown:
+        return shown
+    try:
+        if urlsplit(shown).netloc:
+            return shown  # (an authority: its userinfo, if any, is *** already)
+    except ValueError:
+        pass
+    head, sep, tail = shown.partition("?")
+    return _LOOSE_USERINFO.sub("***@", head) + sep + tail
 
 
 def body_secrets(body: Any) -> List[str]:

@@ -437,12 +437,12 @@ def run_attempts(call: Attempt, watch: Any, *, encode: Callable[[Any], Any], con
             explain(exc, call.sent)
         if exc.__dict__.get("_agenthub_stop") is _STOP:
             return False
+        if secrets is not None:  # (first: an abort or the deadline below chains it as the cause)
+            scrub(exc, secrets(call.sent, call.config))
         if watch.reason is not None:  # the failure is the abort (or the deadline) showing through
             raise _stopped(client, watch, total) from exc
         if deadline is not None and _is_transport(exc) and time.monotonic() >= deadline:
             raise _stopped(client, watch, total, "deadline") from exc
-        if secrets is not None:
-            scrub(exc, secrets(call.sent, call.config))
         call.error = exc
         call.retry = bool(retryable and getattr(exc, "retryable", False) and tries < max_retries)
         call.delay = backoff(tries, getattr(exc, "retry_after", None)) if call.retry else None

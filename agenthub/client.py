@@ -52,7 +52,7 @@ from .attempts import (DEFAULT_CONNECT_TIMEOUT, DEFAULT_READ_TIMEOUT, Attempt, A
                        run_attempts, scrub)
 from .failover import Route, merge_hooks, run_routes, unwell
 from .answers import starts_stream
-from ._redact import redact_url, secret_values, url_secrets
+from ._redact import secret_values, shown_url, url_query_secrets
 from ._redact import body_secrets
 from .breaker import settings as breaker_settings
 from .hosts.trust import circuit_host, route_host, url_host, url_server  # the one host rule: which host a request connects to
@@ -300,7 +300,7 @@ class AutoLLMClient(object):
 
     def __repr__(self) -> str:
         return "AutoLLMClient(model={!r}, client_type={!r}, base_url={!r})".format(
-            self.model, self.client_type, redact_url(self._endpoint.base_url))
+            self.model, self.client_type, shown_url(self._endpoint.base_url))
 
     # pickling (process pools, Ray, Spark): the session (sockets), locks and module are rebuilt where it lands
     def __getstate__(self) -> Dict[str, Any]:
@@ -940,13 +940,14 @@ class AutoLLMClient(object):
         key = self._endpoint.api_key
         values = [v for v in self._endpoint.headers.values() if isinstance(v, str)]
         values.extend(key.secrets() if hasattr(key, "secrets") else [key] if isinstance(key, str) and key else [])
-        return values + url_secrets(self._endpoint.base_url)
+        return values + url_query_secrets(self._endpoint.base_url)  # user:password@, a ?key= of a gateway's
 
     def _secrets(self, request: Any, config: Optional[Mapping[str, Any]] = None) -> List[str]:
         """What to scrub from an error: the client's credential values, every request header's value but the
         few public ones (a gateway's own auth header too), extra_headers whatever their names, mcp_servers'."""
         extra = self.credential_values() + list(((config or {}).get("extra_headers") or {}).values())
         extra.extend(body_secrets(getattr(request, "body", None)))  # config["mcp_servers"] credentials
+        extra.extend(_transport().session_secrets(self._session))  # session= headers and auth, a proxy's
         return sorted(set(secret_values(getattr(request, "headers", None), extra)), key=len, reverse=True)
 
     def _get_session(self) -> Any:
@@ -996,7 +997,7 @@ def _missing_v1(client_type: str, base_url: str) -> Optional[str]:
     if any(part.lower().startswith("v1") for part in path.split("/")) or "/api/" in path + "/":
         return None
     return ("the base_url has no /v1 (OpenAI-compatible servers answer at /v1/chat/completions and "
-            "/v1/responses): try base_url='{}/v1'".format(redact_url(base_url.rstrip("/"))))
+            "/v1/responses): try base_url='{}/v1'".format(shown_url(base_url.rstrip("/"))))
 
 
 _RUN = None  # type: Optional[Type[Run]]  # agenthub.agent.runner.Run, imported at the first run (not looked up a run)

@@ -25,6 +25,7 @@ Redirects are not followed: a provider API never redirects a POST, and following
 one would carry the key's headers to wherever the redirect points.
 """
 
+import base64
 import itertools
 import json
 import os
@@ -41,7 +42,7 @@ import requests
 import requests.adapters
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
-from ._redact import redact_url, secret_values, url_secrets
+from ._redact import redact_url, request_url_secrets, scrub_free_text, secret_values, url_secrets
 from ._redact import body_secrets
 from .answers import body_text, error_from_body as _default_error_from_body, is_html, page_text
 from .errors import AgentHubError, StreamProtocolError, TransportError, preview
@@ -268,7 +269,7 @@ def _safe_cause(exc: BaseException, request: HttpRequest) -> Optional[BaseExcept
     (a header value or the URL's user:password) or is a preparation failure, whose message may."""
     if _unsent(exc):
         return None
-    secrets = secret_values(request.headers) + url_secrets(request.url)
+    secrets = secret_values(request.headers) + request_url_secrets(request.url)
     seen = 0
     current = exc  # type: Optional[BaseException]
     while current is not None and seen < 8:
@@ -359,7 +360,8 @@ def _why(exc: BaseException, what: str) -> str:
         return "the server closed the connection without answering"
     if any(isinstance(e, (requests.exceptions.InvalidURL, requests.exceptions.InvalidSchema,
                           requests.exceptions.MissingSchema)) for e in chain):
-        return "the URL is not one requests can send to ({})".format(preview(str(exc), 120))
+        # (requests names the URL it could not parse: a proxy's from the environment too, password and all)
+        return "the URL is not one requests can send to ({})".format(preview(scrub_free_text(str(exc)), 120))
     if "incompleteread" in words or "connection broken" in words or "invalidchunklength" in words:
         return "the connection broke in the middle of the answer"
     if any(isinstance(e, (BrokenPipeError, OSError)) and getattr(e, "strerror", None) for e in chain):
@@ -1153,7 +1155,7 @@ class RecordingAdapter(requests.adapters.HTTPAdapter):
                                                       cert=cert, proxies=proxies)
         # every header value but the public ones (content type, user agent, ...) is a secret: a
         # gateway's own auth header, a cookie, whatever the caller added
-        secrets = secret_values(request.headers) + url_secrets(request.url) + body_secrets(request.body)
+        secrets = secret_values(request.headers) + request_url_secrets(request.url) + body_secrets(request.body)
         method, url, body = request.method, request.url, request.body
         status, headers = response.status_code, dict(response.headers)
 
@@ -1199,3 +1201,30 @@ def pin_environment(session: requests.Session, url: str) -> None:
         session.verify = settings["verify"]
     if auth:
         session.auth = auth
+
+
+#: the variables requests reads a proxy from (any case)
+_PROXY_ENV = ("http_proxy", "https_proxy", "all_proxy")
+
+
+def session_secrets(session: Any) -> List[str]:
+    """What requests adds from ``session`` to every request, never to be shown (a server or a proxy may echo
+    it in an error page): its headers' values but the public ones', its ``auth`` (user:password and the
+    ``Basic`` value made of it), and the credentials of the proxies it may send through (its ``proxies``,
+    and the environment's when it trusts it: each ``user:password@`` and its ``Proxy-Authorization``)."""
+    found = secret_values(getattr(session, "headers", None) or {})
+    auth = getattr(session, "auth", None)
+    pair = auth if isinstance(auth, tuple) else (getattr(auth, "username", None), getattr(auth, "password", None))
+    if len(pair) == 2 and all(isinstance(part, (str, bytes)) for part in pair):
+        user, password = (part.decode("latin-1") if isinstance(part, bytes) else part for part in pair)
+        found.extend(secret_values(None, [password, "{}:{}".format(user, password)]))
+        try:  # requests' Basic value (latin-1, as it encodes a str)
+            found.extend(secret_values(None, [base64.b64encode("{}:{}".format(user, password).encode("latin-1"))
+                                              .decode("ascii")]))
+        except UnicodeEncodeError:
+            pass
+    proxies = [value for value in (getattr(session, "proxies", None) or {}).values() if isinstance(value, str)]
+    if getattr(session, "trust_env", False):
+        proxies.extend(value for name, value in os.environ.items() if name.lower() in _PROXY_ENV)
+    found.extend(secret for proxy in proxies for secret in url_secrets(proxy))
+    return sorted(set(found), key=len, reverse=True)

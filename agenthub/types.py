@@ -344,6 +344,12 @@ class HttpRequest:
     #: the JSON text of the body's message list made beforehand (``providers._common.Encoded``), or None
     encoded: Any = field(default=None, repr=False, compare=False)
 
+    def __repr__(self) -> str:  # the URL as an error's url field shows it (no user:password@, no ?key=)
+        from .errors import safe_url
+
+        return "HttpRequest(method={!r}, url={!r}, stream={!r})".format(
+            self.method, safe_url(self.url), self.stream)
+
     @property
     def max_output(self) -> Optional[int]:
         """The output limit (tokens) this request asks for; None when it names none."""

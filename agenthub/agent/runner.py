@@ -69,7 +69,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Set, Tuple
 
 from ..catalog import call_cost
-from .._redact import scrub_free_text
+from .._redact import scrub_free_text, scrub_text
 from ..errors import (AgentHubError, ConfigError, EmptyResponseError, StreamProtocolError, UnsupportedParameterError,
                       UpstreamError)
 from ..output.parse import MAX_RETRIES as MAX_OUTPUT_RETRIES, judge
@@ -2104,6 +2104,11 @@ class Run(object):
         finally:
             _CURRENT.reset(token)
         item = result_item(value, call_id)
+        if entry.kind == "provider" and isinstance(item.get("text"), str):
+            # the credentials the caller gave for reaching it (an MCP server's headers, its URL's token, its env=
+            # values) never reach the model, whatever the server answers
+            own = getattr(entry.provider, "credential_values", None)
+            item["text"] = scrub_text(item["text"], own() if callable(own) else ())
         if item.get("is_error"):  # a provider's (an MCP server's) error text: scrubbed as an exception's
             item["text"] = scrub_free_text(item["text"], self._credentials)
         return item

@@ -573,12 +573,14 @@ def _mcp_spec(spec: str) -> Any:
 def _check_tool_names(tool_specs: List[str], tools: List[Any], mcp_specs: List[str], servers: List[Any]) -> None:
     """Two tools of one name (two ``--mcp`` servers, or a server and a ``--tool``) named by the options
     that brought them, with the way out: ``--mcp NAME=...`` prefixes a server's tools."""
+    from .._redact import scrub_free_text
     from ..errors import ConfigError
 
     owners = {}  # type: Dict[str, str]  # tool name -> the option that brought it
     for spec, function in zip(tool_specs, tools):
         owners[getattr(function, "name", spec)] = "--tool {}".format(spec)
     for spec, server in zip(mcp_specs, servers):
+        spec = scrub_free_text(spec)  # (a URL's ?token= or password, a key the shell put in the command: ***)
         prefix = getattr(server, "name", None)
         for listed in server.list_tools() or ():
             original = listed.get("name") if isinstance(listed, dict) else None

@@ -6,6 +6,7 @@ import os
 import re
 from typing import Any, List, Mapping, Optional, TextIO
 
+from .._redact import shown_url
 from ..stream import text_is_utf8
 
 __all__ = ["Printer", "usage_line", "model_line", "print_models", "printable", "safe", "is_terminal"]
@@ -238,7 +239,7 @@ def print_models(out: TextIO, as_json: bool = False, provider: Optional[str] = N
     rows = list_models()
     for row in rows:  # where a request goes today: the variable's endpoint when it is set
         named = env.get(row["base_url_env"]) if row.get("base_url_env") else None
-        row["endpoint"] = named or row["base_url"]
+        row["endpoint"] = shown_url(named) or row["base_url"]  # (its user:password@ and query values: ***)
     if as_json:
         out.write(json.dumps(rows, indent=2) + "\n")
         return 0

@@ -45,6 +45,7 @@ import re
 from typing import Any, Dict, Mapping, Optional, Tuple
 from urllib.parse import quote, urlsplit
 
+from .._redact import shown_url
 from ..errors import ConfigError, UnsupportedOperationError
 from . import Host, has_header
 from .credentials import bearer_token, is_token_provider
@@ -137,7 +138,7 @@ def _authorise(method: str, url: str, headers: Dict[str, str], data: Optional[by
 def _check_endpoint(url: Any, what: str, example: str = "https://<resource>.openai.azure.com") -> str:
     if not isinstance(url, str) or not re.match(r"^https?://[^/\s]", url):
         raise ConfigError("{} must be an http(s) URL like {} (got {!r})".format(
-            what, example, url if isinstance(url, str) else type(url).__name__))
+            what, example, shown_url(url) if isinstance(url, str) else type(url).__name__))
     check_base_url(url, what)  # the host every parser reads alike (hosts.trust)
     parts = urlsplit(url)
     if parts.query or parts.fragment:

@@ -24,6 +24,7 @@ import ipaddress
 import re
 from typing import Any, Iterable, Optional, Tuple
 
+from .._redact import shown_url
 from ..errors import ConfigError
 
 __all__ = ["check_model_segments", "url_host", "route_host", "url_origin", "url_server", "circuit_host", "authority_host", "authority_parts", "check_base_url",
@@ -168,7 +169,7 @@ def check_base_url(url: Any, what: str = "base_url") -> str:
     (it names the problem and the character, never the URL's user part)."""
     start = _SCHEME.match(url) if isinstance(url, str) else None
     if start is None or url[start.end():start.end() + 1] in ("", "/", "?", "#") or url[start.end()].isspace():
-        shown = url if isinstance(url, str) else type(url).__name__
+        shown = shown_url(url) if isinstance(url, str) else type(url).__name__  # never its user:password
         raise ConfigError("{} must be an http(s) URL (got {!r})".format(what, shown if len(shown) < 200 else
                                                                            shown[:200] + "..."))
     try:

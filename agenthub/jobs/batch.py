@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 from .. import hosts, registry
-from .._redact import redact_url
+from .._redact import shown_url
 from ..errors import AgentHubError, ConfigError, upstream_error
 from ..stream import Collector, drive, surrogates_escaped, surrogates_shown
 from ..validate import check_config
@@ -403,7 +403,7 @@ def _plan_row(row: JobRow, choice: str, cache: Dict[Tuple[Any, ...], Any], typed
     if not _vendor_endpoint(row, name, client):
         raise ConfigError("{!r} routes to {}, which is not {}'s own endpoint: no {} batch engine there (a row "
                           "with its own base_url is taken at its word)".format(
-                              row.model, redact_url(client.base_url), _vendor_name(client), name))
+                              row.model, shown_url(client.base_url), _vendor_name(client), name))
     embeddings = client.protocol.name.endswith("-embeddings")  # the client of an embedding model
     api = "embeddings" if embeddings else hosts.client_type(kind).facts.batch_api  # the row's dialect's
     why = _backends.backend(name).why_not(api)
@@ -500,8 +500,8 @@ def _plan(input_path: str, choice: str, wanted: Callable[[JobRow], bool],
             chosen = [group.items[i] for i in chunk]
             records.append({
                 "backend": name, "client_type": kind, "model": model, "api": api,
-                "base_url": redact_url(base_url),
-                "row_client_type": row_type, "row_base_url": redact_url(row_base) if row_base else None,
+                "base_url": shown_url(base_url),
+                "row_client_type": row_type, "row_base_url": shown_url(row_base) if row_base else None,
                 "ids": [rid for rid, _, _, _ in chosen],
                 "custom_ids": {rid: custom for rid, custom, _, _ in chosen if custom != rid},
                 "remote": None, "submitted_at": None, "last": None,

@@ -33,6 +33,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
+from .._redact import shown_url
 from ..attempts import Attempt, register, unregister
 from ..client import AutoLLMClient
 from ..errors import (AgentHubError, BudgetExceededError, ConfigError, OutputRefusedError, OutputValidationError,
@@ -99,7 +100,8 @@ def row_tokens(usage: Any) -> int:
 
 def _route_name(route: Route) -> str:
     model, client_type, base_url = route
-    extra = ", ".join("{}={}".format(k, v) for k, v in (("client_type", client_type), ("base_url", base_url)) if v)
+    named = (("client_type", client_type), ("base_url", shown_url(base_url)))  # (never its user:password, ?key=)
+    extra = ", ".join("{}={}".format(k, v) for k, v in named if v)
     return repr(model) + (" ({})".format(extra) if extra else "")
 
 

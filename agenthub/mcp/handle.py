@@ -129,6 +129,12 @@ class Server(object):
     def __repr__(self) -> str:
         return "<agenthub.mcp.Server {} {}>".format(self.name or self._channel.label, self.protocol_version)
 
+    def credential_values(self) -> List[str]:
+        """What reaching this server takes, never to be shown or sent elsewhere: the values of ``headers``,
+        the URL's ``user:password@`` and query values (HTTP); the ``env`` values and the environment's secrets
+        the process got (stdio).  A run scrubs them from this server's tool results before the model sees them."""
+        return list(self._channel.secrets)
+
     # -- start-up -------------------------------------------------------------------------------------
     def _start(self) -> None:
         session = self._session

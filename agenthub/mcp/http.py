@@ -29,7 +29,7 @@ import weakref
 from typing import Any, Callable, Dict, Iterator, List, Optional, Set, Tuple
 
 from .. import transport as _transport
-from .._redact import redact_url, secret_values, url_secrets
+from .._redact import redact_url, secret_values, url_query_secrets
 from ..answers import error_from_body as _default_error_from_body, starts_stream
 from ..attempts import backoff
 from ..errors import AgentHubError, ConfigError, StreamProtocolError, TransportError, UpstreamError, preview
@@ -241,7 +241,9 @@ class _Step(object):
 
     def settle(self, error: AgentHubError) -> AgentHubError:
         """The error to raise for ``error``: the abort or the deadline when either came (they win over
-        what the cut made the transport say), scrubbed of the channel's secrets."""
+        what the cut made the transport say), scrubbed of the channel's secrets (and so is ``error``, then
+        its cause)."""
+        scrub(error, self.channel.secrets)
         if not error.__dict__.get("_mcp_stop") and (
                 self.watch.reason is not None or (isinstance(error, TransportError) and self.left() <= 0)):
             stop = _stopped(self.channel.label, self.watch, self.timeout,
@@ -364,7 +366,7 @@ class HttpChannel(Channel):
                 raise ConfigError("header {!r}: a line break is not allowed in a header".format(
                     key if "\n" not in key else "(name)"))
         self.headers = dict(headers or {})
-        self.secrets = sorted(set(secret_values({}, self.headers.values())) | set(url_secrets(url)),
+        self.secrets = sorted(set(secret_values({}, self.headers.values())) | set(url_query_secrets(url)),
                               key=len, reverse=True)
         self.timeout = timeout
         self.label = name or redact_url(url.split("?", 1)[0])

@@ -37,6 +37,7 @@ import time
 import weakref
 from typing import Any, Callable, Deque, Dict, List, Optional, Tuple
 
+from .._redact import env_secrets
 from ..errors import AgentHubError, ConfigError, StreamProtocolError, TransportError, preview
 from . import jsonrpc
 from .channel import Answer, Channel, modern_refusal, scrub, weak_handler
@@ -494,8 +495,10 @@ class StdioChannel(Channel):
         merged = environment(env, inherit_env)
         self.label = name or os.path.basename(command[0])
         self.timeout = timeout
-        # the values given in env= are the caller's secrets: kept out of errors
-        self.secrets = sorted({v for v in (env or {}).values() if len(v) >= 8}, key=len, reverse=True)
+        # the values given in env= are the caller's secrets, and so are the secrets of the environment the server
+        # gets (all of this process's with inherit_env): kept out of errors (its log may print them)
+        self.secrets = sorted({v for v in (env or {}).values() if len(v) >= 8} | set(env_secrets(merged)),
+                              key=len, reverse=True)
         try:
             process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                        stderr=subprocess.PIPE, env=merged, cwd=cwd, bufsize=0,

@@ -45,9 +45,9 @@ __all__ = [
 
 
 def _redact_url(url: str) -> str:
-    from .._redact import redact_url
+    from .._redact import shown_url
 
-    return redact_url(url)
+    return shown_url(url)
 
 
 class Endpoint(object):

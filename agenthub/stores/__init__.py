@@ -16,7 +16,7 @@ import os
 import time
 from typing import Any, Callable, Dict, Optional, Tuple
 
-from .._redact import redact_url
+from .._redact import shown_url
 from ..errors import ConfigError
 from .files import make_folder
 from .base import LEASE_SECONDS, SCHEMA_VERSION, Store, StoreError, check_key
@@ -65,7 +65,7 @@ def open_store(spec: Any, *, clock: Optional[Callable[[], float]] = None, direct
         return SQLiteStore("sqlite:///" + os.path.join(path, "agenthub-cache.sqlite3"))
     raise ConfigError("store {!r}: not a store URL (sqlite:///relative/path, sqlite:////absolute/path, "
                       "redis://host:port/db or rediss://...){}".format(
-                          redact_url(spec)[:80],
+                          shown_url(spec)[:80],
                           "; unknown scheme {!r}".format(scheme[:20]) if scheme else ""))
 
 

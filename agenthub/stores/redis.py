@@ -30,7 +30,7 @@ import time
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 from urllib.parse import parse_qsl, urlsplit
 
-from .._redact import redact_url
+from .._redact import redact_url, shown_url
 from ..errors import ConfigError
 from .base import SCHEMA_VERSION, Store, StoreError
 from .journal import check_entries, lost_lease
@@ -129,7 +129,7 @@ def _parse_reply(data: bytes, at: int) -> Tuple[Any, int]:
 
 def parse_redis_url(url: str) -> Tuple[str, float, float]:
     """(the URL for redis-py without agenthub's options, socket timeout, wait); ConfigError when malformed."""
-    shown = redact_url(url)
+    shown = shown_url(url)  # (a malformed one too: its password never shows)
     try:
         parts = urlsplit(url)
         port = parts.port

@@ -19,6 +19,7 @@ import threading
 import time
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
+from .._redact import shown_url
 from ..errors import ConfigError
 from .base import SCHEMA_VERSION, StateStore, StoreError
 from .files import check_folder, make_file
@@ -68,7 +69,7 @@ def sqlite_path(url: str) -> str:
     prefix = "sqlite:///"
     if not url.startswith(prefix) or "?" in url or "#" in url:
         raise ConfigError("store {!r}: an SQLite store is sqlite:///relative/path or sqlite:////absolute/path "
-                          "(no host, no query)".format(url[:120]))
+                          "(no host, no query)".format(shown_url(url)[:120]))
     path = url[len(prefix):]
     if not path or path.endswith("/") or "\x00" in path:
         raise ConfigError("store {!r}: names no file".format(url[:120]))

@@ -17,7 +17,7 @@ from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Tuple
 
 from ... import hosts, transport
 from ...attempts import RETRY_AFTER_CAP, Attempt, AttemptHook, Timeout, run_attempts
-from ..._redact import secret_values, url_secrets
+from ..._redact import secret_values, url_query_secrets
 from ...errors import AgentHubError, UpstreamError
 from ...providers._common import Endpoint
 from ...sse import DEFAULT_MAX_LINE_BYTES
@@ -188,7 +188,8 @@ class Wire(object):
         except AgentHubError:
             headers = {}
         secrets = secret_values(headers, extra)
-        secrets.extend(url_secrets(self.endpoint.base_url))
+        secrets.extend(url_query_secrets(self.endpoint.base_url))
+        secrets.extend(transport.session_secrets(self.session))  # a caller's session: its headers, auth, proxies
         return sorted(set(s for s in secrets if s), key=len, reverse=True)
 
 
