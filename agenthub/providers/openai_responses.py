@@ -122,8 +122,6 @@ import re
 from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 from ..errors import EmptyResponseError, upstream_error
-from ..hosts.trust import host_is
-from ..output.shape import strict_refused
 from ..resume import resource_segment
 from ..sse import SSEEvent
 from ..stream import StreamEnd, with_service_tier
@@ -375,14 +373,126 @@ def _reasoning(config: Mapping[str, Any], reasons: bool, efforts: Optional[Tuple
     return out
 
 
+#: keywords whose value is JSON data, not a schema (strict_refused does not look inside them)
+_SCHEMA_DATA = frozenset(["enum", "const", "examples", "default"])
+
+
+# -- OpenAI's strict mode, as documented: "Structured model outputs", "Supported schemas"
+# -- (https://platform.openai.com/docs/guides/structured-outputs#supported-schemas, read 2026-12): the types
+# -- string, number, boolean, integer, object, array, enum and anyOf; for strings ``pattern`` and ``format`` (the
+# -- nine formats below), for numbers ``multipleOf``, ``maximum``, ``exclusiveMaximum``, ``minimum``,
+# -- ``exclusiveMinimum``, for arrays ``minItems`` and ``maxItems``; definitions (``$defs`` / ``$ref``, recursion
+# -- included); ``additionalProperties: false`` on every object and every property in ``required``; the root an
+# -- object, not anyOf.  "Not yet supported": the composition keywords ``allOf``, ``not``, ``dependentRequired``,
+# -- ``dependentSchemas``, ``if``, ``then``, ``else`` (and, for fine-tuned models only, ``minLength``,
+# -- ``maxLength``, ``pattern``, ``format``, ``minimum``, ``maximum``, ``multipleOf``, ``patternProperties``,
+# -- ``minItems``, ``maxItems``: so the base models take ``minLength`` and ``maxLength``).  Anything else
+# -- (``oneOf``, ``uniqueItems``, ``prefixItems``, ``minProperties``, OpenAPI's ``nullable``, ...) is not
+# -- promised: such a keyword is "not permitted", a 400 ("'uniqueItems' is not permitted").
+
+#: the keywords OpenAI's strict mode documents (besides annotations, ``OPENAI_STRICT_NOTES``)
+OPENAI_STRICT_KEYWORDS = frozenset([
+    "type", "properties", "required", "additionalProperties", "items", "anyOf", "enum", "const", "$ref", "$defs",
+    "definitions", "pattern", "format", "multipleOf", "maximum", "exclusiveMaximum", "minimum", "exclusiveMinimum",
+    "minItems", "maxItems", "minLength", "maxLength"])
+#: annotations: they only describe (OpenAI reads the descriptions)
+OPENAI_STRICT_NOTES = frozenset(["description", "title", "examples", "$comment", "$schema", "$id"])
+#: the string formats OpenAI's strict mode takes
+OPENAI_STRICT_FORMATS = frozenset(["date-time", "time", "date", "duration", "email", "hostname", "ipv4", "ipv6",
+                                   "uuid"])
+#: the keywords OpenAI documents as "not yet supported" in strict mode: a strict schema of the caller's own with
+#: one of them (or without the closed, all-required objects strict mode needs) is an UnsupportedParameterError on
+#: OpenAI's and Azure OpenAI's endpoints (``strict_refused``)
+OPENAI_STRICT_UNSUPPORTED = frozenset(["allOf", "not", "dependentRequired", "dependentSchemas", "if", "then",
+                                       "else"])
+
+
+def strict_holds(schema: Any) -> bool:
+    """Whether a strict form (``strict_schema``'s) is one OpenAI's strict mode takes: no open map (an object
+    whose ``additionalProperties`` is not false: ``Dict[str, X]``), no schema that names no type (``Any``),
+    no array without ``items`` (a bare ``list``, a fixed ``Tuple``'s ``prefixItems``), only the keywords and
+    formats its "Supported schemas" name (not a ``Set``'s ``uniqueItems``, ``oneOf``, ``allOf``, ``not``, ...).
+    When it does not, the schema goes out with ``strict: false`` (a 400 otherwise): the model is guided by it,
+    and the answer is validated and re-asked all the same."""
+    if isinstance(schema, list):
+        return all(strict_holds(child) for child in schema)
+    if not isinstance(schema, dict):
+        return schema is not True
+    kind = schema.get("type")
+    kinds = kind if isinstance(kind, list) else [kind]
+    if not any(k in schema for k in ("type", "anyOf", "$ref", "enum", "const")):
+        return False
+    if "object" in kinds and schema.get("additionalProperties") is not False:
+        return False
+    if "array" in kinds and "items" not in schema:
+        return False
+    if "format" in schema and schema["format"] not in OPENAI_STRICT_FORMATS:
+        return False
+    for key, child in schema.items():
+        if key in ("properties", "$defs", "definitions"):
+            if isinstance(child, dict) and not all(strict_holds(sub) for sub in child.values()):
+                return False
+        elif key in ("items", "anyOf", "additionalProperties"):
+            if child is not False and not strict_holds(child):
+                return False
+        elif key not in OPENAI_STRICT_KEYWORDS and key not in OPENAI_STRICT_NOTES:
+            return False
+    return True
+
+
+def strict_refused(schema: Any, root: str = "schema") -> Optional[str]:
+    """What OpenAI documents its strict mode refuses in ``schema`` (the first found, in words naming where):
+    a keyword of ``OPENAI_STRICT_UNSUPPORTED``, an object without ``additionalProperties: false``, a property
+    left out of ``required``, a root that is not an object.  None when it holds none of them."""
+    if not isinstance(schema, Mapping) or schema.get("type") != "object":
+        return "{} is not an object at its root (strict mode takes an object there, not an array or an anyOf)".format(
+            root)
+    return _refused(schema, root)
+
+
+def _refused(schema: Any, where: str) -> Optional[str]:
+    if isinstance(schema, list):
+        for i, child in enumerate(schema):
+            found = _refused(child, "{}[{}]".format(where, i))
+            if found:
+                return found
+        return None
+    if not isinstance(schema, Mapping):
+        return None
+    kind = schema.get("type")
+    if kind == "object" or isinstance(kind, list) and "object" in kind:
+        if schema.get("additionalProperties") is not False:
+            return "{} is an object without additionalProperties false (strict mode needs it on every object)".format(
+                where)
+        missing = [name for name in schema.get("properties") or () if name not in (schema.get("required") or ())]
+        if missing:
+            return "{}['required'] leaves out {} (strict mode needs every property required: make it nullable " \
+                   "instead)".format(where, ", ".join(repr(name) for name in missing))
+    for key, child in schema.items():
+        at = "{}[{!r}]".format(where, key)
+        if key in OPENAI_STRICT_UNSUPPORTED:
+            return "{} is not supported in strict mode ({} are not)".format(
+                at, ", ".join(sorted(OPENAI_STRICT_UNSUPPORTED)))
+        if key in ("properties", "$defs", "definitions", "patternProperties") and isinstance(child, Mapping):
+            for name, sub in child.items():
+                found = _refused(sub, "{}[{!r}]".format(at, name))
+                if found:
+                    return found
+        elif key not in _SCHEMA_DATA:
+            found = _refused(child, at)
+            if found:
+                return found
+    return None
+
+
 def check_strict(endpoint: Endpoint, config: Mapping[str, Any],
                  response_format: Optional[Mapping[str, Any]]) -> None:
     """On OpenAI's API and Azure OpenAI, a strict schema of the caller's own (a ``response_format`` whose
     ``strict`` is true, the default, or a strict tool's ``parameters``) that OpenAI documents its strict mode
-    refuses (``agenthub.output.shape.strict_refused``: a keyword it does not support, an open object, a property
+    refuses (``strict_refused``: a keyword it does not support, an open object, a property
     left out of ``required``) raises UnsupportedParameterError before sending (a 400 there).  A compatible
     server speaking the dialect has a subset of its own: its schemas go as they are."""
-    if not (endpoint.client_type in ("azure", "azure-responses") or host_is(endpoint.base_url, ("api.openai.com",))):
+    if not (endpoint.client_type in ("azure", "azure-responses") or endpoint.quirks.get("first_party")):
         return
     client = endpoint.client_type
     fix = ": send it with strict False (the answer is then not held to the schema), or change the schema"
@@ -1529,7 +1639,7 @@ def count_request(plan: HttpRequest, model: str, quirks: Mapping[str, Any], form
 
 PROTOCOL = Protocol(
     "openai-responses", __name__, build_request, parse_stream, parse_document=parse_document, parse_payloads=_parse,
-    quirk_keys=("encrypted_reasoning", "fast_mode", "reasoning", "reasoning_efforts", "response_formats"),
+    quirk_keys=("encrypted_reasoning", "fast_mode", "first_party", "reasoning", "reasoning_efforts", "response_formats"),
     embeddings="openai_embeddings", demo=("gpt-5.5", "OpenAI Responses"),
     models_request=openai_models_request, parse_models=parse_data_list,
     accepts=("background", "compaction", "mcp_servers"), compaction_format="openai",
