@@ -332,3 +332,66 @@ def test_a_call_whose_arguments_did_not_parse_is_not_run_with_none_after_a_crash
     assert [m for m in server.requests[1]["body"]["messages"] if m["role"] == "tool"] == [
         {"role": "tool", "tool_call_id": "c1", "content": error},
         {"role": "tool", "tool_call_id": "c2", "content": "Rome: open"}]
+
+
+def journal_for(kind, tmp_path):
+    return MemoryStore() if kind == "memory" else "sqlite:///" + str(tmp_path / "runs.db")
+
+
+def plain(messages):
+    return [{k: v for k, v in m.items() if k != "created_at"} for m in messages]
+
+
+@pytest.mark.parametrize("kind", ["memory", "sqlite"])
+@pytest.mark.parametrize("again", ["none", "same-message"])
+def test_run_stateful_resumes_a_journaled_approval_stop_on_the_same_client(kind, again, tmp_path):
+    """The client's history holds the run's first turn (the call waiting): run_stateful(None, decisions=...) (or
+    the same call again, the same message) under the run_id resumes the journaled run, not a JournalError
+    mismatch; the history ends as a fresh client's resume leaves it, and the call ran once."""
+    journal = journal_for(kind, tmp_path)
+    with SSEServer() as server:
+        server.answers += [Answer([chat_calls([("c1", "delete_file", '{"path": "old.log"}')])]),
+                           Answer([chat_text("Deleted.")])]
+        client = client_for(server)
+        first = client.run_stateful(USER, tools=[delete_file], journal=journal, run_id="del-s").result()
+        assert (first.stop, [c["tool_call_id"] for c in first.pending], ran) == ("approval", ["c1"], [])
+        message = None if again == "none" else USER
+        second = client.run_stateful(message, tools=[delete_file], decisions={"c1": True}, journal=journal,
+                                     run_id="del-s").result()
+        assert (second.stop, second.turns, second.replayed_turns, ran) == ("done", 2, 1, ["old.log"])
+        history = plain(client.get_history())
+        fresh = client_for(server)  # the same run resumed on a new client: nothing run or sent
+        third = fresh.run_stateful(USER, tools=[delete_file], decisions={"c1": True}, journal=journal,
+                                   run_id="del-s").result()
+    assert (third.stop, third.replayed_turns, third.replayed_results, ran) == ("done", 2, 1, ["old.log"])
+    assert len(server.requests) == 2
+    assert server.requests[1]["body"]["messages"][1:] == [
+        {"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "type": "function", "function": {
+            "name": "delete_file", "arguments": '{"path":"old.log"}'}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "deleted old.log"}]
+    assert [m["role"] for m in history] == ["user", "assistant", "user", "assistant"]
+    assert history == plain(fresh.get_history())
+
+
+def test_run_stateful_on_the_same_client_resumes_only_the_runs_own_history():
+    """Another message, or a history whose journaled turn was edited since (other arguments under the id), is
+    another run: refused (JournalError mismatch), nothing run or sent, the client's history left as it was."""
+    from agenthub.agent import JournalError
+
+    store = MemoryStore()
+    other = {"role": "user", "content_items": [{"type": "text", "text": "Delete new.log"}]}
+    with SSEServer() as server:
+        server.answers.append(Answer([chat_calls([("c1", "delete_file", '{"path": "old.log"}')])]))
+        client = client_for(server)
+        assert client.run_stateful(USER, tools=[delete_file], journal=store, run_id="del-s").result().stop == "approval"
+        kept = client.get_history()
+        with pytest.raises(JournalError) as caught:
+            client.run_stateful(other, tools=[delete_file], journal=store, run_id="del-s")
+        assert caught.value.reason == "mismatch"
+        edited = json.loads(json.dumps(kept))
+        edited[-1]["content_items"][-1]["arguments"] = {"path": "/home/user"}
+        client.set_history(edited)
+        with pytest.raises(JournalError) as caught:
+            client.run_stateful(None, tools=[delete_file], decisions={"c1": True}, journal=store, run_id="del-s")
+        assert caught.value.reason == "mismatch"
+    assert client.get_history() == edited and ran == [] and len(server.requests) == 1

@@ -190,6 +190,44 @@ def fingerprint(model: str, messages: Sequence[Any], tools: Sequence[Any], confi
     return hashlib.sha256(_canonical([FORMAT, model, list(messages), list(tools), kept]).encode()).hexdigest()
 
 
+def stateful_start(header: Mapping[str, Any], entries: Sequence[Mapping[str, Any]], history: Sequence[Any],
+                   message: Any, print_of: Callable[[List[Any]], str]) -> Optional[Tuple[List[Any], Any]]:
+    """Where a stateful run began in a client's ``history`` that holds its progress since (the same client
+    resuming it, ``message`` None or the run's own message again): (the history before the run, its message)
+    when the header's ``start`` (the history's length then, whether a message came) gives a conversation of the
+    header's fingerprint and the assistant turns after it are the journaled turns (their first ones); else None."""
+    start = header.get("start")
+    if type(start) is not list or len(start) != 2 or type(start[0]) is not int or type(start[1]) is not bool:
+        return None
+    count, has_message = start
+    if not 0 <= count <= len(history) - (1 if has_message else 0):
+        return None
+    rest = list(history[count + 1:] if has_message else history[count:])
+    if not rest:
+        return None  # (nothing of the run in the history: not this case)
+    turns = [entry.get("message") for entry in entries if entry.get("k") == "turn"]
+    answers = [m for m in rest if isinstance(m, Mapping) and m.get("role") == "assistant"]
+    if len(answers) > len(turns) or any(_canonical(a) != _canonical(t) for a, t in zip(answers, turns)):
+        return None
+    candidates = [None]  # type: List[Any]
+    if has_message:
+        kept = history[count]
+        if not isinstance(kept, Mapping):
+            return None
+        bare = {k: v for k, v in kept.items() if k != "created_at"}  # (the client stamps a message it sends)
+        if message is not None and _canonical({k: v for k, v in message.items() if k != "created_at"}) \
+                != _canonical(bare):
+            return None  # another message: another run
+        candidates = [message] if message is not None else [kept, bare]
+    elif message is not None:
+        return None
+    for first in candidates:
+        seen = list(history[:count]) + ([first] if first is not None else [])
+        if print_of(seen) == header.get("fingerprint"):
+            return list(history[:count]), first
+    return None
+
+
 def idempotency_key(run_id: str, turn: int, tool_call_id: str) -> str:
     """The key a tool call keeps across crashes and resumes (agenthub.agent.current_call().idempotency_key)."""
     return hashlib.sha256("{}\x00{}\x00{}".format(run_id, turn, tool_call_id).encode()).hexdigest()[:32]
@@ -375,9 +413,12 @@ class Journal(object):
         if left is not None:
             self._lost = StoreError("the journal of run {!r}: another worker took the run over".format(self.run_id))
 
-    def open(self, print_: str) -> List[Dict[str, Any]]:
+    def open(self, print_: str, start: Optional[List[Any]] = None,
+             same: Optional[Callable[[Mapping[str, Any], List[Dict[str, Any]]], bool]] = None) -> List[Dict[str, Any]]:
         """Claim the run and return its journaled entries after the header (empty for a new run, whose
-        header is written now).  JournalError for a journal of another format or run, or a corrupt entry."""
+        header is written now, with ``start`` when given).  JournalError for a journal of another format or run,
+        or a corrupt entry; ``same(header, entries)``: asked when the fingerprint differs, True when the
+        conversation given is this run's start with the run's own progress after it (a stateful client's)."""
         raw = self._claim()
         self._open = True
         _RENEWER.add(self)
@@ -399,7 +440,10 @@ class Journal(object):
                 entries.append(entry)
             self._next = len(entries)
             if not entries:  # (stored with the run's first write: a run killed before it has nothing to resume)
-                self.add("header", format=FORMAT, fingerprint=print_, agenthub=_version())
+                if start is None:
+                    self.add("header", format=FORMAT, fingerprint=print_, agenthub=_version())
+                else:
+                    self.add("header", format=FORMAT, fingerprint=print_, agenthub=_version(), start=start)
                 return []
             header = entries[0]
             if header.get("k") != "header" or header.get("format") != FORMAT:
@@ -407,7 +451,7 @@ class Journal(object):
                                    "reads format {}: refusing it".format(self.run_id, header.get("format"),
                                                                          header.get("agenthub"), FORMAT),
                                    run_id=self.run_id, reason="format")
-            if header.get("fingerprint") != print_:
+            if header.get("fingerprint") != print_ and not (same is not None and same(header, entries[1:])):
                 raise JournalError("the journal of run {!r} belongs to another run (other messages, tools, model or "
                                    "config under the same run_id): a different run is refused, not merged; use "
                                    "another run_id or forget this one".format(self.run_id),
@@ -594,10 +638,11 @@ class RunJournal(object):
     write (``request`` stores them before the next model request)."""
 
     def __init__(self, store: Any, run_id: str, print_: str, *, ttl: Optional[float] = None,
-                 wait: Optional[float] = None) -> None:
+                 wait: Optional[float] = None, start: Optional[List[Any]] = None,
+                 same: Optional[Callable[[Mapping[str, Any], List[Dict[str, Any]]], bool]] = None) -> None:
         self.journal = Journal(store, run_id, ttl=ttl, wait=wait)
         self.run_id = run_id
-        self.replay = Replay(self.journal.open(print_))
+        self.replay = Replay(self.journal.open(print_, start, same))
         #: what the run took from the journal instead of doing it again: turns and tool results
         self.replayed_turns = 0
         self.replayed_results = 0

@@ -844,6 +844,11 @@ class Run(object):
     _journal = None  # type: Any  # a journaled run's seam (agenthub.agent.journal.RunJournal)
     _replayed_cost = 0.0  # type: Optional[float]  # what the turns taken from the journal cost
     _attached_id = None  # type: Optional[str]  # the live turn's background response id, journaled
+    _message_unsent = False  # stateful: the first turn sends the caller's message (not in history yet)
+    #: stateful, journaled: (the client's history before the run, its message) when the client's history holds the
+    #: run's own progress after that (the same client resuming it): the history is put back to that as the run
+    #: starts, and the journal replays the rest
+    _rewind = None  # type: Optional[Tuple[List[Any], Any]]
 
     def __init__(self, client: Any, messages: Optional[Sequence[Message]], config: Any, tools: Any,
                  max_turns: int = 10, parallel: int = 4, approve: Optional[Callable[[ToolCallItem], Any]] = None,
@@ -929,19 +934,7 @@ class Run(object):
                     raise ConfigError("run_stateful takes the next user message")
             before = list(client.get_history())
             self._sent = []  # type: List[Any]
-            seen = before + ([message] if message is not None else [])
-            self._resume_at, self._open = _open_calls(seen)
-            self._tail = [message] if message is not None else []  # type: List[Any]
-            if not self._open and _waiting_results(before):
-                # results a run committed and never got answered (its next request failed): sent now, with
-                # the new message if one came; no call runs again
-                order = [c["tool_call_id"] for c in _calls(before[-2])]
-                self._next = _join([], [before[-1]] + self._tail, order) if self._tail else before[-1]
-                self._committed = True
-            elif not self._open:
-                if message is None:
-                    raise ConfigError("run_stateful needs a message (nothing is waiting for a decision)")
-                self._first = self._open_stateful(message, dict(self._send))  # checked now
+            seen = self._start_stateful(before, message)
         else:
             if type(messages) is not list and (messages is None or isinstance(messages, (str, bytes, _Mapping))):
                 raise ConfigError("run takes a list of messages")
@@ -969,11 +962,56 @@ class Run(object):
                 self._sent = messages
                 # built now: a config or schema the wire refuses is a ConfigError before anything is sent
                 self._first = self._open_stream(messages, dict(self._send))
+        self._resumed_calls(seen if stateful else messages)  # type: ignore[possibly-undefined]
+        self._turn_keys = {}  # type: Dict[str, int]  # tool_call_id -> the turn it came in (idempotency keys)
+        self._interrupted = []  # type: List[str]
+        self._key_salt = run_id  # what idempotency keys are made from (None: a random one, made when first asked)
+        if journal is not None:
+            self._open_journal(journal, run_id, journal_ttl, journal_wait,  # type: ignore[arg-type]
+                               (seen if stateful else messages),  # type: ignore[possibly-undefined]
+                               (before, message) if stateful else None)  # type: ignore[possibly-undefined]
+        try:
+            if self._rewind is not None:  # the client's history holds the run's own progress: resumed from its start
+                if self._first is not None:
+                    self._first.close()  # (never started: nothing was sent for it)
+                    self._first = None
+                self._resumed_calls(self._start_stateful(self._rewind[0], self._rewind[1], build=False))
+            self._check_start(stateful)
+        except BaseException:
+            if self._journal is not None:  # refused before it started: its claim let go now (not left to lapse)
+                self._journal.discard()
+            raise
+
+    def _start_stateful(self, before: List[Any], message: Any, build: bool = True) -> List[Any]:
+        """A stateful run's start from the client's history ``before`` and the next ``message`` (or None): the
+        calls waiting, the message the first turn sends; its stream built now (checked) unless ``build`` is
+        False (the run's history is put back first, ``_rewind``).  Returns the conversation as the run saw it."""
+        seen = before + ([message] if message is not None else [])
+        self._resume_at, self._open = _open_calls(seen)
+        self._tail = [message] if message is not None else []  # type: List[Any]
+        self._next, self._committed = None, False
+        waiting = not self._open and _waiting_results(before)
+        if waiting:
+            # results a run committed and never got answered (its next request failed): sent now, with
+            # the new message if one came; no call runs again
+            order = [c["tool_call_id"] for c in _calls(before[-2])]
+            self._next = _join([], [before[-1]] + self._tail, order) if self._tail else before[-1]
+            self._committed = True
+        elif not self._open:
+            if message is None:
+                raise ConfigError("run_stateful needs a message (nothing is waiting for a decision)")
+            if build:
+                self._first = self._open_stateful(message, dict(self._send))  # checked now
+        self._message_unsent = not self._open and not waiting  # the first turn's message
+        return seen
+
+    def _resumed_calls(self, seen: Sequence[Any]) -> None:
+        """What the run knows of the turn whose calls it resumes (``seen``: the conversation it started from)."""
         resumed = None  # type: Any  # the assistant turn whose calls this run resumes
         if self._open and self._resume_at is not None:
-            resumed = seen[self._resume_at] if stateful else messages[self._resume_at]  # type: ignore[index]
+            resumed = seen[self._resume_at]
             #: the saved conversation up to the turn whose calls this run resumes (what _RAN keys are made of)
-            self._resumed_from = (seen if stateful else messages)[:self._resume_at + 1]  # type: ignore[index]
+            self._resumed_from = list(seen[:self._resume_at + 1])
         self._order = [c["tool_call_id"] for c in _calls(resumed)] if resumed is not None else []
         self._resumed_well = resumed is None or resumed.get("finish_reason") in _FINISHED
         if self._open:
@@ -981,19 +1019,6 @@ class Run(object):
             if repeated:
                 raise ConfigError("the calls to resume share a tool_call_id ({}): a decision could not tell them "
                                   "apart".format(", ".join(repeated)))
-        self._message_unsent = bool(stateful and self._first is not None)  # stateful: the first turn's message
-        self._turn_keys = {}  # type: Dict[str, int]  # tool_call_id -> the turn it came in (idempotency keys)
-        self._interrupted = []  # type: List[str]
-        self._key_salt = run_id  # what idempotency keys are made from (None: a random one, made when first asked)
-        if journal is not None:
-            self._open_journal(journal, run_id, journal_ttl, journal_wait,  # type: ignore[arg-type]
-                               (seen if stateful else messages))  # type: ignore[possibly-undefined]
-        try:
-            self._check_start(stateful)
-        except BaseException:
-            if self._journal is not None:  # refused before it started: its claim let go now (not left to lapse)
-                self._journal.discard()
-            raise
 
     def _check_start(self, stateful: bool) -> None:
         """What a run checks once its journal is open, before anything is sent: the decisions (each for a call
@@ -1019,13 +1044,27 @@ class Run(object):
             self._open_stream(self._sent + [_join(placeholders, self._tail, self._order)], dict(self._send)).close()
 
     def _open_journal(self, store: Any, run_id: str, ttl: Optional[float], wait: Optional[float],
-                      messages: Sequence[Any]) -> None:
-        from .journal import RunJournal, fingerprint
+                      messages: Sequence[Any], stateful: Optional[Tuple[List[Any], Any]] = None) -> None:
+        """``stateful``: (the client's history, the message given): the run's start goes in a new journal's
+        header, and a journal whose run started earlier in this history resumes from there (``_rewind``)."""
+        from .journal import RunJournal, fingerprint, stateful_start
 
         tools = self._config.get("tools") or []
         kept = {k: v for k, v in self._config.items() if k != "tools"}
-        print_ = fingerprint(getattr(self._client, "model", ""), list(messages), list(tools), kept)
-        self._journal = RunJournal(store, run_id, print_, ttl=ttl, wait=wait)
+        model = getattr(self._client, "model", "")
+        print_ = fingerprint(model, list(messages), list(tools), kept)
+        if stateful is None:
+            self._journal = RunJournal(store, run_id, print_, ttl=ttl, wait=wait)
+            return
+        before, message = stateful
+
+        def same(header: Mapping[str, Any], entries: List[Dict[str, Any]]) -> bool:
+            self._rewind = stateful_start(header, entries, before, message,
+                                          lambda seen: fingerprint(model, seen, list(tools), kept))
+            return self._rewind is not None
+
+        self._journal = RunJournal(store, run_id, print_, ttl=ttl, wait=wait, start=[len(before), message is not None],
+                                   same=same)
 
     @property
     def _credentials(self) -> List[str]:
@@ -1177,6 +1216,9 @@ class Run(object):
                 self._pool.close()
 
     def _loop(self) -> Iterator[UniEvent]:
+        if self._rewind is not None:
+            self._put_history(list(self._rewind[0]))
+            self._rewind = None
         if self._open:
             results = yield from self._answer(self._open, resumed=True, finished=self._resumed_well)
             if results is None:
