@@ -23,8 +23,9 @@ from agent_streams import chat_calls, chat_text
 from sse_server import Answer, SSEServer
 
 from agenthub import AutoLLMClient, ConfigError, tool
-from agenthub.agent import call_digest, runner
-from agenthub.stores import MemoryStore
+from agenthub.agent import call_digest, current_call, runner
+from agenthub.agent.journal import arguments_digest
+from agenthub.stores import MemoryStore, open_store
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -55,12 +56,14 @@ CHILD = textwrap.dedent("""
 
 ran = []
 crash = []
+keys = []  # pay's current_call().idempotency_key, each time it runs
 
 
 @tool(requires_approval=True, idempotent=False)
 def pay(amount: int) -> str:
     """Pay."""
     ran.append(amount)
+    keys.append(current_call().idempotency_key)
     if crash:
         crash.pop()
         raise SystemExit("the process dies here")
@@ -71,6 +74,7 @@ def pay(amount: int) -> str:
 def clean():
     ran.clear()
     del crash[:]
+    del keys[:]
     runner._SHOWN.clear()
     runner._RAN.clear()
 
@@ -88,13 +92,21 @@ def approval_stop(server):
     return json.loads(json.dumps([USER] + first.messages)), first.pending[0]
 
 
-def killed_in_pay(server, journal, messages, decisions):
+#: CHILD whose pay prints its idempotency key too
+KEY_CHILD = CHILD.replace('print("pay", amount, flush=True)',
+                          'print("pay", amount, current_call().idempotency_key, flush=True)').replace(
+    "from agenthub import AutoLLMClient, tool", "from agenthub import AutoLLMClient, tool\nfrom agenthub.agent import current_call")
+
+
+def killed_in_pay(server, journal, messages, decisions, script=CHILD, amount=30):
+    """The child killed while pay(amount) runs (it printed so): the words it printed."""
     env = dict(os.environ, KEY=KEY, URL=server.url, JOURNAL=journal, MESSAGES=json.dumps(messages),
                DECISIONS=json.dumps(decisions), PYTHONPATH=ROOT)
-    child = subprocess.Popen([sys.executable, "-c", CHILD, ROOT], stdout=subprocess.PIPE, env=env)
+    child = subprocess.Popen([sys.executable, "-c", script, ROOT], stdout=subprocess.PIPE, env=env)
     try:
         line = child.stdout.readline().decode()
-        assert line == "pay 30\n", line
+        assert line.split()[:2] == ["pay", str(amount)], line
+        return line.split()
         child.send_signal(signal.SIGKILL)
         assert child.wait(10) == -signal.SIGKILL
     finally:
@@ -395,3 +407,31 @@ def test_run_stateful_on_the_same_client_resumes_only_the_runs_own_history():
             client.run_stateful(None, tools=[delete_file], decisions={"c1": True}, journal=store, run_id="del-s")
         assert caught.value.reason == "mismatch"
     assert client.get_history() == edited and ran == [] and len(server.requests) == 1
+
+
+def test_an_edited_decision_has_its_own_idempotency_key_the_same_after_a_crash(tmp_path):
+    """The key names the action: run id, turn, call id and the arguments actually run.  pay(31) (the user's edit of
+    the model's pay(30)) killed mid-call in a real process keeps its key when the same edit runs it again after
+    the interruption; the model's own arguments (approved as they are, or an edit that changes nothing) get
+    another key, so an API deduplicating by it never answers one payment with the other's result."""
+    journal = "sqlite:///" + str(tmp_path / "runs.db")
+    edit = {"c1": {"arguments": {"amount": 31}}}
+    with SSEServer() as server:
+        messages, _ = approval_stop(server)
+        words = killed_in_pay(server, journal, messages, edit, script=KEY_CHILD, amount=31)
+        client = client_for(server)
+        shown = client.run(messages, tools=[pay], decisions=edit, journal=journal, run_id="pay-1",
+                           journal_wait=10).result()
+        assert (shown.stop, shown.interrupted, ran) == ("approval", ["c1"], [])
+        server.answers.append(Answer([chat_text("Paid.")]))
+        assert client.run(messages, tools=[pay], decisions=edit, journal=journal, run_id="pay-1").result().stop == "done"
+        for decision in (True, {"arguments": {"amount": 30}}):  # the model's pay(30), as another run of the same id
+            server.answers.append(Answer([chat_text("Paid.")]))
+            runner._RAN.clear()  # (this process's memory of the state's side effect run: forgotten here)
+            client.run(messages, tools=[pay], decisions={"c1": decision}, journal=MemoryStore(),
+                       run_id="pay-1").result()
+    assert ran == [31, 30, 30]
+    assert keys[0] == words[2] and len(keys[0]) == 32  # the same action before and after the crash: one key
+    assert keys[1] == keys[2] != keys[0]  # another action: another key
+    started = [json.loads(e) for e in open_store(journal).journal_entries("pay-1")]
+    assert [e["digest"] for e in started if e["k"] == "call"] == [arguments_digest({"amount": 31})] * 2

@@ -8,8 +8,8 @@
   messages, the tool schemas, the model and the config; no value of it is kept);
 - ``turn``: the turn as the run keeps it: the assistant message (fidelity kept), usage, cost, the route
   that answered; stored when its stream completes, before the run goes on;
-- ``call``: a call of an ``@tool(idempotent=False)`` tool is starting (its id, name, the digest of its
-  arguments), stored before it starts; ``result``: a call's result item and how long it took, stored as
+- ``call``: a call of an ``@tool(idempotent=False)`` tool is starting (its id, name, the digest of the
+  arguments it runs with: a decision's when one changed them), stored before it starts; ``result``: a call's result item and how long it took, stored as
   soon as the call ends for such a tool, with the next store write for any other (at the latest before
   the next model request: a crash before that runs it again, at least once);
 - ``attach``: the model request in flight (turn n) is a background response (or Gemini interaction): its
@@ -228,9 +228,14 @@ def stateful_start(header: Mapping[str, Any], entries: Sequence[Mapping[str, Any
     return None
 
 
-def idempotency_key(run_id: str, turn: int, tool_call_id: str) -> str:
-    """The key a tool call keeps across crashes and resumes (agenthub.agent.current_call().idempotency_key)."""
-    return hashlib.sha256("{}\x00{}\x00{}".format(run_id, turn, tool_call_id).encode()).hexdigest()[:32]
+def idempotency_key(run_id: str, turn: int, tool_call_id: str, edited: Optional[str] = None) -> str:
+    """The key a tool call keeps across crashes and resumes (agenthub.agent.current_call().idempotency_key): one
+    per action.  ``edited``: the ``arguments_digest`` of the arguments a decision gave instead of the model's (the
+    model's own are fixed by the run, turn and id, and keep the key they always had)."""
+    text = "{}\x00{}\x00{}".format(run_id, turn, tool_call_id)
+    if edited is not None:
+        text += "\x00" + edited
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
 def arguments_digest(arguments: Any) -> str:

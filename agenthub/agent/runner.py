@@ -531,8 +531,9 @@ def joined_results(messages: List[Any]) -> List[Any]:
 class CallContext:
     """The tool call being run (``agenthub.agent.current_call()`` inside a tool): ``tool_call_id``, ``name``,
     ``arguments`` (as the model or the decision gave them), ``run_id`` (a journaled run's, else None) and
-    ``idempotency_key``: the same for this call before and after a crash and a resume (a journaled run), so an
-    external action (a payment API's idempotency key) can be made safe to repeat."""
+    ``idempotency_key``: one per action, the same for this call before and after a crash and a resume (a journaled
+    run), so an external action (a payment API's idempotency key) can be made safe to repeat; a decision that
+    changed the arguments makes another action, with another key."""
 
     tool_call_id: str
     name: str
@@ -544,30 +545,40 @@ class CallContext:
 _CURRENT = contextvars.ContextVar("agenthub_current_call", default=None)  # type: contextvars.ContextVar[Any]
 
 
-def _idempotency_key(salt: str, turn: int, call_id: str) -> str:
-    from .journal import idempotency_key
-    return idempotency_key(salt, turn, call_id)
+def _edited(shown: Any, asked: Any) -> Optional[str]:
+    """The digest of the arguments a call runs with when a decision changed them (``shown`` is not the model's
+    ``asked``, nor equal to it as canonical JSON), else None."""
+    if shown is asked:
+        return None
+    from .journal import arguments_digest
+
+    digest = arguments_digest(shown)
+    return None if digest == arguments_digest(asked) else digest
 
 
 class _Current(object):
     """What ``current_call()`` makes its CallContext of, when a tool asks (most never do: no key is made for them)."""
-    __slots__ = ("run", "call_id", "name", "shown", "turn", "made")
+    __slots__ = ("run", "call", "shown", "turn", "made")
 
-    def __init__(self, run: "Run", call_id: str, name: str, shown: Any, turn: int) -> None:
+    def __init__(self, run: "Run", call: Mapping[str, Any], shown: Any, turn: int) -> None:
         self.run = run
-        self.call_id = call_id
-        self.name = name
+        self.call = call
         self.shown = shown
         self.turn = turn
         self.made = None  # type: Optional[CallContext]
 
     def context(self) -> CallContext:
         if self.made is None:
+            from .journal import idempotency_key
+
             run = self.run
             journal = run._journal
+            call = self.call
             salt = run._key_salt or run.__dict__.setdefault("_random_salt", os.urandom(8).hex())  # (one a run)
-            self.made = CallContext(self.call_id, self.name, self.shown, journal.run_id if journal else None,
-                                    _idempotency_key(salt, self.turn, self.call_id))
+            # one key an action: the run, the turn, the call and, when a decision changed them, the arguments run
+            key = idempotency_key(salt, self.turn, call["tool_call_id"], _edited(self.shown, call.get("arguments")))
+            self.made = CallContext(call["tool_call_id"], call["name"], self.shown, journal.run_id if journal else None,
+                                    key)
         return self.made
 
 
@@ -1853,7 +1864,8 @@ class Run(object):
                         if key not in running:
                             _RAN.pop(key, None)
             if journal is not None:  # those that must run at most once: journaled as started first, in one write
-                journal.starting(turn, [(task[1], not task[2].idempotent)
+                journal.starting(turn, [(task[1] if task[4] is task[1].get("arguments") else  # (its digest: of the
+                                         dict(task[1], arguments=task[4]), not task[2].idempotent)  # arguments run)
                                         for task in tasks if task[2] is not None])
         except BaseException:  # (nothing of the turn ran: the calls this run took are let go)
             if claimed:
@@ -2131,7 +2143,7 @@ class Run(object):
     def _proceed(self, call: Dict[str, Any], entry: _Entry, arguments: Any, shown: Any) -> Dict[str, Any]:
         """The tool itself: its result item (what it raised propagates)."""
         call_id = call["tool_call_id"]
-        token = _CURRENT.set(_Current(self, call_id, call["name"], shown, self._turn_keys.get(call_id, self._turns - 1)))
+        token = _CURRENT.set(_Current(self, call, shown, self._turn_keys.get(call_id, self._turns - 1)))
         try:
             if entry.kind == "provider":
                 value = entry.provider.call_tool(entry.original, arguments)
