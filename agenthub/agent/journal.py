@@ -701,6 +701,16 @@ class RunJournal(object):
             self.journal._kept = []
         self.journal.close()
 
+    def unsettled(self) -> Dict[Tuple[str, str], str]:
+        """The calls journaled as timed out and maybe still taking effect (results ``unsettled``), whose outcome a
+        resumed run cannot learn: (tool name, arguments digest) -> call id."""
+        out = {}  # type: Dict[Tuple[str, str], str]
+        for key, entry in self.replay.results.items():
+            started = self.replay.started.get(key)
+            if entry.get("unsettled") is True and started is not None:
+                out[(str(started.get("name")), str(started.get("digest")))] = key[1]
+        return out
+
     def interrupted_ids(self) -> List[str]:
         return [call_id for key, call_id in [(k, k[1]) for k in self.replay.started] if key not in self.replay.results]
 
@@ -753,12 +763,18 @@ class RunJournal(object):
         """One call about to run that must run at most once (``starting`` with one call)."""
         self.starting(turn, [(call, True)])
 
-    def finished(self, turn: int, call_id: str, item: Mapping[str, Any], seconds: float) -> None:
+    def finished(self, turn: int, call_id: str, item: Mapping[str, Any], seconds: float, unsettled: bool = False) -> None:
+        """A call's result; ``unsettled``: a call that must run at most once timed out and may still take effect
+        (its result says so; a resumed run does not let a call repeating it run: ``unsettled()``)."""
         if (turn, call_id) in self.early:  # stored with its turn already
             return
         kept = dict(item)
         self.replay.results[(turn, call_id)] = {"item": kept}
-        self.journal.keep(_result_text(turn, call_id, kept, round(seconds, 6)))
+        if unsettled:
+            self.journal.keep(_ENCODE({"turn": turn, "id": call_id, "item": kept, "seconds": round(seconds, 6),
+                                       "unsettled": True, "k": "result"}))
+        else:
+            self.journal.keep(_result_text(turn, call_id, kept, round(seconds, 6)))
         if (turn, call_id) in self._at_most_once:  # its result stored as it ends (with those kept before it)
             self._at_most_once.discard((turn, call_id))
             self.journal.flush()

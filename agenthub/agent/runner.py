@@ -36,7 +36,10 @@ Rules (issue 30's Decisions):
   started go to threads of their own); their results go back in ONE user message, in call order.  A tool's ``timeout``: the runner stops waiting
   and reports the timeout; Python cannot stop a thread, so the function runs on until it returns, its
   result is dropped, its slot is held until it returns (the calls beyond get an error result when every
-  slot is so held), and being a daemon thread it does not hold up the interpreter's exit.
+  slot is so held), and being a daemon thread it does not hold up the interpreter's exit.  A tool that must not
+  run twice that timed out may still take effect: the model is told so, and a call repeating it (the same tool
+  and arguments) does not run while it runs, gets its late outcome once it returned, and, journaled, does not
+  run after the process running it died (its outcome unknown): ``_repeat_refused``.
 - ``run.abort()`` (or ``close()`` from another thread) ends the run with ``stop == "aborted"``.
 - ``run_stateful`` puts a turn's results into the client's history as soon as the calls ran; a run whose
   next request failed resumes by sending them.
@@ -716,10 +719,11 @@ class _Paid(object):
 class _Ticket(object):
     """One call handed to a pool thread: ``running`` until the call returns (a timed-out call's slot is
     held while it runs)."""
-    __slots__ = ("running",)
+    __slots__ = ("running", "value")
 
     def __init__(self) -> None:
         self.running = True
+        self.value = None  # type: Any  # what the call reported when it returned: (index, item, raised, seconds)
 
 
 _IDLE_SECONDS = 2.0  # a run's pool thread with nothing to do for this long ends (a run left unread)
@@ -860,6 +864,10 @@ class Run(object):
     #: run's own progress after that (the same client resuming it): the history is put back to that as the run
     #: starts, and the journal replays the rest
     _rewind = None  # type: Optional[Tuple[List[Any], Any]]
+    #: (tool name, arguments digest) -> (call id, its ticket; None: the process running it stopped) of the calls of
+    #: tools that must not run twice that timed out and whose outcome the run has not learned (_repeat_refused)
+    _unsettled = None  # type: Optional[Dict[Tuple[str, str], Tuple[str, Optional[_Ticket]]]]
+    _timed_out = frozenset()  # type: Any  # the ids of those calls whose result is not journaled yet (as unsettled)
 
     def __init__(self, client: Any, messages: Optional[Sequence[Message]], config: Any, tools: Any,
                  max_turns: int = 10, parallel: int = 4, approve: Optional[Callable[[ToolCallItem], Any]] = None,
@@ -981,6 +989,9 @@ class Run(object):
             self._open_journal(journal, run_id, journal_ttl, journal_wait,  # type: ignore[arg-type]
                                (seen if stateful else messages),  # type: ignore[possibly-undefined]
                                (before, message) if stateful else None)  # type: ignore[possibly-undefined]
+            unknown = self._journal.unsettled()  # calls that timed out in the process that ran the run before
+            if unknown:
+                self._unsettled = {key: (call_id, None) for key, call_id in unknown.items()}
         try:
             if self._rewind is not None:  # the client's history holds the run's own progress: resumed from its start
                 if self._first is not None:
@@ -1691,6 +1702,45 @@ class Run(object):
         return "{}; raw arguments ({} chars): {}".format(error_text(error, self._credentials),
                                                           error.raw_arguments_length, error.raw_arguments_preview)
 
+    def _unsettle(self, call: Mapping[str, Any], shown: Any, ticket: Optional[_Ticket]) -> str:
+        """A call of a tool that must not run twice timed out and runs on (``ticket``): until the run learns how it
+        ended, a call repeating it (the same tool and arguments) does not run (``_repeat_refused``).  Returns what
+        the model is told besides the timeout."""
+        from .journal import arguments_digest
+
+        if self._unsettled is None:
+            self._unsettled = {}
+        if type(self._timed_out) is not set:
+            self._timed_out = set()
+        self._unsettled[(call["name"], arguments_digest(shown))] = (call["tool_call_id"], ticket)
+        self._timed_out.add(call["tool_call_id"])  # (its result journaled so: a resume knows it is unsettled)
+        return ("; {} is not safe to repeat (idempotent=False) and may still complete: do not call it again before "
+                "checking whether it took effect".format(call["name"]))
+
+    def _repeat_refused(self, name: str, shown: Any) -> Optional[str]:
+        """Why a call of ``name`` with the arguments ``shown`` does not run, when it repeats a call of the run that
+        timed out (a tool that must not run twice): that call still runs, or it ended where this run cannot learn
+        how (the process that ran it stopped), or it returned since (its late outcome, told once: the next such
+        call runs).  None: it runs."""
+        from .journal import arguments_digest
+
+        key = (name, arguments_digest(shown))
+        held = self._unsettled.get(key) if self._unsettled else None
+        if held is None:
+            return None
+        call_id, ticket = held
+        head = "not run: call {} of {} with the same arguments timed out".format(call_id, name)
+        if ticket is None:
+            return "{} and its outcome is unknown (the process running it stopped); {} is not safe to repeat".format(
+                head, name)
+        if ticket.running:
+            return "{} and still runs; it may still complete ({} is not safe to repeat)".format(head, name)
+        del self._unsettled[key]
+        _, item, raised, _ = ticket.value
+        if raised is not None:
+            return "{}, then raised {}".format(head, error_text(raised, self._credentials))
+        return "{}, then {}: {}".format(head, "failed" if item.get("is_error") else "returned", item.get("text"))
+
     def _at_most_once(self, call: Mapping[str, Any]) -> bool:
         entry = self._entries.get(str(call.get("name")))
         return entry is not None and not entry.idempotent and not _is_approval(call)
@@ -1843,6 +1893,11 @@ class Run(object):
                 else:
                     arguments = dict(decision["arguments"])
                 shown = arguments
+                if self._unsettled and not entry.idempotent:
+                    refused = self._repeat_refused(entry.name, shown)
+                    if refused is not None:  # it repeats a call that timed out and may still take effect
+                        tasks.append((index, call, None, refused, None))
+                        continue
                 if entry.kind == "tool":
                     try:
                         arguments = entry.tool.convert(arguments)
@@ -1892,7 +1947,10 @@ class Run(object):
                         hook_error = exc
                 continue
             if journal is not None:
-                journal.finished(turn, call["tool_call_id"], item, seconds)
+                unsettled = call["tool_call_id"] in self._timed_out
+                if unsettled:
+                    self._timed_out.discard(call["tool_call_id"])
+                journal.finished(turn, call["tool_call_id"], item, seconds, unsettled)
             self.calls.append({"tool_call_id": call["tool_call_id"], "name": call["name"], "seconds": seconds,
                                "is_error": bool(item.get("is_error"))})
             if self._halting:  # a hook raised: the results that came are kept, quietly
@@ -2012,6 +2070,7 @@ class Run(object):
 
         def reporter(ticket):  # type: (_Ticket) -> Callable[[Any], None]
             def report(value):  # type: (Any) -> None
+                ticket.value = value  # (a timed-out call's late outcome, read by a repeat of it: _repeat_refused)
                 ticket.running = False  # (a timed-out call's slot frees here)
                 results.put(value)
             return report
@@ -2096,8 +2155,10 @@ class Run(object):
                         if timeout is not None:
                             left = started + timeout - now
                             if left <= 0:
-                                decided[index] = (_error(call["tool_call_id"], "TimeoutError: {} did not return "
-                                                         "within {:g} s".format(call["name"], timeout)), None, timeout)
+                                text = "TimeoutError: {} did not return within {:g} s".format(call["name"], timeout)
+                                if not self._entries[call["name"]].idempotent:  # its side effect may still happen
+                                    text += self._unsettle(call, next(t[4] for t in tasks if t[0] == index), ticket)
+                                decided[index] = (_error(call["tool_call_id"], text), None, timeout)
                                 del running[index]  # its thread runs on, holding its slot until it returns
                                 self._abandoned.append(ticket)
                             else:
