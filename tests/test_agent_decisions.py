@@ -428,3 +428,19 @@ def test_a_resume_that_raises_before_its_calls_run_leaves_no_side_effect_taken()
         again = client_for(server).run(saved, tools=tools, decisions={"c1": True}).result()
     assert (again.stop, again.interrupted) == ("done", [])  # not handed back: it never ran
     assert sorted(ran) == [("note", "x"), ("pay", 30)]
+
+
+def test_an_id_decision_does_not_cover_a_tampered_call_this_process_showed_in_another_conversation():
+    """Servers that number calls per answer give every conversation a call_0: this process showed another user's
+    call_0 = delete_file("/home/user"); this conversation's saved state, edited to that call, is not covered by the
+    approval of its own call_0 = delete_file("old.log") (the shown calls are remembered per conversation)."""
+    other = {"role": "user", "content_items": [{"type": "text", "text": "Clean my home folder"}]}
+    with SSEServer() as server:
+        first = stopped_for_approval(server)
+        server.answers.append(Answer([chat_calls([("call_0", "delete_file", '{"path": "/home/user"}')])]))
+        assert client_for(server).run([other], tools=TOOLS).result().stop == "approval"  # shown to someone else
+        state = tampered(first, lambda items: items[-1].update(arguments={"path": "/home/user"}))
+        result = client_for(server).run(state, tools=TOOLS, decisions={"call_0": True}).result()
+        assert len(server.requests) == 2  # nothing was sent
+    assert ran == [] and result.stop == "approval"
+    assert result.pending == [state[-1]["content_items"][-1]]

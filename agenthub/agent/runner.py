@@ -603,34 +603,45 @@ def call_digest(call: Mapping[str, Any]) -> str:
     return "sha256:" + hashlib.sha256(body.encode("utf-8")).hexdigest()
 
 
-#: the calls this process handed back in ``pending`` (tool_call_id -> the digests shown under it), so that a
-#: decision keyed by tool_call_id covers only the call that was shown when a resume in this process comes with
-#: a state changed since (other arguments, another tool under the id): that call asks again.  Bounded (the
-#: oldest ids go first); a resume in another process has only the saved messages: key by ``call_digest`` there
+#: the calls this process handed back in ``pending`` (tool_call_id -> the digests shown under it, and (the
+#: conversation before their turn, tool_call_id) -> those shown there), so that a decision keyed by tool_call_id
+#: covers only the call that was shown when a resume in this process comes with a state changed since (other
+#: arguments, another tool under the id): that call asks again.  Per conversation where this process showed one
+#: (servers that number the calls of each answer give every conversation a ``call_0``: a call shown to another
+#: conversation is not this one's), else under the id anywhere.  Bounded (the oldest go first); a resume in
+#: another process has only the saved messages: key by ``call_digest`` there
 _SHOWN = collections.OrderedDict()  # type: collections.OrderedDict
-_SHOWN_MAX = 10000
+_SHOWN_MAX = 20000  # (two entries a call: the last 10,000 ids)
 _SHOWN_LOCK = threading.Lock()
 
 
-def _remember_shown(calls: Sequence[Mapping[str, Any]]) -> None:
+def _remember_shown(calls: Sequence[Mapping[str, Any]], conversation: str) -> None:
     with _SHOWN_LOCK:
         for call in calls:
             call_id = call.get("tool_call_id")
             if not isinstance(call_id, str):
                 continue
-            digests = _SHOWN.pop(call_id, set())
-            digests.add(call_digest(call))
-            _SHOWN[call_id] = digests
+            digest = call_digest(call)
+            for key in (call_id, (conversation, call_id)):
+                digests = _SHOWN.pop(key, set())
+                digests.add(digest)
+                _SHOWN[key] = digests
             while len(_SHOWN) > _SHOWN_MAX:
                 _SHOWN.popitem(last=False)
 
 
-def _shown_otherwise(call: Mapping[str, Any]) -> bool:
+def _shown_otherwise(call: Mapping[str, Any], conversation: Callable[[], str]) -> bool:
     """Whether this process showed a call under ``call``'s id that was not this call (its decision by id does
-    not cover it)."""
+    not cover it): in this conversation (``conversation()``: its key) when it showed one there, else anywhere."""
+    call_id = call.get("tool_call_id")
     with _SHOWN_LOCK:
-        digests = _SHOWN.get(call.get("tool_call_id"))
-    return digests is not None and call_digest(call) not in digests
+        anywhere = _SHOWN.get(call_id)
+    if anywhere is None:
+        return False
+    key = (conversation(), call_id)
+    with _SHOWN_LOCK:
+        here = _SHOWN.get(key)
+    return call_digest(call) not in (here if here is not None else anywhere)
 
 
 #: the calls of an ``@tool(idempotent=False)`` tool this process ran as a saved state's waiting calls (a resumed
@@ -1297,7 +1308,7 @@ class Run(object):
                     calls = [call for call in calls if call["tool_call_id"] not in caught]
                 self._stop = "max_turns"
                 self._pending = calls  # type: ignore[assignment]
-                _remember_shown(calls)
+                _remember_shown(calls, self._turn_conversation())
                 self._handed_back(calls, {})
                 return
             results = yield from self._answer(calls, caught, finished=answer.get("finish_reason") in _FINISHED)
@@ -1741,6 +1752,15 @@ class Run(object):
             return "{}, then raised {}".format(head, error_text(raised, self._credentials))
         return "{}, then {}: {}".format(head, "failed" if item.get("is_error") else "returned", item.get("text"))
 
+    def _turn_conversation(self) -> str:
+        """The key of the conversation before the turn whose calls are decided now (the history's last assistant
+        message): what the calls handed back in ``pending`` are remembered under (``_remember_shown``)."""
+        history = self.history()
+        for index in range(len(history) - 1, -1, -1):
+            if history[index].get("role") == "assistant":
+                return _conversation_key(history[:index])
+        return _conversation_key(history)
+
     def _at_most_once(self, call: Mapping[str, Any]) -> bool:
         entry = self._entries.get(str(call.get("name")))
         return entry is not None and not entry.idempotent and not _is_approval(call)
@@ -1761,6 +1781,13 @@ class Run(object):
         elif replaying and any(journal.interrupted(turn, c["tool_call_id"]) for c in calls):
             resumed = True  # a decision may be for a call a crash interrupted, in a turn taken from the journal
         decisions = self._decisions if resumed else {}
+        kept_key = []  # type: List[str]
+
+        def turn_key():  # type: () -> str  # (the conversation's key made once, when a decision by id needs it)
+            if not kept_key:
+                kept_key.append(self._turn_conversation())
+            return kept_key[0]
+
         if resumed:
             self._decisions = {}  # a decision covers the calls the run resumed with, once
         plans = []  # type: List[Any]  # per call: ("error", text) | ("ask", entry) | ("decided", entry, decision)
@@ -1829,7 +1856,7 @@ class Run(object):
                 decision = self._decided(call) if self._methods["before_call"] else None
                 if decision is None and decisions:
                     decision = decisions.get(call_digest(call))
-                    if decision is None and not _shown_otherwise(call):
+                    if decision is None and not _shown_otherwise(call, turn_key):
                         decision = decisions.get(call_id)
                 if approval:  # a provider's MCP server asks: decided, asked (approve), or the run stops for it
                     if decision is not None:
@@ -1858,7 +1885,7 @@ class Run(object):
                 self._stop = "approval"
                 self._pending = pending  # type: ignore[assignment]
                 self._interrupted = interrupted
-                _remember_shown(pending)
+                _remember_shown(pending, self._turn_conversation())
                 self._handed_back(pending, ran, claimed)
                 return None
             #: (index, call, entry, arguments, as decided) or (index, call, None, error text, None)
