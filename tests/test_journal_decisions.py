@@ -435,3 +435,37 @@ def test_an_edited_decision_has_its_own_idempotency_key_the_same_after_a_crash(t
     assert keys[1] == keys[2] != keys[0]  # another action: another key
     started = [json.loads(e) for e in open_store(journal).journal_entries("pay-1")]
     assert [e["digest"] for e in started if e["k"] == "call"] == [arguments_digest({"amount": 31})] * 2
+
+
+@pytest.mark.parametrize("start", ["journaled", "saved"])
+def test_an_id_decision_given_again_does_not_approve_a_later_stops_call_under_the_same_id(start):
+    """A server numbering the calls of each answer: the run stopped on call_0 = delete_file("old.log") (journaled,
+    or a saved state the journaled run resumed), the approval {"call_0": True} ran it, and the run stopped again on
+    call_0 = delete_file("/home/user").  The same command delivered again (a retry, a double submit) must not
+    approve that other call: a decision by id cannot tell the two apart (ConfigError, nothing run or sent); keyed
+    by call_digest it can."""
+    store = MemoryStore()
+    with SSEServer() as server:
+        server.answers += [Answer([chat_calls([("call_0", "delete_file", '{"path": "old.log"}')])]),
+                           Answer([chat_calls([("call_0", "delete_file", '{"path": "/home/user"}')])]),
+                           Answer([chat_text("Done.")])]
+        client = client_for(server)
+        if start == "journaled":
+            messages = [USER]
+            assert client.run(messages, tools=[delete_file], journal=store, run_id="del-3").result().stop == "approval"
+        else:
+            messages = json.loads(json.dumps([USER] + client.run([USER], tools=[delete_file]).result().messages))
+        second = client.run(messages, tools=[delete_file], decisions={"call_0": True}, journal=store,
+                            run_id="del-3").result()
+        assert (second.stop, [c["arguments"] for c in second.pending], ran) == ("approval", [{"path": "/home/user"}],
+                                                                                ["old.log"])
+        with pytest.raises(ConfigError) as caught:
+            client.run(messages, tools=[delete_file], decisions={"call_0": True}, journal=store, run_id="del-3")
+        assert str(caught.value) == (
+            "decisions['call_0']: this run decided another call under that id before ({}); the call waiting now is "
+            "another one: a decision by id cannot tell them apart; key it by call_digest(call)".format(
+                "in turn 0" if start == "journaled" else "in the saved state it resumed"))
+        assert ran == ["old.log"] and len(server.requests) == 2
+        third = client.run(messages, tools=[delete_file], decisions={call_digest(second.pending[0]): True},
+                           journal=store, run_id="del-3").result()
+    assert (third.stop, ran) == ("done", ["old.log", "/home/user"])

@@ -575,6 +575,8 @@ class Replay(object):
         #: approval last handed a call back pending (call id -> entry number)
         self.started_at = {}  # type: Dict[Tuple[int, str], int]
         self.handed_back = {}  # type: Dict[str, int]
+        #: call id -> the turns whose call under that id a stop for approval handed back
+        self.handed_back_turns = {}  # type: Dict[str, Set[int]]
         #: the run's last stop, when it stopped for approval and went no further: (the turn whose calls wait,
         #: their ids)
         self.awaiting = None  # type: Optional[Tuple[int, List[str]]]
@@ -606,6 +608,7 @@ class Replay(object):
                     for call_id in entry["pending"]:
                         if isinstance(call_id, str):
                             self.handed_back[call_id] = number
+                            self.handed_back_turns.setdefault(call_id, set()).add(len(self.turns) - 1)
                     self.awaiting = (len(self.turns) - 1, [i for i in entry["pending"] if isinstance(i, str)])
 
 
@@ -693,6 +696,18 @@ class RunJournal(object):
         if awaiting is None or (turn is not None and awaiting[0] != turn):
             return []
         return list(awaiting[1])
+
+    def decided_before(self, call_id: str, resumed: bool) -> Optional[int]:
+        """When the run waits for approval (``awaiting``) on a call under ``call_id`` and decided another call
+        under that id before, the turn of that call (-1: the saved state's, when the run began by resuming its
+        waiting calls, ``resumed``); else None.  A decision by id given now cannot tell the two apart."""
+        awaiting = self.replay.awaiting
+        if awaiting is None or call_id not in awaiting[1]:
+            return None
+        earlier = sorted(t for t in self.replay.handed_back_turns.get(call_id, ()) if t != awaiting[0])
+        if resumed and awaiting[0] != -1:
+            earlier.insert(0, -1)
+        return earlier[0] if earlier else None
 
     def discard(self) -> None:
         """The run never started (refused while it was being set up): the claim let go, nothing stored (a new

@@ -1067,6 +1067,21 @@ class Run(object):
             if stray:
                 raise ConfigError("decisions for calls this run does not resume (a decision covers one of the calls "
                                   "waiting when the run starts): {}".format(", ".join(repr(k) for k in stray)))
+            if self._journal is not None and self._journal.replay.awaiting is not None:
+                # a journaled run waiting on a call under an id it decided another call under before (servers that
+                # number the calls of each answer): a decision by id that runs something may be that earlier one
+                # given again (a retry, a double submit); it cannot tell them apart (a denial runs nothing)
+                opened = {c["tool_call_id"] for c in self._open}
+                for key in sorted(self._decisions):
+                    if key.startswith("sha256:") or self._decisions[key] is False or isinstance(self._decisions[key], str):
+                        continue
+                    turn = self._journal.decided_before(key, key in opened)
+                    if turn is not None:
+                        raise ConfigError(
+                            "decisions[{!r}]: this run decided another call under that id before ({}); the call waiting "
+                            "now is another one: a decision by id cannot tell them apart; key it by "
+                            "call_digest(call)".format(key, "in turn {}".format(turn) if turn >= 0 else
+                                                       "in the saved state it resumed"))
         if self._journal is not None and self._journal.turn(0) is not None and self._first is not None:
             self._first.close()  # the first turn is in the journal: nothing is sent for it
             self._first = None
