@@ -654,13 +654,40 @@ _RAN = collections.OrderedDict()  # type: collections.OrderedDict[str, bool]
 _RAN_MAX = 10000
 
 
+def _message_text(message: Mapping[str, Any]) -> str:
+    """A message as canonical JSON, without its ``created_at``."""
+    return json.dumps({k: v for k, v in message.items() if k != "created_at"}, sort_keys=True, separators=(",", ":"),
+                      ensure_ascii=True, default=_json_default)
+
+
 def _conversation_key(messages: Sequence[Mapping[str, Any]]) -> str:
-    """A digest of a conversation as saved (each message without its ``created_at``)."""
+    """A digest of a conversation as saved (each message without its ``created_at``): of its JSON list."""
     import hashlib
 
-    kept = [{k: v for k, v in m.items() if k != "created_at"} for m in messages]
-    body = json.dumps(kept, sort_keys=True, separators=(",", ":"), ensure_ascii=True, default=_json_default)
-    return hashlib.sha256(body.encode("utf-8")).hexdigest()
+    return hashlib.sha256(("[" + ",".join(_message_text(m) for m in messages) + "]").encode("utf-8")).hexdigest()
+
+
+def _shown_earlier(conversation: Sequence[Mapping[str, Any]], ids: Set[str]) -> Set[str]:
+    """The ids among ``ids`` under which this process handed back a call in ``pending`` at a turn of
+    ``conversation`` (each such turn's key made as ``_conversation_key`` makes it, in one pass)."""
+    import hashlib
+
+    with _SHOWN_LOCK:
+        ids = {call_id for call_id in ids if call_id in _SHOWN}
+    found = set()  # type: Set[str]
+    if not ids:
+        return found
+    running = hashlib.sha256(b"[")
+    for index, message in enumerate(conversation):
+        if message.get("role") == "assistant":
+            named = ids.intersection(c["tool_call_id"] for c in _calls(message))
+            if named:
+                key = running.copy()
+                key.update(b"]")
+                with _SHOWN_LOCK:
+                    found.update(call_id for call_id in named if (key.hexdigest(), call_id) in _SHOWN)
+        running.update(("," if index else "").encode("ascii") + _message_text(message).encode("utf-8"))
+    return found
 
 
 def _ran_keys(conversation: str, calls: Sequence[Mapping[str, Any]]) -> List[str]:
@@ -715,6 +742,12 @@ def _once(proceed: Callable[[], Any], name: str, tool: bool = True) -> Callable[
         return proceed()
 
     return once
+
+
+def _decided_before(key: str, where: str) -> None:
+    raise ConfigError("decisions[{!r}]: this run decided another call under that id before ({}); the call waiting now "
+                      "is another one: a decision by id cannot tell them apart; key it by call_digest(call)".format(
+                          key, where))
 
 
 class _Paid(object):
@@ -1077,11 +1110,15 @@ class Run(object):
                         continue
                     turn = self._journal.decided_before(key, key in opened)
                     if turn is not None:
-                        raise ConfigError(
-                            "decisions[{!r}]: this run decided another call under that id before ({}); the call waiting "
-                            "now is another one: a decision by id cannot tell them apart; key it by "
-                            "call_digest(call)".format(key, "in turn {}".format(turn) if turn >= 0 else
-                                                       "in the saved state it resumed"))
+                        _decided_before(key, "in turn {}".format(turn) if turn >= 0 else "in the saved state it resumed")
+            elif self._stateful and self._open:
+                # the same on a stateful client, whose history is the state (not the command): a call under the id
+                # this process handed back at an earlier turn of the conversation
+                ids = {key for key, value in self._decisions.items()
+                       if not key.startswith("sha256:") and value is not False and not isinstance(value, str)}
+                ids &= {c["tool_call_id"] for c in self._open}
+                for key in sorted(_shown_earlier(self._resumed_from[:-1], ids) if ids else ()):
+                    _decided_before(key, "in an earlier turn")
         if self._journal is not None and self._journal.turn(0) is not None and self._first is not None:
             self._first.close()  # the first turn is in the journal: nothing is sent for it
             self._first = None
