@@ -74,14 +74,27 @@ def test_a_decision_does_not_cover_a_later_turns_call_with_the_same_id():
 
 
 def test_run_stateful_a_decision_does_not_cover_a_later_turns_call_with_the_same_id():
+    """And the state is the client's history, not the command: {"call_0": True} delivered again (a retry, a double
+    submit) after it ran old.log and the run stopped on call_0 = /home/user must not approve that call: this
+    process decided another call_0 in an earlier turn of the conversation (ConfigError, nothing run or sent);
+    keyed by call_digest it runs."""
     with SSEServer() as server:
         server.answers += [Answer([chat_calls([("call_0", "delete_file", '{"path": "old.log"}')])]),
                            Answer([chat_calls([("call_0", "delete_file", '{"path": "/home/user"}')])])]
         client = client_for(server)
         assert client.run_stateful(USER, tools=TOOLS).result().stop == "approval"
         second = client.run_stateful(None, tools=TOOLS, decisions={"call_0": True}).result()
-    assert ran == [("delete_file", "old.log")]
-    assert second.stop == "approval" and [c["arguments"] for c in second.pending] == [{"path": "/home/user"}]
+        assert ran == [("delete_file", "old.log")]
+        assert second.stop == "approval" and [c["arguments"] for c in second.pending] == [{"path": "/home/user"}]
+        with pytest.raises(ConfigError) as caught:
+            client.run_stateful(None, tools=TOOLS, decisions={"call_0": True})
+        assert str(caught.value) == (
+            "decisions['call_0']: this run decided another call under that id before (in an earlier turn); the call "
+            "waiting now is another one: a decision by id cannot tell them apart; key it by call_digest(call)")
+        assert ran == [("delete_file", "old.log")] and len(server.requests) == 2
+        server.answers.append(Answer([chat_text("Done.")]))
+        third = client.run_stateful(None, tools=TOOLS, decisions={call_digest(second.pending[0]): True}).result()
+    assert third.stop == "done" and ran == [("delete_file", "old.log"), ("delete_file", "/home/user")]
 
 
 def test_two_calls_of_one_turn_with_one_id_run_neither():
@@ -445,25 +458,3 @@ def test_an_id_decision_does_not_cover_a_tampered_call_this_process_showed_in_an
     assert ran == [] and result.stop == "approval"
     assert result.pending == [state[-1]["content_items"][-1]]
 
-
-def test_run_stateful_an_id_decision_given_again_does_not_approve_the_next_stops_call_under_the_same_id():
-    """The state is the client's history, not the command: {"call_0": True} delivered again (a retry, a double
-    submit) after it ran old.log and the run stopped on call_0 = /home/user must not approve that call: this
-    process decided another call_0 in an earlier turn of the conversation (ConfigError, nothing run or sent);
-    keyed by call_digest it runs."""
-    with SSEServer() as server:
-        server.answers += [Answer([chat_calls([("call_0", "delete_file", '{"path": "old.log"}')])]),
-                           Answer([chat_calls([("call_0", "delete_file", '{"path": "/home/user"}')])])]
-        client = client_for(server)
-        assert client.run_stateful(USER, tools=TOOLS).result().stop == "approval"
-        second = client.run_stateful(None, tools=TOOLS, decisions={"call_0": True}).result()
-        assert second.stop == "approval" and ran == [("delete_file", "old.log")]
-        with pytest.raises(ConfigError) as caught:
-            client.run_stateful(None, tools=TOOLS, decisions={"call_0": True})
-        assert str(caught.value) == (
-            "decisions['call_0']: this run decided another call under that id before (in an earlier turn); the call "
-            "waiting now is another one: a decision by id cannot tell them apart; key it by call_digest(call)")
-        assert ran == [("delete_file", "old.log")] and len(server.requests) == 2
-        server.answers.append(Answer([chat_text("Done.")]))
-        third = client.run_stateful(None, tools=TOOLS, decisions={call_digest(second.pending[0]): True}).result()
-    assert third.stop == "done" and ran == [("delete_file", "old.log"), ("delete_file", "/home/user")]

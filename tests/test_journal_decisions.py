@@ -21,6 +21,7 @@ import time
 import pytest
 from agent_streams import chat_calls, chat_text
 from sse_server import Answer, SSEServer
+from store_support import killed_after
 
 from agenthub import AutoLLMClient, ConfigError, tool
 from agenthub.agent import call_digest, current_call, runner
@@ -102,18 +103,9 @@ def killed_in_pay(server, journal, messages, decisions, script=CHILD, amount=30)
     """The child killed while pay(amount) runs (it printed so): the words it printed."""
     env = dict(os.environ, KEY=KEY, URL=server.url, JOURNAL=journal, MESSAGES=json.dumps(messages),
                DECISIONS=json.dumps(decisions), PYTHONPATH=ROOT)
-    child = subprocess.Popen([sys.executable, "-c", script, ROOT], stdout=subprocess.PIPE, env=env)
-    try:
-        line = child.stdout.readline().decode()
-        assert line.split()[:2] == ["pay", str(amount)], line
-        return line.split()
-        child.send_signal(signal.SIGKILL)
-        assert child.wait(10) == -signal.SIGKILL
-    finally:
-        if child.poll() is None:
-            child.kill()
-            child.wait(10)
-        child.stdout.close()
+    line = killed_after(script, [ROOT], env, 1)[0]
+    assert line.split()[:2] == ["pay", str(amount)], line
+    return line.split()
 
 
 @pytest.mark.parametrize("by", ["id", "digest"])
@@ -220,15 +212,21 @@ def test_a_journaled_run_stopped_for_approval_takes_the_decisions_under_its_run_
                                                           "content": "deleted old.log"}
 
 
+def two_stops_under_call_0(server):
+    """A server numbering the calls of each answer: call_0 = delete_file("old.log"), then call_0 =
+    delete_file("/home/user"), then an answer."""
+    server.answers += [Answer([chat_calls([("call_0", "delete_file", '{"path": "old.log"}')])]),
+                       Answer([chat_calls([("call_0", "delete_file", '{"path": "/home/user"}')])]),
+                       Answer([chat_text("Done.")])]
+    return client_for(server)
+
+
 def test_a_journaled_approval_binds_the_decision_to_the_turn_it_stopped_on():
     """A saved state's waiting call decided and run, then the next turn stops for approval under the same id
     (a server numbering calls per answer): the decisions of the resume are for that turn's call only."""
     store = MemoryStore()
     with SSEServer() as server:
-        server.answers += [Answer([chat_calls([("call_0", "delete_file", '{"path": "old.log"}')])]),
-                           Answer([chat_calls([("call_0", "delete_file", '{"path": "/home/user"}')])]),
-                           Answer([chat_text("Done.")])]
-        client = client_for(server)
+        client = two_stops_under_call_0(server)
         first = client.run([USER], tools=[delete_file]).result()
         saved = json.loads(json.dumps([USER] + first.messages))
         second = client.run(saved, tools=[delete_file], decisions={"call_0": True}, journal=store,
@@ -446,10 +444,7 @@ def test_an_id_decision_given_again_does_not_approve_a_later_stops_call_under_th
     by call_digest it can."""
     store = MemoryStore()
     with SSEServer() as server:
-        server.answers += [Answer([chat_calls([("call_0", "delete_file", '{"path": "old.log"}')])]),
-                           Answer([chat_calls([("call_0", "delete_file", '{"path": "/home/user"}')])]),
-                           Answer([chat_text("Done.")])]
-        client = client_for(server)
+        client = two_stops_under_call_0(server)
         if start == "journaled":
             messages = [USER]
             assert client.run(messages, tools=[delete_file], journal=store, run_id="del-3").result().stop == "approval"

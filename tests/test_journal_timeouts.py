@@ -10,9 +10,6 @@ once"): Python cannot stop its thread, so its side effect may still happen after
 The timing is the tool's own timeout, and events: no timed assertion."""
 
 import os
-import signal
-import subprocess
-import sys
 import textwrap
 import threading
 import time
@@ -20,9 +17,9 @@ import time
 import pytest
 from agent_streams import chat_calls, chat_text
 from sse_server import Answer, SSEServer
+from store_support import killed_after
 
 from agenthub import AutoLLMClient, tool
-from agenthub.agent import runner
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -129,17 +126,7 @@ def test_a_journaled_timed_out_side_effect_is_not_repeated_after_the_process_run
                            Answer([chat_calls([("c2", "pay", '{"amount": 30}')])]),
                            Answer([chat_text("I could not tell whether it went through.")])]
         env = dict(os.environ, KEY=KEY, URL=server.url, JOURNAL=journal, PYTHONPATH=ROOT)
-        child = subprocess.Popen([sys.executable, "-c", CHILD, ROOT], stdout=subprocess.PIPE, env=env)
-        try:
-            assert child.stdout.readline().decode() == "pay 30\n"
-            assert child.stdout.readline().decode() == "after c1\n"
-            child.send_signal(signal.SIGKILL)
-            assert child.wait(10) == -signal.SIGKILL
-        finally:
-            if child.poll() is None:
-                child.kill()
-                child.wait(10)
-            child.stdout.close()
+        assert killed_after(CHILD, [ROOT], env, 2) == ["pay 30\n", "after c1\n"]  # (its timeout result journaled)
         result = client_for(server).run([USER], tools=[pay], journal=journal, run_id="pay-t",
                                         journal_wait=10).result()
     assert (result.stop, result.replayed_turns, result.replayed_results, ran) == ("done", 1, 1, [])

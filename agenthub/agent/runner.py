@@ -1025,7 +1025,7 @@ class Run(object):
                 self._sent = messages
                 # built now: a config or schema the wire refuses is a ConfigError before anything is sent
                 self._first = self._open_stream(messages, dict(self._send))
-        self._resumed_calls(seen if stateful else messages)  # type: ignore[possibly-undefined]
+        self._resumed_calls(seen if stateful else messages)  # type: ignore[possibly-undefined, arg-type]
         self._turn_keys = {}  # type: Dict[str, int]  # tool_call_id -> the turn it came in (idempotency keys)
         self._interrupted = []  # type: List[str]
         self._key_salt = run_id  # what idempotency keys are made from (None: a random one, made when first asked)
@@ -1054,7 +1054,7 @@ class Run(object):
         False (the run's history is put back first, ``_rewind``).  Returns the conversation as the run saw it."""
         seen = before + ([message] if message is not None else [])
         self._resume_at, self._open = _open_calls(seen)
-        self._tail = [message] if message is not None else []  # type: List[Any]
+        self._tail = [message] if message is not None else []
         self._next, self._committed = None, False
         waiting = not self._open and _waiting_results(before)
         if waiting:
@@ -1788,8 +1788,9 @@ class Run(object):
         from .journal import arguments_digest
 
         key = (name, arguments_digest(shown))
-        held = self._unsettled.get(key) if self._unsettled else None
-        if held is None:
+        unsettled = self._unsettled
+        held = unsettled.get(key) if unsettled else None
+        if unsettled is None or held is None:
             return None
         call_id, ticket = held
         head = "not run: call {} of {} with the same arguments timed out".format(call_id, name)
@@ -1798,7 +1799,7 @@ class Run(object):
                 head, name)
         if ticket.running:
             return "{} and still runs; it may still complete ({} is not safe to repeat)".format(head, name)
-        del self._unsettled[key]
+        del unsettled[key]
         _, item, raised, _ = ticket.value
         if raised is not None:
             return "{}, then raised {}".format(head, error_text(raised, self._credentials))
