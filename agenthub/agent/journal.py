@@ -5,13 +5,15 @@
 (agenthub.stores.journal), in order:
 
 - ``header``: the journal's format, agenthub's version and the run's fingerprint (a digest of the
-  messages, the tool schemas, the model and the config; no value of it is kept);
+  messages, the tool schemas, the model and the config; no value of it is kept); a stateful run's ``start``
+  too: the length of the client's history then and whether a message came (where the run began in it);
 - ``turn``: the turn as the run keeps it: the assistant message (fidelity kept), usage, cost, the route
   that answered; stored when its stream completes, before the run goes on;
 - ``call``: a call of an ``@tool(idempotent=False)`` tool is starting (its id, name, the digest of the
-  arguments it runs with: a decision's when one changed them), stored before it starts; ``result``: a call's result item and how long it took, stored as
-  soon as the call ends for such a tool, with the next store write for any other (at the latest before
-  the next model request: a crash before that runs it again, at least once);
+  arguments it runs with: a decision's when one changed them), stored before it starts; ``result``: a
+  call's result item and how long it took, stored as soon as the call ends for such a tool, with the next store write for any other (at the latest before
+  the next model request: a crash before that runs it again, at least once); a result marked ``unsettled``:
+  such a call timed out and may still have taken effect (a resumed run does not run a call repeating it);
 - ``attach``: the model request in flight (turn n) is a background response (or Gemini interaction): its
   id, the wire and the route (never a URL), stored as soon as the stream names it, so a resumed run
   re-attaches to it instead of paying for it again; ``detach``: that id could not be re-attached (gone,

@@ -1200,6 +1200,9 @@ class Run(object):
     def __iter__(self) -> Iterator[UniEvent]:
         if self._events is None:
             self._reader = threading.get_ident()
+            if self._rewind is not None:  # (as the run starts: its hooks' on_run_start see the history it resumes)
+                self._put_history(list(self._rewind[0]))
+                self._rewind = None
             self._events = self._hooked() if self._hooks else self._run()
         return self._events
 
@@ -1301,9 +1304,6 @@ class Run(object):
                 self._pool.close()
 
     def _loop(self) -> Iterator[UniEvent]:
-        if self._rewind is not None:
-            self._put_history(list(self._rewind[0]))
-            self._rewind = None
         if self._open:
             results = yield from self._answer(self._open, resumed=True, finished=self._resumed_well)
             if results is None:
