@@ -96,7 +96,8 @@ def approval_stop(server):
 #: CHILD whose pay prints its idempotency key too
 KEY_CHILD = CHILD.replace('print("pay", amount, flush=True)',
                           'print("pay", amount, current_call().idempotency_key, flush=True)').replace(
-    "from agenthub import AutoLLMClient, tool", "from agenthub import AutoLLMClient, tool\nfrom agenthub.agent import current_call")
+    "from agenthub import AutoLLMClient, tool",
+    "from agenthub import AutoLLMClient, tool\nfrom agenthub.agent import current_call")
 
 
 def killed_in_pay(server, journal, messages, decisions, script=CHILD, amount=30):
@@ -422,7 +423,8 @@ def test_an_edited_decision_has_its_own_idempotency_key_the_same_after_a_crash(t
                            journal_wait=10).result()
         assert (shown.stop, shown.interrupted, ran) == ("approval", ["c1"], [])
         server.answers.append(Answer([chat_text("Paid.")]))
-        assert client.run(messages, tools=[pay], decisions=edit, journal=journal, run_id="pay-1").result().stop == "done"
+        again = client.run(messages, tools=[pay], decisions=edit, journal=journal, run_id="pay-1").result()
+        assert again.stop == "done"
         for decision in (True, {"arguments": {"amount": 30}}):  # the model's pay(30), as another run of the same id
             server.answers.append(Answer([chat_text("Paid.")]))
             runner._RAN.clear()  # (this process's memory of the state's side effect run: forgotten here)

@@ -11,9 +11,10 @@
   that answered; stored when its stream completes, before the run goes on;
 - ``call``: a call of an ``@tool(idempotent=False)`` tool is starting (its id, name, the digest of the
   arguments it runs with: a decision's when one changed them), stored before it starts; ``result``: a
-  call's result item and how long it took, stored as soon as the call ends for such a tool, with the next store write for any other (at the latest before
-  the next model request: a crash before that runs it again, at least once); a result marked ``unsettled``:
-  such a call timed out and may still have taken effect (a resumed run does not run a call repeating it);
+  call's result item and how long it took, stored as soon as the call ends for such a tool, with the next
+  store write for any other (at the latest before the next model request: a crash before that runs it
+  again, at least once); a result marked ``unsettled``: such a call timed out and may still have taken
+  effect (a resumed run does not run a call repeating it);
 - ``attach``: the model request in flight (turn n) is a background response (or Gemini interaction): its
   id, the wire and the route (never a URL), stored as soon as the stream names it, so a resumed run
   re-attaches to it instead of paying for it again; ``detach``: that id could not be re-attached (gone,
@@ -780,7 +781,8 @@ class RunJournal(object):
         """One call about to run that must run at most once (``starting`` with one call)."""
         self.starting(turn, [(call, True)])
 
-    def finished(self, turn: int, call_id: str, item: Mapping[str, Any], seconds: float, unsettled: bool = False) -> None:
+    def finished(self, turn: int, call_id: str, item: Mapping[str, Any], seconds: float,
+                 unsettled: bool = False) -> None:
         """A call's result; ``unsettled``: a call that must run at most once timed out and may still take effect
         (its result says so; a resumed run does not let a call repeating it run: ``unsettled()``)."""
         if (turn, call_id) in self.early:  # stored with its turn already

@@ -1106,11 +1106,13 @@ class Run(object):
                 # given again (a retry, a double submit); it cannot tell them apart (a denial runs nothing)
                 opened = {c["tool_call_id"] for c in self._open}
                 for key in sorted(self._decisions):
-                    if key.startswith("sha256:") or self._decisions[key] is False or isinstance(self._decisions[key], str):
+                    value = self._decisions[key]
+                    if key.startswith("sha256:") or value is False or isinstance(value, str):
                         continue
                     turn = self._journal.decided_before(key, key in opened)
                     if turn is not None:
-                        _decided_before(key, "in turn {}".format(turn) if turn >= 0 else "in the saved state it resumed")
+                        _decided_before(key, "in turn {}".format(turn) if turn >= 0 else
+                                        "in the saved state it resumed")
             elif self._stateful and self._open:
                 # the same on a stateful client, whose history is the state (not the command): a call under the id
                 # this process handed back at an earlier turn of the conversation
