@@ -466,3 +466,20 @@ def test_an_id_decision_given_again_does_not_approve_a_later_stops_call_under_th
         third = client.run(messages, tools=[delete_file], decisions={call_digest(second.pending[0]): True},
                            journal=store, run_id="del-3").result()
     assert (third.stop, ran) == ("done", ["old.log", "/home/user"])
+
+
+def test_an_approved_side_effect_run_from_the_saved_state_is_not_run_again_by_the_journaled_run_it_came_from():
+    """One approval, two ways to resume the same stop in one process: the saved state under another run_id ran
+    pay(30); the journaled run that stopped (the same call again with the same decisions) hands it back as
+    interrupted instead of paying twice (the process remembers the conversation's call ran: at most once)."""
+    store = MemoryStore()
+    with SSEServer() as server:
+        server.answers += [Answer([CALL]), Answer([chat_text("Paid.")]), Answer([chat_text("Paid.")])]
+        client = client_for(server)
+        first = client.run([USER], tools=[pay], journal=store, run_id="pay-a").result()
+        saved = json.loads(json.dumps([USER] + first.messages))
+        other = client.run(saved, tools=[pay], decisions={"c1": True}, journal=store, run_id="pay-b").result()
+        assert (other.stop, ran) == ("done", [30])
+        again = client.run([USER], tools=[pay], decisions={"c1": True}, journal=store, run_id="pay-a").result()
+    assert (again.stop, again.interrupted, [c["tool_call_id"] for c in again.pending]) == ("approval", ["c1"], ["c1"])
+    assert ran == [30] and len(server.requests) == 2

@@ -1850,10 +1850,11 @@ class Run(object):
         interrupted = []  # type: List[str]
         ran = {}  # type: Dict[str, str]  # a saved state's waiting call of a tool that must run once -> its _RAN key
         claimed = []  # type: List[str]  # the _RAN keys this run took (let go again for the calls that do not run)
-        if calls is self._open:
+        resuming = calls is self._open or (journal is not None and bool(journal.awaiting(turn)))
+        if resuming:  # a saved state's waiting calls, or those of the turn the journaled run stopped on for approval
             once = [c for c in calls if self._at_most_once(c)]
             if once:
-                conversation = _conversation_key(self._resumed_from)
+                conversation = _conversation_key(self._resumed_from if calls is self._open else self.history())
                 ran = {c["tool_call_id"]: key for c, key in zip(once, _ran_keys(conversation, once))}
         try:
             for call in calls:
