@@ -4,8 +4,10 @@ real processes, each with its own limiter/budget opened from the store URL)."""
 
 import os
 import shutil
+import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 
@@ -62,6 +64,22 @@ class RedisServer(object):
 
     def __exit__(self, *exc):
         self.close()
+
+
+def killed_after(script, args, env, lines):
+    """``python -c script *args`` with ``env``: the first ``lines`` lines it prints (read as it prints them), then it
+    is killed with SIGKILL there (a crash: no cleanup) and reaped."""
+    child = subprocess.Popen([sys.executable, "-c", script] + list(args), stdout=subprocess.PIPE, env=env)
+    try:
+        read = [child.stdout.readline().decode() for _ in range(lines)]
+        child.send_signal(signal.SIGKILL)
+        assert child.wait(10) == -signal.SIGKILL
+        return read
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait(10)
+        child.stdout.close()
 
 
 # -- worker processes (module-level functions: multiprocessing spawn imports them by name) -------------

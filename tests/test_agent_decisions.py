@@ -74,14 +74,27 @@ def test_a_decision_does_not_cover_a_later_turns_call_with_the_same_id():
 
 
 def test_run_stateful_a_decision_does_not_cover_a_later_turns_call_with_the_same_id():
+    """And the state is the client's history, not the command: {"call_0": True} delivered again (a retry, a double
+    submit) after it ran old.log and the run stopped on call_0 = /home/user must not approve that call: this
+    process decided another call_0 in an earlier turn of the conversation (ConfigError, nothing run or sent);
+    keyed by call_digest it runs."""
     with SSEServer() as server:
         server.answers += [Answer([chat_calls([("call_0", "delete_file", '{"path": "old.log"}')])]),
                            Answer([chat_calls([("call_0", "delete_file", '{"path": "/home/user"}')])])]
         client = client_for(server)
         assert client.run_stateful(USER, tools=TOOLS).result().stop == "approval"
         second = client.run_stateful(None, tools=TOOLS, decisions={"call_0": True}).result()
-    assert ran == [("delete_file", "old.log")]
-    assert second.stop == "approval" and [c["arguments"] for c in second.pending] == [{"path": "/home/user"}]
+        assert ran == [("delete_file", "old.log")]
+        assert second.stop == "approval" and [c["arguments"] for c in second.pending] == [{"path": "/home/user"}]
+        with pytest.raises(ConfigError) as caught:
+            client.run_stateful(None, tools=TOOLS, decisions={"call_0": True})
+        assert str(caught.value) == (
+            "decisions['call_0']: this run decided another call under that id before (in an earlier turn); the call "
+            "waiting now is another one: a decision by id cannot tell them apart; key it by call_digest(call)")
+        assert ran == [("delete_file", "old.log")] and len(server.requests) == 2
+        server.answers.append(Answer([chat_text("Done.")]))
+        third = client.run_stateful(None, tools=TOOLS, decisions={call_digest(second.pending[0]): True}).result()
+    assert third.stop == "done" and ran == [("delete_file", "old.log"), ("delete_file", "/home/user")]
 
 
 def test_two_calls_of_one_turn_with_one_id_run_neither():
@@ -428,3 +441,20 @@ def test_a_resume_that_raises_before_its_calls_run_leaves_no_side_effect_taken()
         again = client_for(server).run(saved, tools=tools, decisions={"c1": True}).result()
     assert (again.stop, again.interrupted) == ("done", [])  # not handed back: it never ran
     assert sorted(ran) == [("note", "x"), ("pay", 30)]
+
+
+def test_an_id_decision_does_not_cover_a_tampered_call_this_process_showed_in_another_conversation():
+    """Servers that number calls per answer give every conversation a call_0: this process showed another user's
+    call_0 = delete_file("/home/user"); this conversation's saved state, edited to that call, is not covered by the
+    approval of its own call_0 = delete_file("old.log") (the shown calls are remembered per conversation)."""
+    other = {"role": "user", "content_items": [{"type": "text", "text": "Clean my home folder"}]}
+    with SSEServer() as server:
+        first = stopped_for_approval(server)
+        server.answers.append(Answer([chat_calls([("call_0", "delete_file", '{"path": "/home/user"}')])]))
+        assert client_for(server).run([other], tools=TOOLS).result().stop == "approval"  # shown to someone else
+        state = tampered(first, lambda items: items[-1].update(arguments={"path": "/home/user"}))
+        result = client_for(server).run(state, tools=TOOLS, decisions={"call_0": True}).result()
+        assert len(server.requests) == 2  # nothing was sent
+    assert ran == [] and result.stop == "approval"
+    assert result.pending == [state[-1]["content_items"][-1]]
+

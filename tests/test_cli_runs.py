@@ -60,11 +60,15 @@ def _chat(server, tmp_path, journal, *extra):
             "--no-log"] + list(extra)
 
 
-def _killed_at(argv, env, marks, name):
-    """Start the command; SIGKILL it once the tool ``name`` has started (its mark written)."""
+def _killed_at(argv, env, marks, name, stdin=None):
+    """Start the command (``stdin``: what the user types); SIGKILL it once the tool ``name`` has started (its mark
+    written)."""
     child = subprocess.Popen([sys.executable, "-c", CLI] + argv, env=env, stdout=subprocess.DEVNULL,
-                             stderr=subprocess.PIPE)
+                             stderr=subprocess.PIPE, stdin=subprocess.DEVNULL if stdin is None else subprocess.PIPE)
     try:
+        if stdin is not None:
+            child.stdin.write(stdin.encode())
+            child.stdin.close()
         deadline = time.monotonic() + 60
         while not (os.path.exists(marks) and name in open(marks).read().split()):
             assert child.poll() is None, child.stderr.read()
@@ -250,3 +254,23 @@ def test_a_resumed_journaled_chat_logs_each_turn_once_in_the_same_conversation(t
         history = log.history(listed[0]["id"])
         assert [m["role"] for m in history] == ["user", "assistant", "user", "assistant"]
         assert history[2]["content_items"][0]["type"] == "tool_result"
+
+
+def test_calls_interrupted_in_two_turns_under_one_reused_id_are_each_run_again_on_the_users_word(tmp_path):
+    """A server numbering the calls of each answer: pay(30) as call_0 killed mid-call, run again on the user's y and
+    the next turn's pay(31), call_0 too, killed mid-call: the user's y for it runs it (the chat keys the decision by
+    the call's digest: by id it could be the earlier decision given again, which a journaled run refuses)."""
+    journal = "sqlite:///" + str(tmp_path / "runs.db")
+    marks = str(tmp_path / "marks")
+    with SSEServer() as server:
+        server.answers += [Answer([chat_calls([("call_0", "pay", '{"amount": 30}')])]),
+                           Answer([chat_calls([("call_0", "pay", '{"amount": 31}')])]), Answer([chat_text("Paid.")])]
+        argv = _chat(server, tmp_path, journal, "--journal-wait", "10")
+        (tmp_path / "tools.py").write_text(TOOLS.replace('_mark("pay")', '_mark("pay{}".format(amount))'))
+        _killed_at(argv + ["--yes"], _env(tmp_path, HANG="pay30"), marks, "pay30")
+        # pay(30) interrupted: y (run it again), then pay(31) asked: y; killed in it
+        _killed_at(argv, _env(tmp_path, HANG="pay31"), marks, "pay31", stdin="y\ny\n")
+        decided = _cli(argv, _env(tmp_path), stdin="y\n")  # pay(31) interrupted: y
+        assert decided.returncode == 0, decided.stderr
+    assert open(marks).read().split() == ["pay30", "pay30", "pay31", "pay31"]
+    assert decided.stdout == "Paid.\n" and len(server.requests) == 3

@@ -21,10 +21,12 @@ import time
 import pytest
 from agent_streams import chat_calls, chat_text
 from sse_server import Answer, SSEServer
+from store_support import killed_after
 
 from agenthub import AutoLLMClient, ConfigError, tool
-from agenthub.agent import call_digest, runner
-from agenthub.stores import MemoryStore
+from agenthub.agent import call_digest, current_call, runner
+from agenthub.agent.journal import arguments_digest
+from agenthub.stores import MemoryStore, open_store
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -55,12 +57,14 @@ CHILD = textwrap.dedent("""
 
 ran = []
 crash = []
+keys = []  # pay's current_call().idempotency_key, each time it runs
 
 
 @tool(requires_approval=True, idempotent=False)
 def pay(amount: int) -> str:
     """Pay."""
     ran.append(amount)
+    keys.append(current_call().idempotency_key)
     if crash:
         crash.pop()
         raise SystemExit("the process dies here")
@@ -71,6 +75,7 @@ def pay(amount: int) -> str:
 def clean():
     ran.clear()
     del crash[:]
+    del keys[:]
     runner._SHOWN.clear()
     runner._RAN.clear()
 
@@ -88,20 +93,20 @@ def approval_stop(server):
     return json.loads(json.dumps([USER] + first.messages)), first.pending[0]
 
 
-def killed_in_pay(server, journal, messages, decisions):
+#: CHILD whose pay prints its idempotency key too
+KEY_CHILD = CHILD.replace('print("pay", amount, flush=True)',
+                          'print("pay", amount, current_call().idempotency_key, flush=True)').replace(
+    "from agenthub import AutoLLMClient, tool",
+    "from agenthub import AutoLLMClient, tool\nfrom agenthub.agent import current_call")
+
+
+def killed_in_pay(server, journal, messages, decisions, script=CHILD, amount=30):
+    """The child killed while pay(amount) runs (it printed so): the words it printed."""
     env = dict(os.environ, KEY=KEY, URL=server.url, JOURNAL=journal, MESSAGES=json.dumps(messages),
                DECISIONS=json.dumps(decisions), PYTHONPATH=ROOT)
-    child = subprocess.Popen([sys.executable, "-c", CHILD, ROOT], stdout=subprocess.PIPE, env=env)
-    try:
-        line = child.stdout.readline().decode()
-        assert line == "pay 30\n", line
-        child.send_signal(signal.SIGKILL)
-        assert child.wait(10) == -signal.SIGKILL
-    finally:
-        if child.poll() is None:
-            child.kill()
-            child.wait(10)
-        child.stdout.close()
+    line = killed_after(script, [ROOT], env, 1)[0]
+    assert line.split()[:2] == ["pay", str(amount)], line
+    return line.split()
 
 
 @pytest.mark.parametrize("by", ["id", "digest"])
@@ -208,15 +213,21 @@ def test_a_journaled_run_stopped_for_approval_takes_the_decisions_under_its_run_
                                                           "content": "deleted old.log"}
 
 
+def two_stops_under_call_0(server):
+    """A server numbering the calls of each answer: call_0 = delete_file("old.log"), then call_0 =
+    delete_file("/home/user"), then an answer."""
+    server.answers += [Answer([chat_calls([("call_0", "delete_file", '{"path": "old.log"}')])]),
+                       Answer([chat_calls([("call_0", "delete_file", '{"path": "/home/user"}')])]),
+                       Answer([chat_text("Done.")])]
+    return client_for(server)
+
+
 def test_a_journaled_approval_binds_the_decision_to_the_turn_it_stopped_on():
     """A saved state's waiting call decided and run, then the next turn stops for approval under the same id
     (a server numbering calls per answer): the decisions of the resume are for that turn's call only."""
     store = MemoryStore()
     with SSEServer() as server:
-        server.answers += [Answer([chat_calls([("call_0", "delete_file", '{"path": "old.log"}')])]),
-                           Answer([chat_calls([("call_0", "delete_file", '{"path": "/home/user"}')])]),
-                           Answer([chat_text("Done.")])]
-        client = client_for(server)
+        client = two_stops_under_call_0(server)
         first = client.run([USER], tools=[delete_file]).result()
         saved = json.loads(json.dumps([USER] + first.messages))
         second = client.run(saved, tools=[delete_file], decisions={"call_0": True}, journal=store,
@@ -332,3 +343,143 @@ def test_a_call_whose_arguments_did_not_parse_is_not_run_with_none_after_a_crash
     assert [m for m in server.requests[1]["body"]["messages"] if m["role"] == "tool"] == [
         {"role": "tool", "tool_call_id": "c1", "content": error},
         {"role": "tool", "tool_call_id": "c2", "content": "Rome: open"}]
+
+
+def journal_for(kind, tmp_path):
+    return MemoryStore() if kind == "memory" else "sqlite:///" + str(tmp_path / "runs.db")
+
+
+def plain(messages):
+    return [{k: v for k, v in m.items() if k != "created_at"} for m in messages]
+
+
+@pytest.mark.parametrize("kind", ["memory", "sqlite"])
+@pytest.mark.parametrize("again", ["none", "same-message"])
+def test_run_stateful_resumes_a_journaled_approval_stop_on_the_same_client(kind, again, tmp_path):
+    """The client's history holds the run's first turn (the call waiting): run_stateful(None, decisions=...) (or
+    the same call again, the same message) under the run_id resumes the journaled run, not a JournalError
+    mismatch; the history ends as a fresh client's resume leaves it, and the call ran once."""
+    journal = journal_for(kind, tmp_path)
+    with SSEServer() as server:
+        server.answers += [Answer([chat_calls([("c1", "delete_file", '{"path": "old.log"}')])]),
+                           Answer([chat_text("Deleted.")])]
+        client = client_for(server)
+        first = client.run_stateful(USER, tools=[delete_file], journal=journal, run_id="del-s").result()
+        assert (first.stop, [c["tool_call_id"] for c in first.pending], ran) == ("approval", ["c1"], [])
+        message = None if again == "none" else USER
+        second = client.run_stateful(message, tools=[delete_file], decisions={"c1": True}, journal=journal,
+                                     run_id="del-s").result()
+        assert (second.stop, second.turns, second.replayed_turns, ran) == ("done", 2, 1, ["old.log"])
+        history = plain(client.get_history())
+        fresh = client_for(server)  # the same run resumed on a new client: nothing run or sent
+        third = fresh.run_stateful(USER, tools=[delete_file], decisions={"c1": True}, journal=journal,
+                                   run_id="del-s").result()
+    assert (third.stop, third.replayed_turns, third.replayed_results, ran) == ("done", 2, 1, ["old.log"])
+    assert len(server.requests) == 2
+    assert server.requests[1]["body"]["messages"][1:] == [
+        {"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "type": "function", "function": {
+            "name": "delete_file", "arguments": '{"path":"old.log"}'}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "deleted old.log"}]
+    assert [m["role"] for m in history] == ["user", "assistant", "user", "assistant"]
+    assert history == plain(fresh.get_history())
+
+
+def test_run_stateful_on_the_same_client_resumes_only_the_runs_own_history():
+    """Another message, or a history whose journaled turn was edited since (other arguments under the id), is
+    another run: refused (JournalError mismatch), nothing run or sent, the client's history left as it was."""
+    from agenthub.agent import JournalError
+
+    store = MemoryStore()
+    other = {"role": "user", "content_items": [{"type": "text", "text": "Delete new.log"}]}
+    with SSEServer() as server:
+        server.answers.append(Answer([chat_calls([("c1", "delete_file", '{"path": "old.log"}')])]))
+        client = client_for(server)
+        assert client.run_stateful(USER, tools=[delete_file], journal=store, run_id="del-s").result().stop == "approval"
+        kept = client.get_history()
+        with pytest.raises(JournalError) as caught:
+            client.run_stateful(other, tools=[delete_file], journal=store, run_id="del-s")
+        assert caught.value.reason == "mismatch"
+        edited = json.loads(json.dumps(kept))
+        edited[-1]["content_items"][-1]["arguments"] = {"path": "/home/user"}
+        client.set_history(edited)
+        with pytest.raises(JournalError) as caught:
+            client.run_stateful(None, tools=[delete_file], decisions={"c1": True}, journal=store, run_id="del-s")
+        assert caught.value.reason == "mismatch"
+    assert client.get_history() == edited and ran == [] and len(server.requests) == 1
+
+
+def test_an_edited_decision_has_its_own_idempotency_key_the_same_after_a_crash(tmp_path):
+    """The key names the action: run id, turn, call id and the arguments actually run.  pay(31) (the user's edit of
+    the model's pay(30)) killed mid-call in a real process keeps its key when the same edit runs it again after
+    the interruption; the model's own arguments (approved as they are, or an edit that changes nothing) get
+    another key, so an API deduplicating by it never answers one payment with the other's result."""
+    journal = "sqlite:///" + str(tmp_path / "runs.db")
+    edit = {"c1": {"arguments": {"amount": 31}}}
+    with SSEServer() as server:
+        messages, _ = approval_stop(server)
+        words = killed_in_pay(server, journal, messages, edit, script=KEY_CHILD, amount=31)
+        client = client_for(server)
+        shown = client.run(messages, tools=[pay], decisions=edit, journal=journal, run_id="pay-1",
+                           journal_wait=10).result()
+        assert (shown.stop, shown.interrupted, ran) == ("approval", ["c1"], [])
+        server.answers.append(Answer([chat_text("Paid.")]))
+        again = client.run(messages, tools=[pay], decisions=edit, journal=journal, run_id="pay-1").result()
+        assert again.stop == "done"
+        for decision in (True, {"arguments": {"amount": 30}}):  # the model's pay(30), as another run of the same id
+            server.answers.append(Answer([chat_text("Paid.")]))
+            runner._RAN.clear()  # (this process's memory of the state's side effect run: forgotten here)
+            client.run(messages, tools=[pay], decisions={"c1": decision}, journal=MemoryStore(),
+                       run_id="pay-1").result()
+    assert ran == [31, 30, 30]
+    assert keys[0] == words[2] and len(keys[0]) == 32  # the same action before and after the crash: one key
+    assert keys[1] == keys[2] != keys[0]  # another action: another key
+    started = [json.loads(e) for e in open_store(journal).journal_entries("pay-1")]
+    assert [e["digest"] for e in started if e["k"] == "call"] == [arguments_digest({"amount": 31})] * 2
+
+
+@pytest.mark.parametrize("start", ["journaled", "saved"])
+def test_an_id_decision_given_again_does_not_approve_a_later_stops_call_under_the_same_id(start):
+    """A server numbering the calls of each answer: the run stopped on call_0 = delete_file("old.log") (journaled,
+    or a saved state the journaled run resumed), the approval {"call_0": True} ran it, and the run stopped again on
+    call_0 = delete_file("/home/user").  The same command delivered again (a retry, a double submit) must not
+    approve that other call: a decision by id cannot tell the two apart (ConfigError, nothing run or sent); keyed
+    by call_digest it can."""
+    store = MemoryStore()
+    with SSEServer() as server:
+        client = two_stops_under_call_0(server)
+        if start == "journaled":
+            messages = [USER]
+            assert client.run(messages, tools=[delete_file], journal=store, run_id="del-3").result().stop == "approval"
+        else:
+            messages = json.loads(json.dumps([USER] + client.run([USER], tools=[delete_file]).result().messages))
+        second = client.run(messages, tools=[delete_file], decisions={"call_0": True}, journal=store,
+                            run_id="del-3").result()
+        assert (second.stop, [c["arguments"] for c in second.pending], ran) == ("approval", [{"path": "/home/user"}],
+                                                                                ["old.log"])
+        with pytest.raises(ConfigError) as caught:
+            client.run(messages, tools=[delete_file], decisions={"call_0": True}, journal=store, run_id="del-3")
+        assert str(caught.value) == (
+            "decisions['call_0']: this run decided another call under that id before ({}); the call waiting now is "
+            "another one: a decision by id cannot tell them apart; key it by call_digest(call)".format(
+                "in turn 0" if start == "journaled" else "in the saved state it resumed"))
+        assert ran == ["old.log"] and len(server.requests) == 2
+        third = client.run(messages, tools=[delete_file], decisions={call_digest(second.pending[0]): True},
+                           journal=store, run_id="del-3").result()
+    assert (third.stop, ran) == ("done", ["old.log", "/home/user"])
+
+
+def test_an_approved_side_effect_run_from_the_saved_state_is_not_run_again_by_the_journaled_run_it_came_from():
+    """One approval, two ways to resume the same stop in one process: the saved state under another run_id ran
+    pay(30); the journaled run that stopped (the same call again with the same decisions) hands it back as
+    interrupted instead of paying twice (the process remembers the conversation's call ran: at most once)."""
+    store = MemoryStore()
+    with SSEServer() as server:
+        server.answers += [Answer([CALL]), Answer([chat_text("Paid.")]), Answer([chat_text("Paid.")])]
+        client = client_for(server)
+        first = client.run([USER], tools=[pay], journal=store, run_id="pay-a").result()
+        saved = json.loads(json.dumps([USER] + first.messages))
+        other = client.run(saved, tools=[pay], decisions={"c1": True}, journal=store, run_id="pay-b").result()
+        assert (other.stop, ran) == ("done", [30])
+        again = client.run([USER], tools=[pay], decisions={"c1": True}, journal=store, run_id="pay-a").result()
+    assert (again.stop, again.interrupted, [c["tool_call_id"] for c in again.pending]) == ("approval", ["c1"], ["c1"])
+    assert ran == [30] and len(server.requests) == 2

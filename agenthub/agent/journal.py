@@ -5,13 +5,16 @@
 (agenthub.stores.journal), in order:
 
 - ``header``: the journal's format, agenthub's version and the run's fingerprint (a digest of the
-  messages, the tool schemas, the model and the config; no value of it is kept);
+  messages, the tool schemas, the model and the config; no value of it is kept); a stateful run's ``start``
+  too: the length of the client's history then and whether a message came (where the run began in it);
 - ``turn``: the turn as the run keeps it: the assistant message (fidelity kept), usage, cost, the route
   that answered; stored when its stream completes, before the run goes on;
-- ``call``: a call of an ``@tool(idempotent=False)`` tool is starting (its id, name, the digest of its
-  arguments), stored before it starts; ``result``: a call's result item and how long it took, stored as
-  soon as the call ends for such a tool, with the next store write for any other (at the latest before
-  the next model request: a crash before that runs it again, at least once);
+- ``call``: a call of an ``@tool(idempotent=False)`` tool is starting (its id, name, the digest of the
+  arguments it runs with: a decision's when one changed them), stored before it starts; ``result``: a
+  call's result item and how long it took, stored as soon as the call ends for such a tool, with the next
+  store write for any other (at the latest before the next model request: a crash before that runs it
+  again, at least once); a result marked ``unsettled``: such a call timed out and may still have taken
+  effect (a resumed run does not run a call repeating it);
 - ``attach``: the model request in flight (turn n) is a background response (or Gemini interaction): its
   id, the wire and the route (never a URL), stored as soon as the stream names it, so a resumed run
   re-attaches to it instead of paying for it again; ``detach``: that id could not be re-attached (gone,
@@ -190,9 +193,52 @@ def fingerprint(model: str, messages: Sequence[Any], tools: Sequence[Any], confi
     return hashlib.sha256(_canonical([FORMAT, model, list(messages), list(tools), kept]).encode()).hexdigest()
 
 
-def idempotency_key(run_id: str, turn: int, tool_call_id: str) -> str:
-    """The key a tool call keeps across crashes and resumes (agenthub.agent.current_call().idempotency_key)."""
-    return hashlib.sha256("{}\x00{}\x00{}".format(run_id, turn, tool_call_id).encode()).hexdigest()[:32]
+def stateful_start(header: Mapping[str, Any], entries: Sequence[Mapping[str, Any]], history: Sequence[Any],
+                   message: Any, print_of: Callable[[List[Any]], str]) -> Optional[Tuple[List[Any], Any]]:
+    """Where a stateful run began in a client's ``history`` that holds its progress since (the same client
+    resuming it, ``message`` None or the run's own message again): (the history before the run, its message)
+    when the header's ``start`` (the history's length then, whether a message came) gives a conversation of the
+    header's fingerprint and the assistant turns after it are the journaled turns (their first ones); else None."""
+    start = header.get("start")
+    if type(start) is not list or len(start) != 2 or type(start[0]) is not int or type(start[1]) is not bool:
+        return None
+    count, has_message = start
+    if not 0 <= count <= len(history) - (1 if has_message else 0):
+        return None
+    rest = list(history[count + 1:] if has_message else history[count:])
+    if not rest:
+        return None  # (nothing of the run in the history: not this case)
+    turns = [entry.get("message") for entry in entries if entry.get("k") == "turn"]
+    answers = [m for m in rest if isinstance(m, Mapping) and m.get("role") == "assistant"]
+    if len(answers) > len(turns) or any(_canonical(a) != _canonical(t) for a, t in zip(answers, turns)):
+        return None
+    candidates = [None]  # type: List[Any]
+    if has_message:
+        kept = history[count]
+        if not isinstance(kept, Mapping):
+            return None
+        bare = {k: v for k, v in kept.items() if k != "created_at"}  # (the client stamps a message it sends)
+        if message is not None and _canonical({k: v for k, v in message.items() if k != "created_at"}) \
+                != _canonical(bare):
+            return None  # another message: another run
+        candidates = [message] if message is not None else [kept, bare]
+    elif message is not None:
+        return None
+    for first in candidates:
+        seen = list(history[:count]) + ([first] if first is not None else [])
+        if print_of(seen) == header.get("fingerprint"):
+            return list(history[:count]), first
+    return None
+
+
+def idempotency_key(run_id: str, turn: int, tool_call_id: str, edited: Optional[str] = None) -> str:
+    """The key a tool call keeps across crashes and resumes (agenthub.agent.current_call().idempotency_key): one
+    per action.  ``edited``: the ``arguments_digest`` of the arguments a decision gave instead of the model's (the
+    model's own are fixed by the run, turn and id, and keep the key they always had)."""
+    text = "{}\x00{}\x00{}".format(run_id, turn, tool_call_id)
+    if edited is not None:
+        text += "\x00" + edited
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
 def arguments_digest(arguments: Any) -> str:
@@ -375,9 +421,12 @@ class Journal(object):
         if left is not None:
             self._lost = StoreError("the journal of run {!r}: another worker took the run over".format(self.run_id))
 
-    def open(self, print_: str) -> List[Dict[str, Any]]:
+    def open(self, print_: str, start: Optional[List[Any]] = None,
+             same: Optional[Callable[[Mapping[str, Any], List[Dict[str, Any]]], bool]] = None) -> List[Dict[str, Any]]:
         """Claim the run and return its journaled entries after the header (empty for a new run, whose
-        header is written now).  JournalError for a journal of another format or run, or a corrupt entry."""
+        header is written now, with ``start`` when given).  JournalError for a journal of another format or run,
+        or a corrupt entry; ``same(header, entries)``: asked when the fingerprint differs, True when the
+        conversation given is this run's start with the run's own progress after it (a stateful client's)."""
         raw = self._claim()
         self._open = True
         _RENEWER.add(self)
@@ -399,7 +448,10 @@ class Journal(object):
                 entries.append(entry)
             self._next = len(entries)
             if not entries:  # (stored with the run's first write: a run killed before it has nothing to resume)
-                self.add("header", format=FORMAT, fingerprint=print_, agenthub=_version())
+                if start is None:
+                    self.add("header", format=FORMAT, fingerprint=print_, agenthub=_version())
+                else:
+                    self.add("header", format=FORMAT, fingerprint=print_, agenthub=_version(), start=start)
                 return []
             header = entries[0]
             if header.get("k") != "header" or header.get("format") != FORMAT:
@@ -407,7 +459,7 @@ class Journal(object):
                                    "reads format {}: refusing it".format(self.run_id, header.get("format"),
                                                                          header.get("agenthub"), FORMAT),
                                    run_id=self.run_id, reason="format")
-            if header.get("fingerprint") != print_:
+            if header.get("fingerprint") != print_ and not (same is not None and same(header, entries[1:])):
                 raise JournalError("the journal of run {!r} belongs to another run (other messages, tools, model or "
                                    "config under the same run_id): a different run is refused, not merged; use "
                                    "another run_id or forget this one".format(self.run_id),
@@ -526,6 +578,8 @@ class Replay(object):
         #: approval last handed a call back pending (call id -> entry number)
         self.started_at = {}  # type: Dict[Tuple[int, str], int]
         self.handed_back = {}  # type: Dict[str, int]
+        #: call id -> the turns whose call under that id a stop for approval handed back
+        self.handed_back_turns = {}  # type: Dict[str, Set[int]]
         #: the run's last stop, when it stopped for approval and went no further: (the turn whose calls wait,
         #: their ids)
         self.awaiting = None  # type: Optional[Tuple[int, List[str]]]
@@ -557,6 +611,7 @@ class Replay(object):
                     for call_id in entry["pending"]:
                         if isinstance(call_id, str):
                             self.handed_back[call_id] = number
+                            self.handed_back_turns.setdefault(call_id, set()).add(len(self.turns) - 1)
                     self.awaiting = (len(self.turns) - 1, [i for i in entry["pending"] if isinstance(i, str)])
 
 
@@ -594,10 +649,11 @@ class RunJournal(object):
     write (``request`` stores them before the next model request)."""
 
     def __init__(self, store: Any, run_id: str, print_: str, *, ttl: Optional[float] = None,
-                 wait: Optional[float] = None) -> None:
+                 wait: Optional[float] = None, start: Optional[List[Any]] = None,
+                 same: Optional[Callable[[Mapping[str, Any], List[Dict[str, Any]]], bool]] = None) -> None:
         self.journal = Journal(store, run_id, ttl=ttl, wait=wait)
         self.run_id = run_id
-        self.replay = Replay(self.journal.open(print_))
+        self.replay = Replay(self.journal.open(print_, start, same))
         #: what the run took from the journal instead of doing it again: turns and tool results
         self.replayed_turns = 0
         self.replayed_results = 0
@@ -644,12 +700,34 @@ class RunJournal(object):
             return []
         return list(awaiting[1])
 
+    def decided_before(self, call_id: str, resumed: bool) -> Optional[int]:
+        """When the run waits for approval (``awaiting``) on a call under ``call_id`` and decided another call
+        under that id before, the turn of that call (-1: the saved state's, when the run began by resuming its
+        waiting calls, ``resumed``); else None.  A decision by id given now cannot tell the two apart."""
+        awaiting = self.replay.awaiting
+        if awaiting is None or call_id not in awaiting[1]:
+            return None
+        earlier = sorted(t for t in self.replay.handed_back_turns.get(call_id, ()) if t != awaiting[0])
+        if resumed and awaiting[0] != -1:
+            earlier.insert(0, -1)
+        return earlier[0] if earlier else None
+
     def discard(self) -> None:
         """The run never started (refused while it was being set up): the claim let go, nothing stored (a new
         run's header neither)."""
         with self.journal._lock:
             self.journal._kept = []
         self.journal.close()
+
+    def unsettled(self) -> Dict[Tuple[str, str], str]:
+        """The calls journaled as timed out and maybe still taking effect (results ``unsettled``), whose outcome a
+        resumed run cannot learn: (tool name, arguments digest) -> call id."""
+        out = {}  # type: Dict[Tuple[str, str], str]
+        for key, entry in self.replay.results.items():
+            started = self.replay.started.get(key)
+            if entry.get("unsettled") is True and started is not None:
+                out[(str(started.get("name")), str(started.get("digest")))] = key[1]
+        return out
 
     def interrupted_ids(self) -> List[str]:
         return [call_id for key, call_id in [(k, k[1]) for k in self.replay.started] if key not in self.replay.results]
@@ -703,12 +781,19 @@ class RunJournal(object):
         """One call about to run that must run at most once (``starting`` with one call)."""
         self.starting(turn, [(call, True)])
 
-    def finished(self, turn: int, call_id: str, item: Mapping[str, Any], seconds: float) -> None:
+    def finished(self, turn: int, call_id: str, item: Mapping[str, Any], seconds: float,
+                 unsettled: bool = False) -> None:
+        """A call's result; ``unsettled``: a call that must run at most once timed out and may still take effect
+        (its result says so; a resumed run does not let a call repeating it run: ``unsettled()``)."""
         if (turn, call_id) in self.early:  # stored with its turn already
             return
         kept = dict(item)
         self.replay.results[(turn, call_id)] = {"item": kept}
-        self.journal.keep(_result_text(turn, call_id, kept, round(seconds, 6)))
+        if unsettled:
+            self.journal.keep(_ENCODE({"turn": turn, "id": call_id, "item": kept, "seconds": round(seconds, 6),
+                                       "unsettled": True, "k": "result"}))
+        else:
+            self.journal.keep(_result_text(turn, call_id, kept, round(seconds, 6)))
         if (turn, call_id) in self._at_most_once:  # its result stored as it ends (with those kept before it)
             self._at_most_once.discard((turn, call_id))
             self.journal.flush()

@@ -36,7 +36,10 @@ Rules (issue 30's Decisions):
   started go to threads of their own); their results go back in ONE user message, in call order.  A tool's ``timeout``: the runner stops waiting
   and reports the timeout; Python cannot stop a thread, so the function runs on until it returns, its
   result is dropped, its slot is held until it returns (the calls beyond get an error result when every
-  slot is so held), and being a daemon thread it does not hold up the interpreter's exit.
+  slot is so held), and being a daemon thread it does not hold up the interpreter's exit.  A tool that must not
+  run twice that timed out may still take effect: the model is told so, and a call repeating it (the same tool
+  and arguments) does not run while it runs, gets its late outcome once it returned, and, journaled, does not
+  run after the process running it died (its outcome unknown): ``_repeat_refused``.
 - ``run.abort()`` (or ``close()`` from another thread) ends the run with ``stop == "aborted"``.
 - ``run_stateful`` puts a turn's results into the client's history as soon as the calls ran; a run whose
   next request failed resumes by sending them.
@@ -531,8 +534,9 @@ def joined_results(messages: List[Any]) -> List[Any]:
 class CallContext:
     """The tool call being run (``agenthub.agent.current_call()`` inside a tool): ``tool_call_id``, ``name``,
     ``arguments`` (as the model or the decision gave them), ``run_id`` (a journaled run's, else None) and
-    ``idempotency_key``: the same for this call before and after a crash and a resume (a journaled run), so an
-    external action (a payment API's idempotency key) can be made safe to repeat."""
+    ``idempotency_key``: one per action, the same for this call before and after a crash and a resume (a journaled
+    run), so an external action (a payment API's idempotency key) can be made safe to repeat; a decision that
+    changed the arguments makes another action, with another key."""
 
     tool_call_id: str
     name: str
@@ -544,30 +548,40 @@ class CallContext:
 _CURRENT = contextvars.ContextVar("agenthub_current_call", default=None)  # type: contextvars.ContextVar[Any]
 
 
-def _idempotency_key(salt: str, turn: int, call_id: str) -> str:
-    from .journal import idempotency_key
-    return idempotency_key(salt, turn, call_id)
+def _edited(shown: Any, asked: Any) -> Optional[str]:
+    """The digest of the arguments a call runs with when a decision changed them (``shown`` is not the model's
+    ``asked``, nor equal to it as canonical JSON), else None."""
+    if shown is asked:
+        return None
+    from .journal import arguments_digest
+
+    digest = arguments_digest(shown)
+    return None if digest == arguments_digest(asked) else digest
 
 
 class _Current(object):
     """What ``current_call()`` makes its CallContext of, when a tool asks (most never do: no key is made for them)."""
-    __slots__ = ("run", "call_id", "name", "shown", "turn", "made")
+    __slots__ = ("run", "call", "shown", "turn", "made")
 
-    def __init__(self, run: "Run", call_id: str, name: str, shown: Any, turn: int) -> None:
+    def __init__(self, run: "Run", call: Mapping[str, Any], shown: Any, turn: int) -> None:
         self.run = run
-        self.call_id = call_id
-        self.name = name
+        self.call = call
         self.shown = shown
         self.turn = turn
         self.made = None  # type: Optional[CallContext]
 
     def context(self) -> CallContext:
         if self.made is None:
+            from .journal import idempotency_key
+
             run = self.run
             journal = run._journal
+            call = self.call
             salt = run._key_salt or run.__dict__.setdefault("_random_salt", os.urandom(8).hex())  # (one a run)
-            self.made = CallContext(self.call_id, self.name, self.shown, journal.run_id if journal else None,
-                                    _idempotency_key(salt, self.turn, self.call_id))
+            # one key an action: the run, the turn, the call and, when a decision changed them, the arguments run
+            key = idempotency_key(salt, self.turn, call["tool_call_id"], _edited(self.shown, call.get("arguments")))
+            self.made = CallContext(call["tool_call_id"], call["name"], self.shown, journal.run_id if journal else None,
+                                    key)
         return self.made
 
 
@@ -589,34 +603,45 @@ def call_digest(call: Mapping[str, Any]) -> str:
     return "sha256:" + hashlib.sha256(body.encode("utf-8")).hexdigest()
 
 
-#: the calls this process handed back in ``pending`` (tool_call_id -> the digests shown under it), so that a
-#: decision keyed by tool_call_id covers only the call that was shown when a resume in this process comes with
-#: a state changed since (other arguments, another tool under the id): that call asks again.  Bounded (the
-#: oldest ids go first); a resume in another process has only the saved messages: key by ``call_digest`` there
+#: the calls this process handed back in ``pending`` (tool_call_id -> the digests shown under it, and (the
+#: conversation before their turn, tool_call_id) -> those shown there), so that a decision keyed by tool_call_id
+#: covers only the call that was shown when a resume in this process comes with a state changed since (other
+#: arguments, another tool under the id): that call asks again.  Per conversation where this process showed one
+#: (servers that number the calls of each answer give every conversation a ``call_0``: a call shown to another
+#: conversation is not this one's), else under the id anywhere.  Bounded (the oldest go first); a resume in
+#: another process has only the saved messages: key by ``call_digest`` there
 _SHOWN = collections.OrderedDict()  # type: collections.OrderedDict
-_SHOWN_MAX = 10000
+_SHOWN_MAX = 20000  # (two entries a call: the last 10,000 ids)
 _SHOWN_LOCK = threading.Lock()
 
 
-def _remember_shown(calls: Sequence[Mapping[str, Any]]) -> None:
+def _remember_shown(calls: Sequence[Mapping[str, Any]], conversation: str) -> None:
     with _SHOWN_LOCK:
         for call in calls:
             call_id = call.get("tool_call_id")
             if not isinstance(call_id, str):
                 continue
-            digests = _SHOWN.pop(call_id, set())
-            digests.add(call_digest(call))
-            _SHOWN[call_id] = digests
+            digest = call_digest(call)
+            for key in (call_id, (conversation, call_id)):
+                digests = _SHOWN.pop(key, set())
+                digests.add(digest)
+                _SHOWN[key] = digests
             while len(_SHOWN) > _SHOWN_MAX:
                 _SHOWN.popitem(last=False)
 
 
-def _shown_otherwise(call: Mapping[str, Any]) -> bool:
+def _shown_otherwise(call: Mapping[str, Any], conversation: Callable[[], str]) -> bool:
     """Whether this process showed a call under ``call``'s id that was not this call (its decision by id does
-    not cover it)."""
+    not cover it): in this conversation (``conversation()``: its key) when it showed one there, else anywhere."""
+    call_id = call.get("tool_call_id")
     with _SHOWN_LOCK:
-        digests = _SHOWN.get(call.get("tool_call_id"))
-    return digests is not None and call_digest(call) not in digests
+        anywhere = _SHOWN.get(call_id)
+    if anywhere is None:
+        return False
+    key = (conversation(), call_id)
+    with _SHOWN_LOCK:
+        here = _SHOWN.get(key)
+    return call_digest(call) not in (here if here is not None else anywhere)
 
 
 #: the calls of an ``@tool(idempotent=False)`` tool this process ran as a saved state's waiting calls (a resumed
@@ -629,13 +654,40 @@ _RAN = collections.OrderedDict()  # type: collections.OrderedDict[str, bool]
 _RAN_MAX = 10000
 
 
+def _message_text(message: Mapping[str, Any]) -> str:
+    """A message as canonical JSON, without its ``created_at``."""
+    return json.dumps({k: v for k, v in message.items() if k != "created_at"}, sort_keys=True, separators=(",", ":"),
+                      ensure_ascii=True, default=_json_default)
+
+
 def _conversation_key(messages: Sequence[Mapping[str, Any]]) -> str:
-    """A digest of a conversation as saved (each message without its ``created_at``)."""
+    """A digest of a conversation as saved (each message without its ``created_at``): of its JSON list."""
     import hashlib
 
-    kept = [{k: v for k, v in m.items() if k != "created_at"} for m in messages]
-    body = json.dumps(kept, sort_keys=True, separators=(",", ":"), ensure_ascii=True, default=_json_default)
-    return hashlib.sha256(body.encode("utf-8")).hexdigest()
+    return hashlib.sha256(("[" + ",".join(_message_text(m) for m in messages) + "]").encode("utf-8")).hexdigest()
+
+
+def _shown_earlier(conversation: Sequence[Mapping[str, Any]], ids: Set[str]) -> Set[str]:
+    """The ids among ``ids`` under which this process handed back a call in ``pending`` at a turn of
+    ``conversation`` (each such turn's key made as ``_conversation_key`` makes it, in one pass)."""
+    import hashlib
+
+    with _SHOWN_LOCK:
+        ids = {call_id for call_id in ids if call_id in _SHOWN}
+    found = set()  # type: Set[str]
+    if not ids:
+        return found
+    running = hashlib.sha256(b"[")
+    for index, message in enumerate(conversation):
+        if message.get("role") == "assistant":
+            named = ids.intersection(c["tool_call_id"] for c in _calls(message))
+            if named:
+                key = running.copy()
+                key.update(b"]")
+                with _SHOWN_LOCK:
+                    found.update(call_id for call_id in named if (key.hexdigest(), call_id) in _SHOWN)
+        running.update(("," if index else "").encode("ascii") + _message_text(message).encode("utf-8"))
+    return found
 
 
 def _ran_keys(conversation: str, calls: Sequence[Mapping[str, Any]]) -> List[str]:
@@ -692,6 +744,12 @@ def _once(proceed: Callable[[], Any], name: str, tool: bool = True) -> Callable[
     return once
 
 
+def _decided_before(key: str, where: str) -> None:
+    raise ConfigError("decisions[{!r}]: this run decided another call under that id before ({}); the call waiting now "
+                      "is another one: a decision by id cannot tell them apart; key it by call_digest(call)".format(
+                          key, where))
+
+
 class _Paid(object):
     """What ``call_cost`` reads of a turn's Attempt: its cache mark, when it started and the tier it asked for
     (``config`` holds ``fast_mode`` alone).  A run keeps this for each turn, not the Attempt, which holds the
@@ -711,10 +769,11 @@ _FAST = {"fast_mode": True}  # (read only)
 class _Ticket(object):
     """One call handed to a pool thread: ``running`` until the call returns (a timed-out call's slot is
     held while it runs)."""
-    __slots__ = ("running",)
+    __slots__ = ("running", "value")
 
     def __init__(self) -> None:
         self.running = True
+        self.value = None  # type: Any  # what the call reported when it returned: (index, item, raised, seconds)
 
 
 _IDLE_SECONDS = 2.0  # a run's pool thread with nothing to do for this long ends (a run left unread)
@@ -850,6 +909,15 @@ class Run(object):
     _journal = None  # type: Any  # a journaled run's seam (agenthub.agent.journal.RunJournal)
     _replayed_cost = 0.0  # type: Optional[float]  # what the turns taken from the journal cost
     _attached_id = None  # type: Optional[str]  # the live turn's background response id, journaled
+    _message_unsent = False  # stateful: the first turn sends the caller's message (not in history yet)
+    #: stateful, journaled: (the client's history before the run, its message) when the client's history holds the
+    #: run's own progress after that (the same client resuming it): the history is put back to that as the run
+    #: starts, and the journal replays the rest
+    _rewind = None  # type: Optional[Tuple[List[Any], Any]]
+    #: (tool name, arguments digest) -> (call id, its ticket; None: the process running it stopped) of the calls of
+    #: tools that must not run twice that timed out and whose outcome the run has not learned (_repeat_refused)
+    _unsettled = None  # type: Optional[Dict[Tuple[str, str], Tuple[str, Optional[_Ticket]]]]
+    _timed_out = frozenset()  # type: Any  # the ids of those calls whose result is not journaled yet (as unsettled)
 
     def __init__(self, client: Any, messages: Optional[Sequence[Message]], config: Any, tools: Any,
                  max_turns: int = 10, parallel: int = 4, approve: Optional[Callable[[ToolCallItem], Any]] = None,
@@ -935,19 +1003,7 @@ class Run(object):
                     raise ConfigError("run_stateful takes the next user message")
             before = list(client.get_history())
             self._sent = []  # type: List[Any]
-            seen = before + ([message] if message is not None else [])
-            self._resume_at, self._open = _open_calls(seen)
-            self._tail = [message] if message is not None else []  # type: List[Any]
-            if not self._open and _waiting_results(before):
-                # results a run committed and never got answered (its next request failed): sent now, with
-                # the new message if one came; no call runs again
-                order = [c["tool_call_id"] for c in _calls(before[-2])]
-                self._next = _join([], [before[-1]] + self._tail, order) if self._tail else before[-1]
-                self._committed = True
-            elif not self._open:
-                if message is None:
-                    raise ConfigError("run_stateful needs a message (nothing is waiting for a decision)")
-                self._first = self._open_stateful(message, dict(self._send))  # checked now
+            seen = self._start_stateful(before, message)
         else:
             if type(messages) is not list and (messages is None or isinstance(messages, (str, bytes, _Mapping))):
                 raise ConfigError("run takes a list of messages")
@@ -975,11 +1031,59 @@ class Run(object):
                 self._sent = messages
                 # built now: a config or schema the wire refuses is a ConfigError before anything is sent
                 self._first = self._open_stream(messages, dict(self._send))
+        self._resumed_calls(seen if stateful else messages)  # type: ignore[possibly-undefined, arg-type]
+        self._turn_keys = {}  # type: Dict[str, int]  # tool_call_id -> the turn it came in (idempotency keys)
+        self._interrupted = []  # type: List[str]
+        self._key_salt = run_id  # what idempotency keys are made from (None: a random one, made when first asked)
+        if journal is not None:
+            self._open_journal(journal, run_id, journal_ttl, journal_wait,  # type: ignore[arg-type]
+                               (seen if stateful else messages),  # type: ignore[possibly-undefined]
+                               (before, message) if stateful else None)  # type: ignore[possibly-undefined]
+            unknown = self._journal.unsettled()  # calls that timed out in the process that ran the run before
+            if unknown:
+                self._unsettled = {key: (call_id, None) for key, call_id in unknown.items()}
+        try:
+            if self._rewind is not None:  # the client's history holds the run's own progress: resumed from its start
+                if self._first is not None:
+                    self._first.close()  # (never started: nothing was sent for it)
+                    self._first = None
+                self._resumed_calls(self._start_stateful(self._rewind[0], self._rewind[1], build=False))
+            self._check_start(stateful)
+        except BaseException:
+            if self._journal is not None:  # refused before it started: its claim let go now (not left to lapse)
+                self._journal.discard()
+            raise
+
+    def _start_stateful(self, before: List[Any], message: Any, build: bool = True) -> List[Any]:
+        """A stateful run's start from the client's history ``before`` and the next ``message`` (or None): the
+        calls waiting, the message the first turn sends; its stream built now (checked) unless ``build`` is
+        False (the run's history is put back first, ``_rewind``).  Returns the conversation as the run saw it."""
+        seen = before + ([message] if message is not None else [])
+        self._resume_at, self._open = _open_calls(seen)
+        self._tail = [message] if message is not None else []
+        self._next, self._committed = None, False
+        waiting = not self._open and _waiting_results(before)
+        if waiting:
+            # results a run committed and never got answered (its next request failed): sent now, with
+            # the new message if one came; no call runs again
+            order = [c["tool_call_id"] for c in _calls(before[-2])]
+            self._next = _join([], [before[-1]] + self._tail, order) if self._tail else before[-1]
+            self._committed = True
+        elif not self._open:
+            if message is None:
+                raise ConfigError("run_stateful needs a message (nothing is waiting for a decision)")
+            if build:
+                self._first = self._open_stateful(message, dict(self._send))  # checked now
+        self._message_unsent = not self._open and not waiting  # the first turn's message
+        return seen
+
+    def _resumed_calls(self, seen: Sequence[Any]) -> None:
+        """What the run knows of the turn whose calls it resumes (``seen``: the conversation it started from)."""
         resumed = None  # type: Any  # the assistant turn whose calls this run resumes
         if self._open and self._resume_at is not None:
-            resumed = seen[self._resume_at] if stateful else messages[self._resume_at]  # type: ignore[index]
+            resumed = seen[self._resume_at]
             #: the saved conversation up to the turn whose calls this run resumes (what _RAN keys are made of)
-            self._resumed_from = (seen if stateful else messages)[:self._resume_at + 1]  # type: ignore[index]
+            self._resumed_from = list(seen[:self._resume_at + 1])
         self._order = [c["tool_call_id"] for c in _calls(resumed)] if resumed is not None else []
         self._resumed_well = resumed is None or resumed.get("finish_reason") in _FINISHED
         if self._open:
@@ -987,19 +1091,6 @@ class Run(object):
             if repeated:
                 raise ConfigError("the calls to resume share a tool_call_id ({}): a decision could not tell them "
                                   "apart".format(", ".join(repeated)))
-        self._message_unsent = bool(stateful and self._first is not None)  # stateful: the first turn's message
-        self._turn_keys = {}  # type: Dict[str, int]  # tool_call_id -> the turn it came in (idempotency keys)
-        self._interrupted = []  # type: List[str]
-        self._key_salt = run_id  # what idempotency keys are made from (None: a random one, made when first asked)
-        if journal is not None:
-            self._open_journal(journal, run_id, journal_ttl, journal_wait,  # type: ignore[arg-type]
-                               (seen if stateful else messages))  # type: ignore[possibly-undefined]
-        try:
-            self._check_start(stateful)
-        except BaseException:
-            if self._journal is not None:  # refused before it started: its claim let go now (not left to lapse)
-                self._journal.discard()
-            raise
 
     def _check_start(self, stateful: bool) -> None:
         """What a run checks once its journal is open, before anything is sent: the decisions (each for a call
@@ -1015,6 +1106,27 @@ class Run(object):
             if stray:
                 raise ConfigError("decisions for calls this run does not resume (a decision covers one of the calls "
                                   "waiting when the run starts): {}".format(", ".join(repr(k) for k in stray)))
+            if self._journal is not None and self._journal.replay.awaiting is not None:
+                # a journaled run waiting on a call under an id it decided another call under before (servers that
+                # number the calls of each answer): a decision by id that runs something may be that earlier one
+                # given again (a retry, a double submit); it cannot tell them apart (a denial runs nothing)
+                opened = {c["tool_call_id"] for c in self._open}
+                for key in sorted(self._decisions):
+                    value = self._decisions[key]
+                    if key.startswith("sha256:") or value is False or isinstance(value, str):
+                        continue
+                    turn = self._journal.decided_before(key, key in opened)
+                    if turn is not None:
+                        _decided_before(key, "in turn {}".format(turn) if turn >= 0 else
+                                        "in the saved state it resumed")
+            elif self._stateful and self._open:
+                # the same on a stateful client, whose history is the state (not the command): a call under the id
+                # this process handed back at an earlier turn of the conversation
+                ids = {key for key, value in self._decisions.items()
+                       if not key.startswith("sha256:") and value is not False and not isinstance(value, str)}
+                ids &= {c["tool_call_id"] for c in self._open}
+                for key in sorted(_shown_earlier(self._resumed_from[:-1], ids) if ids else ()):
+                    _decided_before(key, "in an earlier turn")
         if self._journal is not None and self._journal.turn(0) is not None and self._first is not None:
             self._first.close()  # the first turn is in the journal: nothing is sent for it
             self._first = None
@@ -1025,13 +1137,27 @@ class Run(object):
             self._open_stream(self._sent + [_join(placeholders, self._tail, self._order)], dict(self._send)).close()
 
     def _open_journal(self, store: Any, run_id: str, ttl: Optional[float], wait: Optional[float],
-                      messages: Sequence[Any]) -> None:
-        from .journal import RunJournal, fingerprint
+                      messages: Sequence[Any], stateful: Optional[Tuple[List[Any], Any]] = None) -> None:
+        """``stateful``: (the client's history, the message given): the run's start goes in a new journal's
+        header, and a journal whose run started earlier in this history resumes from there (``_rewind``)."""
+        from .journal import RunJournal, fingerprint, stateful_start
 
         tools = self._config.get("tools") or []
         kept = {k: v for k, v in self._config.items() if k != "tools"}
-        print_ = fingerprint(getattr(self._client, "model", ""), list(messages), list(tools), kept)
-        self._journal = RunJournal(store, run_id, print_, ttl=ttl, wait=wait)
+        model = getattr(self._client, "model", "")
+        print_ = fingerprint(model, list(messages), list(tools), kept)
+        if stateful is None:
+            self._journal = RunJournal(store, run_id, print_, ttl=ttl, wait=wait)
+            return
+        before, message = stateful
+
+        def same(header: Mapping[str, Any], entries: List[Dict[str, Any]]) -> bool:
+            self._rewind = stateful_start(header, entries, before, message,
+                                          lambda seen: fingerprint(model, seen, list(tools), kept))
+            return self._rewind is not None
+
+        self._journal = RunJournal(store, run_id, print_, ttl=ttl, wait=wait, start=[len(before), message is not None],
+                                   same=same)
 
     @property
     def _credentials(self) -> List[str]:
@@ -1082,6 +1208,9 @@ class Run(object):
     def __iter__(self) -> Iterator[UniEvent]:
         if self._events is None:
             self._reader = threading.get_ident()
+            if self._rewind is not None:  # (as the run starts: its hooks' on_run_start see the history it resumes)
+                self._put_history(list(self._rewind[0]))
+                self._rewind = None
             self._events = self._hooked() if self._hooks else self._run()
         return self._events
 
@@ -1239,7 +1368,7 @@ class Run(object):
                     calls = [call for call in calls if call["tool_call_id"] not in caught]
                 self._stop = "max_turns"
                 self._pending = calls  # type: ignore[assignment]
-                _remember_shown(calls)
+                _remember_shown(calls, self._turn_conversation())
                 self._handed_back(calls, {})
                 return
             results = yield from self._answer(calls, caught, finished=answer.get("finish_reason") in _FINISHED)
@@ -1644,6 +1773,55 @@ class Run(object):
         return "{}; raw arguments ({} chars): {}".format(error_text(error, self._credentials),
                                                           error.raw_arguments_length, error.raw_arguments_preview)
 
+    def _unsettle(self, call: Mapping[str, Any], shown: Any, ticket: Optional[_Ticket]) -> str:
+        """A call of a tool that must not run twice timed out and runs on (``ticket``): until the run learns how it
+        ended, a call repeating it (the same tool and arguments) does not run (``_repeat_refused``).  Returns what
+        the model is told besides the timeout."""
+        from .journal import arguments_digest
+
+        if self._unsettled is None:
+            self._unsettled = {}
+        if type(self._timed_out) is not set:
+            self._timed_out = set()
+        self._unsettled[(call["name"], arguments_digest(shown))] = (call["tool_call_id"], ticket)
+        self._timed_out.add(call["tool_call_id"])  # (its result journaled so: a resume knows it is unsettled)
+        return ("; {} is not safe to repeat (idempotent=False) and may still complete: do not call it again before "
+                "checking whether it took effect".format(call["name"]))
+
+    def _repeat_refused(self, name: str, shown: Any) -> Optional[str]:
+        """Why a call of ``name`` with the arguments ``shown`` does not run, when it repeats a call of the run that
+        timed out (a tool that must not run twice): that call still runs, or it ended where this run cannot learn
+        how (the process that ran it stopped), or it returned since (its late outcome, told once: the next such
+        call runs).  None: it runs."""
+        from .journal import arguments_digest
+
+        key = (name, arguments_digest(shown))
+        unsettled = self._unsettled
+        held = unsettled.get(key) if unsettled else None
+        if unsettled is None or held is None:
+            return None
+        call_id, ticket = held
+        head = "not run: call {} of {} with the same arguments timed out".format(call_id, name)
+        if ticket is None:
+            return "{} and its outcome is unknown (the process running it stopped); {} is not safe to repeat".format(
+                head, name)
+        if ticket.running:
+            return "{} and still runs; it may still complete ({} is not safe to repeat)".format(head, name)
+        del unsettled[key]
+        _, item, raised, _ = ticket.value
+        if raised is not None:
+            return "{}, then raised {}".format(head, error_text(raised, self._credentials))
+        return "{}, then {}: {}".format(head, "failed" if item.get("is_error") else "returned", item.get("text"))
+
+    def _turn_conversation(self) -> str:
+        """The key of the conversation before the turn whose calls are decided now (the history's last assistant
+        message): what the calls handed back in ``pending`` are remembered under (``_remember_shown``)."""
+        history = self.history()
+        for index in range(len(history) - 1, -1, -1):
+            if history[index].get("role") == "assistant":
+                return _conversation_key(history[:index])
+        return _conversation_key(history)
+
     def _at_most_once(self, call: Mapping[str, Any]) -> bool:
         entry = self._entries.get(str(call.get("name")))
         return entry is not None and not entry.idempotent and not _is_approval(call)
@@ -1664,6 +1842,13 @@ class Run(object):
         elif replaying and any(journal.interrupted(turn, c["tool_call_id"]) for c in calls):
             resumed = True  # a decision may be for a call a crash interrupted, in a turn taken from the journal
         decisions = self._decisions if resumed else {}
+        kept_key = []  # type: List[str]
+
+        def turn_key():  # type: () -> str  # (the conversation's key made once, when a decision by id needs it)
+            if not kept_key:
+                kept_key.append(self._turn_conversation())
+            return kept_key[0]
+
         if resumed:
             self._decisions = {}  # a decision covers the calls the run resumed with, once
         plans = []  # type: List[Any]  # per call: ("error", text) | ("ask", entry) | ("decided", entry, decision)
@@ -1671,10 +1856,11 @@ class Run(object):
         interrupted = []  # type: List[str]
         ran = {}  # type: Dict[str, str]  # a saved state's waiting call of a tool that must run once -> its _RAN key
         claimed = []  # type: List[str]  # the _RAN keys this run took (let go again for the calls that do not run)
-        if calls is self._open:
+        resuming = calls is self._open or (journal is not None and bool(journal.awaiting(turn)))
+        if resuming:  # a saved state's waiting calls, or those of the turn the journaled run stopped on for approval
             once = [c for c in calls if self._at_most_once(c)]
             if once:
-                conversation = _conversation_key(self._resumed_from)
+                conversation = _conversation_key(self._resumed_from if calls is self._open else self.history())
                 ran = {c["tool_call_id"]: key for c, key in zip(once, _ran_keys(conversation, once))}
         try:
             for call in calls:
@@ -1732,7 +1918,7 @@ class Run(object):
                 decision = self._decided(call) if self._methods["before_call"] else None
                 if decision is None and decisions:
                     decision = decisions.get(call_digest(call))
-                    if decision is None and not _shown_otherwise(call):
+                    if decision is None and not _shown_otherwise(call, turn_key):
                         decision = decisions.get(call_id)
                 if approval:  # a provider's MCP server asks: decided, asked (approve), or the run stops for it
                     if decision is not None:
@@ -1761,7 +1947,7 @@ class Run(object):
                 self._stop = "approval"
                 self._pending = pending  # type: ignore[assignment]
                 self._interrupted = interrupted
-                _remember_shown(pending)
+                _remember_shown(pending, self._turn_conversation())
                 self._handed_back(pending, ran, claimed)
                 return None
             #: (index, call, entry, arguments, as decided) or (index, call, None, error text, None)
@@ -1796,6 +1982,11 @@ class Run(object):
                 else:
                     arguments = dict(decision["arguments"])
                 shown = arguments
+                if self._unsettled and not entry.idempotent:
+                    refused = self._repeat_refused(entry.name, shown)
+                    if refused is not None:  # it repeats a call that timed out and may still take effect
+                        tasks.append((index, call, None, refused, None))
+                        continue
                 if entry.kind == "tool":
                     try:
                         arguments = entry.tool.convert(arguments)
@@ -1817,7 +2008,8 @@ class Run(object):
                         if key not in running:
                             _RAN.pop(key, None)
             if journal is not None:  # those that must run at most once: journaled as started first, in one write
-                journal.starting(turn, [(task[1], not task[2].idempotent)
+                journal.starting(turn, [(task[1] if task[4] is task[1].get("arguments") else  # (its digest: of the
+                                         dict(task[1], arguments=task[4]), not task[2].idempotent)  # arguments run)
                                         for task in tasks if task[2] is not None])
         except BaseException:  # (nothing of the turn ran: the calls this run took are let go)
             if claimed:
@@ -1844,7 +2036,10 @@ class Run(object):
                         hook_error = exc
                 continue
             if journal is not None:
-                journal.finished(turn, call["tool_call_id"], item, seconds)
+                unsettled = call["tool_call_id"] in self._timed_out
+                if unsettled:
+                    self._timed_out.discard(call["tool_call_id"])
+                journal.finished(turn, call["tool_call_id"], item, seconds, unsettled)
             self.calls.append({"tool_call_id": call["tool_call_id"], "name": call["name"], "seconds": seconds,
                                "is_error": bool(item.get("is_error"))})
             if self._halting:  # a hook raised: the results that came are kept, quietly
@@ -1964,6 +2159,7 @@ class Run(object):
 
         def reporter(ticket):  # type: (_Ticket) -> Callable[[Any], None]
             def report(value):  # type: (Any) -> None
+                ticket.value = value  # (a timed-out call's late outcome, read by a repeat of it: _repeat_refused)
                 ticket.running = False  # (a timed-out call's slot frees here)
                 results.put(value)
             return report
@@ -2048,8 +2244,10 @@ class Run(object):
                         if timeout is not None:
                             left = started + timeout - now
                             if left <= 0:
-                                decided[index] = (_error(call["tool_call_id"], "TimeoutError: {} did not return "
-                                                         "within {:g} s".format(call["name"], timeout)), None, timeout)
+                                text = "TimeoutError: {} did not return within {:g} s".format(call["name"], timeout)
+                                if not self._entries[call["name"]].idempotent:  # its side effect may still happen
+                                    text += self._unsettle(call, next(t[4] for t in tasks if t[0] == index), ticket)
+                                decided[index] = (_error(call["tool_call_id"], text), None, timeout)
                                 del running[index]  # its thread runs on, holding its slot until it returns
                                 self._abandoned.append(ticket)
                             else:
@@ -2095,7 +2293,7 @@ class Run(object):
     def _proceed(self, call: Dict[str, Any], entry: _Entry, arguments: Any, shown: Any) -> Dict[str, Any]:
         """The tool itself: its result item (what it raised propagates)."""
         call_id = call["tool_call_id"]
-        token = _CURRENT.set(_Current(self, call_id, call["name"], shown, self._turn_keys.get(call_id, self._turns - 1)))
+        token = _CURRENT.set(_Current(self, call, shown, self._turn_keys.get(call_id, self._turns - 1)))
         try:
             if entry.kind == "provider":
                 value = entry.provider.call_tool(entry.original, arguments)

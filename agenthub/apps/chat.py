@@ -463,7 +463,9 @@ def _turns(client: Any, args: Any, config: Dict[str, Any], history: List[Any], m
         if args.yes:
             printer.line("[run the command again without --yes to decide]")
             break
-        decisions = {c["tool_call_id"]: approve(c) for c in result.pending if c["tool_call_id"] in result.interrupted}
+        from ..agent import call_digest  # (by digest: a reused id of an earlier turn's call cannot be mistaken for it)
+
+        decisions = {call_digest(c): approve(c) for c in result.pending if c["tool_call_id"] in result.interrupted}
     if not args.json:
         printer.line(_run_total(result))
     turns = []
