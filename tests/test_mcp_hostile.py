@@ -161,6 +161,17 @@ def test_an_answer_for_no_pending_call_is_a_timeout_within_the_calls_deadline(fa
 
 
 @posix
+def test_answers_to_ids_the_client_never_used_are_dropped_not_kept():
+    # a server could otherwise make the client hold many big answers nobody will ever ask for
+    before = snapshot()
+    with mcp.connect(hostile_stdio("unknown-ids"), timeout=10) as server:
+        assert server.call_tool("echo", {"text": "hi"})["text"] == "hi"  # after the 20 answers for no one
+        assert server._channel._state.late == {}
+        assert server._channel.late_answer("nobody-19") is None
+    assert leaked(before) == []
+
+
+@posix
 def test_a_server_that_closes_stdout_and_lingers_fails_the_call_and_is_killed_on_close():
     before = snapshot()
     server = mcp.connect(hostile_stdio("close-stdout"), timeout=8)  # it ignores SIGTERM
