@@ -872,6 +872,22 @@ def test_an_event_of_endless_data_lines_is_refused_with_bounded_memory(server):
     assert released(client, server)
 
 
+def test_an_event_of_endless_empty_data_lines_is_refused_with_bounded_memory(server):
+    # each "data:" line adds nothing but the LF joining it to the next: the event still grows, and is bounded
+    server.push([status(200, SSE), send(chat_chunk("start"))] + [send(b"data:\n" * 10000) for _ in range(128)])
+    client = make(server, max_line_bytes=256 * 1024)
+    tracemalloc.start()
+    try:
+        with pytest.raises(StreamProtocolError) as info:
+            list(client.streaming_response([USER]))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert "an SSE event exceeds 262144 bytes" in str(info.value)
+    assert peak < 6 * 1024 * 1024, peak
+    assert released(client, server)
+
+
 def test_every_transport_error_answers_the_flags():
     error = TransportError("x")
     assert (error.timeout, error.deadline, error.aborted, error.retryable) == (False, False, False, True)
