@@ -103,6 +103,10 @@ DEFAULT_HEADER_TIMEOUT_SECONDS = 10.0
 DEFAULT_BODY_TIMEOUT_SECONDS = 20.0
 DEFAULT_WRITE_TIMEOUT_SECONDS = 30.0
 TIMEOUT_KEYS = ("header_timeout_seconds", "body_timeout_seconds", "write_timeout_seconds")
+#: the built-in server's slowest body: past ``body_timeout_seconds`` plus one second per this many bytes of its
+#: Content-Length, a body still arriving is a 408 (each read within ``body_timeout_seconds`` alone let a client
+#: trickling a byte a read hold its thread for years)
+MIN_BODY_BYTES_PER_SECOND = 16 * 1024
 CONFIG_KEYS = ("models", "api_keys", "allowed_hosts", "max_body_bytes", "max_concurrent_streams",
                "keepalive_seconds") + TIMEOUT_KEYS
 #: config keys a caller of the server may not send: they would rewrite the upstream request itself, or (mcp_servers)
@@ -1280,7 +1284,8 @@ def serve(config: Any, host: str = "127.0.0.1", port: int = DEFAULT_PORT) -> Tup
 
     Socket timeouts (the config's ``header_timeout_seconds``, ``body_timeout_seconds``,
     ``write_timeout_seconds``): the request line and headers must arrive whole within the first (a
-    connection that sends nothing is closed then), each read of the body within the second (else 408),
+    connection that sends nothing is closed then), each read of the body within the second and the whole
+    body within the second plus a second per ``MIN_BODY_BYTES_PER_SECOND`` of its length (else 408),
     each write of the answer within the third (else the stream ends, as when the client leaves).
     """
     import io
@@ -1315,7 +1320,7 @@ def serve(config: Any, host: str = "127.0.0.1", port: int = DEFAULT_PORT) -> Tup
             if self.deadline is not None:
                 wait = min(wait, self.deadline - time.monotonic())
                 if wait <= 0:
-                    raise socket.timeout("the request headers did not arrive in time")
+                    raise socket.timeout("the request did not arrive in time")
             self.sock.settimeout(wait)
             return self.sock.recv_into(buffer)
 
@@ -1384,7 +1389,11 @@ def serve(config: Any, host: str = "127.0.0.1", port: int = DEFAULT_PORT) -> Tup
                 return
             if not self.parse_request():
                 return
-            self.reader.deadline = None  # the body: each read within body_timeout
+            # the body: each read within body_timeout, and the whole of it within body_timeout plus a second per
+            # MIN_BODY_BYTES_PER_SECOND of its length (a Content-Length that is no number is refused by the app)
+            length = self.headers.get("Content-Length", "")
+            size = int(length) if _DIGITS.match(length.strip()) else 0
+            self.reader.deadline = time.monotonic() + body_timeout + size / MIN_BODY_BYTES_PER_SECOND
             handler = Chunked(self.rfile, self.wfile, self.get_stderr(), self.get_environ(), multithread=True)
             handler.request_handler = self  # type: ignore[attr-defined]
             handler.run(self.server.get_app())  # type: ignore[attr-defined]
