@@ -352,6 +352,34 @@ def test_close_ends_a_listening_stream_stuck_on_its_head_or_on_the_answer_to_a_s
     assert leaked(before) == []
 
 
+def test_a_listening_stream_ended_after_each_message_with_retry_0_is_not_reopened_in_a_busy_loop(hostile,
+                                                                                                  monkeypatch):
+    # each stream brings a message, so none is quiet and no backoff grows: the server's "retry: 0" alone would have
+    # the listener reopen it at once, for as long as the handle is open
+    from agenthub import transport
+    from agenthub.mcp import http
+
+    waits = []
+    sleep = transport.Watch.sleep
+
+    def recorded(self, seconds):
+        if threading.current_thread().name == "agenthub-mcp-listen":
+            waits.append(seconds)
+        return sleep(self, seconds)
+
+    monkeypatch.setattr(transport.Watch, "sleep", recorded)
+    fake = hostile("flap")
+    before = snapshot()
+    with mcp.connect(fake.url, timeout=10) as server:
+        deadline = time.monotonic() + 10
+        while len(waits) < 3 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert server.call_tool("echo", {"text": "x"}, timeout=5)["text"] == "x"
+    assert len(waits) >= 3
+    assert min(waits) == http.LISTEN_MIN_WAIT == 0.1
+    assert leaked(before) == []
+
+
 def test_a_redirect_is_not_followed_and_the_headers_stay_home(hostile):
     from agenthub.errors import UpstreamError
 
