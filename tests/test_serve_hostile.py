@@ -340,6 +340,39 @@ def test_a_body_trickled_a_byte_a_read_is_a_408_once_its_whole_time_is_up(site):
                                 "retryable": False}
 
 
+def test_connections_past_max_connections_are_refused_at_once_without_a_thread(upstream):
+    """Each connection is served by a thread of its own: clients that open many and send nothing (or trickle)
+    made as many threads.  Past max_connections a connection is answered 503 in the accepting thread."""
+    app = app_for(upstream, max_connections=2, header_timeout_seconds=30)
+    assert app_for(upstream).max_connections == 2 * 64 + 64  # two per stream allowed, and 64 more
+    with pytest.raises(ConfigError, match="max_connections must be a positive int"):
+        app_for(upstream, max_connections=0)
+    with Builtin(app) as server:
+        host, port = server.server.server_address[:2]
+        held = [socket.create_connection((host, port), timeout=5) for _ in range(2)]
+        try:
+            for sock in held:
+                sock.sendall(b"POST /v1/stream HTTP/1.1\r\n")  # and nothing more: each holds a thread
+            deadline = time.monotonic() + 10
+            while len(server._connections) < 2 and time.monotonic() < deadline:
+                time.sleep(0.01)
+            answer = raw(server, b"", wait=5)[0]  # (answered before it sends anything)
+        finally:
+            for sock in held:
+                sock.close()
+        assert status_of(answer) == 503, answer
+        assert b"\r\nRetry-After: 1\r\n" in answer
+        assert error_of(answer) == {"type": "ServerError", "message": "the server is at its limit of 2 connections",
+                                    "retryable": True}
+        deadline = time.monotonic() + 10
+        while True:  # the held connections' threads end once their clients left: there is room again
+            answer = raw(server, head(method="GET", path="/v1/models"), wait=5)[0]
+            if status_of(answer) != 503 or time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
+        assert status_of(answer) == 200, answer
+
+
 def test_a_chunked_request_body_is_a_411_at_once(site):
     up, app, server = site
     chunked = b"%x\r\n%s\r\n" % (len(BODY), BODY)  # no final chunk: a server reading to the end would hang
