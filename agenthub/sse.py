@@ -19,8 +19,10 @@ Rules (WHATWG "event stream interpretation", plus what real servers do):
   data; an event with no data line is dropped (as browsers do).
 - A UTF-8 byte order mark opening the body is dropped.
 - A single line longer than ``max_line_bytes`` is a StreamProtocolError, and so is
-  an event whose data lines add up to more: a broken server must not make the
-  client buffer without bound.
+  an event whose data lines add up to more (the LFs joining them included: endless
+  empty ``data:`` lines are bounded too; each line measured once, however many
+  reads the event spans): a broken server must not make the client buffer without
+  bound.
 """
 
 import json
@@ -36,6 +38,8 @@ __all__ = ["SSEEvent", "SSEDecoder", "iter_events", "iter_event_data", "json_loa
 _MAX_RETRY_DIGITS = 10
 #: no unfinished line held before a chunk (SSEDecoder._lines' head)
 _NONE = []  # type: List[bytes]
+#: no event data measured yet (SSEDecoder._sized)
+_UNSIZED = (None, 0, 0)  # type: Tuple[Any, int, int]
 #: Lines longer than this are refused (a 1 MB tool-call argument fits in one line many times over).
 DEFAULT_MAX_LINE_BYTES = 64 * 1024 * 1024
 
@@ -79,6 +83,7 @@ class SSEDecoder(object):
         self._fresh = True  # nothing fed yet: a byte order mark may come first
         self._head = b""  # the body's first bytes while they may still be a byte order mark cut short
         self._data = []  # type: List[str]
+        self._sized = _UNSIZED  # type: Tuple[Any, int, int]  # (_check_event_size)
         self._event = ""
         self._last_id = None  # type: Optional[str]
         self._retry = None  # type: Optional[int]
@@ -240,6 +245,7 @@ class SSEDecoder(object):
                         events.append(SSEEvent(data[0] if len(data) == 1 else "\n".join(data),
                                                self._event or "message", self._last_id, retry))
                     data = self._data = []
+                    self._sized = _UNSIZED  # (the dispatched data is not held by the size check)
                 self._event = ""
             elif raw.startswith(b"data: "):
                 try:
@@ -263,7 +269,16 @@ class SSEDecoder(object):
             self._check_event_size()
 
     def _check_event_size(self) -> None:
-        if sum(map(len, self._data)) > self.max_line_bytes:
+        """The event's data so far (its lines and the LF joining them: empty data lines count) within the
+        limit.  Only the lines added since the last check are measured (``_sized``: the data list measured,
+        how many of its lines, their size), so an event spread over many small chunks costs linear time."""
+        data = self._data
+        sized, counted, size = self._sized
+        if sized is not data:
+            counted = size = 0
+        size += sum(map(len, data[counted:] if counted else data)) + len(data) - counted
+        self._sized = (data, len(data), size)
+        if size - 1 > self.max_line_bytes:
             raise StreamProtocolError("an SSE event exceeds {} bytes".format(self.max_line_bytes))
 
     def _one_event(self, chunk: bytes) -> Any:
@@ -387,6 +402,7 @@ class SSEDecoder(object):
         if not data:
             return None
         self._data = []
+        self._sized = _UNSIZED
         retry = self._retry
         self._retry = None
         text = data[0] if len(data) == 1 else "\n".join(data)

@@ -742,9 +742,15 @@ class BodyStream(object):
                     self._client or "agenthub"), client=self._client)
         chunks = self._chunks  # type: Any
         clock = time.time_ns
+        # a stopped watch (an abort, the deadline) shuts the socket down, which ends the next read; but a read of
+        # a compressed body inflates to many pieces (a few KB of gzip are a GB of blank lines, minutes of
+        # decoding): the watch is asked before each piece, so the stop holds within one piece
+        watch = self._watch if hasattr(self._watch, "reason") else None
         try:
             for chunk in chunks:
                 if chunk:
+                    if watch is not None and watch.reason is not None:
+                        raise self._stopped()
                     if stamp is not None:
                         stamp[0] = clock() // 1000000
                     if len(chunk) > FIRST_PIECE:
@@ -756,6 +762,8 @@ class BodyStream(object):
                     break
             for chunk in chunks:
                 if chunk:
+                    if watch is not None and watch.reason is not None:
+                        raise self._stopped()
                     if stamp is not None:
                         stamp[0] = clock() // 1000000
                     yield chunk
@@ -812,6 +820,12 @@ class BodyStream(object):
             self._is_document = True
         else:
             self._chunks = _chunks(self._response)
+
+    def _stopped(self) -> TransportError:
+        """The read after the watch stopped (the caller turns it into the abort or the deadline it was)."""
+        return TransportError("{}: reading the stream failed: the call was stopped ({})".format(
+            self._client or "agenthub", self._watch.reason), client=self._client, retryable=False,
+            aborted=self._watch.reason == "abort", deadline=self._watch.reason == "deadline")
 
     def _error(self, exc: BaseException) -> Optional[TransportError]:
         if isinstance(exc, Exception) and not isinstance(exc, AgentHubError):

@@ -6,7 +6,8 @@ Handshake era (2025-06-18) with sessions: ``server/discover`` is a plain 400 (th
 ``initialize`` gives an ``Mcp-Session-Id``, a notification or a response is 202 (but for
 ``notifications/cancelled``: read, never answered), a DELETE 200.
 GET (the listening stream): ``refuse`` answers 405; ``stall`` takes the request and never sends a head; ``ask``
-sends a ``ping`` request (whose answer's POST is never answered), then comments.
+sends a ``ping`` request (whose answer's POST is never answered), then comments; ``flap`` sends ``retry: 0`` and
+one notification, then ends the stream (each time: ``GET /gets`` counts them).
 
 tools/call by name:
 
@@ -35,6 +36,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 GET_MODE = sys.argv[1] if len(sys.argv) > 1 else "refuse"
 LOG = []
 LOCK = threading.Lock()
+GETS = [0]  # listening streams opened (flap)
 ANSWERED = threading.Event()  # the client answered the server's request
 STALL_INIT = threading.Event()  # the next initialize is never answered
 
@@ -74,6 +76,18 @@ class Handler(BaseHTTPRequestHandler):
         if self.path == "/log":
             with LOCK:
                 return self._send(200, json.dumps(LOG).encode(), "application/json")
+        if self.path == "/gets":
+            with LOCK:
+                return self._send(200, json.dumps(GETS[0]).encode(), "application/json")
+        if GET_MODE == "flap":  # one message a stream, and "reconnect at once"
+            with LOCK:
+                GETS[0] += 1
+            self._sse_start()
+            self.wfile.write(b"retry: 0\ndata: " + json.dumps({"jsonrpc": "2.0", "method": "notifications/message",
+                                                               "params": {"level": "info", "data": "hi"}}).encode()
+                             + b"\n\n")
+            self.wfile.flush()
+            return
         if GET_MODE == "stall":
             time.sleep(60)  # the head never comes
             return

@@ -8,6 +8,8 @@ and answers tools/call ``echo`` with its text; tools/call ``deaf`` stops reading
   as usual.
 - ``setsid-stdin``: as ``setsid-child``, but the process holds the server's stdin (and reads nothing from it).
 - ``other-id``: tools/call is answered with a result for another id (and nothing else).
+- ``unknown-ids``: tools/call is first preceded by 20 results of 1 MB each for ids the client never used, then
+  answered.
 - ``leak-env``: tools/call is answered with a JSON-RPC error echoing ``SERVER_TOKEN`` (message and data).
 - ``list-token``: tools/call first sends a progress notification whose ``progressToken`` is a list, then answers.
 - ``null-id-error``: tools/call is answered with an error whose id is null (a parse error, say).
@@ -77,6 +79,10 @@ def main():
         if FAULT == "other-id":
             send({"jsonrpc": "2.0", "id": ident + 1000, "result": {"content": []}})
             continue
+        if FAULT == "unknown-ids":  # answers nobody asked for, big ones
+            for number in range(20):
+                send({"jsonrpc": "2.0", "id": "nobody-{}".format(number), "result": {
+                    "content": [{"type": "text", "text": "x" * (1024 * 1024)}]}})
         if FAULT == "leak-env":  # an error answer echoing a variable the client gave it (env=)
             token = os.environ.get("SERVER_TOKEN", "")
             send({"jsonrpc": "2.0", "id": ident, "error": {"code": -32603, "message": "bad token " + token,

@@ -78,6 +78,36 @@ def usage(prompt=10, output=5, thoughts=None, **more):
 # -- Vertex AI streamed function-call arguments -------------------------------------------------------
 
 
+@pytest.mark.parametrize("path,why", [
+    ("$.x[10000000]", "partial function-call arguments skip more than 4096 array elements (10000000 at $.x[10000000])"),
+    ("$" + ".a" * 3000, "a partial function-call argument's jsonPath is deeper than 127 levels"),
+], ids=["far-index", "deep-path"])
+def test_vertex_partial_args_a_few_bytes_long_that_would_take_megabytes_are_refused(path, why):
+    # on a real socket: an index far past the last one was as many nulls in memory (50 MB here), and a path
+    # thousands of steps deep cost its square when it closed (36 MB here, 3.6 GB at 30,000 steps)
+    import tracemalloc
+
+    from agenthub import AutoLLMClient, StreamProtocolError, Timeout
+    from faultserver import FaultServer, send, status
+
+    data = sse(chunk({"functionCall": {"name": "f", "willContinue": True}}),
+               chunk({"functionCall": {"partialArgs": [{"jsonPath": path, "nullValue": None}], "willContinue": True}}),
+               chunk({"functionCall": {}}), chunk({"text": ""}, finish="STOP"))
+    with FaultServer() as server:
+        server.push([status(200, {"Content-Type": "text/event-stream"}), send(data)])
+        client = AutoLLMClient("gemini-2.5-flash", client_type="gemini", api_key="test-key-0123456789",
+                               base_url=server.url, max_retries=0, timeout=Timeout(connect=2, read=10))
+        tracemalloc.start()
+        try:
+            with pytest.raises(StreamProtocolError) as info:
+                list(client.streaming_response([{"role": "user", "content_items": [{"type": "text", "text": "hi"}]}]))
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+    assert why in str(info.value)
+    assert peak < 8 * 1024 * 1024, peak
+
+
 def test_vertex_call_without_args_then_streamed_calls_closed_by_empty_markers():
     data = sse(
         chunk({"text": "Reading.", "thought": True}, usageMetadata={"trafficType": "ON_DEMAND"}),

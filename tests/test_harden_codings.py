@@ -11,8 +11,9 @@ import zlib
 
 import pytest
 
-from agenthub import AutoLLMClient, StreamProtocolError, Timeout
-from faultserver import FaultServer, chat_stream, send, status
+from agenthub import AutoLLMClient, StreamProtocolError, Timeout, TransportError
+from agenthub import transport
+from faultserver import FaultServer, chat_chunk, chat_stream, hang, send, status
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 USER = [{"role": "user", "content_items": [{"type": "text", "text": "hi"}]}]
@@ -141,3 +142,39 @@ def test_an_agenthub_server_frame_over_the_limit_inside_one_read_is_refused():
                                timeout=Timeout(connect=2, read=5), max_retries=0, max_line_bytes=1024)
         with pytest.raises(StreamProtocolError, match="more than 1024 bytes"):
             list(client.streaming_response(USER))
+
+
+# -- a stop (an abort, the total deadline) holds while a compressed body inflates ------------------
+
+
+@pytest.mark.parametrize("stop", ["abort", "deadline"])
+def test_a_stop_holds_within_one_piece_of_a_compressed_read(monkeypatch, stop):
+    """A few KB of gzip, read at once, are 32 MB of blank lines after the first event: no event, so nothing
+    but the watch can end their decoding (the socket is shut down, but it is not read again until they are
+    all decoded: minutes for a stacked bomb).  The stop comes while they are decoded (as the deadline's
+    timer or another thread's abort would) and is seen before the next inflated piece."""
+    inflated = []
+    streams = []
+    feed = transport._Inflater.feed
+
+    def counted(self, data):
+        for piece in feed(self, data):
+            inflated.append(len(piece))
+            if len(inflated) == 3:  # in the middle of the blank lines
+                streams[0]._control.stop(stop)
+            yield piece
+
+    monkeypatch.setattr(transport._Inflater, "feed", counted)
+    data = gzip.compress(chat_chunk("first") + b"\n" * (32 << 20), 9)
+    with FaultServer() as server:
+        server.push([status(200, {"Content-Type": "text/event-stream", "Content-Encoding": "gzip"}), send(data),
+                     hang(30)])
+        client = AutoLLMClient("m", api_key="sk-test-key-123456", base_url=server.url + "/v1",
+                               client_type="openai-chat", max_retries=0,
+                               timeout=Timeout(connect=2, read=30, total=600))
+        stream = client.streaming_response(USER)
+        streams.append(stream)
+        with pytest.raises(TransportError) as info:
+            list(stream)
+    assert (info.value.aborted, info.value.deadline) == (stop == "abort", stop == "deadline")
+    assert sum(inflated) == 3 * transport.INFLATE_PIECE, sum(inflated)

@@ -161,6 +161,17 @@ def test_an_answer_for_no_pending_call_is_a_timeout_within_the_calls_deadline(fa
 
 
 @posix
+def test_answers_to_ids_the_client_never_used_are_dropped_not_kept():
+    # a server could otherwise make the client hold many big answers nobody will ever ask for
+    before = snapshot()
+    with mcp.connect(hostile_stdio("unknown-ids"), timeout=10) as server:
+        assert server.call_tool("echo", {"text": "hi"})["text"] == "hi"  # after the 20 answers for no one
+        assert server._channel._state.late == {}
+        assert server._channel.late_answer("nobody-19") is None
+    assert leaked(before) == []
+
+
+@posix
 def test_a_server_that_closes_stdout_and_lingers_fails_the_call_and_is_killed_on_close():
     before = snapshot()
     server = mcp.connect(hostile_stdio("close-stdout"), timeout=8)  # it ignores SIGTERM
@@ -338,6 +349,34 @@ def test_close_ends_a_listening_stream_stuck_on_its_head_or_on_the_answer_to_a_s
     started = time.monotonic()
     server.close()
     assert time.monotonic() - started < 1.0
+    assert leaked(before) == []
+
+
+def test_a_listening_stream_ended_after_each_message_with_retry_0_is_not_reopened_in_a_busy_loop(hostile,
+                                                                                                  monkeypatch):
+    # each stream brings a message, so none is quiet and no backoff grows: the server's "retry: 0" alone would have
+    # the listener reopen it at once, for as long as the handle is open
+    from agenthub import transport
+    from agenthub.mcp import http
+
+    waits = []
+    sleep = transport.Watch.sleep
+
+    def recorded(self, seconds):
+        if threading.current_thread().name == "agenthub-mcp-listen":
+            waits.append(seconds)
+        return sleep(self, seconds)
+
+    monkeypatch.setattr(transport.Watch, "sleep", recorded)
+    fake = hostile("flap")
+    before = snapshot()
+    with mcp.connect(fake.url, timeout=10) as server:
+        deadline = time.monotonic() + 10
+        while len(waits) < 3 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert server.call_tool("echo", {"text": "x"}, timeout=5)["text"] == "x"
+    assert len(waits) >= 3
+    assert min(waits) == http.LISTEN_MIN_WAIT == 0.1
     assert leaked(before) == []
 
 

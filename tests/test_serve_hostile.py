@@ -304,6 +304,75 @@ def test_a_body_shorter_than_its_length_is_a_408_after_the_body_timeout(site):
     assert seconds < 3
 
 
+def test_a_body_trickled_a_byte_a_read_is_a_408_once_its_whole_time_is_up(site):
+    """Each byte comes within body_timeout (0.5 s), so no single read times out: the whole body still has
+    body_timeout plus a second per MIN_BODY_BYTES_PER_SECOND of its length, and then it is a 408 (before, the
+    connection and its thread were held as long as the client kept trickling)."""
+    up, app, server = site
+    host, port = server.server.server_address[:2]
+    sock = socket.create_connection((host, port), timeout=5)
+    answer = b""
+    try:
+        sock.sendall(head(Content_Type="application/json", Content_Length=len(BODY)))
+        for byte in BODY[:60]:  # 60 bytes a fifth of a second apart: 12 s, far past the body's 0.5 s
+            try:
+                sock.sendall(bytes([byte]))
+            except OSError:  # the server answered and closed
+                break
+            sock.settimeout(0.2)
+            try:
+                piece = sock.recv(65536)
+            except socket.timeout:
+                continue
+            answer += piece
+            if not piece or b"\r\n\r\n" in answer:
+                break
+        sock.settimeout(5)
+        while answer:  # the rest, until the server closes the connection
+            piece = sock.recv(65536)
+            if not piece:
+                break
+            answer += piece
+    finally:
+        sock.close()
+    assert status_of(answer) == 408, answer
+    assert error_of(answer) == {"type": "ConfigError", "message": "the request body did not arrive in time",
+                                "retryable": False}
+
+
+def test_connections_past_max_connections_are_refused_at_once_without_a_thread(upstream):
+    """Each connection is served by a thread of its own: clients that open many and send nothing (or trickle)
+    made as many threads.  Past max_connections a connection is answered 503 in the accepting thread."""
+    app = app_for(upstream, max_connections=2, header_timeout_seconds=30)
+    assert app_for(upstream).max_connections == 2 * 64 + 64  # two per stream allowed, and 64 more
+    with pytest.raises(ConfigError, match="max_connections must be a positive int"):
+        app_for(upstream, max_connections=0)
+    with Builtin(app) as server:
+        host, port = server.server.server_address[:2]
+        held = [socket.create_connection((host, port), timeout=5) for _ in range(2)]
+        try:
+            for sock in held:
+                sock.sendall(b"POST /v1/stream HTTP/1.1\r\n")  # and nothing more: each holds a thread
+            deadline = time.monotonic() + 10
+            while len(server._connections) < 2 and time.monotonic() < deadline:
+                time.sleep(0.01)
+            answer = raw(server, b"", wait=5)[0]  # (answered before it sends anything)
+        finally:
+            for sock in held:
+                sock.close()
+        assert status_of(answer) == 503, answer
+        assert b"\r\nRetry-After: 1\r\n" in answer
+        assert error_of(answer) == {"type": "ServerError", "message": "the server is at its limit of 2 connections",
+                                    "retryable": True}
+        deadline = time.monotonic() + 10
+        while True:  # the held connections' threads end once their clients left: there is room again
+            answer = raw(server, head(method="GET", path="/v1/models"), wait=5)[0]
+            if status_of(answer) != 503 or time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
+        assert status_of(answer) == 200, answer
+
+
 def test_a_chunked_request_body_is_a_411_at_once(site):
     up, app, server = site
     chunked = b"%x\r\n%s\r\n" % (len(BODY), BODY)  # no final chunk: a server reading to the end would hang

@@ -260,3 +260,42 @@ def test_a_line_held_over_many_reads_is_joined_once_and_decoded_from_the_join():
         decoding, text = _peak(lambda: data.decode("utf-8"))
         assert events == [("message", text)]
         assert peak < len(line) + decoding + 100000, (unit, peak / len(line), decoding / len(line))
+
+
+def test_the_size_of_an_event_spread_over_many_reads_measures_each_data_line_once():
+    # a server trickling one data line per read: the event's size is checked after each read, and must not be
+    # measured from its first line each time (that is quadratic: 40,000 lines took seconds)
+    class Measured(list):
+        measured = 0
+
+        def __iter__(self):
+            Measured.measured += len(self)
+            return list.__iter__(self)
+
+        def __getitem__(self, index):
+            part = list.__getitem__(self, index)
+            if isinstance(index, slice):
+                Measured.measured += len(part)
+            return part
+
+    decoder = SSEDecoder(max_line_bytes=1024 * 1024)
+    decoder.feed(b"data: first\n")
+    decoder._data = Measured(decoder._data)
+    for _ in range(2000):
+        assert decoder.feed(b"data: x\n") == []
+    assert len(decoder._data) == 2001
+    assert Measured.measured <= 2 * 2001, Measured.measured
+    assert decoder.feed(b"\n") == [SSEEvent("first" + "\nx" * 2000)]
+
+
+def test_empty_data_lines_count_toward_the_event_limit():
+    decoder = SSEDecoder(max_line_bytes=100)
+    decoder.feed(b"data: " + b"y" * 50 + b"\n")
+    with pytest.raises(StreamProtocolError, match="an SSE event exceeds 100 bytes"):
+        for _ in range(60):  # 50 characters and 60 LFs: 110 characters once joined
+            decoder.feed(b"data:\n")
+    decoder = SSEDecoder(max_line_bytes=100)
+    decoder.feed(b"data: " + b"y" * 50 + b"\n")
+    for _ in range(50):  # exactly 100 once joined: within the limit
+        decoder.feed(b"data:\n")
+    assert decoder.feed(b"\n") == [SSEEvent("y" * 50 + "\n" * 50)]

@@ -8,7 +8,7 @@
                  "client_type": "...", "base_url": "...", "default_config": {"max_tokens": 2000}}],
      "api_keys": ["$AGENTHUB_SERVER_KEY"],
      "allowed_hosts": ["localhost", "127.0.0.1", "[::1]"],
-     "max_body_bytes": 16777216, "max_concurrent_streams": 64, "keepalive_seconds": 15,
+     "max_body_bytes": 16777216, "max_concurrent_streams": 64, "max_connections": 192, "keepalive_seconds": 15,
      "header_timeout_seconds": 10, "body_timeout_seconds": 20, "write_timeout_seconds": 30}
 
 A string cell ``"$NAME"`` is read from the environment when the app is made (a missing
@@ -103,8 +103,17 @@ DEFAULT_HEADER_TIMEOUT_SECONDS = 10.0
 DEFAULT_BODY_TIMEOUT_SECONDS = 20.0
 DEFAULT_WRITE_TIMEOUT_SECONDS = 30.0
 TIMEOUT_KEYS = ("header_timeout_seconds", "body_timeout_seconds", "write_timeout_seconds")
+#: the built-in server's connections open at once (each holds a thread) when the config names no
+#: ``max_connections``: this many per stream allowed, plus ``SPARE_CONNECTIONS`` (a connection past it is answered
+#: 503 at once, with no thread made for it)
+CONNECTIONS_PER_STREAM = 2
+SPARE_CONNECTIONS = 64
+#: the built-in server's slowest body: past ``body_timeout_seconds`` plus one second per this many bytes of its
+#: Content-Length, a body still arriving is a 408 (each read within ``body_timeout_seconds`` alone let a client
+#: trickling a byte a read hold its thread for years)
+MIN_BODY_BYTES_PER_SECOND = 16 * 1024
 CONFIG_KEYS = ("models", "api_keys", "allowed_hosts", "max_body_bytes", "max_concurrent_streams",
-               "keepalive_seconds") + TIMEOUT_KEYS
+               "keepalive_seconds", "max_connections") + TIMEOUT_KEYS
 #: config keys a caller of the server may not send: they would rewrite the upstream request itself, or (mcp_servers)
 #: make the operator's provider connect where the caller says, replacing a row's own servers
 PASSTHROUGH_KEYS = ("extra_body", "extra_headers", "mcp_servers")
@@ -246,6 +255,8 @@ def load_config(config: Any, environ: Optional[Mapping[str, str]] = None) -> Dic
         "allowed_hosts": [_host_name(h) if h != "*" else "*" for h in hosts],
         "max_body_bytes": _positive_int(data, "max_body_bytes", DEFAULT_MAX_BODY_BYTES),
         "max_concurrent_streams": _positive_int(data, "max_concurrent_streams", DEFAULT_MAX_CONCURRENT_STREAMS),
+        "max_connections": _positive_int(data, "max_connections", CONNECTIONS_PER_STREAM * _positive_int(
+            data, "max_concurrent_streams", DEFAULT_MAX_CONCURRENT_STREAMS) + SPARE_CONNECTIONS),
     })
 
 
@@ -579,6 +590,9 @@ class AgentHubApp(object):
         self.max_body_bytes = settings["max_body_bytes"]
         self.max_concurrent_streams = settings["max_concurrent_streams"]
         self.keepalive_seconds = settings["keepalive_seconds"]
+        #: the built-in server's connections open at once (serve())
+        self.max_connections = settings.get("max_connections", CONNECTIONS_PER_STREAM * self.max_concurrent_streams
+                                            + SPARE_CONNECTIONS)
         #: the built-in server's socket timeouts (serve())
         self.timeouts = {key: settings.get(key, default) for key, default in zip(TIMEOUT_KEYS, (
             DEFAULT_HEADER_TIMEOUT_SECONDS, DEFAULT_BODY_TIMEOUT_SECONDS, DEFAULT_WRITE_TIMEOUT_SECONDS))}
@@ -1280,8 +1294,11 @@ def serve(config: Any, host: str = "127.0.0.1", port: int = DEFAULT_PORT) -> Tup
 
     Socket timeouts (the config's ``header_timeout_seconds``, ``body_timeout_seconds``,
     ``write_timeout_seconds``): the request line and headers must arrive whole within the first (a
-    connection that sends nothing is closed then), each read of the body within the second (else 408),
+    connection that sends nothing is closed then), each read of the body within the second and the whole
+    body within the second plus a second per ``MIN_BODY_BYTES_PER_SECOND`` of its length (else 408),
     each write of the answer within the third (else the stream ends, as when the client leaves).
+    At most the config's ``max_connections`` connections are served at once, each on a thread of its own; one
+    past them is answered 503 (``Retry-After: 1``) at once and closed, with no thread made for it.
     """
     import io
     import socket
@@ -1293,6 +1310,11 @@ def serve(config: Any, host: str = "127.0.0.1", port: int = DEFAULT_PORT) -> Tup
         raise ConfigError("refusing to listen on {!r} without api_keys: a server reachable from other machines "
                           "needs keys (or listen on 127.0.0.1)".format(host))
 
+    connections = threading.BoundedSemaphore(app.max_connections)
+    busy_body = json.dumps({"error": {"type": "ServerError", "message": "the server is at its limit of {} connections"
+                                      .format(app.max_connections), "retryable": True}}).encode("utf-8")
+    busy = (b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nContent-Length: %d\r\n"
+            b"Retry-After: 1\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n%s" % (len(busy_body), busy_body))
     header_timeout = app.timeouts["header_timeout_seconds"]
     body_timeout = app.timeouts["body_timeout_seconds"]
     write_timeout = app.timeouts["write_timeout_seconds"]
@@ -1315,7 +1337,7 @@ def serve(config: Any, host: str = "127.0.0.1", port: int = DEFAULT_PORT) -> Tup
             if self.deadline is not None:
                 wait = min(wait, self.deadline - time.monotonic())
                 if wait <= 0:
-                    raise socket.timeout("the request headers did not arrive in time")
+                    raise socket.timeout("the request did not arrive in time")
             self.sock.settimeout(wait)
             return self.sock.recv_into(buffer)
 
@@ -1384,7 +1406,11 @@ def serve(config: Any, host: str = "127.0.0.1", port: int = DEFAULT_PORT) -> Tup
                 return
             if not self.parse_request():
                 return
-            self.reader.deadline = None  # the body: each read within body_timeout
+            # the body: each read within body_timeout, and the whole of it within body_timeout plus a second per
+            # MIN_BODY_BYTES_PER_SECOND of its length (a Content-Length that is no number is refused by the app)
+            length = self.headers.get("Content-Length", "")
+            size = int(length) if _DIGITS.match(length.strip()) else 0
+            self.reader.deadline = time.monotonic() + body_timeout + size / MIN_BODY_BYTES_PER_SECOND
             handler = Chunked(self.rfile, self.wfile, self.get_stderr(), self.get_environ(), multithread=True)
             handler.request_handler = self  # type: ignore[attr-defined]
             handler.run(self.server.get_app())  # type: ignore[attr-defined]
@@ -1413,6 +1439,30 @@ def serve(config: Any, host: str = "127.0.0.1", port: int = DEFAULT_PORT) -> Tup
             except OSError:  # pragma: no cover - not a TCP socket
                 pass
             return conn, address
+
+        def process_request(self, request: Any, client_address: Any) -> None:
+            if not connections.acquire(False):  # full: refused here, in the accepting thread, without waiting
+                try:
+                    request.setblocking(False)
+                    request.send(busy)  # (a few hundred bytes: they fit in the socket's buffer)
+                    for _ in range(16):  # what the request sent so far, read and dropped: closed with unread bytes,
+                        if not request.recv(65536):  # the socket would reset, and the client might never see the 503
+                            break
+                except OSError:  # (nothing more to read now)
+                    pass
+                self.shutdown_request(request)
+                return
+            try:
+                socketserver.ThreadingMixIn.process_request(self, request, client_address)
+            except BaseException:  # no thread started: the connection's turn is given back
+                connections.release()
+                raise
+
+        def process_request_thread(self, request: Any, client_address: Any) -> None:
+            try:
+                socketserver.ThreadingMixIn.process_request_thread(self, request, client_address)
+            finally:
+                connections.release()
 
         def handle_error(self, request: Any, client_address: Any) -> None:
             logger.debug("agenthub serve: connection error from %s", client_address, exc_info=True)

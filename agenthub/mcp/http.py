@@ -56,6 +56,10 @@ MAX_RETRY_MS = 30000
 GET_RETRIES = 2
 #: the listening stream (handshake era) is reopened at most this many times in a row without bringing an event
 LISTEN_MAX_RECONNECTS = 5
+#: the listening stream is reopened no sooner than this (seconds), whatever ``retry`` the server gave: a server that
+#: ends each listening stream after one message, with ``retry: 0``, would have it reopened in a busy loop for as
+#: long as the handle is open (a stream that brings a message is no quiet one, so no backoff ever grows)
+LISTEN_MIN_WAIT = DEFAULT_RETRY_MS / 1000.0
 #: the deprecated-transport probe reads at most this long and this much
 PROBE_SECONDS = 5.0
 PROBE_BYTES = 64 * 1024
@@ -259,7 +263,8 @@ class _Step(object):
 class _Listener(object):
     """The handshake era's listening stream (2025-11-25 transports "Listening for Messages from the Server"):
     a GET held open on a thread of its own, its messages handed to the handle's handlers; reconnected with
-    Last-Event-ID after the server's ``retry`` (and ``resume.resume_delay``'s backoff), given up after
+    Last-Event-ID after the server's ``retry`` (and ``resume.resume_delay``'s backoff; ``LISTEN_MIN_WAIT`` at
+    least), given up after
     ``LISTEN_MAX_RECONNECTS`` connections in a row without a message, or at once on a 4xx (a 405: the server
     offers no such stream).  No reference to the channel (a handle dropped unclosed is collected, and this
     stops)."""
@@ -322,7 +327,7 @@ class _Listener(object):
                 quiet = 0 if heard else quiet + 1
                 if quiet >= LISTEN_MAX_RECONNECTS:
                     return
-                wait = max(retry[0] / 1000.0, resume_delay(quiet + 1))
+                wait = max(retry[0] / 1000.0, resume_delay(quiet + 1), LISTEN_MIN_WAIT)
                 if not self._watch.sleep(wait):
                     return
         except Exception:  # a handler's failure or a broken stream: the handle stops hearing, nothing more

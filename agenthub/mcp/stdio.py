@@ -103,7 +103,10 @@ class _State(object):
         self.on_request = None  # type: Optional[Callable[[Message], None]]
         self.on_notification = None  # type: Optional[Callable[[Message], None]]
         self.closing = False
-        #: answers that came after their call gave up (a probe that timed out), the latest few, by id
+        #: the ids of the latest calls that gave up waiting (a probe that timed out): an answer to one of them is
+        #: kept (``late``, the latest one only, by id); an answer to any other id nobody waits for is dropped
+        #: (a server cannot make the client hold answers it never asked for, nor many it gave up on)
+        self.abandoned = collections.deque(maxlen=16)  # type: Deque[Any]
         self.late = {}  # type: Dict[Any, Message]
         # the writer's queue: (bytes, written) in order; what is queued and unwritten; when the write in hand began
         self.queue = collections.deque()  # type: Deque[Tuple[bytes, threading.Event]]
@@ -246,11 +249,11 @@ def _dispatch(state: _State, message: Message) -> None:
     if message.kind in ("result", "error"):
         with state.lock:
             pending = state.pending.get(message.id)
-        if pending is None:  # an answer nobody waits for any more (a call that timed out): kept a while
+        if pending is None:  # an answer nobody waits for: kept only for a call that gave up, and only the latest
             with state.lock:
-                state.late[message.id] = message
-                while len(state.late) > 16:
-                    del state.late[next(iter(state.late))]
+                if message.id is not None and message.id in state.abandoned:
+                    state.abandoned.remove(message.id)
+                    state.late = {message.id: message}
             return
         pending.message = message
         pending.event.set()
@@ -621,6 +624,8 @@ class StdioChannel(Channel):
                     state.end(TransportError("{}: the server did not read its stdin within {:g} s; it was "
                                              "ended".format(self.label, timeout), client=self.label,
                                              retryable=False, timeout=True))
+                with state.lock:
+                    state.abandoned.append(ident)
                 self._cancel(ident)
                 tail = state.log_tail()
                 raise TransportError("{}: no answer to {} within {:g} s{}".format(

@@ -86,7 +86,7 @@ from ..errors import ConfigError, StreamProtocolError, upstream_error
 from ..sse import SSEEvent
 from ..stream import StreamEnd
 from ..toolcalls import ToolCallAssembler
-from ..types import HttpRequest, PromptCaching, ThinkingLevel
+from ..types import MAX_DEPTH, HttpRequest, PromptCaching, ThinkingLevel
 from ._common import NOTES, Encoded, Prior, Resumed, keep, marks_resumed, noting, start
 from ._common import (Count, DONE, document_payloads, payloads, Endpoint, Protocol, check_response_format, documents, get_request,
                       model_list_page, nearest, parse_data_uri, request_headers, samplers, to_int, unsupported,
@@ -688,6 +688,9 @@ def map_usage(raw: Any) -> Dict[str, Optional[int]]:
     return usage(cached, prompt, to_int(raw.get("thoughtsTokenCount")), to_int(raw.get("candidatesTokenCount")))
 
 
+#: the most array elements a call's partialArgs may skip in all (each written as ``null``): an index far past
+#: the last one is a few bytes on the wire and would be that many nulls in memory (``$.x[100000000]``: 500 MB)
+MAX_SKIPPED_ELEMENTS = 4096
 _PATH_STEP = re.compile(r"\.([^.\[\]]+)|\[(\d+)\]|\['((?:[^'\\]|\\.)*)'\]|\[\"((?:[^\"\\]|\\.)*)\"\]")
 
 
@@ -712,6 +715,9 @@ def _json_path(path: Any) -> Tuple[Any, ...]:
         pos = match.end()
     if not steps:
         raise StreamProtocolError("a partial function-call argument targets the whole arguments object")
+    if len(steps) >= MAX_DEPTH:  # (arguments that deep are refused anyway; closing such a path cost its square)
+        raise StreamProtocolError("a partial function-call argument's jsonPath is deeper than {} levels".format(
+            MAX_DEPTH - 1))
     return tuple(steps)
 
 
@@ -728,7 +734,7 @@ class _ArgsWriter(object):
     StreamProtocolError.
     """
 
-    __slots__ = ("path", "kinds", "counts", "open_string", "open_raw", "closed", "paths")
+    __slots__ = ("path", "kinds", "counts", "open_string", "open_raw", "closed", "paths", "skipped")
 
     def __init__(self) -> None:
         self.path = []  # type: List[Any]  # steps of the open containers below the root
@@ -738,6 +744,7 @@ class _ArgsWriter(object):
         self.open_raw = None  # type: Optional[str]  # the jsonPath, as sent, of open_string
         self.closed = set()  # type: set
         self.paths = {}  # type: Dict[str, Tuple[Any, ...]]
+        self.skipped = 0  # array elements skipped (written as null), at most MAX_SKIPPED_ELEMENTS
 
     def write(self, partials: Any) -> str:
         out = []  # type: List[str]
@@ -834,6 +841,10 @@ class _ArgsWriter(object):
             if step < count:
                 raise StreamProtocolError(
                     "partial function-call arguments came back to {} after it was complete".format(_show(target)))
+            self.skipped += step - count
+            if self.skipped > MAX_SKIPPED_ELEMENTS:
+                raise StreamProtocolError("partial function-call arguments skip more than {} array elements ({} "
+                                          "at {})".format(MAX_SKIPPED_ELEMENTS, step - count, _show(target)[:200]))
             out.append(("," if count else "") + "null," * (step - count))
             self.counts[-1] = step + 1
 
