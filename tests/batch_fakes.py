@@ -312,6 +312,7 @@ class _Handler(BaseHTTPRequestHandler):
         with self.fake.lock:
             self.fake.requests.append({"method": method, "path": path, "query": query, "headers": dict(self.headers),
                                        "body": raw})
+        self._query = query
         family = self._family(path)
         session = path.startswith("/upload/") and "upload_id" in query  # the session URL is its own credential
         if self.fake.require_keys and not session and not self._authorized(family):
@@ -407,6 +408,11 @@ class _Handler(BaseHTTPRequestHandler):
         if method == "POST" and rest == "/batches":
             body = json.loads(raw)
             return self._openai_create(body, family)
+        if method == "GET" and rest == "/batches":  # newest first, ``limit`` a page, ``after`` the cursor
+            page = self._page([b for b in fake.batches.values() if b.kind == family], self._query, "after")
+            page.update(object="list", data=[self._openai_object(b) for b in page["data"]])
+            _json(self, 200, page)
+            return True
         match = re.match(r"^/batches/([^/]+)(/cancel)?$", rest)
         if match:
             batch = fake.batches.get(match.group(1))
@@ -486,6 +492,19 @@ class _Handler(BaseHTTPRequestHandler):
         _json(self, 200, self._openai_object(batch))
         return True
 
+    @staticmethod
+    def _page(batches, query, cursor):
+        """One page of a list of batches, newest first: ``limit`` of them after the ``cursor`` id."""
+        ordered = sorted(batches, key=lambda b: (b.created, b.id), reverse=True)
+        after = query.get(cursor, [None])[0]
+        if after is not None:
+            ids = [b.id for b in ordered]
+            ordered = ordered[ids.index(after) + 1:] if after in ids else []
+        limit = int(query.get("limit", query.get("pageSize", ["20"]))[0])
+        page = ordered[:limit]
+        return {"data": page, "has_more": len(ordered) > limit, "first_id": page[0].id if page else None,
+                "last_id": page[-1].id if page else None}
+
     def _openai_object(self, batch):
         status = {"completed": "completed", "expired": "expired", "cancelled": "cancelled", "failed": "failed",
                   None: "cancelling" if batch.state == "cancelling" else
@@ -511,6 +530,11 @@ class _Handler(BaseHTTPRequestHandler):
         fake = self.fake
         if method == "POST" and path == "/v1/messages":
             return self._live("anthropic", "messages", raw)
+        if method == "GET" and path == "/v1/messages/batches":
+            page = self._page([b for b in fake.batches.values() if b.kind == "anthropic"], self._query, "after_id")
+            page["data"] = [self._anthropic_object(b) for b in page["data"]]
+            _json(self, 200, page)
+            return True
         if method == "POST" and path == "/v1/messages/batches":
             body = json.loads(raw)
             requests = body.get("requests")
@@ -576,9 +600,10 @@ class _Handler(BaseHTTPRequestHandler):
         for _, kind, _, _ in batch.results or []:
             counts[{"ok": "succeeded", "error": "errored", "cancelled": "canceled", "expired": "expired"}[kind]] += 1
         stamp = "2026-12-01T12:00:00.000000Z"
+        created = time.strftime("%Y-%m-%dT%H:%M:%S.000000Z", time.gmtime(batch.created))
         return {"id": batch.id, "type": "message_batch",
                 "processing_status": "ended" if ended else ("canceling" if batch.state == "cancelling" else "in_progress"),
-                "request_counts": counts, "ended_at": stamp if ended else None, "created_at": stamp,
+                "request_counts": counts, "ended_at": stamp if ended else None, "created_at": created,
                 "expires_at": "2026-12-02T12:00:00.000000Z", "archived_at": None,
                 "cancel_initiated_at": stamp if batch.cancel_requested else None,
                 "results_url": "{}/v1/messages/batches/{}/results".format(self.fake.url, batch.id) if ended else None}
@@ -639,6 +664,13 @@ class _Handler(BaseHTTPRequestHandler):
                 return True
             _raw(self, 200, entry["bytes"], "application/octet-stream")
             return True
+        if method == "GET" and path == "/v1beta/batches":  # operations, newest first, pageToken the cursor
+            page = self._page([b for b in fake.batches.values() if b.kind == "gemini"], query, "pageToken")
+            answer = {"operations": [self._gemini_operation(b) for b in page["data"]]}
+            if page["has_more"]:
+                answer["nextPageToken"] = page["last_id"]
+            _json(self, 200, answer)
+            return True
         match = re.match(r"^/v1beta/(batches/[^/:]+)(:cancel)?$", path)
         if match:
             batch = fake.batches.get(match.group(1))
@@ -694,7 +726,7 @@ class _Handler(BaseHTTPRequestHandler):
         done = [r for r in batch.results or []]
         metadata = {"@type": "type.googleapis.com/google.ai.generativelanguage.v1main.GenerateContentBatch",
                     "model": "models/" + batch.model, "displayName": batch.display_name, "name": batch.id,
-                    "createTime": "2026-12-01T12:00:00Z", "updateTime": "2026-12-01T12:00:00Z", "state": state,
+                    "createTime": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(batch.created)), "updateTime": "2026-12-01T12:00:00Z", "state": state,
                     "batchStats": {"requestCount": str(len(batch.requests)),
                                    "successfulRequestCount": str(sum(1 for r in done if r[1] == "ok")),
                                    "failedRequestCount": str(sum(1 for r in done if r[1] == "error")),

@@ -22,6 +22,7 @@ import hashlib
 import json
 import logging
 import os
+import secrets
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -29,7 +30,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 from .. import hosts, registry
 from .._redact import redact_url
-from ..errors import AgentHubError, ConfigError, upstream_error
+from ..errors import AgentHubError, ConfigError, StreamProtocolError, upstream_error
 from ..stream import Collector, drive, surrogates_escaped, surrogates_shown
 from ..validate import check_config
 from . import backends as _backends
@@ -252,6 +253,10 @@ _RECORD_FIELDS = (
     ("row_base_url", _opt_str, "a URL or null"),
     ("remote", lambda v: v is None or isinstance(v, dict), "an object or null"),
     ("last", lambda v: v is None or isinstance(v, dict), "an object or null"),
+    ("creating", lambda v: isinstance(v, dict) and isinstance(v.get("at"), (int, float)) and not isinstance(
+        v["at"], bool) and v["at"] == v["at"] and abs(v["at"]) < 1e11 and isinstance(v.get("name"), str)
+        and isinstance(v.get("requests"), int) and (v.get("input_file_id") is None or _segment_ok(v["input_file_id"]))
+        and (v.get("parts") is None or isinstance(v["parts"], dict)), "a create call's marker (at, name, requests)"),
 )
 
 
@@ -329,7 +334,7 @@ def _state_problem(state: Mapping[str, Any]) -> Optional[str]:
         if not isinstance(record, dict):
             return where + " is not an object"
         for name, ok, what in _RECORD_FIELDS:
-            if name not in record and name in ("row_client_type", "row_base_url", "last"):
+            if name not in record and name in ("row_client_type", "row_base_url", "last", "creating"):
                 continue
             if name not in record or not ok(record[name]):
                 return "{}.{} must be {}".format(where, name, what)
@@ -552,6 +557,7 @@ def submit(input_path: str, *, backend: str, state_path: Optional[str] = None, o
         if job._state.get("input_sha256") != _digest(input_path):
             raise ConfigError("{} changed since its submission began (state in {}): pass another state_path".format(
                 input_path, state_path))
+        job._recover_all()  # a batch whose create call was cut short is found, not created (and paid for) twice
         todo = _still_to_do(job._state)
         digests = job._state.setdefault("row_sha256", {})
         records, entries, samples = _plan(input_path, backend, lambda row: row.id in todo, digests,
@@ -681,18 +687,58 @@ class BatchJob(object):
 
     # -- submission ---------------------------------------------------------------------------------
     def _create(self, entries: Dict[int, List[bytes]], samples: Dict[int, Any]) -> None:
+        """Create the batches of ``entries`` (record index -> its encoded entries).  Before each create call the
+        record gets a ``creating`` marker (when, a name unique to the call, how many requests), saved: a
+        process that dies before the call's answer is saved leaves it, and the next submission asks the
+        engine for the batch that call made (``_recover``) instead of paying for a second one."""
         stem = os.path.splitext(os.path.basename(self.input_path))[0]
         for index, record in enumerate(self._state["batches"]):
-            if record.get("remote") or index not in entries:
+            if record.get("remote") or index not in entries or self._recover(record):
                 continue
             engine = _backends.backend(record["backend"])
-            name = "agenthub-{}-{}".format(stem, index + 1)
+            marker = {"at": round(time.time(), 3), "name": "agenthub-{}-{}-{}.jsonl".format(
+                stem, index + 1, secrets.token_hex(4)), "requests": len(entries[index])}  # type: Dict[str, Any]
+            record["creating"] = marker
+            self._save()
+
+            def note(fields: Dict[str, Any], marker: Dict[str, Any] = marker) -> None:
+                marker.update(fields)
+                self._save()
+
             record["remote"] = engine.create(self._wire(record), record["model"], record["api"], entries[index],
-                                             name + ".jsonl", samples[index])
+                                             marker["name"], samples[index], note)
+            del record["creating"]
             record["submitted_at"] = _now()
-            _write_state(self.state_path, self._state)  # after each: a crash loses no created batch
+            self._save()  # after each: a crash loses no created batch
             log.info("agenthub.jobs: %s batch %s created (%d rows)", record["backend"],
                      _remote_id(record["remote"]), len(record["ids"]))
+
+    def _recover(self, record: Dict[str, Any]) -> bool:
+        """Whether the batch a cut-short create call of ``record`` made was found (and saved as its remote);
+        the marker is gone either way (none found: the call created none, and the record is created anew)."""
+        marker = record.get("creating")
+        if not marker:
+            return False
+        engine = _backends.backend(record["backend"])
+        known = set(_remote_id(b.get("remote")) for b in self._state["batches"] if b.get("remote"))
+        remote = engine.find(self._wire(record), record["api"], marker, known)
+        problem = _remote_problem(remote) if remote is not None else None
+        if problem is not None:
+            raise StreamProtocolError("{}: the batch found for a cut-short create call has no usable id ({})".format(
+                record["backend"], problem), client=record["backend"])
+        del record["creating"]
+        if remote is not None:
+            record["remote"] = remote
+            record["submitted_at"] = _now()
+            log.warning("agenthub.jobs: %s batch %s was created before the submission stopped: found, not created "
+                        "again (%d rows)", record["backend"], _remote_id(remote), len(record["ids"]))
+        self._save()
+        return remote is not None
+
+    def _recover_all(self) -> None:
+        for record in self._state["batches"]:
+            if not record.get("remote"):
+                self._recover(record)
 
     def _resume(self, entries: Dict[int, List[bytes]], samples: Dict[int, Any], records: List[Dict[str, Any]]) -> None:
         """Create the batches a cut-short submission left: the old uncreated records are replaced by the
@@ -791,6 +837,7 @@ class BatchJob(object):
         results (``fetch`` them); the others can be finished live with ``agenthub.jobs.run``."""
         infos = []  # type: List[BatchInfo]
         self._state["cancelled_at"] = _now()  # (typed rows get no new re-ask round: jobs.run finishes them)
+        self._recover_all()  # (a round whose create call was cut short may exist: it is cancelled too)
         self._drop_uncreated_rounds()
         for record in self._state["batches"]:
             if not record.get("remote"):

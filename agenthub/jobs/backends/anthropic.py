@@ -16,15 +16,20 @@ results"; the anthropic SDK's ``messages/batch_*`` types), copies read 2026-12-0
   not in request order: ``{"custom_id", "result": {"type": "succeeded", "message": <Message>}}``, or
   ``{"type": "errored", "error": {"type": "error", "error": {"type", "message"}, "request_id"}}``, or
   ``{"type": "canceled"}`` / ``{"type": "expired"}`` (never ran);
-- ``POST /v1/messages/batches/{id}/cancel``: the batch goes ``canceling``, then ``ended``.
+- ``POST /v1/messages/batches/{id}/cancel``: the batch goes ``canceling``, then ``ended``;
+- ``GET /v1/messages/batches?limit=&after_id=``: the workspace's batches, "most recently created batches are
+  returned first" (``data``, ``has_more``, ``last_id``).  A batch carries no name or metadata of the
+  caller's: one whose create call was cut short is found as the one batch of that many requests created
+  while the call was in flight (several: agenthub cannot tell, and says so).
 """
 
 import re
-from typing import Any, Dict, Iterator, List, Mapping
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple
+from urllib.parse import quote
 
-from ...errors import StreamProtocolError
+from ...errors import ConfigError, StreamProtocolError
 from ...types import HttpRequest
-from ._base import Backend, Outcome, outcomes
+from ._base import FIND_AFTER, FIND_BEFORE, Backend, Note, Outcome, listed, outcomes
 from ._wire import Wire, join, same_origin
 
 __all__ = ["ANTHROPIC", "AnthropicBatches", "STATES", "parse_line", "status_of"]
@@ -45,7 +50,7 @@ class AnthropicBatches(Backend):
         return {"custom_id": custom_id, "params": params}
 
     def create(self, wire: Wire, model: str, api: str, entries: List[bytes], name: str,
-               request: HttpRequest) -> Dict[str, Any]:
+               request: HttpRequest, note: Optional[Note] = None) -> Dict[str, Any]:
         data = b'{"requests":[' + b",".join(e.rstrip(b"\n") for e in entries) + b"]}"
         created = wire.json("POST", join(wire.endpoint.base_url, "/v1/messages/batches"), data=data,
                             headers={"Content-Type": "application/json"})
@@ -54,6 +59,37 @@ class AnthropicBatches(Backend):
             raise StreamProtocolError("{}: the new message batch came back without an id".format(wire.client_type),
                                       client=wire.client_type)
         return {"batch_id": batch_id}
+
+    def find(self, wire: Wire, api: str, marker: Mapping[str, Any], known: Any) -> Optional[Dict[str, Any]]:
+        """The one batch of ``marker["requests"]`` requests created while the cut-short call was in flight
+        and not known to the job; several: a ConfigError naming them (nothing is created again)."""
+        base = join(wire.endpoint.base_url, "/v1/messages/batches")
+
+        def page(after: Optional[str]) -> Tuple[List[Any], Optional[str]]:
+            answer = wire.json("GET", base + "?limit=100" + ("&after_id=" + quote(after, safe="") if after else ""))
+            items = answer.get("data") if isinstance(answer, dict) else None
+            if not isinstance(items, list):
+                raise StreamProtocolError("{}: the list of message batches came back without data".format(
+                    wire.client_type), client=wire.client_type)
+            last = answer.get("last_id")
+            return items, last if answer.get("has_more") is True and isinstance(last, str) and last else None
+
+        at = float(marker["at"])
+        found = []  # type: List[str]
+        for item, when in listed(page, lambda item: item.get("created_at"), marker, wire.client_type):
+            if not isinstance(item, dict) or when is None or not at - FIND_BEFORE <= when <= at + FIND_AFTER:
+                continue
+            counts = item.get("request_counts") if isinstance(item.get("request_counts"), dict) else {}
+            total = sum(v for v in counts.values() if isinstance(v, int) and not isinstance(v, bool))
+            if total == marker.get("requests") and isinstance(item.get("id"), str) and item["id"] not in known:
+                found.append(item["id"])
+        if len(found) > 1:
+            raise ConfigError("{}: this job's create call was cut short, and {} batches of {} requests were created "
+                              "meanwhile ({}): agenthub cannot tell which, if any, is this job's (nothing was sent "
+                              "again; cancel the ones that are, then submit with another state_path)".format(
+                                  wire.client_type, len(found), marker.get("requests"),
+                                  ", ".join(found[:5]) + (", ..." if len(found) > 5 else "")))
+        return {"batch_id": found[0]} if found else None
 
     def retrieve(self, wire: Wire, remote: Mapping[str, Any]) -> Dict[str, Any]:
         url = join(wire.endpoint.base_url, "/v1/messages/batches/" + remote["batch_id"])

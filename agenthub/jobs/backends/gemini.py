@@ -19,6 +19,9 @@ Wire facts, from the Batch API guide (https://ai.google.dev/gemini-api/docs/batc
   reads ``metadata.output``): ``inlinedResponses.inlinedResponses`` (each ``{"response" | "error",
   "metadata": {"key"}}``) or ``responsesFile`` (download ``/download/v1beta/{file}:download?alt=media``:
   lines ``{"key", "response" | "error"}``, "annotated with the same key");
+- ``GET /v1beta/batches?pageSize=&pageToken=``: the batch operations (``operations``, ``nextPageToken``),
+  each with ``metadata.displayName`` and ``createTime``: agenthub makes each batch's display name unique,
+  so a batch whose create call was cut short is found by it;
 - ``POST /v1beta/batches/{id}:cancel``; a job pending or running for 48 hours expires;
 - embeddings ("Batch embedding support"; the SDK's ``batches.create_embeddings``, marked experimental):
   ``POST /v1beta/models/{model}:asyncBatchEmbedContent`` with the same ``batch`` envelope, each request
@@ -34,7 +37,7 @@ from urllib.parse import quote, urlsplit
 
 from ...errors import StreamProtocolError
 from ...types import HttpRequest
-from ._base import Backend, Outcome, outcomes
+from ._base import Backend, Note, Outcome, listed, outcomes
 from ._wire import Wire, same_origin
 
 __all__ = ["GEMINI", "GeminiBatches", "STATES", "INLINE_MAX_BYTES", "OPERATION_MAX_BYTES", "RPC_CODES",
@@ -101,7 +104,7 @@ class GeminiBatches(Backend):
         return {"key": custom_id, "parts": parts}
 
     def create(self, wire: Wire, model: str, api: str, entries: List[bytes], name: str,
-               request: HttpRequest) -> Dict[str, Any]:
+               request: HttpRequest, note: Optional[Note] = None) -> Dict[str, Any]:
         root = version_root(wire)
         verb = "asyncBatchEmbedContent" if api == "embeddings" else "batchGenerateContent"
         url = "{}/models/{}:{}".format(root, quote(model, safe=""), verb)
@@ -109,6 +112,8 @@ class GeminiBatches(Backend):
         if api == "embeddings":
             decoded = [json.loads(data) for data in entries]
             parts = {entry["key"]: len(entry["parts"]) for entry in decoded}  # what each row's answer must hold
+            if note is not None:
+                note({"parts": parts})  # (find's batch needs them too)
             entries = [_dumps(line) for entry in decoded for line in _embed_lines(entry)]
         size = sum(len(e) for e in entries)
         source = None  # type: Optional[Dict[str, Any]]
@@ -157,6 +162,34 @@ class GeminiBatches(Backend):
             raise StreamProtocolError("{}: the uploaded file came back without a name".format(wire.client_type),
                                       client=wire.client_type)
         return file_name
+
+    def find(self, wire: Wire, api: str, marker: Mapping[str, Any], known: Any) -> Optional[Dict[str, Any]]:
+        """The batch whose display name is the one the cut-short call gave it (``marker["name"]``)."""
+        root = version_root(wire)
+
+        def page(token: Optional[str]) -> Tuple[List[Any], Optional[str]]:
+            url = "{}/batches?pageSize=25{}".format(root, "&pageToken=" + quote(token, safe="") if token else "")
+            answer = read_operation(wire, url)  # (an inline batch's operation holds its answers: read as one)
+            items = answer.get("operations", []) if isinstance(answer, dict) else None
+            if not isinstance(items, list):
+                raise StreamProtocolError("{}: the list of batches came back without operations".format(
+                    wire.client_type), client=wire.client_type)
+            token = answer.get("nextPageToken")
+            return items, token if isinstance(token, str) and token else None
+
+        def meta(item: Any) -> Dict[str, Any]:
+            value = item.get("metadata") if isinstance(item, dict) else None
+            return value if isinstance(value, dict) else {}
+
+        for item, _ in listed(page, lambda item: meta(item).get("createTime"), marker, wire.client_type):
+            batch_name = item.get("name") if isinstance(item, dict) else None
+            if meta(item).get("displayName") == marker.get("name") and isinstance(batch_name, str) and \
+                    batch_name.startswith("batches/") and batch_name not in known:
+                remote = {"batch_name": batch_name, "input_file": None, "api": api}  # type: Dict[str, Any]
+                if isinstance(marker.get("parts"), dict):
+                    remote["parts"] = marker["parts"]
+                return remote
+        return None
 
     def retrieve(self, wire: Wire, remote: Mapping[str, Any]) -> Dict[str, Any]:
         root = version_root(wire)

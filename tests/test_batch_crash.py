@@ -1,0 +1,132 @@
+"""The batch engine after a kill -9 at its worst moments: a real child process SIGKILLed right after a
+remote batch was created (paid for) and before its id reached the state file.  Submitting again finds
+that batch (OpenAI and Azure: by the input file saved before the create call; Gemini: by the display name
+made for it; Anthropic: the one batch of that size created while the call was in flight) instead of
+creating, and paying for, a second one."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from agenthub.errors import ConfigError
+from agenthub.jobs import batch as B
+from batch_fakes import KEYS, BatchFake, point_at
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _user(text):
+    return [{"role": "user", "content_items": [{"type": "text", "text": text}]}]
+
+
+def _write(path, rows):
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    return str(path)
+
+
+@pytest.fixture
+def fake(monkeypatch):
+    with BatchFake(polls=1) as server:
+        point_at(monkeypatch, server)
+        monkeypatch.setenv("AZURE_OPENAI_API_KEY", KEYS["azure"])
+        monkeypatch.setenv("AZURE_OPENAI_ENDPOINT", server.url)
+        yield server
+
+
+#: a child that submits and is SIGKILLed the moment its engine's create call returned (the batch exists
+#: upstream; its id was not saved yet)
+_CHILD = """
+import os, signal, sys
+from agenthub.jobs import backends, batch
+engine = backends.backend(sys.argv[2])
+create = type(engine).create
+def killed(self, *args, **kwargs):
+    create(self, *args, **kwargs)
+    os.kill(os.getpid(), signal.SIGKILL)
+type(engine).create = killed
+batch.submit(sys.argv[1], backend="auto")
+"""
+
+MODELS = {"openai": {"model": "gpt-5.4-mini"}, "azure": {"model": "my-deployment", "client_type": "azure"},
+          "anthropic": {"model": "claude-sonnet-4-6"}, "gemini": {"model": "gemini-2.5-flash"}}
+
+
+#: the same child SIGKILLed the moment its OpenAI upload's file id was saved (no batch made on it yet)
+_CHILD_UPLOADED = _CHILD.replace("""def killed(self, *args, **kwargs):
+    create(self, *args, **kwargs)
+    os.kill(os.getpid(), signal.SIGKILL)""", """def killed(self, wire, model, api, entries, name, request, note):
+    def noted(fields):
+        note(fields)
+        os.kill(os.getpid(), signal.SIGKILL)
+    create(self, wire, model, api, entries, name, request, noted)""")
+
+
+def _state(src):
+    with open(src + ".batch.json") as handle:
+        return json.load(handle)
+
+
+def _kill_after_create(tmp_path, name, child=_CHILD, stem="in"):
+    rows = [dict(MODELS[name], id="k{}".format(i), messages=_user("crash {}".format(i))) for i in range(3)]
+    src = _write(tmp_path / (stem + ".jsonl"), rows)
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    done = subprocess.run([sys.executable, "-c", child, src, name], cwd=ROOT, env=env, timeout=60,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert done.returncode == -9, done.stderr.decode()
+    return src
+
+
+@pytest.mark.parametrize("name", ["openai", "azure", "anthropic", "gemini"])
+def test_kill_9_after_the_batch_was_created_then_submit_again_creates_no_second_batch(tmp_path, fake, name):
+    src = _kill_after_create(tmp_path, name)
+    assert len(fake.batches) == 1  # created upstream, then the process died
+    (created,) = fake.batches.values()
+    assert _state(src)["batches"][0]["remote"] is None  # its id never reached the state file
+    job = B.submit(src, backend="auto")
+    assert len(fake.batches) == 1  # found, not created (and paid for) again
+    remote = job._state["batches"][0]["remote"]
+    assert (remote.get("batch_id") or remote.get("batch_name")) == created.id
+    assert "creating" not in job._state["batches"][0]
+    job.wait(interval=0)
+    summary = job.fetch(str(tmp_path / "out.jsonl"))
+    assert (summary.done, summary.failed, summary.missing) == (3, 0, [])
+
+
+@pytest.mark.parametrize("name", ["openai", "azure"])
+def test_kill_9_after_the_upload_then_submit_again_creates_the_batch_once(tmp_path, fake, name):
+    src = _kill_after_create(tmp_path, name, _CHILD_UPLOADED)
+    assert fake.batches == {} and len(fake.files) == 1  # uploaded, no batch made on it
+    marker = _state(src)["batches"][0]["creating"]
+    assert marker["input_file_id"] == next(iter(fake.files)) and marker["requests"] == 3
+    job = B.submit(src, backend="auto")
+    assert len(fake.batches) == 1 and "creating" not in job._state["batches"][0]
+    job.wait(interval=0)
+    assert job.fetch(str(tmp_path / "out.jsonl")).done == 3
+
+
+def test_anthropic_several_batches_of_that_size_created_meanwhile_is_refused_not_paid_twice(tmp_path, fake):
+    src = _kill_after_create(tmp_path, "anthropic")
+    other = _write(tmp_path / "other.jsonl", [dict(MODELS["anthropic"], id="o{}".format(i), messages=_user("o"))
+                                              for i in range(3)])
+    B.submit(other, backend="auto")  # another job's batch of 3 requests, created after the cut-short call
+    assert len(fake.batches) == 2
+    with pytest.raises(ConfigError) as caught:
+        B.submit(src, backend="auto")
+    assert str(caught.value) == (
+        "anthropic: this job's create call was cut short, and 2 batches of 3 requests were created meanwhile ({}): "
+        "agenthub cannot tell which, if any, is this job's (nothing was sent again; cancel the ones that are, then "
+        "submit with another state_path)".format(", ".join(sorted(fake.batches, reverse=True))))
+    assert len(fake.batches) == 2 and "creating" in _state(src)["batches"][0]  # the marker kept for a later try
+
+
+def test_anthropic_a_batch_of_another_size_is_not_taken_for_the_cut_short_one(tmp_path, fake):
+    other = _write(tmp_path / "other.jsonl", [dict(MODELS["anthropic"], id="o{}".format(i), messages=_user("o"))
+                                              for i in range(2)])
+    B.submit(other, backend="auto")
+    src = _kill_after_create(tmp_path, "anthropic")
+    mine = [b.id for b in fake.batches.values() if len(b.requests) == 3]
+    job = B.submit(src, backend="auto")
+    assert len(fake.batches) == 2 and job._state["batches"][0]["remote"] == {"batch_id": mine[0]}
