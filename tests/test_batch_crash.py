@@ -130,3 +130,74 @@ def test_anthropic_a_batch_of_another_size_is_not_taken_for_the_cut_short_one(tm
     mine = [b.id for b in fake.batches.values() if len(b.requests) == 3]
     job = B.submit(src, backend="auto")
     assert len(fake.batches) == 2 and job._state["batches"][0]["remote"] == {"batch_id": mine[0]}
+
+
+#: a child SIGKILLed as its engine's create call begins (nothing created: the record keeps its marker only)
+_CHILD_BEFORE = _CHILD.replace("""def killed(self, *args, **kwargs):
+    create(self, *args, **kwargs)""", """def killed(self, *args, **kwargs):""")
+
+
+def test_a_status_from_an_older_copy_keeps_the_batches_another_process_created(tmp_path, fake):
+    src = _kill_after_create(tmp_path, "gemini", _CHILD_BEFORE)
+    assert fake.batches == {}
+    older = B.load(src + ".batch.json")  # (say `agenthub batch status` in another terminal)
+    job = B.submit(src, backend="auto")  # the submission resumed: its batch created now
+    assert len(fake.batches) == 1
+    older.status()
+    assert _state(src)["batches"][0]["remote"] == job._state["batches"][0]["remote"]  # not saved over
+    with pytest.raises(ConfigError, match="was submitted already"):
+        B.submit(src, backend="auto")
+    assert len(fake.batches) == 1
+
+
+_HOLDER = """
+import sys
+from agenthub.jobs.jobfile import OutputLock
+lock = OutputLock(sys.argv[1])
+print("held", flush=True)
+sys.stdin.readline()
+lock.release()
+"""
+
+
+class _Holder(object):
+    """A real process holding ``<path>.lock`` (what a running fetch, submit or live run holds)."""
+
+    def __init__(self, path):
+        self.child = subprocess.Popen([sys.executable, "-c", _HOLDER, path], cwd=ROOT, env=dict(os.environ, PYTHONPATH=ROOT),
+                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        assert self.child.stdout.readline() == b"held\n"
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.child.stdin.close()
+        self.child.wait(10)
+        self.child.stdout.close()
+
+
+def test_a_second_process_on_the_same_job_is_refused_while_one_works_on_it(tmp_path, fake):
+    src = _write(tmp_path / "in.jsonl", [dict(MODELS["openai"], id="a", messages=_user("one"))])
+    out = str(tmp_path / "out.jsonl")
+    state = src + ".batch.json"
+    with _Holder(state):
+        with pytest.raises(ConfigError) as caught:
+            B.submit(src, backend="auto")
+        assert str(caught.value) == "another process is working on the batch job {0} (it holds {0}.lock): wait for " \
+                                    "it to end".format(state)
+        assert fake.calls() == [] and not os.path.exists(state)
+    job = B.submit(src, backend="auto")
+    with _Holder(state):
+        for call in (lambda: job.fetch(out), job.cancel, lambda: B.submit(src, backend="auto")):
+            with pytest.raises(ConfigError, match="another process is working on the batch job"):
+                call()
+        assert job.status().rows == 1  # (asking is never refused)
+        assert [c["method"] for c in fake.calls(path_prefix="/v1/batches")] == ["POST", "GET"]
+    with _Holder(out):  # a live run (jobs.run) writing the output
+        with pytest.raises(ConfigError) as caught:
+            job.fetch(out)
+        assert str(caught.value) == "another run is writing {0} (it holds {0}.lock): wait for it to end, or write " \
+                                    "another output file".format(out)
+    job.wait(interval=0)
+    assert job.fetch(out).done == 1 and not os.path.exists(out + ".lock") and not os.path.exists(state + ".lock")

@@ -17,6 +17,7 @@ Rows a batch never ran (expired, cancelled, a batch that failed validation) get 
 live (it skips the ids the output already has).
 """
 
+import contextlib
 import datetime
 import hashlib
 import json
@@ -26,7 +27,7 @@ import secrets
 import tempfile
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Tuple
 
 from .. import hosts, registry
 from .._redact import redact_url
@@ -36,7 +37,7 @@ from ..validate import check_config
 from . import backends as _backends
 from .backends import TERMINAL, dumps_entry
 from .backends._wire import Wire
-from .jobfile import JobRow, OutputWriter, error_row, finished_ids, iter_rows, output_row, read_jobs
+from .jobfile import JobRow, OutputLock, OutputWriter, error_row, finished_ids, iter_rows, output_row, read_jobs
 
 __all__ = ["submit", "load", "BatchJob", "BatchStatus", "BatchInfo", "FetchSummary", "batch_cost", "answer_row",
            "STATE_VERSION"]
@@ -212,6 +213,13 @@ def _write_state(path: str, state: Mapping[str, Any]) -> None:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+
+
+def _state_lock(path: str) -> OutputLock:
+    """The state file's lock (``<state>.lock``), held while a process submits, fetches or cancels: a second
+    one is refused at once (two would each create the batches still to create, or the same re-ask round, and
+    pay twice; the last to save would drop what the other created)."""
+    return OutputLock(path, what="another process is working on the batch job", advice="wait for it to end")
 
 
 def _read_state(path: str) -> Dict[str, Any]:
@@ -549,6 +557,15 @@ def submit(input_path: str, *, backend: str, state_path: Optional[str] = None, o
     state_path = state_path or input_path + ".batch.json"
     if not os.path.isdir(os.path.dirname(os.path.abspath(state_path))):
         raise ConfigError("the folder of the state file {} does not exist".format(state_path))
+    lock = _state_lock(state_path)
+    try:
+        return _submit(input_path, backend, state_path, output_path, session, typed_output, output_retries)
+    finally:
+        lock.release()
+
+
+def _submit(input_path: str, backend: str, state_path: str, output_path: Optional[str], session: Any,
+            typed_output: Any, output_retries: int) -> "BatchJob":
     if os.path.exists(state_path):
         job = load(state_path, session=session)
         if all(b.get("remote") for b in job._state["batches"]):
@@ -816,7 +833,7 @@ class BatchJob(object):
                 infos.append(_info(record, None))
                 continue
             infos.append(_info(record, self._retrieve(record)))
-        self._save()
+        self._save_last()
         return _status(infos)
 
     def wait(self, interval: float = 60.0, timeout: Optional[float] = None,
@@ -835,6 +852,10 @@ class BatchJob(object):
     def cancel(self) -> BatchStatus:
         """Cancel every remote batch that has not ended; the status after.  Finished requests keep their
         results (``fetch`` them); the others can be finished live with ``agenthub.jobs.run``."""
+        with self._locked():
+            return self._cancel()
+
+    def _cancel(self) -> BatchStatus:
         infos = []  # type: List[BatchInfo]
         self._state["cancelled_at"] = _now()  # (typed rows get no new re-ask round: jobs.run finishes them)
         self._recover_all()  # (a round whose create call was cut short may exist: it is cancelled too)
@@ -854,7 +875,17 @@ class BatchJob(object):
     # -- results -------------------------------------------------------------------------------------
     def fetch(self, output_path: str) -> FetchSummary:
         """Append the results of every ended batch to ``output_path`` (rows it has already are left as they
-        are, so fetching again, or after ``agenthub.jobs.run``, writes nothing twice)."""
+        are, so fetching again, or after ``agenthub.jobs.run``, writes nothing twice).  The state file and the
+        output are locked meanwhile (a second fetch, submit or cancel of the job, or a live run writing the
+        output, is refused)."""
+        with self._locked():
+            lock = OutputLock(output_path)
+            try:
+                return self._fetch(output_path)
+            finally:
+                lock.release()
+
+    def _fetch(self, output_path: str) -> FetchSummary:
         self._input_rows()  # an input whose submitted rows changed is refused before anything is asked or written
         done = finished_ids(output_path)
         errored = done - finished_ids(output_path, retry_failed=True)
@@ -1022,6 +1053,38 @@ class BatchJob(object):
 
     def _save(self) -> None:
         _write_state(self.state_path, self._state)
+
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        """The state file locked, and read again (another process may have created batches since this job
+        was loaded: working from the older copy would create them again, and saving it would drop them)."""
+        lock = _state_lock(self.state_path)
+        try:
+            if os.path.exists(self.state_path):
+                self._state = _read_state(self.state_path)
+            yield
+        finally:
+            lock.release()
+
+    def _save_last(self) -> None:
+        """Keep the batches' last answers (``status``) in the state file without overwriting what another
+        process saved meanwhile: the file is read again under its lock and only ``last`` is set, on the
+        records of the same remote batch.  While another process holds the lock nothing is saved (the last
+        answers are a courtesy; that process saves its own)."""
+        try:
+            lock = _state_lock(self.state_path)
+        except ConfigError:
+            return
+        try:
+            state = _read_state(self.state_path)
+            last = {_remote_id(b.get("remote")): b.get("last") for b in self._state["batches"] if b.get("remote")}
+            for record in state["batches"]:
+                rid = _remote_id(record.get("remote"))
+                if rid in last and last[rid] is not None:
+                    record["last"] = last[rid]
+            _write_state(self.state_path, state)
+        finally:
+            lock.release()
 
 
 def _remote_id(remote: Optional[Mapping[str, Any]]) -> Optional[str]:

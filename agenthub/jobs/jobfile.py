@@ -664,7 +664,8 @@ class OutputLock(object):
     removed while still locked, and a run that locks a file the path no longer names (it opened the file
     just before its holder removed it) tries again on the path's new file, so two runs never both hold it."""
 
-    def __init__(self, output_path: str) -> None:
+    def __init__(self, output_path: str, *, what: str = "another run is writing",
+                 advice: str = "wait for it to end, or write another output file") -> None:
         self.path = output_path + ".lock"
         self._fd = None  # type: Optional[int]
         try:
@@ -681,8 +682,7 @@ class OutputLock(object):
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except OSError:
                 os.close(fd)
-                raise ConfigError("another run is writing {} (it holds {}): wait for it to end, or write another "
-                                  "output file".format(output_path, self.path)) from None
+                raise ConfigError("{} {} (it holds {}): {}".format(what, output_path, self.path, advice)) from None
             try:
                 named = os.stat(self.path)
                 held = os.fstat(fd)
