@@ -315,3 +315,14 @@ def test_a_gateway_speaking_a_vendors_protocol_has_no_batch_engine_of_that_vendo
     assert "https://api.z.ai/api/anthropic, which is not Anthropic's own endpoint: no anthropic batch engine" in text
     assert "https://openrouter.ai/api/v1, which is not OpenAI's own endpoint: no openai batch engine" in text
     assert "zai-test-key" not in text and "or-test-key" not in text
+
+
+def test_a_state_file_nested_past_the_stack_is_a_config_error(tmp_path):
+    from agenthub.errors import ConfigError
+    from agenthub.jobs import batch as B
+
+    path = tmp_path / "in.jsonl.batch.json"
+    path.write_text('{"agenthub_batch": 1, "batches": ' + "[" * 5000 + "]" * 5000 + "}")
+    with pytest.raises(ConfigError) as caught:
+        B.load(str(path))
+    assert str(caught.value).startswith("the batch state file {} is not JSON (maximum recursion depth".format(path))

@@ -228,7 +228,7 @@ def _read_state(path: str) -> Dict[str, Any]:
             state = json.load(handle)
     except OSError as exc:
         raise ConfigError("cannot read the batch state file {}: {}".format(path, exc.strerror or exc)) from None
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:
         raise ConfigError("the batch state file {} is not JSON ({})".format(path, exc)) from None
     if not isinstance(state, dict) or state.get("agenthub_batch") != STATE_VERSION or not isinstance(
             state.get("batches"), list):

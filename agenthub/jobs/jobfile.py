@@ -192,6 +192,9 @@ def check_output_schema(schema: Any) -> None:
     if not isinstance(schema, dict):
         raise ConfigError("'output_schema' must be a JSON Schema object (got {})".format(_kind(schema)))
     from ..typeschema import compile as compile_type
+    from ..validate import check_json
+
+    check_json(schema, "'output_schema'")  # (first: a schema nested past MAX_DEPTH, checked without recursion)
 
     try:
         compile_type(schema)
@@ -346,9 +349,9 @@ def read_jobs(path: str, *, skip_invalid: bool = False, keep_rows: bool = True, 
             else:
                 try:
                     obj = json.loads(raw.decode("utf-8"))
-                except (UnicodeDecodeError, ValueError) as exc:
+                except (UnicodeDecodeError, ValueError, RecursionError) as exc:
                     reason = "not valid UTF-8" if isinstance(exc, UnicodeDecodeError) else "not valid JSON ({})".format(
-                        exc)
+                        exc) if isinstance(exc, ValueError) else "nested too deeply to be read as JSON"
                     error = ConfigError(reason)
                 else:
                     error = None
@@ -415,7 +418,7 @@ def rows_from(path: str, first_line: int, *, check: bool = True, start: Tuple[in
                     yield parse_line(obj, number)
                     continue
                 row = _fast_row(obj, number, _plain(raw))
-            except (UnicodeDecodeError, ValueError):  # ConfigError is a ValueError
+            except (UnicodeDecodeError, ValueError, RecursionError):  # ConfigError is a ValueError
                 continue
             if row is not None:
                 yield row
@@ -715,7 +718,7 @@ def _scan(path: str, visit: Callable[[int, Optional[Dict[str, Any]]], None]) -> 
                 break  # torn: a killed run's last write
             try:
                 obj = json.loads(raw.decode("utf-8"))
-            except (UnicodeDecodeError, ValueError):
+            except (UnicodeDecodeError, ValueError, RecursionError):
                 obj = None
             visit(offset, obj if isinstance(obj, dict) else None)
             offset += len(raw)
