@@ -201,3 +201,14 @@ def test_a_second_process_on_the_same_job_is_refused_while_one_works_on_it(tmp_p
                                     "another output file".format(out)
     job.wait(interval=0)
     assert job.fetch(out).done == 1 and not os.path.exists(out + ".lock") and not os.path.exists(state + ".lock")
+
+
+def test_wait_refuses_an_interval_or_timeout_no_clock_takes(tmp_path, fake):
+    src = _write(tmp_path / "in.jsonl", [dict(MODELS["anthropic"], id="a", messages=_user("one"))])
+    job = B.submit(src, backend="auto")
+    calls = len(fake.calls())
+    for interval, timeout in ((float("inf"), None), (-1, None), (float("nan"), None), ("60", None), (1, -1),
+                              (1, float("nan"))):
+        with pytest.raises(ConfigError, match="must be"):  # (inf was an OverflowError after the first poll)
+            job.wait(interval, timeout)
+    assert len(fake.calls()) == calls  # refused before asking

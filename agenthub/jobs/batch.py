@@ -840,6 +840,11 @@ class BatchJob(object):
              progress: Optional[Callable[[BatchStatus], Any]] = None) -> BatchStatus:
         """Poll ``status()`` every ``interval`` seconds until the job ended (or ``timeout`` seconds passed:
         the last status is returned either way)."""
+        if isinstance(interval, bool) or not isinstance(interval, (int, float)) or not 0 <= interval < 1e9:
+            raise ConfigError("interval must be a number of seconds from 0 to 1e9 (got {!r})".format(interval))
+        if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float))
+                                    or not timeout >= 0):
+            raise ConfigError("timeout must be None or a number of seconds >= 0 (got {!r})".format(timeout))
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
             current = self.status()
