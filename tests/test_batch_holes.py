@@ -326,3 +326,14 @@ def test_a_state_file_nested_past_the_stack_is_a_config_error(tmp_path):
     with pytest.raises(ConfigError) as caught:
         B.load(str(path))
     assert str(caught.value).startswith("the batch state file {} is not JSON (maximum recursion depth".format(path))
+
+
+def test_gemini_counts_that_are_no_count_are_unknown_not_a_crash():
+    import json
+
+    from agenthub.jobs.backends import gemini
+
+    operation = json.loads('{"metadata": {"state": "BATCH_STATE_RUNNING", "batchStats": {"requestCount": 1e999, '
+                           '"successfulRequestCount": NaN, "failedRequestCount": "-3", "pendingRequestCount": [1]}}}')
+    assert gemini.status_of(operation, "gemini")["counts"] == {"total": None, "succeeded": None, "failed": -3,
+                                                               "pending": None}

@@ -338,9 +338,10 @@ def status_of(operation: Any, client: str) -> Dict[str, Any]:
 
 
 def _int(value: Any) -> Optional[int]:
+    """A count as an int (the API sends int64 as a string); None for anything that is not one."""
     try:
         return int(value) if value is not None else None
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # (a number 1e999 is read as inf: no int)
         return None
 
 
