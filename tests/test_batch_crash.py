@@ -1,4 +1,5 @@
-"""The batch engine after a kill -9 at its worst moments: a real child process SIGKILLed right after a
+"""The batch engine after a kill -9 at its worst moments, two processes on one job, and answers no output line
+could hold.  The kill -9s: a real child process SIGKILLed right after a
 remote batch was created (paid for) and before its id reached the state file.  Submitting again finds
 that batch (OpenAI and Azure: by the input file saved before the create call; Gemini: by the display name
 made for it; Anthropic: the one batch of that size created while the call was in flight) instead of
@@ -212,3 +213,54 @@ def test_wait_refuses_an_interval_or_timeout_no_clock_takes(tmp_path, fake):
         with pytest.raises(ConfigError, match="must be"):  # (inf was an OverflowError after the first poll)
             job.wait(interval, timeout)
     assert len(fake.calls()) == calls  # refused before asking
+
+
+# -- answers no output line could hold --------------------------------------------------------------------------
+
+
+def _hostile(provider, api, body):
+    """The fake's answer, but the row whose text says so gets a server block holding a number JSON has not
+    (the server writes ``Infinity``: a reader takes it, a writer cannot) or nested past Python's stack."""
+    from batch_fakes import default_answer, last_user_text
+
+    status, answer = default_answer(provider, api, body)
+    text = last_user_text(provider, body)
+    if "INF" in text:
+        answer["content"].append({"type": "server_tool_use", "id": "srv_1", "name": "web_search",
+                                  "input": {"query": "x", "max_uses": float("inf"), "score": float("nan")}})
+    if "DEEP" in text:
+        deep = []
+        for _ in range(900):
+            deep = [deep]
+        answer["content"].append({"type": "mystery_block", "value": deep})
+    return status, answer
+
+
+def test_an_answer_no_line_could_hold_fails_alone_and_the_rest_of_the_batch_is_fetched(tmp_path, fake):
+    fake.answer = _hostile
+    rows = [dict(MODELS["anthropic"], id=t, messages=_user(t)) for t in ("one", "INF two", "DEEP three", "four")]
+    src = _write(tmp_path / "in.jsonl", rows)
+    out = str(tmp_path / "out.jsonl")
+    job = B.submit(src, backend="auto")
+    job.wait(interval=0)
+    summary = job.fetch(out)
+    assert (summary.done, summary.failed, summary.missing) == (3, 1, [])
+    with open(out) as handle:
+        written = {row["id"]: row for row in map(json.loads, handle)}  # (strict JSON: no NaN, no Infinity)
+    block = written["INF two"]["message"]["content_items"][-1]["fidelity"]["server_block"]
+    assert block["input"] == {"query": "x", "max_uses": None, "score": None}  # JSON has no such number: null
+    assert written["DEEP three"]["error"]["type"] == "RecursionError" and written["DEEP three"]["message"] is None
+    assert [written[t]["message"]["content_items"][0]["text"] for t in ("one", "four")] == ["echo: one", "echo: four"]
+
+
+def test_a_live_answer_holding_a_number_json_has_not_is_written_and_the_job_goes_on(tmp_path, fake):
+    from agenthub.jobs import run
+
+    fake.answer = _hostile
+    src = _write(tmp_path / "in.jsonl", [dict(MODELS["anthropic"], id=t, messages=_user(t)) for t in ("INF a", "b")])
+    out = str(tmp_path / "out.jsonl")
+    summary = run(src, out, workers=1, progress=False, max_retries=0)
+    assert (summary.done, summary.failed) == (2, 0)  # (the writer's ValueError stopped the whole job)
+    with open(out) as handle:
+        written = {row["id"]: row for row in map(json.loads, handle)}
+    assert written["INF a"]["message"]["content_items"][-1]["fidelity"]["server_block"]["input"]["max_uses"] is None

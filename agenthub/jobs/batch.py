@@ -975,7 +975,6 @@ class BatchJob(object):
         engine = _backends.backend(record["backend"])
         client = self._client(record)
         record_parser = client.protocol
-        kind = client.client_type
         by_custom = {record["custom_ids"].get(rid, rid): rid for rid in record["ids"]}
         rows = self._input_rows()
         seen = set()  # type: set
@@ -1008,28 +1007,26 @@ class BatchJob(object):
             row = rows.get(rid) or JobRow(id=rid, model=record["model"], messages=[])
             output = _output_of(row, typed_output)
             prior = (record.get("typed") or {}).get(rid)
-            if outcome == "ok" and output is not None:
-                out, again = typed_answer(row, record_parser, client, payload, record["backend"], output, prior,
-                                          retries)
-                if out is None:
-                    if rounds is None:  # no new round (the job was cancelled): the row is left for jobs.run
-                        answered.discard(rid)
-                    else:
-                        next_round[rid] = again
-                    continue
-            elif outcome == "ok":
-                out = answer_row(row, record_parser, kind, payload, record["backend"])
-            else:
-                status, body = payload
-                out = failed_row(row, kind, status, body, record["backend"])
-                if prior:  # a re-ask round's request failed: the earlier rounds were paid for
-                    out.update(attempts=int(prior["attempt"]) + 1, usage_metadata=prior.get("usage"),
-                               cost_usd=prior.get("cost_usd"))
+            try:
+                out, again = _result_row(row, outcome, payload, output, prior, record, record_parser, client, retries)
+            except Exception as exc:  # a value no row can hold (nested past the stack, ...): this row fails, the
+                out, again = error_row(row, exc, attempts=1, backend=record["backend"]), None  # fetch goes on (as live)
+            if out is None:
+                if rounds is None:  # no new round (the job was cancelled): the row is left for jobs.run
+                    answered.discard(rid)
+                else:
+                    next_round[rid] = again
+                continue
             writer.write(out)
             if out["error"] is None:
                 summary.done += 1
             else:
                 summary.failed += 1
+        self._after_results(record, engine, summary, answered, done, unknown, duplicates, reasked, next_round, rounds)
+
+    def _after_results(self, record: Dict[str, Any], engine: Any, summary: FetchSummary, answered: set, done: Any,
+                       unknown: int, duplicates: int, reasked: set, next_round: Dict[str, Any],
+                       rounds: Optional[List[Dict[str, Any]]]) -> None:
         if unknown:
             log.warning("agenthub.jobs: %d result(s) of %s batch %s name no request of it: ignored", unknown,
                         record["backend"], _remote_id(record["remote"]))
@@ -1090,6 +1087,21 @@ class BatchJob(object):
             _write_state(self.state_path, state)
         finally:
             lock.release()
+
+
+def _result_row(row: JobRow, outcome: str, payload: Any, output: Any, prior: Any, record: Mapping[str, Any],
+                record_parser: Any, client: Any, retries: int) -> Tuple[Optional[Dict[str, Any]], Any]:
+    """(the output row of one result, None), or (None, what its next re-ask round needs) for a typed row."""
+    if outcome == "ok" and output is not None:
+        return typed_answer(row, record_parser, client, payload, record["backend"], output, prior, retries)
+    if outcome == "ok":
+        return answer_row(row, record_parser, client.client_type, payload, record["backend"]), None
+    status, body = payload
+    out = failed_row(row, client.client_type, status, body, record["backend"])
+    if prior:  # a re-ask round's request failed: the earlier rounds were paid for
+        out.update(attempts=int(prior["attempt"]) + 1, usage_metadata=prior.get("usage"),
+                   cost_usd=prior.get("cost_usd"))
+    return out, None
 
 
 def _remote_id(remote: Optional[Mapping[str, Any]]) -> Optional[str]:

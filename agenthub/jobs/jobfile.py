@@ -20,6 +20,7 @@ out its error is an ``OutputValidationError`` with ``"problems"`` (each attempt'
 """
 
 import json
+import math
 import logging
 import os
 import tempfile
@@ -650,11 +651,25 @@ def dumps_row(row: Mapping[str, Any]) -> bytes:
     """One output line, newline included: UTF-8, with each lone surrogate a string holds (a server's JSON may
     send one: ``"\\ud83d"``) written as its JSON escape, which ``json.loads`` reads back as the same string
     (two side by side, a high one then a low one, read back as the one character they are halves of)."""
-    text = _ROW_ENCODER.encode(row) + "\n"
+    try:
+        text = _ROW_ENCODER.encode(row) + "\n"
+    except ValueError:  # a number JSON has not (a server's NaN or 1e999, kept in a block it sent): null
+        text = _ROW_ENCODER.encode(_finite(row)) + "\n"
     try:
         return text.encode("utf-8")
     except UnicodeEncodeError:
         return surrogates_escaped(text).encode("utf-8")
+
+
+def _finite(value: Any) -> Any:
+    """``value`` with each NaN or infinite float as None (the JSON writers' one rule for a number JSON cannot hold)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {key: _finite(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(item) for item in value]
+    return value
 
 
 # -- the output file -------------------------------------------------------------------------------
