@@ -337,3 +337,19 @@ def test_gemini_counts_that_are_no_count_are_unknown_not_a_crash():
                            '"successfulRequestCount": NaN, "failedRequestCount": "-3", "pendingRequestCount": [1]}}}')
     assert gemini.status_of(operation, "gemini")["counts"] == {"total": None, "succeeded": None, "failed": -3,
                                                                "pending": None}
+
+
+def test_a_responses_answer_whose_status_is_no_string_is_read_not_a_type_error(monkeypatch):
+    from agenthub import AutoLLMClient
+    from agenthub.jobs.batch import answer_row
+    from agenthub.jobs.jobfile import JobRow
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    client = AutoLLMClient("gpt-5.4-mini", client_type="openai-responses")
+    for status in ([], {"a": 1}):
+        body = {"id": "r", "object": "response", "status": status, "model": "m",
+                "output": [{"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "hi"}]}],
+                "usage": {"input_tokens": 3, "output_tokens": 2}}
+        row = answer_row(JobRow(id="a", model="gpt-5.4-mini", messages=[]), client.protocol, "openai-responses", body,
+                         "openai")
+        assert row["error"] is None and row["message"]["content_items"] == [{"type": "text", "text": "hi"}]
