@@ -27,7 +27,7 @@ import secrets
 import tempfile
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Set, Tuple
 
 from .. import hosts, registry
 from .._redact import redact_url
@@ -1024,8 +1024,8 @@ class BatchJob(object):
                 summary.failed += 1
         self._after_results(record, engine, summary, answered, done, unknown, duplicates, reasked, next_round, rounds)
 
-    def _after_results(self, record: Dict[str, Any], engine: Any, summary: FetchSummary, answered: set, done: Any,
-                       unknown: int, duplicates: int, reasked: set, next_round: Dict[str, Any],
+    def _after_results(self, record: Dict[str, Any], engine: Any, summary: FetchSummary, answered: Set[str],
+                       done: Any, unknown: int, duplicates: int, reasked: Set[str], next_round: Dict[str, Any],
                        rounds: Optional[List[Dict[str, Any]]]) -> None:
         if unknown:
             log.warning("agenthub.jobs: %d result(s) of %s batch %s name no request of it: ignored", unknown,

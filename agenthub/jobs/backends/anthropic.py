@@ -79,8 +79,9 @@ class AnthropicBatches(Backend):
         for item, when in listed(page, lambda item: item.get("created_at"), marker, wire.client_type):
             if not isinstance(item, dict) or when is None or not at - FIND_BEFORE <= when <= at + FIND_AFTER:
                 continue
-            counts = item.get("request_counts") if isinstance(item.get("request_counts"), dict) else {}
-            total = sum(v for v in counts.values() if isinstance(v, int) and not isinstance(v, bool))
+            counts = item.get("request_counts")
+            total = sum(int(v) for v in (counts.values() if isinstance(counts, dict) else ())
+                        if isinstance(v, int) and not isinstance(v, bool))
             if total == marker.get("requests") and isinstance(item.get("id"), str) and item["id"] not in known:
                 found.append(item["id"])
         if len(found) > 1:
