@@ -264,3 +264,22 @@ def test_a_live_answer_holding_a_number_json_has_not_is_written_and_the_job_goes
     with open(out) as handle:
         written = {row["id"]: row for row in map(json.loads, handle)}
     assert written["INF a"]["message"]["content_items"][-1]["fidelity"]["server_block"]["input"]["max_uses"] is None
+
+
+def test_the_state_and_a_rewritten_output_are_renamed_into_place_with_their_folder_synced(tmp_path, fake, monkeypatch):
+    from agenthub.jobs.jobfile import OutputWriter
+
+    synced = []
+    real = os.fsync
+
+    def fsync(fd):
+        synced.append(os.readlink("/proc/self/fd/{}".format(fd)))
+        return real(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    B._write_state(str(tmp_path / "s.batch.json"), {"agenthub_batch": 1})
+    assert synced[-1] == str(tmp_path)  # after the file's own bytes: the folder, so the rename outlives a power cut
+    out = _write(tmp_path / "out.jsonl", [{"id": "a", "error": {"type": "X", "message": "m", "status": None}}])
+    del synced[:]
+    OutputWriter(out, retry_failed=True).close()  # the error row removed: the file rewritten, renamed over it
+    assert synced[-1] == str(tmp_path) and len(synced) == 2

@@ -37,7 +37,8 @@ from ..validate import check_config
 from . import backends as _backends
 from .backends import TERMINAL, dumps_entry
 from .backends._wire import Wire
-from .jobfile import JobRow, OutputLock, OutputWriter, error_row, finished_ids, iter_rows, output_row, read_jobs
+from .jobfile import (JobRow, OutputLock, OutputWriter, error_row, finished_ids, iter_rows, output_row, read_jobs,
+                      replace_durably)
 
 __all__ = ["submit", "load", "BatchJob", "BatchStatus", "BatchInfo", "FetchSummary", "batch_cost", "answer_row",
            "STATE_VERSION"]
@@ -208,7 +209,7 @@ def _write_state(path: str, state: Mapping[str, Any]) -> None:
             out.write("\n")
             out.flush()
             os.fsync(out.fileno())
-        os.replace(tmp, path)
+        replace_durably(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
             os.unlink(tmp)

@@ -35,7 +35,7 @@ from ..stream import surrogates_escaped
 from ..types import from_jsonable, to_jsonable  # the {"__bytes__"} codec
 from ..validate import check_config, check_messages
 
-__all__ = ["JobRow", "JobFile", "read_jobs", "iter_rows", "IdIndex", "OutputLock", "file_mentions", "mark_finished", "parse_line", "output_row", "error_row", "finished_ids",
+__all__ = ["JobRow", "JobFile", "read_jobs", "iter_rows", "IdIndex", "OutputLock", "replace_durably", "file_mentions", "mark_finished", "parse_line", "output_row", "error_row", "finished_ids",
            "read_output", "OutputWriter", "INPUT_KEYS", "OUTPUT_KEYS", "dumps_row"]
 
 log = logging.getLogger("agenthub")
@@ -675,6 +675,23 @@ def _finite(value: Any) -> Any:
 # -- the output file -------------------------------------------------------------------------------
 
 
+def replace_durably(tmp: str, path: str) -> None:
+    """``os.replace(tmp, path)`` (``tmp``'s bytes synced already), then the folder synced, so the rename
+    itself outlives a power cut (else the folder may come back naming the old file).  Where a folder cannot
+    be opened (Windows) the rename stands as it is."""
+    os.replace(tmp, path)
+    try:
+        fd = os.open(os.path.dirname(os.path.abspath(path)), os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass  # (a file system that cannot sync a folder: the rename stands)
+    finally:
+        os.close(fd)
+
+
 class OutputLock(object):
     """An exclusive lock on ``<output>.lock`` (``fcntl.flock``) while one run writes an output file: a
     second run on the same output is refused at once (it would send every row again and write each twice).
@@ -881,7 +898,7 @@ class OutputWriter(object):
                 os.chmod(tmp, os.stat(path).st_mode & 0o777)
             except OSError:
                 pass
-            os.replace(tmp, path)
+            replace_durably(tmp, path)
         except BaseException:
             if os.path.exists(tmp):
                 os.unlink(tmp)
