@@ -228,6 +228,12 @@ MAX_JOB_LINE_BYTES = 64 * 1024 * 1024
 _READ_PIECE = 1 << 20
 
 
+def _encoding(number: int) -> str:
+    """How line ``number`` of a job file decodes: UTF-8, a byte order mark at the file's start read past (an
+    editor's "UTF-8 with BOM")."""
+    return "utf-8-sig" if number == 1 else "utf-8"
+
+
 def _bounded_lines(handle: Any, number: int = 0) -> Iterator[Tuple[int, Optional[bytes]]]:
     """(line number, the line's bytes) for each line of ``handle`` (``number``: the lines before its position);
     None for a line above MAX_JOB_LINE_BYTES (read past in pieces, never kept)."""
@@ -349,7 +355,7 @@ def read_jobs(path: str, *, skip_invalid: bool = False, keep_rows: bool = True, 
                 continue
             else:
                 try:
-                    obj = json.loads(raw.decode("utf-8"))
+                    obj = json.loads(raw.decode(_encoding(number)))
                 except (UnicodeDecodeError, ValueError, RecursionError) as exc:
                     reason = "not valid UTF-8" if isinstance(exc, UnicodeDecodeError) else "not valid JSON ({})".format(
                         exc) if isinstance(exc, ValueError) else "nested too deeply to be read as JSON"
@@ -414,7 +420,7 @@ def rows_from(path: str, first_line: int, *, check: bool = True, start: Tuple[in
             if number < first_line or raw is None or raw.isspace():
                 continue
             try:
-                obj = json.loads(raw.decode("utf-8"))
+                obj = json.loads(raw.decode(_encoding(number)))
                 if check:
                     yield parse_line(obj, number)
                     continue
