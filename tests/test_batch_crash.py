@@ -188,7 +188,11 @@ def test_a_second_process_on_the_same_job_is_refused_while_one_works_on_it(tmp_p
         assert str(caught.value) == "another process is working on the batch job {0} (it holds {0}.lock): wait for " \
                                     "it to end".format(state)
         assert fake.calls() == [] and not os.path.exists(state)
-    job = B.submit(src, backend="auto")
+    with _Holder(out):  # a live run (jobs.run) answering rows of the same input into out
+        with pytest.raises(ConfigError, match="another run is writing"):
+            B.submit(src, backend="auto", output_path=out)
+        assert fake.calls() == [] and not os.path.exists(state)
+    job = B.submit(src, backend="auto", output_path=out)
     with _Holder(state):
         for call in (lambda: job.fetch(out), job.cancel, lambda: B.submit(src, backend="auto")):
             with pytest.raises(ConfigError, match="another process is working on the batch job"):

@@ -560,7 +560,13 @@ def submit(input_path: str, *, backend: str, state_path: Optional[str] = None, o
         raise ConfigError("the folder of the state file {} does not exist".format(state_path))
     lock = _state_lock(state_path)
     try:
-        return _submit(input_path, backend, state_path, output_path, session, typed_output, output_retries)
+        # (a live run writing output_path meanwhile would answer rows this submission also sends: refused)
+        out_lock = OutputLock(output_path) if output_path is not None else None
+        try:
+            return _submit(input_path, backend, state_path, output_path, session, typed_output, output_retries)
+        finally:
+            if out_lock is not None:
+                out_lock.release()
     finally:
         lock.release()
 
