@@ -46,6 +46,26 @@ def point_at(monkeypatch, server):
     monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
     monkeypatch.setenv("GEMINI_API_KEY", KEYS["gemini"])
     monkeypatch.setenv("GEMINI_BASE_URL", server.url)
+
+
+def point_all_at(monkeypatch, server):
+    """``point_at``, and Azure OpenAI's key and endpoint too."""
+    point_at(monkeypatch, server)
+    monkeypatch.setenv("AZURE_OPENAI_API_KEY", KEYS["azure"])
+    monkeypatch.setenv("AZURE_OPENAI_ENDPOINT", server.url)
+
+
+def user(text):
+    """One user turn of ``text`` (a job row's messages)."""
+    return [{"role": "user", "content_items": [{"type": "text", "text": text}]}]
+
+
+def write_rows(path, rows):
+    """A job file of ``rows`` at ``path`` (a pathlib path); its path as a string."""
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    return str(path)
+
+
 _CUSTOM_ID = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 OPENAI_MAX_REQUESTS = 50000
 AZURE_MAX_REQUESTS = 100000

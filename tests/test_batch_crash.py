@@ -14,26 +14,17 @@ import pytest
 
 from agenthub.errors import ConfigError
 from agenthub.jobs import batch as B
-from batch_fakes import KEYS, BatchFake, point_at
+from batch_fakes import BatchFake, point_all_at
+from batch_fakes import user as _user
+from batch_fakes import write_rows as _write
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def _user(text):
-    return [{"role": "user", "content_items": [{"type": "text", "text": text}]}]
-
-
-def _write(path, rows):
-    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
-    return str(path)
 
 
 @pytest.fixture
 def fake(monkeypatch):
     with BatchFake(polls=1) as server:
-        point_at(monkeypatch, server)
-        monkeypatch.setenv("AZURE_OPENAI_API_KEY", KEYS["azure"])
-        monkeypatch.setenv("AZURE_OPENAI_ENDPOINT", server.url)
+        point_all_at(monkeypatch, server)
         yield server
 
 
