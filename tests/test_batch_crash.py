@@ -278,3 +278,22 @@ def test_the_state_and_a_rewritten_output_are_renamed_into_place_with_their_fold
     del synced[:]
     OutputWriter(out, retry_failed=True).close()  # the error row removed: the file rewritten, renamed over it
     assert synced[-1] == str(tmp_path) and len(synced) == 2
+
+
+def test_a_batch_that_cannot_be_fetched_keeps_no_other_batchs_results_from_the_output(tmp_path, fake):
+    from agenthub.errors import UpstreamError
+
+    rows = [dict(MODELS["anthropic"], id="gone", messages=_user("one")), dict(MODELS["openai"], id="kept",
+                                                                              messages=_user("two"))]
+    src = _write(tmp_path / "in.jsonl", rows)
+    out = str(tmp_path / "out.jsonl")
+    job = B.submit(src, backend="auto")
+    job.wait(interval=0)
+    gone = [b.id for b in fake.batches.values() if b.kind == "anthropic"]
+    del fake.batches[gone[0]]  # (deleted, archived, another workspace's key: the engine answers 404)
+    with pytest.raises(UpstreamError) as caught:
+        job.fetch(out)
+    assert caught.value.status == 404
+    with open(out) as handle:
+        assert [json.loads(line)["id"] for line in handle] == ["kept"]  # (the first batch's failure wrote nothing)
+    assert _state(src)["batches"][1].get("fetched_at")  # its fetch saved

@@ -905,17 +905,23 @@ class BatchJob(object):
         if not self._state.get("cancelled_at"):
             self._create_rounds()  # re-ask rounds a fetch cut short planned and did not create
         rounds = []  # type: List[Dict[str, Any]]
+        failure = None  # type: Optional[AgentHubError]
         with OutputWriter(output_path) as writer:
             for record in self._state["batches"]:
                 if not record.get("remote"):
                     summary.pending.extend(record["ids"])
                     continue
-                info = self._retrieve(record)
-                if info["state"] not in TERMINAL:
-                    summary.pending.extend(record["ids"])
-                    continue
-                self._fetch_batch(record, info, done, writer, summary,
-                                  None if self._state.get("cancelled_at") else rounds)
+                try:
+                    info = self._retrieve(record)
+                    if info["state"] not in TERMINAL:
+                        summary.pending.extend(record["ids"])
+                        continue
+                    self._fetch_batch(record, info, done, writer, summary,
+                                      None if self._state.get("cancelled_at") else rounds)
+                except AgentHubError as exc:  # this batch's call failed: the others are still fetched, then it
+                    failure = failure or exc  # is raised (its rows written so far stand; a fetch again goes on)
+                    log.error("agenthub.jobs: %s batch %s could not be fetched (%s: %s)", record["backend"],
+                              _remote_id(record["remote"]), type(exc).__name__, exc)
         if rounds:  # typed rows whose answers did not hold: their next round, at batch price
             self._state["batches"].extend(rounds)
             self._save()
@@ -925,6 +931,8 @@ class BatchJob(object):
         summary.failed_total = summary.failed + sum(1 for record in self._state["batches"] for rid in record["ids"]
                                                     if rid in errored)
         self._save()
+        if failure is not None:
+            raise failure
         return summary
 
     def _create_rounds(self) -> None:
