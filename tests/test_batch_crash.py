@@ -297,3 +297,18 @@ def test_a_batch_that_cannot_be_fetched_keeps_no_other_batchs_results_from_the_o
     with open(out) as handle:
         assert [json.loads(line)["id"] for line in handle] == ["kept"]  # (the first batch's failure wrote nothing)
     assert _state(src)["batches"][1].get("fetched_at")  # its fetch saved
+
+
+def test_a_batch_that_cannot_be_cancelled_keeps_no_other_from_cancelling(tmp_path, fake):
+    from agenthub.errors import UpstreamError
+
+    fake.polls = 100  # (nothing ends by itself)
+    rows = [dict(MODELS["anthropic"], id="gone", messages=_user("one")), dict(MODELS["openai"], id="run",
+                                                                              messages=_user("two"))]
+    job = B.submit(_write(tmp_path / "in.jsonl", rows), backend="auto")
+    del fake.batches[next(b.id for b in fake.batches.values() if b.kind == "anthropic")]
+    with pytest.raises(UpstreamError) as caught:
+        job.cancel()
+    assert caught.value.status == 404
+    (running,) = fake.batches.values()
+    assert running.cancel_requested  # (the first batch's 404 left it running, and paying)

@@ -870,18 +870,32 @@ class BatchJob(object):
     def _cancel(self) -> BatchStatus:
         infos = []  # type: List[BatchInfo]
         self._state["cancelled_at"] = _now()  # (typed rows get no new re-ask round: jobs.run finishes them)
-        self._recover_all()  # (a round whose create call was cut short may exist: it is cancelled too)
+        failure = None  # type: Optional[AgentHubError]  # (one batch's failed call keeps no other from cancelling)
+        for record in self._state["batches"]:
+            try:
+                if not record.get("remote"):
+                    self._recover(record)  # (a batch whose create call was cut short may exist: cancelled too)
+            except AgentHubError as exc:
+                failure = failure or exc
         self._drop_uncreated_rounds()
         for record in self._state["batches"]:
             if not record.get("remote"):
                 infos.append(_info(record, None))
                 continue
-            info = self._retrieve(record)
-            if info["state"] not in TERMINAL and info["state"] != "cancelling":
-                info = _backends.backend(record["backend"]).cancel(self._wire(record), record["remote"])
-                record["last"] = {"status": info["status"], "state": info["state"], "at": _now()}
+            try:
+                info = self._retrieve(record)
+                if info["state"] not in TERMINAL and info["state"] != "cancelling":
+                    info = _backends.backend(record["backend"]).cancel(self._wire(record), record["remote"])
+                    record["last"] = {"status": info["status"], "state": info["state"], "at": _now()}
+            except AgentHubError as exc:
+                failure = failure or exc
+                log.error("agenthub.jobs: %s batch %s could not be cancelled (%s: %s)", record["backend"],
+                          _remote_id(record["remote"]), type(exc).__name__, exc)
+                continue
             infos.append(_info(record, info))
         self._save()
+        if failure is not None:
+            raise failure
         return _status(infos)
 
     # -- results -------------------------------------------------------------------------------------
