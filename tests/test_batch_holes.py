@@ -220,6 +220,12 @@ def _edit(state, change):
     ("a record not an object", lambda s: s.update(batches=[5]), "batches[0]"),
     ("job backend unknown", lambda s: s.update(backend=3), "backend"),
     ("input_path missing", lambda s: s.pop("input_path"), "input_path"),
+    ("a create marker without its time", lambda s: s["batches"][0].update(creating={"name": "n", "requests": 2}),
+     "batches[0].creating"),
+    ("a create marker's file id a path", lambda s: s["batches"][0].update(creating={
+        "at": 1.0, "name": "n", "requests": 2, "input_file_id": "../x"}), "batches[0].creating"),
+    ("a create marker's time not finite", lambda s: s["batches"][0].update(creating={
+        "at": float("inf"), "name": "n", "requests": 2}), "batches[0].creating"),
 ])
 def test_a_malformed_state_file_is_a_config_error_naming_the_file_and_field(fake, tmp_path, label, change, field):
     job, _ = _submitted(fake, tmp_path, n=2)
