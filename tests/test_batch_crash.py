@@ -135,8 +135,9 @@ def test_a_status_from_an_older_copy_keeps_the_batches_another_process_created(t
     older = B.load(src + ".batch.json")  # (say `agenthub batch status` in another terminal)
     job = B.submit(src, backend="auto")  # the submission resumed: its batch created now
     assert len(fake.batches) == 1
-    older.status()
+    status = older.status()
     assert _state(src)["batches"][0]["remote"] == job._state["batches"][0]["remote"]  # not saved over
+    assert status.batches[0].remote_id == job._state["batches"][0]["remote"]["batch_name"]  # (the job as it is now)
     with pytest.raises(ConfigError, match="was submitted already"):
         B.submit(src, backend="auto")
     assert len(fake.batches) == 1

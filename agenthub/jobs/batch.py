@@ -834,6 +834,8 @@ class BatchJob(object):
 
     def status(self) -> BatchStatus:
         """Ask every remote batch how it stands (the last answers are kept in the state file)."""
+        if os.path.exists(self.state_path):  # (as saved now: another process may have created batches since)
+            self._state = _read_state(self.state_path)
         infos = []  # type: List[BatchInfo]
         for record in self._state["batches"]:
             if not record.get("remote"):
@@ -1107,6 +1109,9 @@ class BatchJob(object):
         except ConfigError:
             return
         try:
+            if not os.path.exists(self.state_path):  # (removed meanwhile: written anew, as this job knows it)
+                _write_state(self.state_path, self._state)
+                return
             state = _read_state(self.state_path)
             last = {_remote_id(b.get("remote")): b.get("last") for b in self._state["batches"] if b.get("remote")}
             for record in state["batches"]:
