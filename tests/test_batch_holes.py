@@ -359,3 +359,25 @@ def test_a_responses_answer_whose_status_is_no_string_is_read_not_a_type_error(m
         row = answer_row(JobRow(id="a", model="gpt-5.4-mini", messages=[]), client.protocol, "openai-responses", body,
                          "openai")
         assert row["error"] is None and row["message"]["content_items"] == [{"type": "text", "text": "hi"}]
+
+
+def test_a_result_item_of_a_shape_no_parser_foresaw_is_read_or_unreadable_not_a_crash():
+    from agenthub.jobs.backends import gemini as gemini_backend
+    from agenthub.jobs.backends import openai as openai_backend
+    from agenthub.jobs.backends._base import outcomes
+
+    coded = {"custom_id": "c", "response": None, "error": {"code": ["batch_expired"], "message": "m"}}
+    assert list(outcomes([coded], lambda item: openai_backend.parse_line(item, "openai"))) == [
+        ("c", "error", (None, {"error": {"code": ["batch_expired"], "message": "m"}}))]  # (a TypeError: unhashable)
+    keyless = {"metadata": "k", "response": {}}
+    assert list(outcomes([keyless], lambda item: gemini_backend.parse_item(item, "gemini", inline=True))) == [
+        ("", "bad", "gemini: a batch response without its request's key")]  # (an AttributeError)
+    assert list(outcomes([{"x": 1}], lambda item: item["custom_id"])) == [
+        ("", "bad", "a result item of an unexpected shape (KeyError: 'custom_id')")]
+
+
+def test_an_openai_batch_whose_errors_data_is_no_list_has_a_status():
+    from agenthub.jobs.backends import openai as openai_backend
+
+    info = openai_backend.status_of({"status": "failed", "errors": {"object": "list", "data": 5}}, "openai")
+    assert (info["state"], info["errors"]) == ("failed", [])

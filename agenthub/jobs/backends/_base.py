@@ -119,6 +119,8 @@ def outcomes(items: Iterable[Any], parse: Callable[[Any], Outcome]) -> Iterator[
             yield parse(item)
         except StreamProtocolError as exc:
             yield "", "bad", str(exc)
+        except (TypeError, AttributeError, KeyError, ValueError) as exc:  # a shape no parser foresaw: this item
+            yield "", "bad", "a result item of an unexpected shape ({}: {})".format(type(exc).__name__, exc)
 
 
 def dumps_entry(entry: Mapping[str, Any]) -> bytes:

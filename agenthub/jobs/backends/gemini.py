@@ -349,7 +349,8 @@ def parse_item(item: Any, client: str, inline: bool) -> Outcome:
     """An inlined response (key in ``metadata``) or a responses-file line (key at the top)."""
     if not isinstance(item, dict):
         raise StreamProtocolError("{}: a batch response that is not an object".format(client), client=client)
-    key = (item.get("metadata") or {}).get("key") if inline else item.get("key")
+    metadata = item.get("metadata") if inline else None
+    key = metadata.get("key") if isinstance(metadata, dict) else None if inline else item.get("key")
     if not isinstance(key, str):
         key = item.get("key") if isinstance(item.get("key"), str) else None
     if key is None:

@@ -182,7 +182,8 @@ def status_of(batch: Any, client: str) -> Dict[str, Any]:
     counts = batch.get("request_counts") if isinstance(batch.get("request_counts"), dict) else {}
     errors = batch.get("errors") if isinstance(batch.get("errors"), dict) else {}
     messages = []  # type: List[str]
-    for item in errors.get("data") or []:
+    data = errors.get("data")
+    for item in data if isinstance(data, list) else []:
         if isinstance(item, dict):
             messages.append("{}: {}".format(item.get("code") or "error", item.get("message") or ""))
     return {"status": status, "state": STATES.get(status, "running"),
@@ -199,7 +200,7 @@ def parse_line(line: Any, client: str) -> Outcome:
     error = line.get("error")
     response = line.get("response")
     if isinstance(error, dict) and error:
-        if error.get("code") in NOT_RUN:
+        if isinstance(error.get("code"), str) and error["code"] in NOT_RUN:
             return custom_id, "not_run", error.get("code")
         status = response.get("status_code") if isinstance(response, dict) else None
         return custom_id, "error", (status if isinstance(status, int) else None, {"error": error})
