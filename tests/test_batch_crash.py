@@ -2,8 +2,8 @@
 could hold.  The kill -9s: a real child process SIGKILLed right after a
 remote batch was created (paid for) and before its id reached the state file.  Submitting again finds
 that batch (OpenAI and Azure: by the input file saved before the create call; Gemini: by the display name
-made for it; Anthropic: the one batch of that size created while the call was in flight) instead of
-creating, and paying for, a second one."""
+made for it; Anthropic: the one batch of that size created while the call was in flight, proved its own at
+fetch by the tag of the call in its custom ids) instead of creating, and paying for, a second one."""
 
 import json
 import os
@@ -127,6 +127,125 @@ def test_anthropic_a_batch_of_another_size_is_not_taken_for_the_cut_short_one(tm
 #: a child SIGKILLed as its engine's create call begins (nothing created: the record keeps its marker only)
 _CHILD_BEFORE = _CHILD.replace("""def killed(self, *args, **kwargs):
     create(self, *args, **kwargs)""", """def killed(self, *args, **kwargs):""")
+
+
+def _answers(path):
+    """{row id: the answer's text} of an output file, and how many lines it has."""
+    from agenthub.jobs.jobfile import read_output
+
+    rows = read_output(path) if os.path.exists(path) else []
+    return {row["id"]: row["message"]["content_items"][0]["text"] for row in rows}, len(rows)
+
+
+def _same_ids(tmp_path, stem, text):
+    """Another job file of three Anthropic rows with the ids of ``_kill_after_create``'s (k0, k1, k2): the
+    other half of a file split in two."""
+    return _write(tmp_path / (stem + ".jsonl"), [dict(MODELS["anthropic"], id="k{}".format(i),
+                                                      messages=_user("{} {}".format(text, i))) for i in range(3)])
+
+
+def test_anthropic_another_jobs_batch_taken_for_a_cut_short_call_is_never_applied_and_the_rows_go_again(tmp_path,
+                                                                                                         fake):
+    src = _kill_after_create(tmp_path, "anthropic", _CHILD_BEFORE)  # the call never reached the engine
+    assert fake.batches == {} and "creating" in _state(src)["batches"][0]
+    theirs = B.submit(_same_ids(tmp_path, "other", "other"), backend="auto")  # same ids, same size, same key, now
+    (their_id,) = fake.batches
+    job = B.submit(src, backend="auto")  # the one batch of 3 created meanwhile: taken (nothing tells them apart yet)
+    assert len(fake.batches) == 1 and job._state["batches"][0]["remote"] == {"batch_id": their_id}
+    job.wait(interval=0)
+    out = str(tmp_path / "out.jsonl")
+    with pytest.raises(ConfigError) as caught:
+        job.fetch(out)
+    assert str(caught.value) == (
+        "anthropic batch {}, found for a create call of this job that was cut short, is another job's: none of its 3 "
+        "result(s) carries the tag of that call, and none was applied; its 3 row(s) are left to send: submit the "
+        "input again with the same state file".format(their_id))
+    assert _answers(out) == ({}, 0)  # (their answers under ids k0..k2 were not written as this job's)
+    state = _state(src)
+    assert state["not_ours"] == [their_id] and state["batches"][0]["remote"] is None
+    assert "tag" not in state["batches"][0] and "recovered" not in state["batches"][0]
+    assert B.load(src + ".batch.json").status().state == "submitting"
+    job = B.submit(src, backend="auto")  # sent now, under a tag of its own; their batch never taken again
+    assert len(fake.batches) == 2 and job._state["batches"][0]["remote"]["batch_id"] != their_id
+    job.wait(interval=0)
+    summary = job.fetch(out)
+    assert (summary.done, summary.failed, summary.missing, summary.unknown) == (3, 0, [], 0)
+    assert _answers(out) == ({"k0": "echo: crash 0", "k1": "echo: crash 1", "k2": "echo: crash 2"}, 3)
+    theirs_out = str(tmp_path / "theirs.jsonl")
+    assert theirs.fetch(theirs_out).done == 3  # (the other job still gets its own)
+    assert _answers(theirs_out) == ({"k0": "echo: other 0", "k1": "echo: other 1", "k2": "echo: other 2"}, 3)
+
+
+def _ended(fake):
+    """Every batch of the fake run to its end (as if they were polled)."""
+    for batch in fake.batches.values():
+        fake.process(batch)
+
+
+def test_anthropic_batches_of_that_size_that_ended_are_told_apart_by_their_tags_on_resume(tmp_path, fake):
+    src = _kill_after_create(tmp_path, "anthropic")  # this job's batch created upstream, its id lost
+    (mine,) = fake.batches
+    theirs = B.submit(_same_ids(tmp_path, "other", "other"), backend="auto")  # same ids, same size, meanwhile
+    (their_id,) = set(fake.batches) - {mine}
+    _ended(fake)  # (both ended: their results show whose each is)
+    job = B.submit(src, backend="auto")  # not refused as two candidates: the one carrying its tag is taken
+    assert len(fake.batches) == 2 and job._state["batches"][0]["remote"] == {"batch_id": mine}
+    out = str(tmp_path / "out.jsonl")
+    assert job.fetch(out).done == 3
+    assert _answers(out) == ({"k0": "echo: crash 0", "k1": "echo: crash 1", "k2": "echo: crash 2"}, 3)
+    assert theirs._state["batches"][0]["remote"] == {"batch_id": their_id}
+
+
+def test_anthropic_another_jobs_batch_that_ended_is_passed_over_on_resume_and_the_rows_sent(tmp_path, fake):
+    src = _kill_after_create(tmp_path, "anthropic", _CHILD_BEFORE)  # the call never reached the engine
+    B.submit(_same_ids(tmp_path, "other", "other"), backend="auto")
+    (their_id,) = fake.batches
+    _ended(fake)
+    job = B.submit(src, backend="auto")  # their results carry another tag: not taken; this job's batch created
+    assert len(fake.batches) == 2 and job._state["batches"][0]["remote"]["batch_id"] != their_id
+    job.wait(interval=0)
+    out = str(tmp_path / "out.jsonl")
+    assert job.fetch(out).done == 3
+    assert _answers(out) == ({"k0": "echo: crash 0", "k1": "echo: crash 1", "k2": "echo: crash 2"}, 3)
+    reads = [c["path"] for c in fake.calls("GET", "/v1/messages/batches/" + their_id + "/results")]
+    assert len(reads) == 1  # (read once, on resume, to tell whose it is)
+
+
+def test_anthropic_a_result_without_the_tag_of_its_batchs_create_call_is_never_applied(tmp_path, fake):
+    src = _same_ids(tmp_path, "in", "mine")
+    job = B.submit(src, backend="auto")
+    tag = job._state["batches"][0]["tag"]
+    (batch,) = fake.batches.values()
+    assert [cid for cid, _, _ in batch.requests] == [tag + "-k0", tag + "-k1", tag + "-k2"]
+    job.wait(interval=0)
+    from batch_fakes import default_answer
+
+    stray = default_answer("anthropic", "messages", {"messages": [{"role": "user", "content": "stray"}]})
+    batch.results[:0] = [("k0", "ok", 200, stray[1]), ("0000beef-k1", "ok", 200, stray[1])]  # (ahead of ours)
+    out = str(tmp_path / "out.jsonl")
+    summary = job.fetch(out)
+    assert (summary.done, summary.unknown, summary.duplicates, summary.missing) == (3, 2, 0, [])
+    assert _answers(out) == ({"k0": "echo: mine 0", "k1": "echo: mine 1", "k2": "echo: mine 2"}, 3)
+
+
+def test_anthropic_a_state_from_before_tags_is_still_fetched(tmp_path, fake):
+    rows = [dict(MODELS["anthropic"], id=rid, messages=_user(rid)) for rid in ("a", "r 2")]
+    src = _write(tmp_path / "in.jsonl", rows)
+    job = B.submit(src, backend="auto")
+    (batch,) = fake.batches.values()
+    batch.requests = [(cid.split("-", 1)[1], body, api) for cid, body, api in batch.requests]  # as sent untagged
+    with open(src + ".batch.json") as handle:
+        state = json.load(handle)
+    del state["batches"][0]["tag"]  # (what an agenthub before tags saved)
+    assert state["batches"][0]["custom_ids"] == {"r 2": "row-2"}
+    with open(src + ".batch.json", "w") as handle:
+        json.dump(state, handle)
+    old = B.load(src + ".batch.json")
+    old.wait(interval=0)
+    out = str(tmp_path / "out.jsonl")
+    summary = old.fetch(out)
+    assert (summary.done, summary.unknown, summary.missing) == (2, 0, [])
+    assert _answers(out) == ({"a": "echo: a", "r 2": "echo: r 2"}, 2)
 
 
 def test_a_status_from_an_older_copy_keeps_the_batches_another_process_created(tmp_path, fake):

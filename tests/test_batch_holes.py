@@ -226,6 +226,9 @@ def _edit(state, change):
         "at": 1.0, "name": "n", "requests": 2, "input_file_id": "../x"}), "batches[0].creating"),
     ("a create marker's time not finite", lambda s: s["batches"][0].update(creating={
         "at": float("inf"), "name": "n", "requests": 2}), "batches[0].creating"),
+    ("a create call's tag not 8 hex digits", lambda s: s["batches"][0].update(tag="ab-cd"), "batches[0].tag"),
+    ("recovered not a bool", lambda s: s["batches"][0].update(recovered="yes"), "batches[0].recovered"),
+    ("not_ours not a list of ids", lambda s: s.update(not_ours="msgbatch_1"), "not_ours"),
 ])
 def test_a_malformed_state_file_is_a_config_error_naming_the_file_and_field(fake, tmp_path, label, change, field):
     job, _ = _submitted(fake, tmp_path, n=2)

@@ -6,7 +6,8 @@ messages and config, without the streaming switch), grouped per backend, endpoin
 (the OpenAI guide: "each input file can only include requests to a single model"), and split where
 a group passes its engine's per-batch limits.  The state file (default ``<input>.batch.json``) holds
 what a later process needs: the input file, each remote batch's ids, and which rows went where (by
-id; a row whose id the engine would refuse travels under a custom id made from its line number).
+id; a row whose id the engine would refuse travels under a custom id made from its line number; on
+Anthropic each custom id also carries a tag unique to its batch's create call, kept as the record's ``tag``).
 It holds no key: keys come from the environment again when the state is loaded.
 
 Results are matched to rows by custom id, never by order, and each answer goes through the same
@@ -36,6 +37,7 @@ from ..stream import Collector, drive, surrogates_escaped, surrogates_shown
 from ..validate import check_config
 from . import backends as _backends
 from .backends import TERMINAL, dumps_entry
+from .backends._base import TAG_ROOM
 from .backends._wire import Wire
 from .jobfile import (JobRow, OutputLock, OutputWriter, error_row, finished_ids, iter_rows, output_row, read_jobs,
                       replace_durably)
@@ -262,6 +264,9 @@ _RECORD_FIELDS = (
     ("row_base_url", _opt_str, "a URL or null"),
     ("remote", lambda v: v is None or isinstance(v, dict), "an object or null"),
     ("last", lambda v: v is None or isinstance(v, dict), "an object or null"),
+    ("tag", lambda v: isinstance(v, str) and len(v) == TAG_ROOM - 1 and all(c in "0123456789abcdef" for c in v),
+     "8 lowercase hex digits"),
+    ("recovered", lambda v: isinstance(v, bool), "true or false"),
     ("creating", lambda v: isinstance(v, dict) and isinstance(v.get("at"), (int, float)) and not isinstance(
         v["at"], bool) and v["at"] == v["at"] and abs(v["at"]) < 1e11 and isinstance(v.get("name"), str)
         and isinstance(v.get("requests"), int) and (v.get("input_file_id") is None or _segment_ok(v["input_file_id"]))
@@ -334,6 +339,8 @@ def _state_problem(state: Mapping[str, Any]) -> Optional[str]:
     retries = state.get("output_retries", 2)
     if not (isinstance(retries, int) and not isinstance(retries, bool) and 0 <= retries <= 10):
         return "output_retries must be an int from 0 to 10"
+    if "not_ours" in state and not _str_list(state["not_ours"]):
+        return "not_ours must be a list of batch ids"
     digests = state.get("row_sha256")
     if digests is not None and not (isinstance(digests, dict) and all(
             isinstance(k, str) and isinstance(v, str) for k, v in digests.items())):
@@ -343,7 +350,8 @@ def _state_problem(state: Mapping[str, Any]) -> Optional[str]:
         if not isinstance(record, dict):
             return where + " is not an object"
         for name, ok, what in _RECORD_FIELDS:
-            if name not in record and name in ("row_client_type", "row_base_url", "last", "creating"):
+            if name not in record and name in ("row_client_type", "row_base_url", "last", "creating", "tag",
+                                               "recovered"):
                 continue
             if name not in record or not ok(record[name]):
                 return "{}.{} must be {}".format(where, name, what)
@@ -446,10 +454,11 @@ def _problems_error(path: str, problems: List[str]) -> ConfigError:
         len(problems), path, "\n  ".join(shown), more))
 
 
-def _custom_id(row: JobRow, pattern: Any, all_ids: Any, taken: Any) -> str:
-    """The row's custom id: its id when the engine takes it (ids are unique in a job file), else
-    ``row-<line>``, made unique against every id of the file and the ids made before."""
-    if pattern.match(row.id):
+def _custom_id(row: JobRow, pattern: Any, all_ids: Any, taken: Any, room: int = 0) -> str:
+    """The row's custom id: its id when the engine takes it (ids are unique in a job file), with ``room``
+    characters in front for a tag (``Backend.tagged``), else ``row-<line>``, made unique against every id of
+    the file and the ids made before."""
+    if pattern.match("0" * room + row.id):
         return row.id
     candidate = base = "row-{}".format(row.line)
     n = 1
@@ -499,7 +508,7 @@ def _plan(input_path: str, choice: str, wanted: Callable[[JobRow], bool],
         if group is None:
             group = groups[key] = _Group(item.request)
         engine = _backends.backend(item.backend)
-        custom = _custom_id(row, engine.custom_id, all_ids, group.taken)
+        custom = _custom_id(row, engine.custom_id, all_ids, group.taken, TAG_ROOM if engine.tagged else 0)
         entry = engine.entry(custom, item.request, item.api)
         group.items.append((row.id, custom, dumps_entry(entry), engine.weight(entry)))
     if problems:
@@ -714,15 +723,21 @@ class BatchJob(object):
         """Create the batches of ``entries`` (record index -> its encoded entries).  Before each create call the
         record gets a ``creating`` marker (when, a name unique to the call, how many requests), saved: a
         process that dies before the call's answer is saved leaves it, and the next submission asks the
-        engine for the batch that call made (``_recover``) instead of paying for a second one."""
+        engine for the batch that call made (``_recover``) instead of paying for a second one.  On a tagging
+        engine (Anthropic) the record's ``tag`` (the name's random part) goes in front of every custom id."""
         stem = os.path.splitext(os.path.basename(self.input_path))[0]
         for index, record in enumerate(self._state["batches"]):
             if record.get("remote") or index not in entries or self._recover(record):
                 continue
             engine = _backends.backend(record["backend"])
+            tag = secrets.token_hex(4)
             marker = {"at": round(time.time(), 3), "name": "agenthub-{}-{}-{}.jsonl".format(
-                stem, index + 1, secrets.token_hex(4)), "requests": len(entries[index])}  # type: Dict[str, Any]
+                stem, index + 1, tag), "requests": len(entries[index])}  # type: Dict[str, Any]
             record["creating"] = marker
+            record.pop("tag", None)
+            if engine.tagged:  # each custom id sent carries the call's tag: a batch found for it proves its own
+                record["tag"] = tag
+                entries[index] = engine.tag_entries(entries[index], tag)
             self._save()
 
             def note(fields: Dict[str, Any], marker: Dict[str, Any] = marker) -> None:
@@ -745,6 +760,9 @@ class BatchJob(object):
             return False
         engine = _backends.backend(record["backend"])
         known = set(_remote_id(b.get("remote")) for b in self._state["batches"] if b.get("remote"))
+        known.update(self._state.get("not_ours") or ())  # (batches found before and shown to be another job's)
+        if record.get("tag"):  # (the engine proves a batch that ended its own, or another's, by it)
+            marker = dict(marker, tag=record["tag"])
         remote = engine.find(self._wire(record), record["api"], marker, known)
         problem = _remote_problem(remote) if remote is not None else None
         if problem is not None:
@@ -753,6 +771,7 @@ class BatchJob(object):
         del record["creating"]
         if remote is not None:
             record["remote"] = remote
+            record["recovered"] = True  # (on Anthropic maybe another job's: fetch checks its results' tags)
             record["submitted_at"] = _now()
             log.warning("agenthub.jobs: %s batch %s was created before the submission stopped: found, not created "
                         "again (%d rows)", record["backend"], _remote_id(remote), len(record["ids"]))
@@ -1006,7 +1025,9 @@ class BatchJob(object):
         engine = _backends.backend(record["backend"])
         client = self._client(record)
         record_parser = client.protocol
-        by_custom = {record["custom_ids"].get(rid, rid): rid for rid in record["ids"]}
+        by_custom = {_sent_id(record, rid): rid for rid in record["ids"]}
+        mark = record["tag"] + "-" if record.get("tag") else None  # (None: a record from before tags)
+        marked = 0  # results carrying this record's tag
         rows = self._input_rows()
         seen = set()  # type: set
         answered = set()  # type: set
@@ -1021,6 +1042,7 @@ class BatchJob(object):
                     log.warning("agenthub.jobs: %s (more such items are counted, not shown)", payload)
                 summary.unreadable += 1
                 continue
+            marked += 1 if mark is not None and custom_id.startswith(mark) else 0
             rid = by_custom.get(custom_id)
             if rid is None:
                 unknown += 1
@@ -1053,7 +1075,24 @@ class BatchJob(object):
                 summary.done += 1
             else:
                 summary.failed += 1
+        if mark is not None and record.get("recovered") and unknown and not marked:
+            self._not_ours(record, unknown)
         self._after_results(record, engine, summary, answered, done, unknown, duplicates, reasked, next_round, rounds)
+
+    def _not_ours(self, record: Dict[str, Any], results: int) -> None:
+        """A batch found for a cut-short create call whose results carry another call's tag is another job's
+        (two parts of one file, submitted at once with the same key): none of them was applied (they name
+        no request of this record), and its rows go back to be created (``submit`` again), never again
+        taking that batch for theirs.  Raised: a ConfigError saying so."""
+        batch_id = _remote_id(record["remote"])
+        self._state.setdefault("not_ours", []).append(batch_id)
+        for name in ("recovered", "tag", "fetched_at"):
+            record.pop(name, None)
+        record.update(remote=None, submitted_at=None, last=None)
+        raise ConfigError("{} batch {}, found for a create call of this job that was cut short, is another job's: "
+                          "none of its {} result(s) carries the tag of that call, and none was applied; its {} "
+                          "row(s) are left to send: submit the input again with the same state file".format(
+                              record["backend"], batch_id, results, len(record["ids"])))
 
     def _after_results(self, record: Dict[str, Any], engine: Any, summary: FetchSummary, answered: Set[str],
                        done: Any, unknown: int, duplicates: int, reasked: Set[str], next_round: Dict[str, Any],
@@ -1136,6 +1175,13 @@ def _result_row(row: JobRow, outcome: str, payload: Any, output: Any, prior: Any
         out.update(attempts=int(prior["attempt"]) + 1, usage_metadata=prior.get("usage"),
                    cost_usd=prior.get("cost_usd"))
     return out, None
+
+
+def _sent_id(record: Mapping[str, Any], rid: str) -> str:
+    """The custom id row ``rid`` of the batch ``record`` was sent under: its own id, or the one made for it
+    (``custom_ids``), behind the create call's tag when the record has one."""
+    custom = str(record["custom_ids"].get(rid, rid))
+    return "{}-{}".format(record["tag"], custom) if record.get("tag") else custom
 
 
 def _remote_id(remote: Optional[Mapping[str, Any]]) -> Optional[str]:

@@ -9,7 +9,7 @@ from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optio
 from ...types import HttpRequest
 
 __all__ = ["Backend", "TERMINAL", "Outcome", "outcomes", "dumps_entry", "Note", "FIND_PAGES", "FIND_BEFORE",
-           "FIND_AFTER", "rfc3339"]
+           "FIND_AFTER", "rfc3339", "TAG_ROOM"]
 
 #: agenthub's states of one remote batch: pending, running, cancelling, then one of these
 TERMINAL = frozenset(["completed", "failed", "expired", "cancelled"])
@@ -20,6 +20,10 @@ TERMINAL = frozenset(["completed", "failed", "expired", "cancelled"])
 FIND_PAGES = 20
 FIND_BEFORE = 600.0
 FIND_AFTER = 3600.0
+
+#: what a tag takes in front of a custom id of an engine that tags them (``Backend.tagged``): 8 hex digits
+#: and a dash
+TAG_ROOM = 9
 
 #: ``note(fields)``: a create call's progress, saved in the state file before the call goes on (the uploaded
 #: input file's id before the batch is created on it)
@@ -43,6 +47,14 @@ class Backend(object):
     custom_id = re.compile(r"^.{1,64}$", re.S)
     #: the kinds of request it takes: "chat", "responses", "embeddings", "messages", "generate"
     apis = ()  # type: Tuple[str, ...]
+    #: every custom id sent carries a tag unique to its create call (``<tag>-<custom id>``, ``tag_entries``):
+    #: an engine whose batches carry nothing of the caller's (Anthropic), where a batch found for a cut-short
+    #: create call may be another job's; its results prove which (a result without the tag is never applied)
+    tagged = False
+
+    def tag_entries(self, entries: List[bytes], tag: str) -> List[bytes]:
+        """``entries`` (as ``entry`` made them) with ``tag`` in front of each custom id (a tagging engine's)."""
+        return entries
 
     def why_not(self, api: str) -> Optional[str]:
         """Why this engine cannot take ``api`` requests (None: it can)."""
@@ -67,14 +79,15 @@ class Backend(object):
         chunks = []  # type: List[List[int]]
         current = []  # type: List[int]
         size = weight = 0
+        room = TAG_ROOM if self.tagged else 0  # (the tag each entry gets when its batch is created)
         for index, (_, data, extra) in enumerate(entries):
-            over = (len(current) >= self.max_requests or size + len(data) > self.max_bytes
+            over = (len(current) >= self.max_requests or size + len(data) + room > self.max_bytes
                     or (self.max_weight is not None and weight + extra > self.max_weight))
             if current and over:
                 chunks.append(current)
                 current, size, weight = [], 0, 0
             current.append(index)
-            size += len(data)
+            size += len(data) + room
             weight += extra
         if current:
             chunks.append(current)
