@@ -46,6 +46,26 @@ def point_at(monkeypatch, server):
     monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
     monkeypatch.setenv("GEMINI_API_KEY", KEYS["gemini"])
     monkeypatch.setenv("GEMINI_BASE_URL", server.url)
+
+
+def point_all_at(monkeypatch, server):
+    """``point_at``, and Azure OpenAI's key and endpoint too."""
+    point_at(monkeypatch, server)
+    monkeypatch.setenv("AZURE_OPENAI_API_KEY", KEYS["azure"])
+    monkeypatch.setenv("AZURE_OPENAI_ENDPOINT", server.url)
+
+
+def user(text):
+    """One user turn of ``text`` (a job row's messages)."""
+    return [{"role": "user", "content_items": [{"type": "text", "text": text}]}]
+
+
+def write_rows(path, rows):
+    """A job file of ``rows`` at ``path`` (a pathlib path); its path as a string."""
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    return str(path)
+
+
 _CUSTOM_ID = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 OPENAI_MAX_REQUESTS = 50000
 AZURE_MAX_REQUESTS = 100000
@@ -312,6 +332,7 @@ class _Handler(BaseHTTPRequestHandler):
         with self.fake.lock:
             self.fake.requests.append({"method": method, "path": path, "query": query, "headers": dict(self.headers),
                                        "body": raw})
+        self._query = query
         family = self._family(path)
         session = path.startswith("/upload/") and "upload_id" in query  # the session URL is its own credential
         if self.fake.require_keys and not session and not self._authorized(family):
@@ -407,6 +428,11 @@ class _Handler(BaseHTTPRequestHandler):
         if method == "POST" and rest == "/batches":
             body = json.loads(raw)
             return self._openai_create(body, family)
+        if method == "GET" and rest == "/batches":  # newest first, ``limit`` a page, ``after`` the cursor
+            page = self._page([b for b in fake.batches.values() if b.kind == family], self._query, "after")
+            page.update(object="list", data=[self._openai_object(b) for b in page["data"]])
+            _json(self, 200, page)
+            return True
         match = re.match(r"^/batches/([^/]+)(/cancel)?$", rest)
         if match:
             batch = fake.batches.get(match.group(1))
@@ -486,6 +512,19 @@ class _Handler(BaseHTTPRequestHandler):
         _json(self, 200, self._openai_object(batch))
         return True
 
+    @staticmethod
+    def _page(batches, query, cursor):
+        """One page of a list of batches, newest first: ``limit`` of them after the ``cursor`` id."""
+        ordered = sorted(batches, key=lambda b: (b.created, b.id), reverse=True)
+        after = query.get(cursor, [None])[0]
+        if after is not None:
+            ids = [b.id for b in ordered]
+            ordered = ordered[ids.index(after) + 1:] if after in ids else []
+        limit = int(query.get("limit", query.get("pageSize", ["20"]))[0])
+        page = ordered[:limit]
+        return {"data": page, "has_more": len(ordered) > limit, "first_id": page[0].id if page else None,
+                "last_id": page[-1].id if page else None}
+
     def _openai_object(self, batch):
         status = {"completed": "completed", "expired": "expired", "cancelled": "cancelled", "failed": "failed",
                   None: "cancelling" if batch.state == "cancelling" else
@@ -511,6 +550,11 @@ class _Handler(BaseHTTPRequestHandler):
         fake = self.fake
         if method == "POST" and path == "/v1/messages":
             return self._live("anthropic", "messages", raw)
+        if method == "GET" and path == "/v1/messages/batches":
+            page = self._page([b for b in fake.batches.values() if b.kind == "anthropic"], self._query, "after_id")
+            page["data"] = [self._anthropic_object(b) for b in page["data"]]
+            _json(self, 200, page)
+            return True
         if method == "POST" and path == "/v1/messages/batches":
             body = json.loads(raw)
             requests = body.get("requests")
@@ -576,9 +620,10 @@ class _Handler(BaseHTTPRequestHandler):
         for _, kind, _, _ in batch.results or []:
             counts[{"ok": "succeeded", "error": "errored", "cancelled": "canceled", "expired": "expired"}[kind]] += 1
         stamp = "2026-12-01T12:00:00.000000Z"
+        created = time.strftime("%Y-%m-%dT%H:%M:%S.000000Z", time.gmtime(batch.created))
         return {"id": batch.id, "type": "message_batch",
                 "processing_status": "ended" if ended else ("canceling" if batch.state == "cancelling" else "in_progress"),
-                "request_counts": counts, "ended_at": stamp if ended else None, "created_at": stamp,
+                "request_counts": counts, "ended_at": stamp if ended else None, "created_at": created,
                 "expires_at": "2026-12-02T12:00:00.000000Z", "archived_at": None,
                 "cancel_initiated_at": stamp if batch.cancel_requested else None,
                 "results_url": "{}/v1/messages/batches/{}/results".format(self.fake.url, batch.id) if ended else None}
@@ -639,6 +684,13 @@ class _Handler(BaseHTTPRequestHandler):
                 return True
             _raw(self, 200, entry["bytes"], "application/octet-stream")
             return True
+        if method == "GET" and path == "/v1beta/batches":  # operations, newest first, pageToken the cursor
+            page = self._page([b for b in fake.batches.values() if b.kind == "gemini"], query, "pageToken")
+            answer = {"operations": [self._gemini_operation(b) for b in page["data"]]}
+            if page["has_more"]:
+                answer["nextPageToken"] = page["last_id"]
+            _json(self, 200, answer)
+            return True
         match = re.match(r"^/v1beta/(batches/[^/:]+)(:cancel)?$", path)
         if match:
             batch = fake.batches.get(match.group(1))
@@ -694,7 +746,7 @@ class _Handler(BaseHTTPRequestHandler):
         done = [r for r in batch.results or []]
         metadata = {"@type": "type.googleapis.com/google.ai.generativelanguage.v1main.GenerateContentBatch",
                     "model": "models/" + batch.model, "displayName": batch.display_name, "name": batch.id,
-                    "createTime": "2026-12-01T12:00:00Z", "updateTime": "2026-12-01T12:00:00Z", "state": state,
+                    "createTime": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(batch.created)), "updateTime": "2026-12-01T12:00:00Z", "state": state,
                     "batchStats": {"requestCount": str(len(batch.requests)),
                                    "successfulRequestCount": str(sum(1 for r in done if r[1] == "ok")),
                                    "failedRequestCount": str(sum(1 for r in done if r[1] == "error")),

@@ -4,6 +4,7 @@ documented result files in tests/fixtures/batch."""
 
 import json
 import os
+import re
 import types
 
 import pytest
@@ -185,7 +186,7 @@ def test_fixture_tool_calls_keep_their_ids_and_arguments():
 
 def test_request_lines_are_the_live_bodies_without_streaming(fake, tmp_path):
     path = _write(tmp_path / "in.jsonl", MIXED)
-    B.submit(path, backend="auto")
+    job = B.submit(path, backend="auto")
     uploads = fake.calls("POST", "/v1/files")
     lines = [json.loads(line) for call in uploads for line in _file_of(call).splitlines()]
     by_id = {line["custom_id"]: line for line in lines}
@@ -208,12 +209,16 @@ def test_request_lines_are_the_live_bodies_without_streaming(fake, tmp_path):
         ("/v1/chat/completions", "my-deployment"), ("/v1/responses", "my-responses-deployment")]
     assert all(c["headers"].get("api-key") == KEYS["azure"] for c in fake.calls(path_prefix="/openai/"))
     ant = json.loads(fake.calls("POST", "/v1/messages/batches")[0]["body"])
-    assert ant["requests"] == [{"custom_id": "row-2", "params": {
+    (tag,) = [b["tag"] for b in job._state["batches"] if b["backend"] == "anthropic"]  # (its create call's)
+    assert re.match(r"\A[0-9a-f]{8}\Z", tag)
+    assert ant["requests"] == [{"custom_id": tag + "-row-2", "params": {
         "model": "claude-sonnet-4-6", "max_tokens": 20,
         "messages": [{"role": "user", "content": [{"type": "text", "text": "hello two"}]}],
         "cache_control": {"type": "ephemeral"}}}]
     gem = json.loads(fake.calls("POST", "/v1beta/models/gemini-2.5-flash:batchGenerateContent")[0]["body"])
-    assert gem == {"batch": {"display_name": "agenthub-in-3.jsonl", "input_config": {"requests": {"requests": [
+    # a display name unique to the call (a create call cut short is found by it: test_batch_crash.py)
+    assert re.match(r"\Aagenthub-in-3-[0-9a-f]{8}\.jsonl\Z", gem["batch"].pop("display_name"))
+    assert gem == {"batch": {"input_config": {"requests": {"requests": [
         {"request": {"contents": [{"role": "user", "parts": [{"text": "hello three"}]}],
                      "generationConfig": {"temperature": 0.2}}, "metadata": {"key": "r3"}}]}}}}
 
@@ -511,17 +516,22 @@ def test_batch_cost_is_the_catalogs_batch_price():
 def test_made_custom_ids_never_collide_with_a_row_id(fake, tmp_path):
     rows = [{"id": "row-2", "model": "claude-sonnet-4-6", "messages": _user("a"), "config": {"max_tokens": 5}},
             {"id": "needs a custom id", "model": "claude-sonnet-4-6", "messages": _user("b"), "config": {"max_tokens": 5}},
-            {"id": "x" * 65, "model": "claude-sonnet-4-6", "messages": _user("c"), "config": {"max_tokens": 5}}]
+            {"id": "x" * 65, "model": "claude-sonnet-4-6", "messages": _user("c"), "config": {"max_tokens": 5}},
+            {"id": "y" * 56, "model": "claude-sonnet-4-6", "messages": _user("d"), "config": {"max_tokens": 5}},
+            {"id": "z" * 55, "model": "claude-sonnet-4-6", "messages": _user("e"), "config": {"max_tokens": 5}}]
     job = B.submit(_write(tmp_path / "in.jsonl", rows), backend="anthropic")
     record = job._state["batches"][0]
-    assert record["custom_ids"] == {"needs a custom id": "row-2-2", "x" * 65: "row-3"}
+    # 56 characters fit Anthropic's 64 alone, not behind the 9 of the create call's tag
+    assert record["custom_ids"] == {"needs a custom id": "row-2-2", "x" * 65: "row-3", "y" * 56: "row-4"}
+    tag = record["tag"]
     sent = [r["custom_id"] for r in json.loads(fake.calls("POST", "/v1/messages/batches")[0]["body"])["requests"]]
-    assert sent == ["row-2", "row-2-2", "row-3"]
+    assert sent == [tag + "-row-2", tag + "-row-2-2", tag + "-row-3", tag + "-row-4", tag + "-" + "z" * 55]
     assert job.wait(interval=0.01, timeout=10).done
     out = str(tmp_path / "out.jsonl")
-    assert job.fetch(out).done == 3
+    assert job.fetch(out).done == 5
     texts = {r["id"]: r["message"]["content_items"][0]["text"] for r in read_output(out)}
-    assert texts == {"row-2": "echo: a", "needs a custom id": "echo: b", "x" * 65: "echo: c"}
+    assert texts == {"row-2": "echo: a", "needs a custom id": "echo: b", "x" * 65: "echo: c", "y" * 56: "echo: d",
+                     "z" * 55: "echo: e"}
 
 
 def test_every_documented_status_has_its_state():

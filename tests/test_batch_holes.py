@@ -220,6 +220,15 @@ def _edit(state, change):
     ("a record not an object", lambda s: s.update(batches=[5]), "batches[0]"),
     ("job backend unknown", lambda s: s.update(backend=3), "backend"),
     ("input_path missing", lambda s: s.pop("input_path"), "input_path"),
+    ("a create marker without its time", lambda s: s["batches"][0].update(creating={"name": "n", "requests": 2}),
+     "batches[0].creating"),
+    ("a create marker's file id a path", lambda s: s["batches"][0].update(creating={
+        "at": 1.0, "name": "n", "requests": 2, "input_file_id": "../x"}), "batches[0].creating"),
+    ("a create marker's time not finite", lambda s: s["batches"][0].update(creating={
+        "at": float("inf"), "name": "n", "requests": 2}), "batches[0].creating"),
+    ("a create call's tag not 8 hex digits", lambda s: s["batches"][0].update(tag="ab-cd"), "batches[0].tag"),
+    ("recovered not a bool", lambda s: s["batches"][0].update(recovered="yes"), "batches[0].recovered"),
+    ("not_ours not a list of ids", lambda s: s.update(not_ours="msgbatch_1"), "not_ours"),
 ])
 def test_a_malformed_state_file_is_a_config_error_naming_the_file_and_field(fake, tmp_path, label, change, field):
     job, _ = _submitted(fake, tmp_path, n=2)
@@ -315,3 +324,63 @@ def test_a_gateway_speaking_a_vendors_protocol_has_no_batch_engine_of_that_vendo
     assert "https://api.z.ai/api/anthropic, which is not Anthropic's own endpoint: no anthropic batch engine" in text
     assert "https://openrouter.ai/api/v1, which is not OpenAI's own endpoint: no openai batch engine" in text
     assert "zai-test-key" not in text and "or-test-key" not in text
+
+
+def test_a_state_file_nested_past_the_stack_is_a_config_error(tmp_path):
+    from agenthub.errors import ConfigError
+    from agenthub.jobs import batch as B
+
+    path = tmp_path / "in.jsonl.batch.json"
+    path.write_text('{"agenthub_batch": 1, "batches": ' + "[" * 5000 + "]" * 5000 + "}")
+    with pytest.raises(ConfigError) as caught:
+        B.load(str(path))
+    assert str(caught.value).startswith("the batch state file {} is not JSON (maximum recursion depth".format(path))
+
+
+def test_gemini_counts_that_are_no_count_are_unknown_not_a_crash():
+    import json
+
+    from agenthub.jobs.backends import gemini
+
+    operation = json.loads('{"metadata": {"state": "BATCH_STATE_RUNNING", "batchStats": {"requestCount": 1e999, '
+                           '"successfulRequestCount": NaN, "failedRequestCount": "-3", "pendingRequestCount": [1]}}}')
+    assert gemini.status_of(operation, "gemini")["counts"] == {"total": None, "succeeded": None, "failed": -3,
+                                                               "pending": None}
+
+
+def test_a_responses_answer_whose_status_is_no_string_is_read_not_a_type_error(monkeypatch):
+    from agenthub import AutoLLMClient
+    from agenthub.jobs.batch import answer_row
+    from agenthub.jobs.jobfile import JobRow
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    client = AutoLLMClient("gpt-5.4-mini", client_type="openai-responses")
+    for status in ([], {"a": 1}):
+        body = {"id": "r", "object": "response", "status": status, "model": "m",
+                "output": [{"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "hi"}]}],
+                "usage": {"input_tokens": 3, "output_tokens": 2}}
+        row = answer_row(JobRow(id="a", model="gpt-5.4-mini", messages=[]), client.protocol, "openai-responses", body,
+                         "openai")
+        assert row["error"] is None and row["message"]["content_items"] == [{"type": "text", "text": "hi"}]
+
+
+def test_a_result_item_of_a_shape_no_parser_foresaw_is_read_or_unreadable_not_a_crash():
+    from agenthub.jobs.backends import gemini as gemini_backend
+    from agenthub.jobs.backends import openai as openai_backend
+    from agenthub.jobs.backends._base import outcomes
+
+    coded = {"custom_id": "c", "response": None, "error": {"code": ["batch_expired"], "message": "m"}}
+    assert list(outcomes([coded], lambda item: openai_backend.parse_line(item, "openai"))) == [
+        ("c", "error", (None, {"error": {"code": ["batch_expired"], "message": "m"}}))]  # (a TypeError: unhashable)
+    keyless = {"metadata": "k", "response": {}}
+    assert list(outcomes([keyless], lambda item: gemini_backend.parse_item(item, "gemini", inline=True))) == [
+        ("", "bad", "gemini: a batch response without its request's key")]  # (an AttributeError)
+    assert list(outcomes([{"x": 1}], lambda item: item["custom_id"])) == [
+        ("", "bad", "a result item of an unexpected shape (KeyError: 'custom_id')")]
+
+
+def test_an_openai_batch_whose_errors_data_is_no_list_has_a_status():
+    from agenthub.jobs.backends import openai as openai_backend
+
+    info = openai_backend.status_of({"status": "failed", "errors": {"object": "list", "data": 5}}, "openai")
+    assert (info["state"], info["errors"]) == ("failed", [])

@@ -72,9 +72,27 @@ def _fake(monkeypatch, answer):
 
 
 def _bodies(server):
-    """Every batch's request bodies, in the order the batches were created: [[(custom_id, body), ...], ...]."""
+    """Every batch's request bodies, in the order the batches were created: [[(custom_id, body), ...], ...]
+    (an Anthropic custom id without the tag of its create call in front: ``_tags`` has them)."""
     with server.lock:
-        return [[(cid, body) for cid, body, _ in batch.requests] for batch in server.batches.values()]
+        return [[(_untagged(batch, cid), body) for cid, body, _ in batch.requests] for batch in server.batches.values()]
+
+
+def _untagged(batch, cid):
+    if batch.kind != "anthropic":
+        return cid
+    tag, _, rest = cid.partition("-")
+    assert len(tag) == 8 and int(tag, 16) >= 0 and rest, cid
+    return rest
+
+
+def _tags(server):
+    """The tag in front of each Anthropic batch's custom ids, in creation order (one per batch)."""
+    with server.lock:
+        tags = [sorted(set(cid[:8] for cid, _, _ in b.requests)) for b in server.batches.values()
+                if b.kind == "anthropic"]
+    assert all(len(t) == 1 for t in tags), tags
+    return [t[0] for t in tags]
 
 
 def _done(job, out):
@@ -109,6 +127,10 @@ def test_rows_that_do_not_validate_go_into_a_second_round_with_their_problems(mo
         assert (second.done, second.failed, second.pending, second.missing) == (3, 0, [], [])
         assert _done(B.load(job.state_path), out).done == 0  # fetching again writes nothing twice
         bodies = _bodies(server)
+        tags = _tags(server)
+    # a re-ask round's Anthropic batch carries a tag of its own (its create call's), kept in the state
+    assert len(set(tags)) == 2 and tags == [b["tag"] for b in B.load(job.state_path)._state["batches"]
+                                            if b["backend"] == "anthropic"]
     rows = {r["id"]: r for r in read_output(out)}
     assert len(rows) == 5 and len(read_output(out)) == 5
     for rid in ("chat", "claude", "gem"):

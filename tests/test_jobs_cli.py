@@ -105,7 +105,10 @@ def test_the_positive_number_option_type_is_written_once():
 
     assert cli._positive is batch_cli.positive
     assert batch_cli.positive(int)("3") == 3 and batch_cli._seconds("0.5") == 0.5
-    for bad, words in (("0", "must be > 0"), ("-1", "must be > 0"), ("x", "'x' is not a number"), ("nan", "must be > 0")):
+    for bad, words in (("0", "must be a finite number > 0"), ("-1", "must be a finite number > 0"),
+                       ("x", "'x' is not a number"), ("nan", "must be a finite number > 0"),
+                       ("inf", "must be a finite number > 0 (got inf)"), ("1e999", "(got 1e999)")):  # (inf: sleep
+        # raised OverflowError on the first poll of --wait --interval inf)
         with pytest.raises(argparse.ArgumentTypeError) as error:
             batch_cli.positive(float)(bad)
         assert words in str(error.value)

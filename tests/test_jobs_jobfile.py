@@ -357,3 +357,36 @@ def test_each_message_is_named_by_its_place_and_messages_must_be_a_list(tmp_path
     assert check_messages((USER, USER)) is None
     with pytest.raises(ConfigError, match="messages must be a list"):
         check_messages(b"hi")
+
+
+def test_a_line_nested_past_the_stack_is_a_problem_of_its_line_and_a_rerun_reads_past_one_in_the_output(tmp_path):
+    deep = json.dumps(_line("deep"))[:-1] + ', "x": ' + "[" * 5000 + "]" * 5000 + "}"
+    schema = {"type": "array", "items": {"type": "string"}}
+    for _ in range(300):  # (deep, yet within what the JSON reader takes: the schema compiler recursed on it)
+        schema = {"type": "array", "items": schema}
+    path = _write(tmp_path, [_line("a"), deep, _line("typed", output_schema=schema)])
+    with pytest.raises(ConfigError) as caught:
+        read_jobs(path)
+    assert str(caught.value) == (
+        "the job file {} has 2 problem(s):\n  line 2: nested too deeply to be read as JSON\n  line 3: 'output_schema' "
+        "nests deeper than 128 levels\n(nothing was sent; skip_invalid=True / --skip-invalid writes an error row for "
+        "each invalid line)".format(path))
+    assert caught.value.lines == [2, 3]
+    out = _write(tmp_path, [{"id": "a", "error": None}, '{"id": "deep", "x": ' + "[" * 5000 + "]" * 5000 + "}"],
+                 "out.jsonl")
+    assert finished_ids(out) == {"a"} and [row["id"] for row in read_output(out)] == ["a"]
+
+
+def test_a_byte_order_mark_at_the_start_is_read_past_and_one_later_is_a_problem_of_its_line(tmp_path):
+    from agenthub.jobs import iter_rows
+
+    path = tmp_path / "bom.jsonl"
+    path.write_bytes(b"\xef\xbb\xbf" + json.dumps(_line("a")).encode() + b"\r\n\r\n" + json.dumps(_line("b")).encode()
+                     + b"\r\n")
+    job = read_jobs(str(path))  # (an editor's "UTF-8 with BOM" was refused: "Unexpected UTF-8 BOM")
+    assert [(row.id, row.line) for row in job.rows] == [("a", 1), ("b", 3)]
+    assert [(row.id, row.line) for row in iter_rows(str(path))] == [("a", 1), ("b", 3)]
+    path.write_bytes(json.dumps(_line("a")).encode() + b"\n\xef\xbb\xbf" + json.dumps(_line("b")).encode() + b"\n")
+    with pytest.raises(ConfigError) as caught:
+        read_jobs(str(path))
+    assert caught.value.lines == [2] and "line 2: not valid JSON (Unexpected UTF-8 BOM" in str(caught.value)

@@ -6,7 +6,8 @@ messages and config, without the streaming switch), grouped per backend, endpoin
 (the OpenAI guide: "each input file can only include requests to a single model"), and split where
 a group passes its engine's per-batch limits.  The state file (default ``<input>.batch.json``) holds
 what a later process needs: the input file, each remote batch's ids, and which rows went where (by
-id; a row whose id the engine would refuse travels under a custom id made from its line number).
+id; a row whose id the engine would refuse travels under a custom id made from its line number; on
+Anthropic each custom id also carries a tag unique to its batch's create call, kept as the record's ``tag``).
 It holds no key: keys come from the environment again when the state is loaded.
 
 Results are matched to rows by custom id, never by order, and each answer goes through the same
@@ -17,25 +18,29 @@ Rows a batch never ran (expired, cancelled, a batch that failed validation) get 
 live (it skips the ids the output already has).
 """
 
+import contextlib
 import datetime
 import hashlib
 import json
 import logging
 import os
+import secrets
 import tempfile
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Set, Tuple
 
 from .. import hosts, registry
 from .._redact import shown_url
-from ..errors import AgentHubError, ConfigError, upstream_error
+from ..errors import AgentHubError, ConfigError, StreamProtocolError, upstream_error
 from ..stream import Collector, drive, surrogates_escaped, surrogates_shown
 from ..validate import check_config
 from . import backends as _backends
 from .backends import TERMINAL, dumps_entry
+from .backends._base import TAG_ROOM
 from .backends._wire import Wire
-from .jobfile import JobRow, OutputWriter, error_row, finished_ids, iter_rows, output_row, read_jobs
+from .jobfile import (JobRow, OutputLock, OutputWriter, error_row, finished_ids, iter_rows, output_row, read_jobs,
+                      replace_durably)
 
 __all__ = ["submit", "load", "BatchJob", "BatchStatus", "BatchInfo", "FetchSummary", "batch_cost", "answer_row",
            "STATE_VERSION"]
@@ -207,11 +212,18 @@ def _write_state(path: str, state: Mapping[str, Any]) -> None:
             out.write("\n")
             out.flush()
             os.fsync(out.fileno())
-        os.replace(tmp, path)
+        replace_durably(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+
+
+def _state_lock(path: str) -> OutputLock:
+    """The state file's lock (``<state>.lock``), held while a process submits, fetches or cancels: a second
+    one is refused at once (two would each create the batches still to create, or the same re-ask round, and
+    pay twice; the last to save would drop what the other created)."""
+    return OutputLock(path, what="another process is working on the batch job", advice="wait for it to end")
 
 
 def _read_state(path: str) -> Dict[str, Any]:
@@ -220,7 +232,7 @@ def _read_state(path: str) -> Dict[str, Any]:
             state = json.load(handle)
     except OSError as exc:
         raise ConfigError("cannot read the batch state file {}: {}".format(path, exc.strerror or exc)) from None
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:
         raise ConfigError("the batch state file {} is not JSON ({})".format(path, exc)) from None
     if not isinstance(state, dict) or state.get("agenthub_batch") != STATE_VERSION or not isinstance(
             state.get("batches"), list):
@@ -253,6 +265,13 @@ _RECORD_FIELDS = (
     ("row_base_url", _opt_str, "a URL or null"),
     ("remote", lambda v: v is None or isinstance(v, dict), "an object or null"),
     ("last", lambda v: v is None or isinstance(v, dict), "an object or null"),
+    ("tag", lambda v: isinstance(v, str) and len(v) == TAG_ROOM - 1 and all(c in "0123456789abcdef" for c in v),
+     "8 lowercase hex digits"),
+    ("recovered", lambda v: isinstance(v, bool), "true or false"),
+    ("creating", lambda v: isinstance(v, dict) and isinstance(v.get("at"), (int, float)) and not isinstance(
+        v["at"], bool) and v["at"] == v["at"] and abs(v["at"]) < 1e11 and isinstance(v.get("name"), str)
+        and isinstance(v.get("requests"), int) and (v.get("input_file_id") is None or _segment_ok(v["input_file_id"]))
+        and (v.get("parts") is None or isinstance(v["parts"], dict)), "a create call's marker (at, name, requests)"),
 )
 
 
@@ -321,6 +340,8 @@ def _state_problem(state: Mapping[str, Any]) -> Optional[str]:
     retries = state.get("output_retries", 2)
     if not (isinstance(retries, int) and not isinstance(retries, bool) and 0 <= retries <= 10):
         return "output_retries must be an int from 0 to 10"
+    if "not_ours" in state and not _str_list(state["not_ours"]):
+        return "not_ours must be a list of batch ids"
     digests = state.get("row_sha256")
     if digests is not None and not (isinstance(digests, dict) and all(
             isinstance(k, str) and isinstance(v, str) for k, v in digests.items())):
@@ -330,7 +351,8 @@ def _state_problem(state: Mapping[str, Any]) -> Optional[str]:
         if not isinstance(record, dict):
             return where + " is not an object"
         for name, ok, what in _RECORD_FIELDS:
-            if name not in record and name in ("row_client_type", "row_base_url", "last"):
+            if name not in record and name in ("row_client_type", "row_base_url", "last", "creating", "tag",
+                                               "recovered"):
                 continue
             if name not in record or not ok(record[name]):
                 return "{}.{} must be {}".format(where, name, what)
@@ -433,10 +455,11 @@ def _problems_error(path: str, problems: List[str]) -> ConfigError:
         len(problems), path, "\n  ".join(shown), more))
 
 
-def _custom_id(row: JobRow, pattern: Any, all_ids: Any, taken: Any) -> str:
-    """The row's custom id: its id when the engine takes it (ids are unique in a job file), else
-    ``row-<line>``, made unique against every id of the file and the ids made before."""
-    if pattern.match(row.id):
+def _custom_id(row: JobRow, pattern: Any, all_ids: Any, taken: Any, room: int = 0) -> str:
+    """The row's custom id: its id when the engine takes it (ids are unique in a job file), with ``room``
+    characters in front for a tag (``Backend.tagged``), else ``row-<line>``, made unique against every id of
+    the file and the ids made before."""
+    if pattern.match("0" * room + row.id):
         return row.id
     candidate = base = "row-{}".format(row.line)
     n = 1
@@ -486,7 +509,7 @@ def _plan(input_path: str, choice: str, wanted: Callable[[JobRow], bool],
         if group is None:
             group = groups[key] = _Group(item.request)
         engine = _backends.backend(item.backend)
-        custom = _custom_id(row, engine.custom_id, all_ids, group.taken)
+        custom = _custom_id(row, engine.custom_id, all_ids, group.taken, TAG_ROOM if engine.tagged else 0)
         entry = engine.entry(custom, item.request, item.api)
         group.items.append((row.id, custom, dumps_entry(entry), engine.weight(entry)))
     if problems:
@@ -545,6 +568,21 @@ def submit(input_path: str, *, backend: str, state_path: Optional[str] = None, o
     state_path = state_path or input_path + ".batch.json"
     if not os.path.isdir(os.path.dirname(os.path.abspath(state_path))):
         raise ConfigError("the folder of the state file {} does not exist".format(state_path))
+    lock = _state_lock(state_path)
+    try:
+        # (a live run writing output_path meanwhile would answer rows this submission also sends: refused)
+        out_lock = OutputLock(output_path) if output_path is not None else None
+        try:
+            return _submit(input_path, backend, state_path, output_path, session, typed_output, output_retries)
+        finally:
+            if out_lock is not None:
+                out_lock.release()
+    finally:
+        lock.release()
+
+
+def _submit(input_path: str, backend: str, state_path: str, output_path: Optional[str], session: Any,
+            typed_output: Any, output_retries: int) -> "BatchJob":
     if os.path.exists(state_path):
         job = load(state_path, session=session)
         if all(b.get("remote") for b in job._state["batches"]):
@@ -553,6 +591,7 @@ def submit(input_path: str, *, backend: str, state_path: Optional[str] = None, o
         if job._state.get("input_sha256") != _digest(input_path):
             raise ConfigError("{} changed since its submission began (state in {}): pass another state_path".format(
                 input_path, state_path))
+        job._recover_all()  # a batch whose create call was cut short is found, not created (and paid for) twice
         todo = _still_to_do(job._state)
         digests = job._state.setdefault("row_sha256", {})
         records, entries, samples = _plan(input_path, backend, lambda row: row.id in todo, digests,
@@ -682,18 +721,68 @@ class BatchJob(object):
 
     # -- submission ---------------------------------------------------------------------------------
     def _create(self, entries: Dict[int, List[bytes]], samples: Dict[int, Any]) -> None:
+        """Create the batches of ``entries`` (record index -> its encoded entries).  Before each create call the
+        record gets a ``creating`` marker (when, a name unique to the call, how many requests), saved: a
+        process that dies before the call's answer is saved leaves it, and the next submission asks the
+        engine for the batch that call made (``_recover``) instead of paying for a second one.  On a tagging
+        engine (Anthropic) the record's ``tag`` (the name's random part) goes in front of every custom id."""
         stem = os.path.splitext(os.path.basename(self.input_path))[0]
         for index, record in enumerate(self._state["batches"]):
-            if record.get("remote") or index not in entries:
+            if record.get("remote") or index not in entries or self._recover(record):
                 continue
             engine = _backends.backend(record["backend"])
-            name = "agenthub-{}-{}".format(stem, index + 1)
+            tag = secrets.token_hex(4)
+            marker = {"at": round(time.time(), 3), "name": "agenthub-{}-{}-{}.jsonl".format(
+                stem, index + 1, tag), "requests": len(entries[index])}  # type: Dict[str, Any]
+            record["creating"] = marker
+            record.pop("tag", None)
+            if engine.tagged:  # each custom id sent carries the call's tag: a batch found for it proves its own
+                record["tag"] = tag
+                entries[index] = engine.tag_entries(entries[index], tag)
+            self._save()
+
+            def note(fields: Dict[str, Any], marker: Dict[str, Any] = marker) -> None:
+                marker.update(fields)
+                self._save()
+
             record["remote"] = engine.create(self._wire(record), record["model"], record["api"], entries[index],
-                                             name + ".jsonl", samples[index])
+                                             marker["name"], samples[index], note)
+            del record["creating"]
             record["submitted_at"] = _now()
-            _write_state(self.state_path, self._state)  # after each: a crash loses no created batch
+            self._save()  # after each: a crash loses no created batch
             log.info("agenthub.jobs: %s batch %s created (%d rows)", record["backend"],
                      _remote_id(record["remote"]), len(record["ids"]))
+
+    def _recover(self, record: Dict[str, Any]) -> bool:
+        """Whether the batch a cut-short create call of ``record`` made was found (and saved as its remote);
+        the marker is gone either way (none found: the call created none, and the record is created anew)."""
+        marker = record.get("creating")
+        if not marker:
+            return False
+        engine = _backends.backend(record["backend"])
+        known = set(_remote_id(b.get("remote")) for b in self._state["batches"] if b.get("remote"))
+        known.update(self._state.get("not_ours") or ())  # (batches found before and shown to be another job's)
+        if record.get("tag"):  # (the engine proves a batch that ended its own, or another's, by it)
+            marker = dict(marker, tag=record["tag"])
+        remote = engine.find(self._wire(record), record["api"], marker, known)
+        problem = _remote_problem(remote) if remote is not None else None
+        if problem is not None:
+            raise StreamProtocolError("{}: the batch found for a cut-short create call has no usable id ({})".format(
+                record["backend"], problem), client=record["backend"])
+        del record["creating"]
+        if remote is not None:
+            record["remote"] = remote
+            record["recovered"] = True  # (on Anthropic maybe another job's: fetch checks its results' tags)
+            record["submitted_at"] = _now()
+            log.warning("agenthub.jobs: %s batch %s was created before the submission stopped: found, not created "
+                        "again (%d rows)", record["backend"], _remote_id(remote), len(record["ids"]))
+        self._save()
+        return remote is not None
+
+    def _recover_all(self) -> None:
+        for record in self._state["batches"]:
+            if not record.get("remote"):
+                self._recover(record)
 
     def _resume(self, entries: Dict[int, List[bytes]], samples: Dict[int, Any], records: List[Dict[str, Any]]) -> None:
         """Create the batches a cut-short submission left: the old uncreated records are replaced by the
@@ -765,19 +854,26 @@ class BatchJob(object):
 
     def status(self) -> BatchStatus:
         """Ask every remote batch how it stands (the last answers are kept in the state file)."""
+        if os.path.exists(self.state_path):  # (as saved now: another process may have created batches since)
+            self._state = _read_state(self.state_path)
         infos = []  # type: List[BatchInfo]
         for record in self._state["batches"]:
             if not record.get("remote"):
                 infos.append(_info(record, None))
                 continue
             infos.append(_info(record, self._retrieve(record)))
-        self._save()
+        self._save_last()
         return _status(infos)
 
     def wait(self, interval: float = 60.0, timeout: Optional[float] = None,
              progress: Optional[Callable[[BatchStatus], Any]] = None) -> BatchStatus:
         """Poll ``status()`` every ``interval`` seconds until the job ended (or ``timeout`` seconds passed:
         the last status is returned either way)."""
+        if isinstance(interval, bool) or not isinstance(interval, (int, float)) or not 0 <= interval < 1e9:
+            raise ConfigError("interval must be a number of seconds from 0 to 1e9 (got {!r})".format(interval))
+        if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float))
+                                    or not timeout >= 0):
+            raise ConfigError("timeout must be None or a number of seconds >= 0 (got {!r})".format(timeout))
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
             current = self.status()
@@ -790,25 +886,54 @@ class BatchJob(object):
     def cancel(self) -> BatchStatus:
         """Cancel every remote batch that has not ended; the status after.  Finished requests keep their
         results (``fetch`` them); the others can be finished live with ``agenthub.jobs.run``."""
+        with self._locked():
+            return self._cancel()
+
+    def _cancel(self) -> BatchStatus:
         infos = []  # type: List[BatchInfo]
         self._state["cancelled_at"] = _now()  # (typed rows get no new re-ask round: jobs.run finishes them)
+        failure = None  # type: Optional[AgentHubError]  # (one batch's failed call keeps no other from cancelling)
+        for record in self._state["batches"]:
+            try:
+                if not record.get("remote"):
+                    self._recover(record)  # (a batch whose create call was cut short may exist: cancelled too)
+            except AgentHubError as exc:
+                failure = failure or exc
         self._drop_uncreated_rounds()
         for record in self._state["batches"]:
             if not record.get("remote"):
                 infos.append(_info(record, None))
                 continue
-            info = self._retrieve(record)
-            if info["state"] not in TERMINAL and info["state"] != "cancelling":
-                info = _backends.backend(record["backend"]).cancel(self._wire(record), record["remote"])
-                record["last"] = {"status": info["status"], "state": info["state"], "at": _now()}
+            try:
+                info = self._retrieve(record)
+                if info["state"] not in TERMINAL and info["state"] != "cancelling":
+                    info = _backends.backend(record["backend"]).cancel(self._wire(record), record["remote"])
+                    record["last"] = {"status": info["status"], "state": info["state"], "at": _now()}
+            except AgentHubError as exc:
+                failure = failure or exc
+                log.error("agenthub.jobs: %s batch %s could not be cancelled (%s: %s)", record["backend"],
+                          _remote_id(record["remote"]), type(exc).__name__, exc)
+                continue
             infos.append(_info(record, info))
         self._save()
+        if failure is not None:
+            raise failure
         return _status(infos)
 
     # -- results -------------------------------------------------------------------------------------
     def fetch(self, output_path: str) -> FetchSummary:
         """Append the results of every ended batch to ``output_path`` (rows it has already are left as they
-        are, so fetching again, or after ``agenthub.jobs.run``, writes nothing twice)."""
+        are, so fetching again, or after ``agenthub.jobs.run``, writes nothing twice).  The state file and the
+        output are locked meanwhile (a second fetch, submit or cancel of the job, or a live run writing the
+        output, is refused)."""
+        with self._locked():
+            lock = OutputLock(output_path)
+            try:
+                return self._fetch(output_path)
+            finally:
+                lock.release()
+
+    def _fetch(self, output_path: str) -> FetchSummary:
         self._input_rows()  # an input whose submitted rows changed is refused before anything is asked or written
         done = finished_ids(output_path)
         errored = done - finished_ids(output_path, retry_failed=True)
@@ -816,17 +941,23 @@ class BatchJob(object):
         if not self._state.get("cancelled_at"):
             self._create_rounds()  # re-ask rounds a fetch cut short planned and did not create
         rounds = []  # type: List[Dict[str, Any]]
+        failure = None  # type: Optional[AgentHubError]
         with OutputWriter(output_path) as writer:
             for record in self._state["batches"]:
                 if not record.get("remote"):
                     summary.pending.extend(record["ids"])
                     continue
-                info = self._retrieve(record)
-                if info["state"] not in TERMINAL:
-                    summary.pending.extend(record["ids"])
-                    continue
-                self._fetch_batch(record, info, done, writer, summary,
-                                  None if self._state.get("cancelled_at") else rounds)
+                try:
+                    info = self._retrieve(record)
+                    if info["state"] not in TERMINAL:
+                        summary.pending.extend(record["ids"])
+                        continue
+                    self._fetch_batch(record, info, done, writer, summary,
+                                      None if self._state.get("cancelled_at") else rounds)
+                except AgentHubError as exc:  # this batch's call failed: the others are still fetched, then it
+                    failure = failure or exc  # is raised (its rows written so far stand; a fetch again goes on)
+                    log.error("agenthub.jobs: %s batch %s could not be fetched (%s: %s)", record["backend"],
+                              _remote_id(record["remote"]), type(exc).__name__, exc)
         if rounds:  # typed rows whose answers did not hold: their next round, at batch price
             self._state["batches"].extend(rounds)
             self._save()
@@ -836,6 +967,8 @@ class BatchJob(object):
         summary.failed_total = summary.failed + sum(1 for record in self._state["batches"] for rid in record["ids"]
                                                     if rid in errored)
         self._save()
+        if failure is not None:
+            raise failure
         return summary
 
     def _create_rounds(self) -> None:
@@ -893,8 +1026,9 @@ class BatchJob(object):
         engine = _backends.backend(record["backend"])
         client = self._client(record)
         record_parser = client.protocol
-        kind = client.client_type
-        by_custom = {record["custom_ids"].get(rid, rid): rid for rid in record["ids"]}
+        by_custom = {_sent_id(record, rid): rid for rid in record["ids"]}
+        mark = record["tag"] + "-" if record.get("tag") else None  # (None: a record from before tags)
+        marked = 0  # results carrying this record's tag
         rows = self._input_rows()
         seen = set()  # type: set
         answered = set()  # type: set
@@ -909,6 +1043,7 @@ class BatchJob(object):
                     log.warning("agenthub.jobs: %s (more such items are counted, not shown)", payload)
                 summary.unreadable += 1
                 continue
+            marked += 1 if mark is not None and custom_id.startswith(mark) else 0
             rid = by_custom.get(custom_id)
             if rid is None:
                 unknown += 1
@@ -926,28 +1061,43 @@ class BatchJob(object):
             row = rows.get(rid) or JobRow(id=rid, model=record["model"], messages=[])
             output = _output_of(row, typed_output)
             prior = (record.get("typed") or {}).get(rid)
-            if outcome == "ok" and output is not None:
-                out, again = typed_answer(row, record_parser, client, payload, record["backend"], output, prior,
-                                          retries)
-                if out is None:
-                    if rounds is None:  # no new round (the job was cancelled): the row is left for jobs.run
-                        answered.discard(rid)
-                    else:
-                        next_round[rid] = again
-                    continue
-            elif outcome == "ok":
-                out = answer_row(row, record_parser, kind, payload, record["backend"])
-            else:
-                status, body = payload
-                out = failed_row(row, kind, status, body, record["backend"])
-                if prior:  # a re-ask round's request failed: the earlier rounds were paid for
-                    out.update(attempts=int(prior["attempt"]) + 1, usage_metadata=prior.get("usage"),
-                               cost_usd=prior.get("cost_usd"))
+            try:
+                out, again = _result_row(row, outcome, payload, output, prior, record, record_parser, client, retries)
+            except Exception as exc:  # a value no row can hold (nested past the stack, ...): this row fails, the
+                out, again = error_row(row, exc, attempts=1, backend=record["backend"]), None  # fetch goes on (as live)
+            if out is None:
+                if rounds is None:  # no new round (the job was cancelled): the row is left for jobs.run
+                    answered.discard(rid)
+                else:
+                    next_round[rid] = again
+                continue
             writer.write(out)
             if out["error"] is None:
                 summary.done += 1
             else:
                 summary.failed += 1
+        if mark is not None and record.get("recovered") and unknown and not marked:
+            self._not_ours(record, unknown)
+        self._after_results(record, engine, summary, answered, done, unknown, duplicates, reasked, next_round, rounds)
+
+    def _not_ours(self, record: Dict[str, Any], results: int) -> None:
+        """A batch found for a cut-short create call whose results carry another call's tag is another job's
+        (two parts of one file, submitted at once with the same key): none of them was applied (they name
+        no request of this record), and its rows go back to be created (``submit`` again), never again
+        taking that batch for theirs.  Raised: a ConfigError saying so."""
+        batch_id = _remote_id(record["remote"])
+        self._state.setdefault("not_ours", []).append(batch_id)
+        for name in ("recovered", "tag", "fetched_at"):
+            record.pop(name, None)
+        record.update(remote=None, submitted_at=None, last=None)
+        raise ConfigError("{} batch {}, found for a create call of this job that was cut short, is another job's: "
+                          "none of its {} result(s) carries the tag of that call, and none was applied; its {} "
+                          "row(s) are left to send: submit the input again with the same state file".format(
+                              record["backend"], batch_id, results, len(record["ids"])))
+
+    def _after_results(self, record: Dict[str, Any], engine: Any, summary: FetchSummary, answered: Set[str],
+                       done: Any, unknown: int, duplicates: int, reasked: Set[str], next_round: Dict[str, Any],
+                       rounds: Optional[List[Dict[str, Any]]]) -> None:
         if unknown:
             log.warning("agenthub.jobs: %d result(s) of %s batch %s name no request of it: ignored", unknown,
                         record["backend"], _remote_id(record["remote"]))
@@ -976,6 +1126,63 @@ class BatchJob(object):
 
     def _save(self) -> None:
         _write_state(self.state_path, self._state)
+
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        """The state file locked, and read again (another process may have created batches since this job
+        was loaded: working from the older copy would create them again, and saving it would drop them)."""
+        lock = _state_lock(self.state_path)
+        try:
+            if os.path.exists(self.state_path):
+                self._state = _read_state(self.state_path)
+            yield
+        finally:
+            lock.release()
+
+    def _save_last(self) -> None:
+        """Keep the batches' last answers (``status``) in the state file without overwriting what another
+        process saved meanwhile: the file is read again under its lock and only ``last`` is set, on the
+        records of the same remote batch.  While another process holds the lock nothing is saved (the last
+        answers are a courtesy; that process saves its own)."""
+        try:
+            lock = _state_lock(self.state_path)
+        except ConfigError:
+            return
+        try:
+            if not os.path.exists(self.state_path):  # (removed meanwhile: written anew, as this job knows it)
+                _write_state(self.state_path, self._state)
+                return
+            state = _read_state(self.state_path)
+            last = {_remote_id(b.get("remote")): b.get("last") for b in self._state["batches"] if b.get("remote")}
+            for record in state["batches"]:
+                rid = _remote_id(record.get("remote"))
+                if rid in last and last[rid] is not None:
+                    record["last"] = last[rid]
+            _write_state(self.state_path, state)
+        finally:
+            lock.release()
+
+
+def _result_row(row: JobRow, outcome: str, payload: Any, output: Any, prior: Any, record: Mapping[str, Any],
+                record_parser: Any, client: Any, retries: int) -> Tuple[Optional[Dict[str, Any]], Any]:
+    """(the output row of one result, None), or (None, what its next re-ask round needs) for a typed row."""
+    if outcome == "ok" and output is not None:
+        return typed_answer(row, record_parser, client, payload, record["backend"], output, prior, retries)
+    if outcome == "ok":
+        return answer_row(row, record_parser, client.client_type, payload, record["backend"]), None
+    status, body = payload
+    out = failed_row(row, client.client_type, status, body, record["backend"])
+    if prior:  # a re-ask round's request failed: the earlier rounds were paid for
+        out.update(attempts=int(prior["attempt"]) + 1, usage_metadata=prior.get("usage"),
+                   cost_usd=prior.get("cost_usd"))
+    return out, None
+
+
+def _sent_id(record: Mapping[str, Any], rid: str) -> str:
+    """The custom id row ``rid`` of the batch ``record`` was sent under: its own id, or the one made for it
+    (``custom_ids``), behind the create call's tag when the record has one."""
+    custom = str(record["custom_ids"].get(rid, rid))
+    return "{}-{}".format(record["tag"], custom) if record.get("tag") else custom
 
 
 def _remote_id(remote: Optional[Mapping[str, Any]]) -> Optional[str]:

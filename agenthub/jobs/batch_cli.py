@@ -22,6 +22,7 @@ submit says so; a bad row, an unknown model, a missing key: all listed); 2 bad u
 
 import argparse
 import json
+import math
 import sys
 import time
 from typing import Any, Callable, Dict, Tuple
@@ -44,8 +45,8 @@ def positive(kind: Callable[[str], Any], what: str = "a number") -> Callable[[st
             value = kind(text)
         except ValueError:
             raise argparse.ArgumentTypeError("{!r} is not {}".format(text, what)) from None
-        if not value > 0:
-            raise argparse.ArgumentTypeError("must be > 0 (got {})".format(text))
+        if not value > 0 or not math.isfinite(value):  # (inf: a sleep or a pace no clock takes)
+            raise argparse.ArgumentTypeError("must be a finite number > 0 (got {})".format(text))
         return value
     return parse
 

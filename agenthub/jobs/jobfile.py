@@ -20,6 +20,7 @@ out its error is an ``OutputValidationError`` with ``"problems"`` (each attempt'
 """
 
 import json
+import math
 import logging
 import os
 import tempfile
@@ -34,7 +35,7 @@ from ..stream import surrogates_escaped
 from ..types import from_jsonable, to_jsonable  # the {"__bytes__"} codec
 from ..validate import check_config, check_messages
 
-__all__ = ["JobRow", "JobFile", "read_jobs", "iter_rows", "IdIndex", "OutputLock", "file_mentions", "mark_finished", "parse_line", "output_row", "error_row", "finished_ids",
+__all__ = ["JobRow", "JobFile", "read_jobs", "iter_rows", "IdIndex", "OutputLock", "replace_durably", "file_mentions", "mark_finished", "parse_line", "output_row", "error_row", "finished_ids",
            "read_output", "OutputWriter", "INPUT_KEYS", "OUTPUT_KEYS", "dumps_row"]
 
 log = logging.getLogger("agenthub")
@@ -192,6 +193,9 @@ def check_output_schema(schema: Any) -> None:
     if not isinstance(schema, dict):
         raise ConfigError("'output_schema' must be a JSON Schema object (got {})".format(_kind(schema)))
     from ..typeschema import compile as compile_type
+    from ..validate import check_json
+
+    check_json(schema, "'output_schema'")  # (first: a schema nested past MAX_DEPTH, checked without recursion)
 
     try:
         compile_type(schema)
@@ -222,6 +226,12 @@ def _usable_id(rid: Any) -> bool:
 #: the longest job line read (a longer one is an invalid line: never held in memory whole)
 MAX_JOB_LINE_BYTES = 64 * 1024 * 1024
 _READ_PIECE = 1 << 20
+
+
+def _encoding(number: int) -> str:
+    """How line ``number`` of a job file decodes: UTF-8, a byte order mark at the file's start read past (an
+    editor's "UTF-8 with BOM")."""
+    return "utf-8-sig" if number == 1 else "utf-8"
 
 
 def _bounded_lines(handle: Any, number: int = 0) -> Iterator[Tuple[int, Optional[bytes]]]:
@@ -345,10 +355,10 @@ def read_jobs(path: str, *, skip_invalid: bool = False, keep_rows: bool = True, 
                 continue
             else:
                 try:
-                    obj = json.loads(raw.decode("utf-8"))
-                except (UnicodeDecodeError, ValueError) as exc:
+                    obj = json.loads(raw.decode(_encoding(number)))
+                except (UnicodeDecodeError, ValueError, RecursionError) as exc:
                     reason = "not valid UTF-8" if isinstance(exc, UnicodeDecodeError) else "not valid JSON ({})".format(
-                        exc)
+                        exc) if isinstance(exc, ValueError) else "nested too deeply to be read as JSON"
                     error = ConfigError(reason)
                 else:
                     error = None
@@ -410,12 +420,12 @@ def rows_from(path: str, first_line: int, *, check: bool = True, start: Tuple[in
             if number < first_line or raw is None or raw.isspace():
                 continue
             try:
-                obj = json.loads(raw.decode("utf-8"))
+                obj = json.loads(raw.decode(_encoding(number)))
                 if check:
                     yield parse_line(obj, number)
                     continue
                 row = _fast_row(obj, number, _plain(raw))
-            except (UnicodeDecodeError, ValueError):  # ConfigError is a ValueError
+            except (UnicodeDecodeError, ValueError, RecursionError):  # ConfigError is a ValueError
                 continue
             if row is not None:
                 yield row
@@ -647,14 +657,45 @@ def dumps_row(row: Mapping[str, Any]) -> bytes:
     """One output line, newline included: UTF-8, with each lone surrogate a string holds (a server's JSON may
     send one: ``"\\ud83d"``) written as its JSON escape, which ``json.loads`` reads back as the same string
     (two side by side, a high one then a low one, read back as the one character they are halves of)."""
-    text = _ROW_ENCODER.encode(row) + "\n"
+    try:
+        text = _ROW_ENCODER.encode(row) + "\n"
+    except ValueError:  # a number JSON has not (a server's NaN or 1e999, kept in a block it sent): null
+        text = _ROW_ENCODER.encode(_finite(row)) + "\n"
     try:
         return text.encode("utf-8")
     except UnicodeEncodeError:
         return surrogates_escaped(text).encode("utf-8")
 
 
+def _finite(value: Any) -> Any:
+    """``value`` with each NaN or infinite float as None (the JSON writers' one rule for a number JSON cannot hold)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {key: _finite(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(item) for item in value]
+    return value
+
+
 # -- the output file -------------------------------------------------------------------------------
+
+
+def replace_durably(tmp: str, path: str) -> None:
+    """``os.replace(tmp, path)`` (``tmp``'s bytes synced already), then the folder synced, so the rename
+    itself outlives a power cut (else the folder may come back naming the old file).  Where a folder cannot
+    be opened (Windows) the rename stands as it is."""
+    os.replace(tmp, path)
+    try:
+        fd = os.open(os.path.dirname(os.path.abspath(path)), os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass  # (a file system that cannot sync a folder: the rename stands)
+    finally:
+        os.close(fd)
 
 
 class OutputLock(object):
@@ -664,7 +705,8 @@ class OutputLock(object):
     removed while still locked, and a run that locks a file the path no longer names (it opened the file
     just before its holder removed it) tries again on the path's new file, so two runs never both hold it."""
 
-    def __init__(self, output_path: str) -> None:
+    def __init__(self, output_path: str, *, what: str = "another run is writing",
+                 advice: str = "wait for it to end, or write another output file") -> None:
         self.path = output_path + ".lock"
         self._fd = None  # type: Optional[int]
         try:
@@ -681,8 +723,7 @@ class OutputLock(object):
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except OSError:
                 os.close(fd)
-                raise ConfigError("another run is writing {} (it holds {}): wait for it to end, or write another "
-                                  "output file".format(output_path, self.path)) from None
+                raise ConfigError("{} {} (it holds {}): {}".format(what, output_path, self.path, advice)) from None
             try:
                 named = os.stat(self.path)
                 held = os.fstat(fd)
@@ -715,7 +756,7 @@ def _scan(path: str, visit: Callable[[int, Optional[Dict[str, Any]]], None]) -> 
                 break  # torn: a killed run's last write
             try:
                 obj = json.loads(raw.decode("utf-8"))
-            except (UnicodeDecodeError, ValueError):
+            except (UnicodeDecodeError, ValueError, RecursionError):
                 obj = None
             visit(offset, obj if isinstance(obj, dict) else None)
             offset += len(raw)
@@ -863,7 +904,7 @@ class OutputWriter(object):
                 os.chmod(tmp, os.stat(path).st_mode & 0o777)
             except OSError:
                 pass
-            os.replace(tmp, path)
+            replace_durably(tmp, path)
         except BaseException:
             if os.path.exists(tmp):
                 os.unlink(tmp)

@@ -1539,7 +1539,9 @@ def parse_document(payload: Any, client: str = "openai-responses", tool_id_prefi
     for doc in documents(payload):
         if type(doc) is dict and not isinstance(doc.get("type"), str) and (
                 doc.get("object") == "response" or isinstance(doc.get("output"), list)):
-            doc = {"type": _STATUS_EVENTS.get(doc.get("status"), "response.completed"), "response": doc}
+            status = doc.get("status")
+            doc = {"type": _STATUS_EVENTS.get(status, "response.completed") if isinstance(status, str)
+                   else "response.completed", "response": doc}  # (a status that is no string: no TypeError)
         pairs.append(("message", doc))
     return _Parser(client, tool_id_prefix).run(pairs)
 

@@ -19,6 +19,9 @@ Wire facts, from the Batch API guide (https://ai.google.dev/gemini-api/docs/batc
   reads ``metadata.output``): ``inlinedResponses.inlinedResponses`` (each ``{"response" | "error",
   "metadata": {"key"}}``) or ``responsesFile`` (download ``/download/v1beta/{file}:download?alt=media``:
   lines ``{"key", "response" | "error"}``, "annotated with the same key");
+- ``GET /v1beta/batches?pageSize=&pageToken=``: the batch operations (``operations``, ``nextPageToken``),
+  each with ``metadata.displayName`` and ``createTime``: agenthub makes each batch's display name unique,
+  so a batch whose create call was cut short is found by it;
 - ``POST /v1beta/batches/{id}:cancel``; a job pending or running for 48 hours expires;
 - embeddings ("Batch embedding support"; the SDK's ``batches.create_embeddings``, marked experimental):
   ``POST /v1beta/models/{model}:asyncBatchEmbedContent`` with the same ``batch`` envelope, each request
@@ -34,7 +37,7 @@ from urllib.parse import quote, urlsplit
 
 from ...errors import StreamProtocolError
 from ...types import HttpRequest
-from ._base import Backend, Outcome, outcomes
+from ._base import Backend, Note, Outcome, listed, outcomes
 from ._wire import Wire, same_origin
 
 __all__ = ["GEMINI", "GeminiBatches", "STATES", "INLINE_MAX_BYTES", "OPERATION_MAX_BYTES", "RPC_CODES",
@@ -101,7 +104,7 @@ class GeminiBatches(Backend):
         return {"key": custom_id, "parts": parts}
 
     def create(self, wire: Wire, model: str, api: str, entries: List[bytes], name: str,
-               request: HttpRequest) -> Dict[str, Any]:
+               request: HttpRequest, note: Optional[Note] = None) -> Dict[str, Any]:
         root = version_root(wire)
         verb = "asyncBatchEmbedContent" if api == "embeddings" else "batchGenerateContent"
         url = "{}/models/{}:{}".format(root, quote(model, safe=""), verb)
@@ -109,6 +112,8 @@ class GeminiBatches(Backend):
         if api == "embeddings":
             decoded = [json.loads(data) for data in entries]
             parts = {entry["key"]: len(entry["parts"]) for entry in decoded}  # what each row's answer must hold
+            if note is not None:
+                note({"parts": parts})  # (find's batch needs them too)
             entries = [_dumps(line) for entry in decoded for line in _embed_lines(entry)]
         size = sum(len(e) for e in entries)
         source = None  # type: Optional[Dict[str, Any]]
@@ -157,6 +162,34 @@ class GeminiBatches(Backend):
             raise StreamProtocolError("{}: the uploaded file came back without a name".format(wire.client_type),
                                       client=wire.client_type)
         return file_name
+
+    def find(self, wire: Wire, api: str, marker: Mapping[str, Any], known: Any) -> Optional[Dict[str, Any]]:
+        """The batch whose display name is the one the cut-short call gave it (``marker["name"]``)."""
+        root = version_root(wire)
+
+        def page(token: Optional[str]) -> Tuple[List[Any], Optional[str]]:
+            url = "{}/batches?pageSize=25{}".format(root, "&pageToken=" + quote(token, safe="") if token else "")
+            answer = read_operation(wire, url)  # (an inline batch's operation holds its answers: read as one)
+            items = answer.get("operations", []) if isinstance(answer, dict) else None
+            if not isinstance(items, list):
+                raise StreamProtocolError("{}: the list of batches came back without operations".format(
+                    wire.client_type), client=wire.client_type)
+            token = answer.get("nextPageToken")
+            return items, token if isinstance(token, str) and token else None
+
+        def meta(item: Any) -> Dict[str, Any]:
+            value = item.get("metadata") if isinstance(item, dict) else None
+            return value if isinstance(value, dict) else {}
+
+        for item, _ in listed(page, lambda item: meta(item).get("createTime"), marker, wire.client_type):
+            batch_name = item.get("name") if isinstance(item, dict) else None
+            if meta(item).get("displayName") == marker.get("name") and isinstance(batch_name, str) and \
+                    batch_name.startswith("batches/") and batch_name not in known:
+                remote = {"batch_name": batch_name, "input_file": None, "api": api}  # type: Dict[str, Any]
+                if isinstance(marker.get("parts"), dict):
+                    remote["parts"] = marker["parts"]
+                return remote
+        return None
 
     def retrieve(self, wire: Wire, remote: Mapping[str, Any]) -> Dict[str, Any]:
         root = version_root(wire)
@@ -305,9 +338,10 @@ def status_of(operation: Any, client: str) -> Dict[str, Any]:
 
 
 def _int(value: Any) -> Optional[int]:
+    """A count as an int (the API sends int64 as a string); None for anything that is not one."""
     try:
         return int(value) if value is not None else None
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # (a number 1e999 is read as inf: no int)
         return None
 
 
@@ -315,7 +349,8 @@ def parse_item(item: Any, client: str, inline: bool) -> Outcome:
     """An inlined response (key in ``metadata``) or a responses-file line (key at the top)."""
     if not isinstance(item, dict):
         raise StreamProtocolError("{}: a batch response that is not an object".format(client), client=client)
-    key = (item.get("metadata") or {}).get("key") if inline else item.get("key")
+    metadata = item.get("metadata") if inline else None
+    key = metadata.get("key") if isinstance(metadata, dict) else None if inline else item.get("key")
     if not isinstance(key, str):
         key = item.get("key") if isinstance(item.get("key"), str) else None
     if key is None:

@@ -11,6 +11,8 @@ Wire facts, from the Batch guide (https://developers.openai.com/api/docs/guides/
 - create: ``POST /v1/batches {"input_file_id", "endpoint", "completion_window": "24h"}`` (only 24h);
 - per batch: up to 50,000 requests and a 200 MB input file; ``/v1/embeddings`` batches also at most
   50,000 embedding inputs across all requests;
+- ``GET /v1/batches?limit=&after=`` lists the organization's batches, newest first (``data``, ``has_more``),
+  each with its ``input_file_id``: a batch whose create call was cut short is found by the file it was made on;
 - status: ``validating``, ``failed``, ``in_progress``, ``finalizing``, ``completed``, ``expired``,
   ``cancelling``, ``cancelled``; ``GET /v1/batches/{id}``, ``POST /v1/batches/{id}/cancel``;
 - results: ``GET /v1/files/{output_file_id}/content`` (successful requests) and the error file
@@ -29,10 +31,11 @@ are not supported; statuses may come capitalised (``"Validating"``); Azure does 
 """
 
 from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple
+from urllib.parse import quote
 
 from ...errors import StreamProtocolError
 from ...types import HttpRequest
-from ._base import Backend, Outcome, outcomes
+from ._base import Backend, Note, Outcome, listed, outcomes
 from ._wire import Wire, join, multipart
 
 __all__ = ["OPENAI", "AZURE", "PATHS", "STATES", "NOT_RUN", "OpenAIBatches", "AzureBatches", "body_of", "parse_line",
@@ -82,15 +85,42 @@ class OpenAIBatches(Backend):
         return PATHS[api]
 
     def create(self, wire: Wire, model: str, api: str, entries: List[bytes], name: str,
-               request: HttpRequest) -> Dict[str, Any]:
-        """Upload the JSONL (``purpose=batch``), then create the batch on it (``completion_window`` 24h)."""
+               request: HttpRequest, note: Optional[Note] = None) -> Dict[str, Any]:
+        """Upload the JSONL (``purpose=batch``), then create the batch on it (``completion_window`` 24h).
+        The file's id is noted first: a batch made on it is ``find``'s to find."""
         root = self.root(wire.endpoint.base_url)
         data, content_type = multipart({"purpose": "batch"}, "file", name, b"".join(entries))
         uploaded = wire.json("POST", join(root, "/files"), data=data, headers={"Content-Type": content_type})
         file_id = _field(uploaded, "id", wire.client_type, "the uploaded file")
+        if note is not None:
+            note({"input_file_id": file_id})
         created = wire.json("POST", join(root, "/batches"), body={
             "input_file_id": file_id, "endpoint": self.batch_endpoint(api), "completion_window": "24h"})
         return {"input_file_id": file_id, "batch_id": _field(created, "id", wire.client_type, "the new batch")}
+
+    def find(self, wire: Wire, api: str, marker: Mapping[str, Any], known: Any) -> Optional[Dict[str, Any]]:
+        """The batch made on the input file the cut-short call uploaded (none when the upload's answer was
+        never noted: no batch was made on it)."""
+        file_id = marker.get("input_file_id")
+        if not isinstance(file_id, str) or not file_id:
+            return None
+        root = self.root(wire.endpoint.base_url)
+
+        def page(after: Optional[str]) -> Tuple[List[Any], Optional[str]]:
+            url = join(root, "/batches?limit=100" + ("&after=" + quote(after, safe="") if after else ""))
+            answer = wire.json("GET", url)
+            items = answer.get("data") if isinstance(answer, dict) else None
+            if not isinstance(items, list):
+                raise StreamProtocolError("{}: the list of batches came back without data".format(wire.client_type),
+                                          client=wire.client_type)
+            last = items[-1].get("id") if items and isinstance(items[-1], dict) else None
+            return items, last if answer.get("has_more") is True and isinstance(last, str) else None
+
+        for item, _ in listed(page, lambda item: item.get("created_at"), marker, wire.client_type):
+            if isinstance(item, dict) and item.get("input_file_id") == file_id and isinstance(item.get("id"), str) \
+                    and item["id"] not in known:
+                return {"input_file_id": file_id, "batch_id": item["id"]}
+        return None
 
     def retrieve(self, wire: Wire, remote: Mapping[str, Any]) -> Dict[str, Any]:
         root = self.root(wire.endpoint.base_url)
@@ -152,7 +182,8 @@ def status_of(batch: Any, client: str) -> Dict[str, Any]:
     counts = batch.get("request_counts") if isinstance(batch.get("request_counts"), dict) else {}
     errors = batch.get("errors") if isinstance(batch.get("errors"), dict) else {}
     messages = []  # type: List[str]
-    for item in errors.get("data") or []:
+    data = errors.get("data")
+    for item in data if isinstance(data, list) else []:
         if isinstance(item, dict):
             messages.append("{}: {}".format(item.get("code") or "error", item.get("message") or ""))
     return {"status": status, "state": STATES.get(status, "running"),
@@ -169,7 +200,7 @@ def parse_line(line: Any, client: str) -> Outcome:
     error = line.get("error")
     response = line.get("response")
     if isinstance(error, dict) and error:
-        if error.get("code") in NOT_RUN:
+        if isinstance(error.get("code"), str) and error["code"] in NOT_RUN:
             return custom_id, "not_run", error.get("code")
         status = response.get("status_code") if isinstance(response, dict) else None
         return custom_id, "error", (status if isinstance(status, int) else None, {"error": error})
