@@ -605,6 +605,17 @@ class OutputValidationError(AgentHubError):
     usage_metadata: Optional[Mapping[str, Any]]
     cost_usd: Optional[float]
 
+    # the API's names for the same fields (API.md: ``.candidate`` (last text and JSON), ``.errors`` (per attempt))
+    @property
+    def candidate(self) -> Dict[str, Any]:
+        """The last answer: ``{"text": candidate_text, "json": candidate_json}``."""
+        return {"text": self.__dict__.get("candidate_text"), "json": self.__dict__.get("candidate_json")}
+
+    @property
+    def errors(self) -> List[List[str]]:
+        """Each attempt's problems: ``problems`` under the API's name."""
+        return self.__dict__.get("problems") or []
+
 
 class OutputRefusedError(AgentHubError):
     """Typed output: the model refused (a refusal item, or a turn that ended for a reason other than its

@@ -129,6 +129,15 @@ def test_when_the_reasks_run_out_the_last_candidate_and_every_attempts_problems_
     assert (type(again), again.problems, again.candidate_json) == (OutputValidationError, error.problems, BAD)
 
 
+def test_the_error_answers_to_the_api_names_candidate_and_errors_too():
+    # API.md names OutputValidationError's fields .candidate (last text and JSON) and .errors (per attempt)
+    error = OutputValidationError("no", candidate_text="[1", candidate_json=None, problems=[["not JSON"]], attempts=1)
+    assert (error.candidate, error.errors) == ({"text": "[1", "json": None}, [["not JSON"]])
+    again = pickle.loads(pickle.dumps(OutputValidationError("no", candidate_text="{}", candidate_json={},
+                                                            problems=[["x: missing"]], attempts=1)))
+    assert (again.candidate, again.errors) == ({"text": "{}", "json": {}}, [["x: missing"]])
+
+
 def test_a_transport_error_is_the_attempt_loops_retry_never_a_reask():
     with SSEServer() as server:
         server.answers += [Answer([b'{"error": {"message": "busy"}}'], status=503,
