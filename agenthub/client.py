@@ -443,8 +443,11 @@ class AutoLLMClient(object):
             message = dict(message)  # type: ignore[assignment]
             message["created_at"] = int(time.time() * 1000)
         messages = self._history + [message]
-        kept = self._checked_history  # (the history's head as the previous stateful call sent it, unchanged)
-        prior = Prior(kept.stash, kept.check(messages, validating=False))
+        # (the history's head as the previous stateful call sent it, unchanged).  Its messages are checked as
+        # a stateless call's are: only those new or changed in place since (the dicts are the caller's too:
+        # set_history keeps them, get_history hands them out), so a history edited afterwards is refused here
+        kept = self._checked_history
+        prior = Prior(kept.stash, kept.check(messages))
         request = apply_extras(self._build(messages, cfg, stateful=True, prior=prior), cfg)
         return self._open(request, cfg, messages, message)
 

@@ -634,10 +634,6 @@ def message_copy(value: Any, places: "Snaps") -> Tuple[Any, bool]:
 _LEAVES = frozenset((str, int, float, bool, bytes, type(None)))
 
 
-def _no_check(message: Any, where: str) -> None:
-    """``CheckedMessages.check(validating=False)``'s check: none."""
-
-
 class Snaps(object):
     """Snapshots of a list's values, compared with it at C speed: a copy of each value's containers holding the
     same leaves (one ``==`` for all: an unchanged leaf matches by identity), and the places of the numbers
@@ -739,11 +735,10 @@ class CheckedMessages(object):
         #: step name -> what that step kept of the last call (providers._common.Prior)
         self.stash = {}  # type: Dict[str, Any]
 
-    def check(self, messages: Sequence[Any], validating: bool = True) -> int:
+    def check(self, messages: Sequence[Any]) -> int:
         """Check what is new in ``messages``; how many leading messages are the previous call's, unchanged.
-        ``validating=False``: only that count and the snapshots, nothing checked (a client's own history, whose
-        messages were checked as they came in: ``streaming_response_stateful``)."""
-        check = check_message if validating else _no_check
+        (A client's own history too: its dicts are the caller's as well, so one changed in place is checked
+        again.)"""
         last, snaps = self._last
         count = len(last)
         messages = list(messages)
@@ -759,7 +754,7 @@ class CheckedMessages(object):
             for i, message in enumerate(messages):
                 entry = seen.get(id(message)) if type(message) is dict else None
                 if entry is None or entry[0] is not message or not snaps.unchanged(entry[1], message):
-                    check(message, "messages[{}]".format(i))
+                    check_message(message, "messages[{}]".format(i))
                     leading = False
                     made.add(message, message_copy if type(message) is dict else None)
                 else:
@@ -771,7 +766,7 @@ class CheckedMessages(object):
             count = len(messages)
         for i in range(count, len(messages)):
             message = messages[i]
-            check(message, "messages[{}]".format(i))
+            check_message(message, "messages[{}]".format(i))
             made.add(message, message_copy if type(message) is dict else None)
         self._last = (messages, made)
         if same < len(last):  # a message of the last call changed or is gone: what the steps kept is dropped

@@ -337,6 +337,34 @@ def test_a_message_changed_in_place_after_it_was_checked_is_checked_again(change
         client.streaming_response(messages)
 
 
+@pytest.mark.parametrize("change, match", [
+    (lambda m: m[0]["content_items"][0].update(text=None), r"messages\[0\].*text"),
+    (lambda m: m[1]["content_items"].append({"type": "thinking", "thinking": 7}), r"messages\[1\].*thinking"),
+    (lambda m: m[1].update(role="system"), r"messages\[1\]\['role'\]"),
+])
+def test_a_stateful_history_changed_in_place_after_it_was_checked_is_checked_again(server, change, match):
+    # the history's dicts are the caller's (set_history keeps them, get_history hands them out): a change made to
+    # them afterwards is a ConfigError before sending, as it is for a stateless call's messages
+    for source in ("set_history", "get_history"):
+        client = client_for(server)
+        if source == "set_history":
+            history = [{"role": "user", "content_items": [{"type": "text", "text": "Hi"}]},
+                       {"role": "assistant", "content_items": [{"type": "text", "text": "Hello"}]}]
+            client.set_history(history)
+        else:
+            server.answers.append(Answer([sse(*HELLO)]))
+            list(client.streaming_response_stateful({"role": "user", "content_items": [{"type": "text", "text": "Hi"}]}))
+        server.answers.append(Answer([sse(*HELLO)]))
+        list(client.streaming_response_stateful({"role": "user", "content_items": [{"type": "text", "text": "1"}]}))
+        history = client.get_history()
+        sent = len(server.requests)
+        change(history)
+        with pytest.raises(ConfigError, match=match):
+            list(client.streaming_response_stateful({"role": "user", "content_items": [{"type": "text", "text": "2"}]}))
+        assert len(server.requests) == sent and client.get_history() == history
+        server.answers.clear()
+
+
 def test_a_client_pickled_after_checking_a_history_checks_afresh():
     import pickle
 
