@@ -596,7 +596,8 @@ class OutputValidationError(AgentHubError):
     """Typed output (``client.parse``, ``client.run(..., output=)``): the answer did not validate as the output
     type, and the re-asks ran out.  ``candidate_text`` / ``candidate_json``: the last answer (its JSON None when
     it was not JSON); ``problems``: each attempt's problems (``path: what``); ``attempts``; ``usage_metadata``
-    and ``cost_usd``: every attempt's, summed (a tool run's: the whole run's so far)."""
+    and ``cost_usd``: every attempt's, summed (a tool run's: the whole run's so far).  ``candidate`` and
+    ``errors``: the API's names for the last answer (text and JSON in one dict) and ``problems``."""
 
     candidate_text: Optional[str]
     candidate_json: Any
