@@ -210,6 +210,9 @@ class AutoLLMClient(object):
         if max_line_bytes is not None and (not isinstance(max_line_bytes, int) or isinstance(max_line_bytes, bool)
                                            or max_line_bytes < 1024):
             raise ConfigError("max_line_bytes must be an int >= 1024")
+        if session is not None and not callable(getattr(session, "request", None)):
+            raise ConfigError("session must be a requests.Session (or an object with its request method), not {}"
+                              .format(type(session).__name__))
         if default_headers is not None and not all(
                 isinstance(k, str) and isinstance(v, str) for k, v in dict(default_headers).items()):
             raise ConfigError("default_headers must map str to str")

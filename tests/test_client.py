@@ -365,6 +365,14 @@ def test_a_stateful_history_changed_in_place_after_it_was_checked_is_checked_aga
         server.answers.clear()
 
 
+@pytest.mark.parametrize("session", [object(), "http://proxy:3128", {"proxies": {}}])
+def test_a_session_that_is_not_one_is_a_config_error_before_anything_is_sent(server, session):
+    # was: accepted, then every call a TransportError ("the connection failed"), retried as a network fault
+    with pytest.raises(ConfigError, match="session must be a requests.Session"):
+        client_for(server, session=session)
+    assert server.requests == []
+
+
 def test_a_client_pickled_after_checking_a_history_checks_afresh():
     import pickle
 
