@@ -13,7 +13,7 @@ import re
 import time
 from typing import Any, Dict, Iterable, Iterator, List, Optional
 
-from .errors import AgentHubError, EmptyResponseError, StreamProtocolError
+from .errors import AgentHubError, ConfigError, EmptyResponseError, StreamProtocolError
 from .types import FINISH_REASONS as _FINISH_REASONS, USAGE_KEYS as _USAGE_KEYS
 from .types import AssistantMessage, UniEvent, UniMessage, UsageMetadata, paired_halves
 
@@ -332,9 +332,14 @@ def collect(events: Iterable[UniEvent]) -> AssistantMessage:
     """
     collector = Collector()
     add = collector.add
-    for event in events:
-        add(event)
-    return collector.message()
+    try:
+        for event in events:
+            add(event)
+        return collector.message()
+    except (AttributeError, TypeError) as exc:  # not a list of event dicts: the caller's mistake, in words
+        raise ConfigError("collect takes UniEvents (dicts with event_type and content_items, each item a dict), "
+                          "got something else ({}); check_stream(events) names what is wrong".format(
+                              type(exc).__name__)) from None
 
 
 class _Pieces(object):
@@ -589,10 +594,14 @@ def item_problem(item: Any) -> Optional[str]:
 def check_stream(events: Iterable[UniEvent]) -> None:
     """Raise StreamProtocolError naming the first stream-grammar rule ``events`` break
     (the rules are numbered below, where each is checked)."""
-    events = list(events)
-
     def fail(position: int, rule: str) -> None:
         raise StreamProtocolError("event {}: {}".format(position, rule))
+
+    try:
+        events = list(events)
+    except TypeError:
+        raise StreamProtocolError("events are an iterable of UniEvents, not {}".format(
+            type(events).__name__)) from None
 
     if not events:
         fail(0, "rule 1: a stream has at least a start and a stop event")

@@ -3,7 +3,7 @@
 import pytest
 
 from agenthub import check_stream, collect
-from agenthub.errors import EmptyResponseError, StreamProtocolError
+from agenthub.errors import ConfigError, EmptyResponseError, StreamProtocolError
 from agenthub.stream import StreamEnd, drive
 
 USAGE = {"cached_tokens": 1, "prompt_tokens": 2, "thoughts_tokens": 3, "response_tokens": 4}
@@ -129,6 +129,21 @@ def test_collect_does_not_mutate_events():
     events = [ev("start"), ev("delta", [item]), ev("delta", [{"type": "text", "text": "b"}]), ev("stop", usage=USAGE, finish="stop")]
     collect(events)
     assert item == {"type": "text", "text": "a"}
+
+
+@pytest.mark.parametrize("events", [None, 5, "abc", [None], [{"event_type": "delta", "content_items": "ab"}],
+                                    [{"event_type": "delta", "content_items": [{"type": "text", "text": 5}]}],
+                                    [{"event_type": "delta", "content_items": [7]}]])
+def test_collect_of_what_is_no_event_list_is_a_config_error(events):
+    # was: AttributeError / TypeError out of the library (the API: anything but an AgentHubError is a bug)
+    with pytest.raises(ConfigError, match=r"collect takes UniEvents.*check_stream"):
+        collect(events)
+
+
+@pytest.mark.parametrize("events", [None, 5])
+def test_check_stream_of_what_is_not_iterable_names_it(events):
+    with pytest.raises(StreamProtocolError, match="events are an iterable of UniEvents"):
+        check_stream(events)
 
 
 def test_signature_only_item_is_kept():
