@@ -86,14 +86,18 @@ def audio_format(mime_type: str) -> Tuple[int, int, int]:
 def _walk(source: Any, out: List[Tuple[bytes, str]]) -> None:
     if isinstance(source, dict):
         if "content_items" in source:  # a message or an event
-            for item in source.get("content_items") or ():
+            items = source.get("content_items")
+            for item in items if isinstance(items, (list, tuple)) else ():
                 _walk(item, out)
             return
         if source.get("type") in ("inline_data", "inline_thinking") and str(source.get("mime_type", "")).lower() \
                 .startswith("audio/"):
+            if not isinstance(source.get("data"), (bytes, bytearray, memoryview)):
+                raise ConfigError("an audio {} item's data must be bytes (got {})".format(
+                    source["type"], type(source.get("data")).__name__))
             out.append((bytes(source["data"]), source["mime_type"]))
         return
-    if isinstance(source, (str, bytes, bytearray, memoryview)):
+    if isinstance(source, (str, bytes, bytearray, memoryview)) or not hasattr(source, "__iter__"):
         return
     for element in source:
         _walk(element, out)
@@ -106,6 +110,8 @@ def audio_bytes(source: Any, mime_type: Optional[str] = None) -> Tuple[bytes, st
     iterable of those (a list of events, a history).  Audio items of another format
     than the first are an error (they cannot share one file).
     """
+    if mime_type is not None and not isinstance(mime_type, str):
+        raise ConfigError("mime_type must be a str or None (got {})".format(type(mime_type).__name__))
     if isinstance(source, (bytes, bytearray, memoryview)):
         return bytes(source), mime_type or DEFAULT_AUDIO_MIME
     found = []  # type: List[Tuple[bytes, str]]
@@ -151,6 +157,8 @@ def save_wav(source: Any, path: Any, mime_type: Optional[str] = None) -> str:
     ``mime_type`` overrides the items' own (needed only for bare bytes that are not
     Gemini's 24 kHz mono 16-bit PCM).  Returns the path written.
     """
+    if not isinstance(path, (str, bytes, os.PathLike)):
+        raise ConfigError("path must be a str or os.PathLike (got {})".format(type(path).__name__))
     payload = to_wav(source, mime_type)
     path = os.fspath(path)
     with open(path, "wb") as handle:

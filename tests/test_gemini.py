@@ -729,6 +729,18 @@ def test_save_wav_from_bytes_items_and_events(tmp_path):
                 {"type": "inline_data", "data": pcm, "mime_type": "audio/L16;rate=16000"}])
 
 
+@pytest.mark.parametrize("source, path, mime_type", [
+    (5, "a.wav", None), (None, "a.wav", None), ([5], "a.wav", None), ({"content_items": 5}, "a.wav", None),
+    ({"type": "inline_data", "data": "text, not bytes", "mime_type": "audio/pcm"}, "a.wav", None),
+    (b"\x00\x00", 5, None), (b"\x00\x00", "a.wav", 5),
+])
+def test_save_wav_of_bad_input_is_a_config_error_and_writes_nothing(tmp_path, source, path, mime_type):
+    # was: TypeError / AttributeError out of a public helper
+    with pytest.raises(ConfigError):
+        save_wav(source, tmp_path / path if isinstance(path, str) else path, mime_type)
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_save_inline_data_picks_an_extension(tmp_path):
     png = {"type": "inline_data", "data": b"\x89PNG\r\n\x1a\n", "mime_type": "image/png"}
     path = save_inline_data(png, tmp_path / "picture")
