@@ -332,14 +332,27 @@ def collect(events: Iterable[UniEvent]) -> AssistantMessage:
     """
     collector = Collector()
     add = collector.add
+    # what is no list of event dicts is the caller's mistake, said in words (an error the events' own iterator
+    # raises, a live stream's, goes out as it is)
     try:
-        for event in events:
+        iterator = iter(events)
+    except TypeError:
+        raise _not_events(events) from None
+    for event in iterator:
+        try:
             add(event)
+        except (AttributeError, TypeError):
+            raise _not_events(event) from None
+    try:
         return collector.message()
-    except (AttributeError, TypeError) as exc:  # not a list of event dicts: the caller's mistake, in words
-        raise ConfigError("collect takes UniEvents (dicts with event_type and content_items, each item a dict), "
-                          "got something else ({}); check_stream(events) names what is wrong".format(
-                              type(exc).__name__)) from None
+    except (AttributeError, TypeError):
+        raise _not_events(events) from None
+
+
+def _not_events(what: Any) -> ConfigError:
+    return ConfigError("collect takes UniEvents (dicts with event_type and content_items, each item a dict with "
+                       "its fields), got something else (a {}); check_stream(events) names what is wrong".format(
+                           type(what).__name__))
 
 
 class _Pieces(object):

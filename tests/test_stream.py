@@ -140,6 +140,15 @@ def test_collect_of_what_is_no_event_list_is_a_config_error(events):
         collect(events)
 
 
+def test_collect_lets_an_error_of_the_events_own_iterator_out_as_it_is():
+    def events():
+        yield ev("start")
+        raise TypeError("the caller's generator broke")
+
+    with pytest.raises(TypeError, match="the caller's generator broke"):
+        collect(events())
+
+
 @pytest.mark.parametrize("events", [None, 5])
 def test_check_stream_of_what_is_not_iterable_names_it(events):
     with pytest.raises(StreamProtocolError, match="events are an iterable of UniEvents"):
