@@ -437,6 +437,32 @@ def test_an_edited_decision_has_its_own_idempotency_key_the_same_after_a_crash(t
     assert [e["digest"] for e in started if e["k"] == "call"] == [arguments_digest({"amount": 31})] * 2
 
 
+@pytest.mark.parametrize("by", ["id", "digest"])
+def test_an_edited_call_killed_mid_call_is_shown_and_approved_with_the_arguments_it_ran_with(tmp_path, by):
+    """pay(30) edited by the decision to pay(31), killed mid-call in a real process: the resume shows the call
+    interrupted with the arguments it ran with (31, the ones approved, not the model's 30), and ``True`` for it (by
+    id, or by the digest of the call shown) runs pay(31) once, with the key it had before the crash."""
+    journal = "sqlite:///" + str(tmp_path / "runs.db")
+    edit = {"c1": {"arguments": {"amount": 31}}}
+    with SSEServer() as server:
+        messages, model = approval_stop(server)
+        words = killed_in_pay(server, journal, messages, edit, script=KEY_CHILD, amount=31)
+        client = client_for(server)
+        shown = client.run(messages, tools=[pay], decisions=edit, journal=journal, run_id="pay-1",
+                           journal_wait=10).result()
+        assert (shown.stop, shown.interrupted, shown.pending) == (
+            "approval", ["c1"], [dict(model, arguments={"amount": 31})])
+        assert ran == [] and len(server.requests) == 1
+        decisions = {"c1": True} if by == "id" else {call_digest(shown.pending[0]): True}
+        server.answers.append(Answer([chat_text("Paid.")]))
+        done = client.run(messages, tools=[pay], decisions=decisions, journal=journal, run_id="pay-1").result()
+    assert (done.stop, ran, keys, len(server.requests)) == ("done", [31], [words[2]], 2)
+    assert server.requests[1]["body"]["messages"][-1] == {"role": "tool", "tool_call_id": "c1", "content": "paid"}
+    started = [json.loads(e) for e in open_store(journal).journal_entries("pay-1") if '"k":"call"' in e]
+    assert started == [{"turn": -1, "id": "c1", "name": "pay", "digest": arguments_digest({"amount": 31}),
+                        "arguments": {"amount": 31}, "k": "call"}] * 2
+
+
 @pytest.mark.parametrize("start", ["journaled", "saved"])
 def test_an_id_decision_given_again_does_not_approve_a_later_stops_call_under_the_same_id(start):
     """A server numbering the calls of each answer: the run stopped on call_0 = delete_file("old.log") (journaled,

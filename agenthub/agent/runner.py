@@ -1872,15 +1872,21 @@ class Run(object):
                         continue
                     if journal.interrupted(turn, call_id):
                         entry = self._entries.get(call["name"])
-                        decision = decisions.get(call_digest(call), decisions.get(call_id))
+                        # (started with arguments a decision edited: shown, and run on True, with those)
+                        edited = journal.edited_arguments(turn, call_id)
+                        shown = call if edited is None else dict(call, arguments=edited)
+                        decision = decisions.get(call_digest(shown), decisions.get(call_digest(call),
+                                                                                   decisions.get(call_id)))
                         if entry is not None and not entry.idempotent:
                             if decision is None or not journal.handed_back(turn, call_id):
                                 # at most once: the user decides whether it runs again, once shown that it was
                                 # interrupted (a decision given before, the approval it started on, is not that)
-                                pending.append(call)
+                                pending.append(shown)
                                 interrupted.append(call_id)
                                 plans.append(None)
                                 continue
+                            if decision is True and edited is not None:
+                                decision = {"arguments": edited}
                             plans.append(("decided", entry, decision))
                             continue
                         if entry is not None and entry.kind != "schema":  # at least once: it was going to run
@@ -2008,8 +2014,8 @@ class Run(object):
                         if key not in running:
                             _RAN.pop(key, None)
             if journal is not None:  # those that must run at most once: journaled as started first, in one write
-                journal.starting(turn, [(task[1] if task[4] is task[1].get("arguments") else  # (its digest: of the
-                                         dict(task[1], arguments=task[4]), not task[2].idempotent)  # arguments run)
+                journal.starting(turn, [(task[1], not task[2].idempotent,  # (with the arguments run when edited)
+                                         task[4] if _edited(task[4], task[1].get("arguments")) is not None else None)
                                         for task in tasks if task[2] is not None])
         except BaseException:  # (nothing of the turn ran: the calls this run took are let go)
             if claimed:
