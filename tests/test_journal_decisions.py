@@ -384,6 +384,31 @@ def test_run_stateful_resumes_a_journaled_approval_stop_on_the_same_client(kind,
     assert history == plain(fresh.get_history())
 
 
+@pytest.mark.parametrize("kind", ["memory", "sqlite"])
+def test_run_stateful_without_a_message_gives_a_finished_runs_result_again(kind, tmp_path):
+    """run_stateful(None, run_id=...) on the client whose history holds a journaled run that finished gives that
+    run's RunResult again at once (from the journal: nothing run or sent, the history as it was); under a run_id
+    with nothing journaled it is still the ConfigError, and nothing is journaled for it."""
+    journal = journal_for(kind, tmp_path)
+    with SSEServer() as server:
+        server.answers += [Answer([chat_calls([("c1", "delete_file", '{"path": "old.log"}')])]),
+                           Answer([chat_text("Deleted.")])]
+        client = client_for(server)
+        done = client.run_stateful(USER, tools=[delete_file], approve=lambda call: True, journal=journal,
+                                   run_id="del-s").result()
+        history = plain(client.get_history())
+        again = client.run_stateful(None, tools=[delete_file], journal=journal, run_id="del-s").result()
+        with pytest.raises(ConfigError) as caught:
+            client.run_stateful(None, tools=[delete_file], journal=journal, run_id="del-new")
+    assert str(caught.value) == "run_stateful needs a message (nothing is waiting for a decision)"
+    assert (done.stop, done.turns, ran, len(server.requests)) == ("done", 2, ["old.log"], 2)
+    assert (again.stop, again.final, plain(again.messages), again.turns, again.run_id) == (
+        done.stop, done.final, plain(done.messages), 2, "del-s")
+    assert (again.replayed_turns, again.replayed_results) == (2, 1)
+    assert plain(client.get_history()) == history
+    assert open_store(journal).journal_entries("del-new") == []
+
+
 def test_run_stateful_on_the_same_client_resumes_only_the_runs_own_history():
     """Another message, or a history whose journaled turn was edited since (other arguments under the id), is
     another run: refused (JournalError mismatch), nothing run or sent, the client's history left as it was."""
