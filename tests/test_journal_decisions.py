@@ -433,22 +433,31 @@ def test_run_stateful_on_the_same_client_resumes_only_the_runs_own_history():
     assert client.get_history() == edited and ran == [] and len(server.requests) == 1
 
 
+EDIT = {"c1": {"arguments": {"amount": 31}}}
+
+
+def edited_and_killed(server, journal):
+    """pay(30) approved as pay(31) (``EDIT``), the child killed in it, and the same command run again here: (the
+    messages, the model's call, the words the child printed, the client, that resume's result)."""
+    messages, model = approval_stop(server)
+    words = killed_in_pay(server, journal, messages, EDIT, script=KEY_CHILD, amount=31)
+    client = client_for(server)
+    shown = client.run(messages, tools=[pay], decisions=EDIT, journal=journal, run_id="pay-1",
+                       journal_wait=10).result()
+    return messages, model, words, client, shown
+
+
 def test_an_edited_decision_has_its_own_idempotency_key_the_same_after_a_crash(tmp_path):
     """The key names the action: run id, turn, call id and the arguments actually run.  pay(31) (the user's edit of
     the model's pay(30)) killed mid-call in a real process keeps its key when the same edit runs it again after
     the interruption; the model's own arguments (approved as they are, or an edit that changes nothing) get
     another key, so an API deduplicating by it never answers one payment with the other's result."""
     journal = "sqlite:///" + str(tmp_path / "runs.db")
-    edit = {"c1": {"arguments": {"amount": 31}}}
     with SSEServer() as server:
-        messages, _ = approval_stop(server)
-        words = killed_in_pay(server, journal, messages, edit, script=KEY_CHILD, amount=31)
-        client = client_for(server)
-        shown = client.run(messages, tools=[pay], decisions=edit, journal=journal, run_id="pay-1",
-                           journal_wait=10).result()
+        messages, _, words, client, shown = edited_and_killed(server, journal)
         assert (shown.stop, shown.interrupted, ran) == ("approval", ["c1"], [])
         server.answers.append(Answer([chat_text("Paid.")]))
-        again = client.run(messages, tools=[pay], decisions=edit, journal=journal, run_id="pay-1").result()
+        again = client.run(messages, tools=[pay], decisions=EDIT, journal=journal, run_id="pay-1").result()
         assert again.stop == "done"
         for decision in (True, {"arguments": {"amount": 30}}):  # the model's pay(30), as another run of the same id
             server.answers.append(Answer([chat_text("Paid.")]))
@@ -468,13 +477,8 @@ def test_an_edited_call_killed_mid_call_is_shown_and_approved_with_the_arguments
     interrupted with the arguments it ran with (31, the ones approved, not the model's 30), and ``True`` for it (by
     id, or by the digest of the call shown) runs pay(31) once, with the key it had before the crash."""
     journal = "sqlite:///" + str(tmp_path / "runs.db")
-    edit = {"c1": {"arguments": {"amount": 31}}}
     with SSEServer() as server:
-        messages, model = approval_stop(server)
-        words = killed_in_pay(server, journal, messages, edit, script=KEY_CHILD, amount=31)
-        client = client_for(server)
-        shown = client.run(messages, tools=[pay], decisions=edit, journal=journal, run_id="pay-1",
-                           journal_wait=10).result()
+        messages, model, words, client, shown = edited_and_killed(server, journal)
         assert (shown.stop, shown.interrupted, shown.pending) == (
             "approval", ["c1"], [dict(model, arguments={"amount": 31})])
         assert ran == [] and len(server.requests) == 1
