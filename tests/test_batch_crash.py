@@ -432,3 +432,87 @@ def test_a_batch_that_cannot_be_cancelled_keeps_no_other_from_cancelling(tmp_pat
     assert caught.value.status == 404
     (running,) = fake.batches.values()
     assert running.cancel_requested  # (the first batch's 404 left it running, and paying)
+
+
+# -- waiting on batches that polling cannot see end ----------------------------------------------------------------
+
+class _Slept(Exception):
+    """time.sleep in wait(): it would poll again."""
+
+
+def _no_sleep(monkeypatch):
+    import time
+    import types
+
+    def sleep(seconds):
+        raise _Slept(seconds)
+
+    # (the batch module's own clock only: locks and servers keep the real sleep)
+    monkeypatch.setattr(B, "time", types.SimpleNamespace(time=time.time, monotonic=time.monotonic, sleep=sleep))
+
+
+def test_wait_and_fetch_wait_stop_at_once_on_rows_never_created_and_say_to_submit_again(tmp_path, fake, monkeypatch,
+                                                                                          capsys):
+    """A submission cut short (the create call never reached the engine): the job is "submitting" and no poll
+    creates its batch.  wait() and `agenthub batch fetch --wait` stop at once with the ConfigError saying to
+    submit again (not after their timeout, or never); while another process holds the job (a submit under
+    way) wait() goes on polling."""
+    from agenthub.__main__ import main
+
+    src = _kill_after_create(tmp_path, "anthropic", _CHILD_BEFORE)
+    state = src + ".batch.json"
+    _no_sleep(monkeypatch)
+    expected = (
+        "the batch job {0} has 3 row(s) in 1 batch(es) never created (its submission was cut short, or a batch found "
+        "for them was another job's) and no process is submitting them: waiting cannot end; run `agenthub batch "
+        "submit {1} --backend auto --state {0}` again (agenthub.jobs.submit with the same input and state_path) to "
+        "create them".format(state, os.path.abspath(src)))
+    job = B.load(state)
+    with pytest.raises(ConfigError) as caught:
+        job.wait(interval=3600)
+    assert str(caught.value) == expected
+    with _Holder(state), pytest.raises(_Slept):  # (a submit under way may create them: polled again)
+        job.wait(interval=3600)
+    capsys.readouterr()
+    assert main(["batch", "fetch", state, "-o", str(tmp_path / "out.jsonl"), "--wait", "--interval", "3600"]) == 1
+    assert capsys.readouterr().err.splitlines()[-1] == "error: ConfigError: " + expected
+    assert fake.calls() == []  # (nothing was ever sent: the child died before its create call)
+    job = B.submit(src, backend="auto")  # as it says: created now, and the wait ends
+    monkeypatch.undo()
+    assert job.wait(interval=0).done and job.fetch(str(tmp_path / "out.jsonl")).done == 3
+
+
+def test_wait_stops_at_once_after_a_fetch_found_a_batch_to_be_another_jobs(tmp_path, fake, monkeypatch):
+    src = _kill_after_create(tmp_path, "anthropic", _CHILD_BEFORE)
+    B.submit(_same_ids(tmp_path, "other", "other"), backend="auto")
+    job = B.submit(src, backend="auto")  # their batch taken for the cut-short call
+    job.wait(interval=0)
+    with pytest.raises(ConfigError, match="is another job's"):
+        job.fetch(str(tmp_path / "out.jsonl"))
+    _no_sleep(monkeypatch)
+    with pytest.raises(ConfigError) as caught:
+        B.load(src + ".batch.json").wait(interval=3600, timeout=7200)
+    assert str(caught.value).startswith("the batch job {} has 3 row(s) in 1 batch(es) never created (its submission "
+                                        "was cut short, or a batch found for them was another job's)".format(
+                                            src + ".batch.json"))
+
+
+def test_wait_stops_when_every_batch_left_is_in_a_state_agenthub_does_not_know(tmp_path, fake, monkeypatch, caplog):
+    """A provider status agenthub has no word for is state "unknown" (never "running" forever, never fetched as
+    ended): wait() returns the status as it is once only such batches are left, with a warning naming them."""
+    from agenthub.jobs.backends import anthropic
+
+    src = _write(tmp_path / "in.jsonl", [dict(MODELS["anthropic"], id="a", messages=_user("one"))])
+    job = B.submit(src, backend="auto")
+    real = anthropic.status_of
+    monkeypatch.setattr(anthropic, "status_of", lambda batch, client: real(dict(batch, processing_status="paused"),
+                                                                          client))
+    _no_sleep(monkeypatch)
+    with caplog.at_level("WARNING", logger="agenthub"):
+        current = job.wait(interval=3600)
+    (info,) = current.batches
+    assert (current.state, current.done, info.status, info.state) == ("in_progress", False, "paused", "unknown")
+    assert caplog.messages == ["agenthub.jobs: {}: polling stops: every batch that has not ended is in a state agenthub "
+                               "does not know ({} paused); ask `status` later".format(job.state_path, info.remote_id)]
+    summary = job.fetch(str(tmp_path / "out.jsonl"))
+    assert (summary.done, summary.pending) == (0, ["a"])

@@ -6,6 +6,8 @@ request bodies against tests/batch_fakes.py."""
 
 import dataclasses
 import json
+import time
+import types
 
 import pytest
 
@@ -263,3 +265,40 @@ def test_a_cancelled_job_sends_no_new_round_and_lists_those_rows_as_missing(monk
         assert (summary.done, summary.pending, summary.missing) == (1, [], ["chat"])
         assert len(server.batches) == 1
     assert [r["id"] for r in read_output(out)] == ["ok"]
+
+
+def test_batch_fetch_wait_creates_a_reask_round_a_cut_short_fetch_left_and_waits_for_it(monkeypatch, tmp_path, capsys):
+    """A fetch planned the re-ask round and its create call failed: the job is "submitting" with no process on
+    it.  `fetch --wait` does not poll that until its timeout: its fetch creates the round, then it waits for it."""
+    from agenthub.__main__ import main
+    from agenthub.errors import TransportError
+
+    out = str(tmp_path / "out.jsonl")
+    real = B.BatchJob._create
+    cut = [1]
+
+    def create(self, entries, samples):
+        if cut and any("round" in self._state["batches"][index] for index in entries):
+            cut.pop()
+            raise TransportError("the connection was reset")
+        return real(self, entries, samples)
+
+    monkeypatch.setattr(B.BatchJob, "_create", create)
+    with _fake(monkeypatch, fixes_on_reask) as server:
+        job = B.submit(_write(tmp_path / "in.jsonl", ROWS[:1]), backend="openai")
+        assert job.wait(interval=0.01, timeout=10).done
+        with pytest.raises(TransportError):
+            job.fetch(out)
+        assert B.load(job.state_path).status().state == "submitting" and len(server.batches) == 1
+        capsys.readouterr()
+        server.polls = 2  # (the round ends at its second look: the fetch that creates it sees it running)
+
+        def sleep(seconds):
+            raise AssertionError("polled again after {} s: the job cannot go on without a fetch".format(seconds))
+
+        monkeypatch.setattr(B, "time", types.SimpleNamespace(time=time.time, monotonic=time.monotonic, sleep=sleep))
+        assert main(["batch", "fetch", job.state_path, "-o", out, "--wait", "--interval", "3600"]) == 0
+        assert len(server.batches) == 2
+    assert capsys.readouterr().err.splitlines()[-1].startswith(
+        "agenthub batch fetch: 1 answers and 0 error rows written to")
+    assert {r["id"]: (r["value"], r["attempts"]) for r in read_output(out)} == {"chat": (GOOD, 2)}

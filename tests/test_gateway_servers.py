@@ -312,6 +312,28 @@ def test_a_json_document_holding_no_answer_is_not_retried(server, client_type, d
 
 
 @within(20)
+@pytest.mark.parametrize("state", ["in_progress", "queued"])
+@pytest.mark.parametrize("output", [[], [{"type": "message", "role": "assistant",
+                                          "content": [{"type": "output_text", "text": "Hal"}]}]])
+def test_a_whole_responses_document_that_has_not_finished_says_so_with_its_status_and_id(server, state, output):
+    """A Response object still running (a server that ignored stream, or answered a background request at once)
+    is no answer, not an empty one that "finished", nor its partial text as a whole one: a StreamProtocolError
+    naming the status and the id to retrieve it by, not sent again."""
+    document = {"id": "resp_9", "object": "response", "status": state, "background": True, "output": output}
+    server.push([status(200, JSON, "length"), send(json.dumps(document).encode())])
+    with pytest.raises(StreamProtocolError) as info:
+        list(make(server, *ROUTES["openai-responses"]).streaming_response([USER]))
+    assert str(info.value) == (
+        "openai-responses: the server answered with a whole response that has not finished (status {!r}, id "
+        "'resp_9'): it did not stream it (a server that ignored stream: true, or one that answers a background "
+        "request at once), so there is no answer yet; it is not sent again: retrieve it by its id "
+        "(GET /responses/resp_9) once it has finished, or cancel it".format(state))
+    assert info.value._fields == {"client": "openai-responses", "retryable": False, "response_status": state,
+                                  "response_id": "resp_9"}
+    assert len(server.requests) == 1
+
+
+@within(20)
 def test_an_anthropic_error_document_with_200_is_the_error_it_names(server):
     server.push([status(200, JSON, "length"),
                  send(b'{"type": "error", "error": {"type": "invalid_request_error", "message": "bad"}}')])

@@ -384,6 +384,31 @@ def test_run_stateful_resumes_a_journaled_approval_stop_on_the_same_client(kind,
     assert history == plain(fresh.get_history())
 
 
+@pytest.mark.parametrize("kind", ["memory", "sqlite"])
+def test_run_stateful_without_a_message_gives_a_finished_runs_result_again(kind, tmp_path):
+    """run_stateful(None, run_id=...) on the client whose history holds a journaled run that finished gives that
+    run's RunResult again at once (from the journal: nothing run or sent, the history as it was); under a run_id
+    with nothing journaled it is still the ConfigError, and nothing is journaled for it."""
+    journal = journal_for(kind, tmp_path)
+    with SSEServer() as server:
+        server.answers += [Answer([chat_calls([("c1", "delete_file", '{"path": "old.log"}')])]),
+                           Answer([chat_text("Deleted.")])]
+        client = client_for(server)
+        done = client.run_stateful(USER, tools=[delete_file], approve=lambda call: True, journal=journal,
+                                   run_id="del-s").result()
+        history = plain(client.get_history())
+        again = client.run_stateful(None, tools=[delete_file], journal=journal, run_id="del-s").result()
+        with pytest.raises(ConfigError) as caught:
+            client.run_stateful(None, tools=[delete_file], journal=journal, run_id="del-new")
+    assert str(caught.value) == "run_stateful needs a message (nothing is waiting for a decision)"
+    assert (done.stop, done.turns, ran, len(server.requests)) == ("done", 2, ["old.log"], 2)
+    assert (again.stop, again.final, plain(again.messages), again.turns, again.run_id) == (
+        done.stop, done.final, plain(done.messages), 2, "del-s")
+    assert (again.replayed_turns, again.replayed_results) == (2, 1)
+    assert plain(client.get_history()) == history
+    assert open_store(journal).journal_entries("del-new") == []
+
+
 def test_run_stateful_on_the_same_client_resumes_only_the_runs_own_history():
     """Another message, or a history whose journaled turn was edited since (other arguments under the id), is
     another run: refused (JournalError mismatch), nothing run or sent, the client's history left as it was."""
@@ -408,22 +433,31 @@ def test_run_stateful_on_the_same_client_resumes_only_the_runs_own_history():
     assert client.get_history() == edited and ran == [] and len(server.requests) == 1
 
 
+EDIT = {"c1": {"arguments": {"amount": 31}}}
+
+
+def edited_and_killed(server, journal):
+    """pay(30) approved as pay(31) (``EDIT``), the child killed in it, and the same command run again here: (the
+    messages, the model's call, the words the child printed, the client, that resume's result)."""
+    messages, model = approval_stop(server)
+    words = killed_in_pay(server, journal, messages, EDIT, script=KEY_CHILD, amount=31)
+    client = client_for(server)
+    shown = client.run(messages, tools=[pay], decisions=EDIT, journal=journal, run_id="pay-1",
+                       journal_wait=10).result()
+    return messages, model, words, client, shown
+
+
 def test_an_edited_decision_has_its_own_idempotency_key_the_same_after_a_crash(tmp_path):
     """The key names the action: run id, turn, call id and the arguments actually run.  pay(31) (the user's edit of
     the model's pay(30)) killed mid-call in a real process keeps its key when the same edit runs it again after
     the interruption; the model's own arguments (approved as they are, or an edit that changes nothing) get
     another key, so an API deduplicating by it never answers one payment with the other's result."""
     journal = "sqlite:///" + str(tmp_path / "runs.db")
-    edit = {"c1": {"arguments": {"amount": 31}}}
     with SSEServer() as server:
-        messages, _ = approval_stop(server)
-        words = killed_in_pay(server, journal, messages, edit, script=KEY_CHILD, amount=31)
-        client = client_for(server)
-        shown = client.run(messages, tools=[pay], decisions=edit, journal=journal, run_id="pay-1",
-                           journal_wait=10).result()
+        messages, _, words, client, shown = edited_and_killed(server, journal)
         assert (shown.stop, shown.interrupted, ran) == ("approval", ["c1"], [])
         server.answers.append(Answer([chat_text("Paid.")]))
-        again = client.run(messages, tools=[pay], decisions=edit, journal=journal, run_id="pay-1").result()
+        again = client.run(messages, tools=[pay], decisions=EDIT, journal=journal, run_id="pay-1").result()
         assert again.stop == "done"
         for decision in (True, {"arguments": {"amount": 30}}):  # the model's pay(30), as another run of the same id
             server.answers.append(Answer([chat_text("Paid.")]))
@@ -435,6 +469,27 @@ def test_an_edited_decision_has_its_own_idempotency_key_the_same_after_a_crash(t
     assert keys[1] == keys[2] != keys[0]  # another action: another key
     started = [json.loads(e) for e in open_store(journal).journal_entries("pay-1")]
     assert [e["digest"] for e in started if e["k"] == "call"] == [arguments_digest({"amount": 31})] * 2
+
+
+@pytest.mark.parametrize("by", ["id", "digest"])
+def test_an_edited_call_killed_mid_call_is_shown_and_approved_with_the_arguments_it_ran_with(tmp_path, by):
+    """pay(30) edited by the decision to pay(31), killed mid-call in a real process: the resume shows the call
+    interrupted with the arguments it ran with (31, the ones approved, not the model's 30), and ``True`` for it (by
+    id, or by the digest of the call shown) runs pay(31) once, with the key it had before the crash."""
+    journal = "sqlite:///" + str(tmp_path / "runs.db")
+    with SSEServer() as server:
+        messages, model, words, client, shown = edited_and_killed(server, journal)
+        assert (shown.stop, shown.interrupted, shown.pending) == (
+            "approval", ["c1"], [dict(model, arguments={"amount": 31})])
+        assert ran == [] and len(server.requests) == 1
+        decisions = {"c1": True} if by == "id" else {call_digest(shown.pending[0]): True}
+        server.answers.append(Answer([chat_text("Paid.")]))
+        done = client.run(messages, tools=[pay], decisions=decisions, journal=journal, run_id="pay-1").result()
+    assert (done.stop, ran, keys, len(server.requests)) == ("done", [31], [words[2]], 2)
+    assert server.requests[1]["body"]["messages"][-1] == {"role": "tool", "tool_call_id": "c1", "content": "paid"}
+    started = [json.loads(e) for e in open_store(journal).journal_entries("pay-1") if '"k":"call"' in e]
+    assert started == [{"turn": -1, "id": "c1", "name": "pay", "digest": arguments_digest({"amount": 31}),
+                        "arguments": {"amount": 31}, "k": "call"}] * 2
 
 
 @pytest.mark.parametrize("start", ["journaled", "saved"])

@@ -242,3 +242,33 @@ def test_a_requests_own_timeout_that_is_no_positive_number_is_refused_before_any
         assert sent == []
         assert server.call_tool("echo", {"text": "hi"}, timeout=5)["text"] == "hi"
         assert len(sent) == 1
+
+
+def test_close_returns_when_the_server_does_not_go_even_after_sigkill(monkeypatch, caplog):
+    """A server stuck in the kernel outlives SIGKILL (no test can make one: its wait is made to time out here):
+    close() waits a bounded time after SIGKILL, reports it, and returns (never a wait without end)."""
+    import subprocess
+
+    from agenthub.mcp import stdio
+
+    monkeypatch.setattr(stdio, "SHUTDOWN_GRACE", 0.3)
+    before = snapshot()
+    server = mcp.connect(stdio_command("modern", "ignore-stdin-close"), timeout=10)
+    process = server._channel._state.process
+    waits = []
+
+    def wait(timeout=None):
+        waits.append(timeout)
+        if timeout is None:
+            raise AssertionError("a wait without a bound")
+        raise subprocess.TimeoutExpired(process.args, timeout)
+
+    monkeypatch.setattr(process, "wait", wait)
+    with caplog.at_level("WARNING", logger="agenthub"):
+        server.close()
+    assert caplog.messages == ["{}: the server process (pid {}) has not exited after SIGKILL: it is left as it is "
+                               "(its pipes closed, not waited for)".format(server._channel._state.label, process.pid)]
+    assert waits == [0.3, 0.3, 5.0, 0.3]  # stdin closed, SIGTERM, SIGKILL, then once more: each bounded
+    monkeypatch.undo()
+    assert process.wait(10) == -9  # (it did go: reaped here)
+    assert leaked(before) == []

@@ -10,7 +10,8 @@
 - ``turn``: the turn as the run keeps it: the assistant message (fidelity kept), usage, cost, the route
   that answered; stored when its stream completes, before the run goes on;
 - ``call``: a call of an ``@tool(idempotent=False)`` tool is starting (its id, name, the digest of the
-  arguments it runs with: a decision's when one changed them), stored before it starts; ``result``: a
+  arguments it runs with, and those arguments when a decision changed them: a resume shows the call with
+  them and a ``True`` runs them), stored before it starts; ``result``: a
   call's result item and how long it took, stored as soon as the call ends for such a tool, with the next
   store write for any other (at the latest before the next model request: a crash before that runs it
   again, at least once); a result marked ``unsettled``: such a call timed out and may still have taken
@@ -172,8 +173,12 @@ def _result_text(turn: int, call_id: str, item: Dict[str, Any], seconds: float) 
     return '{"turn":%d,"id":%s,"item":%s,"seconds":%s,"k":"result"}' % (turn, quoted, _ENCODE(item), seconds_text)
 
 
-def _call_text(turn: int, call_id: Any, name: Any, digest: str) -> str:
-    """The ``call`` entry: ``_ENCODE({"turn", "id", "name", "digest", "k": "call"})``, the same text."""
+def _call_text(turn: int, call_id: Any, name: Any, digest: str, edited: Any = None) -> str:
+    """The ``call`` entry: ``_ENCODE({"turn", "id", "name", "digest", "k": "call"})``, the same text; ``edited``:
+    the arguments a decision gave instead of the model's (kept as ``arguments``: a resume shows and runs those)."""
+    if edited is not None:
+        return _ENCODE({"turn": turn, "id": call_id, "name": name, "digest": digest, "arguments": edited,
+                        "k": "call"})
     if type(turn) is not int or type(call_id) is not str or type(name) is not str:
         return _ENCODE({"turn": turn, "id": call_id, "name": name, "digest": digest, "k": "call"})
     return '{"turn":%d,"id":%s,"name":%s,"digest":"%s","k":"call"}' % (turn, _QUOTE(call_id), _QUOTE(name), digest)
@@ -684,6 +689,15 @@ class RunJournal(object):
     def interrupted(self, turn: int, call_id: str) -> bool:
         return (turn, call_id) in self.replay.started and (turn, call_id) not in self.replay.results
 
+    def edited_arguments(self, turn: int, call_id: str) -> Optional[Dict[str, Any]]:
+        """The arguments a decision gave a call instead of the model's when it last started (its ``call`` entry
+        keeps them when they were edited, and their digest is the one it ran with), else None."""
+        entry = self.replay.started.get((turn, call_id))
+        arguments = entry.get("arguments") if entry is not None else None
+        if type(arguments) is not dict or entry.get("digest") != arguments_digest(arguments):
+            return None
+        return dict(arguments)
+
     def handed_back(self, turn: int, call_id: str) -> bool:
         """Whether a run handed this interrupted call back (``stop == "approval"``, the call in ``pending``) after
         its latest start: a decision given now is about running it again.  A call started again on a decision
@@ -764,22 +778,22 @@ class RunJournal(object):
             self._route = (items, _ENCODE(kept))
         return kept
 
-    def starting(self, turn: int, calls: Sequence[Tuple[Mapping[str, Any], bool]]) -> None:
-        """The calls about to run, each with whether it must run at most once (``@tool(idempotent=False)``):
-        those are stored as started now, in one write, before any runs (the others need no entry: a call with
-        no result journaled runs again on resume)."""
-        once = [call for call, at_most_once in calls if at_most_once]
+    def starting(self, turn: int, calls: Sequence[Tuple[Mapping[str, Any], bool, Optional[Mapping[str, Any]]]]
+                 ) -> None:
+        """The calls about to run, each with whether it must run at most once (``@tool(idempotent=False)``) and
+        the arguments a decision gave it instead of the model's (None: the model's): those that must run at most
+        once are stored as started now, in one write, before any runs, with the digest of the arguments they run
+        with (and those arguments when edited); the others need no entry: a call with no result journaled runs
+        again on resume."""
+        once = [(call, edited) for call, at_most_once, edited in calls if at_most_once]
         if not once:
             return
-        for call in once:
+        for call, edited in once:
             self._at_most_once.add((turn, call["tool_call_id"]))
-            self.journal.keep(_call_text(turn, call["tool_call_id"], call.get("name"),
-                                         arguments_digest(call.get("arguments"))))
+            arguments = call.get("arguments") if edited is None else dict(edited)
+            self.journal.keep(_call_text(turn, call["tool_call_id"], call.get("name"), arguments_digest(arguments),
+                                         arguments if edited is not None else None))
         self.journal.flush()
-
-    def started(self, turn: int, call: Mapping[str, Any]) -> None:
-        """One call about to run that must run at most once (``starting`` with one call)."""
-        self.starting(turn, [(call, True)])
 
     def finished(self, turn: int, call_id: str, item: Mapping[str, Any], seconds: float,
                  unsettled: bool = False) -> None:

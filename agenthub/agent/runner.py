@@ -548,6 +548,9 @@ class CallContext:
 _CURRENT = contextvars.ContextVar("agenthub_current_call", default=None)  # type: contextvars.ContextVar[Any]
 
 
+_NEEDS_MESSAGE = "run_stateful needs a message (nothing is waiting for a decision)"
+
+
 def _edited(shown: Any, asked: Any) -> Optional[str]:
     """The digest of the arguments a call runs with when a decision changed them (``shown`` is not the model's
     ``asked``, nor equal to it as canonical JSON), else None."""
@@ -914,6 +917,9 @@ class Run(object):
     #: run's own progress after that (the same client resuming it): the history is put back to that as the run
     #: starts, and the journal replays the rest
     _rewind = None  # type: Optional[Tuple[List[Any], Any]]
+    #: a stateful run given no message and nothing waiting: None (no journal: refused at once), False (a journal,
+    #: not so), True (so: the journal's run must be the history's own, else refused once it is read)
+    _wants_message = None  # type: Optional[bool]
     #: (tool name, arguments digest) -> (call id, its ticket; None: the process running it stopped) of the calls of
     #: tools that must not run twice that timed out and whose outcome the run has not learned (_repeat_refused)
     _unsettled = None  # type: Optional[Dict[Tuple[str, str], Tuple[str, Optional[_Ticket]]]]
@@ -1003,6 +1009,9 @@ class Run(object):
                     raise ConfigError("run_stateful takes the next user message")
             before = list(client.get_history())
             self._sent = []  # type: List[Any]
+            # (no message and nothing waiting: with a journal, the history may hold a run of that run_id that
+            # finished, given again from its journal; else a ConfigError, once the journal is read)
+            self._wants_message = False if journal is not None else None
             seen = self._start_stateful(before, message)
         else:
             if type(messages) is not list and (messages is None or isinstance(messages, (str, bytes, _Mapping))):
@@ -1048,6 +1057,8 @@ class Run(object):
                     self._first.close()  # (never started: nothing was sent for it)
                     self._first = None
                 self._resumed_calls(self._start_stateful(self._rewind[0], self._rewind[1], build=False))
+            elif self._wants_message is True:
+                raise ConfigError(_NEEDS_MESSAGE)
             self._check_start(stateful)
         except BaseException:
             if self._journal is not None:  # refused before it started: its claim let go now (not left to lapse)
@@ -1071,7 +1082,10 @@ class Run(object):
             self._committed = True
         elif not self._open:
             if message is None:
-                raise ConfigError("run_stateful needs a message (nothing is waiting for a decision)")
+                if build and self._wants_message is not None:
+                    self._wants_message = True  # (decided when the journal is read)
+                    return seen
+                raise ConfigError(_NEEDS_MESSAGE)
             if build:
                 self._first = self._open_stateful(message, dict(self._send))  # checked now
         self._message_unsent = not self._open and not waiting  # the first turn's message
@@ -1872,15 +1886,21 @@ class Run(object):
                         continue
                     if journal.interrupted(turn, call_id):
                         entry = self._entries.get(call["name"])
-                        decision = decisions.get(call_digest(call), decisions.get(call_id))
+                        # (started with arguments a decision edited: shown, and run on True, with those)
+                        edited = journal.edited_arguments(turn, call_id)
+                        shown = call if edited is None else dict(call, arguments=edited)
+                        decision = decisions.get(call_digest(shown), decisions.get(call_digest(call),
+                                                                                   decisions.get(call_id)))
                         if entry is not None and not entry.idempotent:
                             if decision is None or not journal.handed_back(turn, call_id):
                                 # at most once: the user decides whether it runs again, once shown that it was
                                 # interrupted (a decision given before, the approval it started on, is not that)
-                                pending.append(call)
+                                pending.append(shown)
                                 interrupted.append(call_id)
                                 plans.append(None)
                                 continue
+                            if decision is True and edited is not None:
+                                decision = {"arguments": edited}
                             plans.append(("decided", entry, decision))
                             continue
                         if entry is not None and entry.kind != "schema":  # at least once: it was going to run
@@ -2008,8 +2028,8 @@ class Run(object):
                         if key not in running:
                             _RAN.pop(key, None)
             if journal is not None:  # those that must run at most once: journaled as started first, in one write
-                journal.starting(turn, [(task[1] if task[4] is task[1].get("arguments") else  # (its digest: of the
-                                         dict(task[1], arguments=task[4]), not task[2].idempotent)  # arguments run)
+                journal.starting(turn, [(task[1], not task[2].idempotent,  # (with the arguments run when edited)
+                                         task[4] if _edited(task[4], task[1].get("arguments")) is not None else None)
                                         for task in tasks if task[2] is not None])
         except BaseException:  # (nothing of the turn ran: the calls this run took are let go)
             if claimed:

@@ -646,7 +646,8 @@ class BatchInfo(object):
     rows: int
     remote_id: Optional[str]
     status: Optional[str]  # the provider's own word
-    state: str  # unsubmitted, pending, running, cancelling, completed, failed, expired, cancelled
+    state: str  # unsubmitted, pending, running, cancelling, completed, failed, expired, cancelled; unknown: a
+    #: provider status agenthub does not know (not ended: never fetched; wait() stops when only such are left)
     counts: Dict[str, Any] = field(default_factory=dict)
     errors: List[str] = field(default_factory=list)
 
@@ -868,7 +869,11 @@ class BatchJob(object):
     def wait(self, interval: float = 60.0, timeout: Optional[float] = None,
              progress: Optional[Callable[[BatchStatus], Any]] = None) -> BatchStatus:
         """Poll ``status()`` every ``interval`` seconds until the job ended (or ``timeout`` seconds passed:
-        the last status is returned either way)."""
+        the last status is returned either way).  It stops sooner where polling cannot see the job end: batches
+        never created while no process works on the job (a submission cut short, a batch found to be another
+        job's) are a ConfigError saying to submit again (a cancelled job's: to finish them live); re-ask rounds a
+        fetch planned and did not create, and batches whose only states are ones agenthub does not know
+        (``state == "unknown"``), return the status as it is (not done)."""
         if isinstance(interval, bool) or not isinstance(interval, (int, float)) or not 0 <= interval < 1e9:
             raise ConfigError("interval must be a number of seconds from 0 to 1e9 (got {!r})".format(interval))
         if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float))
@@ -881,7 +886,49 @@ class BatchJob(object):
                 progress(current)
             if current.done or (deadline is not None and time.monotonic() + interval > deadline):
                 return current
+            if current.state == "submitting" and self._never_created():
+                return current  # (only re-ask rounds wait to be created: the next fetch creates them)
+            if current.state == "in_progress" and all(i.state in TERMINAL or i.state == "unknown"
+                                                      for i in current.batches):
+                log.warning("agenthub.jobs: %s: polling stops: every batch that has not ended is in a state agenthub "
+                            "does not know (%s); ask `status` later", self.state_path, ", ".join(sorted(
+                                {"{} {}".format(i.remote_id, i.status) for i in current.batches
+                                 if i.state == "unknown"})))
+                return current
             time.sleep(interval)
+
+    def _never_created(self) -> bool:
+        """The job is ``submitting`` and no process works on it now: batches never created stay so whatever is
+        polled.  True when those are only re-ask rounds (a fetch creates them); a ConfigError when rows of the
+        submission are among them (a submission cut short, or rows whose batch was found to be another job's);
+        False while another process holds the job (a submit under way may create them)."""
+        try:
+            lock = _state_lock(self.state_path)
+        except ConfigError:
+            return False
+        try:
+            if os.path.exists(self.state_path):
+                self._state = _read_state(self.state_path)
+        finally:
+            lock.release()
+        missing = [record for record in self._state["batches"] if not record.get("remote")]
+        if not missing:
+            return False  # (created meanwhile: the next poll sees them)
+        rows = [record for record in missing if "round" not in record]
+        if not rows:
+            return True
+        count = sum(len(record["ids"]) for record in rows)
+        if self._state.get("cancelled_at"):
+            raise ConfigError(
+                "the batch job {} was cancelled with {} row(s) in {} batch(es) never created: waiting cannot end; "
+                "finish them live with `agenthub batch run {} -o OUT.jsonl`".format(
+                    self.state_path, count, len(rows), self.input_path))
+        raise ConfigError(
+            "the batch job {} has {} row(s) in {} batch(es) never created (its submission was cut short, or a batch "
+            "found for them was another job's) and no process is submitting them: waiting cannot end; run `agenthub "
+            "batch submit {} --backend {} --state {}` again (agenthub.jobs.submit with the same input and state_path) "
+            "to create them".format(self.state_path, count, len(rows), self.input_path, self.backend,
+                                    self.state_path))
 
     def cancel(self) -> BatchStatus:
         """Cancel every remote batch that has not ended; the status after.  Finished requests keep their

@@ -115,15 +115,21 @@ def _fetch(args: argparse.Namespace) -> int:
     job = load(args.state)
     deadline = None if args.timeout is None else time.monotonic() + args.timeout
     written = [0, 0]
+    rounds = False
     while True:
         ended = False
         if args.wait:
             left = None if deadline is None else max(0.0, deadline - time.monotonic())
-            ended = job.wait(args.interval, left, progress=lambda s: _err("agenthub batch: {}".format(
-                s.summary().splitlines()[0]))).done
+            current = job.wait(args.interval, left, progress=lambda s: _err("agenthub batch: {}".format(
+                s.summary().splitlines()[0])))
+            ended = current.done
+            # (still submitting: wait stopped on re-ask rounds a fetch planned and did not create; this fetch
+            # creates them; rows never created are wait's ConfigError; once, so that a round that is not
+            # created again ends the loop)
+            rounds = not rounds and current.state == "submitting"
         summary = job.fetch(args.output)
         written = [written[0] + summary.done, written[1] + summary.failed]
-        if not (args.wait and ended and summary.pending):
+        if not (args.wait and (ended or rounds) and summary.pending):
             break
         # every batch had ended, and rows are pending again: typed rows in a new re-ask round (--wait waits for it)
     summary.done, summary.failed = written

@@ -20,13 +20,15 @@ queue past ``MAX_QUEUED_BYTES`` ends the server too.
 Shutdown (2026-07-28 transports/stdio "Shutdown"): the calls in flight fail at once (``abort``); close
 stdin, wait, SIGTERM, wait, SIGKILL, to the server's whole process group on POSIX (it is started in a
 session of its own, so what it spawned goes too); each wait is ``SHUTDOWN_GRACE`` at most and a
-quarter of the channel's timeout.  The threads are joined and the pipes closed, by ``close()``, by the
+quarter of the channel's timeout (after SIGKILL: 5 s, then ``SHUTDOWN_GRACE`` more; a process still there is
+reported and left, its pipes closed).  The threads are joined and the pipes closed, by ``close()``, by the
 garbage collector or at interpreter exit (a ``weakref.finalize``), whichever comes first.  On POSIX the
 threads wait on their pipe and on a stop pipe the shutdown writes to, so a pipe that a process outside the
 group keeps open (one the server spawned in a session of its own) holds no thread past ``close()``.
 """
 
 import collections
+import logging
 import os
 import select
 import signal
@@ -61,6 +63,8 @@ SAFE_ENV = (("APPDATA", "HOMEDRIVE", "HOMEPATH", "LOCALAPPDATA", "PATH", "PATHEX
              "SYSTEMDRIVE", "SYSTEMROOT", "TEMP", "USERNAME", "USERPROFILE") if sys.platform == "win32"
             else ("HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER"))
 _POSIX = os.name == "posix"
+
+logger = logging.getLogger("agenthub")
 _READ = 64 * 1024
 
 
@@ -390,8 +394,12 @@ def _shutdown(state: _State, grace: Optional[float] = None) -> None:
             state.signal(step)
         if _wait_group(process, wait, group=step != getattr(signal, "SIGKILL", None)):  # SIGKILL is not refused
             break
-    else:  # pragma: no cover - a process that survives SIGKILL
-        process.wait()
+    else:  # a process that outlives SIGKILL (stuck in the kernel, in an uninterruptible read of a dead disk, say)
+        try:
+            process.wait(SHUTDOWN_GRACE)
+        except subprocess.TimeoutExpired:  # reported and left (its pipes are closed below): close() returns
+            logger.warning("%s: the server process (pid %s) has not exited after SIGKILL: it is left as it is "
+                           "(its pipes closed, not waited for)", state.label, process.pid)
     if state.stop_pipe is not None:  # the readers stop now, even on a pipe a process outside the group keeps open
         try:
             os.write(state.stop_pipe[1], b"x")

@@ -121,7 +121,7 @@ import logging
 import re
 from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple
 
-from ..errors import EmptyResponseError, upstream_error
+from ..errors import EmptyResponseError, StreamProtocolError, upstream_error
 from ..resume import resource_segment
 from ..sse import SSEEvent
 from ..stream import StreamEnd, with_service_tier
@@ -1540,10 +1540,32 @@ def parse_document(payload: Any, client: str = "openai-responses", tool_id_prefi
         if type(doc) is dict and not isinstance(doc.get("type"), str) and (
                 doc.get("object") == "response" or isinstance(doc.get("output"), list)):
             status = doc.get("status")
+            if status in _UNFINISHED:  # (not an answer, not even a partial one: the response still runs)
+                return _unfinished(client, status, doc.get("id"))
             doc = {"type": _STATUS_EVENTS.get(status, "response.completed") if isinstance(status, str)
                    else "response.completed", "response": doc}  # (a status that is no string: no TypeError)
         pairs.append(("message", doc))
     return _Parser(client, tool_id_prefix).run(pairs)
+
+
+#: a whole Response object's status while it still runs (queued, or being generated)
+_UNFINISHED = ("in_progress", "queued")
+
+
+def _unfinished(client: str, status: str, response_id: Any) -> Iterator[Any]:
+    """A whole Response object that has not finished (a server that ignored ``stream``, or answered a background
+    request at once): a StreamProtocolError naming its status and id (``response_id``: None when it had no
+    usable one), not retried (sending the request again would start, and bill, another response)."""
+    if not isinstance(response_id, str) or not response_id or len(response_id) > 200 or not response_id.isprintable():
+        response_id = None
+    where = ("retrieve it by its id (GET /responses/{}) once it has finished, or cancel it".format(response_id)
+             if response_id is not None else "the server gave no usable id for it")
+    raise StreamProtocolError(
+        "{}: the server answered with a whole response that has not finished (status {!r}, id {!r}): it did not "
+        "stream it (a server that ignored stream: true, or one that answers a background request at once), so "
+        "there is no answer yet; it is not sent again: {}".format(client, status, response_id, where),
+        client=client, retryable=False, response_status=status, response_id=response_id)
+    yield  # (a generator: raised when the parts are read, as a cut stream is)
 
 
 def _order(slot: Any) -> Tuple[int, int]:

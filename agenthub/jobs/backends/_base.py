@@ -11,7 +11,8 @@ from ...types import HttpRequest
 __all__ = ["Backend", "TERMINAL", "Outcome", "outcomes", "dumps_entry", "Note", "FIND_PAGES", "FIND_BEFORE",
            "FIND_AFTER", "rfc3339", "TAG_ROOM"]
 
-#: agenthub's states of one remote batch: pending, running, cancelling, then one of these
+#: agenthub's states of one remote batch: pending, running, cancelling (or unknown: a provider status agenthub does
+#: not know, never taken as ended), then one of these
 TERMINAL = frozenset(["completed", "failed", "expired", "cancelled"])
 
 #: finding a batch whose create call was cut short (``Backend.find``): at most this many pages of the engine's

@@ -159,7 +159,7 @@ def status_of(batch: Any, client: str) -> Dict[str, Any]:
         raise StreamProtocolError("{}: a message batch without a processing_status".format(client), client=client)
     status = batch["processing_status"]
     counts = batch.get("request_counts") if isinstance(batch.get("request_counts"), dict) else {}
-    return {"status": status, "state": STATES.get(status, "running"),
+    return {"status": status, "state": STATES.get(status, "unknown"),
             "counts": {k: counts.get(k) for k in _COUNTS}, "results_url": batch.get("results_url") or None,
             "expires_at": batch.get("expires_at"), "errors": []}
 

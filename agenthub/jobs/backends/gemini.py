@@ -331,7 +331,7 @@ def status_of(operation: Any, client: str) -> Dict[str, Any]:
     error = operation.get("error")
     if isinstance(error, dict) and error:
         errors.append("{}: {}".format(error.get("status") or error.get("code") or "error", error.get("message") or ""))
-    return {"status": status, "state": STATES.get(status, "running"),
+    return {"status": status, "state": STATES.get(status, "unknown"),
             "counts": {"total": _int(stats.get("requestCount")), "succeeded": _int(stats.get("successfulRequestCount")),
                        "failed": _int(stats.get("failedRequestCount")), "pending": _int(stats.get("pendingRequestCount"))},
             "output": output, "errors": errors}

@@ -186,7 +186,7 @@ def status_of(batch: Any, client: str) -> Dict[str, Any]:
     for item in data if isinstance(data, list) else []:
         if isinstance(item, dict):
             messages.append("{}: {}".format(item.get("code") or "error", item.get("message") or ""))
-    return {"status": status, "state": STATES.get(status, "running"),
+    return {"status": status, "state": STATES.get(status, "unknown"),
             "counts": {k: counts.get(k) for k in ("total", "completed", "failed")},
             "output_file_id": batch.get("output_file_id") or None, "error_file_id": batch.get("error_file_id") or None,
             "errors": messages}
