@@ -129,6 +129,8 @@ class Budget(object):
 
         ConfigError for a model without a price (unless ``allow_unpriced``) or bad counts.
         """
+        from .stream import MAX_USAGE_TOKENS
+
         for name, value in (("input_tokens", input_tokens), ("max_output_tokens", max_output_tokens)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise ConfigError("{} must be a non-negative int (got {!r})".format(name, value))
@@ -138,6 +140,14 @@ class Budget(object):
         needed = worst_case_usd(model, input_tokens, max_output_tokens, tier=tier, batch=batch,
                                 prompt_caching=prompt_caching)
         if needed is None:
+            too_many = [(name, value) for name, value in (("input_tokens", input_tokens),
+                                                          ("max_output_tokens", max_output_tokens))
+                        if value > MAX_USAGE_TOKENS]
+            if too_many and worst_case_usd(model, 0, 0, tier=tier, batch=batch) is not None:
+                # a priced model asked for more tokens than any price counts: refused, never let run uncounted
+                raise ConfigError("{} of {} is above the {:,} tokens a budget can price for one request: set a "
+                                  "smaller max_tokens (or send less)".format(too_many[0][0], too_many[0][1],
+                                                                              MAX_USAGE_TOKENS))
             if not self.allow_unpriced:
                 raise ConfigError(
                     "model {!r} has no list price in the catalog{}: a budget cannot bound what it costs; pass "

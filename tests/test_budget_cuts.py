@@ -10,6 +10,7 @@ import threading
 import pytest
 
 from agenthub import AutoLLMClient, Budget, BudgetExceededError
+from agenthub import errors as agenthub_errors
 from agenthub.errors import StreamProtocolError, TransportError
 from faultserver import fast_backoff  # noqa: F401  (fixture)
 from longrun_server import LongrunServer, boundaries, responses_events
@@ -148,3 +149,60 @@ def test_a_background_post_cut_before_its_id_is_a_second_response_and_counted(fa
         list(_responses(server, budget).streaming_response(GO, {"background": True, "max_tokens": 100}))
         assert [r["method"] for r in server.requests] == ["POST", "POST"]
     assert budget.spent_usd == pytest.approx(GPT_HOLD + GPT_ACTUAL, rel=1e-12) and budget.requests == 2
+
+
+@pytest.mark.parametrize("allow_unpriced", [False, True])
+def test_a_priced_model_asked_for_more_tokens_than_any_price_counts_is_refused_never_run_uncounted(allow_unpriced):
+    """Before: the worst case of max_tokens 200,000,000 (above stream.MAX_USAGE_TOKENS) had no price, so the
+    model was taken as unpriced: a ConfigError saying it has no list price, or, with allow_unpriced, the request
+    sent and its answer counted $0 by a budget of $0.001."""
+    budget = Budget(0.001, allow_unpriced=allow_unpriced)
+    with SSEServer() as server:
+        server.answers.append(Answer([WHOLE]))
+        with pytest.raises(agenthub_errors.ConfigError) as caught:
+            list(_claude(server.url, budget, max_retries=0).streaming_response(HI, {"max_tokens": 200000000}))
+        assert server.requests == []
+    assert str(caught.value) == ("max_output_tokens of 200000000 is above the 100,000,000 tokens a budget can price "
+                                 "for one request: set a smaller max_tokens (or send less)")
+    with pytest.raises(agenthub_errors.ConfigError):
+        budget.reserve("claude-sonnet-4-6", 100000001, 10)
+    assert (budget.spent_usd, budget.reserved_usd, budget.requests) == (0.0, 0.0, 0)
+    # a model without a price still runs uncounted where allowed, whatever its max_tokens
+    if allow_unpriced:
+        assert budget.reserve("my-model", 10, 200000000).needed_usd == 0.0
+
+
+def test_an_abandoned_stream_and_one_interrupted_count_their_hold_and_leave_none():
+    import gc
+
+    budget = Budget(1)
+    with SSEServer() as server:
+        server.answers.append(Answer([WHOLE]))
+        stream = _claude(server.url, budget, max_retries=0).streaming_response(HI, {"max_tokens": 1000})
+        next(stream)
+        assert (budget.spent_usd, budget.reserved_usd) == (0.0, pytest.approx(HOLD, rel=1e-12))
+        del stream  # never closed: its generator is finalised, and the hook settles
+        gc.collect()
+    assert (budget.spent_usd, budget.reserved_usd, budget.requests) == (pytest.approx(HOLD, rel=1e-12), 0.0, 1)
+
+
+def test_a_keyboard_interrupt_inside_the_read_counts_the_hold_once():
+    import signal
+    import time
+
+    budget = Budget(1)
+
+    def chunks():  # the head and the first events, then Ctrl-C while the client waits for more
+        yield HEAD
+        time.sleep(0.3)
+        os.kill(os.getpid(), signal.SIGINT)
+        yield WHOLE[len(HEAD):]
+
+    with SSEServer() as server:
+        server.answers.append(Answer([]))
+        server.answers[0].chunks = chunks()
+        stream = _claude(server.url, budget, max_retries=0).streaming_response(HI, {"max_tokens": 1000})
+        with pytest.raises(KeyboardInterrupt):
+            list(stream)
+        stream.close()
+    assert (budget.spent_usd, budget.reserved_usd, budget.requests) == (pytest.approx(HOLD, rel=1e-12), 0.0, 1)
