@@ -186,21 +186,22 @@ def test_an_abandoned_stream_and_one_interrupted_count_their_hold_and_leave_none
     assert (budget.spent_usd, budget.reserved_usd, budget.requests) == (pytest.approx(HOLD, rel=1e-12), 0.0, 1)
 
 
-def test_a_keyboard_interrupt_inside_the_read_counts_the_hold_once():
-    import signal
-    import time
+def test_a_keyboard_interrupt_inside_the_read_counts_the_hold_once(monkeypatch):
+    import agenthub.client as client_module
 
+    drive = client_module.drive
+
+    def interrupted(parts, *args, **kwargs):  # Ctrl-C as the first bytes after the 200 head are read
+        def parts_then_ctrl_c():
+            raise KeyboardInterrupt
+            yield  # noqa: unreachable (a generator)
+
+        return drive(parts_then_ctrl_c(), *args, **kwargs)
+
+    monkeypatch.setattr(client_module, "drive", interrupted)
     budget = Budget(1)
-
-    def chunks():  # the head and the first events, then Ctrl-C while the client waits for more
-        yield HEAD
-        time.sleep(0.3)
-        os.kill(os.getpid(), signal.SIGINT)
-        yield WHOLE[len(HEAD):]
-
     with SSEServer() as server:
-        server.answers.append(Answer([]))
-        server.answers[0].chunks = chunks()
+        server.answers.append(Answer([WHOLE]))
         stream = _claude(server.url, budget, max_retries=0).streaming_response(HI, {"max_tokens": 1000})
         with pytest.raises(KeyboardInterrupt):
             list(stream)
