@@ -140,7 +140,10 @@ class Attempt(object):
     attempt is the GET that resumes its stream after a cut, or re-attaches to it: a journaled run resumed
     after a crash, ``AutoLLMClient._reattach``; None otherwise), ``routes_left`` (on the
     call: how many failover routes come after the one being tried; 0 on the last route, or with no
-    fallbacks: a rate limiter's pause of this endpoint sends a call that has somewhere else to go there).
+    fallbacks: a rate limiter's pause of this endpoint sends a call that has somewhere else to go there),
+    ``cut_usd`` (None, or what a Budget counted for attempts the provider accepted that brought no answer: cut,
+    timed out or aborted after their 2xx head, each at its whole hold, since what the provider billed for
+    them is unknown; on the call: every route's).
     May change: ``request`` (the plan the next attempt encodes: an ``HttpRequest`` whose ``.url`` is
     the path and ``.body`` the JSON body, before the host adds URL and credential; before_attempt may
     swap it), ``retry`` and ``delay`` (on_error: whether and after how many seconds to try again),
@@ -151,7 +154,7 @@ class Attempt(object):
     __slots__ = ("kind", "client_type", "model", "messages", "config", "request", "number", "sent", "status",
                  "headers", "delivered", "usage", "error", "retry", "delay", "watch", "resuming",
                  "call", "route", "server", "finish_reason", "first_event_ms", "started_ms", "response_id", "cache",
-                 "answer", "attempts", "routes_left", "provider", "response_model")
+                 "answer", "attempts", "routes_left", "provider", "response_model", "cut_usd")
 
     def __init__(self, kind: str, client_type: str, model: str, request: Any,
                  messages: Optional[List[Any]] = None, config: Optional[Mapping[str, Any]] = None,
@@ -187,6 +190,7 @@ class Attempt(object):
         self.answer = None  # type: Optional[Iterable[Any]]
         self.attempts = 0
         self.routes_left = 0
+        self.cut_usd = None  # type: Optional[float]
 
     def wait(self, seconds: float) -> bool:
         """Sleep ``seconds`` (a rate limiter's pause); False when the call was aborted or ran out of time."""

@@ -19,7 +19,7 @@ and count their whole worst case).  None: this process only, as always.  See doc
 
 import threading
 import uuid
-from typing import Any, Dict, List, Mapping, Optional, Union
+from typing import Any, Dict, List, Mapping, Optional, Set, Union
 
 from .attempts import AttemptHook
 from .errors import BudgetExceededError, ConfigError
@@ -129,6 +129,8 @@ class Budget(object):
 
         ConfigError for a model without a price (unless ``allow_unpriced``) or bad counts.
         """
+        from .stream import MAX_USAGE_TOKENS
+
         for name, value in (("input_tokens", input_tokens), ("max_output_tokens", max_output_tokens)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise ConfigError("{} must be a non-negative int (got {!r})".format(name, value))
@@ -138,6 +140,14 @@ class Budget(object):
         needed = worst_case_usd(model, input_tokens, max_output_tokens, tier=tier, batch=batch,
                                 prompt_caching=prompt_caching)
         if needed is None:
+            too_many = [(name, value) for name, value in (("input_tokens", input_tokens),
+                                                          ("max_output_tokens", max_output_tokens))
+                        if value > MAX_USAGE_TOKENS]
+            if too_many and worst_case_usd(model, 0, 0, tier=tier, batch=batch) is not None:
+                # a priced model asked for more tokens than any price counts: refused, never let run uncounted
+                raise ConfigError("{} of {} is above the {:,} tokens a budget can price for one request: set a "
+                                  "smaller max_tokens (or send less)".format(too_many[0][0], too_many[0][1],
+                                                                              MAX_USAGE_TOKENS))
             if not self.allow_unpriced:
                 raise ConfigError(
                     "model {!r} has no list price in the catalog{}: a budget cannot bound what it costs; pass "
@@ -258,7 +268,11 @@ class Reservation(object):
 
 class BudgetHook(AttemptHook):
     """An attempt-loop hook (``agenthub.attempts.AttemptHook``): reserve before the first attempt of a
-    stream, settle when the call ends.  Retries of the same call share its one hold."""
+    stream, settle when the call ends.  Retries of the same call share its one hold, except after an
+    attempt the provider accepted (its 2xx head arrived) that then ended without its answer (a cut, an
+    idle timeout, an abort): that attempt may have been billed, so its hold is counted whole as that
+    attempt's cost (``Attempt.cut_usd`` of the call) and the next attempt, or route, holds its own.  A
+    background response's cut is resumed by a GET of the same response (billed once): its hold stays."""
 
     shares = "budget"  # (agenthub.failover.merge_hooks: one BudgetHook per budget in a call)
 
@@ -266,12 +280,17 @@ class BudgetHook(AttemptHook):
         self.budget = budget
         self.embeddings = embeddings  # an embedding model's client: input only, no output to bound
         self._holds = {}  # type: Dict[int, Reservation]
+        self._accepted = set()  # type: Set[int]  # attempts whose 2xx head arrived and that are still under way
         self._lock = threading.Lock()
         renew_lock_after_fork(self)
 
     def before_attempt(self, attempt: Any) -> None:
-        if attempt.kind != "stream" or attempt.number != 0:
+        if attempt.kind != "stream":
             return
+        with self._lock:
+            self._accepted.discard(id(attempt))
+            if id(attempt) in self._holds:
+                return  # a retry, or a background response's resume: the call's hold stands
         config = attempt.config or {}
         limit = 0 if self.embeddings else getattr(attempt.request, "max_output", None)  # the plan's (HttpRequest)
         if limit is None and config.get("max_tokens") is not None:
@@ -310,19 +329,56 @@ class BudgetHook(AttemptHook):
             self._holds[id(attempt)] = hold
 
     def after_response(self, attempt: Any) -> None:
-        pass
+        if attempt.kind == "stream" and attempt.status is not None and 200 <= attempt.status < 300:
+            with self._lock:
+                self._accepted.add(id(attempt))  # the provider took the request: from here on it may bill it
 
     def on_error(self, attempt: Any, error: Any) -> None:
-        pass
+        if not self._cut(attempt, error):
+            return
+        with self._lock:
+            self._accepted.discard(id(attempt))
+            hold = self._holds.pop(id(attempt), None)
+        if hold is not None:  # counted whole, as this attempt's own cost; the next attempt holds anew
+            _cut_cost(attempt, hold.settle(None))
+
+    def _cut(self, attempt: Any, error: Any) -> bool:
+        """Did ``attempt`` end without its answer after the provider accepted it (billed, for an unknown sum)?
+        Not when the provider said it failed (an error event or document: an UpstreamError), nor for a
+        background response whose id is known (its stream is resumed, the response billed once)."""
+        from .errors import UpstreamError
+
+        with self._lock:
+            accepted = id(attempt) in self._accepted
+        if not accepted or isinstance(error, UpstreamError):
+            return False
+        return not (attempt.resuming or attempt.response_id or attempt.call.response_id)
 
     def on_done(self, attempt: Any) -> None:
         with self._lock:
             hold = self._holds.pop(id(attempt), None)
+            accepted = id(attempt) in self._accepted
+            self._accepted.discard(id(attempt))
         if hold is None:
             return
+        from .errors import UpstreamError
+
+        created = bool((attempt.config or {}).get("background") and (attempt.response_id or attempt.call.response_id))
         if attempt.usage is not None:
             hold.settle(attempt.usage)
-        elif attempt.error is not None and not attempt.delivered:
-            hold.release()  # failed before any answer: nothing was generated for it
+        elif attempt.delivered or created or (accepted and not isinstance(attempt.error, UpstreamError)):
+            # cut, aborted or closed after the provider took it (a background response, created, runs on):
+            # what it used is unknown, its hold counts
+            charged = hold.settle(None)
+            if not attempt.delivered and not created:
+                _cut_cost(attempt, charged)
         else:
-            hold.settle(None)  # cut or closed mid-answer: what it used is unknown, its hold counts
+            hold.release()  # failed before the provider took it, or the provider said it failed: nothing billed
+
+
+def _cut_cost(attempt: Any, usd: float) -> None:
+    """Add ``usd`` to the logical call's ``cut_usd``: what attempts that brought no answer were counted."""
+    call = attempt.call
+    call.cut_usd = (call.cut_usd or 0.0) + usd
+    if attempt is not call:
+        attempt.cut_usd = (attempt.cut_usd or 0.0) + usd

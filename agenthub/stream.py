@@ -11,7 +11,7 @@ import json
 import logging
 import re
 import time
-from typing import Any, Dict, Iterable, Iterator, List, Optional
+from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional
 
 from .errors import AgentHubError, ConfigError, EmptyResponseError, StreamProtocolError
 from .types import FINISH_REASONS as _FINISH_REASONS, USAGE_KEYS as _USAGE_KEYS
@@ -84,7 +84,7 @@ def checked_usage(usage: Any, client: str = "") -> UsageMetadata:
     if written is not None:
         out = with_cache_write(out, written, getattr(usage, "cache_write_1h", None))
     tier = getattr(usage, "service_tier", None)
-    return out if tier is None else with_service_tier(out, tier)
+    return out if tier is None else with_service_tier(out, tier, CATALOG_TIERS)  # (a catalog tier already)
 
 
 class Usage(dict):
@@ -134,10 +134,16 @@ def with_cache_write(buckets: Any, written: Any, written_1h: Any = None) -> Any:
 SERVICE_TIERS = {"default": "standard", "standard": "standard", "priority": "priority", "flex": "flex"}
 
 
-def with_service_tier(buckets: Any, said: Any) -> Any:
+#: the tiers agenthub's serve wire names (``usage_metadata.service_tier``): the catalog's names of the tier a turn was
+#: priced at, ``fast`` too (a row whose ``default_config`` asks ``fast_mode``, its upstream saying no tier)
+CATALOG_TIERS = dict(SERVICE_TIERS, fast="fast")
+
+
+def with_service_tier(buckets: Any, said: Any, names: Mapping[str, str] = SERVICE_TIERS) -> Any:
     """``buckets`` carrying the service tier the answer says it was billed at (``Usage.service_tier``, one of
-    ``SERVICE_TIERS``' values); as they are when it says none of them (or there is no usage)."""
-    tier = SERVICE_TIERS.get(said) if isinstance(said, str) else None
+    ``names``' values: a wire's word -> the catalog's tier); as they are when it says none of them (or there is
+    no usage)."""
+    tier = names.get(said) if isinstance(said, str) else None
     if tier is None or not isinstance(buckets, dict):
         return buckets
     return _usage(buckets, getattr(buckets, "cache_write", None), getattr(buckets, "cache_write_1h", None), tier)

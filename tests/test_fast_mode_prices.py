@@ -157,3 +157,34 @@ def test_the_tier_survives_copies_and_pickles():
         assert type(again) is Usage and again == usage
         assert (again.cache_write, again.cache_write_1h, again.service_tier) == (4, 1, "priority")
     assert with_service_tier(usage, "scale") is usage and with_service_tier(None, "priority") is None
+
+
+@pytest.mark.parametrize("model, tier, price", [
+    ("gpt-5", "fast", (100000 * 2.5 + 1000 * 20) / 1e6),
+    ("gpt-5.5", "fast", (100000 * 12.5 + 1000 * 75) / 1e6),
+])
+def test_a_serve_row_whose_default_config_asks_fast_mode_is_priced_alike_by_server_and_client(monkeypatch, model,
+                                                                                            tier, price):
+    """A serve row ``default_config: {"fast_mode": true}`` and an upstream that names no tier: the server prices
+    the fast tier; its agenthub client, which never sent fast_mode, learns the tier from the wire's usage
+    (``service_tier``).  Before, the client's Budget and runs priced the standard tier."""
+    fix_clock(monkeypatch, "12:00")
+    from agenthub.apps.server import make_app
+
+    with Upstream() as up:
+        up.routes["up"] = Route(chat_turn(None))
+        row = {"id": model, "model": model, "client_type": "openai-chat", "base_url": up.url + "/up/v1",
+               "api_key": "sk-test-0123456789", "max_retries": 0, "default_config": {"fast_mode": True}}
+        with Builtin(make_app({"models": [row], "api_keys": [KEY]})) as site:
+            budget = Budget(5.0)
+            via = AutoLLMClient(model, client_type="agenthub", base_url=site.url, api_key=KEY, max_retries=0,
+                                budget=budget)
+            usage = via.response(MESSAGES, PLAIN)["usage_metadata"]
+            ran = AutoLLMClient(model, client_type="agenthub", base_url=site.url, api_key=KEY,
+                                max_retries=0).run(MESSAGES, PLAIN, tools=[]).result().cost_usd
+            text = requests.get(site.url + "/v1/metrics", headers={"Authorization": "Bearer " + KEY}, timeout=10).text
+        assert [r["body"].get("service_tier") for r in up.requests] == ["priority"] * 2
+    line = [entry for entry in text.splitlines() if entry.startswith('agenthub_cost_usd_total{{model="{}"}}'.format(model))][0]
+    assert usage.service_tier == tier
+    assert [round(x, 9) for x in (float(line.split()[-1]) / 2, budget.spent_usd, ran, cost(model, usage))] == [
+        round(price, 9)] * 4

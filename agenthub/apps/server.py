@@ -406,14 +406,17 @@ def _without_arguments(event: Any, announced: Any) -> Tuple[Any, Any]:
     return sent, None
 
 
-def _with_usage_extras(event: Any) -> Any:
+def _with_usage_extras(event: Any, asked: Optional[str] = None) -> Any:
     """The items and runs wires (the agenthub client's), for a stop event: its usage_metadata with what the
     upstream reported beside the four buckets, the prompt-cache writes (``stream.Usage.cache_write`` and
-    ``cache_write_1h``) and the service tier that served it (``Usage.service_tier``), under those names, so the
-    client prices the turn as this server does; as it is when there are none (and for every other client: the
-    data model's four buckets)."""
+    ``cache_write_1h``) and the service tier that served it (``Usage.service_tier``; where the upstream said
+    none, ``asked``: the tier the call asked for, a row's ``default_config`` ``fast_mode`` the client never
+    sent), under those names, so the client prices the turn as this server does; as it is when there are none
+    (and for every other client: the data model's four buckets)."""
     usage = event.get("usage_metadata")
     extra = {name: getattr(usage, name, None) for name in ("cache_write", "cache_write_1h", "service_tier")}
+    if extra["service_tier"] is None and isinstance(usage, dict):
+        extra["service_tier"] = asked
     if extra["cache_write"] is None and extra["service_tier"] is None:
         return event
     return dict(event, usage_metadata=dict(usage, **extra))
@@ -992,6 +995,17 @@ class _Pump(object):
         """Bytes of frames put in the queue and not taken yet (each counter is written by one thread)."""
         return self.put_bytes - self.taken_bytes
 
+    def _asked_tier(self) -> Optional[str]:
+        """The tier the call asked for (``catalog.call_tier``: its merged config's ``fast_mode``), of the model
+        that answered: the one the metrics price a turn at when the upstream names none."""
+        from ..catalog import call_tier
+
+        call = getattr(self.stream, "_call", None)
+        route = getattr(call, "route", None)
+        model = route.get("model") if isinstance(route, dict) else None
+        model = model or getattr(call, "model", None)
+        return call_tier(str(model), call) if model else None
+
     def _run(self) -> None:
         if self.trace is not None:
             with self.trace:
@@ -1060,7 +1074,8 @@ class _Pump(object):
                 if runs and event["event_type"] == "delta" and len(event["content_items"]) == 1:
                     event, announced = _without_arguments(event, announced)
                 # (a stop event is sent with its cache writes; the event itself stays as it is: the metrics read it)
-                frame = encode(_with_usage_extras(event) if items and event["event_type"] == "stop" else event)
+                frame = encode(_with_usage_extras(event, self._asked_tier()) if items and event["event_type"] == "stop"
+                               else event)
                 put_bytes += len(frame)
                 put(frame)
                 count += 1

@@ -26,7 +26,7 @@ from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Tuple
 from ..answers import decode_body, error_from_body as _error_from_body
 from ..errors import AgentHubError, StreamProtocolError, error_from_json
 from ..sse import DEFAULT_MAX_LINE_BYTES, SSEDecoder, SSEEvent
-from ..stream import StreamEnd, item_problem, with_cache_write, with_service_tier
+from ..stream import CATALOG_TIERS, StreamEnd, item_problem, with_cache_write, with_service_tier
 from ..toolcalls import read_arguments
 from ..types import FINISH_REASONS, MAX_DEPTH, USAGE_KEYS, HttpRequest, from_jsonable as _restore, too_deep
 from ..types import to_jsonable as _jsonable
@@ -318,7 +318,7 @@ def _usage(usage: Any, client: str) -> Any:
     buckets = {key: usage.get(key) for key in USAGE_KEYS}
     if usage.get("cache_write") is not None:
         buckets = with_cache_write(buckets, usage["cache_write"], usage.get("cache_write_1h"))
-    return with_service_tier(buckets, usage.get("service_tier"))
+    return with_service_tier(buckets, usage.get("service_tier"), CATALOG_TIERS)  # (the server's own tier names)
 
 
 def parse_document(payload: Any, client: str = "agenthub", tool_id_prefix: Any = None) -> Iterator[Any]:
