@@ -384,3 +384,13 @@ def test_an_openai_batch_whose_errors_data_is_no_list_has_a_status():
 
     info = openai_backend.status_of({"status": "failed", "errors": {"object": "list", "data": 5}}, "openai")
     assert (info["state"], info["errors"]) == ("failed", [])
+
+
+@pytest.mark.parametrize("status, state", [
+    ("BATCH_STATE_SUCCEEDED", "completed"), ("JOB_STATE_SUCCEEDED", "completed"),
+    # Vertex AI's JobState for a job that ended with some of its requests failed: its results are read (each failed
+    # request is that row's error), it is not left "unknown" (wait() would give up on it)
+    ("JOB_STATE_PARTIALLY_SUCCEEDED", "completed"), ("JOB_STATE_PAUSED", "unknown")])
+def test_gemini_batch_states_ended_with_some_requests_failed_are_completed(status, state):
+    info = gemini_backend.status_of({"name": "batches/1", "metadata": {"state": status}}, "gemini")
+    assert (info["status"], info["state"]) == (status, state)

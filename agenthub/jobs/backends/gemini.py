@@ -61,6 +61,9 @@ for _prefix in ("BATCH_STATE_", "JOB_STATE_"):
                    _prefix + "SUCCEEDED": "completed", _prefix + "FAILED": "failed",
                    _prefix + "CANCELLED": "cancelled", _prefix + "CANCELLING": "cancelling",
                    _prefix + "EXPIRED": "expired"})
+#: Vertex AI's JobState for a job that ended with some requests failed: ended, its results read line by line (each
+#: failed request is its row's error)
+STATES["JOB_STATE_PARTIALLY_SUCCEEDED"] = "completed"
 #: google.rpc codes of a request that never ran (CANCELLED)
 _NOT_RUN_CODES = (1, "CANCELLED")
 #: google.rpc.Code (a batch item's ``error`` is a google.rpc.Status: ``{"code", "message", "details"}``) -> the
