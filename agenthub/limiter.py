@@ -73,11 +73,20 @@ class Ticket(object):
         return "Ticket(tokens={}, at={:.3f})".format(self.tokens, self.at)
 
 
+#: the smallest rate (per minute) a limiter takes: one a day (a smaller one's interval, ``60 / rate`` seconds, may
+#: pass what a sleep can wait, or overflow to inf and leave a shared store's row unreadable for every process)
+MIN_RATE = 1.0 / 1440
+
+
 def _positive(value: Any, name: str) -> Optional[float]:
     if value is None:
         return None
+    if isinstance(value, int) and not isinstance(value, bool) and value > 1e300:
+        raise ConfigError("{} must be a positive number (got 'huge')".format(name))  # (past a float: no OverflowError)
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0 or value == float("inf"):
         raise ConfigError("{} must be a positive number (got {!r})".format(name, value))
+    if value < MIN_RATE:
+        raise ConfigError("{} must be a number of at least 1/1440 (one a day; got {!r})".format(name, value))
     return float(value)
 
 
