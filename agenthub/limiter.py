@@ -387,10 +387,11 @@ class RateLimiter(object):
             self.tokens += used - ticket.tokens
             if self.tpm is not None:
                 # more than estimated: the next request waits longer; less: it may go sooner (never before
-                # now: a slot is never granted in the past, so no burst builds up); never longer than the
-                # longest pause, whatever the usage said
+                # now: a slot is never granted in the past, so no burst builds up); one settlement holds the
+                # pace back at most the longest pause more, whatever the usage said (and never pulls it back
+                # past the requests already booked behind it)
                 self._next_token = min(self._next_token + (used - ticket.tokens) * 60.0 / self.tpm,
-                                       self._clock() + MAX_PAUSE)
+                                       max(self._next_token, self._clock()) + MAX_PAUSE)
             ticket.tokens = used
 
     # -- what the server says -------------------------------------------------------------------
