@@ -295,7 +295,10 @@ class RateLimiter(object):
         """Book the next slot for a request of ``tokens`` (estimated) to the endpoint ``key`` (None: no
         endpoint's own pause holds it): (ticket, seconds to wait before sending).  Never blocks;
         ``acquire`` is reserve + sleep."""
-        tokens = max(0, min(int(tokens), 10 ** 12))  # (a local estimate: bounded so the arithmetic stays in floats)
+        if isinstance(tokens, bool) or not isinstance(tokens, (int, float)) or tokens != tokens:
+            raise ConfigError("tokens must be a number (got {})".format(type(tokens).__name__ if not isinstance(
+                tokens, float) else "NaN"))
+        tokens = int(max(0, min(tokens, 10 ** 12)))  # (a local estimate: bounded so the arithmetic stays in floats)
         if self._shared is not None:  # the pace is the store's
             slot_wait, wait = self._shared.reserve(tokens, key)
             with self._lock:

@@ -81,6 +81,16 @@ def test_a_settlement_never_pulls_back_the_token_pace_of_the_requests_booked_beh
     assert limiter.reserve(0)[1] == 1810.0 + 600.0
 
 
+def test_a_token_count_that_is_no_number_is_a_config_error_and_an_infinite_one_is_bounded():
+    clock = Clock()
+    limiter = _limiter(clock, tpm=60)
+    for bad, said in ((float("nan"), "NaN"), (None, "NoneType"), ("5", "str"), (True, "bool")):
+        with pytest.raises(ConfigError, match="^tokens must be a number \\(got {}\\)$".format(said)):
+            limiter.reserve(bad)
+    assert limiter.reserve(float("inf"))[0].tokens == 10 ** 12  # (no OverflowError: held as the largest estimate)
+    assert limiter.reserve(0)[1] == 600.0  # which holds the next request back the longest a request may
+
+
 def test_estimate_is_the_budgets_input_estimate_plus_max_tokens():
     from agenthub import budget
 
