@@ -21,7 +21,7 @@ anything that changes the body (a config key, a tool, a thinking signature in th
 complete stream is stored (start, deltas, a stop with its usage, in order; up to ``CHECK_WHOLE_BYTES`` it is
 checked whole by ``agenthub.check_stream``), and only when the route that answered is the one the key names
 (a failover's fallback answer is not stored under the primary's key).  Events are compressed as they come,
-and an answer past ``max_bytes`` compressed stops being recorded.  Entries hold the events alone (no
+and an answer past ``max_bytes`` compressed (or ``MAX_ENTRY_TEXT`` as JSON) stops being recorded.  Entries hold the events alone (no
 header, no credential), compressed, under the key; they live ``ttl`` seconds (None: until evicted) and the
 oldest go first while the store holds more than ``max_bytes``.  A directory made for the cache is 0700 and
 its file 0600; one another user owns or others can write is refused (ConfigError).
@@ -163,6 +163,10 @@ def request_key(client_type: str, endpoint: str, request: Any,
 #: past it the shape is checked as the events come (start first, deltas of one item, the stop last with its
 #: usage and finish reason): the events come from agenthub's own stream driver, which keeps the grammar
 CHECK_WHOLE_BYTES = 4 * 1024 * 1024
+#: the most an entry's events may take as JSON, uncompressed: an answer past it is never stored, and an entry that
+#: decompresses past it (not one this cache wrote: a zlib bomb planted in a shared store) is a miss, never inflated
+#: whole in memory
+MAX_ENTRY_TEXT = 256 * 1024 * 1024
 
 
 class _Recording(object):
@@ -197,13 +201,18 @@ class _Recording(object):
         except (TypeError, ValueError):
             self.broken = True
             return
-        self.size += len(line)
+        data = (("," if self.count else "") + line).encode("utf-8", "surrogatepass")
+        self.size += len(data)
+        if self.size > MAX_ENTRY_TEXT:
+            self.broken = True  # past what an entry may inflate to: never stored, so recording stops here
+            self.packed, self.lines = [], None
+            return
         if self.lines is not None:
             if self.size <= CHECK_WHOLE_BYTES:
                 self.lines.append(line)
             else:
                 self.lines = None
-        self._pack((("," if self.count else "") + line).encode("utf-8", "surrogatepass"))
+        self._pack(data)
         self.count += 1
         self.last = {"event_type": event.get("event_type"), "usage": event.get("usage_metadata"),
                      "finish": event.get("finish_reason")}
@@ -404,15 +413,21 @@ def _decode(raw: bytes, key: str) -> Optional[List[Dict[str, Any]]]:
     if not raw.startswith(_MAGIC):
         return None
     try:
-        doc = json.loads(zlib.decompress(raw[len(_MAGIC):]).decode("utf-8", "surrogatepass"))
+        unpacker = zlib.decompressobj()
+        text = unpacker.decompress(raw[len(_MAGIC):], MAX_ENTRY_TEXT + 1)  # (never more than the bound + 1 byte)
+        if len(text) > MAX_ENTRY_TEXT or not unpacker.eof or unpacker.unused_data:
+            return None  # past the bound, cut short, or followed by bytes this cache never writes
+        doc = json.loads(text.decode("utf-8", "surrogatepass"))
     except (zlib.error, ValueError, UnicodeDecodeError):
         return None
     if not isinstance(doc, dict) or doc.get("key") != key or not isinstance(doc.get("events"), list):
         return None
     events = doc["events"]
-    # (stored only after check_stream passed, and zlib's checksum covers the bytes: a light look suffices)
-    if len(events) < 2 or not all(isinstance(event, dict) for event in events) \
-            or events[0].get("event_type") != "start" or events[-1].get("event_type") != "stop":
+    # checked whole before it is replayed: zlib's checksum only says the bytes are the ones written, and an entry
+    # in a shared store may be one this cache never wrote (another program's, a bug's, planted)
+    try:
+        check_stream(events)
+    except AgentHubError:
         return None
     return events
 

@@ -73,11 +73,20 @@ class Ticket(object):
         return "Ticket(tokens={}, at={:.3f})".format(self.tokens, self.at)
 
 
+#: the smallest rate (per minute) a limiter takes: one a day (a smaller one's interval, ``60 / rate`` seconds, may
+#: pass what a sleep can wait, or overflow to inf and leave a shared store's row unreadable for every process)
+MIN_RATE = 1.0 / 1440
+
+
 def _positive(value: Any, name: str) -> Optional[float]:
     if value is None:
         return None
+    if isinstance(value, int) and not isinstance(value, bool) and value > 1e300:
+        raise ConfigError("{} must be a positive number (got 'huge')".format(name))  # (past a float: no OverflowError)
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0 or value == float("inf"):
         raise ConfigError("{} must be a positive number (got {!r})".format(name, value))
+    if value < MIN_RATE:
+        raise ConfigError("{} must be a number of at least 1/1440 (one a day; got {!r})".format(name, value))
     return float(value)
 
 
@@ -286,7 +295,10 @@ class RateLimiter(object):
         """Book the next slot for a request of ``tokens`` (estimated) to the endpoint ``key`` (None: no
         endpoint's own pause holds it): (ticket, seconds to wait before sending).  Never blocks;
         ``acquire`` is reserve + sleep."""
-        tokens = max(0, min(int(tokens), 10 ** 12))  # (a local estimate: bounded so the arithmetic stays in floats)
+        if isinstance(tokens, bool) or not isinstance(tokens, (int, float)) or tokens != tokens:
+            raise ConfigError("tokens must be a number (got {})".format(type(tokens).__name__ if not isinstance(
+                tokens, float) else "NaN"))
+        tokens = int(max(0, min(tokens, 10 ** 12)))  # (a local estimate: bounded so the arithmetic stays in floats)
         if self._shared is not None:  # the pace is the store's
             slot_wait, wait = self._shared.reserve(tokens, key)
             with self._lock:
@@ -378,10 +390,11 @@ class RateLimiter(object):
             self.tokens += used - ticket.tokens
             if self.tpm is not None:
                 # more than estimated: the next request waits longer; less: it may go sooner (never before
-                # now: a slot is never granted in the past, so no burst builds up); never longer than the
-                # longest pause, whatever the usage said
+                # now: a slot is never granted in the past, so no burst builds up); one settlement holds the
+                # pace back at most the longest pause more, whatever the usage said (and never pulls it back
+                # past the requests already booked behind it)
                 self._next_token = min(self._next_token + (used - ticket.tokens) * 60.0 / self.tpm,
-                                       self._clock() + MAX_PAUSE)
+                                       max(self._next_token, self._clock()) + MAX_PAUSE)
             ticket.tokens = used
 
     # -- what the server says -------------------------------------------------------------------

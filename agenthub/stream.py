@@ -599,7 +599,7 @@ class Collector(object):
 def item_problem(item: Any) -> Optional[str]:
     """What makes ``item`` no content item (an unknown type, a field of the wrong type), or None."""
     item_type = item.get("type") if isinstance(item, dict) else None
-    fields = _ITEM_FIELDS.get(item_type)  # type: ignore[arg-type]
+    fields = _ITEM_FIELDS.get(item_type) if isinstance(item_type, str) else None  # (a list: no TypeError)
     if fields is None:
         return "unknown content item type {!r}".format(item_type)
     for name, expected in fields:
@@ -660,7 +660,7 @@ def check_stream(events: Iterable[UniEvent]) -> None:
                 if value is not None and (type(value) is not int or value < 0):
                     fail(position, "rule 3: usage bucket {} is a non-negative int or None".format(key))
             finish = event.get("finish_reason")
-            if finish not in _FINISH_REASONS:
+            if not isinstance(finish, str) or finish not in _FINISH_REASONS:
                 fail(position, "rule 3: 'stop' has a finish_reason in stop/length/tool_call/unknown")
             if open_call is not None:
                 fail(position, "rule 5: tool call {!r} never completed".format(open_call.get("name")))

@@ -6,6 +6,7 @@ import os
 import sqlite3
 import time
 import zlib
+from unittest.mock import ANY
 
 import pytest
 import requests
@@ -304,3 +305,30 @@ def test_the_cli_chat_prices_a_cache_hit_at_nothing(tmp_path, capsys, monkeypatc
     lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("[done: ")]
     paid = "[done: stop] tokens: prompt 10, cached ?, thinking ?, response 5, cost $0.000005"
     assert lines == [paid, "[done: stop] tokens: prompt 10, cached ?, thinking ?, response 5, cost $0.00"] * 2
+
+
+def _delta(items):
+    return lambda events: events[:1] + [{"role": "assistant", "event_type": "delta", "content_items": items,
+                                         "created_at": 1}] + events[1:]
+
+
+@pytest.mark.parametrize("spoil", [
+    _delta("not a list"), _delta([{"type": "text"}]), _delta([{"type": "tool_call", "name": 5}]),
+    _delta([{"type": ["text"]}]), lambda events: events[:-1] + [dict(events[-1], finish_reason=["stop"])],
+], ids=["items-not-a-list", "text-without-text", "tool-call-named-by-a-number", "item-type-a-list",
+        "finish-reason-a-list"])
+def test_an_entry_whose_events_break_the_stream_grammar_is_a_miss_and_is_removed(spoil):
+    store = MemoryStore()
+    cache = ResponseCache(store)
+    with JobServer() as server:
+        client = AutoLLMClient("deepseek-v4-flash", client_type="openai-chat", base_url=server.base_url,
+                               api_key=KEY, cache=cache)
+        first = client.response(_user("x"), {"max_tokens": 8})
+        (key,) = list(store._cache)
+        events = json.loads(zlib.decompress(store._cache[key][0][len(b"agenthub-cache/1\n"):]))["events"]
+        store.cache_put(key, _entry({"key": key, "events": spoil(events)}), None, 1 << 20)
+        assert client.response(_user("x"), {"max_tokens": 8}) == dict(first, created_at=ANY)  # sent again
+        assert server.counts["x"] == 2 and cache.hits == 0 and cache.misses == 2 and cache.stored == 2
+        assert client.response(_user("x"), {"max_tokens": 8}) == dict(first, created_at=ANY)  # the new entry
+        assert server.counts["x"] == 2 and cache.hits == 1
+    cache.close()

@@ -188,3 +188,35 @@ def test_recording_stops_past_max_bytes(tmp_path):
     _record(cache, 3, "small")
     assert cache.stored == 1
     cache.close()
+
+
+def test_an_entry_that_decompresses_past_the_bound_is_a_miss_never_held_whole(tmp_path, monkeypatch):
+    import tracemalloc
+    import zlib
+
+    from agenthub import cache as cache_module
+
+    monkeypatch.setattr(cache_module, "MAX_ENTRY_TEXT", 1 << 20)
+    cache = ResponseCache(str(tmp_path / "answers"), max_bytes=64 << 20)
+    call = _Call()
+    key = request_key("openai-chat", "h:1", call.request)
+    packer = zlib.compressobj(9)
+    bomb = [packer.compress(('{"key":"%s","events":[' % key).encode())]
+    chunk = b" " * (1 << 20)
+    bomb += [packer.compress(chunk) for _ in range(48)]  # 48 MiB of blanks: a valid JSON once decompressed...
+    bomb += [packer.compress(b"]}"), packer.flush()]
+    cache.store.cache_put(key, cache_module._MAGIC + b"".join(bomb), None, 64 << 20)
+    tracemalloc.start()
+    try:
+        cache.on_call_start(call)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert call.answer is None and cache.misses == 1  # ...but past the bound: a miss, never decompressed whole
+    assert peak < 4 << 20
+    assert cache.store.cache_get(key) is None  # and removed
+    cache.on_call_end(call)
+    _record(cache, 200, lambda: os.urandom(4096).hex()[:6000])  # an answer past the bound is never stored
+    _record(cache, 3, "small")
+    assert cache.stored == 1
+    cache.close()

@@ -69,6 +69,28 @@ def test_tpm_spaces_by_tokens_and_usage_corrects_the_estimate():
     assert clock.now == 1006.0
 
 
+def test_a_settlement_never_pulls_back_the_token_pace_of_the_requests_booked_behind_it():
+    clock = Clock()
+    limiter = _limiter(clock, tpm=60)  # one token a second: a request of 600 tokens holds the next back 600 s
+    first, _ = limiter.reserve(600)
+    slots = [limiter.reserve(600)[1] for _ in range(2)]
+    assert slots == [600.0, 1200.0]
+    limiter.settle(first, {"prompt_tokens": 610})  # 10 tokens more than estimated: the pace moves 10 s later
+    assert limiter.reserve(0)[1] == 1810.0  # behind the three booked, not at 600 s beside the second
+    limiter.settle(limiter.reserve(0)[0], {"prompt_tokens": 10 ** 6})  # a huge count holds back 600 s more, at most
+    assert limiter.reserve(0)[1] == 1810.0 + 600.0
+
+
+def test_a_token_count_that_is_no_number_is_a_config_error_and_an_infinite_one_is_bounded():
+    clock = Clock()
+    limiter = _limiter(clock, tpm=60)
+    for bad, said in ((float("nan"), "NaN"), (None, "NoneType"), ("5", "str"), (True, "bool")):
+        with pytest.raises(ConfigError, match="^tokens must be a number \\(got {}\\)$".format(said)):
+            limiter.reserve(bad)
+    assert limiter.reserve(float("inf"))[0].tokens == 10 ** 12  # (no OverflowError: held as the largest estimate)
+    assert limiter.reserve(0)[1] == 600.0  # which holds the next request back the longest a request may
+
+
 def test_estimate_is_the_budgets_input_estimate_plus_max_tokens():
     from agenthub import budget
 

@@ -10,6 +10,7 @@ import signal
 import contextlib
 import sqlite3
 import time
+from unittest.mock import ANY
 
 import pytest
 
@@ -84,6 +85,15 @@ def test_tokens_hold_the_next_request_back_and_a_settlement_moves_the_pace(store
     assert _counted_down(store.limiter_reserve("t", None, 6000, 0), 1.0, first)
     store.limiter_adjust("t", 2.0)  # the answer used 200 tokens more than held
     assert _counted_down(store.limiter_reserve("t", None, 6000, 0), 3.0, first)
+
+
+def test_a_settlement_never_pulls_the_token_pace_back_past_the_requests_booked(store):
+    first = time.monotonic()
+    assert [store.limiter_reserve("k", None, 60, 600) for _ in range(3)] == [0.0, ANY, ANY]
+    store.limiter_adjust("k", 10.0)  # the first used 10 tokens more than held: the pace moves 10 s later
+    assert _counted_down(store.limiter_reserve("k", None, 60, 0), 1810.0, first)  # not 600 s: behind the booked
+    store.limiter_adjust("k", 1e9)  # an absurd usage holds the pace back 600 s more, at most
+    assert _counted_down(store.limiter_reserve("k", None, 60, 0), 2410.0, first)
 
 
 def test_budget_holds_are_checked_and_counted_atomically(store):

@@ -177,7 +177,9 @@ def limiter_take(row: Dict[str, Any], now: float, rpm: Optional[float], tpm: Opt
 
 
 def limiter_shift(row: Dict[str, Any], now: float, seconds: float) -> Dict[str, Any]:
-    t = min(_number(row, "t", now, "limiter") + seconds, now + MAX_HOLD)
+    # (later by at most MAX_HOLD past where the pace is: never pulled back past the requests booked behind it)
+    t = _number(row, "t", now, "limiter")
+    t = min(t + seconds, max(t, now) + MAX_HOLD)
     return dict(row, r=_number(row, "r", now, "limiter"), t=t, p=_number(row, "p", now, "limiter"))
 
 

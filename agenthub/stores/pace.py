@@ -11,9 +11,21 @@ it (``Store.limiter_reslot``), so the requests a pause held go spaced, not at on
 import json
 from typing import Any, Callable, Optional, Tuple
 
-from .base import Store
+from .base import Store, StoreError
 
-__all__ = ["SharedPace", "endpoint_name"]
+__all__ = ["SharedPace", "endpoint_name", "MAX_WAIT"]
+
+#: the longest wait a store's row may ask for (about 115 days; a limiter's own interval is at most a day, a pause
+#: at most ten minutes): a row asking more is corrupt (or planted), and refused before any sleep is tried with it
+#: (past ``threading.TIMEOUT_MAX`` a sleep is an OverflowError; short of it, a call that never goes)
+MAX_WAIT = 1e7
+
+
+def _sane(seconds: float, what: str) -> float:
+    if not seconds <= MAX_WAIT:  # (NaN too)
+        raise StoreError("the store's limiter row is corrupt (its {} is {:.3g} s away): refusing it; delete the "
+                         "row or use another key".format(what, seconds))
+    return seconds
 
 
 def endpoint_name(key: Any) -> str:
@@ -53,12 +65,12 @@ class SharedPace(object):
                 parts = _parts(name)
                 if endpoint is None or parts is None or not _holds(parts, endpoint):
                     continue
-            longest = max(longest, left)
+            longest = max(longest, _sane(left, "pause"))
         return longest
 
     def reserve(self, tokens: int, endpoint: Any) -> Tuple[float, float]:
         """(seconds to this request's slot, seconds to wait: its slot or the pause holding its endpoint)."""
-        slot = self.store.limiter_reserve(self.key, self.rpm, self.tpm, tokens)
+        slot = _sane(self.store.limiter_reserve(self.key, self.rpm, self.tpm, tokens), "next slot")
         return slot, max(slot, self.paused_for(endpoint))
 
     def wait_turn(self, ticket: Any, wait: float, endpoint: Any, sleep: Callable[[float], bool],
@@ -73,7 +85,7 @@ class SharedPace(object):
                 continue
             if not held or not self.rpm:
                 return True
-            wait = self.store.limiter_reslot(self.key, self.rpm)  # behind those booked while it was held
+            wait = _sane(self.store.limiter_reslot(self.key, self.rpm), "next slot")  # behind those booked meanwhile
             ticket.at = clock() + wait
             held = False
             if wait <= 0:

@@ -266,10 +266,13 @@ class SQLiteStore(JournalRows, StateStore):
             row = conn.execute("SELECT value, expires FROM agenthub_cache WHERE key = ?", (key,)).fetchone()
             if row is None:
                 return None
-            if row[1] is not None and row[1] <= now:
+            value, expires = row
+            if (expires is not None and (isinstance(expires, bool) or not isinstance(expires, (int, float))
+                                         or not expires > now)) or not isinstance(value, (bytes, memoryview)):
+                # expired, or not a row this store wrote (a time or a value of another type): gone, a miss
                 conn.execute("DELETE FROM agenthub_cache WHERE key = ?", (key,))
                 return None
-            return bytes(row[0]) if isinstance(row[0], (bytes, memoryview)) else None
+            return bytes(value)
 
         return self._transaction(work)
 
@@ -284,7 +287,8 @@ class SQLiteStore(JournalRows, StateStore):
             total = conn.execute("SELECT COALESCE(SUM(size), 0) FROM agenthub_cache").fetchone()[0]
             if total > max_bytes:
                 for old_key, size in conn.execute(
-                        "SELECT key, size FROM agenthub_cache WHERE key != ? ORDER BY stored", (key,)).fetchall():
+                        "SELECT key, CAST(size AS INTEGER) FROM agenthub_cache WHERE key != ? ORDER BY stored",
+                        (key,)).fetchall():  # (a size that is not a number counts as nothing, as SUM counts it)
                     conn.execute("DELETE FROM agenthub_cache WHERE key = ?", (old_key,))
                     total -= size
                     if total <= max_bytes:

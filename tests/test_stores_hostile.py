@@ -1,0 +1,94 @@
+"""What a shared store holds is never trusted to be sane: a cache row with a time or a size that is not a number,
+a limiter row whose next slot or pause lies absurdly far ahead.  Each is a miss or a typed StoreError, never a
+TypeError or an OverflowError out of a sleep."""
+
+import contextlib
+import sqlite3
+
+import pytest
+
+from agenthub import ConfigError, RateLimiter
+from agenthub.stores import MemoryStore, StoreError, open_store
+
+
+def _sql(path, statement):
+    with contextlib.closing(sqlite3.connect(path)) as conn, conn:
+        conn.execute(statement)
+
+
+def test_a_cache_row_whose_expiry_is_not_a_number_is_a_miss_and_is_removed(tmp_path):
+    path = str(tmp_path / "s.db")
+    store = open_store("sqlite:///" + path)
+    try:
+        store.cache_put("k", b"entry", 100.0, 10000)
+        _sql(path, "UPDATE agenthub_cache SET expires = 'soon'")
+        assert store.cache_get("k") is None
+        with contextlib.closing(sqlite3.connect(path)) as conn:
+            assert conn.execute("SELECT COUNT(*) FROM agenthub_cache").fetchone() == (0,)
+        store.cache_put("k", b"entry", 100.0, 10000)
+        _sql(path, "UPDATE agenthub_cache SET value = 'text, not bytes'")
+        assert store.cache_get("k") is None
+        with contextlib.closing(sqlite3.connect(path)) as conn:
+            assert conn.execute("SELECT COUNT(*) FROM agenthub_cache").fetchone() == (0,)
+    finally:
+        store.close()
+
+
+def test_a_cache_row_whose_size_is_not_a_number_is_evicted_not_a_crash(tmp_path):
+    path = str(tmp_path / "s.db")
+    store = open_store("sqlite:///" + path)
+    try:
+        store.cache_put("a", b"x" * 100, None, 10000)
+        _sql(path, "UPDATE agenthub_cache SET size = 'big'")
+        store.cache_put("b", b"y" * 50, None, 60)  # past the bound: "a" goes first
+        store.cache_put("c", b"z" * 50, None, 60)  # and then "b"
+        assert (store.cache_get("a"), store.cache_get("b"), store.cache_get("c")) == (None, None, b"z" * 50)
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize("name", ["rpm", "tpm"])
+def test_a_rate_so_small_its_interval_overflows_is_a_config_error(name):
+    for bad in (1e-308, 5e-324, 1e-9, 0.0001):
+        with pytest.raises(ConfigError, match="^{} must be a number of at least 1/1440".format(name)):
+            RateLimiter(**{name: bad})
+    assert getattr(RateLimiter(**{name: 1 / 1440}), name) == 1 / 1440
+    with pytest.raises(ConfigError, match="^{} must be a positive number \\(got 'huge'\\)$".format(name)):
+        RateLimiter(**{name: 10 ** 400})  # (an int past any float: no OverflowError)
+    with pytest.raises(ConfigError, match="^rpm must be a number of at least 1/1440"):
+        RateLimiter(rpm=1.0).share(10 ** 6)
+
+
+class _Planted(MemoryStore):
+    """A store whose limiter row says the next slot, or a pause, is ``ahead`` seconds away."""
+
+    def __init__(self, slot=0.0, pause=0.0):
+        super(_Planted, self).__init__()
+        self.slot, self.pause = slot, pause
+        self.shared = True
+
+    def limiter_reserve(self, key, rpm, tpm, tokens):
+        return self.slot
+
+    def limiter_pauses(self, key):
+        return {"": self.pause} if self.pause else {}
+
+
+def test_a_limiter_row_that_says_to_wait_for_ages_is_a_store_error_not_an_overflow():
+    slept = []
+    for store, what in ((_Planted(slot=1e300), "next slot"), (_Planted(pause=1e12), "pause")):
+        limiter = RateLimiter(rpm=60, store=store, sleep=slept.append)
+        with pytest.raises(StoreError, match="the store's limiter row is corrupt \\(its {} is ".format(what)):
+            limiter.acquire()
+    assert slept == []
+    store = _Planted(slot=3600.0)
+    limiter = RateLimiter(rpm=60, store=store, sleep=slept.append)
+    limiter.acquire()  # an hour's queue is a real wait
+    store.slot, store.pause = 0.0, 600.0
+
+    def sleep(seconds):
+        slept.append(seconds)
+        store.pause = 0.0
+
+    RateLimiter(store=store, sleep=sleep).acquire()  # and so is the longest pause
+    assert slept == [3600.0, 600.0]
