@@ -753,6 +753,38 @@ def test_anthropic_cache_writes_end_to_end(otel):
 
 
 @needs_call_hooks
+def test_a_response_cache_hit_counts_no_tokens_and_no_chunks(otel, tmp_path):
+    """A hit sends nothing: gen_ai.client.token.usage is "Number of input and output tokens used", recorded
+    "when an operation involves the usage of tokens" and with "billable tokens" where a system reports both
+    (open-telemetry/semantic-conventions v1.41.0, docs/gen-ai/gen-ai-metrics.md), and the chunk metrics time a
+    server's stream ("from when the client issues the generation request"): the replayed answer's usage is
+    the stored call's, counted when it was used.  The span says the hit and its duration, no usage."""
+    from agenthub import AutoLLMClient, ResponseCache
+    from sse_server import Answer, SSEServer
+
+    otel.start()
+    with SSEServer() as server:
+        server.answers.append(Answer([_read(FIXTURES, "chat_cached.sse")]))
+        client = AutoLLMClient("gpt-tel", api_key="k", base_url=server.url + "/v1", client_type="openai-chat",
+                               max_retries=0, cache=ResponseCache(str(tmp_path / "answers"), ttl=3600))
+        live = list(client.streaming_response(ASK))
+        again = list(client.streaming_response(ASK))
+        assert len(server.requests) == 1
+    assert again[-1]["usage_metadata"] == live[-1]["usage_metadata"]  # the replay carries the stored usage
+    sent, hit = otel.exporter.get_finished_spans()
+    assert "agenthub.cache" not in sent.attributes and sent.attributes["gen_ai.usage.input_tokens"] == 1200
+    assert hit.attributes["agenthub.cache"] == "hit"
+    assert not [name for name in hit.attributes if name.startswith("gen_ai.usage.")]
+    assert "gen_ai.response.time_to_first_chunk" not in hit.attributes
+    assert hit.attributes["gen_ai.response.finish_reasons"] == ("stop",)
+    metrics = metrics_of(otel.reader)
+    tokens = {a["gen_ai.token.type"]: (p.sum, p.count) for a, p in metrics["gen_ai.client.token.usage"]}
+    assert tokens == {"input": (1200, 1), "output": (300, 1)}  # the call that was sent, once
+    assert sum(p.count for _, p in metrics["gen_ai.client.operation.time_to_first_chunk"]) == 1
+    assert sum(p.count for _, p in metrics["gen_ai.client.operation.duration"]) == 2  # both calls took time
+
+
+@needs_call_hooks
 def test_failover_is_one_span_covering_every_route(otel):
     from agenthub import AutoLLMClient
     from sse_server import Answer, SSEServer

@@ -405,7 +405,11 @@ class GenAIHook(AttemptHook):
         span = record.span
         error = getattr(call, "error", None)
         route = getattr(call, "route", None) or None
-        usage = _usage(getattr(call, "usage", None))
+        # a call a hook answered (agenthub.ResponseCache: call.cache "hit") sent nothing: the answer it replayed
+        # carries the usage of the call that stored it, but no token was used now (the conventions' token counts
+        # are the tokens "used", billable ones where both are reported), nor was any chunk streamed by a server
+        replayed = isinstance(getattr(call, "cache", None), str) and bool(call.cache)
+        usage = None if replayed else _usage(getattr(call, "usage", None))
         error_type = type(error).__name__ if error is not None else None
         answered_at = _answering_server(call, route)
         if answered_at is not None:  # known once an attempt was encoded: the server of the route that answered
@@ -420,8 +424,9 @@ class GenAIHook(AttemptHook):
         answered_by = _response_model(call, route)
         if answered_by:
             metric_attrs[GEN_AI_RESPONSE_MODEL] = answered_by
-        first = record.first
-        if first is None and getattr(call, "first_event_ms", None) is not None and getattr(call, "started_ms", None):
+        first = None if replayed else record.first
+        if first is None and not replayed and getattr(call, "first_event_ms", None) is not None \
+                and getattr(call, "started_ms", None):
             first = record.started + max(0, call.first_event_ms - call.started_ms) / 1000.0
         if record.recording:
             try:
