@@ -8,10 +8,11 @@ from typing import Any, Dict, Mapping, Optional
 from ..hosts.trust import url_host, url_origin
 from . import hook as _hook
 from .hook import _dumps, _State
-from .names import (ERROR_TYPE, GEN_AI_AGENT_NAME, GEN_AI_OPERATION_NAME, GEN_AI_TOOL_CALL_ARGUMENTS,
+from .names import (ERROR_TYPE, GEN_AI_AGENT_NAME, GEN_AI_OPERATION_NAME, GEN_AI_PROVIDER_NAME,
+                    GEN_AI_REQUEST_MODEL, GEN_AI_TOOL_CALL_ARGUMENTS,
                     GEN_AI_TOOL_CALL_ID, GEN_AI_TOOL_CALL_RESULT, GEN_AI_TOOL_NAME, GEN_AI_TOOL_TYPE,
                     JSONRPC_REQUEST_ID, MCP_METHOD_NAME, MCP_PROTOCOL_VERSION, MCP_SESSION_ID, SERVER_ADDRESS,
-                    SERVER_PORT)
+                    SERVER_PORT, provider_name)
 
 logger = logging.getLogger("agenthub")
 
@@ -181,15 +182,24 @@ def activate(handle: Any) -> Any:
     return _NOOP
 
 
-def agent_span(name: str, *, description: Optional[str] = None) -> Any:
+def agent_span(name: str, *, description: Optional[str] = None, provider: Optional[str] = None,
+               model: Optional[str] = None) -> Any:
     """An ``invoke_agent {name}`` INTERNAL span for a tool run (``with`` it: the calls and tools inside
-    nest under it).  A no-op handle when nothing is instrumented."""
+    nest under it).  ``provider`` / ``model``: the ``gen_ai.provider.name`` and ``gen_ai.request.model`` of
+    the client the agent calls (the conventions require the provider on an invoke_agent span).  A no-op
+    handle when nothing is instrumented."""
     state = _hook._state
     if state is None:
         return _NOOP
     attributes = {GEN_AI_OPERATION_NAME: "invoke_agent"}  # type: Dict[str, Any]
+    if provider:
+        attributes[GEN_AI_PROVIDER_NAME] = provider
+    if model:
+        attributes[GEN_AI_REQUEST_MODEL] = model
     if name:
         attributes[GEN_AI_AGENT_NAME] = name
+    if description:
+        attributes["gen_ai.agent.description"] = description
     span = _started(state, "invoke_agent {}".format(name).rstrip() if name else "invoke_agent",
                     kind=state.kind_internal, attributes=attributes)
     return _NOOP if span is None else _Span(state, span, False)
@@ -229,7 +239,13 @@ class RunSpans(object):
 
     def on_run_start(self, run: Any) -> None:
         try:
-            span = agent_span("")
+            client = getattr(run, "client", None)
+            model = getattr(client, "model", None)
+            provider = getattr(client, "_provider", None) or (
+                provider_name(client.client_type) if isinstance(getattr(client, "client_type", None), str)
+                else None)
+            span = agent_span("", provider=provider if isinstance(provider, str) else None,
+                              model=model if isinstance(model, str) else None)
         except Exception:
             _hook.logger.debug("agenthub telemetry: the run span was not started", exc_info=True)
             return
