@@ -1226,15 +1226,45 @@ def test_mcp_requests_are_spans_and_carry_the_trace_context_in_meta(otel, era, v
     spans = {s.name: s for s in otel.exporter.get_finished_spans()}
     span = spans["tools/call echo"]
     assert span.kind.name == "CLIENT" and span.parent.span_id == caller.span.context.span_id
+    # v1.41.0 model/mcp/spans.yaml: "- ref: jsonrpc.request.id / conditionally_required: When the client executes
+    # a request."
     expected = {"mcp.method.name": "tools/call", "mcp.protocol.version": version, "gen_ai.operation.name": "execute_tool",
                 "gen_ai.tool.name": "echo", "server.address": "127.0.0.1", "server.port": fake.port,
-                "network.transport": "tcp", "network.protocol.name": "http"}
+                "network.transport": "tcp", "network.protocol.name": "http", "jsonrpc.request.id": str(call["body"]["id"])}
     if era == "legacy":
         expected["mcp.session.id"] = session_id
     assert dict(span.attributes) == expected
     meta = call["body"]["params"]["_meta"]
     assert meta["traceparent"] == "00-{:032x}-{:016x}-{:02x}".format(span.context.trace_id, span.context.span_id,
                                                                      int(span.context.trace_flags))
+
+
+@pytest.mark.skipif(not _mcp_wired(), reason="the MCP client (agenthub.mcp) is not in this tree, or not wired to "
+                                             "telemetry yet")
+def test_an_mcp_error_answer_is_its_json_rpc_code_and_never_its_message(otel):
+    """v1.41.0 model/mcp/common.yaml: error.type "SHOULD be set to the string representation of the JSON-RPC error
+    code, if one is returned"; rpc.response.status_code "conditionally_required: If response contains an error
+    code".  The server's message (here echoing the Authorization header) is in no attribute."""
+    from agenthub import mcp
+    from agenthub.mcp import MCPError
+    from mcp_support import FAKE_HTTP, Subprocess
+
+    otel.start()
+    fake = Subprocess([FAKE_HTTP, "modern"])
+    try:
+        with mcp.connect(fake.url + "?api_key=url-secret-123", timeout=10,
+                         headers={"Authorization": "Bearer sk-mcp-secret-0123456789"}) as server:
+            with pytest.raises(MCPError):
+                server.call_tool("leak", {})
+    finally:
+        fake.stop()
+    span = {s.name: s for s in otel.exporter.get_finished_spans()}["tools/call leak"]
+    assert span.attributes["error.type"] == "-32603" and span.attributes["rpc.response.status_code"] == "-32603"
+    assert span.status.status_code.name == "ERROR" and span.status.description == "-32603"
+    assert span.attributes["server.address"] == "127.0.0.1" and span.attributes["jsonrpc.request.id"]
+    dump = json.dumps([dict(s.attributes) for s in otel.exporter.get_finished_spans()]) + "".join(
+        str(s.status.description) for s in otel.exporter.get_finished_spans())
+    assert "sk-mcp-secret" not in dump and "url-secret-123" not in dump and "denied" not in dump
 
 
 @needs_call_hooks

@@ -84,13 +84,14 @@ class _Span(object):
     leaving the block sets ``error.type``.  ``activate()`` makes it current for a block without ending it
     (a generator re-entering its span per step); ``end(error=None)`` ends it outside a ``with``."""
 
-    __slots__ = ("_state", "span", "_token", "_ended", "_content", "_attrs")
+    __slots__ = ("_state", "span", "_token", "_ended", "_content", "_failed")
 
     def __init__(self, state: _State, span: Any, content: bool) -> None:
         self._state = state
         self.span = span
         self._token = None  # type: Any
         self._ended = False
+        self._failed = False  # error.type was set: the exception leaving the block does not replace it
         self._content = content and span.is_recording()
 
     @property
@@ -142,6 +143,7 @@ class _Span(object):
     def set_error(self, error: Any) -> None:
         """error.type: a string as given (a JSON-RPC code, ``tool_error``) or an exception's class name."""
         kind = error if isinstance(error, str) else type(error).__name__
+        self._failed = True
         self.span.set_attribute(ERROR_TYPE, kind)
         self.span.set_status(self._state.trace.Status(self._state.trace.StatusCode.ERROR, kind))
 
@@ -150,7 +152,7 @@ class _Span(object):
         if self._ended:
             return
         self._ended = True
-        if error is not None:
+        if error is not None and not self._failed:  # (a JSON-RPC code set before the MCPError left the block)
             self.set_error(error)
         self.span.end()
 
@@ -318,8 +320,8 @@ def mcp_span(method: str, protocol_version: Optional[str] = None, session_id: Op
             attributes[SERVER_PORT] = origin[2]
             attributes["network.transport"] = "tcp"
             attributes["network.protocol.name"] = "http"
-        else:
-            attributes[SERVER_ADDRESS] = url_host(server) or server
+        elif url_host(server):  # (never the URL itself: its query or user part may hold a credential)
+            attributes[SERVER_ADDRESS] = url_host(server)
     elif transport:
         attributes["network.transport"] = transport
     name = "{} {}".format(method, target) if target and method in ("tools/call", "prompts/get") else method
