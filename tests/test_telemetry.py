@@ -831,6 +831,44 @@ def test_an_error_after_retries_is_one_span_with_error_type(otel, monkeypatch):
     assert span.status.status_code.name == "ERROR"
 
 
+@needs_call_hooks
+@pytest.mark.parametrize("with_fallback", [False, True])
+def test_an_interrupted_call_is_an_error_and_a_closed_one_is_not(otel, with_fallback):
+    """error.type is "Conditionally Required: if the operation ended in an error" and, for an exception, "its
+    canonical class name" (v1.41.0 model/gen-ai/spans.yaml, model/error/registry.yaml): a KeyboardInterrupt (or a
+    hook's own exception) ending the call says so, once; the caller closing the stream early is no error."""
+    from agenthub import AutoLLMClient
+    from agenthub.attempts import AttemptHook
+    from sse_server import Answer, SSEServer
+
+    class Interrupt(AttemptHook):
+        def after_response(self, attempt):
+            raise KeyboardInterrupt()
+
+    otel.start()
+    with SSEServer() as server:
+        for _ in range(2):
+            server.answers.append(Answer([_read(FIXTURES, "chat_cached.sse")]))
+        kwargs = {"fallbacks": [AutoLLMClient("gpt-b", api_key="k", base_url=server.url + "/v1",
+                                              client_type="openai-chat")]} if with_fallback else {}
+        interrupting = AutoLLMClient("gpt-tel", api_key="k", base_url=server.url + "/v1", client_type="openai-chat",
+                                     max_retries=0, hooks=[Interrupt()], **kwargs)
+        with pytest.raises(KeyboardInterrupt):
+            list(interrupting.streaming_response(ASK))
+        client = AutoLLMClient("gpt-tel", api_key="k", base_url=server.url + "/v1", client_type="openai-chat",
+                               max_retries=0, **kwargs)
+        stream = client.streaming_response(ASK)
+        next(stream)
+        stream.close()
+    interrupted, closed = otel.exporter.get_finished_spans()
+    assert interrupted.attributes["error.type"] == "KeyboardInterrupt"
+    assert interrupted.status.status_code.name == "ERROR"
+    assert "error.type" not in closed.attributes and closed.status.status_code.name == "UNSET"
+    durations = sorted((a.get("error.type") or "", p.count) for a, p in
+                       metrics_of(otel.reader)["gen_ai.client.operation.duration"])
+    assert durations == [("", 1), ("KeyboardInterrupt", 1)]
+
+
 # -- differential: the same streams through the openai SDK under opentelemetry-instrumentation-openai-v2 ----------
 
 #: attributes agenthub emits that the reference (2.4b0, default mode) does not, and why

@@ -410,7 +410,9 @@ class GenAIHook(AttemptHook):
         # are the tokens "used", billable ones where both are reported), nor was any chunk streamed by a server
         replayed = isinstance(getattr(call, "cache", None), str) and bool(call.cache)
         usage = None if replayed else _usage(getattr(call, "usage", None))
-        error_type = type(error).__name__ if error is not None else None
+        raised = getattr(call, "raised", None)  # a KeyboardInterrupt or a hook's own exception ended it
+        error_type = type(error).__name__ if error is not None else (
+            getattr(raised, "__name__", None) if raised is not None else None)
         answered_at = _answering_server(call, route)
         if answered_at is not None:  # known once an attempt was encoded: the server of the route that answered
             record.base[SERVER_ADDRESS] = answered_at[0]
