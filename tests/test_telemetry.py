@@ -869,6 +869,23 @@ def test_an_interrupted_call_is_an_error_and_a_closed_one_is_not(otel, with_fall
     assert durations == [("", 1), ("KeyboardInterrupt", 1)]
 
 
+def test_a_run_ended_by_any_exception_is_an_error_span(otel):
+    """on_run_end gets the run's exception (KeyboardInterrupt included, agenthub.agent.hooks); the invoke_agent
+    span says it (error.type "if the operation ended in an error")."""
+    from agenthub.telemetry.spans import RunSpans
+
+    otel.start()
+    hooks = RunSpans()
+    for run, error in ((object(), KeyboardInterrupt()), (object(), None)):
+        hooks.on_run_start(run)
+        hooks.on_run_end(run, error)
+    interrupted, finished = otel.exporter.get_finished_spans()
+    assert interrupted.attributes["error.type"] == "KeyboardInterrupt"
+    assert interrupted.status.status_code.name == "ERROR"
+    assert "error.type" not in finished.attributes and finished.status.status_code.name == "UNSET"
+    assert hooks._runs == {}  # nothing kept once a run ended
+
+
 # -- differential: the same streams through the openai SDK under opentelemetry-instrumentation-openai-v2 ----------
 
 #: attributes agenthub emits that the reference (2.4b0, default mode) does not, and why

@@ -258,7 +258,7 @@ class RunSpans(object):
         span = self._runs.pop(id(run), None)
         if span is not None:
             try:
-                span.end(error if isinstance(error, Exception) else None)
+                span.end(error if isinstance(error, BaseException) else None)  # (a KeyboardInterrupt too)
             except Exception:
                 _hook.logger.debug("agenthub telemetry: the run span was not ended", exc_info=True)
 
