@@ -205,7 +205,7 @@ def test_attribute_names_equal_the_semantic_conventions_package():
                                   reason="opentelemetry-semantic-conventions (a test oracle) is not installed")
     if not hasattr(semconv, "GEN_AI_USAGE_REASONING_OUTPUT_TOKENS"):  # 3.8 stops at 0.54b1 (conventions 1.33)
         pytest.skip("this Python's opentelemetry-semantic-conventions predates the v1.41 GenAI names")
-    from opentelemetry.semconv._incubating.attributes import mcp_attributes
+    from opentelemetry.semconv._incubating.attributes import mcp_attributes, openai_attributes
     from opentelemetry.semconv._incubating.metrics import gen_ai_metrics
     from opentelemetry.semconv.attributes import error_attributes, server_attributes
 
@@ -214,14 +214,15 @@ def test_attribute_names_equal_the_semantic_conventions_package():
         value = getattr(telemetry, name)
         if not isinstance(value, str) or name.startswith("_"):
             continue
-        for module in (semconv, mcp_attributes, gen_ai_metrics, error_attributes, server_attributes):
+        for module in (semconv, mcp_attributes, gen_ai_metrics, error_attributes, server_attributes,
+                       openai_attributes):
             if hasattr(module, name):
                 assert getattr(module, name) == value, name
                 checked += 1
     assert checked >= 40  # every gen_ai.*, mcp.*, server.*, error.* name and the four metrics
-    own = {name for name in dir(telemetry) if name.startswith(("GEN_AI_", "MCP_", "SERVER_", "ERROR_"))}
+    own = {name for name in dir(telemetry) if name.startswith(("GEN_AI_", "MCP_", "SERVER_", "ERROR_", "OPENAI_"))}
     unknown = {name for name in own if not any(hasattr(m, name) for m in (
-        semconv, mcp_attributes, gen_ai_metrics, error_attributes, server_attributes))}
+        semconv, mcp_attributes, gen_ai_metrics, error_attributes, server_attributes, openai_attributes))}
     assert unknown == set(), "names the package does not carry: {}".format(sorted(unknown))
     # the provider names agenthub emits are well-known values (moonshot_ai is newer than v1.41: the genai repo's)
     known = {member.value for member in semconv.GenAiProviderNameValues} | {"moonshot_ai"}
@@ -252,7 +253,7 @@ def test_call_span_attributes_usage_and_no_content_by_default(otel):
         "gen_ai.request.max_tokens": 64, "gen_ai.request.temperature": 0.5,
         "gen_ai.response.model": "gpt-test", "agenthub.route.model": "gpt-test",
         "agenthub.route.client_type": "openai-chat", "agenthub.route.host": "api.openai.com",
-        "agenthub.attempts": 1, "gen_ai.response.finish_reasons": ("stop",),
+        "agenthub.attempts": 1, "gen_ai.response.finish_reasons": ("stop",), "openai.api.type": "chat_completions",
         "gen_ai.usage.input_tokens": 100, "gen_ai.usage.output_tokens": 7,
         "gen_ai.usage.cache_read.input_tokens": 30, "gen_ai.usage.reasoning.output_tokens": 5,
     }
@@ -658,7 +659,7 @@ def test_chat_stream_end_to_end(otel):
         "gen_ai.response.model": "gpt-tel-2026-01-01", "gen_ai.response.id": "chatcmpl-tel1",
         "agenthub.route.model": "gpt-tel",
         "agenthub.route.client_type": "openai-chat", "agenthub.route.host": "127.0.0.1:{}".format(port),
-        "agenthub.attempts": 1,
+        "agenthub.attempts": 1, "openai.api.type": "chat_completions",
         "gen_ai.response.finish_reasons": ("stop",), "gen_ai.usage.input_tokens": 1200,
         "gen_ai.usage.output_tokens": 300, "gen_ai.usage.cache_read.input_tokens": 1024,
         "gen_ai.usage.reasoning.output_tokens": 120}
@@ -785,6 +786,31 @@ def test_a_response_cache_hit_counts_no_tokens_and_no_chunks(otel, tmp_path):
 
 
 @needs_call_hooks
+@pytest.mark.parametrize("client_type, name, tier_said, config, api_type, request_tier, response_tier", [
+    ("openai-chat", "chat_cached.sse", None, {}, "chat_completions", None, None),
+    ("openai-chat", "chat_cached.sse", "default", {}, "chat_completions", None, "default"),
+    ("openai-responses", "responses_cached.sse", None, {"fast_mode": True}, "responses", "priority", None),
+])
+def test_openai_spans_say_the_api_and_service_tiers(otel, client_type, name, tier_said, config, api_type,
+                                                    request_tier, response_tier):
+    """v1.41.0 model/gen-ai/spans.yaml, span.openai.inference.client: openai.api.type "recommended";
+    openai.request.service_tier "conditionally_required: if the request includes a service_tier and the value is
+    not 'auto'"; openai.response.service_tier "conditionally_required: if the response was received and includes
+    a service_tier" (OpenAI says "default" for standard processing)."""
+    otel.start()
+    data = _read(FIXTURES, name)
+    if tier_said:  # the usage chunk says the tier that served the answer
+        data = data.replace(b'"choices": [], "usage"', '"choices": [], "service_tier": "{}", "usage"'.format(
+            tier_said).encode())
+    _agenthub_call(client_type, "gpt-tel", "/v1", data, config)
+    (span,) = otel.exporter.get_finished_spans()
+    attrs = dict(span.attributes)
+    assert attrs["openai.api.type"] == api_type
+    assert attrs.get("openai.request.service_tier") == request_tier
+    assert attrs.get("openai.response.service_tier") == response_tier
+
+
+@needs_call_hooks
 def test_failover_is_one_span_covering_every_route(otel):
     from agenthub import AutoLLMClient
     from sse_server import Answer, SSEServer
@@ -895,6 +921,7 @@ ONLY_AGENTHUB = {
     "gen_ai.response.finish_reasons",  # the reference loses it when the usage chunk (no choices) comes last
     "gen_ai.usage.cache_read.input_tokens", "gen_ai.usage.reasoning.output_tokens",  # not read by the reference
     "gen_ai.response.time_to_first_chunk",
+    "openai.api.type",  # recommended on OpenAI spans (v1.41 span.openai.inference.client); not set by the reference
 }
 #: attributes only the reference emits: the Chat stream's id is not handed to agenthub's attempt loop (it reports
 #: gen_ai.response.id where the loop learns one: a background response)

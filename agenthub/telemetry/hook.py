@@ -28,7 +28,8 @@ from .names import (AGENTHUB_ATTEMPTS, AGENTHUB_CACHE, AGENTHUB_ROUTE_CLIENT_TYP
                     GEN_AI_TOKEN_TYPE, GEN_AI_TOOL_DEFINITIONS,
                     GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS, GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS,
                     GEN_AI_USAGE_INPUT_TOKENS, GEN_AI_USAGE_OUTPUT_TOKENS,
-                    GEN_AI_USAGE_REASONING_OUTPUT_TOKENS, LATEST, LATEST_USAGE_COUNTERS, OPT_IN_ENV,
+                    GEN_AI_USAGE_REASONING_OUTPUT_TOKENS, LATEST, LATEST_USAGE_COUNTERS, OPENAI_API_TYPE,
+                    OPENAI_REQUEST_SERVICE_TIER, OPENAI_RESPONSE_SERVICE_TIER, OPT_IN_ENV,
                     SCOPE, SERVER_ADDRESS, SERVER_PORT, TOKEN_BUCKETS, operation_name, provider_name)
 
 logger = logging.getLogger("agenthub")
@@ -516,6 +517,32 @@ def _request_attributes(span: Any, call: Any, operation: str) -> None:
         span.set_attribute(GEN_AI_OUTPUT_TYPE, output)
 
 
+#: openai.api.type of the OpenAI API a request's path names (v1.41 docs/registry/attributes/openai.md)
+_OPENAI_API_TYPES = (("/chat/completions", "chat_completions"), ("/responses", "responses"))
+
+
+def _openai_attributes(span: Any, call: Any, record: _Call) -> None:
+    """The OpenAI spans' own attributes (v1.41 model/gen-ai/spans.yaml, span.openai.inference.client), when the
+    span's provider is ``openai`` and the call's own route answered: ``openai.api.type`` (recommended),
+    ``openai.request.service_tier`` ("if the request includes a service_tier and the value is not 'auto'") and
+    ``openai.response.service_tier`` ("if the response was received and includes a service_tier")."""
+    if record.base.get(GEN_AI_PROVIDER_NAME) != "openai" or record.operation == "embeddings":
+        return
+    request = getattr(call, "request", None)
+    path = (getattr(request, "url", "") or "").split("?", 1)[0]
+    for suffix, kind in _OPENAI_API_TYPES:
+        if path.endswith(suffix):
+            span.set_attribute(OPENAI_API_TYPE, kind)
+            break
+    body = getattr(request, "body", None)
+    tier = body.get("service_tier") if isinstance(body, Mapping) else None
+    if isinstance(tier, str) and tier and tier != "auto":
+        span.set_attribute(OPENAI_REQUEST_SERVICE_TIER, tier)
+    said = getattr(getattr(call, "usage", None), "service_tier", None)  # (agenthub's name: "standard" is "default")
+    if isinstance(said, str) and said and getattr(call, "cache", None) is None:
+        span.set_attribute(OPENAI_RESPONSE_SERVICE_TIER, "default" if said == "standard" else said)
+
+
 def _output_type(config: Mapping[str, Any]) -> Optional[str]:
     """gen_ai.output.type: json for a JSON response_format, image / speech for image or speech output."""
     fmt = config.get("response_format")
@@ -535,6 +562,7 @@ def _response_attributes(state: _State, span: Any, call: Any, route: Optional[Ma
     answered_by = _response_model(call, route)
     if answered_by:
         span.set_attribute(GEN_AI_RESPONSE_MODEL, answered_by)
+    fallback = False
     if route:
         if route.get("model"):
             span.set_attribute(AGENTHUB_ROUTE_MODEL, route["model"])
@@ -545,9 +573,12 @@ def _response_attributes(state: _State, span: Any, call: Any, route: Optional[Ma
         if route.get("client_type") and route.get("client_type") != getattr(call, "client_type", None) or (
                 route.get("model") and route.get("model") != getattr(call, "model", None)):
             # a fallback answered: its provider is the one the span's numbers come from
+            fallback = True
             provider = (record.providers or {}).get(_route_key(route)) or provider_name(
                 route.get("client_type", ""), _route_server(route.get("host"))[0] or "")
             span.set_attribute(GEN_AI_PROVIDER_NAME, provider)
+    if not fallback:  # (the call's request is its own route's)
+        _openai_attributes(span, call, record)
     count = getattr(call, "attempts", None)
     if isinstance(count, int) and count:
         span.set_attribute(AGENTHUB_ATTEMPTS, count)
