@@ -445,6 +445,35 @@ def test_captured_content_follows_the_schemas_and_never_inlines_bytes(otel, mode
     assert "hdr-secret-value" not in everything and "Authorization" not in everything
 
 
+def test_captured_content_is_bounded_and_never_holds_a_url_credential(otel):
+    """A huge text is not copied whole into an attribute (docs/telemetry.md: CONTENT_LIMIT characters, then how
+    many were left out); an image URL's query values and user part (a presigned URL's signature) are ***."""
+    from agenthub.telemetry import hook
+
+    otel.start(capture_content=True)
+    huge = "x" * (hook.CONTENT_LIMIT + 5000)
+    messages = [{"role": "user", "content_items": [
+        {"type": "text", "text": huge},
+        {"type": "image_url", "image_url": "https://user:pw-secret@bucket.example/cat.png?X-Amz-Signature=sig-secret"
+                                           "&X-Amz-Expires=60"}]},
+        {"role": "user", "content_items": [{"type": "tool_result", "text": huge, "tool_call_id": "c1"}]}]
+    drive(fake_call(messages=messages, config={"system_prompt": huge}))
+    (span,) = otel.exporter.get_finished_spans()
+    cut = "x" * hook.CONTENT_LIMIT + "...[5000 more characters]"
+    inputs = json.loads(span.attributes["gen_ai.input.messages"])
+    assert inputs[0]["parts"][0] == {"type": "text", "content": cut}
+    assert inputs[0]["parts"][1] == {"type": "uri", "modality": "image",
+                                     "uri": "https://***@bucket.example/cat.png?X-Amz-Signature=***&X-Amz-Expires=***"}
+    assert inputs[1]["parts"][0]["response"] == cut
+    assert json.loads(span.attributes["gen_ai.system_instructions"]) == [{"type": "text", "content": cut}]
+    with telemetry.tool_span("t") as tool:
+        tool.set_result({"type": "tool_result", "text": huge})
+    (_, done) = otel.exporter.get_finished_spans()
+    assert json.loads(done.attributes["gen_ai.tool.call.result"]) == {"text": cut}
+    dump = json.dumps([dict(s.attributes) for s in otel.exporter.get_finished_spans()])
+    assert "secret" not in dump and len(dump) < 6 * hook.CONTENT_LIMIT
+
+
 # -- tool, agent and MCP spans ---------------------------------------------------------------------------------------
 
 

@@ -625,6 +625,26 @@ def _unjsonable(value: Any) -> Any:
     return "<{}>".format(type(value).__name__)
 
 
+#: the most characters of one text captured as content (a message's text, reasoning, a tool's arguments as text
+#: or result, the system prompt): a longer one keeps its start and says how much was left out (docs/telemetry.md)
+CONTENT_LIMIT = 32768
+
+
+def _bounded(text: Any) -> Any:
+    """``text`` cut to CONTENT_LIMIT characters (then ``...[N more characters]``); any other value as it is."""
+    if isinstance(text, str) and len(text) > CONTENT_LIMIT:
+        return "{}...[{} more characters]".format(text[:CONTENT_LIMIT], len(text) - CONTENT_LIMIT)
+    return text
+
+
+def _shown_uri(url: Any) -> Any:
+    """An image URL as captured content: its query values and ``user:password@`` as ``***`` (a presigned URL's
+    signature is a credential); the rest as sent."""
+    from .._redact import redact_url_query
+
+    return _bounded(redact_url_query(url))
+
+
 def _size(data: Any) -> Optional[int]:
     if isinstance(data, (bytes, bytearray)):
         return len(data)
@@ -641,9 +661,9 @@ def _parts(items: Any) -> Tuple[List[Dict[str, Any]], List[Dict[str, Any]]]:
             continue
         kind = item.get("type")
         if kind == "text":
-            parts.append({"type": "text", "content": item.get("text", "")})
+            parts.append({"type": "text", "content": _bounded(item.get("text", ""))})
         elif kind == "thinking":
-            parts.append({"type": "reasoning", "content": item.get("thinking", "")})
+            parts.append({"type": "reasoning", "content": _bounded(item.get("thinking", ""))})
         elif kind == "image_url":
             url = item.get("image_url") or ""
             if isinstance(url, str) and url.startswith("data:"):
@@ -651,7 +671,7 @@ def _parts(items: Any) -> Tuple[List[Dict[str, Any]], List[Dict[str, Any]]]:
                 parts.append({"type": "inline_data", "modality": "image", "mime_type": mime,
                               "size": len(url)})
             else:
-                parts.append({"type": "uri", "modality": "image", "uri": url})
+                parts.append({"type": "uri", "modality": "image", "uri": _shown_uri(url)})
         elif kind in ("inline_data", "inline_thinking"):
             mime = item.get("mime_type") or ""
             part = {"type": kind, "mime_type": mime, "size": _size(item.get("data"))}
@@ -661,9 +681,10 @@ def _parts(items: Any) -> Tuple[List[Dict[str, Any]], List[Dict[str, Any]]]:
             parts.append(part)
         elif kind == "tool_call":
             parts.append({"type": "tool_call", "id": item.get("tool_call_id"), "name": item.get("name", ""),
-                          "arguments": item.get("arguments")})
+                          "arguments": _bounded(item.get("arguments"))})
         elif kind == "tool_result":
-            response = {"type": "tool_call_response", "id": item.get("tool_call_id"), "response": item.get("text", "")}
+            response = {"type": "tool_call_response", "id": item.get("tool_call_id"),
+                        "response": _bounded(item.get("text", ""))}
             responses.append(response)
         elif kind == "embedding":
             continue
@@ -689,7 +710,7 @@ def _content_attributes(call: Any, answer: Optional[Mapping[str, Any]], reason: 
     content = {GEN_AI_INPUT_MESSAGES: _dumps(_input_messages(getattr(call, "messages", None)))}
     system = config.get("system_prompt")
     if isinstance(system, str) and system:
-        content[GEN_AI_SYSTEM_INSTRUCTIONS] = _dumps([{"type": "text", "content": system}])
+        content[GEN_AI_SYSTEM_INSTRUCTIONS] = _dumps([{"type": "text", "content": _bounded(system)}])
     tools = config.get("tools")
     if tools:
         content[GEN_AI_TOOL_DEFINITIONS] = _dumps([
