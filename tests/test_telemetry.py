@@ -467,9 +467,11 @@ def test_captured_content_is_bounded_and_never_holds_a_url_credential(otel):
     assert inputs[1]["parts"][0]["response"] == cut
     assert json.loads(span.attributes["gen_ai.system_instructions"]) == [{"type": "text", "content": cut}]
     with telemetry.tool_span("t") as tool:
+        tool.set_arguments(huge)  # (arguments that did not parse as JSON are their text)
         tool.set_result({"type": "tool_result", "text": huge})
     (_, done) = otel.exporter.get_finished_spans()
     assert json.loads(done.attributes["gen_ai.tool.call.result"]) == {"text": cut}
+    assert json.loads(done.attributes["gen_ai.tool.call.arguments"]) == cut
     dump = json.dumps([dict(s.attributes) for s in otel.exporter.get_finished_spans()])
     assert "secret" not in dump and len(dump) < 6 * hook.CONTENT_LIMIT
 

@@ -122,7 +122,7 @@ class _Span(object):
     @_guarded
     def set_arguments(self, arguments: Any) -> None:
         if self._content:
-            self.span.set_attribute(GEN_AI_TOOL_CALL_ARGUMENTS, _dumps(arguments))
+            self.span.set_attribute(GEN_AI_TOOL_CALL_ARGUMENTS, _dumps(_bounded(arguments)))
 
     @_guarded
     def set_result(self, result: Any) -> None:
