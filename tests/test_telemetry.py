@@ -924,6 +924,9 @@ def test_an_interrupted_call_is_an_error_and_a_closed_one_is_not(otel, with_fall
     durations = sorted((a.get("error.type") or "", p.count) for a, p in
                        metrics_of(otel.reader)["gen_ai.client.operation.duration"])
     assert durations == [("", 1), ("KeyboardInterrupt", 1)]
+    assert telemetry.hook._state.hook._calls == {}  # nothing kept of a finished call
+    import threading
+    assert not [t for t in threading.enumerate() if "otel" in t.name.lower() or "agenthub" in t.name.lower()]
 
 
 def test_a_run_ended_by_any_exception_is_an_error_span(otel):
