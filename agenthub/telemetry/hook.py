@@ -19,6 +19,7 @@ from .names import (AGENTHUB_ATTEMPTS, AGENTHUB_CACHE, AGENTHUB_ROUTE_CLIENT_TYP
                     GEN_AI_CLIENT_OPERATION_TIME_PER_OUTPUT_CHUNK,
                     GEN_AI_CLIENT_OPERATION_TIME_TO_FIRST_CHUNK, GEN_AI_CLIENT_TOKEN_USAGE,
                     GEN_AI_EMBEDDINGS_DIMENSION_COUNT, GEN_AI_INPUT_MESSAGES, GEN_AI_OPERATION_NAME,
+                    GEN_AI_REQUEST_ENCODING_FORMATS,
                     GEN_AI_OUTPUT_MESSAGES, GEN_AI_OUTPUT_TYPE, GEN_AI_PROVIDER_NAME,
                     GEN_AI_REQUEST_MAX_TOKENS, GEN_AI_REQUEST_MODEL, GEN_AI_REQUEST_SEED,
                     GEN_AI_REQUEST_STOP_SEQUENCES, GEN_AI_REQUEST_STREAM,
@@ -509,6 +510,10 @@ def _request_attributes(span: Any, call: Any, operation: str) -> None:
     if isinstance(stop, list) and stop and all(isinstance(s, str) for s in stop):
         span.set_attribute(GEN_AI_REQUEST_STOP_SEQUENCES, stop)
     if operation == "embeddings":
+        body = getattr(request, "body", None)
+        encoding = body.get("encoding_format") if isinstance(body, Mapping) else None
+        if isinstance(encoding, str) and encoding:  # (recommended on embeddings spans: what the request asked for)
+            span.set_attribute(GEN_AI_REQUEST_ENCODING_FORMATS, [encoding])
         dimensions = (config.get("embedding_config") or {}).get("dimensions")
         if isinstance(dimensions, int) and not isinstance(dimensions, bool):
             span.set_attribute(GEN_AI_EMBEDDINGS_DIMENSION_COUNT, dimensions)
