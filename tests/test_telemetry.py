@@ -929,6 +929,26 @@ def test_an_interrupted_call_is_an_error_and_a_closed_one_is_not(otel, with_fall
     assert not [t for t in threading.enumerate() if "otel" in t.name.lower() or "agenthub" in t.name.lower()]
 
 
+def test_the_run_span_names_its_provider_only_under_the_conventions_that_ask_it(otel, monkeypatch):
+    """v1.41.0 requires gen_ai.provider.name on invoke_agent INTERNAL spans; semantic-conventions-genai
+    docs/gen-ai/non-normative/migration.md, "Invoke agent internal span attributes": "`gen_ai.provider.name` |
+    [#289] | Removed."."""
+    from agenthub.telemetry.spans import RunSpans
+
+    run = types.SimpleNamespace(client=types.SimpleNamespace(model="m", client_type="anthropic", _provider=None))
+    for latest in (False, True):
+        if latest:
+            monkeypatch.setenv(telemetry.OPT_IN_ENV, "gen_ai_latest_experimental")
+        otel.start()
+        hooks = RunSpans()
+        hooks.on_run_start(run)
+        hooks.on_run_end(run, None)
+    default, newer = otel.exporter.get_finished_spans()
+    assert dict(default.attributes) == {"gen_ai.operation.name": "invoke_agent", "gen_ai.provider.name": "anthropic",
+                                        "gen_ai.request.model": "m"}
+    assert dict(newer.attributes) == {"gen_ai.operation.name": "invoke_agent", "gen_ai.request.model": "m"}
+
+
 def test_a_run_ended_by_any_exception_is_an_error_span(otel):
     """on_run_end gets the run's exception (KeyboardInterrupt included, agenthub.agent.hooks); the invoke_agent
     span says it (error.type "if the operation ended in an error")."""

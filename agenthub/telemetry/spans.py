@@ -196,7 +196,7 @@ def agent_span(name: str, *, description: Optional[str] = None, provider: Option
     if state is None:
         return _NOOP
     attributes = {GEN_AI_OPERATION_NAME: "invoke_agent"}  # type: Dict[str, Any]
-    if provider:
+    if provider and not state.latest:  # (the newer conventions removed it from invoke_agent INTERNAL spans, #289)
         attributes[GEN_AI_PROVIDER_NAME] = provider
     if model:
         attributes[GEN_AI_REQUEST_MODEL] = model
