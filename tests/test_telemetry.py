@@ -1555,6 +1555,31 @@ def test_a_raising_span_processor_breaks_no_tool_run(otel):
     assert raising.calls > 0  # it was called, and raised, at every span
 
 
+@needs_call_hooks
+@pytest.mark.parametrize("broken", ["on_start", "on_end"])
+def test_a_raising_span_processor_still_counts_each_call_once(otel, broken):
+    """A processor whose on_start or on_end raises loses the call's span, never its metrics: the duration and
+    the tokens are recorded once per call (they were recorded never: the failure left the hook before them)."""
+    raising = _Raising()
+    if broken == "on_end":
+        raising.on_start = lambda span, parent_context=None: None
+        raising._on_ending = lambda span: None  # (the SDK calls it before on_end, where it has it)
+    otel.tracer_provider.add_span_processor(raising)
+    otel.start()
+    for _ in range(2):
+        events, _ = _agenthub_call("openai-chat", "gpt-tel", "/v1", _read(FIXTURES, "chat_cached.sse"))
+        assert events[-1]["event_type"] == "stop"
+    assert raising.calls == 2  # the broken hook of each call's span, each raised
+    metrics = metrics_of(otel.reader)
+    assert sum(p.count for _, p in metrics["gen_ai.client.operation.duration"]) == 2
+    tokens = {}  # (two servers: two ports, two points of each)
+    for attrs, point in metrics["gen_ai.client.token.usage"]:
+        total, count = tokens.get(attrs["gen_ai.token.type"], (0, 0))
+        tokens[attrs["gen_ai.token.type"]] = (total + point.sum, count + point.count)
+    assert tokens == {"input": (2400, 2), "output": (600, 2)}
+    assert telemetry.hook._state.hook._calls == {}
+
+
 @pytest.mark.skipif(not _mcp_wired(), reason="the MCP client is not wired to telemetry in this tree")
 def test_a_raising_span_processor_breaks_no_mcp_call(otel):
     from agenthub import mcp

@@ -361,8 +361,12 @@ class GenAIHook(AttemptHook):
             if port is not None:
                 base[SERVER_PORT] = port
         record.base = base
-        span = state.tracer.start_span("{} {}".format(record.operation, model or "").rstrip(),
-                                       kind=state.kind_client, attributes=base)
+        try:
+            span = state.tracer.start_span("{} {}".format(record.operation, model or "").rstrip(),
+                                           kind=state.kind_client, attributes=base)
+        except Exception:  # a span processor's on_start, a sampler: no span, the metrics still counted
+            logger.debug("agenthub telemetry: the call span was not started", exc_info=True)
+            span = state.trace.INVALID_SPAN
         record.span = span
         record.recording = span.is_recording()
         if record.recording:
@@ -440,7 +444,10 @@ class GenAIHook(AttemptHook):
             if error_type is not None:
                 span.set_attribute(ERROR_TYPE, error_type)
                 span.set_status(state.trace.Status(state.trace.StatusCode.ERROR, error_type))
-        span.end()
+        try:
+            span.end()
+        except Exception:  # a span processor's on_end (an exporter called synchronously): the metrics still go
+            logger.debug("agenthub telemetry: the call span did not end cleanly", exc_info=True)
         # metrics (each record gets its own dict: some SDKs keep the one they are given)
         histogram = state.duration if record.operation != "embeddings" else state.other_duration
         histogram.record(ended - record.started, metric_attrs if error_type is None
