@@ -842,6 +842,30 @@ def test_openai_spans_say_the_api_and_service_tiers(otel, client_type, name, tie
 
 
 @needs_call_hooks
+def test_a_journaled_runs_replayed_turns_are_no_calls(otel, tmp_path):
+    """A run resumed from its journal replays the turns it journaled (nothing is sent): no chat span and no token
+    counted for them; the tokens each turn used were counted once, when it was sent."""
+    from sse_server import Answer, SSEServer
+    from test_journal_runs import SCRIPT, TOOLS, USER, client_for, ran
+
+    otel.start()
+    journal = "sqlite:///" + str(tmp_path / "runs.db")
+    del ran[:]
+    with SSEServer() as server:
+        server.answers += [Answer([answer]) for answer in SCRIPT]
+        client = client_for(server)
+        first = client.run([USER], tools=TOOLS, journal=journal, run_id="trip-1").result()
+        live = metrics_of(otel.reader)["gen_ai.client.token.usage"]
+        again = client.run([USER], tools=TOOLS, journal=journal, run_id="trip-1").result()
+    del ran[:]
+    assert again.replayed_turns == 3 and len(server.requests) == 3
+    calls = [s for s in otel.exporter.get_finished_spans() if s.attributes.get("gen_ai.operation.name") == "chat"]
+    assert len(calls) == first.turns == 3
+    assert sum(p.count for _, p in metrics_of(otel.reader)["gen_ai.client.token.usage"]) == sum(
+        p.count for _, p in live) == 6  # input and output of each sent turn, once
+
+
+@needs_call_hooks
 def test_failover_is_one_span_covering_every_route(otel):
     from agenthub import AutoLLMClient
     from sse_server import Answer, SSEServer
