@@ -615,7 +615,8 @@ def _response_attributes(state: _State, span: Any, call: Any, route: Optional[Ma
             and record.operation != "embeddings":
         span.set_attribute(GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK, max(0.0, first - record.started))
     if record.collector is not None:
-        answer = record.collector.message() if getattr(call, "error", None) is None else None
+        failed = getattr(call, "error", None) is not None or getattr(call, "raised", None) is not None
+        answer = record.collector.message() if not failed else None
         content = _content_attributes(call, answer, reason, state.latest)
         if state.span_content:
             for name, value in content.items():

@@ -245,9 +245,9 @@ class RunSpans(object):
         try:
             client = getattr(run, "client", None)
             model = getattr(client, "model", None)
+            client_type = getattr(client, "client_type", None)
             provider = getattr(client, "_provider", None) or (
-                provider_name(client.client_type) if isinstance(getattr(client, "client_type", None), str)
-                else None)
+                provider_name(client_type) if isinstance(client_type, str) else None)
             span = agent_span("", provider=provider if isinstance(provider, str) else None,
                               model=model if isinstance(model, str) else None)
         except Exception:
