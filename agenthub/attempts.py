@@ -20,8 +20,8 @@ list page, one token count), in this order:
   the call has ``wants_events = True`` (a class attribute, False by default): a call without such a
   hook pays nothing per event.
 - ``on_call_end(call)``, once, when the call ends: ``call.error`` (None on success or when the
-  caller closed the stream early), ``call.route`` (the route that answered), ``call.usage``,
-  ``call.finish_reason``, ``call.first_event_ms``.
+  caller closed the stream early), ``call.raised`` (the class of any other exception that ended it),
+  ``call.route`` (the route that answered), ``call.usage``, ``call.finish_reason``, ``call.first_event_ms``.
 
 An AgentHubError raised by ``before_attempt`` or ``after_response`` is that attempt's failure (retried
 when it is retryable, as any other); ``on_call_start`` raising ends the call before anything is sent.
@@ -136,7 +136,9 @@ class Attempt(object):
     ``response_model`` (the model the server said answered, where the wire carries it; else None),
     ``cache`` (None, or "hit" when a hook
     answered the call), ``error`` (this attempt's failure, scrubbed; on_done / on_call_end: the
-    call's, None when it succeeded or was closed), ``resuming`` (a background response's id when this
+    call's, None when it succeeded or was closed), ``raised`` (on_call_end: the class of an exception other
+    than an AgentHubError that ended the call, a KeyboardInterrupt or a hook's own; None otherwise, a closed
+    stream included), ``resuming`` (a background response's id when this
     attempt is the GET that resumes its stream after a cut, or re-attaches to it: a journaled run resumed
     after a crash, ``AutoLLMClient._reattach``; None otherwise), ``routes_left`` (on the
     call: how many failover routes come after the one being tried; 0 on the last route, or with no
@@ -154,7 +156,7 @@ class Attempt(object):
     __slots__ = ("kind", "client_type", "model", "messages", "config", "request", "number", "sent", "status",
                  "headers", "delivered", "usage", "error", "retry", "delay", "watch", "resuming",
                  "call", "route", "server", "finish_reason", "first_event_ms", "started_ms", "response_id", "cache",
-                 "answer", "attempts", "routes_left", "provider", "response_model", "cut_usd")
+                 "answer", "attempts", "routes_left", "provider", "response_model", "cut_usd", "raised")
 
     def __init__(self, kind: str, client_type: str, model: str, request: Any,
                  messages: Optional[List[Any]] = None, config: Optional[Mapping[str, Any]] = None,
@@ -174,6 +176,7 @@ class Attempt(object):
         self.delivered = 0
         self.usage = None  # type: Any
         self.error = None  # type: Optional[AgentHubError]
+        self.raised = None  # type: Optional[type]  # (a class, not the exception: no cycle through its frames)
         self.retry = False
         self.delay = None  # type: Optional[float]
         self.watch = None  # type: Any  # the transport's Watch (abort and deadline)
@@ -580,6 +583,10 @@ def run_attempts(call: Attempt, watch: Any, *, encode: Callable[[Any], Any], con
             call.error = exc
             if whole_call:
                 owner.error = exc
+        elif not isinstance(exc, GeneratorExit):  # (closed by its caller: no failure)
+            call.raised = type(exc)
+            if whole_call:
+                owner.raised = type(exc)
         raise
     finally:
         if timer is not None:

@@ -146,6 +146,10 @@ def run_routes(call: Attempt, watch: Any, routes: Sequence[Route], *, hooks: Seq
     except AgentHubError as exc:
         final = exc
         raise
+    except BaseException as exc:
+        if not isinstance(exc, GeneratorExit):  # (closed by its caller: no failure)
+            call.raised = type(exc)
+        raise
     finally:
         if timer is not None:
             timer.cancel()

@@ -6,7 +6,8 @@ is ``{"trace_id", "model", "timestamp", "config", "history"}`` with bytes stored
 ``{"__bytes__": "<base64>"}`` (``load_trace`` turns them back into bytes).  A trace_id
 that would escape the cache directory (``..``, an absolute path, a drive) is a
 ConfigError.  Traces never hold a key: the config and the history are all there is
-(the values of ``extra_headers`` are written as ``***``).
+(the values of ``extra_headers``, and the MCP credentials of ``mcp_servers`` and ``extra_body``, are
+written as ``***``).
 
 Checked when the stream is created (ConfigError, nothing sent): a trace_id is at most
 ``MAX_TRACE_ID`` characters, each of its ``/``-separated parts at most ``MAX_PART``
@@ -48,7 +49,7 @@ import tempfile
 import time
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
-from ._redact import redact_mcp_servers
+from ._redact import body_secrets, redact_mcp_servers, scrub_text
 from .attempts import AttemptHook
 from .errors import ConfigError
 from .stream import surrogates_escaped, surrogates_shown
@@ -178,6 +179,10 @@ def save_trace(trace_id: str, model: str, history: Sequence[Mapping[str, Any]], 
             cfg[key] = {name: "***" for name in cfg[key]}
     if cfg.get("mcp_servers"):  # their header values are credentials too
         cfg["mcp_servers"] = redact_mcp_servers(cfg["mcp_servers"])
+    if isinstance(cfg.get("extra_body"), Mapping):  # as sent: MCP credentials in it are the client's to scrub too
+        secrets = body_secrets(cfg["extra_body"])
+        if secrets:
+            cfg["extra_body"] = _scrubbed(cfg["extra_body"], secrets)
     cfg["model"] = model
     document = {
         "trace_id": trace_id,
@@ -193,6 +198,17 @@ def save_trace(trace_id: str, model: str, history: Sequence[Mapping[str, Any]], 
     _write(paths["json"], surrogates_escaped(json.dumps(document, ensure_ascii=False, indent=2)) + "\n")
     _write(paths["txt"], render_text(history, cfg, rows))
     return paths
+
+
+def _scrubbed(value: Any, secrets: List[str]) -> Any:
+    """``value`` (JSON-like) with every secret in its strings as ``***``."""
+    if isinstance(value, str):
+        return scrub_text(value, secrets)
+    if isinstance(value, Mapping):
+        return {key: _scrubbed(item, secrets) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_scrubbed(item, secrets) for item in value]
+    return value
 
 
 def _previous(json_path: str, history: Sequence[Mapping[str, Any]]) -> Optional[Dict[str, Any]]:

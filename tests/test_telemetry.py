@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import types
 
 import pytest
@@ -205,7 +206,7 @@ def test_attribute_names_equal_the_semantic_conventions_package():
                                   reason="opentelemetry-semantic-conventions (a test oracle) is not installed")
     if not hasattr(semconv, "GEN_AI_USAGE_REASONING_OUTPUT_TOKENS"):  # 3.8 stops at 0.54b1 (conventions 1.33)
         pytest.skip("this Python's opentelemetry-semantic-conventions predates the v1.41 GenAI names")
-    from opentelemetry.semconv._incubating.attributes import mcp_attributes
+    from opentelemetry.semconv._incubating.attributes import mcp_attributes, openai_attributes
     from opentelemetry.semconv._incubating.metrics import gen_ai_metrics
     from opentelemetry.semconv.attributes import error_attributes, server_attributes
 
@@ -214,14 +215,15 @@ def test_attribute_names_equal_the_semantic_conventions_package():
         value = getattr(telemetry, name)
         if not isinstance(value, str) or name.startswith("_"):
             continue
-        for module in (semconv, mcp_attributes, gen_ai_metrics, error_attributes, server_attributes):
+        for module in (semconv, mcp_attributes, gen_ai_metrics, error_attributes, server_attributes,
+                       openai_attributes):
             if hasattr(module, name):
                 assert getattr(module, name) == value, name
                 checked += 1
     assert checked >= 40  # every gen_ai.*, mcp.*, server.*, error.* name and the four metrics
-    own = {name for name in dir(telemetry) if name.startswith(("GEN_AI_", "MCP_", "SERVER_", "ERROR_"))}
+    own = {name for name in dir(telemetry) if name.startswith(("GEN_AI_", "MCP_", "SERVER_", "ERROR_", "OPENAI_"))}
     unknown = {name for name in own if not any(hasattr(m, name) for m in (
-        semconv, mcp_attributes, gen_ai_metrics, error_attributes, server_attributes))}
+        semconv, mcp_attributes, gen_ai_metrics, error_attributes, server_attributes, openai_attributes))}
     assert unknown == set(), "names the package does not carry: {}".format(sorted(unknown))
     # the provider names agenthub emits are well-known values (moonshot_ai is newer than v1.41: the genai repo's)
     known = {member.value for member in semconv.GenAiProviderNameValues} | {"moonshot_ai"}
@@ -252,7 +254,7 @@ def test_call_span_attributes_usage_and_no_content_by_default(otel):
         "gen_ai.request.max_tokens": 64, "gen_ai.request.temperature": 0.5,
         "gen_ai.response.model": "gpt-test", "agenthub.route.model": "gpt-test",
         "agenthub.route.client_type": "openai-chat", "agenthub.route.host": "api.openai.com",
-        "agenthub.attempts": 1, "gen_ai.response.finish_reasons": ("stop",),
+        "agenthub.attempts": 1, "gen_ai.response.finish_reasons": ("stop",), "openai.api.type": "chat_completions",
         "gen_ai.usage.input_tokens": 100, "gen_ai.usage.output_tokens": 7,
         "gen_ai.usage.cache_read.input_tokens": 30, "gen_ai.usage.reasoning.output_tokens": 5,
     }
@@ -442,6 +444,37 @@ def test_captured_content_follows_the_schemas_and_never_inlines_bytes(otel, mode
     assert json.loads(found["gen_ai.system_instructions"]) == [{"type": "text", "content": "Be brief."}]
     everything = json.dumps([dict(span.attributes)] + [dict(e.attributes) for e in span.events])
     assert "hdr-secret-value" not in everything and "Authorization" not in everything
+
+
+def test_captured_content_is_bounded_and_never_holds_a_url_credential(otel):
+    """A huge text is not copied whole into an attribute (docs/telemetry.md: CONTENT_LIMIT characters, then how
+    many were left out); an image URL's query values and user part (a presigned URL's signature) are ***."""
+    from agenthub.telemetry import hook
+
+    otel.start(capture_content=True)
+    huge = "x" * (hook.CONTENT_LIMIT + 5000)
+    messages = [{"role": "user", "content_items": [
+        {"type": "text", "text": huge},
+        {"type": "image_url", "image_url": "https://user:pw-secret@bucket.example/cat.png?X-Amz-Signature=sig-secret"
+                                           "&X-Amz-Expires=60"}]},
+        {"role": "user", "content_items": [{"type": "tool_result", "text": huge, "tool_call_id": "c1"}]}]
+    drive(fake_call(messages=messages, config={"system_prompt": huge}))
+    (span,) = otel.exporter.get_finished_spans()
+    cut = "x" * hook.CONTENT_LIMIT + "...[5000 more characters]"
+    inputs = json.loads(span.attributes["gen_ai.input.messages"])
+    assert inputs[0]["parts"][0] == {"type": "text", "content": cut}
+    assert inputs[0]["parts"][1] == {"type": "uri", "modality": "image",
+                                     "uri": "https://***@bucket.example/cat.png?X-Amz-Signature=***&X-Amz-Expires=***"}
+    assert inputs[1]["parts"][0]["response"] == cut
+    assert json.loads(span.attributes["gen_ai.system_instructions"]) == [{"type": "text", "content": cut}]
+    with telemetry.tool_span("t") as tool:
+        tool.set_arguments(huge)  # (arguments that did not parse as JSON are their text)
+        tool.set_result({"type": "tool_result", "text": huge})
+    (_, done) = otel.exporter.get_finished_spans()
+    assert json.loads(done.attributes["gen_ai.tool.call.result"]) == {"text": cut}
+    assert json.loads(done.attributes["gen_ai.tool.call.arguments"]) == cut
+    dump = json.dumps([dict(s.attributes) for s in otel.exporter.get_finished_spans()])
+    assert "secret" not in dump and len(dump) < 6 * hook.CONTENT_LIMIT
 
 
 # -- tool, agent and MCP spans ---------------------------------------------------------------------------------------
@@ -658,7 +691,7 @@ def test_chat_stream_end_to_end(otel):
         "gen_ai.response.model": "gpt-tel-2026-01-01", "gen_ai.response.id": "chatcmpl-tel1",
         "agenthub.route.model": "gpt-tel",
         "agenthub.route.client_type": "openai-chat", "agenthub.route.host": "127.0.0.1:{}".format(port),
-        "agenthub.attempts": 1,
+        "agenthub.attempts": 1, "openai.api.type": "chat_completions",
         "gen_ai.response.finish_reasons": ("stop",), "gen_ai.usage.input_tokens": 1200,
         "gen_ai.usage.output_tokens": 300, "gen_ai.usage.cache_read.input_tokens": 1024,
         "gen_ai.usage.reasoning.output_tokens": 120}
@@ -753,6 +786,87 @@ def test_anthropic_cache_writes_end_to_end(otel):
 
 
 @needs_call_hooks
+def test_a_response_cache_hit_counts_no_tokens_and_no_chunks(otel, tmp_path):
+    """A hit sends nothing: gen_ai.client.token.usage is "Number of input and output tokens used", recorded
+    "when an operation involves the usage of tokens" and with "billable tokens" where a system reports both
+    (open-telemetry/semantic-conventions v1.41.0, docs/gen-ai/gen-ai-metrics.md), and the chunk metrics time a
+    server's stream ("from when the client issues the generation request"): the replayed answer's usage is
+    the stored call's, counted when it was used.  The span says the hit and its duration, no usage."""
+    from agenthub import AutoLLMClient, ResponseCache
+    from sse_server import Answer, SSEServer
+
+    otel.start()
+    with SSEServer() as server:
+        server.answers.append(Answer([_read(FIXTURES, "chat_cached.sse")]))
+        client = AutoLLMClient("gpt-tel", api_key="k", base_url=server.url + "/v1", client_type="openai-chat",
+                               max_retries=0, cache=ResponseCache(str(tmp_path / "answers"), ttl=3600))
+        live = list(client.streaming_response(ASK))
+        again = list(client.streaming_response(ASK))
+        assert len(server.requests) == 1
+    assert again[-1]["usage_metadata"] == live[-1]["usage_metadata"]  # the replay carries the stored usage
+    sent, hit = otel.exporter.get_finished_spans()
+    assert "agenthub.cache" not in sent.attributes and sent.attributes["gen_ai.usage.input_tokens"] == 1200
+    assert hit.attributes["agenthub.cache"] == "hit"
+    assert not [name for name in hit.attributes if name.startswith("gen_ai.usage.")]
+    assert "gen_ai.response.time_to_first_chunk" not in hit.attributes
+    assert hit.attributes["gen_ai.response.finish_reasons"] == ("stop",)
+    metrics = metrics_of(otel.reader)
+    tokens = {a["gen_ai.token.type"]: (p.sum, p.count) for a, p in metrics["gen_ai.client.token.usage"]}
+    assert tokens == {"input": (1200, 1), "output": (300, 1)}  # the call that was sent, once
+    assert sum(p.count for _, p in metrics["gen_ai.client.operation.time_to_first_chunk"]) == 1
+    assert sum(p.count for _, p in metrics["gen_ai.client.operation.duration"]) == 2  # both calls took time
+
+
+@needs_call_hooks
+@pytest.mark.parametrize("client_type, name, tier_said, config, api_type, request_tier, response_tier", [
+    ("openai-chat", "chat_cached.sse", None, {}, "chat_completions", None, None),
+    ("openai-chat", "chat_cached.sse", "default", {}, "chat_completions", None, "default"),
+    ("openai-responses", "responses_cached.sse", None, {"fast_mode": True}, "responses", "priority", None),
+])
+def test_openai_spans_say_the_api_and_service_tiers(otel, client_type, name, tier_said, config, api_type,
+                                                    request_tier, response_tier):
+    """v1.41.0 model/gen-ai/spans.yaml, span.openai.inference.client: openai.api.type "recommended";
+    openai.request.service_tier "conditionally_required: if the request includes a service_tier and the value is
+    not 'auto'"; openai.response.service_tier "conditionally_required: if the response was received and includes
+    a service_tier" (OpenAI says "default" for standard processing)."""
+    otel.start()
+    data = _read(FIXTURES, name)
+    if tier_said:  # the usage chunk says the tier that served the answer
+        data = data.replace(b'"choices": [], "usage"', '"choices": [], "service_tier": "{}", "usage"'.format(
+            tier_said).encode())
+    _agenthub_call(client_type, "gpt-tel", "/v1", data, config)
+    (span,) = otel.exporter.get_finished_spans()
+    attrs = dict(span.attributes)
+    assert attrs["openai.api.type"] == api_type
+    assert attrs.get("openai.request.service_tier") == request_tier
+    assert attrs.get("openai.response.service_tier") == response_tier
+
+
+@needs_call_hooks
+def test_a_journaled_runs_replayed_turns_are_no_calls(otel, tmp_path):
+    """A run resumed from its journal replays the turns it journaled (nothing is sent): no chat span and no token
+    counted for them; the tokens each turn used were counted once, when it was sent."""
+    from sse_server import Answer, SSEServer
+    from test_journal_runs import SCRIPT, TOOLS, USER, client_for, ran
+
+    otel.start()
+    journal = "sqlite:///" + str(tmp_path / "runs.db")
+    del ran[:]
+    with SSEServer() as server:
+        server.answers += [Answer([answer]) for answer in SCRIPT]
+        client = client_for(server)
+        first = client.run([USER], tools=TOOLS, journal=journal, run_id="trip-1").result()
+        live = metrics_of(otel.reader)["gen_ai.client.token.usage"]
+        again = client.run([USER], tools=TOOLS, journal=journal, run_id="trip-1").result()
+    del ran[:]
+    assert again.replayed_turns == 3 and len(server.requests) == 3
+    calls = [s for s in otel.exporter.get_finished_spans() if s.attributes.get("gen_ai.operation.name") == "chat"]
+    assert len(calls) == first.turns == 3
+    assert sum(p.count for _, p in metrics_of(otel.reader)["gen_ai.client.token.usage"]) == sum(
+        p.count for _, p in live) == 6  # input and output of each sent turn, once
+
+
+@needs_call_hooks
 def test_failover_is_one_span_covering_every_route(otel):
     from agenthub import AutoLLMClient
     from sse_server import Answer, SSEServer
@@ -799,6 +913,84 @@ def test_an_error_after_retries_is_one_span_with_error_type(otel, monkeypatch):
     assert span.status.status_code.name == "ERROR"
 
 
+@needs_call_hooks
+@pytest.mark.parametrize("with_fallback", [False, True])
+def test_an_interrupted_call_is_an_error_and_a_closed_one_is_not(otel, with_fallback):
+    """error.type is "Conditionally Required: if the operation ended in an error" and, for an exception, "its
+    canonical class name" (v1.41.0 model/gen-ai/spans.yaml, model/error/registry.yaml): a KeyboardInterrupt (or a
+    hook's own exception) ending the call says so, once; the caller closing the stream early is no error."""
+    from agenthub import AutoLLMClient
+    from agenthub.attempts import AttemptHook
+    from sse_server import Answer, SSEServer
+
+    class Interrupt(AttemptHook):
+        def after_response(self, attempt):
+            raise KeyboardInterrupt()
+
+    otel.start()
+    threads_before = set(threading.enumerate())
+    with SSEServer() as server:
+        for _ in range(2):
+            server.answers.append(Answer([_read(FIXTURES, "chat_cached.sse")]))
+        kwargs = {"fallbacks": [AutoLLMClient("gpt-b", api_key="k", base_url=server.url + "/v1",
+                                              client_type="openai-chat")]} if with_fallback else {}
+        interrupting = AutoLLMClient("gpt-tel", api_key="k", base_url=server.url + "/v1", client_type="openai-chat",
+                                     max_retries=0, hooks=[Interrupt()], **kwargs)
+        with pytest.raises(KeyboardInterrupt):
+            list(interrupting.streaming_response(ASK))
+        client = AutoLLMClient("gpt-tel", api_key="k", base_url=server.url + "/v1", client_type="openai-chat",
+                               max_retries=0, **kwargs)
+        stream = client.streaming_response(ASK)
+        next(stream)
+        stream.close()
+    interrupted, closed = otel.exporter.get_finished_spans()
+    assert interrupted.attributes["error.type"] == "KeyboardInterrupt"
+    assert interrupted.status.status_code.name == "ERROR"
+    assert "error.type" not in closed.attributes and closed.status.status_code.name == "UNSET"
+    durations = sorted((a.get("error.type") or "", p.count) for a, p in
+                       metrics_of(otel.reader)["gen_ai.client.operation.duration"])
+    assert durations == [("", 1), ("KeyboardInterrupt", 1)]
+    assert telemetry.hook._state.hook._calls == {}  # nothing kept of a finished call
+    assert set(threading.enumerate()) <= threads_before  # no thread started by telemetry
+
+
+def test_the_run_span_names_its_provider_only_under_the_conventions_that_ask_it(otel, monkeypatch):
+    """v1.41.0 requires gen_ai.provider.name on invoke_agent INTERNAL spans; semantic-conventions-genai
+    docs/gen-ai/non-normative/migration.md, "Invoke agent internal span attributes": "`gen_ai.provider.name` |
+    [#289] | Removed."."""
+    from agenthub.telemetry.spans import RunSpans
+
+    run = types.SimpleNamespace(client=types.SimpleNamespace(model="m", client_type="anthropic", _provider=None))
+    for latest in (False, True):
+        if latest:
+            monkeypatch.setenv(telemetry.OPT_IN_ENV, "gen_ai_latest_experimental")
+        otel.start()
+        hooks = RunSpans()
+        hooks.on_run_start(run)
+        hooks.on_run_end(run, None)
+    default, newer = otel.exporter.get_finished_spans()
+    assert dict(default.attributes) == {"gen_ai.operation.name": "invoke_agent", "gen_ai.provider.name": "anthropic",
+                                        "gen_ai.request.model": "m"}
+    assert dict(newer.attributes) == {"gen_ai.operation.name": "invoke_agent", "gen_ai.request.model": "m"}
+
+
+def test_a_run_ended_by_any_exception_is_an_error_span(otel):
+    """on_run_end gets the run's exception (KeyboardInterrupt included, agenthub.agent.hooks); the invoke_agent
+    span says it (error.type "if the operation ended in an error")."""
+    from agenthub.telemetry.spans import RunSpans
+
+    otel.start()
+    hooks = RunSpans()
+    for run, error in ((object(), KeyboardInterrupt()), (object(), None)):
+        hooks.on_run_start(run)
+        hooks.on_run_end(run, error)
+    interrupted, finished = otel.exporter.get_finished_spans()
+    assert interrupted.attributes["error.type"] == "KeyboardInterrupt"
+    assert interrupted.status.status_code.name == "ERROR"
+    assert "error.type" not in finished.attributes and finished.status.status_code.name == "UNSET"
+    assert hooks._runs == {}  # nothing kept once a run ended
+
+
 # -- differential: the same streams through the openai SDK under opentelemetry-instrumentation-openai-v2 ----------
 
 #: attributes agenthub emits that the reference (2.4b0, default mode) does not, and why
@@ -808,6 +1000,7 @@ ONLY_AGENTHUB = {
     "gen_ai.response.finish_reasons",  # the reference loses it when the usage chunk (no choices) comes last
     "gen_ai.usage.cache_read.input_tokens", "gen_ai.usage.reasoning.output_tokens",  # not read by the reference
     "gen_ai.response.time_to_first_chunk",
+    "openai.api.type",  # recommended on OpenAI spans (v1.41 span.openai.inference.client); not set by the reference
 }
 #: attributes only the reference emits: the Chat stream's id is not handed to agenthub's attempt loop (it reports
 #: gen_ai.response.id where the loop learns one: a background response)
@@ -1073,7 +1266,11 @@ def test_embeddings_span_and_the_differential(otel):
     both = set(mine) & set(theirs.attributes)
     assert {k for k in both if mine[k] != theirs.attributes[k]} == set()
     assert set(theirs.attributes) - set(mine) == set()
-    assert set(mine) - set(theirs.attributes) == {"server.address", "server.port"}
+    # v1.41.0 model/gen-ai/spans.yaml, span.gen_ai.embeddings.client: "- ref: gen_ai.request.encoding_formats /
+    # requirement_level: recommended"; agenthub always asks for "float" (the reference says it only when its caller
+    # passed one)
+    assert set(mine) - set(theirs.attributes) == {"server.address", "server.port", "gen_ai.request.encoding_formats"}
+    assert mine["gen_ai.request.encoding_formats"] == ("float",)
 
 
 def test_a_tool_run_in_another_thread_names_the_run_as_its_parent(otel):
@@ -1143,7 +1340,10 @@ def test_a_tool_run_is_an_agent_span_over_its_calls_and_tools(otel):
     assert result.stop == "done"
     spans = otel.exporter.get_finished_spans()
     (run,) = [s for s in spans if s.name == "invoke_agent"]
-    assert run.parent is None and run.attributes["gen_ai.operation.name"] == "invoke_agent"
+    # v1.41.0 model/gen-ai/spans.yaml, span.gen_ai.invoke_agent.internal: "- ref: gen_ai.provider.name /
+    # requirement_level: required"; gen_ai.request.model "conditionally_required: If available."
+    assert run.parent is None and run.kind.name == "INTERNAL" and dict(run.attributes) == {
+        "gen_ai.operation.name": "invoke_agent", "gen_ai.provider.name": "openai", "gen_ai.request.model": "gpt-tel"}
     calls = [s for s in spans if s.name == "chat gpt-tel"]
     assert len(calls) == 2 and all(c.parent.span_id == run.context.span_id for c in calls)
     (tool,) = [s for s in spans if s.name == "execute_tool get_weather"]
@@ -1191,15 +1391,45 @@ def test_mcp_requests_are_spans_and_carry_the_trace_context_in_meta(otel, era, v
     spans = {s.name: s for s in otel.exporter.get_finished_spans()}
     span = spans["tools/call echo"]
     assert span.kind.name == "CLIENT" and span.parent.span_id == caller.span.context.span_id
+    # v1.41.0 model/mcp/spans.yaml: "- ref: jsonrpc.request.id / conditionally_required: When the client executes
+    # a request."
     expected = {"mcp.method.name": "tools/call", "mcp.protocol.version": version, "gen_ai.operation.name": "execute_tool",
                 "gen_ai.tool.name": "echo", "server.address": "127.0.0.1", "server.port": fake.port,
-                "network.transport": "tcp", "network.protocol.name": "http"}
+                "network.transport": "tcp", "network.protocol.name": "http", "jsonrpc.request.id": str(call["body"]["id"])}
     if era == "legacy":
         expected["mcp.session.id"] = session_id
     assert dict(span.attributes) == expected
     meta = call["body"]["params"]["_meta"]
     assert meta["traceparent"] == "00-{:032x}-{:016x}-{:02x}".format(span.context.trace_id, span.context.span_id,
                                                                      int(span.context.trace_flags))
+
+
+@pytest.mark.skipif(not _mcp_wired(), reason="the MCP client (agenthub.mcp) is not in this tree, or not wired to "
+                                             "telemetry yet")
+def test_an_mcp_error_answer_is_its_json_rpc_code_and_never_its_message(otel):
+    """v1.41.0 model/mcp/common.yaml: error.type "SHOULD be set to the string representation of the JSON-RPC error
+    code, if one is returned"; rpc.response.status_code "conditionally_required: If response contains an error
+    code".  The server's message (here echoing the Authorization header) is in no attribute."""
+    from agenthub import mcp
+    from agenthub.mcp import MCPError
+    from mcp_support import FAKE_HTTP, Subprocess
+
+    otel.start()
+    fake = Subprocess([FAKE_HTTP, "modern"])
+    try:
+        with mcp.connect(fake.url + "?api_key=url-secret-123", timeout=10,
+                         headers={"Authorization": "Bearer sk-mcp-secret-0123456789"}) as server:
+            with pytest.raises(MCPError):
+                server.call_tool("leak", {})
+    finally:
+        fake.stop()
+    span = {s.name: s for s in otel.exporter.get_finished_spans()}["tools/call leak"]
+    assert span.attributes["error.type"] == "-32603" and span.attributes["rpc.response.status_code"] == "-32603"
+    assert span.status.status_code.name == "ERROR" and span.status.description == "-32603"
+    assert span.attributes["server.address"] == "127.0.0.1" and span.attributes["jsonrpc.request.id"]
+    dump = json.dumps([dict(s.attributes) for s in otel.exporter.get_finished_spans()]) + "".join(
+        str(s.status.description) for s in otel.exporter.get_finished_spans())
+    assert "sk-mcp-secret" not in dump and "url-secret-123" not in dump and "denied" not in dump
 
 
 @needs_call_hooks
@@ -1348,6 +1578,31 @@ def test_a_raising_span_processor_breaks_no_tool_run(otel):
     assert result.stop == "done" and result.turns == 2
     assert result.messages[1]["content_items"][0]["text"] == "18 C in Paris"
     assert raising.calls > 0  # it was called, and raised, at every span
+
+
+@needs_call_hooks
+@pytest.mark.parametrize("broken", ["on_start", "on_end"])
+def test_a_raising_span_processor_still_counts_each_call_once(otel, broken):
+    """A processor whose on_start or on_end raises loses the call's span, never its metrics: the duration and
+    the tokens are recorded once per call (they were recorded never: the failure left the hook before them)."""
+    raising = _Raising()
+    if broken == "on_end":
+        raising.on_start = lambda span, parent_context=None: None
+        raising._on_ending = lambda span: None  # (the SDK calls it before on_end, where it has it)
+    otel.tracer_provider.add_span_processor(raising)
+    otel.start()
+    for _ in range(2):
+        events, _ = _agenthub_call("openai-chat", "gpt-tel", "/v1", _read(FIXTURES, "chat_cached.sse"))
+        assert events[-1]["event_type"] == "stop"
+    assert raising.calls == 2  # the broken hook of each call's span, each raised
+    metrics = metrics_of(otel.reader)
+    assert sum(p.count for _, p in metrics["gen_ai.client.operation.duration"]) == 2
+    tokens = {}  # (two servers: two ports, two points of each)
+    for attrs, point in metrics["gen_ai.client.token.usage"]:
+        total, count = tokens.get(attrs["gen_ai.token.type"], (0, 0))
+        tokens[attrs["gen_ai.token.type"]] = (total + point.sum, count + point.count)
+    assert tokens == {"input": (2400, 2), "output": (600, 2)}
+    assert telemetry.hook._state.hook._calls == {}
 
 
 @pytest.mark.skipif(not _mcp_wired(), reason="the MCP client is not wired to telemetry in this tree")

@@ -190,6 +190,27 @@ def test_no_key_in_trace_files(cache):
             assert KEY not in handle.read()
 
 
+def test_mcp_credentials_in_extra_body_never_reach_a_trace_file(tmp_path):
+    """extra_body is sent as written, and the MCP credentials in it are ones the client scrubs from errors
+    (body_secrets): a trace writes them as ***, the rest of extra_body as given."""
+    extra = {"mcp_servers": [{"type": "url", "url": "https://mcp.example/sse?token=query-secret-1234",
+                              "authorization_token": "body-secret-5678"}],
+             "tools": [{"type": "mcp", "server_url": "https://mcp.example", "authorization": "tool-secret-9012",
+                        "headers": {"X-Key": "header-secret-3456"}}],
+             "service_tier": "flex"}
+    paths = save_trace("t", "demo-model", HISTORY, {"extra_body": extra}, root=str(tmp_path))
+    written = ""
+    for path in paths.values():
+        with open(path, encoding="utf-8") as handle:
+            written += handle.read()
+    assert not [word for word in ("query-secret", "body-secret", "tool-secret", "header-secret") if word in written]
+    document = load_trace(paths["json"])
+    assert document["config"]["extra_body"]["mcp_servers"][0] == {
+        "type": "url", "url": "https://mcp.example/sse?token=***", "authorization_token": "***"}
+    assert document["config"]["extra_body"]["service_tier"] == "flex"
+    assert extra["mcp_servers"][0]["authorization_token"] == "body-secret-5678"  # the caller's config untouched
+
+
 def test_an_escaping_trace_id_is_a_config_error_through_the_client(cache):
     client = _client("weather_answer.sse")
     with pytest.raises(ConfigError):

@@ -14,7 +14,8 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple, Un
 
 from ..errors import AgentHubError, ConfigError, StreamProtocolError, TransportError, UnsupportedOperationError, \
     UpstreamError
-from ..telemetry import inject_meta, mcp_span  # a CLIENT span per request, its trace context in _meta (no-ops uninstrumented)
+from ..telemetry import (JSONRPC_REQUEST_ID, RPC_RESPONSE_STATUS_CODE, inject_meta,  # a CLIENT span per request,
+                         mcp_span)  # its trace context in _meta (no-ops uninstrumented)
 from . import jsonrpc, results
 from .jsonrpc import MCPError, Message
 from .channel import CHANNELS, Channel, scrub
@@ -288,18 +289,21 @@ class Server(object):
             if span.recording:  # the W3C trace context in params._meta (the MCP conventions, both eras)
                 params = dict(params or {}, _meta=inject_meta((params or {}).get("_meta")))
             try:
-                result = self._request(method, params, timeout, headers)
+                result = self._request(method, params, timeout, headers, span)
             except AgentHubError as error:
                 scrub(error, channel.secrets)  # an error answer (read here, not by the channel) may echo a credential
-                if isinstance(error, MCPError):
-                    span.set_error(str(error.code))
+                if isinstance(error, MCPError):  # the MCP conventions: error.type the JSON-RPC code as a string,
+                    code = error.code if isinstance(error.code, int) and not isinstance(error.code, bool) else None
+                    if code is not None:  # rpc.response.status_code too ("If response contains an error code")
+                        span.set_attribute(RPC_RESPONSE_STATUS_CODE, str(code))
+                    span.set_error(str(code) if code is not None else type(error).__name__)
                 raise
             if method == "tools/call" and isinstance(result, dict) and result.get("isError") is True:
                 span.set_error("tool_error")
             return result
 
     def _request(self, method: str, params: Optional[Dict[str, Any]], timeout: Optional[float],
-                 headers: Optional[Dict[str, str]]) -> Dict[str, Any]:
+                 headers: Optional[Dict[str, str]], span: Any = None) -> Dict[str, Any]:
         session = self._session
         channel = self._channel
         timeout = self.timeout if timeout is None else timeout
@@ -310,6 +314,8 @@ class Server(object):
                 timeout = self._budget(until)
             generation = self._generation
             ident, message = session.request(method, params)
+            if span is not None and ident is not None:  # the request's id (the last one sent, when retried)
+                span.set_attribute(JSONRPC_REQUEST_ID, str(ident))
             sent = session.headers(message)
             if headers:
                 sent.update(headers)

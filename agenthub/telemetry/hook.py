@@ -19,6 +19,7 @@ from .names import (AGENTHUB_ATTEMPTS, AGENTHUB_CACHE, AGENTHUB_ROUTE_CLIENT_TYP
                     GEN_AI_CLIENT_OPERATION_TIME_PER_OUTPUT_CHUNK,
                     GEN_AI_CLIENT_OPERATION_TIME_TO_FIRST_CHUNK, GEN_AI_CLIENT_TOKEN_USAGE,
                     GEN_AI_EMBEDDINGS_DIMENSION_COUNT, GEN_AI_INPUT_MESSAGES, GEN_AI_OPERATION_NAME,
+                    GEN_AI_REQUEST_ENCODING_FORMATS,
                     GEN_AI_OUTPUT_MESSAGES, GEN_AI_OUTPUT_TYPE, GEN_AI_PROVIDER_NAME,
                     GEN_AI_REQUEST_MAX_TOKENS, GEN_AI_REQUEST_MODEL, GEN_AI_REQUEST_SEED,
                     GEN_AI_REQUEST_STOP_SEQUENCES, GEN_AI_REQUEST_STREAM,
@@ -28,7 +29,8 @@ from .names import (AGENTHUB_ATTEMPTS, AGENTHUB_CACHE, AGENTHUB_ROUTE_CLIENT_TYP
                     GEN_AI_TOKEN_TYPE, GEN_AI_TOOL_DEFINITIONS,
                     GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS, GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS,
                     GEN_AI_USAGE_INPUT_TOKENS, GEN_AI_USAGE_OUTPUT_TOKENS,
-                    GEN_AI_USAGE_REASONING_OUTPUT_TOKENS, LATEST, LATEST_USAGE_COUNTERS, OPT_IN_ENV,
+                    GEN_AI_USAGE_REASONING_OUTPUT_TOKENS, LATEST, LATEST_USAGE_COUNTERS, OPENAI_API_TYPE,
+                    OPENAI_REQUEST_SERVICE_TIER, OPENAI_RESPONSE_SERVICE_TIER, OPT_IN_ENV,
                     SCOPE, SERVER_ADDRESS, SERVER_PORT, TOKEN_BUCKETS, operation_name, provider_name)
 
 logger = logging.getLogger("agenthub")
@@ -359,8 +361,12 @@ class GenAIHook(AttemptHook):
             if port is not None:
                 base[SERVER_PORT] = port
         record.base = base
-        span = state.tracer.start_span("{} {}".format(record.operation, model or "").rstrip(),
-                                       kind=state.kind_client, attributes=base)
+        try:
+            span = state.tracer.start_span("{} {}".format(record.operation, model or "").rstrip(),
+                                           kind=state.kind_client, attributes=base)
+        except Exception:  # a span processor's on_start, a sampler: no span, the metrics still counted
+            logger.debug("agenthub telemetry: the call span was not started", exc_info=True)
+            span = state.trace.INVALID_SPAN
         record.span = span
         record.recording = span.is_recording()
         if record.recording:
@@ -405,8 +411,14 @@ class GenAIHook(AttemptHook):
         span = record.span
         error = getattr(call, "error", None)
         route = getattr(call, "route", None) or None
-        usage = _usage(getattr(call, "usage", None))
-        error_type = type(error).__name__ if error is not None else None
+        # a call a hook answered (agenthub.ResponseCache: call.cache "hit") sent nothing: the answer it replayed
+        # carries the usage of the call that stored it, but no token was used now (the conventions' token counts
+        # are the tokens "used", billable ones where both are reported), nor was any chunk streamed by a server
+        replayed = isinstance(getattr(call, "cache", None), str) and bool(call.cache)
+        usage = None if replayed else _usage(getattr(call, "usage", None))
+        raised = getattr(call, "raised", None)  # a KeyboardInterrupt or a hook's own exception ended it
+        error_type = type(error).__name__ if error is not None else (
+            getattr(raised, "__name__", None) if raised is not None else None)
         answered_at = _answering_server(call, route)
         if answered_at is not None:  # known once an attempt was encoded: the server of the route that answered
             record.base[SERVER_ADDRESS] = answered_at[0]
@@ -420,8 +432,9 @@ class GenAIHook(AttemptHook):
         answered_by = _response_model(call, route)
         if answered_by:
             metric_attrs[GEN_AI_RESPONSE_MODEL] = answered_by
-        first = record.first
-        if first is None and getattr(call, "first_event_ms", None) is not None and getattr(call, "started_ms", None):
+        first = None if replayed else record.first
+        if first is None and not replayed and getattr(call, "first_event_ms", None) is not None \
+                and getattr(call, "started_ms", None):
             first = record.started + max(0, call.first_event_ms - call.started_ms) / 1000.0
         if record.recording:
             try:
@@ -431,7 +444,10 @@ class GenAIHook(AttemptHook):
             if error_type is not None:
                 span.set_attribute(ERROR_TYPE, error_type)
                 span.set_status(state.trace.Status(state.trace.StatusCode.ERROR, error_type))
-        span.end()
+        try:
+            span.end()
+        except Exception:  # a span processor's on_end (an exporter called synchronously): the metrics still go
+            logger.debug("agenthub telemetry: the call span did not end cleanly", exc_info=True)
         # metrics (each record gets its own dict: some SDKs keep the one they are given)
         histogram = state.duration if record.operation != "embeddings" else state.other_duration
         histogram.record(ended - record.started, metric_attrs if error_type is None
@@ -501,12 +517,42 @@ def _request_attributes(span: Any, call: Any, operation: str) -> None:
     if isinstance(stop, list) and stop and all(isinstance(s, str) for s in stop):
         span.set_attribute(GEN_AI_REQUEST_STOP_SEQUENCES, stop)
     if operation == "embeddings":
+        body = getattr(request, "body", None)
+        encoding = body.get("encoding_format") if isinstance(body, Mapping) else None
+        if isinstance(encoding, str) and encoding:  # (recommended on embeddings spans: what the request asked for)
+            span.set_attribute(GEN_AI_REQUEST_ENCODING_FORMATS, [encoding])
         dimensions = (config.get("embedding_config") or {}).get("dimensions")
         if isinstance(dimensions, int) and not isinstance(dimensions, bool):
             span.set_attribute(GEN_AI_EMBEDDINGS_DIMENSION_COUNT, dimensions)
     output = _output_type(config)
     if output is not None:
         span.set_attribute(GEN_AI_OUTPUT_TYPE, output)
+
+
+#: openai.api.type of the OpenAI API a request's path names (v1.41 docs/registry/attributes/openai.md)
+_OPENAI_API_TYPES = (("/chat/completions", "chat_completions"), ("/responses", "responses"))
+
+
+def _openai_attributes(span: Any, call: Any, record: _Call) -> None:
+    """The OpenAI spans' own attributes (v1.41 model/gen-ai/spans.yaml, span.openai.inference.client), when the
+    span's provider is ``openai`` and the call's own route answered: ``openai.api.type`` (recommended),
+    ``openai.request.service_tier`` ("if the request includes a service_tier and the value is not 'auto'") and
+    ``openai.response.service_tier`` ("if the response was received and includes a service_tier")."""
+    if record.base.get(GEN_AI_PROVIDER_NAME) != "openai" or record.operation == "embeddings":
+        return
+    request = getattr(call, "request", None)
+    path = (getattr(request, "url", "") or "").split("?", 1)[0]
+    for suffix, kind in _OPENAI_API_TYPES:
+        if path.endswith(suffix):
+            span.set_attribute(OPENAI_API_TYPE, kind)
+            break
+    body = getattr(request, "body", None)
+    tier = body.get("service_tier") if isinstance(body, Mapping) else None
+    if isinstance(tier, str) and tier and tier != "auto":
+        span.set_attribute(OPENAI_REQUEST_SERVICE_TIER, tier)
+    said = getattr(getattr(call, "usage", None), "service_tier", None)  # (agenthub's name: "standard" is "default")
+    if isinstance(said, str) and said and getattr(call, "cache", None) is None:
+        span.set_attribute(OPENAI_RESPONSE_SERVICE_TIER, "default" if said == "standard" else said)
 
 
 def _output_type(config: Mapping[str, Any]) -> Optional[str]:
@@ -528,6 +574,7 @@ def _response_attributes(state: _State, span: Any, call: Any, route: Optional[Ma
     answered_by = _response_model(call, route)
     if answered_by:
         span.set_attribute(GEN_AI_RESPONSE_MODEL, answered_by)
+    fallback = False
     if route:
         if route.get("model"):
             span.set_attribute(AGENTHUB_ROUTE_MODEL, route["model"])
@@ -538,9 +585,12 @@ def _response_attributes(state: _State, span: Any, call: Any, route: Optional[Ma
         if route.get("client_type") and route.get("client_type") != getattr(call, "client_type", None) or (
                 route.get("model") and route.get("model") != getattr(call, "model", None)):
             # a fallback answered: its provider is the one the span's numbers come from
+            fallback = True
             provider = (record.providers or {}).get(_route_key(route)) or provider_name(
                 route.get("client_type", ""), _route_server(route.get("host"))[0] or "")
             span.set_attribute(GEN_AI_PROVIDER_NAME, provider)
+    if not fallback:  # (the call's request is its own route's)
+        _openai_attributes(span, call, record)
     count = getattr(call, "attempts", None)
     if isinstance(count, int) and count:
         span.set_attribute(AGENTHUB_ATTEMPTS, count)
@@ -565,7 +615,8 @@ def _response_attributes(state: _State, span: Any, call: Any, route: Optional[Ma
             and record.operation != "embeddings":
         span.set_attribute(GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK, max(0.0, first - record.started))
     if record.collector is not None:
-        answer = record.collector.message() if getattr(call, "error", None) is None else None
+        failed = getattr(call, "error", None) is not None or getattr(call, "raised", None) is not None
+        answer = record.collector.message() if not failed else None
         content = _content_attributes(call, answer, reason, state.latest)
         if state.span_content:
             for name, value in content.items():
@@ -587,6 +638,26 @@ def _unjsonable(value: Any) -> Any:
     return "<{}>".format(type(value).__name__)
 
 
+#: the most characters of one text captured as content (a message's text, reasoning, a tool's arguments as text
+#: or result, the system prompt): a longer one keeps its start and says how much was left out (docs/telemetry.md)
+CONTENT_LIMIT = 32768
+
+
+def _bounded(text: Any) -> Any:
+    """``text`` cut to CONTENT_LIMIT characters (then ``...[N more characters]``); any other value as it is."""
+    if isinstance(text, str) and len(text) > CONTENT_LIMIT:
+        return "{}...[{} more characters]".format(text[:CONTENT_LIMIT], len(text) - CONTENT_LIMIT)
+    return text
+
+
+def _shown_uri(url: Any) -> Any:
+    """An image URL as captured content: its query values and ``user:password@`` as ``***`` (a presigned URL's
+    signature is a credential); the rest as sent."""
+    from .._redact import redact_url_query
+
+    return _bounded(redact_url_query(url))
+
+
 def _size(data: Any) -> Optional[int]:
     if isinstance(data, (bytes, bytearray)):
         return len(data)
@@ -603,9 +674,9 @@ def _parts(items: Any) -> Tuple[List[Dict[str, Any]], List[Dict[str, Any]]]:
             continue
         kind = item.get("type")
         if kind == "text":
-            parts.append({"type": "text", "content": item.get("text", "")})
+            parts.append({"type": "text", "content": _bounded(item.get("text", ""))})
         elif kind == "thinking":
-            parts.append({"type": "reasoning", "content": item.get("thinking", "")})
+            parts.append({"type": "reasoning", "content": _bounded(item.get("thinking", ""))})
         elif kind == "image_url":
             url = item.get("image_url") or ""
             if isinstance(url, str) and url.startswith("data:"):
@@ -613,7 +684,7 @@ def _parts(items: Any) -> Tuple[List[Dict[str, Any]], List[Dict[str, Any]]]:
                 parts.append({"type": "inline_data", "modality": "image", "mime_type": mime,
                               "size": len(url)})
             else:
-                parts.append({"type": "uri", "modality": "image", "uri": url})
+                parts.append({"type": "uri", "modality": "image", "uri": _shown_uri(url)})
         elif kind in ("inline_data", "inline_thinking"):
             mime = item.get("mime_type") or ""
             part = {"type": kind, "mime_type": mime, "size": _size(item.get("data"))}
@@ -623,9 +694,10 @@ def _parts(items: Any) -> Tuple[List[Dict[str, Any]], List[Dict[str, Any]]]:
             parts.append(part)
         elif kind == "tool_call":
             parts.append({"type": "tool_call", "id": item.get("tool_call_id"), "name": item.get("name", ""),
-                          "arguments": item.get("arguments")})
+                          "arguments": _bounded(item.get("arguments"))})
         elif kind == "tool_result":
-            response = {"type": "tool_call_response", "id": item.get("tool_call_id"), "response": item.get("text", "")}
+            response = {"type": "tool_call_response", "id": item.get("tool_call_id"),
+                        "response": _bounded(item.get("text", ""))}
             responses.append(response)
         elif kind == "embedding":
             continue
@@ -651,7 +723,7 @@ def _content_attributes(call: Any, answer: Optional[Mapping[str, Any]], reason: 
     content = {GEN_AI_INPUT_MESSAGES: _dumps(_input_messages(getattr(call, "messages", None)))}
     system = config.get("system_prompt")
     if isinstance(system, str) and system:
-        content[GEN_AI_SYSTEM_INSTRUCTIONS] = _dumps([{"type": "text", "content": system}])
+        content[GEN_AI_SYSTEM_INSTRUCTIONS] = _dumps([{"type": "text", "content": _bounded(system)}])
     tools = config.get("tools")
     if tools:
         content[GEN_AI_TOOL_DEFINITIONS] = _dumps([

@@ -7,11 +7,12 @@ from typing import Any, Dict, Mapping, Optional
 
 from ..hosts.trust import url_host, url_origin
 from . import hook as _hook
-from .hook import _dumps, _State
-from .names import (ERROR_TYPE, GEN_AI_AGENT_NAME, GEN_AI_OPERATION_NAME, GEN_AI_TOOL_CALL_ARGUMENTS,
+from .hook import _bounded, _dumps, _State
+from .names import (ERROR_TYPE, GEN_AI_AGENT_NAME, GEN_AI_OPERATION_NAME, GEN_AI_PROVIDER_NAME,
+                    GEN_AI_REQUEST_MODEL, GEN_AI_TOOL_CALL_ARGUMENTS,
                     GEN_AI_TOOL_CALL_ID, GEN_AI_TOOL_CALL_RESULT, GEN_AI_TOOL_NAME, GEN_AI_TOOL_TYPE,
                     JSONRPC_REQUEST_ID, MCP_METHOD_NAME, MCP_PROTOCOL_VERSION, MCP_SESSION_ID, SERVER_ADDRESS,
-                    SERVER_PORT)
+                    SERVER_PORT, provider_name)
 
 logger = logging.getLogger("agenthub")
 
@@ -83,13 +84,14 @@ class _Span(object):
     leaving the block sets ``error.type``.  ``activate()`` makes it current for a block without ending it
     (a generator re-entering its span per step); ``end(error=None)`` ends it outside a ``with``."""
 
-    __slots__ = ("_state", "span", "_token", "_ended", "_content", "_attrs")
+    __slots__ = ("_state", "span", "_token", "_ended", "_content", "_failed")
 
     def __init__(self, state: _State, span: Any, content: bool) -> None:
         self._state = state
         self.span = span
         self._token = None  # type: Any
         self._ended = False
+        self._failed = False  # error.type was set: the exception leaving the block does not replace it
         self._content = content and span.is_recording()
 
     @property
@@ -120,7 +122,7 @@ class _Span(object):
     @_guarded
     def set_arguments(self, arguments: Any) -> None:
         if self._content:
-            self.span.set_attribute(GEN_AI_TOOL_CALL_ARGUMENTS, _dumps(arguments))
+            self.span.set_attribute(GEN_AI_TOOL_CALL_ARGUMENTS, _dumps(_bounded(arguments)))
 
     @_guarded
     def set_result(self, result: Any) -> None:
@@ -131,6 +133,8 @@ class _Span(object):
             value = result
             if isinstance(result, Mapping) and result.get("type") == "tool_result":
                 value = {key: result[key] for key in ("text", "images", "is_error") if key in result}
+                if "text" in value:
+                    value["text"] = _bounded(value["text"])
                 images = value.get("images")
                 if isinstance(images, list):  # a data: URI is bytes: never inlined
                     value["images"] = [image if not (isinstance(image, str) and image.startswith("data:"))
@@ -141,6 +145,7 @@ class _Span(object):
     def set_error(self, error: Any) -> None:
         """error.type: a string as given (a JSON-RPC code, ``tool_error``) or an exception's class name."""
         kind = error if isinstance(error, str) else type(error).__name__
+        self._failed = True
         self.span.set_attribute(ERROR_TYPE, kind)
         self.span.set_status(self._state.trace.Status(self._state.trace.StatusCode.ERROR, kind))
 
@@ -149,7 +154,7 @@ class _Span(object):
         if self._ended:
             return
         self._ended = True
-        if error is not None:
+        if error is not None and not self._failed:  # (a JSON-RPC code set before the MCPError left the block)
             self.set_error(error)
         self.span.end()
 
@@ -181,15 +186,24 @@ def activate(handle: Any) -> Any:
     return _NOOP
 
 
-def agent_span(name: str, *, description: Optional[str] = None) -> Any:
+def agent_span(name: str, *, description: Optional[str] = None, provider: Optional[str] = None,
+               model: Optional[str] = None) -> Any:
     """An ``invoke_agent {name}`` INTERNAL span for a tool run (``with`` it: the calls and tools inside
-    nest under it).  A no-op handle when nothing is instrumented."""
+    nest under it).  ``provider`` / ``model``: the ``gen_ai.provider.name`` and ``gen_ai.request.model`` of
+    the client the agent calls (the conventions require the provider on an invoke_agent span).  A no-op
+    handle when nothing is instrumented."""
     state = _hook._state
     if state is None:
         return _NOOP
     attributes = {GEN_AI_OPERATION_NAME: "invoke_agent"}  # type: Dict[str, Any]
+    if provider and not state.latest:  # (the newer conventions removed it from invoke_agent INTERNAL spans, #289)
+        attributes[GEN_AI_PROVIDER_NAME] = provider
+    if model:
+        attributes[GEN_AI_REQUEST_MODEL] = model
     if name:
         attributes[GEN_AI_AGENT_NAME] = name
+    if description:
+        attributes["gen_ai.agent.description"] = description
     span = _started(state, "invoke_agent {}".format(name).rstrip() if name else "invoke_agent",
                     kind=state.kind_internal, attributes=attributes)
     return _NOOP if span is None else _Span(state, span, False)
@@ -229,7 +243,13 @@ class RunSpans(object):
 
     def on_run_start(self, run: Any) -> None:
         try:
-            span = agent_span("")
+            client = getattr(run, "client", None)
+            model = getattr(client, "model", None)
+            client_type = getattr(client, "client_type", None)
+            provider = getattr(client, "_provider", None) or (
+                provider_name(client_type) if isinstance(client_type, str) else None)
+            span = agent_span("", provider=provider if isinstance(provider, str) else None,
+                              model=model if isinstance(model, str) else None)
         except Exception:
             _hook.logger.debug("agenthub telemetry: the run span was not started", exc_info=True)
             return
@@ -240,7 +260,7 @@ class RunSpans(object):
         span = self._runs.pop(id(run), None)
         if span is not None:
             try:
-                span.end(error if isinstance(error, Exception) else None)
+                span.end(error if isinstance(error, BaseException) else None)  # (a KeyboardInterrupt too)
             except Exception:
                 _hook.logger.debug("agenthub telemetry: the run span was not ended", exc_info=True)
 
@@ -302,8 +322,8 @@ def mcp_span(method: str, protocol_version: Optional[str] = None, session_id: Op
             attributes[SERVER_PORT] = origin[2]
             attributes["network.transport"] = "tcp"
             attributes["network.protocol.name"] = "http"
-        else:
-            attributes[SERVER_ADDRESS] = url_host(server) or server
+        elif url_host(server):  # (never the URL itself: its query or user part may hold a credential)
+            attributes[SERVER_ADDRESS] = url_host(server)
     elif transport:
         attributes["network.transport"] = transport
     name = "{} {}".format(method, target) if target and method in ("tools/call", "prompts/get") else method
