@@ -351,6 +351,7 @@ def _hostile(provider, api, body):
     return status, answer
 
 
+@pytest.mark.skipif(sys.version_info >= (3, 12), reason="3.12 and later count the JSON encoder's depth apart from Python's frames: an answer 900 deep is written like any other (no line fails to hold it), and a deeper one the fake server could not send on the older Pythons")
 def test_an_answer_no_line_could_hold_fails_alone_and_the_rest_of_the_batch_is_fetched(tmp_path, fake):
     fake.answer = _hostile
     rows = [dict(MODELS["anthropic"], id=t, messages=_user(t)) for t in ("one", "INF two", "DEEP three", "four")]

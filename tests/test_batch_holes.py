@@ -331,7 +331,7 @@ def test_a_state_file_nested_past_the_stack_is_a_config_error(tmp_path):
     from agenthub.jobs import batch as B
 
     path = tmp_path / "in.jsonl.batch.json"
-    path.write_text('{"agenthub_batch": 1, "batches": ' + "[" * 5000 + "]" * 5000 + "}")
+    path.write_text('{"agenthub_batch": 1, "batches": ' + "[" * 100000 + "]" * 100000 + "}")
     with pytest.raises(ConfigError) as caught:
         B.load(str(path))
     assert str(caught.value).startswith("the batch state file {} is not JSON (maximum recursion depth".format(path))

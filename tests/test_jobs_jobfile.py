@@ -360,7 +360,7 @@ def test_each_message_is_named_by_its_place_and_messages_must_be_a_list(tmp_path
 
 
 def test_a_line_nested_past_the_stack_is_a_problem_of_its_line_and_a_rerun_reads_past_one_in_the_output(tmp_path):
-    deep = json.dumps(_line("deep"))[:-1] + ', "x": ' + "[" * 5000 + "]" * 5000 + "}"
+    deep = json.dumps(_line("deep"))[:-1] + ', "x": ' + "[" * 100000 + "]" * 100000 + "}"
     schema = {"type": "array", "items": {"type": "string"}}
     for _ in range(300):  # (deep, yet within what the JSON reader takes: the schema compiler recursed on it)
         schema = {"type": "array", "items": schema}
@@ -372,7 +372,7 @@ def test_a_line_nested_past_the_stack_is_a_problem_of_its_line_and_a_rerun_reads
         "nests deeper than 128 levels\n(nothing was sent; skip_invalid=True / --skip-invalid writes an error row for "
         "each invalid line)".format(path))
     assert caught.value.lines == [2, 3]
-    out = _write(tmp_path, [{"id": "a", "error": None}, '{"id": "deep", "x": ' + "[" * 5000 + "]" * 5000 + "}"],
+    out = _write(tmp_path, [{"id": "a", "error": None}, '{"id": "deep", "x": ' + "[" * 100000 + "]" * 100000 + "}"],
                  "out.jsonl")
     assert finished_ids(out) == {"a"} and [row["id"] for row in read_output(out)] == ["a"]
 
