@@ -56,6 +56,9 @@ from .errors import AgentHubError, ConfigError
 
 __all__ = ["compile", "Compiled", "ConversionError", "inline_refs", "to_json", "type_hints"]
 
+#: the JSON Schema keywords whose value is JSON data, not a schema: a walk over a schema's subschemas skips them
+DATA_KEYWORDS = frozenset(["enum", "const", "examples", "default"])
+
 _NONE = type(None)
 _BAD = object()  # what a converter returns after recording a problem
 _UNION_TYPE = getattr(__import__("types"), "UnionType", None)  # ``X | Y`` (3.10+)

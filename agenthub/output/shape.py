@@ -26,7 +26,7 @@ import json
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ..errors import ConfigError, UnsupportedParameterError
-from ..typeschema import ConversionError, compile as compile_type
+from ..typeschema import DATA_KEYWORDS, ConversionError, compile as compile_type
 from ..types import Message
 from ..providers.openai_responses import (OPENAI_STRICT_FORMATS, OPENAI_STRICT_KEYWORDS,  # noqa: F401  (re-exported)
                                           OPENAI_STRICT_NOTES, OPENAI_STRICT_UNSUPPORTED, strict_holds,
@@ -81,15 +81,11 @@ def strict_schema(schema: Mapping[str, Any]) -> Tuple[Dict[str, Any], Dict[int, 
                 if isinstance(child, dict):
                     for sub in child.values():
                         walk(sub)
-            elif isinstance(child, (dict, list)) and key not in _VALUES:
+            elif isinstance(child, (dict, list)) and key not in DATA_KEYWORDS:
                 walk(child)
 
     walk(out)
     return out, added
-
-
-#: keywords whose value is JSON data, not a schema: never shaped (a ``const`` object keeps its own keys)
-_VALUES = frozenset(["enum", "const", "examples", "default"])
 
 
 def _nullable(schema: Mapping[str, Any]) -> bool:
@@ -114,7 +110,7 @@ def _has_root_ref(schema: Any) -> bool:
     if not isinstance(schema, Mapping):
         return False
     return schema.get("$ref") == "#" or any(_has_root_ref(child) for key, child in schema.items()
-                                            if key not in _VALUES)
+                                            if key not in DATA_KEYWORDS)
 
 
 def _root_refs(schema: Any, target: str) -> Any:
@@ -123,7 +119,7 @@ def _root_refs(schema: Any, target: str) -> Any:
         return [_root_refs(child, target) for child in schema]
     if not isinstance(schema, Mapping):
         return schema
-    out = {key: child if key in _VALUES else _root_refs(child, target) for key, child in schema.items()}
+    out = {key: child if key in DATA_KEYWORDS else _root_refs(child, target) for key, child in schema.items()}
     if out.get("$ref") == "#":
         out["$ref"] = target
     return out

@@ -96,6 +96,7 @@ from ..errors import ToolCallArgumentParseError, upstream_error
 from ..sse import SSEEvent
 from ..stream import Fold, StreamEnd
 from ..toolcalls import ToolCallAssembler
+from ..typeschema import DATA_KEYWORDS
 from ..types import HttpRequest, PromptCaching, ThinkingLevel
 from ..validate import cache_marks
 from ._common import NOTES, Encoded, Prior, Resumed, keep, marks_resumed, noting, start
@@ -619,7 +620,7 @@ def _parameters(node: Any) -> Iterator[Tuple[bool, Any]]:
             elif key in ("$defs", "definitions") and isinstance(child, Mapping):
                 for found in _parameters(list(child.values())):
                     yield found
-            elif key not in ("enum", "const", "default", "examples"):
+            elif key not in DATA_KEYWORDS:
                 for found in _parameters(child):
                     yield found
 
@@ -643,7 +644,7 @@ def _refs(node: Any) -> Iterator[Any]:
             if key in ("properties", "patternProperties", "dependentSchemas") and isinstance(child, Mapping):
                 for ref in _refs(list(child.values())):
                     yield ref
-            elif key not in ("$ref", "$defs", "definitions", "enum", "const", "default", "examples"):
+            elif key not in ("$ref", "$defs", "definitions") and key not in DATA_KEYWORDS:
                 for ref in _refs(child):
                     yield ref
 

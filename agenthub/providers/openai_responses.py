@@ -126,6 +126,7 @@ from ..resume import resource_segment
 from ..sse import SSEEvent
 from ..stream import StreamEnd, with_service_tier
 from ..toolcalls import ToolCallAssembler
+from ..typeschema import DATA_KEYWORDS
 from ..types import HttpRequest, PromptCaching, ThinkingLevel
 from ..validate import cache_marks, count_marks
 from ._common import NOTES, Encoded, Prior, Resumed, keep, marks_resumed, noting, start
@@ -373,10 +374,6 @@ def _reasoning(config: Mapping[str, Any], reasons: bool, efforts: Optional[Tuple
     return out
 
 
-#: keywords whose value is JSON data, not a schema (strict_refused does not look inside them)
-_SCHEMA_DATA = frozenset(["enum", "const", "examples", "default"])
-
-
 # -- OpenAI's strict mode, as documented: "Structured model outputs", "Supported schemas"
 # -- (https://platform.openai.com/docs/guides/structured-outputs#supported-schemas, read 2026-12): the types
 # -- string, number, boolean, integer, object, array, enum and anyOf; for strings ``pattern`` and ``format`` (the
@@ -478,7 +475,7 @@ def _refused(schema: Any, where: str) -> Optional[str]:
                 found = _refused(sub, "{}[{!r}]".format(at, name))
                 if found:
                     return found
-        elif key not in _SCHEMA_DATA:
+        elif key not in DATA_KEYWORDS:
             found = _refused(child, at)
             if found:
                 return found
