@@ -32,7 +32,7 @@ from typing import Any, Callable, Dict, List, Optional
 from urllib.parse import urlencode
 
 from .apps.chat import LATEST, cli_terms as _cli_terms
-from .apps.terminal import Printer, model_line, usage_line
+from .apps.terminal import Printer, model_line, standard_streams, usage_line
 from .types import ThinkingLevel
 
 __all__ = ["main", "Printer", "usage_line", "model_line"]
@@ -114,8 +114,20 @@ def add_chat_arguments(chat: argparse.ArgumentParser) -> None:
                       help="with --journal: wait up to SECONDS for a live worker that owns the run (default: refused)")
 
 
+def _port(text: str) -> int:
+    """An argparse ``type=``: a TCP port, 0 (a free one) to 65535 (past it, bind() raised OverflowError)."""
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError("{!r} is not a port number".format(text)) from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError("a port is 0 to 65535 (got {})".format(text))
+    return port
+
+
 def _parser() -> argparse.ArgumentParser:
     from . import __version__
+    from .jobs.batch_cli import positive as _positive
 
     parser = argparse.ArgumentParser(prog="agenthub", description="One streaming loop for every LLM provider.")
     parser.add_argument("--version", action="version", version="agenthub " + __version__)
@@ -151,7 +163,7 @@ def _parser() -> argparse.ArgumentParser:
                       help="address to listen on (default 127.0.0.1); another than loopback needs --key-env")
     view.add_argument("--key-env", metavar="NAME",
                       help="the viewer's key is in the environment variable NAME (open the page once with ?key=...)")
-    view.add_argument("--port", type=int, default=8765, help="0 picks a free port (default 8765)")
+    view.add_argument("--port", type=_port, default=8765, help="0 picks a free port (default 8765)")
     view.add_argument("--open", action="store_true", help="open the page in a web browser")
     show = trace_sub.add_parser("show", help="print a saved trace (.json) as text")
     show.add_argument("file")
@@ -160,7 +172,7 @@ def _parser() -> argparse.ArgumentParser:
                                       "directory): every agenthub chat turn, without keys or headers.")
     logs_sub = logs.add_subparsers(dest="logs_command", metavar="ACTION")
     listing = logs_sub.add_parser("list", help="the latest conversations (the default)")
-    listing.add_argument("-n", "--count", type=int, default=20, help="how many (default 20)")
+    listing.add_argument("-n", "--count", type=_positive(int, "a number"), default=20, help="how many (default 20)")
     listing.add_argument("--json", action="store_true", help="one JSON array")
     shown = logs_sub.add_parser("show", help="one conversation's turns as text (default: the latest)")
     shown.add_argument("id", nargs="?")
@@ -174,7 +186,7 @@ def _parser() -> argparse.ArgumentParser:
                                        "stdout is the URL. A non-loopback --host needs api_keys in the config.")
     serve.add_argument("--config", required=True, metavar="FILE", help="the server config (JSON)")
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
-    serve.add_argument("--port", type=int, default=8787, help="0 picks a free port (default 8787)")
+    serve.add_argument("--port", type=_port, default=8787, help="0 picks a free port (default 8787)")
     from .jobs.cli import add_parser as add_batch
     from .apps.mcp_cli import add_parser as add_mcp
     from .apps.runs_cli import add_parser as add_runs
@@ -231,6 +243,7 @@ def _parse(parser: argparse.ArgumentParser, argv: List[str]) -> Any:
 
 
 def main(argv: Optional[List[str]] = None) -> int:
+    standard_streams()  # a closed stdin/stdout/stderr, an ASCII-only stdout: no traceback, no lost answer
     parser = _parser()
     args = _parse(parser, sys.argv[1:] if argv is None else list(argv))
     from .errors import AgentHubError

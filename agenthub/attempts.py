@@ -72,7 +72,7 @@ class Timeout(object):
                  read: Optional[float] = DEFAULT_READ_TIMEOUT, total: Optional[float] = None) -> None:
         for name, value in (("connect", connect), ("read", read), ("total", total)):
             if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
-                                      or not value > 0 or value == float("inf")):
+                                      or not value > 0 or value > threading.TIMEOUT_MAX):  # (a socket's limit)
                 raise ConfigError("timeout {} must be a positive number of seconds or None (got {!r})".format(
                     name, value))
         self.connect = None if connect is None else float(connect)

@@ -374,8 +374,9 @@ class Journal(object):
                 run_id if not isinstance(run_id, str) else run_id[:60]))
         if ttl is not None and (isinstance(ttl, bool) or not isinstance(ttl, (int, float)) or not ttl > 0):
             raise ConfigError("journal ttl must be a number of seconds > 0 (or None: kept until forgotten)")
-        if wait is not None and (isinstance(wait, bool) or not isinstance(wait, (int, float)) or wait < 0):
-            raise ConfigError("journal_wait must be a number of seconds >= 0")
+        if wait is not None and (isinstance(wait, bool) or not isinstance(wait, (int, float))
+                                 or not 0 <= wait < float("inf")):  # (NaN waited for ever: no deadline compares)
+            raise ConfigError("journal_wait must be a finite number of seconds >= 0")
         self.store = _open(store)
         if not hasattr(self.store, "journal_append"):
             raise ConfigError("{!r} keeps no journal (MemoryStore, SQLiteStore and RedisStore do)".format(self.store))

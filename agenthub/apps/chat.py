@@ -13,7 +13,10 @@ from typing import Any, Dict, List, Optional, TextIO
 from ..stream import surrogates_escaped
 from .terminal import Printer, _dollars, safe
 
-__all__ = ["run", "cli_terms", "LATEST", "concise_schema"]
+__all__ = ["run", "cli_terms", "LATEST", "concise_schema", "INTERRUPTED"]
+
+#: the exit status of a command Ctrl-C ended (128 + SIGINT, as a shell reports it)
+INTERRUPTED = 130
 
 #: ``chat -c`` / ``--continue`` alone: the latest conversation of the log
 LATEST = "\x00latest"
@@ -56,9 +59,12 @@ def _run(args: Any, out: TextIO, err: Optional[TextIO] = None, stdin: Optional[T
         if not prompt.strip() and not attachments:
             raise ConfigError("the prompt is empty: pass it as an argument, or pipe it in")
         message = _user_message(prompt, attachments)
-        for asked, answer in _turns(client, args, config, history, message, out, err, stdin):
+        turns = _turns(client, args, config, history, message, out, err, stdin)
+        for asked, answer in turns:
             logged.turn(asked, answer)
-        return 0
+        # Ctrl-C stopped the one answer ([stopped]): interrupted, as a tool run or a typed answer Ctrl-C ends
+        plain = not getattr(args, "tool", None) and not getattr(args, "mcp", None)
+        return INTERRUPTED if plain and not turns else 0
     finally:
         logged.close()
         for server in getattr(args, "_mcp_servers", ()):
@@ -236,8 +242,10 @@ def _chat_client(args: Any, err: Optional[TextIO] = None) -> Any:
             raise ConfigError("${} is not set".format(args.api_key_env))
     options = {}  # type: Dict[str, Any]
     if args.timeout is not None:
-        if not args.timeout > 0:
-            raise ConfigError("--timeout must be a positive number of seconds")
+        import threading
+
+        if not 0 < args.timeout <= threading.TIMEOUT_MAX:  # (inf, nan, or more than a socket takes)
+            raise ConfigError("--timeout must be a positive number of seconds (got {})".format(args.timeout))
         options["timeout"] = args.timeout
     if args.max_retries is not None:
         if args.max_retries < 0:
@@ -886,6 +894,9 @@ _CLI_TERMS = (
     (re.compile(r"\bclient_type\b=?"), "--client-type"),
     (re.compile(r"\bbase_url\b=?"), "--base-url"),
     (re.compile(r"\bmax_retries\b"), "--max-retries"),
+    (re.compile(r"\bmax_turns\b"), "--max-turns"),
+    (re.compile(r"\bmax_usd\b"), "--budget"),
+    (re.compile(r"\bjournal_wait\b"), "--journal-wait"),
     (re.compile(r"\bconfig\['(max_tokens|temperature|system_prompt|thinking_level|trace_id)'\]"), r"\1"),
 )
 _FLAGS = {"max_tokens": "--max-tokens", "temperature": "--temperature", "system_prompt": "--system",

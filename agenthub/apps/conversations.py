@@ -227,7 +227,8 @@ class Log(object):
             "SELECT c.id, c.model, c.updated_at, COUNT(t.id), "
             "(SELECT prompt FROM turns WHERE conversation_id = c.id ORDER BY id LIMIT 1) "
             "FROM conversations c LEFT JOIN turns t ON t.conversation_id = c.id "
-            "GROUP BY c.id ORDER BY c.updated_at DESC, c.rowid DESC LIMIT ?", (limit,)).fetchall()
+            "GROUP BY c.id ORDER BY c.updated_at DESC, c.rowid DESC LIMIT ?",
+            (min(max(1, limit), 2 ** 63 - 1),)).fetchall()  # (SQLite's LIMIT is a 64-bit int: more is all)
         out = []
         for conversation, model, updated, count, first in rows:
             out.append({"id": conversation, "model": model, "updated_at": updated, "turns": count,
@@ -279,7 +280,7 @@ def run_logs(args: Any, out: Any) -> int:
         raise ConfigError("no conversation log at {}".format(path))
     with Log(path) as log:
         if action == "list":
-            rows = log.list(max(1, getattr(args, "count", 20) or 20))
+            rows = log.list(getattr(args, "count", 20))
             if getattr(args, "json", False):
                 out.write(json.dumps(rows, indent=2, ensure_ascii=False) + "\n")
                 return 0

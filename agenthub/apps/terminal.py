@@ -9,7 +9,8 @@ from typing import Any, List, Mapping, Optional, TextIO
 from .._redact import shown_url
 from ..stream import text_is_utf8
 
-__all__ = ["Printer", "usage_line", "model_line", "print_models", "printable", "safe", "is_terminal"]
+__all__ = ["Printer", "usage_line", "model_line", "print_models", "printable", "safe", "is_terminal",
+           "standard_streams"]
 
 #: C0 controls but tab and newline, DEL, and the C1 controls (ESC [ / OSC 52 / CSI as one byte ...)
 _CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
@@ -50,6 +51,50 @@ def is_terminal(stream: Any) -> bool:
         return bool(stream.isatty())
     except (AttributeError, ValueError):
         return False
+
+
+def _escaped(error: UnicodeError) -> Any:
+    """The ``agenthub.escape`` error handler: what an output encoding cannot write (ASCII, Latin-1) as JSON's
+    ``\\u00e9`` escapes (a pair for a character past U+FFFF), readable on a terminal and valid in a JSON string."""
+    if not isinstance(error, UnicodeEncodeError):
+        raise error
+    units = error.object[error.start:error.end].encode("utf-16-le", "surrogatepass")
+    return "".join("\\u{:04x}".format(int.from_bytes(units[i:i + 2], "little")) for i in range(0, len(units), 2)), \
+        error.end
+
+
+def standard_streams() -> None:
+    """Make the process's standard streams safe to use, once, as the command line starts: a stream the caller
+    closed (``agenthub models >&-``: Python leaves ``sys.stdout`` None) reads as empty and writes nowhere, its
+    descriptor taken by the null device (no file opened later gets it); stdout and stderr write a character
+    their encoding lacks (``PYTHONIOENCODING=ascii``, a Latin-1 terminal) as ``\\u00e9`` instead of stopping
+    the answer with UnicodeEncodeError."""
+    import codecs
+    import io
+    import sys
+
+    try:
+        codecs.lookup_error("agenthub.escape")
+    except LookupError:
+        codecs.register_error("agenthub.escape", _escaped)
+    for fd, name in enumerate(("stdin", "stdout", "stderr")):
+        stream = getattr(sys, name)
+        if stream is None:
+            null = os.open(os.devnull, os.O_RDWR)
+            if null != fd:
+                try:
+                    os.fstat(fd)
+                except OSError:  # the descriptor is free: the null device takes its number
+                    os.dup2(null, fd)
+                    os.close(null)
+                    null = fd
+            stream = io.TextIOWrapper(io.FileIO(null, "r" if fd == 0 else "w"), encoding="utf-8",
+                                      line_buffering=fd == 2)
+            setattr(sys, name, stream)
+            setattr(sys, "__{}__".format(name), stream)
+        elif fd and getattr(stream, "errors", None) == "strict" and hasattr(stream, "reconfigure") \
+                and stream is getattr(sys, "__{}__".format(name)):
+            stream.reconfigure(errors="agenthub.escape")
 
 
 def usage_line(finish_reason: Optional[str], usage: Optional[Mapping[str, Any]], cost: Optional[float] = None) -> str:

@@ -582,7 +582,7 @@ def _seconds(timeout: Any) -> float:
     """A timeout given to ``connect`` or to one request: a positive, finite number of seconds, else a ConfigError
     (before anything is sent)."""
     if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0 \
-            or timeout == float("inf"):
+            or timeout > threading.TIMEOUT_MAX:  # (inf, or past what a wait takes: 1e300 was an OverflowError)
         raise ConfigError("timeout must be a positive number of seconds (got {!r})".format(timeout))
     return float(timeout)
 

@@ -1,0 +1,224 @@
+"""The command line as a user runs it, on the edges: Ctrl-C in a one-shot answer, an ASCII-only stdout, closed
+standard streams, numbers past what a socket, a port or SQLite takes, the flags every error names, and every
+flag of every subcommand documented in docs/cli.md.  Real `python -m agenthub` processes."""
+
+import argparse
+import json
+import os
+import re
+import select
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from sse_server import Answer, SSEServer
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+RECORDING = os.path.join(ROOT, "agenthub", "recordings", "openai_chat", "weather_answer.sse")
+ANSWER_TEXT = "It is 18 °C and sunny in Paris — a good day for a walk."
+
+
+def _env(tmp_path, **extra):
+    env = {k: v for k, v in os.environ.items() if not k.endswith(("_API_KEY", "_BASE_URL"))}
+    env.update(PYTHONPATH=ROOT, NO_PROXY="*", PYTHONIOENCODING="utf-8", AGENTHUB_HOME=str(tmp_path / "home"),
+               AGENTHUB_CACHE_DIR=str(tmp_path / "cache"))
+    env.update(extra)
+    return env
+
+
+def _agenthub(argv, env, **kwargs):
+    return subprocess.run([sys.executable, "-m", "agenthub"] + argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          env=env, cwd=ROOT, timeout=60, **kwargs)
+
+
+def _recording():
+    with open(RECORDING, "rb") as handle:
+        return handle.read()
+
+
+@pytest.fixture
+def server():
+    with SSEServer() as running:
+        yield running
+
+
+def _local(server):
+    return ["--client-type", "openai-chat", "--base-url", server.url + "/v1"]
+
+
+def test_ctrl_c_in_a_one_shot_answer_exits_130_as_a_tool_run_does(server, tmp_path):
+    """`agenthub chat MODEL "prompt" > out && next`: an answer Ctrl-C stopped is not a success (it exited 0)."""
+    chunks = _recording().split(b"\n\n")
+    gate = threading.Event()  # the answer starts, then waits (5 s at most): the test interrupts it meanwhile
+    server.answers.append(Answer([chunks[0] + b"\n\n" + chunks[1] + b"\n\n", b"data: [DONE]\n\n"], gate=gate))
+    child = subprocess.Popen([sys.executable, "-m", "agenthub", "chat", "demo-model", "hi"] + _local(server),
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env(tmp_path), cwd=ROOT)
+    try:
+        ready, _, _ = select.select([child.stdout], [], [], 30)
+        assert ready, "the answer never started"
+        started = os.read(child.stdout.fileno(), 100)
+        assert started.startswith(b"It is ")
+        child.send_signal(signal.SIGINT)
+        out, err = child.communicate(timeout=30)
+    finally:
+        gate.set()
+        if child.poll() is None:
+            child.kill()
+            child.communicate()
+    assert child.returncode == 130, err
+    assert (out, err) == (b"\n", b"[stopped]\n")  # (the answer's line ended, and said so)
+    logged = _agenthub(["logs", "list"], _env(tmp_path))
+    assert logged.stdout.decode("utf-8").startswith("no conversations logged yet")  # (a stopped turn is not kept)
+
+
+def test_an_ascii_stdout_gets_the_answer_with_escapes_not_a_unicode_error(server, tmp_path):
+    """PYTHONIOENCODING=ascii (or a Latin-1 terminal) and a model answering in UTF-8: the answer is written with
+    \\u escapes (it stopped at the first non-ASCII character: UnicodeEncodeError, exit 1, nothing logged)."""
+    server.answers.append(Answer([_recording()]))
+    server.answers.append(Answer([_recording()]))
+    env = _env(tmp_path, PYTHONIOENCODING="ascii")
+    result = _agenthub(["chat", "demo-model", "hi"] + _local(server), env)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == b"It is 18 \\u00b0C and sunny in Paris \\u2014 a good day for a walk.\n"
+    raw = _agenthub(["chat", "demo-model", "hi", "--json"] + _local(server), env)
+    assert raw.returncode == 0, raw.stderr
+    texts = [item["text"] for line in raw.stdout.decode("ascii").splitlines()
+             for item in json.loads(line)["content_items"] if item["type"] == "text"]
+    assert "".join(texts) == ANSWER_TEXT  # (--json stays JSON: the escapes are JSON's)
+    shown = _agenthub(["logs", "show"], env)
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.decode("ascii").splitlines()[1].endswith(
+        "demo-model: It is 18 \\u00b0C and sunny in Paris \\u2014 a good day for a walk.")
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="closes descriptors with a POSIX shell")
+def test_closed_standard_streams_are_no_traceback(server, tmp_path):
+    """`agenthub models >&-`, `agenthub chat MODEL <&-`: Python leaves sys.stdout / sys.stdin None; every command
+    died with AttributeError and a traceback."""
+    env = _env(tmp_path)
+
+    def shell(line):
+        return subprocess.run(["sh", "-c", line], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=ROOT,
+                              timeout=60)
+
+    python = '"{}" -m agenthub'.format(sys.executable)
+    for command in ("models", "demo", "logs list"):
+        result = shell("{} {} >&-".format(python, command))
+        assert (result.returncode, result.stderr) == (0, b""), command
+    result = shell("{} chat demo-model {} <&-".format(python, " ".join(_local(server))))
+    assert result.returncode == 1
+    assert result.stderr == b"error: ConfigError: the prompt is empty: pass it as an argument, or pipe it in\n"
+    assert server.requests == []
+    server.answers.append(Answer([_recording()]))
+    result = shell("{} chat demo-model hi {} >&-".format(python, " ".join(_local(server))))
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == b"[done: stop] tokens: prompt 24, cached 64, thinking 0, response 14\n"
+
+
+@pytest.mark.parametrize("argv", [["trace", "view", "{tmp}", "--port", "70000"],
+                                  ["trace", "view", "{tmp}", "--port", "-1"],
+                                  ["serve", "--config", "{tmp}/config.json", "--port", "65536"]])
+def test_a_port_out_of_range_is_a_usage_error(tmp_path, argv):
+    """A port past 65535 (or negative) died in bind() with OverflowError and a traceback."""
+    (tmp_path / "config.json").write_text(json.dumps({"models": [{"id": "m", "model": "m",
+                                                                  "client_type": "openai-chat",
+                                                                  "base_url": "http://127.0.0.1:9/v1"}]}))
+    argv = [arg.format(tmp=tmp_path) for arg in argv]
+    result = _agenthub(argv, _env(tmp_path))
+    assert result.returncode == 2
+    assert result.stderr.decode("utf-8").splitlines()[-1] == \
+        "agenthub {}: error: argument --port: a port is 0 to 65535 (got {})".format(" ".join(argv[:2]) if argv[0] ==
+                                                                                    "trace" else "serve", argv[-1])
+
+
+def test_logs_list_takes_a_positive_count_and_any_large_one(tmp_path):
+    """`logs list -n 0` listed 20, `-n -1` one, and a count past SQLite's 64-bit LIMIT died with OverflowError."""
+    from agenthub.apps.conversations import Log
+
+    (tmp_path / "home").mkdir()
+    with Log(str(tmp_path / "home" / "logs.db")) as log:
+        for n in range(25):
+            log.add_turn(log.start("m"), "m", {"role": "user", "content_items": [{"type": "text", "text": str(n)}]},
+                         {"role": "assistant", "content_items": [{"type": "text", "text": "ok"}]})
+    env = _env(tmp_path)
+    for count in ("0", "-1"):
+        result = _agenthub(["logs", "list", "-n", count], env)
+        assert result.returncode == 2
+        assert result.stderr.decode("utf-8").splitlines()[-1] == \
+            "agenthub logs list: error: argument -n/--count: must be a finite number > 0 (got {})".format(count)
+    result = _agenthub(["logs", "list", "-n", "99999999999999999999999"], env)
+    assert result.returncode == 0, result.stderr
+    assert len(result.stdout.splitlines()) == 25
+    result = _agenthub(["logs", "list", "-n", "3"], env)
+    assert [line.split()[-1] for line in result.stdout.decode("utf-8").splitlines()] == ["24", "23", "22"]
+
+
+def test_timeouts_past_what_a_wait_takes_are_config_errors(server, tmp_path):
+    """--timeout 1e300 is finite but past any socket or lock's limit: chat said 'the connection failed', mcp
+    died with OverflowError and a traceback.  Refused before anything is sent or started."""
+    env = _env(tmp_path)
+    result = _agenthub(["chat", "demo-model", "hi", "--timeout", "1e300"] + _local(server), env)
+    assert result.returncode == 1
+    assert result.stderr == b"error: ConfigError: --timeout must be a positive number of seconds (got 1e+300)\n"
+    assert server.requests == []
+    result = _agenthub(["mcp", "tools", "--timeout", "1e300", sys.executable, os.path.join(HERE, "mcp_fake_stdio.py"),
+                        "modern"], env)
+    assert result.returncode == 1
+    assert result.stderr == b"error: ConfigError: timeout must be a positive number of seconds (got 1e+300)\n"
+
+
+def test_journal_wait_nan_is_refused_not_waited_for_ever(tmp_path):
+    """journal_wait=NaN passed `wait < 0` and compared with no deadline: a run owned by a live worker was waited
+    for without end."""
+    from agenthub.agent.journal import Journal
+    from agenthub.errors import ConfigError
+    from agenthub.stores import MemoryStore
+
+    for wait in (float("nan"), float("inf"), -1):
+        with pytest.raises(ConfigError) as caught:
+            Journal(MemoryStore(), "run-1", wait=wait)
+        assert str(caught.value) == "journal_wait must be a finite number of seconds >= 0"
+
+
+def test_errors_name_the_flags_the_user_typed(server, tmp_path):
+    """max_turns, max_usd, journal_wait are keyword arguments; the command line says --max-turns, --budget,
+    --journal-wait."""
+    env = _env(tmp_path)
+    tool = ["--tool", "os:getcwd", "--yes"]
+    for extra, said in ((tool + ["--max-turns", "0"], "--max-turns must be an int >= 1"),
+                        (["--budget", "-1"], "--budget must be a non-negative number of US dollars (got -1.0)"),
+                        (tool + ["--journal", "sqlite:///{}".format(tmp_path / "runs.db"), "--run-id", "r",
+                                 "--journal-wait", "nan"], "--journal-wait must be a finite number of seconds >= 0")):
+        result = _agenthub(["chat", "demo-model", "hi"] + _local(server) + extra, env)
+        assert result.returncode == 1
+        assert result.stderr.decode("utf-8") == "error: ConfigError: {}\n".format(said)
+    assert server.requests == []
+
+
+def _flags(parser, seen=None):
+    """Every option string of ``parser`` and of its subcommands, with the command it belongs to."""
+    found = []
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                found += _flags(sub)
+        elif action.option_strings and not isinstance(action, argparse._HelpAction):
+            found += [(parser.prog, flag) for flag in action.option_strings]
+    return found
+
+
+def test_every_flag_of_every_command_is_in_docs_cli():
+    """docs/cli.md is the command line's page: each real flag is on it (--cache, --otel, batch's and mcp's
+    flags were not)."""
+    from agenthub.__main__ import _parser
+
+    with open(os.path.join(ROOT, "docs", "cli.md"), encoding="utf-8") as handle:
+        page = handle.read()
+    missing = sorted({"{} {}".format(prog, flag) for prog, flag in _flags(_parser())
+                      if not re.search(r"(?<![\w-]){}(?![\w-])".format(re.escape(flag)), page)})
+    assert missing == []
