@@ -298,8 +298,16 @@ def _chat(args: Any) -> int:
     from .apps.chat import run
 
     if getattr(args, "output", None):  # --output FILE: the answer there, the rest on stderr as usual
-        with open(args.output, "w", encoding="utf-8") as out:
-            return run(args, out)
+        from .apps.chat import AnswerFile
+
+        out = AnswerFile(args.output)
+        try:
+            status = run(args, out)
+            if status == 0:
+                out.write("")  # (an empty answer: FILE is empty, as asked)
+            return status
+        finally:
+            out.close()
     return run(args, sys.stdout)
 
 

@@ -222,3 +222,28 @@ def test_every_flag_of_every_command_is_in_docs_cli():
     missing = sorted({"{} {}".format(prog, flag) for prog, flag in _flags(_parser())
                       if not re.search(r"(?<![\w-]){}(?![\w-])".format(re.escape(flag)), page)})
     assert missing == []
+
+
+def test_output_file_is_left_as_it_was_when_the_command_fails_before_the_answer(server, tmp_path):
+    """`--output FILE` opened FILE for writing first: a bad flag, a refused connection or a missing key emptied the
+    user's file.  It is checked first and written from the answer's first byte."""
+    env = _env(tmp_path)
+    kept = tmp_path / "summary.txt"
+    kept.write_text("precious\n")
+    for extra in (["--max-tokens", "0"], ["--client-type", "openai-chat", "--base-url", "http://127.0.0.1:9/v1"]):
+        result = _agenthub(["chat", "demo-model", "hi", "--output", str(kept)] + extra
+                           + ([] if "--base-url" in extra else _local(server)), env)
+        assert result.returncode == 1 and result.stderr.startswith(b"error: "), result.stderr
+        assert kept.read_text() == "precious\n"
+    result = _agenthub(["chat", "demo-model", "hi", "--output", str(tmp_path)] + _local(server), env)
+    assert result.returncode == 1
+    assert result.stderr.decode("utf-8") == "error: ConfigError: --output {}: it is a folder\n".format(tmp_path)
+    missing = tmp_path / "no" / "answer.txt"
+    result = _agenthub(["chat", "demo-model", "hi", "--output", str(missing)] + _local(server), env)
+    assert result.stderr.decode("utf-8") == "error: ConfigError: --output {}: there is no folder {}\n".format(
+        missing, missing.parent)
+    assert server.requests == []
+    server.answers.append(Answer([_recording()]))
+    result = _agenthub(["chat", "demo-model", "hi", "--output", str(kept)] + _local(server), env)
+    assert (result.returncode, result.stdout) == (0, b""), result.stderr
+    assert kept.read_text(encoding="utf-8") == ANSWER_TEXT + "\n"

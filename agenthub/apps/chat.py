@@ -13,7 +13,7 @@ from typing import Any, Dict, List, Optional, TextIO
 from ..stream import surrogates_escaped
 from .terminal import Printer, _dollars, safe
 
-__all__ = ["run", "cli_terms", "LATEST", "concise_schema", "INTERRUPTED"]
+__all__ = ["run", "cli_terms", "LATEST", "concise_schema", "INTERRUPTED", "AnswerFile"]
 
 #: the exit status of a command Ctrl-C ended (128 + SIGINT, as a shell reports it)
 INTERRUPTED = 130
@@ -33,6 +33,41 @@ def run(args: Any, out: TextIO, err: Optional[TextIO] = None, stdin: Optional[Te
         return _run(args, out, err, stdin)
     finally:
         stop()
+
+
+class AnswerFile(object):
+    """``--output FILE``: checked before anything is sent (a folder, a missing folder, a file that cannot be
+    written: a ConfigError), opened (truncated) at the answer's first write, so a command that fails before the
+    answer (a bad flag, a missing key, a refused connection) leaves FILE as it was."""
+
+    def __init__(self, path: str) -> None:
+        from ..errors import ConfigError
+
+        self.path = path
+        self._file = None  # type: Optional[TextIO]
+        folder = os.path.dirname(os.path.abspath(path))
+        if os.path.isdir(path):
+            raise ConfigError("--output {}: it is a folder".format(path))
+        if not os.path.isdir(folder):
+            raise ConfigError("--output {}: there is no folder {}".format(path, folder))
+        if not os.access(path if os.path.exists(path) else folder, os.W_OK):
+            raise ConfigError("--output {}: it cannot be written (permission denied)".format(path))
+
+    def write(self, text: str) -> int:
+        if self._file is None:
+            self._file = open(self.path, "w", encoding="utf-8")
+        return self._file.write(text)
+
+    def flush(self) -> None:
+        if self._file is not None:
+            self._file.flush()
+
+    def isatty(self) -> bool:
+        return False
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
 
 
 def _run(args: Any, out: TextIO, err: Optional[TextIO] = None, stdin: Optional[TextIO] = None) -> int:
