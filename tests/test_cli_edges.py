@@ -76,12 +76,14 @@ def test_ctrl_c_in_a_one_shot_answer_exits_130_as_a_tool_run_does(server, tmp_pa
     assert logged.stdout.decode("utf-8").startswith("no conversations logged yet")  # (a stopped turn is not kept)
 
 
-def test_an_ascii_stdout_gets_the_answer_with_escapes_not_a_unicode_error(server, tmp_path):
-    """PYTHONIOENCODING=ascii (or a Latin-1 terminal) and a model answering in UTF-8: the answer is written with
-    \\u escapes (it stopped at the first non-ASCII character: UnicodeEncodeError, exit 1, nothing logged)."""
+@pytest.mark.parametrize("encoding", ["ascii", "ascii:surrogateescape"])
+def test_an_ascii_stdout_gets_the_answer_with_escapes_not_a_unicode_error(server, tmp_path, encoding):
+    """PYTHONIOENCODING=ascii (or a Latin-1 terminal; surrogateescape: a C locale without UTF-8 mode) and a model
+    answering in UTF-8: the answer is written with \\u escapes (it stopped at the first non-ASCII character:
+    UnicodeEncodeError, exit 1, nothing logged)."""
     server.answers.append(Answer([_recording()]))
     server.answers.append(Answer([_recording()]))
-    env = _env(tmp_path, PYTHONIOENCODING="ascii")
+    env = _env(tmp_path, PYTHONIOENCODING=encoding)
     result = _agenthub(["chat", "demo-model", "hi"] + _local(server), env)
     assert result.returncode == 0, result.stderr
     assert result.stdout == b"It is 18 \\u00b0C and sunny in Paris \\u2014 a good day for a walk.\n"
@@ -94,6 +96,12 @@ def test_an_ascii_stdout_gets_the_answer_with_escapes_not_a_unicode_error(server
     assert shown.returncode == 0, shown.stderr
     assert shown.stdout.decode("ascii").splitlines()[1].endswith(
         "demo-model: It is 18 \\u00b0C and sunny in Paris \\u2014 a good day for a walk.")
+    home = tmp_path / "h\udcffme"  # (a folder name that is no UTF-8: its byte written back as it was)
+    path = _agenthub(["logs", "path"], dict(env, AGENTHUB_HOME=str(home)))
+    if encoding.endswith("surrogateescape"):
+        assert path.stdout == os.fsencode(str(home / "logs.db")) + b"\n"
+    else:
+        assert path.stdout == str(home / "logs.db").encode("ascii", "backslashreplace") + b"\n"
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="closes descriptors with a POSIX shell")

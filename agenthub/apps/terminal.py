@@ -63,6 +63,16 @@ def _escaped(error: UnicodeError) -> Any:
         error.end
 
 
+def _escaped_bytes(error: UnicodeError) -> Any:
+    """``agenthub.escape`` for a stream that was ``surrogateescape`` (a C locale without UTF-8 mode): the bytes a
+    file name or an argument carried (U+DC80 to U+DCFF) written back as they were, the rest escaped."""
+    if isinstance(error, UnicodeEncodeError):
+        chunk = error.object[error.start:error.end]
+        if all("\udc80" <= char <= "\udcff" for char in chunk):
+            return bytes(ord(char) - 0xdc00 for char in chunk), error.end
+    return _escaped(error)
+
+
 def standard_streams() -> None:
     """Make the process's standard streams safe to use, once, as the command line starts: a stream the caller
     closed (``agenthub models >&-``: Python leaves ``sys.stdout`` None) reads as empty and writes nowhere, its
@@ -73,10 +83,11 @@ def standard_streams() -> None:
     import io
     import sys
 
-    try:
-        codecs.lookup_error("agenthub.escape")
-    except LookupError:
-        codecs.register_error("agenthub.escape", _escaped)
+    for name, handler in (("agenthub.escape", _escaped), ("agenthub.escape.bytes", _escaped_bytes)):
+        try:
+            codecs.lookup_error(name)
+        except LookupError:
+            codecs.register_error(name, handler)
     for fd, name in enumerate(("stdin", "stdout", "stderr")):
         stream = getattr(sys, name)
         if stream is None:
@@ -92,9 +103,9 @@ def standard_streams() -> None:
                                       line_buffering=fd == 2)
             setattr(sys, name, stream)
             setattr(sys, "__{}__".format(name), stream)
-        elif fd and getattr(stream, "errors", None) == "strict" and hasattr(stream, "reconfigure") \
-                and stream is getattr(sys, "__{}__".format(name)):
-            stream.reconfigure(errors="agenthub.escape")
+        elif fd and getattr(stream, "errors", None) in ("strict", "surrogateescape") \
+                and hasattr(stream, "reconfigure") and stream is getattr(sys, "__{}__".format(name)):
+            stream.reconfigure(errors="agenthub.escape" if stream.errors == "strict" else "agenthub.escape.bytes")
 
 
 def usage_line(finish_reason: Optional[str], usage: Optional[Mapping[str, Any]], cost: Optional[float] = None) -> str:
