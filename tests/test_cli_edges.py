@@ -255,3 +255,15 @@ def test_output_file_is_left_as_it_was_when_the_command_fails_before_the_answer(
     result = _agenthub(["chat", "demo-model", "hi", "--output", str(kept)] + _local(server), env)
     assert (result.returncode, result.stdout) == (0, b""), result.stderr
     assert kept.read_text(encoding="utf-8") == ANSWER_TEXT + "\n"
+
+
+@pytest.mark.parametrize("action", [["list"], ["show", "trip-1"], ["resume", "trip-1"], ["forget", "trip-1"]])
+def test_runs_on_a_journal_file_that_is_not_there_say_so_and_make_none(tmp_path, action):
+    """`agenthub runs list --journal sqlite:///runs.db` from the wrong folder made an empty runs.db there and said
+    'no journaled runs' (show: 'no journal for run'): a mistyped path read as an empty journal, and a file left."""
+    missing = tmp_path / "runs.db"
+    result = _agenthub(["runs"] + action + ["--journal", "sqlite:///" + str(missing)], _env(tmp_path))
+    assert result.returncode == 1
+    assert result.stderr.decode("utf-8") == "error: ConfigError: --journal sqlite:///{}: there is no file {}\n".format(
+        missing, missing)
+    assert not missing.exists()

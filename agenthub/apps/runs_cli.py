@@ -14,6 +14,7 @@ words) is written with its control characters shown, not obeyed (``terminal.safe
 
 import argparse
 import json
+import os
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, TextIO
 
 from ..errors import ConfigError
@@ -57,6 +58,12 @@ def _open(spec: str) -> Any:
     if spec in ("memory:", "memory://"):
         raise ConfigError("--journal memory: is this process's own store, empty here: name a shared one "
                           "(sqlite:///path, redis://host:port/db)")
+    if isinstance(spec, str) and spec.startswith("sqlite:"):
+        from ..stores.sqlite import sqlite_path
+
+        path = sqlite_path(spec)
+        if not os.path.exists(path):  # (opening it would create an empty journal: a mistyped path said "no runs")
+            raise ConfigError("--journal {}: there is no file {}".format(spec, os.path.abspath(path)))
     store = open_store(spec)
     if not hasattr(store, "journal_runs"):
         raise ConfigError("this store keeps no journal")
