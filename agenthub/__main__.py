@@ -31,8 +31,8 @@ import sys
 from typing import Any, Callable, Dict, List, Optional
 from urllib.parse import urlencode
 
-from .apps.chat import LATEST, cli_terms as _cli_terms
-from .apps.terminal import Printer, model_line, standard_streams, usage_line
+from .apps.chat import LATEST, cli_terms as _cli_terms, error_line
+from .apps.terminal import Printer, model_line, safe, standard_streams, usage_line
 from .types import ThinkingLevel
 
 __all__ = ["main", "Printer", "usage_line", "model_line"]
@@ -262,7 +262,7 @@ def main(argv: Optional[List[str]] = None) -> int:
             return command(args)
     except AgentHubError as exc:
         sys.stdout.flush()
-        print("error: {}: {}".format(type(exc).__name__, _cli_terms(str(exc))), file=sys.stderr)
+        print(error_line(exc), file=sys.stderr)
         return 1
     except BrokenPipeError:  # `agenthub demo | head`: the reader left, nothing more to say
         try:
@@ -275,7 +275,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         print("interrupted", file=sys.stderr)
         return 130
     except (OSError, ValueError) as exc:  # a trace file that is not there or not a trace
-        print("error: {}: {}".format(type(exc).__name__, exc), file=sys.stderr)
+        print(safe("error: {}: {}".format(type(exc).__name__, exc)), file=sys.stderr)
         return 1
     parser.print_help()
     return 2
@@ -328,7 +328,9 @@ def _trace_show(args: Any) -> int:
         else:
             print("error: {} is not a readable agenthub trace: {}".format(path, reason), file=sys.stderr)
         return 1
-    sys.stdout.write(text)
+    from .apps.terminal import is_terminal, printable
+
+    sys.stdout.write(printable(text) if is_terminal(sys.stdout) else text)  # (a terminal obeys no recorded escape)
     return 0
 
 
@@ -383,7 +385,7 @@ def _serve(args: Any) -> int:
     try:
         server, url = serve(args.config, args.host, args.port)
     except AgentHubError as exc:  # about the config file: its own words (api_keys, base_url), not flags
-        print("error: {}: {}".format(type(exc).__name__, exc), file=sys.stderr)
+        print(safe("error: {}: {}".format(type(exc).__name__, exc)), file=sys.stderr)
         return 1
     except OSError as exc:
         print("error: cannot serve on {}:{}: {}".format(args.host, args.port, exc.strerror or exc), file=sys.stderr)

@@ -267,3 +267,39 @@ def test_runs_on_a_journal_file_that_is_not_there_say_so_and_make_none(tmp_path,
     assert result.stderr.decode("utf-8") == "error: ConfigError: --journal sqlite:///{}: there is no file {}\n".format(
         missing, missing)
     assert not missing.exists()
+
+
+HOSTILE = "a\x1b]52;c;ZXZpbA==\x07b\x1b[2J\x9b31mc\u202ed"  # OSC 52 (the clipboard), a screen clear, CSI, RLO
+HOSTILE_SHOWN = "a^[]52;c;ZXZpbA==^Gb^[[2J<9B>31mc<U+202E>d"
+
+
+def test_an_upstreams_error_text_is_shown_not_obeyed(server, tmp_path):
+    """The one error line printed a server's error message as it came: its escapes drove the user's terminal."""
+    body = json.dumps({"error": {"message": HOSTILE, "type": "invalid_request_error"}}).encode()
+    server.answers.append(Answer([body], status=400, headers={"Content-Type": "application/json"}, chunked=False))
+    result = _agenthub(["chat", "demo-model", "hi"] + _local(server), _env(tmp_path))
+    assert result.returncode == 1
+    assert result.stderr.decode("utf-8") == "error: UpstreamError: {} (client=openai-chat, status=400, type=invalid_" \
+                                            "request_error, url={}/v1/chat/completions)\n".format(HOSTILE_SHOWN,
+                                                                                                 server.url)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork") or sys.platform == "win32", reason="needs a pseudo-terminal")
+def test_trace_show_on_a_terminal_shows_a_recorded_escape_not_obeys_it(tmp_path):
+    """`agenthub trace show FILE` wrote a trace's text raw to the terminal (`logs show` and the live chat escape it)."""
+    from agenthub.tracer import save_trace
+    from test_cli_chat import Terminal
+
+    paths = save_trace("hostile", "demo-model", [
+        {"role": "user", "content_items": [{"type": "text", "text": "hi"}]},
+        {"role": "assistant", "content_items": [{"type": "text", "text": HOSTILE}]}], {}, root=str(tmp_path))
+    terminal = Terminal(["trace", "show", paths["json"]], _env(tmp_path, NO_COLOR="1"))
+    try:
+        shown = terminal.wait_for("ASSISTANT")
+        shown += terminal.wait_for("31mc")  # (model text: its controls shown as the live chat shows them)
+        assert terminal.exit_status() == 0
+    finally:
+        terminal.kill()
+    assert "a^[]52;c;ZXZpbA==^Gb^[[2J<9B>31mc" in shown and "\x1b" not in shown
+    piped = _agenthub(["trace", "show", paths["json"]], _env(tmp_path))
+    assert HOSTILE in piped.stdout.decode("utf-8")  # (a pipe gets it as it was)

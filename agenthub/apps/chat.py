@@ -13,7 +13,7 @@ from typing import Any, Dict, List, Optional, TextIO
 from ..stream import surrogates_escaped
 from .terminal import Printer, _dollars, safe
 
-__all__ = ["run", "cli_terms", "LATEST", "concise_schema", "INTERRUPTED", "AnswerFile"]
+__all__ = ["run", "cli_terms", "error_line", "LATEST", "concise_schema", "INTERRUPTED", "AnswerFile"]
 
 #: the exit status of a command Ctrl-C ended (128 + SIGINT, as a shell reports it)
 INTERRUPTED = 130
@@ -853,7 +853,7 @@ def _interactive(client: Any, args: Any, config: Dict[str, Any], history: List[A
             try:
                 paths = save_trace(trace_id, args.model, history, config)
             except (AgentHubError, OSError) as exc:
-                err.write("error: {}\n".format(cli_terms(str(exc))))
+                err.write(safe("error: {}".format(cli_terms(str(exc)))) + "\n")
                 continue
             err.write("[saved {} messages to {}]\n".format(len(history), paths["json"]))
             continue
@@ -866,7 +866,7 @@ def _interactive(client: Any, args: Any, config: Dict[str, Any], history: List[A
             turns = _turns(client, args, config, history, message, out, err, stdin)
         except AgentHubError as exc:
             out.flush()
-            err.write("error: {}: {}\n".format(type(exc).__name__, cli_terms(str(exc))))
+            err.write(error_line(exc) + "\n")
             continue
         for asked, answer in turns:
             history = history + [asked, answer]
@@ -936,6 +936,13 @@ _CLI_TERMS = (
 )
 _FLAGS = {"max_tokens": "--max-tokens", "temperature": "--temperature", "system_prompt": "--system",
           "thinking_level": "--thinking", "trace_id": "--trace-id"}
+
+
+def error_line(exc: BaseException) -> str:
+    """``error: ConfigError: ...``: an error as the command line prints it, in its words (``cli_terms``), with the
+    control characters and bidirectional overrides of what a server or a file put in the message shown, not
+    obeyed (an upstream's error text with ESC ] 52 set the clipboard, ESC [ 2 J cleared the screen)."""
+    return safe("error: {}: {}".format(type(exc).__name__, cli_terms(str(exc))))
 
 
 def cli_terms(message: str) -> str:
