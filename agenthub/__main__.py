@@ -300,7 +300,7 @@ def _chat(args: Any) -> int:
     if getattr(args, "output", None):  # --output FILE: the answer there, the rest on stderr as usual
         from .apps.chat import AnswerFile
 
-        out = AnswerFile(args.output)
+        out = AnswerFile(args.output)  # type: Any  # (a TextIO for run: write, flush, isatty)
         try:
             status = run(args, out)
             if status == 0:

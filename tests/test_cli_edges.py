@@ -303,3 +303,27 @@ def test_trace_show_on_a_terminal_shows_a_recorded_escape_not_obeys_it(tmp_path)
     assert "a^[]52;c;ZXZpbA==^Gb^[[2J<9B>31mc" in shown and "\x1b" not in shown
     piped = _agenthub(["trace", "show", paths["json"]], _env(tmp_path))
     assert HOSTILE in piped.stdout.decode("utf-8")  # (a pipe gets it as it was)
+
+
+def test_batch_status_on_a_terminal_shows_an_engines_error_text_escaped(tmp_path, capsys, monkeypatch):
+    """`agenthub batch status` printed a batch's errors (the engine's text) raw: escapes reached the terminal."""
+    from agenthub.__main__ import main
+    from agenthub.apps import terminal
+    from batch_fakes import BatchFake, point_at
+
+    with BatchFake(polls=5) as fake:
+        point_at(monkeypatch, fake)
+        path = tmp_path / "in.jsonl"
+        path.write_text(json.dumps({"id": "q0", "model": "gpt-5.5", "config": {"max_tokens": 5}, "messages": [
+            {"role": "user", "content_items": [{"type": "text", "text": "x"}]}]}) + "\n")
+        assert main(["batch", "submit", str(path), "--backend", "openai"]) == 0
+        state = capsys.readouterr()[0].strip()
+        for batch in fake.batches.values():
+            batch.errors = [{"code": "invalid_request", "message": HOSTILE}]
+        assert main(["batch", "status", state]) == 4
+        piped = capsys.readouterr()[0]
+        monkeypatch.setattr(terminal, "is_terminal", lambda stream: True)
+        assert main(["batch", "status", state]) == 4
+        shown = capsys.readouterr()[0]
+    assert piped.splitlines()[1].endswith("; invalid_request: " + HOSTILE)  # (a pipe: as the engine said it)
+    assert shown.splitlines()[1].endswith("; invalid_request: " + HOSTILE_SHOWN)

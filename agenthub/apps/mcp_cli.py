@@ -11,7 +11,7 @@ import argparse
 import json
 import shlex
 import sys
-from typing import Any, Callable, List, TextIO, Union
+from typing import Any, List, TextIO, Union
 
 from ..errors import ConfigError
 
@@ -49,15 +49,6 @@ def target_of(words: List[str]) -> Union[str, List[str]]:
     return list(words)
 
 
-def _shown_for(out: TextIO) -> Callable[[str], str]:
-    """How a server's words are written to ``out``: ``terminal.safe`` on a terminal, as they are elsewhere."""
-    from . import terminal
-
-    if not terminal.is_terminal(out):
-        return lambda text: text
-    return terminal.safe
-
-
 def _headers(values: List[str]) -> Any:
     headers = {}
     for value in values:
@@ -88,7 +79,9 @@ def run(args: Any, out: TextIO = sys.stdout) -> int:
     headers = _headers(args.header)
     if headers is not None and not isinstance(target, str):
         raise ConfigError("--header is for a URL target")
-    shown = _shown_for(out)
+    from .terminal import shown_for
+
+    shown = shown_for(out)
     # a listing shows what a server offers, however many tools (max_tools caps what a run sends)
     with mcp.connect(target, headers=headers, timeout=args.timeout, protocol=args.protocol,
                      max_tools=None) as server:

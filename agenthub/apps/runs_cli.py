@@ -15,9 +15,10 @@ words) is written with its control characters shown, not obeyed (``terminal.safe
 import argparse
 import json
 import os
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, TextIO
+from typing import Any, Dict, List, Mapping, Optional, Sequence, TextIO
 
 from ..errors import ConfigError
+from .terminal import shown_for as _shown_for  # (a server's words: escaped on a terminal)
 
 __all__ = ["add_parser", "run", "summary"]
 
@@ -44,12 +45,6 @@ def add_parser(sub: Any) -> Any:
         if action is not forget:
             action.add_argument("--json", action="store_true", help="print JSON")
     return actions
-
-
-def _shown_for(out: TextIO) -> Callable[[str], str]:
-    from . import terminal
-
-    return terminal.safe if terminal.is_terminal(out) else (lambda text: text)
 
 
 def _open(spec: str) -> Any:

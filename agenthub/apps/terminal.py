@@ -10,7 +10,7 @@ from .._redact import shown_url
 from ..stream import text_is_utf8
 
 __all__ = ["Printer", "usage_line", "model_line", "print_models", "printable", "safe", "is_terminal",
-           "standard_streams"]
+           "standard_streams", "shown_for"]
 
 #: C0 controls but tab and newline, DEL, and the C1 controls (ESC [ / OSC 52 / CSI as one byte ...)
 _CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
@@ -51,6 +51,12 @@ def is_terminal(stream: Any) -> bool:
         return bool(stream.isatty())
     except (AttributeError, ValueError):
         return False
+
+
+def shown_for(stream: Any) -> Any:
+    """How a server's words (an MCP tool's, a journal's, a batch engine's) are written to ``stream``: ``safe``
+    on a terminal, as they are elsewhere (a pipe, a file)."""
+    return safe if is_terminal(stream) else _raw
 
 
 def _escaped(error: UnicodeError) -> Any:

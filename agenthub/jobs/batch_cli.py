@@ -35,7 +35,15 @@ EXIT_NO_RESULT = 5
 
 
 def _err(text: str) -> None:
-    print(text, file=sys.stderr)
+    _say(text, sys.stderr)
+
+
+def _say(text: str, stream: Any = None) -> None:
+    """A line for the user; an engine's words in it (a batch's errors, its id, its status) escaped on a terminal."""
+    from ..apps.terminal import shown_for
+
+    stream = sys.stdout if stream is None else stream
+    print(shown_for(stream)(text), file=stream)
 
 
 def positive(kind: Callable[[str], Any], what: str = "a number") -> Callable[[str], Any]:
@@ -96,7 +104,7 @@ def _status(args: argparse.Namespace) -> int:
         print(surrogates_escaped(json.dumps({"state": status.state, "rows": status.rows, "done": status.done,
                                              "batches": [asdict(b) for b in status.batches]}, ensure_ascii=False)))
     else:
-        print(status.summary())
+        _say(status.summary())
     return 0 if status.done else EXIT_NOT_ENDED
 
 
@@ -156,7 +164,7 @@ def _cancel(args: argparse.Namespace) -> int:
     from .batch import load
 
     status = load(args.state).cancel()
-    print(status.summary())
+    _say(status.summary())
     return 0
 
 
