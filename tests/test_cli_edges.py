@@ -327,3 +327,31 @@ def test_batch_status_on_a_terminal_shows_an_engines_error_text_escaped(tmp_path
         shown = capsys.readouterr()[0]
     assert piped.splitlines()[1].endswith("; invalid_request: " + HOSTILE)  # (a pipe: as the engine said it)
     assert shown.splitlines()[1].endswith("; invalid_request: " + HOSTILE_SHOWN)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork") or sys.platform == "win32", reason="needs a pseudo-terminal")
+def test_ctrl_c_in_an_interactive_tool_run_drops_the_turn_not_the_conversation(server, tmp_path):
+    """The interactive chat with --tool: Ctrl-C while the answer streamed ended the program ('interrupted', the
+    conversation gone); it ends the turn, as it does without --tool."""
+    from test_cli_chat import Terminal
+
+    chunks = _recording().split(b"\n\n")
+    gate = threading.Event()
+    server.answers.append(Answer([chunks[0] + b"\n\n" + chunks[1] + b"\n\n", b"data: [DONE]\n\n"], gate=gate))
+    server.answers.append(Answer([_recording()]))
+    terminal = Terminal(["chat", "demo-model", "--tool", "os:getcwd", "--yes"] + _local(server),
+                        _env(tmp_path, NO_COLOR="1"))
+    try:
+        terminal.wait_for("you> ")
+        terminal.type("Tell me a long story.\n")
+        terminal.wait_for("It is ")
+        terminal.type("\x03")
+        assert terminal.wait_for("you> ").endswith("\n[stopped]\nyou> ")
+        terminal.type("Weather?\n")
+        assert ANSWER_TEXT in terminal.wait_for("you> ")
+        terminal.type("\x04")
+        assert terminal.exit_status() == 0
+    finally:
+        gate.set()
+        terminal.kill()
+    assert [m["content"] for m in server.requests[1]["body"]["messages"]] == ["Weather?"]  # (the stopped turn: gone)

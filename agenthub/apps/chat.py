@@ -868,6 +868,10 @@ def _interactive(client: Any, args: Any, config: Dict[str, Any], history: List[A
             out.flush()
             err.write(error_line(exc) + "\n")
             continue
+        except KeyboardInterrupt:  # Ctrl-C in a tool run (its turns or a call): that turn is dropped, as an answer's
+            out.flush()
+            err.write("\n[stopped]\n")
+            continue
         for asked, answer in turns:
             history = history + [asked, answer]
             if logged is not None:
