@@ -355,3 +355,19 @@ def test_ctrl_c_in_an_interactive_tool_run_drops_the_turn_not_the_conversation(s
         gate.set()
         terminal.kill()
     assert [m["content"] for m in server.requests[1]["body"]["messages"]] == ["Weather?"]  # (the stopped turn: gone)
+
+
+def test_logs_list_on_a_terminal_shows_a_prompts_escapes_not_obeys_them(tmp_path, capsys, monkeypatch):
+    """`logs show` escaped a logged text on a terminal; `logs list` wrote the first prompt (a piped web page's,
+    say) raw."""
+    from agenthub.apps import conversations, terminal
+    from agenthub.apps.conversations import Log
+
+    monkeypatch.setenv("AGENTHUB_HOME", str(tmp_path))
+    with Log(str(tmp_path / "logs.db")) as log:
+        log.add_turn(log.start("m"), "m", {"role": "user", "content_items": [{"type": "text", "text": "x" + HOSTILE}]},
+                     {"role": "assistant", "content_items": [{"type": "text", "text": "ok"}]})
+    monkeypatch.setattr(terminal, "is_terminal", lambda stream: True)
+    assert conversations.run_logs(argparse.Namespace(logs_command="list", count=20, json=False), sys.stdout) == 0
+    line = capsys.readouterr()[0]
+    assert line.endswith(" m                              1 turn(s)  xa^[]52;c;ZXZpbA==^Gb^[[2J<9B>31mc\u202ed\n")

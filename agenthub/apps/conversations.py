@@ -278,6 +278,9 @@ def run_logs(args: Any, out: Any) -> int:
             out.write("no conversations logged yet ({})\n".format(path))
             return 0
         raise ConfigError("no conversation log at {}".format(path))
+    from .terminal import is_terminal, printable
+
+    shown = printable if is_terminal(out) else (lambda text: text)  # (a terminal obeys no logged escape)
     with Log(path) as log:
         if action == "list":
             rows = log.list(getattr(args, "count", 20))
@@ -285,9 +288,9 @@ def run_logs(args: Any, out: Any) -> int:
                 out.write(json.dumps(rows, indent=2, ensure_ascii=False) + "\n")
                 return 0
             for row in rows:
-                out.write("{}  {}  {:<28} {:>3} turn(s)  {}\n".format(row["id"], _when(row["updated_at"]), row["model"],
-                                                                    row["turns"],
-                                                                    " ".join(row["first_prompt"].split())[:60]))
+                out.write(shown("{}  {}  {:<28} {:>3} turn(s)  {}\n".format(
+                    row["id"], _when(row["updated_at"]), row["model"], row["turns"],
+                    " ".join(row["first_prompt"].split())[:60])))
             return 0
         conversation = getattr(args, "id", None) or log.latest()
         if conversation is None or log.conversation(conversation) is None:
@@ -300,9 +303,6 @@ def run_logs(args: Any, out: Any) -> int:
                 found["messages"] = log.history(conversation)
                 out.write(_dumps(found) + "\n")
             return 0
-        from .terminal import is_terminal, printable
-
-        shown = printable if is_terminal(out) else (lambda text: text)  # (a terminal obeys no logged escape)
         for turn in log.turns(conversation):  # show
             out.write(shown("[{}] you: {}\n".format(_when(turn["created_at"]), _text_of(turn["prompt"]))))
             out.write(shown("[{}] {}: {}\n".format(_when(turn["created_at"]), turn["model"],
