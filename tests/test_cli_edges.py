@@ -15,7 +15,8 @@ import time
 
 import pytest
 
-from sse_server import Answer, SSEServer
+from sse_server import Answer
+from test_cli_chat import Terminal, _local, server  # noqa: F401  (server: the local SSE server fixture)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -39,16 +40,6 @@ def _agenthub(argv, env, **kwargs):
 def _recording():
     with open(RECORDING, "rb") as handle:
         return handle.read()
-
-
-@pytest.fixture
-def server():
-    with SSEServer() as running:
-        yield running
-
-
-def _local(server):
-    return ["--client-type", "openai-chat", "--base-url", server.url + "/v1"]
 
 
 def test_ctrl_c_in_a_one_shot_answer_exits_130_as_a_tool_run_does(server, tmp_path):
@@ -288,8 +279,6 @@ def test_an_upstreams_error_text_is_shown_not_obeyed(server, tmp_path):
 def test_trace_show_on_a_terminal_shows_a_recorded_escape_not_obeys_it(tmp_path):
     """`agenthub trace show FILE` wrote a trace's text raw to the terminal (`logs show` and the live chat escape it)."""
     from agenthub.tracer import save_trace
-    from test_cli_chat import Terminal
-
     paths = save_trace("hostile", "demo-model", [
         {"role": "user", "content_items": [{"type": "text", "text": "hi"}]},
         {"role": "assistant", "content_items": [{"type": "text", "text": HOSTILE}]}], {}, root=str(tmp_path))
@@ -333,8 +322,6 @@ def test_batch_status_on_a_terminal_shows_an_engines_error_text_escaped(tmp_path
 def test_ctrl_c_in_an_interactive_tool_run_drops_the_turn_not_the_conversation(server, tmp_path):
     """The interactive chat with --tool: Ctrl-C while the answer streamed ended the program ('interrupted', the
     conversation gone); it ends the turn, as it does without --tool."""
-    from test_cli_chat import Terminal
-
     chunks = _recording().split(b"\n\n")
     gate = threading.Event()
     server.answers.append(Answer([chunks[0] + b"\n\n" + chunks[1] + b"\n\n", b"data: [DONE]\n\n"], gate=gate))
