@@ -346,7 +346,7 @@ def test_ctrl_c_in_an_interactive_tool_run_drops_the_turn_not_the_conversation(s
 
 def test_logs_list_on_a_terminal_shows_a_prompts_escapes_not_obeys_them(tmp_path, capsys, monkeypatch):
     """`logs show` escaped a logged text on a terminal; `logs list` wrote the first prompt (a piped web page's,
-    say) raw."""
+    say) raw, and `logs export --markdown` the whole conversation."""
     from agenthub.apps import conversations, terminal
     from agenthub.apps.conversations import Log
 
@@ -358,3 +358,5 @@ def test_logs_list_on_a_terminal_shows_a_prompts_escapes_not_obeys_them(tmp_path
     assert conversations.run_logs(argparse.Namespace(logs_command="list", count=20, json=False), sys.stdout) == 0
     line = capsys.readouterr()[0]
     assert line.endswith(" m                              1 turn(s)  xa^[]52;c;ZXZpbA==^Gb^[[2J<9B>31mc\u202ed\n")
+    assert conversations.run_logs(argparse.Namespace(logs_command="export", id=None, markdown=True), sys.stdout) == 0
+    assert "## User\n\nxa^[]52;c;ZXZpbA==^Gb^[[2J<9B>31mc\u202ed\n" in capsys.readouterr()[0]  # (export --markdown)

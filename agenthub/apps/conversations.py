@@ -297,7 +297,7 @@ def run_logs(args: Any, out: Any) -> int:
             raise ConfigError("no logged conversation {!r} (`agenthub logs` lists them)".format(conversation))
         if action == "export":
             if getattr(args, "markdown", False):
-                out.write(export_markdown(log, conversation) + "\n")
+                out.write(shown(export_markdown(log, conversation)) + "\n")
             else:
                 found = log.conversation(conversation)
                 found["messages"] = log.history(conversation)
