@@ -360,3 +360,13 @@ def test_logs_list_on_a_terminal_shows_a_prompts_escapes_not_obeys_them(tmp_path
     assert line.endswith(" m                              1 turn(s)  xa^[]52;c;ZXZpbA==^Gb^[[2J<9B>31mc\u202ed\n")
     assert conversations.run_logs(argparse.Namespace(logs_command="export", id=None, markdown=True), sys.stdout) == 0
     assert "## User\n\nxa^[]52;c;ZXZpbA==^Gb^[[2J<9B>31mc\u202ed\n" in capsys.readouterr()[0]  # (export --markdown)
+
+
+def test_an_unknown_option_key_is_named_as_typed(server, tmp_path):
+    """`-o api_key X` was refused as "unknown config key(s) ['--api-key-env']", and the keys -o takes were listed
+    as flags (--max-tokens, --system): the message's keys were rewritten into flag names."""
+    result = _agenthub(["chat", "demo-model", "hi", "-o", "api_key", "x"] + _local(server), _env(tmp_path))
+    assert result.returncode == 1
+    assert result.stderr.decode("utf-8").startswith(
+        "error: ConfigError: unknown config key(s) ['api_key']; UniConfig keys are: max_tokens, temperature, tools, ")
+    assert server.requests == []

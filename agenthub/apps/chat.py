@@ -950,6 +950,8 @@ def error_line(exc: BaseException) -> str:
 
 
 def cli_terms(message: str) -> str:
+    if message.startswith("unknown config key(s) "):  # the keys -o KEY VALUE takes, and the one given: as they are
+        return message
     for pattern, replacement in _CLI_TERMS:
         message = pattern.sub(replacement, message)
     for key, flag in _FLAGS.items():
