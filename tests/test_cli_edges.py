@@ -370,3 +370,19 @@ def test_an_unknown_option_key_is_named_as_typed(server, tmp_path):
     assert result.stderr.decode("utf-8").startswith(
         "error: ConfigError: unknown config key(s) ['api_key']; UniConfig keys are: max_tokens, temperature, tools, ")
     assert server.requests == []
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="symbolic and hard links")
+@pytest.mark.parametrize("link", [os.symlink, os.link])
+def test_batch_run_refuses_an_output_that_is_the_input_through_a_link(tmp_path, link):
+    """`batch run in.jsonl -o out.jsonl` with out.jsonl a link to in.jsonl: its rows were read as answers, every row
+    'skipped', exit 0, nothing asked (only the same path was refused)."""
+    source = tmp_path / "in.jsonl"
+    source.write_text(json.dumps({"id": "r1", "model": "demo-model", "client_type": "openai-chat",
+                                  "base_url": "http://127.0.0.1:9/v1", "messages": [
+                                      {"role": "user", "content_items": [{"type": "text", "text": "hi"}]}]}) + "\n")
+    link(str(source), str(tmp_path / "out.jsonl"))
+    result = _agenthub(["batch", "run", str(source), "-o", str(tmp_path / "out.jsonl"), "--no-progress"],
+                       _env(tmp_path))
+    assert result.returncode == 1
+    assert result.stderr == b"error: ConfigError: the output file must not be the input file\n"

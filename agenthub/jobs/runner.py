@@ -661,6 +661,15 @@ def _positive_int(value: Any, name: str) -> int:
     return value
 
 
+def _same_file(first: str, second: str) -> bool:
+    if os.path.realpath(first) == os.path.realpath(second):
+        return True
+    try:
+        return os.path.samefile(first, second)
+    except (OSError, ValueError):  # (one is not there yet)
+        return False
+
+
 def run(input_path: str, output_path: str, *, workers: int = 8, rpm: Optional[float] = None,
         tpm: Optional[float] = None, retry_failed: bool = False, progress: Union[None, bool, Callable[..., Any]] = None,
         skip_invalid: bool = False, engine: Optional[str] = None, limiter: Optional[RateLimiter] = None,
@@ -730,7 +739,7 @@ def run(input_path: str, output_path: str, *, workers: int = 8, rpm: Optional[fl
                                                    and file_mentions(input_path, b'"output_schema"'))):
         raise ConfigError("typed output (output= or a row's output_schema) runs on the live engine and the batch "
                           "engines, not on Ray: run the job live")
-    if os.path.abspath(input_path) == os.path.abspath(output_path):
+    if _same_file(input_path, output_path):  # (a symlink or a hard link to it too: its rows read as answers)
         raise ConfigError("the output file must not be the input file")
     lock = OutputLock(output_path)  # a second run on this output is refused (issue 29 D1)
     try:
