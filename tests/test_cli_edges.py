@@ -386,3 +386,49 @@ def test_batch_run_refuses_an_output_that_is_the_input_through_a_link(tmp_path, 
                        _env(tmp_path))
     assert result.returncode == 1
     assert result.stderr == b"error: ConfigError: the output file must not be the input file\n"
+
+
+def test_json_nested_past_the_reader_is_a_config_error_not_a_traceback(server, tmp_path):
+    """`-o stop '[[[[...'`, `--schema` (inline, a file, or one the compiler cannot walk) and `mcp call ... JSON`
+    nested thousands deep died with RecursionError and a traceback."""
+    env = _env(tmp_path)
+    deep_list = "[" * 50000 + "]" * 50000
+    deep_object = '{"a":' * 20000 + "1" + "}" * 20000
+    schema = {"type": "string"}
+    for _ in range(300):
+        schema = {"type": "object", "properties": {"a": schema}, "required": ["a"], "additionalProperties": False}
+    (tmp_path / "deep.json").write_text(json.dumps(schema))
+    for extra, said in ((["-o", "stop", deep_list], "-o KEY VALUE: the VALUE's JSON nests too deep to read"),
+                        (["--schema", deep_object], "--schema: the JSON Schema nests too deep to read"),
+                        (["--schema", str(tmp_path / "deep.json")],
+                         "--schema {}: the JSON Schema nests too deep to read".format(tmp_path / "deep.json"))):
+        result = _agenthub(["chat", "demo-model", "hi"] + extra + _local(server), env)
+        assert result.returncode == 1
+        assert result.stderr.decode("utf-8") == "error: ConfigError: {}\n".format(said)
+    assert server.requests == []
+    result = _agenthub(["mcp", "call", sys.executable, os.path.join(HERE, "mcp_fake_stdio.py"), "modern", "echo",
+                        deep_object], env)
+    assert result.returncode == 1
+    assert result.stderr == b"error: ConfigError: the tool's arguments nest too deep to read\n"
+
+
+def test_deep_json_at_the_edit_prompt_and_in_a_journal_entry_is_no_traceback():
+    """The y/n/e prompt's edited arguments and a journal entry `runs show` reads: JSON nested past the reader
+    raised RecursionError out of the command; it is 'not a JSON object' / a corrupt entry, as other bad JSON is."""
+    import io
+
+    from agenthub.apps.chat import _asker
+    from agenthub.apps.runs_cli import _entries
+
+    deep = '{"a":' * 20000 + "1" + "}" * 20000
+    err = io.StringIO()
+    ask = _asker(io.StringIO("e\n{}\nn\n".format(deep)), err)
+    assert ask({"name": "book", "arguments": {}, "tool_call_id": "c1"}) is False
+    assert err.getvalue() == "[tool book({})] run it? [y/n/e] arguments (JSON)> [not a JSON object]\n" \
+                             "[tool book({})] run it? [y/n/e] "
+
+    class Store(object):
+        def journal_entries(self, run_id):
+            return ['{"k": "header"}', deep]
+
+    assert _entries(Store(), "trip-1") == [{"k": "header"}, {"k": "corrupt", "n": 1}]

@@ -347,10 +347,14 @@ def _chat_config(args: Any) -> Dict[str, Any]:
 
 def _option_value(text: str) -> Any:
     """``-o KEY VALUE``: VALUE as JSON when it parses (numbers, booleans, lists, objects), else the text."""
+    from ..errors import ConfigError
+
     try:
         return json.loads(text)
     except ValueError:
         return text
+    except RecursionError:  # (JSON, but nested past what the reader takes: neither it nor the text is meant)
+        raise ConfigError("-o KEY VALUE: the VALUE's JSON nests too deep to read") from None
 
 
 def _schema(text: str) -> Dict[str, Any]:
@@ -374,12 +378,16 @@ def _schema(text: str) -> Dict[str, Any]:
         schema = json.loads(text)
     except ValueError as exc:
         raise ConfigError("{} is neither a JSON Schema nor a file holding one ({})".format(source, exc)) from None
+    except RecursionError:
+        raise ConfigError("{}: the JSON Schema nests too deep to read".format(source)) from None
     if not isinstance(schema, dict):
         raise ConfigError("{}: a JSON Schema is an object".format(source))
     try:
         compile_type(schema)
     except ConfigError as exc:
         raise ConfigError("{}: {}".format(source, exc)) from None
+    except RecursionError:  # (read, but nested past what the compiler walks)
+        raise ConfigError("{}: the JSON Schema nests too deep to read".format(source)) from None
     return schema
 
 
@@ -703,7 +711,7 @@ def _asker(stdin: TextIO, err: TextIO, edited: Optional[Dict[str, Any]] = None) 
                 err.flush()
                 try:
                     arguments = json.loads(stdin.readline() or "null")
-                except ValueError:
+                except (ValueError, RecursionError):  # (nested past what the reader takes: no object either)
                     arguments = None
                 if isinstance(arguments, dict):
                     if edited is not None:

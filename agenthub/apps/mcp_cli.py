@@ -73,6 +73,8 @@ def run(args: Any, out: TextIO = sys.stdout) -> int:
             arguments = json.loads(text)
         except ValueError as exc:
             raise ConfigError("the tool's arguments are not JSON: {}".format(exc)) from None
+        except RecursionError:
+            raise ConfigError("the tool's arguments nest too deep to read") from None
         if not isinstance(arguments, dict):
             raise ConfigError("the tool's arguments must be a JSON object")
     target = target_of(words)

@@ -81,7 +81,7 @@ def _entries(store: Any, run_id: str) -> List[Dict[str, Any]]:
     for n, text in enumerate(raw):
         try:
             entry = json.loads(text)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, RecursionError):
             entry = None
         entries.append(entry if isinstance(entry, dict) else {"k": "corrupt", "n": n})
     return entries
