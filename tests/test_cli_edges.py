@@ -410,6 +410,18 @@ def test_json_nested_past_the_reader_is_a_config_error_not_a_traceback(server, t
                         deep_object], env)
     assert result.returncode == 1
     assert result.stderr == b"error: ConfigError: the tool's arguments nest too deep to read\n"
+    (tmp_path / "cache").mkdir()
+    (tmp_path / "cache" / "deep.json").write_text('{"history": ' + deep_list + "}")
+    result = _agenthub(["chat", "demo-model", "hi", "--continue", "deep"] + _local(server), env)
+    assert result.returncode == 1
+    assert result.stderr.decode("utf-8") == "error: ConfigError: --continue deep: {} is not a usable trace: maximum " \
+        "recursion depth exceeded while decoding a JSON array from a unicode string\n".format(
+            tmp_path / "cache" / "deep.json")
+    result = _agenthub(["serve", "--config", str(tmp_path / "cache" / "deep.json")], env)
+    assert result.returncode == 1
+    assert result.stderr.decode("utf-8").startswith("error: ConfigError: the server config {} is not JSON: maximum "
+                                                    "recursion depth exceeded".format(tmp_path / "cache" / "deep.json"))
+    assert server.requests == []
 
 
 def test_deep_json_at_the_edit_prompt_and_in_a_journal_entry_is_no_traceback():

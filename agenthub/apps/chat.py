@@ -382,6 +382,8 @@ def _schema(text: str) -> Dict[str, Any]:
         raise ConfigError("{}: the JSON Schema nests too deep to read".format(source)) from None
     if not isinstance(schema, dict):
         raise ConfigError("{}: a JSON Schema is an object".format(source))
+    if _depth(schema) > MAX_SCHEMA_DEPTH:  # (the compiler and the request's shaping recurse: a RecursionError)
+        raise ConfigError("{}: the JSON Schema nests too deep to read".format(source))
     try:
         compile_type(schema)
     except ConfigError as exc:
@@ -389,6 +391,23 @@ def _schema(text: str) -> Dict[str, Any]:
     except RecursionError:  # (read, but nested past what the compiler walks)
         raise ConfigError("{}: the JSON Schema nests too deep to read".format(source)) from None
     return schema
+
+
+#: how deep ``--schema``'s JSON may nest (objects and arrays): the providers' structured outputs take ten or so
+#: levels of fields; past a few hundred, compiling and shaping the schema ran out of Python's stack
+MAX_SCHEMA_DEPTH = 100
+
+
+def _depth(value: Any) -> int:
+    """How deep ``value`` nests (objects and arrays), counted without recursion."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else None
+        if children is not None:
+            deepest = max(deepest, level)
+            stack.extend((child, level + 1) for child in children)
+    return deepest
 
 
 #: the concise form's types (``--schema 'name str, age int, tags list[str], nick str?'``)
@@ -450,7 +469,7 @@ def _load_conversation(trace_id: str) -> List[Any]:
         history = list(load_trace(path).get("history") or [])
         if history:
             check_messages(history)
-    except (OSError, ValueError) as exc:  # ConfigError is a ValueError too
+    except (OSError, ValueError, RecursionError) as exc:  # ConfigError is a ValueError too
         raise ConfigError("--continue {}: {} is not a usable trace: {}".format(trace_id, path, exc)) from None
     return history
 

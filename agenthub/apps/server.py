@@ -190,7 +190,7 @@ def load_config(config: Any, environ: Optional[Mapping[str, str]] = None) -> Dic
                 config = json.load(handle)
         except OSError as exc:
             raise ConfigError("cannot read the server config {}: {}".format(path, exc.strerror or exc)) from None
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:  # (RecursionError: nested past what the reader takes)
             raise ConfigError("the server config {} is not JSON: {}".format(path, exc)) from None
     if not isinstance(config, Mapping):
         raise ConfigError("the server config must be a JSON object (got {})".format(type(config).__name__))
