@@ -296,8 +296,8 @@ def test_trace_show_on_a_terminal_shows_a_recorded_escape_not_obeys_it(tmp_path)
 
 def test_batch_status_on_a_terminal_shows_an_engines_error_text_escaped(tmp_path, capsys, monkeypatch):
     """`agenthub batch status` printed a batch's errors (the engine's text) raw: escapes reached the terminal."""
+    from agenthub import _controls
     from agenthub.__main__ import main
-    from agenthub.apps import terminal
     from batch_fakes import BatchFake, point_at
 
     with BatchFake(polls=5) as fake:
@@ -311,7 +311,7 @@ def test_batch_status_on_a_terminal_shows_an_engines_error_text_escaped(tmp_path
             batch.errors = [{"code": "invalid_request", "message": HOSTILE}]
         assert main(["batch", "status", state]) == 4
         piped = capsys.readouterr()[0]
-        monkeypatch.setattr(terminal, "is_terminal", lambda stream: True)
+        monkeypatch.setattr(_controls, "is_terminal", lambda stream: True)
         assert main(["batch", "status", state]) == 4
         shown = capsys.readouterr()[0]
     assert piped.splitlines()[1].endswith("; invalid_request: " + HOSTILE)  # (a pipe: as the engine said it)

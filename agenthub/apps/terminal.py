@@ -6,58 +6,12 @@ import os
 import re
 from typing import Any, List, Mapping, Optional, TextIO
 
+from .._controls import _as_it_is as _raw, is_terminal, printable, safe, shown_for  # (below the applications)
 from .._redact import shown_url
 from ..stream import text_is_utf8
 
 __all__ = ["Printer", "usage_line", "model_line", "print_models", "printable", "safe", "is_terminal",
            "standard_streams", "shown_for"]
-
-#: C0 controls but tab and newline, DEL, and the C1 controls (ESC [ / OSC 52 / CSI as one byte ...)
-_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-
-
-def _shown(match: Any) -> str:
-    code = ord(match.group())
-    if code < 0x20:
-        return "^" + chr(code + 64)  # ESC -> ^[ , as less and git show it
-    return "^?" if code == 0x7f else "<{:02X}>".format(code)
-
-
-def printable(text: str) -> str:
-    """``text`` with every control character but tab and newline shown as ``^[``, ``^?`` or ``<9B>``: model
-    output written to a terminal cannot move the cursor, retitle the window or set the clipboard (OSC 52)."""
-    return _CONTROLS.sub(_shown, text) if _CONTROLS.search(text) else text
-
-
-#: what ``safe`` shows escaped besides: the bidirectional embeddings, overrides and isolates (U+202A-U+202E,
-#: U+2066-U+2069), which reorder what the reader sees ("Trojan Source")
-_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
-
-
-def _shown_safe(match: Any) -> str:
-    code = ord(match.group())
-    return "<U+{:04X}>".format(code) if code > 0xff else _shown(match)
-
-
-def safe(text: str) -> str:
-    """``printable`` and the bidirectional controls shown as ``<U+202E>``: what the command line writes of
-    a tool's description, its arguments or its result (a server's or a model's words) can neither drive
-    the terminal (a screen clear, concealed text, OSC 52 to the clipboard) nor reorder itself."""
-    return _UNSAFE.sub(_shown_safe, text) if _UNSAFE.search(text) else text
-
-
-def is_terminal(stream: Any) -> bool:
-    try:
-        return bool(stream.isatty())
-    except (AttributeError, ValueError):
-        return False
-
-
-def shown_for(stream: Any) -> Any:
-    """How a server's words (an MCP tool's, a journal's, a batch engine's) are written to ``stream``: ``safe``
-    on a terminal, as they are elsewhere (a pipe, a file)."""
-    return safe if is_terminal(stream) else _raw
-
 
 def _escaped(error: UnicodeError) -> Any:
     """The ``agenthub.escape`` error handler: what an output encoding cannot write (ASCII, Latin-1) as JSON's
@@ -161,10 +115,6 @@ def model_line(model: Mapping[str, Any]) -> str:
         model["id"], _tokens(model.get("context_window")), _tokens(model.get("max_output")), shown,
         " (+" + ", ".join(extra) + ")" if extra else "", "+".join(model.get("input_modalities") or ["?"]),
         "+".join(model.get("output_modalities") or ["?"]), "; " + ", ".join(supports) if supports else "")
-
-
-def _raw(text: str) -> str:
-    return text
 
 
 class Printer(object):

@@ -40,7 +40,7 @@ def _err(text: str) -> None:
 
 def _say(text: str, stream: Any = None) -> None:
     """A line for the user; an engine's words in it (a batch's errors, its id, its status) escaped on a terminal."""
-    from ..apps.terminal import shown_for
+    from .._controls import shown_for
 
     stream = sys.stdout if stream is None else stream
     print(shown_for(stream)(text), file=stream)
