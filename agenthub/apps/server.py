@@ -86,6 +86,7 @@ from ..errors import (AgentHubError, AuthenticationError, BudgetExceededError, C
 from ..hosts.trust import authority_host, authority_parts, is_loopback_host, split_authority
 from ..types import from_jsonable, json_default  # the one {"__bytes__"} codec
 from ..telemetry import continue_trace  # an incoming traceparent continues in the upstream call (a no-op uninstrumented)
+from ._sockets import ConnectionLimit, DeadlineReader, busy_answer
 from .metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE, Metrics
 
 __all__ = ["make_app", "load_config", "serve", "AgentHubApp", "DEFAULT_PORT"]
@@ -1325,36 +1326,11 @@ def serve(config: Any, host: str = "127.0.0.1", port: int = DEFAULT_PORT) -> Tup
         raise ConfigError("refusing to listen on {!r} without api_keys: a server reachable from other machines "
                           "needs keys (or listen on 127.0.0.1)".format(host))
 
-    connections = threading.BoundedSemaphore(app.max_connections)
     busy_body = json.dumps({"error": {"type": "ServerError", "message": "the server is at its limit of {} connections"
                                       .format(app.max_connections), "retryable": True}}).encode("utf-8")
-    busy = (b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nContent-Length: %d\r\n"
-            b"Retry-After: 1\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n%s" % (len(busy_body), busy_body))
     header_timeout = app.timeouts["header_timeout_seconds"]
     body_timeout = app.timeouts["body_timeout_seconds"]
     write_timeout = app.timeouts["write_timeout_seconds"]
-
-    class Reader(io.RawIOBase):
-        """The connection's reading side: each read waits at most ``idle`` seconds, and none goes past
-        ``deadline`` (monotonic; None: no deadline)."""
-
-        def __init__(self, sock: Any) -> None:
-            io.RawIOBase.__init__(self)
-            self.sock = sock
-            self.idle = body_timeout
-            self.deadline = None  # type: Optional[float]
-
-        def readable(self) -> bool:
-            return True
-
-        def readinto(self, buffer: Any) -> int:
-            wait = self.idle
-            if self.deadline is not None:
-                wait = min(wait, self.deadline - time.monotonic())
-                if wait <= 0:
-                    raise socket.timeout("the request did not arrive in time")
-            self.sock.settimeout(wait)
-            return self.sock.recv_into(buffer)
 
     class Chunked(ServerHandler):
         """wsgiref's handler answering HTTP/1.1 requests in chunked encoding when the length is not known
@@ -1407,7 +1383,7 @@ def serve(config: Any, host: str = "127.0.0.1", port: int = DEFAULT_PORT) -> Tup
         def setup(self) -> None:
             WSGIRequestHandler.setup(self)
             self.rfile.close()
-            self.reader = Reader(self.connection)
+            self.reader = DeadlineReader(self.connection, body_timeout)
             self.rfile = io.BufferedReader(self.reader, 65536)
 
         def handle(self) -> None:
@@ -1433,8 +1409,10 @@ def serve(config: Any, host: str = "127.0.0.1", port: int = DEFAULT_PORT) -> Tup
         def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base class's name
             logger.debug("agenthub serve: %s %s", self.address_string(), format % args)
 
-    class Server(socketserver.ThreadingMixIn, WSGIServer):
+    class Server(ConnectionLimit, socketserver.ThreadingMixIn, WSGIServer):
         daemon_threads = True
+        connections = threading.BoundedSemaphore(app.max_connections)
+        busy = busy_answer(busy_body, "application/json")
         allow_reuse_address = True
         # the listen backlog (socketserver's default is 5: a burst of clients got connection resets): at least
         # as many as may stream at once
@@ -1454,30 +1432,6 @@ def serve(config: Any, host: str = "127.0.0.1", port: int = DEFAULT_PORT) -> Tup
             except OSError:  # pragma: no cover - not a TCP socket
                 pass
             return conn, address
-
-        def process_request(self, request: Any, client_address: Any) -> None:
-            if not connections.acquire(False):  # full: refused here, in the accepting thread, without waiting
-                try:
-                    request.setblocking(False)
-                    request.send(busy)  # (a few hundred bytes: they fit in the socket's buffer)
-                    for _ in range(16):  # what the request sent so far, read and dropped: closed with unread bytes,
-                        if not request.recv(65536):  # the socket would reset, and the client might never see the 503
-                            break
-                except OSError:  # (nothing more to read now)
-                    pass
-                self.shutdown_request(request)
-                return
-            try:
-                socketserver.ThreadingMixIn.process_request(self, request, client_address)
-            except BaseException:  # no thread started: the connection's turn is given back
-                connections.release()
-                raise
-
-        def process_request_thread(self, request: Any, client_address: Any) -> None:
-            try:
-                socketserver.ThreadingMixIn.process_request_thread(self, request, client_address)
-            finally:
-                connections.release()
 
         def handle_error(self, request: Any, client_address: Any) -> None:
             logger.debug("agenthub serve: connection error from %s", client_address, exc_info=True)
