@@ -383,7 +383,7 @@ def list_traces(root: Optional[str] = None) -> List[Dict[str, Any]]:
             try:
                 with open(path, encoding="utf-8") as handle:
                     document = json.load(handle)
-            except (OSError, ValueError):
+            except (OSError, ValueError, RecursionError):  # (not a trace: a JSON file nested past the parser's stack)
                 continue
             if not isinstance(document, dict) or not isinstance(document.get("history"), list):
                 continue

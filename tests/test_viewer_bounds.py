@@ -4,6 +4,7 @@ connections at once: each held a thread of its own for as long as the client lik
 folder can reach (a file or folder outside it), and a key holding a ``+`` given once in the address."""
 
 import http.client
+import json
 import os
 import socket
 import time
@@ -185,3 +186,48 @@ def test_the_key_given_once_redirects_to_this_viewer_only(viewer):
     """``//host/...`` as the path: the redirect that drops the key names a path here, not another site."""
     status, headers, _ = _get(viewer, "//evil.example/x?key=" + KEY)
     assert status == 303 and headers["Location"] == "/evil.example/x"
+
+
+def _embedded(html):
+    """The page's data, read as a browser's JSON.parse reads it (no NaN, no Infinity)."""
+    text = html.split(b'<script id="data" type="application/json">', 1)[1].split(b"</script>", 1)[0].decode()
+
+    def refuse(name):
+        raise ValueError("JSON.parse has no " + name)
+    return json.loads(text, parse_constant=refuse)
+
+
+@pytest.fixture
+def odd_files(tmp_path, short_timeouts):
+    """Beside a trace: a JSON file nested past the parser's stack, and a trace holding numbers JSON has not."""
+    save_trace("run1", "demo-model", HISTORY, {}, root=str(tmp_path))
+    (tmp_path / "deep.json").write_text("[" * 100000 + "]" * 100000)
+    (tmp_path / "odd.json").write_text('{"history": [{"role": "user", "content_items": [{"type": "text", "text": '
+                                       '"hi"}]}], "model": NaN, "timestamp": 1e999, "config": {"temperature": '
+                                       '-Infinity}}')
+    server, url = serve_in_thread(str(tmp_path))
+    connections = track_connections(server)
+    yield server
+    close_server(server, connections)
+
+
+def test_a_file_nested_too_deep_is_no_trace_and_the_rest_is_shown(odd_files):
+    """Before: every page (the list is in each) closed the connection with a RecursionError's traceback."""
+    status, _, html = _get(odd_files, "/")
+    assert status == 200
+    assert sorted(t["trace_id"] for t in _embedded(html)["traces"]) == ["odd", "run1"]
+    assert _get(odd_files, "/trace/deep")[:3:2] == (404, b"not found\n")
+    status, _, html = _get(odd_files, "/trace/run1")
+    assert status == 200 and _embedded(html)["trace"]["history"] == HISTORY
+
+
+def test_numbers_json_has_not_are_null_on_the_page(odd_files):
+    """A trace (or one in the list) holding NaN or Infinity: the page's data was no JSON a browser reads, so every
+    page stayed blank."""
+    status, _, html = _get(odd_files, "/trace/odd")
+    assert status == 200
+    data = _embedded(html)
+    assert (data["trace"]["model"], data["trace"]["timestamp"], data["trace"]["config"]) == (
+        None, None, {"temperature": None})
+    assert [t for t in data["traces"] if t["trace_id"] == "odd"] == [
+        {"trace_id": "odd", "model": None, "timestamp": None, "messages": 1}]

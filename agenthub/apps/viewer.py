@@ -62,8 +62,12 @@ CSP = ("default-src 'none'; script-src {}; style-src {}; img-src data: http: htt
 
 
 def page(data: Dict[str, Any]) -> bytes:
-    """The viewer page with ``data`` embedded (safe inside a script element)."""
-    text = surrogates_escaped(json.dumps(data, ensure_ascii=False))
+    """The viewer page with ``data`` embedded (safe inside a script element; a number JSON has not as null)."""
+    try:
+        text = json.dumps(data, ensure_ascii=False, allow_nan=False)
+    except ValueError:  # NaN or Infinity (a trace file written elsewhere): null, which a browser's JSON.parse reads
+        text = json.dumps(json.loads(json.dumps(data), parse_constant=lambda name: None), ensure_ascii=False)
+    text = surrogates_escaped(text)
     text = text.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
     text = text.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
     return PAGE.replace("__DATA__", text).encode("utf-8")
@@ -119,7 +123,7 @@ class _Handler(BaseHTTPRequestHandler):
                 self._send(200, kind, body)
             else:
                 self._not_found()
-        except (ConfigError, OSError, ValueError):
+        except (ConfigError, OSError, ValueError, RecursionError):  # (a file nested past the parser's stack: no trace)
             self._not_found()
 
     def _key_given(self) -> bool:
