@@ -510,7 +510,13 @@ def _status_line(status: int) -> str:
 
 def _public(error: BaseException) -> BaseException:
     """``error`` as the server's callers may see it: a TransportError's message names the upstream's
-    address (the server's own business), so they get what happened without where (the log has it)."""
+    address, a StoreError's the store's (a Redis host and port, a SQLite file's path; the server's own business),
+    so they get what happened without where (the log has it)."""
+    from ..stores import StoreError
+
+    if isinstance(error, StoreError):
+        return StoreError("agenthub serve: the model row's shared store (its limiter or budget) could not answer; "
+                          "nothing was sent upstream", retryable=bool(error.retryable))
     if not isinstance(error, TransportError):
         return error
     if error.aborted:
