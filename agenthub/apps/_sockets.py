@@ -3,12 +3,13 @@ viewer) do to bound what a client can hold: a connection's reads under a deadlin
 at most so many connections at once, each on a thread of its own (``ConnectionLimit``)."""
 
 import io
+import select
 import socket
 import socketserver
 import time
 from typing import Any, Optional
 
-__all__ = ["DeadlineReader", "ConnectionLimit", "busy_answer"]
+__all__ = ["DeadlineReader", "ConnectionLimit", "busy_answer", "peer_closed"]
 
 
 class DeadlineReader(io.RawIOBase):
@@ -73,3 +74,19 @@ def busy_answer(body: bytes, content_type: str) -> bytes:
     ``Retry-After: 1`` and ``body``, and the connection closed."""
     return (b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: %s\r\nContent-Length: %d\r\nRetry-After: 1\r\n"
             b"Cache-Control: no-store\r\nConnection: close\r\n\r\n%s" % (content_type.encode("ascii"), len(body), body))
+
+
+def peer_closed(sock: Any) -> bool:
+    """Whether the other end of ``sock`` closed the connection (or reset it), looked at without waiting: the
+    socket is readable and a peek finds its end.  Bytes waiting to be read (a pipelined request) are no end."""
+    try:
+        if hasattr(select, "poll"):
+            poller = select.poll()
+            poller.register(sock, select.POLLIN)
+            if not poller.poll(0):
+                return False
+        elif not select.select([sock], [], [], 0)[0]:  # pragma: no cover - no poll (Windows)
+            return False
+        return sock.recv(1, socket.MSG_PEEK) == b""  # (readable: the peek does not wait)
+    except (OSError, ValueError):  # reset, or closed under us
+        return True

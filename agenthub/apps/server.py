@@ -86,7 +86,7 @@ from ..errors import (AgentHubError, AuthenticationError, BudgetExceededError, C
 from ..hosts.trust import authority_host, authority_parts, is_loopback_host, split_authority
 from ..types import from_jsonable, json_default  # the one {"__bytes__"} codec
 from ..telemetry import continue_trace  # an incoming traceparent continues in the upstream call (a no-op uninstrumented)
-from ._sockets import ConnectionLimit, DeadlineReader, busy_answer
+from ._sockets import ConnectionLimit, DeadlineReader, busy_answer, peer_closed
 from .metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE, Metrics
 
 __all__ = ["make_app", "load_config", "serve", "AgentHubApp", "DEFAULT_PORT"]
@@ -129,6 +129,11 @@ MAX_QUEUED_FRAMES = 4096
 MAX_QUEUED_BYTES = 1 << 20
 #: a client that takes no frame for this long is taken for gone
 WRITER_STALL_SECONDS = 300.0
+#: while a stream waits for its upstream, the built-in server looks this often whether its client closed the
+#: connection (``CLIENT_GONE``): a client that left is noticed then, not at the second keep-alive written to it
+GONE_CHECK_SECONDS = 1.0
+#: the WSGI environ key of the built-in server's look at the connection: a callable, true once the client closed it
+CLIENT_GONE = "agenthub.client_gone"
 KEEPALIVE = b": keep-alive\n\n"
 DONE = b"data: [DONE]\n\n"
 #: the request header by which a client asks for delta events as batches of their content items (``items``) or
@@ -848,10 +853,11 @@ class AgentHubApp(object):
         except BaseException:
             self._release(model_id)
             raise
-        try:
-            first = pump.queue.get(timeout=self.keepalive_seconds)
-        except queue.Empty:
-            first = KEEPALIVE  # the upstream is silent: the stream opens with a keep-alive
+        gone = environ.get(CLIENT_GONE) if environ is not None else None
+        if _waited(pump.queue, self.keepalive_seconds, gone, pump):
+            first = pump.queue.get(False)
+        else:
+            first = KEEPALIVE  # the upstream is silent (or the client left: its upstream is aborted): a keep-alive
         if isinstance(first, BaseException):
             self._release(model_id)  # the upstream failed before its first event: no stream was handed out
             return self._json_error(start_response, _status_of(first), first)
@@ -861,7 +867,7 @@ class AgentHubApp(object):
             pump.stop()
             self._release(model_id)
             raise
-        return _Body(self, pump, first)
+        return _Body(self, pump, first, gone)
 
     def _release(self, model_id: str) -> None:
         """A stream's response is closed (or was never handed out): its slot is free."""
@@ -958,6 +964,24 @@ class _Queue(object):
 
     def qsize(self) -> int:
         return len(self.items)
+
+
+def _waited(hand_off: "_Queue", seconds: float, gone: Optional[Callable[[], bool]], pump: "_Pump") -> bool:
+    """Whether an item is queued within ``seconds``.  With ``gone`` (the built-in server's look at the connection),
+    it is looked at every ``GONE_CHECK_SECONDS`` meanwhile: a client that closed the connection has ``pump``
+    stopped (its upstream aborted) at once, and False is answered."""
+    if gone is None or pump.stopped:
+        return hand_off.wait(seconds)
+    deadline = time.monotonic() + seconds
+    while True:
+        left = deadline - time.monotonic()
+        if hand_off.wait(min(left, GONE_CHECK_SECONDS)):
+            return True
+        if gone():
+            pump.stop()
+            return False
+        if left <= GONE_CHECK_SECONDS:
+            return False
 
 
 class _Pump(object):
@@ -1162,8 +1186,9 @@ class _Body(object):
     for every event), and a stream whose events come one at a time (a model writing) is written as each
     arrives."""
 
-    def __init__(self, app: AgentHubApp, pump: _Pump, first: Any) -> None:
+    def __init__(self, app: AgentHubApp, pump: _Pump, first: Any, gone: Optional[Callable[[], bool]] = None) -> None:
         self._app = app
+        self._gone = gone  # the built-in server's look at the connection (CLIENT_GONE), else None
         self._pump = pump
         self._first = first
         self._done = False
@@ -1188,8 +1213,8 @@ class _Body(object):
         elif self._done:
             raise StopIteration
         else:
-            if not self._queued and not self._wait(self._app.keepalive_seconds):
-                return KEEPALIVE
+            if not self._queued and not _waited(self._pump.queue, self._app.keepalive_seconds, self._gone, self._pump):
+                return KEEPALIVE  # (a client that left meanwhile: its upstream was aborted, the end comes next)
             # at most one write per GATHER_SECONDS: what queues up until then goes with this one
             wait = self._written + GATHER_SECONDS - time.monotonic()
             if wait > 0:
@@ -1408,7 +1433,9 @@ def serve(config: Any, host: str = "127.0.0.1", port: int = DEFAULT_PORT) -> Tup
             length = self.headers.get("Content-Length", "")
             size = int(length) if _DIGITS.match(length.strip()) else 0
             self.reader.deadline = time.monotonic() + body_timeout + size / MIN_BODY_BYTES_PER_SECOND
-            handler = Chunked(self.rfile, self.wfile, self.get_stderr(), self.get_environ(), multithread=True)
+            environ = self.get_environ()
+            environ[CLIENT_GONE] = lambda: peer_closed(self.connection)
+            handler = Chunked(self.rfile, self.wfile, self.get_stderr(), environ, multithread=True)
             handler.request_handler = self  # type: ignore[attr-defined]
             handler.run(self.server.get_app())  # type: ignore[attr-defined]
 
