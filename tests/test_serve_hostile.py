@@ -18,6 +18,7 @@ from agenthub.apps import server as server_module
 from agenthub.apps.server import make_app
 from agenthub.errors import ConfigError, TransportError
 from server_support import Builtin, Route, Upstream
+from sse_server import read_until_closed, trickled_until_closed
 
 KEY = "server-key-0123456789"
 MESSAGES = [{"role": "user", "content_items": [{"type": "text", "text": "Hi"}]}]
@@ -76,15 +77,7 @@ def raw(server, data, wait=3.0):
     try:
         if data:
             sock.sendall(data)
-        got = b""
-        while True:
-            try:
-                piece = sock.recv(65536)
-            except socket.timeout:
-                return None, time.monotonic() - started
-            if not piece:
-                return got, time.monotonic() - started
-            got += piece
+        return read_until_closed(sock, wait), time.monotonic() - started
     finally:
         sock.close()
 
@@ -270,30 +263,9 @@ def test_an_idle_connection_is_closed_after_the_header_timeout(site):
 
 def test_headers_sent_a_byte_at_a_time_are_cut_at_the_header_timeout(site):
     up, app, server = site
-    host, port = server.server.server_address[:2]
-    sock = socket.create_connection((host, port), timeout=5)
-    started = time.monotonic()
     request = head(Content_Type="application/json", Content_Length=len(BODY), X_Padding="p" * 200)
-    closed = False
-    try:
-        for byte in request[:-4]:  # never the blank line
-            try:
-                sock.sendall(bytes([byte]))
-            except OSError:
-                closed = True
-                break
-            sock.settimeout(0.05)
-            try:
-                if sock.recv(1) == b"":
-                    closed = True
-                    break
-            except socket.timeout:
-                pass
-            if time.monotonic() - started > 5:
-                break
-    finally:
-        sock.close()
-    assert closed and time.monotonic() - started < 3
+    seconds = trickled_until_closed(server.server.server_address[:2], request[:-4], 5)  # never the blank line
+    assert seconds is not None and seconds < 3
 
 
 def test_a_body_shorter_than_its_length_is_a_408_after_the_body_timeout(site):

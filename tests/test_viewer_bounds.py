@@ -14,7 +14,7 @@ import pytest
 from agenthub.apps import viewer as viewer_module
 from agenthub.apps.viewer import COOKIE, serve_in_thread
 from agenthub.tracer import save_trace
-from sse_server import close_server, track_connections
+from sse_server import close_server, read_until_closed, track_connections, trickled_until_closed
 
 KEY = "viewer-key-0123456789abcdef"
 HISTORY = [{"role": "user", "content_items": [{"type": "text", "text": "the plan"}]},
@@ -40,20 +40,6 @@ def _connect(server):
     return socket.create_connection(server.server_address[:2], timeout=5)
 
 
-def _read_all(sock, wait=5.0):
-    """What the server sends until it closes the connection (None: still open after ``wait`` seconds)."""
-    sock.settimeout(wait)
-    got = b""
-    while True:
-        try:
-            piece = sock.recv(65536)
-        except socket.timeout:
-            return None
-        if not piece:
-            return got
-        got += piece
-
-
 def _get(server, path, headers=None):
     connection = http.client.HTTPConnection(*server.server_address[:2], timeout=10)
     try:
@@ -67,36 +53,15 @@ def _get(server, path, headers=None):
 def test_a_connection_that_sends_nothing_is_closed_after_the_header_timeout(viewer):
     sock = _connect(viewer)
     try:
-        assert _read_all(sock) == b""  # closed by the server (before: held open, a thread with it, for good)
+        assert read_until_closed(sock, 5) == b""  # closed by the server (before: held open, a thread with it, for good)
     finally:
         sock.close()
 
 
 def test_a_request_trickled_a_byte_at_a_time_is_cut_at_the_header_timeout(viewer):
     """Each byte comes well within any per-read timeout; the whole request head still has only its deadline."""
-    sock = _connect(viewer)
     request = b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Padding: " + b"p" * 200 + b"\r\n\r\n"
-    started = time.monotonic()
-    closed = False
-    try:
-        for byte in request[:-4]:  # never the blank line
-            try:
-                sock.sendall(bytes([byte]))
-            except OSError:
-                closed = True
-                break
-            sock.settimeout(0.05)
-            try:
-                if sock.recv(1) == b"":
-                    closed = True
-                    break
-            except socket.timeout:
-                pass
-            if time.monotonic() - started > 10:
-                break
-    finally:
-        sock.close()
-    assert closed
+    assert trickled_until_closed(viewer.server_address[:2], request[:-4], 10) is not None  # never the blank line
 
 
 def test_connections_past_the_limit_are_answered_503_at_once(viewer):
@@ -109,7 +74,7 @@ def test_connections_past_the_limit_are_answered_503_at_once(viewer):
             time.sleep(0.01)
         sock = _connect(viewer)
         try:
-            answer = _read_all(sock)
+            answer = read_until_closed(sock, 5)
         finally:
             sock.close()
     finally:
