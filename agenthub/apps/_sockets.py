@@ -68,7 +68,6 @@ class ConnectionLimit(object):
             self.connections.release()
 
 
-
 def busy_answer(body: bytes, content_type: str) -> bytes:
     """The whole HTTP answer a ``ConnectionLimit`` server gives a connection past its limit: a 503 with
     ``Retry-After: 1`` and ``body``, and the connection closed."""

@@ -1196,7 +1196,6 @@ class _Body(object):
         self._written = 0.0  # when the last write was made (time.monotonic())
         self._queued = pump.queue.items  # (the pump's list: taken from in place, never replaced)
         self._take = pump.queue.take
-        self._wait = pump.queue.wait
         self._runs_wire = getattr(pump, "runs", False)
         self._mode = _TEXT_PIECES  # the kind of the plain str pieces the pump queues now (its last marker)
 
