@@ -196,3 +196,31 @@ def test_numbers_json_has_not_are_null_on_the_page(odd_files):
         None, None, {"temperature": None})
     assert [t for t in data["traces"] if t["trace_id"] == "odd"] == [
         {"trace_id": "odd", "model": None, "timestamp": None, "messages": 1}]
+
+
+@pytest.mark.parametrize("host", ["::1", "[::1]"])
+def test_the_viewer_listens_on_ipv6_loopback(tmp_path, host):
+    """``agenthub trace view --host ::1`` was refused by the socket ("Address family for hostname not supported"):
+    the viewer's server was IPv4 only, though ::1 passes its loopback rule (agenthub serve listens there)."""
+    if not socket.has_ipv6:
+        pytest.skip("no IPv6")
+    save_trace("run1", "demo-model", HISTORY, {}, root=str(tmp_path))
+    server, url = serve_in_thread(str(tmp_path), host=host)
+    connections = track_connections(server)
+    try:
+        port = server.server_address[1]
+        assert url == "http://[::1]:{}/".format(port)
+        for name, status in (("[::1]:{}".format(port), 200), ("localhost:{}".format(port), 200),
+                             ("evil.example:{}".format(port), 421)):
+            connection = http.client.HTTPConnection("::1", port, timeout=10)
+            try:
+                connection.putrequest("GET", "/trace/run1", skip_host=True)
+                connection.putheader("Host", name)
+                connection.endheaders()
+                answer = connection.getresponse()
+                assert (name, answer.status) == (name, status)
+                assert (b"the plan" in answer.read()) is (status == 200)
+            finally:
+                connection.close()
+    finally:
+        close_server(server, connections)

@@ -36,6 +36,7 @@ import ipaddress
 import json
 import os
 import re
+import socket
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -241,7 +242,9 @@ def serve(folder: str, host: str = "127.0.0.1", port: int = 0,
                                             "key": None if key is None else key.encode("utf-8"),
                                             "header_timeout": HEADER_TIMEOUT_SECONDS,
                                             "write_timeout": WRITE_TIMEOUT_SECONDS})
-    server = _Server((host, port), handler)
+    bind = host[1:-1] if host.startswith("[") and host.endswith("]") else host  # ([::1] as a URL writes it)
+    server_class = _Server if ":" not in bind else type("Server", (_Server,), {"address_family": socket.AF_INET6})
+    server = server_class((bind, port), handler)
     server.connections = threading.BoundedSemaphore(MAX_CONNECTIONS)
     server.busy = busy_answer("the trace viewer is at its limit of {} connections\n".format(MAX_CONNECTIONS).encode(
         "ascii"), "text/plain; charset=utf-8")
