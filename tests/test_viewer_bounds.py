@@ -1,7 +1,8 @@
 """The trace viewer as a network server (``agenthub trace view --host 0.0.0.0 --key-env NAME``): what a client
 that has not shown the key can hold (a connection that sends nothing, a request trickled a byte at a time, many
 connections at once: each held a thread of its own for as long as the client liked), what a link in the traces
-folder can reach (a file or folder outside it), and a key holding a ``+`` given once in the address."""
+folder can reach (a file or folder outside it), a key holding a ``+`` given once in the address, files in the folder
+that are no trace a browser can show (nested past the parser's stack, NaN), and IPv6 loopback."""
 
 import http.client
 import json
