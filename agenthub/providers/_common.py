@@ -596,6 +596,12 @@ def data_uri(mime_type: str, data: bytes) -> str:
     return "data:{};base64,{}".format(mime_type, base64.b64encode(data).decode("ascii"))
 
 
+def pdf_url(url: str) -> bool:
+    """A URL (not a data URI) whose path ends in ``.pdf``: a document, sent as one where the wire takes a
+    document by URL (Anthropic, Responses' input_file, Gemini), refused where it takes none."""
+    return url.lower().split("#", 1)[0].split("?", 1)[0].endswith(".pdf")
+
+
 
 
 # -- compaction (OpenAI Responses, Anthropic) -----------------------------------------------------

@@ -100,7 +100,7 @@ from ..typeschema import DATA_KEYWORDS
 from ..types import HttpRequest, PromptCaching, ThinkingLevel
 from ..validate import cache_marks
 from ._common import NOTES, Encoded, Prior, Resumed, keep, marks_resumed, noting, start
-from ._common import (COMPACTION_FORMAT, Count, left_out, DONE, payloads, parse_data_list, Endpoint, Protocol, check_response_format, documents, dumps, get_request,
+from ._common import (COMPACTION_FORMAT, Count, left_out, pdf_url, DONE, payloads, parse_data_list, Endpoint, Protocol, check_response_format, documents, dumps, get_request,
                       nearest, parse_data_uri, request_headers, stop_sequences, to_int, unsupported,
                       usage, with_cache_write)
 
@@ -799,8 +799,7 @@ def _url_block(endpoint: Endpoint, url: str) -> Dict[str, Any]:
     parsed = parse_data_uri(url)  # a malformed data URI is a ConfigError now, not a 400 later
     if parsed is not None:
         return _media_block(endpoint, parsed[0], parsed[1])
-    kind = "document" if url.lower().split("?", 1)[0].endswith(".pdf") else "image"
-    return {"type": kind, "source": {"type": "url", "url": url}}
+    return {"type": "document" if pdf_url(url) else "image", "source": {"type": "url", "url": url}}
 
 
 def _messages(endpoint: Endpoint, messages: List[Mapping[str, Any]], new_version: Optional[str] = None,
@@ -853,7 +852,7 @@ def _url_kind(url: str) -> str:
     parsed = parse_data_uri(url)
     if parsed is not None:
         return "document" if parsed[0] == "application/pdf" else "image"
-    return "document" if url.lower().split("?", 1)[0].endswith(".pdf") else "image"
+    return "document" if pdf_url(url) else "image"
 
 
 def _cache_control(client: str, block: Optional[Dict[str, Any]], mark: Mapping[str, Any], where: str) -> None:

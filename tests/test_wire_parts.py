@@ -1,0 +1,442 @@
+"""Each message part on each wire: the body a local server records holds it faithfully, or the call is refused
+with a typed error before anything is sent, the same way on every provider.
+
+One table: ``EXPECT[(wire, case)]`` is the exact part of the recorded body the case is about (the turns after the
+first user message), or the exact error.  The cases are the ones a wire got wrong:
+
+- a user message holding tool results and other parts (text, an image by URL, a result's linked image): Gemini
+  takes the turn right after a function call turn as its responses, one per call (a text or an image between
+  them splits that turn: "the number of function response parts is equal to the number of function call
+  parts", a 400), so there the responses come first, all in one content, the other parts after them in their
+  order (as Anthropic, Bedrock and Chat Completions send them; the Responses API's input items keep the order);
+- an ``image_url`` that is not an image (a PDF or audio data URI, a PDF's URL) goes as the same bytes given as
+  ``inline_data`` go, or as the wire's document by URL; where the wire takes no such thing, a typed error
+  (Chat Completions and Responses sent a PDF as an image, a 400; the Interactions API typed a PDF's URL image).
+"""
+
+import base64
+import os
+
+import pytest
+
+from agenthub import AutoLLMClient
+from agenthub.errors import AgentHubError, UnsupportedParameterError
+from bedrock_server import BedrockServer
+from sse_server import SSEServer
+
+PDF = b"%PDF-1.4 fake"
+PDF_B64 = base64.b64encode(PDF).decode("ascii")
+PDF_URI = "data:application/pdf;base64," + PDF_B64
+WAV = b"RIFF....WAVEfmt "
+WAV_B64 = base64.b64encode(WAV).decode("ascii")
+WAV_URI = "data:audio/wav;base64," + WAV_B64
+PNG_URL = "https://files.example/chart.png"
+PDF_URL = "https://files.example/report.pdf"
+
+ASK = {"role": "user", "content_items": [{"type": "text", "text": "q"}]}
+CALLS = {"role": "assistant", "content_items": [
+    {"type": "tool_call", "name": "f", "arguments": {"a": 1}, "tool_call_id": "c1"},
+    {"type": "tool_call", "name": "g", "arguments": {}, "tool_call_id": "c2"}]}
+CONFIG = {"tools": [{"name": "f"}, {"name": "g"}]}
+
+
+def _result(call_id, text, **extra):
+    return dict({"type": "tool_result", "tool_call_id": call_id, "text": text}, **extra)
+
+
+def _user(*items):
+    return {"role": "user", "content_items": list(items)}
+
+
+CASES = {
+    "results, the first with a linked image": [ASK, CALLS, _user(
+        _result("c1", "r1", images=[PNG_URL]), _result("c2", "r2"))],
+    "text before the results": [ASK, CALLS, _user(
+        {"type": "text", "text": "mind"}, _result("c1", "r1"), _result("c2", "r2"))],
+    "text between the results": [ASK, CALLS, _user(
+        _result("c1", "r1"), {"type": "text", "text": "mind"}, _result("c2", "r2"))],
+    "a PDF data URI as image_url": [_user({"type": "text", "text": "q"}, {"type": "image_url", "image_url": PDF_URI})],
+    "a PDF's URL as image_url": [_user({"type": "text", "text": "q"}, {"type": "image_url", "image_url": PDF_URL})],
+    "an audio data URI as image_url": [_user({"type": "text", "text": "q"},
+                                             {"type": "image_url", "image_url": WAV_URI})],
+    "a PDF data URI in a tool result": [ASK, CALLS, _user(
+        _result("c1", "r1", images=[PDF_URI]), _result("c2", "r2"))],
+}
+
+WIRES = ("openai-chat", "openai-responses", "anthropic", "gemini", "gemini-interactions", "bedrock")
+MODELS = {"openai-chat": "gpt-5.5", "openai-responses": "gpt-5.5", "anthropic": "claude-sonnet-4-5",
+          "gemini": "gemini-3.5-flash", "gemini-interactions": "gemini-3.5-flash",
+          "bedrock": "us.anthropic.claude-sonnet-4-5-20250929-v1:0"}
+
+
+def _after_ask(items):
+    return items[1:] if items and items[0] in FIRST_ASK else items
+
+
+FIRST_ASK = ({"role": "user", "content": "q"},  # (the first user message, the same in every case: left out)
+             {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "q"}]},
+             {"role": "user", "content": [{"type": "text", "text": "q"}]},
+             {"role": "user", "parts": [{"text": "q"}]},
+             {"type": "user_input", "content": [{"type": "text", "text": "q"}]},
+             {"role": "user", "content": [{"text": "q"}]})
+
+EXTRACT = {
+    "openai-chat": lambda body: _after_ask(body["messages"]),
+    "openai-responses": lambda body: _after_ask(body["input"]),
+    "anthropic": lambda body: _after_ask(body["messages"]),
+    "gemini": lambda body: _after_ask(body["contents"]),
+    "gemini-interactions": lambda body: _after_ask(body["input"]),
+    "bedrock": lambda body: _after_ask(body["messages"]),
+}
+
+
+def plan_client(wire, base_url="http://127.0.0.1:9"):
+    if wire == "bedrock":
+        return AutoLLMClient(MODELS[wire], client_type="bedrock", max_retries=0)
+    return AutoLLMClient(MODELS[wire], client_type=wire, api_key="k", max_retries=0,
+                         base_url=base_url + ("/v1" if wire.startswith("openai") else ""))
+
+
+EXPECT = {
+    # -- results, the first with a linked image
+    ('openai-chat', 'results, the first with a linked image'):
+        [{'role': 'assistant',
+          'content': None,
+          'tool_calls': [{'id': 'c1', 'type': 'function', 'function': {'name': 'f', 'arguments': '{"a":1}'}},
+                         {'id': 'c2', 'type': 'function', 'function': {'name': 'g', 'arguments': '{}'}}]},
+         {'role': 'tool', 'tool_call_id': 'c1', 'content': 'r1'},
+         {'role': 'tool', 'tool_call_id': 'c2', 'content': 'r2'},
+         {'role': 'user',
+          'content': [{'type': 'image_url', 'image_url': {'url': PNG_URL}}]}],
+    ('openai-responses', 'results, the first with a linked image'):
+        [{'type': 'function_call', 'call_id': 'c1', 'name': 'f', 'arguments': '{"a":1}'},
+         {'type': 'function_call', 'call_id': 'c2', 'name': 'g', 'arguments': '{}'},
+         {'type': 'function_call_output',
+          'call_id': 'c1',
+          'output': [{'type': 'input_text', 'text': 'r1'},
+                     {'type': 'input_image', 'image_url': PNG_URL, 'detail': 'auto'}]},
+         {'type': 'function_call_output', 'call_id': 'c2', 'output': 'r2'}],
+    ('anthropic', 'results, the first with a linked image'):
+        [{'role': 'assistant',
+          'content': [{'type': 'tool_use', 'id': 'c1', 'name': 'f', 'input': {'a': 1}},
+                      {'type': 'tool_use', 'id': 'c2', 'name': 'g', 'input': {}}]},
+         {'role': 'user',
+          'content': [{'type': 'tool_result',
+                       'tool_use_id': 'c1',
+                       'content': [{'type': 'text', 'text': 'r1'},
+                                   {'type': 'image',
+                                    'source': {'type': 'url', 'url': PNG_URL}}]},
+                      {'type': 'tool_result', 'tool_use_id': 'c2', 'content': 'r2'}]}],
+    ('gemini', 'results, the first with a linked image'):
+        [{'role': 'model',
+          'parts': [{'functionCall': {'id': 'c1', 'name': 'f', 'args': {'a': 1}},
+                     'thoughtSignature': 'skip_thought_signature_validator'},
+                    {'functionCall': {'id': 'c2', 'name': 'g', 'args': {}}}]},
+         {'role': 'user',
+          'parts': [{'functionResponse': {'name': 'f', 'id': 'c1', 'response': {'result': 'r1'}}},
+                    {'functionResponse': {'name': 'g', 'id': 'c2', 'response': {'result': 'r2'}}}]},
+         {'role': 'user',
+          'parts': [{'fileData': {'mimeType': 'image/png', 'fileUri': PNG_URL}}]}],
+    ('gemini-interactions', 'results, the first with a linked image'):
+        [{'type': 'function_call', 'id': 'c1', 'name': 'f', 'arguments': {'a': 1}},
+         {'type': 'function_call', 'id': 'c2', 'name': 'g', 'arguments': {}},
+         {'type': 'function_result',
+          'call_id': 'c1',
+          'name': 'f',
+          'result': [{'type': 'text', 'text': 'r1'},
+                     {'type': 'image', 'uri': PNG_URL, 'mime_type': 'image/png'}]},
+         {'type': 'function_result', 'call_id': 'c2', 'name': 'g', 'result': 'r2'}],
+    ('bedrock', 'results, the first with a linked image'):
+        (UnsupportedParameterError,
+         'bedrock: image_url Bedrock cannot fetch http(s) URLs: send the bytes as inline_data (or a '
+         'data: URI, or an s3:// URL)'),
+    # -- text before the results
+    ('openai-chat', 'text before the results'):
+        [{'role': 'assistant',
+          'content': None,
+          'tool_calls': [{'id': 'c1', 'type': 'function', 'function': {'name': 'f', 'arguments': '{"a":1}'}},
+                         {'id': 'c2', 'type': 'function', 'function': {'name': 'g', 'arguments': '{}'}}]},
+         {'role': 'tool', 'tool_call_id': 'c1', 'content': 'r1'},
+         {'role': 'tool', 'tool_call_id': 'c2', 'content': 'r2'},
+         {'role': 'user', 'content': 'mind'}],
+    ('openai-responses', 'text before the results'):
+        [{'type': 'function_call', 'call_id': 'c1', 'name': 'f', 'arguments': '{"a":1}'},
+         {'type': 'function_call', 'call_id': 'c2', 'name': 'g', 'arguments': '{}'},
+         {'type': 'message', 'role': 'user', 'content': [{'type': 'input_text', 'text': 'mind'}]},
+         {'type': 'function_call_output', 'call_id': 'c1', 'output': 'r1'},
+         {'type': 'function_call_output', 'call_id': 'c2', 'output': 'r2'}],
+    ('anthropic', 'text before the results'):
+        [{'role': 'assistant',
+          'content': [{'type': 'tool_use', 'id': 'c1', 'name': 'f', 'input': {'a': 1}},
+                      {'type': 'tool_use', 'id': 'c2', 'name': 'g', 'input': {}}]},
+         {'role': 'user',
+          'content': [{'type': 'tool_result', 'tool_use_id': 'c1', 'content': 'r1'},
+                      {'type': 'tool_result', 'tool_use_id': 'c2', 'content': 'r2'},
+                      {'type': 'text', 'text': 'mind'}]}],
+    ('gemini', 'text before the results'):
+        [{'role': 'model',
+          'parts': [{'functionCall': {'id': 'c1', 'name': 'f', 'args': {'a': 1}},
+                     'thoughtSignature': 'skip_thought_signature_validator'},
+                    {'functionCall': {'id': 'c2', 'name': 'g', 'args': {}}}]},
+         {'role': 'user',
+          'parts': [{'functionResponse': {'name': 'f', 'id': 'c1', 'response': {'result': 'r1'}}},
+                    {'functionResponse': {'name': 'g', 'id': 'c2', 'response': {'result': 'r2'}}}]},
+         {'role': 'user', 'parts': [{'text': 'mind'}]}],
+    ('gemini-interactions', 'text before the results'):
+        [{'type': 'function_call', 'id': 'c1', 'name': 'f', 'arguments': {'a': 1}},
+         {'type': 'function_call', 'id': 'c2', 'name': 'g', 'arguments': {}},
+         {'type': 'function_result', 'call_id': 'c1', 'name': 'f', 'result': 'r1'},
+         {'type': 'function_result', 'call_id': 'c2', 'name': 'g', 'result': 'r2'},
+         {'type': 'user_input', 'content': [{'type': 'text', 'text': 'mind'}]}],
+    ('bedrock', 'text before the results'):
+        [{'role': 'assistant',
+          'content': [{'toolUse': {'toolUseId': 'c1', 'name': 'f', 'input': {'a': 1}}},
+                      {'toolUse': {'toolUseId': 'c2', 'name': 'g', 'input': {}}}]},
+         {'role': 'user',
+          'content': [{'toolResult': {'toolUseId': 'c1', 'content': [{'text': 'r1'}]}},
+                      {'toolResult': {'toolUseId': 'c2', 'content': [{'text': 'r2'}]}},
+                      {'text': 'mind'},
+                      {'cachePoint': {'type': 'default'}}]}],
+    # -- text between the results
+    ('openai-chat', 'text between the results'):
+        [{'role': 'assistant',
+          'content': None,
+          'tool_calls': [{'id': 'c1', 'type': 'function', 'function': {'name': 'f', 'arguments': '{"a":1}'}},
+                         {'id': 'c2', 'type': 'function', 'function': {'name': 'g', 'arguments': '{}'}}]},
+         {'role': 'tool', 'tool_call_id': 'c1', 'content': 'r1'},
+         {'role': 'tool', 'tool_call_id': 'c2', 'content': 'r2'},
+         {'role': 'user', 'content': 'mind'}],
+    ('openai-responses', 'text between the results'):
+        [{'type': 'function_call', 'call_id': 'c1', 'name': 'f', 'arguments': '{"a":1}'},
+         {'type': 'function_call', 'call_id': 'c2', 'name': 'g', 'arguments': '{}'},
+         {'type': 'function_call_output', 'call_id': 'c1', 'output': 'r1'},
+         {'type': 'message', 'role': 'user', 'content': [{'type': 'input_text', 'text': 'mind'}]},
+         {'type': 'function_call_output', 'call_id': 'c2', 'output': 'r2'}],
+    ('anthropic', 'text between the results'):
+        [{'role': 'assistant',
+          'content': [{'type': 'tool_use', 'id': 'c1', 'name': 'f', 'input': {'a': 1}},
+                      {'type': 'tool_use', 'id': 'c2', 'name': 'g', 'input': {}}]},
+         {'role': 'user',
+          'content': [{'type': 'tool_result', 'tool_use_id': 'c1', 'content': 'r1'},
+                      {'type': 'tool_result', 'tool_use_id': 'c2', 'content': 'r2'},
+                      {'type': 'text', 'text': 'mind'}]}],
+    ('gemini', 'text between the results'):
+        [{'role': 'model',
+          'parts': [{'functionCall': {'id': 'c1', 'name': 'f', 'args': {'a': 1}},
+                     'thoughtSignature': 'skip_thought_signature_validator'},
+                    {'functionCall': {'id': 'c2', 'name': 'g', 'args': {}}}]},
+         {'role': 'user',
+          'parts': [{'functionResponse': {'name': 'f', 'id': 'c1', 'response': {'result': 'r1'}}},
+                    {'functionResponse': {'name': 'g', 'id': 'c2', 'response': {'result': 'r2'}}}]},
+         {'role': 'user', 'parts': [{'text': 'mind'}]}],
+    ('gemini-interactions', 'text between the results'):
+        [{'type': 'function_call', 'id': 'c1', 'name': 'f', 'arguments': {'a': 1}},
+         {'type': 'function_call', 'id': 'c2', 'name': 'g', 'arguments': {}},
+         {'type': 'function_result', 'call_id': 'c1', 'name': 'f', 'result': 'r1'},
+         {'type': 'function_result', 'call_id': 'c2', 'name': 'g', 'result': 'r2'},
+         {'type': 'user_input', 'content': [{'type': 'text', 'text': 'mind'}]}],
+    ('bedrock', 'text between the results'):
+        [{'role': 'assistant',
+          'content': [{'toolUse': {'toolUseId': 'c1', 'name': 'f', 'input': {'a': 1}}},
+                      {'toolUse': {'toolUseId': 'c2', 'name': 'g', 'input': {}}}]},
+         {'role': 'user',
+          'content': [{'toolResult': {'toolUseId': 'c1', 'content': [{'text': 'r1'}]}},
+                      {'toolResult': {'toolUseId': 'c2', 'content': [{'text': 'r2'}]}},
+                      {'text': 'mind'},
+                      {'cachePoint': {'type': 'default'}}]}],
+    # -- a PDF data URI as image_url
+    ('openai-chat', 'a PDF data URI as image_url'):
+        (UnsupportedParameterError,
+         'openai-chat: inline_data of type application/pdf cannot be sent over Chat Completions'),
+    ('openai-responses', 'a PDF data URI as image_url'):
+        [{'type': 'message',
+          'role': 'user',
+          'content': [{'type': 'input_text', 'text': 'q'},
+                      {'type': 'input_file',
+                       'filename': 'document.pdf',
+                       'file_data': PDF_URI}]}],
+    ('anthropic', 'a PDF data URI as image_url'):
+        [{'role': 'user',
+          'content': [{'type': 'text', 'text': 'q'},
+                      {'type': 'document',
+                       'source': {'type': 'base64',
+                                  'media_type': 'application/pdf',
+                                  'data': PDF_B64}}]}],
+    ('gemini', 'a PDF data URI as image_url'):
+        [{'role': 'user',
+          'parts': [{'text': 'q'},
+                    {'inlineData': {'mimeType': 'application/pdf', 'data': PDF_B64}}]}],
+    ('gemini-interactions', 'a PDF data URI as image_url'):
+        [{'type': 'user_input',
+          'content': [{'type': 'text', 'text': 'q'},
+                      {'type': 'document', 'data': PDF_B64, 'mime_type': 'application/pdf'}]}],
+    ('bedrock', 'a PDF data URI as image_url'):
+        [{'role': 'user',
+          'content': [{'text': 'q'},
+                      {'document': {'format': 'pdf',
+                                    'name': 'document 1',
+                                    'source': {'bytes': PDF_B64}}},
+                      {'cachePoint': {'type': 'default'}}]}],
+    # -- a PDF's URL as image_url
+    ('openai-chat', "a PDF's URL as image_url"):
+        (UnsupportedParameterError,
+         'openai-chat: image_url names a PDF (a URL ending in .pdf): Chat Completions takes images '
+         'by URL, no document'),
+    ('openai-responses', "a PDF's URL as image_url"):
+        [{'type': 'message',
+          'role': 'user',
+          'content': [{'type': 'input_text', 'text': 'q'},
+                      {'type': 'input_file', 'file_url': PDF_URL}]}],
+    ('anthropic', "a PDF's URL as image_url"):
+        [{'role': 'user',
+          'content': [{'type': 'text', 'text': 'q'},
+                      {'type': 'document', 'source': {'type': 'url', 'url': PDF_URL}}]}],
+    ('gemini', "a PDF's URL as image_url"):
+        [{'role': 'user',
+          'parts': [{'text': 'q'},
+                    {'fileData': {'mimeType': 'application/pdf', 'fileUri': PDF_URL}}]}],
+    ('gemini-interactions', "a PDF's URL as image_url"):
+        [{'type': 'user_input',
+          'content': [{'type': 'text', 'text': 'q'},
+                      {'type': 'document',
+                       'uri': PDF_URL,
+                       'mime_type': 'application/pdf'}]}],
+    ('bedrock', "a PDF's URL as image_url"):
+        (UnsupportedParameterError,
+         'bedrock: image_url Bedrock cannot fetch http(s) URLs: send the bytes as inline_data (or a '
+         'data: URI, or an s3:// URL)'),
+    # -- an audio data URI as image_url
+    ('openai-chat', 'an audio data URI as image_url'):
+        [{'role': 'user',
+          'content': [{'type': 'text', 'text': 'q'},
+                      {'type': 'input_audio',
+                       'input_audio': {'data': WAV_B64, 'format': 'wav'}}]}],
+    ('openai-responses', 'an audio data URI as image_url'):
+        (UnsupportedParameterError,
+         'openai-responses: inline_data of type audio/wav cannot be sent over the Responses API'),
+    ('anthropic', 'an audio data URI as image_url'):
+        (UnsupportedParameterError,
+         'anthropic: inline_data of type audio/wav cannot be sent over the Anthropic Messages API'),
+    ('gemini', 'an audio data URI as image_url'):
+        [{'role': 'user',
+          'parts': [{'text': 'q'}, {'inlineData': {'mimeType': 'audio/wav', 'data': WAV_B64}}]}],
+    ('gemini-interactions', 'an audio data URI as image_url'):
+        [{'type': 'user_input',
+          'content': [{'type': 'text', 'text': 'q'},
+                      {'type': 'audio', 'data': WAV_B64, 'mime_type': 'audio/wav'}]}],
+    ('bedrock', 'an audio data URI as image_url'):
+        (UnsupportedParameterError,
+         'bedrock: inline_data of type audio/wav cannot be sent over Bedrock Converse'),
+    # -- a PDF data URI in a tool result
+    ('openai-chat', 'a PDF data URI in a tool result'):
+        (UnsupportedParameterError,
+         'openai-chat: inline_data of type application/pdf cannot be sent over Chat Completions'),
+    ('openai-responses', 'a PDF data URI in a tool result'):
+        [{'type': 'function_call', 'call_id': 'c1', 'name': 'f', 'arguments': '{"a":1}'},
+         {'type': 'function_call', 'call_id': 'c2', 'name': 'g', 'arguments': '{}'},
+         {'type': 'function_call_output',
+          'call_id': 'c1',
+          'output': [{'type': 'input_text', 'text': 'r1'},
+                     {'type': 'input_file',
+                      'filename': 'document.pdf',
+                      'file_data': PDF_URI}]},
+         {'type': 'function_call_output', 'call_id': 'c2', 'output': 'r2'}],
+    ('anthropic', 'a PDF data URI in a tool result'):
+        [{'role': 'assistant',
+          'content': [{'type': 'tool_use', 'id': 'c1', 'name': 'f', 'input': {'a': 1}},
+                      {'type': 'tool_use', 'id': 'c2', 'name': 'g', 'input': {}}]},
+         {'role': 'user',
+          'content': [{'type': 'tool_result',
+                       'tool_use_id': 'c1',
+                       'content': [{'type': 'text', 'text': 'r1'},
+                                   {'type': 'document',
+                                    'source': {'type': 'base64',
+                                               'media_type': 'application/pdf',
+                                               'data': PDF_B64}}]},
+                      {'type': 'tool_result', 'tool_use_id': 'c2', 'content': 'r2'}]}],
+    ('gemini', 'a PDF data URI in a tool result'):
+        [{'role': 'model',
+          'parts': [{'functionCall': {'id': 'c1', 'name': 'f', 'args': {'a': 1}},
+                     'thoughtSignature': 'skip_thought_signature_validator'},
+                    {'functionCall': {'id': 'c2', 'name': 'g', 'args': {}}}]},
+         {'role': 'user',
+          'parts': [{'functionResponse': {'name': 'f',
+                                          'id': 'c1',
+                                          'response': {'result': 'r1'},
+                                          'parts': [{'inlineData': {'mimeType': 'application/pdf',
+                                                                    'data': PDF_B64}}]}},
+                    {'functionResponse': {'name': 'g', 'id': 'c2', 'response': {'result': 'r2'}}}]}],
+    ('gemini-interactions', 'a PDF data URI in a tool result'):
+        [{'type': 'function_call', 'id': 'c1', 'name': 'f', 'arguments': {'a': 1}},
+         {'type': 'function_call', 'id': 'c2', 'name': 'g', 'arguments': {}},
+         {'type': 'function_result',
+          'call_id': 'c1',
+          'name': 'f',
+          'result': [{'type': 'text', 'text': 'r1'},
+                     {'type': 'document', 'data': PDF_B64, 'mime_type': 'application/pdf'}]},
+         {'type': 'function_result', 'call_id': 'c2', 'name': 'g', 'result': 'r2'}],
+    ('bedrock', 'a PDF data URI in a tool result'):
+        [{'role': 'assistant',
+          'content': [{'toolUse': {'toolUseId': 'c1', 'name': 'f', 'input': {'a': 1}}},
+                      {'toolUse': {'toolUseId': 'c2', 'name': 'g', 'input': {}}}]},
+         {'role': 'user',
+          'content': [{'toolResult': {'toolUseId': 'c1',
+                                      'content': [{'text': 'r1'},
+                                                  {'document': {'format': 'pdf',
+                                                                'name': 'document 1',
+                                                                'source': {'bytes': PDF_B64}}}]}},
+                      {'toolResult': {'toolUseId': 'c2', 'content': [{'text': 'r2'}]}},
+                      {'cachePoint': {'type': 'default'}}]}],
+
+}
+
+
+@pytest.fixture
+def aws(monkeypatch, tmp_path):
+    for name in list(os.environ):
+        if name.startswith("AWS_"):
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("AWS_REGION", "us-east-1")
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIAEXAMPLE0001")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "local/secret")
+    return monkeypatch
+
+
+def _send(wire, messages, aws):
+    """The body a local server records for one call of ``wire`` (None: nothing reached it), and the error the call
+    raised before sending (None: it was sent)."""
+    if wire == "bedrock":
+        server = BedrockServer(enforce=False)
+    else:
+        server = SSEServer()
+    with server:
+        if wire == "bedrock":
+            aws.setenv("AWS_ENDPOINT_URL_BEDROCK_RUNTIME", server.url)
+        client = plan_client(wire, server.url)
+        try:
+            stream = client.streaming_response(messages, CONFIG)
+        except AgentHubError as exc:
+            return None, exc
+        try:
+            list(stream)
+        except AgentHubError:
+            pass  # (the local server's answer is no real one: only the request is looked at)
+        finally:
+            stream.close()
+        assert len(server.requests) == 1
+        return server.requests[0]["body"], None
+
+
+@pytest.mark.parametrize("wire", WIRES)
+@pytest.mark.parametrize("case", list(CASES))
+def test_each_part_reaches_the_wire_or_is_refused_before_sending(wire, case, aws):
+    expected = EXPECT[(wire, case)]
+    body, error = _send(wire, CASES[case], aws)
+    if isinstance(expected, tuple):
+        kind, message = expected
+        assert body is None, "sent, where {} was expected".format(kind.__name__)
+        assert type(error) is kind and str(error) == message
+    else:
+        assert error is None, "refused: {}".format(error)
+        assert EXTRACT[wire](body) == expected
