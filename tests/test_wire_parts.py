@@ -20,7 +20,7 @@ import os
 import pytest
 
 from agenthub import AutoLLMClient
-from agenthub.errors import AgentHubError, UnsupportedParameterError
+from agenthub.errors import AgentHubError, ConfigError, UnsupportedParameterError
 from bedrock_server import BedrockServer
 from sse_server import SSEServer
 
@@ -440,3 +440,48 @@ def test_each_part_reaches_the_wire_or_is_refused_before_sending(wire, case, aws
     else:
         assert error is None, "refused: {}".format(error)
         assert EXTRACT[wire](body) == expected
+
+
+# -- config["tools"]: a name the wire refuses is a ConfigError before sending (the tool runner's rule) ----------
+
+#: name -> the wires that take it (every other wire refuses it)
+NAMES = {
+    "get_weather-2": set(WIRES),
+    "a.b:c": {"gemini", "gemini-interactions"},  # Gemini's names may hold '.' and ':'
+    "1abc": {"openai-chat", "openai-responses", "anthropic", "bedrock"},  # Gemini's start with a letter or '_'
+    "x" * 100: {"anthropic"},  # Anthropic takes 128 characters, the others 64
+    "get weather": set(),
+    "天気": set(),
+}
+
+
+@pytest.mark.parametrize("wire", WIRES)
+@pytest.mark.parametrize("name", list(NAMES), ids=lambda name: name[:16])
+def test_a_tool_name_the_wire_refuses_is_a_config_error_before_sending(wire, name, aws):
+    config = {"tools": [{"name": "ok"}, {"name": name}]}
+    if wire == "bedrock":
+        server = BedrockServer(enforce=False)
+    else:
+        server = SSEServer()
+    with server:
+        if wire == "bedrock":
+            aws.setenv("AWS_ENDPOINT_URL_BEDROCK_RUNTIME", server.url)
+        client = plan_client(wire, server.url)
+        if wire in NAMES[name]:
+            stream = client.streaming_response([ASK], config)
+            try:
+                list(stream)
+            except AgentHubError:
+                pass
+            finally:
+                stream.close()
+            assert len(server.requests) == 1
+            return
+        with pytest.raises(ConfigError) as info:
+            client.streaming_response([ASK], config)
+        assert server.requests == []
+    rule = {"gemini": "a letter or '_' first, then letters, digits, '_', '.', ':' or '-', at most 64",
+            "anthropic": "letters, digits, '_' or '-', at most 128"}
+    rule["gemini-interactions"] = rule["gemini"]
+    assert str(info.value) == "config['tools'][1]: {!r} is not a valid tool name on {} ({} tool names are {})".format(
+        name, wire, wire, rule.get(wire, "letters, digits, '_' or '-', at most 64"))
