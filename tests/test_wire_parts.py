@@ -9,6 +9,9 @@ first user message), or the exact error.  The cases are the ones a wire got wron
   them splits that turn: "the number of function response parts is equal to the number of function call
   parts", a 400), so there the responses come first, all in one content, the other parts after them in their
   order (as Anthropic, Bedrock and Chat Completions send them; the Responses API's input items keep the order);
+- a text that is white space alone (a model's "\n\n" before its tool calls, a blank tool output): Claude's wires
+  refuse such a text block ("text content blocks must contain non-whitespace text", a 400), so Anthropic and
+  Bedrock leave it out as they leave out an empty text; the other wires take it as it is;
 - an ``image_url`` that is not an image (a PDF or audio data URI, a PDF's URL) goes as the same bytes given as
   ``inline_data`` go, or as the wire's document by URL; where the wire takes no such thing, a typed error
   (Chat Completions and Responses sent a PDF as an image, a 400; the Interactions API typed a PDF's URL image).
@@ -61,6 +64,9 @@ CASES = {
                                              {"type": "image_url", "image_url": WAV_URI})],
     "a PDF data URI in a tool result": [ASK, CALLS, _user(
         _result("c1", "r1", images=[PDF_URI]), _result("c2", "r2"))],
+    "white space alone as text": [ASK, {"role": "assistant", "content_items": [
+        {"type": "text", "text": "\n\n"}] + CALLS["content_items"]}, _user(
+        _result("c1", " "), _result("c2", "r2"), {"type": "text", "text": "\t"})],
 }
 
 WIRES = ("openai-chat", "openai-responses", "anthropic", "gemini", "gemini-interactions", "bedrock")
@@ -387,7 +393,56 @@ EXPECT = {
                                                                 'source': {'bytes': PDF_B64}}}]}},
                       {'toolResult': {'toolUseId': 'c2', 'content': [{'text': 'r2'}]}},
                       {'cachePoint': {'type': 'default'}}]}],
-
+    # -- white space alone as text
+    ('openai-chat', 'white space alone as text'):
+        [{'role': 'assistant',
+          'content': '\n\n',
+          'tool_calls': [{'id': 'c1', 'type': 'function', 'function': {'name': 'f', 'arguments': '{"a":1}'}},
+                         {'id': 'c2', 'type': 'function', 'function': {'name': 'g', 'arguments': '{}'}}]},
+         {'role': 'tool', 'tool_call_id': 'c1', 'content': ' '},
+         {'role': 'tool', 'tool_call_id': 'c2', 'content': 'r2'},
+         {'role': 'user', 'content': '\t'}],
+    ('openai-responses', 'white space alone as text'):
+        [{'type': 'message',
+          'role': 'assistant',
+          'content': [{'type': 'output_text', 'text': '\n\n', 'annotations': []}]},
+         {'type': 'function_call', 'call_id': 'c1', 'name': 'f', 'arguments': '{"a":1}'},
+         {'type': 'function_call', 'call_id': 'c2', 'name': 'g', 'arguments': '{}'},
+         {'type': 'function_call_output', 'call_id': 'c1', 'output': ' '},
+         {'type': 'function_call_output', 'call_id': 'c2', 'output': 'r2'},
+         {'type': 'message', 'role': 'user', 'content': [{'type': 'input_text', 'text': '\t'}]}],
+    ('anthropic', 'white space alone as text'):
+        [{'role': 'assistant',
+          'content': [{'type': 'tool_use', 'id': 'c1', 'name': 'f', 'input': {'a': 1}},
+                      {'type': 'tool_use', 'id': 'c2', 'name': 'g', 'input': {}}]},
+         {'role': 'user',
+          'content': [{'type': 'tool_result', 'tool_use_id': 'c1'},
+                      {'type': 'tool_result', 'tool_use_id': 'c2', 'content': 'r2'}]}],
+    ('gemini', 'white space alone as text'):
+        [{'role': 'model',
+          'parts': [{'text': '\n\n'},
+                    {'functionCall': {'id': 'c1', 'name': 'f', 'args': {'a': 1}},
+                     'thoughtSignature': 'skip_thought_signature_validator'},
+                    {'functionCall': {'id': 'c2', 'name': 'g', 'args': {}}}]},
+         {'role': 'user',
+          'parts': [{'functionResponse': {'name': 'f', 'id': 'c1', 'response': {'result': ' '}}},
+                    {'functionResponse': {'name': 'g', 'id': 'c2', 'response': {'result': 'r2'}}}]},
+         {'role': 'user', 'parts': [{'text': '\t'}]}],
+    ('gemini-interactions', 'white space alone as text'):
+        [{'type': 'model_output', 'content': [{'type': 'text', 'text': '\n\n'}]},
+         {'type': 'function_call', 'id': 'c1', 'name': 'f', 'arguments': {'a': 1}},
+         {'type': 'function_call', 'id': 'c2', 'name': 'g', 'arguments': {}},
+         {'type': 'function_result', 'call_id': 'c1', 'name': 'f', 'result': ' '},
+         {'type': 'function_result', 'call_id': 'c2', 'name': 'g', 'result': 'r2'},
+         {'type': 'user_input', 'content': [{'type': 'text', 'text': '\t'}]}],
+    ('bedrock', 'white space alone as text'):
+        [{'role': 'assistant',
+          'content': [{'toolUse': {'toolUseId': 'c1', 'name': 'f', 'input': {'a': 1}}},
+                      {'toolUse': {'toolUseId': 'c2', 'name': 'g', 'input': {}}}]},
+         {'role': 'user',
+          'content': [{'toolResult': {'toolUseId': 'c1', 'content': [{'text': ' '}]}},
+                      {'toolResult': {'toolUseId': 'c2', 'content': [{'text': 'r2'}]}},
+                      {'cachePoint': {'type': 'default'}}]}],
 }
 
 

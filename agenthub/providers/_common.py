@@ -596,6 +596,13 @@ def data_uri(mime_type: str, data: bytes) -> str:
     return "data:{};base64,{}".format(mime_type, base64.b64encode(data).decode("ascii"))
 
 
+def visible_text(text: str) -> bool:
+    """A text block Claude's wires take (Anthropic, Bedrock): not empty nor white space alone (the API's 400:
+    "text content blocks must contain non-whitespace text"; an answer may be "\n\n" before a tool call, another
+    wire's a lone newline).  Such a text item is not sent, as an empty one is not."""
+    return bool(text) and not text.isspace()
+
+
 def pdf_url(url: str) -> bool:
     """A URL (not a data URI) whose path ends in ``.pdf``: a document, sent as one where the wire takes a
     document by URL (Anthropic, Responses' input_file, Gemini), refused where it takes none."""

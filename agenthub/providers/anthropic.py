@@ -100,7 +100,7 @@ from ..typeschema import DATA_KEYWORDS
 from ..types import HttpRequest, PromptCaching, ThinkingLevel
 from ..validate import cache_marks
 from ._common import NOTES, Encoded, Prior, Resumed, keep, marks_resumed, noting, start
-from ._common import (COMPACTION_FORMAT, Count, left_out, pdf_url, DONE, payloads, parse_data_list, Endpoint, Protocol, check_response_format, documents, dumps, get_request,
+from ._common import (COMPACTION_FORMAT, Count, left_out, pdf_url, visible_text, DONE, payloads, parse_data_list, Endpoint, Protocol, check_response_format, documents, dumps, get_request,
                       nearest, parse_data_uri, request_headers, stop_sequences, to_int, unsupported,
                       usage, with_cache_write)
 
@@ -872,7 +872,7 @@ def _user(endpoint: Endpoint, message: Mapping[str, Any], index: int = 0,
         kind = item["type"]
         before = (len(results), len(blocks))
         if kind == "text":
-            if item["text"]:
+            if visible_text(item["text"]):
                 blocks.append({"type": "text", "text": item["text"]})
         elif kind == "image_url":
             blocks.append(_url_block(endpoint, item["image_url"]))
@@ -882,10 +882,10 @@ def _user(endpoint: Endpoint, message: Mapping[str, Any], index: int = 0,
             result = {"type": "tool_result", "tool_use_id": _tool_id(item["tool_call_id"])}  # type: Dict[str, Any]
             images = item.get("images") or ()
             if images:
-                parts = [{"type": "text", "text": item["text"]}] if item["text"] else []
+                parts = [{"type": "text", "text": item["text"]}] if visible_text(item["text"]) else []
                 parts.extend(_url_block(endpoint, url) for url in images)
                 result["content"] = parts
-            elif item["text"]:
+            elif visible_text(item["text"]):
                 result["content"] = item["text"]
             if item.get("is_error"):
                 result["is_error"] = True
@@ -926,7 +926,7 @@ def _assistant(message: Mapping[str, Any], unsigned: bool, index: int = 0,
                     blocks.append({"type": "thinking", "thinking": text})
                 elif text:
                     logger.debug("unsigned thinking is not replayed to the first-party Anthropic API")
-            elif text:
+            elif visible_text(text):
                 block = {"type": "text", "text": text}  # type: Dict[str, Any]
                 if fidelity.get("citations"):
                     block["citations"] = fidelity["citations"]

@@ -85,7 +85,7 @@ from ..toolcalls import ToolCallAssembler
 from ..types import HttpRequest, PromptCaching
 from ..validate import cache_marks, count_marks
 from . import anthropic
-from ._common import (left_out, Count, Endpoint, Protocol, check_response_format, dumps, encode_path_segment, model_list_page,
+from ._common import (left_out, visible_text, Count, Endpoint, Protocol, check_response_format, dumps, encode_path_segment, model_list_page,
                       parse_data_uri, samplers, to_int, unsupported, usage,
                       with_cache_write)
 from ._common import refuse_mcp_servers
@@ -439,7 +439,7 @@ def _user(client: str, message: Mapping[str, Any], documents: List[int]) -> List
         kind = item["type"]
         before = (len(results), len(blocks))
         if kind == "text":
-            if item["text"]:
+            if visible_text(item["text"]):
                 blocks.append({"text": item["text"]})
         elif kind == "image_url":
             blocks.append(_url(client, item["image_url"], documents))
@@ -482,7 +482,7 @@ def _assistant(message: Mapping[str, Any], names: List[str], client: str = "bedr
                     blocks.append({"reasoningContent": {"reasoningText": {"text": text, "signature": signature}}})
                 elif text:
                     logger.debug("unsigned reasoning is not replayed to Bedrock")
-            elif text:
+            elif visible_text(text):
                 blocks.append({"text": text})
         elif kind == "tool_call":
             if item["name"] not in names:
