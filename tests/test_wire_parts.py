@@ -12,6 +12,8 @@ first user message), or the exact error.  The cases are the ones a wire got wron
 - a text that is white space alone (a model's "\n\n" before its tool calls, a blank tool output): Claude's wires
   refuse such a text block ("text content blocks must contain non-whitespace text", a 400), so Anthropic and
   Bedrock leave it out as they leave out an empty text; the other wires take it as it is;
+- an item carrying Anthropic's ``cache_control`` (no wire reads it from an item: the breakpoint was lost unseen)
+  is a ConfigError naming agenthub's mark, ``cache_breakpoint``;
 - an ``image_url`` that is not an image (a PDF or audio data URI, a PDF's URL) goes as the same bytes given as
   ``inline_data`` go, or as the wire's document by URL; where the wire takes no such thing, a typed error
   (Chat Completions and Responses sent a PDF as an image, a 400; the Interactions API typed a PDF's URL image).
@@ -67,6 +69,8 @@ CASES = {
     "white space alone as text": [ASK, {"role": "assistant", "content_items": [
         {"type": "text", "text": "\n\n"}] + CALLS["content_items"]}, _user(
         _result("c1", " "), _result("c2", "r2"), {"type": "text", "text": "\t"})],
+    "Anthropic's cache_control on an item": [_user({"type": "text", "text": "q",
+                                                    "cache_control": {"type": "ephemeral"}})],
 }
 
 WIRES = ("openai-chat", "openai-responses", "anthropic", "gemini", "gemini-interactions", "bedrock")
@@ -101,6 +105,10 @@ def plan_client(wire, base_url="http://127.0.0.1:9"):
         return AutoLLMClient(MODELS[wire], client_type="bedrock", max_retries=0)
     return AutoLLMClient(MODELS[wire], client_type=wire, api_key="k", max_retries=0,
                          base_url=base_url + ("/v1" if wire.startswith("openai") else ""))
+
+NOT_CACHE_CONTROL = (ConfigError, "messages[0]['content_items'][0] has 'cache_control', Anthropic's wire field, which "
+                                  "is not read here: agenthub's prompt-cache breakpoint is \"cache_breakpoint\": True "
+                                  "on the item (or the message), sent on every wire that takes one")
 
 
 EXPECT = {
@@ -443,6 +451,20 @@ EXPECT = {
           'content': [{'toolResult': {'toolUseId': 'c1', 'content': [{'text': ' '}]}},
                       {'toolResult': {'toolUseId': 'c2', 'content': [{'text': 'r2'}]}},
                       {'cachePoint': {'type': 'default'}}]}],
+    # -- Anthropic's cache_control on an item
+    ('openai-chat', "Anthropic's cache_control on an item"):
+        NOT_CACHE_CONTROL,
+    ('openai-responses', "Anthropic's cache_control on an item"):
+        NOT_CACHE_CONTROL,
+    ('anthropic', "Anthropic's cache_control on an item"):
+        NOT_CACHE_CONTROL,
+    ('gemini', "Anthropic's cache_control on an item"):
+        NOT_CACHE_CONTROL,
+    ('gemini-interactions', "Anthropic's cache_control on an item"):
+        NOT_CACHE_CONTROL,
+    ('bedrock', "Anthropic's cache_control on an item"):
+        NOT_CACHE_CONTROL,
+
 }
 
 
@@ -540,3 +562,11 @@ def test_a_tool_name_the_wire_refuses_is_a_config_error_before_sending(wire, nam
     rule["gemini-interactions"] = rule["gemini"]
     assert str(info.value) == "config['tools'][1]: {!r} is not a valid tool name on {} ({} tool names are {})".format(
         name, wire, wire, rule.get(wire, "letters, digits, '_' or '-', at most 64"))
+
+
+def test_anthropic_cache_control_on_a_message_is_a_config_error_naming_cache_breakpoint():
+    message = {"role": "user", "content_items": [{"type": "text", "text": "q"}],
+               "cache_control": {"type": "ephemeral"}}
+    with pytest.raises(ConfigError) as info:
+        plan_client("anthropic").plan([message])
+    assert str(info.value) == NOT_CACHE_CONTROL[1].replace("['content_items'][0]", "")
