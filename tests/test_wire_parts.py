@@ -14,6 +14,9 @@ first user message), or the exact error.  The cases are the ones a wire got wron
   Bedrock leave it out as they leave out an empty text; the other wires take it as it is;
 - an item carrying Anthropic's ``cache_control`` (no wire reads it from an item: the breakpoint was lost unseen)
   is a ConfigError naming agenthub's mark, ``cache_breakpoint``;
+- an image type Claude does not take (its four: JPEG, PNG, GIF, WebP) is an error before sending on Anthropic as on
+  Bedrock, and ``image/jpg`` (a common misspelling) goes as the ``image/jpeg`` it means on every wire that is given
+  the bytes (Anthropic sent it as it was: a 400);
 - an ``image_url`` that is not an image (a PDF or audio data URI, a PDF's URL) goes as the same bytes given as
   ``inline_data`` go, or as the wire's document by URL; where the wire takes no such thing, a typed error
   (Chat Completions and Responses sent a PDF as an image, a 400; the Interactions API typed a PDF's URL image).
@@ -69,6 +72,10 @@ CASES = {
     "white space alone as text": [ASK, {"role": "assistant", "content_items": [
         {"type": "text", "text": "\n\n"}] + CALLS["content_items"]}, _user(
         _result("c1", " "), _result("c2", "r2"), {"type": "text", "text": "\t"})],
+    "a JPEG typed image/jpg": [_user({"type": "text", "text": "q"},
+                                     {"type": "inline_data", "data": b"\xff\xd8\xff", "mime_type": "image/jpg"})],
+    "an SVG image": [_user({"type": "text", "text": "q"},
+                           {"type": "inline_data", "data": b"<svg/>", "mime_type": "image/svg+xml"})],
     "Anthropic's cache_control on an item": [_user({"type": "text", "text": "q",
                                                     "cache_control": {"type": "ephemeral"}})],
 }
@@ -451,6 +458,56 @@ EXPECT = {
           'content': [{'toolResult': {'toolUseId': 'c1', 'content': [{'text': ' '}]}},
                       {'toolResult': {'toolUseId': 'c2', 'content': [{'text': 'r2'}]}},
                       {'cachePoint': {'type': 'default'}}]}],
+    # -- a JPEG typed image/jpg
+    ('openai-chat', 'a JPEG typed image/jpg'):
+        [{'role': 'user',
+          'content': [{'type': 'text', 'text': 'q'},
+                      {'type': 'image_url', 'image_url': {'url': 'data:image/jpeg;base64,/9j/'}}]}],
+    ('openai-responses', 'a JPEG typed image/jpg'):
+        [{'type': 'message',
+          'role': 'user',
+          'content': [{'type': 'input_text', 'text': 'q'},
+                      {'type': 'input_image', 'image_url': 'data:image/jpeg;base64,/9j/', 'detail': 'auto'}]}],
+    ('anthropic', 'a JPEG typed image/jpg'):
+        [{'role': 'user',
+          'content': [{'type': 'text', 'text': 'q'},
+                      {'type': 'image', 'source': {'type': 'base64', 'media_type': 'image/jpeg', 'data': '/9j/'}}]}],
+    ('gemini', 'a JPEG typed image/jpg'):
+        [{'role': 'user', 'parts': [{'text': 'q'}, {'inlineData': {'mimeType': 'image/jpeg', 'data': '/9j/'}}]}],
+    ('gemini-interactions', 'a JPEG typed image/jpg'):
+        [{'type': 'user_input',
+          'content': [{'type': 'text', 'text': 'q'}, {'type': 'image', 'data': '/9j/', 'mime_type': 'image/jpeg'}]}],
+    ('bedrock', 'a JPEG typed image/jpg'):
+        [{'role': 'user',
+          'content': [{'text': 'q'},
+                      {'image': {'format': 'jpeg', 'source': {'bytes': '/9j/'}}},
+                      {'cachePoint': {'type': 'default'}}]}],
+    # -- an SVG image
+    ('openai-chat', 'an SVG image'):
+        [{'role': 'user',
+          'content': [{'type': 'text', 'text': 'q'},
+                      {'type': 'image_url', 'image_url': {'url': 'data:image/svg+xml;base64,PHN2Zy8+'}}]}],
+    ('openai-responses', 'an SVG image'):
+        [{'type': 'message',
+          'role': 'user',
+          'content': [{'type': 'input_text', 'text': 'q'},
+                      {'type': 'input_image',
+                       'image_url': 'data:image/svg+xml;base64,PHN2Zy8+',
+                       'detail': 'auto'}]}],
+    ('anthropic', 'an SVG image'):
+        (UnsupportedParameterError,
+         'anthropic: inline_data of type image/svg+xml cannot be sent over the Anthropic Messages '
+         'API (its images are JPEG, PNG, GIF or WebP)'),
+    ('gemini', 'an SVG image'):
+        [{'role': 'user',
+          'parts': [{'text': 'q'}, {'inlineData': {'mimeType': 'image/svg+xml', 'data': 'PHN2Zy8+'}}]}],
+    ('gemini-interactions', 'an SVG image'):
+        [{'type': 'user_input',
+          'content': [{'type': 'text', 'text': 'q'},
+                      {'type': 'image', 'data': 'PHN2Zy8+', 'mime_type': 'image/svg+xml'}]}],
+    ('bedrock', 'an SVG image'):
+        (UnsupportedParameterError,
+         'bedrock: inline_data of type image/svg+xml cannot be sent over Bedrock Converse'),
     # -- Anthropic's cache_control on an item
     ('openai-chat', "Anthropic's cache_control on an item"):
         NOT_CACHE_CONTROL,

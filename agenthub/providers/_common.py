@@ -592,8 +592,14 @@ def parse_data_uri(uri: str) -> Optional[Tuple[str, bytes]]:
     return mime, unquote_to_bytes(payload)
 
 
+def media_type(mime_type: str) -> str:
+    """``mime_type`` as the wires name it: ``image/jpg``, a common misspelling no registry has, is the
+    ``image/jpeg`` it means (Claude refuses the other; Bedrock names the format ``jpeg``); any other as it is."""
+    return "image/jpeg" if mime_type.lower() == "image/jpg" else mime_type
+
+
 def data_uri(mime_type: str, data: bytes) -> str:
-    return "data:{};base64,{}".format(mime_type, base64.b64encode(data).decode("ascii"))
+    return "data:{};base64,{}".format(media_type(mime_type), base64.b64encode(data).decode("ascii"))
 
 
 def visible_text(text: str) -> bool:

@@ -100,7 +100,7 @@ from ..typeschema import DATA_KEYWORDS
 from ..types import HttpRequest, PromptCaching, ThinkingLevel
 from ..validate import cache_marks
 from ._common import NOTES, Encoded, Prior, Resumed, keep, marks_resumed, noting, start
-from ._common import (COMPACTION_FORMAT, Count, left_out, pdf_url, visible_text, DONE, payloads, parse_data_list, Endpoint, Protocol, check_response_format, documents, dumps, get_request,
+from ._common import (COMPACTION_FORMAT, Count, left_out, media_type, pdf_url, visible_text, DONE, payloads, parse_data_list, Endpoint, Protocol, check_response_format, documents, dumps, get_request,
                       nearest, parse_data_uri, request_headers, stop_sequences, to_int, unsupported,
                       usage, with_cache_write)
 
@@ -785,10 +785,18 @@ def _tool_id(tool_call_id: str) -> str:
     return _ID_UNSAFE.sub("_", tool_call_id) if _ID_UNSAFE.search(tool_call_id) else tool_call_id
 
 
+#: the image media types the API takes (its 400 names these four)
+_IMAGE_TYPES = ("image/jpeg", "image/png", "image/gif", "image/webp")
+
+
 def _media_block(endpoint: Endpoint, mime_type: str, data: bytes) -> Dict[str, Any]:
+    image = media_type(mime_type.lower().split(";", 1)[0].strip()) if mime_type.startswith("image/") else None
+    if image is not None and image not in _IMAGE_TYPES:
+        raise unsupported(endpoint.client_type, "inline_data", "of type {} cannot be sent over the Anthropic Messages "
+                                                               "API (its images are JPEG, PNG, GIF or WebP)".format(mime_type))
     encoded = base64.b64encode(data).decode("ascii")
-    if mime_type.startswith("image/"):
-        return {"type": "image", "source": {"type": "base64", "media_type": mime_type, "data": encoded}}
+    if image is not None:  # ("image/jpg": the JPEG it means)
+        return {"type": "image", "source": {"type": "base64", "media_type": image, "data": encoded}}
     if mime_type == "application/pdf":
         return {"type": "document", "source": {"type": "base64", "media_type": mime_type, "data": encoded}}
     raise unsupported(endpoint.client_type, "inline_data",

@@ -91,7 +91,7 @@ from ._common import NOTES, Encoded, Prior, Resumed, keep, marks_resumed, noting
 from ._common import (Count, DONE, document_payloads, payloads, Endpoint, Protocol, check_response_format, documents, get_request,
                       model_list_page, nearest, parse_data_uri, request_headers, samplers, to_int, unsupported,
                       usage)
-from ._common import refuse_mcp_servers
+from ._common import media_type, refuse_mcp_servers
 
 __all__ = [
     "build_request",
@@ -375,7 +375,7 @@ def _b64(data: Any) -> str:
 
 
 def blob_part(mime_type: str, data: Any) -> Dict[str, Any]:
-    return {"inlineData": {"mimeType": mime_type, "data": _b64(data)}}
+    return {"inlineData": {"mimeType": media_type(mime_type), "data": _b64(data)}}
 
 
 def url_part(url: str) -> Dict[str, Any]:

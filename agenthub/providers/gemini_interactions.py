@@ -75,7 +75,7 @@ from ..types import HttpRequest, PromptCaching, ThinkingLevel
 from . import gemini
 from ._common import (DONE, Endpoint, Protocol, Resume, payloads, check_response_format, parse_data_uri, request_headers,
                       stop_sequences, to_int, unsupported, usage)
-from ._common import NOTES, Encoded, Prior, Resumed, keep, marks_resumed, noting, refuse_mcp_servers
+from ._common import NOTES, Encoded, Prior, Resumed, keep, marks_resumed, media_type, noting, refuse_mcp_servers
 
 __all__ = [
     "build_request",
@@ -139,7 +139,7 @@ def _media_kind(mime: str) -> str:
 
 
 def _blob_block(mime: str, data: Any) -> Dict[str, Any]:
-    return {"type": _media_kind(mime), "data": _b64(data), "mime_type": mime}
+    return {"type": _media_kind(mime), "data": _b64(data), "mime_type": media_type(mime)}
 
 
 def _url_block(url: str) -> Dict[str, Any]:
