@@ -20,17 +20,23 @@ first user message), or the exact error.  The cases are the ones a wire got wron
 - an ``image_url`` that is not an image (a PDF or audio data URI, a PDF's URL) goes as the same bytes given as
   ``inline_data`` go, or as the wire's document by URL; where the wire takes no such thing, a typed error
   (Chat Completions and Responses sent a PDF as an image, a 400; the Interactions API typed a PDF's URL image).
+
+And the round trip over the recordings in ../shared/wire: a recorded Responses or Chat Completions answer, collected
+through the client, goes back in the next request as the provider sent it (reasoning items with their encrypted
+content and summaries, phases, call ids, the reasoning field it came in); Anthropic's and Gemini's recordings are
+checked so in test_anthropic.py and test_gemini.py.
 """
 
 import base64
-import os
+import json
 
 import pytest
 
-from agenthub import AutoLLMClient
+from agenthub import AutoLLMClient, collect
 from agenthub.errors import AgentHubError, ConfigError, UnsupportedParameterError
 from bedrock_server import BedrockServer
-from sse_server import SSEServer
+from conftest import wire_params
+from sse_server import Answer, SSEServer
 from test_bedrock_servers import aws_env  # noqa: F401  (the AWS credentials of the local Bedrock)
 
 PDF = b"%PDF-1.4 fake"
@@ -571,3 +577,64 @@ def test_anthropic_cache_control_on_a_message_is_a_config_error_naming_cache_bre
     with pytest.raises(ConfigError) as info:
         plan_client("anthropic").plan([message])
     assert str(info.value) == NOT_CACHE_CONTROL[1].replace("['content_items'][0]", "")
+
+
+# -- the round trip: a recorded answer, collected, goes back on its own wire as the provider sent it -----------
+
+_RESPONSES_KEYS = {"reasoning": ("type", "summary", "encrypted_content"),  # (store=false: no item id goes back)
+                   "message": ("type", "role", "content", "phase"),
+                   "function_call": ("type", "call_id", "name", "arguments")}
+
+
+def _answer_and_next_turn(client_type, data):
+    """The recorded answer collected through the client, and the next request's items after the first user message
+    (the answer, then a result for each call or a user text)."""
+    with SSEServer() as server:
+        server.answers.append(Answer([data]))
+        client = AutoLLMClient("gpt-5.5", client_type=client_type, api_key="k", base_url=server.url + "/v1",
+                               max_retries=0)
+        answer = collect(client.streaming_response([ASK], CONFIG))
+        calls = [item for item in answer["content_items"] if item["type"] == "tool_call"]
+        after = _user(*[_result(call["tool_call_id"], "ok") for call in calls]) if calls else \
+            _user({"type": "text", "text": "more"})
+        return client.plan([ASK, answer, after], CONFIG).body
+
+
+def _recorded(protocol):
+    return [param for param in wire_params(protocol)
+            if param.values[0] is None or not param.values[2]["expect"].get("error")]
+
+
+@pytest.mark.parametrize("name,data,sidecar", _recorded("openai_responses"))
+def test_a_recorded_responses_answer_goes_back_as_its_output_items(name, data, sidecar):
+    done = [json.loads(line[5:]) for line in data.decode("utf-8").splitlines() if line.startswith("data:")]
+    items = [event["item"] for event in done if event.get("type") == "response.output_item.done"]
+    expected = []
+    for item in items:
+        wire = {key: item[key] for key in _RESPONSES_KEYS[item["type"]] if key in item}
+        if item["type"] == "message":
+            wire["content"] = [{"type": "output_text", "text": part["text"], "annotations": part["annotations"]}
+                               for part in item["content"]]
+        expected.append(wire)
+    body = _answer_and_next_turn("openai-responses", data)
+    assert _after_ask(body["input"])[:len(expected)] == expected
+
+
+@pytest.mark.parametrize("name,data,sidecar", _recorded("openai_chat"))
+def test_a_recorded_chat_answer_goes_back_with_its_reasoning_field_text_and_calls(name, data, sidecar):
+    expect = sidecar["expect"]
+    chunks = [json.loads(line[5:]) for line in data.decode("utf-8").splitlines()
+              if line.startswith("data:") and line[5:].strip() != "[DONE]"]
+    deltas = [choice.get("delta") or {} for chunk in chunks for choice in chunk.get("choices") or ()]
+    field = next((key for key in ("reasoning_content", "reasoning") for delta in deltas if delta.get(key)), None)
+    wire = {"role": "assistant", "content": expect["text"] or None}
+    if field:
+        wire[field] = expect["thinking"]
+    if expect["tool_calls"]:
+        wire["tool_calls"] = [{"id": call["id"], "type": "function", "function": {
+            "name": call["name"], "arguments": json.dumps(call["arguments"], separators=(",", ":"),
+                                                          ensure_ascii=False)}} for call in expect["tool_calls"]]
+    body = _answer_and_next_turn("openai-chat", data)
+    sent = dict(_after_ask(body["messages"])[0])
+    sent.pop("reasoning_details", None)  # (OpenRouter's signed details: checked by test_openai_chat)
+    assert sent == wire
