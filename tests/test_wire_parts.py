@@ -12,6 +12,9 @@ first user message), or the exact error.  The cases are the ones a wire got wron
 - a text that is white space alone (a model's "\n\n" before its tool calls, a blank tool output): Claude's wires
   refuse such a text block ("text content blocks must contain non-whitespace text", a 400), so Anthropic and
   Bedrock leave it out as they leave out an empty text; the other wires take it as it is;
+- an empty text: Gemini refuses an empty text part ("it has an empty text parameter", a 400), so it sends none, as
+  Anthropic and Bedrock send none; where nothing is left to send, the three raise a ConfigError before sending (the
+  API's 400 otherwise);
 - an item carrying Anthropic's ``cache_control`` (no wire reads it from an item: the breakpoint was lost unseen)
   is a ConfigError naming agenthub's mark, ``cache_breakpoint``;
 - an image type Claude does not take (its four: JPEG, PNG, GIF, WebP) is an error before sending on Anthropic as on
@@ -79,6 +82,10 @@ CASES = {
     "white space alone as text": [ASK, {"role": "assistant", "content_items": [
         {"type": "text", "text": "\n\n"}] + CALLS["content_items"]}, _user(
         _result("c1", " "), _result("c2", "r2"), {"type": "text", "text": "\t"})],
+    "an empty text beside an image": [ASK, {"role": "assistant", "content_items": [{"type": "text", "text": "ok"}]},
+                                      _user({"type": "text", "text": ""},
+                                            {"type": "inline_data", "data": b"\x89PNG", "mime_type": "image/png"})],
+    "nothing but an empty text": [_user({"type": "text", "text": ""})],
     "a JPEG typed image/jpg": [_user({"type": "text", "text": "q"},
                                      {"type": "inline_data", "data": b"\xff\xd8\xff", "mime_type": "image/jpg"})],
     "an SVG image": [_user({"type": "text", "text": "q"},
@@ -417,6 +424,57 @@ EXPECT = {
           'content': [{'toolResult': {'toolUseId': 'c1', 'content': [{'text': ' '}]}},
                       {'toolResult': {'toolUseId': 'c2', 'content': [{'text': 'r2'}]}},
                       {'cachePoint': {'type': 'default'}}]}],
+    # -- an empty text beside an image
+    ('openai-chat', 'an empty text beside an image'):
+        [{'role': 'assistant', 'content': 'ok'},
+         {'role': 'user',
+          'content': [{'type': 'text', 'text': ''},
+                      {'type': 'image_url', 'image_url': {'url': 'data:image/png;base64,iVBORw=='}}]}],
+    ('openai-responses', 'an empty text beside an image'):
+        [{'type': 'message',
+          'role': 'assistant',
+          'content': [{'type': 'output_text', 'text': 'ok', 'annotations': []}]},
+         {'type': 'message',
+          'role': 'user',
+          'content': [{'type': 'input_text', 'text': ''},
+                      {'type': 'input_image', 'image_url': 'data:image/png;base64,iVBORw==', 'detail': 'auto'}]}],
+    ('anthropic', 'an empty text beside an image'):
+        [{'role': 'assistant', 'content': [{'type': 'text', 'text': 'ok'}]},
+         {'role': 'user',
+          'content': [{'type': 'image',
+                       'source': {'type': 'base64', 'media_type': 'image/png', 'data': 'iVBORw=='}}]}],
+    ('gemini', 'an empty text beside an image'):
+        [{'role': 'model', 'parts': [{'text': 'ok'}]},
+         {'role': 'user', 'parts': [{'inlineData': {'mimeType': 'image/png', 'data': 'iVBORw=='}}]}],
+    ('gemini-interactions', 'an empty text beside an image'):
+        [{'type': 'model_output', 'content': [{'type': 'text', 'text': 'ok'}]},
+         {'type': 'user_input',
+          'content': [{'type': 'text', 'text': ''},
+                      {'type': 'image', 'data': 'iVBORw==', 'mime_type': 'image/png'}]}],
+    ('bedrock', 'an empty text beside an image'):
+        [{'role': 'assistant', 'content': [{'text': 'ok'}]},
+         {'role': 'user',
+          'content': [{'image': {'format': 'png', 'source': {'bytes': 'iVBORw=='}}},
+                      {'cachePoint': {'type': 'default'}}]}],
+    # -- nothing but an empty text
+    ('openai-chat', 'nothing but an empty text'):
+        [{'role': 'user', 'content': ''}],
+    ('openai-responses', 'nothing but an empty text'):
+        [{'type': 'message', 'role': 'user', 'content': [{'type': 'input_text', 'text': ''}]}],
+    ('anthropic', 'nothing but an empty text'):
+        (ConfigError,
+         'anthropic: the messages hold nothing this wire takes (every text in them is empty, or '
+         "white space alone on Claude's wires, which it leaves out): nothing was sent"),
+    ('gemini', 'nothing but an empty text'):
+        (ConfigError,
+         'gemini: the messages hold nothing this wire takes (every text in them is empty, or white '
+         "space alone on Claude's wires, which it leaves out): nothing was sent"),
+    ('gemini-interactions', 'nothing but an empty text'):
+        [{'type': 'user_input', 'content': [{'type': 'text', 'text': ''}]}],
+    ('bedrock', 'nothing but an empty text'):
+        (ConfigError,
+         'bedrock: the messages hold nothing this wire takes (every text in them is empty, or white '
+         "space alone on Claude's wires, which it leaves out): nothing was sent"),
     # -- a JPEG typed image/jpg
     ('openai-chat', 'a JPEG typed image/jpg'):
         [{'role': 'user',
@@ -481,6 +539,8 @@ EXPECT = {
     ('bedrock', "Anthropic's cache_control on an item"):
         NOT_CACHE_CONTROL,
 }
+
+
 
 # a text between the results goes as a text before them does, but on the Responses API (its input items keep the order)
 EXPECT.update({(wire, "text between the results"): EXPECT[(wire, "text before the results")]

@@ -609,6 +609,15 @@ def visible_text(text: str) -> bool:
     return bool(text) and not text.isspace()
 
 
+def something_to_send(client: str, turns: List[Any]) -> List[Any]:
+    """``turns``, the request's messages as the wire has them, when there is one; a ConfigError before sending when
+    the messages held nothing the wire takes (empty or white-space texts only: the API's 400 otherwise)."""
+    if not turns:
+        raise ConfigError("{}: the messages hold nothing this wire takes (every text in them is empty, or white "
+                          "space alone on Claude's wires, which it leaves out): nothing was sent".format(client))
+    return turns
+
+
 def pdf_url(url: str) -> bool:
     """A URL (not a data URI) whose path ends in ``.pdf``: a document, sent as one where the wire takes a
     document by URL (Anthropic, Responses' input_file, Gemini), refused where it takes none."""

@@ -100,7 +100,7 @@ from ..typeschema import DATA_KEYWORDS
 from ..types import HttpRequest, PromptCaching, ThinkingLevel
 from ..validate import cache_marks
 from ._common import NOTES, Encoded, Prior, Resumed, keep, marks_resumed, noting, start
-from ._common import (COMPACTION_FORMAT, Count, left_out, media_type, pdf_url, visible_text, DONE, payloads, parse_data_list, Endpoint, Protocol, check_response_format, documents, dumps, get_request,
+from ._common import (COMPACTION_FORMAT, Count, left_out, media_type, pdf_url, something_to_send, visible_text, DONE, payloads, parse_data_list, Endpoint, Protocol, check_response_format, documents, dumps, get_request,
                       nearest, parse_data_uri, request_headers, stop_sequences, to_int, unsupported,
                       usage, with_cache_write)
 
@@ -335,7 +335,7 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
     if caching == PromptCaching.ENHANCE:
         mark["ttl"] = "1h"
     wire = _wire_messages(endpoint, messages, version if new_rules else None, mark, prior)
-    body["messages"] = wire.items
+    body["messages"] = something_to_send(client, wire.items)
     if config.get("tools"):
         if any(tool.get("strict") for tool in config["tools"]) and not rule.get("structured", True):
             raise unsupported(client, "tools", "strict tools need structured outputs, which {!r} does not "

@@ -91,7 +91,7 @@ from ._common import NOTES, Encoded, Prior, Resumed, keep, marks_resumed, noting
 from ._common import (Count, DONE, document_payloads, payloads, Endpoint, Protocol, check_response_format, documents, get_request,
                       model_list_page, nearest, parse_data_uri, request_headers, samplers, to_int, unsupported,
                       usage)
-from ._common import media_type, refuse_mcp_servers
+from ._common import media_type, refuse_mcp_servers, something_to_send
 
 __all__ = [
     "build_request",
@@ -486,13 +486,16 @@ def _user_contents(client: str, message: Mapping[str, Any], calls: Mapping[str, 
                    ) -> List[Dict[str, Any]]:
     """A user message as contents: its function responses first, all in one content (Gemini takes the turn
     right after a function call turn as its responses, one per call: a text or a linked image between them
-    split that turn, a 400), then its other parts, in their order, in a content of their own."""
+    split that turn, a 400), then its other parts, in their order, in a content of their own.  An empty text
+    is no part (Gemini refuses one: "it has an empty text parameter", a 400); a message with nothing else is
+    left out, as Anthropic and Bedrock leave it out."""
     responses = []  # type: List[Dict[str, Any]]
     others = []  # type: List[Dict[str, Any]]
     for item in message["content_items"]:
         kind = item["type"]
         if kind == "text":
-            others.append({"text": item["text"]})
+            if item["text"]:
+                others.append({"text": item["text"]})
         elif kind == "image_url":
             others.append(url_part(item["image_url"]))
         elif kind == "inline_data":
@@ -520,8 +523,6 @@ def _user_contents(client: str, message: Mapping[str, Any], calls: Mapping[str, 
             others.extend(linked)  # (a functionResponse's parts take inline data only)
         else:  # pragma: no cover - validate.check_message keeps other items out of user messages
             raise ConfigError("{}: a {} item cannot be sent in a user message".format(client, kind))
-    if not responses and not others:
-        return [{"role": "user", "parts": [{"text": ""}]}]
     return [{"role": "user", "parts": parts} for parts in (responses, others) if parts]
 
 
@@ -626,7 +627,7 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
                            _headers(endpoint, "text/event-stream"), body, output_limit=OUTPUT_LIMIT)
 
     wire = _wire_contents(client, model, messages, prior)
-    body = {"contents": wire.items}
+    body = {"contents": something_to_send(client, wire.items)}
     if config.get("system_prompt"):
         body["systemInstruction"] = {"parts": [{"text": config["system_prompt"]}]}
     if config.get("tools"):
