@@ -59,6 +59,7 @@ from .hosts.trust import circuit_host, route_host, url_host, url_server  # the o
 from .errors import (AgentHubError, ConfigError, RateLimitError, StreamProtocolError, TransportError,
                      UnsupportedOperationError, UnsupportedParameterError, UpstreamError, safe_url, set_field)
 from .foreign import for_dialect, for_dialect_resumed
+from .providers import DIALECTS
 from .providers._common import Endpoint, Prior, apply_extras
 from .sse import DEFAULT_MAX_LINE_BYTES
 from .stream import Collector, collect, drive, now_ms
@@ -469,6 +470,14 @@ class AutoLLMClient(object):
             if config.get(key) and key not in record.accepts:
                 raise UnsupportedParameterError("{}: {} is not available on this protocol".format(
                     self.client_type, key), client=self.client_type, parameter=key)
+        tools = config.get("tools")
+        if tools and self._dialect in DIALECTS and self._dialect != "agenthub":  # (a server checks its upstream's)
+            rule = DIALECTS[self._dialect]
+            for index, tool in enumerate(tools):
+                if not rule.tool_name_ok(tool["name"]):  # the provider's 400, before anything is sent
+                    raise ConfigError("config['tools'][{}]: {!r} is not a valid tool name on {} ({} tool names are "
+                                      "{})".format(index, tool["name"], self.client_type, self._dialect,
+                                                   rule.tool_names[1]))
         if "foreign_thinking" in config:  # the client's own key: the protocol never sees it
             config = dict(config)
             foreign_thinking = config.pop("foreign_thinking")

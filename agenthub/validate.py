@@ -517,6 +517,12 @@ def check_anthropic_version(value: Any, client_type: str, dialect: str, speakers
     return value
 
 
+#: Anthropic's wire field where agenthub's mark belongs: no wire reads it from a message (it was left out unseen)
+_NOT_CACHE_CONTROL = ("{} has 'cache_control', Anthropic's wire field, which is not read here: agenthub's prompt-cache "
+                      "breakpoint is \"cache_breakpoint\": True on the item (or the message), sent on every wire that "
+                      "takes one")
+
+
 def check_message(message: Any, where: str = "message") -> None:
     if type(message) is not dict and not isinstance(message, _Mapping):
         raise ConfigError("{} must be a dict (UniMessage), got {}".format(where, type(message).__name__))
@@ -528,6 +534,8 @@ def check_message(message: Any, where: str = "message") -> None:
     items = message.get("content_items")
     if not isinstance(items, (list, tuple)):
         raise ConfigError("{}['content_items'] must be a list".format(where))
+    if "cache_control" in message:
+        raise ConfigError(_NOT_CACHE_CONTROL.format(where))
     mark = message.get(CACHE_BREAKPOINT)
     if mark is not None and not isinstance(mark, bool):
         raise ConfigError("{}[{!r}] must be a bool (True: a prompt-cache breakpoint after its last item), got "
@@ -559,6 +567,8 @@ def check_message(message: Any, where: str = "message") -> None:
         if kind == "tool_result" and "is_error" in item and not isinstance(item["is_error"], bool):
             raise ConfigError("{}: tool_result 'is_error' must be a bool (True or False), got {}".format(
                 at, type(item["is_error"]).__name__))
+        if "cache_control" in item:
+            raise ConfigError(_NOT_CACHE_CONTROL.format(at))
         if CACHE_BREAKPOINT in item and item[CACHE_BREAKPOINT] is not None and not isinstance(
                 item[CACHE_BREAKPOINT], bool):
             raise ConfigError("{}[{!r}] must be a bool (True: a prompt-cache breakpoint after this item), got "

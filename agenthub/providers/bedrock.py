@@ -85,7 +85,7 @@ from ..toolcalls import ToolCallAssembler
 from ..types import HttpRequest, PromptCaching
 from ..validate import cache_marks, count_marks
 from . import anthropic
-from ._common import (left_out, Count, Endpoint, Protocol, check_response_format, dumps, encode_path_segment, model_list_page,
+from ._common import (left_out, something_to_send, visible_text, Count, Endpoint, Protocol, check_response_format, dumps, encode_path_segment, model_list_page,
                       parse_data_uri, samplers, to_int, unsupported, usage,
                       with_cache_write)
 from ._common import refuse_mcp_servers
@@ -238,7 +238,7 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
             turn["content"] = _place_cache_points(turn["content"], point)
     elif cache is not None and wire:
         wire[-1]["content"].append(dict(cache))
-    body["messages"] = wire
+    body["messages"] = something_to_send(client, wire)
     if config.get("system_prompt"):
         body["system"] = [{"text": config["system_prompt"]}]
         if cache is not None:
@@ -439,7 +439,7 @@ def _user(client: str, message: Mapping[str, Any], documents: List[int]) -> List
         kind = item["type"]
         before = (len(results), len(blocks))
         if kind == "text":
-            if item["text"]:
+            if visible_text(item["text"]):
                 blocks.append({"text": item["text"]})
         elif kind == "image_url":
             blocks.append(_url(client, item["image_url"], documents))
@@ -482,7 +482,7 @@ def _assistant(message: Mapping[str, Any], names: List[str], client: str = "bedr
                     blocks.append({"reasoningContent": {"reasoningText": {"text": text, "signature": signature}}})
                 elif text:
                     logger.debug("unsigned reasoning is not replayed to Bedrock")
-            elif text:
+            elif visible_text(text):
                 blocks.append({"text": text})
         elif kind == "tool_call":
             if item["name"] not in names:
