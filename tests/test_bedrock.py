@@ -549,6 +549,26 @@ def test_error_message_frames():
     assert (info.value.error_type, info.value.message) == ("InternalFailure", "boom")
 
 
+@pytest.mark.parametrize("headers, payload, cls, error_type, message", [
+    ([(":message-type", bf.STRING, "exception"), (":exception-type", bf.INTEGER, 5)],
+     b'{"message":"m"}', UpstreamError, None, "m"),
+    ([(":message-type", bf.STRING, "exception"), (":exception-type", bf.BOOL_TRUE)],
+     b'{"message":"m"}', UpstreamError, None, "m"),
+    ([(":message-type", bf.STRING, "exception"), (":exception-type", bf.BYTES, b"throttlingException")],
+     b'{"message":"slow down"}', RateLimitError, "throttlingException", "slow down"),
+    ([(":message-type", bf.STRING, "error"), (":error-code", bf.LONG, 7), (":error-message", bf.BYTES, b"x")],
+     b"", UpstreamError, None, "Bedrock error"),
+], ids=["int-type", "bool-type", "bytes-type", "int-code"])
+def test_an_exception_frame_whose_type_header_is_not_a_string_is_still_a_typed_error(headers, payload, cls,
+                                                                                      error_type, message):
+    """A header of another wire type where the type name belongs (an int, a bool, bytes): the error the
+    frame means, never an AttributeError from the header's value."""
+    with pytest.raises(UpstreamError) as info:
+        run([bf.message_start(), bf.encode(headers, payload)])
+    assert type(info.value) is cls
+    assert (info.value.error_type, info.value.message, info.value.client) == (error_type, message, "bedrock")
+
+
 def test_http_error_bodies_map_by_their_error_type_header_name():
     error = bedrock.stream_error("bedrock", "ValidationException:http://internal.amazon.com/coral/com.amazon.bedrock/",
                                  {"message": "Malformed input request"}, 400)

@@ -540,7 +540,9 @@ def _loads(payload: bytes, or_text: bool = False) -> Any:
 
 def stream_error(client: str, kind: Optional[str], payload: Any, status: Optional[int] = None) -> UpstreamError:
     """An exception (or error) frame, or an HTTP error body, -> the typed error its type names."""
-    name = (kind or "").split(":", 1)[0].rsplit("#", 1)[-1].strip()  # "ns#ThrottlingException:http://..."
+    if isinstance(kind, bytes):  # a header sent as bytes (type 6) where a string belongs
+        kind = kind.decode("utf-8", "replace")
+    name = (kind if isinstance(kind, str) else "").split(":", 1)[0].rsplit("#", 1)[-1].strip()  # "ns#ThrottlingException:http://..."
     key = name[:1].lower() + name[1:]
     message = None
     original = None
