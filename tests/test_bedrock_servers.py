@@ -91,6 +91,23 @@ def test_a_wrong_secret_is_refused_by_the_server_as_an_authentication_error(serv
     assert "not-the-right-secret" not in str(error) and TOKEN not in str(error)
 
 
+@pytest.mark.parametrize("prefix, sent", [
+    ("/gw/caf\u00e9", "/gw/caf%C3%A9"),             # a non-ASCII letter: requests sends it UTF-8 percent-encoded
+    ("/gw/[eu]", "/gw/%5Beu%5D"),                  # brackets: percent-encoded on the wire
+    ("/gw/50%off", "/gw/50%25off"),                # a lone %: requests escapes it (and so every other % too)
+    ("/gw/%7Euser/%41", "/gw/~user/A"),            # an escaped unreserved character: sent plain
+], ids=["non-ascii", "brackets", "lone-percent", "escaped-unreserved"])
+def test_an_endpoint_path_requests_requotes_is_signed_as_it_is_sent(server, aws_env, prefix, sent):
+    """The signature covers the path the server receives: requests re-quotes a URL before it sends it, so
+    the canonical request is made from that form (signing the URL as written was a 403 from AWS)."""
+    aws_env.setenv("AWS_ENDPOINT_URL_BEDROCK_RUNTIME", server.url + prefix)
+    events = list(client().streaming_response([USER]))
+    assert deltas(events) == [{"type": "text", "text": "ok"}]
+    [request] = server.requests
+    assert request["path"] == sent + "/model/us.anthropic.claude-sonnet-4-5-20250929-v1%3A0/converse-stream"
+    assert request["auth"] == {"kind": "sigv4", "ok": True, "access_key": AK, "region": "us-west-2"}
+
+
 REASONING_AND_TOOL = [
     bf.message_start(),
     bf.reasoning_delta(0, text="Paris weather: "), bf.reasoning_delta(0, text="call the tool."),

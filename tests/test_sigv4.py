@@ -218,6 +218,30 @@ def test_endpoint_variables_and_the_credential_rule(tmp_path):
         resolve_bedrock(base_url="ftp://x", environ=env)
 
 
+@pytest.mark.parametrize("where", ["base_url", "AWS_ENDPOINT_URL_BEDROCK_RUNTIME", "AWS_ENDPOINT_URL"])
+@pytest.mark.parametrize("endpoint", ["https://bedrock-runtime.us-east-1.amazonaws.com/gw?tenant=a",
+                                      "https://bedrock-runtime.us-east-1.amazonaws.com/gw?",
+                                      "https://bedrock-runtime.us-east-1.amazonaws.com/gw#eu"],
+                         ids=["query", "empty-query", "fragment"])
+def test_an_endpoint_with_a_query_or_a_fragment_is_refused_before_anything_is_sent(tmp_path, where, endpoint):
+    """The model's path is appended to the endpoint: after a ``?`` it would be the query (the request would
+    go to the endpoint's root, signed for another path), after a ``#`` it would never be sent at all."""
+    env = dict(_home(tmp_path), AWS_ACCESS_KEY_ID=AK, AWS_SECRET_ACCESS_KEY=SK, AWS_REGION="us-east-1")
+    if where != "base_url":
+        env[where] = endpoint
+    with pytest.raises(ConfigError) as info:
+        resolve_bedrock(base_url=endpoint if where == "base_url" else None, environ=env)
+    assert str(info.value) == ("{} takes no query string or fragment: the request's path is appended to it (got "
+                               "'bedrock-runtime.us-east-1.amazonaws.com')".format(where))
+
+
+def test_an_endpoint_is_kept_in_the_form_requests_sends_it(tmp_path):
+    env = dict(_home(tmp_path), AWS_ACCESS_KEY_ID=AK, AWS_SECRET_ACCESS_KEY=SK, AWS_REGION="us-east-1")
+    url, _ = resolve_bedrock(base_url="https://bedrock-runtime.us-east-1.amazonaws.com/gw/50%off/caf\u00e9/",
+                             environ=env)
+    assert url == "https://bedrock-runtime.us-east-1.amazonaws.com/gw/50%25off/caf%C3%A9"
+
+
 def test_explicit_credentials_object_as_api_key(tmp_path):
     env = dict(_home(tmp_path), AWS_REGION="us-east-2")
     url, auth = resolve_bedrock(api_key=Credentials(AK, SK), environ=env)
