@@ -205,6 +205,19 @@ def test_an_endpoint_with_a_query_string_is_refused():
         resolve("d", "azure", RESOURCE + "?api-version=2024-10-21", KEY, environ={})
 
 
+@pytest.mark.parametrize("client_type, endpoint", [
+    ("azure", RESOURCE + "/?"), ("azure", RESOURCE + "#eu"), ("azure-responses", RESOURCE + "/openai/v1?"),
+    ("azure-anthropic", "https://contoso.services.ai.azure.com/anthropic?"),
+    ("azure-anthropic", "https://contoso.services.ai.azure.com/anthropic#x"),
+])
+def test_an_endpoint_with_an_empty_query_or_a_fragment_is_refused(client_type, endpoint):
+    """A bare ``?`` (no query after it) or a ``#``: the request's path was appended after it (into the query,
+    or into a fragment that is never sent)."""
+    with pytest.raises(ConfigError) as info:
+        resolve("d", client_type, endpoint, KEY, environ={})
+    assert "base_url takes no query string" in str(info.value)
+
+
 def test_a_token_callable_is_refused_where_it_is_not_taken():
     with pytest.raises(ConfigError, match="token callable is taken by azure, azure-responses"):
         resolve("gpt-5.5", api_key=lambda: "t", environ={})

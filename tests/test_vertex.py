@@ -102,6 +102,23 @@ def test_project_and_location_from_base_url(clean_env):
                    api_key="t")[1] == "http://127.0.0.1:9/v1/projects/vtx-proj-123/locations/us-east5"
 
 
+@pytest.mark.parametrize("where", ["base_url", "VERTEX_BASE_URL"])
+@pytest.mark.parametrize("named", ["https://vertex-proxy.example.com/gw?tenant=a", "https://vertex-proxy.example.com/gw?",
+                                   "https://vertex-proxy.example.com#eu",
+                                   "https://aiplatform.googleapis.com/v1/projects/p-123/locations/global#x"],
+                         ids=["query", "empty-query", "fragment", "fragment-after-location"])
+def test_a_base_url_with_a_query_or_a_fragment_is_refused(clean_env, where, named):
+    """The resource prefix and the method are appended to the base URL: after a ``#`` they were never sent
+    (the request went to the proxy's root), after a bare ``?`` they were the query."""
+    env = {"GOOGLE_CLOUD_PROJECT": PROJECT}
+    if where != "base_url":
+        env[where] = named
+    with pytest.raises(ConfigError) as info:
+        resolve("gemini-3.5-flash", "vertex", named if where == "base_url" else None, "t", environ=env)
+    assert str(info.value) == "vertex: the base URL takes no query string or fragment (the request's path is " \
+                              "appended to it)"
+
+
 def test_no_project_says_how_to_name_one(clean_env):
     with pytest.raises(ConfigError, match=r"GOOGLE_CLOUD_PROJECT or pass base_url='https://aiplatform"
                                           r"\.googleapis\.com/v1/projects/<project>/locations/global'"):

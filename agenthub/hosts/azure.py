@@ -140,10 +140,9 @@ def _check_endpoint(url: Any, what: str, example: str = "https://<resource>.open
         raise ConfigError("{} must be an http(s) URL like {} (got {!r})".format(
             what, example, shown_url(url) if isinstance(url, str) else type(url).__name__))
     check_base_url(url, what)  # the host every parser reads alike (hosts.trust)
-    parts = urlsplit(url)
-    if parts.query or parts.fragment:
-        raise ConfigError("{} takes no query string: the api-version comes from {} (got {!r})".format(
-            what, VERSION_ENV, parts.hostname))
+    if "?" in url or "#" in url:  # a bare "?" too: the request's path would be appended after it
+        raise ConfigError("{} takes no query string or fragment: the api-version comes from {} (got {!r})".format(
+            what, VERSION_ENV, urlsplit(url).hostname))
     return url.rstrip("/")
 
 
