@@ -426,6 +426,58 @@ def test_concurrent_callers_share_one_refresh(service_account):
     assert got == ["ya29.local-1"] * 8 and len(service_account.grants) == 1
 
 
+@pytest.mark.skipif(not hasattr(os, "register_at_fork"), reason="no fork")
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # 3.12+: fork with threads running
+def test_a_forked_child_refreshes_on_its_own_while_the_parent_was_refreshing():
+    """A fork while another thread refreshes: the child neither waits forever on the lock that thread held
+    nor refreshes over the parent's HTTP session (its pooled connections are the parent's sockets)."""
+    pytest.importorskip("google.auth")
+    from agenthub.hosts import gcp
+
+    parent = os.getpid()
+    inside, release = threading.Event(), threading.Event()
+    parents_session = object()
+
+    class Credentials(object):
+        token = None
+        expiry = None
+
+        def refresh(self, request):
+            if os.getpid() == parent:
+                inside.set()
+                release.wait(10)
+                self.token = "ya29.parent"
+            else:
+                self.token = "ya29.child" if request is not parents_session else "ya29.over-the-parents-session"
+
+    token = gcp.GoogleToken(Credentials())
+    token._request = parents_session
+    refreshing = threading.Thread(target=token)
+    refreshing.start()
+    inside.wait(10)
+    pid = os.fork()
+    if pid == 0:  # the child: the refreshing thread does not exist here
+        try:
+            got = token()
+            os._exit({"ya29.child": 0, "ya29.over-the-parents-session": 3}.get(got, 4))
+        except BaseException:
+            os._exit(2)
+    release.set()
+    refreshing.join(10)
+    deadline = time.monotonic() + 10
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        if time.monotonic() > deadline:
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+            status = "deadlocked"
+            break
+        time.sleep(0.02)
+    assert status == 0 and token() == "ya29.parent"
+
+
 def test_a_refused_grant_is_an_authentication_error_and_nothing_is_sent(service_account):
     service_account.refuse = True
     with SSEServer() as server:

@@ -11,16 +11,19 @@ only inside its functions, so a missing extra is a ConfigError that names it.
 Cloud.  ``service_account_file(path)`` reads one file.  Both return a
 ``GoogleToken``: a callable that returns a current OAuth access token.  The token
 is cached and renewed ``REFRESH_MARGIN`` seconds before it expires, under a lock,
-so any number of threads may call it at once and one refresh serves them all.
+so any number of threads may call it at once and one refresh serves them all; a forked
+child gets a lock and an HTTP session of its own.
 
 A token string, or any callable returning one, works as ``api_key`` without this
 module and without google-auth.
 """
 
 import datetime
+import os
 import threading
 from typing import Any, Optional, Tuple
 
+from .._forks import renew_lock_after_fork
 from ..errors import AuthenticationError, ConfigError, TransportError, preview
 
 __all__ = ["SCOPE", "EXTRA", "REFRESH_MARGIN", "GoogleToken", "application_default", "service_account_file"]
@@ -102,7 +105,9 @@ class GoogleToken(object):
         self.margin = float(margin)
         self.source = source
         self._lock = threading.Lock()
+        renew_lock_after_fork(self)  # a forked child gets a fresh lock (a thread may hold this one mid-refresh)
         self._request = None  # type: Any
+        self._pid = os.getpid()  # the process self._request (its pooled connections) belongs to
         #: how many times the token was fetched (for tests and logs)
         self.refreshes = 0
 
@@ -142,6 +147,8 @@ class GoogleToken(object):
 
     def __call__(self) -> str:
         with self._lock:
+            if self._pid != os.getpid():  # a forked child: the parent's HTTP session is not its own
+                self._request, self._pid = None, os.getpid()
             if self.credentials is None:
                 self._load()
             if self._stale():
