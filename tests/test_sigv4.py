@@ -179,6 +179,24 @@ def test_resolve_default_endpoint_from_the_region_and_sigv4(tmp_path):
     assert "no AWS credentials" in str(info.value) and "AWS_BEARER_TOKEN_BEDROCK" in str(info.value)
 
 
+@pytest.mark.parametrize("region", ["us-east-1", "cn-north-1", "us-gov-west-1", "us-iso-east-1", "us-isob-east-1",
+                                    "us-isof-south-1", "eu-isoe-west-1", "eusc-de-east-1"])
+def test_each_partitions_endpoint_is_botocores_and_its_host_is_trusted(tmp_path, region):
+    """The default endpoint is in the region's partition (its DNS suffix: amazonaws.com.cn, c2s.ic.gov,
+    amazonaws.eu, ...), as botocore resolves it; that host gets the credentials and names its region."""
+    import botocore.session
+
+    expected = botocore.session.get_session().create_client(
+        "bedrock-runtime", region_name=region, aws_access_key_id=AK, aws_secret_access_key=SK).meta.endpoint_url
+    assert aws.default_endpoint(region) == expected
+    assert aws.is_aws_host(expected) and aws.region_from_host(expected) == region
+    env = dict(_home(tmp_path), AWS_ACCESS_KEY_ID=AK, AWS_SECRET_ACCESS_KEY=SK, AWS_REGION=region)
+    url, auth = resolve_bedrock(environ=env)
+    assert (url, auth.kind, auth.region) == (expected, "sigv4", region)
+    url, auth = resolve_bedrock(base_url=expected, environ=dict(env, AWS_REGION="us-west-2"))
+    assert (url, auth.kind, auth.region) == (expected, "sigv4", region)
+
+
 def test_resolve_bearer_token_wins_over_sigv4_and_is_sent_without_signature(tmp_path):
     env = dict(_home(tmp_path), AWS_ACCESS_KEY_ID=AK, AWS_SECRET_ACCESS_KEY=SK, AWS_REGION="us-west-2",
                AWS_BEARER_TOKEN_BEDROCK="ABSKbedrockapikey")

@@ -230,8 +230,12 @@ def region_from(environ: Optional[Mapping[str, str]] = None, profile: Optional[s
 
 # -- endpoints ------------------------------------------------------------------------------------
 
-_AWS_SUFFIXES = (".amazonaws.com", ".amazonaws.com.cn", ".api.aws", ".c2s.ic.gov", ".sc2s.sgov.gov")
-_REGION_IN_HOST = re.compile(r"(?:^|\.)bedrock-runtime(?:-fips)?\.([a-z]{2}(?:-[a-z]+)+-\d+)\.")
+#: each AWS partition's DNS suffix, by the prefix of its region names (botocore's endpoints data: aws-cn,
+#: aws-iso, aws-iso-b, aws-iso-f, aws-iso-e, aws-eusc); every other region is in amazonaws.com
+_PARTITION_SUFFIXES = (("cn-", "amazonaws.com.cn"), ("us-isob-", "sc2s.sgov.gov"), ("us-isof-", "csp.hci.ic.gov"),
+                       ("us-iso-", "c2s.ic.gov"), ("eu-isoe-", "cloud.adc-e.uk"), ("eusc-", "amazonaws.eu"))
+_AWS_SUFFIXES = (".amazonaws.com", ".api.aws") + tuple("." + suffix for _, suffix in _PARTITION_SUFFIXES)
+_REGION_IN_HOST = re.compile(r"(?:^|\.)bedrock-runtime(?:-fips)?\.([a-z]{2,4}(?:-[a-z]+)+-\d+)\.")
 
 
 def _hostname(url: str) -> str:
@@ -251,8 +255,9 @@ def region_from_host(url: str) -> Optional[str]:
 
 
 def default_endpoint(region: str) -> str:
-    """``https://bedrock-runtime.{region}.amazonaws.com`` (``.com.cn`` in the China regions)."""
-    suffix = "amazonaws.com.cn" if region.startswith("cn-") else "amazonaws.com"
+    """``https://bedrock-runtime.{region}.amazonaws.com``, in the region's partition (``.amazonaws.com.cn`` in
+    the China regions, ``.amazonaws.eu`` in the European Sovereign Cloud, the ISO partitions' own suffixes)."""
+    suffix = next((dns for prefix, dns in _PARTITION_SUFFIXES if region.startswith(prefix)), "amazonaws.com")
     return "https://bedrock-runtime.{}.{}".format(region, suffix)
 
 
