@@ -3,7 +3,7 @@
 Signature Version 4 (``sign_v4``) is computed with ``hmac`` and ``hashlib`` over the exact body bytes
 that are sent, once per attempt (a retry gets a fresh date and signature):
 
-- canonical request: method, the URI path as requests sends it (``as_sent``) encoded once more (``%3A`` in a model id becomes ``%253A``:
+- canonical request: method, the URI path encoded once more (``%3A`` in a model id becomes ``%253A``:
   every AWS service but S3 signs the path double-encoded), the sorted query, the signed headers
   (lower-cased names, values with runs of spaces folded, sorted), their names joined by ``;``, and the
   SHA-256 of the body;
@@ -41,8 +41,9 @@ import hashlib
 import hmac
 import os
 import re
+import string
 from typing import Any, Dict, List, Mapping, Optional, Tuple
-from urllib.parse import quote, unquote, urlsplit
+from urllib.parse import quote, unquote, urlsplit, urlunsplit
 
 from ..errors import ConfigError
 from ..validate import check_header_value
@@ -60,7 +61,7 @@ __all__ = [
     "sign_v4",
     "canonical_request",
     "canonical_uri",
-    "as_sent",
+    "sendable_url",
     "encode_path_segment",
     "host_header",
     "is_aws_host",
@@ -319,24 +320,8 @@ def _signed(headers: Mapping[str, str]) -> List[Tuple[str, str]]:
     return [(name, ",".join(merged[name])) for name in sorted(merged)]
 
 
-def as_sent(url: str) -> str:
-    """``url`` as requests puts it on the wire: re-quoted (a non-ASCII letter and ``[`` percent-encoded, an
-    escaped unreserved character such as ``%7E`` sent plain, a lone ``%`` escaped) and its dot segments
-    removed.  The server signs the path it receives, so that is the one to sign."""
-    from requests.models import PreparedRequest
-
-    prepared = PreparedRequest()
-    try:
-        prepared.prepare_url(url, None)
-    except Exception:  # a URL requests refuses is refused again when it is sent; nothing to sign for
-        return url
-    return prepared.url or url
-
-
 def canonical_request(method: str, url: str, headers: Mapping[str, str], body: bytes) -> Tuple[str, str]:
-    """-> (canonical request, signed header names) for ``headers`` as they will be sent, to ``url`` as it
-    will be sent (``as_sent``)."""
-    url = as_sent(url)
+    """-> (canonical request, signed header names) for ``headers`` as they will be sent."""
     signed = _signed(headers)
     names = ";".join(name for name, _ in signed)
     text = "\n".join([
@@ -438,17 +423,42 @@ class BedrockAuth(object):
             setattr(self, name, value)
 
 
+_UNRESERVED = frozenset(string.ascii_letters + string.digits + "-._~")
+#: what a path keeps as it is: RFC 3986's pchar and "/"
+_PATH_KEEPS = _UNRESERVED | frozenset("!$&'()*+,;=:@/")
+_ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
+
+
+def sendable_url(url: str) -> str:
+    """``url`` with its path in the form requests sends unchanged: an escape of an unreserved character
+    decoded (``%7E`` -> ``~``), the others in upper case, a character a path cannot hold (``é``, ``[``,
+    a space, a lone ``%``) percent-encoded as UTF-8.  SigV4 signs the path the server receives; requests
+    re-quotes a path that is not in this form (and a lone ``%`` makes it escape every ``%`` of the URL,
+    the model id's ``%3A`` too), so the signature would not match."""
+    parts = urlsplit(url)
+    path, out, at = parts.path, [], 0
+    while at < len(path):
+        if _ESCAPE.match(path, at):
+            char = chr(int(path[at + 1:at + 3], 16))
+            out.append(char if char in _UNRESERVED else path[at:at + 3].upper())
+            at += 3
+            continue
+        char = path[at]
+        out.append(char if char in _PATH_KEEPS else quote(char.encode("utf-8", "surrogatepass"), safe=""))
+        at += 1
+    return urlunsplit(parts._replace(path="".join(out)))
+
+
 def _check_url(url: str, what: str) -> str:
     """An endpoint: an http(s) URL whose host every parser reads alike (hosts.trust), with no query string or
-    fragment (the model's path is appended to it), in the form requests sends (``as_sent``: a lone ``%``
-    in its path escaped now would otherwise make requests escape the model id's ``%3A`` once more)."""
+    fragment (the model's path is appended to it), its path in the form requests sends (``sendable_url``)."""
     if not isinstance(url, str) or not re.match(r"^https?://[^/\s]", url):
         raise ConfigError("{} must be an http(s) URL".format(what))
     check_base_url(url, what)
     if "?" in url or "#" in url:
         raise ConfigError("{} takes no query string or fragment: the request's path is appended to it (got {!r})"
                           .format(what, _hostname(url)))
-    return as_sent(url).rstrip("/")
+    return sendable_url(url).rstrip("/")
 
 
 def resolve_bedrock(base_url: Optional[str] = None, api_key: Any = None,
