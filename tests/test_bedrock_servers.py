@@ -108,6 +108,21 @@ def test_an_endpoint_path_requests_requotes_is_signed_as_it_is_sent(server, aws_
     assert request["auth"] == {"kind": "sigv4", "ok": True, "access_key": AK, "region": "us-west-2"}
 
 
+@pytest.mark.parametrize("default_headers, extra_headers, what", [
+    ({"X-Tenant": "a", "x-tenant": "b"}, {}, "default_headers"),
+    ({}, {"X-Tenant": "a", "x-tenant": "b"}, "config['extra_headers']"),
+])
+def test_a_header_named_twice_in_two_cases_is_refused_before_anything_is_sent(server, default_headers, extra_headers,
+                                                                              what):
+    """HTTP header names are case-insensitive: requests sends one of the two values (the last), while the
+    signature covered both (a 403, and a value silently dropped on every other route)."""
+    with pytest.raises(ConfigError) as info:
+        list(client(default_headers=default_headers).streaming_response([USER], {"extra_headers": extra_headers}))
+    assert str(info.value) == ("{} names the header 'x-tenant' twice ('X-Tenant' and 'x-tenant'): header names are "
+                               "case-insensitive, so only one would be sent".format(what))
+    assert server.requests == []
+
+
 REASONING_AND_TOOL = [
     bf.message_start(),
     bf.reasoning_delta(0, text="Paris weather: "), bf.reasoning_delta(0, text="call the tool."),
