@@ -426,6 +426,34 @@ def test_concurrent_callers_share_one_refresh(service_account):
     assert got == ["ya29.local-1"] * 8 and len(service_account.grants) == 1
 
 
+@pytest.mark.parametrize("answer, raised", [
+    ([1, 2], "TypeError"),
+    ("a string", "TypeError"),
+    ({"access_token": "ya29.secret-token", "expires_in": "soon"}, "ValueError"),
+    ({"access_token": "ya29.secret-token", "expires_in": float("inf")}, "OverflowError"),
+    ({"access_token": "ya29.secret-token", "expires_in": 10 ** 30}, "OverflowError"),
+], ids=["list", "string", "text-expiry", "infinite-expiry", "huge-expiry"])
+def test_an_unreadable_token_answer_is_an_upstream_error(service_account, answer, raised):
+    """A token endpoint that answers 200 with something google-auth cannot read: a typed error naming the
+    token endpoint, never the TypeError / ValueError / OverflowError google-auth raised, whose text (the
+    answer's, with its token) is not chained."""
+    import traceback
+
+    from agenthub.errors import UpstreamError
+    from agenthub.hosts import gcp
+
+    service_account.answer = lambda form, path: (200, answer)
+    token = gcp.service_account_file(service_account.path)
+    with pytest.raises(UpstreamError) as info:
+        token()
+    assert type(info.value) is UpstreamError
+    assert (info.value.message, info.value.client, info.value.error_type, info.value.retryable) == (
+        "Vertex AI: the Google token endpoint's answer could not be read (google-auth raised {})".format(raised),
+        "vertex", "token_response", False)
+    assert info.value.__cause__ is None and info.value.__suppress_context__
+    assert "ya29" not in "".join(traceback.format_exception(type(info.value), info.value, info.value.__traceback__))
+
+
 @pytest.mark.skipif(not hasattr(os, "register_at_fork"), reason="no fork")
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")  # 3.12+: fork with threads running
 def test_a_forked_child_refreshes_on_its_own_while_the_parent_was_refreshing():

@@ -24,7 +24,7 @@ import threading
 from typing import Any, Optional, Tuple
 
 from .._forks import renew_lock_after_fork
-from ..errors import AuthenticationError, ConfigError, TransportError, preview
+from ..errors import AuthenticationError, ConfigError, TransportError, UpstreamError, preview
 
 __all__ = ["SCOPE", "EXTRA", "REFRESH_MARGIN", "GoogleToken", "application_default", "service_account_file"]
 
@@ -174,6 +174,12 @@ class GoogleToken(object):
                 "Vertex AI: the Google token endpoint refused the credentials: {}".format(preview(str(exc), 300)),
                 client="vertex", error_type="refresh_error",
                 retryable=bool(getattr(exc, "retryable", False))) from exc
+        except (TypeError, ValueError, KeyError, AttributeError, OverflowError) as exc:
+            # a 200 answer google-auth cannot read (not an object, an expiry that is not a number of seconds):
+            # the message names the exception only, and it is not chained: its text may quote the answer
+            raise UpstreamError("Vertex AI: the Google token endpoint's answer could not be read (google-auth "
+                                "raised {})".format(type(exc).__name__), client="vertex", error_type="token_response",
+                                retryable=False) from None
         self.refreshes += 1
 
 
