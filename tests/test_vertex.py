@@ -391,6 +391,40 @@ def service_account(clean_env, tmp_path, rsa_key):
     endpoint.close()
 
 
+PEM_BODY = "MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7"
+
+
+@pytest.mark.parametrize("content, reason", [
+    # a stray byte after the JSON: google-auth's error carried the whole file, the private key with it
+    (json.dumps({"type": "service_account", "project_id": PROJECT, "private_key_id": "k", "client_email": "a@b.c",
+                 "private_key": "-----BEGIN PRIVATE KEY-----\n" + PEM_BODY + "\n-----END PRIVATE KEY-----\n"}
+                ).encode() + b"\xff", "File {path} is not a valid json file."),
+    (b"[1]", "the credentials file {path} is not a credentials JSON object (AttributeError)"),
+    (b'"text"', "the credentials file {path} is not a credentials JSON object (AttributeError)"),
+    (b"[" * 100000, "the credentials file {path} is not a credentials JSON object (RecursionError)"),
+], ids=["stray-byte", "list", "string", "deep"])
+def test_a_broken_credentials_file_is_a_config_error_that_shows_no_key(clean_env, tmp_path, content, reason):
+    pytest.importorskip("google.auth")
+    from agenthub.hosts import gcp
+
+    path = tmp_path / "sa.json"
+    path.write_bytes(content)
+    clean_env.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(path))
+    with pytest.raises(ConfigError) as info:
+        gcp.application_default()
+    assert str(info.value) == (
+        "Vertex AI: no Google credentials: {} (set GOOGLE_APPLICATION_CREDENTIALS to a service-account file, run "
+        "`gcloud auth application-default login`, or pass an access token as api_key)".format(
+            reason.format(path=path)))
+    with pytest.raises(ConfigError) as read:
+        gcp.service_account_file(str(path))
+    assert str(read.value).startswith("cannot read service-account file {!r}: ".format(str(path)))
+    import traceback
+
+    for error in (info.value, read.value):  # neither in the message nor in a chained exception
+        assert PEM_BODY not in "".join(traceback.format_exception(type(error), error, error.__traceback__))
+
+
 def test_application_default_credentials_and_project_from_the_file(service_account):
     from agenthub.hosts import gcp
 

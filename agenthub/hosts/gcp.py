@@ -24,6 +24,7 @@ import threading
 from typing import Any, Optional, Tuple
 
 from .._forks import renew_lock_after_fork
+from .credentials import private_key_reason
 from ..errors import AuthenticationError, ConfigError, TransportError, UpstreamError, preview
 
 __all__ = ["SCOPE", "EXTRA", "REFRESH_MARGIN", "GoogleToken", "application_default", "service_account_file"]
@@ -62,10 +63,25 @@ def application_default(project: Optional[str] = None) -> Tuple["GoogleToken", O
     try:
         credentials, found = google_auth.default(scopes=[SCOPE])
     except google_auth.exceptions.DefaultCredentialsError as exc:
-        raise ConfigError("Vertex AI: no Google credentials: {} (set GOOGLE_APPLICATION_CREDENTIALS to a "
-                          "service-account file, run `gcloud auth application-default login`, or pass an access "
-                          "token as api_key)".format(preview(str(exc), 400))) from None
-    return GoogleToken(credentials, found, source=("default",)), project or found
+        reason = _reason(exc)
+    except (AttributeError, TypeError, ValueError, KeyError, RecursionError) as exc:  # JSON that is not an object
+        reason = "the credentials file {} is not a credentials JSON object ({})".format(
+            os.environ.get("GOOGLE_APPLICATION_CREDENTIALS") or "of gcloud's application default login",
+            type(exc).__name__)
+    else:
+        return GoogleToken(credentials, found, source=("default",)), project or found
+    raise ConfigError("Vertex AI: no Google credentials: {} (set GOOGLE_APPLICATION_CREDENTIALS to a service-account "
+                      "file, run `gcloud auth application-default login`, or pass an access token as api_key)".format(
+                          reason))
+
+
+def _reason(exc: BaseException) -> str:
+    """google-auth's own sentence for ``exc`` (its first argument), never the exception it wraps: a file that
+    does not decode is quoted whole in a UnicodeDecodeError, private key included."""
+    first = exc.args[0] if exc.args and isinstance(exc.args[0], str) else type(exc).__name__
+    if private_key_reason(first) is not None or "PRIVATE KEY" in first:
+        return type(exc).__name__
+    return preview(first, 400)
 
 
 def service_account_file(path: str) -> "GoogleToken":
@@ -75,7 +91,7 @@ def service_account_file(path: str) -> "GoogleToken":
         from google.oauth2 import service_account
 
         credentials = service_account.Credentials.from_service_account_file(path, scopes=[SCOPE])
-    except (OSError, ValueError, KeyError) as exc:
+    except (OSError, ValueError, KeyError, AttributeError, TypeError, RecursionError) as exc:
         raise ConfigError("cannot read service-account file {!r}: {}".format(path, type(exc).__name__)) from None
     return GoogleToken(credentials, getattr(credentials, "project_id", None), source=("file", path))
 
