@@ -218,6 +218,15 @@ def test_an_endpoint_with_an_empty_query_or_a_fragment_is_refused(client_type, e
     assert "base_url takes no query string" in str(info.value)
 
 
+@pytest.mark.parametrize("name", ["..", ".", "%2e%2E", "%2E"])
+def test_a_deployment_in_the_endpoint_path_that_is_a_dot_segment_is_refused(name):
+    """``.../openai/deployments/..`` would send the request to ``/openai/chat/completions``: another resource."""
+    with pytest.raises(ConfigError) as info:
+        resolve("d", "azure", RESOURCE + "/openai/deployments/" + name, KEY, environ={})
+    assert str(info.value) == ("azure: the deployment {!r} in base_url is a dot segment: the request would reach "
+                               "another resource; it was not sent".format(name))
+
+
 def test_a_token_callable_is_refused_where_it_is_not_taken():
     with pytest.raises(ConfigError, match="token callable is taken by azure, azure-responses"):
         resolve("gpt-5.5", api_key=lambda: "t", environ={})
