@@ -123,6 +123,23 @@ def test_a_header_named_twice_in_two_cases_is_refused_before_anything_is_sent(se
     assert server.requests == []
 
 
+def test_an_authorization_header_the_caller_set_is_sent_as_every_other_route_sends_it(server, aws_env):
+    """A local Bedrock-speaking gateway without AWS credentials, or a Bedrock API key beside a header of the
+    caller's: the caller's Authorization goes as it is (as on the openai, anthropic, gemini, azure and
+    vertex hosts), where it was dropped (no credentials) or replaced by the key."""
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_ENDPOINT_URL_BEDROCK_RUNTIME"):
+        aws_env.delenv(name)
+    server.enforce = False
+    list(client(base_url=server.url, default_headers={"Authorization": "Bearer gateway-key-0004"})
+         .streaming_response([USER]))
+    list(client(base_url=server.url, api_key="ABSKbedrock-api-key-0003").streaming_response(
+        [USER], {"extra_headers": {"authorization": "Bearer gateway-key-0005"}}))
+    list(client(base_url=server.url).streaming_response([USER]))
+    assert [{k: v for k, v in request["headers"].items() if k.lower() == "authorization"}
+            for request in server.requests] == [{"Authorization": "Bearer gateway-key-0004"},
+                                                {"authorization": "Bearer gateway-key-0005"}, {}]
+
+
 REASONING_AND_TOOL = [
     bf.message_start(),
     bf.reasoning_delta(0, text="Paris weather: "), bf.reasoning_delta(0, text="call the tool."),

@@ -231,7 +231,7 @@ def test_endpoint_variables_and_the_credential_rule(tmp_path):
     assert (url, auth.kind, auth.token) == ("https://gateway.example.com", "bearer", "gwkey")
     url, auth = resolve_bedrock(base_url="http://localhost:8000", environ=env)
     assert (url, auth.kind) == ("http://localhost:8000", "none")
-    assert auth.apply("POST", url, {"Authorization": "x"}, b"") == {}
+    assert auth.apply("POST", url, {"Authorization": "x"}, b"") == {"Authorization": "x"}  # the caller's, as set
     with pytest.raises(ConfigError):
         resolve_bedrock(base_url="ftp://x", environ=env)
 

@@ -389,12 +389,13 @@ class BedrockAuth(object):
 
     def apply(self, method: str, url: str, headers: Mapping[str, str], body: bytes,
               when: Optional[datetime.datetime] = None) -> Dict[str, str]:
-        """The headers to send ``body`` with (signed afresh on every call)."""
+        """The headers to send ``body`` with (signed afresh on every call).  An Authorization the caller set
+        is sent as it is, as on every other host, except under SigV4, whose signature takes its place."""
         if self.kind == "sigv4":
             assert self.credentials is not None and self.region
             return sign_v4(method, url, headers, body, self.credentials, self.region, SERVICE, when)
-        out = {name: value for name, value in headers.items() if name.lower() != "authorization"}
-        if self.kind == "bearer":
+        out = dict(headers)
+        if self.kind == "bearer" and not any(name.lower() == "authorization" for name in out):
             token = self.token
             if callable(token):  # a token provider: asked once per attempt (so a refreshing one works)
                 from .credentials import bearer_token
