@@ -268,6 +268,15 @@ def test_explicit_credentials_object_as_api_key(tmp_path):
     assert (url, auth.kind) == ("https://proxy.example", "sigv4")
 
 
+@pytest.mark.parametrize("token", [b"FwoGZXIvYXdzEBYa", 12345, ["FwoG"]], ids=["bytes", "int", "list"])
+def test_a_session_token_that_is_not_a_string_is_refused_not_dropped(token):
+    """Signed without it the request is a 403 (the temporary key needs its token): a ConfigError instead."""
+    with pytest.raises(ConfigError) as info:
+        Credentials(AK, SK, token)
+    assert str(info.value) == "the AWS session token must be a string (got {})".format(type(token).__name__)
+    assert Credentials(AK, SK, "").token is None and Credentials(AK, SK, None).token is None
+
+
 def test_a_token_provider_is_asked_once_per_request(tmp_path):
     tokens = iter(["ABSKfirst-token-0001", "ABSKsecond-token-0002"])
     url, auth = resolve_bedrock(api_key=lambda: next(tokens), environ=dict(_home(tmp_path), AWS_REGION="us-east-1"))

@@ -98,8 +98,9 @@ class Credentials(object):
     def __init__(self, access_key: str, secret_key: str, token: Optional[str] = None, source: str = "") -> None:
         if not isinstance(access_key, str) or not access_key or not isinstance(secret_key, str) or not secret_key:
             raise ConfigError("AWS credentials need an access key id and a secret access key")
-        if token is not None and (not isinstance(token, str) or not token):
-            token = None
+        if token is not None and not isinstance(token, str):  # dropped, it would sign a request AWS refuses
+            raise ConfigError("the AWS session token must be a string (got {})".format(type(token).__name__))
+        token = token or None
         names = _FIELD_NAMES.get(source, ("access key id", "secret access key", "session token"))
         for value, name in zip((access_key, secret_key, token), names):
             if value is not None:  # a CR or LF from a .env file: refused now, never at the call
