@@ -167,7 +167,7 @@ def check_distinct_header_names(headers: Mapping[Any, Any], what: str) -> None:
     for name in headers:
         if isinstance(name, str):
             first = seen.setdefault(name.lower(), name)
-            if first is not name:
+            if first != name:
                 raise ConfigError("{} names the header {!r} twice ({!r} and {!r}): header names are case-insensitive, "
                                   "so only one would be sent".format(what, name.lower(), first, name))
 

@@ -155,6 +155,22 @@ def test_bad_token_provider_results_are_refused(returned, error):
     assert "PRIVATE KEY" not in str(info.value)
 
 
+@pytest.mark.parametrize("returned, problem", [
+    ("entra-\u6f22-token", "holds the character U+6F22 at position 6 of 13: header values are Latin-1"),
+    ("entra-\u2028-token", "holds a line separator (U+2028) at position 6 of 13: invisible, copied along with it?"),
+    ("entra-\u00a0-token", "holds a no-break space (U+00A0) at position 6 of 13: invisible, copied along with it?"),
+], ids=["not-latin-1", "line-separator", "no-break-space"])
+def test_a_token_that_cannot_be_a_header_value_is_the_config_error_a_key_gets(returned, problem):
+    """As a string key with the same character is refused when the client is made: a ConfigError naming
+    the character and its place (it was a TransportError "could not be prepared", or sent with an
+    invisible character the server refuses)."""
+    endpoint = Endpoint("azure", RESOURCE, lambda: returned, None, {})
+    request = openai_chat.build_request(endpoint, "d", USER, check_config({}))
+    with pytest.raises(ConfigError) as info:
+        azure.HOST.encode(request, endpoint)
+    assert str(info.value) == "azure: the token from api_key " + problem
+
+
 def test_a_provider_that_raises_is_an_authentication_error():
     def provider():
         raise RuntimeError("no managed identity here")
