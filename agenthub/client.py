@@ -620,6 +620,12 @@ class AutoLLMClient(object):
             ids.extend(page)
             if not token or token in seen:  # the last page (or a server handing the same token again)
                 break
+            try:
+                token.encode("utf-8")
+            except UnicodeEncodeError:  # JSON spelled a lone surrogate: no URL can carry it back
+                raise StreamProtocolError("{}: the model list's next page token is not text that can be sent back "
+                                          "(a lone surrogate)".format(self.client_type),
+                                          client=self.client_type) from None
             seen.add(token)
         return ids
 

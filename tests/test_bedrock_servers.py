@@ -345,6 +345,18 @@ def test_list_models_asks_the_control_plane_signed(server):
     assert all(r["auth"]["ok"] for r in server.requests)
 
 
+def test_a_next_page_token_that_is_not_text_is_a_stream_protocol_error(server):
+    """JSON may spell a lone surrogate (``"\\ud800"``): no URL can carry it back, so the page is refused
+    with a typed error instead of the UnicodeEncodeError building the next request raised."""
+    server.answer.append(Reply([b'{"modelSummaries": [{"modelId": "a"}], "nextToken": "\\ud800page"}'],
+                               headers={"Content-Type": "application/json"}))
+    with pytest.raises(StreamProtocolError) as info:
+        client().list_models()
+    assert str(info.value).startswith("bedrock: the model list's next page token is not text that can be sent back "
+                                      "(a lone surrogate)")
+    assert [r["path"] for r in server.requests] == ["/foundation-models"]
+
+
 def test_the_control_plane_host_of_an_aws_endpoint():
     from agenthub.providers import bedrock
     from agenthub.providers._common import Endpoint
