@@ -156,6 +156,28 @@ def test_shared_files_profiles_and_their_variables(tmp_path):
     assert "'missing' is in neither" in str(info.value)
 
 
+@pytest.mark.parametrize("text, problem", [
+    ("[default]\naws_access_key_id = AKIDEXAMPLE\naws_secret_access_key = {sk}\naws_secret_access_key = {sk}\n",
+     "line 4: an option repeated in the section [default]"),
+    ("[default]\naws_access_key_id = AKIDEXAMPLE\n[default]\naws_secret_access_key = {sk}\n",
+     "line 3: the section [default] appears twice"),
+    ("aws_secret_access_key = {sk}\n[default]\n", "line 1: a line before any [section]"),
+    ("[default]\naws_access_key_id = AKIDEXAMPLE\n{sk}\n", "line 3: a line that is neither a [section] nor name = value"),
+    (b"[default]\naws_secret_access_key = \xff{sk}\n", "it is not UTF-8"),
+], ids=["repeated-option", "repeated-section", "before-any-section", "stray-line", "not-utf-8"])
+def test_a_malformed_credentials_file_names_the_file_and_the_line_never_the_secret(tmp_path, text, problem):
+    home = _home(tmp_path)
+    path = tmp_path / ".aws" / "credentials"
+    if isinstance(text, bytes):
+        path.write_bytes(text.replace(b"{sk}", SK.encode()))
+    else:
+        path.write_text(text.format(sk=SK))
+    with pytest.raises(ConfigError) as info:
+        credentials_from(home)
+    assert str(info.value) == "cannot read the AWS file {}: {}".format(path, problem)
+    assert info.value.__cause__ is None and info.value.__suppress_context__
+
+
 def test_profiles_agenthub_cannot_resolve_say_how_to_export(tmp_path):
     env = dict(_home(tmp_path, "", "[profile sso]\nsso_session = corp\nsso_account_id = 1\nregion = us-east-1\n"),
                AWS_PROFILE="sso")

@@ -155,8 +155,24 @@ def _read_ini(path: str) -> Optional[configparser.RawConfigParser]:
         with open(path, encoding="utf-8") as handle:
             parser.read_file(handle)
     except (configparser.Error, UnicodeDecodeError, OSError) as exc:
-        raise ConfigError("cannot read the AWS file {}: {}".format(path, type(exc).__name__)) from None
+        raise ConfigError("cannot read the AWS file {}: {}".format(path, _ini_problem(exc))) from None
     return parser
+
+
+def _ini_problem(exc: BaseException) -> str:
+    """Where a shared file is broken and how, by line number: never the line (it may be a secret), nor an
+    option's name (a pasted secret holding "=" parses as one)."""
+    if isinstance(exc, configparser.DuplicateOptionError):
+        return "line {}: an option repeated in the section [{}]".format(exc.lineno, exc.section)
+    if isinstance(exc, configparser.DuplicateSectionError):
+        return "line {}: the section [{}] appears twice".format(exc.lineno, exc.section)
+    if isinstance(exc, configparser.MissingSectionHeaderError):
+        return "line {}: a line before any [section]".format(exc.lineno)
+    if isinstance(exc, configparser.ParsingError) and exc.errors:
+        return "line {}: a line that is neither a [section] nor name = value".format(exc.errors[0][0])
+    if isinstance(exc, UnicodeDecodeError):
+        return "it is not UTF-8"
+    return type(exc).__name__
 
 
 def _section(parser: Optional[configparser.RawConfigParser], names: Tuple[str, ...]) -> Optional[Dict[str, str]]:
