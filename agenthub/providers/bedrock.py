@@ -542,7 +542,9 @@ def stream_error(client: str, kind: Optional[str], payload: Any, status: Optiona
     """An exception (or error) frame, or an HTTP error body, -> the typed error its type names."""
     if isinstance(kind, bytes):  # a header sent as bytes (type 6) where a string belongs
         kind = kind.decode("utf-8", "replace")
-    name = (kind if isinstance(kind, str) else "").split(":", 1)[0].rsplit("#", 1)[-1].strip()  # "ns#ThrottlingException:http://..."
+    if not isinstance(kind, str):  # an int, a bool: no type name
+        kind = ""
+    name = kind.split(":", 1)[0].rsplit("#", 1)[-1].strip()  # "ns#ThrottlingException:http://..."
     key = name[:1].lower() + name[1:]
     message = None
     original = None
