@@ -491,13 +491,12 @@ def test_an_unreadable_token_answer_is_an_upstream_error(service_account, answer
 @pytest.mark.skipif(not hasattr(os, "register_at_fork"), reason="no fork")
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")  # 3.12+: fork with threads running
 def test_a_forked_child_refreshes_on_its_own_while_the_parent_was_refreshing():
-    """A fork while another thread refreshes: the child neither waits forever on the lock that thread held
+    """A fork while another thread refreshes (holds the lock): the child neither waits forever on that lock
     nor refreshes over the parent's HTTP session (its pooled connections are the parent's sockets)."""
     pytest.importorskip("google.auth")
     from agenthub.hosts import gcp
+    from forking import forked_child_uses
 
-    parent = os.getpid()
-    inside, release = threading.Event(), threading.Event()
     parents_session = object()
 
     class Credentials(object):
@@ -505,39 +504,15 @@ def test_a_forked_child_refreshes_on_its_own_while_the_parent_was_refreshing():
         expiry = None
 
         def refresh(self, request):
-            if os.getpid() == parent:
-                inside.set()
-                release.wait(10)
-                self.token = "ya29.parent"
-            else:
-                self.token = "ya29.child" if request is not parents_session else "ya29.over-the-parents-session"
+            self.token = "ya29.child" if request is not parents_session else "ya29.over-the-parents-session"
 
     token = gcp.GoogleToken(Credentials())
     token._request = parents_session
-    refreshing = threading.Thread(target=token)
-    refreshing.start()
-    inside.wait(10)
-    pid = os.fork()
-    if pid == 0:  # the child: the refreshing thread does not exist here
-        try:
-            got = token()
-            os._exit({"ya29.child": 0, "ya29.over-the-parents-session": 3}.get(got, 4))
-        except BaseException:
-            os._exit(2)
-    release.set()
-    refreshing.join(10)
-    deadline = time.monotonic() + 10
-    while True:
-        done, status = os.waitpid(pid, os.WNOHANG)
-        if done:
-            break
-        if time.monotonic() > deadline:
-            os.kill(pid, 9)
-            os.waitpid(pid, 0)
-            status = "deadlocked"
-            break
-        time.sleep(0.02)
-    assert status == 0 and token() == "ya29.parent"
+
+    def use():
+        assert token() == "ya29.child"
+
+    assert forked_child_uses(token, use) == 0
 
 
 def test_a_refused_grant_is_an_authentication_error_and_nothing_is_sent(service_account):
