@@ -399,9 +399,9 @@ PEM_BODY = "MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7"
     (json.dumps({"type": "service_account", "project_id": PROJECT, "private_key_id": "k", "client_email": "a@b.c",
                  "private_key": "-----BEGIN PRIVATE KEY-----\n" + PEM_BODY + "\n-----END PRIVATE KEY-----\n"}
                 ).encode() + b"\xff", "File {path} is not a valid json file."),
-    (b"[1]", "the credentials file {path} is not a credentials JSON object (AttributeError)"),
-    (b'"text"', "the credentials file {path} is not a credentials JSON object (AttributeError)"),
-    (b"[" * 100000, "the credentials file {path} is not a credentials JSON object (RecursionError)"),
+    (b"[1]", "the credentials file {path} could not be read as credentials (google-auth raised AttributeError)"),
+    (b'"text"', "the credentials file {path} could not be read as credentials (google-auth raised AttributeError)"),
+    (b"[" * 100000, "the credentials file {path} could not be read as credentials (google-auth raised RecursionError)"),
 ], ids=["stray-byte", "list", "string", "deep"])
 def test_a_broken_credentials_file_is_a_config_error_that_shows_no_key(clean_env, tmp_path, content, reason):
     pytest.importorskip("google.auth")

@@ -64,8 +64,8 @@ def application_default(project: Optional[str] = None) -> Tuple["GoogleToken", O
         credentials, found = google_auth.default(scopes=[SCOPE])
     except google_auth.exceptions.DefaultCredentialsError as exc:
         reason = _reason(exc)
-    except (AttributeError, TypeError, ValueError, KeyError, RecursionError) as exc:  # JSON that is not an object
-        reason = "the credentials file {} is not a credentials JSON object ({})".format(
+    except (AttributeError, TypeError, ValueError, KeyError, RecursionError) as exc:  # e.g. JSON that is no object
+        reason = "the credentials file {} could not be read as credentials (google-auth raised {})".format(
             os.environ.get("GOOGLE_APPLICATION_CREDENTIALS") or "of gcloud's application default login",
             type(exc).__name__)
     else:
