@@ -526,7 +526,8 @@ def test_a_refused_grant_is_an_authentication_error_and_nothing_is_sent(service_
 
 
 def test_an_unreachable_token_endpoint_is_a_transport_error(service_account, tmp_path):
-    data = json.loads(open(service_account.path).read())
+    with open(service_account.path) as handle:
+        data = json.load(handle)
     data["token_uri"] = "http://127.0.0.1:9/token"  # nothing listens there
     (tmp_path / "sa.json").write_text(json.dumps(data))
     with SSEServer() as server:
