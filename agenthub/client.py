@@ -64,8 +64,8 @@ from .providers._common import Endpoint, Prior, apply_extras
 from .sse import DEFAULT_MAX_LINE_BYTES
 from .stream import Collector, collect, drive, now_ms
 from .types import AssistantMessage, Message, ToolCallItem, UniConfig, UniEvent, UniMessage
-from .validate import (CheckedMessages, check_anthropic_version, check_config, check_header_name, check_header_value,
-                       check_message, check_messages)
+from .validate import (CheckedMessages, check_anthropic_version, check_config, check_distinct_header_names,
+                       check_header_name, check_header_value, check_message, check_messages)
 
 __all__ = ["AutoLLMClient", "ResponseStream", "Timeout"]
 
@@ -220,6 +220,7 @@ class AutoLLMClient(object):
         for name, value in dict(default_headers or {}).items():
             check_header_name(name, "default_headers key {!r}".format(name[:60]))
             check_header_value(value, "default_headers[{!r}]".format(name))
+        check_distinct_header_names(default_headers or {}, "default_headers")
         kind, url, key, quirks = registry.resolve(model, client_type, base_url, api_key)
         if anthropic_version is not None:  # the Anthropic API version pinned (docs/providers.md)
             quirks = dict(quirks, anthropic_version=check_anthropic_version(
@@ -628,6 +629,12 @@ class AutoLLMClient(object):
             ids.extend(page)
             if not token or token in seen:  # the last page (or a server handing the same token again)
                 break
+            try:
+                token.encode("utf-8")
+            except UnicodeEncodeError:  # JSON spelled a lone surrogate: no URL can carry it back
+                raise StreamProtocolError("{}: the model list's next page token is not text that can be sent back "
+                                          "(a lone surrogate)".format(self.client_type),
+                                          client=self.client_type) from None
             seen.add(token)
         return ids
 
