@@ -101,7 +101,8 @@ def run_routes(call: Attempt, watch: Any, routes: Sequence[Route], *, hooks: Seq
             info = route.info
             call.routes_left = len(routes) - index - 1
             gate = breaker_for(*route.circuit) if breaker is not None else None
-            if gate is not None and not gate.allow(breaker["cooldown"]):
+            probe = None if gate is None else gate.admit(breaker["cooldown"])  # type: ignore[index]
+            if gate is not None and probe is None:
                 logger.info("agenthub fallback: %s (%s, %s) skipped: its circuit is open", info["model"],
                             info["client_type"], info["host"])
                 continue
@@ -135,7 +136,7 @@ def run_routes(call: Attempt, watch: Any, routes: Sequence[Route], *, hooks: Seq
                 if events is not None:
                     events.close()  # type: ignore[attr-defined]
                 if gate is not None and not verdict:
-                    gate.release()  # a probe that ended with no verdict (closed early, or a 400): another may go
+                    gate.release(probe)  # a probe that ended with no verdict (closed early, a 400): another may go
         if last_error is not None:
             final = last_error
             raise last_error
