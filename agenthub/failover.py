@@ -109,6 +109,8 @@ def run_routes(call: Attempt, watch: Any, routes: Sequence[Route], *, hooks: Seq
             started = False
             verdict = False
             events = None
+            if last_error is not None:  # the id a route that failed before content named (a background response
+                call.response_id = call.response_model = None  # that failed upstream) is not this route's answer's
             try:
                 events = route.attempts(call, watch, route.hooks, deadline)
                 for event in events:
