@@ -197,7 +197,10 @@ class Attempt(object):
 
     def wait(self, seconds: float) -> bool:
         """Sleep ``seconds`` (a rate limiter's pause); False when the call was aborted or ran out of time."""
-        return self.watch.sleep(seconds) if self.watch is not None else (time.sleep(max(0.0, seconds)) or True)
+        if self.watch is not None:
+            return self.watch.sleep(seconds)
+        time.sleep(min(max(0.0, seconds), threading.TIMEOUT_MAX))
+        return True
 
     def __repr__(self) -> str:
         return "<Attempt {} {} #{} status={} delivered={}>".format(self.kind, self.client_type, self.number,
@@ -457,6 +460,10 @@ def run_attempts(call: Attempt, watch: Any, *, encode: Callable[[Any], Any], con
             call.retry = False
         for hook in hooks:
             hook.on_error(call, exc)
+        if call.retry and call.delay is not None:
+            call.delay = _hook_delay(call.delay, client)
+            if deadline is not None and time.monotonic() + call.delay >= deadline:
+                call.retry = False  # (a hook's longer wait: the deadline would end it, so the error is raised now)
         if not call.retry or call.delay is None:
             if advise is not None:
                 advise(exc, call.number + 1)  # the last 429 says when to retry and how to retry more
@@ -599,6 +606,15 @@ def run_attempts(call: Attempt, watch: Any, *, encode: Callable[[Any], Any], con
         finally:
             if whole_call:
                 end_call(call, hooks)
+
+
+def _hook_delay(delay: Any, client: str) -> float:
+    """``attempt.delay`` as the hooks left it: seconds >= 0 (a negative wait is none); a value that is no number
+    of seconds is a ConfigError naming it (it was a TypeError or an OverflowError out of the sleep)."""
+    if isinstance(delay, bool) or not isinstance(delay, (int, float)) or delay != delay:
+        raise ConfigError("{}: an on_error hook set attempt.delay to {}: it takes seconds (a number, or None for "
+                          "no retry)".format(client, "nan" if isinstance(delay, float) else "a " + type(delay).__name__))
+    return max(0.0, float(delay))
 
 
 def start_deadline(watch: Any, total: Optional[float]) -> Tuple[Optional[float], Any]:

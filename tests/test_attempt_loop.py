@@ -4,8 +4,9 @@ and the shared modules that name no vendor."""
 import json
 import os
 import re
+import threading
 
-from agenthub import AutoLLMClient, ServerError
+from agenthub import AutoLLMClient, ConfigError, ServerError, TransportError
 from agenthub.attempts import AttemptHook
 from agenthub.client import Timeout
 from faultserver import chat_stream, error_body, send, status, tiny_session, within
@@ -334,3 +335,64 @@ def test_the_dead_stop_helpers_are_gone():
     import agenthub.attempts as attempts
 
     assert not hasattr(attempts, "is_stop") and not hasattr(attempts, "stopped")
+
+
+class Delay(AttemptHook):
+    """An on_error hook that sets its own wait before the retry."""
+
+    def __init__(self, delay):
+        self.delay = delay
+        self.seen = threading.Event()
+
+    def on_error(self, attempt, error):
+        attempt.delay = self.delay
+        self.seen.set()
+
+
+@within(20)
+def test_a_hooks_wait_past_the_deadline_raises_the_error_at_once(server):
+    """total=5 and a hook asking for 30 s: the 503 is raised now, as for a server's Retry-After past the deadline
+    (before: the wait ran into the deadline and the call ended 5 s later with TransportError(deadline=True))."""
+    server.push([status(503, {}, "length"), send(error_body())])
+    client = make(server, hooks=[Delay(30.0)])
+    client.timeout = Timeout(connect=2, read=3, total=5)
+    try:
+        list(client.streaming_response([USER]))
+    except ServerError as exc:
+        assert exc.status == 503
+    else:
+        raise AssertionError("no error")
+    assert len(server.requests) == 1
+
+
+@within(20)
+def test_a_hooks_wait_too_long_for_a_lock_is_cut_short_by_abort(server):
+    """1e10 s (more than a lock's wait can take) and no deadline: the wait runs until abort() ends it (before: an
+    OverflowError out of the sleep)."""
+    server.push([status(503, {}, "length"), send(error_body())])
+    hook = Delay(1e10)
+    stream = make(server, hooks=[hook]).streaming_response([USER])
+    stopper = threading.Thread(target=lambda: hook.seen.wait(10) and stream.abort())
+    stopper.start()
+    try:
+        list(stream)
+    except TransportError as exc:
+        assert (exc.aborted, exc.deadline) == (True, False)
+    else:
+        raise AssertionError("no error")
+    finally:
+        stopper.join(10)
+    assert len(server.requests) == 1
+
+
+@within(20)
+def test_a_hooks_wait_that_is_no_number_is_a_config_error(server):
+    server.push([status(503, {}, "length"), send(error_body())])
+    try:
+        list(make(server, hooks=[Delay("soon")]).streaming_response([USER]))
+    except ConfigError as exc:
+        assert str(exc) == ("openai-chat: an on_error hook set attempt.delay to a str: it takes seconds (a number, or "
+                            "None for no retry)")
+    else:
+        raise AssertionError("no error")
+    assert len(server.requests) == 1
