@@ -274,7 +274,7 @@ def backoff(attempt: int, retry_after: Optional[float]) -> Optional[float]:
         if retry_after > RETRY_AFTER_CAP:
             return None
         return max(0.0, retry_after)
-    return random.uniform(0, min(BACKOFF_CAP, BACKOFF_BASE * (2 ** attempt)))
+    return random.uniform(0, min(BACKOFF_CAP, BACKOFF_BASE * (2.0 ** min(attempt, 64))))  # (2**1024: no float)
 
 
 def scrub(error: AgentHubError, secrets: List[str]) -> None:

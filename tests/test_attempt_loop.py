@@ -396,3 +396,31 @@ def test_a_hooks_wait_that_is_no_number_is_a_config_error(server):
     else:
         raise AssertionError("no error")
     assert len(server.requests) == 1
+
+
+def test_the_backoff_of_a_late_retry_stays_within_its_cap():
+    from agenthub.attempts import BACKOFF_CAP, backoff
+
+    waits = [backoff(n, None) for n in (0, 10, 1023, 1024, 10 ** 6)]
+    assert all(0.0 <= wait <= BACKOFF_CAP for wait in waits)  # before: OverflowError from the 1024th on
+
+
+@within(60)
+def test_a_client_retrying_past_a_thousand_times_goes_on(server, monkeypatch):
+    """max_retries=2000 (retry for as long as it takes): the 1025th retry waits as the others (before: an
+    OverflowError out of the backoff, 2**1024 being no float)."""
+    import agenthub.client as client_module
+
+    monkeypatch.setattr(client_module, "BACKOFF_BASE", 0.0)
+    count = []
+
+    def answer(request):
+        count.append(1)
+        if len(count) <= 1030:
+            return [status(503, {}, "length"), send(error_body())]
+        return [status(200, SSE), send(chat_stream("at last"))]
+
+    server.default = answer
+    events = list(make(server, max_retries=2000).streaming_response([USER]))
+    assert [i["text"] for e in events for i in e["content_items"] if i["type"] == "text"] == ["at last"]
+    assert len(server.requests) == 1031
