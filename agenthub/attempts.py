@@ -75,6 +75,9 @@ class Timeout(object):
                                       or not value > 0 or value == float("inf")):
                 raise ConfigError("timeout {} must be a positive number of seconds or None (got {!r})".format(
                     name, value))
+            if value is not None and value > threading.TIMEOUT_MAX:  # (a socket's or a lock's wait cannot be longer)
+                raise ConfigError("timeout {} of {!r} s is longer than a wait can be ({:.0f} s): give None for no "
+                                  "limit".format(name, value, threading.TIMEOUT_MAX))
         self.connect = None if connect is None else float(connect)
         self.read = None if read is None else float(read)
         self.total = None if total is None else float(total)
