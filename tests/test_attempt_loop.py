@@ -5,6 +5,9 @@ import json
 import os
 import re
 import threading
+import time
+
+import pytest
 
 from agenthub import AutoLLMClient, ConfigError, ServerError, TransportError
 from agenthub.attempts import AttemptHook
@@ -424,3 +427,36 @@ def test_a_client_retrying_past_a_thousand_times_goes_on(server, monkeypatch):
     events = list(make(server, max_retries=2000).streaming_response([USER]))
     assert [i["text"] for e in events for i in e["content_items"] if i["type"] == "text"] == ["at last"]
     assert len(server.requests) == 1031
+
+
+@pytest.fixture
+def new_york(monkeypatch):
+    """The process's local zone is UTC-5 (restored after)."""
+    if not hasattr(time, "tzset"):
+        pytest.skip("needs time.tzset")
+    monkeypatch.setenv("TZ", "America/New_York")
+    time.tzset()
+    yield
+    monkeypatch.undo()
+    time.tzset()
+
+
+@within(20)
+def test_a_retry_after_date_without_a_zone_is_read_as_gmt(server, new_york):
+    """RFC 9110 asks recipients to take asctime's form (no zone) and every HTTP date is GMT: 30 s ahead is about 30 s
+    wherever the client runs (before, in New York: 18,030 s, more than the client waits, a limiter paused for 10
+    minutes; in Tokyo: 0, retried at once)."""
+    from agenthub import RateLimitError
+
+    def answer(request):
+        ahead = time.gmtime(time.time() + 30)
+        return [status(429, {"Retry-After": time.strftime("%a %b %d %H:%M:%S %Y", ahead)}, "length"),
+                send(error_body("slow down", "rate_limit_error"))]
+
+    server.default = answer
+    try:
+        list(make(server, max_retries=0).streaming_response([USER]))
+    except RateLimitError as exc:
+        assert 20 < exc.retry_after <= 30
+    else:
+        raise AssertionError("no error")
