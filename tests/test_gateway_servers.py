@@ -334,6 +334,29 @@ def test_a_whole_responses_document_that_has_not_finished_says_so_with_its_statu
 
 
 @within(20)
+@pytest.mark.parametrize("state", ["in_progress", "queued"])
+@pytest.mark.parametrize("steps", [[], [{"type": "model_output", "content": [{"type": "text", "text": "Hal"}]}]])
+def test_a_whole_interaction_that_has_not_finished_says_so_as_a_response_does(server, state, steps):
+    """The Interactions twin of the Responses case above (before: its partial text came back as a whole turn with
+    finish_reason 'unknown', or an EmptyResponseError saying it finished with nothing, and its id was chained as
+    a finished turn's)."""
+    document = {"id": "v1_9", "status": state, "steps": steps}
+    server.push([status(200, JSON, "length"), send(json.dumps(document).encode())])
+    client = AutoLLMClient("gemini-3.8-flash", client_type="gemini-interactions", base_url=server.url,
+                           api_key="test-key", session=tiny_session(), timeout=Timeout(connect=2, read=3))
+    with pytest.raises(StreamProtocolError) as info:
+        list(client.streaming_response([USER], {"background": True}))
+    assert str(info.value) == (
+        "gemini-interactions: the server answered with a whole interaction that has not finished (status {!r}, id "
+        "'v1_9'): it did not stream it (a server that ignored stream: true, or one that answers a background "
+        "request at once), so there is no answer yet; it is not sent again: retrieve it by its id "
+        "(GET /interactions/v1_9) once it has finished, or cancel it".format(state))
+    assert info.value._fields == {"client": "gemini-interactions", "retryable": False, "response_status": state,
+                                  "response_id": "v1_9"}
+    assert len(server.requests) == 1
+
+
+@within(20)
 def test_an_anthropic_error_document_with_200_is_the_error_it_names(server):
     server.push([status(200, JSON, "length"),
                  send(b'{"type": "error", "error": {"type": "invalid_request_error", "message": "bad"}}')])
