@@ -794,9 +794,11 @@ class AutoLLMClient(object):
                 fold(event)
                 if event["event_type"] == "stop":
                     answer = folding.message()
-                    # a protocol that chains stateful turns server-side notes that this answer is stored
+                    # a protocol that chains stateful turns server-side notes that this answer is stored: on this
+                    # client's endpoint only (a fallback's answer is stored on another server, which the next turn's
+                    # previous id must not name here: that turn sends the history instead)
                     stored = self._protocol.stored_answer
-                    if stored is not None:
+                    if stored is not None and self._route_entry(call.route) is self:
                         answer = stored(answer)
                     self._history = history_before + [stateful, answer]
                     self._version += 1
