@@ -332,6 +332,12 @@ def with_events(call: Attempt, hooks: Sequence[AttemptHook], events: Iterator[An
         events.close()  # type: ignore[attr-defined]
 
 
+def same_route(route: Optional[Mapping[str, Any]], other: Optional[Mapping[str, Any]]) -> bool:
+    """Do two routes (``Attempt.route``) name one endpoint: model, client type and host (a cache hit's mark aside)?"""
+    return bool(route) and bool(other) and all(
+        route.get(key) == other.get(key) for key in ("model", "client_type", "host"))  # type: ignore[union-attr]
+
+
 def start_call(call: Attempt, hooks: Sequence[AttemptHook]) -> Optional[Iterable[Any]]:
     """``on_call_start`` of every hook; the events a hook answered the call with (``call.answer``), or None."""
     for hook in hooks:

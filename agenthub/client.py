@@ -49,7 +49,7 @@ from typing import (TYPE_CHECKING, Any, Callable, Dict, Generator, Iterable, Ite
 from . import attempts as attempt_loop, hosts, registry
 from ._log import log_from_env
 from .attempts import (DEFAULT_CONNECT_TIMEOUT, DEFAULT_READ_TIMEOUT, Attempt, AttemptHook, Timeout,  # noqa: F401
-                       run_attempts, scrub)
+                       run_attempts, same_route, scrub)
 from .failover import Route, merge_hooks, run_routes, unwell
 from .answers import starts_stream
 from ._redact import secret_values, shown_url, url_query_secrets
@@ -735,8 +735,7 @@ class AutoLLMClient(object):
         if not route:
             return self
         for entry in [self] + self._fallbacks:
-            own = entry._route()
-            if all(route.get(key) == own.get(key) for key in ("model", "client_type", "host")):
+            if same_route(route, entry._route()):  # type: ignore[arg-type]
                 return entry
         return None
 
@@ -750,7 +749,7 @@ class AutoLLMClient(object):
             trace_paths(config["trace_id"])  # a trace_id escaping the cache dir is refused before anything is sent
             if config["trace_id"]:
                 stored = self._protocol.stored_answer if stateful else None
-                hooks = list(hooks) + [TraceHook(stored)]
+                hooks = list(hooks) + [TraceHook(stored, self._route())]
         if not hooks and not self._fallbacks and reattach is None and getattr(request, "encoded", None) is not None:
             request.encoded.private()  # (seen by the library alone: providers._common.Encoded)
         watch = _transport().Watch()

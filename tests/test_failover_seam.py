@@ -137,11 +137,12 @@ def test_per_request_extra_headers_never_reach_a_fallback(primary, backup):
     assert answered.headers.get("authorization") == "Bearer sk-backup-0002"
 
 
-def test_a_stateful_turn_a_fallback_answered_is_not_chained_by_id_on_the_primary(primary):
+def test_a_stateful_turn_a_fallback_answered_is_not_chained_by_id_on_the_primary(primary, tmp_path, monkeypatch):
     """Interactions chain stateful turns by previous_interaction_id.  Turn 1 is answered by the fallback (another
     server): its interaction B1 lives there, so turn 2 on the primary sends the whole history (before: only the new
     message with previous_interaction_id 'B1', an id the primary's server does not have); the primary's own answer
-    A2 is chained as ever on turn 3."""
+    A2 is chained as ever on turn 3.  The trace keeps the history as the client does, so it names every turn's
+    route."""
     from longrun_server import LongrunServer, interactions_events
 
     def said(text):
@@ -157,9 +158,9 @@ def test_a_stateful_turn_a_fallback_answered_is_not_chained_by_id_on_the_primary
                                  client_type="gemini-interactions", max_retries=0)
         client = AutoLLMClient("gemini-3.8-pro", api_key="g-primary-0001", base_url=primary.url,
                                client_type="gemini-interactions", max_retries=0, fallbacks=[fallback])
-        assert text_of([client.response_stateful(said("first"))]) == "one"
-        assert text_of([client.response_stateful(said("second"))]) == "two"
-        assert text_of([client.response_stateful(said("third"))]) == "three"
+        monkeypatch.setenv("AGENTHUB_CACHE_DIR", str(tmp_path))
+        for text, answer in (("first", "one"), ("second", "two"), ("third", "three")):
+            assert text_of([client.response_stateful(said(text), {"trace_id": "chat"})]) == answer
     second, third = [request.json() for request in primary.requests[1:]]
     assert "previous_interaction_id" not in second
     assert second["input"] == [{"type": "user_input", "content": [{"type": "text", "text": "first"}]},
@@ -167,3 +168,7 @@ def test_a_stateful_turn_a_fallback_answered_is_not_chained_by_id_on_the_primary
                                {"type": "user_input", "content": [{"type": "text", "text": "second"}]}]
     assert third["previous_interaction_id"] == "A2"
     assert third["input"] == [{"type": "user_input", "content": [{"type": "text", "text": "third"}]}]
+    with open(str(tmp_path / "chat.json"), encoding="utf-8") as handle:
+        trace = json.load(handle)
+    assert [(route["model"], route["turn"]) for route in trace["routes"]] == [
+        ("gemini-3.8-flash", 1), ("gemini-3.8-pro", 3), ("gemini-3.8-pro", 5)]
