@@ -21,9 +21,13 @@ from .errors import AgentHubError, UnsupportedParameterError
 from .resume import RESUMED, RUNNING, Resumable
 from .stream import drive, now_ms
 
-__all__ = ["events", "resume_of", "ID_WATCH"]
+__all__ = ["events", "resume_of", "ID_WATCH", "CANCEL_SECONDS"]
 
 logger = logging.getLogger("agenthub")
+
+#: seconds a cancel of a background response may take, all told (connect, its answer): the abort or close that
+#: sends it waits for it, so a server slow to answer holds that caller no longer
+CANCEL_SECONDS = 10.0
 
 #: set by a reader (the tool runner of a journaled run, around the first step of a turn's stream): called
 #: ``(resource_id, attempt)`` once a background stream names its response or interaction (the attempt:

@@ -862,16 +862,29 @@ class AutoLLMClient(object):
 
     def _cancel(self, request: Any, resource_id: str) -> None:
         """Cancel a background response server-side (its stream ended before it did: abort, close, error).
-        One POST, short timeouts, no retry; a failure is logged, never raised."""
+        One POST, no retry, at most ``background.CANCEL_SECONDS`` all told (a server trickling its answer
+        holds no abort longer); a failure is logged, never raised."""
+        from .background import CANCEL_SECONDS
+
         client = self.client_type
+        transport = _transport()
+        watch = transport.Watch()
+        timer = attempt_loop.start_deadline(watch, CANCEL_SECONDS)[1]
         try:
             sent = self._host.encode(request, self._endpoint)
-            body = _transport().open_stream(self._get_session(), sent, (5.0, 10.0), client)
-            body.open(document=True)
+            body = transport.open_stream(self._get_session(), sent, (5.0, 10.0), client, watch=watch)
+            try:
+                body.open(document=True)
+            finally:
+                body.close()
             logger.info("%s: background response %s cancelled", client, resource_id)
         except AgentHubError as exc:
             scrub(exc, self._secrets(request))
+            if watch.reason is not None:
+                exc = attempt_loop._stopped(client, watch, CANCEL_SECONDS)
             logger.warning("%s: cancelling background response %s failed: %s", client, resource_id, exc)
+        finally:
+            timer.cancel()
 
     def _run(self, call: Attempt, watch: Any, protocol: Any, read: Callable[..., Iterable[Any]],
              resumes: bool = False, hooks: Optional[Sequence[AttemptHook]] = None, deadline: Optional[float] = None,
