@@ -880,9 +880,8 @@ class AutoLLMClient(object):
             logger.info("%s: background response %s cancelled", client, resource_id)
         except AgentHubError as exc:
             scrub(exc, self._secrets(request))
-            if watch.reason is not None:
-                exc = attempt_loop._stopped(client, watch, CANCEL_SECONDS)
-            logger.warning("%s: cancelling background response %s failed: %s", client, resource_id, exc)
+            logger.warning("%s: cancelling background response %s failed: %s", client, resource_id,
+                           "no answer within {:g} s".format(CANCEL_SECONDS) if watch.reason is not None else exc)
         finally:
             timer.cancel()
 

@@ -214,5 +214,4 @@ def test_an_abort_waits_for_the_cancel_no_longer_than_cancel_seconds(monkeypatch
         assert seen.is_set()
         assert [r.path for r in server.requests] == ["/v1/responses", "/v1/responses/resp_tr/cancel"]
     assert info.value.aborted is True
-    assert ("openai-responses: cancelling background response resp_tr failed: openai-responses: the total deadline "
-            "of 0.3s was exceeded") in caplog.text
+    assert "openai-responses: cancelling background response resp_tr failed: no answer within 0.3 s" in caplog.text
