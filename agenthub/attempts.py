@@ -383,7 +383,8 @@ def run_attempts(call: Attempt, watch: Any, *, encode: Callable[[Any], Any], con
     opened body into what is yielded: a stream's events, or the one JSON document (``call.kind``).
     ``timeout``: an object with ``connect``, ``read`` and ``total``; ``deadline`` (``time.monotonic()``
     seconds): a deadline the caller owns (a failover call's, across its routes; the caller's timer stops
-    ``watch`` at it); without one, ``timeout.total`` starts this loop's own.  ``secrets(sent, config)``:
+    ``watch`` at it); without one, ``timeout.total`` starts this loop's own when it is the whole call (a
+    failover route without one has none: the call's total, of the client called, was none).  ``secrets(sent, config)``:
     what to scrub from an error; ``explain(error, sent)`` / ``advise(error, attempts)``: words added to
     an error (its URL, a hint) before the hooks see it.  ``whole_call``: this loop is the whole logical
     call, so it runs ``on_call_start`` / ``on_call_end`` itself (a failover loop runs them once instead).
@@ -401,7 +402,7 @@ def run_attempts(call: Attempt, watch: Any, *, encode: Callable[[Any], Any], con
     stream = call.kind == "stream"
     total = getattr(timeout, "total", None)
     timer = None
-    if deadline is None:
+    if deadline is None and whole_call:  # (a failover route's deadline is the call's, given or none)
         deadline, timer = start_deadline(watch, total)
     call.watch = watch
     owner = call.call  # the logical call (this object unless a failover route runs it)

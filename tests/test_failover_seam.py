@@ -172,3 +172,12 @@ def test_a_stateful_turn_a_fallback_answered_is_not_chained_by_id_on_the_primary
         trace = json.load(handle)
     assert [(route["model"], route["turn"]) for route in trace["routes"]] == [
         ("gemini-3.8-flash", 1), ("gemini-3.8-pro", 3), ("gemini-3.8-pro", 5)]
+
+
+def test_a_fallbacks_own_total_starts_no_deadline_of_its_own(primary, backup):
+    """The call's one deadline is the called client's total (none here): a fallback client's own total=0.5 does not
+    start another on its route (before: its answer 1 s later was cut by a TransportError(deadline=True))."""
+    backup.default = [sleep(1.0), status(200, SSE), send(chat_stream("late but whole"))]
+    client = endpoint(primary, "m", "sk-primary-0001", max_retries=0,
+                      fallbacks=[endpoint(backup, "backup-model", "sk-backup-0002", timeout={"total": 0.5})])
+    assert text_of(list(client.streaming_response([USER]))) == "late but whole"
