@@ -49,7 +49,7 @@ from typing import (TYPE_CHECKING, Any, Callable, Dict, Generator, Iterable, Ite
 from . import attempts as attempt_loop, hosts, registry
 from ._log import log_from_env
 from .attempts import (DEFAULT_CONNECT_TIMEOUT, DEFAULT_READ_TIMEOUT, Attempt, AttemptHook, Timeout,  # noqa: F401
-                       run_attempts, scrub)
+                       run_attempts, same_route, scrub)
 from .failover import Route, merge_hooks, run_routes, unwell
 from .answers import starts_stream
 from ._redact import secret_values, shown_url, url_query_secrets
@@ -751,8 +751,7 @@ class AutoLLMClient(object):
         if not route:
             return self
         for entry in [self] + self._fallbacks:
-            own = entry._route()
-            if all(route.get(key) == own.get(key) for key in ("model", "client_type", "host")):
+            if same_route(route, entry._route()):  # type: ignore[arg-type]
                 return entry
         return None
 
@@ -766,7 +765,7 @@ class AutoLLMClient(object):
             trace_paths(config["trace_id"])  # a trace_id escaping the cache dir is refused before anything is sent
             if config["trace_id"]:
                 stored = self._protocol.stored_answer if stateful else None
-                hooks = list(hooks) + [TraceHook(stored)]
+                hooks = list(hooks) + [TraceHook(stored, self._route())]
         if not hooks and not self._fallbacks and reattach is None and getattr(request, "encoded", None) is not None:
             request.encoded.private()  # (seen by the library alone: providers._common.Encoded)
         watch = _transport().Watch()
@@ -810,9 +809,11 @@ class AutoLLMClient(object):
                 fold(event)
                 if event["event_type"] == "stop":
                     answer = folding.message()
-                    # a protocol that chains stateful turns server-side notes that this answer is stored
+                    # a protocol that chains stateful turns server-side notes that this answer is stored: on this
+                    # client's endpoint only (a fallback's answer is stored on another server, which the next turn's
+                    # previous id must not name here: that turn sends the history instead)
                     stored = self._protocol.stored_answer
-                    if stored is not None:
+                    if stored is not None and self._route_entry(call.route) is self:
                         answer = stored(answer)
                     self._history = history_before + [stateful, answer]
                     self._version += 1
@@ -877,16 +878,28 @@ class AutoLLMClient(object):
 
     def _cancel(self, request: Any, resource_id: str) -> None:
         """Cancel a background response server-side (its stream ended before it did: abort, close, error).
-        One POST, short timeouts, no retry; a failure is logged, never raised."""
+        One POST, no retry, at most ``background.CANCEL_SECONDS`` all told (a server trickling its answer
+        holds no abort longer); a failure is logged, never raised."""
+        from .background import CANCEL_SECONDS
+
         client = self.client_type
+        transport = _transport()
+        watch = transport.Watch()
+        timer = attempt_loop.start_deadline(watch, CANCEL_SECONDS)[1]
         try:
             sent = self._host.encode(request, self._endpoint)
-            body = _transport().open_stream(self._get_session(), sent, (5.0, 10.0), client)
-            body.open(document=True)
+            body = transport.open_stream(self._get_session(), sent, (5.0, 10.0), client, watch=watch)
+            try:
+                body.open(document=True)
+            finally:
+                body.close()
             logger.info("%s: background response %s cancelled", client, resource_id)
         except AgentHubError as exc:
             scrub(exc, self._secrets(request))
-            logger.warning("%s: cancelling background response %s failed: %s", client, resource_id, exc)
+            logger.warning("%s: cancelling background response %s failed: %s", client, resource_id,
+                           "no answer within {:g} s".format(CANCEL_SECONDS) if watch.reason is not None else exc)
+        finally:
+            timer.cancel()
 
     def _run(self, call: Attempt, watch: Any, protocol: Any, read: Callable[..., Iterable[Any]],
              resumes: bool = False, hooks: Optional[Sequence[AttemptHook]] = None, deadline: Optional[float] = None,

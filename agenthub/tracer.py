@@ -50,7 +50,7 @@ import time
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from ._redact import body_secrets, redact_mcp_servers, scrub_text
-from .attempts import AttemptHook
+from .attempts import AttemptHook, same_route
 from .errors import ConfigError
 from .stream import surrogates_escaped, surrogates_shown
 from .types import USAGE_KEYS, from_jsonable, to_jsonable  # the one {"__bytes__"} codec (tracer.to_jsonable stays importable)
@@ -280,12 +280,14 @@ class TraceHook(AttemptHook):
     without it: the run's ``RunTrace`` writes its trace): the answer is folded as its events pass and the
     trace written when the stop event passes, before the caller gets it (a caller may stop iterating
     there).  An earlier write of the same conversation is carried on (which route answered each turn, the
-    tool runner's rows); ``stored``: how a stateful answer is kept (the dialect's ``stored_answer``), or None."""
+    tool runner's rows); ``stored``: how a stateful answer is kept (the dialect's ``stored_answer``), or None,
+    for an answer of ``own`` (the client's route: a fallback's answer is kept as it came, as the history keeps it)."""
 
     wants_events = True
 
-    def __init__(self, stored: Any = None) -> None:
+    def __init__(self, stored: Any = None, own: Optional[Mapping[str, Any]] = None) -> None:
         self.stored = stored
+        self.own = own
         self.folding = None  # type: Any
 
     def on_call_start(self, call: Any) -> None:
@@ -300,7 +302,7 @@ class TraceHook(AttemptHook):
         if event["event_type"] != "stop":
             return
         answer = self.folding.message()
-        if self.stored is not None:
+        if self.stored is not None and (self.own is None or call.route is None or same_route(call.route, self.own)):
             answer = self.stored(answer)
         config = call.config or {}
         history = list(call.messages or []) + [answer]

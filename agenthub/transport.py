@@ -235,7 +235,9 @@ class Watch(object):
 
     def sleep(self, seconds: float) -> bool:
         """Wait ``seconds``; False when stopped meanwhile."""
-        return not self._wake.wait(seconds) if seconds > 0 else self.reason is None
+        if not seconds > 0:
+            return self.reason is None
+        return not self._wake.wait(min(seconds, threading.TIMEOUT_MAX))  # (a longer wait overflows the lock's)
 
 
 # -- error answers ------------------------------------------------------------------------------

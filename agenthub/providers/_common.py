@@ -158,6 +158,23 @@ def documents(payload: Any) -> list:
     return list(payload) if isinstance(payload, list) else [payload]
 
 
+def unfinished_document(client: str, kind: str, status: str, resource_id: Any, path: str) -> Iterator[Any]:
+    """A whole answer document (a ``kind``: "response", "interaction") that has not finished (a server that
+    ignored ``stream``, or answered a background request at once): a StreamProtocolError naming its status and
+    id (``resource_id``: None when it had no usable one; ``path``: where it is retrieved, "/responses/"), not
+    retried (sending the request again would start, and bill, another one)."""
+    if not isinstance(resource_id, str) or not resource_id or len(resource_id) > 200 or not resource_id.isprintable():
+        resource_id = None
+    where = ("retrieve it by its id (GET {}{}) once it has finished, or cancel it".format(path, resource_id)
+             if resource_id is not None else "the server gave no usable id for it")
+    raise StreamProtocolError(
+        "{}: the server answered with a whole {} that has not finished (status {!r}, id {!r}): it did not "
+        "stream it (a server that ignored stream: true, or one that answers a background request at once), so "
+        "there is no answer yet; it is not sent again: {}".format(client, kind, status, resource_id, where),
+        client=client, retryable=False, response_status=status, response_id=resource_id)
+    yield  # (a generator: raised when the parts are read, as a cut stream is)
+
+
 class Resume(object):
     """How a dialect resumes a background stream after a cut (``agenthub.resume``) and cancels it:
     ``request(endpoint, resource_id, cursor)``: the GET that continues the stream after ``cursor`` (from

@@ -75,7 +75,7 @@ from ..types import HttpRequest, PromptCaching, ThinkingLevel
 from . import gemini
 from ._common import (DONE, Endpoint, Protocol, Resume, payloads, check_response_format, parse_data_uri, request_headers,
                       stop_sequences, to_int, unsupported, usage)
-from ._common import NOTES, Encoded, Prior, Resumed, keep, marks_resumed, media_type, noting, refuse_mcp_servers
+from ._common import NOTES, Encoded, Prior, Resumed, keep, marks_resumed, media_type, noting, refuse_mcp_servers, unfinished_document
 
 __all__ = [
     "build_request",
@@ -783,6 +783,8 @@ def parse_document(payload: Any, client: str = "gemini-interactions", tool_id_pr
         raise StreamProtocolError("{}: the answer is not an Interaction object".format(client), client=client)
     if "error" in payload and "steps" not in payload:
         raise upstream_error(client, payload)
+    if payload.get("status") in ("in_progress", "queued"):  # still running: no answer yet, not even a partial one
+        return unfinished_document(client, "interaction", payload["status"], payload.get("id"), "/interactions/")
     pairs = []  # type: List[Tuple[str, Dict[str, Any]]]
     for index, step in enumerate(payload.get("steps") or ()):
         if isinstance(step, dict) and step.get("type") in ("user_input", "function_result"):

@@ -132,7 +132,7 @@ from ..validate import cache_marks, count_marks
 from ._common import NOTES, Encoded, Prior, Resumed, keep, marks_resumed, noting, start
 from ._common import (COMPACTION_FORMAT, Count, Resume, after_compaction, left_out, DONE, payloads, openai_models_request, parse_data_list, Endpoint, Protocol, check_response_format, data_uri, documents, dumps,
                       inclusive_usage, nearest, parse_data_uri, pdf_url, request_headers,
-                      unsupported)
+                      unfinished_document, unsupported)
 
 __all__ = ["build_request", "parse_stream", "map_usage", "model_profile", "clamp_effort", "check_sampling",
            "text_format", "EFFORTS", "parse_document", "cache_options", "check_breakpoints", "BREAKPOINT",
@@ -1557,18 +1557,8 @@ _UNFINISHED = ("in_progress", "queued")
 
 def _unfinished(client: str, status: str, response_id: Any) -> Iterator[Any]:
     """A whole Response object that has not finished (a server that ignored ``stream``, or answered a background
-    request at once): a StreamProtocolError naming its status and id (``response_id``: None when it had no
-    usable one), not retried (sending the request again would start, and bill, another response)."""
-    if not isinstance(response_id, str) or not response_id or len(response_id) > 200 or not response_id.isprintable():
-        response_id = None
-    where = ("retrieve it by its id (GET /responses/{}) once it has finished, or cancel it".format(response_id)
-             if response_id is not None else "the server gave no usable id for it")
-    raise StreamProtocolError(
-        "{}: the server answered with a whole response that has not finished (status {!r}, id {!r}): it did not "
-        "stream it (a server that ignored stream: true, or one that answers a background request at once), so "
-        "there is no answer yet; it is not sent again: {}".format(client, status, response_id, where),
-        client=client, retryable=False, response_status=status, response_id=response_id)
-    yield  # (a generator: raised when the parts are read, as a cut stream is)
+    request at once): ``unfinished_document``'s StreamProtocolError, not retried."""
+    return unfinished_document(client, "response", status, response_id, "/responses/")
 
 
 def _order(slot: Any) -> Tuple[int, int]:
