@@ -20,11 +20,17 @@ A cassette is a folder of numbered exchanges: ``001.json`` holds the request
 and content type; ``001.sse`` (or ``001.body.json`` / ``001.body``) holds the raw
 response bytes exactly as the reader consumed them (up to where it stopped reading:
 its terminal marker, or an early ``break``, which then replays as the same cut).  No header of the request is
-kept, and the values of its credential headers are scrubbed from everything
-written.
+kept, and the values of its credential headers (and the MCP credentials of its body) are
+scrubbed from everything written, also where the response quotes them in a JSON string's
+escapes.  Each exchange takes the first number free in the folder, so several recorders
+(threads, processes) writing into one folder keep every exchange; ``record_session`` empties
+the folder when it starts.  A numbered ``.json`` that is not a whole recording (cut short,
+another format, a field of the wrong type, its body file missing) is a CassetteError naming it.
 
 Replay matching: each request is answered by the first unplayed exchange with the
-same method, URL and JSON body.  Keys named ``id`` or ending in ``_id`` are not
+same method, URL and JSON body (compared as JSON: key order, escapes and ``1`` against
+``1.0`` do not count, ``true`` against ``1`` does; the request's credentials are
+scrubbed as recording scrubbed them, so a recorded ``***`` matches).  Keys named ``id`` or ending in ``_id`` are not
 compared (tool-call ids may be generated afresh on every run); pass
 ``match_body=False`` to compare method and URL only.  A request no exchange
 matches raises ReplayMismatchError, naming the request and what differed.
@@ -43,6 +49,7 @@ __all__ = [
     "Cassette",
     "Interaction",
     "ReplayMismatchError",
+    "CassetteError",
     "replay_session",
     "record_session",
     "cassette_session",
@@ -61,6 +68,11 @@ _FORMAT = 1
 
 class ReplayMismatchError(AgentHubError, AssertionError):
     """A replayed request that no recorded exchange matches (pytest shows it as a failed assertion)."""
+
+
+class CassetteError(AgentHubError, ValueError):
+    """A cassette file that cannot be read as a recording (truncated, not JSON, a field of the wrong type,
+    its body file missing); the message names the file."""
 
 
 class Interaction(object):
@@ -101,11 +113,16 @@ class Cassette(object):
         self._lock = threading.Lock()
 
     # -- replay -------------------------------------------------------------------------------------
-    def play(self, method: str, url: str, body: Any) -> Tuple[int, Dict[str, str], bytes]:
-        """The recorded answer to this request; ReplayMismatchError when none matches."""
-        wanted = {"method": method.upper(), "url": clean_url(url), "body": _json_body(body)}
+    def play(self, method: str, url: str, body: Any, secrets: Sequence[str] = ()) -> Tuple[int, Dict[str, str], bytes]:
+        """The recorded answer to this request; ReplayMismatchError when none matches.  ``secrets``: the
+        request's credential values, scrubbed from it as recording scrubs them before it is compared (a
+        recorded ``***`` matches whatever credential the replaying request carries there)."""
+        sent = _json_body(body)
+        secrets = _longest_first(secrets)
+        wanted = {"method": method.upper(), "url": _scrub_text(clean_url(url), secrets),
+                  "body": _scrub_json(sent, secrets)}
         with self._lock:
-            self.requests.append(wanted)
+            self.requests.append({"method": wanted["method"], "url": clean_url(url), "body": sent})
             self._requests += 1
             number = self._requests
             first_unplayed = None
@@ -153,17 +170,19 @@ class Cassette(object):
     def record(self, method: str, url: str, body: Any, status: int, headers: Mapping[str, str], data: bytes,
                secrets: Sequence[str] = ()) -> Interaction:
         """Keep one exchange (and write it when the cassette has a folder)."""
-        secrets = sorted({s for s in secrets if isinstance(s, str) and len(s) >= 8}, key=len, reverse=True)
+        secrets = _longest_first(secrets)
         request = {"method": method.upper(), "url": _scrub_text(clean_url(url), secrets),
                    "body": _scrub_json(_json_body(body), secrets)}
         kept = {}
         for name, value in headers.items():
             if name.lower() in _KEPT_HEADERS:
                 kept[name] = _scrub_text(str(value), secrets)
-        for secret in secrets:
-            data = data.replace(secret.encode("utf-8"), b"***")
+        for secret in _escaped_forms(secrets):
+            data = data.replace(secret.encode("utf-8", "surrogatepass"), b"***")
         with self._lock:
             number = len(self.interactions) + 1
+            if self.folder:  # the first number free on disk (another recorder may write into this folder too)
+                number = _claim(self.folder, number)
             interaction = Interaction(request, status, kept, data, "{:03d}".format(number))
             self.interactions.append(interaction)
             self._played.add(len(self.interactions) - 1)  # recorded now: not waiting to be replayed
@@ -185,6 +204,19 @@ def _body_file(name: str, headers: Mapping[str, str]) -> str:
     if "json" in kind:
         return name + ".body.json"
     return name + ".body"
+
+
+def _claim(folder: str, number: int) -> int:
+    """``number`` or the first one after it whose ``NNN.json`` did not exist, now created empty (exclusively:
+    two processes recording into one folder never take the same number and overwrite each other's exchange)."""
+    os.makedirs(folder, exist_ok=True)
+    while True:
+        try:
+            os.close(os.open(os.path.join(folder, "{:03d}.json".format(number)), os.O_WRONLY | os.O_CREAT | os.O_EXCL,
+                             0o644))
+            return number
+        except FileExistsError:
+            number += 1
 
 
 def _save(folder: str, interaction: Interaction) -> None:
@@ -210,19 +242,54 @@ def _load(folder: str) -> List[Interaction]:
     out = []
     for name in sorted(os.listdir(folder), key=lambda n: (len(n), n)):
         match = _META.match(name)
-        if not match:
-            continue
-        with open(os.path.join(folder, name), encoding="utf-8") as handle:
-            meta = json.load(handle)
-        if not isinstance(meta, dict) or meta.get("agenthub_recording") != _FORMAT:
-            continue
-        response = meta.get("response") or {}
-        body_file = os.path.basename(str(response.get("body_file") or ""))
+        if match:
+            out.append(_load_one(folder, name, match.group(1)))
+    return out
+
+
+def _load_one(folder: str, name: str, number: str) -> Interaction:
+    """The exchange ``name`` (``NNN.json``) describes, with its body; CassetteError naming the file when it is
+    not one agenthub wrote whole."""
+    path = os.path.join(folder, name)
+
+    def bad(why: str) -> CassetteError:
+        return CassetteError("replay: {} is not a readable agenthub recording: {}".format(path, why))
+
+    try:
+        with open(path, "rb") as handle:
+            meta = json.loads(handle.read().decode("utf-8"))
+    except OSError as exc:
+        raise bad("it cannot be read ({})".format(exc.strerror or type(exc).__name__)) from None
+    except (ValueError, RecursionError) as exc:  # (not UTF-8, not JSON, cut short, nested past the parser's depth)
+        raise bad("it is not whole JSON ({})".format(type(exc).__name__)) from None
+    if not isinstance(meta, dict) or "agenthub_recording" not in meta:
+        raise bad("no agenthub_recording format")
+    if meta["agenthub_recording"] != _FORMAT:
+        raise bad("format {} (this agenthub reads format {}: record it again)".format(
+            _short(meta["agenthub_recording"]), _FORMAT))
+    request, response = meta.get("request"), meta.get("response")
+    if not isinstance(request, dict) or not isinstance(request.get("method"), str) \
+            or not isinstance(request.get("url"), str):
+        raise bad("its request is not {method, url, body} with method and URL strings")
+    if not isinstance(response, dict):
+        raise bad("its response is not an object")
+    status, headers, body_file = response.get("status", 200), response.get("headers"), response.get("body_file")
+    if isinstance(status, bool) or not isinstance(status, int) or not 100 <= status <= 599:
+        raise bad("its response status is {} (an HTTP status 100-599 is needed)".format(_short(status)))
+    if headers is not None and (not isinstance(headers, dict)
+                                or not all(isinstance(v, str) for v in headers.values())):
+        raise bad("its response headers are not an object of strings")
+    if not isinstance(body_file, str) or not body_file or os.path.basename(body_file) != body_file \
+            or body_file in (".", ".."):
+        raise bad("its response body_file is {} (a file name in the cassette's folder is needed)".format(
+            _short(body_file)))
+    try:
         with open(os.path.join(folder, body_file), "rb") as handle:
             body = handle.read()
-        out.append(Interaction(meta.get("request"), int(response.get("status", 200)), response.get("headers"),
-                               body, match.group(1)))
-    return out
+    except OSError as exc:
+        raise bad("its body file {} cannot be read ({})".format(body_file, exc.strerror or type(exc).__name__)) \
+            from None
+    return Interaction(request, status, headers, body, number)
 
 
 def clear(folder: str) -> None:
@@ -274,6 +341,11 @@ def _short(value: Any) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
+def _json_type(value: Any) -> type:
+    """The JSON type of ``value``: one number type (JSON has one: 1 and 1.0 are the same number), bool apart."""
+    return float if type(value) is int else type(value)
+
+
 def _diff(recorded: Any, wanted: Any, path: str) -> Optional[str]:
     """Where two JSON values first differ, as ``path: got X, recorded Y`` (None when equal)."""
     if isinstance(recorded, dict) and isinstance(wanted, dict):
@@ -294,9 +366,24 @@ def _diff(recorded: Any, wanted: Any, path: str) -> Optional[str]:
         if len(recorded) != len(wanted):
             return "{} has {} items (recorded {})".format(path, len(wanted), len(recorded))
         return None
-    if recorded != wanted or type(recorded) is not type(wanted):
+    if recorded != wanted or _json_type(recorded) is not _json_type(wanted):
         return "{}: {} (recorded {})".format(path, _short(wanted), _short(recorded))
     return None
+
+
+def _longest_first(secrets: Sequence[str]) -> List[str]:
+    """The credential values worth scrubbing (the long enough strings), longest first."""
+    return sorted({s for s in secrets if isinstance(s, str) and len(s) >= 8}, key=len, reverse=True)
+
+
+def _escaped_forms(secrets: Sequence[str]) -> List[str]:
+    """Each secret as it may appear in a raw body: as is, and as a JSON string holds it (escaped quotes and
+    backslashes, ``\\/`` for ``/``, ``\\uXXXX`` for what is not ASCII); longest first."""
+    forms = set()
+    for secret in secrets:
+        for text in (secret, json.dumps(secret)[1:-1], json.dumps(secret, ensure_ascii=False)[1:-1]):
+            forms.update((text, text.replace("/", "\\/")))
+    return sorted(forms, key=len, reverse=True)
 
 
 def _scrub_text(text: str, secrets: Sequence[str]) -> str:

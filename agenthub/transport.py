@@ -1075,7 +1075,10 @@ class ReplayAdapter(requests.adapters.BaseAdapter):
              proxies: Any = None) -> requests.Response:
         import http.client
 
-        status, headers, body = self.cassette.play(request.method, request.url, request.body)
+        # the credentials recording scrubs, scrubbed from the request before it is compared (a recorded *** is
+        # whatever credential the replaying request carries there)
+        secrets = secret_values(request.headers) + request_url_secrets(request.url) + body_secrets(request.body)
+        status, headers, body = self.cassette.play(request.method, request.url, request.body, secrets)
         response = requests.Response()
         response.status_code = status
         response.reason = http.client.responses.get(status, "")

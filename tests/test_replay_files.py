@@ -1,0 +1,221 @@
+"""agenthub.testing's cassette files: read back only when whole (CassetteError naming the file), written by
+several recorders at once without one overwriting another's exchange, and replayed for requests whose
+credentials recording scrubbed."""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from agenthub import AgentHubError, AutoLLMClient, check_stream
+from agenthub.testing import Cassette, CassetteError, Interaction, ReplayMismatchError, record_session, replay_session
+from test_replay import KEY, _recording, _Upstream
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+ANTHROPIC = os.path.join(ROOT, "agenthub", "recordings", "anthropic", "weather_answer.sse")
+TOKEN = "mcp-secret-token-0123456789abcdef"
+USER = [{"role": "user", "content_items": [{"type": "text", "text": "What's the weather in Paris?"}]}]
+
+
+def _strip(events):
+    return [{k: v for k, v in e.items() if k != "created_at"} for e in events]
+
+
+# -- a request whose credential recording scrubbed still replays --------------------------------------------------
+
+
+def test_a_recording_of_a_request_carrying_an_mcp_token_replays(tmp_path):
+    """The recorded body holds authorization_token "***": the replaying request (same token, or another) was
+    compared with its real token and never matched (ReplayMismatchError on every replay of such a call)."""
+    with open(ANTHROPIC, "rb") as handle:
+        answer = handle.read()
+    server = _Upstream([(200, "text/event-stream", answer)])
+    config = {"mcp_servers": [{"url": "https://mcp.example.test/mcp", "name": "docs",
+                               "headers": {"Authorization": "Bearer " + TOKEN}}]}
+    folder = str(tmp_path / "mcp")
+    try:
+        live = AutoLLMClient("claude-sonnet-4-6", client_type="anthropic", api_key=KEY,
+                             base_url=server.base_url, session=record_session(folder))
+        recorded = list(live.streaming_response(USER, config))
+        assert server.seen[0][2]["mcp_servers"][0]["authorization_token"] == TOKEN  # sent, not kept
+    finally:
+        server.close()
+    with open(os.path.join(folder, "001.json"), encoding="utf-8") as handle:
+        assert json.load(handle)["request"]["body"]["mcp_servers"][0]["authorization_token"] == "***"
+    for token in (TOKEN, "another-mcp-token-for-the-replay"):
+        other = {"mcp_servers": [dict(config["mcp_servers"][0], headers={"Authorization": "Bearer " + token})]}
+        session = replay_session(folder)
+        replay = AutoLLMClient("claude-sonnet-4-6", client_type="anthropic", api_key="replay-unused",
+                               base_url=server.base_url, session=session)
+        assert _strip(list(replay.streaming_response(USER, other))) == _strip(recorded)
+        session.cassette.assert_all_played()
+        # what the code sent stays what it sent (cassette.requests, for assertions)
+        assert session.cassette.requests[0]["body"]["mcp_servers"][0]["authorization_token"] == token
+
+
+def test_a_replayed_request_is_compared_with_its_credentials_scrubbed_and_the_error_shows_none():
+    recorded = {"method": "POST", "url": "https://api.example.com/v1/messages",
+                "body": {"mcp_servers": [{"authorization_token": "***"}], "q": "a"}}
+    cassette = Cassette(interactions=[Interaction(recorded, body=b"ok", name="001")])
+    with pytest.raises(ReplayMismatchError) as info:
+        cassette.play("POST", "https://api.example.com/v1/messages",
+                      json.dumps({"mcp_servers": [{"authorization_token": TOKEN}], "q": "b"}), [TOKEN])
+    assert str(info.value) == ("replay: request #1 (POST https://api.example.com/v1/messages) matches no recorded "
+                               "exchange in memory; the next unplayed one (001) differs: body.q: 'b' (recorded 'a')")
+    assert cassette.play("POST", "https://api.example.com/v1/messages",
+                         json.dumps({"mcp_servers": [{"authorization_token": TOKEN}], "q": "a"}), [TOKEN])[2] == b"ok"
+
+
+def test_one_json_number_matches_another_spelling_of_it_and_a_bool_does_not():
+    recorded = {"method": "POST", "url": "https://api.example.com/v1/chat/completions",
+                "body": {"temperature": 1, "top_p": 0.5, "stream": True}}
+    cassette = Cassette(interactions=[Interaction(recorded, body=b"ok", name="001")])
+    url = "https://api.example.com/v1/chat/completions"
+    with pytest.raises(ReplayMismatchError, match=r"differs: body.stream: 1 \(recorded true\)$"):
+        cassette.play("POST", url, b'{"temperature": 1, "top_p": 0.5, "stream": 1}')
+    assert cassette.play("POST", url, b'{"stream": true, "top_p": 5e-1, "temperature": 1.0}')[2] == b"ok"
+
+
+# -- a secret echoed by the server in a JSON string's escapes -------------------------------------------------------
+
+
+def test_a_secret_echoed_with_json_escapes_is_scrubbed(tmp_path):
+    gateway = "gw/tok+en/0123456789=="
+    denied = {"error": {"message": "bad gateway token " + gateway, "type": "invalid_request_error"}}
+    body = json.dumps(denied).replace("/", "\\/").encode()  # (as servers that escape '/' write it)
+    server = _Upstream([(401, "application/json", body)])
+    try:
+        folder = str(tmp_path / "denied")
+        client = AutoLLMClient("m", api_key=KEY, base_url=server.base_url, client_type="openai-chat",
+                               max_retries=0, default_headers={"X-Gateway-Token": gateway},
+                               session=record_session(folder))
+        with pytest.raises(AgentHubError):
+            list(client.streaming_response(USER))
+        assert server.seen[0][1]["X-Gateway-Token"] == gateway
+    finally:
+        server.close()
+    with open(os.path.join(folder, "001.body.json"), "rb") as handle:
+        assert handle.read() == b'{"error": {"message": "bad gateway token ***", "type": "invalid_request_error"}}'
+
+
+# -- files that are not whole recordings ----------------------------------------------------------------------------
+
+GOOD = {"agenthub_recording": 1,
+        "request": {"method": "POST", "url": "https://api.example.com/v1/chat/completions", "body": {}},
+        "response": {"status": 200, "headers": {"Content-Type": "text/event-stream"}, "body_file": "001.sse"}}
+
+
+def _with(part, **changes):
+    return json.dumps(dict(GOOD, **{part: dict(GOOD[part], **changes)})).encode()
+
+
+@pytest.mark.parametrize("meta, body, why", [
+    (json.dumps(GOOD).encode()[:50], True, "it is not whole JSON (JSONDecodeError)"),
+    (b"", True, "it is not whole JSON (JSONDecodeError)"),
+    (b"\xff\xfe{}", True, "it is not whole JSON (UnicodeDecodeError)"),
+    (b"[" * 100000 + b"]" * 100000, True, "it is not whole JSON (RecursionError)"),
+    (b"[1, 2]", True, "no agenthub_recording format"),
+    (json.dumps(dict(GOOD, agenthub_recording=2)).encode(), True,
+     "format 2 (this agenthub reads format 1: record it again)"),
+    (json.dumps(GOOD).encode(), False, "its body file 001.sse cannot be read (No such file or directory)"),
+    (_with("response", status="200"), True, "its response status is '200' (an HTTP status 100-599 is needed)"),
+    (_with("response", status=1e400), True, "its response status is Infinity (an HTTP status 100-599 is needed)"),
+    (_with("response", status=True), True, "its response status is true (an HTTP status 100-599 is needed)"),
+    (_with("response", status=99), True, "its response status is 99 (an HTTP status 100-599 is needed)"),
+    (_with("response", headers=["Content-Type"]), True, "its response headers are not an object of strings"),
+    (_with("response", headers={"Content-Type": 5}), True, "its response headers are not an object of strings"),
+    (_with("response", body_file="../001.sse"), True,
+     "its response body_file is '../001.sse' (a file name in the cassette's folder is needed)"),
+    (_with("response", body_file=""), True,
+     "its response body_file is '' (a file name in the cassette's folder is needed)"),
+    (json.dumps(dict(GOOD, response=[1])).encode(), True, "its response is not an object"),
+    (json.dumps(dict(GOOD, request="POST /v1")).encode(), True,
+     "its request is not {method, url, body} with method and URL strings"),
+    (_with("request", method=5), True, "its request is not {method, url, body} with method and URL strings"),
+], ids=["cut-short", "empty", "not-utf8", "nested-deep", "not-an-object", "another-format", "no-body-file",
+        "status-a-string", "status-infinite", "status-a-bool", "status-99", "headers-a-list", "header-a-number",
+        "body-file-outside", "body-file-empty", "response-a-list", "request-a-string", "method-a-number"])
+def test_a_file_that_is_not_a_whole_recording_is_a_cassette_error_naming_it(tmp_path, meta, body, why):
+    """Each raised JSONDecodeError, FileNotFoundError, OverflowError, TypeError, AttributeError, RecursionError,
+    or loaded a status requests cannot carry, or was skipped (another format: every replay then a mismatch)."""
+    folder = tmp_path / "cassette"
+    folder.mkdir()
+    (folder / "001.json").write_bytes(meta)
+    if body:
+        (folder / "001.sse").write_bytes(b"data: [DONE]\n\n")
+    with pytest.raises(CassetteError) as info:
+        replay_session(str(folder))
+    assert str(info.value) == "replay: {} is not a readable agenthub recording: {}".format(folder / "001.json", why)
+    assert isinstance(info.value, AgentHubError) and isinstance(info.value, ValueError)
+    with pytest.raises(CassetteError):
+        Cassette(str(folder))
+
+
+# -- two processes recording into one folder --------------------------------------------------------------------------
+
+_RECORDER = textwrap.dedent("""
+    import sys
+    from agenthub import AutoLLMClient
+    from agenthub.testing import record_session
+
+    folder, base_url, name = sys.argv[1:4]
+    session = record_session(folder)
+    print("ready", flush=True)
+    sys.stdin.readline()  # both recorders emptied the folder: now both record at once
+    client = AutoLLMClient("demo-model", api_key="sk-recorder-0123456789", base_url=base_url,
+                           client_type="openai-chat", session=session)
+    for i in range(6):
+        list(client.streaming_response([{"role": "user", "content_items": [
+            {"type": "text", "text": "{} {}".format(name, i)}]}]))
+    print("done", flush=True)
+""")
+
+
+def test_two_processes_recording_into_one_folder_keep_every_exchange(tmp_path):
+    """Both numbered their exchanges 001, 002, ... in memory and wrote over each other's files (a .json of
+    one process beside the .sse of the other)."""
+    server = _Upstream([(200, "text/event-stream", _recording("weather_answer.sse"))] * 12)
+    folder = str(tmp_path / "shared")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([ROOT, os.environ.get("PYTHONPATH", "")]))
+    procs = [subprocess.Popen([sys.executable, "-c", _RECORDER, folder, server.base_url, name], env=env,
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, universal_newlines=True)
+             for name in ("first", "second")]
+    try:
+        for proc in procs:
+            assert proc.stdout.readline() == "ready\n"
+        for proc in procs:
+            proc.stdin.write("go\n")
+            proc.stdin.flush()
+        for proc in procs:
+            assert proc.stdout.readline() == "done\n"
+            proc.stdin.close()
+            assert proc.wait(timeout=60) == 0
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait(timeout=30)
+            proc.stdout.close()
+            if not proc.stdin.closed:
+                proc.stdin.close()
+        server.close()
+    assert sorted(os.listdir(folder)) == sorted(
+        "{:03d}.{}".format(n, ext) for n in range(1, 13) for ext in ("json", "sse"))
+    questions = []
+    for n in range(1, 13):
+        with open(os.path.join(folder, "{:03d}.json".format(n)), encoding="utf-8") as handle:
+            meta = json.load(handle)
+        assert meta["response"]["body_file"] == "{:03d}.sse".format(n)
+        questions.append(meta["request"]["body"]["messages"][0]["content"])
+    assert sorted(questions) == sorted("{} {}".format(name, i) for name in ("first", "second") for i in range(6))
+    session = replay_session(folder)
+    client = AutoLLMClient("demo-model", api_key="replay-unused", base_url=server.base_url,
+                           client_type="openai-chat", session=session)
+    for question in sorted(questions):
+        check_stream(list(client.streaming_response([{"role": "user", "content_items": [
+            {"type": "text", "text": question}]}])))
+    session.cassette.assert_all_played()
