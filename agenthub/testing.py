@@ -19,7 +19,9 @@ A cassette is a folder of numbered exchanges: ``001.json`` holds the request
 (method, URL without secret query parameters, JSON body) and the response status
 and content type; ``001.sse`` (or ``001.body.json`` / ``001.body``) holds the raw
 response bytes exactly as the reader consumed them (up to where it stopped reading:
-its terminal marker, or an early ``break``, which then replays as the same cut).  No header of the request is
+its terminal marker, or an early ``break``, which then replays as the same cut; a connection that broke or
+timed out there is noted as the response's ``read_error`` and replays as the same TransportError after the
+same bytes, so a retry the live call made is made again).  No header of the request is
 kept, and the values of its credential headers (and the MCP credentials of its body) are
 scrubbed from everything written, also where the response quotes them in a JSON string's
 escapes.  Each exchange takes the first number free in the folder, so several recorders
@@ -76,17 +78,21 @@ class CassetteError(AgentHubError, ValueError):
 
 
 class Interaction(object):
-    """One recorded exchange.  ``request`` None answers any request (a scripted reply)."""
+    """One recorded exchange.  ``request`` None answers any request (a scripted reply).  ``read_error``: how
+    reading the body failed after ``body`` (a broken connection, a timeout: replayed as that failure, after
+    those bytes), None when it ended."""
 
-    __slots__ = ("request", "status", "headers", "body", "name")
+    __slots__ = ("request", "status", "headers", "body", "name", "read_error")
 
     def __init__(self, request: Optional[Mapping[str, Any]], status: int = 200,
-                 headers: Optional[Mapping[str, str]] = None, body: bytes = b"", name: str = "") -> None:
+                 headers: Optional[Mapping[str, str]] = None, body: bytes = b"", name: str = "",
+                 read_error: Optional[Mapping[str, Any]] = None) -> None:
         self.request = dict(request) if request is not None else None
         self.status = status
         self.headers = dict(headers or {"Content-Type": "text/event-stream"})
         self.body = bytes(body)
         self.name = name
+        self.read_error = dict(read_error) if read_error is not None else None
 
     def __repr__(self) -> str:
         where = "{} {}".format(self.request.get("method"), self.request.get("url")) if self.request else "any request"
@@ -113,8 +119,10 @@ class Cassette(object):
         self._lock = threading.Lock()
 
     # -- replay -------------------------------------------------------------------------------------
-    def play(self, method: str, url: str, body: Any, secrets: Sequence[str] = ()) -> Tuple[int, Dict[str, str], bytes]:
-        """The recorded answer to this request; ReplayMismatchError when none matches.  ``secrets``: the
+    def play(self, method: str, url: str, body: Any, secrets: Sequence[str] = ()
+             ) -> Tuple[int, Dict[str, str], bytes, Optional[Dict[str, Any]]]:
+        """The recorded answer to this request, ``(status, headers, body, read_error)``; ReplayMismatchError when
+        none matches.  ``secrets``: the
         request's credential values, scrubbed from it as recording scrubs them before it is compared (a
         recorded ``***`` matches whatever credential the replaying request carries there)."""
         sent = _json_body(body)
@@ -133,7 +141,8 @@ class Cassette(object):
                     first_unplayed = i
                 if interaction.request is None or self._difference(interaction.request, wanted) is None:
                     self._played.add(i)
-                    return interaction.status, dict(interaction.headers), interaction.body
+                    return (interaction.status, dict(interaction.headers), interaction.body,
+                            dict(interaction.read_error) if interaction.read_error is not None else None)
             raise ReplayMismatchError(self._mismatch(number, wanted, first_unplayed))
 
     def _difference(self, recorded: Mapping[str, Any], wanted: Mapping[str, Any]) -> Optional[str]:
@@ -168,8 +177,9 @@ class Cassette(object):
 
     # -- recording ----------------------------------------------------------------------------------
     def record(self, method: str, url: str, body: Any, status: int, headers: Mapping[str, str], data: bytes,
-               secrets: Sequence[str] = ()) -> Interaction:
-        """Keep one exchange (and write it when the cassette has a folder)."""
+               secrets: Sequence[str] = (), read_error: Optional[Mapping[str, Any]] = None) -> Interaction:
+        """Keep one exchange (and write it when the cassette has a folder); ``read_error``: how reading its
+        body failed after ``data`` (transport.read_failure), None when it ended."""
         secrets = _longest_first(secrets)
         request = {"method": method.upper(), "url": _scrub_text(clean_url(url), secrets),
                    "body": _scrub_json(_json_body(body), secrets)}
@@ -183,7 +193,8 @@ class Cassette(object):
             number = len(self.interactions) + 1
             if self.folder:  # the first number free on disk (another recorder may write into this folder too)
                 number = _claim(self.folder, number)
-            interaction = Interaction(request, status, kept, data, "{:03d}".format(number))
+            interaction = Interaction(request, status, kept, data, "{:03d}".format(number),
+                                      _scrub_json(dict(read_error), secrets) if read_error is not None else None)
             self.interactions.append(interaction)
             self._played.add(len(self.interactions) - 1)  # recorded now: not waiting to be replayed
             if self.folder:
@@ -229,6 +240,8 @@ def _save(folder: str, interaction: Interaction) -> None:
         "request": interaction.request,
         "response": {"status": interaction.status, "headers": interaction.headers, "body_file": body_file},
     }
+    if interaction.read_error is not None:  # reading failed after the body's bytes: replayed as that failure
+        meta["response"]["read_error"] = interaction.read_error
     path = os.path.join(folder, interaction.name + ".json")
     with open(path + ".tmp", "w", encoding="utf-8") as handle:
         json.dump(meta, handle, ensure_ascii=False, indent=2, sort_keys=False)
@@ -274,6 +287,9 @@ def _load_one(folder: str, name: str, number: str) -> Interaction:
     if not isinstance(response, dict):
         raise bad("its response is not an object")
     status, headers, body_file = response.get("status", 200), response.get("headers"), response.get("body_file")
+    read_error = response.get("read_error")
+    if read_error is not None and not isinstance(read_error, dict):
+        raise bad("its response read_error is not an object")
     if isinstance(status, bool) or not isinstance(status, int) or not 100 <= status <= 599:
         raise bad("its response status is {} (an HTTP status 100-599 is needed)".format(_short(status)))
     if headers is not None and (not isinstance(headers, dict)
@@ -289,7 +305,7 @@ def _load_one(folder: str, name: str, number: str) -> Interaction:
     except OSError as exc:
         raise bad("its body file {} cannot be read ({})".format(body_file, exc.strerror or type(exc).__name__)) \
             from None
-    return Interaction(request, status, headers, body, number)
+    return Interaction(request, status, headers, body, number, read_error)
 
 
 def clear(folder: str) -> None:

@@ -7,11 +7,15 @@ import os
 import subprocess
 import sys
 import textwrap
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from agenthub import AgentHubError, AutoLLMClient, check_stream
+from agenthub import AgentHubError, AutoLLMClient, TransportError, check_stream
 from agenthub.testing import Cassette, CassetteError, Interaction, ReplayMismatchError, record_session, replay_session
+from faultserver import fast_backoff  # noqa: F401  (autouse: retries back off for milliseconds)
+from sse_server import close_server, track_connections
 from test_replay import KEY, _recording, _Upstream
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -219,3 +223,114 @@ def test_two_processes_recording_into_one_folder_keep_every_exchange(tmp_path):
         check_stream(list(client.streaming_response([{"role": "user", "content_items": [
             {"type": "text", "text": question}]}])))
     session.cassette.assert_all_played()
+
+
+# -- a body whose reading failed replays as that failure ---------------------------------------------------------------
+
+
+class _Cutting(object):
+    """A loopback Chat Completions server whose replies may break off: (body, cut) sends ``body[:cut]`` as a
+    chunk and closes the connection without the last chunk (cut None: the whole body)."""
+
+    def __init__(self, replies):
+        self.replies = list(replies)
+        self.seen = 0
+        upstream = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_POST(self):  # noqa: N802
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                upstream.seen += 1
+                body, cut = upstream.replies.pop(0)
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Transfer-Encoding", "chunked")
+                self.end_headers()
+                piece = body if cut is None else body[:cut]
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
+                if cut is None:
+                    self.wfile.write(b"0\r\n\r\n")
+                else:
+                    self.close_connection = True
+                self.wfile.flush()
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._connections = track_connections(self.server)
+        self.server.daemon_threads = True
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.base_url = "http://127.0.0.1:{}/v1".format(self.server.server_address[1])
+
+    def close(self):
+        close_server(self.server, self._connections)
+
+
+def _ask(client):
+    got = []
+    try:
+        for event in client.streaming_response(USER):
+            got.append(event)
+    except AgentHubError as exc:
+        return _strip(got), (type(exc).__name__, str(exc), exc.retryable)
+    return _strip(got), None
+
+
+def test_a_connection_broken_before_the_first_event_replays_as_broken_and_is_retried_again(tmp_path):
+    """Recorded as the bytes read and nothing else: the replay ended cleanly there, a StreamProtocolError
+    ('malformed payload') that is not retried, where the live call had retried and answered."""
+    answer = _recording("weather_answer.sse")
+    server = _Cutting([(answer, 40), (answer, None)])
+    folder = str(tmp_path / "retried")
+    try:
+        live = _ask(AutoLLMClient("demo-model", api_key=KEY, base_url=server.base_url, client_type="openai-chat",
+                                  session=record_session(folder)))
+        assert server.seen == 2 and live[1] is None
+    finally:
+        server.close()
+    with open(os.path.join(folder, "001.json"), encoding="utf-8") as handle:
+        assert json.load(handle)["response"]["read_error"]["timeout"] is False
+    session = replay_session(folder)
+    assert _ask(AutoLLMClient("demo-model", api_key="replay-unused", base_url=server.base_url,
+                              client_type="openai-chat", session=session)) == live
+    session.cassette.assert_all_played()
+
+
+def test_a_connection_broken_mid_stream_replays_as_the_same_error(tmp_path):
+    answer = _recording("weather_answer.sse")
+    server = _Cutting([(answer, len(answer) - 60)])
+    folder = str(tmp_path / "broken")
+    try:
+        live = _ask(AutoLLMClient("demo-model", api_key=KEY, base_url=server.base_url, client_type="openai-chat",
+                                  max_retries=0, session=record_session(folder)))
+    finally:
+        server.close()
+    assert live[0] and live[1] == ("TransportError", "openai-chat: reading the stream failed: the connection failed",
+                                   True)
+    replayed = _ask(AutoLLMClient("demo-model", api_key="replay-unused", base_url=server.base_url,
+                                  client_type="openai-chat", max_retries=0,
+                                  session=replay_session(folder)))
+    assert replayed == live
+
+
+@pytest.mark.parametrize("read_error, why, timeout", [
+    ({"words": "('Connection broken: IncompleteRead(12 bytes read, 30 more expected)', IncompleteRead(...))",
+      "timeout": False}, "the connection broke in the middle of the answer", False),
+    ({"words": "[Errno 104] Connection reset by peer", "timeout": False, "errno": 104,
+      "strerror": "Connection reset by peer"}, "the connection was reset by the server", False),
+    ({"words": "Read timed out.", "timeout": True}, "no data for 7.0s (idle timeout between received bytes)", True),
+], ids=["broken", "reset", "timeout"])
+def test_a_recorded_read_error_is_raised_after_the_recorded_bytes(read_error, why, timeout):
+    answer = _recording("weather_answer.sse")
+    cut = answer.index(b"\n\n", answer.index(b"\n\n") + 2) + 2  # after the second chunk (role, "It is ")
+    cassette = Cassette(interactions=[Interaction(None, body=answer[:cut], read_error=read_error)])
+    client = AutoLLMClient("demo-model", api_key="replay-unused", base_url="https://api.example.com/v1",
+                           client_type="openai-chat", max_retries=0, timeout=(3.0, 7.0),
+                           session=replay_session(cassette, chunk_size=5))
+    events, error = _ask(client)
+    assert [(e["event_type"], e["content_items"]) for e in events] == [
+        ("start", []), ("delta", [{"type": "text", "text": "It is "}])]
+    assert error == ("TransportError", "openai-chat: reading the stream failed: " + why, True)
