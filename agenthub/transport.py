@@ -1243,6 +1243,16 @@ class RecordingAdapter(requests.adapters.HTTPAdapter):
         return response
 
 
+def cassette_shareable(session: Any) -> bool:
+    """Whether ``session`` is one of agenthub.testing's that a fallback built from a model name shares: every
+    request it sends is answered by a cassette (a replay), or it records and carries no credential of its
+    own (nothing of one host's reaches another)."""
+    adapters = list((getattr(session, "adapters", None) or {}).values())
+    if not adapters or not all(isinstance(a, (ReplayAdapter, RecordingAdapter)) for a in adapters):
+        return False
+    return all(isinstance(a, ReplayAdapter) for a in adapters) or not session_secrets(session)
+
+
 def replay_session(cassette: Any, chunk_size: Optional[int] = None) -> requests.Session:
     """A requests.Session whose every request is answered from ``cassette`` (http and https alike)."""
     session = requests.Session()

@@ -334,3 +334,49 @@ def test_a_recorded_read_error_is_raised_after_the_recorded_bytes(read_error, wh
     assert [(e["event_type"], e["content_items"]) for e in events] == [
         ("start", []), ("delta", [{"type": "text", "text": "It is "}])]
     assert error == ("TransportError", "openai-chat: reading the stream failed: " + why, True)
+
+
+# -- a fallback named by its model shares a replay (or a credential-free recording) ---------------------------------
+
+
+def test_a_failover_to_a_fallback_named_by_its_model_is_recorded_and_replayed(tmp_path, monkeypatch):
+    """The fallback built from a model name had a session of its own: its exchange was never recorded, and
+    on replay it went past the cassette to the network (here: the local server, asked a third time)."""
+    with open(os.path.join(ROOT, "agenthub", "recordings", "openai_responses", "weather_answer.sse"), "rb") as handle:
+        answer = handle.read()
+    overloaded = b'{"error": {"message": "overloaded", "type": "server_error"}}'
+    server = _Upstream([(503, "application/json", overloaded), (200, "text/event-stream", answer)])
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+    folder = str(tmp_path / "failover")
+    try:
+        live = AutoLLMClient("demo-model", client_type="openai-chat", api_key=KEY, base_url=server.base_url,
+                             max_retries=0, fallbacks=["gpt-4.1-mini"], session=record_session(folder))
+        recorded = list(live.streaming_response(USER))
+        assert live.last_route == {"model": "gpt-4.1-mini", "client_type": "openai-responses",
+                                   "host": server.base_url.split("/")[2]}
+        assert sorted(os.listdir(folder)) == ["001.body.json", "001.json", "002.json", "002.sse"]
+        session = replay_session(folder)
+        replay = AutoLLMClient("demo-model", client_type="openai-chat", api_key="replay-unused",
+                               base_url=server.base_url, max_retries=0, fallbacks=["gpt-4.1-mini"], session=session)
+        assert _strip(list(replay.streaming_response(USER))) == _strip(recorded)
+        session.cassette.assert_all_played()
+        assert [path for path, _, _ in server.seen] == ["/v1/chat/completions", "/v1/responses"]  # never a third
+    finally:
+        server.close()
+
+
+def test_a_recording_session_carrying_a_credential_is_not_shared_with_a_fallback(tmp_path, monkeypatch):
+    import requests
+
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    own = requests.Session()
+    own.headers["X-Tenant-Token"] = "tenant-secret-0123456789"
+    recording = record_session(str(tmp_path / "own"), session=own)
+    client = AutoLLMClient("demo-model", client_type="openai-chat", api_key=KEY, base_url="http://127.0.0.1:9/v1",
+                           fallbacks=["gpt-4.1-mini"], session=recording)
+    assert client.fallbacks[0]._session is None  # its own, made when it first sends
+    replaying = AutoLLMClient("demo-model", client_type="openai-chat", api_key=KEY,
+                              base_url="http://127.0.0.1:9/v1", fallbacks=["gpt-4.1-mini"],
+                              session=replay_session(Cassette(interactions=[Interaction(None)])))
+    assert replaying.fallbacks[0]._session is replaying._session
