@@ -218,7 +218,7 @@ def _previous(json_path: str, history: Sequence[Mapping[str, Any]]) -> Optional[
     try:
         with open(json_path, encoding="utf-8") as handle:
             document = json.load(handle)
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return None
     if not isinstance(document, dict) or not isinstance(document.get("history"), list):
         return None
@@ -363,11 +363,14 @@ class RunTrace(object):
 
 def load_trace(path: str) -> Dict[str, Any]:
     """A saved trace with its bytes restored; ValueError when the file is not a trace."""
-    with open(path, encoding="utf-8") as handle:
-        document = json.load(handle)
-    if not isinstance(document, dict) or not isinstance(document.get("history"), list):
-        raise ValueError("{} is not an agenthub trace (no history)".format(path))
-    return from_jsonable(document)
+    try:
+        with open(path, encoding="utf-8") as handle:
+            document = json.load(handle)
+        if not isinstance(document, dict) or not isinstance(document.get("history"), list):
+            raise ValueError("{} is not an agenthub trace (no history)".format(path))
+        return from_jsonable(document)
+    except RecursionError:  # (JSON nested deeper than the parser goes: no trace agenthub wrote)
+        raise ValueError("{} is not an agenthub trace (nested too deep)".format(path)) from None
 
 
 def list_traces(root: Optional[str] = None) -> List[Dict[str, Any]]:
@@ -383,7 +386,7 @@ def list_traces(root: Optional[str] = None) -> List[Dict[str, Any]]:
             try:
                 with open(path, encoding="utf-8") as handle:
                     document = json.load(handle)
-            except (OSError, ValueError):
+            except (OSError, ValueError, RecursionError):
                 continue
             if not isinstance(document, dict) or not isinstance(document.get("history"), list):
                 continue

@@ -139,6 +139,18 @@ def test_load_refuses_what_is_not_a_trace(tmp_path):
         load_trace(path)
 
 
+def test_a_file_nested_past_the_parsers_depth_is_no_trace_and_is_not_listed(tmp_path):
+    """json.load's RecursionError escaped load_trace (agenthub trace show, chat --continue) and list_traces
+    (the viewer's index: one such file in the cache directory broke the whole listing)."""
+    save_trace("kept", "m", HISTORY, {}, root=str(tmp_path))
+    path = tmp_path / "deep.json"
+    path.write_text('{"history": ' + "[" * 100000 + "]" * 100000 + "}")
+    with pytest.raises(ValueError) as info:
+        load_trace(str(path))
+    assert str(info.value) == "{} is not an agenthub trace (nested too deep)".format(path)
+    assert [t["trace_id"] for t in list_traces(str(tmp_path))] == ["kept"]
+
+
 def test_list_traces(tmp_path):
     root = str(tmp_path)
     save_trace("b/second", "m2", HISTORY[:2], {}, root=root)
