@@ -89,7 +89,8 @@ class Interaction(object):
                  read_error: Optional[Mapping[str, Any]] = None) -> None:
         self.request = dict(request) if request is not None else None
         self.status = status
-        self.headers = dict(headers or {"Content-Type": "text/event-stream"})
+        # (None: a scripted SSE reply; a recorded answer that came without a Content-Type keeps none)
+        self.headers = dict(headers) if headers is not None else {"Content-Type": "text/event-stream"}
         self.body = bytes(body)
         self.name = name
         self.read_error = dict(read_error) if read_error is not None else None

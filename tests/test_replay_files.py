@@ -229,8 +229,9 @@ def test_two_processes_recording_into_one_folder_keep_every_exchange(tmp_path):
 
 
 class _Cutting(object):
-    """A loopback Chat Completions server whose replies may break off: (body, cut) sends ``body[:cut]`` as a
-    chunk and closes the connection without the last chunk (cut None: the whole body)."""
+    """A loopback Chat Completions server whose replies may break off: (body, cut[, content type]) sends
+    ``body[:cut]`` as a chunk and closes the connection without the last chunk (cut None: the whole body;
+    content type None: no Content-Type header)."""
 
     def __init__(self, replies):
         self.replies = list(replies)
@@ -243,9 +244,11 @@ class _Cutting(object):
             def do_POST(self):  # noqa: N802
                 self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 upstream.seen += 1
-                body, cut = upstream.replies.pop(0)
+                reply = upstream.replies.pop(0)
+                body, cut, kind = reply[0], reply[1], reply[2] if len(reply) > 2 else "text/event-stream"
                 self.send_response(200)
-                self.send_header("Content-Type", "text/event-stream")
+                if kind is not None:
+                    self.send_header("Content-Type", kind)
                 self.send_header("Transfer-Encoding", "chunked")
                 self.end_headers()
                 piece = body if cut is None else body[:cut]
@@ -381,3 +384,24 @@ def test_a_recording_session_carrying_a_credential_is_not_shared_with_a_fallback
                               base_url="http://127.0.0.1:9/v1", fallbacks=["gpt-4.1-mini"],
                               session=replay_session(Cassette(interactions=[Interaction(None)])))
     assert replaying.fallbacks[0]._session is replaying._session
+
+
+def test_an_answer_without_a_content_type_is_recorded_and_replayed_without_one(tmp_path):
+    """The recorder gave it Content-Type: text/event-stream (an Interaction's default for a scripted reply),
+    so the file said what the server never sent and the replay read it as a declared stream."""
+    document = json.dumps({"object": "list", "data": [{"object": "embedding", "index": 0, "embedding": [0.5, -0.25]}],
+                           "model": "text-embedding-3-small", "usage": {"prompt_tokens": 3, "total_tokens": 3}})
+    server = _Cutting([(document.encode(), None, None)])
+    folder = str(tmp_path / "untyped")
+    try:
+        live = AutoLLMClient("text-embedding-3-small", api_key=KEY, base_url=server.base_url,
+                             session=record_session(folder))
+        recorded = _strip(list(live.streaming_response(USER)))
+    finally:
+        server.close()
+    with open(os.path.join(folder, "001.json"), encoding="utf-8") as handle:
+        assert json.load(handle)["response"] == {"status": 200, "headers": {}, "body_file": "001.body"}
+    replay = AutoLLMClient("text-embedding-3-small", api_key="replay-unused", base_url=server.base_url,
+                           session=replay_session(folder))
+    assert _strip(list(replay.streaming_response(USER))) == recorded
+    assert [i for e in recorded for i in e["content_items"]] == [{"type": "embedding", "embedding": [0.5, -0.25]}]
