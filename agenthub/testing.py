@@ -17,7 +17,8 @@
 
 A cassette is a folder of numbered exchanges: ``001.json`` holds the request
 (method, URL without secret query parameters, JSON body) and the response status
-and content type; ``001.sse`` (or ``001.body.json`` / ``001.body``) holds the raw
+and the headers agenthub reads (content type, retry advice, error type, request id,
+rate limits); ``001.sse`` (or ``001.body.json`` / ``001.body``) holds the raw
 response bytes exactly as the reader consumed them (up to where it stopped reading:
 its terminal marker, or an early ``break``, which then replays as the same cut; a connection that broke or
 timed out there is noted as the response's ``read_error`` and replays as the same TransportError after the
@@ -45,6 +46,7 @@ import threading
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
+from .answers import _REQUEST_ID_HEADERS, _RETRY_AFTER_HEADERS, _RETRY_AFTER_MS_HEADERS
 from .errors import AgentHubError
 
 __all__ = [
@@ -62,8 +64,11 @@ __all__ = [
 RECORD_ENV = "AGENTHUB_RECORD"
 #: query parameters whose values are credentials: dropped from recorded and compared URLs
 _SECRET_QUERY = re.compile(r"(key|token|secret|sig|signature|auth|password|credential)", re.I)
-#: response headers worth keeping (the body is stored decoded: no content-encoding or length)
-_KEPT_HEADERS = ("content-type", "retry-after", "retry-after-ms", "x-should-retry", "x-request-id", "request-id")
+#: response headers worth keeping: the ones agenthub.answers reads (an error's type, retry delay, retry advice and
+#: request id, a gateway's ``llm_provider-`` copies too), and every rate-limit header (what a RateLimiter paces
+#: by); the body is stored decoded: no content-encoding or length
+_KEPT_HEADERS = ("content-type", "x-should-retry", "x-amzn-errortype") + _RETRY_AFTER_MS_HEADERS \
+    + _RETRY_AFTER_HEADERS + _REQUEST_ID_HEADERS
 _META = re.compile(r"^(\d{3,})\.json$")
 _FORMAT = 1
 
@@ -186,7 +191,7 @@ class Cassette(object):
                    "body": _scrub_json(_json_body(body), secrets)}
         kept = {}
         for name, value in headers.items():
-            if name.lower() in _KEPT_HEADERS:
+            if _kept_header(name):
                 kept[name] = _scrub_text(str(value), secrets)
         for secret in _escaped_forms(secrets):
             data = data.replace(secret.encode("utf-8", "surrogatepass"), b"***")
@@ -204,6 +209,12 @@ class Cassette(object):
 
 
 # -- files ------------------------------------------------------------------------------------------
+
+
+def _kept_header(name: str) -> bool:
+    lower = name.lower()
+    bare = lower[len("llm_provider-"):] if lower.startswith("llm_provider-") else lower
+    return bare in _KEPT_HEADERS or "ratelimit" in lower
 
 
 def _body_file(name: str, headers: Mapping[str, str]) -> str:

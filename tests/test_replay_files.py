@@ -229,7 +229,8 @@ def test_two_processes_recording_into_one_folder_keep_every_exchange(tmp_path):
 
 
 class _Cutting(object):
-    """A loopback Chat Completions server whose replies may break off: (body, cut[, content type]) sends
+    """A loopback Chat Completions server whose replies may break off: (body, cut[, content type[, status[,
+    headers]]]) sends
     ``body[:cut]`` as a chunk and closes the connection without the last chunk (cut None: the whole body;
     content type None: no Content-Type header)."""
 
@@ -244,11 +245,13 @@ class _Cutting(object):
             def do_POST(self):  # noqa: N802
                 self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 upstream.seen += 1
-                reply = upstream.replies.pop(0)
-                body, cut, kind = reply[0], reply[1], reply[2] if len(reply) > 2 else "text/event-stream"
-                self.send_response(200)
+                reply = upstream.replies.pop(0) + (None, None, None)
+                body, cut, kind = reply[0], reply[1], reply[2] if len(reply) > 5 else "text/event-stream"
+                self.send_response(reply[3] or 200)
                 if kind is not None:
                     self.send_header("Content-Type", kind)
+                for name, value in (reply[4] or {}).items():
+                    self.send_header(name, value)
                 self.send_header("Transfer-Encoding", "chunked")
                 self.end_headers()
                 piece = body if cut is None else body[:cut]
@@ -405,3 +408,32 @@ def test_an_answer_without_a_content_type_is_recorded_and_replayed_without_one(t
                            session=replay_session(folder))
     assert _strip(list(replay.streaming_response(USER))) == recorded
     assert [i for e in recorded for i in e["content_items"]] == [{"type": "embedding", "embedding": [0.5, -0.25]}]
+
+
+def test_the_answer_headers_the_reader_reads_are_recorded(tmp_path):
+    """Only six were kept: an AWS error type, a gateway's retry-after or request id, the rate-limit headers a
+    RateLimiter paces by were dropped, so the replayed error was another (no error_type, no request_id)."""
+    headers = {"x-amzn-errortype": "ThrottlingException:http://internal.amazon.com/coral/com.amazon.bedrock/",
+               "llm_provider-retry-after": "2", "x-amzn-RequestId": "req-abc-123",
+               "x-ratelimit-remaining-requests": "0", "x-ratelimit-reset-requests": "2s", "x-internal-debug": "no"}
+    server = _Cutting([(b'{"message": "Too many requests, please wait."}', None, "application/json", 429, headers)])
+    folder = str(tmp_path / "throttled")
+
+    def error_of(client):
+        with pytest.raises(AgentHubError) as info:
+            list(client.streaming_response(USER))
+        error = info.value
+        return type(error).__name__, str(error), error.error_type, error.request_id, error.retry_after
+
+    try:
+        live = error_of(AutoLLMClient("demo-model", api_key=KEY, base_url=server.base_url, client_type="openai-chat",
+                                      max_retries=0, session=record_session(folder)))
+    finally:
+        server.close()
+    assert live[2:] == ("ThrottlingException", "req-abc-123", 2.0)
+    with open(os.path.join(folder, "001.json"), encoding="utf-8") as handle:
+        kept = json.load(handle)["response"]["headers"]
+    assert sorted(kept) == ["Content-Type", "llm_provider-retry-after", "x-amzn-RequestId", "x-amzn-errortype",
+                            "x-ratelimit-remaining-requests", "x-ratelimit-reset-requests"]
+    assert error_of(AutoLLMClient("demo-model", api_key="replay-unused", base_url=server.base_url,
+                                  client_type="openai-chat", max_retries=0, session=replay_session(folder))) == live
