@@ -457,10 +457,18 @@ def replay_session(folder_or_cassette: Any, match_body: bool = True, chunk_size:
 
 
 def record_session(folder: str, session: Any = None) -> Any:
-    """A requests.Session sending for real and writing every exchange into ``folder`` (emptied first)."""
+    """A requests.Session sending for real and writing every exchange into ``folder`` (emptied first; made
+    now: a folder that cannot be is a ConfigError before anything is sent).  An exchange that cannot be written
+    later (disk full) is logged on the ``agenthub`` logger (ERROR); the call itself stands."""
     from . import transport
+    from .errors import ConfigError
 
-    clear(folder)
+    try:
+        os.makedirs(str(folder), exist_ok=True)
+    except (OSError, TypeError, ValueError) as exc:
+        raise ConfigError("record_session: the cassette folder {!r} cannot be made ({})".format(
+            folder, getattr(exc, "strerror", None) or exc)) from None
+    clear(str(folder))
     cassette = Cassette(interactions=[])
     cassette.folder = str(folder)
     session = transport.recording_session(cassette, session)

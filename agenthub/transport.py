@@ -28,6 +28,7 @@ one would carry the key's headers to wherever the redirect points.
 import base64
 import itertools
 import json
+import logging
 import os
 import re
 import socket
@@ -1234,10 +1235,16 @@ class RecordingAdapter(requests.adapters.HTTPAdapter):
         status, headers = response.status_code, dict(response.headers)
 
         def done(data: bytes, failure: Optional[Dict[str, Any]] = None) -> None:
-            if failure is None:
-                self.cassette.record(method, url, body, status, headers, data, secrets)
-            else:
-                self.cassette.record(method, url, body, status, headers, data, secrets, read_error=failure)
+            try:
+                if failure is None:
+                    self.cassette.record(method, url, body, status, headers, data, secrets)
+                else:
+                    self.cassette.record(method, url, body, status, headers, data, secrets, read_error=failure)
+            except Exception as exc:  # (disk full, the folder removed): said, where the reader would swallow it
+                logging.getLogger("agenthub").error(
+                    "recording: the exchange %s %s was not written to the cassette %s (%s: %s)", method,
+                    redact_url(url.split("?", 1)[0]), getattr(self.cassette, "folder", None) or "in memory",
+                    type(exc).__name__, scrub_free_text(str(exc), secrets))
 
         response.raw = _TeeBody(response.raw, done, _codings(response))
         return response

@@ -437,3 +437,38 @@ def test_the_answer_headers_the_reader_reads_are_recorded(tmp_path):
                             "x-ratelimit-remaining-requests", "x-ratelimit-reset-requests"]
     assert error_of(AutoLLMClient("demo-model", api_key="replay-unused", base_url=server.base_url,
                                   client_type="openai-chat", max_retries=0, session=replay_session(folder))) == live
+
+
+# -- a cassette folder that cannot be written ------------------------------------------------------------------------
+
+
+def test_a_cassette_folder_that_cannot_be_made_is_a_config_error_before_anything_is_sent(tmp_path):
+    """The recorder swallowed the failure at every exchange (its body's close): the calls went on, live and
+    paid for, and nothing was recorded."""
+    from agenthub import ConfigError
+
+    taken = tmp_path / "a-file"
+    taken.write_bytes(b"")
+    with pytest.raises(ConfigError) as info:
+        record_session(str(taken / "cassette"))
+    assert str(info.value) == "record_session: the cassette folder {!r} cannot be made (Not a directory)".format(
+        str(taken / "cassette"))
+
+
+def test_an_exchange_that_cannot_be_written_is_logged_and_the_call_stands(tmp_path, caplog):
+    folder = tmp_path / "cassette"
+    server = _Upstream([(200, "text/event-stream", _recording("weather_answer.sse"))])
+    try:
+        client = AutoLLMClient("demo-model", api_key=KEY, base_url=server.base_url, client_type="openai-chat",
+                               session=record_session(str(folder)))
+        folder.mkdir(exist_ok=True)
+        folder.rmdir()
+        folder.write_bytes(b"")  # (the folder replaced by a file meanwhile)
+        with caplog.at_level("ERROR", logger="agenthub"):
+            events = list(client.streaming_response(USER))
+    finally:
+        server.close()
+    assert events[-1]["finish_reason"] == "stop"
+    assert [r.getMessage() for r in caplog.records if r.name == "agenthub"] == [
+        "recording: the exchange POST {}/chat/completions was not written to the cassette {} (FileExistsError: "
+        "[Errno 17] File exists: {!r})".format(server.base_url, folder, str(folder))]
