@@ -42,7 +42,9 @@ matches raises ReplayMismatchError, naming the request and what differed.
 import json
 import os
 import re
+import struct
 import threading
+import zlib
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
@@ -70,6 +72,8 @@ _SECRET_QUERY = re.compile(r"(key|token|secret|sig|signature|auth|password|crede
 _KEPT_HEADERS = ("content-type", "x-should-retry", "x-amzn-errortype") + _RETRY_AFTER_MS_HEADERS \
     + _RETRY_AFTER_HEADERS + _REQUEST_ID_HEADERS
 _META = re.compile(r"^(\d{3,})\.json$")
+#: the content type of AWS's binary event stream (Bedrock): length-prefixed frames with CRCs
+_EVENTSTREAM = "application/vnd.amazon.eventstream"
 _FORMAT = 1
 
 
@@ -193,8 +197,11 @@ class Cassette(object):
         for name, value in headers.items():
             if _kept_header(name):
                 kept[name] = _scrub_text(str(value), secrets)
-        for secret in _escaped_forms(secrets):
-            data = data.replace(secret.encode("utf-8", "surrogatepass"), b"***")
+        forms = [form.encode("utf-8", "surrogatepass") for form in _escaped_forms(secrets)]
+        if any(value.lower().startswith(_EVENTSTREAM) for key, value in kept.items() if key.lower() == "content-type"):
+            data = _scrub_frames(data, forms)  # (binary frames: each scrubbed inside, its lengths and CRCs made anew)
+        else:
+            data = _scrub_bytes(data, forms)
         with self._lock:
             number = len(self.interactions) + 1
             if self.folder:  # the first number free on disk (another recorder may write into this folder too)
@@ -412,6 +419,68 @@ def _escaped_forms(secrets: Sequence[str]) -> List[str]:
         for text in (secret, json.dumps(secret)[1:-1], json.dumps(secret, ensure_ascii=False)[1:-1]):
             forms.update((text, text.replace("/", "\\/")))
     return sorted(forms, key=len, reverse=True)
+
+
+def _scrub_bytes(data: bytes, forms: Sequence[bytes]) -> bytes:
+    for form in forms:
+        data = data.replace(form, b"***")
+    return data
+
+
+def _scrub_frames(data: bytes, forms: Sequence[bytes]) -> bytes:
+    """An AWS event stream with every secret in a frame's payload and string headers as ``***``: a frame that
+    holds one is written anew (its lengths and CRCs computed again), so the replay reads whole frames still.
+    What follows the last whole frame (a cut) is scrubbed as bytes."""
+    out, pos = [], 0
+    while len(data) - pos >= 16:
+        total, headers_length = struct.unpack(">II", data[pos:pos + 8])
+        if total < 16 or headers_length > total - 16 or pos + total > len(data):
+            break
+        frame = data[pos:pos + total]
+        pos += total
+        if not any(form in frame for form in forms):
+            out.append(frame)
+            continue
+        headers = _scrub_frame_headers(frame[12:12 + headers_length], forms)
+        payload = _scrub_bytes(frame[12 + headers_length:total - 4], forms)
+        prelude = struct.pack(">II", 16 + len(headers) + len(payload), len(headers))
+        prelude += struct.pack(">I", zlib.crc32(prelude) & 0xFFFFFFFF)
+        body = prelude + headers + payload
+        out.append(body + struct.pack(">I", zlib.crc32(body) & 0xFFFFFFFF))
+    out.append(_scrub_bytes(data[pos:], forms))
+    return b"".join(out)
+
+
+#: the sizes of an event-stream header value by type (None: a 2-byte length, then that many bytes)
+_HEADER_SIZES = {0: 0, 1: 0, 2: 1, 3: 2, 4: 4, 5: 8, 6: None, 7: None, 8: 8, 9: 16}
+
+
+def _scrub_frame_headers(raw: bytes, forms: Sequence[bytes]) -> bytes:
+    """A frame's header block with secrets in its byte and string values as ``***`` (as it was when it holds
+    none, or cannot be read)."""
+    if not any(form in raw for form in forms):
+        return raw
+    out, pos = [], 0
+    try:
+        while pos < len(raw):
+            end = pos + 1 + raw[pos]
+            kind = raw[end]
+            size = _HEADER_SIZES[kind]
+            if size is None:
+                length = struct.unpack(">H", raw[end + 1:end + 3])[0]
+                value = _scrub_bytes(raw[end + 3:end + 3 + length], forms)
+                if end + 3 + length > len(raw) or len(value) > 0xFFFF:
+                    return raw
+                out.append(raw[pos:end + 1] + struct.pack(">H", len(value)) + value)
+                pos = end + 3 + length
+            else:
+                if end + 1 + size > len(raw):
+                    return raw
+                out.append(raw[pos:end + 1 + size])
+                pos = end + 1 + size
+    except (IndexError, KeyError, struct.error):
+        return raw
+    return b"".join(out)
 
 
 def _scrub_text(text: str, secrets: Sequence[str]) -> str:
