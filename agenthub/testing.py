@@ -504,19 +504,29 @@ def _scrub_json(value: Any, secrets: Sequence[str]) -> Any:
 # -- sessions -----------------------------------------------------------------------------------------
 
 
-def replay_session(folder_or_cassette: Any, match_body: bool = True, chunk_size: Optional[int] = None) -> Any:
+def replay_session(folder_or_cassette: Any, match_body: Optional[bool] = None, chunk_size: Optional[int] = None) -> Any:
     """A requests.Session answering every request from a cassette; pass it as ``AutoLLMClient(session=...)``.
 
-    ``session.cassette`` is the Cassette (``assert_all_played()``).  ``chunk_size``
-    serves the recorded bytes in pieces of that size (default 64 KiB).  A folder
-    that holds no exchange is a ReplayMismatchError at once (record it first).
+    ``session.cassette`` is the Cassette (``assert_all_played()``).  ``match_body``: compare
+    bodies (default: yes; given with a Cassette, it sets the Cassette's).  ``chunk_size``
+    serves the recorded bytes in pieces of that size (default 64 KiB; a ConfigError unless a
+    whole number >= 1).  A folder that holds no exchange is a ReplayMismatchError at once
+    (record it first).
     """
     from . import transport
+    from .errors import ConfigError
 
+    if chunk_size is not None and (isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1):
+        raise ConfigError("replay_session: chunk_size must be a whole number of bytes >= 1 (or None), not {!r}".format(
+            chunk_size))
+    if match_body is not None and not isinstance(match_body, bool):
+        raise ConfigError("replay_session: match_body must be True or False, not {!r}".format(match_body))
     if isinstance(folder_or_cassette, Cassette):
         cassette = folder_or_cassette
+        if match_body is not None:
+            cassette.match_body = match_body
     else:
-        cassette = Cassette(str(folder_or_cassette), match_body=match_body)
+        cassette = Cassette(str(folder_or_cassette), match_body=True if match_body is None else match_body)
         if not cassette.interactions:
             raise ReplayMismatchError("replay: no recorded exchange in {} (record it first: {}=1)".format(
                 folder_or_cassette, RECORD_ENV))
@@ -545,7 +555,7 @@ def record_session(folder: str, session: Any = None) -> Any:
     return session
 
 
-def cassette_session(folder: str, record: Optional[bool] = None, match_body: bool = True) -> Any:
+def cassette_session(folder: str, record: Optional[bool] = None, match_body: Optional[bool] = None) -> Any:
     """Record into ``folder`` when ``record`` is true (default: when $AGENTHUB_RECORD is "1"), else replay it."""
     if record is None:
         record = os.environ.get(RECORD_ENV) == "1"

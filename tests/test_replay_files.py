@@ -472,3 +472,26 @@ def test_an_exchange_that_cannot_be_written_is_logged_and_the_call_stands(tmp_pa
     assert [r.getMessage() for r in caplog.records if r.name == "agenthub"] == [
         "recording: the exchange POST {}/chat/completions was not written to the cassette {} (FileExistsError: "
         "[Errno 17] File exists: {!r})".format(server.base_url, folder, str(folder))]
+
+
+# -- replay_session's arguments ----------------------------------------------------------------------------------------
+
+
+def test_match_body_given_with_a_cassette_is_not_lost():
+    """replay_session(cassette, match_body=False) ignored match_body: the Cassette's own (True) compared bodies."""
+    recorded = {"method": "POST", "url": "https://api.example.com/v1/chat/completions", "body": {"q": "recorded"}}
+    cassette = Cassette(interactions=[Interaction(recorded, body=b"ok", name="001")])
+    session = replay_session(cassette, match_body=False)
+    assert session.cassette is cassette and cassette.match_body is False
+    assert session.post("https://api.example.com/v1/chat/completions", json={"q": "another"}).content == b"ok"
+
+
+@pytest.mark.parametrize("chunk_size", [0, -5, 1.5, "64", True])
+def test_a_chunk_size_that_is_no_byte_count_is_a_config_error(chunk_size):
+    """It was taken as it came: "64" raised TypeError inside the transport, read as a connection failure."""
+    from agenthub import ConfigError
+
+    with pytest.raises(ConfigError) as info:
+        replay_session(Cassette(interactions=[Interaction(None)]), chunk_size=chunk_size)
+    assert str(info.value) == ("replay_session: chunk_size must be a whole number of bytes >= 1 (or None), "
+                               "not {!r}".format(chunk_size))
