@@ -495,3 +495,36 @@ def test_a_chunk_size_that_is_no_byte_count_is_a_config_error(chunk_size):
         replay_session(Cassette(interactions=[Interaction(None)]), chunk_size=chunk_size)
     assert str(info.value) == ("replay_session: chunk_size must be a whole number of bytes >= 1 (or None), "
                                "not {!r}".format(chunk_size))
+
+
+# -- a background stream resumed after cuts ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("protocol", ["responses", "interactions"])
+def test_a_background_stream_resumed_after_cuts_replays_its_reconnects(tmp_path, protocol):
+    from longrun_server import LongrunServer, boundaries, interactions_events, responses_events
+
+    texts = ["Long ", "agent ", "turns ", "are ", "where ", "streams ", "get ", "cut."]
+    rid = "resp_r" if protocol == "responses" else "int_r"
+    if protocol == "responses":
+        events = responses_events(rid, texts)
+        make = lambda server, **kw: AutoLLMClient("gpt-5.5", api_key="test-key-0123456789", base_url=server.url + "/v1",
+                                                  client_type="openai-responses", **kw)
+    else:
+        events = interactions_events(rid, texts)
+        make = lambda server, **kw: AutoLLMClient("gemini-3.8-flash", api_key="test-key-0123456789",
+                                                  base_url=server.url, client_type="gemini-interactions", **kw)
+    ends = boundaries(events)
+    folder = str(tmp_path / "background")
+    with LongrunServer() as server:
+        server.add(rid, events, cuts=[ends[2] + 5, ends[5]])  # a cut mid-event, then one at an event's end
+        live = _strip(list(make(server, session=record_session(folder)).streaming_response(USER,
+                                                                                           {"background": True})))
+        sent = [r["method"] for r in server.requests]
+        session = replay_session(folder)
+        replayed = list(make(server, session=session).streaming_response(USER, {"background": True}))
+        assert [r["method"] for r in server.requests] == sent == ["POST", "GET", "GET"]  # the replay sent none
+    check_stream(replayed)
+    assert _strip(replayed) == live
+    assert "".join(i["text"] for e in replayed for i in e["content_items"] if i["type"] == "text") == "".join(texts)
+    session.cassette.assert_all_played()
