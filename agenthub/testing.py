@@ -39,9 +39,11 @@ compared (tool-call ids may be generated afresh on every run); pass
 matches raises ReplayMismatchError, naming the request and what differed.
 """
 
+import errno
 import json
 import os
 import re
+import stat
 import struct
 import threading
 import zlib
@@ -288,6 +290,7 @@ def _load_one(folder: str, name: str, number: str) -> Interaction:
         return CassetteError("replay: {} is not a readable agenthub recording: {}".format(path, why))
 
     try:
+        _regular(path)
         with open(path, "rb") as handle:
             meta = json.loads(handle.read().decode("utf-8"))
     except OSError as exc:
@@ -319,12 +322,19 @@ def _load_one(folder: str, name: str, number: str) -> Interaction:
         raise bad("its response body_file is {} (a file name in the cassette's folder is needed)".format(
             _short(body_file)))
     try:
+        _regular(os.path.join(folder, body_file))
         with open(os.path.join(folder, body_file), "rb") as handle:
             body = handle.read()
     except OSError as exc:
         raise bad("its body file {} cannot be read ({})".format(body_file, exc.strerror or type(exc).__name__)) \
             from None
     return Interaction(request, status, headers, body, number, read_error)
+
+
+def _regular(path: str) -> None:
+    """OSError unless ``path`` is a regular file (a FIFO would block the read forever, a device never end it)."""
+    if not stat.S_ISREG(os.stat(path).st_mode):
+        raise OSError(errno.EINVAL, "not a regular file")
 
 
 def clear(folder: str) -> None:

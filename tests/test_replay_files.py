@@ -117,6 +117,25 @@ def _with(part, **changes):
     return json.dumps(dict(GOOD, **{part: dict(GOOD[part], **changes)})).encode()
 
 
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")
+@pytest.mark.parametrize("which", ["meta", "body"])
+def test_a_recording_file_that_is_no_regular_file_is_refused_unread(tmp_path, which):
+    """A FIFO (or a link to one, or to /dev/zero) was opened and read: the replay blocked forever (or read
+    without end)."""
+    folder = tmp_path / "cassette"
+    folder.mkdir()
+    if which == "meta":
+        os.mkfifo(str(folder / "001.json"))
+        why = "it cannot be read (not a regular file)"
+    else:
+        (folder / "001.json").write_text(json.dumps(dict(GOOD, response=dict(GOOD["response"], body_file="001.body"))))
+        os.symlink("/dev/zero", str(folder / "001.body"))
+        why = "its body file 001.body cannot be read (not a regular file)"
+    with pytest.raises(CassetteError) as info:
+        Cassette(str(folder))
+    assert str(info.value) == "replay: {} is not a readable agenthub recording: {}".format(folder / "001.json", why)
+
+
 @pytest.mark.parametrize("meta, body, why", [
     (json.dumps(GOOD).encode()[:50], True, "it is not whole JSON (JSONDecodeError)"),
     (b"", True, "it is not whole JSON (JSONDecodeError)"),
