@@ -41,10 +41,12 @@ prints the text form.
 """
 
 import base64
+import errno
 import json
 import logging
 import os
 import re
+import stat
 import tempfile
 import time
 from typing import Any, Dict, List, Mapping, Optional, Sequence
@@ -216,7 +218,7 @@ def _previous(json_path: str, history: Sequence[Mapping[str, Any]]) -> Optional[
     (its history a prefix of ``history``, compared as written, created_at aside); None when it is missing,
     unreadable, or another conversation's (a rerun under the same trace_id)."""
     try:
-        with open(json_path, encoding="utf-8") as handle:
+        with _open_regular(json_path) as handle:
             document = json.load(handle)
     except (OSError, ValueError, RecursionError):
         return None
@@ -364,7 +366,7 @@ class RunTrace(object):
 def load_trace(path: str) -> Dict[str, Any]:
     """A saved trace with its bytes restored; ValueError when the file is not a trace."""
     try:
-        with open(path, encoding="utf-8") as handle:
+        with _open_regular(path) as handle:
             document = json.load(handle)
         if not isinstance(document, dict) or not isinstance(document.get("history"), list):
             raise ValueError("{} is not an agenthub trace (no history)".format(path))
@@ -384,7 +386,7 @@ def list_traces(root: Optional[str] = None) -> List[Dict[str, Any]]:
                 continue
             path = os.path.join(folder, name)
             try:
-                with open(path, encoding="utf-8") as handle:
+                with _open_regular(path) as handle:
                     document = json.load(handle)
             except (OSError, ValueError, RecursionError):
                 continue
@@ -400,6 +402,14 @@ def list_traces(root: Optional[str] = None) -> List[Dict[str, Any]]:
             })
     out.sort(key=lambda t: (-(t["timestamp"] or 0), t["trace_id"]))
     return out
+
+
+def _open_regular(path: str) -> Any:
+    """``path`` opened for reading as UTF-8 text; OSError when it is no regular file (a FIFO would block the
+    read forever, a device never end it), found so without opening it."""
+    if not stat.S_ISREG(os.stat(path).st_mode):
+        raise OSError(errno.EINVAL, "{} is not a regular file".format(path))
+    return open(path, encoding="utf-8")
 
 
 def _write(path: str, text: str) -> None:
