@@ -388,7 +388,7 @@ def list_traces(root: Optional[str] = None) -> List[Dict[str, Any]]:
             try:
                 with _open_regular(path) as handle:
                     document = json.load(handle)
-            except (OSError, ValueError, RecursionError):
+            except (OSError, ValueError, RecursionError):  # (not a trace: a JSON file nested past the parser's stack)
                 continue
             if not isinstance(document, dict) or not isinstance(document.get("history"), list):
                 continue

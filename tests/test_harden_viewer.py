@@ -130,8 +130,8 @@ def test_a_browser_makes_links_of_http_urls_only(viewer):
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")
 def test_a_fifo_or_a_nested_file_beside_the_traces_is_not_found_and_the_index_still_lists(viewer, tmp_path):
-    """The index opened every .json (a FIFO blocked it forever), /raw/ opened a .txt FIFO, and a trace nested past
-    the JSON parser's depth raised RecursionError in the handler (the connection dropped without an answer)."""
+    """The index opened every .json (a FIFO blocked it forever) and /raw/ opened a .txt FIFO; a trace nested past
+    the JSON parser's depth is a 404 beside them (tests/test_viewer_bounds.py has it alone)."""
     host = "127.0.0.1:{}".format(viewer.server_address[1])
     os.mkfifo(str(tmp_path / "pipe.json"))
     os.mkfifo(str(tmp_path / "evil2.txt"))
