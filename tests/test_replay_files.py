@@ -547,3 +547,28 @@ def test_a_background_stream_resumed_after_cuts_replays_its_reconnects(tmp_path,
     assert _strip(replayed) == live
     assert "".join(i["text"] for e in replayed for i in e["content_items"] if i["type"] == "text") == "".join(texts)
     session.cassette.assert_all_played()
+
+
+def test_an_event_stream_is_scrubbed_frame_by_frame_headers_too():
+    """Every frame still decodes (lengths and CRCs made anew where a secret went), the frames without one are
+    the bytes they were, and a cut after the last whole frame is scrubbed as bytes."""
+    import bedrock_frames as bf
+    from agenthub.eventstream import EventStreamDecoder
+    from agenthub.testing import _scrub_frames
+
+    secret = "AKIASECRET0123456789"
+    plain = bf.event("messageStart", {"role": "assistant"})
+    echoed = bf.encode([(":event-type", bf.STRING, "contentBlockDelta"), ("x-echo", bf.STRING, "by " + secret),
+                        ("x-n", bf.INTEGER, 7), ("x-flag", bf.BOOL_TRUE)],
+                       json.dumps({"delta": {"text": "key " + secret}}).encode())
+    cut = bf.event("messageStop", {"note": secret})[:-6]  # (its CRC and closing quote and brace)
+    scrubbed = _scrub_frames(plain + echoed + cut, [secret.encode()])
+    assert scrubbed.startswith(plain) and secret.encode() not in scrubbed
+    decoder = EventStreamDecoder()
+    messages = decoder.feed(scrubbed[:len(scrubbed) - len(_scrub_frames(cut, [secret.encode()]))])
+    assert [(m.headers, m.payload) for m in messages] == [
+        ({":event-type": "messageStart", ":content-type": "application/json", ":message-type": "event"},
+         b'{"role": "assistant"}'),
+        ({":event-type": "contentBlockDelta", "x-echo": "by ***", "x-n": 7, "x-flag": True},
+         b'{"delta": {"text": "key ***"}}')]
+    assert secret.encode() in cut and scrubbed.endswith(cut.replace(secret.encode(), b"***"))
