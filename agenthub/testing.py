@@ -15,28 +15,27 @@
     ...
     session.cassette.assert_all_played()
 
-A cassette is a folder of numbered exchanges: ``001.json`` holds the request
-(method, URL without secret query parameters, JSON body) and the response status
-and the headers agenthub reads (content type, retry advice, error type, request id,
-rate limits); ``001.sse`` (or ``001.body.json`` / ``001.body``) holds the raw
-response bytes exactly as the reader consumed them (up to where it stopped reading:
-its terminal marker, or an early ``break``, which then replays as the same cut; a connection that broke or
-timed out there is noted as the response's ``read_error`` and replays as the same TransportError after the
-same bytes, so a retry the live call made is made again).  No header of the request is
-kept, and the values of its credential headers (and the MCP credentials of its body) are
-scrubbed from everything written, also where the response quotes them in a JSON string's
-escapes.  Each exchange takes the first number free in the folder, so several recorders
-(threads, processes) writing into one folder keep every exchange; ``record_session`` empties
-the folder when it starts.  A numbered ``.json`` that is not a whole recording (cut short,
-another format, a field of the wrong type, its body file missing) is a CassetteError naming it.
+A cassette is a folder of numbered exchanges: ``001.json`` holds the request (method, URL without
+secret query parameters, JSON body) and the response status and the headers agenthub reads (content
+type, retry advice, error type, request id, rate limits); ``001.sse`` (or ``001.body.json`` /
+``001.body``) holds the raw response bytes exactly as the reader consumed them (up to where it
+stopped reading: its terminal marker, or an early ``break``, which then replays as the same cut; a
+connection that broke or timed out there is noted as the response's ``read_error`` and replays as
+the same TransportError after the same bytes, so a retry the live call made is made again). No
+header of the request is kept, and the values of its credential headers (and the MCP credentials of
+its body) are scrubbed from everything written, also where the response quotes them in a JSON
+string's escapes. Each exchange takes the first number free in the folder, so several recorders
+(threads, processes) writing into one folder keep every exchange; ``record_session`` makes or
+empties the folder when it starts (a ConfigError when it cannot). A numbered ``.json`` that is not a
+whole recording (cut short, another format, a field of the wrong type, its body file missing) is a
+CassetteError naming it.
 
-Replay matching: each request is answered by the first unplayed exchange with the
-same method, URL and JSON body (compared as JSON: key order, escapes and ``1`` against
-``1.0`` do not count, ``true`` against ``1`` does; the request's credentials are
-scrubbed as recording scrubbed them, so a recorded ``***`` matches).  Keys named ``id`` or ending in ``_id`` are not
-compared (tool-call ids may be generated afresh on every run); pass
-``match_body=False`` to compare method and URL only.  A request no exchange
-matches raises ReplayMismatchError, naming the request and what differed.
+Replay matching: each request is answered by the first unplayed exchange with the same method, URL
+and JSON body (compared as JSON: key order, escapes and ``1`` against ``1.0`` do not count, ``true``
+against ``1`` does; the request's credentials are scrubbed as recording scrubbed them, so a recorded
+``***`` matches). Keys named ``id`` or ending in ``_id`` are not compared (tool-call ids may be
+generated afresh on every run); pass ``match_body=False`` to compare method and URL only. A request
+no exchange matches raises ReplayMismatchError, naming the request and what differed.
 """
 
 import errno
@@ -134,9 +133,8 @@ class Cassette(object):
     def play(self, method: str, url: str, body: Any, secrets: Sequence[str] = ()
              ) -> Tuple[int, Dict[str, str], bytes, Optional[Dict[str, Any]]]:
         """The recorded answer to this request, ``(status, headers, body, read_error)``; ReplayMismatchError when
-        none matches.  ``secrets``: the
-        request's credential values, scrubbed from it as recording scrubs them before it is compared (a
-        recorded ``***`` matches whatever credential the replaying request carries there)."""
+        none matches.  ``secrets``: the request's credential values, scrubbed from it as recording scrubs them
+        before it is compared (a recorded ``***`` matches whatever credential the replaying request carries)."""
         sent = _json_body(body)
         secrets = _longest_first(secrets)
         wanted = {"method": method.upper(), "url": _scrub_text(clean_url(url), secrets),
