@@ -545,7 +545,8 @@ def replay_session(folder_or_cassette: Any, match_body: Optional[bool] = None, c
 
 def record_session(folder: str, session: Any = None) -> Any:
     """A requests.Session sending for real and writing every exchange into ``folder`` (emptied first; made
-    now: a folder that cannot be is a ConfigError before anything is sent).  An exchange that cannot be written
+    now: a folder that cannot be is a ConfigError before anything is sent).  ``session``: yours to record
+    through (each adapter it has mounted still sends, wrapped by the recorder).  An exchange that cannot be written
     later (disk full) is logged on the ``agenthub`` logger (ERROR); the call itself stands."""
     from . import transport
     from .errors import ConfigError

@@ -1217,17 +1217,19 @@ class RecordingAdapter(requests.adapters.HTTPAdapter):
 
     The exchange is written when its body was read to the end or closed: the bytes
     the reader actually consumed, and the request's credentials (read from its auth
-    headers) to scrub from everything written.
+    headers) to scrub from everything written.  ``inner``: the adapter that sends (a
+    session's own, kept as it was: its pools, TLS settings, retries); None: this one.
     """
 
-    def __init__(self, cassette: Any, **kwargs: Any) -> None:
+    def __init__(self, cassette: Any, inner: Any = None, **kwargs: Any) -> None:
         super(RecordingAdapter, self).__init__(**kwargs)
         self.cassette = cassette
+        self.inner = inner
 
     def send(self, request: Any, stream: bool = False, timeout: Any = None, verify: Any = True, cert: Any = None,
              proxies: Any = None) -> requests.Response:
-        response = super(RecordingAdapter, self).send(request, stream=stream, timeout=timeout, verify=verify,
-                                                      cert=cert, proxies=proxies)
+        sender = self.inner.send if self.inner is not None else super(RecordingAdapter, self).send
+        response = sender(request, stream=stream, timeout=timeout, verify=verify, cert=cert, proxies=proxies)
         # every header value but the public ones (content type, user agent, ...) is a secret: a
         # gateway's own auth header, a cookie, whatever the caller added
         secrets = secret_values(request.headers) + request_url_secrets(request.url) + body_secrets(request.body)
@@ -1248,6 +1250,13 @@ class RecordingAdapter(requests.adapters.HTTPAdapter):
 
         response.raw = _TeeBody(response.raw, done, _codings(response))
         return response
+
+    def close(self) -> None:
+        try:
+            if self.inner is not None:
+                self.inner.close()
+        finally:
+            super(RecordingAdapter, self).close()
 
 
 def cassette_shareable(session: Any) -> bool:
@@ -1271,11 +1280,22 @@ def replay_session(cassette: Any, chunk_size: Optional[int] = None) -> requests.
 
 
 def recording_session(cassette: Any, session: Optional[requests.Session] = None) -> requests.Session:
-    """``session`` (or a new one) sending for real and recording every exchange into ``cassette``."""
-    session = session if session is not None else requests.Session()
-    adapter = RecordingAdapter(cassette, pool_connections=10, pool_maxsize=POOL_MAXSIZE)
-    session.mount("https://", adapter)
-    session.mount("http://", adapter)
+    """``session`` (or a new one) sending for real and recording every exchange into ``cassette``.  Each adapter
+    ``session`` has mounted (its own for a host, TLS or retry settings) goes on sending, wrapped by a recorder: none
+    is replaced, and none sends past the recording."""
+    if session is None:
+        session = requests.Session()
+        adapter = RecordingAdapter(cassette, pool_connections=10, pool_maxsize=POOL_MAXSIZE)
+        session.mount("https://", adapter)
+        session.mount("http://", adapter)
+        return session
+    for prefix, inner in list(session.adapters.items()):
+        if isinstance(inner, RecordingAdapter):
+            inner = inner.inner if inner.inner is not None else None  # (recorded into this cassette now)
+        session.mount(prefix, RecordingAdapter(cassette, inner, pool_connections=10, pool_maxsize=POOL_MAXSIZE))
+    for prefix in ("https://", "http://"):
+        if prefix not in session.adapters:
+            session.mount(prefix, RecordingAdapter(cassette, pool_connections=10, pool_maxsize=POOL_MAXSIZE))
     return session
 
 

@@ -572,3 +572,38 @@ def test_an_event_stream_is_scrubbed_frame_by_frame_headers_too():
         ({":event-type": "contentBlockDelta", "x-echo": "by ***", "x-n": 7, "x-flag": True},
          b'{"delta": {"text": "key ***"}}')]
     assert secret.encode() in cut and scrubbed.endswith(cut.replace(secret.encode(), b"***"))
+
+
+# -- recording through a session of the caller's ----------------------------------------------------------------------
+
+
+def test_recording_through_a_session_of_yours_keeps_its_adapters_and_records_every_host(tmp_path):
+    """record_session(folder, session=yours) mounted its recorder on https:// and http:// only: an adapter yours
+    mounted for a host (a longer prefix, which requests prefers) sent past the recorder, nothing recorded; and
+    yours on https:// (its TLS, pool or retry settings) was replaced by a default one."""
+    import requests
+
+    sent = []
+
+    class Counting(requests.adapters.HTTPAdapter):
+        def send(self, request, **kwargs):
+            sent.append(request.url)
+            return super(Counting, self).send(request, **kwargs)
+
+    server = _Upstream([(200, "text/event-stream", _recording("weather_answer.sse"))])
+    folder = str(tmp_path / "yours")
+    own = requests.Session()
+    own.mount(server.base_url.rsplit("/", 1)[0] + "/", Counting())
+    try:
+        session = record_session(folder, session=own)
+        assert session is own
+        live = _strip(list(AutoLLMClient("demo-model", api_key=KEY, base_url=server.base_url,
+                                         client_type="openai-chat", session=session).streaming_response(USER)))
+    finally:
+        server.close()
+        own.close()
+    assert sent == [server.base_url + "/chat/completions"]  # yours sent it
+    assert sorted(os.listdir(folder)) == ["001.json", "001.sse"]  # and it was recorded
+    replay = AutoLLMClient("demo-model", api_key="replay-unused", base_url=server.base_url,
+                           client_type="openai-chat", session=replay_session(folder))
+    assert _strip(list(replay.streaming_response(USER))) == live
