@@ -1261,12 +1261,15 @@ class RecordingAdapter(requests.adapters.HTTPAdapter):
 
 def cassette_shareable(session: Any) -> bool:
     """Whether ``session`` is one of agenthub.testing's that a fallback built from a model name shares: every
-    request it sends is answered by a cassette (a replay), or it records and carries no credential of its
-    own (nothing of one host's reaches another)."""
+    request it sends is answered by a cassette (a replay), or it records through agenthub's own adapters and
+    carries no credential of its own (nothing of one host's reaches another; a session of yours recorded
+    through, whose adapters may add their own, is never shared)."""
     adapters = list((getattr(session, "adapters", None) or {}).values())
-    if not adapters or not all(isinstance(a, (ReplayAdapter, RecordingAdapter)) for a in adapters):
+    if not adapters:
         return False
-    return all(isinstance(a, ReplayAdapter) for a in adapters) or not session_secrets(session)
+    if all(isinstance(a, ReplayAdapter) for a in adapters):
+        return True
+    return all(isinstance(a, RecordingAdapter) and a.inner is None for a in adapters) and not session_secrets(session)
 
 
 def replay_session(cassette: Any, chunk_size: Optional[int] = None) -> requests.Session:

@@ -402,6 +402,9 @@ def test_a_recording_session_carrying_a_credential_is_not_shared_with_a_fallback
     client = AutoLLMClient("demo-model", client_type="openai-chat", api_key=KEY, base_url="http://127.0.0.1:9/v1",
                            fallbacks=["gpt-4.1-mini"], session=recording)
     assert client.fallbacks[0]._session is None  # its own, made when it first sends
+    plain = record_session(str(tmp_path / "plain"), session=requests.Session())  # (yours: its adapters may add some)
+    assert AutoLLMClient("demo-model", client_type="openai-chat", api_key=KEY, base_url="http://127.0.0.1:9/v1",
+                         fallbacks=["gpt-4.1-mini"], session=plain).fallbacks[0]._session is None
     replaying = AutoLLMClient("demo-model", client_type="openai-chat", api_key=KEY,
                               base_url="http://127.0.0.1:9/v1", fallbacks=["gpt-4.1-mini"],
                               session=replay_session(Cassette(interactions=[Interaction(None)])))
