@@ -59,12 +59,13 @@ from .hosts.trust import circuit_host, route_host, url_host, url_server  # the o
 from .errors import (AgentHubError, ConfigError, RateLimitError, StreamProtocolError, TransportError,
                      UnsupportedOperationError, UnsupportedParameterError, UpstreamError, safe_url, set_field)
 from .foreign import for_dialect, for_dialect_resumed
+from .providers import DIALECTS
 from .providers._common import Endpoint, Prior, apply_extras
 from .sse import DEFAULT_MAX_LINE_BYTES
 from .stream import Collector, collect, drive, now_ms
 from .types import AssistantMessage, Message, ToolCallItem, UniConfig, UniEvent, UniMessage
-from .validate import (CheckedMessages, check_anthropic_version, check_config, check_header_name, check_header_value,
-                       check_message, check_messages)
+from .validate import (CheckedMessages, check_anthropic_version, check_config, check_distinct_header_names,
+                       check_header_name, check_header_value, check_message, check_messages)
 
 __all__ = ["AutoLLMClient", "ResponseStream", "Timeout"]
 
@@ -219,6 +220,7 @@ class AutoLLMClient(object):
         for name, value in dict(default_headers or {}).items():
             check_header_name(name, "default_headers key {!r}".format(name[:60]))
             check_header_value(value, "default_headers[{!r}]".format(name))
+        check_distinct_header_names(default_headers or {}, "default_headers")
         kind, url, key, quirks = registry.resolve(model, client_type, base_url, api_key)
         if anthropic_version is not None:  # the Anthropic API version pinned (docs/providers.md)
             quirks = dict(quirks, anthropic_version=check_anthropic_version(
@@ -469,6 +471,14 @@ class AutoLLMClient(object):
             if config.get(key) and key not in record.accepts:
                 raise UnsupportedParameterError("{}: {} is not available on this protocol".format(
                     self.client_type, key), client=self.client_type, parameter=key)
+        tools = config.get("tools")
+        if tools and self._dialect in DIALECTS and self._dialect != "agenthub":  # (a server checks its upstream's)
+            rule = DIALECTS[self._dialect]
+            for index, tool in enumerate(tools):
+                if not rule.tool_name_ok(tool["name"]):  # the provider's 400, before anything is sent
+                    raise ConfigError("config['tools'][{}]: {!r} is not a valid tool name on {} ({} tool names are "
+                                      "{})".format(index, tool["name"], self.client_type, self._dialect,
+                                                   rule.tool_names[1]))
         if "foreign_thinking" in config:  # the client's own key: the protocol never sees it
             config = dict(config)
             foreign_thinking = config.pop("foreign_thinking")
@@ -619,6 +629,12 @@ class AutoLLMClient(object):
             ids.extend(page)
             if not token or token in seen:  # the last page (or a server handing the same token again)
                 break
+            try:
+                token.encode("utf-8")
+            except UnicodeEncodeError:  # JSON spelled a lone surrogate: no URL can carry it back
+                raise StreamProtocolError("{}: the model list's next page token is not text that can be sent back "
+                                          "(a lone surrogate)".format(self.client_type),
+                                          client=self.client_type) from None
             seen.add(token)
         return ids
 

@@ -23,6 +23,7 @@ from .errors import ConfigError
 from .types import FINISH_REASONS, MAX_DEPTH, PromptCaching, ThinkingLevel
 
 __all__ = ["check_config", "check_messages", "check_message", "CheckedMessages", "check_json", "check_header_value", "check_header_name",
+           "check_distinct_header_names",
            "check_mcp_servers", "check_anthropic_version", "ANTHROPIC_VERSIONS",
            "cache_marks", "count_marks", "CACHE_BREAKPOINT", "CONFIG_KEYS", "ASPECT_RATIOS", "IMAGE_SIZES", "RESPONSE_FORMATS"]
 
@@ -156,6 +157,19 @@ def check_header_name(name: Any, what: str) -> None:
         bad = "" if not isinstance(name, str) else next((c for c in name if c not in _TOKEN), "")
         raise ConfigError("{} is not a valid header name{}".format(
             what, " (it holds {})".format(_character(bad)) if bad else ""))
+
+
+def check_distinct_header_names(headers: Mapping[Any, Any], what: str) -> None:
+    """ConfigError when two names of ``headers`` differ only in case: HTTP names are case-insensitive, and
+    requests sends one of them (the last), so the other value would be lost (and a SigV4 signature that
+    covered both would not match)."""
+    seen = {}  # type: Dict[str, str]
+    for name in headers:
+        if isinstance(name, str):
+            first = seen.setdefault(name.lower(), name)
+            if first != name:
+                raise ConfigError("{} names the header {!r} twice ({!r} and {!r}): header names are case-insensitive, "
+                                  "so only one would be sent".format(what, name.lower(), first, name))
 
 
 def check_config(config: Optional[Mapping[str, Any]]) -> Dict[str, Any]:
@@ -328,6 +342,7 @@ def _extra_headers(key: str, value: Any, config: Dict[str, Any]) -> Any:
             # the value is never shown: it may be a credential
             raise ConfigError("config['extra_headers'][{!r}] must be a str without CR, LF or NUL".format(name))
         check_header_value(header, "config['extra_headers'][{!r}]".format(name))
+    check_distinct_header_names(value, "config['extra_headers']")
     return dict(value)
 
 
@@ -517,6 +532,12 @@ def check_anthropic_version(value: Any, client_type: str, dialect: str, speakers
     return value
 
 
+#: Anthropic's wire field where agenthub's mark belongs: no wire reads it from a message (it was left out unseen)
+_NOT_CACHE_CONTROL = ("{} has 'cache_control', Anthropic's wire field, which is not read here: agenthub's prompt-cache "
+                      "breakpoint is \"cache_breakpoint\": True on the item (or the message), sent on every wire that "
+                      "takes one")
+
+
 def check_message(message: Any, where: str = "message") -> None:
     if type(message) is not dict and not isinstance(message, _Mapping):
         raise ConfigError("{} must be a dict (UniMessage), got {}".format(where, type(message).__name__))
@@ -528,6 +549,8 @@ def check_message(message: Any, where: str = "message") -> None:
     items = message.get("content_items")
     if not isinstance(items, (list, tuple)):
         raise ConfigError("{}['content_items'] must be a list".format(where))
+    if "cache_control" in message:
+        raise ConfigError(_NOT_CACHE_CONTROL.format(where))
     mark = message.get(CACHE_BREAKPOINT)
     if mark is not None and not isinstance(mark, bool):
         raise ConfigError("{}[{!r}] must be a bool (True: a prompt-cache breakpoint after its last item), got "
@@ -559,6 +582,8 @@ def check_message(message: Any, where: str = "message") -> None:
         if kind == "tool_result" and "is_error" in item and not isinstance(item["is_error"], bool):
             raise ConfigError("{}: tool_result 'is_error' must be a bool (True or False), got {}".format(
                 at, type(item["is_error"]).__name__))
+        if "cache_control" in item:
+            raise ConfigError(_NOT_CACHE_CONTROL.format(at))
         if CACHE_BREAKPOINT in item and item[CACHE_BREAKPOINT] is not None and not isinstance(
                 item[CACHE_BREAKPOINT], bool):
             raise ConfigError("{}[{!r}] must be a bool (True: a prompt-cache breakpoint after this item), got "

@@ -592,8 +592,36 @@ def parse_data_uri(uri: str) -> Optional[Tuple[str, bytes]]:
     return mime, unquote_to_bytes(payload)
 
 
+def media_type(mime_type: str) -> str:
+    """``mime_type`` as the wires name it: ``image/jpg``, a common misspelling no registry has, is the
+    ``image/jpeg`` it means (Claude refuses the other; Bedrock names the format ``jpeg``); any other as it is."""
+    return "image/jpeg" if mime_type.lower() == "image/jpg" else mime_type
+
+
 def data_uri(mime_type: str, data: bytes) -> str:
-    return "data:{};base64,{}".format(mime_type, base64.b64encode(data).decode("ascii"))
+    return "data:{};base64,{}".format(media_type(mime_type), base64.b64encode(data).decode("ascii"))
+
+
+def visible_text(text: str) -> bool:
+    """A text block Claude's wires take (Anthropic, Bedrock): not empty nor white space alone (the API's 400:
+    "text content blocks must contain non-whitespace text"; an answer may be "\n\n" before a tool call, another
+    wire's a lone newline).  Such a text item is not sent, as an empty one is not."""
+    return bool(text) and not text.isspace()
+
+
+def something_to_send(client: str, turns: List[Any]) -> List[Any]:
+    """``turns``, the request's messages as the wire has them, when there is one; a ConfigError before sending when
+    the messages held nothing the wire takes (empty or white-space texts only: the API's 400 otherwise)."""
+    if not turns:
+        raise ConfigError("{}: the messages hold nothing this wire takes (every text in them is empty, or white "
+                          "space alone on Claude's wires, which it leaves out): nothing was sent".format(client))
+    return turns
+
+
+def pdf_url(url: str) -> bool:
+    """A URL (not a data URI) whose path ends in ``.pdf``: a document, sent as one where the wire takes a
+    document by URL (Anthropic, Responses' input_file, Gemini), refused where it takes none."""
+    return url.lower().split("#", 1)[0].split("?", 1)[0].endswith(".pdf")
 
 
 

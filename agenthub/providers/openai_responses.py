@@ -131,7 +131,7 @@ from ..types import HttpRequest, PromptCaching, ThinkingLevel
 from ..validate import cache_marks, count_marks
 from ._common import NOTES, Encoded, Prior, Resumed, keep, marks_resumed, noting, start
 from ._common import (COMPACTION_FORMAT, Count, Resume, after_compaction, left_out, DONE, payloads, openai_models_request, parse_data_list, Endpoint, Protocol, check_response_format, data_uri, documents, dumps,
-                      inclusive_usage, nearest, parse_data_uri, request_headers,
+                      inclusive_usage, nearest, parse_data_uri, pdf_url, request_headers,
                       unsupported)
 
 __all__ = ["build_request", "parse_stream", "map_usage", "model_profile", "clamp_effort", "check_sampling",
@@ -528,8 +528,14 @@ def _tool_choice(choice: Any) -> Any:
     return {"type": "allowed_tools", "mode": "required", "tools": [{"type": "function", "name": n} for n in choice]}
 
 
-def _image(url: str) -> Dict[str, Any]:
-    parse_data_uri(url)  # a malformed data URI is a ConfigError now, not a 400 later
+def _image(client: str, url: str) -> Dict[str, Any]:
+    """An image_url item (or a tool result's image): a data URI of another type of media goes as inline_data
+    of its type does (a PDF as input_file, anything else refused); a PDF's URL as an input_file's file_url."""
+    parsed = parse_data_uri(url)  # a malformed data URI is a ConfigError now, not a 400 later
+    if parsed is not None and not parsed[0].startswith("image/"):
+        return _media(client, parsed[0], parsed[1])
+    if parsed is None and pdf_url(url):
+        return {"type": "input_file", "file_url": url}
     return {"type": "input_image", "image_url": url, "detail": "auto"}
 
 
@@ -597,7 +603,7 @@ def _user(client: str, message: Mapping[str, Any], out: List[Dict[str, Any]], cu
         if kind == "text":
             parts.append({"type": "input_text", "text": item["text"]})
         elif kind == "image_url":
-            parts.append(_image(item["image_url"]))
+            parts.append(_image(client, item["image_url"]))
         elif kind == "inline_data":
             parts.append(_media(client, item["mime_type"], bytes(item["data"])))
         elif kind == "tool_result":
@@ -609,7 +615,7 @@ def _user(client: str, message: Mapping[str, Any], out: List[Dict[str, Any]], cu
                 out.append(dict(answer))  # the decision on a provider's MCP approval request (the tool runner's)
             else:
                 kind = "custom_tool_call_output" if item["tool_call_id"] in custom else "function_call_output"
-                output = _tool_output(item)
+                output = _tool_output(client, item)
                 if marks[position]:  # a breakpoint rides a content part: the output as a list of parts
                     output = [{"type": "input_text", "text": output}] if isinstance(output, str) else output
                     output[-1]["prompt_cache_breakpoint"] = dict(BREAKPOINT)
@@ -624,12 +630,12 @@ def _user(client: str, message: Mapping[str, Any], out: List[Dict[str, Any]], cu
         out.append({"type": "message", "role": "user", "content": parts or [{"type": "input_text", "text": ""}]})
 
 
-def _tool_output(item: Mapping[str, Any]) -> Any:
+def _tool_output(client: str, item: Mapping[str, Any]) -> Any:
     images = item.get("images")
     if not images:
         return item["text"]
     parts = [{"type": "input_text", "text": item["text"]}] if item["text"] else []
-    parts.extend(_image(url) for url in images)
+    parts.extend(_image(client, url) for url in images)
     return parts
 
 
