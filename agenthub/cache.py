@@ -418,7 +418,7 @@ def _decode(raw: bytes, key: str) -> Optional[List[Dict[str, Any]]]:
         if len(text) > MAX_ENTRY_TEXT or not unpacker.eof or unpacker.unused_data:
             return None  # past the bound, cut short, or followed by bytes this cache never writes
         doc = json.loads(text.decode("utf-8", "surrogatepass"))
-    except (zlib.error, ValueError, UnicodeDecodeError):
+    except (zlib.error, ValueError, UnicodeDecodeError, RecursionError):  # (nested past the parser's depth)
         return None
     if not isinstance(doc, dict) or doc.get("key") != key or not isinstance(doc.get("events"), list):
         return None

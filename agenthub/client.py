@@ -929,12 +929,16 @@ class AutoLLMClient(object):
     def _fallback_client(self, entry: Any) -> "AutoLLMClient":
         """A ``fallbacks`` entry as a client: a model name gets this client's timeout, retries, line limit and
         budget; its key, endpoint, protocol and session are its own (the registry's, from its environment
-        variable): a credential set on this client's ``session=`` never reaches another host."""
+        variable): a credential set on this client's ``session=`` never reaches another host.  A session of
+        agenthub.testing (a replay, or a recording carrying no credential) is shared: a fallback's exchange
+        is recorded and replayed with the rest, never sent past the replay to the network."""
         if isinstance(entry, AutoLLMClient):
             return entry
         if isinstance(entry, str) and entry:
+            shared = self._session if self._session is not None and _transport().cassette_shareable(
+                self._session) else None
             return AutoLLMClient(entry, timeout=self.timeout, max_retries=self.max_retries,
-                                 max_line_bytes=self.max_line_bytes, budget=self.budget)
+                                 max_line_bytes=self.max_line_bytes, budget=self.budget, session=shared)
         raise ConfigError("each fallbacks entry must be a model name or an AutoLLMClient, not {}".format(
             type(entry).__name__))
 

@@ -41,10 +41,12 @@ prints the text form.
 """
 
 import base64
+import errno
 import json
 import logging
 import os
 import re
+import stat
 import tempfile
 import time
 from typing import Any, Dict, List, Mapping, Optional, Sequence
@@ -216,9 +218,9 @@ def _previous(json_path: str, history: Sequence[Mapping[str, Any]]) -> Optional[
     (its history a prefix of ``history``, compared as written, created_at aside); None when it is missing,
     unreadable, or another conversation's (a rerun under the same trace_id)."""
     try:
-        with open(json_path, encoding="utf-8") as handle:
+        with _open_regular(json_path) as handle:
             document = json.load(handle)
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return None
     if not isinstance(document, dict) or not isinstance(document.get("history"), list):
         return None
@@ -365,11 +367,14 @@ class RunTrace(object):
 
 def load_trace(path: str) -> Dict[str, Any]:
     """A saved trace with its bytes restored; ValueError when the file is not a trace."""
-    with open(path, encoding="utf-8") as handle:
-        document = json.load(handle)
-    if not isinstance(document, dict) or not isinstance(document.get("history"), list):
-        raise ValueError("{} is not an agenthub trace (no history)".format(path))
-    return from_jsonable(document)
+    try:
+        with _open_regular(path) as handle:
+            document = json.load(handle)
+        if not isinstance(document, dict) or not isinstance(document.get("history"), list):
+            raise ValueError("{} is not an agenthub trace (no history)".format(path))
+        return from_jsonable(document)
+    except RecursionError:  # (JSON nested deeper than the parser goes: no trace agenthub wrote)
+        raise ValueError("{} is not an agenthub trace (nested too deep)".format(path)) from None
 
 
 def list_traces(root: Optional[str] = None) -> List[Dict[str, Any]]:
@@ -383,7 +388,7 @@ def list_traces(root: Optional[str] = None) -> List[Dict[str, Any]]:
                 continue
             path = os.path.join(folder, name)
             try:
-                with open(path, encoding="utf-8") as handle:
+                with _open_regular(path) as handle:
                     document = json.load(handle)
             except (OSError, ValueError, RecursionError):  # (not a trace: a JSON file nested past the parser's stack)
                 continue
@@ -399,6 +404,14 @@ def list_traces(root: Optional[str] = None) -> List[Dict[str, Any]]:
             })
     out.sort(key=lambda t: (-(t["timestamp"] or 0), t["trace_id"]))
     return out
+
+
+def _open_regular(path: str) -> Any:
+    """``path`` opened for reading as UTF-8 text; OSError when it is no regular file (a FIFO would block the
+    read forever, a device never end it), found so without opening it."""
+    if not stat.S_ISREG(os.stat(path).st_mode):
+        raise OSError(errno.EINVAL, "{} is not a regular file".format(path))
+    return open(path, encoding="utf-8")
 
 
 def _write(path: str, text: str) -> None:

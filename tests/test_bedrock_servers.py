@@ -332,6 +332,26 @@ def test_record_and_replay_works_for_bedrock(aws_env, tmp_path):
     assert sent["url"].endswith("/model/us.anthropic.claude-sonnet-4-5-20250929-v1%3A0/converse-stream")
 
 
+def test_a_recorded_bedrock_stream_replays_its_frames_whole(server, tmp_path):
+    """The recorder scrubbed the SigV4 scope's region and date (taken for secrets) out of the event-stream bytes:
+    a frame holding "us-west-2" changed length and failed its CRC on replay. A real secret echoed in a frame (the
+    access key id here) is scrubbed inside the frame, which is written anew."""
+    from agenthub.testing import record_session, replay_session
+
+    server.answer.append(frames_reply(bf.text_stream("Deployed in us-west-2 by " + AK, ".", input_tokens=9,
+                                                     output_tokens=2)))
+    folder = str(tmp_path / "cassette")
+    live = list(client(session=record_session(folder)).streaming_response([USER], {"max_tokens": 50}))
+    assert [i["text"] for i in deltas(live)] == ["Deployed in us-west-2 by " + AK, "."]
+    with open(os.path.join(folder, "001.body"), "rb") as handle:
+        recorded = handle.read()
+    assert AK.encode() not in recorded and b"us-west-2" in recorded
+    replayed = list(client(session=replay_session(folder)).streaming_response([USER], {"max_tokens": 50}))
+    check_stream(replayed)
+    assert [i["text"] for i in deltas(replayed)] == ["Deployed in us-west-2 by ***", "."]
+    assert [e["usage_metadata"] for e in replayed] == [e["usage_metadata"] for e in live]
+
+
 def test_list_models_asks_the_control_plane_signed(server):
     server.answer.append(Reply([json.dumps({"modelSummaries": [{"modelId": "anthropic.claude-sonnet-4-6"},
                                                                 {"modelId": "amazon.nova-pro-v1:0"}],

@@ -46,7 +46,7 @@ from urllib.parse import parse_qsl, quote, unquote, unquote_plus, urlencode, url
 from ..errors import ConfigError
 from ..hosts.trust import authority_parts, is_loopback_host
 from ..stream import surrogates_escaped
-from ..tracer import list_traces, trace_paths
+from ..tracer import _open_regular, list_traces, trace_paths
 from ._dom import build, csp_source
 from ._sockets import ConnectionLimit, DeadlineReader, busy_answer
 
@@ -111,15 +111,15 @@ class _Handler(BaseHTTPRequestHandler):
                 self._send(200, "text/html; charset=utf-8", page(self._data("index")))
             elif path.startswith("/trace/"):
                 trace_id = path[len("/trace/"):]
-                with open(self._paths(trace_id)["json"], encoding="utf-8") as handle:
+                with _open_regular(self._paths(trace_id)["json"]) as handle:
                     trace = json.load(handle)
                 data = self._data("trace")
                 data.update(trace_id=trace_id, trace=trace)
                 self._send(200, "text/html; charset=utf-8", page(data))
             elif path.startswith("/raw/") and path.endswith((".json", ".txt")):
                 stem, ext = path[len("/raw/"):].rsplit(".", 1)
-                with open(self._paths(stem)[ext], "rb") as handle:
-                    body = handle.read()
+                with _open_regular(self._paths(stem)[ext]) as handle:  # (never a FIFO: it blocks forever)
+                    body = handle.buffer.read()
                 kind = "application/json" if ext == "json" else "text/plain; charset=utf-8"
                 self._send(200, kind, body)
             else:
