@@ -19,7 +19,8 @@ from sse_server import Answer, SSEServer
 
 import agenthub
 from agenthub import AutoLLMClient, ConfigError, OutputRefusedError, OutputValidationError, Parsed
-from agenthub.output.shape import strict_schema
+from agenthub.output.shape import shape, strict_schema
+from agenthub.stores import MemoryStore
 
 USER = agenthub.user("The invoice, please.")
 MODELS = {"openai-chat": "gpt-4o-mini", "openai-responses": "gpt-5.5", "anthropic": "claude-sonnet-4-6",
@@ -447,3 +448,38 @@ def test_a_json_schema_that_is_no_object_keeps_its_root_ref_and_definitions_when
                               "additionalProperties": False}},
         "$defs": {"value": {"type": "array", "items": {"anyOf": [
             {"type": "integer"}, {"$ref": "#/$defs/value"}, {"$ref": "#/definitions/O"}]}}}}
+
+
+@pytest.mark.parametrize("protocol", sorted(MODELS))
+def test_an_answer_that_fails_validation_is_not_kept_by_the_response_cache(protocol):
+    # a re-run of the same parse must ask the model again, not replay the same failing answer
+    text = TEXT[protocol]
+    cache = agenthub.ResponseCache(MemoryStore())
+    with SSEServer() as server:
+        server.answers += [Answer([text(json.dumps(BAD))]), Answer([text(json.dumps(GOOD))]),
+                           Answer([text(json.dumps(GOOD))])]
+        client = client_for(server, protocol, cache=cache)
+        first = client.parse([USER], Invoice)
+        assert (first.attempts, cache.stored) == (2, 1)  # the re-ask's valid answer alone
+        again = client.parse([USER], Invoice)
+    assert (again.value, again.attempts, len(server.requests)) == (VALUE, 1, 3)
+    assert (cache.hits, cache.misses, cache.stored) == (0, 3, 2)
+    assert server.requests[2]["body"] == server.requests[0]["body"]
+
+
+def test_a_failing_answer_the_cache_held_already_is_removed_when_replayed():
+    # stored by a plain call of the same request (a cache knows nothing of types): parse replays it, judges it and
+    # drops it, so the next parse asks the model again
+    cache = agenthub.ResponseCache(MemoryStore())
+    with SSEServer() as server:
+        server.answers += [Answer([chat_text(json.dumps(BAD))]), Answer([chat_text(json.dumps(GOOD))]),
+                           Answer([chat_text(json.dumps(GOOD))])]
+        client = client_for(server, "openai-chat", cache=cache)
+        client.response([USER], shape(client, [USER], Invoice, {}).config)
+        assert cache.stored == 1
+        first = client.parse([USER], Invoice)                 # the stored BAD replayed, then re-asked
+        assert (first.attempts, cache.hits, len(server.requests)) == (2, 1, 2)
+        again = client.parse([USER], Invoice)                 # asked again (the third answer), not BAD replayed
+        assert (again.attempts, cache.hits, len(server.requests)) == (1, 1, 3)
+        third = client.parse([USER], Invoice)                 # what held is kept and replayed
+    assert (third.value, third.attempts, cache.hits, len(server.requests)) == (VALUE, 1, 2, 3)
