@@ -489,7 +489,7 @@ def check_strict(endpoint: Endpoint, config: Mapping[str, Any],
     refuses (``strict_refused``: a keyword it does not support, an open object, a property
     left out of ``required``) raises UnsupportedParameterError before sending (a 400 there).  A compatible
     server speaking the dialect has a subset of its own: its schemas go as they are."""
-    if not (endpoint.client_type in ("azure", "azure-responses") or endpoint.quirks.get("first_party")):
+    if not endpoint.quirks.get("strict_subset"):  # (set by the hosts that run OpenAI's strict mode: OpenAI, Azure)
         return
     client = endpoint.client_type
     fix = ": send it with strict False (the answer is then not held to the schema), or change the schema"
@@ -1656,7 +1656,7 @@ def count_request(plan: HttpRequest, model: str, quirks: Mapping[str, Any], form
 
 PROTOCOL = Protocol(
     "openai-responses", __name__, build_request, parse_stream, parse_document=parse_document, parse_payloads=_parse,
-    quirk_keys=("encrypted_reasoning", "fast_mode", "first_party", "reasoning", "reasoning_efforts", "response_formats"),
+    quirk_keys=("encrypted_reasoning", "fast_mode", "reasoning", "reasoning_efforts", "response_formats", "strict_subset"),
     embeddings="openai_embeddings", demo=("gpt-5.5", "OpenAI Responses"),
     models_request=openai_models_request, parse_models=parse_data_list,
     accepts=("background", "compaction", "mcp_servers"), compaction_format="openai",
