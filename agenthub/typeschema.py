@@ -15,7 +15,7 @@ required keys), dataclasses (their ``InitVar``s too), ``NamedTuple`` (an object 
 pydantic model (v2 ``model_json_schema``/``model_validate``, v1 ``schema``/``parse_obj``; pydantic validates
 it; agenthub never imports pydantic), and a plain JSON Schema dict (the value is then the validated JSON).
 A type with no schema (``object``, a callable, a class, a recursive type where ``$ref`` is not allowed) is a
-ConfigError naming the field.
+ConfigError naming the field; so is a type or schema dict nested deeper than Python's stack.
 
 Conversion is strict where JSON is: ``True`` is not an int; an int is a float (one past a float's range is a
 problem); a float that is a whole number is an int (a ``Literal``'s or an Enum's number too: ``1.0`` is
@@ -1197,14 +1197,18 @@ def compile(tp: Any, refs: bool = True) -> Compiled:  # noqa: A001 - the verb is
     comp = _Compiler(refs)
     try:
         node = comp.node(tp)
+        schema = node.schema
+        if refs and _hashable(tp) and tp in comp.names and tp not in comp.recursive:  # the root itself is inline
+            schema = comp.defs.pop(comp.names[tp])
+        if comp.defs:
+            schema = dict(schema, **{"$defs": comp.defs})
+        return Compiled(tp, _fresh(schema), node)
     except _Unsupported as exc:
         raise ConfigError("{}: {}".format(exc.field, exc.reason) if exc.field else exc.reason) from None
-    schema = node.schema
-    if refs and _hashable(tp) and tp in comp.names and tp not in comp.recursive:  # the root itself is inline
-        schema = comp.defs.pop(comp.names[tp])
-    if comp.defs:
-        schema = dict(schema, **{"$defs": comp.defs})
-    return Compiled(tp, _fresh(schema), node)
+    except RecursionError:  # a schema dict or a type nested deeper than Python's stack: the caller's input
+        label = tp.__name__ if isinstance(tp, type) else "the schema" if isinstance(tp, Mapping) else \
+            getattr(tp, "_name", None) or "the type"
+        raise ConfigError("{} nests too deeply to compile (deeper than Python's stack)".format(label)) from None
 
 
 def _fresh(value: Any) -> Any:

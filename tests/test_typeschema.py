@@ -665,3 +665,10 @@ def test_conversion_agrees_with_pydantic_strict():
 
     check()
     assert seen[True] > 30 and seen[False] > 30  # (both sides exercised)
+
+
+def test_a_json_schema_nested_deeper_than_the_stack_is_a_config_error():
+    schema = _nested(3000, {"type": "string"}, lambda inner: {"type": "object", "properties": {"a": inner}})
+    with pytest.raises(ConfigError) as info:
+        compile(schema)
+    assert str(info.value) == "the schema nests too deeply to compile (deeper than Python's stack)"
