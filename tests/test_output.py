@@ -483,3 +483,16 @@ def test_a_failing_answer_the_cache_held_already_is_removed_when_replayed():
         assert (again.attempts, cache.hits, len(server.requests)) == (1, 1, 3)
         third = client.parse([USER], Invoice)                 # what held is kept and replayed
     assert (third.value, third.attempts, cache.hits, len(server.requests)) == (VALUE, 1, 2, 3)
+
+
+def test_an_answer_nested_past_max_depth_is_a_problem_and_its_error_pickles():
+    """A recursive type's answer 600 arrays deep parses, but neither a pickle (Parsed and the error cross
+    processes) nor a job's output row holds it: a problem like any other, the candidate's text kept."""
+    deep = "[" * 600 + "]" * 600
+    with SSEServer() as server:
+        server.answers += [Answer([chat_text(deep)])]
+        with pytest.raises(OutputValidationError) as caught:
+            client_for(server, "openai-chat").parse([USER], {"type": "array", "items": {"$ref": "#"}}, retries=0)
+    error = pickle.loads(pickle.dumps(caught.value))
+    assert (error.problems, error.candidate_json, error.candidate_text) == (
+        [["the answer's JSON nests deeper than 128 levels"]], None, deep)
