@@ -113,8 +113,17 @@ def _jshort(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def _names(names: Sequence[str]) -> str:
-    return ", ".join(repr(n) for n in names)
+#: how many names one problem lists (an answer's unknown members: a model may write thousands, each long)
+_NAMES_SHOWN = 20
+
+
+def names_shown(names: Sequence[str]) -> str:
+    """The names, each at most 60 characters, at most ``_NAMES_SHOWN`` of them (then how many more): what goes
+    back to the model stays small whatever the answer held."""
+    text = ", ".join(_short(n) for n in names[:_NAMES_SHOWN])
+    if len(names) > _NAMES_SHOWN:
+        text += " and {} more".format(len(names) - _NAMES_SHOWN)
+    return text
 
 
 class _Voice(object):
@@ -133,10 +142,10 @@ class _Voice(object):
         return "expected one of {}, got {}".format(", ".join(_jshort(o) for o in options), _jshort(value))
 
     def missing(self, names: Sequence[str]) -> str:
-        return "missing required field{} {}".format("s" if len(names) > 1 else "", _names(names))
+        return "missing required field{} {}".format("s" if len(names) > 1 else "", names_shown(names))
 
     def unknown(self, names: Sequence[str]) -> str:
-        return "unexpected field{} {}".format("s" if len(names) > 1 else "", _names(names))
+        return "unexpected field{} {}".format("s" if len(names) > 1 else "", names_shown(names))
 
     def length(self, wanted: int, got: int) -> str:
         return "expected {} items, got {}".format(wanted, got)
@@ -169,10 +178,10 @@ class _ToolVoice(_Voice):
         return "must be one of {}, got {}".format(list(options), _short(value))
 
     def missing(self, names: Sequence[str]) -> str:
-        return "is missing " + _names(names)
+        return "is missing " + names_shown(names)
 
     def unknown(self, names: Sequence[str]) -> str:
-        return "has no field " + _names(names)
+        return "has no field " + names_shown(names)
 
     def length(self, wanted: int, got: int) -> str:
         return "must have {} items, got {}".format(wanted, got)
@@ -201,8 +210,8 @@ def _render(path: Any, root: str) -> str:
     for key in reversed(keys):
         if isinstance(key, int):
             out += "[{}]".format(key)
-        elif isinstance(key, tuple):
-            out += "[{!r}]".format(key[0])
+        elif isinstance(key, tuple):  # (a mapping's key: the answer's, any length)
+            out += "[{}]".format(_short(key[0]))
         else:
             out += "." + key if out else key
     return out

@@ -496,3 +496,18 @@ def test_an_answer_nested_past_max_depth_is_a_problem_and_its_error_pickles():
     error = pickle.loads(pickle.dumps(caught.value))
     assert (error.problems, error.candidate_json, error.candidate_text) == (
         [["the answer's JSON nests deeper than 128 levels"]], None, deep)
+
+
+def test_a_long_list_of_problems_is_cut_with_a_count():
+    """Every item of a long list wrong: the re-ask, the error and a job row hold the first 50 and how many more
+    (they held them all: an answer of 100,000 bad items made a re-ask as large, paid for as input)."""
+    bad = {"number": "F-1", "items": [{"name": "pen", "price": "x"}] * 60, "kind": "goods"}
+    with SSEServer() as server:
+        server.answers += [Answer([chat_text(json.dumps(bad))]), Answer([chat_text(json.dumps(bad))])]
+        with pytest.raises(OutputValidationError) as caught:
+            client_for(server, "openai-chat").parse([USER], Invoice, retries=1)
+    lines = ['items[{}].price: expected a number, got "x"'.format(i) for i in range(50)] + ["(and 10 more problems)"]
+    assert caught.value.problems == [lines, lines]
+    reask = server.requests[1]["body"]["messages"][-1]["content"]
+    assert reask == ("The answer did not match the required JSON Schema:\n" + "\n".join("- " + line for line in lines)
+                     + "\nAnswer again with the corrected value only.")

@@ -672,3 +672,19 @@ def test_a_json_schema_nested_deeper_than_the_stack_is_a_config_error():
     with pytest.raises(ConfigError) as info:
         compile(schema)
     assert str(info.value) == "the schema nests too deeply to compile (deeper than Python's stack)"
+
+
+def test_what_an_answer_names_is_bounded_in_a_problem():
+    """An answer with thousands of unknown members, or a member name of a megabyte, made a problem line (the
+    re-ask sent back to the model, paid for as input; a tool error; a job row) as large as the answer."""
+    key = "k" * 1000000
+    with pytest.raises(ConversionError) as info:
+        compile(Item).convert(dict({"name": "p", "price": 1}, **{"x{:04}".format(i): 1 for i in range(3000)}))
+    assert info.value.lines == ["unexpected fields " + ", ".join("'x{:04}'".format(i) for i in range(20))
+                                + " and 2980 more"]
+    with pytest.raises(ConversionError) as info:
+        compile(Dict[str, int]).convert({key: "a"})
+    assert info.value.lines == ["['" + "k" * 56 + "...]: expected an integer, got \"a\""]
+    with pytest.raises(ConversionError) as info:
+        compile(Item).convert({"name": "p", "price": 1, key: 2}, where="args", style="tool")
+    assert info.value.lines == ["args has no field '" + "k" * 56 + "..."]
