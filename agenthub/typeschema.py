@@ -44,7 +44,9 @@ take); ``inline_refs`` does the same to any schema.
 
 import collections.abc as _abc
 import dataclasses
+import decimal
 import enum
+import fractions
 import json
 import math
 import re
@@ -1102,13 +1104,18 @@ def _bound(test: Callable[[Any, Any], bool], words: str, guard: Callable[[Any], 
 
 
 def _multiple(value: Any, spec: Any) -> bool:
+    """Exact on the decimal numbers the JSON wrote (a float is its shortest repr, the text that reads back as
+    it): 0.3 is a multiple of 0.1 (floats say 2.9999999999999996), 1e20 is not one of 7 (floats past 2**53
+    are all whole, so any float quotient is)."""
     if isinstance(spec, float) or isinstance(value, float):
-        try:
-            quotient = value / spec
-            return math.isfinite(quotient) and int(quotient) == quotient
-        except (OverflowError, ZeroDivisionError):
+        if not (math.isfinite(value) and math.isfinite(spec)):
             return False
+        return (_decimal(value) / _decimal(spec)).denominator == 1
     return value % spec == 0
+
+
+def _decimal(number: Any) -> fractions.Fraction:
+    return fractions.Fraction(decimal.Decimal(repr(number)) if isinstance(number, float) else number)
 
 
 def _kw_pattern(comp: Any, spec: Any, schema: Mapping[str, Any], where: str) -> Check:

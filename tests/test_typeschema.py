@@ -3,6 +3,7 @@ output's checker).  pydantic's TypeAdapter is the schema oracle and jsonschema t
 they are installed (skipped elsewhere)."""
 
 import enum
+import json
 import sys
 from dataclasses import InitVar, dataclass, field
 from typing import Any, Callable, ClassVar, Dict, List, NamedTuple, Optional, Tuple, Union
@@ -688,3 +689,22 @@ def test_what_an_answer_names_is_bounded_in_a_problem():
     with pytest.raises(ConversionError) as info:
         compile(Item).convert({"name": "p", "price": 1, key: 2}, where="args", style="tool")
     assert info.value.lines == ["args has no field '" + "k" * 56 + "..."]
+
+
+@pytest.mark.parametrize("spec, value, holds", [
+    (0.1, 0.3, True), (0.1, 0.7, True), (0.1, 1.1, True), (0.1, 0.35, False), (0.01, 19.99, True),
+    (0.1, 0.30000000000000004, False), (0.5, 2.5, True), (0.1, 1e20, True),
+    (7, 1e20, False), (7, 7e20, True), (3, 1e308, False), (7, 14.0, True), (7, 10 ** 20, False), (7, 7 * 10 ** 20, True),
+    (2.5, 10, True), (2.5, 11, False),
+])
+def test_multiple_of_is_exact_on_the_json_numbers(spec, value, holds):
+    """multipleOf on the decimal numbers the JSON wrote: 0.3 is a multiple of 0.1 (it was refused, and re-asked
+    for ever: 0.3 / 0.1 is 2.9999999999999996 in floats); 1e20 is no multiple of 7 (it was taken: every float
+    past 2**53 is whole, so any quotient was)."""
+    compiled = compile({"type": "number", "multipleOf": spec})
+    if holds:
+        assert compiled.convert(value) == value
+    else:
+        with pytest.raises(ConversionError) as info:
+            compiled.convert(value)
+        assert info.value.problems == [("", "expected a multiple of {}, got {}".format(spec, json.dumps(value)))]
