@@ -511,3 +511,18 @@ def test_a_long_list_of_problems_is_cut_with_a_count():
     reask = server.requests[1]["body"]["messages"][-1]["content"]
     assert reask == ("The answer did not match the required JSON Schema:\n" + "\n".join("- " + line for line in lines)
                      + "\nAnswer again with the corrected value only.")
+
+
+def test_a_boolean_json_schema_as_the_output_type():
+    """True (any JSON value) is asked for as Any is; False (no value) is a ConfigError before sending (both were a
+    TypeError from building the request)."""
+    with SSEServer() as server:
+        server.answers += [Answer([chat_text('{"value": {"any": [1, "json"]}}')])]
+        parsed = client_for(server, "openai-chat").parse([USER], True)
+    assert (parsed.value, parsed.json) == ({"any": [1, "json"]}, {"any": [1, "json"]})
+    assert server.requests[0]["body"]["response_format"] == {"type": "json_schema", "json_schema": {
+        "name": "output", "schema": {"type": "object", "properties": {"value": {}}, "required": ["value"],
+                                     "additionalProperties": False}, "strict": False}}
+    with pytest.raises(ConfigError) as caught:
+        client_for(server, "openai-chat").parse([USER], False)
+    assert str(caught.value) == "the output type False is a JSON Schema no value holds: nothing could be answered"

@@ -327,7 +327,9 @@ def shape(client: Any, messages: Sequence[Message], output: Any, config: Mapping
     ``forced_tool=False``: never the forced tool (the tool runner: a forced tool would leave the model no
     other call, and an answer there is a call of a tool the run does not have)."""
     compiled = compile_type(output)
-    schema = dict(compiled.schema)
+    if compiled.schema is False:
+        raise ConfigError("the output type False is a JSON Schema no value holds: nothing could be answered")
+    schema = dict(compiled.schema) if compiled.schema is not True else {}  # (True: any JSON value, as Any)
     wrapped = not _is_object(schema)
     if wrapped:
         # the definitions stay at the root; a "#" (the caller's root, now inside the wrapper) names it in $defs
