@@ -526,3 +526,17 @@ def test_a_boolean_json_schema_as_the_output_type():
     with pytest.raises(ConfigError) as caught:
         client_for(server, "openai-chat").parse([USER], False)
     assert str(caught.value) == "the output type False is a JSON Schema no value holds: nothing could be answered"
+
+
+def test_a_required_name_that_is_no_property_is_not_closed_out():
+    """``required`` naming a member ``properties`` does not describe: the strict form closed the object without it,
+    so no answer could hold the schema (each re-ask refused the same, and was paid for); it goes as a property of
+    any value (not strict: strict mode has no such property)."""
+    schema = {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a", "b"]}
+    with SSEServer() as server:
+        server.answers += [Answer([chat_text('{"a": 1, "b": [true]}')])]
+        parsed = client_for(server, "openai-chat").parse([USER], schema, retries=0)
+    assert parsed.value == {"a": 1, "b": [True]}
+    assert server.requests[0]["body"]["response_format"]["json_schema"] == {"name": "output", "strict": False, "schema": {
+        "type": "object", "properties": {"a": {"type": "integer"}, "b": {}}, "required": ["a", "b"],
+        "additionalProperties": False}}

@@ -66,6 +66,9 @@ def strict_schema(schema: Mapping[str, Any]) -> Tuple[Dict[str, Any], Dict[int, 
         if isinstance(props, dict) and (kind == "object" or isinstance(kind, list) and "object" in kind):
             # (``["object", "null"]`` too: an optional object this walk made nullable, or the caller's own)
             required = set(node.get("required") or ())
+            for name in node.get("required") or ():  # required yet not a property: any value, never closed out
+                if isinstance(name, str) and name not in props:  # (closed, no answer could hold the schema)
+                    props[name] = {}
             made = []
             for name, sub in props.items():
                 if name not in required and isinstance(sub, dict) and not _nullable(sub):
