@@ -214,7 +214,8 @@ def _render(path: Any, root: str) -> str:
             out += "[{}]".format(key)
         elif isinstance(key, tuple):  # (a mapping's key: the answer's, any length)
             out += "[{}]".format(_short(key[0]))
-        else:
+        else:  # (a field; or, from a pydantic model's error, a member the answer named: any length)
+            key = key if len(key) <= 60 else key[:57] + "..."
             out += "." + key if out else key
     return out
 

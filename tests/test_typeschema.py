@@ -708,3 +708,15 @@ def test_multiple_of_is_exact_on_the_json_numbers(spec, value, holds):
         with pytest.raises(ConversionError) as info:
             compiled.convert(value)
         assert info.value.problems == [("", "expected a multiple of {}, got {}".format(spec, json.dumps(value)))]
+
+
+def test_a_pydantic_models_problem_at_an_answers_long_key_is_bounded():
+    pydantic = pytest.importorskip("pydantic")
+
+    class Strict(pydantic.BaseModel):
+        model_config = pydantic.ConfigDict(extra="forbid")
+        n: int
+
+    with pytest.raises(ConversionError) as info:
+        compile(Strict).convert({"n": 1, "k" * 1000000: 2})
+    assert info.value.lines == ["k" * 57 + "...: Extra inputs are not permitted"]
