@@ -540,3 +540,20 @@ def test_a_required_name_that_is_no_property_is_not_closed_out():
     assert server.requests[0]["body"]["response_format"]["json_schema"] == {"name": "output", "strict": False, "schema": {
         "type": "object", "properties": {"a": {"type": "integer"}, "b": {}}, "required": ["a", "b"],
         "additionalProperties": False}}
+
+
+def test_the_money_of_the_attempts_before_a_calls_error_is_on_the_stream():
+    """A re-ask whose request failed raises the call's error, which says nothing of the attempt before it: that
+    one was paid for, and the stream says what it came to."""
+    with SSEServer() as server:
+        server.answers += [Answer([chat_text(json.dumps(BAD))]),
+                           Answer([b'{"error": {"message": "down"}}'], status=500,
+                                  headers={"Content-Type": "application/json"})]
+        stream = client_for(server, "openai-chat").streaming_parse([USER], Invoice)
+        assert (stream.usage_metadata, stream.cost_usd) == (None, None)
+        with pytest.raises(agenthub.UpstreamError):
+            stream.result()
+    assert stream.attempt == 2
+    assert stream.usage_metadata == {"cached_tokens": None, "prompt_tokens": 20, "thoughts_tokens": None,
+                                     "response_tokens": 3}
+    assert stream.cost_usd == agenthub.cost("gpt-4o-mini", stream.usage_metadata)

@@ -57,7 +57,9 @@ class ParseStream(Generic[T]):
     dicts and lists: agenthub.output.partial says what it holds); a re-ask starts a new partial value,
     a new object, and ``attempt`` (1-based) says which attempt the value belongs to.  ``result()`` reads
     to the end and returns ``Parsed`` (or raises ``OutputValidationError`` / ``OutputRefusedError`` /
-    what the call raised).  ``events()`` yields the raw UniEvents instead, for callers who show text."""
+    what the call raised).  ``events()`` yields the raw UniEvents instead, for callers who show text.
+    ``usage_metadata`` and ``cost_usd``: every attempt's that ended so far, summed (None before the first;
+    after a call's error too, when the earlier attempts were paid for and the error says nothing of them)."""
 
     def __init__(self, client: Any, messages: Sequence[Message], output: Any, config: Optional[UniConfig],
                  retries: int) -> None:
@@ -72,6 +74,8 @@ class ParseStream(Generic[T]):
                 raise ConfigError("config['{}'] is set by parse() from the output type: leave it out".format(key))
         self._shaped = shape(client, self._messages, output, self._config)
         self.attempt = 0
+        self.usage_metadata = None  # type: Optional[UsageMetadata]
+        self.cost_usd = None  # type: Optional[float]
         self._result = None  # type: Optional[Parsed[T]]
         self._error = None  # type: Optional[BaseException]
         self._gen = self._run()
@@ -163,6 +167,7 @@ class ParseStream(Generic[T]):
             price = call_cost(model, turn_usage, getattr(stream, "_call", None), route) if turn_usage else None
             total = None if (price is None or total is None) else total + price
             summed = dict(zip(USAGE_KEYS, usage))  # type: Any
+            self.usage_metadata, self.cost_usd = summed, total
             if too_big:
                 self._error = OutputValidationError(
                     "the answer passed {} characters: not read as a value".format(MAX_ANSWER_CHARS),
