@@ -1090,7 +1090,8 @@ def _kw_not(comp: Any, spec: Any, schema: Mapping[str, Any], where: str) -> Chec
 def _bound(test: Callable[[Any, Any], bool], words: str, guard: Callable[[Any], bool],
            measure: Callable[[Any], Any] = lambda v: v) -> Callable[..., Check]:
     def keyword(comp: Any, spec: Any, schema: Mapping[str, Any], where: str) -> Check:
-        if isinstance(spec, bool) or not isinstance(spec, (int, float)) or not math.isfinite(spec):
+        if isinstance(spec, bool) or not isinstance(spec, (int, float)) or \
+                isinstance(spec, float) and not math.isfinite(spec):  # (an int is finite: 10**400 has no float)
             raise _Unsupported("{}: must be a number, got {!r}".format(where, spec))
         if test is _multiple and spec <= 0:
             raise _Unsupported("{}: must be greater than 0, got {!r}".format(where, spec))
@@ -1109,7 +1110,7 @@ def _multiple(value: Any, spec: Any) -> bool:
     it): 0.3 is a multiple of 0.1 (floats say 2.9999999999999996), 1e20 is not one of 7 (floats past 2**53
     are all whole, so any float quotient is)."""
     if isinstance(spec, float) or isinstance(value, float):
-        if not (math.isfinite(value) and math.isfinite(spec)):
+        if any(isinstance(n, float) and not math.isfinite(n) for n in (value, spec)):
             return False
         return (_decimal(value) / _decimal(spec)).denominator == 1
     return value % spec == 0

@@ -695,7 +695,7 @@ def test_what_an_answer_names_is_bounded_in_a_problem():
     (0.1, 0.3, True), (0.1, 0.7, True), (0.1, 1.1, True), (0.1, 0.35, False), (0.01, 19.99, True),
     (0.1, 0.30000000000000004, False), (0.5, 2.5, True), (0.1, 1e20, True),
     (7, 1e20, False), (7, 7e20, True), (3, 1e308, False), (7, 14.0, True), (7, 10 ** 20, False), (7, 7 * 10 ** 20, True),
-    (2.5, 10, True), (2.5, 11, False),
+    (2.5, 10, True), (2.5, 11, False), (0.5, 10 ** 400, True), (0.3, 10 ** 400 + 1, False), (10 ** 400, 2.0, False),
 ])
 def test_multiple_of_is_exact_on_the_json_numbers(spec, value, holds):
     """multipleOf on the decimal numbers the JSON wrote: 0.3 is a multiple of 0.1 (it was refused, and re-asked
@@ -707,7 +707,8 @@ def test_multiple_of_is_exact_on_the_json_numbers(spec, value, holds):
     else:
         with pytest.raises(ConversionError) as info:
             compiled.convert(value)
-        assert info.value.problems == [("", "expected a multiple of {}, got {}".format(spec, json.dumps(value)))]
+        got = json.dumps(value) if len(json.dumps(value)) <= 60 else json.dumps(value)[:57] + "..."
+        assert info.value.problems == [("", "expected a multiple of {}, got {}".format(spec, got))]
 
 
 def test_a_pydantic_models_problem_at_an_answers_long_key_is_bounded():
@@ -720,3 +721,12 @@ def test_a_pydantic_models_problem_at_an_answers_long_key_is_bounded():
     with pytest.raises(ConversionError) as info:
         compile(Strict).convert({"n": 1, "k" * 1000000: 2})
     assert info.value.lines == ["k" * 57 + "...: Extra inputs are not permitted"]
+
+
+def test_a_bound_past_a_floats_range_is_a_bound():
+    """An int bound no float holds (10**400) is a JSON number like any other: it was an OverflowError compiling."""
+    compiled = compile({"type": "integer", "minimum": 1, "maximum": 10 ** 400})
+    assert compiled.convert(10 ** 399) == 10 ** 399
+    with pytest.raises(ConversionError) as info:
+        compiled.convert(10 ** 400 + 1)
+    assert info.value.problems == [("", "expected <= 1" + "0" * 400 + ", got 1" + "0" * 56 + "...")]
