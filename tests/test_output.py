@@ -557,3 +557,20 @@ def test_the_money_of_the_attempts_before_a_calls_error_is_on_the_stream():
     assert stream.usage_metadata == {"cached_tokens": None, "prompt_tokens": 20, "thoughts_tokens": None,
                                      "response_tokens": 3}
     assert stream.cost_usd == agenthub.cost("gpt-4o-mini", stream.usage_metadata)
+
+
+def test_tools_the_model_may_call_are_refused_before_sending():
+    """parse() runs no tools: a call the model made went back unanswered in the re-ask, a request the APIs refuse
+    (paid for the first attempt, then a 400). A tool run types its answer (client.run(..., output=))."""
+    tool = {"name": "look", "parameters": {"type": "object", "properties": {"q": {"type": "string"}}}}
+    with SSEServer() as server:
+        server.answers += [Answer([chat_text(json.dumps(GOOD))])]
+        client = client_for(server, "openai-chat")
+        for config in ({"tools": [tool]}, {"tools": [tool], "tool_choice": "auto"}):
+            with pytest.raises(ConfigError) as caught:
+                client.parse([USER], Invoice, config)
+            assert str(caught.value) == (
+                "config['tools']: parse() runs no tools, and the model may call them: use client.run(messages, "
+                "tools=[...], output=...) for a typed answer with tools (or tool_choice 'none')")
+        assert server.requests == []
+        assert client.parse([USER], Invoice, {"tools": [tool], "tool_choice": "none"}).value == VALUE

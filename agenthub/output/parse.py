@@ -72,6 +72,7 @@ class ParseStream(Generic[T]):
         for key in ("response_format",):
             if key in self._config:
                 raise ConfigError("config['{}'] is set by parse() from the output type: leave it out".format(key))
+        check_no_tools(self._config)
         self._shaped = shape(client, self._messages, output, self._config)
         self.attempt = 0
         self.usage_metadata = None  # type: Optional[UsageMetadata]
@@ -184,6 +185,14 @@ class ParseStream(Generic[T]):
                 return
             retries_left -= 1
             extra = extra + verdict.turns
+
+
+def check_no_tools(config: Any) -> None:
+    """ConfigError when ``config`` offers tools the model may call: parse (and a batch's typed rows) runs none, so
+    a call could not be answered, and the re-ask after it (no result for the call) is refused by the APIs."""
+    if config.get("tools") and config.get("tool_choice") != "none":
+        raise ConfigError("config['tools']: parse() runs no tools, and the model may call them: use client.run("
+                          "messages, tools=[...], output=...) for a typed answer with tools (or tool_choice 'none')")
 
 
 class Verdict(object):
