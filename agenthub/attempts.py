@@ -152,14 +152,16 @@ class Attempt(object):
     May change: ``request`` (the plan the next attempt encodes: an ``HttpRequest`` whose ``.url`` is
     the path and ``.body`` the JSON body, before the host adds URL and credential; before_attempt may
     swap it), ``retry`` and ``delay`` (on_error: whether and after how many seconds to try again),
-    ``answer`` (on_call_start: events that answer the call instead of sending it).
+    ``answer`` (on_call_start: events that answer the call instead of sending it), ``rejected`` (on the call:
+    set True by the caller that read the answer and found it unusable, typed output's answer that did not
+    validate or a refusal; a response cache neither keeps such an answer nor a replayed one it held).
     ``wait(seconds)`` sleeps in a way ``abort()`` and the deadline cut short (False when they did).
     """
 
     __slots__ = ("kind", "client_type", "model", "messages", "config", "request", "number", "sent", "status",
                  "headers", "delivered", "usage", "error", "retry", "delay", "watch", "resuming",
                  "call", "route", "server", "finish_reason", "first_event_ms", "started_ms", "response_id", "cache",
-                 "answer", "attempts", "routes_left", "provider", "response_model", "cut_usd", "raised")
+                 "answer", "attempts", "routes_left", "provider", "response_model", "cut_usd", "raised", "rejected")
 
     def __init__(self, kind: str, client_type: str, model: str, request: Any,
                  messages: Optional[List[Any]] = None, config: Optional[Mapping[str, Any]] = None,
@@ -197,6 +199,7 @@ class Attempt(object):
         self.attempts = 0
         self.routes_left = 0
         self.cut_usd = None  # type: Optional[float]
+        self.rejected = False
 
     def wait(self, seconds: float) -> bool:
         """Sleep ``seconds`` (a rate limiter's pause); False when the call was aborted or ran out of time."""

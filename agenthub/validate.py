@@ -329,6 +329,7 @@ def _compaction(key: str, value: Any, config: Dict[str, Any]) -> Any:
 def _extra_body(key: str, value: Any, config: Dict[str, Any]) -> Any:
     if not isinstance(value, _Mapping) or not all(isinstance(k, str) for k in value):
         raise ConfigError("config['extra_body'] must be a dict with str keys (it is merged into the JSON body)")
+    check_json(value, "config['extra_body']")  # (JSON, and bounded: never a RecursionError copying it)
     return _copy(value)
 
 
@@ -482,6 +483,7 @@ def _response_format(value: Any) -> Dict[str, Any]:
     strict = value.get("strict", True)
     if not isinstance(strict, bool):
         raise ConfigError("config['response_format']['strict'] must be a bool")
+    check_json(schema, "config['response_format']['schema']")  # (JSON, and bounded: never a RecursionError below)
     out = {"type": "json_schema", "name": name, "schema": _copy(schema), "strict": strict}  # type: Dict[str, Any]
     if value.get("description") is not None:
         if not isinstance(value["description"], str):
@@ -885,8 +887,16 @@ def _text_of(content: Any) -> Any:
 
 
 def _short_shape(shape: Any) -> str:
-    text = repr(shape)
+    text = _repr(shape)
     return text if len(text) <= 300 else text[:297] + "..."
+
+
+def _repr(value: Any) -> str:
+    """``repr(value)``; for a value nested deeper than Python's stack, its type's name (never a RecursionError)."""
+    try:
+        return repr(value)
+    except RecursionError:
+        return "<a {} nested too deeply to show>".format(type(value).__name__)
 
 
 def _type_name(expected: Any) -> str:
@@ -896,5 +906,5 @@ def _type_name(expected: Any) -> str:
 
 
 def _short(value: Any) -> Any:
-    text = repr(value)
+    text = _repr(value)
     return text if len(text) <= 80 else text[:77] + "..."

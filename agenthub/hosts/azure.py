@@ -180,7 +180,9 @@ def configure(row: Any, model: str, base_url: Optional[str], api_key: Any,
     version = environ.get(VERSION_ENV) or DEFAULT_API_VERSION
     if not _VERSION.match(version):
         raise ConfigError("{} must look like 2024-10-21 (got {!r})".format(VERSION_ENV, version))
-    quirks = {"api_version": version}  # type: Dict[str, Any]
+    # Azure OpenAI runs OpenAI's models with OpenAI's strict mode (its "Structured outputs" page lists the same
+    # subset): a strict schema outside it is refused before sending, as on api.openai.com
+    quirks = {"api_version": version, "strict_subset": True}  # type: Dict[str, Any]
     if row.dialect == "openai-chat" and not _V1.search(urlsplit(endpoint).path.rstrip("/")) \
             and _before_max_completion(version):
         quirks["max_tokens_field"] = "max_tokens"
