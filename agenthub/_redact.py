@@ -22,10 +22,14 @@ PUBLIC_HEADERS = frozenset((
     "accept", "accept-encoding", "accept-language", "cache-control", "connection", "content-length",
     "content-type", "content-encoding", "expect", "host", "te", "transfer-encoding", "user-agent",
     "anthropic-version", "anthropic-beta", "openai-beta",
+    "x-amz-date", "x-amz-content-sha256",  # (SigV4's request time and body hash)
 ))
 #: shorter pieces are not scrubbed on their own (they would blank out ordinary words)
 MIN_SECRET = 8
 _PIECES = re.compile(r"[\s;,]+")
+#: a SigV4 Authorization value: its access key id and its signature are what it holds of the credential (its scope's
+#: date, region, service and "aws4_request", and the names of the signed headers, are words an answer may hold too)
+_SIGV4 = re.compile(r"AWS4-HMAC-SHA256\s+Credential=([^/,\s]+)/[^,]*(?:,\s*SignedHeaders=[^,]*)?,\s*Signature=(\S+)\s*\Z")
 
 
 def is_public_header(name: Any) -> bool:
@@ -51,6 +55,10 @@ def secret_values(headers: Optional[Mapping[Any, Any]], extra: Iterable[Any] = (
         if not text:
             continue
         found.append(text)
+        sigv4 = _SIGV4.match(text.strip())
+        if sigv4:
+            found.extend(sigv4.groups())
+            continue
         for piece in _PIECES.split(text):
             found.append(piece)
             if "=" in piece:

@@ -9,6 +9,7 @@ the protocol's ``error_from_body(status, headers, payload, client)`` and raises 
 ``payload`` is the body's bytes as received, or the JSON value already decoded from a 2xx answer.
 """
 
+import datetime
 import email.utils
 import http.client
 import json
@@ -64,6 +65,8 @@ def retry_after(headers: Mapping[str, str]) -> Optional[float]:
         return None
     if when is None:  # pragma: no cover - older Pythons return None instead of raising
         return None
+    if when.tzinfo is None:  # asctime's form and a "-0000" zone: an HTTP date is in GMT whatever the local zone
+        when = when.replace(tzinfo=datetime.timezone.utc)
     try:
         return max(0.0, when.timestamp() - time.time())
     except (OverflowError, OSError, ValueError):  # pragma: no cover - absurd dates

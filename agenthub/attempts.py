@@ -75,6 +75,9 @@ class Timeout(object):
                                       or not value > 0 or value > threading.TIMEOUT_MAX):  # (a socket's limit)
                 raise ConfigError("timeout {} must be a positive number of seconds or None (got {!r})".format(
                     name, value))
+            if value is not None and value > threading.TIMEOUT_MAX:  # (a socket's or a lock's wait cannot be longer)
+                raise ConfigError("timeout {} of {!r} s is longer than a wait can be ({:.0f} s): give None for no "
+                                  "limit".format(name, value, threading.TIMEOUT_MAX))
         self.connect = None if connect is None else float(connect)
         self.read = None if read is None else float(read)
         self.total = None if total is None else float(total)
@@ -149,14 +152,16 @@ class Attempt(object):
     May change: ``request`` (the plan the next attempt encodes: an ``HttpRequest`` whose ``.url`` is
     the path and ``.body`` the JSON body, before the host adds URL and credential; before_attempt may
     swap it), ``retry`` and ``delay`` (on_error: whether and after how many seconds to try again),
-    ``answer`` (on_call_start: events that answer the call instead of sending it).
+    ``answer`` (on_call_start: events that answer the call instead of sending it), ``rejected`` (on the call:
+    set True by the caller that read the answer and found it unusable, typed output's answer that did not
+    validate or a refusal; a response cache neither keeps such an answer nor a replayed one it held).
     ``wait(seconds)`` sleeps in a way ``abort()`` and the deadline cut short (False when they did).
     """
 
     __slots__ = ("kind", "client_type", "model", "messages", "config", "request", "number", "sent", "status",
                  "headers", "delivered", "usage", "error", "retry", "delay", "watch", "resuming",
                  "call", "route", "server", "finish_reason", "first_event_ms", "started_ms", "response_id", "cache",
-                 "answer", "attempts", "routes_left", "provider", "response_model", "cut_usd", "raised")
+                 "answer", "attempts", "routes_left", "provider", "response_model", "cut_usd", "raised", "rejected")
 
     def __init__(self, kind: str, client_type: str, model: str, request: Any,
                  messages: Optional[List[Any]] = None, config: Optional[Mapping[str, Any]] = None,
@@ -194,10 +199,14 @@ class Attempt(object):
         self.attempts = 0
         self.routes_left = 0
         self.cut_usd = None  # type: Optional[float]
+        self.rejected = False
 
     def wait(self, seconds: float) -> bool:
         """Sleep ``seconds`` (a rate limiter's pause); False when the call was aborted or ran out of time."""
-        return self.watch.sleep(seconds) if self.watch is not None else (time.sleep(max(0.0, seconds)) or True)
+        if self.watch is not None:
+            return self.watch.sleep(seconds)
+        time.sleep(min(max(0.0, seconds), threading.TIMEOUT_MAX))
+        return True
 
     def __repr__(self) -> str:
         return "<Attempt {} {} #{} status={} delivered={}>".format(self.kind, self.client_type, self.number,
@@ -271,7 +280,7 @@ def backoff(attempt: int, retry_after: Optional[float]) -> Optional[float]:
         if retry_after > RETRY_AFTER_CAP:
             return None
         return max(0.0, retry_after)
-    return random.uniform(0, min(BACKOFF_CAP, BACKOFF_BASE * (2 ** attempt)))
+    return random.uniform(0, min(BACKOFF_CAP, BACKOFF_BASE * (2.0 ** min(attempt, 64))))  # (2**1024: no float)
 
 
 def scrub(error: AgentHubError, secrets: List[str]) -> None:
@@ -326,6 +335,12 @@ def with_events(call: Attempt, hooks: Sequence[AttemptHook], events: Iterator[An
         events.close()  # type: ignore[attr-defined]
 
 
+def same_route(route: Optional[Mapping[str, Any]], other: Optional[Mapping[str, Any]]) -> bool:
+    """Do two routes (``Attempt.route``) name one endpoint: model, client type and host (a cache hit's mark aside)?"""
+    return bool(route) and bool(other) and all(
+        route.get(key) == other.get(key) for key in ("model", "client_type", "host"))  # type: ignore[union-attr]
+
+
 def start_call(call: Attempt, hooks: Sequence[AttemptHook]) -> Optional[Iterable[Any]]:
     """``on_call_start`` of every hook; the events a hook answered the call with (``call.answer``), or None."""
     for hook in hooks:
@@ -371,7 +386,8 @@ def run_attempts(call: Attempt, watch: Any, *, encode: Callable[[Any], Any], con
     opened body into what is yielded: a stream's events, or the one JSON document (``call.kind``).
     ``timeout``: an object with ``connect``, ``read`` and ``total``; ``deadline`` (``time.monotonic()``
     seconds): a deadline the caller owns (a failover call's, across its routes; the caller's timer stops
-    ``watch`` at it); without one, ``timeout.total`` starts this loop's own.  ``secrets(sent, config)``:
+    ``watch`` at it); without one, ``timeout.total`` starts this loop's own when it is the whole call (a
+    failover route without one has none: the call's total, of the client called, was none).  ``secrets(sent, config)``:
     what to scrub from an error; ``explain(error, sent)`` / ``advise(error, attempts)``: words added to
     an error (its URL, a hint) before the hooks see it.  ``whole_call``: this loop is the whole logical
     call, so it runs ``on_call_start`` / ``on_call_end`` itself (a failover loop runs them once instead).
@@ -389,7 +405,7 @@ def run_attempts(call: Attempt, watch: Any, *, encode: Callable[[Any], Any], con
     stream = call.kind == "stream"
     total = getattr(timeout, "total", None)
     timer = None
-    if deadline is None:
+    if deadline is None and whole_call:  # (a failover route's deadline is the call's, given or none)
         deadline, timer = start_deadline(watch, total)
     call.watch = watch
     owner = call.call  # the logical call (this object unless a failover route runs it)
@@ -457,6 +473,10 @@ def run_attempts(call: Attempt, watch: Any, *, encode: Callable[[Any], Any], con
             call.retry = False
         for hook in hooks:
             hook.on_error(call, exc)
+        if call.retry and call.delay is not None:
+            call.delay = _hook_delay(call.delay, client)
+            if deadline is not None and time.monotonic() + call.delay >= deadline:
+                call.retry = False  # (a hook's longer wait: the deadline would end it, so the error is raised now)
         if not call.retry or call.delay is None:
             if advise is not None:
                 advise(exc, call.number + 1)  # the last 429 says when to retry and how to retry more
@@ -599,6 +619,15 @@ def run_attempts(call: Attempt, watch: Any, *, encode: Callable[[Any], Any], con
         finally:
             if whole_call:
                 end_call(call, hooks)
+
+
+def _hook_delay(delay: Any, client: str) -> float:
+    """``attempt.delay`` as the hooks left it: seconds >= 0 (a negative wait is none); a value that is no number
+    of seconds is a ConfigError naming it (it was a TypeError or an OverflowError out of the sleep)."""
+    if isinstance(delay, bool) or not isinstance(delay, (int, float)) or delay != delay:
+        raise ConfigError("{}: an on_error hook set attempt.delay to {}: it takes seconds (a number, or None for "
+                          "no retry)".format(client, "nan" if isinstance(delay, float) else "a " + type(delay).__name__))
+    return max(0.0, float(delay))
 
 
 def start_deadline(watch: Any, total: Optional[float]) -> Tuple[Optional[float], Any]:

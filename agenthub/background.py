@@ -18,12 +18,16 @@ import logging
 from typing import Any, Callable, Iterator, List, Optional, Tuple
 
 from .errors import AgentHubError, UnsupportedParameterError
-from .resume import RESUMED, Resumable
+from .resume import RESUMED, RUNNING, Resumable
 from .stream import drive, now_ms
 
-__all__ = ["events", "resume_of", "ID_WATCH"]
+__all__ = ["events", "resume_of", "ID_WATCH", "CANCEL_SECONDS"]
 
 logger = logging.getLogger("agenthub")
+
+#: seconds a cancel of a background response may take, all told (connect, its answer): the abort or close that
+#: sends it waits for it, so a server slow to answer holds that caller no longer
+CANCEL_SECONDS = 10.0
 
 #: set by a reader (the tool runner of a journaled run, around the first step of a turn's stream): called
 #: ``(resource_id, attempt)`` once a background stream names its response or interaction (the attempt:
@@ -52,11 +56,12 @@ def events(protocol: Any, endpoint: Any, client: str, max_line_bytes: int,
         return _marked(drive(parts, client, stamp), resumable)
 
     answer = run(read)
-    failed = False  # an error ended it (not the caller's abort or close): the response is left running
+    failure = None  # type: Optional[AgentHubError]  # an error ended it (not the caller's abort or close)
     try:
         yield from answer
     except AgentHubError as exc:
-        failed = not getattr(exc, "aborted", False)
+        if not getattr(exc, "aborted", False):
+            failure = exc
         raise
     finally:
         answer.close()  # type: ignore[attr-defined]
@@ -64,7 +69,9 @@ def events(protocol: Any, endpoint: Any, client: str, max_line_bytes: int,
             body.close()
         resumable = resumables[-1] if resumables else None
         if resumable is not None and resumable.resource_id and not resumable.complete:
-            _abandoned(resume, endpoint, client, resumable.resource_id, failed, cancel)
+            if failure is not None:  # left running: a failover route would start (and bill) a second answer
+                failure.__dict__[RUNNING] = resumable.resource_id
+            _abandoned(resume, endpoint, client, resumable.resource_id, failure is not None, cancel)
 
 
 def _abandoned(resume: Any, endpoint: Any, client: str, resource_id: str, failed: bool,

@@ -7,6 +7,8 @@ Rules (``AutoLLMClient(..., circuit_breaker={"failures": 3, "cooldown": 30.0})``
   seconds have passed since it opened.
 - half-open: after the cooldown one caller's ``allow()`` is True (the probe); every other caller is
   refused until the probe reports.  A success closes the breaker, a failure opens it for another cooldown.
+  A probe that ends without a verdict lets the next one go; a caller let through before (while the breaker
+  was closed) that ends so does not (``admit`` / ``release(probe)``: half-open never has two probes).
 
 Only failures that say the endpoint is unwell count: the ones the client would fail over on (a retryable
 status after its retries, a connection failure, a timeout before the first event, an in-stream error
@@ -36,7 +38,7 @@ CLOSED, OPEN, HALF_OPEN = "closed", "open", "half-open"
 class Breaker(object):
     """The state of one endpoint.  Thread-safe; every method is O(1)."""
 
-    __slots__ = ("key", "state", "failures", "opened_at", "probing", "_lock")
+    __slots__ = ("key", "state", "failures", "opened_at", "probing", "probes", "_lock")
 
     def __init__(self, key: Tuple[str, str, str]) -> None:
         self.key = key
@@ -44,21 +46,28 @@ class Breaker(object):
         self.failures = 0
         self.opened_at = 0.0
         self.probing = False
+        self.probes = 0  # probes let through so far: the number of the one in flight while probing
         self._lock = threading.Lock()
 
     def allow(self, cooldown: float) -> bool:
         """May a request go to this endpoint now?  (In half-open state, True once: the probe.)"""
+        return self.admit(cooldown) is not None
+
+    def admit(self, cooldown: float) -> Optional[int]:
+        """``allow`` that says who was let through: None (refused), 0 (the breaker is closed) or the probe's
+        number (half-open: this caller is the probe), to give to ``release`` when it ends without a verdict."""
         with self._lock:
             if self.state == CLOSED:
-                return True
+                return 0
             if self.state == OPEN:
                 if clock() - self.opened_at < cooldown:
-                    return False
+                    return None
                 self.state, self.probing = HALF_OPEN, False
             if self.probing:
-                return False
+                return None
             self.probing = True
-            return True
+            self.probes += 1
+            return self.probes
 
     def success(self) -> None:
         with self._lock:
@@ -70,10 +79,13 @@ class Breaker(object):
             if self.state == HALF_OPEN or self.failures >= threshold:
                 self.state, self.opened_at, self.probing = OPEN, clock(), False
 
-    def release(self) -> None:
-        """A probe that ended without a verdict (the caller stopped before any answer): let another probe go."""
+    def release(self, probe: Optional[int] = None) -> None:
+        """A probe that ended without a verdict (the caller stopped before any answer): let another probe go.
+        ``probe``: what ``admit`` returned to the caller; a caller that was not the probe in flight (let through
+        while the breaker was closed, or a probe since superseded) frees nothing (None: the probe in flight)."""
         with self._lock:
-            self.probing = False
+            if probe is None or (probe and probe == self.probes):
+                self.probing = False
 
     def __repr__(self) -> str:
         return "Breaker({!r}, state={!r}, failures={})".format(self.key, self.state, self.failures)

@@ -363,7 +363,10 @@ class BudgetHook(AttemptHook):
             return
         from .errors import UpstreamError
 
-        created = bool((attempt.config or {}).get("background") and (attempt.response_id or attempt.call.response_id))
+        # a background response, created upstream, runs on (billed) unless the provider said on its own stream that
+        # it failed (a declared error, as for any stream: unbilled); a reconnect's failure leaves it running
+        created = bool((attempt.config or {}).get("background") and (attempt.response_id or attempt.call.response_id)
+                       and not (isinstance(attempt.error, UpstreamError) and not attempt.resuming))
         if attempt.usage is not None:
             hold.settle(attempt.usage)
         elif attempt.delivered or created or (accepted and not isinstance(attempt.error, UpstreamError)):

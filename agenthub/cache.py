@@ -20,7 +20,9 @@ names server-side state of one account (``STATE_FIELDS``: ``previous_response_id
 anything that changes the body (a config key, a tool, a thinking signature in the history) misses.  Only a
 complete stream is stored (start, deltas, a stop with its usage, in order; up to ``CHECK_WHOLE_BYTES`` it is
 checked whole by ``agenthub.check_stream``), and only when the route that answered is the one the key names
-(a failover's fallback answer is not stored under the primary's key).  Events are compressed as they come,
+(a failover's fallback answer is not stored under the primary's key), and never when its reader rejected
+it (``call.rejected``: typed output's answer that did not validate, or a refusal; a replayed entry so
+rejected is removed, so a re-run asks the model again instead of replaying the same failure).  Events are compressed as they come,
 and an answer past ``max_bytes`` compressed (or ``MAX_ENTRY_TEXT`` as JSON) stops being recorded.  Entries hold the events alone (no
 header, no credential), compressed, under the key; they live ``ttl`` seconds (None: until evicted) and the
 oldest go first while the store holds more than ``max_bytes``.  A directory made for the cache is 0700 and
@@ -279,6 +281,7 @@ class ResponseCache(AttemptHook):
         self.stored = 0
         self._lock = threading.Lock()
         self._recording = {}  # type: Dict[int, _Recording]
+        self._replaying = {}  # type: Dict[int, str]  # a hit's key, until its call ends
 
     def __repr__(self) -> str:
         return "ResponseCache({!r}, ttl={!r})".format(getattr(self.store, "url", None) or self.store, self.ttl)
@@ -332,6 +335,7 @@ class ResponseCache(AttemptHook):
             return
         with self._lock:
             self.hits += 1
+            self._replaying[id(call)] = key
         call.cache = "hit"
         if isinstance(call.route, dict):
             call.route["cache"] = "hit"  # (in place: the client's last_route and the trace read this dict)
@@ -348,7 +352,12 @@ class ResponseCache(AttemptHook):
     def on_call_end(self, call: Any) -> None:
         with self._lock:
             recording = self._recording.pop(id(call), None)
-        if recording is None or recording.broken or call.error is not None or call.cache == "hit":
+            replayed = self._replaying.pop(id(call), None)
+        if replayed is not None and getattr(call, "rejected", False):
+            self._forget(replayed)  # a replayed answer its reader rejected: the next call asks the model again
+            return
+        if recording is None or recording.broken or call.error is not None or call.cache == "hit" \
+                or getattr(call, "rejected", False):
             return
         answered = getattr(call, "route", None) or {}
         if recording.route is not None and any(answered.get(k) != recording.route.get(k)
@@ -382,6 +391,12 @@ class ResponseCache(AttemptHook):
             except AgentHubError:
                 pass
         return events
+
+    def _forget(self, key: str) -> None:
+        try:
+            self.store.cache_delete(key)
+        except AgentHubError as exc:
+            logger.warning("the response cache could not remove a rejected answer (%s)", type(exc).__name__)
 
     def close(self) -> None:
         self.store.close()
@@ -418,7 +433,7 @@ def _decode(raw: bytes, key: str) -> Optional[List[Dict[str, Any]]]:
         if len(text) > MAX_ENTRY_TEXT or not unpacker.eof or unpacker.unused_data:
             return None  # past the bound, cut short, or followed by bytes this cache never writes
         doc = json.loads(text.decode("utf-8", "surrogatepass"))
-    except (zlib.error, ValueError, UnicodeDecodeError):
+    except (zlib.error, ValueError, UnicodeDecodeError, RecursionError):  # (nested past the parser's depth)
         return None
     if not isinstance(doc, dict) or doc.get("key") != key or not isinstance(doc.get("events"), list):
         return None

@@ -49,7 +49,7 @@ from typing import (TYPE_CHECKING, Any, Callable, Dict, Generator, Iterable, Ite
 from . import attempts as attempt_loop, hosts, registry
 from ._log import log_from_env
 from .attempts import (DEFAULT_CONNECT_TIMEOUT, DEFAULT_READ_TIMEOUT, Attempt, AttemptHook, Timeout,  # noqa: F401
-                       run_attempts, scrub)
+                       run_attempts, same_route, scrub)
 from .failover import Route, merge_hooks, run_routes, unwell
 from .answers import starts_stream
 from ._redact import secret_values, shown_url, url_query_secrets
@@ -59,12 +59,13 @@ from .hosts.trust import circuit_host, route_host, url_host, url_server  # the o
 from .errors import (AgentHubError, ConfigError, RateLimitError, StreamProtocolError, TransportError,
                      UnsupportedOperationError, UnsupportedParameterError, UpstreamError, safe_url, set_field)
 from .foreign import for_dialect, for_dialect_resumed
+from .providers import DIALECTS
 from .providers._common import Endpoint, Prior, apply_extras
 from .sse import DEFAULT_MAX_LINE_BYTES
 from .stream import Collector, collect, drive, now_ms
 from .types import AssistantMessage, Message, ToolCallItem, UniConfig, UniEvent, UniMessage
-from .validate import (CheckedMessages, check_anthropic_version, check_config, check_header_name, check_header_value,
-                       check_message, check_messages)
+from .validate import (CheckedMessages, check_anthropic_version, check_config, check_distinct_header_names,
+                       check_header_name, check_header_value, check_message, check_messages)
 
 __all__ = ["AutoLLMClient", "ResponseStream", "Timeout"]
 
@@ -219,6 +220,7 @@ class AutoLLMClient(object):
         for name, value in dict(default_headers or {}).items():
             check_header_name(name, "default_headers key {!r}".format(name[:60]))
             check_header_value(value, "default_headers[{!r}]".format(name))
+        check_distinct_header_names(default_headers or {}, "default_headers")
         kind, url, key, quirks = registry.resolve(model, client_type, base_url, api_key)
         if anthropic_version is not None:  # the Anthropic API version pinned (docs/providers.md)
             quirks = dict(quirks, anthropic_version=check_anthropic_version(
@@ -469,6 +471,14 @@ class AutoLLMClient(object):
             if config.get(key) and key not in record.accepts:
                 raise UnsupportedParameterError("{}: {} is not available on this protocol".format(
                     self.client_type, key), client=self.client_type, parameter=key)
+        tools = config.get("tools")
+        if tools and self._dialect in DIALECTS and self._dialect != "agenthub":  # (a server checks its upstream's)
+            rule = DIALECTS[self._dialect]
+            for index, tool in enumerate(tools):
+                if not rule.tool_name_ok(tool["name"]):  # the provider's 400, before anything is sent
+                    raise ConfigError("config['tools'][{}]: {!r} is not a valid tool name on {} ({} tool names are "
+                                      "{})".format(index, tool["name"], self.client_type, self._dialect,
+                                                   rule.tool_names[1]))
         if "foreign_thinking" in config:  # the client's own key: the protocol never sees it
             config = dict(config)
             foreign_thinking = config.pop("foreign_thinking")
@@ -619,6 +629,12 @@ class AutoLLMClient(object):
             ids.extend(page)
             if not token or token in seen:  # the last page (or a server handing the same token again)
                 break
+            try:
+                token.encode("utf-8")
+            except UnicodeEncodeError:  # JSON spelled a lone surrogate: no URL can carry it back
+                raise StreamProtocolError("{}: the model list's next page token is not text that can be sent back "
+                                          "(a lone surrogate)".format(self.client_type),
+                                          client=self.client_type) from None
             seen.add(token)
         return ids
 
@@ -735,8 +751,7 @@ class AutoLLMClient(object):
         if not route:
             return self
         for entry in [self] + self._fallbacks:
-            own = entry._route()
-            if all(route.get(key) == own.get(key) for key in ("model", "client_type", "host")):
+            if same_route(route, entry._route()):  # type: ignore[arg-type]
                 return entry
         return None
 
@@ -750,7 +765,7 @@ class AutoLLMClient(object):
             trace_paths(config["trace_id"])  # a trace_id escaping the cache dir is refused before anything is sent
             if config["trace_id"]:
                 stored = self._protocol.stored_answer if stateful else None
-                hooks = list(hooks) + [TraceHook(stored)]
+                hooks = list(hooks) + [TraceHook(stored, self._route())]
         if not hooks and not self._fallbacks and reattach is None and getattr(request, "encoded", None) is not None:
             request.encoded.private()  # (seen by the library alone: providers._common.Encoded)
         watch = _transport().Watch()
@@ -794,9 +809,11 @@ class AutoLLMClient(object):
                 fold(event)
                 if event["event_type"] == "stop":
                     answer = folding.message()
-                    # a protocol that chains stateful turns server-side notes that this answer is stored
+                    # a protocol that chains stateful turns server-side notes that this answer is stored: on this
+                    # client's endpoint only (a fallback's answer is stored on another server, which the next turn's
+                    # previous id must not name here: that turn sends the history instead)
                     stored = self._protocol.stored_answer
-                    if stored is not None:
+                    if stored is not None and self._route_entry(call.route) is self:
                         answer = stored(answer)
                     self._history = history_before + [stateful, answer]
                     self._version += 1
@@ -861,16 +878,28 @@ class AutoLLMClient(object):
 
     def _cancel(self, request: Any, resource_id: str) -> None:
         """Cancel a background response server-side (its stream ended before it did: abort, close, error).
-        One POST, short timeouts, no retry; a failure is logged, never raised."""
+        One POST, no retry, at most ``background.CANCEL_SECONDS`` all told (a server trickling its answer
+        holds no abort longer); a failure is logged, never raised."""
+        from .background import CANCEL_SECONDS
+
         client = self.client_type
+        transport = _transport()
+        watch = transport.Watch()
+        timer = attempt_loop.start_deadline(watch, CANCEL_SECONDS)[1]
         try:
             sent = self._host.encode(request, self._endpoint)
-            body = _transport().open_stream(self._get_session(), sent, (5.0, 10.0), client)
-            body.open(document=True)
+            body = transport.open_stream(self._get_session(), sent, (5.0, 10.0), client, watch=watch)
+            try:
+                body.open(document=True)
+            finally:
+                body.close()
             logger.info("%s: background response %s cancelled", client, resource_id)
         except AgentHubError as exc:
             scrub(exc, self._secrets(request))
-            logger.warning("%s: cancelling background response %s failed: %s", client, resource_id, exc)
+            logger.warning("%s: cancelling background response %s failed: %s", client, resource_id,
+                           "no answer within {:g} s".format(CANCEL_SECONDS) if watch.reason is not None else exc)
+        finally:
+            timer.cancel()
 
     def _run(self, call: Attempt, watch: Any, protocol: Any, read: Callable[..., Iterable[Any]],
              resumes: bool = False, hooks: Optional[Sequence[AttemptHook]] = None, deadline: Optional[float] = None,
@@ -900,12 +929,16 @@ class AutoLLMClient(object):
     def _fallback_client(self, entry: Any) -> "AutoLLMClient":
         """A ``fallbacks`` entry as a client: a model name gets this client's timeout, retries, line limit and
         budget; its key, endpoint, protocol and session are its own (the registry's, from its environment
-        variable): a credential set on this client's ``session=`` never reaches another host."""
+        variable): a credential set on this client's ``session=`` never reaches another host.  A session of
+        agenthub.testing (a replay, or a recording carrying no credential) is shared: a fallback's exchange
+        is recorded and replayed with the rest, never sent past the replay to the network."""
         if isinstance(entry, AutoLLMClient):
             return entry
         if isinstance(entry, str) and entry:
+            shared = self._session if self._session is not None and _transport().cassette_shareable(
+                self._session) else None
             return AutoLLMClient(entry, timeout=self.timeout, max_retries=self.max_retries,
-                                 max_line_bytes=self.max_line_bytes, budget=self.budget)
+                                 max_line_bytes=self.max_line_bytes, budget=self.budget, session=shared)
         raise ConfigError("each fallbacks entry must be a model name or an AutoLLMClient, not {}".format(
             type(entry).__name__))
 

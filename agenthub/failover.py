@@ -5,7 +5,8 @@ no event reached the caller (``AutoLLMClient(fallbacks=[...])``; docs/reliabilit
   attempts and backoffs together (a route never starts a deadline of its own).
 - An entry whose circuit is open (``agenthub.breaker``) is skipped at once; a failure the entry's own
   attempt loop gave up on moves to the next entry when ``falls_over(error)`` says so; once an event was
-  yielded, an error is raised as it is (two entries' events are never joined).
+  yielded, an error is raised as it is (two entries' events are never joined), and so is one that left a
+  background response running upstream (``resume.RUNNING``: a next entry would answer, and bill, it twice).
 - The call's hooks run once per call (``on_call_start`` / ``on_call_end``) and on every attempt of
   every route (``before_attempt`` ... ``on_done``, a route's own hooks after them): see
   ``agenthub.attempts``.
@@ -22,6 +23,7 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tupl
 from .attempts import Attempt, AttemptHook, answered, end_call, start_call, start_deadline
 from .breaker import breaker_for
 from .errors import AgentHubError, ServerError, StreamProtocolError, TransportError, UpstreamError
+from .resume import RUNNING
 
 __all__ = ["Route", "run_routes", "unwell", "merge_hooks"]
 
@@ -99,13 +101,16 @@ def run_routes(call: Attempt, watch: Any, routes: Sequence[Route], *, hooks: Seq
             info = route.info
             call.routes_left = len(routes) - index - 1
             gate = breaker_for(*route.circuit) if breaker is not None else None
-            if gate is not None and not gate.allow(breaker["cooldown"]):
+            probe = None if gate is None else gate.admit(breaker["cooldown"])  # type: ignore[index]
+            if gate is not None and probe is None:
                 logger.info("agenthub fallback: %s (%s, %s) skipped: its circuit is open", info["model"],
                             info["client_type"], info["host"])
                 continue
             started = False
             verdict = False
             events = None
+            if last_error is not None:  # the id a route that failed before content named (a background response
+                call.response_id = call.response_model = None  # that failed upstream) is not this route's answer's
             try:
                 events = route.attempts(call, watch, route.hooks, deadline)
                 for event in events:
@@ -122,7 +127,7 @@ def run_routes(call: Attempt, watch: Any, routes: Sequence[Route], *, hooks: Seq
                 if gate is not None and not started and unwell(exc) and not exc.__dict__.get("_agenthub_paused"):
                     gate.failure(breaker["failures"])
                     verdict = True
-                if started or watch.reason is not None or not falls_over(exc):
+                if started or watch.reason is not None or exc.__dict__.get(RUNNING) or not falls_over(exc):
                     final = exc
                     raise
                 logger.info("agenthub fallback: %s (%s, %s) skipped: %s%s", info["model"], info["client_type"],
@@ -133,7 +138,7 @@ def run_routes(call: Attempt, watch: Any, routes: Sequence[Route], *, hooks: Seq
                 if events is not None:
                     events.close()  # type: ignore[attr-defined]
                 if gate is not None and not verdict:
-                    gate.release()  # a probe that ended with no verdict (closed early, or a 400): another may go
+                    gate.release(probe)  # a probe that ended with no verdict (closed early, a 400): another may go
         if last_error is not None:
             final = last_error
             raise last_error

@@ -26,6 +26,7 @@ import re
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from . import hosts, providers
+from ._redact import shown_url
 from .errors import ConfigError
 from .hosts.credentials import check_not_private_key, is_token_provider
 from .hosts.trust import check_base_url, check_model_segments, is_loopback, url_host
@@ -429,7 +430,11 @@ def _quirks(route: Optional[Route], endpoint_quirks: bool) -> Dict[str, Any]:
 
 
 def _check_url(url: Any, what: str) -> str:
-    return check_base_url(url, what)  # an http(s) URL whose host every parser reads alike (hosts.trust)
+    check_base_url(url, what)  # an http(s) URL whose host every parser reads alike (hosts.trust)
+    if "#" in url:  # the request's path would be appended to the fragment, which HTTP never sends
+        raise ConfigError("{} takes no fragment (#...): the request's path is appended to it (got {!r})".format(
+            what, shown_url(url)))
+    return url
 
 
 def _protocol_names() -> str:

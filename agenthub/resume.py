@@ -32,7 +32,7 @@ from typing import Any, Callable, Iterable, Iterator, Optional, Set, Tuple
 
 from .errors import StreamProtocolError, TransportError
 
-__all__ = ["Resumable", "RESUMED", "MAX_RESUMES", "RESUME_BACKOFF_BASE", "RESUME_BACKOFF_MAX", "resume_delay",
+__all__ = ["Resumable", "RESUMED", "RUNNING", "MAX_RESUMES", "RESUME_BACKOFF_BASE", "RESUME_BACKOFF_MAX", "resume_delay",
            "resource_segment"]
 
 #: at most this many reconnects for one response (each after a wait of resume_delay)
@@ -65,6 +65,9 @@ def resource_segment(resource_id: str, client: str) -> str:
 
 #: attribute set on an error raised after the response id was known: the client never retries it by a POST
 RESUMED = "_agenthub_resumable_id"
+#: attribute set on an error that ended a background stream whose response it left running (its id): the turn
+#: goes on upstream, so no failover route sends it again (that would start, and bill, a second answer)
+RUNNING = "_agenthub_running_id"
 
 
 class Resumable(object):

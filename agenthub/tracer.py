@@ -41,16 +41,18 @@ prints the text form.
 """
 
 import base64
+import errno
 import json
 import logging
 import os
 import re
+import stat
 import tempfile
 import time
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from ._redact import body_secrets, redact_mcp_servers, scrub_text
-from .attempts import AttemptHook
+from .attempts import AttemptHook, same_route
 from .errors import ConfigError
 from .stream import surrogates_escaped, surrogates_shown
 from .types import USAGE_KEYS, from_jsonable, to_jsonable  # the one {"__bytes__"} codec (tracer.to_jsonable stays importable)
@@ -216,9 +218,9 @@ def _previous(json_path: str, history: Sequence[Mapping[str, Any]]) -> Optional[
     (its history a prefix of ``history``, compared as written, created_at aside); None when it is missing,
     unreadable, or another conversation's (a rerun under the same trace_id)."""
     try:
-        with open(json_path, encoding="utf-8") as handle:
+        with _open_regular(json_path) as handle:
             document = json.load(handle)
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return None
     if not isinstance(document, dict) or not isinstance(document.get("history"), list):
         return None
@@ -280,12 +282,14 @@ class TraceHook(AttemptHook):
     without it: the run's ``RunTrace`` writes its trace): the answer is folded as its events pass and the
     trace written when the stop event passes, before the caller gets it (a caller may stop iterating
     there).  An earlier write of the same conversation is carried on (which route answered each turn, the
-    tool runner's rows); ``stored``: how a stateful answer is kept (the dialect's ``stored_answer``), or None."""
+    tool runner's rows); ``stored``: how a stateful answer is kept (the dialect's ``stored_answer``), or None,
+    for an answer of ``own`` (the client's route: a fallback's answer is kept as it came, as the history keeps it)."""
 
     wants_events = True
 
-    def __init__(self, stored: Any = None) -> None:
+    def __init__(self, stored: Any = None, own: Optional[Mapping[str, Any]] = None) -> None:
         self.stored = stored
+        self.own = own
         self.folding = None  # type: Any
 
     def on_call_start(self, call: Any) -> None:
@@ -300,7 +304,7 @@ class TraceHook(AttemptHook):
         if event["event_type"] != "stop":
             return
         answer = self.folding.message()
-        if self.stored is not None:
+        if self.stored is not None and (self.own is None or call.route is None or same_route(call.route, self.own)):
             answer = self.stored(answer)
         config = call.config or {}
         history = list(call.messages or []) + [answer]
@@ -363,11 +367,14 @@ class RunTrace(object):
 
 def load_trace(path: str) -> Dict[str, Any]:
     """A saved trace with its bytes restored; ValueError when the file is not a trace."""
-    with open(path, encoding="utf-8") as handle:
-        document = json.load(handle)
-    if not isinstance(document, dict) or not isinstance(document.get("history"), list):
-        raise ValueError("{} is not an agenthub trace (no history)".format(path))
-    return from_jsonable(document)
+    try:
+        with _open_regular(path) as handle:
+            document = json.load(handle)
+        if not isinstance(document, dict) or not isinstance(document.get("history"), list):
+            raise ValueError("{} is not an agenthub trace (no history)".format(path))
+        return from_jsonable(document)
+    except RecursionError:  # (JSON nested deeper than the parser goes: no trace agenthub wrote)
+        raise ValueError("{} is not an agenthub trace (nested too deep)".format(path)) from None
 
 
 def list_traces(root: Optional[str] = None) -> List[Dict[str, Any]]:
@@ -381,9 +388,9 @@ def list_traces(root: Optional[str] = None) -> List[Dict[str, Any]]:
                 continue
             path = os.path.join(folder, name)
             try:
-                with open(path, encoding="utf-8") as handle:
+                with _open_regular(path) as handle:
                     document = json.load(handle)
-            except (OSError, ValueError):
+            except (OSError, ValueError, RecursionError):  # (not a trace: a JSON file nested past the parser's stack)
                 continue
             if not isinstance(document, dict) or not isinstance(document.get("history"), list):
                 continue
@@ -397,6 +404,14 @@ def list_traces(root: Optional[str] = None) -> List[Dict[str, Any]]:
             })
     out.sort(key=lambda t: (-(t["timestamp"] or 0), t["trace_id"]))
     return out
+
+
+def _open_regular(path: str) -> Any:
+    """``path`` opened for reading as UTF-8 text; OSError when it is no regular file (a FIFO would block the
+    read forever, a device never end it), found so without opening it."""
+    if not stat.S_ISREG(os.stat(path).st_mode):
+        raise OSError(errno.EINVAL, "{} is not a regular file".format(path))
+    return open(path, encoding="utf-8")
 
 
 def _write(path: str, text: str) -> None:

@@ -28,6 +28,7 @@ one would carry the key's headers to wherever the redirect points.
 import base64
 import itertools
 import json
+import logging
 import os
 import re
 import socket
@@ -35,7 +36,7 @@ import threading
 import time
 import weakref
 import zlib
-from typing import Any, Callable, Iterator, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Tuple
 from urllib.parse import urlsplit
 
 import requests
@@ -235,7 +236,9 @@ class Watch(object):
 
     def sleep(self, seconds: float) -> bool:
         """Wait ``seconds``; False when stopped meanwhile."""
-        return not self._wake.wait(seconds) if seconds > 0 else self.reason is None
+        if not seconds > 0:
+            return self.reason is None
+        return not self._wake.wait(min(seconds, threading.TIMEOUT_MAX))  # (a longer wait overflows the lock's)
 
 
 # -- error answers ------------------------------------------------------------------------------
@@ -1018,8 +1021,35 @@ class RawBody(object):
 # -- record and replay (agenthub.testing) --------------------------------------------------------
 # The requests glue of agenthub.testing: adapters that answer from, or write to, a cassette.
 # The cassette (the files, request matching, scrubbing secrets) lives in agenthub.testing and is
-# duck-typed here: ``play(method, url, body) -> (status, headers, body_bytes)`` and
-# ``record(method, url, body, status, headers, body_bytes, secrets)``.
+# duck-typed here: ``play(method, url, body, secrets) -> (status, headers, body_bytes[, read_error])`` and
+# ``record(method, url, body, status, headers, body_bytes, secrets, read_error)``.  ``read_error``: how reading
+# the body failed after those bytes (a broken connection, a timeout), as ``read_failure`` describes it, or None.
+
+
+def read_failure(exc: BaseException) -> Dict[str, Any]:
+    """What a recording keeps of an exception that ended reading a body: the words of its chain (what the
+    reader's TransportError is made of), whether it was a timeout, and the OS error under it (errno, strerror)."""
+    chain = _chain(exc)
+    failure = {"words": " ".join(str(e) for e in chain), "timeout": _is_timeout(exc)}  # type: Dict[str, Any]
+    error = next((e for e in chain if isinstance(e, OSError) and isinstance(getattr(e, "errno", None), int)
+                  and isinstance(getattr(e, "strerror", None), str)), None)
+    if error is not None:
+        failure["errno"], failure["strerror"] = error.errno, error.strerror
+    return failure
+
+
+def replayed_failure(failure: Mapping[str, Any]) -> Exception:
+    """The exception a replayed body raises where the recorded one failed: read by the reader as the recorded
+    one was (the same TransportError: timeout or not, the same words, the same OS error)."""
+    import urllib3
+
+    words = str(failure.get("words") or "the recorded connection failed here")
+    if failure.get("timeout"):
+        return urllib3.exceptions.ReadTimeoutError(None, None, words)  # type: ignore[arg-type]
+    errno, strerror = failure.get("errno"), failure.get("strerror")
+    if isinstance(errno, int) and not isinstance(errno, bool) and isinstance(strerror, str):
+        return urllib3.exceptions.ProtocolError(words, OSError(errno, strerror))  # (ECONNRESET: ConnectionResetError)
+    return urllib3.exceptions.ProtocolError(words)
 
 
 
@@ -1028,15 +1058,18 @@ class _ReplayBody(object):
 
     chunked = True  # transport._chunks then reads through iter_content -> stream()
 
-    def __init__(self, data: bytes, chunk_size: int) -> None:
+    def __init__(self, data: bytes, chunk_size: int, failure: Optional[Mapping[str, Any]] = None) -> None:
         self._data = data
         self._pos = 0
         self._chunk = max(1, chunk_size)
+        self._failure = failure  # how the recorded read failed after the recorded bytes (None: it ended)
         self.closed = False
 
     def read(self, amt: Optional[int] = None, decode_content: Any = None, **_: Any) -> bytes:
         if self.closed:
             return b""
+        if self._failure is not None and self._pos >= len(self._data) and amt != 0:
+            raise replayed_failure(self._failure)
         end = len(self._data) if amt is None or amt < 0 else min(len(self._data), self._pos + amt)
         piece = self._data[self._pos:end]
         self._pos = end
@@ -1075,12 +1108,17 @@ class ReplayAdapter(requests.adapters.BaseAdapter):
              proxies: Any = None) -> requests.Response:
         import http.client
 
-        status, headers, body = self.cassette.play(request.method, request.url, request.body)
+        # the credentials recording scrubs, scrubbed from the request before it is compared (a recorded *** is
+        # whatever credential the replaying request carries there)
+        secrets = secret_values(request.headers) + request_url_secrets(request.url) + body_secrets(request.body)
+        answer = self.cassette.play(request.method, request.url, request.body, secrets)
+        status, headers, body = answer[:3]
+        failure = answer[3] if len(answer) > 3 else None
         response = requests.Response()
         response.status_code = status
         response.reason = http.client.responses.get(status, "")
         response.headers = requests.structures.CaseInsensitiveDict(headers)
-        response.raw = _ReplayBody(body, self.chunk_size or _READ_SIZE)
+        response.raw = _ReplayBody(body, self.chunk_size or _READ_SIZE, failure)
         response.url = request.url
         response.request = request
         response.connection = self
@@ -1094,11 +1132,12 @@ class ReplayAdapter(requests.adapters.BaseAdapter):
 class _TeeBody(object):
     """Wraps urllib3's response body: every byte handed to the reader is also kept for the cassette."""
 
-    def __init__(self, raw: Any, done: Callable[[bytes], None], codings: Optional[List[str]] = None) -> None:
+    def __init__(self, raw: Any, done: Callable[..., None], codings: Optional[List[str]] = None) -> None:
         self._raw = raw
         self._done = done
         self._parts = []  # type: list
         self._finished = False
+        self._failure = None  # type: Optional[Dict[str, Any]]  # how reading failed (kept: replayed as it was)
         # the reader takes gzip/deflate bodies as sent and inflates them itself; the cassette keeps them
         # inflated (it stores no content coding)
         codings = codings or []
@@ -1120,10 +1159,22 @@ class _TeeBody(object):
     def _finish(self) -> None:
         if not self._finished:
             self._finished = True
-            self._done(b"".join(self._parts))
+            data = b"".join(self._parts)
+            if self._failure is None:
+                self._done(data)
+            else:
+                self._done(data, self._failure)
+
+    def _failed(self, exc: BaseException) -> None:
+        if self._failure is None and not self._finished and isinstance(exc, Exception):
+            self._failure = read_failure(exc)
 
     def read(self, amt: Optional[int] = None, *args: Any, **kwargs: Any) -> bytes:
-        data = self._raw.read(amt, *args, **kwargs)
+        try:
+            data = self._raw.read(amt, *args, **kwargs)
+        except Exception as exc:
+            self._failed(exc)
+            raise
         return self._keep(data, amt is None or not data, kwargs.get("decode_content", args[0] if args else None))
 
     @property
@@ -1135,11 +1186,23 @@ class _TeeBody(object):
         return self._read1
 
     def _read1(self, amt: Optional[int] = None, *args: Any, **kwargs: Any) -> bytes:
-        data = self._raw.read1(amt, *args, **kwargs)
+        try:
+            data = self._raw.read1(amt, *args, **kwargs)
+        except Exception as exc:
+            self._failed(exc)
+            raise
         return self._keep(data, not data, kwargs.get("decode_content", args[0] if args else None))
 
     def stream(self, amt: Optional[int] = 2 ** 16, decode_content: Any = None) -> Iterator[bytes]:
-        for chunk in self._raw.stream(amt, decode_content=decode_content):
+        chunks = self._raw.stream(amt, decode_content=decode_content)
+        while True:
+            try:
+                chunk = next(chunks)
+            except StopIteration:
+                break
+            except Exception as exc:
+                self._failed(exc)
+                raise
             self._keep(chunk, False, decode_content)
             yield chunk
         self._finish()
@@ -1156,28 +1219,59 @@ class RecordingAdapter(requests.adapters.HTTPAdapter):
 
     The exchange is written when its body was read to the end or closed: the bytes
     the reader actually consumed, and the request's credentials (read from its auth
-    headers) to scrub from everything written.
+    headers) to scrub from everything written.  ``inner``: the adapter that sends (a
+    session's own, kept as it was: its pools, TLS settings, retries); None: this one.
     """
 
-    def __init__(self, cassette: Any, **kwargs: Any) -> None:
+    def __init__(self, cassette: Any, inner: Any = None, **kwargs: Any) -> None:
         super(RecordingAdapter, self).__init__(**kwargs)
         self.cassette = cassette
+        self.inner = inner
 
     def send(self, request: Any, stream: bool = False, timeout: Any = None, verify: Any = True, cert: Any = None,
              proxies: Any = None) -> requests.Response:
-        response = super(RecordingAdapter, self).send(request, stream=stream, timeout=timeout, verify=verify,
-                                                      cert=cert, proxies=proxies)
+        sender = self.inner.send if self.inner is not None else super(RecordingAdapter, self).send
+        response = sender(request, stream=stream, timeout=timeout, verify=verify, cert=cert, proxies=proxies)
         # every header value but the public ones (content type, user agent, ...) is a secret: a
         # gateway's own auth header, a cookie, whatever the caller added
         secrets = secret_values(request.headers) + request_url_secrets(request.url) + body_secrets(request.body)
         method, url, body = request.method, request.url, request.body
         status, headers = response.status_code, dict(response.headers)
 
-        def done(data: bytes) -> None:
-            self.cassette.record(method, url, body, status, headers, data, secrets)
+        def done(data: bytes, failure: Optional[Dict[str, Any]] = None) -> None:
+            try:
+                if failure is None:
+                    self.cassette.record(method, url, body, status, headers, data, secrets)
+                else:
+                    self.cassette.record(method, url, body, status, headers, data, secrets, read_error=failure)
+            except Exception as exc:  # (disk full, the folder removed): said, where the reader would swallow it
+                logging.getLogger("agenthub").error(
+                    "recording: the exchange %s %s was not written to the cassette %s (%s: %s)", method,
+                    redact_url(url.split("?", 1)[0]), getattr(self.cassette, "folder", None) or "in memory",
+                    type(exc).__name__, scrub_free_text(str(exc), secrets))
 
         response.raw = _TeeBody(response.raw, done, _codings(response))
         return response
+
+    def close(self) -> None:
+        try:
+            if self.inner is not None:
+                self.inner.close()
+        finally:
+            super(RecordingAdapter, self).close()
+
+
+def cassette_shareable(session: Any) -> bool:
+    """Whether ``session`` is one of agenthub.testing's that a fallback built from a model name shares: every
+    request it sends is answered by a cassette (a replay), or it records through agenthub's own adapters and
+    carries no credential of its own (nothing of one host's reaches another; a session of yours recorded
+    through, whose adapters may add their own, is never shared)."""
+    adapters = list((getattr(session, "adapters", None) or {}).values())
+    if not adapters:
+        return False
+    if all(isinstance(a, ReplayAdapter) for a in adapters):
+        return True
+    return all(isinstance(a, RecordingAdapter) and a.inner is None for a in adapters) and not session_secrets(session)
 
 
 def replay_session(cassette: Any, chunk_size: Optional[int] = None) -> requests.Session:
@@ -1191,11 +1285,22 @@ def replay_session(cassette: Any, chunk_size: Optional[int] = None) -> requests.
 
 
 def recording_session(cassette: Any, session: Optional[requests.Session] = None) -> requests.Session:
-    """``session`` (or a new one) sending for real and recording every exchange into ``cassette``."""
-    session = session if session is not None else requests.Session()
-    adapter = RecordingAdapter(cassette, pool_connections=10, pool_maxsize=POOL_MAXSIZE)
-    session.mount("https://", adapter)
-    session.mount("http://", adapter)
+    """``session`` (or a new one) sending for real and recording every exchange into ``cassette``.  Each adapter
+    ``session`` has mounted (its own for a host, TLS or retry settings) goes on sending, wrapped by a recorder: none
+    is replaced, and none sends past the recording."""
+    if session is None:
+        session = requests.Session()
+        adapter = RecordingAdapter(cassette, pool_connections=10, pool_maxsize=POOL_MAXSIZE)
+        session.mount("https://", adapter)
+        session.mount("http://", adapter)
+        return session
+    for prefix, inner in list(session.adapters.items()):
+        if isinstance(inner, RecordingAdapter):
+            inner = inner.inner if inner.inner is not None else None  # (recorded into this cassette now)
+        session.mount(prefix, RecordingAdapter(cassette, inner, pool_connections=10, pool_maxsize=POOL_MAXSIZE))
+    for prefix in ("https://", "http://"):
+        if prefix not in session.adapters:
+            session.mount(prefix, RecordingAdapter(cassette, pool_connections=10, pool_maxsize=POOL_MAXSIZE))
     return session
 
 

@@ -15,7 +15,7 @@ required keys), dataclasses (their ``InitVar``s too), ``NamedTuple`` (an object 
 pydantic model (v2 ``model_json_schema``/``model_validate``, v1 ``schema``/``parse_obj``; pydantic validates
 it; agenthub never imports pydantic), and a plain JSON Schema dict (the value is then the validated JSON).
 A type with no schema (``object``, a callable, a class, a recursive type where ``$ref`` is not allowed) is a
-ConfigError naming the field.
+ConfigError naming the field; so is a type or schema dict nested deeper than Python's stack.
 
 Conversion is strict where JSON is: ``True`` is not an int; an int is a float (one past a float's range is a
 problem); a float that is a whole number is an int (a ``Literal``'s or an Enum's number too: ``1.0`` is
@@ -44,7 +44,9 @@ take); ``inline_refs`` does the same to any schema.
 
 import collections.abc as _abc
 import dataclasses
+import decimal
 import enum
+import fractions
 import json
 import math
 import re
@@ -113,8 +115,17 @@ def _jshort(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def _names(names: Sequence[str]) -> str:
-    return ", ".join(repr(n) for n in names)
+#: how many names one problem lists (an answer's unknown members: a model may write thousands, each long)
+_NAMES_SHOWN = 20
+
+
+def names_shown(names: Sequence[str]) -> str:
+    """The names, each at most 60 characters, at most ``_NAMES_SHOWN`` of them (then how many more): what goes
+    back to the model stays small whatever the answer held."""
+    text = ", ".join(_short(n) for n in names[:_NAMES_SHOWN])
+    if len(names) > _NAMES_SHOWN:
+        text += " and {} more".format(len(names) - _NAMES_SHOWN)
+    return text
 
 
 class _Voice(object):
@@ -133,10 +144,10 @@ class _Voice(object):
         return "expected one of {}, got {}".format(", ".join(_jshort(o) for o in options), _jshort(value))
 
     def missing(self, names: Sequence[str]) -> str:
-        return "missing required field{} {}".format("s" if len(names) > 1 else "", _names(names))
+        return "missing required field{} {}".format("s" if len(names) > 1 else "", names_shown(names))
 
     def unknown(self, names: Sequence[str]) -> str:
-        return "unexpected field{} {}".format("s" if len(names) > 1 else "", _names(names))
+        return "unexpected field{} {}".format("s" if len(names) > 1 else "", names_shown(names))
 
     def length(self, wanted: int, got: int) -> str:
         return "expected {} items, got {}".format(wanted, got)
@@ -169,10 +180,10 @@ class _ToolVoice(_Voice):
         return "must be one of {}, got {}".format(list(options), _short(value))
 
     def missing(self, names: Sequence[str]) -> str:
-        return "is missing " + _names(names)
+        return "is missing " + names_shown(names)
 
     def unknown(self, names: Sequence[str]) -> str:
-        return "has no field " + _names(names)
+        return "has no field " + names_shown(names)
 
     def length(self, wanted: int, got: int) -> str:
         return "must have {} items, got {}".format(wanted, got)
@@ -201,9 +212,10 @@ def _render(path: Any, root: str) -> str:
     for key in reversed(keys):
         if isinstance(key, int):
             out += "[{}]".format(key)
-        elif isinstance(key, tuple):
-            out += "[{!r}]".format(key[0])
-        else:
+        elif isinstance(key, tuple):  # (a mapping's key: the answer's, any length)
+            out += "[{}]".format(_short(key[0]))
+        else:  # (a field; or, from a pydantic model's error, a member the answer named: any length)
+            key = key if len(key) <= 60 else key[:57] + "..."
             out += "." + key if out else key
     return out
 
@@ -1078,7 +1090,8 @@ def _kw_not(comp: Any, spec: Any, schema: Mapping[str, Any], where: str) -> Chec
 def _bound(test: Callable[[Any, Any], bool], words: str, guard: Callable[[Any], bool],
            measure: Callable[[Any], Any] = lambda v: v) -> Callable[..., Check]:
     def keyword(comp: Any, spec: Any, schema: Mapping[str, Any], where: str) -> Check:
-        if isinstance(spec, bool) or not isinstance(spec, (int, float)) or not math.isfinite(spec):
+        if isinstance(spec, bool) or not isinstance(spec, (int, float)) or \
+                isinstance(spec, float) and not math.isfinite(spec):  # (an int is finite: 10**400 has no float)
             raise _Unsupported("{}: must be a number, got {!r}".format(where, spec))
         if test is _multiple and spec <= 0:
             raise _Unsupported("{}: must be greater than 0, got {!r}".format(where, spec))
@@ -1093,13 +1106,18 @@ def _bound(test: Callable[[Any, Any], bool], words: str, guard: Callable[[Any], 
 
 
 def _multiple(value: Any, spec: Any) -> bool:
+    """Exact on the decimal numbers the JSON wrote (a float is its shortest repr, the text that reads back as
+    it): 0.3 is a multiple of 0.1 (floats say 2.9999999999999996), 1e20 is not one of 7 (floats past 2**53
+    are all whole, so any float quotient is)."""
     if isinstance(spec, float) or isinstance(value, float):
-        try:
-            quotient = value / spec
-            return math.isfinite(quotient) and int(quotient) == quotient
-        except (OverflowError, ZeroDivisionError):
+        if any(isinstance(n, float) and not math.isfinite(n) for n in (value, spec)):
             return False
+        return (_decimal(value) / _decimal(spec)).denominator == 1
     return value % spec == 0
+
+
+def _decimal(number: Any) -> fractions.Fraction:
+    return fractions.Fraction(decimal.Decimal(repr(number)) if isinstance(number, float) else number)
 
 
 def _kw_pattern(comp: Any, spec: Any, schema: Mapping[str, Any], where: str) -> Check:
@@ -1197,14 +1215,18 @@ def compile(tp: Any, refs: bool = True) -> Compiled:  # noqa: A001 - the verb is
     comp = _Compiler(refs)
     try:
         node = comp.node(tp)
+        schema = node.schema
+        if refs and _hashable(tp) and tp in comp.names and tp not in comp.recursive:  # the root itself is inline
+            schema = comp.defs.pop(comp.names[tp])
+        if comp.defs:
+            schema = dict(schema, **{"$defs": comp.defs})
+        return Compiled(tp, _fresh(schema), node)
     except _Unsupported as exc:
         raise ConfigError("{}: {}".format(exc.field, exc.reason) if exc.field else exc.reason) from None
-    schema = node.schema
-    if refs and _hashable(tp) and tp in comp.names and tp not in comp.recursive:  # the root itself is inline
-        schema = comp.defs.pop(comp.names[tp])
-    if comp.defs:
-        schema = dict(schema, **{"$defs": comp.defs})
-    return Compiled(tp, _fresh(schema), node)
+    except RecursionError:  # a schema dict or a type nested deeper than Python's stack: the caller's input
+        label = tp.__name__ if isinstance(tp, type) else "the schema" if isinstance(tp, Mapping) else \
+            getattr(tp, "_name", None) or "the type"
+        raise ConfigError("{} nests too deeply to compile (deeper than Python's stack)".format(label)) from None
 
 
 def _fresh(value: Any) -> Any:

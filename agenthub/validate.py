@@ -23,6 +23,7 @@ from .errors import ConfigError
 from .types import FINISH_REASONS, MAX_DEPTH, PromptCaching, ThinkingLevel
 
 __all__ = ["check_config", "check_messages", "check_message", "CheckedMessages", "check_json", "check_header_value", "check_header_name",
+           "check_distinct_header_names",
            "check_mcp_servers", "check_anthropic_version", "ANTHROPIC_VERSIONS",
            "cache_marks", "count_marks", "CACHE_BREAKPOINT", "CONFIG_KEYS", "ASPECT_RATIOS", "IMAGE_SIZES", "RESPONSE_FORMATS"]
 
@@ -156,6 +157,19 @@ def check_header_name(name: Any, what: str) -> None:
         bad = "" if not isinstance(name, str) else next((c for c in name if c not in _TOKEN), "")
         raise ConfigError("{} is not a valid header name{}".format(
             what, " (it holds {})".format(_character(bad)) if bad else ""))
+
+
+def check_distinct_header_names(headers: Mapping[Any, Any], what: str) -> None:
+    """ConfigError when two names of ``headers`` differ only in case: HTTP names are case-insensitive, and
+    requests sends one of them (the last), so the other value would be lost (and a SigV4 signature that
+    covered both would not match)."""
+    seen = {}  # type: Dict[str, str]
+    for name in headers:
+        if isinstance(name, str):
+            first = seen.setdefault(name.lower(), name)
+            if first != name:
+                raise ConfigError("{} names the header {!r} twice ({!r} and {!r}): header names are case-insensitive, "
+                                  "so only one would be sent".format(what, name.lower(), first, name))
 
 
 def check_config(config: Optional[Mapping[str, Any]]) -> Dict[str, Any]:
@@ -315,6 +329,7 @@ def _compaction(key: str, value: Any, config: Dict[str, Any]) -> Any:
 def _extra_body(key: str, value: Any, config: Dict[str, Any]) -> Any:
     if not isinstance(value, _Mapping) or not all(isinstance(k, str) for k in value):
         raise ConfigError("config['extra_body'] must be a dict with str keys (it is merged into the JSON body)")
+    check_json(value, "config['extra_body']")  # (JSON, and bounded: never a RecursionError copying it)
     return _copy(value)
 
 
@@ -328,6 +343,7 @@ def _extra_headers(key: str, value: Any, config: Dict[str, Any]) -> Any:
             # the value is never shown: it may be a credential
             raise ConfigError("config['extra_headers'][{!r}] must be a str without CR, LF or NUL".format(name))
         check_header_value(header, "config['extra_headers'][{!r}]".format(name))
+    check_distinct_header_names(value, "config['extra_headers']")
     return dict(value)
 
 
@@ -467,6 +483,7 @@ def _response_format(value: Any) -> Dict[str, Any]:
     strict = value.get("strict", True)
     if not isinstance(strict, bool):
         raise ConfigError("config['response_format']['strict'] must be a bool")
+    check_json(schema, "config['response_format']['schema']")  # (JSON, and bounded: never a RecursionError below)
     out = {"type": "json_schema", "name": name, "schema": _copy(schema), "strict": strict}  # type: Dict[str, Any]
     if value.get("description") is not None:
         if not isinstance(value["description"], str):
@@ -517,6 +534,12 @@ def check_anthropic_version(value: Any, client_type: str, dialect: str, speakers
     return value
 
 
+#: Anthropic's wire field where agenthub's mark belongs: no wire reads it from a message (it was left out unseen)
+_NOT_CACHE_CONTROL = ("{} has 'cache_control', Anthropic's wire field, which is not read here: agenthub's prompt-cache "
+                      "breakpoint is \"cache_breakpoint\": True on the item (or the message), sent on every wire that "
+                      "takes one")
+
+
 def check_message(message: Any, where: str = "message") -> None:
     if type(message) is not dict and not isinstance(message, _Mapping):
         raise ConfigError("{} must be a dict (UniMessage), got {}".format(where, type(message).__name__))
@@ -528,6 +551,8 @@ def check_message(message: Any, where: str = "message") -> None:
     items = message.get("content_items")
     if not isinstance(items, (list, tuple)):
         raise ConfigError("{}['content_items'] must be a list".format(where))
+    if "cache_control" in message:
+        raise ConfigError(_NOT_CACHE_CONTROL.format(where))
     mark = message.get(CACHE_BREAKPOINT)
     if mark is not None and not isinstance(mark, bool):
         raise ConfigError("{}[{!r}] must be a bool (True: a prompt-cache breakpoint after its last item), got "
@@ -559,6 +584,8 @@ def check_message(message: Any, where: str = "message") -> None:
         if kind == "tool_result" and "is_error" in item and not isinstance(item["is_error"], bool):
             raise ConfigError("{}: tool_result 'is_error' must be a bool (True or False), got {}".format(
                 at, type(item["is_error"]).__name__))
+        if "cache_control" in item:
+            raise ConfigError(_NOT_CACHE_CONTROL.format(at))
         if CACHE_BREAKPOINT in item and item[CACHE_BREAKPOINT] is not None and not isinstance(
                 item[CACHE_BREAKPOINT], bool):
             raise ConfigError("{}[{!r}] must be a bool (True: a prompt-cache breakpoint after this item), got "
@@ -860,8 +887,16 @@ def _text_of(content: Any) -> Any:
 
 
 def _short_shape(shape: Any) -> str:
-    text = repr(shape)
+    text = _repr(shape)
     return text if len(text) <= 300 else text[:297] + "..."
+
+
+def _repr(value: Any) -> str:
+    """``repr(value)``; for a value nested deeper than Python's stack, its type's name (never a RecursionError)."""
+    try:
+        return repr(value)
+    except RecursionError:
+        return "<a {} nested too deeply to show>".format(type(value).__name__)
 
 
 def _type_name(expected: Any) -> str:
@@ -871,5 +906,5 @@ def _type_name(expected: Any) -> str:
 
 
 def _short(value: Any) -> Any:
-    text = repr(value)
+    text = _repr(value)
     return text if len(text) <= 80 else text[:77] + "..."

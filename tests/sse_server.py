@@ -77,6 +77,45 @@ def track_connections(server):
     return connections
 
 
+def read_until_closed(sock, wait):
+    """What the server sends on ``sock`` until it closes the connection (None: still open after a wait of ``wait``
+    seconds for more)."""
+    sock.settimeout(wait)
+    got = b""
+    while True:
+        try:
+            piece = sock.recv(65536)
+        except socket.timeout:
+            return None
+        if not piece:
+            return got
+        got += piece
+
+
+def trickled_until_closed(address, data, limit):
+    """Send ``data`` to ``address`` a byte at a time on a new connection (at most ``limit`` seconds): the seconds
+    until the server closed the connection, or None when it was still open when the bytes or the time ran out."""
+    sock = socket.create_connection(address, timeout=5)
+    started = time.monotonic()
+    try:
+        for byte in data:
+            try:
+                sock.sendall(bytes([byte]))
+            except OSError:
+                return time.monotonic() - started
+            sock.settimeout(0.05)
+            try:
+                if sock.recv(1) == b"":
+                    return time.monotonic() - started
+            except socket.timeout:
+                pass
+            if time.monotonic() - started > limit:
+                return None
+        return None
+    finally:
+        sock.close()
+
+
 def close_server(server, connections):
     """Stop ``server`` and end its ``connections``: a client that keeps its own open (a pool's keep-alive
     connection, a browser's) would keep their handler threads waiting for its next request."""

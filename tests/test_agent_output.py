@@ -19,6 +19,7 @@ from sse_server import Answer, SSEServer
 from agenthub import (AutoLLMClient, ConfigError, OutputRefusedError, OutputValidationError, UpstreamError,
                       tool)
 from agenthub.stores import MemoryStore
+from agenthub import ResponseCache
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -155,6 +156,27 @@ def test_an_invalid_answer_is_asked_again_in_the_same_loop(protocol):
     assert [{k: v for k, v in e.items() if k != "created_at"} for e in user_events][1] == {
         "role": "user", "event_type": "delta", "content_items": [{"type": "text", "text": REASK}],
         "usage_metadata": None, "finish_reason": None}
+
+
+@pytest.mark.parametrize("stateful", [False, True])
+def test_an_invalid_answer_of_a_run_is_not_kept_by_the_response_cache(stateful):
+    # the tool call and the valid answer are kept; the invalid one is not, so the same run again asks for it
+    cache = ResponseCache(MemoryStore())
+    with SSEServer() as server:
+        server.answers += [Answer([chat_calls(CALL)]), Answer([chat_text(INVALID)]), Answer([chat_text(VALID)]),
+                           Answer([chat_text(VALID)])]
+        client = AutoLLMClient(MODELS["openai-chat"], api_key="sk-test-run-output-0001", cache=cache,
+                               base_url=server.url + BASES["openai-chat"], client_type="openai-chat", max_retries=0)
+        start = (lambda: client.run_stateful(USER, tools=[get_weather], output=Report)) if stateful else \
+            (lambda: client.run([USER], tools=[get_weather], output=Report))
+        first = start()
+        assert (first.result().turns, cache.stored) == (3, 2)
+        if stateful:
+            client.clear_history()
+        again = start()
+        result = again.result()
+    assert (result.output, result.turns, len(server.requests)) == (Report(city="Paris", celsius=18), 2, 4)
+    assert (cache.hits, cache.stored) == (1, 3)
 
 
 def test_the_whole_request_after_a_reask_openai_chat():

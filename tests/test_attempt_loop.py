@@ -4,8 +4,12 @@ and the shared modules that name no vendor."""
 import json
 import os
 import re
+import threading
+import time
 
-from agenthub import AutoLLMClient, ServerError
+import pytest
+
+from agenthub import AutoLLMClient, ConfigError, ServerError, TransportError
 from agenthub.attempts import AttemptHook
 from agenthub.client import Timeout
 from faultserver import chat_stream, error_body, send, status, tiny_session, within
@@ -334,3 +338,125 @@ def test_the_dead_stop_helpers_are_gone():
     import agenthub.attempts as attempts
 
     assert not hasattr(attempts, "is_stop") and not hasattr(attempts, "stopped")
+
+
+class Delay(AttemptHook):
+    """An on_error hook that sets its own wait before the retry."""
+
+    def __init__(self, delay):
+        self.delay = delay
+        self.seen = threading.Event()
+
+    def on_error(self, attempt, error):
+        attempt.delay = self.delay
+        self.seen.set()
+
+
+@within(20)
+def test_a_hooks_wait_past_the_deadline_raises_the_error_at_once(server):
+    """total=5 and a hook asking for 30 s: the 503 is raised now, as for a server's Retry-After past the deadline
+    (before: the wait ran into the deadline and the call ended 5 s later with TransportError(deadline=True))."""
+    server.push([status(503, {}, "length"), send(error_body())])
+    client = make(server, hooks=[Delay(30.0)])
+    client.timeout = Timeout(connect=2, read=3, total=5)
+    try:
+        list(client.streaming_response([USER]))
+    except ServerError as exc:
+        assert exc.status == 503
+    else:
+        raise AssertionError("no error")
+    assert len(server.requests) == 1
+
+
+@within(20)
+def test_a_hooks_wait_too_long_for_a_lock_is_cut_short_by_abort(server):
+    """1e10 s (more than a lock's wait can take) and no deadline: the wait runs until abort() ends it (before: an
+    OverflowError out of the sleep)."""
+    server.push([status(503, {}, "length"), send(error_body())])
+    hook = Delay(1e10)
+    stream = make(server, hooks=[hook]).streaming_response([USER])
+    stopper = threading.Thread(target=lambda: hook.seen.wait(10) and stream.abort())
+    stopper.start()
+    try:
+        list(stream)
+    except TransportError as exc:
+        assert (exc.aborted, exc.deadline) == (True, False)
+    else:
+        raise AssertionError("no error")
+    finally:
+        stopper.join(10)
+    assert len(server.requests) == 1
+
+
+@within(20)
+def test_a_hooks_wait_that_is_no_number_is_a_config_error(server):
+    server.push([status(503, {}, "length"), send(error_body())])
+    try:
+        list(make(server, hooks=[Delay("soon")]).streaming_response([USER]))
+    except ConfigError as exc:
+        assert str(exc) == ("openai-chat: an on_error hook set attempt.delay to a str: it takes seconds (a number, or "
+                            "None for no retry)")
+    else:
+        raise AssertionError("no error")
+    assert len(server.requests) == 1
+
+
+def test_the_backoff_of_a_late_retry_stays_within_its_cap():
+    from agenthub.attempts import BACKOFF_CAP, backoff
+
+    waits = [backoff(n, None) for n in (0, 10, 1023, 1024, 10 ** 6)]
+    assert all(0.0 <= wait <= BACKOFF_CAP for wait in waits)  # before: OverflowError from the 1024th on
+
+
+@within(60)
+def test_a_client_retrying_past_a_thousand_times_goes_on(server, monkeypatch):
+    """max_retries=2000 (retry for as long as it takes): the 1025th retry waits as the others (before: an
+    OverflowError out of the backoff, 2**1024 being no float)."""
+    import agenthub.client as client_module
+
+    monkeypatch.setattr(client_module, "BACKOFF_BASE", 0.0)
+    count = []
+
+    def answer(request):
+        count.append(1)
+        if len(count) <= 1030:
+            return [status(503, {}, "length"), send(error_body())]
+        return [status(200, SSE), send(chat_stream("at last"))]
+
+    server.default = answer
+    events = list(make(server, max_retries=2000).streaming_response([USER]))
+    assert [i["text"] for e in events for i in e["content_items"] if i["type"] == "text"] == ["at last"]
+    assert len(server.requests) == 1031
+
+
+@pytest.fixture
+def new_york(monkeypatch):
+    """The process's local zone is UTC-5 (restored after)."""
+    if not hasattr(time, "tzset"):
+        pytest.skip("needs time.tzset")
+    monkeypatch.setenv("TZ", "America/New_York")
+    time.tzset()
+    yield
+    monkeypatch.undo()
+    time.tzset()
+
+
+@within(20)
+def test_a_retry_after_date_without_a_zone_is_read_as_gmt(server, new_york):
+    """RFC 9110 asks recipients to take asctime's form (no zone) and every HTTP date is GMT: 30 s ahead is about 30 s
+    wherever the client runs (before, in New York: 18,030 s, more than the client waits, a limiter paused for 10
+    minutes; in Tokyo: 0, retried at once)."""
+    from agenthub import RateLimitError
+
+    def answer(request):
+        ahead = time.gmtime(time.time() + 30)
+        return [status(429, {"Retry-After": time.strftime("%a %b %d %H:%M:%S %Y", ahead)}, "length"),
+                send(error_body("slow down", "rate_limit_error"))]
+
+    server.default = answer
+    try:
+        list(make(server, max_retries=0).streaming_response([USER]))
+    except RateLimitError as exc:
+        assert 20 < exc.retry_after <= 30
+    else:
+        raise AssertionError("no error")

@@ -155,6 +155,22 @@ def test_bad_token_provider_results_are_refused(returned, error):
     assert "PRIVATE KEY" not in str(info.value)
 
 
+@pytest.mark.parametrize("returned, problem", [
+    ("entra-\u6f22-token", "holds the character U+6F22 at position 6 of 13: header values are Latin-1"),
+    ("entra-\u2028-token", "holds a line separator (U+2028) at position 6 of 13: invisible, copied along with it?"),
+    ("entra-\u00a0-token", "holds a no-break space (U+00A0) at position 6 of 13: invisible, copied along with it?"),
+], ids=["not-latin-1", "line-separator", "no-break-space"])
+def test_a_token_that_cannot_be_a_header_value_is_the_config_error_a_key_gets(returned, problem):
+    """As a string key with the same character is refused when the client is made: a ConfigError naming
+    the character and its place (it was a TransportError "could not be prepared", or sent with an
+    invisible character the server refuses)."""
+    endpoint = Endpoint("azure", RESOURCE, lambda: returned, None, {})
+    request = openai_chat.build_request(endpoint, "d", USER, check_config({}))
+    with pytest.raises(ConfigError) as info:
+        azure.HOST.encode(request, endpoint)
+    assert str(info.value) == "azure: the token from api_key " + problem
+
+
 def test_a_provider_that_raises_is_an_authentication_error():
     def provider():
         raise RuntimeError("no managed identity here")
@@ -170,7 +186,7 @@ def test_a_provider_that_raises_is_an_authentication_error():
 
 def test_endpoint_and_key_from_the_environment():
     assert resolve("my-gpt5", "azure", environ=ENV) == (
-        "azure", RESOURCE, KEY, {"api_version": "2024-10-21", "max_tokens_field": "max_tokens"})
+        "azure", RESOURCE, KEY, {"api_version": "2024-10-21", "max_tokens_field": "max_tokens", "strict_subset": True})
     assert resolve("my-gpt5", "azure-openai", environ=ENV)[0] == "azure"
     assert resolve("my-gpt5", "azure-responses", environ=ENV)[:3] == ("azure-responses", RESOURCE, KEY)
 
@@ -203,6 +219,28 @@ def test_deployment_names_that_cannot_go_in_a_path(model):
 def test_an_endpoint_with_a_query_string_is_refused():
     with pytest.raises(ConfigError, match="query"):
         resolve("d", "azure", RESOURCE + "?api-version=2024-10-21", KEY, environ={})
+
+
+@pytest.mark.parametrize("client_type, endpoint", [
+    ("azure", RESOURCE + "/?"), ("azure", RESOURCE + "#eu"), ("azure-responses", RESOURCE + "/openai/v1?"),
+    ("azure-anthropic", "https://contoso.services.ai.azure.com/anthropic?"),
+    ("azure-anthropic", "https://contoso.services.ai.azure.com/anthropic#x"),
+])
+def test_an_endpoint_with_an_empty_query_or_a_fragment_is_refused(client_type, endpoint):
+    """A bare ``?`` (no query after it) or a ``#``: the request's path was appended after it (into the query,
+    or into a fragment that is never sent)."""
+    with pytest.raises(ConfigError) as info:
+        resolve("d", client_type, endpoint, KEY, environ={})
+    assert "base_url takes no query string" in str(info.value)
+
+
+@pytest.mark.parametrize("name", ["..", ".", "%2e%2E", "%2E"])
+def test_a_deployment_in_the_endpoint_path_that_is_a_dot_segment_is_refused(name):
+    """``.../openai/deployments/..`` would send the request to ``/openai/chat/completions``: another resource."""
+    with pytest.raises(ConfigError) as info:
+        resolve("d", "azure", RESOURCE + "/openai/deployments/" + name, KEY, environ={})
+    assert str(info.value) == ("azure: the deployment {!r} in base_url is a dot segment: the request would reach "
+                               "another resource; it was not sent".format(name))
 
 
 def test_a_token_callable_is_refused_where_it_is_not_taken():

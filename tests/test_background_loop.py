@@ -183,3 +183,35 @@ def test_interactions_resume_is_an_attempt_the_hooks_see():
     assert [c[:4] for c in recorder.calls] == [("before", 0, "POST", None), ("after", 0, "POST", None),
                                               ("error", 0, "POST", None), ("before", 1, "GET", "v1_hk"),
                                               ("after", 1, "GET", "v1_hk"), ("done", 1, "GET", "v1_hk")]
+
+
+def test_an_abort_waits_for_the_cancel_no_longer_than_cancel_seconds(monkeypatch, caplog):
+    """The cancel an abort sends has a deadline of its own (background.CANCEL_SECONDS, 0.3 s here): a server that
+    trickles its answer (a byte every 0.2 s, never silent for a read timeout) no longer holds the aborted reader
+    until it is done (before: 45 s for 90 bytes; without end for more)."""
+    import json
+
+    from agenthub import background
+    from faultserver import FaultServer, hang, send, status, trickle
+
+    monkeypatch.setattr(background, "CANCEL_SECONDS", 0.3)
+    events = responses_events("resp_tr", TEXTS)
+    seen = threading.Event()
+
+    def answer(request):
+        if request.path.endswith("/cancel"):
+            seen.set()
+            return [status(200, {"Content-Type": "application/json"}),
+                    trickle(json.dumps({"id": "resp_tr", "status": "cancelled", "pad": "x" * 50}), every=0.2)]
+        return [status(200, {"Content-Type": "text/event-stream"}), send(b"".join(events[:5])), hang(20)]
+
+    with FaultServer(default=answer) as server:
+        stream = client_for(server, max_retries=0).streaming_response(USER, {"background": True})
+        with pytest.raises(TransportError) as info:
+            for event in stream:
+                if texts_of([event]):
+                    stream.abort()
+        assert seen.is_set()
+        assert [r.path for r in server.requests] == ["/v1/responses", "/v1/responses/resp_tr/cancel"]
+    assert info.value.aborted is True
+    assert "openai-responses: cancelling background response resp_tr failed: no answer within 0.3 s" in caplog.text

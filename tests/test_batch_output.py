@@ -214,6 +214,9 @@ def test_bad_typed_input_is_refused_before_anything_is_sent(monkeypatch, tmp_pat
         clash = dict(ROWS[4], config={"response_format": {"type": "json_object"}})
         with pytest.raises(ConfigError, match="line 1 .*the output type sets response_format"):
             B.submit(_write(tmp_path / "clash.jsonl", [clash]), backend="openai", output=Person)
+        tools = dict(ROWS[4], config={"tools": [{"name": "look"}]})  # (a call the re-ask round could not answer)
+        with pytest.raises(ConfigError, match=r"line 1 .*config\['tools'\]: parse\(\) runs no tools"):
+            B.submit(_write(tmp_path / "tools.jsonl", [tools]), backend="openai", output=Person)
         emb = {"id": "e", "model": "text-embedding-3-small", "messages": _user("x"), "output_schema": PERSON}
         with pytest.raises(ConfigError, match="an embedding row has no output type"):
             B.submit(_write(tmp_path / "emb.jsonl", [emb]), backend="openai")

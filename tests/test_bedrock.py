@@ -232,6 +232,25 @@ def test_tool_round_trip_history_maps_to_tool_use_and_tool_result():
     ]
 
 
+def test_ids_that_fit_to_the_same_bedrock_id_stay_apart_and_keep_their_results():
+    """Bedrock takes [a-zA-Z0-9_.:-]{1,64}: "call/1" and "call_1" (or two ids alike in their first 64
+    characters) fitted to one toolUseId, so a result answered the other call.  The second gets a suffix of its
+    own; the same history gives the same ids on every turn."""
+    long = "x" * 64
+    calls = [("call/1", "a"), ("call_1", "b"), (long + "1", "c"), (long + "2", "d")]
+    history = [USER, {"role": "assistant", "content_items": [
+        {"type": "tool_call", "name": "get_weather", "arguments": {"city": city}, "tool_call_id": call_id}
+        for call_id, city in calls]},
+        {"role": "user", "content_items": [
+            {"type": "tool_result", "tool_call_id": call_id, "text": city} for call_id, city in reversed(calls)]}]
+    sent = body(LLAMA, {"tools": TOOLS}, history)
+    ids = ["call_1", "call_1_2", long, long[:62] + "_2"]
+    assert [b["toolUse"]["toolUseId"] for b in sent["messages"][1]["content"]] == ids
+    assert [(b["toolResult"]["toolUseId"], b["toolResult"]["content"]) for b in sent["messages"][2]["content"]] == [
+        (i, [{"text": city}]) for i, (_, city) in reversed(list(zip(ids, calls)))]
+    assert body(LLAMA, {"tools": TOOLS}, history) == sent
+
+
 def test_history_with_tool_blocks_and_no_tools_still_gets_a_tool_config():
     history = [USER, {"role": "assistant", "content_items": [
         {"type": "tool_call", "name": "lookup", "arguments": {}, "tool_call_id": "t1"}]},
@@ -547,6 +566,26 @@ def test_error_message_frames():
     with pytest.raises(ServerError) as info:
         run([bf.message_start(), bf.error("InternalFailure", "boom")])
     assert (info.value.error_type, info.value.message) == ("InternalFailure", "boom")
+
+
+@pytest.mark.parametrize("headers, payload, cls, error_type, message", [
+    ([(":message-type", bf.STRING, "exception"), (":exception-type", bf.INTEGER, 5)],
+     b'{"message":"m"}', UpstreamError, None, "m"),
+    ([(":message-type", bf.STRING, "exception"), (":exception-type", bf.BOOL_TRUE)],
+     b'{"message":"m"}', UpstreamError, None, "m"),
+    ([(":message-type", bf.STRING, "exception"), (":exception-type", bf.BYTES, b"throttlingException")],
+     b'{"message":"slow down"}', RateLimitError, "throttlingException", "slow down"),
+    ([(":message-type", bf.STRING, "error"), (":error-code", bf.LONG, 7), (":error-message", bf.BYTES, b"x")],
+     b"", UpstreamError, None, "Bedrock error"),
+], ids=["int-type", "bool-type", "bytes-type", "int-code"])
+def test_an_exception_frame_whose_type_header_is_not_a_string_is_still_a_typed_error(headers, payload, cls,
+                                                                                      error_type, message):
+    """A header of another wire type where the type name belongs (an int, a bool, bytes): the error the
+    frame means, never an AttributeError from the header's value."""
+    with pytest.raises(UpstreamError) as info:
+        run([bf.message_start(), bf.encode(headers, payload)])
+    assert type(info.value) is cls
+    assert (info.value.error_type, info.value.message, info.value.client) == (error_type, message, "bedrock")
 
 
 def test_http_error_bodies_map_by_their_error_type_header_name():

@@ -91,6 +91,55 @@ def test_a_wrong_secret_is_refused_by_the_server_as_an_authentication_error(serv
     assert "not-the-right-secret" not in str(error) and TOKEN not in str(error)
 
 
+@pytest.mark.parametrize("prefix, sent", [
+    ("/gw/caf\u00e9", "/gw/caf%C3%A9"),             # a non-ASCII letter: requests sends it UTF-8 percent-encoded
+    ("/gw/[eu]", "/gw/%5Beu%5D"),                  # brackets: percent-encoded on the wire
+    ("/gw/50%off", "/gw/50%25off"),                # a lone %: requests escapes it (and so every other % too)
+    ("/gw/%7Euser/%41", "/gw/~user/A"),            # an escaped unreserved character: sent plain
+], ids=["non-ascii", "brackets", "lone-percent", "escaped-unreserved"])
+def test_an_endpoint_path_requests_requotes_is_signed_as_it_is_sent(server, aws_env, prefix, sent):
+    """The signature covers the path the server receives: requests re-quotes a URL before it sends it, so
+    the canonical request is made from that form (signing the URL as written was a 403 from AWS)."""
+    aws_env.setenv("AWS_ENDPOINT_URL_BEDROCK_RUNTIME", server.url + prefix)
+    events = list(client().streaming_response([USER]))
+    assert deltas(events) == [{"type": "text", "text": "ok"}]
+    [request] = server.requests
+    assert request["path"] == sent + "/model/us.anthropic.claude-sonnet-4-5-20250929-v1%3A0/converse-stream"
+    assert request["auth"] == {"kind": "sigv4", "ok": True, "access_key": AK, "region": "us-west-2"}
+
+
+@pytest.mark.parametrize("default_headers, extra_headers, what", [
+    ({"X-Tenant": "a", "x-tenant": "b"}, {}, "default_headers"),
+    ({}, {"X-Tenant": "a", "x-tenant": "b"}, "config['extra_headers']"),
+])
+def test_a_header_named_twice_in_two_cases_is_refused_before_anything_is_sent(server, default_headers, extra_headers,
+                                                                              what):
+    """HTTP header names are case-insensitive: requests sends one of the two values (the last), while the
+    signature covered both (a 403, and a value silently dropped on every other route)."""
+    with pytest.raises(ConfigError) as info:
+        list(client(default_headers=default_headers).streaming_response([USER], {"extra_headers": extra_headers}))
+    assert str(info.value) == ("{} names the header 'x-tenant' twice ('X-Tenant' and 'x-tenant'): header names are "
+                               "case-insensitive, so only one would be sent".format(what))
+    assert server.requests == []
+
+
+def test_an_authorization_header_the_caller_set_is_sent_as_every_other_route_sends_it(server, aws_env):
+    """A local Bedrock-speaking gateway without AWS credentials, or a Bedrock API key beside a header of the
+    caller's: the caller's Authorization goes as it is (as on the openai, anthropic, gemini, azure and
+    vertex hosts), where it was dropped (no credentials) or replaced by the key."""
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_ENDPOINT_URL_BEDROCK_RUNTIME"):
+        aws_env.delenv(name)
+    server.enforce = False
+    list(client(base_url=server.url, default_headers={"Authorization": "Bearer gateway-key-0004"})
+         .streaming_response([USER]))
+    list(client(base_url=server.url, api_key="ABSKbedrock-api-key-0003").streaming_response(
+        [USER], {"extra_headers": {"authorization": "Bearer gateway-key-0005"}}))
+    list(client(base_url=server.url).streaming_response([USER]))
+    assert [{k: v for k, v in request["headers"].items() if k.lower() == "authorization"}
+            for request in server.requests] == [{"Authorization": "Bearer gateway-key-0004"},
+                                                {"authorization": "Bearer gateway-key-0005"}, {}]
+
+
 REASONING_AND_TOOL = [
     bf.message_start(),
     bf.reasoning_delta(0, text="Paris weather: "), bf.reasoning_delta(0, text="call the tool."),
@@ -283,6 +332,26 @@ def test_record_and_replay_works_for_bedrock(aws_env, tmp_path):
     assert sent["url"].endswith("/model/us.anthropic.claude-sonnet-4-5-20250929-v1%3A0/converse-stream")
 
 
+def test_a_recorded_bedrock_stream_replays_its_frames_whole(server, tmp_path):
+    """The recorder scrubbed the SigV4 scope's region and date (taken for secrets) out of the event-stream bytes:
+    a frame holding "us-west-2" changed length and failed its CRC on replay. A real secret echoed in a frame (the
+    access key id here) is scrubbed inside the frame, which is written anew."""
+    from agenthub.testing import record_session, replay_session
+
+    server.answer.append(frames_reply(bf.text_stream("Deployed in us-west-2 by " + AK, ".", input_tokens=9,
+                                                     output_tokens=2)))
+    folder = str(tmp_path / "cassette")
+    live = list(client(session=record_session(folder)).streaming_response([USER], {"max_tokens": 50}))
+    assert [i["text"] for i in deltas(live)] == ["Deployed in us-west-2 by " + AK, "."]
+    with open(os.path.join(folder, "001.body"), "rb") as handle:
+        recorded = handle.read()
+    assert AK.encode() not in recorded and b"us-west-2" in recorded
+    replayed = list(client(session=replay_session(folder)).streaming_response([USER], {"max_tokens": 50}))
+    check_stream(replayed)
+    assert [i["text"] for i in deltas(replayed)] == ["Deployed in us-west-2 by ***", "."]
+    assert [e["usage_metadata"] for e in replayed] == [e["usage_metadata"] for e in live]
+
+
 def test_list_models_asks_the_control_plane_signed(server):
     server.answer.append(Reply([json.dumps({"modelSummaries": [{"modelId": "anthropic.claude-sonnet-4-6"},
                                                                 {"modelId": "amazon.nova-pro-v1:0"}],
@@ -294,6 +363,18 @@ def test_list_models_asks_the_control_plane_signed(server):
                                       "meta.llama3-3-70b-instruct-v1:0"]
     assert [r["path"] for r in server.requests] == ["/foundation-models", "/foundation-models?nextToken=page%202"]
     assert all(r["auth"]["ok"] for r in server.requests)
+
+
+def test_a_next_page_token_that_is_not_text_is_a_stream_protocol_error(server):
+    """JSON may spell a lone surrogate (``"\\ud800"``): no URL can carry it back, so the page is refused
+    with a typed error instead of the UnicodeEncodeError building the next request raised."""
+    server.answer.append(Reply([b'{"modelSummaries": [{"modelId": "a"}], "nextToken": "\\ud800page"}'],
+                               headers={"Content-Type": "application/json"}))
+    with pytest.raises(StreamProtocolError) as info:
+        client().list_models()
+    assert str(info.value).startswith("bedrock: the model list's next page token is not text that can be sent back "
+                                      "(a lone surrogate)")
+    assert [r["path"] for r in server.requests] == ["/foundation-models"]
 
 
 def test_the_control_plane_host_of_an_aws_endpoint():

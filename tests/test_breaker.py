@@ -80,6 +80,25 @@ def test_a_probe_that_ends_without_a_verdict_lets_another_probe_go(clock):
     assert b.allow(30.0) is True
 
 
+def test_only_the_probe_in_flight_frees_the_half_open_slot(clock):
+    b = breaker.breaker_for("gemini", "h", "m3")
+    early = b.admit(30.0)                 # let through while closed
+    assert early == 0
+    b.failure(1)
+    clock.now += 30
+    probe = b.admit(30.0)
+    assert probe == 1 and b.admit(30.0) is None
+    b.release(early)                      # the early caller ends without a verdict: the probe still holds the slot
+    assert b.admit(30.0) is None
+    b.failure(1)                          # a failure reopens it; after the cooldown a second probe goes
+    clock.now += 30
+    assert b.admit(30.0) == 2
+    b.release(probe)                      # the superseded probe frees nothing
+    assert b.allow(30.0) is False
+    b.release(2)
+    assert b.allow(30.0) is True
+
+
 def test_one_breaker_per_endpoint_shared_across_callers(clock):
     a = breaker.breaker_for("anthropic", "api.anthropic.com", "claude-x")
     assert breaker.breaker_for("anthropic", "api.anthropic.com", "claude-x") is a

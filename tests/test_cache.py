@@ -145,7 +145,9 @@ def _entry(doc):
     b"", b"garbage", b"agenthub-cache/9\nx", b"agenthub-cache/1\n" + b"x" * 40,
     _entry({"key": "another request's key", "events": []}), _entry([1, 2]),
     _entry({"key": None, "events": [{"event_type": "start"}]}),  # (the test puts the right key in)
-], ids=["empty", "garbage", "another-version", "not-zlib", "another-key", "not-an-object", "no-stop"])
+    b"agenthub-cache/1\n" + zlib.compress(b'{"key": "k", "events": ' + b"[" * 100000 + b"]" * 100000 + b"}"),
+], ids=["empty", "garbage", "another-version", "not-zlib", "another-key", "not-an-object", "no-stop",
+        "nested-past-the-recursion-limit"])
 def test_entries_that_are_not_whole_are_misses(raw):
     store = MemoryStore()
     cache = ResponseCache(store)

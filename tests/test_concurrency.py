@@ -205,3 +205,15 @@ def test_timeout_forms():
     client = AutoLLMClient("m", client_type="openai-chat", base_url="http://127.0.0.1:9/v1", timeout=(3, 60))
     assert client.timeout == Timeout(3, 60)
     json.dumps(repr(client.timeout))
+
+
+@pytest.mark.parametrize("timeout", [1e10, {"read": 1e300}, {"connect": 1e10}, {"total": 1e10}])
+def test_a_timeout_longer_than_any_wait_is_a_config_error_up_front(timeout):
+    """A socket or a lock waits at most threading.TIMEOUT_MAX seconds: a longer timeout made every request fail
+    as 'the connection failed' (retried; the OverflowError was its cause) and a total's timer thread die."""
+    with pytest.raises(ConfigError) as caught:
+        AutoLLMClient("m", client_type="openai-chat", base_url="http://127.0.0.1:9/v1", timeout=timeout)
+    name = "read" if timeout == {"read": 1e300} else "total" if timeout == {"total": 1e10} else "connect"
+    assert str(caught.value) == "timeout {} of {!r} s is longer than a wait can be ({:.0f} s): give None for no " \
+                                "limit".format(name, 1e300 if name == "read" else 1e10, threading.TIMEOUT_MAX)
+    assert Timeout(read=threading.TIMEOUT_MAX).read == threading.TIMEOUT_MAX

@@ -446,3 +446,61 @@ def test_merge_hooks_reads_what_a_hook_shares_not_attribute_names():
     account = object()
     tenants = [Tenant(account), Tenant(account)]
     assert merge_hooks(tenants[:1], tenants[1:]) == tenants[:1]
+
+
+def test_a_call_let_through_before_the_circuit_opened_never_frees_the_half_open_probe_slot(primary, backup,
+                                                                                            monkeypatch):
+    """X is let through while the circuit is closed and waits for its answer; meanwhile A's 503 opens the circuit,
+    the cooldown passes and P goes as the one probe.  X's late 400 (no verdict on the endpoint) must not let a
+    second probe through while P is in flight: Y goes to the fallback (before: Y was sent to the primary too)."""
+    import threading
+
+    clock = Clock()
+    monkeypatch.setattr(breaker, "clock", clock)
+    gates = {"x": threading.Event(), "p": threading.Event()}
+    arrived = {"x": threading.Event(), "p": threading.Event()}
+
+    def answer(request):
+        word = request.json()["messages"][0]["content"]
+        if word in gates:
+            arrived[word].set()
+            gates[word].wait(10)
+        if word == "x":
+            return [status(400, JSON, framing="length"), send(error_body("bad", "invalid_request_error"))]
+        if word == "a":
+            return FAULTS["503"]
+        return [status(200, SSE), send(chat_stream("primary-" + word))]
+
+    primary.default = answer
+
+    def ask(word):
+        first = client(primary, "openai-chat", max_retries=0, fallbacks=[backup_client(backup)],
+                       circuit_breaker={"failures": 1, "cooldown": 30})
+        return first.streaming_response([{"role": "user", "content_items": [{"type": "text", "text": word}]}])
+
+    outcome = {}
+
+    def run(word):
+        try:
+            outcome[word] = text_of(list(ask(word)))
+        except AgentHubError as exc:
+            outcome[word] = type(exc).__name__
+
+    x = threading.Thread(target=run, args=("x",))
+    x.start()
+    assert arrived["x"].wait(5)
+    assert text_of(list(ask("a"))) == "ok"  # 503: the circuit opens, the fallback answers
+    clock.now += 30
+    p = threading.Thread(target=run, args=("p",))
+    p.start()
+    assert arrived["p"].wait(5)  # the probe is in flight
+    gates["x"].set()
+    x.join(5)
+    assert outcome["x"] == "UpstreamError"
+    assert text_of(list(ask("y"))) == "ok"  # the probe slot is taken: skipped, answered by the fallback
+    gates["p"].set()
+    p.join(5)
+    assert outcome["p"] == "primary-p"
+    words = [request.json()["messages"][0]["content"] for request in primary.requests]
+    assert sorted(words) == ["a", "p", "x"]
+    assert breaker.breaker_for("openai-chat", "127.0.0.1:{}".format(primary.port), "m").state == "closed"

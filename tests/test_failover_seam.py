@@ -135,3 +135,49 @@ def test_per_request_extra_headers_never_reach_a_fallback(primary, backup):
     (answered,) = backup.requests
     assert "gwsecret-for-A" not in json.dumps(dict(answered.headers)) and "gw-A" not in json.dumps(dict(answered.headers))
     assert answered.headers.get("authorization") == "Bearer sk-backup-0002"
+
+
+def test_a_stateful_turn_a_fallback_answered_is_not_chained_by_id_on_the_primary(primary, tmp_path, monkeypatch):
+    """Interactions chain stateful turns by previous_interaction_id.  Turn 1 is answered by the fallback (another
+    server): its interaction B1 lives there, so turn 2 on the primary sends the whole history (before: only the new
+    message with previous_interaction_id 'B1', an id the primary's server does not have); the primary's own answer
+    A2 is chained as ever on turn 3.  The trace keeps the history as the client does, so it names every turn's
+    route."""
+    from longrun_server import LongrunServer, interactions_events
+
+    def said(text):
+        return {"role": "user", "content_items": [{"type": "text", "text": text}]}
+
+    def stream(rid, text):
+        return [status(200, SSE), send(b"".join(interactions_events(rid, [text])) + b"data: [DONE]\n\n")]
+
+    primary.push(UNAVAILABLE, stream("A2", "two"), stream("A3", "three"))
+    with LongrunServer() as other:
+        other.add("B1", interactions_events("B1", ["one"]), done=True)
+        fallback = AutoLLMClient("gemini-3.8-flash", api_key="g-backup-0002", base_url=other.url,
+                                 client_type="gemini-interactions", max_retries=0)
+        client = AutoLLMClient("gemini-3.8-pro", api_key="g-primary-0001", base_url=primary.url,
+                               client_type="gemini-interactions", max_retries=0, fallbacks=[fallback])
+        monkeypatch.setenv("AGENTHUB_CACHE_DIR", str(tmp_path))
+        for text, answer in (("first", "one"), ("second", "two"), ("third", "three")):
+            assert text_of([client.response_stateful(said(text), {"trace_id": "chat"})]) == answer
+    second, third = [request.json() for request in primary.requests[1:]]
+    assert "previous_interaction_id" not in second
+    assert second["input"] == [{"type": "user_input", "content": [{"type": "text", "text": "first"}]},
+                               {"type": "model_output", "content": [{"type": "text", "text": "one"}]},
+                               {"type": "user_input", "content": [{"type": "text", "text": "second"}]}]
+    assert third["previous_interaction_id"] == "A2"
+    assert third["input"] == [{"type": "user_input", "content": [{"type": "text", "text": "third"}]}]
+    with open(str(tmp_path / "chat.json"), encoding="utf-8") as handle:
+        trace = json.load(handle)
+    assert [(route["model"], route["turn"]) for route in trace["routes"]] == [
+        ("gemini-3.8-flash", 1), ("gemini-3.8-pro", 3), ("gemini-3.8-pro", 5)]
+
+
+def test_a_fallbacks_own_total_starts_no_deadline_of_its_own(primary, backup):
+    """The call's one deadline is the called client's total (none here): a fallback client's own total=0.5 does not
+    start another on its route (before: its answer 1 s later was cut by a TransportError(deadline=True))."""
+    backup.default = [sleep(1.0), status(200, SSE), send(chat_stream("late but whole"))]
+    client = endpoint(primary, "m", "sk-primary-0001", max_retries=0,
+                      fallbacks=[endpoint(backup, "backup-model", "sk-backup-0002", timeout={"total": 0.5})])
+    assert text_of(list(client.streaming_response([USER]))) == "late but whole"

@@ -311,25 +311,40 @@ def test_a_json_document_holding_no_answer_is_not_retried(server, client_type, d
     assert len(server.requests) == 1
 
 
+#: a whole document still running, per wire: (client type, base URL path, its kind, its id, the document, partial
+#: output it holds, where it is retrieved)
+UNFINISHED = {
+    "openai-responses": ("openai-responses", "/v1", "response", "resp_9",
+                         {"object": "response", "background": True, "output": []},
+                         {"output": [{"type": "message", "role": "assistant",
+                                      "content": [{"type": "output_text", "text": "Hal"}]}]}, "/responses/"),
+    "gemini-interactions": ("gemini-interactions", "", "interaction", "v1_9", {"steps": []},
+                            {"steps": [{"type": "model_output", "content": [{"type": "text", "text": "Hal"}]}]},
+                            "/interactions/"),
+}
+
+
 @within(20)
 @pytest.mark.parametrize("state", ["in_progress", "queued"])
-@pytest.mark.parametrize("output", [[], [{"type": "message", "role": "assistant",
-                                          "content": [{"type": "output_text", "text": "Hal"}]}]])
-def test_a_whole_responses_document_that_has_not_finished_says_so_with_its_status_and_id(server, state, output):
-    """A Response object still running (a server that ignored stream, or answered a background request at once)
-    is no answer, not an empty one that "finished", nor its partial text as a whole one: a StreamProtocolError
-    naming the status and the id to retrieve it by, not sent again."""
-    document = {"id": "resp_9", "object": "response", "status": state, "background": True, "output": output}
+@pytest.mark.parametrize("partial", [False, True])
+@pytest.mark.parametrize("wire", sorted(UNFINISHED))
+def test_a_whole_document_that_has_not_finished_says_so_with_its_status_and_id(server, wire, partial, state):
+    """A Response object or an Interaction still running (a server that ignored stream, or answered a background
+    request at once) is no answer, not an empty one that "finished", nor its partial text as a whole one: a
+    StreamProtocolError naming the status and the id to retrieve it by, not sent again (before, an Interaction's
+    partial text came back as a whole turn with finish_reason 'unknown', or an EmptyResponseError)."""
+    client_type, path, kind, rid, document, output, where = UNFINISHED[wire]
+    document = dict(document, id=rid, status=state, **(output if partial else {}))
     server.push([status(200, JSON, "length"), send(json.dumps(document).encode())])
     with pytest.raises(StreamProtocolError) as info:
-        list(make(server, *ROUTES["openai-responses"]).streaming_response([USER]))
+        list(make(server, client_type, path, api_key="test-key").streaming_response([USER], {"background": True}))
     assert str(info.value) == (
-        "openai-responses: the server answered with a whole response that has not finished (status {!r}, id "
-        "'resp_9'): it did not stream it (a server that ignored stream: true, or one that answers a background "
-        "request at once), so there is no answer yet; it is not sent again: retrieve it by its id "
-        "(GET /responses/resp_9) once it has finished, or cancel it".format(state))
-    assert info.value._fields == {"client": "openai-responses", "retryable": False, "response_status": state,
-                                  "response_id": "resp_9"}
+        "{}: the server answered with a whole {} that has not finished (status {!r}, id {!r}): it did not stream it "
+        "(a server that ignored stream: true, or one that answers a background request at once), so there is no "
+        "answer yet; it is not sent again: retrieve it by its id (GET {}{}) once it has finished, or cancel "
+        "it".format(client_type, kind, state, rid, where, rid))
+    assert info.value._fields == {"client": client_type, "retryable": False, "response_status": state,
+                                  "response_id": rid}
     assert len(server.requests) == 1
 
 

@@ -518,13 +518,12 @@ def test_golden_history_replay():
             {"functionCall": {"name": "get_weather", "args": {"city": "Paris"}}, "thoughtSignature": "c2lnLWNhbGw="},
             {"functionCall": {"id": "fc-2", "name": "get_time", "args": {}}},
         ]},
-        {"role": "user", "parts": [
+        {"role": "user", "parts": [  # the turn after the calls: their responses, one per call, nothing between
             {"functionResponse": {"name": "get_weather", "response": {"result": "18 C"},
-                                  "parts": [{"inlineData": {"mimeType": "image/png", "data": png}}]}}]},
-        {"role": "user", "parts": [{"fileData": {"mimeType": "image/png", "fileUri": "https://example.com/radar.png"}}]},
-        {"role": "user", "parts": [
+                                  "parts": [{"inlineData": {"mimeType": "image/png", "data": png}}]}},
             {"functionResponse": {"name": "get_time", "id": "fc-2", "response": {"result": "12:00"}}}]},
-        {"role": "user", "parts": [{"text": "Thanks!"}]},
+        {"role": "user", "parts": [{"fileData": {"mimeType": "image/png", "fileUri": "https://example.com/radar.png"}},
+                                   {"text": "Thanks!"}]},
     ]
 
 
@@ -551,8 +550,8 @@ def test_empty_user_message_and_empty_assistant_message():
     body = build("gemini-2.5-flash", [{"role": "user", "content_items": []},
                                       {"role": "assistant", "content_items": [{"type": "text", "text": ""}]},
                                       user("x")]).body
-    assert body["contents"] == [{"role": "user", "parts": [{"text": ""}]},
-                                {"role": "user", "parts": [{"text": "x"}]}]
+    # an empty text is no part (Gemini refuses one: "it has an empty text parameter"): the empty turns are left out
+    assert body["contents"] == [{"role": "user", "parts": [{"text": "x"}]}]
 
 
 def test_golden_image_config():

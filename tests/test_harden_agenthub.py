@@ -186,3 +186,26 @@ def test_one_35_mb_event_is_read_in_linear_work():
     assert [c["arguments"] == arguments for c in calls] == [True]
     assert len(body) > 35 * 1024 * 1024
     assert scanned[0] < 4 * len(body), scanned  # before: one rescan of the whole unfinished event per read
+
+
+@pytest.mark.parametrize("frame", [
+    '[{"type":"inline_data","mime_type":"image/png","data":{"__bytes__":"!!!"}}]',  # an items frame
+    json.dumps(_delta({"type": "inline_data", "mime_type": "image/png", "data": {"__bytes__": "aGk=!"}})),  # an event
+])
+def test_bytes_that_are_not_base64_from_the_server_are_a_stream_protocol_error(frame):
+    """The server writes bytes as base64; a payload that is not base64 was decoded leniently (``"!!!"`` as no bytes
+    at all, ``"aGk=!"`` as ``b"hi"``): the client handed on an image that was not the server's."""
+    with SSEServer() as server:
+        server.answers.append(Answer(_frames(START) + [("data: " + frame + "\n\n").encode()] + _frames(_stop())))
+        with pytest.raises(StreamProtocolError) as info:
+            _run(server)
+    assert str(info.value).startswith("malformed payload in the agenthub stream: Error: ")
+
+
+def test_bytes_in_a_stop_or_document_from_the_server_still_decode():
+    item = {"type": "inline_data", "mime_type": "image/png", "data": {"__bytes__": "aGk="}}
+    with SSEServer() as server:
+        server.answers.append(Answer(_frames(START, _delta(item), _stop())))
+        events = _run(server)
+    assert [event["content_items"] for event in events] == [
+        [], [{"type": "inline_data", "mime_type": "image/png", "data": b"hi"}], []]

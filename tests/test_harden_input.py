@@ -90,3 +90,31 @@ def test_what_is_json_still_goes_out():
                            client_type="openai-chat")
     client.streaming_response([_user("emoji \U0001F600 ok"), _call({"x": [1, 2.5, None, True, {"y": "é"}]}),
                                _result()], {"tools": [TOOL], "temperature": 0.0})
+
+
+def _deep_object(levels):
+    schema = {"type": "string"}
+    for _ in range(levels):
+        schema = {"type": "object", "properties": {"a": schema}, "required": ["a"], "additionalProperties": False}
+    return schema
+
+
+@pytest.mark.parametrize("client_type", ["openai-chat", "openai-responses"])
+def test_a_deep_response_format_schema_is_refused_not_recursed_into(client_type):
+    client = AutoLLMClient("gpt-5.5", api_key="sk-test-key-123456", client_type=client_type)
+    with pytest.raises(ConfigError) as info:
+        client.plan([_user()], {"response_format": {"type": "json_schema", "name": "n", "schema": _deep_object(3000)}})
+    assert str(info.value) == "config['response_format']['schema'] nests deeper than 128 levels"
+
+
+def test_a_deep_extra_body_or_tool_choice_is_a_config_error_not_a_recursion_error():
+    deep = {}
+    for _ in range(3000):
+        deep = {"a": deep}
+    client = AutoLLMClient("gpt-5.5", api_key="sk-test-key-123456", client_type="openai-responses")
+    with pytest.raises(ConfigError) as info:
+        client.plan([_user()], {"extra_body": {"x": deep}})
+    assert str(info.value) == "config['extra_body'] nests deeper than 128 levels"
+    with pytest.raises(ConfigError) as info:
+        client.plan([_user()], {"tool_choice": deep})
+    assert "<a dict nested too deeply to show>" in str(info.value)

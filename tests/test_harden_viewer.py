@@ -126,3 +126,21 @@ def test_a_browser_makes_links_of_http_urls_only(viewer):
     assert trace_links == ["https://img.example/cat.png", "http://img.example/dog.png"]
     assert links.srcs == ["https://img.example/cat.png", "http://img.example/dog.png"]
     assert "link not shown (javascript)" in dom and "link not shown (vbscript)" in dom
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")
+def test_a_fifo_or_a_nested_file_beside_the_traces_is_not_found_and_the_index_still_lists(viewer, tmp_path):
+    """The index opened every .json (a FIFO blocked it forever) and /raw/ opened a .txt FIFO; a trace nested past
+    the JSON parser's depth is a 404 beside them (tests/test_viewer_bounds.py has it alone)."""
+    host = "127.0.0.1:{}".format(viewer.server_address[1])
+    os.mkfifo(str(tmp_path / "pipe.json"))
+    os.mkfifo(str(tmp_path / "evil2.txt"))
+    save_trace("evil2", "demo-model", HISTORY[:1], {}, root=str(tmp_path))  # (its .txt written over the FIFO)
+    os.remove(str(tmp_path / "evil2.txt"))
+    os.mkfifo(str(tmp_path / "evil2.txt"))
+    (tmp_path / "deep.json").write_text('{"history": ' + "[" * 100000 + "]" * 100000 + "}")
+    status, _, body = _get(viewer, host, "/")
+    assert status == 200 and b"evil2" in body
+    assert _get(viewer, host, "/raw/evil2.txt")[0] == 404
+    assert _get(viewer, host, "/trace/deep")[0] == 404
+    assert _get(viewer, host, "/raw/evil2.json")[0] == 200

@@ -181,6 +181,15 @@ def test_bad_output_arguments_are_refused_before_anything_is_sent(tmp_path):
                                                      config={"response_format": {"type": "json_object"}})])
         with pytest.raises(ConfigError, match="line 1: 'output_schema' and config\\['response_format'\\]"):
             jobs.run(both, out, progress=False)
+        tool = {"name": "look"}  # (a typed row runs no tools: a call could not be answered, nor re-asked after)
+        tools = _write(tmp_path / "tools.jsonl", [_row(server, "b3", "x", config={"tools": [tool]})])
+        with pytest.raises(ConfigError) as caught:
+            jobs.run(tools, out, progress=False, output=Person)
+        assert str(caught.value) == ("output= types each row's answer and runs no tools, and line 1 offer tools the "
+                                     "model may call: leave them out (or tool_choice 'none') (nothing was sent)")
+        own = _write(tmp_path / "own.jsonl", [_row(server, "b4", "x", output_schema=PERSON, config={"tools": [tool]})])
+        with pytest.raises(ConfigError, match="line 1: config\\['tools'\\]: parse\\(\\) runs no tools"):
+            jobs.run(own, out, progress=False)
     assert server.requests == []
 
 

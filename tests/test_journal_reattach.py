@@ -537,3 +537,36 @@ def test_a_journaled_id_that_would_leave_its_url_segment_is_never_asked_for():
     assert result.stop == "done"
     entries = [json.loads(e) for e in store.journal_entries("bg-3")]
     assert entries[3] == {"k": "detach", "turn": 0, "id": "..", "reason": "it cannot be asked for (StreamProtocolError)"}
+
+
+class _StillRunning(LongrunServer):
+    """A server whose GET of res_turn1 answers the whole object, still in progress (it ignored stream=true)."""
+
+    def respond(self, handler, raw):
+        if handler.command == "GET" and "res_turn1" in handler.path:
+            with self.lock:
+                self.requests.append({"method": "GET", "path": handler.path.split("?")[0],
+                                      "query": {"stream": "true"}, "body": None, "headers": dict(handler.headers)})
+            if "/responses/" in handler.path:
+                return self._json(handler, 200, {"id": "res_turn1", "object": "response", "status": "in_progress",
+                                                 "background": True, "output": []})
+            return self._json(handler, 200, {"id": "res_turn1", "status": "in_progress"})
+        return LongrunServer.respond(self, handler, raw)
+
+
+@pytest.mark.parametrize("wire", sorted(WIRES))
+def test_a_response_still_running_on_re_attach_is_not_sent_again(wire):
+    """The re-attaching GET answers the response as one document still in_progress: no answer yet, and the turn is
+    not paid for again: the run stops with the StreamProtocolError naming it, the journal keeps its id (before, on
+    Interactions: an EmptyResponseError, and the journal marked it detached as if it had been cancelled, so the
+    next resume would POST the turn a second time while the first still ran)."""
+    from agenthub.errors import StreamProtocolError
+
+    with _StillRunning() as server:
+        script(server, wire)
+        store = stopped_after_the_first_answer(server, wire)
+        with pytest.raises(StreamProtocolError) as caught:
+            client_for(server, wire).run([USER], dict(CONFIG), tools=[look_up], journal=store, run_id="bg-3").result()
+        assert len(posts(server, wire)) == 1 and gets(server) == [(WIRES[wire][2] + "/res_turn1", {"stream": "true"})]
+    assert (caught.value.response_status, caught.value.response_id) == ("in_progress", "res_turn1")
+    assert kinds(store, "bg-3") == ["header", "attach"]

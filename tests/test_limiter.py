@@ -7,6 +7,7 @@ import pytest
 import agenthub
 from agenthub.errors import ConfigError
 from agenthub.limiter import RateLimiter, estimate_tokens, parse_duration, parse_rfc3339
+from forking import forked_child_uses as _forked_child_uses
 
 
 class Clock(object):
@@ -339,42 +340,6 @@ def test_a_429_pause_spaces_the_acquires_that_were_waiting():
     assert clock.now == 1003.0 and second.at == 1003.0  # held to the end of the pause, then goes
     third = limiter.acquire()
     assert round(third.at - 1000.0, 6) == 3.1  # spaced behind it
-
-
-def _forked_child_uses(thing, use):
-    """Fork while another thread holds ``thing``'s lock; -> the child's exit status (0: it got through)."""
-    import os
-    import time
-
-    held, release = threading.Event(), threading.Event()
-
-    def hold():
-        with thing._lock:
-            held.set()
-            release.wait(10)
-
-    holder = threading.Thread(target=hold)
-    holder.start()
-    held.wait(10)
-    pid = os.fork()
-    if pid == 0:  # the child: the holder thread does not exist here
-        try:
-            use()
-            os._exit(0)
-        except BaseException:
-            os._exit(2)
-    release.set()
-    holder.join(10)
-    deadline = time.monotonic() + 10
-    while True:
-        done, status = os.waitpid(pid, os.WNOHANG)
-        if done:
-            return os.waitstatus_to_exitcode(status) if hasattr(os, "waitstatus_to_exitcode") else status >> 8
-        if time.monotonic() > deadline:
-            os.kill(pid, 9)
-            os.waitpid(pid, 0)
-            return "deadlocked"
-        time.sleep(0.02)
 
 
 @pytest.mark.skipif(not hasattr(__import__("os"), "register_at_fork"), reason="no fork")

@@ -19,7 +19,8 @@ from sse_server import Answer, SSEServer
 
 import agenthub
 from agenthub import AutoLLMClient, ConfigError, OutputRefusedError, OutputValidationError, Parsed
-from agenthub.output.shape import strict_schema
+from agenthub.output.shape import shape, strict_schema
+from agenthub.stores import MemoryStore
 
 USER = agenthub.user("The invoice, please.")
 MODELS = {"openai-chat": "gpt-4o-mini", "openai-responses": "gpt-5.5", "anthropic": "claude-sonnet-4-6",
@@ -447,3 +448,129 @@ def test_a_json_schema_that_is_no_object_keeps_its_root_ref_and_definitions_when
                               "additionalProperties": False}},
         "$defs": {"value": {"type": "array", "items": {"anyOf": [
             {"type": "integer"}, {"$ref": "#/$defs/value"}, {"$ref": "#/definitions/O"}]}}}}
+
+
+@pytest.mark.parametrize("protocol", sorted(MODELS))
+def test_an_answer_that_fails_validation_is_not_kept_by_the_response_cache(protocol):
+    # a re-run of the same parse must ask the model again, not replay the same failing answer
+    text = TEXT[protocol]
+    cache = agenthub.ResponseCache(MemoryStore())
+    with SSEServer() as server:
+        server.answers += [Answer([text(json.dumps(BAD))]), Answer([text(json.dumps(GOOD))]),
+                           Answer([text(json.dumps(GOOD))])]
+        client = client_for(server, protocol, cache=cache)
+        first = client.parse([USER], Invoice)
+        assert (first.attempts, cache.stored) == (2, 1)  # the re-ask's valid answer alone
+        again = client.parse([USER], Invoice)
+    assert (again.value, again.attempts, len(server.requests)) == (VALUE, 1, 3)
+    assert (cache.hits, cache.misses, cache.stored) == (0, 3, 2)
+    assert server.requests[2]["body"] == server.requests[0]["body"]
+
+
+def test_a_failing_answer_the_cache_held_already_is_removed_when_replayed():
+    # stored by a plain call of the same request (a cache knows nothing of types): parse replays it, judges it and
+    # drops it, so the next parse asks the model again
+    cache = agenthub.ResponseCache(MemoryStore())
+    with SSEServer() as server:
+        server.answers += [Answer([chat_text(json.dumps(BAD))]), Answer([chat_text(json.dumps(GOOD))]),
+                           Answer([chat_text(json.dumps(GOOD))])]
+        client = client_for(server, "openai-chat", cache=cache)
+        client.response([USER], shape(client, [USER], Invoice, {}).config)
+        assert cache.stored == 1
+        first = client.parse([USER], Invoice)                 # the stored BAD replayed, then re-asked
+        assert (first.attempts, cache.hits, len(server.requests)) == (2, 1, 2)
+        again = client.parse([USER], Invoice)                 # asked again (the third answer), not BAD replayed
+        assert (again.attempts, cache.hits, len(server.requests)) == (1, 1, 3)
+        third = client.parse([USER], Invoice)                 # what held is kept and replayed
+    assert (third.value, third.attempts, cache.hits, len(server.requests)) == (VALUE, 1, 2, 3)
+
+
+def test_an_answer_nested_past_max_depth_is_a_problem_and_its_error_pickles():
+    """A recursive type's answer 600 arrays deep parses, but neither a pickle (Parsed and the error cross
+    processes) nor a job's output row holds it: a problem like any other, the candidate's text kept."""
+    deep = "[" * 600 + "]" * 600
+    with SSEServer() as server:
+        server.answers += [Answer([chat_text(deep)])]
+        with pytest.raises(OutputValidationError) as caught:
+            client_for(server, "openai-chat").parse([USER], {"type": "array", "items": {"$ref": "#"}}, retries=0)
+    error = pickle.loads(pickle.dumps(caught.value))
+    assert (error.problems, error.candidate_json, error.candidate_text) == (
+        [["the answer's JSON nests deeper than 128 levels"]], None, deep)
+
+
+def test_a_long_list_of_problems_is_cut_with_a_count():
+    """Every item of a long list wrong: the re-ask, the error and a job row hold the first 50 and how many more
+    (they held them all: an answer of 100,000 bad items made a re-ask as large, paid for as input)."""
+    bad = {"number": "F-1", "items": [{"name": "pen", "price": "x"}] * 60, "kind": "goods"}
+    with SSEServer() as server:
+        server.answers += [Answer([chat_text(json.dumps(bad))]), Answer([chat_text(json.dumps(bad))])]
+        with pytest.raises(OutputValidationError) as caught:
+            client_for(server, "openai-chat").parse([USER], Invoice, retries=1)
+    lines = ['items[{}].price: expected a number, got "x"'.format(i) for i in range(50)] + ["(and 10 more problems)"]
+    assert caught.value.problems == [lines, lines]
+    reask = server.requests[1]["body"]["messages"][-1]["content"]
+    assert reask == ("The answer did not match the required JSON Schema:\n" + "\n".join("- " + line for line in lines)
+                     + "\nAnswer again with the corrected value only.")
+
+
+def test_a_boolean_json_schema_as_the_output_type():
+    """True (any JSON value) is asked for as Any is; False (no value) is a ConfigError before sending (both were a
+    TypeError from building the request)."""
+    with SSEServer() as server:
+        server.answers += [Answer([chat_text('{"value": {"any": [1, "json"]}}')])]
+        parsed = client_for(server, "openai-chat").parse([USER], True)
+    assert (parsed.value, parsed.json) == ({"any": [1, "json"]}, {"any": [1, "json"]})
+    assert server.requests[0]["body"]["response_format"] == {"type": "json_schema", "json_schema": {
+        "name": "output", "schema": {"type": "object", "properties": {"value": {}}, "required": ["value"],
+                                     "additionalProperties": False}, "strict": False}}
+    with pytest.raises(ConfigError) as caught:
+        client_for(server, "openai-chat").parse([USER], False)
+    assert str(caught.value) == "the output type False is a JSON Schema no value holds: nothing could be answered"
+
+
+def test_a_required_name_that_is_no_property_is_not_closed_out():
+    """``required`` naming a member ``properties`` does not describe: the strict form closed the object without it,
+    so no answer could hold the schema (each re-ask refused the same, and was paid for); it goes as a property of
+    any value (not strict: strict mode has no such property)."""
+    schema = {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a", "b"]}
+    with SSEServer() as server:
+        server.answers += [Answer([chat_text('{"a": 1, "b": [true]}')])]
+        parsed = client_for(server, "openai-chat").parse([USER], schema, retries=0)
+    assert parsed.value == {"a": 1, "b": [True]}
+    assert server.requests[0]["body"]["response_format"]["json_schema"] == {"name": "output", "strict": False, "schema": {
+        "type": "object", "properties": {"a": {"type": "integer"}, "b": {}}, "required": ["a", "b"],
+        "additionalProperties": False}}
+
+
+def test_the_money_of_the_attempts_before_a_calls_error_is_on_the_stream():
+    """A re-ask whose request failed raises the call's error, which says nothing of the attempt before it: that
+    one was paid for, and the stream says what it came to."""
+    with SSEServer() as server:
+        server.answers += [Answer([chat_text(json.dumps(BAD))]),
+                           Answer([b'{"error": {"message": "down"}}'], status=500,
+                                  headers={"Content-Type": "application/json"})]
+        stream = client_for(server, "openai-chat").streaming_parse([USER], Invoice)
+        assert (stream.usage_metadata, stream.cost_usd) == (None, None)
+        with pytest.raises(agenthub.UpstreamError):
+            stream.result()
+    assert stream.attempt == 2
+    assert stream.usage_metadata == {"cached_tokens": None, "prompt_tokens": 20, "thoughts_tokens": None,
+                                     "response_tokens": 3}
+    assert stream.cost_usd == agenthub.cost("gpt-4o-mini", stream.usage_metadata)
+
+
+def test_tools_the_model_may_call_are_refused_before_sending():
+    """parse() runs no tools: a call the model made went back unanswered in the re-ask, a request the APIs refuse
+    (paid for the first attempt, then a 400). A tool run types its answer (client.run(..., output=))."""
+    tool = {"name": "look", "parameters": {"type": "object", "properties": {"q": {"type": "string"}}}}
+    with SSEServer() as server:
+        server.answers += [Answer([chat_text(json.dumps(GOOD))])]
+        client = client_for(server, "openai-chat")
+        for config in ({"tools": [tool]}, {"tools": [tool], "tool_choice": "auto"}):
+            with pytest.raises(ConfigError) as caught:
+                client.parse([USER], Invoice, config)
+            assert str(caught.value) == (
+                "config['tools']: parse() runs no tools, and the model may call them: use client.run(messages, "
+                "tools=[...], output=...) for a typed answer with tools (or tool_choice 'none')")
+        assert server.requests == []
+        assert client.parse([USER], Invoice, {"tools": [tool], "tool_choice": "none"}).value == VALUE

@@ -200,3 +200,72 @@ def test_a_compatible_server_gets_your_strict_schema_as_it_is():
                       max_retries=0).response([USER], {"tools": [tool]})
     assert server.requests[0]["body"]["tools"] == [{"type": "function", "function": {
         "name": "count", "parameters": ALL_OF, "strict": True}}]
+
+
+# -- the size limits ("Objects have limitations on nesting depth and size", "Limitations on total string size",
+# -- "Limitations on enum size"): each pinned at its edge, in a strict schema of yours and in typed output's
+
+def _closed(properties):
+    return {"type": "object", "properties": properties, "required": list(properties), "additionalProperties": False}
+
+
+def _nested_objects(below_root):
+    schema = {"type": "string"}
+    for _ in range(below_root + 1):
+        schema = _closed({"a": schema})
+    return schema
+
+
+def _with_properties(count):
+    return _closed({"p{}".format(i): {"type": "integer"} for i in range(count)})
+
+
+def _with_enums(count):
+    return _closed({"a": {"enum": list(range(500))}, "b": {"enum": list(range(count - 500))}})
+
+
+def _with_large_enum(chars):
+    return _closed({"a": {"type": "string", "enum": ["x" * 60] * 250 + ["y" * (chars - 15000)]}})
+
+
+def _with_text(chars):
+    return _closed({"a": {"type": "string", "enum": ["x" * 12000] * 9 + ["x" * (chars - 108001)]}})
+
+
+SIZES = [  # (the schema at the limit, one past it, the words of the one past)
+    (_nested_objects(10), _nested_objects(11),
+     "['properties']['a']" * 11 + " nests objects 11 levels below the root (strict mode takes at most 10)"),
+    (_with_properties(5000), _with_properties(5001), " has 5001 object properties (strict mode takes at most 5000)"),
+    (_with_enums(1000), _with_enums(1001), " has 1001 enum values (strict mode takes at most 1000)"),
+    (_with_large_enum(15000), _with_large_enum(15001),
+     "['properties']['a']['enum'] has 251 values of 15001 characters (strict mode takes at most 15000 characters in "
+     "an enum of more than 250 values)"),
+    (_with_text(120000), _with_text(120001),
+     "'s property names, definition names, enum and const values come to 120001 characters (strict mode takes at "
+     "most 120000)"),
+]
+
+
+@pytest.mark.parametrize("fits, past, problem", SIZES)
+@pytest.mark.parametrize("kind, model, environ", ROUTES)
+def test_a_strict_schema_of_yours_past_a_size_limit_is_refused_before_sending(kind, model, environ, fits, past,
+                                                                             problem):
+    body = encoded(kind, model, None, dict(environ), response_format={"type": "json_schema", "name": "n", "schema": fits})
+    assert canonical(body) != {}
+    with pytest.raises(UnsupportedParameterError) as caught:
+        encoded(kind, model, None, dict(environ), response_format={"type": "json_schema", "name": "n", "schema": past})
+    assert str(caught.value) == "{}: response_format schema{}{}".format(kind, problem, FIX)
+    with pytest.raises(UnsupportedParameterError) as caught:
+        encoded(kind, model, None, dict(environ), tools=[{"name": "count", "strict": True, "parameters": past}])
+    assert str(caught.value) == "{}: tools strict tool 'count': parameters{}{}".format(kind, problem, FIX)
+
+
+@pytest.mark.parametrize("fits, past, problem", SIZES)
+def test_typed_output_past_a_size_limit_goes_not_strict(fits, past, problem):
+    assert shape.strict_holds(shape.strict_schema(fits)[0]) is True
+    assert shape.strict_holds(shape.strict_schema(past)[0]) is False
+    with SSEServer() as server:
+        server.answers += [Answer([chat_text("not JSON")])]
+        with pytest.raises(OutputValidationError):  # (the answer does not matter here: what went out does)
+            client_for(server, "openai-chat").parse([USER], past, retries=0)
+    assert server.requests[0]["body"]["response_format"]["json_schema"]["strict"] is False

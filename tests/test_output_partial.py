@@ -125,6 +125,36 @@ def test_nesting_is_bounded():
     reader = PartialJSON(max_depth=10)
     reader.feed("[" * 11)
     assert reader.error == "nested deeper than 10 at character 10"
+    reader = PartialJSON()  # (by default at MAX_DEPTH: what find_json refuses is never a partial value)
+    reader.feed("[" * 129)
+    assert reader.error == "nested deeper than 128 at character 128"
+
+
+@pytest.mark.parametrize("text, error, value", [
+    ('{"a": 1, "b": 1e400, "c": 2}', "a number past a float's range at character 14", {"a": 1}),
+    ('{"a": [-1e400]', "a number past a float's range at character 7", {"a": []}),
+    ('{"a": "x", "b": "y\\ud800z"}', "a string that is not valid Unicode (a lone surrogate) at character 18",
+     {"a": "x"}),
+    ('{"\\udc00": 1}', "a string that is not valid Unicode (a lone surrogate) at character 2", {}),
+    ('{"a": "\\ud83d\\ude00", "b": "\\ud83d"}',
+     "a string that is not valid Unicode (a lone surrogate) at character 28", {"a": "\U0001F600"}),
+])
+def test_what_find_json_refuses_stops_the_streamed_reader(text, error, value):
+    """What the whole answer's check refuses (1e400, a lone surrogate) never shows in a partial value: inf or
+    a lone surrogate there broke a caller's json.dumps(allow_nan=False) or UTF-8 write of the progress."""
+    reader = PartialJSON()
+    reader.feed(text)
+    reader.feed(" ")
+    assert (reader.error, reader.value) == (error, value)
+
+
+def test_raw_utf16_halves_in_the_deltas_read_as_the_collected_text_reads_them():
+    """A gateway slicing by UTF-16 index sends a character's halves in two deltas: the collected message joins
+    them (agenthub.stream.whole_text), and so does the partial value; a half without its partner is U+FFFD."""
+    reader = PartialJSON()
+    for piece in ('{"a": "x\ud83d', '\ude00y", "b": "\udc00"', "}"):
+        reader.feed(piece)
+    assert (reader.value, reader.error, reader.done) == ({"a": "x\U0001F600y", "b": "\ufffd"}, None, True)
 
 
 @pytest.mark.parametrize("text, value, why", [
@@ -199,6 +229,12 @@ def test_find_json_bounds_what_it_reads():
     assert find_json('{"a": 1e400}') == (None, "the answer is not JSON (it begins '{\"a\": 1e400}')")
     assert find_json('{"a": -1e400}') == (None, "the answer is not JSON (it begins '{\"a\": -1e400}')")
     assert find_json('{"a": 1e308, "b": 1' + "0" * 400 + '}') == ({"a": 1e308, "b": 10 ** 400}, None)
+    # what parses but nests past MAX_DEPTH (the tool-call arguments' rule) is no value either: deeper, no pickle,
+    # output row or next request would hold it
+    assert find_json("[" * 128 + "]" * 128)[1] is None
+    assert find_json("[" * 129 + "]" * 129) == (None, "the answer's JSON nests deeper than 128 levels")
+    assert find_json("Here: " + '{"a": ' * 600 + "1" + "}" * 600) == (
+        None, "the answer's JSON nests deeper than 128 levels")
 
 
 def test_find_json_on_a_huge_broken_answer_is_quick():

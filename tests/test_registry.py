@@ -443,6 +443,22 @@ def test_transport_knows_no_wire_protocol():
         assert word not in source, word
 
 
+def test_openai_strict_mode_is_a_quirk_the_hosts_that_run_it_set():
+    """The OpenAI dialects read no client type: api.openai.com and Azure OpenAI (its host record) carry the quirk
+    ``strict_subset`` (a strict schema outside OpenAI's documented subset is refused before sending); a gateway
+    or a compatible server speaking the dialect does not, and neither does Claude on Foundry."""
+    assert resolve("gpt-5.5", environ={"OPENAI_API_KEY": "sk-1"})[3] == {"strict_subset": True}
+    assert resolve("gpt-5.5", "openai-responses", "https://api.openai.com/v1", "k")[3] == {"strict_subset": True}
+    azure = {"AZURE_OPENAI_ENDPOINT": "https://res-1.openai.azure.com", "AZURE_OPENAI_API_KEY": "a"}
+    assert resolve("my-gpt5", "azure", environ=azure)[3]["strict_subset"] is True
+    assert resolve("my-gpt5", "azure-responses", "http://127.0.0.1:9/openai/v1", "k")[3]["strict_subset"] is True
+    others = [resolve("gpt-5.5", "openai-chat", "https://gw.example/v1", "k"),
+              resolve("gpt-5.5", environ={"OPENAI_API_KEY": "sk-1", "OPENAI_BASE_URL": "https://gw.example/v1"}),
+              resolve("deepseek-v4-flash", environ={"DEEPSEEK_API_KEY": "d"}),
+              resolve("claude-x", "azure-anthropic", "res-1", "k")]
+    assert [quirks.get("strict_subset") for _, _, _, quirks in others] == [None] * 4
+
+
 def test_the_anthropic_first_party_is_a_quirk_its_host_sets():
     """The anthropic dialect reads no URL: the host's own servers carry the quirk ``first_party``."""
     env = {"ANTHROPIC_API_KEY": "sk-ant-1"}

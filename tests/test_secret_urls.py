@@ -73,7 +73,7 @@ def test_a_base_url_query_key_echoed_by_the_server_is_scrubbed():
                                base_url=server.url + "/v1?key=" + TOKEN)
         with pytest.raises(UpstreamError) as caught:
             list(client.streaming_response(USER))
-    assert "invalid credentials at /v1?key=***" in str(caught.value)
+    assert "invalid credentials at /v1/chat/completions?key=***" in str(caught.value)
     assert TOKEN not in _traceback(caught.value)
 
 
@@ -154,9 +154,9 @@ def test_a_recording_holds_no_url_query_credential(tmp_path):
     finally:
         session.close()
     with open(os.path.join(folder, "001.json"), encoding="utf-8") as handle:
-        assert json.load(handle)["request"]["url"] == server.url + "/v1"
+        assert json.load(handle)["request"]["url"] == server.url + "/v1/chat/completions"
     with open(os.path.join(folder, "001.body.json"), encoding="utf-8") as handle:
-        assert json.load(handle) == {"error": {"message": "invalid credentials at /v1?key=***",
+        assert json.load(handle) == {"error": {"message": "invalid credentials at /v1/chat/completions?key=***",
                                                "type": "authentication_error"}}
 
 
@@ -310,7 +310,7 @@ def test_the_sent_request_a_hook_sees_shows_no_url_credential():
                            base_url="http://alice:{}@127.0.0.1:{}/v1?key={}".format(PASSWORD, port, TOKEN))
     with pytest.raises(TransportError):
         list(client.streaming_response(USER))
-    assert seen == ["HttpRequest(method='POST', url='http://127.0.0.1:{}/v1', stream=True)".format(port)]
+    assert seen == ["HttpRequest(method='POST', url='http://127.0.0.1:{}/v1/chat/completions', stream=True)".format(port)]
 
 
 def test_the_headers_and_auth_of_a_callers_session_are_scrubbed():

@@ -18,6 +18,7 @@ from agenthub.apps import server as server_module
 from agenthub.apps.server import make_app
 from agenthub.errors import ConfigError, TransportError
 from server_support import Builtin, Route, Upstream
+from sse_server import read_until_closed, trickled_until_closed
 
 KEY = "server-key-0123456789"
 MESSAGES = [{"role": "user", "content_items": [{"type": "text", "text": "Hi"}]}]
@@ -76,15 +77,7 @@ def raw(server, data, wait=3.0):
     try:
         if data:
             sock.sendall(data)
-        got = b""
-        while True:
-            try:
-                piece = sock.recv(65536)
-            except socket.timeout:
-                return None, time.monotonic() - started
-            if not piece:
-                return got, time.monotonic() - started
-            got += piece
+        return read_until_closed(sock, wait), time.monotonic() - started
     finally:
         sock.close()
 
@@ -270,30 +263,9 @@ def test_an_idle_connection_is_closed_after_the_header_timeout(site):
 
 def test_headers_sent_a_byte_at_a_time_are_cut_at_the_header_timeout(site):
     up, app, server = site
-    host, port = server.server.server_address[:2]
-    sock = socket.create_connection((host, port), timeout=5)
-    started = time.monotonic()
     request = head(Content_Type="application/json", Content_Length=len(BODY), X_Padding="p" * 200)
-    closed = False
-    try:
-        for byte in request[:-4]:  # never the blank line
-            try:
-                sock.sendall(bytes([byte]))
-            except OSError:
-                closed = True
-                break
-            sock.settimeout(0.05)
-            try:
-                if sock.recv(1) == b"":
-                    closed = True
-                    break
-            except socket.timeout:
-                pass
-            if time.monotonic() - started > 5:
-                break
-    finally:
-        sock.close()
-    assert closed and time.monotonic() - started < 3
+    seconds = trickled_until_closed(server.server.server_address[:2], request[:-4], 5)  # never the blank line
+    assert seconds is not None and seconds < 3
 
 
 def test_a_body_shorter_than_its_length_is_a_408_after_the_body_timeout(site):
@@ -483,3 +455,48 @@ def test_several_slow_clients_do_not_hold_threads_forever(site):
         thread.join(10)
     assert len(results) == 9
     assert all(answer is not None and seconds < 3 for answer, seconds in results), results
+
+
+# -- a client that leaves while the upstream is silent -------------------------------------------------------------
+
+
+def _leave_after(server, events):
+    """Open a stream, read its head and ``events`` data frames, and close the connection: the seconds since."""
+    host, port = server.server.server_address[:2]
+    sock = socket.create_connection((host, port), timeout=10)
+    try:
+        sock.sendall(head(Content_Type="application/json", Content_Length=len(BODY)) + BODY)
+        got = b""
+        while b"\r\n\r\n" not in got or got.count(b"data: ") < events:
+            piece = sock.recv(65536)
+            assert piece, got
+            got += piece
+    finally:
+        sock.close()
+    return time.monotonic()
+
+
+@pytest.mark.parametrize("events", [0, 2], ids=["before the first event", "after two events"])
+def test_a_client_that_leaves_while_the_upstream_is_silent_ends_the_stream_at_once(events):
+    """The server noticed a client gone only when a write failed: with a silent upstream (a model thinking), the
+    second keep-alive, twice keepalive_seconds later (30 s by default), while the upstream went on (and billed).
+    The built-in server now looks at the connection while it waits: the upstream is aborted within a second or
+    so.  (keepalive_seconds is 30 here; the upstream holds the connection at most 20 s of its own.)"""
+    with Upstream() as up:
+        up.routes["chat"] = Route(chat_sse(1, end=False) if events else b": thinking\n\n", hold=True)
+        app = app_for(up, keepalive_seconds=30)
+        with Builtin(app) as server:
+            if not events:  # (the head comes with the first keep-alive or event: the client leaves before either)
+                host, port = server.server.server_address[:2]
+                sock = socket.create_connection((host, port), timeout=10)
+                sock.sendall(head(Content_Type="application/json", Content_Length=len(BODY)) + BODY)
+                assert _wait(lambda: app.open_streams == 1 and len(up.requests) == 1)
+                sock.close()
+                left = time.monotonic()
+            else:
+                left = _leave_after(server, events)
+            assert up.wait_closed(1, timeout=8)  # the upstream connection is closed: the model stops
+            assert time.monotonic() - left < 8
+            assert _wait(lambda: app.open_streams == 0 and app._slots.acquire(False))
+            app._slots.release()
+            assert app.metrics.render().count('agenthub_open_streams{model="chat"} 0') == 1

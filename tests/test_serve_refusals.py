@@ -46,18 +46,23 @@ def test_a_budget_refusal_is_a_402_with_its_fields():
 
 
 @pytest.mark.skipif(REDIS_SERVER is None, reason="redis-server is not installed")
-def test_a_store_that_went_away_is_a_503_store_error_with_retry_after():
+def test_a_store_that_went_away_is_a_503_store_error_with_retry_after(caplog):
+    """The caller learns what failed, not where: the store's address (a Redis host and port, a SQLite file's path)
+    is the server's business, in its log line, as an upstream's address is (before: in the caller's message)."""
     pytest.importorskip("redis")
     with RedisServer() as redis_server, JobServer() as upstream:
         url = redis_server.url + "?timeout=1"
         with Builtin(_app(upstream.base_url, budget={"max_usd": 1, "store": url, "key": "serve"})) as server:
             assert _post(server.url).status_code == 200
             redis_server.stop()
-            answer = _post(server.url)
+            with caplog.at_level("WARNING", logger="agenthub.server"):
+                answer = _post(server.url)
             assert answer.status_code == 503 and answer.headers["Retry-After"] == "5"
             error = answer.json()["error"]
-            assert error["type"] == "StoreError" and error["retryable"] is True
-            assert "unreachable" in error["message"] and "127.0.0.1" in error["message"]
+            assert error == {"type": "StoreError", "message": "agenthub serve: the model row's shared store (its "
+                             "limiter or budget) could not answer; nothing was sent upstream", "retryable": True}
+            logged = [r.getMessage() for r in caplog.records if r.name == "agenthub.server"]
+            assert len(logged) == 1 and "unreachable" in logged[0] and redis_server.url.split("//")[1] in logged[0]
             client = AutoLLMClient("row", client_type="agenthub", base_url=server.url, api_key=KEY, max_retries=0)
             with pytest.raises(StoreError) as info:
                 client.response(BODY["messages"], {"max_tokens": 64})

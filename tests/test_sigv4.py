@@ -156,6 +156,28 @@ def test_shared_files_profiles_and_their_variables(tmp_path):
     assert "'missing' is in neither" in str(info.value)
 
 
+@pytest.mark.parametrize("text, problem", [
+    ("[default]\naws_access_key_id = AKIDEXAMPLE\naws_secret_access_key = {sk}\naws_secret_access_key = {sk}\n",
+     "line 4: an option repeated in the section [default]"),
+    ("[default]\naws_access_key_id = AKIDEXAMPLE\n[default]\naws_secret_access_key = {sk}\n",
+     "line 3: the section [default] appears twice"),
+    ("aws_secret_access_key = {sk}\n[default]\n", "line 1: a line before any [section]"),
+    ("[default]\naws_access_key_id = AKIDEXAMPLE\n{sk}\n", "line 3: a line that is neither a [section] nor name = value"),
+    (b"[default]\naws_secret_access_key = \xff{sk}\n", "it is not UTF-8"),
+], ids=["repeated-option", "repeated-section", "before-any-section", "stray-line", "not-utf-8"])
+def test_a_malformed_credentials_file_names_the_file_and_the_line_never_the_secret(tmp_path, text, problem):
+    home = _home(tmp_path)
+    path = tmp_path / ".aws" / "credentials"
+    if isinstance(text, bytes):
+        path.write_bytes(text.replace(b"{sk}", SK.encode()))
+    else:
+        path.write_text(text.format(sk=SK))
+    with pytest.raises(ConfigError) as info:
+        credentials_from(home)
+    assert str(info.value) == "cannot read the AWS file {}: {}".format(path, problem)
+    assert info.value.__cause__ is None and info.value.__suppress_context__
+
+
 def test_profiles_agenthub_cannot_resolve_say_how_to_export(tmp_path):
     env = dict(_home(tmp_path, "", "[profile sso]\nsso_session = corp\nsso_account_id = 1\nregion = us-east-1\n"),
                AWS_PROFILE="sso")
@@ -177,6 +199,24 @@ def test_resolve_default_endpoint_from_the_region_and_sigv4(tmp_path):
     with pytest.raises(ConfigError) as info:
         resolve_bedrock(environ=dict(_home(tmp_path), AWS_REGION="us-east-1"))
     assert "no AWS credentials" in str(info.value) and "AWS_BEARER_TOKEN_BEDROCK" in str(info.value)
+
+
+@pytest.mark.parametrize("region", ["us-east-1", "cn-north-1", "us-gov-west-1", "us-iso-east-1", "us-isob-east-1",
+                                    "us-isof-south-1", "eu-isoe-west-1", "eusc-de-east-1"])
+def test_each_partitions_endpoint_is_botocores_and_its_host_is_trusted(tmp_path, region):
+    """The default endpoint is in the region's partition (its DNS suffix: amazonaws.com.cn, c2s.ic.gov,
+    amazonaws.eu, ...), as botocore resolves it; that host gets the credentials and names its region."""
+    import botocore.session
+
+    expected = botocore.session.get_session().create_client(
+        "bedrock-runtime", region_name=region, aws_access_key_id=AK, aws_secret_access_key=SK).meta.endpoint_url
+    assert aws.default_endpoint(region) == expected
+    assert aws.is_aws_host(expected) and aws.region_from_host(expected) == region
+    env = dict(_home(tmp_path), AWS_ACCESS_KEY_ID=AK, AWS_SECRET_ACCESS_KEY=SK, AWS_REGION=region)
+    url, auth = resolve_bedrock(environ=env)
+    assert (url, auth.kind, auth.region) == (expected, "sigv4", region)
+    url, auth = resolve_bedrock(base_url=expected, environ=dict(env, AWS_REGION="us-west-2"))
+    assert (url, auth.kind, auth.region) == (expected, "sigv4", region)
 
 
 def test_resolve_bearer_token_wins_over_sigv4_and_is_sent_without_signature(tmp_path):
@@ -213,9 +253,33 @@ def test_endpoint_variables_and_the_credential_rule(tmp_path):
     assert (url, auth.kind, auth.token) == ("https://gateway.example.com", "bearer", "gwkey")
     url, auth = resolve_bedrock(base_url="http://localhost:8000", environ=env)
     assert (url, auth.kind) == ("http://localhost:8000", "none")
-    assert auth.apply("POST", url, {"Authorization": "x"}, b"") == {}
+    assert auth.apply("POST", url, {"Authorization": "x"}, b"") == {"Authorization": "x"}  # the caller's, as set
     with pytest.raises(ConfigError):
         resolve_bedrock(base_url="ftp://x", environ=env)
+
+
+@pytest.mark.parametrize("where", ["base_url", "AWS_ENDPOINT_URL_BEDROCK_RUNTIME", "AWS_ENDPOINT_URL"])
+@pytest.mark.parametrize("endpoint", ["https://bedrock-runtime.us-east-1.amazonaws.com/gw?tenant=a",
+                                      "https://bedrock-runtime.us-east-1.amazonaws.com/gw?",
+                                      "https://bedrock-runtime.us-east-1.amazonaws.com/gw#eu"],
+                         ids=["query", "empty-query", "fragment"])
+def test_an_endpoint_with_a_query_or_a_fragment_is_refused_before_anything_is_sent(tmp_path, where, endpoint):
+    """The model's path is appended to the endpoint: after a ``?`` it would be the query (the request would
+    go to the endpoint's root, signed for another path), after a ``#`` it would never be sent at all."""
+    env = dict(_home(tmp_path), AWS_ACCESS_KEY_ID=AK, AWS_SECRET_ACCESS_KEY=SK, AWS_REGION="us-east-1")
+    if where != "base_url":
+        env[where] = endpoint
+    with pytest.raises(ConfigError) as info:
+        resolve_bedrock(base_url=endpoint if where == "base_url" else None, environ=env)
+    assert str(info.value) == ("{} takes no query string or fragment: the request's path is appended to it (got "
+                               "'bedrock-runtime.us-east-1.amazonaws.com')".format(where))
+
+
+def test_an_endpoint_is_kept_in_the_form_requests_sends_it(tmp_path):
+    env = dict(_home(tmp_path), AWS_ACCESS_KEY_ID=AK, AWS_SECRET_ACCESS_KEY=SK, AWS_REGION="us-east-1")
+    url, _ = resolve_bedrock(base_url="https://bedrock-runtime.us-east-1.amazonaws.com/gw/50%off/caf\u00e9/",
+                             environ=env)
+    assert url == "https://bedrock-runtime.us-east-1.amazonaws.com/gw/50%25off/caf%C3%A9"
 
 
 def test_explicit_credentials_object_as_api_key(tmp_path):
@@ -224,6 +288,15 @@ def test_explicit_credentials_object_as_api_key(tmp_path):
     assert (url, auth.kind, auth.region) == ("https://bedrock-runtime.us-east-2.amazonaws.com", "sigv4", "us-east-2")
     url, auth = resolve_bedrock(base_url="https://proxy.example", api_key=Credentials(AK, SK), environ=env)
     assert (url, auth.kind) == ("https://proxy.example", "sigv4")
+
+
+@pytest.mark.parametrize("token", [b"FwoGZXIvYXdzEBYa", 12345, ["FwoG"]], ids=["bytes", "int", "list"])
+def test_a_session_token_that_is_not_a_string_is_refused_not_dropped(token):
+    """Signed without it the request is a 403 (the temporary key needs its token): a ConfigError instead."""
+    with pytest.raises(ConfigError) as info:
+        Credentials(AK, SK, token)
+    assert str(info.value) == "the AWS session token must be a string (got {})".format(type(token).__name__)
+    assert Credentials(AK, SK, "").token is None and Credentials(AK, SK, None).token is None
 
 
 def test_a_token_provider_is_asked_once_per_request(tmp_path):

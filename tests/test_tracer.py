@@ -8,8 +8,8 @@ import pytest
 
 from agenthub import AutoLLMClient, ConfigError, ThinkingLevel
 from agenthub.testing import Cassette, Interaction, replay_session
-from agenthub.tracer import (from_jsonable, list_traces, load_trace, render_text, save_trace, to_jsonable,
-                             trace_paths)
+from agenthub.tracer import (_previous, from_jsonable, list_traces, load_trace, render_text, save_trace,
+                             to_jsonable, trace_paths)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 RECORDINGS = os.path.join(os.path.dirname(HERE), "agenthub", "recordings", "openai_chat")
@@ -137,6 +137,31 @@ def test_load_refuses_what_is_not_a_trace(tmp_path):
         handle.write("[1, 2]")
     with pytest.raises(ValueError, match="is not an agenthub trace"):
         load_trace(path)
+
+
+def test_a_file_nested_past_the_parsers_depth_is_no_trace_and_is_not_listed(tmp_path):
+    """json.load's RecursionError escaped load_trace (agenthub trace show, chat --continue) and list_traces
+    (the viewer's index: one such file in the cache directory broke the whole listing)."""
+    save_trace("kept", "m", HISTORY, {}, root=str(tmp_path))
+    path = tmp_path / "deep.json"
+    path.write_text('{"history": ' + "[" * 100000 + "]" * 100000 + "}")
+    with pytest.raises(ValueError) as info:
+        load_trace(str(path))
+    assert str(info.value) == "{} is not an agenthub trace (nested too deep)".format(path)
+    assert [t["trace_id"] for t in list_traces(str(tmp_path))] == ["kept"]
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")
+def test_a_fifo_where_a_trace_is_is_never_opened(tmp_path):
+    """list_traces (the viewer's index), load_trace and a traced call's read of its earlier write opened it and
+    blocked forever."""
+    save_trace("kept", "m", HISTORY, {}, root=str(tmp_path))
+    os.mkfifo(str(tmp_path / "pipe.json"))
+    assert [t["trace_id"] for t in list_traces(str(tmp_path))] == ["kept"]
+    with pytest.raises(OSError) as info:
+        load_trace(str(tmp_path / "pipe.json"))
+    assert str(info.value) == "[Errno 22] {} is not a regular file".format(tmp_path / "pipe.json")
+    assert _previous(str(tmp_path / "pipe.json"), HISTORY) is None
 
 
 def test_list_traces(tmp_path):

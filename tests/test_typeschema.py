@@ -3,6 +3,7 @@ output's checker).  pydantic's TypeAdapter is the schema oracle and jsonschema t
 they are installed (skipped elsewhere)."""
 
 import enum
+import json
 import sys
 from dataclasses import InitVar, dataclass, field
 from typing import Any, Callable, ClassVar, Dict, List, NamedTuple, Optional, Tuple, Union
@@ -665,3 +666,67 @@ def test_conversion_agrees_with_pydantic_strict():
 
     check()
     assert seen[True] > 30 and seen[False] > 30  # (both sides exercised)
+
+
+def test_a_json_schema_nested_deeper_than_the_stack_is_a_config_error():
+    schema = _nested(3000, {"type": "string"}, lambda inner: {"type": "object", "properties": {"a": inner}})
+    with pytest.raises(ConfigError) as info:
+        compile(schema)
+    assert str(info.value) == "the schema nests too deeply to compile (deeper than Python's stack)"
+
+
+def test_what_an_answer_names_is_bounded_in_a_problem():
+    """An answer with thousands of unknown members, or a member name of a megabyte, made a problem line (the
+    re-ask sent back to the model, paid for as input; a tool error; a job row) as large as the answer."""
+    key = "k" * 1000000
+    with pytest.raises(ConversionError) as info:
+        compile(Item).convert(dict({"name": "p", "price": 1}, **{"x{:04}".format(i): 1 for i in range(3000)}))
+    assert info.value.lines == ["unexpected fields " + ", ".join("'x{:04}'".format(i) for i in range(20))
+                                + " and 2980 more"]
+    with pytest.raises(ConversionError) as info:
+        compile(Dict[str, int]).convert({key: "a"})
+    assert info.value.lines == ["['" + "k" * 56 + "...]: expected an integer, got \"a\""]
+    with pytest.raises(ConversionError) as info:
+        compile(Item).convert({"name": "p", "price": 1, key: 2}, where="args", style="tool")
+    assert info.value.lines == ["args has no field '" + "k" * 56 + "..."]
+
+
+@pytest.mark.parametrize("spec, value, holds", [
+    (0.1, 0.3, True), (0.1, 0.7, True), (0.1, 1.1, True), (0.1, 0.35, False), (0.01, 19.99, True),
+    (0.1, 0.30000000000000004, False), (0.5, 2.5, True), (0.1, 1e20, True),
+    (7, 1e20, False), (7, 7e20, True), (3, 1e308, False), (7, 14.0, True), (7, 10 ** 20, False), (7, 7 * 10 ** 20, True),
+    (2.5, 10, True), (2.5, 11, False), (0.5, 10 ** 400, True), (0.3, 10 ** 400 + 1, False), (10 ** 400, 2.0, False),
+])
+def test_multiple_of_is_exact_on_the_json_numbers(spec, value, holds):
+    """multipleOf on the decimal numbers the JSON wrote: 0.3 is a multiple of 0.1 (it was refused, and re-asked
+    for ever: 0.3 / 0.1 is 2.9999999999999996 in floats); 1e20 is no multiple of 7 (it was taken: every float
+    past 2**53 is whole, so any quotient was)."""
+    compiled = compile({"type": "number", "multipleOf": spec})
+    if holds:
+        assert compiled.convert(value) == value
+    else:
+        with pytest.raises(ConversionError) as info:
+            compiled.convert(value)
+        got = json.dumps(value) if len(json.dumps(value)) <= 60 else json.dumps(value)[:57] + "..."
+        assert info.value.problems == [("", "expected a multiple of {}, got {}".format(spec, got))]
+
+
+def test_a_pydantic_models_problem_at_an_answers_long_key_is_bounded():
+    pydantic = pytest.importorskip("pydantic")
+
+    class Strict(pydantic.BaseModel):
+        model_config = pydantic.ConfigDict(extra="forbid")
+        n: int
+
+    with pytest.raises(ConversionError) as info:
+        compile(Strict).convert({"n": 1, "k" * 1000000: 2})
+    assert info.value.lines == ["k" * 57 + "...: Extra inputs are not permitted"]
+
+
+def test_a_bound_past_a_floats_range_is_a_bound():
+    """An int bound no float holds (10**400) is a JSON number like any other: it was an OverflowError compiling."""
+    compiled = compile({"type": "integer", "minimum": 1, "maximum": 10 ** 400})
+    assert compiled.convert(10 ** 399) == 10 ** 399
+    with pytest.raises(ConversionError) as info:
+        compiled.convert(10 ** 400 + 1)
+    assert info.value.problems == [("", "expected <= 1" + "0" * 400 + ", got 1" + "0" * 56 + "...")]

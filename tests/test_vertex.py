@@ -102,6 +102,23 @@ def test_project_and_location_from_base_url(clean_env):
                    api_key="t")[1] == "http://127.0.0.1:9/v1/projects/vtx-proj-123/locations/us-east5"
 
 
+@pytest.mark.parametrize("where", ["base_url", "VERTEX_BASE_URL"])
+@pytest.mark.parametrize("named", ["https://vertex-proxy.example.com/gw?tenant=a", "https://vertex-proxy.example.com/gw?",
+                                   "https://vertex-proxy.example.com#eu",
+                                   "https://aiplatform.googleapis.com/v1/projects/p-123/locations/global#x"],
+                         ids=["query", "empty-query", "fragment", "fragment-after-location"])
+def test_a_base_url_with_a_query_or_a_fragment_is_refused(clean_env, where, named):
+    """The resource prefix and the method are appended to the base URL: after a ``#`` they were never sent
+    (the request went to the proxy's root), after a bare ``?`` they were the query."""
+    env = {"GOOGLE_CLOUD_PROJECT": PROJECT}
+    if where != "base_url":
+        env[where] = named
+    with pytest.raises(ConfigError) as info:
+        resolve("gemini-3.5-flash", "vertex", named if where == "base_url" else None, "t", environ=env)
+    assert str(info.value) == "vertex: the base URL takes no query string or fragment (the request's path is " \
+                              "appended to it)"
+
+
 def test_no_project_says_how_to_name_one(clean_env):
     with pytest.raises(ConfigError, match=r"GOOGLE_CLOUD_PROJECT or pass base_url='https://aiplatform"
                                           r"\.googleapis\.com/v1/projects/<project>/locations/global'"):
@@ -374,6 +391,40 @@ def service_account(clean_env, tmp_path, rsa_key):
     endpoint.close()
 
 
+PEM_BODY = "MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7"
+
+
+@pytest.mark.parametrize("content, reason", [
+    # a stray byte after the JSON: google-auth's error carried the whole file, the private key with it
+    (json.dumps({"type": "service_account", "project_id": PROJECT, "private_key_id": "k", "client_email": "a@b.c",
+                 "private_key": "-----BEGIN PRIVATE KEY-----\n" + PEM_BODY + "\n-----END PRIVATE KEY-----\n"}
+                ).encode() + b"\xff", "File {path} is not a valid json file."),
+    (b"[1]", "the credentials file {path} could not be read as credentials (google-auth raised AttributeError)"),
+    (b'"text"', "the credentials file {path} could not be read as credentials (google-auth raised AttributeError)"),
+    (b"[" * 100000, "the credentials file {path} could not be read as credentials (google-auth raised RecursionError)"),
+], ids=["stray-byte", "list", "string", "deep"])
+def test_a_broken_credentials_file_is_a_config_error_that_shows_no_key(clean_env, tmp_path, content, reason):
+    pytest.importorskip("google.auth")
+    from agenthub.hosts import gcp
+
+    path = tmp_path / "sa.json"
+    path.write_bytes(content)
+    clean_env.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(path))
+    with pytest.raises(ConfigError) as info:
+        gcp.application_default()
+    assert str(info.value) == (
+        "Vertex AI: no Google credentials: {} (set GOOGLE_APPLICATION_CREDENTIALS to a service-account file, run "
+        "`gcloud auth application-default login`, or pass an access token as api_key)".format(
+            reason.format(path=path)))
+    with pytest.raises(ConfigError) as read:
+        gcp.service_account_file(str(path))
+    assert str(read.value).startswith("cannot read service-account file {!r}: ".format(str(path)))
+    import traceback
+
+    for error in (info.value, read.value):  # neither in the message nor in a chained exception
+        assert PEM_BODY not in "".join(traceback.format_exception(type(error), error, error.__traceback__))
+
+
 def test_application_default_credentials_and_project_from_the_file(service_account):
     from agenthub.hosts import gcp
 
@@ -409,6 +460,61 @@ def test_concurrent_callers_share_one_refresh(service_account):
     assert got == ["ya29.local-1"] * 8 and len(service_account.grants) == 1
 
 
+@pytest.mark.parametrize("answer, raised", [
+    ([1, 2], "TypeError"),
+    ("a string", "TypeError"),
+    ({"access_token": "ya29.secret-token", "expires_in": "soon"}, "ValueError"),
+    ({"access_token": "ya29.secret-token", "expires_in": float("inf")}, "OverflowError"),
+    ({"access_token": "ya29.secret-token", "expires_in": 10 ** 30}, "OverflowError"),
+], ids=["list", "string", "text-expiry", "infinite-expiry", "huge-expiry"])
+def test_an_unreadable_token_answer_is_an_upstream_error(service_account, answer, raised):
+    """A token endpoint that answers 200 with something google-auth cannot read: a typed error naming the
+    token endpoint, never the TypeError / ValueError / OverflowError google-auth raised, whose text (the
+    answer's, with its token) is not chained."""
+    import traceback
+
+    from agenthub.errors import UpstreamError
+    from agenthub.hosts import gcp
+
+    service_account.answer = lambda form, path: (200, answer)
+    token = gcp.service_account_file(service_account.path)
+    with pytest.raises(UpstreamError) as info:
+        token()
+    assert type(info.value) is UpstreamError
+    assert (info.value.message, info.value.client, info.value.error_type, info.value.retryable) == (
+        "Vertex AI: the Google token endpoint's answer could not be read (google-auth raised {})".format(raised),
+        "vertex", "token_response", False)
+    assert info.value.__cause__ is None and info.value.__suppress_context__
+    assert "ya29" not in "".join(traceback.format_exception(type(info.value), info.value, info.value.__traceback__))
+
+
+@pytest.mark.skipif(not hasattr(os, "register_at_fork"), reason="no fork")
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # 3.12+: fork with threads running
+def test_a_forked_child_refreshes_on_its_own_while_the_parent_was_refreshing():
+    """A fork while another thread refreshes (holds the lock): the child neither waits forever on that lock
+    nor refreshes over the parent's HTTP session (its pooled connections are the parent's sockets)."""
+    pytest.importorskip("google.auth")
+    from agenthub.hosts import gcp
+    from forking import forked_child_uses
+
+    parents_session = object()
+
+    class Credentials(object):
+        token = None
+        expiry = None
+
+        def refresh(self, request):
+            self.token = "ya29.child" if request is not parents_session else "ya29.over-the-parents-session"
+
+    token = gcp.GoogleToken(Credentials())
+    token._request = parents_session
+
+    def use():
+        assert token() == "ya29.child"
+
+    assert forked_child_uses(token, use) == 0
+
+
 def test_a_refused_grant_is_an_authentication_error_and_nothing_is_sent(service_account):
     service_account.refuse = True
     with SSEServer() as server:
@@ -420,7 +526,8 @@ def test_a_refused_grant_is_an_authentication_error_and_nothing_is_sent(service_
 
 
 def test_an_unreachable_token_endpoint_is_a_transport_error(service_account, tmp_path):
-    data = json.loads(open(service_account.path).read())
+    with open(service_account.path) as handle:
+        data = json.load(handle)
     data["token_uri"] = "http://127.0.0.1:9/token"  # nothing listens there
     (tmp_path / "sa.json").write_text(json.dumps(data))
     with SSEServer() as server:

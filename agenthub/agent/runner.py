@@ -75,7 +75,7 @@ from ..catalog import call_cost
 from .._redact import scrub_free_text, scrub_text
 from ..errors import (AgentHubError, ConfigError, EmptyResponseError, StreamProtocolError, UnsupportedParameterError,
                       UpstreamError)
-from ..output.parse import MAX_RETRIES as MAX_OUTPUT_RETRIES, judge
+from ..output.parse import MAX_RETRIES as MAX_OUTPUT_RETRIES, assess, judge
 from ..output.shape import shape
 from ..stream import Collector, now_ms
 from ..toolcalls import broken_calls
@@ -972,6 +972,7 @@ class Run(object):
         self._config = cfg
         self._output_retries = output_retries
         self._problems = []  # type: List[List[str]]  # each judged answer's problems (what an error carries)
+        self._assessed = None  # type: Any  # (answer, Assessed): a live answer without calls, read at its stop event
         self._hooks = tool_hooks(client_hooks, hooks) + ([trace] if trace is not None else [])
         self._methods = {name: [getattr(hook, name) for hook in self._hooks if callable(getattr(hook, name, None))]
                          for name in TOOL_HOOK_METHODS} if self._hooks else _NO_METHODS
@@ -1437,12 +1438,14 @@ class Run(object):
                     folding.add(first)
                 if first["event_type"] == "stop":
                     answer = self._turn_done(folding, stream, caught)
+                    self._assess(answer, stream)
                 yield first
                 for event in stream:
                     if folding is not None:
                         folding.add(event)
                     if event["event_type"] == "stop":
                         answer = self._turn_done(folding, stream, caught)
+                        self._assess(answer, stream)
                     yield event
             if attach is not None and answer is not None:  # the turn came by its journaled id, not sent again
                 self._journal.reattached_turns += 1
@@ -1606,14 +1609,21 @@ class Run(object):
             for method in self._methods["on_results"]:
                 method(self, joined)
 
+    def _assess(self, answer: Mapping[str, Any], stream: Any) -> None:
+        """Typed output: a live turn without calls read at its stop event, before its call ends, so a response
+        cache does not keep an answer that holds no value (``assess`` marks the call); ``_judge`` decides on it."""
+        if self._shaped is not None and not _calls(answer):
+            self._assessed = (answer, assess(self._shaped, answer, getattr(stream, "_call", None)))
+
     def _judge(self, answer: Mapping[str, Any]) -> Optional[Message]:
         """Typed output: the run's answer (a turn without calls) judged as ``parse`` judges one.  None: it
         held (``self._output`` set); else the re-ask user message.  A refusal, or the re-asks used up, raise
         (OutputRefusedError, OutputValidationError)."""
         self._answers += 1
         retries_left = self._output_retries - (self._answers - 1)
+        assessed, self._assessed = self._assessed, None
         verdict = judge(self._shaped, answer, self._answers, retries_left, self._problems, self.usage_metadata,
-                        self.cost_usd)
+                        self.cost_usd, assessed[1] if assessed is not None and assessed[0] is answer else None)
         if verdict.error is not None:
             raise verdict.error
         if verdict.problems is None:

@@ -86,6 +86,7 @@ from ..errors import (AgentHubError, AuthenticationError, BudgetExceededError, C
 from ..hosts.trust import authority_host, authority_parts, is_loopback_host, split_authority
 from ..types import from_jsonable, json_default  # the one {"__bytes__"} codec
 from ..telemetry import continue_trace  # an incoming traceparent continues in the upstream call (a no-op uninstrumented)
+from ._sockets import ConnectionLimit, DeadlineReader, busy_answer, peer_closed
 from .metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE, Metrics
 
 __all__ = ["make_app", "load_config", "serve", "AgentHubApp", "DEFAULT_PORT"]
@@ -128,6 +129,11 @@ MAX_QUEUED_FRAMES = 4096
 MAX_QUEUED_BYTES = 1 << 20
 #: a client that takes no frame for this long is taken for gone
 WRITER_STALL_SECONDS = 300.0
+#: while a stream waits for its upstream, the built-in server looks this often whether its client closed the
+#: connection (``CLIENT_GONE``): a client that left is noticed then, not at the second keep-alive written to it
+GONE_CHECK_SECONDS = 1.0
+#: the WSGI environ key of the built-in server's look at the connection: a callable, true once the client closed it
+CLIENT_GONE = "agenthub.client_gone"
 KEEPALIVE = b": keep-alive\n\n"
 DONE = b"data: [DONE]\n\n"
 #: the request header by which a client asks for delta events as batches of their content items (``items``) or
@@ -509,7 +515,13 @@ def _status_line(status: int) -> str:
 
 def _public(error: BaseException) -> BaseException:
     """``error`` as the server's callers may see it: a TransportError's message names the upstream's
-    address (the server's own business), so they get what happened without where (the log has it)."""
+    address, a StoreError's the store's (a Redis host and port, a SQLite file's path; the server's own business),
+    so they get what happened without where (the log has it)."""
+    from ..stores import StoreError
+
+    if isinstance(error, StoreError):
+        return StoreError("agenthub serve: the model row's shared store (its limiter or budget) could not answer; "
+                          "nothing was sent upstream", retryable=bool(error.retryable))
     if not isinstance(error, TransportError):
         return error
     if error.aborted:
@@ -841,10 +853,11 @@ class AgentHubApp(object):
         except BaseException:
             self._release(model_id)
             raise
-        try:
-            first = pump.queue.get(timeout=self.keepalive_seconds)
-        except queue.Empty:
-            first = KEEPALIVE  # the upstream is silent: the stream opens with a keep-alive
+        gone = environ.get(CLIENT_GONE) if environ is not None else None
+        if _waited(pump.queue, self.keepalive_seconds, gone, pump):
+            first = pump.queue.get(False)
+        else:
+            first = KEEPALIVE  # the upstream is silent (or the client left: its upstream is aborted): a keep-alive
         if isinstance(first, BaseException):
             self._release(model_id)  # the upstream failed before its first event: no stream was handed out
             return self._json_error(start_response, _status_of(first), first)
@@ -854,7 +867,7 @@ class AgentHubApp(object):
             pump.stop()
             self._release(model_id)
             raise
-        return _Body(self, pump, first)
+        return _Body(self, pump, first, gone)
 
     def _release(self, model_id: str) -> None:
         """A stream's response is closed (or was never handed out): its slot is free."""
@@ -951,6 +964,24 @@ class _Queue(object):
 
     def qsize(self) -> int:
         return len(self.items)
+
+
+def _waited(hand_off: "_Queue", seconds: float, gone: Optional[Callable[[], bool]], pump: "_Pump") -> bool:
+    """Whether an item is queued within ``seconds``.  With ``gone`` (the built-in server's look at the connection),
+    it is looked at every ``GONE_CHECK_SECONDS`` meanwhile: a client that closed the connection has ``pump``
+    stopped (its upstream aborted) at once, and False is answered."""
+    if gone is None or pump.stopped:
+        return hand_off.wait(seconds)
+    deadline = time.monotonic() + seconds
+    while True:
+        left = deadline - time.monotonic()
+        if hand_off.wait(min(left, GONE_CHECK_SECONDS)):
+            return True
+        if gone():
+            pump.stop()
+            return False
+        if left <= GONE_CHECK_SECONDS:
+            return False
 
 
 class _Pump(object):
@@ -1155,8 +1186,9 @@ class _Body(object):
     for every event), and a stream whose events come one at a time (a model writing) is written as each
     arrives."""
 
-    def __init__(self, app: AgentHubApp, pump: _Pump, first: Any) -> None:
+    def __init__(self, app: AgentHubApp, pump: _Pump, first: Any, gone: Optional[Callable[[], bool]] = None) -> None:
         self._app = app
+        self._gone = gone  # the built-in server's look at the connection (CLIENT_GONE), else None
         self._pump = pump
         self._first = first
         self._done = False
@@ -1164,7 +1196,6 @@ class _Body(object):
         self._written = 0.0  # when the last write was made (time.monotonic())
         self._queued = pump.queue.items  # (the pump's list: taken from in place, never replaced)
         self._take = pump.queue.take
-        self._wait = pump.queue.wait
         self._runs_wire = getattr(pump, "runs", False)
         self._mode = _TEXT_PIECES  # the kind of the plain str pieces the pump queues now (its last marker)
 
@@ -1181,8 +1212,8 @@ class _Body(object):
         elif self._done:
             raise StopIteration
         else:
-            if not self._queued and not self._wait(self._app.keepalive_seconds):
-                return KEEPALIVE
+            if not self._queued and not _waited(self._pump.queue, self._app.keepalive_seconds, self._gone, self._pump):
+                return KEEPALIVE  # (a client that left meanwhile: its upstream was aborted, the end comes next)
             # at most one write per GATHER_SECONDS: what queues up until then goes with this one
             wait = self._written + GATHER_SECONDS - time.monotonic()
             if wait > 0:
@@ -1325,36 +1356,11 @@ def serve(config: Any, host: str = "127.0.0.1", port: int = DEFAULT_PORT) -> Tup
         raise ConfigError("refusing to listen on {!r} without api_keys: a server reachable from other machines "
                           "needs keys (or listen on 127.0.0.1)".format(host))
 
-    connections = threading.BoundedSemaphore(app.max_connections)
     busy_body = json.dumps({"error": {"type": "ServerError", "message": "the server is at its limit of {} connections"
                                       .format(app.max_connections), "retryable": True}}).encode("utf-8")
-    busy = (b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nContent-Length: %d\r\n"
-            b"Retry-After: 1\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n%s" % (len(busy_body), busy_body))
     header_timeout = app.timeouts["header_timeout_seconds"]
     body_timeout = app.timeouts["body_timeout_seconds"]
     write_timeout = app.timeouts["write_timeout_seconds"]
-
-    class Reader(io.RawIOBase):
-        """The connection's reading side: each read waits at most ``idle`` seconds, and none goes past
-        ``deadline`` (monotonic; None: no deadline)."""
-
-        def __init__(self, sock: Any) -> None:
-            io.RawIOBase.__init__(self)
-            self.sock = sock
-            self.idle = body_timeout
-            self.deadline = None  # type: Optional[float]
-
-        def readable(self) -> bool:
-            return True
-
-        def readinto(self, buffer: Any) -> int:
-            wait = self.idle
-            if self.deadline is not None:
-                wait = min(wait, self.deadline - time.monotonic())
-                if wait <= 0:
-                    raise socket.timeout("the request did not arrive in time")
-            self.sock.settimeout(wait)
-            return self.sock.recv_into(buffer)
 
     class Chunked(ServerHandler):
         """wsgiref's handler answering HTTP/1.1 requests in chunked encoding when the length is not known
@@ -1407,7 +1413,7 @@ def serve(config: Any, host: str = "127.0.0.1", port: int = DEFAULT_PORT) -> Tup
         def setup(self) -> None:
             WSGIRequestHandler.setup(self)
             self.rfile.close()
-            self.reader = Reader(self.connection)
+            self.reader = DeadlineReader(self.connection, body_timeout)
             self.rfile = io.BufferedReader(self.reader, 65536)
 
         def handle(self) -> None:
@@ -1426,15 +1432,19 @@ def serve(config: Any, host: str = "127.0.0.1", port: int = DEFAULT_PORT) -> Tup
             length = self.headers.get("Content-Length", "")
             size = int(length) if _DIGITS.match(length.strip()) else 0
             self.reader.deadline = time.monotonic() + body_timeout + size / MIN_BODY_BYTES_PER_SECOND
-            handler = Chunked(self.rfile, self.wfile, self.get_stderr(), self.get_environ(), multithread=True)
+            environ = self.get_environ()
+            environ[CLIENT_GONE] = lambda: peer_closed(self.connection)
+            handler = Chunked(self.rfile, self.wfile, self.get_stderr(), environ, multithread=True)
             handler.request_handler = self  # type: ignore[attr-defined]
             handler.run(self.server.get_app())  # type: ignore[attr-defined]
 
         def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base class's name
             logger.debug("agenthub serve: %s %s", self.address_string(), format % args)
 
-    class Server(socketserver.ThreadingMixIn, WSGIServer):
+    class Server(ConnectionLimit, socketserver.ThreadingMixIn, WSGIServer):
         daemon_threads = True
+        connections = threading.BoundedSemaphore(app.max_connections)
+        busy = busy_answer(busy_body, "application/json")
         allow_reuse_address = True
         # the listen backlog (socketserver's default is 5: a burst of clients got connection resets): at least
         # as many as may stream at once
@@ -1454,30 +1464,6 @@ def serve(config: Any, host: str = "127.0.0.1", port: int = DEFAULT_PORT) -> Tup
             except OSError:  # pragma: no cover - not a TCP socket
                 pass
             return conn, address
-
-        def process_request(self, request: Any, client_address: Any) -> None:
-            if not connections.acquire(False):  # full: refused here, in the accepting thread, without waiting
-                try:
-                    request.setblocking(False)
-                    request.send(busy)  # (a few hundred bytes: they fit in the socket's buffer)
-                    for _ in range(16):  # what the request sent so far, read and dropped: closed with unread bytes,
-                        if not request.recv(65536):  # the socket would reset, and the client might never see the 503
-                            break
-                except OSError:  # (nothing more to read now)
-                    pass
-                self.shutdown_request(request)
-                return
-            try:
-                socketserver.ThreadingMixIn.process_request(self, request, client_address)
-            except BaseException:  # no thread started: the connection's turn is given back
-                connections.release()
-                raise
-
-        def process_request_thread(self, request: Any, client_address: Any) -> None:
-            try:
-                socketserver.ThreadingMixIn.process_request_thread(self, request, client_address)
-            finally:
-                connections.release()
 
         def handle_error(self, request: Any, client_address: Any) -> None:
             logger.debug("agenthub serve: connection error from %s", client_address, exc_info=True)

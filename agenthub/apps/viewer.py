@@ -23,23 +23,32 @@ Off loopback (``--host 0.0.0.0``) the viewer needs a key (``serve(..., key=)``, 
 view --key-env NAME``), as ``agenthub serve`` needs api_keys: every request then shows it, as
 ``Authorization: Bearer <key>``, or once as ``?key=<key>`` (answered with a redirect that drops it
 from the address and a cookie, HttpOnly and SameSite=Strict, that carries it from then on).
+
+Bounds: a client's request line and headers must arrive whole within ``HEADER_TIMEOUT_SECONDS`` (else the
+connection is closed), each answer be taken within ``WRITE_TIMEOUT_SECONDS``, and at most ``MAX_CONNECTIONS``
+connections are served at once (one past them gets a 503 at once).  A link in the folder to a file or folder
+outside it is neither listed nor served.
 """
 
 import hmac
+import io
 import ipaddress
 import json
 import os
 import re
+import socket
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Dict, Optional, Tuple
-from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit
+from urllib.parse import parse_qsl, quote, unquote, unquote_plus, urlencode, urlsplit
 
 from ..errors import ConfigError
 from ..hosts.trust import authority_parts, is_loopback_host
 from ..stream import surrogates_escaped
-from ..tracer import list_traces, trace_paths
+from ..tracer import _open_regular, list_traces, trace_paths
 from ._dom import build, csp_source
+from ._sockets import ConnectionLimit, DeadlineReader, busy_answer
 
 __all__ = ["serve", "page", "PAGE", "CSP", "serve_in_thread", "trace_url"]
 
@@ -54,14 +63,24 @@ CSP = ("default-src 'none'; script-src {}; style-src {}; img-src data: http: htt
 
 
 def page(data: Dict[str, Any]) -> bytes:
-    """The viewer page with ``data`` embedded (safe inside a script element)."""
-    text = surrogates_escaped(json.dumps(data, ensure_ascii=False))
+    """The viewer page with ``data`` embedded (safe inside a script element; a number JSON has not as null)."""
+    try:
+        text = json.dumps(data, ensure_ascii=False, allow_nan=False)
+    except ValueError:  # NaN or Infinity (a trace file written elsewhere): null, which a browser's JSON.parse reads
+        text = json.dumps(json.loads(json.dumps(data), parse_constant=lambda name: None), ensure_ascii=False)
+    text = surrogates_escaped(text)
     text = text.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
     text = text.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
     return PAGE.replace("__DATA__", text).encode("utf-8")
 
 
 COOKIE = "agenthub_viewer_key"
+#: a client's request line and headers must arrive whole within this many seconds (else the connection is closed),
+#: each answer be taken within ``WRITE_TIMEOUT_SECONDS``; at most ``MAX_CONNECTIONS`` are served at once (each on a
+#: thread of its own: one past them is answered 503 at once, with no thread made for it).  Read by ``serve()``.
+HEADER_TIMEOUT_SECONDS = 10.0
+WRITE_TIMEOUT_SECONDS = 30.0
+MAX_CONNECTIONS = 64
 _KEY = re.compile(r"[A-Za-z0-9._~+/=-]{16,512}\Z")
 
 
@@ -69,6 +88,15 @@ class _Handler(BaseHTTPRequestHandler):
     root = ""  # set on the subclass made by serve()
     key = None  # type: Optional[bytes]  # set on the subclass made by serve() when the viewer has one
     server_version = "agenthub-trace-viewer"
+    header_timeout = HEADER_TIMEOUT_SECONDS  # (set on the subclass made by serve())
+    write_timeout = WRITE_TIMEOUT_SECONDS
+
+    def setup(self) -> None:
+        BaseHTTPRequestHandler.setup(self)
+        self.rfile.close()  # the request's head is read under one deadline (a client trickling bytes included)
+        reader = DeadlineReader(self.connection, self.header_timeout)
+        reader.deadline = time.monotonic() + self.header_timeout
+        self.rfile = io.BufferedReader(reader, 65536)
 
     def do_GET(self) -> None:  # noqa: N802 - http.server's naming
         if self.key is not None and not self._key_given():
@@ -83,20 +111,20 @@ class _Handler(BaseHTTPRequestHandler):
                 self._send(200, "text/html; charset=utf-8", page(self._data("index")))
             elif path.startswith("/trace/"):
                 trace_id = path[len("/trace/"):]
-                with open(self._paths(trace_id)["json"], encoding="utf-8") as handle:
+                with _open_regular(self._paths(trace_id)["json"]) as handle:
                     trace = json.load(handle)
                 data = self._data("trace")
                 data.update(trace_id=trace_id, trace=trace)
                 self._send(200, "text/html; charset=utf-8", page(data))
             elif path.startswith("/raw/") and path.endswith((".json", ".txt")):
                 stem, ext = path[len("/raw/"):].rsplit(".", 1)
-                with open(self._paths(stem)[ext], "rb") as handle:
-                    body = handle.read()
+                with _open_regular(self._paths(stem)[ext]) as handle:  # (never a FIFO: it blocks forever)
+                    body = handle.buffer.read()
                 kind = "application/json" if ext == "json" else "text/plain; charset=utf-8"
                 self._send(200, kind, body)
             else:
                 self._not_found()
-        except (ConfigError, OSError, ValueError):
+        except (ConfigError, OSError, ValueError, RecursionError):  # (a file nested past the parser's stack: no trace)
             self._not_found()
 
     def _key_given(self) -> bool:
@@ -113,7 +141,10 @@ class _Handler(BaseHTTPRequestHandler):
                 given.append(value)
         parts = urlsplit(self.path)
         query = parse_qsl(parts.query, keep_blank_values=True)
-        in_query = [value for name, value in query if name == "key"]
+        # the key's own value read with unquote, not as a form's: a "+" pasted in the address is a "+" (a key may
+        # hold one), not a space
+        in_query = [unquote(value) for name, _, value in (p.partition("=") for p in parts.query.split("&"))
+                    if unquote_plus(name) == "key"]
         ok = False
         for value in given + in_query[:1]:  # each compared in constant time
             ok = hmac.compare_digest(self.key, value.encode("utf-8", "replace")) | ok
@@ -124,7 +155,7 @@ class _Handler(BaseHTTPRequestHandler):
             return False
         if in_query:  # the key leaves the address bar and the history: a cookie carries it from now on
             rest = urlencode([(name, value) for name, value in query if name != "key"])
-            location = quote(parts.path or "/", safe="/%") + ("?" + rest if rest else "")
+            location = quote("/" + parts.path.lstrip("/"), safe="/%") + ("?" + rest if rest else "")  # (no //host)
             self._send(303, "text/plain; charset=utf-8", b"", [
                 ("Location", location),
                 ("Set-Cookie", "{}={}; HttpOnly; SameSite=Strict; Path=/".format(COOKIE, in_query[0]))])
@@ -156,17 +187,24 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _paths(self, trace_id: str) -> Dict[str, str]:
         paths = trace_paths(trace_id, self.root)
-        if not os.path.isfile(paths["json"]):
+        if not os.path.isfile(paths["json"]) or not all(self._inside(path) for path in paths.values()):
             raise ConfigError("no such trace")
         return paths
 
+    def _inside(self, path: str) -> bool:
+        """``path``, its links followed, is in the folder: a link to a file or folder elsewhere is not served."""
+        root = os.path.realpath(self.root)
+        return os.path.commonpath([root, os.path.realpath(path)]) == root
+
     def _data(self, kind: str) -> Dict[str, Any]:
-        return {"page": kind, "root": os.path.abspath(self.root), "traces": list_traces(self.root)}
+        traces = [t for t in list_traces(self.root) if self._inside(os.path.join(self.root, t["trace_id"] + ".json"))]
+        return {"page": kind, "root": os.path.abspath(self.root), "traces": traces}
 
     def _not_found(self) -> None:
         self._send(404, "text/plain; charset=utf-8", b"not found\n")
 
     def _send(self, status: int, kind: str, body: bytes, headers: Any = ()) -> None:
+        self.connection.settimeout(self.write_timeout)  # (the whole answer: sendall's timeout is its total)
         self.send_response(status)
         for name, value in headers:
             self.send_header(name, value)
@@ -183,7 +221,7 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
 
-class _Server(ThreadingHTTPServer):
+class _Server(ConnectionLimit, ThreadingHTTPServer):
     daemon_threads = True
 
 
@@ -201,8 +239,15 @@ def serve(folder: str, host: str = "127.0.0.1", port: int = 0,
                           "machines needs one (agenthub trace view --key-env NAME), or listen on 127.0.0.1"
                           .format(host))
     handler = type("Handler", (_Handler,), {"root": os.path.abspath(folder),
-                                            "key": None if key is None else key.encode("utf-8")})
-    server = _Server((host, port), handler)
+                                            "key": None if key is None else key.encode("utf-8"),
+                                            "header_timeout": HEADER_TIMEOUT_SECONDS,
+                                            "write_timeout": WRITE_TIMEOUT_SECONDS})
+    bind = host[1:-1] if host.startswith("[") and host.endswith("]") else host  # ([::1] as a URL writes it)
+    server_class = _Server if ":" not in bind else type("Server", (_Server,), {"address_family": socket.AF_INET6})
+    server = server_class((bind, port), handler)
+    server.connections = threading.BoundedSemaphore(MAX_CONNECTIONS)
+    server.busy = busy_answer("the trace viewer is at its limit of {} connections\n".format(MAX_CONNECTIONS).encode(
+        "ascii"), "text/plain; charset=utf-8")
     bound_host, bound_port = server.server_address[0], server.server_address[1]
     shown = "[{}]".format(bound_host) if ":" in str(bound_host) else bound_host
     return server, "http://{}:{}/".format(shown, bound_port)

@@ -28,6 +28,7 @@ import importlib
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ..types import HttpRequest
+from .trust import join_url
 
 __all__ = ["Host", "ClientType", "CLIENT_TYPES", "client_type", "all_client_types", "host", "has_header"]
 
@@ -39,7 +40,7 @@ def has_header(headers: Mapping[str, str], name: str) -> bool:
 
 
 def _join(endpoint: Any, path: str) -> str:
-    return endpoint.base_url.rstrip("/") + path
+    return join_url(endpoint.base_url, path)
 
 
 class Host(object):

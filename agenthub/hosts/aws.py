@@ -41,8 +41,9 @@ import hashlib
 import hmac
 import os
 import re
+import string
 from typing import Any, Dict, List, Mapping, Optional, Tuple
-from urllib.parse import quote, unquote, urlsplit
+from urllib.parse import quote, unquote, urlsplit, urlunsplit
 
 from ..errors import ConfigError
 from ..validate import check_header_value
@@ -60,6 +61,7 @@ __all__ = [
     "sign_v4",
     "canonical_request",
     "canonical_uri",
+    "sendable_url",
     "encode_path_segment",
     "host_header",
     "is_aws_host",
@@ -96,8 +98,9 @@ class Credentials(object):
     def __init__(self, access_key: str, secret_key: str, token: Optional[str] = None, source: str = "") -> None:
         if not isinstance(access_key, str) or not access_key or not isinstance(secret_key, str) or not secret_key:
             raise ConfigError("AWS credentials need an access key id and a secret access key")
-        if token is not None and (not isinstance(token, str) or not token):
-            token = None
+        if token is not None and not isinstance(token, str):  # dropped, it would sign a request AWS refuses
+            raise ConfigError("the AWS session token must be a string (got {})".format(type(token).__name__))
+        token = token or None
         names = _FIELD_NAMES.get(source, ("access key id", "secret access key", "session token"))
         for value, name in zip((access_key, secret_key, token), names):
             if value is not None:  # a CR or LF from a .env file: refused now, never at the call
@@ -152,8 +155,24 @@ def _read_ini(path: str) -> Optional[configparser.RawConfigParser]:
         with open(path, encoding="utf-8") as handle:
             parser.read_file(handle)
     except (configparser.Error, UnicodeDecodeError, OSError) as exc:
-        raise ConfigError("cannot read the AWS file {}: {}".format(path, type(exc).__name__)) from None
+        raise ConfigError("cannot read the AWS file {}: {}".format(path, _ini_problem(exc))) from None
     return parser
+
+
+def _ini_problem(exc: BaseException) -> str:
+    """Where a shared file is broken and how, by line number: never the line (it may be a secret), nor an
+    option's name (a pasted secret holding "=" parses as one)."""
+    if isinstance(exc, configparser.DuplicateOptionError):
+        return "line {}: an option repeated in the section [{}]".format(exc.lineno, exc.section)
+    if isinstance(exc, configparser.DuplicateSectionError):
+        return "line {}: the section [{}] appears twice".format(exc.lineno, exc.section)
+    if isinstance(exc, configparser.MissingSectionHeaderError):
+        return "line {}: a line before any [section]".format(exc.lineno)
+    if isinstance(exc, configparser.ParsingError) and exc.errors:
+        return "line {}: a line that is neither a [section] nor name = value".format(exc.errors[0][0])
+    if isinstance(exc, UnicodeDecodeError):
+        return "it is not UTF-8"
+    return type(exc).__name__
 
 
 def _section(parser: Optional[configparser.RawConfigParser], names: Tuple[str, ...]) -> Optional[Dict[str, str]]:
@@ -229,8 +248,12 @@ def region_from(environ: Optional[Mapping[str, str]] = None, profile: Optional[s
 
 # -- endpoints ------------------------------------------------------------------------------------
 
-_AWS_SUFFIXES = (".amazonaws.com", ".amazonaws.com.cn", ".api.aws", ".c2s.ic.gov", ".sc2s.sgov.gov")
-_REGION_IN_HOST = re.compile(r"(?:^|\.)bedrock-runtime(?:-fips)?\.([a-z]{2}(?:-[a-z]+)+-\d+)\.")
+#: each AWS partition's DNS suffix, by the prefix of its region names (botocore's endpoints data: aws-cn,
+#: aws-iso, aws-iso-b, aws-iso-f, aws-iso-e, aws-eusc); every other region is in amazonaws.com
+_PARTITION_SUFFIXES = (("cn-", "amazonaws.com.cn"), ("us-isob-", "sc2s.sgov.gov"), ("us-isof-", "csp.hci.ic.gov"),
+                       ("us-iso-", "c2s.ic.gov"), ("eu-isoe-", "cloud.adc-e.uk"), ("eusc-", "amazonaws.eu"))
+_AWS_SUFFIXES = (".amazonaws.com", ".api.aws") + tuple("." + suffix for _, suffix in _PARTITION_SUFFIXES)
+_REGION_IN_HOST = re.compile(r"(?:^|\.)bedrock-runtime(?:-fips)?\.([a-z]{2,4}(?:-[a-z]+)+-\d+)\.")
 
 
 def _hostname(url: str) -> str:
@@ -250,8 +273,9 @@ def region_from_host(url: str) -> Optional[str]:
 
 
 def default_endpoint(region: str) -> str:
-    """``https://bedrock-runtime.{region}.amazonaws.com`` (``.com.cn`` in the China regions)."""
-    suffix = "amazonaws.com.cn" if region.startswith("cn-") else "amazonaws.com"
+    """``https://bedrock-runtime.{region}.amazonaws.com``, in the region's partition (``.amazonaws.com.cn`` in
+    the China regions, ``.amazonaws.eu`` in the European Sovereign Cloud, the ISO partitions' own suffixes)."""
+    suffix = next((dns for prefix, dns in _PARTITION_SUFFIXES if region.startswith(prefix)), "amazonaws.com")
     return "https://bedrock-runtime.{}.{}".format(region, suffix)
 
 
@@ -382,12 +406,13 @@ class BedrockAuth(object):
 
     def apply(self, method: str, url: str, headers: Mapping[str, str], body: bytes,
               when: Optional[datetime.datetime] = None) -> Dict[str, str]:
-        """The headers to send ``body`` with (signed afresh on every call)."""
+        """The headers to send ``body`` with (signed afresh on every call).  An Authorization the caller set
+        is sent as it is, as on every other host, except under SigV4, whose signature takes its place."""
         if self.kind == "sigv4":
             assert self.credentials is not None and self.region
             return sign_v4(method, url, headers, body, self.credentials, self.region, SERVICE, when)
-        out = {name: value for name, value in headers.items() if name.lower() != "authorization"}
-        if self.kind == "bearer":
+        out = dict(headers)
+        if self.kind == "bearer" and not any(name.lower() == "authorization" for name in out):
             token = self.token
             if callable(token):  # a token provider: asked once per attempt (so a refreshing one works)
                 from .credentials import bearer_token
@@ -416,10 +441,42 @@ class BedrockAuth(object):
             setattr(self, name, value)
 
 
+_UNRESERVED = frozenset(string.ascii_letters + string.digits + "-._~")
+#: what a path keeps as it is: RFC 3986's pchar and "/"
+_PATH_KEEPS = _UNRESERVED | frozenset("!$&'()*+,;=:@/")
+_ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
+
+
+def sendable_url(url: str) -> str:
+    """``url`` with its path in the form requests sends unchanged: an escape of an unreserved character
+    decoded (``%7E`` -> ``~``), the others in upper case, a character a path cannot hold (``é``, ``[``,
+    a space, a lone ``%``) percent-encoded as UTF-8.  SigV4 signs the path the server receives; requests
+    re-quotes a path that is not in this form (and a lone ``%`` makes it escape every ``%`` of the URL,
+    the model id's ``%3A`` too), so the signature would not match."""
+    parts = urlsplit(url)
+    path, out, at = parts.path, [], 0
+    while at < len(path):
+        if _ESCAPE.match(path, at):
+            char = chr(int(path[at + 1:at + 3], 16))
+            out.append(char if char in _UNRESERVED else path[at:at + 3].upper())
+            at += 3
+            continue
+        char = path[at]
+        out.append(char if char in _PATH_KEEPS else quote(char.encode("utf-8", "surrogatepass"), safe=""))
+        at += 1
+    return urlunsplit(parts._replace(path="".join(out)))
+
+
 def _check_url(url: str, what: str) -> str:
+    """An endpoint: an http(s) URL whose host every parser reads alike (hosts.trust), with no query string or
+    fragment (the model's path is appended to it), its path in the form requests sends (``sendable_url``)."""
     if not isinstance(url, str) or not re.match(r"^https?://[^/\s]", url):
         raise ConfigError("{} must be an http(s) URL".format(what))
-    return check_base_url(url, what).rstrip("/")  # the host every parser reads alike (hosts.trust)
+    check_base_url(url, what)
+    if "?" in url or "#" in url:
+        raise ConfigError("{} takes no query string or fragment: the request's path is appended to it (got {!r})"
+                          .format(what, _hostname(url)))
+    return sendable_url(url).rstrip("/")
 
 
 def resolve_bedrock(base_url: Optional[str] = None, api_key: Any = None,

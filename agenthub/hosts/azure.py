@@ -43,7 +43,7 @@ backwards compatibility, ``api-key``; a callable ``api_key`` (Microsoft Entra ID
 
 import re
 from typing import Any, Dict, Mapping, Optional, Tuple
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote, unquote, urlsplit
 
 from .._redact import shown_url
 from ..errors import ConfigError, UnsupportedOperationError
@@ -140,10 +140,13 @@ def _check_endpoint(url: Any, what: str, example: str = "https://<resource>.open
         raise ConfigError("{} must be an http(s) URL like {} (got {!r})".format(
             what, example, shown_url(url) if isinstance(url, str) else type(url).__name__))
     check_base_url(url, what)  # the host every parser reads alike (hosts.trust)
-    parts = urlsplit(url)
-    if parts.query or parts.fragment:
-        raise ConfigError("{} takes no query string: the api-version comes from {} (got {!r})".format(
-            what, VERSION_ENV, parts.hostname))
+    named = _DEPLOYMENT.search(urlsplit(url).path.rstrip("/"))
+    if named is not None and unquote(named.group(1)) in (".", ".."):
+        raise ConfigError("azure: the deployment {!r} in {} is a dot segment: the request would reach another "
+                          "resource; it was not sent".format(named.group(1), what))
+    if "?" in url or "#" in url:  # a bare "?" too: the request's path would be appended after it
+        raise ConfigError("{} takes no query string or fragment: the api-version comes from {} (got {!r})".format(
+            what, VERSION_ENV, urlsplit(url).hostname))
     return url.rstrip("/")
 
 
@@ -177,7 +180,9 @@ def configure(row: Any, model: str, base_url: Optional[str], api_key: Any,
     version = environ.get(VERSION_ENV) or DEFAULT_API_VERSION
     if not _VERSION.match(version):
         raise ConfigError("{} must look like 2024-10-21 (got {!r})".format(VERSION_ENV, version))
-    quirks = {"api_version": version}  # type: Dict[str, Any]
+    # Azure OpenAI runs OpenAI's models with OpenAI's strict mode (its "Structured outputs" page lists the same
+    # subset): a strict schema outside it is refused before sending, as on api.openai.com
+    quirks = {"api_version": version, "strict_subset": True}  # type: Dict[str, Any]
     if row.dialect == "openai-chat" and not _V1.search(urlsplit(endpoint).path.rstrip("/")) \
             and _before_max_completion(version):
         quirks["max_tokens_field"] = "max_tokens"

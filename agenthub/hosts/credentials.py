@@ -15,6 +15,7 @@ import re
 from typing import Any, Callable, Optional
 
 from ..errors import AgentHubError, AuthenticationError, ConfigError
+from ..validate import check_header_value
 from .trust import is_loopback, is_loopback_host
 
 __all__ = ["bearer_token", "private_key_reason", "check_not_private_key", "is_token_provider", "is_loopback"]
@@ -134,4 +135,7 @@ def bearer_token(provider: Callable[[], Any], client: str) -> str:
     check_not_private_key(token, "{}: the token from api_key".format(client))
     if _HEADER_UNSAFE.search(token):
         raise ConfigError("{}: the api_key token provider returned a token with control characters".format(client))
+    # what a string key is refused for when the client is made (outside Latin-1, invisible): refused now,
+    # before anything is sent, by the same rule and in the same words
+    check_header_value(token, "{}: the token from api_key".format(client))
     return token

@@ -11,17 +11,21 @@ only inside its functions, so a missing extra is a ConfigError that names it.
 Cloud.  ``service_account_file(path)`` reads one file.  Both return a
 ``GoogleToken``: a callable that returns a current OAuth access token.  The token
 is cached and renewed ``REFRESH_MARGIN`` seconds before it expires, under a lock,
-so any number of threads may call it at once and one refresh serves them all.
+so any number of threads may call it at once and one refresh serves them all; a forked
+child gets a lock and an HTTP session of its own.
 
 A token string, or any callable returning one, works as ``api_key`` without this
 module and without google-auth.
 """
 
 import datetime
+import os
 import threading
 from typing import Any, Optional, Tuple
 
-from ..errors import AuthenticationError, ConfigError, TransportError, preview
+from .._forks import renew_lock_after_fork
+from .credentials import private_key_reason
+from ..errors import AuthenticationError, ConfigError, TransportError, UpstreamError, preview
 
 __all__ = ["SCOPE", "EXTRA", "REFRESH_MARGIN", "GoogleToken", "application_default", "service_account_file"]
 
@@ -59,10 +63,25 @@ def application_default(project: Optional[str] = None) -> Tuple["GoogleToken", O
     try:
         credentials, found = google_auth.default(scopes=[SCOPE])
     except google_auth.exceptions.DefaultCredentialsError as exc:
-        raise ConfigError("Vertex AI: no Google credentials: {} (set GOOGLE_APPLICATION_CREDENTIALS to a "
-                          "service-account file, run `gcloud auth application-default login`, or pass an access "
-                          "token as api_key)".format(preview(str(exc), 400))) from None
-    return GoogleToken(credentials, found, source=("default",)), project or found
+        reason = _reason(exc)
+    except (AttributeError, TypeError, ValueError, KeyError, RecursionError) as exc:  # e.g. JSON that is no object
+        reason = "the credentials file {} could not be read as credentials (google-auth raised {})".format(
+            os.environ.get("GOOGLE_APPLICATION_CREDENTIALS") or "of gcloud's application default login",
+            type(exc).__name__)
+    else:
+        return GoogleToken(credentials, found, source=("default",)), project or found
+    raise ConfigError("Vertex AI: no Google credentials: {} (set GOOGLE_APPLICATION_CREDENTIALS to a service-account "
+                      "file, run `gcloud auth application-default login`, or pass an access token as api_key)".format(
+                          reason))
+
+
+def _reason(exc: BaseException) -> str:
+    """google-auth's own sentence for ``exc`` (its first argument), never the exception it wraps: a file that
+    does not decode is quoted whole in a UnicodeDecodeError, private key included."""
+    first = exc.args[0] if exc.args and isinstance(exc.args[0], str) else type(exc).__name__
+    if private_key_reason(first) is not None or "PRIVATE KEY" in first:
+        return type(exc).__name__
+    return preview(first, 400)
 
 
 def service_account_file(path: str) -> "GoogleToken":
@@ -72,7 +91,7 @@ def service_account_file(path: str) -> "GoogleToken":
         from google.oauth2 import service_account
 
         credentials = service_account.Credentials.from_service_account_file(path, scopes=[SCOPE])
-    except (OSError, ValueError, KeyError) as exc:
+    except (OSError, ValueError, KeyError, AttributeError, TypeError, RecursionError) as exc:
         raise ConfigError("cannot read service-account file {!r}: {}".format(path, type(exc).__name__)) from None
     return GoogleToken(credentials, getattr(credentials, "project_id", None), source=("file", path))
 
@@ -102,7 +121,9 @@ class GoogleToken(object):
         self.margin = float(margin)
         self.source = source
         self._lock = threading.Lock()
+        renew_lock_after_fork(self)  # a forked child gets a fresh lock (a thread may hold this one mid-refresh)
         self._request = None  # type: Any
+        self._pid = os.getpid()  # the process self._request (its pooled connections) belongs to
         #: how many times the token was fetched (for tests and logs)
         self.refreshes = 0
 
@@ -142,6 +163,8 @@ class GoogleToken(object):
 
     def __call__(self) -> str:
         with self._lock:
+            if self._pid != os.getpid():  # a forked child: the parent's HTTP session is not its own
+                self._request, self._pid = None, os.getpid()
             if self.credentials is None:
                 self._load()
             if self._stale():
@@ -167,6 +190,12 @@ class GoogleToken(object):
                 "Vertex AI: the Google token endpoint refused the credentials: {}".format(preview(str(exc), 300)),
                 client="vertex", error_type="refresh_error",
                 retryable=bool(getattr(exc, "retryable", False))) from exc
+        except (TypeError, ValueError, KeyError, AttributeError, OverflowError) as exc:
+            # a 200 answer google-auth cannot read (not an object, an expiry that is not a number of seconds):
+            # the message names the exception only, and it is not chained: its text may quote the answer
+            raise UpstreamError("Vertex AI: the Google token endpoint's answer could not be read (google-auth "
+                                "raised {})".format(type(exc).__name__), client="vertex", error_type="token_response",
+                                retryable=False) from None
         self.refreshes += 1
 
 

@@ -19,7 +19,7 @@ from typing import Any, Callable, Dict, Mapping, Optional
 from urllib.parse import urlsplit
 
 from . import Host, has_header
-from .trust import host_is
+from .trust import host_is, join_url
 
 __all__ = ["OPENAI", "ANTHROPIC", "GEMINI", "AGENTHUB", "key_header", "server_url"]
 
@@ -69,27 +69,28 @@ _DIALECT_VERSION = re.compile(r"/v1(beta)?(?=/)")
 
 
 def _gemini_url(endpoint: Any, path: str) -> str:
-    base = endpoint.base_url.rstrip("/")
     version = _DIALECT_VERSION.match(path)
-    if version is not None and _VERSIONED_BASE.search(urlsplit(base).path):
+    if version is not None and _VERSIONED_BASE.search(urlsplit(endpoint.base_url).path):
         path = path[version.end():]
-    return base + path
+    return join_url(endpoint.base_url, path)
 
 
 def server_url(base_url: str) -> str:
-    """An agenthub server's root: ``http://host:port`` (a trailing ``/v1`` is taken as the same server)."""
-    url = base_url.rstrip("/")
-    return url[:-3] if url.endswith("/v1") else url
+    """An agenthub server's root: ``http://host:port`` (a trailing ``/v1`` is taken as the same server; a
+    query string stays at the end)."""
+    url, mark, query = base_url.partition("?")
+    url = url.rstrip("/")
+    return (url[:-3] if url.endswith("/v1") else url) + mark + query
 
 
 def _agenthub_url(endpoint: Any, path: str) -> str:
-    return server_url(endpoint.base_url) + path
+    return join_url(server_url(endpoint.base_url), path)
 
 
 _BEARER = key_header("Authorization", "Bearer ")
 
 OPENAI = Host("openai", _BEARER, "https://api.openai.com/v1", ("OPENAI_API_KEY",), "OPENAI_BASE_URL",
-              own_quirks={"first_party": True})  # api.openai.com: strict mode's documented subset is checked
+              own_quirks={"strict_subset": True})  # api.openai.com: strict mode's documented subset is checked
 ANTHROPIC = Host("anthropic", _anthropic_authorise, "https://api.anthropic.com",
                  ("ANTHROPIC_API_KEY",), "ANTHROPIC_BASE_URL", quirk_keys=("auth",),
                  own_quirks={"first_party": True})  # api.anthropic.com: the betas it offers, signed thinking only

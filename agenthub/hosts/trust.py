@@ -27,7 +27,7 @@ from typing import Any, Iterable, Optional, Tuple
 from .._redact import shown_url
 from ..errors import ConfigError
 
-__all__ = ["check_model_segments", "url_host", "route_host", "url_origin", "url_server", "circuit_host", "authority_host", "authority_parts", "check_base_url",
+__all__ = ["check_model_segments", "url_host", "route_host", "url_origin", "url_server", "circuit_host", "authority_host", "authority_parts", "check_base_url", "join_url",
            "host_is", "is_loopback", "is_loopback_host", "split_authority"]
 
 _SCHEME = re.compile(r"^(https?)://")
@@ -177,6 +177,17 @@ def check_base_url(url: Any, what: str = "base_url") -> str:
     except ValueError as exc:
         raise ConfigError("{} refused: {}; nothing was sent (two URL parsers could disagree on the host it "
                           "reaches)".format(what, exc)) from None
+    return url
+
+
+def join_url(base_url: str, path: str) -> str:
+    """``path`` (it may hold its own query: ``...?alt=sse``) after ``base_url``'s path, and ``base_url``'s
+    query string after the path's own (a gateway's ``?key=``): ``https://gw/v1?key=K`` and
+    ``/chat/completions`` -> ``https://gw/v1/chat/completions?key=K`` (the path was appended to the query)."""
+    base, mark, query = base_url.partition("?")
+    url = base.rstrip("/") + path
+    if mark and query:
+        url += ("&" if "?" in path else "?") + query
     return url
 
 

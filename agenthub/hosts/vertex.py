@@ -28,7 +28,7 @@ loopback address.
 
 import re
 from typing import Any, Dict, Mapping, Optional, Tuple
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote
 
 from ..errors import ConfigError
 from . import VERTEX_ANTHROPIC_VERSION, Host, has_header
@@ -132,9 +132,10 @@ def configure(row: Any, model: str, base_url: Optional[str], api_key: Any,
     named = base_url if base_url is not None else environ.get(BASE_URL_ENV) or None
     if named is not None:
         check_base_url(named, "base_url" if base_url is not None else BASE_URL_ENV)
+        if "?" in named or "#" in named:  # a bare "?" too: the resource prefix would be appended after it
+            raise ConfigError("{}: the base URL takes no query string or fragment (the request's path is appended "
+                              "to it)".format(client_type))
     root, project, location = split_base_url(named) if named else (None, None, None)
-    if urlsplit(root or "").query:
-        raise ConfigError("{}: the base URL takes no query string".format(client_type))
     project = project or environ.get(PROJECT_ENV) or None
     location = location or environ.get(LOCATION_ENV) or DEFAULT_LOCATION
     if not _LOCATION.match(location):

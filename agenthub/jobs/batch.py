@@ -127,10 +127,12 @@ def _output_of(row: JobRow, typed_output: Any) -> Any:
 
 def _shape(client: Any, row: JobRow, output: Any) -> Any:
     """How the row's output type goes out on its endpoint (agenthub.output.shape: what client.parse sends)."""
+    from ..output.parse import check_no_tools
     from ..output.shape import shape
 
     if row.config.get("response_format") is not None:
         raise ConfigError("the output type sets response_format: leave it out of the row's config")
+    check_no_tools(row.config)
     return shape(client, list(row.messages), output, dict(row.config))
 
 

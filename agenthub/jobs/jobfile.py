@@ -165,6 +165,9 @@ def _checked(obj: Any, plain: bool, passed: Optional[Set[Any]] = None) -> Tuple[
         check_output_schema(schema)
         if config.get("response_format") is not None:
             raise ConfigError("'output_schema' and config['response_format'] both shape the answer: give one")
+        from ..output.parse import check_no_tools
+
+        check_no_tools(config)
     return rid, model, messages, config, schema
 
 

@@ -781,14 +781,18 @@ def check_output(output: Any, retries: Any) -> None:
 
 def _no_response_format(input_path: str) -> None:
     """With ``output=``, a row whose config sets ``response_format`` is refused before anything is sent (the
-    output type sets it)."""
-    if not file_mentions(input_path, b"response_format"):
-        return
-    lines = [row.line for row in iter_rows(input_path) if row.output_schema is None
-             and row.config.get("response_format") is not None]
-    if lines:
-        raise ConfigError("output= sets each row's response_format, and {} set their own: leave it out of their "
-                          "config (nothing was sent)".format(_lines_text(lines)))
+    output type sets it), and so is one offering tools (a typed row runs none: ``check_no_tools``)."""
+    for word, clashes, words in (
+            (b"response_format", lambda config: config.get("response_format") is not None,
+             "output= sets each row's response_format, and {} set their own: leave it out of their config"),
+            (b"tools", lambda config: config.get("tools") and config.get("tool_choice") != "none",
+             "output= types each row's answer and runs no tools, and {} offer tools the model may call: leave "
+             "them out (or tool_choice 'none')")):
+        if not file_mentions(input_path, word):
+            continue
+        lines = [row.line for row in iter_rows(input_path) if row.output_schema is None and clashes(row.config)]
+        if lines:
+            raise ConfigError((words + " (nothing was sent)").format(_lines_text(lines)))
 
 
 def resume(job: JobFile, output_path: str, retry_failed: bool) -> Tuple[int, Dict[Route, List[int]], Dict[Route, int]]:

@@ -22,7 +22,8 @@ from ..types import USAGE_KEYS, AssistantMessage, Message, UniConfig, UsageMetad
 from .partial import PartialJSON, find_json
 from .shape import shape
 
-__all__ = ["Parsed", "ParseStream", "parse", "streaming_parse", "find_json", "judge", "Verdict", "MAX_ANSWER_CHARS"]
+__all__ = ["Parsed", "ParseStream", "parse", "streaming_parse", "find_json", "judge", "assess", "Assessed", "Verdict",
+           "MAX_ANSWER_CHARS"]
 
 T = TypeVar("T")
 
@@ -56,7 +57,9 @@ class ParseStream(Generic[T]):
     dicts and lists: agenthub.output.partial says what it holds); a re-ask starts a new partial value,
     a new object, and ``attempt`` (1-based) says which attempt the value belongs to.  ``result()`` reads
     to the end and returns ``Parsed`` (or raises ``OutputValidationError`` / ``OutputRefusedError`` /
-    what the call raised).  ``events()`` yields the raw UniEvents instead, for callers who show text."""
+    what the call raised).  ``events()`` yields the raw UniEvents instead, for callers who show text.
+    ``usage_metadata`` and ``cost_usd``: every attempt's that ended so far, summed (None before the first;
+    after a call's error too, when the earlier attempts were paid for and the error says nothing of them)."""
 
     def __init__(self, client: Any, messages: Sequence[Message], output: Any, config: Optional[UniConfig],
                  retries: int) -> None:
@@ -69,8 +72,11 @@ class ParseStream(Generic[T]):
         for key in ("response_format",):
             if key in self._config:
                 raise ConfigError("config['{}'] is set by parse() from the output type: leave it out".format(key))
+        check_no_tools(self._config)
         self._shaped = shape(client, self._messages, output, self._config)
         self.attempt = 0
+        self.usage_metadata = None  # type: Optional[UsageMetadata]
+        self.cost_usd = None  # type: Optional[float]
         self._result = None  # type: Optional[Parsed[T]]
         self._error = None  # type: Optional[BaseException]
         self._gen = self._run()
@@ -130,8 +136,12 @@ class ParseStream(Generic[T]):
             stream = self._client.streaming_response(sent + extra, shaped.config)
             chars = 0
             too_big = False
+            assessed = message = None  # type: Any
             for event in stream:
                 collector.add(event)
+                if event["event_type"] == "stop":  # judged before the call ends: a cache must not keep a failure
+                    message = collector.message()
+                    assessed = assess(shaped, message, getattr(stream, "_call", None))
                 yield ("event", event)
                 piece = shaped.piece(event)
                 if piece:
@@ -146,7 +156,8 @@ class ParseStream(Generic[T]):
                         inner = shaped.inner(partial.value)
                         if inner is not None:
                             yield ("value", inner)
-            message = collector.message()
+            if message is None:
+                message = collector.message()
             turn_usage = message.get("usage_metadata") or {}
             for n, key in enumerate(USAGE_KEYS):
                 value = turn_usage.get(key)
@@ -157,13 +168,14 @@ class ParseStream(Generic[T]):
             price = call_cost(model, turn_usage, getattr(stream, "_call", None), route) if turn_usage else None
             total = None if (price is None or total is None) else total + price
             summed = dict(zip(USAGE_KEYS, usage))  # type: Any
+            self.usage_metadata, self.cost_usd = summed, total
             if too_big:
                 self._error = OutputValidationError(
                     "the answer passed {} characters: not read as a value".format(MAX_ANSWER_CHARS),
                     candidate_text=None, candidate_json=None, problems=problems_seen + [["the answer is too large"]],
                     attempts=self.attempt, usage_metadata=summed, cost_usd=total)
                 return
-            verdict = judge(shaped, message, self.attempt, retries_left, problems_seen, summed, total)
+            verdict = judge(shaped, message, self.attempt, retries_left, problems_seen, summed, total, assessed)
             if verdict.error is not None:
                 self._error = verdict.error
                 return
@@ -173,6 +185,14 @@ class ParseStream(Generic[T]):
                 return
             retries_left -= 1
             extra = extra + verdict.turns
+
+
+def check_no_tools(config: Any) -> None:
+    """ConfigError when ``config`` offers tools the model may call: parse (and a batch's typed rows) runs none, so
+    a call could not be answered, and the re-ask after it (no result for the call) is refused by the APIs."""
+    if config.get("tools") and config.get("tool_choice") != "none":
+        raise ConfigError("config['tools']: parse() runs no tools, and the model may call them: use client.run("
+                          "messages, tools=[...], output=...) for a typed answer with tools (or tool_choice 'none')")
 
 
 class Verdict(object):
@@ -191,29 +211,61 @@ class Verdict(object):
         self.turns = turns or []
 
 
+class Assessed(object):
+    """What one whole answer is, before any decision (``assess``): ``refusal`` (the model's, or None), else
+    ``text``, ``candidate`` (its JSON, None when it had none), ``value`` / ``kept`` (converted) and
+    ``problems`` (empty when it holds).  ``holds``: a value came of it."""
+
+    __slots__ = ("refusal", "text", "candidate", "value", "kept", "problems")
+
+    def __init__(self, shaped: Any, message: Any) -> None:
+        self.refusal = shaped.refusal(message)
+        self.text = self.candidate = self.value = self.kept = None  # type: Any
+        self.problems = []  # type: List[str]
+        if self.refusal is not None:
+            return
+        self.text = shaped.text(message)
+        data, why = find_json(self.text)
+        if why is not None:
+            self.problems = [why]
+        else:
+            self.candidate = data
+            self.value, self.problems, self.kept = shaped.convert(data)
+
+    @property
+    def holds(self) -> bool:
+        return self.refusal is None and not self.problems
+
+
+def assess(shaped: Any, message: Any, call: Any = None) -> Assessed:
+    """The answer ``message`` read and checked (no decision); ``call`` (the stream's logical call, at its stop
+    event, before it ends): marked ``rejected`` when no value came of it, so a response cache does not keep it
+    (a re-run would replay the same failure) and drops the entry it replayed."""
+    assessed = Assessed(shaped, message)
+    if call is not None and not assessed.holds:
+        call.rejected = True
+    return assessed
+
+
 def judge(shaped: Any, message: Any, attempt: int, retries_left: int, problems_seen: List[List[str]],
-          usage: Any, cost_usd: Optional[float]) -> Verdict:
+          usage: Any, cost_usd: Optional[float], assessed: Optional[Assessed] = None) -> Verdict:
     """The re-ask loop's one decision on a whole answer (``shaped``: agenthub.output.shape's ``Shaped``):
     a refusal, a value, a re-ask (``retries_left`` > 0) or the last candidate's OutputValidationError.
     ``problems_seen`` (every earlier attempt's problems) gets this attempt's appended; ``usage`` and
-    ``cost_usd`` are every attempt's so far (what an error carries).  The live loop (``ParseStream``) and
-    the batch engines' rounds (agenthub.jobs.batch) both decide here."""
-    refusal = shaped.refusal(message)
+    ``cost_usd`` are every attempt's so far (what an error carries); ``assessed``: the answer already
+    read (``assess``), else it is read here.  The live loop (``ParseStream``), a typed tool run and the batch
+    engines' rounds (agenthub.jobs.batch) all decide here."""
+    if assessed is None:
+        assessed = Assessed(shaped, message)
+    refusal = assessed.refusal
     if refusal is not None:
         return Verdict(error=OutputRefusedError(
             "the model refused to answer with the output type: {}".format(refusal[:500]),
             refusal=refusal, finish_reason=message.get("finish_reason"), attempts=attempt,
             usage_metadata=usage, cost_usd=cost_usd))
-    text = shaped.text(message)
-    data, why = find_json(text)
-    value = kept = candidate = None  # type: Any
-    if why is not None:
-        problems = [why]
-    else:
-        candidate = data
-        value, problems, kept = shaped.convert(data)
+    text, candidate, problems = assessed.text, assessed.candidate, assessed.problems
     if not problems:
-        return Verdict(value=value, json=kept)
+        return Verdict(value=assessed.value, json=assessed.kept)
     problems_seen.append(problems)
     if message.get("finish_reason") == "length":
         problems_seen[-1] = problems + ["the answer was cut at the output limit: set a larger max_tokens"]

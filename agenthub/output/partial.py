@@ -7,7 +7,9 @@ What ``value`` holds (the rule ``client.streaming_parse`` documents):
   once something followed it, ``true``/``false``/``null`` once spelt out); an object or an array being
   written is there as far as it goes, nested to any depth;
 - an array holds its complete elements, and the one being written when it is an object or an array;
-- text before the JSON (prose, a Markdown fence) is skipped: the value starts at the first ``{`` or ``[``.
+- text before the JSON (prose, a Markdown fence) is skipped: the value starts at the first ``{`` or ``[``;
+- what ``find_json`` would refuse ends the reading: nesting past ``MAX_DEPTH``, a number past a float's range
+  (``1e400``), a lone surrogate (``"\\ud800"``), so no value shown is one no JSON, pickle or copy holds.
 
 The work is linear in the text: every character is looked at once (a string is scanned in place, its
 pieces kept until it closes), and the value is built in place, never re-parsed.  ``value`` is the same
@@ -20,6 +22,9 @@ import json
 import math
 import re
 from typing import Any, List, Optional, Tuple
+
+from ..stream import text_is_utf8
+from ..types import MAX_DEPTH, too_deep
 
 __all__ = ["PartialJSON", "find_json"]
 
@@ -59,7 +64,7 @@ class PartialJSON(object):
     __slots__ = ("value", "done", "error", "changes", "_text", "_pos", "_stack", "_started", "_string", "_in_key",
                  "_max_depth", "_seen", "_number")
 
-    def __init__(self, max_depth: int = 512) -> None:
+    def __init__(self, max_depth: int = MAX_DEPTH) -> None:
         self.value = None  # type: Any
         self.done = False
         self.error = None  # type: Optional[str]
@@ -208,6 +213,8 @@ class PartialJSON(object):
             number = float(token) if ("." in token or "e" in token or "E" in token) else int(token)
         except ValueError:  # more digits than Python reads into an int (4300 on 3.11+): json.loads refuses it too
             raise _Stop("a number too long to read", start) from None
+        if isinstance(number, float) and math.isinf(number):  # (1e400: no JSON value; find_json refuses it too)
+            raise _Stop("a number past a float's range", start)
         self._finished(number)
         return True
 
@@ -227,6 +234,8 @@ class PartialJSON(object):
             if text[at] == '"':
                 self._pos = at + 1
                 value = "".join(pieces)
+                if not text_is_utf8(value):  # raw UTF-16 halves (a pair split between deltas): as the collected
+                    value = value.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")  # text has it
                 self._string = None
                 if self._in_key:
                     frame = self._stack[-1]
@@ -265,7 +274,9 @@ class PartialJSON(object):
                         pieces.append(chr(0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00)))
                         self._pos = at + 12
                         continue
-            pieces.append(chr(code))  # a lone surrogate stays one, as json.loads keeps it
+            if 0xD800 <= code <= 0xDFFF:  # a lone surrogate: no Unicode text (find_json refuses it too)
+                raise _Stop("a string that is not valid Unicode (a lone surrogate)", self._seen + at)
+            pieces.append(chr(code))
             self._pos = at + 6
 
     def _attach(self, value: Any) -> None:
@@ -370,8 +381,12 @@ _SURROGATE_ESCAPE = re.compile("\\\\u[dD][89a-fA-F]|[\ud800-\udfff]")  # (an esc
 
 
 def _unicode(value: Any, text: str) -> Tuple[Any, Optional[str]]:
-    """``(value, None)``, or ``(None, why)`` when a string in it is not valid Unicode: a lone surrogate, which
-    JSON's ``\\ud800`` lets through (pydantic refuses it as no JSON; a job's output row could not hold it)."""
+    """``(value, None)``, or ``(None, why)`` when it nests ``MAX_DEPTH`` levels or more (the tool-call arguments'
+    rule: deeper, the value parses but no pickle, output row or next request would hold it), or a string in it
+    is not valid Unicode: a lone surrogate, which JSON's ``\\ud800`` lets through (pydantic refuses it as no
+    JSON; a job's output row could not hold it)."""
+    if too_deep(value):
+        return None, "the answer's JSON nests deeper than {} levels".format(MAX_DEPTH)
     if _SURROGATE_ESCAPE.search(text) is None:
         return value, None
     try:

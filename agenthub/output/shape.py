@@ -26,7 +26,7 @@ import json
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ..errors import ConfigError, UnsupportedParameterError
-from ..typeschema import DATA_KEYWORDS, ConversionError, compile as compile_type
+from ..typeschema import DATA_KEYWORDS, ConversionError, compile as compile_type, names_shown
 from ..types import Message
 from ..providers.openai_responses import (OPENAI_STRICT_FORMATS, OPENAI_STRICT_KEYWORDS,  # noqa: F401  (re-exported)
                                           OPENAI_STRICT_NOTES, OPENAI_STRICT_UNSUPPORTED, strict_holds,
@@ -37,6 +37,8 @@ __all__ = ["Shaped", "shape", "strict_schema", "strict_holds", "strict_refused"]
 
 SCHEMA_NAME = "output"
 _WRAP = "value"
+#: the most problems one answer is told (and an error or a job row keeps) before "(and N more problems)"
+MAX_PROBLEMS = 50
 
 
 def _label(output: Any) -> str:
@@ -64,6 +66,9 @@ def strict_schema(schema: Mapping[str, Any]) -> Tuple[Dict[str, Any], Dict[int, 
         if isinstance(props, dict) and (kind == "object" or isinstance(kind, list) and "object" in kind):
             # (``["object", "null"]`` too: an optional object this walk made nullable, or the caller's own)
             required = set(node.get("required") or ())
+            for name in node.get("required") or ():  # required yet not a property: any value, never closed out
+                if isinstance(name, str) and name not in props:  # (closed, no answer could hold the schema)
+                    props[name] = {}
             made = []
             for name, sub in props.items():
                 if name not in required and isinstance(sub, dict) and not _nullable(sub):
@@ -280,19 +285,22 @@ class Shaped(object):
                 return None, ["the answer must be an object {{\"{}\": ...}}".format(_WRAP)], None
             extra = sorted(set(data) - {_WRAP})
             if extra:
-                return None, ["unexpected member(s) {}".format(", ".join(extra))], None
+                return None, ["unexpected member(s) {}".format(names_shown(extra))], None
             data = data[_WRAP]
         try:
             return self.compiled.convert(data), [], data
         except ConversionError as exc:
-            return None, exc.lines or [str(exc)], None
+            lines = exc.lines or [str(exc)]
+            if len(lines) > MAX_PROBLEMS:  # (every item of a long list wrong: the error and a job row stay small)
+                lines = lines[:MAX_PROBLEMS] + ["(and {} more problems)".format(len(lines) - MAX_PROBLEMS)]
+            return None, lines, None
 
     # what goes back when it did not hold
     def replay(self, message: Mapping[str, Any]) -> Message:
         return {"role": "assistant", "content_items": list(message.get("content_items") or ())}  # type: ignore[return-value]
 
     def reask(self, problems: Sequence[str], message: Mapping[str, Any]) -> Message:
-        listed = "\n".join("- " + p for p in problems[:50])
+        listed = "\n".join("- " + p for p in problems)  # (at most MAX_PROBLEMS and a count of the rest)
         text = ("The answer did not match the required JSON Schema:\n{}\nAnswer again with the corrected value "
                 "only.".format(listed))
         if self.mode == "tool":
@@ -322,7 +330,9 @@ def shape(client: Any, messages: Sequence[Message], output: Any, config: Mapping
     ``forced_tool=False``: never the forced tool (the tool runner: a forced tool would leave the model no
     other call, and an answer there is a call of a tool the run does not have)."""
     compiled = compile_type(output)
-    schema = dict(compiled.schema)
+    if compiled.schema is False:
+        raise ConfigError("the output type False is a JSON Schema no value holds: nothing could be answered")
+    schema = dict(compiled.schema) if compiled.schema is not True else {}  # (True: any JSON value, as Any)
     wrapped = not _is_object(schema)
     if wrapped:
         # the definitions stay at the root; a "#" (the caller's root, now inside the wrapper) names it in $defs

@@ -158,6 +158,23 @@ def documents(payload: Any) -> list:
     return list(payload) if isinstance(payload, list) else [payload]
 
 
+def unfinished_document(client: str, kind: str, status: str, resource_id: Any, path: str) -> Iterator[Any]:
+    """A whole answer document (a ``kind``: "response", "interaction") that has not finished (a server that
+    ignored ``stream``, or answered a background request at once): a StreamProtocolError naming its status and
+    id (``resource_id``: None when it had no usable one; ``path``: where it is retrieved, "/responses/"), not
+    retried (sending the request again would start, and bill, another one)."""
+    if not isinstance(resource_id, str) or not resource_id or len(resource_id) > 200 or not resource_id.isprintable():
+        resource_id = None
+    where = ("retrieve it by its id (GET {}{}) once it has finished, or cancel it".format(path, resource_id)
+             if resource_id is not None else "the server gave no usable id for it")
+    raise StreamProtocolError(
+        "{}: the server answered with a whole {} that has not finished (status {!r}, id {!r}): it did not "
+        "stream it (a server that ignored stream: true, or one that answers a background request at once), so "
+        "there is no answer yet; it is not sent again: {}".format(client, kind, status, resource_id, where),
+        client=client, retryable=False, response_status=status, response_id=resource_id)
+    yield  # (a generator: raised when the parts are read, as a cut stream is)
+
+
 class Resume(object):
     """How a dialect resumes a background stream after a cut (``agenthub.resume``) and cancels it:
     ``request(endpoint, resource_id, cursor)``: the GET that continues the stream after ``cursor`` (from
@@ -592,8 +609,36 @@ def parse_data_uri(uri: str) -> Optional[Tuple[str, bytes]]:
     return mime, unquote_to_bytes(payload)
 
 
+def media_type(mime_type: str) -> str:
+    """``mime_type`` as the wires name it: ``image/jpg``, a common misspelling no registry has, is the
+    ``image/jpeg`` it means (Claude refuses the other; Bedrock names the format ``jpeg``); any other as it is."""
+    return "image/jpeg" if mime_type.lower() == "image/jpg" else mime_type
+
+
 def data_uri(mime_type: str, data: bytes) -> str:
-    return "data:{};base64,{}".format(mime_type, base64.b64encode(data).decode("ascii"))
+    return "data:{};base64,{}".format(media_type(mime_type), base64.b64encode(data).decode("ascii"))
+
+
+def visible_text(text: str) -> bool:
+    """A text block Claude's wires take (Anthropic, Bedrock): not empty nor white space alone (the API's 400:
+    "text content blocks must contain non-whitespace text"; an answer may be "\n\n" before a tool call, another
+    wire's a lone newline).  Such a text item is not sent, as an empty one is not."""
+    return bool(text) and not text.isspace()
+
+
+def something_to_send(client: str, turns: List[Any]) -> List[Any]:
+    """``turns``, the request's messages as the wire has them, when there is one; a ConfigError before sending when
+    the messages held nothing the wire takes (empty or white-space texts only: the API's 400 otherwise)."""
+    if not turns:
+        raise ConfigError("{}: the messages hold nothing this wire takes (every text in them is empty, or white "
+                          "space alone on Claude's wires, which it leaves out): nothing was sent".format(client))
+    return turns
+
+
+def pdf_url(url: str) -> bool:
+    """A URL (not a data URI) whose path ends in ``.pdf``: a document, sent as one where the wire takes a
+    document by URL (Anthropic, Responses' input_file, Gemini), refused where it takes none."""
+    return url.lower().split("#", 1)[0].split("?", 1)[0].endswith(".pdf")
 
 
 

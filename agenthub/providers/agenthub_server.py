@@ -28,7 +28,7 @@ from ..errors import AgentHubError, StreamProtocolError, error_from_json
 from ..sse import DEFAULT_MAX_LINE_BYTES, SSEDecoder, SSEEvent
 from ..stream import CATALOG_TIERS, StreamEnd, item_problem, with_cache_write, with_service_tier
 from ..toolcalls import read_arguments
-from ..types import FINISH_REASONS, MAX_DEPTH, USAGE_KEYS, HttpRequest, from_jsonable as _restore, too_deep
+from ..types import FINISH_REASONS, MAX_DEPTH, USAGE_KEYS, HttpRequest, from_jsonable, too_deep
 from ..types import to_jsonable as _jsonable
 from ._common import Endpoint, Protocol, documents, get_request, parse_data_list, request_headers, unsupported
 from ._common import refuse_mcp_servers
@@ -40,6 +40,12 @@ STREAM_PATH = "/v1/stream"
 #: fragments as one frame each, a call's parsed arguments not sent again (``items``: the items wire, older)
 WIRE_HEADER = "X-AgentHub-Wire"
 WIRE = "runs"
+
+
+def _restore(value: Any) -> Any:
+    """``{"__bytes__": base64}`` back to bytes, as the server wrote them: a payload that is not base64 is a
+    ValueError (the driver's StreamProtocolError), never bytes decoded leniently into something else."""
+    return from_jsonable(value, strict=True)
 
 
 

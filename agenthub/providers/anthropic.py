@@ -100,7 +100,7 @@ from ..typeschema import DATA_KEYWORDS
 from ..types import HttpRequest, PromptCaching, ThinkingLevel
 from ..validate import cache_marks
 from ._common import NOTES, Encoded, Prior, Resumed, keep, marks_resumed, noting, start
-from ._common import (COMPACTION_FORMAT, Count, left_out, DONE, payloads, parse_data_list, Endpoint, Protocol, check_response_format, documents, dumps, get_request,
+from ._common import (COMPACTION_FORMAT, Count, left_out, media_type, pdf_url, something_to_send, visible_text, DONE, payloads, parse_data_list, Endpoint, Protocol, check_response_format, documents, dumps, get_request,
                       nearest, parse_data_uri, request_headers, stop_sequences, to_int, unsupported,
                       usage, with_cache_write)
 
@@ -335,7 +335,7 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
     if caching == PromptCaching.ENHANCE:
         mark["ttl"] = "1h"
     wire = _wire_messages(endpoint, messages, version if new_rules else None, mark, prior)
-    body["messages"] = wire.items
+    body["messages"] = something_to_send(client, wire.items)
     if config.get("tools"):
         if any(tool.get("strict") for tool in config["tools"]) and not rule.get("structured", True):
             raise unsupported(client, "tools", "strict tools need structured outputs, which {!r} does not "
@@ -785,10 +785,18 @@ def _tool_id(tool_call_id: str) -> str:
     return _ID_UNSAFE.sub("_", tool_call_id) if _ID_UNSAFE.search(tool_call_id) else tool_call_id
 
 
+#: the image media types the API takes (its 400 names these four)
+_IMAGE_TYPES = ("image/jpeg", "image/png", "image/gif", "image/webp")
+
+
 def _media_block(endpoint: Endpoint, mime_type: str, data: bytes) -> Dict[str, Any]:
+    image = media_type(mime_type.lower().split(";", 1)[0].strip()) if mime_type.startswith("image/") else None
+    if image is not None and image not in _IMAGE_TYPES:
+        raise unsupported(endpoint.client_type, "inline_data", "of type {} cannot be sent over the Anthropic Messages "
+                                                               "API (its images are JPEG, PNG, GIF or WebP)".format(mime_type))
     encoded = base64.b64encode(data).decode("ascii")
-    if mime_type.startswith("image/"):
-        return {"type": "image", "source": {"type": "base64", "media_type": mime_type, "data": encoded}}
+    if image is not None:  # ("image/jpg": the JPEG it means)
+        return {"type": "image", "source": {"type": "base64", "media_type": image, "data": encoded}}
     if mime_type == "application/pdf":
         return {"type": "document", "source": {"type": "base64", "media_type": mime_type, "data": encoded}}
     raise unsupported(endpoint.client_type, "inline_data",
@@ -799,8 +807,7 @@ def _url_block(endpoint: Endpoint, url: str) -> Dict[str, Any]:
     parsed = parse_data_uri(url)  # a malformed data URI is a ConfigError now, not a 400 later
     if parsed is not None:
         return _media_block(endpoint, parsed[0], parsed[1])
-    kind = "document" if url.lower().split("?", 1)[0].endswith(".pdf") else "image"
-    return {"type": kind, "source": {"type": "url", "url": url}}
+    return {"type": "document" if pdf_url(url) else "image", "source": {"type": "url", "url": url}}
 
 
 def _messages(endpoint: Endpoint, messages: List[Mapping[str, Any]], new_version: Optional[str] = None,
@@ -853,7 +860,7 @@ def _url_kind(url: str) -> str:
     parsed = parse_data_uri(url)
     if parsed is not None:
         return "document" if parsed[0] == "application/pdf" else "image"
-    return "document" if url.lower().split("?", 1)[0].endswith(".pdf") else "image"
+    return "document" if pdf_url(url) else "image"
 
 
 def _cache_control(client: str, block: Optional[Dict[str, Any]], mark: Mapping[str, Any], where: str) -> None:
@@ -873,7 +880,7 @@ def _user(endpoint: Endpoint, message: Mapping[str, Any], index: int = 0,
         kind = item["type"]
         before = (len(results), len(blocks))
         if kind == "text":
-            if item["text"]:
+            if visible_text(item["text"]):
                 blocks.append({"type": "text", "text": item["text"]})
         elif kind == "image_url":
             blocks.append(_url_block(endpoint, item["image_url"]))
@@ -883,10 +890,10 @@ def _user(endpoint: Endpoint, message: Mapping[str, Any], index: int = 0,
             result = {"type": "tool_result", "tool_use_id": _tool_id(item["tool_call_id"])}  # type: Dict[str, Any]
             images = item.get("images") or ()
             if images:
-                parts = [{"type": "text", "text": item["text"]}] if item["text"] else []
+                parts = [{"type": "text", "text": item["text"]}] if visible_text(item["text"]) else []
                 parts.extend(_url_block(endpoint, url) for url in images)
                 result["content"] = parts
-            elif item["text"]:
+            elif visible_text(item["text"]):
                 result["content"] = item["text"]
             if item.get("is_error"):
                 result["is_error"] = True
@@ -927,7 +934,7 @@ def _assistant(message: Mapping[str, Any], unsigned: bool, index: int = 0,
                     blocks.append({"type": "thinking", "thinking": text})
                 elif text:
                     logger.debug("unsigned thinking is not replayed to the first-party Anthropic API")
-            elif text:
+            elif visible_text(text):
                 block = {"type": "text", "text": text}  # type: Dict[str, Any]
                 if fidelity.get("citations"):
                     block["citations"] = fidelity["citations"]

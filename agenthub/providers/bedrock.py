@@ -85,7 +85,7 @@ from ..toolcalls import ToolCallAssembler
 from ..types import HttpRequest, PromptCaching
 from ..validate import cache_marks, count_marks
 from . import anthropic
-from ._common import (left_out, Count, Endpoint, Protocol, check_response_format, dumps, encode_path_segment, model_list_page,
+from ._common import (left_out, something_to_send, visible_text, Count, Endpoint, Protocol, check_response_format, dumps, encode_path_segment, model_list_page,
                       parse_data_uri, samplers, to_int, unsupported, usage,
                       with_cache_write)
 from ._common import refuse_mcp_servers
@@ -238,7 +238,7 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
             turn["content"] = _place_cache_points(turn["content"], point)
     elif cache is not None and wire:
         wire[-1]["content"].append(dict(cache))
-    body["messages"] = wire
+    body["messages"] = something_to_send(client, wire)
     if config.get("system_prompt"):
         body["system"] = [{"text": config["system_prompt"]}]
         if cache is not None:
@@ -354,6 +354,32 @@ def _tool_id(tool_call_id: str) -> str:
     return fitted[:64] or "call"
 
 
+class _ToolIds(object):
+    """One request's tool_call_id -> toolUseId: fitted (``_tool_id``), and a suffix (``_2``, ``_3``...) for an
+    id whose fitted form another id of the request already has ("call/1" and "call_1"; two ids alike in
+    their first 64 characters), so a result still answers its own call.  The history is sent whole on
+    every turn, so the same history gives the same ids."""
+
+    __slots__ = ("given", "taken")
+
+    def __init__(self) -> None:
+        self.given = {}  # type: Dict[str, str]
+        self.taken = set()  # type: set
+
+    def __call__(self, tool_call_id: str) -> str:
+        found = self.given.get(tool_call_id)
+        if found is None:
+            fitted = found = _tool_id(tool_call_id)
+            count = 1
+            while found in self.taken:
+                count += 1
+                suffix = "_{}".format(count)
+                found = fitted[:64 - len(suffix)] + suffix
+            self.given[tool_call_id] = found
+            self.taken.add(found)
+        return found
+
+
 def _b64(data: bytes) -> str:
     return base64.b64encode(bytes(data)).decode("ascii")
 
@@ -388,12 +414,13 @@ def _messages(client: str, messages: List[Mapping[str, Any]]) -> Tuple[List[Dict
     out = []  # type: List[Dict[str, Any]]
     names = []  # type: List[str]
     documents = [0]
+    ids = _ToolIds()
     for message in messages:
         role = message["role"]
         if role == "assistant":
-            content = _assistant(message, names, client)
+            content = _assistant(message, names, client, ids)
         else:
-            content = _user(client, message, documents)
+            content = _user(client, message, documents, ids)
             if any("toolResult" in block for block in content) and not names:
                 names.append("tool")  # a tool result whose call is not in the history still needs a toolConfig
         if not content:
@@ -431,7 +458,9 @@ def _mark(client: str, made: List[Dict[str, Any]], before: int, where: str) -> N
     made[-1][_MARKED] = True
 
 
-def _user(client: str, message: Mapping[str, Any], documents: List[int]) -> List[Dict[str, Any]]:
+def _user(client: str, message: Mapping[str, Any], documents: List[int],
+          ids: Optional[_ToolIds] = None) -> List[Dict[str, Any]]:
+    ids = ids if ids is not None else _ToolIds()
     results = []  # type: List[Dict[str, Any]]
     blocks = []  # type: List[Dict[str, Any]]
     marks = cache_marks(message)
@@ -439,7 +468,7 @@ def _user(client: str, message: Mapping[str, Any], documents: List[int]) -> List
         kind = item["type"]
         before = (len(results), len(blocks))
         if kind == "text":
-            if item["text"]:
+            if visible_text(item["text"]):
                 blocks.append({"text": item["text"]})
         elif kind == "image_url":
             blocks.append(_url(client, item["image_url"], documents))
@@ -451,7 +480,7 @@ def _user(client: str, message: Mapping[str, Any], documents: List[int]) -> List
                 parts.append(_url(client, url, documents))
             if not parts:
                 parts = [{"text": ""}]
-            result = {"toolUseId": _tool_id(item["tool_call_id"]), "content": parts}  # type: Dict[str, Any]
+            result = {"toolUseId": ids(item["tool_call_id"]), "content": parts}  # type: Dict[str, Any]
             if item.get("is_error"):
                 result["status"] = "error"
             results.append({"toolResult": result})
@@ -463,7 +492,9 @@ def _user(client: str, message: Mapping[str, Any], documents: List[int]) -> List
     return results + blocks
 
 
-def _assistant(message: Mapping[str, Any], names: List[str], client: str = "bedrock") -> List[Dict[str, Any]]:
+def _assistant(message: Mapping[str, Any], names: List[str], client: str = "bedrock",
+               ids: Optional[_ToolIds] = None) -> List[Dict[str, Any]]:
+    ids = ids if ids is not None else _ToolIds()
     blocks = []  # type: List[Dict[str, Any]]
     marks = cache_marks(message)
     for position, item in enumerate(message["content_items"]):
@@ -482,12 +513,12 @@ def _assistant(message: Mapping[str, Any], names: List[str], client: str = "bedr
                     blocks.append({"reasoningContent": {"reasoningText": {"text": text, "signature": signature}}})
                 elif text:
                     logger.debug("unsigned reasoning is not replayed to Bedrock")
-            elif text:
+            elif visible_text(text):
                 blocks.append({"text": text})
         elif kind == "tool_call":
             if item["name"] not in names:
                 names.append(item["name"])
-            blocks.append({"toolUse": {"toolUseId": _tool_id(item["tool_call_id"]), "name": item["name"],
+            blocks.append({"toolUse": {"toolUseId": ids(item["tool_call_id"]), "name": item["name"],
                                        "input": item["arguments"]}})
         else:
             left_out(kind, 'Bedrock Converse')
@@ -540,7 +571,11 @@ def _loads(payload: bytes, or_text: bool = False) -> Any:
 
 def stream_error(client: str, kind: Optional[str], payload: Any, status: Optional[int] = None) -> UpstreamError:
     """An exception (or error) frame, or an HTTP error body, -> the typed error its type names."""
-    name = (kind or "").split(":", 1)[0].rsplit("#", 1)[-1].strip()  # "ns#ThrottlingException:http://..."
+    if isinstance(kind, bytes):  # a header sent as bytes (type 6) where a string belongs
+        kind = kind.decode("utf-8", "replace")
+    if not isinstance(kind, str):  # an int, a bool: no type name
+        kind = ""
+    name = kind.split(":", 1)[0].rsplit("#", 1)[-1].strip()  # "ns#ThrottlingException:http://..."
     key = name[:1].lower() + name[1:]
     message = None
     original = None

@@ -91,7 +91,7 @@ from ._common import NOTES, Encoded, Prior, Resumed, keep, marks_resumed, noting
 from ._common import (Count, DONE, document_payloads, payloads, Endpoint, Protocol, check_response_format, documents, get_request,
                       model_list_page, nearest, parse_data_uri, request_headers, samplers, to_int, unsupported,
                       usage)
-from ._common import refuse_mcp_servers
+from ._common import media_type, refuse_mcp_servers, something_to_send
 
 __all__ = [
     "build_request",
@@ -375,7 +375,7 @@ def _b64(data: Any) -> str:
 
 
 def blob_part(mime_type: str, data: Any) -> Dict[str, Any]:
-    return {"inlineData": {"mimeType": mime_type, "data": _b64(data)}}
+    return {"inlineData": {"mimeType": media_type(mime_type), "data": _b64(data)}}
 
 
 def url_part(url: str) -> Dict[str, Any]:
@@ -484,22 +484,22 @@ def _assistant_parts(client: str, message: Mapping[str, Any], placeholder: bool)
 
 def _user_contents(client: str, message: Mapping[str, Any], calls: Mapping[str, Tuple[str, Optional[str]]]
                    ) -> List[Dict[str, Any]]:
-    runs = []  # type: List[Tuple[bool, List[Dict[str, Any]]]]  # (function responses?, parts)
-
-    def add(responses: bool, part: Dict[str, Any]) -> None:
-        if runs and runs[-1][0] is responses:
-            runs[-1][1].append(part)
-        else:
-            runs.append((responses, [part]))
-
+    """A user message as contents: its function responses first, all in one content (Gemini takes the turn
+    right after a function call turn as its responses, one per call: a text or a linked image between them
+    split that turn, a 400), then its other parts, in their order, in a content of their own.  An empty text
+    is no part (Gemini refuses one: "it has an empty text parameter", a 400); a message with nothing else is
+    left out, as Anthropic and Bedrock leave it out."""
+    responses = []  # type: List[Dict[str, Any]]
+    others = []  # type: List[Dict[str, Any]]
     for item in message["content_items"]:
         kind = item["type"]
         if kind == "text":
-            add(False, {"text": item["text"]})
+            if item["text"]:
+                others.append({"text": item["text"]})
         elif kind == "image_url":
-            add(False, url_part(item["image_url"]))
+            others.append(url_part(item["image_url"]))
         elif kind == "inline_data":
-            add(False, blob_part(item["mime_type"], item["data"]))
+            others.append(blob_part(item["mime_type"], item["data"]))
         elif kind == "tool_result":
             call_id = item["tool_call_id"]
             if call_id not in calls:
@@ -519,14 +519,11 @@ def _user_contents(client: str, message: Mapping[str, Any], calls: Mapping[str, 
                 (inline if "inlineData" in part else linked).append(part)
             if inline:
                 response["parts"] = inline
-            add(True, {"functionResponse": response})
-            for part in linked:
-                add(False, part)
+            responses.append({"functionResponse": response})
+            others.extend(linked)  # (a functionResponse's parts take inline data only)
         else:  # pragma: no cover - validate.check_message keeps other items out of user messages
             raise ConfigError("{}: a {} item cannot be sent in a user message".format(client, kind))
-    if not runs:
-        return [{"role": "user", "parts": [{"text": ""}]}]
-    return [{"role": "user", "parts": parts} for _, parts in runs]
+    return [{"role": "user", "parts": parts} for parts in (responses, others) if parts]
 
 
 def _contents(client: str, model: str, messages: List[Mapping[str, Any]]) -> List[Dict[str, Any]]:
@@ -630,7 +627,7 @@ def build_request(endpoint: Endpoint, model: str, messages: List[Mapping[str, An
                            _headers(endpoint, "text/event-stream"), body, output_limit=OUTPUT_LIMIT)
 
     wire = _wire_contents(client, model, messages, prior)
-    body = {"contents": wire.items}
+    body = {"contents": something_to_send(client, wire.items)}
     if config.get("system_prompt"):
         body["systemInstruction"] = {"parts": [{"text": config["system_prompt"]}]}
     if config.get("tools"):

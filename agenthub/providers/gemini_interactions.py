@@ -75,7 +75,7 @@ from ..types import HttpRequest, PromptCaching, ThinkingLevel
 from . import gemini
 from ._common import (DONE, Endpoint, Protocol, Resume, payloads, check_response_format, parse_data_uri, request_headers,
                       stop_sequences, to_int, unsupported, usage)
-from ._common import NOTES, Encoded, Prior, Resumed, keep, marks_resumed, noting, refuse_mcp_servers
+from ._common import NOTES, Encoded, Prior, Resumed, keep, marks_resumed, media_type, noting, refuse_mcp_servers, unfinished_document
 
 __all__ = [
     "build_request",
@@ -139,7 +139,7 @@ def _media_kind(mime: str) -> str:
 
 
 def _blob_block(mime: str, data: Any) -> Dict[str, Any]:
-    return {"type": _media_kind(mime), "data": _b64(data), "mime_type": mime}
+    return {"type": _media_kind(mime), "data": _b64(data), "mime_type": media_type(mime)}
 
 
 def _url_block(url: str) -> Dict[str, Any]:
@@ -147,9 +147,11 @@ def _url_block(url: str) -> Dict[str, Any]:
     parsed = parse_data_uri(url)
     if parsed is not None:
         return _blob_block(parsed[0], parsed[1])
-    block = {"type": "image", "uri": url}  # type: Dict[str, Any]
     mime = mimetypes.guess_type(url.split("?", 1)[0].split("#", 1)[0])[0]
-    if mime and mime.startswith("image/"):
+    if mime and not mime.startswith("image/"):  # a PDF, a video, ... by URL: a block of its kind (as generateContent)
+        return {"type": _media_kind(mime), "uri": url, "mime_type": mime}
+    block = {"type": "image", "uri": url}  # type: Dict[str, Any]
+    if mime:
         block["mime_type"] = mime
     return block
 
@@ -218,7 +220,10 @@ def _assistant_steps(client: str, message: Mapping[str, Any]) -> List[Dict[str, 
 
 def _user_steps(client: str, message: Mapping[str, Any], calls: Mapping[str, Tuple[str, Optional[str]]]
                 ) -> List[Dict[str, Any]]:
+    """A user message as steps: its function results first (the answers to the function call steps before
+    them, as on generateContent), then one user_input step with its other content, in their order."""
     out = _Steps("user_input")
+    results = []  # type: List[Dict[str, Any]]
     for item in message["content_items"]:
         kind = item["type"]
         if kind == "text":
@@ -238,12 +243,12 @@ def _user_steps(client: str, message: Mapping[str, Any], calls: Mapping[str, Tup
             step = {"type": "function_result", "call_id": call_id, "name": calls[call_id][0], "result": result}  # type: Dict[str, Any]
             if item.get("is_error"):
                 step["is_error"] = True
-            out.step(step)
+            results.append(step)
         else:  # pragma: no cover - validate.check_message keeps other items out of user messages
             raise ConfigError("{}: a {} item cannot be sent in a user message".format(client, kind))
-    if not out.steps:
+    if not results and not out.steps:
         out.content({"type": "text", "text": ""})
-    return out.steps
+    return results + out.steps
 
 
 def input_steps(client: str, messages: List[Mapping[str, Any]],
@@ -778,6 +783,8 @@ def parse_document(payload: Any, client: str = "gemini-interactions", tool_id_pr
         raise StreamProtocolError("{}: the answer is not an Interaction object".format(client), client=client)
     if "error" in payload and "steps" not in payload:
         raise upstream_error(client, payload)
+    if payload.get("status") in ("in_progress", "queued"):  # still running: no answer yet, not even a partial one
+        return unfinished_document(client, "interaction", payload["status"], payload.get("id"), "/interactions/")
     pairs = []  # type: List[Tuple[str, Dict[str, Any]]]
     for index, step in enumerate(payload.get("steps") or ()):
         if isinstance(step, dict) and step.get("type") in ("user_input", "function_result"):

@@ -50,7 +50,7 @@ from ..types import HttpRequest, PromptCaching
 from ..validate import cache_marks
 from .openai_responses import BREAKPOINT, cache_options, cache_written, check_breakpoints, check_strict
 from ._common import (left_out, DONE, document_payloads, payloads, openai_models_request, parse_data_list, Endpoint, Protocol, check_response_format, data_uri, documents, dumps,
-                      inclusive_usage, parse_data_uri, request_headers, samplers,
+                      inclusive_usage, parse_data_uri, pdf_url, request_headers, samplers,
                       to_int, unsupported)
 from ._common import refuse_mcp_servers
 from ._common import NOTES, Encoded, Prior, Resumed, keep, marks_resumed, noting, start
@@ -183,9 +183,17 @@ def _tool_choice(client: str, choice: Any, quirks: Mapping[str, Any]) -> Any:
 
 
 def _image_part(endpoint: Endpoint, url: str) -> Dict[str, Any]:
+    """An image_url item (or a tool result's image): a data URI of another type of media goes as inline_data
+    of its type does (audio as input_audio, anything else refused); a PDF's URL is refused (Chat Completions
+    takes no document by URL)."""
+    parsed = parse_data_uri(url)  # a malformed data URI is a ConfigError now, not a 400 later
+    if parsed is not None and not parsed[0].startswith("image/"):
+        return _media_part(endpoint, parsed[0], parsed[1])
+    if parsed is None and pdf_url(url):
+        raise unsupported(endpoint.client_type, "image_url", "names a PDF (a URL ending in .pdf): Chat Completions "
+                                                             "takes images by URL, no document")
     if endpoint.quirks.get("images") is False:
         raise unsupported(endpoint.client_type, "image input", "is not supported by this model")
-    parse_data_uri(url)  # a malformed data URI is a ConfigError now, not a 400 later
     return {"type": "image_url", "image_url": {"url": url}}
 
 

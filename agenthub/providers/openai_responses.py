@@ -131,8 +131,8 @@ from ..types import HttpRequest, PromptCaching, ThinkingLevel
 from ..validate import cache_marks, count_marks
 from ._common import NOTES, Encoded, Prior, Resumed, keep, marks_resumed, noting, start
 from ._common import (COMPACTION_FORMAT, Count, Resume, after_compaction, left_out, DONE, payloads, openai_models_request, parse_data_list, Endpoint, Protocol, check_response_format, data_uri, documents, dumps,
-                      inclusive_usage, nearest, parse_data_uri, request_headers,
-                      unsupported)
+                      inclusive_usage, nearest, parse_data_uri, pdf_url, request_headers,
+                      unfinished_document, unsupported)
 
 __all__ = ["build_request", "parse_stream", "map_usage", "model_profile", "clamp_effort", "check_sampling",
            "text_format", "EFFORTS", "parse_document", "cache_options", "check_breakpoints", "BREAKPOINT",
@@ -404,7 +404,84 @@ OPENAI_STRICT_UNSUPPORTED = frozenset(["allOf", "not", "dependentRequired", "dep
                                        "else"])
 
 
+#: OpenAI's strict-mode size limits ("Supported schemas": "Objects have limitations on nesting depth and size",
+#: "Limitations on total string size", "Limitations on enum size"), per schema
+OPENAI_STRICT_MAX_PROPERTIES = 5000
+OPENAI_STRICT_MAX_NESTING = 10
+OPENAI_STRICT_MAX_STRING_TOTAL = 120000
+OPENAI_STRICT_MAX_ENUM_VALUES = 1000
+OPENAI_STRICT_LARGE_ENUM = 250
+OPENAI_STRICT_MAX_LARGE_ENUM_CHARS = 15000
+#: keywords whose value maps names to schemas (a property's or a definition's name is not a schema)
+_NAMED_SCHEMAS = ("properties", "$defs", "definitions", "patternProperties")
+
+
+def strict_size(schema: Any, root: str = "schema") -> Optional[str]:
+    """Which of OpenAI's strict-mode size limits ``schema`` goes past (the first found, in words naming it), or
+    None: more than 5,000 object properties in all; objects nested more than 10 levels below the root object;
+    property names, definition names and string ``enum`` / ``const`` values of more than 120,000 characters in
+    all; more than 1,000 ``enum`` values in all; one ``enum`` of more than 250 values whose strings pass 15,000
+    characters.  The page does not say how a level is counted: only objects count here (an array or an anyOf
+    adds none, a ``$ref`` is not followed), the reading that refuses least, so what is refused here is refused
+    there.  Read without recursion (a user's schema may be deep)."""
+    properties = names = enums = 0
+    stack = [(schema, root, 0)]  # (subschema, where, objects above it)
+    while stack:
+        node, where, above = stack.pop()
+        if isinstance(node, list):
+            stack.extend((child, "{}[{}]".format(where, i), above) for i, child in enumerate(node))
+            continue
+        if not isinstance(node, Mapping):
+            continue
+        kind = node.get("type")
+        level = above
+        if kind == "object" or isinstance(kind, list) and "object" in kind or "properties" in node:
+            level = above + 1
+            if level - 1 > OPENAI_STRICT_MAX_NESTING:
+                return "{} nests objects {} levels below the root (strict mode takes at most {})".format(
+                    where, level - 1, OPENAI_STRICT_MAX_NESTING)
+        values = node.get("enum")
+        if isinstance(values, list):
+            enums += len(values)
+            texts = sum(len(value) for value in values if isinstance(value, str))
+            names += texts
+            if len(values) > OPENAI_STRICT_LARGE_ENUM and texts > OPENAI_STRICT_MAX_LARGE_ENUM_CHARS:
+                return "{}['enum'] has {} values of {} characters (strict mode takes at most {} characters in an " \
+                       "enum of more than {} values)".format(where, len(values), texts,
+                                                             OPENAI_STRICT_MAX_LARGE_ENUM_CHARS, OPENAI_STRICT_LARGE_ENUM)
+        if isinstance(node.get("const"), str):
+            names += len(node["const"])
+        for key, child in node.items():
+            at = "{}[{!r}]".format(where, key)
+            if key in _NAMED_SCHEMAS and isinstance(child, Mapping):
+                if key == "properties":
+                    properties += len(child)
+                if key != "patternProperties":  # (its names are patterns)
+                    names += sum(len(name) for name in child if isinstance(name, str))
+                inner = level if key in ("properties", "patternProperties") else 0  # (a definition: as if at the root)
+                stack.extend((sub, "{}[{!r}]".format(at, name), inner) for name, sub in child.items())
+            elif key not in DATA_KEYWORDS and isinstance(child, (Mapping, list)):
+                stack.append((child, at, level))
+    if properties > OPENAI_STRICT_MAX_PROPERTIES:
+        return "{} has {} object properties (strict mode takes at most {})".format(
+            root, properties, OPENAI_STRICT_MAX_PROPERTIES)
+    if enums > OPENAI_STRICT_MAX_ENUM_VALUES:
+        return "{} has {} enum values (strict mode takes at most {})".format(root, enums, OPENAI_STRICT_MAX_ENUM_VALUES)
+    if names > OPENAI_STRICT_MAX_STRING_TOTAL:
+        return "{}'s property names, definition names, enum and const values come to {} characters (strict mode " \
+               "takes at most {})".format(root, names, OPENAI_STRICT_MAX_STRING_TOTAL)
+    return None
+
+
 def strict_holds(schema: Any) -> bool:
+    """Whether a strict form (``strict_schema``'s) is one OpenAI's strict mode takes: the keywords it documents
+    (``_holds``) within its size limits (``strict_size``).  When it does not, the schema goes out with
+    ``strict: false`` (a 400 otherwise): the model is guided by it, and the answer is validated and re-asked
+    all the same."""
+    return _holds(schema) and strict_size(schema) is None
+
+
+def _holds(schema: Any) -> bool:
     """Whether a strict form (``strict_schema``'s) is one OpenAI's strict mode takes: no open map (an object
     whose ``additionalProperties`` is not false: ``Dict[str, X]``), no schema that names no type (``Any``),
     no array without ``items`` (a bare ``list``, a fixed ``Tuple``'s ``prefixItems``), only the keywords and
@@ -412,7 +489,7 @@ def strict_holds(schema: Any) -> bool:
     When it does not, the schema goes out with ``strict: false`` (a 400 otherwise): the model is guided by it,
     and the answer is validated and re-asked all the same."""
     if isinstance(schema, list):
-        return all(strict_holds(child) for child in schema)
+        return all(_holds(child) for child in schema)
     if not isinstance(schema, dict):
         return schema is not True
     kind = schema.get("type")
@@ -427,10 +504,10 @@ def strict_holds(schema: Any) -> bool:
         return False
     for key, child in schema.items():
         if key in ("properties", "$defs", "definitions"):
-            if isinstance(child, dict) and not all(strict_holds(sub) for sub in child.values()):
+            if isinstance(child, dict) and not all(_holds(sub) for sub in child.values()):
                 return False
         elif key in ("items", "anyOf", "additionalProperties"):
-            if child is not False and not strict_holds(child):
+            if child is not False and not _holds(child):
                 return False
         elif key not in OPENAI_STRICT_KEYWORDS and key not in OPENAI_STRICT_NOTES:
             return False
@@ -440,11 +517,12 @@ def strict_holds(schema: Any) -> bool:
 def strict_refused(schema: Any, root: str = "schema") -> Optional[str]:
     """What OpenAI documents its strict mode refuses in ``schema`` (the first found, in words naming where):
     a keyword of ``OPENAI_STRICT_UNSUPPORTED``, an object without ``additionalProperties: false``, a property
-    left out of ``required``, a root that is not an object.  None when it holds none of them."""
+    left out of ``required``, a root that is not an object, a size past its limits (``strict_size``).  None
+    when it holds none of them."""
     if not isinstance(schema, Mapping) or schema.get("type") != "object":
         return "{} is not an object at its root (strict mode takes an object there, not an array or an anyOf)".format(
             root)
-    return _refused(schema, root)
+    return _refused(schema, root) or strict_size(schema, root)
 
 
 def _refused(schema: Any, where: str) -> Optional[str]:
@@ -489,7 +567,7 @@ def check_strict(endpoint: Endpoint, config: Mapping[str, Any],
     refuses (``strict_refused``: a keyword it does not support, an open object, a property
     left out of ``required``) raises UnsupportedParameterError before sending (a 400 there).  A compatible
     server speaking the dialect has a subset of its own: its schemas go as they are."""
-    if not (endpoint.client_type in ("azure", "azure-responses") or endpoint.quirks.get("first_party")):
+    if not endpoint.quirks.get("strict_subset"):  # (set by the hosts that run OpenAI's strict mode: OpenAI, Azure)
         return
     client = endpoint.client_type
     fix = ": send it with strict False (the answer is then not held to the schema), or change the schema"
@@ -528,8 +606,14 @@ def _tool_choice(choice: Any) -> Any:
     return {"type": "allowed_tools", "mode": "required", "tools": [{"type": "function", "name": n} for n in choice]}
 
 
-def _image(url: str) -> Dict[str, Any]:
-    parse_data_uri(url)  # a malformed data URI is a ConfigError now, not a 400 later
+def _image(client: str, url: str) -> Dict[str, Any]:
+    """An image_url item (or a tool result's image): a data URI of another type of media goes as inline_data
+    of its type does (a PDF as input_file, anything else refused); a PDF's URL as an input_file's file_url."""
+    parsed = parse_data_uri(url)  # a malformed data URI is a ConfigError now, not a 400 later
+    if parsed is not None and not parsed[0].startswith("image/"):
+        return _media(client, parsed[0], parsed[1])
+    if parsed is None and pdf_url(url):
+        return {"type": "input_file", "file_url": url}
     return {"type": "input_image", "image_url": url, "detail": "auto"}
 
 
@@ -597,7 +681,7 @@ def _user(client: str, message: Mapping[str, Any], out: List[Dict[str, Any]], cu
         if kind == "text":
             parts.append({"type": "input_text", "text": item["text"]})
         elif kind == "image_url":
-            parts.append(_image(item["image_url"]))
+            parts.append(_image(client, item["image_url"]))
         elif kind == "inline_data":
             parts.append(_media(client, item["mime_type"], bytes(item["data"])))
         elif kind == "tool_result":
@@ -609,7 +693,7 @@ def _user(client: str, message: Mapping[str, Any], out: List[Dict[str, Any]], cu
                 out.append(dict(answer))  # the decision on a provider's MCP approval request (the tool runner's)
             else:
                 kind = "custom_tool_call_output" if item["tool_call_id"] in custom else "function_call_output"
-                output = _tool_output(item)
+                output = _tool_output(client, item)
                 if marks[position]:  # a breakpoint rides a content part: the output as a list of parts
                     output = [{"type": "input_text", "text": output}] if isinstance(output, str) else output
                     output[-1]["prompt_cache_breakpoint"] = dict(BREAKPOINT)
@@ -624,12 +708,12 @@ def _user(client: str, message: Mapping[str, Any], out: List[Dict[str, Any]], cu
         out.append({"type": "message", "role": "user", "content": parts or [{"type": "input_text", "text": ""}]})
 
 
-def _tool_output(item: Mapping[str, Any]) -> Any:
+def _tool_output(client: str, item: Mapping[str, Any]) -> Any:
     images = item.get("images")
     if not images:
         return item["text"]
     parts = [{"type": "input_text", "text": item["text"]}] if item["text"] else []
-    parts.extend(_image(url) for url in images)
+    parts.extend(_image(client, url) for url in images)
     return parts
 
 
@@ -1551,18 +1635,8 @@ _UNFINISHED = ("in_progress", "queued")
 
 def _unfinished(client: str, status: str, response_id: Any) -> Iterator[Any]:
     """A whole Response object that has not finished (a server that ignored ``stream``, or answered a background
-    request at once): a StreamProtocolError naming its status and id (``response_id``: None when it had no
-    usable one), not retried (sending the request again would start, and bill, another response)."""
-    if not isinstance(response_id, str) or not response_id or len(response_id) > 200 or not response_id.isprintable():
-        response_id = None
-    where = ("retrieve it by its id (GET /responses/{}) once it has finished, or cancel it".format(response_id)
-             if response_id is not None else "the server gave no usable id for it")
-    raise StreamProtocolError(
-        "{}: the server answered with a whole response that has not finished (status {!r}, id {!r}): it did not "
-        "stream it (a server that ignored stream: true, or one that answers a background request at once), so "
-        "there is no answer yet; it is not sent again: {}".format(client, status, response_id, where),
-        client=client, retryable=False, response_status=status, response_id=response_id)
-    yield  # (a generator: raised when the parts are read, as a cut stream is)
+    request at once): ``unfinished_document``'s StreamProtocolError, not retried."""
+    return unfinished_document(client, "response", status, response_id, "/responses/")
 
 
 def _order(slot: Any) -> Tuple[int, int]:
@@ -1660,7 +1734,7 @@ def count_request(plan: HttpRequest, model: str, quirks: Mapping[str, Any], form
 
 PROTOCOL = Protocol(
     "openai-responses", __name__, build_request, parse_stream, parse_document=parse_document, parse_payloads=_parse,
-    quirk_keys=("encrypted_reasoning", "fast_mode", "first_party", "reasoning", "reasoning_efforts", "response_formats"),
+    quirk_keys=("encrypted_reasoning", "fast_mode", "reasoning", "reasoning_efforts", "response_formats", "strict_subset"),
     embeddings="openai_embeddings", demo=("gpt-5.5", "OpenAI Responses"),
     models_request=openai_models_request, parse_models=parse_data_list,
     accepts=("background", "compaction", "mcp_servers"), compaction_format="openai",

@@ -314,8 +314,11 @@ def multipart(fields: Mapping[str, str], file_field: str, filename: str, content
 
 
 def join(base_url: str, path: str) -> str:
-    """``base_url`` and ``path`` as one URL (a trailing slash on the base is tolerated)."""
-    return base_url.rstrip("/") + path
+    """``base_url`` and ``path`` as one URL (a trailing slash on the base is tolerated; its query string goes
+    after the path's own: ``hosts.trust.join_url``)."""
+    from ...hosts.trust import join_url
+
+    return join_url(base_url, path)
 
 
 def same_origin(url: str, base_url: str) -> bool:

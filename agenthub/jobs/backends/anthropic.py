@@ -76,10 +76,9 @@ class AnthropicBatches(Backend):
         (``marker["tag"]``): one carrying the call's tag is taken, those carrying another are passed over.
         Several left: a ConfigError naming them (nothing is created again).  One left that has not ended may
         be another job's (a file split in two, each part submitted at once): ``BatchJob.fetch`` checks."""
-        base = join(wire.endpoint.base_url, "/v1/messages/batches")
-
         def page(after: Optional[str]) -> Tuple[List[Any], Optional[str]]:
-            answer = wire.json("GET", base + "?limit=100" + ("&after_id=" + quote(after, safe="") if after else ""))
+            answer = wire.json("GET", join(wire.endpoint.base_url, "/v1/messages/batches?limit=100" + (
+                "&after_id=" + quote(after, safe="") if after else "")))
             items = answer.get("data") if isinstance(answer, dict) else None
             if not isinstance(items, list):
                 raise StreamProtocolError("{}: the list of message batches came back without data".format(

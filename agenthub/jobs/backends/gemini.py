@@ -35,7 +35,7 @@ import sys
 from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple
 from urllib.parse import quote, urlsplit
 
-from ...errors import StreamProtocolError
+from ...errors import ConfigError, StreamProtocolError
 from ...types import HttpRequest
 from ._base import Backend, Note, Outcome, listed, outcomes
 from ._wire import Wire, same_origin
@@ -80,6 +80,9 @@ _RPC_NAMES = {name: status for status, name in RPC_CODES.values()}
 def version_root(wire: Wire) -> str:
     """``https://generativelanguage.googleapis.com/v1beta`` for the endpoint (the host's URL rule: its own
     version if the base URL names one)."""
+    if "?" in wire.endpoint.base_url:  # the batch paths are built on the version root, not joined
+        raise ConfigError("{}: a batch job takes no query string in base_url (Gemini's batch API is sent the key in "
+                          "its header)".format(wire.client_type))
     return wire.url("/v1beta/models")[:-len("/models")]
 
 
