@@ -469,7 +469,7 @@ def _load_conversation(trace_id: str) -> List[Any]:
         history = list(load_trace(path).get("history") or [])
         if history:
             check_messages(history)
-    except (OSError, ValueError, RecursionError) as exc:  # ConfigError is a ValueError too
+    except (OSError, ValueError) as exc:  # ConfigError is a ValueError too
         raise ConfigError("--continue {}: {} is not a usable trace: {}".format(trace_id, path, exc)) from None
     return history
 
