@@ -3,7 +3,6 @@ line of a turn, and a model row of ``agenthub models``.  ``agenthub chat`` and `
 
 import json
 import os
-import re
 from typing import Any, List, Mapping, Optional, TextIO
 
 from .._controls import _as_it_is as _raw, is_terminal, printable, safe, shown_for  # (below the applications)
