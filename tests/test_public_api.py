@@ -193,7 +193,7 @@ def test_subprocess_is_stdlib_on_every_python():
 #: is checked for circles only: give it a floor).  providers/* is the wire dialects, hosts/* where a
 #: request goes and how it is authorised.
 LAYERS = [
-    {"types", "errors", "_redact", "_log", "_forks", "typeschema"},
+    {"types", "errors", "_redact", "_log", "_forks", "typeschema", "_controls"},
     {"sse", "eventstream", "toolcalls", "stream", "validate", "media", "answers", "estimate", "resume",
      "messages"},
     {"providers", "foreign"},  # foreign reads the dialect index (marks, reads, tool_call id rules)
