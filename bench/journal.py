@@ -744,6 +744,8 @@ def _capture(url):
     calls = []
     originals = {}
     for name in ("request", "answered", "starting", "started", "finished"):
+        if not hasattr(seam.RunJournal, name):  # (``started``: gone since; the tree measured may still have it)
+            continue
         originals[name] = method = getattr(seam.RunJournal, name)
 
         def recording(self, *args, _method=method, _name=name, **kwargs):
@@ -752,7 +754,8 @@ def _capture(url):
 
         setattr(seam.RunJournal, name, recording)
     try:
-        run_once("openai-chat", url, "seam-capture", MemoryStore(), turns=3, max_turns=3)
+        run_once("openai-chat", url, "seam-capture", MemoryStore(), turns=3, max_turns=3,
+                 all_idempotent=os.environ.get("JOURNAL_BENCH_IDEMPOTENT") == "1")
     finally:
         for name, method in originals.items():
             setattr(seam.RunJournal, name, method)
@@ -845,16 +848,21 @@ def seam_table(folder, before):
         print("instructions (valgrind callgrind) of the journal's seam a turn (RunJournal driven with a real turn's "
               "calls: request, answered, starting, 3 finished; median of {} turns)".format(SEAM_TURNS))
         names = ["a store that keeps nothing", "SQLite"] + (["Redis"] if redis is not None else [])
-        columns = ["side"] + names + ["{}: the store's part".format(name) for name in names[1:]]
+        columns = ["tools", "side"] + names + ["{}: the store's part".format(name) for name in names[1:]]
         print("| " + " | ".join(columns) + " |")
         print("|" + "---|" * len(columns))
-        for side, tree in trees:
-            stores = ["", "sqlite:///" + os.path.join(folder, "seam-{}.db".format(side))]
-            if redis is not None:
-                stores.append(redis.url)
-            counts = [seam(tree, server.url, store) for store in stores]
-            print("| {} | {} | {} |".format(side, " | ".join("{:.1f}K".format(c / 1e3) for c in counts), " | ".join(
-                "+{:.1f}K".format((c - counts[0]) / 1e3) for c in counts[1:])), flush=True)
+        for idempotent in os.environ.get("JOURNAL_BENCH_IR_CASES", "0,1").split(","):  # (1: every tool idempotent)
+            os.environ["JOURNAL_BENCH_IDEMPOTENT"] = idempotent  # (the worker's capture, through its env)
+            for side, tree in trees:
+                stores = ["", "sqlite:///" + os.path.join(folder, "seam-{}-{}.db".format(side, idempotent))]
+                if redis is not None:
+                    stores.append(redis.url)
+                counts = [seam(tree, server.url, store) for store in stores]
+                print("| {} | {} | {} | {} |".format(
+                    "3 idempotent calls" if idempotent == "1" else "3 calls, pay at most once", side,
+                    " | ".join("{:.1f}K".format(c / 1e3) for c in counts),
+                    " | ".join("+{:.1f}K".format((c - counts[0]) / 1e3) for c in counts[1:])), flush=True)
+        os.environ.pop("JOURNAL_BENCH_IDEMPOTENT", None)
     finally:
         server.close()
         if redis is not None:

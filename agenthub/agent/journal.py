@@ -816,10 +816,11 @@ class RunJournal(object):
                  unsettled: bool = False) -> None:
         """A call's result; ``unsettled``: a call that must run at most once timed out and may still take effect
         (its result says so; a resumed run does not let a call repeating it run: ``unsettled()``)."""
-        if (turn, call_id) in self.early:  # stored with its turn already
+        key = (turn, call_id)
+        if key in self.early:  # stored with its turn already
             return
         kept = dict(item)
-        self.replay.results[(turn, call_id)] = {"item": kept}
+        self.replay.results[key] = {"item": kept}
         fresh = not self.journal.holding()  # (nothing kept before it: the kept results' tool time starts anew)
         if unsettled:
             text = _ENCODE({"turn": turn, "id": call_id, "item": kept, "seconds": round(seconds, 6),
@@ -827,15 +828,19 @@ class RunJournal(object):
         else:
             text = _result_text(turn, call_id, kept, round(seconds, 6))
         self.journal.keep(text)
-        if (turn, call_id) in self._at_most_once:  # its result stored as it ends (with those kept before it)
-            self._at_most_once.discard((turn, call_id))
+        if key in self._at_most_once:  # its result stored as it ends (with those kept before it)
+            self._at_most_once.discard(key)
             self.journal.flush()
             return
-        # (a result holding a lone surrogate is stored before the request, which refuses it: as it always was)
-        quick = (turn, call_id) in self._idempotent and not unsettled and type(seconds) in (int, float) \
-            and 0 <= seconds < QUICK and (text.isascii() or not _SURROGATE.search(text))
-        self._idempotent.discard((turn, call_id))
-        self._kept_seconds = (0.0 if fresh else self._kept_seconds) + (seconds if quick else QUICK)
+        # (an idempotent tool's result that took under QUICK seconds may wait past the next request; a result holding
+        # a lone surrogate is stored before the request, which refuses it, as it always was)
+        if key in self._idempotent and not unsettled and 0.0 <= seconds < QUICK and (
+                text.isascii() or not _SURROGATE.search(text)):
+            self._idempotent.discard(key)
+            self._kept_seconds = seconds if fresh else self._kept_seconds + seconds
+        else:
+            self._idempotent.discard(key)
+            self._kept_seconds = QUICK
 
     def attachment(self, turn: int) -> Optional[Dict[str, Any]]:
         """The ``attach`` entry of turn ``turn``'s request when it was in flight with a background response's
