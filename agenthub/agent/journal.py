@@ -495,10 +495,6 @@ class Journal(object):
         self.add(kind, **fields)
         self.flush()
 
-    def holding(self) -> bool:
-        """Whether entries are kept for the next write."""
-        return bool(self._kept)
-
     def flush(self) -> None:
         """Store the entries kept by ``add`` (one store write; nothing when there are none)."""
         if self._lost is not None:
@@ -678,7 +674,8 @@ class RunJournal(object):
         self.early = set()  # type: Set[Tuple[int, str]]
         #: (turn, call id): calls of idempotent tools started and not finished (their results may wait, ``QUICK``)
         self._idempotent = set()  # type: Set[Tuple[int, str]]
-        #: the tool time of the results kept for the next write (``QUICK`` for one that must not wait past a request)
+        #: the tool time of the results kept since the last request (``QUICK`` for one that must not wait past the
+        #: next; counted from the request on even when a write took some of them since: at most too high)
         self._kept_seconds = 0.0
         #: the turns whose calls the journal holds a start or a result of
         self._journaled_calls = {key[0] for key in self.replay.started} | {key[0] for key in self.replay.results}
@@ -766,8 +763,8 @@ class RunJournal(object):
         them again (at least once).  A request in flight needs no entry: a resume sends it again; the header
         waits for the turn."""
         if self._kept_seconds >= QUICK:
-            self._kept_seconds = 0.0
             self.journal.flush()
+        self._kept_seconds = 0.0  # (those kept now are stored with the turn's answer, before any result comes)
 
     def answered(self, turn: int, message: Mapping[str, Any], cost: Optional[float],
                  route: Optional[Mapping[str, Any]], results: Sequence[Tuple[str, Mapping[str, Any]]] = ()) -> None:
@@ -821,7 +818,6 @@ class RunJournal(object):
             return
         kept = dict(item)
         self.replay.results[key] = {"item": kept}
-        fresh = not self.journal.holding()  # (nothing kept before it: the kept results' tool time starts anew)
         if unsettled:
             text = _ENCODE({"turn": turn, "id": call_id, "item": kept, "seconds": round(seconds, 6),
                             "unsettled": True, "k": "result"})
@@ -837,7 +833,7 @@ class RunJournal(object):
         if key in self._idempotent and not unsettled and 0.0 <= seconds < QUICK and (
                 text.isascii() or not _SURROGATE.search(text)):
             self._idempotent.discard(key)
-            self._kept_seconds = seconds if fresh else self._kept_seconds + seconds
+            self._kept_seconds += seconds
         else:
             self._idempotent.discard(key)
             self._kept_seconds = QUICK
