@@ -438,6 +438,31 @@ def test_the_results_of_quick_idempotent_calls_wait_for_the_next_write(results, 
         ["header", "turn"] + ["result"] * len(results) + ["turn", "done"]
 
 
+def test_quick_results_waiting_go_with_a_background_responses_id_and_a_resume_reads_them():
+    """The request that carried quick results became a background response: its id's write stores them first
+    (the journal holds what the response was asked with); a resume re-attaches with them replayed."""
+    from agenthub.agent.journal import RunJournal
+
+    store = _Counting()
+    journal = RunJournal(store, "quick-2", "print")
+    journal.answered(0, {"role": "assistant", "content_items": []}, None, None)
+    journal.starting(0, [({"tool_call_id": "c1", "name": "note", "arguments": {}}, False, None)])
+    journal.finished(0, "c1", {"type": "tool_result", "tool_call_id": "c1", "text": "ok"}, 0.001)
+    journal.request(1)
+    journal.attached(1, "resp_1", "openai-responses", {"model": "m", "client_type": "openai-responses",
+                                                        "host": "api.openai.com"})
+    assert store.writes == [["header", "turn"], ["result", "attach"]]
+    journal.close()
+    again = RunJournal(store, "quick-2", "print")
+    try:
+        assert again.result(0, "c1") == {"type": "tool_result", "tool_call_id": "c1", "text": "ok"}
+        assert again.attachment(1) == {"k": "attach", "turn": 1, "id": "resp_1", "wire": "openai-responses",
+                                       "route": {"model": "m", "client_type": "openai-responses",
+                                                 "host": "api.openai.com"}}
+    finally:
+        again.close()
+
+
 def test_runs_one_after_another_reuse_the_store_of_their_url_and_the_lease_thread(tmp_path, monkeypatch):
     """A store URL is opened once a process (not once a run), an SQLite file removed since is opened anew, a
     forked child opens its own; the lease thread of one run serves the next."""
