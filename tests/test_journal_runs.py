@@ -463,6 +463,30 @@ def test_quick_results_waiting_go_with_a_background_responses_id_and_a_resume_re
         again.close()
 
 
+@pytest.mark.parametrize("kept", [False, True])
+def test_no_request_goes_out_once_another_worker_took_the_run_over(kept):
+    """The lease thread found another owner: the next model request is refused (StoreError) whether or not
+    results wait for a write (that worker sends it: sent here too, it would be paid twice)."""
+    from agenthub.agent.journal import RunJournal
+
+    store = _Counting()
+    journal = RunJournal(store, "lost-1", "print")
+    try:
+        journal.answered(0, {"role": "assistant", "content_items": []}, None, None)
+        if kept:
+            journal.starting(0, [({"tool_call_id": "c1", "name": "note", "arguments": {}}, False, None)])
+            journal.finished(0, "c1", {"type": "tool_result", "tool_call_id": "c1", "text": "ok"}, 0.001)
+        store.journal_release("lost-1", journal.journal.owner)
+        assert store.journal_claim("lost-1", "another-worker") is None
+        journal.journal.renew()  # (what the lease thread does a third of a lease on)
+        with pytest.raises(StoreError) as info:
+            journal.request(1)
+        assert str(info.value) == "the journal of run 'lost-1': another worker took the run over"
+        assert store.writes == [["header", "turn"]]
+    finally:
+        journal.close()
+
+
 def test_runs_one_after_another_reuse_the_store_of_their_url_and_the_lease_thread(tmp_path, monkeypatch):
     """A store URL is opened once a process (not once a run), an SQLite file removed since is opened anew, a
     forked child opens its own; the lease thread of one run serves the next."""

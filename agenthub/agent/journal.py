@@ -761,7 +761,9 @@ class RunJournal(object):
         all results of idempotent tools that took less than ``QUICK`` seconds together: those go with the next
         write (the turn's answer, a background response's id, a start, the end), and a crash before it runs
         them again (at least once).  A request in flight needs no entry: a resume sends it again; the header
-        waits for the turn."""
+        waits for the turn.  StoreError when the lease thread found the run taken over by another worker."""
+        if self.journal._lost is not None:  # (another worker took the run over: it sends this request, not this one)
+            raise self.journal._lost
         if self._kept_seconds >= QUICK:
             self.journal.flush()
         self._kept_seconds = 0.0  # (those kept now are stored with the turn's answer, before any result comes)
