@@ -6,6 +6,7 @@
     python bench/journal.py --only overhead --before main   # the overhead before and after, in one run
     python bench/journal.py --only instructions [--before main] [--keep DIR]   # valgrind: instructions a turn
     python bench/journal.py --only seam [--before main]   # valgrind: the journal's seam alone, a turn
+    python bench/journal.py --only syscalls [--before main]   # strace: the system calls the journal adds a turn
 
 1. Fault matrix: a 10-turn run (9 turns of 3 tool calls each: ``look_up`` and ``check``, idempotent, and
    ``pay``, ``@tool(idempotent=False)``, whose side effect is kept by its idempotency key; then a text turn)
@@ -24,9 +25,10 @@
    alternating, 7 runs each, CPU (``time.process_time``, every thread) and wall, min; turns of 200 text deltas
    and 3 tool calls (as bench/agent.py), small turns (3 tool calls, no text), and small turns whose 3 tools are
    all idempotent (``pay`` declared idempotent: no call is journaled as started).  Target: CPU <= 1.05x.
-   ``--before REV``: the same, before (``agenthub/`` at REV) and after, in fresh worker processes, alternating.
-4. Instructions (``--only instructions``; needs valgrind): runs of 4 and 12 turns (3 tool calls, no text) after a
-   warm-up run, without a journal, on SQLite and on Redis, under callgrind (the local servers outside it): a
+   ``--before REV``: the same, before (``agenthub/`` at REV) and after, in fresh worker processes, alternating,
+   with the store writes a run (``journal_append_many`` calls).
+4. Instructions (``--only instructions``; needs valgrind): runs of 4 and 12 turns (3 tool calls, no text; ``pay``
+   at most once, then all three idempotent) after a warm-up run, without a journal, on SQLite and on Redis, under callgrind (the local servers outside it): a
    turn's instructions are the slope between the two runs (load-independent), the journal's part a turn the
    difference to the run without one.  ``--before REV`` adds REV's rows; ``--keep DIR`` keeps the dumps.
 5. The seam alone (``--only seam``; needs valgrind): ``RunJournal`` driven with the calls a real run makes on it in
@@ -418,6 +420,7 @@ def _journal_clock():
                 return _method(*args, **kwargs)
             finally:
                 spent["write"] = spent.get("write", 0.0) + time.thread_time() - started
+                spent["writes"] = spent.get("writes", 0) + 1
 
         cls.journal_append_many = written
     return spent
@@ -431,6 +434,7 @@ def overhead(folder, deltas, stores, repeats=7, url=None, all_idempotent=False, 
         results = {}
         for index, (name, store) in enumerate(stores):
             plain_cpu, plain_wall, kept_cpu, kept_wall, fixed, turnwork, writes = [], [], [], [], [], [], []
+            counts = []
             for n in range(repeats):
                 for journaled in (False, True):
                     spent.clear()
@@ -444,10 +448,13 @@ def overhead(folder, deltas, stores, repeats=7, url=None, all_idempotent=False, 
                     (kept_wall if journaled else plain_wall).append(wall)
                     if journaled:
                         fixed.append(sum(v for k, v in spent.items() if k in _FIXED_CALLS))
-                        turnwork.append(sum(v for k, v in spent.items() if k not in _FIXED_CALLS and k != "write"))
+                        turnwork.append(sum(v for k, v in spent.items()
+                                            if k not in _FIXED_CALLS and k not in ("write", "writes")))
                         writes.append(spent.get("write", 0.0))
+                        counts.append(spent.get("writes", 0))
             results[name] = (min(plain_cpu), min(kept_cpu), min(plain_wall), min(kept_wall),
-                             statistics.median(fixed), statistics.median(turnwork), statistics.median(writes))
+                             statistics.median(fixed), statistics.median(turnwork), statistics.median(writes),
+                             statistics.median(counts))
         return results
     finally:
         if server is not None:
@@ -460,7 +467,7 @@ CASES = ((200, "200 text deltas + 3 calls", False), (0, "3 calls, no text", Fals
 #: ``--before``'s cases: (text deltas, label, every tool idempotent, turns a run); the runs of 2 and 10 turns of
 #: the same turn split the overhead into a fixed part a run and a marginal part a turn
 AB_CASES = ((200, "200 text deltas + 3 calls", False, TURNS), (0, "3 calls, no text", False, TURNS),
-            (0, "3 calls, no text", False, 2))
+            (0, "3 idempotent calls, no text", True, TURNS), (0, "3 calls, no text", False, 2))
 
 
 def _stores(folder, redis_url):
@@ -499,8 +506,8 @@ def overhead_ab(folder, before, rounds, repeats):
     redis = RedisServer().start() if REDIS_SERVER else None
     print("overhead, before ({}) and after, {} rounds x {} runs each, fresh worker processes, alternating".format(
         before, rounds, repeats))
-    print("| store | turns | side | CPU without | CPU with journal | ratio | per turn | load |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("| store | turns | side | CPU without | CPU with journal | ratio | per turn | store writes a run | load |")
+    print("|---|---|---|---|---|---|---|---|---|")
     added = {}  # (store, side, label, turns) -> the journal's CPU a run (median of the rounds' minima), ms
     inside = {}  # (store, side, label, turns) -> CPU inside the journal's calls a run: (fixed ones, the turns'), ms
     try:
@@ -522,9 +529,21 @@ def overhead_ab(folder, before, rounds, repeats):
                     inside[name, side, label, turns] = (statistics.median(r[name][4] for r in got[side]) * 1000,
                                                         statistics.median(r[name][5] for r in got[side]) * 1000,
                                                         statistics.median(r[name][6] for r in got[side]) * 1000)
-                    print("| {} | {} x {} | {} | {:.1f} ms | {:.1f} ms | {:.3f}x | +{:.2f} ms | {} |".format(
+                    count = [r[name][7] for r in got[side] if len(r[name]) > 7]  # (journal_append_many calls)
+                    print("| {} | {} x {} | {} | {:.1f} ms | {:.1f} ms | {:.3f}x | +{:.2f} ms | {} | {} |".format(
                         name, turns, label, side, plain_cpu * 1000, kept_cpu * 1000, ratio,
-                        (kept_cpu - plain_cpu) * 1000 / turns, ab.loads_text(loads)), flush=True)
+                        (kept_cpu - plain_cpu) * 1000 / turns, "{:g}".format(statistics.median(count)) if count else "?",
+                        ab.loads_text(loads)), flush=True)
+        print()
+        print("inside the journal's calls a turn (runs of {} turns; CPU of the calling thread, median of the runs), "
+              "split into the store writes (journal_append_many) and the rest".format(TURNS))
+        print("| store | turns | side | inside: a turn | of it writes | of it the rest |")
+        print("|---|---|---|---|---|---|")
+        for name, side, label, turns in sorted(inside, key=lambda k: (k[2], k[0], k[1] != "before")):
+            if turns == TURNS:
+                _, turns_in, writes_in = inside[name, side, label, turns]
+                print("| {} | {} | {} | {:.3f} ms | {:.3f} ms | {:.3f} ms |".format(
+                    name, label, side, turns_in / TURNS, writes_in / TURNS, (turns_in - writes_in) / TURNS))
         split = sorted({(n, label) for n, _, label, turns in added if turns == 2 and (n, "after", label, TURNS) in added})
         if split:
             print()
@@ -564,11 +583,13 @@ def ir_worker(url, store):
     import uuid
 
     tag = uuid.uuid4().hex[:8]
-    run_once("openai-chat", url, "warm-" + tag, store or None, turns=IR_SHORT, max_turns=IR_SHORT)
+    idempotent = os.environ.get("JOURNAL_BENCH_IDEMPOTENT") == "1"  # (every tool idempotent: pay too)
+    run_once("openai-chat", url, "warm-" + tag, store or None, turns=IR_SHORT, max_turns=IR_SHORT,
+             all_idempotent=idempotent)
     for turns in (IR_SHORT, IR_LONG):
         os.getppid()
         result = run_once("openai-chat", url, "ir{}-{}".format(turns, tag), store or None, turns=turns,
-                          max_turns=turns)
+                          max_turns=turns, all_idempotent=idempotent)
         assert result.stop == "done" and result.turns == turns, result.stop
     os.getppid()
 
@@ -617,22 +638,90 @@ def instructions_table(folder, before, keep=None):
     try:
         print("instructions (valgrind callgrind) a turn (3 tool calls, no text: the slope between runs of {} and {} "
               "turns) and a run besides its turns".format(IR_SHORT, IR_LONG))
-        print("| side | store | a turn | the journal's part a turn | share of a plain turn | a run besides its turns "
-              "| the journal's part a run |")
-        print("|---|---|---|---|---|---|---|")
-        for side, tree in trees:
-            stores = [("none", ""), ("SQLite", "sqlite:///" + os.path.join(folder, "ir-{}.db".format(side)))]
-            if redis is not None:
-                stores.append(("Redis", redis.url))
-            plain = None
-            for name, store in stores:
-                turn, fixed = instructions(tree, server.url, store, keep=keep)
-                if plain is None:
-                    plain = (turn, fixed)
-                print("| {} | {} | {:.0f}K | {} | {} | {:.0f}K | {} |".format(
-                    side, name, turn / 1e3, "" if name == "none" else "+{:.0f}K".format((turn - plain[0]) / 1e3),
-                    "" if name == "none" else "{:.1f}%".format((turn - plain[0]) * 100 / plain[0]), fixed / 1e3,
-                    "" if name == "none" else "+{:.0f}K".format((fixed - plain[1]) / 1e3)), flush=True)
+        print("| tools | side | store | a turn | the journal's part a turn | share of a plain turn | a run besides its "
+              "turns | the journal's part a run |")
+        print("|---|---|---|---|---|---|---|---|")
+        for idempotent in os.environ.get("JOURNAL_BENCH_IR_CASES", "0,1").split(","):  # (1: every tool idempotent)
+            os.environ["JOURNAL_BENCH_IDEMPOTENT"] = idempotent  # (ir_worker's, through _callgrind_totals' env)
+            for side, tree in trees:
+                stores = [("none", ""), ("SQLite", "sqlite:///" + os.path.join(folder, "ir-{}-{}.db".format(
+                    side, idempotent)))]
+                if redis is not None:
+                    stores.append(("Redis", redis.url))
+                plain = None
+                for name, store in stores:
+                    turn, fixed = instructions(tree, server.url, store, keep=keep)
+                    if plain is None:
+                        plain = (turn, fixed)
+                    print("| {} | {} | {} | {:.0f}K | {} | {} | {:.0f}K | {} |".format(
+                        "3 idempotent calls" if idempotent == "1" else "3 calls, pay at most once", side, name,
+                        turn / 1e3, "" if name == "none" else "+{:.0f}K".format((turn - plain[0]) / 1e3),
+                        "" if name == "none" else "{:.1f}%".format((turn - plain[0]) * 100 / plain[0]), fixed / 1e3,
+                        "" if name == "none" else "+{:.0f}K".format((fixed - plain[1]) / 1e3)), flush=True)
+        os.environ.pop("JOURNAL_BENCH_IDEMPOTENT", None)
+    finally:
+        server.close()
+        if redis is not None:
+            redis.close()
+
+
+def _strace_counts(tree, url, store):
+    """System calls (name -> calls) of ``ir_worker``'s process and threads (its warm-up run and runs of IR_SHORT and
+    IR_LONG turns), the library at ``tree``, under ``strace -f -c``."""
+    where = tempfile.mkdtemp(prefix="journal-strace-")
+    try:
+        out = os.path.join(where, "counts")
+        env = dict(os.environ, PYTHONPATH=tree, PYTHONHASHSEED="0")
+        subprocess.run(["strace", "-f", "-c", "-o", out, sys.executable, __file__, "ir-worker", url, store], env=env,
+                       check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=900)
+        counts = {}
+        with open(out) as f:
+            for line in f:
+                fields = line.split()
+                if len(fields) >= 5 and fields[3].isdigit() and fields[-1] != "total":
+                    counts[fields[-1]] = int(fields[3])
+        return counts
+    finally:
+        import shutil
+
+        shutil.rmtree(where, True)
+
+
+#: the system calls ``syscalls_table`` shows (the rest summed)
+SYSCALLS = ("pwrite64", "pread64", "fcntl", "fdatasync", "sendto", "recvfrom", "poll")
+
+
+def syscalls_table(folder, before):
+    """System calls the journal adds a turn (``ir_worker``'s 20 journaled turns against the same runs without a
+    journal, every tool idempotent and ``pay`` at most once), on SQLite and Redis, this tree (and ``before``'s)."""
+    import ab
+    from store_support import REDIS_SERVER, RedisServer
+
+    trees = [("after", ROOT)] + ([("before", ab.tree_at(before))] if before else [])
+    server = Server()
+    redis = RedisServer().start() if REDIS_SERVER else None
+    turns = IR_SHORT * 2 + IR_LONG
+    try:
+        print("system calls (strace -f -c) the journal adds a turn: {} turns of 3 tool calls (3 runs), with a journal "
+              "less without, / {}".format(turns, turns))
+        print("| tools | side | store | " + " | ".join(SYSCALLS) + " | others | all |")
+        print("|---|---|---|" + "---|" * (len(SYSCALLS) + 2))
+        for idempotent in os.environ.get("JOURNAL_BENCH_IR_CASES", "0,1").split(","):
+            os.environ["JOURNAL_BENCH_IDEMPOTENT"] = idempotent
+            for side, tree in trees:
+                plain = _strace_counts(tree, server.url, "")
+                stores = [("SQLite", "sqlite:///" + os.path.join(folder, "st-{}-{}.db".format(side, idempotent)))]
+                if redis is not None:
+                    stores.append(("Redis", redis.url))
+                for name, store in stores:
+                    got = _strace_counts(tree, server.url, store)
+                    added = {k: got.get(k, 0) - plain.get(k, 0) for k in set(got) | set(plain)}
+                    others = sum(v for k, v in added.items() if k not in SYSCALLS)
+                    print("| {} | {} | {} | {} | {:.1f} | {:.1f} |".format(
+                        "3 idempotent calls" if idempotent == "1" else "3 calls, pay at most once", side, name,
+                        " | ".join("{:.1f}".format(added.get(k, 0) / turns) for k in SYSCALLS), others / turns,
+                        sum(added.values()) / turns), flush=True)
+        os.environ.pop("JOURNAL_BENCH_IDEMPOTENT", None)
     finally:
         server.close()
         if redis is not None:
@@ -655,6 +744,8 @@ def _capture(url):
     calls = []
     originals = {}
     for name in ("request", "answered", "starting", "started", "finished"):
+        if not hasattr(seam.RunJournal, name):  # (``started``: gone since; the tree measured may still have it)
+            continue
         originals[name] = method = getattr(seam.RunJournal, name)
 
         def recording(self, *args, _method=method, _name=name, **kwargs):
@@ -663,7 +754,8 @@ def _capture(url):
 
         setattr(seam.RunJournal, name, recording)
     try:
-        run_once("openai-chat", url, "seam-capture", MemoryStore(), turns=3, max_turns=3)
+        run_once("openai-chat", url, "seam-capture", MemoryStore(), turns=3, max_turns=3,
+                 all_idempotent=os.environ.get("JOURNAL_BENCH_IDEMPOTENT") == "1")
     finally:
         for name, method in originals.items():
             setattr(seam.RunJournal, name, method)
@@ -756,16 +848,21 @@ def seam_table(folder, before):
         print("instructions (valgrind callgrind) of the journal's seam a turn (RunJournal driven with a real turn's "
               "calls: request, answered, starting, 3 finished; median of {} turns)".format(SEAM_TURNS))
         names = ["a store that keeps nothing", "SQLite"] + (["Redis"] if redis is not None else [])
-        columns = ["side"] + names + ["{}: the store's part".format(name) for name in names[1:]]
+        columns = ["tools", "side"] + names + ["{}: the store's part".format(name) for name in names[1:]]
         print("| " + " | ".join(columns) + " |")
         print("|" + "---|" * len(columns))
-        for side, tree in trees:
-            stores = ["", "sqlite:///" + os.path.join(folder, "seam-{}.db".format(side))]
-            if redis is not None:
-                stores.append(redis.url)
-            counts = [seam(tree, server.url, store) for store in stores]
-            print("| {} | {} | {} |".format(side, " | ".join("{:.1f}K".format(c / 1e3) for c in counts), " | ".join(
-                "+{:.1f}K".format((c - counts[0]) / 1e3) for c in counts[1:])), flush=True)
+        for idempotent in os.environ.get("JOURNAL_BENCH_IR_CASES", "0,1").split(","):  # (1: every tool idempotent)
+            os.environ["JOURNAL_BENCH_IDEMPOTENT"] = idempotent  # (the worker's capture, through its env)
+            for side, tree in trees:
+                stores = ["", "sqlite:///" + os.path.join(folder, "seam-{}-{}.db".format(side, idempotent))]
+                if redis is not None:
+                    stores.append(redis.url)
+                counts = [seam(tree, server.url, store) for store in stores]
+                print("| {} | {} | {} | {} |".format(
+                    "3 idempotent calls" if idempotent == "1" else "3 calls, pay at most once", side,
+                    " | ".join("{:.1f}K".format(c / 1e3) for c in counts),
+                    " | ".join("+{:.1f}K".format((c - counts[0]) / 1e3) for c in counts[1:])), flush=True)
+        os.environ.pop("JOURNAL_BENCH_IDEMPOTENT", None)
     finally:
         server.close()
         if redis is not None:
@@ -813,6 +910,8 @@ def main():
             instructions_table(folder, args.before, args.keep)
         if "seam" in args.only:
             seam_table(folder, args.before)
+        if "syscalls" in args.only:
+            syscalls_table(folder, args.before)
         if "overhead" in args.only and args.before:
             overhead_ab(folder, args.before, args.rounds, 5)
         elif "overhead" in args.only:
@@ -832,7 +931,7 @@ def main():
                 print("| store | turns | CPU without | CPU with journal | ratio | per turn | wall without | wall with |")
                 print("|---|---|---|---|---|---|---|---|")
                 for deltas, label, idempotent in CASES:
-                    for name, (pc, kc, pw, kw, _, _, _) in overhead(folder, deltas, stores,
+                    for name, (pc, kc, pw, kw, *_) in overhead(folder, deltas, stores,
                                                                  all_idempotent=idempotent).items():
                         print("| {} | {} | {:.1f} ms | {:.1f} ms | {:.3f}x | +{:.2f} ms | {:.1f} ms | {:.1f} ms |".format(
                             name, label, pc * 1000, kc * 1000, kc / pc, (kc - pc) * 1000 / TURNS, pw * 1000, kw * 1000))

@@ -46,6 +46,8 @@ CHILD = textwrap.dedent("""
         say("look_up", city, current_call().idempotency_key)
         if os.environ.get("HANG") == "look_up":
             time.sleep(60)
+        if os.environ.get("SLOW") == "look_up":  # (longer than QUICK: its result is stored before the next request)
+            time.sleep(0.2)
         return city + ": open"
 
     @tool(idempotent=False)
@@ -94,10 +96,11 @@ def client_for(server):
                          max_retries=0)
 
 
-def child_until(server, journal, hang, marker, requests=None):
+def child_until(server, journal, hang, marker, requests=None, slow=""):
     """Start the child; read its lines until one starts with ``marker``; kill it with SIGKILL there (with
-    ``requests``: once the server has that many requests, so none of the child's arrives after the kill)."""
-    env = dict(os.environ, KEY=KEY, URL=server.url, JOURNAL=journal, HANG=hang, PYTHONPATH=ROOT)
+    ``requests``: once the server has that many requests, so none of the child's arrives after the kill);
+    ``slow``: the tool that takes 0.2 s."""
+    env = dict(os.environ, KEY=KEY, URL=server.url, JOURNAL=journal, HANG=hang, SLOW=slow, PYTHONPATH=ROOT)
     child = subprocess.Popen([sys.executable, "-c", CHILD, ROOT], stdout=subprocess.PIPE, env=env)
     lines = []
     try:
@@ -176,21 +179,40 @@ def test_killed_in_a_side_effect_the_resume_hands_it_back_pending_and_runs_it_at
         "role": "tool", "tool_call_id": "c2", "content": "denied: it went through before the crash"}
 
 
-def test_killed_while_the_model_answers_the_request_is_sent_again(tmp_path):
+def _killed_in_the_second_request(tmp_path, slow):
+    """The child killed while the second turn's request is answered (look_up ran in the first); the run resumed
+    here: (the result, the child's lines)."""
     journal = "sqlite:///" + str(tmp_path / "runs.db")
     with SSEServer() as server:
         hold = Answer([b"data: " + json.dumps({"id": "x", "choices": [{"index": 0, "delta": {"content": "Bo"},
                                                                        "finish_reason": None}]}).encode() + b"\n\n",
                        b""], pause=30)  # the second turn's answer never completes: the child is killed in it
         server.answers += [Answer([SCRIPT[0]]), hold]
-        lines = child_until(server, journal, "", "look_up", requests=2)
+        lines = child_until(server, journal, "", "look_up", requests=2, slow=slow)
         # (killed while the second turn's request is answered: no request of the child's comes after the swap)
         server.answers[:] = [Answer([SCRIPT[1]]), Answer([SCRIPT[2]])]
         result = client_for(server).run([USER], tools=TOOLS, journal=journal, run_id="trip-1",
                                         journal_wait=10).result()
+        assert [len(r["body"]["messages"]) for r in server.requests] == [1, 3, 3, 5]
     assert result.stop == "done" and result.replayed_turns == 1
-    assert [r[0] for r in ran] == ["pay"]  # look_up's result was journaled before the second request went out
-    assert lines[0][0] == "look_up"
+    return result, lines
+
+
+def test_killed_while_the_model_answers_a_quick_idempotent_result_is_run_again(tmp_path):
+    # look_up took less than QUICK: its result waited for the next write (the second turn's answer), so it runs
+    # again on resume (at least once), with the same idempotency key
+    result, lines = _killed_in_the_second_request(tmp_path, slow="")
+    assert lines[0][:2] == ["look_up", "Rome"]
+    assert ran == [("look_up", "Rome", lines[0][2]), ("pay", 30, ran[1][2])]
+    assert result.replayed_results == 0
+
+
+def test_killed_while_the_model_answers_a_slow_result_is_not_run_again(tmp_path):
+    # look_up took 0.2 s (more than QUICK): its result was journaled before the second request went out
+    result, lines = _killed_in_the_second_request(tmp_path, slow="look_up")
+    assert lines[0][:2] == ["look_up", "Rome"]
+    assert [r[0] for r in ran] == ["pay"]
+    assert result.replayed_results == 1
 
 
 def test_a_finished_run_gives_its_result_again_at_once(tmp_path):
@@ -349,8 +371,9 @@ class _Counting(MemoryStore):
 
 def test_a_turn_is_stored_at_once_a_side_effect_before_it_starts_and_as_it_ends_the_rest_with_the_next_write():
     """What must be durable is, when it must be (the turn at its end; a non-idempotent call before it starts,
-    its result as it ends); an idempotent call's result goes with the next write, at the latest before the
-    next request: 6 store writes for this run, not one an entry (12)."""
+    its result as it ends); an idempotent call's result goes with the next write: before the next request when
+    such results took QUICK seconds or more, else with the next turn (a crash in the request runs them again):
+    5 store writes for this run, not one an entry (12)."""
     store = _Counting()
     seen = []
 
@@ -381,9 +404,87 @@ def test_a_turn_is_stored_at_once_a_side_effect_before_it_starts_and_as_it_ends_
         ("charge", 3, [("header", None), ("turn", None), ("call", "c2")]),  # stored before it started
         ("note", "Oslo", [("header", None), ("turn", None), ("call", "c2"), ("result", "c1"), ("result", "c2")]),
     ]
-    assert store.writes == [["header", "turn"], ["call"], ["result", "result"], ["result"], ["turn"], ["done"]]
+    assert store.writes == [["header", "turn"], ["call"], ["result", "result"], ["result", "turn"], ["done"]]
     again = client_for(server).run([USER], tools=[note, charge], journal=store, run_id="trip-w", parallel=1).result()
     assert (again.replayed_turns, again.replayed_results, plain(again.messages)) == (2, 3, plain(result.messages))
+
+
+@pytest.mark.parametrize("results, flushed", [
+    ([("c1", 0.01), ("c2", 0.03)], False),  # quick together (0.04 s): they wait for the next turn's write
+    ([("c1", 0.03), ("c2", 0.03)], True),  # 0.06 s together: stored before the request (no tool time redone)
+    ([("c1", 0.05)], True),  # QUICK itself is not quick
+    ([("c1", 0.0), ("c9", 0.0)], True),  # c9 never started as an idempotent call (a denial, an error): stored first
+    ([("c1", 0.0), ("c2", 0.0, "Rome \udcff")], True),  # a lone surrogate: stored (escaped) before the request
+])
+def test_the_results_of_quick_idempotent_calls_wait_for_the_next_write(results, flushed):
+    from agenthub.agent.journal import QUICK, RunJournal
+
+    assert QUICK == 0.05
+    store = _Counting()
+    journal = RunJournal(store, "quick-1", "print")
+    journal.answered(0, {"role": "assistant", "content_items": []}, None, None)
+    journal.starting(0, [({"tool_call_id": "c1", "name": "note", "arguments": {}}, False, None),
+                         ({"tool_call_id": "c2", "name": "note", "arguments": {}}, False, None)])
+    for call_id, seconds, *text in results:
+        journal.finished(0, call_id, {"type": "tool_result", "tool_call_id": call_id,
+                                      "text": text[0] if text else "ok"}, seconds)
+    journal.request(1)
+    assert store.writes == [["header", "turn"]] + ([["result"] * len(results)] if flushed else [])
+    journal.answered(1, {"role": "assistant", "content_items": []}, None, None)
+    assert store.writes[1:] == [["result"] * len(results)] * flushed + [["result"] * (not flushed) * len(results)
+                                                                        + ["turn"]]
+    journal.done("done", [])
+    assert [json.loads(e)["k"] for e in store.journal_entries("quick-1")] == \
+        ["header", "turn"] + ["result"] * len(results) + ["turn", "done"]
+
+
+def test_quick_results_waiting_go_with_a_background_responses_id_and_a_resume_reads_them():
+    """The request that carried quick results became a background response: its id's write stores them first
+    (the journal holds what the response was asked with); a resume re-attaches with them replayed."""
+    from agenthub.agent.journal import RunJournal
+
+    store = _Counting()
+    journal = RunJournal(store, "quick-2", "print")
+    journal.answered(0, {"role": "assistant", "content_items": []}, None, None)
+    journal.starting(0, [({"tool_call_id": "c1", "name": "note", "arguments": {}}, False, None)])
+    journal.finished(0, "c1", {"type": "tool_result", "tool_call_id": "c1", "text": "ok"}, 0.001)
+    journal.request(1)
+    journal.attached(1, "resp_1", "openai-responses", {"model": "m", "client_type": "openai-responses",
+                                                        "host": "api.openai.com"})
+    assert store.writes == [["header", "turn"], ["result", "attach"]]
+    journal.close()
+    again = RunJournal(store, "quick-2", "print")
+    try:
+        assert again.result(0, "c1") == {"type": "tool_result", "tool_call_id": "c1", "text": "ok"}
+        assert again.attachment(1) == {"k": "attach", "turn": 1, "id": "resp_1", "wire": "openai-responses",
+                                       "route": {"model": "m", "client_type": "openai-responses",
+                                                 "host": "api.openai.com"}}
+    finally:
+        again.close()
+
+
+@pytest.mark.parametrize("kept", [False, True])
+def test_no_request_goes_out_once_another_worker_took_the_run_over(kept):
+    """The lease thread found another owner: the next model request is refused (StoreError) whether or not
+    results wait for a write (that worker sends it: sent here too, it would be paid twice)."""
+    from agenthub.agent.journal import RunJournal
+
+    store = _Counting()
+    journal = RunJournal(store, "lost-1", "print")
+    try:
+        journal.answered(0, {"role": "assistant", "content_items": []}, None, None)
+        if kept:
+            journal.starting(0, [({"tool_call_id": "c1", "name": "note", "arguments": {}}, False, None)])
+            journal.finished(0, "c1", {"type": "tool_result", "tool_call_id": "c1", "text": "ok"}, 0.001)
+        store.journal_release("lost-1", journal.journal.owner)
+        assert store.journal_claim("lost-1", "another-worker") is None
+        journal.journal.renew()  # (what the lease thread does a third of a lease on)
+        with pytest.raises(StoreError) as info:
+            journal.request(1)
+        assert str(info.value) == "the journal of run 'lost-1': another worker took the run over"
+        assert store.writes == [["header", "turn"]]
+    finally:
+        journal.close()
 
 
 def test_runs_one_after_another_reuse_the_store_of_their_url_and_the_lease_thread(tmp_path, monkeypatch):

@@ -13,9 +13,10 @@
   arguments it runs with, and those arguments when a decision changed them: a resume shows the call with
   them and a ``True`` runs them), stored before it starts; ``result``: a
   call's result item and how long it took, stored as soon as the call ends for such a tool, with the next
-  store write for any other (at the latest before the next model request: a crash before that runs it
-  again, at least once); a result marked ``unsettled``: such a call timed out and may still have taken
-  effect (a resumed run does not run a call repeating it);
+  store write for any other (before the next model request when the results waiting took ``QUICK`` seconds of
+  tool time or more, else with the next turn: a crash before that runs them again, at least once); a result
+  marked ``unsettled``: such a call timed out and may still have taken effect (a resumed run does not run a
+  call repeating it);
 - ``attach``: the model request in flight (turn n) is a background response (or Gemini interaction): its
   id, the wire and the route (never a URL), stored as soon as the stream names it, so a resumed run
   re-attaches to it instead of paying for it again; ``detach``: that id could not be re-attached (gone,
@@ -23,8 +24,8 @@
   and needs no entry (the ``request`` entries of journals written before are still read);
 - ``done``: the run ended (its stop and pending calls).
 
-Entries due at the same moment go in one store write (one transaction, one Lua call): about two writes a
-turn, three when it calls a tool that must not run twice.
+Entries due at the same moment go in one store write (one transaction, one Lua call): one write a turn whose
+calls are quick and idempotent, two when they are slow, three when it calls a tool that must not run twice.
 
 Calling the same thing again with the same ``run_id`` resumes: the journaled turns and results are
 replayed (their events yielded again with ``"replayed": True``; nothing is sent for them), then the run
@@ -56,6 +57,9 @@ __all__ = ["Journal", "JournalError", "RunLockedError", "RunJournal", "FORMAT", 
 
 #: the format of the entries this agenthub writes and reads (a journal of another format is refused)
 FORMAT = 1
+#: the tool time (seconds, together) under which the results of idempotent calls wait past the next model request
+#: for the next store write (a crash during that request runs them again: at least once); others are stored first
+QUICK = 0.05
 #: the config keys that never reach the fingerprint (secrets, or what does not change the run)
 _UNFINGERPRINTED = ("extra_headers", "trace_id")
 
@@ -121,6 +125,7 @@ def _number(value: Any) -> Optional[str]:
 #: a high surrogate with a low one after it (JSON's escapes of them, which ``surrogates_escaped`` writes, read
 #: back as one character)
 _PAIRED = re.compile("[\ud800-\udbff][\udc00-\udfff]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _storable(run_id: str, texts: List[str]) -> List[str]:
@@ -652,7 +657,7 @@ class RunJournal(object):
     ``attached``, ``detached``, ``answered``, ``starting``, ``finished``, ``done``).  What must
     be stored before the run goes on is stored at once (a turn, a non-idempotent call before it starts and
     its result as it ends, a background response's id); the results of other calls go with the next store
-    write (``request`` stores them before the next model request)."""
+    write (``request`` stores them before the next model request unless they are quick idempotent ones)."""
 
     def __init__(self, store: Any, run_id: str, print_: str, *, ttl: Optional[float] = None,
                  wait: Optional[float] = None, start: Optional[List[Any]] = None,
@@ -668,7 +673,11 @@ class RunJournal(object):
         self._at_most_once = set()  # type: Set[Tuple[int, str]]  # (turn, call id): results stored as they end
         #: (turn, call id): results stored with their turn (calls whose arguments did not parse): not again
         self.early = set()  # type: Set[Tuple[int, str]]
-        self._results_kept = False  # (results kept for the next write: stored before the next request)
+        #: (turn, call id): calls of idempotent tools started and not finished (their results may wait, ``QUICK``)
+        self._idempotent = set()  # type: Set[Tuple[int, str]]
+        #: the tool time of the results kept since the last request (``QUICK`` for one that must not wait past the
+        #: next; counted from the request on even when a write took some of them since: at most too high)
+        self._kept_seconds = 0.0
         #: the turns whose calls the journal holds a start or a result of
         self._journaled_calls = {key[0] for key in self.replay.started} | {key[0] for key in self.replay.results}
         # (the last turn's route as items, its text): a run's turns mostly share one route
@@ -749,11 +758,16 @@ class RunJournal(object):
 
     # what goes in
     def request(self, turn: int) -> None:
-        """A model request (turn ``turn``) is about to go out: the results kept are stored first (a request in
-        flight needs no entry: a resume sends it again; the header waits for the turn)."""
-        if self._results_kept:
-            self._results_kept = False
+        """A model request (turn ``turn``) is about to go out: the results kept are stored first, unless they are
+        all results of idempotent tools that took less than ``QUICK`` seconds together: those go with the next
+        write (the turn's answer, a background response's id, a start, the end), and a crash before it runs
+        them again (at least once).  A request in flight needs no entry: a resume sends it again; the header
+        waits for the turn.  StoreError when the lease thread found the run taken over by another worker."""
+        if self.journal._lost is not None:  # (another worker took the run over: it sends this request, not this one)
+            raise self.journal._lost
+        if self._kept_seconds >= QUICK:
             self.journal.flush()
+        self._kept_seconds = 0.0  # (those kept now are stored with the turn's answer, before any result comes)
 
     def answered(self, turn: int, message: Mapping[str, Any], cost: Optional[float],
                  route: Optional[Mapping[str, Any]], results: Sequence[Tuple[str, Mapping[str, Any]]] = ()) -> None:
@@ -787,6 +801,8 @@ class RunJournal(object):
         with (and those arguments when edited); the others need no entry: a call with no result journaled runs
         again on resume."""
         once = [(call, edited) for call, at_most_once, edited in calls if at_most_once]
+        if len(once) < len(calls):
+            self._idempotent.update((turn, call["tool_call_id"]) for call, at_most_once, _ in calls if not at_most_once)
         if not once:
             return
         for call, edited in once:
@@ -800,20 +816,30 @@ class RunJournal(object):
                  unsettled: bool = False) -> None:
         """A call's result; ``unsettled``: a call that must run at most once timed out and may still take effect
         (its result says so; a resumed run does not let a call repeating it run: ``unsettled()``)."""
-        if (turn, call_id) in self.early:  # stored with its turn already
+        key = (turn, call_id)
+        if key in self.early:  # stored with its turn already
             return
         kept = dict(item)
-        self.replay.results[(turn, call_id)] = {"item": kept}
+        self.replay.results[key] = {"item": kept}
         if unsettled:
-            self.journal.keep(_ENCODE({"turn": turn, "id": call_id, "item": kept, "seconds": round(seconds, 6),
-                                       "unsettled": True, "k": "result"}))
+            text = _ENCODE({"turn": turn, "id": call_id, "item": kept, "seconds": round(seconds, 6),
+                            "unsettled": True, "k": "result"})
         else:
-            self.journal.keep(_result_text(turn, call_id, kept, round(seconds, 6)))
-        if (turn, call_id) in self._at_most_once:  # its result stored as it ends (with those kept before it)
-            self._at_most_once.discard((turn, call_id))
+            text = _result_text(turn, call_id, kept, round(seconds, 6))
+        self.journal.keep(text)
+        if key in self._at_most_once:  # its result stored as it ends (with those kept before it)
+            self._at_most_once.discard(key)
             self.journal.flush()
+            return
+        # (an idempotent tool's result that took under QUICK seconds may wait past the next request; a result holding
+        # a lone surrogate is stored before the request, which refuses it, as it always was)
+        if key in self._idempotent and not unsettled and 0.0 <= seconds < QUICK and (
+                text.isascii() or not _SURROGATE.search(text)):
+            self._idempotent.discard(key)
+            self._kept_seconds += seconds
         else:
-            self._results_kept = True
+            self._idempotent.discard(key)
+            self._kept_seconds = QUICK
 
     def attachment(self, turn: int) -> Optional[Dict[str, Any]]:
         """The ``attach`` entry of turn ``turn``'s request when it was in flight with a background response's
