@@ -43,7 +43,7 @@ import requests
 import requests.adapters
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
-from ._redact import redact_url, request_url_secrets, scrub_free_text, secret_values, url_secrets
+from ._redact import redact_url, request_url_secrets, scrub_free_text, secret_values, shown_url, url_secrets
 from ._redact import body_secrets
 from .answers import body_text, error_from_body as _default_error_from_body, is_html, page_text
 from .errors import AgentHubError, StreamProtocolError, TransportError, preview
@@ -290,15 +290,20 @@ def _safe_cause(exc: BaseException, request: HttpRequest) -> Optional[BaseExcept
 _PROXY_AUTH = re.compile(r"Tunnel connection failed: 407|407 Proxy Authentication")
 
 
-def _transport_error(client: str, what: str, exc: BaseException, timeout: Limits) -> TransportError:
+def _transport_error(client: str, what: str, exc: BaseException, timeout: Limits,
+                     proxy: Optional[str] = None) -> TransportError:
+    """``proxy``: the proxy the request went through (None: none, or not known)."""
     connect, read = timeout
     timed_out = _is_timeout(exc)
+    if not _through_proxy(exc):
+        proxy = None  # the proxy answered: whatever failed is past it
     if isinstance(exc, requests.exceptions.ConnectTimeout):
-        why = "no connection within {}s (connect timeout)".format(connect)
+        why = "no connection within {}s (connect timeout{})".format(
+            connect, " to the proxy " + str(shown_url(proxy)) if proxy else "")
     elif timed_out:
         why = "no data for {}s (idle timeout between received bytes)".format(read)
     else:
-        why = _why(exc, what)
+        why = _why(exc, what, proxy)
     # a certificate that does not verify, or a URL requests refuses, is not cured by asking again
     permanent = isinstance(exc, (requests.exceptions.SSLError, requests.exceptions.InvalidURL,
                                  requests.exceptions.InvalidSchema, requests.exceptions.MissingSchema))
@@ -330,10 +335,28 @@ def _chain(exc: BaseException) -> List[BaseException]:
     return seen
 
 
-def _why(exc: BaseException, what: str) -> str:
-    """Why a connection failed, in words (no internal class names)."""
+def _through_proxy(exc: BaseException) -> bool:
+    """Whether ``exc`` is a failure to reach (or tunnel through) a proxy: requests' and urllib3's ProxyError."""
+    return any(type(e).__name__ == "ProxyError" for e in _chain(exc))
+
+
+def _proxy_for(session: requests.Session, url: str) -> Optional[str]:
+    """The proxy ``session`` sends ``url`` through, as requests picks it (its own, the environment's when it
+    trusts it, ``no_proxy``); None for none or when it cannot tell."""
+    try:
+        proxies = session.merge_environment_settings(url, {}, None, None, None).get("proxies") or {}
+        return requests.utils.select_proxy(url, proxies) or None
+    except Exception:  # only for the words of an error already raised
+        return None
+
+
+def _why(exc: BaseException, what: str, proxy: Optional[str] = None) -> str:
+    """Why a connection failed, in words (no internal class names); ``proxy``: the hop at fault when it is
+    one (its credentials never shown)."""
     host = urlsplit(what.split(" ", 1)[-1]).netloc if " " in what else ""
     chain = _chain(exc)
+    if proxy:
+        return _why_proxy(chain, str(shown_url(proxy)), host.rsplit("@", 1)[-1])
     words = " ".join(str(e) for e in chain).lower()
     if any(isinstance(e, requests.exceptions.SSLError) or type(e).__name__.startswith("SSL") for e in chain):
         if "certificate verify failed" in words or "certificate_verify_failed" in words:
@@ -371,6 +394,23 @@ def _why(exc: BaseException, what: str) -> str:
         error = next(e for e in chain if isinstance(e, OSError) and getattr(e, "strerror", None))
         return "the connection failed: {}".format(str(error.strerror).lower())
     return "the connection failed"
+
+
+def _why_proxy(chain: List[BaseException], proxy: str, target: str) -> str:
+    text = " ".join(str(e) for e in chain)
+    words = text.lower()
+    tunnel = re.search(r"tunnel connection failed: (\d{3}[^'\"),]*)", text, re.IGNORECASE)
+    if tunnel:
+        return "the proxy {} did not open a tunnel to {} (it answered {})".format(proxy, target, tunnel.group(1))
+    if any(isinstance(e, socket.gaierror) for e in chain) or any(
+            phrase in words for phrase in ("name or service not known", "nodename nor servname",
+                                           "getaddrinfo failed", "temporary failure in name resolution",
+                                           "no address associated", "name resolution")):
+        return "the proxy's host name did not resolve (DNS): is {} spelt right?".format(proxy)
+    if any(isinstance(e, ConnectionRefusedError) for e in chain) or "connection refused" in words:
+        return "connection refused by the proxy {}: nothing listens there (is the proxy running, is its port " \
+               "right?)".format(proxy)
+    return "the proxy {} could not be reached".format(proxy)
 
 
 def _is_timeout(exc: BaseException) -> bool:
@@ -412,7 +452,8 @@ def _send(session: requests.Session, request: HttpRequest, timeout: Limits, clie
     except AgentHubError:
         raise
     except Exception as exc:  # requests' exceptions, a socket error it did not wrap, an answer http.client cannot parse
-        failure = (_transport_error(client, _where(request), exc, timeout), _safe_cause(exc, request))
+        proxy = _proxy_for(session, request.url) if _through_proxy(exc) else None
+        failure = (_transport_error(client, _where(request), exc, timeout, proxy), _safe_cause(exc, request))
     finally:
         _local.watch = None
         if watch is not None and response is None:

@@ -97,10 +97,11 @@ def test_sse_labelled_application_json_is_read_as_a_stream(prefix):
 
 
 class _Proxy(object):
-    """An HTTP proxy that answers every CONNECT with 407."""
+    """An HTTP proxy that answers every CONNECT with 407 (or ``answer``)."""
 
-    def __init__(self):
+    def __init__(self, answer=b"HTTP/1.1 407 Proxy Authentication Required\r\nProxy-Authenticate: Basic realm=\"p\"\r\n"):
         self.connects = []
+        self._answer = answer
         self._sock = socket.socket()
         self._sock.bind(("127.0.0.1", 0))
         self._sock.listen(16)
@@ -125,8 +126,7 @@ class _Proxy(object):
                         break
                     head += data
                 self.connects.append(head.split(b"\r\n", 1)[0])
-                conn.sendall(b"HTTP/1.1 407 Proxy Authentication Required\r\nProxy-Authenticate: Basic realm=\"p\"\r\n"
-                             b"Content-Length: 0\r\n\r\n")
+                conn.sendall(self._answer + b"Content-Length: 0\r\n\r\n")
 
     def close(self):
         self._stop.set()
@@ -150,6 +150,25 @@ def test_a_407_on_proxy_connect_is_not_retried():
     assert [c.rsplit(b" ", 1)[0] for c in proxy.connects] == [b"CONNECT llm.example.com:443"]
     assert caught.value.retryable is False
     assert "407 Proxy Authentication Required" in str(caught.value)
+
+
+def test_a_proxy_that_will_not_tunnel_is_named_as_the_failing_hop():
+    proxy = _Proxy(answer=b"HTTP/1.1 502 Bad Gateway\r\n")
+    try:
+        session = transport.new_session()
+        session.trust_env = False
+        session.proxies = {"https": proxy.url.replace("://", "://user:pw-proxy-secret@")}
+        client = AutoLLMClient("m", api_key="sk-test-key-123456", base_url="https://llm.example.com/v1",
+                               client_type="openai-chat", session=session, max_retries=0,
+                               timeout=Timeout(connect=2, read=2))
+        with pytest.raises(TransportError) as caught:
+            list(client.streaming_response(USER))
+    finally:
+        proxy.close()
+    assert str(caught.value) == (
+        "openai-chat: POST https://llm.example.com/v1/chat/completions failed: the proxy {} did not open a tunnel "
+        "to llm.example.com (it answered 502 Bad Gateway)".format(proxy.url.replace("://", "://***@")))
+    assert "pw-proxy-secret" not in str(caught.value)
 
 
 # -- item 2 --------------------------------------------------------------------------------------

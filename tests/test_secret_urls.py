@@ -409,3 +409,23 @@ def test_an_mcp_servers_own_credential_in_its_tool_result_never_reaches_the_mode
     item = result.messages[1]["content_items"][0]
     assert "is_error" not in item and json.loads(item["text"])["FAKE_TOKEN"] == "***"
     assert TOKEN not in sent and TOKEN not in json.dumps(result.messages)
+
+
+@pytest.mark.parametrize("scheme", ["http", "https"])
+def test_a_proxy_that_refuses_is_named_as_the_failing_hop_without_its_password(monkeypatch, scheme):
+    """A proxy of the environment that nothing listens on: the error blames the proxy (not the target, which
+    was never reached) and shows the proxy's address with its user:password as ***."""
+    for name in ("NO_PROXY", "no_proxy", "HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy", "http_proxy",
+                 "HTTP_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+    port = _refused_port()
+    monkeypatch.setenv(scheme.upper() + "_PROXY", "http://user:{}@127.0.0.1:{}".format(PASSWORD, port))
+    client = AutoLLMClient("m", api_key="sk-header-key-0123456789", client_type="openai-chat", max_retries=0,
+                           base_url=scheme + "://api.example.com/v1")
+    with pytest.raises(TransportError) as caught:
+        list(client.streaming_response(USER))
+    assert str(caught.value) == (
+        "openai-chat: POST {}://api.example.com/v1/chat/completions failed: connection refused by the proxy "
+        "http://***@127.0.0.1:{}: nothing listens there (is the proxy running, is its port right?)".format(scheme, port))
+    assert caught.value.retryable is True
+    assert PASSWORD not in _traceback(caught.value)
