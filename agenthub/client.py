@@ -55,7 +55,7 @@ from .answers import starts_stream
 from ._redact import secret_values, shown_url, url_query_secrets
 from ._redact import body_secrets
 from .breaker import settings as breaker_settings
-from .hosts.trust import circuit_host, route_host, url_host, url_server  # the one host rule: which host a request connects to
+from .hosts.trust import circuit_host, route_host, url_host, url_origin, url_server  # the one host rule: which host a request connects to
 from .errors import (AgentHubError, ConfigError, RateLimitError, StreamProtocolError, TransportError,
                      UnsupportedOperationError, UnsupportedParameterError, UpstreamError, safe_url, set_field)
 from .foreign import for_dialect, for_dialect_resumed
@@ -222,6 +222,7 @@ class AutoLLMClient(object):
             check_header_value(value, "default_headers[{!r}]".format(name))
         check_distinct_header_names(default_headers or {}, "default_headers")
         kind, url, key, quirks = registry.resolve(model, client_type, base_url, api_key)
+        self._anthropic_pin = anthropic_version is not None  # (a fallback by name keeps the pin)
         if anthropic_version is not None:  # the Anthropic API version pinned (docs/providers.md)
             quirks = dict(quirks, anthropic_version=check_anthropic_version(
                 anthropic_version, kind, hosts.client_type(kind).dialect,
@@ -927,9 +928,11 @@ class AutoLLMClient(object):
         return tuple(self._fallbacks)
 
     def _fallback_client(self, entry: Any) -> "AutoLLMClient":
-        """A ``fallbacks`` entry as a client: a model name gets this client's timeout, retries, line limit and
-        budget; its key, endpoint, protocol and session are its own (the registry's, from its environment
-        variable): a credential set on this client's ``session=`` never reaches another host.  A session of
+        """A ``fallbacks`` entry as a client: a model name gets this client's timeout, retries, line limit,
+        budget and ``anthropic_version`` pin (on a Claude route of the Messages API); its key, endpoint, protocol
+        and session are its own (the registry's, from its environment variable): a credential set on this
+        client's ``session=`` never reaches another host.  Routed to this client's own origin (scheme, host,
+        port: the same server), it takes the key and ``default_headers`` the caller gave for that server.  A session of
         agenthub.testing (a replay, or a recording carrying no credential) is shared: a fallback's exchange
         is recorded and replayed with the rest, never sent past the replay to the network."""
         if isinstance(entry, AutoLLMClient):
@@ -937,8 +940,21 @@ class AutoLLMClient(object):
         if isinstance(entry, str) and entry:
             shared = self._session if self._session is not None and _transport().cassette_shareable(
                 self._session) else None
-            return AutoLLMClient(entry, timeout=self.timeout, max_retries=self.max_retries,
-                                 max_line_bytes=self.max_line_bytes, budget=self.budget, session=shared)
+            key = self._endpoint.api_key if self._key_origin[1] else None  # (the caller's, not the environment's)
+            kind, url = None, None  # (unresolved: the client built below says why, as it always did)
+            for given in (key, None):  # where the name routes (a key only to pass the resolver: nothing is sent)
+                try:
+                    kind, url = registry.resolve(entry, None, None, given)[:2]
+                    break
+                except ConfigError:
+                    continue
+            here = url_origin(url) is not None and url_origin(url) == url_origin(self._endpoint.base_url)
+            pin = self._endpoint.quirks.get("anthropic_version") if getattr(self, "_anthropic_pin", False) else None
+            return AutoLLMClient(entry, key if here else None, timeout=self.timeout, max_retries=self.max_retries,
+                                 max_line_bytes=self.max_line_bytes, budget=self.budget, session=shared,
+                                 default_headers=self._endpoint.headers if here else None,
+                                 anthropic_version=pin if kind is not None and hosts.client_type(
+                                     kind).dialect == "anthropic" else None)
         raise ConfigError("each fallbacks entry must be a model name or an AutoLLMClient, not {}".format(
             type(entry).__name__))
 

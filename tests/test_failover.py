@@ -504,3 +504,13 @@ def test_a_call_let_through_before_the_circuit_opened_never_frees_the_half_open_
     words = [request.json()["messages"][0]["content"] for request in primary.requests]
     assert sorted(words) == ["a", "p", "x"]
     assert breaker.breaker_for("openai-chat", "127.0.0.1:{}".format(primary.port), "m").state == "closed"
+
+
+def test_a_fallback_named_by_model_keeps_the_anthropic_version_pin_on_a_claude_route(monkeypatch):
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-env-0003")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-openai-env-0005")
+    first = AutoLLMClient("claude-opus-4-7", anthropic_version="2023-06-01",
+                          fallbacks=["claude-sonnet-4-6", "gpt-5.5"])
+    claude, gpt = first.fallbacks
+    assert claude._endpoint.quirks["anthropic_version"] == "2023-06-01"  # (the pin applies to every Claude route)
+    assert "anthropic_version" not in gpt._endpoint.quirks  # (a pin means nothing on another dialect)

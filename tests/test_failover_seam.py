@@ -181,3 +181,31 @@ def test_a_fallbacks_own_total_starts_no_deadline_of_its_own(primary, backup):
     client = endpoint(primary, "m", "sk-primary-0001", max_retries=0,
                       fallbacks=[endpoint(backup, "backup-model", "sk-backup-0002", timeout={"total": 0.5})])
     assert text_of(list(client.streaming_response([USER]))) == "late but whole"
+
+
+def test_a_fallback_named_by_model_on_the_primarys_own_host_keeps_its_key_and_default_headers(monkeypatch, backup):
+    """The same origin (scheme, host, port) is the same server: the key and default_headers the caller gave
+    for it (an OpenAI-Project that bills the right project) go to a fallback there too."""
+    monkeypatch.delenv("DEEPSEEK_API_KEY", raising=False)
+    monkeypatch.setenv("DEEPSEEK_BASE_URL", backup.url + "/v1")
+    backup.push(UNAVAILABLE)
+    client = endpoint(backup, "m", "sk-primary-0001", max_retries=0, fallbacks=["deepseek-v4-flash"],
+                      default_headers={"OpenAI-Project": "proj-billed"})
+    assert text_of(client.streaming_response([USER])) == "ok"
+    first, second = backup.requests
+    assert (first.json()["model"], second.json()["model"]) == ("m", "deepseek-v4-flash")
+    assert second.headers.get("authorization") == "Bearer sk-primary-0001"
+    assert second.headers.get("openai-project") == "proj-billed"
+
+
+def test_a_fallback_named_by_model_on_another_host_gets_neither_key_nor_default_headers(monkeypatch, primary,
+                                                                                        backup):
+    monkeypatch.setenv("DEEPSEEK_API_KEY", "sk-deepseek-own-0004")
+    monkeypatch.setenv("DEEPSEEK_BASE_URL", backup.url + "/v1")
+    client = endpoint(primary, "m", "sk-primary-0001", max_retries=0, fallbacks=["deepseek-v4-flash"],
+                      default_headers={"X-Gateway-Key": "gw-DEFAULT-SECRET"})
+    assert text_of(client.streaming_response([USER])) == "ok"
+    assert primary.requests[0].headers.get("x-gateway-key") == "gw-DEFAULT-SECRET"
+    (answered,) = backup.requests
+    assert "gw-DEFAULT-SECRET" not in json.dumps(dict(answered.headers))
+    assert answered.headers.get("authorization") == "Bearer sk-deepseek-own-0004"
