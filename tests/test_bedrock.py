@@ -227,9 +227,28 @@ def test_tool_round_trip_history_maps_to_tool_use_and_tool_result():
         {"role": "user", "content": [
             {"toolResult": {"toolUseId": "tooluse_1", "content": [
                 {"text": "18 C"}, {"image": {"format": "png", "source": {"bytes": base64.b64encode(PNG).decode()}}}]}},
-            {"toolResult": {"toolUseId": "call_odd_id", "content": [{"text": ""}]}},
+            {"toolResult": {"toolUseId": "call_odd_id", "content": [{"text": bedrock.NO_OUTPUT}]}},
             {"text": "Here:"}]},
     ]
+
+
+@pytest.mark.parametrize("blank", ["", " ", "\n\n", "\t"])
+def test_a_blank_tool_output_is_sent_as_a_text_bedrock_takes(blank):
+    """Converse refuses an empty toolResult content and (Claude) a text block that is empty or white space
+    alone: a blank output is one fixed text saying so; with images, the blank text is left out."""
+    calls = {"role": "assistant", "content_items": [
+        {"type": "tool_call", "name": "get_weather", "arguments": {}, "tool_call_id": "t1"},
+        {"type": "tool_call", "name": "get_weather", "arguments": {}, "tool_call_id": "t2"}]}
+    results = {"role": "user", "content_items": [
+        {"type": "tool_result", "tool_call_id": "t1", "text": blank, "is_error": True},
+        {"type": "tool_result", "tool_call_id": "t2", "text": blank,
+         "images": ["data:image/png;base64," + base64.b64encode(PNG).decode()]}]}
+    sent = body("anthropic.claude-sonnet-4-6", {"tools": TOOLS}, [USER, calls, results])
+    assert sent["messages"][2] == {"role": "user", "content": [
+        {"toolResult": {"toolUseId": "t1", "content": [{"text": "(no output)"}], "status": "error"}},
+        {"toolResult": {"toolUseId": "t2", "content": [
+            {"image": {"format": "png", "source": {"bytes": base64.b64encode(PNG).decode()}}}]}},
+        {"cachePoint": {"type": "default"}}]}  # (the conversation's automatic cache point)
 
 
 def test_ids_that_fit_to_the_same_bedrock_id_stay_apart_and_keep_their_results():

@@ -11,7 +11,8 @@ first user message), or the exact error.  The cases are the ones a wire got wron
   order (as Anthropic, Bedrock and Chat Completions send them; the Responses API's input items keep the order);
 - a text that is white space alone (a model's "\n\n" before its tool calls, a blank tool output): Claude's wires
   refuse such a text block ("text content blocks must contain non-whitespace text", a 400), so Anthropic and
-  Bedrock leave it out as they leave out an empty text; the other wires take it as it is;
+  Bedrock leave it out as they leave out an empty text (a blank tool output: Anthropic's tool_result has no
+  content, Bedrock's, which must have some, is the text "(no output)"); the other wires take it as it is;
 - an empty text: Gemini refuses an empty text part ("it has an empty text parameter", a 400), so it sends none, as
   Anthropic and Bedrock send none; where nothing is left to send, the three raise a ConfigError before sending (the
   API's 400 otherwise);
@@ -421,7 +422,7 @@ EXPECT = {
     ('bedrock', 'white space alone as text'):
         [*CALLED['bedrock'],
          {'role': 'user',
-          'content': [{'toolResult': {'toolUseId': 'c1', 'content': [{'text': ' '}]}},
+          'content': [{'toolResult': {'toolUseId': 'c1', 'content': [{'text': '(no output)'}]}},
                       {'toolResult': {'toolUseId': 'c2', 'content': [{'text': 'r2'}]}},
                       {'cachePoint': {'type': 'default'}}]}],
     # -- an empty text beside an image

@@ -122,6 +122,9 @@ EXCEPTIONS = {
 
 #: cachePoint blocks a request takes (Claude, Nova), the automatic ones included
 MAX_CACHE_POINTS = 4
+#: a tool's output that is empty or white space alone, as a toolResult says it (Converse refuses an empty
+#: content list and an empty or blank text block: the other wires send the blank output as it is, or none)
+NO_OUTPUT = "(no output)"
 #: the private key a block made from a marked item carries until its cachePoint is placed after it
 _MARKED = "__cache_breakpoint__"
 
@@ -475,11 +478,11 @@ def _user(client: str, message: Mapping[str, Any], documents: List[int],
         elif kind == "inline_data":
             blocks.append(_media(client, item["mime_type"], item["data"], documents))
         elif kind == "tool_result":
-            parts = [{"text": item["text"]}] if item["text"] else []  # type: List[Dict[str, Any]]
+            parts = [{"text": item["text"]}] if visible_text(item["text"]) else []  # type: List[Dict[str, Any]]
             for url in item.get("images") or ():
                 parts.append(_url(client, url, documents))
-            if not parts:
-                parts = [{"text": ""}]
+            if not parts:  # Converse refuses an empty content, and an empty or blank text block in it
+                parts = [{"text": NO_OUTPUT}]
             result = {"toolUseId": ids(item["tool_call_id"]), "content": parts}  # type: Dict[str, Any]
             if item.get("is_error"):
                 result["status"] = "error"
