@@ -64,7 +64,7 @@ from .providers._common import Endpoint, Prior, apply_extras
 from .sse import DEFAULT_MAX_LINE_BYTES
 from .stream import Collector, collect, drive, now_ms
 from .types import AssistantMessage, Message, ToolCallItem, UniConfig, UniEvent, UniMessage
-from .validate import (CheckedMessages, check_anthropic_version, check_config, check_distinct_header_names,
+from .validate import (CheckedMessages, check_anthropic_version, check_config, check_tool_pairs, check_distinct_header_names,
                        check_header_name, check_header_value, check_message, check_messages)
 
 __all__ = ["AutoLLMClient", "ResponseStream", "Timeout"]
@@ -480,6 +480,8 @@ class AutoLLMClient(object):
                     raise ConfigError("config['tools'][{}]: {!r} is not a valid tool name on {} ({} tool names are "
                                       "{})".format(index, tool["name"], self.client_type, self._dialect,
                                                    rule.tool_names[1]))
+        if self._dialect != "agenthub":  # (a server checks its upstream's)
+            check_tool_pairs(self.client_type, self._dialect, messages, config)
         if "foreign_thinking" in config:  # the client's own key: the protocol never sees it
             config = dict(config)
             foreign_thinking = config.pop("foreign_thinking")

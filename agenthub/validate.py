@@ -24,7 +24,7 @@ from .types import FINISH_REASONS, MAX_DEPTH, PromptCaching, ThinkingLevel
 
 __all__ = ["check_config", "check_messages", "check_message", "CheckedMessages", "check_json", "check_header_value", "check_header_name",
            "check_distinct_header_names",
-           "check_mcp_servers", "check_anthropic_version", "ANTHROPIC_VERSIONS",
+           "check_mcp_servers", "check_anthropic_version", "ANTHROPIC_VERSIONS", "check_tool_pairs",
            "cache_marks", "count_marks", "CACHE_BREAKPOINT", "CONFIG_KEYS", "ASPECT_RATIOS", "IMAGE_SIZES", "RESPONSE_FORMATS"]
 
 CONFIG_KEYS = (
@@ -518,6 +518,60 @@ def cache_marks(message: Mapping[str, Any]) -> List[bool]:
 def count_marks(messages: Sequence[Mapping[str, Any]]) -> int:
     """The cache breakpoints marked in ``messages``."""
     return sum(sum(cache_marks(message)) for message in messages)
+
+
+#: the dialects whose API refuses a tool call left unanswered when another message follows it (Chat Completions
+#: servers differ: OpenAI's refuses, a local server may not; Gemini's rule is its own)
+ANSWERS_REQUIRED = frozenset(("anthropic", "bedrock", "openai-responses"))
+#: extra_body fields that continue state held by the server: the calls a result answers are not in the messages
+_SERVER_STATE = ("previous_response_id", "conversation", "previous_interaction_id")
+
+
+def check_tool_pairs(client: str, dialect: str, messages: Sequence[Mapping[str, Any]],
+                     config: Mapping[str, Any]) -> None:
+    """A tool_result answers a tool_call of an earlier assistant message (every wire refuses one that does not,
+    or cannot send it: Gemini needs the call's name), and on the ``ANSWERS_REQUIRED`` dialects every call is
+    answered in the user messages before the next assistant message (a call in the last message may stay open).
+    ConfigError before sending.  Items carrying a provider's own server item (an MCP approval request and its
+    answer) are the server's business; a continuation of server-side state (``extra_body``) is not checked."""
+    extra = config.get("extra_body")
+    if extra and isinstance(extra, _Mapping) and any(extra.get(name) for name in _SERVER_STATE):
+        return
+    # (one pass, no Python call per item: a long history costs a loop, not a function call per message)
+    called = set()  # type: set
+    open_calls = []  # type: List[Tuple[int, Mapping[str, Any]]]
+    for index, message in enumerate(messages):
+        items = message.get("content_items") or ()
+        if message.get("role") == "assistant":
+            if open_calls and dialect in ANSWERS_REQUIRED:
+                _unanswered(client, open_calls[0])
+            open_calls = []
+            for item in items:
+                if item.get("type") == "tool_call" and (item.get("fidelity") or {}).get("server_item") is None:
+                    called.add(item.get("tool_call_id"))
+                    open_calls.append((index, item))
+            continue
+        for item in items:
+            if item.get("type") != "tool_result" or (item.get("fidelity") or {}).get("server_item") is not None:
+                continue
+            call_id = item.get("tool_call_id")
+            if call_id not in called:
+                raise ConfigError("{}: messages[{}]: tool_result {} answers no tool_call of an earlier assistant "
+                                  "message (the API refuses it, or cannot send it); give the results of the calls "
+                                  "the model made, with their tool_call_id".format(client, index, _short(call_id)))
+            for position in range(len(open_calls)):  # (a loop: a comprehension is a Python call before 3.12)
+                if open_calls[position][1].get("tool_call_id") == call_id:
+                    del open_calls[position]
+                    break
+    if open_calls and dialect in ANSWERS_REQUIRED and messages[-1].get("role") != "assistant":
+        _unanswered(client, open_calls[0])
+
+
+def _unanswered(client: str, entry: Tuple[int, Mapping[str, Any]]) -> None:
+    index, call = entry
+    raise ConfigError("{}: messages[{}]: tool_call {} ({}) has no tool_result in the user messages after it ({} "
+                      "refuses a call left unanswered); answer it, or leave the call out".format(
+                          client, index, _short(call.get("tool_call_id")), _short(call.get("name")), client))
 
 
 def check_anthropic_version(value: Any, client_type: str, dialect: str, speakers: Sequence[str]) -> str:

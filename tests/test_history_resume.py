@@ -290,8 +290,8 @@ def test_a_stateful_call_converts_only_what_is_new(wire, monkeypatch):
     for t in range(3):
         message = _next_message(t)
         _stateful_request(client, history, message)
-        history = history + [message] + _turn(10 + t)[:1]  # (the call's message and an answer, as history keeps)
-    assert converted == [8, 2, 2]  # a whole conversion converted 8, 10 and 12
+        history = history + [message] + _turn(10 + t)  # (the call's message, an answer and its call's result)
+    assert converted == [8, 3, 3]  # a whole conversion converted 8, 11 and 14
 
 
 @pytest.mark.parametrize("wire", ALL_WIRES)

@@ -1148,7 +1148,9 @@ class Run(object):
         if self._open and not stateful:
             # the next request built now, with empty results in place: what the wire refuses is a ConfigError
             # before any tool runs or anything is sent (the stream is never started)
-            placeholders = [{"type": "tool_result", "tool_call_id": c["tool_call_id"], "text": ""} for c in self._open]
+            # (an MCP server's approval request is answered as its answer goes: no tool_call of the messages has its id)
+            placeholders = [_approval_answer(c, True) if _is_approval(c) else
+                            {"type": "tool_result", "tool_call_id": c["tool_call_id"], "text": ""} for c in self._open]
             self._open_stream(self._sent + [_join(placeholders, self._tail, self._order)], dict(self._send)).close()
 
     def _open_journal(self, store: Any, run_id: str, ttl: Optional[float], wait: Optional[float],
