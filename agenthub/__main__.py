@@ -99,7 +99,7 @@ def add_chat_arguments(chat: argparse.ArgumentParser) -> None:
                       help="an MCP server whose tools the model may call: a URL (Streamable HTTP) or the command "
                            "that starts it (one quoted string); repeatable. NAME= prefixes its tools (NAME__tool: "
                            "two servers offering one tool name). Calls are asked for as with --tool")
-    chat.add_argument("--max-turns", type=int, default=10, metavar="N",
+    chat.add_argument("--max-turns", type=int, default=None, metavar="N",
                       help="with --tool/--mcp: model turns at most (default 10)")
     chat.add_argument("--yes", action="store_true", help="with --tool/--mcp: run every call without asking")
     chat.add_argument("--journal", metavar="STORE",

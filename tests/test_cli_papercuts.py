@@ -90,3 +90,28 @@ def test_models_shows_the_endpoint_a_base_url_variable_names(monkeypatch, capsys
     assert {row["endpoint"] for row in rows if row.get("base_url_env") == "DEEPSEEK_BASE_URL"} == {
         "http://127.0.0.1:18131/v1"}
     assert all(row["endpoint"] == row["base_url"] for row in rows if row.get("base_url_env") == "OPENAI_BASE_URL")
+
+
+@pytest.mark.parametrize("extra, said", [
+    (["--max-turns", "3"], "--max-turns goes with --tool or --mcp (it bounds a tool run)"),
+    (["--yes"], "--yes goes with --tool or --mcp (it runs their calls without asking)"),
+])
+def test_the_tool_run_flags_are_refused_without_a_tool(extra, said, capsys):
+    argv = ["chat", "m", "hi", "--client-type", "openai-chat", "--base-url", "http://127.0.0.1:9/v1", "--no-log"]
+    assert main(argv + extra) == 1
+    assert capsys.readouterr().err == "error: ConfigError: {}\n".format(said)
+
+
+@pytest.mark.parametrize("argv, said", [
+    (["models", "--routes", "--provider", "openai"],
+     "--routes lists the routing table; --provider and --supports list the catalog: give one or the other"),
+    (["models", "--routes", "--supports", "tools"],
+     "--routes lists the routing table; --provider and --supports list the catalog: give one or the other"),
+    (["models", "--provider", ""],
+     "unknown catalog provider ''; providers: openai, anthropic, google, bedrock, deepseek, zai, moonshot, "
+     "dashscope, minimax, openrouter"),
+])
+def test_models_flags_that_would_be_ignored_are_refused(argv, said, capsys):
+    assert main(argv) == 1
+    captured = capsys.readouterr()
+    assert (captured.out, captured.err) == ("", "error: ConfigError: {}\n".format(said))

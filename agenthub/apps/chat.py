@@ -81,6 +81,7 @@ def _run(args: Any, out: TextIO, err: Optional[TextIO] = None, stdin: Optional[T
     if args.output_schema is not None and (getattr(args, "tool", None) or getattr(args, "mcp", None)):
         raise ConfigError("--schema answers one turn with a value: it does not go with --tool or --mcp")
     _check_journal(args, stdin)
+    _check_tool_flags(args)
     history = []  # type: List[Any]
     logged = _Logged(args, client)
     try:
@@ -104,6 +105,19 @@ def _run(args: Any, out: TextIO, err: Optional[TextIO] = None, stdin: Optional[T
         logged.close()
         for server in getattr(args, "_mcp_servers", ()):
             server.close()
+
+
+def _check_tool_flags(args: Any) -> None:
+    """``--max-turns`` and ``--yes`` shape a tool run: without ``--tool`` / ``--mcp`` they would be ignored."""
+    from ..errors import ConfigError
+
+    if not getattr(args, "tool", None) and not getattr(args, "mcp", None):
+        if getattr(args, "max_turns", None) is not None:
+            raise ConfigError("--max-turns goes with --tool or --mcp (it bounds a tool run)")
+        if getattr(args, "yes", False):
+            raise ConfigError("--yes goes with --tool or --mcp (it runs their calls without asking)")
+    if getattr(args, "max_turns", None) is None:
+        args.max_turns = 10  # (the default)
 
 
 def _check_journal(args: Any, stdin: TextIO) -> None:

@@ -243,9 +243,13 @@ def print_models(out: TextIO, as_json: bool = False, provider: Optional[str] = N
 
     from ..catalog import catalog_info, list_supported_models
     from ..registry import list_models
+    from ..errors import ConfigError
 
-    if provider or supports or (as_json and not routes):
-        return print_catalog(out, as_json, provider, supports)
+    if routes and (provider is not None or supports):
+        raise ConfigError("--routes lists the routing table; --provider and --supports list the catalog: give one "
+                          "or the other")
+    if provider is not None or supports or (as_json and not routes):
+        return print_catalog(out, as_json, provider, supports)  # (an empty or unknown provider: a ConfigError)
     env = os.environ if environ is None else environ
     rows = list_models()
     for row in rows:  # where a request goes today: the variable's endpoint when it is set
