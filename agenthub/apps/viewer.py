@@ -56,7 +56,7 @@ PAGE, STYLE, SCRIPT = build("viewer")  # assets/viewer.html, .css, .js (and page
 
 #: the viewer's Content-Security-Policy: only the page's own script and style run (by hash: no
 #: inline script or handler anything else put in the page would execute), nothing is fetched but
-#: images, no form, frame, base or plugin
+#: images (a remote one only when the reader clicks its button: viewer.js), no form, frame, base or plugin
 CSP = ("default-src 'none'; script-src {}; style-src {}; img-src data: http: https:; media-src data:; "
        "base-uri 'none'; form-action 'none'; frame-ancestors 'none'; object-src 'none'".format(
            csp_source(SCRIPT), csp_source(STYLE)))

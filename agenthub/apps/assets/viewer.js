@@ -23,13 +23,24 @@ function media(parent, mime, data) {
 function imageUrl(parent, url) {
   url = String(url || "");
   var web = /^https?:\/\/[^\s\\]+$/i.test(url);
-  if (web || /^data:image\/[A-Za-z0-9.+-]+;base64,[A-Za-z0-9+\/=]*$/.test(url)) {
+  if (/^data:image\/[A-Za-z0-9.+-]+;base64,[A-Za-z0-9+\/=]*$/.test(url)) {
     var img = add(parent, el("img", "media"));
     img.alt = "image";
     img.src = url;
-    img.referrerPolicy = "no-referrer";
   }
   if (web) {
+    // a remote image is fetched only when the reader asks (opening the page would tell its host who reads the
+    // trace, and when, and spend a presigned URL): a button, then the image in its place
+    var host = url.split("/")[2].split("@").pop();
+    var show = add(parent, el("button", "show-image", "show the image (loads it from " + host + ")"));
+    show.type = "button";
+    show.addEventListener("click", function () {
+      var shown = el("img", "media");
+      shown.alt = "image";
+      shown.referrerPolicy = "no-referrer";
+      shown.src = url;
+      parent.replaceChild(shown, show);
+    });
     var a = add(parent, el("a", "id", url));
     a.href = url;
     a.rel = "noreferrer noopener";
