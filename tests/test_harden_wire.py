@@ -134,41 +134,37 @@ class _Proxy(object):
         self._sock.close()
 
 
-def test_a_407_on_proxy_connect_is_not_retried():
-    proxy = _Proxy()
+def _through_proxy(proxy, proxy_url, max_retries):
+    """The TransportError of one call to https://llm.example.com through ``proxy`` (named ``proxy_url``)."""
     try:
         session = transport.new_session()
         session.trust_env = False
-        session.proxies = {"https": proxy.url}
+        session.proxies = {"https": proxy_url}
         client = AutoLLMClient("m", api_key="sk-test-key-123456", base_url="https://llm.example.com/v1",
-                               client_type="openai-chat", session=session, max_retries=2,
+                               client_type="openai-chat", session=session, max_retries=max_retries,
                                timeout=Timeout(connect=2, read=2))
         with pytest.raises(TransportError) as caught:
             list(client.streaming_response(USER))
     finally:
         proxy.close()
+    return caught.value
+
+
+def test_a_407_on_proxy_connect_is_not_retried():
+    proxy = _Proxy()
+    error = _through_proxy(proxy, proxy.url, max_retries=2)
     assert [c.rsplit(b" ", 1)[0] for c in proxy.connects] == [b"CONNECT llm.example.com:443"]
-    assert caught.value.retryable is False
-    assert "407 Proxy Authentication Required" in str(caught.value)
+    assert error.retryable is False
+    assert "407 Proxy Authentication Required" in str(error)
 
 
 def test_a_proxy_that_will_not_tunnel_is_named_as_the_failing_hop():
     proxy = _Proxy(answer=b"HTTP/1.1 502 Bad Gateway\r\n")
-    try:
-        session = transport.new_session()
-        session.trust_env = False
-        session.proxies = {"https": proxy.url.replace("://", "://user:pw-proxy-secret@")}
-        client = AutoLLMClient("m", api_key="sk-test-key-123456", base_url="https://llm.example.com/v1",
-                               client_type="openai-chat", session=session, max_retries=0,
-                               timeout=Timeout(connect=2, read=2))
-        with pytest.raises(TransportError) as caught:
-            list(client.streaming_response(USER))
-    finally:
-        proxy.close()
-    assert str(caught.value) == (
+    error = _through_proxy(proxy, proxy.url.replace("://", "://user:pw-proxy-secret@"), max_retries=0)
+    assert str(error) == (
         "openai-chat: POST https://llm.example.com/v1/chat/completions failed: the proxy {} did not open a tunnel "
         "to llm.example.com (it answered 502 Bad Gateway)".format(proxy.url.replace("://", "://***@")))
-    assert "pw-proxy-secret" not in str(caught.value)
+    assert "pw-proxy-secret" not in str(error)
 
 
 # -- item 2 --------------------------------------------------------------------------------------
