@@ -131,3 +131,69 @@ def test_official_stateless_server_in_the_handshake_era_lists_tools_afresh():
             assert not handle._channel.hears_changes
     finally:
         server.stop()
+
+
+def _end_session(url, handle):
+    """End ``handle``'s session on the server, as an expiry would (the handle is not told)."""
+    import requests
+
+    answer = requests.delete(url, headers={"Mcp-Session-Id": handle._session.session_id,
+                                           "MCP-Protocol-Version": handle.protocol_version}, timeout=10)
+    assert answer.status_code == 200
+
+
+def test_official_server_a_list_is_not_trusted_once_list_changed_can_no_longer_be_heard():
+    # the session ends on the server: the listening stream gets a 404 and stops for good; a list cached while
+    # it listened was kept for ever after, though no list_changed could reach the handle any more
+    import time
+
+    server = Subprocess([OFFICIAL, "http", "grow"], wait=60)
+    try:
+        mcp.forget_eras()
+        with mcp.connect(server.url, timeout=30, protocol="2025-11-25") as handle, \
+                mcp.connect(server.url, timeout=30, protocol="2025-11-25") as other:
+            assert "grown" not in [tool["name"] for tool in handle.list_tools()]
+            assert handle._channel.hears_changes
+            first = handle._session.session_id
+            _end_session(server.url, handle)
+            deadline = time.monotonic() + 10
+            while handle._channel.hears_changes:  # the listening stream reconnects, gets a 404, and stops
+                assert time.monotonic() < deadline, "the listening stream never stopped"
+                time.sleep(0.05)
+            assert other.call_tool("grow", {})["text"] == "grown"  # its list_changed goes to `other` only
+            names = [tool["name"] for tool in handle.list_tools()]  # listed afresh: a 404, a new session, once
+            assert "grown" in names
+            assert handle._session.session_id not in (None, first)
+    finally:
+        server.stop()
+
+
+def test_official_server_an_expired_session_is_renewed_once_and_the_call_goes_through():
+    server = Subprocess([OFFICIAL, "http", "stateful"], wait=60)
+    try:
+        mcp.forget_eras()
+        with mcp.connect(server.url, timeout=30, protocol="2025-11-25") as handle:
+            first = handle._session.session_id
+            assert handle.call_tool("echo", {"text": "a"}) == {"type": "tool_result", "text": "a"}
+            _end_session(server.url, handle)
+            assert handle.call_tool("echo", {"text": "b"}) == {"type": "tool_result", "text": "b"}
+            assert handle._session.session_id not in (None, first)
+            assert handle.protocol_version == "2025-11-25"
+    finally:
+        server.stop()
+
+
+def test_official_server_a_new_session_lists_afresh():
+    # a list_changed sent while the session was gone reached nobody: the lists of the old session are dropped
+    server = Subprocess([OFFICIAL, "http", "grow"], wait=60)
+    try:
+        mcp.forget_eras()
+        with mcp.connect(server.url, timeout=30, protocol="2025-11-25") as handle, \
+                mcp.connect(server.url, timeout=30, protocol="2025-11-25") as other:
+            assert "grown" not in [tool["name"] for tool in handle.list_tools()]
+            _end_session(server.url, handle)
+            assert other.call_tool("grow", {})["text"] == "grown"
+            assert handle.call_tool("echo", {"text": "a"})["text"] == "a"  # a 404, a new session
+            assert "grown" in [tool["name"] for tool in handle.list_tools()]
+    finally:
+        server.stop()

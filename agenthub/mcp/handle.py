@@ -222,6 +222,8 @@ class Server(object):
         notice = session.accept_initialize(result)
         self._channel.post(notice, session.headers(notice), self._budget(until))
         self._generation += 1
+        with self._lock:
+            self._lists.clear()  # a new session: a list_changed sent while there was none reached nobody
         self._channel.started(session.headers(jsonrpc.notification("notifications/initialized")))
 
     def _refuse_http_sse(self, error: AgentHubError) -> None:
@@ -430,8 +432,14 @@ class Server(object):
         with self._lock:
             cached = self._lists.get(what)
         if cached is not None and not refresh:
-            until, value = cached
-            if until is None or time.monotonic() < until:
+            fresh_until, value = cached
+            if fresh_until is None:
+                # kept until a list_changed: trusted only while one can still reach the handle (a handshake-era
+                # listening stream that stopped, its session gone say, hears none any more)
+                fresh = self._session.era != "legacy" or self._channel.hears_changes
+            else:
+                fresh = time.monotonic() < fresh_until
+            if fresh:
                 return list(value)
         items, ttl = self._pages(method, key, until=until)
         # caching (2026-07-28 server/utilities/caching): fresh for ttlMs when the server gives it (0: not
