@@ -3,6 +3,7 @@ Streamable HTTP modes (stateful, json_response, stateless_http) and on stdio, in
 registry's ``mcp-server-time``; what agenthub gets is compared with what the official client gets for
 the same calls (the official client runs in a subprocess: its event loop and threads stay there)."""
 
+import base64
 import json
 import os
 import subprocess
@@ -20,8 +21,10 @@ from agenthub.mcp import results  # noqa: E402
 from mcp_support import HERE, OFFICIAL, Subprocess, leaked, snapshot  # noqa: E402
 
 CLIENT = os.path.join(HERE, "mcp_official_client.py")
+PNG = base64.b64decode("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==")
 CALLS = [("echo", {"text": "hi"}), ("two_parts", {"a": "x", "b": "y"}), ("add", {"a": 1, "b": 2}),
-         ("picture", {}), ("fail", {"why": "no"}), ("slow", {"steps": 3}), ("météo", {"city": "Paris"})]
+         ("picture", {}), ("fail", {"why": "no"}), ("slow", {"steps": 3}), ("météo", {"city": "Paris"}),
+         ("attachment", {})]
 
 
 def official(mode, *target):
@@ -52,6 +55,9 @@ def compare(mine, theirs):
     assert mine["calls"][3]["images"][0].startswith("data:image/png;base64,iVBORw0KGgo")
     assert mine["calls"][4]["is_error"] is True
     assert mine["calls"][5] == {"type": "tool_result", "text": "done after 3"}
+    # an embedded image is an image too (its blob was only a line naming its URI)
+    assert mine["calls"][7] == {"type": "tool_result", "text": "[resource: file:///pixel.png]\nnotes",
+                                "images": ["data:image/png;base64," + base64.b64encode(PNG).decode("ascii")]}
 
 
 @pytest.fixture(scope="module", params=["stateful", "json", "stateless"])
