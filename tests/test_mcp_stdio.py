@@ -272,3 +272,18 @@ def test_close_returns_when_the_server_does_not_go_even_after_sigkill(monkeypatc
     monkeypatch.undo()
     assert process.wait(10) == -9  # (it did go: reaped here)
     assert leaked(before) == []
+
+
+@pytest.mark.parametrize("era", ["modern", "legacy"])
+def test_request_params_that_are_not_an_object_are_a_config_error_before_sending(era):
+    # a list or a str as params, or a _meta that is not an object: a TypeError or ValueError from dict() in the
+    # modern era, sent as it was in the handshake era
+    with mcp.connect(stdio_command(era), timeout=10) as server:
+        for params in ([1], "abc", {"_meta": [1]}, {"_meta": "x"}):
+            with pytest.raises(ConfigError) as caught:
+                server.request("tools/list", params)
+            assert str(caught.value) in ("params must be a dict or None (got {})".format(type(params).__name__),
+                                         "params[\"_meta\"] must be a dict (got {})".format(
+                                             type(params.get("_meta")).__name__ if isinstance(params, dict) else ""))
+        # nothing reached the server: its first tools/list is this one
+        assert server.request("tools/list", {"_meta": None})["tools"][0]["description"] == "list #1"

@@ -279,6 +279,10 @@ class Server(object):
         door: the methods below are built on it."""
         if not isinstance(method, str) or not method:
             raise ConfigError("method must be a non-empty string")
+        if params is not None and not isinstance(params, dict):
+            raise ConfigError("params must be a dict or None (got {})".format(type(params).__name__))
+        if params is not None and params.get("_meta") is not None and not isinstance(params["_meta"], dict):
+            raise ConfigError("params[\"_meta\"] must be a dict (got {})".format(type(params["_meta"]).__name__))
         if timeout is not None:
             timeout = _seconds(timeout)
         self._check_open()
