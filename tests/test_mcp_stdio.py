@@ -287,3 +287,20 @@ def test_request_params_that_are_not_an_object_are_a_config_error_before_sending
                                              type(params.get("_meta")).__name__ if isinstance(params, dict) else ""))
         # nothing reached the server: its first tools/list is this one
         assert server.request("tools/list", {"_meta": None})["tools"][0]["description"] == "list #1"
+
+
+@pytest.mark.parametrize("ttl, lists", [(10 ** 400, 1), (1e400, 1), (60000.0, 1), (0.0, 2), (-3.0, 2), (0, 2)])
+def test_a_ttl_of_any_json_number_is_read_as_one(ttl, lists):
+    # 2026-07-28 CacheableResult: ttlMs is a number. An int too large for a float was an OverflowError; a float was
+    # read as no ttl at all, so the list was kept until refresh=True (0.0 too, which says "stale at once")
+    with mcp.connect(stdio_command("modern"), timeout=10) as server:
+        asked = []
+
+        def request(method, params=None, timeout=None, headers=None):
+            asked.append(method)
+            return {"tools": [{"name": "t", "inputSchema": {"type": "object"}}], "ttlMs": ttl}
+
+        server.request = request
+        for _ in range(2):
+            assert server.list_tools() == [{"name": "t", "parameters": {"type": "object"}}]
+        assert asked == ["tools/list"] * lists

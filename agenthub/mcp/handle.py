@@ -419,9 +419,9 @@ class Server(object):
                     self._channel.label, method, "{} items".format(MAX_LIST_ITEMS) if len(items) > MAX_LIST_ITEMS
                     else "{} bytes".format(MAX_LIST_BYTES), "ITEMS" if len(items) > MAX_LIST_ITEMS else "BYTES"),
                     client=self._channel.label, retryable=False)
-            value = result.get("ttlMs")
-            if isinstance(value, int) and not isinstance(value, bool):
-                ttl = max(0, value) if ttl is None else min(ttl, max(0, value))
+            value = _ttl(result.get("ttlMs"))
+            if value is not None:
+                ttl = value if ttl is None else min(ttl, value)
             cursor = result.get("nextCursor")
             if cursor is None:
                 return items, ttl
@@ -588,6 +588,18 @@ class Server(object):
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+
+def _ttl(value: Any) -> Optional[float]:
+    """A ``ttlMs`` (2026-07-28 CacheableResult: any JSON number, at least 0) as milliseconds, 0 at least (an int too
+    large for a float: for ever); None when it is no number."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        value = float(value)
+    except OverflowError:
+        value = float("inf")
+    return max(0.0, value) if value == value else None  # (NaN, which Python's JSON reads: none)
 
 
 def _seconds(timeout: Any) -> float:
