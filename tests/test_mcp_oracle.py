@@ -203,3 +203,16 @@ def test_official_server_a_new_session_lists_afresh():
             assert "grown" in [tool["name"] for tool in handle.list_tools()]
     finally:
         server.stop()
+
+
+@pytest.mark.parametrize("protocol, version", [("auto", "2026-07-28"), ("2025-11-25", "2025-11-25")])
+def test_official_paged_server_every_page_of_each_list(protocol, version):
+    before = snapshot()
+    command = [sys.executable, os.path.join(HERE, "mcp_official_paged.py")]
+    with mcp.connect(command, timeout=30, protocol=protocol) as server:
+        assert server.protocol_version == version
+        assert [tool["name"] for tool in server.list_tools()] == ["t0", "t1", "t2"]
+        assert [(r["uri"], r["name"]) for r in server.list_resources()] == [
+            ("note://0", "r0"), ("note://1", "r1"), ("note://2", "r2")]
+        assert [prompt["name"] for prompt in server.list_prompts()] == ["p0", "p1", "p2"]
+    assert leaked(before) == []
