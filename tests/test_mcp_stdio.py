@@ -1,5 +1,6 @@
 """agenthub.mcp over stdio against a fake server subprocess: both eras, the faults, nothing left behind."""
 
+import json
 import sys
 import time
 import threading
@@ -304,3 +305,29 @@ def test_a_ttl_of_any_json_number_is_read_as_one(ttl, lists):
         for _ in range(2):
             assert server.list_tools() == [{"name": "t", "parameters": {"type": "object"}}]
         assert asked == ["tools/list"] * lists
+
+
+def test_an_initialize_that_timed_out_is_not_cancelled(tmp_path):
+    # 2025-11-25 "Cancellation" 2: the initialize request MUST NOT be cancelled by clients (a timed-out
+    # server/discover probe, an ordinary request, is)
+    from agenthub.mcp import jsonrpc
+    from agenthub.mcp.stdio import StdioChannel
+
+    seen = tmp_path / "seen"
+    script = "import sys\nfor line in sys.stdin:\n    open(sys.argv[1], 'a').write(line)\n"
+    channel = StdioChannel([sys.executable, "-c", script, str(seen)], timeout=10)
+    try:
+        for ident, method in ((1, "server/discover"), (2, "initialize")):
+            with pytest.raises(TransportError):
+                channel.exchange(jsonrpc.request(ident, method, {}), timeout=0.2)
+        channel.post(jsonrpc.notification("notifications/last"))  # written after whatever was queued before
+        deadline = time.monotonic() + 10
+        while "notifications/last" not in (seen.read_text() if seen.exists() else ""):
+            assert time.monotonic() < deadline, "the server never got the last notification"
+            time.sleep(0.01)
+        lines = [json.loads(line) for line in seen.read_text().splitlines()]
+        assert [(m.get("method"), (m.get("params") or {}).get("requestId")) for m in lines] == [
+            ("server/discover", None), ("notifications/cancelled", 1), ("initialize", None),
+            ("notifications/last", None)]
+    finally:
+        channel.close()
