@@ -4,6 +4,7 @@ registry's ``mcp-server-time``; what agenthub gets is compared with what the off
 the same calls (the official client runs in a subprocess: its event loop and threads stay there)."""
 
 import base64
+import contextlib
 import json
 import os
 import subprocess
@@ -148,61 +149,59 @@ def _end_session(url, handle):
     assert answer.status_code == 200
 
 
+def _names(handle):
+    return [tool["name"] for tool in handle.list_tools()]
+
+
+@contextlib.contextmanager
+def _two_handles():
+    """(url, handle, other): two handshake-era handles on one official ``grow`` server, ``handle``'s tools listed."""
+    server = Subprocess([OFFICIAL, "http", "grow"], wait=60)
+    try:
+        mcp.forget_eras()
+        with mcp.connect(server.url, timeout=30, protocol="2025-11-25") as handle, \
+                mcp.connect(server.url, timeout=30, protocol="2025-11-25") as other:
+            assert "grown" not in _names(handle)
+            yield server.url, handle, other
+    finally:
+        server.stop()
+
+
 def test_official_server_a_list_is_not_trusted_once_list_changed_can_no_longer_be_heard():
     # the session ends on the server: the listening stream gets a 404 and stops for good; a list cached while
     # it listened was kept for ever after, though no list_changed could reach the handle any more
     import time
 
-    server = Subprocess([OFFICIAL, "http", "grow"], wait=60)
-    try:
-        mcp.forget_eras()
-        with mcp.connect(server.url, timeout=30, protocol="2025-11-25") as handle, \
-                mcp.connect(server.url, timeout=30, protocol="2025-11-25") as other:
-            assert "grown" not in [tool["name"] for tool in handle.list_tools()]
-            assert handle._channel.hears_changes
-            first = handle._session.session_id
-            _end_session(server.url, handle)
-            deadline = time.monotonic() + 10
-            while handle._channel.hears_changes:  # the listening stream reconnects, gets a 404, and stops
-                assert time.monotonic() < deadline, "the listening stream never stopped"
-                time.sleep(0.05)
-            assert other.call_tool("grow", {})["text"] == "grown"  # its list_changed goes to `other` only
-            names = [tool["name"] for tool in handle.list_tools()]  # listed afresh: a 404, a new session, once
-            assert "grown" in names
-            assert handle._session.session_id not in (None, first)
-    finally:
-        server.stop()
+    with _two_handles() as (url, handle, other):
+        assert handle._channel.hears_changes
+        first = handle._session.session_id
+        _end_session(url, handle)
+        deadline = time.monotonic() + 10
+        while handle._channel.hears_changes:  # the listening stream reconnects, gets a 404, and stops
+            assert time.monotonic() < deadline, "the listening stream never stopped"
+            time.sleep(0.05)
+        assert other.call_tool("grow", {})["text"] == "grown"  # its list_changed goes to `other` only
+        assert "grown" in _names(handle)  # listed afresh: a 404, a new session, once
+        assert handle._session.session_id not in (None, first)
 
 
 def test_official_server_an_expired_session_is_renewed_once_and_the_call_goes_through():
-    server = Subprocess([OFFICIAL, "http", "stateful"], wait=60)
-    try:
-        mcp.forget_eras()
-        with mcp.connect(server.url, timeout=30, protocol="2025-11-25") as handle:
-            first = handle._session.session_id
-            assert handle.call_tool("echo", {"text": "a"}) == {"type": "tool_result", "text": "a"}
-            _end_session(server.url, handle)
-            assert handle.call_tool("echo", {"text": "b"}) == {"type": "tool_result", "text": "b"}
-            assert handle._session.session_id not in (None, first)
-            assert handle.protocol_version == "2025-11-25"
-    finally:
-        server.stop()
+    with _two_handles() as (url, handle, _):
+        first = handle._session.session_id
+        assert handle.call_tool("echo", {"text": "a"}) == {"type": "tool_result", "text": "a"}
+        _end_session(url, handle)
+        assert handle.call_tool("echo", {"text": "b"}) == {"type": "tool_result", "text": "b"}
+        assert handle._session.session_id not in (None, first)
+        assert handle.protocol_version == "2025-11-25"
 
 
 def test_official_server_a_new_session_lists_afresh():
     # a list_changed sent while the session was gone reached nobody: the lists of the old session are dropped
-    server = Subprocess([OFFICIAL, "http", "grow"], wait=60)
-    try:
-        mcp.forget_eras()
-        with mcp.connect(server.url, timeout=30, protocol="2025-11-25") as handle, \
-                mcp.connect(server.url, timeout=30, protocol="2025-11-25") as other:
-            assert "grown" not in [tool["name"] for tool in handle.list_tools()]
-            _end_session(server.url, handle)
-            assert other.call_tool("grow", {})["text"] == "grown"
-            assert handle.call_tool("echo", {"text": "a"})["text"] == "a"  # a 404, a new session
-            assert "grown" in [tool["name"] for tool in handle.list_tools()]
-    finally:
-        server.stop()
+    with _two_handles() as (url, handle, other):
+        _end_session(url, handle)
+        assert other.call_tool("grow", {})["text"] == "grown"
+        assert handle.call_tool("echo", {"text": "a"})["text"] == "a"  # a 404, a new session
+        assert "grown" in _names(handle)
 
 
 @pytest.mark.parametrize("protocol, version", [("auto", "2026-07-28"), ("2025-11-25", "2025-11-25")])
